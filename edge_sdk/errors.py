@@ -1,0 +1,31 @@
+"""One error type per boundary.
+
+Everything wrong with a model — malformed bytes, an op we cannot run, an arena that is too small — is a
+``ModelError`` (a ``ValueError``), so callers catch one type. Links and boards raise ``DeviceError``.
+The CLI maps these to exit codes in one place (``edge_sdk.cli``); library code never prints or exits.
+"""
+
+
+class EdgeError(Exception):
+    """Base of every error edge-sdk raises on purpose."""
+
+
+class ModelError(EdgeError, ValueError):
+    """A model is malformed, unsupported, or does not fit."""
+
+
+class UnsupportedOpError(ModelError):
+    """An operator, op version or dtype that no kernel (or delegate) here can run."""
+
+
+class ArenaTooSmallError(ModelError):
+    """The model's tensors do not fit the arena the caller gave."""
+
+    def __init__(self, required: int, given: int, what: str = "arena"):
+        super().__init__(f"{what} too small: the model needs {required} bytes, {given} given")
+        self.required = required
+        self.given = given
+
+
+class DeviceError(EdgeError):
+    """A device, board or link failed (serial, QEMU, SSH)."""

@@ -1,0 +1,138 @@
+"""Fixed-point arithmetic exactly as TFLite Micro's reference kernels do it (vectorized over numpy int64).
+
+TFLM's integer kernels scale accumulators by a real multiplier M expressed as an int32 Q0.31 mantissa and a
+power-of-two shift (``quantize_multiplier``), and apply it with gemmlowp's saturating rounding doubling high
+multiply followed by a rounding right shift (``multiply_by_quantized_multiplier``). Bit-exactness with TFLM
+comes from doing these steps in the same order with the same rounding; int64 numpy arrays hold the int32
+intermediates without overflow.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+
+TYPE_RANGES = {
+    "INT8": (-128, 127),
+    "UINT8": (0, 255),
+    "INT16": (-32768, 32767),
+    "INT32": (INT32_MIN, INT32_MAX),
+}
+
+
+def tflite_round(x):
+    """std::round: halves away from zero (numpy's np.round rounds halves to even)."""
+    x = np.asarray(x)
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:
+    """Real multiplier -> (Q0.31 mantissa, shift) with real ~= mantissa * 2**(shift - 31)."""
+    if real_multiplier == 0.0:
+        return 0, 0
+    q, shift = math.frexp(real_multiplier)
+    q_fixed = int(tflite_round(q * (1 << 31)))
+    if q_fixed == (1 << 31):
+        q_fixed //= 2
+        shift += 1
+    if shift < -31:
+        shift, q_fixed = 0, 0
+    return q_fixed, shift
+
+
+def quantize_multipliers(real_multipliers) -> tuple[np.ndarray, np.ndarray]:
+    """Vector form of ``quantize_multiplier``: (mantissas, shifts) as int64 arrays."""
+    pairs = [quantize_multiplier(float(m)) for m in np.ravel(real_multipliers)]
+    return (np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64))
+
+
+def _wrap_int32(x: np.ndarray) -> np.ndarray:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _truncating_div_pow2(x: np.ndarray, bits: int) -> np.ndarray:
+    """C integer division of int64 by 2**bits (rounds toward zero)."""
+    q = x >> bits
+    return q + ((x < 0) & ((x & ((1 << bits) - 1)) != 0))
+
+
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+    """gemmlowp SaturatingRoundingDoublingHighMul on int32 values held in int64 arrays."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ab = a * b
+    nudge = np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    result = _truncating_div_pow2(ab + nudge, 31)
+    overflow = (a == INT32_MIN) & (b == INT32_MIN)
+    return np.where(overflow, INT32_MAX, result)
+
+
+def rounding_divide_by_pot(x, exponent) -> np.ndarray:
+    """gemmlowp RoundingDivideByPOT: x / 2**exponent, rounding halves away from zero."""
+    x = np.asarray(x, dtype=np.int64)
+    exponent = np.asarray(exponent, dtype=np.int64)
+    mask = (np.int64(1) << exponent) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + (remainder > threshold)
+
+
+def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
+    """TFLM MultiplyByQuantizedMultiplier(int32 x, int32 multiplier, int shift).
+
+    ``multiplier`` and ``shift`` may be scalars or arrays broadcasting against ``x`` (per-channel: the
+    channel axis last).
+    """
+    x = np.asarray(x, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(_wrap_int32(x << left), multiplier), right)
+
+
+def multiply_by_quantized_multiplier_int64(x, multiplier, shift) -> np.ndarray:
+    """TFLM MultiplyByQuantizedMultiplier(int64 x, int32 multiplier, int shift), used by 16x8 kernels.
+
+    The multiplier is reduced to 16 bits (rounded), then applied with one rounding shift.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    multiplier = np.asarray(multiplier, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
+    total_shift = 15 - shift
+    x = x * reduced + (np.int64(1) << (total_shift - 1))
+    return _wrap_int32(x >> total_shift)
+
+
+def quantize_value(f: float, scale: float, zero_point: int) -> int:
+    """zero_point + round(f / scale) with the division in float32, as TFLM's activation-range helper does."""
+    return int(zero_point) + int(tflite_round(np.float32(f) / np.float32(scale)))
+
+
+def activation_range_quantized(activation: str, type_name: str, scale: float, zero_point: int) -> tuple[int, int]:
+    """TFLM CalculateActivationRangeQuantized: the clamp [min, max] of a fused activation on quantized output."""
+    qmin, qmax = TYPE_RANGES[type_name]
+    if activation in (None, "NONE"):
+        return qmin, qmax
+    if activation == "RELU":
+        return max(qmin, quantize_value(0.0, scale, zero_point)), qmax
+    if activation == "RELU6":
+        return max(qmin, quantize_value(0.0, scale, zero_point)), min(qmax, quantize_value(6.0, scale, zero_point))
+    if activation == "RELU_N1_TO_1":
+        return max(qmin, quantize_value(-1.0, scale, zero_point)), min(qmax, quantize_value(1.0, scale, zero_point))
+    raise ValueError(f"fused activation {activation} has no quantized range")
+
+
+def activation_range_float(activation: str) -> tuple[float, float]:
+    """The clamp of a fused activation on float output."""
+    return {
+        None: (-np.inf, np.inf),
+        "NONE": (-np.inf, np.inf),
+        "RELU": (0.0, np.inf),
+        "RELU6": (0.0, 6.0),
+        "RELU_N1_TO_1": (-1.0, 1.0),
+    }[activation]

@@ -1,0 +1,190 @@
+"""The one graph type: a TFLite model as plain Python data.
+
+The reader returns it, the writer takes it, the interpreter plans on it, the checker inspects it and the
+converter's passes rewrite it. Field names follow the TFLite schema (schema.fbs) so that a reader of either
+can find the other; enums are kept as their schema names ("INT8", "CONV_2D", "Conv2DOptions").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# TensorType: schema name -> (code, numpy dtype or None when numpy has no such type).
+# int4 is stored packed two values per byte (low nibble first); the reader unpacks it to int8 values.
+TENSOR_TYPES: dict[str, tuple[int, np.dtype | None]] = {
+    "FLOAT32": (0, np.dtype(np.float32)),
+    "FLOAT16": (1, np.dtype(np.float16)),
+    "INT32": (2, np.dtype(np.int32)),
+    "UINT8": (3, np.dtype(np.uint8)),
+    "INT64": (4, np.dtype(np.int64)),
+    "STRING": (5, None),
+    "BOOL": (6, np.dtype(np.bool_)),
+    "INT16": (7, np.dtype(np.int16)),
+    "COMPLEX64": (8, np.dtype(np.complex64)),
+    "INT8": (9, np.dtype(np.int8)),
+    "FLOAT64": (10, np.dtype(np.float64)),
+    "COMPLEX128": (11, np.dtype(np.complex128)),
+    "UINT64": (12, np.dtype(np.uint64)),
+    "RESOURCE": (13, np.dtype(np.int32)),  # a resource handle: we hold the variable's id
+    "VARIANT": (14, None),
+    "UINT32": (15, np.dtype(np.uint32)),
+    "UINT16": (16, np.dtype(np.uint16)),
+    "INT4": (17, np.dtype(np.int8)),  # unpacked to one int8 per value
+    "BFLOAT16": (18, None),
+    "INT2": (19, np.dtype(np.int8)),
+}
+TENSOR_TYPE_NAMES: dict[int, str] = {code: name for name, (code, _) in TENSOR_TYPES.items()}
+
+
+def numpy_dtype(type_name: str) -> np.dtype | None:
+    """The numpy dtype that holds values of a TFLite TensorType (None: numpy has none)."""
+    return TENSOR_TYPES[type_name][1]
+
+
+@dataclass
+class Quantization:
+    """Affine quantization: real = scale * (q - zero_point).
+
+    ``scale`` (float32) and ``zero_point`` (int64) have one entry per tensor, or one per slice along
+    ``quantized_dimension`` for per-channel quantization.
+    """
+
+    scale: np.ndarray
+    zero_point: np.ndarray
+    quantized_dimension: int = 0
+    min: np.ndarray | None = None
+    max: np.ndarray | None = None
+
+    @property
+    def per_channel(self) -> bool:
+        return self.scale.size > 1
+
+
+@dataclass
+class DimensionMetadata:
+    """One dimension of a sparse tensor (schema DimensionMetadata)."""
+
+    format: str  # "DENSE" or "SPARSE_CSR"
+    dense_size: int = 0
+    array_segments: np.ndarray | None = None
+    array_indices: np.ndarray | None = None
+
+
+@dataclass
+class Sparsity:
+    traversal_order: list[int]
+    block_map: list[int]
+    dim_metadata: list[DimensionMetadata]
+
+
+@dataclass
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    type: str  # a TensorType name, e.g. "INT8"
+    buffer: int = 0  # index into Model.buffers; 0 is the empty buffer by convention
+    quantization: Quantization | None = None
+    shape_signature: tuple[int, ...] | None = None
+    is_variable: bool = False
+    sparsity: Sparsity | None = None
+    has_rank: bool = False
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        return numpy_dtype(self.type)
+
+
+@dataclass
+class Buffer:
+    """Raw bytes of a constant tensor, or metadata. ``data`` is empty for tensors computed at run time."""
+
+    data: bytes = b""
+
+
+@dataclass
+class OperatorCode:
+    builtin_code: int  # max(builtin_code, deprecated_builtin_code) as TFLite reads it
+    custom_code: str | None = None
+    version: int = 1
+
+    @property
+    def name(self) -> str:
+        """The op's name: the builtin's schema name ("CONV_2D"), or a custom op's own code."""
+        from edge_sdk.model.schema import BUILTIN_OPERATOR_NAMES
+
+        if self.custom_code is not None and self.builtin_code == 32:  # BuiltinOperator.CUSTOM
+            return self.custom_code
+        return BUILTIN_OPERATOR_NAMES.get(self.builtin_code, f"BUILTIN_{self.builtin_code}")
+
+    @property
+    def is_custom(self) -> bool:
+        return self.builtin_code == 32
+
+
+@dataclass
+class Operator:
+    opcode_index: int
+    inputs: list[int]  # tensor indices; -1 marks an omitted optional input
+    outputs: list[int]
+    options_type: str | None = None  # BuiltinOptions union member, e.g. "Conv2DOptions"
+    options: dict = field(default_factory=dict)  # that table's fields by schema name (snake_case)
+    custom_options: bytes | None = None
+    intermediates: list[int] = field(default_factory=list)
+
+
+@dataclass
+class SubGraph:
+    tensors: list[Tensor]
+    inputs: list[int]
+    outputs: list[int]
+    operators: list[Operator]
+    name: str = ""
+
+
+@dataclass
+class SignatureDef:
+    signature_key: str
+    subgraph_index: int
+    inputs: dict[str, int]  # signature name -> tensor index in that subgraph
+    outputs: dict[str, int]
+
+
+@dataclass
+class Metadata:
+    name: str
+    buffer: int
+
+
+@dataclass
+class Model:
+    operator_codes: list[OperatorCode]
+    subgraphs: list[SubGraph]
+    buffers: list[Buffer]
+    version: int = 3
+    description: str = ""
+    metadata: list[Metadata] = field(default_factory=list)
+    signature_defs: list[SignatureDef] = field(default_factory=list)
+
+    def op_name(self, op: Operator) -> str:
+        return self.operator_codes[op.opcode_index].name
+
+    def op_version(self, op: Operator) -> int:
+        return self.operator_codes[op.opcode_index].version
+
+    def tensor_data(self, subgraph: int, tensor: int) -> np.ndarray | None:
+        """A constant tensor's value as a read-only numpy array of its shape, or None (computed at run time).
+
+        int4 values come back unpacked, one int8 per value. Sparse tensors come back as their stored
+        (compressed) values; DENSIFY expands them.
+        """
+        from edge_sdk.model.reader import tensor_value  # reader owns the byte-level checks
+
+        return tensor_value(self, subgraph, tensor)
+
+    def metadata_bytes(self, name: str) -> bytes | None:
+        for m in self.metadata:
+            if m.name == name:
+                return bytes(self.buffers[m.buffer].data)
+        return None

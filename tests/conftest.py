@@ -1,0 +1,29 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_MODELS = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
+
+
+def shared_model(relative: str) -> Path:
+    """A model under ../shared/models, or skip the test (a user's clone has no ../shared)."""
+    path = SHARED_MODELS / relative
+    if not path.exists():
+        pytest.skip(f"reference model {relative} not found: ../shared/models is absent in this checkout")
+    return path
+
+
+def shared_models(pattern: str = "**/*.tflite") -> list[Path]:
+    """All shared models matching a glob (empty when ../shared is absent; tests then skip)."""
+    if not SHARED_MODELS.exists():
+        return []
+    return sorted(SHARED_MODELS.glob(pattern))
+
+
+@pytest.fixture
+def rng():
+    import numpy as np
+
+    return np.random.default_rng(1234)
