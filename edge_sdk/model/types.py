@@ -34,6 +34,9 @@ TENSOR_TYPES: dict[str, tuple[int, np.dtype | None]] = {
     "INT4": (17, np.dtype(np.int8)),  # unpacked to one int8 per value
     "BFLOAT16": (18, None),
     "INT2": (19, np.dtype(np.int8)),
+    "UINT4": (20, np.dtype(np.uint8)),
+    "FLOAT8_E4M3FN": (21, None),
+    "FLOAT8_E5M2": (22, None),
 }
 TENSOR_TYPE_NAMES: dict[int, str] = {code: name for name, (code, _) in TENSOR_TYPES.items()}
 
