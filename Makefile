@@ -1,0 +1,42 @@
+# The two commands of the README: `make demo` and `make test`. Everything else here serves them.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# Debian packages the embedded default and the SSH tests need (the QEMU board, the Cortex-M toolchain, sshd).
+DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup system-deps clean
+
+demo: setup
+	$(PY) examples/demo.py
+
+test: setup
+	$(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS)
+
+setup: $(VENV)/.installed system-deps
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+# Installs what is missing when run as root (CI, a fresh Debian box); otherwise names the command to run.
+# Tests that need a missing tool skip and say which.
+system-deps:
+	@missing=""; \
+	for pkg in $(DEBIAN_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "==> installing Debian packages:$$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	else \
+		echo "note: missing Debian packages:$$missing"; \
+		echo "      install them with: sudo apt-get install$$missing"; \
+		echo "      (tests that need them are skipped)"; \
+	fi
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info out
