@@ -1,0 +1,211 @@
+"""Build one-operator .tflite models with our writer and compare our interpreter with the peers on them.
+
+    x = T((1, 4), "INT8", scale=0.5, zero_point=-1)
+    w = T((3, 4), "INT8", scale=[0.1, 0.2, 0.3], zero_point=0, data=np.ones((3, 4), np.int8))
+    y = T((1, 3), "INT8", scale=0.25, zero_point=2)
+    model = op_model("FULLY_CONNECTED", [x, w, None], [y], options={"fused_activation_function": "RELU"})
+    ours = check_op(model, [np.zeros((1, 4), np.int8)])          # ours == TFLM, bit for bit
+
+Inputs with ``data`` become constant tensors; variables (``is_variable=True``) become variable tensors; the
+other inputs become the model's inputs, in order. ``None`` is an omitted optional input (index -1). Passing
+the same ``T`` object twice makes both operator inputs one tensor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge_sdk.errors import ModelError
+from edge_sdk.model import schema
+from edge_sdk.model.types import TENSOR_TYPES, Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
+from edge_sdk.model.writer import option_defaults, options_for, write_model
+
+
+@dataclass(eq=False)
+class TensorSpec:
+    shape: tuple[int, ...]
+    type: str = "INT8"
+    scale: float | list[float] | np.ndarray | None = None
+    zero_point: int | list[int] | np.ndarray | None = None
+    quantized_dimension: int = 0
+    data: np.ndarray | None = None
+    name: str | None = None
+    is_variable: bool = False
+
+
+def T(shape, type="INT8", scale=None, zero_point=None, quantized_dimension=0, data=None, name=None, is_variable=False):
+    """A tensor of a one-op model: shape, TensorType name, quantization, and (for constants) its value."""
+    if type not in TENSOR_TYPES:
+        raise ValueError(f"unknown tensor type {type!r}")
+    shape = tuple(int(d) for d in shape)
+    if data is not None:
+        data = np.asarray(data)
+        if data.size != int(np.prod(shape, dtype=np.int64)):
+            raise ValueError(f"data has {data.size} values, shape {shape} needs {int(np.prod(shape))}")
+    return TensorSpec(shape, type, scale, zero_point, quantized_dimension, data, name, is_variable)
+
+
+def _quantization(spec: TensorSpec) -> Quantization | None:
+    if spec.scale is None:
+        return None
+    scale = np.atleast_1d(np.asarray(spec.scale, dtype=np.float32))
+    zp = spec.zero_point if spec.zero_point is not None else 0
+    zp = np.atleast_1d(np.asarray(zp, dtype=np.int64))
+    if zp.size == 1 and scale.size > 1:
+        zp = np.full(scale.size, zp[0], np.int64)
+    return Quantization(scale=scale, zero_point=zp, quantized_dimension=spec.quantized_dimension)
+
+
+def _pack_nibbles(values: np.ndarray, bits: int) -> bytes:
+    """int4 / uint4 / int2 values packed into bytes, lowest bits first (TFLite's packed layout)."""
+    v = values.reshape(-1).astype(np.int64) & ((1 << bits) - 1)
+    per = 8 // bits
+    v = np.concatenate([v, np.zeros((-len(v)) % per, np.int64)]).reshape(-1, per)
+    out = np.zeros(len(v), np.int64)
+    for k in range(per):
+        out |= v[:, k] << (bits * k)
+    return out.astype(np.uint8).tobytes()
+
+
+def _constant_bytes(spec: TensorSpec) -> bytes:
+    if spec.type in ("INT4", "UINT4"):
+        return _pack_nibbles(spec.data, 4)
+    if spec.type == "INT2":
+        return _pack_nibbles(spec.data, 2)
+    dtype = TENSOR_TYPES[spec.type][1]
+    if dtype is None:
+        raise ValueError(f"cannot build constant data for tensor type {spec.type}")
+    return np.ascontiguousarray(spec.data, dtype=dtype.newbyteorder("<")).tobytes()
+
+
+def op_model(op, inputs, outputs, options=None, version=1, custom_options=None, options_type=None) -> bytes:
+    """A .tflite model holding one operator ``op`` (a builtin name like "CONV_2D", or a custom op's code)."""
+    return write_model(op_model_object(op, inputs, outputs, options, version, custom_options, options_type))
+
+
+def op_model_object(op, inputs, outputs, options=None, version=1, custom_options=None, options_type=None) -> Model:
+    """The ``Model`` that ``op_model`` serializes (for tests that want to tweak it before writing)."""
+    tensors: list[Tensor] = []
+    buffers = [Buffer(b"")]
+    index_of: dict[int, int] = {}
+    model_inputs: list[int] = []
+
+    def add(spec: TensorSpec, default_name: str) -> int:
+        if id(spec) in index_of:
+            return index_of[id(spec)]
+        buffer = 0
+        if spec.data is not None:
+            buffers.append(Buffer(_constant_bytes(spec)))
+            buffer = len(buffers) - 1
+        tensors.append(
+            Tensor(
+                name=spec.name or default_name,
+                shape=spec.shape,
+                type=spec.type,
+                buffer=buffer,
+                quantization=_quantization(spec),
+                is_variable=spec.is_variable,
+            )
+        )
+        index_of[id(spec)] = len(tensors) - 1
+        return len(tensors) - 1
+
+    op_inputs = []
+    for i, spec in enumerate(inputs):
+        if spec is None:
+            op_inputs.append(-1)
+            continue
+        fresh = id(spec) not in index_of
+        idx = add(spec, f"input_{i}")
+        op_inputs.append(idx)
+        if fresh and spec.data is None and not spec.is_variable:
+            model_inputs.append(idx)
+    op_outputs = [add(spec, f"output_{i}") for i, spec in enumerate(outputs)]
+
+    if op in schema.BUILTIN_OPERATOR_CODES and op != "CUSTOM":
+        code = OperatorCode(schema.BUILTIN_OPERATOR_CODES[op], None, version)
+    else:
+        code = OperatorCode(schema.CUSTOM_CODE, op, version)
+    if options_type is None and not code.is_custom:
+        options_type = options_for(op)
+    opts = {}
+    if options_type is not None:
+        opts = option_defaults(options_type)
+        opts.update(options or {})
+    elif options:
+        raise ModelError(f"{op} has no builtin options table: pass options_type to give it options")
+    operator = Operator(
+        opcode_index=0,
+        inputs=op_inputs,
+        outputs=op_outputs,
+        options_type=options_type,
+        options=opts,
+        custom_options=bytes(custom_options) if custom_options is not None else None,
+    )
+    subgraph = SubGraph(tensors=tensors, inputs=model_inputs, outputs=op_outputs, operators=[operator], name="main")
+    return Model(operator_codes=[code], subgraphs=[subgraph], buffers=buffers, description="edge-sdk op test")
+
+
+def run_ours(model_bytes: bytes, inputs) -> list[np.ndarray]:
+    """Outputs of our interpreter (edge_sdk.Interpreter, the LiteRT-style API) for one invoke."""
+    from edge_sdk import Interpreter
+
+    interp = Interpreter(model_content=bytes(model_bytes))
+    interp.allocate_tensors()
+    details = interp.get_input_details()
+    if len(details) != len(inputs):
+        raise AssertionError(f"the model has {len(details)} inputs, {len(inputs)} given")
+    for d, x in zip(details, inputs):
+        interp.set_tensor(d["index"], np.ascontiguousarray(x))
+    interp.invoke()
+    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+
+
+def run_peer(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False) -> list[np.ndarray]:
+    from tests import peers
+
+    if peer == "tflm":
+        return peers.run_tflm(model_bytes, inputs, isolate=isolate)
+    if peer in ("litert", "litert_ref"):
+        return peers.run_litert(model_bytes, inputs, reference=True, isolate=isolate)
+    if peer == "litert_opt":
+        return peers.run_litert(model_bytes, inputs, reference=False, isolate=isolate)
+    raise ValueError(f"unknown peer {peer!r} (tflm, litert, litert_opt)")
+
+
+def assert_same(ours, theirs, rtol: float = 0.0, atol: float = 0.0, what: str = "ours vs peer") -> None:
+    """Same count, shapes, dtypes; values equal (exactly when both tolerances are 0)."""
+    assert len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs {len(theirs)}"
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        a, b = np.asarray(a), np.asarray(b)
+        assert a.shape == b.shape, f"{what}: output {i} shape {a.shape} vs {b.shape}"
+        assert a.dtype == b.dtype, f"{what}: output {i} dtype {a.dtype} vs {b.dtype}"
+        if rtol == 0.0 and atol == 0.0:
+            same = np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+            if not same:
+                diff = a != b if a.dtype.kind not in "fc" else ~((a == b) | (np.isnan(a) & np.isnan(b)))
+                where = np.argwhere(diff)
+                first = tuple(int(k) for k in where[0]) if where.size else ()
+                extra = ""
+                if a.dtype.kind in "iu":
+                    extra = f", max |diff| {int(np.max(np.abs(a.astype(np.int64) - b.astype(np.int64))))}"
+                raise AssertionError(
+                    f"{what}: output {i} differs in {int(diff.sum())} of {a.size} values{extra}; "
+                    f"first at {first}: {a[first]!r} vs {b[first]!r}"
+                )
+        else:
+            np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True, err_msg=f"{what}: output {i}")
+
+
+def check_op(model_bytes: bytes, inputs, peer: str = "tflm", rtol: float = 0.0, atol: float = 0.0, isolate: bool = False):
+    """Run ours and the peer ("tflm", "litert" = LiteRT reference kernels, or a list of them); assert equal.
+
+    Returns our outputs.
+    """
+    ours = run_ours(model_bytes, inputs)
+    for p in [peer] if isinstance(peer, str) else list(peer):
+        theirs = run_peer(model_bytes, inputs, p, isolate=isolate)
+        assert_same(ours, theirs, rtol, atol, what=f"ours vs {p}")
+    return ours
