@@ -1,0 +1,388 @@
+"""Sequence-model kernels with state kept across invokes: SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM.
+
+Both follow TFLite Micro's reference kernels (svdf_common.cc; unidirectional_sequence_lstm.cc with
+lstm_eval*.cc) bit for bit on integer data. Their state lives in variable tensors that the interpreter keeps
+between invokes: eval updates those input arrays in place.
+
+SVDF (int8 input, int8 or int16 state/time weights, int32 bias; or float32): each invoke shifts every
+filter's memory one step left, writes the new feature projection into the last slot, reduces memory x time
+weights per filter, sums ``rank`` filters per unit, adds bias and requantizes. TFLM's integer path does not
+apply the fused activation (only the int8 clamp); its float path does.
+
+LSTM (int8 or int16 activations with int8 weights and int16 cell state; or float32): TFLM ignores the
+operator's ``intermediates`` and fixes the gate pre-activation scale at 2**-12 and the gate output scale at
+2**-15. Each step computes the four gates (input FC with bias, recurrent FC without), each saturated to int16,
+their saturating sum, sigmoid (tanh for the cell gate), then the cell update, optional cell clip, and the
+hidden state tanh(cell) * output gate. Every step is independent per batch row, so time-major and
+batch-major layouts run the same batched step loop over time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge_sdk.kernels.fixedpoint_lstm import checked_log2, logistic_int16, tanh_int16, tanh_params_for_power
+from edge_sdk.kernels.node import Node
+from edge_sdk.kernels.quant import (
+    TYPE_RANGES,
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_int64,
+    quantize_multiplier,
+    quantize_multipliers,
+)
+
+_F32 = np.float32
+
+
+def _int_matmul(x: np.ndarray, w_t: np.ndarray) -> np.ndarray:
+    """Exact integer matrix product via float64 BLAS (every partial sum stays far below 2**53)."""
+    return np.matmul(x.astype(np.float64), w_t).astype(np.int64)
+
+
+def _check_matmul_exact(node: Node, depth: int, x_bits: int, w_bits: int) -> None:
+    if depth * (1 << (x_bits + w_bits)) >= (1 << 53):
+        raise node.unsupported(f"accumulation depth {depth} is too large for the exact matmul path")
+
+
+def _float_activation(node: Node, name: str):
+    if name in (None, "NONE"):
+        return None
+    if name == "RELU":
+        return lambda v: np.maximum(v, _F32(0))
+    if name == "RELU_N1_TO_1":
+        return lambda v: np.clip(v, _F32(-1), _F32(1))
+    if name == "RELU6":
+        return lambda v: np.clip(v, _F32(0), _F32(6))
+    if name == "TANH":
+        return np.tanh
+    if name == "SIGN_BIT":
+        return lambda v: np.signbit(v).astype(np.float32)
+    if name == "SIGMOID":
+        return lambda v: _F32(1) / (_F32(1) + np.exp(-v))
+    raise node.unsupported(f"fused activation {name}")
+
+
+def _per_tensor(node: Node, t, what: str) -> None:
+    if not t.quantized:
+        raise node.error(f"{what} '{t.name}' must be quantized")
+    if t.scale.size != 1:
+        raise node.unsupported(f"{what} '{t.name}' has per-channel quantization ({t.scale.size} scales)")
+
+
+# --------------------------------------------------------------------------------------------------- SVDF
+
+
+def prepare_svdf(node: Node):
+    node.expect_counts(5, 1)
+    x = node.input(0)
+    wf = node.input(1)
+    wt = node.input(2)
+    bias = node.inputs[3] if node.has_input(3) else None
+    state = node.input(4)
+    out = node.outputs[0]
+    rank = int(node.options.get("rank", 0))
+
+    node.expect(len(x.shape) == 2, f"input must be 2-D (batch, input_size), has shape {x.shape}")
+    node.expect(len(wf.shape) == 2, f"weights_feature must be 2-D, has shape {wf.shape}")
+    node.expect(len(wt.shape) == 2, f"weights_time must be 2-D, has shape {wt.shape}")
+    node.expect(rank > 0, f"rank must be positive, is {rank}")
+    batch, n_input = x.shape
+    n_filter = wf.shape[0]
+    node.expect(n_filter % rank == 0, f"num_filters {n_filter} is not a multiple of rank {rank}")
+    n_unit = n_filter // rank
+    n_memory = wt.shape[1]
+    node.expect(wf.shape[1] == n_input, f"weights_feature {wf.shape} does not match input size {n_input}")
+    node.expect(wt.shape[0] == n_filter, f"weights_time {wt.shape} does not have {n_filter} filters")
+    if bias is not None:
+        node.expect(bias.shape[:1] == (n_unit,), f"bias {bias.shape} does not have {n_unit} units")
+    node.expect(
+        len(state.shape) == 2 and state.shape == (batch, n_memory * n_filter),
+        f"activation state {state.shape} must be ({batch}, {n_memory * n_filter})",
+    )
+    node.expect(state.is_variable, f"activation state '{state.name}' must be a variable tensor")
+    if not (wf.is_const and wt.is_const and (bias is None or bias.is_const)):
+        raise node.unsupported("weights_feature, weights_time and bias must be constant tensors")
+    node.set_output_shape(0, (batch, n_unit))
+
+    if x.type == "FLOAT32":
+        for t, what in ((wf, "weights_feature"), (wt, "weights_time"), (state, "activation state"), (out, "output")):
+            node.expect_types(t, ("FLOAT32",), what)
+        if bias is not None:
+            node.expect_types(bias, ("FLOAT32",), "bias")
+        return _svdf_float(node, batch, n_filter, n_unit, rank, n_memory, wf, wt, bias)
+    if x.type != "INT8":
+        raise node.unsupported("SVDF runs on FLOAT32 or INT8 input")
+    node.expect_types(wf, ("INT8",), "weights_feature")
+    node.expect_types(wt, ("INT8", "INT16"), "weights_time")
+    node.expect_types(state, ("INT8", "INT16"), "activation state")
+    node.expect_types(out, ("INT8",), "output")
+    if state.type != wt.type:
+        raise node.unsupported(f"activation state {state.type} must match weights_time {wt.type}")
+    if bias is not None:
+        node.expect_types(bias, ("INT32",), "bias")
+    for t, what in ((x, "input"), (wf, "weights_feature"), (wt, "weights_time"), (state, "activation state"),
+                    (out, "output")):
+        _per_tensor(node, t, what)
+    # TFLM computes both effective scales in float32 before widening to double.
+    scale_1 = float(_F32(_F32(x.s) * _F32(wf.s)) / _F32(state.s))
+    scale_2 = float(_F32(_F32(state.s) * _F32(wt.s)) / _F32(out.s))
+    if bias is not None and bias.quantized:
+        expected = float(_F32(state.s) * _F32(wt.s))
+        node.expect(abs(float(bias.s) - expected) < 1e-5,
+                    f"bias scale {bias.s} differs from state scale x weights_time scale {expected}")
+    m1, s1 = quantize_multiplier(scale_1)
+    m2, s2 = quantize_multiplier(scale_2)
+    _check_matmul_exact(node, n_input, 8, 8)
+
+    state_dtype = state.dtype
+    smin, smax = TYPE_RANGES[state.type]
+    x_zp, state_zp, out_zp = x.zp, state.zp, out.zp
+    wf_t = wf.data.astype(np.float64).T.copy()  # (n_input, n_filter)
+    wf_fold = -x_zp * wf.data.astype(np.int64).sum(axis=1)  # folds the input zero point: W.(x - zp)
+    wt64 = wt.data.astype(np.int64)  # (n_filter, n_memory)
+    bias64 = np.zeros(n_unit, np.int64) if bias is None else bias.data.astype(np.int64).reshape(n_unit)
+
+    def run(inputs, outputs):
+        st = inputs[4].reshape(batch, n_filter, n_memory)
+        st[:, :, :-1] = st[:, :, 1:]
+        feat = _int_matmul(inputs[0], wf_t) + wf_fold
+        feat = np.clip(multiply_by_quantized_multiplier(feat, m1, s1), smin, smax) + state_zp
+        st[:, :, -1] = feat.astype(state_dtype)  # C narrows the zero-point sum with a wrap
+        scratch = np.einsum("bfm,fm->bf", st.astype(np.int64) - state_zp, wt64)
+        acc = scratch.reshape(batch, n_unit, rank).sum(axis=2) + bias64
+        y = multiply_by_quantized_multiplier(acc, m2, s2) + out_zp
+        outputs[0][...] = np.clip(y, -128, 127)
+
+    return run
+
+
+def _svdf_float(node, batch, n_filter, n_unit, rank, n_memory, wf, wt, bias):
+    act = _float_activation(node, node.options.get("fused_activation_function", "NONE"))
+    wf_t = np.ascontiguousarray(wf.data.astype(np.float32).T)
+    wt32 = wt.data.astype(np.float32)
+    bias32 = np.zeros(n_unit, np.float32) if bias is None else bias.data.astype(np.float32).reshape(n_unit)
+
+    def run(inputs, outputs):
+        st = inputs[4].reshape(batch, n_filter, n_memory)
+        st[:, :, :-1] = st[:, :, 1:]
+        st[:, :, -1] = inputs[0] @ wf_t
+        scratch = np.einsum("bfm,fm->bf", st, wt32)
+        y = scratch.reshape(batch, n_unit, rank).sum(axis=2, dtype=np.float32) + bias32
+        outputs[0][...] = y if act is None else act(y)
+
+    return run
+
+
+def macs_svdf(node: Node) -> int:
+    batch, n_input = node.inputs[0].shape
+    n_filter = node.inputs[1].shape[0]
+    n_memory = node.inputs[2].shape[1]
+    return int(batch * n_filter * (n_input + n_memory))
+
+
+# --------------------------------------------------------------------------------------------------- LSTM
+
+_GATES = ("input", "forget", "cell", "output")  # order of the packed gate columns
+_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights
+_REC_W = (5, 6, 7, 8)
+_BIAS = (12, 13, 14, 15)
+_UNSUPPORTED_VARIANTS = {
+    9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
+    20: "layer normalization", 21: "layer normalization", 22: "layer normalization", 23: "layer normalization",
+}
+_GATE_PREACT_SCALE = 2.0**-12  # Q3.12, fixed in TFLM
+_GATE_OUT_SCALE = 2.0**-15  # Q0.15, fixed in TFLM
+
+
+def _lstm_layout(node: Node):
+    node.expect_counts(24, 1)
+    x = node.input(0)
+    hidden = node.input(18)
+    cell = node.input(19)
+    out = node.outputs[0]
+    for i, variant in _UNSUPPORTED_VARIANTS.items():
+        if node.has_input(i):
+            raise node.unsupported(f"{variant} LSTM (input {i}) is not supported, as in TFLM")
+    for i in _IN_W + _REC_W + _BIAS:
+        node.input(i)
+    node.expect(hidden.is_variable, f"hidden state '{hidden.name}' must be a variable tensor")
+    node.expect(cell.is_variable, f"cell state '{cell.name}' must be a variable tensor")
+    node.expect(len(x.shape) == 3, f"input must be 3-D, has shape {x.shape}")
+    node.expect(len(hidden.shape) == 2, f"hidden state must be 2-D (batch, units), has shape {hidden.shape}")
+    time_major = bool(node.options.get("time_major", False))
+    steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
+    n_input = x.shape[2]
+    n_state = hidden.shape[1]
+    for i in _IN_W:
+        w = node.inputs[i]
+        node.expect(tuple(w.shape) == (n_state, n_input), f"input {i} weights {w.shape} must be ({n_state}, {n_input})")
+    for i in _REC_W:
+        w = node.inputs[i]
+        node.expect(tuple(w.shape) == (n_state, n_state), f"input {i} weights {w.shape} must be ({n_state}, {n_state})")
+    for i in _BIAS:
+        b = node.inputs[i]
+        node.expect(tuple(b.shape) == (n_state,), f"input {i} bias {b.shape} must be ({n_state},)")
+    node.expect(hidden.size == batch * n_state, f"hidden state has {hidden.size} elements, needs {batch * n_state}")
+    node.expect(cell.size == batch * n_state, f"cell state has {cell.size} elements, needs {batch * n_state}")
+    for i in _IN_W + _REC_W + _BIAS:
+        if not node.inputs[i].is_const:
+            raise node.unsupported(f"input {i} (weights/bias) must be a constant tensor")
+    node.set_output_shape(0, (x.shape[0], x.shape[1], n_state))
+    if hidden.type != x.type or out.type != x.type:
+        raise node.error(f"input {x.type}, hidden state {hidden.type} and output {out.type} must share a type")
+    w_types = {node.inputs[i].type for i in _IN_W + _REC_W}
+    b_types = {node.inputs[i].type for i in _BIAS}
+    if len(w_types) != 1 or len(b_types) != 1:
+        raise node.error(f"gate weights ({sorted(w_types)}) / biases ({sorted(b_types)}) must each share one type")
+    act = node.options.get("fused_activation_function", "TANH")
+    if act not in ("TANH", "SIGMOID"):
+        raise node.unsupported(f"cell gate activation {act} (TFLM runs TANH or SIGMOID)")
+    return x, hidden, cell, out, time_major, steps, batch, n_input, n_state, w_types.pop(), b_types.pop(), act
+
+
+def prepare_unidirectional_sequence_lstm(node: Node):
+    x, hidden, cell, out, time_major, steps, batch, n_input, n_state, w_type, b_type, act = _lstm_layout(node)
+    cell_clip = float(node.options.get("cell_clip", 0.0) or 0.0)
+    if x.type == "FLOAT32":
+        if w_type != "FLOAT32" or b_type != "FLOAT32" or cell.type != "FLOAT32":
+            raise node.unsupported(f"hybrid LSTM (float input, {w_type} weights, {cell.type} cell state)")
+        return _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip)
+    if x.type not in ("INT8", "INT16"):
+        raise node.unsupported("LSTM runs on FLOAT32, INT8 or INT16 input")
+    if w_type != "INT8":
+        raise node.unsupported(f"quantized LSTM needs INT8 weights, has {w_type}")
+    want_bias = "INT32" if x.type == "INT8" else "INT64"
+    if b_type != want_bias:
+        raise node.unsupported(f"{x.type} LSTM needs {want_bias} biases, has {b_type}")
+    if cell.type != "INT16":
+        raise node.unsupported(f"quantized LSTM needs an INT16 cell state, has {cell.type}")
+    return _lstm_int(node, x, hidden, cell, time_major, steps, batch, n_input, n_state, act, cell_clip)
+
+
+def _gate_multiplier(act_scale: float, w_scale: float) -> tuple[int, int]:
+    # GetQuantizedConvolutionMultipler: float32 product, then double division by the fixed Q3.12 scale.
+    return quantize_multiplier(float(_F32(_F32(act_scale) * _F32(w_scale))) / _GATE_PREACT_SCALE)
+
+
+def _mul_multiplier(s1: float, s2: float, s_out: float) -> tuple[int, int]:
+    return quantize_multiplier(float(s1) * float(s2) / float(np.float64(_F32(s_out))))
+
+
+def _lstm_int(node, x, hidden, cell, time_major, steps, batch, n_input, n_state, act, cell_clip):
+    for i in (0, 18, 19) + _IN_W + _REC_W:
+        _per_tensor(node, node.inputs[i], f"input {i}")
+    wide = x.type == "INT16"
+    bits = 16 if wide else 8
+    _check_matmul_exact(node, max(n_input, n_state), bits, 8)
+    w_in = [node.inputs[i] for i in _IN_W]
+    w_rec = [node.inputs[i] for i in _REC_W]
+    # Packed gate columns: (input, forget, cell, output) x n_state.
+    in_pairs = [_gate_multiplier(x.s, w.s) for w in w_in]
+    rec_pairs = [_gate_multiplier(hidden.s, w.s) for w in w_rec]
+    in_mult = np.repeat([p[0] for p in in_pairs], n_state).astype(np.int64)
+    in_shift = np.repeat([p[1] for p in in_pairs], n_state).astype(np.int64)
+    rec_mult = np.repeat([p[0] for p in rec_pairs], n_state).astype(np.int64)
+    rec_shift = np.repeat([p[1] for p in rec_pairs], n_state).astype(np.int64)
+    w_in_t = np.concatenate([w.data.astype(np.float64) for w in w_in], axis=0).T.copy()  # (I, 4S)
+    w_rec_t = np.concatenate([w.data.astype(np.float64) for w in w_rec], axis=0).T.copy()  # (S, 4S)
+    # Zero points of the activations fold into per-column constants: W.(v - zp) = W.v - zp * rowsum(W).
+    in_fold = -x.zp * np.concatenate([w.data.astype(np.int64).sum(axis=1) for w in w_in])
+    in_fold = in_fold + np.concatenate([node.inputs[i].data.astype(np.int64) for i in _BIAS])
+    rec_fold = -hidden.zp * np.concatenate([w.data.astype(np.int64).sum(axis=1) for w in w_rec])
+    requant = multiply_by_quantized_multiplier_int64 if wide else multiply_by_quantized_multiplier
+
+    cell_scale = cell.s
+    cell_power = checked_log2(cell_scale)
+    tanh_mult, tanh_shift = tanh_params_for_power(cell_power)
+    clip_q = None
+    if cell_clip > 0:
+        clip_q = int(min(max(float(cell_clip) / float(cell_scale), -32768.0), 32767.0))  # static_cast truncates
+    fc_m, fc_s = _mul_multiplier(_GATE_OUT_SCALE, cell_scale, cell_scale)
+    ig_m, ig_s = _mul_multiplier(_GATE_OUT_SCALE, _GATE_OUT_SCALE, cell_scale)
+    h_m, h_s = _mul_multiplier(_GATE_OUT_SCALE, _GATE_OUT_SCALE, hidden.s)
+    h_zp = hidden.zp
+    hmin, hmax = TYPE_RANGES[hidden.type]
+    cell_gate = tanh_int16 if act == "TANH" else logistic_int16
+    S = n_state
+
+    def run(inputs, outputs):
+        xs = inputs[0]
+        seq = xs if time_major else xs.transpose(1, 0, 2)  # (T, B, I) view
+        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
+        h_arr = inputs[18].reshape(batch, S)
+        c_arr = inputs[19].reshape(batch, S)
+        # The input half of every gate does not depend on the state: all time steps in one product.
+        pre_in = _int_matmul(seq.reshape(steps * batch, -1), w_in_t) + in_fold
+        pre_in = np.clip(requant(pre_in, in_mult, in_shift), -32768, 32767).reshape(steps, batch, 4 * S)
+        h = h_arr.astype(np.int64)
+        c = c_arr.astype(np.int64)
+        for t in range(steps):
+            rec = _int_matmul(h, w_rec_t) + rec_fold
+            rec = np.clip(requant(rec, rec_mult, rec_shift), -32768, 32767)
+            g = np.clip(pre_in[t] + rec, -32768, 32767)
+            i_g = logistic_int16(g[:, :S])
+            f_g = logistic_int16(g[:, S:2 * S])
+            c_g = cell_gate(g[:, 2 * S:3 * S])
+            o_g = logistic_int16(g[:, 3 * S:])
+            c = np.clip(multiply_by_quantized_multiplier(f_g * c, fc_m, fc_s), -32768, 32767)
+            ig = np.clip(multiply_by_quantized_multiplier(i_g * c_g, ig_m, ig_s), -32768, 32767)
+            c = np.clip(c + ig, -32768, 32767)
+            if clip_q is not None:
+                c = np.clip(c, -clip_q, clip_q)
+            tc = tanh_int16(c, tanh_mult, tanh_shift)
+            h = np.clip(multiply_by_quantized_multiplier(tc * o_g, h_m, h_s) + h_zp, hmin, hmax)
+            out[t] = h
+        h_arr[...] = h
+        c_arr[...] = c
+
+    return run
+
+
+def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
+    # reference_ops::Logistic: 1 above 16.619047..., exp(v) below -9, else 1 / (1 + exp(-v)).
+    with np.errstate(over="ignore"):
+        mid = _F32(1) / (_F32(1) + np.exp(-v))
+    return np.where(v > _F32(16.619047164916992), _F32(1), np.where(v < _F32(-9), np.exp(v), mid)).astype(np.float32)
+
+
+def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
+    S = n_state
+    w_in_t = np.ascontiguousarray(np.concatenate([node.inputs[i].data for i in _IN_W], axis=0).astype(np.float32).T)
+    w_rec_t = np.ascontiguousarray(np.concatenate([node.inputs[i].data for i in _REC_W], axis=0).astype(np.float32).T)
+    bias = np.concatenate([node.inputs[i].data for i in _BIAS]).astype(np.float32)
+    cell_gate = np.tanh if act == "TANH" else _sigmoid_f32
+
+    def run(inputs, outputs):
+        xs = inputs[0]
+        seq = xs if time_major else xs.transpose(1, 0, 2)
+        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
+        h_arr = inputs[18].reshape(batch, S)
+        c_arr = inputs[19].reshape(batch, S)
+        pre_in = (seq.reshape(steps * batch, -1) @ w_in_t + bias).reshape(steps, batch, 4 * S)
+        h = h_arr.astype(np.float32)
+        c = c_arr.astype(np.float32)
+        for t in range(steps):
+            g = pre_in[t] + h @ w_rec_t
+            i_g = _sigmoid_f32(g[:, :S])
+            f_g = _sigmoid_f32(g[:, S:2 * S])
+            c_g = cell_gate(g[:, 2 * S:3 * S])
+            o_g = _sigmoid_f32(g[:, 3 * S:])
+            c = f_g * c + i_g * c_g
+            if cell_clip > 0:
+                c = np.clip(c, _F32(-cell_clip), _F32(cell_clip))
+            h = np.tanh(c) * o_g
+            out[t] = h
+        h_arr[...] = h
+        c_arr[...] = c
+
+    return run
+
+
+def macs_unidirectional_sequence_lstm(node: Node) -> int:
+    x = node.inputs[0]
+    time_major = bool(node.options.get("time_major", False))
+    steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
+    n_input = x.shape[2]
+    n_state = node.inputs[18].shape[-1]
+    # four gates' input and recurrent products, plus the three element-wise products per state unit
+    return int(steps * batch * (4 * n_state * (n_input + n_state) + 3 * n_state))

@@ -1,0 +1,257 @@
+"""SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM against TFLite Micro, bit for bit (float within 1e-5).
+
+Single-op models are built with tests.oprunner and run in TFLM for 1 and 3 invokes: the state variables carry
+over between invokes, so the third invoke's output proves the state handling. Our side runs the kernel
+directly (a Node built from the same specs, state arrays kept across evals) and, through our interpreter, the
+same models and the real sequence models of ../shared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk.kernels import sequence
+from edge_sdk.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16
+from edge_sdk.kernels.node import Node, TensorInfo
+from edge_sdk.model.types import numpy_dtype
+from tests.oprunner import T, op_model
+from tests.peers import run_tflm
+
+# ----------------------------------------------------------------------------------------- helpers
+
+
+def _info(i, spec) -> TensorInfo | None:
+    if spec is None:
+        return None
+    scale = zp = None
+    if spec.scale is not None:
+        scale = np.atleast_1d(np.asarray(spec.scale, np.float32))
+        zp = np.atleast_1d(np.asarray(0 if spec.zero_point is None else spec.zero_point, np.int64))
+    dtype = numpy_dtype(spec.type)
+    data = None if spec.data is None else np.asarray(spec.data, dtype).reshape(spec.shape)
+    return TensorInfo(i, spec.name or f"t{i}", spec.type, dtype, tuple(spec.shape), scale, zp, 0, data,
+                      spec.is_variable)
+
+
+def _node(op, inputs, outputs, options):
+    return Node(0, 0, op, 1, dict(options), None, [_info(i, s) for i, s in enumerate(inputs)],
+                [_info(100 + i, s) for i, s in enumerate(outputs)])
+
+
+def _initial(spec) -> np.ndarray:
+    """A variable tensor as TFLM resets it: the zero point for int8, zeros otherwise."""
+    value = spec.zero_point if spec.type == "INT8" and spec.zero_point is not None else 0
+    return np.full(spec.shape, value, numpy_dtype(spec.type))
+
+
+def run_kernel(op, inputs, outputs, options, feeds, invocations=1):
+    """Our kernel on its own: prepare once, eval ``invocations`` times with the same feeds."""
+    prepare = {"SVDF": sequence.prepare_svdf,
+               "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence.prepare_unidirectional_sequence_lstm}[op]
+    node = _node(op, inputs, outputs, options)
+    run = prepare(node)
+    arrays, k = [], 0
+    for spec in inputs:
+        if spec is None:
+            arrays.append(None)
+        elif spec.data is not None:
+            arrays.append(np.asarray(spec.data, numpy_dtype(spec.type)).reshape(spec.shape))
+        elif spec.is_variable:
+            arrays.append(_initial(spec))
+        else:
+            arrays.append(np.asarray(feeds[k]).reshape(spec.shape))
+            k += 1
+    outs = [np.zeros(node.output_shapes[i], numpy_dtype(s.type)) for i, s in enumerate(outputs)]
+    for _ in range(invocations):
+        run(arrays, outs)
+    return outs, node
+
+
+def _same(ours, theirs, float_tol=False):
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+        if float_tol:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        else:
+            diff = a.astype(np.int64) - b.astype(np.int64)
+            assert not diff.any(), f"{int((diff != 0).sum())} of {a.size} differ, max {int(np.abs(diff).max())}"
+
+
+# --------------------------------------------------------------------- int16 sigmoid / tanh (all inputs)
+
+
+def _logistic_scalar(v: int) -> int:
+    x = v * 3
+    a = abs(x)
+    hi = a >> 9
+    if hi >= 255:
+        r = 0x7FFF << 10
+    else:
+        ua, ub = int(SIGMOID_TABLE_UINT16[hi]), int(SIGMOID_TABLE_UINT16[hi + 1])
+        r = (ua << 9) + (a & 0x1FF) * (ub - ua)
+    r = r + (1 << 9) if x >= 0 else (1 << 25) - r + (1 << 9) - 1
+    r = (r >> 10) & 0xFFFF
+    return r - 65536 if r >= 32768 else r
+
+
+def _tanh_scalar(v: int, mult: int, shift: int) -> int:
+    if mult == 0:
+        mult, shift = 3 << shift, 0
+    x = (v * mult + ((1 << (shift - 1)) if shift > 0 else 0)) >> shift
+    a = abs(x)
+    hi = a >> 8
+    if hi >= 255:
+        r = 0xFFFF << 8
+    else:
+        ua, ub = int(SIGMOID_TABLE_UINT16[hi]), int(SIGMOID_TABLE_UINT16[hi + 1])
+        r = (ua << 8) + (a & 0xFF) * (ub - ua)
+    r = r - (1 << 23) + (1 << 7) if x >= 0 else -r + (1 << 23) + (1 << 7) - 1
+    return r >> 8
+
+
+def test_int16_gate_functions_match_the_c_steps_on_every_input():
+    xs = np.arange(-32768, 32768, dtype=np.int64)
+    sample = xs[::7]
+    assert np.array_equal(logistic_int16(sample), [_logistic_scalar(int(v)) for v in sample])
+    for mult, shift in ((0, 0), (0, 1), (3, 8), (3, 1)):
+        assert np.array_equal(tanh_int16(sample, mult, shift), [_tanh_scalar(int(v), mult, shift) for v in sample])
+    sig = logistic_int16(xs)
+    # Q3.12 in, Q0.15 out: sigmoid(+-8) = 0.99966 / 0.00034; sigmoid(0) = 0.5
+    assert (sig.min(), sig.max(), sig[32768]) == (11, 32757, 16384)
+    th = tanh_int16(xs)
+    assert th[32768] == 0 and 32700 < th.max() <= 32767 and th.min() == -th.max()
+    assert np.all(np.diff(sig) >= 0) and np.all(np.diff(th) >= 0)
+
+
+# ------------------------------------------------------------------------------------ SVDF, single op
+
+
+def _svdf_specs(rng, state_type, batch=2, n_input=12, n_filter=8, n_memory=5, rank=2, bias=True):
+    n_unit = n_filter // rank
+    if state_type == "FLOAT32":
+        f = lambda *s: rng.standard_normal(s).astype(np.float32) * 0.5  # noqa: E731
+        x = T((batch, n_input), "FLOAT32")
+        ins = [x, T((n_filter, n_input), "FLOAT32", data=f(n_filter, n_input)),
+               T((n_filter, n_memory), "FLOAT32", data=f(n_filter, n_memory)),
+               T((n_unit,), "FLOAT32", data=f(n_unit)) if bias else None,
+               T((batch, n_filter * n_memory), "FLOAT32", is_variable=True)]
+        return ins, [T((batch, n_unit), "FLOAT32")]
+    wide = state_type == "INT16"
+    s_scale, s_zp = (0.004, 0) if wide else (0.3, 7)
+    wt_scale = 0.002 if wide else 0.01
+    wt_lim = 30000 if wide else 127
+    ins = [T((batch, n_input), "INT8", 0.06, -5),
+           T((n_filter, n_input), "INT8", 0.009, 0, data=rng.integers(-127, 128, (n_filter, n_input), dtype=np.int8)),
+           T((n_filter, n_memory), state_type, wt_scale, 0,
+             data=rng.integers(-wt_lim, wt_lim + 1, (n_filter, n_memory)).astype(numpy_dtype(state_type))),
+           T((n_unit,), "INT32", np.float32(s_scale) * np.float32(wt_scale), 0,
+             data=rng.integers(-3000, 3000, n_unit, dtype=np.int32)) if bias else None,
+           T((batch, n_filter * n_memory), state_type, s_scale, s_zp, is_variable=True)]
+    return ins, [T((batch, n_unit), "INT8", 0.2 if wide else 0.5, -3)]
+
+
+@pytest.mark.parametrize("state_type", ["INT16", "INT8", "FLOAT32"])
+@pytest.mark.parametrize("rank", [1, 2])
+def test_svdf_single_op_matches_tflm_over_invokes(state_type, rank):
+    rng = np.random.default_rng(7 + rank)
+    ins, outs = _svdf_specs(rng, state_type, rank=rank)
+    opts = {"rank": rank, "fused_activation_function": "RELU"}
+    model = op_model("SVDF", ins, outs, options=opts)
+    if state_type == "FLOAT32":
+        feed = rng.standard_normal(ins[0].shape).astype(np.float32)
+    else:
+        feed = rng.integers(-128, 128, ins[0].shape, dtype=np.int8)
+    for k in (1, 3):
+        ours, _ = run_kernel("SVDF", ins, outs, opts, [feed], invocations=k)
+        theirs = run_tflm(model, [feed], invocations=k)
+        _same(ours, theirs, float_tol=state_type == "FLOAT32")
+    assert np.any(ours[0] != ours[0].flat[0])  # not a constant output
+
+
+# ------------------------------------------------------------------------------------ LSTM, single op
+
+
+def _lstm_specs(rng, act_type, batch=2, steps=4, n_input=6, n_state=5, time_major=False, hidden_zp=3):
+    shape_x = (steps, batch, n_input) if time_major else (batch, steps, n_input)
+    shape_y = shape_x[:2] + (n_state,)
+    if act_type == "FLOAT32":
+        f = lambda *s: (rng.standard_normal(s) * 0.4).astype(np.float32)  # noqa: E731
+        w = [T((n_state, n_input), "FLOAT32", data=f(n_state, n_input)) for _ in range(4)]
+        r = [T((n_state, n_state), "FLOAT32", data=f(n_state, n_state)) for _ in range(4)]
+        b = [T((n_state,), "FLOAT32", data=f(n_state)) for _ in range(4)]
+        ins = [T(shape_x, "FLOAT32"), *w, *r, None, None, None, *b, None, None,
+               T((batch, n_state), "FLOAT32", is_variable=True), T((batch, n_state), "FLOAT32", is_variable=True),
+               None, None, None, None]
+        return ins, [T(shape_y, "FLOAT32")]
+    wide = act_type == "INT16"
+    x_scale, x_zp = (0.0004, 0) if wide else (0.03, -7)
+    h_scale, h_zp = (0.00004, 0) if wide else (0.008, hidden_zp)
+    bias_type = "INT64" if wide else "INT32"
+    w_scales = rng.uniform(0.004, 0.02, 8)
+
+    def weight(k, cols):
+        return T((n_state, cols), "INT8", float(w_scales[k]), 0,
+                 data=rng.integers(-127, 128, (n_state, cols), dtype=np.int8))
+
+    w = [weight(k, n_input) for k in range(4)]
+    r = [weight(4 + k, n_state) for k in range(4)]
+    b = [T((n_state,), bias_type, float(np.float32(x_scale) * np.float32(w_scales[k])), 0,
+           data=rng.integers(-400, 400, n_state).astype(numpy_dtype(bias_type))) for k in range(4)]
+    ins = [T(shape_x, act_type, x_scale, x_zp), *w, *r, None, None, None, *b, None, None,
+           T((batch, n_state), act_type, h_scale, h_zp, is_variable=True),
+           T((batch, n_state), "INT16", 2.0**-11, 0, is_variable=True), None, None, None, None]
+    return ins, [T(shape_y, act_type, h_scale, h_zp)]
+
+
+LSTM_CASES = [
+    ("INT8", False, 10.0),
+    ("INT8", True, 0.0),
+    ("INT16", False, 1.5),
+    ("FLOAT32", False, 0.0),
+    ("FLOAT32", True, 0.7),
+]
+
+
+@pytest.mark.parametrize("act_type,time_major,cell_clip", LSTM_CASES)
+def test_lstm_single_op_matches_tflm_over_invokes(act_type, time_major, cell_clip):
+    rng = np.random.default_rng(11)
+    ins, outs = _lstm_specs(rng, act_type, time_major=time_major)
+    opts = {"fused_activation_function": "TANH", "cell_clip": cell_clip, "time_major": time_major}
+    model = op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, options=opts)
+    if act_type == "FLOAT32":
+        feed = rng.standard_normal(ins[0].shape).astype(np.float32)
+    else:
+        lim = 20000 if act_type == "INT16" else 127
+        feed = rng.integers(-lim, lim + 1, ins[0].shape).astype(numpy_dtype(act_type))
+    for k in (1, 3):
+        ours, _ = run_kernel("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, opts, [feed], invocations=k)
+        theirs = run_tflm(model, [feed], invocations=k)
+        _same(ours, theirs, float_tol=act_type == "FLOAT32")
+    assert len(np.unique(ours[0])) > 5
+
+
+def test_lstm_prepare_refuses_variants():
+    rng = np.random.default_rng(0)
+    ins, outs = _lstm_specs(rng, "INT8")
+    peephole = list(ins)
+    peephole[10] = T((5,), "INT16", 0.01, 0, data=np.ones(5, np.int16))
+    with pytest.raises(Exception, match="peephole"):
+        sequence.prepare_unidirectional_sequence_lstm(_node("UNIDIRECTIONAL_SEQUENCE_LSTM", peephole, outs, {}))
+    bad_cell = list(ins)
+    bad_cell[19] = T((2, 5), "INT8", 0.01, 0, is_variable=True)
+    with pytest.raises(Exception, match="INT16 cell state"):
+        sequence.prepare_unidirectional_sequence_lstm(
+            _node("UNIDIRECTIONAL_SEQUENCE_LSTM", bad_cell, outs, {"fused_activation_function": "TANH"}))
+
+
+def test_macs():
+    rng = np.random.default_rng(0)
+    ins, outs = _lstm_specs(rng, "INT8", batch=2, steps=4, n_input=6, n_state=5)
+    _, node = run_kernel("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, {"fused_activation_function": "TANH"},
+                         [np.zeros((2, 4, 6), np.int8)])
+    assert sequence.macs_unidirectional_sequence_lstm(node) == 2 * 4 * (4 * 5 * (6 + 5) + 3 * 5)
+    ins, outs = _svdf_specs(rng, "INT16", batch=2, n_input=12, n_filter=8, n_memory=5, rank=2)
+    _, node = run_kernel("SVDF", ins, outs, {"rank": 2}, [np.zeros((2, 12), np.int8)])
+    assert sequence.macs_svdf(node) == 2 * 8 * (12 + 5)
