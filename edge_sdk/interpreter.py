@@ -1,0 +1,676 @@
+"""Run a TFLite model on numpy, TFLM style: prepare validates, eval runs blind.
+
+    interp = Interpreter(model_path="net.tflite")      # or model_content=bytes; arena_size=N for a budget
+    interp.allocate_tensors()                           # every check happens here, never in invoke()
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    y = interp.get_tensor(interp.get_output_details()[0]["index"])
+
+The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the common path (same details
+dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
+``arena_plan()`` (an ``edge_sdk.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
+which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more.
+
+allocate_tensors, step by step:
+
+1. For each subgraph, a ``TensorInfo`` per tensor: constants carry their value, variable tensors do not (they
+   live in the arena), shapes come from the model or from ``resize_tensor_input``.
+2. For each operator, in order: check its tensor indices (in range; an input is a constant, a variable, a
+   subgraph input or the output of an EARLIER operator; an output is written by one operator only and is
+   not a constant), look its row up in ``edge_sdk.op_table`` (op and version), and call the row's prepare,
+   which validates dtypes/options, sets the output shapes and returns the eval function. Errors name the
+   node (index, op, version) and its input dtype.
+3. Plan one arena (``edge_sdk.arena``) over every non-constant tensor with bytes, on one time axis shared
+   by all subgraphs, as TFLM does: step 0 is "before subgraph 0's first op" (its inputs appear there),
+   op ``i`` is a later step; an operator that calls other subgraphs (CALL_ONCE, IF, WHILE) nests their
+   steps inside its own, so the callee's tensors never collide with anything the caller holds across
+   the call. Subgraphs nothing calls (other signatures) get their own steps after subgraph 0's.
+   Lifetimes: a tensor lives from the step that writes it (subgraph inputs: the subgraph's first step) to
+   its last reader; subgraph 0's outputs live to the very end (readable after invoke); variable tensors
+   live for the whole axis (they keep state between invokes). A model input's bytes may be reused after
+   its last reader, as in TFLM: set the inputs before every invoke.
+4. One ``numpy.uint8`` buffer of the plan's total; each tensor is a view into it. Variables start at their
+   buffer's value, else zero (INT8: the zero point, as TFLM's ResetVariableTensors does).
+5. Pre-built steps ``(eval, inputs, outputs)`` per subgraph: invoke() only runs them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from edge_sdk import arena as _arena
+from edge_sdk import op_table
+from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.kernels.node import Node, TensorInfo
+from edge_sdk.model.types import TENSOR_TYPES, Model
+
+# Refuse plans above this before allocating anything (a corrupt shape must not become a MemoryError).
+MAX_ARENA_BYTES = 1 << 31
+
+# Builtin ops that run other subgraphs, and the option fields that name them.
+_CALLED_SUBGRAPHS = {
+    "CALL_ONCE": ("init_subgraph_index",),
+    "IF": ("then_subgraph_index", "else_subgraph_index"),
+    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
+}
+
+_NUMPY_TO_TFLITE: dict[np.dtype, str] = {}
+for _name, (_code, _dt) in TENSOR_TYPES.items():
+    if _dt is not None and _name not in ("RESOURCE", "INT4", "INT2", "UINT4"):
+        _NUMPY_TO_TFLITE.setdefault(_dt, _name)
+
+
+def _type_name(dtype: np.dtype) -> str:
+    return _NUMPY_TO_TFLITE.get(np.dtype(dtype), str(np.dtype(dtype)).upper())
+
+
+def _details_dtype(type_name: str):
+    dt = TENSOR_TYPES.get(type_name, (None, None))[1]
+    if dt is not None:
+        return dt.type
+    return np.bytes_ if type_name == "STRING" else np.void
+
+
+class _Prepared:
+    """Everything allocate_tensors builds; replaced as a whole on the next allocate."""
+
+    def __init__(self):
+        self.infos: list[list[TensorInfo]] = []
+        self.views: list[list[np.ndarray | None]] = []
+        self.steps: list[list[tuple[Callable, list, list]]] = []
+        self.nodes: list[list[Node]] = []
+        self.arena: np.ndarray = np.zeros(0, np.uint8)
+        self.plan: _arena.ArenaPlan | None = None
+        self.variables: list[tuple[np.ndarray, np.ndarray | int]] = []  # (view, initial value)
+
+
+class Interpreter:
+    """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring)."""
+
+    def __init__(
+        self,
+        model_path=None,
+        model_content=None,
+        arena_size: int | None = None,
+        num_threads: int | None = None,
+        experimental_op_resolver_type=None,
+        delegates=None,
+        *,
+        model: Model | None = None,
+    ):
+        if delegates:
+            raise ModelError("delegates are not supported by edge-sdk's interpreter")
+        if model is None:
+            from edge_sdk.model import read_model
+
+            if model_path is not None and model_content is None:
+                model = read_model(str(model_path))
+            elif model_content is not None and model_path is None:
+                model = read_model(bytes(model_content))
+            else:
+                raise ValueError("Exactly one of model_path and model_content must be given")
+        if not isinstance(model, Model):
+            raise TypeError(f"model must be an edge_sdk.model.Model, not {type(model).__name__}")
+        if not model.subgraphs:
+            raise ModelError("model has no subgraphs")
+        if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
+            raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
+        self._model = model
+        self._budget = None if arena_size is None else int(arena_size)
+        self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._p: _Prepared | None = None
+        # The Runtime protocol (edge_sdk.kernels.node.Runtime).
+        self.resource_variables: dict[int, np.ndarray] = {}
+        self._resource_ids: dict[tuple[str, str], int] = {}
+        self._signatures = {s.signature_key: s for s in model.signature_defs}
+
+    # ------------------------------------------------------------------ Runtime protocol (for kernels)
+    def resource_id(self, container: str, shared_name: str) -> int:
+        return self._resource_ids.setdefault((container, shared_name), len(self._resource_ids))
+
+    def invoke_subgraph(self, subgraph_index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        p = self._p
+        views = p.views[subgraph_index]
+        sg = self._model.subgraphs[subgraph_index]
+        for t, x in zip(sg.inputs, inputs):
+            views[t][...] = x
+        self._run(subgraph_index)
+        return [np.array(views[t]) for t in sg.outputs]
+
+    # ------------------------------------------------------------------ model facts
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    def num_subgraphs(self) -> int:
+        return len(self._model.subgraphs)
+
+    @property
+    def arena_size(self) -> int | None:
+        """Bytes the arena plan uses (None before allocate_tensors)."""
+        return None if self._p is None else self._p.plan.total
+
+    def arena_plan(self) -> _arena.ArenaPlan:
+        if self._p is None:
+            raise RuntimeError("allocate_tensors() must be called before arena_plan()")
+        return self._p.plan
+
+    # ------------------------------------------------------------------ allocate
+    def allocate_tensors(self) -> None:
+        model = self._model
+        p = _Prepared()
+        for s in range(len(model.subgraphs)):
+            p.infos.append(self._tensor_infos(s))
+        for s in range(len(model.subgraphs)):
+            p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
+        requests = self._lifetimes(p)
+        for r in requests:
+            if r.size > MAX_ARENA_BYTES:
+                raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
+        plan = _arena.plan(requests)
+        if self._budget is not None and plan.total > self._budget:
+            raise ArenaTooSmallError(plan.total, self._budget)
+        if plan.total > MAX_ARENA_BYTES:
+            raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
+        p.plan = plan
+        p.arena = np.zeros(plan.total, np.uint8)
+        self._make_views(p)
+        self._make_steps(p)
+        self._p = p
+        self._reset_variable_tensors()
+
+    def _tensor_infos(self, s: int) -> list[TensorInfo]:
+        model = self._model
+        sg = model.subgraphs[s]
+        infos = []
+        for t, tensor in enumerate(sg.tensors):
+            where = f"{'subgraph %d ' % s if s else ''}tensor {t} '{tensor.name}'"
+            if tensor.type not in TENSOR_TYPES:
+                raise ModelError(f"{where}: unknown type {tensor.type!r}")
+            if not 0 <= tensor.buffer < len(model.buffers):
+                raise ModelError(f"{where}: buffer {tensor.buffer} out of range (model has {len(model.buffers)})")
+            shape = self._resized.get((s, t), tuple(tensor.shape))
+            try:
+                shape = tuple(int(d) for d in shape)
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: shape {shape!r} is not a list of ints") from None
+            if any(d < 0 for d in shape):
+                raise ModelError(f"{where}: negative dimension in shape {shape}")
+            data = None
+            if not tensor.is_variable and model.buffers[tensor.buffer].data:
+                data = model.tensor_data(s, t)
+            q = tensor.quantization
+            scale = zero_point = None
+            qdim = 0
+            if q is not None and q.scale is not None and np.size(q.scale) > 0:
+                scale = np.asarray(q.scale, np.float32).reshape(-1)
+                zp = q.zero_point if q.zero_point is not None else np.zeros(0)
+                zero_point = np.asarray(zp, np.int64).reshape(-1)
+                if zero_point.size == 0:
+                    zero_point = np.zeros(scale.size, np.int64)
+                qdim = int(q.quantized_dimension)
+            infos.append(
+                TensorInfo(
+                    index=t,
+                    name=tensor.name,
+                    type=tensor.type,
+                    dtype=tensor.dtype,
+                    shape=shape if data is None else tuple(data.shape),
+                    scale=scale,
+                    zero_point=zero_point,
+                    quantized_dimension=qdim,
+                    data=data,
+                    is_variable=tensor.is_variable,
+                    sparsity=tensor.sparsity,
+                )
+            )
+            if data is None and tensor.dtype is not None:
+                nbytes = math.prod(shape) * tensor.dtype.itemsize
+                if nbytes > MAX_ARENA_BYTES:
+                    raise ModelError(f"{where}: shape {shape} needs {nbytes} bytes, above the {MAX_ARENA_BYTES} limit")
+        return infos
+
+    def _prepare_subgraph(self, s: int, infos: list[TensorInfo]) -> list[Node]:
+        model = self._model
+        sg = model.subgraphs[s]
+        n = len(infos)
+        sgw = f"subgraph {s} " if s else ""
+        for kind, idx in (("input", sg.inputs), ("output", sg.outputs)):
+            for t in idx:
+                if not 0 <= t < n:
+                    raise ModelError(f"{sgw}{kind} tensor index {t} out of range (subgraph has {n} tensors)")
+        # The first operator writing each tensor: reading it at or before that operator is use before def.
+        # (A tensor nobody writes may be read: converters leave such scratch tensors; it holds zeros.)
+        producer: dict[int, int] = {}
+        for i, op in enumerate(sg.operators):
+            for t in op.outputs:
+                if isinstance(t, (int, np.integer)):
+                    producer.setdefault(int(t), i)
+        written: dict[int, int] = {}
+        nodes = []
+        for i, op in enumerate(sg.operators):
+            if not 0 <= op.opcode_index < len(model.operator_codes):
+                raise ModelError(
+                    f"{sgw}node {i}: opcode index {op.opcode_index} out of range "
+                    f"(model has {len(model.operator_codes)} operator codes)"
+                )
+            code = model.operator_codes[op.opcode_index]
+            name, version = code.name, code.version
+            where = f"{sgw}node {i} ({name} v{version})"
+
+            def tensor_at(t: int, kind: str, k: int, optional: bool) -> TensorInfo | None:
+                if t == -1 and optional:
+                    return None
+                if not isinstance(t, (int, np.integer)) or not 0 <= t < n:
+                    raise ModelError(f"{where}: {kind} {k} is tensor {t}, but the subgraph has {n} tensors")
+                return infos[t]
+
+            ins = [tensor_at(t, "input", k, True) for k, t in enumerate(op.inputs)]
+            outs = [tensor_at(t, "output", k, False) for k, t in enumerate(op.outputs)]
+            inter = [tensor_at(t, "intermediate", k, False) for k, t in enumerate(op.intermediates)]
+            node = Node(
+                index=i,
+                subgraph=s,
+                op=name,
+                version=version,
+                options=dict(op.options or {}),
+                custom_options=op.custom_options,
+                inputs=ins,
+                outputs=outs,
+                intermediates=inter,
+                runtime=self,
+            )
+            for field in _CALLED_SUBGRAPHS.get(name, ()):
+                callee = node.options.get(field)
+                if not isinstance(callee, (int, np.integer)) or not 0 <= callee < len(model.subgraphs):
+                    raise node.error(f"{field} {callee!r} is not a subgraph of this model")
+            try:
+                row = op_table.lookup(name, version)
+                prepare = row.prepare_function()
+            except UnsupportedOpError as exc:
+                raise node.unsupported(str(exc)) from None
+            for k, t in enumerate(op.inputs):
+                if t != -1 and producer.get(t, -1) >= i and not (infos[t].is_variable or t in sg.inputs):
+                    raise ModelError(
+                        f"{where}: input {k} (tensor {t} '{infos[t].name}') is used before node "
+                        f"{producer[t]} writes it"
+                    )
+            for k, t in enumerate(op.outputs):
+                if infos[t].is_const:
+                    raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a constant")
+                if t in written:
+                    raise ModelError(
+                        f"{where}: output {k} (tensor {t} '{infos[t].name}') is also written by node {written[t]}"
+                    )
+                if t in sg.inputs:
+                    raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a subgraph input")
+            try:
+                run = prepare(node)
+            except ModelError:
+                raise
+            except Exception as exc:  # a kernel tripped over something the model gave it
+                raise node.error(f"prepare failed: {type(exc).__name__}: {exc}") from exc
+            if not callable(run):
+                raise node.error(f"kernel {row.kernel} returned {type(run).__name__}, not an eval function")
+            node._eval = run  # noqa: SLF001 - kept with the node for _make_steps
+            for k, info in enumerate(outs):
+                if info.dtype is None:
+                    raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
+                written[info.index] = i
+            nodes.append(node)
+        return nodes
+
+    def _lifetimes(self, p: _Prepared) -> list[_arena.BufferRequest]:
+        """Per non-constant tensor, [first, last] step on the shared time axis (see the module docstring)."""
+        model = self._model
+        first: dict[tuple[int, int], int] = {}
+        last: dict[tuple[int, int], int] = {}
+        clock = [0]
+        marked: set[int] = set()
+
+        def use(key, step):
+            first.setdefault(key, step)
+            last[key] = step
+
+        def mark(s: int, stack: tuple[int, ...]):
+            if s in stack:
+                raise ModelError(f"subgraph {s} calls itself (through {' -> '.join(map(str, stack + (s,)))})")
+            marked.add(s)
+            sg = model.subgraphs[s]
+            for t in sg.inputs:
+                use((s, t), clock[0])
+            for node in p.nodes[s]:
+                clock[0] += 1
+                start = clock[0]
+                for info in node.outputs:
+                    first.setdefault((s, info.index), start)
+                for field in _CALLED_SUBGRAPHS.get(node.op, ()):
+                    clock[0] += 1
+                    mark(int(node.options[field]), stack + (s,))
+                now = clock[0]
+                for info in node.inputs:
+                    if info is not None:
+                        use((s, info.index), now)
+                for info in node.outputs:
+                    use((s, info.index), now)
+                for info in node.intermediates:
+                    use((s, info.index), start)
+                    use((s, info.index), now)
+            for t in sg.outputs:
+                use((s, t), clock[0])
+
+        mark(0, ())
+        for s in range(len(model.subgraphs)):
+            if s not in marked:
+                clock[0] += 1
+                mark(s, ())
+        end = clock[0]
+        for t in model.subgraphs[0].outputs:
+            last[(0, t)] = end
+        requests = []
+        for s, infos in enumerate(p.infos):
+            for info in infos:
+                key = (s, info.index)
+                if info.is_const:
+                    continue
+                if info.is_variable:
+                    first[key], last[key] = 0, end
+                if key not in first or info.dtype is None:
+                    if info.dtype is None and key in first:
+                        raise UnsupportedOpError(
+                            f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
+                            f"{info.type}, which this interpreter cannot hold"
+                        )
+                    continue
+                size = math.prod(info.shape) * info.dtype.itemsize
+                if size == 0:
+                    continue
+                name = info.name if s == 0 else f"[{s}] {info.name}"
+                requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
+        return requests
+
+    def _make_views(self, p: _Prepared) -> None:
+        plan = p.plan
+        for s, infos in enumerate(p.infos):
+            views: list[np.ndarray | None] = []
+            for info in infos:
+                key = (s, info.index)
+                if info.is_const:
+                    views.append(info.data)
+                elif key in plan:
+                    b = plan[key]
+                    views.append(p.arena[b.offset : b.offset + b.size].view(info.dtype).reshape(info.shape))
+                elif info.dtype is not None:
+                    # Unused or empty: a private array, outside the arena (never read by any kernel).
+                    views.append(np.zeros(info.shape, info.dtype))
+                else:
+                    views.append(None)
+                if info.is_variable and views[-1] is not None:
+                    tensor = self._model.subgraphs[s].tensors[info.index]
+                    if self._model.buffers[tensor.buffer].data:
+                        init = np.array(self._model.tensor_data(s, info.index))
+                        if init.size != views[-1].size:
+                            raise ModelError(
+                                f"{'subgraph %d ' % s if s else ''}variable tensor {info.index} '{info.name}': "
+                                f"initial value has {init.size} elements, shape {info.shape} needs {views[-1].size}"
+                            )
+                        init = init.reshape(info.shape)
+                    elif info.type == "INT8" and info.zero_point is not None and info.zero_point.size:
+                        init = int(info.zero_point[0])
+                    else:
+                        init = 0
+                    p.variables.append((views[-1], init))
+            p.views.append(views)
+
+    def _make_steps(self, p: _Prepared) -> None:
+        for s, nodes in enumerate(p.nodes):
+            views = p.views[s]
+            steps = []
+            for node in nodes:
+                ins = [None if info is None else views[info.index] for info in node.inputs]
+                outs = [views[info.index] for info in node.outputs]
+                steps.append((node._eval, ins, outs))  # noqa: SLF001
+            p.steps.append(steps)
+
+    def _reset_variable_tensors(self) -> None:
+        for view, init in self._p.variables:
+            view[...] = init
+
+    # ------------------------------------------------------------------ run
+    def invoke(self) -> None:
+        if self._p is None:
+            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+        self._run(0)
+
+    def _run(self, s: int) -> None:
+        steps = self._p.steps[s]
+        i = 0
+        try:
+            for fn, ins, outs in steps:
+                fn(ins, outs)
+                i += 1
+        except ModelError:
+            raise
+        except Exception as exc:  # a kernel bug or a value it cannot take: name the node
+            raise ModelError(f"{self._p.nodes[s][i].where()}: eval failed: {type(exc).__name__}: {exc}") from exc
+
+    def reset_all_variables(self) -> None:
+        """Variable tensors back to their initial values; resource variables forgotten (CALL_ONCE re-inits)."""
+        if self._p is not None:
+            self._reset_variable_tensors()
+        self.resource_variables.clear()
+
+    # ------------------------------------------------------------------ tensors
+    def _check_index(self, tensor_index, subgraph_index: int = 0) -> tuple[int, int]:
+        if not 0 <= int(subgraph_index) < len(self._model.subgraphs):
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                f"{len(self._model.subgraphs)} subgraphs."
+            )
+        n = len(self._model.subgraphs[subgraph_index].tensors)
+        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n}")
+        return int(tensor_index), int(subgraph_index)
+
+    def _shape(self, s: int, t: int) -> tuple[int, ...]:
+        if self._p is not None:
+            return tuple(self._p.infos[s][t].shape)
+        return tuple(self._resized.get((s, t), self._model.subgraphs[s].tensors[t].shape))
+
+    def _tensor_details(self, t: int, s: int = 0) -> dict:
+        tensor = self._model.subgraphs[s].tensors[t]
+        shape = self._shape(s, t)
+        sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+        q = tensor.quantization
+        if q is not None and q.scale is not None and np.size(q.scale) > 0:
+            scales = np.asarray(q.scale, np.float32).reshape(-1)
+            zps = np.asarray(q.zero_point if q.zero_point is not None else np.zeros(scales.size), np.int32).reshape(-1)
+            legacy = (float(scales[0]), int(zps[0])) if scales.size == 1 and zps.size >= 1 else (0.0, 0)
+            qdim = int(q.quantized_dimension)
+        else:
+            scales, zps, legacy, qdim = np.zeros(0, np.float32), np.zeros(0, np.int32), (0.0, 0), 0
+        return {
+            "name": tensor.name,
+            "index": t,
+            "shape": np.array(shape, np.int32),
+            "shape_signature": np.array(sig, np.int32),
+            "dtype": _details_dtype(tensor.type),
+            "quantization": legacy,
+            "quantization_parameters": {
+                "scales": scales,
+                "zero_points": zps,
+                "quantized_dimension": qdim,
+                "block_size": 0,
+            },
+            "sparsity_parameters": _sparsity_details(tensor.sparsity),
+        }
+
+    def get_input_details(self) -> list[dict]:
+        return [self._tensor_details(t) for t in self._model.subgraphs[0].inputs]
+
+    def get_output_details(self) -> list[dict]:
+        return [self._tensor_details(t) for t in self._model.subgraphs[0].outputs]
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict]:
+        if not 0 <= subgraph_index < len(self._model.subgraphs):
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                f"{len(self._model.subgraphs)} subgraphs."
+            )
+        return [self._tensor_details(t, subgraph_index) for t in range(len(self._model.subgraphs[subgraph_index].tensors))]
+
+    def set_tensor(self, tensor_index, value, subgraph_index: int = 0) -> None:
+        t, s = self._check_index(tensor_index, subgraph_index)
+        if self._p is None:
+            raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+        info = self._p.infos[s][t]
+        view = self._p.views[s][t]
+        value = np.asarray(value)
+        if info.dtype is None or view is None:
+            raise ValueError(f"Cannot set tensor: tensor {t} has type {info.type}, which cannot be set")
+        if value.dtype != info.dtype:
+            raise ValueError(
+                f"Cannot set tensor: Got value of type {_type_name(value.dtype)} but expected type "
+                f"{info.type} for input {t}, name: {info.name} "
+            )
+        if value.ndim != len(info.shape):
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {value.ndim} but expected {len(info.shape)} for input {t}."
+            )
+        for d, (got, want) in enumerate(zip(value.shape, info.shape)):
+            if got != want:
+                raise ValueError(
+                    f"Cannot set tensor: Dimension mismatch. Got {got} but expected {want} for dimension {d} of input {t}."
+                )
+        if info.is_const:
+            raise ValueError(f"Cannot set tensor: tensor {t} '{info.name}' is a constant")
+        view[...] = value
+
+    def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
+        t, s = self._check_index(tensor_index, subgraph_index)
+        if self._p is None or self._p.views[s][t] is None:
+            raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
+        return np.array(self._p.views[s][t])
+
+    def tensor(self, tensor_index) -> Callable[[], np.ndarray]:
+        """A function returning a numpy view of the tensor's current memory (don't keep the view across
+        allocate_tensors(); keep the function)."""
+        t, _ = self._check_index(tensor_index)
+
+        def view() -> np.ndarray:
+            if self._p is None:
+                raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            return self._p.views[0][t]
+
+        return view
+
+    def resize_tensor_input(self, input_index, tensor_size, strict: bool = False, subgraph_index: int = 0) -> None:
+        t, s = self._check_index(input_index, subgraph_index)
+        sg = self._model.subgraphs[s]
+        if t not in sg.inputs:
+            raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
+        try:
+            shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
+        except (TypeError, ValueError):
+            raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
+        tensor = sg.tensors[t]
+        if strict:
+            sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+            if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
+                raise ValueError(
+                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
+                    f"(signature {tuple(sig)}, requested {shape})"
+                )
+        if shape == self._shape(s, t):
+            return
+        self._resized[(s, t)] = shape
+        self._p = None  # allocate_tensors re-plans
+
+    # ------------------------------------------------------------------ signatures
+    def get_signature_list(self) -> dict:
+        return {
+            k: {"inputs": sorted(sig.inputs), "outputs": sorted(sig.outputs)} for k, sig in self._signatures.items()
+        }
+
+    def _get_full_signature_list(self) -> dict:
+        return {
+            k: {"inputs": dict(sorted(sig.inputs.items())), "outputs": dict(sorted(sig.outputs.items()))}
+            for k, sig in self._signatures.items()
+        }
+
+    def get_signature_runner(self, signature_key: str | None = None) -> SignatureRunner:
+        if signature_key is None:
+            if len(self._signatures) != 1:
+                raise ValueError(
+                    f"SignatureDef signature_key is None and model has {len(self._signatures)} Signatures. "
+                    "None is only allowed when the model has 1 SignatureDef"
+                )
+            signature_key = next(iter(self._signatures))
+        return SignatureRunner(self, signature_key)
+
+
+class SignatureRunner:
+    """Calls one SignatureDef: ``runner(x=array, ...) -> {output name: array}`` (copies)."""
+
+    def __init__(self, interpreter: Interpreter, signature_key: str):
+        if signature_key not in interpreter._signatures:  # noqa: SLF001
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+        self._interp = interpreter
+        self._sig = interpreter._signatures[signature_key]  # noqa: SLF001
+        s = self._sig.subgraph_index
+        if not 0 <= s < interpreter.num_subgraphs():
+            raise ModelError(f"signature '{signature_key}' names subgraph {s}, which the model does not have")
+        n = len(interpreter.model.subgraphs[s].tensors)
+        for kind, names in (("input", self._sig.inputs), ("output", self._sig.outputs)):
+            for name, t in names.items():
+                if not 0 <= t < n:
+                    raise ModelError(f"signature '{signature_key}' {kind} '{name}' is tensor {t}, out of range")
+
+    def get_input_details(self) -> dict:
+        s = self._sig.subgraph_index
+        return {k: self._interp._tensor_details(t, s) for k, t in sorted(self._sig.inputs.items())}  # noqa: SLF001
+
+    def get_output_details(self) -> dict:
+        s = self._sig.subgraph_index
+        return {k: self._interp._tensor_details(t, s) for k, t in sorted(self._sig.outputs.items())}  # noqa: SLF001
+
+    def __call__(self, **kwargs) -> dict[str, np.ndarray]:
+        interp, sig, s = self._interp, self._sig, self._sig.subgraph_index
+        if len(kwargs) != len(sig.inputs):
+            raise ValueError(
+                "Invalid number of inputs provided for running a SignatureDef, "
+                f"expected {len(sig.inputs)} vs provided {len(kwargs)}"
+            )
+        for name, value in kwargs.items():
+            if name not in sig.inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            shape = tuple(np.shape(value))
+            if shape != interp._shape(s, sig.inputs[name]):  # noqa: SLF001
+                interp.resize_tensor_input(sig.inputs[name], shape, subgraph_index=s)
+        if interp._p is None:  # noqa: SLF001
+            interp.allocate_tensors()
+        for name, value in kwargs.items():
+            interp.set_tensor(sig.inputs[name], value, subgraph_index=s)
+        interp._run(s)  # noqa: SLF001
+        return {name: interp.get_tensor(t, s) for name, t in sorted(sig.outputs.items())}
+
+
+def _sparsity_details(sp) -> dict:
+    if sp is None:
+        return {}
+    dims = []
+    for d in sp.dim_metadata:
+        if d.format == "DENSE":
+            dims.append({"format": 0, "dense_size": d.dense_size})
+        else:
+            dims.append({"format": 1, "array_segments": d.array_segments, "array_indices": d.array_indices})
+    return {
+        "traversal_order": np.array(sp.traversal_order, np.int32),
+        "block_map": np.array(sp.block_map, np.int32),
+        "dim_metadata": dims,
+    }
