@@ -255,3 +255,74 @@ def test_macs():
     ins, outs = _svdf_specs(rng, "INT16", batch=2, n_input=12, n_filter=8, n_memory=5, rank=2)
     _, node = run_kernel("SVDF", ins, outs, {"rank": 2}, [np.zeros((2, 12), np.int8)])
     assert sequence.macs_svdf(node) == 2 * 8 * (12 + 5)
+
+
+# ------------------------------------------------- the real models' sequence ops, each run on its own
+
+
+def _real_ops(path, op_name):
+    """Each ``op_name`` operator of a real model as (input specs, output specs, options) with its weights."""
+    from edge_sdk.model import read_model
+    from edge_sdk.model.reader import tensor_value
+
+    model = read_model(path)
+    sg = model.subgraphs[0]
+
+    def spec(i):
+        if i < 0:
+            return None
+        t = sg.tensors[i]
+        q = t.quantization
+        return T(t.shape, t.type, None if q is None else q.scale, None if q is None else q.zero_point,
+                 data=tensor_value(model, 0, i), name=t.name or f"t{i}", is_variable=t.is_variable)
+
+    found = []
+    for op in sg.operators:
+        if model.op_name(op) == op_name:
+            found.append(([spec(i) for i in op.inputs], [spec(i) for i in op.outputs], dict(op.options)))
+    return found
+
+
+def _feed(spec, rng):
+    if spec.type == "FLOAT32":
+        return rng.uniform(0, 1, spec.shape).astype(np.float32)
+    # near the zero point: full-range noise saturates these layers and would hide most of the arithmetic
+    zp = int(np.asarray(spec.zero_point).ravel()[0])
+    return np.clip(zp + rng.integers(-12, 13, spec.shape), -128, 127).astype(np.int8)
+
+
+REAL_SEQUENCE_OPS = [
+    ("keyword_scrambled.tflite", "SVDF"),
+    ("keyword_scrambled_8bit.tflite", "SVDF"),
+    ("micro_speech_lstm.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+    ("trained_lstm_int8.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+    ("dtln_noise_suppression.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+    ("trained_lstm.tflite", "UNIDIRECTIONAL_SEQUENCE_LSTM"),
+]
+
+
+@pytest.mark.parametrize("name,op", REAL_SEQUENCE_OPS)
+def test_real_model_sequence_ops_alone_match_tflm(name, op):
+    from tests.conftest import shared_model
+
+    path = shared_model(f"tflite-micro/{name}")
+    rng = np.random.default_rng(3)
+    ops = _real_ops(path, op)
+    assert ops
+    if op == "SVDF":
+        # keyword_scrambled's biases are scrambled to ~1e9 (the int32 sums wrap, as in C) and saturate every
+        # output; the same layers with the bias shrunk show the rest of the arithmetic.
+        for ins, outs, opts in list(ops):
+            quiet = list(ins)
+            quiet[3] = T(ins[3].shape, "INT32", ins[3].scale, 0, data=ins[3].data.astype(np.int64) >> 22)
+            ops.append((quiet, outs, opts))
+    seen = []
+    for ins, outs, opts in ops:
+        feed = _feed(ins[0], rng)
+        model = op_model(op, ins, outs, options=opts)
+        for k in (1, 3):
+            ours, _ = run_kernel(op, ins, outs, opts, [feed], invocations=k)
+            theirs = run_tflm(model, [feed], invocations=k)
+            _same(ours, theirs, float_tol=ins[0].type == "FLOAT32")
+        seen.append(ours[0].ravel())
+    assert len(np.unique(np.concatenate(seen))) > 8  # the comparison saw more than saturated outputs
