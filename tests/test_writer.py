@@ -474,3 +474,114 @@ def test_bad_models_raise_model_error(what, mutate, message):
 def test_not_a_model():
     with pytest.raises(ModelError):
         write_model("model.tflite")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# real models: read -> write gives a model that computes the same outputs in both peers
+
+from tests.conftest import SHARED_MODELS, shared_models  # noqa: E402
+
+SHARED = shared_models()
+# Peer failures that NOTES.md records for an original model: there is nothing to compare against.
+PEER_SKIPS = {
+    ("person_detect.tflite", "litert"): "NOTES: LiteRT refuses person_detect (1-D biases declare quantized_dimension 3)",
+    ("keyword_scrambled_8bit.tflite", "litert"): "NOTES: LiteRT aborts (heap corruption) on keyword_scrambled_8bit",
+}
+
+
+def _same(a, b, where="model"):
+    """Deep equality of two Model objects (numpy arrays and memoryviews by value)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), where
+        for f in dataclasses.fields(a):
+            _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, (list, tuple)):
+        assert isinstance(b, (list, tuple)) and len(a) == len(b), f"{where}: {a!r} vs {b!r}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), f"{where}: {a!r} vs {b!r}"
+        for k in a:
+            _same(a[k], b[k], f"{where}[{k!r}]")
+    elif isinstance(a, (memoryview, bytes, bytearray)):
+        assert bytes(a) == bytes(b), where
+    elif isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        assert np.array_equal(a, b), f"{where}: {a!r} vs {b!r}"
+    else:
+        assert a == b, f"{where}: {a!r} vs {b!r}"
+
+
+def _model_inputs(path, model: Model) -> list[np.ndarray]:
+    """The model's own test inputs (seanet csv files) when it has them, else seeded random values."""
+    sg = model.subgraphs[0]
+    csvs = sorted(path.parent.glob(f"{path.stem}_input*_*.csv"))
+    if len(csvs) == len(sg.inputs):
+        out = []
+        for i, c in zip(sg.inputs, csvs):
+            t = sg.tensors[i]
+            values = np.array([int(v) for v in c.read_text().replace("\n", ",").split(",") if v.strip()])
+            out.append(values.astype(t.dtype).reshape(t.shape))
+        return out
+    rng = np.random.default_rng(20261130)
+    out = []
+    for i in sg.inputs:
+        t = sg.tensors[i]
+        if t.dtype.kind == "f":
+            out.append(rng.standard_normal(t.shape).astype(t.dtype))
+        elif t.dtype.kind == "b":
+            out.append(rng.integers(0, 2, t.shape).astype(np.bool_))
+        else:
+            info = np.iinfo(t.dtype)
+            out.append(rng.integers(info.min, info.max, t.shape, dtype=t.dtype, endpoint=True))
+    return out
+
+
+def _rel(p) -> str:
+    return str(p.relative_to(SHARED_MODELS))
+
+
+@pytest.mark.parametrize("path", SHARED or [None], ids=[_rel(p) for p in SHARED] or ["no-shared-models"])
+def test_read_write_read_is_identity(path):
+    from edge_sdk.model import read_model
+
+    if path is None:
+        pytest.skip("../shared/models is absent in this checkout")
+    original = read_model(path)
+    written = write_model(original)
+    again = read_model(written)
+    _same(original, again)
+    assert write_model(again) == written  # deterministic: the same model gives the same bytes
+
+
+@pytest.mark.parametrize("peer", ["tflm", "litert"])
+@pytest.mark.parametrize("path", SHARED or [None], ids=[_rel(p) for p in SHARED] or ["no-shared-models"])
+def test_written_model_runs_like_the_original(path, peer):
+    from edge_sdk.model import read_model
+
+    if path is None:
+        pytest.skip("../shared/models is absent in this checkout")
+    if (path.name, peer) in PEER_SKIPS:
+        pytest.skip(PEER_SKIPS[(path.name, peer)])
+    original = path.read_bytes()
+    model = read_model(original)
+    written = write_model(model)
+    inputs = _model_inputs(path, model)
+    # The seanet single-op models are known to run in both peers; whole models might crash one.
+    isolate = "seanet" not in path.parts
+
+    def run(data):
+        try:
+            if peer == "tflm":
+                return peers.run_tflm(data, inputs, isolate=isolate)
+            return peers.run_litert(data, inputs, reference=True, isolate=isolate)
+        except Exception as e:  # a peer that refuses the original must refuse the copy the same way
+            return f"{type(e).__name__}: {e}"
+
+    want, got = run(original), run(written)
+    if isinstance(want, str):
+        assert got == want
+        return
+    assert not isinstance(got, str), got
+    assert_same(got, want, what=f"written vs original in {peer}")
