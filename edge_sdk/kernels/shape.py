@@ -691,11 +691,17 @@ def prepare_densify(node: Node) -> Eval:
     _same_type(node, x, node.outputs[0])
     if not x.is_const or x.sparsity is None:
         raise node.error(f"input '{x.name}' must be a sparse constant")
+    # The dense shape is the tensor's declared shape; when the constant arrives as its flat stored values,
+    # the output's declared shape (DENSIFY keeps the shape) stands in for it.
+    rank = len(x.sparsity.traversal_order) - len(x.sparsity.block_map or [])
+    dense_shape = tuple(x.shape) if len(x.shape) == rank else tuple(node.outputs[0].shape)
+    if len(dense_shape) != rank or any(d < 0 for d in dense_shape):
+        raise node.error(f"cannot tell the dense shape of sparse tensor '{x.name}' (rank {rank})")
     try:
-        dense = densify(x.data, x.shape, x.sparsity)
+        dense = densify(x.data, dense_shape, x.sparsity)
     except (ValueError, IndexError) as exc:
         raise node.error(f"malformed sparse tensor '{x.name}': {exc}") from None
-    node.set_output_shape(0, x.shape)
+    node.set_output_shape(0, dense_shape)
 
     def run(inputs, outputs):
         outputs[0][...] = dense
