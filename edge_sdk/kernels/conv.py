@@ -419,7 +419,7 @@ def prepare_depthwise_conv_2d(node: Node):
             acc[...] = b_const if b_const is not None else inputs[2].astype(bias_dtype).reshape(acc.shape[3:])
         for view, wv in zip(taps, wt):
             np.multiply(view, wv, out=tmp)
-            acc += tmp
+            np.add(acc, tmp, out=acc)
         return acc
 
     if kind == "float":

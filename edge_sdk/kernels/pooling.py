@@ -95,7 +95,7 @@ def prepare_average_pool_2d(node: Node):
             win.fill(inputs[0])
             acc[...] = win.taps[0]
             for t in win.taps[1:]:
-                acc += t
+                np.add(acc, t, out=acc)
             y = acc / countf
             if clamp is not None:
                 np.clip(y, clamp[0], clamp[1], out=y)
@@ -113,7 +113,7 @@ def prepare_average_pool_2d(node: Node):
         win.fill(inputs[0])
         acc[...] = win.taps[0]
         for t in win.taps[1:]:
-            acc += t
+            np.add(acc, t, out=acc)
         # C: acc > 0 ? (acc + n/2) / n : (acc - n/2) / n, truncating division
         mag = np.abs(acc)
         mag += halves
