@@ -16,7 +16,7 @@ from edge_sdk.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int1
 from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import numpy_dtype
 from tests.oprunner import T, op_model
-from tests.peers import run_tflm
+from tests.peers import run_litert, run_tflm
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -193,6 +193,8 @@ def test_svdf_single_op_matches_tflm_over_invokes(state_type, rank):
         theirs = run_tflm(model, [feed], invocations=k)
         _same(ours, theirs, float_tol=state_type == "FLOAT32")
     _same(run_interpreter(model, [feed], 3), theirs, float_tol=state_type == "FLOAT32")
+    if state_type == "FLOAT32":
+        _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
     assert np.any(ours[0] != ours[0].flat[0])  # not a constant output
 
 
@@ -256,6 +258,8 @@ def test_lstm_single_op_matches_tflm_over_invokes(act_type, time_major, cell_cli
         theirs = run_tflm(model, [feed], invocations=k)
         _same(ours, theirs, float_tol=act_type == "FLOAT32")
     _same(run_interpreter(model, [feed], 3), theirs, float_tol=act_type == "FLOAT32")
+    if act_type == "FLOAT32":  # LiteRT's reference float LSTM agrees too
+        _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
     assert len(np.unique(ours[0])) > 5
 
 
@@ -353,6 +357,8 @@ def test_real_model_sequence_ops_alone_match_tflm(name, op):
             _same(ours, theirs[k], float_tol=ins[0].type == "FLOAT32")
         # the same through our interpreter: state kept across invokes, reset_all_variables starts over
         _same(run_interpreter(model, [feed], 3), theirs[3], float_tol=ins[0].type == "FLOAT32")
+        if ins[0].type == "FLOAT32":
+            _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
         seen.append(ours[0].ravel())
     assert len(np.unique(np.concatenate(seen))) > 8  # the comparison saw more than saturated outputs
 

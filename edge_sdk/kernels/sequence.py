@@ -39,6 +39,10 @@ def _int_matmul(x: np.ndarray, w_t: np.ndarray) -> np.ndarray:
     return np.matmul(x.astype(np.float64), w_t).astype(np.int64)
 
 
+def _sat16(v: np.ndarray) -> np.ndarray:
+    return np.minimum(np.maximum(v, -32768), 32767)
+
+
 def _check_matmul_exact(node: Node, depth: int, x_bits: int, w_bits: int) -> None:
     if depth * (1 << (x_bits + w_bits)) >= (1 << 53):
         raise node.unsupported(f"accumulation depth {depth} is too large for the exact matmul path")
@@ -313,24 +317,22 @@ def _lstm_int(node, x, hidden, cell, time_major, steps, batch, n_input, n_state,
         c_arr = inputs[19].reshape(batch, S)
         # The input half of every gate does not depend on the state: all time steps in one product.
         pre_in = _int_matmul(seq.reshape(steps * batch, -1), w_in_t) + in_fold
-        pre_in = np.clip(requant(pre_in, in_mult, in_shift), -32768, 32767).reshape(steps, batch, 4 * S)
+        pre_in = _sat16(requant(pre_in, in_mult, in_shift)).reshape(steps, batch, 4 * S)
         h = h_arr.astype(np.int64)
         c = c_arr.astype(np.int64)
         for t in range(steps):
-            rec = _int_matmul(h, w_rec_t) + rec_fold
-            rec = np.clip(requant(rec, rec_mult, rec_shift), -32768, 32767)
-            g = np.clip(pre_in[t] + rec, -32768, 32767)
-            i_g = logistic_int16(g[:, :S])
-            f_g = logistic_int16(g[:, S:2 * S])
+            rec = _sat16(requant(_int_matmul(h, w_rec_t) + rec_fold, rec_mult, rec_shift))
+            g = _sat16(pre_in[t] + rec)
+            sig = logistic_int16(g)  # one call for all gates; the cell gate's columns are replaced below
+            i_g, f_g, o_g = sig[:, :S], sig[:, S:2 * S], sig[:, 3 * S:]
             c_g = cell_gate(g[:, 2 * S:3 * S])
-            o_g = logistic_int16(g[:, 3 * S:])
-            c = np.clip(multiply_by_quantized_multiplier(f_g * c, fc_m, fc_s), -32768, 32767)
-            ig = np.clip(multiply_by_quantized_multiplier(i_g * c_g, ig_m, ig_s), -32768, 32767)
-            c = np.clip(c + ig, -32768, 32767)
+            c = _sat16(multiply_by_quantized_multiplier(f_g * c, fc_m, fc_s))
+            c = _sat16(c + _sat16(multiply_by_quantized_multiplier(i_g * c_g, ig_m, ig_s)))
             if clip_q is not None:
-                c = np.clip(c, -clip_q, clip_q)
+                c = np.minimum(np.maximum(c, -clip_q), clip_q)
             tc = tanh_int16(c, tanh_mult, tanh_shift)
-            h = np.clip(multiply_by_quantized_multiplier(tc * o_g, h_m, h_s) + h_zp, hmin, hmax)
+            h = multiply_by_quantized_multiplier(tc * o_g, h_m, h_s) + h_zp
+            h = np.minimum(np.maximum(h, hmin), hmax)
             out[t] = h
         h_arr[...] = h
         c_arr[...] = c
