@@ -27,7 +27,7 @@ def _tflm(model: bytes, inputs: list[np.ndarray], invocations: int = 1) -> list[
     outputs = []
     for _ in range(invocations):
         for i, x in enumerate(inputs):
-            interp.set_input(np.ascontiguousarray(x), i)
+            interp.set_input(np.asarray(x, order="C"), i)
         interp.invoke()
         outputs = [np.array(interp.get_output(i)) for i in range(_count_outputs(model))]
     return outputs
@@ -50,7 +50,7 @@ def _litert(model: bytes, inputs: list[np.ndarray], reference: bool = True, invo
     outputs = []
     for _ in range(invocations):
         for d, x in zip(interp.get_input_details(), inputs):
-            interp.set_tensor(d["index"], np.ascontiguousarray(x))
+            interp.set_tensor(d["index"], np.asarray(x, order="C"))
         interp.invoke()
         outputs = [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
     return outputs
