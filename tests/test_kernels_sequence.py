@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.kernels import sequence
 from edge_sdk.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16
 from edge_sdk.kernels.node import Node, TensorInfo
@@ -268,13 +269,37 @@ def test_lstm_prepare_refuses_variants():
     ins, outs = _lstm_specs(rng, "INT8")
     peephole = list(ins)
     peephole[10] = T((5,), "INT16", 0.01, 0, data=np.ones(5, np.int16))
-    with pytest.raises(Exception, match="peephole"):
+    with pytest.raises(UnsupportedOpError, match="peephole"):
         sequence.prepare_unidirectional_sequence_lstm(_node("UNIDIRECTIONAL_SEQUENCE_LSTM", peephole, outs, {}))
+    cifg = list(ins)
+    cifg[1] = cifg[5] = cifg[12] = None
+    with pytest.raises(UnsupportedOpError, match="CIFG"):
+        sequence.prepare_unidirectional_sequence_lstm(_node("UNIDIRECTIONAL_SEQUENCE_LSTM", cifg, outs, {}))
     bad_cell = list(ins)
     bad_cell[19] = T((2, 5), "INT8", 0.01, 0, is_variable=True)
-    with pytest.raises(Exception, match="INT16 cell state"):
+    with pytest.raises(UnsupportedOpError, match="INT16 cell state"):
         sequence.prepare_unidirectional_sequence_lstm(
             _node("UNIDIRECTIONAL_SEQUENCE_LSTM", bad_cell, outs, {"fused_activation_function": "TANH"}))
+
+
+def test_svdf_prepare_validates():
+    rng = np.random.default_rng(0)
+    ins, outs = _svdf_specs(rng, "INT16", n_filter=8, rank=3)
+    with pytest.raises(ModelError, match="multiple of rank"):
+        sequence.prepare_svdf(_node("SVDF", ins, outs, {"rank": 3}))
+    ins, outs = _svdf_specs(rng, "INT16")
+    not_var = list(ins)
+    not_var[4] = T(ins[4].shape, "INT16", 0.004, 0)
+    with pytest.raises(ModelError, match="variable"):
+        sequence.prepare_svdf(_node("SVDF", not_var, outs, {"rank": 2}))
+    mixed = list(ins)
+    mixed[4] = T(ins[4].shape, "INT8", 0.3, 0, is_variable=True)
+    with pytest.raises(UnsupportedOpError, match="must match weights_time"):
+        sequence.prepare_svdf(_node("SVDF", mixed, outs, {"rank": 2}))
+    hybrid = list(ins)
+    hybrid[0] = T(ins[0].shape, "FLOAT32")
+    with pytest.raises(UnsupportedOpError, match="weights_feature"):
+        sequence.prepare_svdf(_node("SVDF", hybrid, [T(outs[0].shape, "FLOAT32")], {"rank": 2}))
 
 
 def test_macs():

@@ -207,6 +207,8 @@ def _lstm_layout(node: Node):
     for i, variant in _UNSUPPORTED_VARIANTS.items():
         if node.has_input(i):
             raise node.unsupported(f"{variant} LSTM (input {i}) is not supported, as in TFLM")
+    if not (node.has_input(1) and node.has_input(5) and node.has_input(12)):
+        raise node.unsupported("CIFG LSTM (no input gate: inputs 1, 5, 12 omitted) is not supported, as in TFLM")
     for i in _IN_W + _REC_W + _BIAS:
         node.input(i)
     node.expect(hidden.is_variable, f"hidden state '{hidden.name}' must be a variable tensor")
