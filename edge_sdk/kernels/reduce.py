@@ -157,11 +157,10 @@ def prepare_arg_max(node: Node) -> Eval:
         if not nan.any():
             outputs[0][...] = np.argmax(v, axis=axis).astype(dtype)
             return
-        # NaN never wins; where every value is NaN or -inf, the first non-NaN index (or 0) is the answer.
-        clean = np.where(nan, -np.inf, v)
-        idx = np.argmax(clean, axis=axis)
-        best = np.take_along_axis(clean, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
-        first_real = np.argmax(~nan, axis=axis)
-        outputs[0][...] = np.where(best == -np.inf, first_real, idx).astype(dtype)
+        # TFLM compares with a plain '>': a NaN never replaces the running maximum, and a leading NaN is
+        # never replaced, so its index 0 stands.
+        idx = np.argmax(np.where(nan, -np.inf, v), axis=axis)
+        lead_nan = np.take(nan, 0, axis=axis)
+        outputs[0][...] = np.where(lead_nan, 0, idx).astype(dtype)
 
     return run_float
