@@ -53,9 +53,12 @@ class PlannedBuffer:
     first_use: int
     last_use: int
 
+    alignment: int = ALIGNMENT
+
     @property
     def end(self) -> int:
-        return self.offset + align_up(self.size)
+        """End of the slot (the size rounded up to the alignment)."""
+        return self.offset + align_up(self.size, self.alignment)
 
 
 @dataclass
@@ -104,7 +107,7 @@ class ArenaPlan:
                 live = 0
                 for i, b in enumerate(self.buffers):
                     if b.first_use <= step <= b.last_use:
-                        live += align_up(b.size)
+                        live += align_up(b.size, self.alignment)
                         lo = int(b.offset / scale)
                         hi = max(lo + 1, int(-(-b.end // scale)) if scale else lo + 1)
                         for c in range(lo, min(hi, width)):
@@ -121,11 +124,11 @@ def _ordinal(i: int) -> str:
     return digits[i % len(digits)]
 
 
-def lower_bound(requests: Sequence[BufferRequest]) -> int:
+def lower_bound(requests: Sequence[BufferRequest], alignment: int = ALIGNMENT) -> int:
     """The most aligned bytes live at any one step (sweep over lifetime boundaries)."""
     events: dict[int, int] = {}
     for r in requests:
-        s = align_up(r.size)
+        s = align_up(r.size, alignment)
         events[r.first_use] = events.get(r.first_use, 0) + s
         events[r.last_use + 1] = events.get(r.last_use + 1, 0) - s
     best = live = 0
@@ -135,14 +138,14 @@ def lower_bound(requests: Sequence[BufferRequest]) -> int:
     return best
 
 
-def _first_fit(requests: Sequence[BufferRequest], order: Sequence[int]) -> tuple[list[int], int]:
+def _first_fit(requests: Sequence[BufferRequest], order: Sequence[int], alignment: int) -> tuple[list[int], int]:
     """Place buffers in ``order`` at the lowest gap among time-overlapping placed buffers."""
     offsets = [0] * len(requests)
     placed: list[tuple[int, int]] = []  # (offset, request index), sorted by offset
     total = 0
     for i in order:
         r = requests[i]
-        size = align_up(r.size)
+        size = align_up(r.size, alignment)
         candidate = 0
         for off, j in placed:
             o = requests[j]
@@ -150,7 +153,7 @@ def _first_fit(requests: Sequence[BufferRequest], order: Sequence[int]) -> tuple
                 continue  # not live at the same time: may share bytes
             if off - candidate >= size:
                 break  # the gap below this buffer holds ours
-            candidate = max(candidate, off + align_up(o.size))
+            candidate = max(candidate, off + align_up(o.size, alignment))
         offsets[i] = candidate
         bisect.insort(placed, (candidate, i))
         total = max(total, candidate + size)
@@ -159,15 +162,21 @@ def _first_fit(requests: Sequence[BufferRequest], order: Sequence[int]) -> tuple
 
 _ORDERINGS = {
     # TFLM's: largest first (stable, so ties keep request order)
-    "size": lambda r: -align_up(r.size),
-    "first_use": lambda r: (r.first_use, -align_up(r.size)),
-    "lifetime": lambda r: (-(r.last_use - r.first_use), -align_up(r.size)),
-    "area": lambda r: -align_up(r.size) * (r.last_use - r.first_use + 1),
+    "size": lambda r, a: -align_up(r.size, a),
+    "first_use": lambda r, a: (r.first_use, -align_up(r.size, a)),
+    "lifetime": lambda r, a: (-(r.last_use - r.first_use), -align_up(r.size, a)),
+    "area": lambda r, a: -align_up(r.size, a) * (r.last_use - r.first_use + 1),
 }
+ORDERINGS = tuple(_ORDERINGS)
 
 
-def plan(requests: Sequence[BufferRequest], orderings: Sequence[str] | None = None) -> ArenaPlan:
-    """Plan ``requests``; tries ``orderings`` (default: all) and keeps the smallest total."""
+def plan(
+    requests: Sequence[BufferRequest], orderings: Sequence[str] | None = None, alignment: int = ALIGNMENT
+) -> ArenaPlan:
+    """Plan ``requests``; tries ``orderings`` (default: all of ORDERINGS, TFLM's "size" first) and keeps the
+    smallest total. ``orderings=["size"]`` gives exactly TFLM's GreedyMemoryPlanner offsets."""
+    if alignment < 1:
+        raise ValueError(f"alignment must be >= 1, not {alignment}")
     requests = list(requests)
     for r in requests:
         if r.size < 0 or r.first_use > r.last_use:
@@ -176,11 +185,11 @@ def plan(requests: Sequence[BufferRequest], orderings: Sequence[str] | None = No
     best_offsets: list[int] = []
     best_total = -1
     best_name = names[0] if names else "size"
-    bound = lower_bound(requests)
+    bound = lower_bound(requests, alignment)
     for name in names:
         key = _ORDERINGS[name]
-        order = sorted(range(len(requests)), key=lambda i: key(requests[i]))
-        offsets, total = _first_fit(requests, order)
+        order = sorted(range(len(requests)), key=lambda i: key(requests[i], alignment))
+        offsets, total = _first_fit(requests, order, alignment)
         if best_total < 0 or total < best_total:
             best_offsets, best_total, best_name = offsets, total, name
         if best_total == bound:
@@ -188,7 +197,7 @@ def plan(requests: Sequence[BufferRequest], orderings: Sequence[str] | None = No
     if best_total < 0:
         best_total = 0
     buffers = [
-        PlannedBuffer(r.key, r.name, off, r.size, r.first_use, r.last_use)
+        PlannedBuffer(r.key, r.name, off, r.size, r.first_use, r.last_use, alignment)
         for r, off in zip(requests, best_offsets)
     ]
-    return ArenaPlan(buffers=buffers, total=best_total, lower_bound=bound, ordering=best_name)
+    return ArenaPlan(buffers=buffers, total=best_total, lower_bound=bound, ordering=best_name, alignment=alignment)

@@ -166,7 +166,7 @@ class Interpreter:
             p.infos.append(self._tensor_infos(s))
         for s in range(len(model.subgraphs)):
             p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
-        requests = self._lifetimes(p)
+        requests = buffer_requests(self._model, p.infos)
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
@@ -322,75 +322,6 @@ class Interpreter:
                 written[info.index] = i
             nodes.append(node)
         return nodes
-
-    def _lifetimes(self, p: _Prepared) -> list[_arena.BufferRequest]:
-        """Per non-constant tensor, [first, last] step on the shared time axis (see the module docstring)."""
-        model = self._model
-        first: dict[tuple[int, int], int] = {}
-        last: dict[tuple[int, int], int] = {}
-        clock = [0]
-        marked: set[int] = set()
-
-        def use(key, step):
-            first.setdefault(key, step)
-            last[key] = step
-
-        def mark(s: int, stack: tuple[int, ...]):
-            if s in stack:
-                raise ModelError(f"subgraph {s} calls itself (through {' -> '.join(map(str, stack + (s,)))})")
-            marked.add(s)
-            sg = model.subgraphs[s]
-            for t in sg.inputs:
-                use((s, t), clock[0])
-            for node in p.nodes[s]:
-                clock[0] += 1
-                start = clock[0]
-                for info in node.outputs:
-                    first.setdefault((s, info.index), start)
-                for field in _CALLED_SUBGRAPHS.get(node.op, ()):
-                    clock[0] += 1
-                    mark(int(node.options[field]), stack + (s,))
-                now = clock[0]
-                for info in node.inputs:
-                    if info is not None:
-                        use((s, info.index), now)
-                for info in node.outputs:
-                    use((s, info.index), now)
-                for info in node.intermediates:
-                    use((s, info.index), start)
-                    use((s, info.index), now)
-            for t in sg.outputs:
-                use((s, t), clock[0])
-
-        mark(0, ())
-        for s in range(len(model.subgraphs)):
-            if s not in marked:
-                clock[0] += 1
-                mark(s, ())
-        end = clock[0]
-        for t in model.subgraphs[0].outputs:
-            last[(0, t)] = end
-        requests = []
-        for s, infos in enumerate(p.infos):
-            for info in infos:
-                key = (s, info.index)
-                if info.is_const:
-                    continue
-                if info.is_variable:
-                    first[key], last[key] = 0, end
-                if key not in first or info.dtype is None:
-                    if info.dtype is None and key in first:
-                        raise UnsupportedOpError(
-                            f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
-                            f"{info.type}, which this interpreter cannot hold"
-                        )
-                    continue
-                size = math.prod(info.shape) * info.dtype.itemsize
-                if size == 0:
-                    continue
-                name = info.name if s == 0 else f"[{s}] {info.name}"
-                requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
-        return requests
 
     def _make_views(self, p: _Prepared) -> None:
         plan = p.plan
@@ -674,3 +605,104 @@ def _sparsity_details(sp) -> dict:
         "block_map": np.array(sp.block_map, np.int32),
         "dim_metadata": dims,
     }
+
+
+def _callees(model: Model, op) -> list[int]:
+    fields = _CALLED_SUBGRAPHS.get(model.op_name(op), ())
+    return [int(op.options[f]) for f in fields]
+
+
+def buffer_requests(model: Model, infos: list[list[TensorInfo]]) -> list[_arena.BufferRequest]:
+    """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
+
+    ``infos[s][t]`` gives each tensor's (prepared) shape and dtype. Tensor and subgraph indices must already
+    be valid (allocate_tensors checks them first). See the module docstring for the time axis.
+    """
+    first: dict[tuple[int, int], int] = {}
+    last: dict[tuple[int, int], int] = {}
+    clock = 0
+    marked: set[int] = set()
+
+    def use(key, step):
+        first.setdefault(key, step)
+        last[key] = step
+
+    def mark(s: int, stack: tuple[int, ...]):
+        nonlocal clock
+        if s in stack:
+            raise ModelError(f"subgraph {s} calls itself (through {' -> '.join(map(str, stack + (s,)))})")
+        marked.add(s)
+        sg = model.subgraphs[s]
+        for t in sg.inputs:
+            use((s, t), clock)
+        for op in sg.operators:
+            clock += 1
+            start = clock
+            for t in op.outputs:
+                first.setdefault((s, t), start)
+            for callee in _callees(model, op):
+                clock += 1
+                mark(callee, stack + (s,))
+            for t in op.inputs:
+                if t >= 0:
+                    use((s, t), clock)
+            for t in op.outputs:
+                use((s, t), clock)
+            for t in op.intermediates:
+                use((s, t), start)
+                use((s, t), clock)
+        for t in sg.outputs:
+            use((s, t), clock)
+
+    mark(0, ())
+    for s in range(len(model.subgraphs)):
+        if s not in marked:
+            clock += 1
+            mark(s, ())
+    end = clock
+    for t in model.subgraphs[0].outputs:
+        last[(0, t)] = end  # the primary outputs stay readable after invoke, whatever else runs
+    requests = []
+    for s, sg_infos in enumerate(infos):
+        for info in sg_infos:
+            key = (s, info.index)
+            if info.is_const:
+                continue
+            if info.is_variable:
+                first[key], last[key] = 0, end
+            if key not in first:
+                continue  # nothing reads or writes it
+            if info.dtype is None:
+                raise UnsupportedOpError(
+                    f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
+                    f"{info.type}, which this interpreter cannot hold"
+                )
+            size = math.prod(info.shape) * info.dtype.itemsize
+            if size == 0:
+                continue
+            name = info.name if s == 0 else f"[{s}] {info.name}"
+            requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
+    return requests
+
+
+def static_plan(model: Model) -> _arena.ArenaPlan:
+    """The arena plan from the model's declared shapes alone (no kernels needed).
+
+    Equals ``Interpreter.arena_plan()`` when every kernel's computed shapes agree with the declared ones;
+    useful for models with ops we cannot run, and for comparing with TFLM's planner.
+    """
+    interp = Interpreter(model=model)
+    infos = [interp._tensor_infos(s) for s in range(len(model.subgraphs))]  # noqa: SLF001
+    for s, sg in enumerate(model.subgraphs):
+        n = len(infos[s])
+        for i, op in enumerate(sg.operators):
+            for t in [*op.inputs, *op.outputs, *op.intermediates, *sg.inputs, *sg.outputs]:
+                if not -1 <= t < n:
+                    raise ModelError(f"{'subgraph %d ' % s if s else ''}node {i}: tensor index {t} out of range")
+            if not 0 <= op.opcode_index < len(model.operator_codes):
+                raise ModelError(f"node {i}: opcode index {op.opcode_index} out of range")
+            for callee in _CALLED_SUBGRAPHS.get(model.op_name(op), ()):
+                c = op.options.get(callee)
+                if not isinstance(c, (int, np.integer)) or not 0 <= c < len(model.subgraphs):
+                    raise ModelError(f"node {i}: {callee} {c!r} is not a subgraph of this model")
+    return _arena.plan(buffer_requests(model, infos))
