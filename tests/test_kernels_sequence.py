@@ -202,7 +202,8 @@ def test_svdf_single_op_matches_tflm_over_invokes(state_type, rank):
 # ------------------------------------------------------------------------------------ LSTM, single op
 
 
-def _lstm_specs(rng, act_type, batch=2, steps=4, n_input=6, n_state=5, time_major=False, hidden_zp=3):
+def _lstm_specs(rng, act_type, batch=2, steps=4, n_input=6, n_state=5, time_major=False, hidden_zp=3,
+                cell_scale=2.0**-11):
     shape_x = (steps, batch, n_input) if time_major else (batch, steps, n_input)
     shape_y = shape_x[:2] + (n_state,)
     if act_type == "FLOAT32":
@@ -230,23 +231,25 @@ def _lstm_specs(rng, act_type, batch=2, steps=4, n_input=6, n_state=5, time_majo
            data=rng.integers(-400, 400, n_state).astype(numpy_dtype(bias_type))) for k in range(4)]
     ins = [T(shape_x, act_type, x_scale, x_zp), *w, *r, None, None, None, *b, None, None,
            T((batch, n_state), act_type, h_scale, h_zp, is_variable=True),
-           T((batch, n_state), "INT16", 2.0**-11, 0, is_variable=True), None, None, None, None]
+           T((batch, n_state), "INT16", cell_scale, 0, is_variable=True), None, None, None, None]
     return ins, [T(shape_y, act_type, h_scale, h_zp)]
 
 
-LSTM_CASES = [
-    ("INT8", False, 10.0),
-    ("INT8", True, 0.0),
-    ("INT16", False, 1.5),
-    ("FLOAT32", False, 0.0),
-    ("FLOAT32", True, 0.7),
+LSTM_CASES = [  # activations, time major, cell clip, cell state scale (its log2 sets the tanh input shift)
+    ("INT8", False, 10.0, 2.0**-11),
+    ("INT8", True, 0.0, 2.0**-11),
+    ("INT8", False, 0.0, 2.0**-15),
+    ("INT8", True, 3.0, 2.0**-8),
+    ("INT16", False, 1.5, 2.0**-11),
+    ("FLOAT32", False, 0.0, None),
+    ("FLOAT32", True, 0.7, None),
 ]
 
 
-@pytest.mark.parametrize("act_type,time_major,cell_clip", LSTM_CASES)
-def test_lstm_single_op_matches_tflm_over_invokes(act_type, time_major, cell_clip):
+@pytest.mark.parametrize("act_type,time_major,cell_clip,cell_scale", LSTM_CASES)
+def test_lstm_single_op_matches_tflm_over_invokes(act_type, time_major, cell_clip, cell_scale):
     rng = np.random.default_rng(11)
-    ins, outs = _lstm_specs(rng, act_type, time_major=time_major)
+    ins, outs = _lstm_specs(rng, act_type, time_major=time_major, cell_scale=cell_scale)
     opts = {"fused_activation_function": "TANH", "cell_clip": cell_clip, "time_major": time_major}
     model = op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, options=opts)
     if act_type == "FLOAT32":
