@@ -123,7 +123,11 @@ def _run_quantized(out_type: str, f):
 # ---------------------------------------------------------------- ADD / SUB
 
 def _add_sub_params(node: Node, a, b, out, float_scales: bool):
-    """CalculateOpDataAdd / CalculateOpDataSub. SUB does the scale arithmetic in float32, ADD in double."""
+    """CalculateOpDataAdd / CalculateOpDataSub.
+
+    The checkout's sub_common.cc forms the ratios in float32; the seanet SUB goldens (TFLM's own) and the
+    tflite-micro wheel agree only with the double arithmetic ADD uses, so both use double by default.
+    """
     left_shift = 15 if out.type == "INT16" else 20
     if float_scales:
         f = np.float32
@@ -165,7 +169,7 @@ def _prepare_add_sub(node: Node, sign: int):
     if a.type == "INT64":
         raise node.unsupported("INT64 ADD/SUB (TFLM has no int64 kernel)")
     _quantized(node, a, b, out)
-    params = _add_sub_params(node, a, b, out, float_scales=sign < 0)
+    params = _add_sub_params(node, a, b, out, float_scales=False)
     return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, *params))
 
 
@@ -215,6 +219,19 @@ def _int_div_trunc(x, y):
     return fp.wrap32(np.where(y64 == 0, 0, q)).astype(x.dtype)
 
 
+def _rounding_divide_by_pot_c(x, exponent):
+    """gemmlowp RoundingDivideByPOT on int32 as compiled for x86 when the exponent reaches 32 or more.
+
+    Quotients of values outside the int8 range (an input minus its zero point beyond +-127) give DIV shifts
+    past 31: the mask then truncates to all ones and the arithmetic shift count wraps modulo 32.
+    """
+    exponent = np.asarray(exponent, dtype=np.int64)
+    big = exponent >= 32
+    normal = fp.rdivpot(x, np.where(big, 0, exponent))
+    odd = (x >> np.where(big, exponent - 32, 0)) + (x > np.where(x < 0, 0, -1))
+    return np.where(big, odd, normal)
+
+
 def prepare_div(node: Node):
     a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT32"))
     if out.type != a.type:
@@ -226,8 +243,9 @@ def prepare_div(node: Node):
         return _run_int(_int_div_trunc, _int32_clamp(act))
     _quantized(node, a, b, out)
     lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
-    f32 = np.float32
-    multiplier, shift = quantize_multiplier(float(f32(a.s) / (f32(b.s) * f32(out.s))))
+    # The checkout's div.cc forms this ratio in float32; the TFLM build we compare with (the tflite-micro wheel)
+    # forms it in double, and exhaustive tests agree only with double.
+    multiplier, shift = quantize_multiplier(float(a.s) / (float(b.s) * float(out.s)))
     off1, off2, off_out = -a.zp, -b.zp, out.zp
 
     def f(x1, x2):
@@ -238,9 +256,9 @@ def prepare_div(node: Node):
         v2 = np.where(neg, -v2, v2)
         inv, recip_shift = fp.get_reciprocal(v2, 31)
         headroom = fp.count_leading_sign_bits32(v1)
-        unscaled = multiply_by_quantized_multiplier(v1, inv, headroom)
+        unscaled = fp.srdhm(fp.wrap32(v1 << headroom), inv)
         total_shift = shift - recip_shift - headroom
-        raw = multiply_by_quantized_multiplier(unscaled, multiplier, total_shift) + off_out
+        raw = _rounding_divide_by_pot_c(fp.srdhm(unscaled, multiplier), -total_shift) + off_out
         return np.clip(raw, lo, hi)
     return _run_int8_table(f)
 
