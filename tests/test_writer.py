@@ -449,6 +449,13 @@ BAD = [
     ("tensor type", _set("subgraphs.0.tensors.1.type", "INT9"), r"subgraph 0, tensor 1.*INT9"),
     ("tensor buffer", _set("subgraphs.0.tensors.2.buffer", 5), r"subgraph 0, tensor 2.*buffer 5"),
     ("shape", _set("subgraphs.0.tensors.0.shape", (2, "x")), r"subgraph 0, tensor 0, shape"),
+    ("negative dim", _set("subgraphs.0.tensors.0.shape", (-1, 2)), r"subgraph 0, tensor 0.*negative dimension"),
+    ("per-channel axis", _set("subgraphs.0.tensors.0.quantization",
+                              Quantization(np.ones(2, np.float32), np.zeros(2, np.int64), 1)),
+     r"subgraph 0, tensor 0.*quantized_dimension 1.*rank-1"),
+    ("zero points", _set("subgraphs.0.tensors.0.quantization",
+                         Quantization(np.ones(2, np.float32), np.zeros(3, np.int64), 0)),
+     r"subgraph 0, tensor 0.*2 scales but 3 zero points"),
     ("buffer 0", _set("buffers.0", Buffer(b"x")), r"buffer 0 must be the empty buffer"),
     ("buffer data", _set("buffers.0", Buffer("text")), r"buffers\[0\].*bytes"),
     ("no buffers", _set("buffers", []), r"buffer 0"),
@@ -468,6 +475,42 @@ def test_bad_models_raise_model_error(what, mutate, message):
         m.subgraphs[0].operators[0].options = {"stride_w": 2**31}
         message = r"Conv2DOptions.stride_w.*2147483648.*int"
     with pytest.raises(ModelError, match=message):
+        write_model(m)
+
+
+def test_assert_same_reports_what_differs():
+    a = [np.array([1, 2, 3], np.int8)]
+    assert_same(a, [np.array([1, 2, 3], np.int8)])
+    with pytest.raises(AssertionError, match=r"differs in 1 of 3 values, max \|diff\| 2; first at \(2,\)"):
+        assert_same(a, [np.array([1, 2, 5], np.int8)])
+    with pytest.raises(AssertionError, match="dtype"):
+        assert_same(a, [np.array([1, 2, 3], np.int16)])
+    with pytest.raises(AssertionError, match="shape"):
+        assert_same(a, [np.array([[1, 2, 3]], np.int8)])
+    with pytest.raises(AssertionError, match="outputs"):
+        assert_same(a, a + a)
+    with pytest.raises(AssertionError):
+        assert_same([np.float32([1.0])], [np.float32([1.001])], rtol=1e-5)
+    assert_same([np.float32([1.0, np.nan])], [np.float32([1.0000001, np.nan])], rtol=1e-5)
+
+
+def test_check_op_runs_ours_against_both_peers(rng):
+    pytest.importorskip("edge_sdk.interpreter")
+    from tests.oprunner import check_op
+
+    a = T((2, 3), "INT8", scale=0.1, zero_point=3)
+    b = T((2, 3), "INT8", scale=0.2, zero_point=-4)
+    model = op_model("ADD", [a, b], [T((2, 3), "INT8", scale=0.25, zero_point=0)])
+    xs = [rng.integers(-128, 128, (2, 3)).astype(np.int8) for _ in range(2)]
+    out = check_op(model, xs, peer=["tflm", "litert"])
+    assert out[0].shape == (2, 3) and out[0].dtype == np.int8
+
+
+def test_over_2gb_is_refused_without_allocating():
+    m = _tiny()
+    huge = np.broadcast_to(np.zeros(1, np.uint8), (2**31,))  # 2 GB that take no memory
+    m.buffers.append(Buffer(huge))
+    with pytest.raises(ModelError, match="2 GB"):
         write_model(m)
 
 

@@ -208,8 +208,14 @@ def _int_array(values, ftype: str, where: str) -> np.ndarray:
 
 class _Writer:
     def __init__(self, model: Model):
+        if not isinstance(model, Model):
+            raise ModelError(f"write_model needs an edge_sdk Model, got {type(model).__name__}")
         self.model = model
-        size = sum(_buffer_len(b, i) for i, b in enumerate(model.buffers)) + (1 << 16)
+        total = sum(_buffer_len(buf, i) for i, buf in enumerate(model.buffers))
+        if total > _MAX_FLATBUFFER - (1 << 20):
+            raise ModelError(f"model constants take {total} bytes: more than one flatbuffer holds (2 GB); "
+                             "buffers outside the flatbuffer are not supported yet")
+        size = total + 16 * len(model.buffers) + (1 << 16)
         self.b = flatbuffers.Builder(min(size + size // 8, _MAX_FLATBUFFER))
         self._strings: dict[str, int] = {}
 
@@ -374,7 +380,13 @@ class _Writer:
         nbuf = len(self.model.buffers)
         if not isinstance(t.buffer, (int, np.integer)) or isinstance(t.buffer, bool) or not 0 <= t.buffer < max(nbuf, 1):
             raise ModelError(f"{where} ({t.name!r}): buffer {t.buffer!r} out of range (the model has {nbuf} buffers)")
-        shape = self.vector(_int_array(list(t.shape), "int", f"{where}, shape"))
+        shape_arr = _int_array(list(t.shape), "int", f"{where}, shape")
+        if (shape_arr < 0).any():
+            raise ModelError(f"{where} ({t.name!r}): shape {list(t.shape)} has a negative dimension "
+                             "(unknown sizes belong in shape_signature)")
+        if t.quantization is not None:
+            _check_quantization(t.quantization, len(shape_arr), f"{where} ({t.name!r})")
+        shape = self.vector(shape_arr)
         name = self.string(t.name if t.name is not None else "", f"{where}, name")
         quant = self.quantization(t.quantization, where) if t.quantization is not None else None
         sparsity = self.sparsity(t.sparsity, where) if t.sparsity is not None else None
@@ -508,18 +520,12 @@ class _Writer:
 
     def model_bytes(self) -> bytes:
         m = self.model
-        if not isinstance(m, Model):
-            raise ModelError(f"write_model needs an edge_sdk Model, got {type(m).__name__}")
         if not m.buffers:
             raise ModelError("model has no buffers: buffer 0 must exist (the empty buffer)")
         if len(_buffer_bytes(m.buffers[0], 0)):
             raise ModelError("buffer 0 must be the empty buffer (tensors computed at run time point at it)")
-        total = sum(_buffer_len(buf, i) for i, buf in enumerate(m.buffers))
-        if total > _MAX_FLATBUFFER - (1 << 20):
-            raise ModelError(f"model constants take {total} bytes: more than one flatbuffer holds (2 GB); "
-                             "buffers outside the flatbuffer are not supported yet")
-        # Constants first and last-written = at the end of the file is the TFLite converter's layout too; the
-        # builder writes back to front, so write buffers first to put them after the graph tables.
+        # The builder fills the file from its end backwards: writing the buffers first puts the constant
+        # data after the graph tables, where the TFLite converter puts it too.
         buffers = self.offsets([self.buffer(buf, i) for i, buf in enumerate(m.buffers)])
         codes = self.offsets([self.operator_code(oc, i) for i, oc in enumerate(m.operator_codes)])
         subgraphs = self.offsets([self.subgraph(sg, i) for i, sg in enumerate(m.subgraphs)])
@@ -555,6 +561,19 @@ def _buffer_bytes(buf, i: int):
 def _buffer_len(buf, i: int) -> int:
     data = getattr(buf, "data", None)
     return data.nbytes if isinstance(data, (np.ndarray, memoryview)) else len(data or b"")
+
+
+def _check_quantization(q, rank: int, where: str) -> None:
+    nscale = np.size(q.scale) if q.scale is not None else 0
+    nzp = np.size(q.zero_point) if q.zero_point is not None else 0
+    if nzp not in (nscale, 1) and nscale:
+        raise ModelError(f"{where}: quantization has {nscale} scales but {nzp} zero points")
+    qd = q.quantized_dimension
+    if isinstance(qd, bool) or not isinstance(qd, (int, np.integer)):
+        raise ModelError(f"{where}: quantized_dimension must be an int, got {type(qd).__name__}")
+    if nscale > 1 and not 0 <= qd < rank:
+        raise ModelError(f"{where}: quantized_dimension {qd} is not an axis of a rank-{rank} tensor "
+                         f"({nscale} per-channel scales)")
 
 
 def _float_vec(values, where: str) -> np.ndarray | None:
