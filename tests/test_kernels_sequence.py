@@ -421,3 +421,28 @@ def test_real_models_match_tflm_after_one_and_three_invokes(name):
     for k in (1, 3):
         theirs = run_tflm(data, feeds, isolate=True, invocations=k)
         _same(run_interpreter(data, feeds, k), theirs, float_tol=float_model)
+
+
+@pytest.mark.parametrize("name", ["micro_speech_lstm.tflite", "trained_lstm_int8.tflite", "trained_lstm.tflite",
+                                  "dtln_noise_suppression.tflite"])
+def test_real_lstm_models_cut_after_their_lstm_layers_match_tflm(name):
+    """The real graphs (intermediates, variable tensors, tensor layout as converted) up to the last LSTM."""
+    from edge_sdk.model import read_model, write_model
+    from tests.conftest import shared_model
+
+    model = read_model(shared_model(f"tflite-micro/{name}"))
+    sg = model.subgraphs[0]
+    keep = 0
+    while keep < len(sg.operators) and model.op_name(sg.operators[keep]) == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        keep += 1
+    assert keep
+    sg.operators = sg.operators[:keep]
+    sg.outputs = list(sg.operators[-1].outputs)
+    data = write_model(model)
+    rng = np.random.default_rng(9)
+    x = sg.tensors[sg.inputs[0]]
+    feed = _feed(T(x.shape, x.type, None if x.quantization is None else x.quantization.scale,
+                   None if x.quantization is None else x.quantization.zero_point), rng)
+    for k in (1, 3):
+        theirs = run_tflm(data, [feed], isolate=True, invocations=k)
+        _same(run_interpreter(data, [feed], k), theirs, float_tol=x.type == "FLOAT32")
