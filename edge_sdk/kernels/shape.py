@@ -459,7 +459,7 @@ def prepare_slice(node: Node) -> Eval:
 # ----------------------------------------------------------------------------------------------- pad
 
 
-def _prepare_pad(node: Node, v2: bool) -> Eval:
+def _prepare_pad(node: Node) -> Eval:
     node.expect_counts((2, 3), 1)
     x, y = node.input(0), node.outputs[0]
     node.expect_types(x, _PAD_TYPES)
@@ -510,11 +510,11 @@ def _prepare_pad(node: Node, v2: bool) -> Eval:
 
 
 def prepare_pad(node: Node) -> Eval:
-    return _prepare_pad(node, v2=False)
+    return _prepare_pad(node)
 
 
 def prepare_padv2(node: Node) -> Eval:
-    return _prepare_pad(node, v2=True)
+    return _prepare_pad(node)
 
 
 # -------------------------------------------------------------------------------------------- gather
