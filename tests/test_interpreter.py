@@ -503,3 +503,94 @@ def test_made_up_custom_op_model_file(tmp_path):
     data = op_model("NoSuchCustomOp", [Spec((1, 4), "INT8", 0.1, 0)], [Spec((1, 4), "INT8", 0.1, 0)])
     with pytest.raises(UnsupportedOpError, match=r"node 0 \(NoSuchCustomOp v1\), input dtype INT8"):
         Interpreter(model_content=data).allocate_tensors()
+
+
+def _stateful_counter_model() -> bytes:
+    """Subgraph 0: CALL_ONCE(init) ; h = VAR_HANDLE("acc") ; v = READ_VARIABLE(h) ; y = v + x ;
+    ASSIGN_VARIABLE(h, y). Subgraph 1 (init): h = VAR_HANDLE("acc") ; ASSIGN_VARIABLE(h, [10, 20, 30])."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
+    from edge_sdk.model.writer import option_defaults, options_for
+
+    names = ["CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ADD", "ASSIGN_VARIABLE"]
+    codes = [OperatorCode(BUILTIN_OPERATOR_CODES[n]) for n in names]
+
+    def op(name, ins, outs, **options):
+        t = options_for(name)
+        opts = option_defaults(t) if t else {}
+        opts.update(options)
+        return Operator(names.index(name), ins, outs, options_type=t, options=opts)
+
+    init = np.array([10, 20, 30], np.float32)
+    buffers = [Buffer(), Buffer(init.tobytes())]
+    main = SubGraph(
+        [T((3,), name="x"), T((), "RESOURCE", name="h"), T((3,), name="v"), T((3,), name="y")],
+        [0],
+        [3],
+        [
+            op("CALL_ONCE", [], [], init_subgraph_index=1),
+            op("VAR_HANDLE", [], [1], container="", shared_name="acc"),
+            op("READ_VARIABLE", [1], [2]),
+            op("ADD", [2, 0], [3]),
+            op("ASSIGN_VARIABLE", [1, 3], []),
+        ],
+        "main",
+    )
+    init_sg = SubGraph(
+        [T((), "RESOURCE", name="h"), T((3,), name="init", buffer=1)],
+        [],
+        [],
+        [op("VAR_HANDLE", [], [0], container="", shared_name="acc"), op("ASSIGN_VARIABLE", [0, 1], [])],
+        "init",
+    )
+    return write_model(Model(codes, [main, init_sg], buffers))
+
+
+@needs_reader
+def test_call_once_and_resource_variables_match_tflm():
+    from tests.peers import run_tflm
+
+    data = _stateful_counter_model()
+    interp = Interpreter(model_content=data)
+    try:
+        interp.allocate_tensors()
+    except UnsupportedOpError as exc:
+        pytest.skip(f"kernel missing: {exc}")
+    x = np.array([1, 2, 3], np.float32)
+    outs = []
+    for _ in range(3):
+        interp.set_tensor(0, x)
+        interp.invoke()
+        outs.append(interp.get_tensor(3))
+    np.testing.assert_array_equal(outs[2], [13, 26, 39])
+    (theirs,) = run_tflm(data, [x], invocations=3, isolate=True)
+    np.testing.assert_array_equal(outs[2], theirs)
+    assert interp.resource_variables  # held by the runtime, outside the arena
+
+
+@needs_reader
+@pytest.mark.parametrize("name", ["keyword_scrambled_8bit", "micro_speech_lstm"])
+def test_variable_tensors_of_real_models_over_invokes(name):
+    from tests.peers import run_tflm
+
+    data = shared_model(f"tflite-micro/{name}.tflite").read_bytes()
+    interp = Interpreter(model_content=data)
+    try:
+        interp.allocate_tensors()
+    except UnsupportedOpError as exc:
+        pytest.skip(f"kernel missing: {exc}")
+    d = interp.get_input_details()[0]
+    info = np.iinfo(d["dtype"])
+    x = np.random.default_rng(3).integers(info.min, info.max, size=d["shape"], dtype=d["dtype"], endpoint=True)
+    out_index = interp.get_output_details()[0]["index"]
+    outs = []
+    for _ in range(3):
+        interp.set_tensor(d["index"], x)
+        interp.invoke()
+        outs.append(interp.get_tensor(out_index))
+    (theirs,) = run_tflm(data, [x], invocations=3, isolate=True)
+    np.testing.assert_array_equal(outs[2], theirs)
+    interp.reset_all_variables()
+    interp.set_tensor(d["index"], x)
+    interp.invoke()
+    np.testing.assert_array_equal(interp.get_tensor(out_index), outs[0])
