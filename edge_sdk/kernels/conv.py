@@ -25,6 +25,50 @@ from numpy.lib.stride_tricks import as_strided
 from edge_sdk.kernels import quant
 from edge_sdk.kernels.node import Node, TensorInfo
 
+def _find_blas_thread_setter():
+    """OpenBLAS's thread-local ``openblas_set_num_threads_local`` from numpy's bundled library, or None.
+
+    Measured here: with OpenBLAS's default thread pool, the small GEMMs of an edge model run up to 10x slower
+    than on one thread when the machine is busy (threads spin waiting for each other), and timings become
+    erratic. The GEMM kernels below therefore run BLAS on one thread, for the calling thread only.
+    """
+    try:
+        import ctypes
+        import glob
+        import os
+
+        libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
+        for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
+            setter = getattr(ctypes.CDLL(path), "openblas_set_num_threads_local", None)
+            if setter is not None:
+                setter.argtypes = [ctypes.c_int]
+                setter.restype = ctypes.c_int
+                return setter
+    except (OSError, AttributeError):
+        pass
+    return None
+
+
+_BLAS_THREADS = _find_blas_thread_setter()
+
+
+def serial_blas(run):
+    """Wrap an eval so that its BLAS calls use one thread (restored afterwards)."""
+    setter = _BLAS_THREADS
+    if setter is None:
+        return run
+
+    def serial(inputs, outputs):
+        previous = setter(1)
+        try:
+            run(inputs, outputs)
+        finally:
+            if previous > 0:
+                setter(previous)
+
+    return serial
+
+
 _F32 = np.float32
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 _INT32_LIMIT = 1 << 31
@@ -322,7 +366,7 @@ def prepare_conv_2d(node: Node):
             b = None if bias is None else (b_const if b_const is not None else inputs[2])
             _finish_float(y, b, clamp, outputs[0])
 
-        return run_float
+        return serial_blas(run_float)
 
     lo, hi = quantized_clamp(node, act, out)
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
@@ -343,7 +387,7 @@ def prepare_conv_2d(node: Node):
         b = None if bias is None else (b_const if b_const is not None else inputs[2].astype(np.int64))
         _finish_int(acc, b, requant, out_zp, lo, hi, outputs[0])
 
-    return run_int
+    return serial_blas(run_int)
 
 
 def macs_conv_2d(node: Node) -> int:
@@ -522,7 +566,7 @@ def prepare_fully_connected(node: Node):
             b = None if bias is None else (b_const if b_const is not None else inputs[2])
             _finish_float(y, b, clamp, outputs[0])
 
-        return run_float
+        return serial_blas(run_float)
 
     lo, hi = quantized_clamp(node, act, out)
     in_s, out_s = _f64(inp.s), _f64(out.s)
@@ -556,7 +600,7 @@ def prepare_fully_connected(node: Node):
         b = None if bias is None else (b_const if b_const is not None else inputs[2].astype(np.int64))
         _finish_int(xf @ wm, b, requant, out_zp, lo, hi, outputs[0])
 
-    return run_int
+    return serial_blas(run_int)
 
 
 def macs_fully_connected(node: Node) -> int:
@@ -644,7 +688,7 @@ def prepare_transpose_conv(node: Node):
             b = None if bias is None else (b_const if b_const is not None else inputs[3])
             _finish_float(y, b, clamp, outputs[0])
 
-        return run_float
+        return serial_blas(run_float)
 
     lo, hi = quantized_clamp(node, act, out)
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
@@ -658,7 +702,7 @@ def prepare_transpose_conv(node: Node):
         b = None if bias is None else (b_const if b_const is not None else inputs[3].astype(np.int64))
         _finish_int(acc, b, requant, out_zp, lo, hi, outputs[0])
 
-    return run_int
+    return serial_blas(run_int)
 
 
 def macs_transpose_conv(node: Node) -> int:
@@ -727,7 +771,7 @@ def prepare_batch_matmul(node: Node):
         def run_float(inputs, outputs):
             outputs[0][...] = product(inputs).reshape(outputs[0].shape)
 
-        return run_float
+        return serial_blas(run_float)
 
     real = float(_F32(_F32(lhs.s) * _F32(rhs.s))) / _f64(out.s)
     mult, shift = quant.quantize_multipliers([real])
@@ -739,7 +783,7 @@ def prepare_batch_matmul(node: Node):
     def run_int(inputs, outputs):
         _finish_int(product(inputs), None, requant, out_zp, lo, hi, outputs[0])
 
-    return run_int
+    return serial_blas(run_int)
 
 
 def macs_batch_matmul(node: Node) -> int:
