@@ -115,7 +115,7 @@ def prepare_leaky_relu(node: Node):
         return _float_run(lambda v: np.where(v > zero, v, v * alpha))
     _need_quant(node, x, out)
     qmin, qmax = TYPE_RANGES[x.type]
-    m_alpha, s_alpha = quantize_multiplier(float(np.float32(x.s) * alpha / np.float32(out.s)))
+    m_alpha, s_alpha = quantize_multiplier(float(x.s) * float(alpha) / float(out.s))
     m_id, s_id = quantize_multiplier(float(np.float32(x.s) / np.float32(out.s)))
     negative_alpha = m_alpha < 0
     safe_alpha = -m_alpha if negative_alpha else m_alpha
