@@ -3,7 +3,8 @@
 These ops carry their parameters as a FlexBuffers map in ``custom_options`` (decoded by our own
 ``edge_sdk.kernels.flexbuffers``). The arithmetic follows signal/src in tflite-micro: unsigned 32/64-bit
 wrap-around where the C code uses uint32_t/uint64_t, int16 truncation on every store into an int16, the same
-rounding shifts. numpy int64/uint64 arrays hold the C intermediates; ``_wrap16`` reproduces a store into int16.
+rounding shifts. numpy int64/uint64 arrays hold the C intermediates; in the FFT, int16 arrays (whose numpy
+arithmetic wraps) stand for the C code's int16 values, and ``_wrap16`` elsewhere reproduces a store into int16.
 
 The complex FFT is kissfft v130 in FIXED_POINT=16 mode (the version TFLM builds): a mixed-radix decimation in
 time, radix 4 first, then 2, 3, 5. Every butterfly input is divided by the radix (multiply by 32767/p and
@@ -184,145 +185,146 @@ def _cexp16(phase: float) -> tuple[int, int]:
 
 def _sround(x: np.ndarray) -> np.ndarray:
     """kissfft's sround for 16-bit: add half of 2**15, shift right by 15, store into int16."""
-    return _wrap16((x + 16384) >> 15)
+    return ((x + 16384) >> 15).astype(np.int16)
 
 
-def _cmul(ar, ai, br, bi):
-    return _sround(ar * br - ai * bi), _sround(ar * bi + ai * br)
+def _cmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C_MUL on stacked [real, imag] int16 values ``a`` and int32 twiddles ``b`` (axis 0 = real/imag).
+
+    The int32 sums cannot overflow: |ar*br - ai*bi| + 2**14 < 2**31 for int16 inputs and |b| <= 32767."""
+    a32 = a.astype(np.int32)
+    p = a32 * b[0]
+    q = a32 * b[1]
+    return _sround(np.stack([p[0] - q[1], q[0] + p[1]]))
 
 
-def _fixdiv(r, i, p: int):
-    k = 32767 // p
-    return _sround(r * k), _sround(i * k)
+def _fixdiv(a: np.ndarray, p: int) -> np.ndarray:
+    """C_FIXDIV: every component times 32767 // p, rounded (int16 in, int16 out)."""
+    return _sround(a.astype(np.int32) * (32767 // p))
 
 
 class _KissFftr:
-    """kissfft's real forward FFT of length ``nfft`` (even), FIXED_POINT=16, as a sequence of numpy stages."""
+    """kissfft's real forward FFT of length ``nfft`` (even), FIXED_POINT=16, as a sequence of numpy stages.
+
+    Complex arrays are int16 with a leading [real, imag] axis, so that numpy's int16 wrap-around reproduces
+    the C code's stores into int16; products and the kiss_fftr halving are done in int32 as C does."""
 
     def __init__(self, nfft: int):
         n = nfft // 2
         self.n = n
         factors = _kiss_factors(n)
         self.factors = factors
-        tw = [_cexp16(-2 * math.pi * i / n) for i in range(n)]
-        self.tw_r = np.array([t[0] for t in tw], np.int64)
-        self.tw_i = np.array([t[1] for t in tw], np.int64)
-        sup = [_cexp16(-math.pi * ((i + 1) / n + 0.5)) for i in range(n // 2)]
-        self.sup_r = np.array([t[0] for t in sup], np.int64)
-        self.sup_i = np.array([t[1] for t in sup], np.int64)
+        tw = np.array([_cexp16(-2 * math.pi * i / n) for i in range(n)], np.int32).T  # (2, n)
+        self.tw = tw
+        sup = np.array([_cexp16(-math.pi * ((i + 1) / n + 0.5)) for i in range(n // 2)], np.int32).reshape(-1, 2)
+        self.sup = sup.T
         # Leaf order of kf_work's recursion: output slot j takes input element perm[j].
         j = np.arange(n)
         perm = np.zeros(n, np.int64)
         stride = 1
+        strides = []
         for p, m in factors:
             perm += ((j // m) % p) * stride
+            strides.append(stride)
             stride *= p
         self.perm = perm
-        # Stages, innermost first: (radix, m, fstride, twiddles of shape (p, m)); a level's fstride is the
-        # product of the radices before it, and its butterfly u of input q uses twiddle q * u * fstride.
+        # Stages, innermost first: (radix, m, fstride, twiddles (2, p, 1, m) -> for inputs q = 1..p-1). A level's
+        # fstride is the product of the radices before it; butterfly u of input q uses twiddle q * u * fstride.
         self.stages = []
-        strides = []
-        s = 1
-        for p, m in factors:
-            strides.append(s)
-            s *= p
         for (p, m), fs in reversed(list(zip(factors, strides))):
-            u = np.arange(m)
-            idx = (np.arange(p)[:, None] * u[None, :] * fs) % n
-            self.stages.append((p, m, fs, self.tw_r[idx], self.tw_i[idx]))
-
-    def __call__(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """x: int16 values (length 2n) -> (real, imag) int64 arrays of n + 1 bins."""
-        n = self.n
-        x = x.astype(np.int64)
-        r = x[0::2][self.perm]
-        i = x[1::2][self.perm]
-        for p, m, fs, twr, twi in self.stages:
-            r, i = self._stage(r.reshape(fs, p, m), i.reshape(fs, p, m), p, m, fs, twr, twi)
-            r, i = r.reshape(n), i.reshape(n)
-        return self._split(r, i)
-
-    def _stage(self, r, i, p, m, fs, twr, twi):
-        fr, fi = _fixdiv(r, i, p)
-        if p == 2:
-            tr, ti = _cmul(fr[:, 1], fi[:, 1], twr[1], twi[1])
-            out_r = np.stack([_wrap16(fr[:, 0] + tr), _wrap16(fr[:, 0] - tr)], axis=1)
-            out_i = np.stack([_wrap16(fi[:, 0] + ti), _wrap16(fi[:, 0] - ti)], axis=1)
-            return out_r, out_i
-        if p == 4:
-            s0r, s0i = _cmul(fr[:, 1], fi[:, 1], twr[1], twi[1])
-            s1r, s1i = _cmul(fr[:, 2], fi[:, 2], twr[2], twi[2])
-            s2r, s2i = _cmul(fr[:, 3], fi[:, 3], twr[3], twi[3])
-            s5r, s5i = _wrap16(fr[:, 0] - s1r), _wrap16(fi[:, 0] - s1i)
-            f0r, f0i = _wrap16(fr[:, 0] + s1r), _wrap16(fi[:, 0] + s1i)
-            s3r, s3i = _wrap16(s0r + s2r), _wrap16(s0i + s2i)
-            s4r, s4i = _wrap16(s0r - s2r), _wrap16(s0i - s2i)
-            out_r = np.stack([_wrap16(f0r + s3r), _wrap16(s5r + s4i), _wrap16(f0r - s3r), _wrap16(s5r - s4i)], axis=1)
-            out_i = np.stack([_wrap16(f0i + s3i), _wrap16(s5i - s4r), _wrap16(f0i - s3i), _wrap16(s5i + s4r)], axis=1)
-            return out_r, out_i
-        if p == 3:
-            e = int(self.tw_i[fs * m])
-            s1r, s1i = _cmul(fr[:, 1], fi[:, 1], twr[1], twi[1])
-            s2r, s2i = _cmul(fr[:, 2], fi[:, 2], twr[2], twi[2])
-            s3r, s3i = _wrap16(s1r + s2r), _wrap16(s1i + s2i)
-            s0r, s0i = _wrap16(s1r - s2r), _wrap16(s1i - s2i)
-            o1r, o1i = _wrap16(fr[:, 0] - (s3r >> 1)), _wrap16(fi[:, 0] - (s3i >> 1))
-            s0r, s0i = _sround(s0r * e), _sround(s0i * e)
-            o0r, o0i = _wrap16(fr[:, 0] + s3r), _wrap16(fi[:, 0] + s3i)
-            o2r, o2i = _wrap16(o1r + s0i), _wrap16(o1i - s0r)
-            o1r, o1i = _wrap16(o1r - s0i), _wrap16(o1i + s0r)
-            return np.stack([o0r, o1r, o2r], axis=1), np.stack([o0i, o1i, o2i], axis=1)
-        # p == 5
-        yar, yai = int(self.tw_r[fs * m]), int(self.tw_i[fs * m])
-        ybr, ybi = int(self.tw_r[2 * fs * m]), int(self.tw_i[2 * fs * m])
-        s0r, s0i = fr[:, 0], fi[:, 0]
-        s1r, s1i = _cmul(fr[:, 1], fi[:, 1], twr[1], twi[1])
-        s2r, s2i = _cmul(fr[:, 2], fi[:, 2], twr[2], twi[2])
-        s3r, s3i = _cmul(fr[:, 3], fi[:, 3], twr[3], twi[3])
-        s4r, s4i = _cmul(fr[:, 4], fi[:, 4], twr[4], twi[4])
-        s7r, s7i = _wrap16(s1r + s4r), _wrap16(s1i + s4i)
-        s10r, s10i = _wrap16(s1r - s4r), _wrap16(s1i - s4i)
-        s8r, s8i = _wrap16(s2r + s3r), _wrap16(s2i + s3i)
-        s9r, s9i = _wrap16(s2r - s3r), _wrap16(s2i - s3i)
-        o0r, o0i = _wrap16(s0r + s7r + s8r), _wrap16(s0i + s7i + s8i)
-
-        def sm(a, b):
-            return _sround(a * b)
-
-        s5r = _wrap16(s0r + sm(s7r, yar) + sm(s8r, ybr))
-        s5i = _wrap16(s0i + sm(s7i, yar) + sm(s8i, ybr))
-        s6r = _wrap16(sm(s10i, yai) + sm(s9i, ybi))
-        s6i = _wrap16(-sm(s10r, yai) - sm(s9r, ybi))
-        o1r, o1i = _wrap16(s5r - s6r), _wrap16(s5i - s6i)
-        o4r, o4i = _wrap16(s5r + s6r), _wrap16(s5i + s6i)
-        s11r = _wrap16(s0r + sm(s7r, ybr) + sm(s8r, yar))
-        s11i = _wrap16(s0i + sm(s7i, ybr) + sm(s8i, yar))
-        s12r = _wrap16(-sm(s10i, ybi) + sm(s9i, yai))
-        s12i = _wrap16(sm(s10r, ybi) - sm(s9r, yai))
-        o2r, o2i = _wrap16(s11r + s12r), _wrap16(s11i + s12i)
-        o3r, o3i = _wrap16(s11r - s12r), _wrap16(s11i - s12i)
-        return np.stack([o0r, o1r, o2r, o3r, o4r], axis=1), np.stack([o0i, o1i, o2i, o3i, o4i], axis=1)
-
-    def _split(self, r, i):
-        """kiss_fftr's untangling of the packed half-length complex FFT into n + 1 real-input bins."""
-        n = self.n
-        out_r = np.zeros(n + 1, np.int64)
-        out_i = np.zeros(n + 1, np.int64)
-        dr, di = _fixdiv(r[:1], i[:1], 2)
-        out_r[0] = _wrap16(dr + di)[0]
-        out_r[n] = _wrap16(dr - di)[0]
+            idx = (np.arange(1, p)[:, None] * np.arange(m)[None, :] * fs) % n
+            t = tw[:, idx][:, None, :, :]  # (2, 1, p - 1, m): broadcasts over the fs groups
+            self.stages.append((p, m, fs, t))
         k = np.arange(1, n // 2 + 1)
+        self.k, self.nk = k, n - k
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """x: int16 values (length 2n) -> (n + 1, 2) int16 [real, imag] bins."""
+        n = self.n
+        a = np.stack([x[0::2], x[1::2]])[:, self.perm]
+        for p, m, fs, tw in self.stages:
+            a = self._stage(a.reshape(2, fs, p, m), p, m, fs, tw).reshape(2, n)
+        return self._split(a)
+
+    def _stage(self, a, p, m, fs, tw):
+        f = _fixdiv(a, p)
+        s = _cmul(f[:, :, 1:], tw)  # (2, fs, p - 1, m)
+        f0 = f[:, :, 0]
+        out = np.empty_like(f)
+        if p == 2:
+            np.add(f0, s[:, :, 0], out=out[:, :, 0])
+            np.subtract(f0, s[:, :, 0], out=out[:, :, 1])
+            return out
+        if p == 4:
+            s0, s1, s2 = s[:, :, 0], s[:, :, 1], s[:, :, 2]
+            s5 = f0 - s1
+            f0 = f0 + s1
+            s3 = s0 + s2
+            s4 = s0 - s2
+            np.add(f0, s3, out=out[:, :, 0])
+            np.subtract(f0, s3, out=out[:, :, 2])
+            np.add(s5[0], s4[1], out=out[0, :, 1])
+            np.subtract(s5[1], s4[0], out=out[1, :, 1])
+            np.subtract(s5[0], s4[1], out=out[0, :, 3])
+            np.add(s5[1], s4[0], out=out[1, :, 3])
+            return out
+        if p == 3:
+            e = int(self.tw[1, fs * m])
+            s1, s2 = s[:, :, 0], s[:, :, 1]
+            s3 = s1 + s2
+            s0 = _sround((s1 - s2).astype(np.int32) * e)
+            o1 = f0 - (s3 >> 1)
+            np.add(f0, s3, out=out[:, :, 0])
+            np.add(o1[0], s0[1], out=out[0, :, 2])
+            np.subtract(o1[1], s0[0], out=out[1, :, 2])
+            np.subtract(o1[0], s0[1], out=out[0, :, 1])
+            np.add(o1[1], s0[0], out=out[1, :, 1])
+            return out
+        # p == 5
+        ya = self.tw[:, fs * m].tolist()
+        yb = self.tw[:, 2 * fs * m].tolist()
+        s1, s2, s3, s4 = s[:, :, 0], s[:, :, 1], s[:, :, 2], s[:, :, 3]
+        s7, s10 = s1 + s4, s1 - s4
+        s8, s9 = s2 + s3, s2 - s3
+        out[:, :, 0] = f0 + s7 + s8
+
+        def sm(v, c):
+            return _sround(v.astype(np.int32) * c)
+
+        s5 = f0 + sm(s7, ya[0]) + sm(s8, yb[0])
+        s6r = sm(s10[1], ya[1]) + sm(s9[1], yb[1])
+        s6i = -sm(s10[0], ya[1]) - sm(s9[0], yb[1])
+        s11 = f0 + sm(s7, yb[0]) + sm(s8, ya[0])
+        s12r = -sm(s10[1], yb[1]) + sm(s9[1], ya[1])
+        s12i = sm(s10[0], yb[1]) - sm(s9[0], ya[1])
+        np.subtract(s5[0], s6r, out=out[0, :, 1])
+        np.subtract(s5[1], s6i, out=out[1, :, 1])
+        np.add(s5[0], s6r, out=out[0, :, 4])
+        np.add(s5[1], s6i, out=out[1, :, 4])
+        np.add(s11[0], s12r, out=out[0, :, 2])
+        np.add(s11[1], s12i, out=out[1, :, 2])
+        np.subtract(s11[0], s12r, out=out[0, :, 3])
+        np.subtract(s11[1], s12i, out=out[1, :, 3])
+        return out
+
+    def _split(self, a):
+        """kiss_fftr's untangling of the packed half-length complex FFT into n + 1 real-input bins."""
+        n, k, nk = self.n, self.k, self.nk
+        out = np.zeros((n + 1, 2), np.int16)
+        d = _fixdiv(a[:, 0], 2)
+        out[0, 0] = d[0] + d[1]
+        out[n, 0] = d[0] - d[1]
         if k.size:
-            pr, pi = _fixdiv(r[k], i[k], 2)
-            qr, qi = _fixdiv(r[n - k], _wrap16(-i[n - k]), 2)
-            f1r, f1i = _wrap16(pr + qr), _wrap16(pi + qi)
-            f2r, f2i = _wrap16(pr - qr), _wrap16(pi - qi)
-            twr, twi = _cmul(f2r, f2i, self.sup_r, self.sup_i)
-            out_r[k] = _wrap16((f1r + twr) >> 1)
-            out_i[k] = _wrap16((f1i + twi) >> 1)
-            out_r[n - k] = _wrap16((f1r - twr) >> 1)
-            out_i[n - k] = _wrap16((twi - f1i) >> 1)
-        return out_r, out_i
+            fpk = _fixdiv(a[:, k], 2)
+            fpnk = _fixdiv(np.stack([a[0, nk], -a[1, nk]]), 2)
+            f1 = (fpk + fpnk).astype(np.int32)
+            tw = _cmul(fpk - fpnk, self.sup).astype(np.int32)
+            lo = (f1 + tw) >> 1
+            out[k, 0] = lo[0]
+            out[k, 1] = lo[1]
+            out[nk, 0] = (f1[0] - tw[0]) >> 1
+            out[nk, 1] = (tw[1] - f1[1]) >> 1
+        return out
 
 
 def prepare_rfft(node: Node):
@@ -349,15 +351,14 @@ def prepare_rfft(node: Node):
     node.set_output_shape(0, tuple(x.shape[:-1]) + (2 * bins,))
     fft = _KissFftr(n)
 
+    work = np.zeros(n, np.int16)
+
     def run(inputs, outputs):
         frames = inputs[0].reshape(-1, length)
         out = outputs[0].reshape(-1, bins, 2)
-        work = np.zeros(n, np.int64)
         for f in range(frames.shape[0]):
             work[:length] = frames[f]
-            rr, ii = fft(work)
-            out[f, :, 0] = rr
-            out[f, :, 1] = ii
+            out[f] = fft(work)
 
     run.fft = fft
     return run
