@@ -133,10 +133,10 @@ def test_seanet_leaky_relu_goldens():
         interp.invoke()
         out = interp.get_tensor(interp.get_output_details()[0]["index"])
         if not np.array_equal(out.reshape(-1).astype(np.int64), golden.reshape(-1)):
-            # leaky_relu11's golden predates TFLM's double-precision alpha multiplier: the current TFLM (the
-            # wheel) differs from it in one value, exactly as we do. Accept only that: ours must equal TFLM.
+            # leaky_relu3/11/18/19 goldens predate TFLM's double-precision alpha multiplier: the current TFLM (the
+            # wheel) differs from them in 1-3 values, exactly as we do. Accept only that: ours must equal TFLM.
             from tests.peers import run_tflm
 
             theirs = run_tflm(path.read_bytes(), [x.reshape(-1).astype(d["dtype"]).reshape(d["shape"])])[0]
             assert np.array_equal(out, theirs), f"{path.name}: differs from its golden and from TFLM"
-            assert np.count_nonzero(out.reshape(-1).astype(np.int64) != golden.reshape(-1)) <= 2, path.name
+            assert np.count_nonzero(out.reshape(-1).astype(np.int64) != golden.reshape(-1)) <= 3, path.name

@@ -116,7 +116,7 @@ def prepare_leaky_relu(node: Node):
     _need_quant(node, x, out)
     qmin, qmax = TYPE_RANGES[x.type]
     m_alpha, s_alpha = quantize_multiplier(float(x.s) * float(alpha) / float(out.s))
-    m_id, s_id = quantize_multiplier(float(np.float32(x.s) / np.float32(out.s)))
+    m_id, s_id = quantize_multiplier(float(x.s) / float(out.s))  # double, as the TFLM wheel
     negative_alpha = m_alpha < 0
     safe_alpha = -m_alpha if negative_alpha else m_alpha
     in_zp, out_zp = x.zp, out.zp
