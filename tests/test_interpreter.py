@@ -426,33 +426,68 @@ def _have_reader() -> bool:
 needs_reader = pytest.mark.skipif(not _have_reader(), reason="the model reader has not landed")
 
 
+def _detail_diffs(ours, theirs, where: str) -> list[str]:
+    """Every key, value and value type that differs between two LiteRT-style details dicts."""
+    if ours.keys() != theirs.keys():
+        return [f"{where}: keys {sorted(ours)} vs {sorted(theirs)}"]
+    diffs = []
+    for k, b in theirs.items():
+        a = ours[k]
+        if isinstance(b, dict):
+            diffs += _detail_diffs(a, b, f"{where}.{k}")
+        elif isinstance(b, np.ndarray):
+            if not (isinstance(a, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b) and a.shape == b.shape):
+                diffs.append(f"{where}.{k}: {a!r} vs {b!r}")
+        elif type(a) is not type(b) or a != b:
+            diffs.append(f"{where}.{k}: {a!r} vs {b!r}")
+    return diffs
+
+
+# LiteRT refuses person_detect and crashes on keyword_scrambled_8bit (NOTES.md): not compared here.
+PARITY_MODELS = ["hello_world_int8", "hello_world_float", "micro_speech_lstm", "dtln_noise_suppression",
+                 "audio_preprocessor_int8", "trained_lstm_int8", "keyword_scrambled", "simple_add_model",
+                 "mobilenet_v2_quantized_1x3x224x224"]
+
+
 @needs_reader
-@pytest.mark.parametrize("name", ["hello_world_int8", "hello_world_float"])
+@pytest.mark.parametrize("name", PARITY_MODELS)
 def test_details_match_litert(name):
     from ai_edge_litert.interpreter import Interpreter as LiteRT
 
     path = shared_model(f"tflite-micro/{name}.tflite")
-    ours, theirs = Interpreter(model_path=path), LiteRT(model_path=str(path))
-    theirs.allocate_tensors()
-    if _have("FULLY_CONNECTED"):
+    ours, theirs = Interpreter(model_path=path), LiteRT(model_path=str(path), num_threads=1)
+
+    def compare(allocated: bool):
+        diffs = []
+        for f in ("get_input_details", "get_output_details"):
+            a, b = getattr(ours, f)(), getattr(theirs, f)()
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                diffs += _detail_diffs(x, y, f)
+        ta, tb = ours.get_tensor_details(), theirs.get_tensor_details()
+        if not allocated:
+            assert len(ta) == len(tb)
+            for x, y in zip(ta, tb):
+                diffs += _detail_diffs(x, y, f"tensor {x['index']}")
+        else:
+            # After allocation LiteRT adds its kernels' temporaries and widens some per-tensor weight
+            # quantization to per-channel; the model's tensors keep their names, types and shapes.
+            for x, y in zip(ta, tb):
+                for k in ("name", "index", "dtype"):
+                    if x[k] != y[k]:
+                        diffs.append(f"tensor {x['index']}.{k}: {x[k]!r} vs {y[k]!r}")
+                if not np.array_equal(x["shape"], y["shape"]):
+                    diffs.append(f"tensor {x['index']}.shape: {x['shape']} vs {y['shape']}")
+        assert not diffs, "\n".join(diffs[:10])
+        assert ours.get_signature_list() == theirs.get_signature_list()
+
+    compare(False)  # before allocate_tensors
+    try:
         ours.allocate_tensors()
-    for a_list, b_list in ((ours.get_input_details(), theirs.get_input_details()), (ours.get_output_details(), theirs.get_output_details())):
-        for a, b in zip(a_list, b_list, strict=True):
-            assert a.keys() == b.keys()
-            for k in a:
-                if isinstance(b[k], np.ndarray):
-                    assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k]), k
-                elif k == "quantization_parameters":
-                    assert a[k].keys() == b[k].keys()
-                    for kk in b[k]:
-                        np.testing.assert_array_equal(a[k][kk], b[k][kk])
-                        assert type(a[k][kk]) is type(b[k][kk])
-                else:
-                    assert a[k] == b[k] and type(a[k]) is type(b[k]), k
-    assert ours.get_signature_list() == theirs.get_signature_list()
-    td_ours, td_theirs = ours.get_tensor_details(), theirs.get_tensor_details()
-    assert [d["name"] for d in td_ours] == [d["name"] for d in td_theirs]
-    assert [d["dtype"] for d in td_ours] == [d["dtype"] for d in td_theirs]
+        theirs.allocate_tensors()
+    except (UnsupportedOpError, RuntimeError):
+        return  # a kernel missing here or there: the allocated comparison waits for it
+    compare(True)
 
 
 @needs_reader
