@@ -235,8 +235,6 @@ class _KissFftr:
             idx = (np.arange(1, p)[:, None] * np.arange(m)[None, :] * fs) % n
             t = tw[:, idx][:, None, :, :]  # (2, 1, p - 1, m): broadcasts over the fs groups
             self.stages.append((p, m, fs, t))
-        k = np.arange(1, n // 2 + 1)
-        self.k, self.nk = k, n - k
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """x: int16 values (length 2n) -> (n + 1, 2) int16 [real, imag] bins."""
@@ -309,21 +307,22 @@ class _KissFftr:
 
     def _split(self, a):
         """kiss_fftr's untangling of the packed half-length complex FFT into n + 1 real-input bins."""
-        n, k, nk = self.n, self.k, self.nk
+        n, h = self.n, self.n // 2
         out = np.zeros((n + 1, 2), np.int16)
         d = _fixdiv(a[:, 0], 2)
         out[0, 0] = d[0] + d[1]
         out[n, 0] = d[0] - d[1]
-        if k.size:
-            fpk = _fixdiv(a[:, k], 2)
-            fpnk = _fixdiv(np.stack([a[0, nk], -a[1, nk]]), 2)
+        if h:
+            # bins k = 1..h pair with n - k = n - 1 down to n - h (the same bin when k = h: written last)
+            mirror = a[:, n - h :][:, ::-1]
+            fpk = _fixdiv(a[:, 1 : h + 1], 2)
+            fpnk = _fixdiv(np.stack([mirror[0], -mirror[1]]), 2)
             f1 = (fpk + fpnk).astype(np.int32)
             tw = _cmul(fpk - fpnk, self.sup).astype(np.int32)
-            lo = (f1 + tw) >> 1
-            out[k, 0] = lo[0]
-            out[k, 1] = lo[1]
-            out[nk, 0] = (f1[0] - tw[0]) >> 1
-            out[nk, 1] = (tw[1] - f1[1]) >> 1
+            out[1 : h + 1] = ((f1 + tw) >> 1).T
+            hi = out[n - h : n][::-1]
+            hi[:, 0] = (f1[0] - tw[0]) >> 1
+            hi[:, 1] = (tw[1] - f1[1]) >> 1
         return out
 
 
