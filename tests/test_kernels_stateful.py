@@ -14,7 +14,7 @@ from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantiza
 from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
 from edge_sdk.model.writer import option_defaults, write_model
 from tests.oprunner import assert_same
-from tests.peers import run_litert, run_tflm
+from tests.peers import run_litert
 
 OPS = ["CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "ADD"]
 OPTION_TABLES = {"CALL_ONCE": "CallOnceOptions", "VAR_HANDLE": "VarHandleOptions",
