@@ -385,8 +385,10 @@ class Interpreter:
                 i += 1
         except ModelError:
             raise
-        except Exception as exc:  # a kernel bug or a value it cannot take: name the node
-            raise ModelError(f"{self._p.nodes[s][i].where()}: eval failed: {type(exc).__name__}: {exc}") from exc
+        except Exception as exc:
+            # Prepare validated the model, so this is a kernel bug, not a model problem: a RuntimeError
+            # naming the node (not a ModelError, which callers may treat as "bad model" and swallow).
+            raise RuntimeError(f"{self._p.nodes[s][i].where()}: eval failed: {type(exc).__name__}: {exc}") from exc
 
     def reset_all_variables(self) -> None:
         """Variable tensors back to their initial values; resource variables forgotten (CALL_ONCE re-inits)."""

@@ -629,3 +629,20 @@ def test_variable_tensors_of_real_models_over_invokes(name):
     interp.set_tensor(d["index"], x)
     interp.invoke()
     np.testing.assert_array_equal(interp.get_tensor(out_index), outs[0])
+
+
+def test_kernel_bug_at_invoke_names_the_node(kernels, monkeypatch):
+    def prepare_bad_eval(node):
+        node.set_output_shape(0, node.input(0).shape)
+
+        def run(inputs, outputs):
+            raise ZeroDivisionError("boom")
+
+        return run
+
+    monkeypatch.setitem(op_table.OPS, "TestBadEval", _Row("TestBadEval", "test:bad", 1, custom=True, fn=prepare_bad_eval))
+    m = build([T((4,)), T((4,)), T((4,))], [("TestDouble", [0], [1]), ("TestBadEval", [1], [2])], [0], [2])
+    interp = Interpreter(model=m)
+    interp.allocate_tensors()
+    with pytest.raises(RuntimeError, match=r"^node 1 \(TestBadEval v1\): eval failed: ZeroDivisionError: boom"):
+        interp.invoke()
