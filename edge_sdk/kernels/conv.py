@@ -157,20 +157,37 @@ class Requantizer:
         """A scalar when all channels agree (faster broadcasting), else the per-channel vector."""
         return int(a[0]) if a.size == 1 or (a == a[0]).all() else a
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """x: int64 accumulators (a fresh array this may modify). Returns int64 (int32 when wide)."""
+    def folded(self, bias: np.ndarray):
+        """A per-channel term merging the bias with the rounding constant: (x + b) * m + r = x * m + (b * m + r).
+
+        None when the accumulator must first be wrapped or shifted as int32 (then add the bias to x).
+        """
+        bias = np.asarray(bias, dtype=np.int64)
+        if self.wide:
+            return bias * self.mult + self.round
+        if self.shift_left or self.wrap:
+            return None
+        return bias * self.mult + (1 << 30)
+
+    def __call__(self, x: np.ndarray, term=None) -> np.ndarray:
+        """x: int64 accumulators (a fresh array this may modify); ``term``: from ``folded`` when a bias is
+        folded in. Returns int64 (int32 when wide)."""
         if self.wide:
             x *= self.mult
-            x += self.round
+            x += self.round if term is None else term
             x >>= self.total
             return x.astype(np.int32)
-        if self.shift_left:
-            x <<= self.left
-            x = x.astype(np.int32).astype(np.int64)
-        elif self.wrap:
-            x = x.astype(np.int32).astype(np.int64)
-        x *= self.mult
-        x += 1 << 30
+        if term is not None:
+            x *= self.mult
+            x += term
+        else:
+            if self.shift_left:
+                x <<= self.left
+                x = x.astype(np.int32).astype(np.int64)
+            elif self.wrap:
+                x = x.astype(np.int32).astype(np.int64)
+            x *= self.mult
+            x += 1 << 30
         x >>= 31
         neg = x < 0
         if self.all_right:
@@ -222,19 +239,31 @@ def _finish_float(y: np.ndarray, bias, clamp, out: np.ndarray) -> None:
     out[...] = y.reshape(out.shape)
 
 
-def _finish_int(acc: np.ndarray, bias, requant: Requantizer, zp: int, lo: int, hi: int, out: np.ndarray) -> None:
-    """acc: float64 exact sums (or int accumulators). Adds bias, requantizes, offsets, clamps, stores."""
-    if acc.dtype == np.float64:
+class _IntOutput:
+    """Bias, requantization, output offset and clamp for integer accumulators, stored into the output."""
+
+    def __init__(self, requant: Requantizer, zp: int, lo: int, hi: int, bias: TensorInfo | None):
+        self.requant, self.zp, self.lo, self.hi = requant, int(zp), int(lo) - int(zp), int(hi) - int(zp)
+        self.has_bias = bias is not None
+        self.bias = self.term = None
+        if bias is not None and bias.is_const:
+            self.bias = bias.data.astype(np.int64).ravel()
+            self.term = requant.folded(self.bias)
+
+    def store(self, acc: np.ndarray, inputs: list, bias_index: int, out: np.ndarray) -> None:
+        """acc: exact sums (float64 from a GEMM, or integers), channel axis last."""
         acc = acc.astype(np.int64)
-    elif acc.dtype != np.int64:
-        acc = acc.astype(np.int64)
-    if bias is not None:
-        acc += bias
-    y = requant(acc)
-    if zp:
-        y += zp
-    np.clip(y, lo, hi, out=y)
-    out[...] = y.reshape(out.shape)
+        term = None
+        if self.has_bias:
+            bias, term = self.bias, self.term
+            if bias is None:
+                bias = inputs[bias_index].astype(np.int64).ravel()
+                term = self.requant.folded(bias)
+            if term is None:
+                acc += bias
+        y = self.requant(acc, term)
+        np.clip(y, self.lo, self.hi, out=y)
+        np.add(y.reshape(out.shape), self.zp, out=out, casting="unsafe")
 
 
 class _PaddedInput:
@@ -379,13 +408,11 @@ def prepare_conv_2d(node: Node):
     else:
         wrap = not wide
     requant = Requantizer(mult, shift, wide=wide, wrap=wrap)
-    out_zp = out.zp if kind == "int8" else 0  # the 16x8 reference adds no output offset
-    b_const = bias.data.astype(np.int64) if bias is not None and bias.is_const else None
+    # the 16x8 reference adds no output offset
+    store = _IntOutput(requant, out.zp if kind == "int8" else 0, lo, hi, bias).store
 
     def run_int(inputs, outputs):
-        acc = gemm(inputs[0], inputs[1])
-        b = None if bias is None else (b_const if b_const is not None else inputs[2].astype(np.int64))
-        _finish_int(acc, b, requant, out_zp, lo, hi, outputs[0])
+        store(gemm(inputs[0], inputs[1]), inputs, 2, outputs[0])
 
     return serial_blas(run_int)
 
@@ -481,15 +508,10 @@ def prepare_depthwise_conv_2d(node: Node):
     mult, shift = _conv_multipliers(node, inp, flt, out, oc)
     # The accumulator's (channel, multiplier) axes flatten to the output channel order ic * M + m.
     requant = Requantizer(mult, shift, wide=(kind == "int16"))
-    out_zp = out.zp if kind == "int8" else 0
+    store = _IntOutput(requant, out.zp if kind == "int8" else 0, lo, hi, None).store  # bias: in accumulate
 
     def run_int(inputs, outputs):
-        a = accumulate(inputs).reshape(n, oh, ow, oc).astype(np.int64)
-        y = requant(a)
-        if out_zp:
-            y += out_zp
-        np.clip(y, lo, hi, out=y)
-        outputs[0][...] = y
+        store(accumulate(inputs).reshape(n, oh, ow, oc), inputs, 2, outputs[0])
 
     return run_int
 
@@ -590,15 +612,13 @@ def prepare_fully_connected(node: Node):
         wrap = not wide
     requant = Requantizer(mult, shift, wide=wide, wrap=wrap)
     in_off = inp.zp
-    out_zp = out.zp
-    b_const = bias.data.astype(np.int64) if bias is not None and bias.is_const else None
+    store = _IntOutput(requant, out.zp, lo, hi, bias).store
 
     def run_int(inputs, outputs):
         wm = w_const if w_const is not None else weights_matrix(inputs[1])
         x = inputs[0].reshape(batches, depth)
         xf = np.subtract(x, in_off, dtype=np.float64) if in_off else x.astype(np.float64)
-        b = None if bias is None else (b_const if b_const is not None else inputs[2].astype(np.int64))
-        _finish_int(xf @ wm, b, requant, out_zp, lo, hi, outputs[0])
+        store(xf @ wm, inputs, 2, outputs[0])
 
     return serial_blas(run_int)
 
@@ -694,13 +714,10 @@ def prepare_transpose_conv(node: Node):
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
     wide = kind == "int16"
     requant = Requantizer(mult, shift, wide=wide, wrap=not wide)
-    out_zp = out.zp if kind == "int8" else 0
-    b_const = bias.data.astype(np.int64) if bias is not None and bias.is_const else None
+    store = _IntOutput(requant, out.zp if kind == "int8" else 0, lo, hi, bias).store
 
     def run_int(inputs, outputs):
-        acc = accumulate(inputs).astype(np.int64)
-        b = None if bias is None else (b_const if b_const is not None else inputs[3].astype(np.int64))
-        _finish_int(acc, b, requant, out_zp, lo, hi, outputs[0])
+        store(accumulate(inputs), inputs, 3, outputs[0])
 
     return serial_blas(run_int)
 
@@ -778,10 +795,10 @@ def prepare_batch_matmul(node: Node):
     wide = kind == "INT16"
     requant = Requantizer(mult, shift, wide=wide, wrap=not wide)
     lo, hi = quant.TYPE_RANGES[kind]
-    out_zp = out.zp
+    store = _IntOutput(requant, out.zp, lo, hi, None).store
 
     def run_int(inputs, outputs):
-        _finish_int(product(inputs), None, requant, out_zp, lo, hi, outputs[0])
+        store(product(inputs), inputs, -1, outputs[0])
 
     return serial_blas(run_int)
 
