@@ -4,8 +4,9 @@ QUANTIZE from float is TFLite's AffineQuantize (float32 division, round half awa
 integer types it is Requantize (MultiplyByQuantizedMultiplier of the input minus its zero point). Float
 inputs too large for int32 convert as x86 does (to INT32_MIN) before the clamp, as the TFLM build we compare
 with does. DEQUANTIZE computes scale * (q - zero_point) in double and rounds to float32; float16 constants
-widen to float32 (LiteRT does this; TFLM has no float16 DEQUANTIZE). CAST is C's static_cast: integers wrap
-modulo 2^bits, floats truncate toward zero.
+widen to float32 (LiteRT does this; TFLM has no float16 DEQUANTIZE). CAST between integers is C's
+static_cast (wraps modulo 2^bits); float to integer truncates toward zero and saturates (NaN -> 0), as the
+TFLM build we compare with does.
 """
 
 from __future__ import annotations
@@ -130,20 +131,16 @@ def prepare_cast(node: Node):
             outputs[0][...] = inputs[0] != 0
         return run_bool
     if src_float and dst not in ("FLOAT32", "FLOAT64", "FLOAT16"):
-        bits = {"INT8": 8, "UINT8": 8, "INT16": 16, "UINT16": 16, "INT32": 32, "UINT32": 32, "INT64": 64, "UINT64": 64}[dst]
-        signed = dst.startswith("INT")
         out_dtype = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "UINT16": np.uint16, "INT32": np.int32,
                      "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64}[dst]
 
+        info = np.iinfo(out_dtype)
+        lo, hi = float(info.min), float(info.max)
+
         def run_f2i(inputs, outputs):
-            v = inputs[0].astype(np.float64)
-            if bits <= 32 and signed or bits < 32:
-                # x86: convert to int32 (INT32_MIN when out of range), keep the low bits
-                i = _float_to_int32_x86(v)
-            else:
-                ok = np.isfinite(v) & (np.abs(v) < 9.2e18)
-                i = np.where(ok, np.trunc(np.where(ok, v, 0.0)), -(2**63)).astype(np.int64)
-            outputs[0][...] = i.astype(np.uint64).astype(out_dtype) if not signed else i.astype(out_dtype)
+            # The TFLM build we compare with saturates float -> integer casts (NaN -> 0), truncating toward zero.
+            v = np.nan_to_num(inputs[0].astype(np.float64), nan=0.0, posinf=hi, neginf=lo)
+            outputs[0][...] = np.clip(np.trunc(v), lo, hi).astype(out_dtype)
         return run_f2i
 
     def run(inputs, outputs):

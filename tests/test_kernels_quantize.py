@@ -1,0 +1,124 @@
+"""QUANTIZE, DEQUANTIZE and CAST against TFLM (LiteRT for float16 DEQUANTIZE), plus the seanet goldens."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_models
+from tests.oprunner import T, check_op, op_model
+
+INT8_ALL = np.arange(-128, 128, dtype=np.int8)
+
+
+def _one(op, x, in_spec, out_spec, peer="tflm", **tol):
+    model = op_model(op, [T(x.shape, *in_spec)], [T(x.shape, *out_spec)])
+    return check_op(model, [x], peer=peer, **tol)
+
+
+@pytest.mark.parametrize("out", [("INT8", 0.05, -3), ("INT16", 0.001, 0), ("INT8", 0.5, 127)])
+def test_quantize_float(out, rng):
+    x = rng.normal(0, 4, (4, 33)).astype(np.float32)
+    x[0, :6] = [0.0, 1e9, -1e9, 0.025, -0.025, 0.075]  # saturation and exact halves
+    _one("QUANTIZE", x, ("FLOAT32",), out)
+
+
+@pytest.mark.parametrize("src,dst", [("INT8", "INT8"), ("INT8", "INT16"), ("INT8", "INT32"), ("INT16", "INT8"),
+                                     ("INT16", "INT16"), ("INT16", "INT32"), ("INT32", "INT8"), ("INT32", "INT16")])
+def test_requantize(src, dst, rng):
+    if src == "INT8":
+        x = INT8_ALL
+    elif src == "INT16":
+        x = np.concatenate([rng.integers(-32768, 32768, 300), [-32768, 32767, 0]]).astype(np.int16)
+    else:
+        x = np.concatenate([rng.integers(-200000, 200000, 300), [-(2**31), 2**31 - 1, 0]]).astype(np.int32)
+    for si, zi, so, zo in [(0.05, 3, 0.02, -10), (0.01, 0, 0.3, 5), (0.001, -7, 0.001, 4)]:
+        if src == "INT16":
+            zi = 0
+        if dst in ("INT16", "INT32"):
+            zo = 0
+        _one("QUANTIZE", x, (src, si, zi), (dst, so, zo))
+
+
+def test_requantize_int8_uint8():
+    _one("QUANTIZE", INT8_ALL, ("INT8", 0.1, 0), ("UINT8", 0.1, 128))
+    _one("QUANTIZE", INT8_ALL, ("INT8", 0.1, 3), ("UINT8", 0.07, 120))
+    u = np.arange(256, dtype=np.uint8)
+    _one("QUANTIZE", u, ("UINT8", 0.1, 128), ("INT8", 0.1, 0))
+
+
+@pytest.mark.parametrize("src", [("INT8", 0.05, -3), ("INT16", 0.001, 0), ("UINT8", 0.02, 128)])
+def test_dequantize(src, rng):
+    t = src[0]
+    lo, hi = {"INT8": (-128, 128), "INT16": (-32768, 32768), "UINT8": (0, 256)}[t]
+    x = rng.integers(lo, hi, (3, 40)).astype({"INT8": np.int8, "INT16": np.int16, "UINT8": np.uint8}[t])
+    _one("DEQUANTIZE", x, src, ("FLOAT32",), rtol=0, atol=0)
+
+
+def test_dequantize_float16_constant_vs_litert(rng):
+    w = rng.normal(0, 1, (4, 5)).astype(np.float16)
+    # a float16 constant through DEQUANTIZE, as converted float16 models hold their weights
+    model = op_model("DEQUANTIZE", [T((4, 5), "FLOAT16", data=w)], [T((4, 5), "FLOAT32")])
+    from tests.oprunner import run_ours
+    from tests.peers import run_litert
+
+    ours = run_ours(model, [])
+    theirs = run_litert(model, [], isolate=True)
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(ours[0], w.astype(np.float32))
+
+
+def test_dequantize_per_channel_vs_litert(rng):
+    x = rng.integers(-128, 128, (3, 4)).astype(np.int8)
+    model = op_model("DEQUANTIZE", [T((3, 4), "INT8", [0.1, 0.02, 0.5], [0, 3, -2], quantized_dimension=0, data=x)],
+                     [T((3, 4), "FLOAT32")])
+    from tests.oprunner import run_ours
+    from tests.peers import run_litert
+
+    np.testing.assert_allclose(run_ours(model, [])[0], run_litert(model, [], isolate=True)[0], rtol=1e-6)
+
+
+CAST_TYPES = ["INT8", "INT16", "INT32", "UINT32", "FLOAT32"]
+_NP = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "UINT32": np.uint32, "FLOAT32": np.float32,
+       "BOOL": np.bool_}
+
+
+def _cast_input(src, rng):
+    if src == "FLOAT32":
+        return np.array([0.0, -0.0, 1.7, -1.7, 2.5, -2.5, 127.9, -128.9, 300.4, -300.4, 40000.6, -40000.6, 1e6, 5e9, -5e9, np.nan],
+                        np.float32)
+    if src == "BOOL":
+        return np.array([True, False, True, True])
+    info = np.iinfo(_NP[src])
+    v = rng.integers(int(info.min), int(info.max) + 1, 20, dtype=np.int64)
+    v[:4] = [info.min, info.max, 0, 1]
+    return v.astype(_NP[src])
+
+
+@pytest.mark.parametrize("src", CAST_TYPES + ["BOOL"])
+def test_cast(src, rng):
+    x = _cast_input(src, rng)
+    for dst in CAST_TYPES:
+        if dst == src:
+            continue
+        model = op_model("CAST", [T(x.shape, src)], [T(x.shape, dst)])
+        check_op(model, [x])
+
+
+def test_seanet_quantize_goldens():
+    models = shared_models("tflite-micro/seanet/quantize/*.tflite")
+    if not models:
+        pytest.skip("../shared/models is absent")
+    from edge_sdk import Interpreter
+
+    for path in models:
+        stem = path.with_suffix("").name
+        x = np.loadtxt(sorted(path.parent.glob(f"{stem}_input0_*.csv"))[0], delimiter=",", dtype=np.int64)
+        golden = np.loadtxt(sorted(path.parent.glob(f"{stem}_golden_*.csv"))[0], delimiter=",", dtype=np.int64)
+        interp = Interpreter(model_content=path.read_bytes())
+        interp.allocate_tensors()
+        d = interp.get_input_details()[0]
+        interp.set_tensor(d["index"], x.reshape(-1).astype(d["dtype"]).reshape(d["shape"]))
+        interp.invoke()
+        out = interp.get_tensor(interp.get_output_details()[0]["index"])
+        assert np.array_equal(out.reshape(-1).astype(np.int64), golden.reshape(-1)), path.name
