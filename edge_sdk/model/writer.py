@@ -98,7 +98,9 @@ def _options_index() -> dict[str, str]:
 
 _OPTIONS_BY_NORM = _options_index()
 _UNION_OF: dict[str, tuple[str, int]] = {
-    member: (union, code) for union in ("BuiltinOptions", "BuiltinOptions2") for code, member in schema.UNIONS[union].items()
+    member: (union, code)
+    for union in ("BuiltinOptions", "BuiltinOptions2")
+    for code, member in schema.UNIONS[union].items()
 }
 
 
@@ -134,6 +136,10 @@ def option_defaults(options_type: str) -> dict:
 # scalar / enum encoding
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 def _default_scalar(ftype: str, default: str | None):
     if ftype == "bool":
         return default == "true"
@@ -150,7 +156,8 @@ def _enum_code(enum: str, value, where: str) -> int:
         prefix = f"{enum}_"  # the reader's spelling of a value this schema does not name
         if value.startswith(prefix) and value[len(prefix) :].lstrip("-").isdigit():
             return int(value[len(prefix) :])
-        raise ModelError(f"{where}: {value!r} is not a {enum} value (known: {', '.join(schema.ENUMS[enum][1].values())})")
+        known = ", ".join(schema.ENUMS[enum][1].values())
+        raise ModelError(f"{where}: {value!r} is not a {enum} value (known: {known})")
     raise ModelError(f"{where}: expected a {enum} name (str), got {type(value).__name__} {value!r}")
 
 
@@ -259,7 +266,7 @@ class _Writer:
             value = _scalar(stype, value, where)
         elif ftype in schema.ENUMS:
             stype = schema.ENUMS[ftype][0]
-            value = _enum_code(ftype, value, where) if not isinstance(value, (int, np.integer)) else int(value)
+            value = int(value) if _is_int(value) else _enum_code(ftype, value, where)
             dflt = schema.enum_value(ftype, default) if default is not None else 0
             value = _scalar(stype, value, where)
         else:
@@ -284,7 +291,8 @@ class _Writer:
         known = {f[0]: f for f in schema.TABLES[table]}
         unknown = sorted(set(values) - set(known))
         if unknown:
-            raise ModelError(f"{where}: {table} has no field {', '.join(map(repr, unknown))} (fields: {', '.join(known) or 'none'})")
+            names = ", ".join(map(repr, unknown))
+            raise ModelError(f"{where}: {table} has no field {names} (fields: {', '.join(known) or 'none'})")
         offs: dict[str, int] = {}
         for name, value in values.items():
             ftype = known[name][1]
@@ -296,7 +304,7 @@ class _Writer:
             elif ftype.startswith("["):
                 elem = ftype[1:-1]
                 if elem in schema.ENUMS:
-                    codes = [_enum_code(elem, v, fwhere) if not isinstance(v, (int, np.integer)) else int(v) for v in value]
+                    codes = [int(v) if _is_int(v) else _enum_code(elem, v, fwhere) for v in value]
                     arr = _int_array(codes, schema.ENUMS[elem][0], fwhere)
                 elif elem in _SCALARS:
                     if elem == "ubyte" and isinstance(value, (bytes, bytearray, memoryview)):
@@ -378,7 +386,7 @@ class _Writer:
         if t.type not in TENSOR_TYPES:
             raise ModelError(f"{where} ({t.name!r}): unknown tensor type {t.type!r}")
         nbuf = len(self.model.buffers)
-        if not isinstance(t.buffer, (int, np.integer)) or isinstance(t.buffer, bool) or not 0 <= t.buffer < max(nbuf, 1):
+        if not _is_int(t.buffer) or not 0 <= t.buffer < max(nbuf, 1):
             raise ModelError(f"{where} ({t.name!r}): buffer {t.buffer!r} out of range (the model has {nbuf} buffers)")
         shape_arr = _int_array(list(t.shape), "int", f"{where}, shape")
         if (shape_arr < 0).any():
@@ -408,8 +416,10 @@ class _Writer:
     def operator(self, op, si: int, oi: int, ntensors: int) -> int:
         where = f"subgraph {si}, operator {oi}"
         ncodes = len(self.model.operator_codes)
-        if isinstance(op.opcode_index, bool) or not isinstance(op.opcode_index, (int, np.integer)) or not 0 <= op.opcode_index < ncodes:
-            raise ModelError(f"{where}: opcode_index {op.opcode_index!r} out of range (the model has {ncodes} operator codes)")
+        if not _is_int(op.opcode_index) or not 0 <= op.opcode_index < ncodes:
+            raise ModelError(
+                f"{where}: opcode_index {op.opcode_index!r} out of range (the model has {ncodes} operator codes)"
+            )
         where = f"{where} ({self.model.operator_codes[op.opcode_index].name})"
         ins = self.vector(_tensor_indices(op.inputs, ntensors, f"{where}, inputs", optional=True))
         outs = self.vector(_tensor_indices(op.outputs, ntensors, f"{where}, outputs", optional=True))
@@ -462,7 +472,7 @@ class _Writer:
     def operator_code(self, oc, i: int) -> int:
         where = f"operator_codes[{i}]"
         code = oc.builtin_code
-        if isinstance(code, bool) or not isinstance(code, (int, np.integer)) or code < 0:
+        if not _is_int(code) or code < 0:
             raise ModelError(f"{where}: builtin_code {code!r} is not a BuiltinOperator value")
         code = int(code)  # codes newer than this schema pass through: the runtime decides
         custom = self.string(oc.custom_code, f"{where}, custom_code") if oc.custom_code is not None else None
@@ -485,7 +495,7 @@ class _Writer:
     def signature(self, sd, i: int) -> int:
         where = f"signature_defs[{i}] ({sd.signature_key!r})"
         nsg = len(self.model.subgraphs)
-        if isinstance(sd.subgraph_index, bool) or not isinstance(sd.subgraph_index, (int, np.integer)) or not 0 <= sd.subgraph_index < nsg:
+        if not _is_int(sd.subgraph_index) or not 0 <= sd.subgraph_index < nsg:
             raise ModelError(f"{where}: subgraph_index {sd.subgraph_index!r} out of range ({nsg} subgraphs)")
         ntensors = len(self.model.subgraphs[sd.subgraph_index].tensors)
         maps = []
@@ -510,7 +520,7 @@ class _Writer:
     def metadata(self, md, i: int) -> int:
         where = f"metadata[{i}] ({md.name!r})"
         nbuf = len(self.model.buffers)
-        if isinstance(md.buffer, bool) or not isinstance(md.buffer, (int, np.integer)) or not 0 <= md.buffer < nbuf:
+        if not _is_int(md.buffer) or not 0 <= md.buffer < nbuf:
             raise ModelError(f"{where}: buffer {md.buffer!r} out of range (the model has {nbuf} buffers)")
         name = self.string(md.name, f"{where}, name")
         fields = self.start("Metadata")
@@ -530,7 +540,9 @@ class _Writer:
         codes = self.offsets([self.operator_code(oc, i) for i, oc in enumerate(m.operator_codes)])
         subgraphs = self.offsets([self.subgraph(sg, i) for i, sg in enumerate(m.subgraphs)])
         metadata = self.offsets([self.metadata(md, i) for i, md in enumerate(m.metadata)]) if m.metadata else None
-        sigs = self.offsets([self.signature(sd, i) for i, sd in enumerate(m.signature_defs)]) if m.signature_defs else None
+        sigs = None
+        if m.signature_defs:
+            sigs = self.offsets([self.signature(sd, i) for i, sd in enumerate(m.signature_defs)])
         desc = self.string(m.description, "model description") if m.description else None
         fields = self.start("Model")
         self.put(fields, "version", m.version if m.version is not None else SCHEMA_VERSION, "model version")
@@ -569,7 +581,7 @@ def _check_quantization(q, rank: int, where: str) -> None:
     if nzp not in (nscale, 1) and nscale:
         raise ModelError(f"{where}: quantization has {nscale} scales but {nzp} zero points")
     qd = q.quantized_dimension
-    if isinstance(qd, bool) or not isinstance(qd, (int, np.integer)):
+    if not _is_int(qd):
         raise ModelError(f"{where}: quantized_dimension must be an int, got {type(qd).__name__}")
     if nscale > 1 and not 0 <= qd < rank:
         raise ModelError(f"{where}: quantized_dimension {qd} is not an axis of a rank-{rank} tensor "
