@@ -160,6 +160,10 @@ class Interpreter:
 
     # ------------------------------------------------------------------ allocate
     def allocate_tensors(self) -> None:
+        """Prepare every node and plan the arena (a no-op when already allocated and nothing was resized,
+        as in LiteRT: the arena, and the state in it, stay)."""
+        if self._p is not None:
+            return
         model = self._model
         p = _Prepared()
         for s in range(len(model.subgraphs)):

@@ -646,3 +646,17 @@ def test_kernel_bug_at_invoke_names_the_node(kernels, monkeypatch):
     interp.allocate_tensors()
     with pytest.raises(RuntimeError, match=r"^node 1 \(TestBadEval v1\): eval failed: ZeroDivisionError: boom"):
         interp.invoke()
+
+
+def test_second_allocate_keeps_arena_and_state(kernels):
+    tensors = [T((3,), "FLOAT32", "x"), T((3,), "FLOAT32", "state", variable=True), T((3,), "FLOAT32", "y")]
+    interp = Interpreter(model=build(tensors, [("TestAccumulate", [0, 1], [2])], [0], [2]))
+    interp.allocate_tensors()
+    arena = interp._p.arena  # noqa: SLF001
+    interp.set_tensor(0, np.ones(3, np.float32))
+    interp.invoke()
+    interp.allocate_tensors()
+    assert interp._p.arena is arena  # noqa: SLF001
+    interp.set_tensor(0, np.ones(3, np.float32))
+    interp.invoke()
+    np.testing.assert_array_equal(interp.get_tensor(2), [2, 2, 2])
