@@ -158,7 +158,8 @@ def _slow_conv_int8(x, wt, bias, in_zp, out_zp, mult, shift, stride, pad, lo, hi
                         for fx in range(kw):
                             iy, ix = oy * stride - pad[0] + fy, ox * stride - pad[1] + fx
                             if 0 <= iy < h and 0 <= ix < w:
-                                acc += int(np.dot(wt[oc, fy, fx].astype(np.int64), x[b, iy, ix].astype(np.int64) - in_zp))
+                                for ic in range(c):
+                                    acc += int(wt[oc, fy, fx, ic]) * (int(x[b, iy, ix, ic]) - in_zp)
                     acc += int(bias[oc])
                     v = int(quant.multiply_by_quantized_multiplier(acc, mult[oc], shift[oc])) + out_zp
                     out[b, oy, ox, oc] = min(max(v, lo), hi)
@@ -378,3 +379,42 @@ def test_real_model_conv_layers_match_tflm(name):
     theirs = run_tflm(data, feeds, isolate=True)
     for i, (a, b) in enumerate(zip(ours, theirs)):
         assert a.shape == b.shape and np.array_equal(a, b), f"{name}: tensor of layer {i} differs from TFLM"
+
+
+# ------------------------------------------------------------------------- run-time weights and MACs
+
+
+def test_weights_computed_at_run_time_match_tflm():
+    """Weights fed as model inputs (as after a DEQUANTIZE) take the same path as constants."""
+    rng = np.random.default_rng(21)
+    x, y = _act_io(rng, (2, 5), "FLOAT32", (2, 3))
+    model = op_model("FULLY_CONNECTED", [x, T((3, 5), "FLOAT32"), None], [y])
+    check_op(model, [_rand(rng, (2, 5), "FLOAT32"), _rand(rng, (3, 5), "FLOAT32")], rtol=1e-5, atol=1e-6)
+    x, y = _act_io(rng, (1, 5, 5, 2), "INT8", (1, 5, 5, 3))
+    w = T((3, 3, 3, 2), "INT8", scale=[0.01, 0.02, 0.015], zero_point=0)
+    model = op_model("CONV_2D", [x, w, _bias(rng, 3, "INT8")], [y],
+                     options=dict(padding="SAME", stride_h=1, stride_w=1))
+    check_op(model, [_rand(rng, (1, 5, 5, 2), "INT8"), _rand(rng, (3, 3, 3, 2), "INT8")])
+
+
+def test_macs_counts():
+    def node(op, specs, outs, options):
+        return Node(0, 0, op, 1, options, None, [_info(i, s) for i, s in enumerate(specs)],
+                    [_info(10 + i, s) for i, s in enumerate(outs)])
+
+    q = dict(scale=0.1, zero_point=0)
+    dw = node("DEPTHWISE_CONV_2D", [T((1, 8, 8, 4), **q), T((1, 3, 3, 8), data=np.ones((1, 3, 3, 8)), **q)],
+              [T((1, 8, 8, 8), **q)], dict(padding="SAME", stride_h=1, stride_w=1, fused_activation_function="NONE"))
+    conv.prepare_depthwise_conv_2d(dw)
+    assert conv.macs_depthwise_conv_2d(dw) == 8 * 8 * 8 * 9
+    fc = node("FULLY_CONNECTED", [T((3, 10), **q), T((4, 10), data=np.ones((4, 10)), **q)], [T((3, 4), **q)], {})
+    conv.prepare_fully_connected(fc)
+    assert conv.macs_fully_connected(fc) == 3 * 4 * 10
+    tc = node("TRANSPOSE_CONV",
+              [T((4,), "INT32", data=np.array([1, 8, 8, 5])), T((5, 3, 3, 2), data=np.ones((5, 3, 3, 2)), **q),
+               T((1, 4, 4, 2), **q)], [T((1, 8, 8, 5), **q)], dict(padding="SAME", stride_h=2, stride_w=2))
+    conv.prepare_transpose_conv(tc)
+    assert tc.output_shapes[0] == (1, 8, 8, 5) and conv.macs_transpose_conv(tc) == 4 * 4 * 2 * 9 * 5
+    bmm = node("BATCH_MATMUL", [T((2, 3, 4), "FLOAT32"), T((4, 5), "FLOAT32")], [T((2, 3, 5), "FLOAT32")], {})
+    conv.prepare_batch_matmul(bmm)
+    assert bmm.output_shapes[0] == (2, 3, 5) and conv.macs_batch_matmul(bmm) == 2 * 3 * 5 * 4

@@ -402,9 +402,9 @@ def prepare_conv_2d(node: Node):
     wide = kind == "int16" and not _int16_bias_is_int32(node, bias)
     max_in = 255 if kind == "int8" else 32768
     if w_const is not None and (bias is None or bias.is_const):
-        wrap = (not wide) and any(
-            _accumulator_may_wrap(wm, max_in, None if bias is None else bias.data[g * ops_per_group:(g + 1) * ops_per_group])
-            for g, wm in enumerate(w_const))
+        group_bias = [None if bias is None else bias.data[g * ops_per_group:(g + 1) * ops_per_group]
+                      for g in range(groups)]
+        wrap = (not wide) and any(_accumulator_may_wrap(wm, max_in, gb) for wm, gb in zip(w_const, group_bias))
     else:
         wrap = not wide
     requant = Requantizer(mult, shift, wide=wide, wrap=wrap)
