@@ -351,8 +351,8 @@ def test_batch_matmul_matches_tflm(case):
 # ------------------------------------------------------------------------------------- real models
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["person_detect", "mobilenet_v2_quantized_1x3x224x224"])
+@pytest.mark.parametrize("name", ["person_detect",
+                                  pytest.param("mobilenet_v2_quantized_1x3x224x224", marks=pytest.mark.slow)])
 def test_real_model_conv_layers_match_tflm(name):
     """Every layer of the model up to (not including) a SOFTMAX, all its tensors compared with TFLM's."""
     from edge_sdk.model.reader import read_model
