@@ -151,7 +151,13 @@ def test_seanet_golden(model: Path, inputs: list[Path], golden: Path):
     assert out.size == want.size, f"{model.name}: {out.size} outputs, golden has {want.size}"
     got = out.reshape(-1).astype(np.int64)
     bad = np.flatnonzero(got != want.astype(np.int64))
-    assert bad.size == 0, f"{model.name}: {bad.size} of {want.size} outputs differ from TFLM's golden, first at {bad[0]}"
+    if bad.size:
+        # The goldens come from TFLM at the shared models' commit; the tflite-micro wheel we test against is
+        # newer and computes some multipliers in double (leaky_relu3/11/18/19 differ from their goldens in
+        # 1-3 elements there). TFLM is the reference: then we must equal the wheel exactly.
+        tflm = run_tflm(model.read_bytes(), [interp.get_tensor(d["index"]) for d in details], isolate=True)[0]
+        assert np.array_equal(out, tflm), f"{model.name}: differs from TFLM's golden at {bad.size} elements and from TFLM"
+        assert bad.size <= 3, f"{model.name}: TFLM itself differs from its golden at {bad.size} elements"
 
 
 def test_seanet_cases_found_when_shared_present():
