@@ -466,20 +466,36 @@ def prepare_depthwise_conv_2d(node: Node):
     need_w = (ow - 1) * sw + (kw - 1) * dw + 1
     padded = _PaddedInput(n, h, w, c, pt, pl, need_h, need_w, dtype, offset)
     buf = padded.buf
-    taps = [buf[:, fy * dh:fy * dh + (oh - 1) * sh + 1:sh, fx * dw:fx * dw + (ow - 1) * sw + 1:sw, :]
-            for fy in range(kh) for fx in range(kw)]
-    if mult_d > 1:
-        taps = [t[..., None] for t in taps]
-    acc = np.zeros((n, oh, ow, c, mult_d) if mult_d > 1 else (n, oh, ow, c), dtype=dtype)
+    rows = mult_d == 1 and sw == 1
+    if rows:
+        # Unit width stride: a tap is a contiguous run of ow*c values per output row, so the per-tap
+        # multiply-adds run over long rows even when the layer has few channels.
+        flat = buf.reshape(buf.shape[0], buf.shape[1], buf.shape[2] * c)
+        taps = [flat[:, fy * dh:fy * dh + (oh - 1) * sh + 1:sh, fx * dw * c:fx * dw * c + ow * c]
+                for fy in range(kh) for fx in range(kw)]
+        acc = np.zeros((n, oh, ow * c), dtype=dtype)
+    else:
+        taps = [buf[:, fy * dh:fy * dh + (oh - 1) * sh + 1:sh, fx * dw:fx * dw + (ow - 1) * sw + 1:sw, :]
+                for fy in range(kh) for fx in range(kw)]
+        if mult_d > 1:
+            taps = [t[..., None] for t in taps]
+        acc = np.zeros((n, oh, ow, c, mult_d) if mult_d > 1 else (n, oh, ow, c), dtype=dtype)
     tmp = np.empty_like(acc)
 
+    def lay(v, dt):
+        """A per-output-channel vector in the accumulator's trailing layout."""
+        v = np.asarray(v).astype(dt).ravel()
+        if rows:
+            return np.tile(v, ow)
+        return v.reshape(c, mult_d) if mult_d > 1 else v
+
     def tap_weights(wv):
-        wv = np.asarray(wv).astype(dtype).reshape(kh * kw, c, mult_d)
-        return [wv[t] if mult_d > 1 else wv[t, :, 0].copy() for t in range(kh * kw)]
+        wv = np.asarray(wv).reshape(kh * kw, oc)
+        return [lay(wv[t], dtype) for t in range(kh * kw)]
 
     w_const = tap_weights(flt.data) if flt.is_const else None
     bias_dtype = dtype if kind != "int8" else np.int32
-    b_const = bias.data.astype(bias_dtype).reshape(acc.shape[3:]) if bias is not None and bias.is_const else None
+    b_const = lay(bias.data, bias_dtype) if bias is not None and bias.is_const else None
 
     def accumulate(inputs):
         padded.fill(inputs[0])
@@ -487,7 +503,7 @@ def prepare_depthwise_conv_2d(node: Node):
         if bias is None:
             acc[...] = 0
         else:
-            acc[...] = b_const if b_const is not None else inputs[2].astype(bias_dtype).reshape(acc.shape[3:])
+            acc[...] = b_const if b_const is not None else lay(inputs[2], bias_dtype)
         for view, wv in zip(taps, wt):
             np.multiply(view, wv, out=tmp)
             np.add(acc, tmp, out=acc)
