@@ -175,6 +175,31 @@ class Interpreter:
             raise RuntimeError("allocate_tensors() must be called before tensor_shapes()")
         return [tuple(info.shape) for info in self._p.infos[subgraph_index]]
 
+    def tensor_shapes(self, subgraph_index: int = 0) -> list[tuple[int, ...]]:
+        """Every tensor's shape after prepare (computed by the kernels), in tensor order."""
+        self._require_allocated("tensor_shapes")
+        return [tuple(info.shape) for info in self._p.infos[subgraph_index]]
+
+    def op_macs(self, subgraph_index: int = 0) -> list[int | None]:
+        """Multiply-accumulates per operator, from the op table's MACs functions on the prepared nodes
+        (None for ops that have no MACs function)."""
+        self._require_allocated("op_macs")
+        out: list[int | None] = []
+        for node in self._p.nodes[subgraph_index]:
+            fn = None
+            row = op_table.OPS.get(node.op)
+            if row is not None and row.macs:
+                try:
+                    fn = row.macs_function()
+                except UnsupportedOpError:
+                    fn = None
+            out.append(None if fn is None else int(fn(node)))
+        return out
+
+    def _require_allocated(self, what: str) -> None:
+        if self._p is None:
+            raise RuntimeError(f"allocate_tensors() must be called before {what}()")
+
     # ------------------------------------------------------------------ allocate
     def allocate_tensors(self) -> None:
         """Prepare every node and plan the arena (a no-op when already allocated and nothing was resized,

@@ -660,3 +660,13 @@ def test_second_allocate_keeps_arena_and_state(kernels):
     interp.set_tensor(0, np.ones(3, np.float32))
     interp.invoke()
     np.testing.assert_array_equal(interp.get_tensor(2), [2, 2, 2])
+
+
+def test_shapes_and_macs_after_prepare(kernels, monkeypatch):
+    interp = Interpreter(model=add_chain(2, 4))
+    with pytest.raises(RuntimeError):
+        interp.op_macs()
+    interp.resize_tensor_input(0, [5])
+    interp.allocate_tensors()
+    assert interp.tensor_shapes() == [(5,), (5,), (5,)]
+    assert interp.op_macs() == [None, None]
