@@ -15,11 +15,12 @@ allocate_tensors, step by step:
 
 1. For each subgraph, a ``TensorInfo`` per tensor: constants carry their value, variable tensors do not (they
    live in the arena), shapes come from the model or from ``resize_tensor_input``.
-2. For each operator, in order: check its tensor indices (in range; an input is a constant, a variable, a
-   subgraph input or the output of an EARLIER operator; an output is written by one operator only and is
-   not a constant), look its row up in ``edge_sdk.op_table`` (op and version), and call the row's prepare,
+2. For each operator, in order: check its tensor indices (in range; an input written by an operator is
+   written by an EARLIER one; an output is written by one operator only and is neither a constant nor a
+   subgraph input), look its row up in ``edge_sdk.op_table`` (op and version), and call the row's prepare,
    which validates dtypes/options, sets the output shapes and returns the eval function. Errors name the
-   node (index, op, version) and its input dtype.
+   node (index, op, version) and its input dtype. A tensor nobody writes may be read (converters leave
+   such scratch tensors): it holds zeros.
 3. Plan one arena (``edge_sdk.arena``) over every non-constant tensor with bytes, on one time axis shared
    by all subgraphs, as TFLM does: step 0 is "before subgraph 0's first op" (its inputs appear there),
    op ``i`` is a later step; an operator that calls other subgraphs (CALL_ONCE, IF, WHILE) nests their
@@ -28,10 +29,16 @@ allocate_tensors, step by step:
    Lifetimes: a tensor lives from the step that writes it (subgraph inputs: the subgraph's first step) to
    its last reader; subgraph 0's outputs live to the very end (readable after invoke); variable tensors
    live for the whole axis (they keep state between invokes). A model input's bytes may be reused after
-   its last reader, as in TFLM: set the inputs before every invoke.
+   its last reader, as in TFLM: set the inputs before every invoke (and read other signatures' outputs
+   from what their runner returns). Resource variables (VAR_HANDLE/ASSIGN_VARIABLE) are numpy arrays the
+   runtime holds in ``resource_variables``, outside the arena and outside ``arena_size``.
 4. One ``numpy.uint8`` buffer of the plan's total; each tensor is a view into it. Variables start at their
    buffer's value, else zero (INT8: the zero point, as TFLM's ResetVariableTensors does).
-5. Pre-built steps ``(eval, inputs, outputs)`` per subgraph: invoke() only runs them.
+5. Pre-built steps ``(eval, inputs, outputs)`` per subgraph: invoke() only runs them. A kernel that raises
+   during invoke is a bug, not a model problem: it comes back as a RuntimeError naming the node.
+
+Calling allocate_tensors again is a no-op unless an input was resized (then everything is prepared and
+planned afresh, and variable tensors restart from their initial values).
 """
 
 from __future__ import annotations
@@ -264,7 +271,7 @@ class Interpreter:
                     name=tensor.name,
                     type=tensor.type,
                     dtype=tensor.dtype,
-                    shape=shape if data is None else tuple(data.shape),
+                    shape=shape if data is None or tensor.sparsity is not None else tuple(data.shape),
                     scale=scale,
                     zero_point=zero_point,
                     quantized_dimension=qdim,
