@@ -204,6 +204,10 @@ def _conv_multipliers(node: Node, inp: TensorInfo, flt: TensorInfo, out: TensorI
     scales = np.asarray(flt.scale, dtype=np.float32).ravel()
     if scales.size not in (1, channels):
         raise node.error(f"filter '{flt.name}' has {scales.size} scales for {channels} output channels")
+    qdim = flt.quantized_dimension
+    if scales.size > 1 and not (0 <= qdim < len(flt.shape) and flt.shape[qdim] == channels):
+        raise node.error(f"filter '{flt.name}' is quantized per channel along dimension {qdim} of {flt.shape}, "
+                         f"which does not hold its {channels} output channels")
     in_s, out_s = _f64(inp.s), _f64(out.s)
     per = [in_s * float(s) / out_s for s in (scales if scales.size > 1 else np.repeat(scales, channels))]
     return quant.quantize_multipliers(per)
