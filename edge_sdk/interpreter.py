@@ -165,23 +165,6 @@ class Interpreter:
             raise RuntimeError("allocate_tensors() must be called before arena_plan()")
         return self._p.plan
 
-    def op_macs(self, subgraph_index: int = 0) -> list[int | None]:
-        """Multiply-accumulates per node of a subgraph, counted by the op table's rows (None: not counted)."""
-        if self._p is None:
-            raise RuntimeError("allocate_tensors() must be called before op_macs()")
-        counts = []
-        for node in self._p.nodes[subgraph_index]:
-            row = op_table.OPS.get(node.op)
-            count = row.macs_function() if row is not None and row.macs else None
-            counts.append(None if count is None else int(count(node)))
-        return counts
-
-    def tensor_shapes(self, subgraph_index: int = 0) -> list[tuple[int, ...]]:
-        """Every tensor's shape after prepare (resized inputs and computed outputs applied)."""
-        if self._p is None:
-            raise RuntimeError("allocate_tensors() must be called before tensor_shapes()")
-        return [tuple(info.shape) for info in self._p.infos[subgraph_index]]
-
     def tensor_shapes(self, subgraph_index: int = 0) -> list[tuple[int, ...]]:
         """Every tensor's shape after prepare (computed by the kernels), in tensor order."""
         self._require_allocated("tensor_shapes")
