@@ -28,7 +28,6 @@ from edge_sdk.kernels.quant import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
-    quantize_multipliers,
 )
 
 _F32 = np.float32
@@ -186,8 +185,7 @@ def macs_svdf(node: Node) -> int:
 
 # --------------------------------------------------------------------------------------------------- LSTM
 
-_GATES = ("input", "forget", "cell", "output")  # order of the packed gate columns
-_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights
+_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights: the packed gate column order
 _REC_W = (5, 6, 7, 8)
 _BIAS = (12, 13, 14, 15)
 _UNSUPPORTED_VARIANTS = {
