@@ -29,8 +29,9 @@ allocate_tensors, step by step:
    Lifetimes: a tensor lives from the step that writes it (subgraph inputs: the subgraph's first step) to
    its last reader; subgraph 0's outputs live to the very end (readable after invoke); variable tensors
    live for the whole axis (they keep state between invokes). A model input's bytes may be reused after
-   its last reader, as in TFLM: set the inputs before every invoke (and read other signatures' outputs
-   from what their runner returns). Resource variables (VAR_HANDLE/ASSIGN_VARIABLE) are numpy arrays the
+   its last reader, as in TFLM; such an input's value is kept in a staging array outside the arena and
+   copied in at each invoke, so callers see LiteRT's semantics (set once, invoke many times; read it back).
+   Read other signatures' outputs from what their runner returns. Resource variables (VAR_HANDLE/ASSIGN_VARIABLE) are numpy arrays the
    runtime holds in ``resource_variables``, outside the arena and outside ``arena_size``.
 4. One ``numpy.uint8`` buffer of the plan's total; each tensor is a view into it. Variables start at their
    buffer's value, else zero (INT8: the zero point, as TFLM's ResetVariableTensors does).
@@ -92,6 +93,10 @@ class _Prepared:
         self.arena: np.ndarray = np.zeros(0, np.uint8)
         self.plan: _arena.ArenaPlan | None = None
         self.variables: list[tuple[np.ndarray, np.ndarray | int]] = []  # (view, initial value)
+        # Model inputs whose arena bytes later tensors reuse: the caller's values live in a staging array
+        # (what set_tensor/get_tensor/tensor() see), copied into the arena at the start of every invoke.
+        self.staged: list[tuple[np.ndarray, np.ndarray]] = []  # (arena view, staging array)
+        self.user_views: dict[tuple[int, int], np.ndarray] = {}
 
 
 class Interpreter:
@@ -214,6 +219,7 @@ class Interpreter:
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         self._make_views(p)
+        self._stage_inputs(p)
         self._make_steps(p)
         self._p = p
         self._reset_variable_tensors()
@@ -392,6 +398,33 @@ class Interpreter:
                     p.variables.append((views[-1], init))
             p.views.append(views)
 
+    def _stage_inputs(self, p: _Prepared) -> None:
+        """LiteRT keeps a model input's value across invokes; TFLM's plan reuses its bytes after its last
+        reader. We keep TFLM's plan and LiteRT's semantics: such inputs get a staging array outside the arena
+        (``input_staging_bytes``), copied in at the start of every invoke."""
+        plan = p.plan
+        for t in self._model.subgraphs[0].inputs:
+            key = (0, t)
+            if key not in plan or p.infos[0][t].is_const:
+                continue
+            b = plan[key]
+            reused = any(
+                o.key != key and o.first_use > b.last_use and o.offset < b.end and b.offset < o.end
+                for o in plan.buffers
+            )
+            if reused:
+                stage = np.zeros_like(p.views[0][t])
+                p.staged.append((p.views[0][t], stage))
+                p.user_views[key] = stage
+
+    @property
+    def input_staging_bytes(self) -> int:
+        """Bytes outside the arena that keep inputs whose arena bytes are reused (see ``_stage_inputs``)."""
+        return 0 if self._p is None else sum(stage.nbytes for _, stage in self._p.staged)
+
+    def _user_view(self, s: int, t: int) -> np.ndarray | None:
+        return self._p.user_views.get((s, t), self._p.views[s][t])
+
     def _make_steps(self, p: _Prepared) -> None:
         for s, nodes in enumerate(p.nodes):
             views = p.views[s]
@@ -413,6 +446,9 @@ class Interpreter:
         self._run(0)
 
     def _run(self, s: int) -> None:
+        if s == 0:
+            for view, stage in self._p.staged:
+                np.copyto(view, stage)
         steps = self._p.steps[s]
         i = 0
         try:
@@ -427,9 +463,16 @@ class Interpreter:
             raise RuntimeError(f"{self._p.nodes[s][i].where()}: eval failed: {type(exc).__name__}: {exc}") from exc
 
     def reset_all_variables(self) -> None:
-        """Variable tensors back to their initial values; resource variables forgotten (CALL_ONCE re-inits)."""
+        """Back to the state after allocate, as TFLM's reset(): variable tensors to their initial values,
+        resource variables forgotten (reads give the zero-point default; CALL_ONCE does not run again), and
+        kernels with their own state (e.g. spectral subtraction's noise estimate) reset via ``eval.reset()``."""
         if self._p is not None:
             self._reset_variable_tensors()
+            for steps in self._p.steps:
+                for fn, _, _ in steps:
+                    reset = getattr(fn, "reset", None)
+                    if reset is not None:
+                        reset()
         self.resource_variables.clear()
 
     # ------------------------------------------------------------------ tensors
@@ -496,7 +539,7 @@ class Interpreter:
         if self._p is None:
             raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
         info = self._p.infos[s][t]
-        view = self._p.views[s][t]
+        view = self._user_view(s, t)
         value = np.asarray(value)
         if info.dtype is None or view is None:
             raise ValueError(f"Cannot set tensor: tensor {t} has type {info.type}, which cannot be set")
@@ -522,7 +565,7 @@ class Interpreter:
         t, s = self._check_index(tensor_index, subgraph_index)
         if self._p is None or self._p.views[s][t] is None:
             raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
-        return np.array(self._p.views[s][t])
+        return np.array(self._user_view(s, t))
 
     def tensor(self, tensor_index) -> Callable[[], np.ndarray]:
         """A function returning a numpy view of the tensor's current memory (don't keep the view across
@@ -532,7 +575,7 @@ class Interpreter:
         def view() -> np.ndarray:
             if self._p is None:
                 raise ValueError("Tensor is unallocated: call allocate_tensors() first")
-            return self._p.views[0][t]
+            return self._user_view(0, t)
 
         return view
 

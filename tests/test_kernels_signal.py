@@ -316,12 +316,9 @@ def test_audio_signal_chain_matches_tflm_frame_by_frame():
     assert ours[-1][1].any() and len({o[0].tobytes() for o in ours}) == len(frames)
 
 
-def test_spectral_subtraction_reset_hook_matches_tflm_reset(rng):
-    """TFLM's reset() zeroes the noise estimate; our kernel offers the same as ``run.reset()``.
-
-    (Driven by hand: the interpreter does not call kernel reset hooks from reset_all_variables yet.)"""
-    from edge_sdk.kernels.node import Node, TensorInfo
-    from edge_sdk.kernels.signal import prepare_filter_bank_spectral_subtraction
+def test_spectral_subtraction_reset_matches_tflm_reset(rng):
+    """TFLM's reset() zeroes the noise estimate; our reset_all_variables() does the same (kernel reset hook)."""
+    from edge_sdk import Interpreter
     from tests.test_kernels_stateful import tflm_stream
 
     o = dict(alternate_one_minus_smoothing=15401, alternate_smoothing=983, clamping=False,
@@ -332,16 +329,13 @@ def test_spectral_subtraction_reset_hook_matches_tflm_reset(rng):
     xs = [log_uniform_u32(rng, 12, 24) for _ in range(4)]
     theirs = tflm_stream(m, xs, reset_after=2)
 
-    def info(i):
-        return TensorInfo(index=i, name=f"t{i}", type="UINT32", dtype=np.dtype(np.uint32), shape=(12,))
-
-    node = Node(index=0, subgraph=0, op="SignalFilterBankSpectralSubtraction", version=1, options={},
-                custom_options=opts(**o), inputs=[info(0)], outputs=[info(1), info(2)])
-    run = prepare_filter_bank_spectral_subtraction(node)
+    it = Interpreter(model_content=m)
+    it.allocate_tensors()
+    inp, out = it.get_input_details()[0]["index"], it.get_output_details()[0]["index"]
     for k, x in enumerate(xs):
         if k == 2:
-            run.reset()
-        out = [np.zeros(12, np.uint32), np.zeros(12, np.uint32)]
-        run([x], out)
-        np.testing.assert_array_equal(out[0], theirs[k], err_msg=f"invoke {k}")
+            it.reset_all_variables()
+        it.set_tensor(inp, x)
+        it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(out), theirs[k], err_msg=f"invoke {k}")
     assert not np.array_equal(theirs[1], theirs[3]) or not np.array_equal(xs[1], xs[3])
