@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import math
 import pickle
-import re
 import subprocess
 import sys
 import time
@@ -47,31 +46,13 @@ def median_latency(invoke, seconds: float, max_runs: int = 200) -> float:
 def _peer(kind: str, model: bytes, inputs, seconds: float):
     """Runs in a child: returns (median ms, arena bytes or None)."""
     if kind == "tflm":
-        import contextlib
-        import io
-        import os
-        import tempfile
-
         from tflite_micro.python.tflite_micro import runtime
 
         interp = runtime.Interpreter.from_bytes(model, arena_size=64 << 20)
         for i, x in enumerate(inputs):
             interp.set_input(x, i)
         ms = median_latency(interp.invoke, seconds)
-        # TFLM prints its allocations from C to fd 1: capture that fd.
-        with tempfile.TemporaryFile() as f, contextlib.redirect_stdout(io.StringIO()):
-            saved = os.dup(1)
-            os.dup2(f.fileno(), 1)
-            try:
-                interp.print_allocations()
-            finally:
-                sys.stdout.flush()
-                os.dup2(saved, 1)
-                os.close(saved)
-            f.seek(0)
-            text = f.read().decode(errors="replace")
-        head = re.search(r"Arena allocation head (\d+) bytes", text)
-        return ms, int(head.group(1)) if head else None
+        return ms, None
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     kwargs = {"num_threads": 1}
@@ -100,7 +81,7 @@ def _child() -> None:
 
 
 def fmt(ms) -> str:
-    return "-" if ms is None else f"{ms:9.3f}"
+    return f"{'-':>9s}" if ms is None else f"{ms:9.3f}"
 
 
 def main() -> int:
@@ -113,17 +94,19 @@ def main() -> int:
     args = parser.parse_args()
 
     from edge_sdk import Interpreter, ModelError
+    from tests.peers import tflm_arenas
     from tests.test_models import random_inputs
 
     if not SHARED.exists():
         print(f"no reference models: {SHARED} is absent")
         return 0
+    paths = [p for p in sorted(SHARED.glob(args.models)) if p.name not in SKIP]
+    # TFLM's planned arena: its "head" plus variable-tensor buffers (which it keeps in its persistent tail).
+    tflm_arena_bytes = tflm_arenas(paths)
     rows, speedups, arena_ratios = [], [], []
     print(f"{'model':40s} {'ours ms':>9s} {'xnnpack':>9s} {'lrt-ref':>9s} {'tflm':>9s} {'ref/ours':>8s} "
           f"{'arena':>9s} {'tflm':>9s} {'lower':>9s}")
-    for path in sorted(SHARED.glob(args.models)):
-        if path.name in SKIP:
-            continue
+    for path in paths:
         data = path.read_bytes()
         try:
             ours = Interpreter(model_content=data)
@@ -140,7 +123,8 @@ def main() -> int:
         if path.name not in LITERT_CANNOT:
             xnn_ms, _ = run_peer("litert", data, inputs, args.seconds)
             ref_ms, _ = run_peer("litert_ref", data, inputs, args.seconds)
-        tflm_ms, tflm_arena = run_peer("tflm", data, inputs, args.seconds)
+        tflm_ms, _ = run_peer("tflm", data, inputs, args.seconds)
+        tflm_arena = tflm_arena_bytes.get(str(path))
         ratio = ref_ms / ours_ms if ref_ms else None
         if ref_ms is not None and ref_ms >= 1.0:
             speedups.append(ratio)

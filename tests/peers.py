@@ -8,6 +8,7 @@ arena): the peer then runs in a child process, and a crash comes back as ``PeerC
 from __future__ import annotations
 
 import pickle
+import re
 import subprocess
 import sys
 
@@ -95,3 +96,32 @@ def run_litert(model: bytes, inputs: list[np.ndarray], reference: bool = True, i
     """Outputs of LiteRT (its reference kernels by default, else the optimized ones with XNNPACK)."""
     kwargs = {"reference": reference, "invocations": invocations}
     return _isolated("litert", model, inputs, kwargs) if isolate else _litert(model, inputs, **kwargs)
+
+
+# TFLM's arena for a model, as its RecordingMicroAllocator reports it.
+_TFLM_CHILD = r"""
+import sys
+from tflite_micro.python.tflite_micro import runtime
+for path in sys.argv[1:]:
+    print("@@MODEL " + path, file=sys.stderr, flush=True)
+    runtime.Interpreter.from_file(path, arena_size=64 << 20).print_allocations()
+"""
+
+
+def tflm_arenas(paths) -> dict[str, int]:
+    """TFLM's planned bytes per model: its arena "head" (tensors + scratch) plus variable-tensor buffers
+    (TFLM puts those in the persistent tail; we plan them as always-live buffers).
+
+    In a child process: TFLM prints its report to (unbuffered) stderr, and may crash on a model.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", _TFLM_CHILD, *map(str, paths)], capture_output=True, text=True, timeout=300
+    )
+    out = {}
+    for chunk in proc.stderr.split("@@MODEL ")[1:]:
+        path, _, text = chunk.partition("\n")
+        head = re.search(r"Arena allocation head (\d+) bytes", text)
+        var = re.search(r"'TfLiteTensor variable buffer data' used (\d+) bytes", text)
+        if head:
+            out[path] = int(head.group(1)) + (int(var.group(1)) if var else 0)
+    return out

@@ -12,6 +12,7 @@ import pytest
 
 from edge_sdk.arena import ALIGNMENT, ORDERINGS, BufferRequest, lower_bound, plan
 from tests.conftest import ROOT, shared_model, shared_models
+from tests.peers import tflm_arenas
 
 
 def reqs(*triples):
@@ -115,34 +116,6 @@ def test_bad_requests_rejected():
 
 
 # ---------------------------------------------------------------------------------------- against TFLM
-_TFLM_CHILD = r"""
-import sys
-from tflite_micro.python.tflite_micro import runtime
-for path in sys.argv[1:]:
-    print("@@MODEL " + path, file=sys.stderr, flush=True)
-    runtime.Interpreter.from_file(path, arena_size=64 << 20).print_allocations()
-"""
-
-
-def tflm_arenas(paths) -> dict[str, int]:
-    """TFLM's planned bytes per model: its arena "head" (tensors + scratch) plus variable-tensor buffers
-    (TFLM puts those in the persistent tail; we plan them as always-live buffers).
-
-    In a child process: TFLM prints its report to (unbuffered) stderr, and may crash on a model.
-    """
-    proc = subprocess.run(
-        [sys.executable, "-c", _TFLM_CHILD, *map(str, paths)], capture_output=True, text=True, timeout=300
-    )
-    out = {}
-    for chunk in proc.stderr.split("@@MODEL ")[1:]:
-        path, _, text = chunk.partition("\n")
-        head = re.search(r"Arena allocation head (\d+) bytes", text)
-        var = re.search(r"'TfLiteTensor variable buffer data' used (\d+) bytes", text)
-        if head:
-            out[path] = int(head.group(1)) + (int(var.group(1)) if var else 0)
-    return out
-
-
 def _models():
     return [p for p in shared_models("tflite-micro/**/*.tflite") if "vela" not in p.name]
 
