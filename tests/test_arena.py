@@ -4,8 +4,6 @@ own ordering, and never larger than TFLM's planned arena on the reference models
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest

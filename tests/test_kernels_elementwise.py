@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from tests.conftest import shared_models
 from tests.oprunner import T, check_op, op_model, run_ours
 
 INT8_ALL = np.arange(-128, 128, dtype=np.int8)
@@ -197,24 +196,3 @@ def _csv(path):
     return np.loadtxt(path, delimiter=",", dtype=np.int64).reshape(-1)
 
 
-@pytest.mark.parametrize("kind", ["add", "sub"])
-def test_seanet_goldens(kind):
-    models = shared_models(f"tflite-micro/seanet/{kind}/*.tflite")
-    if not models:
-        pytest.skip("../shared/models is absent")
-    for path in models:
-        stem = path.with_suffix("")
-        inputs = []
-        for k in range(2):
-            files = sorted(path.parent.glob(f"{stem.name}_input{k}_*.csv"))
-            inputs.append(_csv(files[0]))
-        golden = _csv(sorted(path.parent.glob(f"{stem.name}_golden_*.csv"))[0])
-        from edge_sdk import Interpreter
-
-        interp = Interpreter(model_content=path.read_bytes())
-        interp.allocate_tensors()
-        for d, x in zip(interp.get_input_details(), inputs):
-            interp.set_tensor(d["index"], x.astype(d["dtype"]).reshape(d["shape"]))
-        interp.invoke()
-        out = interp.get_tensor(interp.get_output_details()[0]["index"])
-        assert np.array_equal(out.reshape(-1).astype(np.int64), golden), f"{path.name} differs from its golden"

@@ -1,11 +1,10 @@
-"""QUANTIZE, DEQUANTIZE and CAST against TFLM (LiteRT for float16 DEQUANTIZE), plus the seanet goldens."""
+"""QUANTIZE, DEQUANTIZE and CAST against TFLM (LiteRT for float16 DEQUANTIZE); seanet goldens: tests/test_models.py."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.conftest import shared_models
 from tests.oprunner import T, check_op, op_model
 
 INT8_ALL = np.arange(-128, 128, dtype=np.int8)
@@ -105,20 +104,3 @@ def test_cast(src, rng):
         check_op(model, [x])
 
 
-def test_seanet_quantize_goldens():
-    models = shared_models("tflite-micro/seanet/quantize/*.tflite")
-    if not models:
-        pytest.skip("../shared/models is absent")
-    from edge_sdk import Interpreter
-
-    for path in models:
-        stem = path.with_suffix("").name
-        x = np.loadtxt(sorted(path.parent.glob(f"{stem}_input0_*.csv"))[0], delimiter=",", dtype=np.int64)
-        golden = np.loadtxt(sorted(path.parent.glob(f"{stem}_golden_*.csv"))[0], delimiter=",", dtype=np.int64)
-        interp = Interpreter(model_content=path.read_bytes())
-        interp.allocate_tensors()
-        d = interp.get_input_details()[0]
-        interp.set_tensor(d["index"], x.reshape(-1).astype(d["dtype"]).reshape(d["shape"]))
-        interp.invoke()
-        out = interp.get_tensor(interp.get_output_details()[0]["index"])
-        assert np.array_equal(out.reshape(-1).astype(np.int64), golden.reshape(-1)), path.name

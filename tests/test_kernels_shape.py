@@ -493,37 +493,6 @@ def test_densify_model_vs_litert(kind):
     assert_same(ours, run_litert(blob, [], isolate=True))
 
 
-# ------------------------------------------------------------------------- seanet: TFLM's own goldens
-
-
-def _csv(path):
-    import csv
-
-    with open(path, newline="") as f:
-        return np.array([int(v) for row in csv.reader(f) for v in row if v.strip()], np.int64)
-
-
-@pytest.mark.parametrize("op", ["strided_slice", "pad"])
-def test_seanet_int16_goldens(op):
-    """Every seanet STRIDED_SLICE / PAD int16 model reproduces TFLM's golden output exactly."""
-    from edge_sdk import Interpreter
-    from tests.conftest import shared_model, shared_models
-
-    shared_model(f"tflite-micro/seanet/{op}")  # skips when ../shared is absent
-    models = shared_models(f"tflite-micro/seanet/{op}/*.tflite")
-    assert len(models) >= 10
-    for path in models:
-        golden = path.parent / f"{path.stem}_golden_int16.csv"
-        feeds = sorted(path.parent.glob(f"{path.stem}_input*_int16.csv"))
-        interp = Interpreter(model_path=str(path))
-        interp.allocate_tensors()
-        for d, f in zip(interp.get_input_details(), feeds):
-            interp.set_tensor(d["index"], _csv(f).reshape(d["shape"]).astype(np.int16))
-        interp.invoke()
-        out = interp.get_tensor(interp.get_output_details()[0]["index"])
-        np.testing.assert_array_equal(out.reshape(-1).astype(np.int64), _csv(golden), err_msg=path.name)
-
-
 # --------------------------------------------------- real models: our shapes equal the declared ones
 
 MY_OPS = set(PREPARE) | {"MEAN", "SUM", "REDUCE_MAX", "ARG_MAX", "RESIZE_NEAREST_NEIGHBOR", "RESIZE_BILINEAR"}

@@ -15,7 +15,6 @@ from edge_sdk.kernels import fixedpoint as fp
 from edge_sdk.kernels.node import Node
 from edge_sdk.kernels.quant import (
     INT32_MAX,
-    INT32_MIN,
     TYPE_RANGES,
     activation_range_float,
     activation_range_quantized,
