@@ -1,11 +1,19 @@
 """edge-sdk: take a trained neural network onto a device."""
 
-from edge_sdk.errors import ArenaTooSmallError, DeviceError, EdgeError, ModelError, UnsupportedOpError
+from edge_sdk.errors import (
+    ArenaTooSmallError,
+    ConversionError,
+    DeviceError,
+    EdgeError,
+    ModelError,
+    UnsupportedOpError,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "ArenaTooSmallError",
+    "ConversionError",
     "DeviceError",
     "EdgeError",
     "Interpreter",

@@ -27,5 +27,15 @@ class ArenaTooSmallError(ModelError):
         self.given = given
 
 
+class ConversionError(ModelError):
+    """A source model cannot be converted; ``problems`` lists every reason (node, op, opset, why)."""
+
+    def __init__(self, message: str, problems: list[str] | None = None):
+        self.problems = list(problems or [])
+        if self.problems:
+            message = message + "\n" + "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(message)
+
+
 class DeviceError(EdgeError):
     """A device, board or link failed (serial, QEMU, SSH)."""
