@@ -14,6 +14,7 @@ import numpy as np
 
 from edge_sdk.errors import ModelError
 from edge_sdk.model import Model, numpy_dtype, read_model
+from edge_sdk.model.manifest import read_manifest, summarize_manifest
 
 
 def _quantization(t) -> dict | None:
@@ -46,11 +47,16 @@ def inspect_model(source) -> dict:
             for s in model.signature_defs
         ],
         "metadata": [m.name for m in model.metadata],
+        "manifest": None,
         "parameter_bytes": 0,
         "macs": None,
         "arena": None,
         "problems": [],
     }
+    try:
+        report["manifest"] = read_manifest(model)
+    except ModelError as exc:
+        report["problems"].append(str(exc))
     for si, sg in enumerate(model.subgraphs):
         tensors = []
         for ti, t in enumerate(sg.tensors):
@@ -134,6 +140,8 @@ def format_inspection(report: dict) -> str:
         lines.append("signatures " + ", ".join(f"{s['key']} (subgraph {s['subgraph']})" for s in report["signatures"]))
     if report["metadata"]:
         lines.append("metadata   " + ", ".join(report["metadata"]))
+    if report.get("manifest"):
+        lines.extend("manifest   " + line for line in summarize_manifest(report["manifest"]))
     for sub in report["subgraphs"]:
         tensors = sub["tensors"]
 
