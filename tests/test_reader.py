@@ -569,3 +569,11 @@ def test_buffers_and_custom_options_past_the_flatbuffer():
     msg = _error(cut)
     assert "Buffer[1]" in msg or "large_custom_options_offset" in msg
     assert "past the end of the file" in msg
+
+
+def test_zero_point_must_fit_int32():
+    data = _add_model()
+    q = _tables(data)["subgraphs"][0]["tensors"][1]["quantization"]
+    vec = _target(data, _field_pos(data, q["__pos__"], "QuantizationParameters", "zero_point"))
+    msg = _error(_patch(data, vec + 4, "<q", 1 << 40))
+    assert "QuantizationParameters of Tensor[1] of SubGraph[0]" in msg and "'zero_point'[0] is 1099511627776" in msg

@@ -350,6 +350,10 @@ def _quantization(q: dict | None, where: str, rank: int) -> Quantization | None:
         return None
     scale = np.array(q["scale"], dtype=np.float32)
     zp = np.array(q["zero_point"], dtype=np.int64)
+    out_of_range = np.flatnonzero((zp < -(1 << 31)) | (zp >= (1 << 31)))
+    if out_of_range.size:  # every runtime holds zero points as int32
+        k = int(out_of_range[0])
+        raise ModelError(f"{_at(q, where)}: field 'zero_point'[{k}] is {int(zp[k])}, outside the int32 range")
     if zp.size != scale.size:
         zp = np.full(scale.size, zp[0], dtype=np.int64)  # TFLM: one zero point stands for all channels
     qd = q["quantized_dimension"]
