@@ -1,0 +1,54 @@
+"""EXP, LOG, SQRT, ABS, NEG, POW, TILE, BROADCAST_TO (edge_sdk/kernels/math.py) against LiteRT and TFLM."""
+
+import numpy as np
+import pytest
+
+from tests.oprunner import T, check_op, op_model
+
+RNG = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("op", ["EXP", "LOG", "SQRT", "ABS", "NEG"])
+def test_unary_float(op):
+    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    if op in ("LOG", "SQRT"):
+        x = np.abs(x) + 0.1
+    model = op_model(op, [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+    peers = ["litert"] if op in ("LOG", "SQRT", "POW") else ["litert", "tflm"]
+    ours = check_op(model, [x], peer=peers, rtol=1e-5, atol=1e-6)
+    want = {"EXP": np.exp, "LOG": np.log, "SQRT": np.sqrt, "ABS": np.abs, "NEG": np.negative}[op](x)
+    np.testing.assert_allclose(ours[0], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["ABS", "NEG"])
+def test_unary_int32(op):
+    x = RNG.integers(-100, 100, (4, 3)).astype(np.int32)
+    model = op_model(op, [T(x.shape, "INT32")], [T(x.shape, "INT32")])
+    check_op(model, [x], peer="litert")
+
+
+def test_pow_broadcast():
+    a = (np.abs(RNG.standard_normal((2, 3, 4))) + 0.5).astype(np.float32)
+    b = RNG.standard_normal((3, 1)).astype(np.float32)
+    model = op_model("POW", [T(a.shape, "FLOAT32"), T(b.shape, "FLOAT32")], [T((2, 3, 4), "FLOAT32")])
+    ours = check_op(model, [a, b], peer="litert", rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[0], a**b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32", "INT8"])
+def test_tile(type_):
+    x = RNG.integers(-50, 50, (2, 1, 3)).astype({"FLOAT32": np.float32, "INT32": np.int32, "INT8": np.int8}[type_])
+    reps = np.array([1, 4, 2], np.int32)
+    q = {"scale": 0.1, "zero_point": 0} if type_ == "INT8" else {}
+    model = op_model("TILE", [T(x.shape, type_, **q), T((3,), "INT32", data=reps)], [T((2, 4, 6), type_, **q)])
+    ours = check_op(model, [x], peer="litert")  # TFLM has no TILE kernel
+    np.testing.assert_array_equal(ours[0], np.tile(x, (1, 4, 2)))
+
+
+@pytest.mark.parametrize("shape,target", [((3, 1), (2, 3, 4)), ((1,), (5,)), ((2, 1, 4), (2, 3, 4))])
+def test_broadcast_to(shape, target):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    model = op_model("BROADCAST_TO", [T(shape, "FLOAT32"), T((len(target),), "INT32", data=np.array(target, np.int32))],
+                     [T(target, "FLOAT32")], version=2)  # TFLite registers BROADCAST_TO from version 2
+    ours = check_op(model, [x], peer=["litert", "tflm"])
+    np.testing.assert_array_equal(ours[0], np.broadcast_to(x, target))
