@@ -37,5 +37,9 @@ class ConversionError(ModelError):
         super().__init__(message)
 
 
+class ProfileError(EdgeError):  # a device profile file is malformed or names something unknown (file, key, problem)
+    """A device profile (device_profiles/*.toml) is malformed, or names an unknown profile/backend."""
+
+
 class DeviceError(EdgeError):
     """A device, board or link failed (serial, QEMU, SSH)."""
