@@ -37,7 +37,7 @@ class ConversionError(ModelError):
         super().__init__(message)
 
 
-class ProfileError(EdgeError):  # a device profile file is malformed or names something unknown (file, key, problem)
+class ProfileError(EdgeError):
     """A device profile (device_profiles/*.toml) is malformed, or names an unknown profile/backend."""
 
 
