@@ -22,8 +22,22 @@ import numpy as np
 import pytest
 
 from edge_sdk import ModelError
+from edge_sdk.model import schema, write_model
 from edge_sdk.model.flatbuf import ROOT, Reader
 from edge_sdk.model.reader import read_model, tensor_value
+from edge_sdk.model.types import (
+    Buffer,
+    DimensionMetadata,
+    Metadata,
+    Model,
+    Operator,
+    OperatorCode,
+    Quantization,
+    SignatureDef,
+    Sparsity,
+    SubGraph,
+    Tensor,
+)
 from tests.conftest import SHARED_MODELS
 from tests.oprunner import T, op_model
 
@@ -45,6 +59,44 @@ _EXTREME32 = (0, 1, 2, 4, 0xFFFFFFFF, 0xFFFFFFFC, 0x7FFFFFFF, 0x80000000, 0x7FFF
 _EXTREME16 = (0, 1, 2, 3, 4, 0xFFFF, 0xFFFE, 0x8000, 0x7FFF)
 
 
+def everything_model() -> bytes:
+    """Two subgraphs (CALL_ONCE), a sparse constant, a custom op, metadata, a signature and a variable."""
+    def q(scale, zero_point):
+        return Quantization(scale=np.array([scale], np.float32), zero_point=np.array([zero_point], np.int64))
+
+    sparse = Sparsity(
+        traversal_order=[0, 1],
+        block_map=[],
+        dim_metadata=[
+            DimensionMetadata("DENSE", dense_size=4),
+            DimensionMetadata("SPARSE_CSR", array_segments=np.array([0, 1, 2, 2, 3], np.int32),
+                              array_indices=np.array([0, 3, 1], np.uint8)),
+        ],
+    )
+    buffers = [Buffer(b""), Buffer(np.array([1.5, -2.0, 3.25], np.float32).tobytes()), Buffer(b"1.14.0\0"),
+               Buffer(np.arange(4, dtype=np.int8).tobytes())]
+    t0 = Tensor("x", (1, 4), "INT8", quantization=q(0.5, -1), shape_signature=(-1, 4))
+    t1 = Tensor("w_sparse", (4, 4), "FLOAT32", buffer=1, sparsity=sparse)
+    t2 = Tensor("w_dense", (4, 4), "FLOAT32")
+    t3 = Tensor("y", (1, 4), "INT8", quantization=q(0.5, -1))
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES["CALL_ONCE"]), OperatorCode(schema.BUILTIN_OPERATOR_CODES["DENSIFY"]),
+             OperatorCode(schema.CUSTOM_CODE, "MY_CUSTOM", 2), OperatorCode(schema.BUILTIN_OPERATOR_CODES["ADD"], None, 2)]
+    sg0 = SubGraph([t0, t1, t2, t3], inputs=[0], outputs=[3, 2], name="main", operators=[
+        Operator(0, [], [], "CallOnceOptions", {"init_subgraph_index": 1}),
+        Operator(1, [1], [2], "DensifyOptions", {}),
+        Operator(2, [0, -1], [3], None, {}, custom_options=b"\x01\x02\x03"),
+    ])
+    a = Tensor("a", (4,), "INT8", buffer=3, quantization=q(0.25, 0))
+    b = Tensor("b", (4,), "INT8", quantization=q(0.25, 0), is_variable=True)
+    sg1 = SubGraph([a, b], inputs=[], outputs=[], name="init", operators=[
+        Operator(3, [0, 1], [1], "AddOptions", {"fused_activation_function": "RELU6", "pot_scale_int16": False}),
+    ])
+    model = Model(codes, [sg0, sg1], buffers, description="fuzz: every reader path",
+                  metadata=[Metadata("min_runtime_version", 2)],
+                  signature_defs=[SignatureDef("serving_default", 0, {"x": 0}, {"y": 3})])
+    return write_model(model)
+
+
 def _built_models() -> dict[str, bytes]:
     """Small models our writer builds, so the fuzz runs without ../shared."""
     x = T((1, 4), "INT8", scale=0.5, zero_point=-1)
@@ -56,7 +108,7 @@ def _built_models() -> dict[str, bytes]:
     b = T((3,), "INT32", scale=[0.001, 0.002, 0.003], zero_point=0, data=np.array([5, -7, 100], np.int32))
     yo = T((2, 3), "INT8", scale=0.2, zero_point=-3)
     fc = op_model("FULLY_CONNECTED", [xi, wf, b], [yo])
-    return {"built/add_int8": add, "built/fully_connected_int8": fc}
+    return {"built/add_int8": add, "built/fully_connected_int8": fc, "built/everything": everything_model()}
 
 
 def fuzz_models() -> dict[str, bytes]:
@@ -250,7 +302,7 @@ def test_fuzz_allocate_and_invoke(name):
                 ran += 1
             except ModelError:
                 refused += 1
-            except BaseException as e:  # noqa: BLE001 - includes the hang alarm
+            except BaseException as e:
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 failures.append(f"seed {seed} case {case} ({what}): {_describe(e)}")

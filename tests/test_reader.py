@@ -17,6 +17,7 @@ from edge_sdk.model.flatbuf import ROOT, Reader, plan
 from edge_sdk.model.reader import read_model, tensor_value
 from tests.conftest import shared_model, shared_models
 from tests.oprunner import T, op_model, op_model_object
+from tests.test_fuzz import everything_model
 
 MODELS = shared_models()
 
@@ -71,8 +72,29 @@ def _compare_options(ours: dict, options_type: str, peer_obj) -> int:
 @pytest.mark.skipif(not MODELS, reason="../shared/models is absent in this checkout")
 @pytest.mark.parametrize("path", MODELS, ids=[str(p.relative_to(p.parents[1])) for p in MODELS])
 def test_shared_model_matches_peer_schema_reader(path):
-    data = path.read_bytes()
-    model = read_model(path)
+    _compare_with_peer(path.read_bytes(), path.name)
+
+
+def test_every_reader_path_matches_peer_schema_reader():
+    # two subgraphs, CALL_ONCE, a sparse constant, a custom op, metadata, a signature, a variable
+    data = everything_model()
+    model = _compare_with_peer(data, "everything")
+    sp = model.subgraphs[0].tensors[1].sparsity
+    assert [d.format for d in sp.dim_metadata] == ["DENSE", "SPARSE_CSR"]
+    assert sp.dim_metadata[1].array_segments.dtype == np.int32 and sp.dim_metadata[1].array_indices.dtype == np.uint8
+    np.testing.assert_array_equal(sp.dim_metadata[1].array_indices, [0, 3, 1])
+    np.testing.assert_array_equal(model.tensor_data(0, 1), [1.5, -2.0, 3.25])  # stored values, no shape check
+    assert model.subgraphs[0].operators[2].custom_options == b"\x01\x02\x03"
+    assert model.subgraphs[0].operators[2].inputs == [0, -1]
+    assert model.metadata_bytes("min_runtime_version") == b"1.14.0\0"
+    assert model.signature_defs[0].outputs == {"y": 3}
+    assert model.subgraphs[1].tensors[1].is_variable
+    assert model.subgraphs[1].operators[0].options == {"fused_activation_function": "RELU6", "pot_scale_int16": False}
+
+
+def _compare_with_peer(data: bytes, label: str):
+    path = type("P", (), {"name": label})
+    model = read_model(data)
     peer = _peer_model(data)
 
     assert model.version == peer.version
@@ -124,6 +146,16 @@ def test_shared_model_matches_peer_schema_reader(path):
                 else:
                     assert q.quantized_dimension == pq.quantizedDimension, where
             assert (t.sparsity is None) == (pt.sparsity is None), where
+            if t.sparsity is not None:
+                ps = pt.sparsity
+                assert t.sparsity.traversal_order == _seq(ps.traversalOrder), where
+                assert t.sparsity.block_map == _seq(ps.blockMap), where
+                for d, pd in zip(t.sparsity.dim_metadata, ps.dimMetadata, strict=True):
+                    assert d.format == schema.enum_name("DimensionType", pd.format) and d.dense_size == pd.denseSize
+                    for mine, their in ((d.array_segments, pd.arraySegments), (d.array_indices, pd.arrayIndices)):
+                        assert (mine is None) == (their is None), where
+                        if mine is not None:
+                            assert mine.tolist() == _seq(their.values), where
             value = tensor_value(model, j, i)
             if value is not None:
                 assert not value.flags.writeable
@@ -163,6 +195,7 @@ def test_shared_model_matches_peer_schema_reader(path):
 
     ops_with_options = sum(1 for sg in model.subgraphs for op in sg.operators if op.options)
     assert options_compared > 0 or ops_with_options == 0
+    return model
 
 
 def test_options_are_plain_values_with_defaults():
