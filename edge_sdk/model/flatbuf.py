@@ -60,7 +60,7 @@ def _child(where: str, name: str) -> str:
 
 
 class Field:
-    __slots__ = ("name", "kind", "slot", "default", "scalar", "ref", "size")
+    __slots__ = ("default", "kind", "name", "ref", "scalar", "size", "slot")
 
     def __init__(self, name, kind, slot, default, scalar=None, ref=None):
         self.name = name
@@ -147,7 +147,7 @@ def union_member_table(union: str, code: int) -> str | None:
 class Table:
     """A verified table: its position, inline size and per-slot field offsets (0 = absent)."""
 
-    __slots__ = ("pos", "size", "offsets", "where")
+    __slots__ = ("offsets", "pos", "size", "where")
 
     def __init__(self, pos: int, size: int, offsets: tuple[int, ...], where: str):
         self.pos = pos
