@@ -11,6 +11,7 @@ bytes (root offset, identifier, the root table) and at the vtables and table hea
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
 import signal
@@ -195,6 +196,39 @@ def _describe(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e)[:200]}{place}"
 
 
+class _Hang(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Hang(f"no result within {CASE_SECONDS} s")
+
+
+@contextlib.contextmanager
+def _alarm_handler():
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def _time_limit():
+    """Raise _Hang in the block after CASE_SECONDS (where SIGALRM exists)."""
+    if not hasattr(signal, "SIGALRM"):
+        yield
+        return
+    signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def _load(data: bytes):
     """read_model plus every constant's value; ModelError is a fine answer, so it is returned, not raised."""
     model = read_model(data)
@@ -216,16 +250,18 @@ def test_fuzz_read(name):
     cases = math.ceil(READ_CASES_TOTAL / len(MODELS))
     loaded = rejected = 0
     failures = []
-    for case in range(cases):
-        data, what = mutate(base, seed, case, spots)
-        try:
-            _load(data)
-            loaded += 1
-        except ModelError as e:
-            rejected += 1
-            assert str(e), f"seed {seed} case {case} ({what}): empty ModelError message"
-        except Exception as e:  # noqa: BLE001 - the point of the test
-            failures.append(f"seed {seed} case {case} ({what}): {_describe(e)}")
+    with _alarm_handler():
+        for case in range(cases):
+            data, what = mutate(base, seed, case, spots)
+            try:
+                with _time_limit():
+                    _load(data)
+                loaded += 1
+            except ModelError as e:
+                rejected += 1
+                assert str(e), f"seed {seed} case {case} ({what}): empty ModelError message"
+            except Exception as e:  # noqa: BLE001 - the point of the test (includes the hang alarm)
+                failures.append(f"seed {seed} case {case} ({what}): {_describe(e)}")
     assert not failures, f"{len(failures)} of {cases} cases of {name} raised something else:\n" + "\n".join(failures[:20])
     # Both outcomes must happen, or the mutations are not reaching the reader.
     assert loaded > cases // 20 and rejected > cases // 4, (loaded, rejected)
@@ -234,12 +270,6 @@ def test_fuzz_read(name):
 FUZZ_ARENA_BYTES = 4 << 20
 
 
-class _Hang(Exception):
-    pass
-
-
-def _on_alarm(signum, frame):
-    raise _Hang(f"no result within {CASE_SECONDS} s")
 
 
 def _run(model_or_bytes):
@@ -282,8 +312,7 @@ def test_fuzz_allocate_and_invoke(name):
     seed = sum(name.encode()) * 7 + len(base)
     failures = []
     ran = refused = 0
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    try:
+    with _alarm_handler():
         loaded = 0
         for case in range(RUN_ATTEMPTS):
             if loaded == RUN_CASES:
@@ -294,9 +323,8 @@ def test_fuzz_allocate_and_invoke(name):
             except ModelError:
                 continue
             loaded += 1
-            signal.setitimer(signal.ITIMER_REAL, CASE_SECONDS)
             try:
-                with warnings.catch_warnings():
+                with _time_limit(), warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # garbage weights overflow float math: fine
                     _run(model)
                 ran += 1
@@ -306,10 +334,6 @@ def test_fuzz_allocate_and_invoke(name):
                 if isinstance(e, KeyboardInterrupt):
                     raise
                 failures.append(f"seed {seed} case {case} ({what}): {_describe(e)}")
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-    finally:
-        signal.signal(signal.SIGALRM, previous)
     assert not failures, (
         f"{len(failures)} cases of {name} failed in allocate_tensors/invoke with something other than ModelError "
         "(reproduce: mutate(base, seed, case, hot_spots(base))):\n" + "\n".join(failures[:20])
