@@ -16,6 +16,7 @@ import math
 import random
 import signal
 import struct
+import sys
 import traceback
 import warnings
 
@@ -339,3 +340,20 @@ def test_fuzz_allocate_and_invoke(name):
         "(reproduce: mutate(base, seed, case, hot_spots(base))):\n" + "\n".join(failures[:20])
     )
     assert ran > 0, "no mutated model ran: the fuzz is not reaching invoke()"
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGALRM"), reason="needs SIGALRM")
+def test_time_limit_catches_a_hang(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "CASE_SECONDS", 0.05)
+    with _alarm_handler(), pytest.raises(_Hang):
+        with _time_limit():
+            while True:
+                pass
+
+
+def test_mutations_are_reproducible_and_varied():
+    base = MODELS["built/add_int8"]
+    spots = hot_spots(base)
+    assert mutate(base, 3, 17, spots) == mutate(base, 3, 17, spots)
+    kinds = {mutate(base, 3, case, spots)[1].split(" ")[0] for case in range(200)}
+    assert kinds == {"bit", "byte", "truncated", "uint32", "uint16", "random"}
