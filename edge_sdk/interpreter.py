@@ -40,6 +40,18 @@ allocate_tensors, step by step:
 
 Calling allocate_tensors again is a no-op unless an input was resized (then everything is prepared and
 planned afresh, and variable tensors restart from their initial values).
+
+Delegates (``Interpreter(..., delegates=["litert", ...])``, names or ``edge_sdk.delegates.Delegate`` objects;
+see ``edge_sdk.delegates``): after step 2 (every node is still prepared by our kernels, so shapes and checks
+are ours and the CPU fallback exists), each subgraph is cut into partitions: every node goes to the first
+delegate (in list order) that supports it, else to our kernels, and consecutive nodes with the same backend
+form one partition (contiguous runs of the execution order, never reordered; ``partitions()`` gives the
+plan). In step 3 a delegate partition counts as one step spanning its nodes' steps: its boundary inputs
+live until its last node's step, its boundary outputs from its first node's step, and tensors internal to it
+get no arena space when the delegate holds them itself (``get_tensor`` on them then raises). Before step 5
+each delegate checks that it can execute here (``DeviceError`` naming the missing library or device) and
+prepares each of its partitions into one step. ``partitions()`` works without allocate_tensors, so the plan
+is available where the delegates cannot execute.
 """
 
 from __future__ import annotations
@@ -97,6 +109,9 @@ class _Prepared:
         # (what set_tensor/get_tensor/tensor() see), copied into the arena at the start of every invoke.
         self.staged: list[tuple[np.ndarray, np.ndarray]] = []  # (arena view, staging array)
         self.user_views: dict[tuple[int, int], np.ndarray] = {}
+        self.partitions: list[list] = []  # per subgraph, edge_sdk.delegates.Partition
+        self.assignments: list[list[tuple[str, str]]] = []  # per subgraph, per node: (backend, reason)
+        self.step_where: list[list[str]] = []  # per subgraph, per step: what ran (for error messages)
 
 
 class Interpreter:
@@ -113,8 +128,11 @@ class Interpreter:
         *,
         model: Model | None = None,
     ):
+        self._delegates: list = []
         if delegates:
-            raise ModelError("delegates are not supported by edge-sdk's interpreter")
+            from edge_sdk.delegates import resolve_all
+
+            self._delegates = resolve_all(delegates)
         if model is None:
             from edge_sdk.model import read_model
 
@@ -134,6 +152,7 @@ class Interpreter:
         self._budget = None if arena_size is None else int(arena_size)
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
         self._p: _Prepared | None = None
+        self._planned: _Prepared | None = None  # partitions() before allocate_tensors: nodes and plan only
         # The Runtime protocol (edge_sdk.kernels.node.Runtime).
         self.resource_variables: dict[int, np.ndarray] = {}
         self._resource_ids: dict[tuple[str, str], int] = {}
@@ -201,13 +220,15 @@ class Interpreter:
         as in LiteRT: the arena, and the state in it, stay)."""
         if self._p is not None:
             return
-        model = self._model
-        p = _Prepared()
-        for s in range(len(model.subgraphs)):
-            p.infos.append(self._tensor_infos(s))
-        for s in range(len(model.subgraphs)):
-            p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
-        requests = buffer_requests(self._model, p.infos)
+        p = self._prepare_and_partition()
+        self._planned = None
+        delegated = self._delegated_partitions(p)
+        for d in self._delegates:
+            if any(d is delegate for delegate, _ in delegated):
+                d.check_available()
+        requests = buffer_requests(
+            self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated]
+        )
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
@@ -218,11 +239,78 @@ class Interpreter:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
-        self._make_views(p)
+        held = {k for d, part in delegated for k in _internal_keys(self._model, part, d.holds_internal_tensors)}
+        self._make_views(p, held)
         self._stage_inputs(p)
-        self._make_steps(p)
+        self._make_steps(p, {id(part): delegate for delegate, part in delegated})
         self._p = p
         self._reset_variable_tensors()
+
+    def _prepare_and_partition(self) -> _Prepared:
+        """Steps 1-2 (tensor infos, every node prepared by our kernels) and the partition plan."""
+        model = self._model
+        p = _Prepared()
+        for s in range(len(model.subgraphs)):
+            p.infos.append(self._tensor_infos(s))
+        for s in range(len(model.subgraphs)):
+            p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
+        from edge_sdk.delegates.base import CPU, assign_backends, plan_partitions
+
+        for s, nodes in enumerate(p.nodes):
+            sg = model.subgraphs[s]
+            if self._delegates:
+                assigned = assign_backends(nodes, self._delegates)
+            else:
+                assigned = [(CPU, "no delegates")] * len(nodes)
+            constants = {info.index for info in p.infos[s] if info.is_const}
+            p.assignments.append(assigned)
+            p.partitions.append(
+                plan_partitions(
+                    [(op.inputs, op.outputs) for op in sg.operators],
+                    [b for b, _ in assigned],
+                    sg.inputs,
+                    sg.outputs,
+                    constants,
+                    s,
+                    {d.name: d.min_nodes for d in self._delegates},
+                )
+            )
+        return p
+
+    def _delegated_partitions(self, p: _Prepared) -> list:
+        """(delegate, partition) for every partition a delegate runs, all subgraphs."""
+        by_name = {d.name: d for d in self._delegates}
+        return [(by_name[part.backend], part) for parts in p.partitions for part in parts if part.backend in by_name]
+
+    def _planned_or_allocated(self) -> _Prepared:
+        if self._p is not None:
+            return self._p
+        if self._planned is None:
+            self._planned = self._prepare_and_partition()
+        return self._planned
+
+    def partitions(self, subgraph_index: int = 0) -> list:
+        """The partition plan of a subgraph: a list of ``edge_sdk.delegates.Partition`` =
+        ``(backend, node indices, boundary)`` in execution order, ``backend`` a delegate's name or ``"cpu"``,
+        ``boundary.inputs`` the non-constant tensors coming in from outside the partition and
+        ``boundary.outputs`` the tensors it writes that are read outside it (or are subgraph outputs).
+
+        Works before allocate_tensors (it then prepares the nodes, without planning the arena or checking
+        that the delegates can execute here), so it answers on machines without the delegates' devices."""
+        if not 0 <= int(subgraph_index) < len(self._model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return list(self._planned_or_allocated().partitions[subgraph_index])
+
+    def node_backends(self, subgraph_index: int = 0) -> list[tuple[str, str]]:
+        """Per node of a subgraph, ``(backend, reason)``: which backend takes it and why (for a CPU node:
+        every delegate's reason for refusing it)."""
+        if not 0 <= int(subgraph_index) < len(self._model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return list(self._planned_or_allocated().assignments[subgraph_index])
+
+    @property
+    def delegates(self) -> list:
+        return list(self._delegates)
 
     def _tensor_infos(self, s: int) -> list[TensorInfo]:
         model = self._model
@@ -365,7 +453,7 @@ class Interpreter:
             nodes.append(node)
         return nodes
 
-    def _make_views(self, p: _Prepared) -> None:
+    def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
         plan = p.plan
         for s, infos in enumerate(p.infos):
             views: list[np.ndarray | None] = []
@@ -373,6 +461,8 @@ class Interpreter:
                 key = (s, info.index)
                 if info.is_const:
                     views.append(info.data)
+                elif key in held:
+                    views.append(None)  # lives inside a delegate
                 elif key in plan:
                     b = plan[key]
                     views.append(p.arena[b.offset : b.offset + b.size].view(info.dtype).reshape(info.shape))
@@ -425,15 +515,32 @@ class Interpreter:
     def _user_view(self, s: int, t: int) -> np.ndarray | None:
         return self._p.user_views.get((s, t), self._p.views[s][t])
 
-    def _make_steps(self, p: _Prepared) -> None:
+    def _make_steps(self, p: _Prepared, delegated: dict | None = None) -> None:
+        delegated = delegated or {}
         for s, nodes in enumerate(p.nodes):
             views = p.views[s]
             steps = []
-            for node in nodes:
-                ins = [None if info is None else views[info.index] for info in node.inputs]
-                outs = [views[info.index] for info in node.outputs]
-                steps.append((node._eval, ins, outs))  # noqa: SLF001
+            where = []
+            for part in p.partitions[s]:
+                delegate = delegated.get(id(part))
+                if delegate is None:
+                    for i in part.nodes:
+                        node = nodes[i]
+                        ins = [None if info is None else views[info.index] for info in node.inputs]
+                        outs = [views[info.index] for info in node.outputs]
+                        steps.append((node._eval, ins, outs))  # noqa: SLF001
+                        where.append(node.where())
+                    continue
+                run = delegate.prepare_partition(
+                    self._model, s, list(part.nodes), list(part.inputs), list(part.outputs), nodes
+                )
+                if not callable(run):
+                    raise ModelError(f"delegate {delegate.name} returned {type(run).__name__}, not a callable")
+                sgw = f"subgraph {s} " if s else ""
+                steps.append((run, [views[t] for t in part.inputs], [views[t] for t in part.outputs]))
+                where.append(f"{sgw}{delegate.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}")
             p.steps.append(steps)
+            p.step_where.append(where)
 
     def _reset_variable_tensors(self) -> None:
         for view, init in self._p.variables:
@@ -460,7 +567,7 @@ class Interpreter:
         except Exception as exc:
             # Prepare validated the model, so this is a kernel bug, not a model problem: a RuntimeError
             # naming the node (not a ModelError, which callers may treat as "bad model" and swallow).
-            raise RuntimeError(f"{self._p.nodes[s][i].where()}: eval failed: {type(exc).__name__}: {exc}") from exc
+            raise RuntimeError(f"{self._p.step_where[s][i]}: eval failed: {type(exc).__name__}: {exc}") from exc
 
     def reset_all_variables(self) -> None:
         """Back to the state after allocate, as TFLM's reset(): variable tensors to their initial values,
@@ -602,6 +709,7 @@ class Interpreter:
             return
         self._resized[(s, t)] = shape
         self._p = None  # allocate_tensors re-plans
+        self._planned = None
 
     # ------------------------------------------------------------------ signatures
     def get_signature_list(self) -> dict:
@@ -693,14 +801,33 @@ def _callees(model: Model, op) -> list[int]:
     return [int(op.options[f]) for f in fields]
 
 
-def buffer_requests(model: Model, infos: list[list[TensorInfo]]) -> list[_arena.BufferRequest]:
+def _internal_keys(model: Model, part, held: bool) -> list[tuple[int, int]]:
+    """(subgraph, tensor) keys a delegate partition keeps to itself (none unless the delegate holds them)."""
+    if not held:
+        return []
+    sg = model.subgraphs[part.subgraph]
+    boundary = set(part.inputs) | set(part.outputs)
+    keys = []
+    for i in part.nodes:
+        op = sg.operators[i]
+        for t in [*op.outputs, *op.intermediates]:
+            if t >= 0 and t not in boundary:
+                keys.append((part.subgraph, int(t)))
+    return keys
+
+
+def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=()) -> list[_arena.BufferRequest]:
     """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
 
     ``infos[s][t]`` gives each tensor's (prepared) shape and dtype. Tensor and subgraph indices must already
     be valid (allocate_tensors checks them first). See the module docstring for the time axis.
+    ``delegated``: ``(partition, holds_internal_tensors)`` for each delegate partition: it runs as one step
+    spanning its nodes' steps, so its boundary tensors stay live across the whole span, and (when the
+    delegate holds them) its internal tensors need no arena space.
     """
     first: dict[tuple[int, int], int] = {}
     last: dict[tuple[int, int], int] = {}
+    span: dict[tuple[int, int], tuple[int, int]] = {}  # (subgraph, node) -> (first step, last step)
     clock = 0
     marked: set[int] = set()
 
@@ -716,7 +843,7 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]]) -> list[_arena.
         sg = model.subgraphs[s]
         for t in sg.inputs:
             use((s, t), clock)
-        for op in sg.operators:
+        for i, op in enumerate(sg.operators):
             clock += 1
             start = clock
             for t in op.outputs:
@@ -732,6 +859,8 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]]) -> list[_arena.
             for t in op.intermediates:
                 use((s, t), start)
                 use((s, t), clock)
+            lo, hi = span.get((s, i), (start, clock))
+            span[(s, i)] = (min(lo, start), max(hi, clock))
         for t in sg.outputs:
             use((s, t), clock)
 
@@ -743,6 +872,18 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]]) -> list[_arena.
     end = clock
     for t in model.subgraphs[0].outputs:
         last[(0, t)] = end  # the primary outputs stay readable after invoke, whatever else runs
+    skip: set[tuple[int, int]] = set()
+    for part, held in delegated:
+        s = part.subgraph
+        if not part.nodes or (s, part.nodes[0]) not in span:
+            continue
+        lo = min(span[(s, i)][0] for i in part.nodes)
+        hi = max(span[(s, i)][1] for i in part.nodes)
+        for t in (*part.inputs, *part.outputs):
+            key = (s, t)
+            first[key] = min(first.get(key, lo), lo)
+            last[key] = max(last.get(key, hi), hi)
+        skip.update(_internal_keys(model, part, held))
     requests = []
     for s, sg_infos in enumerate(infos):
         for info in sg_infos:
@@ -751,8 +892,8 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]]) -> list[_arena.
                 continue
             if info.is_variable:
                 first[key], last[key] = 0, end
-            if key not in first:
-                continue  # nothing reads or writes it
+            if key not in first or key in skip:
+                continue  # nothing reads or writes it, or a delegate holds it
             if info.dtype is None:
                 raise UnsupportedOpError(
                     f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
