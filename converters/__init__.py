@@ -1,1 +1,324 @@
-"""edge-sdk converters: ONNX / float TFLite in, int8 / fp16 TFLite out."""
+"""edge-sdk converters: ONNX / float TFLite in, int8 / fp16 TFLite out.
+
+    from converters import convert
+    result = convert("model.onnx", target="stm32f746-disco", quantize="int8", calibration="calib/",
+                     labels="labels.txt", eval_data="test.npz")
+    result.save("model.tflite")          # atomic; result.tflite is the same bytes
+    result.report["accuracy"]["accuracy_drop"], result.report["layers"][0]   # worst layer first
+
+The pipeline: import (``converters.import_onnx`` / ``converters.import_tflite``) -> ``converters.passes.optimize``
+-> ``converters.quantize.quantize`` with calibration samples from ``converters.calibration`` -> the package
+manifest (``edge_sdk.model.manifest``) -> with ``target``, ``edge_sdk.check.check_model`` against the device
+profile: a model that cannot run there raises ``ConversionError`` listing every reason, and nothing is
+written -> with ``eval_data``, accuracy and calibration of the result beside the float model
+(``converters.evaluate``), recorded in the report and the manifest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from edge_sdk.errors import ConversionError, ModelError
+
+QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
+CALIB_METHODS = ("minmax", "percentile", "mse")
+IO_TYPES = ("int8", "float32")
+_NEEDS_CALIBRATION = ("int8", "int16x8")
+
+
+@dataclass
+class ConversionResult:
+    """The converted model (``model``), its serialized bytes (``tflite``) and the conversion ``report``."""
+
+    model: object
+    tflite: bytes
+    report: dict = field(default_factory=dict)
+
+    @property
+    def manifest(self) -> dict | None:
+        return self.report.get("manifest")
+
+    def save(self, path) -> Path:
+        """Write the .tflite atomically (a reader never sees half a file). Returns the path."""
+        from edge_sdk.model import write_model
+
+        data = write_model(self.model, path)
+        if data != self.tflite:  # the model object was changed after conversion: keep both views in step
+            self.tflite = data
+        return Path(path)
+
+
+def _version() -> str:
+    from edge_sdk import __version__
+
+    return __version__
+
+
+def _read_source(src) -> tuple[str, bytes, str, object]:
+    """(format, bytes, display name, object to import) for a path, bytes, onnx.ModelProto or Model."""
+    from edge_sdk.model import Model, write_model
+
+    if isinstance(src, Model):
+        data = write_model(src)
+        return "tflite", data, "<Model>", data
+    if hasattr(src, "SerializeToString") and hasattr(src, "graph"):
+        return "onnx", src.SerializeToString(), "<onnx.ModelProto>", src
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        data = bytes(src)
+        kind = "tflite" if data[4:8] == b"TFL3" else "onnx"
+        return kind, data, "<bytes>", data
+    path = Path(src)
+    data = path.read_bytes()  # FileNotFoundError names the path
+    if data[4:8] == b"TFL3" or path.suffix.lower() == ".tflite":
+        return "tflite", data, str(path), data
+    if path.suffix.lower() == ".onnx" or data[:1] == b"\x08":  # ModelProto starts with ir_version (field 1)
+        return "onnx", data, str(path), data
+    raise ConversionError(f"{path}: not an ONNX or TFLite model (by its name and first bytes)")
+
+
+def _labels(labels) -> list[str] | None:
+    if labels is None:
+        return None
+    if isinstance(labels, (str, os.PathLike)):
+        lines = Path(labels).read_text(encoding="utf-8").splitlines()
+        return [line.strip() for line in lines if line.strip()]
+    return [str(x) for x in labels]
+
+
+def _single_input_shape(model) -> tuple[int, ...] | None:
+    sg = model.subgraphs[0]
+    return tuple(sg.tensors[sg.inputs[0]].shape) if len(sg.inputs) == 1 else None
+
+
+def _preprocess(preprocess, model, nhwc_io: bool):
+    """The Preprocess for this model (given, or derived from a 4-axis image input), in the layout of the
+    converted model's input; None for non-image inputs without one."""
+    from converters.evaluate import as_preprocess
+
+    shape = _single_input_shape(model)
+    if preprocess is None and (shape is None or len(shape) != 4 or not (shape[1] in (1, 3) or shape[3] in (1, 3))):
+        return None
+    if isinstance(preprocess, dict) or preprocess is None:
+        d = dict(preprocess or {})
+        if nhwc_io:
+            d["layout"] = "NHWC"
+        return as_preprocess(d, shape)
+    if nhwc_io and getattr(preprocess, "layout", "NHWC") != "NHWC":
+        preprocess = dataclasses.replace(preprocess, layout="NHWC")
+    return preprocess
+
+
+def _calibration(calibration, model, preprocess):
+    """Calibration samples for ``model``; an evaluation-style .npz (x, y) or an array of samples in the other
+    layout (NCHW vs NHWC) is adapted to the model's single input first."""
+    from converters.calibration import calibration_data
+    from converters.evaluate import fit_samples
+
+    shape = _single_input_shape(model)
+    source = calibration
+    if shape is not None:
+        if isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".npz" and Path(source).is_file():
+            with np.load(source, allow_pickle=False) as z:
+                if "x" in z.files:
+                    source = np.asarray(z["x"])
+        elif isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".npy" and Path(source).is_file():
+            source = np.load(source, allow_pickle=False)
+        if isinstance(source, np.ndarray) and source.ndim == len(shape) and tuple(source.shape[1:]) != shape[1:]:
+            source = fit_samples(source, shape)
+    return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating")
+
+
+def _jsonable(value):
+    from edge_sdk.model.manifest import _jsonable as j
+
+    return j(value)
+
+
+def _io_spec(model) -> dict:
+    sg = model.subgraphs[0]
+
+    def spec(t):
+        tensor = sg.tensors[t]
+        q = tensor.quantization
+        d = {"name": tensor.name, "shape": list(tensor.shape), "type": tensor.type}
+        if q is not None and q.scale is not None and q.scale.size == 1:
+            d["scale"] = float(q.scale[0])
+            d["zero_point"] = int(q.zero_point[0])
+        return d
+
+    return {"inputs": [spec(t) for t in sg.inputs], "outputs": [spec(t) for t in sg.outputs]}
+
+
+def _model_figures(model, data: bytes) -> dict:
+    ops = Counter(model.op_name(op) for sg in model.subgraphs for op in sg.operators)
+    params = 0
+    param_bytes = 0
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            if 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer].data:
+                params += int(np.prod(t.shape, dtype=np.int64))
+                param_bytes += len(model.buffers[t.buffer].data)
+    figures = {"bytes": len(data), "ops": dict(ops), "parameters": params, "parameter_bytes": param_bytes,
+               "arena_bytes": None}
+    try:
+        from edge_sdk.interpreter import Interpreter
+
+        interp = Interpreter(model_content=data)
+        interp.allocate_tensors()
+        figures["arena_bytes"] = int(interp.arena_size)
+    except ModelError as exc:
+        figures["problems"] = [str(exc)]
+    return figures
+
+
+def _check(model, target: str) -> dict:
+    """Run the device-profile check; returns {target, verdict, problems, ...} as plain data."""
+    from edge_sdk.check import check_model
+
+    result = check_model(model, target)
+    if isinstance(result, dict):
+        data = dict(result)
+    elif hasattr(result, "to_dict"):
+        data = dict(result.to_dict())
+    elif dataclasses.is_dataclass(result):
+        data = dataclasses.asdict(result)
+    else:
+        data = {k: getattr(result, k) for k in ("verdict", "problems") if hasattr(result, k)}
+    data["target"] = target
+    data["problems"] = [p if isinstance(p, str) else (p.get("message") or str(p)) if isinstance(p, dict) else str(p)
+                        for p in data.get("problems") or []]
+    return _jsonable(data)
+
+
+def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
+            preprocess=None, exclude=(), nhwc_io=False, eval_data=None) -> ConversionResult:
+    """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
+
+    quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
+    calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
+    array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
+    io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
+    preprocess: an ``edge_sdk.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
+    recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
+    target: a device profile name; a model that cannot run there raises ConversionError with every reason.
+    eval_data: evaluation data (.npz with x, y or a folder of class folders): accuracy, ECE, NLL of the
+    result and of the float model, and their agreement, in ``report["accuracy"]`` and the manifest.
+    """
+    from converters.report import per_layer_table, strip_bins
+    from edge_sdk import log
+    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model.manifest import write_manifest
+
+    mode = "none" if quantize in (None, False) else str(quantize).lower()
+    problems = []
+    if mode not in QUANTIZE_MODES:
+        problems.append(f"quantize must be one of {', '.join(QUANTIZE_MODES)}, not {quantize!r}")
+    if calib_method not in CALIB_METHODS:
+        problems.append(f"calib_method must be one of {', '.join(CALIB_METHODS)}, not {calib_method!r}")
+    if io not in IO_TYPES:
+        problems.append(f"io must be one of {', '.join(IO_TYPES)}, not {io!r}")
+    if mode in _NEEDS_CALIBRATION and calibration is None:
+        problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
+    if problems:
+        raise ConversionError("cannot convert: bad settings", problems)
+    exclude = tuple(exclude or ())
+    label_list = _labels(labels)
+
+    kind, data, name, obj = _read_source(src)
+    sha256 = hashlib.sha256(data).hexdigest()
+    log.stage(f"importing {name} ({kind})")
+    if kind == "onnx":
+        from converters.import_onnx import import_onnx
+
+        model = import_onnx(obj)
+    else:
+        from converters.import_tflite import import_tflite
+
+        model = import_tflite(obj)
+    log.stage("optimizing")
+    from converters.passes import optimize
+
+    model = optimize(model, nhwc_io=nhwc_io)
+    float_model = model
+    float_bytes = write_model(float_model)
+    pre = _preprocess(preprocess, float_model, nhwc_io)
+
+    qreport = None
+    calib_summary = None
+    if mode != "none":
+        log.stage(f"quantizing ({mode})")
+        from converters.quantize import quantize as _quantize
+
+        calib = _calibration(calibration, float_model, pre) if calibration is not None else None
+        result = _quantize(read_model(float_bytes), calib, mode=mode, method=calib_method, io=io, exclude=exclude)
+        model = result.model
+        qreport = _jsonable(getattr(result, "report", None))
+        calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
+                         else type(calibration).__name__, "method": calib_method}
+        if calib is not None and hasattr(calib, "known_length") and calib.known_length() is not None:
+            calib_summary["samples"] = calib.known_length()
+        if isinstance(qreport, dict):
+            for key in ("samples", "calibration_samples"):
+                if isinstance(qreport.get(key), int):
+                    calib_summary["samples"] = qreport[key]
+            if isinstance(qreport.get("calibration"), dict):
+                calib_summary.update({k: v for k, v in qreport["calibration"].items() if not isinstance(v, (list, dict))})
+
+    manifest = {
+        "converter": {"name": "edge-sdk", "version": _version()},
+        "source": {"path": Path(name).name if kind and not name.startswith("<") else name, "format": kind,
+                   "sha256": sha256},
+        "preprocess": pre.to_dict() if pre is not None else None,
+        "labels": label_list,
+        "target": target,
+        "quantization": {"mode": mode, "method": calib_method if mode in _NEEDS_CALIBRATION else None,
+                         "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude)},
+        "calibration": calib_summary,
+        "layout": "NHWC" if nhwc_io else "source",
+        "io": _io_spec(model),
+        "accuracy": None,
+    }
+    write_manifest(model, manifest)
+
+    check = None
+    if target is not None:
+        log.stage(f"checking against {target}")
+        check = _check(model, target)
+        if check.get("verdict") == "fails":
+            raise ConversionError(f"{name}: the converted model cannot run on {target}; nothing was written",
+                                  check["problems"] or ["the device-profile check failed (no reason given)"])
+
+    accuracy = None
+    if eval_data is not None:
+        log.stage("evaluating")
+        from converters.evaluate import evaluate
+
+        accuracy = evaluate(write_model(model), eval_data, reference=float_bytes if mode != "none" else None,
+                            labels=label_list, preprocess=pre)
+        manifest["accuracy"] = strip_bins(accuracy)
+        write_manifest(model, manifest)
+
+    tflite = write_model(model)
+    report = {
+        "source": {"path": name, "format": kind, "sha256": sha256, "bytes": len(data)},
+        "output": _model_figures(model, tflite),
+        "float": {"bytes": len(float_bytes)},
+        "quantization": {"mode": mode, "method": manifest["quantization"]["method"],
+                         "io": manifest["quantization"]["io"], "exclude": list(exclude), "report": qreport},
+        "calibration": calib_summary,
+        "layers": per_layer_table(qreport),
+        "check": check,
+        "accuracy": accuracy,
+        "manifest": manifest,
+    }
+    return ConversionResult(model=model, tflite=tflite, report=_jsonable(report))
+
+
+__all__ = ["CALIB_METHODS", "QUANTIZE_MODES", "ConversionResult", "convert"]

@@ -36,6 +36,52 @@ def _cmd_inspect(args) -> int:
     return 0
 
 
+def _exit_code(exc: BaseException) -> int:
+    return next((c for t, c in EXIT_CODES if isinstance(exc, t)), 1)
+
+
+def _cmd_convert(args) -> int:
+    from converters import convert
+    from converters.report import format_conversion
+    from edge_sdk.errors import ConversionError
+
+    preprocess = None
+    if args.mean is not None or args.std is not None:
+        preprocess = {k: v for k, v in (("mean", args.mean), ("std", args.std)) if v is not None}
+    try:
+        result = convert(args.src, target=args.target, quantize=args.quantize, calibration=args.calib,
+                         calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
+                         exclude=tuple(args.exclude or ()), nhwc_io=args.nhwc_io, eval_data=args.eval)
+    except ConversionError as exc:
+        if not args.json:
+            raise
+        json.dump({"error": str(exc).splitlines()[0], "problems": exc.problems, "written": None}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        sys.stderr.write(f"edge convert: error: {exc}\n")
+        return _exit_code(exc)
+    result.save(args.output)
+    if args.json:
+        json.dump({**result.report, "written": args.output}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_conversion(result.report))
+        sys.stdout.write(f"wrote {args.output} ({len(result.tflite)} bytes)\n")
+    return 0
+
+
+def _cmd_evaluate(args) -> int:
+    from converters.evaluate import evaluate
+    from converters.report import format_evaluation
+
+    report = evaluate(args.model, args.data, reference=args.reference, labels=args.labels, plot=args.plot)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_evaluation(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -46,6 +92,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_inspect)
+
+    p = sub.add_parser("convert", help="convert an ONNX or float .tflite model to an int8/fp16 TFLite package")
+    p.add_argument("src", help="the source model (.onnx or float .tflite)")
+    p.add_argument("-o", "--output", required=True, help="the .tflite to write (only when conversion succeeds)")
+    p.add_argument("--target", help="device profile to check against before writing")
+    p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"])
+    p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz")
+    p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse"])
+    p.add_argument("--io", default="int8", choices=["int8", "float32"], help="model input/output type (int modes)")
+    p.add_argument("--labels", help="labels file, one per line")
+    p.add_argument("--mean", type=float, nargs="+", help="input mean per channel (after scaling pixels to 0..1)")
+    p.add_argument("--std", type=float, nargs="+", help="input std per channel")
+    p.add_argument("--nhwc-io", action="store_true", help="channels-last model input/output")
+    p.add_argument("--exclude", action="append", metavar="NODE", help="keep this node in float (repeatable)")
+    p.add_argument("--eval", metavar="DATA", help="evaluation data (.npz with x, y or a folder of class folders)")
+    p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
+    p.set_defaults(func=_cmd_convert)
+
+    p = sub.add_parser("evaluate", help="accuracy, calibration (ECE, NLL) and agreement with a float reference")
+    p.add_argument("model", help="the model to evaluate (.tflite, or .onnx)")
+    p.add_argument("--data", required=True, help=".npz with x and y, or a folder of class-named image folders")
+    p.add_argument("--reference", help="the float source model to compare against (.onnx or .tflite)")
+    p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
+    p.add_argument("--plot", help="write a reliability-diagram PNG here")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_cmd_evaluate)
     return parser
 
 

@@ -10,8 +10,8 @@ The manifest says how to feed the model and what it was made from::
       "format": 1,
       "converter": {"name": "edge-sdk", "version": "0.1.0"},
       "source": {"path": "net.onnx", "sha256": "...", "format": "onnx"},
-      "preprocess": {"size": [28, 28], "resize": "bilinear", "crop": "center", "mean": [...], "std": [...],
-                     "channel_order": "RGB", "layout": "NCHW", "value_range": [0, 1]},
+      "preprocess": {"size": [28, 28], "resize": "center-crop", "mean": [...], "std": [...],
+                     "channels": "RGB", "layout": "NCHW", "value_range": [0, 1]},   # Preprocess.to_dict()
       "labels": ["cat", "dog"],
       "target": "stm32f746-disco",
       "quantization": {"mode": "int8", "method": "minmax", "io": "int8", "exclude": []},
@@ -117,7 +117,7 @@ def summarize_manifest(manifest: dict) -> list[str]:
         parts = []
         if pre.get("size"):
             parts.append("size " + "x".join(str(s) for s in pre["size"]))
-        for key in ("resize", "crop", "channel_order", "layout"):
+        for key in ("resize", "channels", "layout", "dtype"):
             if pre.get(key):
                 parts.append(f"{key} {pre[key]}")
         if pre.get("value_range") is not None:

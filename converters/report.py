@@ -1,0 +1,183 @@
+"""Reports for people: the reliability diagram (a PNG drawn with Pillow), the per-layer quantization error
+table, and the text summaries ``edge convert`` and ``edge evaluate`` print.
+
+All functions take the plain dicts that ``converters.evaluate`` and ``converters.convert`` return.
+"""
+
+from __future__ import annotations
+
+import math
+
+# ------------------------------------------------------------------------------------- reliability diagram
+
+
+def reliability_diagram(bins: list[dict], path, reference_bins: list[dict] | None = None,
+                        size: tuple[int, int] = (480, 480), title: str = "") -> tuple[int, int]:
+    """Draw accuracy per confidence bin (bars) against the diagonal of perfect calibration; the gap to the
+    diagonal is shaded. With ``reference_bins`` the reference's accuracies are drawn as outlined bars.
+    Writes a PNG of ``size`` (width, height) pixels to ``path`` and returns the size."""
+    from PIL import Image, ImageDraw
+
+    width, height = int(size[0]), int(size[1])
+    img = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(img)
+    left, right, top, bottom = 56, width - 16, 36, height - 44
+    pw, ph = right - left, bottom - top
+
+    def xy(conf: float, acc: float) -> tuple[float, float]:
+        return left + conf * pw, bottom - acc * ph
+
+    for k in range(6):  # grid and tick labels
+        v = k / 5
+        gx, gy = xy(v, v)
+        draw.line([(gx, top), (gx, bottom)], fill=(230, 230, 230))
+        draw.line([(left, gy), (right, gy)], fill=(230, 230, 230))
+        draw.text((gx - 8, bottom + 6), f"{v:.1f}", fill="black")
+        draw.text((left - 30, gy - 6), f"{v:.1f}", fill="black")
+    for b in bins:
+        if not b["count"]:
+            continue
+        x0, _ = xy(b["lower"], 0)
+        x1, _ = xy(b["upper"], 0)
+        _, ya = xy(0, b["accuracy"])
+        _, yc = xy(0, b["confidence"])
+        draw.rectangle([x0 + 1, ya, x1 - 1, bottom], fill=(66, 114, 196), outline=(30, 60, 120))
+        lo, hi = sorted((ya, yc))
+        if hi - lo >= 1:
+            draw.rectangle([x0 + 1, lo, x1 - 1, hi], fill=(230, 120, 120), outline=(180, 50, 50))
+    for b in reference_bins or []:
+        if b["count"]:
+            x0, _ = xy(b["lower"], 0)
+            x1, _ = xy(b["upper"], 0)
+            _, ya = xy(0, b["accuracy"])
+            draw.line([(x0 + 2, ya), (x1 - 2, ya)], fill=(20, 150, 60), width=3)
+    draw.line([xy(0, 0), xy(1, 1)], fill=(90, 90, 90), width=1)
+    draw.rectangle([left, top, right, bottom], outline="black")
+    draw.text((left, 10), title or "reliability diagram", fill="black")
+    draw.text((left + pw // 2 - 30, height - 20), "confidence", fill="black")
+    draw.text((4, top - 24), "accuracy", fill="black")
+    legend = "blue: accuracy  red: gap" + ("  green: reference" if reference_bins else "")
+    draw.text((right - 7 * len(legend), 10 + 12), legend, fill=(80, 80, 80))
+    img.save(path, format="PNG")
+    return width, height
+
+
+# ------------------------------------------------------------------------------ per-layer quantization error
+
+
+def _first(d: dict, *keys):
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return None
+
+
+def per_layer_table(quant_report) -> list[dict]:
+    """Rows {name, op, snr_db, cosine} from the quantizer's report, worst (lowest SNR) first.
+
+    Accepts the quantizer's report dict (its per-layer list under "layers", "per_layer" or "tensors") or the
+    list itself; rows lacking an SNR sort last."""
+    if quant_report is None:
+        return []
+    rows = quant_report
+    if isinstance(quant_report, dict):
+        rows = _first(quant_report, "layers", "per_layer", "tensors", "layer_errors") or []
+        if isinstance(rows, dict):
+            rows = [{"name": k, **(v if isinstance(v, dict) else {"snr_db": v})} for k, v in rows.items()]
+    table = []
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        snr = _first(r, "snr_db", "snr", "sqnr_db", "sqnr")
+        cos = _first(r, "cosine", "cosine_similarity", "cos")
+        table.append({
+            "name": str(_first(r, "name", "tensor", "node") or "?"),
+            "op": _first(r, "op", "op_type"),
+            "snr_db": None if snr is None else float(snr),
+            "cosine": None if cos is None else float(cos),
+        })
+    table.sort(key=lambda r: (r["snr_db"] is None, r["snr_db"] if r["snr_db"] is not None else 0.0))
+    return table
+
+
+def format_layer_table(table: list[dict], limit: int = 10) -> str:
+    if not table:
+        return ""
+    lines = [f"  {'layer (worst first)':44s} {'op':18s} {'SNR dB':>8s} {'cosine':>8s}"]
+    for r in table[:limit]:
+        name = r["name"] if len(r["name"]) <= 44 else "…" + r["name"][-43:]
+        snr = "-" if r["snr_db"] is None else ("inf" if math.isinf(r["snr_db"]) else f"{r['snr_db']:.1f}")
+        cos = "-" if r["cosine"] is None else f"{r['cosine']:.5f}"
+        lines.append(f"  {name:44s} {str(r['op'] or ''):18s} {snr:>8s} {cos:>8s}")
+    if len(table) > limit:
+        lines.append(f"  ... {len(table) - limit} more (--json for all)")
+    return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------------------------------- text reports
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.2f}%"
+
+
+def _num(v, fmt=".4f") -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else format(v, fmt)
+
+
+def format_metrics(m: dict, label: str) -> str:
+    return (f"{label:10s} top-1 {_pct(m['top1']):>8s}  top-5 {_pct(m['top5']):>8s}  ECE {_num(m['ece'])}  "
+            f"NLL {_num(m['nll'])}  ({m['samples']} samples)")
+
+
+def format_evaluation(report: dict) -> str:
+    lines = [format_metrics(report["model"], "model")]
+    if report.get("reference"):
+        lines.append(format_metrics(report["reference"], "reference"))
+        lines.append(f"accuracy drop {100 * report['accuracy_drop']:+.2f} points, ECE change "
+                     f"{report['ece_change']:+.4f}, argmax agreement {_pct(report['agreement'])}, "
+                     f"mean |logit error| {_num(report['mean_abs_logit_error'])}")
+    if report.get("plot"):
+        lines.append(f"reliability diagram: {report['plot']}")
+    return "\n".join(lines) + "\n"
+
+
+def strip_bins(accuracy: dict | None) -> dict | None:
+    """The accuracy report without its per-bin rows (what the manifest keeps)."""
+    if not accuracy:
+        return accuracy
+    out = {}
+    for k, v in accuracy.items():
+        out[k] = {kk: vv for kk, vv in v.items() if kk != "bins"} if isinstance(v, dict) else v
+    return out
+
+
+def format_conversion(report: dict) -> str:
+    src = report.get("source", {})
+    out = report.get("output", {})
+    lines = [f"source     {src.get('path', '?')} ({src.get('format', '?')}, sha256 {str(src.get('sha256', ''))[:12]}…)"]
+    ops = out.get("ops") or {}
+    if ops:
+        lines.append(f"ops        {sum(ops.values())}: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items())))
+    lines.append(f"params     {out.get('parameters', '?')} ({out.get('parameter_bytes', '?')} bytes)")
+    lines.append(f"model      {out.get('bytes', '?')} bytes")
+    if out.get("arena_bytes") is not None:
+        lines.append(f"arena      {out['arena_bytes']} bytes")
+    q = report.get("quantization") or {}
+    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"
+                                                        if q.get("mode") not in (None, "none", "fp16") else ""))
+    if q.get("excluded"):
+        lines.append(f"kept float {', '.join(q['excluded'])}")
+    table = report.get("layers") or []
+    if table:
+        lines.append("per-layer quantization error:")
+        lines.append(format_layer_table(table).rstrip("\n"))
+    check = report.get("check")
+    if check:
+        lines.append(f"target     {check.get('target')}: {check.get('verdict')}")
+        for p in check.get("problems") or []:
+            lines.append(f"  - {p}")
+    acc = report.get("accuracy")
+    if acc:
+        lines.append(format_evaluation(acc).rstrip("\n"))
+    return "\n".join(lines) + "\n"
