@@ -483,6 +483,11 @@ class Interpreter:
                         init = init.reshape(info.shape)
                     elif info.type == "INT8" and info.zero_point is not None and info.zero_point.size:
                         init = int(info.zero_point[0])
+                        if not -128 <= init <= 127:
+                            raise ModelError(
+                                f"{'subgraph %d ' % s if s else ''}variable tensor {info.index} '{info.name}': "
+                                f"zero point {init} is outside INT8's range"
+                            )
                     else:
                         init = 0
                     p.variables.append((views[-1], init))

@@ -703,3 +703,40 @@ def test_inputs_survive_invoke_like_litert_with_a_tflm_sized_arena():
     interp.tensor(x)()[...] = -value
     interp.invoke()
     np.testing.assert_allclose(interp.get_tensor(y), 1 / (1 + np.exp(-np.tanh(np.maximum(-value, 0)))), rtol=1e-6)
+
+
+def test_variable_zero_point_out_of_range_is_a_model_error():
+    """A variable INT8 tensor whose zero point does not fit INT8 is refused at allocate (not OverflowError)."""
+    import numpy as np
+
+    from edge_sdk import Interpreter, ModelError
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "INT8", scale=0.1, zero_point=0)
+    state = g.tensor("state", (1, 4), "INT8", scale=0.1, zero_point=1000, is_variable=True)
+    y = g.tensor("y", (1, 4), "INT8", scale=0.1, zero_point=0)
+    g.op("ADD", [x, state], [y])
+    g.output(y)
+    with pytest.raises(ModelError, match="zero point 1000"):
+        Interpreter(model=g.build()).allocate_tensors()
+
+
+def test_models_deep_copy_and_pickle():
+    import copy
+    import pickle
+
+    import numpy as np
+
+    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (2,), "FLOAT32")
+    c = g.constant("c", np.array([1.0, 2.0], np.float32))
+    y = g.tensor("y", (2,), "FLOAT32")
+    g.op("ADD", [x, c], [y])
+    g.output(y)
+    model = read_model(write_model(g.build()))  # buffers are memoryviews of the file
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert write_model(clone) == write_model(model)

@@ -103,7 +103,13 @@ class Tensor:
 class Buffer:
     """Raw bytes of a constant tensor, or metadata. ``data`` is empty for tensors computed at run time."""
 
-    data: bytes = b""
+    data: bytes = b""  # the reader gives a zero-copy memoryview of the file; copies and pickles get bytes
+
+    def __deepcopy__(self, memo) -> "Buffer":
+        return Buffer(bytes(self.data))
+
+    def __reduce__(self):
+        return (Buffer, (bytes(self.data),))
 
 
 @dataclass
