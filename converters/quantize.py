@@ -1,0 +1,858 @@
+"""Post-training quantization of a float ``Model``: int8, int16x8, fp16 and dynamic-range.
+
+    result = quantize(model, calibration, mode="int8", method="minmax", io="int8", exclude=())
+    result.model        # the quantized Model (write it with edge_sdk.model.write_model)
+    result.report       # ranges/scales per tensor, calibration summary, per-layer error worst first
+
+Modes:
+
+- "int8": full-integer. Weights of CONV_2D / FULLY_CONNECTED / TRANSPOSE_CONV are int8 per output channel
+  (quantized_dimension 0), DEPTHWISE_CONV_2D's along its channel axis 3; symmetric, [-127, 127], zero point 0.
+  Activations are per-tensor asymmetric int8 from the calibration ranges (always containing zero). Biases
+  are int32 with scale input_scale * weight_scale (a weight scale is raised where a bias would overflow).
+  Ops whose TFLM kernels need fixed or shared output quantization get it: SOFTMAX / LOGISTIC 1/256 zp -128,
+  TANH 1/128 zp 0, LOG_SOFTMAX 16/256 zp 127; pools, reshapes, transposes, pads, slices, gathers, resizes,
+  REDUCE_MAX keep their input's quantization; CONCATENATION / PACK / MAXIMUM / MINIMUM share one quantization
+  over all inputs and the output (an input quantized differently is requantized by an int8 QUANTIZE).
+  ``io="int8"`` gives int8 model inputs/outputs; ``io="float32"`` keeps float I/O with QUANTIZE after each
+  input and DEQUANTIZE before each output.
+- "int16x8": the same with int16 activations (symmetric, zero point 0) and int64 biases; fixed outputs
+  SOFTMAX / LOGISTIC / TANH at 1/32768 zp 0.
+- "fp16": every float32 constant is stored as float16 and feeds a DEQUANTIZE (LiteRT runs it; TFLM cannot).
+- "dynamic": int8 weights for CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED with float activations, which
+  LiteRT's hybrid kernels quantize on the fly. Hosts only: edge-sdk's interpreter and TFLM refuse it.
+
+Calibration (int8 / int16x8): the float model runs in edge-sdk's interpreter with every intermediate tensor
+made a model output (outputs are never reused by the arena plan), sample by sample. Ranges per tensor:
+"minmax" (the observed extremes), "percentile" (clip at ``percentile`` and 100 - ``percentile`` of the
+values), "mse" (the clipping range whose fake-quantization has the least mean squared error on the values).
+Percentile and MSE work on a seeded subsample of each tensor's values (at most ``MAX_VALUES`` kept).
+
+``exclude`` names operators (op index, or the name of one of their output tensors) that stay float, with
+DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
+``ConversionError``; pass them in ``exclude`` to keep them float.
+
+The report's ``layers`` list has, for every quantized activation, the SNR (dB) and cosine similarity of its
+dequantized value against the float model's on the calibration samples, worst SNR first.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from converters.calibration import CalibrationData, calibration_data
+from edge_sdk import log
+from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
+from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
+
+MODES = ("int8", "int16x8", "fp16", "dynamic")
+METHODS = ("minmax", "percentile", "mse")
+MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
+INT32_MAX = 2**31 - 1
+
+# Weighted ops: (weights input, bias input, weights' channel axis).
+_WEIGHTED = {
+    "CONV_2D": (1, 2, 0),
+    "DEPTHWISE_CONV_2D": (1, 2, 3),
+    "FULLY_CONNECTED": (1, 2, 0),
+    "TRANSPOSE_CONV": (1, 3, 0),
+}
+# Ops whose output keeps the quantization of one data input (index given); other inputs are int32 params.
+_SAME_AS_INPUT = {
+    "RESHAPE": 0, "SQUEEZE": 0, "EXPAND_DIMS": 0, "TRANSPOSE": 0, "MAX_POOL_2D": 0, "AVERAGE_POOL_2D": 0,
+    "PAD": 0, "PADV2": 0, "STRIDED_SLICE": 0, "SLICE": 0, "GATHER": 0, "DEPTH_TO_SPACE": 0,
+    "SPACE_TO_DEPTH": 0, "SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0, "RESIZE_NEAREST_NEIGHBOR": 0,
+    "RESIZE_BILINEAR": 0, "REDUCE_MAX": 0,
+}
+# Ops whose inputs and output all share one quantization.
+_SHARED = {"CONCATENATION", "PACK", "MAXIMUM", "MINIMUM"}
+# Ops with their own output range (from calibration); float constant inputs get their own per-tensor params.
+_OWN_OUTPUT = {
+    "ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH",
+    "PRELU", "MEAN", "SUM", "RSQRT", "DIV",
+}
+# Fixed output quantization: op -> {activation type: (scale, zero point)}.
+_FIXED = {
+    "SOFTMAX": {"INT8": (1 / 256, -128), "INT16": (1 / 32768, 0)},
+    "LOGISTIC": {"INT8": (1 / 256, -128), "INT16": (1 / 32768, 0)},
+    "TANH": {"INT8": (1 / 128, 0), "INT16": (1 / 32768, 0)},
+    "LOG_SOFTMAX": {"INT8": (16 / 256, 127)},
+}
+# Ops whose outputs are not activations (int32 indices, shapes): inputs quantized, outputs copied.
+_NON_FLOAT_OUTPUT = {"ARG_MAX", "SHAPE"}
+
+# Op versions of the quantized ops, as TFLite numbers them (a runtime accepts any version up to its max).
+_VERSIONS = {
+    "INT8": {"CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "TRANSPOSE_CONV": 3, "ADD": 2,
+             "SUB": 2, "MUL": 2, "SOFTMAX": 2, "LOGISTIC": 2, "TANH": 2, "CONCATENATION": 2, "MAX_POOL_2D": 2,
+             "AVERAGE_POOL_2D": 2, "PAD": 2, "PADV2": 2, "STRIDED_SLICE": 2, "SLICE": 2, "TRANSPOSE": 2,
+             "MEAN": 2, "QUANTIZE": 2, "DEQUANTIZE": 2, "MAXIMUM": 2, "MINIMUM": 2, "PACK": 2, "UNPACK": 2,
+             "GATHER": 2, "SPLIT": 2, "SPLIT_V": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
+             "LEAKY_RELU": 2, "RELU": 2, "RELU6": 2, "PRELU": 1, "HARD_SWISH": 1, "ARG_MAX": 2,
+             "LOG_SOFTMAX": 2, "SQUARED_DIFFERENCE": 2, "DEPTH_TO_SPACE": 2, "SPACE_TO_DEPTH": 2,
+             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1},
+    "INT16": {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 5, "FULLY_CONNECTED": 7, "TRANSPOSE_CONV": 3, "ADD": 3,
+              "SUB": 3, "MUL": 4, "SOFTMAX": 3, "LOGISTIC": 3, "TANH": 3, "CONCATENATION": 3, "MAX_POOL_2D": 3,
+              "AVERAGE_POOL_2D": 3, "PAD": 4, "PADV2": 4, "STRIDED_SLICE": 4, "SLICE": 4, "TRANSPOSE": 5,
+              "MEAN": 3, "QUANTIZE": 3, "DEQUANTIZE": 4, "MAXIMUM": 4, "MINIMUM": 4, "PACK": 3, "UNPACK": 4,
+              "GATHER": 2, "SPLIT": 4, "SPLIT_V": 2, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4,
+              "LEAKY_RELU": 2, "RELU": 3, "RELU6": 3, "ARG_MAX": 2, "REDUCE_MAX": 3, "SUM": 2},
+}
+
+
+@dataclass
+class QuantizationResult:
+    model: Model
+    report: dict = field(default_factory=dict)
+
+    def tflite(self) -> bytes:
+        from edge_sdk.model import write_model
+
+        return write_model(self.model)
+
+
+# ================================================================================================ calibration
+class _Stats:
+    """Running extremes of one tensor plus a seeded, thinned subsample of its values."""
+
+    def __init__(self, seed: int):
+        self.min, self.max = math.inf, -math.inf
+        self.parts: list[np.ndarray] = []
+        self.kept = 0
+        self.rate = 1.0
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, x: np.ndarray, keep_values: bool) -> None:
+        if x.size == 0:
+            return
+        self.min = min(self.min, float(x.min()))
+        self.max = max(self.max, float(x.max()))
+        if not keep_values:
+            return
+        v = x.reshape(-1)
+        if self.rate < 1.0:
+            v = v[self.rng.random(v.size) < self.rate]
+        self.parts.append(v.astype(np.float32, copy=True))
+        self.kept += v.size
+        if self.kept > MAX_VALUES:
+            all_v = np.concatenate(self.parts)
+            all_v = all_v[self.rng.random(all_v.size) < 0.5]
+            self.parts, self.kept, self.rate = [all_v], all_v.size, self.rate / 2
+
+    def values(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, np.float32)
+
+
+def _exposed(model: Model) -> tuple[Model, list[int]]:
+    """A copy of the model whose outputs are every tensor an operator writes (the original outputs first)."""
+    sg = model.subgraphs[0]
+    outs = list(sg.outputs)
+    seen = set(outs)
+    for op in sg.operators:
+        for t in op.outputs:
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                outs.append(t)
+    m = copy.copy(model)
+    m.subgraphs = [copy.copy(s) for s in model.subgraphs]
+    m.subgraphs[0].outputs = outs
+    return m, outs
+
+
+def _runner(model: Model):
+    from edge_sdk.interpreter import Interpreter
+
+    exposed, outs = _exposed(model)
+    interp = Interpreter(model=exposed)
+    interp.allocate_tensors()
+    ins = [d["index"] for d in interp.get_input_details()]
+
+    def run(sample):
+        for i, x in zip(ins, sample):
+            interp.set_tensor(i, x)
+        interp.invoke()
+        return {t: np.array(interp.get_tensor(t)) for t in outs}
+
+    return run, exposed
+
+
+def _clip_range(stats: _Stats, method: str, percentile: float, qmin: int, qmax: int,
+                symmetric: bool) -> tuple[float, float]:
+    lo, hi = stats.min, stats.max
+    if method == "minmax" or not stats.parts:
+        return lo, hi
+    v = stats.values()
+    if method == "percentile":
+        if symmetric:
+            r = float(np.percentile(np.abs(v), percentile))
+            return max(lo, -r), min(hi, r)
+        a, b = np.percentile(v, [100.0 - percentile, percentile])
+        return float(a), float(b)
+    # mse: a grid over the clipping range, minimizing the fake-quantization error of the kept values
+    if v.size > 1 << 15:
+        v = v[np.random.default_rng(0).choice(v.size, 1 << 15, replace=False)]
+    v = v.astype(np.float64)
+
+    def err(a, b):
+        s, z = _affine(a, b, qmin, qmax, symmetric)
+        q = np.clip(_round(v / s) + z, qmin, qmax)
+        return float(np.mean((v - (q - z) * s) ** 2))
+
+    best = (err(lo, hi), lo, hi)
+    for t in np.linspace(0.05, 1.0, 40):
+        e = err(lo * t, hi * t)
+        if e < best[0]:
+            best = (e, lo * t, hi * t)
+    if not symmetric:  # refine each end alone
+        _, a0, b0 = best
+        for t in np.linspace(0.5, 1.5, 21):
+            a = max(lo, a0 * t)
+            e = err(a, b0)
+            if e < best[0]:
+                best = (e, a, b0)
+        _, a0, b0 = best
+        for t in np.linspace(0.5, 1.5, 21):
+            b = min(hi, b0 * t)
+            e = err(a0, b)
+            if e < best[0]:
+                best = (e, a0, b)
+    return best[1], best[2]
+
+
+# ================================================================================================ arithmetic
+def _round(x):
+    """Round half away from zero (TFLite's rounding)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def _affine(lo: float, hi: float, qmin: int, qmax: int, symmetric: bool) -> tuple[float, int]:
+    """(scale, zero point) covering [lo, hi] widened to contain zero."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    if symmetric:
+        r = max(-lo, hi)
+        if not r > 1e-12 or not math.isfinite(r):
+            r = 1.0
+        return float(np.float32(r / qmax)), 0
+    if not hi - lo > 1e-12 or not math.isfinite(hi - lo):
+        lo, hi = 0.0, 1.0
+    scale = float(np.float32((hi - lo) / (qmax - qmin)))
+    zp = int(np.clip(_round(qmin - lo / scale), qmin, qmax))
+    return scale, zp
+
+
+def _quantize_array(x: np.ndarray, scale, zp, qmin: int, qmax: int, dtype, axis: int | None = None) -> np.ndarray:
+    s = np.asarray(scale, np.float64)
+    z = np.asarray(zp, np.int64)
+    if axis is not None and s.size > 1:
+        shape = [1] * x.ndim
+        shape[axis] = s.size
+        s, z = s.reshape(shape), np.broadcast_to(z, s.shape).reshape(shape)
+    return np.clip(_round(x.astype(np.float64) / s) + z, qmin, qmax).astype(dtype)
+
+
+def _weight_scales(w: np.ndarray, axis: int, bias: np.ndarray | None, input_scale: float,
+                   bias_limit: int) -> np.ndarray:
+    """Per-channel symmetric scales over [-127, 127]; all-zero channels borrow the others' mean; a scale
+    is raised where the bias would not fit its integer type."""
+    moved = np.moveaxis(w.astype(np.float64), axis, 0).reshape(w.shape[axis], -1)
+    m = np.abs(moved).max(axis=1) if moved.size else np.zeros(w.shape[axis])
+    scales = m / 127.0
+    nonzero = scales > 0
+    fill = float(scales[nonzero].mean()) if nonzero.any() else 1.0
+    scales = np.where(nonzero, scales, fill)
+    if bias is not None:
+        need = np.abs(bias.astype(np.float64)) / (input_scale * bias_limit) * 1.01
+        scales = np.maximum(scales, need)
+    return scales.astype(np.float32)
+
+
+# ================================================================================================ the graph
+class _Build:
+    """The quantized graph under construction: new tensors, buffers, ops, op codes."""
+
+    def __init__(self, model: Model, act: str):
+        self.src = model
+        self.sg = model.subgraphs[0]
+        self.act = act
+        self.qmin, self.qmax = (-128, 127) if act == "INT8" else (-32768, 32767)
+        self.tensors: list[Tensor] = []
+        self.buffers: list[Buffer] = [Buffer()]
+        self.ops: list[Operator] = []
+        self.codes: list[OperatorCode] = []
+        self.qt: dict[int, int] = {}  # source tensor -> its quantized (or non-float) copy
+        self.ft: dict[int, int] = {}  # source tensor -> its float copy
+        self.origin: dict[int, int] = {}  # new op index -> source op index (None for inserted Q/DQ)
+
+    # ---------------------------------------------------------------- tensors
+    def add_tensor(self, src: Tensor, type: str, quant: Quantization | None, data: np.ndarray | None = None,
+                   suffix: str = "") -> int:
+        buffer = 0
+        if data is not None:
+            self.buffers.append(Buffer(np.ascontiguousarray(data).astype(data.dtype.newbyteorder("<")).tobytes()))
+            buffer = len(self.buffers) - 1
+        t = Tensor(name=src.name + suffix, shape=tuple(src.shape), type=type, buffer=buffer, quantization=quant,
+                   shape_signature=src.shape_signature, is_variable=src.is_variable, has_rank=src.has_rank)
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def copy_tensor(self, t: int) -> int:
+        """A non-float tensor (or a float one kept float), with its constant data."""
+        src = self.sg.tensors[t]
+        data = self.src.tensor_data(0, t) if self.src.buffers[src.buffer].data and not src.is_variable else None
+        if data is not None and src.sparsity is None:
+            return self.add_tensor(src, src.type, src.quantization, np.asarray(data))
+        n = self.add_tensor(src, src.type, src.quantization)
+        if data is not None:  # sparse or otherwise raw: keep the stored bytes as they are
+            self.buffers.append(Buffer(bytes(self.src.buffers[src.buffer].data)))
+            self.tensors[n].buffer = len(self.buffers) - 1
+            self.tensors[n].sparsity = src.sparsity
+        return n
+
+    def quant(self, scale, zp, axis: int = 0) -> Quantization:
+        s = np.atleast_1d(np.asarray(scale, np.float32))
+        z = np.atleast_1d(np.asarray(zp, np.int64))
+        if z.size == 1 and s.size > 1:
+            z = np.full(s.size, int(z[0]), np.int64)
+        return Quantization(scale=s, zero_point=z, quantized_dimension=axis)
+
+    def params_of(self, new: int) -> tuple[float, int]:
+        q = self.tensors[new].quantization
+        return float(q.scale[0]), int(q.zero_point[0])
+
+    # ---------------------------------------------------------------- ops
+    def add_op(self, name: str, inputs, outputs, options: dict | None = None, options_type=None, version=1,
+               origin=None, custom_options=None) -> None:
+        code = OperatorCode(builtin_code=BUILTIN_OPERATOR_CODES[name], version=version) if name in \
+            BUILTIN_OPERATOR_CODES else OperatorCode(builtin_code=32, custom_code=name, version=version)
+        if code not in self.codes:
+            self.codes.append(code)
+        if options is None and options_type is None:
+            from edge_sdk.model.writer import option_defaults, options_for
+
+            options_type = options_for(name)
+            options = option_defaults(options_type) if options_type else {}
+        self.ops.append(Operator(opcode_index=self.codes.index(code), inputs=list(inputs), outputs=list(outputs),
+                                 options_type=options_type, options=dict(options or {}),
+                                 custom_options=custom_options))
+        self.origin[len(self.ops) - 1] = origin
+
+    def version(self, name: str, src_version: int) -> int:
+        from edge_sdk import op_table
+
+        v = _VERSIONS.get(self.act, {}).get(name, src_version)
+        row = op_table.OPS.get(name)
+        return max(src_version, min(v, row.max_version if row else v))
+
+    def get_q(self, t: int, quant: Quantization | None = None) -> int:
+        """The quantized copy of source tensor t (QUANTIZE from its float copy when only that exists; with
+        ``quant``, a copy in exactly that quantization, requantizing when it differs)."""
+        if t not in self.qt:
+            f = self.ft[t]
+            q = quant if quant is not None else self.default_quant(t)
+            n = self.add_tensor(self.sg.tensors[t], self.act, q, suffix="_quant")
+            self.add_op("QUANTIZE", [f], [n], version=self.version("QUANTIZE", 1))
+            self.qt[t] = n
+            return n
+        n = self.qt[t]
+        if quant is None or _same_quant(self.tensors[n].quantization, quant):
+            return n
+        r = self.add_tensor(self.sg.tensors[t], self.act, quant, suffix="_requant")
+        self.add_op("QUANTIZE", [n], [r], version=self.version("QUANTIZE", 1))
+        return r
+
+    def get_f(self, t: int) -> int:
+        if t not in self.ft:
+            q = self.qt[t]
+            n = self.add_tensor(self.sg.tensors[t], "FLOAT32", None, suffix="_dequant")
+            self.add_op("DEQUANTIZE", [q], [n], version=self.version("DEQUANTIZE", 1))
+            self.ft[t] = n
+        return self.ft[t]
+
+    def default_quant(self, t: int) -> Quantization:
+        lo, hi = self.ranges[t]
+        return self.quant(*_affine(lo, hi, self.qmin, self.qmax, self.act == "INT16"))
+
+    def build(self, inputs: list[int], outputs: list[int]) -> Model:
+        sg = SubGraph(tensors=self.tensors, inputs=inputs, outputs=outputs, operators=self.ops, name=self.sg.name)
+        sigs = []
+        for sd in self.src.signature_defs:
+            if sd.subgraph_index != 0:
+                continue
+            sigs.append(type(sd)(sd.signature_key, 0,
+                                 {k: self.io_map[v] for k, v in sd.inputs.items() if v in self.io_map},
+                                 {k: self.io_map[v] for k, v in sd.outputs.items() if v in self.io_map}))
+        return Model(operator_codes=self.codes, subgraphs=[sg], buffers=self.buffers, version=self.src.version,
+                     description=self.src.description, signature_defs=sigs)
+
+
+def _same_quant(a: Quantization | None, b: Quantization | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (np.array_equal(np.asarray(a.scale, np.float32), np.asarray(b.scale, np.float32))
+            and np.array_equal(np.asarray(a.zero_point, np.int64), np.asarray(b.zero_point, np.int64)))
+
+
+def _is_float(model: Model, t: int) -> bool:
+    return t >= 0 and model.subgraphs[0].tensors[t].type == "FLOAT32"
+
+
+def _is_const(model: Model, t: int) -> bool:
+    tensor = model.subgraphs[0].tensors[t]
+    return not tensor.is_variable and bool(model.buffers[tensor.buffer].data)
+
+
+def _resolve_exclude(model: Model, exclude) -> set[int]:
+    sg = model.subgraphs[0]
+    by_name = {}
+    for i, op in enumerate(sg.operators):
+        for t in op.outputs:
+            if t >= 0:
+                by_name[sg.tensors[t].name] = i
+    out, unknown = set(), []
+    for e in exclude or ():
+        if isinstance(e, (int, np.integer)) and not isinstance(e, bool):
+            if not 0 <= e < len(sg.operators):
+                unknown.append(f"op index {e} (the model has {len(sg.operators)} ops)")
+            else:
+                out.add(int(e))
+        elif isinstance(e, str) and e in by_name:
+            out.add(by_name[e])
+        elif isinstance(e, str) and e.isdigit() and int(e) < len(sg.operators):
+            out.add(int(e))
+        else:
+            unknown.append(f"{e!r} names no op index or op output tensor")
+    if unknown:
+        raise ModelError("quantize: exclude: " + "; ".join(unknown))
+    return out
+
+
+def _quantizable(model: Model, i: int, op: Operator) -> str | None:
+    """None when the quantizer has a rule for this op, else why not."""
+    name = model.op_name(op)
+    if name in _WEIGHTED:
+        w = op.inputs[_WEIGHTED[name][0]]
+        if not _is_const(model, w):
+            return "its weights are not constant"
+        return None
+    if name in _SAME_AS_INPUT or name in _SHARED or name in _OWN_OUTPUT or name in _FIXED \
+            or name in _NON_FLOAT_OUTPUT:
+        return None
+    return "no int8 rule for this op (keep it float with exclude)"
+
+
+def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int]) -> tuple[Model, _Build]:
+    b = _Build(model, act)
+    b.ranges = ranges
+    sg = b.sg
+    problems = []
+    for i, op in enumerate(sg.operators):
+        name = model.op_name(op)
+        if i in excluded:
+            continue
+        why = _quantizable(model, i, op)
+        if why is None and act == "INT16" and name in _FIXED and "INT16" not in _FIXED[name]:
+            why = "no int16 kernel rule for this op"
+        if why is not None:
+            problems.append(f"op {i} {name} (output '{sg.tensors[op.outputs[0]].name}'): {why}")
+    if problems:
+        raise ConversionError(f"quantize: {len(problems)} op(s) cannot be quantized to {act.lower()}", problems)
+
+    io_map = {}
+    new_inputs = []
+    for t in sg.inputs:
+        if not _is_float(model, t):
+            n = b.copy_tensor(t)
+            b.qt[t] = b.ft[t] = n
+        elif io == "float32":
+            n = b.add_tensor(sg.tensors[t], "FLOAT32", None)
+            b.ft[t] = n
+        else:
+            n = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
+            b.qt[t] = n
+        io_map[t] = n
+        new_inputs.append(n)
+
+    def non_float_input(t):
+        if t not in b.qt:
+            n = b.copy_tensor(t)
+            b.qt[t] = b.ft.setdefault(t, n)
+        return b.qt[t]
+
+    def const_quant(t, quant: Quantization | None = None) -> int:
+        """A float constant as an activation-typed constant (its own per-tensor params unless given)."""
+        data = np.asarray(model.tensor_data(0, t), np.float64)
+        if quant is None:
+            lo, hi = (float(data.min()), float(data.max())) if data.size else (0.0, 0.0)
+            quant = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+        q = _quantize_array(data, quant.scale[0], quant.zero_point[0], b.qmin, b.qmax,
+                            np.int8 if act == "INT8" else np.int16)
+        return b.add_tensor(sg.tensors[t], act, quant, q)
+
+    for i, op in enumerate(sg.operators):
+        name = model.op_name(op)
+        src_version = model.op_version(op)
+        if i in excluded:
+            ins = []
+            for t in op.inputs:
+                if t < 0:
+                    ins.append(t)
+                elif _is_const(model, t) or not _is_float(model, t):
+                    if t not in b.ft:
+                        b.ft[t] = b.copy_tensor(t)
+                    ins.append(b.ft[t])
+                else:
+                    ins.append(b.get_f(t))
+            outs = []
+            for t in op.outputs:
+                n = b.copy_tensor(t)
+                b.ft[t] = n
+                if not _is_float(model, t):
+                    b.qt[t] = n
+                outs.append(n)
+            b.add_op(name, ins, outs, op.options, op.options_type, src_version, origin=i,
+                     custom_options=op.custom_options)
+            continue
+
+        ins: list[int] = []
+        outs: list[int] = []
+        if name in _WEIGHTED:
+            wi, bi, axis = _WEIGHTED[name]
+            for k, t in enumerate(op.inputs):
+                if k in (wi, bi) or t < 0:
+                    ins.append(t)
+                elif _is_float(model, t):
+                    ins.append(b.get_q(t) if not _is_const(model, t) else const_quant(t))
+                else:
+                    ins.append(non_float_input(t))
+            data_in = op.inputs[2] if name == "TRANSPOSE_CONV" else op.inputs[0]
+            in_scale = b.params_of(b.get_q(data_in))[0]
+            w = np.asarray(model.tensor_data(0, op.inputs[wi]), np.float64)
+            bias_t = op.inputs[bi] if bi < len(op.inputs) else -1
+            bias = None
+            if bias_t >= 0 and _is_const(model, bias_t) and _is_float(model, bias_t):
+                bias = np.asarray(model.tensor_data(0, bias_t), np.float64).reshape(-1)
+            bias_limit = INT32_MAX if act == "INT8" else 2**63 - 1
+            scales = _weight_scales(w, axis, bias, in_scale, bias_limit)
+            qw = _quantize_array(w, scales, 0, -127, 127, np.int8, axis=axis)
+            ins[wi] = b.add_tensor(sg.tensors[op.inputs[wi]], "INT8", b.quant(scales, 0, axis), qw)
+            if bias_t >= 0:
+                if bias is None:
+                    raise ConversionError("quantize: unsupported bias",
+                                          [f"op {i} {name}: its bias is not a float constant"])
+                bscale = (np.float64(in_scale) * scales.astype(np.float64)).astype(np.float32)
+                btype, bdtype = ("INT32", np.int32) if act == "INT8" else ("INT64", np.int64)
+                qb = np.clip(_round(bias / bscale.astype(np.float64)), -bias_limit - 1, bias_limit).astype(bdtype)
+                if bscale.size == 1 and qb.size > 1:
+                    bscale = np.full(qb.size, bscale[0], np.float32)
+                ins[bi] = b.add_tensor(sg.tensors[bias_t], btype, b.quant(bscale, 0, 0), qb)
+            for t in op.outputs:
+                b.qt[t] = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
+                outs.append(b.qt[t])
+        elif name in _SAME_AS_INPUT:
+            di = _SAME_AS_INPUT[name]
+            data_q = None
+            for k, t in enumerate(op.inputs):
+                if t < 0:
+                    ins.append(t)
+                elif k == di:
+                    if _is_const(model, t):
+                        ins.append(const_quant(t))
+                    else:
+                        ins.append(b.get_q(t))
+                    data_q = b.tensors[ins[-1]].quantization
+                elif _is_float(model, t):  # PADV2's pad value: the data's quantization
+                    ins.append(const_quant(t, data_q) if _is_const(model, t) else b.get_q(t, data_q))
+                else:
+                    ins.append(non_float_input(t))
+            for t in op.outputs:
+                if _is_float(model, t):
+                    b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(data_q))
+                else:
+                    b.qt[t] = b.ft[t] = b.copy_tensor(t)
+                outs.append(b.qt[t])
+        elif name in _SHARED:
+            float_ins = [t for t in op.inputs if t >= 0 and _is_float(model, t)]
+            lo = min([ranges[t][0] for t in float_ins + list(op.outputs) if t in ranges] or [0.0])
+            hi = max([ranges[t][1] for t in float_ins + list(op.outputs) if t in ranges] or [0.0])
+            for t in float_ins:
+                if _is_const(model, t):
+                    d = np.asarray(model.tensor_data(0, t))
+                    if d.size:
+                        lo, hi = min(lo, float(d.min())), max(hi, float(d.max()))
+            shared = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+            for t in op.inputs:
+                if t < 0:
+                    ins.append(t)
+                elif not _is_float(model, t):
+                    ins.append(non_float_input(t))
+                elif _is_const(model, t):
+                    ins.append(const_quant(t, shared))
+                else:
+                    ins.append(b.get_q(t, shared))
+            for t in op.outputs:
+                b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(shared))
+                outs.append(b.qt[t])
+        else:  # own output, fixed output, non-float output
+            for t in op.inputs:
+                if t < 0:
+                    ins.append(t)
+                elif not _is_float(model, t):
+                    ins.append(non_float_input(t))
+                elif _is_const(model, t):
+                    ins.append(const_quant(t))
+                else:
+                    ins.append(b.get_q(t))
+            for t in op.outputs:
+                if not _is_float(model, t):
+                    b.qt[t] = b.ft[t] = b.copy_tensor(t)
+                elif name in _FIXED:
+                    b.qt[t] = b.add_tensor(sg.tensors[t], act, b.quant(*_FIXED[name][act]))
+                else:
+                    b.qt[t] = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
+                outs.append(b.qt[t])
+        b.add_op(name, ins, outs, op.options, op.options_type, b.version(name, src_version), origin=i)
+
+    new_outputs = []
+    for t in sg.outputs:
+        if not _is_float(model, t):
+            n = b.qt.get(t, b.ft.get(t))
+        elif io == "float32":
+            n = b.get_f(t)
+        else:
+            n = b.get_q(t)
+        io_map[t] = n
+        new_outputs.append(n)
+    b.io_map = io_map
+    return b.build(new_inputs, new_outputs), b
+
+
+# ================================================================================================ fp16 / dynamic
+def _fp16_graph(model: Model) -> Model:
+    b = _Build(model, "FLOAT16")
+    sg = b.sg
+    for t in range(len(sg.tensors)):
+        if _is_const(model, t) and _is_float(model, t) and sg.tensors[t].sparsity is None:
+            data = np.asarray(model.tensor_data(0, t), np.float32)
+            h = b.add_tensor(sg.tensors[t], "FLOAT16", None, data.astype(np.float16), suffix="_fp16")
+            n = b.add_tensor(sg.tensors[t], "FLOAT32", None)
+            b.add_op("DEQUANTIZE", [h], [n], version=3)
+            b.ft[t] = n
+    for t in range(len(sg.tensors)):
+        if t not in b.ft:
+            b.ft[t] = b.copy_tensor(t)
+    for i, op in enumerate(sg.operators):
+        b.add_op(model.op_name(op), [b.ft[t] if t >= 0 else t for t in op.inputs],
+                 [b.ft[t] for t in op.outputs], op.options, op.options_type, model.op_version(op), origin=i,
+                 custom_options=op.custom_options)
+    b.io_map = dict(b.ft)
+    return b.build([b.ft[t] for t in sg.inputs], [b.ft[t] for t in sg.outputs])
+
+
+_DYNAMIC = {"CONV_2D": (1, 0, 5), "DEPTHWISE_CONV_2D": (1, 3, 6), "FULLY_CONNECTED": (1, None, 9)}
+
+
+def _dynamic_graph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
+    b = _Build(model, "INT8")
+    sg = b.sg
+    weights = []
+    for t in range(len(sg.tensors)):
+        b.ft[t] = b.copy_tensor(t)
+    for i, op in enumerate(sg.operators):
+        name = model.op_name(op)
+        ins = [b.ft[t] if t >= 0 else t for t in op.inputs]
+        version = model.op_version(op)
+        if name in _DYNAMIC and i not in excluded and _is_const(model, op.inputs[1]) and _is_float(model, op.inputs[1]):
+            wi, axis, version = _DYNAMIC[name]
+            w = np.asarray(model.tensor_data(0, op.inputs[wi]), np.float64)
+            if axis is None:
+                m = float(np.abs(w).max()) if w.size else 0.0
+                scales = np.array([m / 127.0 if m > 0 else 1.0], np.float32)
+                qw = _quantize_array(w, scales[0], 0, -127, 127, np.int8)
+                q = b.quant(scales, 0, 0)
+            else:
+                scales = _weight_scales(w, axis, None, 1.0, INT32_MAX)
+                qw = _quantize_array(w, scales, 0, -127, 127, np.int8, axis=axis)
+                q = b.quant(scales, 0, axis)
+            ins[wi] = b.add_tensor(sg.tensors[op.inputs[wi]], "INT8", q, qw)
+            weights.append({"op": i, "name": sg.tensors[op.inputs[wi]].name, "channels": int(scales.size),
+                            "scale_min": float(scales.min()), "scale_max": float(scales.max())})
+        b.add_op(name, ins, [b.ft[t] for t in op.outputs], op.options, op.options_type, version, origin=i,
+                 custom_options=op.custom_options)
+    b.io_map = dict(b.ft)
+    return b.build([b.ft[t] for t in sg.inputs], [b.ft[t] for t in sg.outputs]), weights
+
+
+def _drop_unused_buffers(model: Model) -> Model:
+    """Keep only buffers some tensor uses (buffer 0 stays empty)."""
+    used = sorted({t.buffer for sg in model.subgraphs for t in sg.tensors if t.buffer} | {m.buffer for m in model.metadata})
+    remap = {0: 0}
+    buffers = [Buffer()]
+    for old in used:
+        remap[old] = len(buffers)
+        buffers.append(model.buffers[old])
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            t.buffer = remap[t.buffer]
+    for m in model.metadata:
+        m.buffer = remap[m.buffer]
+    model.buffers = buffers
+    return model
+
+
+# ================================================================================================ error report
+def _dequantize(x: np.ndarray, q: Quantization | None) -> np.ndarray:
+    if q is None or x.dtype.kind == "f":
+        return x.astype(np.float64)
+    return (x.astype(np.float64) - float(q.zero_point[0])) * float(q.scale[0])
+
+
+def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io: str) -> list[dict]:
+    """SNR and cosine of every quantized activation against the float model, worst SNR first."""
+    qrun, _ = _runner(qmodel)
+    sg = model.subgraphs[0]
+    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    pairs = {t: n for t, n in b.qt.items() if _is_float(model, t) and not _is_const(model, t)
+             and b.tensors[n].type in ("INT8", "INT16")}
+    acc = {t: np.zeros(4) for t in pairs}  # sum f^2, sum (f-q)^2, sum f*q, sum q^2
+    max_err = dict.fromkeys(pairs, 0.0)
+    seen = set()
+    in_quant = [b.tensors[n].quantization for n in (b.io_map[t] for t in sg.inputs)]
+    for sample in samples:
+        ref = float_run(sample)
+        feed = []
+        for x, t, q in zip(sample, sg.inputs, in_quant):
+            n = b.io_map[t]
+            if b.tensors[n].type in ("INT8", "INT16") and np.asarray(x).dtype.kind == "f":
+                lim = (-128, 127) if b.tensors[n].type == "INT8" else (-32768, 32767)
+                x = _quantize_array(np.asarray(x), q.scale[0], q.zero_point[0], *lim, b.tensors[n].dtype)
+            feed.append(x)
+        got = qrun(feed)
+        for t, n in pairs.items():
+            if t not in ref or n not in got:
+                continue
+            f = ref[t].astype(np.float64).reshape(-1)
+            q = _dequantize(got[n], b.tensors[n].quantization).reshape(-1)
+            d = f - q
+            acc[t] += (f @ f, d @ d, f @ q, q @ q)
+            seen.add(t)
+            if d.size:
+                max_err[t] = max(max_err[t], float(np.abs(d).max()))
+    layers = []
+    for t, (ff, dd, fq, qq) in acc.items():
+        if t not in seen:
+            continue
+        snr = math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+        cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
+        i = produced.get(t)
+        layers.append({"tensor": sg.tensors[t].name, "op_index": i,
+                       "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
+                       "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]})
+    layers.sort(key=lambda r: (r["snr_db"], r["cosine"]))
+    return layers
+
+
+# ================================================================================================ the API
+def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
+             exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
+             measure_error: bool = True) -> QuantizationResult:
+    """Quantize a float model (see the module docstring). ``calibration`` is anything
+    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8)."""
+    if mode not in MODES:
+        raise ModelError(f"quantize: mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if method not in METHODS:
+        raise ModelError(f"quantize: method must be one of {', '.join(METHODS)}, not {method!r}")
+    if io not in ("int8", "float32", "int16"):
+        raise ModelError(f"quantize: io must be 'int8' or 'float32', not {io!r}")
+    if not 50.0 < float(percentile) <= 100.0:
+        raise ModelError(f"quantize: percentile must be in (50, 100], not {percentile}")
+    if not isinstance(model, Model) or not model.subgraphs:
+        raise ModelError("quantize: expected an edge_sdk Model with a subgraph")
+    if len(model.subgraphs) > 1:
+        raise ModelError(f"quantize: models with {len(model.subgraphs)} subgraphs are not supported (one only)")
+    sg = model.subgraphs[0]
+    already = sorted({model.op_name(op) for op in sg.operators} & {"QUANTIZE", "DEQUANTIZE"})
+    if already or any(t.type in ("INT8", "INT16", "UINT8") and t.quantization is not None for t in sg.tensors):
+        raise ModelError("quantize: the model is already quantized (it has quantized tensors or "
+                         f"{'/'.join(already) or 'quantization parameters'}); give the float model")
+    excluded = _resolve_exclude(model, exclude)
+    report: dict = {"mode": mode, "io": io if mode in ("int8", "int16x8") else "float32", "notes": [],
+                    "excluded": [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                                  "output": sg.tensors[sg.operators[i].outputs[0]].name} for i in sorted(excluded)]}
+
+    if mode == "fp16":
+        log.stage("quantizing weights to float16")
+        q = _drop_unused_buffers(_fp16_graph(model))
+        report["notes"].append("float16 weights feed DEQUANTIZE ops: LiteRT runs this model, TFLM cannot "
+                               "(no float16 DEQUANTIZE)")
+        return QuantizationResult(q, report)
+    if mode == "dynamic":
+        log.stage("quantizing weights to int8 (dynamic range)")
+        qm, weights = _dynamic_graph(model, excluded)
+        report["weights"] = weights
+        report["notes"].append("dynamic-range model (int8 weights, float activations): hosts only. LiteRT's "
+                               "hybrid kernels run it; edge-sdk's interpreter and TFLM refuse hybrid kernels")
+        return QuantizationResult(_drop_unused_buffers(qm), report)
+
+    act = "INT8" if mode == "int8" else "INT16"
+    if io == "int16":
+        io = "int8"  # "integer I/O": the activation type
+    if calibration is None:
+        raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+    data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
+    log.stage(f"calibrating ({method})")
+    float_run, _ = _runner(model)
+    float_tensors = [t for t in range(len(sg.tensors)) if _is_float(model, t) and not _is_const(model, t)]
+    stats = {t: _Stats(seed + t) for t in float_tensors}
+    keep = method != "minmax"
+    samples = []
+    for sample in data:
+        samples.append(sample)
+        values = float_run(sample)
+        for k, t in enumerate(sg.inputs):
+            if t in stats:
+                stats[t].add(np.asarray(sample[k]), keep)
+        for t, v in values.items():
+            if t in stats:
+                stats[t].add(v, keep)
+    if not samples:
+        raise ModelError("quantize: the calibration data gave no samples")
+    qmin, qmax = (-128, 127) if act == "INT8" else (-32768, 32767)
+    ranges = {}
+    for t, s in stats.items():
+        if s.min == math.inf:
+            ranges[t] = (0.0, 0.0)
+        else:
+            ranges[t] = _clip_range(s, method, float(percentile), qmin, qmax, act == "INT16")
+    log.stage(f"quantizing to {mode}")
+    qmodel, b = _integer_graph(model, ranges, act, io, excluded)
+    qmodel = _drop_unused_buffers(qmodel)
+
+    report["calibration"] = {"samples": len(samples), "method": method,
+                             **({"percentile": float(percentile)} if method == "percentile" else {})}
+    tensors = []
+    for t in float_tensors:
+        n = b.qt.get(t)
+        entry = {"name": sg.tensors[t].name, "observed": [stats[t].min, stats[t].max], "range": list(ranges[t])}
+        if n is not None and b.tensors[n].quantization is not None:
+            q = b.tensors[n].quantization
+            entry.update(type=b.tensors[n].type, scale=float(q.scale[0]), zero_point=int(q.zero_point[0]))
+        else:
+            entry.update(type="FLOAT32")
+        tensors.append(entry)
+    report["tensors"] = tensors
+    report["weights"] = [
+        {"name": t.name, "type": t.type, "channels": int(t.quantization.scale.size),
+         "quantized_dimension": int(t.quantization.quantized_dimension),
+         "scale_min": float(t.quantization.scale.min()), "scale_max": float(t.quantization.scale.max())}
+        for t in qmodel.subgraphs[0].tensors
+        if t.buffer and t.quantization is not None and t.type in ("INT8",) and t.quantization.per_channel
+    ]
+    if measure_error:
+        log.stage("measuring per-layer quantization error")
+        report["layers"] = _layer_errors(model, qmodel, b, samples, float_run, io)
+    return QuantizationResult(qmodel, report)
