@@ -1,0 +1,105 @@
+"""Dead-code and identity removal.
+
+Identities removed (the reader of the output reads the input instead): RESHAPE / SQUEEZE / EXPAND_DIMS to
+the same shape, TRANSPOSE with the identity permutation, CAST to the same type, CONCATENATION / PACK-free
+single-input CONCATENATION, PAD / PADV2 with all-zero paddings, SLICE / STRIDED_SLICE that keep the whole
+tensor (same shape, all begins zero, unit strides), QUANTIZE to the same quantization, and RESHAPE chains
+(a RESHAPE of a RESHAPE reads the first one's input). Then dead operators, tensors and buffers go
+(``converters.graph.eliminate_dead_code``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from converters import graph as G
+from edge_sdk.model.types import Model
+
+_SAME_SHAPE_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
+
+
+def _same_quant(a, b) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return (np.array_equal(a.scale, b.scale) and np.array_equal(a.zero_point, b.zero_point)
+            and a.quantized_dimension == b.quantized_dimension)
+
+
+def is_identity(model: Model, index: int, sg: int = 0) -> bool:
+    """Whether operator ``index`` copies its first input to its single output unchanged."""
+    sub = model.subgraphs[sg]
+    op = sub.operators[index]
+    name = G.op_name(model, op)
+    if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
+        return False
+    src, dst = sub.tensors[op.inputs[0]], sub.tensors[op.outputs[0]]
+    if src.shape != dst.shape or src.type != dst.type:
+        return False
+    if name in _SAME_SHAPE_OPS:
+        return True
+    if name == "CAST":
+        return True
+    if name == "TRANSPOSE":
+        perm = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
+        return perm is not None and list(perm.reshape(-1)) == list(range(perm.size))
+    if name == "CONCATENATION":
+        return len(op.inputs) == 1
+    if name in ("PAD", "PADV2", "MIRROR_PAD"):
+        pads = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
+        return pads is not None and not pads.any()
+    if name in ("SLICE", "STRIDED_SLICE"):
+        begin = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
+        if begin is None or begin.any():
+            return False
+        if name == "STRIDED_SLICE":
+            strides = G.constant_value(model, op.inputs[3], sg) if len(op.inputs) > 3 else None
+            opts = G.options(model, op)
+            if strides is None or not (strides == 1).all() or opts.get("shrink_axis_mask") or opts.get(
+                    "new_axis_mask") or opts.get("ellipsis_mask") or opts.get("offset"):
+                return False
+        return True
+    if name == "QUANTIZE":
+        return _same_quant(src.quantization, dst.quantization)
+    return False
+
+
+def merge_reshapes(model: Model, sg: int = 0) -> int:
+    """RESHAPE(RESHAPE(x)) -> RESHAPE(x); also SQUEEZE/EXPAND_DIMS chains become one RESHAPE."""
+    merged = 0
+    sub = model.subgraphs[sg]
+    prod = G.producers(model, sg)
+    for i, op in enumerate(sub.operators):
+        if G.op_name(model, op) not in _SAME_SHAPE_OPS or not op.inputs:
+            continue
+        src = op.inputs[0]
+        if src not in prod:
+            continue
+        first = sub.operators[prod[src]]
+        if G.op_name(model, first) not in _SAME_SHAPE_OPS:
+            continue
+        out = op.outputs[0]
+        shape = G.add_constant(model, sub.tensors[out].name + "_shape",
+                               np.array(sub.tensors[out].shape, np.int32), sg=sg)
+        G.set_op(model, i, "RESHAPE", [first.inputs[0], shape], [out],
+                 {"new_shape": list(sub.tensors[out].shape)}, sg=sg)
+        merged += 1
+    return merged
+
+
+def apply(model: Model, sg: int = 0) -> int:
+    """Remove identities and merge reshape chains in subgraph ``sg``; returns the number of rewrites."""
+    changes = merge_reshapes(model, sg)
+    i = 0
+    while i < len(model.subgraphs[sg].operators):
+        if is_identity(model, i, sg) and G.bypass(model, i, sg):
+            changes += 1
+            continue
+        i += 1
+    return changes
+
+
+def run(model: Model) -> Model:
+    for sg in range(len(model.subgraphs)):
+        apply(model, sg)
+    G.eliminate_dead_code(model)
+    return model
