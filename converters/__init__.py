@@ -246,6 +246,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     from converters.passes import optimize
 
     model = optimize(model, nhwc_io=nhwc_io)
+    opt_notes = dict(getattr(model, "conversion_notes", {}) or {})
     float_model = model
     float_bytes = write_model(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)
@@ -282,6 +283,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                          "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude)},
         "calibration": calib_summary,
         "layout": "NHWC" if nhwc_io else "source",
+        "nhwc_io": opt_notes.get("nhwc_io") if nhwc_io else None,
         "io": _io_spec(model),
         "accuracy": None,
     }
@@ -310,6 +312,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "source": {"path": name, "format": kind, "sha256": sha256, "bytes": len(data)},
         "output": _model_figures(model, tflite),
         "float": {"bytes": len(float_bytes)},
+        "passes": opt_notes.get("passes"),
         "quantization": {"mode": mode, "method": manifest["quantization"]["method"],
                          "io": manifest["quantization"]["io"], "exclude": list(exclude), "report": qreport},
         "calibration": calib_summary,

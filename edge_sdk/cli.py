@@ -51,7 +51,7 @@ def _cmd_convert(args) -> int:
     try:
         result = convert(args.src, target=args.target, quantize=args.quantize, calibration=args.calib,
                          calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
-                         exclude=tuple(args.exclude or ()), nhwc_io=args.nhwc_io, eval_data=args.eval)
+                         exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io, eval_data=args.eval)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean", type=float, nargs="+", help="input mean per channel (after scaling pixels to 0..1)")
     p.add_argument("--std", type=float, nargs="+", help="input std per channel")
     p.add_argument("--nhwc-io", action="store_true", help="channels-last model input/output")
-    p.add_argument("--exclude", action="append", metavar="NODE", help="keep this node in float (repeatable)")
+    p.add_argument("--exclude", action="append", metavar="NODE", help="keep this op (index or output tensor name) in float; repeatable")
     p.add_argument("--eval", metavar="DATA", help="evaluation data (.npz with x, y or a folder of class folders)")
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     p.set_defaults(func=_cmd_convert)

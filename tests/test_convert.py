@@ -1,0 +1,271 @@
+"""End to end: the digits CNN (examples/digits, trained on scikit-learn's 8x8 digits) from ONNX to an int8
+package with convert(); accuracy and calibration against the float model; bit-exact in ours, LiteRT's
+reference kernels and TFLM; the manifest (round trip, ignored by the peers, shown by edge inspect); the
+device-profile check before writing; `edge convert` exit codes and --json."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_sdk.cli import main
+from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.model import read_model, write_model
+from edge_sdk.model.builder import GraphBuilder
+from edge_sdk.model.manifest import MANIFEST_NAME, read_manifest, write_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+DIGITS = ROOT / "examples" / "digits"
+ONNX_PATH = DIGITS / "digits_cnn.onnx"
+LABELS = DIGITS / "labels.txt"
+CALIB_SAMPLES = 200
+
+
+def _train_module():
+    spec = importlib.util.spec_from_file_location("digits_train", DIGITS / "train.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    """The held-out split as an eval .npz, calibration samples from the training split, and the conversion."""
+    from converters import convert
+
+    train = _train_module()
+    x_train, _, x_test, y_test = train.load_split()
+    d = tmp_path_factory.mktemp("digits")
+    np.savez(d / "test.npz", x=x_test, y=y_test)
+    np.save(d / "calib.npy", x_train[:CALIB_SAMPLES])
+    result = convert(str(ONNX_PATH), quantize="int8", calibration=str(d / "calib.npy"), labels=str(LABELS),
+                     preprocess=train.PREPROCESS, eval_data=str(d / "test.npz"))
+    return {"dir": d, "result": result, "x_test": x_test, "y_test": y_test, "train": train}
+
+
+# ------------------------------------------------------------------------------------------ manifest
+
+
+def _tiny_int8_model():
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "INT8", scale=0.05, zero_point=-3)
+    w = g.constant("w", np.array([[3, -7, 11, 2], [-5, 8, 1, -9]], np.int8), scale=[0.02, 0.03], zero_point=[0, 0])
+    b = g.constant("b", np.array([40, -25], np.int32), scale=[0.001, 0.0015], zero_point=[0, 0])
+    y = g.tensor("y", (1, 2), "INT8", scale=0.04, zero_point=5)
+    g.op("FULLY_CONNECTED", [x, w, b], [y])
+    g.output(y)
+    return g.build()
+
+
+def test_manifest_round_trip_and_replace():
+    model = _tiny_int8_model()
+    assert read_manifest(model) is None
+    doc = {"labels": ["a", "b"], "preprocess": {"size": [8, 8], "mean": np.array([0.5])}, "target": "host-linux",
+           "source": {"sha256": "ab" * 32}}
+    write_manifest(model, doc)
+    back = read_manifest(write_model(model))
+    assert back["labels"] == ["a", "b"] and back["preprocess"]["mean"] == [0.5] and back["format"] == 1
+    write_manifest(model, {"labels": ["c"]})  # replaces, never duplicates
+    data = write_model(model)
+    assert [m.name for m in read_model(data).metadata].count(MANIFEST_NAME) == 1
+    assert read_manifest(data)["labels"] == ["c"]
+
+
+def test_manifest_not_json_is_model_error():
+    from edge_sdk.model.types import Buffer, Metadata
+
+    model = _tiny_int8_model()
+    model.buffers.append(Buffer(b"\xff not json"))
+    model.metadata.append(Metadata(MANIFEST_NAME, len(model.buffers) - 1))
+    with pytest.raises(ModelError, match="edge_sdk.manifest"):
+        read_manifest(write_model(model))
+
+
+def test_peers_ignore_the_manifest():
+    from tests.oprunner import run_ours
+    from tests.peers import run_litert, run_tflm
+
+    plain = write_model(_tiny_int8_model())
+    model = _tiny_int8_model()
+    write_manifest(model, {"labels": [str(i) for i in range(1000)], "accuracy": {"model": {"top1": 0.5}}})
+    packaged = write_model(model)
+    assert len(packaged) > len(plain) + 3000
+    x = [np.array([[10, -20, 30, -128]], np.int8)]
+    expected = run_tflm(plain, x)[0]
+    for out in (run_tflm(packaged, x)[0], run_litert(packaged, x)[0], run_ours(packaged, x)[0]):
+        np.testing.assert_array_equal(out, expected)
+
+
+def test_inspect_shows_manifest(tmp_path, capsys):
+    model = _tiny_int8_model()
+    write_manifest(model, {"labels": ["cat", "dog"], "quantization": {"mode": "int8", "method": "minmax"},
+                           "converter": {"name": "edge-sdk", "version": "0.1.0"},
+                           "source": {"path": "net.onnx", "sha256": "f" * 64}})
+    path = tmp_path / "m.tflite"
+    write_model(model, path)
+    assert main(["inspect", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["manifest"]["labels"] == ["cat", "dog"]
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "manifest" in out and "labels: 2 (cat, dog)" in out and "int8" in out
+
+
+# ------------------------------------------------------------------------------------------ digits
+
+
+def test_digits_int8_accuracy_within_one_point(digits):
+    acc = digits["result"].report["accuracy"]
+    model, ref = acc["model"], acc["reference"]
+    assert model["samples"] == ref["samples"] == len(digits["y_test"])
+    assert ref["top1"] > 0.95  # the float model learned the task
+    assert ref["top1"] - model["top1"] <= 0.01, (model["top1"], ref["top1"])
+    for m in (model, ref):
+        assert 0.0 <= m["ece"] < 0.2 and m["nll"] > 0
+        assert len(m["bins"]) == 15
+    assert acc["agreement"] >= 0.97
+    assert acc["ece_change"] == pytest.approx(model["ece"] - ref["ece"])
+
+
+def test_digits_float_reference_matches_onnxruntime(digits):
+    """The float model the accuracy is compared against is the ONNX model (same top-1 as onnxruntime)."""
+    from converters.evaluate import predict
+
+    x, y = digits["x_test"], digits["y_test"]
+    ort_top1 = float((predict(str(ONNX_PATH), x).argmax(1) == y).mean())
+    assert digits["result"].report["accuracy"]["reference"]["top1"] == pytest.approx(ort_top1)
+
+
+def test_digits_int8_bit_exact_in_ours_litert_tflm(digits):
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+    from tflite_micro.python.tflite_micro import runtime
+
+    from edge_sdk import Interpreter
+
+    data = digits["result"].tflite
+    model = read_model(data)
+    sg = model.subgraphs[0]
+    types = [sg.tensors[t].type for t in sg.inputs + sg.outputs]
+    assert types == ["INT8", "INT8"]
+    assert {model.op_name(op) for op in sg.operators} <= {"CONV_2D", "MAX_POOL_2D", "FULLY_CONNECTED", "RESHAPE",
+                                                           "TRANSPOSE", "QUANTIZE", "DEQUANTIZE"}
+    q = sg.tensors[sg.inputs[0]].quantization
+    shape = sg.tensors[sg.inputs[0]].shape
+    xs = np.clip(np.round(digits["x_test"][:60] / q.scale[0]) + q.zero_point[0], -128, 127).astype(np.int8)
+    ours = Interpreter(model_content=data)
+    ours.allocate_tensors()
+    lite = LiteRT(model_content=data, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1)
+    lite.allocate_tensors()
+    tflm = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
+    i_in, i_out = ours.get_input_details()[0]["index"], ours.get_output_details()[0]["index"]
+    l_in, l_out = lite.get_input_details()[0]["index"], lite.get_output_details()[0]["index"]
+    for x in xs:
+        x = x.reshape(shape)
+        ours.set_tensor(i_in, x)
+        ours.invoke()
+        lite.set_tensor(l_in, x)
+        lite.invoke()
+        tflm.set_input(x, 0)
+        tflm.invoke()
+        a, b, c = ours.get_tensor(i_out), lite.get_tensor(l_out), tflm.get_output(0)
+        np.testing.assert_array_equal(a, c)
+        np.testing.assert_array_equal(b, c)
+
+
+def test_digits_manifest(digits):
+    import hashlib
+
+    result = digits["result"]
+    man = read_manifest(result.tflite)
+    assert man == json.loads(json.dumps(result.report["manifest"]))  # what the report says is what is embedded
+    assert man["source"]["sha256"] == hashlib.sha256(ONNX_PATH.read_bytes()).hexdigest()
+    assert man["source"]["format"] == "onnx"
+    assert man["labels"] == [str(i) for i in range(10)]
+    assert man["preprocess"]["size"] == [8, 8] and man["preprocess"]["layout"] == "NCHW"
+    assert man["quantization"] == {"mode": "int8", "method": "minmax", "io": "int8", "exclude": []}
+    assert man["calibration"]["samples"] == CALIB_SAMPLES
+    assert man["converter"]["name"] == "edge-sdk"
+    assert man["accuracy"]["model"]["top1"] == result.report["accuracy"]["model"]["top1"]
+    assert "bins" not in man["accuracy"]["model"]
+
+
+def test_evaluate_reads_the_manifest_and_images(digits, tmp_path):
+    """A folder of class-named PNGs is pre-processed as the manifest says: same top-1 as the arrays."""
+    from PIL import Image
+
+    from converters.evaluate import evaluate
+
+    path = tmp_path / "digits_int8.tflite"
+    digits["result"].save(path)
+    x, y = digits["x_test"][:40], digits["y_test"][:40]
+    for i, (img, label) in enumerate(zip(x, y)):
+        (tmp_path / "imgs" / str(label)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(np.round(img[0] * 255).astype(np.uint8), "L").save(tmp_path / "imgs" / str(label) / f"{i}.png")
+    from_images = evaluate(path, tmp_path / "imgs")
+    from_arrays = evaluate(path, (x, y))
+    assert from_images["labels"] == [str(i) for i in range(10)]
+    assert from_images["model"]["top1"] == pytest.approx(from_arrays["model"]["top1"])
+
+
+def test_save_is_atomic_and_equal(digits, tmp_path):
+    path = tmp_path / "out.tflite"
+    digits["result"].save(path)
+    assert path.read_bytes() == digits["result"].tflite
+    assert not [p for p in tmp_path.iterdir() if p.name != "out.tflite"]  # no temp file left behind
+
+
+def test_bad_settings_list_every_problem():
+    from converters import convert
+
+    with pytest.raises(ConversionError) as err:
+        convert(str(ONNX_PATH), quantize="int4", calib_method="kl2", io="uint8")
+    assert len(err.value.problems) == 3
+
+
+def test_int8_without_calibration_is_refused():
+    from converters import convert
+
+    with pytest.raises(ConversionError, match="calibration"):
+        convert(str(ONNX_PATH), quantize="int8")
+
+
+# ------------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_convert_json(digits, tmp_path, capsys):
+    d = digits["dir"]
+    out = tmp_path / "digits.tflite"
+    code = main(["convert", str(ONNX_PATH), "-o", str(out), "--calib", str(d / "calib.npy"), "--labels", str(LABELS),
+                 "--eval", str(d / "test.npz"), "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"] == str(out) and out.exists()
+    assert report["output"]["ops"] and report["output"]["bytes"] == out.stat().st_size
+    assert report["accuracy"]["reference"]["top1"] - report["accuracy"]["model"]["top1"] <= 0.01
+    assert read_manifest(out)["labels"][3] == "3"
+
+
+def test_cli_convert_text_fp16(tmp_path, capsys):
+    out = tmp_path / "digits_fp16.tflite"
+    assert main(["convert", str(ONNX_PATH), "-o", str(out), "--quantize", "fp16"]) == 0
+    text = capsys.readouterr().out
+    assert "fp16" in text and f"wrote {out}" in text
+    model = read_model(out)
+    assert any(t.type == "FLOAT16" for t in model.subgraphs[0].tensors)
+
+
+def test_cli_convert_exit_codes(tmp_path, capsys):
+    out = tmp_path / "x.tflite"
+    assert main(["convert", str(ONNX_PATH), "-o", str(out)]) == 3  # int8 without --calib
+    assert "calibration" in capsys.readouterr().err and not out.exists()
+    assert main(["convert", str(tmp_path / "absent.onnx"), "-o", str(out), "--quantize", "none"]) == 6
+    capsys.readouterr()
+    assert main(["convert", str(ONNX_PATH), "-o", str(out), "--json"]) == 3
+    report = json.loads(capsys.readouterr().out)
+    assert report["written"] is None and any("calibration" in p for p in report["problems"])
+    assert not out.exists()
