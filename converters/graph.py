@@ -254,7 +254,7 @@ def add_constant(model: Model, name: str, value, type: str | None = None, sg: in
     dtype = TENSOR_TYPES[type][1]
     if dtype is None or type in ("INT4", "INT2", "UINT4"):
         raise ModelError(f"constant '{name}': cannot store values of type {type}")
-    array = np.ascontiguousarray(value, dtype=dtype.newbyteorder("<"))
+    array = np.asarray(value, dtype=dtype.newbyteorder("<"))  # (ascontiguousarray would make 0-d 1-d)
     model.buffers.append(Buffer(array.tobytes()))
     sub = model.subgraphs[sg]
     sub.tensors.append(Tensor(name=unique_name(model, name, sg), shape=tuple(int(d) for d in array.shape),
@@ -266,7 +266,7 @@ def set_constant(model: Model, t: int, value, sg: int = 0) -> None:
     """Give constant (or run-time) tensor ``t`` a new value in a buffer of its own (shape follows value)."""
     tensor = model.subgraphs[sg].tensors[t]
     dtype = TENSOR_TYPES[tensor.type][1]
-    array = np.ascontiguousarray(np.asarray(value), dtype=dtype.newbyteorder("<"))
+    array = np.asarray(value, dtype=dtype.newbyteorder("<"))
     model.buffers.append(Buffer(array.tobytes()))
     tensor.buffer = len(model.buffers) - 1
     tensor.shape = tuple(int(d) for d in array.shape)

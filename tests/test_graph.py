@@ -85,6 +85,7 @@ def test_insert_ops_constants_and_replace_uses():
     # put a MUL by 2 between ADD and RELU: ADD -> a -> MUL -> a2 -> RELU
     two = G.add_constant(m, "c", np.float32(2.0))  # the name 'c' is taken: made unique
     assert sub.tensors[two].name == "c_1" and len(m.buffers[sub.tensors[two].buffer].data) == 4
+    assert sub.tensors[two].shape == ()  # a scalar stays 0-d
     a2 = G.add_tensor(m, "a", (2, 3), like=a)
     assert sub.tensors[a2].name == "a_1"
     assert G.replace_uses(m, a, a2) == 1
