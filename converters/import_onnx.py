@@ -1,0 +1,1443 @@
+"""ONNX -> ``edge_sdk.model.Model`` (float32, TFLite builtin ops), without TensorFlow.
+
+    model = import_onnx("net.onnx")            # a path, bytes, or an onnx.ModelProto
+    write_model(model, "net_float.tflite")
+
+What comes out:
+
+- Every tensor keeps ONNX's layout (NCHW stays NCHW), so the model is a drop-in for the ONNX one. Each
+  layout-sensitive op (Conv, ConvTranspose, MaxPool, AveragePool, Resize) becomes
+  ``TRANSPOSE(NCHW->NHWC) -> the TFLite NHWC op -> TRANSPOSE(NHWC->NCHW)`` (for 1-D ops also a RESHAPE to
+  and from H=1 inside the sandwich). The layout pass later pushes these through layout-agnostic ops and
+  cancels pairs. Normalizations and global pools are expressed with axis-parameterised reductions on the
+  NCHW tensor directly (no transposes).
+- Ops TFLite lacks are emitted as decompositions: Erf as an odd rational function (max error 5e-7), Gelu,
+  HardSigmoid, Elu, LayerNormalization, InstanceNormalization, BatchNormalization (MUL + ADD; the passes
+  fold it into the producer), Pow with a constant exponent (MUL / SQRT / RSQRT / DIV where exact).
+- Constants: initializers, Constant, and every node whose inputs are all constants (Shape of a static
+  tensor, ConstantOfShape, the Shape->Gather->Concat->Reshape chains exporters emit, ...) are folded at
+  import with onnx's reference evaluator, so shape parameters reach TFLite as constant tensors.
+- Shapes: inputs with a dynamic dimension get 1 there (recorded as -1 in ``shape_signature``);
+  ``onnx.shape_inference`` (with data propagation) runs after folding, and any tensor it leaves without a
+  static shape is measured by running the graph once on the reference evaluator.
+- Every node that cannot be mapped is collected (node name, op type, opset, reason) and reported at once as
+  ``edge_sdk.ConversionError``; nothing is produced then. The result is finally prepared by edge-sdk's own
+  interpreter, so a model this function returns is one our interpreter runs.
+
+Sequence state: ONNX LSTM starts every run from its initial state; TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM
+keeps its state in variable tensors across invokes. Call ``reset_all_variables()`` between sequences.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.model.builder import GraphBuilder
+from edge_sdk.model.types import Model
+
+# ONNX TensorProto element type -> TFLite type name (every float width becomes FLOAT32).
+_ONNX_TYPES = {1: "FLOAT32", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "INT64", 9: "BOOL", 10: "FLOAT32",
+               11: "FLOAT32", 16: "FLOAT32", 4: "UINT16", 12: "UINT32"}
+_FLOAT_ONNX = {1, 10, 11, 16}
+_LOWEST = float(np.finfo(np.float32).min)
+_NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                     "Bernoulli"}
+# Erf(x) ~= x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside): the rational form Eigen and XLA use for float.
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+          -1.42647390514189e-02)
+
+
+class _Unsupported(Exception):
+    """One node cannot be mapped; the message is the reason."""
+
+
+def import_onnx(source) -> Model:
+    """An ONNX model (path, bytes or ``onnx.ModelProto``) as a float32 TFLite-semantics ``Model``.
+
+    Raises ``edge_sdk.ConversionError`` listing every node that cannot be converted, and ``ModelError`` for a
+    file that is not a valid ONNX model.
+    """
+    proto = _load(source)
+    return _Importer(proto).run()
+
+
+def _load(source):
+    import onnx
+
+    if isinstance(source, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(source)
+        return proto
+    try:
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            return onnx.load_from_string(bytes(source))
+        return onnx.load(str(source))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot read ONNX model {source if not isinstance(source, bytes) else '<bytes>'}: {exc}") \
+            from None
+    except Exception as exc:  # protobuf's DecodeError is not a ValueError
+        raise ModelError(f"not an ONNX model: {exc}") from None
+
+
+def _attrs(node) -> dict:
+    from onnx import helper
+
+    out = {}
+    for a in node.attribute:
+        v = helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [s.decode() for s in v]
+        out[a.name] = v
+    return out
+
+
+def _static(shape) -> bool:
+    return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape)
+
+
+def _perm_to_last(rank: int) -> list[int]:  # NCHW -> NHWC
+    return [0] + list(range(2, rank)) + [1]
+
+
+def _perm_to_first(rank: int) -> list[int]:  # NHWC -> NCHW
+    return [0, rank - 1] + list(range(1, rank - 1))
+
+
+def _same_pads(size: int, k: int, stride: int, dilation: int) -> tuple[int, int]:
+    """TFLite SAME padding (before, after) for one spatial dimension (the extra one goes after)."""
+    eff = (k - 1) * dilation + 1
+    out = -(-size // stride)
+    total = max((out - 1) * stride + eff - size, 0)
+    return total // 2, total - total // 2
+
+
+@dataclass
+class _Spatial:
+    """Geometry of a conv / pool over 2 spatial dims (1-D ops get H = 1)."""
+
+    size: tuple[int, int]
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    dilations: tuple[int, int]
+    pads: tuple[tuple[int, int], tuple[int, int]]  # ((top, bottom), (left, right))
+
+
+class _Importer:
+    def __init__(self, proto):
+        import onnx
+
+        self.onnx = onnx
+        self.proto = proto
+        self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
+        self.g = GraphBuilder()
+        self.names: set[str] = set()
+        self.consts: dict[str, np.ndarray] = {}
+        self.shapes: dict[str, tuple] = {}
+        self.types: dict[str, int] = {}
+        self.values: dict[str, int] = {}  # ONNX name -> TFLite tensor index
+        self.dynamic: dict[str, list[bool]] = {}  # ONNX graph input/output name -> which dims were dynamic
+        self.problems: list[str] = []
+        self.used: set[str] = set()
+
+    # ------------------------------------------------------------------ driver
+    def run(self) -> Model:
+        graph = self.proto.graph
+        self._fix_inputs()
+        self._fold_and_infer()
+        self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        for name in self._graph_inputs():
+            shape = self.shapes[name]
+            t = self._new(name, shape, _ONNX_TYPES.get(self.types[name], "FLOAT32"))
+            self.g.inputs.append(t)
+            self.values[name] = t
+            if any(self.dynamic.get(name, [])):
+                self.g.tensors[t].shape_signature = tuple(-1 if d else s for d, s in zip(self.dynamic[name], shape))
+        for index, node in enumerate(graph.node):
+            name = node.name or f"{node.op_type}_{index}"
+            if node.domain not in ("", "ai.onnx"):
+                self._problem(name, node, f"custom domain '{node.domain}' has no mapping")
+                continue
+            if any(i and i not in self.values and i not in self.consts for i in node.input):
+                continue  # an input comes from a node that already failed: that node is the reported problem
+            try:
+                handler = getattr(self, f"_op_{node.op_type}", None)
+                if handler is None:
+                    raise _Unsupported("no mapping to TFLite builtins for this op")
+                for o in node.output:
+                    if o and o in self.used and not _static(self.shapes.get(o)):
+                        raise _Unsupported(f"output '{o}' has no static shape")
+                self.node_name = name
+                handler(node, _attrs(node))
+            except _Unsupported as exc:
+                self._problem(name, node, str(exc))
+        if self.problems:
+            raise ConversionError(f"{len(self.problems)} ONNX node(s) cannot be converted", self.problems)
+        self._outputs()
+        model = self.g.build(description="edge-sdk import_onnx")
+        self._verify(model)
+        return model
+
+    def _problem(self, name, node, reason):
+        self.problems.append(f"node '{name}' ({node.op_type}, opset {self.opset}): {reason}")
+
+    def _graph_inputs(self) -> list[str]:
+        inits = {i.name for i in self.proto.graph.initializer}
+        return [i.name for i in self.proto.graph.input if i.name not in inits]
+
+    def _fix_inputs(self):
+        """Dynamic dims of graph inputs become 1 (remembered for shape_signature)."""
+        graph = self.proto.graph
+        inits = {i.name for i in graph.initializer}
+        for vi in list(graph.input) + list(graph.output):
+            tt = vi.type.tensor_type
+            if not tt.HasField("shape"):
+                if vi.name not in inits and vi in graph.input:
+                    self.problems.append(f"graph input '{vi.name}': no shape declared (a static shape is required)")
+                continue
+            flags = []
+            for d in tt.shape.dim:
+                dynamic = not d.HasField("dim_value") or d.dim_value <= 0
+                flags.append(dynamic)
+                if dynamic and vi.name not in inits and any(vi is x for x in graph.input):
+                    d.Clear()
+                    d.dim_value = 1
+            self.dynamic[vi.name] = flags
+        if self.problems:
+            raise ConversionError("the ONNX model's inputs cannot be made static", self.problems)
+
+    # ------------------------------------------------------------------ folding and shape inference
+    def _fold_and_infer(self):
+        onnx = self.onnx
+        from onnx import numpy_helper
+
+        graph = self.proto.graph
+        for init in graph.initializer:
+            self.consts[init.name] = numpy_helper.to_array(init)
+        for _ in range(12):
+            self._infer()
+            changed = False
+            keep = []
+            for node in graph.node:
+                value = self._try_fold(node)
+                if value is None:
+                    keep.append(node)
+                    continue
+                changed = True
+                for name, v in zip(node.output, value):
+                    if name:
+                        self.consts[name] = np.asarray(v)
+                        self.shapes[name] = tuple(np.shape(v))
+            if not changed:
+                break
+            del graph.node[:]
+            graph.node.extend(keep)
+            # folded values become initializers so shape inference sees them as data
+            existing = {i.name for i in graph.initializer}
+            for name, v in self.consts.items():
+                if name not in existing:
+                    graph.initializer.append(numpy_helper.from_array(np.asarray(v), name))
+        self._infer()
+        missing = [o for n in graph.node for o in n.output if o and not _static(self.shapes.get(o))]
+        if missing:
+            self._measure_shapes(missing)
+        del onnx
+
+    def _infer(self):
+        onnx = self.onnx
+        try:
+            inferred = onnx.shape_inference.infer_shapes(self.proto, data_prop=True)
+        except Exception:  # inference is an aid; gaps are measured below
+            inferred = self.proto
+        g = inferred.graph
+        for vi in list(g.input) + list(g.value_info) + list(g.output):
+            tt = vi.type.tensor_type
+            if tt.elem_type:
+                self.types[vi.name] = tt.elem_type
+            if tt.HasField("shape"):
+                dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+                if _static(dims) or vi.name not in self.shapes:
+                    self.shapes[vi.name] = dims
+        for init in g.initializer:
+            self.types[init.name] = init.data_type
+            self.shapes[init.name] = tuple(init.dims)
+        for name, v in self.consts.items():
+            self.shapes[name] = tuple(np.shape(v))
+
+    def _try_fold(self, node):
+        if node.domain not in ("", "ai.onnx") or node.op_type in _NONDETERMINISTIC:
+            return None
+        if node.op_type in ("If", "Loop", "Scan"):
+            return None
+        if node.op_type == "Shape":
+            shape = self.shapes.get(node.input[0])
+            if not _static(shape):
+                return None
+            a = _attrs(node)
+            start, end = a.get("start", 0), a.get("end", len(shape))
+            return [np.array(shape[slice(start, end)], np.int64)]
+        if node.op_type == "Size":
+            shape = self.shapes.get(node.input[0])
+            return [np.array(int(np.prod(shape)), np.int64)] if _static(shape) else None
+        inputs = [i for i in node.input if i]
+        if node.op_type != "Constant" and (not inputs or any(i not in self.consts for i in inputs)):
+            return None
+        from onnx.reference import ReferenceEvaluator
+
+        try:
+            ev = ReferenceEvaluator(node, opsets={"": self.opset})
+            return ev.run(None, {i: self.consts[i] for i in inputs})
+        except Exception:  # not foldable here: emitted (and reported if unsupported) later
+            return None
+
+    def _measure_shapes(self, names: list[str]):
+        """Run the graph once on the reference evaluator to learn the shapes inference left open."""
+        import onnx
+        from onnx import helper
+        from onnx.reference import ReferenceEvaluator
+
+        m = onnx.ModelProto()
+        m.CopyFrom(self.proto)
+        del m.graph.output[:]
+        m.graph.output.extend([helper.make_empty_tensor_value_info(n) for n in names])
+        feeds = {}
+        for name in self._graph_inputs():
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(self.types.get(name, 1))
+            feeds[name] = np.ones(self.shapes[name], dtype)
+        try:
+            results = ReferenceEvaluator(m).run(None, feeds)
+        except Exception:
+            return  # the affected nodes report "no static shape"
+        for n, r in zip(names, results):
+            self.shapes[n] = tuple(np.shape(r))
+            if n not in self.types:
+                self.types[n] = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(r).dtype)
+
+    # ------------------------------------------------------------------ emission helpers
+    def _unique(self, name: str) -> str:
+        base, k = name, 1
+        while name in self.names:
+            name = f"{base}_{k}"
+            k += 1
+        self.names.add(name)
+        return name
+
+    def _new(self, name, shape, type="FLOAT32") -> int:
+        return self.g.tensor(self._unique(name), tuple(int(d) for d in shape), type)
+
+    def _tmp(self, suffix, shape, type="FLOAT32") -> int:
+        return self._new(f"{self.node_name}/{suffix}", shape, type)
+
+    def _const(self, suffix, value, type=None) -> int:
+        value = np.asarray(value)
+        if type is None:
+            type = "FLOAT32" if value.dtype.kind == "f" else {"i": "INT32", "b": "BOOL", "u": "UINT8"}[value.dtype.kind]
+            if value.dtype == np.int64 or value.dtype == np.int32:
+                type = "INT32" if value.dtype == np.int32 else "INT64"
+        from edge_sdk.model.types import TENSOR_TYPES
+
+        value = value.astype(TENSOR_TYPES[type][1])
+        return self.g.tensor(self._unique(f"{self.node_name}/{suffix}"), value.shape, type, data=value)
+
+    def _i32(self, suffix, values) -> int:
+        return self._const(suffix, np.asarray(values, np.int64).astype(np.int32), "INT32")
+
+    def _f32(self, suffix, values) -> int:
+        return self._const(suffix, np.asarray(values, np.float32), "FLOAT32")
+
+    def _op(self, op, inputs, outputs, version=1, **options):
+        self.g.op(op, list(inputs), list(outputs), version=version, **options)
+
+    def shape(self, t: int) -> tuple:
+        return self.g.tensors[t].shape
+
+    def ttype(self, t: int) -> str:
+        return self.g.tensors[t].type
+
+    def const(self, name: str) -> np.ndarray | None:
+        return self.consts.get(name) if name else None
+
+    def need_const(self, name: str, what: str) -> np.ndarray:
+        v = self.const(name)
+        if v is None:
+            raise _Unsupported(f"{what} ('{name}') must be a constant; it is computed at run time")
+        return v
+
+    def value(self, name: str) -> int:
+        """The TFLite tensor holding ONNX value ``name`` (constants become constant tensors on first use)."""
+        if name in self.values:
+            return self.values[name]
+        v = self.consts[name]
+        if v.dtype.kind == "f":
+            v = v.astype(np.float32)
+        type = "FLOAT32" if v.dtype.kind == "f" else None
+        if v.dtype == np.bool_:
+            type = "BOOL"
+        saved, self.node_name = getattr(self, "node_name", ""), ""
+        t = self.g.tensor(self._unique(name), v.shape, type or _np_type(v.dtype), data=v)
+        self.node_name = saved
+        self.values[name] = t
+        return t
+
+    def out(self, node, i=0, type=None) -> int:
+        """A new tensor for the node's output ``i`` (ONNX name, inferred static shape)."""
+        name = node.output[i]
+        if type is None:
+            type = _ONNX_TYPES.get(self.types.get(name, 1), "FLOAT32")
+        t = self._new(name or f"{self.node_name}/out{i}", self.shapes[name] if name else (), type)
+        if name:
+            self.values[name] = t
+        return t
+
+    def alias(self, node, t: int, i: int = 0):
+        self.values[node.output[i]] = t
+
+    def transpose(self, t: int, perm, suffix="transpose", out=None) -> int:
+        shape = self.shape(t)
+        if out is None:
+            out = self._tmp(suffix, [shape[p] for p in perm], self.ttype(t))
+        self._op("TRANSPOSE", [t, self._i32(suffix + "/perm", perm)], [out])
+        return out
+
+    def reshape(self, t: int, shape, suffix="reshape", out=None) -> int:
+        if out is None:
+            out = self._tmp(suffix, shape, self.ttype(t))
+        shape = self.shape(out)
+        self._op("RESHAPE", [t, self._i32(suffix + "/shape", list(shape))], [out], new_shape=list(shape))
+        return out
+
+    def binary(self, op, a: int, b: int, suffix, out=None, **options) -> int:
+        if out is None:
+            shape = np.broadcast_shapes(self.shape(a), self.shape(b))
+            out = self._tmp(suffix, shape, self.ttype(a))
+        self._op(op, [a, b], [out], **options)
+        return out
+
+    def unary(self, op, a: int, suffix, out=None, **options) -> int:
+        if out is None:
+            out = self._tmp(suffix, self.shape(a), self.ttype(a))
+        self._op(op, [a], [out], **options)
+        return out
+
+    def axes(self, axes, rank) -> list[int]:
+        out = []
+        for ax in axes:
+            ax = int(ax)
+            if not -rank <= ax < rank:
+                raise _Unsupported(f"axis {ax} out of range for rank {rank}")
+            out.append(ax % rank)
+        return out
+
+    def float_input(self, node, i=0) -> int:
+        t = self.value(node.input[i])
+        if self.ttype(t) != "FLOAT32":
+            raise _Unsupported(f"input {i} has type {self.ttype(t)}; only float tensors are supported here")
+        return t
+
+    # ------------------------------------------------------------------ outputs and verification
+    def _outputs(self):
+        seen = set()
+        for o in self.proto.graph.output:
+            if o.name in self.values:
+                t = self.values[o.name]
+            else:
+                self.node_name = o.name
+                t = self.value(o.name)  # a constant output
+            if t in seen or t in self.g.inputs or self.g.tensors[t].buffer != 0:
+                src = t
+                t = self._new(o.name, self.shape(src), self.ttype(src))
+                self.node_name = o.name
+                self.reshape(src, self.shape(src), "copy", out=t)
+            seen.add(t)
+            flags = self.dynamic.get(o.name, [])
+            if any(flags) and len(flags) == len(self.shape(t)):
+                self.g.tensors[t].shape_signature = tuple(-1 if d else s for d, s in zip(flags, self.shape(t)))
+            self.g.outputs.append(t)
+
+    def _verify(self, model: Model):
+        """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""
+        from edge_sdk.interpreter import Interpreter
+
+        declared = [t.shape for t in model.subgraphs[0].tensors]
+        try:
+            it = Interpreter(model=model)
+            it.allocate_tensors()
+        except ModelError as exc:
+            raise ConversionError("the converted model does not prepare in edge-sdk's interpreter",
+                                  [str(exc)]) from None
+        got = it.tensor_shapes(0)
+        bad = [f"tensor '{t.name}': converter says {d}, kernel computes {g}"
+               for t, d, g in zip(model.subgraphs[0].tensors, declared, got) if tuple(d) != tuple(g)]
+        if bad:
+            raise ConversionError("internal shape mismatch in the converted model", bad[:20])
+
+    # ------------------------------------------------------------------ layout helpers
+    def _spatial(self, node, a, x_shape, kernel, is_pool=False, ceil_mode=0) -> _Spatial:
+        nsp = len(x_shape) - 2
+        if nsp not in (1, 2):
+            raise _Unsupported(f"{nsp}-D spatial input {x_shape} (only 1-D and 2-D are supported)")
+        size = tuple(x_shape[2:])
+        strides = tuple(a.get("strides", [1] * nsp))
+        dil = tuple(a.get("dilations", [1] * nsp))
+        pads = list(a.get("pads", [0] * (2 * nsp)))
+        auto = a.get("auto_pad", "NOTSET")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pads = [0] * (2 * nsp)
+            for d in range(nsp):
+                lo, hi = _same_pads(size[d], kernel[d], strides[d], dil[d])
+                if auto == "SAME_LOWER":
+                    lo, hi = hi, lo
+                pads[d], pads[d + nsp] = lo, hi
+        elif auto == "VALID":
+            pads = [0] * (2 * nsp)
+        pp = tuple((pads[d], pads[d + nsp]) for d in range(nsp))
+        if nsp == 1:
+            return _Spatial((1, size[0]), (1, kernel[0]), (1, strides[0]), (1, dil[0]), ((0, 0), pp[0]))
+        return _Spatial(size, tuple(kernel), strides, dil, pp)
+
+    def _to_nhwc(self, x: int) -> int:
+        """NCHW (or NCL) tensor -> NHWC (NCL -> N1LC)."""
+        shape = self.shape(x)
+        t = self.transpose(x, _perm_to_last(len(shape)), "to_nhwc")
+        if len(shape) == 3:
+            n, c, length = shape
+            t = self.reshape(t, (n, 1, length, c), "to_n1lc")
+        return t
+
+    def _from_nhwc(self, t: int, out: int):
+        """NHWC tensor -> the node's NCHW (or NCL) output tensor ``out``."""
+        rank = len(self.shape(out))
+        if rank == 3:
+            n, _, length, c = self.shape(t)
+            t = self.reshape(t, (n, length, c), "from_n1lc")
+        self.transpose(t, _perm_to_first(rank), "to_nchw", out=out)
+
+    def _pad_nhwc(self, t: int, pads, value: float) -> int:
+        (pt, pb), (pl, pr) = pads
+        if not (pt or pb or pl or pr):
+            return t
+        n, h, w, c = self.shape(t)
+        out = self._tmp("pad", (n, h + pt + pb, w + pl + pr, c))
+        paddings = self._i32("paddings", [[0, 0], [pt, pb], [pl, pr], [0, 0]])
+        if value == 0:
+            self._op("PAD", [t, paddings], [out])
+        else:
+            self._op("PADV2", [t, paddings, self._f32("pad_value", [value])], [out])
+        return out
+
+    def _padding_mode(self, sp: _Spatial) -> str:
+        """'VALID' / 'SAME' when TFLite's own padding equals the ONNX pads, else 'EXPLICIT'."""
+        if all(p == (0, 0) for p in sp.pads):
+            return "VALID"
+        same = tuple(_same_pads(sp.size[d], sp.kernel[d], sp.strides[d], sp.dilations[d]) for d in range(2))
+        return "SAME" if same == sp.pads else "EXPLICIT"
+
+    # ------------------------------------------------------------------ convolution
+    def _op_Conv(self, node, a):
+        x = self.float_input(node)
+        w = self.need_const(node.input[1], "weights").astype(np.float32)
+        b = self.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        if len(node.input) > 2 and node.input[2] and b is None:
+            raise _Unsupported("bias must be a constant")
+        xs = self.shape(x)
+        if len(xs) not in (3, 4):
+            raise _Unsupported(f"{len(xs) - 2}-D convolution (only 1-D and 2-D are supported)")
+        group = int(a.get("group", 1))
+        cin, cout = xs[1], w.shape[0]
+        if w.shape[1] * group != cin:
+            raise _Unsupported(f"weights {w.shape} do not match {cin} input channels in {group} groups")
+        sp = self._spatial(node, a, xs, w.shape[2:])
+        if len(xs) == 3:
+            w = w[:, :, None, :]
+        bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        out = self.out(node)
+        os_ = self.shape(out)
+        oh, ow = (1, os_[2]) if len(xs) == 3 else os_[2:]
+        t = self._to_nhwc(x)
+        mode = self._padding_mode(sp)
+        if mode == "EXPLICIT":
+            t = self._pad_nhwc(t, sp.pads, 0.0)
+            mode = "VALID"
+        n = xs[0]
+        conv_out = self._tmp("conv_nhwc", (n, oh, ow, cout))
+        opts = dict(padding=mode, stride_h=sp.strides[0], stride_w=sp.strides[1],
+                    dilation_h_factor=sp.dilations[0], dilation_w_factor=sp.dilations[1],
+                    fused_activation_function="NONE")
+        if group == 1:
+            self._op("CONV_2D", [t, self._f32("weights", w.transpose(0, 2, 3, 1)), self._f32("bias", bias)],
+                     [conv_out], **opts)
+        elif group == cin and w.shape[1] == 1:
+            self._op("DEPTHWISE_CONV_2D", [t, self._f32("weights", w.transpose(1, 2, 3, 0)), self._f32("bias", bias)],
+                     [conv_out], depth_multiplier=cout // cin, **opts)
+        else:
+            gin, gout = cin // group, cout // group
+            ts = self.shape(t)
+            parts = [self._tmp(f"group{g}", ts[:3] + (gin,)) for g in range(group)]
+            self._op("SPLIT", [self._i32("split_axis", 3), t], parts, num_splits=group)
+            outs = []
+            for g in range(group):
+                o = self._tmp(f"group{g}_conv", (n, oh, ow, gout))
+                wg = w[g * gout:(g + 1) * gout].transpose(0, 2, 3, 1)
+                self._op("CONV_2D", [parts[g], self._f32(f"weights{g}", wg),
+                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
+                outs.append(o)
+            self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
+        self._from_nhwc(conv_out, out)
+
+    def _op_ConvTranspose(self, node, a):
+        x = self.float_input(node)
+        w = self.need_const(node.input[1], "weights").astype(np.float32)
+        b = self.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        xs = self.shape(x)
+        if len(xs) not in (3, 4):
+            raise _Unsupported(f"{len(xs) - 2}-D transposed convolution (only 1-D and 2-D are supported)")
+        if int(a.get("group", 1)) != 1:
+            raise _Unsupported("grouped ConvTranspose")
+        nsp = len(xs) - 2
+        if any(d != 1 for d in a.get("dilations", [1] * nsp)):
+            raise _Unsupported("dilated ConvTranspose (TFLite TRANSPOSE_CONV has no dilation)")
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            raise _Unsupported(f"auto_pad {a['auto_pad']} on ConvTranspose")
+        out = self.out(node)
+        cout = w.shape[1]
+        if len(xs) == 3:
+            w = w[:, :, None, :]
+        k = w.shape[2:]
+        strides = list(a.get("strides", [1] * nsp))
+        if nsp == 1:
+            strides = [1] + strides
+        n = xs[0]
+        size = (1, xs[2]) if nsp == 1 else xs[2:]
+        full = [(size[d] - 1) * strides[d] + k[d] for d in range(2)]
+        os_ = self.shape(out)
+        osz = (1, os_[2]) if nsp == 1 else os_[2:]
+        pads = list(a.get("pads", [0] * (2 * nsp)))
+        begin = [0, pads[0]] if nsp == 1 else [pads[0], pads[1]]
+        for d in range(2):
+            if begin[d] + osz[d] > full[d]:
+                raise _Unsupported("output_padding / output_shape beyond the transposed convolution's full output")
+        t = self._to_nhwc(x)
+        conv_out = self._tmp("tconv_nhwc", (n, full[0], full[1], cout))
+        bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        self._op("TRANSPOSE_CONV", [self._i32("output_shape", [n, full[0], full[1], cout]),
+                                    self._f32("weights", w.transpose(1, 2, 3, 0)), t, self._f32("bias", bias)],
+                 [conv_out], version=3, padding="VALID", stride_h=strides[0], stride_w=strides[1],
+                 fused_activation_function="NONE")
+        if tuple(osz) != tuple(full):
+            cropped = self._tmp("crop", (n, osz[0], osz[1], cout))
+            self._op("STRIDED_SLICE", [conv_out, self._i32("begin", [0, begin[0], begin[1], 0]),
+                                       self._i32("end", [n, begin[0] + osz[0], begin[1] + osz[1], cout]),
+                                       self._i32("strides", [1, 1, 1, 1])], [cropped])
+            conv_out = cropped
+        self._from_nhwc(conv_out, out)
+
+    # ------------------------------------------------------------------ pooling
+    def _pool(self, node, a, kind):
+        x = self.float_input(node)
+        xs = self.shape(x)
+        if len(node.output) > 1 and node.output[1] and node.output[1] in self.used:
+            raise _Unsupported("the Indices output of MaxPool")
+        k = a.get("kernel_shape")
+        sp = self._spatial(node, a, xs, k)
+        if any(d != 1 for d in sp.dilations):
+            raise _Unsupported("dilated pooling")
+        out = self.out(node)
+        os_ = self.shape(out)
+        osz = (1, os_[2]) if len(xs) == 3 else os_[2:]
+        # extra end padding that ceil_mode adds
+        extra = [max((osz[d] - 1) * sp.strides[d] + sp.kernel[d] - (sp.size[d] + sum(sp.pads[d])), 0)
+                 for d in range(2)]
+        include_pad = kind == "avg" and int(a.get("count_include_pad", 0)) == 1
+        mode = self._padding_mode(sp)
+        if any(extra) or (mode == "SAME" and include_pad):
+            mode = "EXPLICIT"
+        t = self._to_nhwc(x)
+        n, c = xs[0], xs[1]
+        opts = dict(stride_h=sp.strides[0], stride_w=sp.strides[1], filter_height=sp.kernel[0],
+                    filter_width=sp.kernel[1], fused_activation_function="NONE")
+        scale = None
+        if mode == "EXPLICIT":
+            pads = tuple((sp.pads[d][0], sp.pads[d][1] + extra[d]) for d in range(2))
+            t = self._pad_nhwc(t, pads, _LOWEST if kind == "max" else 0.0)
+            mode = "VALID"
+            if kind == "avg":
+                counts = np.ones((1,) + tuple(osz) + (1,), np.float64)
+                for d in range(2):
+                    start = np.arange(osz[d]) * sp.strides[d] - sp.pads[d][0]
+                    lo, hi = (-sp.pads[d][0], sp.size[d] + sp.pads[d][1]) if include_pad else (0, sp.size[d])
+                    cnt = np.minimum(start + sp.kernel[d], hi) - np.maximum(start, lo)
+                    counts = counts * (cnt.reshape(-1, 1) if d == 0 else cnt.reshape(1, -1))[None, :, :, None]
+                scale = (sp.kernel[0] * sp.kernel[1] / counts).astype(np.float32)
+                if np.all(scale == 1):
+                    scale = None
+        pooled = self._tmp("pool_nhwc", (n, osz[0], osz[1], c))
+        self._op("MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D", [t], [pooled], padding=mode, **opts)
+        if scale is not None:
+            pooled = self.binary("MUL", pooled, self._f32("count_scale", scale), "count_fix",
+                                 fused_activation_function="NONE")
+        self._from_nhwc(pooled, out)
+
+    def _op_MaxPool(self, node, a):
+        if int(a.get("storage_order", 0)) != 0 and len(node.output) > 1:
+            raise _Unsupported("storage_order with Indices")
+        self._pool(node, a, "max")
+
+    def _op_AveragePool(self, node, a):
+        self._pool(node, a, "avg")
+
+    def _op_GlobalAveragePool(self, node, a):
+        x = self.float_input(node)
+        rank = len(self.shape(x))
+        self._op("MEAN", [x, self._i32("axes", list(range(2, rank)))], [self.out(node)], keep_dims=True)
+
+    def _op_GlobalMaxPool(self, node, a):
+        x = self.float_input(node)
+        rank = len(self.shape(x))
+        self._op("REDUCE_MAX", [x, self._i32("axes", list(range(2, rank)))], [self.out(node)], keep_dims=True)
+
+    # ------------------------------------------------------------------ matrix products
+    def _op_Gemm(self, node, a):
+        x = self.float_input(node)
+        alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+        if int(a.get("transA", 0)):
+            x = self.transpose(x, [1, 0], "transA")
+        out = self.out(node)
+        m, n_out = self.shape(out)
+        bconst = self.const(node.input[1])
+        c_name = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        cconst = self.const(c_name) if c_name else None
+        bias = -1
+        add_after = None
+        if c_name is not None:
+            if cconst is not None and cconst.size in (1, n_out) and (cconst.ndim < 2 or cconst.shape[0] == 1):
+                bias = self._f32("bias", np.broadcast_to(np.asarray(cconst, np.float32).reshape(-1) * beta, (n_out,)))
+            elif cconst is not None:
+                add_after = self._f32("c", np.asarray(cconst, np.float32) * beta)
+            else:
+                add_after = self.value(c_name)
+                if beta != 1.0:
+                    add_after = self.binary("MUL", add_after, self._f32("beta", beta), "beta_c",
+                                            fused_activation_function="NONE")
+        target = out if add_after is None else self._tmp("matmul", (m, n_out))
+        if bconst is not None:
+            w = np.asarray(bconst, np.float32)
+            w = (w if int(a.get("transB", 0)) else w.T) * np.float32(alpha)
+            self._op("FULLY_CONNECTED", [x, self._f32("weights", w), bias], [target],
+                     fused_activation_function="NONE", keep_num_dims=False)
+        else:
+            prod = target if alpha == 1.0 and bias == -1 else self._tmp("bmm", (m, n_out))
+            self._op("BATCH_MATMUL", [x, self.value(node.input[1])], [prod], adj_x=False,
+                     adj_y=bool(a.get("transB", 0)))
+            if alpha != 1.0:
+                nxt = target if bias == -1 else self._tmp("alpha", (m, n_out))
+                self.binary("MUL", prod, self._f32("alpha", alpha), "alpha", out=nxt, fused_activation_function="NONE")
+                prod = nxt
+            if bias != -1:
+                self.binary("ADD", prod, bias, "bias", out=target, fused_activation_function="NONE")
+        if add_after is not None:
+            self.binary("ADD", target, add_after, "add_c", out=out, fused_activation_function="NONE")
+
+    def _op_MatMul(self, node, a):
+        x = self.float_input(node)
+        xs = self.shape(x)
+        out = self.out(node)
+        wconst = self.const(node.input[1])
+        if wconst is not None and wconst.ndim == 2 and len(xs) >= 1:
+            w = np.asarray(wconst, np.float32).T
+            if len(xs) == 1:
+                x = self.reshape(x, (1, xs[0]), "row")
+                tmp = self._tmp("fc", (1, w.shape[0]))
+                self._op("FULLY_CONNECTED", [x, self._f32("weights", w), -1], [tmp],
+                         fused_activation_function="NONE", keep_num_dims=False)
+                self.reshape(tmp, self.shape(out), out=out)
+                return
+            self._op("FULLY_CONNECTED", [x, self._f32("weights", w), -1], [out],
+                     fused_activation_function="NONE", keep_num_dims=len(xs) > 2)
+            return
+        y = self.value(node.input[1])
+        ys = self.shape(y)
+        if len(xs) < 2 or len(ys) < 2:
+            raise _Unsupported("MatMul with a 1-D run-time operand")
+        rank = max(len(xs), len(ys))
+        if len(xs) < rank:
+            x = self.reshape(x, (1,) * (rank - len(xs)) + xs, "lhs_rank")
+        if len(ys) < rank:
+            y = self.reshape(y, (1,) * (rank - len(ys)) + ys, "rhs_rank")
+        self._op("BATCH_MATMUL", [x, y], [out], adj_x=False, adj_y=False)
+
+    # ------------------------------------------------------------------ element-wise
+    def _binary_node(self, node, op):
+        a_, b_ = self.value(node.input[0]), self.value(node.input[1])
+        if self.ttype(a_) != self.ttype(b_):
+            raise _Unsupported(f"operand types differ ({self.ttype(a_)}, {self.ttype(b_)})")
+        if len(self.shape(self.out(node))) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        out = self.values[node.output[0]]
+        extra = {"fused_activation_function": "NONE"} if op in ("ADD", "SUB", "MUL", "DIV") else {}
+        self._op(op, [a_, b_], [out], **extra)
+
+    def _op_Add(self, node, a):
+        self._binary_node(node, "ADD")
+
+    def _op_Sub(self, node, a):
+        self._binary_node(node, "SUB")
+
+    def _op_Mul(self, node, a):
+        self._binary_node(node, "MUL")
+
+    def _op_Div(self, node, a):
+        self._binary_node(node, "DIV")
+
+    def _variadic(self, node, op):
+        ins = [self.value(i) for i in node.input if i]
+        out = self.out(node)
+        if len(ins) == 1:
+            self.reshape(ins[0], self.shape(out), out=out)
+            return
+        acc = ins[0]
+        for k, t in enumerate(ins[1:]):
+            acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None)
+
+    def _op_Min(self, node, a):
+        self._variadic(node, "MINIMUM")
+
+    def _op_Max(self, node, a):
+        self._variadic(node, "MAXIMUM")
+
+    def _op_Pow(self, node, a):
+        x = self.float_input(node)
+        e = self.const(node.input[1])
+        out = self.out(node)
+        if e is not None and e.size >= 1 and np.all(e == e.reshape(-1)[0]) and \
+                np.broadcast_shapes(self.shape(x), e.shape) == self.shape(x):
+            v = float(e.reshape(-1)[0])
+            if v == 1.0:
+                self.reshape(x, self.shape(out), out=out)
+                return
+            if v == 2.0:
+                self.binary("MUL", x, x, "square", out=out, fused_activation_function="NONE")
+                return
+            if v == 3.0:
+                sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+                self.binary("MUL", sq, x, "cube", out=out, fused_activation_function="NONE")
+                return
+            if v == 0.5:
+                self.unary("SQRT", x, "sqrt", out=out)
+                return
+            if v == -0.5:
+                self.unary("RSQRT", x, "rsqrt", out=out)
+                return
+            if v == -1.0:
+                self.binary("DIV", self._f32("one", 1.0), x, "reciprocal", out=out, fused_activation_function="NONE")
+                return
+        y = self.value(node.input[1])
+        if self.ttype(y) != "FLOAT32":
+            raise _Unsupported(f"exponent of type {self.ttype(y)}")
+        self._op("POW", [x, y], [out])
+
+    def _unary_node(self, node, op, **options):
+        self._op(op, [self.float_input(node)], [self.out(node)], **options)
+
+    def _op_Sqrt(self, node, a):
+        self._unary_node(node, "SQRT")
+
+    def _op_Exp(self, node, a):
+        self._unary_node(node, "EXP")
+
+    def _op_Log(self, node, a):
+        self._unary_node(node, "LOG")
+
+    def _op_Abs(self, node, a):
+        self._op("ABS", [self.value(node.input[0])], [self.out(node)])
+
+    def _op_Neg(self, node, a):
+        self._op("NEG", [self.value(node.input[0])], [self.out(node)])
+
+    def _op_Relu(self, node, a):
+        self._unary_node(node, "RELU")
+
+    def _op_Sigmoid(self, node, a):
+        self._unary_node(node, "LOGISTIC")
+
+    def _op_Tanh(self, node, a):
+        self._unary_node(node, "TANH")
+
+    def _op_HardSwish(self, node, a):
+        self._unary_node(node, "HARD_SWISH")
+
+    def _op_LeakyRelu(self, node, a):
+        self._unary_node(node, "LEAKY_RELU", alpha=float(a.get("alpha", 0.01)))
+
+    def _op_Clip(self, node, a):
+        x = self.float_input(node)
+        lo, hi = a.get("min"), a.get("max")
+        if len(node.input) > 1 and node.input[1]:
+            lo = float(self.need_const(node.input[1], "min"))
+        if len(node.input) > 2 and node.input[2]:
+            hi = float(self.need_const(node.input[2], "max"))
+        out = self.out(node)
+        lo = -math.inf if lo is None else float(lo)
+        hi = math.inf if hi is None else float(hi)
+        if (lo, hi) == (0.0, 6.0):
+            self.unary("RELU6", x, "relu6", out=out)
+        elif (lo, hi) == (-1.0, 1.0):
+            self.unary("RELU_N1_TO_1", x, "relu_n1_to_1", out=out)
+        elif (lo, hi) == (0.0, math.inf):
+            self.unary("RELU", x, "relu", out=out)
+        elif lo == -math.inf and hi == math.inf:
+            self.reshape(x, self.shape(out), out=out)
+        elif lo == -math.inf:
+            self.binary("MINIMUM", x, self._f32("max", hi), "min", out=out)
+        elif hi == math.inf:
+            self.binary("MAXIMUM", x, self._f32("min", lo), "max", out=out)
+        else:
+            t = self.binary("MAXIMUM", x, self._f32("min", lo), "max")
+            self.binary("MINIMUM", t, self._f32("max", hi), "min", out=out)
+
+    def _op_PRelu(self, node, a):
+        x = self.float_input(node)
+        slope = self.const(node.input[1])
+        out = self.out(node)
+        if slope is None:
+            raise _Unsupported("slope must be a constant")
+        xs = self.shape(x)
+        slope = np.asarray(slope, np.float32)
+        if slope.ndim > len(xs) or np.broadcast_shapes(xs, slope.shape) != xs:
+            raise _Unsupported(f"slope {slope.shape} does not broadcast to {xs}")
+        if slope.size == 1:
+            self._op("LEAKY_RELU", [x], [out], alpha=float(slope.reshape(-1)[0]))
+            return
+        self._op("PRELU", [x, self._f32("slope", slope)], [out])
+
+    def _op_Elu(self, node, a):
+        x = self.float_input(node)
+        alpha = float(a.get("alpha", 1.0))
+        out = self.out(node)
+        neg = self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg")
+        e = self.unary("EXP", neg, "exp")
+        em1 = self.binary("SUB", e, self._f32("one", 1.0), "expm1", fused_activation_function="NONE")
+        if alpha != 1.0:
+            em1 = self.binary("MUL", em1, self._f32("alpha", alpha), "scaled", fused_activation_function="NONE")
+        pos = self.unary("RELU", x, "pos")
+        self.binary("ADD", pos, em1, "sum", out=out, fused_activation_function="NONE")
+
+    def _op_HardSigmoid(self, node, a):
+        x = self.float_input(node)
+        alpha, beta = float(a.get("alpha", 0.2)), float(a.get("beta", 0.5))
+        out = self.out(node)
+        t = self.binary("MUL", x, self._f32("alpha", alpha), "scaled", fused_activation_function="NONE")
+        t = self.binary("ADD", t, self._f32("beta", beta), "shifted", fused_activation_function="NONE")
+        t = self.binary("MAXIMUM", t, self._f32("zero", 0.0), "lower")
+        self.binary("MINIMUM", t, self._f32("one", 1.0), "upper", out=out)
+
+    def _erf(self, x: int, out: int | None = None) -> int:
+        xc = self.binary("MINIMUM", x, self._f32("erf_hi", 4.0), "erf_clamp_hi")
+        xc = self.binary("MAXIMUM", xc, self._f32("erf_lo", -4.0), "erf_clamp")
+        x2 = self.binary("MUL", xc, xc, "erf_x2", fused_activation_function="NONE")
+
+        def poly(coeffs, tag):
+            acc = self.binary("MUL", x2, self._f32(f"{tag}0", coeffs[0]), f"{tag}_m0", fused_activation_function="NONE")
+            for k, c in enumerate(coeffs[1:], 1):
+                acc = self.binary("ADD", acc, self._f32(f"{tag}{k}", c), f"{tag}_a{k}", fused_activation_function="NONE")
+                if k < len(coeffs) - 1:
+                    acc = self.binary("MUL", acc, x2, f"{tag}_m{k}", fused_activation_function="NONE")
+            return acc
+
+        p = poly(_ERF_P, "erf_p")
+        q = poly(_ERF_Q, "erf_q")
+        xp = self.binary("MUL", xc, p, "erf_xp", fused_activation_function="NONE")
+        return self.binary("DIV", xp, q, "erf", out=out, fused_activation_function="NONE")
+
+    def _op_Erf(self, node, a):
+        self._erf(self.float_input(node), self.out(node))
+
+    def _op_Gelu(self, node, a):
+        x = self.float_input(node)
+        out = self.out(node)
+        if a.get("approximate", "none") == "tanh":
+            x3 = self.binary("MUL", self.binary("MUL", x, x, "x2", fused_activation_function="NONE"), x, "x3",
+                             fused_activation_function="NONE")
+            inner = self.binary("MUL", x3, self._f32("c", 0.044715), "cx3", fused_activation_function="NONE")
+            inner = self.binary("ADD", x, inner, "poly", fused_activation_function="NONE")
+            inner = self.binary("MUL", inner, self._f32("k", math.sqrt(2 / math.pi)), "arg",
+                                fused_activation_function="NONE")
+            t = self.unary("TANH", inner, "tanh")
+        else:
+            t = self._erf(self.binary("MUL", x, self._f32("rsqrt2", 1 / math.sqrt(2)), "scaled",
+                                      fused_activation_function="NONE"))
+        t = self.binary("ADD", t, self._f32("one", 1.0), "one_plus", fused_activation_function="NONE")
+        half_x = self.binary("MUL", x, self._f32("half", 0.5), "half_x", fused_activation_function="NONE")
+        self.binary("MUL", half_x, t, "gelu", out=out, fused_activation_function="NONE")
+
+    # ------------------------------------------------------------------ softmax
+    def _softmax(self, node, a, op):
+        x = self.float_input(node)
+        xs = self.shape(x)
+        rank = len(xs)
+        out = self.out(node)
+        opts = {"beta": 1.0} if op == "SOFTMAX" else {}
+        if self.opset >= 13:
+            axis = self.axes([a.get("axis", -1)], rank)[0]
+            if axis == rank - 1:
+                self._op(op, [x], [out], **opts)
+                return
+            perm = list(range(rank))
+            perm[axis], perm[-1] = perm[-1], perm[axis]
+            t = self.transpose(x, perm, "axis_last")
+            s = self._tmp("softmax", self.shape(t))
+            self._op(op, [t], [s], **opts)
+            self.transpose(s, perm, "axis_back", out=out)
+            return
+        axis = self.axes([a.get("axis", 1)], rank)[0]
+        if axis == rank - 1:
+            self._op(op, [x], [out], **opts)
+            return
+        flat = (int(np.prod(xs[:axis])), int(np.prod(xs[axis:])))
+        t = self.reshape(x, flat, "flat")
+        s = self._tmp("softmax", flat)
+        self._op(op, [t], [s], **opts)
+        self.reshape(s, xs, out=out)
+
+    def _op_Softmax(self, node, a):
+        self._softmax(node, a, "SOFTMAX")
+
+    def _op_LogSoftmax(self, node, a):
+        self._softmax(node, a, "LOG_SOFTMAX")
+
+    # ------------------------------------------------------------------ normalization
+    def _normalize(self, x: int, axes: list[int], eps: float, scale: int | None, bias: int | None, out: int):
+        xs = self.shape(x)
+        red = tuple(1 if i in axes else d for i, d in enumerate(xs))
+        mean = self._tmp("mean", red)
+        self._op("MEAN", [x, self._i32("axes", axes)], [mean], keep_dims=True)
+        sq = self.binary("SQUARED_DIFFERENCE", x, mean, "sqdiff")
+        var = self._tmp("var", red)
+        self._op("MEAN", [sq, self._i32("axes2", axes)], [var], keep_dims=True)
+        var_eps = self.binary("ADD", var, self._f32("eps", eps), "var_eps", fused_activation_function="NONE")
+        rstd = self.unary("RSQRT", var_eps, "rstd")
+        centered = self.binary("SUB", x, mean, "centered", fused_activation_function="NONE")
+        y = self.binary("MUL", centered, rstd, "normalized", out=out if scale is None and bias is None else None,
+                        fused_activation_function="NONE")
+        if scale is not None:
+            y = self.binary("MUL", y, scale, "scaled", out=out if bias is None else None,
+                            fused_activation_function="NONE")
+        if bias is not None:
+            self.binary("ADD", y, bias, "shifted", out=out, fused_activation_function="NONE")
+
+    def _op_LayerNormalization(self, node, a):
+        x = self.float_input(node)
+        for o in node.output[1:]:
+            if o and o in self.used:
+                raise _Unsupported("the Mean / InvStdDev outputs")
+        rank = len(self.shape(x))
+        axis = self.axes([a.get("axis", -1)], rank)[0]
+        scale = self.value(node.input[1])
+        bias = self.value(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        self._normalize(x, list(range(axis, rank)), float(a.get("epsilon", 1e-5)), scale, bias, self.out(node))
+
+    def _channel_const(self, suffix, v, rank):
+        v = np.asarray(v, np.float32).reshape(-1)
+        return self._f32(suffix, v.reshape((-1,) + (1,) * (rank - 2)))
+
+    def _op_InstanceNormalization(self, node, a):
+        x = self.float_input(node)
+        rank = len(self.shape(x))
+        if rank < 3:
+            raise _Unsupported("input of rank below 3")
+        scale = self._channel_const("scale", self.need_const(node.input[1], "scale"), rank)
+        bias = self._channel_const("bias", self.need_const(node.input[2], "bias"), rank)
+        self._normalize(x, list(range(2, rank)), float(a.get("epsilon", 1e-5)), scale, bias, self.out(node))
+
+    def _op_BatchNormalization(self, node, a):
+        x = self.float_input(node)
+        for o in node.output[1:]:
+            if o and o in self.used:
+                raise _Unsupported("training-mode outputs (running mean / variance)")
+        if int(a.get("training_mode", 0)):
+            raise _Unsupported("training_mode=1")
+        gamma, beta, mean, var = (np.asarray(self.need_const(node.input[i], n), np.float64)
+                                  for i, n in ((1, "scale"), (2, "bias"), (3, "mean"), (4, "var")))
+        eps = float(a.get("epsilon", 1e-5))
+        mul = gamma / np.sqrt(var + eps)
+        add = beta - mean * mul
+        rank = len(self.shape(x))
+        t = self.binary("MUL", x, self._channel_const("mul", mul, max(rank, 2)), "bn_mul",
+                        fused_activation_function="NONE")
+        self.binary("ADD", t, self._channel_const("add", add, max(rank, 2)), "bn_add", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    # ------------------------------------------------------------------ reductions
+    def _reduce(self, node, a, op):
+        x = self.float_input(node)
+        rank = len(self.shape(x))
+        axes = a.get("axes")
+        if len(node.input) > 1 and node.input[1]:
+            axes = self.need_const(node.input[1], "axes").reshape(-1).tolist()
+        out = self.out(node)
+        if not axes:
+            if int(a.get("noop_with_empty_axes", 0)):
+                self.reshape(x, self.shape(out), out=out)
+                return
+            axes = list(range(rank))
+        axes = sorted(set(self.axes(axes, rank)))
+        self._op(op, [x, self._i32("axes", axes)], [out], keep_dims=bool(a.get("keepdims", 1)))
+
+    def _op_ReduceMean(self, node, a):
+        self._reduce(node, a, "MEAN")
+
+    def _op_ReduceSum(self, node, a):
+        self._reduce(node, a, "SUM")
+
+    def _op_ReduceMax(self, node, a):
+        self._reduce(node, a, "REDUCE_MAX")
+
+    def _op_ArgMax(self, node, a):
+        x = self.float_input(node)
+        if int(a.get("select_last_index", 0)):
+            raise _Unsupported("select_last_index=1")
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        out = self.out(node, type="INT64")
+        if int(a.get("keepdims", 1)):
+            t = self._tmp("argmax", xs[:axis] + xs[axis + 1:], "INT64")
+            self._op("ARG_MAX", [x, self._i32("axis", [axis])], [t], output_type="INT64")
+            self.reshape(t, self.shape(out), out=out)
+        else:
+            self._op("ARG_MAX", [x, self._i32("axis", [axis])], [out], output_type="INT64")
+
+    # ------------------------------------------------------------------ shape and data movement
+    def _reshape_node(self, node, a=None):
+        x = self.value(node.input[0])
+        out = self.out(node, type=self.ttype(x))
+        self.reshape(x, self.shape(out), out=out)
+
+    _op_Reshape = _reshape_node
+    _op_Flatten = _reshape_node
+    _op_Squeeze = _reshape_node
+    _op_Unsqueeze = _reshape_node
+
+    def _op_Identity(self, node, a):
+        self.alias(node, self.value(node.input[0]))
+
+    def _op_Dropout(self, node, a):
+        if len(node.output) > 1 and node.output[1] and node.output[1] in self.used:
+            raise _Unsupported("the mask output of Dropout")
+        self.alias(node, self.value(node.input[0]))
+
+    def _op_Cast(self, node, a):
+        x = self.value(node.input[0])
+        to = int(a["to"])
+        if to not in _ONNX_TYPES:
+            raise _Unsupported(f"cast to ONNX type {to}")
+        target = _ONNX_TYPES[to]
+        if target == self.ttype(x):
+            self.alias(node, x)
+            return
+        self._op("CAST", [x], [self.out(node, type=target)], in_data_type=self.ttype(x), out_data_type=target)
+
+    def _op_Transpose(self, node, a):
+        x = self.value(node.input[0])
+        rank = len(self.shape(x))
+        perm = a.get("perm", list(range(rank))[::-1])
+        if rank > 6:
+            raise _Unsupported("transpose of rank above 6")
+        self.transpose(x, perm, "perm", out=self.out(node, type=self.ttype(x)))
+
+    def _op_Concat(self, node, a):
+        ins = [self.value(i) for i in node.input if i]
+        ins = [t for t in ins if 0 not in self.shape(t)]
+        out = self.out(node, type=self.ttype(ins[0]))
+        axis = self.axes([a["axis"]], len(self.shape(out)))[0]
+        if len(ins) == 1:
+            self.reshape(ins[0], self.shape(out), out=out)
+            return
+        self._op("CONCATENATION", ins, [out], axis=axis, fused_activation_function="NONE")
+
+    def _op_Split(self, node, a):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        outs = [self.out(node, i, type=self.ttype(x)) for i in range(len(node.output))]
+        sizes = [self.shape(o)[axis] for o in outs]
+        self._op("SPLIT_V", [x, self._i32("sizes", sizes), self._i32("axis", axis)], outs, num_splits=len(outs))
+
+    def _op_Slice(self, node, a):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        rank = len(xs)
+        if self.opset < 10:
+            starts, ends = a["starts"], a["ends"]
+            axes = a.get("axes", list(range(len(starts))))
+            steps = [1] * len(starts)
+        else:
+            starts = self.need_const(node.input[1], "starts").reshape(-1).tolist()
+            ends = self.need_const(node.input[2], "ends").reshape(-1).tolist()
+            axes = (self.need_const(node.input[3], "axes").reshape(-1).tolist()
+                    if len(node.input) > 3 and node.input[3] else list(range(len(starts))))
+            steps = (self.need_const(node.input[4], "steps").reshape(-1).tolist()
+                     if len(node.input) > 4 and node.input[4] else [1] * len(starts))
+        begin, end, stride = [0] * rank, list(xs), [1] * rank
+        end_mask = 0
+        for s, e, ax, st in zip(starts, ends, self.axes(axes, rank), steps):
+            st = int(st)
+            if st == 0:
+                raise _Unsupported("step 0")
+            s = max(min(int(s), 2**62), -2**62)
+            e = max(min(int(e), 2**62), -2**62)
+            b_, e_, st_ = slice(s, e, st).indices(xs[ax])
+            begin[ax], end[ax], stride[ax] = b_, e_, st_
+            if st_ < 0 and e_ < 0:
+                end_mask |= 1 << ax
+                end[ax] = 0
+        out = self.out(node, type=self.ttype(x))
+        self._op("STRIDED_SLICE", [x, self._i32("begin", begin), self._i32("end", end), self._i32("strides", stride)],
+                 [out], end_mask=end_mask)
+
+    def _op_Pad(self, node, a):
+        x = self.value(node.input[0])
+        rank = len(self.shape(x))
+        mode = a.get("mode", "constant")
+        if self.opset < 11:
+            pads, value = a["pads"], float(a.get("value", 0.0))
+        else:
+            pads = self.need_const(node.input[1], "pads").reshape(-1).tolist()
+            value = 0.0
+            if len(node.input) > 2 and node.input[2]:
+                value = float(np.asarray(self.need_const(node.input[2], "constant_value")).reshape(-1)[0])
+        axes = list(range(rank))
+        if len(node.input) > 3 and node.input[3]:
+            axes = self.axes(self.need_const(node.input[3], "axes").reshape(-1).tolist(), rank)
+        n = len(axes)
+        paddings = [[0, 0] for _ in range(rank)]
+        for k, ax in enumerate(axes):
+            paddings[ax] = [int(pads[k]), int(pads[k + n])]
+        if any(p < 0 for pr in paddings for p in pr):
+            raise _Unsupported("negative pads (cropping)")
+        if mode != "constant":
+            raise _Unsupported(f"mode '{mode}' (only constant padding maps to TFLite builtins here)")
+        out = self.out(node, type=self.ttype(x))
+        if value == 0.0:
+            self._op("PAD", [x, self._i32("paddings", paddings)], [out])
+        else:
+            if self.ttype(x) != "FLOAT32":
+                raise _Unsupported("non-zero pad value on a non-float tensor")
+            self._op("PADV2", [x, self._i32("paddings", paddings), self._f32("value", [value])], [out])
+
+    def _op_Gather(self, node, a):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        idx = self.const(node.input[1])
+        if idx is not None:
+            idx = np.where(idx < 0, idx + xs[axis], idx).astype(np.int32)
+            it = self._i32("indices", idx)
+        else:
+            it = self.value(node.input[1])
+        self._op("GATHER", [x, it], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
+
+    def _op_Expand(self, node, a):
+        x = self.value(node.input[0])
+        out = self.out(node, type=self.ttype(x))
+        if self.shape(out) == self.shape(x):
+            self.values[node.output[0]] = x
+            return
+        self._op("BROADCAST_TO", [x, self._i32("shape", list(self.shape(out)))], [out], version=2)
+
+    def _op_Tile(self, node, a):
+        x = self.value(node.input[0])
+        reps = self.need_const(node.input[1], "repeats").reshape(-1)
+        self._op("TILE", [x, self._i32("multiples", reps)], [self.out(node, type=self.ttype(x))])
+
+    def _op_Shape(self, node, a):
+        raise _Unsupported("Shape of a tensor without a static shape")
+
+    def _op_Resize(self, node, a):
+        x = self.float_input(node)
+        xs = self.shape(x)
+        out = self.out(node)
+        os_ = self.shape(out)
+        if len(xs) != 4:
+            raise _Unsupported(f"resize of a rank-{len(xs)} tensor (only 4-D NCHW)")
+        if os_[:2] != xs[:2]:
+            raise _Unsupported("resizing the batch or channel dimension")
+        mode = a.get("mode", "nearest")
+        if node.op_type == "Upsample" or self.opset < 11:
+            ctm = "asymmetric"
+            nearest_mode = "floor" if node.op_type == "Upsample" else "round_prefer_floor"
+            if node.op_type == "Upsample" and self.opset < 9:
+                scales = a.get("scales")
+            else:
+                scales = self.const(node.input[1])
+        else:
+            ctm = a.get("coordinate_transformation_mode", "half_pixel")
+            nearest_mode = a.get("nearest_mode", "round_prefer_floor")
+            scales = self.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+            if len(node.input) > 3 and node.input[3]:
+                scales = None
+            if int(a.get("antialias", 0)):
+                raise _Unsupported("antialias=1")
+        if scales is not None and np.size(scales) == 0:
+            scales = None
+        if scales is not None:
+            scales = np.asarray(scales, np.float64).reshape(-1)
+            if a.get("axes") is not None:
+                full = np.ones(4)
+                for ax, s in zip(self.axes(a["axes"], 4), scales):
+                    full[ax] = s
+                scales = full
+            sc = scales[2:]
+        else:
+            sc = np.array([os_[2] / xs[2], os_[3] / xs[3]])
+        if mode == "nearest":
+            op, opts = "RESIZE_NEAREST_NEIGHBOR", self._nearest_options(xs[2:], os_[2:], sc, ctm, nearest_mode)
+        elif mode in ("linear", "bilinear"):
+            op, opts = "RESIZE_BILINEAR", self._linear_options(xs[2:], os_[2:], sc, ctm)
+        else:
+            raise _Unsupported(f"mode '{mode}'")
+        t = self._to_nhwc(x)
+        r = self._tmp("resize_nhwc", (xs[0], os_[2], os_[3], xs[1]))
+        self._op(op, [t, self._i32("size", list(os_[2:]))], [r], **opts)
+        self._from_nhwc(r, out)
+
+    _op_Upsample = _op_Resize
+
+    def _nearest_options(self, ins, outs, scales, ctm, nearest_mode) -> dict:
+        """The TFLite (align_corners, half_pixel_centers) whose source indices equal ONNX's on both axes."""
+        for align, hpc in ((False, False), (False, True), (True, False)):
+            ok = True
+            for n_in, n_out, s in zip(ins, outs, scales):
+                if not np.array_equal(_onnx_nearest(n_in, n_out, s, ctm, nearest_mode),
+                                      _tflite_nearest(n_in, n_out, align, hpc)):
+                    ok = False
+                    break
+            if ok:
+                return {"align_corners": align, "half_pixel_centers": hpc}
+        raise _Unsupported(f"nearest resize with coordinate_transformation_mode '{ctm}' and nearest_mode "
+                           f"'{nearest_mode}' selects pixels no TFLite RESIZE_NEAREST_NEIGHBOR setting does")
+
+    def _linear_options(self, ins, outs, scales, ctm) -> dict:
+        for n_in, n_out, s in zip(ins, outs, scales):
+            if abs(s - n_out / n_in) > 1e-6 * s and ctm != "align_corners":
+                raise _Unsupported(f"scale {s} differs from output/input size {n_out}/{n_in}")
+        if ctm == "align_corners":
+            return {"align_corners": True, "half_pixel_centers": False}
+        if ctm == "asymmetric":
+            return {"align_corners": False, "half_pixel_centers": False}
+        if ctm == "half_pixel" or (ctm == "pytorch_half_pixel" and min(outs) > 1):
+            return {"align_corners": False, "half_pixel_centers": True}
+        raise _Unsupported(f"linear resize with coordinate_transformation_mode '{ctm}'")
+
+    # ------------------------------------------------------------------ recurrent
+    def _op_LSTM(self, node, a):
+        x = self.float_input(node)
+        if a.get("direction", "forward") != "forward":
+            raise _Unsupported(f"direction '{a['direction']}' (only forward)")
+        acts = [s.lower() for s in a.get("activations", ["Sigmoid", "Tanh", "Tanh"])]
+        if acts != ["sigmoid", "tanh", "tanh"]:
+            raise _Unsupported(f"activations {a['activations']} (only Sigmoid, Tanh, Tanh)")
+        if int(a.get("input_forget", 0)):
+            raise _Unsupported("input_forget=1 (coupled gates)")
+        layout = int(a.get("layout", 0))
+        inp = list(node.input) + [""] * (8 - len(node.input))
+        w = np.asarray(self.need_const(inp[1], "W"), np.float32)[0]
+        r = np.asarray(self.need_const(inp[2], "R"), np.float32)[0]
+        hidden = int(a.get("hidden_size", r.shape[-1]))
+        b = np.asarray(self.const(inp[3]), np.float32)[0] if inp[3] else np.zeros(8 * hidden, np.float32)
+        if inp[3] and self.const(inp[3]) is None:
+            raise _Unsupported("B must be a constant")
+        xs = self.shape(x)
+        steps, batch = (xs[0], xs[1]) if layout == 0 else (xs[1], xs[0])
+        if inp[4]:
+            lens = self.need_const(inp[4], "sequence_lens")
+            if not np.all(lens == steps):
+                raise _Unsupported("sequence_lens shorter than the sequence")
+        for k, what in ((5, "initial_h"), (6, "initial_c"), (7, "P (peepholes)")):
+            if inp[k]:
+                v = self.need_const(inp[k], what)
+                if np.any(v != 0):
+                    raise _Unsupported(f"non-zero {what}")
+        if len(node.output) > 2 and node.output[2] and node.output[2] in self.used:
+            raise _Unsupported("the Y_c output (TFLite keeps the cell state inside the op)")
+        if a.get("clip") is not None:
+            raise _Unsupported("clip (ONNX clips gate inputs; TFLite clips the cell state)")
+        h = hidden
+        gate = {name: slice(k * h, (k + 1) * h) for k, name in enumerate("iofc")}
+        bias = b[:4 * h] + b[4 * h:]
+        ins = [x]
+        for name in "ifco":
+            ins.append(self._f32(f"w_{name}", w[gate[name]]))
+        for name in "ifco":
+            ins.append(self._f32(f"r_{name}", r[gate[name]]))
+        ins += [-1, -1, -1]
+        for name in "ifco":
+            ins.append(self._f32(f"b_{name}", bias[gate[name]]))
+        ins += [-1, -1]
+        ins.append(self.g.tensor(self._unique(f"{self.node_name}/h_state"), (batch, h), "FLOAT32", is_variable=True))
+        ins.append(self.g.tensor(self._unique(f"{self.node_name}/c_state"), (batch, h), "FLOAT32", is_variable=True))
+        ins += [-1, -1, -1, -1]
+        seq_shape = (steps, batch, h) if layout == 0 else (batch, steps, h)
+        seq = self._tmp("sequence", seq_shape)
+        self._op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [seq], fused_activation_function="TANH", cell_clip=0.0,
+                 proj_clip=0.0, time_major=layout == 0)
+        if node.output[0]:
+            y = self.out(node, 0)
+            self.reshape(seq, self.shape(y), out=y)
+        if len(node.output) > 1 and node.output[1]:
+            yh = self.out(node, 1)
+            begin = [steps - 1, 0, 0] if layout == 0 else [0, steps - 1, 0]
+            end = [steps, batch, h] if layout == 0 else [batch, steps, h]
+            self._op("STRIDED_SLICE", [seq, self._i32("last_begin", begin), self._i32("last_end", end),
+                                       self._i32("last_strides", [1, 1, 1])], [yh])
+
+
+def _np_type(dtype) -> str:
+    from edge_sdk.model.types import TENSOR_TYPES
+
+    for name, (_, dt) in TENSOR_TYPES.items():
+        if dt == dtype and name not in ("RESOURCE", "INT4", "INT2", "UINT4"):
+            return name
+    raise _Unsupported(f"constant of dtype {dtype}")
+
+
+def _onnx_nearest(n_in, n_out, scale, ctm, nearest_mode) -> np.ndarray:
+    x = np.arange(n_out, dtype=np.float64)
+    if ctm == "half_pixel":
+        src = (x + 0.5) / scale - 0.5
+    elif ctm == "pytorch_half_pixel":
+        src = (x + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(x)
+    elif ctm == "align_corners":
+        src = x * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(x)
+    elif ctm == "asymmetric":
+        src = x / scale
+    elif ctm == "tf_half_pixel_for_nn":
+        src = (x + 0.5) / scale
+    else:
+        raise _Unsupported(f"coordinate_transformation_mode '{ctm}'")
+    if nearest_mode == "round_prefer_floor":
+        idx = np.where(src - np.floor(src) == 0.5, np.floor(src), np.round(src))
+    elif nearest_mode == "round_prefer_ceil":
+        idx = np.floor(src + 0.5)
+    elif nearest_mode == "floor":
+        idx = np.floor(src)
+    elif nearest_mode == "ceil":
+        idx = np.ceil(src)
+    else:
+        raise _Unsupported(f"nearest_mode '{nearest_mode}'")
+    return np.clip(idx, 0, n_in - 1).astype(np.int64)
+
+
+def _tflite_nearest(n_in, n_out, align, hpc) -> np.ndarray:
+    f = np.float32
+    scale = f(n_in - 1) / f(n_out - 1) if align and n_out > 1 else f(n_in) / f(n_out)
+    x = np.arange(n_out).astype(np.float32)
+    v = (x + f(0.5 if hpc else 0.0)) * scale
+    idx = np.sign(v) * np.floor(np.abs(v) + 0.5) if align else np.floor(v)
+    idx = np.minimum(idx.astype(np.int64), n_in - 1)
+    return np.maximum(idx, 0) if hpc else idx
