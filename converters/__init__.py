@@ -308,6 +308,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         write_manifest(model, manifest)
 
     tflite = write_model(model)
+    from edge_sdk.model.manifest import read_manifest
+
+    manifest = read_manifest(model)  # as embedded (with its format number)
     report = {
         "source": {"path": name, "format": kind, "sha256": sha256, "bytes": len(data)},
         "output": _model_figures(model, tflite),

@@ -47,6 +47,15 @@ def digits(tmp_path_factory):
     return {"dir": d, "result": result, "x_test": x_test, "y_test": y_test, "train": train}
 
 
+@pytest.fixture(autouse=True)
+def _detach_cli_logging():
+    """`edge` (main) points the edge_sdk logger at the sys.stderr of that moment, which pytest's capture closes
+    after the test: detach it so later library calls do not log into a closed stream."""
+    yield
+    import logging
+
+    logging.getLogger("edge_sdk").handlers[:] = [logging.NullHandler()]
+
 # ------------------------------------------------------------------------------------------ manifest
 
 
@@ -140,7 +149,7 @@ def test_digits_float_reference_matches_onnxruntime(digits):
     assert digits["result"].report["accuracy"]["reference"]["top1"] == pytest.approx(ort_top1)
 
 
-def test_digits_int8_bit_exact_in_ours_litert_tflm(digits):
+def test_digits_int8_bit_exact_in_ours_and_tflm_litert_within_one(digits):
     from ai_edge_litert.interpreter import Interpreter as LiteRT
     from ai_edge_litert.interpreter import OpResolverType
     from tflite_micro.python.tflite_micro import runtime
@@ -164,6 +173,7 @@ def test_digits_int8_bit_exact_in_ours_litert_tflm(digits):
     tflm = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
     i_in, i_out = ours.get_input_details()[0]["index"], ours.get_output_details()[0]["index"]
     l_in, l_out = lite.get_input_details()[0]["index"], lite.get_output_details()[0]["index"]
+    lite_diffs = []
     for x in xs:
         x = x.reshape(shape)
         ours.set_tensor(i_in, x)
@@ -173,8 +183,12 @@ def test_digits_int8_bit_exact_in_ours_litert_tflm(digits):
         tflm.set_input(x, 0)
         tflm.invoke()
         a, b, c = ours.get_tensor(i_out), lite.get_tensor(l_out), tflm.get_output(0)
-        np.testing.assert_array_equal(a, c)
-        np.testing.assert_array_equal(b, c)
+        np.testing.assert_array_equal(a, c)  # TFLM is the int8 reference: bit-exact
+        lite_diffs.append(np.abs(b.astype(np.int32) - c))
+    # LiteRT's reference kernels round some int8 results differently from TFLM (../shared/NOTES.md: up to
+    # +-1 on FULLY_CONNECTED models such as hello_world); hold them to that.
+    lite_diffs = np.concatenate(lite_diffs)
+    assert lite_diffs.max() <= 1 and np.mean(lite_diffs > 0) < 0.05
 
 
 def test_digits_manifest(digits):

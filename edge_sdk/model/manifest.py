@@ -135,7 +135,8 @@ def summarize_manifest(manifest: dict) -> list[str]:
         lines.append(f"target: {manifest['target']}")
     q = manifest.get("quantization")
     if q:
-        lines.append("quantization: " + ", ".join(f"{k} {v}" for k, v in q.items() if v not in (None, [], "")))
+        keys = ["mode"] + sorted(k for k in q if k != "mode")
+        lines.append("quantization: " + ", ".join(f"{k} {q[k]}" for k in keys if q.get(k) not in (None, [], "")))
     cal = manifest.get("calibration")
     if cal:
         lines.append("calibration: " + ", ".join(f"{k} {v}" for k, v in cal.items() if not isinstance(v, (dict, list))))
