@@ -1,0 +1,373 @@
+"""Layout: move TRANSPOSEs through layout-agnostic ops so that inverse pairs meet and cancel.
+
+The ONNX importer keeps NCHW semantics by wrapping every layout-sensitive op in a sandwich
+TRANSPOSE([0,2,3,1]) -> NHWC op -> TRANSPOSE([0,3,1,2]). This pass:
+
+1. merges TRANSPOSE -> TRANSPOSE into one (perm composition), dropping it when the composition is the
+   identity;
+2. sinks a TRANSPOSE below an op that does not care about layout, so  op(T(a)) -> T(op'(a)):
+   element-wise unary ops and activations, QUANTIZE/DEQUANTIZE (per-tensor), element-wise binary ops whose
+   other inputs are the same TRANSPOSE or constants (re-laid out, broadcast shapes expanded first), PAD/PADV2
+   (paddings permuted), CONCATENATION (axis permuted; every input transposed the same way or constant),
+   MEAN/SUM/REDUCE_MAX/REDUCE_MIN/REDUCE_PROD (axes permuted; without keep_dims the transpose left over acts
+   on the kept axes, or vanishes), SOFTMAX/LOG_SOFTMAX only when the last axis stays last;
+3. turns a TRANSPOSE that moves only size-1 dimensions into a RESHAPE (then RESHAPE chains merge).
+
+The transposes then sit only at the model boundary. ``to_nhwc_io(model)`` (used by ``optimize`` with
+``nhwc_io=True``) moves the boundary itself: an NCHW model input read through TRANSPOSE([0,2,..,1]) becomes
+a channels-last input, and an output written by TRANSPOSE([0,r-1,1,..]) becomes channels-last; it returns
+what changed so the converter can record it in the metadata.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from converters import graph as G
+from edge_sdk.model.types import Model
+
+UNARY = frozenset({
+    "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "ELU", "GELU",
+    "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN",
+    "CAST", "LOGICAL_NOT", "ZEROS_LIKE", "ONES_LIKE", "QUANTIZE", "DEQUANTIZE",
+})
+BINARY = frozenset({
+    "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD",
+    "PRELU", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND",
+    "LOGICAL_OR", "SELECT", "SELECT_V2",
+})
+REDUCE = frozenset({"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"})
+LAST_AXIS = frozenset({"SOFTMAX", "LOG_SOFTMAX"})
+
+
+def transpose_perm(model: Model, index: int, sg: int = 0) -> list[int] | None:
+    """The constant permutation of TRANSPOSE operator ``index`` (None: not a TRANSPOSE / not constant)."""
+    op = model.subgraphs[sg].operators[index]
+    if G.op_name(model, op) != "TRANSPOSE" or len(op.inputs) < 2 or len(op.outputs) != 1:
+        return None
+    perm = G.constant_value(model, op.inputs[1], sg)
+    return None if perm is None else [int(p) for p in perm.reshape(-1)]
+
+
+def inverse(perm: list[int]) -> list[int]:
+    return [int(i) for i in np.argsort(perm)]
+
+
+def channels_last(rank: int) -> list[int]:
+    """NC... -> N...C: [0, 2, 3, ..., 1]."""
+    return [0] + list(range(2, rank)) + [1]
+
+
+def channels_first(rank: int) -> list[int]:
+    """N...C -> NC...: [0, r-1, 1, ..., r-2]."""
+    return [0, rank - 1] + list(range(1, rank - 1))
+
+
+def _permuted(shape, perm) -> tuple[int, ...]:
+    return tuple(int(shape[p]) for p in perm)
+
+
+def insert_transpose(model: Model, src: int, perm: list[int], position: int, sg: int = 0,
+                     out: int | None = None) -> int:
+    """Add TRANSPOSE(src, perm) at ``position`` writing ``out`` (a new tensor when None); returns the output."""
+    sub = model.subgraphs[sg]
+    if out is None:
+        out = G.add_tensor(model, sub.tensors[src].name + "_t", _permuted(sub.tensors[src].shape, perm), sg=sg,
+                           like=src)
+    p = G.add_constant(model, "perm", np.array(perm, np.int32), sg=sg)
+    G.add_op(model, "TRANSPOSE", [src, p], [out], position=position, sg=sg)
+    return out
+
+
+# --------------------------------------------------------------------------------------------- merging
+def merge_transposes(model: Model, sg: int = 0) -> int:
+    """TRANSPOSE(TRANSPOSE(x, p), q) -> TRANSPOSE(x, p[q]) or x itself."""
+    sub = model.subgraphs[sg]
+    changed = 0
+    i = 0
+    while i < len(sub.operators):
+        q = transpose_perm(model, i, sg)
+        if q is None:
+            i += 1
+            continue
+        op = sub.operators[i]
+        prod = G.producers(model, sg)
+        j = prod.get(op.inputs[0])
+        p = None if j is None else transpose_perm(model, j, sg)
+        if p is None or len(p) != len(q):
+            i += 1
+            continue
+        src = sub.operators[j].inputs[0]
+        composed = [p[k] for k in q]
+        if composed == list(range(len(q))):
+            y = op.outputs[0]
+            if not G.is_graph_output(model, y, sg):
+                G.replace_uses(model, y, src, sg)
+                G.remove_ops(model, [i], sg)
+                changed += 1
+                continue
+        perm_t = G.add_constant(model, "perm", np.array(composed, np.int32), sg=sg)
+        op.inputs = [src, perm_t]
+        changed += 1
+        i += 1
+    return changed
+
+
+# --------------------------------------------------------------------------------------------- sinking
+def _const_relaid(model: Model, t: int, perm: list[int], rank: int, sg: int) -> int | None:
+    """A new constant equal to constant ``t`` broadcast-expanded to ``rank`` and laid out for the
+    un-transposed side (value' with transpose(value', perm) == value)."""
+    value = G.constant_value(model, t, sg)
+    if value is None or value.ndim > rank:
+        return None
+    if value.size == 1 and value.ndim <= 1:
+        return t  # a scalar broadcasts the same either way
+    full = value.reshape((1,) * (rank - value.ndim) + value.shape)
+    sub = model.subgraphs[sg]
+    return G.add_constant(model, sub.tensors[t].name + "_nhwc", np.transpose(full, inverse(perm)).copy(),
+                          type=sub.tensors[t].type, sg=sg, quantization=sub.tensors[t].quantization)
+
+
+def _transposed_source(model: Model, t: int, prod: dict, sg: int) -> tuple[int, list[int]] | None:
+    j = prod.get(t)
+    if j is None:
+        return None
+    perm = transpose_perm(model, j, sg)
+    return None if perm is None else (model.subgraphs[sg].operators[j].inputs[0], perm)
+
+
+def _sink_one(model: Model, index: int, sg: int) -> bool:
+    """Try to move the TRANSPOSEs feeding operator ``index`` below it."""
+    sub = model.subgraphs[sg]
+    op = sub.operators[index]
+    name = G.op_name(model, op)
+    if len(op.outputs) != 1 or not op.inputs:
+        return False
+    prod = G.producers(model, sg)
+    y = op.outputs[0]
+    out_t = sub.tensors[y]
+    rank = len(out_t.shape)
+    opts = G.options(model, op)
+
+    if name in UNARY or name in LAST_AXIS or name == "PAD" or name == "PADV2" or name in REDUCE:
+        src = _transposed_source(model, op.inputs[0], prod, sg)
+        if src is None:
+            return False
+        a, perm = src
+        if name in ("QUANTIZE", "DEQUANTIZE"):
+            for t in (op.inputs[0], y):
+                q = sub.tensors[t].quantization
+                if q is not None and q.scale.size > 1:
+                    return False
+        if name in LAST_AXIS and perm[-1] != len(perm) - 1:
+            return False
+        if name == "LEAKY_RELU" or name in UNARY or name in LAST_AXIS:
+            new_inputs = [a] + list(op.inputs[1:])
+            out_perm = perm
+            new_shape = _permuted(out_t.shape, inverse(perm))
+        elif name in ("PAD", "PADV2"):
+            pads = G.constant_value(model, op.inputs[1], sg)
+            if pads is None or pads.shape[0] != len(perm):
+                return False
+            new_pads = np.zeros_like(pads)
+            for i, p in enumerate(perm):
+                new_pads[p] = pads[i]
+            pt = G.add_constant(model, "paddings", new_pads, type=sub.tensors[op.inputs[1]].type, sg=sg)
+            new_inputs = [a, pt] + list(op.inputs[2:])
+            out_perm = perm
+            new_shape = _permuted(out_t.shape, inverse(perm))
+        else:  # reductions
+            axes = G.constant_value(model, op.inputs[1], sg)
+            if axes is None:
+                return False
+            r = len(perm)
+            axes_y = sorted({int(x) % r for x in axes.reshape(-1)})
+            new_axes = np.array(sorted(perm[k] for k in axes_y), np.int32)
+            at = G.add_constant(model, "axes", new_axes.reshape(axes.shape) if axes.size == new_axes.size
+                                else new_axes, type=sub.tensors[op.inputs[1]].type, sg=sg)
+            new_inputs = [a, at]
+            a_shape = sub.tensors[a].shape
+            if opts.get("keep_dims"):
+                out_perm = perm
+                new_shape = tuple(1 if k in new_axes else d for k, d in enumerate(a_shape))
+            else:
+                kept_y = [k for k in range(r) if k not in axes_y]
+                kept_a = sorted(perm[k] for k in kept_y)
+                out_perm = [kept_a.index(perm[k]) for k in kept_y]
+                new_shape = tuple(a_shape[k] for k in kept_a)
+        return _rewrite(model, index, new_inputs, out_perm, new_shape, sg)
+
+    if name in BINARY or name == "CONCATENATION":
+        perm = None
+        for t in op.inputs:
+            if t < 0:
+                continue
+            src = _transposed_source(model, t, prod, sg)
+            if src is not None:
+                perm = src[1]
+                break
+        if perm is None or len(perm) != rank:
+            return False
+        new_inputs = []
+        for t in op.inputs:
+            src = _transposed_source(model, t, prod, sg)
+            if src is not None and src[1] == perm:
+                new_inputs.append(src[0])
+                continue
+            if t >= 0 and G.is_constant(model, t, sg):
+                c = _const_relaid(model, t, perm, rank, sg)
+                if c is None:
+                    return False
+                new_inputs.append(c)
+                continue
+            return False
+        if name == "CONCATENATION":
+            axis = int(opts.get("axis", 0)) % rank
+            opts["axis"] = perm[axis]
+            op.options = opts
+        return _rewrite(model, index, new_inputs, perm, _permuted(out_t.shape, inverse(perm)), sg)
+    return False
+
+
+def _rewrite(model: Model, index: int, new_inputs: list[int], out_perm: list[int], new_shape, sg: int) -> bool:
+    """Operator ``index`` reads ``new_inputs`` and writes a new tensor of ``new_shape``; a TRANSPOSE by
+    ``out_perm`` after it (skipped when the identity) restores its old output tensor."""
+    sub = model.subgraphs[sg]
+    op = sub.operators[index]
+    y = op.outputs[0]
+    op.inputs = list(new_inputs)
+    if out_perm == list(range(len(out_perm))):
+        sub.tensors[y].shape = tuple(new_shape)
+        return True
+    inner = G.add_tensor(model, sub.tensors[y].name + "_nhwc", new_shape, sg=sg, like=y)
+    op.outputs = [inner]
+    insert_transpose(model, inner, out_perm, index + 1, sg, out=y)
+    return True
+
+
+def sink_transposes(model: Model, sg: int = 0) -> int:
+    changed = 0
+    i = 0
+    while i < len(model.subgraphs[sg].operators):
+        if _sink_one(model, i, sg):
+            changed += 1
+        i += 1
+    return changed
+
+
+# --------------------------------------------------------------------------------------------- reshapes
+def trivial_transposes_to_reshapes(model: Model, sg: int = 0) -> int:
+    """A TRANSPOSE that keeps the order of the dimensions bigger than 1 is a RESHAPE."""
+    sub = model.subgraphs[sg]
+    changed = 0
+    for i in range(len(sub.operators)):
+        perm = transpose_perm(model, i, sg)
+        if perm is None:
+            continue
+        op = sub.operators[i]
+        shape = sub.tensors[op.inputs[0]].shape
+        moved = [p for p in perm if shape[p] != 1]
+        if moved != sorted(moved):
+            continue
+        out = op.outputs[0]
+        st = G.add_constant(model, "shape", np.array(sub.tensors[out].shape, np.int32), sg=sg)
+        G.set_op(model, i, "RESHAPE", [op.inputs[0], st], [out], {"new_shape": list(sub.tensors[out].shape)}, sg=sg)
+        changed += 1
+    return changed
+
+
+def apply(model: Model, sg: int = 0) -> int:
+    """Merge, sink and cancel transposes until nothing moves (bounded); returns the number of rewrites."""
+    from converters.passes import identity
+
+    total = 0
+    for _ in range(4 * len(model.subgraphs[sg].operators) + 8):
+        n = merge_transposes(model, sg)
+        n += sink_transposes(model, sg)
+        if n:
+            G.eliminate_dead_code(model)
+        total += n
+        if not n:
+            break
+    n = trivial_transposes_to_reshapes(model, sg)
+    if n:
+        n += identity.apply(model, sg)
+        G.eliminate_dead_code(model)
+    return total + n
+
+
+def run(model: Model) -> Model:
+    for sg in range(len(model.subgraphs)):
+        apply(model, sg)
+    G.eliminate_dead_code(model)
+    return model
+
+
+# --------------------------------------------------------------------------------------------- boundary
+def to_nhwc_io(model: Model) -> dict:
+    """Make subgraph 0's channels-first inputs/outputs (those crossing a boundary TRANSPOSE) channels-last.
+
+    Returns {"inputs": [...], "outputs": [...]}, one entry per changed tensor:
+    {"name", "index", "old_shape", "new_shape", "perm"} (``perm`` maps the old layout to the new one).
+    Inputs keep their position and name; run the layout pass afterwards to cancel what this exposes.
+    """
+    sg = 0
+    sub = model.subgraphs[sg]
+    notes = {"inputs": [], "outputs": []}
+    for x in list(sub.inputs):
+        t = sub.tensors[x]
+        rank = len(t.shape)
+        if rank < 3:
+            continue
+        cl = channels_last(rank)
+        cons = G.consumers(model, sg).get(x, [])
+        if not any(transpose_perm(model, c, sg) == cl for c in cons) or G.is_graph_output(model, x, sg):
+            continue
+        old_shape = t.shape
+        t.shape = _permuted(old_shape, cl)
+        if t.shape_signature is not None and len(t.shape_signature) == rank:
+            t.shape_signature = _permuted(t.shape_signature, cl)
+        # readers other than the boundary transposes still want the old layout
+        others = [c for c in cons if transpose_perm(model, c, sg) is None]
+        for c in cons:
+            q = transpose_perm(model, c, sg)
+            if q is not None:  # T(x_old, q) == T(x_new, inverse(cl)[q])
+                inv = inverse(cl)
+                perm_t = G.add_constant(model, "perm", np.array([inv[k] for k in q], np.int32), sg=sg)
+                sub.operators[c].inputs = [x, perm_t]
+        if others:
+            old = G.add_tensor(model, t.name + "_nchw", old_shape, sg=sg, like=x)
+            for c in others:
+                sub.operators[c].inputs = [old if k == x else k for k in sub.operators[c].inputs]
+            insert_transpose(model, x, channels_first(rank), 0, sg, out=old)
+        notes["inputs"].append({"name": t.name, "index": x, "old_shape": list(old_shape),
+                                "new_shape": list(t.shape), "perm": cl})
+    for pos, y in enumerate(list(sub.outputs)):
+        t = sub.tensors[y]
+        rank = len(t.shape)
+        prod = G.producers(model, sg)
+        j = prod.get(y)
+        if rank < 3 or j is None or transpose_perm(model, j, sg) != channels_first(rank):
+            continue
+        if G.consumers(model, sg).get(y) or sub.outputs.count(y) > 1:
+            continue
+        a = sub.operators[j].inputs[0]
+        if a not in prod or G.is_graph_input(model, a, sg) or G.is_graph_output(model, a, sg):
+            continue
+        old_shape = t.shape
+        p = sub.operators[prod[a]]
+        p.outputs = [y if k == a else k for k in p.outputs]
+        t.shape = sub.tensors[a].shape
+        if t.shape_signature is not None and len(t.shape_signature) == rank:
+            t.shape_signature = _permuted(t.shape_signature, channels_last(rank))
+        G.replace_uses(model, a, y, sg, outputs=False, skip=[j])
+        G.remove_ops(model, [j], sg)
+        notes["outputs"].append({"name": t.name, "index": y, "old_shape": list(old_shape),
+                                 "new_shape": list(t.shape), "perm": channels_last(rank)})
+    G.topological_sort(model, sg)
+    G.eliminate_dead_code(model)
+    # indices may have moved: refresh them by name
+    names = {sub.tensors[k].name: k for k in range(len(sub.tensors))}
+    for entry in notes["inputs"] + notes["outputs"]:
+        entry["index"] = names.get(entry["name"], entry["index"])
+    return notes
