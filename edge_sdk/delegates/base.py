@@ -52,13 +52,29 @@ class Boundary(NamedTuple):
     outputs: tuple[int, ...]
 
 
-class Partition(NamedTuple):
-    """One partition: ``(backend, nodes, boundary)``; ``backend`` is a delegate's name or ``"cpu"``."""
-
+class _PartitionTuple(NamedTuple):
     backend: str
-    nodes: tuple[int, ...]  # node indices, consecutive in execution order
+    nodes: tuple[int, ...]
     boundary: Boundary
-    subgraph: int = 0
+
+
+class Partition(_PartitionTuple):
+    """One partition: the tuple ``(backend, nodes, boundary)``; ``backend`` is a delegate's name or ``"cpu"``,
+    ``nodes`` its node indices (consecutive in execution order). ``subgraph`` (not part of the tuple) says
+    which subgraph the indices belong to."""
+
+    def __new__(cls, backend: str, nodes, boundary, subgraph: int = 0):
+        self = super().__new__(cls, str(backend), tuple(int(i) for i in nodes), Boundary(*boundary))
+        self.subgraph = int(subgraph)
+        return self
+
+    def __getnewargs__(self):
+        return (*self, self.subgraph)
+
+    def __repr__(self) -> str:
+        sg = f", subgraph={self.subgraph}" if self.subgraph else ""
+        return (f"Partition({self.backend!r}, nodes={self.nodes}, inputs={self.inputs}, "
+                f"outputs={self.outputs}{sg})")
 
     @property
     def inputs(self) -> tuple[int, ...]:

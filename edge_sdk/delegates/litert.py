@@ -138,7 +138,7 @@ class ExternalDelegate(LiteRTDelegate):
             hint = f" ({self.device_hint})" if self.device_hint else ""
             raise DeviceError(
                 f"{self.name} delegate: {self.library} failed to create a delegate with options {self.options}"
-                f"{hint}: {str(exc).strip() or 'no message'}"
+                f"{hint}: {'; '.join(str(exc).split(chr(10))).strip() or 'no message'}"
             ) from None
 
     def __repr__(self) -> str:
