@@ -11,12 +11,13 @@ import json
 import sys
 
 from edge_sdk import log
-from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.errors import DeviceError, EdgeError, ModelError, ProfileError
 
 # One place maps error types to exit codes (most specific first). 2 is argparse's usage error.
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ModelError, 3),
     (DeviceError, 4),
+    (ProfileError, 7),
     (EdgeError, 5),
     (FileNotFoundError, 6),
     (PermissionError, 6),
@@ -82,6 +83,49 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
+def _cmd_targets(args) -> int:
+    from edge_sdk.profiles import list_profiles, load_profile
+
+    rows = [load_profile(name).summary() for name in list_profiles()]
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    head = ("name", "kind", "arch", "cpu", "MHz", "arena RAM", "model flash", "delegates")
+
+    def size(n: int) -> str:
+        return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n / 1024:g} KiB"
+
+    table = [head] + [
+        (r["name"], r["kind"], r["arch"], r["cpu"], str(r["clock_hz"] // 1_000_000) if r["clock_hz"] else "-",
+         size(r["ram_arena_bytes"]), size(r["flash_model_bytes"]),
+         ", ".join(f"{d}*" if d == r["preferred_backend"] else d for d in r["delegates"]) or "-")
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    for row in table:
+        sys.stdout.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
+    sys.stdout.write("(* = the preferred backend; the rest fall back to the CPU)\n")
+    return 0
+
+
+# `edge check` exits 0 when the model runs (or runs partly on a delegate), CHECK_FAILS_EXIT when it cannot run
+# on the target; errors reading the model or the profile keep their EXIT_CODES.
+CHECK_FAILS_EXIT = 1
+
+
+def _cmd_check(args) -> int:
+    from edge_sdk.check import FAILS, check_model, format_check
+
+    result = check_model(args.model, args.target)
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_check(result))
+    return CHECK_FAILS_EXIT if result.verdict == FAILS else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -118,6 +162,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", help="write a reliability-diagram PNG here")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("targets", help="list the device profiles (device_profiles/*.toml)")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(func=_cmd_targets)
+
+    p = sub.add_parser(
+        "check", help="will a model run on a device? ops, constraints, arena vs RAM, model vs flash, partitions",
+        description="Exit status: 0 when the verdict is 'runs' or 'partial', 1 when it is 'fails' "
+        "(3: the model cannot be read, 7: the profile is malformed or unknown).")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_check)
     return parser
 
 
