@@ -179,21 +179,15 @@ def _model_figures(model, data: bytes) -> dict:
 
 
 def _check(model, target: str) -> dict:
-    """Run the device-profile check; returns {target, verdict, problems, ...} as plain data."""
+    """The device-profile check (``edge_sdk.check.check_model``) as plain data, plus ``reasons``: the message of
+    every error (what makes the verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
     from edge_sdk.check import check_model
 
     result = check_model(model, target)
-    if isinstance(result, dict):
-        data = dict(result)
-    elif hasattr(result, "to_dict"):
-        data = dict(result.to_dict())
-    elif dataclasses.is_dataclass(result):
-        data = dataclasses.asdict(result)
-    else:
-        data = {k: getattr(result, k) for k in ("verdict", "problems") if hasattr(result, k)}
-    data["target"] = target
-    data["problems"] = [p if isinstance(p, str) else (p.get("message") or str(p)) if isinstance(p, dict) else str(p)
-                        for p in data.get("problems") or []]
+    data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
+    problems = data.get("problems") or []
+    data["reasons"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in problems
+                       if not isinstance(p, dict) or p.get("severity", "error") == "error"]
     return _jsonable(data)
 
 
@@ -295,7 +289,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         check = _check(model, target)
         if check.get("verdict") == "fails":
             raise ConversionError(f"{name}: the converted model cannot run on {target}; nothing was written",
-                                  check["problems"] or ["the device-profile check failed (no reason given)"])
+                                  check["reasons"] or ["the device-profile check failed (no reason given)"])
 
     accuracy = None
     if eval_data is not None:

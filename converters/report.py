@@ -176,7 +176,7 @@ def format_conversion(report: dict) -> str:
     if check:
         lines.append(f"target     {check.get('target')}: {check.get('verdict')}")
         for p in check.get("problems") or []:
-            lines.append(f"  - {p}")
+            lines.append(f"  - {p.get('message', p) if isinstance(p, dict) else p}")
     acc = report.get("accuracy")
     if acc:
         lines.append(format_evaluation(acc).rstrip("\n"))
