@@ -344,7 +344,17 @@ class _Importer:
         from edge_sdk.model.types import TENSOR_TYPES
 
         value = value.astype(TENSOR_TYPES[type][1])
-        return self.g.tensor(self._unique(f"{self.node_name}/{suffix}"), value.shape, type, data=value)
+        return self._constant_tensor(self._unique(f"{self.node_name}/{suffix}"), value, type)
+
+    def _constant_tensor(self, name, value: np.ndarray, type: str) -> int:
+        """A constant tensor (0-d values stay 0-d: GraphBuilder.tensor would make them 1-d)."""
+        from edge_sdk.model.types import Buffer
+
+        t = self.g.tensor(name, value.shape, type)
+        data = np.asarray(value)
+        self.g.buffers.append(Buffer(data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes()))
+        self.g.tensors[t].buffer = len(self.g.buffers) - 1
+        return t
 
     def _i32(self, suffix, values) -> int:
         return self._const(suffix, np.asarray(values, np.int64).astype(np.int32), "INT32")
@@ -380,9 +390,7 @@ class _Importer:
         type = "FLOAT32" if v.dtype.kind == "f" else None
         if v.dtype == np.bool_:
             type = "BOOL"
-        saved, self.node_name = getattr(self, "node_name", ""), ""
-        t = self.g.tensor(self._unique(name), v.shape, type or _np_type(v.dtype), data=v)
-        self.node_name = saved
+        t = self._constant_tensor(self._unique(name), v, type or _np_type(v.dtype))
         self.values[name] = t
         return t
 
