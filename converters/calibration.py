@@ -133,7 +133,7 @@ def _is_batch(a: np.ndarray, spec) -> bool:
     shape = spec[0]
     if tuple(a.shape) == shape or tuple(a.shape) == shape[1:] and len(shape) and shape[0] == 1:
         return False
-    return a.ndim == len(shape) and tuple(a.shape[1:]) == shape[1:]
+    return (a.ndim == len(shape) and tuple(a.shape[1:]) == shape[1:]) or tuple(a.shape[1:]) == shape
 
 
 def _split_batch(arrays: list[np.ndarray], specs, where: str) -> list[list[np.ndarray]]:
@@ -153,8 +153,6 @@ def _split_batch(arrays: list[np.ndarray], specs, where: str) -> list[list[np.nd
         sample = []
         for a, s, b in zip(arrays, per, batched):
             row = np.asarray(a)[i] if b else a
-            if b and s is not None and len(s[0]) and s[0][0] == 1:
-                row = row[None]
             sample.append(_fit(row, s, f"{where} row {i}"))
         out.append(sample)
     return out
