@@ -167,3 +167,42 @@ def test_nhwc_io_1d(rank):
     x = random_inputs(before)
     want = [np.transpose(run_ours(before, x)[0], [0, 2, 1])]
     assert_close(run_ours(after, [np.transpose(x[0], [0, 2, 1])]), want)
+
+
+def test_flatten_of_nchw_feature_map_folds_into_fc_weights():
+    g = GraphBuilder()
+    x = g.input("x", (2, 3, 4, 4))
+    y = _conv_nchw(g, x, 5, "conv")  # (2, 5, 4, 4) NCHW
+    flat = _op(g, "RESHAPE", [y, g.constant("shape", np.array([2, 80], np.int32))], (2, 80), new_shape=[2, 80])
+    w = g.constant("fc_w", RNG.standard_normal((7, 80)).astype(np.float32))
+    out = _op(g, "FULLY_CONNECTED", [flat, w, -1], (2, 7))
+    g.output(out)
+    after = check_pass(g.build(), optimize)
+    assert op_counts(after) == {"TRANSPOSE": 1, "CONV_2D": 1, "RESHAPE": 1, "FULLY_CONNECTED": 1}
+
+
+def test_shared_input_transposes_dedupe_and_1d_reshapes_meet():
+    g = GraphBuilder()
+    x = g.input("x", (1, 3, 6, 6))
+    a = _conv_nchw(g, x, 4, "a")
+    b = _conv_nchw(g, x, 2, "b")  # the same TRANSPOSE of x again
+    cat = _op(g, "CONCATENATION", [a, b], (1, 6, 6, 6), axis=1)
+    y = _conv_nchw(g, cat, 3, "c")
+    g.output(y)
+    after = check_pass(g.build(), optimize)
+    assert op_counts(after) == {"TRANSPOSE": 2, "CONV_2D": 3, "CONCATENATION": 1}
+    # 1-D: conv -> reshape -> transpose -> relu -> transpose -> reshape -> conv: relu fuses, reshapes cancel
+    g = GraphBuilder()
+    x = g.input("x", (1, 5, 3))  # already N, L, C
+    x4 = _op(g, "RESHAPE", [x, g.constant("s4", np.array([1, 1, 5, 3], np.int32))], (1, 1, 5, 3), new_shape=[1, 1, 5, 3])
+    w = g.constant("w", RNG.standard_normal((4, 1, 3, 3)).astype(np.float32))
+    c = _op(g, "CONV_2D", [x4, w, g.constant("b", np.zeros(4, np.float32))], (1, 1, 5, 4), padding="SAME", stride_w=1, stride_h=1)
+    c3 = _op(g, "RESHAPE", [c, g.constant("s3", np.array([1, 5, 4], np.int32))], (1, 5, 4), new_shape=[1, 5, 4])
+    r = _op(g, "RELU", [_t(g, c3, [0, 2, 1])], (1, 4, 5))
+    r4 = _op(g, "RESHAPE", [_t(g, r, [0, 2, 1]), g.constant("s4b", np.array([1, 1, 5, 4], np.int32))], (1, 1, 5, 4),
+             new_shape=[1, 1, 5, 4])
+    w2 = g.constant("w2", RNG.standard_normal((2, 1, 3, 4)).astype(np.float32))
+    y = _op(g, "CONV_2D", [r4, w2, g.constant("b2", np.zeros(2, np.float32))], (1, 1, 5, 2), padding="SAME", stride_w=1, stride_h=1)
+    g.output(y)
+    after = check_pass(g.build(), optimize)
+    assert op_counts(after) == {"RESHAPE": 1, "CONV_2D": 2}

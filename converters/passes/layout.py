@@ -80,10 +80,34 @@ def insert_transpose(model: Model, src: int, perm: list[int], position: int, sg:
 
 
 # --------------------------------------------------------------------------------------------- merging
+def dedupe_transposes(model: Model, sg: int = 0) -> int:
+    """Two TRANSPOSEs of the same tensor by the same permutation become one (readers share its output)."""
+    sub = model.subgraphs[sg]
+    seen: dict[tuple, int] = {}
+    changed = 0
+    i = 0
+    while i < len(sub.operators):
+        perm = transpose_perm(model, i, sg)
+        if perm is None:
+            i += 1
+            continue
+        op = sub.operators[i]
+        key = (op.inputs[0], tuple(perm))
+        first = seen.get(key)
+        if first is None or G.is_graph_output(model, op.outputs[0], sg):
+            seen.setdefault(key, op.outputs[0])
+            i += 1
+            continue
+        G.replace_uses(model, op.outputs[0], first, sg, outputs=False)
+        G.remove_ops(model, [i], sg)
+        changed += 1
+    return changed
+
+
 def merge_transposes(model: Model, sg: int = 0) -> int:
     """TRANSPOSE(TRANSPOSE(x, p), q) -> TRANSPOSE(x, p[q]) or x itself."""
     sub = model.subgraphs[sg]
-    changed = 0
+    changed = dedupe_transposes(model, sg)
     i = 0
     while i < len(sub.operators):
         q = transpose_perm(model, i, sg)
@@ -256,6 +280,78 @@ def sink_transposes(model: Model, sg: int = 0) -> int:
 
 
 # --------------------------------------------------------------------------------------------- reshapes
+def flatten_into_fc(model: Model, sg: int = 0) -> int:
+    """TRANSPOSE(x, p) -> RESHAPE [N, K] -> FULLY_CONNECTED(W): the flatten reads x directly and W's input
+    columns are permuted to match (ONNX Flatten of an NCHW feature map before a Gemm)."""
+    sub = model.subgraphs[sg]
+    changed = 0
+    prod = G.producers(model, sg)
+    cons = G.consumers(model, sg)
+    for i, op in enumerate(sub.operators):
+        if G.op_name(model, op) != "RESHAPE" or not op.inputs:
+            continue
+        src = _transposed_source(model, op.inputs[0], prod, sg)
+        flat = op.outputs[0]
+        if src is None or G.is_graph_output(model, flat, sg):
+            continue
+        x, perm = src
+        xs = sub.tensors[x].shape
+        k = int(np.prod(xs[1:], dtype=np.int64)) if len(xs) > 1 else 0
+        if perm[0] != 0 or len(xs) < 2 or sub.tensors[flat].shape != (xs[0], k):
+            continue
+        users = [sub.operators[u] for u in cons.get(flat, [])]
+        if not users or any(G.op_name(model, u) != "FULLY_CONNECTED" or u.inputs[0] != flat
+                            or u.inputs[1] == flat for u in users):
+            continue
+        weights = [G.constant_value(model, u.inputs[1], sg) for u in users]
+        if any(w is None or w.ndim != 2 or w.shape[1] != k or w.dtype != np.float32 for w in weights):
+            continue
+        order = np.transpose(np.arange(k).reshape(xs[1:]), [q - 1 for q in perm[1:]]).reshape(-1)
+        for u, w in zip(users, weights):
+            permuted = np.empty_like(w)
+            permuted[:, order] = w
+            u.inputs = [u.inputs[0], G.add_constant(model, sub.tensors[u.inputs[1]].name + "_nhwc", permuted,
+                                                    sg=sg)] + list(u.inputs[2:])
+        op.inputs = [x] + list(op.inputs[1:])
+        changed += 1
+    return changed
+
+
+def sink_reshapes(model: Model, sg: int = 0) -> int:
+    """op(RESHAPE(a)) -> RESHAPE(op(a)) for element-wise unary ops (and binary ops with a one-value constant),
+    so reshapes meet each other and merge, and activations reach their producers."""
+    sub = model.subgraphs[sg]
+    changed = 0
+    for i in range(len(sub.operators)):
+        op = sub.operators[i]
+        name = G.op_name(model, op)
+        if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
+            continue
+        if name in ("QUANTIZE", "DEQUANTIZE") or not (name in UNARY or name in BINARY):
+            continue
+        others = [t for t in op.inputs[1:] if t >= 0]
+        if any(G.constant_value(model, t, sg) is None or G.constant_value(model, t, sg).size != 1
+               or len(sub.tensors[t].shape) > 1 for t in others):
+            continue
+        prod = G.producers(model, sg)
+        j = prod.get(op.inputs[0])
+        if j is None or G.op_name(model, sub.operators[j]) not in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+            continue
+        a = sub.operators[j].inputs[0]
+        y = op.outputs[0]
+        if sub.tensors[y].shape != sub.tensors[op.inputs[0]].shape:
+            continue
+        inner = G.add_tensor(model, sub.tensors[y].name + "_r", sub.tensors[a].shape, sg=sg, like=y)
+        op.inputs = [a] + list(op.inputs[1:])
+        op.outputs = [inner]
+        st = G.add_constant(model, "shape", np.array(sub.tensors[y].shape, np.int32), sg=sg)
+        G.add_op(model, "RESHAPE", [inner, st], [y], {"new_shape": list(sub.tensors[y].shape)}, position=i + 1,
+                 sg=sg)
+        changed += 1
+        break  # indices moved: the caller loops
+    return changed
+
+
 def trivial_transposes_to_reshapes(model: Model, sg: int = 0) -> int:
     """A TRANSPOSE that keeps the order of the dimensions bigger than 1 is a RESHAPE."""
     sub = model.subgraphs[sg]
@@ -284,6 +380,8 @@ def apply(model: Model, sg: int = 0) -> int:
     for _ in range(4 * len(model.subgraphs[sg].operators) + 8):
         n = merge_transposes(model, sg)
         n += sink_transposes(model, sg)
+        n += flatten_into_fc(model, sg)
+        n += sink_reshapes(model, sg)
         if n:
             G.eliminate_dead_code(model)
         total += n
