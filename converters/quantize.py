@@ -445,10 +445,9 @@ def _quantizable(model: Model, i: int, op: Operator) -> str | None:
     return "no int8 rule for this op (keep it float with exclude)"
 
 
-def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int]) -> tuple[Model, _Build]:
-    b = _Build(model, act)
-    b.ranges = ranges
-    sg = b.sg
+def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
+    """Every op without a quantization rule, at once (before any calibration runs)."""
+    sg = model.subgraphs[0]
     problems = []
     for i, op in enumerate(sg.operators):
         name = model.op_name(op)
@@ -461,6 +460,13 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             problems.append(f"op {i} {name} (output '{sg.tensors[op.outputs[0]].name}'): {why}")
     if problems:
         raise ConversionError(f"quantize: {len(problems)} op(s) cannot be quantized to {act.lower()}", problems)
+
+
+def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int]) -> tuple[Model, _Build]:
+    _check_ops(model, act, excluded)
+    b = _Build(model, act)
+    b.ranges = ranges
+    sg = b.sg
 
     io_map = {}
     new_inputs = []
@@ -803,6 +809,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         io = "int8"  # "integer I/O": the activation type
     if calibration is None:
         raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+    _check_ops(model, act, excluded)
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
     float_run, _ = _runner(model)
