@@ -611,8 +611,6 @@ class _Importer:
         nsp = len(xs) - 2
         if any(d != 1 for d in a.get("dilations", [1] * nsp)):
             raise _Unsupported("dilated ConvTranspose (TFLite TRANSPOSE_CONV has no dilation)")
-        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
-            raise _Unsupported(f"auto_pad {a['auto_pad']} on ConvTranspose")
         out = self.out(node)
         cout = w.shape[1]
         if len(xs) == 3:
@@ -628,6 +626,17 @@ class _Importer:
         osz = (1, os_[2]) if nsp == 1 else os_[2:]
         pads = list(a.get("pads", [0] * (2 * nsp)))
         begin = [0, pads[0]] if nsp == 1 else [pads[0], pads[1]]
+        auto = a.get("auto_pad", "NOTSET")
+        if "output_shape" in a or auto in ("SAME_UPPER", "SAME_LOWER"):
+            # ONNX derives the pads from the output size: total = full + output_padding - output size
+            opad = list(a.get("output_padding", [0] * nsp))
+            opad = [0] + opad if nsp == 1 else opad
+            total = [full[d] + opad[d] - osz[d] for d in range(2)]
+            begin = [t // 2 if auto == "SAME_UPPER" else t - t // 2 for t in total]
+            if nsp == 1:
+                begin[0] = 0
+        elif auto == "VALID":
+            begin = [0, 0]
         for d in range(2):
             if begin[d] + osz[d] > full[d]:
                 raise _Unsupported("output_padding / output_shape beyond the transposed convolution's full output")

@@ -136,7 +136,10 @@ def test_conv1d(attrs):
 
 @pytest.mark.parametrize("attrs", [dict(), dict(strides=[2, 2]), dict(strides=[2, 2], pads=[1, 1, 1, 1]),
                                    dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
-                                   dict(strides=[3, 2], pads=[0, 1, 2, 0])])
+                                   dict(strides=[3, 2], pads=[0, 1, 2, 0]),
+                                   dict(strides=[2, 2], output_shape=[9, 8]),
+                                   dict(strides=[2, 2], auto_pad="SAME_UPPER"),
+                                   dict(strides=[2, 2], auto_pad="SAME_LOWER")])
 def test_conv_transpose(attrs):
     x = f32(1, 3, 5, 4)
     w = f32(3, 2, 3, 3, seed=1)
@@ -699,3 +702,18 @@ def test_not_onnx():
 
     with pytest.raises(ModelError):
         import_onnx(b"definitely not a protobuf \xff\xff")
+
+
+@pytest.mark.parametrize("opset", [11, 21])
+def test_small_cnn_across_opsets(opset):
+    """The same network at the oldest opset we cover and a recent one onnxruntime runs."""
+    x = f32(1, 2, 8, 8)
+    inits = {"w": f32(4, 2, 3, 3, seed=1, scale=0.3), "fc": f32(4 * 4 * 4, 3, seed=2, scale=0.2),
+             "s": np.array([1, -1], np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("LeakyRelu", ["c"], ["r"], alpha=0.2),
+             helper.make_node("AveragePool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["p", "s"], ["f"]),
+             helper.make_node("MatMul", ["f", "fc"], ["m"]),
+             helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
+    check(make(nodes, {"x": x}, ["y"], inits, opset=opset), {"x": x})
