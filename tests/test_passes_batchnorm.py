@@ -73,3 +73,20 @@ def test_shared_layer_output_is_not_folded():
     g.output(a, y)
     after = check_pass(g.build(), batchnorm.run)
     assert op_counts(after) == {"FULLY_CONNECTED": 1, "ADD": 1}
+
+
+def test_transpose_conv_takes_bias_input_3():
+    g = GraphBuilder()
+    x = g.input("x", (1, 3, 3, 2))
+    w = g.constant("w", RNG.standard_normal((4, 3, 3, 2)).astype(np.float32))
+    y = g.tensor("y", (1, 6, 6, 4))
+    g.op("TRANSPOSE_CONV", [g.constant("os", np.array([1, 6, 6, 4], np.int32)), w, x,
+                            g.constant("b", RNG.standard_normal(4).astype(np.float32))], [y],
+         padding="SAME", stride_w=2, stride_h=2)
+    m = g.tensor("m", (1, 6, 6, 4))
+    g.op("MUL", [y, g.constant("s", RNG.uniform(0.5, 2, 4).astype(np.float32))], [m])
+    a = g.tensor("a", (1, 6, 6, 4))
+    g.op("ADD", [m, g.constant("t", RNG.standard_normal(4).astype(np.float32))], [a])
+    g.output(a)
+    after = check_pass(g.build(), batchnorm.run)
+    assert op_counts(after) == {"TRANSPOSE_CONV": 1}

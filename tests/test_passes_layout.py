@@ -206,3 +206,21 @@ def test_shared_input_transposes_dedupe_and_1d_reshapes_meet():
     g.output(y)
     after = check_pass(g.build(), optimize)
     assert op_counts(after) == {"RESHAPE": 1, "CONV_2D": 2}
+
+
+def test_nhwc_io_input_with_a_layout_free_reader_too():
+    g = GraphBuilder()
+    x = g.input("x", (1, 3, 5, 5))
+    y = _conv_nchw(g, x, 4, "conv")
+    s = _op(g, "MEAN", [x, g.constant("axes", np.array([2, 3], np.int32))], (1, 3), keep_dims=False)
+    g.output(y, s)
+    model = g.build()
+    before = copy.deepcopy(model)
+    after = optimize(model, nhwc_io=True)
+    assert "TRANSPOSE" not in op_counts(after)  # the MEAN's axes moved instead
+    x0 = random_inputs(before)
+    want = run_ours(before, x0)
+    want[0] = np.transpose(want[0], TO_NHWC)
+    xh = [np.transpose(x0[0], TO_NHWC)]
+    assert_close(run_ours(after, xh), want)
+    assert_close(run_litert(write_model(after), xh), want)

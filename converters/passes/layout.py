@@ -142,7 +142,8 @@ def _const_relaid(model: Model, t: int, perm: list[int], rank: int, sg: int) -> 
     """A new constant equal to constant ``t`` broadcast-expanded to ``rank`` and laid out for the
     un-transposed side (value' with transpose(value', perm) == value)."""
     value = G.constant_value(model, t, sg)
-    if value is None or value.ndim > rank:
+    q = model.subgraphs[sg].tensors[t].quantization
+    if value is None or value.ndim > rank or (q is not None and q.scale.size > 1):
         return None
     if value.size == 1 and value.ndim <= 1:
         return t  # a scalar broadcasts the same either way
