@@ -128,7 +128,7 @@ def prepare_nodes(model: Model):
     from edge_sdk.interpreter import Interpreter
 
     interp = Interpreter(model=model)
-    infos = [interp._tensor_infos(s) for s in range(len(model.subgraphs))]  # noqa: SLF001 - same as static_plan
+    infos = [interp._tensor_infos(s) for s in range(len(model.subgraphs))]  # as interpreter.static_plan does
     nodes: list[list[Node]] = []
     failures: dict[tuple[int, int], Exception] = {}
     for s, sg in enumerate(model.subgraphs):
@@ -140,7 +140,8 @@ def prepare_nodes(model: Model):
             code = model.operator_codes[op.opcode_index]
             for t in (*op.inputs, *op.outputs, *op.intermediates):
                 if not -1 <= t < n:
-                    raise ModelError(f"{'subgraph %d ' % s if s else ''}node {i} ({code.name}): tensor {t} out of range")
+                    where = f"subgraph {s} node {i}" if s else f"node {i}"
+                    raise ModelError(f"{where} ({code.name}): tensor {t} out of range")
             node = Node(
                 index=i, subgraph=s, op=code.name, version=code.version, options=dict(op.options or {}),
                 custom_options=op.custom_options,
@@ -156,7 +157,7 @@ def prepare_nodes(model: Model):
                 failures[(s, i)] = exc if str(exc).startswith(node.where()) else node.unsupported(str(exc))
             except ModelError as exc:
                 failures[(s, i)] = exc
-            except Exception as exc:  # a kernel tripped over the model: report it as a model problem
+            except Exception as exc:  # noqa: BLE001 - a kernel tripped over the model: a model problem
                 failures[(s, i)] = node.error(f"prepare failed: {type(exc).__name__}: {exc}")
             sg_nodes.append(node)
         nodes.append(sg_nodes)
@@ -210,8 +211,8 @@ def partition_nodes(model: Model, assignment: list[str], subgraph: int = 0) -> l
     reads it.
     """
     sg = model.subgraphs[subgraph]
-    const = {t for t, tensor in enumerate(sg.tensors)
-             if not tensor.is_variable and 0 <= tensor.buffer < len(model.buffers) and model.buffers[tensor.buffer].data}
+    const = {t for t, tensor in enumerate(sg.tensors) if not tensor.is_variable
+             and 0 <= tensor.buffer < len(model.buffers) and model.buffers[tensor.buffer].data}
     runs: list[tuple[str, list[int]]] = []
     for i, b in enumerate(assignment):
         if runs and runs[-1][0] == b:

@@ -12,9 +12,9 @@ a path ending in .toml relative to the file); the child is the parent deep-merge
 (cortex-m, cortex-m4, linux-arm64, ...) only exist to be extended; ``list_profiles`` skips them.
 
 Ops are listed per dtype: ``[ops.int8]`` maps an op name to a table of constraints (``{}`` = no
-constraint), or to ``false`` (not supported); ``uint8 = "int8"`` gives a dtype another's table. The name ``"*"`` means "any op" and its table holds the
-defaults for every op of that dtype; a listed op's constraints are merged over them. A dtype that is not
-listed is not supported at all (an int8-only backend lists only ``ops.int8``). ``[constraints]`` (or
+constraint), or to ``false`` (not supported); ``uint8 = "int8"`` gives a dtype another's table. The name
+``"*"`` means "any op" and its table holds the defaults for every op of that dtype; a listed op's
+constraints are merged over them. A dtype that is not listed is not supported at all (an int8-only backend lists only ``ops.int8``). ``[constraints]`` (or
 ``delegates.NAME.constraints``) applies to every op of that backend. The dtype of a node is the type of its
 first present input (its first output when it has no input). For the CPU, ``check_model`` additionally
 requires that our kernel prepares the node.
@@ -519,7 +519,8 @@ def _check_constraints_table(err: _Errors, key: str, value) -> None:
         elif name in enums:
             bad = [x for x in v if x not in enums[name]]
             if bad:
-                err.add(f"{key}.{name}", f"unknown value(s) {', '.join(map(repr, bad))} (known: {', '.join(enums[name])})")
+                err.add(f"{key}.{name}",
+                        f"unknown value(s) {', '.join(map(repr, bad))} (known: {', '.join(enums[name])})")
 
 
 def _check_ops(err: _Errors, key: str, value) -> None:
@@ -567,7 +568,8 @@ def _check_flash(err: _Errors, key: str, value) -> None:
         elif method is None:
             continue  # a parent may set settings; the concrete profile names the method
         elif k not in allowed:
-            err.add(f"{key}.{k}", f"unknown setting for flash method {method!r} (allowed: {', '.join(allowed) or 'none'})")
+            err.add(f"{key}.{k}",
+                    f"unknown setting for flash method {method!r} (allowed: {', '.join(allowed) or 'none'})")
         else:
             _check_value(err, f"{key}.{k}", allowed[k], v)
 
@@ -721,9 +723,11 @@ def _check_constraints(node, c: dict):
             yield Violation("same_dilation", dil, True, f"{op} dilation differs in y and x ({dil[0]} vs {dil[1]})")
     ranks = [len(t.shape) for t in _tensors(node)]
     if ranks and "max_rank" in c and max(ranks) > c["max_rank"]:
-        yield Violation("max_rank", max(ranks), c["max_rank"], f"{op} has a rank-{max(ranks)} tensor, max_rank {c['max_rank']}")
+        yield Violation("max_rank", max(ranks), c["max_rank"],
+                        f"{op} has a rank-{max(ranks)} tensor, max_rank {c['max_rank']}")
     if ranks and "min_rank" in c and min(ranks) < c["min_rank"]:
-        yield Violation("min_rank", min(ranks), c["min_rank"], f"{op} has a rank-{min(ranks)} tensor, min_rank {c['min_rank']}")
+        yield Violation("min_rank", min(ranks), c["min_rank"],
+                        f"{op} has a rank-{min(ranks)} tensor, min_rank {c['min_rank']}")
     if "max_nontrivial_rank" in c:
         k = c["max_nontrivial_rank"]
         for t in _tensors(node):
@@ -732,19 +736,22 @@ def _check_constraints(node, c: dict):
             outer = t.shape[: max(len(t.shape) - k, 0)]
             if any(d != 1 for d in outer):
                 yield Violation("max_nontrivial_rank", list(t.shape), k,
-                                f"{op} tensor '{t.name}' {list(t.shape)}: only the innermost {k} dims may exceed 1")
+                                f"{op} tensor '{t.name}' {list(t.shape)}: only the innermost {k} dims may "
+                                "exceed 1")
                 break
     if c.get("per_channel") is False:
         for t in node.inputs:
             if t is not None and t.scale is not None and t.scale.size > 1:
                 yield Violation("per_channel", f"{t.scale.size} scales", False,
-                                f"{op} input '{t.name}' is per-channel quantized ({t.scale.size} scales); per-tensor only")
+                                f"{op} input '{t.name}' is per-channel quantized ({t.scale.size} scales); "
+                                "per-tensor only")
                 break
     if "max_tensor_bytes" in c:
         for t in _tensors(node):
             if t.data is None and _nbytes(t) > c["max_tensor_bytes"]:
                 yield Violation("max_tensor_bytes", _nbytes(t), c["max_tensor_bytes"],
-                                f"{op} tensor '{t.name}' is {_nbytes(t)} bytes > max_tensor_bytes {c['max_tensor_bytes']}")
+                                f"{op} tensor '{t.name}' is {_nbytes(t)} bytes > max_tensor_bytes "
+                                f"{c['max_tensor_bytes']}")
                 break
     if "max_elements" in c and node.inputs and node.inputs[0] is not None:
         n = math.prod(node.inputs[0].shape)

@@ -5,7 +5,14 @@ import json
 import numpy as np
 import pytest
 
-from edge_sdk.check import FAILS, PARTIAL, RUNS, check_model, partition_nodes, prepare_nodes
+from edge_sdk.check import (
+    FAILS,
+    PARTIAL,
+    RUNS,
+    check_model,
+    partition_nodes,
+    prepare_nodes,
+)
 from edge_sdk.model import read_model, write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.profiles import load_profile
@@ -20,13 +27,13 @@ def _conv(g, x, shape, cout, k, *, depthwise=False, per_channel=False, dilation=
     n, h, w, cin = shape
     wshape = (1, k, k, cout) if depthwise else (cout, k, k, cin)
     scales = np.full(cout, S_W, np.float32) * (np.linspace(1, 2, cout, dtype=np.float32) if per_channel else 1)
-    wq = dict(scale=scales if per_channel else S_W, zero_point=0, quantized_dimension=3 if depthwise else 0)
+    wq = {"scale": scales if per_channel else S_W, "zero_point": 0, "quantized_dimension": 3 if depthwise else 0}
     wt = g.constant(f"{name}_w", rng.integers(-127, 128, wshape).astype(np.int8), **wq)
     b = g.constant(f"{name}_b", np.zeros(cout, np.int32), scale=(scales if per_channel else S_W) * S_IN, zero_point=0)
     yshape = (n, -(-h // stride), -(-w // stride), cout)
     y = g.tensor(f"{name}_out", yshape, "INT8", scale=S_IN, zero_point=0)
-    opts = dict(padding="SAME", stride_w=stride, stride_h=stride, dilation_w_factor=dilation,
-                dilation_h_factor=dilation, fused_activation_function="NONE")
+    opts = {"padding": "SAME", "stride_w": stride, "stride_h": stride, "dilation_w_factor": dilation,
+            "dilation_h_factor": dilation, "fused_activation_function": "NONE"}
     if depthwise:
         g.op("DEPTHWISE_CONV_2D", [x, wt, b], [y], depth_multiplier=cout // cin, version=3 if per_channel else 1,
              **opts)

@@ -97,8 +97,8 @@ BASE = 'extends = "qemu-mps2-an386"\n'
         (BASE + "preferred_backend = 'npu'\n", "preferred_backend", "names no delegate"),
         (BASE + "[delegates.npu]\nmax_partitions = 'one'\n", "delegates.npu.max_partitions", "expected an int"),
         (BASE + "[delegates.npu.ops.int8]\nFOO = {}\n", "delegates.npu.ops.int8.FOO", "unknown op"),
-        ("kind = 'mcu'\narch = 'x'\ncpu = 'y'\nram_arena_bytes = 1\nflash_model_bytes = 1\n[ops.int8]\n"
-         "'*' = {}\n[flash]\nmethod = 'local'\n[timer]\nsource = 'DWT'\n", "clock_hz", "missing required key"),
+        (("kind = 'mcu'\narch = 'x'\ncpu = 'y'\nram_arena_bytes = 1\nflash_model_bytes = 1\n[ops.int8]\n"
+          "'*' = {}\n[flash]\nmethod = 'local'\n[timer]\nsource = 'DWT'\n"), "clock_hz", "missing required key"),
     ],
 )
 def test_broken_profiles_name_file_key_and_problem(tmp_path, text, key, problem):
