@@ -254,12 +254,12 @@ class Interpreter:
             p.infos.append(self._tensor_infos(s))
         for s in range(len(model.subgraphs)):
             p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
-        from edge_sdk.delegates.base import CPU, assign_backends, plan_partitions
+        from edge_sdk.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 
         for s, nodes in enumerate(p.nodes):
             sg = model.subgraphs[s]
             if self._delegates:
-                assigned = assign_backends(nodes, self._delegates)
+                assigned = limit_runs(assign_backends(nodes, self._delegates), self._delegates)
             else:
                 assigned = [(CPU, "no delegates")] * len(nodes)
             constants = {info.index for info in p.infos[s] if info.is_const}
@@ -272,7 +272,6 @@ class Interpreter:
                     sg.outputs,
                     constants,
                     s,
-                    {d.name: d.min_nodes for d in self._delegates},
                 )
             )
         return p

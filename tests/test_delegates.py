@@ -31,13 +31,14 @@ from tests.conftest import shared_model
 
 
 # ------------------------------------------------------------------------------------------------ models
-def _conv(g, rng, name, x, cin, cout, hw, out_scale=0.1, out_zp=2, k=3, act="RELU"):
+def _conv(g, rng, name, x, cin, cout, hw, out_scale=0.1, out_zp=2, k=3, act="RELU", per_channel=True):
+    n = cout if per_channel else 1
     w = g.constant(f"{name}_w", rng.integers(-100, 100, (cout, k, k, cin), dtype=np.int8),
-                   scale=rng.uniform(0.005, 0.02, cout), zero_point=np.zeros(cout, np.int64))
+                   scale=rng.uniform(0.005, 0.02, n), zero_point=np.zeros(n, np.int64))
     in_scale = float(g.tensors[x].quantization.scale[0])
     wscale = g.tensors[w].quantization.scale
     b = g.constant(f"{name}_b", rng.integers(-500, 500, cout, dtype=np.int32), type="INT32",
-                   scale=in_scale * wscale, zero_point=np.zeros(cout, np.int64))
+                   scale=in_scale * wscale, zero_point=np.zeros(n, np.int64))
     y = g.tensor(name, (1, hw, hw, cout), "INT8", scale=out_scale, zero_point=out_zp)
     g.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function=act)
     return y
@@ -64,19 +65,30 @@ def int8_cnn(seed=0):
     return g.build()
 
 
-def int8_cnn_with_float_middle(seed=1):
-    """conv0 (int8) -> DEQUANTIZE -> TANH (float) -> QUANTIZE -> conv4 (int8) -> out."""
+def int8_cnn_with_float_middle(seed=1, per_channel=True, rank5=False):
+    """conv0 (int8) -> DEQUANTIZE -> TANH (float) -> QUANTIZE -> conv4 (int8) -> out; with ``rank5`` the TANH
+    runs on a rank-5 view (RESHAPE before and after): conv0, DEQUANTIZE, RESHAPE, TANH, RESHAPE, QUANTIZE, conv6."""
     rng = np.random.default_rng(seed)
     g = GraphBuilder()
     x = g.input("x", (1, 6, 6, 2), "INT8", scale=0.05, zero_point=0)
-    c0 = _conv(g, rng, "c0", x, 2, 4, 6)
+    c0 = _conv(g, rng, "c0", x, 2, 4, 6, per_channel=per_channel)
     f = g.tensor("f", (1, 6, 6, 4), "FLOAT32")
     g.op("DEQUANTIZE", [c0], [f])
-    t = g.tensor("t", (1, 6, 6, 4), "FLOAT32")
-    g.op("TANH", [f], [t])
+    if rank5:
+        shape5 = g.constant("shape5", np.array([1, 6, 6, 2, 2], np.int32))
+        f5 = g.tensor("f5", (1, 6, 6, 2, 2), "FLOAT32")
+        g.op("RESHAPE", [f, shape5], [f5], new_shape=[1, 6, 6, 2, 2])
+        t5 = g.tensor("t5", (1, 6, 6, 2, 2), "FLOAT32")
+        g.op("TANH", [f5], [t5])
+        shape4 = g.constant("shape4", np.array([1, 6, 6, 4], np.int32))
+        t = g.tensor("t", (1, 6, 6, 4), "FLOAT32")
+        g.op("RESHAPE", [t5, shape4], [t], new_shape=[1, 6, 6, 4])
+    else:
+        t = g.tensor("t", (1, 6, 6, 4), "FLOAT32")
+        g.op("TANH", [f], [t])
     q = g.tensor("q", (1, 6, 6, 4), "INT8", scale=1 / 128, zero_point=0)
     g.op("QUANTIZE", [t], [q])
-    c4 = _conv(g, rng, "c4", q, 4, 3, 6, out_scale=0.05, out_zp=0, act="NONE")
+    c4 = _conv(g, rng, "c_out", q, 4, 3, 6, out_scale=0.05, out_zp=0, act="NONE", per_channel=per_channel)
     g.output(c4)
     return g.build()
 
@@ -218,7 +230,7 @@ def test_first_delegate_in_list_order_wins():
 
 def test_plan_partitions_min_nodes_and_graph_outputs():
     ops = [([0], [1]), ([1], [2]), ([2], [3]), ([1, 3], [4])]
-    parts = plan_partitions(ops, ["d", CPU, "d", "d"], [0], [4, 2], min_nodes={"d": 2})
+    parts = plan_partitions(ops, [CPU, CPU, "d", "d"], [0], [4, 2])
     assert all(isinstance(p, Partition) for p in parts)
     assert [(p.backend, p.nodes, p.inputs, p.outputs) for p in parts] == [
         (CPU, (0, 1), (0,), (1, 2)), ("d", (2, 3), (2, 1), (4,))
@@ -226,6 +238,21 @@ def test_plan_partitions_min_nodes_and_graph_outputs():
     # a tensor used only inside its partition is not a boundary output unless the graph outputs it
     parts = plan_partitions(ops, ["d"] * 4, [0], [4, 2])
     assert [(p.nodes, p.inputs, p.outputs) for p in parts] == [((0, 1, 2, 3), (0,), (2, 4))]
+
+
+def test_min_nodes_and_max_partitions():
+    model = int8_cnn()
+    d = KernelDelegate({"CONV_2D", "ADD"})
+    d.min_nodes = 2
+    interp = Interpreter(model=model, delegates=[d])
+    assert [(p.backend, p.nodes) for p in interp.partitions()] == [(CPU, (0, 1)), ("test", (2, 3)), (CPU, (4, 5))]
+    assert "shorter than its min_nodes 2" in interp.node_backends()[0][1]
+    d = KernelDelegate({"CONV_2D", "ADD"})
+    d.max_partitions = 2
+    interp = Interpreter(model=model, delegates=[d])
+    assert [(p.backend, p.nodes) for p in interp.partitions()] == [("test", (0,)), (CPU, (1,)), ("test", (2, 3)),
+                                                                  (CPU, (4, 5))]
+    assert interp.node_backends()[5] == (CPU, "test takes at most 2 partition(s); later nodes run on the CPU")
 
 
 def test_partitions_before_allocate_equal_after():
@@ -502,6 +529,32 @@ def test_edgetpu_without_runtime_is_a_clear_error():
     interp = Interpreter(model=int8_cnn_with_float_middle(), delegates=[EdgeTpuDelegate(profile=StubProfile())])
     with pytest.raises(DeviceError, match=r"libedgetpu\.so\.1.*Edge TPU runtime"):
         interp.allocate_tensors()
+
+
+def test_nnapi_and_edgetpu_plans_from_their_device_profiles():
+    from edge_sdk.check import partition_nodes as check_partitions
+
+    model = int8_cnn_with_float_middle(per_channel=False, rank5=True)
+    nnapi = Interpreter(model=model, delegates=["nnapi"])
+    assert [(p.backend, p.nodes) for p in nnapi.partitions()] == [("nnapi", (0, 1)), (CPU, (2, 3, 4)),
+                                                                   ("nnapi", (5, 6))]
+    assert "rank-5" in nnapi.node_backends()[3][1]
+    edgetpu = Interpreter(model=model, delegates=["edgetpu"])
+    assert [(p.backend, p.nodes) for p in edgetpu.partitions()] == [("edgetpu", (0,)), (CPU, (1, 2, 3, 4, 5, 6))]
+    # the Edge TPU compiler partitions once: the last conv, which it could take, stays on the CPU
+    assert "at most 1 partition" in edgetpu.node_backends()[6][1]
+    tpu = edgetpu.delegates[0]
+    assert (tpu.library, tpu.options, tpu.max_partitions) == ("libedgetpu.so.1", {"device": "usb"}, 1)
+    # the same partitions and boundaries as `edge check` computes for that assignment
+    for interp in (nnapi, edgetpu):
+        ours = [(p.backend, p.nodes, p.inputs, p.outputs) for p in interp.partitions()]
+        theirs = check_partitions(model, [b for b, _ in interp.node_backends()])
+        assert ours == [(p.backend, p.nodes, p.inputs, p.outputs) for p in theirs]
+    # executing needs the device; planning did not
+    for interp in (nnapi, edgetpu):
+        with pytest.raises(DeviceError):
+            interp.allocate_tensors()
+        assert len(interp.partitions()) > 1
 
 
 def test_a_delegate_taking_nothing_needs_no_device():

@@ -25,6 +25,7 @@ from edge_sdk.delegates.base import (
     Partition,
     assign_backends,
     cpu_only_reason,
+    limit_runs,
     partition_nodes,
     plan_partitions,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "ProfileDelegate",
     "assign_backends",
     "cpu_only_reason",
+    "limit_runs",
     "partition_nodes",
     "plan_partitions",
     "resolve",

@@ -96,11 +96,14 @@ class Delegate:
     delegate keeps the tensors internal to its partitions in its own memory, so the interpreter's arena
     gives them no space (they read back as unavailable through ``get_tensor``). ``min_nodes``: shorter runs
     of supported nodes go to the CPU instead (a partition has a fixed cost: copies in and out).
+    ``max_partitions``: the delegate takes at most this many runs; later nodes go to the CPU (the Edge TPU
+    compiler partitions once).
     """
 
     name: str = "delegate"
     holds_internal_tensors: bool = True
     min_nodes: int = 1
+    max_partitions: int | None = None
 
     def supports(self, node: Node) -> tuple[bool, str]:
         return False, f"{self.name} takes no nodes"
@@ -162,6 +165,37 @@ def assign_backends(nodes: Sequence[Node], delegates: Sequence[Delegate]) -> lis
     return out
 
 
+def limit_runs(assigned: Sequence[tuple[str, str]], delegates: Sequence[Delegate]) -> list[tuple[str, str]]:
+    """Apply each delegate's ``min_nodes`` (shorter runs go to the CPU) and then ``max_partitions`` (runs after
+    its first N go to the CPU) to a per-node ``(backend, reason)`` assignment."""
+    out = list(assigned)
+    by_name = {d.name: d for d in delegates}
+
+    def runs():
+        i = 0
+        while i < len(out):
+            j = i
+            while j < len(out) and out[j][0] == out[i][0]:
+                j += 1
+            yield i, j, out[i][0]
+            i = j
+
+    for i, j, b in list(runs()):
+        d = by_name.get(b)
+        if d is not None and j - i < d.min_nodes:
+            out[i:j] = [(CPU, f"{b}: a run of {j - i} node(s) is shorter than its min_nodes {d.min_nodes}")] * (j - i)
+    taken: dict[str, int] = {}
+    for i, j, b in list(runs()):
+        d = by_name.get(b)
+        if d is None:
+            continue
+        taken[b] = taken.get(b, 0) + 1
+        if d.max_partitions is not None and taken[b] > d.max_partitions:
+            why = f"{b} takes at most {d.max_partitions} partition(s); later nodes run on the CPU"
+            out[i:j] = [(CPU, why)] * (j - i)
+    return out
+
+
 def plan_partitions(
     subgraph_ops: Sequence[tuple[Sequence[int], Sequence[int]]],
     backends: Sequence[str],
@@ -169,23 +203,12 @@ def plan_partitions(
     subgraph_outputs: Sequence[int],
     constants: set[int] | frozenset[int] = frozenset(),
     subgraph: int = 0,
-    min_nodes: dict[str, int] | None = None,
 ) -> list[Partition]:
     """Group consecutive nodes with the same backend into partitions and find their boundary tensors.
 
     ``subgraph_ops[i]`` is node i's ``(inputs, outputs)`` tensor indices (-1 = omitted input);
-    ``backends[i]`` its backend. ``min_nodes`` (backend -> count): runs shorter than that go to the CPU.
+    ``backends[i]`` its backend.
     """
-    backends = list(backends)
-    if min_nodes:
-        i = 0
-        while i < len(backends):
-            j = i
-            while j < len(backends) and backends[j] == backends[i]:
-                j += 1
-            if backends[i] != CPU and j - i < min_nodes.get(backends[i], 1):
-                backends[i:j] = [CPU] * (j - i)
-            i = j
     runs: list[tuple[str, list[int]]] = []
     for i, b in enumerate(backends):
         if runs and runs[-1][0] == b:
@@ -231,14 +254,8 @@ def partition_nodes(
 ) -> list[Partition]:
     """Partitions of one subgraph's prepared nodes (see the module docstring for the rule)."""
     sg = model.subgraphs[subgraph]
-    backends = [b for b, _ in assign_backends(nodes, delegates)]
+    backends = [b for b, _ in limit_runs(assign_backends(nodes, delegates), delegates)]
     constants = {n_in.index for node in nodes for n_in in node.inputs if n_in is not None and n_in.is_const}
     return plan_partitions(
-        [(op.inputs, op.outputs) for op in sg.operators],
-        backends,
-        sg.inputs,
-        sg.outputs,
-        constants,
-        subgraph,
-        {d.name: d.min_nodes for d in delegates},
+        [(op.inputs, op.outputs) for op in sg.operators], backends, sg.inputs, sg.outputs, constants, subgraph
     )

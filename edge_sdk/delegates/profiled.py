@@ -20,28 +20,64 @@ import sys
 
 from edge_sdk.delegates.base import Delegate, Run
 from edge_sdk.delegates.litert import ExternalDelegate
-from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk.errors import DeviceError, ModelError, ProfileError
 from edge_sdk.kernels.node import Node
 from edge_sdk.model.types import Model
 
 
 class ProfileDelegate(Delegate):
     """A delegate whose node list comes from a device profile and which executes through an external
-    delegate library. ``profile``: a profile object (anything with ``supports(node, backend=...)``) or a
-    profile name for ``edge_sdk.profiles.load_profile``."""
+    delegate library. ``profile``: an ``edge_sdk.profiles.Profile``, a profile name for
+    ``load_profile``, or any object with ``supports(node, backend=...)``.
+
+    From the profile's ``[delegates.<backend>]`` section (when it has one) come the defaults for ``library``,
+    ``max_partitions`` and the delegate options named in ``option_keys``; arguments override them.
+    """
 
     profile_name = ""
     backend = ""
     default_library = ""
+    option_keys: tuple[str, ...] = ()
 
     def __init__(self, profile=None, library: str | None = None, options: dict | None = None,
-                 name: str | None = None, backend: str | None = None):
+                 name: str | None = None, backend: str | None = None, max_partitions: int | None = None):
         self.name = name or type(self).name
         self.backend = backend or type(self).backend
         self._profile = profile if profile is not None else type(self).profile_name
-        self.library = library if library is not None else self.default_library
-        self.options = dict(options or {})
+        self._library = library
+        self._options = None if options is None else dict(options)
+        self._max_partitions = max_partitions
         self._executor: ExternalDelegate | None = None
+
+    def _section(self):
+        """The profile's Backend for this delegate, or None (a stand-in profile without sections)."""
+        get = getattr(self.profile, "backend", None)
+        if get is None:
+            return None
+        try:
+            return get(self.backend)
+        except (KeyError, ModelError, ProfileError):
+            return None
+
+    @property
+    def library(self) -> str:
+        if self._library is not None:
+            return self._library
+        section = self._section()
+        return getattr(section, "library", None) or self.default_library
+
+    @property
+    def options(self) -> dict:
+        if self._options is not None:
+            return self._options
+        section_options = getattr(self._section(), "options", None) or {}
+        return {k: str(v) for k, v in section_options.items() if k in self.option_keys}
+
+    @property
+    def max_partitions(self) -> int | None:
+        if self._max_partitions is not None:
+            return self._max_partitions
+        return getattr(self._section(), "max_partitions", None)
 
     @property
     def profile(self):
@@ -81,6 +117,7 @@ class EdgeTpuDelegate(ProfileDelegate):
     backend = "edgetpu"
     profile_name = "coral-edgetpu-usb"
     default_library = "libedgetpu.so.1"
+    option_keys = ("device",)
 
     def device_hint(self) -> str:
         return "is a Coral Edge TPU connected, and is the user allowed to open it?"
