@@ -224,3 +224,22 @@ def test_nhwc_io_input_with_a_layout_free_reader_too():
     xh = [np.transpose(x0[0], TO_NHWC)]
     assert_close(run_ours(after, xh), want)
     assert_close(run_litert(write_model(after), xh), want)
+
+
+def test_imported_mobilenet_v2_keeps_only_the_input_transpose():
+    """End to end with the ONNX importer: every Conv/BN/Clip sandwich cancels; matches onnxruntime."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from benchmarks.convert import mobilenet_v2
+    from converters.import_onnx import import_onnx
+
+    proto, _ = mobilenet_v2(size=32, width=0.35, classes=10)
+    model = import_onnx(proto)
+    assert op_counts(model)["TRANSPOSE"] > 50
+    optimize(model)
+    counts = op_counts(model)
+    assert counts["TRANSPOSE"] == 1 and "MUL" not in counts and "RELU6" not in counts, counts
+    x = random_inputs(model)
+    session = onnxruntime.InferenceSession(proto.SerializeToString())
+    want = session.run(None, {session.get_inputs()[0].name: x[0]})
+    assert_close(run_ours(model, x), want, rtol=1e-4, atol=1e-4)
+    assert_close(run_litert(write_model(model), x), want, rtol=1e-4, atol=1e-4)
