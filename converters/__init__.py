@@ -228,14 +228,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     kind, data, name, obj = _read_source(src)
     sha256 = hashlib.sha256(data).hexdigest()
     log.stage(f"importing {name} ({kind})")
-    if kind == "onnx":
-        from converters.import_onnx import import_onnx
-
-        model = import_onnx(obj)
-    else:
-        from converters.import_tflite import import_tflite
-
-        model = import_tflite(obj)
+    try:
+        if kind == "onnx":
+            from converters.import_onnx import import_onnx as importer
+        else:
+            from converters.import_tflite import import_tflite as importer
+    except ImportError as exc:
+        raise ConversionError(f"{name}: no {kind} importer in this installation ({exc})") from None
+    model = importer(obj)
     log.stage("optimizing")
     from converters.passes import optimize
 

@@ -361,3 +361,16 @@ def test_nhwc_io_single_channel(digits):
 
     result = convert(str(ONNX_PATH), quantize="none", nhwc_io=True)
     assert read_manifest(result.tflite)["io"]["inputs"][0]["shape"] == [1, 8, 8, 1]
+
+
+def test_benchmark_network_size_and_smoke(capsys):
+    """benchmarks/convert.py builds a MobileNetV2-size network (3.4-3.6 M parameters) and runs end to end
+    (here on a narrow, small-input copy with 4 calibration samples)."""
+    spec = importlib.util.spec_from_file_location("bench_convert", ROOT / "benchmarks" / "convert.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    _, params = bench.mobilenet_v2()
+    assert 3.4e6 <= params <= 3.6e6
+    assert bench.main(["--samples", "4", "--size", "32", "--width", "0.35"]) == 0
+    out = capsys.readouterr().out
+    assert "time / goal" in out and "peak memory" in out
