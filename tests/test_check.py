@@ -297,6 +297,10 @@ def test_cli_check_exit_codes_and_json(tmp_path, capsys):
     (tmp_path / "p.tflite").write_bytes(_float_in_the_middle())
     assert main(["check", str(tmp_path / "p.tflite"), "--target", "coral-edgetpu-usb"]) == 0
     assert "PARTIAL" in capsys.readouterr().out
+    assert main(["check", str(tmp_path / "p.tflite"), "--target", "coral-edgetpu-usb", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["verdict"] == "partial" and [p["backend"] for p in d["partitions"]] == ["edgetpu", "cpu"]
+    assert {p["constraint"] for p in d["problems"]} == {"op", "dtype", "max_partitions"}
 
     assert main(["check", str(path), "--target", "no-such-board"]) == 7
     assert "no-such-board" in capsys.readouterr().err
