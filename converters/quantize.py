@@ -83,6 +83,8 @@ _FIXED = {
     "TANH": {"INT8": (1 / 128, 0), "INT16": (1 / 32768, 0)},
     "LOG_SOFTMAX": {"INT8": (16 / 256, 127)},
 }
+# Ops TFLM (and we) have no int16-activation kernel for.
+_NO_INT16 = {"HARD_SWISH", "LOG_SOFTMAX", "RSQRT", "DIV", "PRELU"}
 # Ops whose outputs are not activations (int32 indices, shapes): inputs quantized, outputs copied.
 _NON_FLOAT_OUTPUT = {"ARG_MAX", "SHAPE"}
 
@@ -173,6 +175,7 @@ def _runner(model: Model):
     ins = [d["index"] for d in interp.get_input_details()]
 
     def run(sample):
+        interp.reset_all_variables()  # each sample starts from the model's initial state
         for i, x in zip(ins, sample):
             interp.set_tensor(i, x)
         interp.invoke()
@@ -303,11 +306,11 @@ class _Build:
     def copy_tensor(self, t: int) -> int:
         """A non-float tensor (or a float one kept float), with its constant data."""
         src = self.sg.tensors[t]
-        data = self.src.tensor_data(0, t) if self.src.buffers[src.buffer].data and not src.is_variable else None
-        if data is not None and src.sparsity is None:
-            return self.add_tensor(src, src.type, src.quantization, np.asarray(data))
+        stored = bool(self.src.buffers[src.buffer].data)
+        if stored and not src.is_variable and src.sparsity is None:
+            return self.add_tensor(src, src.type, src.quantization, np.asarray(self.src.tensor_data(0, t)))
         n = self.add_tensor(src, src.type, src.quantization)
-        if data is not None:  # sparse or otherwise raw: keep the stored bytes as they are
+        if stored:  # sparse, or a variable's initial value: keep the stored bytes as they are
             self.buffers.append(Buffer(bytes(self.src.buffers[src.buffer].data)))
             self.tensors[n].buffer = len(self.buffers) - 1
             self.tensors[n].sparsity = src.sparsity
@@ -454,8 +457,8 @@ def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
         if i in excluded:
             continue
         why = _quantizable(model, i, op)
-        if why is None and act == "INT16" and name in _FIXED and "INT16" not in _FIXED[name]:
-            why = "no int16 kernel rule for this op"
+        if why is None and act == "INT16" and name in _NO_INT16:
+            why = "no int16x8 kernel for this op (keep it float with exclude, or use int8)"
         if why is not None:
             problems.append(f"op {i} {name} (output '{sg.tensors[op.outputs[0]].name}'): {why}")
     if problems:
@@ -507,7 +510,7 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             for t in op.inputs:
                 if t < 0:
                     ins.append(t)
-                elif _is_const(model, t) or not _is_float(model, t):
+                elif _is_const(model, t) or not _is_float(model, t) or sg.tensors[t].is_variable:
                     if t not in b.ft:
                         b.ft[t] = b.copy_tensor(t)
                     ins.append(b.ft[t])
@@ -710,6 +713,16 @@ def _drop_unused_buffers(model: Model) -> Model:
     return model
 
 
+def _verify(qmodel: Model) -> None:
+    """The quantized model must prepare in our interpreter, whose kernels check what TFLM's check."""
+    from edge_sdk.interpreter import Interpreter
+
+    try:
+        Interpreter(model=qmodel).allocate_tensors()
+    except ModelError as exc:
+        raise ConversionError("quantize: the quantized model does not prepare", [str(exc)]) from exc
+
+
 # ================================================================================================ error report
 def _dequantize(x: np.ndarray, q: Quantization | None) -> np.ndarray:
     if q is None or x.dtype.kind == "f":
@@ -838,6 +851,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     log.stage(f"quantizing to {mode}")
     qmodel, b = _integer_graph(model, ranges, act, io, excluded)
     qmodel = _drop_unused_buffers(qmodel)
+    _verify(qmodel)
 
     report["calibration"] = {"samples": len(samples), "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}

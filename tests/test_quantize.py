@@ -417,3 +417,67 @@ def test_litert_single_rounding():
         np.testing.assert_array_equal(run_litert(data, [xs])[0].ravel(), single)
         found += int((single != double).sum())
     assert found > 0
+
+
+def zoo_model(seed=0):
+    """More ops with their own quantization rules: PAD, TRANSPOSE, LEAKY_RELU, HARD_SWISH, RESIZE, MAXIMUM
+    with a constant, TRANSPOSE_CONV, SUB, CONCATENATION with a constant, broadcast ADD, MEAN."""
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, 4, 4, 2))
+    p = g.tensor("pad", (1, 6, 6, 2))
+    g.op("PAD", [x, g.constant("paddings", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [p])
+    t = g.tensor("transposed", (1, 6, 6, 2))
+    g.op("TRANSPOSE", [p, g.constant("perm", np.array([0, 2, 1, 3], np.int32))], [t])
+    lr = g.tensor("leaky", (1, 6, 6, 2))
+    g.op("LEAKY_RELU", [t], [lr], alpha=0.1)
+    hs = g.tensor("hswish", (1, 6, 6, 2))
+    g.op("HARD_SWISH", [lr], [hs])
+    rs = g.tensor("resized", (1, 12, 12, 2))
+    g.op("RESIZE_NEAREST_NEIGHBOR", [hs, g.constant("size", np.array([12, 12], np.int32))], [rs])
+    mx = g.tensor("maximum", (1, 12, 12, 2))
+    g.op("MAXIMUM", [rs, g.constant("floor", np.array([-0.2, 0.1], np.float32))], [mx])
+    tc = g.tensor("tconv", (1, 24, 24, 3))
+    g.op("TRANSPOSE_CONV", [g.constant("oshape", np.array([1, 24, 24, 3], np.int32)),
+                            _const(g, "tw", r, (3, 3, 3, 2), 0.5), mx, _const(g, "tb", r, (3,), 0.1)], [tc],
+         padding="SAME", stride_w=2, stride_h=2)
+    sub = g.tensor("sub", (1, 24, 24, 3))
+    g.op("SUB", [tc, _const(g, "offset", r, (3,), 0.3)], [sub])
+    cat = g.tensor("cat", (1, 24, 24, 4))
+    g.op("CONCATENATION", [sub, g.constant("plane", np.full((1, 24, 24, 1), 0.5, np.float32))], [cat], axis=3)
+    add = g.tensor("add", (1, 24, 24, 4))
+    g.op("ADD", [cat, _const(g, "bias4", r, (1, 1, 1, 4), 0.2)], [add], fused_activation_function="RELU")
+    m = g.tensor("mean", (1, 4))
+    g.op("MEAN", [add, g.constant("axes", np.array([1, 2], np.int32))], [m], keep_dims=False)
+    g.output(m)
+    return g.build()
+
+
+@pytest.mark.parametrize("mode", ["int8", "int16x8"])
+def test_op_zoo_bit_exact(mode):
+    model = zoo_model()
+    calib = _samples(model, 16)
+    if mode == "int16x8":  # no int16 HARD_SWISH kernel: refused up front, works excluded
+        with pytest.raises(ConversionError, match="HARD_SWISH"):
+            quantize(model, calib, mode=mode)
+    q = quantize(model, calib, mode=mode, exclude=["hswish"] if mode == "int16x8" else ()).model
+    check_bit_exact(q, calib[:3], litert=mode == "int8")
+    data = write_model(q)
+    for s, f in zip(calib[:6], float_outputs(model, calib[:6])):
+        y = dequantize_outputs(q, run_ours(data, quantize_inputs(q, s)))[0]
+        assert _cosine(y, f[0]) > 0.99
+
+
+def test_lstm_kept_float_rest_int8():
+    model = read_model(shared_model("tflite-micro/trained_lstm.tflite"))
+    r = np.random.default_rng(0)
+    calib = [r.random((1, 28, 28)).astype(np.float32) for _ in range(6)]
+    with pytest.raises(ConversionError, match="UNIDIRECTIONAL_SEQUENCE_LSTM"):
+        quantize(model, calib)
+    res = quantize(model, calib, exclude=[0])
+    q = res.model
+    names = [q.op_name(op) for op in q.subgraphs[0].operators]
+    assert names == ["DEQUANTIZE", "UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZE", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"]
+    check_bit_exact(q, [[c] for c in calib[:2]])
+    # every sample starts from the initial LSTM state: float and quantized runs agree layer by layer
+    assert all(entry["snr_db"] > 30 for entry in res.report["layers"])
