@@ -25,7 +25,15 @@ import numpy as np
 
 from edge_sdk.errors import ModelError
 from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES, CUSTOM_CODE
-from edge_sdk.model.types import TENSOR_TYPES, Buffer, Model, Operator, OperatorCode, Quantization, Tensor
+from edge_sdk.model.types import (
+    TENSOR_TYPES,
+    Buffer,
+    Model,
+    Operator,
+    OperatorCode,
+    Quantization,
+    Tensor,
+)
 from edge_sdk.model.writer import option_defaults, options_for
 
 # Ops that act on something besides their outputs (resource variables, called subgraphs): never dead.

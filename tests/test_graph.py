@@ -25,7 +25,7 @@ def _chain():
     g.op("MUL", [a, a], [dead])
     g.op("RELU", [a], [y])
     g.output(y)
-    return g.build(), dict(x=x, c=c, a=a, y=y, dead=dead)
+    return g.build(), {"x": x, "c": c, "a": a, "y": y, "dead": dead}
 
 
 def test_producers_consumers_and_queries():
@@ -77,7 +77,7 @@ def test_side_effect_ops_and_variables_survive_dce():
 
 
 def test_insert_ops_constants_and_replace_uses():
-    m, t = _chain()
+    m, _ = _chain()
     G.eliminate_dead_code(m)
     sub = m.subgraphs[0]
     a = next(i for i, tt in enumerate(sub.tensors) if tt.name == "a")

@@ -10,7 +10,13 @@ from converters.passes import layout, notes, optimize
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from tests.peers import run_litert
-from tests.test_passes_support import assert_close, check_pass, op_counts, random_inputs, run_ours
+from tests.test_passes_support import (
+    assert_close,
+    check_pass,
+    op_counts,
+    random_inputs,
+    run_ours,
+)
 
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 RNG = np.random.default_rng(11)

@@ -20,7 +20,14 @@ returned model as ``model.conversion_notes`` (a dict): ``{"passes": {pass: rewri
 from __future__ import annotations
 
 from converters import graph as G
-from converters.passes import activation, batchnorm, fold_constants, identity, layout, matmul
+from converters.passes import (
+    activation,
+    batchnorm,
+    fold_constants,
+    identity,
+    layout,
+    matmul,
+)
 from edge_sdk.errors import ModelError
 from edge_sdk.model.types import Model
 
@@ -74,4 +81,4 @@ def optimize(model: Model, nhwc_io: bool = False) -> Model:
     return model
 
 
-__all__ = ["optimize", "notes", "PIPELINE"]
+__all__ = ["PIPELINE", "notes", "optimize"]

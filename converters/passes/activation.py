@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from converters import graph as G
 from edge_sdk.model.types import Model
 
