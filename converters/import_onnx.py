@@ -1237,9 +1237,14 @@ class _Importer:
             paddings[ax] = [int(pads[k]), int(pads[k + n])]
         if any(p < 0 for pr in paddings for p in pr):
             raise _Unsupported("negative pads (cropping)")
-        if mode != "constant":
-            raise _Unsupported(f"mode '{mode}' (only constant padding maps to TFLite builtins here)")
         out = self.out(node, type=self.ttype(x))
+        if mode == "reflect":
+            if any(max(pr) > d - 1 for pr, d in zip(paddings, self.shape(x))):
+                raise _Unsupported("reflect padding wider than the dimension minus one")
+            self._op("MIRROR_PAD", [x, self._i32("paddings", paddings)], [out], mode="REFLECT")
+            return
+        if mode != "constant":
+            raise _Unsupported(f"mode '{mode}' (constant and reflect map to TFLite builtins; edge does not)")
         if value == 0.0:
             self._op("PAD", [x, self._i32("paddings", paddings)], [out])
         else:

@@ -71,6 +71,7 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("POW",                          "math:prepare_pow",                 1),
     OpRow("TILE",                         "math:prepare_tile",                3),
     OpRow("BROADCAST_TO",                 "math:prepare_broadcast_to",        3),
+    OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          2),
     # activations
     OpRow("SOFTMAX",                      "activations:prepare_softmax",      3),
     OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2),

@@ -406,6 +406,13 @@ def test_pad(pads, value, opset):
     check(single("Pad", x, opset=opset, inits=inits, extra_inputs=extra), {"x": x})
 
 
+def test_pad_reflect():
+    x = f32(1, 2, 4, 5)
+    model = check(single("Pad", x, inits={"p": np.array([0, 0, 2, 1, 0, 0, 3, 4], np.int64)}, extra_inputs=["p"],
+                         mode="reflect"), {"x": x})
+    assert op_names(model) == ["MIRROR_PAD"]
+
+
 def test_pad_axes_opset18():
     x = f32(1, 2, 3, 4)
     inits = {"p": np.array([1, 2, 0, 1], np.int64), "a": np.array([-1, 1], np.int64)}
@@ -680,7 +687,7 @@ def test_every_unsupported_node_is_reported():
     x = f32(1, 2, 4, 4)
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
              helper.make_node("NonMaxSuppression", ["a"], ["b"], name="bad_op"),
-             helper.make_node("Pad", ["a", "p"], ["c"], mode="reflect", name="bad_pad"),
+             helper.make_node("Pad", ["a", "p"], ["c"], mode="edge", name="bad_pad"),
              helper.make_node("LSTM", ["seq", "w", "r"], ["d"], hidden_size=2, direction="bidirectional",
                               name="bad_lstm"),
              helper.make_node("Relu", ["c"], ["after_bad"], name="downstream")]
@@ -694,7 +701,7 @@ def test_every_unsupported_node_is_reported():
     joined = "\n".join(problems)
     for name, op in (("bad_op", "NonMaxSuppression"), ("bad_pad", "Pad"), ("bad_lstm", "LSTM")):
         assert f"'{name}' ({op}, opset 17)" in joined
-    assert "reflect" in joined and "bidirectional" in joined
+    assert "edge" in joined and "bidirectional" in joined
 
 
 def test_not_onnx():

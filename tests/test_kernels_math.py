@@ -52,3 +52,15 @@ def test_broadcast_to(shape, target):
                      [T(target, "FLOAT32")], version=2)  # TFLite registers BROADCAST_TO from version 2
     ours = check_op(model, [x], peer=["litert", "tflm"])
     np.testing.assert_array_equal(ours[0], np.broadcast_to(x, target))
+
+
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT8"])
+def test_mirror_pad(mode, type_):
+    x = RNG.integers(-50, 50, (1, 3, 4, 2)).astype(np.float32 if type_ == "FLOAT32" else np.int8)
+    pads = np.array([[0, 0], [2, 1], [0, 3], [0, 0]], np.int32)
+    q = {"scale": 0.1, "zero_point": 0} if type_ == "INT8" else {}
+    model = op_model("MIRROR_PAD", [T(x.shape, type_, **q), T((4, 2), "INT32", data=pads)],
+                     [T((1, 6, 7, 2), type_, **q)], options={"mode": mode})
+    ours = check_op(model, [x], peer=["litert", "tflm"])
+    np.testing.assert_array_equal(ours[0], np.pad(x, pads.tolist(), mode=mode.lower()))

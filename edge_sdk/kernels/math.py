@@ -1,9 +1,10 @@
-"""Float math and broadcasting ops the ONNX importer emits: EXP, LOG, SQRT, ABS, NEG, POW, TILE, BROADCAST_TO.
+"""Float math and data-movement ops the ONNX importer emits: EXP, LOG, SQRT, ABS, NEG, POW, TILE, BROADCAST_TO,
+MIRROR_PAD.
 
 The unary ops run on FLOAT32 (ABS and NEG also on INT32 / INT64 / INT8 without quantization change, as
 TFLite's reference kernels do for integer tensors). POW takes two tensors with numpy broadcasting (float32 or
-int32). TILE and BROADCAST_TO copy any element type; their multiples / shape must be constants so prepare can
-fix the output shape.
+int32). TILE, BROADCAST_TO and MIRROR_PAD copy any element type; their multiples / shape / paddings must be
+constants so prepare can fix the output shape.
 """
 
 from __future__ import annotations
@@ -119,4 +120,30 @@ def prepare_broadcast_to(node: Node):
 
     def run(inputs, outputs):
         outputs[0][...] = inputs[0]
+    return run
+
+
+def prepare_mirror_pad(node: Node):
+    """MIRROR_PAD: REFLECT (edge not repeated, numpy 'reflect') or SYMMETRIC (edge repeated)."""
+    node.expect_counts(2, 1)
+    x, out = node.input(0), node.outputs[0]
+    node.expect_types(x, _ANY)
+    node.expect_types(out, (x.type,), "output")
+    p = node.input(1)
+    node.expect_types(p, ("INT32", "INT64"), "paddings")
+    if not p.is_const:
+        raise node.unsupported("paddings computed at run time; only constant paddings are supported")
+    pads = np.asarray(p.data, np.int64).reshape(-1, 2)
+    node.expect(pads.shape[0] == len(x.shape), f"paddings {pads.tolist()} do not match input rank {len(x.shape)}")
+    mode = node.options.get("mode", "REFLECT")
+    limit = 0 if mode == "SYMMETRIC" else 1
+    for d, (lo, hi) in zip(x.shape, pads):
+        node.expect(lo >= 0 and hi >= 0, f"negative paddings {pads.tolist()}")
+        node.expect(max(lo, hi) <= d - limit, f"paddings {pads.tolist()} exceed what {mode} allows for shape {x.shape}")
+    node.set_output_shape(0, [d + int(lo) + int(hi) for d, (lo, hi) in zip(x.shape, pads)])
+    np_mode = "symmetric" if mode == "SYMMETRIC" else "reflect"
+    widths = [(int(lo), int(hi)) for lo, hi in pads]
+
+    def run(inputs, outputs):
+        outputs[0][...] = np.pad(inputs[0], widths, mode=np_mode)
     return run
