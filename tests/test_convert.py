@@ -374,3 +374,21 @@ def test_benchmark_network_size_and_smoke(capsys):
     assert bench.main(["--samples", "4", "--size", "32", "--width", "0.35"]) == 0
     out = capsys.readouterr().out
     assert "time / goal" in out and "peak memory" in out
+
+
+@pytest.mark.parametrize("mode,method,io", [("int8", "percentile", "float32"), ("int8", "mse", "int8"),
+                                            ("int16x8", "minmax", "int8")])
+def test_other_modes_and_methods(digits, mode, method, io):
+    from converters import convert
+
+    d = digits["dir"]
+    result = convert(str(ONNX_PATH), quantize=mode, calibration=str(d / "calib.npy"), calib_method=method, io=io,
+                     eval_data=str(d / "test.npz"))
+    acc = result.report["accuracy"]
+    assert acc["accuracy_drop"] <= 0.01 and acc["agreement"] >= 0.97
+    man = read_manifest(result.tflite)
+    assert man["quantization"]["mode"] == mode and man["quantization"]["method"] == method
+    sg = read_model(result.tflite).subgraphs[0]
+    want = {"int8": "INT8", "float32": "FLOAT32"}[io] if mode == "int8" else "INT16"
+    assert sg.tensors[sg.inputs[0]].type == want
+    assert result.report["layers"] and result.report["layers"][0]["snr_db"] <= result.report["layers"][-1]["snr_db"]
