@@ -14,8 +14,11 @@ Modes:
   TANH 1/128 zp 0, LOG_SOFTMAX 16/256 zp 127; pools, reshapes, transposes, pads, slices, gathers, resizes,
   REDUCE_MAX keep their input's quantization; CONCATENATION / PACK / MAXIMUM / MINIMUM share one quantization
   over all inputs and the output (an input quantized differently is requantized by an int8 QUANTIZE).
-  ``io="int8"`` gives int8 model inputs/outputs; ``io="float32"`` keeps float I/O with QUANTIZE after each
-  input and DEQUANTIZE before each output.
+  ``io="int8"`` gives integer model inputs/outputs (int16 ones in int16x8 mode); ``io="float32"`` keeps
+  float I/O with QUANTIZE after each input and DEQUANTIZE before each output.
+  The result is verified by preparing it in edge-sdk's interpreter (whose kernels check what TFLM checks).
+  Its integer outputs equal TFLM's bit for bit; LiteRT's pip build requantizes with a single rounding and
+  may differ by one step on near-ties (tests/test_quantize.py shows it).
 - "int16x8": the same with int16 activations (symmetric, zero point 0) and int64 biases; fixed outputs
   SOFTMAX / LOGISTIC / TANH at 1/32768 zp 0.
 - "fp16": every float32 constant is stored as float16 and feeds a DEQUANTIZE (LiteRT runs it; TFLM cannot).
