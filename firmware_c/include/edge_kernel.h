@@ -1,0 +1,184 @@
+/* edge_kernel.h - THE KERNEL INTERFACE of the C runtime: what one op's code sees and may call.
+ *
+ * Every op is two functions in its own file firmware_c/src/kernels/<op>.c:
+ *
+ *     edge_status_t edge_prepare_<op>(edge_node_t *node, edge_ctx_t *ctx);    // at edge_init, once
+ *     void          edge_eval_<op>(const edge_node_t *node, edge_ctx_t *ctx);  // at every edge_invoke
+ *
+ * plus one registration line the op-table generator (firmware_c/tools/gen_ops.py) reads from the file:
+ *
+ *     EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 11)     // builtin op, C name, highest version
+ *     EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1)   // a custom op by its custom_code
+ *     EDGE_KERNEL_RESET(signal_window)                        // optional: edge_reset_<name>() is called
+ *                                                             //   by edge_reset_state (kernels with state)
+ *
+ * The macros expand to nothing in C; the generator writes edge_ops_generated.c (the op table), listing
+ * every kernel file's ops, or with --model only the ops a model uses, so nothing else is linked.
+ *
+ * Prepare validates, eval runs blind (as in TFLM and in edge_sdk/kernels/node.py):
+ *  - prepare checks types, ranks, shapes, quantization and options, returning EDGE_UNSUPPORTED_TYPE /
+ *    EDGE_UNSUPPORTED for what the kernel cannot run and EDGE_BAD_NODE for inconsistent models, through
+ *    EDGE_FAIL(ctx, status, "short reason") so the error names the reason; it sets output shapes it computes
+ *    (edge_set_output_shape), reads options through the checked getters below, precomputes multipliers into
+ *    persistent op data (edge_alloc_persistent, stored in node->user_data) and asks for scratch
+ *    (edge_request_scratch). Prepare must not read or write non-constant tensor data (no arena yet).
+ *  - eval reads inputs and writes outputs through the inline accessors, with no checks and no failure path.
+ *    It must not keep pointers to tensor data between invokes (the plan may share those bytes).
+ *
+ * Tensors of a node: edge_in(ctx, node, i) is NULL for an omitted optional input (index -1) or i beyond
+ * node->n_inputs; edge_out(ctx, node, i) likewise. Constant data points into the model (read-only).
+ */
+#ifndef EDGE_KERNEL_H
+#define EDGE_KERNEL_H
+
+#include "edge.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Registration lines for tools/gen_ops.py (no code). */
+#define EDGE_KERNEL(OP, name, max_version)
+#define EDGE_CUSTOM_KERNEL(custom_code, name, max_version)
+#define EDGE_KERNEL_RESET(name)
+
+#ifndef EDGE_MAX_SCRATCH
+#define EDGE_MAX_SCRATCH 2 /* scratch buffers one node may request */
+#endif
+
+/* A verified flatbuffer table (the node's builtin options): scalar getters check every read against it. */
+typedef struct edge_table {
+    const uint8_t *table;       /* NULL: absent (every getter returns its default) */
+    const uint8_t *vtable;
+    uint16_t n_slots;
+    uint16_t inline_size;
+} edge_table_t;
+
+struct edge_ctx;
+typedef struct edge_ctx edge_ctx_t;
+struct edge_node;
+
+/* One op-table row (edge_ops_generated.c holds the array). */
+typedef struct edge_kernel {
+    uint16_t op;                /* builtin code; EDGE_OP_CUSTOM for custom ops */
+    uint16_t max_version;
+    const char *custom_code;    /* custom ops: the name matched against OperatorCode.custom_code */
+    edge_status_t (*prepare)(struct edge_node *node, edge_ctx_t *ctx);
+    void (*eval)(const struct edge_node *node, edge_ctx_t *ctx);
+    void (*reset)(const struct edge_node *node, edge_ctx_t *ctx); /* NULL: no state of its own */
+} edge_kernel_t;
+
+extern const edge_kernel_t edge_kernels[];
+extern const int32_t edge_kernel_count;
+
+/* One operator of a subgraph. Index vectors point into the verified model (every index is in range or -1
+ * for an omitted optional input). */
+typedef struct edge_node {
+    uint16_t op;                /* builtin code (edge_op_t) */
+    uint16_t version;           /* OperatorCode.version */
+    int32_t index;              /* within its subgraph */
+    int32_t subgraph;
+    const int32_t *inputs;
+    const int32_t *outputs;
+    const int32_t *intermediates;
+    int32_t n_inputs, n_outputs, n_intermediates;
+    uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
+    uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
+    uint16_t reserved_;
+    edge_table_t options;       /* the builtin options table (or BuiltinOptions2's when that one is set) */
+    const uint8_t *custom_options;
+    uint32_t custom_options_len;
+    const char *custom_code;    /* custom ops: NUL-terminated name in the model; else NULL */
+    const edge_kernel_t *kernel;
+    void *user_data;            /* the kernel's persistent op data (set in prepare) */
+    /* steps of the time axis this node spans (for planning; callees of CALL_ONCE/IF/WHILE nest inside) */
+    int32_t first_step, last_step;
+    uint32_t scratch_bytes[EDGE_MAX_SCRATCH];
+    int64_t scratch_offset[EDGE_MAX_SCRATCH];
+    int32_t n_scratch;
+} edge_node_t;
+
+/* The per-call context (lives in the interpreter; the subgraph being run selects the tensor array). */
+struct edge_ctx {
+    edge_interp_t *interp;
+    edge_tensor_t *tensors;     /* the current subgraph's tensors */
+    int32_t n_tensors;
+    int32_t subgraph;
+};
+
+/* ---- tensors of a node (inline: the hot path) ---- */
+static inline edge_tensor_t *edge_in(const edge_ctx_t *ctx, const edge_node_t *node, int32_t i) {
+    return (i < node->n_inputs && node->inputs[i] >= 0) ? &ctx->tensors[node->inputs[i]] : (edge_tensor_t *)0;
+}
+static inline edge_tensor_t *edge_out(const edge_ctx_t *ctx, const edge_node_t *node, int32_t i) {
+    return i < node->n_outputs ? &ctx->tensors[node->outputs[i]] : (edge_tensor_t *)0;
+}
+
+/* ---- prepare-time services ---- */
+
+/* Persistent bytes from the arena's end, 16-aligned, zeroed; NULL when the arena is exhausted (return
+ * EDGE_ARENA_TOO_SMALL then: the interpreter has recorded the shortfall). */
+void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes);
+
+/* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (0..EDGE_MAX_SCRATCH-1).
+ * Scratch is planned after the tensors into gaps of the plan (bytes not live during the node). */
+edge_status_t edge_request_scratch(edge_ctx_t *ctx, edge_node_t *node, size_t bytes, int32_t *index);
+
+/* Eval-time: the scratch buffer `index` of this node (16-aligned). */
+static inline void *edge_scratch(const edge_ctx_t *ctx, const edge_node_t *node, int32_t index) {
+    return ctx->interp->base + node->scratch_offset[index];
+}
+
+/* Give output i a shape computed in prepare (copied to persistent memory; the output's bytes follow). */
+edge_status_t edge_set_output_shape(edge_ctx_t *ctx, const edge_node_t *node, int32_t i, const int32_t *dims,
+                                    int32_t rank);
+
+/* Record why prepare refused the node; returns status. Use the macro: with EDGE_NO_STATUS_STRINGS the
+ * reason texts are compiled out. */
+edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reason);
+#ifdef EDGE_NO_STATUS_STRINGS
+#define EDGE_FAIL(ctx, status, reason) edge_fail((ctx), (status), (const char *)0)
+#else
+#define EDGE_FAIL(ctx, status, reason) edge_fail((ctx), (status), (reason))
+#endif
+
+/* Run another subgraph (CALL_ONCE / IF / WHILE kernels): its inputs must already hold the values. */
+edge_status_t edge_invoke_subgraph(edge_ctx_t *ctx, int32_t subgraph);
+/* The tensors of another subgraph (for control-flow kernels to copy inputs/outputs). */
+edge_tensor_t *edge_subgraph_tensor(edge_ctx_t *ctx, int32_t subgraph, int32_t tensor);
+int32_t edge_subgraph_io(edge_ctx_t *ctx, int32_t subgraph, int32_t output, const int32_t **indices);
+
+/* ---- builtin options: checked getters (prepare only; copy what eval needs into op data) ----
+ * slot = the field's index in its schema table (schema.fbs order, e.g. FullyConnectedOptions:
+ * 0 fused_activation_function, 1 weights_format, 2 keep_num_dims, 3 asymmetric_quantize_inputs).
+ * A missing field (or a missing table) gives dflt. */
+int32_t edge_opt_int(const edge_node_t *node, int32_t slot, int32_t size, int32_t dflt); /* size 1,2,4 signed */
+uint32_t edge_opt_uint(const edge_node_t *node, int32_t slot, int32_t size, uint32_t dflt);
+float edge_opt_float(const edge_node_t *node, int32_t slot, float dflt);
+/* An int32 vector field ([int]): *values points into the model; returns EDGE_MODEL_MALFORMED when the
+ * vector does not lie within the file. Absent: *values NULL, *count 0, EDGE_OK. */
+edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const int32_t **values,
+                                  int32_t *count);
+
+/* BuiltinOptions union codes kernels commonly check (schema.fbs union order). */
+enum {
+    EDGE_OPTS_NONE = 0,
+    EDGE_OPTS_Conv2DOptions = 1,
+    EDGE_OPTS_DepthwiseConv2DOptions = 2,
+    EDGE_OPTS_Pool2DOptions = 5,
+    EDGE_OPTS_FullyConnectedOptions = 8,
+    EDGE_OPTS_SoftmaxOptions = 9,
+    EDGE_OPTS_ConcatenationOptions = 10,
+    EDGE_OPTS_AddOptions = 11,
+    EDGE_OPTS_ReshapeOptions = 17,
+    EDGE_OPTS_MulOptions = 21,
+    EDGE_OPTS_PadOptions = 22,
+    EDGE_OPTS_IfOptions = 92,
+    EDGE_OPTS_WhileOptions = 93,
+    EDGE_OPTS_CallOnceOptions = 103
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* EDGE_KERNEL_H */

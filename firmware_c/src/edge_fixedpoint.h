@@ -1,0 +1,126 @@
+/* edge_fixedpoint.h - TFLM's integer requantization arithmetic, shared by the kernels.
+ *
+ * The same steps, order and rounding as edge_sdk/kernels/quant.py (and TFLM's reference kernels):
+ * a real multiplier M is an int32 Q0.31 mantissa and a power-of-two shift; it is applied with gemmlowp's
+ * saturating rounding doubling high multiply and a rounding (half away from zero) right shift.
+ * Every signed overflow the reference code relies on wrapping for is done in unsigned arithmetic here,
+ * so the results are defined C and identical on every target.
+ */
+#ifndef EDGE_FIXEDPOINT_H
+#define EDGE_FIXEDPOINT_H
+
+#include <math.h>
+#include <stdint.h>
+
+#define EDGE_INT32_MIN (-2147483647 - 1)
+#define EDGE_INT32_MAX 2147483647
+
+/* int32 <- the low 32 bits of v (two's complement wrap, as the reference's int32 arithmetic does). */
+static inline int32_t edge_wrap32(int64_t v) {
+    uint32_t u = (uint32_t)(uint64_t)v;
+    return u <= 0x7fffffffu ? (int32_t)u : (int32_t)(int64_t)(u - 0x80000000u) + EDGE_INT32_MIN;
+}
+
+/* gemmlowp SaturatingRoundingDoublingHighMul: round(a * b / 2^31), saturating the one overflow case. */
+static inline int32_t edge_srdhm(int32_t a, int32_t b) {
+    int64_t ab, nudge, q;
+    if (a == EDGE_INT32_MIN && b == EDGE_INT32_MIN) return EDGE_INT32_MAX;
+    ab = (int64_t)a * (int64_t)b;
+    nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    q = (ab + nudge) / ((int64_t)1 << 31); /* C division truncates toward zero, as gemmlowp's does */
+    return (int32_t)q;
+}
+
+/* gemmlowp RoundingDivideByPOT: x / 2^exponent, halves away from zero (exponent 0..31). */
+static inline int32_t edge_rdbpot(int32_t x, int32_t exponent) {
+    int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    int32_t remainder = x & mask;
+    int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0); /* >> of a negative: arithmetic on our compilers */
+}
+
+/* TFLM MultiplyByQuantizedMultiplier(int32 x, int32 multiplier, int shift). */
+static inline int32_t edge_mbqm(int32_t x, int32_t multiplier, int32_t shift) {
+    int32_t left = shift > 0 ? shift : 0;
+    int32_t right = shift > 0 ? 0 : -shift;
+    int32_t shifted = edge_wrap32((int64_t)(uint32_t)((uint32_t)x << left)); /* x << left, wrapped */
+    return edge_rdbpot(edge_srdhm(shifted, multiplier), right);
+}
+
+/* TFLM MultiplyByQuantizedMultiplier(int64 x, int32 multiplier, int shift) of the 16x8 kernels: the
+ * multiplier rounded to 16 bits, one rounding shift by 15 - shift, the result truncated to int32. */
+static inline int32_t edge_mbqm64(int64_t x, int32_t multiplier, int32_t shift) {
+    int32_t reduced = multiplier < 0x7FFF0000 ? (int32_t)(((int64_t)multiplier + (1 << 15)) >> 16) : 0x7FFF;
+    int32_t total_shift = 15 - shift;
+    uint64_t v = (uint64_t)x * (uint64_t)(int64_t)reduced + ((uint64_t)1 << (total_shift - 1));
+    int64_t sv = (int64_t)v; /* the reference's int64 arithmetic, wrapped (it never overflows in practice) */
+    return edge_wrap32(sv >> total_shift);
+}
+
+/* std::round: halves away from zero. */
+static inline double edge_round(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
+
+/* TFLM QuantizeMultiplier: real ~= *multiplier * 2^(*shift - 31), multiplier in [2^30, 2^31) (or 0). */
+static inline void edge_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift) {
+    int exponent = 0;
+    double q;
+    int64_t q_fixed;
+    if (real == 0.0) { *multiplier = 0; *shift = 0; return; }
+    q = frexp(real, &exponent);
+    q_fixed = (int64_t)edge_round(q * 2147483648.0);
+    if (q_fixed == ((int64_t)1 << 31)) { q_fixed /= 2; exponent += 1; }
+    if (exponent < -31) { exponent = 0; q_fixed = 0; }
+    *multiplier = (int32_t)q_fixed;
+    *shift = exponent;
+}
+
+/* zero_point + round(f / scale), the division in float32 (TFLM's activation-range helper). */
+static inline int32_t edge_quantize_value(float f, float scale, int32_t zero_point) {
+    float q = f / scale;
+    return zero_point + (int32_t)edge_round((double)q);
+}
+
+/* TFLM CalculateActivationRangeQuantized for a fused activation (EDGE_ACT_*) on a quantized output whose
+ * type range is [qmin, qmax]. Returns 0, or -1 for an activation that has no quantized clamp. */
+static inline int edge_activation_range(int activation, int32_t qmin, int32_t qmax, float scale,
+                                        int32_t zero_point, int32_t *lo, int32_t *hi) {
+    int32_t a = qmin, b = qmax, v;
+    switch (activation) {
+    case 0: break; /* NONE */
+    case 1: /* RELU */
+        v = edge_quantize_value(0.0f, scale, zero_point);
+        a = v > qmin ? v : qmin;
+        break;
+    case 3: /* RELU6 */
+        v = edge_quantize_value(0.0f, scale, zero_point);
+        a = v > qmin ? v : qmin;
+        v = edge_quantize_value(6.0f, scale, zero_point);
+        b = v < qmax ? v : qmax;
+        break;
+    case 2: /* RELU_N1_TO_1 */
+        v = edge_quantize_value(-1.0f, scale, zero_point);
+        a = v > qmin ? v : qmin;
+        v = edge_quantize_value(1.0f, scale, zero_point);
+        b = v < qmax ? v : qmax;
+        break;
+    default: return -1;
+    }
+    *lo = a;
+    *hi = b;
+    return 0;
+}
+
+/* The clamp of a fused activation on float outputs (-1 for unsupported activations). */
+static inline int edge_activation_range_float(int activation, float *lo, float *hi) {
+    switch (activation) {
+    case 0: *lo = -INFINITY; *hi = INFINITY; return 0;
+    case 1: *lo = 0.0f; *hi = INFINITY; return 0;
+    case 2: *lo = -1.0f; *hi = 1.0f; return 0;
+    case 3: *lo = 0.0f; *hi = 6.0f; return 0;
+    default: return -1;
+    }
+}
+
+static inline int32_t edge_clamp32(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+#endif /* EDGE_FIXEDPOINT_H */
