@@ -63,6 +63,7 @@ import numpy as np
 
 from edge_sdk import arena as _arena
 from edge_sdk import op_table
+from edge_sdk.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import TENSOR_TYPES, Model
@@ -254,8 +255,6 @@ class Interpreter:
             p.infos.append(self._tensor_infos(s))
         for s in range(len(model.subgraphs)):
             p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
-        from edge_sdk.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
-
         for s, nodes in enumerate(p.nodes):
             sg = model.subgraphs[s]
             if self._delegates:

@@ -304,7 +304,7 @@ def test_float_outputs_within_1e5(reference):
     model = float_net()
     _, ref = run(model)
     for ops in (None, {"FULLY_CONNECTED"}, {"TANH", "SOFTMAX"}, {"ADD"}):
-        interp, out = run(model, [LiteRTDelegate(reference=reference, ops=ops)])
+        _, out = run(model, [LiteRTDelegate(reference=reference, ops=ops)])
         for o, r in zip(out, ref):
             np.testing.assert_allclose(o, r, rtol=1e-5, atol=1e-6)
     # the second graph output (TANH) is read by FC2 too: a boundary output of its partition

@@ -225,7 +225,7 @@ def plan_partitions(
         for t in ins:
             if t >= 0:
                 readers.setdefault(int(t), set()).add(run_of[i])
-    graph_outputs = set(int(t) for t in subgraph_outputs)
+    graph_outputs = {int(t) for t in subgraph_outputs}
     partitions = []
     for r, (backend, idx) in enumerate(runs):
         produced: list[int] = []
