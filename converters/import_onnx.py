@@ -307,15 +307,20 @@ class _Importer:
         m.CopyFrom(self.proto)
         del m.graph.output[:]
         m.graph.output.extend([helper.make_empty_tensor_value_info(n) for n in names])
-        feeds = {}
-        for name in self._graph_inputs():
-            dtype = onnx.helper.tensor_dtype_to_np_dtype(self.types.get(name, 1))
-            feeds[name] = np.ones(self.shapes[name], dtype)
-        try:
-            results = ReferenceEvaluator(m).run(None, feeds)
-        except Exception:
-            return  # the affected nodes report "no static shape"
-        for n, r in zip(names, results):
+        runs = []
+        for seed in (0, 1):  # two different inputs: a shape that depends on the data is not static
+            feeds = {}
+            for name in self._graph_inputs():
+                dtype = onnx.helper.tensor_dtype_to_np_dtype(self.types.get(name, 1))
+                values = np.random.default_rng(seed).standard_normal(self.shapes[name]) + 1.5 * seed
+                feeds[name] = (values if dtype.kind == "f" else np.ones(self.shapes[name])).astype(dtype)
+            try:
+                runs.append(ReferenceEvaluator(m).run(None, feeds))
+            except Exception:
+                return  # the affected nodes report "no static shape"
+        for n, r, r2 in zip(names, runs[0], runs[1]):
+            if np.shape(r) != np.shape(r2):
+                continue
             self.shapes[n] = tuple(np.shape(r))
             if n not in self.types:
                 self.types[n] = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(r).dtype)

@@ -673,6 +673,16 @@ def test_lstm_sequence_model():
 
 
 # ---------------------------------------------------------------------------------------------- sources, errors
+def test_shapes_inference_leaves_open_are_measured(monkeypatch):
+    """With onnx.shape_inference giving nothing, shapes come from one reference run of the graph."""
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", lambda m, **kw: m)
+    x = f32(1, 3, 6, 6)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Flatten", ["r"], ["y"])]
+    check(make(nodes, {"x": x}, ["y"], {"w": f32(4, 3, 3, 3, seed=1)}), {"x": x})
+
+
 def test_sources_path_and_bytes(tmp_path):
     x = f32(1, 4)
     proto = single("Relu", x)
