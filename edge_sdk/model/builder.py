@@ -57,7 +57,7 @@ class GraphBuilder:
         buffer = 0
         if data is not None:
             dtype = TENSOR_TYPES[type][1]
-            array = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+            array = np.asarray(data, dtype=dtype, order="C")  # (ascontiguousarray would make 0-d 1-d)
             if tuple(array.shape) != tuple(shape):
                 raise ModelError(f"tensor '{name}': data shape {array.shape} != declared {tuple(shape)}")
             self.buffers.append(Buffer(array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()))
