@@ -81,7 +81,7 @@ def _load(source):
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot read ONNX model {source if not isinstance(source, bytes) else '<bytes>'}: {exc}") \
             from None
-    except Exception as exc:  # protobuf's DecodeError is not a ValueError
+    except Exception as exc:  # noqa: BLE001 -- protobuf's DecodeError is not a ValueError
         raise ModelError(f"not an ONNX model: {exc}") from None
 
 
@@ -254,7 +254,7 @@ class _Importer:
         onnx = self.onnx
         try:
             inferred = onnx.shape_inference.infer_shapes(self.proto, data_prop=True)
-        except Exception:  # inference is an aid; gaps are measured below
+        except Exception:  # noqa: BLE001 -- inference is an aid; gaps are measured below
             inferred = self.proto
         g = inferred.graph
         for vi in list(g.input) + list(g.value_info) + list(g.output):
@@ -294,7 +294,7 @@ class _Importer:
         try:
             ev = ReferenceEvaluator(node, opsets={"": self.opset})
             return ev.run(None, {i: self.consts[i] for i in inputs})
-        except Exception:  # not foldable here: emitted (and reported if unsupported) later
+        except Exception:  # noqa: BLE001 -- not foldable here: emitted (and reported if unsupported) later
             return None
 
     def _measure_shapes(self, names: list[str]):
@@ -316,7 +316,7 @@ class _Importer:
                 feeds[name] = (values if dtype.kind == "f" else np.ones(self.shapes[name])).astype(dtype)
             try:
                 runs.append(ReferenceEvaluator(m).run(None, feeds))
-            except Exception:
+            except Exception:  # noqa: BLE001
                 return  # the affected nodes report "no static shape"
         for n, r, r2 in zip(names, runs[0], runs[1]):
             if np.shape(r) != np.shape(r2):
@@ -580,9 +580,9 @@ class _Importer:
             mode = "VALID"
         n = xs[0]
         conv_out = self._tmp("conv_nhwc", (n, oh, ow, cout))
-        opts = dict(padding=mode, stride_h=sp.strides[0], stride_w=sp.strides[1],
-                    dilation_h_factor=sp.dilations[0], dilation_w_factor=sp.dilations[1],
-                    fused_activation_function="NONE")
+        opts = {"padding": mode, "stride_h": sp.strides[0], "stride_w": sp.strides[1],
+                    "dilation_h_factor": sp.dilations[0], "dilation_w_factor": sp.dilations[1],
+                    "fused_activation_function": "NONE"}
         if group == 1:
             self._op("CONV_2D", [t, self._f32("weights", w.transpose(0, 2, 3, 1)), self._f32("bias", bias)],
                      [conv_out], **opts)
@@ -682,8 +682,8 @@ class _Importer:
             mode = "EXPLICIT"
         t = self._to_nhwc(x)
         n, c = xs[0], xs[1]
-        opts = dict(stride_h=sp.strides[0], stride_w=sp.strides[1], filter_height=sp.kernel[0],
-                    filter_width=sp.kernel[1], fused_activation_function="NONE")
+        opts = {"stride_h": sp.strides[0], "stride_w": sp.strides[1], "filter_height": sp.kernel[0],
+                    "filter_width": sp.kernel[1], "fused_activation_function": "NONE"}
         scale = None
         if mode == "EXPLICIT":
             pads = tuple((sp.pads[d][0], sp.pads[d][1] + extra[d]) for d in range(2))

@@ -14,13 +14,13 @@ import pytest
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
-from onnx import TensorProto as TP  # noqa: E402
-from onnx import helper, numpy_helper  # noqa: E402
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
 
-from converters.import_onnx import import_onnx  # noqa: E402
-from edge_sdk import ConversionError, Interpreter  # noqa: E402
-from edge_sdk.model import read_model, write_model  # noqa: E402
-from tests.peers import run_litert  # noqa: E402
+from converters.import_onnx import import_onnx
+from edge_sdk import ConversionError, Interpreter
+from edge_sdk.model import read_model, write_model
+from tests.peers import run_litert
 
 RTOL, ATOL = 1e-4, 1e-5
 _NP_TO_ONNX = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64, np.dtype(np.int32): TP.INT32}
@@ -98,14 +98,14 @@ def single(op, x, opset=17, inits=None, extra_inputs=(), n_out=1, out_types=None
 
 # ---------------------------------------------------------------------------------------------- convolution
 CONV_CASES = [
-    dict(),
-    dict(pads=[1, 1, 1, 1]),
-    dict(pads=[1, 1, 1, 1], strides=[2, 2]),
-    dict(pads=[0, 1, 2, 1], strides=[2, 1]),  # asymmetric pads: explicit PAD
-    dict(dilations=[2, 2], pads=[2, 2, 2, 2]),
-    dict(auto_pad="SAME_UPPER", strides=[2, 2]),
-    dict(auto_pad="SAME_LOWER", strides=[2, 2]),
-    dict(auto_pad="VALID", strides=[1, 2]),
+    {},
+    {"pads": [1, 1, 1, 1]},
+    {"pads": [1, 1, 1, 1], "strides": [2, 2]},
+    {"pads": [0, 1, 2, 1], "strides": [2, 1]},  # asymmetric pads: explicit PAD
+    {"dilations": [2, 2], "pads": [2, 2, 2, 2]},
+    {"auto_pad": "SAME_UPPER", "strides": [2, 2]},
+    {"auto_pad": "SAME_LOWER", "strides": [2, 2]},
+    {"auto_pad": "VALID", "strides": [1, 2]},
 ]
 
 
@@ -127,19 +127,19 @@ def test_conv2d_grouped_and_depthwise(group, cout):
         assert "DEPTHWISE_CONV_2D" in op_names(model)
 
 
-@pytest.mark.parametrize("attrs", [dict(), dict(pads=[2, 1], strides=[2]), dict(dilations=[3], group=2)])
+@pytest.mark.parametrize("attrs", [{}, {"pads": [2, 1], "strides": [2]}, {"dilations": [3], "group": 2}])
 def test_conv1d(attrs):
     x = f32(1, 4, 20)
     w = f32(6, 4 // attrs.get("group", 1), 3, seed=1)
     check(single("Conv", x, inits={"w": w, "b": f32(6, seed=3)}, extra_inputs=["w", "b"], **attrs), {"x": x})
 
 
-@pytest.mark.parametrize("attrs", [dict(), dict(strides=[2, 2]), dict(strides=[2, 2], pads=[1, 1, 1, 1]),
-                                   dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]),
-                                   dict(strides=[3, 2], pads=[0, 1, 2, 0]),
-                                   dict(strides=[2, 2], output_shape=[9, 8]),
-                                   dict(strides=[2, 2], auto_pad="SAME_UPPER"),
-                                   dict(strides=[2, 2], auto_pad="SAME_LOWER")])
+@pytest.mark.parametrize("attrs", [{}, {"strides": [2, 2]}, {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+                                   {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
+                                   {"strides": [3, 2], "pads": [0, 1, 2, 0]},
+                                   {"strides": [2, 2], "output_shape": [9, 8]},
+                                   {"strides": [2, 2], "auto_pad": "SAME_UPPER"},
+                                   {"strides": [2, 2], "auto_pad": "SAME_LOWER"}])
 def test_conv_transpose(attrs):
     x = f32(1, 3, 5, 4)
     w = f32(3, 2, 3, 3, seed=1)
@@ -154,11 +154,11 @@ def test_conv_transpose_1d():
 
 # ---------------------------------------------------------------------------------------------- matrix products
 @pytest.mark.parametrize("attrs,bshape,cshape", [
-    (dict(), (5, 3), (3,)),
-    (dict(transB=1), (3, 5), (1, 3)),
-    (dict(alpha=0.5, beta=2.0, transB=1), (3, 5), (3,)),
-    (dict(transA=1), (5, 3), (4, 3)),
-    (dict(), (5, 3), None),
+    ({}, (5, 3), (3,)),
+    ({"transB": 1}, (3, 5), (1, 3)),
+    ({"alpha": 0.5, "beta": 2.0, "transB": 1}, (3, 5), (3,)),
+    ({"transA": 1}, (5, 3), (4, 3)),
+    ({}, (5, 3), None),
 ])
 def test_gemm(attrs, bshape, cshape):
     x = f32(5, 4) if attrs.get("transA") else f32(4, 5)
@@ -241,14 +241,14 @@ def test_gelu(approximate):
     check(single("Gelu", x, opset=20, approximate=approximate), {"x": x})
 
 
-@pytest.mark.parametrize("attrs", [dict(), dict(alpha=0.3)])
+@pytest.mark.parametrize("attrs", [{}, {"alpha": 0.3}])
 def test_leaky_relu_and_elu(attrs):
     x = f32(2, 3, 4, scale=2.0)
     check(single("LeakyRelu", x, **attrs), {"x": x})
     check(single("Elu", x, **attrs), {"x": x})
 
 
-@pytest.mark.parametrize("attrs", [dict(), dict(alpha=0.5, beta=0.2)])
+@pytest.mark.parametrize("attrs", [{}, {"alpha": 0.5, "beta": 0.2}])
 def test_hard_sigmoid(attrs):
     x = f32(2, 3, 4, scale=4.0)
     check(single("HardSigmoid", x, **attrs), {"x": x})
@@ -291,12 +291,12 @@ def test_softmax(op, axis, opset):
 
 # ---------------------------------------------------------------------------------------------- pooling
 POOL_CASES = [
-    dict(kernel_shape=[2, 2], strides=[2, 2]),
-    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
-    dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]),
-    dict(kernel_shape=[3, 2], strides=[2, 2], ceil_mode=1),
-    dict(kernel_shape=[3, 3], strides=[2, 2], pads=[0, 1, 1, 0]),
-    dict(kernel_shape=[2, 2], auto_pad="SAME_UPPER", strides=[2, 2]),
+    {"kernel_shape": [2, 2], "strides": [2, 2]},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]},
+    {"kernel_shape": [3, 2], "strides": [2, 2], "ceil_mode": 1},
+    {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [0, 1, 1, 0]},
+    {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER", "strides": [2, 2]},
 ]
 
 
@@ -306,10 +306,10 @@ def test_max_pool(attrs):
     check(single("MaxPool", x, **attrs), {"x": x})
 
 
-@pytest.mark.parametrize("attrs", POOL_CASES + [dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
-                                                     count_include_pad=1),
-                                                dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1,
-                                                     pads=[1, 1, 1, 1], count_include_pad=1)])
+@pytest.mark.parametrize("attrs", POOL_CASES + [{"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1],
+                                                     "count_include_pad": 1},
+                                                {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1,
+                                                     "pads": [1, 1, 1, 1], "count_include_pad": 1}])
 def test_average_pool(attrs):
     x = f32(1, 3, 9, 8)
     check(single("AveragePool", x, **attrs), {"x": x})
@@ -356,8 +356,8 @@ def test_concat(axis):
     check(make([node], {"a": a, "b": b}, ["y"], {"c": c}), {"a": a, "b": b})
 
 
-@pytest.mark.parametrize("opset,split,attrs", [(13, [2, 4], dict(axis=1)), (11, None, dict(axis=-1)),
-                                               (11, [1, 2], dict(axis=2)), (18, None, dict(axis=1, num_outputs=3))])
+@pytest.mark.parametrize("opset,split,attrs", [(13, [2, 4], {"axis": 1}), (11, None, {"axis": -1}),
+                                               (11, [1, 2], {"axis": 2}), (18, None, {"axis": 1, "num_outputs": 3})])
 def test_split(opset, split, attrs):
     x = f32(2, 6, 3)
     n = len(split) if split else attrs.get("num_outputs", 3)
@@ -519,7 +519,7 @@ def test_instance_norm(shape):
 @pytest.mark.parametrize("axis,bias", [(-1, True), (1, True), (2, False)])
 def test_layer_norm(axis, bias):
     x = f32(2, 3, 8, scale=2.0) + 0.5
-    nshape = x.shape[axis:] if axis >= 0 else x.shape[axis:]
+    nshape = x.shape[axis:]
     inits = {"s": f32(*nshape, seed=1)}
     extra = ["s"]
     if bias:
@@ -562,7 +562,7 @@ def test_reduce_axes_input_opset18():
 ])
 def test_resize(mode, ctm, nearest, scales, sizes):
     x = f32(1, 2, 4, 3)
-    attrs = dict(mode=mode, coordinate_transformation_mode=ctm)
+    attrs = {"mode": mode, "coordinate_transformation_mode": ctm}
     if nearest:
         attrs["nearest_mode"] = nearest
     inits = {"roi": np.zeros(0, np.float32)}

@@ -21,9 +21,9 @@ def _unary_float(node: Node, fn, int_types: tuple[str, ...] = ()):
     x, out = node.input(0), node.outputs[0]
     node.expect_types(x, ("FLOAT32",) + int_types)
     node.expect_types(out, (x.type,), "output")
-    if x.type != "FLOAT32" and (x.quantized or out.quantized):
-        if not (x.quantized and out.quantized and x.s == out.s and x.zp == 0 and out.zp == 0):
-            raise node.unsupported("quantized input/output must share scale with zero point 0")
+    if x.type != "FLOAT32" and (x.quantized or out.quantized) and \
+            not (x.quantized and out.quantized and x.s == out.s and x.zp == 0 and out.zp == 0):
+        raise node.unsupported("quantized input/output must share scale with zero point 0")
     node.set_output_shape(0, x.shape)
 
     def run(inputs, outputs):
