@@ -196,20 +196,21 @@ class _Importer:
         """Dynamic dims of graph inputs become 1 (remembered for shape_signature)."""
         graph = self.proto.graph
         inits = {i.name for i in graph.initializer}
-        for vi in list(graph.input) + list(graph.output):
-            tt = vi.type.tensor_type
-            if not tt.HasField("shape"):
-                if vi.name not in inits and vi in graph.input:
-                    self.problems.append(f"graph input '{vi.name}': no shape declared (a static shape is required)")
-                continue
-            flags = []
-            for d in tt.shape.dim:
-                dynamic = not d.HasField("dim_value") or d.dim_value <= 0
-                flags.append(dynamic)
-                if dynamic and vi.name not in inits and any(vi is x for x in graph.input):
-                    d.Clear()
-                    d.dim_value = 1
-            self.dynamic[vi.name] = flags
+        for is_input, infos in ((True, graph.input), (False, graph.output)):
+            for vi in infos:
+                tt = vi.type.tensor_type
+                if not tt.HasField("shape"):
+                    if is_input and vi.name not in inits:
+                        self.problems.append(f"graph input '{vi.name}': no shape declared (a static shape is required)")
+                    continue
+                flags = []
+                for d in tt.shape.dim:
+                    dynamic = not d.HasField("dim_value") or d.dim_value <= 0
+                    flags.append(dynamic)
+                    if dynamic and is_input and vi.name not in inits:
+                        d.Clear()
+                        d.dim_value = 1
+                self.dynamic[vi.name] = flags
         if self.problems:
             raise ConversionError("the ONNX model's inputs cannot be made static", self.problems)
 
