@@ -113,6 +113,7 @@ class _Prepared:
         self.partitions: list[list] = []  # per subgraph, edge_sdk.delegates.Partition
         self.assignments: list[list[tuple[str, str]]] = []  # per subgraph, per node: (backend, reason)
         self.step_where: list[list[str]] = []  # per subgraph, per step: what ran (for error messages)
+        self.held: dict[tuple[int, int], str] = {}  # tensors a delegate keeps to itself -> which partition
 
 
 class Interpreter:
@@ -240,8 +241,10 @@ class Interpreter:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
-        held = {k for d, part in delegated for k in _internal_keys(self._model, part, d.holds_internal_tensors)}
-        self._make_views(p, held)
+        for d, part in delegated:
+            for k in _internal_keys(self._model, part, d.holds_internal_tensors):
+                p.held[k] = f"{d.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}"
+        self._make_views(p, set(p.held))
         self._stage_inputs(p)
         self._make_steps(p, {id(part): delegate for delegate, part in delegated})
         self._p = p
@@ -673,6 +676,11 @@ class Interpreter:
 
     def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         t, s = self._check_index(tensor_index, subgraph_index)
+        if self._p is not None and (s, t) in self._p.held:
+            raise ValueError(
+                f"Tensor data is null for tensor {t}: it lives inside the {self._p.held[(s, t)]} "
+                "(only tensors crossing partitions are readable)"
+            )
         if self._p is None or self._p.views[s][t] is None:
             raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
         return np.array(self._user_view(s, t))
