@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 
 from edge_sdk import log
@@ -204,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
             message = f"{exc.strerror}: {exc.filename}"
         sys.stderr.write(f"edge {args.command}: error: {message}\n")
         return code
+    finally:
+        # The handler holds this call's sys.stderr; when main() is called in-process (tests: pytest closes its
+        # captured stream afterwards) later library logging must not write to it.
+        logging.getLogger("edge_sdk").handlers[:] = [logging.NullHandler()]
 
 
 if __name__ == "__main__":

@@ -47,15 +47,6 @@ def digits(tmp_path_factory):
     return {"dir": d, "result": result, "x_test": x_test, "y_test": y_test, "train": train}
 
 
-@pytest.fixture(autouse=True)
-def _detach_cli_logging():
-    """`edge` (main) points the edge_sdk logger at the sys.stderr of that moment, which pytest's capture closes
-    after the test: detach it so later library calls do not log into a closed stream."""
-    yield
-    import logging
-
-    logging.getLogger("edge_sdk").handlers[:] = [logging.NullHandler()]
-
 # ------------------------------------------------------------------------------------------ manifest
 
 

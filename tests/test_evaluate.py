@@ -13,15 +13,6 @@ from converters import evaluate as ev
 from converters.report import per_layer_table, reliability_diagram
 from edge_sdk.errors import ModelError
 
-@pytest.fixture(autouse=True)
-def _detach_cli_logging():
-    """`edge` (main) points the edge_sdk logger at the sys.stderr of that moment, which pytest's capture closes
-    after the test: detach it so later library calls do not log into a closed stream."""
-    yield
-    import logging
-
-    logging.getLogger("edge_sdk").handlers[:] = [logging.NullHandler()]
-
 # Five samples, two classes, true class 0 for all. Confidences 0.9, 0.75, 0.55, 0.55, 0.95 fall in bins
 # 13, 11, 8, 8, 14 of 15 (bin = ceil(15 c) - 1); correct: yes, no, yes, no, yes.
 PROBS = np.array([[0.9, 0.1], [0.25, 0.75], [0.55, 0.45], [0.45, 0.55], [0.95, 0.05]])
