@@ -558,6 +558,26 @@ class Interpreter:
             raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
         self._run(0)
 
+    def invoke_profiled(self) -> list[tuple[int, str, float]]:
+        """invoke(), timing each step of subgraph 0 (``edge bench``'s per-op profile; invoke() stays untimed):
+        ``[(node_index, op, seconds)]`` in execution order. A delegate partition is one step, reported at its
+        first node as ``"<delegate>[first..last]"``. Ops that call other subgraphs include their time."""
+        import time
+
+        if self._p is None:
+            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+        labels = [(i, self._p.nodes[0][i].op) if part.backend == CPU
+                  else (i, f"{part.backend}[{part.nodes[0]}..{part.nodes[-1]}]")
+                  for part in self._p.partitions[0] for i in (part.nodes if part.backend == CPU else part.nodes[:1])]
+        for view, stage in self._p.staged:
+            np.copyto(view, stage)
+        clock, out = time.perf_counter, []
+        for (index, op), (fn, ins, outs) in zip(labels, self._p.steps[0]):
+            t0 = clock()
+            fn(ins, outs)
+            out.append((index, op, clock() - t0))
+        return out
+
     def _run(self, s: int) -> None:
         if s == 0:
             for view, stage in self._p.staged:
