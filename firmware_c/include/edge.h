@@ -102,6 +102,8 @@ typedef struct edge_tensor {
     const float *scales;        /* n_scales entries in the model (4-byte aligned, verified) */
     const uint8_t *zero_points_; /* raw little-endian int64 values: use edge_tensor_zero_point() */
     int32_t n_zero_points_;
+    const uint8_t *variable_init; /* variables: their initial value in the model (NULL: zero point / 0) */
+    uint32_t variable_init_bytes;
     /* Arena plan of this tensor (planner output; -1 / 0 when it has no arena bytes). */
     int32_t first_use, last_use;
     int64_t plan_offset;

@@ -12,7 +12,7 @@
  *     EDGE_KERNEL_RESET(signal_window)                        // optional: edge_reset_<name>() is called
  *                                                             //   by edge_reset_state (kernels with state)
  *
- * The macros expand to nothing in C; the generator writes edge_ops_generated.c (the op table), listing
+ * In C the macros only declare those functions; the generator writes edge_ops_generated.c (the op table), listing
  * every kernel file's ops, or with --model only the ops a model uses, so nothing else is linked.
  *
  * Prepare validates, eval runs blind (as in TFLM and in edge_sdk/kernels/node.py):
@@ -37,10 +37,15 @@
 extern "C" {
 #endif
 
-/* Registration lines for tools/gen_ops.py (no code). */
-#define EDGE_KERNEL(OP, name, max_version)
-#define EDGE_CUSTOM_KERNEL(custom_code, name, max_version)
-#define EDGE_KERNEL_RESET(name)
+struct edge_node;
+struct edge_ctx;
+/* Registration lines for tools/gen_ops.py; in C they declare the kernel's functions (so a kernel file
+ * and the generated table agree on the signatures). */
+#define EDGE_KERNEL(OP, name, max_version)                                                        \
+    edge_status_t edge_prepare_##name(struct edge_node *node, struct edge_ctx *ctx);             \
+    void edge_eval_##name(const struct edge_node *node, struct edge_ctx *ctx);
+#define EDGE_CUSTOM_KERNEL(custom_code, name, max_version) EDGE_KERNEL(CUSTOM, name, max_version)
+#define EDGE_KERNEL_RESET(name) void edge_reset_##name(const struct edge_node *node, struct edge_ctx *ctx);
 
 #ifndef EDGE_MAX_SCRATCH
 #define EDGE_MAX_SCRATCH 2 /* scratch buffers one node may request */

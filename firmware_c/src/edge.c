@@ -1,0 +1,1228 @@
+/* edge.c - the runtime core: verified model reader, arena planner, prepare and the invoke loop.
+ *
+ * Read top to bottom:
+ *   1. small helpers (little-endian reads, the error record, the persistent allocator)
+ *   2. the flatbuffer verifier: tables, fields, references, vectors, strings - every read checked
+ *   3. loading the model into edge_subgraph/edge_tensor/edge_node structs (weights stay in place)
+ *   4. lifetimes: the shared time axis of edge_sdk/interpreter.py buffer_requests()
+ *   5. the planner: edge_sdk/arena.py's greedy first fit, same orderings, same ties, same alignment
+ *   6. edge_init: load, look up kernels, prepare, plan, place tensors, reset state
+ *   7. edge_invoke and the rest of the API
+ */
+#include <string.h>
+
+#include "edge.h"
+#include "edge_kernel.h"
+
+#define ALIGN 16
+#define MAX_TENSOR_BYTES ((int64_t)1 << 31) /* edge_sdk.interpreter.MAX_ARENA_BYTES */
+#ifndef EDGE_MAX_CALL_DEPTH
+#define EDGE_MAX_CALL_DEPTH 8
+#endif
+#define MAX_STEPS ((int32_t)1 << 24)
+
+/* One subgraph: where its tensors and nodes start in the interpreter's flat arrays. */
+typedef struct edge_subgraph {
+    int32_t tensor_base, n_tensors;
+    int32_t node_base, n_nodes;
+    const int32_t *inputs, *outputs;
+    int32_t n_inputs, n_outputs;
+    uint8_t on_stack, marked;
+} edge_subgraph_t;
+
+/* ================================================================================= 1. helpers */
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static uint32_t rd32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | ((uint64_t)rd32(p + 4) << 32); }
+static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+
+static edge_status_t fail_at(edge_interp_t *it, edge_status_t s, const char *what, int64_t offset) {
+    it->error.status = s;
+    it->error.what = what;
+    it->error.offset = offset;
+    return s;
+}
+
+#ifdef EDGE_NO_STATUS_STRINGS
+#define WHAT(text) ((const char *)0)
+#else
+#define WHAT(text) (text)
+#endif
+
+const char *edge_status_str(edge_status_t status) {
+#ifdef EDGE_NO_STATUS_STRINGS
+    (void)status;
+    return "";
+#else
+    static const char *const texts[] = {
+#define EDGE_STATUS(name, text) text,
+#include "edge_status.def"
+#undef EDGE_STATUS
+    };
+    return (unsigned)status < (unsigned)EDGE_STATUS_COUNT ? texts[status] : "unknown status";
+#endif
+}
+
+uint32_t edge_type_bytes(int type) {
+    switch (type) {
+#define EDGE_TYPE(name, code, bytes) case code: return bytes;
+#include "edge_types.def"
+#undef EDGE_TYPE
+    default: return 0;
+    }
+}
+
+const char *edge_type_name(int type) {
+#ifdef EDGE_NO_STATUS_STRINGS
+    (void)type;
+    return "";
+#else
+    switch (type) {
+#define EDGE_TYPE(name, code, bytes) case code: return #name;
+#include "edge_types.def"
+#undef EDGE_TYPE
+    default: return "?";
+    }
+#endif
+}
+
+const char *edge_op_name(int op_code) {
+#ifdef EDGE_NO_STATUS_STRINGS
+    (void)op_code;
+    return "";
+#else
+    switch (op_code) {
+#define EDGE_OP(name, code) case code: return #name;
+#include "edge_ops.def"
+#undef EDGE_OP
+    default: return "?";
+    }
+#endif
+}
+
+/* Persistent memory from the arena's end; NULL (with the shortfall recorded) when it does not fit. */
+static void *tail_alloc(edge_interp_t *it, size_t bytes) {
+    int64_t need = align_up((int64_t)bytes);
+    uint8_t *p;
+    if ((int64_t)it->tail_used + need > (int64_t)it->base_len) {
+        it->error.status = EDGE_ARENA_TOO_SMALL;
+        it->error.required = (int64_t)(it->base - it->arena) + (int64_t)it->tail_used + need;
+        it->error.given = (int64_t)it->arena_len;
+        it->error.required_exact = 0;
+        it->error.what = WHAT("persistent data");
+        return 0;
+    }
+    it->tail_used += (size_t)need;
+    p = it->base + it->base_len - it->tail_used;
+    memset(p, 0, (size_t)need);
+    if (it->tail_used > it->high_water) it->high_water = it->tail_used;
+    return p;
+}
+
+/* ================================================================================= 2. flatbuffer verifier */
+
+/* Verify the table at byte pos: alignment, its vtable, and its inline bytes, all within the file. */
+static edge_status_t fb_table(edge_interp_t *it, int64_t pos, const char *what, edge_table_t *t) {
+    const uint8_t *b = it->model;
+    int64_t n = (int64_t)it->model_len, vt;
+    uint16_t vt_size, inline_size;
+    if (pos < 0 || pos % 4 || pos + 4 > n) return fail_at(it, EDGE_MODEL_MALFORMED, what, pos);
+    vt = pos - (int64_t)(int32_t)rd32(b + pos);
+    if (vt < 0 || vt % 2 || vt + 4 > n) return fail_at(it, EDGE_MODEL_MALFORMED, what, pos);
+    vt_size = rd16(b + vt);
+    inline_size = rd16(b + vt + 2);
+    if (vt_size < 4 || vt_size % 2 || vt + vt_size > n || inline_size < 4 || pos + inline_size > n)
+        return fail_at(it, EDGE_MODEL_MALFORMED, what, pos);
+    t->table = b + pos;
+    t->vtable = b + vt;
+    t->n_slots = (uint16_t)((vt_size - 4) / 2);
+    t->inline_size = inline_size;
+    return EDGE_OK;
+}
+
+/* Offset of a field inside a verified table (0: absent), after checking it lies within the inline bytes. */
+static int field_off(const edge_table_t *t, int32_t slot, int32_t size) {
+    uint16_t off;
+    if (!t->table || slot < 0 || slot >= t->n_slots) return 0;
+    off = rd16(t->vtable + 4 + 2 * slot);
+    if (!off) return 0;
+    if (off < 4 || off + size > t->inline_size) return -1;
+    return off;
+}
+
+static edge_status_t fb_u32(edge_interp_t *it, const edge_table_t *t, int slot, uint32_t dflt, uint32_t *v,
+                            const char *what) {
+    int off = field_off(t, slot, 4);
+    if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
+    *v = off ? rd32(t->table + off) : dflt;
+    return EDGE_OK;
+}
+static edge_status_t fb_u8(edge_interp_t *it, const edge_table_t *t, int slot, uint8_t dflt, uint8_t *v,
+                           const char *what) {
+    int off = field_off(t, slot, 1);
+    if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
+    *v = off ? t->table[off] : dflt;
+    return EDGE_OK;
+}
+static edge_status_t fb_u64(edge_interp_t *it, const edge_table_t *t, int slot, uint64_t *v, const char *what) {
+    int off = field_off(t, slot, 8);
+    if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
+    *v = off ? rd64(t->table + off) : 0;
+    return EDGE_OK;
+}
+
+/* Follow a reference field (uoffset) to the position it names: in the file, aligned to `align`.
+ * *pos = 0 when the field is absent. */
+static edge_status_t fb_ref(edge_interp_t *it, const edge_table_t *t, int slot, int64_t *pos, const char *what) {
+    int off = field_off(t, slot, 4);
+    int64_t field, target;
+    *pos = 0;
+    if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
+    if (!off) return EDGE_OK;
+    field = (t->table - it->model) + off;
+    target = field + (int64_t)rd32(it->model + field);
+    if (target + 4 > (int64_t)it->model_len || target % 4) return fail_at(it, EDGE_MODEL_MALFORMED, what, field);
+    *pos = target;
+    return EDGE_OK;
+}
+
+/* A vector field: *start = first element's position, *count elements of elem bytes, all in the file. */
+static edge_status_t fb_vector(edge_interp_t *it, const edge_table_t *t, int slot, int64_t elem, int64_t *start,
+                               int32_t *count, const char *what) {
+    int64_t vpos, c;
+    edge_status_t s = fb_ref(it, t, slot, &vpos, what);
+    *start = 0;
+    *count = 0;
+    if (s != EDGE_OK || !vpos) return s;
+    c = (int64_t)rd32(it->model + vpos);
+    if (c * elem > (int64_t)it->model_len - vpos - 4 || c > 0x7fffffff)
+        return fail_at(it, EDGE_MODEL_MALFORMED, what, vpos);
+    *start = vpos + 4;
+    *count = (int32_t)c;
+    return EDGE_OK;
+}
+
+/* The table that element i of a vector of tables points to. */
+static edge_status_t fb_vector_table(edge_interp_t *it, int64_t start, int32_t i, const char *what, edge_table_t *t) {
+    int64_t epos = start + 4 * (int64_t)i;
+    return fb_table(it, epos + (int64_t)rd32(it->model + epos), what, t);
+}
+
+/* A string at the position `spos` (already dereferenced): length, NUL terminator, in the file. */
+static edge_status_t fb_string_at(edge_interp_t *it, int64_t spos, const char **str, const char *what) {
+    int64_t n = (int64_t)it->model_len, len;
+    if (spos + 4 > n || spos % 4) return fail_at(it, EDGE_MODEL_MALFORMED, what, spos);
+    len = (int64_t)rd32(it->model + spos);
+    if (len >= n - spos - 4 || it->model[spos + 4 + len] != 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, spos);
+    *str = (const char *)(it->model + spos + 4);
+    return EDGE_OK;
+}
+
+static edge_status_t fb_string(edge_interp_t *it, const edge_table_t *t, int slot, const char **str,
+                               const char *what) {
+    int off = field_off(t, slot, 4);
+    int64_t field;
+    *str = 0;
+    if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
+    if (!off) return EDGE_OK;
+    field = (t->table - it->model) + off;
+    return fb_string_at(it, field + (int64_t)rd32(it->model + field), str, what);
+}
+
+/* An [int] vector as a pointer into the model (4-aligned: the model starts 4-aligned, vectors are). */
+static edge_status_t fb_ints(edge_interp_t *it, const edge_table_t *t, int slot, const int32_t **v, int32_t *n,
+                             const char *what) {
+    int64_t start;
+    edge_status_t s = fb_vector(it, t, slot, 4, &start, n, what);
+    *v = (s == EDGE_OK && start) ? (const int32_t *)(const void *)(it->model + start) : 0;
+    return s;
+}
+
+/* ---- options getters for kernels (the table was verified at load; each read is checked again) ---- */
+
+int32_t edge_opt_int(const edge_node_t *node, int32_t slot, int32_t size, int32_t dflt) {
+    int off = field_off(&node->options, slot, size);
+    const uint8_t *p;
+    if (off <= 0) return dflt;
+    p = node->options.table + off;
+    if (size == 1) return (int8_t)p[0];
+    if (size == 2) return (int16_t)rd16(p);
+    return (int32_t)rd32(p);
+}
+
+uint32_t edge_opt_uint(const edge_node_t *node, int32_t slot, int32_t size, uint32_t dflt) {
+    int off = field_off(&node->options, slot, size);
+    const uint8_t *p;
+    if (off <= 0) return dflt;
+    p = node->options.table + off;
+    return size == 1 ? p[0] : size == 2 ? rd16(p) : rd32(p);
+}
+
+float edge_opt_float(const edge_node_t *node, int32_t slot, float dflt) {
+    int off = field_off(&node->options, slot, 4);
+    uint32_t u;
+    float f;
+    if (off <= 0) return dflt;
+    u = rd32(node->options.table + off);
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const int32_t **values,
+                                  int32_t *count) {
+    *values = 0;
+    *count = 0;
+    if (!node->options.table) return EDGE_OK;
+    return fb_ints(ctx->interp, &node->options, slot, values, count, WHAT("options vector"));
+}
+
+/* ================================================================================= 3. loading */
+
+static int64_t tensor_elements_capped(const int32_t *dims, int32_t rank) {
+    int64_t n = 1;
+    int32_t i;
+    for (i = 0; i < rank; i++)
+        if (dims[i] == 0) return 0;
+    for (i = 0; i < rank; i++) {
+        n *= dims[i];
+        if (n > ((int64_t)1 << 40)) return (int64_t)1 << 40; /* far above any limit: stop before overflow */
+    }
+    return n;
+}
+
+int64_t edge_tensor_elements(const edge_tensor_t *t) { return tensor_elements_capped(t->dims, t->rank); }
+
+int32_t edge_tensor_zero_point(const edge_tensor_t *t, int32_t c) {
+    if (!t->quantized) return 0;
+    if (t->n_zero_points_ != t->n_scales || c < 0 || c >= t->n_zero_points_) c = 0;
+    return (int32_t)(int64_t)rd64(t->zero_points_ + 8 * (int64_t)c);
+}
+
+/* Fill one tensor from its table (Tensor: 0 shape, 1 type, 2 buffer, 3 name, 4 quantization, 5 is_variable,
+ * 6 sparsity). buffers/n_buffers: the model's buffer vector. */
+static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge_tensor_t *t, int64_t buffers,
+                                 int32_t n_buffers) {
+    edge_status_t s;
+    uint8_t type, var;
+    uint32_t buf;
+    int32_t i, n_scale = 0, n_zp = 0;
+    int64_t qpos, scale_start, zp_start, elements, sparsity;
+    const char *name;
+    edge_table_t q, bt;
+    int32_t qdim = 0;
+
+    if ((s = fb_ints(it, tt, 0, &t->dims, &t->rank, WHAT("Tensor.shape"))) != EDGE_OK) return s;
+    for (i = 0; i < t->rank; i++)
+        if (t->dims[i] < 0) return fail_at(it, EDGE_MODEL_INVALID, WHAT("Tensor.shape (negative)"), tt->table - it->model);
+    if ((s = fb_u8(it, tt, 1, 0, &type, WHAT("Tensor.type"))) != EDGE_OK) return s;
+    if (type >= EDGE_TYPE_COUNT) return fail_at(it, EDGE_MODEL_INVALID, WHAT("Tensor.type (unknown)"), tt->table - it->model);
+    t->type = type;
+    if ((s = fb_u32(it, tt, 2, 0, &buf, WHAT("Tensor.buffer"))) != EDGE_OK) return s;
+    if ((int64_t)buf >= (int64_t)n_buffers)
+        return fail_at(it, EDGE_MODEL_INVALID, WHAT("Tensor.buffer (out of range)"), tt->table - it->model);
+    if ((s = fb_string(it, tt, 3, &name, WHAT("Tensor.name"))) != EDGE_OK) return s;
+    if ((s = fb_u8(it, tt, 5, 0, &var, WHAT("Tensor.is_variable"))) != EDGE_OK) return s;
+    t->is_variable = var ? 1 : 0;
+    if ((s = fb_ref(it, tt, 6, &sparsity, WHAT("Tensor.sparsity"))) != EDGE_OK) return s;
+    if (sparsity) {
+        edge_table_t st;
+        if ((s = fb_table(it, sparsity, WHAT("SparsityParameters"), &st)) != EDGE_OK) return s;
+        t->is_sparse = 1;
+    }
+
+    /* quantization: QuantizationParameters 2 scale [float], 3 zero_point [long], 6 quantized_dimension */
+    if ((s = fb_ref(it, tt, 4, &qpos, WHAT("Tensor.quantization"))) != EDGE_OK) return s;
+    if (qpos) {
+        uint32_t qd;
+        if ((s = fb_table(it, qpos, WHAT("QuantizationParameters"), &q)) != EDGE_OK) return s;
+        if ((s = fb_vector(it, &q, 2, 4, &scale_start, &n_scale, WHAT("QuantizationParameters.scale"))) != EDGE_OK)
+            return s;
+        if ((s = fb_vector(it, &q, 3, 8, &zp_start, &n_zp, WHAT("QuantizationParameters.zero_point"))) != EDGE_OK)
+            return s;
+        if ((s = fb_u32(it, &q, 6, 0, &qd, WHAT("QuantizationParameters.quantized_dimension"))) != EDGE_OK) return s;
+        qdim = (int32_t)qd;
+        if (n_scale > 0 && n_zp > 0) {
+            for (i = 0; i < n_zp; i++) {
+                int64_t z = (int64_t)rd64(it->model + zp_start + 8 * (int64_t)i);
+                if (z < -2147483647 - 1 || z > 2147483647)
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("zero point outside int32"), zp_start + 8 * i);
+            }
+            if (n_scale > 1 && t->rank == 1 && (qdim < 0 || qdim >= t->rank)) qdim = 0;
+            if (n_scale > 1 && (qdim < 0 || qdim >= t->rank))
+                return fail_at(it, EDGE_MODEL_INVALID, WHAT("quantized_dimension out of range"), qpos);
+            t->quantized = 1;
+            t->scales = (const float *)(const void *)(it->model + scale_start);
+            t->n_scales = n_scale;
+            t->zero_points_ = it->model + zp_start;
+            t->n_zero_points_ = n_zp;
+            t->quantized_dimension = qdim;
+            memcpy(&t->scale, it->model + scale_start, 4);
+            t->zero_point = edge_tensor_zero_point(t, 0);
+        }
+    }
+
+    /* the buffer: Buffer 0 data [ubyte], 1 offset ulong, 2 size ulong (offset > 1: bytes elsewhere in the file) */
+    elements = tensor_elements_capped(t->dims, t->rank);
+    if ((s = fb_vector_table(it, buffers, (int32_t)buf, WHAT("Buffer"), &bt)) != EDGE_OK) return s;
+    {
+        uint64_t off, size;
+        int64_t data_start = 0;
+        int32_t data_len = 0;
+        const uint8_t *data = 0;
+        int64_t len = 0;
+        if ((s = fb_u64(it, &bt, 1, &off, WHAT("Buffer.offset"))) != EDGE_OK) return s;
+        if ((s = fb_u64(it, &bt, 2, &size, WHAT("Buffer.size"))) != EDGE_OK) return s;
+        if (off > 1) {
+            if (off > (uint64_t)it->model_len || size > (uint64_t)it->model_len - off)
+                return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("Buffer.offset"), bt.table - it->model);
+            data = it->model + off;
+            len = (int64_t)size;
+        } else {
+            if ((s = fb_vector(it, &bt, 0, 1, &data_start, &data_len, WHAT("Buffer.data"))) != EDGE_OK) return s;
+            data = data_start ? it->model + data_start : 0;
+            len = data_len;
+        }
+        if (len > 0 && !t->is_variable) {
+            uint32_t item = edge_type_bytes(t->type);
+            int64_t expect;
+            uint32_t align = item > 4 ? 4 : (item ? item : 1);
+            if (!item) return fail_at(it, EDGE_UNSUPPORTED_TYPE, WHAT("constant of a type with no arena form"), bt.table - it->model);
+            if (t->type == EDGE_INT4 || t->type == EDGE_UINT4) expect = (elements + 1) / 2;
+            else if (t->type == EDGE_INT2) expect = (elements + 3) / 4;
+            else expect = elements * item;
+            if (t->is_sparse ? (item > 1 && len % item) : (len != expect))
+                return fail_at(it, EDGE_MODEL_INVALID, WHAT("constant size does not match its shape"), bt.table - it->model);
+            if ((uintptr_t)data % align)
+                return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("constant data misaligned"), data - it->model);
+            t->is_const = 1;
+            t->data = (void *)(uintptr_t)data;
+            t->bytes = (uint32_t)len;
+        } else if (len > 0) {
+            t->variable_init = data;
+            t->variable_init_bytes = (uint32_t)len;
+        }
+    }
+    if (!t->is_const) {
+        uint32_t item = edge_type_bytes(t->type);
+        int64_t bytes = elements * (int64_t)item;
+        if (item && bytes > MAX_TENSOR_BYTES) return fail_at(it, EDGE_LIMIT, WHAT("tensor above 2 GiB"), tt->table - it->model);
+        t->bytes = (uint32_t)bytes;
+    }
+    t->first_use = t->last_use = -1;
+    t->plan_offset = -1;
+    return EDGE_OK;
+}
+
+/* Operator: 0 opcode_index, 1 inputs, 2 outputs, 3 builtin_options_type, 4 builtin_options, 5 custom_options,
+ * 8 intermediates, 9/10 large custom options offset/size, 11/12 builtin_options_2 type/table.
+ * OperatorCode: 0 deprecated_builtin_code (byte), 1 custom_code, 2 version (default 1), 3 builtin_code. */
+static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_node_t *nd, const edge_subgraph_t *sg,
+                               int64_t opcodes, int32_t n_opcodes) {
+    edge_status_t s;
+    uint32_t oi, version, builtin;
+    uint8_t deprecated, otype, otype2;
+    int64_t opos, cstart;
+    int32_t i, ccount, code;
+    uint64_t loff, lsize;
+    edge_table_t ct;
+    const int64_t where = ot->table - it->model;
+
+    if ((s = fb_u32(it, ot, 0, 0, &oi, WHAT("Operator.opcode_index"))) != EDGE_OK) return s;
+    if ((int64_t)oi >= n_opcodes) return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.opcode_index (out of range)"), where);
+    if ((s = fb_vector_table(it, opcodes, (int32_t)oi, WHAT("OperatorCode"), &ct)) != EDGE_OK) return s;
+    if ((s = fb_u8(it, &ct, 0, 0, &deprecated, WHAT("OperatorCode.deprecated_builtin_code"))) != EDGE_OK) return s;
+    if ((s = fb_u32(it, &ct, 2, 1, &version, WHAT("OperatorCode.version"))) != EDGE_OK) return s;
+    if ((s = fb_u32(it, &ct, 3, 0, &builtin, WHAT("OperatorCode.builtin_code"))) != EDGE_OK) return s;
+    if ((s = fb_string(it, &ct, 1, &nd->custom_code, WHAT("OperatorCode.custom_code"))) != EDGE_OK) return s;
+    code = (int32_t)builtin > (int8_t)deprecated ? (int32_t)builtin : (int8_t)deprecated;
+    nd->op = (uint16_t)(code < 0 ? 0xffff : code > 0xfffe ? 0xfffe : code);
+    nd->version = (uint16_t)((int32_t)version < 0 ? 0 : version > 0xffff ? 0xffff : version);
+    it->error.op_code = code;
+    it->error.op_version = (int32_t)version;
+    if (code != EDGE_OP_CUSTOM) nd->custom_code = 0;
+
+    if ((s = fb_ints(it, ot, 1, &nd->inputs, &nd->n_inputs, WHAT("Operator.inputs"))) != EDGE_OK) return s;
+    if ((s = fb_ints(it, ot, 2, &nd->outputs, &nd->n_outputs, WHAT("Operator.outputs"))) != EDGE_OK) return s;
+    if ((s = fb_ints(it, ot, 8, &nd->intermediates, &nd->n_intermediates, WHAT("Operator.intermediates"))) != EDGE_OK)
+        return s;
+    for (i = 0; i < nd->n_inputs; i++)
+        if (nd->inputs[i] < -1 || nd->inputs[i] >= sg->n_tensors)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.inputs (tensor out of range)"), where);
+    for (i = 0; i < nd->n_outputs; i++)
+        if (nd->outputs[i] < 0 || nd->outputs[i] >= sg->n_tensors)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.outputs (tensor out of range)"), where);
+    for (i = 0; i < nd->n_intermediates; i++)
+        if (nd->intermediates[i] < 0 || nd->intermediates[i] >= sg->n_tensors)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.intermediates (tensor out of range)"), where);
+
+    if ((s = fb_u8(it, ot, 3, 0, &otype, WHAT("Operator.builtin_options_type"))) != EDGE_OK) return s;
+    if ((s = fb_u8(it, ot, 11, 0, &otype2, WHAT("Operator.builtin_options_2_type"))) != EDGE_OK) return s;
+    nd->options_type = otype;
+    nd->options2_type = otype2;
+    if ((s = fb_ref(it, ot, otype ? 4 : 12, &opos, WHAT("Operator.builtin_options"))) != EDGE_OK) return s;
+    if (opos && (otype || otype2))
+        if ((s = fb_table(it, opos, WHAT("Operator.builtin_options"), &nd->options)) != EDGE_OK) return s;
+
+    if ((s = fb_u64(it, ot, 9, &loff, WHAT("Operator.large_custom_options_offset"))) != EDGE_OK) return s;
+    if ((s = fb_u64(it, ot, 10, &lsize, WHAT("Operator.large_custom_options_size"))) != EDGE_OK) return s;
+    if (loff > 1) {
+        if (loff > (uint64_t)it->model_len || lsize > (uint64_t)it->model_len - loff || lsize > 0xffffffffu)
+            return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("Operator.large_custom_options_offset"), where);
+        nd->custom_options = it->model + loff;
+        nd->custom_options_len = (uint32_t)lsize;
+    } else {
+        if ((s = fb_vector(it, ot, 5, 1, &cstart, &ccount, WHAT("Operator.custom_options"))) != EDGE_OK) return s;
+        nd->custom_options = cstart ? it->model + cstart : 0;
+        nd->custom_options_len = (uint32_t)ccount;
+    }
+    nd->first_step = nd->last_step = -1;
+    return EDGE_OK;
+}
+
+/* Model: 1 operator_codes, 2 subgraphs, 4 buffers. SubGraph: 0 tensors, 1 inputs, 2 outputs, 3 operators. */
+static edge_status_t load_model(edge_interp_t *it) {
+    edge_status_t s;
+    edge_table_t mt, st, t;
+    int64_t opcodes, subgraphs, buffers, tstart, ostart, root;
+    int32_t n_opcodes, n_sub, n_buffers, i, j, k, nt, no, total_t = 0, total_n = 0;
+
+    if (it->model_len < 8) return fail_at(it, EDGE_MODEL_NOT_TFLITE, WHAT("file shorter than 8 bytes"), 0);
+    if (memcmp(it->model + 4, "TFL3", 4) != 0) return fail_at(it, EDGE_MODEL_NOT_TFLITE, WHAT("identifier"), 4);
+    root = (int64_t)rd32(it->model);
+    if ((s = fb_table(it, root, WHAT("Model"), &mt)) != EDGE_OK) return s;
+    if ((s = fb_vector(it, &mt, 1, 4, &opcodes, &n_opcodes, WHAT("Model.operator_codes"))) != EDGE_OK) return s;
+    if ((s = fb_vector(it, &mt, 2, 4, &subgraphs, &n_sub, WHAT("Model.subgraphs"))) != EDGE_OK) return s;
+    if ((s = fb_vector(it, &mt, 4, 4, &buffers, &n_buffers, WHAT("Model.buffers"))) != EDGE_OK) return s;
+    if (n_sub <= 0) return fail_at(it, EDGE_MODEL_INVALID, WHAT("Model.subgraphs (none)"), mt.table - it->model);
+
+    /* pass 1: count, to size the arrays */
+    for (i = 0; i < n_sub; i++) {
+        if ((s = fb_vector_table(it, subgraphs, i, WHAT("SubGraph"), &st)) != EDGE_OK) return s;
+        if ((s = fb_vector(it, &st, 0, 4, &tstart, &nt, WHAT("SubGraph.tensors"))) != EDGE_OK) return s;
+        if ((s = fb_vector(it, &st, 3, 4, &ostart, &no, WHAT("SubGraph.operators"))) != EDGE_OK) return s;
+        total_t += nt; /* each count < file size / 4, so the sums stay far below 2^31 */
+        total_n += no;
+        if (total_t > 0x3fffffff || total_n > 0x3fffffff) return fail_at(it, EDGE_LIMIT, WHAT("too many tensors"), 0);
+    }
+    it->n_subgraphs = n_sub;
+    it->n_tensors_total = total_t;
+    it->n_nodes_total = total_n;
+    it->subgraphs = (edge_subgraph_t *)tail_alloc(it, sizeof(edge_subgraph_t) * (size_t)n_sub);
+    if (!it->subgraphs) return EDGE_ARENA_TOO_SMALL;
+    it->tensors = (edge_tensor_t *)tail_alloc(it, sizeof(edge_tensor_t) * (size_t)(total_t ? total_t : 1));
+    if (!it->tensors) return EDGE_ARENA_TOO_SMALL;
+    it->nodes = (edge_node_t *)tail_alloc(it, sizeof(edge_node_t) * (size_t)(total_n ? total_n : 1));
+    if (!it->nodes) return EDGE_ARENA_TOO_SMALL;
+
+    /* pass 2: fill */
+    total_t = total_n = 0;
+    for (i = 0; i < n_sub; i++) {
+        edge_subgraph_t *sg = &it->subgraphs[i];
+        it->error.subgraph = i;
+        fb_vector_table(it, subgraphs, i, WHAT("SubGraph"), &st);
+        fb_vector(it, &st, 0, 4, &tstart, &nt, WHAT("SubGraph.tensors"));
+        fb_vector(it, &st, 3, 4, &ostart, &no, WHAT("SubGraph.operators"));
+        sg->tensor_base = total_t;
+        sg->n_tensors = nt;
+        sg->node_base = total_n;
+        sg->n_nodes = no;
+        if ((s = fb_ints(it, &st, 1, &sg->inputs, &sg->n_inputs, WHAT("SubGraph.inputs"))) != EDGE_OK) return s;
+        if ((s = fb_ints(it, &st, 2, &sg->outputs, &sg->n_outputs, WHAT("SubGraph.outputs"))) != EDGE_OK) return s;
+        for (k = 0; k < sg->n_inputs; k++)
+            if (sg->inputs[k] < 0 || sg->inputs[k] >= nt)
+                return fail_at(it, EDGE_MODEL_INVALID, WHAT("SubGraph.inputs (tensor out of range)"), st.table - it->model);
+        for (k = 0; k < sg->n_outputs; k++)
+            if (sg->outputs[k] < 0 || sg->outputs[k] >= nt)
+                return fail_at(it, EDGE_MODEL_INVALID, WHAT("SubGraph.outputs (tensor out of range)"), st.table - it->model);
+        for (j = 0; j < nt; j++) {
+            it->error.tensor = j;
+            if ((s = fb_vector_table(it, tstart, j, WHAT("Tensor"), &t)) != EDGE_OK) return s;
+            if ((s = load_tensor(it, &t, &it->tensors[total_t + j], buffers, n_buffers)) != EDGE_OK) return s;
+        }
+        it->error.tensor = -1;
+        for (j = 0; j < no; j++) {
+            edge_node_t *nd = &it->nodes[total_n + j];
+            it->error.node = j;
+            nd->index = j;
+            nd->subgraph = i;
+            if ((s = fb_vector_table(it, ostart, j, WHAT("Operator"), &t)) != EDGE_OK) return s;
+            if ((s = load_node(it, &t, nd, sg, opcodes, n_opcodes)) != EDGE_OK) return s;
+            /* outputs must be writable arena tensors: never a constant, never a subgraph input */
+            for (k = 0; k < nd->n_outputs; k++) {
+                int32_t o = nd->outputs[k], m;
+                if (it->tensors[total_t + o].is_const)
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("an op output is a constant"), t.table - it->model);
+                for (m = 0; m < sg->n_inputs; m++)
+                    if (sg->inputs[m] == o)
+                        return fail_at(it, EDGE_MODEL_INVALID, WHAT("an op output is a subgraph input"), t.table - it->model);
+            }
+        }
+        it->error.node = -1;
+        it->error.op_code = it->error.op_version = -1;
+        total_t += nt;
+        total_n += no;
+    }
+    it->error.subgraph = -1;
+    return EDGE_OK;
+}
+
+/* ================================================================================= 4. lifetimes */
+
+/* The subgraphs a control-flow node runs (CALL_ONCE / IF / WHILE options), at most 2. */
+static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t out[2], int32_t *n) {
+    int32_t k, expect_type, count;
+    *n = 0;
+    switch (nd->op) {
+    case EDGE_OP_CALL_ONCE: expect_type = EDGE_OPTS_CallOnceOptions; count = 1; break;
+    case EDGE_OP_IF: expect_type = EDGE_OPTS_IfOptions; count = 2; break;
+    case EDGE_OP_WHILE: expect_type = EDGE_OPTS_WhileOptions; count = 2; break;
+    default: return EDGE_OK;
+    }
+    if (nd->options_type != expect_type)
+        return fail_at(it, EDGE_MODEL_INVALID, WHAT("control-flow op without its options"), -1);
+    for (k = 0; k < count; k++) {
+        if (field_off(&nd->options, k, 4) < 0) return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("subgraph index field"), -1);
+        out[k] = edge_opt_int(nd, k, 4, 0);
+        if (out[k] < 0 || out[k] >= it->n_subgraphs)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("subgraph index out of range"), -1);
+    }
+    *n = count;
+    return EDGE_OK;
+}
+
+static void use(edge_tensor_t *t, int32_t step) {
+    if (t->first_use < 0) t->first_use = step;
+    t->last_use = step;
+}
+
+/* Walk subgraph s on the shared time axis (edge_sdk.interpreter.buffer_requests, mark()). */
+static edge_status_t mark(edge_interp_t *it, int32_t s, int32_t depth, int32_t *clock) {
+    edge_subgraph_t *sg = &it->subgraphs[s];
+    edge_tensor_t *ts = it->tensors + sg->tensor_base;
+    edge_status_t st;
+    int32_t i, k, c, callee[2], n_callees;
+    if (sg->on_stack) return fail_at(it, EDGE_MODEL_INVALID, WHAT("a subgraph calls itself"), -1);
+    if (depth > EDGE_MAX_CALL_DEPTH) return fail_at(it, EDGE_LIMIT, WHAT("subgraph calls nest too deep"), -1);
+    sg->on_stack = sg->marked = 1;
+    for (k = 0; k < sg->n_inputs; k++) use(&ts[sg->inputs[k]], *clock);
+    for (i = 0; i < sg->n_nodes; i++) {
+        edge_node_t *nd = &it->nodes[sg->node_base + i];
+        int32_t start;
+        if (++*clock > MAX_STEPS) return fail_at(it, EDGE_LIMIT, WHAT("too many steps"), -1);
+        start = *clock;
+        for (k = 0; k < nd->n_outputs; k++)
+            if (ts[nd->outputs[k]].first_use < 0) ts[nd->outputs[k]].first_use = start;
+        it->error.subgraph = s;
+        it->error.node = i;
+        if ((st = callees(it, nd, callee, &n_callees)) != EDGE_OK) return st;
+        for (c = 0; c < n_callees; c++) {
+            if (++*clock > MAX_STEPS) return fail_at(it, EDGE_LIMIT, WHAT("too many steps"), -1);
+            if ((st = mark(it, callee[c], depth + 1, clock)) != EDGE_OK) return st;
+        }
+        for (k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] >= 0) use(&ts[nd->inputs[k]], *clock);
+        for (k = 0; k < nd->n_outputs; k++) use(&ts[nd->outputs[k]], *clock);
+        for (k = 0; k < nd->n_intermediates; k++) {
+            use(&ts[nd->intermediates[k]], start);
+            use(&ts[nd->intermediates[k]], *clock);
+        }
+        if (nd->first_step < 0 || start < nd->first_step) nd->first_step = start;
+        if (*clock > nd->last_step) nd->last_step = *clock;
+    }
+    for (k = 0; k < sg->n_outputs; k++) use(&ts[sg->outputs[k]], *clock);
+    sg->on_stack = 0;
+    it->error.subgraph = it->error.node = -1;
+    return EDGE_OK;
+}
+
+static edge_status_t lifetimes(edge_interp_t *it, int32_t *end) {
+    int32_t clock = 0, s, k;
+    edge_status_t st;
+    edge_subgraph_t *sg0 = &it->subgraphs[0];
+    if ((st = mark(it, 0, 0, &clock)) != EDGE_OK) return st;
+    for (s = 0; s < it->n_subgraphs; s++) {
+        if (it->subgraphs[s].marked) continue;
+        clock++;
+        if ((st = mark(it, s, 0, &clock)) != EDGE_OK) return st;
+    }
+    for (k = 0; k < sg0->n_outputs; k++) it->tensors[sg0->tensor_base + sg0->outputs[k]].last_use = clock;
+    for (k = 0; k < it->n_tensors_total; k++)
+        if (it->tensors[k].is_variable) {
+            it->tensors[k].first_use = 0;
+            it->tensors[k].last_use = clock;
+        }
+    *end = clock;
+    return EDGE_OK;
+}
+
+/* ================================================================================= 5. planner */
+
+/* Requests: planned tensors (in (subgraph, tensor) order) then scratch buffers; parallel arrays in the
+ * arena's free head region while planning. */
+typedef struct plan_work {
+    int64_t *off;       /* placed offset */
+    int64_t *size;      /* aligned size */
+    int32_t *first, *last;
+    int32_t *order, *tmp, *next;
+    int32_t n;          /* requests (tensors + scratch) */
+    int32_t n_tensors;
+} plan_work_t;
+
+/* Sort keys of edge_sdk/arena.py's _ORDERINGS, as (primary, secondary) pairs; smaller sorts first. */
+static void order_key(const plan_work_t *w, int ordering, int32_t i, int64_t *k1, int64_t *k2) {
+    int64_t life = (int64_t)w->last[i] - w->first[i];
+    *k2 = 0;
+    switch (ordering) {
+    case 0: *k1 = -w->size[i]; break;
+    case 1: *k1 = w->first[i]; *k2 = -w->size[i]; break;
+    case 2: *k1 = -life; *k2 = -w->size[i]; break;
+    default: *k1 = -w->size[i] * (life + 1); break;
+    }
+}
+
+static int key_less(const plan_work_t *w, int ordering, int32_t a, int32_t b) {
+    int64_t a1, a2, b1, b2;
+    order_key(w, ordering, a, &a1, &a2);
+    order_key(w, ordering, b, &b1, &b2);
+    return a1 < b1 || (a1 == b1 && a2 < b2);
+}
+
+/* Stable bottom-up merge sort of w->order[0..n) by the ordering's key. */
+static void sort_order(plan_work_t *w, int ordering, int32_t n) {
+    int32_t width, i;
+    int32_t *src = w->order, *dst = w->tmp, *swap;
+    for (i = 0; i < n; i++) src[i] = i;
+    for (width = 1; width < n; width *= 2) {
+        for (i = 0; i < n; i += 2 * width) {
+            int32_t lo = i, mid = i + width < n ? i + width : n, hi = i + 2 * width < n ? i + 2 * width : n;
+            int32_t a = lo, b = mid, k = lo;
+            while (a < mid && b < hi) dst[k++] = key_less(w, ordering, src[b], src[a]) ? src[b++] : src[a++];
+            while (a < mid) dst[k++] = src[a++];
+            while (b < hi) dst[k++] = src[b++];
+        }
+        swap = src; src = dst; dst = swap;
+    }
+    if (src != w->order) memcpy(w->order, src, sizeof(int32_t) * (size_t)n);
+}
+
+/* Place request i at the lowest gap among placed, time-overlapping requests; keep the placed list
+ * sorted by (offset, index). Returns the end of the slot. */
+static int64_t place(plan_work_t *w, int32_t *head, int32_t i) {
+    int64_t candidate = 0;
+    int32_t p, prev = -1;
+    for (p = *head; p >= 0; p = w->next[p]) {
+        if (w->first[p] > w->last[i] || w->first[i] > w->last[p]) continue;
+        if (w->off[p] - candidate >= w->size[i]) break;
+        if (w->off[p] + w->size[p] > candidate) candidate = w->off[p] + w->size[p];
+    }
+    w->off[i] = candidate;
+    for (p = *head; p >= 0 && (w->off[p] < candidate || (w->off[p] == candidate && p < i)); p = w->next[p]) prev = p;
+    w->next[i] = p;
+    if (prev < 0) *head = i;
+    else w->next[prev] = i;
+    return candidate + w->size[i];
+}
+
+static int64_t first_fit(plan_work_t *w, int ordering, int32_t *head) {
+    int32_t k;
+    int64_t total = 0, end;
+    *head = -1;
+    sort_order(w, ordering, w->n_tensors);
+    for (k = 0; k < w->n_tensors; k++) {
+        end = place(w, head, w->order[k]);
+        if (end > total) total = end;
+    }
+    return total;
+}
+
+static edge_status_t plan_arena(edge_interp_t *it) {
+    plan_work_t w;
+    edge_status_t st;
+    int32_t end, k, n_t = 0, n_s = 0, r, ordering, best_ordering = 0, head = -1;
+    int64_t temp_bytes, best = -1, bound = 0, total, head_total, pad = it->base - it->arena, required;
+    uint8_t *p;
+    size_t free_bytes = it->base_len - it->tail_used;
+
+    if ((st = lifetimes(it, &end)) != EDGE_OK) return st;
+    for (k = 0; k < it->n_tensors_total; k++) {
+        edge_tensor_t *t = &it->tensors[k];
+        if (t->is_const || t->first_use < 0) continue;
+        if (!edge_type_bytes(t->type)) {
+            it->error.tensor = k;
+            return fail_at(it, EDGE_UNSUPPORTED_TYPE, WHAT("a used tensor's type has no arena form"), -1);
+        }
+        if (t->bytes == 0) continue;
+        n_t++;
+    }
+    for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].n_scratch;
+
+    /* the planner's arrays, from the free head region */
+    w.n = n_t + n_s;
+    w.n_tensors = n_t;
+    temp_bytes = (int64_t)w.n * (8 + 8 + 4 * 5) + 64;
+    if (temp_bytes > (int64_t)free_bytes) {
+        it->error.required = pad + (int64_t)it->tail_used + temp_bytes;
+        it->error.given = (int64_t)it->arena_len;
+        it->error.required_exact = 0;
+        return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("planner memory"), -1);
+    }
+    p = it->base;
+    w.off = (int64_t *)(void *)p; p += 8 * (size_t)w.n;
+    w.size = (int64_t *)(void *)p; p += 8 * (size_t)w.n;
+    w.first = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
+    w.last = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
+    w.order = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
+    w.tmp = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
+    w.next = (int32_t *)(void *)p;
+    r = 0;
+    for (k = 0; k < it->n_tensors_total; k++) {
+        edge_tensor_t *t = &it->tensors[k];
+        if (t->is_const || t->first_use < 0 || t->bytes == 0) continue;
+        w.size[r] = align_up(t->bytes);
+        w.first[r] = t->first_use;
+        w.last[r] = t->last_use;
+        r++;
+    }
+    for (k = 0; k < it->n_nodes_total; k++) {
+        edge_node_t *nd = &it->nodes[k];
+        int32_t j;
+        for (j = 0; j < nd->n_scratch; j++) {
+            w.size[r] = align_up(nd->scratch_bytes[j]);
+            w.first[r] = nd->first_step;
+            w.last[r] = nd->last_step;
+            r++;
+        }
+    }
+    /* lower bound: the most aligned bytes live at one step (the maximum is reached at some first use) */
+    for (k = 0; k < n_t; k++) {
+        int64_t live = 0;
+        int32_t j;
+        for (j = 0; j < n_t; j++)
+            if (w.first[j] <= w.first[k] && w.first[k] <= w.last[j]) live += w.size[j];
+        if (live > bound) bound = live;
+    }
+    for (ordering = 0; ordering < 4; ordering++) {
+        total = first_fit(&w, ordering, &head);
+        if (best < 0 || total < best) {
+            best = total;
+            best_ordering = ordering;
+        }
+        if (best == bound) break;
+    }
+    if (best < 0) best = 0;
+    /* redo the winner to rebuild its placed list, then fit scratch into its gaps */
+    total = first_fit(&w, best_ordering, &head);
+    head_total = total;
+    for (k = n_t; k < w.n; k++) {
+        int64_t e = place(&w, &head, k);
+        if (e > head_total) head_total = e;
+    }
+    if (best > MAX_TENSOR_BYTES) return fail_at(it, EDGE_LIMIT, WHAT("the plan needs more than 2 GiB"), -1);
+
+    it->plan.n_tensors = n_t;
+    it->plan.n_scratch = n_s;
+    it->plan.tensor_total = best;
+    it->plan.lower_bound = bound;
+    it->plan.head_total = head_total;
+    it->plan.ordering = best_ordering;
+    it->plan.steps = end + 1;
+    required = pad + (int64_t)it->tail_used + (head_total > temp_bytes ? head_total : temp_bytes);
+    it->high_water = (size_t)(required - pad);
+    if (required > (int64_t)it->arena_len) {
+        it->error.required = required;
+        it->error.given = (int64_t)it->arena_len;
+        it->error.required_exact = 1;
+        return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("tensor arena"), -1);
+    }
+    /* write the plan into the tensors and nodes (the work arrays die when the tensors are zeroed) */
+    r = 0;
+    for (k = 0; k < it->n_tensors_total; k++) {
+        edge_tensor_t *t = &it->tensors[k];
+        if (t->is_const || t->first_use < 0 || t->bytes == 0) continue;
+        t->plan_offset = w.off[r++];
+    }
+    for (k = 0; k < it->n_nodes_total; k++) {
+        edge_node_t *nd = &it->nodes[k];
+        int32_t j;
+        for (j = 0; j < nd->n_scratch; j++) nd->scratch_offset[j] = w.off[r++];
+    }
+    it->head_used = (size_t)head_total;
+    return EDGE_OK;
+}
+
+/* ================================================================================= 6. init */
+
+void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes) { return tail_alloc(ctx->interp, bytes); }
+
+edge_status_t edge_request_scratch(edge_ctx_t *ctx, edge_node_t *node, size_t bytes, int32_t *index) {
+    if (!ctx->interp->in_prepare || node->n_scratch >= EDGE_MAX_SCRATCH || (int64_t)bytes > MAX_TENSOR_BYTES)
+        return edge_fail(ctx, EDGE_LIMIT, WHAT("scratch request"));
+    node->scratch_bytes[node->n_scratch] = (uint32_t)bytes;
+    *index = node->n_scratch++;
+    return EDGE_OK;
+}
+
+edge_status_t edge_set_output_shape(edge_ctx_t *ctx, const edge_node_t *node, int32_t i, const int32_t *dims,
+                                    int32_t rank) {
+    edge_tensor_t *t = edge_out(ctx, node, i);
+    int32_t *copy, k;
+    int64_t bytes;
+    if (!t || rank < 0) return edge_fail(ctx, EDGE_BAD_NODE, WHAT("output shape"));
+    for (k = 0; k < rank; k++)
+        if (dims[k] < 0) return edge_fail(ctx, EDGE_BAD_NODE, WHAT("negative output dimension"));
+    bytes = tensor_elements_capped(dims, rank) * (int64_t)edge_type_bytes(t->type);
+    if (bytes > MAX_TENSOR_BYTES) return edge_fail(ctx, EDGE_LIMIT, WHAT("output above 2 GiB"));
+    if (rank == t->rank && (rank == 0 || memcmp(dims, t->dims, sizeof(int32_t) * (size_t)rank) == 0)) return EDGE_OK;
+    copy = (int32_t *)tail_alloc(ctx->interp, sizeof(int32_t) * (size_t)(rank ? rank : 1));
+    if (!copy) return EDGE_ARENA_TOO_SMALL;
+    for (k = 0; k < rank; k++) copy[k] = dims[k];
+    t->dims = copy;
+    t->rank = rank;
+    t->bytes = (uint32_t)bytes;
+    return EDGE_OK;
+}
+
+edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reason) {
+    ctx->interp->error.status = status;
+    ctx->interp->error.what = reason;
+    return status;
+}
+
+static const edge_kernel_t *find_kernel(const edge_node_t *nd) {
+    int32_t k;
+    for (k = 0; k < edge_kernel_count; k++) {
+        const edge_kernel_t *kr = &edge_kernels[k];
+        if (kr->op != nd->op || nd->version > kr->max_version) continue;
+        if (nd->op == EDGE_OP_CUSTOM) {
+            if (!kr->custom_code || !nd->custom_code || strcmp(kr->custom_code, nd->custom_code) != 0) continue;
+        }
+        return kr;
+    }
+    return 0;
+}
+
+static void reset_variables(edge_interp_t *it) {
+    int32_t k;
+    for (k = 0; k < it->n_tensors_total; k++) {
+        edge_tensor_t *t = &it->tensors[k];
+        if (!t->is_variable || t->plan_offset < 0) continue;
+        if (t->variable_init) memcpy(t->data, t->variable_init, t->bytes);
+        else if (t->type == EDGE_INT8 && t->quantized) memset(t->data, (int)(int8_t)t->zero_point, t->bytes);
+        else memset(t->data, 0, t->bytes);
+    }
+}
+
+static edge_status_t init(edge_interp_t *it, uint32_t flags) {
+    edge_status_t s;
+    edge_ctx_t ctx;
+    int32_t k, g;
+
+    if ((uintptr_t)it->model % 4) return fail_at(it, EDGE_MODEL_UNALIGNED, WHAT("model address"), -1);
+    if ((s = load_model(it)) != EDGE_OK) return s;
+
+    if (!it->plan_only) {
+        /* every op must have a kernel: refuse the first that has none, naming its code and version */
+        for (k = 0; k < it->n_nodes_total; k++) {
+            edge_node_t *nd = &it->nodes[k];
+            nd->kernel = find_kernel(nd);
+            if (!nd->kernel) {
+                it->error.subgraph = nd->subgraph;
+                it->error.node = nd->index;
+                it->error.op_code = nd->op;
+                it->error.op_version = nd->version;
+                it->error.custom_code = nd->custom_code;
+                return fail_at(it, EDGE_UNSUPPORTED_OP, WHAT("no kernel for this op and version"), -1);
+            }
+        }
+        /* prepare, subgraph by subgraph, in execution order */
+        ctx.interp = it;
+        it->in_prepare = 1;
+        for (g = 0; g < it->n_subgraphs; g++) {
+            edge_subgraph_t *sg = &it->subgraphs[g];
+            ctx.tensors = it->tensors + sg->tensor_base;
+            ctx.n_tensors = sg->n_tensors;
+            ctx.subgraph = g;
+            for (k = 0; k < sg->n_nodes; k++) {
+                edge_node_t *nd = &it->nodes[sg->node_base + k];
+                it->error.what = 0;
+                s = nd->kernel->prepare(nd, &ctx);
+                if (s != EDGE_OK) {
+                    it->error.status = s;
+                    it->error.subgraph = g;
+                    it->error.node = k;
+                    it->error.op_code = nd->op;
+                    it->error.op_version = nd->version;
+                    it->in_prepare = 0;
+                    return s;
+                }
+            }
+        }
+        it->in_prepare = 0;
+    }
+    (void)flags;
+    if ((s = plan_arena(it)) != EDGE_OK) return s;
+
+    /* tensors get their arena bytes; the head region starts zeroed (a tensor nobody writes reads zeros) */
+    memset(it->base, 0, it->head_used);
+    for (k = 0; k < it->n_tensors_total; k++) {
+        edge_tensor_t *t = &it->tensors[k];
+        if (t->is_const) continue;
+        t->data = it->base + (t->plan_offset >= 0 ? t->plan_offset : 0);
+        if (t->is_variable && t->variable_init && t->variable_init_bytes != t->bytes)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("variable's initial value does not match its shape"), -1);
+    }
+    reset_variables(it);
+    return EDGE_OK;
+}
+
+edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
+                           uint32_t flags) {
+    uintptr_t a;
+    edge_status_t s;
+    if (!it) return EDGE_BAD_ARGUMENT;
+    memset(it, 0, sizeof *it);
+    it->error.subgraph = it->error.node = it->error.tensor = -1;
+    it->error.op_code = it->error.op_version = -1;
+    it->error.offset = -1;
+    if (!model || (!arena && arena_len)) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("NULL model or arena"), -1);
+    it->model = (const uint8_t *)model;
+    it->model_len = model_len;
+    it->arena = (uint8_t *)arena;
+    it->arena_len = arena_len;
+    a = (uintptr_t)arena;
+    a = (a + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1);
+    if (arena && (size_t)(a - (uintptr_t)arena) <= arena_len) {
+        it->base = (uint8_t *)a;
+        it->base_len = (arena_len - (size_t)(a - (uintptr_t)arena)) / ALIGN * ALIGN;
+    } else {
+        it->base = (uint8_t *)arena;
+        it->base_len = 0;
+    }
+    it->plan_only = (flags & EDGE_INIT_PLAN_ONLY) ? 1 : 0;
+    s = init(it, flags);
+    it->error.status = s;
+    if (s == EDGE_ARENA_TOO_SMALL && it->error.given == 0) {
+        it->error.given = (int64_t)arena_len;
+        if (it->error.required <= it->error.given) it->error.required = it->error.given + 1;
+    }
+    if (s == EDGE_OK) {
+        it->error.subgraph = it->error.node = it->error.tensor = -1;
+        it->error.op_code = it->error.op_version = -1;
+        it->error.what = 0;
+        it->ready = it->plan_only ? 0 : 1;
+    }
+    return s;
+}
+
+edge_status_t edge_init(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len) {
+    return edge_init_ex(it, model, model_len, arena, arena_len, 0);
+}
+
+/* ================================================================================= 7. invoke and API */
+
+static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
+    edge_subgraph_t *sg = &it->subgraphs[s];
+    edge_ctx_t ctx;
+    int32_t k;
+    const edge_timer_t *timer = it->timer;
+    ctx.interp = it;
+    ctx.tensors = it->tensors + sg->tensor_base;
+    ctx.n_tensors = sg->n_tensors;
+    ctx.subgraph = s;
+    if (!timer) {
+        for (k = 0; k < sg->n_nodes; k++) {
+            const edge_node_t *nd = &it->nodes[sg->node_base + k];
+            nd->kernel->eval(nd, &ctx);
+        }
+        return EDGE_OK;
+    }
+    for (k = 0; k < sg->n_nodes; k++) {
+        const edge_node_t *nd = &it->nodes[sg->node_base + k];
+        uint32_t t0 = timer->now(timer->user), t1;
+        nd->kernel->eval(nd, &ctx);
+        t1 = timer->now(timer->user);
+        if (it->trace && it->trace_count < it->trace_capacity) {
+            edge_trace_entry_t *e = &it->trace[it->trace_count];
+            e->subgraph = (uint16_t)s;
+            e->node = (uint16_t)k;
+            e->op = nd->op;
+            e->reserved_ = 0;
+            e->ticks = t1 - t0;
+        }
+        it->trace_count++;
+    }
+    return EDGE_OK;
+}
+
+edge_status_t edge_invoke(edge_interp_t *it) {
+    if (!it || !it->ready) return EDGE_NOT_READY;
+    it->trace_count = 0;
+    return run_subgraph(it, 0);
+}
+
+edge_status_t edge_invoke_subgraph(edge_ctx_t *ctx, int32_t subgraph) {
+    if (subgraph < 0 || subgraph >= ctx->interp->n_subgraphs) return EDGE_BAD_ARGUMENT;
+    return run_subgraph(ctx->interp, subgraph);
+}
+
+edge_tensor_t *edge_subgraph_tensor(edge_ctx_t *ctx, int32_t subgraph, int32_t tensor) {
+    return edge_tensor(ctx->interp, subgraph, tensor);
+}
+
+int32_t edge_subgraph_io(edge_ctx_t *ctx, int32_t subgraph, int32_t output, const int32_t **indices) {
+    const edge_subgraph_t *sg;
+    if (subgraph < 0 || subgraph >= ctx->interp->n_subgraphs) { *indices = 0; return 0; }
+    sg = &ctx->interp->subgraphs[subgraph];
+    *indices = output ? sg->outputs : sg->inputs;
+    return output ? sg->n_outputs : sg->n_inputs;
+}
+
+edge_status_t edge_reset_state(edge_interp_t *it) {
+    edge_ctx_t ctx;
+    int32_t k;
+    if (!it || !it->ready) return EDGE_NOT_READY;
+    reset_variables(it);
+    ctx.interp = it;
+    for (k = 0; k < it->n_nodes_total; k++) {
+        const edge_node_t *nd = &it->nodes[k];
+        const edge_subgraph_t *sg = &it->subgraphs[nd->subgraph];
+        if (!nd->kernel || !nd->kernel->reset) continue;
+        ctx.tensors = it->tensors + sg->tensor_base;
+        ctx.n_tensors = sg->n_tensors;
+        ctx.subgraph = nd->subgraph;
+        nd->kernel->reset(nd, &ctx);
+    }
+    return EDGE_OK;
+}
+
+int32_t edge_num_inputs(const edge_interp_t *it) { return it && it->subgraphs ? it->subgraphs[0].n_inputs : 0; }
+int32_t edge_num_outputs(const edge_interp_t *it) { return it && it->subgraphs ? it->subgraphs[0].n_outputs : 0; }
+
+edge_tensor_t *edge_tensor(edge_interp_t *it, int32_t subgraph, int32_t tensor) {
+    if (!it || !it->subgraphs || it->error.status != EDGE_OK || subgraph < 0 || subgraph >= it->n_subgraphs)
+        return 0;
+    if (tensor < 0 || tensor >= it->subgraphs[subgraph].n_tensors) return 0;
+    return &it->tensors[it->subgraphs[subgraph].tensor_base + tensor];
+}
+
+edge_tensor_t *edge_input(edge_interp_t *it, int32_t i) {
+    if (i < 0 || i >= edge_num_inputs(it)) return 0;
+    return edge_tensor(it, 0, it->subgraphs[0].inputs[i]);
+}
+
+edge_tensor_t *edge_output(edge_interp_t *it, int32_t i) {
+    if (i < 0 || i >= edge_num_outputs(it)) return 0;
+    return edge_tensor(it, 0, it->subgraphs[0].outputs[i]);
+}
+
+size_t edge_arena_used(const edge_interp_t *it) {
+    return it ? (size_t)(it->base - it->arena) + it->head_used + it->tail_used : 0;
+}
+
+size_t edge_arena_high_water(const edge_interp_t *it) {
+    return it ? (size_t)(it->base - it->arena) + it->high_water : 0;
+}
+
+int32_t edge_plan_count(const edge_interp_t *it) {
+    return it && it->error.status == EDGE_OK ? it->plan.n_tensors + it->plan.n_scratch : 0;
+}
+
+edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entry_t *e) {
+    int32_t i, s, j, seen = 0;
+    if (!it || !e || k < 0 || k >= edge_plan_count(it)) return EDGE_BAD_ARGUMENT;
+    for (s = 0; s < it->n_subgraphs; s++) {
+        const edge_subgraph_t *sg = &it->subgraphs[s];
+        for (i = 0; i < sg->n_tensors; i++) {
+            const edge_tensor_t *t = &it->tensors[sg->tensor_base + i];
+            if (t->plan_offset < 0) continue;
+            if (seen++ == k) {
+                e->subgraph = s;
+                e->tensor = i;
+                e->node = -1;
+                e->first_use = t->first_use;
+                e->last_use = t->last_use;
+                e->offset = t->plan_offset;
+                e->size = t->bytes;
+                return EDGE_OK;
+            }
+        }
+    }
+    for (i = 0; i < it->n_nodes_total; i++) {
+        const edge_node_t *nd = &it->nodes[i];
+        for (j = 0; j < nd->n_scratch; j++)
+            if (seen++ == k) {
+                e->subgraph = nd->subgraph;
+                e->tensor = -1;
+                e->node = nd->index;
+                e->first_use = nd->first_step;
+                e->last_use = nd->last_step;
+                e->offset = nd->scratch_offset[j];
+                e->size = nd->scratch_bytes[j];
+                return EDGE_OK;
+            }
+    }
+    return EDGE_BAD_ARGUMENT;
+}
+
+void edge_set_timer(edge_interp_t *it, const edge_timer_t *timer, edge_trace_entry_t *trace, uint32_t capacity) {
+    if (!it) return;
+    it->timer = (timer && timer->now) ? timer : 0;
+    it->trace = trace;
+    it->trace_capacity = trace ? capacity : 0;
+    it->trace_count = 0;
+}
+
+/* ---- the error line, without printf ---- */
+
+typedef struct { char *p; size_t left; } out_t;
+
+static void put_s(out_t *o, const char *s) {
+    while (s && *s && o->left > 1) { *o->p++ = *s++; o->left--; }
+}
+static void put_i(out_t *o, int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    if (v < 0) put_s(o, "-");
+    do { tmp[n++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+    while (n > 0 && o->left > 1) { *o->p++ = tmp[--n]; o->left--; }
+}
+
+char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
+    out_t o;
+    const edge_error_t *e;
+    if (!buf || !len) return buf;
+    o.p = buf;
+    o.left = len;
+    if (!it) { buf[0] = 0; return buf; }
+    e = &it->error;
+    if (e->subgraph > 0) { put_s(&o, "subgraph "); put_i(&o, e->subgraph); put_s(&o, " "); }
+    if (e->node >= 0) {
+        put_s(&o, "node ");
+        put_i(&o, e->node);
+        if (e->op_code >= 0) {
+            put_s(&o, " (");
+            if (e->op_code == EDGE_OP_CUSTOM && e->custom_code) put_s(&o, e->custom_code);
+            else { put_s(&o, edge_op_name(e->op_code)); put_s(&o, " code "); put_i(&o, e->op_code); }
+            put_s(&o, " v");
+            put_i(&o, e->op_version);
+            put_s(&o, ")");
+        }
+        put_s(&o, ": ");
+    }
+    if (e->tensor >= 0) { put_s(&o, "tensor "); put_i(&o, e->tensor); put_s(&o, ": "); }
+    put_s(&o, edge_status_str(e->status));
+    if (e->what) { put_s(&o, ": "); put_s(&o, e->what); }
+    if (e->offset >= 0) { put_s(&o, " at byte "); put_i(&o, e->offset); }
+    if (e->status == EDGE_ARENA_TOO_SMALL) {
+        put_s(&o, e->required_exact ? ": needs " : ": needs at least ");
+        put_i(&o, e->required);
+        put_s(&o, " bytes, given ");
+        put_i(&o, e->given);
+    }
+    *o.p = 0;
+    return buf;
+}

@@ -1,0 +1,178 @@
+/* FULLY_CONNECTED: y[b, u] = act(sum_d x[b, d] * w[u, d] + bias[u]), weights [units, depth].
+ *
+ * int8 (per-tensor or per-channel weights, optional int32 bias) as TFLM's reference FullyConnected /
+ * FullyConnectedPerChannel: acc = sum (x + input_offset) * (w + filter_offset) + bias, requantized with
+ * MultiplyByQuantizedMultiplier, plus the output zero point, clamped to the fused activation's range.
+ * Per-channel weights take no filter offset (they are symmetric). float32: plain dot products.
+ * Same checks and the same output shape rules as edge_sdk/kernels/conv.py prepare_fully_connected.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+
+EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)
+
+typedef struct {
+    int32_t batches, depth, units;
+    int32_t input_offset, filter_offset, output_offset;
+    int32_t lo, hi;            /* int8 clamp */
+    float flo, fhi;            /* float clamp */
+    int32_t per_channel;
+    int32_t multiplier, shift; /* per-tensor */
+    int32_t *multipliers, *shifts; /* per-channel: units entries (persistent) */
+} fc_data_t;
+
+/* FullyConnectedOptions: 0 fused_activation_function, 1 weights_format, 2 keep_num_dims. */
+edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
+    const int has_opts = node->options_type == EDGE_OPTS_FullyConnectedOptions;
+    const int32_t act = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t weights_format = has_opts ? edge_opt_int(node, 1, 1, 0) : 0;
+    const int32_t keep_num_dims = has_opts ? edge_opt_int(node, 2, 1, 0) : 0;
+    edge_tensor_t *in, *w, *bias, *out;
+    fc_data_t *d;
+    int64_t in_elems;
+    int32_t units, depth, k, shape[8], rank;
+
+    if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED expects 2..3 inputs and 1 output");
+    in = edge_in(ctx, node, 0);
+    w = edge_in(ctx, node, 1);
+    bias = edge_in(ctx, node, 2);
+    out = edge_out(ctx, node, 0);
+    if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input and weights are required");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
+    if (weights_format != 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: only DEFAULT weights_format");
+    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: output type differs from input");
+    if (!((in->type == EDGE_INT8 && w->type == EDGE_INT8) || (in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: C kernel runs INT8/INT8 and FLOAT32/FLOAT32");
+    if (w->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weights must be 2-D [units, depth]");
+    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: sparse weights");
+    units = w->dims[0];
+    depth = w->dims[1];
+    in_elems = edge_tensor_elements(in);
+    if (depth <= 0 || in_elems % depth) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input size vs weights depth");
+
+    /* output shape */
+    if (keep_num_dims) {
+        if (in->rank < 1 || in->rank > 8 || in->dims[in->rank - 1] != depth)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: keep_num_dims needs input's last dim == depth");
+        for (k = 0; k < in->rank - 1; k++) shape[k] = in->dims[k];
+        shape[in->rank - 1] = units;
+        rank = in->rank;
+    } else {
+        int64_t declared = edge_tensor_elements(out);
+        shape[0] = (int32_t)(in_elems / depth);
+        shape[1] = units;
+        rank = 2;
+        /* TFLM keeps the model's declared output shape when it holds the same values */
+        if (out->rank > 0 && out->rank <= 8 && out->dims[out->rank - 1] == units &&
+            declared == (in_elems / depth) * units) {
+            for (k = 0; k < out->rank; k++) shape[k] = out->dims[k];
+            rank = out->rank;
+        }
+    }
+    {
+        edge_status_t s = edge_set_output_shape(ctx, node, 0, shape, rank);
+        if (s != EDGE_OK) return s;
+    }
+
+    d = (fc_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->batches = (int32_t)(in_elems / depth);
+    d->depth = depth;
+    d->units = units;
+
+    if (in->type == EDGE_FLOAT32) {
+        if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != units))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias must be FLOAT32 with one value per unit");
+        edge_activation_range_float(act, &d->flo, &d->fhi);
+        return EDGE_OK;
+    }
+
+    if (!in->quantized || !w->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: int8 tensors need quantization parameters");
+    if (bias && bias->type != EDGE_INT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: int8 bias must be INT32");
+    if (bias && edge_tensor_elements(bias) != units)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias needs one value per unit");
+    if (edge_activation_range(act, -128, 127, out->scale, out->zero_point, &d->lo, &d->hi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
+    d->input_offset = -in->zero_point;
+    d->output_offset = out->zero_point;
+    d->per_channel = w->n_scales > 1;
+    if (d->per_channel) {
+        if (w->n_scales != units) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: one weight scale per unit");
+        d->multipliers = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
+        d->shifts = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
+        if (!d->multipliers || !d->shifts) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < units; k++) {
+            float ws;
+            memcpy(&ws, &w->scales[k], 4);
+            edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
+                                     &d->shifts[k]);
+        }
+        d->filter_offset = 0;
+    } else {
+        float product = in->scale * w->scale; /* float32 product, as TFLM */
+        if (bias && bias->quantized) {
+            double p = (double)in->scale * (double)w->scale, diff = p - (double)bias->scale;
+            if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
+        }
+        edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift);
+        d->filter_offset = -w->zero_point;
+    }
+    return EDGE_OK;
+}
+
+static void fc_float(const fc_data_t *d, const float *x, const float *w, const float *bias, float *y) {
+    int32_t b, u, k;
+    for (b = 0; b < d->batches; b++) {
+        const float *xb = x + (int64_t)b * d->depth;
+        for (u = 0; u < d->units; u++) {
+            const float *wu = w + (int64_t)u * d->depth;
+            float acc = 0.0f;
+            for (k = 0; k < d->depth; k++) acc += xb[k] * wu[k];
+            if (bias) acc += bias[u];
+            acc = acc < d->flo ? d->flo : (acc > d->fhi ? d->fhi : acc);
+            y[(int64_t)b * d->units + u] = acc;
+        }
+    }
+}
+
+void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
+    const fc_data_t *d = (const fc_data_t *)node->user_data;
+    const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int8_t *x, *wt;
+    const int32_t *bias;
+    int8_t *y;
+    int32_t b, u, k;
+
+    if (in->type == EDGE_FLOAT32) {
+        fc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
+                 (float *)out->data);
+        return;
+    }
+    x = (const int8_t *)in->data;
+    wt = (const int8_t *)w->data;
+    bias = bt ? (const int32_t *)bt->data : 0;
+    y = (int8_t *)out->data;
+    for (b = 0; b < d->batches; b++) {
+        const int8_t *xb = x + (int64_t)b * d->depth;
+        for (u = 0; u < d->units; u++) {
+            const int8_t *wu = wt + (int64_t)u * d->depth;
+            uint32_t acc = 0; /* the reference's int32 accumulator, wrapping instead of overflowing */
+            int32_t r;
+            for (k = 0; k < d->depth; k++)
+                acc += (uint32_t)((xb[k] + d->input_offset) * (wu[k] + d->filter_offset));
+            if (bias) acc += (uint32_t)bias[u];
+            r = d->per_channel ? edge_mbqm(edge_wrap32(acc), d->multipliers[u], d->shifts[u])
+                               : edge_mbqm(edge_wrap32(acc), d->multiplier, d->shift);
+            r += d->output_offset;
+            y[(int64_t)b * d->units + u] = (int8_t)edge_clamp32(r, d->lo, d->hi);
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/* RESHAPE: the same bytes under a new shape. The new shape comes from a constant 1-D shape input, else
+ * ReshapeOptions.new_shape, else the model's declared output shape (edge_sdk/kernels/shape.py
+ * prepare_reshape, TFLM reshape_common.cc); one -1 entry is inferred. Eval copies the bytes (the plan may
+ * give input and output different places). */
+#include <string.h>
+
+#include "edge_kernel.h"
+
+EDGE_KERNEL(RESHAPE, reshape, 2)
+
+#define RESHAPE_MAX_RANK 8
+
+edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *y, *shape_t;
+    const int32_t *src = 0;
+    int32_t n = -1, k, infer = -1, shape[RESHAPE_MAX_RANK];
+    int64_t known = 1, elems;
+
+    if (node->n_inputs < 1 || node->n_inputs > 2 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE expects 1..2 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    y = edge_out(ctx, node, 0);
+    shape_t = edge_in(ctx, node, 1);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: input 0 is required");
+    if (!edge_type_bytes(x->type) || x->type == EDGE_RESOURCE)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RESHAPE: input type");
+    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: output type differs from input");
+    elems = edge_tensor_elements(x);
+
+    if (shape_t && shape_t->is_const && shape_t->rank == 1) {
+        if (shape_t->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RESHAPE: shape must be INT32");
+        src = (const int32_t *)shape_t->data;
+        n = shape_t->dims[0];
+    }
+    if (n < 0) {
+        const int32_t *opt = 0;
+        int32_t count = 0;
+        if (node->options_type == EDGE_OPTS_ReshapeOptions) {
+            edge_status_t s = edge_opt_int_vector(ctx, node, 0, &opt, &count);
+            if (s != EDGE_OK) return s;
+        }
+        if (count > 0) {
+            src = opt;
+            n = count;
+            if (count == 1 && opt[0] == 0 && !shape_t) n = 0; /* legacy: new_shape [0] marks a scalar */
+        } else if (shape_t && shape_t->rank == 1 && shape_t->dims[0] == 0) {
+            n = 0;
+        } else if (!shape_t) {
+            src = y->dims;
+            n = y->rank;
+        }
+    }
+    if (n < 0) {
+        /* shape computed at run time: trust a fully known declared output shape with the same size */
+        if (y->rank > 0 && edge_tensor_elements(y) == elems) {
+            src = y->dims;
+            n = y->rank;
+        } else {
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "RESHAPE: new shape computed at run time, no usable declared shape");
+        }
+    }
+    if (n > RESHAPE_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "RESHAPE: rank above 8");
+    for (k = 0; k < n; k++) {
+        shape[k] = src[k];
+        if (shape[k] == -1) {
+            if (infer >= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: more than one -1");
+            infer = k;
+        } else if (shape[k] < 0) {
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: negative dimension");
+        } else {
+            known *= shape[k];
+            if (known > ((int64_t)1 << 40)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: shape too large");
+        }
+    }
+    if (infer >= 0) {
+        if (known == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: cannot infer the -1 dimension");
+        shape[infer] = (int32_t)(elems / known);
+        known *= shape[infer];
+    }
+    if (known != elems) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: element counts differ");
+    return edge_set_output_shape(ctx, node, 0, shape, n);
+}
+
+void edge_eval_reshape(const edge_node_t *node, edge_ctx_t *ctx) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *y = edge_out(ctx, node, 0);
+    if (y->data != x->data) memmove(y->data, x->data, y->bytes);
+}
