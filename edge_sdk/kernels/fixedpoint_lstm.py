@@ -68,3 +68,21 @@ def checked_log2(x: float) -> int:
     v = np.float32(np.log(np.float32(x))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
     v = np.float32(v)
     return int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+
+
+# ---- whole-domain tables: the exact functions above evaluated once on every input they can see ----
+
+SAT_DOMAIN = 1 << 16  # tables indexed by u + SAT_DOMAIN cover the unsaturated sum of two int16 values
+
+
+def saturated_domain() -> np.ndarray:
+    """Every u in [-65536, 65535] saturated to int16: the argument the kernels apply their function to."""
+    return np.clip(np.arange(-SAT_DOMAIN, SAT_DOMAIN, dtype=np.int64), -32768, 32767)
+
+
+def gate_tables(cell_gate: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """(cell gate table, sigmoid table, smallest sigmoid output) over the saturated domain (Q3.12 in, Q0.15 out)."""
+    u = saturated_domain()
+    sig = logistic_int16(u)
+    cg = tanh_int16(u) if cell_gate == "TANH" else sig
+    return cg, sig, int(sig.min())
