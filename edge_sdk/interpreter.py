@@ -117,7 +117,19 @@ class _Prepared:
 
 
 class Interpreter:
-    """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring)."""
+    """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring).
+
+    ``backend="c"`` returns an ``edge_sdk.backend_c.CInterpreter`` instead: the same API over the C
+    micro-runtime in firmware_c/ (built on first use)."""
+
+    def __new__(cls, *args, backend: str = "python", **kwargs):
+        if backend == "c":
+            from edge_sdk.backend_c import CInterpreter
+
+            return CInterpreter(*args, **kwargs)
+        if backend != "python":
+            raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -129,6 +141,7 @@ class Interpreter:
         delegates=None,
         *,
         model: Model | None = None,
+        backend: str = "python",
     ):
         self._delegates: list = []
         if delegates:
