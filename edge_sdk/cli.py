@@ -127,6 +127,41 @@ def _cmd_check(args) -> int:
     return CHECK_FAILS_EXIT if result.verdict == FAILS else 0
 
 
+def _cmd_run(args) -> int:
+    from edge_sdk.pipeline import format_results, run_inputs
+
+    results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
+                         frontend=args.frontend)
+    if args.json:
+        json.dump(results, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_results(results))
+    return 0
+
+
+def _cmd_serve(args) -> int:
+    import signal
+
+    from edge_sdk.serve import serve
+
+    def ready(server):
+        sys.stdout.write(f"serving {server.name} on {server.url} (max batch {server.max_batch}, "
+                         f"{server.instances} instance(s))\n")
+        sys.stdout.flush()
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
+              max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -176,6 +211,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser("run", help="run a model on image/WAV/.npy files: top-k labels and scores, or detections")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="image (JPEG/PNG/BMP), .wav or .npy files")
+    p.add_argument("--top-k", type=int, default=5, help="labels to show per input (default 5)")
+    p.add_argument("--task", choices=["classify", "detect", "audio"], help="override the manifest / the guess")
+    p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
+    p.add_argument("--frontend", help="audio feature model run per frame before the model (e.g. a preprocessor)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("serve", help="serve a model over HTTP: JSON/raw tensors, dynamic batching, /health, /metrics")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("--port", type=int, default=8000, help="port (0: any free one; default 8000)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--max-batch", type=int, default=1, help="requests run as one batch at most (default 1)")
+    p.add_argument("--max-wait-ms", type=float, default=2.0, help="how long a request waits for a batch (default 2)")
+    p.add_argument("--instances", type=int, default=1, help="interpreter instances in worker threads (default 1)")
+    p.add_argument("--max-queue", type=int, default=256, help="queued requests before 503 (default 256)")
+    p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
+    p.set_defaults(func=_cmd_serve)
     return parser
 
 

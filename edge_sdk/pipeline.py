@@ -951,3 +951,76 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
     if len(outs) == 4 or (len(outs) == 2 and all(len(d["shape"]) == 3 for d in outs)):
         return "detect"
     return "classify"
+
+
+def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
+               preprocess=None) -> list[dict]:
+    """What ``edge run`` prints: per input ``{"input", "predictions": [{"label", "score"}]}`` or
+    ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers)."""
+    runner = ModelRunner(model)
+    paths = [str(p) for p in inputs]
+    kind = model_task(runner, task)
+    if kind == "classify" and (frontend is not None or any(p.lower().endswith(AUDIO_SUFFIXES) for p in paths)):
+        kind = "audio"
+    if kind == "audio":
+        pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k)
+    elif kind == "detect":
+        pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels)
+    else:
+        pipe = None
+    results = []
+    for p in paths:
+        if kind == "detect":
+            results.append({"input": p, "detections": [d.to_dict() for d in pipe.detect(p)]})
+            continue
+        if kind == "audio":
+            preds = pipe.predict(p, top_k)
+        elif p.lower().endswith(".npy"):
+            if pipe is None:
+                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \
+                    if len(runner.inputs[0]["shape"]) in (3, 4) else _TensorClassifier(runner, labels, top_k)
+            try:
+                x = np.load(p, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"{p}: cannot read the .npy tensor ({exc})") from None
+            preds = pipe.predict_tensor(x, top_k)
+        else:
+            if pipe is None or isinstance(pipe, _TensorClassifier):
+                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
+            preds = pipe.predict(p, top_k)
+        results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds]})
+    return results
+
+
+class _TensorClassifier:
+    """Classification post-processing for models that take tensors, not images (.npy inputs)."""
+
+    def __init__(self, runner: ModelRunner, labels, k: int):
+        self.runner, self.input, self.output = runner, runner.inputs[0], runner.outputs[0]
+        n = int(np.prod(self.output["shape"]))
+        lab = read_labels(labels) if labels is not None else read_labels(runner.manifest.get("labels"))
+        self.labels = _label_list(lab, n, runner.name)
+        self.scores = (runner.manifest.get("postprocess") or {}).get("scores") or "auto"
+        self.k = k
+
+    def predict_tensor(self, x, k=None):
+        (y,) = self.runner.run(to_input(x, self.input, "tensor"))[:1]
+        scales, _, _ = _quant_params(self.output)
+        step = float(scales.max()) if is_quantized(self.output) else 0.0
+        return top_k(to_scores(dequantize(y, self.output), self.scores, step), self.labels, self.k if k is None else k)
+
+
+def format_results(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"{r['input']}:")
+        if "detections" in r:
+            if not r["detections"]:
+                lines.append("  (no detections)")
+            for d in r["detections"]:
+                box = ", ".join(f"{v:.3f}" for v in d["box"])
+                lines.append(f"  {d['label']:<20} {d['score']:.4f}  box ({box})")
+        else:
+            for p in r["predictions"]:
+                lines.append(f"  {p['label']:<20} {p['score']:.4f}")
+    return "\n".join(lines) + "\n"
