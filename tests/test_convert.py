@@ -383,3 +383,16 @@ def test_other_modes_and_methods(digits, mode, method, io):
     want = {"int8": "INT8", "float32": "FLOAT32"}[io] if mode == "int8" else "INT16"
     assert sg.tensors[sg.inputs[0]].type == want
     assert result.report["layers"] and result.report["layers"][0]["snr_db"] <= result.report["layers"][-1]["snr_db"]
+
+
+def test_float_tflite_source(digits):
+    """A float .tflite (here: the digits model converted without quantization) converts to int8 as the ONNX does."""
+    from converters import convert
+
+    d = digits["dir"]
+    float_pkg = convert(str(ONNX_PATH), quantize="none")
+    result = convert(float_pkg.tflite, calibration=str(d / "calib.npy"), eval_data=str(d / "test.npz"))
+    assert result.report["source"]["format"] == "tflite"
+    assert result.report["accuracy"]["accuracy_drop"] <= 0.01
+    assert result.report["accuracy"]["model"]["top1"] == pytest.approx(
+        digits["result"].report["accuracy"]["model"]["top1"], abs=0.01)
