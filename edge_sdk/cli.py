@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 
 from edge_sdk import log
@@ -262,9 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"edge {args.command}: error: {message}\n")
         return code
     finally:
-        # The handler holds this call's sys.stderr; when main() is called in-process (tests: pytest closes its
-        # captured stream afterwards) later library logging must not write to it.
-        logging.getLogger("edge_sdk").handlers[:] = [logging.NullHandler()]
+        # The handler holds this call's sys.stderr: after an in-process call (tests, notebooks) library
+        # logging must not keep writing to that stream.
+        log.reset()
 
 
 if __name__ == "__main__":

@@ -29,6 +29,11 @@ def configure(verbosity: int = 0, stream=None) -> None:
     _logger.propagate = False
 
 
+def reset() -> None:
+    """Back to the library default (silent): the CLI shows messages only for the command it runs."""
+    _logger.handlers[:] = [logging.NullHandler()]
+
+
 def stage(message: str) -> None:
     _logger.log(STAGE, f"==> {message}")
 
