@@ -1,0 +1,755 @@
+"""The host side of edge-sdk's framed serial protocol (the contract: docs/serial-protocol.md).
+
+    link = SerialLink("socket://127.0.0.1:4321", timeout=0.5)   # any pyserial URL, or an open serial object
+    hello = link.hello()                   # versions, capabilities, model hash, arena, clock, timer, max frame
+    link.expect_model(model_bytes)         # DeviceError when the device runs another model
+    link.set_input(0, x)                   # chunked to the device's frame size
+    link.invoke(runs=10)
+    y = link.get_output(0)                 # numpy, dtype and shape from info()
+    trace = link.get_trace()               # per-op ticks of the last run, per-run totals, arena high water
+    link.logs                              # LOG frames the device sent, in arrival order
+
+Framing helpers (``cobs_encode``, ``cobs_decode``, ``crc32``, ``encode_frame``, ``decode_frame``) and the
+payload layouts are shared with the emulator (``edge_sdk.device.emulator``).
+
+Each command waits ``timeout`` seconds for its answer and retransmits (same ``seq``; the device answers a
+duplicate from its cached reply) up to ``retries`` times; it retransmits at once when a corrupted frame or a
+NAK arrives. A device that acknowledged an INVOKE gets ``invoke_timeout``. Failures are ``DeviceError``
+naming the command and the port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+import time
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from edge_sdk import log
+from edge_sdk.errors import DeviceError
+
+PROTOCOL_VERSION = 1
+HEADER = struct.Struct("<BBBBHH")  # version, type, flags, reserved, seq, length
+HEADER_SIZE = HEADER.size  # 8
+CRC_SIZE = 4
+OVERHEAD = HEADER_SIZE + CRC_SIZE  # 12
+MIN_MAX_FRAME = 256
+MAX_FRAME_LIMIT = 65535
+FLAG_RETRANSMIT = 0x01
+
+# Commands (host -> device); replies are command | REPLY.
+HELLO, INFO, SET_INPUT, INVOKE, GET_OUTPUT, GET_TRACE, RESET_STATE, LOAD_MODEL = range(1, 9)
+REPLY = 0x80
+NAK, LOG, ACK, STATUS = 0x7C, 0x7D, 0x7E, 0x7F
+COMMAND_NAMES = {HELLO: "HELLO", INFO: "INFO", SET_INPUT: "SET_INPUT", INVOKE: "INVOKE", GET_OUTPUT: "GET_OUTPUT",
+                 GET_TRACE: "GET_TRACE", RESET_STATE: "RESET_STATE", LOAD_MODEL: "LOAD_MODEL"}
+
+# STATUS codes.
+STATUS_CODES = {1: "UNKNOWN_COMMAND", 2: "BAD_VERSION", 3: "BAD_PAYLOAD", 4: "BAD_INDEX", 5: "BAD_RANGE",
+                6: "NO_MODEL", 7: "MODEL_ERROR", 8: "INVOKE_FAILED", 9: "TOO_LARGE", 10: "OUT_OF_ORDER",
+                11: "UNSUPPORTED", 12: "INTERNAL"}
+(UNKNOWN_COMMAND, BAD_VERSION, BAD_PAYLOAD, BAD_INDEX, BAD_RANGE, NO_MODEL, MODEL_ERROR, INVOKE_FAILED,
+ TOO_LARGE, OUT_OF_ORDER, UNSUPPORTED, INTERNAL) = range(1, 13)
+
+# Capability bits (HELLO).
+CAPABILITIES = {0: "TRACE", 1: "MULTI_RUN", 2: "RESET_STATE", 3: "LOAD_MODEL", 4: "LOG", 5: "EMULATED", 6: "ACK"}
+CAP_TRACE, CAP_MULTI_RUN, CAP_RESET_STATE, CAP_LOAD_MODEL, CAP_LOG, CAP_EMULATED, CAP_ACK = (1 << b for b in range(7))
+
+# Timer sources (HELLO).
+TIMER_SOURCES = {0: "none", 1: "cycles", 2: "systick", 3: "host-ns", 4: "emulated"}
+TIMER_NONE, TIMER_CYCLES, TIMER_SYSTICK, TIMER_HOST_NS, TIMER_EMULATED = range(5)
+
+LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
+
+# TFLite TensorType codes the protocol carries -> numpy dtype (little-endian on the wire).
+TENSOR_TYPE_CODES = {0: ("FLOAT32", "<f4"), 1: ("FLOAT16", "<f2"), 2: ("INT32", "<i4"), 3: ("UINT8", "u1"),
+                     4: ("INT64", "<i8"), 6: ("BOOL", "?"), 7: ("INT16", "<i2"), 9: ("INT8", "i1"),
+                     10: ("FLOAT64", "<f8"), 12: ("UINT64", "<u8"), 15: ("UINT32", "<u4"), 16: ("UINT16", "<u2")}
+TENSOR_TYPE_BY_NAME = {name: code for code, (name, _) in TENSOR_TYPE_CODES.items()}
+
+HELLO_FIXED = struct.Struct("<BBHIIII32s")  # version, timer source, max_frame, caps, arena, clock, model size, sha
+INVOKE_REPLY = struct.Struct("<IIII")  # runs, last ticks, min ticks, max ticks
+CHUNK_REQUEST = struct.Struct("<B3xIHH")  # GET_OUTPUT: index, offset, max_len, 0
+OUTPUT_REPLY = struct.Struct("<B3xII")  # index, offset, total
+TRACE_REQUEST = struct.Struct("<IHH")  # offset, max_len, 0
+TRACE_REPLY = struct.Struct("<II")  # offset, total
+SET_INPUT_HEAD = struct.Struct("<B3xI")  # index, offset
+LOAD_HEAD = struct.Struct("<II")  # total size, offset
+LOAD_REPLY = struct.Struct("<IB3x")  # received, complete
+STATUS_HEAD = struct.Struct("<HHi")  # code, 0, detail
+INFO_HEAD = struct.Struct("<BBHI")  # n_inputs, n_outputs, n_ops, arena used
+TENSOR_HEAD = struct.Struct("<BBBBI")  # type, rank, quantized, 0, bytes
+TRACE_HEAD = struct.Struct("<IIIIII")  # runs, n_records, ops run, arena used, high water, n_run_ticks
+TRACE_RECORD = struct.Struct("<HHHHI")  # subgraph, node, op code, 0, ticks
+
+
+# ---------------------------------------------------------------------------------------------- framing
+def crc32(data: bytes) -> int:
+    """CRC-32/ISO-HDLC: poly 0x04C11DB7 reflected, init and xorout 0xFFFFFFFF (zlib's)."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def cobs_encode(data: bytes) -> bytes:
+    """COBS-encode ``data`` (the result has no 0x00; the caller appends the delimiter). A run of 254 non-zero
+    bytes is written as code 0xFF with no implied zero; when the data ends right after one, nothing follows."""
+    out = bytearray()
+    block = bytearray()
+    just_full = False
+    for b in data:
+        if b == 0:
+            out.append(len(block) + 1)
+            out += block
+            block.clear()
+            just_full = False
+        else:
+            block.append(b)
+            just_full = False
+            if len(block) == 254:
+                out.append(0xFF)
+                out += block
+                block.clear()
+                just_full = True
+    if not just_full:
+        out.append(len(block) + 1)
+        out += block
+    return bytes(out)
+
+
+def cobs_decode(data: bytes) -> bytes:
+    """Decode one COBS frame (without its delimiter); ValueError when malformed."""
+    out = bytearray()
+    i, n = 0, len(data)
+    while i < n:
+        code = data[i]
+        if code == 0:
+            raise ValueError("COBS data contains 0x00")
+        end = i + code
+        if end > n:
+            raise ValueError("COBS code points past the end of the frame")
+        block = data[i + 1:end]
+        if 0 in block:
+            raise ValueError("COBS data contains 0x00")
+        out += block
+        i = end
+        if code != 0xFF and i < n:
+            out.append(0)
+    return bytes(out)
+
+
+def encode_frame(type_: int, seq: int, payload: bytes = b"", flags: int = 0, version: int = PROTOCOL_VERSION) -> bytes:
+    """The decoded frame: header + payload + CRC-32 (little-endian)."""
+    if len(payload) > MAX_FRAME_LIMIT - OVERHEAD:
+        raise ValueError(f"payload of {len(payload)} bytes is above the protocol's limit")
+    body = HEADER.pack(version, type_, flags, 0, seq & 0xFFFF, len(payload)) + bytes(payload)
+    return body + struct.pack("<I", crc32(body))
+
+
+def wire(frame: bytes, lead: bool = False) -> bytes:
+    """A decoded frame as sent: COBS, the 0x00 delimiter, optionally a leading delimiter too."""
+    return (b"\x00" if lead else b"") + cobs_encode(frame) + b"\x00"
+
+
+@dataclass(frozen=True)
+class Frame:
+    version: int
+    type: int
+    flags: int
+    seq: int
+    payload: bytes
+
+
+def decode_frame(frame: bytes) -> Frame:
+    """Check length and CRC of a decoded frame and split it; ValueError when it is corrupt."""
+    if len(frame) < OVERHEAD:
+        raise ValueError(f"frame of {len(frame)} bytes is shorter than the {OVERHEAD}-byte minimum")
+    version, type_, flags, _, seq, length = HEADER.unpack_from(frame)
+    if OVERHEAD + length != len(frame):
+        raise ValueError(f"frame says {length} payload bytes, carries {len(frame) - OVERHEAD}")
+    (crc,) = struct.unpack_from("<I", frame, len(frame) - CRC_SIZE)
+    if crc != crc32(frame[:-CRC_SIZE]):
+        raise ValueError("CRC mismatch")
+    return Frame(version, type_, flags, seq, bytes(frame[HEADER_SIZE:-CRC_SIZE]))
+
+
+class FrameReader:
+    """Splits a byte stream at 0x00 delimiters; yields decoded frames or the errors of corrupt ones."""
+
+    def __init__(self, limit: int = 2 * MAX_FRAME_LIMIT):
+        self._buf = bytearray()
+        self._limit = limit
+        self._overflow = False
+
+    def feed(self, data: bytes) -> list[Frame | ValueError]:
+        out: list[Frame | ValueError] = []
+        start = 0
+        while True:
+            k = data.find(b"\x00", start)
+            if k < 0:
+                self._append(data[start:])
+                break
+            self._append(data[start:k])
+            if self._overflow:
+                out.append(ValueError("frame longer than the receive limit"))
+            elif self._buf:
+                try:
+                    out.append(decode_frame(cobs_decode(bytes(self._buf))))
+                except ValueError as exc:
+                    out.append(exc)
+            self._buf.clear()
+            self._overflow = False
+            start = k + 1
+        return out
+
+    def _append(self, data: bytes) -> None:
+        if self._overflow:
+            return
+        self._buf += data
+        if len(self._buf) > self._limit:
+            self._buf.clear()
+            self._overflow = True
+
+
+# ---------------------------------------------------------------------------------------------- results
+@dataclass
+class Hello:
+    protocol_version: int
+    runtime_version: str
+    capabilities: int
+    model_sha256: bytes
+    model_size: int
+    arena_size: int
+    clock_hz: int
+    timer_source: str
+    timer_units: str
+    max_frame: int
+    board: str
+
+    @property
+    def capability_names(self) -> list[str]:
+        return [name for bit, name in CAPABILITIES.items() if self.capabilities >> bit & 1]
+
+    @property
+    def emulated(self) -> bool:
+        return bool(self.capabilities & CAP_EMULATED)
+
+    @property
+    def model_hash(self) -> str:
+        """Hex SHA-256 of the device's model ("" when it has none)."""
+        return self.model_sha256.hex() if self.model_size else ""
+
+
+@dataclass
+class TensorSpec:
+    index: int
+    type: str  # TFLite TensorType name
+    shape: tuple[int, ...]
+    nbytes: int
+    scale: float | None = None
+    zero_point: int | None = None
+
+    @property
+    def dtype(self) -> np.dtype:
+        code = TENSOR_TYPE_BY_NAME.get(self.type)
+        if code is None:
+            raise DeviceError(f"tensor type {self.type} has no numpy form on the host")
+        return np.dtype(TENSOR_TYPE_CODES[code][1])
+
+
+@dataclass
+class DeviceInfo:
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    n_ops: int
+    arena_used: int
+
+
+@dataclass
+class OpRecord:
+    index: int  # the op's index in its subgraph
+    op_code: int  # TFLite BuiltinOperator code
+    ticks: int
+    subgraph: int = 0
+
+    @property
+    def op(self) -> str:
+        return _op_name(self.op_code)
+
+
+@dataclass
+class Trace:
+    """The device's trace of its last INVOKE. ``unit`` names what ``ticks`` count (``emulated-ticks``,
+    ``systick``, ``cycles``, ``ns``); ``emulated`` is True when they come from an emulator's cost model."""
+
+    runs: int
+    ops: list[OpRecord]
+    ops_run: int
+    run_ticks: list[int]
+    arena_used: int
+    arena_high_water: int
+    unit: str = ""
+    timer_source: str = ""
+    emulated: bool = False
+
+    @property
+    def total(self) -> int:
+        """Sum of the per-op ticks of the last run."""
+        return sum(r.ticks for r in self.ops)
+
+    @property
+    def dropped(self) -> int:
+        return max(0, self.ops_run - len(self.ops))
+
+
+@dataclass
+class LogLine:
+    level: str
+    text: str
+    seq: int = 0
+
+    def __str__(self) -> str:
+        return f"[{self.level}] {self.text}"
+
+
+@dataclass
+class InvokeResult:
+    runs: int
+    last_ticks: int
+    min_ticks: int
+    max_ticks: int
+
+
+def _op_name(code: int) -> str:
+    from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
+
+    names = {v: k for k, v in BUILTIN_OPERATOR_CODES.items()}
+    return names.get(code, f"OP_{code}")
+
+
+# ---------------------------------------------------------------------------------------------- payloads
+def pack_hello(h: Hello) -> bytes:
+    def s(text: str, limit: int) -> bytes:
+        b = text.encode("ascii", "replace")[:limit]
+        return bytes([len(b)]) + b
+
+    source = {v: k for k, v in TIMER_SOURCES.items()}.get(h.timer_source, 0)
+    sha = h.model_sha256 if h.model_size else bytes(32)
+    return (HELLO_FIXED.pack(h.protocol_version, source, h.max_frame, h.capabilities, h.arena_size, h.clock_hz,
+                             h.model_size, sha)
+            + s(h.runtime_version, 32) + s(h.timer_units, 16) + s(h.board, 32))
+
+
+def unpack_hello(payload: bytes) -> Hello:
+    version, source, max_frame, caps, arena, clock, size, sha = HELLO_FIXED.unpack_from(payload)
+    pos = HELLO_FIXED.size
+    texts = []
+    for _ in range(3):
+        n = payload[pos]
+        texts.append(payload[pos + 1:pos + 1 + n].decode("ascii", "replace"))
+        pos += 1 + n
+    return Hello(protocol_version=version, runtime_version=texts[0], capabilities=caps, model_sha256=sha,
+                 model_size=size, arena_size=arena, clock_hz=clock, timer_source=TIMER_SOURCES.get(source, str(source)),
+                 timer_units=texts[1], max_frame=max_frame, board=texts[2])
+
+
+def pack_info(info: DeviceInfo) -> bytes:
+    out = bytearray(INFO_HEAD.pack(len(info.inputs), len(info.outputs), info.n_ops, info.arena_used))
+    for t in info.inputs + info.outputs:
+        quantized = t.scale is not None
+        out += TENSOR_HEAD.pack(TENSOR_TYPE_BY_NAME.get(t.type, 255), len(t.shape), int(quantized), 0, t.nbytes)
+        out += struct.pack(f"<{len(t.shape)}i", *t.shape)
+        if quantized:
+            out += struct.pack("<fi", t.scale, t.zero_point)
+    return bytes(out)
+
+
+def unpack_info(payload: bytes) -> DeviceInfo:
+    n_in, n_out, n_ops, arena = INFO_HEAD.unpack_from(payload)
+    pos = INFO_HEAD.size
+    specs = []
+    for k in range(n_in + n_out):
+        code, rank, quantized, _, nbytes = TENSOR_HEAD.unpack_from(payload, pos)
+        pos += TENSOR_HEAD.size
+        shape = struct.unpack_from(f"<{rank}i", payload, pos)
+        pos += 4 * rank
+        scale = zp = None
+        if quantized:
+            scale, zp = struct.unpack_from("<fi", payload, pos)
+            pos += 8
+        name = TENSOR_TYPE_CODES.get(code, (f"TYPE_{code}",))[0]
+        specs.append(TensorSpec(k if k < n_in else k - n_in, name, tuple(shape), nbytes, scale, zp))
+    return DeviceInfo(specs[:n_in], specs[n_in:], n_ops, arena)
+
+
+def pack_trace(runs: int, records: list[OpRecord], ops_run: int, arena_used: int, high_water: int,
+               run_ticks: list[int]) -> bytes:
+    out = bytearray(TRACE_HEAD.pack(runs, len(records), ops_run, arena_used, high_water, len(run_ticks)))
+    out += struct.pack(f"<{len(run_ticks)}I", *[t & 0xFFFFFFFF for t in run_ticks])
+    for r in records:
+        out += TRACE_RECORD.pack(r.subgraph, r.index, r.op_code, 0, r.ticks & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def unpack_trace(blob: bytes) -> Trace:
+    runs, n, ops_run, used, high, n_ticks = TRACE_HEAD.unpack_from(blob)
+    pos = TRACE_HEAD.size
+    run_ticks = list(struct.unpack_from(f"<{n_ticks}I", blob, pos))
+    pos += 4 * n_ticks
+    ops = []
+    for _ in range(n):
+        sg, node, code, _, ticks = TRACE_RECORD.unpack_from(blob, pos)
+        pos += TRACE_RECORD.size
+        ops.append(OpRecord(node, code, ticks, sg))
+    return Trace(runs, ops, ops_run, run_ticks, used, high)
+
+
+def pack_status(code: int, detail: int = 0, message: str = "") -> bytes:
+    return STATUS_HEAD.pack(code, 0, detail) + message.encode("utf-8", "replace")
+
+
+def unpack_status(payload: bytes) -> tuple[int, int, str]:
+    code, _, detail = STATUS_HEAD.unpack_from(payload)
+    return code, detail, payload[STATUS_HEAD.size:].decode("utf-8", "replace")
+
+
+# ---------------------------------------------------------------------------------------------- the link
+def _open(url_or_port, baudrate: int):
+    if isinstance(url_or_port, str):
+        import serial
+
+        from edge_sdk.device import transports  # noqa: F401  (registers faulty://)
+
+        try:
+            return serial.serial_for_url(url_or_port, baudrate=baudrate, timeout=0.01), url_or_port
+        except (serial.SerialException, ValueError, OSError) as exc:
+            raise DeviceError(f"cannot open serial port {url_or_port}: {exc}") from exc
+    name = getattr(url_or_port, "port", None) or getattr(url_or_port, "name", None) or repr(url_or_port)
+    return url_or_port, str(name)
+
+
+class SerialLink:
+    """A connection to one device speaking docs/serial-protocol.md (see the module docstring)."""
+
+    def __init__(self, url, baudrate: int = 115200, timeout: float = 0.5, retries: int = 6,
+                 invoke_timeout: float = 60.0, chunk_size: int | None = None, max_fast_retransmits: int = 64):
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive, not {timeout}")
+        self._ser, self.port = _open(url, baudrate)
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.invoke_timeout = float(invoke_timeout)
+        self.max_fast_retransmits = int(max_fast_retransmits)
+        self._chunk_limit = chunk_size
+        self._chunk: int | None = None  # current data bytes per chunked frame (shrinks on a noisy link)
+        self._clean = 0
+        self._reader = FrameReader()
+        self._seq = int.from_bytes(hashlib.sha256(str(time.time_ns()).encode()).digest()[:2], "little")
+        self._hello: Hello | None = None
+        self._info: DeviceInfo | None = None
+        self.logs: list[LogLine] = []
+        self.last_command: str | None = None
+        self.retransmissions = 0  # over the link's life: how noisy it was
+        self.corrupt_frames = 0
+        try:
+            self._ser.timeout = 0.01
+        except Exception:  # some serial-like objects have a fixed timeout
+            pass
+
+    # --------------------------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        try:
+            self._ser.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # --------------------------------------------------------------------------------- commands
+    def hello(self) -> Hello:
+        """Resynchronise (delimiters, then HELLO) and check the protocol version."""
+        self._reader = FrameReader()
+        try:
+            self._ser.reset_input_buffer()
+        except Exception:
+            pass
+        frame = self._transact(HELLO, b"", lead=b"\x00\x00", any_version=True)
+        h = unpack_hello(frame.payload)
+        if frame.version != PROTOCOL_VERSION or h.protocol_version != PROTOCOL_VERSION:
+            raise DeviceError(
+                f"protocol version mismatch on {self.port}: the device speaks version "
+                f"{h.protocol_version if frame.version == h.protocol_version else frame.version}, "
+                f"this host speaks version {PROTOCOL_VERSION}; update the firmware (edge flash) or edge-sdk"
+            )
+        if h.max_frame < MIN_MAX_FRAME:
+            raise DeviceError(f"device on {self.port} states max_frame {h.max_frame}, below the protocol's "
+                              f"minimum {MIN_MAX_FRAME}")
+        self._hello = h
+        self._info = None
+        data_max = h.max_frame - OVERHEAD - 24
+        self._chunk = min(data_max, self._chunk_limit or data_max)
+        log.debug(f"{self.port}: {h.board or 'device'} runtime {h.runtime_version}, protocol {h.protocol_version}, "
+                  f"max frame {h.max_frame}, timer {h.timer_source} ({h.timer_units})")
+        return h
+
+    @property
+    def device(self) -> Hello:
+        """The last HELLO reply (sends HELLO first when there is none)."""
+        return self._hello or self.hello()
+
+    @property
+    def model_hash(self) -> str:
+        return self.device.model_hash
+
+    def expect_model(self, model_bytes: bytes) -> None:
+        """DeviceError unless the device runs exactly ``model_bytes`` (SHA-256 of the bytes)."""
+        h = self.hello()
+        want = hashlib.sha256(bytes(model_bytes)).digest()
+        if not h.model_size:
+            raise DeviceError(f"the device on {self.port} has no model; expected sha256 {want.hex()[:16]}... "
+                              f"({len(model_bytes)} bytes): flash it or load_model()")
+        if h.model_sha256 != want:
+            raise DeviceError(
+                f"model mismatch on {self.port}: the device runs sha256 {h.model_sha256.hex()[:16]}... "
+                f"({h.model_size} bytes), the host's model is sha256 {want.hex()[:16]}... "
+                f"({len(model_bytes)} bytes): flash the right model"
+            )
+
+    def info(self) -> DeviceInfo:
+        self.device
+        self._info = unpack_info(self._transact(INFO, b"").payload)
+        return self._info
+
+    def _spec(self, kind: str, i: int) -> TensorSpec:
+        info = self._info or self.info()
+        specs = info.inputs if kind == "input" else info.outputs
+        if not 0 <= i < len(specs):
+            raise IndexError(f"{kind} index {i} out of range: the device's model has {len(specs)} {kind}s")
+        return specs[i]
+
+    def set_input(self, i: int, array) -> None:
+        """Write input ``i`` (dtype and shape must match info()), in chunks that fit the device's frames."""
+        spec = self._spec("input", i)
+        a = np.asarray(array)
+        if a.dtype != spec.dtype or tuple(a.shape) != spec.shape:
+            raise ValueError(f"input {i} of the device's model is {spec.type} {list(spec.shape)}, "
+                             f"not {a.dtype} {list(a.shape)}")
+        data = np.ascontiguousarray(a, dtype=spec.dtype.newbyteorder("<")).tobytes()
+        offset = 0
+        while offset < len(data) or offset == 0:
+            n = self._chunk
+            chunk = data[offset:offset + n]
+            self._transact(SET_INPUT, SET_INPUT_HEAD.pack(i, offset) + chunk, chunked=True)
+            offset += len(chunk)
+            if not data:
+                break
+
+    def invoke(self, runs: int = 1) -> InvokeResult:
+        if not 1 <= runs <= 0xFFFFFFFF:
+            raise ValueError(f"runs must be at least 1, not {runs}")
+        self.device
+        p = self._transact(INVOKE, struct.pack("<I", runs), long=True).payload
+        return InvokeResult(*INVOKE_REPLY.unpack_from(p))
+
+    def get_output(self, i: int) -> np.ndarray:
+        spec = self._spec("output", i)
+        data = bytearray()
+        total = None
+        while total is None or len(data) < total:
+            p = self._transact(GET_OUTPUT, CHUNK_REQUEST.pack(i, len(data), min(self._chunk, 0xFFFF), 0),
+                               chunked=True).payload
+            index, offset, total = OUTPUT_REPLY.unpack_from(p)
+            if index != i or offset != len(data):
+                raise DeviceError(f"GET_OUTPUT on {self.port}: asked output {i} at {len(data)}, the device "
+                                  f"answered output {index} at {offset}")
+            chunk = p[OUTPUT_REPLY.size:]
+            if not chunk and len(data) < total:
+                raise DeviceError(f"GET_OUTPUT on {self.port}: empty chunk at {len(data)} of {total} bytes")
+            data += chunk
+        if total != spec.nbytes:
+            raise DeviceError(f"output {i} on {self.port} has {total} bytes, INFO said {spec.nbytes}")
+        return np.frombuffer(bytes(data), dtype=spec.dtype.newbyteorder("<")).astype(spec.dtype).reshape(spec.shape)
+
+    def get_trace(self) -> Trace:
+        blob = bytearray()
+        total = None
+        while total is None or len(blob) < total:
+            p = self._transact(GET_TRACE, TRACE_REQUEST.pack(len(blob), min(self._chunk, 0xFFFF), 0),
+                               chunked=True).payload
+            offset, total = TRACE_REPLY.unpack_from(p)
+            chunk = p[TRACE_REPLY.size:]
+            if offset != len(blob) or (not chunk and len(blob) < total):
+                raise DeviceError(f"GET_TRACE on {self.port}: bad chunk at {offset} (have {len(blob)} of {total})")
+            blob += chunk
+        trace = unpack_trace(bytes(blob))
+        h = self.device
+        trace.unit, trace.timer_source, trace.emulated = h.timer_units, h.timer_source, h.emulated
+        return trace
+
+    def reset_state(self) -> None:
+        self.device
+        self._transact(RESET_STATE, b"")
+
+    def load_model(self, model_bytes: bytes) -> Hello:
+        """Send a model into the device's RAM (capability LOAD_MODEL); checks the hash it reports."""
+        data = bytes(model_bytes)
+        h = self.device
+        if not h.capabilities & CAP_LOAD_MODEL:
+            raise DeviceError(f"the device on {self.port} cannot load models over the link (no LOAD_MODEL "
+                              f"capability): flash the model instead")
+        offset, sha = 0, None
+        while True:
+            chunk = data[offset:offset + self._chunk]
+            last = offset + len(chunk) >= len(data)
+            p = self._transact(LOAD_MODEL, LOAD_HEAD.pack(len(data), offset) + chunk, chunked=True, long=last).payload
+            received, complete = LOAD_REPLY.unpack_from(p)
+            offset += len(chunk)
+            if received != offset:
+                raise DeviceError(f"LOAD_MODEL on {self.port}: sent {offset} bytes, the device has {received}")
+            if complete:
+                sha = p[LOAD_REPLY.size:LOAD_REPLY.size + 32]
+                break
+            if last:
+                raise DeviceError(f"LOAD_MODEL on {self.port}: all {len(data)} bytes sent, the device is not done")
+        want = hashlib.sha256(data).digest()
+        if sha != want:
+            raise DeviceError(f"LOAD_MODEL on {self.port}: the device hashed sha256 {sha.hex()[:16]}..., the "
+                              f"host sent {want.hex()[:16]}...")
+        self._info = None
+        return self.hello()
+
+    def poll(self, duration: float = 0.0) -> list[LogLine]:
+        """Read what the device sent unprompted (LOG frames) for ``duration`` seconds; returns new lines."""
+        n = len(self.logs)
+        end = time.monotonic() + duration
+        while True:
+            for item in self._read_frames():
+                if isinstance(item, Frame) and item.type == LOG:
+                    self._log(item)
+            if time.monotonic() >= end:
+                break
+        return self.logs[n:]
+
+    # --------------------------------------------------------------------------------- transport
+    def _read_frames(self) -> list[Frame | ValueError]:
+        try:
+            data = self._ser.read(1)
+            if data:
+                waiting = getattr(self._ser, "in_waiting", 0)
+                while waiting:
+                    data += self._ser.read(waiting)
+                    waiting = self._ser.in_waiting
+        except Exception as exc:
+            raise DeviceError(f"{self.last_command or 'reading'} on {self.port}: the link failed: {exc}") from exc
+        return self._reader.feed(data) if data else []
+
+    def _log(self, frame: Frame) -> None:
+        level = LOG_LEVELS.get(frame.payload[0] if frame.payload else 1, "info")
+        text = frame.payload[1:].decode("utf-8", "replace")
+        self.logs.append(LogLine(level, text, frame.seq))
+        message = f"device {self.port}: {text}"
+        if level in ("warning", "error"):
+            log.warning(message)
+        elif level == "info":
+            log.info(message)
+        else:
+            log.debug(message)
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self._ser.write(data)
+            flush = getattr(self._ser, "flush", None)
+            if flush is not None:
+                flush()
+        except Exception as exc:
+            raise DeviceError(f"{self.last_command} on {self.port}: cannot write to the link: {exc}") from exc
+
+    def _transact(self, type_: int, payload: bytes, long: bool = False, chunked: bool = False,
+                  lead: bytes = b"\x00", any_version: bool = False) -> Frame:
+        name = COMMAND_NAMES[type_]
+        self.last_command = name
+        self._seq = (self._seq + 1) & 0xFFFF
+        seq = self._seq
+        if self._hello is not None and OVERHEAD + len(payload) > self._hello.max_frame:
+            raise DeviceError(f"{name} frame of {OVERHEAD + len(payload)} bytes exceeds the device's max_frame "
+                              f"{self._hello.max_frame} on {self.port}")
+        attempts = timeouts = fast = 0
+        started = time.monotonic()
+        acked = False
+        while True:
+            flags = FLAG_RETRANSMIT if attempts else 0
+            self._send(lead + cobs_encode(encode_frame(type_, seq, payload, flags)) + b"\x00")
+            attempts += 1
+            deadline = time.monotonic() + (self.invoke_timeout if acked else self.timeout)
+            retransmit = False
+            while not retransmit:
+                if time.monotonic() >= deadline:
+                    break
+                for item in self._read_frames():
+                    if isinstance(item, ValueError):
+                        self.corrupt_frames += 1
+                        retransmit = True  # probably our answer, damaged: ask again now
+                        continue
+                    t = item.type
+                    if t == LOG:
+                        self._log(item)
+                    elif t == NAK:
+                        retransmit = True
+                    elif item.seq != seq:
+                        continue  # a late answer to an earlier attempt or command
+                    elif t == ACK:
+                        if not acked and long:
+                            acked = True
+                            deadline = time.monotonic() + self.invoke_timeout
+                    elif t == (type_ | REPLY):
+                        if item.version != PROTOCOL_VERSION and not any_version:
+                            raise DeviceError(f"protocol version mismatch on {self.port}: the device answered "
+                                              f"{name} in version {item.version}, this host speaks version "
+                                              f"{PROTOCOL_VERSION}")
+                        self._tune(chunked, attempts)
+                        return item
+                    elif t == STATUS:
+                        self._tune(chunked, attempts)
+                        self._status_error(name, item)
+                if retransmit and fast >= self.max_fast_retransmits:
+                    retransmit = False  # stop reacting to noise: wait the attempt out instead
+            if retransmit:
+                fast += 1
+            else:
+                timeouts += 1
+                if timeouts > self.retries:
+                    waited = time.monotonic() - started
+                    raise DeviceError(
+                        f"timeout: no answer to {name} (seq {seq}) from {self.port} after {attempts} attempts "
+                        f"in {waited:.2f} s" + (" (the device acknowledged it)" if acked else "")
+                    )
+            self.retransmissions += 1
+            if chunked:
+                self._shrink()  # later chunks get smaller; this one is resent as it was (same seq, same bytes)
+
+    def _status_error(self, name: str, frame: Frame):
+        code, detail, message = unpack_status(frame.payload)
+        cname = STATUS_CODES.get(code, f"status {code}")
+        if code == BAD_VERSION:
+            raise DeviceError(f"protocol version mismatch on {self.port}: the device speaks version {detail}, "
+                              f"this host speaks version {PROTOCOL_VERSION} (refused {name})")
+        raise DeviceError(f"{name} failed on {self.port}: {cname} ({detail})" + (f": {message}" if message else ""))
+
+    def _shrink(self) -> None:
+        if self._chunk is not None:
+            self._chunk = max(16, self._chunk // 2)
+            self._clean = 0
+
+    def _tune(self, chunked: bool, attempts: int) -> None:
+        if not chunked or self._hello is None or attempts > 1:
+            return
+        self._clean += 1
+        top = min(self._hello.max_frame - OVERHEAD - 24, self._chunk_limit or 1 << 30)
+        if self._clean >= 4 and self._chunk < top:
+            self._chunk = min(top, self._chunk * 2)
+            self._clean = 0
