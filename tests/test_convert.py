@@ -345,8 +345,6 @@ def test_nhwc_io():
     assert np.array_equal(predict(nhwc.tflite, x), predict(nchw.tflite, x))
 
 
-@pytest.mark.xfail(strict=True, reason="passes: a 1-channel input's NCHW->NHWC TRANSPOSE becomes a RESHAPE "
-                                       "before layout.to_nhwc_io runs, so nhwc_io leaves (1, 1, 8, 8) as it is")
 def test_nhwc_io_single_channel(digits):
     from converters import convert
 

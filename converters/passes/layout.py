@@ -354,7 +354,10 @@ def sink_reshapes(model: Model, sg: int = 0) -> int:
 
 
 def trivial_transposes_to_reshapes(model: Model, sg: int = 0) -> int:
-    """A TRANSPOSE that keeps the order of the dimensions bigger than 1 is a RESHAPE."""
+    """A TRANSPOSE that keeps the order of the dimensions bigger than 1 is a RESHAPE.
+
+    Not right after a model input: there the transpose is the layout change itself, which ``to_nhwc_io``
+    removes (a single-channel NCHW input's transpose would otherwise become a RESHAPE it does not recognise)."""
     sub = model.subgraphs[sg]
     changed = 0
     for i in range(len(sub.operators)):
@@ -362,6 +365,8 @@ def trivial_transposes_to_reshapes(model: Model, sg: int = 0) -> int:
         if perm is None:
             continue
         op = sub.operators[i]
+        if op.inputs[0] in sub.inputs:
+            continue
         shape = sub.tensors[op.inputs[0]].shape
         moved = [p for p in perm if shape[p] != 1]
         if moved != sorted(moved):
