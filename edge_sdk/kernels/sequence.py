@@ -516,34 +516,45 @@ def _lstm_int_tables(q: _LstmQ):
     pre_const = base + k_d if fused else base
     # saturating floor(z + k) to int16 is floor(clip(z, -32768 - k, 32767 - k) + k)
     rec_lo, rec_hi = (-32768.0 - k_d, 32767.0 - k_d) if fused else (-32768.0, 32767.0)
-    # the input products in the same five-row order: one GEMM for all steps, the cell gate's columns twice
-    in_col = lambda k: np.concatenate([np.broadcast_to(in_terms[g][k], (S,)) for g in gate_of_row])
-    in_fold, in_mul, in_k, in_fix, in_shift = (in_col(k).astype(np.int64) for k in (0, 1, 2, 3, 5))
-    w_in = np.concatenate([q.w_in[g] for g in gate_of_row], axis=0)  # (5S, I)
+    pre2 = np.zeros((T, 5 * S, B))
+    # the input products of all steps in one GEMM, gate columns in the order cell, forget, input, output (work
+    # rows 5-8; row 4 repeats the cell gate's)
+    in_gates = gate_of_row[1:]
+    in_col = lambda k: np.concatenate([np.broadcast_to(in_terms[g][k], (S,)) for g in in_gates]).astype(np.int64)
+    if wide:
+        in_add, in_mul, in_k = in_col(0), in_col(1), in_col(2)
+    else:  # fold + rounding terms in one constant; y < 0 becomes a < (the positive-side term)
+        in_mul, in_k, in_fix = in_col(1), in_col(2), in_col(3)
+        in_add = in_col(0) + in_k
+    in_shift = in_col(5)
+    w_in = np.concatenate([q.w_in[g] for g in in_gates], axis=0)  # (4S, I)
     # float32 sums of int8 x int8 products are exact below 2**24
     narrow = max(-xmin, xmax) * int(np.abs(w_in).sum(axis=1).max()) < 1 << 24
     gemm_in = _SmallGemm(w_in.T, np.float32 if narrow else np.float64, T * B)
-    e_p = np.array([31 + e_fc, 31 + e_ig], np.int64).reshape(2, 1, 1)
+    a = np.zeros((T * B, 4 * S), np.int64)
+    neg = np.zeros((T * B, 4 * S), bool)
+    a_cols = a.reshape(T, B, 4 * S).transpose(0, 2, 1)  # (T, 4S, B)
+    pre_cell, pre_rest = pre2[:, :S], pre2[:, S:]
+    const_cell, const_rest = pre_const[:S], pre_const[S:]
+    sh_fc, sh_ig = 31 + e_fc, 31 + e_ig
     sh_h = 31 + e_h
     c_zero = SAT_DOMAIN
 
     # buffers (the state between steps lives here during one invoke)
     hc = np.zeros((T + 1, S, B))  # centred hidden state before each step
-    pre2 = np.zeros((T, 5 * S, B))
     z = np.zeros((5 * S, B))
     mask = np.zeros((5 * S, B), bool)
     idx1 = np.zeros((5 * S, B), np.int64)
-    idx1_rows = idx1.reshape(5, S, B)
-    work = np.zeros((9, S, B), np.int64)
+    idx1_rows = idx1.reshape(5, S * B)
+    work = np.zeros((9, S * B), np.int64)  # every row contiguous: numpy is quickest on flat operands
     gates = work[4:9]
     cell_rows = work[0:4]
-    fi, cm_cg, fixes = work[6:8], work[2:5:2], work[3:6:2]
-    tcm, kh, cm, cfix, o_g = work[0], work[1], work[2], work[3], work[8]
-    prod = np.zeros((2, S, B), np.int64)
-    p0, p1 = prod[0], prod[1]
-    idx2 = np.zeros((S, B), np.int64)
-    xh = np.zeros((S, B), np.int64)
-    steps_views = [(hc[t], pre2[t], hc[t + 1]) for t in range(T)]
+    tcm, kh, cm, cfix, cgm, cgfix, f_g, i_g, o_g = work
+    pf = np.zeros(S * B, np.int64)
+    pi = np.zeros(S * B, np.int64)
+    idx2 = np.zeros(S * B, np.int64)
+    xh = np.zeros(S * B, np.int64)
+    steps_views = [(hc[t], pre2[t], hc[t + 1].reshape(S * B)) for t in range(T)]
     time_major, h_zp = q.time_major, q.h_zp
     cfix_row = cell_table[3]
     signed = not wide  # the int32 rounding needs the sign of the recurrent product; the 16x8 one does not
@@ -554,25 +565,25 @@ def _lstm_int_tables(q: _LstmQ):
     def run(inputs, outputs):
         xs = inputs[0]
         seq = xs if time_major else xs.transpose(1, 0, 2)  # (T, B, I)
-        a = gemm_in(seq).astype(np.int64)  # exact integer sums
+        np.copyto(a, gemm_in(seq), casting="unsafe")  # exact integer sums
         if wide:
-            a += in_fold
-            a *= in_mul
+            add(a, in_add, out=a)
+            multiply(a, in_mul, out=a)
+            add(a, in_k, out=a)
         else:
-            a *= in_mul
-            a += in_fold
-            neg = a < 0
-        a += in_k
-        if not wide:
-            np.subtract(a, in_fix, out=a, where=neg)
-        a >>= in_shift
+            multiply(a, in_mul, out=a)
+            add(a, in_add, out=a)
+            less(a, in_k, out=neg)
+            subtract(a, in_fix, out=a, where=neg)
+        right_shift(a, in_shift, out=a)
         np.clip(a, -32768, 32767, out=a)
-        np.add(a.reshape(T, B, 5 * S).transpose(0, 2, 1), pre_const, out=pre2)
+        add(a_cols[:, :S], const_cell, out=pre_cell)
+        add(a_cols, const_rest, out=pre_rest)
 
         h_arr = inputs[18].reshape(B, S)
         c_arr = inputs[19].reshape(B, S)
         np.subtract(h_arr.T, h_zp, out=hc[0], dtype=np.float64)  # not in int8: h - zp can leave its range
-        c0 = c_arr.T.astype(np.int64)
+        c0 = c_arr.T.reshape(S * B).astype(np.int64)
         np.multiply(c0, m_fc, out=cm)
         c0 += c_zero
         np.take(cfix_row, c0, out=cfix, mode="clip")
@@ -592,10 +603,13 @@ def _lstm_int_tables(q: _LstmQ):
                 maximum(z, rec_lo, out=z)
             add(z, pre_t, out=idx1, casting="unsafe")
             take_gate(idx1_rows, out=gates, mode="clip")
-            multiply(fi, cm_cg, out=prod)
-            add(prod, fixes, out=prod)
-            right_shift(prod, e_p, out=prod)
-            add(p0, p1, out=idx2)
+            multiply(f_g, cm, out=pf)
+            add(pf, cfix, out=pf)
+            right_shift(pf, sh_fc, out=pf)
+            multiply(i_g, cgm, out=pi)
+            add(pi, cgfix, out=pi)
+            right_shift(pi, sh_ig, out=pi)
+            add(pf, pi, out=idx2)
             take_cell(idx2, axis=1, out=cell_rows, mode="clip")
             multiply(tcm, o_g, out=xh)
             add(xh, kh, out=xh)
@@ -604,7 +618,7 @@ def _lstm_int_tables(q: _LstmQ):
         out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
         np.add(hc[1:].transpose(0, 2, 1), h_zp, out=out, casting="unsafe")
         np.add(hc[T].T, h_zp, out=h_arr, casting="unsafe")
-        np.floor_divide(cm.T, m_fc, out=c_arr, casting="unsafe")
+        np.floor_divide(cm.reshape(S, B).T, m_fc, out=c_arr, casting="unsafe")
 
     run.table_variant = ("fused" if fused else "floor") + (" clamp" if clamp_rec else "")
     return run
