@@ -6,7 +6,7 @@
  *       print the arena plan: "entry SUBGRAPH TENSOR NODE FIRST LAST OFFSET SIZE" lines and a summary.
  *   edge-run-c --fuzz CASES.bin [--arena BYTES]
  *       CASES.bin holds models as [uint32 length][bytes]...; each is loaded (and, when it loads, invoked
- *       with zeroed inputs); one line "case I STATUS" is printed (and flushed) before the next case, so a
+ *       with zeroed inputs), first in plan-only mode, then fully; "case I plan S" and "case I status S" are printed (and flushed) before the next case, so a
  *       crash names the case that caused it.
  *
  * Exit status: 0 ok; 1 usage or I/O error; 3 edge_init refused the model (the message names why).
@@ -75,6 +75,9 @@ static int fuzz(const char *path, size_t arena_len) {
         memcpy(model, cases + pos, n);
         pos += n;
         printf("case %d start\n", i);
+        fflush(stdout);
+        s = edge_init_ex(&it, model, n, arena, arena_len, EDGE_INIT_PLAN_ONLY); /* loader + planner alone */
+        printf("case %d plan %d\n", i, (int)s);
         fflush(stdout);
         s = edge_init(&it, model, n, arena, arena_len);
         if (s == EDGE_OK) {

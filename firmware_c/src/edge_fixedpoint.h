@@ -43,7 +43,7 @@ static inline int32_t edge_rdbpot(int32_t x, int32_t exponent) {
 static inline int32_t edge_mbqm(int32_t x, int32_t multiplier, int32_t shift) {
     int32_t left = shift > 0 ? shift : 0;
     int32_t right = shift > 0 ? 0 : -shift;
-    int32_t shifted = edge_wrap32((int64_t)(uint32_t)((uint32_t)x << left)); /* x << left, wrapped */
+    int32_t shifted = left > 31 ? 0 : edge_wrap32((int64_t)(uint32_t)((uint32_t)x << left)); /* wrapped */
     return edge_rdbpot(edge_srdhm(shifted, multiplier), right);
 }
 
@@ -60,53 +60,66 @@ static inline int32_t edge_mbqm64(int64_t x, int32_t multiplier, int32_t shift) 
 /* std::round: halves away from zero. */
 static inline double edge_round(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
 
-/* TFLM QuantizeMultiplier: real ~= *multiplier * 2^(*shift - 31), multiplier in [2^30, 2^31) (or 0). */
-static inline void edge_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift) {
+/* TFLM QuantizeMultiplier: real ~= *multiplier * 2^(*shift - 31), multiplier in [2^30, 2^31) (or 0).
+ * Returns -1 (and 0, 0) for a real that is not finite, which no kernel can run (the Python kernels fail too). */
+static inline int edge_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift) {
     int exponent = 0;
     double q;
     int64_t q_fixed;
-    if (real == 0.0) { *multiplier = 0; *shift = 0; return; }
+    *multiplier = 0;
+    *shift = 0;
+    if (real == 0.0) return 0;
+    if (!(real - real == 0.0)) return -1; /* inf or nan */
     q = frexp(real, &exponent);
     q_fixed = (int64_t)edge_round(q * 2147483648.0);
     if (q_fixed == ((int64_t)1 << 31)) { q_fixed /= 2; exponent += 1; }
     if (exponent < -31) { exponent = 0; q_fixed = 0; }
     *multiplier = (int32_t)q_fixed;
     *shift = exponent;
+    return 0;
 }
 
-/* zero_point + round(f / scale), the division in float32 (TFLM's activation-range helper). */
-static inline int32_t edge_quantize_value(float f, float scale, int32_t zero_point) {
+/* zero_point + round(f / scale), the division in float32 (TFLM's activation-range helper), saturated to
+ * +-2^40 so that absurd scales stay defined (the caller clamps to the type's range anyway); *ok = 0 for NaN. */
+static inline int64_t edge_quantize_value(float f, float scale, int32_t zero_point, int *ok) {
     float q = f / scale;
-    return zero_point + (int32_t)edge_round((double)q);
+    double r;
+    if (q != q) { *ok = 0; return 0; }
+    r = edge_round((double)q);
+    if (r > 1099511627776.0) r = 1099511627776.0;
+    if (r < -1099511627776.0) r = -1099511627776.0;
+    return (int64_t)zero_point + (int64_t)r;
 }
 
 /* TFLM CalculateActivationRangeQuantized for a fused activation (EDGE_ACT_*) on a quantized output whose
  * type range is [qmin, qmax]. Returns 0, or -1 for an activation that has no quantized clamp. */
 static inline int edge_activation_range(int activation, int32_t qmin, int32_t qmax, float scale,
                                         int32_t zero_point, int32_t *lo, int32_t *hi) {
-    int32_t a = qmin, b = qmax, v;
+    int64_t a = qmin, b = qmax, v;
+    int ok = 1;
     switch (activation) {
     case 0: break; /* NONE */
     case 1: /* RELU */
-        v = edge_quantize_value(0.0f, scale, zero_point);
+        v = edge_quantize_value(0.0f, scale, zero_point, &ok);
         a = v > qmin ? v : qmin;
         break;
     case 3: /* RELU6 */
-        v = edge_quantize_value(0.0f, scale, zero_point);
+        v = edge_quantize_value(0.0f, scale, zero_point, &ok);
         a = v > qmin ? v : qmin;
-        v = edge_quantize_value(6.0f, scale, zero_point);
+        v = edge_quantize_value(6.0f, scale, zero_point, &ok);
         b = v < qmax ? v : qmax;
         break;
     case 2: /* RELU_N1_TO_1 */
-        v = edge_quantize_value(-1.0f, scale, zero_point);
+        v = edge_quantize_value(-1.0f, scale, zero_point, &ok);
         a = v > qmin ? v : qmin;
-        v = edge_quantize_value(1.0f, scale, zero_point);
+        v = edge_quantize_value(1.0f, scale, zero_point, &ok);
         b = v < qmax ? v : qmax;
         break;
     default: return -1;
     }
-    *lo = a;
-    *hi = b;
+    if (!ok) return -1;
+    *lo = (int32_t)a;
+    *hi = (int32_t)b;
     return 0;
 }
 

@@ -93,13 +93,15 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
 
     if (!in->quantized || !w->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: int8 tensors need quantization parameters");
+    if (!(in->scale > 0.0f) || !(out->scale > 0.0f) || in->scale - in->scale != 0.0f || out->scale - out->scale != 0.0f)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: scales must be positive and finite");
     if (bias && bias->type != EDGE_INT32)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: int8 bias must be INT32");
     if (bias && edge_tensor_elements(bias) != units)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias needs one value per unit");
     if (edge_activation_range(act, -128, 127, out->scale, out->zero_point, &d->lo, &d->hi) != 0)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
-    d->input_offset = -in->zero_point;
+    d->input_offset = edge_wrap32(-(int64_t)in->zero_point);
     d->output_offset = out->zero_point;
     d->per_channel = w->n_scales > 1;
     if (d->per_channel) {
@@ -110,8 +112,9 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
         for (k = 0; k < units; k++) {
             float ws;
             memcpy(&ws, &w->scales[k], 4);
-            edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
-                                     &d->shifts[k]);
+            if (edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
+                                         &d->shifts[k]) != 0)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
         }
         d->filter_offset = 0;
     } else {
@@ -121,8 +124,9 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
             if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
                 return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
         }
-        edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift);
-        d->filter_offset = -w->zero_point;
+        if (edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift) != 0)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
+        d->filter_offset = edge_wrap32(-(int64_t)w->zero_point);
     }
     return EDGE_OK;
 }
@@ -150,6 +154,8 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t *bias;
     int8_t *y;
     int32_t b, u, k;
+    int64_t r64;
+    const uint32_t in_off = (uint32_t)d->input_offset, f_off = (uint32_t)d->filter_offset; /* int32 wrap */
 
     if (in->type == EDGE_FLOAT32) {
         fc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
@@ -167,12 +173,12 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
             uint32_t acc = 0; /* the reference's int32 accumulator, wrapping instead of overflowing */
             int32_t r;
             for (k = 0; k < d->depth; k++)
-                acc += (uint32_t)((xb[k] + d->input_offset) * (wu[k] + d->filter_offset));
+                acc += ((uint32_t)(int32_t)xb[k] + in_off) * ((uint32_t)(int32_t)wu[k] + f_off);
             if (bias) acc += (uint32_t)bias[u];
             r = d->per_channel ? edge_mbqm(edge_wrap32(acc), d->multipliers[u], d->shifts[u])
                                : edge_mbqm(edge_wrap32(acc), d->multiplier, d->shift);
-            r += d->output_offset;
-            y[(int64_t)b * d->units + u] = (int8_t)edge_clamp32(r, d->lo, d->hi);
+            r64 = (int64_t)r + d->output_offset;
+            y[(int64_t)b * d->units + u] = (int8_t)(r64 < d->lo ? d->lo : r64 > d->hi ? d->hi : r64);
         }
     }
 }
