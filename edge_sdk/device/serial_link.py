@@ -445,6 +445,7 @@ class SerialLink:
         self._chunk: int | None = None  # current data bytes per chunked frame (shrinks on a noisy link)
         self._clean = 0
         self._reader = FrameReader()
+        self._unread: list[Frame | ValueError] = []
         self._seq = int.from_bytes(hashlib.sha256(str(time.time_ns()).encode()).digest()[:2], "little")
         self._hello: Hello | None = None
         self._info: DeviceInfo | None = None
@@ -474,6 +475,7 @@ class SerialLink:
     def hello(self) -> Hello:
         """Resynchronise (delimiters, then HELLO) and check the protocol version."""
         self._reader = FrameReader()
+        self._unread = [item for item in self._unread if isinstance(item, Frame) and item.type == LOG]
         try:
             self._ser.reset_input_buffer()
         except Exception:
@@ -637,6 +639,11 @@ class SerialLink:
 
     # --------------------------------------------------------------------------------- transport
     def _read_frames(self) -> list[Frame | ValueError]:
+        """Frames (or the errors of corrupt ones) received since the last call; what an earlier command
+        left unread comes first."""
+        if self._unread:
+            out, self._unread = self._unread, []
+            return out
         try:
             data = self._ser.read(1)
             if data:
@@ -690,7 +697,8 @@ class SerialLink:
             while not retransmit:
                 if time.monotonic() >= deadline:
                     break
-                for item in self._read_frames():
+                items = self._read_frames()
+                for k, item in enumerate(items):
                     if isinstance(item, ValueError):
                         self.corrupt_frames += 1
                         retransmit = True  # probably our answer, damaged: ask again now
@@ -711,9 +719,11 @@ class SerialLink:
                             raise DeviceError(f"protocol version mismatch on {self.port}: the device answered "
                                               f"{name} in version {item.version}, this host speaks version "
                                               f"{PROTOCOL_VERSION}")
+                        self._unread = items[k + 1:]  # e.g. a LOG frame right behind the reply
                         self._tune(chunked, attempts)
                         return item
                     elif t == STATUS:
+                        self._unread = items[k + 1:]
                         self._tune(chunked, attempts)
                         self._status_error(name, item)
                 if retransmit and fast >= self.max_fast_retransmits:
