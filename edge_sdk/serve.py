@@ -193,6 +193,9 @@ class Server:
             self.fixed_batch = 0
         else:
             self.max_batch, self.fixed_batch = 1, 0
+        # what one request carries: the inputs with a batch axis of one
+        self.request_inputs = [dict(d, shape=np.array([1] + [int(v) for v in d["shape"][1:]], np.int32))
+                               if self.fixed_batch else d for d in self.inputs]
         self.pipeline = self._make_pipeline(labels, task)
 
         self._cond = threading.Condition()
@@ -293,6 +296,8 @@ class Server:
 
     def resume(self) -> None:
         self._gate.set()
+        with self._cond:
+            self._cond.notify_all()
 
     # ------------------------------------------------------------------ queue and workers
     def submit(self, inputs: list[np.ndarray]) -> _Item:
@@ -314,12 +319,12 @@ class Server:
             while True:
                 while self._queue and self._queue[0].cancelled:
                     self._queue.popleft()
-                if self._queue:
+                if self._queue and (self._gate.is_set() or self._stopping):
                     return self._queue.popleft()
                 if self._stopping:
                     return None
                 if block_until is None:
-                    self._cond.wait(0.5)
+                    self._cond.wait(0.5 if self._gate.is_set() else 0.05)
                 else:
                     left = block_until - time.monotonic()
                     if left <= 0:
@@ -329,8 +334,6 @@ class Server:
     def _worker(self) -> None:
         interpreters: dict[int, object] = {}
         while True:
-            while not self._gate.wait(0.1):
-                pass
             first = self._take(None)
             if first is None:
                 return
@@ -420,7 +423,7 @@ class Server:
             "status": "stopping" if self._stopping else "ok",
             "model": self.name,
             "inputs": [{"name": d["name"], "shape": [int(v) for v in d["shape"]], "dtype": np.dtype(d["dtype"]).name}
-                       for d in self.inputs],
+                       for d in self.request_inputs],
             "outputs": [{"name": d["name"], "shape": [int(v) for v in d["shape"]], "dtype": np.dtype(d["dtype"]).name}
                         for d in self.outputs],
             "batching": self.batch_mode != "none",
@@ -489,15 +492,15 @@ class Server:
             names = [d["name"] for d in self.inputs]
             if sorted(inputs) != sorted(names):
                 raise _Reject(400, f"inputs must name exactly the model inputs {names}, got {sorted(inputs)}")
-            return [self._sample(inputs[d["name"]], d, raw, f"input '{d['name']}'") for d in self.inputs], opts
+            return [self._sample(inputs[d["name"]], d, raw, f"input '{d['name']}'") for d in self.request_inputs], opts
         if len(self.inputs) != 1:
             raise _Reject(400, f"the model has {len(self.inputs)} inputs: give 'inputs' as an object by input name")
-        return [self._sample(inputs, self.inputs[0], raw, "inputs")], opts
+        return [self._sample(inputs, self.request_inputs[0], raw, "inputs")], opts
 
     def parse_raw(self, body: bytes, headers) -> list[np.ndarray]:
         if len(self.inputs) != 1:
             raise _Reject(400, f"raw tensors need a one-input model; this one has {len(self.inputs)} (use JSON)")
-        d = self.inputs[0]
+        d = self.request_inputs[0]
         shape_h, dtype_h = headers.get("X-Shape"), headers.get("X-Dtype")
         if not shape_h or not dtype_h:
             raise _Reject(400, "raw tensor requests need X-Shape (e.g. 1,96,96,1) and X-Dtype (e.g. int8) headers")
