@@ -211,3 +211,88 @@ def test_cpu_flag_sets(cpu, dsp, fp):
                             capture_output=True, text=True, check=True).stdout
     assert ("__ARM_FEATURE_DSP 1" in macros) == dsp
     assert ("#define __ARM_FP " in macros) == fp
+
+
+RUNTIME_MAIN = r"""
+#include <stdint.h>
+#include <string.h>
+#include "edge.h"
+#include "board.h"
+#include "model_data.h"
+static edge_interp_t interp;
+static uint8_t arena[64 * 1024] BOARD_LARGE_BSS;
+static edge_trace_entry_t trace[16];
+int main(void)
+{
+    edge_timer_t timer = { board_timer_now_cb, 0, 0 };
+    char buf[128];
+    uint32_t k;
+    int i;
+    board_init();
+    timer.units = board_timer_units();
+    if (edge_init(&interp, model, sizeof model, arena, sizeof arena) != EDGE_OK) {
+        board_print(edge_error_message(&interp, buf, sizeof buf));
+        return 1;
+    }
+    edge_set_timer(&interp, &timer, trace, 16);
+    for (i = -128; i < 128; i += 51) {
+        int8_t x = (int8_t)i;
+        memcpy(edge_input(&interp, 0)->data, &x, 1);
+        if (edge_invoke(&interp) != EDGE_OK) {
+            return 2;
+        }
+        board_print("out=");
+        board_print_u32(*(const uint8_t *)edge_output(&interp, 0)->data);
+        board_print(" ticks:");
+        for (k = 0; k < interp.trace_count && k < 16u; ++k) {
+            board_print(" ");
+            board_print_u32(trace[k].ticks);
+        }
+        board_print("\r\n");
+    }
+    board_print("done\r\n");
+    return 0;
+}
+"""
+
+
+def test_runtime_links_with_the_fragment_and_runs_under_qemu(tmp_path):
+    """The core runtime + board.mk + a main: hello_world_int8 under QEMU equals TFLM, per-op ticks repeat."""
+    from tests.conftest import shared_model
+
+    _need("arm-none-eabi-gcc", "make", "qemu-system-arm")
+    pytest.importorskip("serial")
+    core = ROOT / "firmware_c"
+    if not (core / "src" / "edge.c").is_file() or not (core / "tools" / "gen_ops.py").is_file():
+        pytest.skip("firmware_c runtime (src/edge.c, tools/gen_ops.py) not present yet")
+    data = shared_model("tflite-micro/hello_world_int8.tflite").read_bytes()
+    (tmp_path / "model_data.h").write_text(
+        f"static const unsigned char model[{len(data)}] __attribute__((aligned(16))) = "
+        f"{{{','.join(map(str, data))}}};\n")
+    (tmp_path / "main.c").write_text(RUNTIME_MAIN)
+    subprocess.run(["python3", str(core / "tools" / "gen_ops.py"), str(tmp_path / "edge_ops_generated.c")],
+                   check=True, capture_output=True, cwd=core)
+    (tmp_path / "Makefile").write_text(
+        f"include {BOARDS}/board.mk\n"
+        f"SRCS := {core}/src/edge.c $(wildcard {core}/src/kernels/*.c) edge_ops_generated.c main.c $(BOARD_SRCS)\n"
+        "fw.elf: $(SRCS)\n"
+        f"\t$(BOARD_CC) -std=c99 -Wall -Wextra -Werror -Os $(BOARD_CFLAGS) -I{core}/include -I{core}/src "
+        "$(SRCS) $(BOARD_LDFLAGS) -o $@\n")
+    build = subprocess.run(["make", "-C", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stdout + build.stderr
+    runs = []
+    for _ in range(2):
+        with Qemu(tmp_path / "fw.elf", semihosting=True) as q:
+            runs.append(q.read_until(b"done\r\n").decode())
+            assert q.wait() == 0
+    assert runs[0] == runs[1], runs  # outputs and per-op ticks repeat exactly under -icount
+    lines = runs[0].splitlines()[:-1]
+    from tests.peers import run_tflm
+    import numpy as np
+
+    want = [int(run_tflm(data, [np.array([[i]], dtype=np.int8)])[0].ravel()[0]) & 0xFF
+            for i in range(-128, 128, 51)]
+    got = [int(re.match(r"out=(\d+) ticks:", line).group(1)) for line in lines]
+    assert got == want
+    ticks = [list(map(int, line.split("ticks:")[1].split())) for line in lines]
+    assert all(len(t) == 3 and all(v > 0 for v in t) for t in ticks), ticks  # three FULLY_CONNECTED ops

@@ -2,7 +2,7 @@
 #
 #     BOARD ?= qemu-mps2-an386
 #     include $(path)/firmware_c/boards/board.mk
-#     $(BOARD_CC) $(CPU_CFLAGS) $(BOARD_CFLAGS) ... $(BOARD_SRCS) ... $(BOARD_LDFLAGS) -o fw.elf
+#     $(BOARD_CC) $(BOARD_CFLAGS) ... $(BOARD_SRCS) ... $(BOARD_LDFLAGS) -o fw.elf   (BOARD_CFLAGS has CPU_CFLAGS)
 #
 # Inputs:  BOARD (default qemu-mps2-an386; one of $(BOARD_LIST)); CPU overrides the board's CPU
 #          (cortex-m0plus | cortex-m4 | cortex-m7) for compile-only experiments.
@@ -16,7 +16,8 @@
 #   BOARD_INCLUDES  -I flags (board.h)
 #   BOARD_CFLAGS    CPU_CFLAGS + BOARD_INCLUDES + -DBOARD_... defines + freestanding/section flags
 #   BOARD_LDSCRIPT  the linker script
-#   BOARD_LDFLAGS   -T script, -L for its INCLUDE, -nostdlib, --gc-sections, -lgcc (put last on the link line)
+#   BOARD_LDFLAGS   -T script, -L for its INCLUDE, -nostartfiles, newlib-nano specs, --gc-sections, -lm
+#                   (put it last on the link line; gcc adds -lc_nano -lgcc)
 #   BOARD_CC, BOARD_OBJCOPY, BOARD_SIZE   the toolchain (arm-none-eabi-*)
 #   BOARD_QEMU_MACHINE  the qemu-system-arm -M name when the board is emulated (else empty)
 #   BOARD_STUB      1 for boards only laid out (compile-only in CI; pins to fill in), 0 for runnable ones
@@ -59,4 +60,7 @@ BOARD_INCLUDES := -I$(BOARDS_DIR) -I$(BOARDS_DIR)/common
 BOARD_CFLAGS := $(CPU_CFLAGS) $(BOARD_INCLUDES) -DBOARD_NUM_IRQS=$(BOARD_NUM_IRQS) $(BOARD_DEFS) \
                 -ffreestanding -ffunction-sections -fdata-sections
 BOARD_LDSCRIPT := $(BOARD_DIR)/board.ld
-BOARD_LDFLAGS := -T$(BOARD_LDSCRIPT) -L$(BOARDS_DIR)/common -nostdlib -Wl,--gc-sections -lgcc
+# No crt0 (our startup); newlib-nano's libc/libm only for what the program itself calls (floor, frexp,
+# strcmp, ...): nothing that needs syscalls. memcpy & co. come from common/minilibc.c (objects win).
+BOARD_LDFLAGS := -T$(BOARD_LDSCRIPT) -L$(BOARDS_DIR)/common -nostartfiles --specs=nano.specs \
+                 -Wl,--gc-sections -lm

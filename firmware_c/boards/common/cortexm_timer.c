@@ -9,6 +9,8 @@
 #include "board.h"
 #include "cortexm.h"
 
+void SysTick_Handler(void);
+
 static volatile uint32_t systick_wraps;
 static uint8_t timer_source;
 static uint8_t timer_emulated;

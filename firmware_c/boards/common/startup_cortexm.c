@@ -22,6 +22,8 @@ extern uint32_t _sidata, _sdata, _edata, _sbss, _ebss;
 extern int main(void);
 
 void Reset_Handler(void);
+void cm_reset_c(void);
+void cm_fault_c(uint32_t *frame, uint32_t ipsr);
 void HardFault_Handler(void);
 void Default_Handler(void);
 void NMI_Handler(void) __attribute__((weak, alias("Default_Handler")));
