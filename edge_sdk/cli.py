@@ -161,6 +161,68 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _cmd_deploy(args) -> int:
+    from edge_sdk import deploy as d
+
+    conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
+                python=args.python, connect_timeout=args.connect_timeout)
+    if bool(args.host) == bool(args.hosts):
+        raise DeviceError("give exactly one of --host USER@HOST[:PORT] and --hosts FILE")
+    hosts = d.read_hosts(args.hosts) if args.hosts else [args.host]
+    if args.status:
+        reports = []
+        for h in hosts:
+            try:
+                reports.append(d.status(h, target=args.target, **conn))
+            except DeviceError as exc:
+                if not args.hosts:
+                    raise
+                reports.append({"host": getattr(h, "label", h), "error": str(exc)})
+        if args.json:
+            json.dump(reports if args.hosts else reports[0], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            for h, r in zip(hosts, reports):
+                label = getattr(h, "label", h)
+                sys.stdout.write(f"{label}: error: {r['error']}\n" if r and "error" in r else d.format_status(r, label))
+        return _exit_code(DeviceError()) if any(r and "error" in r for r in reports) else 0
+    if not args.model:
+        raise DeviceError("edge deploy needs a MODEL (or --status)")
+    kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages, **conn)
+    if args.hosts:
+        results = d.deploy_fleet(args.model, hosts, max_workers=args.jobs, **kwargs)
+    else:
+        results = [d.deploy(args.model, args.host, **kwargs)]
+    if args.json:
+        out = [r.to_dict() for r in results]
+        json.dump(out if args.hosts else out[0], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif args.hosts:
+        sys.stdout.write(d.format_results(results))
+    else:
+        r = results[0]
+        m = r.manifest["model"]
+        sys.stdout.write(f"deployed {m['name']} to {r.target.label}:{m['path']} (sha256 {m['sha256'][:12]}, "
+                         f"runtime {r.manifest['runtime']['venv']}, {r.seconds:.1f} s)\n")
+        for note in r.notes:
+            sys.stdout.write(f"note: {note}\n")
+    return 0 if all(r.ok for r in results) else _exit_code(DeviceError())
+
+
+def _cmd_bench(args) -> int:
+    from edge_sdk.bench import bench, format_bench
+
+    report = bench(args.model, args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
+                   backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
+                   remote_dir=args.remote_dir)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_bench(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -210,6 +272,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_check)
+
+    def ssh_options(p, host_help: str) -> None:
+        p.add_argument("--host", help=host_help)
+        p.add_argument("--identity", metavar="KEY", help="private key file for ssh (default: ssh's own choice)")
+        p.add_argument("--accept-new-host-key", action="store_true",
+                       help="record the host key of a device never seen before (a changed key is still refused)")
+        p.add_argument("--remote-dir", default="~/.edge-sdk", help="edge-sdk's folder on the device")
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("deploy", help="install the runtime and a model on a Linux board (Raspberry Pi) over SSH",
+                       description="Exit status: 0 when every host was deployed, 4 when any failed.")
+    p.add_argument("model", nargs="?", help="the .tflite to deploy (not needed with --status)")
+    ssh_options(p, "USER@HOST[:PORT] or a Host alias from ~/.ssh/config")
+    p.add_argument("--hosts", metavar="FILE", help="a fleet: user@host[:port] per line, or an Ansible INI inventory")
+    p.add_argument("--target", help="the device's profile (checks arch and size; default host/user from [flash])")
+    p.add_argument("--offline", action="store_true", help="ship the dependency wheels too (no index on the device)")
+    p.add_argument("--status", action="store_true", help="print what is deployed (the device's manifest)")
+    p.add_argument("--python", help="the device's Python (default: the profile's, else python3)")
+    p.add_argument("--system-site-packages", action="store_true", help="let the device venv see system packages")
+    p.add_argument("--jobs", type=int, default=8, help="hosts deployed at once with --hosts (default 8)")
+    p.add_argument("--connect-timeout", type=float, default=10, help="ssh ConnectTimeout in seconds (default 10)")
+    p.set_defaults(func=_cmd_deploy)
+
+    p = sub.add_parser("bench", help="latency percentiles, per-op profile and memory, here or on a device over SSH")
+    p.add_argument("model", help="path to a .tflite file")
+    ssh_options(p, "run on this device (USER@HOST[:PORT] or alias; needs `edge deploy` first); default: here")
+    p.add_argument("--runs", type=int, default=50, help="timed inferences (default 50)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed inferences first (default 5)")
+    p.add_argument("--threads", type=int, help="interpreter threads (litert)")
+    p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
+    p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("run", help="run a model on image/WAV/.npy files: top-k labels and scores, or detections")
     p.add_argument("model", help="path to a .tflite file")

@@ -19,8 +19,9 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    and installed with ``--no-index``). Only when that venv imports edge_sdk does the symlink
    ``remote_dir/venv`` switch to it (a symlink renamed over the old one: atomic). The previous venv stays
    (rollback by hand; older ones are pruned). A venv already built for this wheel is reused.
-3. C backend (optional): when this checkout has ``firmware_c/`` sources and the device has ``cc``, the
-   sources are shipped and built there into ``venv/lib/libedge.so``; a failure is a warning, never fatal.
+3. C backend (optional): when this checkout has ``firmware_c/`` and the device has ``cc`` and ``make``,
+   firmware_c is shipped into the new venv's site-packages (next to edge_sdk, where ``edge_sdk.backend_c``
+   finds it) and ``make host`` builds it there; a failure is a note in the result, never fatal.
 4. Model: streamed to a temporary name in ``remote_dir/models/``, fsync'ed and its sha256 checked there,
    then in one remote step renamed over the old model and the manifest ``remote_dir/manifest.json`` rewritten
    the same way (temp, fsync, rename). An interrupted deploy therefore leaves the previous model, runtime and
@@ -313,6 +314,7 @@ print(json.dumps({
     "wheels": {os.path.relpath(p, os.path.join(base, "wheels")): os.path.getsize(p)
                for p in glob.glob(os.path.join(base, "wheels", "*.whl")) + glob.glob(os.path.join(base, "wheels", "*", "*.whl"))},
     "cc": shutil.which("cc") or shutil.which("gcc"),
+    "make": shutil.which("make"),
     "pip": pip_version(),
 }))
 """
@@ -615,43 +617,45 @@ def _local_hostname() -> str:
 
 
 def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, fresh: bool) -> dict:
-    """Ship firmware_c's portable sources and build a shared library on the device (never fatal)."""
+    """Ship firmware_c (everything but build/) next to edge_sdk in the new venv's site-packages — where
+    ``edge_sdk.backend_c`` looks for it — and run ``make host`` there. Optional: never fatal."""
     src = SOURCE_ROOT / "firmware_c"
-    sources = sorted((src / "src").rglob("*.c")) if (src / "src").is_dir() else []
-    if not sources:
-        return {"built": False, "note": "C backend: no firmware_c sources in this checkout; skipped"}
-    if not info.get("cc"):
-        return {"built": False, "note": "C backend: no C compiler on the device (apt-get install gcc); skipped"}
-    lib = f"{base}/venvs/{venv_name}/lib/libedge.so"
+    if not (src / "Makefile").is_file():
+        return {"built": False, "note": "C backend: no firmware_c/Makefile in this checkout; skipped"}
+    if not info.get("cc") or not info.get("make"):
+        missing = " and ".join(t for t in ("cc", "make") if not info.get(t))
+        return {"built": False, "note": f"C backend: no {missing} on the device (apt-get install gcc make); skipped"}
+    py = ".".join(info["python"].split(".")[:2])
+    site = f"{base}/venvs/{venv_name}/lib/python{py}/site-packages"
+    lib = f"{site}/firmware_c/build/host/libedge.so"
     if not fresh:
         previous = (info.get("manifest") or {}).get("c_backend") or {}
         if previous.get("library") == lib:
             return previous
-        return {"built": False, "note": "C backend: runtime reused; rebuild with a new runtime"}
-    log.stage(f"{conn.target.label}: building the C backend on the device ({len(sources)} files)")
+        return {"built": False, "note": "C backend: runtime reused without a C build; deploy a new runtime to build it"}
+    log.stage(f"{conn.target.label}: building the C backend on the device (make host)")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for part in ("src", "include"):
-            if (src / part).is_dir():
-                tar.add(src / part, arcname=part)
+        for p in sorted(src.iterdir()):
+            if p.name not in ("build", "__pycache__"):
+                tar.add(p, arcname=f"firmware_c/{p.name}", filter=lambda t: None if "__pycache__" in t.name else t)
     with tempfile.NamedTemporaryFile(suffix=".tar.gz", delete=False) as f:
         f.write(buf.getvalue())
+    remote_tar = f"{base}/.c-src.{os.getpid()}.part"
     try:
-        remote_tar = f"{base}/.c-src.{os.getpid()}.part"
         conn.upload(f.name, remote_tar, python=python)
     finally:
         os.unlink(f.name)
-    build = f"{base}/.c-build.part"
-    rel_sources = [str(p.relative_to(src)) for p in sources]
+    vpy = f"{base}/venvs/{venv_name}/bin/python"
     script = " && ".join([
-        remote_command("rm", "-rf", build), remote_command("mkdir", "-p", build),
-        remote_command("tar", "-xzf", remote_tar, "-C", build), remote_command("cd", build),
-        remote_command(info["cc"], "-O2", "-shared", "-fPIC", "-Iinclude", "-Isrc", "-o", lib, *rel_sources),
+        remote_command("rm", "-rf", f"{site}/firmware_c"),
+        remote_command("tar", "-xzf", remote_tar, "-C", site),
+        remote_command("make", "-s", "-C", f"{site}/firmware_c", "host", f"PYTHON={vpy}", f"CC={info['cc']}"),
     ])
-    proc = conn.run(script + "; rc=$?; " + remote_command("rm", "-rf", build, remote_tar) + "; exit $rc",
-                    timeout=600, check=False, what="building the C backend")
+    proc = conn.run(f"{script}; rc=$?; {remote_command('rm', '-f', remote_tar)}; exit $rc", timeout=600,
+                    check=False, what="building the C backend")
     if proc.returncode != 0:
-        err = " | ".join(proc.stderr.strip().splitlines()[-3:])
+        err = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         return {"built": False, "note": f"C backend: the build on the device failed (optional; skipped): {err}"}
     return {"built": True, "library": lib, "note": None}
 

@@ -1,0 +1,329 @@
+"""`edge bench`: how fast a model runs, here or on a device over SSH.
+
+    report = run_benchmark("model.tflite", runs=50, warmup=5)              # in this process
+    report = bench("model.tflite", host="pi@raspberrypi.local")           # on the device, over SSH
+    print(format_bench(report))
+
+Measured, in order: init (read the model, build the interpreter, allocate), the first inference, ``warmup``
+inferences, then ``runs`` timed inferences (``time.perf_counter_ns`` around each invoke) giving mean, std, min,
+max and the 50th/90th/99th percentiles (linear interpolation). Then a per-op profile: ``profile_runs`` more
+inferences with each step timed (``Interpreter.invoke_profiled``; only the python backend can time ops),
+kept apart from the latency runs so the timing hooks do not touch them. Memory: the planned arena and the
+process's peak RSS (``resource.getrusage``; on the device: of the benchmark process, interpreter included).
+Inputs are seeded random values of each input's dtype and shape.
+
+On a device: ``edge deploy`` put the runtime at ``~/.edge-sdk/venv``; the model is the deployed one when its
+sha256 matches the local file, else it is copied to ``~/.edge-sdk/bench/`` first. The device runs
+``~/.edge-sdk/venv/bin/python -m edge_sdk.bench MODEL --json ...`` (this module's ``main``), which prints the
+report as JSON on stdout.
+
+JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``first_inference_us``,
+``warmup_us`` (each warm-up run), ``runs``, ``warmup``, ``threads``, ``ops`` [{index, op, mean_us, percent,
+macs}], ``arena_bytes``, ``peak_rss_bytes``, ``backend``, ``host``, ``model`` {name, sha256, size},
+``python``, ``machine``, ``edge_sdk_version``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from edge_sdk.errors import DeviceError, EdgeError, ModelError
+
+BACKENDS = ("python", "c", "litert")
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    k = (len(sorted_values) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def latency_stats(samples_us: list[float]) -> dict:
+    """mean, std (population), p50, p90, p99, min, max of a list of microsecond samples."""
+    s = sorted(samples_us)
+    n = len(s)
+    mean = sum(s) / n
+    std = (sum((x - mean) ** 2 for x in s) / n) ** 0.5
+    return {"mean": mean, "std": std, "p50": _percentile(s, 50), "p90": _percentile(s, 90),
+            "p99": _percentile(s, 99), "min": s[0], "max": s[-1]}
+
+
+def _peak_rss_bytes() -> int | None:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)  # Linux reports KiB, macOS bytes
+
+
+def _random_inputs(details: list[dict], seed: int) -> list:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for d in details:
+        dtype = np.dtype(d["dtype"])
+        shape = tuple(int(x) for x in d["shape"])
+        if dtype.kind == "f":
+            x = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+        elif dtype.kind == "b":
+            x = rng.integers(0, 2, size=shape).astype(dtype)
+        else:
+            x = np.zeros(shape, dtype)
+        out.append(x)
+    return out
+
+
+class _Runner:
+    """One backend's interpreter, behind the few calls the benchmark needs."""
+
+    def __init__(self, backend: str, content: bytes, threads: int | None):
+        self.backend = backend
+        self.interp = None
+        if backend == "python":
+            from edge_sdk.interpreter import Interpreter
+
+            self.interp = Interpreter(model_content=content, num_threads=threads)
+        elif backend == "litert":
+            try:
+                from ai_edge_litert.interpreter import Interpreter as LiteRT
+            except ImportError as exc:
+                raise DeviceError("backend 'litert' needs the ai-edge-litert package, which is not installed here "
+                                  f"({exc}); install it with: pip install ai-edge-litert") from exc
+            self.interp = LiteRT(model_content=content, num_threads=threads or 1)
+        elif backend == "c":
+            try:
+                from edge_sdk import backend_c
+            except ImportError as exc:
+                raise DeviceError("backend 'c' needs edge_sdk.backend_c (the C runtime's Python binding), which "
+                                  f"this edge-sdk does not have ({exc}); use --backend python or litert") from exc
+            make = getattr(backend_c, "CInterpreter", None) or getattr(backend_c, "Interpreter", None)
+            if make is None:
+                raise DeviceError("edge_sdk.backend_c has no interpreter class; use --backend python or litert")
+            try:
+                self.interp = make(model_content=content)
+            except (RuntimeError, OSError) as exc:  # backend_c.BuildError: no compiler, or the build failed
+                raise DeviceError(f"backend 'c' is not usable here: {exc}") from exc
+        else:
+            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+        self.interp.allocate_tensors()
+
+    def set_inputs(self, arrays) -> None:
+        for d, x in zip(self.interp.get_input_details(), arrays):
+            self.interp.set_tensor(d["index"], x)
+
+    def arena_bytes(self) -> int | None:
+        size = getattr(self.interp, "arena_size", None)
+        return int(size) if isinstance(size, int) else None
+
+
+def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "python",
+                  profile_runs: int | None = None, seed: int = 0) -> dict:
+    """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring)."""
+    from edge_sdk import __version__
+
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, not {runs}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, not {warmup}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    clock = time.perf_counter_ns
+    t0 = clock()
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        content, name = bytes(model), "<bytes>"
+    else:
+        content, name = Path(model).read_bytes(), Path(model).name
+    runner = _Runner(backend, content, threads)
+    init_us = (clock() - t0) / 1e3
+    runner.set_inputs(_random_inputs(runner.interp.get_input_details(), seed))
+
+    def timed() -> float:
+        t = clock()
+        runner.interp.invoke()
+        return (clock() - t) / 1e3
+
+    first_us = timed()
+    warm = [timed() for _ in range(warmup)]
+    samples = [timed() for _ in range(runs)]
+
+    ops: list[dict] = []
+    profiled = getattr(runner.interp, "invoke_profiled", None)
+    if profiled is not None:
+        n = profile_runs if profile_runs is not None else max(1, min(runs, 20))
+        totals: dict[int, list] = {}
+        for _ in range(n):
+            for index, op, seconds in profiled():
+                entry = totals.setdefault(index, [op, 0.0])
+                entry[1] += seconds
+        macs = {}
+        op_macs = getattr(runner.interp, "op_macs", None)
+        if op_macs is not None:
+            try:
+                macs = dict(enumerate(op_macs()))
+            except (EdgeError, RuntimeError, ValueError):
+                macs = {}
+        grand = sum(t for _, t in totals.values()) or 1.0
+        for index, (op, total) in sorted(totals.items()):
+            ops.append({"index": index, "op": op, "mean_us": total / n * 1e6, "percent": 100.0 * total / grand,
+                        "macs": macs.get(index)})
+    return {
+        "host": "local",
+        "backend": backend,
+        "model": {"name": name, "sha256": hashlib.sha256(content).hexdigest(), "size": len(content)},
+        "runs": runs,
+        "warmup": warmup,
+        "threads": threads,
+        "init_us": init_us,
+        "first_inference_us": first_us,
+        "warmup_us": warm,
+        "latency_us": latency_stats(samples),
+        "ops": ops,
+        "arena_bytes": runner.arena_bytes(),
+        "peak_rss_bytes": _peak_rss_bytes(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "edge_sdk_version": __version__,
+    }
+
+
+# Runs on the device: argv base, local sha256 -> JSON {venv: ok, manifest model path if the sha matches,
+# bench copy path if one with that sha is there}.
+_LOCATE = r"""
+import hashlib, json, os, sys
+base, want, name = os.path.abspath(os.path.expanduser(sys.argv[1])), sys.argv[2], sys.argv[3]
+def sha(p):
+    h = hashlib.sha256()
+    try:
+        with open(p, "rb") as f:
+            for c in iter(lambda: f.read(1 << 20), b""): h.update(c)
+    except OSError: return None
+    return h.hexdigest()
+try:
+    with open(os.path.join(base, "manifest.json")) as f: m = json.load(f)
+except Exception: m = {}
+path = (m.get("model") or {}).get("path")
+found = path if path and (m.get("model") or {}).get("sha256") == want and sha(path) == want else None
+copy = os.path.join(base, "bench", name)
+if not found and sha(copy) == want: found = copy
+print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv", "bin", "python")), "found": found}))
+"""
+
+
+def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
+          backend: str = "python", identity: str | None = None, accept_new_host_key: bool = False,
+          remote_dir: str | None = None, python: str = "python3", timeout: float = 600,
+          connect_timeout: float = 10) -> dict:
+    """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None."""
+    if host is None:
+        return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend)
+    from edge_sdk.deploy import REMOTE_DIR, _parse_json, connection_for, sha256_file
+    from edge_sdk.device.ssh import remote_command, require_openssh
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    model = Path(model)
+    if not model.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(model))
+    require_openssh()
+    conn = connection_for(host, identity=identity, accept_new_host_key=accept_new_host_key,
+                          connect_timeout=connect_timeout)
+    label = conn.target.label
+    digest = sha256_file(model)
+    where = _parse_json(conn.run_python(_LOCATE, remote_dir or REMOTE_DIR, digest, model.name, python=python,
+                                        what="locating the model").stdout, "locate", label)
+    if not where["venv"]:
+        raise DeviceError(f"{label}: no edge-sdk runtime at {where['base']}/venv: run `edge deploy MODEL --host "
+                          f"{label}` first")
+    remote_model = where["found"]
+    if remote_model is None:
+        from edge_sdk import log
+        from edge_sdk.deploy import _PREPARE, _RENAME
+
+        log.stage(f"{label}: copying {model.name} for the benchmark")
+        conn.run_python(_PREPARE, where["base"], "bench", python=python, what="preparing folders")
+        remote_model = f"{where['base']}/bench/{model.name}"
+        tmp = f"{where['base']}/bench/.{model.name}.part"
+        conn.upload(model, tmp, python=python, sha256=digest)
+        conn.run_python(_RENAME, tmp, remote_model, python=python, what="installing the model copy")
+    argv = [f"{where['base']}/venv/bin/python", "-m", "edge_sdk.bench", remote_model, "--json",
+            "--runs", str(runs), "--warmup", str(warmup), "--backend", backend]
+    if threads:
+        argv += ["--threads", str(threads)]
+    proc = conn.run(remote_command(*argv), timeout=timeout, what="the benchmark")
+    report = _parse_json(proc.stdout, "benchmark", label)
+    report["host"] = label
+    report["device_model_path"] = remote_model
+    return report
+
+
+def format_bench(report: dict, top: int = 15) -> str:
+    lat = report["latency_us"]
+
+    def ms(us) -> str:
+        return "-" if us is None else f"{us / 1000:.3f} ms"
+
+    def size(n) -> str:
+        return "-" if n is None else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB"
+
+    warm = report.get("warmup_us") or []
+    lines = [
+        f"model:     {report['model']['name']} ({report['model']['size']} bytes)",
+        f"host:      {report['host']} ({report.get('machine', '?')}, Python {report.get('python', '?')}), "
+        f"backend {report['backend']}" + (f", {report['threads']} threads" if report.get("threads") else ""),
+        f"init:      {ms(report['init_us'])}",
+        f"first:     {ms(report['first_inference_us'])}",
+        f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
+        f"latency:   {report['runs']} runs: mean {ms(lat['mean'])} ± {ms(lat['std'])}, p50 {ms(lat['p50'])}, "
+        f"p90 {ms(lat['p90'])}, p99 {ms(lat['p99'])}, min {ms(lat['min'])}, max {ms(lat['max'])}",
+        f"memory:    arena {size(report.get('arena_bytes'))}, peak RSS {size(report.get('peak_rss_bytes'))}",
+    ]
+    ops = report.get("ops") or []
+    if ops:
+        lines.append("")
+        lines.append(f"{'node':>5}  {'op':<24} {'mean':>12} {'share':>7} {'MACs':>12}")
+        for o in sorted(ops, key=lambda o: -o["mean_us"])[:top]:
+            macs = "-" if o.get("macs") is None else str(o["macs"])
+            lines.append(f"{o['index']:>5}  {o['op']:<24} {o['mean_us']:>9.1f} us {o['percent']:>6.1f}% {macs:>12}")
+        if len(ops) > top:
+            lines.append(f"       ... {len(ops) - top} more ops")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m edge_sdk.bench MODEL [--runs N] [--warmup N] [--threads N] [--backend B] [--json]``: the
+    benchmark in this process (what ``edge bench --host`` runs on the device)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m edge_sdk.bench")
+    p.add_argument("model")
+    p.add_argument("--runs", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--threads", type=int)
+    p.add_argument("--backend", default="python", choices=BACKENDS)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        report = run_benchmark(args.model, runs=args.runs, warmup=args.warmup, threads=args.threads,
+                               backend=args.backend)
+    except (EdgeError, ModelError, OSError, ValueError) as exc:
+        sys.stderr.write(f"edge_sdk.bench: error: {exc}\n")
+        return 3
+    sys.stdout.write(json.dumps(report) + "\n" if args.json else format_bench(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
