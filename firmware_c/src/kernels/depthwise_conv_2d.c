@@ -1,0 +1,377 @@
+/* DEPTHWISE_CONV_2D: y[b, oy, ox, c*M + m] = act(sum_{fy, fx} x[b, oy*sh - pt + fy*dh, ox*sw - pl + fx*dw, c]
+ *                                                  * w[0, fy, fx, c*M + m] + bias[c*M + m]),  M = OC / C.
+ *
+ * Arithmetic as TFLM's reference depthwise kernels (and edge_sdk/kernels/conv.py prepare_depthwise_conv_2d):
+ *  - int8 (per-tensor or per-channel int8 weights, scales along dimension 3, optional int32 bias): int32
+ *    accumulator of w * (x + input_offset), padding contributes nothing, + bias, the channel's
+ *    MultiplyByQuantizedMultiplier, + output zero point, activation clamp.
+ *  - int16x8: int64 accumulator of w * x, + int64 bias, the 16-bit-multiplier requantization, no offsets.
+ *  - float32: the reference's tap order (fy, fx), + bias, activation clamp.
+ * The int32 accumulator wraps like the reference's (sums mod 2^32 do not depend on their order, so the
+ * bias may start the sum). The multiplier M is OC / C; a depth_multiplier option that says otherwise
+ * (other than 0, which some converters write) is refused.
+ *
+ * Eval runs per output pixel with the valid tap range precomputed per row/column (no per-tap bounds
+ * checks). On cores with the DSP extension, M == 1 and C % 4 == 0 (the MobileNet case), four channels
+ * are accumulated in registers: SXTB16 widens four int8 inputs and weights, SADD16 adds the input offset
+ * to two values at once, SMLABB / SMLATT multiply-accumulate.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+
+EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7)
+
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+#define DW_DSP 1
+static inline uint32_t dw_sxtb16(uint32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
+    return r;
+}
+static inline uint32_t dw_sxtb16_ror8(uint32_t x) {
+    uint32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
+    return r;
+}
+static inline uint32_t dw_sadd16(uint32_t a, uint32_t b) {
+    uint32_t r;
+    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+static inline uint32_t dw_smlabb(uint32_t a, uint32_t b, uint32_t acc) {
+    uint32_t r;
+    __asm__("smlabb %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+static inline uint32_t dw_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
+    uint32_t r;
+    __asm__("smlatt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+#elif defined(EDGE_EMULATE_DSP)
+#define DW_DSP 1
+static inline uint32_t dw_sxtb16(uint32_t x) {
+    return ((uint32_t)(uint16_t)(int16_t)(int8_t)(x & 0xff)) | ((uint32_t)(uint16_t)(int16_t)(int8_t)((x >> 16) & 0xff) << 16);
+}
+static inline uint32_t dw_sxtb16_ror8(uint32_t x) { return dw_sxtb16((x >> 8) | (x << 24)); }
+static inline uint32_t dw_sadd16(uint32_t a, uint32_t b) {
+    uint32_t lo = (uint32_t)(uint16_t)((int16_t)(a & 0xffff) + (int16_t)(b & 0xffff));
+    uint32_t hi = (uint32_t)(uint16_t)((int16_t)(a >> 16) + (int16_t)(b >> 16));
+    return lo | (hi << 16);
+}
+static inline uint32_t dw_smlabb(uint32_t a, uint32_t b, uint32_t acc) {
+    return acc + (uint32_t)((int32_t)(int16_t)(a & 0xffff) * (int32_t)(int16_t)(b & 0xffff));
+}
+static inline uint32_t dw_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
+    return acc + (uint32_t)((int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b >> 16));
+}
+#else
+#define DW_DSP 0
+#endif
+
+enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
+
+typedef struct {
+    int32_t kind;
+    int32_t n, h, w, c, m, oc;  /* input NHWC, depth multiplier, output channels */
+    int32_t oh, ow, kh, kw;
+    int32_t sh, sw, dh, dw, pt, pl;
+    int32_t input_offset, output_offset, lo, hi;
+    float flo, fhi;
+    int32_t *mult, *shift;      /* per output channel */
+    int32_t scratch;            /* int8 plain path: oc int32 accumulators */
+} dw_data_t;
+
+static int dw_window(int32_t padding, int32_t stride, int32_t dil, int32_t in, int32_t k, int32_t *out,
+                     int32_t *pad) {
+    int64_t eff, o, total;
+    if (stride <= 0 || dil <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
+    eff = (int64_t)(k - 1) * dil + 1;
+    if (padding == 0) o = ((int64_t)in + stride - 1) / stride;
+    else o = ((int64_t)in + stride - eff) / stride;
+    if (o <= 0 || o > 0x7fffffff) return -1;
+    total = (o - 1) * stride + eff - in;
+    if (total < 0) total = 0;
+    *out = (int32_t)o;
+    *pad = (int32_t)(total / 2);
+    return 0;
+}
+
+static inline void dw_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
+    int32_t a = 0, b = k;
+    if (origin < 0) a = (-origin + dil - 1) / dil;
+    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+
+/* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
+ * 5 dilation_w_factor, 6 dilation_h_factor. */
+edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
+    const int has_opts = node->options_type == EDGE_OPTS_DepthwiseConv2DOptions;
+    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
+    const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
+    const int32_t depth_multiplier = has_opts ? edge_opt_int(node, 3, 4, 0) : 0;
+    const int32_t act = has_opts ? edge_opt_int(node, 4, 1, 0) : 0;
+    const int32_t dw = has_opts ? edge_opt_int(node, 5, 4, 1) : 1;
+    const int32_t dh = has_opts ? edge_opt_int(node, 6, 4, 1) : 1;
+    edge_tensor_t *in, *w, *bias, *out;
+    dw_data_t *d;
+    int32_t shape[4], k;
+    edge_status_t s;
+
+    if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D expects 2..3 inputs and 1 output");
+    in = edge_in(ctx, node, 0);
+    w = edge_in(ctx, node, 1);
+    bias = edge_in(ctx, node, 2);
+    out = edge_out(ctx, node, 0);
+    if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: input and filter are required");
+    if (out->type != in->type)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: output type differs from input");
+    if (!((in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) || (in->type == EDGE_INT8 && w->type == EDGE_INT8) ||
+          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         "DEPTHWISE_CONV_2D: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/filter)");
+    if (in->rank != 4 || w->rank != 4)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: input and filter must be 4-D");
+    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: sparse filter");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: fused activation");
+    if (w->dims[0] != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter must be [1, kh, kw, oc]");
+
+    d = (dw_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->n = in->dims[0];
+    d->h = in->dims[1];
+    d->w = in->dims[2];
+    d->c = in->dims[3];
+    d->kh = w->dims[1];
+    d->kw = w->dims[2];
+    d->oc = w->dims[3];
+    d->sh = sh;
+    d->sw = sw;
+    d->dh = dh;
+    d->dw = dw;
+    d->scratch = -1;
+    if (d->n <= 0 || d->c <= 0 || d->oc <= 0 || d->oc % d->c)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter channels are not a multiple of the input's");
+    d->m = d->oc / d->c;
+    if (depth_multiplier != 0 && depth_multiplier != d->m)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: depth_multiplier differs from filter / input channels");
+    if (dw_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
+        dw_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE,
+                         "DEPTHWISE_CONV_2D: padding, strides, dilations or window do not fit the input");
+    shape[0] = d->n;
+    shape[1] = d->oh;
+    shape[2] = d->ow;
+    shape[3] = d->oc;
+    s = edge_set_output_shape(ctx, node, 0, shape, 4);
+    if (s != EDGE_OK) return s;
+
+    if (in->type == EDGE_FLOAT32) {
+        d->kind = DW_FLOAT;
+        if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->oc))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: bias must be FLOAT32 with one value per channel");
+        edge_activation_range_float(act, &d->flo, &d->fhi);
+        return EDGE_OK;
+    }
+    if (!in->quantized || !w->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: quantized tensors need scales and zero points");
+    d->kind = in->type == EDGE_INT8 ? DW_INT8 : DW_INT16;
+    if (bias && bias->type != (d->kind == DW_INT8 ? EDGE_INT32 : EDGE_INT64))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEPTHWISE_CONV_2D: bias must be INT32 (int8) or INT64 (int16)");
+    if (bias && edge_tensor_elements(bias) != d->oc)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: bias needs one value per output channel");
+    if (w->n_scales != 1 && w->n_scales != d->oc)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter needs one scale or one per output channel");
+    if (w->n_scales > 1 && (w->quantized_dimension < 0 || w->quantized_dimension > 3 ||
+                            w->dims[w->quantized_dimension] != d->oc))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE,
+                         "DEPTHWISE_CONV_2D: per-channel filter scales not along the output channels");
+    if (edge_activation_range(act, d->kind == DW_INT8 ? -128 : -32768, d->kind == DW_INT8 ? 127 : 32767,
+                              out->scale, out->zero_point, &d->lo, &d->hi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: fused activation");
+    d->input_offset = d->kind == DW_INT8 ? -in->zero_point : 0;
+    d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
+    if (d->input_offset < -32768 + 128 || d->input_offset > 32767 - 128)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: input zero point out of range");
+    d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
+    d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
+    if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
+    for (k = 0; k < d->oc; k++) {
+        float ws;
+        memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
+        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->mult[k], &d->shift[k]);
+    }
+    if (d->kind == DW_INT8) {
+        s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
+        if (s != EDGE_OK) return s;
+    }
+    return EDGE_OK;
+}
+
+static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
+    int32_t r = edge_mbqm(edge_wrap32((int64_t)acc), d->mult[ch], d->shift[ch]) + d->output_offset;
+    return (int8_t)edge_clamp32(r, d->lo, d->hi);
+}
+
+static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                    uint32_t *acc) {
+    const int32_t off = d->input_offset, c = d->c, m = d->m, oc = d->oc;
+    int32_t b, oy, ox, fy, fx, i, j, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            dw_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * oc;
+                int32_t ch = 0;
+                dw_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+#if DW_DSP
+                if (m == 1 && (c & 3) == 0) {
+                    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+                    for (; ch < c; ch += 4) {
+                        uint32_t a0 = bias ? (uint32_t)bias[ch] : 0, a1 = bias ? (uint32_t)bias[ch + 1] : 0;
+                        uint32_t a2 = bias ? (uint32_t)bias[ch + 2] : 0, a3 = bias ? (uint32_t)bias[ch + 3] : 0;
+                        for (fy = fy0; fy < fy1; fy++) {
+                            const int32_t iy = iy0 + fy * d->dh;
+                            const int8_t *xr = x + (((int64_t)b * d->h + iy) * d->w) * c + ch;
+                            const int8_t *wr = wt + (int64_t)fy * d->kw * oc + ch;
+                            for (fx = fx0; fx < fx1; fx++) {
+                                uint32_t xv, wv, xe, xo, we, wo;
+                                memcpy(&xv, xr + (int64_t)(ix0 + fx * d->dw) * c, 4);
+                                memcpy(&wv, wr + (int64_t)fx * oc, 4);
+                                xe = dw_sadd16(dw_sxtb16(xv), off2);
+                                xo = dw_sadd16(dw_sxtb16_ror8(xv), off2);
+                                we = dw_sxtb16(wv);
+                                wo = dw_sxtb16_ror8(wv);
+                                a0 = dw_smlabb(xe, we, a0);
+                                a2 = dw_smlatt(xe, we, a2);
+                                a1 = dw_smlabb(xo, wo, a1);
+                                a3 = dw_smlatt(xo, wo, a3);
+                            }
+                        }
+                        yp[ch] = dw_out8(d, a0, ch);
+                        yp[ch + 1] = dw_out8(d, a1, ch + 1);
+                        yp[ch + 2] = dw_out8(d, a2, ch + 2);
+                        yp[ch + 3] = dw_out8(d, a3, ch + 3);
+                    }
+                    continue;
+                }
+#endif
+                /* every channel at once, one tap at a time (contiguous, vectorizable loops) */
+                if (bias) {
+                    for (j = 0; j < oc; j++) acc[j] = (uint32_t)bias[j];
+                } else {
+                    memset(acc, 0, sizeof(uint32_t) * (size_t)oc);
+                }
+                for (fy = fy0; fy < fy1; fy++) {
+                    const int32_t iy = iy0 + fy * d->dh;
+                    for (fx = fx0; fx < fx1; fx++) {
+                        const int32_t ix = ix0 + fx * d->dw;
+                        const int8_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                        const int8_t *wp = wt + ((int64_t)fy * d->kw + fx) * oc;
+                        if (m == 1) {
+                            for (i = 0; i < c; i++) acc[i] += (uint32_t)((xp[i] + off) * wp[i]);
+                        } else {
+                            for (i = 0; i < c; i++) {
+                                const int32_t xv = xp[i] + off;
+                                for (j = 0; j < m; j++) acc[i * m + j] += (uint32_t)(xv * wp[i * m + j]);
+                            }
+                        }
+                    }
+                }
+                for (j = ch; j < oc; j++) yp[j] = dw_out8(d, acc[j], j);
+            }
+        }
+    }
+}
+
+static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, const int64_t *bias, int16_t *y) {
+    int32_t b, oy, ox, ic, j, fy, fx, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            dw_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                int16_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->oc;
+                dw_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                for (ic = 0; ic < d->c; ic++) {
+                    for (j = 0; j < d->m; j++) {
+                        const int32_t ch = ic * d->m + j;
+                        int64_t acc = 0;
+                        int32_t r;
+                        for (fy = fy0; fy < fy1; fy++) {
+                            const int32_t iy = iy0 + fy * d->dh;
+                            const int16_t *xr = x + ((int64_t)b * d->h + iy) * d->w * d->c + ic;
+                            const int8_t *wr = wt + (int64_t)fy * d->kw * d->oc + ch;
+                            for (fx = fx0; fx < fx1; fx++)
+                                acc += (int32_t)xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
+                        }
+                        if (bias) acc += bias[ch];
+                        r = edge_mbqm64(acc, d->mult[ch], d->shift[ch]);
+                        yp[ch] = (int16_t)edge_clamp32(r, d->lo, d->hi);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void dw_float(const dw_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
+    int32_t b, oy, ox, ic, j, fy, fx, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            dw_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->oc;
+                dw_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                for (ic = 0; ic < d->c; ic++) {
+                    for (j = 0; j < d->m; j++) {
+                        const int32_t ch = ic * d->m + j;
+                        float acc = 0.0f;
+                        for (fy = fy0; fy < fy1; fy++) {
+                            const int32_t iy = iy0 + fy * d->dh;
+                            const float *xr = x + ((int64_t)b * d->h + iy) * d->w * d->c + ic;
+                            const float *wr = wt + (int64_t)fy * d->kw * d->oc + ch;
+                            for (fx = fx0; fx < fx1; fx++)
+                                acc += xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
+                        }
+                        if (bias) acc += bias[ch];
+                        yp[ch] = acc < d->flo ? d->flo : (acc > d->fhi ? d->fhi : acc);
+                    }
+                }
+            }
+        }
+    }
+}
+
+void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
+    const dw_data_t *d = (const dw_data_t *)node->user_data;
+    const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    switch (d->kind) {
+    case DW_INT8:
+        dw_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
+                (int8_t *)out->data, (uint32_t *)edge_scratch(ctx, node, d->scratch));
+        break;
+    case DW_INT16:
+        dw_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? (const int64_t *)bt->data : 0,
+                 (int16_t *)out->data);
+        break;
+    default:
+        dw_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
+                 (float *)out->data);
+        break;
+    }
+}
