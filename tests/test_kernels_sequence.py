@@ -151,6 +151,21 @@ def test_int16_gate_functions_match_the_c_steps_on_every_input():
     assert np.all(np.diff(sig) >= 0) and np.all(np.diff(th) >= 0)
 
 
+def test_multiply_by_quantized_multiplier_as_one_floor():
+    """The identity the table paths rest on, over every rounding tie the int32 path can produce."""
+    from edge_sdk.kernels.quant import multiply_by_quantized_multiplier
+
+    rng = np.random.default_rng(4)
+    x = np.concatenate([np.arange(-5000, 5000), rng.integers(-(1 << 30), 1 << 30, 20000)]).astype(np.int64)
+    for m, shift in [(1 << 30, -1), (1 << 30, -14), (1 << 30, 0), (1518500250, -1), (1518500250, -3),
+                     (2147483647, -2), (1073741825, -5), (1789569707, 0), (1500000000, -20)]:
+        m_, e, k, fix = sequence._floor_terms(m, shift)
+        y = x * m_ + (1 << 30)
+        ours = (x * m_ + k - np.where(y < 0, fix, 0)) >> (31 + e)
+        assert np.array_equal(ours, multiply_by_quantized_multiplier(x, m, shift)), (m, shift)
+    assert sequence._floor_terms(1 << 30, 1) is None and sequence._floor_terms(5, -3) is None
+
+
 # ------------------------------------------------------------------------------------ SVDF, single op
 
 
@@ -197,6 +212,52 @@ def test_svdf_single_op_matches_tflm_over_invokes(state_type, rank):
     if state_type == "FLOAT32":
         _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
     assert np.any(ours[0] != ours[0].flat[0])  # not a constant output
+
+
+SVDF_TABLE_CASES = [  # state type, rank, batch, input zp, state zp, output zp, bias shift (big biases wrap the int32 sum)
+    ("INT16", 1, 1, -5, 0, -3, 0),
+    ("INT16", 2, 3, 20, 300, 10, 0),
+    ("INT8", 1, 2, -128, 7, 0, 0),
+    ("INT8", 3, 1, 5, -20, 100, 0),
+    ("INT16", 1, 2, 0, 0, 0, 19),
+]
+
+
+@pytest.mark.parametrize("k", range(len(SVDF_TABLE_CASES)))
+def test_svdf_table_path_equals_the_general_path(k, monkeypatch):
+    state_type, rank, batch, x_zp, s_zp, out_zp, bias_shift = SVDF_TABLE_CASES[k]
+    rng = np.random.default_rng(50 + k)
+    ins, outs = _svdf_specs(rng, state_type, batch=batch, n_filter=6 * rank, rank=rank)
+    ins[0] = T(ins[0].shape, "INT8", 0.06, x_zp)
+    ins[3] = T(ins[3].shape, "INT32", ins[3].scale, 0, data=ins[3].data.astype(np.int64) << bias_shift)
+    ins[4] = T(ins[4].shape, state_type, ins[4].scale, s_zp, is_variable=True)
+    outs = [T(outs[0].shape, "INT8", outs[0].scale * (100 if state_type == "INT16" else 4), out_zp)]
+    opts = {"rank": rank}
+    lo, hi, span = (-32768, 32767, 3000) if state_type == "INT16" else (-128, 127, 15)
+    state0 = np.clip(s_zp + rng.integers(-span, span + 1, ins[4].shape), lo, hi).astype(numpy_dtype(state_type))
+    feeds = [np.clip(x_zp + rng.integers(-40, 41, ins[0].shape), -128, 127).astype(np.int8) for _ in range(3)]
+
+    def run(prepared):
+        arrays = [None if sp is None or sp.data is None else np.asarray(sp.data, numpy_dtype(sp.type)).reshape(sp.shape)
+                  for sp in ins]
+        arrays[4] = state0.copy()
+        results = []
+        for feed in feeds:
+            arrays[0] = feed
+            out = np.zeros(outs[0].shape, np.int8)
+            prepared(arrays, [out])
+            results += [out, arrays[4].copy()]
+        return results
+
+    fast = sequence.prepare_svdf(_node("SVDF", ins, outs, opts))
+    assert getattr(fast, "table_path", None) in (("int32 wrap",) if bias_shift else ("plain", "int32 wrap"))
+    monkeypatch.setattr(sequence, "_svdf_int_tables", lambda *a: None)
+    slow = sequence.prepare_svdf(_node("SVDF", ins, outs, opts))
+    assert not hasattr(slow, "table_path")
+    ours, ref = run(fast), run(slow)
+    _same(ours, ref)
+    if not bias_shift:  # (the wrapped sums saturate every output)
+        assert len(np.unique(np.concatenate([r.ravel() for r in ref[::2]]))) > 5
 
 
 # ------------------------------------------------------------------------------------ LSTM, single op

@@ -145,6 +145,9 @@ def prepare_svdf(node: Node):
     m2, s2 = quantize_multiplier(scale_2)
     _check_matmul_exact(node, n_input, 8, 8)
 
+    fast = _svdf_int_tables(batch, n_filter, n_unit, rank, n_memory, x, wf, wt, bias, state, out, m1, s1, m2, s2)
+    if fast is not None:
+        return fast
     state_dtype = state.dtype
     smin, smax = TYPE_RANGES[state.type]
     x_zp, state_zp, out_zp = x.zp, state.zp, out.zp
@@ -164,6 +167,100 @@ def prepare_svdf(node: Node):
         y = multiply_by_quantized_multiplier(acc, m2, s2) + out_zp
         outputs[0][...] = np.clip(y, -128, 127)
 
+    return run
+
+
+def _wrap_to(values: np.ndarray, type_name: str) -> np.ndarray:
+    lo, hi = TYPE_RANGES[type_name]
+    return (values - lo) % (hi - lo + 1) + lo
+
+
+def _svdf_int_tables(batch, n_filter, n_unit, rank, n_memory, x, wf, wt, bias, state, out, m1, s1, m2, s2):
+    """The integer SVDF in about 20 numpy calls; None when a bound does not hold (the general path runs then).
+
+    Feature projection: one float64 GEMM with the multiplier folded into the weights, the rounding of
+    MultiplyByQuantizedMultiplier as a floor (see the LSTM tables below), and one table from the rounded value
+    to the stored state (clamp, zero point, the C narrowing). Memory x time weights and the sum over rank: one
+    GEMM with a block-diagonal matrix, then the output multiplier on int64.
+    """
+    terms1 = _floor_terms(m1, min(s1, 0))
+    terms2 = _floor_terms(m2, min(s2, 0))
+    if terms1 is None or terms2 is None or s2 > 0:
+        return None
+    left1 = max(s1, 0)
+    wf64 = wf.data.astype(np.int64)
+    x_dev = max(127 - x.zp, x.zp + 128)
+    acc1 = int(np.abs(wf64).sum(axis=1).max()) * x_dev
+    _, e1, k1, fix1 = terms1
+    d1 = 2.0 ** (31 + e1)
+    if acc1 << left1 >= 1 << 31 or (acc1 * m1) << left1 >= 1 << 53:
+        return None
+    off = (((acc1 << left1) * m1 + k1) >> (31 + e1)) + 2
+    if off > 1 << 20 or 2 * off * d1 >= 2.0**53:
+        return None
+    smin, smax = TYPE_RANGES[state.type]
+    j = np.arange(2 * off + 1, dtype=np.int64) - off
+    state_table = _wrap_to(np.clip(j, smin, smax) + state.zp, state.type).astype(state.dtype)
+    w1 = wf64.T * ((m1 << left1) / d1)  # (I, F), exact multiples of 1/d1
+    thr1, fixd1, kd1 = -(2.0**30) / d1, fix1 / d1, k1 / d1 + off
+
+    # stage 2: (memory - zp) x time weights, summed per unit; bias and zero point in one constant
+    wt64 = wt.data.astype(np.int64)
+    unit_of = np.arange(n_filter) // rank
+    block = np.zeros((n_filter, n_memory, n_unit))
+    block[np.arange(n_filter), :, unit_of] = wt64
+    block = block.reshape(n_filter * n_memory, n_unit)
+    s_lo, s_hi = TYPE_RANGES[state.type]
+    acc2 = int(np.abs(block).sum(axis=0).max()) * max(s_hi, -s_lo)  # raw state values, zero point folded below
+    bias64 = np.zeros(n_unit, np.int64) if bias is None else bias.data.astype(np.int64).reshape(n_unit)
+    const = bias64 - state.zp * np.bincount(unit_of, wt64.sum(axis=1), n_unit).astype(np.int64)
+    if acc2 >= 1 << 53:
+        return None
+    may_wrap = acc2 + int(np.abs(const).max()) >= 1 << 31  # TFLM's int32 sum wraps
+    _, e2, k2, fix2 = terms2
+    sh2 = 31 + e2
+    # y = v*m2 + 2**30 (v the int32 sum); the result is (y + k2 - 2**30 - [y < 0] fix2) >> sh2, plus the output zp
+    c2 = k2 + (out.zp << sh2)
+    thr2 = c2 - (1 << 30)
+
+    xf = np.zeros((batch, x.shape[1]))
+    z1 = np.zeros((batch, n_filter))
+    mask1 = np.zeros((batch, n_filter), bool)
+    i1 = np.zeros((batch, n_filter), np.int64)
+    sf = np.zeros((batch, n_filter * n_memory))
+    a2f = np.zeros((batch, n_unit))
+    a2 = np.zeros((batch, n_unit), np.int64)
+    mask2 = np.zeros((batch, n_unit), bool)
+    x_zp = float(x.zp)
+    take_state = state_table.take
+
+    def run(inputs, outputs):
+        flat = inputs[4]
+        st = flat.reshape(batch, n_filter, n_memory)
+        st[:, :, :-1] = st[:, :, 1:]
+        np.subtract(inputs[0], x_zp, out=xf)
+        np.dot(xf, w1, out=z1)
+        np.less(z1, thr1, out=mask1)
+        np.subtract(z1, fixd1, out=z1, where=mask1)
+        np.add(z1, kd1, out=i1, casting="unsafe")
+        take_state(i1, out=st[:, :, -1], mode="clip")
+        np.copyto(sf, flat.reshape(batch, -1))
+        np.dot(sf, block, out=a2f)
+        np.copyto(a2, a2f, casting="unsafe")
+        np.add(a2, const, out=a2)
+        if may_wrap:
+            np.add(a2, 1 << 31, out=a2)
+            np.bitwise_and(a2, 0xFFFFFFFF, out=a2)
+            np.subtract(a2, 1 << 31, out=a2)
+        np.multiply(a2, m2, out=a2)
+        np.add(a2, c2, out=a2)
+        np.less(a2, thr2, out=mask2)
+        np.subtract(a2, fix2, out=a2, where=mask2)
+        np.right_shift(a2, sh2, out=a2)
+        np.minimum(a2, 127, out=a2)
+        np.maximum(a2, -128, out=outputs[0], casting="unsafe")
+
+    run.table_path = "int32 wrap" if may_wrap else "plain"
     return run
 
 
