@@ -207,6 +207,9 @@ typedef struct edge_interp {
     uint32_t trace_capacity;
     uint32_t trace_count;       /* entries written by the last edge_invoke (may exceed capacity: dropped) */
     edge_error_t error;
+    /* resource variables (VAR_HANDLE ids): one slot per VAR_HANDLE op, persistent (edge_kernel.h) */
+    struct edge_resource *resources;
+    int32_t n_resources, max_resources;
 } edge_interp_t;
 
 /* Flags for edge_init_ex. */

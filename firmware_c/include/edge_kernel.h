@@ -165,6 +165,30 @@ float edge_opt_float(const edge_node_t *node, int32_t slot, float dflt);
 edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const int32_t **values,
                                   int32_t *count);
 
+/* A string field: *str points at the NUL-terminated bytes in the model (verified). Absent: NULL, EDGE_OK. */
+edge_status_t edge_opt_string(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const char **str);
+
+/* ---- resource variables (VAR_HANDLE / ASSIGN_VARIABLE / READ_VARIABLE) ----
+ * The interpreter holds a table with one slot per VAR_HANDLE op of the model (persistent memory, sized at
+ * init). A slot's index is the resource id, given in first-registration order (edge_sdk's numbering).
+ * The variable's bytes are the kernels' business (persistent memory, sized by the first ASSIGN_VARIABLE's
+ * prepare); edge_reset_state clears `held` (a reset variable reads as its reader's default). */
+typedef struct edge_resource {
+    const char *container, *shared_name; /* VAR_HANDLE names, in the model ("" when absent) */
+    void *data;                 /* NULL until sized */
+    uint32_t bytes;
+    uint8_t type;               /* edge_type_t of the value */
+    uint8_t held;               /* holds a value (fresh fill or an assignment); 0 after edge_reset_state */
+    uint8_t reserved_[2];
+} edge_resource_t;
+
+/* Prepare: the id of (container, shared_name), registered on first sight; -1 when the table is full. */
+int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name);
+/* The slot of an id (NULL when out of range). */
+static inline edge_resource_t *edge_resource(const edge_ctx_t *ctx, int32_t id) {
+    return (id >= 0 && id < ctx->interp->n_resources) ? &ctx->interp->resources[id] : (edge_resource_t *)0;
+}
+
 /* BuiltinOptions union codes kernels commonly check (schema.fbs union order). */
 enum {
     EDGE_OPTS_NONE = 0,

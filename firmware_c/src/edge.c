@@ -279,6 +279,12 @@ edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int3
     return fb_ints(ctx->interp, &node->options, slot, values, count, WHAT("options vector"));
 }
 
+edge_status_t edge_opt_string(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const char **str) {
+    *str = 0;
+    if (!node->options.table) return EDGE_OK;
+    return fb_string(ctx->interp, &node->options, slot, str, WHAT("options string"));
+}
+
 /* ================================================================================= 3. loading */
 
 static int64_t tensor_elements_capped(const int32_t *dims, int32_t rank) {
@@ -857,6 +863,21 @@ static edge_status_t plan_arena(edge_interp_t *it) {
 
 void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes) { return tail_alloc(ctx->interp, bytes); }
 
+int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {
+    edge_interp_t *it = ctx->interp;
+    int32_t k;
+    if (!container) container = "";
+    if (!shared_name) shared_name = "";
+    for (k = 0; k < it->n_resources; k++)
+        if (strcmp(it->resources[k].container, container) == 0 && strcmp(it->resources[k].shared_name, shared_name) == 0)
+            return k;
+    if (it->n_resources >= it->max_resources) return -1;
+    it->resources[k].container = container;
+    it->resources[k].shared_name = shared_name;
+    it->n_resources++;
+    return k;
+}
+
 edge_status_t edge_request_scratch(edge_ctx_t *ctx, edge_node_t *node, size_t bytes, int32_t *index) {
     if (!ctx->interp->in_prepare || node->n_scratch >= EDGE_MAX_SCRATCH || (int64_t)bytes > MAX_TENSOR_BYTES)
         return edge_fail(ctx, EDGE_LIMIT, WHAT("scratch request"));
@@ -936,6 +957,12 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
                 it->error.custom_code = nd->custom_code;
                 return fail_at(it, EDGE_UNSUPPORTED_OP, WHAT("no kernel for this op and version"), -1);
             }
+        }
+        /* the resource-variable table: one slot per VAR_HANDLE op */
+        for (k = 0; k < it->n_nodes_total; k++) it->max_resources += it->nodes[k].op == EDGE_OP_VAR_HANDLE;
+        if (it->max_resources) {
+            it->resources = (edge_resource_t *)tail_alloc(it, sizeof(edge_resource_t) * (size_t)it->max_resources);
+            if (!it->resources) return EDGE_ARENA_TOO_SMALL;
         }
         /* prepare, subgraph by subgraph, in execution order */
         ctx.interp = it;
@@ -1085,6 +1112,7 @@ edge_status_t edge_reset_state(edge_interp_t *it) {
     int32_t k;
     if (!it || !it->ready) return EDGE_NOT_READY;
     reset_variables(it);
+    for (k = 0; k < it->n_resources; k++) it->resources[k].held = 0;
     ctx.interp = it;
     for (k = 0; k < it->n_nodes_total; k++) {
         const edge_node_t *nd = &it->nodes[k];
