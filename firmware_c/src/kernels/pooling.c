@@ -1,0 +1,212 @@
+/* AVERAGE_POOL_2D and MAX_POOL_2D over NHWC windows, as TFLM's reference pooling kernels (and
+ * edge_sdk/kernels/pooling.py):
+ *  - only the window cells inside the input count (padding is ignored, never read as a value);
+ *  - quantized (int8, int16) pools work on the stored integers (input and output must share scale and
+ *    zero point): the average is the int32 window sum divided by the cell count, halves rounded away from
+ *    zero ((sum +- count/2) / count with C's truncating division); the max starts from the type's lowest;
+ *  - float32: the sum in the reference's order (fy, fx) divided by the count; the max from -inf;
+ *  - then the fused activation's clamp.
+ * Prepare refuses windows that lie entirely in the padding (the reference reports an error for them).
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+
+EDGE_KERNEL(AVERAGE_POOL_2D, average_pool_2d, 3)
+EDGE_KERNEL(MAX_POOL_2D, max_pool_2d, 3)
+
+typedef struct {
+    int32_t type;               /* EDGE_FLOAT32 / EDGE_INT8 / EDGE_INT16 */
+    int32_t n, h, w, c, oh, ow, fh, fw, sh, sw, pt, pl;
+    int32_t lo, hi;
+    float flo, fhi;
+    int32_t scratch;            /* c int32 (or float) accumulators */
+} pool_data_t;
+
+static int pool_window(int32_t padding, int32_t stride, int32_t in, int32_t k, int32_t *out, int32_t *pad) {
+    int64_t o, total;
+    if (stride <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
+    if (padding == 0) o = ((int64_t)in + stride - 1) / stride;
+    else o = ((int64_t)in + stride - k) / stride;
+    if (o <= 0 || o > 0x7fffffff) return -1;
+    total = (o - 1) * stride + k - in;
+    if (total < 0) total = 0;
+    *out = (int32_t)o;
+    *pad = (int32_t)(total / 2);
+    return 0;
+}
+
+/* Window cells [*lo, *hi) inside the input for an origin along one axis. */
+static inline void pool_range(int32_t origin, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
+    int32_t a = origin < 0 ? -origin : 0;
+    int32_t b = size - origin < k ? size - origin : k;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+/* Pool2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 filter_width, 4 filter_height, 5 fused_activation. */
+static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int average) {
+    const int has_opts = node->options_type == EDGE_OPTS_Pool2DOptions;
+    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
+    const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
+    const int32_t fw = has_opts ? edge_opt_int(node, 3, 4, 0) : 1;
+    const int32_t fh = has_opts ? edge_opt_int(node, 4, 4, 0) : 1;
+    const int32_t act = has_opts ? edge_opt_int(node, 5, 1, 0) : 0;
+    edge_tensor_t *in, *out;
+    pool_data_t *d;
+    int32_t shape[4], k, lo, hi;
+    edge_status_t s;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D expects 1 input and 1 output");
+    in = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input is required");
+    if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && in->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "POOL_2D: C kernel runs FLOAT32, INT8 and INT16");
+    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: output type differs from input");
+    if (in->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input must be 4-D");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "POOL_2D: fused activation");
+
+    d = (pool_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = in->type;
+    d->n = in->dims[0];
+    d->h = in->dims[1];
+    d->w = in->dims[2];
+    d->c = in->dims[3];
+    d->fh = fh;
+    d->fw = fw;
+    d->sh = sh;
+    d->sw = sw;
+    if (d->n < 0 || d->c <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input shape");
+    if (pool_window(padding, sh, d->h, fh, &d->oh, &d->pt) || pool_window(padding, sw, d->w, fw, &d->ow, &d->pl))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: padding, strides or filter size do not fit the input");
+    if (average) {
+        for (k = 0; k < d->oh; k++) {
+            pool_range(k * sh - d->pt, d->h, fh, &lo, &hi);
+            if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "AVERAGE_POOL_2D: a window lies entirely in the padding");
+        }
+        for (k = 0; k < d->ow; k++) {
+            pool_range(k * sw - d->pl, d->w, fw, &lo, &hi);
+            if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "AVERAGE_POOL_2D: a window lies entirely in the padding");
+        }
+    }
+    shape[0] = d->n;
+    shape[1] = d->oh;
+    shape[2] = d->ow;
+    shape[3] = d->c;
+    s = edge_set_output_shape(ctx, node, 0, shape, 4);
+    if (s != EDGE_OK) return s;
+
+    if (in->type == EDGE_FLOAT32) {
+        edge_activation_range_float(act, &d->flo, &d->fhi);
+    } else {
+        float ds;
+        if (!in->quantized || !out->quantized)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: quantized pooling needs scale and zero point");
+        ds = in->scale - out->scale;
+        if ((ds < 0 ? -ds : ds) > 1e-6f || in->zero_point != out->zero_point)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input and output quantization must match");
+        if (edge_activation_range(act, in->type == EDGE_INT8 ? -128 : -32768, in->type == EDGE_INT8 ? 127 : 32767,
+                                  out->scale, out->zero_point, &d->lo, &d->hi) != 0)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "POOL_2D: fused activation");
+    }
+    return edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->c, &d->scratch);
+}
+
+edge_status_t edge_prepare_average_pool_2d(edge_node_t *node, edge_ctx_t *ctx) { return pool_prepare(node, ctx, 1); }
+edge_status_t edge_prepare_max_pool_2d(edge_node_t *node, edge_ctx_t *ctx) { return pool_prepare(node, ctx, 0); }
+
+/* One quantized pool; T the element type. Channels run innermost (contiguous). */
+#define POOL_INT_BODY(T)                                                                                     \
+    do {                                                                                                     \
+        const T *x = (const T *)xv;                                                                          \
+        T *y = (T *)yv;                                                                                      \
+        for (b = 0; b < d->n; b++) {                                                                         \
+            for (oy = 0; oy < d->oh; oy++) {                                                                 \
+                const int32_t iy0 = oy * d->sh - d->pt;                                                      \
+                pool_range(iy0, d->h, d->fh, &fy0, &fy1);                                                    \
+                for (ox = 0; ox < d->ow; ox++) {                                                             \
+                    const int32_t ix0 = ox * d->sw - d->pl;                                                  \
+                    T *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c;                                \
+                    int32_t count, half;                                                                     \
+                    pool_range(ix0, d->w, d->fw, &fx0, &fx1);                                                \
+                    count = (fy1 - fy0) * (fx1 - fx0);                                                       \
+                    half = count / 2;                                                                        \
+                    for (i = 0; i < c; i++) acc[i] = average ? 0 : lowest;                                   \
+                    for (fy = fy0; fy < fy1; fy++) {                                                         \
+                        for (fx = fx0; fx < fx1; fx++) {                                                     \
+                            const T *xp = x + (((int64_t)b * d->h + iy0 + fy) * d->w + ix0 + fx) * c;        \
+                            if (average) {                                                                   \
+                                for (i = 0; i < c; i++) acc[i] += xp[i];                                     \
+                            } else {                                                                         \
+                                for (i = 0; i < c; i++) acc[i] = xp[i] > acc[i] ? xp[i] : acc[i];            \
+                            }                                                                                \
+                        }                                                                                    \
+                    }                                                                                        \
+                    for (i = 0; i < c; i++) {                                                                \
+                        int32_t v = acc[i];                                                                  \
+                        if (average) v = v > 0 ? (v + half) / count : (v - half) / count;                    \
+                        yp[i] = (T)edge_clamp32(v, d->lo, d->hi);                                            \
+                    }                                                                                        \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+    } while (0)
+
+static void pool_int(const pool_data_t *d, const void *xv, void *yv, int32_t *acc, int average) {
+    const int32_t c = d->c;
+    const int32_t lowest = d->type == EDGE_INT8 ? -128 : -32768;
+    int32_t b, oy, ox, fy, fx, i, fy0, fy1, fx0, fx1;
+    if (d->type == EDGE_INT8) POOL_INT_BODY(int8_t);
+    else POOL_INT_BODY(int16_t);
+}
+
+static void pool_float(const pool_data_t *d, const float *x, float *y, float *acc, int average) {
+    const int32_t c = d->c;
+    int32_t b, oy, ox, fy, fx, i, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            pool_range(iy0, d->h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c;
+                float count;
+                pool_range(ix0, d->w, d->fw, &fx0, &fx1);
+                count = (float)((fy1 - fy0) * (fx1 - fx0));
+                for (i = 0; i < c; i++) acc[i] = average ? 0.0f : -3.40282347e+38f; /* float lowest, as the reference */
+                for (fy = fy0; fy < fy1; fy++) {
+                    for (fx = fx0; fx < fx1; fx++) {
+                        const float *xp = x + (((int64_t)b * d->h + iy0 + fy) * d->w + ix0 + fx) * c;
+                        if (average) {
+                            for (i = 0; i < c; i++) acc[i] += xp[i];
+                        } else {
+                            for (i = 0; i < c; i++) acc[i] = xp[i] > acc[i] ? xp[i] : acc[i];
+                        }
+                    }
+                }
+                for (i = 0; i < c; i++) {
+                    float v = average ? acc[i] / count : acc[i];
+                    yp[i] = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+                }
+            }
+        }
+    }
+}
+
+static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
+    const pool_data_t *d = (const pool_data_t *)node->user_data;
+    const edge_tensor_t *in = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    void *scratch = edge_scratch(ctx, node, d->scratch);
+    if (d->type == EDGE_FLOAT32) pool_float(d, (const float *)in->data, (float *)out->data, (float *)scratch, average);
+    else pool_int(d, in->data, out->data, (int32_t *)scratch, average);
+}
+
+void edge_eval_average_pool_2d(const edge_node_t *node, edge_ctx_t *ctx) { pool_eval(node, ctx, 1); }
+void edge_eval_max_pool_2d(const edge_node_t *node, edge_ctx_t *ctx) { pool_eval(node, ctx, 0); }
