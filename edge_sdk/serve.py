@@ -25,7 +25,8 @@ Endpoints:
 
 Batching: requests go into one bounded queue; ``instances`` worker threads, each with its own interpreters,
 take the oldest request and wait up to ``max_wait_ms`` from its arrival for more, up to ``max_batch``, then
-run them as one batch. That needs a batch axis: at start-up the model is checked by resizing its inputs'
+run them as one batch; a worker stops waiting early when no request is on its way in (being read or parsed
+by the HTTP threads), so a lone client pays no batching delay and batches form from what queues up under load. That needs a batch axis: at start-up the model is checked by resizing its inputs'
 first axis to 2 and comparing each row with a batch-one run (a model whose batch axis is fixed above one
 is run at that size, padded). A worker keeps one interpreter per batch size it uses (powers of two up to
 ``max_batch``; a smaller batch is padded up to the next). Models without a usable batch axis run one
@@ -203,6 +204,7 @@ class Server:
         self._gate = threading.Event()
         self._gate.set()
         self._stopping = False
+        self._incoming = 0  # requests being read/parsed (they may join a batch soon); under _cond
         self._workers: list[threading.Thread] = []
         self._httpd = None
         self._http_thread = None
@@ -300,6 +302,12 @@ class Server:
             self._cond.notify_all()
 
     # ------------------------------------------------------------------ queue and workers
+    def incoming(self, n: int) -> None:
+        with self._cond:
+            self._incoming += n
+            if n < 0:
+                self._cond.notify_all()
+
     def submit(self, inputs: list[np.ndarray]) -> _Item:
         item = _Item(inputs)
         with self._cond:
@@ -326,6 +334,8 @@ class Server:
                 if block_until is None:
                     self._cond.wait(0.5 if self._gate.is_set() else 0.05)
                 else:
+                    if self._incoming <= 0 and self._gate.is_set():
+                        return None  # nothing on its way in: run what we have now
                     left = block_until - time.monotonic()
                     if left <= 0:
                         return None
@@ -582,6 +592,13 @@ def _make_handler(server: Server):
         server_version = "edge-serve/1"
         timeout = server.socket_timeout_s
 
+        def setup(self):
+            super().setup()
+            try:  # headers and body are separate writes: without this, Nagle + delayed ACK add ~40 ms
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
         def log_message(self, format, *args):  # noqa: A002 - the base class's name
             log.debug("serve: " + format % args)
 
@@ -625,12 +642,17 @@ def _make_handler(server: Server):
                 return
             server._count("requests")
             status = 500
+            server.incoming(1)
+            self._incoming = True
             try:
                 status, doc, body, ctype, headers = self._predict()
             except _Reject as r:
                 status, doc, body, ctype, headers = r.status, {"error": r.reason}, None, "application/json", r.headers
             except Exception as exc:  # noqa: BLE001 - never let one request take the server down
                 status, doc, body, ctype, headers = 500, {"error": f"internal error: {exc}"}, None, "application/json", {}
+            finally:
+                if self._incoming:
+                    server.incoming(-1)
             server._record(status, time.monotonic() - t0 if status == 200 else None)
             self._send(status, doc, body, ctype, headers)
 
@@ -670,7 +692,11 @@ def _make_handler(server: Server):
                 raw_out = "application/octet-stream" in (self.headers.get("Accept") or "")
             else:
                 raise _Reject(415, f"Content-Type {ctype} not accepted: application/json or application/octet-stream")
-            item = server.submit(inputs)
+            try:
+                item = server.submit(inputs)
+            finally:
+                self._incoming = False
+                server.incoming(-1)
             if not item.event.wait(server.request_timeout_s):
                 item.cancelled = True
                 raise _Reject(504, f"no result within {server.request_timeout_s} s")

@@ -250,3 +250,18 @@ def test_too_many_connections_get_503():
             idle.close()
         wait_for(lambda: srv._httpd._slots._value == 1)
         assert request(srv, "GET", "/health")[0] == 200
+
+
+@pytest.mark.slow
+def test_benchmark_script_runs(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve.py"), "--requests", "20", "--seconds", "5",
+                          "--concurrency", "1", "4"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "batching / no batching:" in out.stdout and "4 clients: throughput x" in out.stdout
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("no batching", "batch<="))]
+    assert len(rows) == 4 and all(r[-1] == "0" for r in rows)  # no errors
