@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import itertools
 import json
 import os
 import queue
@@ -43,7 +44,7 @@ def build_mlp(path: Path) -> None:
     g = GraphBuilder()
     x = g.input("x", (1, 64), "FLOAT32")
     sizes = [64, 256, 256, 10]
-    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
         w = g.constant(f"w{i}", (rng.standard_normal((b, a)) / np.sqrt(a)).astype(np.float32))
         bias = g.constant(f"b{i}", np.zeros(b, np.float32))
         y = g.tensor(f"h{i}", (1, b), "FLOAT32")

@@ -53,6 +53,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from typing_extensions import Self
 
 from edge_sdk import log
 from edge_sdk.errors import ModelError
@@ -69,7 +70,7 @@ class _Reject(Exception):
 
 
 class _Item:
-    __slots__ = ("inputs", "event", "result", "error", "t0", "cancelled")
+    __slots__ = ("cancelled", "error", "event", "inputs", "result", "t0")
 
     def __init__(self, inputs):
         self.inputs = inputs
@@ -246,7 +247,7 @@ class Server:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
 
-    def start(self) -> "Server":
+    def start(self) -> Server:
         if self._httpd is not None:
             return self
         handler = _make_handler(self)
@@ -286,7 +287,7 @@ class Server:
         """Block until stopped (True) or the timeout passes (False)."""
         return self._stopped.wait(timeout)
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -599,7 +600,7 @@ def _make_handler(server: Server):
             except OSError:
                 pass
 
-        def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        def log_message(self, format, *args):
             log.debug("serve: " + format % args)
 
         def _send(self, status: int, doc=None, body: bytes | None = None, ctype="application/json", headers=None):
@@ -677,7 +678,7 @@ def _make_handler(server: Server):
                 raise _Reject(413, f"body of {n} bytes is above the {server.max_request_bytes} byte limit")
             try:
                 body = self.rfile.read(n)
-            except (OSError, socket.timeout):
+            except (TimeoutError, OSError):
                 self.close_connection = True
                 raise _Reject(408, "timed out reading the body") from None
             if len(body) != n:

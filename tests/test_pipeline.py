@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import wave
 
@@ -216,9 +215,9 @@ def test_nms_matches_slow_reference(seed, class_aware):
 
 
 def test_ssd_anchor_generator():
-    blazeface = dict(num_layers=4, min_scale=0.1484375, max_scale=0.75, input_size_height=128, input_size_width=128,
-                     anchor_offset_x=0.5, anchor_offset_y=0.5, strides=[8, 16, 16, 16], aspect_ratios=[1.0],
-                     fixed_anchor_size=True)
+    blazeface = {"num_layers": 4, "min_scale": 0.1484375, "max_scale": 0.75, "input_size_height": 128, "input_size_width": 128,
+                     "anchor_offset_x": 0.5, "anchor_offset_y": 0.5, "strides": [8, 16, 16, 16], "aspect_ratios": [1.0],
+                     "fixed_anchor_size": True}
     a = ssd_anchors(blazeface)
     assert a.shape == (896, 4)
     np.testing.assert_allclose(a[0], [0.5 / 16, 0.5 / 16, 1, 1])
@@ -226,8 +225,8 @@ def test_ssd_anchor_generator():
     np.testing.assert_allclose(a[2], [0.5 / 16, 1.5 / 16, 1, 1])
     np.testing.assert_allclose(a[512], [0.5 / 8, 0.5 / 8, 1, 1])
     assert len({tuple(r) for r in a[512:518].tolist()}) == 1  # six anchors per cell in the stride-16 group
-    ssd = ssd_anchors(dict(num_layers=2, min_scale=0.2, max_scale=0.9, input_size_height=32, input_size_width=32,
-                           strides=[16, 32], aspect_ratios=[1.0, 2.0]))
+    ssd = ssd_anchors({"num_layers": 2, "min_scale": 0.2, "max_scale": 0.9, "input_size_height": 32, "input_size_width": 32,
+                           "strides": [16, 32], "aspect_ratios": [1.0, 2.0]})
     # layer 0: 2x2 cells x (2 ratios + interpolated) ; layer 1: 1 cell x 3
     assert ssd.shape == (4 * 3 + 3, 4)
     np.testing.assert_allclose(ssd[1, 2:], [0.2 / np.sqrt(2), 0.2 * np.sqrt(2)], rtol=1e-6)

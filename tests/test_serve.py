@@ -260,7 +260,7 @@ def test_benchmark_script_runs(tmp_path):
     from tests.conftest import ROOT
 
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve.py"), "--requests", "20", "--seconds", "5",
-                          "--concurrency", "1", "4"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+                          "--concurrency", "1", "4"], check=False, cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr
     assert "batching / no batching:" in out.stdout and "4 clients: throughput x" in out.stdout
     rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("no batching", "batch<="))]
