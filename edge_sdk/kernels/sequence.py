@@ -729,34 +729,58 @@ def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
 
 
 def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
-    S = n_state
-    w_in_t = np.ascontiguousarray(np.concatenate([node.inputs[i].data for i in _IN_W], axis=0).astype(np.float32).T)
-    w_rec_t = np.ascontiguousarray(np.concatenate([node.inputs[i].data for i in _REC_W], axis=0).astype(np.float32).T)
-    bias = np.concatenate([node.inputs[i].data for i in _BIAS]).astype(np.float32)
-    cell_gate = np.tanh if act == "TANH" else _sigmoid_f32
+    S, T, B = n_state, steps, batch
+    # gate columns input, forget, output, cell: the three sigmoid gates side by side
+    order = (0, 1, 3, 2)
+    w_in_t = np.ascontiguousarray(
+        np.concatenate([node.inputs[_IN_W[g]].data for g in order], axis=0).astype(np.float32).T)
+    w_rec_t = np.ascontiguousarray(
+        np.concatenate([node.inputs[_REC_W[g]].data for g in order], axis=0).astype(np.float32).T)
+    bias = np.concatenate([node.inputs[_BIAS[g]].data for g in order]).astype(np.float32)
+    n_sig = 3 * S if act == "TANH" else 4 * S
+    clip = _F32(cell_clip) if cell_clip > 0 else None
+    hs = np.zeros((T + 1, B, S), np.float32)  # hidden state before each step, then the outputs
+    c = np.zeros((B, S), np.float32)
+    g = np.zeros((B, 4 * S), np.float32)
+    e = np.zeros((B, n_sig), np.float32)
+    low = np.zeros((B, n_sig), bool)
+    tmp = np.zeros((B, S), np.float32)
+    sig_in, sig_out = g[:, :n_sig], g[:, :n_sig]
+    i_g, f_g, o_g, c_g = g[:, :S], g[:, S:2 * S], g[:, 2 * S:3 * S], g[:, 3 * S:]
+    views = [(hs[t], hs[t + 1]) for t in range(T)]
+    one, lower = _F32(1), _F32(-9)
+    dot, add, multiply, negative, exp, reciprocal = np.dot, np.add, np.multiply, np.negative, np.exp, np.reciprocal
 
     def run(inputs, outputs):
         xs = inputs[0]
         seq = xs if time_major else xs.transpose(1, 0, 2)
+        pre = (seq.reshape(T * B, -1) @ w_in_t + bias).reshape(T, B, 4 * S)
+        hs[0] = inputs[18].reshape(B, S)
+        c[...] = inputs[19].reshape(B, S)
+        for (h_prev, h_next), pre_t in zip(views, pre):
+            dot(h_prev, w_rec_t, out=g)
+            add(g, pre_t, out=g)
+            # reference Logistic: exp(v) below -9, else 1 / (1 + exp(-v)) (above 16.6 that is 1 in float32)
+            np.less(sig_in, lower, out=low)
+            negative(sig_in, out=e)
+            exp(e, out=e)
+            add(e, one, out=e)
+            exp(sig_in, out=sig_out, where=low)
+            reciprocal(e, out=sig_out, where=~low)
+            if n_sig == 3 * S:
+                np.tanh(c_g, out=c_g)
+            multiply(f_g, c, out=c)
+            multiply(i_g, c_g, out=tmp)
+            add(c, tmp, out=c)
+            if clip is not None:
+                np.minimum(c, clip, out=c)
+                np.maximum(c, -clip, out=c)
+            np.tanh(c, out=tmp)
+            multiply(tmp, o_g, out=h_next)
         out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
-        h_arr = inputs[18].reshape(batch, S)
-        c_arr = inputs[19].reshape(batch, S)
-        pre_in = (seq.reshape(steps * batch, -1) @ w_in_t + bias).reshape(steps, batch, 4 * S)
-        h = h_arr.astype(np.float32)
-        c = c_arr.astype(np.float32)
-        for t in range(steps):
-            g = pre_in[t] + h @ w_rec_t
-            i_g = _sigmoid_f32(g[:, :S])
-            f_g = _sigmoid_f32(g[:, S:2 * S])
-            c_g = cell_gate(g[:, 2 * S:3 * S])
-            o_g = _sigmoid_f32(g[:, 3 * S:])
-            c = f_g * c + i_g * c_g
-            if cell_clip > 0:
-                c = np.clip(c, _F32(-cell_clip), _F32(cell_clip))
-            h = np.tanh(c) * o_g
-            out[t] = h
-        h_arr[...] = h
-        c_arr[...] = c
+        out[...] = hs[1:]
+        inputs[18].reshape(B, S)[...] = hs[T]
+        inputs[19].reshape(B, S)[...] = c
 
     return run
 
