@@ -1,0 +1,295 @@
+/* TRANSPOSE_CONV: inputs (output_shape, weights [O, kh, kw, C], input [N, H, W, C], optional bias [O]).
+ * Every input pixel scatters x[b, iy, ix, :] . w[o, fy, fx, :] into output cell (iy*sh - pt + fy,
+ * ix*sw - pl + fx, o) when that cell lies inside the output; padding (SAME / VALID) is computed from the
+ * output size with dilation 1. As TFLM's reference TransposeConv kernels (edge_sdk/kernels/conv.py
+ * prepare_transpose_conv):
+ *  - int8: int32 scratch sums of (x + input_offset) * w (wrapping), + int32 bias, the channel's
+ *    MultiplyByQuantizedMultiplier, + output zero point, activation clamp;
+ *  - int16x8: int64 scratch sums of x * w, + bias (INT64, or INT16 widened), the 16-bit-multiplier
+ *    requantization, activation clamp (no offsets);
+ *  - float32: products added one by one into the zeroed output in the reference's order, then + bias,
+ *    then the clamp.
+ * The output shape comes from the constant output_shape tensor (else the model's declared output shape).
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+
+EDGE_KERNEL(TRANSPOSE_CONV, transpose_conv, 5)
+
+#define EDGE_OPTS_TransposeConvOptions_ 49 /* BuiltinOptions union code (schema.fbs) */
+
+enum { TC_FLOAT = 0, TC_INT8 = 1, TC_INT16 = 2 };
+
+typedef struct {
+    int32_t kind;
+    int32_t n, h, w, c;         /* input */
+    int32_t oh, ow, o;          /* output */
+    int32_t kh, kw, sh, sw, pt, pl;
+    int32_t bias16;             /* int16 kernel with an INT16 bias (widened) */
+    int32_t input_offset, output_offset, lo, hi;
+    float flo, fhi;
+    int32_t *mult, *shift;
+    int32_t scratch;            /* int32 (int8) / int64 (int16) sums, one per output value */
+} tc_data_t;
+
+static int tc_window(int32_t padding, int32_t stride, int32_t size, int32_t k, int32_t *pad) {
+    int64_t o, total;
+    if (stride <= 0 || k <= 0 || size <= 0 || (padding != 0 && padding != 1)) return -1;
+    if (padding == 0) o = ((int64_t)size + stride - 1) / stride;
+    else o = ((int64_t)size + stride - k) / stride;
+    if (o <= 0) return -1;
+    total = (o - 1) * stride + k - size;
+    if (total < 0) total = 0;
+    *pad = (int32_t)(total / 2);
+    return 0;
+}
+
+/* TransposeConvOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 quantized_bias_type. */
+edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
+    const int has_opts = node->options_type == EDGE_OPTS_TransposeConvOptions_;
+    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
+    const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
+    const int32_t act = has_opts ? edge_opt_int(node, 3, 1, 0) : 0;
+    edge_tensor_t *shp, *w, *in, *bias, *out;
+    tc_data_t *d;
+    int32_t target[4], k;
+    edge_status_t s;
+
+    if (node->n_inputs < 3 || node->n_inputs > 4 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV expects 3..4 inputs and 1 output");
+    shp = edge_in(ctx, node, 0);
+    w = edge_in(ctx, node, 1);
+    in = edge_in(ctx, node, 2);
+    bias = edge_in(ctx, node, 3);
+    out = edge_out(ctx, node, 0);
+    if (!shp || !w || !in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape, weights and input are required");
+    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output type differs from input");
+    if (!((in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) || (in->type == EDGE_INT8 && w->type == EDGE_INT8) ||
+          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         "TRANSPOSE_CONV: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/weights)");
+    if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: input and weights must be 4-D");
+    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: sparse weights");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: fused activation");
+    if (w->dims[3] != in->dims[3]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: weights depth differs from input depth");
+
+    if (shp->is_const) {
+        if (shp->type != EDGE_INT32 || edge_tensor_elements(shp) != 4)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape must be 4 INT32 values");
+        memcpy(target, shp->data, sizeof target);
+    } else {
+        if (out->rank != 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: output_shape must be a constant tensor");
+        for (k = 0; k < 4; k++) {
+            target[k] = out->dims[k];
+            if (target[k] <= 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: output_shape must be a constant tensor");
+        }
+    }
+    if (target[0] != in->dims[0] || target[3] != w->dims[0] || target[1] <= 0 || target[2] <= 0)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape does not fit the batch and the filters");
+
+    d = (tc_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->n = in->dims[0];
+    d->h = in->dims[1];
+    d->w = in->dims[2];
+    d->c = in->dims[3];
+    d->o = w->dims[0];
+    d->kh = w->dims[1];
+    d->kw = w->dims[2];
+    d->oh = target[1];
+    d->ow = target[2];
+    d->sh = sh;
+    d->sw = sw;
+    d->scratch = -1;
+    if (d->n <= 0 || d->c <= 0 || d->o <= 0 || d->h <= 0 || d->w <= 0)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: empty input or weights");
+    if (tc_window(padding, sh, d->oh, d->kh, &d->pt) || tc_window(padding, sw, d->ow, d->kw, &d->pl))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: padding, strides or window do not fit the output");
+    s = edge_set_output_shape(ctx, node, 0, target, 4);
+    if (s != EDGE_OK) return s;
+
+    if (in->type == EDGE_FLOAT32) {
+        d->kind = TC_FLOAT;
+        if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: bias must be FLOAT32 with one value per filter");
+        edge_activation_range_float(act, &d->flo, &d->fhi);
+        return EDGE_OK;
+    }
+    if (!in->quantized || !w->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: quantized tensors need scales and zero points");
+    d->kind = in->type == EDGE_INT8 ? TC_INT8 : TC_INT16;
+    if (bias) {
+        const int ok = d->kind == TC_INT8 ? bias->type == EDGE_INT32
+                                          : (bias->type == EDGE_INT64 || bias->type == EDGE_INT16);
+        if (!ok) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "TRANSPOSE_CONV: bias must be INT32 (int8) or INT64/INT16 (int16)");
+        if (edge_tensor_elements(bias) != d->o)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: bias needs one value per filter");
+        d->bias16 = bias->type == EDGE_INT16;
+    }
+    if (w->n_scales != 1 && w->n_scales != d->o)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: weights need one scale or one per output channel");
+    if (w->n_scales > 1 && (w->quantized_dimension < 0 || w->quantized_dimension > 3 ||
+                            w->dims[w->quantized_dimension] != d->o))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: per-channel weight scales not along the output channels");
+    if (edge_activation_range(act, d->kind == TC_INT8 ? -128 : -32768, d->kind == TC_INT8 ? 127 : 32767, out->scale,
+                              out->zero_point, &d->lo, &d->hi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: fused activation");
+    d->input_offset = d->kind == TC_INT8 ? -in->zero_point : 0;
+    d->output_offset = d->kind == TC_INT8 ? out->zero_point : 0;
+    d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
+    d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
+    if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
+    for (k = 0; k < d->o; k++) {
+        float ws;
+        memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
+        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->mult[k], &d->shift[k]);
+    }
+    {
+        const int64_t elems = (int64_t)d->n * d->oh * d->ow * d->o;
+        const size_t bytes = (size_t)elems * (d->kind == TC_INT8 ? sizeof(int32_t) : sizeof(int64_t));
+        s = edge_request_scratch(ctx, node, bytes, &d->scratch);
+        if (s != EDGE_OK) return s;
+    }
+    return EDGE_OK;
+}
+
+/* The filter taps f in [*lo, *hi) for which origin + f lies in [0, size). */
+static inline void tc_taps(int32_t origin, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
+    int32_t a = origin < 0 ? -origin : 0;
+    int32_t b = size - origin < k ? size - origin : k;
+    *lo = a;
+    *hi = b > a ? b : a;
+}
+
+static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                    uint32_t *acc) {
+    const int32_t c = d->c, o = d->o, off = d->input_offset;
+    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
+    int32_t b, iy, ix, fy, fx, oc, i, fy0, fy1, fx0, fx1;
+    int64_t e;
+    memset(acc, 0, sizeof(uint32_t) * (size_t)total);
+    for (b = 0; b < d->n; b++) {
+        for (iy = 0; iy < d->h; iy++) {
+            const int32_t oy0 = iy * d->sh - d->pt;
+            tc_taps(oy0, d->oh, d->kh, &fy0, &fy1);
+            for (ix = 0; ix < d->w; ix++) {
+                const int32_t ox0 = ix * d->sw - d->pl;
+                const int8_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                tc_taps(ox0, d->ow, d->kw, &fx0, &fx1);
+                for (fy = fy0; fy < fy1; fy++) {
+                    for (fx = fx0; fx < fx1; fx++) {
+                        uint32_t *ap = acc + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
+                        for (oc = 0; oc < o; oc++) {
+                            const int8_t *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * c;
+                            uint32_t sum = 0;
+                            for (i = 0; i < c; i++) sum += (uint32_t)((xp[i] + off) * wp[i]);
+                            ap[oc] += sum;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (e = 0; e < total; e++) {
+        const int32_t ch = (int32_t)(e % o);
+        uint32_t a = acc[e] + (bias ? (uint32_t)bias[ch] : 0u);
+        int32_t r = edge_mbqm(edge_wrap32((int64_t)a), d->mult[ch], d->shift[ch]) + d->output_offset;
+        y[e] = (int8_t)edge_clamp32(r, d->lo, d->hi);
+    }
+}
+
+static void tc_int16(const tc_data_t *d, const int16_t *x, const int8_t *wt, const void *bias, int16_t *y,
+                     int64_t *acc) {
+    const int32_t c = d->c, o = d->o;
+    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
+    int32_t b, iy, ix, fy, fx, oc, i, fy0, fy1, fx0, fx1;
+    int64_t e;
+    memset(acc, 0, sizeof(int64_t) * (size_t)total);
+    for (b = 0; b < d->n; b++) {
+        for (iy = 0; iy < d->h; iy++) {
+            const int32_t oy0 = iy * d->sh - d->pt;
+            tc_taps(oy0, d->oh, d->kh, &fy0, &fy1);
+            for (ix = 0; ix < d->w; ix++) {
+                const int32_t ox0 = ix * d->sw - d->pl;
+                const int16_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                tc_taps(ox0, d->ow, d->kw, &fx0, &fx1);
+                for (fy = fy0; fy < fy1; fy++) {
+                    for (fx = fx0; fx < fx1; fx++) {
+                        int64_t *ap = acc + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
+                        for (oc = 0; oc < o; oc++) {
+                            const int8_t *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * c;
+                            int64_t sum = 0;
+                            for (i = 0; i < c; i++) sum += (int32_t)xp[i] * wp[i];
+                            ap[oc] += sum;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (e = 0; e < total; e++) {
+        const int32_t ch = (int32_t)(e % o);
+        int64_t a = acc[e];
+        int32_t r;
+        if (bias) a += d->bias16 ? (int64_t)((const int16_t *)bias)[ch] : ((const int64_t *)bias)[ch];
+        r = edge_mbqm64(a, d->mult[ch], d->shift[ch]);
+        y[e] = (int16_t)edge_clamp32(r, d->lo, d->hi);
+    }
+}
+
+static void tc_float(const tc_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
+    const int32_t c = d->c, o = d->o;
+    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
+    int32_t b, iy, ix, fy, fx, oc, i, fy0, fy1, fx0, fx1;
+    int64_t e;
+    for (e = 0; e < total; e++) y[e] = 0.0f;
+    for (b = 0; b < d->n; b++) {
+        for (iy = 0; iy < d->h; iy++) {
+            const int32_t oy0 = iy * d->sh - d->pt;
+            tc_taps(oy0, d->oh, d->kh, &fy0, &fy1);
+            for (ix = 0; ix < d->w; ix++) {
+                const int32_t ox0 = ix * d->sw - d->pl;
+                const float *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                tc_taps(ox0, d->ow, d->kw, &fx0, &fx1);
+                for (fy = fy0; fy < fy1; fy++) {
+                    for (fx = fx0; fx < fx1; fx++) {
+                        float *yp = y + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
+                        for (oc = 0; oc < o; oc++) {
+                            const float *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * c;
+                            /* one product at a time, in input-channel order, as the reference adds them */
+                            for (i = 0; i < c; i++) yp[oc] += xp[i] * wp[i];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (e = 0; e < total; e++) {
+        float v = y[e] + (bias ? bias[e % o] : 0.0f);
+        y[e] = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+    }
+}
+
+void edge_eval_transpose_conv(const edge_node_t *node, edge_ctx_t *ctx) {
+    const tc_data_t *d = (const tc_data_t *)node->user_data;
+    const edge_tensor_t *w = edge_in(ctx, node, 1), *in = edge_in(ctx, node, 2), *bt = edge_in(ctx, node, 3);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    switch (d->kind) {
+    case TC_INT8:
+        tc_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
+                (int8_t *)out->data, (uint32_t *)edge_scratch(ctx, node, d->scratch));
+        break;
+    case TC_INT16:
+        tc_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? bt->data : 0, (int16_t *)out->data,
+                 (int64_t *)edge_scratch(ctx, node, d->scratch));
+        break;
+    default:
+        tc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
+                 (float *)out->data);
+        break;
+    }
+}
