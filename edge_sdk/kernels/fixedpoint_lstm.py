@@ -13,6 +13,8 @@ intermediates are non-negative by construction, so int64 holds them exactly).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 # The sigmoid(i / 24) table in unsigned 0.16 (TFLite's common.h data); fixedpoint.py holds the one copy.
@@ -80,9 +82,15 @@ def saturated_domain() -> np.ndarray:
     return np.clip(np.arange(-SAT_DOMAIN, SAT_DOMAIN, dtype=np.int64), -32768, 32767)
 
 
+@functools.lru_cache(maxsize=2)
 def gate_tables(cell_gate: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """(cell gate table, sigmoid table, smallest sigmoid output) over the saturated domain (Q3.12 in, Q0.15 out)."""
+    """(cell gate table, sigmoid table, smallest sigmoid output) over the saturated domain (Q3.12 in, Q0.15 out).
+
+    Shared between kernels (read-only).
+    """
     u = saturated_domain()
     sig = logistic_int16(u)
-    cg = tanh_int16(u) if cell_gate == "TANH" else sig
+    cg = tanh_int16(u) if cell_gate == "TANH" else sig.copy()
+    sig.flags.writeable = False
+    cg.flags.writeable = False
     return cg, sig, int(sig.min())

@@ -15,6 +15,11 @@ operator's ``intermediates`` and fixes the gate pre-activation scale at 2**-12 a
 their saturating sum, sigmoid (tanh for the cell gate), then the cell update, optional cell clip, and the
 hidden state tanh(cell) * output gate. Every step is independent per batch row, so time-major and
 batch-major layouts run the same batched step loop over time.
+
+Speed: both integer kernels normally run from tables (``_lstm_int_tables``, ``_svdf_int_tables``): each
+MultiplyByQuantizedMultiplier becomes one floor with its multiplier folded into float64 GEMM weights (exact
+below 2**53, checked in prepare), and every function of a single int16 value is a table over all its inputs.
+When a bound does not hold they fall back to the step-by-step int64 code, which the tests hold them equal to.
 """
 
 from __future__ import annotations
