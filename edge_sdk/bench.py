@@ -240,33 +240,34 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     require_openssh()
     conn = connection_for(host, identity=identity, accept_new_host_key=accept_new_host_key,
                           connect_timeout=connect_timeout)
-    label = conn.target.label
-    digest = sha256_file(model)
-    where = _parse_json(conn.run_python(_LOCATE, remote_dir or REMOTE_DIR, digest, model.name, python=python,
-                                        what="locating the model").stdout, "locate", label)
-    if not where["venv"]:
-        raise DeviceError(f"{label}: no edge-sdk runtime at {where['base']}/venv: run `edge deploy MODEL --host "
-                          f"{label}` first")
-    remote_model = where["found"]
-    if remote_model is None:
-        from edge_sdk import log
-        from edge_sdk.deploy import _PREPARE, _RENAME
+    with conn.session():
+        label = conn.target.label
+        digest = sha256_file(model)
+        where = _parse_json(conn.run_python(_LOCATE, remote_dir or REMOTE_DIR, digest, model.name, python=python,
+                                            what="locating the model").stdout, "locate", label)
+        if not where["venv"]:
+            raise DeviceError(f"{label}: no edge-sdk runtime at {where['base']}/venv: run `edge deploy MODEL --host "
+                              f"{label}` first")
+        remote_model = where["found"]
+        if remote_model is None:
+            from edge_sdk import log
+            from edge_sdk.deploy import _PREPARE, _RENAME
 
-        log.stage(f"{label}: copying {model.name} for the benchmark")
-        conn.run_python(_PREPARE, where["base"], "bench", python=python, what="preparing folders")
-        remote_model = f"{where['base']}/bench/{model.name}"
-        tmp = f"{where['base']}/bench/.{model.name}.part"
-        conn.upload(model, tmp, python=python, sha256=digest)
-        conn.run_python(_RENAME, tmp, remote_model, python=python, what="installing the model copy")
-    argv = [f"{where['base']}/venv/bin/python", "-m", "edge_sdk.bench", remote_model, "--json",
-            "--runs", str(runs), "--warmup", str(warmup), "--backend", backend]
-    if threads:
-        argv += ["--threads", str(threads)]
-    proc = conn.run(remote_command(*argv), timeout=timeout, what="the benchmark")
-    report = _parse_json(proc.stdout, "benchmark", label)
-    report["host"] = label
-    report["device_model_path"] = remote_model
-    return report
+            log.stage(f"{label}: copying {model.name} for the benchmark")
+            conn.run_python(_PREPARE, where["base"], "bench", python=python, what="preparing folders")
+            remote_model = f"{where['base']}/bench/{model.name}"
+            tmp = f"{where['base']}/bench/.{model.name}.part"
+            conn.upload(model, tmp, python=python, sha256=digest)
+            conn.run_python(_RENAME, tmp, remote_model, python=python, what="installing the model copy")
+        argv = [f"{where['base']}/venv/bin/python", "-m", "edge_sdk.bench", remote_model, "--json",
+                "--runs", str(runs), "--warmup", str(warmup), "--backend", backend]
+        if threads:
+            argv += ["--threads", str(threads)]
+        proc = conn.run(remote_command(*argv), timeout=timeout, what="the benchmark")
+        report = _parse_json(proc.stdout, "benchmark", label)
+        report["host"] = label
+        report["device_model_path"] = remote_model
+        return report
 
 
 def format_bench(report: dict, top: int = 15) -> str:

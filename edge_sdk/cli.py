@@ -188,7 +188,8 @@ def _cmd_deploy(args) -> int:
         return _exit_code(DeviceError()) if any(r and "error" in r for r in reports) else 0
     if not args.model:
         raise DeviceError("edge deploy needs a MODEL (or --status)")
-    kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages, **conn)
+    kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages,
+                  build_c=not args.no_c_backend, **conn)
     if args.hosts:
         results = d.deploy_fleet(args.model, hosts, max_workers=args.jobs, **kwargs)
     else:
@@ -291,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true", help="print what is deployed (the device's manifest)")
     p.add_argument("--python", help="the device's Python (default: the profile's, else python3)")
     p.add_argument("--system-site-packages", action="store_true", help="let the device venv see system packages")
+    p.add_argument("--no-c-backend", action="store_true", help="do not build the C backend on the device")
     p.add_argument("--jobs", type=int, default=8, help="hosts deployed at once with --hosts (default 8)")
     p.add_argument("--connect-timeout", type=float, default=10, help="ssh ConnectTimeout in seconds (default 10)")
     p.set_defaults(func=_cmd_deploy)

@@ -492,6 +492,14 @@ def deploy(
     profile = _resolve_profile(target)
     conn = connection_for(host, identity=identity, accept_new_host_key=accept_new_host_key,
                           connect_timeout=connect_timeout, profile=profile)
+    with conn.session():
+        return _deploy(conn, model, profile, offline=offline, remote_dir=remote_dir, python=python,
+                       system_site_packages=system_site_packages, build_c=build_c, connect_timeout=connect_timeout,
+                       copy_timeout=copy_timeout, install_timeout=install_timeout, wheel=wheel, start=start)
+
+
+def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_packages, build_c, connect_timeout,
+            copy_timeout, install_timeout, wheel, start) -> DeployResult:
     result = DeployResult(conn.target)
     label = conn.target.label
     python = python or (getattr(profile, "flash", {}) or {}).get("python") or "python3"
@@ -669,7 +677,8 @@ def status(host=None, *, target=None, identity=None, accept_new_host_key=False, 
     conn = connection_for(host, identity=identity, accept_new_host_key=accept_new_host_key,
                           connect_timeout=connect_timeout, profile=profile)
     python = python or (getattr(profile, "flash", {}) or {}).get("python") or "python3"
-    out = conn.run_python(_STATUS, remote_dir, python=python, what="reading the manifest", timeout=120).stdout
+    with conn.session():
+        out = conn.run_python(_STATUS, remote_dir, python=python, what="reading the manifest", timeout=120).stdout
     m = _parse_json(out, "status", conn.target.label)
     if m is not None:
         m["host"] = conn.target.label

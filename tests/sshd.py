@@ -83,6 +83,15 @@ def _dependency_path(folder: Path) -> Path:
     return folder
 
 
+def _descendants(pid: int) -> list[int]:
+    """Child processes of ``pid``, recursively (Linux /proc), deepest first."""
+    try:
+        kids = [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+    return [d for k in kids for d in _descendants(k)] + kids
+
+
 class Device:
     """One sshd: ``alias`` (a Host in the lab's ssh config), ``port``, ``home`` (its $HOME)."""
 
@@ -101,7 +110,14 @@ class Device:
         return out.split()[1]
 
     def stop(self) -> None:
+        """Stop this sshd and its session processes (a client killed mid-copy leaves its ssh ControlMaster
+        up until the session ends: ending the sessions ends it too)."""
         if self.proc is not None and self.proc.poll() is None:
+            for pid in _descendants(self.proc.pid):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=5)
@@ -205,3 +221,22 @@ class SSHLab:
     def stop_all(self) -> None:
         for d in self.devices:
             d.stop()
+
+
+@pytest.fixture(scope="session")
+def ssh_cache(tmp_path_factory):
+    """One wheel cache for the session: the edge-sdk wheel is built once, not per test."""
+    return tmp_path_factory.mktemp("edge-cache")
+
+
+@pytest.fixture
+def lab(tmp_path, ssh_cache, monkeypatch):
+    """An SSHLab in tmp_path; in-process calls see its ssh config and cache; every sshd is killed after."""
+    monkeypatch.setenv("EDGE_TEST_CACHE", str(ssh_cache))
+    the_lab = SSHLab(tmp_path / "lab")
+    try:
+        for key in ("EDGE_SSH_CONFIG", "XDG_CACHE_HOME"):
+            monkeypatch.setenv(key, the_lab.env[key])
+        yield the_lab
+    finally:
+        the_lab.stop_all()

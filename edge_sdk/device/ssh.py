@@ -3,6 +3,8 @@
     target = SSHTarget.parse("pi@raspberrypi.local:2222")     # or an alias from ~/.ssh/config: "mypi"
     conn = SSHConnection(target, identity="~/.ssh/id_ed25519")
     conn.run("uname -m").stdout                                # remote command: a string the device's shell runs
+    with conn.session():                                       # optional: one connection for the calls inside
+        ...
     conn.run_python("import sys; print(sys.argv[1])", "it's a path")   # python3 -c SCRIPT ARGS..., all quoted
     conn.upload("model.tflite", "/home/pi/.edge-sdk/models/.model.tflite.tmp")  # streamed over ssh's stdin
 
@@ -29,6 +31,8 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,6 +132,7 @@ class SSHConnection:
         # ssh finds ~/.ssh/config through the passwd database, not $HOME: another file needs -F.
         self.config_file = config_file or os.environ.get("EDGE_SSH_CONFIG") or None
         self.ssh = ssh
+        self._control: str | None = None  # the ControlPath of a session() in progress
 
     def __repr__(self) -> str:
         return f"SSHConnection({self.target.label!r})"
@@ -151,7 +156,50 @@ class SSHConnection:
             args += ["-p", str(self.target.port)]
         if self.target.user:
             args += ["-l", self.target.user]
+        if self._control:
+            args += ["-o", "ControlMaster=no", "-o", f"ControlPath={self._control}"]
         return args
+
+    @contextmanager
+    def session(self):
+        """Share one authenticated connection among the calls made inside (an OpenSSH ControlMaster in
+        the background, its socket in a private temporary folder; closed on exit, and it exits by itself 60 s
+        after its last use if this process dies). Connection problems (host key, authentication,
+        unreachable) surface here, as DeviceError."""
+        if self._control:
+            yield self
+            return
+        folder = tempfile.mkdtemp(prefix="edge-ssh-")
+        path = os.path.join(folder, "ctl")
+        args = [self.ssh, *self._client_args(), "-o", "ControlMaster=yes", "-o", f"ControlPath={path}",
+                "-o", "ControlPersist=60", "-N", "-f", "--", self.target.host]
+        # -f puts the master in the background: its stderr goes to a file, not a pipe we would wait on.
+        with tempfile.TemporaryFile() as err:
+            try:
+                proc = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                      timeout=self.connect_timeout + 30)
+            except subprocess.TimeoutExpired as exc:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise DeviceError(f"{self.target.label}: connecting timed out") from exc
+            except FileNotFoundError as exc:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise DeviceError(f"the OpenSSH client ({self.ssh}) is not installed: apt-get install openssh-client") from exc
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace")
+        if proc.returncode != 0:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise self._ssh_error(text, "connecting")
+        self._control = path
+        try:
+            yield self
+        finally:
+            try:
+                subprocess.run([self.ssh, *self._client_args(), "-O", "exit", "--", self.target.host],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            self._control = None
+            shutil.rmtree(folder, ignore_errors=True)
 
     def ssh_args(self, command: str) -> list[str]:
         """The argument list for running ``command`` (a remote shell string) on the device."""
