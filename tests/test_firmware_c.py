@@ -16,7 +16,7 @@ import pytest
 from edge_sdk import Interpreter
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.interpreter import static_plan
-from edge_sdk.model import read_model
+from edge_sdk.model import read_model, write_model
 
 from tests.conftest import shared_model, shared_models
 from tests.oprunner import T, op_model, run_ours
@@ -277,13 +277,23 @@ def test_unsupported_op_is_refused_naming_it(backend, tmp_path):
     too_new = _fc_model(rng, version=99)
     with pytest.raises(UnsupportedOpError, match=r"FULLY_CONNECTED code 9 v99"):
         backend.CInterpreter(model_content=too_new).allocate_tensors()
-    path = shared_model("tflite-micro/person_detect.tflite")
-    with pytest.raises(UnsupportedOpError, match=r"node 0 \(DEPTHWISE_CONV_2D code 4 v\d+\)"):
+    # FLOOR: a builtin the C runtime has no kernel for (nor plans one: MCU models do not use it).
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "FLOAT32")
+    y = g.tensor("y", (1, 4), "FLOAT32")
+    g.op("FLOOR", [x], [y])
+    g.output(y)
+    model = g.build()
+    path = tmp_path / "floor.tflite"
+    write_model(model, path)
+    with pytest.raises(UnsupportedOpError, match=r"node 0 \(FLOOR code 8 v1\)"):
         backend.CInterpreter(model_path=path).allocate_tensors()
-    assert "DEPTHWISE_CONV_2D v" in " ".join(backend.missing_ops(read_model(path)))
+    assert "FLOOR v1" in " ".join(backend.missing_ops(model))
     proc = subprocess.run([str(backend.RUNNER), str(path), "/dev/null", str(tmp_path / "o.bin")],
                           capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 3 and "DEPTHWISE_CONV_2D" in proc.stderr
+    assert proc.returncode == 3 and "FLOOR" in proc.stderr
 
 
 def test_malformed_headers_are_refused(backend):

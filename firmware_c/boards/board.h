@@ -70,6 +70,9 @@ uint32_t board_timer_now(void);          /* free-running, wraps mod 2^32; differ
 const char *board_timer_units(void);     /* "cycles" | "systick ticks" | "systick ticks (emulated)" */
 uint32_t board_timer_hz(void);           /* ticks per second of the (possibly emulated) clock */
 int board_timer_source(void);            /* enum board_timer_source */
+/* Restart the timer from 0. Call it after waiting for the host: under QEMU -icount, ticks are then the same
+ * run to run (the tick phase no longer depends on how long the guest polled before the host spoke). */
+void board_timer_restart(void);
 
 /* The same clock with the runtime's edge_timer_t.now signature (user is ignored), so firmware can write
  *     edge_timer_t t = { board_timer_now_cb, 0, 0 };  t.units = board_timer_units();              */

@@ -1,6 +1,9 @@
 /* selftest.c - the board self-test image (no runtime): proves startup (.data copied, .bss zeroed, FPU on),
  * the UART in both directions and the timer.
  *
+ * It starts when the host sends one byte (any): QEMU's TCP serial backend can drop what the guest writes
+ * while the host's connection is still being set up, so nothing is sent before the host has spoken.
+ *
  * Output, line by line (CR LF):
  *     edge-sdk board selftest: <board>
  *     cpu_hz=<n> timer=<units> timer_hz=<n> source=<dwt|systick>
@@ -43,6 +46,8 @@ int main(void)
     int bss_zero;
 
     board_init();
+    (void)board_uart_getc(); /* the host's start byte */
+    board_timer_restart();   /* timings must not depend on when it came */
 
     board_print("edge-sdk board selftest: ");
     board_print(board_name());

@@ -67,6 +67,19 @@ void cm_timer_init(uint32_t cpu_hz, int emulated)
     cm_irq_enable();
 }
 
+void board_timer_restart(void)
+{
+#if CM_HAS_V7M
+    if (timer_source == BOARD_TIMER_DWT) {
+        DWT_CYCCNT = 0u;
+        return;
+    }
+#endif
+    if (timer_source == BOARD_TIMER_SYSTICK) {
+        systick_start();
+    }
+}
+
 uint32_t board_timer_now(void)
 {
     uint32_t wraps, count, pending;
