@@ -1,0 +1,187 @@
+/* MEAN and SUM over constant axes (edge_sdk/kernels/reduce.py, TFLM reduce_common.cc QuantizedMeanOrSum).
+ *
+ * Quantized (int8 / int16, per-tensor): the int32 (wrapping) sum of the raw values minus zero_point * n,
+ * requantized with MultiplyByQuantizedMultiplier by input_scale / output_scale, plus the output zero point,
+ * clamped. For MEAN the division by n is folded into the multiplier: shifted left by min(floor(log2 n), 32,
+ * 31 + shift), integer-divided by n, the shift lowered by as much. float32: the sum in double, divided by n
+ * (MEAN), rounded to float.
+ *
+ * Prepare reorders the input's dimensions as (kept..., reduced...) and precomputes per-dimension strides, so
+ * eval walks every output element's reduced block with one odometer.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+
+EDGE_KERNEL(MEAN, mean, 3)
+EDGE_KERNEL(SUM, sum, 2)
+
+#define REDUCER_OPTS 27 /* ReducerOptions: 0 keep_dims */
+#define MEAN_MAX_RANK 8
+
+typedef struct {
+    int32_t type;
+    int32_t is_mean;
+    int64_t n_out, n_red;                 /* output elements, elements reduced into each */
+    int32_t n_kept, n_reduced;            /* odometer dimensions of each kind */
+    int32_t kept_dims[MEAN_MAX_RANK], red_dims[MEAN_MAX_RANK];
+    int64_t kept_stride[MEAN_MAX_RANK], red_stride[MEAN_MAX_RANK]; /* input elements */
+    int32_t multiplier, shift, in_zp, out_zp, lo, hi;
+    uint32_t offset;                      /* in_zp * n, wrapped to 32 bits */
+} mean_data_t;
+
+static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_mean) {
+    const int keep = node->options_type == REDUCER_OPTS ? edge_opt_int(node, 0, 1, 0) != 0 : 0;
+    edge_tensor_t *x, *a, *y;
+    mean_data_t *d;
+    int32_t rank, k, is_axis[MEAN_MAX_RANK] = {0}, shape[MEAN_MAX_RANK], out_rank = 0;
+    int64_t stride[MEAN_MAX_RANK], n_axes, j;
+
+    if (node->n_inputs != 2 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM expects 2 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    a = edge_in(ctx, node, 1);
+    y = edge_out(ctx, node, 0);
+    if (!x || !a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: input and axis are required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MEAN/SUM: input type (FLOAT32, INT8, INT16)");
+    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: output type differs from input");
+    if (a->type != EDGE_INT32 && a->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: axis type (INT32)");
+    if (!a->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: axis computed at run time");
+    rank = x->rank;
+    if (rank > MEAN_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: rank above 8");
+    n_axes = edge_tensor_elements(a);
+    for (j = 0; j < n_axes; j++) {
+        int64_t v;
+        if (a->type == EDGE_INT64) memcpy(&v, (const uint8_t *)a->data + 8 * j, 8);
+        else v = ((const int32_t *)a->data)[j];
+        if (v < 0) v += rank;
+        if (v < 0 || v >= (rank > 1 ? rank : 1)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: axis out of range");
+        if (rank) is_axis[v] = 1;
+    }
+    for (k = 0; k < rank; k++) {
+        if (!is_axis[k]) shape[out_rank++] = x->dims[k];
+        else if (keep) shape[out_rank++] = 1;
+    }
+    {
+        edge_status_t s = edge_set_output_shape(ctx, node, 0, shape, out_rank);
+        if (s != EDGE_OK) return s;
+    }
+    d = (mean_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    d->is_mean = is_mean;
+    if (rank) stride[rank - 1] = 1;
+    for (k = rank - 2; k >= 0; k--) stride[k] = stride[k + 1] * x->dims[k + 1];
+    d->n_out = d->n_red = 1;
+    for (k = 0; k < rank; k++) {
+        if (is_axis[k]) {
+            d->red_dims[d->n_reduced] = x->dims[k];
+            d->red_stride[d->n_reduced++] = stride[k];
+            d->n_red *= x->dims[k];
+        } else {
+            d->kept_dims[d->n_kept] = x->dims[k];
+            d->kept_stride[d->n_kept++] = stride[k];
+            d->n_out *= x->dims[k];
+        }
+    }
+    if (edge_tensor_elements(x) == 0) d->n_red = 0; /* eval fills zeros */
+    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+
+    if (!x->quantized || !y->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: needs quantized input and output");
+    if (x->n_scales != 1 || y->n_scales != 1) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: per-channel quantization");
+    if (edge_quantize_multiplier((double)x->scale / (double)y->scale, &d->multiplier, &d->shift) != 0)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: scales are not finite");
+    if (is_mean && d->n_red > 0) {
+        int32_t bits = 0, fold;
+        int64_t n = d->n_red;
+        while ((n >> (bits + 1)) > 0) bits++; /* floor(log2 n) */
+        fold = bits < 32 ? bits : 32;
+        if (31 + d->shift < fold) fold = 31 + d->shift;
+        if (fold < 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN: scale ratio too small");
+        d->multiplier = (int32_t)((int64_t)(((uint64_t)(uint32_t)d->multiplier << fold) / (uint64_t)n));
+        d->shift -= fold;
+    }
+    if (d->shift < -31) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: scale ratio too small");
+    d->in_zp = x->zero_point;
+    d->out_zp = y->zero_point;
+    d->offset = (uint32_t)(int32_t)x->zero_point * (uint32_t)(d->n_red & 0xffffffff);
+    d->lo = x->type == EDGE_INT8 ? -128 : -32768;
+    d->hi = x->type == EDGE_INT8 ? 127 : 32767;
+    return EDGE_OK;
+}
+
+edge_status_t edge_prepare_mean(edge_node_t *node, edge_ctx_t *ctx) { return reduce_prepare(node, ctx, 1); }
+edge_status_t edge_prepare_sum(edge_node_t *node, edge_ctx_t *ctx) { return reduce_prepare(node, ctx, 0); }
+
+void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
+    const mean_data_t *d = (const mean_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *y = edge_out(ctx, node, 0);
+    int32_t kidx[MEAN_MAX_RANK] = {0};
+    int64_t o, base = 0;
+    int32_t k;
+
+    if (d->n_red == 0) {
+        memset(y->data, 0, y->bytes);
+        return;
+    }
+    for (o = 0; o < d->n_out; o++) {
+        int32_t ridx[MEAN_MAX_RANK] = {0};
+        int64_t r, pos = base;
+        if (d->type == EDGE_FLOAT32) {
+            const float *in = (const float *)x->data;
+            double s = 0.0;
+            for (r = 0; r < d->n_red; r++) {
+                s += (double)in[pos];
+                for (k = d->n_reduced - 1; k >= 0; k--) {
+                    pos += d->red_stride[k];
+                    if (++ridx[k] < d->red_dims[k]) break;
+                    pos -= d->red_stride[k] * d->red_dims[k];
+                    ridx[k] = 0;
+                }
+            }
+            if (d->is_mean) s /= (double)d->n_red;
+            ((float *)y->data)[o] = (float)s;
+        } else {
+            uint32_t s = 0; /* TFLM's int32 sum, wrapping */
+            int64_t v;
+            if (d->type == EDGE_INT8) {
+                const int8_t *in = (const int8_t *)x->data;
+                for (r = 0; r < d->n_red; r++) {
+                    s += (uint32_t)(int32_t)in[pos];
+                    for (k = d->n_reduced - 1; k >= 0; k--) {
+                        pos += d->red_stride[k];
+                        if (++ridx[k] < d->red_dims[k]) break;
+                        pos -= d->red_stride[k] * d->red_dims[k];
+                        ridx[k] = 0;
+                    }
+                }
+            } else {
+                const int16_t *in = (const int16_t *)x->data;
+                for (r = 0; r < d->n_red; r++) {
+                    s += (uint32_t)(int32_t)in[pos];
+                    for (k = d->n_reduced - 1; k >= 0; k--) {
+                        pos += d->red_stride[k];
+                        if (++ridx[k] < d->red_dims[k]) break;
+                        pos -= d->red_stride[k] * d->red_dims[k];
+                        ridx[k] = 0;
+                    }
+                }
+            }
+            v = (int64_t)edge_mbqm(edge_wrap32((int64_t)(s - d->offset)), d->multiplier, d->shift) + d->out_zp;
+            v = v < d->lo ? d->lo : (v > d->hi ? d->hi : v);
+            if (d->type == EDGE_INT8) ((int8_t *)y->data)[o] = (int8_t)v;
+            else ((int16_t *)y->data)[o] = (int16_t)v;
+        }
+        for (k = d->n_kept - 1; k >= 0; k--) {
+            base += d->kept_stride[k];
+            if (++kidx[k] < d->kept_dims[k]) break;
+            base -= d->kept_stride[k] * d->kept_dims[k];
+            kidx[k] = 0;
+        }
+    }
+}
+
+void edge_eval_sum(const edge_node_t *node, edge_ctx_t *ctx) { edge_eval_mean(node, ctx); }

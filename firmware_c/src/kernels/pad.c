@@ -1,0 +1,153 @@
+/* PAD and PADV2: the input placed inside a block of a constant value (edge_sdk/kernels/shape.py _prepare_pad,
+ * TFLM pad.cc). Paddings must be a constant [rank, 2] (non-negative); the value is PADV2's third input
+ * (constant or computed), else the output zero point for int8, else 0. Eval fills the output with the value
+ * and copies the input's rows (its last dimension) into place.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+
+EDGE_KERNEL(PAD, pad, 4)
+EDGE_KERNEL(PADV2, padv2, 4)
+
+#define PAD_MAX_RANK 8
+
+typedef struct {
+    int32_t rank;                  /* of the input (>= 1; a scalar is copied as rank 1) */
+    int32_t elem;                  /* bytes per element */
+    int32_t value_input;           /* 1: the value is read from input 2 at eval */
+    uint8_t value[8];              /* the fill element's bytes (constant value) */
+    int32_t in_dims[PAD_MAX_RANK];
+    int64_t out_stride[PAD_MAX_RANK]; /* in elements */
+    int64_t base;                  /* output element where the input's first element goes */
+    int64_t rows;                  /* input rows (product of all but the last dimension) */
+} pad_data_t;
+
+static int pad_type_ok(int type) {
+    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_INT16 || type == EDGE_INT32;
+}
+
+/* A constant integer operand's value k (INT16 / INT32 / INT64), as int64. */
+static int64_t const_int(const edge_tensor_t *t, int64_t k) {
+    if (t->type == EDGE_INT64) {
+        int64_t v;
+        memcpy(&v, (const uint8_t *)t->data + 8 * k, 8);
+        return v;
+    }
+    if (t->type == EDGE_INT16) return ((const int16_t *)t->data)[k];
+    return ((const int32_t *)t->data)[k];
+}
+
+static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *p, *c, *y;
+    pad_data_t *d;
+    int32_t k, rank, shape[PAD_MAX_RANK];
+    int64_t before[PAD_MAX_RANK];
+
+    if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD expects 2..3 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    p = edge_in(ctx, node, 1);
+    c = edge_in(ctx, node, 2);
+    y = edge_out(ctx, node, 0);
+    if (!x || !p) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: input and paddings are required");
+    if (!pad_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PAD: input type");
+    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: output type differs from input");
+    if (p->type != EDGE_INT32 && p->type != EDGE_INT64 && p->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: paddings type (INT32, INT64)");
+    if (!p->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: paddings computed at run time");
+    rank = x->rank;
+    if (rank > PAD_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: rank above 8");
+    if (edge_tensor_elements(p) != 2 * (int64_t)rank)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: paddings must hold 2 values per input dimension");
+    for (k = 0; k < rank; k++) {
+        int64_t a = const_int(p, 2 * k), b = const_int(p, 2 * k + 1);
+        if (a < 0 || b < 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: negative paddings");
+        if ((int64_t)x->dims[k] + a + b > 0x7fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "PAD: output too large");
+        shape[k] = (int32_t)(x->dims[k] + a + b);
+        before[k] = a;
+    }
+    if (c) {
+        if (c->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: value type differs from input");
+        if (edge_tensor_elements(c) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: value must hold one element");
+        if (x->type == EDGE_INT8) {
+            int same = (!c->quantized && !y->quantized) ||
+                       (c->quantized && y->quantized && c->scale == y->scale && c->zero_point == y->zero_point);
+            if (!same) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: value quantized differently from the output");
+        }
+    }
+    if (x->type == EDGE_INT8 && y->quantized && (y->zero_point < -128 || y->zero_point > 127))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: output zero point outside int8");
+    {
+        edge_status_t s = edge_set_output_shape(ctx, node, 0, shape, rank);
+        if (s != EDGE_OK) return s;
+    }
+    d = (pad_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->elem = (int32_t)edge_type_bytes(x->type);
+    if (!c) {
+        if (x->type == EDGE_INT8 && y->quantized) d->value[0] = (uint8_t)(int8_t)y->zero_point;
+    } else if (c->is_const) {
+        memcpy(d->value, c->data, (size_t)d->elem);
+    } else {
+        d->value_input = 1;
+    }
+    if (rank == 0) { /* a scalar: one element, no padding */
+        d->rank = 1;
+        d->in_dims[0] = 1;
+        d->out_stride[0] = 1;
+        d->rows = 1;
+        return EDGE_OK;
+    }
+    d->rank = rank;
+    d->out_stride[rank - 1] = 1;
+    for (k = rank - 2; k >= 0; k--) d->out_stride[k] = d->out_stride[k + 1] * shape[k + 1];
+    d->rows = 1;
+    d->base = 0;
+    for (k = 0; k < rank; k++) {
+        d->in_dims[k] = x->dims[k];
+        d->base += before[k] * d->out_stride[k];
+        if (k < rank - 1) d->rows *= x->dims[k];
+    }
+    if (x->dims[rank - 1] == 0) d->rows = 0;
+    return EDGE_OK;
+}
+
+edge_status_t edge_prepare_pad(edge_node_t *node, edge_ctx_t *ctx) { return pad_prepare(node, ctx); }
+edge_status_t edge_prepare_padv2(edge_node_t *node, edge_ctx_t *ctx) { return pad_prepare(node, ctx); }
+
+void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
+    const pad_data_t *d = (const pad_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *y = edge_out(ctx, node, 0);
+    const uint8_t *value = d->value_input ? (const uint8_t *)edge_in(ctx, node, 2)->data : d->value;
+    uint8_t *out = (uint8_t *)y->data;
+    const uint8_t *in = (const uint8_t *)x->data;
+    const size_t row_bytes = (size_t)d->in_dims[d->rank - 1] * (size_t)d->elem;
+    int32_t idx[PAD_MAX_RANK] = {0};
+    int64_t r, pos;
+    int32_t k;
+
+    /* fill */
+    if (d->elem == 1) {
+        memset(out, value[0], y->bytes);
+    } else {
+        uint32_t b;
+        for (b = 0; b < y->bytes; b += (uint32_t)d->elem) memcpy(out + b, value, (size_t)d->elem);
+    }
+    /* the input's rows, an odometer over the outer dimensions */
+    pos = d->base;
+    for (r = 0; r < d->rows; r++) {
+        memcpy(out + pos * d->elem, in, row_bytes);
+        in += row_bytes;
+        for (k = d->rank - 2; k >= 0; k--) {
+            pos += d->out_stride[k];
+            if (++idx[k] < d->in_dims[k]) break;
+            pos -= d->out_stride[k] * d->in_dims[k];
+            idx[k] = 0;
+        }
+    }
+}
+
+void edge_eval_padv2(const edge_node_t *node, edge_ctx_t *ctx) { edge_eval_pad(node, ctx); }

@@ -1,0 +1,235 @@
+/* STRIDED_SLICE with constant begin/end/strides and all five masks plus the offset flag, read as LiteRT's
+ * reference kernel reads them (edge_sdk/kernels/shape.py _strided_slice_plan; TFLM strided_slice.cc is the
+ * same without ellipsis/new-axis). Prepare resolves every (effective) dimension to start, step and count,
+ * drops the dimensions that take one element, and folds the rest into input strides; eval is an odometer
+ * copy over the output in order.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+
+EDGE_KERNEL(STRIDED_SLICE, strided_slice, 8)
+
+#define SS_OPTS 32 /* StridedSliceOptions: 0 begin_mask, 1 end_mask, 2 ellipsis_mask, 3 new_axis_mask,
+                      4 shrink_axis_mask, 5 offset */
+#define SS_MAX_RANK 8
+
+typedef struct {
+    int32_t rank;                 /* odometer dimensions (>= 1) */
+    int32_t elem;
+    int64_t base;                 /* input element of the first output element */
+    int64_t count;                /* output elements */
+    int32_t dims[SS_MAX_RANK];    /* output counts per odometer dimension */
+    int64_t step[SS_MAX_RANK];    /* input elements per step along it (signed) */
+} ss_data_t;
+
+static int ss_type_ok(int type) {
+    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_UINT8 || type == EDGE_INT16 ||
+           type == EDGE_INT32 || type == EDGE_INT64 || type == EDGE_BOOL;
+}
+
+static int64_t const_int(const edge_tensor_t *t, int64_t k) {
+    if (t->type == EDGE_INT64) {
+        int64_t v;
+        memcpy(&v, (const uint8_t *)t->data + 8 * k, 8);
+        return v;
+    }
+    if (t->type == EDGE_INT16) return ((const int16_t *)t->data)[k];
+    return ((const int32_t *)t->data)[k];
+}
+
+static int ints_ok(const edge_tensor_t *t) {
+    return t && t->is_const && (t->type == EDGE_INT32 || t->type == EDGE_INT64 || t->type == EDGE_INT16);
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
+    const int has_opts = node->options_type == SS_OPTS;
+    const uint32_t begin_mask = has_opts ? (uint32_t)edge_opt_int(node, 0, 4, 0) : 0;
+    const uint32_t end_mask = has_opts ? (uint32_t)edge_opt_int(node, 1, 4, 0) : 0;
+    const uint32_t ellipsis_mask = has_opts ? (uint32_t)edge_opt_int(node, 2, 4, 0) : 0;
+    const uint32_t new_axis_mask = has_opts ? (uint32_t)edge_opt_int(node, 3, 4, 0) : 0;
+    const uint32_t shrink_mask = has_opts ? (uint32_t)edge_opt_int(node, 4, 4, 0) : 0;
+    const int offset = has_opts ? edge_opt_int(node, 5, 1, 0) != 0 : 0;
+    edge_tensor_t *x, *tb, *te, *ts, *y;
+    ss_data_t *d;
+    int32_t n, rank, num_add = 0, eff_dims, i, ellipsis_start, expanded = 0, added_ellipsis = 0, added_axes = 0;
+    uint32_t eff_ellipsis = 0, eff_new_axis = 0;
+    int64_t eff_shape[SS_MAX_RANK], starts[SS_MAX_RANK], steps[SS_MAX_RANK], counts[SS_MAX_RANK];
+    int64_t eff_stride[SS_MAX_RANK];
+    int32_t out_shape[SS_MAX_RANK], out_rank = 0;
+
+    if (node->n_inputs < 3 || node->n_inputs > 4 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE expects 3..4 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    tb = edge_in(ctx, node, 1);
+    te = edge_in(ctx, node, 2);
+    ts = edge_in(ctx, node, 3);
+    y = edge_out(ctx, node, 0);
+    if (!x || !tb || !te) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: input, begin and end are required");
+    if (!ss_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "STRIDED_SLICE: input type");
+    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: output type differs from input");
+    if (!ints_ok(tb) || !ints_ok(te) || (ts && !ints_ok(ts)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: begin/end/strides must be constant INT32/INT64");
+    n = (int32_t)edge_tensor_elements(tb);
+    if (edge_tensor_elements(te) != n || (ts && edge_tensor_elements(ts) != n))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: begin, end and strides differ in length");
+    rank = x->rank;
+    for (i = 0; i < n && i < 32; i++)
+        if (!((ellipsis_mask >> i) & 1) && ((new_axis_mask >> i) & 1)) num_add++;
+    eff_dims = rank + num_add;
+    if (eff_dims > SS_MAX_RANK || n > SS_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: rank above 8");
+
+    /* expand the ellipsis over the dimensions begin/end do not name */
+    ellipsis_start = eff_dims;
+    for (i = 0; i < eff_dims;) {
+        if ((ellipsis_mask >> i) & 1) {
+            int32_t stop = i + 1 + num_add + rank - n;
+            if (stop > eff_dims) stop = eff_dims;
+            if (stop < i + 1) stop = i + 1;
+            ellipsis_start = i;
+            expanded = stop - ellipsis_start - 1;
+            for (; i < stop; i++) eff_ellipsis |= 1u << i;
+            continue;
+        }
+        if (i - expanded >= 0 && ((new_axis_mask >> (i - expanded)) & 1)) eff_new_axis |= 1u << i;
+        i++;
+    }
+
+    for (i = 0; i < eff_dims; i++) {
+        int64_t b, e, s, size, start, stop;
+        int b_m = 0, e_m = 0, shrink = 0;
+        int32_t src_dim = i - added_axes;
+        if ((eff_ellipsis >> i) & 1) {
+            added_ellipsis = i - ellipsis_start > 0 ? i - ellipsis_start : 0;
+            b = e = 0;
+            s = 1;
+            b_m = e_m = 1;
+        } else if ((eff_new_axis >> i) & 1) {
+            b = 0;
+            e = 1;
+            s = 1;
+            src_dim = -1;
+            added_axes++;
+        } else if (i >= n + expanded) {
+            b = e = 0;
+            s = 1;
+            b_m = e_m = 1;
+        } else {
+            int32_t k = i - added_ellipsis;
+            if (k < 0 || k >= n) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: masks do not fit the input");
+            b = const_int(tb, k);
+            e = const_int(te, k);
+            s = ts ? const_int(ts, k) : 1;
+            b_m = (begin_mask >> k) & 1;
+            e_m = (end_mask >> k) & 1;
+            shrink = (shrink_mask >> k) & 1;
+        }
+        if (src_dim >= rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: masks do not fit the input");
+        size = src_dim >= 0 ? x->dims[src_dim] : 1;
+        if (s == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: stride 0");
+        if (s < -((int64_t)1 << 40) || s > ((int64_t)1 << 40) || b < -((int64_t)1 << 40) || b > ((int64_t)1 << 40) ||
+            e < -((int64_t)1 << 40) || e > ((int64_t)1 << 40))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: begin/end/stride magnitude");
+        start = b < 0 ? b + size : b;
+        start = s > 0 ? clamp64(start, 0, size) : clamp64(start, -1, size - 1);
+        if (b_m) start = s > 0 ? 0 : size - 1;
+        if (shrink) {
+            if (start < 0 || start >= size)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: shrink-axis begin out of range");
+            if (s < 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: shrink axis with a negative stride");
+            stop = start + 1;
+        } else {
+            stop = offset ? e + start : e;
+            if (stop < 0) stop += size;
+            stop = s > 0 ? clamp64(stop, 0, size) : clamp64(stop, -1, size - 1);
+            if (e_m) stop = s > 0 ? size : -1;
+        }
+        eff_shape[i] = size;
+        starts[i] = start;
+        steps[i] = s;
+        if (s > 0) counts[i] = stop > start ? (stop - start + s - 1) / s : 0;
+        else counts[i] = start > stop ? (start - stop - s - 1) / (-s) : 0;
+        if (counts[i] == 0) starts[i] = 0; /* nothing is read along an empty dimension */
+        if (!shrink) out_shape[out_rank++] = (int32_t)counts[i];
+    }
+    {
+        edge_status_t st = edge_set_output_shape(ctx, node, 0, out_shape, out_rank);
+        if (st != EDGE_OK) return st;
+    }
+    d = (ss_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->elem = (int32_t)edge_type_bytes(x->type);
+    d->count = 1;
+    for (i = 0; i < eff_dims; i++) d->count *= counts[i];
+    if (eff_dims) eff_stride[eff_dims - 1] = 1;
+    for (i = eff_dims - 2; i >= 0; i--) eff_stride[i] = eff_stride[i + 1] * eff_shape[i + 1];
+    d->base = 0;
+    d->rank = 0;
+    for (i = 0; i < eff_dims; i++) {
+        d->base += starts[i] * eff_stride[i];
+        if (counts[i] != 1) {
+            d->dims[d->rank] = (int32_t)counts[i];
+            d->step[d->rank] = steps[i] * eff_stride[i];
+            d->rank++;
+        }
+    }
+    if (d->rank == 0) {
+        d->rank = 1;
+        d->dims[0] = 1;
+        d->step[0] = 0;
+    }
+    return EDGE_OK;
+}
+
+#define SS_LOOP(T)                                                                               \
+    do {                                                                                        \
+        const T *src = (const T *)x->data;                                                      \
+        T *dst = (T *)y->data;                                                                  \
+        for (done = 0; done < d->count; done += n_in) {                                         \
+            int32_t i;                                                                          \
+            for (i = 0; i < n_in; i++) dst[i] = src[pos + i * s_in];                            \
+            dst += n_in;                                                                        \
+            for (k = last - 1; k >= 0; k--) {                                                   \
+                pos += d->step[k];                                                              \
+                if (++idx[k] < d->dims[k]) break;                                               \
+                pos -= d->step[k] * d->dims[k];                                                 \
+                idx[k] = 0;                                                                     \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+
+void edge_eval_strided_slice(const edge_node_t *node, edge_ctx_t *ctx) {
+    const ss_data_t *d = (const ss_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *y = edge_out(ctx, node, 0);
+    const int32_t last = d->rank - 1, n_in = d->dims[last];
+    const int64_t s_in = d->step[last];
+    int32_t idx[SS_MAX_RANK] = {0};
+    int64_t pos = d->base, done;
+    int32_t k;
+    if (d->count == 0) return;
+    switch (d->elem) {
+    case 1: SS_LOOP(uint8_t); break;
+    case 2: SS_LOOP(uint16_t); break;
+    case 4: SS_LOOP(uint32_t); break;
+    default: { /* 8-byte elements: a constant input is only 4-aligned in the model */
+        const uint8_t *src = (const uint8_t *)x->data;
+        uint8_t *dst = (uint8_t *)y->data;
+        for (done = 0; done < d->count; done += n_in) {
+            int32_t i;
+            for (i = 0; i < n_in; i++) memcpy(dst + 8 * i, src + 8 * (pos + i * s_in), 8);
+            dst += 8 * n_in;
+            for (k = last - 1; k >= 0; k--) {
+                pos += d->step[k];
+                if (++idx[k] < d->dims[k]) break;
+                pos -= d->step[k] * d->dims[k];
+                idx[k] = 0;
+            }
+        }
+        break;
+    }
+    }
+}
