@@ -1,0 +1,397 @@
+/* edge_fixedpoint_act.h - the arithmetic of the element-wise and activation kernels.
+ *
+ * Mirrors edge_sdk/kernels/quant.py, fixedpoint.py, elementwise.py and activations.py step for step, so the
+ * C kernels give the Python kernels' bits (and so TFLM's):
+ *  - Python-exact rounding helpers (the float32 "floor(|x| + 0.5f)" round the Python kernels use for
+ *    activation ranges, RELU6's bound and QUANTIZE; a fused-activation clamp built on it);
+ *  - a MultiplyByQuantizedMultiplier that also takes right shifts past 31 (int64 like numpy);
+ *  - gemmlowp fixed point on int32 raw values: exp on negative values, 1/(1+x), (1-x)/(1+x), logistic, tanh,
+ *    GetReciprocal; int16 SaturatingRoundingDoublingHighMul;
+ *  - TFLite's int16 interpolation tables (LUTPopulateInt16 / LUTLookup) and the uint16 sigmoid samples;
+ *  - broadcasting of two operands up to rank 6, coalesced in prepare into the fewest dims with 0/1 strides.
+ * Signed wraps are done through edge_wrap32 (defined C); right shifts of negative values are arithmetic on
+ * every compiler we build with (gcc, arm-none-eabi-gcc).
+ */
+#ifndef EDGE_FIXEDPOINT_ACT_H
+#define EDGE_FIXEDPOINT_ACT_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "edge_kernel.h"
+#include "edge_fixedpoint.h"
+
+/* ------------------------------------------------------------------------------------ rounding, ranges */
+
+/* quant.tflite_round of a float32: sign(x) * floor(|x| + 0.5f), the addition in float32. */
+static inline float ea_round_f32(float x) {
+    float r = floorf(fabsf(x) + 0.5f);
+    return x < 0.0f ? -r : r;
+}
+
+/* quant.quantize_value: zero_point + round(f / scale), the division and round in float32. Saturated to
+ * +-2^40 (absurd scales), *ok = 0 for NaN. */
+static inline int64_t ea_quantize_value(float f, float scale, int32_t zero_point, int *ok) {
+    float r = ea_round_f32(f / scale);
+    if (r != r) { *ok = 0; return 0; }
+    if (r > 1099511627776.0f) r = 1099511627776.0f;
+    if (r < -1099511627776.0f) r = -1099511627776.0f;
+    return (int64_t)zero_point + (int64_t)r;
+}
+
+/* quant.activation_range_quantized (EDGE_ACT_NONE/RELU/RELU_N1_TO_1/RELU6); -1 for other activations. */
+static inline int ea_activation_range(int act, int32_t qmin, int32_t qmax, float scale, int32_t zp, int32_t *lo,
+                                      int32_t *hi) {
+    int64_t a = qmin, b = qmax, v;
+    int ok = 1;
+    if (act == EDGE_ACT_RELU || act == EDGE_ACT_RELU6) {
+        v = ea_quantize_value(0.0f, scale, zp, &ok);
+        if (v > a) a = v;
+    }
+    if (act == EDGE_ACT_RELU6) {
+        v = ea_quantize_value(6.0f, scale, zp, &ok);
+        if (v < b) b = v;
+    }
+    if (act == EDGE_ACT_RELU_N1_TO_1) {
+        v = ea_quantize_value(-1.0f, scale, zp, &ok);
+        if (v > a) a = v;
+        v = ea_quantize_value(1.0f, scale, zp, &ok);
+        if (v < b) b = v;
+    }
+    if (act < 0 || act > EDGE_ACT_RELU6 || !ok) return -1;
+    /* an empty range (lo > hi) clamps like the reference's min(max(x, lo), hi): everything to hi */
+    *lo = (int32_t)(a < EDGE_INT32_MIN ? EDGE_INT32_MIN : a > EDGE_INT32_MAX ? EDGE_INT32_MAX : a);
+    *hi = (int32_t)(b < EDGE_INT32_MIN ? EDGE_INT32_MIN : b > EDGE_INT32_MAX ? EDGE_INT32_MAX : b);
+    return 0;
+}
+
+/* min(max(x, lo), hi) in that order (numpy clip / the reference's clamp when lo > hi). */
+static inline int64_t ea_clamp(int64_t x, int32_t lo, int32_t hi) {
+    if (x < lo) x = lo;
+    if (x > hi) x = hi;
+    return x;
+}
+
+static inline int32_t ea_type_min(int type) {
+    return type == EDGE_INT8 ? -128 : type == EDGE_INT16 ? -32768 : type == EDGE_UINT8 ? 0 : EDGE_INT32_MIN;
+}
+static inline int32_t ea_type_max(int type) {
+    return type == EDGE_INT8 ? 127 : type == EDGE_INT16 ? 32767 : type == EDGE_UINT8 ? 255 : EDGE_INT32_MAX;
+}
+
+/* A finite, positive per-tensor scale (what every quantized kernel here needs). */
+static inline int ea_good_scale(const edge_tensor_t *t) {
+    return t->quantized && t->scale > 0.0f && t->scale - t->scale == 0.0f;
+}
+
+/* ------------------------------------------------------------------------------------ int32 fixed point */
+
+static inline int32_t ea_add(int32_t a, int32_t b) { return edge_wrap32((int64_t)a + b); }
+static inline int32_t ea_sub(int32_t a, int32_t b) { return edge_wrap32((int64_t)a - b); }
+
+/* RoundingDivideByPOT on an int64 (exponent 0..62), as numpy's int64 version. */
+static inline int64_t ea_rdbpot64(int64_t x, int32_t exponent) {
+    int64_t mask, remainder, threshold;
+    if (exponent <= 0) return x;
+    if (exponent > 62) exponent = 62;
+    mask = ((int64_t)1 << exponent) - 1;
+    remainder = x & mask;
+    threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/* quant.multiply_by_quantized_multiplier for one int32 x: any shift (right shifts past 31 as numpy does). */
+static inline int32_t ea_mbqm(int32_t x, int32_t multiplier, int32_t shift) {
+    if (shift >= -31) return edge_mbqm(x, multiplier, shift);
+    return (int32_t)ea_rdbpot64(edge_srdhm(x, multiplier), -shift);
+}
+
+/* gemmlowp SaturatingRoundingMultiplyByPOT<exponent> on int32. */
+static inline int32_t ea_mul_by_pot(int32_t x, int32_t exponent) {
+    if (exponent > 0) {
+        int32_t threshold = (int32_t)(((int64_t)1 << (31 - exponent)) - 1);
+        if (x > threshold) return EDGE_INT32_MAX;
+        if (x < -threshold) return EDGE_INT32_MIN;
+        return edge_wrap32((int64_t)((uint64_t)(int64_t)x << exponent));
+    }
+    if (exponent < 0) return edge_rdbpot(x, -exponent);
+    return x;
+}
+
+/* gemmlowp Rescale from src to dst integer bits. */
+static inline int32_t ea_rescale(int32_t x, int32_t src_bits, int32_t dst_bits) {
+    return ea_mul_by_pot(x, src_bits - dst_bits);
+}
+
+/* exp(a) for a in [-1/4, 0), Q0.31 in and out. */
+static inline int32_t ea_exp_quarter(int32_t a) {
+    const int32_t constant_term = 1895147668; /* exp(-1/8) */
+    const int32_t one_third = 715827883;
+    int32_t x = ea_add(a, (int32_t)1 << 28);  /* a + 1/8 */
+    int32_t x2 = edge_srdhm(x, x);
+    int32_t x3 = edge_srdhm(x2, x);
+    int32_t x4 = edge_srdhm(x2, x2);
+    int32_t x4_over_4 = ea_mul_by_pot(x4, -2);
+    int32_t poly = ea_mul_by_pot(ea_add(edge_srdhm(ea_add(x4_over_4, x3), one_third), x2), -1);
+    return ea_add(constant_term, edge_srdhm(constant_term, ea_add(x, poly)));
+}
+
+/* exp(a) for a <= 0 held as FixedPoint<int32, integer_bits> (0..29); result Q0.31. */
+static inline int32_t ea_exp_on_negative_values(int32_t a, int32_t integer_bits) {
+    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+    const int32_t fractional_bits = 31 - integer_bits;
+    const int32_t one_quarter = (int32_t)1 << (29 - integer_bits);
+    int32_t a_mod = ea_sub(a & (one_quarter - 1), one_quarter);
+    int32_t result = ea_exp_quarter(ea_rescale(a_mod, integer_bits, 0));
+    int32_t remainder = ea_sub(a_mod, a);
+    int32_t e;
+    for (e = -2; e <= 4; e++) {
+        if (integer_bits > e) {
+            int32_t bit = fractional_bits + e;
+            if (bit >= 0 && bit <= 30 && (remainder & ((int32_t)1 << bit))) result = edge_srdhm(result, barrel[e + 2]);
+        }
+    }
+    if (integer_bits > 5 && a < -((int32_t)1 << (36 - integer_bits))) result = 0;
+    return a == 0 ? EDGE_INT32_MAX : result;
+}
+
+/* Newton-Raphson 1 / (1 + a) of gemmlowp in Q2.29, for a in [0, 1) (Q0.31). */
+static inline int32_t ea_newton_half_denominator(int32_t a) {
+    int64_t s = (int64_t)a + EDGE_INT32_MAX;
+    int32_t half_denominator = (int32_t)((s + (s >= 0 ? 1 : -1)) / 2);
+    int32_t x = ea_add(1515870810, edge_srdhm(half_denominator, -1010580540));
+    int k;
+    for (k = 0; k < 3; k++) {
+        int32_t one_minus = ea_sub((int32_t)1 << 29, edge_srdhm(half_denominator, x));
+        x = ea_add(x, ea_rescale(edge_srdhm(x, one_minus), 4, 2));
+    }
+    return x;
+}
+
+static inline int32_t ea_one_over_one_plus_x(int32_t a) { return ea_rescale(ea_newton_half_denominator(a), 1, 0); }
+
+static inline int32_t ea_one_minus_x_over_one_plus_x(int32_t a) {
+    return ea_rescale(ea_sub(ea_newton_half_denominator(a), (int32_t)1 << 29), 2, 0);
+}
+
+/* gemmlowp logistic / tanh of FixedPoint<int32, integer_bits>; Q0.31 results. */
+static inline int32_t ea_logistic(int32_t a, int32_t integer_bits) {
+    int32_t abs_input = a > 0 ? a : edge_wrap32(-(int64_t)a);
+    int32_t pos = ea_one_over_one_plus_x(ea_exp_on_negative_values(edge_wrap32(-(int64_t)abs_input), integer_bits));
+    if (a == 0) return (int32_t)1 << 30;
+    return a > 0 ? pos : ea_sub(EDGE_INT32_MAX, pos);
+}
+
+static inline int32_t ea_tanh(int32_t a, int32_t integer_bits) {
+    int32_t n = a < 0 ? a : edge_wrap32(-(int64_t)a);
+    int32_t t = ea_one_minus_x_over_one_plus_x(ea_exp_on_negative_values(n, integer_bits + 1));
+    if (a == 0) return 0;
+    return a < 0 ? edge_wrap32(-(int64_t)t) : t;
+}
+
+static inline int32_t ea_clz32(uint32_t x) {
+    int32_t n = 0;
+    if (!x) return 32;
+    while (!(x & 0x80000000u)) { x <<= 1; n++; }
+    return n;
+}
+
+/* TFLite GetReciprocal: 1/x as Q0.31 in [0.5, 1) and *num_bits_over_unit. */
+static inline int32_t ea_get_reciprocal(int32_t x, int32_t x_integer_digits, int32_t *num_bits_over_unit) {
+    int32_t headroom_plus_one = ea_clz32((uint32_t)x);
+    uint32_t shifted = headroom_plus_one >= 32 ? 0u : (uint32_t)x << headroom_plus_one;
+    *num_bits_over_unit = x_integer_digits - headroom_plus_one;
+    return ea_one_over_one_plus_x(edge_wrap32((int64_t)shifted - ((int64_t)1 << 31)));
+}
+
+/* ------------------------------------------------------------------------------------ int16 helpers */
+
+static inline int32_t ea_wrap16(int64_t x) { return (int32_t)(((x + 32768) & 0xFFFF) - 32768); }
+static inline int32_t ea_sat16(int64_t x) { return (int32_t)(x < -32768 ? -32768 : x > 32767 ? 32767 : x); }
+
+/* gemmlowp SaturatingRoundingDoublingHighMul on int16 raw values. */
+static inline int32_t ea_srdhm16(int32_t a, int32_t b) {
+    int64_t ab = (int64_t)a * b;
+    int64_t nudge = ab >= 0 ? (1 << 14) : (1 - (1 << 14));
+    if (a == -32768 && b == -32768) return 32767;
+    return ea_wrap16((ab + nudge) / 32768);
+}
+
+/* ------------------------------------------------------------------------------------ int16 tables */
+
+#define EA_LUT16_SIZE 513
+
+/* LUTPopulateInt16 (fixedpoint.lut_populate_int16) in float32 arithmetic; transform(x) returns float. */
+static inline void ea_lut_populate_int16(float (*transform)(float), float input_scale, int32_t input_zp,
+                                         float output_scale, int32_t output_zp, int16_t *lut) {
+    const float input_min = input_scale * (float)(-32768 - input_zp);
+    const float input_max = input_scale * (float)(32767 - input_zp);
+    const float output_min = output_scale * (float)(-32768 - output_zp);
+    const float output_max = output_scale * (float)(32767 - output_zp);
+    const float step = (input_max - input_min) / 512.0f;
+    const float half_step = step / 2.0f;
+    const float inv = 65536.0f / (output_max - output_min);
+    float last;
+    int i;
+    for (i = 0; i < 512; i++) {
+        float fi = (float)i;
+        float x0 = input_min + fi * step;
+        float xm = x0 + half_step;
+        float x1 = input_min + (fi + 1.0f) * step;
+        float val = transform(x0), val_mid = transform(xm), val_next = transform(x1);
+        float sample = ea_round_f32(val * inv);
+        float interp = ea_round_f32((val_next * inv + ea_round_f32(val * inv)) / 2.0f);
+        float mid = ea_round_f32(val_mid * inv);
+        float bias = ea_round_f32((interp - mid) / 2.0f);
+        float v = sample - bias;
+        v = v < -32768.0f ? -32768.0f : (v > 32767.0f ? 32767.0f : v);
+        lut[i] = (int16_t)v;
+    }
+    last = ea_round_f32(transform(input_max) * inv);
+    last = last < -32768.0f ? -32768.0f : (last > 32767.0f ? 32767.0f : last);
+    lut[512] = (int16_t)last;
+}
+
+/* LUTLookup(int16): 9-bit index, 7-bit linear interpolation. */
+static inline int32_t ea_lut_lookup_int16(int32_t value, const int16_t *lut) {
+    int32_t index = 256 + (value >> 7);
+    int32_t offset = value & 0x7F;
+    int32_t base = lut[index];
+    int32_t slope = ea_wrap16((int64_t)lut[index + 1] - base);
+    return ea_wrap16(base + ((slope * offset + 64) >> 7));
+}
+
+/* sigmoid(i / 24) in unsigned Q0.16, i = 0..255: the constant table TFLite's int16 logistic/tanh
+ * interpolate (data copied as values, as fixedpoint.SIGMOID_TABLE_UINT16). */
+static inline uint16_t ea_sigmoid_table(int32_t i) {
+    static const uint16_t table[256] = {
+        32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149, 40794, 41432, 42064,
+        42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369, 47911, 48443, 48964, 49475, 49975, 50464,
+        50942, 51409, 51865, 52311, 52745, 53169, 53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503,
+        56823, 57133, 57433, 57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370,
+        60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302, 62428, 62549, 62666,
+        62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536, 63615, 63691, 63765, 63835, 63903, 63968,
+        64030, 64090, 64148, 64204, 64257, 64308, 64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687,
+        64721, 64754, 64786, 64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079,
+        65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258, 65269, 65280, 65291,
+        65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367, 65374, 65381, 65387, 65393, 65399, 65404,
+        65410, 65415, 65420, 65425, 65429, 65433, 65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465,
+        65468, 65471, 65474, 65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498,
+        65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513, 65514, 65515, 65516,
+        65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522, 65523, 65523, 65524, 65524, 65525, 65525,
+        65526, 65526, 65526, 65527, 65527, 65528, 65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530, 65530,
+        65530, 65531, 65531, 65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
+        65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
+        65535};
+    return table[i];
+}
+
+/* float32 log2 test of a scale (activations._checked_log2): *log2 = round(log2(x)); 1 when it is a power of 2
+ * within 1e-3. */
+static inline int ea_checked_log2(float x, int32_t *log2) {
+    const float inv_ln2 = (float)(1.0 / log(2.0));
+    float x_log2 = (float)log((double)x) * inv_ln2;
+    float rounded = ea_round_f32(x_log2);
+    *log2 = (int32_t)rounded;
+    return fabsf(x_log2 - rounded) < 1e-3f;
+}
+
+/* ------------------------------------------------------------------------------------ broadcasting */
+
+#define EA_BCAST_MAX_RANK 6
+
+/* Two operands broadcast numpy-style, coalesced: rank dims, per-dim element strides (0 = broadcast) of each
+ * operand; the innermost stride of each is 0 or 1. */
+typedef struct {
+    int32_t rank;
+    int32_t dims[EA_BCAST_MAX_RANK];
+    int32_t a_stride[EA_BCAST_MAX_RANK], b_stride[EA_BCAST_MAX_RANK];
+    int64_t count;
+} ea_bcast_t;
+
+/* Output shape of broadcasting a and b into out_dims/out_rank (room for 8) and the coalesced loop.
+ * Returns 0, -1 when the shapes do not broadcast, -2 when different shapes need a rank above 6. */
+static inline int ea_bcast_prepare(ea_bcast_t *bc, const edge_tensor_t *a, const edge_tensor_t *b,
+                                   int32_t *out_dims, int32_t *out_rank) {
+    int32_t rank = a->rank > b->rank ? a->rank : b->rank, k, same = a->rank == b->rank;
+    int32_t n = 0, prev_a = -1, prev_b = -1;
+    int64_t acc_a = 1, acc_b = 1;
+    int32_t dims[8], full_a[8], full_b[8];
+    if (same)
+        for (k = 0; k < a->rank; k++) same &= a->dims[k] == b->dims[k];
+    if (rank > 8 || (!same && rank > EA_BCAST_MAX_RANK)) return -2;
+    bc->count = 1;
+    for (k = 0; k < rank; k++) {
+        int32_t ia = k - (rank - a->rank), ib = k - (rank - b->rank);
+        int32_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1, d;
+        if (da == db) d = da;
+        else if (da == 1) d = db;
+        else if (db == 1) d = da;
+        else return -1;
+        out_dims[k] = d;
+        bc->count *= d;
+    }
+    *out_rank = rank;
+    /* coalesce: drop size-1 dims, merge neighbours whose operands are both full or both broadcast alike */
+    for (k = 0; k < rank; k++) {
+        int32_t ia = k - (rank - a->rank), ib = k - (rank - b->rank);
+        int32_t d = out_dims[k];
+        int32_t fa = ia >= 0 && a->dims[ia] == d, fb = ib >= 0 && b->dims[ib] == d;
+        if (d == 1) continue;
+        if (n > 0 && fa == prev_a && fb == prev_b) {
+            dims[n - 1] *= d;
+        } else {
+            dims[n] = d;
+            full_a[n] = fa;
+            full_b[n] = fb;
+            n++;
+        }
+        prev_a = fa;
+        prev_b = fb;
+    }
+    if (n == 0) { dims[0] = 1; full_a[0] = full_b[0] = 1; n = 1; }
+    bc->rank = n;
+    for (k = n - 1; k >= 0; k--) {
+        bc->dims[k] = dims[k];
+        bc->a_stride[k] = full_a[k] ? (int32_t)acc_a : 0;
+        bc->b_stride[k] = full_b[k] ? (int32_t)acc_b : 0;
+        if (full_a[k]) acc_a *= dims[k];
+        if (full_b[k]) acc_b *= dims[k];
+    }
+    return 0;
+}
+
+/* One row of the broadcast loop: n elements, operand steps 0 or 1 (in elements). */
+typedef void (*ea_row_fn)(const void *op, const void *a, int32_t a_step, const void *b, int32_t b_step, void *y,
+                          int32_t n);
+
+static inline void ea_bcast_run(const ea_bcast_t *bc, const void *op, const void *a, uint32_t a_size, const void *b,
+                                uint32_t b_size, void *y, uint32_t y_size, ea_row_fn row) {
+    const int32_t last = bc->rank - 1, n = bc->dims[last];
+    int32_t idx[EA_BCAST_MAX_RANK] = {0, 0, 0, 0, 0, 0}, k;
+    int64_t oa = 0, ob = 0, oy = 0;
+    if (bc->count == 0) return;
+    for (;;) {
+        row(op, (const uint8_t *)a + oa * a_size, bc->a_stride[last], (const uint8_t *)b + ob * b_size,
+            bc->b_stride[last], (uint8_t *)y + oy * y_size, n);
+        oy += n;
+        for (k = last - 1; k >= 0; k--) {
+            idx[k]++;
+            oa += bc->a_stride[k];
+            ob += bc->b_stride[k];
+            if (idx[k] < bc->dims[k]) break;
+            oa -= (int64_t)bc->a_stride[k] * bc->dims[k];
+            ob -= (int64_t)bc->b_stride[k] * bc->dims[k];
+            idx[k] = 0;
+        }
+        if (k < 0) break;
+    }
+}
+
+/* ------------------------------------------------------------------------------------ shared kernel code */
+
+/* ADD and SUB share one implementation (add.c); sub.c registers SUB on it. */
+edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign);
+void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx);
+
+#endif /* EDGE_FIXEDPOINT_ACT_H */
