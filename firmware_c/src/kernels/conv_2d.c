@@ -285,34 +285,44 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
     }
 }
 
-/* Two output channels (weights w0, w1) x two pixels (im2col rows c0, c1): the four int32 sums (wrapping). */
-static inline void conv_dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1,
-                                int32_t k, uint32_t acc[4]) {
+/* Two output channels (weights w0, w1) x two pixels (im2col rows c0, c1): the four int32 sums (wrapping).
+ * The DSP loop is ordered so that at most 14 values are live (pointers, sums, two weight words and their
+ * widened halves, one input pair): Cortex-M4 keeps all of it in registers, 20 instructions per 16 MACs. */
+#if CONV_DSP && defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void conv_dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1, int32_t k,
+                         uint32_t acc[4]) {
     uint32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
     int32_t i = 0;
 #if CONV_DSP
-    const int32_t k4 = k & ~3;
-    for (; i < k4; i += 4) {
-        uint32_t wa, wb, wa0, wa1, wb0, wb1, x0, x1;
-        memcpy(&wa, w0 + i, 4);
-        memcpy(&wb, w1 + i, 4);
-        wa0 = conv_sxtb16(wa);
-        wa1 = conv_sxtb16_ror8(wa);
-        wb0 = conv_sxtb16(wb);
-        wb1 = conv_sxtb16_ror8(wb);
-        memcpy(&x0, c0 + i, 4);
-        memcpy(&x1, c0 + i + 2, 4);
-        s00 = conv_smlad(wa0, x0, s00);
-        s10 = conv_smlad(wb0, x0, s10);
-        s00 = conv_smlad(wa1, x1, s00);
-        s10 = conv_smlad(wb1, x1, s10);
-        memcpy(&x0, c1 + i, 4);
-        memcpy(&x1, c1 + i + 2, 4);
-        s01 = conv_smlad(wa0, x0, s01);
-        s11 = conv_smlad(wb0, x0, s11);
-        s01 = conv_smlad(wa1, x1, s01);
-        s11 = conv_smlad(wb1, x1, s11);
+    const int8_t *const w0_end = w0 + (k & ~3);
+    while (w0 != w0_end) {
+        uint32_t wa, wb, a, b, x;
+        memcpy(&wa, w0, 4);
+        memcpy(&wb, w1, 4);
+        a = conv_sxtb16(wa);
+        b = conv_sxtb16(wb);
+        memcpy(&x, c0, 4);
+        s00 = conv_smlad(a, x, s00);
+        s10 = conv_smlad(b, x, s10);
+        memcpy(&x, c1, 4);
+        s01 = conv_smlad(a, x, s01);
+        s11 = conv_smlad(b, x, s11);
+        a = conv_sxtb16_ror8(wa);
+        b = conv_sxtb16_ror8(wb);
+        memcpy(&x, c0 + 2, 4);
+        s00 = conv_smlad(a, x, s00);
+        s10 = conv_smlad(b, x, s10);
+        memcpy(&x, c1 + 2, 4);
+        s01 = conv_smlad(a, x, s01);
+        s11 = conv_smlad(b, x, s11);
+        w0 += 4;
+        w1 += 4;
+        c0 += 4;
+        c1 += 4;
     }
+    k &= 3;
 #endif
     for (; i < k; i++) {
         s00 += (uint32_t)(w0[i] * c0[i]);

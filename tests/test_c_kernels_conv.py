@@ -1,0 +1,318 @@
+"""C runtime kernels CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, AVERAGE_POOL_2D, MAX_POOL_2D
+(firmware_c/src/kernels/): one-op models run through the C backend (ctypes), compared bit for bit with our
+Python interpreter and with TFLM (int8 / int16x8; float32 within 1e-5). The DSP fast path (SXTB16/SMLAD,
+compiled for Cortex-M4) is run on the host with -DEDGE_EMULATE_DSP, in a runner built here, and must give
+the same bytes as the plain build.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.oprunner import T, op_model, run_ours
+from tests.peers import PeerCrashed, run_tflm
+
+ROOT = Path(__file__).resolve().parent.parent
+FW = ROOT / "firmware_c"
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    try:
+        from edge_sdk import backend_c
+    except ImportError:
+        pytest.skip("edge_sdk.backend_c is not there yet")
+    backend_c.build()
+    return backend_c
+
+
+@pytest.fixture(scope="module")
+def dsp_runner(tmp_path_factory):
+    """edge-run-c built with the DSP path emulated in C (-DEDGE_EMULATE_DSP)."""
+    out = tmp_path_factory.mktemp("dsp")
+    table = out / "edge_ops_generated.c"
+    subprocess.run(["python3", str(FW / "tools" / "gen_ops.py"), str(table)], check=True, capture_output=True)
+    exe = out / "edge-run-c"
+    sources = [str(FW / "src" / "edge.c"), *map(str, sorted((FW / "src" / "kernels").glob("*.c"))),
+               str(FW / "host" / "edge_host.c"), str(FW / "host" / "edge_run.c"), str(table)]
+    proc = subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP",
+                           f"-I{FW / 'include'}", f"-I{FW / 'src'}", f"-I{FW / 'host'}", "-o", str(exe),
+                           *sources, "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return exe
+
+
+def _run_c(backend, model: bytes, feeds):
+    c = backend.CInterpreter(model_content=model)
+    c.allocate_tensors()
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [c.get_tensor(d["index"]) for d in c.get_output_details()]
+
+
+def _run_exe(exe, model: bytes, feeds, like: np.ndarray, tmp_path) -> np.ndarray:
+    (tmp_path / "m.tflite").write_bytes(model)
+    (tmp_path / "in.bin").write_bytes(b"".join(np.ascontiguousarray(x).tobytes() for x in feeds))
+    proc = subprocess.run([str(exe), str(tmp_path / "m.tflite"), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return np.frombuffer((tmp_path / "out.bin").read_bytes(), like.dtype)[:like.size].reshape(like.shape)
+
+
+def _out_size(padding, stride, dilation, size, k):
+    eff = (k - 1) * dilation + 1
+    return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
+
+
+def _feed(rng, kind, shape):
+    if kind == "int8":
+        return rng.integers(-128, 128, shape, dtype=np.int8)
+    if kind.startswith("int16"):
+        return rng.integers(-32768, 32768, shape).astype(np.int16)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _weights(rng, kind, shape, o, per_channel, qdim=0):
+    if kind == "float":
+        return T(shape, "FLOAT32", data=rng.standard_normal(shape).astype(np.float32))
+    scale = list(rng.uniform(0.002, 0.02, o)) if per_channel else 0.01
+    return T(shape, "INT8", scale, 0, quantized_dimension=qdim, data=rng.integers(-127, 128, shape, dtype=np.int8))
+
+
+def _bias(rng, kind, o, btype=None):
+    if kind == "float":
+        return T((o,), "FLOAT32", data=rng.standard_normal(o).astype(np.float32))
+    btype = btype or {"int8": "INT32", "int16": "INT64", "int16_32": "INT32"}[kind]
+    limit = 2000 if kind == "int8" else 20000
+    dt = {"INT32": np.int32, "INT64": np.int64, "INT16": np.int16}[btype]
+    return T((o,), btype, 1.0, 0, data=rng.integers(-limit, limit, o).astype(dt))
+
+
+def _io(kind, shape, scale, zp):
+    if kind == "float":
+        return T(shape, "FLOAT32")
+    if kind == "int8":
+        return T(shape, "INT8", scale, zp)
+    return T(shape, "INT16", scale / 50, 0)
+
+
+def _compare(backend, model, feeds, kind, tflm_may_crash=False):
+    """C == Python == TFLM (bit for bit; float within 1e-5). Returns the C output."""
+    c_out = _run_c(backend, model, feeds)[0]
+    py = run_ours(model, feeds)[0]
+    try:
+        tflm = run_tflm(model, feeds, isolate=tflm_may_crash)[0]
+    except PeerCrashed:
+        tflm = None  # TFLM (and LiteRT) cannot run a bias-less depthwise conv: Python is the reference then
+    assert c_out.shape == py.shape
+    if kind == "float":
+        np.testing.assert_allclose(c_out, py, rtol=1e-5, atol=1e-5)
+        if tflm is not None:
+            np.testing.assert_allclose(c_out, tflm, rtol=1e-5, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(c_out, py)
+        if tflm is not None:
+            np.testing.assert_array_equal(c_out, tflm)
+    assert kind == "float" or np.unique(c_out).size > 1, "degenerate case: output saturated"
+    return c_out
+
+
+# ------------------------------------------------------------------------------------------------ CONV_2D
+
+# (kind, n, h, w, c, o, kh, kw, groups, padding, strides, dilations, activation, per_channel, bias)
+CONV_CASES = [
+    ("int8", 1, 5, 6, 3, 4, 3, 3, 1, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("int8", 2, 7, 5, 8, 6, 3, 2, 1, "VALID", (2, 1), (1, 1), "RELU", True, True),
+    ("int8", 1, 9, 9, 8, 5, 3, 3, 1, "SAME", (2, 2), (2, 1), "RELU6", False, True),
+    ("int8", 1, 6, 6, 8, 6, 1, 1, 2, "SAME", (1, 1), (1, 1), "NONE", True, False),
+    ("int8", 1, 4, 7, 12, 8, 2, 3, 4, "SAME", (1, 2), (1, 1), "RELU_N1_TO_1", True, True),
+    ("int8", 1, 3, 3, 5, 3, 3, 3, 1, "VALID", (1, 1), (1, 1), "NONE", True, True),
+    ("int8", 1, 8, 8, 16, 9, 3, 3, 1, "SAME", (1, 1), (1, 3), "NONE", True, True),
+    ("int8", 1, 5, 5, 7, 1, 1, 1, 1, "VALID", (1, 1), (1, 1), "NONE", False, True),
+    ("int16", 1, 5, 6, 3, 4, 3, 3, 1, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("int16", 2, 7, 5, 8, 6, 3, 2, 1, "VALID", (2, 1), (1, 1), "RELU", True, True),
+    ("int16", 1, 9, 9, 8, 5, 3, 3, 1, "SAME", (2, 2), (2, 1), "RELU6", False, True),
+    ("int16", 1, 6, 6, 8, 6, 1, 1, 2, "SAME", (1, 1), (1, 1), "NONE", True, False),
+    ("int16_32", 1, 5, 6, 3, 4, 3, 3, 1, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("int16_32", 1, 4, 7, 12, 8, 2, 3, 4, "SAME", (1, 2), (1, 1), "RELU_N1_TO_1", True, True),
+    ("float", 1, 5, 6, 3, 4, 3, 3, 1, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("float", 2, 7, 5, 8, 6, 3, 2, 1, "VALID", (2, 1), (1, 1), "RELU", True, True),
+    ("float", 1, 9, 9, 8, 5, 3, 3, 1, "SAME", (2, 2), (2, 1), "RELU6", True, False),
+    ("float", 1, 4, 7, 12, 8, 2, 3, 4, "SAME", (1, 2), (1, 1), "RELU_N1_TO_1", True, True),
+]
+
+
+def _conv_model(case, rng):
+    kind, n, h, w, c, o, kh, kw, groups, padding, s, dil, act, pc, bias = case
+    oh, ow = _out_size(padding, s[0], dil[0], h, kh), _out_size(padding, s[1], dil[1], w, kw)
+    x = _io(kind, (n, h, w, c), 0.05, 3)
+    y = _io(kind, (n, oh, ow, o), 0.1 if groups == 1 else 0.05, -5)
+    wt = _weights(rng, kind, (o, kh, kw, c // groups), o, pc)
+    b = _bias(rng, kind, o) if bias else None
+    opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
+            "dilation_w_factor": dil[1], "fused_activation_function": act}
+    return op_model("CONV_2D", [x, wt, b], [y], options=opts, version=3), [_feed(rng, kind, (n, h, w, c))]
+
+
+def _id(case):
+    return "-".join(str(v).replace(" ", "").replace("(", "").replace(")", "").replace(",", "x") for v in case)
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=_id)
+def test_conv_2d(backend, case):
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    model, feeds = _conv_model(case, rng)
+    _compare(backend, model, feeds, case[0])
+
+
+# ------------------------------------------------------------------------------------------------ DEPTHWISE
+
+# (kind, n, h, w, c, multiplier, kh, kw, padding, strides, dilations, activation, per_channel, bias)
+DW_CASES = [
+    ("int8", 1, 5, 6, 3, 1, 3, 3, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("int8", 1, 6, 6, 8, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6", True, True),
+    ("int8", 2, 7, 5, 4, 2, 3, 2, "VALID", (2, 1), (1, 1), "RELU", True, True),
+    ("int8", 1, 9, 9, 8, 1, 3, 3, "SAME", (2, 2), (2, 1), "NONE", False, True),
+    ("int8", 1, 6, 6, 3, 3, 1, 1, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("int8", 1, 6, 6, 8, 1, 3, 3, "SAME", (1, 1), (1, 1), "NONE", True, False),
+    ("int8", 1, 4, 7, 12, 1, 5, 3, "SAME", (1, 2), (1, 1), "RELU_N1_TO_1", True, True),
+    ("int16", 1, 5, 6, 3, 1, 3, 3, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("int16", 2, 7, 5, 4, 2, 3, 2, "VALID", (2, 1), (1, 1), "RELU", True, True),
+    ("int16", 1, 9, 9, 8, 1, 3, 3, "SAME", (2, 2), (2, 1), "RELU6", False, True),
+    ("float", 1, 5, 6, 3, 1, 3, 3, "SAME", (1, 1), (1, 1), "NONE", True, True),
+    ("float", 2, 7, 5, 4, 2, 3, 2, "VALID", (2, 1), (1, 1), "RELU", True, True),
+    ("float", 1, 9, 9, 8, 1, 3, 3, "SAME", (2, 2), (2, 1), "RELU6", True, True),
+]
+
+
+def _dw_model(case, rng):
+    kind, n, h, w, c, m, kh, kw, padding, s, dil, act, pc, bias = case
+    o = c * m
+    oh, ow = _out_size(padding, s[0], dil[0], h, kh), _out_size(padding, s[1], dil[1], w, kw)
+    x = _io(kind, (n, h, w, c), 0.05, -7)
+    y = _io(kind, (n, oh, ow, o), 0.08, 4)
+    wt = _weights(rng, kind, (1, kh, kw, o), o, pc, qdim=3)
+    b = _bias(rng, kind, o) if bias else None
+    opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
+            "dilation_w_factor": dil[1], "fused_activation_function": act, "depth_multiplier": m}
+    return op_model("DEPTHWISE_CONV_2D", [x, wt, b], [y], options=opts, version=3), [_feed(rng, kind, (n, h, w, c))]
+
+
+@pytest.mark.parametrize("case", DW_CASES, ids=_id)
+def test_depthwise_conv_2d(backend, case):
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    model, feeds = _dw_model(case, rng)
+    _compare(backend, model, feeds, case[0], tflm_may_crash=not case[-1])
+
+
+# ------------------------------------------------------------------------------------------------ TRANSPOSE_CONV
+
+# (kind, n, h, w, c, o, kh, kw, padding, strides, activation, per_channel, bias, bias type)
+TC_CASES = [
+    ("int8", 1, 4, 5, 3, 4, 3, 3, "SAME", (2, 2), "NONE", True, True, None),
+    ("int8", 2, 3, 3, 5, 2, 2, 3, "VALID", (2, 1), "RELU", True, True, None),
+    ("int8", 1, 4, 4, 8, 6, 3, 3, "SAME", (1, 1), "RELU6", False, True, None),
+    ("int8", 1, 3, 4, 4, 3, 4, 4, "SAME", (2, 2), "NONE", True, False, None),
+    ("int16", 1, 4, 5, 3, 4, 3, 3, "SAME", (2, 2), "NONE", True, True, None),
+    ("int16", 2, 3, 3, 5, 2, 2, 3, "VALID", (2, 1), "RELU", True, True, None),
+    ("int16", 1, 4, 5, 3, 4, 3, 3, "SAME", (2, 2), "NONE", True, True, "INT16"),
+    ("float", 1, 4, 5, 3, 4, 3, 3, "SAME", (2, 2), "NONE", True, True, None),
+    ("float", 1, 3, 4, 4, 3, 4, 4, "SAME", (2, 2), "RELU6", True, False, None),
+]
+
+
+@pytest.mark.parametrize("case", TC_CASES, ids=_id)
+def test_transpose_conv(backend, case):
+    kind, n, h, w, c, o, kh, kw, padding, s, act, pc, bias, btype = case
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    oh = h * s[0] if padding == "SAME" else (h - 1) * s[0] + kh
+    ow = w * s[1] if padding == "SAME" else (w - 1) * s[1] + kw
+    shape = T((4,), "INT32", data=np.array([n, oh, ow, o], np.int32))
+    x = _io(kind, (n, h, w, c), 0.05, 3)
+    y = _io(kind, (n, oh, ow, o), 0.1, -5)
+    wt = _weights(rng, kind, (o, kh, kw, c), o, pc)
+    b = _bias(rng, kind, o, btype) if bias else None
+    opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "fused_activation_function": act}
+    model = op_model("TRANSPOSE_CONV", [shape, wt, x, b], [y], options=opts, version=3)
+    _compare(backend, model, [_feed(rng, kind, (n, h, w, c))], kind)
+
+
+# ------------------------------------------------------------------------------------------------ pooling
+
+POOL_CASES = [(op, kind, *geo) for op in ("AVERAGE_POOL_2D", "MAX_POOL_2D") for kind in ("int8", "int16", "float")
+              for geo in [(1, 5, 6, 3, 3, 3, "SAME", (1, 1), "NONE"), (2, 7, 5, 8, 2, 2, "SAME", (2, 2), "RELU"),
+                          (1, 9, 9, 4, 3, 2, "VALID", (2, 1), "RELU6"), (1, 4, 7, 5, 4, 3, "SAME", (1, 2), "RELU_N1_TO_1")]]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=_id)
+def test_pooling(backend, case):
+    op, kind, n, h, w, c, fh, fw, padding, s, act = case
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    oh, ow = _out_size(padding, s[0], 1, h, fh), _out_size(padding, s[1], 1, w, fw)
+    x = _io(kind, (n, h, w, c), 0.05, -3)
+    y = _io(kind, (n, oh, ow, c), 0.05, -3)
+    opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "filter_height": fh, "filter_width": fw,
+            "fused_activation_function": act}
+    model = op_model(op, [x], [y], options=opts, version=2)
+    _compare(backend, model, [_feed(rng, kind, (n, h, w, c))], kind)
+
+
+# ------------------------------------------------------------------------------------------------ DSP path
+
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if c[0] == "int8"] + [c for c in DW_CASES if c[0] == "int8"],
+                         ids=_id)
+def test_dsp_path_equals_plain_path(backend, dsp_runner, case, tmp_path):
+    """The SXTB16/SMLAD code (emulated in C on the host) gives the plain build's bytes (and TFLM's)."""
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    model, feeds = (_conv_model if len(case) == 15 else _dw_model)(case, rng)
+    plain = _run_c(backend, model, feeds)[0]
+    dsp = _run_exe(dsp_runner, model, feeds, plain, tmp_path)
+    np.testing.assert_array_equal(dsp, plain)
+    assert np.unique(plain).size > 2
+
+
+def test_dsp_path_large_channels(backend, dsp_runner, tmp_path):
+    """im2col with whole groups of four channels (the SXTB16 copy) and odd output-channel / pixel counts."""
+    case = ("int8", 1, 7, 5, 32, 11, 3, 3, 1, "SAME", (1, 1), (1, 1), "RELU", True, True)
+    rng = np.random.default_rng(11)
+    model, feeds = _conv_model(case, rng)
+    plain = _compare(backend, model, feeds, "int8")
+    np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
+
+
+# ------------------------------------------------------------------------------------------------ refusals
+
+def test_refusals_name_the_problem(backend):
+    from edge_sdk.errors import ModelError
+
+    rng = np.random.default_rng(5)
+    x = T((1, 4, 4, 3), "INT8", 0.05, 0)
+    y = T((1, 4, 4, 2), "INT8", 0.1, 0)
+    # float input with int8 weights (hybrid) is not run by TFLM nor by the C kernel
+    xf, yf = T((1, 4, 4, 3), "FLOAT32"), T((1, 4, 4, 2), "FLOAT32")
+    hybrid = op_model("CONV_2D", [xf, _weights(rng, "int8", (2, 3, 3, 3), 2, True), None], [yf],
+                      options={"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    with pytest.raises(ModelError):
+        backend.CInterpreter(model_content=hybrid).allocate_tensors()
+    # pooling with different input / output quantization
+    bad_pool = op_model("MAX_POOL_2D", [x], [T((1, 4, 4, 3), "INT8", 0.1, 0)],
+                        options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "filter_height": 2, "filter_width": 2})
+    with pytest.raises(ModelError):
+        backend.CInterpreter(model_content=bad_pool).allocate_tensors()
+    # depth_multiplier contradicting the filter
+    dw = op_model("DEPTHWISE_CONV_2D", [x, _weights(rng, "int8", (1, 3, 3, 6), 6, True, 3), None],
+                  [T((1, 4, 4, 6), "INT8", 0.1, 0)],
+                  options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 3})
+    with pytest.raises(ModelError):
+        backend.CInterpreter(model_content=dw).allocate_tensors()
+    del y
