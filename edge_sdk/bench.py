@@ -121,7 +121,7 @@ class _Runner:
         self.interp.allocate_tensors()
 
     def set_inputs(self, arrays) -> None:
-        for d, x in zip(self.interp.get_input_details(), arrays):
+        for d, x in zip(self.interp.get_input_details(), arrays, strict=False):
             self.interp.set_tensor(d["index"], x)
 
     def arena_bytes(self) -> int | None:
@@ -287,8 +287,8 @@ def format_bench(report: dict, top: int = 15) -> str:
         f"init:      {ms(report['init_us'])}",
         f"first:     {ms(report['first_inference_us'])}",
         f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
-        f"latency:   {report['runs']} runs: mean {ms(lat['mean'])} ± {ms(lat['std'])}, p50 {ms(lat['p50'])}, "
-        f"p90 {ms(lat['p90'])}, p99 {ms(lat['p99'])}, min {ms(lat['min'])}, max {ms(lat['max'])}",
+        (f"latency:   {report['runs']} runs: mean {ms(lat['mean'])} ± {ms(lat['std'])}, p50 {ms(lat['p50'])}, "
+         f"p90 {ms(lat['p90'])}, p99 {ms(lat['p99'])}, min {ms(lat['min'])}, max {ms(lat['max'])}"),
         f"memory:    arena {size(report.get('arena_bytes'))}, peak RSS {size(report.get('peak_rss_bytes'))}",
     ]
     ops = report.get("ops") or []

@@ -50,7 +50,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_sdk import __version__, log
-from edge_sdk.device.ssh import SSHConnection, SSHTarget, remote_command, require_openssh
+from edge_sdk.device.ssh import (
+    SSHConnection,
+    SSHTarget,
+    remote_command,
+    require_openssh,
+)
 from edge_sdk.errors import DeviceError, EdgeError, ModelError
 
 REMOTE_DIR = "~/.edge-sdk"
@@ -121,7 +126,7 @@ def build_wheel(root: str | Path | None = None, cache: str | Path | None = None)
                 args = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                         "--disable-pip-version-check", "-q", "-w", str(Path(tmp) / "dist"), str(src)]
                 try:
-                    proc = subprocess.run(args, capture_output=True, text=True, timeout=300)
+                    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
                 except subprocess.TimeoutExpired as exc:
                     raise DeviceError("building the edge-sdk wheel timed out after 300 s") from exc
                 if proc.returncode != 0:
@@ -142,7 +147,7 @@ def build_wheel(root: str | Path | None = None, cache: str | Path | None = None)
 def _can_pip_wheel_offline() -> bool:
     """setuptools with bdist_wheel is importable here, so pip builds without fetching a build environment."""
     try:
-        import setuptools  # noqa: F401
+        import setuptools
     except ImportError:
         return False
     try:
@@ -174,7 +179,7 @@ def _write_wheel(src: Path, dist: Path) -> Path:
     project = tomllib.loads((src / "pyproject.toml").read_text())["project"]
     name, version = project["name"].replace("-", "_"), project["version"]
     info = f"{name}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {project['name']}", f"Version: {version}"]
     if project.get("description"):
         meta.append(f"Summary: {project['description']}")
     if project.get("requires-python"):
@@ -239,7 +244,7 @@ def download_dependencies(wheel: Path, python_version: str, arch: str, glibc: st
                 args += ["--platform", tag]
             args.append(str(wheel))
             try:
-                proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+                proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
             except subprocess.TimeoutExpired as exc:
                 raise DeviceError(f"downloading dependency wheels timed out after {timeout:g} s") from exc
             if proc.returncode != 0:
@@ -389,7 +394,7 @@ except OSError:
     m["model_ok"] = False
 py = os.path.join(base, "venv", "bin", "python")
 try:
-    r = subprocess.run([py, "-c", "import edge_sdk; print(edge_sdk.__version__)"], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([py, "-c", "import edge_sdk; print(edge_sdk.__version__)"], capture_output=True, text=True, timeout=60, check=False)
     m["runtime_ok"] = r.returncode == 0 and r.stdout.strip() == m.get("edge_sdk_version")
 except (OSError, subprocess.TimeoutExpired):
     m["runtime_ok"] = False
@@ -728,8 +733,8 @@ def format_status(manifest: dict | None, host: str = "") -> str:
         f"model:       {m.get('path')} ({m.get('size')} bytes) {'ok' if manifest.get('model_ok') else 'MISSING OR CHANGED'}",
         f"sha256:      {m.get('sha256')}",
         f"edge-sdk:    {manifest.get('edge_sdk_version')} ({(manifest.get('wheel') or {}).get('name')})",
-        f"runtime:     {rt.get('venv')} -> {rt.get('venv_dir')} (Python {rt.get('python')}) "
-        f"{'ok' if manifest.get('runtime_ok') else 'BROKEN'}",
+        (f"runtime:     {rt.get('venv')} -> {rt.get('venv_dir')} (Python {rt.get('python')}) "
+         f"{'ok' if manifest.get('runtime_ok') else 'BROKEN'}"),
         f"device:      {(manifest.get('device') or {}).get('arch')}",
         f"profile:     {manifest.get('profile') or '-'}",
         f"C backend:   {'built' if c.get('built') else 'not built'}",

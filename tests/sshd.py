@@ -198,8 +198,8 @@ class SSHLab:
             "Subsystem sftp internal-sftp\nMaxStartups 50:30:100\nMaxSessions 50\n"
             f'SetEnv HOME={d.home} PATH={self.device_path} PYTHONPATH={self.device_pythonpath}\n'
         )
-        d.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(conf)], stdout=subprocess.DEVNULL,
-                                  stderr=open(d.home.parent / "sshd.log", "wb"))
+        with open(d.home.parent / "sshd.log", "wb") as log:  # the child keeps its own copy of the handle
+            d.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if d.proc.poll() is not None:
@@ -216,7 +216,7 @@ class SSHLab:
     def ssh(self, d: Device, *command: str, timeout: float = 30) -> subprocess.CompletedProcess:
         """Run a command on the device with plain ssh (for checks independent of edge_sdk)."""
         return subprocess.run(["ssh", "-F", str(self.config), "-o", "BatchMode=yes", d.alias, *command],
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, check=False)
 
     def stop_all(self) -> None:
         for d in self.devices:

@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_sdk import cli
-from edge_sdk.deploy import build_wheel, deploy, format_results, read_hosts, status
+from edge_sdk.deploy import build_wheel, deploy, read_hosts, status
 from edge_sdk.device.ssh import SSHTarget, remote_command
 from edge_sdk.errors import DeviceError
 from tests.oprunner import T, op_model
@@ -40,7 +39,7 @@ def edge(*argv, lab=None, timeout=120) -> subprocess.CompletedProcess:
     """The real `edge` command in a child process (with the lab's ssh config)."""
     env = dict(lab.env if lab else os.environ)
     return subprocess.run([sys.executable, "-m", "edge_sdk.cli", *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+                          timeout=timeout, env=env, cwd=ROOT, check=False)
 
 
 def device_base(d) -> Path:
@@ -88,7 +87,7 @@ def test_read_hosts_plain_and_ansible(tmp_path):
 def test_remote_command_quotes_every_word(tmp_path):
     words = ["printf", "%s|", "it's", 'a "b"', "$(touch x)", "; rm -rf y", "`id`", "\\n"]
     out = subprocess.run(["sh", "-c", remote_command(*words)], capture_output=True, text=True, cwd=tmp_path,
-                         timeout=10).stdout
+                         timeout=10, check=False).stdout
     assert out == "|".join(words[2:]) + "|"
     assert not (tmp_path / "x").exists()
 

@@ -127,7 +127,7 @@ class SSHConnection:
         self.target = SSHTarget.parse(target) if isinstance(target, str) else target
         self.identity = identity
         self.accept_new_host_key = bool(accept_new_host_key)
-        self.connect_timeout = max(1, int(round(connect_timeout)))
+        self.connect_timeout = max(1, round(connect_timeout))
         self.options = dict(options or {})
         # ssh finds ~/.ssh/config through the passwd database, not $HOME: another file needs -F.
         self.config_file = config_file or os.environ.get("EDGE_SSH_CONFIG") or None
@@ -177,7 +177,7 @@ class SSHConnection:
         with tempfile.TemporaryFile() as err:
             try:
                 proc = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                      timeout=self.connect_timeout + 30)
+                                      timeout=self.connect_timeout + 30, check=False)
             except subprocess.TimeoutExpired as exc:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise DeviceError(f"{self.target.label}: connecting timed out") from exc
@@ -195,7 +195,7 @@ class SSHConnection:
         finally:
             try:
                 subprocess.run([self.ssh, *self._client_args(), "-O", "exit", "--", self.target.host],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10)
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
             except (OSError, subprocess.TimeoutExpired):
                 pass
             self._control = None
@@ -218,7 +218,7 @@ class SSHConnection:
         args = self.ssh_args(command)
         log.debug(f"{self.target.label}: {command}")
         try:
-            proc = subprocess.run(args, stdin=stdin, input=input, capture_output=True, timeout=timeout)
+            proc = subprocess.run(args, stdin=stdin, input=input, capture_output=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise DeviceError(f"{self.target.label}: {what} timed out after {timeout:g} s") from exc
         except FileNotFoundError as exc:
@@ -256,7 +256,7 @@ class SSHConnection:
         """What ssh would use for this target after ~/.ssh/config (``ssh -G``): hostname, port, user, ..."""
         args = [self.ssh, "-G", *self._client_args(), "--", self.target.host]
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=10)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=10, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return {}
         conf: dict[str, str] = {}
@@ -272,11 +272,11 @@ class SSHConnection:
         port = conf.get("port", str(self.target.port or 22))
         try:
             scan = subprocess.run(["ssh-keyscan", "-T", str(int(timeout)), "-p", port, "--", host],
-                                  capture_output=True, timeout=timeout + 5)
+                                  capture_output=True, timeout=timeout + 5, check=False)
             if not scan.stdout.strip():
                 return []
             keys = subprocess.run(["ssh-keygen", "-lf", "-"], input=scan.stdout, capture_output=True,
-                                  timeout=timeout)
+                                  timeout=timeout, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return []
         prints = []
