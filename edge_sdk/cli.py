@@ -166,9 +166,9 @@ def _cmd_deploy(args) -> int:
 
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
-    if bool(args.host) == bool(args.hosts):
-        raise DeviceError("give exactly one of --host USER@HOST[:PORT] and --hosts FILE")
-    hosts = d.read_hosts(args.hosts) if args.hosts else [args.host]
+    if args.host and args.hosts or not (args.host or args.hosts or args.target):
+        raise DeviceError("give one of --host USER@HOST[:PORT] and --hosts FILE (or a --target whose [flash] names a host)")
+    hosts = d.read_hosts(args.hosts) if args.hosts else [args.host]  # None: the profile's host
     if args.status:
         reports = []
         for h in hosts:
@@ -182,8 +182,8 @@ def _cmd_deploy(args) -> int:
             json.dump(reports if args.hosts else reports[0], sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            for h, r in zip(hosts, reports):
-                label = getattr(h, "label", h)
+            for h, r in zip(hosts, reports, strict=True):
+                label = getattr(h, "label", h) or args.target
                 sys.stdout.write(f"{label}: error: {r['error']}\n" if r and "error" in r else d.format_status(r, label))
         return _exit_code(DeviceError()) if any(r and "error" in r for r in reports) else 0
     if not args.model:
