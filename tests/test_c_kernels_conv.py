@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import shared_model
 from tests.oprunner import T, op_model, run_ours
 from tests.peers import PeerCrashed, run_tflm
 
@@ -316,3 +317,26 @@ def test_refusals_name_the_problem(backend):
     with pytest.raises(ModelError):
         backend.CInterpreter(model_content=dw).allocate_tensors()
     del y
+
+
+# ------------------------------------------------------------------------------------------------ real models
+
+@pytest.mark.parametrize("relative", ["tflite-micro/person_detect.tflite",
+                                      pytest.param("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite",
+                                                   marks=pytest.mark.slow)])
+def test_real_model_bit_exact(backend, relative):
+    """Whole models once the C runtime has all their ops (others are adding RESHAPE/SOFTMAX/ADD/PAD/MEAN)."""
+    from edge_sdk.model import read_model
+
+    path = shared_model(relative)
+    missing = backend.missing_ops(read_model(path))
+    if missing:
+        pytest.skip(f"the C runtime lacks {', '.join(missing)} for {path.name}")
+    model = path.read_bytes()
+    rng = np.random.default_rng(3)
+    c = backend.CInterpreter(model_content=model)
+    c.allocate_tensors()
+    feeds = [rng.integers(-128, 128, tuple(d["shape"])).astype(d["dtype"]) for d in c.get_input_details()]
+    ours_c = _run_c(backend, model, feeds)
+    for a, b in zip(ours_c, run_ours(model, feeds)):
+        np.testing.assert_array_equal(a, b)
