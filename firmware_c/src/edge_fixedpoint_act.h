@@ -296,6 +296,47 @@ static inline int ea_checked_log2(float x, int32_t *log2) {
     return fabsf(x_log2 - rounded) < 1e-3f;
 }
 
+/* ------------------------------------------------------------------------------------ LOGISTIC / TANH */
+
+/* int8 LOGISTIC/TANH input rescale (activations._int8_radius_params): x - in_zp to Q4.27 through
+ * (multiplier, shift); |x - in_zp| >= radius saturates. */
+static inline void ea_int8_radius_params(float scale, int32_t *multiplier, int32_t *shift, int64_t *radius) {
+    int left_shift = 0;
+    double q = frexp((double)scale * 134217728.0, &left_shift);
+    double r = floor(15.0 * 134217728.0 * ldexp(1.0, -left_shift));
+    *multiplier = (int32_t)edge_round(q * 2147483648.0);
+    *shift = left_shift;
+    *radius = r > 4.0e18 ? (int64_t)4000000000000000000LL : (int64_t)r;
+}
+
+/* int16 LOGISTIC/TANH input scaling (activations._int16_sigmoid_params): d = (x * multiplier + round) >>
+ * left_shift. Returns 0, -1 when the output scale is not 2^-15 (unsupported). */
+static inline int ea_int16_sigmoid_params(float in_scale, float out_scale, int is_tanh, int64_t *multiplier,
+                                          int32_t *left_shift) {
+    int32_t log2 = 0, out_log2 = 0, shift;
+    int pot = ea_checked_log2(in_scale, &log2);
+    int64_t m_int = 0;
+    shift = 12 + log2;
+    pot = pot && (shift == 0 || (is_tanh && shift == 1));
+    if (!pot) {
+        double m = (double)in_scale * 4096.0 * 3.0;
+        shift = 0;
+        while (m <= 32767.0 / 2.0 && shift <= 30) {
+            shift++;
+            m *= 2.0;
+        }
+        m_int = m < 9.0e18 ? (int64_t)m : (int64_t)9000000000000000000LL;
+    }
+    if (!ea_checked_log2(out_scale, &out_log2) || out_log2 != -15) return -1;
+    if (m_int == 0) {
+        m_int = (int64_t)3 << shift;
+        shift = 0;
+    }
+    *multiplier = m_int;
+    *left_shift = shift;
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------ broadcasting */
 
 #define EA_BCAST_MAX_RANK 6

@@ -1,0 +1,109 @@
+/* HARD_SWISH: y = x * relu6(x + 3) / 6.
+ *
+ * int8 as edge_sdk/kernels/activations.py prepare_hard_swish (TFLM hard_swish.cc / reference HardSwish):
+ * the input minus its zero point at 7 more fractional bits (int16), a "reluish" factor from the input
+ * rescaled to 3/32768 units and mapped to [0, 1], times the input rescaled to the output scale (int16 high
+ * multiplies with multipliers rounded to 16 bits), plus out_zp, clamped. All 256 inputs are tabulated in
+ * prepare. float32: x * min(6, max(0, x + 3)) / 6 in float32.
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(HARD_SWISH, hard_swish, 2)
+
+typedef struct {
+    int32_t type;
+    int8_t lut[256];
+} hard_swish_data_t;
+
+static int32_t downscale_to_int16(int32_t m) {
+    if ((int64_t)m >= ((int64_t)1 << 31) - 1 - (1 << 15)) return 32767;
+    return (int32_t)(((int64_t)m + (1 << 15)) >> 16);
+}
+
+typedef struct {
+    int32_t in_zp, out_zp, out_m16, out_e, rel_m16, rel_e;
+} hs_params_t;
+
+static int32_t hard_swish_q(const hs_params_t *p, int32_t v) {
+    int32_t value = ea_wrap16((int64_t)v - p->in_zp);
+    int32_t hires = ea_wrap16((int64_t)value * 128);
+    int32_t preshift = ea_srdhm16(hires, p->out_m16);
+    int64_t reluish = hires, prod;
+    int32_t high, result;
+    if (p->rel_e > 0) reluish = ea_sat16(reluish * ((int64_t)1 << (p->rel_e - 1)));
+    reluish = ea_srdhm16((int32_t)reluish, p->rel_m16);
+    if (p->rel_e > 0) reluish = ea_sat16(reluish * 2);
+    if (p->rel_e < 0) reluish = ea_wrap16(ea_rdbpot64(reluish, -p->rel_e));
+    reluish = ea_wrap16((reluish + (1 << 15)) >> 1);
+    prod = reluish * preshift; /* SaturatingDoublingHighMul: truncating division by 2^15 */
+    high = (reluish == -32768 && preshift == -32768) ? 32767 : ea_wrap16(prod / 32768);
+    result = ea_wrap16(ea_rdbpot64(high, -p->out_e));
+    result = ea_wrap16((int64_t)result + p->out_zp);
+    return (int32_t)ea_clamp(result, -128, 127);
+}
+
+edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    hard_swish_data_t *d;
+    edge_status_t s;
+    hs_params_t p;
+    int32_t out_m, rel_m, i;
+    float hires_input_scale, reluish_scale;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "HARD_SWISH: C kernel runs FLOAT32, INT8");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "HARD_SWISH: output type differs from input");
+    d = (hard_swish_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (!x->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: scales must be positive and finite");
+    hires_input_scale = (1.0f / 128.0f) * x->scale;
+    reluish_scale = 3.0f / 32768.0f;
+    if (edge_quantize_multiplier((double)(hires_input_scale / out->scale), &out_m, &p.out_e) ||
+        edge_quantize_multiplier((double)(hires_input_scale / reluish_scale), &rel_m, &p.rel_e))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: scales give no multiplier");
+    if (p.out_e > 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH needs an output multiplier below one");
+    if (p.out_e < -62 || p.rel_e < -62 || p.rel_e > 40)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "HARD_SWISH: scale ratio out of range");
+    p.out_m16 = downscale_to_int16(out_m);
+    p.rel_m16 = downscale_to_int16(rel_m);
+    p.in_zp = x->zero_point;
+    p.out_zp = out->zero_point;
+    for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)hard_swish_q(&p, i);
+    return EDGE_OK;
+}
+
+void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
+    const hard_swish_data_t *d = (const hard_swish_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (d->type == EDGE_INT8) {
+        const uint8_t *xi = (const uint8_t *)x->data;
+        int8_t *y = (int8_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+    } else {
+        const float *xf = (const float *)x->data;
+        float *y = (float *)out->data;
+        for (i = 0; i < n; i++) {
+            float v = xf[i], t = v + 3.0f;
+            if (t < 0.0f) t = 0.0f;
+            if (t > 6.0f) t = 6.0f;
+            y[i] = v * t / 6.0f;
+        }
+    }
+}

@@ -1,0 +1,106 @@
+/* LEAKY_RELU: y = x for x >= 0, alpha * x below.
+ *
+ * int8 / int16 as edge_sdk/kernels/activations.py prepare_leaky_relu (TFLM leaky_relu.cc as the tflite-micro
+ * wheel builds it: both multipliers from double ratios): x - in_zp scaled by the identity multiplier
+ * (in_scale / out_scale) when >= 0, else by the alpha multiplier (in_scale * alpha / out_scale; a negative
+ * alpha is applied as a negated product), plus out_zp, clamped to the type. int8: a 256-entry table from that
+ * formula in prepare; int16: the formula per element. float32: x > 0 ? x : x * alpha.
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(LEAKY_RELU, leaky_relu, 2)
+
+enum { OPTS_LeakyReluOptions = 75 };
+
+typedef struct {
+    int32_t type;
+    float alpha;
+    int32_t in_zp, out_zp, m_id, s_id, s_alpha, negative_alpha, qmin, qmax;
+    int64_t m_alpha; /* |alpha multiplier|: may be 2^31 when the mantissa was -2^31 */
+    int8_t lut[256];
+} leaky_data_t;
+
+/* MultiplyByQuantizedMultiplier with a non-negative multiplier up to 2^31 (Python's int64 arithmetic). */
+static int32_t mbqm_wide(int32_t x, int64_t multiplier, int32_t shift) {
+    int32_t left = shift > 0 ? shift : 0, right = shift > 0 ? 0 : -shift;
+    int32_t shifted, high;
+    if (multiplier < ((int64_t)1 << 31)) return ea_mbqm(x, (int32_t)multiplier, shift);
+    shifted = left > 31 ? 0 : edge_wrap32((int64_t)((uint64_t)(int64_t)x << left));
+    high = shifted; /* SaturatingRoundingDoublingHighMul(a, 2^31) == a */
+    return (int32_t)ea_rdbpot64(high, right);
+}
+
+static int32_t leaky_q(const leaky_data_t *d, int32_t v) {
+    int32_t diff = edge_wrap32((int64_t)v - d->in_zp);
+    int64_t r;
+    if (diff >= 0) {
+        r = ea_mbqm(diff, d->m_id, d->s_id);
+    } else {
+        r = mbqm_wide(diff, d->m_alpha, d->s_alpha);
+        if (d->negative_alpha) r = -r;
+    }
+    return (int32_t)ea_clamp(d->out_zp + r, d->qmin, d->qmax);
+}
+
+edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    leaky_data_t *d;
+    edge_status_t s;
+    int32_t m_alpha, i;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LEAKY_RELU: C kernel runs FLOAT32, INT8, INT16");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LEAKY_RELU: output type differs from input");
+    d = (leaky_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    d->alpha = node->options_type == OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;
+    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (!x->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: scales must be positive and finite");
+    if (edge_quantize_multiplier((double)x->scale * (double)d->alpha / (double)out->scale, &m_alpha, &d->s_alpha) ||
+        edge_quantize_multiplier((double)x->scale / (double)out->scale, &d->m_id, &d->s_id))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: alpha or scales give no multiplier");
+    d->negative_alpha = m_alpha < 0;
+    d->m_alpha = m_alpha < 0 ? -(int64_t)m_alpha : (int64_t)m_alpha;
+    d->in_zp = x->zero_point;
+    d->out_zp = out->zero_point;
+    d->qmin = ea_type_min(x->type);
+    d->qmax = ea_type_max(x->type);
+    if (x->type == EDGE_INT8)
+        for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)leaky_q(d, i);
+    return EDGE_OK;
+}
+
+void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
+    const leaky_data_t *d = (const leaky_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (d->type == EDGE_INT8) {
+        const uint8_t *xi = (const uint8_t *)x->data;
+        int8_t *y = (int8_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+    } else if (d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)x->data;
+        int16_t *y = (int16_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (int16_t)leaky_q(d, xi[i]);
+    } else {
+        const float *xf = (const float *)x->data;
+        float *y = (float *)out->data;
+        const float alpha = d->alpha;
+        for (i = 0; i < n; i++) y[i] = xf[i] > 0.0f ? xf[i] : xf[i] * alpha;
+    }
+}

@@ -1,0 +1,107 @@
+/* LOGISTIC: y = 1 / (1 + exp(-x)).
+ *
+ * As edge_sdk/kernels/activations.py prepare_logistic (TFLM logistic.cc and the reference integer kernels):
+ *  - int8: x - in_zp rescaled to Q4.27, gemmlowp logistic in fixed point, rounded to Q0.8 and offset by -128;
+ *    inputs at or beyond the saturation radius give -128 / 127. All 256 inputs are tabulated in prepare.
+ *  - int16 (zero points 0, output scale 2^-15): the input scaled by a small integer multiplier, then linear
+ *    interpolation in the 256-sample sigmoid table (TFLM's table method), per element in eval.
+ *  - float32: 1 / (1 + exp(-x)) with exp in double rounded to float (x > 16.619 -> 1, x < -9 -> exp(x)).
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(LOGISTIC, logistic, 3)
+
+typedef struct {
+    int32_t type;
+    int64_t multiplier16; /* int16 */
+    int32_t left_shift16;
+    int8_t lut[256];      /* int8 */
+} logistic_data_t;
+
+static int32_t logistic_int8(int32_t v, int32_t in_zp, int32_t multiplier, int32_t shift, int64_t radius) {
+    int64_t diff = (int64_t)v - in_zp;
+    int32_t q4;
+    if (diff <= -radius) return -128;
+    if (diff >= radius) return 127;
+    q4 = ea_mbqm(edge_wrap32(diff), multiplier, shift);
+    return (int32_t)ea_clamp((int64_t)edge_rdbpot(ea_logistic(q4, 4), 23) - 128, -128, 127);
+}
+
+static int32_t logistic_int16(const logistic_data_t *d, int32_t v) {
+    const int32_t ls = d->left_shift16;
+    const int64_t rnd = ls > 0 ? ((int64_t)1 << (ls - 1)) : 0;
+    const int64_t x = ((int64_t)v * d->multiplier16 + rnd) >> ls;
+    const int64_t a = x < 0 ? -x : x;
+    const int64_t uh = a >> 9;
+    int64_t res;
+    if (uh < 255) {
+        int64_t ua = ea_sigmoid_table((int32_t)uh), ub = ea_sigmoid_table((int32_t)uh + 1);
+        res = (ua << 9) + (a & 0x1FF) * (ub - ua);
+    } else {
+        res = (int64_t)0x7FFF << 10;
+    }
+    res = x >= 0 ? res + (1 << 9) : ((int64_t)1 << 25) - res + (1 << 9) - 1;
+    return ea_wrap16((int64_t)((uint64_t)res & 0xFFFFFFFFu) >> 10);
+}
+
+edge_status_t edge_prepare_logistic(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    logistic_data_t *d;
+    edge_status_t s;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LOGISTIC: C kernel runs FLOAT32, INT8, INT16");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LOGISTIC: output type differs from input");
+    d = (logistic_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: scales must be positive and finite");
+    if (x->type == EDGE_INT8) {
+        int32_t multiplier, shift, i;
+        int64_t radius;
+        if (out->zero_point != -128) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int8 output zero point must be -128");
+        ea_int8_radius_params(x->scale, &multiplier, &shift, &radius);
+        for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)logistic_int8(i, x->zero_point, multiplier, shift, radius);
+        return EDGE_OK;
+    }
+    if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int16 needs zero points of 0");
+    if (ea_int16_sigmoid_params(x->scale, out->scale, 0, &d->multiplier16, &d->left_shift16) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LOGISTIC: int16 output scale must be 2^-15");
+    return EDGE_OK;
+}
+
+void edge_eval_logistic(const edge_node_t *node, edge_ctx_t *ctx) {
+    const logistic_data_t *d = (const logistic_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (d->type == EDGE_INT8) {
+        const uint8_t *xi = (const uint8_t *)x->data;
+        int8_t *y = (int8_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+    } else if (d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)x->data;
+        int16_t *y = (int16_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (int16_t)logistic_int16(d, xi[i]);
+    } else {
+        const float *xf = (const float *)x->data;
+        float *y = (float *)out->data;
+        for (i = 0; i < n; i++) {
+            const float v = xf[i];
+            if (v > 16.619047164916992188f) y[i] = 1.0f;
+            else if (v < -9.0f) y[i] = (float)exp((double)v);
+            else y[i] = 1.0f / (1.0f + (float)exp(-(double)v));
+        }
+    }
+}

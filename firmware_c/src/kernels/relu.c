@@ -1,0 +1,109 @@
+/* RELU, RELU6, RELU_N1_TO_1 (one file, three registrations).
+ *
+ * As edge_sdk/kernels/activations.py: RELU and RELU_N1_TO_1 requantize, out_zp + MultiplyByQuantizedMultiplier
+ * (x - in_zp, in_scale / out_scale with the ratio in float32), clamped to the quantized bounds of [0, inf) or
+ * [-1, 1] on the output (int16 needs zero points of 0); RELU6 clamps x itself to [in_zp, round(6 / in_scale) +
+ * in_zp] without requantizing (TFLM's Relu6 int8/int16). int8 runs through a 256-entry table built in prepare
+ * from the same integer formula; int16 evaluates it per element; float32 clamps.
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(RELU, relu, 3)
+EDGE_KERNEL(RELU6, relu6, 3)
+EDGE_KERNEL(RELU_N1_TO_1, relu_n1_to_1, 2)
+
+enum { KIND_RELU = 0, KIND_RELU6 = 1, KIND_N1 = 2 };
+
+typedef struct {
+    int32_t type, kind;
+    int32_t in_zp, out_zp, multiplier, shift, lo, hi; /* RELU6: lo = in_zp, hi = six */
+    int8_t lut[256];
+} relu_data_t;
+
+static int32_t relu_q(const relu_data_t *d, int32_t v) {
+    if (d->kind == KIND_RELU6) return v > d->hi ? d->hi : (v < d->lo ? d->lo : v);
+    return (int32_t)ea_clamp((int64_t)d->out_zp + ea_mbqm(edge_wrap32((int64_t)v - d->in_zp), d->multiplier, d->shift),
+                             d->lo, d->hi);
+}
+
+static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t kind) {
+    edge_tensor_t *x, *out;
+    relu_data_t *d;
+    edge_status_t s;
+    int32_t qmin, qmax, i;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RELU: C kernel runs FLOAT32, INT8, INT16");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RELU: output type differs from input");
+    d = (relu_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    d->kind = kind;
+    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: scales must be positive and finite");
+    qmin = ea_type_min(x->type);
+    qmax = ea_type_max(x->type);
+    if (kind == KIND_RELU6) {
+        int ok = 1;
+        int64_t six = ea_quantize_value(6.0f, x->scale, x->zero_point, &ok);
+        d->lo = x->zero_point;
+        d->hi = (int32_t)ea_clamp(six, qmin, qmax);
+    } else {
+        int ok = 1;
+        int64_t lo = ea_quantize_value(kind == KIND_N1 ? -1.0f : 0.0f, out->scale, out->zero_point, &ok);
+        int64_t hi = kind == KIND_N1 ? ea_quantize_value(1.0f, out->scale, out->zero_point, &ok) : qmax;
+        if (x->type == EDGE_INT16 && (x->zero_point || out->zero_point))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: int16 activations need zero points of 0");
+        if (!ok) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: output scale");
+        d->lo = (int32_t)(lo > qmin ? lo : qmin);
+        d->hi = (int32_t)(hi < qmax ? hi : qmax);
+        d->in_zp = x->zero_point;
+        d->out_zp = out->zero_point;
+        if (edge_quantize_multiplier((double)(x->scale / out->scale), &d->multiplier, &d->shift))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: scales give no multiplier");
+    }
+    if (x->type == EDGE_INT8)
+        for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)relu_q(d, i);
+    return EDGE_OK;
+}
+
+static void relu_eval(const edge_node_t *node, edge_ctx_t *ctx) {
+    const relu_data_t *d = (const relu_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (d->type == EDGE_INT8) {
+        const uint8_t *xi = (const uint8_t *)x->data;
+        int8_t *y = (int8_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+    } else if (d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)x->data;
+        int16_t *y = (int16_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (int16_t)relu_q(d, xi[i]);
+    } else {
+        const float *xf = (const float *)x->data;
+        float *y = (float *)out->data;
+        const float lo = d->kind == KIND_N1 ? -1.0f : 0.0f, hi = d->kind == KIND_RELU6 ? 6.0f : 1.0f;
+        if (d->kind == KIND_RELU)
+            for (i = 0; i < n; i++) y[i] = xf[i] < 0.0f ? 0.0f : xf[i];
+        else
+            for (i = 0; i < n; i++) y[i] = xf[i] > hi ? hi : (xf[i] < lo ? lo : xf[i]);
+    }
+}
+
+edge_status_t edge_prepare_relu(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU); }
+edge_status_t edge_prepare_relu6(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU6); }
+edge_status_t edge_prepare_relu_n1_to_1(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_N1); }
+void edge_eval_relu(const edge_node_t *node, edge_ctx_t *ctx) { relu_eval(node, ctx); }
+void edge_eval_relu6(const edge_node_t *node, edge_ctx_t *ctx) { relu_eval(node, ctx); }
+void edge_eval_relu_n1_to_1(const edge_node_t *node, edge_ctx_t *ctx) { relu_eval(node, ctx); }
