@@ -1,0 +1,216 @@
+/* SVDF: a rank-r filter bank with a memory of the last n_memory feature projections, kept in a variable
+ * state tensor across invokes (edge_sdk/kernels/sequence.py prepare_svdf, TFLM svdf_common.cc).
+ *
+ * Each invoke, per batch row and filter f: the filter's memory moves one step left; the new projection
+ * sum_i (x_i - x_zp) * wf[f, i] is requantized (multiplier 1), clamped to the state type and offset by the
+ * state zero point into the last slot; then sum_m (state[f, m] - state_zp) * wt[f, m] is added into its unit
+ * (f / rank) with the bias, requantized (multiplier 2) to int8 with the output zero point. TFLM's integer
+ * path applies no fused activation (only the int8 clamp); the float path does. Integer sums wrap at 32 bits
+ * as TFLM's int32 accumulators do.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+
+EDGE_KERNEL(SVDF, svdf, 4)
+
+#define SVDF_OPTS 6 /* SVDFOptions: 0 rank, 1 fused_activation_function, 2 asymmetric_quantize_inputs */
+
+typedef struct {
+    int32_t batch, n_input, n_filter, n_unit, rank, n_memory;
+    int32_t is_float, state16;
+    int32_t act;                       /* float: EDGE_ACT_* */
+    float flo, fhi;
+    int32_t m1, s1, m2, s2;
+    int32_t x_zp, state_zp, out_zp, smin, smax;
+    uint32_t *wf_fold;                 /* -x_zp * row sums of weights_feature, per filter (wrapped) */
+} svdf_data_t;
+
+static int per_tensor(const edge_tensor_t *t) { return t->quantized && t->n_scales == 1; }
+
+edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
+    const int has_opts = node->options_type == SVDF_OPTS;
+    const int32_t rank = has_opts ? edge_opt_int(node, 0, 4, 0) : 0;
+    const int32_t act = has_opts ? edge_opt_int(node, 1, 1, 0) : 0;
+    edge_tensor_t *x, *wf, *wt, *bias, *st, *y;
+    svdf_data_t *d;
+    int32_t batch, n_input, n_filter, n_unit, n_memory, f, i, shape[2];
+
+    if (node->n_inputs != 5 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF expects 5 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    wf = edge_in(ctx, node, 1);
+    wt = edge_in(ctx, node, 2);
+    bias = edge_in(ctx, node, 3);
+    st = edge_in(ctx, node, 4);
+    y = edge_out(ctx, node, 0);
+    if (!x || !wf || !wt || !st) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: input, weights and state are required");
+    if (x->rank != 2 || wf->rank != 2 || wt->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: input and weights must be 2-D");
+    if (rank <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: rank must be positive");
+    batch = x->dims[0];
+    n_input = x->dims[1];
+    n_filter = wf->dims[0];
+    if (n_filter % rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: num_filters is not a multiple of rank");
+    n_unit = n_filter / rank;
+    n_memory = wt->dims[1];
+    if (wf->dims[1] != n_input) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: weights_feature does not match the input");
+    if (wt->dims[0] != n_filter) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: weights_time filters differ");
+    if (bias && (bias->rank < 1 || bias->dims[0] != n_unit)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: bias needs one value per unit");
+    if (bias && edge_tensor_elements(bias) != n_unit) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: bias needs one value per unit");
+    if (st->rank != 2 || st->dims[0] != batch || (int64_t)st->dims[1] != (int64_t)n_memory * n_filter)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: activation state must be (batch, memory * filters)");
+    if (!st->is_variable) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: activation state must be a variable tensor");
+    if (!wf->is_const || !wt->is_const || (bias && !bias->is_const))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: weights and bias must be constant");
+    if (n_memory < 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: memory size must be positive");
+    shape[0] = batch;
+    shape[1] = n_unit;
+    {
+        edge_status_t s = edge_set_output_shape(ctx, node, 0, shape, 2);
+        if (s != EDGE_OK) return s;
+    }
+    d = (svdf_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->batch = batch;
+    d->n_input = n_input;
+    d->n_filter = n_filter;
+    d->n_unit = n_unit;
+    d->rank = rank;
+    d->n_memory = n_memory;
+
+    if (x->type == EDGE_FLOAT32) {
+        if (wf->type != EDGE_FLOAT32 || wt->type != EDGE_FLOAT32 || st->type != EDGE_FLOAT32 || y->type != EDGE_FLOAT32 ||
+            (bias && bias->type != EDGE_FLOAT32))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: float SVDF needs FLOAT32 everywhere");
+        d->is_float = 1;
+        d->act = act;
+        if (act == EDGE_ACT_TANH) return EDGE_OK;
+        if (edge_activation_range_float(act, &d->flo, &d->fhi) != 0)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: fused activation");
+        return EDGE_OK;
+    }
+    if (x->type != EDGE_INT8) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SVDF runs on FLOAT32 or INT8 input");
+    if (wf->type != EDGE_INT8 || y->type != EDGE_INT8) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: int8 weights_feature and output");
+    if (wt->type != EDGE_INT8 && wt->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: weights_time INT8/INT16");
+    if (st->type != EDGE_INT8 && st->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: state INT8/INT16");
+    if (st->type != wt->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: state type must match weights_time");
+    if (bias && bias->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: bias must be INT32");
+    if (!per_tensor(x) || !per_tensor(wf) || !per_tensor(wt) || !per_tensor(st) || !per_tensor(y))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: tensors must be quantized per tensor");
+    {
+        /* both effective scales in float32, widened to double (TFLM) */
+        float p1 = x->scale * wf->scale, p2 = st->scale * wt->scale;
+        float r1 = p1 / st->scale, r2 = p2 / y->scale;
+        if (bias && bias->quantized) {
+            double diff = (double)bias->scale - (double)p2;
+            if (!((diff < 0 ? -diff : diff) < 1e-5))
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: bias scale differs from state x weights_time scale");
+        }
+        if (edge_quantize_multiplier((double)r1, &d->m1, &d->s1) != 0 || edge_quantize_multiplier((double)r2, &d->m2, &d->s2) != 0)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: scales are not finite");
+    }
+    d->state16 = st->type == EDGE_INT16;
+    d->x_zp = x->zero_point;
+    d->state_zp = st->zero_point;
+    d->out_zp = y->zero_point;
+    d->smin = d->state16 ? -32768 : -128;
+    d->smax = d->state16 ? 32767 : 127;
+    d->wf_fold = (uint32_t *)edge_alloc_persistent(ctx, sizeof(uint32_t) * (size_t)n_filter);
+    if (!d->wf_fold) return EDGE_ARENA_TOO_SMALL;
+    for (f = 0; f < n_filter; f++) {
+        const int8_t *w = (const int8_t *)wf->data + (int64_t)f * n_input;
+        uint32_t s = 0;
+        for (i = 0; i < n_input; i++) s += (uint32_t)(int32_t)w[i];
+        d->wf_fold[f] = (uint32_t)0 - (uint32_t)d->x_zp * s;
+    }
+    return EDGE_OK;
+}
+
+static void svdf_float(const svdf_data_t *d, const float *x, const float *wf, const float *wt, const float *bias,
+                       float *state, float *y) {
+    int32_t b, f, i, m;
+    const int32_t M = d->n_memory;
+    for (b = 0; b < d->batch; b++) {
+        const float *xb = x + (int64_t)b * d->n_input;
+        float acc = 0.0f;
+        for (f = 0; f < d->n_filter; f++) {
+            float *mem = state + ((int64_t)b * d->n_filter + f) * M;
+            const float *w = wf + (int64_t)f * d->n_input;
+            const float *tw = wt + (int64_t)f * M;
+            float p = 0.0f, s = 0.0f;
+            memmove(mem, mem + 1, sizeof(float) * (size_t)(M - 1));
+            for (i = 0; i < d->n_input; i++) p += xb[i] * w[i];
+            mem[M - 1] = p;
+            for (m = 0; m < M; m++) s += mem[m] * tw[m];
+            acc += s;
+            if (f % d->rank == d->rank - 1) {
+                int32_t u = f / d->rank;
+                float v = acc + (bias ? bias[u] : 0.0f);
+                if (d->act == EDGE_ACT_TANH) v = tanhf(v);
+                else v = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+                y[(int64_t)b * d->n_unit + u] = v;
+                acc = 0.0f;
+            }
+        }
+    }
+}
+
+void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
+    const svdf_data_t *d = (const svdf_data_t *)node->user_data;
+    const edge_tensor_t *tx = edge_in(ctx, node, 0), *twf = edge_in(ctx, node, 1), *twt = edge_in(ctx, node, 2);
+    const edge_tensor_t *tb = edge_in(ctx, node, 3);
+    edge_tensor_t *tst = edge_in(ctx, node, 4), *ty = edge_out(ctx, node, 0);
+    const int32_t M = d->n_memory;
+    const int8_t *x, *wf;
+    const int32_t *bias;
+    int8_t *y;
+    int32_t b, f, i, m;
+
+    if (d->is_float) {
+        svdf_float(d, (const float *)tx->data, (const float *)twf->data, (const float *)twt->data,
+                   tb ? (const float *)tb->data : 0, (float *)tst->data, (float *)ty->data);
+        return;
+    }
+    x = (const int8_t *)tx->data;
+    wf = (const int8_t *)twf->data;
+    bias = tb ? (const int32_t *)tb->data : 0;
+    y = (int8_t *)ty->data;
+    for (b = 0; b < d->batch; b++) {
+        const int8_t *xb = x + (int64_t)b * d->n_input;
+        uint32_t acc = 0;
+        for (f = 0; f < d->n_filter; f++) {
+            const int8_t *w = wf + (int64_t)f * d->n_input;
+            const int64_t mem_at = ((int64_t)b * d->n_filter + f) * M;
+            uint32_t p = d->wf_fold[f], s = 0;
+            uint32_t v;
+            for (i = 0; i < d->n_input; i++) p += (uint32_t)((int32_t)xb[i] * (int32_t)w[i]);
+            /* clamped projection plus the zero point, narrowed to the state type with a wrap (as the C
+             * reference's implicit conversion does) */
+            v = (uint32_t)edge_clamp32(edge_mbqm(edge_wrap32(p), d->m1, d->s1), d->smin, d->smax) + (uint32_t)d->state_zp;
+            if (d->state16) {
+                int16_t *mem = (int16_t *)tst->data + mem_at;
+                const int16_t *tw = (const int16_t *)twt->data + (int64_t)f * M;
+                memmove(mem, mem + 1, sizeof(int16_t) * (size_t)(M - 1));
+                mem[M - 1] = (int16_t)((int32_t)((v & 0xffffu) ^ 0x8000u) - 0x8000);
+                for (m = 0; m < M; m++) s += ((uint32_t)(int32_t)mem[m] - (uint32_t)d->state_zp) * (uint32_t)(int32_t)tw[m];
+            } else {
+                int8_t *mem = (int8_t *)tst->data + mem_at;
+                const int8_t *tw = (const int8_t *)twt->data + (int64_t)f * M;
+                memmove(mem, mem + 1, (size_t)(M - 1));
+                mem[M - 1] = (int8_t)((int32_t)((v & 0xffu) ^ 0x80u) - 0x80);
+                for (m = 0; m < M; m++) s += ((uint32_t)(int32_t)mem[m] - (uint32_t)d->state_zp) * (uint32_t)(int32_t)tw[m];
+            }
+            acc += s;
+            if (f % d->rank == d->rank - 1) {
+                int32_t u = f / d->rank;
+                int64_t r;
+                if (bias) acc += (uint32_t)bias[u];
+                r = (int64_t)edge_mbqm(edge_wrap32(acc), d->m2, d->s2) + d->out_zp;
+                y[(int64_t)b * d->n_unit + u] = (int8_t)(r < -128 ? -128 : (r > 127 ? 127 : r));
+                acc = 0;
+            }
+        }
+    }
+}
