@@ -241,3 +241,184 @@ def test_unary_refusals(backend):
     for model, err in cases:
         with pytest.raises(err):
             CInterpreter(model_content=model).allocate_tensors()
+
+
+# ------------------------------------------------------------------------------------------------ PRELU
+
+@pytest.mark.parametrize("type_", ["INT8", "INT16", "FLOAT32"])
+@pytest.mark.parametrize("alpha_const", [True, False], ids=["const-alpha", "input-alpha"])
+def test_prelu(backend, type_, alpha_const, rng):
+    cases = [((1, 4, 4, 3), (3,)), ((2, 3, 5), (1, 5)), ((1, 2, 2, 4), (1, 2, 2, 4)), ((256,), (1,))]
+    for xs, as_ in cases:
+        if type_ == "FLOAT32":
+            x = T(xs, "FLOAT32")
+            a_val = (rng.standard_normal(as_) * 0.5).astype(np.float32)
+            alpha = T(as_, "FLOAT32", data=a_val if alpha_const else None)
+            y = T(np.broadcast_shapes(xs, as_), "FLOAT32")
+            xv = rand(rng, xs, np.float32)
+        else:
+            zx = 0 if type_ == "INT16" else 5
+            x = T(xs, type_, 0.02, zx)
+            a_val = rand(rng, as_, np.int8)
+            alpha = T(as_, "INT8", 0.004, -7, data=a_val if alpha_const else None)
+            y = T(np.broadcast_shapes(xs, as_), type_, 0.015, 0 if type_ == "INT16" else -3)
+            xv = ALL_INT8 if xs == (256,) and type_ == "INT8" else rand(rng, xs, DTYPES[type_])
+        model = op_model("PRELU", [x, alpha], [y])
+        inputs = [xv] if alpha_const else [xv, a_val]
+        check(model, inputs)
+
+
+# ------------------------------------------------------------------------------------------------ QUANTIZE / DEQUANTIZE
+
+QUANT_PAIRS = [  # (in type, in (scale, zp), out type, out (scale, zp))
+    ("FLOAT32", None, "INT8", (0.05, -3)),
+    ("FLOAT32", None, "INT8", (0.37, 127)),
+    ("FLOAT32", None, "UINT8", (0.02, 128)),
+    ("FLOAT32", None, "INT16", (0.001, 0)),
+    ("INT8", (0.05, -3), "INT8", (0.02, 10)),
+    ("INT8", (0.05, -3), "UINT8", (0.05, 125)),
+    ("UINT8", (0.05, 128), "INT8", (0.05, 0)),
+    ("INT8", (0.1, 4), "INT16", (0.0003, 0)),
+    ("INT8", (0.1, 4), "INT32", (0.0001, 0)),
+    ("INT16", (0.0002, 0), "INT8", (0.03, -8)),
+    ("INT16", (0.0002, 0), "INT16", (0.0007, 0)),
+    ("INT16", (0.0002, 0), "INT32", (1e-6, 0)),
+    ("INT32", (1e-5, 0), "INT8", (0.04, 2)),
+    ("INT32", (1e-5, 0), "INT16", (0.0004, 0)),
+]
+
+
+@pytest.mark.parametrize("case", QUANT_PAIRS, ids=lambda c: f"{c[0]}-{c[2]}-{c[3]}")
+def test_quantize(backend, case, rng):
+    tin, qin, tout, qout = case
+    if tin == "FLOAT32":
+        x = np.concatenate([rng.standard_normal(500) * 40, [0.5, -0.5, 1.5, -2.5, 0.025, -0.075, 1e9, -1e9,
+                                                            np.inf, -np.inf, np.nan]]).astype(np.float32)
+        x = np.concatenate([x, (np.arange(-300, 300) * qout[0] * 0.5).astype(np.float32)])  # halfway points
+    elif tin in ("INT8", "UINT8"):
+        x = np.arange(256, dtype=np.uint8).view(np.int8) if tin == "INT8" else np.arange(256, dtype=np.uint8)
+    elif tin == "INT16":
+        x = ALL_INT16
+    else:
+        x = np.concatenate([rng.integers(-(1 << 31), 1 << 31, 1000), rng.integers(-5000, 5000, 1000),
+                            [-(1 << 31), (1 << 31) - 1]]).astype(np.int32)
+    xin = T(x.shape, tin, *qin) if qin else T(x.shape, tin)
+    model = op_model("QUANTIZE", [xin], [T(x.shape, tout, *qout)])
+    # TFLM's float -> int conversion of NaN / inf is the x86 one the Python kernel models; compare with it too
+    # (TFLM has no float32 -> uint8 QUANTIZE)
+    check(model, [x], tflm=not (tin == "FLOAT32" and tout == "UINT8"))
+
+
+@pytest.mark.parametrize("case", [("INT8", 0.05, -3), ("UINT8", 0.2, 128), ("INT16", 3e-4, 0), ("INT8", 1e-3, 127)],
+                         ids=str)
+def test_dequantize_per_tensor(backend, case):
+    type_, s, zp = case
+    x = ALL_INT16 if type_ == "INT16" else (np.arange(256, dtype=np.uint8) if type_ == "UINT8"
+                                            else ALL_INT8)
+    model = op_model("DEQUANTIZE", [T(x.shape, type_, s, zp)], [T(x.shape, "FLOAT32")])
+    y = check(model, [x])
+    # exactly the Python kernel's double-rounded value, not just within tolerance
+    assert np.array_equal(y[0], run_ours(model, [x])[0])
+
+
+def test_dequantize_per_channel_and_float16(backend, rng):
+    scales = np.array([0.1, 0.02, 0.5], np.float32)
+    w = rand(rng, (2, 3, 4), np.int8)
+    model = op_model("DEQUANTIZE", [T((2, 3, 4), "INT8", scales, [0, 3, -5], quantized_dimension=1, data=w)],
+                     [T((2, 3, 4), "FLOAT32")])
+    y = check(model, [], tflm=False)
+    assert np.array_equal(y[0], run_ours(model, [])[0])
+    h = np.concatenate([rng.standard_normal(100).astype(np.float16),
+                        np.array([0, -0.0, 6e-8, -6e-8, 1e-5, 65504, -65504, np.inf, -np.inf], np.float16)])
+    model = op_model("DEQUANTIZE", [T(h.shape, "FLOAT16")], [T(h.shape, "FLOAT32")])
+    y = run_c(model, [h])
+    assert np.array_equal(y[0], h.astype(np.float32))
+    assert_same(y, run_ours(model, [h]))
+
+
+# ------------------------------------------------------------------------------------------------ SOFTMAX
+
+SOFTMAX_CASES = [  # (in type, (scale, zp), out type, (scale, zp), beta)
+    ("INT8", (0.1, -10), "INT8", (1 / 256, -128), 1.0),
+    ("INT8", (0.5, 3), "INT8", (1 / 256, -128), 1.0),
+    ("INT8", (0.02, 0), "INT8", (1 / 256, -128), 2.0),
+    ("INT8", (0.1, -10), "INT16", (1 / 65536, -32768), 1.0),
+    ("INT16", (0.001, 0), "INT16", (1 / 32768, 0), 1.0),
+    ("INT16", (0.0003, 0), "INT16", (1 / 32768, 0), 0.7),
+    ("FLOAT32", None, "FLOAT32", None, 1.0),
+    ("FLOAT32", None, "FLOAT32", None, 0.3),
+]
+
+
+@pytest.mark.parametrize("case", SOFTMAX_CASES, ids=lambda c: f"{c[0]}-{c[2]}-{c[1]}-b{c[4]}")
+@pytest.mark.parametrize("shape", [(1, 10), (3, 2, 17), (4, 256), (5,)], ids=str)
+def test_softmax(backend, case, shape, rng):
+    tin, qin, tout, qout, beta = case
+    x = rand(rng, shape, DTYPES[tin])
+    if tin == "INT16":
+        x = (x // 8).astype(np.int16)
+    if shape == (4, 256) and tin == "INT8":
+        x = np.stack([ALL_INT8, ALL_INT8[::-1], np.full(256, 7, np.int8), rand(rng, (256,), np.int8)])
+    model = op_model("SOFTMAX", [qspec(shape, tin, *(qin or (None, None)))],
+                     [qspec(shape, tout, *(qout or (None, None)))], options={"beta": beta})
+    check(model, [x])
+
+
+def test_softmax_refusals(backend):
+    from edge_sdk.backend_c import CInterpreter
+
+    wrong_out = op_model("SOFTMAX", [T((4,), "INT8", 0.1, 0)], [T((4,), "INT8", 1 / 128, 0)], options={"beta": 1.0})
+    with pytest.raises(ModelError, match="1/256"):
+        CInterpreter(model_content=wrong_out).allocate_tensors()
+    int16_to_int8 = op_model("SOFTMAX", [T((4,), "INT16", 1e-3, 0)], [T((4,), "INT8", 1 / 256, -128)],
+                             options={"beta": 1.0})
+    with pytest.raises(UnsupportedOpError):
+        CInterpreter(model_content=int16_to_int8).allocate_tensors()
+
+
+# ------------------------------------------------------------------------------------------------ seanet goldens
+
+def _read_csv(path, dtype):
+    with open(path, newline="") as f:
+        return np.array([int(v) for row in csv.reader(f) for v in row if v.strip()], dtype=dtype)
+
+
+_SEANET = [p for fam in ("add", "sub", "leaky_relu", "quantize")
+           for p in shared_models(f"tflite-micro/seanet/{fam}/*.tflite")]
+_CSV = {"int8": np.int8, "int16": np.int16, "int32": np.int32}
+# TFLM at the shared models' commit made these goldens; the tflite-micro wheel (our reference) computes the
+# LEAKY_RELU identity multiplier in double and differs from them in a few elements.
+WHEEL_DIFFERS_FROM_GOLDEN = {"leaky_relu3", "leaky_relu11", "leaky_relu18", "leaky_relu19"}
+
+
+@pytest.mark.parametrize("path", _SEANET, ids=lambda p: p.stem)
+def test_seanet_golden(backend, path):
+    inputs = sorted(path.parent.glob(f"{path.stem}_input*_*.csv"))
+    golden = sorted(path.parent.glob(f"{path.stem}_golden_*.csv"))
+    if not golden:
+        pytest.skip(f"{path.stem} has no golden csv")
+    model = path.read_bytes()
+    from edge_sdk import Interpreter
+
+    interp = Interpreter(model_content=model, backend="c")
+    interp.allocate_tensors()
+    xs = []
+    for d, p in zip(interp.get_input_details(), inputs):
+        xs.append(_read_csv(p, _CSV[p.stem.rsplit("_", 1)[1]]).reshape(d["shape"]).astype(d["dtype"]))
+    c = run_c(model, xs)
+    want = _read_csv(golden[0], _CSV[golden[0].stem.rsplit("_", 1)[1]])
+    assert_same(c, run_ours(model, xs), what=f"{path.stem}: C vs Python")
+    got = c[0].reshape(-1).astype(np.int64)
+    if path.stem in WHEEL_DIFFERS_FROM_GOLDEN:
+        assert_same(c, run_tflm(model, xs), what=f"{path.stem}: C vs TFLM wheel")
+        assert 0 < np.count_nonzero(got != want) <= 3
+    else:
+        assert np.array_equal(got, want.astype(np.int64)), f"{path.stem}: differs from TFLM's golden"
+
+
+def test_seanet_models_found_when_shared_present():
+    from tests.conftest import SHARED_MODELS
+
+    if not SHARED_MODELS.exists():
+        pytest.skip("../shared/models is absent")
+    assert len(_SEANET) >= 40

@@ -1,0 +1,132 @@
+/* DEQUANTIZE: int8 / uint8 / int16 -> float32 (per tensor or per channel), and float16 -> float32.
+ *
+ * As edge_sdk/kernels/quantize.py prepare_dequantize: per tensor, scale * (q - zero_point) rounded once to
+ * float32 (the Python kernel forms it in double; when |zero_point| < 2^23 the float32 product of the exact
+ * operands rounds to the same value, which keeps Cortex-M off software double); per channel along
+ * quantized_dimension, float32 scale times the difference converted to float32 (LiteRT's
+ * PerChannelDequantize); float16 widens exactly.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(DEQUANTIZE, dequantize, 6)
+
+typedef struct {
+    int32_t type, per_channel, exact_float;
+    float scale;
+    int32_t zero_point;
+    int32_t outer, channels, inner; /* per channel: the shape around quantized_dimension */
+    float *scales;                  /* per channel (persistent copies) */
+    int32_t *zero_points;
+} dequantize_data_t;
+
+static float half_to_float(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu, bits;
+    float f;
+    if (exponent == 0x1F) {
+        bits = sign | 0x7F800000u | (mantissa << 13); /* inf / NaN */
+    } else if (exponent != 0) {
+        bits = sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    } else if (mantissa == 0) {
+        bits = sign;
+    } else { /* subnormal half: normalize */
+        exponent = 113;
+        while (!(mantissa & 0x400u)) {
+            mantissa <<= 1;
+            exponent--;
+        }
+        bits = sign | (exponent << 23) | ((mantissa & 0x3FFu) << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    dequantize_data_t *d;
+    edge_status_t s;
+    int32_t k;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEQUANTIZE expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEQUANTIZE: input is required");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEQUANTIZE: output must be FLOAT32");
+    d = (dequantize_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    if (x->type == EDGE_FLOAT16) return EDGE_OK;
+    if (x->type != EDGE_INT8 && x->type != EDGE_INT16 && x->type != EDGE_UINT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEQUANTIZE: input must be INT8, INT16, UINT8 or FLOAT16");
+    if (!x->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEQUANTIZE: input needs quantization parameters");
+    if (x->n_scales == 1) {
+        d->scale = x->scale;
+        d->zero_point = x->zero_point;
+        d->exact_float = d->zero_point > -(1 << 23) && d->zero_point < (1 << 23);
+        return EDGE_OK;
+    }
+    {
+        const int32_t axis = x->quantized_dimension;
+        if (axis < 0 || axis >= x->rank || x->dims[axis] != x->n_scales)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEQUANTIZE: per-channel quantization does not match the shape");
+        d->per_channel = 1;
+        d->outer = 1;
+        d->inner = 1;
+        for (k = 0; k < axis; k++) d->outer *= x->dims[k];
+        for (k = axis + 1; k < x->rank; k++) d->inner *= x->dims[k];
+        d->channels = x->n_scales;
+        d->scales = (float *)edge_alloc_persistent(ctx, sizeof(float) * (size_t)d->channels);
+        d->zero_points = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->channels);
+        if (!d->scales || !d->zero_points) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < d->channels; k++) {
+            memcpy(&d->scales[k], &x->scales[k], 4);
+            d->zero_points[k] = edge_tensor_zero_point(x, k);
+        }
+    }
+    return EDGE_OK;
+}
+
+static int32_t load(int type, const void *x, int64_t i) {
+    return type == EDGE_INT8 ? ((const int8_t *)x)[i] : type == EDGE_UINT8 ? ((const uint8_t *)x)[i] : ((const int16_t *)x)[i];
+}
+
+void edge_eval_dequantize(const edge_node_t *node, edge_ctx_t *ctx) {
+    const dequantize_data_t *d = (const dequantize_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    float *y = (float *)out->data;
+    int64_t i;
+    if (d->type == EDGE_FLOAT16) {
+        const uint16_t *h = (const uint16_t *)x->data;
+        for (i = 0; i < n; i++) y[i] = half_to_float(h[i]);
+    } else if (d->per_channel) {
+        int32_t o, c, k;
+        i = 0;
+        for (o = 0; o < d->outer; o++)
+            for (c = 0; c < d->channels; c++) {
+                const float sc = d->scales[c];
+                const int64_t zp = d->zero_points[c];
+                for (k = 0; k < d->inner; k++, i++) y[i] = sc * (float)((int64_t)load(d->type, x->data, i) - zp);
+            }
+    } else if (d->exact_float) {
+        const float sc = d->scale;
+        const int32_t zp = d->zero_point;
+        if (d->type == EDGE_INT8) {
+            const int8_t *xi = (const int8_t *)x->data;
+            for (i = 0; i < n; i++) y[i] = sc * (float)(xi[i] - zp);
+        } else {
+            for (i = 0; i < n; i++) y[i] = sc * (float)(load(d->type, x->data, i) - zp);
+        }
+    } else {
+        const double sc = (double)d->scale;
+        for (i = 0; i < n; i++) y[i] = (float)(sc * (double)((int64_t)load(d->type, x->data, i) - d->zero_point));
+    }
+}

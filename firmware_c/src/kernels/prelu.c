@@ -1,0 +1,110 @@
+/* PRELU: y = x for x >= 0, alpha * x below; alpha broadcasts against x (numpy rules, up to rank 6).
+ *
+ * int8 / int16 input with int8 alpha as edge_sdk/kernels/activations.py prepare_prelu (TFLM prelu.cc,
+ * reference BroadcastPrelu4DSlow): with v = x - in_zp, v >= 0 gives v * (in_scale / out_scale), else
+ * v * (alpha - alpha_zp) (wrapping int32) * (in_scale * alpha_scale / out_scale); both through
+ * MultiplyByQuantizedMultiplier (ratios in double), plus out_zp, clamped. float32 (rank <= 4, as the Python
+ * kernel): x >= 0 ? x : x * alpha.
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(PRELU, prelu, 2)
+
+typedef struct {
+    ea_bcast_t bc;
+    int32_t type;
+    int32_t in_off, a_off, out_off, m1, s1, m2, s2, qmin, qmax;
+} prelu_data_t;
+
+edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *alpha, *out;
+    prelu_data_t *d;
+    int32_t shape[8], rank, r;
+    edge_status_t s;
+
+    if (node->n_inputs != 2 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU expects 2 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    alpha = edge_in(ctx, node, 1);
+    out = edge_out(ctx, node, 0);
+    if (!x || !alpha) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: input and alpha are required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: C kernel runs FLOAT32, INT8, INT16");
+    d = (prelu_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    r = ea_bcast_prepare(&d->bc, x, alpha, shape, &rank);
+    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: input and alpha shapes do not broadcast");
+    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: broadcasting beyond rank 6");
+    s = edge_set_output_shape(ctx, node, 0, shape, rank);
+    if (s != EDGE_OK) return s;
+    d->type = x->type;
+    if (x->type == EDGE_FLOAT32) {
+        if (alpha->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: float alpha must be FLOAT32");
+        if (rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
+        if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: output type differs from input");
+        return EDGE_OK;
+    }
+    if (alpha->type != EDGE_INT8) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: alpha must be INT8");
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: output type differs from input");
+    if (!x->quantized || !alpha->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(alpha) || !ea_good_scale(out))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: scales must be positive and finite");
+    if (edge_quantize_multiplier((double)x->scale / (double)out->scale, &d->m1, &d->s1) ||
+        edge_quantize_multiplier((double)x->scale * (double)alpha->scale / (double)out->scale, &d->m2, &d->s2))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: scales give no multiplier");
+    d->in_off = -x->zero_point;
+    d->a_off = -alpha->zero_point;
+    d->out_off = out->zero_point;
+    d->qmin = ea_type_min(x->type);
+    d->qmax = ea_type_max(x->type);
+    return EDGE_OK;
+}
+
+static inline int32_t prelu_q(const prelu_data_t *d, int32_t v, int32_t a) {
+    int64_t iv = (int64_t)v + d->in_off;
+    int32_t r = iv >= 0 ? ea_mbqm(edge_wrap32(iv), d->m1, d->s1)
+                        : ea_mbqm(edge_wrap32(iv * ((int64_t)a + d->a_off)), d->m2, d->s2);
+    return (int32_t)ea_clamp((int64_t)r + d->out_off, d->qmin, d->qmax);
+}
+
+static void row_int8(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    const prelu_data_t *d = (const prelu_data_t *)op;
+    const int8_t *x = (const int8_t *)a, *al = (const int8_t *)b;
+    int8_t *o = (int8_t *)y;
+    int32_t i;
+    for (i = 0; i < n; i++) o[i] = (int8_t)prelu_q(d, x[i * sa], al[i * sb]);
+}
+
+static void row_int16(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    const prelu_data_t *d = (const prelu_data_t *)op;
+    const int16_t *x = (const int16_t *)a;
+    const int8_t *al = (const int8_t *)b;
+    int16_t *o = (int16_t *)y;
+    int32_t i;
+    for (i = 0; i < n; i++) o[i] = (int16_t)prelu_q(d, x[i * sa], al[i * sb]);
+}
+
+static void row_float(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    const float *x = (const float *)a, *al = (const float *)b;
+    float *o = (float *)y;
+    int32_t i;
+    (void)op;
+    for (i = 0; i < n; i++) {
+        const float v = x[i * sa];
+        o[i] = v >= 0.0f ? v : v * al[i * sb];
+    }
+}
+
+void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
+    const prelu_data_t *d = (const prelu_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0), *alpha = edge_in(ctx, node, 1);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    if (d->type == EDGE_INT8)
+        ea_bcast_run(&d->bc, d, x->data, 1, alpha->data, 1, out->data, 1, row_int8);
+    else if (d->type == EDGE_INT16)
+        ea_bcast_run(&d->bc, d, x->data, 2, alpha->data, 1, out->data, 2, row_int16);
+    else
+        ea_bcast_run(&d->bc, d, x->data, 4, alpha->data, 4, out->data, 4, row_float);
+}

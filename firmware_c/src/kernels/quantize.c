@@ -1,0 +1,140 @@
+/* QUANTIZE: float32 -> int8/int16/uint8, or requantize between integer types.
+ *
+ * As edge_sdk/kernels/quantize.py prepare_quantize (TFLM quantize.cc):
+ *  - from float32: x / scale in float32, rounded half away from zero (float32 floor(|v| + 0.5)), converted to
+ *    int32 as x86 does it (NaN and out-of-range give INT32_MIN; the Python kernel and the TFLM build we compare
+ *    with do this), plus the zero point (wrapping int32), clamped to the output type;
+ *  - integer -> integer (int8/uint8/int16/int32 pairs TFLM has): (x - in_zp) through MultiplyByQuantized-
+ *    Multiplier(in_scale / out_scale, in double), plus out_zp, clamped. 8-bit inputs go through a 256-entry
+ *    table built in prepare.
+ * Per-channel outputs are refused (TFLM quantizes per tensor).
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(QUANTIZE, quantize, 3)
+
+typedef struct {
+    int32_t in_type, out_type;
+    float scale;                  /* float input: the output scale */
+    int32_t in_zp, out_zp, multiplier, shift, qmin, qmax;
+    void *lut;                    /* 8-bit input: 256 values of the output type */
+} quantize_data_t;
+
+static int pair_supported(int in, int out) {
+    switch (in) {
+    case EDGE_INT8: return out == EDGE_INT8 || out == EDGE_UINT8 || out == EDGE_INT16 || out == EDGE_INT32;
+    case EDGE_UINT8: return out == EDGE_INT8;
+    case EDGE_INT16: return out == EDGE_INT8 || out == EDGE_INT16 || out == EDGE_INT32;
+    case EDGE_INT32: return out == EDGE_INT8 || out == EDGE_INT16;
+    default: return 0;
+    }
+}
+
+static int32_t requantize(const quantize_data_t *d, int32_t v) {
+    int32_t diff = edge_wrap32((int64_t)v - d->in_zp);
+    return (int32_t)ea_clamp((int64_t)ea_mbqm(diff, d->multiplier, d->shift) + d->out_zp, d->qmin, d->qmax);
+}
+
+static void store(int type, void *y, int64_t i, int32_t v) {
+    switch (type) {
+    case EDGE_INT8: ((int8_t *)y)[i] = (int8_t)v; break;
+    case EDGE_UINT8: ((uint8_t *)y)[i] = (uint8_t)v; break;
+    case EDGE_INT16: ((int16_t *)y)[i] = (int16_t)v; break;
+    default: ((int32_t *)y)[i] = v; break;
+    }
+}
+
+edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    quantize_data_t *d;
+    edge_status_t s;
+    int32_t i;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE: input is required");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != EDGE_INT8 && out->type != EDGE_INT16 && out->type != EDGE_INT32 && out->type != EDGE_UINT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: output must be INT8, INT16, INT32 or UINT8");
+    if (!out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE: output needs quantization parameters");
+    if (out->n_scales != 1) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "QUANTIZE: per-channel output");
+    d = (quantize_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->in_type = x->type;
+    d->out_type = out->type;
+    d->out_zp = out->zero_point;
+    d->qmin = ea_type_min(out->type);
+    d->qmax = ea_type_max(out->type);
+    if (x->type == EDGE_FLOAT32) {
+        if (out->type == EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: float32 -> INT32");
+        d->scale = out->scale;
+        return EDGE_OK;
+    }
+    if (!pair_supported(x->type, out->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: type pair");
+    if (!x->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE: input needs quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE: scales must be positive and finite");
+    if (edge_quantize_multiplier((double)x->scale / (double)out->scale, &d->multiplier, &d->shift))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE: scales give no multiplier");
+    d->in_zp = x->zero_point;
+    if (x->type == EDGE_INT8 || x->type == EDGE_UINT8) {
+        d->lut = edge_alloc_persistent(ctx, 256 * (size_t)edge_type_bytes(out->type));
+        if (!d->lut) return EDGE_ARENA_TOO_SMALL;
+        for (i = 0; i < 256; i++) {
+            int32_t v = x->type == EDGE_INT8 ? (int32_t)(int8_t)(uint8_t)i : i;
+            store(out->type, d->lut, i, requantize(d, v));
+        }
+    }
+    return EDGE_OK;
+}
+
+void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
+    const quantize_data_t *d = (const quantize_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    void *y = out->data;
+    int64_t i;
+    switch (d->in_type) {
+    case EDGE_FLOAT32: {
+        const float *xf = (const float *)x->data;
+        for (i = 0; i < n; i++) {
+            const float r = ea_round_f32(xf[i] / d->scale);
+            int32_t q = EDGE_INT32_MIN; /* x86 cvttss2si for NaN and out of range */
+            if ((double)r > -2147483649.0 && (double)r < 2147483648.0) q = (int32_t)r;
+            store(d->out_type, y, i, (int32_t)ea_clamp(edge_wrap32((int64_t)q + d->out_zp), d->qmin, d->qmax));
+        }
+        break;
+    }
+    case EDGE_INT8:
+    case EDGE_UINT8: {
+        const uint8_t *xi = (const uint8_t *)x->data;
+        switch (d->out_type) {
+        case EDGE_INT8:
+        case EDGE_UINT8:
+            for (i = 0; i < n; i++) ((uint8_t *)y)[i] = ((const uint8_t *)d->lut)[xi[i]];
+            break;
+        case EDGE_INT16:
+            for (i = 0; i < n; i++) ((int16_t *)y)[i] = ((const int16_t *)d->lut)[xi[i]];
+            break;
+        default:
+            for (i = 0; i < n; i++) ((int32_t *)y)[i] = ((const int32_t *)d->lut)[xi[i]];
+            break;
+        }
+        break;
+    }
+    case EDGE_INT16: {
+        const int16_t *xi = (const int16_t *)x->data;
+        for (i = 0; i < n; i++) store(d->out_type, y, i, requantize(d, xi[i]));
+        break;
+    }
+    default: {
+        const int32_t *xi = (const int32_t *)x->data;
+        for (i = 0; i < n; i++) store(d->out_type, y, i, requantize(d, xi[i]));
+        break;
+    }
+    }
+}

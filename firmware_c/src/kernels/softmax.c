@@ -1,0 +1,189 @@
+/* SOFTMAX over the last axis.
+ *
+ * As edge_sdk/kernels/activations.py prepare_softmax (TFLM softmax.cc, reference softmax.h):
+ *  - int8 input (int8 output at 1/256, zp -128; or int16 output at 1/65536, zp -32768): each row's
+ *    differences to its maximum (0..255 below it) go through exp in gemmlowp fixed point (Q5.26 input); prepare
+ *    tabulates exp for all 256 differences (0 beyond the input radius, which the reference skips), eval sums
+ *    the row at Q12, takes GetReciprocal and scales every exp by it.
+ *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
+ *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
+ *    LUTPopulateInt16 does).
+ *  - float32: exp((x - max) * beta) in double rounded to float, divided by the row's float32 sum.
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(SOFTMAX, softmax, 3)
+
+typedef struct {
+    int32_t in_type, out_type;
+    int64_t rows;
+    int32_t depth;
+    float beta;
+    int32_t out_bits, out_min, out_max;
+    int32_t multiplier, shift;   /* int16 input */
+    int32_t *exp8;               /* int8: 256 entries, exp of -k in Q0.31 (0 beyond the radius) */
+    int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
+} softmax_data_t;
+
+static float exp_transform(float x) { return (float)exp((double)x); }
+static float recip_transform(float x) { return 1.0f / (1.0f + x); }
+
+edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    softmax_data_t *d;
+    edge_status_t s;
+    int32_t k;
+    int64_t n;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: C kernel runs FLOAT32, INT8, INT16");
+    if (x->rank < 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX needs an input of rank 1 or more");
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    d = (softmax_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->in_type = x->type;
+    d->out_type = out->type;
+    d->beta = node->options_type == EDGE_OPTS_SoftmaxOptions ? edge_opt_float(node, 0, 0.0f) : 1.0f;
+    d->depth = x->dims[x->rank - 1];
+    n = edge_tensor_elements(x);
+    d->rows = d->depth > 0 ? n / d->depth : 0;
+    if (x->type == EDGE_FLOAT32) {
+        if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: output must be FLOAT32");
+        return EDGE_OK;
+    }
+    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: tensors need quantization parameters");
+    if (!ea_good_scale(x)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: input scale must be positive and finite");
+    if (x->type == EDGE_INT8) {
+        double real = (double)d->beta * (double)x->scale * 67108864.0, radius;
+        int32_t diff_min;
+        if (out->type == EDGE_INT8) {
+            if (out->zero_point != -128 || out->scale != (float)(1.0 / 256))
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8 output needs scale 1/256 and zero point -128");
+            d->out_bits = 8;
+        } else if (out->type == EDGE_INT16) {
+            double diff = (double)out->scale - 1.0 / 65536;
+            if (out->zero_point != -32768 || (diff < 0 ? -diff : diff) > 0.001 / 65536)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8->int16 output needs scale 1/65536, zero point -32768");
+            d->out_bits = 16;
+        } else {
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: int8 input needs an INT8 or INT16 output");
+        }
+        d->out_min = ea_type_min(out->type);
+        d->out_max = ea_type_max(out->type);
+        if (real > 2147483647.0) real = 2147483647.0;
+        if (edge_quantize_multiplier(real, &d->multiplier, &d->shift) || d->shift < 0 || d->shift > 31)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SOFTMAX: beta * input scale out of range");
+        radius = floor(31.0 * 67108864.0 / ldexp(1.0, d->shift));
+        diff_min = radius > 1.0e9 ? -1000000000 : -(int32_t)radius;
+        d->exp8 = (int32_t *)edge_alloc_persistent(ctx, 256 * sizeof(int32_t));
+        if (!d->exp8) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < 256; k++) {
+            if (-k < diff_min) {
+                d->exp8[k] = 0;
+            } else {
+                int32_t scaled = edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier);
+                d->exp8[k] = ea_exp_on_negative_values(scaled, 5);
+            }
+        }
+        return EDGE_OK;
+    }
+    /* int16 */
+    if (out->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: int16 input needs an INT16 output");
+    if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int16 needs zero points of 0");
+    {
+        double diff = (double)out->scale - 1.0 / 32768;
+        if ((diff < 0 ? -diff : diff) > 0.001 / 32768)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int16 output needs scale 1/32768");
+    }
+    if (d->depth > 65536) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SOFTMAX: int16 rows longer than 65536");
+    if (edge_quantize_multiplier((double)x->scale * (double)d->beta / (10.0 / 65535.0), &d->multiplier, &d->shift))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: beta * input scale gives no multiplier");
+    d->exp_lut = (int16_t *)edge_alloc_persistent(ctx, EA_LUT16_SIZE * sizeof(int16_t));
+    d->recip_lut = (int16_t *)edge_alloc_persistent(ctx, EA_LUT16_SIZE * sizeof(int16_t));
+    if (!d->exp_lut || !d->recip_lut) return EDGE_ARENA_TOO_SMALL;
+    ea_lut_populate_int16(exp_transform, 10.0f / 65535.0f, 32767, 2.0f / 65535.0f, 0, d->exp_lut);
+    ea_lut_populate_int16(recip_transform, 1.0f / 65535.0f, -32768, 2.0f / 65535.0f, 0, d->recip_lut);
+    return EDGE_OK;
+}
+
+static void softmax_int8_row(const softmax_data_t *d, const int8_t *x, void *y) {
+    const int32_t n = d->depth;
+    int32_t i, max = -128, inv, bits_over, exponent;
+    int64_t total = 0;
+    for (i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (i = 0; i < n; i++) total += edge_rdbpot(d->exp8[max - x[i]], 12);
+    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
+    exponent = bits_over + 31 - d->out_bits;
+    for (i = 0; i < n; i++) {
+        int64_t r = ea_rdbpot64(edge_srdhm(inv, d->exp8[max - x[i]]), exponent) + d->out_min;
+        r = ea_clamp(r, d->out_min, d->out_max);
+        if (d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
+        else ((int16_t *)y)[i] = (int16_t)r;
+    }
+}
+
+static int32_t softmax_exp16(const softmax_data_t *d, int32_t diff) {
+    int64_t sym = (int64_t)ea_mbqm(diff, d->multiplier, d->shift) + 32767;
+    return ea_lut_lookup_int16((int32_t)(sym < -32768 ? -32768 : sym > 32767 ? 32767 : sym), d->exp_lut);
+}
+
+static void softmax_int16_row(const softmax_data_t *d, const int16_t *x, int16_t *y) {
+    const int32_t n = d->depth;
+    int32_t i, max = -32768, h, right;
+    int64_t total = 0, shifted, sym_sum, recip;
+    for (i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (i = 0; i < n; i++) total += softmax_exp16(d, x[i] - max);
+    if (total <= 0) {
+        for (i = 0; i < n; i++) y[i] = 0;
+        return;
+    }
+    h = ea_clz32((uint32_t)total);
+    shifted = ((total << (h - 1)) + (1 << 13)) >> 14;
+    sym_sum = shifted - ((1 << 15) + (1 << 16));
+    sym_sum = sym_sum < -32768 ? -32768 : sym_sum > 32767 ? 32767 : sym_sum;
+    recip = ea_lut_lookup_int16((int32_t)sym_sum, d->recip_lut);
+    right = 31 - h;
+    for (i = 0; i < n; i++) {
+        int64_t e = softmax_exp16(d, x[i] - max);
+        int64_t r = (e * recip + ((int64_t)1 << (right - 1))) >> right;
+        y[i] = (int16_t)(r < 0 ? 0 : r > 32767 ? 32767 : r);
+    }
+}
+
+static void softmax_float_row(const softmax_data_t *d, const float *x, float *y) {
+    const int32_t n = d->depth;
+    int32_t i;
+    float max = x[0], sum = 0.0f;
+    for (i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+    for (i = 0; i < n; i++) {
+        y[i] = (float)exp((double)((x[i] - max) * d->beta));
+        sum += y[i];
+    }
+    for (i = 0; i < n; i++) y[i] = y[i] / sum;
+}
+
+void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
+    const softmax_data_t *d = (const softmax_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    int64_t r;
+    if (d->depth <= 0) return;
+    for (r = 0; r < d->rows; r++) {
+        const int64_t off = r * d->depth;
+        if (d->in_type == EDGE_INT8) {
+            void *y = (uint8_t *)out->data + off * (d->out_bits / 8);
+            softmax_int8_row(d, (const int8_t *)x->data + off, y);
+        } else if (d->in_type == EDGE_INT16) {
+            softmax_int16_row(d, (const int16_t *)x->data + off, (int16_t *)out->data + off);
+        } else {
+            softmax_float_row(d, (const float *)x->data + off, (float *)out->data + off);
+        }
+    }
+}
