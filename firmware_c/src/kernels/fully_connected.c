@@ -21,7 +21,14 @@ typedef struct {
     int32_t per_channel;
     int32_t multiplier, shift; /* per-tensor */
     int32_t *multipliers, *shifts; /* per-channel: units entries (persistent) */
+    int32_t wide;              /* int16x8: int64 accumulators (int64 bias) and the 16-bit multiplier */
 } fc_data_t;
+
+static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *in,
+                                      const edge_tensor_t *w, const edge_tensor_t *bias, const edge_tensor_t *out,
+                                      int32_t act);
+static void fc_eval_int16(const fc_data_t *d, const edge_tensor_t *in, const edge_tensor_t *w, const edge_tensor_t *bt,
+                          edge_tensor_t *out);
 
 /* FullyConnectedOptions: 0 fused_activation_function, 1 weights_format, 2 keep_num_dims. */
 edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
@@ -44,8 +51,9 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
     if (weights_format != 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: only DEFAULT weights_format");
     if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: output type differs from input");
-    if (!((in->type == EDGE_INT8 && w->type == EDGE_INT8) || (in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: C kernel runs INT8/INT8 and FLOAT32/FLOAT32");
+    if (!((in->type == EDGE_INT8 && w->type == EDGE_INT8) || (in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) ||
+          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: C kernel runs INT8/INT8, INT16/INT8 and FLOAT32/FLOAT32");
     if (w->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weights must be 2-D [units, depth]");
     if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: sparse weights");
     units = w->dims[0];
@@ -90,6 +98,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
         edge_activation_range_float(act, &d->flo, &d->fhi);
         return EDGE_OK;
     }
+    if (in->type == EDGE_INT16) return fc_prepare_int16(node, ctx, d, in, w, bias, out, act);
 
     if (!in->quantized || !w->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: int8 tensors need quantization parameters");
@@ -162,6 +171,10 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
                  (float *)out->data);
         return;
     }
+    if (in->type == EDGE_INT16) {
+        fc_eval_int16(d, in, w, bt, out);
+        return;
+    }
     x = (const int8_t *)in->data;
     wt = (const int8_t *)w->data;
     bias = bt ? (const int32_t *)bt->data : 0;
@@ -179,6 +192,99 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
                                : edge_mbqm(edge_wrap32(acc), d->multiplier, d->shift);
             r64 = (int64_t)r + d->output_offset;
             y[(int64_t)b * d->units + u] = (int8_t)(r64 < d->lo ? d->lo : r64 > d->hi ? d->hi : r64);
+        }
+    }
+}
+
+/* ---- int16x8: int16 activations, int8 weights (per tensor or per channel), int64 or int32 bias ----
+ * As edge_sdk/kernels/conv.py's "int16" kind and TFLM's 16x8 FullyConnected: with an INT64 bias (or no bias
+ * and quantized_bias_type not INT32) the sums are int64 and requantized with the int64
+ * MultiplyByQuantizedMultiplier (16-bit multiplier); with an INT32 bias they wrap at 32 bits and take the
+ * int32 one. Output plus zero point, clamped to int16 / the fused activation. */
+static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *in,
+                                      const edge_tensor_t *w, const edge_tensor_t *bias, const edge_tensor_t *out,
+                                      int32_t act) {
+    const int32_t units = d->units;
+    int32_t k;
+    if (!in->quantized || !w->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: int16 tensors need quantization parameters");
+    if (!(in->scale > 0.0f) || !(out->scale > 0.0f) || in->scale - in->scale != 0.0f || out->scale - out->scale != 0.0f)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: scales must be positive and finite");
+    if (bias && bias->type != EDGE_INT64 && bias->type != EDGE_INT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: int16 bias must be INT64 or INT32");
+    if (bias && edge_tensor_elements(bias) != units)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias needs one value per unit");
+    if (edge_activation_range(act, -32768, 32767, out->scale, out->zero_point, &d->lo, &d->hi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
+    d->wide = bias ? bias->type == EDGE_INT64
+                   : !(node->options_type == EDGE_OPTS_FullyConnectedOptions && edge_opt_int(node, 4, 1, 0) == EDGE_INT32);
+    d->input_offset = edge_wrap32(-(int64_t)in->zero_point);
+    d->output_offset = out->zero_point;
+    d->per_channel = w->n_scales > 1;
+    if (d->per_channel) {
+        if (w->n_scales != units) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: one weight scale per unit");
+        d->multipliers = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
+        d->shifts = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
+        if (!d->multipliers || !d->shifts) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < units; k++) {
+            float ws;
+            memcpy(&ws, &w->scales[k], 4);
+            if (edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
+                                         &d->shifts[k]) != 0)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
+        }
+        d->filter_offset = 0;
+    } else {
+        float product = in->scale * w->scale;
+        if (bias && bias->quantized) {
+            double p = (double)in->scale * (double)w->scale, diff = p - (double)bias->scale;
+            if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
+        }
+        if (edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift) != 0)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
+        d->filter_offset = edge_wrap32(-(int64_t)w->zero_point);
+    }
+    if (d->wide) {
+        for (k = 0; k < (d->per_channel ? units : 1); k++) {
+            int32_t sh = d->per_channel ? d->shifts[k] : d->shift;
+            if (15 - sh < 1 || 15 - sh > 62) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: int16 scale ratio out of range");
+        }
+    }
+    return EDGE_OK;
+}
+
+static void fc_eval_int16(const fc_data_t *d, const edge_tensor_t *in, const edge_tensor_t *w, const edge_tensor_t *bt,
+                          edge_tensor_t *out) {
+    const int16_t *x = (const int16_t *)in->data;
+    const int8_t *wt = (const int8_t *)w->data;
+    int16_t *y = (int16_t *)out->data;
+    const int64_t in_off = d->input_offset, f_off = d->filter_offset;
+    int32_t b, u, k;
+    for (b = 0; b < d->batches; b++) {
+        const int16_t *xb = x + (int64_t)b * d->depth;
+        for (u = 0; u < d->units; u++) {
+            const int8_t *wu = wt + (int64_t)u * d->depth;
+            const int32_t m = d->per_channel ? d->multipliers[u] : d->multiplier;
+            const int32_t sh = d->per_channel ? d->shifts[u] : d->shift;
+            int64_t r;
+            if (d->wide) {
+                int64_t acc = 0, bias = 0;
+                for (k = 0; k < d->depth; k++) acc += ((int64_t)xb[k] + in_off) * ((int64_t)wu[k] + f_off);
+                if (bt) {
+                    if (bt->type == EDGE_INT64) memcpy(&bias, (const uint8_t *)bt->data + 8 * (int64_t)u, 8);
+                    else bias = ((const int32_t *)bt->data)[u];
+                }
+                r = edge_mbqm64(acc + bias, m, sh);
+            } else {
+                uint32_t acc = 0; /* int32 accumulator, wrapping */
+                for (k = 0; k < d->depth; k++)
+                    acc += (uint32_t)(((int64_t)xb[k] + in_off) * ((int64_t)wu[k] + f_off));
+                if (bt) acc += (uint32_t)((const int32_t *)bt->data)[u];
+                r = edge_mbqm(edge_wrap32(acc), m, sh);
+            }
+            r += d->output_offset;
+            y[(int64_t)b * d->units + u] = (int16_t)(r < d->lo ? d->lo : r > d->hi ? d->hi : r);
         }
     }
 }
