@@ -300,6 +300,11 @@ def prepare_tanh(node: Node):
 
 
 # ---------------------------------------------------------------- SOFTMAX / LOG_SOFTMAX
+#
+# The integer kernels see each element only through d = (row max) - x, which takes 256 values for int8 input
+# and 65536 for int16: every per-element function of d (the scaled exp, its rescaled summand, the log-softmax
+# numerator) becomes a table filled in prepare by the exact fixed-point formula. Eval gathers from the tables,
+# sums per row and does the per-row reciprocal (or log) and the final rescale with the same integer steps.
 
 def _input_radius(integer_bits: int, left_shift: int, total_bits: int = 31) -> int:
     return math.floor(((1 << integer_bits) - 1) * float(1 << (total_bits - integer_bits)) / float(1 << left_shift))
@@ -312,6 +317,156 @@ def _softmax_scaling(beta: float, input_scale: float, integer_bits: int = 5):
 
 def _exp_float32(v):
     return np.exp(v.astype(np.float64)).astype(np.float32)
+
+
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _py_srdhm(a: int, b: int) -> int:
+    if a == b == _I32_MIN:
+        return _I32_MAX
+    ab = a * b
+    ab += (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    return ab >> 31 if ab >= 0 else -((-ab) >> 31)
+
+
+def _py_wrap32(x: int) -> int:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _py_sat_shift_left(x: int, exponent: int) -> int:
+    threshold = (1 << (31 - exponent)) - 1
+    if x > threshold:
+        return _I32_MAX
+    if x < -threshold:
+        return _I32_MIN
+    return _py_wrap32(x << exponent)
+
+
+def _py_reciprocal(total: int, integer_bits: int) -> tuple[int, int]:
+    """fixedpoint.get_reciprocal on one int32 value, in Python ints (for a few rows, far quicker than numpy)."""
+    x = total & 0xFFFFFFFF
+    headroom_plus_one = 32 - x.bit_length()
+    shifted = (x << headroom_plus_one) & 0xFFFFFFFF
+    a = _py_wrap32(shifted - (1 << 31))
+    s = a + _I32_MAX  # rounding half sum with one
+    half_denominator = (s + 1) // 2 if s >= 0 else -((-(s - 1)) // 2)
+    r = _py_wrap32(1515870810 + _py_srdhm(half_denominator, -1010580540))
+    for _ in range(3):
+        one_minus = _py_wrap32((1 << 29) - _py_srdhm(half_denominator, r))
+        r = _py_wrap32(r + _py_sat_shift_left(_py_srdhm(r, one_minus), 2))
+    return _py_sat_shift_left(r, 1), integer_bits - headroom_plus_one
+
+
+_FEW_ROWS = 16  # up to this many rows the reciprocal runs in Python ints, above it vectorized
+
+
+def _row_reciprocals(totals: np.ndarray, integer_bits: int):
+    """(reciprocal, bits over unit) per row of a (rows, 1) int64 array of int32 totals, as int64 arrays."""
+    if totals.size <= _FEW_ROWS:
+        pairs = [_py_reciprocal(t, integer_bits) for t in totals.ravel().tolist()]
+        inv = np.array([p[0] for p in pairs], np.int64).reshape(totals.shape)
+        bits = np.array([p[1] for p in pairs], np.int64).reshape(totals.shape)
+        return inv, bits
+    return fp.get_reciprocal(totals, integer_bits)
+
+
+def _softmax_int8_general(multiplier: int, shift: int, diff_min: int, out_type: str):
+    """The int8 kernel step by step on every element (reference for the table path; used for rows too long
+    for it)."""
+    out_bits = 8 if out_type == "INT8" else 16
+    out_min, out_max = TYPE_RANGES[out_type]
+
+    def run(inputs, outputs):
+        v = inputs[0].astype(np.int64)
+        diff = v - v.max(axis=-1, keepdims=True)
+        keep = diff >= diff_min
+        scaled = fp.srdhm(fp.wrap32(diff << shift), multiplier)
+        e = fp.exp_on_negative_values(scaled, 5)
+        total = np.where(keep, fp.rescale(e, 0, 12), 0).sum(axis=-1, keepdims=True)
+        inv, bits_over = fp.get_reciprocal(fp.wrap32(total), 12)
+        exponent = bits_over + 31 - out_bits
+        r = fp.rdivpot(fp.srdhm(inv, e), exponent) + out_min
+        outputs[0][...] = np.where(keep, np.clip(r, out_min, out_max), out_min)
+    return run
+
+
+def _softmax_int8_table(multiplier: int, shift: int, diff_min: int, out_type: str, depth: int, rows: int):
+    """The int8 kernel through 256-entry tables over d = max - x; None when a row is too long for it.
+
+    exp[d] is exp_on_negative_values of the scaled difference (0 where d is beyond the radius, which then
+    contributes nothing to the sum and gives the output minimum, as the kernel's skip does); summand[d] its
+    Rescale to 12 integer bits. Each row's sum of summands is at least summand[0] = 2**19 (d = 0 at the max)
+    and below 2**31 while depth * 2**19 < 2**31 (no int32 wrap), so the reciprocal's bits over unit are in
+    [0, 11] and the output shift k in [15, 34]. The product p = reciprocal * exp is non-negative (both are) and
+    below 2**62, so the saturating doubling high mul is y = (p + 2**30) >> 31 < 2**31 and the rounding divide
+    (y + 2**(k-1)) >> k; the two floors nest into one: (p + 2**30 + 2**(30+k)) >> (31+k). For k >= 32 the
+    result is 0 (y < 2**(k-1)), which k = 32 also gives, and with k <= 32 the sum stays below 2**63.
+    """
+    d = np.arange(256, dtype=np.int64)
+    keep = -d >= diff_min
+    exp = np.where(keep, fp.exp_on_negative_values(fp.srdhm(fp.wrap32((-d) << shift), multiplier), 5), 0)
+    summand = fp.rescale(exp, 0, 12)
+    if depth < 1 or depth * int(summand.max()) >= 1 << 31:
+        return None
+    out_bits = 8 if out_type == "INT8" else 16
+    out_min, out_max = TYPE_RANGES[out_type]
+    span = out_max - out_min
+    exp = exp.astype(np.int64)
+    summand = summand.astype(np.int64)
+
+    if rows == 1:
+        def run_row(inputs, outputs):
+            x = inputs[0]
+            d = np.subtract(x.max(), x, dtype=np.int16)
+            inv, bits_over = _py_reciprocal(int(summand.take(d).sum()), 12)
+            k = min(bits_over + 31 - out_bits, 32)
+            p = exp.take(d)
+            p *= inv
+            p += (1 << 30) + (1 << (30 + k))
+            p >>= 31 + k
+            np.minimum(p, span, out=p)
+            np.add(p, out_min, out=outputs[0], casting="unsafe")
+        return run_row
+
+    def run(inputs, outputs):
+        x = inputs[0]
+        d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.int16)
+        inv, bits_over = _row_reciprocals(summand.take(d).sum(axis=-1, keepdims=True), 12)
+        k = np.minimum(bits_over + (31 - out_bits), 32)
+        p = exp.take(d)
+        p *= inv
+        p += (np.int64(1) << (30 + k)) + (1 << 30)
+        p >>= 31 + k
+        np.minimum(p, span, out=p)
+        np.add(p, out_min, out=outputs[0], casting="unsafe")
+    return run
+
+
+def _softmax_int16_run(multiplier: int, shift: int, exp_lut: np.ndarray, recip_lut: np.ndarray, table: bool):
+    """The int16 kernel; with ``table`` the per-element exp comes from a 65536-entry table over d = max - x."""
+    def exp_of(diff):
+        scaled = multiply_by_quantized_multiplier(diff, multiplier, shift)
+        return fp.lut_lookup_int16(np.clip(scaled + 32767, -32768, 32767), exp_lut)
+
+    exp_table = exp_of(-np.arange(65536, dtype=np.int64)) if table else None
+
+    def run16(inputs, outputs):
+        x = inputs[0]
+        if exp_table is None:
+            v = x.astype(np.int64)
+            e = exp_of(v - v.max(axis=-1, keepdims=True))
+        else:
+            e = exp_table.take(np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.int32))
+        total = e.sum(axis=-1, keepdims=True)
+        h = fp.count_leading_zeros32(total)
+        shifted = ((total << (h - 1)) + (1 << 13)) >> 14
+        sym_sum = np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767)
+        recip = fp.lut_lookup_int16(sym_sum, recip_lut)
+        right = 31 - h
+        r = (e * recip + (np.int64(1) << (right - 1))) >> right
+        outputs[0][...] = np.clip(r, 0, 32767)
+    return run16
 
 
 def prepare_softmax(node: Node):
@@ -342,21 +497,11 @@ def prepare_softmax(node: Node):
             raise node.unsupported(f"output type {out.type}")
         multiplier, shift = _softmax_scaling(beta, float(np.float32(x.s)))
         diff_min = -_input_radius(5, shift)
-        out_bits = 8 if out.type == "INT8" else 16
-        out_min, out_max = TYPE_RANGES[out.type]
-
-        def run(inputs, outputs):
-            v = inputs[0].astype(np.int64)
-            diff = v - v.max(axis=-1, keepdims=True)
-            keep = diff >= diff_min
-            scaled = fp.srdhm(fp.wrap32(diff << shift), multiplier)
-            e = fp.exp_on_negative_values(scaled, 5)
-            total = np.where(keep, fp.rescale(e, 0, 12), 0).sum(axis=-1, keepdims=True)
-            inv, bits_over = fp.get_reciprocal(fp.wrap32(total), 12)
-            exponent = bits_over + 31 - out_bits
-            r = fp.rdivpot(fp.srdhm(inv, e), exponent) + out_min
-            outputs[0][...] = np.where(keep, np.clip(r, out_min, out_max), out_min)
-        return run
+        depth = x.shape[-1]
+        fast = None
+        if math.prod(x.shape) > 0:
+            fast = _softmax_int8_table(multiplier, shift, diff_min, out.type, depth, math.prod(x.shape) // depth)
+        return fast or _softmax_int8_general(multiplier, shift, diff_min, out.type)
     node.expect_types(out, ("INT16",), "output")
     node.expect(x.zp == 0 and out.zp == 0, "int16 SOFTMAX needs zero points of 0")
     node.expect(abs(out.s - 1 / 32768) <= 0.001 / 32768, "int16 SOFTMAX output needs scale 1/32768")
@@ -366,22 +511,36 @@ def prepare_softmax(node: Node):
     recip_lut = fp.lut_populate_int16(lambda v: (f32(1) / (f32(1) + v)).astype(np.float32),
                                       f32(1.0) / f32(rng), -32768, f32(2.0) / f32(rng), 0)
     multiplier, shift = quantize_multiplier(float(np.float32(x.s)) * beta / (10.0 / 65535.0))
+    return _softmax_int16_run(multiplier, shift, exp_lut, recip_lut, table=math.prod(x.shape) > 0)
 
-    def run16(inputs, outputs):
-        v = inputs[0].astype(np.int64)
-        diff = v - v.max(axis=-1, keepdims=True)
-        scaled = multiply_by_quantized_multiplier(diff, multiplier, shift)
-        sym = np.clip(scaled + 32767, -32768, 32767)
-        e = fp.lut_lookup_int16(sym, exp_lut)
-        total = e.sum(axis=-1, keepdims=True)
-        h = fp.count_leading_zeros32(total)
-        shifted = ((total << (h - 1)) + (1 << 13)) >> 14
-        sym_sum = np.clip(shifted - ((1 << 15) + (1 << 16)), -32768, 32767)
-        recip = fp.lut_lookup_int16(sym_sum, recip_lut)
-        right = 31 - h
-        r = (e * recip + (np.int64(1) << (right - 1))) >> right
-        outputs[0][...] = np.clip(r, 0, 32767)
-    return run16
+
+def _log_softmax_int8_run(multiplier: int, shift: int, rev_m: int, rev_s: int, diff_min: int, table: bool):
+    """The int8 LOG_SOFTMAX kernel; with ``table`` the scaled difference and its exp summand come from
+    256-entry tables over d = max - x (summand 0 beyond the radius)."""
+    def per_element(diff):
+        q5 = multiply_by_quantized_multiplier(diff, multiplier, shift)
+        e = fp.rescale(fp.exp_on_negative_values(q5, 5), 0, 12)
+        return q5, np.where(diff >= diff_min, e, 0)
+
+    if table:
+        q5_table, summand_table = per_element(-np.arange(256, dtype=np.int64))
+
+    def run(inputs, outputs):
+        x = inputs[0]
+        if table:
+            d = np.subtract(x.max(axis=-1, keepdims=True), x, dtype=np.int16)
+            q5, summand = q5_table.take(d), summand_table.take(d)
+            diff = -d.astype(np.int64)
+        else:
+            v = x.astype(np.int64)
+            diff = v - v.max(axis=-1, keepdims=True)
+            q5, summand = per_element(diff)
+        total = fp.wrap32(summand.sum(axis=-1, keepdims=True))
+        log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(total, 5, 12)
+        adjusted = np.maximum(diff_min - 1, multiply_by_quantized_multiplier(fp.wrap32(log_sum - (1 << 31)), rev_m, rev_s))
+        r = np.clip(fp.rdivpot(fp.wrap32(q5 - log_sum), 31 - 5 - 4) + 127, -128, 127)
+        outputs[0][...] = np.where(diff > adjusted, r, -128)
+    return run
 
 
 def prepare_log_softmax(node: Node):
@@ -401,18 +560,7 @@ def prepare_log_softmax(node: Node):
     reverse = (1 << (31 - shift)) / float(multiplier)
     rev_m, rev_s = quantize_multiplier(reverse)
     diff_min = -_input_radius(5, shift)
-
-    def run(inputs, outputs):
-        v = inputs[0].astype(np.int64)
-        diff = v - v.max(axis=-1, keepdims=True)
-        q5 = multiply_by_quantized_multiplier(diff, multiplier, shift)
-        e = fp.rescale(fp.exp_on_negative_values(q5, 5), 0, 12)
-        total = fp.wrap32(np.where(diff >= diff_min, e, 0).sum(axis=-1, keepdims=True))
-        log_sum = fp.log_x_for_x_greater_than_or_equal_to_1(total, 5, 12)
-        adjusted = np.maximum(diff_min - 1, multiply_by_quantized_multiplier(fp.wrap32(log_sum - (1 << 31)), rev_m, rev_s))
-        r = np.clip(fp.rdivpot(fp.wrap32(q5 - log_sum), 31 - 5 - 4) + 127, -128, 127)
-        outputs[0][...] = np.where(diff > adjusted, r, -128)
-    return run
+    return _log_softmax_int8_run(multiplier, shift, rev_m, rev_s, diff_min, table=math.prod(x.shape) > 0)
 
 
 # ---------------------------------------------------------------- PRELU
