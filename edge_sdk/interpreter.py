@@ -65,6 +65,7 @@ from edge_sdk import arena as _arena
 from edge_sdk import op_table
 from edge_sdk.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.kernels import blas as _blas
 from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import TENSOR_TYPES, Model
 
@@ -163,6 +164,13 @@ class Interpreter:
             raise ModelError("model has no subgraphs")
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
+        if num_threads is not None:  # LiteRT's checks and messages; None means 1, as in LiteRT
+            if not isinstance(num_threads, (int, np.integer)):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1:
+                raise ValueError("num_threads should >= 1")
+        # BLAS threads the kernels may use inside invoke (edge_sdk.kernels.blas, entered once per invoke).
+        self._threads = 1 if num_threads is None else int(num_threads)
         self._model = model
         self._budget = None if arena_size is None else int(arena_size)
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
@@ -569,7 +577,11 @@ class Interpreter:
     def invoke(self) -> None:
         if self._p is None:
             raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
-        self._run(0)
+        token = _blas.enter(self._threads)
+        try:
+            self._run(0)
+        finally:
+            _blas.leave(token)
 
     def invoke_profiled(self) -> list[tuple[int, str, float]]:
         """invoke(), timing each step of subgraph 0 (``edge bench``'s per-op profile; invoke() stays untimed):
@@ -585,28 +597,35 @@ class Interpreter:
         for view, stage in self._p.staged:
             np.copyto(view, stage)
         clock, out = time.perf_counter, []
-        for (index, op), (fn, ins, outs) in zip(labels, self._p.steps[0]):
-            t0 = clock()
-            fn(ins, outs)
-            out.append((index, op, clock() - t0))
+        token = _blas.enter(self._threads)
+        try:
+            for (index, op), (fn, ins, outs) in zip(labels, self._p.steps[0]):
+                t0 = clock()
+                fn(ins, outs)
+                out.append((index, op, clock() - t0))
+        finally:
+            _blas.leave(token)
         return out
 
     def _run(self, s: int) -> None:
-        if s == 0:
-            for view, stage in self._p.staged:
+        """Run subgraph s's steps (callers hold the BLAS thread limit: invoke, the signature runner; kernels
+        calling subgraphs run inside their invoke)."""
+        p = self._p
+        if s == 0 and p.staged:
+            for view, stage in p.staged:
                 np.copyto(view, stage)
-        steps = self._p.steps[s]
-        i = 0
+        steps = p.steps[s]
         try:
             for fn, ins, outs in steps:
                 fn(ins, outs)
-                i += 1
         except ModelError:
             raise
         except Exception as exc:
             # Prepare validated the model, so this is a kernel bug, not a model problem: a RuntimeError
             # naming the node (not a ModelError, which callers may treat as "bad model" and swallow).
-            raise RuntimeError(f"{self._p.step_where[s][i]}: eval failed: {type(exc).__name__}: {exc}") from exc
+            # The loop keeps no counter: the failed step is the one whose (own) input list is still bound.
+            i = next(k for k, step in enumerate(steps) if step[1] is ins)  # noqa: B023
+            raise RuntimeError(f"{p.step_where[s][i]}: eval failed: {type(exc).__name__}: {exc}") from exc
 
     def reset_all_variables(self) -> None:
         """Back to the state after allocate, as TFLM's reset(): variable tensors to their initial values,
@@ -820,7 +839,11 @@ class SignatureRunner:
             interp.allocate_tensors()
         for name, value in kwargs.items():
             interp.set_tensor(sig.inputs[name], value, subgraph_index=s)
-        interp._run(s)  # noqa: SLF001
+        token = _blas.enter(interp._threads)  # noqa: SLF001
+        try:
+            interp._run(s)  # noqa: SLF001
+        finally:
+            _blas.leave(token)
         return {name: interp.get_tensor(t, s) for name, t in sorted(sig.outputs.items())}
 
 

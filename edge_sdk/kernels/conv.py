@@ -25,48 +25,8 @@ from numpy.lib.stride_tricks import as_strided
 from edge_sdk.kernels import quant
 from edge_sdk.kernels.node import Node, TensorInfo
 
-def _find_blas_thread_setter():
-    """OpenBLAS's thread-local ``openblas_set_num_threads_local`` from numpy's bundled library, or None.
-
-    Measured here: with OpenBLAS's default thread pool, the small GEMMs of an edge model run up to 10x slower
-    than on one thread when the machine is busy (threads spin waiting for each other), and timings become
-    erratic. The GEMM kernels below therefore run BLAS on one thread, for the calling thread only.
-    """
-    try:
-        import ctypes
-        import glob
-        import os
-
-        libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
-        for path in sorted(glob.glob(os.path.join(libs, "*openblas*"))):
-            setter = getattr(ctypes.CDLL(path), "openblas_set_num_threads_local", None)
-            if setter is not None:
-                setter.argtypes = [ctypes.c_int]
-                setter.restype = ctypes.c_int
-                return setter
-    except (OSError, AttributeError):
-        pass
-    return None
-
-
-_BLAS_THREADS = _find_blas_thread_setter()
-
-
-def serial_blas(run):
-    """Wrap an eval so that its BLAS calls use one thread (restored afterwards)."""
-    setter = _BLAS_THREADS
-    if setter is None:
-        return run
-
-    def serial(inputs, outputs):
-        previous = setter(1)
-        try:
-            run(inputs, outputs)
-        finally:
-            if previous > 0:
-                setter(previous)
-
-    return serial
+# BLAS threads: the interpreter limits them once per invoke (edge_sdk.kernels.blas; one thread by default, as
+# the small GEMMs here run several times slower on OpenBLAS's thread pool when the machine is busy).
 
 
 _F32 = np.float32
@@ -399,7 +359,7 @@ def prepare_conv_2d(node: Node):
             b = None if bias is None else (b_const if b_const is not None else inputs[2])
             _finish_float(y, b, clamp, outputs[0])
 
-        return serial_blas(run_float)
+        return run_float
 
     lo, hi = quantized_clamp(node, act, out)
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
@@ -418,7 +378,7 @@ def prepare_conv_2d(node: Node):
     def run_int(inputs, outputs):
         store(gemm(inputs[0], inputs[1]), inputs, 2, outputs[0])
 
-    return serial_blas(run_int)
+    return run_int
 
 
 def macs_conv_2d(node: Node) -> int:
@@ -608,7 +568,7 @@ def prepare_fully_connected(node: Node):
             b = None if bias is None else (b_const if b_const is not None else inputs[2])
             _finish_float(y, b, clamp, outputs[0])
 
-        return serial_blas(run_float)
+        return run_float
 
     lo, hi = quantized_clamp(node, act, out)
     in_s, out_s = _f64(inp.s), _f64(out.s)
@@ -640,7 +600,7 @@ def prepare_fully_connected(node: Node):
         xf = np.subtract(x, in_off, dtype=np.float64) if in_off else x.astype(np.float64)
         store(xf @ wm, inputs, 2, outputs[0])
 
-    return serial_blas(run_int)
+    return run_int
 
 
 def macs_fully_connected(node: Node) -> int:
@@ -728,7 +688,7 @@ def prepare_transpose_conv(node: Node):
             b = None if bias is None else (b_const if b_const is not None else inputs[3])
             _finish_float(y, b, clamp, outputs[0])
 
-        return serial_blas(run_float)
+        return run_float
 
     lo, hi = quantized_clamp(node, act, out)
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
@@ -739,7 +699,7 @@ def prepare_transpose_conv(node: Node):
     def run_int(inputs, outputs):
         store(accumulate(inputs), inputs, 3, outputs[0])
 
-    return serial_blas(run_int)
+    return run_int
 
 
 def macs_transpose_conv(node: Node) -> int:
@@ -808,7 +768,7 @@ def prepare_batch_matmul(node: Node):
         def run_float(inputs, outputs):
             outputs[0][...] = product(inputs).reshape(outputs[0].shape)
 
-        return serial_blas(run_float)
+        return run_float
 
     real = float(_F32(_F32(lhs.s) * _F32(rhs.s))) / _f64(out.s)
     mult, shift = quant.quantize_multipliers([real])
@@ -820,7 +780,7 @@ def prepare_batch_matmul(node: Node):
     def run_int(inputs, outputs):
         store(product(inputs), inputs, -1, outputs[0])
 
-    return serial_blas(run_int)
+    return run_int
 
 
 def macs_batch_matmul(node: Node) -> int:

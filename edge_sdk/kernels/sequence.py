@@ -484,27 +484,22 @@ def _floor_terms(m: int, shift: int):
     return m, e, (1 << 30) + ((1 << (30 + e)) if e else 0), (1 << 31) if e else 0
 
 
-class _SmallGemm:
-    """x @ w for a fixed w, as BLAS calls small enough to run single-threaded.
+class _FixedGemm:
+    """x @ w for a fixed w, x converted into a preallocated buffer of w's dtype, the product into another.
 
-    OpenBLAS threads a GEMM above m*n*k = 2**18; on a loaded machine those threads wait for each other far
-    longer than the product takes (a 50 us product measured at 0.6-15 ms), so the columns go in slices.
+    One BLAS call: the interpreter runs every invoke with BLAS limited to its num_threads (one by default,
+    edge_sdk.kernels.blas), so the product no longer needs slicing below OpenBLAS's threading threshold.
     """
-
-    _LIMIT = 1 << 18
 
     def __init__(self, w: np.ndarray, dtype, rows: int):
         k, n = w.shape
-        step = max(1, self._LIMIT // max(1, rows * k))
         self.x = np.zeros((rows, k), dtype)
+        self.w = np.ascontiguousarray(w, dtype)
         self.out = np.zeros((rows, n), dtype)
-        self.parts = [(np.ascontiguousarray(w[:, j:j + step], dtype), self.out[:, j:j + step])
-                      for j in range(0, n, step)]
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         np.copyto(self.x.reshape(x.shape), x)
-        for w, out in self.parts:
-            np.matmul(self.x, w, out=out)
+        np.matmul(self.x, self.w, out=self.out)
         return self.out
 
 
@@ -632,7 +627,7 @@ def _lstm_int_tables(q: _LstmQ):
     w_in = np.concatenate([q.w_in[g] for g in in_gates], axis=0)  # (4S, I)
     # float32 sums of int8 x int8 products are exact below 2**24
     narrow = max(-xmin, xmax) * int(np.abs(w_in).sum(axis=1).max()) < 1 << 24
-    gemm_in = _SmallGemm(w_in.T, np.float32 if narrow else np.float64, T * B)
+    gemm_in = _FixedGemm(w_in.T, np.float32 if narrow else np.float64, T * B)
     a = np.zeros((T * B, 4 * S), np.int64)
     neg = np.zeros((T * B, 4 * S), bool)
     a_cols = a.reshape(T, B, 4 * S).transpose(0, 2, 1)  # (T, 4S, B)
