@@ -138,3 +138,116 @@ def test_softmax_int8_against_tflm(shape):
         for out in (("INT8", 1 / 256, -128), ("INT16", 1 / 65536, -32768)):
             model = op_model("SOFTMAX", [T(shape, "INT8", si, zi)], [T(shape, *out)], {"beta": beta})
             check_op(model, [x], peer="tflm")
+
+
+# ---------------------------------------------------------------- BLAS threads
+
+
+def _fc_model() -> bytes:
+    rng = np.random.default_rng(0)
+    w = rng.integers(-127, 128, (8, 16)).astype(np.int8)
+    return op_model("FULLY_CONNECTED", [T((1, 16), "INT8", 0.1, 0), T((8, 16), "INT8", 0.05, 0, data=w)],
+                    [T((1, 8), "INT8", 0.2, 3)])
+
+
+def _limit_seen_by_kernels(interp) -> list[int]:
+    """Wrap the first step so that it records the BLAS limit in force while kernels run."""
+    seen = []
+    steps = interp._p.steps[0]
+    fn, ins, outs = steps[0]
+
+    def spy(inputs, outputs):
+        seen.append(blas.current_limit())
+        fn(inputs, outputs)
+
+    steps[0] = (spy, ins, outs)
+    return seen
+
+
+@pytest.mark.skipif(not blas.available(), reason="numpy's bundled OpenBLAS not found: the switch is a no-op")
+@pytest.mark.parametrize("threads, want", [(None, 1), (1, 1), (3, 3)])
+def test_invoke_runs_under_the_interpreters_thread_limit(threads, want):
+    from edge_sdk import Interpreter
+
+    before = blas.current_limit()
+    interp = Interpreter(model_content=_fc_model(), num_threads=threads)
+    interp.allocate_tensors()
+    seen = _limit_seen_by_kernels(interp)
+    interp.invoke()
+    interp.invoke_profiled()
+    assert seen == [want, want]
+    assert blas.current_limit() == before  # numpy outside invoke keeps its own setting
+
+
+@pytest.mark.skipif(not blas.available(), reason="numpy's bundled OpenBLAS not found: the switch is a no-op")
+def test_limit_restored_when_a_kernel_fails():
+    from edge_sdk import Interpreter
+
+    before = blas.current_limit()
+    interp = Interpreter(model_content=_fc_model())
+    interp.allocate_tensors()
+    fn, ins, outs = interp._p.steps[0][0]
+
+    def broken(inputs, outputs):
+        raise ZeroDivisionError("kernel bug")
+
+    interp._p.steps[0][0] = (broken, ins, outs)
+    with pytest.raises(RuntimeError, match="node 0 .*ZeroDivisionError"):
+        interp.invoke()
+    assert blas.current_limit() == before
+
+
+@pytest.mark.parametrize("bad, message", [(0, "num_threads should >= 1"), (-1, "num_threads should >= 1"),
+                                          ("2", "type of num_threads should be int"),
+                                          (1.0, "type of num_threads should be int")])
+def test_num_threads_checked_as_litert_does(bad, message):
+    from edge_sdk import Interpreter
+
+    with pytest.raises(ValueError, match=message):
+        Interpreter(model_content=_fc_model(), num_threads=bad)
+
+
+@pytest.mark.skipif(not blas.available(), reason="numpy's bundled OpenBLAS not found: the switch is a no-op")
+def test_concurrent_limits_nest_and_restore():
+    before = blas.current_limit()
+    outer = blas.enter(4)
+    assert blas.current_limit() == 4
+    inner = blas.enter(2)  # the smallest active limit wins
+    assert blas.current_limit() == 2
+    blas.leave(outer)
+    assert blas.current_limit() == 2
+    blas.leave(inner)
+    assert blas.current_limit() == before
+
+    errors = []
+    start = threading.Barrier(4)
+
+    def worker(n):
+        start.wait()
+        try:
+            for _ in range(300):
+                token = blas.enter(n)
+                limit = blas.current_limit()
+                if not 1 <= limit <= n:
+                    errors.append((n, limit))
+                blas.leave(token)
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in (1, 2, 3, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert blas.current_limit() == before
+
+
+def test_no_blas_means_no_op(monkeypatch):
+    monkeypatch.setattr(blas, "_setter", None)
+    assert not blas.available()
+    assert blas.enter(1) is None
+    blas.leave(None)
+    assert blas.current_limit() == -1
+    x = np.arange(-8, 8, dtype=np.int8).reshape(1, 16)
+    check_op(_fc_model(), [x], peer="tflm")  # invoke still runs, results unchanged
