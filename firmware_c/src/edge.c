@@ -403,6 +403,14 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
                 return fail_at(it, EDGE_MODEL_INVALID, WHAT("constant size does not match its shape"), bt.table - it->model);
             if ((uintptr_t)data % align)
                 return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("constant data misaligned"), data - it->model);
+            if (item == 8 && (uintptr_t)data % 8) {
+                /* 8-byte constants (int64 biases) may sit 4-aligned in real models; kernels read them as
+                 * int64_t, so they get an aligned copy in persistent memory (found by the fuzzer) */
+                void *copy = tail_alloc(it, (size_t)len);
+                if (!copy) return EDGE_ARENA_TOO_SMALL;
+                memcpy(copy, data, (size_t)len);
+                data = (const uint8_t *)copy;
+            }
             t->is_const = 1;
             t->data = (void *)(uintptr_t)data;
             t->bytes = (uint32_t)len;

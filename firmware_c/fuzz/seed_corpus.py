@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Seed corpus for the libFuzzer harness (fuzz_edge.c): real models and models our writer builds.
+
+    seed_corpus.py OUT_DIR [--max-bytes N]
+
+Writes OUT_DIR/*.tflite:
+  - every .tflite under ../shared/models up to --max-bytes (default 320 KB; bigger ones only slow the
+    fuzzer, and the harness's fixed arena refuses them anyway), when that folder exists;
+  - small one-operator models built with our writer (tests/oprunner.py) for the ops the C runtime has, int8
+    (and a few int16 / float32), so that mutations start next to every kernel's prepare and eval.
+OUT_DIR/.max_len gets the largest seed's size (libFuzzer's -max_len).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "models"
+
+
+def writer_models() -> dict[str, bytes]:
+    """name -> .tflite bytes of small one-op models (deterministic)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.oprunner import T, op_model
+
+    rng = np.random.default_rng(1)
+
+    def q(shape, scale=0.05, zp=3, t="INT8"):
+        return T(shape, t, scale=scale, zero_point=zp if t == "INT8" else 0)
+
+    def w8(shape, scale=0.02):
+        return T(shape, "INT8", scale=scale, zero_point=0, data=rng.integers(-127, 128, shape).astype(np.int8))
+
+    def b32(n, scale=0.001):
+        return T((n,), "INT32", scale=scale, zero_point=0, data=rng.integers(-500, 500, n).astype(np.int32))
+
+    m = {}
+    m["fc"] = op_model("FULLY_CONNECTED", [q((2, 8)), w8((4, 8)), b32(4)], [q((2, 4), 0.1, -2)],
+                       options=dict(fused_activation_function="RELU"))
+    m["conv"] = op_model("CONV_2D", [q((1, 6, 6, 3)), T((4, 3, 3, 3), "INT8", scale=[0.01, 0.02, 0.03, 0.04],
+                                                           zero_point=0, data=rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)),
+                                     T((4,), "INT32", scale=[5e-4, 1e-3, 1.5e-3, 2e-3], zero_point=0,
+                                       data=rng.integers(-500, 500, 4).astype(np.int32))],
+                         [q((1, 3, 3, 4), 0.2, -1)],
+                         options=dict(padding="SAME", stride_w=2, stride_h=2, fused_activation_function="RELU6"),
+                         version=3)
+    m["dwconv"] = op_model("DEPTHWISE_CONV_2D", [q((1, 5, 5, 4)), w8((1, 3, 3, 8)), b32(8)], [q((1, 5, 5, 8), 0.2)],
+                           options=dict(padding="SAME", stride_w=1, stride_h=1, depth_multiplier=2), version=2)
+    m["avgpool"] = op_model("AVERAGE_POOL_2D", [q((1, 4, 4, 2))], [q((1, 2, 2, 2))],
+                            options=dict(padding="VALID", stride_w=2, stride_h=2, filter_width=2, filter_height=2))
+    m["maxpool"] = op_model("MAX_POOL_2D", [q((1, 4, 4, 2))], [q((1, 2, 2, 2))],
+                            options=dict(padding="SAME", stride_w=2, stride_h=2, filter_width=3, filter_height=3))
+    m["add"] = op_model("ADD", [q((1, 3, 4)), q((1, 1, 4), 0.03, -5)], [q((1, 3, 4), 0.07, 1)])
+    m["mul"] = op_model("MUL", [q((2, 3)), q((2, 3), 0.02, 1)], [q((2, 3), 0.01, 0)])
+    m["sub"] = op_model("SUB", [q((4,)), q((4,), 0.04, 2)], [q((4,), 0.05, 0)], version=2)
+    m["softmax"] = op_model("SOFTMAX", [q((1, 10))], [T((1, 10), "INT8", scale=1 / 256, zero_point=-128)],
+                            options=dict(beta=1.0))
+    m["logistic"] = op_model("LOGISTIC", [q((1, 6), 0.1)], [T((1, 6), "INT8", scale=1 / 256, zero_point=-128)])
+    m["tanh"] = op_model("TANH", [q((1, 6), 0.1)], [T((1, 6), "INT8", scale=1 / 128, zero_point=0)])
+    m["reshape"] = op_model("RESHAPE", [q((2, 3, 4)), T((2,), "INT32", data=np.array([4, -1], np.int32))],
+                            [q((4, 6))])
+    m["concat"] = op_model("CONCATENATION", [q((1, 2, 3)), q((1, 2, 2))], [q((1, 2, 5))], options=dict(axis=2))
+    m["pad"] = op_model("PAD", [q((1, 3, 3, 1)), T((4, 2), "INT32", data=np.array([[0, 0], [1, 1], [2, 0], [0, 0]],
+                                                                                  np.int32))], [q((1, 5, 5, 1))])
+    m["mean"] = op_model("MEAN", [q((1, 4, 4, 3)), T((2,), "INT32", data=np.array([1, 2], np.int32))],
+                         [q((1, 1, 1, 3), 0.04, 1)], options=dict(keep_dims=True))
+    m["transpose"] = op_model("TRANSPOSE", [q((2, 3, 4)), T((3,), "INT32", data=np.array([2, 0, 1], np.int32))],
+                              [q((4, 2, 3))])
+    m["strided_slice"] = op_model("STRIDED_SLICE", [q((4, 6)), T((2,), "INT32", data=np.array([1, 0], np.int32)),
+                                                    T((2,), "INT32", data=np.array([3, 6], np.int32)),
+                                                    T((2,), "INT32", data=np.array([1, 2], np.int32))],
+                                  [q((2, 3))])
+    m["split"] = op_model("SPLIT", [T((), "INT32", data=np.array(1, np.int32)), q((2, 4))], [q((2, 2)), q((2, 2))],
+                          options=dict(num_splits=2))
+    m["quantize"] = op_model("QUANTIZE", [T((1, 8), "FLOAT32")], [q((1, 8))])
+    m["dequantize"] = op_model("DEQUANTIZE", [q((1, 8))], [T((1, 8), "FLOAT32")])
+    m["requantize16"] = op_model("QUANTIZE", [T((1, 8), "INT16", scale=0.001, zero_point=0)], [q((1, 8))])
+    m["relu"] = op_model("RELU", [q((2, 5))], [q((2, 5), 0.03, -128)])
+    m["hard_swish"] = op_model("HARD_SWISH", [q((2, 5))], [q((2, 5), 0.03, -10)])
+    m["leaky_relu"] = op_model("LEAKY_RELU", [q((2, 5))], [q((2, 5), 0.04, 0)], options=dict(alpha=0.2))
+    m["prelu"] = op_model("PRELU", [q((1, 2, 3)), T((3,), "INT8", scale=0.01, zero_point=0,
+                                                     data=np.array([10, -20, 30], np.int8))], [q((1, 2, 3))])
+    m["fc_float"] = op_model("FULLY_CONNECTED",
+                             [T((1, 4), "FLOAT32"), T((3, 4), "FLOAT32", data=rng.uniform(-1, 1, (3, 4)).astype(np.float32)),
+                              None], [T((1, 3), "FLOAT32")])
+    m["add16"] = op_model("ADD", [q((1, 4), 0.001, 0, "INT16"), q((1, 4), 0.002, 0, "INT16")],
+                          [q((1, 4), 0.003, 0, "INT16")])
+    m["tconv"] = op_model("TRANSPOSE_CONV", [T((4,), "INT32", data=np.array([1, 4, 4, 2], np.int32)), w8((2, 3, 3, 3)),
+                                             q((1, 2, 2, 3))], [q((1, 4, 4, 2), 0.2)],
+                          options=dict(padding="SAME", stride_w=2, stride_h=2))
+    return m
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--max-bytes", type=int, default=320 * 1024)
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    sizes = []
+    if SHARED.is_dir():
+        for p in sorted(SHARED.rglob("*.tflite")):
+            data = p.read_bytes()
+            if len(data) <= a.max_bytes:
+                (out / f"shared-{p.stem}.tflite").write_bytes(data)
+                sizes.append(len(data))
+    for name, data in writer_models().items():
+        (out / f"writer-{name}.tflite").write_bytes(data)
+        sizes.append(len(data))
+    (out / ".max_len").write_text(str(max(sizes)))
+    print(f"{len(sizes)} seeds in {out} (largest {max(sizes)} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
