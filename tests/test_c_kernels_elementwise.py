@@ -422,3 +422,14 @@ def test_seanet_models_found_when_shared_present():
     if not SHARED_MODELS.exists():
         pytest.skip("../shared/models is absent")
     assert len(_SEANET) >= 40
+
+
+def test_quantize_rounds_like_tflm_at_the_float32_tie_edge(backend):
+    # 0.5 - 2^-25 rounds to 0 (TfLiteRound is std::round); a float32 floor(|x| + 0.5) would give 1.
+    # The Python kernel (edge_sdk/kernels/quantize.py _round_half_away) does the latter; TFLM is the reference.
+    below_half = np.nextafter(np.float32(0.5), np.float32(0))
+    x = np.array([below_half, -below_half, 0.5, -0.5, 1.5, 2.5, -2.5], np.float32)
+    model = op_model("QUANTIZE", [T(x.shape, "FLOAT32")], [T(x.shape, "INT16", 1.0, 0)])
+    c = run_c(model, [x])
+    assert c[0].tolist() == [0, 0, 1, -1, 2, 3, -3]
+    assert_same(c, run_tflm(model, [x]), what="C vs TFLM")

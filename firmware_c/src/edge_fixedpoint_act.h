@@ -2,8 +2,8 @@
  *
  * Mirrors edge_sdk/kernels/quant.py, fixedpoint.py, elementwise.py and activations.py step for step, so the
  * C kernels give the Python kernels' bits (and so TFLM's):
- *  - Python-exact rounding helpers (the float32 "floor(|x| + 0.5f)" round the Python kernels use for
- *    activation ranges, RELU6's bound and QUANTIZE; a fused-activation clamp built on it);
+ *  - TFLite's float32 round (activation ranges, RELU6's bound, QUANTIZE, the int16 tables) and a
+ *    fused-activation clamp built on it;
  *  - a MultiplyByQuantizedMultiplier that also takes right shifts past 31 (int64 like numpy);
  *  - gemmlowp fixed point on int32 raw values: exp on negative values, 1/(1+x), (1-x)/(1+x), logistic, tanh,
  *    GetReciprocal; int16 SaturatingRoundingDoublingHighMul;
@@ -23,13 +23,17 @@
 
 /* ------------------------------------------------------------------------------------ rounding, ranges */
 
-/* quant.tflite_round of a float32: sign(x) * floor(|x| + 0.5f), the addition in float32. */
+/* TfLiteRound / std::round of a float32: halves away from zero, exactly (|x| - floor(|x|) is exact in float).
+ * The Python kernels' float32 floor(|x| + 0.5f) differs from it at |x| = 0.5 - 2^-25 (and at odd integers
+ * in [2^23, 2^24), which saturate everywhere it is used); TFLM, the reference, rounds those exactly. */
 static inline float ea_round_f32(float x) {
-    float r = floorf(fabsf(x) + 0.5f);
+    const float a = fabsf(x);
+    float r = floorf(a);
+    if (a - r >= 0.5f) r += 1.0f;
     return x < 0.0f ? -r : r;
 }
 
-/* quant.quantize_value: zero_point + round(f / scale), the division and round in float32. Saturated to
+/* quant.quantize_value: zero_point + round(f / scale), the division in float32. Saturated to
  * +-2^40 (absurd scales), *ok = 0 for NaN. */
 static inline int64_t ea_quantize_value(float f, float scale, int32_t zero_point, int *ok) {
     float r = ea_round_f32(f / scale);
