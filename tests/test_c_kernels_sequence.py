@@ -177,6 +177,10 @@ def test_whole_models_through_c(backend, name):
         else:
             feeds.append(rng.integers(-40, 41, tuple(d["shape"])).astype(d["dtype"]))
     is_float = probe.get_output_details()[0]["dtype"] == np.float32
+    c = backend.CInterpreter(model_content=data)
+    c.allocate_tensors()
+    plan = lambda p: ([(b.key, b.offset, b.size, b.first_use, b.last_use) for b in p.buffers], p.total)  # noqa: E731
+    assert plan(c.arena_plan()) == plan(probe.arena_plan())  # the same tensor plan as the Python interpreter
     for k in (1, 3):
         got = run_c(backend, data, feeds, k, check_reset=k == 3)
         same(got, run_interpreter(data, feeds, k), is_float, f"{name} python k={k}")
