@@ -1,0 +1,629 @@
+"""`edge flash`: build the serial-protocol firmware for one model and one device profile, then flash it.
+
+    result = flash("model.tflite", "qemu-mps2-an386")        # build, check the fit, start QEMU
+    result.port                                               # "socket://127.0.0.1:PORT" (SerialLink takes it)
+    stop_board(result.port)                                   # or stop_board(all=True); list_boards()
+
+The steps, in order (nothing is flashed or started before the ELF is complete and known to fit):
+
+1. generate (in the build folder): ``model_data.c`` (the model as an aligned const array, read in place from
+   flash), ``edge_ops_generated.c`` (firmware_c/tools/gen_ops.py: the op table for exactly the model's ops)
+   and ``app_config.h`` (arena bytes sized from the C runtime's plan of this model, input bytes, trace size);
+2. build ``fw.elf`` with ``make -C firmware_c/app`` for the profile's board and CPU with its toolchain flags
+   (only the kernel files the model's ops need are compiled);
+3. read the sections of the link (``arm-none-eabi-size -A``) and refuse when the model exceeds the profile's
+   ``flash_model_bytes`` or the arena its ``ram_arena_bytes`` (the linker itself refuses what does not fit
+   the board's memory map);
+4. flash with the profile's ``[flash] method``: ``qemu`` starts ``qemu-system-arm`` detached (its own
+   process group) with the UART on a TCP port and records it in the state file of running boards;
+   ``openocd``, ``pyocd``, ``picotool``, ``esptool`` and ``st-flash`` run the command ``flash_command``
+   builds from the profile's settings (a DeviceError names what to install when the tool is missing).
+
+The state file is ``$EDGE_STATE_DIR/boards.json`` (default ``~/.cache/edge-sdk/boards.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from edge_sdk import log
+from edge_sdk.errors import ArenaTooSmallError, DeviceError, ModelError, UnsupportedOpError
+
+ROOT = Path(__file__).resolve().parent.parent
+FIRMWARE = ROOT / "firmware_c"
+APP = FIRMWARE / "app"
+GEN_OPS = FIRMWARE / "tools" / "gen_ops.py"
+BOARD_LIST = ("qemu-mps2-an386", "stm32f746-disco", "stm32h743", "nrf52840-dk", "rp2040-pico")
+ARM_PACKAGES = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
+QEMU_PACKAGE = "apt-get install qemu-system-arm"
+INSTALL_HINTS = {
+    "openocd": "apt-get install openocd",
+    "pyocd": "pip install pyocd",
+    "picotool": "apt-get install picotool (or build it from github.com/raspberrypi/picotool)",
+    "esptool": "pip install esptool",
+    "st-flash": "apt-get install stlink-tools",
+    "qemu-system-arm": QEMU_PACKAGE,
+}
+UF2_FAMILY_RP2040 = 0xE48BFF56
+TYPE_BYTES = {"FLOAT32": 4, "FLOAT16": 2, "INT32": 4, "UINT8": 1, "INT64": 8, "BOOL": 1, "INT16": 2, "INT8": 1,
+              "FLOAT64": 8, "UINT64": 8, "UINT32": 4, "UINT16": 2, "INT4": 1}
+ARENA_SLACK = 1024  # bytes above the host's measure of the C arena (the target's structs are no larger)
+
+
+# ------------------------------------------------------------------------------------------------ results
+@dataclass
+class FlashResult:
+    port: str | None
+    elf: str
+    profile: str
+    board: str
+    method: str
+    model: str
+    model_sha256: str
+    model_bytes: int
+    text_bytes: int
+    data_bytes: int
+    bss_bytes: int
+    arena_bytes: int
+    flash_bytes: int
+    ram_bytes: int
+    build_dir: str
+    command: list[str] = field(default_factory=list)
+    pid: int | None = None
+    reused: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------------ state
+def state_path() -> Path:
+    base = os.environ.get("EDGE_STATE_DIR")
+    folder = Path(base) if base else Path.home() / ".cache" / "edge-sdk"
+    return folder / "boards.json"
+
+
+def _read_state() -> list[dict]:
+    p = state_path()
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return []
+    return [b for b in data.get("boards", []) if isinstance(b, dict)]
+
+
+def _write_state(boards: list[dict]) -> None:
+    p = state_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"boards": boards}, indent=2))
+    os.replace(tmp, p)
+
+
+def _alive(pid: int) -> bool:
+    """The process exists, is not a zombie and is a QEMU (a recycled pid is not ours)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        if sys.platform.startswith("linux"):
+            return False
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        _reap(pid)
+        return False
+    return b"qemu" in cmd
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except (ChildProcessError, OSError):
+        pass
+
+
+def list_boards() -> list[dict]:
+    """Running boards from the state file (dead ones are dropped from it)."""
+    boards = _read_state()
+    live = [b for b in boards if _alive(int(b.get("pid", 0)))]
+    if len(live) != len(boards):
+        _write_state(live)
+    return live
+
+
+def find_board(model_sha256: str, profile: str | None = None) -> dict | None:
+    """A running board that runs this model (and this profile, when given)."""
+    for b in list_boards():
+        if b.get("model_sha256") == model_sha256 and (profile is None or b.get("profile") == profile):
+            return b
+    return None
+
+
+def _kill_group(pid: int, pgid: int | None) -> None:
+    target = pgid or pid
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(target, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError as exc:
+            raise DeviceError(f"cannot stop QEMU process group {target}: {exc}") from exc
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            _reap(pid)
+            if not _alive(pid):
+                return
+            time.sleep(0.02)
+
+
+def stop_board(url: str | None = None, all: bool = False) -> list[dict]:
+    """Stop the board at ``url`` (a pyserial URL or a port number), or every board with ``all``; returns the
+    boards stopped. DeviceError when no running board has that URL."""
+    boards = list_boards()
+    if all:
+        chosen = boards
+    else:
+        if url is None:
+            if len(boards) == 1:
+                chosen = boards
+            else:
+                raise DeviceError(f"{len(boards)} boards are running: name one URL (edge board list) or --all")
+        else:
+            key = str(url)
+            chosen = [b for b in boards if b["url"] == key or str(b.get("tcp_port")) == key]
+            if not chosen:
+                known = ", ".join(b["url"] for b in boards) or "none"
+                raise DeviceError(f"no running board at {url} (running: {known})")
+    for b in chosen:
+        _kill_group(int(b["pid"]), b.get("pgid"))
+    stopped = {b["url"] for b in chosen}
+    _write_state([b for b in _read_state() if b.get("url") not in stopped])
+    return chosen
+
+
+# ------------------------------------------------------------------------------------------------ profile
+def board_for(profile) -> str:
+    """The firmware_c/boards/ board of a profile: its own name, else the nearest ancestor that is a board."""
+    for name in (profile.name, *profile.extends):
+        if name in BOARD_LIST:
+            return name
+    raise DeviceError(f"profile {profile.name} has no board support in firmware_c/boards "
+                      f"(boards: {', '.join(BOARD_LIST)}; esp32-s3 needs the ESP-IDF toolchain, see "
+                      f"firmware_c/boards/esp32-s3/README.md)")
+
+
+def _require_tool(tool: str, hint: str | None = None) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise DeviceError(f"{tool} not found on PATH: install it ({hint or INSTALL_HINTS.get(tool, tool)})")
+    return path
+
+
+# ------------------------------------------------------------------------------------------------ generate
+def model_c_source(data: bytes, name: str = "app_model") -> str:
+    """A C file defining ``const uint8_t <name>[]`` (16-byte aligned) and ``const uint32_t <name>_len``."""
+    lines = ["/* generated by edge_sdk/flash.py: the model, read in place from flash */", "#include <stdint.h>", "",
+             f"const uint8_t {name}[{max(len(data), 1)}] __attribute__((aligned(16))) = {{"]
+    hexes = [f"0x{b:02x}" for b in data] or ["0"]
+    for i in range(0, len(hexes), 16):
+        lines.append("    " + ", ".join(hexes[i:i + 16]) + ",")
+    lines += ["};", f"const uint32_t {name}_len = {len(data)}u;", ""]
+    return "\n".join(lines)
+
+
+def _gen_ops_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("edge_gen_ops", GEN_OPS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def kernel_files(model) -> list[str]:
+    """The src/kernels/ files the model's ops need; UnsupportedOpError names ops the C runtime lacks."""
+    rows = _gen_ops_module().scan()
+    builtin = {(r["op"], None): r for r in rows if r["custom"] is None}
+    custom = {r["custom"]: r for r in rows if r["custom"] is not None}
+    files, missing = set(), []
+    for code in model.operator_codes:
+        row = custom.get(code.custom_code) if code.name == "CUSTOM" else builtin.get((code.name, None))
+        label = code.custom_code if code.name == "CUSTOM" else code.name
+        if row is None or code.version > row["max_version"]:
+            missing.append(f"{label} v{code.version}" + (f" (C kernel up to v{row['max_version']})" if row else ""))
+        else:
+            files.add(row["file"])
+    if missing:
+        raise UnsupportedOpError(f"the C runtime (firmware_c/src/kernels) has no kernel for: {', '.join(missing)}")
+    return sorted(files)
+
+
+def _tensor_bytes(t) -> int:
+    return int(math.prod(int(d) for d in t.shape)) * TYPE_BYTES.get(t.type, 1)
+
+
+def measure_arena(data: bytes) -> int:
+    """Arena bytes the C runtime needs for the model: the host build's high-water mark (64-bit structs, so an
+    upper bound for 32-bit targets) plus a little slack; falls back to the Python plan when the host library
+    cannot be built."""
+    try:
+        from edge_sdk import backend_c
+
+        interp = backend_c.Interpreter(model_content=data)
+        interp.allocate_tensors()
+        info = interp.plan_info()
+        need = max(info["high_water"], info["arena_used"])
+    except ModelError:
+        raise
+    except Exception as exc:  # no host compiler, or the host library did not build
+        log.debug(f"host C runtime unavailable ({exc}); sizing the arena from the Python plan")
+        from edge_sdk.interpreter import Interpreter
+
+        interp = Interpreter(model_content=data)
+        interp.allocate_tensors()
+        need = int(interp.arena_size * 1.25) + 16384
+    return (need + ARENA_SLACK + 15) // 16 * 16
+
+
+def generate(model_path: Path, data: bytes, gen_dir: Path) -> dict:
+    """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used."""
+    from edge_sdk.model import read_model
+
+    model = read_model(data)
+    files = kernel_files(model)
+    sg0 = model.subgraphs[0]
+    input_bytes = sum(_tensor_bytes(sg0.tensors[i]) for i in sg0.inputs)
+    total_ops = sum(len(sg.operators) for sg in model.subgraphs)
+    trace_cap = min(4096, max(64, 2 * total_ops + 16))
+    arena = measure_arena(data)
+    gen_dir.mkdir(parents=True, exist_ok=True)
+    _write_if_changed(gen_dir / "model_data.c", model_c_source(data))
+    config = (
+        "/* generated by edge_sdk/flash.py for one model */\n"
+        "#ifndef EDGE_APP_CONFIG_H\n#define EDGE_APP_CONFIG_H\n"
+        f"#define APP_ARENA_BYTES {arena}u\n#define APP_INPUT_BYTES {input_bytes}u\n"
+        f"#define APP_TRACE_CAP {trace_cap}u\n#define APP_SG0_OPS {len(sg0.operators)}u\n#endif\n"
+    )
+    _write_if_changed(gen_dir / "app_config.h", config)
+    proc = subprocess.run([sys.executable, str(GEN_OPS), str(gen_dir / "edge_ops_generated.c"), "--model",
+                           str(model_path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
+    return {"kernels": files, "arena_bytes": arena, "input_bytes": input_bytes, "trace_cap": trace_cap,
+            "ops": len(sg0.operators)}
+
+
+def _write_if_changed(path: Path, text: str) -> None:
+    try:
+        if path.read_text() == text:
+            return
+    except OSError:
+        pass
+    path.write_text(text)
+
+
+# ------------------------------------------------------------------------------------------------ build
+def _toolchain_flags(profile) -> list[str]:
+    """The profile's compile flags the firmware can take (the CPU flags; optimisation comes from them too)."""
+    return [f for f in profile.toolchain.get("cflags", []) if f.startswith(("-m", "-O", "-f"))]
+
+
+def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dict]:
+    """Generate and build fw.elf for ``profile``; returns (elf path, generation info)."""
+    model_path = Path(model_path)
+    data = model_path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    board = board_for(profile)
+    compiler = profile.toolchain.get("compiler", "arm-none-eabi-gcc")
+    if "arm-none-eabi" not in compiler:
+        raise DeviceError(f"profile {profile.name} builds with {compiler}; firmware_c/app builds with "
+                          f"arm-none-eabi-gcc only")
+    _require_tool("arm-none-eabi-gcc", ARM_PACKAGES)
+    _require_tool("make", "apt-get install make")
+    if build_dir is None:
+        base = Path(os.environ.get("EDGE_STATE_DIR") or Path.home() / ".cache" / "edge-sdk")
+        build_dir = base / "firmware" / f"{profile.name}-{sha[:12]}"
+    build_dir = Path(build_dir).resolve()
+    gen_dir = build_dir / "gen"
+    log.stage(f"generating firmware sources for {model_path.name} ({len(data)} bytes) on {board}")
+    info = generate(model_path, data, gen_dir)
+    info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
+    cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
+    cmd = ["make", "-C", str(APP), f"-j{os.cpu_count() or 2}", f"BOARD={board}", f"BUILD={build_dir}",
+           f"GEN={gen_dir}", f"KERNELS={' '.join(info['kernels'])}",
+           f"PROFILE_CFLAGS={' '.join(_toolchain_flags(profile))}", f"PYTHON={sys.executable}"]
+    if cpu:
+        cmd.append(f"CPU={cpu}")
+    n_objects = 1 + len(info["kernels"]) + 4 + 4 + 1  # edge.c, kernels, board files, app + gen, link
+    elf = build_dir / "fw.elf"
+    log.stage(f"building {elf}")
+    lines = []
+    with log.progress(n_objects, "build") as bar:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith(("CC ", "LD ")):
+                bar.advance()
+        proc.wait()
+        bar.advance(n_objects)
+    if proc.returncode != 0:
+        text = "".join(lines)
+        overflow = re.findall(r"region [`'](\w+)' overflowed by (\d+) bytes", text)
+        if overflow:
+            what = "; ".join(f"{r} overflowed by {n} bytes" for r, n in overflow)
+            raise ModelError(f"the firmware for {model_path.name} does not fit {board}: {what} "
+                             f"(model {len(data)} bytes, arena {info['arena_bytes']} bytes)")
+        raise DeviceError(f"firmware build failed ({' '.join(cmd[:3])} ...):\n{text[-3000:]}")
+    return elf, info
+
+
+def section_sizes(elf: Path) -> dict[str, int]:
+    """Sizes of the allocated sections of an ELF (arm-none-eabi-size -A)."""
+    tool = _require_tool("arm-none-eabi-size", ARM_PACKAGES)
+    out = subprocess.run([tool, "-A", str(elf)], capture_output=True, text=True, check=True).stdout
+    sizes = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].startswith(".") and parts[1].isdigit():
+            sizes[parts[0]] = int(parts[1])
+    return sizes
+
+
+def link_usage(elf: Path) -> dict[str, int]:
+    """text/data/bss/arena bytes of the firmware from its sections."""
+    s = section_sizes(elf)
+    text = s.get(".text", 0) + s.get(".ARM.exidx", 0) + s.get(".vectors", 0) + s.get(".boot2", 0)
+    data = s.get(".data", 0)
+    bss = s.get(".bss", 0)
+    large = s.get(".board_large", 0)
+    stack = s.get(".stack", 0)
+    return {"text_bytes": text, "data_bytes": data, "bss_bytes": bss, "large_bytes": large, "stack_bytes": stack,
+            "flash_bytes": text + data, "ram_bytes": data + bss + large + stack}
+
+
+def check_fit(profile, model_bytes: int, arena_bytes: int, usage: dict) -> None:
+    """Refuse (with the numbers) a firmware whose model or arena exceeds the profile's budgets."""
+    problems = []
+    if model_bytes > profile.flash_model_bytes:
+        problems.append(f"the model is {model_bytes} bytes, {profile.name} allows flash_model_bytes="
+                        f"{profile.flash_model_bytes}")
+    if arena_bytes > profile.ram_arena_bytes:
+        problems.append(f"the arena is {arena_bytes} bytes, {profile.name} allows ram_arena_bytes="
+                        f"{profile.ram_arena_bytes}")
+    if problems:
+        numbers = (f"(firmware: text {usage['text_bytes']} + data {usage['data_bytes']} bytes of flash, "
+                   f"data {usage['data_bytes']} + bss {usage['bss_bytes']} + arena {arena_bytes} bytes of RAM)")
+        cls = ArenaTooSmallError if arena_bytes > profile.ram_arena_bytes and model_bytes <= profile.flash_model_bytes \
+            else ModelError
+        raise cls(f"does not fit {profile.name}: " + "; ".join(problems) + " " + numbers)
+
+
+# ------------------------------------------------------------------------------------------------ flashing
+def objcopy(elf: Path, fmt: str = "binary") -> Path:
+    tool = _require_tool("arm-none-eabi-objcopy", ARM_PACKAGES)
+    out = elf.with_suffix({"binary": ".bin", "ihex": ".hex"}[fmt])
+    subprocess.run([tool, "-O", fmt, str(elf), str(out)], check=True, capture_output=True)
+    return out
+
+
+def uf2_from_binary(data: bytes, base: int, family: int = UF2_FAMILY_RP2040) -> bytes:
+    """UF2 (Microsoft's USB flashing format): 256 payload bytes per 512-byte block, with the family ID."""
+    blocks = [data[i:i + 256] for i in range(0, len(data), 256)] or [b""]
+    out = bytearray()
+    for k, chunk in enumerate(blocks):
+        head = struct.pack("<IIIIIIII", 0x0A324655, 0x9E5D5157, 0x00002000, base + 256 * k, 256, k, len(blocks),
+                           family)
+        out += head + chunk.ljust(476, b"\x00") + struct.pack("<I", 0x0AB16F30)
+    return bytes(out)
+
+
+def flash_command(profile, elf, port: str | None = None) -> list[str]:
+    """The command line that flashes ``elf`` (or its .bin/.uf2 next to it) with the profile's method."""
+    f = profile.flash
+    method = f.get("method")
+    elf = str(elf)
+    stem = elf[:-4] if elf.endswith(".elf") else elf
+    if method == "openocd":
+        cmd = ["openocd"]
+        for cfg in (f.get("interface"), f.get("target"), *f.get("config", [])):
+            if cfg:
+                cmd += ["-f", cfg]
+        if "adapter_speed_khz" in f:
+            cmd += ["-c", f"adapter speed {f['adapter_speed_khz']}"]
+        cmd += ["-c", f"program {elf} verify reset exit"]
+        return cmd
+    if method == "pyocd":
+        cmd = ["pyocd", "flash"]
+        if "target" in f:
+            cmd += ["--target", f["target"]]
+        if "frequency_hz" in f:
+            cmd += ["--frequency", str(f["frequency_hz"])]
+        return cmd + [elf]
+    if method == "picotool":
+        path = f"{stem}.uf2" if f.get("format", "uf2") == "uf2" else elf
+        cmd = ["picotool", "load", "--verify", path]
+        if f.get("reboot", True):
+            cmd.append("--execute")
+        return cmd
+    if method == "esptool":
+        tool = "esptool" if shutil.which("esptool") else "esptool.py"
+        cmd = [tool, "--chip", f.get("chip", "auto")]
+        if port:
+            cmd += ["--port", port]
+        cmd += ["--baud", str(f.get("baud", 460800)), "--before", f.get("before", "default_reset"),
+                "--after", f.get("after", "hard_reset"), "write_flash"]
+        for key, opt in (("flash_mode", "--flash_mode"), ("flash_freq", "--flash_freq"), ("flash_size", "--flash_size")):
+            if key in f:
+                cmd += [opt, str(f[key])]
+        return cmd + [hex(f.get("address", 0x10000)), f"{stem}.bin"]
+    if method == "st-flash":
+        cmd = ["st-flash"]
+        if f.get("reset", True):
+            cmd.append("--reset")
+        fmt = f.get("format", "binary")
+        if fmt == "ihex":
+            return cmd + ["--format", "ihex", "write", f"{stem}.hex"]
+        return cmd + ["write", f"{stem}.bin", hex(f.get("address", 0x08000000))]
+    if method == "qemu":
+        return qemu_command(profile, elf, 0)
+    raise DeviceError(f"profile {profile.name}: flash method {method!r} cannot flash firmware (use --port with "
+                      f"a board flashed another way)")
+
+
+def qemu_command(profile, elf, tcp_port: int) -> list[str]:
+    f = profile.flash
+    cmd = [f.get("binary", "qemu-system-arm"), "-M", f.get("machine", "mps2-an386")]
+    if "cpu" in f:
+        cmd += ["-cpu", f["cpu"]]
+    cmd += list(f.get("extra_args", ["-nographic", "-monitor", "none"]))
+    cmd += ["-kernel", str(elf), "-icount", f"shift={f.get('icount_shift', 0)}",
+            "-serial", f"tcp:127.0.0.1:{tcp_port},server=on,wait=on"]
+    return cmd
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _parse_port(url: str | None) -> int | None:
+    if not url:
+        return None
+    m = re.fullmatch(r"(?:socket://)?(?:127\.0\.0\.1|localhost):(\d+)|(\d+)", url)
+    if not m:
+        raise DeviceError(f"--port for a QEMU board is socket://127.0.0.1:PORT or a port number, not {url}")
+    return int(m.group(1) or m.group(2))
+
+
+def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | None = None,
+               model: str = "", timeout: float = 10.0) -> dict:
+    """Start QEMU detached on the finished ELF; wait until its serial port listens; record it."""
+    binary = profile.flash.get("binary", "qemu-system-arm")
+    _require_tool(binary, QEMU_PACKAGE)
+    tcp_port = _parse_port(port_url)
+    for attempt in range(3):
+        port = tcp_port or _free_port()
+        cmd = qemu_command(profile, elf, port)
+        logf = open(Path(elf).with_suffix(".qemu.log"), "wb")
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        logf.close()
+        end = time.monotonic() + timeout
+        ok = False
+        while time.monotonic() < end:
+            if proc.poll() is not None:
+                break
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    ok = True  # the guest starts now; it sends nothing until a host speaks
+                    break
+            except OSError:
+                time.sleep(0.05)
+        if ok:
+            break
+        if proc.poll() is None:
+            _kill_group(proc.pid, proc.pid)
+        text = Path(elf).with_suffix(".qemu.log").read_text(errors="replace")[-800:]
+        if tcp_port or attempt == 2 or "address" not in text.lower():
+            raise DeviceError(f"QEMU did not start listening on 127.0.0.1:{port} ({' '.join(cmd)}): {text}")
+    proc.returncode = 0  # detached on purpose: it outlives this process (edge board stop ends it)
+    url = f"socket://127.0.0.1:{port}"
+    board = {"url": url, "tcp_port": port, "pid": proc.pid, "pgid": proc.pid, "elf": str(elf), "profile": profile.name,
+             "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
+             "command": cmd}
+    _write_state([b for b in list_boards() if b["url"] != url] + [board])
+    return board
+
+
+def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bool = False) -> FlashResult:
+    """Build the firmware for ``model_path`` and the profile ``target`` (name, path or Profile), check the fit,
+    then flash it (see the module docstring). With ``reuse`` a running QEMU board with the same model and
+    profile is returned instead of starting another."""
+    from edge_sdk.profiles import Profile, load_profile
+
+    profile = target if isinstance(target, Profile) else load_profile(target)
+    model_path = Path(model_path)
+    method = profile.flash.get("method")
+    if method not in ("qemu", "openocd", "pyocd", "picotool", "esptool", "st-flash"):
+        raise DeviceError(f"profile {profile.name} flashes with {method!r}: `edge flash` builds firmware for "
+                          f"microcontrollers (use `edge deploy` for Linux boards)")
+    if reuse and method == "qemu" and port is None:
+        sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
+        b = find_board(sha, profile.name)
+        if b is not None:
+            log.stage(f"reusing the running board {b['url']} (same model)")
+            usage = link_usage(Path(b["elf"])) if Path(b["elf"]).exists() else {}
+            return FlashResult(port=b["url"], elf=b["elf"], profile=profile.name, board=board_for(profile),
+                               method=method, model=str(model_path), model_sha256=sha,
+                               model_bytes=model_path.stat().st_size, text_bytes=usage.get("text_bytes", 0),
+                               data_bytes=usage.get("data_bytes", 0), bss_bytes=usage.get("bss_bytes", 0),
+                               arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
+                               ram_bytes=usage.get("ram_bytes", 0), build_dir=str(Path(b["elf"]).parent),
+                               command=b.get("command", []), pid=b["pid"], reused=True)
+    elf, info = build(model_path, profile, build_dir)
+    usage = link_usage(elf)
+    arena = usage["large_bytes"] or info["arena_bytes"]
+    check_fit(profile, info["model_bytes"], arena, usage)
+    result = FlashResult(port=port, elf=str(elf), profile=profile.name, board=info["board"], method=method,
+                         model=str(model_path), model_sha256=info["sha256"], model_bytes=info["model_bytes"],
+                         text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
+                         arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
+                         build_dir=str(elf.parent))
+    if method == "qemu":
+        with log.progress(1, "flash (start QEMU)") as bar:
+            b = start_qemu(profile, elf, port, info, model=str(model_path))
+            bar.advance()
+        result.port, result.pid, result.command = b["url"], b["pid"], b["command"]
+        return result
+    # silicon: the image the tool wants, then the tool
+    if method in ("st-flash", "esptool") or (method == "picotool" and profile.flash.get("format", "uf2") == "uf2"):
+        fmt = "ihex" if profile.flash.get("format") == "ihex" else "binary"
+        image = objcopy(elf, fmt)
+        if method == "picotool" and profile.flash.get("format", "uf2") == "uf2":
+            base = 0x10000000
+            elf.with_suffix(".uf2").write_bytes(uf2_from_binary(image.read_bytes(), base))
+    cmd = flash_command(profile, elf, port)
+    result.command = cmd
+    tool = cmd[0]
+    _require_tool(tool, INSTALL_HINTS.get("esptool" if tool.startswith("esptool") else tool))
+    with log.progress(1, f"flash ({tool})") as bar:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        bar.advance()
+    if proc.returncode != 0:
+        raise DeviceError(f"{' '.join(cmd)} failed (exit {proc.returncode}): "
+                          f"{(proc.stderr or proc.stdout).strip()[-1500:]}")
+    result.port = port or profile.serial.get("port")
+    return result
+
+
+def format_flash(r: FlashResult) -> str:
+    lines = [f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
+             f"arena {r.arena_bytes} B (model {r.model_bytes} B)"]
+    if r.method == "qemu":
+        lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")
+        lines.append(r.port)
+        lines.append(f"stop it with: edge board stop {r.port}")
+    else:
+        lines.append(f"flashed with: {' '.join(r.command)}")
+        if r.port:
+            lines.append(f"serial port: {r.port}")
+    return "\n".join(lines) + "\n"
+
