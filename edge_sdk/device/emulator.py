@@ -23,6 +23,7 @@ import hashlib
 import socket
 import struct
 import threading
+from typing import Self
 
 import numpy as np
 
@@ -352,7 +353,7 @@ class DeviceEmulator:
         while not self._stop.is_set():
             try:
                 conn, _ = self._server.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -364,7 +365,7 @@ class DeviceEmulator:
                         data = conn.recv(65536)
                         if not data:
                             break  # the host closed the port
-                    except (TimeoutError, socket.timeout):
+                    except TimeoutError:
                         data = b""
                     except OSError:
                         break
@@ -384,7 +385,7 @@ class DeviceEmulator:
             self._server.close()
             self._server = None
 
-    def __enter__(self) -> DeviceEmulator:
+    def __enter__(self) -> Self:
         self.start()
         return self
 

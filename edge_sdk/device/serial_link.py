@@ -20,11 +20,13 @@ naming the command and the port.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import struct
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
@@ -453,19 +455,15 @@ class SerialLink:
         self.last_command: str | None = None
         self.retransmissions = 0  # over the link's life: how noisy it was
         self.corrupt_frames = 0
-        try:
+        with contextlib.suppress(AttributeError, OSError, ValueError):  # some serial-like objects fix it
             self._ser.timeout = 0.01
-        except Exception:  # some serial-like objects have a fixed timeout
-            pass
 
     # --------------------------------------------------------------------------------- lifetime
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             self._ser.close()
-        except Exception:
-            pass
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc):
@@ -476,10 +474,8 @@ class SerialLink:
         """Resynchronise (delimiters, then HELLO) and check the protocol version."""
         self._reader = FrameReader()
         self._unread = [item for item in self._unread if isinstance(item, Frame) and item.type == LOG]
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             self._ser.reset_input_buffer()
-        except Exception:
-            pass
         frame = self._transact(HELLO, b"", lead=b"\x00\x00", any_version=True)
         h = unpack_hello(frame.payload)
         if frame.version != PROTOCOL_VERSION or h.protocol_version != PROTOCOL_VERSION:
@@ -502,6 +498,9 @@ class SerialLink:
     @property
     def device(self) -> Hello:
         """The last HELLO reply (sends HELLO first when there is none)."""
+        return self._ensure_hello()
+
+    def _ensure_hello(self) -> Hello:
         return self._hello or self.hello()
 
     @property
@@ -523,7 +522,7 @@ class SerialLink:
             )
 
     def info(self) -> DeviceInfo:
-        self.device
+        self._ensure_hello()
         self._info = unpack_info(self._transact(INFO, b"").payload)
         return self._info
 
@@ -542,19 +541,22 @@ class SerialLink:
             raise ValueError(f"input {i} of the device's model is {spec.type} {list(spec.shape)}, "
                              f"not {a.dtype} {list(a.shape)}")
         data = np.ascontiguousarray(a, dtype=spec.dtype.newbyteorder("<")).tobytes()
-        offset = 0
-        while offset < len(data) or offset == 0:
-            n = self._chunk
-            chunk = data[offset:offset + n]
-            self._transact(SET_INPUT, SET_INPUT_HEAD.pack(i, offset) + chunk, chunked=True)
-            offset += len(chunk)
-            if not data:
+        offset, budget = 0, _Budget()
+        while True:
+            chunk = data[offset:offset + self._chunk]
+            try:
+                self._transact(SET_INPUT, SET_INPUT_HEAD.pack(i, offset) + chunk, chunked=True, budget=budget,
+                               data_len=len(chunk))
+            except _Smaller:
+                continue
+            offset, budget = offset + len(chunk), _Budget()
+            if offset >= len(data):
                 break
 
     def invoke(self, runs: int = 1) -> InvokeResult:
         if not 1 <= runs <= 0xFFFFFFFF:
             raise ValueError(f"runs must be at least 1, not {runs}")
-        self.device
+        self._ensure_hello()
         p = self._transact(INVOKE, struct.pack("<I", runs), long=True).payload
         return InvokeResult(*INVOKE_REPLY.unpack_from(p))
 
@@ -562,9 +564,15 @@ class SerialLink:
         spec = self._spec("output", i)
         data = bytearray()
         total = None
+        budget = _Budget()
         while total is None or len(data) < total:
-            p = self._transact(GET_OUTPUT, CHUNK_REQUEST.pack(i, len(data), min(self._chunk, 0xFFFF), 0),
-                               chunked=True).payload
+            ask = min(self._chunk, 0xFFFF)
+            try:
+                p = self._transact(GET_OUTPUT, CHUNK_REQUEST.pack(i, len(data), ask, 0), chunked=True,
+                                   budget=budget, data_len=ask).payload
+            except _Smaller:
+                continue
+            budget = _Budget()
             index, offset, total = OUTPUT_REPLY.unpack_from(p)
             if index != i or offset != len(data):
                 raise DeviceError(f"GET_OUTPUT on {self.port}: asked output {i} at {len(data)}, the device "
@@ -580,9 +588,15 @@ class SerialLink:
     def get_trace(self) -> Trace:
         blob = bytearray()
         total = None
+        budget = _Budget()
         while total is None or len(blob) < total:
-            p = self._transact(GET_TRACE, TRACE_REQUEST.pack(len(blob), min(self._chunk, 0xFFFF), 0),
-                               chunked=True).payload
+            ask = min(self._chunk, 0xFFFF)
+            try:
+                p = self._transact(GET_TRACE, TRACE_REQUEST.pack(len(blob), ask, 0), chunked=True, budget=budget,
+                                   data_len=ask).payload
+            except _Smaller:
+                continue
+            budget = _Budget()
             offset, total = TRACE_REPLY.unpack_from(p)
             chunk = p[TRACE_REPLY.size:]
             if offset != len(blob) or (not chunk and len(blob) < total):
@@ -594,13 +608,13 @@ class SerialLink:
         return trace
 
     def reset_state(self) -> None:
-        self.device
+        self._ensure_hello()
         self._transact(RESET_STATE, b"")
 
     def load_model(self, model_bytes: bytes) -> Hello:
         """Send a model into the device's RAM (capability LOAD_MODEL); checks the hash it reports."""
         data = bytes(model_bytes)
-        h = self.device
+        h = self._ensure_hello()
         if not h.capabilities & CAP_LOAD_MODEL:
             raise DeviceError(f"the device on {self.port} cannot load models over the link (no LOAD_MODEL "
                               f"capability): flash the model instead")
@@ -677,7 +691,13 @@ class SerialLink:
             raise DeviceError(f"{self.last_command} on {self.port}: cannot write to the link: {exc}") from exc
 
     def _transact(self, type_: int, payload: bytes, long: bool = False, chunked: bool = False,
-                  lead: bytes = b"\x00", any_version: bool = False) -> Frame:
+                  lead: bytes = b"\x00", any_version: bool = False, budget: _Budget | None = None,
+                  data_len: int | None = None) -> Frame:
+        """Send one command (a new seq) and return its reply frame; retransmits as the spec says.
+
+        ``budget`` carries the attempt counts across re-issues of the same chunk. ``data_len`` (for the
+        idempotent chunked commands SET_INPUT, GET_OUTPUT, GET_TRACE) allows giving up on this frame when it
+        is lost: the chunk size shrinks and ``_Smaller`` tells the caller to re-issue a smaller chunk."""
         name = COMMAND_NAMES[type_]
         self.last_command = name
         self._seq = (self._seq + 1) & 0xFFFF
@@ -685,18 +705,18 @@ class SerialLink:
         if self._hello is not None and OVERHEAD + len(payload) > self._hello.max_frame:
             raise DeviceError(f"{name} frame of {OVERHEAD + len(payload)} bytes exceeds the device's max_frame "
                               f"{self._hello.max_frame} on {self.port}")
-        attempts = timeouts = fast = 0
-        started = time.monotonic()
-        acked = False
+        b = budget or _Budget()
+        sent = 0
+        ack_deadline = None  # set when the device acknowledged: then only invoke_timeout bounds the wait
+        interval = self.timeout
         while True:
-            flags = FLAG_RETRANSMIT if attempts else 0
-            self._send(lead + cobs_encode(encode_frame(type_, seq, payload, flags)) + b"\x00")
-            attempts += 1
-            deadline = time.monotonic() + (self.invoke_timeout if acked else self.timeout)
+            self._send(lead + cobs_encode(encode_frame(type_, seq, payload, FLAG_RETRANSMIT if sent else 0)) + b"\x00")
+            sent += 1
+            b.attempts += 1
+            now = time.monotonic()
+            deadline = now + (interval if ack_deadline is None else min(interval, max(0.0, ack_deadline - now)))
             retransmit = False
-            while not retransmit:
-                if time.monotonic() >= deadline:
-                    break
+            while not retransmit and time.monotonic() < deadline:
                 items = self._read_frames()
                 for k, item in enumerate(items):
                     if isinstance(item, ValueError):
@@ -709,38 +729,50 @@ class SerialLink:
                     elif t == NAK:
                         retransmit = True
                     elif item.seq != seq:
-                        continue  # a late answer to an earlier attempt or command
+                        continue  # a late answer to an earlier command
                     elif t == ACK:
-                        if not acked and long:
-                            acked = True
-                            deadline = time.monotonic() + self.invoke_timeout
+                        if long and ack_deadline is None:
+                            ack_deadline = time.monotonic() + self.invoke_timeout
+                            deadline = min(ack_deadline, time.monotonic() + interval)
                     elif t == (type_ | REPLY):
                         if item.version != PROTOCOL_VERSION and not any_version:
                             raise DeviceError(f"protocol version mismatch on {self.port}: the device answered "
                                               f"{name} in version {item.version}, this host speaks version "
                                               f"{PROTOCOL_VERSION}")
                         self._unread = items[k + 1:]  # e.g. a LOG frame right behind the reply
-                        self._tune(chunked, attempts)
+                        self._tune(chunked, b.attempts)
                         return item
                     elif t == STATUS:
                         self._unread = items[k + 1:]
-                        self._tune(chunked, attempts)
+                        self._tune(chunked, b.attempts)
                         self._status_error(name, item)
-                if retransmit and fast >= self.max_fast_retransmits:
+                if retransmit and b.fast >= self.max_fast_retransmits:
                     retransmit = False  # stop reacting to noise: wait the attempt out instead
             if retransmit:
-                fast += 1
-            else:
-                timeouts += 1
-                if timeouts > self.retries:
-                    waited = time.monotonic() - started
+                b.fast += 1
+            elif ack_deadline is not None:
+                # The device is (or was) running it: ask again now and then, with a growing interval; a
+                # duplicate is answered from its cache once it is done. Only invoke_timeout ends this.
+                if time.monotonic() >= ack_deadline:
                     raise DeviceError(
-                        f"timeout: no answer to {name} (seq {seq}) from {self.port} after {attempts} attempts "
-                        f"in {waited:.2f} s" + (" (the device acknowledged it)" if acked else "")
+                        f"timeout: {name} (seq {seq}) on {self.port} was acknowledged but not answered within "
+                        f"invoke_timeout {self.invoke_timeout:g} s"
+                    )
+                interval = min(interval * 2, max(self.timeout, 2.0))
+            else:
+                b.timeouts += 1
+                if b.timeouts > self.retries:
+                    raise DeviceError(
+                        f"timeout: no answer to {name} (seq {seq}) from {self.port} after {b.attempts} attempts "
+                        f"in {time.monotonic() - b.started:.2f} s"
                     )
             self.retransmissions += 1
             if chunked:
-                self._shrink()  # later chunks get smaller; this one is resent as it was (same seq, same bytes)
+                smaller = max(16, (self._chunk or 16) // 2)
+                self._chunk, self._clean = smaller, 0
+                if data_len is not None and data_len > smaller:
+                    raise _Smaller()  # re-issue this chunk smaller (idempotent command: safe)
+                # otherwise resend as it was (same seq, same bytes), e.g. a LOAD_MODEL chunk
 
     def _status_error(self, name: str, frame: Frame):
         code, detail, message = unpack_status(frame.payload)
@@ -750,11 +782,6 @@ class SerialLink:
                               f"this host speaks version {PROTOCOL_VERSION} (refused {name})")
         raise DeviceError(f"{name} failed on {self.port}: {cname} ({detail})" + (f": {message}" if message else ""))
 
-    def _shrink(self) -> None:
-        if self._chunk is not None:
-            self._chunk = max(16, self._chunk // 2)
-            self._clean = 0
-
     def _tune(self, chunked: bool, attempts: int) -> None:
         if not chunked or self._hello is None or attempts > 1:
             return
@@ -763,3 +790,15 @@ class SerialLink:
         if self._clean >= 4 and self._chunk < top:
             self._chunk = min(top, self._chunk * 2)
             self._clean = 0
+
+
+class _Budget:
+    """Attempts spent on one chunk (or command), across re-issues with smaller chunks."""
+
+    def __init__(self):
+        self.attempts = self.timeouts = self.fast = 0
+        self.started = time.monotonic()
+
+
+class _Smaller(Exception):
+    """Internal: the chunk was lost and the chunk size shrank; send this part again, smaller."""
