@@ -433,3 +433,27 @@ def test_quantize_rounds_like_tflm_at_the_float32_tie_edge(backend):
     c = run_c(model, [x])
     assert c[0].tolist() == [0, 0, 1, -1, 2, 3, -3]
     assert_same(c, run_tflm(model, [x]), what="C vs TFLM")
+
+
+# ------------------------------------------------------------------------------------------------ whole models
+
+# shared models whose every op the C runtime has and which use this file's ops (SOFTMAX, LOGISTIC, QUANTIZE, ADD)
+WHOLE_MODELS = ["tflite-micro/person_detect.tflite", "tflite-micro/keyword_scrambled.tflite",
+                "tflite-micro/dtln_noise_suppression.tflite", "tflite-micro/micro_speech_quantized.tflite",
+                "tflite-micro/simple_add_model.tflite"]
+
+
+@pytest.mark.parametrize("rel", WHOLE_MODELS, ids=lambda r: r.rsplit("/", 1)[1])
+def test_whole_models_bit_exact(backend, rel):
+    from tests.conftest import shared_model
+
+    data = shared_model(rel).read_bytes()
+    from edge_sdk import Interpreter
+
+    interp = Interpreter(model_content=data, backend="c")
+    interp.allocate_tensors()
+    rng = np.random.default_rng(7)
+    xs = [rand(rng, tuple(d["shape"]), np.dtype(d["dtype"])) for d in interp.get_input_details()]
+    c = run_c(data, xs)
+    assert_same(c, run_ours(data, xs), what=f"{rel}: C vs Python")
+    assert_same(c, run_tflm(data, xs, isolate=True), what=f"{rel}: C vs TFLM")
