@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #define EDGE_INT32_MIN (-2147483647 - 1)
 #define EDGE_INT32_MAX 2147483647
@@ -61,17 +62,27 @@ static inline int32_t edge_mbqm64(int64_t x, int32_t multiplier, int32_t shift) 
 static inline double edge_round(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
 
 /* TFLM QuantizeMultiplier: real ~= *multiplier * 2^(*shift - 31), multiplier in [2^30, 2^31) (or 0).
- * Returns -1 (and 0, 0) for a real that is not finite, which no kernel can run (the Python kernels fail too). */
+ * Returns -1 (and 0, 0) for a real that is not finite, which no kernel can run (the Python kernels fail too).
+ * The same result as frexp + round(q * 2^31) on the double (quant.quantize_multiplier), computed from the
+ * IEEE-754 bits with integers, so firmware links no libm frexp/floor: for a normal double with 53-bit
+ * significand m (implicit bit set) and biased exponent e, frexp gives q = m / 2^53 and exponent e - 1022,
+ * and q * 2^31 = m / 2^22 exactly, so its half-away rounding is (m + 2^21) >> 22 on the magnitude.
+ * Subnormals have exponent < -31 (result 0, 0), as with frexp. */
 static inline int edge_quantize_multiplier(double real, int32_t *multiplier, int32_t *shift) {
-    int exponent = 0;
-    double q;
+    uint64_t u, m;
+    int32_t e, exponent;
     int64_t q_fixed;
     *multiplier = 0;
     *shift = 0;
-    if (real == 0.0) return 0;
-    if (!(real - real == 0.0)) return -1; /* inf or nan */
-    q = frexp(real, &exponent);
-    q_fixed = (int64_t)edge_round(q * 2147483648.0);
+    memcpy(&u, &real, sizeof u);
+    e = (int32_t)((u >> 52) & 0x7ff);
+    m = u & (((uint64_t)1 << 52) - 1);
+    if (e == 0x7ff) return -1; /* inf or nan */
+    if (e == 0) return 0;      /* zero or subnormal */
+    m |= (uint64_t)1 << 52;
+    exponent = e - 1022;
+    q_fixed = (int64_t)((m + ((uint64_t)1 << 21)) >> 22);
+    if (u >> 63) q_fixed = -q_fixed;
     if (q_fixed == ((int64_t)1 << 31)) { q_fixed /= 2; exponent += 1; }
     if (exponent < -31) { exponent = 0; q_fixed = 0; }
     *multiplier = (int32_t)q_fixed;
@@ -82,13 +93,23 @@ static inline int edge_quantize_multiplier(double real, int32_t *multiplier, int
 /* zero_point + round(f / scale), the division in float32 (TFLM's activation-range helper), saturated to
  * +-2^40 so that absurd scales stay defined (the caller clamps to the type's range anyway); *ok = 0 for NaN. */
 static inline int64_t edge_quantize_value(float f, float scale, int32_t zero_point, int *ok) {
+    /* round(q) halves away from zero from the float's bits (no libm): |q| < 2^40 has a 24-bit significand
+     * m and exponent E = e - 150, so the value is m * 2^E; (double)q + 0.5 is exact, so floor of it equals
+     * the integer rounding below. */
     float q = f / scale;
-    double r;
+    uint32_t u, m;
+    int32_t e;
+    int64_t r;
     if (q != q) { *ok = 0; return 0; }
-    r = edge_round((double)q);
-    if (r > 1099511627776.0) r = 1099511627776.0;
-    if (r < -1099511627776.0) r = -1099511627776.0;
-    return (int64_t)zero_point + (int64_t)r;
+    memcpy(&u, &q, sizeof u);
+    e = (int32_t)((u >> 23) & 0xff);
+    m = (u & 0x7fffffu) | 0x800000u;
+    if (e >= 127 + 40) r = (int64_t)1 << 40;                 /* |q| >= 2^40 (and inf): saturate */
+    else if (e < 126) r = 0;                                  /* |q| < 0.5 */
+    else if (e >= 150) r = (int64_t)m << (e - 150);           /* an integer already */
+    else r = (int64_t)((m + ((uint32_t)1 << (149 - e))) >> (150 - e));
+    if (u >> 31) r = -r;
+    return (int64_t)zero_point + r;
 }
 
 /* TFLM CalculateActivationRangeQuantized for a fused activation (EDGE_ACT_*) on a quantized output whose

@@ -62,6 +62,7 @@ def parse_map(path: Path) -> dict[str, dict[str, int]]:
     """{group: {"text","data","bss": bytes}} of the input sections a GNU ld map says were kept;
     group is "runtime", "libs" or "other" (board + main)."""
     out = {g: {"text": 0, "data": 0, "bss": 0} for g in ("runtime", "libs", "other")}
+    out["objects"] = {}  # runtime .text by object (edge.o, conv_2d.o, ...)
     lines = path.read_text().splitlines()
     try:
         start = next(i for i, line in enumerate(lines) if line.startswith("Linker script and memory map"))
@@ -97,6 +98,9 @@ def parse_map(path: Path) -> dict[str, dict[str, int]]:
         else:
             group = "other"
         out[group][kind] += size
+        if group == "runtime" and kind == "text":
+            obj = src[src.find("(") + 1:-1] if "(" in src else Path(src).name
+            out["objects"][obj] = out["objects"].get(obj, 0) + size
     return out
 
 
@@ -152,18 +156,24 @@ def run(cmd: list[str]) -> None:
         raise SystemExit(f"size_report: {' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
-def measure(cpu: str, groups, jobs: int) -> tuple[dict, dict]:
-    """Links every group's image for cpu; returns ({key: {"runtime":..., "libs":..., "members": set}}, baseline)."""
+VARIANTS = {"": ("build", ""), "nostr": ("build/nostr", "-DEDGE_NO_STATUS_STRINGS")}
+
+
+def measure(cpu: str, groups, jobs: int, variant: str = "") -> tuple[dict, dict]:
+    """Links every group's image for cpu; returns ({key: {"runtime":..., "libs":..., "members": set}}, baseline).
+    variant "nostr": the runtime built with EDGE_NO_STATUS_STRINGS (status/op/type names compiled out)."""
     board = BOARD_FOR[cpu]
-    run(["make", "-C", str(FW), "--no-print-directory", f"build/{cpu}/libedge.a", "MODELS="])
+    build, defs = VARIANTS[variant]
+    common = [f"ARM_BUILD={build}", f"EDGE_DEFS={defs}"]
+    run(["make", "-C", str(FW), "--no-print-directory", f"{build}/{cpu}/libedge.a", "MODELS=", *common])
     tables = []
     for key, _ops, _missing, models in groups:
-        d = FW / "build" / cpu / board / "size" / key
+        d = FW / build / cpu / board / "size" / key
         gen_ops.main([str(d / "ops_table.c"), *sum((["--model", str(m)] for m in models[:1]), [])])
         tables.append(str(d.relative_to(FW)))
     run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}", "size-images", f"CPU={cpu}",
-         f"BOARD={board}", f"SIZE_TABLES={' '.join(tables)}"])
-    base_map = FW / "build" / cpu / board / "baseline.map"
+         f"BOARD={board}", f"SIZE_TABLES={' '.join(tables)}", *common])
+    base_map = FW / build / cpu / board / "baseline.map"
     base = parse_map(base_map)
     base_members = lib_members(base_map)
     results = {}
@@ -171,7 +181,7 @@ def measure(cpu: str, groups, jobs: int) -> tuple[dict, dict]:
         mp = FW / t / "edge-image.map"
         got = parse_map(mp)
         libs = {k: max(0, got["libs"][k] - base["libs"][k]) for k in ("text", "data", "bss")}
-        results[key] = {"runtime": got["runtime"], "libs": libs,
+        results[key] = {"runtime": got["runtime"], "libs": libs, "objects": got["objects"],
                         "members": sorted(lib_members(mp) - base_members)}
     return results, base
 
@@ -184,6 +194,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models-dir", default=str(SHARED))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--libs", action="store_true", help="list the toolchain members each image pulls in")
+    ap.add_argument("--no-strip", action="store_true", help="skip the EDGE_NO_STATUS_STRINGS column")
     a = ap.parse_args(argv)
     if a.embed:
         embed(Path(a.embed[0]), Path(a.embed[1]))
@@ -207,31 +218,39 @@ def main(argv=None) -> int:
     goal = None
     for cpu in cpus:
         results, base = measure(cpu, groups, a.jobs)
+        nostr, _ = measure(cpu, groups, a.jobs, "nostr") if not a.no_strip else ({}, None)
         print(f"\n{cpu} (board {BOARD_FOR[cpu]}; baseline image .text {base['other']['text'] + base['libs']['text']})")
         hdr = (f"{'model(s)':<44} {'ops':>3} {'rt.text':>8} {'rt.data':>7} {'rt.bss':>6} {'lib.text':>8} "
-               f"{'lib.data':>8} {'total.text':>10}  missing ops")
+               f"{'lib.data':>8} {'total.text':>10} {'nostr.text':>10}  missing ops")
         print(hdr)
         print("-" * len(hdr))
         for key, ops, missing, ms in groups:
             r = results[key]
             names = ms[0].stem + (f" (+{len(ms) - 1} same ops)" if len(ms) > 1 else "")
             total = r["runtime"]["text"] + r["libs"]["text"]
+            ns = nostr.get(key)
+            ns_total = str(ns["runtime"]["text"] + ns["libs"]["text"]) if ns else "-"
             print(f"{names:<44} {len(ops):>3} {r['runtime']['text']:>8} {r['runtime']['data']:>7} "
-                  f"{r['runtime']['bss']:>6} {r['libs']['text']:>8} {r['libs']['data']:>8} {total:>10}  "
-                  f"{' '.join(missing) or '-'}")
+                  f"{r['runtime']['bss']:>6} {r['libs']['text']:>8} {r['libs']['data']:>8} {total:>10} "
+                  f"{ns_total:>10}  {' '.join(missing) or '-'}")
             if a.libs and r["members"]:
                 print(f"{'':<44}     libs: {' '.join(r['members'])}")
             if cpu == GOAL_CPU and any(m.stem == GOAL_MODEL for m in ms):
-                goal = (total, ops, missing, r)
+                goal = (total, ops, missing, r, ns)
         print("op sets:")
         for key, ops, _missing, ms in groups:
             print(f"  {ms[0].stem}: {' '.join(ops) or '(none)'}")
     if goal is not None:
-        total, ops, missing, r = goal
+        total, ops, missing, r, ns = goal
         verdict = "met" if total <= GOAL_TEXT and not missing else "NOT met"
         print(f"\ngoal: {GOAL_MODEL} op set ({' '.join(ops)}) on {GOAL_CPU} -Os: runtime .text {total} bytes "
               f"({r['runtime']['text']} runtime + {r['libs']['text']} libs) vs {GOAL_TEXT} -> {verdict}"
               + (f"; ops the C runtime lacks: {' '.join(missing)}" if missing else ""))
+        if ns:
+            nt = ns["runtime"]["text"] + ns["libs"]["text"]
+            print(f"      with EDGE_NO_STATUS_STRINGS: {nt} bytes -> {'met' if nt <= GOAL_TEXT else 'NOT met'}")
+        by_obj = sorted(r["objects"].items(), key=lambda kv: -kv[1])
+        print("      runtime .text by object: " + " ".join(f"{o}={n}" for o, n in by_obj))
         if r["members"]:
             print(f"      toolchain members pulled in: {' '.join(r['members'])}")
     return 0
