@@ -576,3 +576,22 @@ def test_acknowledged_invoke_never_answered_times_out_after_invoke_timeout(conne
             link.invoke()
         assert 0.4 <= time.monotonic() - start < 1.0
         link.close()
+
+
+def test_socket_pair_transport_without_tcp():
+    model = fc_model(seed=9)
+    emu = DeviceEmulator(model)
+    stream = emu.start_pair()
+    try:
+        link = SerialLink(stream, timeout=0.2)
+        assert link.port == "pair://emulator"
+        x = np.arange(32, dtype=np.int8).reshape(1, 32)
+        link.set_input(0, x)
+        link.invoke(runs=2)
+        np.testing.assert_array_equal(link.get_output(0), reference(model, [x])[0])
+        with pytest.raises(ValueError, match="runs"):
+            link.invoke(runs=0)
+        link.close()
+    finally:
+        emu.stop()
+    assert emu._thread is None

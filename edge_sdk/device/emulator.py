@@ -6,7 +6,9 @@
 
 It lets the host side be tested end to end without firmware, and it is the reference the firmware's
 behaviour is compared with. ``receive(bytes) -> bytes`` is the whole device as a pure state machine (bytes
-in, bytes out); ``serve(stream)`` runs it on any pyserial-like object; ``start()`` on a TCP socket.
+in, bytes out); ``serve(stream)`` runs it on any pyserial-like object; ``start()`` on a TCP socket (a
+``socket://`` URL, as QEMU's UART is reached); ``start_pair()`` on a socket pair (returns the host's end,
+a serial-like object ``SerialLink`` accepts).
 
 Timing is **emulated**, and says so: HELLO reports timer source ``emulated``, units ``emulated-ticks`` and
 the ``EMULATED`` capability. An op's ticks are ``16 + MACs + output elements`` (MACs from the op table), a
@@ -240,8 +242,8 @@ class DeviceEmulator:
             self._expect_len(f, 4)
             self._need_model()
             (runs,) = struct.unpack("<I", f.payload)
-            if runs == 0:
-                raise _Status(sl.BAD_PAYLOAD, 0, "runs must be at least 1")
+            if not 1 <= runs <= 0xFFFF:
+                raise _Status(sl.BAD_PAYLOAD, 4, f"runs must be in [1, 65535], not {runs}")
             return reply, self._invoke(runs)
         if t == sl.GET_OUTPUT:
             self._expect_len(f, sl.CHUNK_REQUEST.size)
@@ -275,10 +277,10 @@ class DeviceEmulator:
 
     def _invoke(self, runs: int) -> bytes:
         interp = self._interp
-        for t, buf in zip(self._in_index, self._inputs):
-            d = interp.get_input_details()[self._in_index.index(t)]
-            interp.set_tensor(t, np.frombuffer(bytes(buf), dtype=np.dtype(d["dtype"]).newbyteorder("<"))
-                              .astype(d["dtype"]).reshape(d["shape"]))
+        for d, buf in zip(interp.get_input_details(), self._inputs):
+            dtype = np.dtype(d["dtype"])
+            interp.set_tensor(d["index"], np.frombuffer(bytes(buf), dtype.newbyteorder("<")).astype(dtype)
+                              .reshape(d["shape"]))
         emulated = self.timer == "ticks"
         run_total = RUN_BASE_TICKS + sum(self._op_ticks) if emulated else 0
         for _ in range(runs):
@@ -376,6 +378,28 @@ class DeviceEmulator:
                         except OSError:
                             break
 
+    def start_pair(self) -> SocketStream:
+        """Serve on one end of a ``socket.socketpair()`` in a thread; returns the other end as a serial-like
+        object for ``SerialLink`` (no TCP port, nothing to connect to). ``stop()`` ends it."""
+        if self._thread is not None:
+            raise RuntimeError("the emulator is already serving")
+        host, device = socket.socketpair()
+        self._stop.clear()
+        self._pair_end = SocketStream(device, name="device")
+        self._thread = threading.Thread(target=self._serve_pair, name="edge-device-emulator", daemon=True)
+        self._thread.start()
+        self.url = "pair://emulator"
+        return SocketStream(host, name=self.url)
+
+    def _serve_pair(self) -> None:
+        stream = self._pair_end
+        try:
+            self.serve(stream)
+        except OSError:
+            pass  # the host closed its end
+        finally:
+            stream.close()
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
@@ -391,6 +415,50 @@ class DeviceEmulator:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class SocketStream:
+    """A connected socket with the part of pyserial's interface the link and the emulator use."""
+
+    def __init__(self, sock: socket.socket, name: str = "socket", timeout: float = 0.01):
+        self._sock = sock
+        self.port = name
+        self.timeout = timeout
+        self.is_open = True
+
+    @property
+    def in_waiting(self) -> int:
+        return 0  # unknown: read() returns what is there
+
+    def read(self, size: int = 1) -> bytes:
+        import select
+
+        ready, _, _ = select.select([self._sock], [], [], self.timeout)
+        if not ready:
+            return b""
+        data = self._sock.recv(max(size, 65536))
+        if not data:
+            raise OSError(f"{self.port}: the other end closed")
+        return data
+
+    def write(self, data: bytes) -> int:
+        self._sock.sendall(data)
+        return len(data)
+
+    def reset_input_buffer(self) -> None:
+        self._sock.setblocking(False)
+        try:
+            while self._sock.recv(65536):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+        finally:
+            self._sock.setblocking(True)
+
+    def close(self) -> None:
+        if self.is_open:
+            self.is_open = False
+            self._sock.close()
 
 
 class _Status(Exception):

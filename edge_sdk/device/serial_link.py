@@ -554,8 +554,8 @@ class SerialLink:
                 break
 
     def invoke(self, runs: int = 1) -> InvokeResult:
-        if not 1 <= runs <= 0xFFFFFFFF:
-            raise ValueError(f"runs must be at least 1, not {runs}")
+        if not 1 <= runs <= 0xFFFF:
+            raise ValueError(f"runs must be in [1, 65535], not {runs}")
         self._ensure_hello()
         p = self._transact(INVOKE, struct.pack("<I", runs), long=True).payload
         return InvokeResult(*INVOKE_REPLY.unpack_from(p))
