@@ -595,3 +595,18 @@ def test_socket_pair_transport_without_tcp():
     finally:
         emu.stop()
     assert emu._thread is None
+
+
+class _ShortHello(DeviceEmulator):
+    def _handle(self, f):
+        if f.type == sl.HELLO:
+            return self._frame(sl.HELLO | sl.REPLY, f.seq, b"\x01\x04")
+        return super()._handle(f)
+
+
+def test_malformed_reply_is_a_device_error(connect):
+    with _ShortHello(fc_model()) as emu:
+        link = connect(emu.url)
+        with pytest.raises(DeviceError, match=r"malformed HELLO reply from socket://.* \(2 bytes\)"):
+            link.hello()
+        link.close()

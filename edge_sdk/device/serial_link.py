@@ -477,7 +477,7 @@ class SerialLink:
         with contextlib.suppress(OSError, AttributeError):
             self._ser.reset_input_buffer()
         frame = self._transact(HELLO, b"", lead=b"\x00\x00", any_version=True)
-        h = unpack_hello(frame.payload)
+        h = self._parse("HELLO", unpack_hello, frame.payload)
         if frame.version != PROTOCOL_VERSION or h.protocol_version != PROTOCOL_VERSION:
             raise DeviceError(
                 f"protocol version mismatch on {self.port}: the device speaks version "
@@ -523,7 +523,7 @@ class SerialLink:
 
     def info(self) -> DeviceInfo:
         self._ensure_hello()
-        self._info = unpack_info(self._transact(INFO, b"").payload)
+        self._info = self._parse("INFO", unpack_info, self._transact(INFO, b"").payload)
         return self._info
 
     def _spec(self, kind: str, i: int) -> TensorSpec:
@@ -558,7 +558,7 @@ class SerialLink:
             raise ValueError(f"runs must be in [1, 65535], not {runs}")
         self._ensure_hello()
         p = self._transact(INVOKE, struct.pack("<I", runs), long=True).payload
-        return InvokeResult(*INVOKE_REPLY.unpack_from(p))
+        return InvokeResult(*self._parse("INVOKE", INVOKE_REPLY.unpack_from, p))
 
     def get_output(self, i: int) -> np.ndarray:
         spec = self._spec("output", i)
@@ -573,7 +573,7 @@ class SerialLink:
             except _Smaller:
                 continue
             budget = _Budget()
-            index, offset, total = OUTPUT_REPLY.unpack_from(p)
+            index, offset, total = self._parse("GET_OUTPUT", OUTPUT_REPLY.unpack_from, p)
             if index != i or offset != len(data):
                 raise DeviceError(f"GET_OUTPUT on {self.port}: asked output {i} at {len(data)}, the device "
                                   f"answered output {index} at {offset}")
@@ -597,12 +597,12 @@ class SerialLink:
             except _Smaller:
                 continue
             budget = _Budget()
-            offset, total = TRACE_REPLY.unpack_from(p)
+            offset, total = self._parse("GET_TRACE", TRACE_REPLY.unpack_from, p)
             chunk = p[TRACE_REPLY.size:]
             if offset != len(blob) or (not chunk and len(blob) < total):
                 raise DeviceError(f"GET_TRACE on {self.port}: bad chunk at {offset} (have {len(blob)} of {total})")
             blob += chunk
-        trace = unpack_trace(bytes(blob))
+        trace = self._parse("GET_TRACE", unpack_trace, bytes(blob))
         h = self.device
         trace.unit, trace.timer_source, trace.emulated = h.timer_units, h.timer_source, h.emulated
         return trace
@@ -623,7 +623,7 @@ class SerialLink:
             chunk = data[offset:offset + self._chunk]
             last = offset + len(chunk) >= len(data)
             p = self._transact(LOAD_MODEL, LOAD_HEAD.pack(len(data), offset) + chunk, chunked=True, long=last).payload
-            received, complete = LOAD_REPLY.unpack_from(p)
+            received, complete = self._parse("LOAD_MODEL", LOAD_REPLY.unpack_from, p)
             offset += len(chunk)
             if received != offset:
                 raise DeviceError(f"LOAD_MODEL on {self.port}: sent {offset} bytes, the device has {received}")
@@ -773,6 +773,12 @@ class SerialLink:
                 if data_len is not None and data_len > smaller:
                     raise _Smaller()  # re-issue this chunk smaller (idempotent command: safe)
                 # otherwise resend as it was (same seq, same bytes), e.g. a LOAD_MODEL chunk
+
+    def _parse(self, name: str, fn, payload: bytes):
+        try:
+            return fn(payload)
+        except (struct.error, IndexError, ValueError) as exc:
+            raise DeviceError(f"malformed {name} reply from {self.port} ({len(payload)} bytes): {exc}") from exc
 
     def _status_error(self, name: str, frame: Frame):
         code, detail, message = unpack_status(frame.payload)
