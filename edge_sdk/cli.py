@@ -224,6 +224,58 @@ def _cmd_bench(args) -> int:
     return 0
 
 
+def _cmd_flash(args) -> int:
+    from edge_sdk.flash import flash, format_flash
+
+    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_flash(result))
+    return 0
+
+
+def _cmd_board(args) -> int:
+    from edge_sdk.flash import list_boards, stop_board
+
+    if args.action == "stop":
+        stopped = stop_board(args.url, all=args.all)
+        if args.json:
+            json.dump([b["url"] for b in stopped], sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        else:
+            for b in stopped:
+                sys.stdout.write(f"stopped {b['url']} (pid {b['pid']})\n")
+        return 0
+    boards = list_boards()
+    if args.json:
+        json.dump(boards, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for b in boards:
+            sys.stdout.write(f"{b['url']}  {b['profile']}  pid {b['pid']}  {b.get('model', '')}\n")
+        if not boards:
+            sys.stdout.write("no running boards\n")
+    return 0
+
+
+def _cmd_profile(args) -> int:
+    from edge_sdk.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
+
+    report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
+                           seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir)
+    for path, write in ((args.trace, write_trace), (args.csv, write_csv), (args.plot, write_plot)):
+        if path:
+            write(report, path)
+    if args.json:
+        json.dump(public(report), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_profile(report))
+    return 0 if report["validated"] else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -326,6 +378,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-queue", type=int, default=256, help="queued requests before 503 (default 256)")
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("flash", help="build the serial-protocol firmware for a model and flash it (QEMU or a board)")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("--target", required=True, help="a microcontroller profile (default QEMU: qemu-mps2-an386)")
+    p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
+    p.add_argument("--build-dir", help="where the firmware is built (default ~/.cache/edge-sdk/firmware/...)")
+    p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
+    p.set_defaults(func=_cmd_flash)
+
+    p = sub.add_parser("board", help="the QEMU boards `edge flash` started: list, stop")
+    p.add_argument("action", choices=["list", "stop"])
+    p.add_argument("url", nargs="?", help="stop: the board's socket:// URL (or port)")
+    p.add_argument("--all", action="store_true", help="stop: every running board")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_board)
+
+    p = sub.add_parser("profile", help="run a model on a device: per-op times, arena, outputs checked vs the host",
+                       description="Exit status: 0 when the device's outputs equal the host's bit for bit, 1 when "
+                       "they differ, 4 on a device or link error.")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("--target", required=True, help="the device's profile (qemu-mps2-an386: flashes QEMU if needed)")
+    p.add_argument("--port", help="pyserial URL of the device (/dev/ttyACM0, socket://..., rfc2217://, faulty://...)")
+    p.add_argument("--runs", type=int, default=10, help="inferences (default 10)")
+    p.add_argument("--inputs", metavar="DATA", help="input data: .npy (one input) or .npz (default: seeded random)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for each answer (default 1)")
+    p.add_argument("--retries", type=int, default=6, help="retransmissions before giving up (default 6)")
+    p.add_argument("--build-dir", help="firmware build folder when it flashes")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one event per op per run)")
+    p.add_argument("--csv", metavar="OUT.csv", help="write the per-op table as CSV")
+    p.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the per-op times (PNG)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_cmd_profile)
     return parser
 
 
