@@ -28,6 +28,12 @@ from edge_sdk.kernels.node import Node, TensorInfo
 # BLAS threads: the interpreter limits them once per invoke (edge_sdk.kernels.blas; one thread by default, as
 # the small GEMMs here run several times slower on OpenBLAS's thread pool when the machine is busy).
 
+# The clip ufunc itself: np.clip's Python wrapper (bounds checks through np.iinfo) costs several times the
+# clip of a small layer's output; the ufunc gives the same values.
+try:
+    from numpy._core.umath import clip as _clip
+except ImportError:  # pragma: no cover - other numpy layouts
+    _clip = np.clip
 
 _F32 = np.float32
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -199,7 +205,7 @@ def _finish_float(y: np.ndarray, bias, clamp, out: np.ndarray) -> None:
     if bias is not None:
         y += bias
     if clamp is not None:
-        np.clip(y, clamp[0], clamp[1], out=y)
+        _clip(y, clamp[0], clamp[1], out=y)
     out[...] = y.reshape(out.shape)
 
 
@@ -207,7 +213,8 @@ class _IntOutput:
     """Bias, requantization, output offset and clamp for integer accumulators, stored into the output."""
 
     def __init__(self, requant: Requantizer, zp: int, lo: int, hi: int, bias: TensorInfo | None):
-        self.requant, self.zp, self.lo, self.hi = requant, int(zp), int(lo) - int(zp), int(hi) - int(zp)
+        self.requant, self.lo, self.hi = requant, int(lo) - int(zp), int(hi) - int(zp)
+        self.zp = np.int64(zp)  # a numpy scalar: the unsafe-cast add below skips Python-int promotion
         self.has_bias = bias is not None
         self.bias = self.term = None
         if bias is not None and bias.is_const:
@@ -226,7 +233,7 @@ class _IntOutput:
             if term is None:
                 acc += bias
         y = self.requant(acc, term)
-        np.clip(y, self.lo, self.hi, out=y)
+        _clip(y, self.lo, self.hi, out=y)
         np.add(y.reshape(out.shape), self.zp, out=out, casting="unsafe")
 
 
@@ -479,7 +486,7 @@ def prepare_depthwise_conv_2d(node: Node):
         def run_float(inputs, outputs):
             a = accumulate(inputs)
             if clamp is not None:
-                np.clip(a, clamp[0], clamp[1], out=a)
+                _clip(a, clamp[0], clamp[1], out=a)
             outputs[0][...] = a.reshape(outputs[0].shape)
 
         return run_float
