@@ -53,7 +53,13 @@ static inline int32_t edge_mbqm(int32_t x, int32_t multiplier, int32_t shift) {
 static inline int32_t edge_mbqm64(int64_t x, int32_t multiplier, int32_t shift) {
     int32_t reduced = multiplier < 0x7FFF0000 ? (int32_t)(((int64_t)multiplier + (1 << 15)) >> 16) : 0x7FFF;
     int32_t total_shift = 15 - shift;
-    uint64_t v = (uint64_t)x * (uint64_t)(int64_t)reduced + ((uint64_t)1 << (total_shift - 1));
+    uint64_t v;
+    if (total_shift < 1) { /* shift > 14: a ratio of scales above 2^14 (absurd; found by the fuzzer): no
+                            * rounding term, a left shift, wrapped like the int64 arithmetic */
+        v = (uint64_t)x * (uint64_t)(int64_t)reduced;
+        return -total_shift >= 64 ? 0 : edge_wrap32((int64_t)(v << -total_shift));
+    }
+    v = (uint64_t)x * (uint64_t)(int64_t)reduced + ((uint64_t)1 << (total_shift - 1));
     int64_t sv = (int64_t)v; /* the reference's int64 arithmetic, wrapped (it never overflows in practice) */
     return edge_wrap32(sv >> total_shift);
 }

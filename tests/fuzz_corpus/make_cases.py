@@ -1,0 +1,72 @@
+"""Rebuild the writer-made regression models of tests/fuzz_corpus/ (each reproduces one fuzzer finding with
+our own writer, not with a mutated ../shared model):
+
+    .venv/bin/python tests/fuzz_corpus/make_cases.py
+
+conv16-int64-bias-4-aligned.tflite  int16x8 CONV_2D whose INT64 bias data starts at 4 mod 8 in the file (legal:
+                                    flatbuffer vectors are 4-aligned; TFLM's seanet models do it). The kernels
+                                    read int64_t: misaligned load (UBSan). Fix: edge.c gives such constants an
+                                    8-aligned persistent copy.
+conv16-huge-output-ratio.tflite     int16x8 CONV_2D whose input*weight/output scale is 2^20: shift 21, so the
+                                    16x8 requantization's rounding shift 15 - shift is negative (shift by a
+                                    negative count, UBSan). Fix: edge_mbqm64 shifts left for shift > 14.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+from edge_sdk.model import writer as W  # noqa: E402
+from tests.oprunner import T, op_model  # noqa: E402
+
+BIAS = np.array([1234567, -7654321, 55555], np.int64)
+
+
+def _conv16(out_scale: float, rng) -> bytes:
+    x = T((1, 3, 3, 2), "INT16", scale=0.002, zero_point=0)
+    w = T((3, 2, 2, 2), "INT8", scale=[0.01, 0.02, 0.03], zero_point=0,
+          data=rng.integers(-127, 128, (3, 2, 2, 2)).astype(np.int8))
+    b = T((3,), "INT64", scale=[2e-5, 4e-5, 6e-5], zero_point=0, data=BIAS)
+    y = T((1, 2, 2, 3), "INT16", scale=out_scale, zero_point=0)
+    return op_model("CONV_2D", [x, w, b], [y], options=dict(padding="VALID", stride_w=1, stride_h=1), version=4)
+
+
+def misaligned_bias() -> bytes:
+    orig = W._Writer.bytes_vector
+
+    def bytes_vector(self, data, alignment):
+        if bytes(data) != BIAS.tobytes():
+            return orig(self, data, alignment)
+        n, b = len(data), self.b
+        b.StartVector(1, n, 16)  # the data would start 16-aligned ...
+        b.Pad(4)                 # ... 4 bytes after it instead: it starts at 12 mod 16
+        b.Prep(4, n)
+        b.head = b.head - n
+        b.Bytes[b.head:b.head + n] = data
+        return b.EndVector()
+
+    W._Writer.bytes_vector = bytes_vector
+    try:
+        model = _conv16(0.01, np.random.default_rng(3))
+    finally:
+        W._Writer.bytes_vector = orig
+    assert model.find(BIAS.tobytes()) % 8 == 4
+    return model
+
+
+def huge_ratio() -> bytes:
+    # 0.002 * 0.01 / out = 2^20  ->  out = 2e-5 / 2^20
+    return _conv16(2e-5 / (1 << 20), np.random.default_rng(4))
+
+
+CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio}
+
+if __name__ == "__main__":
+    for name, fn in CASES.items():
+        (HERE / name).write_bytes(fn())
+        print(name)
