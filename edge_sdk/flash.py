@@ -270,7 +270,7 @@ def measure_arena(data: bytes, budget: int | None = None) -> int:
     try:
         from edge_sdk import backend_c
 
-        interp = backend_c.Interpreter(model_content=data)
+        interp = backend_c.CInterpreter(model_content=data)
         interp.allocate_tensors()
         info = interp.plan_info()
         need = max(info["high_water"], info["arena_used"])
@@ -353,9 +353,14 @@ def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dic
     info = generate(model_path, data, gen_dir, profile.ram_arena_bytes)
     info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
+    flags = _toolchain_flags(profile)
+    key = hashlib.sha256(" ".join([board, cpu or "", *flags]).encode()).hexdigest()[:12]
+    cache = Path(os.environ.get("EDGE_CACHE_DIR") or Path.home() / ".cache" / "edge-sdk")
+    obj_dir = cache / "firmware" / f"obj-{board}-{key}"  # runtime + board objects, shared by every model
     cmd = ["make", "-C", str(APP), f"-j{os.cpu_count() or 2}", f"BOARD={board}", f"BUILD={build_dir}",
+           f"OBJ={obj_dir}",
            f"GEN={gen_dir}", f"KERNELS={' '.join(info['kernels'])}",
-           f"PROFILE_CFLAGS={' '.join(_toolchain_flags(profile))}", f"PYTHON={sys.executable}"]
+           f"PROFILE_CFLAGS={' '.join(flags)}", f"PYTHON={sys.executable}"]
     if cpu:
         cmd.append(f"CPU={cpu}")
     n_objects = 1 + len(info["kernels"]) + 4 + 4 + 1  # edge.c, kernels, board files, app + gen, link
@@ -417,9 +422,12 @@ def check_fit(profile, model_bytes: int, arena_bytes: int, usage: dict) -> None:
     if problems:
         numbers = (f"(firmware: text {usage['text_bytes']} + data {usage['data_bytes']} bytes of flash, "
                    f"data {usage['data_bytes']} + bss {usage['bss_bytes']} + arena {arena_bytes} bytes of RAM)")
-        cls = ArenaTooSmallError if arena_bytes > profile.ram_arena_bytes and model_bytes <= profile.flash_model_bytes \
-            else ModelError
-        raise cls(f"does not fit {profile.name}: " + "; ".join(problems) + " " + numbers)
+        message = f"does not fit {profile.name}: " + "; ".join(problems) + " " + numbers
+        if model_bytes > profile.flash_model_bytes:
+            raise ModelError(message)
+        exc = ArenaTooSmallError(arena_bytes, profile.ram_arena_bytes)
+        exc.args = (message,)
+        raise exc
 
 
 # ------------------------------------------------------------------------------------------------ flashing
