@@ -156,21 +156,22 @@ def run(cmd: list[str]) -> None:
         raise SystemExit(f"size_report: {' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
-VARIANTS = {"": ("build", ""), "nostr": ("build/nostr", "-DEDGE_NO_STATUS_STRINGS")}
+VARIANTS = {"": ("", ""), "nostr": ("nostr", "-DEDGE_NO_STATUS_STRINGS")}
 
 
-def measure(cpu: str, groups, jobs: int, variant: str = "") -> tuple[dict, dict]:
+def measure(cpu: str, groups, jobs: int, variant: str = "", build_dir: str = "build/size") -> tuple[dict, dict]:
     """Links every group's image for cpu; returns ({key: {"runtime":..., "libs":..., "members": set}}, baseline).
     variant "nostr": the runtime built with EDGE_NO_STATUS_STRINGS (status/op/type names compiled out)."""
     board = BOARD_FOR[cpu]
-    build, defs = VARIANTS[variant]
+    sub, defs = VARIANTS[variant]
+    build = str(Path(build_dir) / sub) if sub else build_dir
     common = [f"ARM_BUILD={build}", f"EDGE_DEFS={defs}"]
     run(["make", "-C", str(FW), "--no-print-directory", f"{build}/{cpu}/libedge.a", "MODELS=", *common])
     tables = []
     for key, _ops, _missing, models in groups:
         d = FW / build / cpu / board / "size" / key
         gen_ops.main([str(d / "ops_table.c"), *sum((["--model", str(m)] for m in models[:1]), [])])
-        tables.append(str(d.relative_to(FW)))
+        tables.append(str(d))
     run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}", "size-images", f"CPU={cpu}",
          f"BOARD={board}", f"SIZE_TABLES={' '.join(tables)}", *common])
     base_map = FW / build / cpu / board / "baseline.map"
@@ -178,7 +179,7 @@ def measure(cpu: str, groups, jobs: int, variant: str = "") -> tuple[dict, dict]
     base_members = lib_members(base_map)
     results = {}
     for (key, *_rest), t in zip(groups, tables):
-        mp = FW / t / "edge-image.map"
+        mp = Path(t) / "edge-image.map"
         got = parse_map(mp)
         libs = {k: max(0, got["libs"][k] - base["libs"][k]) for k in ("text", "data", "bss")}
         results[key] = {"runtime": got["runtime"], "libs": libs, "objects": got["objects"],
@@ -194,6 +195,7 @@ def main(argv=None) -> int:
     ap.add_argument("--models-dir", default=str(SHARED))
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--libs", action="store_true", help="list the toolchain members each image pulls in")
+    ap.add_argument("--build-dir", default="build/size", help="build folder (relative to firmware_c or absolute)")
     ap.add_argument("--no-strip", action="store_true", help="skip the EDGE_NO_STATUS_STRINGS column")
     a = ap.parse_args(argv)
     if a.embed:
@@ -217,8 +219,8 @@ def main(argv=None) -> int:
           "libs = libgcc/libm/libc the runtime pulls in beyond the board baseline; .text includes .rodata.")
     goal = None
     for cpu in cpus:
-        results, base = measure(cpu, groups, a.jobs)
-        nostr, _ = measure(cpu, groups, a.jobs, "nostr") if not a.no_strip else ({}, None)
+        results, base = measure(cpu, groups, a.jobs, "", a.build_dir)
+        nostr, _ = measure(cpu, groups, a.jobs, "nostr", a.build_dir) if not a.no_strip else ({}, None)
         print(f"\n{cpu} (board {BOARD_FOR[cpu]}; baseline image .text {base['other']['text'] + base['libs']['text']})")
         hdr = (f"{'model(s)':<44} {'ops':>3} {'rt.text':>8} {'rt.data':>7} {'rt.bss':>6} {'lib.text':>8} "
                f"{'lib.data':>8} {'total.text':>10} {'nostr.text':>10}  missing ops")
