@@ -276,6 +276,32 @@ def _cmd_profile(args) -> int:
     return 0 if report["validated"] else 1
 
 
+def _cmd_generate(args) -> int:
+    from edge_sdk.generate import Generator, format_stats
+
+    sampling = args.temperature is not None or args.top_k is not None or args.top_p is not None
+    if args.greedy and sampling:
+        raise ModelError("--greedy cannot be combined with --temperature/--top-k/--top-p")
+    gen = Generator(args.model, backend=args.backend, num_threads=args.threads)
+
+    def stream(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    if not args.json:
+        stream(args.prompt)
+    result = gen.generate(args.prompt, max_tokens=args.max_tokens, greedy=not sampling,
+                          temperature=1.0 if args.temperature is None else args.temperature, top_k=args.top_k,
+                          top_p=args.top_p, seed=args.seed, on_text=None if args.json else stream)
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write("\n")
+        sys.stderr.write(format_stats(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -357,6 +383,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="interpreter threads (litert)")
     p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("generate", help="generate text with a KV-cache language model (prefill/decode signatures)")
+    p.add_argument("model", help="a .tflite with prefill/decode signatures and edge_generate metadata")
+    p.add_argument("--prompt", default="", help="the text to continue (default: start a new text)")
+    p.add_argument("--max-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
+    p.add_argument("--greedy", action="store_true", help="always the most likely token (the default)")
+    p.add_argument("--temperature", type=float, help="sample at this temperature (turns sampling on)")
+    p.add_argument("--top-k", type=int, help="sample from the k most likely tokens")
+    p.add_argument("--top-p", type=float, help="sample from the smallest set reaching this probability")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
+    p.add_argument("--threads", type=int, help="interpreter threads")
+    p.add_argument("--json", action="store_true", help="print text, tokens, speeds and cache sizes as JSON")
+    p.set_defaults(func=_cmd_generate)
 
     p = sub.add_parser("run", help="run a model on image/WAV/.npy files: top-k labels and scores, or detections")
     p.add_argument("model", help="path to a .tflite file")
