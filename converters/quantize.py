@@ -47,11 +47,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from converters.calibration import CalibrationData, calibration_data
+from converters.calibration import calibration_data
 from edge_sdk import log
 from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.kernels.quant import tflite_round
 from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
-from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
+from edge_sdk.model.types import (
+    Buffer,
+    Model,
+    Operator,
+    OperatorCode,
+    Quantization,
+    SubGraph,
+    Tensor,
+)
 
 MODES = ("int8", "int16x8", "fp16", "dynamic")
 METHODS = ("minmax", "percentile", "mse")
@@ -233,7 +242,7 @@ def _clip_range(stats: _Stats, method: str, percentile: float, qmin: int, qmax: 
 # ================================================================================================ arithmetic
 def _round(x):
     """Round half away from zero (TFLite's rounding)."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    return tflite_round(x)
 
 
 def _affine(lo: float, hi: float, qmin: int, qmax: int, symmetric: bool) -> tuple[float, int]:

@@ -276,7 +276,7 @@ def measure_arena(data: bytes, budget: int | None = None) -> int:
         need = max(info["high_water"], info["arena_used"])
     except ModelError:
         raise
-    except Exception as exc:  # no host compiler, or the host library did not build
+    except Exception as exc:  # noqa: BLE001 - no host compiler, or the host library did not build
         log.debug(f"host C runtime unavailable ({exc}); sizing the arena from the Python plan")
         from edge_sdk.interpreter import Interpreter
 
@@ -310,7 +310,7 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     )
     _write_if_changed(gen_dir / "app_config.h", config)
     proc = subprocess.run([sys.executable, str(GEN_OPS), str(gen_dir / "edge_ops_generated.c"), "--model",
-                           str(model_path)], capture_output=True, text=True)
+                           str(model_path)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
     return {"kernels": files, "arena_bytes": arena, "input_bytes": input_bytes, "trace_cap": trace_cap,
@@ -454,7 +454,7 @@ def flash_command(profile, elf, port: str | None = None) -> list[str]:
     f = profile.flash
     method = f.get("method")
     elf = str(elf)
-    stem = elf[:-4] if elf.endswith(".elf") else elf
+    stem = elf.removesuffix(".elf")
     if method == "openocd":
         cmd = ["openocd"]
         for cfg in (f.get("interface"), f.get("target"), *f.get("config", [])):
@@ -537,10 +537,9 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
     for attempt in range(3):
         port = tcp_port or _free_port()
         cmd = qemu_command(profile, elf, port)
-        logf = open(Path(elf).with_suffix(".qemu.log"), "wb")
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        logf.close()
+        with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
         end = time.monotonic() + timeout
         ok = False
         while time.monotonic() < end:
@@ -637,7 +636,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     tool = cmd[0]
     _require_tool(tool, INSTALL_HINTS.get("esptool" if tool.startswith("esptool") else tool))
     with log.progress(1, f"flash ({tool})") as bar:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         bar.advance()
     if proc.returncode != 0:
         raise DeviceError(f"{' '.join(cmd)} failed (exit {proc.returncode}): "
@@ -647,8 +646,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
 
 
 def format_flash(r: FlashResult) -> str:
-    lines = [f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
-             f"arena {r.arena_bytes} B (model {r.model_bytes} B)"]
+    lines = [(f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
+              f"arena {r.arena_bytes} B (model {r.model_bytes} B)")]
     if r.method == "qemu":
         lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")
         lines.append(r.port)

@@ -86,6 +86,7 @@ from typing import NamedTuple
 import numpy as np
 
 from edge_sdk.errors import ModelError
+from edge_sdk.kernels.quant import tflite_round
 from edge_sdk.preprocess import Preprocess
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
@@ -173,7 +174,7 @@ def quantize(x, detail: dict) -> np.ndarray:
     z = _broadcast(zps, x.shape, axis)
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = x / s
-    q = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5) + z
+    q = tflite_round(scaled) + z
     info = np.iinfo(dtype)
     return np.clip(np.nan_to_num(q, nan=0.0), info.min, info.max).astype(dtype)
 

@@ -204,7 +204,6 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     info = link.info()
     in_details = host.get_input_details()
     arrays, source = make_inputs(info.inputs, inputs, [d["name"] for d in in_details], seed)
-    sg = model.subgraphs[0]
     stateful = any(t.is_variable for s in model.subgraphs for t in s.tensors) or any(
         model.operator_codes[op.opcode_index].name in STATEFUL_OPS for s in model.subgraphs for op in s.operators)
 
@@ -380,7 +379,7 @@ def write_plot(r: dict, path) -> None:
     from PIL import Image, ImageDraw, ImageFont
 
     ops = r["ops"]
-    row, left, right, top = 18, 230, 150, 40
+    row, left, top = 18, 230, 40
     width, bar_w = 1000, 1000 - 230 - 150
     height = top + row * max(len(ops), 1) + 30
     img = Image.new("RGB", (width, height), "white")

@@ -19,6 +19,7 @@ import numpy as np
 
 # The sigmoid(i / 24) table in unsigned 0.16 (TFLite's common.h data); fixedpoint.py holds the one copy.
 from edge_sdk.kernels.fixedpoint import SIGMOID_TABLE_UINT16
+from edge_sdk.kernels.quant import tflite_round
 
 # Index pairs (entry, next entry) for interpolation; the last entry is only reached through saturation.
 _TABLE_NEXT = np.append(SIGMOID_TABLE_UINT16[1:], SIGMOID_TABLE_UINT16[-1])
@@ -69,7 +70,7 @@ def checked_log2(x: float) -> int:
     """TFLite CheckedLog2's integer result: round(log2(x)) computed in float32, halves away from zero."""
     v = np.float32(np.log(np.float32(x))) * (np.float32(1.0) / np.float32(np.log(np.float32(2.0))))
     v = np.float32(v)
-    return int(np.sign(v) * np.floor(np.abs(v) + np.float32(0.5)))
+    return int(tflite_round(v))
 
 
 # ---- whole-domain tables: the exact functions above evaluated once on every input they can see ----

@@ -25,9 +25,15 @@ TYPE_RANGES = {
 
 
 def tflite_round(x):
-    """std::round: halves away from zero (numpy's np.round rounds halves to even)."""
+    """std::round, exactly: halves away from zero (numpy's np.round rounds halves to even).
+
+    Not floor(|x| + 0.5): that sum rounds in floating point (0.49999997f + 0.5f == 1.0f), while std::round
+    of 0.49999997f is 0. x - trunc(x) is exact, so comparing it with 0.5 is too. Keeps x's float dtype.
+    """
     x = np.asarray(x)
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    whole = np.trunc(x)
+    with np.errstate(invalid="ignore"):  # inf - inf: infinities come back as they went in
+        return whole + np.sign(x) * (np.abs(x - whole) >= 0.5)
 
 
 def quantize_multiplier(real_multiplier: float) -> tuple[int, int]:

@@ -14,7 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.kernels.node import Node
-from edge_sdk.kernels.quant import TYPE_RANGES, multiply_by_quantized_multiplier, quantize_multiplier
+from edge_sdk.kernels.quant import (
+    TYPE_RANGES,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    tflite_round,
+)
 
 _QUANT_OUT = ("INT8", "INT16", "INT32", "UINT8")
 _REQUANT_PAIRS = {
@@ -31,9 +36,6 @@ def _float_to_int32_x86(v: np.ndarray) -> np.ndarray:
     return np.where(ok, np.trunc(np.where(ok, v64, 0.0)), _INT32_MIN).astype(np.int64)
 
 
-def _round_half_away(v: np.ndarray) -> np.ndarray:
-    a = np.abs(v)
-    return np.copysign(np.floor(a + np.float32(0.5)), v).astype(v.dtype)
 
 
 def prepare_quantize(node: Node):
@@ -53,7 +55,7 @@ def prepare_quantize(node: Node):
         scale = np.float32(out.s)
 
         def run(inputs, outputs):
-            v = _round_half_away(inputs[0] / scale)
+            v = tflite_round(inputs[0] / scale).astype(inputs[0].dtype)
             q = _float_to_int32_x86(v) + out_zp
             q = ((q + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 wrap of the zero-point add
             outputs[0][...] = np.clip(q, qmin, qmax)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.kernels.node import Eval, Node
-from edge_sdk.kernels.quant import TYPE_RANGES
+from edge_sdk.kernels.quant import TYPE_RANGES, tflite_round
 
 _F = np.float32
 
@@ -45,7 +45,7 @@ def _nearest_indices(in_size: int, out_size: int, align_corners: bool, half_pixe
     offset = _F(0.5) if half_pixel else _F(0.0)
     pos = (np.arange(out_size, dtype=_F) + offset) * scale
     if align_corners:
-        idx = np.sign(pos) * np.floor(np.abs(pos) + _F(0.5))  # round half away from zero, in float32
+        idx = tflite_round(pos)  # std::round of the float32 position
     else:
         idx = np.floor(pos)
     idx = np.minimum(idx.astype(np.int64), in_size - 1)
