@@ -23,13 +23,16 @@ The exported model has two subgraphs with signatures, sharing their weight buffe
   Cache rows past the prompt length hold whatever prefill computed for the padding; the mask hides them and
   decode overwrites them.
 
-The int8 model: every linear layer (q, k, v, o, the two MLP layers, the output head) is an int8
-FULLY_CONNECTED with per-channel symmetric int8 weights, an int32 bias, and int8 activations in and out
-(QUANTIZE before, DEQUANTIZE after, ranges calibrated on the training text); the token and position
-embeddings are int8 tables (GATHER in int8, then DEQUANTIZE). Normalisation, attention (BATCH_MATMUL,
-SOFTMAX), the residual stream and the KV cache stay float32 — converters/quantize.py has no int8 rule for
-BATCH_MATMUL with two run-time operands and does not handle multi-subgraph models, so the exporter places
-the quantization itself.
+The quantized model (int8 weights, int16 activations — TFLite's "16x8" scheme): every linear layer (q, k,
+v, o, the two MLP layers, the output head) is an int16x8 FULLY_CONNECTED with per-channel symmetric int8
+weights, an int64 bias and symmetric int16 activations in and out (QUANTIZE before, DEQUANTIZE after; ranges
+calibrated on the training text); the token and position embeddings are per-tensor int8 tables (GATHER in
+int8, then DEQUANTIZE). Normalisation, attention (BATCH_MATMUL, SOFTMAX), the residual stream and the KV
+cache stay float32 — converters/quantize.py has no integer rule for BATCH_MATMUL with two run-time operands
+and handles single-subgraph models only, so the exporter places the quantization itself. int16 rather than
+int8 activations: with int8 ones, LiteRT's FULLY_CONNECTED (single-rounding requantization) differs from
+TFLM's (and ours) by one step on near-ties; a step of an int8 logit is ~0.09, enough to flip greedy picks
+between backends within a few tokens. With int16 activations a step is 256 times smaller.
 """
 
 from __future__ import annotations
@@ -219,7 +222,7 @@ LINEARS = ("q", "k", "v", "o", "1", "2")
 def reference_logits(w: dict, tokens, cfg: dict, record: dict | None = None) -> np.ndarray:
     """Logits [T, V] of the exported (folded) float model for a token sequence, in plain numpy (float64).
 
-    ``record`` (a dict) collects each linear layer's input and output range, by name, for int8 calibration."""
+    ``record`` (a dict) collects each linear layer's input and output range, by name, for calibration."""
     tokens = np.asarray(tokens, np.int64)
     T = len(tokens)
     d, H, n = cfg["d_model"], cfg["n_heads"], cfg["n_layers"]
@@ -259,11 +262,9 @@ def reference_logits(w: dict, tokens, cfg: dict, record: dict | None = None) -> 
 
 
 # ---------------------------------------------------------------------------------------------- TFLite export
-def _affine(lo: float, hi: float) -> tuple[float, int]:
-    lo, hi = min(lo, 0.0), max(hi, 0.0)
-    scale = max(hi - lo, 1e-8) / 255.0
-    zp = int(np.clip(np.round(-128 - lo / scale), -128, 127))
-    return float(scale), zp
+def _sym16(lo: float, hi: float) -> float:
+    """The scale of a symmetric int16 activation (zero point 0) covering [lo, hi]."""
+    return max(abs(lo), abs(hi), 1e-8) / 32767.0
 
 
 def _sym(x: np.ndarray, axis=None) -> tuple[np.ndarray, np.ndarray]:
@@ -328,12 +329,11 @@ class _Graph:
         return self.op("MUL", [x, r], shape, fused_activation_function="NONE")
 
     def quantize_input(self, x, name) -> int:
-        """The int8 copy of a float activation feeding linear layer ``name`` (shared by q/k/v)."""
+        """The int16 copy of a float activation feeding linear layer ``name`` (shared by q/k/v)."""
         key = ("q", x)
         if key not in self._const:
-            s, zp = _affine(*self.ranges[f"{name}.in"])
-            self._const[key] = self.op("QUANTIZE", [x], self.shape_of(x), "INT8", version=2,
-                                       q=dict(scale=s, zero_point=zp))
+            self._const[key] = self.op("QUANTIZE", [x], self.shape_of(x), "INT16", version=3,
+                                       q=dict(scale=_sym16(*self.ranges[f"{name}.in"]), zero_point=0))
         return self._const[key]
 
     def linear(self, x, name, relu=False) -> int:
@@ -348,16 +348,15 @@ class _Graph:
         in_scale = float(self.g.tensors[xq].quantization.scale[0])
         wq, ws = _sym(W, axis=1)
         bias_scale = (in_scale * ws).astype(np.float32)
-        bq = np.round(b / bias_scale.astype(np.float64)).astype(np.int32)
+        bq = np.round(b / bias_scale.astype(np.float64)).astype(np.int64)
         wt = self.const(f"w{name}", wq, "INT8", scale=ws, zero_point=np.zeros(len(ws), np.int64),
                         quantized_dimension=0)
-        bt = self.const(f"b{name}", bq, "INT32", scale=bias_scale, zero_point=np.zeros(len(ws), np.int64),
+        bt = self.const(f"b{name}", bq, "INT64", scale=bias_scale, zero_point=np.zeros(len(ws), np.int64),
                         quantized_dimension=0)
-        s, zp = _affine(*self.ranges[f"{name}.out"])
-        y = self.op("FULLY_CONNECTED", [xq, wt, bt], (rows, W.shape[0]), "INT8", version=4,
-                    q=dict(scale=s, zero_point=zp), fused_activation_function=act, weights_format="DEFAULT",
-                    keep_num_dims=False, asymmetric_quantize_inputs=False)
-        return self.op("DEQUANTIZE", [y], (rows, W.shape[0]), version=2)
+        y = self.op("FULLY_CONNECTED", [xq, wt, bt], (rows, W.shape[0]), "INT16", version=7,
+                    q=dict(scale=_sym16(*self.ranges[f"{name}.out"]), zero_point=0), fused_activation_function=act,
+                    weights_format="DEFAULT", keep_num_dims=False, asymmetric_quantize_inputs=False)
+        return self.op("DEQUANTIZE", [y], (rows, W.shape[0]), version=4)
 
     def heads(self, x) -> int:
         """[T, D] -> [H, T, dh]"""
@@ -452,7 +451,7 @@ def _decode(w, cfg, ranges) -> tuple[_Graph, dict, dict]:
 
 
 def export(w: dict, cfg: dict, tok: CharTokenizer, ranges: dict | None = None, description: str = ""):
-    """The two-signature model (float, or int8 with ``ranges`` from ``reference_logits(record=...)``)."""
+    """The two-signature model (float, or int8 weights / int16 activations with ``ranges`` from ``reference_logits(record=...)``)."""
     from edge_sdk.model.types import Buffer, Metadata, Model, SignatureDef, SubGraph
 
     codes, buffers, subgraphs, sigs = [], [Buffer()], [], []
@@ -492,6 +491,7 @@ def export(w: dict, cfg: dict, tok: CharTokenizer, ranges: dict | None = None, d
         "cache": [{"input": f"{kv}{i}", "output": f"new_{kv}{i}"} for i in range(n) for kv in "kv"],
         "config": cfg,
         "weights": "int8" if ranges else "float32",
+        "activations": "int16 at the linear layers, float32 elsewhere" if ranges else "float32",
     }
     buffers.append(Buffer(json.dumps(meta, separators=(",", ":")).encode()))
     return Model(operator_codes=codes, subgraphs=subgraphs, buffers=buffers, description=description,

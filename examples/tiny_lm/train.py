@@ -1,11 +1,12 @@
-"""Train the tiny character-level transformer on corpus.txt and export it to TFLite (float and int8).
+"""Train the tiny character-level transformer on corpus.txt and export it to TFLite (float and quantized).
 
     .venv/bin/python examples/tiny_lm/train.py            # ~3 minutes on 2 cores; seeded
     .venv/bin/python examples/tiny_lm/train.py --steps 50  # a quick smoke run (writes to --out)
 
 corpus.txt is a snapshot of this project's own text (README, the serial-protocol doc and the library's longer
 docstrings, ASCII only). The last 10% of its tokens are held out for the validation loss. Writes
-tiny_lm_float.tflite and tiny_lm_int8.tflite next to this script (or into --out) and prints the losses.
+tiny_lm_float.tflite and tiny_lm_int16x8.tflite (int8 weights, int16 activations) next to this script
+(or into --out) and prints the losses.
 CI never trains: the committed model files are what `edge generate` and the tests use.
 """
 
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     desc = f"tiny_lm: char-level decoder-only transformer, {nparams} parameters, trained by train.py"
-    for name, r in (("tiny_lm_float.tflite", None), ("tiny_lm_int8.tflite", ranges)):
+    for name, r in (("tiny_lm_float.tflite", None), ("tiny_lm_int16x8.tflite", ranges)):
         data = write_model(tl.export(w, cfg, tok, r, description=desc), str(out / name))
         print(f"wrote {out / name} ({len(data)} bytes)")
     return 0
