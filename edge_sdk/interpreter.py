@@ -10,6 +10,9 @@ The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the com
 dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
 ``arena_plan()`` (an ``edge_sdk.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
 which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more.
+``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
+caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.kernels.blas``, set once per
+invoke and restored after it, so numpy outside invoke keeps its own setting).
 
 allocate_tensors, step by step:
 
