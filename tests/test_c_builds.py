@@ -1,0 +1,136 @@
+"""firmware_c builds per CPU (warning-clean libedge.a for cortex-m0plus / m4 / m7), a linked test image that runs
+under QEMU and gives our Python interpreter's outputs, and `make size` (per-model op tables, numbers)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_sdk import Interpreter
+from edge_sdk.model import read_model
+
+from tests.conftest import shared_model
+from tests.oprunner import T, op_model
+
+ROOT = Path(__file__).resolve().parent.parent
+FW = ROOT / "firmware_c"
+CPUS = ["cortex-m0plus", "cortex-m4", "cortex-m7"]
+
+
+def _need(*tools):
+    missing = [t for t in tools if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (Debian: apt-get install make gcc-arm-none-eabi "
+                    f"libnewlib-arm-none-eabi qemu-system-arm)")
+
+
+def _make(*args, timeout=300):
+    proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", *args], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"make {' '.join(args)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cpu", CPUS)
+def test_cpu_library_builds_warning_clean(cpu, tmp_path):
+    _need("make", "arm-none-eabi-gcc")
+    proc = _make(cpu, f"ARM_BUILD={tmp_path}", "MODELS=")
+    assert "warning:" not in proc.stderr, proc.stderr[-3000:]
+    lib = tmp_path / cpu / "libedge.a"
+    assert lib.is_file()
+    # every object is for this CPU (M4/M7: hard-float, DSP; M0+: ARMv6-M soft-float)
+    attrs = subprocess.run(["arm-none-eabi-readelf", "-A", str(lib)], capture_output=True, text=True).stdout
+    arch = {"cortex-m0plus": "v6S-M", "cortex-m4": "v7E-M", "cortex-m7": "v7E-M"}[cpu]
+    tags = set(re.findall(r"Tag_CPU_arch: (\S+)", attrs))
+    assert tags == {arch}, tags
+    assert ("Tag_ABI_VFP_args: VFP registers" in attrs) == (cpu != "cortex-m0plus")
+    syms = subprocess.run(["arm-none-eabi-nm", str(lib)], capture_output=True, text=True).stdout
+    assert " T edge_init" in syms and " T edge_invoke" in syms and "edge_kernels" in syms
+
+
+def _fc_model() -> bytes:
+    rng = np.random.default_rng(21)
+    x = T((2, 12), "INT8", scale=0.05, zero_point=-3)
+    w = T((5, 12), "INT8", scale=[0.01, 0.02, 0.015, 0.03, 0.005], zero_point=0,
+          data=rng.integers(-127, 128, (5, 12)).astype(np.int8))
+    b = T((5,), "INT32", scale=5e-4, zero_point=0, data=rng.integers(-900, 900, 5).astype(np.int32))
+    y = T((2, 5), "INT8", scale=0.07, zero_point=4)
+    return op_model("FULLY_CONNECTED", [x, w, b], [y], options=dict(fused_activation_function="RELU"), version=5)
+
+
+def _lcg_inputs(interp) -> list[np.ndarray]:
+    """The inputs tools/image_main.c writes before its second (reported) invoke."""
+    seed = 12345
+    feeds = []
+    for _round in range(2):
+        feeds = []
+        for d in interp.get_input_details():
+            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
+            out = bytearray(n)
+            for k in range(n):
+                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
+                out[k] = seed >> 24
+            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
+    return feeds
+
+
+def _fnv(data: bytes) -> int:
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+@pytest.mark.slow
+def test_linked_m4_image_runs_under_qemu_and_matches_python(tmp_path):
+    """make cortex-m4 BOARD=qemu-mps2-an386 MODEL=...: the image runs the model under QEMU; its output hash
+    equals our Python interpreter's on the same inputs, and per-op SysTick ticks are reported."""
+    _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
+    model = tmp_path / "fc.tflite"
+    model.write_bytes(_fc_model())
+    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=")
+    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    table = (tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge_ops_generated.c").read_text()
+    assert re.findall(r"/\* (\w+) \*/", table) == ["FULLY_CONNECTED"]
+    proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                           str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                           "enable=on,target=native"], capture_output=True, text=True, timeout=60)
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0 and "done" in out, out + proc.stderr
+    assert "status 0" in out
+    ops = re.findall(r"^op (\d+) (\d+) (\d+)$", out, re.M)
+    assert [(n, c) for n, c, _ in ops] == [("0", "9")] and int(ops[0][2]) > 0
+    py = Interpreter(model_content=model.read_bytes())
+    py.allocate_tensors()
+    for d, x in zip(py.get_input_details(), _lcg_inputs(py)):
+        py.set_tensor(d["index"], x)
+    py.invoke()
+    want = _fnv(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+    assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(want)
+
+
+@pytest.mark.slow
+def test_make_size_reports_person_detect_on_m4(tmp_path):
+    _need("make", "arm-none-eabi-gcc")
+    path = shared_model("tflite-micro/person_detect.tflite")
+    proc = _make("size", "SIZE_CPUS=cortex-m4", f"SIZE_MODELS={path}", f"SIZE_BUILD={tmp_path}")
+    out = proc.stdout
+    row = re.search(r"^person_detect\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\S.*)$",
+                    out, re.M)
+    assert row, out
+    n_ops, rt_text, total, nostr = int(row.group(1)), int(row.group(2)), int(row.group(7)), int(row.group(8))
+    assert rt_text > 1000 and total >= rt_text and 0 < nostr < total  # numbers, not a threshold
+    assert re.search(r"^goal: person_detect .* runtime \.text \d+ bytes", out, re.M), out
+    # the size build's op table holds exactly the model's ops
+    tables = list(tmp_path.glob("cortex-m4/qemu-mps2-an386/size/*/ops_table.c"))
+    assert len(tables) == 1
+    listed = re.findall(r"/\* (\w+) \*/", tables[0].read_text())
+    model = read_model(path.read_bytes())
+    used = {model.operator_codes[op.opcode_index].name for sg in model.subgraphs for op in sg.operators}
+    assert sorted(listed) == sorted(used) and n_ops == len(used), (listed, used)
