@@ -10,9 +10,10 @@
 #
 # Debian (bookworm) packages: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 #                             gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user
-# Run a cross-built runner on x86-64 with qemu-user; -L names the target's sysroot (dynamic loader and libc):
-#     qemu-aarch64 -L /usr/aarch64-linux-gnu build/aarch64/edge-run-c MODEL IN.bin OUT.bin
-#     qemu-arm -L /usr/arm-linux-gnueabihf build/armhf/edge-run-c MODEL IN.bin OUT.bin
+# Run a cross-built runner on x86-64 with qemu-user; -L names the target's sysroot (dynamic loader and libc),
+# -cpu the oldest Pi core of that userland (Pi 3's Cortex-A53, Pi 2's Cortex-A7):
+#     qemu-aarch64 -cpu cortex-a53 -L /usr/aarch64-linux-gnu build/aarch64/edge-run-c MODEL IN.bin OUT.bin
+#     qemu-arm -cpu cortex-a7 -L /usr/arm-linux-gnueabihf build/armhf/edge-run-c MODEL IN.bin OUT.bin
 # (tests/test_c_cross.py does that on several models and compares the outputs with the x86-64 build's.)
 #
 # Flags: the host build's warnings (-std=c99 -Wall -Wextra -Werror ...) and -O2, plus -ffp-contract=off so the

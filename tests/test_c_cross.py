@@ -32,18 +32,19 @@ pytestmark = [
                        reason="the C runtime needs gcc and make (apt-get install gcc make)"),
 ]
 
-# arch: (compiler, qemu, sysroot (-L), dynamic loader in it, Debian packages, ELF e_machine)
+# arch: (compiler, qemu, sysroot (-L), dynamic loader in it, Debian packages, ELF e_machine, emulated CPU: the
+# oldest Pi core of that userland, so an instruction it lacks would fault: Pi 3's Cortex-A53, Pi 2's Cortex-A7)
 ARCHES = {
     "aarch64": ("aarch64-linux-gnu-gcc", "qemu-aarch64", "/usr/aarch64-linux-gnu", "lib/ld-linux-aarch64.so.1",
-                "gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user", 183),
+                "gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user", 183, "cortex-a53"),
     "armhf": ("arm-linux-gnueabihf-gcc", "qemu-arm", "/usr/arm-linux-gnueabihf", "lib/ld-linux-armhf.so.3",
-              "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user", 40),
+              "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user", 40, "cortex-a7"),
 }
 HOST_RUNNER = FW / "build" / "host" / "edge-run-c"
 
 
 def _missing_tools(arch: str) -> str | None:
-    cc, qemu, sysroot, loader, pkgs, _ = ARCHES[arch]
+    cc, qemu, sysroot, loader, pkgs, _, _ = ARCHES[arch]
     absent = [t for t in (cc, qemu) if shutil.which(t) is None]
     if not (Path(sysroot) / loader).exists():
         absent.append(f"{sysroot}/{loader}")
@@ -94,8 +95,8 @@ def _run(runner_cmd: list[str], model: Path, feeds: list[np.ndarray], tmp: Path,
 
 
 def _qemu_cmd(arch: str, runner: Path) -> list[str]:
-    _, qemu, sysroot, _, _, _ = ARCHES[arch]
-    return [qemu, "-L", sysroot, str(runner)]
+    _, qemu, sysroot, _, _, _, cpu = ARCHES[arch]
+    return [qemu, "-cpu", cpu, "-L", sysroot, str(runner)]
 
 
 def _feeds(model: bytes, seed: int) -> list[np.ndarray]:
