@@ -66,7 +66,7 @@ class Raw:
     def send(self, data: bytes):
         self.s.sendall(data)
 
-    def frames(self, n=1, deadline=3.0, skip_logs=True):
+    def frames(self, n=1, deadline=10.0, skip_logs=True):
         end = time.monotonic() + deadline
         while len(self.pending) < n and time.monotonic() < end:
             try:
