@@ -93,7 +93,7 @@ def read_spec(model) -> GenerationSpec:
                               int(meta["max_prompt"]), dict(meta["prefill"]), dict(meta["decode"]),
                               [dict(c) for c in meta["cache"]], meta)
         for c in spec.cache:
-            c["input"], c["output"]  # noqa: B018 - presence check
+            c["input"], c["output"]
     except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ModelError):
             raise

@@ -20,7 +20,7 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tiny_lm"
 FLOAT = EXAMPLE / "tiny_lm_float.tflite"
 QUANT = EXAMPLE / "tiny_lm_int16x8.tflite"  # int8 weights, int16 activations
 sys.path.insert(0, str(EXAMPLE))
-import tiny_lm  # noqa: E402
+import tiny_lm
 
 TEXT = (EXAMPLE / "corpus.txt").read_text()
 PROMPT = "The interpreter"

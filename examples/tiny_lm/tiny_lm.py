@@ -47,7 +47,7 @@ EPS = 1e-5
 MASK = -1e9
 METADATA_NAME = "edge_generate"  # the metadata entry edge_sdk.generate reads
 
-CONFIG = dict(d_model=64, n_heads=4, n_layers=2, d_ff=256, context=128, max_prompt=32)
+CONFIG = {"d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 256, "context": 128, "max_prompt": 32}
 
 
 # ---------------------------------------------------------------------------------------------- tokenizer
@@ -61,7 +61,7 @@ class CharTokenizer:
         self.unk = self.index.get("?", self.index.get(" ", 0))
 
     @classmethod
-    def from_text(cls, text: str) -> "CharTokenizer":
+    def from_text(cls, text: str) -> CharTokenizer:
         return cls([EOS] + sorted(set(text)))
 
     def encode(self, text: str) -> list[int]:
@@ -314,7 +314,7 @@ class _Graph:
         if self.ranges is None:
             return self.op("GATHER", [self.const(table, data), idx], (rows, d), axis=0, batch_dims=0)
         qv, s = _sym(data)
-        quant = dict(scale=s, zero_point=0)
+        quant = {"scale": s, "zero_point": 0}
         tq = self.const(table, qv, "INT8", **quant)
         gq = self.op("GATHER", [tq, idx], (rows, d), "INT8", version=2, q=quant, axis=0, batch_dims=0)
         return self.op("DEQUANTIZE", [gq], (rows, d), version=2)
@@ -333,7 +333,7 @@ class _Graph:
         key = ("q", x)
         if key not in self._const:
             self._const[key] = self.op("QUANTIZE", [x], self.shape_of(x), "INT16", version=3,
-                                       q=dict(scale=_sym16(*self.ranges[f"{name}.in"]), zero_point=0))
+                                       q={"scale": _sym16(*self.ranges[f"{name}.in"]), "zero_point": 0})
         return self._const[key]
 
     def linear(self, x, name, relu=False) -> int:
@@ -354,7 +354,7 @@ class _Graph:
         bt = self.const(f"b{name}", bq, "INT64", scale=bias_scale, zero_point=np.zeros(len(ws), np.int64),
                         quantized_dimension=0)
         y = self.op("FULLY_CONNECTED", [xq, wt, bt], (rows, W.shape[0]), "INT16", version=7,
-                    q=dict(scale=_sym16(*self.ranges[f"{name}.out"]), zero_point=0), fused_activation_function=act,
+                    q={"scale": _sym16(*self.ranges[f"{name}.out"]), "zero_point": 0}, fused_activation_function=act,
                     weights_format="DEFAULT", keep_num_dims=False, asymmetric_quantize_inputs=False)
         return self.op("DEQUANTIZE", [y], (rows, W.shape[0]), version=4)
 
@@ -480,7 +480,7 @@ def export(w: dict, cfg: dict, tok: CharTokenizer, ranges: dict | None = None, d
         subgraphs.append(SubGraph(tensors=g.tensors, inputs=g.inputs, outputs=g.outputs, operators=g.operators,
                                   name=g.name))
         sigs.append(SignatureDef(g.name, s, dict(ins), dict(outs)))
-    n, H, C = cfg["n_layers"], cfg["n_heads"], cfg["context"]
+    n, C = cfg["n_layers"], cfg["context"]
     meta = {
         "format": "edge-generate/1",
         "tokenizer": {"type": "char", "vocab": tok.vocab, "eos": tok.eos, "unk": tok.unk},

@@ -21,13 +21,13 @@ from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # small matrices: threads only fight each other
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
-import tiny_lm as tl  # noqa: E402
+import tiny_lm as tl
 
 
 def main(argv=None) -> int:
