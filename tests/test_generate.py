@@ -5,7 +5,6 @@ The committed models in examples/tiny_lm are what these tests run (CI never trai
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -213,4 +212,19 @@ def test_model_without_metadata_refused():
     m.metadata = []
     with pytest.raises(ModelError, match="edge_generate"):
         Generator(write_model(m))
-    assert math.isfinite(1.0)
+
+
+def test_decode_writes_the_cache_at_position_only(gens):
+    gen = gens("float")
+    ids = _ids(gen, PROMPT)
+    gen.prefill(ids)
+    before = {k: v.copy() for k, v in gen.cache.items()}
+    gen.decode(ids[0])
+    p = len(ids)
+    for name, old in before.items():
+        new = gen.cache[name]
+        assert new.shape == old.shape == (4, gen.spec.max_context, 16)
+        changed = np.flatnonzero(np.any(new != old, axis=(0, 2)))
+        assert changed.tolist() == [p], name
+    # prefill leaves positions past the prompt window zero
+    assert not np.any(before["k0"][:, gen.spec.max_prompt:, :])
