@@ -627,7 +627,7 @@ class Interpreter:
             # Prepare validated the model, so this is a kernel bug, not a model problem: a RuntimeError
             # naming the node (not a ModelError, which callers may treat as "bad model" and swallow).
             # The loop keeps no counter: the failed step is the one whose (own) input list is still bound.
-            i = next(k for k, step in enumerate(steps) if step[1] is ins)  # noqa: B023
+            i = next(k for k, step in enumerate(steps) if step[1] is ins)
             raise RuntimeError(f"{p.step_where[s][i]}: eval failed: {type(exc).__name__}: {exc}") from exc
 
     def reset_all_variables(self) -> None:

@@ -186,7 +186,7 @@ def test_limit_restored_when_a_kernel_fails():
     before = blas.current_limit()
     interp = Interpreter(model_content=_fc_model())
     interp.allocate_tensors()
-    fn, ins, outs = interp._p.steps[0][0]
+    _, ins, outs = interp._p.steps[0][0]
 
     def broken(inputs, outputs):
         raise ZeroDivisionError("kernel bug")
