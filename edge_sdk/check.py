@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_sdk import op_table
+from edge_sdk.delegates.base import plan_partitions
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.kernels.node import Node
 from edge_sdk.model import Model, read_model, write_model
@@ -208,36 +209,14 @@ def partition_nodes(model: Model, assignment: list[str], subgraph: int = 0) -> l
 
     A tensor crosses in when a node of the run reads it and it is not a constant and not produced inside the
     run; it crosses out when the run produces it and a node outside the run (or the subgraph's outputs)
-    reads it.
+    reads it. The interpreter's partitioner (``edge_sdk.delegates.plan_partitions``) does the grouping.
     """
     sg = model.subgraphs[subgraph]
     const = {t for t, tensor in enumerate(sg.tensors) if not tensor.is_variable
              and 0 <= tensor.buffer < len(model.buffers) and model.buffers[tensor.buffer].data}
-    runs: list[tuple[str, list[int]]] = []
-    for i, b in enumerate(assignment):
-        if runs and runs[-1][0] == b:
-            runs[-1][1].append(i)
-        else:
-            runs.append((b, [i]))
-    readers: dict[int, set[int]] = {}
-    for i, op in enumerate(sg.operators):
-        for t in op.inputs:
-            if t >= 0:
-                readers.setdefault(t, set()).add(i)
-    outputs = set(sg.outputs)
-    parts = []
-    for b, idx in runs:
-        members = set(idx)
-        produced = [t for i in idx for t in sg.operators[i].outputs]
-        produced_set = set(produced)
-        ins: list[int] = []
-        for i in idx:
-            for t in sg.operators[i].inputs:
-                if t >= 0 and t not in const and t not in produced_set and t not in ins:
-                    ins.append(t)
-        outs = [t for t in dict.fromkeys(produced) if t in outputs or readers.get(t, set()) - members]
-        parts.append(Partition(b, tuple(idx), tuple(ins), tuple(outs)))
-    return parts
+    planned = plan_partitions([(op.inputs, op.outputs) for op in sg.operators], assignment, sg.inputs, sg.outputs,
+                              const, subgraph)
+    return [Partition(p.backend, p.nodes, p.inputs, p.outputs) for p in planned]
 
 
 # ----------------------------------------------------------------------------------------------- check
