@@ -4,7 +4,8 @@ TFLM's integer kernels scale accumulators by a real multiplier M expressed as an
 power-of-two shift (``quantize_multiplier``), and apply it with gemmlowp's saturating rounding doubling high
 multiply followed by a rounding right shift (``multiply_by_quantized_multiplier``). Bit-exactness with TFLM
 comes from doing these steps in the same order with the same rounding; int64 numpy arrays hold the int32
-intermediates without overflow.
+intermediates without overflow. ``Requantizer`` is the same multiply prepared once for a layer's per-channel
+multipliers, in fewer whole-array passes (the hot path of the convolution kernels).
 """
 
 from __future__ import annotations
@@ -112,6 +113,85 @@ def multiply_by_quantized_multiplier_int64(x, multiplier, shift) -> np.ndarray:
     total_shift = 15 - shift
     x = x * reduced + (np.int64(1) << (total_shift - 1))
     return _wrap_int32(x >> total_shift)
+
+
+class Requantizer:
+    """MultiplyByQuantizedMultiplier for int64 arrays whose last axis is the channel axis.
+
+    ``wide=False``: TFLM's int32 overload (gemmlowp doubling high multiply, then a rounding right shift).
+    Its doubling high multiply equals ``(a * b + 2**30) >> 31`` for every pair but INT32_MIN * INT32_MIN,
+    which cannot occur since multipliers are non-negative. ``wide=True``: the int64 overload of the 16x8
+    kernels (multiplier reduced to 16 bits, one rounding shift, result truncated to int32).
+    ``wrap``: the accumulator may leave int32 and must wrap as the C int32 accumulator does.
+    """
+
+    def __init__(self, multipliers, shifts, wide: bool = False, wrap: bool = False):
+        m = np.asarray(multipliers, dtype=np.int64).ravel()
+        s = np.asarray(shifts, dtype=np.int64).ravel()
+        self.wide = wide
+        self.wrap = wrap
+        if wide:
+            reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
+            total = 15 - s
+            self.mult = self._compact(reduced)
+            self.total = self._compact(total)
+            self.round = self._compact(np.int64(1) << (total - 1))
+            return
+        left = np.maximum(s, 0)
+        right = np.maximum(-s, 0)
+        self.shift_left = bool(left.any())
+        self.left = self._compact(left)
+        self.mult = self._compact(m)
+        self.right = self._compact(right)
+        self.half = self._compact((np.int64(1) << right) >> 1)
+        self.all_right = bool((right > 0).all())
+        self.neg_adjust = (right > 0).astype(np.int64)
+
+    @staticmethod
+    def _compact(a: np.ndarray):
+        """A scalar when all channels agree (faster broadcasting), else the per-channel vector."""
+        return int(a[0]) if a.size == 1 or (a == a[0]).all() else a
+
+    def folded(self, bias: np.ndarray):
+        """A per-channel term merging the bias with the rounding constant: (x + b) * m + r = x * m + (b * m + r).
+
+        None when the accumulator must first be wrapped or shifted as int32 (then add the bias to x).
+        """
+        bias = np.asarray(bias, dtype=np.int64)
+        if self.wide:
+            return bias * self.mult + self.round
+        if self.shift_left or self.wrap:
+            return None
+        return bias * self.mult + (1 << 30)
+
+    def __call__(self, x: np.ndarray, term=None) -> np.ndarray:
+        """x: int64 accumulators (a fresh array this may modify); ``term``: from ``folded`` when a bias is
+        folded in. Returns int64 (int32 when wide)."""
+        if self.wide:
+            x *= self.mult
+            x += self.round if term is None else term
+            x >>= self.total
+            return x.astype(np.int32)
+        if term is not None:
+            x *= self.mult
+            x += term
+        else:
+            if self.shift_left:
+                x <<= self.left
+                x = x.astype(np.int32).astype(np.int64)
+            elif self.wrap:
+                x = x.astype(np.int32).astype(np.int64)
+            x *= self.mult
+            x += 1 << 30
+        x >>= 31
+        neg = x < 0
+        if self.all_right:
+            x -= neg
+        else:
+            x -= neg * self.neg_adjust
+        x += self.half
+        x >>= self.right
+        return x
 
 
 def quantize_value(f: float, scale: float, zero_point: int) -> int:
