@@ -8,7 +8,8 @@
     y = interp.get_tensor(interp.get_output_details()[0]["index"])
 
 The host library (firmware_c/build/host/libedge.so) is built on first use with ``make -C firmware_c host``
-(gcc and make must be on PATH; the error says which one is missing). Results are bit-identical to the
+(gcc and make must be on PATH; the error says which one is missing). An installed copy builds out of tree:
+in a copy of its bundled sources under the cache folder (``edge_sdk.resources.host_tree``). Results are bit-identical to the
 Python kernels for the ops the C runtime has (``c_supported_ops()``; ``missing_ops(model)`` names the rest).
 
 LiteRT semantics on top of the C runtime: inputs set with ``set_tensor`` are kept here and copied into the
@@ -23,19 +24,21 @@ import ctypes
 import os
 import shutil
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import numpy as np
 
 from edge_sdk import arena as _arena
+from edge_sdk import resources
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
-ROOT = Path(__file__).resolve().parent.parent
-FIRMWARE = ROOT / "firmware_c"
-LIBRARY = FIRMWARE / "build" / "host" / "libedge.so"
-RUNNER = FIRMWARE / "build" / "host" / "edge-run-c"
+FIRMWARE = resources.firmware_dir()  # the sources (the checkout's firmware_c/, or the installed copy)
+HOST_TREE = resources.host_tree(FIRMWARE)  # where `make host` runs: FIRMWARE itself, or its copy in the cache
+LIBRARY = HOST_TREE / "build" / "host" / "libedge.so"
+RUNNER = HOST_TREE / "build" / "host" / "edge-run-c"
 
 # edge_status.def order
 _STATUS_NAMES = [
@@ -65,9 +68,18 @@ def build() -> Path:
             f"cannot build the C runtime: {', '.join(missing)} not found on PATH "
             f"(install make and a C compiler, e.g. `apt-get install make gcc`)"
         )
-    proc = subprocess.run(["make", "-C", str(FIRMWARE), "host"], capture_output=True, text=True)
+    cmd = ["make", "-C", str(HOST_TREE), "host", f"PYTHON={sys.executable}"]
+    if HOST_TREE == FIRMWARE:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    else:  # an installed copy: its sources copied into the cache once, built there
+        try:
+            resources.ensure_host_tree(FIRMWARE)
+        except OSError as exc:
+            raise BuildError(f"cannot copy the C runtime's sources from {FIRMWARE} to {HOST_TREE}: {exc}") from exc
+        with resources.build_lock(HOST_TREE):
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
-        raise BuildError(f"`make -C {FIRMWARE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     return LIBRARY
 
 

@@ -19,9 +19,11 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    and installed with ``--no-index``). Only when that venv imports edge_sdk does the symlink
    ``remote_dir/venv`` switch to it (a symlink renamed over the old one: atomic). The previous venv stays
    (rollback by hand; older ones are pruned). A venv already built for this wheel is reused.
-3. C backend (optional): when this checkout has ``firmware_c/`` and the device has ``cc`` and ``make``,
-   firmware_c is shipped into the new venv's site-packages (next to edge_sdk, where ``edge_sdk.backend_c``
-   finds it) and ``make host`` builds it there; a failure is a note in the result, never fatal.
+3. C backend (optional): when the device has ``cc`` and ``make``, the new venv builds its C host library
+   (``edge_sdk.backend_c.build()``: the wheel carries firmware_c as ``edge_sdk/_bundled/firmware_c``, built
+   out of tree under the device's ``~/.cache/edge-sdk/c-runtime/``). A wheel without the bundle (an older
+   one passed as ``wheel=``) gets firmware_c shipped into site-packages and built there, as before. A
+   failure is a note in the result, never fatal.
 4. Model: streamed to a temporary name in ``remote_dir/models/``, fsync'ed and its sha256 checked there,
    then in one remote step renamed over the old model and the manifest ``remote_dir/manifest.json`` rewritten
    the same way (temp, fsync, rename). An interrupted deploy therefore leaves the previous model, runtime and
@@ -49,7 +51,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge_sdk import __version__, log
+from edge_sdk import __version__, log, resources
 from edge_sdk.device.ssh import (
     SSHConnection,
     SSHTarget,
@@ -83,7 +85,7 @@ def sha256_file(path: str | Path) -> str:
 
 # ----------------------------------------------------------------------------------------------- the wheel
 _WHEEL_LOCK = threading.Lock()
-_SOURCE_PARTS = ("pyproject.toml", "README.md", "edge_sdk", "converters")
+_SOURCE_PARTS = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "edge_sdk", "converters")
 
 
 def _source_files(root: Path) -> list[Path]:
@@ -95,6 +97,8 @@ def _source_files(root: Path) -> list[Path]:
         elif p.is_dir():
             files += sorted(f for f in p.rglob("*") if f.is_file() and "__pycache__" not in f.parts
                             and f.suffix not in (".pyc", ".pyo"))
+    # device_profiles/ and firmware_c/ (sources only): the wheel bundles them as edge_sdk/_bundled/
+    files += [f for f, _ in resources.bundle_files(root)]
     return files
 
 
@@ -209,6 +213,8 @@ def _write_wheel(src: Path, dist: Path) -> Path:
             for f in sorted((src / package).rglob("*")) if (src / package).is_dir() else []:
                 if f.is_file() and f.suffix != ".pyc":
                     add(zf, f.relative_to(src).as_posix(), f.read_bytes())
+        for f, rel in resources.bundle_files(src):  # what setup.py's build_py bundles, the same way
+            add(zf, f"{resources.BUNDLE_ARC}/{rel}", f.read_bytes())
         for arc, text in extra_files.items():
             add(zf, arc, text.encode())
         record.append(f"{info}/RECORD,,")
@@ -590,7 +596,7 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
             raise DeviceError(f"{label}: installing the runtime failed{hint}: {' | '.join(err[-4:])}")
 
     # --- optional C backend
-    c_backend = _build_c_backend(conn, info, base, venv_name, python, runtime_new) if build_c else None
+    c_backend = _build_c_backend(conn, info, base, venv_name, python, runtime_new, whl) if build_c else None
     if c_backend and c_backend.get("note"):
         result.notes.append(c_backend["note"])
 
@@ -629,15 +635,51 @@ def _local_hostname() -> str:
     return socket.gethostname()
 
 
-def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, fresh: bool) -> dict:
-    """Ship firmware_c (everything but build/) next to edge_sdk in the new venv's site-packages — where
-    ``edge_sdk.backend_c`` looks for it — and run ``make host`` there. Optional: never fatal."""
-    src = SOURCE_ROOT / "firmware_c"
-    if not (src / "Makefile").is_file():
-        return {"built": False, "note": "C backend: no firmware_c/Makefile in this checkout; skipped"}
+def wheel_bundles_firmware(wheel: str | Path) -> bool:
+    """Whether an edge-sdk wheel carries the C runtime's sources (``edge_sdk/_bundled/firmware_c``)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            return f"{resources.BUNDLE_ARC}/firmware_c/Makefile" in zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+# argv: none; builds the installed runtime's C host library (out of tree, in the device's cache) and prints
+# its path as the last line
+_BUILD_C = "from edge_sdk import backend_c; print(backend_c.build())"
+
+
+def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, fresh: bool,
+                     wheel: str | Path | None = None) -> dict:
+    """Build the C host library for the new venv: with ``edge_sdk.backend_c.build()`` in that venv when the
+    wheel carries firmware_c (it builds in the device's cache folder), else by shipping firmware_c
+    (everything but build/) next to edge_sdk in the venv's site-packages and running ``make host`` there.
+    Optional: never fatal."""
     if not info.get("cc") or not info.get("make"):
         missing = " and ".join(t for t in ("cc", "make") if not info.get(t))
         return {"built": False, "note": f"C backend: no {missing} on the device (apt-get install gcc make); skipped"}
+    vdir = f"{base}/venvs/{venv_name}"
+    if wheel is not None and wheel_bundles_firmware(wheel):
+        if not fresh:
+            previous = (info.get("manifest") or {}).get("c_backend") or {}
+            if previous.get("built") and previous.get("venv") == vdir:
+                return previous
+            return {"built": False,
+                    "note": "C backend: runtime reused without a C build; deploy a new runtime to build it"}
+        log.stage(f"{conn.target.label}: building the C backend on the device (backend_c.build)")
+        proc = conn.run(remote_command("env", f"CC={info['cc']}", f"{vdir}/bin/python", "-c", _BUILD_C),
+                        timeout=600, check=False, what="building the C backend")
+        lines = (proc.stdout or "").strip().splitlines()
+        if proc.returncode != 0 or not lines:
+            err = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+            return {"built": False, "note": f"C backend: the build on the device failed (optional; skipped): {err}"}
+        return {"built": True, "library": lines[-1].strip(), "venv": vdir, "note": None}
+    # a wheel without the bundle: ship this checkout's firmware_c into site-packages
+    src = SOURCE_ROOT / "firmware_c"
+    if not (src / "Makefile").is_file():
+        return {"built": False, "note": "C backend: no firmware_c/Makefile in this checkout; skipped"}
     py = ".".join(info["python"].split(".")[:2])
     site = f"{base}/venvs/{venv_name}/lib/python{py}/site-packages"
     lib = f"{site}/firmware_c/build/host/libedge.so"

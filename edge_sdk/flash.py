@@ -39,11 +39,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from edge_sdk import log
+from edge_sdk import log, resources
 from edge_sdk.errors import ArenaTooSmallError, DeviceError, ModelError, UnsupportedOpError
 
-ROOT = Path(__file__).resolve().parent.parent
-FIRMWARE = ROOT / "firmware_c"
+FIRMWARE = resources.firmware_dir()  # the checkout's firmware_c/, or the installed copy (read only: builds go elsewhere)
 APP = FIRMWARE / "app"
 GEN_OPS = FIRMWARE / "tools" / "gen_ops.py"
 BOARD_LIST = ("qemu-mps2-an386", "stm32f746-disco", "stm32h743", "nrf52840-dk", "rp2040-pico")
@@ -355,7 +354,9 @@ def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dic
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
     flags = _toolchain_flags(profile)
     key = hashlib.sha256(" ".join([board, cpu or "", *flags]).encode()).hexdigest()[:12]
-    cache = Path(os.environ.get("EDGE_CACHE_DIR") or Path.home() / ".cache" / "edge-sdk")
+    if not resources.builds_in_place(FIRMWARE):  # an installed copy: its own objects (its sources' mtimes differ)
+        key = hashlib.sha256(f"{key} {FIRMWARE}".encode()).hexdigest()[:12]
+    cache = resources.cache_dir()
     obj_dir = cache / "firmware" / f"obj-{board}-{key}"  # runtime + board objects, shared by every model
     cmd = ["make", "-C", str(APP), f"-j{os.cpu_count() or 2}", f"BOARD={board}", f"BUILD={build_dir}",
            f"OBJ={obj_dir}",

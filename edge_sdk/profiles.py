@@ -38,9 +38,10 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from edge_sdk import resources
 from edge_sdk.errors import ProfileError
 
-PROFILE_DIR = Path(os.environ.get("EDGE_PROFILE_DIR", Path(__file__).resolve().parent.parent / "device_profiles"))
+PROFILE_DIR = resources.profiles_dir()  # $EDGE_PROFILE_DIR, the installed copy, or the checkout's device_profiles/
 
 CPU = "cpu"
 ANY_OP = "*"
