@@ -70,8 +70,8 @@ def ops_table() -> str:
         macs = "yes" if row is not None and row.macs else "-"
         rows.append((f"`{name}`", kind, py, in_c, macs))
     n_c = sum(1 for r in rows if r[3] != "-")
-    text = [f"{len(rows)} ops: the Python interpreter (`edge_sdk.Interpreter`, Linux/Raspberry Pi) runs "
-            f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions.",
+    text = [(f"{len(rows)} ops: the Python interpreter (`edge_sdk.Interpreter`, Linux/Raspberry Pi) runs "
+             f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions."),
             "",
             _table(("op", "kind", "interpreter", "C runtime", "MACs counted"), rows),
             ""]
@@ -92,9 +92,9 @@ def devices_table() -> str:
         rows.append((f"`{p.name}`", p.kind, p.cpu, f"{p.clock_hz / 1e6:g} MHz" if p.clock_hz else "-",
                      _size(p.ram_arena_bytes), _size(p.flash_model_bytes), p.runtime or "-",
                      str(p.flash.get("method", "-")), delegates, p.description or ""))
-    text = [f"{len(rows)} device profiles (`device_profiles/*.toml`; `edge targets` lists them, "
-            "`edge check MODEL --target NAME` checks a model against one). Arena RAM and model flash are the "
-            "budgets `edge check` holds a model to; * marks the preferred backend.",
+    text = [(f"{len(rows)} device profiles (`device_profiles/*.toml`; `edge targets` lists them, "
+             "`edge check MODEL --target NAME` checks a model against one). Arena RAM and model flash are the "
+             "budgets `edge check` holds a model to; * marks the preferred backend."),
             "",
             _table(("profile", "kind", "CPU", "clock", "arena RAM", "model flash", "runtime", "installed with",
                     "delegates", "description"), rows)]

@@ -33,8 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from edge_sdk import log  # noqa: E402
-from edge_sdk.errors import DeviceError, ModelError  # noqa: E402
+from edge_sdk import log
+from edge_sdk.errors import DeviceError, ModelError
 
 DIGITS = ROOT / "examples" / "digits"
 ONNX_MODEL = DIGITS / "digits_cnn.onnx"

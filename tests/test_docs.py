@@ -8,7 +8,6 @@ from edge_sdk import docs
 from edge_sdk.errors import ModelError
 from edge_sdk.op_table import OPS
 from edge_sdk.profiles import list_profiles, load_profile
-
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"

@@ -30,10 +30,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from edge_sdk.model import write_model  # noqa: E402
-from edge_sdk.model.builder import GraphBuilder  # noqa: E402
-from edge_sdk.model.manifest import write_manifest  # noqa: E402
-from edge_sdk.pipeline import Detector, decode_boxes, nms, sigmoid  # noqa: E402
+from edge_sdk.model import write_model
+from edge_sdk.model.builder import GraphBuilder
+from edge_sdk.model.manifest import write_manifest
+from edge_sdk.pipeline import Detector, decode_boxes, nms, sigmoid
 
 SIZE = 32  # input image side, pixels
 GRID = 8  # cells per side (stride 4)
@@ -131,7 +131,7 @@ def edge(*args) -> None:
     print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], env=env)
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")
 

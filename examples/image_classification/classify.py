@@ -53,7 +53,7 @@ def edge(*args, capture: bool = False) -> str:
     print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], env=env, text=True,
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env, text=True,
                           stdout=subprocess.PIPE if capture else None)
     if proc.returncode != 0:
         raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")

@@ -56,7 +56,7 @@ def edge(*args) -> None:
     print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], env=env)
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")
 
