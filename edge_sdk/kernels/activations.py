@@ -202,6 +202,19 @@ def _int8_radius_params(x):
     return multiplier, left_shift, radius
 
 
+def _int8_sigmoid_run(x, finish):
+    """The int8 LOGISTIC/TANH table: the input rescaled to Q4.27, ``finish`` (Q4.27 -> clamped int8), and the
+    saturation outside the radius."""
+    multiplier, shift, radius = _int8_radius_params(x)
+    in_zp = x.zp
+
+    def f(v):
+        d = v - in_zp
+        r = finish(multiply_by_quantized_multiplier(d, multiplier, shift))
+        return np.where(d <= -radius, -128, np.where(d >= radius, 127, r))
+    return _table_run("INT8", f)
+
+
 def _int16_sigmoid_params(node: Node, x, out, tanh: bool):
     node.expect(x.zp == 0 and out.zp == 0, "int16 LOGISTIC/TANH need zero points of 0")
     pot, log2 = _checked_log2(x.s)
@@ -219,9 +232,7 @@ def _int16_sigmoid_params(node: Node, x, out, tanh: bool):
     ok, out_log2 = _checked_log2(out.s)
     if not ok or out_log2 != -15:
         raise node.unsupported(f"int16 output scale must be 2^-15, got {out.s}")
-    if multiplier == 0:
-        multiplier, left_shift = 3 << left_shift, 0
-    return multiplier, left_shift
+    return multiplier, left_shift  # multiplier 0: a power-of-two input scale (see fp.logistic_int16)
 
 
 def prepare_logistic(node: Node):
@@ -239,31 +250,9 @@ def prepare_logistic(node: Node):
     _need_quant(node, x, out)
     if x.type == "INT8":
         node.expect(out.zp == -128, "int8 LOGISTIC needs an output zero point of -128")
-        multiplier, shift, radius = _int8_radius_params(x)
-        in_zp = x.zp
-
-        def f(v):
-            d = v - in_zp
-            q4 = multiply_by_quantized_multiplier(d, multiplier, shift)
-            r = fp.rdivpot(fp.logistic(q4, 4), 23)
-            r = np.clip(r - 128, -128, 127)
-            return np.where(d <= -radius, -128, np.where(d >= radius, 127, r))
-        return _table_run("INT8", f)
+        return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.logistic(q4, 4), 23) - 128, -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=False)
-    rnd = (1 << (left_shift - 1)) if left_shift > 0 else 0
-    table = fp.SIGMOID_TABLE_UINT16
-
-    def f16(v):
-        d = (v * multiplier + rnd) >> left_shift
-        a = np.abs(d)
-        uh = a >> 9
-        ok = uh < 255
-        uhc = np.where(ok, uh, 0)
-        ua, ub = table[uhc], table[uhc + 1]
-        res = np.where(ok, (ua << 9) + (a & 0x1FF) * (ub - ua), 0x7FFF << 10)
-        res = np.where(d >= 0, res + (1 << 9), (1 << 25) - res + (1 << 9) - 1) & 0xFFFFFFFF
-        return fp.wrap16(res >> 10)
-    return _table_run("INT16", f16)
+    return _table_run("INT16", lambda v: fp.logistic_int16(v, multiplier, left_shift))
 
 
 def prepare_tanh(node: Node):
@@ -273,30 +262,9 @@ def prepare_tanh(node: Node):
         return _float_run(lambda v: np.tanh(v.astype(np.float64)).astype(np.float32))
     _need_quant(node, x, out)
     if x.type == "INT8":
-        multiplier, shift, radius = _int8_radius_params(x)
-        in_zp = x.zp
-
-        def f(v):
-            d = v - in_zp
-            q4 = multiply_by_quantized_multiplier(d, multiplier, shift)
-            r = np.clip(fp.rdivpot(fp.tanh(q4, 4), 24), -128, 127)
-            return np.where(d <= -radius, -128, np.where(d >= radius, 127, r))
-        return _table_run("INT8", f)
+        return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.tanh(q4, 4), 24), -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=True)
-    rnd = (1 << (left_shift - 1)) if left_shift > 0 else 0
-    table = fp.SIGMOID_TABLE_UINT16
-
-    def f16(v):
-        d = (v * multiplier + rnd) >> left_shift
-        a = np.abs(d)
-        uh = a >> 8
-        ok = uh < 255
-        uhc = np.where(ok, uh, 0)
-        ua, ub = table[uhc], table[uhc + 1]
-        res = np.where(ok, (ua << 8) + (a & 0xFF) * (ub - ua), 0xFFFF << 8)
-        res = np.where(d >= 0, res - (1 << 23) + (1 << 7), -res + (1 << 23) + (1 << 7) - 1)
-        return fp.wrap16(fp.wrap32(res) >> 8)
-    return _table_run("INT16", f16)
+    return _table_run("INT16", lambda v: fp.tanh_int16(v, multiplier, left_shift))
 
 
 # ---------------------------------------------------------------- SOFTMAX / LOG_SOFTMAX

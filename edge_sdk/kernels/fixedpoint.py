@@ -366,3 +366,47 @@ SIGMOID_TABLE_UINT16 = np.array("""
     65532 65532 65532 65533 65533 65533 65533 65533 65533 65533 65533 65534 65534 65534 65534 65534 65534 65534
     65534 65534 65534 65535
 """.split(), dtype=np.int64)
+
+
+# ---- int16 LOGISTIC / TANH (reference_integer_ops Logistic and Tanh on int16) ----
+# Both interpolate linearly in the table above: logistic steps through it every 1/24 of input, tanh through
+# tanh(x) = 2 * sigmoid(2x) - 1 with half that step. Their input is first scaled by a (multiplier, left shift)
+# pair; a zero multiplier means a power-of-two input scale, applied as multiplier 3 << shift (the 3/4 scaling
+# that widens the table's [-8, 8] reach to about [-10.7, 10.7]). Unsigned C intermediates are non-negative
+# here by construction, so int64 holds them exactly.
+
+# Index pairs (entry, next entry) for interpolation; the last entry is only reached through saturation.
+_TABLE_NEXT = np.append(SIGMOID_TABLE_UINT16[1:], SIGMOID_TABLE_UINT16[-1])
+
+
+def _scale_input(x: np.ndarray, input_multiplier: int, input_left_shift: int) -> np.ndarray:
+    if input_multiplier == 0:  # power-of-two input scale
+        input_multiplier, input_left_shift = 3 << input_left_shift, 0
+    rounding = (1 << (input_left_shift - 1)) if input_left_shift > 0 else 0
+    return (np.asarray(x, dtype=np.int64) * input_multiplier + rounding) >> input_left_shift
+
+
+def logistic_int16(x, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
+    """reference_integer_ops::Logistic on int16 data (output Q0.15); returns int64 values in int16 range."""
+    v = _scale_input(x, input_multiplier, input_left_shift)
+    a = np.abs(v)
+    hi = a >> 9
+    idx = np.minimum(hi, 254)
+    lo_val = SIGMOID_TABLE_UINT16[idx]
+    interp = (lo_val << 9) + (a & 0x1FF) * (_TABLE_NEXT[idx] - lo_val)
+    r = np.where(hi >= 255, 0x7FFF << 10, interp)
+    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) >> 10
+    return ((r + 32768) & 0xFFFF) - 32768  # the C code stores the uint32 into an int16
+
+
+def tanh_int16(x, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
+    """reference_integer_ops::Tanh on int16 data (output Q0.15); returns int64 values in int16 range."""
+    v = _scale_input(x, input_multiplier, input_left_shift)
+    a = np.abs(v)
+    hi = a >> 8
+    idx = np.minimum(hi, 254)
+    lo_val = SIGMOID_TABLE_UINT16[idx]
+    interp = (lo_val << 8) + (a & 0xFF) * (_TABLE_NEXT[idx] - lo_val)
+    r = np.where(hi >= 255, 0xFFFF << 8, interp)
+    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
+    return ((r + 32768) & 0xFFFF) - 32768

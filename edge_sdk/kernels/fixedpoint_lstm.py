@@ -1,14 +1,9 @@
 """Fixed-point pieces of TFLite Micro's integer LSTM: the int16 sigmoid and tanh of the gates and cell state.
 
 TFLM's integer LSTM keeps gate pre-activations in Q3.12 (scale 2**-12) and gate outputs in Q0.15
-(scale 2**-15). Its int16 logistic and tanh (reference integer_ops) share one 256-entry table of sigmoid
-sampled every 1/24, in unsigned 0.16 format, and interpolate linearly between entries; tanh uses
-tanh(x) = 2 * sigmoid(2x) - 1 through a finer input step. Both take a (multiplier, left shift) pair: a zero
-multiplier means "power-of-two input scale", handled as multiplier 3 << shift (the 3/4 scaling that widens
-the table's [-8, 8] reach to about [-10.7, 10.7]).
-
-Everything here is vectorized over numpy int64 arrays and mirrors the C integer steps (unsigned
-intermediates are non-negative by construction, so int64 holds them exactly).
+(scale 2**-15). It applies the int16 logistic and tanh of reference integer_ops, which live in
+``fixedpoint`` (``logistic_int16``, ``tanh_int16``; the LOGISTIC and TANH kernels use them too). This module
+adds the LSTM's own parameters and the whole-domain gate tables built from them.
 """
 
 from __future__ import annotations
@@ -17,45 +12,9 @@ import functools
 
 import numpy as np
 
-# The sigmoid(i / 24) table in unsigned 0.16 (TFLite's common.h data); fixedpoint.py holds the one copy.
-from edge_sdk.kernels.fixedpoint import SIGMOID_TABLE_UINT16
+# The int16 sigmoid/tanh and their table live in fixedpoint.py (one copy); imported here for the LSTM kernels.
+from edge_sdk.kernels.fixedpoint import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16  # noqa: F401
 from edge_sdk.kernels.quant import tflite_round
-
-# Index pairs (entry, next entry) for interpolation; the last entry is only reached through saturation.
-_TABLE_NEXT = np.append(SIGMOID_TABLE_UINT16[1:], SIGMOID_TABLE_UINT16[-1])
-
-
-def _scale_input(x: np.ndarray, input_multiplier: int, input_left_shift: int) -> np.ndarray:
-    if input_multiplier == 0:  # power-of-two input scale
-        input_multiplier, input_left_shift = 3 << input_left_shift, 0
-    rounding = (1 << (input_left_shift - 1)) if input_left_shift > 0 else 0
-    return (np.asarray(x, dtype=np.int64) * input_multiplier + rounding) >> input_left_shift
-
-
-def logistic_int16(x, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
-    """reference_integer_ops::Logistic on int16 data (output Q0.15); returns int64 values in int16 range."""
-    v = _scale_input(x, input_multiplier, input_left_shift)
-    a = np.abs(v)
-    hi = a >> 9
-    idx = np.minimum(hi, 254)
-    lo_val = SIGMOID_TABLE_UINT16[idx]
-    interp = (lo_val << 9) + (a & 0x1FF) * (_TABLE_NEXT[idx] - lo_val)
-    r = np.where(hi >= 255, 0x7FFF << 10, interp)
-    r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) >> 10
-    return ((r + 32768) & 0xFFFF) - 32768  # the C code stores the uint32 into an int16
-
-
-def tanh_int16(x, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
-    """reference_integer_ops::Tanh on int16 data (output Q0.15); returns int64 values in int16 range."""
-    v = _scale_input(x, input_multiplier, input_left_shift)
-    a = np.abs(v)
-    hi = a >> 8
-    idx = np.minimum(hi, 254)
-    lo_val = SIGMOID_TABLE_UINT16[idx]
-    interp = (lo_val << 8) + (a & 0xFF) * (_TABLE_NEXT[idx] - lo_val)
-    r = np.where(hi >= 255, 0xFFFF << 8, interp)
-    r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
-    return ((r + 32768) & 0xFFFF) - 32768
 
 
 def tanh_params_for_power(scale_power: int) -> tuple[int, int]:
