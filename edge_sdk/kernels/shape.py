@@ -567,22 +567,22 @@ def prepare_gather(node: Node) -> Eval:
 # ----------------------------------------------------------------------------- depth <-> space
 
 
-def _block(node: Node) -> int:
-    b = int(node.options.get("block_size", 0))
-    if b <= 0:
-        raise node.error(f"block_size {b} must be positive")
-    return b
-
-
-def prepare_depth_to_space(node: Node) -> Eval:
+def _space_depth_setup(node: Node) -> tuple[tuple[int, int, int, int], int]:
+    """The checks DEPTH_TO_SPACE and SPACE_TO_DEPTH share: ((n, h, w, c) of the 4-D input, block_size)."""
     node.expect_counts(1, 1)
     x = node.input(0)
     node.expect_types(x, _SPACE_DEPTH_TYPES)
     _same_type(node, x, node.outputs[0])
     if len(x.shape) != 4:
         raise node.error(f"input must be 4-D, is {x.shape}")
-    b = _block(node)
-    n, h, w, c = x.shape
+    b = int(node.options.get("block_size", 0))
+    if b <= 0:
+        raise node.error(f"block_size {b} must be positive")
+    return x.shape, b
+
+
+def prepare_depth_to_space(node: Node) -> Eval:
+    (n, h, w, c), b = _space_depth_setup(node)
     if c % (b * b):
         raise node.error(f"depth {c} is not a multiple of block_size^2 = {b * b}")
     co = c // (b * b)
@@ -596,14 +596,7 @@ def prepare_depth_to_space(node: Node) -> Eval:
 
 
 def prepare_space_to_depth(node: Node) -> Eval:
-    node.expect_counts(1, 1)
-    x = node.input(0)
-    node.expect_types(x, _SPACE_DEPTH_TYPES)
-    _same_type(node, x, node.outputs[0])
-    if len(x.shape) != 4:
-        raise node.error(f"input must be 4-D, is {x.shape}")
-    b = _block(node)
-    n, h, w, c = x.shape
+    (n, h, w, c), b = _space_depth_setup(node)
     if h % b or w % b:
         raise node.error(f"height {h} and width {w} must be multiples of block_size {b}")
     shape = (n, h // b, w // b, c * b * b)
