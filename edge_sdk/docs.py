@@ -23,16 +23,19 @@ from pathlib import Path
 
 from edge_sdk.errors import ModelError
 
-ROOT = Path(__file__).resolve().parent.parent
-C_KERNELS = ROOT / "firmware_c" / "src" / "kernels"
 SECTIONS = ("ops", "devices")
 HEADING = "## Supported ops and devices"
 _KERNEL_LINE = re.compile(r"^\s*EDGE_(CUSTOM_)?KERNEL\(\s*([A-Za-z0-9_]+)\s*,\s*[A-Za-z0-9_]+\s*,\s*(\d+)\s*\)",
                           re.MULTILINE)
 
 
-def c_kernels(folder: Path = C_KERNELS) -> dict[str, int]:
-    """{op name (custom code for custom ops): highest version} from the C kernels' registration lines."""
+def c_kernels(folder: Path | None = None) -> dict[str, int]:
+    """{op name (custom code for custom ops): highest version} from the C kernels' registration lines
+    (``folder``: default the firmware_c/src/kernels of this installation, see ``edge_sdk.resources``)."""
+    if folder is None:
+        from edge_sdk import resources
+
+        folder = resources.firmware_dir() / "src" / "kernels"
     out: dict[str, int] = {}
     for path in sorted(Path(folder).glob("*.c")):
         for m in _KERNEL_LINE.finditer(path.read_text(encoding="utf-8", errors="replace")):
