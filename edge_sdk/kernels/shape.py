@@ -37,6 +37,14 @@ def _const_ints(node: Node, i: int, what: str) -> np.ndarray:
     return np.asarray(t.data, dtype=np.int64).reshape(-1)
 
 
+def _const_axis(node: Node, i: int) -> int:
+    """The one value of the constant axis tensor at input ``i`` (not yet checked against a rank)."""
+    axis_values = _const_ints(node, i, "axis")
+    if axis_values.size != 1:
+        raise node.error(f"axis must hold one value, holds {axis_values.size}")
+    return int(axis_values[0])
+
+
 def _axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
     a = axis + rank if axis < 0 else axis
     if not 0 <= a < rank:
@@ -132,15 +140,11 @@ def prepare_expand_dims(node: Node) -> Eval:
     x = node.input(0)
     node.expect_types(x, _COPY_TYPES)
     _same_type(node, x, node.outputs[0])
-    axis_values = _const_ints(node, 1, "axis")
-    if axis_values.size != 1:
-        raise node.error(f"axis must hold one value, holds {axis_values.size}")
     rank = len(x.shape)
-    axis = int(axis_values[0])
-    if axis < 0:
-        axis += rank + 1
+    given = _const_axis(node, 1)
+    axis = given + rank + 1 if given < 0 else given
     if not 0 <= axis <= rank:
-        raise node.error(f"axis {int(axis_values[0])} is out of range for rank {rank}")
+        raise node.error(f"axis {given} is out of range for rank {rank}")
     shape = x.shape[:axis] + (1,) + x.shape[axis:]
     node.set_output_shape(0, shape)
     return _copy_eval(shape)
@@ -260,10 +264,7 @@ def prepare_split(node: Node) -> Eval:
     node.expect_counts(2, len(node.outputs))
     x = node.input(1)
     node.expect_types(x, _SPLIT_TYPES)
-    axis_values = _const_ints(node, 0, "axis")
-    if axis_values.size != 1:
-        raise node.error(f"axis must hold one value, holds {axis_values.size}")
-    axis = _axis(node, int(axis_values[0]), len(x.shape))
+    axis = _axis(node, _const_axis(node, 0), len(x.shape))
     n = len(node.outputs)
     if n == 0 or x.shape[axis] % n:
         raise node.error(f"cannot split dimension {axis} of size {x.shape[axis]} into {n} equal parts")
@@ -280,10 +281,7 @@ def prepare_split_v(node: Node) -> Eval:
     node.expect_counts(3, len(node.outputs))
     x = node.input(0)
     node.expect_types(x, _SPLIT_TYPES)
-    axis_values = _const_ints(node, 2, "axis")
-    if axis_values.size != 1:
-        raise node.error(f"axis must hold one value, holds {axis_values.size}")
-    axis = _axis(node, int(axis_values[0]), len(x.shape))
+    axis = _axis(node, _const_axis(node, 2), len(x.shape))
     sizes = [int(v) for v in _const_ints(node, 1, "size_splits")]
     n = len(node.outputs)
     if len(sizes) != n:
