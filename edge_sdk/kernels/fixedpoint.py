@@ -386,27 +386,27 @@ def _scale_input(x: np.ndarray, input_multiplier: int, input_left_shift: int) ->
     return (np.asarray(x, dtype=np.int64) * input_multiplier + rounding) >> input_left_shift
 
 
+def _table_interpolate(a: np.ndarray, step_bits: int, saturated: int) -> np.ndarray:
+    """The table entry at a >> step_bits plus the slope times the low step_bits of a; past the last pair of
+    entries the C code returns ``saturated``."""
+    hi = a >> step_bits
+    idx = np.minimum(hi, 254)
+    lo_val = SIGMOID_TABLE_UINT16[idx]
+    interp = (lo_val << step_bits) + (a & ((1 << step_bits) - 1)) * (_TABLE_NEXT[idx] - lo_val)
+    return np.where(hi >= 255, saturated, interp)
+
+
 def logistic_int16(x, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
     """reference_integer_ops::Logistic on int16 data (output Q0.15); returns int64 values in int16 range."""
     v = _scale_input(x, input_multiplier, input_left_shift)
-    a = np.abs(v)
-    hi = a >> 9
-    idx = np.minimum(hi, 254)
-    lo_val = SIGMOID_TABLE_UINT16[idx]
-    interp = (lo_val << 9) + (a & 0x1FF) * (_TABLE_NEXT[idx] - lo_val)
-    r = np.where(hi >= 255, 0x7FFF << 10, interp)
+    r = _table_interpolate(np.abs(v), 9, 0x7FFF << 10)
     r = np.where(v >= 0, r + (1 << 9), (1 << 25) - r + (1 << 9) - 1) >> 10
-    return ((r + 32768) & 0xFFFF) - 32768  # the C code stores the uint32 into an int16
+    return wrap16(r)  # the C code stores the uint32 into an int16
 
 
 def tanh_int16(x, input_multiplier: int = 0, input_left_shift: int = 0) -> np.ndarray:
     """reference_integer_ops::Tanh on int16 data (output Q0.15); returns int64 values in int16 range."""
     v = _scale_input(x, input_multiplier, input_left_shift)
-    a = np.abs(v)
-    hi = a >> 8
-    idx = np.minimum(hi, 254)
-    lo_val = SIGMOID_TABLE_UINT16[idx]
-    interp = (lo_val << 8) + (a & 0xFF) * (_TABLE_NEXT[idx] - lo_val)
-    r = np.where(hi >= 255, 0xFFFF << 8, interp)
+    r = _table_interpolate(np.abs(v), 8, 0xFFFF << 8)
     r = np.where(v >= 0, r - (1 << 23) + (1 << 7), -r + (1 << 23) + (1 << 7) - 1) >> 8
-    return ((r + 32768) & 0xFFFF) - 32768
+    return wrap16(r)
