@@ -202,6 +202,7 @@ enum {
     EDGE_OPTS_ReshapeOptions = 17,
     EDGE_OPTS_MulOptions = 21,
     EDGE_OPTS_PadOptions = 22,
+    EDGE_OPTS_TransposeConvOptions = 49,
     EDGE_OPTS_IfOptions = 92,
     EDGE_OPTS_WhileOptions = 93,
     EDGE_OPTS_CallOnceOptions = 103

@@ -17,57 +17,16 @@
  * (Cortex-M4/M7/M33: __ARM_FEATURE_DSP) the GEMM uses SXTB16 to widen four int8 weights into two registers
  * and SMLAD to do two 16-bit MACs per instruction; the im2col buffer is then stored in the matching order
  * (x0, x2, x1, x3 for every group of four values). Define EDGE_EMULATE_DSP on the host to run that same
- * path with C versions of the three instructions (the tests compare it with the plain build).
+ * path with C versions of the instructions (edge_dsp.h; the tests compare it with the plain build).
  */
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_conv.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(CONV_2D, conv_2d, 8)
-
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-#define CONV_DSP 1
-static inline uint32_t conv_sxtb16(uint32_t x) {
-    uint32_t r;
-    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
-    return r;
-}
-static inline uint32_t conv_sxtb16_ror8(uint32_t x) {
-    uint32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-static inline uint32_t conv_sadd16(uint32_t a, uint32_t b) {
-    uint32_t r;
-    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-static inline uint32_t conv_smlad(uint32_t a, uint32_t b, uint32_t acc) {
-    uint32_t r;
-    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
-    return r;
-}
-#elif defined(EDGE_EMULATE_DSP)
-#define CONV_DSP 1
-/* The same instructions in C (host testing of the DSP path). */
-static inline uint32_t conv_sxtb16(uint32_t x) {
-    return ((uint32_t)(uint16_t)(int16_t)(int8_t)(x & 0xff)) | ((uint32_t)(uint16_t)(int16_t)(int8_t)((x >> 16) & 0xff) << 16);
-}
-static inline uint32_t conv_sxtb16_ror8(uint32_t x) { return conv_sxtb16((x >> 8) | (x << 24)); }
-static inline uint32_t conv_sadd16(uint32_t a, uint32_t b) {
-    uint32_t lo = (uint32_t)(uint16_t)((int16_t)(a & 0xffff) + (int16_t)(b & 0xffff));
-    uint32_t hi = (uint32_t)(uint16_t)((int16_t)(a >> 16) + (int16_t)(b >> 16));
-    return lo | (hi << 16);
-}
-static inline uint32_t conv_smlad(uint32_t a, uint32_t b, uint32_t acc) {
-    int32_t p0 = (int32_t)(int16_t)(a & 0xffff) * (int32_t)(int16_t)(b & 0xffff);
-    int32_t p1 = (int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b >> 16);
-    return acc + (uint32_t)p0 + (uint32_t)p1;
-}
-#else
-#define CONV_DSP 0
-#endif
 
 enum { CONV_FLOAT = 0, CONV_INT8 = 1, CONV_INT16_32 = 2, CONV_INT16_64 = 3 };
 
@@ -86,32 +45,6 @@ typedef struct {
     int32_t *mult, *shift;      /* per output channel (persistent) */
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x kpad int16 */
 } conv_data_t;
-
-/* TFLite's ComputeOutSize + ComputePaddingWithOffset (padding 0 SAME, 1 VALID). 0: ok. */
-static int conv_window(int32_t padding, int32_t stride, int32_t dil, int32_t in, int32_t k, int32_t *out,
-                       int32_t *pad) {
-    int64_t eff, o, total;
-    if (stride <= 0 || dil <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
-    eff = (int64_t)(k - 1) * dil + 1;
-    if (padding == 0) o = ((int64_t)in + stride - 1) / stride;
-    else o = ((int64_t)in + stride - eff) / stride; /* C division truncates, as TFLite's */
-    if (o <= 0 || o > 0x7fffffff) return -1;
-    total = (o - 1) * stride + eff - in;
-    if (total < 0) total = 0;
-    *out = (int32_t)o;
-    *pad = (int32_t)(total / 2);
-    return 0;
-}
-
-/* The filter taps f in [*lo, *hi) whose input coordinate origin + f * dil lies in [0, size). */
-static inline void conv_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
-    int32_t a = 0, b = k;
-    if (origin < 0) a = (-origin + dil - 1) / dil;
-    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
-}
 
 /* Conv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 dilation_w_factor,
  * 5 dilation_h_factor, 6 quantized_bias_type. */
@@ -166,8 +99,8 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->groups = d->c / d->cg;
     if (d->o % d->groups) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: filters do not split into the groups");
     d->opg = d->o / d->groups;
-    if (conv_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
-        conv_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
+    if (edge_conv_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
+        edge_conv_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: padding, strides, dilations or window do not fit the input");
     if ((int64_t)d->kh * d->kw * d->cg > 0x3fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "CONV_2D: filter too large");
     d->k = d->kh * d->kw * d->cg;
@@ -231,14 +164,14 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
 /* ---------------------------------------------------------------------------------------------- int8 */
 
 /* The im2col row of one output pixel: for every group, kh * kw * cg int16 values x + input_offset (0 in
- * the padding), in DSP order when CONV_DSP (each full group of four stored as v0, v2, v1, v3). */
+ * the padding), in DSP order when EDGE_DSP (each full group of four stored as v0, v2, v1, v3). */
 static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int32_t ox, int16_t *col) {
     const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
     const int32_t off = d->input_offset;
     int32_t g, fy, fx, i;
     for (g = 0; g < d->groups; g++) {
         int16_t *dst = col + (int64_t)g * d->kpad;
-#if CONV_DSP
+#if EDGE_DSP
         const int32_t k4 = d->k & ~3;
         int32_t kk = 0;
 #endif
@@ -249,7 +182,7 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                 const int32_t ix = ix0 + fx * d->dw;
                 const int8_t *src = xb + ((int64_t)iy * d->w + ix) * d->c + (int64_t)g * d->cg;
                 const int inside = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w;
-#if CONV_DSP
+#if EDGE_DSP
                 if ((d->cg & 3) == 0) {
                     /* whole groups of four: widen with SXTB16 and add the offset two at a time */
                     if (!inside) {
@@ -259,8 +192,8 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                         for (i = 0; i < d->cg; i += 4) {
                             uint32_t v, a, b;
                             memcpy(&v, src + i, 4);
-                            a = conv_sadd16(conv_sxtb16(v), off2);
-                            b = conv_sadd16(conv_sxtb16_ror8(v), off2);
+                            a = edge_sadd16(edge_sxtb16(v), off2);
+                            b = edge_sadd16(edge_sxtb16_ror8(v), off2);
                             memcpy(dst + kk + i, &a, 4);
                             memcpy(dst + kk + i + 2, &b, 4);
                         }
@@ -288,35 +221,35 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
 /* Two output channels (weights w0, w1) x two pixels (im2col rows c0, c1): the four int32 sums (wrapping).
  * The DSP loop is ordered so that at most 14 values are live (pointers, sums, two weight words and their
  * widened halves, one input pair): Cortex-M4 keeps all of it in registers, 20 instructions per 16 MACs. */
-#if CONV_DSP && defined(__GNUC__)
+#if EDGE_DSP && defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static void conv_dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1, int32_t k,
                          uint32_t acc[4]) {
     uint32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
     int32_t i = 0;
-#if CONV_DSP
+#if EDGE_DSP
     const int8_t *const w0_end = w0 + (k & ~3);
     while (w0 != w0_end) {
         uint32_t wa, wb, a, b, x;
         memcpy(&wa, w0, 4);
         memcpy(&wb, w1, 4);
-        a = conv_sxtb16(wa);
-        b = conv_sxtb16(wb);
+        a = edge_sxtb16(wa);
+        b = edge_sxtb16(wb);
         memcpy(&x, c0, 4);
-        s00 = conv_smlad(a, x, s00);
-        s10 = conv_smlad(b, x, s10);
+        s00 = edge_smlad(a, x, s00);
+        s10 = edge_smlad(b, x, s10);
         memcpy(&x, c1, 4);
-        s01 = conv_smlad(a, x, s01);
-        s11 = conv_smlad(b, x, s11);
-        a = conv_sxtb16_ror8(wa);
-        b = conv_sxtb16_ror8(wb);
+        s01 = edge_smlad(a, x, s01);
+        s11 = edge_smlad(b, x, s11);
+        a = edge_sxtb16_ror8(wa);
+        b = edge_sxtb16_ror8(wb);
         memcpy(&x, c0 + 2, 4);
-        s00 = conv_smlad(a, x, s00);
-        s10 = conv_smlad(b, x, s10);
+        s00 = edge_smlad(a, x, s00);
+        s10 = edge_smlad(b, x, s10);
         memcpy(&x, c1 + 2, 4);
-        s01 = conv_smlad(a, x, s01);
-        s11 = conv_smlad(b, x, s11);
+        s01 = edge_smlad(a, x, s01);
+        s11 = edge_smlad(b, x, s11);
         w0 += 4;
         w1 += 4;
         c0 += 4;
@@ -340,15 +273,15 @@ static void conv_dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, 
 static inline uint32_t conv_dot_1x1(const int8_t *w0, const int16_t *c0, int32_t k) {
     uint32_t s = 0;
     int32_t i = 0;
-#if CONV_DSP
+#if EDGE_DSP
     const int32_t k4 = k & ~3;
     for (; i < k4; i += 4) {
         uint32_t wa, x0, x1;
         memcpy(&wa, w0 + i, 4);
         memcpy(&x0, c0 + i, 4);
         memcpy(&x1, c0 + i + 2, 4);
-        s = conv_smlad(conv_sxtb16(wa), x0, s);
-        s = conv_smlad(conv_sxtb16_ror8(wa), x1, s);
+        s = edge_smlad(edge_sxtb16(wa), x0, s);
+        s = edge_smlad(edge_sxtb16_ror8(wa), x1, s);
     }
 #endif
     for (; i < k; i++) s += (uint32_t)(w0[i] * c0[i]);
@@ -411,11 +344,11 @@ static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt,
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
-            conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 int16_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->o;
-                conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
                 for (oc = 0; oc < d->o; oc++) {
                     const int32_t g = oc / d->opg;
                     int64_t acc64 = 0;
@@ -459,11 +392,11 @@ static void conv_float(const conv_data_t *d, const float *x, const float *wt, co
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
-            conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->o;
-                conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
                 for (oc = 0; oc < d->o; oc++) {
                     const int32_t g = oc / d->opg;
                     float acc = 0.0f;

@@ -19,57 +19,11 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_conv.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7)
-
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-#define DW_DSP 1
-static inline uint32_t dw_sxtb16(uint32_t x) {
-    uint32_t r;
-    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
-    return r;
-}
-static inline uint32_t dw_sxtb16_ror8(uint32_t x) {
-    uint32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(x));
-    return r;
-}
-static inline uint32_t dw_sadd16(uint32_t a, uint32_t b) {
-    uint32_t r;
-    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-static inline uint32_t dw_smlabb(uint32_t a, uint32_t b, uint32_t acc) {
-    uint32_t r;
-    __asm__("smlabb %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
-    return r;
-}
-static inline uint32_t dw_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
-    uint32_t r;
-    __asm__("smlatt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
-    return r;
-}
-#elif defined(EDGE_EMULATE_DSP)
-#define DW_DSP 1
-static inline uint32_t dw_sxtb16(uint32_t x) {
-    return ((uint32_t)(uint16_t)(int16_t)(int8_t)(x & 0xff)) | ((uint32_t)(uint16_t)(int16_t)(int8_t)((x >> 16) & 0xff) << 16);
-}
-static inline uint32_t dw_sxtb16_ror8(uint32_t x) { return dw_sxtb16((x >> 8) | (x << 24)); }
-static inline uint32_t dw_sadd16(uint32_t a, uint32_t b) {
-    uint32_t lo = (uint32_t)(uint16_t)((int16_t)(a & 0xffff) + (int16_t)(b & 0xffff));
-    uint32_t hi = (uint32_t)(uint16_t)((int16_t)(a >> 16) + (int16_t)(b >> 16));
-    return lo | (hi << 16);
-}
-static inline uint32_t dw_smlabb(uint32_t a, uint32_t b, uint32_t acc) {
-    return acc + (uint32_t)((int32_t)(int16_t)(a & 0xffff) * (int32_t)(int16_t)(b & 0xffff));
-}
-static inline uint32_t dw_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
-    return acc + (uint32_t)((int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b >> 16));
-}
-#else
-#define DW_DSP 0
-#endif
 
 enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
 
@@ -83,30 +37,6 @@ typedef struct {
     int32_t *mult, *shift;      /* per output channel */
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
 } dw_data_t;
-
-static int dw_window(int32_t padding, int32_t stride, int32_t dil, int32_t in, int32_t k, int32_t *out,
-                     int32_t *pad) {
-    int64_t eff, o, total;
-    if (stride <= 0 || dil <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
-    eff = (int64_t)(k - 1) * dil + 1;
-    if (padding == 0) o = ((int64_t)in + stride - 1) / stride;
-    else o = ((int64_t)in + stride - eff) / stride;
-    if (o <= 0 || o > 0x7fffffff) return -1;
-    total = (o - 1) * stride + eff - in;
-    if (total < 0) total = 0;
-    *out = (int32_t)o;
-    *pad = (int32_t)(total / 2);
-    return 0;
-}
-
-static inline void dw_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
-    int32_t a = 0, b = k;
-    if (origin < 0) a = (-origin + dil - 1) / dil;
-    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
-}
 
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
  * 5 dilation_w_factor, 6 dilation_h_factor. */
@@ -163,8 +93,8 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->m = d->oc / d->c;
     if (depth_multiplier != 0 && depth_multiplier != d->m)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: depth_multiplier differs from filter / input channels");
-    if (dw_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
-        dw_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
+    if (edge_conv_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
+        edge_conv_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE,
                          "DEPTHWISE_CONV_2D: padding, strides, dilations or window do not fit the input");
     shape[0] = d->n;
@@ -228,13 +158,13 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
-            dw_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * oc;
                 int32_t ch = 0;
-                dw_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
-#if DW_DSP
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+#if EDGE_DSP
                 if (m == 1 && (c & 3) == 0) {
                     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
                     for (; ch < c; ch += 4) {
@@ -248,14 +178,14 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
                                 uint32_t xv, wv, xe, xo, we, wo;
                                 memcpy(&xv, xr + (int64_t)(ix0 + fx * d->dw) * c, 4);
                                 memcpy(&wv, wr + (int64_t)fx * oc, 4);
-                                xe = dw_sadd16(dw_sxtb16(xv), off2);
-                                xo = dw_sadd16(dw_sxtb16_ror8(xv), off2);
-                                we = dw_sxtb16(wv);
-                                wo = dw_sxtb16_ror8(wv);
-                                a0 = dw_smlabb(xe, we, a0);
-                                a2 = dw_smlatt(xe, we, a2);
-                                a1 = dw_smlabb(xo, wo, a1);
-                                a3 = dw_smlatt(xo, wo, a3);
+                                xe = edge_sadd16(edge_sxtb16(xv), off2);
+                                xo = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+                                we = edge_sxtb16(wv);
+                                wo = edge_sxtb16_ror8(wv);
+                                a0 = edge_smlabb(xe, we, a0);
+                                a2 = edge_smlatt(xe, we, a2);
+                                a1 = edge_smlabb(xo, wo, a1);
+                                a3 = edge_smlatt(xo, wo, a3);
                             }
                         }
                         yp[ch] = dw_out8(d, a0, ch);
@@ -299,11 +229,11 @@ static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, con
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
-            dw_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 int16_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->oc;
-                dw_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
                 for (ic = 0; ic < d->c; ic++) {
                     for (j = 0; j < d->m; j++) {
                         const int32_t ch = ic * d->m + j;
@@ -331,11 +261,11 @@ static void dw_float(const dw_data_t *d, const float *x, const float *wt, const 
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
-            dw_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->oc;
-                dw_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
                 for (ic = 0; ic < d->c; ic++) {
                     for (j = 0; j < d->m; j++) {
                         const int32_t ch = ic * d->m + j;

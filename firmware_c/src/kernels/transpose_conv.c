@@ -14,11 +14,10 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(TRANSPOSE_CONV, transpose_conv, 5)
-
-#define EDGE_OPTS_TransposeConvOptions_ 49 /* BuiltinOptions union code (schema.fbs) */
 
 enum { TC_FLOAT = 0, TC_INT8 = 1, TC_INT16 = 2 };
 
@@ -34,28 +33,16 @@ typedef struct {
     int32_t scratch;            /* int32 (int8) / int64 (int16) sums, one per output value */
 } tc_data_t;
 
-static int tc_window(int32_t padding, int32_t stride, int32_t size, int32_t k, int32_t *pad) {
-    int64_t o, total;
-    if (stride <= 0 || k <= 0 || size <= 0 || (padding != 0 && padding != 1)) return -1;
-    if (padding == 0) o = ((int64_t)size + stride - 1) / stride;
-    else o = ((int64_t)size + stride - k) / stride;
-    if (o <= 0) return -1;
-    total = (o - 1) * stride + k - size;
-    if (total < 0) total = 0;
-    *pad = (int32_t)(total / 2);
-    return 0;
-}
-
 /* TransposeConvOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 quantized_bias_type. */
 edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
-    const int has_opts = node->options_type == EDGE_OPTS_TransposeConvOptions_;
+    const int has_opts = node->options_type == EDGE_OPTS_TransposeConvOptions;
     const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
     const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
     const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
     const int32_t act = has_opts ? edge_opt_int(node, 3, 1, 0) : 0;
     edge_tensor_t *shp, *w, *in, *bias, *out;
     tc_data_t *d;
-    int32_t target[4], k;
+    int32_t target[4], k, unused;
     edge_status_t s;
 
     if (node->n_inputs < 3 || node->n_inputs > 4 || node->n_outputs != 1)
@@ -107,7 +94,9 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     d->scratch = -1;
     if (d->n <= 0 || d->c <= 0 || d->o <= 0 || d->h <= 0 || d->w <= 0)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: empty input or weights");
-    if (tc_window(padding, sh, d->oh, d->kh, &d->pt) || tc_window(padding, sw, d->ow, d->kw, &d->pl))
+    /* the padding a forward convolution of the output's size would use (dilation 1) */
+    if (edge_conv_window(padding, sh, 1, d->oh, d->kh, &unused, &d->pt) ||
+        edge_conv_window(padding, sw, 1, d->ow, d->kw, &unused, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: padding, strides or window do not fit the output");
     s = edge_set_output_shape(ctx, node, 0, target, 4);
     if (s != EDGE_OK) return s;
@@ -157,14 +146,6 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-/* The filter taps f in [*lo, *hi) for which origin + f lies in [0, size). */
-static inline void tc_taps(int32_t origin, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
-    int32_t a = origin < 0 ? -origin : 0;
-    int32_t b = size - origin < k ? size - origin : k;
-    *lo = a;
-    *hi = b > a ? b : a;
-}
-
 static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                     uint32_t *acc) {
     const int32_t c = d->c, o = d->o, off = d->input_offset;
@@ -175,11 +156,11 @@ static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const
     for (b = 0; b < d->n; b++) {
         for (iy = 0; iy < d->h; iy++) {
             const int32_t oy0 = iy * d->sh - d->pt;
-            tc_taps(oy0, d->oh, d->kh, &fy0, &fy1);
+            edge_conv_taps(oy0, 1, d->oh, d->kh, &fy0, &fy1);
             for (ix = 0; ix < d->w; ix++) {
                 const int32_t ox0 = ix * d->sw - d->pl;
                 const int8_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
-                tc_taps(ox0, d->ow, d->kw, &fx0, &fx1);
+                edge_conv_taps(ox0, 1, d->ow, d->kw, &fx0, &fx1);
                 for (fy = fy0; fy < fy1; fy++) {
                     for (fx = fx0; fx < fx1; fx++) {
                         uint32_t *ap = acc + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
@@ -212,11 +193,11 @@ static void tc_int16(const tc_data_t *d, const int16_t *x, const int8_t *wt, con
     for (b = 0; b < d->n; b++) {
         for (iy = 0; iy < d->h; iy++) {
             const int32_t oy0 = iy * d->sh - d->pt;
-            tc_taps(oy0, d->oh, d->kh, &fy0, &fy1);
+            edge_conv_taps(oy0, 1, d->oh, d->kh, &fy0, &fy1);
             for (ix = 0; ix < d->w; ix++) {
                 const int32_t ox0 = ix * d->sw - d->pl;
                 const int16_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
-                tc_taps(ox0, d->ow, d->kw, &fx0, &fx1);
+                edge_conv_taps(ox0, 1, d->ow, d->kw, &fx0, &fx1);
                 for (fy = fy0; fy < fy1; fy++) {
                     for (fx = fx0; fx < fx1; fx++) {
                         int64_t *ap = acc + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
@@ -250,11 +231,11 @@ static void tc_float(const tc_data_t *d, const float *x, const float *wt, const 
     for (b = 0; b < d->n; b++) {
         for (iy = 0; iy < d->h; iy++) {
             const int32_t oy0 = iy * d->sh - d->pt;
-            tc_taps(oy0, d->oh, d->kh, &fy0, &fy1);
+            edge_conv_taps(oy0, 1, d->oh, d->kh, &fy0, &fy1);
             for (ix = 0; ix < d->w; ix++) {
                 const int32_t ox0 = ix * d->sw - d->pl;
                 const float *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
-                tc_taps(ox0, d->ow, d->kw, &fx0, &fx1);
+                edge_conv_taps(ox0, 1, d->ow, d->kw, &fx0, &fx1);
                 for (fy = fy0; fy < fy1; fy++) {
                     for (fx = fx0; fx < fx1; fx++) {
                         float *yp = y + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
