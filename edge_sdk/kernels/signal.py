@@ -4,7 +4,8 @@ These ops carry their parameters as a FlexBuffers map in ``custom_options`` (dec
 ``edge_sdk.kernels.flexbuffers``). The arithmetic follows signal/src in tflite-micro: unsigned 32/64-bit
 wrap-around where the C code uses uint32_t/uint64_t, int16 truncation on every store into an int16, the same
 rounding shifts. numpy int64/uint64 arrays hold the C intermediates; in the FFT, int16 arrays (whose numpy
-arithmetic wraps) stand for the C code's int16 values, and ``_wrap16`` elsewhere reproduces a store into int16.
+arithmetic wraps) stand for the C code's int16 values, and ``fixedpoint.wrap16`` elsewhere reproduces a store into
+int16.
 
 The complex FFT is kissfft v130 in FIXED_POINT=16 mode (the version TFLM builds): a mixed-radix decimation in
 time, radix 4 first, then 2, 3, 5. Every butterfly input is divided by the radix (multiply by 32767/p and
@@ -22,6 +23,7 @@ import math
 
 import numpy as np
 
+from edge_sdk.kernels.fixedpoint import wrap16
 from edge_sdk.kernels.flexbuffers import FlexBufferError, read_map
 from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model import schema
@@ -67,9 +69,15 @@ def _expect_rank(node: Node, t: TensorInfo, rank: int, what: str) -> None:
         raise node.error(f"{what} '{t.name}' must be {rank}-D, has shape {t.shape}")
 
 
-def _wrap16(x: np.ndarray) -> np.ndarray:
-    """A store of an int value into int16_t (two's complement truncation)."""
-    return ((x + 32768) & 0xFFFF) - 32768
+def _vector_op(node: Node, spec: dict[str, str], in_type: str, out_type: str):
+    """The checks of a one-input, one-output op on a 1-D vector: (options, input, output)."""
+    node.expect_counts(1, 1)
+    opts = _options(node, spec)
+    x, y = node.input(0), node.outputs[0]
+    _expect_type(node, x, in_type, "input")
+    _expect_type(node, y, out_type, "output")
+    _expect_rank(node, x, 1, "input")
+    return opts, x, y
 
 
 def _bit_length(x: np.ndarray) -> np.ndarray:
@@ -156,7 +164,7 @@ def prepare_fft_auto_scale(node: Node):
         # MostSignificantBit32 of the max as uint32: 32 for 0 (GCC build) and for a negative (wrapped) max
         msb = 32 if m <= 0 else m.bit_length()
         scale = max(16 - msb - 1, 0)
-        outputs[0][...] = _wrap16(v.astype(np.int32) << scale)
+        outputs[0][...] = wrap16(v.astype(np.int32) << scale)
         outputs[1][...] = scale
 
     return run
@@ -365,12 +373,7 @@ def prepare_rfft(node: Node):
 
 # --------------------------------------------------------------------------------------------- energy
 def prepare_energy(node: Node):
-    node.expect_counts(1, 1)
-    opts = _options(node, {"end_index": "int", "start_index": "int"})
-    x, y = node.input(0), node.outputs[0]
-    _expect_type(node, x, "INT16", "input")
-    _expect_type(node, y, "UINT32", "output")
-    _expect_rank(node, x, 1, "input")
+    opts, x, _ = _vector_op(node, {"end_index": "int", "start_index": "int"}, "INT16", "UINT32")
     bins = x.shape[0] // 2
     start, end = opts["start_index"], opts["end_index"]
     node.expect(0 <= start and end <= bins, f"start_index {start} / end_index {end} outside the {bins} input bins")
@@ -527,7 +530,7 @@ def _pcan_gain(x: np.ndarray, lut: np.ndarray) -> np.ndarray:
     res = res * frac
     res = (((res + (1 << 14)) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 wrap of the sum
     res = (res >> 15) + lut[base]
-    return np.where(small, lut[np.minimum(x, 2)], _wrap16(res))
+    return np.where(small, lut[np.minimum(x, 2)], wrap16(res))
 
 
 def prepare_pcan(node: Node):
@@ -598,12 +601,7 @@ def _log32(x: np.ndarray, out_scale: int) -> np.ndarray:
 
 
 def prepare_filter_bank_log(node: Node):
-    node.expect_counts(1, 1)
-    opts = _options(node, {"input_correction_bits": "int", "output_scale": "int"})
-    x, y = node.input(0), node.outputs[0]
-    _expect_type(node, x, "UINT32", "input")
-    _expect_type(node, y, "INT16", "output")
-    _expect_rank(node, x, 1, "input")
+    opts, x, _ = _vector_op(node, {"input_correction_bits": "int", "output_scale": "int"}, "UINT32", "INT16")
     bits = opts["input_correction_bits"]
     node.expect(0 <= bits < 32, f"input_correction_bits {bits} must be in 0..31")
     scale = opts["output_scale"] & 0xFFFFFFFF
