@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_index.h"
 
 EDGE_KERNEL(CONCATENATION, concatenation, 4)
 
@@ -16,11 +17,6 @@ typedef struct {
     int64_t outer;          /* product of the dimensions before the axis */
     uint32_t *block;        /* bytes of input i per outer index */
 } concat_data_t;
-
-static int concat_type_ok(int type) {
-    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_UINT8 || type == EDGE_INT16 ||
-           type == EDGE_INT32 || type == EDGE_INT64 || type == EDGE_BOOL;
-}
 
 static int same_quantization(const edge_tensor_t *a, const edge_tensor_t *b) {
     if (!a->quantized && !b->quantized) return 1;
@@ -43,7 +39,7 @@ edge_status_t edge_prepare_concatenation(edge_node_t *node, edge_ctx_t *ctx) {
     y = edge_out(ctx, node, 0);
     for (i = 0; i < node->n_inputs; i++)
         if (!edge_in(ctx, node, i)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONCATENATION: an input is omitted");
-    if (!concat_type_ok(x0->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CONCATENATION: input type");
+    if (!edge_index_type_ok(x0->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CONCATENATION: input type");
     for (i = 0; i < node->n_inputs; i++)
         if (edge_in(ctx, node, i)->type != x0->type)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONCATENATION: inputs differ in type");

@@ -6,19 +6,18 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_index.h"
 
 EDGE_KERNEL(PAD, pad, 4)
 EDGE_KERNEL(PADV2, padv2, 4)
-
-#define PAD_MAX_RANK 8
 
 typedef struct {
     int32_t rank;                  /* of the input (>= 1; a scalar is copied as rank 1) */
     int32_t elem;                  /* bytes per element */
     int32_t value_input;           /* 1: the value is read from input 2 at eval */
     uint8_t value[8];              /* the fill element's bytes (constant value) */
-    int32_t in_dims[PAD_MAX_RANK];
-    int64_t out_stride[PAD_MAX_RANK]; /* in elements */
+    int32_t in_dims[EDGE_INDEX_MAX_RANK];
+    int64_t out_stride[EDGE_INDEX_MAX_RANK]; /* in elements */
     int64_t base;                  /* output element where the input's first element goes */
     int64_t rows;                  /* input rows (product of all but the last dimension) */
 } pad_data_t;
@@ -27,22 +26,11 @@ static int pad_type_ok(int type) {
     return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_INT16 || type == EDGE_INT32;
 }
 
-/* A constant integer operand's value k (INT16 / INT32 / INT64), as int64. */
-static int64_t const_int(const edge_tensor_t *t, int64_t k) {
-    if (t->type == EDGE_INT64) {
-        int64_t v;
-        memcpy(&v, (const uint8_t *)t->data + 8 * k, 8);
-        return v;
-    }
-    if (t->type == EDGE_INT16) return ((const int16_t *)t->data)[k];
-    return ((const int32_t *)t->data)[k];
-}
-
 static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *p, *c, *y;
     pad_data_t *d;
-    int32_t k, rank, shape[PAD_MAX_RANK];
-    int64_t before[PAD_MAX_RANK];
+    int32_t k, rank, shape[EDGE_INDEX_MAX_RANK];
+    int64_t before[EDGE_INDEX_MAX_RANK];
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD expects 2..3 inputs and 1 output");
@@ -57,11 +45,11 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: paddings type (INT32, INT64)");
     if (!p->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: paddings computed at run time");
     rank = x->rank;
-    if (rank > PAD_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: rank above 8");
+    if (rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: rank above 8");
     if (edge_tensor_elements(p) != 2 * (int64_t)rank)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: paddings must hold 2 values per input dimension");
     for (k = 0; k < rank; k++) {
-        int64_t a = const_int(p, 2 * k), b = const_int(p, 2 * k + 1);
+        int64_t a = edge_const_int(p, 2 * k), b = edge_const_int(p, 2 * k + 1);
         if (a < 0 || b < 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: negative paddings");
         if ((int64_t)x->dims[k] + a + b > 0x7fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "PAD: output too large");
         shape[k] = (int32_t)(x->dims[k] + a + b);
@@ -125,9 +113,8 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     uint8_t *out = (uint8_t *)y->data;
     const uint8_t *in = (const uint8_t *)x->data;
     const size_t row_bytes = (size_t)d->in_dims[d->rank - 1] * (size_t)d->elem;
-    int32_t idx[PAD_MAX_RANK] = {0};
+    int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
     int64_t r, pos;
-    int32_t k;
 
     /* fill */
     if (d->elem == 1) {
@@ -141,12 +128,7 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     for (r = 0; r < d->rows; r++) {
         memcpy(out + pos * d->elem, in, row_bytes);
         in += row_bytes;
-        for (k = d->rank - 2; k >= 0; k--) {
-            pos += d->out_stride[k];
-            if (++idx[k] < d->in_dims[k]) break;
-            pos -= d->out_stride[k] * d->in_dims[k];
-            idx[k] = 0;
-        }
+        edge_odometer_next(idx, d->in_dims, d->out_stride, d->rank - 1, &pos);
     }
 }
 

@@ -6,11 +6,10 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_index.h"
 
 EDGE_KERNEL(SPLIT, split, 4)
 EDGE_KERNEL(SPLIT_V, split_v, 2)
-
-#define SPLIT_MAX_RANK 8
 
 typedef struct {
     int32_t data_input;     /* 1 for SPLIT, 0 for SPLIT_V */
@@ -20,30 +19,11 @@ typedef struct {
     uint32_t *block;        /* bytes of output i per outer index */
 } split_data_t;
 
-static int split_type_ok(int type) {
-    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_UINT8 || type == EDGE_INT16 ||
-           type == EDGE_INT32 || type == EDGE_INT64 || type == EDGE_BOOL;
-}
-
-static int64_t const_int(const edge_tensor_t *t, int64_t k) {
-    if (t->type == EDGE_INT64) {
-        int64_t v;
-        memcpy(&v, (const uint8_t *)t->data + 8 * k, 8);
-        return v;
-    }
-    if (t->type == EDGE_INT16) return ((const int16_t *)t->data)[k];
-    return ((const int32_t *)t->data)[k];
-}
-
-static int ints_ok(const edge_tensor_t *t) {
-    return t && t->is_const && (t->type == EDGE_INT32 || t->type == EDGE_INT64 || t->type == EDGE_INT16);
-}
-
 /* Shared tail: outputs' shapes from sizes[] along axis, and the copy plan. */
 static edge_status_t split_finish(edge_node_t *node, edge_ctx_t *ctx, const edge_tensor_t *x, int32_t axis,
                                   const int64_t *sizes, int32_t data_input) {
     split_data_t *d;
-    int32_t i, k, shape[SPLIT_MAX_RANK];
+    int32_t i, k, shape[EDGE_INDEX_MAX_RANK];
     int64_t inner = edge_type_bytes(x->type);
     for (i = 0; i < node->n_outputs; i++) {
         edge_status_t s;
@@ -70,9 +50,9 @@ static edge_status_t split_finish(edge_node_t *node, edge_ctx_t *ctx, const edge
 
 static edge_status_t split_axis(edge_ctx_t *ctx, const edge_tensor_t *a, const edge_tensor_t *x, int32_t *axis) {
     int64_t v;
-    if (!ints_ok(a)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: axis must be a constant INT32/INT64");
+    if (!edge_const_ints_ok(a)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: axis must be a constant INT32/INT64");
     if (edge_tensor_elements(a) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis must hold one value");
-    v = const_int(a, 0);
+    v = edge_const_int(a, 0);
     if (v < 0) v += x->rank;
     if (v < 0 || v >= x->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis out of range");
     *axis = (int32_t)v;
@@ -88,8 +68,8 @@ edge_status_t edge_prepare_split(edge_node_t *node, edge_ctx_t *ctx) {
     a = edge_in(ctx, node, 0);
     x = edge_in(ctx, node, 1);
     if (!a || !x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis and input are required");
-    if (!split_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SPLIT: input type");
-    if (x->rank > SPLIT_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: rank above 8");
+    if (!edge_index_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SPLIT: input type");
+    if (x->rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: rank above 8");
     if (n > 64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: more than 64 outputs");
     if ((s = split_axis(ctx, a, x, &axis)) != EDGE_OK) return s;
     if (x->dims[axis] % n) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: dimension not divisible by the outputs");
@@ -107,14 +87,14 @@ edge_status_t edge_prepare_split_v(edge_node_t *node, edge_ctx_t *ctx) {
     sz = edge_in(ctx, node, 1);
     a = edge_in(ctx, node, 2);
     if (!x || !sz || !a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT_V: input, size_splits and axis are required");
-    if (!split_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SPLIT_V: input type");
-    if (x->rank > SPLIT_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: rank above 8");
+    if (!edge_index_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SPLIT_V: input type");
+    if (x->rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: rank above 8");
     if (n > 64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: more than 64 outputs");
     if ((s = split_axis(ctx, a, x, &axis)) != EDGE_OK) return s;
-    if (!ints_ok(sz)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: size_splits must be a constant INT32/INT64");
+    if (!edge_const_ints_ok(sz)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: size_splits must be a constant INT32/INT64");
     if (edge_tensor_elements(sz) != n) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT_V: one size per output");
     for (i = 0; i < n; i++) {
-        sizes[i] = const_int(sz, i);
+        sizes[i] = edge_const_int(sz, i);
         if (sizes[i] == -1) {
             if (infer >= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT_V: more than one -1 size");
             infer = i;

@@ -7,40 +7,21 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_index.h"
 
 EDGE_KERNEL(STRIDED_SLICE, strided_slice, 8)
 
 #define SS_OPTS 32 /* StridedSliceOptions: 0 begin_mask, 1 end_mask, 2 ellipsis_mask, 3 new_axis_mask,
                       4 shrink_axis_mask, 5 offset */
-#define SS_MAX_RANK 8
 
 typedef struct {
     int32_t rank;                 /* odometer dimensions (>= 1) */
     int32_t elem;
     int64_t base;                 /* input element of the first output element */
     int64_t count;                /* output elements */
-    int32_t dims[SS_MAX_RANK];    /* output counts per odometer dimension */
-    int64_t step[SS_MAX_RANK];    /* input elements per step along it (signed) */
+    int32_t dims[EDGE_INDEX_MAX_RANK]; /* output counts per odometer dimension */
+    int64_t step[EDGE_INDEX_MAX_RANK]; /* input elements per step along it (signed) */
 } ss_data_t;
-
-static int ss_type_ok(int type) {
-    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_UINT8 || type == EDGE_INT16 ||
-           type == EDGE_INT32 || type == EDGE_INT64 || type == EDGE_BOOL;
-}
-
-static int64_t const_int(const edge_tensor_t *t, int64_t k) {
-    if (t->type == EDGE_INT64) {
-        int64_t v;
-        memcpy(&v, (const uint8_t *)t->data + 8 * k, 8);
-        return v;
-    }
-    if (t->type == EDGE_INT16) return ((const int16_t *)t->data)[k];
-    return ((const int32_t *)t->data)[k];
-}
-
-static int ints_ok(const edge_tensor_t *t) {
-    return t && t->is_const && (t->type == EDGE_INT32 || t->type == EDGE_INT64 || t->type == EDGE_INT16);
-}
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -56,9 +37,9 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
     ss_data_t *d;
     int32_t n, rank, num_add = 0, eff_dims, i, ellipsis_start, expanded = 0, added_ellipsis = 0, added_axes = 0;
     uint32_t eff_ellipsis = 0, eff_new_axis = 0;
-    int64_t eff_shape[SS_MAX_RANK], starts[SS_MAX_RANK], steps[SS_MAX_RANK], counts[SS_MAX_RANK];
-    int64_t eff_stride[SS_MAX_RANK];
-    int32_t out_shape[SS_MAX_RANK], out_rank = 0;
+    int64_t eff_shape[EDGE_INDEX_MAX_RANK], starts[EDGE_INDEX_MAX_RANK], steps[EDGE_INDEX_MAX_RANK], counts[EDGE_INDEX_MAX_RANK];
+    int64_t eff_stride[EDGE_INDEX_MAX_RANK];
+    int32_t out_shape[EDGE_INDEX_MAX_RANK], out_rank = 0;
 
     if (node->n_inputs < 3 || node->n_inputs > 4 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE expects 3..4 inputs and 1 output");
@@ -68,9 +49,9 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
     ts = edge_in(ctx, node, 3);
     y = edge_out(ctx, node, 0);
     if (!x || !tb || !te) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: input, begin and end are required");
-    if (!ss_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "STRIDED_SLICE: input type");
+    if (!edge_index_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "STRIDED_SLICE: input type");
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: output type differs from input");
-    if (!ints_ok(tb) || !ints_ok(te) || (ts && !ints_ok(ts)))
+    if (!edge_const_ints_ok(tb) || !edge_const_ints_ok(te) || (ts && !edge_const_ints_ok(ts)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: begin/end/strides must be constant INT32/INT64");
     n = (int32_t)edge_tensor_elements(tb);
     if (edge_tensor_elements(te) != n || (ts && edge_tensor_elements(ts) != n))
@@ -79,7 +60,7 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
     for (i = 0; i < n && i < 32; i++)
         if (!((ellipsis_mask >> i) & 1) && ((new_axis_mask >> i) & 1)) num_add++;
     eff_dims = rank + num_add;
-    if (eff_dims > SS_MAX_RANK || n > SS_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: rank above 8");
+    if (eff_dims > EDGE_INDEX_MAX_RANK || n > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: rank above 8");
 
     /* expand the ellipsis over the dimensions begin/end do not name */
     ellipsis_start = eff_dims;
@@ -119,9 +100,9 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
         } else {
             int32_t k = i - added_ellipsis;
             if (k < 0 || k >= n) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: masks do not fit the input");
-            b = const_int(tb, k);
-            e = const_int(te, k);
-            s = ts ? const_int(ts, k) : 1;
+            b = edge_const_int(tb, k);
+            e = edge_const_int(te, k);
+            s = ts ? edge_const_int(ts, k) : 1;
             b_m = (begin_mask >> k) & 1;
             e_m = (end_mask >> k) & 1;
             shrink = (shrink_mask >> k) & 1;
@@ -184,52 +165,8 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-#define SS_LOOP(T)                                                                               \
-    do {                                                                                        \
-        const T *src = (const T *)x->data;                                                      \
-        T *dst = (T *)y->data;                                                                  \
-        for (done = 0; done < d->count; done += n_in) {                                         \
-            int32_t i;                                                                          \
-            for (i = 0; i < n_in; i++) dst[i] = src[pos + i * s_in];                            \
-            dst += n_in;                                                                        \
-            for (k = last - 1; k >= 0; k--) {                                                   \
-                pos += d->step[k];                                                              \
-                if (++idx[k] < d->dims[k]) break;                                               \
-                pos -= d->step[k] * d->dims[k];                                                 \
-                idx[k] = 0;                                                                     \
-            }                                                                                   \
-        }                                                                                       \
-    } while (0)
-
 void edge_eval_strided_slice(const edge_node_t *node, edge_ctx_t *ctx) {
     const ss_data_t *d = (const ss_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *y = edge_out(ctx, node, 0);
-    const int32_t last = d->rank - 1, n_in = d->dims[last];
-    const int64_t s_in = d->step[last];
-    int32_t idx[SS_MAX_RANK] = {0};
-    int64_t pos = d->base, done;
-    int32_t k;
-    if (d->count == 0) return;
-    switch (d->elem) {
-    case 1: SS_LOOP(uint8_t); break;
-    case 2: SS_LOOP(uint16_t); break;
-    case 4: SS_LOOP(uint32_t); break;
-    default: { /* 8-byte elements: a constant input is only 4-aligned in the model */
-        const uint8_t *src = (const uint8_t *)x->data;
-        uint8_t *dst = (uint8_t *)y->data;
-        for (done = 0; done < d->count; done += n_in) {
-            int32_t i;
-            for (i = 0; i < n_in; i++) memcpy(dst + 8 * i, src + 8 * (pos + i * s_in), 8);
-            dst += 8 * n_in;
-            for (k = last - 1; k >= 0; k--) {
-                pos += d->step[k];
-                if (++idx[k] < d->dims[k]) break;
-                pos -= d->step[k] * d->dims[k];
-                idx[k] = 0;
-            }
-        }
-        break;
-    }
-    }
+    edge_strided_gather(edge_in(ctx, node, 0)->data, edge_out(ctx, node, 0)->data, d->elem, d->base, d->rank, d->dims,
+                        d->step, d->count);
 }
