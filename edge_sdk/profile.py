@@ -20,16 +20,15 @@ converted to microseconds.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
-from edge_sdk import log
+from edge_sdk import log, report_ops
 from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk.report_ops import OpProfile, OpTiming, format_op_table
 
 STATEFUL_OPS = {"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}
 
@@ -241,11 +240,8 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
 
     macs = host.op_macs()
     shapes = host.tensor_shapes()
-    total_ops = sum(float(np.mean(v)) for v in per_op.values()) or 1.0
-    ops, cum = [], 0.0
+    timings = []
     for (s, k), ticks in sorted(per_op.items()):
-        mean = float(np.mean(ticks))
-        cum += mean
         m = macs[k] if s == 0 and k < len(macs) else None
         code = model.operator_codes[model.subgraphs[s].operators[k].opcode_index] \
             if s < len(model.subgraphs) and k < len(model.subgraphs[s].operators) else None
@@ -253,19 +249,16 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
             f"OP_{op_codes[(s, k)]}"
         out_t = model.subgraphs[s].operators[k].outputs if code is not None else []
         shape = list(shapes[out_t[0]]) if s == 0 and out_t and out_t[0] >= 0 else None
-        row = {"index": k, "subgraph": s, "op": name, "output_shape": shape, "macs": int(m) if m else 0,
-               "time": mean, "time_min": int(min(ticks)), "time_max": int(max(ticks)), "unit": label,
-               "pct": 100.0 * mean / total_ops, "cum_pct": 100.0 * cum / total_ops,
-               "macs_per_unit": (int(m) / mean) if m and mean else None}
-        if real_time and hello.clock_hz and label == "cycles":
-            row["time_us"] = mean / hello.clock_hz * 1e6
-        ops.append(row)
+        timings.append(OpTiming(index=k, op=name, samples=list(ticks), subgraph=s, output_shape=shape,
+                                macs=int(m) if m else 0))
+    us_per_unit = _us_per_unit(label, real_time, hello.clock_hz)
+    ops = OpProfile(ops=timings, unit=label, run_totals=run_ticks, us_per_unit=us_per_unit).rows()
     rt = np.array(run_ticks, dtype=np.float64)
     total = {"mean": float(rt.mean()), "p50": float(np.percentile(rt, 50)), "p90": float(np.percentile(rt, 90)),
              "min": int(rt.min()), "max": int(rt.max()), "ops_sum": float(sum(o["time"] for o in ops)),
              "macs": int(sum(o["macs"] for o in ops))}
-    if real_time and hello.clock_hz and label == "cycles":
-        total["mean_us"] = total["mean"] / hello.clock_hz * 1e6
+    if us_per_unit is not None and label == "cycles":
+        total["mean_us"] = total["mean"] * us_per_unit
     return {
         "model": str(model_path), "model_sha256": hashlib.sha256(data).hexdigest(), "target": profile.name,
         "port": port, "board": hello.board, "runtime_version": hello.runtime_version,
@@ -288,19 +281,7 @@ def format_profile(r: dict) -> str:
     lines = [f"{Path(r['model']).name} on {r['board']} ({r['port']}), {r['runtime_version']}, {r['runs']} run(s)",
              f"timer: {unit}" + ("" if r["real_time"] else " -- not real time")
              + (f"; about {r['instructions_per_unit']:g} instructions per tick" if r.get("instructions_per_unit") else "")]
-    head = ("#", "op", "output shape", "MACs", "time", "%", "cum %", "MACs/unit")
-    rows = [head]
-    for o in r["ops"]:
-        idx = f"{o['index']}" if not o["subgraph"] else f"{o['subgraph']}:{o['index']}"
-        rows.append((idx, o["op"], "x".join(map(str, o["output_shape"])) if o["output_shape"] else "-",
-                     f"{o['macs']:,}" if o["macs"] else "-", f"{o['time']:,.1f}", f"{o['pct']:.1f}",
-                     f"{o['cum_pct']:.1f}", f"{o['macs_per_unit']:.2f}" if o["macs_per_unit"] else "-"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    for k, row in enumerate(rows):
-        lines.append("  ".join(c.rjust(w) if i not in (1, 2) else c.ljust(w)
-                               for i, (c, w) in enumerate(zip(row, widths))).rstrip())
-        if k == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines += format_op_table(r["ops"])
     t = r["total"]
     lines.append(f"total per run ({unit}): mean {t['mean']:,.1f}  p50 {t['p50']:,.1f}  p90 {t['p90']:,.1f}  "
                  f"min {t['min']:,}  max {t['max']:,}  (ops sum {t['ops_sum']:,.1f}; {t['macs']:,} MACs)")
@@ -326,73 +307,36 @@ def public(report: dict) -> dict:
     return {k: v for k, v in report.items() if not k.startswith("_")}
 
 
-def write_trace(r: dict, path) -> None:
-    """A Chrome / Perfetto trace (JSON trace events): one complete event per op per run, runs back to back.
-    Timestamps are microseconds for real-time units; otherwise 1 us on the timeline is one tick of r['unit']."""
-    scale = 1.0
-    if r["real_time"] and r["unit"] == "cycles" and r["clock_hz"]:
-        scale = 1e6 / r["clock_hz"]
-    elif r["unit"] == "ns":
-        scale = 1e-3
-    events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": f"{r['board']} ({r['unit']})"}},
-              {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {"name": "ops"}},
-              {"name": "thread_name", "ph": "M", "pid": 1, "tid": 2, "args": {"name": "runs"}}]
+def _us_per_unit(unit: str, real_time: bool, clock_hz) -> float | None:
+    """Microseconds per timer unit: cycles of a real device at clock_hz, ns; None when not real time."""
+    if real_time and unit == "cycles" and clock_hz:
+        return 1e6 / clock_hz
+    if unit == "ns":
+        return 1e-3
+    return None
+
+
+def op_profile(r: dict) -> OpProfile:
+    """The report's per-op times (every run) as the shared record type of edge_sdk.report_ops."""
     per_run = r["_per_run"]
-    order = [(o["subgraph"], o["index"], o) for o in r["ops"]]
-    t = 0.0
-    for run in range(r["runs"]):
-        start = t
-        for s, k, o in order:
-            ticks = per_run[f"{s}:{k}"]
-            if run >= len(ticks):
-                continue
-            d = ticks[run] * scale
-            events.append({"name": o["op"], "cat": "op", "ph": "X", "pid": 1, "tid": 1, "ts": t, "dur": d,
-                           "args": {"index": k, "subgraph": s, "run": run, "ticks": ticks[run], "unit": r["unit"],
-                                    "macs": o["macs"], "output_shape": o["output_shape"]}})
-            t += d
-        run_d = max(r["run_ticks"][run] * scale, t - start)
-        events.append({"name": f"run {run}", "cat": "run", "ph": "X", "pid": 1, "tid": 2, "ts": start, "dur": run_d,
-                       "args": {"ticks": r["run_ticks"][run], "unit": r["unit"]}})
-        t = start + run_d
-    doc = {"traceEvents": events, "displayTimeUnit": "ns",
-           "otherData": {"model": r["model"], "board": r["board"], "unit": r["unit"], "real_time": r["real_time"],
-                         "timestamp_scale": "microseconds" if scale != 1.0 or r["unit"] == "ns"
-                         else f"1 us on the timeline = 1 {r['unit']}"}}
-    Path(path).write_text(json.dumps(doc))
+    ops = [OpTiming(index=o["index"], op=o["op"], samples=per_run[f"{o['subgraph']}:{o['index']}"],
+                    subgraph=o["subgraph"], output_shape=o["output_shape"], macs=o["macs"]) for o in r["ops"]]
+    return OpProfile(ops=ops, unit=r["unit"], run_totals=r["run_ticks"],
+                     us_per_unit=_us_per_unit(r["unit"], r["real_time"], r["clock_hz"]), model=r["model"],
+                     where=r["board"], meta={"board": r["board"]})
+
+
+def write_trace(r: dict, path) -> None:
+    """A Chrome / Perfetto trace: one complete event per op per run, runs back to back (report_ops.trace_document)."""
+    report_ops.write_trace(op_profile(r), path)
 
 
 def write_csv(r: dict, path) -> None:
-    cols = ["index", "subgraph", "op", "output_shape", "macs", "time", "time_min", "time_max", "unit", "pct",
-            "cum_pct", "macs_per_unit"]
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for o in r["ops"]:
-            w.writerow([("x".join(map(str, o[c])) if o[c] else "") if c == "output_shape"
-                        else ("" if o[c] is None else (f"{o[c]:.6g}" if isinstance(o[c], float) else o[c]))
-                        for c in cols])
+    """The per-op table as CSV (report_ops.CSV_COLUMNS)."""
+    report_ops.write_csv(r["ops"], path)
 
 
 def write_plot(r: dict, path) -> None:
     """A horizontal bar per op (mean time), labelled, as a PNG (Pillow)."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    ops = r["ops"]
-    row, left, top = 18, 230, 40
-    width, bar_w = 1000, 1000 - 230 - 150
-    height = top + row * max(len(ops), 1) + 30
-    img = Image.new("RGB", (width, height), "white")
-    d = ImageDraw.Draw(img)
-    font = ImageFont.load_default()
-    d.text((10, 10), f"{Path(r['model']).name} on {r['board']}: mean time per op ({r['unit']}), {r['runs']} run(s)",
-           fill="black", font=font)
-    peak = max((o["time"] for o in ops), default=1.0) or 1.0
-    for i, o in enumerate(ops):
-        y = top + i * row
-        d.text((10, y + 3), f"{o['index']:>3} {o['op']}"[:36], fill="black", font=font)
-        w = max(1, int(bar_w * o["time"] / peak))
-        d.rectangle([left, y + 2, left + w, y + row - 3], fill=(70, 120, 190))
-        d.text((left + w + 6, y + 3), f"{o['time']:,.0f} ({o['pct']:.1f}%)", fill="black", font=font)
-    d.text((10, height - 22), "validated: " + ("yes (bit for bit)" if r["validated"] else "NO"), fill="black", font=font)
-    img.save(path, format="PNG")
+    report_ops.write_plot(op_profile(r), path,
+                          footer="validated: " + ("yes (bit for bit)" if r["validated"] else "NO"))
