@@ -17,8 +17,8 @@ import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.kernels import conv, quant
-from edge_sdk.kernels.node import Node, TensorInfo
 from tests.conftest import shared_model
+from tests.nodes import make_node
 from tests.oprunner import T, check_op, op_model, run_ours
 
 ACTS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -131,19 +131,6 @@ def test_conv_2d_refuses_hybrid_and_odd_types():
 # ------------------------------------------------------------------- literal reference (no peer needed)
 
 
-def _info(i, spec):
-    if spec is None:
-        return None
-    scale = zp = None
-    if spec.scale is not None:
-        scale = np.atleast_1d(np.asarray(spec.scale, np.float32))
-        zp = np.atleast_1d(np.asarray(0 if spec.zero_point is None else spec.zero_point, np.int64))
-    dtype = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FLOAT32": np.float32,
-             "INT4": np.int8}[spec.type]
-    data = None if spec.data is None else np.asarray(spec.data, dtype).reshape(spec.shape)
-    return TensorInfo(i, f"t{i}", spec.type, np.dtype(dtype), spec.shape, scale, zp, spec.quantized_dimension, data)
-
-
 def _slow_conv_int8(x, wt, bias, in_zp, out_zp, mult, shift, stride, pad, lo, hi, oshape):
     """TFLM's reference_integer_ops::ConvPerChannel, loop for loop."""
     n, h, w, c = x.shape
@@ -172,9 +159,9 @@ def test_conv_2d_kernel_equals_reference_loops():
     ws = T((4, 3, 3, 3), "INT8", scale=rng.uniform(0.01, 0.05, 4), zero_point=0, data=_rand(rng, (4, 3, 3, 3), "INT8"))
     bs = T((4,), "INT32", scale=1e-4, data=rng.integers(-5000, 5000, 4).astype(np.int32))
     ys = T((1, 3, 3, 4), "INT8", scale=0.06, zero_point=3)
-    node = Node(0, 0, "CONV_2D", 3, dict(padding="SAME", stride_h=2, stride_w=2, dilation_h_factor=1,
-                                          dilation_w_factor=1, fused_activation_function="RELU"), None,
-                [_info(0, xs), _info(1, ws), _info(2, bs)], [_info(3, ys)])
+    node = make_node("CONV_2D", [xs, ws, bs], [ys], dict(padding="SAME", stride_h=2, stride_w=2, dilation_h_factor=1,
+                                                         dilation_w_factor=1, fused_activation_function="RELU"),
+                     version=3)
     run = conv.prepare_conv_2d(node)
     assert node.output_shapes[0] == (1, 3, 3, 4)
     x = _rand(rng, (1, 6, 5, 3), "INT8")
@@ -400,10 +387,7 @@ def test_weights_computed_at_run_time_match_tflm():
 
 
 def test_macs_counts():
-    def node(op, specs, outs, options):
-        return Node(0, 0, op, 1, options, None, [_info(i, s) for i, s in enumerate(specs)],
-                    [_info(10 + i, s) for i, s in enumerate(outs)])
-
+    node = make_node
     q = dict(scale=0.1, zero_point=0)
     dw = node("DEPTHWISE_CONV_2D", [T((1, 8, 8, 4), **q), T((1, 3, 3, 8), data=np.ones((1, 3, 3, 8)), **q)],
               [T((1, 8, 8, 8), **q)], dict(padding="SAME", stride_h=1, stride_w=1, fused_activation_function="NONE"))

@@ -11,8 +11,7 @@ import pytest
 
 from edge_sdk.errors import UnsupportedOpError
 from edge_sdk.kernels import reduce as R
-from edge_sdk.kernels.node import Node, TensorInfo
-from edge_sdk.model.types import numpy_dtype
+from tests.nodes import make_node, random_full_range
 from tests.oprunner import T, check_op, op_model
 
 RNG = np.random.default_rng(7)
@@ -20,28 +19,14 @@ PREPARE = {"MEAN": R.prepare_mean, "SUM": R.prepare_sum, "REDUCE_MAX": R.prepare
            "ARG_MAX": R.prepare_arg_max}
 
 
-def _info(i, spec):
-    scale = zp = None
-    if spec.scale is not None:
-        scale = np.atleast_1d(np.asarray(spec.scale, np.float32))
-        zp = np.atleast_1d(np.asarray(spec.zero_point or 0, np.int64))
-    dtype = numpy_dtype(spec.type)
-    data = None if spec.data is None else np.asarray(spec.data, dtype).reshape(spec.shape)
-    return TensorInfo(i, f"t{i}", spec.type, dtype, tuple(spec.shape), scale, zp, 0, data)
-
-
 def our_shape(op, inputs, out, options):
-    node = Node(0, 0, op, 1, dict(options), None, [_info(i, s) for i, s in enumerate(inputs)], [_info(9, out)])
+    node = make_node(op, inputs, [out], options)
     PREPARE[op](node)
     return node.output_shapes[0]
 
 
 def rand(shape, type_):
-    dt = numpy_dtype(type_)
-    if dt.kind == "f":
-        return RNG.standard_normal(shape).astype(dt)
-    info = np.iinfo(dt)
-    return RNG.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+    return random_full_range(RNG, shape, type_)
 
 
 def run(op, x, axes, out, keep_dims, peer="tflm", version=1, feeds=None, rtol=0.0, atol=0.0):

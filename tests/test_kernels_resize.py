@@ -11,6 +11,7 @@ from edge_sdk.errors import ModelError
 from edge_sdk.kernels import resize as Z
 from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import numpy_dtype
+from tests.nodes import random_full_range
 from tests.oprunner import T, check_op, op_model
 
 RNG = np.random.default_rng(99)
@@ -20,11 +21,7 @@ MODES = [(False, False), (True, False), (False, True)]
 
 
 def rand(shape, type_):
-    dt = numpy_dtype(type_)
-    if dt.kind == "f":
-        return RNG.standard_normal(shape).astype(dt)
-    info = np.iinfo(dt)
-    return RNG.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+    return random_full_range(RNG, shape, type_)
 
 
 def case(op, type_, in_hw, out_hw, modes, peer="tflm", version=1, feeds=None):

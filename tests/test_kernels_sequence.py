@@ -14,30 +14,12 @@ import pytest
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.kernels import sequence
 from edge_sdk.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16
-from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import numpy_dtype
+from tests.nodes import make_node
 from tests.oprunner import T, op_model
 from tests.peers import run_litert, run_tflm
 
 # ----------------------------------------------------------------------------------------- helpers
-
-
-def _info(i, spec) -> TensorInfo | None:
-    if spec is None:
-        return None
-    scale = zp = None
-    if spec.scale is not None:
-        scale = np.atleast_1d(np.asarray(spec.scale, np.float32))
-        zp = np.atleast_1d(np.asarray(0 if spec.zero_point is None else spec.zero_point, np.int64))
-    dtype = numpy_dtype(spec.type)
-    data = None if spec.data is None else np.asarray(spec.data, dtype).reshape(spec.shape)
-    return TensorInfo(i, spec.name or f"t{i}", spec.type, dtype, tuple(spec.shape), scale, zp, 0, data,
-                      spec.is_variable)
-
-
-def _node(op, inputs, outputs, options):
-    return Node(0, 0, op, 1, dict(options), None, [_info(i, s) for i, s in enumerate(inputs)],
-                [_info(100 + i, s) for i, s in enumerate(outputs)])
 
 
 def _initial(spec) -> np.ndarray:
@@ -50,7 +32,7 @@ def run_kernel(op, inputs, outputs, options, feeds, invocations=1):
     """Our kernel on its own: prepare once, eval ``invocations`` times with the same feeds."""
     prepare = {"SVDF": sequence.prepare_svdf,
                "UNIDIRECTIONAL_SEQUENCE_LSTM": sequence.prepare_unidirectional_sequence_lstm}[op]
-    node = _node(op, inputs, outputs, options)
+    node = make_node(op, inputs, outputs, options)
     run = prepare(node)
     arrays, k = [], 0
     for spec in inputs:
@@ -249,10 +231,10 @@ def test_svdf_table_path_equals_the_general_path(k, monkeypatch):
             results += [out, arrays[4].copy()]
         return results
 
-    fast = sequence.prepare_svdf(_node("SVDF", ins, outs, opts))
+    fast = sequence.prepare_svdf(make_node("SVDF", ins, outs, opts))
     assert getattr(fast, "table_path", None) in (("int32 wrap",) if bias_shift else ("plain", "int32 wrap"))
     monkeypatch.setattr(sequence, "_svdf_int_tables", lambda *a: None)
-    slow = sequence.prepare_svdf(_node("SVDF", ins, outs, opts))
+    slow = sequence.prepare_svdf(make_node("SVDF", ins, outs, opts))
     assert not hasattr(slow, "table_path")
     ours, ref = run(fast), run(slow)
     _same(ours, ref)
@@ -384,11 +366,11 @@ def test_lstm_table_path_equals_the_step_path(k, monkeypatch):
             results += [out, arrays[18].copy(), arrays[19].copy()]
         return results
 
-    node = _node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, opts)
+    node = make_node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, opts)
     fast = sequence.prepare_unidirectional_sequence_lstm(node)
     assert getattr(fast, "table_variant", None) == variant
     monkeypatch.setattr(sequence, "_lstm_int_tables", lambda q: None)
-    slow = sequence.prepare_unidirectional_sequence_lstm(_node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, opts))
+    slow = sequence.prepare_unidirectional_sequence_lstm(make_node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, opts))
     assert not hasattr(slow, "table_variant")
     ours, ref = run(fast), run(slow)
     _same(ours, ref)
@@ -407,36 +389,36 @@ def test_lstm_prepare_refuses_variants():
     peephole = list(ins)
     peephole[10] = T((5,), "INT16", 0.01, 0, data=np.ones(5, np.int16))
     with pytest.raises(UnsupportedOpError, match="peephole"):
-        sequence.prepare_unidirectional_sequence_lstm(_node("UNIDIRECTIONAL_SEQUENCE_LSTM", peephole, outs, {}))
+        sequence.prepare_unidirectional_sequence_lstm(make_node("UNIDIRECTIONAL_SEQUENCE_LSTM", peephole, outs, {}))
     cifg = list(ins)
     cifg[1] = cifg[5] = cifg[12] = None
     with pytest.raises(UnsupportedOpError, match="CIFG"):
-        sequence.prepare_unidirectional_sequence_lstm(_node("UNIDIRECTIONAL_SEQUENCE_LSTM", cifg, outs, {}))
+        sequence.prepare_unidirectional_sequence_lstm(make_node("UNIDIRECTIONAL_SEQUENCE_LSTM", cifg, outs, {}))
     bad_cell = list(ins)
     bad_cell[19] = T((2, 5), "INT8", 0.01, 0, is_variable=True)
     with pytest.raises(UnsupportedOpError, match="INT16 cell state"):
         sequence.prepare_unidirectional_sequence_lstm(
-            _node("UNIDIRECTIONAL_SEQUENCE_LSTM", bad_cell, outs, {"fused_activation_function": "TANH"}))
+            make_node("UNIDIRECTIONAL_SEQUENCE_LSTM", bad_cell, outs, {"fused_activation_function": "TANH"}))
 
 
 def test_svdf_prepare_validates():
     rng = np.random.default_rng(0)
     ins, outs = _svdf_specs(rng, "INT16", n_filter=8, rank=3)
     with pytest.raises(ModelError, match="multiple of rank"):
-        sequence.prepare_svdf(_node("SVDF", ins, outs, {"rank": 3}))
+        sequence.prepare_svdf(make_node("SVDF", ins, outs, {"rank": 3}))
     ins, outs = _svdf_specs(rng, "INT16")
     not_var = list(ins)
     not_var[4] = T(ins[4].shape, "INT16", 0.004, 0)
     with pytest.raises(ModelError, match="variable"):
-        sequence.prepare_svdf(_node("SVDF", not_var, outs, {"rank": 2}))
+        sequence.prepare_svdf(make_node("SVDF", not_var, outs, {"rank": 2}))
     mixed = list(ins)
     mixed[4] = T(ins[4].shape, "INT8", 0.3, 0, is_variable=True)
     with pytest.raises(UnsupportedOpError, match="must match weights_time"):
-        sequence.prepare_svdf(_node("SVDF", mixed, outs, {"rank": 2}))
+        sequence.prepare_svdf(make_node("SVDF", mixed, outs, {"rank": 2}))
     hybrid = list(ins)
     hybrid[0] = T(ins[0].shape, "FLOAT32")
     with pytest.raises(UnsupportedOpError, match="weights_feature"):
-        sequence.prepare_svdf(_node("SVDF", hybrid, [T(outs[0].shape, "FLOAT32")], {"rank": 2}))
+        sequence.prepare_svdf(make_node("SVDF", hybrid, [T(outs[0].shape, "FLOAT32")], {"rank": 2}))
 
 
 def test_macs():

@@ -16,6 +16,7 @@ from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.kernels import shape as K
 from edge_sdk.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import DimensionMetadata, Sparsity, numpy_dtype
+from tests.nodes import make_node
 from tests.oprunner import T, assert_same, check_op, op_model, run_ours
 
 RNG = np.random.default_rng(20261130)
@@ -30,26 +31,9 @@ PREPARE = {
 }
 
 
-def _info(i, spec) -> TensorInfo | None:
-    if spec is None:
-        return None
-    scale = zp = None
-    if spec.scale is not None:
-        scale = np.atleast_1d(np.asarray(spec.scale, np.float32))
-        zp = np.atleast_1d(np.asarray(0 if spec.zero_point is None else spec.zero_point, np.int64))
-    dtype = numpy_dtype(spec.type)
-    data = None if spec.data is None else np.asarray(spec.data, dtype).reshape(spec.shape)
-    return TensorInfo(i, spec.name or f"t{i}", spec.type, dtype, tuple(spec.shape), scale, zp, 0, data)
-
-
-def node_for(op, inputs, outputs, options=None) -> Node:
-    return Node(0, 0, op, 1, dict(options or {}), None, [_info(i, s) for i, s in enumerate(inputs)],
-                [_info(100 + i, s) for i, s in enumerate(outputs)])
-
-
 def our_shapes(op, inputs, outputs, options=None):
     """Run our prepare on specs; returns the output shapes it set."""
-    node = node_for(op, inputs, outputs, options)
+    node = make_node(op, inputs, outputs, options)
     PREPARE[op](node)
     return [node.output_shapes[i] for i in range(len(outputs))]
 
@@ -265,7 +249,7 @@ def test_strided_slice_python_semantics():
         ([1, 0, -1, 0], [2, 3, -5, 5], [1, 2, -1, 3], x[1:2, 0:3:2, -1:-5:-1, 0:5:3]),
     ]:
         ins = [node_in] + [T((4,), "INT32", data=np.array(v, np.int32)) for v in (begin, end, strides)]
-        node = node_for("STRIDED_SLICE", ins, [T((1,), "FLOAT32")])
+        node = make_node("STRIDED_SLICE", ins, [T((1,), "FLOAT32")])
         run = K.prepare_strided_slice(node)
         out = np.zeros(node.output_shapes[0], np.float32)
         run([x, None, None, None], [out])
@@ -399,11 +383,11 @@ def test_depth_space(block, type_):
 
 def test_depth_space_round_trip():
     x = rand((1, 4, 6, 8), "INT8")
-    n1 = node_for("SPACE_TO_DEPTH", [T(x.shape, "INT8")], [T((1,), "INT8")], {"block_size": 2})
+    n1 = make_node("SPACE_TO_DEPTH", [T(x.shape, "INT8")], [T((1,), "INT8")], {"block_size": 2})
     r1 = K.prepare_space_to_depth(n1)
     mid = np.zeros(n1.output_shapes[0], np.int8)
     r1([x], [mid])
-    n2 = node_for("DEPTH_TO_SPACE", [T(mid.shape, "INT8")], [T((1,), "INT8")], {"block_size": 2})
+    n2 = make_node("DEPTH_TO_SPACE", [T(mid.shape, "INT8")], [T((1,), "INT8")], {"block_size": 2})
     r2 = K.prepare_depth_to_space(n2)
     back = np.zeros(x.shape, np.int8)
     r2([mid], [back])
@@ -455,7 +439,7 @@ def test_densify_csr_and_blocks():
     vals, sp = _block_2d(blocky, 2, 2)
     np.testing.assert_array_equal(K.densify(vals, blocky.shape, sp), blocky)
     # the kernel itself: prepare expands the constant once
-    node = node_for("DENSIFY", [T((4, 6), "INT8")], [T((1,), "INT8")])
+    node = make_node("DENSIFY", [T((4, 6), "INT8")], [T((1,), "INT8")])
     node.inputs[0].data, node.inputs[0].sparsity = vals, sp
     run = K.prepare_densify(node)
     out = np.zeros(node.output_shapes[0], np.int8)
