@@ -6,10 +6,15 @@
 
 Measured, in order: init (read the model, build the interpreter, allocate), the first inference, ``warmup``
 inferences, then ``runs`` timed inferences (``time.perf_counter_ns`` around each invoke) giving mean, std, min,
-max and the 50th/90th/99th percentiles (linear interpolation). Then a per-op profile: ``profile_runs`` more
-inferences with each step timed (``Interpreter.invoke_profiled``; only the python backend can time ops),
-kept apart from the latency runs so the timing hooks do not touch them. Memory: the planned arena and the
-process's peak RSS (``resource.getrusage``; on the device: of the benchmark process, interpreter included).
+max and the 50th/90th/99th percentiles (linear interpolation). Memory: the planned arena and the process's
+peak RSS after those runs (``resource.getrusage``; on the device: of the benchmark process, interpreter
+included). Then a per-op profile: ``profile_runs`` more inferences with every op timed, kept apart from the
+latency runs so the timing hooks do not touch them: backend python through ``Interpreter.invoke_profiled``
+(subgraph 0's steps), backend c through the C runtime's own op timer (``CInterpreter.enable_trace``/``trace``,
+every subgraph). LiteRT's Python API has no per-op timings: for backend litert ``ops`` is empty and
+``ops_note`` says why. The per-op table, Chrome/Perfetto trace, CSV and plot are edge_sdk.report_ops's, the
+same as `edge profile`'s (times in us): ``write_op_files`` (or ``bench(..., trace=, csv=, plot=)``) writes them
+on the host, also for a device run, whose JSON carries every run's per-op times (``op_profile``).
 Inputs are seeded random values of each input's dtype and shape.
 
 On a device: ``edge deploy`` put the runtime at ``~/.edge-sdk/venv``; the model is the deployed one when its
@@ -18,9 +23,12 @@ sha256 matches the local file, else it is copied to ``~/.edge-sdk/bench/`` first
 report as JSON on stdout.
 
 JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``first_inference_us``,
-``warmup_us`` (each warm-up run), ``runs``, ``warmup``, ``threads``, ``ops`` [{index, op, mean_us, percent,
-macs}], ``arena_bytes``, ``peak_rss_bytes``, ``backend``, ``host``, ``model`` {name, sha256, size},
-``python``, ``machine``, ``edge_sdk_version``.
+``warmup_us`` (each warm-up run), ``runs``, ``warmup``, ``threads``, ``ops`` (the per-op table rows of
+edge_sdk.report_ops: index, subgraph, op, output_shape, macs, time, time_min, time_max, unit "us", pct,
+cum_pct, macs_per_unit), ``profile_runs``, ``op_profile`` (report_ops.OpProfile.to_dict(): every profiled
+run's time per op, or None), ``ops_note`` (why there are no per-op times, or None), ``arena_bytes``,
+``peak_rss_bytes``, ``backend``, ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
+``edge_sdk_version``.
 """
 
 from __future__ import annotations
@@ -32,9 +40,14 @@ import sys
 import time
 from pathlib import Path
 
+from edge_sdk import report_ops
 from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.report_ops import OpProfile, OpTiming, format_op_table
 
 BACKENDS = ("python", "c", "litert")
+LITERT_NOTE = ("no per-op times with backend litert: LiteRT's Python API (ai_edge_litert.interpreter) does not "
+               "expose per-op timings; use --backend python or c for a per-op profile (or LiteRT's benchmark_model "
+               "tool with --enable_op_profiling=true)")
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -129,6 +142,71 @@ class _Runner:
         return int(size) if isinstance(size, int) else None
 
 
+def _op_facts(interp) -> tuple[list, list]:
+    """(MACs per node, shape per tensor) of subgraph 0 from an edge_sdk Interpreter ([] when it cannot say)."""
+    out = []
+    for fn in ("op_macs", "tensor_shapes"):
+        try:
+            out.append(list(getattr(interp, fn)()))
+        except (AttributeError, EdgeError, RuntimeError, ValueError):
+            out.append([])
+    return out[0], out[1]
+
+
+def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProfile | None, str | None]:
+    """``n`` inferences with every op timed (us): (the profile, None), or (None, why there is none)."""
+    interp = runner.interp
+    if runner.backend == "litert":
+        return None, LITERT_NOTE
+    per_run: list[dict] = []  # per run: {(subgraph, node): us}
+    names: dict[tuple[int, int], str] = {}
+    totals: list[float] = []
+    if runner.backend == "python":
+        macs, shapes = _op_facts(interp)
+        for _ in range(n):
+            t = clock()
+            steps = interp.invoke_profiled()
+            totals.append((clock() - t) / 1e3)
+            per_run.append({(0, index): seconds * 1e6 for index, _, seconds in steps})
+            names.update(((0, index), op) for index, op, _ in steps)
+    else:  # c: the runtime's own op timer (host clock, ns)
+        if not hasattr(interp, "enable_trace"):
+            return None, "no per-op times with backend c: this edge_sdk.backend_c has no op trace"
+        interp.enable_trace()
+        for _ in range(n):
+            t = clock()
+            interp.invoke()
+            totals.append((clock() - t) / 1e3)
+            run: dict[tuple[int, int], float] = {}
+            for e in interp.trace():
+                key = (int(e["subgraph"]), int(e["node"]))
+                run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
+                names[key] = e["op"]
+            per_run.append(run)
+        try:  # MACs and output shapes: the python interpreter's prepare knows them
+            from edge_sdk.interpreter import Interpreter
+
+            facts = Interpreter(model_content=content)
+            facts.allocate_tensors()
+            macs, shapes = _op_facts(facts)
+        except (EdgeError, RuntimeError, ValueError):
+            macs, shapes = [], []
+    model = getattr(interp, "model", None)
+    ops = []
+    for s, k in sorted(names):
+        shape = None
+        if s == 0 and model is not None and k < len(model.subgraphs[0].operators):
+            outs = model.subgraphs[0].operators[k].outputs
+            if outs and 0 <= outs[0] < len(shapes):
+                shape = list(shapes[outs[0]])
+        m = macs[k] if s == 0 and k < len(macs) else None
+        ops.append(OpTiming(index=k, op=names[(s, k)], samples=[r.get((s, k), 0.0) for r in per_run], subgraph=s,
+                            output_shape=shape, macs=int(m) if m else 0))
+    if not ops:
+        return None, f"no per-op times: backend {runner.backend} timed no ops"
+    return OpProfile(ops=ops, unit="us", run_totals=totals, us_per_unit=1.0), None
+
+
 def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "python",
                   profile_runs: int | None = None, seed: int = 0) -> dict:
     """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring)."""
@@ -138,6 +216,8 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         raise ValueError(f"runs must be >= 1, not {runs}")
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, not {warmup}")
+    if profile_runs is not None and profile_runs < 1:
+        raise ValueError(f"profile_runs must be >= 1, not {profile_runs}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     clock = time.perf_counter_ns
@@ -159,26 +239,11 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     warm = [timed() for _ in range(warmup)]
     samples = [timed() for _ in range(runs)]
 
-    ops: list[dict] = []
-    profiled = getattr(runner.interp, "invoke_profiled", None)
-    if profiled is not None:
-        n = profile_runs if profile_runs is not None else max(1, min(runs, 20))
-        totals: dict[int, list] = {}
-        for _ in range(n):
-            for index, op, seconds in profiled():
-                entry = totals.setdefault(index, [op, 0.0])
-                entry[1] += seconds
-        macs = {}
-        op_macs = getattr(runner.interp, "op_macs", None)
-        if op_macs is not None:
-            try:
-                macs = dict(enumerate(op_macs()))
-            except (EdgeError, RuntimeError, ValueError):
-                macs = {}
-        grand = sum(t for _, t in totals.values()) or 1.0
-        for index, (op, total) in sorted(totals.items()):
-            ops.append({"index": index, "op": op, "mean_us": total / n * 1e6, "percent": 100.0 * total / grand,
-                        "macs": macs.get(index)})
+    peak_rss = _peak_rss_bytes()
+    n = profile_runs if profile_runs is not None else max(1, min(runs, 20))
+    prof, note = _profile_ops(runner, content, n, clock)
+    if prof is not None:
+        prof.model, prof.where, prof.meta = name, "local", {"host": "local", "backend": backend}
     return {
         "host": "local",
         "backend": backend,
@@ -190,9 +255,12 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         "first_inference_us": first_us,
         "warmup_us": warm,
         "latency_us": latency_stats(samples),
-        "ops": ops,
+        "ops": prof.rows() if prof is not None else [],
+        "profile_runs": n if prof is not None else 0,
+        "op_profile": prof.to_dict() if prof is not None else None,
+        "ops_note": note,
         "arena_bytes": runner.arena_bytes(),
-        "peak_rss_bytes": _peak_rss_bytes(),
+        "peak_rss_bytes": peak_rss,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "edge_sdk_version": __version__,
@@ -225,10 +293,45 @@ print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv"
 def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
           backend: str = "python", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = 600,
-          connect_timeout: float = 10) -> dict:
-    """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None."""
+          connect_timeout: float = 10, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
+    """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
+    ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files)."""
+    if profile_runs is not None and profile_runs < 1:
+        raise ValueError(f"profile_runs must be >= 1, not {profile_runs}")
+    if (trace or csv or plot) and backend == "litert":
+        raise DeviceError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+    report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
+                    accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
+                    connect_timeout=connect_timeout, profile_runs=profile_runs)
+    write_op_files(report, trace=trace, csv=csv, plot=plot)
+    return report
+
+
+def write_op_files(report: dict, trace=None, csv=None, plot=None) -> None:
+    """Write the benchmark's per-op Chrome/Perfetto trace, CSV and bar chart (edge_sdk.report_ops, as
+    `edge profile`); a DeviceError naming the reason when the report has no per-op times."""
+    if not (trace or csv or plot):
+        return
+    data = report.get("op_profile")
+    if not data:
+        why = report.get("ops_note") or ("the benchmark sent no per-op times (an older edge-sdk on the device? "
+                                         "run `edge deploy` again)")
+        raise DeviceError(f"{report.get('host', 'local')}: cannot write --trace/--csv/--plot: {why}")
+    prof = OpProfile.from_dict(data)
+    if trace:
+        report_ops.write_trace(prof, trace)
+    if csv:
+        report_ops.write_csv(prof.rows(), csv)
+    if plot:
+        report_ops.write_plot(prof, plot, footer=f"backend {report.get('backend')}, host {report.get('host')}, "
+                                                 f"{prof.runs} profiled run(s); times in us")
+
+
+def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_host_key, remote_dir, python,
+           timeout, connect_timeout, profile_runs) -> dict:
     if host is None:
-        return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend)
+        return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend,
+                             profile_runs=profile_runs)
     from edge_sdk.deploy import REMOTE_DIR, _parse_json, connection_for, sha256_file
     from edge_sdk.device.ssh import remote_command, require_openssh
 
@@ -263,14 +366,20 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
                 "--runs", str(runs), "--warmup", str(warmup), "--backend", backend]
         if threads:
             argv += ["--threads", str(threads)]
+        if profile_runs is not None:
+            argv += ["--profile-runs", str(profile_runs)]
         proc = conn.run(remote_command(*argv), timeout=timeout, what="the benchmark")
         report = _parse_json(proc.stdout, "benchmark", label)
         report["host"] = label
+        if report.get("op_profile"):
+            report["op_profile"]["where"] = label
+            report["op_profile"].setdefault("meta", {})["host"] = label
         report["device_model_path"] = remote_model
         return report
 
 
-def format_bench(report: dict, top: int = 15) -> str:
+def format_bench(report: dict) -> str:
+    """The report as text: timings, memory, then the per-op table of edge_sdk.report_ops (as `edge profile`)."""
     lat = report["latency_us"]
 
     def ms(us) -> str:
@@ -294,18 +403,17 @@ def format_bench(report: dict, top: int = 15) -> str:
     ops = report.get("ops") or []
     if ops:
         lines.append("")
-        lines.append(f"{'node':>5}  {'op':<24} {'mean':>12} {'share':>7} {'MACs':>12}")
-        for o in sorted(ops, key=lambda o: -o["mean_us"])[:top]:
-            macs = "-" if o.get("macs") is None else str(o["macs"])
-            lines.append(f"{o['index']:>5}  {o['op']:<24} {o['mean_us']:>9.1f} us {o['percent']:>6.1f}% {macs:>12}")
-        if len(ops) > top:
-            lines.append(f"       ... {len(ops) - top} more ops")
+        lines.append(f"per-op profile (us, mean of {report.get('profile_runs', '?')} profiled runs, backend "
+                     f"{report['backend']}):")
+        lines += format_op_table(ops)
+    elif report.get("ops_note"):
+        lines.append(f"per-op:    {report['ops_note']}")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m edge_sdk.bench MODEL [--runs N] [--warmup N] [--threads N] [--backend B] [--json]``: the
-    benchmark in this process (what ``edge bench --host`` runs on the device)."""
+    """``python -m edge_sdk.bench MODEL [--runs N] [--warmup N] [--threads N] [--backend B] [--profile-runs N]
+    [--json]``: the benchmark in this process (what ``edge bench --host`` runs on the device)."""
     import argparse
 
     p = argparse.ArgumentParser(prog="python -m edge_sdk.bench")
@@ -314,11 +422,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int)
     p.add_argument("--backend", default="python", choices=BACKENDS)
+    p.add_argument("--profile-runs", type=int)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     try:
         report = run_benchmark(args.model, runs=args.runs, warmup=args.warmup, threads=args.threads,
-                               backend=args.backend)
+                               backend=args.backend, profile_runs=args.profile_runs)
     except (EdgeError, ModelError, OSError, ValueError) as exc:
         sys.stderr.write(f"edge_sdk.bench: error: {exc}\n")
         return 3

@@ -215,7 +215,8 @@ def _cmd_bench(args) -> int:
 
     report = bench(args.model, args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
-                   remote_dir=args.remote_dir)
+                   remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
+                   plot=args.plot)
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -382,6 +383,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=int, default=5, help="untimed inferences first (default 5)")
     p.add_argument("--threads", type=int, help="interpreter threads (litert)")
     p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
+    p.add_argument("--profile-runs", type=int, help="inferences with every op timed (default: runs, at most 20)")
+    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one event per op per run)")
+    p.add_argument("--csv", metavar="OUT.csv", help="write the per-op table as CSV")
+    p.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the per-op times (PNG)")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("generate", help="generate text with a KV-cache language model (prefill/decode signatures)")
