@@ -1,0 +1,118 @@
+/* BATCH_MATMUL: out[..., r, c] = sum_k lhs[..., r, k] * rhs[..., k, c], batch dims broadcast numpy-style.
+ *
+ * As edge_sdk/kernels/conv.py prepare_batch_matmul: operands of rank 2 to 5 with one type, adj_x / adj_y take
+ * the last two dims of an operand transposed, the batch dims (all but the last two, left-padded with 1s)
+ * broadcast. This file runs FLOAT32 (what the transformer examples need): each output is one dot product
+ * accumulated in k order in float32. Quantized and hybrid operands are refused (UNSUPPORTED_TYPE); use the
+ * Python interpreter for those.
+ */
+#include "edge_kernel.h"
+
+EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4)
+
+enum { OPTS_BatchMatMulOptions = 101, BMM_MAX_BATCH = 3 };
+
+typedef struct {
+    int32_t n_batch;                          /* batch dims after padding to one rank (0..3) */
+    int32_t batch[BMM_MAX_BATCH];             /* output batch dims */
+    int64_t l_step[BMM_MAX_BATCH], r_step[BMM_MAX_BATCH]; /* elements per index; 0 where broadcast */
+    int32_t rows, cols, depth, adj_x, adj_y;
+} bmm_data_t;
+
+edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *l, *r, *out;
+    bmm_data_t *d;
+    int32_t ls[5], rs[5], shape[5], rank, k, nb, kl, kr;
+    int64_t lacc, racc;
+
+    if (node->n_inputs != 2 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL expects 2 inputs and 1 output");
+    l = edge_in(ctx, node, 0);
+    r = edge_in(ctx, node, 1);
+    out = edge_out(ctx, node, 0);
+    if (!l || !r) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: both operands are required");
+    if (l->type != EDGE_FLOAT32 || r->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: C kernel runs FLOAT32 operands only");
+    if (l->rank < 2 || l->rank > 5 || r->rank < 2 || r->rank > 5)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: operands must have rank 2 to 5");
+    d = (bmm_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    if (node->options_type == OPTS_BatchMatMulOptions) {
+        d->adj_x = edge_opt_int(node, 0, 1, 0) != 0;
+        d->adj_y = edge_opt_int(node, 1, 1, 0) != 0;
+    }
+    rank = l->rank > r->rank ? l->rank : r->rank;
+    for (k = 0; k < rank; k++) {
+        int32_t il = k - (rank - l->rank), ir = k - (rank - r->rank);
+        ls[k] = il >= 0 ? l->dims[il] : 1;
+        rs[k] = ir >= 0 ? r->dims[ir] : 1;
+    }
+    nb = rank - 2;
+    d->rows = d->adj_x ? ls[rank - 1] : ls[rank - 2];
+    kl = d->adj_x ? ls[rank - 2] : ls[rank - 1];
+    kr = d->adj_y ? rs[rank - 1] : rs[rank - 2];
+    d->cols = d->adj_y ? rs[rank - 2] : rs[rank - 1];
+    if (kl != kr) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: inner dimensions differ");
+    d->depth = kl;
+    /* batch strides, innermost batch dim last; a dim of 1 against a larger one steps by 0 */
+    lacc = (int64_t)ls[rank - 2] * ls[rank - 1];
+    racc = (int64_t)rs[rank - 2] * rs[rank - 1];
+    d->n_batch = nb;
+    for (k = nb - 1; k >= 0; k--) {
+        if (ls[k] != rs[k] && ls[k] != 1 && rs[k] != 1)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: batch dimensions do not broadcast");
+        d->batch[k] = ls[k] == 1 ? rs[k] : ls[k];
+        d->l_step[k] = ls[k] == 1 ? 0 : lacc;
+        d->r_step[k] = rs[k] == 1 ? 0 : racc;
+        lacc *= ls[k];
+        racc *= rs[k];
+        shape[k] = d->batch[k];
+    }
+    shape[nb] = d->rows;
+    shape[nb + 1] = d->cols;
+    return edge_set_output_shape(ctx, node, 0, shape, rank);
+}
+
+/* One [rows, cols] product: lhs element (i, k) at lhs[i * li + k * lk], rhs (k, j) at rhs[k * rk + j * rj]. */
+static void bmm_one(const bmm_data_t *d, const float *lhs, const float *rhs, float *y) {
+    const int32_t R = d->rows, C = d->cols, K = d->depth;
+    const int32_t li = d->adj_x ? 1 : K, lk = d->adj_x ? R : 1;
+    const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
+    int32_t i, j, k;
+    for (i = 0; i < R; i++) {
+        const float *lrow = lhs + (int64_t)i * li;
+        float *yrow = y + (int64_t)i * C;
+        for (j = 0; j < C; j++) {
+            const float *rcol = rhs + (int64_t)j * rj;
+            float acc = 0.0f;
+            for (k = 0; k < K; k++) acc += lrow[(int64_t)k * lk] * rcol[(int64_t)k * rk];
+            yrow[j] = acc;
+        }
+    }
+}
+
+void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
+    const bmm_data_t *d = (const bmm_data_t *)node->user_data;
+    const float *lhs = (const float *)edge_in(ctx, node, 0)->data;
+    const float *rhs = (const float *)edge_in(ctx, node, 1)->data;
+    float *y = (float *)edge_out(ctx, node, 0)->data;
+    const int64_t per = (int64_t)d->rows * d->cols;
+    int32_t idx[BMM_MAX_BATCH] = {0, 0, 0}, k;
+    int64_t lo = 0, ro = 0;
+    if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
+    for (;;) {
+        bmm_one(d, lhs + lo, rhs + ro, y);
+        y += per;
+        for (k = d->n_batch - 1; k >= 0; k--) {
+            idx[k]++;
+            lo += d->l_step[k];
+            ro += d->r_step[k];
+            if (idx[k] < d->batch[k]) break;
+            lo -= d->l_step[k] * d->batch[k];
+            ro -= d->r_step[k] * d->batch[k];
+            idx[k] = 0;
+        }
+        if (k < 0) break;
+    }
+}

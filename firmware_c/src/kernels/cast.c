@@ -1,0 +1,133 @@
+/* CAST: element-wise type conversion.
+ *
+ * As edge_sdk/kernels/quantize.py prepare_cast, for INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64,
+ * FLOAT32, FLOAT64 and BOOL (FLOAT16 is refused): to BOOL, x != 0; integer to integer wraps to the output's
+ * width (numpy astype); integer to float is one C conversion from the source type (correctly rounded, as
+ * numpy); float to integer truncates toward zero and saturates, NaN gives 0 (the TFLM build we compare
+ * with); float to float converts. BOOL reads as 0 / 1.
+ */
+#include <string.h>
+
+#include "edge_kernel.h"
+
+EDGE_KERNEL(CAST, cast, 7)
+
+typedef struct {
+    int32_t src, dst;
+} cast_data_t;
+
+static int cast_type_ok(int t) {
+    return t == EDGE_INT8 || t == EDGE_UINT8 || t == EDGE_INT16 || t == EDGE_UINT16 || t == EDGE_INT32 ||
+           t == EDGE_UINT32 || t == EDGE_INT64 || t == EDGE_UINT64 || t == EDGE_FLOAT32 || t == EDGE_FLOAT64 ||
+           t == EDGE_BOOL;
+}
+
+static int cast_is_float(int t) { return t == EDGE_FLOAT32 || t == EDGE_FLOAT64; }
+
+edge_status_t edge_prepare_cast(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    cast_data_t *d;
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CAST expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CAST: input is required");
+    if (!cast_type_ok(x->type) || !cast_type_ok(out->type))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CAST: C kernel converts between integer, FLOAT32, FLOAT64, BOOL");
+    d = (cast_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->src = x->type;
+    d->dst = out->type;
+    return edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+}
+
+/* element k of an integer / bool tensor as its two's complement bits, sign-extended from signed types */
+static uint64_t load_bits(const uint8_t *p, int type, int64_t k) {
+    switch (type) {
+    case EDGE_INT8: return (uint64_t)(int64_t)((const int8_t *)p)[k];
+    case EDGE_UINT8: case EDGE_BOOL: return p[k];
+    case EDGE_INT16: { int16_t v; memcpy(&v, p + 2 * k, 2); return (uint64_t)(int64_t)v; }
+    case EDGE_UINT16: { uint16_t v; memcpy(&v, p + 2 * k, 2); return v; }
+    case EDGE_INT32: { int32_t v; memcpy(&v, p + 4 * k, 4); return (uint64_t)(int64_t)v; }
+    case EDGE_UINT32: { uint32_t v; memcpy(&v, p + 4 * k, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p + 8 * k, 8); return v; }
+    }
+}
+
+static double load_float(const uint8_t *p, int type, int64_t k) {
+    if (type == EDGE_FLOAT32) {
+        float v;
+        memcpy(&v, p + 4 * k, 4);
+        return v;
+    } else {
+        double v;
+        memcpy(&v, p + 8 * k, 8);
+        return v;
+    }
+}
+
+static void store_bits(uint8_t *p, int type, int64_t k, uint64_t v) {
+    uint8_t b = (uint8_t)v;
+    uint16_t h = (uint16_t)v;
+    uint32_t w = (uint32_t)v;
+    switch (edge_type_bytes(type)) {
+    case 1: p[k] = b; break;
+    case 2: memcpy(p + 2 * k, &h, 2); break;
+    case 4: memcpy(p + 4 * k, &w, 4); break;
+    default: memcpy(p + 8 * k, &v, 8); break;
+    }
+}
+
+/* float -> integer: truncate, saturate to the type's range, NaN -> 0; the result as bits */
+static uint64_t float_to_bits(double v, int type) {
+    double lo, hi;
+    if (v != v) return 0;
+    switch (type) {
+    case EDGE_INT8: lo = -128.0; hi = 127.0; break;
+    case EDGE_UINT8: lo = 0.0; hi = 255.0; break;
+    case EDGE_INT16: lo = -32768.0; hi = 32767.0; break;
+    case EDGE_UINT16: lo = 0.0; hi = 65535.0; break;
+    case EDGE_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+    case EDGE_UINT32: lo = 0.0; hi = 4294967295.0; break;
+    case EDGE_UINT64:
+        if (v <= 0.0) return 0;
+        if (v >= 18446744073709551616.0) return ~(uint64_t)0;
+        return (uint64_t)v;
+    default: /* INT64 */
+        if (v <= -9223372036854775808.0) return (uint64_t)1 << 63;
+        if (v >= 9223372036854775808.0) return ((uint64_t)1 << 63) - 1;
+        return (uint64_t)(int64_t)v;
+    }
+    if (v < lo) v = lo;
+    if (v > hi) v = hi;
+    return (uint64_t)(int64_t)v; /* conversion truncates toward zero */
+}
+
+void edge_eval_cast(const edge_node_t *node, edge_ctx_t *ctx) {
+    const cast_data_t *d = (const cast_data_t *)node->user_data;
+    const uint8_t *x = (const uint8_t *)edge_in(ctx, node, 0)->data;
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    uint8_t *y = (uint8_t *)out->data;
+    const int64_t n = edge_tensor_elements(out);
+    const int src_float = cast_is_float(d->src), src_unsigned = d->src == EDGE_UINT64;
+    int64_t k;
+    for (k = 0; k < n; k++) {
+        if (d->dst == EDGE_BOOL) {
+            y[k] = src_float ? load_float(x, d->src, k) != 0.0 : load_bits(x, d->src, k) != 0;
+        } else if (d->dst == EDGE_FLOAT32) {
+            float f;
+            if (src_float) f = (float)load_float(x, d->src, k);
+            else if (src_unsigned) f = (float)load_bits(x, d->src, k);
+            else f = (float)(int64_t)load_bits(x, d->src, k);
+            memcpy(y + 4 * k, &f, 4);
+        } else if (d->dst == EDGE_FLOAT64) {
+            double f;
+            if (src_float) f = load_float(x, d->src, k);
+            else if (src_unsigned) f = (double)load_bits(x, d->src, k);
+            else f = (double)(int64_t)load_bits(x, d->src, k);
+            memcpy(y + 8 * k, &f, 8);
+        } else {
+            store_bits(y, d->dst, k, src_float ? float_to_bits(load_float(x, d->src, k), d->dst) : load_bits(x, d->src, k));
+        }
+    }
+}

@@ -1,0 +1,235 @@
+"""The C runtime's kernels for the transformer ops (firmware_c/src/kernels/: batch_matmul, gather, rsqrt, abs,
+minimum_maximum (MINIMUM, MAXIMUM), cast): single-op models through the C backend, equal to our Python
+interpreter and to TFLM (or LiteRT's reference kernels where TFLM lacks the case); float32 within 1e-5.
+Then the C signature runner on examples/tiny_lm against the Python one."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.oprunner import T, op_model, run_ours
+from tests.peers import run_litert, run_tflm
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make (apt-get install gcc make)")
+
+LM = Path(__file__).resolve().parent.parent / "examples" / "tiny_lm"
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from edge_sdk import backend_c
+
+    backend_c.build()
+    return backend_c
+
+
+def run_c(backend, model: bytes, feeds):
+    c = backend.CInterpreter(model_content=model)
+    c.allocate_tensors()
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [c.get_tensor(d["index"]) for d in c.get_output_details()]
+
+
+def check(backend, model: bytes, feeds, peer="tflm", tol=False):
+    """C == our Python interpreter == the peer (TFLM, LiteRT's reference kernels, or None); returns C's outputs."""
+    got = run_c(backend, model, feeds)
+    refs = [("python", run_ours(model, feeds))]
+    if peer == "tflm":
+        refs.append(("tflm", run_tflm(model, feeds)))
+    elif peer == "litert":
+        refs.append(("litert", run_litert(model, feeds)))
+    for name, ref in refs:
+        assert len(got) == len(ref)
+        for i, (a, b) in enumerate(zip(got, ref)):
+            assert a.shape == b.shape and a.dtype == b.dtype, f"output {i} vs {name}: {a.shape} {a.dtype} / {b.shape} {b.dtype}"
+            if tol:  # BATCH_MATMUL: C accumulates in k order, numpy's BLAS and the peers in theirs
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"output {i} vs {name}")
+            else:
+                np.testing.assert_array_equal(a, b, err_msg=f"output {i} vs {name}")
+    return got
+
+
+# ------------------------------------------------------------------------------------------ BATCH_MATMUL
+@pytest.mark.parametrize("ls, rs, adj_x, adj_y", [
+    ((4, 3, 5), (4, 5, 6), False, False),
+    ((4, 3, 5), (4, 6, 5), False, True),   # q @ k^T of attention
+    ((4, 5, 3), (4, 5, 6), True, False),
+    ((2, 1, 3, 5), (1, 4, 5, 6), False, False),  # batch broadcast both ways
+    ((3, 5), (2, 5, 7), False, False),     # rank 2 against rank 3
+    ((1, 2, 2, 3, 4), (2, 1, 4, 2), False, False),  # rank 5
+])
+def test_batch_matmul_float(backend, ls, rs, adj_x, adj_y):
+    rng = np.random.default_rng(len(ls) * 10 + len(rs) + 2 * adj_x + adj_y)
+    rows, k = (ls[-1], ls[-2]) if adj_x else (ls[-2], ls[-1])
+    cols = rs[-2] if adj_y else rs[-1]
+    batch = np.broadcast_shapes(ls[:-2], rs[:-2])
+    model = op_model("BATCH_MATMUL", [T(ls, "FLOAT32"), T(rs, "FLOAT32")], [T(batch + (rows, cols), "FLOAT32")],
+                     options={"adj_x": adj_x, "adj_y": adj_y})
+    a = rng.standard_normal(ls).astype(np.float32)
+    b = rng.standard_normal(rs).astype(np.float32)
+    peer = "tflm" if len(ls) == len(rs) and len(ls) <= 4 else "litert"
+    (y,) = check(backend, model, [a, b], peer=peer, tol=True)
+    ref = np.matmul(np.swapaxes(a, -1, -2) if adj_x else a, np.swapaxes(b, -1, -2) if adj_y else b)
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_matmul_constant_rhs(backend):
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((2, 5, 4)).astype(np.float32)
+    model = op_model("BATCH_MATMUL", [T((2, 3, 5), "FLOAT32"), T((2, 5, 4), "FLOAT32", data=w)],
+                     [T((2, 3, 4), "FLOAT32")], options={"adj_x": False, "adj_y": False})
+    check(backend, model, [rng.standard_normal((2, 3, 5)).astype(np.float32)], peer="tflm", tol=True)
+
+
+def test_batch_matmul_refuses_int8_and_bad_shapes(backend):
+    q = dict(scale=0.1, zero_point=0)
+    model = op_model("BATCH_MATMUL", [T((2, 3, 5), "INT8", **q), T((2, 5, 4), "INT8", **q)],
+                     [T((2, 3, 4), "INT8", **q)], options={"adj_x": False, "adj_y": False})
+    with pytest.raises(UnsupportedOpError, match="FLOAT32 operands only"):
+        run_c(backend, model, [np.zeros((2, 3, 5), np.int8), np.zeros((2, 5, 4), np.int8)])
+    bad = op_model("BATCH_MATMUL", [T((2, 3, 5), "FLOAT32"), T((2, 4, 4), "FLOAT32")], [T((2, 3, 4), "FLOAT32")],
+                   options={"adj_x": False, "adj_y": False})
+    with pytest.raises(ModelError, match="inner dimensions differ"):
+        backend.CInterpreter(model_content=bad).allocate_tensors()
+
+
+# ------------------------------------------------------------------------------------------ GATHER
+@pytest.mark.parametrize("ptype, itype, xshape, ishape, axis, batch_dims", [
+    ("FLOAT32", "INT32", (10, 4), (5,), 0, 0),          # an embedding lookup
+    ("INT8", "INT32", (3, 6, 2), (2, 2), 1, 0),
+    ("INT16", "INT64", (5, 3), (4,), -1, 0),
+    ("INT32", "INT32", (2, 5, 3), (2, 4), 1, 1),        # batch_dims
+    ("FLOAT32", "INT32", (7,), (1,), 0, 0),
+])
+def test_gather(backend, ptype, itype, xshape, ishape, axis, batch_dims):
+    rng = np.random.default_rng(sum(xshape) + len(ishape))
+    ax = axis % len(xshape)
+    out_shape = xshape[:ax] + ishape[batch_dims:] + xshape[ax + 1:]
+    q = dict(scale=0.05, zero_point=0) if ptype in ("INT8", "INT16") else {}
+    model = op_model("GATHER", [T(xshape, ptype, **q), T(ishape, itype)], [T(out_shape, ptype, **q)],
+                     options={"axis": axis, "batch_dims": batch_dims})
+    dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32}[ptype]
+    x = (rng.standard_normal(xshape) * 50).astype(dt)
+    idx = rng.integers(0, xshape[ax], ishape).astype(np.int64 if itype == "INT64" else np.int32)
+    peer = "tflm" if itype == "INT32" and ptype in ("FLOAT32", "INT8") else "litert"  # TFLM's GATHER: float, int8
+    check(backend, model, [x, idx], peer=peer)
+
+
+def test_gather_constant_positions(backend):
+    table = np.arange(40, dtype=np.float32).reshape(10, 4)
+    model = op_model("GATHER", [T((10, 4), "FLOAT32", data=table), T((3,), "INT32")], [T((3, 4), "FLOAT32")],
+                     options={"axis": 0, "batch_dims": 0})
+    (y,) = check(backend, model, [np.asarray([9, 0, 4], np.int32)])
+    np.testing.assert_array_equal(y, table[[9, 0, 4]])
+    bad = op_model("GATHER", [T((10, 4), "FLOAT32"), T((2,), "INT32", data=np.asarray([1, 10], np.int32))],
+                   [T((2, 4), "FLOAT32")], options={"axis": 0, "batch_dims": 0})
+    with pytest.raises(ModelError, match="out of range"):
+        backend.CInterpreter(model_content=bad).allocate_tensors()
+
+
+def test_gather_runtime_position_out_of_range_gives_zeros(backend):
+    model = op_model("GATHER", [T((4, 2), "FLOAT32"), T((2,), "INT32")], [T((2, 2), "FLOAT32")],
+                     options={"axis": 0, "batch_dims": 0})
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
+    (y,) = run_c(backend, model, [x, np.asarray([7, 1], np.int32)])
+    np.testing.assert_array_equal(y, [[0, 0], [3, 4]])
+
+
+# ------------------------------------------------------------------------------------------ unary
+def test_rsqrt_float_bit_exact(backend):
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(1e-6, 1e3, 200), [1e-5, 1.0, 4.0, 3.0e38, 1e-38]]).astype(np.float32)
+    model = op_model("RSQRT", [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+    (y,) = check(backend, model, [x])  # bit-exact with python and TFLM
+    np.testing.assert_array_equal(y, np.float32(1) / np.sqrt(x))
+
+
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32", "INT8"])
+def test_abs(backend, type_):
+    rng = np.random.default_rng(6)
+    if type_ == "FLOAT32":
+        x = rng.standard_normal((3, 17)).astype(np.float32)
+        q = {}
+    elif type_ == "INT32":
+        x = rng.integers(-2**31, 2**31, (3, 17), dtype=np.int64).astype(np.int32)
+        x[0, 0] = -2**31
+        q = {}
+    else:
+        x = rng.integers(-128, 128, (3, 17)).astype(np.int8)
+        x[0, 0] = -128
+        q = dict(scale=0.1, zero_point=0)
+    model = op_model("ABS", [T(x.shape, type_, **q)], [T(x.shape, type_, **q)])
+    # TFLM's ABS is float32 / int8 / int16; our Python kernel is the reference for int32's wrap
+    (y,) = check(backend, model, [x], peer="tflm" if type_ != "INT32" else None)
+    if type_ == "INT8":
+        assert y[0, 0] == 127
+
+
+@pytest.mark.parametrize("op", ["MINIMUM", "MAXIMUM"])
+@pytest.mark.parametrize("type_, sa, sb", [
+    ("FLOAT32", (128,), (1,)),           # the decode mask's min(d, 1)
+    ("FLOAT32", (2, 3, 4), (3, 1)),
+    ("INT8", (4, 5), (4, 5)),
+    ("INT16", (2, 1, 6), (3, 1)),
+    ("INT32", (7,), (7,)),
+    ("INT64", (3, 4), (4,)),
+])
+def test_minimum_maximum(backend, op, type_, sa, sb):
+    rng = np.random.default_rng(len(sa) * 7 + len(sb))
+    dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64}[type_]
+    if type_ == "FLOAT32":
+        a, b = rng.standard_normal(sa).astype(dt), rng.standard_normal(sb).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        a = rng.integers(max(info.min, -10**9), min(info.max, 10**9), sa).astype(dt)
+        b = rng.integers(max(info.min, -10**9), min(info.max, 10**9), sb).astype(dt)
+    q = dict(scale=0.1, zero_point=0) if type_ in ("INT8", "INT16") else {}
+    shape = np.broadcast_shapes(sa, sb)
+    model = op_model(op, [T(sa, type_, **q), T(sb, type_, **q)], [T(shape, type_, **q)])
+    (y,) = check(backend, model, [a, b], peer="litert" if type_ == "INT64" else "tflm")
+    np.testing.assert_array_equal(y, (np.minimum if op == "MINIMUM" else np.maximum)(a, b))
+
+
+@pytest.mark.parametrize("src, dst", [
+    ("INT32", "FLOAT32"), ("FLOAT32", "INT32"), ("INT8", "INT32"), ("INT16", "FLOAT32"), ("INT32", "INT8"),
+    ("FLOAT32", "INT8"), ("UINT8", "FLOAT32"), ("INT32", "BOOL"), ("FLOAT32", "BOOL"), ("BOOL", "INT32"),
+    ("INT64", "FLOAT32"), ("INT32", "INT64"), ("FLOAT32", "FLOAT64"), ("FLOAT64", "FLOAT32"), ("UINT32", "INT32"),
+])
+def test_cast(backend, src, dst):
+    rng = np.random.default_rng(len(src) * 13 + len(dst))
+    dt = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32, "UINT32": np.uint32,
+          "INT64": np.int64, "FLOAT32": np.float32, "FLOAT64": np.float64, "BOOL": np.bool_}
+    if src in ("FLOAT32", "FLOAT64"):
+        x = (rng.standard_normal(40) * 200).astype(dt[src])
+        x[:6] = [0.0, -0.0, 0.5, -0.7, 1e10, -1e10]
+    elif src == "BOOL":
+        x = rng.integers(0, 2, 40).astype(np.bool_)
+    else:
+        info = np.iinfo(dt[src])
+        x = rng.integers(info.min, info.max, 40, endpoint=True, dtype=np.int64).astype(dt[src])
+        x[:3] = [0, info.min, info.max]
+        if src == "INT64":
+            x[3] = 2**53 + 1  # int64 -> float32 rounds once, from the integer
+    model = op_model("CAST", [T((40,), src)], [T((40,), dst)],
+                     options={"in_data_type": src, "out_data_type": dst})
+    tflm_pairs = {("INT32", "FLOAT32"), ("FLOAT32", "INT32"), ("INT8", "INT32"), ("INT16", "FLOAT32"),
+                  ("INT32", "INT8"), ("INT32", "BOOL"), ("FLOAT32", "BOOL"), ("BOOL", "INT32")}
+    check(backend, model, [x], peer="tflm" if (src, dst) in tflm_pairs else None)
+
+
+def test_cast_float_to_int_saturates(backend):
+    x = np.asarray([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.9, -2.9, 127.5, -128.9, 1e3], np.float32)
+    for dst, dt in (("INT32", np.int32), ("INT8", np.int8)):
+        model = op_model("CAST", [T((10,), "FLOAT32")], [T((10,), dst)],
+                         options={"in_data_type": "FLOAT32", "out_data_type": dst})
+        (y,) = check(backend, model, [x], peer=None)
+        info = np.iinfo(dt)
+        assert y[0] == 0 and y[1] == info.max and y[2] == info.min and y[5] == 2 and y[6] == -2
