@@ -25,17 +25,10 @@ from numpy.lib.stride_tricks import as_strided
 
 from edge_sdk.kernels import quant
 from edge_sdk.kernels.node import Node, TensorInfo
-from edge_sdk.kernels.quant import Requantizer
+from edge_sdk.kernels.quant import Requantizer, clip_into
 
 # BLAS threads: the interpreter limits them once per invoke (edge_sdk.kernels.blas; one thread by default, as
 # the small GEMMs here run several times slower on OpenBLAS's thread pool when the machine is busy).
-
-# The clip ufunc itself: np.clip's Python wrapper (bounds checks through np.iinfo) costs several times the
-# clip of a small layer's output; the ufunc gives the same values.
-try:
-    from numpy._core.umath import clip as _clip
-except ImportError:  # pragma: no cover - other numpy layouts
-    _clip = np.clip
 
 _F32 = np.float32
 _ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
@@ -128,7 +121,7 @@ def _finish_float(y: np.ndarray, bias, clamp, out: np.ndarray) -> None:
     if bias is not None:
         y += bias
     if clamp is not None:
-        _clip(y, clamp[0], clamp[1], out=y)
+        clip_into(y, y, clamp[0], clamp[1])
     out[...] = y.reshape(out.shape)
 
 
@@ -156,7 +149,7 @@ class _IntOutput:
             if term is None:
                 acc += bias
         y = self.requant(acc, term)
-        _clip(y, self.lo, self.hi, out=y)
+        clip_into(y, y, self.lo, self.hi)
         np.add(y.reshape(out.shape), self.zp, out=out, casting="unsafe")
 
 
@@ -409,7 +402,7 @@ def prepare_depthwise_conv_2d(node: Node):
         def run_float(inputs, outputs):
             a = accumulate(inputs)
             if clamp is not None:
-                _clip(a, clamp[0], clamp[1], out=a)
+                clip_into(a, a, clamp[0], clamp[1])
             outputs[0][...] = a.reshape(outputs[0].shape)
 
         return run_float

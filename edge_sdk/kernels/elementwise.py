@@ -18,6 +18,7 @@ from edge_sdk.kernels.quant import (
     TYPE_RANGES,
     activation_range_float,
     activation_range_quantized,
+    clip_into,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
 )
@@ -74,7 +75,9 @@ def _int32_clamp(act: str):
     return {"NONE": None, "RELU": (0, INT32_MAX), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
 
 
-def _run_float(op, clamp):
+def _run_direct(op, clamp, store_clamped):
+    """Eval of an op numpy computes directly on the inputs; ``clamp``: None or (lo, hi), applied as the result is
+    stored by ``store_clamped(out, y, lo, hi)``."""
     if clamp is None:
         def run(inputs, outputs):
             outputs[0][...] = op(inputs[0], inputs[1])
@@ -82,21 +85,22 @@ def _run_float(op, clamp):
         lo, hi = clamp
 
         def run(inputs, outputs):
-            outputs[0][...] = np.minimum(np.maximum(op(inputs[0], inputs[1]), lo), hi)
+            store_clamped(outputs[0], op(inputs[0], inputs[1]), lo, hi)
     return run
+
+
+def _max_min_into(out, x, lo, hi) -> None:
+    # Float clamps stay maximum-then-minimum: on a zero of either sign they keep other bits than the clip ufunc.
+    np.minimum(np.maximum(x, lo), hi, out=out)
+
+
+def _run_float(op, clamp):
+    return _run_direct(op, clamp, _max_min_into)
 
 
 def _run_int(op, clamp):
     """int32/int64 ops in the tensor's own width: numpy wraps on overflow as the C code does in practice."""
-    if clamp is None:
-        def run(inputs, outputs):
-            outputs[0][...] = op(inputs[0], inputs[1])
-    else:
-        lo, hi = clamp
-
-        def run(inputs, outputs):
-            outputs[0][...] = np.clip(op(inputs[0], inputs[1]), lo, hi)
-    return run
+    return _run_direct(op, clamp, clip_into)
 
 
 def _run_int8_table(f):
@@ -109,14 +113,15 @@ def _run_int8_table(f):
     return run
 
 
-def _run_int16_formula(f):
+def _run_quantized(out_type: str, f, lo: int, hi: int):
+    """f: the int64 formula of a quantized op before its output clamp [lo, hi]. int8: a table of the clamped
+    values; int16: the formula at run time, clamped as it is stored."""
+    if out_type == "INT8":
+        return _run_int8_table(lambda x1, x2: np.clip(f(x1, x2), lo, hi))
+
     def run(inputs, outputs):
-        outputs[0][...] = f(inputs[0].astype(np.int64), inputs[1].astype(np.int64))
+        clip_into(outputs[0], f(inputs[0].astype(np.int64), inputs[1].astype(np.int64)), lo, hi)
     return run
-
-
-def _run_quantized(out_type: str, f):
-    return _run_int8_table(f) if out_type == "INT8" else _run_int16_formula(f)
 
 
 # ---------------------------------------------------------------- ADD / SUB
@@ -144,14 +149,13 @@ def _add_sub_params(node: Node, a, b, out, float_scales: bool):
     return left_shift, q1, q2, qo, lo, hi
 
 
-def _add_sub_formula(sign: int, a, b, out, left_shift, q1, q2, qo, lo, hi):
+def _add_sub_formula(sign: int, a, b, out, left_shift, q1, q2, qo):
     off1, off2, off_out = -a.zp, -b.zp, out.zp
 
     def f(x1, x2):
         s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
         s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
-        raw = multiply_by_quantized_multiplier(fp.wrap32(s1 + sign * s2), *qo) + off_out
-        return np.clip(raw, lo, hi)
+        return multiply_by_quantized_multiplier(fp.wrap32(s1 + sign * s2), *qo) + off_out
     return f
 
 
@@ -168,8 +172,8 @@ def _prepare_add_sub(node: Node, sign: int):
     if a.type == "INT64":
         raise node.unsupported("INT64 ADD/SUB (TFLM has no int64 kernel)")
     _quantized(node, a, b, out)
-    params = _add_sub_params(node, a, b, out, float_scales=False)
-    return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, *params))
+    left_shift, q1, q2, qo, lo, hi = _add_sub_params(node, a, b, out, float_scales=False)
+    return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, left_shift, q1, q2, qo), lo, hi)
 
 
 def prepare_add(node: Node):
@@ -201,9 +205,8 @@ def prepare_mul(node: Node):
     off1, off2, off_out = -a.zp, -b.zp, out.zp
 
     def f(x1, x2):
-        raw = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) * (x2 + off2)), *mult) + off_out
-        return np.clip(raw, lo, hi)
-    return _run_quantized(out.type, f)
+        return multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) * (x2 + off2)), *mult) + off_out
+    return _run_quantized(out.type, f, lo, hi)
 
 
 # ---------------------------------------------------------------- DIV
@@ -257,9 +260,8 @@ def prepare_div(node: Node):
         headroom = fp.count_leading_sign_bits32(v1)
         unscaled = fp.srdhm(fp.wrap32(v1 << headroom), inv)
         total_shift = shift - recip_shift - headroom
-        raw = _rounding_divide_by_pot_c(fp.srdhm(unscaled, multiplier), -total_shift) + off_out
-        return np.clip(raw, lo, hi)
-    return _run_int8_table(f)
+        return _rounding_divide_by_pot_c(fp.srdhm(unscaled, multiplier), -total_shift) + off_out
+    return _run_quantized(out.type, f, lo, hi)
 
 
 # ---------------------------------------------------------------- SQUARED_DIFFERENCE
@@ -291,9 +293,8 @@ def prepare_squared_difference(node: Node):
         s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
         s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
         d = fp.wrap32(s1 - s2)
-        raw = multiply_by_quantized_multiplier(fp.wrap32(d * d), *qo) + off_out
-        return np.clip(raw, qmin, qmax)
-    return _run_quantized(a.type, f)
+        return multiply_by_quantized_multiplier(fp.wrap32(d * d), *qo) + off_out
+    return _run_quantized(a.type, f, qmin, qmax)
 
 
 # ---------------------------------------------------------------- MAXIMUM / MINIMUM

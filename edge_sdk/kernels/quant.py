@@ -194,6 +194,23 @@ class Requantizer:
         return x
 
 
+# The clip ufunc itself: np.clip's Python wrapper (bounds checks through np.iinfo) costs several times the
+# clip of a small layer's output; the ufunc runs the same loop, so the values are the same.
+try:
+    from numpy._core.umath import clip as _clip_ufunc
+except ImportError:  # pragma: no cover - other numpy layouts
+    _clip_ufunc = np.clip
+
+
+def clip_into(out: np.ndarray, x, lo, hi) -> None:
+    """``out[...] = np.clip(x, lo, hi)`` without np.clip's wrapper; ``out`` may be ``x`` (in place).
+
+    x must already have out's shape (or broadcast to it as a ufunc operand). The clipped values are cast to
+    out's dtype as the assignment would (they lie in its range); lo and hi must fit x's dtype.
+    """
+    _clip_ufunc(x, lo, hi, out=out, casting="unsafe")
+
+
 def quantize_value(f: float, scale: float, zero_point: int) -> int:
     """zero_point + round(f / scale) with the division in float32, as TFLM's activation-range helper does."""
     return int(zero_point) + int(tflite_round(np.float32(f) / np.float32(scale)))
