@@ -2,12 +2,13 @@
  *
  * Mirrors edge_sdk/kernels/quant.py, fixedpoint.py, elementwise.py and activations.py step for step, so the
  * C kernels give the Python kernels' bits (and so TFLM's):
- *  - TFLite's float32 round (activation ranges, RELU6's bound, QUANTIZE, the int16 tables) and a
- *    fused-activation clamp built on it;
+ *  - TFLite's float32 round (QUANTIZE, the int16 tables), the type bounds and a clamp in the reference's order;
  *  - a MultiplyByQuantizedMultiplier that also takes right shifts past 31 (int64 like numpy);
  *  - gemmlowp fixed point on int32 raw values: exp on negative values, 1/(1+x), (1-x)/(1+x), logistic, tanh,
  *    GetReciprocal; int16 SaturatingRoundingDoublingHighMul;
- *  - TFLite's int16 interpolation tables (LUTPopulateInt16 / LUTLookup) and the uint16 sigmoid samples;
+ *  - TFLite's int16 interpolation tables (LUTPopulateInt16 / LUTLookup) and the uint16 sigmoid samples with
+ *    their int16 logistic / tanh lookups (shared with the LSTM);
+ *  - int8 kernels as 256-entry tables built at prepare (ea_lut8_build / ea_lut8_apply);
  *  - broadcasting of two operands up to rank 6, coalesced in prepare into the fewest dims with 0/1 strides.
  * Signed wraps are done through edge_wrap32 (defined C); right shifts of negative values are arithmetic on
  * every compiler we build with (gcc, arm-none-eabi-gcc).
@@ -33,41 +34,9 @@ static inline float ea_round_f32(float x) {
     return x < 0.0f ? -r : r;
 }
 
-/* quant.quantize_value: zero_point + round(f / scale), the division in float32. Saturated to
- * +-2^40 (absurd scales), *ok = 0 for NaN. */
-static inline int64_t ea_quantize_value(float f, float scale, int32_t zero_point, int *ok) {
-    float r = ea_round_f32(f / scale);
-    if (r != r) { *ok = 0; return 0; }
-    if (r > 1099511627776.0f) r = 1099511627776.0f;
-    if (r < -1099511627776.0f) r = -1099511627776.0f;
-    return (int64_t)zero_point + (int64_t)r;
-}
-
-/* quant.activation_range_quantized (EDGE_ACT_NONE/RELU/RELU_N1_TO_1/RELU6); -1 for other activations. */
-static inline int ea_activation_range(int act, int32_t qmin, int32_t qmax, float scale, int32_t zp, int32_t *lo,
-                                      int32_t *hi) {
-    int64_t a = qmin, b = qmax, v;
-    int ok = 1;
-    if (act == EDGE_ACT_RELU || act == EDGE_ACT_RELU6) {
-        v = ea_quantize_value(0.0f, scale, zp, &ok);
-        if (v > a) a = v;
-    }
-    if (act == EDGE_ACT_RELU6) {
-        v = ea_quantize_value(6.0f, scale, zp, &ok);
-        if (v < b) b = v;
-    }
-    if (act == EDGE_ACT_RELU_N1_TO_1) {
-        v = ea_quantize_value(-1.0f, scale, zp, &ok);
-        if (v > a) a = v;
-        v = ea_quantize_value(1.0f, scale, zp, &ok);
-        if (v < b) b = v;
-    }
-    if (act < 0 || act > EDGE_ACT_RELU6 || !ok) return -1;
-    /* an empty range (lo > hi) clamps like the reference's min(max(x, lo), hi): everything to hi */
-    *lo = (int32_t)(a < EDGE_INT32_MIN ? EDGE_INT32_MIN : a > EDGE_INT32_MAX ? EDGE_INT32_MAX : a);
-    *hi = (int32_t)(b < EDGE_INT32_MIN ? EDGE_INT32_MIN : b > EDGE_INT32_MAX ? EDGE_INT32_MAX : b);
-    return 0;
-}
+/* Fused-activation ranges and quantized values are edge_fixedpoint.h's edge_activation_range and
+ * edge_quantize_value (the same float32 division and exact half-away rounding as quant.py); with a positive
+ * finite output scale (ea_good_scale, which every caller here checks first) the range always fits int32. */
 
 /* min(max(x, lo), hi) in that order (numpy clip / the reference's clamp when lo > hi). */
 static inline int64_t ea_clamp(int64_t x, int32_t lo, int32_t hi) {
@@ -87,6 +56,9 @@ static inline int32_t ea_type_max(int type) {
 static inline int ea_good_scale(const edge_tensor_t *t) {
     return t->quantized && t->scale > 0.0f && t->scale - t->scale == 0.0f;
 }
+
+/* Quantized with one scale (the sequence kernels' weights and states). */
+static inline int ea_per_tensor(const edge_tensor_t *t) { return t->quantized && t->n_scales == 1; }
 
 /* ------------------------------------------------------------------------------------ int32 fixed point */
 
@@ -290,6 +262,38 @@ static inline uint16_t ea_sigmoid_table(int32_t i) {
     return table[i];
 }
 
+/* TFLM's int16 logistic of x, the input already scaled to the table's units (9 fractional bits): |x| >> 9
+ * picks a sample of the sigmoid table, its low 9 bits interpolate to the next; Q0.15 out (LOGISTIC and the
+ * LSTM gates). */
+static inline int32_t ea_sigmoid16_lookup(int64_t x) {
+    const int64_t a = x < 0 ? -x : x;
+    const int64_t uh = a >> 9;
+    int64_t res;
+    if (uh < 255) {
+        int64_t ua = ea_sigmoid_table((int32_t)uh), ub = ea_sigmoid_table((int32_t)uh + 1);
+        res = (ua << 9) + (a & 0x1FF) * (ub - ua);
+    } else {
+        res = (int64_t)0x7FFF << 10;
+    }
+    res = x >= 0 ? res + (1 << 9) : ((int64_t)1 << 25) - res + (1 << 9) - 1;
+    return ea_wrap16((int64_t)((uint64_t)res & 0xFFFFFFFFu) >> 10);
+}
+
+/* TFLM's int16 tanh the same way: 2 * sigmoid(2x) - 1 on the table with 8 fractional bits of x. */
+static inline int32_t ea_tanh16_lookup(int64_t x) {
+    const int64_t a = x < 0 ? -x : x;
+    const int64_t uh = a >> 8;
+    int64_t res;
+    if (uh < 255) {
+        int64_t ua = ea_sigmoid_table((int32_t)uh), ub = ea_sigmoid_table((int32_t)uh + 1);
+        res = (ua << 8) + (a & 0xFF) * (ub - ua);
+    } else {
+        res = (int64_t)0xFFFF << 8;
+    }
+    res = x >= 0 ? res - (1 << 23) + (1 << 7) : -res + (1 << 23) + (1 << 7) - 1;
+    return ea_wrap16(edge_wrap32(res) >> 8);
+}
+
 /* float32 log2 test of a scale (activations._checked_log2): *log2 = round(log2(x)); 1 when it is a power of 2
  * within 1e-3. */
 static inline int ea_checked_log2(float x, int32_t *log2) {
@@ -304,13 +308,26 @@ static inline int ea_checked_log2(float x, int32_t *log2) {
 
 /* int8 LOGISTIC/TANH input rescale (activations._int8_radius_params): x - in_zp to Q4.27 through
  * (multiplier, shift); |x - in_zp| >= radius saturates. */
-static inline void ea_int8_radius_params(float scale, int32_t *multiplier, int32_t *shift, int64_t *radius) {
+typedef struct {
+    int32_t in_zp, multiplier, shift;
+    int64_t radius;
+} ea_radius_t;
+
+static inline void ea_int8_radius_params(float scale, int32_t in_zp, ea_radius_t *p) {
     int left_shift = 0;
     double q = frexp((double)scale * 134217728.0, &left_shift);
     double r = floor(15.0 * 134217728.0 * ldexp(1.0, -left_shift));
-    *multiplier = (int32_t)edge_round(q * 2147483648.0);
-    *shift = left_shift;
-    *radius = r > 4.0e18 ? (int64_t)4000000000000000000LL : (int64_t)r;
+    p->in_zp = in_zp;
+    p->multiplier = (int32_t)edge_round(q * 2147483648.0);
+    p->shift = left_shift;
+    p->radius = r > 4.0e18 ? (int64_t)4000000000000000000LL : (int64_t)r;
+}
+
+/* The Q4.27 input of int8 value v; *saturated = -1 / 1 (and 0 returned) at or beyond the radius, else 0. */
+static inline int32_t ea_int8_radius_input(const ea_radius_t *p, int32_t v, int *saturated) {
+    const int64_t diff = (int64_t)v - p->in_zp;
+    *saturated = diff <= -p->radius ? -1 : diff >= p->radius ? 1 : 0;
+    return *saturated ? 0 : ea_mbqm(edge_wrap32(diff), p->multiplier, p->shift);
 }
 
 /* int16 LOGISTIC/TANH input scaling (activations._int16_sigmoid_params): d = (x * multiplier + round) >>
@@ -339,6 +356,24 @@ static inline int ea_int16_sigmoid_params(float in_scale, float out_scale, int i
     *multiplier = m_int;
     *left_shift = shift;
     return 0;
+}
+
+/* ------------------------------------------------------------------------------------ int8 tables */
+
+/* An int8 element-wise kernel as a 256-entry table: prepare evaluates the kernel's integer formula
+ * f(params, x) for every input, eval looks each element up (LOGISTIC, TANH, RELU*, LEAKY_RELU, HARD_SWISH). */
+typedef int32_t (*ea_lut8_fn)(const void *params, int32_t x);
+
+static inline void ea_lut8_build(int8_t lut[256], ea_lut8_fn f, const void *params) {
+    int32_t i;
+    for (i = -128; i < 128; i++) lut[(uint8_t)i] = (int8_t)f(params, i);
+}
+
+static inline void ea_lut8_apply(const int8_t lut[256], const void *x, void *y, int64_t n) {
+    const uint8_t *xi = (const uint8_t *)x;
+    int8_t *yo = (int8_t *)y;
+    int64_t i;
+    for (i = 0; i < n; i++) yo[i] = lut[xi[i]];
 }
 
 /* ------------------------------------------------------------------------------------ broadcasting */

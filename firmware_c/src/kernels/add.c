@@ -82,8 +82,8 @@ edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign) 
     d->off1 = -(int64_t)a->zero_point;
     d->off2 = -(int64_t)b->zero_point;
     d->off_out = out->zero_point;
-    if (ea_activation_range(act, ea_type_min(a->type), ea_type_max(a->type), out->scale, out->zero_point, &d->lo,
-                            &d->hi) != 0)
+    if (edge_activation_range(act, ea_type_min(a->type), ea_type_max(a->type), out->scale, out->zero_point, &d->lo,
+                              &d->hi) != 0)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB: fused activation");
     return EDGE_OK;
 }

@@ -25,7 +25,8 @@ typedef struct {
     int32_t in_zp, out_zp, out_m16, out_e, rel_m16, rel_e;
 } hs_params_t;
 
-static int32_t hard_swish_q(const hs_params_t *p, int32_t v) {
+static int32_t hard_swish_q(const void *params, int32_t v) {
+    const hs_params_t *p = (const hs_params_t *)params;
     int32_t value = ea_wrap16((int64_t)v - p->in_zp);
     int32_t hires = ea_wrap16((int64_t)value * 128);
     int32_t preshift = ea_srdhm16(hires, p->out_m16);
@@ -48,7 +49,7 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     hard_swish_data_t *d;
     edge_status_t s;
     hs_params_t p;
-    int32_t out_m, rel_m, i;
+    int32_t out_m, rel_m;
     float hires_input_scale, reluish_scale;
 
     if (node->n_inputs != 1 || node->n_outputs != 1)
@@ -82,7 +83,7 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     p.rel_m16 = downscale_to_int16(rel_m);
     p.in_zp = x->zero_point;
     p.out_zp = out->zero_point;
-    for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)hard_swish_q(&p, i);
+    ea_lut8_build(d->lut, hard_swish_q, &p);
     return EDGE_OK;
 }
 
@@ -93,9 +94,7 @@ void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t n = edge_tensor_elements(out);
     int64_t i;
     if (d->type == EDGE_INT8) {
-        const uint8_t *xi = (const uint8_t *)x->data;
-        int8_t *y = (int8_t *)out->data;
-        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+        ea_lut8_apply(d->lut, x->data, out->data, n);
     } else {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;

@@ -31,7 +31,8 @@ static int32_t mbqm_wide(int32_t x, int64_t multiplier, int32_t shift) {
     return (int32_t)ea_rdbpot64(high, right);
 }
 
-static int32_t leaky_q(const leaky_data_t *d, int32_t v) {
+static int32_t leaky_q(const void *params, int32_t v) {
+    const leaky_data_t *d = (const leaky_data_t *)params;
     int32_t diff = edge_wrap32((int64_t)v - d->in_zp);
     int64_t r;
     if (diff >= 0) {
@@ -47,7 +48,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
     leaky_data_t *d;
     edge_status_t s;
-    int32_t m_alpha, i;
+    int32_t m_alpha;
 
     if (node->n_inputs != 1 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU expects 1 input and 1 output");
@@ -79,7 +80,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     d->qmin = ea_type_min(x->type);
     d->qmax = ea_type_max(x->type);
     if (x->type == EDGE_INT8)
-        for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)leaky_q(d, i);
+        ea_lut8_build(d->lut, leaky_q, d);
     return EDGE_OK;
 }
 
@@ -90,9 +91,7 @@ void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t n = edge_tensor_elements(out);
     int64_t i;
     if (d->type == EDGE_INT8) {
-        const uint8_t *xi = (const uint8_t *)x->data;
-        int8_t *y = (int8_t *)out->data;
-        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+        ea_lut8_apply(d->lut, x->data, out->data, n);
     } else if (d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;

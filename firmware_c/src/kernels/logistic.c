@@ -19,30 +19,17 @@ typedef struct {
     int8_t lut[256];      /* int8 */
 } logistic_data_t;
 
-static int32_t logistic_int8(int32_t v, int32_t in_zp, int32_t multiplier, int32_t shift, int64_t radius) {
-    int64_t diff = (int64_t)v - in_zp;
-    int32_t q4;
-    if (diff <= -radius) return -128;
-    if (diff >= radius) return 127;
-    q4 = ea_mbqm(edge_wrap32(diff), multiplier, shift);
+static int32_t logistic_int8(const void *params, int32_t v) {
+    int saturated;
+    const int32_t q4 = ea_int8_radius_input((const ea_radius_t *)params, v, &saturated);
+    if (saturated) return saturated < 0 ? -128 : 127;
     return (int32_t)ea_clamp((int64_t)edge_rdbpot(ea_logistic(q4, 4), 23) - 128, -128, 127);
 }
 
 static int32_t logistic_int16(const logistic_data_t *d, int32_t v) {
     const int32_t ls = d->left_shift16;
     const int64_t rnd = ls > 0 ? ((int64_t)1 << (ls - 1)) : 0;
-    const int64_t x = ((int64_t)v * d->multiplier16 + rnd) >> ls;
-    const int64_t a = x < 0 ? -x : x;
-    const int64_t uh = a >> 9;
-    int64_t res;
-    if (uh < 255) {
-        int64_t ua = ea_sigmoid_table((int32_t)uh), ub = ea_sigmoid_table((int32_t)uh + 1);
-        res = (ua << 9) + (a & 0x1FF) * (ub - ua);
-    } else {
-        res = (int64_t)0x7FFF << 10;
-    }
-    res = x >= 0 ? res + (1 << 9) : ((int64_t)1 << 25) - res + (1 << 9) - 1;
-    return ea_wrap16((int64_t)((uint64_t)res & 0xFFFFFFFFu) >> 10);
+    return ea_sigmoid16_lookup(((int64_t)v * d->multiplier16 + rnd) >> ls);
 }
 
 edge_status_t edge_prepare_logistic(edge_node_t *node, edge_ctx_t *ctx) {
@@ -67,11 +54,10 @@ edge_status_t edge_prepare_logistic(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: tensors need quantization parameters");
     if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: scales must be positive and finite");
     if (x->type == EDGE_INT8) {
-        int32_t multiplier, shift, i;
-        int64_t radius;
+        ea_radius_t radius;
         if (out->zero_point != -128) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int8 output zero point must be -128");
-        ea_int8_radius_params(x->scale, &multiplier, &shift, &radius);
-        for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)logistic_int8(i, x->zero_point, multiplier, shift, radius);
+        ea_int8_radius_params(x->scale, x->zero_point, &radius);
+        ea_lut8_build(d->lut, logistic_int8, &radius);
         return EDGE_OK;
     }
     if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int16 needs zero points of 0");
@@ -87,9 +73,7 @@ void edge_eval_logistic(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t n = edge_tensor_elements(out);
     int64_t i;
     if (d->type == EDGE_INT8) {
-        const uint8_t *xi = (const uint8_t *)x->data;
-        int8_t *y = (int8_t *)out->data;
-        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+        ea_lut8_apply(d->lut, x->data, out->data, n);
     } else if (d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;

@@ -63,8 +63,8 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MUL: scales must be positive and finite");
     if (a->type == EDGE_INT16 && (a->zero_point || b->zero_point || out->zero_point))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MUL: int16 needs zero points of 0");
-    if (ea_activation_range(act, ea_type_min(a->type), ea_type_max(a->type), out->scale, out->zero_point, &d->lo,
-                            &d->hi) != 0)
+    if (edge_activation_range(act, ea_type_min(a->type), ea_type_max(a->type), out->scale, out->zero_point, &d->lo,
+                              &d->hi) != 0)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MUL: fused activation");
     if (edge_quantize_multiplier((double)a->scale * (double)b->scale / (double)out->scale, &d->multiplier, &d->shift))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MUL: scales give no multiplier");

@@ -21,7 +21,8 @@ typedef struct {
     int8_t lut[256];
 } relu_data_t;
 
-static int32_t relu_q(const relu_data_t *d, int32_t v) {
+static int32_t relu_q(const void *params, int32_t v) {
+    const relu_data_t *d = (const relu_data_t *)params;
     if (d->kind == KIND_RELU6) return v > d->hi ? d->hi : (v < d->lo ? d->lo : v);
     return (int32_t)ea_clamp((int64_t)d->out_zp + ea_mbqm(edge_wrap32((int64_t)v - d->in_zp), d->multiplier, d->shift),
                              d->lo, d->hi);
@@ -31,7 +32,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     edge_tensor_t *x, *out;
     relu_data_t *d;
     edge_status_t s;
-    int32_t qmin, qmax, i;
+    int32_t qmin, qmax;
 
     if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU expects 1 input and 1 output");
     x = edge_in(ctx, node, 0);
@@ -54,13 +55,13 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     qmax = ea_type_max(x->type);
     if (kind == KIND_RELU6) {
         int ok = 1;
-        int64_t six = ea_quantize_value(6.0f, x->scale, x->zero_point, &ok);
+        int64_t six = edge_quantize_value(6.0f, x->scale, x->zero_point, &ok);
         d->lo = x->zero_point;
         d->hi = (int32_t)ea_clamp(six, qmin, qmax);
     } else {
         int ok = 1;
-        int64_t lo = ea_quantize_value(kind == KIND_N1 ? -1.0f : 0.0f, out->scale, out->zero_point, &ok);
-        int64_t hi = kind == KIND_N1 ? ea_quantize_value(1.0f, out->scale, out->zero_point, &ok) : qmax;
+        int64_t lo = edge_quantize_value(kind == KIND_N1 ? -1.0f : 0.0f, out->scale, out->zero_point, &ok);
+        int64_t hi = kind == KIND_N1 ? edge_quantize_value(1.0f, out->scale, out->zero_point, &ok) : qmax;
         if (x->type == EDGE_INT16 && (x->zero_point || out->zero_point))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: int16 activations need zero points of 0");
         if (!ok) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: output scale");
@@ -72,7 +73,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: scales give no multiplier");
     }
     if (x->type == EDGE_INT8)
-        for (i = -128; i < 128; i++) d->lut[(uint8_t)i] = (int8_t)relu_q(d, i);
+        ea_lut8_build(d->lut, relu_q, d);
     return EDGE_OK;
 }
 
@@ -83,9 +84,7 @@ static void relu_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t n = edge_tensor_elements(out);
     int64_t i;
     if (d->type == EDGE_INT8) {
-        const uint8_t *xi = (const uint8_t *)x->data;
-        int8_t *y = (int8_t *)out->data;
-        for (i = 0; i < n; i++) y[i] = d->lut[xi[i]];
+        ea_lut8_apply(d->lut, x->data, out->data, n);
     } else if (d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;

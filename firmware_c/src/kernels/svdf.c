@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
-#include "../edge_fixedpoint.h"
+#include "../edge_fixedpoint_act.h"
 
 EDGE_KERNEL(SVDF, svdf, 4)
 
@@ -27,8 +27,6 @@ typedef struct {
     int32_t x_zp, state_zp, out_zp, smin, smax;
     uint32_t *wf_fold;                 /* -x_zp * row sums of weights_feature, per filter (wrapped) */
 } svdf_data_t;
-
-static int per_tensor(const edge_tensor_t *t) { return t->quantized && t->n_scales == 1; }
 
 edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == SVDF_OPTS;
@@ -97,7 +95,7 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     if (st->type != EDGE_INT8 && st->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: state INT8/INT16");
     if (st->type != wt->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: state type must match weights_time");
     if (bias && bias->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: bias must be INT32");
-    if (!per_tensor(x) || !per_tensor(wf) || !per_tensor(wt) || !per_tensor(st) || !per_tensor(y))
+    if (!ea_per_tensor(x) || !ea_per_tensor(wf) || !ea_per_tensor(wt) || !ea_per_tensor(st) || !ea_per_tensor(y))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: tensors must be quantized per tensor");
     {
         /* both effective scales in float32, widened to double (TFLM) */

@@ -16,37 +16,12 @@
 #include <string.h>
 
 #include "edge_kernel.h"
-#include "../edge_fixedpoint.h"
+#include "../edge_fixedpoint_act.h"
 
 EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4)
 
 #define LSTM_OPTS 71 /* UnidirectionalSequenceLSTMOptions: 0 fused_activation_function, 1 cell_clip,
                         2 proj_clip, 3 time_major, 4 asymmetric_quantize_inputs */
-
-/* sigmoid(i / 24) for i = 0..255 in unsigned 0.16 (the table TFLM's int16 logistic and tanh interpolate). */
-static const uint16_t lstm_sigmoid_table[256] = {
-    32768, 33451, 34133, 34813, 35493, 36169, 36843, 37513, 38180, 38841, 39498, 40149,
-    40794, 41432, 42064, 42688, 43304, 43912, 44511, 45102, 45683, 46255, 46817, 47369,
-    47911, 48443, 48964, 49475, 49975, 50464, 50942, 51409, 51865, 52311, 52745, 53169,
-    53581, 53983, 54374, 54755, 55125, 55485, 55834, 56174, 56503, 56823, 57133, 57433,
-    57724, 58007, 58280, 58544, 58800, 59048, 59288, 59519, 59743, 59959, 60168, 60370,
-    60565, 60753, 60935, 61110, 61279, 61441, 61599, 61750, 61896, 62036, 62172, 62302,
-    62428, 62549, 62666, 62778, 62886, 62990, 63090, 63186, 63279, 63368, 63454, 63536,
-    63615, 63691, 63765, 63835, 63903, 63968, 64030, 64090, 64148, 64204, 64257, 64308,
-    64357, 64405, 64450, 64494, 64536, 64576, 64614, 64652, 64687, 64721, 64754, 64786,
-    64816, 64845, 64873, 64900, 64926, 64950, 64974, 64997, 65019, 65039, 65060, 65079,
-    65097, 65115, 65132, 65149, 65164, 65179, 65194, 65208, 65221, 65234, 65246, 65258,
-    65269, 65280, 65291, 65301, 65310, 65319, 65328, 65337, 65345, 65352, 65360, 65367,
-    65374, 65381, 65387, 65393, 65399, 65404, 65410, 65415, 65420, 65425, 65429, 65433,
-    65438, 65442, 65445, 65449, 65453, 65456, 65459, 65462, 65465, 65468, 65471, 65474,
-    65476, 65479, 65481, 65483, 65485, 65488, 65489, 65491, 65493, 65495, 65497, 65498,
-    65500, 65501, 65503, 65504, 65505, 65507, 65508, 65509, 65510, 65511, 65512, 65513,
-    65514, 65515, 65516, 65517, 65517, 65518, 65519, 65520, 65520, 65521, 65522, 65522,
-    65523, 65523, 65524, 65524, 65525, 65525, 65526, 65526, 65526, 65527, 65527, 65528,
-    65528, 65528, 65529, 65529, 65529, 65529, 65530, 65530, 65530, 65530, 65531, 65531,
-    65531, 65531, 65531, 65532, 65532, 65532, 65532, 65532, 65532, 65533, 65533, 65533,
-    65533, 65533, 65533, 65533, 65533, 65534, 65534, 65534, 65534, 65534, 65534, 65534,
-    65534, 65534, 65534, 65535,};
 
 static const int32_t in_w[4] = {1, 2, 3, 4}, rec_w[4] = {5, 6, 7, 8}, bias_in[4] = {12, 13, 14, 15};
 
@@ -69,8 +44,6 @@ typedef struct {
 /* x >> s rounding toward minus infinity, for any sign. */
 static int64_t floor_shift(int64_t x, int32_t s) { return x >= 0 ? x >> s : ~((~x) >> s); }
 
-static int64_t wrap16(int64_t r) { return (int64_t)((uint64_t)(r + 32768) & 0xFFFFu) - 32768; }
-
 static int64_t scale_input(int64_t x, int32_t mult, int32_t lshift) {
     int64_t m = mult, rounding;
     if (m == 0) { /* power-of-two input scale: the 3/4 scaling of the table's reach */
@@ -81,27 +54,9 @@ static int64_t scale_input(int64_t x, int32_t mult, int32_t lshift) {
     return floor_shift(x * m + rounding, lshift);
 }
 
-/* The int16 logistic (Q0.15 out) of reference_integer_ops, with its input scaling. */
-static int32_t logistic16(int64_t x, int32_t mult, int32_t lshift) {
-    const int64_t v = scale_input(x, mult, lshift), a = v < 0 ? -v : v, hi = a >> 9;
-    const int64_t idx = hi < 254 ? hi : 254, lo = lstm_sigmoid_table[idx];
-    int64_t r = hi >= 255 ? ((int64_t)0x7FFF << 10) : (lo << 9) + (a & 0x1FF) * ((int64_t)lstm_sigmoid_table[idx + 1] - lo);
-    r = v >= 0 ? floor_shift(r + (1 << 9), 10) : floor_shift(((int64_t)1 << 25) - r + (1 << 9) - 1, 10);
-    return (int32_t)wrap16(r);
-}
-
-/* The int16 tanh (Q0.15 out): 2 * sigmoid(2x) - 1 on the same table with a finer input step. */
-static int32_t tanh16(int64_t x, int32_t mult, int32_t lshift) {
-    const int64_t v = scale_input(x, mult, lshift), a = v < 0 ? -v : v, hi = a >> 8;
-    const int64_t idx = hi < 254 ? hi : 254, lo = lstm_sigmoid_table[idx];
-    int64_t r = hi >= 255 ? ((int64_t)0xFFFF << 8) : (lo << 8) + (a & 0xFF) * ((int64_t)lstm_sigmoid_table[idx + 1] - lo);
-    r = v >= 0 ? floor_shift(r - ((int64_t)1 << 23) + (1 << 7), 8) : floor_shift(-r + ((int64_t)1 << 23) + (1 << 7) - 1, 8);
-    return (int32_t)wrap16(r);
-}
-
-static int32_t sat16(int64_t v) { return (int32_t)(v < -32768 ? -32768 : (v > 32767 ? 32767 : v)); }
-
-static int per_tensor(const edge_tensor_t *t) { return t->quantized && t->n_scales == 1; }
+/* The int16 logistic and tanh (Q0.15 out) of reference_integer_ops, with their input scaling. */
+static int32_t logistic16(int64_t x, int32_t mult, int32_t lshift) { return ea_sigmoid16_lookup(scale_input(x, mult, lshift)); }
+static int32_t tanh16(int64_t x, int32_t mult, int32_t lshift) { return ea_tanh16_lookup(scale_input(x, mult, lshift)); }
 
 /* round(log2(x)) in float32, halves away from zero (TFLite CheckedLog2's value). */
 static int32_t checked_log2(float x) {
@@ -193,10 +148,10 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     if (b0->type != (d->wide ? EDGE_INT64 : EDGE_INT32))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: biases must be INT32 (int8) / INT64 (int16)");
     if (c->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: cell state must be INT16");
-    if (!per_tensor(x) || !per_tensor(h) || !per_tensor(c))
+    if (!ea_per_tensor(x) || !ea_per_tensor(h) || !ea_per_tensor(c))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input and states must be quantized per tensor");
     for (g = 0; g < 4; g++)
-        if (!per_tensor(edge_in(ctx, node, in_w[g])) || !per_tensor(edge_in(ctx, node, rec_w[g])))
+        if (!ea_per_tensor(edge_in(ctx, node, in_w[g])) || !ea_per_tensor(edge_in(ctx, node, rec_w[g])))
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: weights must be quantized per tensor");
     d->in_fold = (int64_t *)edge_alloc_persistent(ctx, sizeof(int64_t) * 4 * (size_t)(S ? S : 1));
     d->rec_fold = (int64_t *)edge_alloc_persistent(ctx, sizeof(int64_t) * 4 * (size_t)(S ? S : 1));
@@ -338,7 +293,7 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
                         a = edge_mbqm(edge_wrap32(sa), d->in_m[g], d->in_s[g]);
                         r = edge_mbqm(edge_wrap32(sr), d->rec_m[g], d->rec_s[g]);
                     }
-                    gate[g * S + u] = sat16((int64_t)sat16(a) + sat16(r));
+                    gate[g * S + u] = ea_sat16((int64_t)ea_sat16(a) + ea_sat16(r));
                 }
             }
             /* cell and hidden state */
@@ -346,9 +301,9 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
                 const int32_t ig = logistic16(gate[u], 0, 0), fg = logistic16(gate[S + u], 0, 0);
                 const int32_t cg = d->cell_sigmoid ? logistic16(gate[2 * S + u], 0, 0) : tanh16(gate[2 * S + u], 0, 0);
                 const int32_t og = logistic16(gate[3 * S + u], 0, 0);
-                int32_t cv = sat16(edge_mbqm(fg * (int32_t)c[u], d->fc_m, d->fc_s));
+                int32_t cv = ea_sat16(edge_mbqm(fg * (int32_t)c[u], d->fc_m, d->fc_s));
                 int64_t hv;
-                cv = sat16((int64_t)cv + sat16(edge_mbqm(ig * cg, d->ig_m, d->ig_s)));
+                cv = ea_sat16((int64_t)cv + ea_sat16(edge_mbqm(ig * cg, d->ig_m, d->ig_s)));
                 if (d->clip_q > 0) cv = cv < -d->clip_q ? -d->clip_q : (cv > d->clip_q ? d->clip_q : cv);
                 c[u] = (int16_t)cv;
                 hv = (int64_t)edge_mbqm(tanh16(cv, d->tanh_mult, d->tanh_shift) * og, d->h_m, d->h_s) + d->h_zp;
