@@ -98,7 +98,7 @@ def prepare_average_pool_2d(node: Node):
                 np.add(acc, t, out=acc)
             y = acc / countf
             if clamp is not None:
-                np.clip(y, clamp[0], clamp[1], out=y)
+                quant.clip_into(y, y, clamp[0], clamp[1])
             outputs[0][...] = y
 
         return run_float
@@ -119,8 +119,7 @@ def prepare_average_pool_2d(node: Node):
         mag += halves
         mag //= counts32
         y = np.where(acc < 0, -mag, mag)
-        np.clip(y, lo, hi, out=y)
-        outputs[0][...] = y
+        quant.clip_into(outputs[0], y, lo, hi)
 
     return run_int
 
@@ -140,7 +139,7 @@ def prepare_max_pool_2d(node: Node):
         for t in win.taps[1:]:
             np.maximum(acc, t, out=acc)
         if lo is not None:
-            np.clip(acc, lo, hi, out=acc)
+            quant.clip_into(acc, acc, lo, hi)
         outputs[0][...] = acc
 
     return run

@@ -16,6 +16,7 @@ import numpy as np
 from edge_sdk.kernels.node import Node
 from edge_sdk.kernels.quant import (
     TYPE_RANGES,
+    clip_into,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     tflite_round,
@@ -58,7 +59,7 @@ def prepare_quantize(node: Node):
             v = tflite_round(inputs[0] / scale).astype(inputs[0].dtype)
             q = _float_to_int32_x86(v) + out_zp
             q = ((q + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 wrap of the zero-point add
-            outputs[0][...] = np.clip(q, qmin, qmax)
+            clip_into(outputs[0], q, qmin, qmax)
         return run
     if (x.type, out.type) not in _REQUANT_PAIRS:
         raise node.unsupported(f"{x.type} -> {out.type}")
@@ -79,7 +80,7 @@ def prepare_quantize(node: Node):
     def run(inputs, outputs):
         v = inputs[0].astype(np.int64) - in_zp
         v = ((v + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-        outputs[0][...] = np.clip(multiply_by_quantized_multiplier(v, *mult) + out_zp, qmin, qmax)
+        clip_into(outputs[0], multiply_by_quantized_multiplier(v, *mult) + out_zp, qmin, qmax)
     return run
 
 
@@ -142,7 +143,7 @@ def prepare_cast(node: Node):
         def run_f2i(inputs, outputs):
             # The TFLM build we compare with saturates float -> integer casts (NaN -> 0), truncating toward zero.
             v = np.nan_to_num(inputs[0].astype(np.float64), nan=0.0, posinf=hi, neginf=lo)
-            outputs[0][...] = np.clip(np.trunc(v), lo, hi).astype(out_dtype)
+            clip_into(outputs[0], np.trunc(v), lo, hi)
         return run_f2i
 
     def run(inputs, outputs):

@@ -12,7 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.kernels.node import Eval, Node
-from edge_sdk.kernels.quant import TYPE_RANGES, multiply_by_quantized_multiplier, quantize_multiplier
+from edge_sdk.kernels.quant import (
+    TYPE_RANGES,
+    clip_into,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
 
 
 def _wrap32(x):
@@ -80,7 +85,6 @@ def _prepare_mean_or_sum(node: Node, mean: bool) -> Eval:
     in_zp, out_zp = x.zp, y.zp
     lo, hi = TYPE_RANGES[x.type]
     offset = in_zp * n
-    dtype = y.dtype
 
     if empty:
         return lambda inputs, outputs: outputs[0].fill(0)
@@ -89,7 +93,7 @@ def _prepare_mean_or_sum(node: Node, mean: bool) -> Eval:
         s = inputs[0].sum(axis=axes, dtype=np.int64)
         s = _wrap32(_wrap32(s) - offset)
         v = multiply_by_quantized_multiplier(s, multiplier, shift) + out_zp
-        outputs[0][...] = np.clip(v, lo, hi).astype(dtype).reshape(out_shape)
+        clip_into(outputs[0], v.reshape(out_shape), lo, hi)
 
     return run_quant
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.kernels.node import Eval, Node
-from edge_sdk.kernels.quant import TYPE_RANGES, tflite_round
+from edge_sdk.kernels.quant import TYPE_RANGES, clip_into, tflite_round
 
 _F = np.float32
 
@@ -135,13 +135,12 @@ def prepare_resize_bilinear(node: Node) -> Eval:
     r0, r1 = y0.reshape(h, 1), y1.reshape(h, 1)
     c0, c1 = x0.reshape(1, w), x1.reshape(1, w)
     lo, hi = TYPE_RANGES[x.type]
-    dtype = x.dtype
 
     def run_int(inputs, outputs):
         a = inputs[0].astype(np.int64)
         acc = a[:, r0, c0, :] * w00 + a[:, r1, c0, :] * w10 + a[:, r0, c1, :] * w01 + a[:, r1, c1, :] * w11
         q = (np.abs(acc) + (1 << 19)) >> 20
         v = np.where(acc > 0, q, -q)
-        outputs[0][...] = np.clip(v, lo, hi).astype(dtype)
+        clip_into(outputs[0], v, lo, hi)
 
     return run_int

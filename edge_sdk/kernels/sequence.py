@@ -38,6 +38,7 @@ from edge_sdk.kernels.fixedpoint_lstm import (
 from edge_sdk.kernels.node import Node
 from edge_sdk.kernels.quant import (
     TYPE_RANGES,
+    clip_into,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
@@ -170,7 +171,7 @@ def prepare_svdf(node: Node):
         scratch = np.einsum("bfm,fm->bf", st.astype(np.int64) - state_zp, wt64)
         acc = scratch.reshape(batch, n_unit, rank).sum(axis=2) + bias64
         y = multiply_by_quantized_multiplier(acc, m2, s2) + out_zp
-        outputs[0][...] = np.clip(y, -128, 127)
+        clip_into(outputs[0], y, -128, 127)
 
     return run
 
@@ -673,7 +674,7 @@ def _lstm_int_tables(q: _LstmQ):
             less(a, in_k, out=neg)
             subtract(a, in_fix, out=a, where=neg)
         right_shift(a, in_shift, out=a)
-        np.clip(a, -32768, 32767, out=a)
+        clip_into(a, a, -32768, 32767)
         add(a_cols[:, :S], const_cell, out=pre_cell)
         add(a_cols, const_rest, out=pre_rest)
 
