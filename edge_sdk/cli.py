@@ -25,13 +25,18 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
 ]
 
 
+def _print_json(obj) -> None:
+    """A command's --json output: the object, indented, and a final newline."""
+    json.dump(obj, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
 def _cmd_inspect(args) -> int:
     from edge_sdk.inspection import format_inspection, inspect_model
 
     report = inspect_model(args.model)
     if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(report)
     else:
         sys.stdout.write(format_inspection(report))
     return 0
@@ -56,14 +61,12 @@ def _cmd_convert(args) -> int:
     except ConversionError as exc:
         if not args.json:
             raise
-        json.dump({"error": str(exc).splitlines()[0], "problems": exc.problems, "written": None}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json({"error": str(exc).splitlines()[0], "problems": exc.problems, "written": None})
         sys.stderr.write(f"edge convert: error: {exc}\n")
         return _exit_code(exc)
     result.save(args.output)
     if args.json:
-        json.dump({**result.report, "written": args.output}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json({**result.report, "written": args.output})
     else:
         sys.stdout.write(format_conversion(result.report))
         sys.stdout.write(f"wrote {args.output} ({len(result.tflite)} bytes)\n")
@@ -76,8 +79,7 @@ def _cmd_evaluate(args) -> int:
 
     report = evaluate(args.model, args.data, reference=args.reference, labels=args.labels, plot=args.plot)
     if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(report)
     else:
         sys.stdout.write(format_evaluation(report))
     return 0
@@ -88,8 +90,7 @@ def _cmd_targets(args) -> int:
 
     rows = [load_profile(name).summary() for name in list_profiles()]
     if args.json:
-        json.dump(rows, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(rows)
         return 0
     head = ("name", "kind", "arch", "cpu", "MHz", "arena RAM", "model flash", "delegates")
 
@@ -119,8 +120,7 @@ def _cmd_check(args) -> int:
 
     result = check_model(args.model, args.target)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(result.to_dict())
     else:
         sys.stdout.write(format_check(result))
     return CHECK_FAILS_EXIT if result.verdict == FAILS else 0
@@ -132,8 +132,7 @@ def _cmd_run(args) -> int:
     results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend)
     if args.json:
-        json.dump(results, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(results)
     else:
         sys.stdout.write(format_results(results))
     return 0
@@ -179,8 +178,7 @@ def _cmd_deploy(args) -> int:
                     raise
                 reports.append({"host": getattr(h, "label", h), "error": str(exc)})
         if args.json:
-            json.dump(reports if args.hosts else reports[0], sys.stdout, indent=2)
-            sys.stdout.write("\n")
+            _print_json(reports if args.hosts else reports[0])
         else:
             for h, r in zip(hosts, reports, strict=True):
                 label = getattr(h, "label", h) or args.target
@@ -196,8 +194,7 @@ def _cmd_deploy(args) -> int:
         results = [d.deploy(args.model, args.host, **kwargs)]
     if args.json:
         out = [r.to_dict() for r in results]
-        json.dump(out if args.hosts else out[0], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(out if args.hosts else out[0])
     elif args.hosts:
         sys.stdout.write(d.format_results(results))
     else:
@@ -218,8 +215,7 @@ def _cmd_bench(args) -> int:
                    remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
                    plot=args.plot)
     if args.json:
-        json.dump(report, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(report)
     else:
         sys.stdout.write(format_bench(report))
     return 0
@@ -230,8 +226,7 @@ def _cmd_flash(args) -> int:
 
     result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(result.to_dict())
     else:
         sys.stdout.write(format_flash(result))
     return 0
@@ -243,16 +238,14 @@ def _cmd_board(args) -> int:
     if args.action == "stop":
         stopped = stop_board(args.url, all=args.all)
         if args.json:
-            json.dump([b["url"] for b in stopped], sys.stdout, indent=2)
-            sys.stdout.write("\n")
+            _print_json([b["url"] for b in stopped])
         else:
             for b in stopped:
                 sys.stdout.write(f"stopped {b['url']} (pid {b['pid']})\n")
         return 0
     boards = list_boards()
     if args.json:
-        json.dump(boards, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(boards)
     else:
         for b in boards:
             sys.stdout.write(f"{b['url']}  {b['profile']}  pid {b['pid']}  {b.get('model', '')}\n")
@@ -270,8 +263,7 @@ def _cmd_profile(args) -> int:
         if path:
             write(report, path)
     if args.json:
-        json.dump(public(report), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(public(report))
     else:
         sys.stdout.write(format_profile(report))
     return 0 if report["validated"] else 1
@@ -295,8 +287,7 @@ def _cmd_generate(args) -> int:
                           temperature=1.0 if args.temperature is None else args.temperature, top_k=args.top_k,
                           top_p=args.top_p, seed=args.seed, on_text=None if args.json else stream)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json(result)
     else:
         sys.stdout.write("\n")
         sys.stderr.write(format_stats(result))
@@ -361,6 +352,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--remote-dir", default="~/.edge-sdk", help="edge-sdk's folder on the device")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    def op_table_outputs(p) -> None:
+        """The per-op report's files (edge bench, edge profile)."""
+        p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one event per op per run)")
+        p.add_argument("--csv", metavar="OUT.csv", help="write the per-op table as CSV")
+        p.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the per-op times (PNG)")
+
     p = sub.add_parser("deploy", help="install the runtime and a model on a Linux board (Raspberry Pi) over SSH",
                        description="Exit status: 0 when every host was deployed, 4 when any failed.")
     p.add_argument("model", nargs="?", help="the .tflite to deploy (not needed with --status)")
@@ -384,9 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="interpreter threads (litert)")
     p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
     p.add_argument("--profile-runs", type=int, help="inferences with every op timed (default: runs, at most 20)")
-    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one event per op per run)")
-    p.add_argument("--csv", metavar="OUT.csv", help="write the per-op table as CSV")
-    p.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the per-op times (PNG)")
+    op_table_outputs(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("generate", help="generate text with a KV-cache language model (prefill/decode signatures)")
@@ -451,9 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for each answer (default 1)")
     p.add_argument("--retries", type=int, default=6, help="retransmissions before giving up (default 6)")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
-    p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one event per op per run)")
-    p.add_argument("--csv", metavar="OUT.csv", help="write the per-op table as CSV")
-    p.add_argument("--plot", metavar="OUT.png", help="write a bar chart of the per-op times (PNG)")
+    op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)
     return parser
