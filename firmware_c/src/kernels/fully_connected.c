@@ -30,6 +30,41 @@ static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_dat
 static void fc_eval_int16(const fc_data_t *d, const edge_tensor_t *in, const edge_tensor_t *w, const edge_tensor_t *bt,
                           edge_tensor_t *out);
 
+/* The requantization of the int8 and int16 kinds: one multiplier per unit (per-channel weights; their zero
+ * points are not used) or one for the layer with the weights' zero point as filter offset (the ratio from the
+ * float32 product of the input and weight scales, as TFLM; a quantized bias must have about that scale). */
+static edge_status_t fc_multipliers(edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *in, const edge_tensor_t *w,
+                                    const edge_tensor_t *bias, const edge_tensor_t *out) {
+    const int32_t units = d->units;
+    int32_t k;
+    d->per_channel = w->n_scales > 1;
+    if (d->per_channel) {
+        if (w->n_scales != units) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: one weight scale per unit");
+        d->multipliers = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
+        d->shifts = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
+        if (!d->multipliers || !d->shifts) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < units; k++) {
+            float ws;
+            memcpy(&ws, &w->scales[k], 4);
+            if (edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
+                                         &d->shifts[k]) != 0)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
+        }
+        d->filter_offset = 0;
+    } else {
+        float product = in->scale * w->scale; /* float32 product, as TFLM */
+        if (bias && bias->quantized) {
+            double p = (double)in->scale * (double)w->scale, diff = p - (double)bias->scale;
+            if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
+        }
+        if (edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift) != 0)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
+        d->filter_offset = edge_wrap32(-(int64_t)w->zero_point);
+    }
+    return EDGE_OK;
+}
+
 /* FullyConnectedOptions: 0 fused_activation_function, 1 weights_format, 2 keep_num_dims. */
 edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == EDGE_OPTS_FullyConnectedOptions;
@@ -40,6 +75,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     fc_data_t *d;
     int64_t in_elems;
     int32_t units, depth, k, shape[8], rank;
+    edge_status_t s;
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED expects 2..3 inputs and 1 output");
@@ -80,10 +116,8 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
             rank = out->rank;
         }
     }
-    {
-        edge_status_t s = edge_set_output_shape(ctx, node, 0, shape, rank);
-        if (s != EDGE_OK) return s;
-    }
+    s = edge_set_output_shape(ctx, node, 0, shape, rank);
+    if (s != EDGE_OK) return s;
 
     d = (fc_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -112,31 +146,8 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
     d->input_offset = edge_wrap32(-(int64_t)in->zero_point);
     d->output_offset = out->zero_point;
-    d->per_channel = w->n_scales > 1;
-    if (d->per_channel) {
-        if (w->n_scales != units) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: one weight scale per unit");
-        d->multipliers = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
-        d->shifts = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
-        if (!d->multipliers || !d->shifts) return EDGE_ARENA_TOO_SMALL;
-        for (k = 0; k < units; k++) {
-            float ws;
-            memcpy(&ws, &w->scales[k], 4);
-            if (edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
-                                         &d->shifts[k]) != 0)
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
-        }
-        d->filter_offset = 0;
-    } else {
-        float product = in->scale * w->scale; /* float32 product, as TFLM */
-        if (bias && bias->quantized) {
-            double p = (double)in->scale * (double)w->scale, diff = p - (double)bias->scale;
-            if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
-        }
-        if (edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift) != 0)
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
-        d->filter_offset = edge_wrap32(-(int64_t)w->zero_point);
-    }
+    s = fc_multipliers(ctx, d, in, w, bias, out);
+    if (s != EDGE_OK) return s;
     return EDGE_OK;
 }
 
@@ -206,6 +217,7 @@ static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_dat
                                       int32_t act) {
     const int32_t units = d->units;
     int32_t k;
+    edge_status_t s;
     if (!in->quantized || !w->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: int16 tensors need quantization parameters");
     if (!(in->scale > 0.0f) || !(out->scale > 0.0f) || in->scale - in->scale != 0.0f || out->scale - out->scale != 0.0f)
@@ -220,31 +232,8 @@ static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_dat
                    : !(node->options_type == EDGE_OPTS_FullyConnectedOptions && edge_opt_int(node, 4, 1, 0) == EDGE_INT32);
     d->input_offset = edge_wrap32(-(int64_t)in->zero_point);
     d->output_offset = out->zero_point;
-    d->per_channel = w->n_scales > 1;
-    if (d->per_channel) {
-        if (w->n_scales != units) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: one weight scale per unit");
-        d->multipliers = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
-        d->shifts = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)units);
-        if (!d->multipliers || !d->shifts) return EDGE_ARENA_TOO_SMALL;
-        for (k = 0; k < units; k++) {
-            float ws;
-            memcpy(&ws, &w->scales[k], 4);
-            if (edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
-                                         &d->shifts[k]) != 0)
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
-        }
-        d->filter_offset = 0;
-    } else {
-        float product = in->scale * w->scale;
-        if (bias && bias->quantized) {
-            double p = (double)in->scale * (double)w->scale, diff = p - (double)bias->scale;
-            if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
-        }
-        if (edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift) != 0)
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
-        d->filter_offset = edge_wrap32(-(int64_t)w->zero_point);
-    }
+    s = fc_multipliers(ctx, d, in, w, bias, out);
+    if (s != EDGE_OK) return s;
     if (d->wide) {
         for (k = 0; k < (d->per_channel ? units : 1); k++) {
             int32_t sh = d->per_channel ? d->shifts[k] : d->shift;
