@@ -117,12 +117,22 @@ def _float_clamp(act: str):
     return None if act == "NONE" else (_F32(lo), _F32(hi))
 
 
-def _finish_float(y: np.ndarray, bias, clamp, out: np.ndarray) -> None:
-    if bias is not None:
-        y += bias
-    if clamp is not None:
-        clip_into(y, y, clamp[0], clamp[1])
-    out[...] = y.reshape(out.shape)
+def _float_run(compute, bias: TensorInfo | None, bias_index: int, act: str):
+    """Eval of a float kernel: ``compute(inputs)`` gives a fresh float32 product (channel axis last), then the
+    bias (constant, or input ``bias_index``), the activation clamp and the store."""
+    clamp = _float_clamp(act)
+    b_const = bias.data.astype(np.float32) if bias is not None and bias.is_const else None
+
+    def run_float(inputs, outputs):
+        y = compute(inputs)
+        if bias is not None:
+            y += b_const if b_const is not None else inputs[bias_index]
+        if clamp is not None:
+            clip_into(y, y, clamp[0], clamp[1])
+        out = outputs[0]
+        out[...] = y.reshape(out.shape)
+
+    return run_float
 
 
 class _IntOutput:
@@ -274,15 +284,7 @@ def prepare_conv_2d(node: Node):
         return np.concatenate([cols[g] @ wm[g] for g in range(groups)], axis=1)
 
     if kind == "float":
-        clamp = _float_clamp(act)
-        b_const = bias.data.astype(np.float32) if bias is not None and bias.is_const else None
-
-        def run_float(inputs, outputs):
-            y = gemm(inputs[0], inputs[1])
-            b = None if bias is None else (b_const if b_const is not None else inputs[2])
-            _finish_float(y, b, clamp, outputs[0])
-
-        return run_float
+        return _float_run(lambda inputs: gemm(inputs[0], inputs[1]), bias, 2, act)
 
     lo, hi = quantized_clamp(node, act, out)
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
@@ -482,16 +484,11 @@ def prepare_fully_connected(node: Node):
     w_const = weights_matrix(flt.data) if flt.is_const else None
 
     if kind == "float":
-        clamp = _float_clamp(act)
-        b_const = bias.data.astype(np.float32) if bias is not None and bias.is_const else None
-
-        def run_float(inputs, outputs):
+        def product(inputs):
             wm = w_const if w_const is not None else weights_matrix(inputs[1])
-            y = inputs[0].reshape(batches, depth) @ wm
-            b = None if bias is None else (b_const if b_const is not None else inputs[2])
-            _finish_float(y, b, clamp, outputs[0])
+            return inputs[0].reshape(batches, depth) @ wm
 
-        return run_float
+        return _float_run(product, bias, 2, act)
 
     lo, hi = quantized_clamp(node, act, out)
     in_s, out_s = _f64(inp.s), _f64(out.s)
@@ -603,15 +600,7 @@ def prepare_transpose_conv(node: Node):
         return crop
 
     if kind == "float":
-        clamp = _float_clamp(act)
-        b_const = bias.data.astype(np.float32) if bias is not None and bias.is_const else None
-
-        def run_float(inputs, outputs):
-            y = accumulate(inputs).copy()
-            b = None if bias is None else (b_const if b_const is not None else inputs[3])
-            _finish_float(y, b, clamp, outputs[0])
-
-        return run_float
+        return _float_run(lambda inputs: accumulate(inputs).copy(), bias, 3, act)
 
     lo, hi = quantized_clamp(node, act, out)
     mult, shift = _conv_multipliers(node, inp, flt, out, o)
