@@ -97,6 +97,14 @@ def library() -> ctypes.CDLL:
             lib.edge_init_ex.restype = c.c_int
             lib.edge_invoke.argtypes = [p]
             lib.edge_invoke.restype = c.c_int
+            lib.edge_invoke_at.argtypes = [p, c.c_int32]
+            lib.edge_invoke_at.restype = c.c_int
+            lib.edge_signature_find.argtypes = [p, c.c_char_p]
+            lib.edge_signature_find.restype = c.c_int32
+            lib.edge_signature_subgraph.argtypes = [p, c.c_int32]
+            lib.edge_signature_subgraph.restype = c.c_int32
+            lib.edge_signature_tensor.argtypes = [p, c.c_int32, c.c_int32, c.c_char_p]
+            lib.edge_signature_tensor.restype = c.c_int32
             lib.edge_reset_state.argtypes = [p]
             lib.edge_reset_state.restype = c.c_int
             lib.edge_num_inputs.argtypes = [p]
@@ -261,7 +269,7 @@ class CInterpreter:
         self._arena_len = len(self._arena_owner) - 16
 
     # ------------------------------------------------------------------ tensors
-    def _tensor(self, kind: int, i: int):
+    def _tensor(self, kind: int, i: int):  # kind 0 input, 1 output, 2 + s tensor i of subgraph s
         data, nbytes = ctypes.c_void_p(), ctypes.c_uint32()
         typ, rank = ctypes.c_int32(), ctypes.c_int32()
         dims = (ctypes.c_int32 * 16)()
@@ -273,8 +281,8 @@ class CInterpreter:
         return dict(data=data.value, bytes=nbytes.value, type=TENSOR_TYPE_NAMES.get(typ.value, str(typ.value)),
                     shape=tuple(dims[k] for k in range(rank.value)), scale=scale.value, zero_point=zp.value)
 
-    def _view(self, t: int) -> np.ndarray:
-        info = self._tensor(2, t)
+    def _view(self, t: int, subgraph: int = 0) -> np.ndarray:
+        info = self._tensor(2 + subgraph, t)
         if info is None:
             raise ValueError(f"Invalid tensor index {t}")
         dtype = TENSOR_TYPES[info["type"]][1]
@@ -299,9 +307,9 @@ class CInterpreter:
             self._parsed = read_model(bytes((ctypes.c_uint8 * self._model_len).from_address(self._model_addr)))
         return self._parsed
 
-    def _details(self, t: int) -> dict:
-        tensor = self.model.subgraphs[0].tensors[t]
-        info = self._tensor(2, t) if self._ready else None
+    def _details(self, t: int, subgraph: int = 0) -> dict:
+        tensor = self.model.subgraphs[subgraph].tensors[t]
+        info = self._tensor(2 + subgraph, t) if self._ready else None
         shape = info["shape"] if info else tuple(tensor.shape)
         q = tensor.quantization
         if q is not None and q.scale is not None and np.size(q.scale):
@@ -362,6 +370,23 @@ class CInterpreter:
         status = self._lib.edge_invoke(self._interp)
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke returned {_STATUS_NAMES[status]}")
+
+    # ------------------------------------------------------------------ signatures
+    def get_signature_list(self) -> dict:
+        return {s.signature_key: {"inputs": sorted(s.inputs), "outputs": sorted(s.outputs)}
+                for s in self.model.signature_defs}
+
+    def get_signature_runner(self, signature_key: str | None = None) -> CSignatureRunner:
+        keys = [s.signature_key for s in self.model.signature_defs]
+        if signature_key is None:
+            if len(keys) != 1:
+                raise ValueError(f"SignatureDef signature_key is None and model has {len(keys)} Signatures. "
+                                 "None is only allowed when the model has 1 SignatureDef")
+            signature_key = keys[0]
+        if signature_key not in keys:
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+        self.allocate_tensors()
+        return CSignatureRunner(self, signature_key)
 
     def reset_all_variables(self) -> None:
         if self._ready and not self._plan_only:
@@ -430,3 +455,54 @@ class CInterpreter:
     def _require_ready(self, what: str) -> None:
         if not self._ready:
             raise RuntimeError(f"allocate_tensors() must be called before {what}()")
+
+
+class CSignatureRunner:
+    """One SignatureDef on the C runtime: ``runner(name=array, ...) -> {output name: array}`` (copies), like
+    edge_sdk.interpreter.SignatureRunner. The subgraph and the tensors are resolved by the C runtime
+    (edge_signature_find / edge_signature_tensor) and run with edge_invoke_at; inputs are written before every
+    call (the plan may reuse their bytes)."""
+
+    def __init__(self, interp: CInterpreter, signature_key: str):
+        lib, handle = interp._lib, interp._interp  # noqa: SLF001
+        k = lib.edge_signature_find(handle, signature_key.encode())
+        if k < 0:
+            raise ModelError(f"C runtime: no signature '{signature_key}'")
+        self._interp, self.subgraph = interp, lib.edge_signature_subgraph(handle, k)
+        sig = next(s for s in interp.model.signature_defs if s.signature_key == signature_key)
+        self._inputs, self._outputs = {}, {}
+        for kind, names, table in ((0, sig.inputs, self._inputs), (1, sig.outputs, self._outputs)):
+            for name in names:
+                t = lib.edge_signature_tensor(handle, k, kind, name.encode())
+                if t < 0:
+                    raise ModelError(f"C runtime: signature '{signature_key}' has no {('input', 'output')[kind]} "
+                                     f"'{name}'")
+                table[name] = t
+
+    def get_input_details(self) -> dict:
+        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._inputs.items())}  # noqa: SLF001
+
+    def get_output_details(self) -> dict:
+        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._outputs.items())}  # noqa: SLF001
+
+    def __call__(self, **kwargs) -> dict[str, np.ndarray]:
+        interp = self._interp
+        if len(kwargs) != len(self._inputs):
+            raise ValueError("Invalid number of inputs provided for running a SignatureDef, "
+                             f"expected {len(self._inputs)} vs provided {len(kwargs)}")
+        views = {}
+        for name, value in kwargs.items():
+            if name not in self._inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            view = interp._view(self._inputs[name], self.subgraph)  # noqa: SLF001
+            value = np.asarray(value)
+            if value.dtype != view.dtype or value.shape != view.shape:
+                raise ValueError(f"Cannot set tensor '{name}': got {value.dtype} {value.shape}, expected "
+                                 f"{view.dtype} {view.shape}")
+            views[name] = (view, value)
+        for view, value in views.values():
+            view[...] = value
+        status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)  # noqa: SLF001
+        if status != 0:
+            raise RuntimeError(f"C runtime: edge_invoke_at returned {_STATUS_NAMES[status]}")
+        return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}  # noqa: SLF001

@@ -26,8 +26,8 @@ top-p (the smallest set of most likely tokens whose probability reaches p), then
 ``numpy.random.default_rng(seed)`` stream: the same seed gives the same text.
 
 Backends: ``python`` (edge_sdk.Interpreter), ``litert`` (ai_edge_litert's Interpreter), ``c`` (the C
-runtime: refused with an UnsupportedOpError naming the ops it lacks — today BATCH_MATMUL, GATHER, RSQRT,
-CAST, ABS, MINIMUM — and, once it has them, because it runs no signatures yet).
+runtime through edge_sdk.backend_c and its signature runner; an UnsupportedOpError names the ops it lacks).
+On a microcontroller board the same loop runs on the device: ``edge_sdk.device.generate``.
 """
 
 from __future__ import annotations
@@ -162,8 +162,8 @@ class Generator:
         self.spec = read_spec(self.model)
         self.backend = backend
         if backend == "c":
-            _refuse_c(self.model)
-        if backend == "litert":
+            interp = _c_interpreter(self.model, data)
+        elif backend == "litert":
             from ai_edge_litert.interpreter import Interpreter as LiteRT
 
             interp = LiteRT(model_content=data, num_threads=num_threads)
@@ -299,7 +299,8 @@ class Generator:
         }
 
 
-def _refuse_c(model) -> None:
+def _c_interpreter(model, data: bytes):
+    """The C runtime on this model (UnsupportedOpError naming the ops it lacks, or why it cannot be built)."""
     from edge_sdk import backend_c
 
     try:
@@ -309,8 +310,7 @@ def _refuse_c(model) -> None:
     if missing:
         raise UnsupportedOpError(f"backend c: the C runtime has no kernel for {', '.join(missing)} "
                                  "(use --backend python or litert)")
-    raise UnsupportedOpError("backend c: the C runtime runs subgraph 0 only; it has no signature runner for "
-                             "'prefill'/'decode' yet (use --backend python or litert)")
+    return backend_c.CInterpreter(model_content=data)
 
 
 def format_stats(result: dict) -> str:

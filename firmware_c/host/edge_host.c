@@ -24,7 +24,7 @@ const edge_timer_t *edge_host_timer(void) { return &host_timer; }
 
 int32_t edge_host_tensor(edge_interp_t *it, int32_t kind, int32_t i, void **data, uint32_t *bytes, int32_t *type,
                          int32_t *rank, int32_t *dims, int32_t max_rank, float *scale, int32_t *zero_point) {
-    edge_tensor_t *t = kind == 0 ? edge_input(it, i) : kind == 1 ? edge_output(it, i) : kind == 2 ? edge_tensor(it, 0, i) : 0;
+    edge_tensor_t *t = kind == 0 ? edge_input(it, i) : kind == 1 ? edge_output(it, i) : kind >= 2 ? edge_tensor(it, kind - 2, i) : 0;
     int32_t k;
     if (!t) return -1;
     *data = t->data;

@@ -5,7 +5,7 @@
 
 size_t edge_host_interp_size(void);
 const edge_timer_t *edge_host_timer(void);
-/* kind 0: input i, 1: output i, 2: tensor i of subgraph 0. Returns -1 when there is no such tensor. */
+/* kind 0: input i, 1: output i, 2 + s: tensor i of subgraph s. Returns -1 when there is no such tensor. */
 int32_t edge_host_tensor(edge_interp_t *it, int32_t kind, int32_t i, void **data, uint32_t *bytes, int32_t *type,
                          int32_t *rank, int32_t *dims, int32_t max_rank, float *scale, int32_t *zero_point);
 /* fields: status, subgraph, node, tensor, op_code, op_version, offset, required, given, required_exact */

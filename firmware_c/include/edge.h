@@ -210,6 +210,9 @@ typedef struct edge_interp {
     /* resource variables (VAR_HANDLE ids): one slot per VAR_HANDLE op, persistent (edge_kernel.h) */
     struct edge_resource *resources;
     int32_t n_resources, max_resources;
+    /* signatures: the model's SignatureDef vector (verified at load; read with edge_signature_*) */
+    int64_t signature_defs_;
+    int32_t n_signatures;
 } edge_interp_t;
 
 /* Flags for edge_init_ex. */
@@ -225,6 +228,18 @@ edge_status_t edge_init_ex(edge_interp_t *interp, const void *model, size_t mode
 
 /* Run subgraph 0 once. Returns EDGE_NOT_READY unless edge_init succeeded (without PLAN_ONLY). */
 edge_status_t edge_invoke(edge_interp_t *interp);
+/* Run subgraph s once (a signature's; edge_invoke is edge_invoke_at(interp, 0)); EDGE_BAD_ARGUMENT when out of
+ * range. Its inputs are its tensors edge_tensor(interp, s, i): write them first (the plan may reuse their bytes). */
+edge_status_t edge_invoke_at(edge_interp_t *interp, int32_t subgraph);
+
+/* Signatures (Model.signature_defs, verified by edge_init): the count; the index of a signature key (-1: none);
+ * signature k's key and subgraph (-1 when k is out of range); the tensor index, within that subgraph, of its
+ * input (output = 0) or output (output = 1) called name (-1: none). */
+int32_t edge_signature_count(const edge_interp_t *interp);
+int32_t edge_signature_find(const edge_interp_t *interp, const char *key);
+const char *edge_signature_key(const edge_interp_t *interp, int32_t k);
+int32_t edge_signature_subgraph(const edge_interp_t *interp, int32_t k);
+int32_t edge_signature_tensor(const edge_interp_t *interp, int32_t k, int32_t output, const char *name);
 
 /* Variable tensors back to their initial values (model data, else the INT8 zero point, else 0), and every
  * kernel that keeps state across invokes back to its state after edge_init (TFLM's ResetVariableTensors). */

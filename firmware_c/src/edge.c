@@ -496,6 +496,39 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     return EDGE_OK;
 }
 
+/* Model 7 signature_defs: SignatureDef 0 inputs [TensorMap], 1 outputs [TensorMap], 2 signature_key,
+ * 4 subgraph_index; TensorMap 0 name, 1 tensor_index. Verified here (keys, names, indices in range) so the
+ * edge_signature_* readers below read without checks. */
+static edge_status_t load_signatures(edge_interp_t *it, const edge_table_t *mt) {
+    edge_status_t s;
+    edge_table_t st, tm;
+    int64_t start, maps;
+    int32_t n, i, j, io, n_maps;
+    uint32_t sub, index;
+    const char *str;
+    if ((s = fb_vector(it, mt, 7, 4, &start, &n, WHAT("Model.signature_defs"))) != EDGE_OK) return s;
+    for (i = 0; i < n; i++) {
+        if ((s = fb_vector_table(it, start, i, WHAT("SignatureDef"), &st)) != EDGE_OK) return s;
+        if ((s = fb_string(it, &st, 2, &str, WHAT("SignatureDef.signature_key"))) != EDGE_OK) return s;
+        if ((s = fb_u32(it, &st, 4, 0, &sub, WHAT("SignatureDef.subgraph_index"))) != EDGE_OK) return s;
+        if ((int64_t)sub >= (int64_t)it->n_subgraphs)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("SignatureDef.subgraph_index (out of range)"), st.table - it->model);
+        for (io = 0; io < 2; io++) {
+            if ((s = fb_vector(it, &st, io, 4, &maps, &n_maps, WHAT("SignatureDef.inputs/outputs"))) != EDGE_OK) return s;
+            for (j = 0; j < n_maps; j++) {
+                if ((s = fb_vector_table(it, maps, j, WHAT("TensorMap"), &tm)) != EDGE_OK) return s;
+                if ((s = fb_string(it, &tm, 0, &str, WHAT("TensorMap.name"))) != EDGE_OK) return s;
+                if ((s = fb_u32(it, &tm, 1, 0, &index, WHAT("TensorMap.tensor_index"))) != EDGE_OK) return s;
+                if ((int64_t)index >= (int64_t)it->subgraphs[sub].n_tensors)
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("TensorMap.tensor_index (out of range)"), tm.table - it->model);
+            }
+        }
+    }
+    it->signature_defs_ = start;
+    it->n_signatures = n;
+    return EDGE_OK;
+}
+
 /* Model: 1 operator_codes, 2 subgraphs, 4 buffers. SubGraph: 0 tensors, 1 inputs, 2 outputs, 3 operators. */
 static edge_status_t load_model(edge_interp_t *it) {
     edge_status_t s;
@@ -580,7 +613,7 @@ static edge_status_t load_model(edge_interp_t *it) {
         total_n += no;
     }
     it->error.subgraph = -1;
-    return EDGE_OK;
+    return load_signatures(it, &mt);
 }
 
 /* ================================================================================= 4. lifetimes */
@@ -1096,6 +1129,81 @@ edge_status_t edge_invoke(edge_interp_t *it) {
     if (!it || !it->ready) return EDGE_NOT_READY;
     it->trace_count = 0;
     return run_subgraph(it, 0);
+}
+
+edge_status_t edge_invoke_at(edge_interp_t *it, int32_t subgraph) {
+    if (!it || !it->ready) return EDGE_NOT_READY;
+    if (subgraph < 0 || subgraph >= it->n_subgraphs) return EDGE_BAD_ARGUMENT;
+    it->trace_count = 0;
+    return run_subgraph(it, subgraph);
+}
+
+/* ---- signatures: reads of the tables load_signatures verified ---- */
+
+static edge_table_t sig_element(const uint8_t *b, int64_t start, int32_t i) {
+    edge_table_t t;
+    int64_t e = start + 4 * (int64_t)i, pos = e + (int64_t)rd32(b + e), vt = pos - (int64_t)(int32_t)rd32(b + pos);
+    t.table = b + pos;
+    t.vtable = b + vt;
+    t.n_slots = (uint16_t)((rd16(b + vt) - 4) / 2);
+    t.inline_size = rd16(b + vt + 2);
+    return t;
+}
+
+static const char *sig_string(const uint8_t *b, const edge_table_t *t, int32_t slot) {
+    int off = field_off(t, slot, 4);
+    int64_t f;
+    if (off <= 0) return "";
+    f = (t->table - b) + off;
+    return (const char *)(b + f + (int64_t)rd32(b + f) + 4);
+}
+
+static uint32_t sig_u32(const edge_table_t *t, int32_t slot) {
+    int off = field_off(t, slot, 4);
+    return off > 0 ? rd32(t->table + off) : 0;
+}
+
+int32_t edge_signature_count(const edge_interp_t *it) {
+    return it && it->subgraphs && it->error.status == EDGE_OK ? it->n_signatures : 0;
+}
+
+int32_t edge_signature_find(const edge_interp_t *it, const char *key) {
+    int32_t k, n = edge_signature_count(it);
+    for (k = 0; key && k < n; k++)
+        if (strcmp(edge_signature_key(it, k), key) == 0) return k;
+    return -1;
+}
+
+const char *edge_signature_key(const edge_interp_t *it, int32_t k) {
+    edge_table_t t;
+    if (k < 0 || k >= edge_signature_count(it)) return 0;
+    t = sig_element(it->model, it->signature_defs_, k);
+    return sig_string(it->model, &t, 2);
+}
+
+int32_t edge_signature_subgraph(const edge_interp_t *it, int32_t k) {
+    edge_table_t t;
+    if (k < 0 || k >= edge_signature_count(it)) return -1;
+    t = sig_element(it->model, it->signature_defs_, k);
+    return (int32_t)sig_u32(&t, 4);
+}
+
+int32_t edge_signature_tensor(const edge_interp_t *it, int32_t k, int32_t output, const char *name) {
+    edge_table_t t, m;
+    int32_t off, j, n;
+    int64_t v;
+    if (k < 0 || k >= edge_signature_count(it) || !name) return -1;
+    t = sig_element(it->model, it->signature_defs_, k);
+    off = field_off(&t, output ? 1 : 0, 4);
+    if (off <= 0) return -1;
+    v = (t.table - it->model) + off;
+    v += (int64_t)rd32(it->model + v);
+    n = (int32_t)rd32(it->model + v);
+    for (j = 0; j < n; j++) {
+        m = sig_element(it->model, v + 4, j);
+        if (strcmp(sig_string(it->model, &m, 0), name) == 0) return (int32_t)sig_u32(&m, 1);
+    }
+    return -1;
 }
 
 edge_status_t edge_invoke_subgraph(edge_ctx_t *ctx, int32_t subgraph) {
