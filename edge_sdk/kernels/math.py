@@ -86,11 +86,18 @@ def _int_constant(node: Node, i: int, what: str) -> np.ndarray:
     return np.asarray(t.data, np.int64)
 
 
-def prepare_tile(node: Node):
+def _data_and_operand(node: Node):
+    """TILE, BROADCAST_TO, MIRROR_PAD: data input 0 of any type, a constant operand at input 1, an output of the
+    data's type. Returns the data input."""
     node.expect_counts(2, 1)
     x, out = node.input(0), node.outputs[0]
     node.expect_types(x, _ANY)
     node.expect_types(out, (x.type,), "output")
+    return x
+
+
+def prepare_tile(node: Node):
+    x = _data_and_operand(node)
     reps = _int_constant(node, 1, "multiples")
     node.expect(reps.size == len(x.shape), f"multiples {reps.tolist()} do not match input rank {len(x.shape)}")
     node.expect(bool((reps >= 0).all()), f"negative multiples {reps.tolist()}")
@@ -103,10 +110,7 @@ def prepare_tile(node: Node):
 
 
 def prepare_broadcast_to(node: Node):
-    node.expect_counts(2, 1)
-    x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, _ANY)
-    node.expect_types(out, (x.type,), "output")
+    x = _data_and_operand(node)
     shape = _int_constant(node, 1, "shape")
     node.expect(shape.size >= len(x.shape), f"shape {shape.tolist()} has lower rank than the input {x.shape}")
     node.expect(shape.size <= 8, f"shape {shape.tolist()} has rank above 8")
@@ -125,10 +129,7 @@ def prepare_broadcast_to(node: Node):
 
 def prepare_mirror_pad(node: Node):
     """MIRROR_PAD: REFLECT (edge not repeated, numpy 'reflect') or SYMMETRIC (edge repeated)."""
-    node.expect_counts(2, 1)
-    x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, _ANY)
-    node.expect_types(out, (x.type,), "output")
+    x = _data_and_operand(node)
     p = node.input(1)
     node.expect_types(p, ("INT32", "INT64"), "paddings")
     if not p.is_const:
