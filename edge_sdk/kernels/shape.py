@@ -57,6 +57,16 @@ def _same_type(node: Node, a: TensorInfo, b: TensorInfo) -> None:
         raise node.error(f"'{b.name}' has type {b.type}, expected {a.type} like '{a.name}'")
 
 
+def _data_input(node: Node, n_inputs, types: tuple[str, ...]) -> TensorInfo:
+    """Input 0 of an op with ``n_inputs`` inputs (a count or a (min, max) pair) and one output of input 0's
+    type, one of ``types``."""
+    node.expect_counts(n_inputs, 1)
+    x = node.input(0)
+    node.expect_types(x, types)
+    _same_type(node, x, node.outputs[0])
+    return x
+
+
 def _copy_eval(shape: tuple[int, ...]) -> Eval:
     def run(inputs, outputs):
         np.copyto(outputs[0], inputs[0].reshape(shape))
@@ -76,10 +86,7 @@ def _same_quantization(a: TensorInfo, b: TensorInfo) -> bool:
 
 
 def prepare_reshape(node: Node) -> Eval:
-    node.expect_counts((1, 2), 1)
-    x, y = node.input(0), node.outputs[0]
-    node.expect_types(x, _COPY_TYPES)
-    _same_type(node, x, y)
+    x, y = _data_input(node, (1, 2), _COPY_TYPES), node.outputs[0]
     new_shape = None
     if node.has_input(1):
         s = node.inputs[1]
@@ -117,10 +124,7 @@ def prepare_reshape(node: Node) -> Eval:
 
 
 def prepare_squeeze(node: Node) -> Eval:
-    node.expect_counts(1, 1)
-    x = node.input(0)
-    node.expect_types(x, _COPY_TYPES)
-    _same_type(node, x, node.outputs[0])
+    x = _data_input(node, 1, _COPY_TYPES)
     rank = len(x.shape)
     dims = node.options.get("squeeze_dims") or []
     if dims:
@@ -136,10 +140,7 @@ def prepare_squeeze(node: Node) -> Eval:
 
 
 def prepare_expand_dims(node: Node) -> Eval:
-    node.expect_counts(2, 1)
-    x = node.input(0)
-    node.expect_types(x, _COPY_TYPES)
-    _same_type(node, x, node.outputs[0])
+    x = _data_input(node, 2, _COPY_TYPES)
     rank = len(x.shape)
     given = _const_axis(node, 1)
     axis = given + rank + 1 if given < 0 else given
@@ -302,10 +303,7 @@ def prepare_split_v(node: Node) -> Eval:
 
 
 def prepare_transpose(node: Node) -> Eval:
-    node.expect_counts(2, 1)
-    x = node.input(0)
-    node.expect_types(x, _COPY_TYPES)
-    _same_type(node, x, node.outputs[0])
+    x = _data_input(node, 2, _COPY_TYPES)
     perm = [int(v) for v in _const_ints(node, 1, "perm")]
     rank = len(x.shape)
     if sorted(perm) != list(range(rank)):
@@ -567,10 +565,7 @@ def prepare_gather(node: Node) -> Eval:
 
 def _space_depth_setup(node: Node) -> tuple[tuple[int, int, int, int], int]:
     """The checks DEPTH_TO_SPACE and SPACE_TO_DEPTH share: ((n, h, w, c) of the 4-D input, block_size)."""
-    node.expect_counts(1, 1)
-    x = node.input(0)
-    node.expect_types(x, _SPACE_DEPTH_TYPES)
-    _same_type(node, x, node.outputs[0])
+    x = _data_input(node, 1, _SPACE_DEPTH_TYPES)
     if len(x.shape) != 4:
         raise node.error(f"input must be 4-D, is {x.shape}")
     b = int(node.options.get("block_size", 0))
