@@ -173,7 +173,8 @@ class DeviceEmulator:
             self.duplicates += 1
             return self._cached
         ack = b""
-        if self.send_acks and (f.type == sl.INVOKE or (f.type == sl.LOAD_MODEL and self._completes_load(f))):
+        if self.send_acks and (f.type in (sl.INVOKE, sl.GENERATE) or (f.type == sl.LOAD_MODEL and
+                                                                      self._completes_load(f))):
             ack = self._frame(sl.ACK, f.seq)
         self.executed.append(sl.COMMAND_NAMES.get(f.type, f"type {f.type:#x}"))
         try:
@@ -189,7 +190,7 @@ class DeviceEmulator:
         return ack + self._cached
 
     def hello_info(self) -> sl.Hello:
-        caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED
+        caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED | sl.CAP_GENERATE
         caps |= (sl.CAP_TRACE if self.timer == "ticks" else 0) | (sl.CAP_ACK if self.send_acks else 0)
         model = self._model or b""
         return sl.Hello(
@@ -273,6 +274,16 @@ class DeviceEmulator:
             return reply, b""
         if t == sl.LOAD_MODEL:
             return reply, self._load_chunk(f)
+        if t == sl.GENERATE:  # edge_sdk.device.generate: the device side over this interpreter
+            from edge_sdk.device.generate import DeviceSession, GenerateStatus
+
+            self._need_model()
+            if getattr(self, "_gen", None) is None or self._gen.interp is not self._interp:
+                self._gen = DeviceSession(self._interp, (self.max_frame - sl.OVERHEAD - 20) // 4)
+            try:
+                return reply, self._gen.execute(f.payload)
+            except GenerateStatus as st:
+                raise _Status(st.code, st.detail, st.message) from None
         raise _Status(sl.UNKNOWN_COMMAND, t, f"unknown command type {t:#04x}")
 
     def _invoke(self, runs: int) -> bytes:

@@ -43,11 +43,11 @@ MAX_FRAME_LIMIT = 65535
 FLAG_RETRANSMIT = 0x01
 
 # Commands (host -> device); replies are command | REPLY.
-HELLO, INFO, SET_INPUT, INVOKE, GET_OUTPUT, GET_TRACE, RESET_STATE, LOAD_MODEL = range(1, 9)
+HELLO, INFO, SET_INPUT, INVOKE, GET_OUTPUT, GET_TRACE, RESET_STATE, LOAD_MODEL, GENERATE = range(1, 10)
 REPLY = 0x80
 NAK, LOG, ACK, STATUS = 0x7C, 0x7D, 0x7E, 0x7F
 COMMAND_NAMES = {HELLO: "HELLO", INFO: "INFO", SET_INPUT: "SET_INPUT", INVOKE: "INVOKE", GET_OUTPUT: "GET_OUTPUT",
-                 GET_TRACE: "GET_TRACE", RESET_STATE: "RESET_STATE", LOAD_MODEL: "LOAD_MODEL"}
+                 GET_TRACE: "GET_TRACE", RESET_STATE: "RESET_STATE", LOAD_MODEL: "LOAD_MODEL", GENERATE: "GENERATE"}
 
 # STATUS codes.
 STATUS_CODES = {1: "UNKNOWN_COMMAND", 2: "BAD_VERSION", 3: "BAD_PAYLOAD", 4: "BAD_INDEX", 5: "BAD_RANGE",
@@ -57,8 +57,10 @@ STATUS_CODES = {1: "UNKNOWN_COMMAND", 2: "BAD_VERSION", 3: "BAD_PAYLOAD", 4: "BA
  TOO_LARGE, OUT_OF_ORDER, UNSUPPORTED, INTERNAL) = range(1, 13)
 
 # Capability bits (HELLO).
-CAPABILITIES = {0: "TRACE", 1: "MULTI_RUN", 2: "RESET_STATE", 3: "LOAD_MODEL", 4: "LOG", 5: "EMULATED", 6: "ACK"}
-CAP_TRACE, CAP_MULTI_RUN, CAP_RESET_STATE, CAP_LOAD_MODEL, CAP_LOG, CAP_EMULATED, CAP_ACK = (1 << b for b in range(7))
+CAPABILITIES = {0: "TRACE", 1: "MULTI_RUN", 2: "RESET_STATE", 3: "LOAD_MODEL", 4: "LOG", 5: "EMULATED", 6: "ACK",
+                7: "GENERATE"}
+(CAP_TRACE, CAP_MULTI_RUN, CAP_RESET_STATE, CAP_LOAD_MODEL, CAP_LOG, CAP_EMULATED, CAP_ACK,
+ CAP_GENERATE) = (1 << b for b in range(8))
 
 # Timer sources (HELLO).
 TIMER_SOURCES = {0: "none", 1: "cycles", 2: "systick", 3: "host-ns", 4: "emulated"}
@@ -638,6 +640,14 @@ class SerialLink:
                               f"host sent {want.hex()[:16]}...")
         self._info = None
         return self.hello()
+
+    def generate(self, payload: bytes) -> bytes:
+        """One GENERATE command (capability GENERATE); returns the reply payload. The payload layouts and the
+        loop around this are in edge_sdk.device.generate."""
+        h = self._ensure_hello()
+        if not h.capabilities & CAP_GENERATE:
+            raise DeviceError(f"the device on {self.port} has no GENERATE command (capability GENERATE)")
+        return self._transact(GENERATE, bytes(payload), long=True).payload
 
     def poll(self, duration: float = 0.0) -> list[LogLine]:
         """Read what the device sent unprompted (LOG frames) for ``duration`` seconds; returns new lines."""

@@ -26,9 +26,19 @@
 #define APP_VERSION "edge-c 0.1.0"
 #endif
 
+#ifndef APP_GEN_STATE_BYTES
+#define APP_GEN_STATE_BYTES 0 /* KV-cache store of the GENERATE command (0: no GENERATE) */
+#endif
+
 extern const uint8_t app_model[];
 extern const uint32_t app_model_len;
 
 void app_sha256(const uint8_t *data, uint32_t len, uint8_t out[32]);
+
+/* GENERATE (generate.c): the reply payload's length, or -1 with the STATUS in *st. */
+typedef struct { int code; int32_t detail; const char *msg; } app_status_t;
+struct edge_interp;
+int32_t app_generate(struct edge_interp *interp, const uint8_t *in, uint32_t len, uint8_t *out, uint32_t out_max,
+                     app_status_t *st);
 
 #endif

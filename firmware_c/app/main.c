@@ -20,7 +20,7 @@
 #define PROTO_VERSION 1u
 #define OVERHEAD 12u
 
-enum { T_HELLO = 1, T_INFO, T_SET_INPUT, T_INVOKE, T_GET_OUTPUT, T_GET_TRACE, T_RESET_STATE, T_LOAD_MODEL };
+enum { T_HELLO = 1, T_INFO, T_SET_INPUT, T_INVOKE, T_GET_OUTPUT, T_GET_TRACE, T_RESET_STATE, T_LOAD_MODEL, T_GENERATE };
 enum { T_REPLY = 0x80, T_NAK = 0x7C, T_LOG = 0x7D, T_ACK = 0x7E, T_STATUS = 0x7F };
 enum {
     S_UNKNOWN_COMMAND = 1, S_BAD_VERSION, S_BAD_PAYLOAD, S_BAD_INDEX, S_BAD_RANGE, S_NO_MODEL, S_MODEL_ERROR,
@@ -28,7 +28,7 @@ enum {
 };
 enum {
     CAP_TRACE = 1u << 0, CAP_MULTI_RUN = 1u << 1, CAP_RESET_STATE = 1u << 2, CAP_LOAD_MODEL = 1u << 3,
-    CAP_LOG = 1u << 4, CAP_EMULATED = 1u << 5, CAP_ACK = 1u << 6
+    CAP_LOG = 1u << 4, CAP_EMULATED = 1u << 5, CAP_ACK = 1u << 6, CAP_GENERATE = 1u << 7
 };
 enum { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARNING = 2, LOG_ERROR = 3 };
 
@@ -228,6 +228,7 @@ static int32_t do_hello(uint8_t *out)
     uint32_t n = 52;
     int src = board_timer_source();
     if (APP_EMULATED) caps |= CAP_EMULATED;
+    if (APP_GEN_STATE_BYTES > 0) caps |= CAP_GENERATE;
     out[0] = (uint8_t)PROTO_VERSION;
     out[1] = (uint8_t)(src == BOARD_TIMER_DWT ? 1 : src == BOARD_TIMER_SYSTICK ? 2 : 0);
     put16(out + 2, APP_MAX_FRAME);
@@ -452,6 +453,14 @@ static void handle_frame(const uint8_t *f, uint32_t n)
         case T_GET_TRACE: got = do_get_trace(out, in, len); break;
         case T_RESET_STATE: got = do_reset_state(len); break;
         case T_LOAD_MODEL: got = fail(S_UNSUPPORTED, 3, "no LOAD_MODEL: the model is flashed with the firmware"); break;
+        case T_GENERATE: { /* generate.c: prefill + decode steps on the device, the cache kept between them */
+            app_status_t gs = {0, 0, 0};
+            send_empty(T_ACK, seq);
+            if (APP_GEN_STATE_BYTES == 0) got = fail(S_UNSUPPORTED, 7, "no GENERATE: the model has no KV cache");
+            else if (!model_ok) got = fail(S_NO_MODEL, 0, init_error);
+            else if ((got = app_generate(&interp, in, len, out, MAX_PAYLOAD, &gs)) < 0) got = fail(gs.code, gs.detail, gs.msg);
+            break;
+        }
         default: got = fail(S_UNKNOWN_COMMAND, (int32_t)type, "unknown command"); break;
         }
     }
