@@ -275,7 +275,10 @@ def _cmd_generate(args) -> int:
     sampling = args.temperature is not None or args.top_k is not None or args.top_p is not None
     if args.greedy and sampling:
         raise ModelError("--greedy cannot be combined with --temperature/--top-k/--top-p")
-    gen = Generator(args.model, backend=args.backend, num_threads=args.threads)
+    on_device = args.target is not None or args.port is not None
+    if on_device and sampling:
+        raise ModelError("generation on a device (--target/--port) is greedy only")
+    gen = None if on_device else Generator(args.model, backend=args.backend, num_threads=args.threads)
 
     def stream(piece: str) -> None:
         sys.stdout.write(piece)
@@ -283,9 +286,15 @@ def _cmd_generate(args) -> int:
 
     if not args.json:
         stream(args.prompt)
-    result = gen.generate(args.prompt, max_tokens=args.max_tokens, greedy=not sampling,
-                          temperature=1.0 if args.temperature is None else args.temperature, top_k=args.top_k,
-                          top_p=args.top_p, seed=args.seed, on_text=None if args.json else stream)
+    if on_device:  # the GENERATE command: prefill and decode run on the board, the cache stays there
+        from edge_sdk.device.generate import generate_on_device
+
+        result = generate_on_device(args.model, args.target, args.port, args.prompt, args.max_tokens,
+                                    on_text=None if args.json else stream)
+    else:
+        result = gen.generate(args.prompt, max_tokens=args.max_tokens, greedy=not sampling,
+                              temperature=1.0 if args.temperature is None else args.temperature, top_k=args.top_k,
+                              top_p=args.top_p, seed=args.seed, on_text=None if args.json else stream)
     if args.json:
         _print_json(result)
     else:
@@ -395,6 +404,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
     p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
     p.add_argument("--threads", type=int, help="interpreter threads")
+    p.add_argument("--target", help="generate on this device profile's board (flashes it; reuses a running QEMU)")
+    p.add_argument("--port", help="generate on the board at this serial port / socket:// URL (already flashed)")
     p.add_argument("--json", action="store_true", help="print text, tokens, speeds and cache sizes as JSON")
     p.set_defaults(func=_cmd_generate)
 

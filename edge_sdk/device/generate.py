@@ -292,3 +292,26 @@ class DeviceGenerator:
             "device_decode_ticks": dec_ticks,
             "timer_units": self.timer_units,
         }
+
+
+def generate_on_device(model, target=None, port: str | None = None, prompt: str = "", max_tokens: int = 64,
+                       on_text: Callable[[str], None] | None = None, chunk: int = DEFAULT_CHUNK,
+                       invoke_timeout: float = 120.0) -> dict:
+    """``edge generate MODEL --target PROFILE | --port URL``: flash the model for ``target`` (a running QEMU board
+    with this model is reused) or talk to the board at ``port``, then generate greedily on it. The result has
+    Generator.generate's keys plus ``port`` and the device's tick counts; the board keeps running (stop a QEMU
+    one with ``edge board stop``)."""
+    from edge_sdk.device.serial_link import SerialLink
+
+    if port is None:
+        if target is None:
+            raise ValueError("generate_on_device needs a target profile or a port")
+        from edge_sdk.flash import flash
+
+        port = flash(model, target, reuse=True).port
+        if not port:
+            raise DeviceError(f"flashed {model} for {target}, but the profile names no serial port: give --port")
+    with SerialLink(port, invoke_timeout=invoke_timeout) as link:
+        result = DeviceGenerator(model, link, chunk).generate(prompt, max_tokens, on_text)
+    result["port"] = port
+    return result
