@@ -247,8 +247,8 @@ def kernel_files(model) -> list[str]:
     custom = {r["custom"]: r for r in rows if r["custom"] is not None}
     files, missing = set(), []
     for code in model.operator_codes:
-        row = custom.get(code.custom_code) if code.name == "CUSTOM" else builtin.get((code.name, None))
-        label = code.custom_code if code.name == "CUSTOM" else code.name
+        row = custom.get(code.custom_code) if code.is_custom else builtin.get((code.name, None))
+        label = code.name  # a custom op's name is its custom_code
         if row is None or code.version > row["max_version"]:
             missing.append(f"{label} v{code.version}" + (f" (C kernel up to v{row['max_version']})" if row else ""))
         else:

@@ -187,3 +187,17 @@ def test_uf2_blocks():
 def test_no_stray_state_dir_default(monkeypatch):
     monkeypatch.delenv("EDGE_STATE_DIR", raising=False)
     assert fl.state_path() == Path(os.path.expanduser("~")) / ".cache" / "edge-sdk" / "boards.json"
+
+
+def test_kernel_files_cover_ops_sharing_a_file():
+    """SUB lives in add.c (one implementation for both): a SUB-only model must pull add.c into the build."""
+    from edge_sdk.flash import kernel_files
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    a = g.input("a", (1, 4), "INT8", scale=0.1, zero_point=0)
+    b = g.input("b", (1, 4), "INT8", scale=0.1, zero_point=0)
+    y = g.tensor("y", (1, 4), "INT8", scale=0.2, zero_point=0)
+    g.op("SUB", [a, b], [y])
+    g.output(y)
+    assert [f.rsplit("/", 1)[-1] for f in kernel_files(g.build())] == ["add.c"]

@@ -468,10 +468,4 @@ static inline void ea_bcast_run(const ea_bcast_t *bc, const void *op, const void
     }
 }
 
-/* ------------------------------------------------------------------------------------ shared kernel code */
-
-/* ADD and SUB share one implementation (add.c); sub.c registers SUB on it. */
-edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign);
-void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx);
-
 #endif /* EDGE_FIXEDPOINT_ACT_H */

@@ -1,4 +1,4 @@
-/* ADD (and, through edge_addsub_*, SUB): y = act(a +- b) with numpy broadcasting up to rank 6.
+/* ADD and SUB (one file, so a model using either links it): y = act(a +- b), numpy broadcasting up to rank 6.
  *
  * int8 / int16 as edge_sdk/kernels/elementwise.py (TFLM add.cc / sub.cc): both inputs minus their zero
  * points are shifted left (20 bits for int8, 15 for int16), scaled to a common scale with their own
@@ -12,6 +12,7 @@
 #include "../edge_fixedpoint_act.h"
 
 EDGE_KERNEL(ADD, add, 5)
+EDGE_KERNEL(SUB, sub, 5)
 
 enum { OPTS_AddOptions = 11, OPTS_SubOptions = 28 };
 
@@ -26,7 +27,7 @@ typedef struct {
     float flo, fhi;
 } addsub_data_t;
 
-edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign) {
+static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign) {
     const int opts = sign > 0 ? OPTS_AddOptions : OPTS_SubOptions;
     const int32_t act = node->options_type == opts ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
@@ -143,7 +144,7 @@ static void row_int32(const void *op, const void *a, int32_t sa, const void *b, 
     }
 }
 
-void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
+static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const addsub_data_t *d = (const addsub_data_t *)node->user_data;
     const edge_tensor_t *a = edge_in(ctx, node, 0), *b = edge_in(ctx, node, 1);
     edge_tensor_t *out = edge_out(ctx, node, 0);
@@ -161,3 +162,7 @@ void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
 edge_status_t edge_prepare_add(edge_node_t *node, edge_ctx_t *ctx) { return edge_addsub_prepare(node, ctx, 1); }
 
 void edge_eval_add(const edge_node_t *node, edge_ctx_t *ctx) { edge_addsub_eval(node, ctx); }
+
+edge_status_t edge_prepare_sub(edge_node_t *node, edge_ctx_t *ctx) { return edge_addsub_prepare(node, ctx, -1); }
+
+void edge_eval_sub(const edge_node_t *node, edge_ctx_t *ctx) { edge_addsub_eval(node, ctx); }
