@@ -125,23 +125,19 @@ def test_emulator_errors(emulated):
 
 
 def test_device_without_generate_is_refused():
+    """A model without generation metadata: no GENERATE capability; the command itself is UNSUPPORTED."""
     from tests.oprunner import T, op_model
 
-    model = op_model("RELU", [T((4,), "FLOAT32")], [T((4,), "FLOAT32")])
-    emu = DeviceEmulator(model)
-    emu.hello_info_orig = emu.hello_info
-    emu.hello_info = lambda: _without_generate(emu.hello_info_orig())
+    emu = DeviceEmulator(op_model("RELU", [T((4,), "FLOAT32")], [T((4,), "FLOAT32")]))
     with sl.SerialLink(emu.start_pair(), timeout=2.0) as link:
+        assert "GENERATE" not in link.hello().capability_names
         with pytest.raises(DeviceError, match="no GENERATE"):
             dg.DeviceGenerator(QUANT, link)
         with pytest.raises(DeviceError, match="capability GENERATE"):
             link.generate(dg.pack_continue(1, None))
+        with pytest.raises(DeviceError, match="UNSUPPORTED"):
+            link._transact(sl.GENERATE, dg.pack_continue(1, None))
     emu.stop()
-
-
-def _without_generate(h):
-    h.capabilities &= ~sl.CAP_GENERATE
-    return h
 
 
 # ------------------------------------------------------------------------------------------ QEMU

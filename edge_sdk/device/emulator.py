@@ -190,7 +190,11 @@ class DeviceEmulator:
         return ack + self._cached
 
     def hello_info(self) -> sl.Hello:
-        caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED | sl.CAP_GENERATE
+        caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED
+        if self._interp is not None:  # GENERATE for a text-generation model, as the firmware built for it
+            from edge_sdk.device.generate import state_bytes
+
+            caps |= sl.CAP_GENERATE if state_bytes(self._interp.model) else 0
         caps |= (sl.CAP_TRACE if self.timer == "ticks" else 0) | (sl.CAP_ACK if self.send_acks else 0)
         model = self._model or b""
         return sl.Hello(
@@ -278,6 +282,8 @@ class DeviceEmulator:
             from edge_sdk.device.generate import DeviceSession, GenerateStatus
 
             self._need_model()
+            if not self.hello_info().capabilities & sl.CAP_GENERATE:
+                raise _Status(sl.UNSUPPORTED, 7, "no GENERATE: the model has no KV cache (edge_generate metadata)")
             if getattr(self, "_gen", None) is None or self._gen.interp is not self._interp:
                 self._gen = DeviceSession(self._interp, (self.max_frame - sl.OVERHEAD - 20) // 4)
             try:
