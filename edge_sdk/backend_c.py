@@ -464,7 +464,7 @@ class CSignatureRunner:
     call (the plan may reuse their bytes)."""
 
     def __init__(self, interp: CInterpreter, signature_key: str):
-        lib, handle = interp._lib, interp._interp  # noqa: SLF001
+        lib, handle = interp._lib, interp._interp
         k = lib.edge_signature_find(handle, signature_key.encode())
         if k < 0:
             raise ModelError(f"C runtime: no signature '{signature_key}'")
@@ -480,10 +480,10 @@ class CSignatureRunner:
                 table[name] = t
 
     def get_input_details(self) -> dict:
-        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._inputs.items())}  # noqa: SLF001
+        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._inputs.items())}
 
     def get_output_details(self) -> dict:
-        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._outputs.items())}  # noqa: SLF001
+        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._outputs.items())}
 
     def __call__(self, **kwargs) -> dict[str, np.ndarray]:
         interp = self._interp
@@ -494,7 +494,7 @@ class CSignatureRunner:
         for name, value in kwargs.items():
             if name not in self._inputs:
                 raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
-            view = interp._view(self._inputs[name], self.subgraph)  # noqa: SLF001
+            view = interp._view(self._inputs[name], self.subgraph)
             value = np.asarray(value)
             if value.dtype != view.dtype or value.shape != view.shape:
                 raise ValueError(f"Cannot set tensor '{name}': got {value.dtype} {value.shape}, expected "
@@ -502,7 +502,7 @@ class CSignatureRunner:
             views[name] = (view, value)
         for view, value in views.values():
             view[...] = value
-        status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)  # noqa: SLF001
+        status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {_STATUS_NAMES[status]}")
-        return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}  # noqa: SLF001
+        return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}

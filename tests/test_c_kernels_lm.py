@@ -68,7 +68,7 @@ def check(backend, model: bytes, feeds, peer="tflm", tol=False):
 ])
 def test_batch_matmul_float(backend, ls, rs, adj_x, adj_y):
     rng = np.random.default_rng(len(ls) * 10 + len(rs) + 2 * adj_x + adj_y)
-    rows, k = (ls[-1], ls[-2]) if adj_x else (ls[-2], ls[-1])
+    rows = ls[-1] if adj_x else ls[-2]
     cols = rs[-2] if adj_y else rs[-1]
     batch = np.broadcast_shapes(ls[:-2], rs[:-2])
     model = op_model("BATCH_MATMUL", [T(ls, "FLOAT32"), T(rs, "FLOAT32")], [T(batch + (rows, cols), "FLOAT32")],
@@ -90,7 +90,7 @@ def test_batch_matmul_constant_rhs(backend):
 
 
 def test_batch_matmul_refuses_int8_and_bad_shapes(backend):
-    q = dict(scale=0.1, zero_point=0)
+    q = {"scale": 0.1, "zero_point": 0}
     model = op_model("BATCH_MATMUL", [T((2, 3, 5), "INT8", **q), T((2, 5, 4), "INT8", **q)],
                      [T((2, 3, 4), "INT8", **q)], options={"adj_x": False, "adj_y": False})
     with pytest.raises(UnsupportedOpError, match="FLOAT32 operands only"):
@@ -113,7 +113,7 @@ def test_gather(backend, ptype, itype, xshape, ishape, axis, batch_dims):
     rng = np.random.default_rng(sum(xshape) + len(ishape))
     ax = axis % len(xshape)
     out_shape = xshape[:ax] + ishape[batch_dims:] + xshape[ax + 1:]
-    q = dict(scale=0.05, zero_point=0) if ptype in ("INT8", "INT16") else {}
+    q = {"scale": 0.05, "zero_point": 0} if ptype in ("INT8", "INT16") else {}
     model = op_model("GATHER", [T(xshape, ptype, **q), T(ishape, itype)], [T(out_shape, ptype, **q)],
                      options={"axis": axis, "batch_dims": batch_dims})
     dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32}[ptype]
@@ -165,7 +165,7 @@ def test_abs(backend, type_):
     else:
         x = rng.integers(-128, 128, (3, 17)).astype(np.int8)
         x[0, 0] = -128
-        q = dict(scale=0.1, zero_point=0)
+        q = {"scale": 0.1, "zero_point": 0}
     model = op_model("ABS", [T(x.shape, type_, **q)], [T(x.shape, type_, **q)])
     # TFLM's ABS is float32 / int8 / int16; our Python kernel is the reference for int32's wrap
     (y,) = check(backend, model, [x], peer="tflm" if type_ != "INT32" else None)
@@ -191,7 +191,7 @@ def test_minimum_maximum(backend, op, type_, sa, sb):
         info = np.iinfo(dt)
         a = rng.integers(max(info.min, -10**9), min(info.max, 10**9), sa).astype(dt)
         b = rng.integers(max(info.min, -10**9), min(info.max, 10**9), sb).astype(dt)
-    q = dict(scale=0.1, zero_point=0) if type_ in ("INT8", "INT16") else {}
+    q = {"scale": 0.1, "zero_point": 0} if type_ in ("INT8", "INT16") else {}
     shape = np.broadcast_shapes(sa, sb)
     model = op_model(op, [T(sa, type_, **q), T(sb, type_, **q)], [T(shape, type_, **q)])
     (y,) = check(backend, model, [a, b], peer="litert" if type_ == "INT64" else "tflm")
