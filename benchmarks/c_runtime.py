@@ -1,0 +1,316 @@
+"""The C runtime (firmware_c) against its peers, in one run.
+
+    .venv/bin/python benchmarks/c_runtime.py [--models a.tflite ...] [--seconds 0.5] [--no-qemu]
+
+1. Host latency per invoke: edge_sdk.backend_c.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
+   vs LiteRT (ai-edge-litert, default optimized kernels, 1 thread), same model and same seeded inputs. Every
+   (runtime, model) pair is timed in its own child process (a peer that crashes on a model costs one cell),
+   median of repeated invokes after a warm-up. Models: ../shared/models (top level) that the C runtime
+   supports; the ones it lacks ops for are listed with backend_c.missing_ops.
+2. Instructions per MAC of int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED on Cortex-M4 under QEMU
+   (mps2-an386, -icount shift=0): one firmware image per one-op model (make image MODEL=...,
+   tools/image_main.c) times the op with SysTick and prints ticks. With -icount shift=0 each guest instruction
+   is 1 ns of virtual time and SysTick runs at 25 MHz, so one tick = 40 instructions: these are EMULATED
+   INSTRUCTION COUNTS (QEMU), not cycles and not time on silicon. Resolution 40 instructions per op.
+3. Arena bytes: the C planner's tensor + scratch plan (and its persistent bytes) vs TFLM's arena head
+   (+ variable buffers), tests/peers.py tflm_arenas.
+Prints ratios against the issue's aims: faster than TFLM on every model on the host; <= 2 instructions per
+MAC for int8 conv on M4; arena <= TFLM. (.text <= 32 KB: `make -C firmware_c size`.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+FW = ROOT / "firmware_c"
+SHARED = ROOT.parent / "shared" / "models"
+sys.path.insert(0, str(ROOT))
+
+TICK_INSTRUCTIONS = 40  # SysTick at 25 MHz with -icount shift=0 (1 instruction = 1 ns)
+
+
+# ------------------------------------------------------------------------------------------ host latency
+
+def _inputs(details, seed=0):
+    rng = np.random.default_rng(seed)
+    feeds = []
+    for shape, dtype in details:
+        dt = np.dtype(dtype)
+        if np.issubdtype(dt, np.floating):
+            feeds.append(rng.uniform(-1, 1, shape).astype(dt))
+        else:
+            info = np.iinfo(dt)
+            feeds.append(rng.integers(info.min, info.max, shape, endpoint=True).astype(dt))
+    return feeds
+
+
+def _time_loop(invoke, seconds: float) -> tuple[float, int]:
+    invoke()
+    invoke()
+    times = []
+    end = time.perf_counter() + seconds
+    while (time.perf_counter() < end or len(times) < 5) and len(times) < 5000:
+        t0 = time.perf_counter()
+        invoke()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times)), len(times)
+
+
+def child(runtime: str, path: str, seconds: float) -> dict:
+    data = Path(path).read_bytes()
+    from edge_sdk import Interpreter
+
+    ref = Interpreter(model_content=data)
+    ref.allocate_tensors()
+    feeds = _inputs([(tuple(d["shape"]), d["dtype"]) for d in ref.get_input_details()])
+    if runtime == "c":
+        from edge_sdk.backend_c import CInterpreter
+
+        it = CInterpreter(model_content=data)
+        it.allocate_tensors()
+        idx = [d["index"] for d in it.get_input_details()]
+
+        def invoke():
+            for i, x in zip(idx, feeds):
+                it.set_tensor(i, x)
+            it.invoke()
+    elif runtime == "tflm":
+        from tflite_micro.python.tflite_micro import runtime as tflm
+
+        it = tflm.Interpreter.from_bytes(data, arena_size=64 << 20)
+
+        def invoke():
+            for i, x in enumerate(feeds):
+                it.set_input(x, i)
+            it.invoke()
+    else:
+        from ai_edge_litert.interpreter import Interpreter as Lite
+
+        it = Lite(model_content=data, num_threads=1)
+        it.allocate_tensors()
+        idx = [d["index"] for d in it.get_input_details()]
+
+        def invoke():
+            for i, x in zip(idx, feeds):
+                it.set_tensor(i, x)
+            it.invoke()
+    med, n = _time_loop(invoke, seconds)
+    return {"median_s": med, "n": n}
+
+
+def time_native(path: Path, seconds: float) -> dict | str:
+    """edge-run-c's own invoke loop (no Python, no ctypes): (t(n) - t(1)) / (n - 1) over the process wall time."""
+    from edge_sdk import Interpreter
+    from edge_sdk.backend_c import RUNNER
+
+    ref = Interpreter(model_content=path.read_bytes())
+    ref.allocate_tensors()
+    feeds = _inputs([(tuple(d["shape"]), d["dtype"]) for d in ref.get_input_details()])
+    with tempfile.TemporaryDirectory() as tmp:
+        inp, out = Path(tmp) / "in.bin", Path(tmp) / "out.bin"
+        inp.write_bytes(b"".join(np.ascontiguousarray(x).tobytes() for x in feeds))
+
+        def wall(n, repeats=1):
+            best = None
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                proc = subprocess.run([str(RUNNER), str(path), str(inp), str(out), "--invocations", str(n)],
+                                      capture_output=True, timeout=600)
+                dt = time.perf_counter() - t0
+                if proc.returncode != 0:
+                    return None
+                best = dt if best is None else min(best, dt)
+            return best
+
+        t1 = wall(1, 3)
+        if t1 is None:
+            return "failed"
+        n, tn = 9, wall(9)
+        while tn is not None and tn - t1 < seconds and n < 2_000_000:
+            n *= 4
+            tn = wall(n)
+        tn = wall(n, 2) if tn is not None else None
+        if tn is None:
+            return "failed"
+        return {"median_s": max(tn - t1, 0.0) / (n - 1), "n": n}
+
+
+def time_in_child(runtime: str, path: Path, seconds: float) -> dict | str:
+    proc = subprocess.run([sys.executable, __file__, "--child", runtime, str(path), "--seconds", str(seconds)],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("INFO:")]
+        last = (lines or [f"exit {proc.returncode}"])[-1]
+        return f"failed ({last[:60]})"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------------------------------ instructions/MAC
+
+def conv_models() -> dict[str, tuple[bytes, int]]:
+    """name -> (one-op int8 model, MACs): shapes like person_detect's middle layers."""
+    from tests.oprunner import T, op_model
+
+    rng = np.random.default_rng(7)
+
+    def w(shape, n):
+        return T(shape, "INT8", scale=list(rng.uniform(0.005, 0.02, n)), zero_point=0, quantized_dimension=0
+                 if len(shape) != 4 or shape[0] != 1 else 3, data=rng.integers(-127, 128, shape).astype(np.int8))
+
+    def b(n):
+        return T((n,), "INT32", scale=list(rng.uniform(1e-4, 5e-4, n)), zero_point=0,
+                 data=rng.integers(-2000, 2000, n).astype(np.int32))
+
+    x = lambda s: T(s, "INT8", scale=0.05, zero_point=-7)  # noqa: E731
+    out = {}
+    h, c, o = 24, 32, 32
+    out["CONV_2D 1x1 24x24x32->32"] = (op_model("CONV_2D", [x((1, h, h, c)), w((o, 1, 1, c), o), b(o)],
+                                                [x((1, h, h, o))], options=dict(padding="SAME", stride_w=1,
+                                                                                stride_h=1), version=3),
+                                       h * h * o * c)
+    out["CONV_2D 3x3 24x24x16->32"] = (op_model("CONV_2D", [x((1, h, h, 16)), w((o, 3, 3, 16), o), b(o)],
+                                                [x((1, h, h, o))], options=dict(padding="SAME", stride_w=1,
+                                                                                stride_h=1), version=3),
+                                       h * h * o * 9 * 16)
+    out["DEPTHWISE_CONV_2D 3x3 24x24x32"] = (op_model("DEPTHWISE_CONV_2D", [x((1, h, h, c)), w((1, 3, 3, c), c), b(c)],
+                                                      [x((1, h, h, c))], options=dict(padding="SAME", stride_w=1,
+                                                                                      stride_h=1, depth_multiplier=1),
+                                                      version=3), h * h * c * 9)
+    out["FULLY_CONNECTED 1x1024->256"] = (op_model("FULLY_CONNECTED", [x((1, 1024)), w((256, 1024), 256), b(256)],
+                                                   [x((1, 256))], version=5), 1024 * 256)
+    return out
+
+
+def qemu_ticks(model: bytes, work: Path) -> tuple[int, str]:
+    path = work / "m.tflite"
+    path.write_bytes(model)
+    proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",
+                           "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={work / 'build'}",
+                           "IMAGE_ARENA=1048576"], capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        return -1, "build failed: " + proc.stderr[-300:]
+    elf = work / "build" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel", str(elf),
+                          "-icount", "shift=0", "-serial", "stdio", "-semihosting-config", "enable=on,target=native"],
+                         capture_output=True, text=True, timeout=300)
+    ops = re.findall(r"^op \d+ \d+ (\d+)\r?$", run.stdout, re.M)
+    if run.returncode != 0 or not ops:
+        return -1, "run failed: " + run.stdout[-200:]
+    return sum(map(int, ops)), ""
+
+
+# ------------------------------------------------------------------------------------------ main
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--child", nargs=2, metavar=("RUNTIME", "MODEL"))
+    ap.add_argument("--models", nargs="*")
+    ap.add_argument("--seconds", type=float, default=0.5)
+    ap.add_argument("--no-qemu", action="store_true")
+    a = ap.parse_args(argv)
+    if a.child:
+        print(json.dumps(child(a.child[0], a.child[1], a.seconds)))
+        return 0
+
+    from edge_sdk import backend_c
+    from edge_sdk.model import read_model
+
+    backend_c.build()
+    paths = [Path(p) for p in a.models] if a.models else sorted(SHARED.glob("*/*.tflite")) if SHARED.is_dir() else []
+    runnable, lacking = [], []
+    for p in paths:
+        missing = backend_c.missing_ops(read_model(p.read_bytes()))
+        (lacking if missing else runnable).append((p, missing))
+    print("C runtime lacks ops for:" if lacking else "C runtime supports every model given.")
+    for p, missing in lacking:
+        print(f"  {p.name}: {', '.join(missing)}")
+
+    print(f"\n1. Host latency per invoke (median, ms; {a.seconds} s per cell, each in its own process)")
+    print("   C = edge_sdk.backend_c.CInterpreter from Python (ctypes, set_tensor + invoke); C-native = "
+          "edge-run-c's own loop (the runtime alone)")
+    print(f"{'model':<40} {'C':>9} {'C-native':>9} {'TFLM':>9} {'LiteRT':>9} {'TFLM/C':>7} {'LiteRT/C':>8} "
+          f"{'TFLM/Cn':>8}")
+    wins, native_wins = [], []
+    for p, _ in runnable:
+        cells = {rt: time_in_child(rt, p, a.seconds) for rt in ("c", "tflm", "litert")}
+        cells["native"] = time_native(p, a.seconds)
+
+        def ms(v):
+            return f"{v['median_s'] * 1e3:9.3f}" if isinstance(v, dict) else f"{'n/a':>9}"
+
+        def ratio(v):
+            return (f"{v['median_s'] / cells['c']['median_s']:7.2f}" if isinstance(v, dict)
+                    and isinstance(cells["c"], dict) else f"{'-':>7}")
+        nat = cells["native"]
+        rn = (f"{cells['tflm']['median_s'] / nat['median_s']:8.2f}" if isinstance(nat, dict) and nat["median_s"] > 0
+              and isinstance(cells["tflm"], dict) else f"{'-':>8}")
+        print(f"{p.name:<40} {ms(cells['c'])} {ms(nat)} {ms(cells['tflm'])} {ms(cells['litert'])} "
+              f"{ratio(cells['tflm'])} {ratio(cells['litert']):>8} {rn}")
+        if isinstance(nat, dict) and nat["median_s"] > 0 and isinstance(cells["tflm"], dict):
+            native_wins.append((p.name, cells["tflm"]["median_s"] / nat["median_s"]))
+        for rt, v in cells.items():
+            if not isinstance(v, dict):
+                print(f"{'':<40}   {rt}: {v}")
+        if isinstance(cells["c"], dict) and isinstance(cells["tflm"], dict):
+            wins.append((p.name, cells["tflm"]["median_s"] / cells["c"]["median_s"]))
+    if wins:
+        slower = [n for n, r in wins if r < 1]
+        print(f"aim 'faster than TFLM on every model': {'met' if not slower else 'NOT met'} "
+              f"({sum(r >= 1 for _, r in wins)}/{len(wins)}; geometric mean TFLM/C "
+              f"{float(np.exp(np.mean(np.log([r for _, r in wins])))):.2f}x)"
+              + (f"; slower on {', '.join(slower)}" if slower else ""))
+    if native_wins:
+        slower = [n for n, r in native_wins if r < 1]
+        print(f"   the runtime alone (C-native) vs TFLM: faster on {sum(r >= 1 for _, r in native_wins)}/"
+              f"{len(native_wins)}" + (f"; slower on {', '.join(slower)}" if slower else "")
+              + " (TFLM is timed through its Python wrapper, so tiny models favour C-native)")
+
+    print("\n2. Cortex-M4 instructions per MAC (QEMU mps2-an386 -icount shift=0: emulated instruction counts, "
+          f"not cycles; SysTick ticks x {TICK_INSTRUCTIONS}, +-{TICK_INSTRUCTIONS} per op; -Os, DSP build)")
+    if a.no_qemu or not shutil.which("qemu-system-arm") or not shutil.which("arm-none-eabi-gcc"):
+        print("  skipped (--no-qemu, or qemu-system-arm / arm-none-eabi-gcc missing)")
+    else:
+        print(f"{'op':<34} {'MACs':>9} {'instructions':>13} {'instr/MAC':>9}")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, (model, macs) in conv_models().items():
+                ticks, err = qemu_ticks(model, Path(tmp))
+                if ticks < 0:
+                    print(f"{name:<34} {err}")
+                    continue
+                instr = ticks * TICK_INSTRUCTIONS
+                verdict = "" if not name.startswith(("CONV", "DEPTH")) else (
+                    "  <= 2: met" if instr / macs <= 2 else "  > 2: NOT met")
+                print(f"{name:<34} {macs:>9} {instr:>13} {instr / macs:>9.2f}{verdict}")
+
+    print("\n3. Arena bytes: C plan (tensors + scratch; + persistent) vs TFLM head (+ variable buffers)")
+    from tests.peers import tflm_arenas
+
+    tflm = tflm_arenas([p for p, _ in runnable])
+    print(f"{'model':<40} {'C plan':>9} {'C persist':>9} {'TFLM':>9} {'C/TFLM':>7}")
+    over = []
+    for p, _ in runnable:
+        it = backend_c.CInterpreter(model_content=p.read_bytes())
+        it.allocate_tensors()
+        info = it.plan_info()
+        t = tflm.get(str(p))
+        r = f"{info['head_total'] / t:7.3f}" if t else f"{'-':>7}"
+        if t and info["head_total"] > t:
+            over.append(p.name)
+        print(f"{p.name:<40} {info['head_total']:>9} {info['persistent']:>9} {t if t else 'n/a':>9} {r}")
+    print(f"aim 'arena <= TFLM': {'met' if not over else 'NOT met on ' + ', '.join(over)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
