@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # Debian packages the embedded default and the SSH tests need (the QEMU board, the Cortex-M toolchain, sshd).
-DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user
+DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user clang libclang-rt-14-dev
 PYTEST_ARGS ?=
 
 .PHONY: demo test setup system-deps clean
