@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# Debian packages the embedded default and the SSH tests need (the QEMU board, the Cortex-M toolchain, sshd).
+# Debian packages the demo and the tests need: the QEMU board and Cortex-M toolchain, the Raspberry Pi cross
+# toolchains and qemu-user, sshd for the loopback "Pi", clang with its fuzzer runtime for the C fuzz test.
 DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user clang libclang-rt-14-dev
 PYTEST_ARGS ?=
 
