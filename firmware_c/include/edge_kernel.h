@@ -77,31 +77,32 @@ extern const edge_kernel_t edge_kernels[];
 extern const int32_t edge_kernel_count;
 
 /* One operator of a subgraph. Index vectors point into the verified model (every index is in range or -1
- * for an omitted optional input). */
+ * for an omitted optional input). One of these lives in the arena's persistent part per operator, so it
+ * holds what eval needs and what prepare reads often; the rest (custom options, intermediates, the plan's
+ * time steps) is read from the model, or kept only while planning. */
 typedef struct edge_node {
-    uint16_t op;                /* builtin code (edge_op_t) */
-    uint16_t version;           /* OperatorCode.version */
-    int32_t index;              /* within its subgraph */
-    int32_t subgraph;
     const int32_t *inputs;
     const int32_t *outputs;
-    const int32_t *intermediates;
-    int32_t n_inputs, n_outputs, n_intermediates;
-    uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
-    uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
-    uint16_t reserved_;
-    edge_table_t options;       /* the builtin options table (or BuiltinOptions2's when that one is set) */
-    const uint8_t *custom_options;
-    uint32_t custom_options_len;
-    const char *custom_code;    /* custom ops: NUL-terminated name in the model; else NULL */
     const edge_kernel_t *kernel;
     void *user_data;            /* the kernel's persistent op data (set in prepare) */
-    /* steps of the time axis this node spans (for planning; callees of CALL_ONCE/IF/WHILE nest inside) */
-    int32_t first_step, last_step;
+    const uint8_t *options_;    /* private: the verified builtin options table (NULL: none); edge_opt_* read it */
+    uint16_t op;                /* builtin code (edge_op_t) */
+    uint16_t version;           /* OperatorCode.version */
+    int16_t index;              /* within its subgraph */
+    int16_t subgraph;
+    int16_t n_inputs, n_outputs;
+    uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
+    uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
+    uint8_t n_scratch;
+    uint8_t reserved_;
     uint32_t scratch_bytes[EDGE_MAX_SCRATCH];
-    int64_t scratch_offset[EDGE_MAX_SCRATCH];
-    int32_t n_scratch;
+    uint32_t scratch_offset[EDGE_MAX_SCRATCH];
 } edge_node_t;
+
+/* Prepare-time: a custom op's custom_options bytes (NULL, *len 0 when it has none) and its custom_code (NULL
+ * for builtin ops), read from the model. */
+const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len);
+const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node);
 
 /* The per-call context (lives in the interpreter; the subgraph being run selects the tensor array). */
 struct edge_ctx {
@@ -121,7 +122,7 @@ static inline edge_tensor_t *edge_out(const edge_ctx_t *ctx, const edge_node_t *
 
 /* ---- prepare-time services ---- */
 
-/* Persistent bytes from the arena's end, 16-aligned, zeroed; NULL when the arena is exhausted (return
+/* Persistent bytes from the arena's end, 8-aligned, zeroed; NULL when the arena is exhausted (return
  * EDGE_ARENA_TOO_SMALL then: the interpreter has recorded the shortfall). */
 void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes);
 

@@ -15,6 +15,7 @@
 #include "edge_kernel.h"
 
 #define ALIGN 16
+#define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.arena) */
 #define MAX_TENSOR_BYTES ((int64_t)1 << 31) /* edge_sdk.interpreter.MAX_ARENA_BYTES */
 #ifndef EDGE_MAX_CALL_DEPTH
 #define EDGE_MAX_CALL_DEPTH 8
@@ -38,6 +39,7 @@ static uint32_t rd32(const uint8_t *p) {
 }
 static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | ((uint64_t)rd32(p + 4) << 32); }
 static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
+static int64_t align_persist(int64_t n) { return (n + PERSIST_ALIGN - 1) / PERSIST_ALIGN * PERSIST_ALIGN; }
 
 static edge_status_t fail_at(edge_interp_t *it, edge_status_t s, const char *what, int64_t offset) {
     it->error.status = s;
@@ -105,7 +107,7 @@ const char *edge_op_name(int op_code) {
 
 /* Persistent memory from the arena's end; NULL (with the shortfall recorded) when it does not fit. */
 static void *tail_alloc(edge_interp_t *it, size_t bytes) {
-    int64_t need = align_up((int64_t)bytes);
+    int64_t need = align_persist((int64_t)bytes);
     uint8_t *p;
     if ((int64_t)it->tail_used + need > (int64_t)it->base_len) {
         it->error.status = EDGE_ARENA_TOO_SMALL;
@@ -243,46 +245,66 @@ static edge_status_t fb_ints(edge_interp_t *it, const edge_table_t *t, int slot,
 
 /* ---- options getters for kernels (the table was verified at load; each read is checked again) ---- */
 
+/* The node's options table with its vtable (load verified both; the node keeps only the table's address). */
+static edge_table_t node_options(const edge_node_t *node) {
+    edge_table_t t;
+    if (!node->options_) {
+        t.table = t.vtable = 0;
+        t.n_slots = t.inline_size = 0;
+        return t;
+    }
+    t.table = node->options_;
+    t.vtable = t.table - (int32_t)rd32(t.table);
+    t.n_slots = (uint16_t)((rd16(t.vtable) - 4) / 2);
+    t.inline_size = rd16(t.vtable + 2);
+    return t;
+}
+
 int32_t edge_opt_int(const edge_node_t *node, int32_t slot, int32_t size, int32_t dflt) {
-    int off = field_off(&node->options, slot, size);
+    const edge_table_t opts = node_options(node);
+    int off = field_off(&opts, slot, size);
     const uint8_t *p;
     if (off <= 0) return dflt;
-    p = node->options.table + off;
+    p = opts.table + off;
     if (size == 1) return (int8_t)p[0];
     if (size == 2) return (int16_t)rd16(p);
     return (int32_t)rd32(p);
 }
 
 uint32_t edge_opt_uint(const edge_node_t *node, int32_t slot, int32_t size, uint32_t dflt) {
-    int off = field_off(&node->options, slot, size);
+    const edge_table_t opts = node_options(node);
+    int off = field_off(&opts, slot, size);
     const uint8_t *p;
     if (off <= 0) return dflt;
-    p = node->options.table + off;
+    p = opts.table + off;
     return size == 1 ? p[0] : size == 2 ? rd16(p) : rd32(p);
 }
 
 float edge_opt_float(const edge_node_t *node, int32_t slot, float dflt) {
-    int off = field_off(&node->options, slot, 4);
+    const edge_table_t opts = node_options(node);
+    int off = field_off(&opts, slot, 4);
     uint32_t u;
     float f;
     if (off <= 0) return dflt;
-    u = rd32(node->options.table + off);
+    u = rd32(opts.table + off);
     memcpy(&f, &u, 4);
     return f;
 }
 
 edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const int32_t **values,
                                   int32_t *count) {
+    const edge_table_t opts = node_options(node);
     *values = 0;
     *count = 0;
-    if (!node->options.table) return EDGE_OK;
-    return fb_ints(ctx->interp, &node->options, slot, values, count, WHAT("options vector"));
+    if (!opts.table) return EDGE_OK;
+    return fb_ints(ctx->interp, &opts, slot, values, count, WHAT("options vector"));
 }
 
 edge_status_t edge_opt_string(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const char **str) {
+    const edge_table_t opts = node_options(node);
     *str = 0;
-    if (!node->options.table) return EDGE_OK;
-    return fb_string(ctx->interp, &node->options, slot, str, WHAT("options string"));
+    if (!opts.table) return EDGE_OK;
+    return fb_string(ctx->interp, &opts, slot, str, WHAT("options string"));
 }
 
 /* ================================================================================= 3. loading */
@@ -303,8 +325,8 @@ int64_t edge_tensor_elements(const edge_tensor_t *t) { return tensor_elements_ca
 
 int32_t edge_tensor_zero_point(const edge_tensor_t *t, int32_t c) {
     if (!t->quantized) return 0;
-    if (t->n_zero_points_ != t->n_scales || c < 0 || c >= t->n_zero_points_) c = 0;
-    return (int32_t)(int64_t)rd64(t->zero_points_ + 8 * (int64_t)c);
+    if (!(t->flags_ & EDGE_TENSOR_ZP_PER_CHANNEL_) || c <= 0 || c >= t->n_scales) return t->zero_point;
+    return (int32_t)(int64_t)rd64((const uint8_t *)t->scales + t->zp_delta_ + 8 * (int64_t)c);
 }
 
 /* Fill one tensor from its table (Tensor: 0 shape, 1 type, 2 buffer, 3 name, 4 quantization, 5 is_variable,
@@ -359,14 +381,17 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
             if (n_scale > 1 && t->rank == 1 && (qdim < 0 || qdim >= t->rank)) qdim = 0;
             if (n_scale > 1 && (qdim < 0 || qdim >= t->rank))
                 return fail_at(it, EDGE_MODEL_INVALID, WHAT("quantized_dimension out of range"), qpos);
+            if (n_scale > 1 && qdim > 127) return fail_at(it, EDGE_LIMIT, WHAT("quantized_dimension above 127"), qpos);
+            if (zp_start - scale_start > 0x7fffffff || zp_start - scale_start < -0x7fffffff)
+                return fail_at(it, EDGE_LIMIT, WHAT("quantization vectors 2 GiB apart"), qpos);
             t->quantized = 1;
             t->scales = (const float *)(const void *)(it->model + scale_start);
             t->n_scales = n_scale;
-            t->zero_points_ = it->model + zp_start;
-            t->n_zero_points_ = n_zp;
-            t->quantized_dimension = qdim;
+            t->zp_delta_ = (int32_t)(zp_start - scale_start);
+            if (n_zp == n_scale && n_scale > 1) t->flags_ |= EDGE_TENSOR_ZP_PER_CHANNEL_;
+            t->quantized_dimension = (int8_t)(qdim < 0 ? -1 : qdim > 127 ? 127 : qdim);
             memcpy(&t->scale, it->model + scale_start, 4);
-            t->zero_point = edge_tensor_zero_point(t, 0);
+            t->zero_point = (int32_t)(int64_t)rd64(it->model + zp_start);
         }
     }
 
@@ -414,9 +439,6 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
             t->is_const = 1;
             t->data = (void *)(uintptr_t)data;
             t->bytes = (uint32_t)len;
-        } else if (len > 0) {
-            t->variable_init = data;
-            t->variable_init_bytes = (uint32_t)len;
         }
     }
     if (!t->is_const) {
@@ -425,9 +447,52 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
         if (item && bytes > MAX_TENSOR_BYTES) return fail_at(it, EDGE_LIMIT, WHAT("tensor above 2 GiB"), tt->table - it->model);
         t->bytes = (uint32_t)bytes;
     }
-    t->first_use = t->last_use = -1;
-    t->plan_offset = -1;
     return EDGE_OK;
+}
+
+/* The model's tables again after load verified them (so these reads cannot fail): subgraph s's table, its
+ * tensor k's table, its operator k's table, and a variable tensor's initial value in its buffer (*data NULL
+ * when it has none). Reading them back keeps them out of the persistent structs. */
+static edge_table_t model_subgraph(edge_interp_t *it, int32_t s) {
+    edge_table_t mt, st;
+    int64_t subgraphs;
+    int32_t n;
+    fb_table(it, (int64_t)rd32(it->model), WHAT("Model"), &mt);
+    fb_vector(it, &mt, 2, 4, &subgraphs, &n, WHAT("Model.subgraphs"));
+    fb_vector_table(it, subgraphs, s, WHAT("SubGraph"), &st);
+    return st;
+}
+
+static edge_table_t model_element(edge_interp_t *it, int32_t s, int32_t slot, int32_t k) {
+    edge_table_t st = model_subgraph(it, s), t;
+    int64_t start;
+    int32_t n;
+    fb_vector(it, &st, slot, 4, &start, &n, WHAT("SubGraph vector"));
+    fb_vector_table(it, start, k, WHAT("SubGraph element"), &t);
+    return t;
+}
+
+static void variable_init(edge_interp_t *it, int32_t s, int32_t k, const uint8_t **data, int64_t *len) {
+    edge_table_t mt, tt = model_element(it, s, 0, k), bt;
+    int64_t buffers, start = 0;
+    int32_t n, count = 0;
+    uint32_t buf = 0;
+    uint64_t off = 0, size = 0;
+    fb_table(it, (int64_t)rd32(it->model), WHAT("Model"), &mt);
+    fb_vector(it, &mt, 4, 4, &buffers, &n, WHAT("Model.buffers"));
+    fb_u32(it, &tt, 2, 0, &buf, WHAT("Tensor.buffer"));
+    fb_vector_table(it, buffers, (int32_t)buf, WHAT("Buffer"), &bt);
+    fb_u64(it, &bt, 1, &off, WHAT("Buffer.offset"));
+    fb_u64(it, &bt, 2, &size, WHAT("Buffer.size"));
+    if (off > 1) {
+        *data = it->model + off;
+        *len = (int64_t)size;
+    } else {
+        fb_vector(it, &bt, 0, 1, &start, &count, WHAT("Buffer.data"));
+        *data = start ? it->model + start : 0;
+        *len = count;
+    }
+    if (*len <= 0) *data = 0;
 }
 
 /* Operator: 0 opcode_index, 1 inputs, 2 outputs, 3 builtin_options_type, 4 builtin_options, 5 custom_options,
@@ -441,7 +506,10 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     int64_t opos, cstart;
     int32_t i, ccount, code;
     uint64_t loff, lsize;
-    edge_table_t ct;
+    edge_table_t ct, options;
+    const int32_t *intermediates;
+    int32_t n_intermediates, n_in, n_out;
+    const char *custom_code;
     const int64_t where = ot->table - it->model;
 
     if ((s = fb_u32(it, ot, 0, 0, &oi, WHAT("Operator.opcode_index"))) != EDGE_OK) return s;
@@ -450,26 +518,29 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     if ((s = fb_u8(it, &ct, 0, 0, &deprecated, WHAT("OperatorCode.deprecated_builtin_code"))) != EDGE_OK) return s;
     if ((s = fb_u32(it, &ct, 2, 1, &version, WHAT("OperatorCode.version"))) != EDGE_OK) return s;
     if ((s = fb_u32(it, &ct, 3, 0, &builtin, WHAT("OperatorCode.builtin_code"))) != EDGE_OK) return s;
-    if ((s = fb_string(it, &ct, 1, &nd->custom_code, WHAT("OperatorCode.custom_code"))) != EDGE_OK) return s;
+    if ((s = fb_string(it, &ct, 1, &custom_code, WHAT("OperatorCode.custom_code"))) != EDGE_OK) return s;
     code = (int32_t)builtin > (int8_t)deprecated ? (int32_t)builtin : (int8_t)deprecated;
     nd->op = (uint16_t)(code < 0 ? 0xffff : code > 0xfffe ? 0xfffe : code);
     nd->version = (uint16_t)((int32_t)version < 0 ? 0 : version > 0xffff ? 0xffff : version);
     it->error.op_code = code;
     it->error.op_version = (int32_t)version;
-    if (code != EDGE_OP_CUSTOM) nd->custom_code = 0;
+    it->error.custom_code = code == EDGE_OP_CUSTOM ? custom_code : 0;
 
-    if ((s = fb_ints(it, ot, 1, &nd->inputs, &nd->n_inputs, WHAT("Operator.inputs"))) != EDGE_OK) return s;
-    if ((s = fb_ints(it, ot, 2, &nd->outputs, &nd->n_outputs, WHAT("Operator.outputs"))) != EDGE_OK) return s;
-    if ((s = fb_ints(it, ot, 8, &nd->intermediates, &nd->n_intermediates, WHAT("Operator.intermediates"))) != EDGE_OK)
+    if ((s = fb_ints(it, ot, 1, &nd->inputs, &n_in, WHAT("Operator.inputs"))) != EDGE_OK) return s;
+    if ((s = fb_ints(it, ot, 2, &nd->outputs, &n_out, WHAT("Operator.outputs"))) != EDGE_OK) return s;
+    if ((s = fb_ints(it, ot, 8, &intermediates, &n_intermediates, WHAT("Operator.intermediates"))) != EDGE_OK)
         return s;
+    if (n_in > 0x7fff || n_out > 0x7fff) return fail_at(it, EDGE_LIMIT, WHAT("an operator with over 32767 inputs or outputs"), where);
+    nd->n_inputs = (int16_t)n_in;
+    nd->n_outputs = (int16_t)n_out;
     for (i = 0; i < nd->n_inputs; i++)
         if (nd->inputs[i] < -1 || nd->inputs[i] >= sg->n_tensors)
             return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.inputs (tensor out of range)"), where);
     for (i = 0; i < nd->n_outputs; i++)
         if (nd->outputs[i] < 0 || nd->outputs[i] >= sg->n_tensors)
             return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.outputs (tensor out of range)"), where);
-    for (i = 0; i < nd->n_intermediates; i++)
-        if (nd->intermediates[i] < 0 || nd->intermediates[i] >= sg->n_tensors)
+    for (i = 0; i < n_intermediates; i++)
+        if (intermediates[i] < 0 || intermediates[i] >= sg->n_tensors)
             return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.intermediates (tensor out of range)"), where);
 
     if ((s = fb_u8(it, ot, 3, 0, &otype, WHAT("Operator.builtin_options_type"))) != EDGE_OK) return s;
@@ -477,23 +548,60 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     nd->options_type = otype;
     nd->options2_type = otype2;
     if ((s = fb_ref(it, ot, otype ? 4 : 12, &opos, WHAT("Operator.builtin_options"))) != EDGE_OK) return s;
-    if (opos && (otype || otype2))
-        if ((s = fb_table(it, opos, WHAT("Operator.builtin_options"), &nd->options)) != EDGE_OK) return s;
+    if (opos && (otype || otype2)) {
+        if ((s = fb_table(it, opos, WHAT("Operator.builtin_options"), &options)) != EDGE_OK) return s;
+        nd->options_ = options.table;
+    }
 
     if ((s = fb_u64(it, ot, 9, &loff, WHAT("Operator.large_custom_options_offset"))) != EDGE_OK) return s;
     if ((s = fb_u64(it, ot, 10, &lsize, WHAT("Operator.large_custom_options_size"))) != EDGE_OK) return s;
     if (loff > 1) {
         if (loff > (uint64_t)it->model_len || lsize > (uint64_t)it->model_len - loff || lsize > 0xffffffffu)
             return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("Operator.large_custom_options_offset"), where);
-        nd->custom_options = it->model + loff;
-        nd->custom_options_len = (uint32_t)lsize;
     } else {
         if ((s = fb_vector(it, ot, 5, 1, &cstart, &ccount, WHAT("Operator.custom_options"))) != EDGE_OK) return s;
-        nd->custom_options = cstart ? it->model + cstart : 0;
-        nd->custom_options_len = (uint32_t)ccount;
     }
-    nd->first_step = nd->last_step = -1;
     return EDGE_OK;
+}
+
+/* A node's Operator table and its OperatorCode's custom_code (NULL for builtin ops), read back from the model. */
+static edge_table_t node_table(edge_interp_t *it, const edge_node_t *nd) {
+    return model_element(it, nd->subgraph, 3, nd->index);
+}
+
+static const char *node_custom_code(edge_interp_t *it, const edge_node_t *nd) {
+    edge_table_t ot, mt, ct;
+    int64_t opcodes;
+    int32_t n;
+    uint32_t oi = 0;
+    const char *code = 0;
+    if (nd->op != EDGE_OP_CUSTOM) return 0;
+    ot = node_table(it, nd);
+    fb_table(it, (int64_t)rd32(it->model), WHAT("Model"), &mt);
+    fb_vector(it, &mt, 1, 4, &opcodes, &n, WHAT("Model.operator_codes"));
+    fb_u32(it, &ot, 0, 0, &oi, WHAT("Operator.opcode_index"));
+    fb_vector_table(it, opcodes, (int32_t)oi, WHAT("OperatorCode"), &ct);
+    fb_string(it, &ct, 1, &code, WHAT("OperatorCode.custom_code"));
+    return code;
+}
+
+const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node) { return node_custom_code(ctx->interp, node); }
+
+const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len) {
+    edge_interp_t *it = ctx->interp;
+    edge_table_t ot = node_table(it, node);
+    uint64_t loff = 0, lsize = 0;
+    int64_t start = 0;
+    int32_t count = 0;
+    fb_u64(it, &ot, 9, &loff, WHAT("Operator.large_custom_options_offset"));
+    fb_u64(it, &ot, 10, &lsize, WHAT("Operator.large_custom_options_size"));
+    if (loff > 1) {
+        *len = (uint32_t)lsize;
+        return it->model + loff;
+    }
+    fb_vector(it, &ot, 5, 1, &start, &count, WHAT("Operator.custom_options"));
+    *len = (uint32_t)count;
+    return start ? it->model + start : 0;
 }
 
 /* Model 7 signature_defs: SignatureDef 0 inputs [TensorMap], 1 outputs [TensorMap], 2 signature_key,
@@ -553,6 +661,7 @@ static edge_status_t load_model(edge_interp_t *it) {
         total_t += nt; /* each count < file size / 4, so the sums stay far below 2^31 */
         total_n += no;
         if (total_t > 0x3fffffff || total_n > 0x3fffffff) return fail_at(it, EDGE_LIMIT, WHAT("too many tensors"), 0);
+        if (no > 0x7fff || n_sub > 0x7fff) return fail_at(it, EDGE_LIMIT, WHAT("over 32767 operators or subgraphs"), 0);
     }
     it->n_subgraphs = n_sub;
     it->n_tensors_total = total_t;
@@ -593,8 +702,8 @@ static edge_status_t load_model(edge_interp_t *it) {
         for (j = 0; j < no; j++) {
             edge_node_t *nd = &it->nodes[total_n + j];
             it->error.node = j;
-            nd->index = j;
-            nd->subgraph = i;
+            nd->index = (int16_t)j;
+            nd->subgraph = (int16_t)i;
             if ((s = fb_vector_table(it, ostart, j, WHAT("Operator"), &t)) != EDGE_OK) return s;
             if ((s = load_node(it, &t, nd, sg, opcodes, n_opcodes)) != EDGE_OK) return s;
             /* outputs must be writable arena tensors: never a constant, never a subgraph input */
@@ -609,6 +718,7 @@ static edge_status_t load_model(edge_interp_t *it) {
         }
         it->error.node = -1;
         it->error.op_code = it->error.op_version = -1;
+        it->error.custom_code = 0;
         total_t += nt;
         total_n += no;
     }
@@ -631,7 +741,8 @@ static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t o
     if (nd->options_type != expect_type)
         return fail_at(it, EDGE_MODEL_INVALID, WHAT("control-flow op without its options"), -1);
     for (k = 0; k < count; k++) {
-        if (field_off(&nd->options, k, 4) < 0) return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("subgraph index field"), -1);
+        edge_table_t opts = node_options(nd);
+        if (field_off(&opts, k, 4) < 0) return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("subgraph index field"), -1);
         out[k] = edge_opt_int(nd, k, 4, 0);
         if (out[k] < 0 || out[k] >= it->n_subgraphs)
             return fail_at(it, EDGE_MODEL_INVALID, WHAT("subgraph index out of range"), -1);
@@ -640,66 +751,102 @@ static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t o
     return EDGE_OK;
 }
 
-static void use(edge_tensor_t *t, int32_t step) {
-    if (t->first_use < 0) t->first_use = step;
-    t->last_use = step;
+/* Where a walk of the time axis writes lifetimes: per-tensor / per-node arrays (indexed by the flat, all
+ * subgraphs index; first entries start at -1) while planning, or the one tensor / node asked about when
+ * edge_plan_entry reports an entry after init (the structs keep no lifetimes). */
+typedef struct life {
+    int32_t *t_first, *t_last; /* n_tensors_total entries, or NULL */
+    int32_t *n_first, *n_last; /* n_nodes_total entries, or NULL */
+    int32_t tensor, node;      /* without arrays: the flat tensor or node index to follow (-1: none) */
+    int32_t first, last;       /* without arrays: its steps (-1: unused) */
+} life_t;
+
+static void use(life_t *L, int32_t g, int32_t step) {
+    int32_t *f, *l;
+    if (L->t_first) { f = &L->t_first[g]; l = &L->t_last[g]; }
+    else if (g == L->tensor) { f = &L->first; l = &L->last; }
+    else return;
+    if (*f < 0) *f = step;
+    *l = step;
+}
+
+static void first_use_at(life_t *L, int32_t g, int32_t step) {
+    if (L->t_first) { if (L->t_first[g] < 0) L->t_first[g] = step; }
+    else if (g == L->tensor && L->first < 0) L->first = step;
+}
+
+static void node_steps(life_t *L, int32_t g, int32_t start, int32_t end) {
+    int32_t *f, *l;
+    if (L->n_first) { f = &L->n_first[g]; l = &L->n_last[g]; }
+    else if (g == L->node) { f = &L->first; l = &L->last; }
+    else return;
+    if (*f < 0 || start < *f) *f = start;
+    if (end > *l) *l = end;
 }
 
 /* Walk subgraph s on the shared time axis (edge_sdk.interpreter.buffer_requests, mark()). */
-static edge_status_t mark(edge_interp_t *it, int32_t s, int32_t depth, int32_t *clock) {
+static edge_status_t mark(edge_interp_t *it, life_t *L, int32_t s, int32_t depth, int32_t *clock) {
     edge_subgraph_t *sg = &it->subgraphs[s];
-    edge_tensor_t *ts = it->tensors + sg->tensor_base;
+    const int32_t tb = sg->tensor_base;
     edge_status_t st;
     int32_t i, k, c, callee[2], n_callees;
     if (sg->on_stack) return fail_at(it, EDGE_MODEL_INVALID, WHAT("a subgraph calls itself"), -1);
     if (depth > EDGE_MAX_CALL_DEPTH) return fail_at(it, EDGE_LIMIT, WHAT("subgraph calls nest too deep"), -1);
     sg->on_stack = sg->marked = 1;
-    for (k = 0; k < sg->n_inputs; k++) use(&ts[sg->inputs[k]], *clock);
+    for (k = 0; k < sg->n_inputs; k++) use(L, tb + sg->inputs[k], *clock);
     for (i = 0; i < sg->n_nodes; i++) {
         edge_node_t *nd = &it->nodes[sg->node_base + i];
-        int32_t start;
+        edge_table_t ot;
+        const int32_t *inter;
+        int32_t start, n_inter;
         if (++*clock > MAX_STEPS) return fail_at(it, EDGE_LIMIT, WHAT("too many steps"), -1);
         start = *clock;
-        for (k = 0; k < nd->n_outputs; k++)
-            if (ts[nd->outputs[k]].first_use < 0) ts[nd->outputs[k]].first_use = start;
+        for (k = 0; k < nd->n_outputs; k++) first_use_at(L, tb + nd->outputs[k], start);
         it->error.subgraph = s;
         it->error.node = i;
         if ((st = callees(it, nd, callee, &n_callees)) != EDGE_OK) return st;
         for (c = 0; c < n_callees; c++) {
             if (++*clock > MAX_STEPS) return fail_at(it, EDGE_LIMIT, WHAT("too many steps"), -1);
-            if ((st = mark(it, callee[c], depth + 1, clock)) != EDGE_OK) return st;
+            if ((st = mark(it, L, callee[c], depth + 1, clock)) != EDGE_OK) return st;
         }
         for (k = 0; k < nd->n_inputs; k++)
-            if (nd->inputs[k] >= 0) use(&ts[nd->inputs[k]], *clock);
-        for (k = 0; k < nd->n_outputs; k++) use(&ts[nd->outputs[k]], *clock);
-        for (k = 0; k < nd->n_intermediates; k++) {
-            use(&ts[nd->intermediates[k]], start);
-            use(&ts[nd->intermediates[k]], *clock);
+            if (nd->inputs[k] >= 0) use(L, tb + nd->inputs[k], *clock);
+        for (k = 0; k < nd->n_outputs; k++) use(L, tb + nd->outputs[k], *clock);
+        ot = node_table(it, nd); /* intermediates: load checked them; read back from the model */
+        fb_ints(it, &ot, 8, &inter, &n_inter, WHAT("Operator.intermediates"));
+        for (k = 0; k < n_inter; k++) {
+            use(L, tb + inter[k], start);
+            use(L, tb + inter[k], *clock);
         }
-        if (nd->first_step < 0 || start < nd->first_step) nd->first_step = start;
-        if (*clock > nd->last_step) nd->last_step = *clock;
+        node_steps(L, sg->node_base + i, start, *clock);
     }
-    for (k = 0; k < sg->n_outputs; k++) use(&ts[sg->outputs[k]], *clock);
+    for (k = 0; k < sg->n_outputs; k++) use(L, tb + sg->outputs[k], *clock);
     sg->on_stack = 0;
     it->error.subgraph = it->error.node = -1;
     return EDGE_OK;
 }
 
-static edge_status_t lifetimes(edge_interp_t *it, int32_t *end) {
+/* Lifetimes of every tensor and node into L's arrays (or of L's one target); *end = the last step. */
+static edge_status_t lifetimes(edge_interp_t *it, life_t *L, int32_t *end) {
     int32_t clock = 0, s, k;
     edge_status_t st;
     edge_subgraph_t *sg0 = &it->subgraphs[0];
-    if ((st = mark(it, 0, 0, &clock)) != EDGE_OK) return st;
+    for (s = 0; s < it->n_subgraphs; s++) it->subgraphs[s].marked = it->subgraphs[s].on_stack = 0;
+    if ((st = mark(it, L, 0, 0, &clock)) != EDGE_OK) return st;
     for (s = 0; s < it->n_subgraphs; s++) {
         if (it->subgraphs[s].marked) continue;
         clock++;
-        if ((st = mark(it, s, 0, &clock)) != EDGE_OK) return st;
+        if ((st = mark(it, L, s, 0, &clock)) != EDGE_OK) return st;
     }
-    for (k = 0; k < sg0->n_outputs; k++) it->tensors[sg0->tensor_base + sg0->outputs[k]].last_use = clock;
+    for (k = 0; k < sg0->n_outputs; k++) {
+        const int32_t g = sg0->tensor_base + sg0->outputs[k];
+        if (L->t_first) L->t_last[g] = clock;
+        else if (g == L->tensor) L->last = clock;
+    }
     for (k = 0; k < it->n_tensors_total; k++)
         if (it->tensors[k].is_variable) {
-            it->tensors[k].first_use = 0;
-            it->tensors[k].last_use = clock;
+            if (L->t_first) { L->t_first[k] = 0; L->t_last[k] = clock; }
+            else if (k == L->tensor) { L->first = 0; L->last = clock; }
         }
     *end = clock;
     return EDGE_OK;
@@ -787,16 +934,33 @@ static int64_t first_fit(plan_work_t *w, int ordering, int32_t *head) {
 
 static edge_status_t plan_arena(edge_interp_t *it) {
     plan_work_t w;
+    life_t L;
     edge_status_t st;
     int32_t end, k, n_t = 0, n_s = 0, r, ordering, best_ordering = 0, head = -1;
-    int64_t temp_bytes, best = -1, bound = 0, total, head_total, pad = it->base - it->arena, required;
+    int64_t temp_bytes, life_bytes, best = -1, bound = 0, total, head_total, pad = it->base - it->arena, required;
     uint8_t *p;
     size_t free_bytes = it->base_len - it->tail_used;
 
-    if ((st = lifetimes(it, &end)) != EDGE_OK) return st;
+    /* the lifetimes, then the planner's arrays: temporary, from the free head region */
+    life_bytes = 8 * ((int64_t)it->n_tensors_total + it->n_nodes_total);
+    if (life_bytes + 64 > (int64_t)free_bytes) {
+        it->error.required = pad + (int64_t)it->tail_used + life_bytes + 64;
+        it->error.given = (int64_t)it->arena_len;
+        it->error.required_exact = 0;
+        return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("planner memory"), -1);
+    }
+    p = it->base;
+    L.t_first = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
+    L.t_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
+    L.n_first = (int32_t *)(void *)p; p += 4 * (size_t)it->n_nodes_total;
+    L.n_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_nodes_total;
+    L.tensor = L.node = -1;
+    for (k = 0; k < it->n_tensors_total; k++) L.t_first[k] = L.t_last[k] = -1;
+    for (k = 0; k < it->n_nodes_total; k++) L.n_first[k] = L.n_last[k] = -1;
+    if ((st = lifetimes(it, &L, &end)) != EDGE_OK) return st;
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
-        if (t->is_const || t->first_use < 0) continue;
+        if (t->is_const || L.t_first[k] < 0) continue;
         if (!edge_type_bytes(t->type)) {
             it->error.tensor = k;
             return fail_at(it, EDGE_UNSUPPORTED_TYPE, WHAT("a used tensor's type has no arena form"), -1);
@@ -806,17 +970,16 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     }
     for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].n_scratch;
 
-    /* the planner's arrays, from the free head region */
     w.n = n_t + n_s;
     w.n_tensors = n_t;
-    temp_bytes = (int64_t)w.n * (8 + 8 + 4 * 5) + 64;
+    temp_bytes = life_bytes + (int64_t)w.n * (8 + 8 + 4 * 5) + 64;
     if (temp_bytes > (int64_t)free_bytes) {
         it->error.required = pad + (int64_t)it->tail_used + temp_bytes;
         it->error.given = (int64_t)it->arena_len;
         it->error.required_exact = 0;
         return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("planner memory"), -1);
     }
-    p = it->base;
+    p = it->base + ((life_bytes + 7) / 8) * 8;
     w.off = (int64_t *)(void *)p; p += 8 * (size_t)w.n;
     w.size = (int64_t *)(void *)p; p += 8 * (size_t)w.n;
     w.first = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
@@ -827,10 +990,10 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     r = 0;
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
-        if (t->is_const || t->first_use < 0 || t->bytes == 0) continue;
+        if (t->is_const || L.t_first[k] < 0 || t->bytes == 0) continue;
         w.size[r] = align_up(t->bytes);
-        w.first[r] = t->first_use;
-        w.last[r] = t->last_use;
+        w.first[r] = L.t_first[k];
+        w.last[r] = L.t_last[k];
         r++;
     }
     for (k = 0; k < it->n_nodes_total; k++) {
@@ -838,8 +1001,8 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         int32_t j;
         for (j = 0; j < nd->n_scratch; j++) {
             w.size[r] = align_up(nd->scratch_bytes[j]);
-            w.first[r] = nd->first_step;
-            w.last[r] = nd->last_step;
+            w.first[r] = L.n_first[k];
+            w.last[r] = L.n_last[k];
             r++;
         }
     }
@@ -867,7 +1030,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         int64_t e = place(&w, &head, k);
         if (e > head_total) head_total = e;
     }
-    if (best > MAX_TENSOR_BYTES) return fail_at(it, EDGE_LIMIT, WHAT("the plan needs more than 2 GiB"), -1);
+    if (head_total > MAX_TENSOR_BYTES) return fail_at(it, EDGE_LIMIT, WHAT("the plan needs more than 2 GiB"), -1);
 
     it->plan.n_tensors = n_t;
     it->plan.n_scratch = n_s;
@@ -884,17 +1047,23 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         it->error.required_exact = 1;
         return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("tensor arena"), -1);
     }
-    /* write the plan into the tensors and nodes (the work arrays die when the tensors are zeroed) */
+    /* give tensors and scratch their bytes (the temporary arrays die when the head is zeroed) */
     r = 0;
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
-        if (t->is_const || t->first_use < 0 || t->bytes == 0) continue;
-        t->plan_offset = w.off[r++];
+        t->flags_ &= (uint8_t)~EDGE_TENSOR_PLANNED_;
+        if (t->is_const) continue;
+        if (L.t_first[k] < 0 || t->bytes == 0) {
+            t->data = it->base;
+            continue;
+        }
+        t->flags_ |= EDGE_TENSOR_PLANNED_;
+        t->data = it->base + w.off[r++];
     }
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
         int32_t j;
-        for (j = 0; j < nd->n_scratch; j++) nd->scratch_offset[j] = w.off[r++];
+        for (j = 0; j < nd->n_scratch; j++) nd->scratch_offset[j] = (uint32_t)w.off[r++];
     }
     it->head_used = (size_t)head_total;
     return EDGE_OK;
@@ -953,28 +1122,46 @@ edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reaso
     return status;
 }
 
-static const edge_kernel_t *find_kernel(const edge_node_t *nd) {
+static const edge_kernel_t *find_kernel(edge_interp_t *it, const edge_node_t *nd) {
+    const char *custom_code = node_custom_code(it, nd);
     int32_t k;
     for (k = 0; k < edge_kernel_count; k++) {
         const edge_kernel_t *kr = &edge_kernels[k];
         if (kr->op != nd->op || nd->version > kr->max_version) continue;
         if (nd->op == EDGE_OP_CUSTOM) {
-            if (!kr->custom_code || !nd->custom_code || strcmp(kr->custom_code, nd->custom_code) != 0) continue;
+            if (!kr->custom_code || !custom_code || strcmp(kr->custom_code, custom_code) != 0) continue;
         }
         return kr;
     }
     return 0;
 }
 
-static void reset_variables(edge_interp_t *it) {
-    int32_t k;
-    for (k = 0; k < it->n_tensors_total; k++) {
-        edge_tensor_t *t = &it->tensors[k];
-        if (!t->is_variable || t->plan_offset < 0) continue;
-        if (t->variable_init) memcpy(t->data, t->variable_init, t->bytes);
-        else if (t->type == EDGE_INT8 && t->quantized) memset(t->data, (int)(int8_t)t->zero_point, t->bytes);
-        else memset(t->data, 0, t->bytes);
+/* Variables back to their initial values; with check set, EDGE_MODEL_INVALID when a model's initial value
+ * does not match its tensor's size (edge_init), before anything is written. */
+static edge_status_t reset_variables(edge_interp_t *it, int check) {
+    int32_t s, k;
+    for (s = 0; s < it->n_subgraphs; s++) {
+        const edge_subgraph_t *sg = &it->subgraphs[s];
+        for (k = 0; k < sg->n_tensors; k++) {
+            edge_tensor_t *t = &it->tensors[sg->tensor_base + k];
+            const uint8_t *init_data;
+            int64_t len;
+            if (!t->is_variable || t->is_const || !(t->flags_ & EDGE_TENSOR_PLANNED_)) continue;
+            variable_init(it, s, k, &init_data, &len);
+            if (check) {
+                if (init_data && len != (int64_t)t->bytes) {
+                    it->error.subgraph = s;
+                    it->error.tensor = k;
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("variable's initial value does not match its shape"), -1);
+                }
+                continue;
+            }
+            if (init_data) memcpy(t->data, init_data, t->bytes);
+            else if (t->type == EDGE_INT8 && t->quantized) memset(t->data, (int)(int8_t)t->zero_point, t->bytes);
+            else memset(t->data, 0, t->bytes);
+        }
     }
+    return EDGE_OK;
 }
 
 static edge_status_t init(edge_interp_t *it, uint32_t flags) {
@@ -989,13 +1176,13 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
         /* every op must have a kernel: refuse the first that has none, naming its code and version */
         for (k = 0; k < it->n_nodes_total; k++) {
             edge_node_t *nd = &it->nodes[k];
-            nd->kernel = find_kernel(nd);
+            nd->kernel = find_kernel(it, nd);
             if (!nd->kernel) {
                 it->error.subgraph = nd->subgraph;
                 it->error.node = nd->index;
                 it->error.op_code = nd->op;
                 it->error.op_version = nd->version;
-                it->error.custom_code = nd->custom_code;
+                it->error.custom_code = node_custom_code(it, nd);
                 return fail_at(it, EDGE_UNSUPPORTED_OP, WHAT("no kernel for this op and version"), -1);
             }
         }
@@ -1035,14 +1222,8 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
 
     /* tensors get their arena bytes; the head region starts zeroed (a tensor nobody writes reads zeros) */
     memset(it->base, 0, it->head_used);
-    for (k = 0; k < it->n_tensors_total; k++) {
-        edge_tensor_t *t = &it->tensors[k];
-        if (t->is_const) continue;
-        t->data = it->base + (t->plan_offset >= 0 ? t->plan_offset : 0);
-        if (t->is_variable && t->variable_init && t->variable_init_bytes != t->bytes)
-            return fail_at(it, EDGE_MODEL_INVALID, WHAT("variable's initial value does not match its shape"), -1);
-    }
-    reset_variables(it);
+    if ((s = reset_variables(it, 1)) != EDGE_OK) return s;
+    reset_variables(it, 0);
     return EDGE_OK;
 }
 
@@ -1227,7 +1408,7 @@ edge_status_t edge_reset_state(edge_interp_t *it) {
     edge_ctx_t ctx;
     int32_t k;
     if (!it || !it->ready) return EDGE_NOT_READY;
-    reset_variables(it);
+    reset_variables(it, 0);
     for (k = 0; k < it->n_resources; k++) it->resources[k].held = 0;
     ctx.interp = it;
     for (k = 0; k < it->n_nodes_total; k++) {
@@ -1274,6 +1455,21 @@ int32_t edge_plan_count(const edge_interp_t *it) {
     return it && it->error.status == EDGE_OK ? it->plan.n_tensors + it->plan.n_scratch : 0;
 }
 
+/* Lifetime of one flat tensor or node index, walked again (the structs keep no lifetimes). The walk writes
+ * only the subgraphs' walk marks, so a const interpreter stays as it was. */
+static void lifetime_of(const edge_interp_t *cit, int32_t tensor, int32_t node, int32_t *first, int32_t *last) {
+    edge_interp_t *it = (edge_interp_t *)(uintptr_t)cit;
+    life_t L;
+    int32_t end;
+    L.t_first = L.t_last = L.n_first = L.n_last = 0;
+    L.tensor = tensor;
+    L.node = node;
+    L.first = L.last = -1;
+    (void)lifetimes(it, &L, &end);
+    *first = L.first;
+    *last = L.last;
+}
+
 edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entry_t *e) {
     int32_t i, s, j, seen = 0;
     if (!it || !e || k < 0 || k >= edge_plan_count(it)) return EDGE_BAD_ARGUMENT;
@@ -1281,14 +1477,13 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
         const edge_subgraph_t *sg = &it->subgraphs[s];
         for (i = 0; i < sg->n_tensors; i++) {
             const edge_tensor_t *t = &it->tensors[sg->tensor_base + i];
-            if (t->plan_offset < 0) continue;
+            if (!(t->flags_ & EDGE_TENSOR_PLANNED_)) continue;
             if (seen++ == k) {
                 e->subgraph = s;
                 e->tensor = i;
                 e->node = -1;
-                e->first_use = t->first_use;
-                e->last_use = t->last_use;
-                e->offset = t->plan_offset;
+                lifetime_of(it, sg->tensor_base + i, -1, &e->first_use, &e->last_use);
+                e->offset = (const uint8_t *)t->data - it->base;
                 e->size = t->bytes;
                 return EDGE_OK;
             }
@@ -1301,8 +1496,7 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
                 e->subgraph = nd->subgraph;
                 e->tensor = -1;
                 e->node = nd->index;
-                e->first_use = nd->first_step;
-                e->last_use = nd->last_step;
+                lifetime_of(it, -1, i, &e->first_use, &e->last_use);
                 e->offset = nd->scratch_offset[j];
                 e->size = nd->scratch_bytes[j];
                 return EDGE_OK;

@@ -11,6 +11,11 @@
  *     h = clamp(tanh(c) * o requantized + h_zp).
  * The 16x8 variant requantizes the gate products from int64 sums (MultiplyByQuantizedMultiplier int64).
  * No peephole, projection, layer normalization or CIFG, as in TFLM.
+ *
+ * Memory: no scratch and no per-unit tables. Each unit's four gates are computed together from the previous
+ * hidden state, the unit's new hidden value goes straight to the output row, and the row is copied into the
+ * hidden state once every unit is done; the zero points are subtracted in the dot products (as TFLM's
+ * reference FullyConnected does) instead of being folded into per-unit bias tables.
  */
 #include <math.h>
 #include <string.h>
@@ -27,16 +32,15 @@ static const int32_t in_w[4] = {1, 2, 3, 4}, rec_w[4] = {5, 6, 7, 8}, bias_in[4]
 
 typedef struct {
     int32_t steps, batch, n_input, n_state;
-    int32_t time_major, is_float, wide, cell_sigmoid;
-    int32_t scratch;
     /* integer */
-    int32_t in_m[4], in_s[4], rec_m[4], rec_s[4];
-    int64_t *in_fold;   /* 4S: bias - x_zp * row sum of the input weights */
-    int64_t *rec_fold;  /* 4S: -h_zp * row sum of the recurrent weights */
-    int32_t fc_m, fc_s, ig_m, ig_s, h_m, h_s;
-    int32_t tanh_mult, tanh_shift;
-    int32_t clip_q;     /* 0: no cell clip */
-    int32_t h_zp, hmin, hmax;
+    int32_t in_m[4], rec_m[4];
+    int32_t fc_m, ig_m, h_m;
+    int32_t x_zp, h_zp;
+    int16_t clip_q;     /* 0: no cell clip */
+    int8_t in_s[4], rec_s[4];
+    int8_t fc_s, ig_s, h_s;
+    int8_t tanh_mult, tanh_shift;
+    uint8_t time_major, is_float, wide, cell_sigmoid;
     /* float */
     float cell_clip;
 } lstm_data_t;
@@ -72,7 +76,7 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     static const int32_t unsupported[9] = {9, 10, 11, 16, 17, 20, 21, 22, 23};
     edge_tensor_t *x, *h, *c, *y, *w0, *b0;
     lstm_data_t *d;
-    int32_t k, g, u, steps, batch, n_input, S, shape[3];
+    int32_t k, g, steps, batch, n_input, S, shape[3];
     edge_status_t s;
 
     if (node->n_inputs != 24 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 24 inputs and 1 output");
@@ -133,7 +137,6 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     d->n_state = S;
     d->time_major = time_major;
     d->cell_sigmoid = act == 6;
-    if ((s = edge_request_scratch(ctx, node, sizeof(int32_t) * 4 * (size_t)(S ? S : 1), &d->scratch)) != EDGE_OK) return s;
 
     if (x->type == EDGE_FLOAT32) {
         if (w0->type != EDGE_FLOAT32 || b0->type != EDGE_FLOAT32 || c->type != EDGE_FLOAT32)
@@ -153,49 +156,42 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     for (g = 0; g < 4; g++)
         if (!ea_per_tensor(edge_in(ctx, node, in_w[g])) || !ea_per_tensor(edge_in(ctx, node, rec_w[g])))
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: weights must be quantized per tensor");
-    d->in_fold = (int64_t *)edge_alloc_persistent(ctx, sizeof(int64_t) * 4 * (size_t)(S ? S : 1));
-    d->rec_fold = (int64_t *)edge_alloc_persistent(ctx, sizeof(int64_t) * 4 * (size_t)(S ? S : 1));
-    if (!d->in_fold || !d->rec_fold) return EDGE_ARENA_TOO_SMALL;
     for (g = 0; g < 4; g++) {
         const edge_tensor_t *wi = edge_in(ctx, node, in_w[g]), *wr = edge_in(ctx, node, rec_w[g]);
-        const edge_tensor_t *bi = edge_in(ctx, node, bias_in[g]);
         /* gate multipliers: float32 product of the scales, then in double over the fixed Q3.12 scale */
         float pi = x->scale * wi->scale, pr = h->scale * wr->scale;
-        if (edge_quantize_multiplier((double)pi * 4096.0, &d->in_m[g], &d->in_s[g]) != 0 ||
-            edge_quantize_multiplier((double)pr * 4096.0, &d->rec_m[g], &d->rec_s[g]) != 0)
+        int32_t si, sr;
+        if (edge_quantize_multiplier((double)pi * 4096.0, &d->in_m[g], &si) != 0 ||
+            edge_quantize_multiplier((double)pr * 4096.0, &d->rec_m[g], &sr) != 0)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: scales are not finite");
-        for (u = 0; u < S; u++) {
-            const int8_t *ri = (const int8_t *)wi->data + (int64_t)u * n_input;
-            const int8_t *rr = (const int8_t *)wr->data + (int64_t)u * S;
-            int64_t si = 0, sr = 0, bv;
-            for (k = 0; k < n_input; k++) si += ri[k];
-            for (k = 0; k < S; k++) sr += rr[k];
-            if (d->wide) memcpy(&bv, (const uint8_t *)bi->data + 8 * (int64_t)u, 8);
-            else bv = ((const int32_t *)bi->data)[u];
-            d->in_fold[g * S + u] = bv - (int64_t)x->zero_point * si;
-            d->rec_fold[g * S + u] = -(int64_t)h->zero_point * sr;
-        }
+        if (si < -127 || si > 127 || sr < -127 || sr > 127) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: gate scales out of range");
+        d->in_s[g] = (int8_t)si;
+        d->rec_s[g] = (int8_t)sr;
     }
     {
         const double gate_out = 1.0 / 32768.0; /* Q0.15 */
         int32_t power = checked_log2(c->scale);
-        int32_t shift = 15 + power - 3;
-        if (shift < 0) { d->tanh_mult = 3; d->tanh_shift = -shift; }
-        else { d->tanh_mult = 0; d->tanh_shift = shift; }
+        int32_t shift = 15 + power - 3, fs, is, hs;
         if (shift > 40 || shift < -40) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: cell state scale");
-        if (edge_quantize_multiplier(gate_out * (double)c->scale / (double)c->scale, &d->fc_m, &d->fc_s) != 0 ||
-            edge_quantize_multiplier(gate_out * gate_out / (double)c->scale, &d->ig_m, &d->ig_s) != 0 ||
-            edge_quantize_multiplier(gate_out * gate_out / (double)h->scale, &d->h_m, &d->h_s) != 0)
+        if (shift < 0) { d->tanh_mult = 3; d->tanh_shift = (int8_t)-shift; }
+        else { d->tanh_mult = 0; d->tanh_shift = (int8_t)shift; }
+        if (edge_quantize_multiplier(gate_out * (double)c->scale / (double)c->scale, &d->fc_m, &fs) != 0 ||
+            edge_quantize_multiplier(gate_out * gate_out / (double)c->scale, &d->ig_m, &is) != 0 ||
+            edge_quantize_multiplier(gate_out * gate_out / (double)h->scale, &d->h_m, &hs) != 0)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: state scales are not finite");
+        if (fs < -127 || fs > 127 || is < -127 || is > 127 || hs < -127 || hs > 127)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: state scales out of range");
+        d->fc_s = (int8_t)fs;
+        d->ig_s = (int8_t)is;
+        d->h_s = (int8_t)hs;
         if (cell_clip > 0.0f) {
             double q = (double)cell_clip / (double)c->scale;
             q = q < -32768.0 ? -32768.0 : (q > 32767.0 ? 32767.0 : q);
-            d->clip_q = (int32_t)q; /* truncates, as static_cast */
+            d->clip_q = (int16_t)q; /* truncates, as static_cast */
         }
     }
+    d->x_zp = x->zero_point;
     d->h_zp = h->zero_point;
-    d->hmin = d->wide ? -32768 : -128;
-    d->hmax = d->wide ? 32767 : 127;
     return EDGE_OK;
 }
 
@@ -210,48 +206,51 @@ static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t
     const float *x = (const float *)edge_in(ctx, node, 0)->data;
     float *hs = (float *)edge_in(ctx, node, 18)->data, *cs = (float *)edge_in(ctx, node, 19)->data;
     float *y = (float *)edge_out(ctx, node, 0)->data;
-    float *gate = (float *)edge_scratch(ctx, node, d->scratch);
+    const float *wi[4], *wr[4], *bi[4];
     int32_t t, b, g, u, k;
+    for (g = 0; g < 4; g++) {
+        wi[g] = (const float *)edge_in(ctx, node, in_w[g])->data;
+        wr[g] = (const float *)edge_in(ctx, node, rec_w[g])->data;
+        bi[g] = (const float *)edge_in(ctx, node, bias_in[g])->data;
+    }
     for (t = 0; t < d->steps; t++)
         for (b = 0; b < d->batch; b++) {
             const int64_t row = d->time_major ? (int64_t)t * d->batch + b : (int64_t)b * d->steps + t;
             const float *xr = x + row * I;
-            float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S;
-            for (g = 0; g < 4; g++) {
-                const float *wi = (const float *)edge_in(ctx, node, in_w[g])->data;
-                const float *wr = (const float *)edge_in(ctx, node, rec_w[g])->data;
-                const float *bi = (const float *)edge_in(ctx, node, bias_in[g])->data;
-                for (u = 0; u < S; u++) {
-                    float a = 0.0f, r = 0.0f;
-                    for (k = 0; k < I; k++) a += xr[k] * wi[(int64_t)u * I + k];
-                    for (k = 0; k < S; k++) r += h[k] * wr[(int64_t)u * S + k];
-                    gate[g * S + u] = (a + bi[u]) + r;
-                }
-            }
+            float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S, *yr = y + row * S;
             for (u = 0; u < S; u++) {
-                float ig = sigmoid_f32(gate[u]), fg = sigmoid_f32(gate[S + u]);
-                float cg = d->cell_sigmoid ? sigmoid_f32(gate[2 * S + u]) : tanhf(gate[2 * S + u]);
-                float og = sigmoid_f32(gate[3 * S + u]);
-                float cv = fg * c[u] + ig * cg;
+                float gate[4], ig, fg, cg, og, cv;
+                for (g = 0; g < 4; g++) {
+                    float a = 0.0f, r = 0.0f;
+                    for (k = 0; k < I; k++) a += xr[k] * wi[g][(int64_t)u * I + k];
+                    for (k = 0; k < S; k++) r += h[k] * wr[g][(int64_t)u * S + k];
+                    gate[g] = (a + bi[g][u]) + r;
+                }
+                ig = sigmoid_f32(gate[0]);
+                fg = sigmoid_f32(gate[1]);
+                cg = d->cell_sigmoid ? sigmoid_f32(gate[2]) : tanhf(gate[2]);
+                og = sigmoid_f32(gate[3]);
+                cv = fg * c[u] + ig * cg;
                 if (d->cell_clip > 0.0f) cv = cv < -d->cell_clip ? -d->cell_clip : (cv > d->cell_clip ? d->cell_clip : cv);
                 c[u] = cv;
-                h[u] = tanhf(cv) * og;
-                y[row * S + u] = h[u];
+                yr[u] = tanhf(cv) * og; /* the new hidden state, into h once the row is done */
             }
+            memcpy(h, yr, sizeof(float) * (size_t)S);
         }
 }
 
-/* One gate product row: sum_k v[k] * w[k] over int8 weights, v int8 or int16. */
-static int64_t dot_wide(const int16_t *v, const int8_t *w, int32_t n) {
+/* One gate product row with the zero point taken off the vector: sum_k (v[k] - zp) * w[k], int16 vector in
+ * int64 (16x8), int8 vector in TFLM's wrapping int32 accumulator. */
+static int64_t dot_wide(const int16_t *v, int32_t zp, const int8_t *w, int32_t n) {
     int64_t s = 0;
     int32_t k;
-    for (k = 0; k < n; k++) s += (int32_t)v[k] * (int32_t)w[k];
+    for (k = 0; k < n; k++) s += ((int64_t)v[k] - zp) * (int32_t)w[k];
     return s;
 }
-static uint32_t dot_narrow(const int8_t *v, const int8_t *w, int32_t n) {
-    uint32_t s = 0; /* TFLM's int32 accumulator, wrapping */
+static uint32_t dot_narrow(const int8_t *v, int32_t zp, const int8_t *w, int32_t n) {
+    uint32_t s = 0;
     int32_t k;
-    for (k = 0; k < n; k++) s += (uint32_t)((int32_t)v[k] * (int32_t)w[k]);
+    for (k = 0; k < n; k++) s += ((uint32_t)(int32_t)v[k] - (uint32_t)zp) * (uint32_t)(int32_t)w[k];
     return s;
 }
 
@@ -260,7 +259,9 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
     const int32_t S = d->n_state, I = d->n_input;
     const edge_tensor_t *tx = edge_in(ctx, node, 0);
     edge_tensor_t *th = edge_in(ctx, node, 18), *tc = edge_in(ctx, node, 19), *ty = edge_out(ctx, node, 0);
-    int32_t *gate;
+    const int8_t *wi[4], *wr[4];
+    const uint8_t *bi[4];
+    const int32_t hmin = d->wide ? -32768 : -128, hmax = d->wide ? 32767 : 127;
     int16_t *cs;
     int32_t t, b, g, u;
 
@@ -268,53 +269,56 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
         lstm_float(d, node, ctx);
         return;
     }
-    gate = (int32_t *)edge_scratch(ctx, node, d->scratch);
+    for (g = 0; g < 4; g++) {
+        wi[g] = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
+        wr[g] = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
+        bi[g] = (const uint8_t *)edge_in(ctx, node, bias_in[g])->data;
+    }
     cs = (int16_t *)tc->data;
     for (t = 0; t < d->steps; t++)
         for (b = 0; b < d->batch; b++) {
             const int64_t row = d->time_major ? (int64_t)t * d->batch + b : (int64_t)b * d->steps + t;
             int16_t *c = cs + (int64_t)b * S;
-            /* the four gates from the previous hidden state */
-            for (g = 0; g < 4; g++) {
-                const int8_t *wi = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
-                const int8_t *wr = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
-                for (u = 0; u < S; u++) {
+            for (u = 0; u < S; u++) {
+                int32_t gate[4], ig, fg, cg, og, cv;
+                int64_t hv;
+                /* the unit's four gates from the previous hidden state (h is rewritten after the row) */
+                for (g = 0; g < 4; g++) {
                     int32_t a, r;
                     if (d->wide) {
                         const int16_t *xr = (const int16_t *)tx->data + row * I;
                         const int16_t *h = (const int16_t *)th->data + (int64_t)b * S;
-                        a = edge_mbqm64(dot_wide(xr, wi + (int64_t)u * I, I) + d->in_fold[g * S + u], d->in_m[g], d->in_s[g]);
-                        r = edge_mbqm64(dot_wide(h, wr + (int64_t)u * S, S) + d->rec_fold[g * S + u], d->rec_m[g], d->rec_s[g]);
+                        int64_t bv;
+                        memcpy(&bv, bi[g] + 8 * (int64_t)u, 8);
+                        a = edge_mbqm64(dot_wide(xr, d->x_zp, wi[g] + (int64_t)u * I, I) + bv, d->in_m[g], d->in_s[g]);
+                        r = edge_mbqm64(dot_wide(h, d->h_zp, wr[g] + (int64_t)u * S, S), d->rec_m[g], d->rec_s[g]);
                     } else {
                         const int8_t *xr = (const int8_t *)tx->data + row * I;
                         const int8_t *h = (const int8_t *)th->data + (int64_t)b * S;
-                        uint32_t sa = dot_narrow(xr, wi + (int64_t)u * I, I) + (uint32_t)(uint64_t)d->in_fold[g * S + u];
-                        uint32_t sr = dot_narrow(h, wr + (int64_t)u * S, S) + (uint32_t)(uint64_t)d->rec_fold[g * S + u];
-                        a = edge_mbqm(edge_wrap32(sa), d->in_m[g], d->in_s[g]);
-                        r = edge_mbqm(edge_wrap32(sr), d->rec_m[g], d->rec_s[g]);
+                        int32_t bv;
+                        memcpy(&bv, bi[g] + 4 * (int64_t)u, 4);
+                        a = edge_mbqm(edge_wrap32(dot_narrow(xr, d->x_zp, wi[g] + (int64_t)u * I, I) + (uint32_t)bv),
+                                      d->in_m[g], d->in_s[g]);
+                        r = edge_mbqm(edge_wrap32(dot_narrow(h, d->h_zp, wr[g] + (int64_t)u * S, S)), d->rec_m[g], d->rec_s[g]);
                     }
-                    gate[g * S + u] = ea_sat16((int64_t)ea_sat16(a) + ea_sat16(r));
+                    gate[g] = ea_sat16((int64_t)ea_sat16(a) + ea_sat16(r));
                 }
-            }
-            /* cell and hidden state */
-            for (u = 0; u < S; u++) {
-                const int32_t ig = logistic16(gate[u], 0, 0), fg = logistic16(gate[S + u], 0, 0);
-                const int32_t cg = d->cell_sigmoid ? logistic16(gate[2 * S + u], 0, 0) : tanh16(gate[2 * S + u], 0, 0);
-                const int32_t og = logistic16(gate[3 * S + u], 0, 0);
-                int32_t cv = ea_sat16(edge_mbqm(fg * (int32_t)c[u], d->fc_m, d->fc_s));
-                int64_t hv;
+                /* cell and hidden state */
+                ig = logistic16(gate[0], 0, 0);
+                fg = logistic16(gate[1], 0, 0);
+                cg = d->cell_sigmoid ? logistic16(gate[2], 0, 0) : tanh16(gate[2], 0, 0);
+                og = logistic16(gate[3], 0, 0);
+                cv = ea_sat16(edge_mbqm(fg * (int32_t)c[u], d->fc_m, d->fc_s));
                 cv = ea_sat16((int64_t)cv + ea_sat16(edge_mbqm(ig * cg, d->ig_m, d->ig_s)));
                 if (d->clip_q > 0) cv = cv < -d->clip_q ? -d->clip_q : (cv > d->clip_q ? d->clip_q : cv);
                 c[u] = (int16_t)cv;
                 hv = (int64_t)edge_mbqm(tanh16(cv, d->tanh_mult, d->tanh_shift) * og, d->h_m, d->h_s) + d->h_zp;
-                hv = hv < d->hmin ? d->hmin : (hv > d->hmax ? d->hmax : hv);
-                if (d->wide) {
-                    ((int16_t *)th->data)[(int64_t)b * S + u] = (int16_t)hv;
-                    ((int16_t *)ty->data)[row * S + u] = (int16_t)hv;
-                } else {
-                    ((int8_t *)th->data)[(int64_t)b * S + u] = (int8_t)hv;
-                    ((int8_t *)ty->data)[row * S + u] = (int8_t)hv;
-                }
+                hv = hv < hmin ? hmin : (hv > hmax ? hmax : hv);
+                if (d->wide) ((int16_t *)ty->data)[row * S + u] = (int16_t)hv;
+                else ((int8_t *)ty->data)[row * S + u] = (int8_t)hv;
             }
+            /* the row's new hidden values become the hidden state */
+            if (d->wide) memcpy((int16_t *)th->data + (int64_t)b * S, (const int16_t *)ty->data + row * S, 2 * (size_t)S);
+            else memcpy((int8_t *)th->data + (int64_t)b * S, (const int8_t *)ty->data + row * S, (size_t)S);
         }
 }
