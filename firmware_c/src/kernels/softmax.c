@@ -2,9 +2,10 @@
  *
  * As edge_sdk/kernels/activations.py prepare_softmax (TFLM softmax.cc, reference softmax.h):
  *  - int8 input (int8 output at 1/256, zp -128; or int16 output at 1/65536, zp -32768): each row's
- *    differences to its maximum (0..255 below it) go through exp in gemmlowp fixed point (Q5.26 input); prepare
- *    tabulates exp for all 256 differences (0 beyond the input radius, which the reference skips), eval sums
- *    the row at Q12, takes GetReciprocal and scales every exp by it.
+ *    differences to its maximum (0..255 below it) go through exp in gemmlowp fixed point (Q5.26 input; 0
+ *    beyond the input radius, which the reference skips), eval sums the row at Q12, takes GetReciprocal and
+ *    scales every exp by it. Small inputs compute exp per element (no table in the arena); inputs over 512
+ *    elements tabulate the 256 differences once per invoke in a scratch buffer.
  *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
@@ -22,7 +23,8 @@ typedef struct {
     float beta;
     int32_t out_bits, out_min, out_max;
     int32_t multiplier, shift;   /* int16 input */
-    int32_t *exp8;               /* int8: 256 entries, exp of -k in Q0.31 (0 beyond the radius) */
+    int32_t diff_min;            /* int8: exp of differences below it is 0 (beyond the input radius) */
+    int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 */
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
 } softmax_data_t;
 
@@ -33,7 +35,6 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
     softmax_data_t *d;
     edge_status_t s;
-    int32_t k;
     int64_t n;
 
     if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX expects 1 input and 1 output");
@@ -82,16 +83,10 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SOFTMAX: beta * input scale out of range");
         radius = floor(31.0 * 67108864.0 / ldexp(1.0, d->shift));
         diff_min = radius > 1.0e9 ? -1000000000 : -(int32_t)radius;
-        d->exp8 = (int32_t *)edge_alloc_persistent(ctx, 256 * sizeof(int32_t));
-        if (!d->exp8) return EDGE_ARENA_TOO_SMALL;
-        for (k = 0; k < 256; k++) {
-            if (-k < diff_min) {
-                d->exp8[k] = 0;
-            } else {
-                int32_t scaled = edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier);
-                d->exp8[k] = ea_exp_on_negative_values(scaled, 5);
-            }
-        }
+        d->diff_min = diff_min;
+        d->scratch = -1;
+        /* exp per element (twice) is cheaper than tabulating all 256 differences for small inputs */
+        if (n > 2 * 256 && (s = edge_request_scratch(ctx, node, 256 * sizeof(int32_t), &d->scratch)) != EDGE_OK) return s;
         return EDGE_OK;
     }
     /* int16 */
@@ -113,16 +108,24 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-static void softmax_int8_row(const softmax_data_t *d, const int8_t *x, void *y) {
+/* exp of -k (k = max - x, 0..255) in Q0.31; 0 beyond the input radius (the reference skips those). */
+static int32_t softmax_exp8(const softmax_data_t *d, int32_t k) {
+    if (-k < d->diff_min) return 0;
+    return ea_exp_on_negative_values(edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier), 5);
+}
+
+/* table: the 256 exps when the node has its scratch table, else NULL (computed per element). */
+static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, const int8_t *x, void *y) {
     const int32_t n = d->depth;
     int32_t i, max = -128, inv, bits_over, exponent;
     int64_t total = 0;
     for (i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    for (i = 0; i < n; i++) total += edge_rdbpot(d->exp8[max - x[i]], 12);
+    for (i = 0; i < n; i++) total += edge_rdbpot(table ? table[max - x[i]] : softmax_exp8(d, max - x[i]), 12);
     inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
     exponent = bits_over + 31 - d->out_bits;
     for (i = 0; i < n; i++) {
-        int64_t r = ea_rdbpot64(edge_srdhm(inv, d->exp8[max - x[i]]), exponent) + d->out_min;
+        const int32_t e = table ? table[max - x[i]] : softmax_exp8(d, max - x[i]);
+        int64_t r = ea_rdbpot64(edge_srdhm(inv, e), exponent) + d->out_min;
         r = ea_clamp(r, d->out_min, d->out_max);
         if (d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
         else ((int16_t *)y)[i] = (int16_t)r;
@@ -173,13 +176,19 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
     const softmax_data_t *d = (const softmax_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+    int32_t *table = 0;
     int64_t r;
     if (d->depth <= 0) return;
+    if (d->in_type == EDGE_INT8 && d->scratch >= 0) {
+        int32_t k;
+        table = (int32_t *)edge_scratch(ctx, node, d->scratch);
+        for (k = 0; k < 256; k++) table[k] = softmax_exp8(d, k);
+    }
     for (r = 0; r < d->rows; r++) {
         const int64_t off = r * d->depth;
         if (d->in_type == EDGE_INT8) {
             void *y = (uint8_t *)out->data + off * (d->out_bits / 8);
-            softmax_int8_row(d, (const int8_t *)x->data + off, y);
+            softmax_int8_row(d, table, (const int8_t *)x->data + off, y);
         } else if (d->in_type == EDGE_INT16) {
             softmax_int16_row(d, (const int16_t *)x->data + off, (int16_t *)out->data + off);
         } else {

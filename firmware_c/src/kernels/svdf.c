@@ -6,7 +6,8 @@
  * state zero point into the last slot; then sum_m (state[f, m] - state_zp) * wt[f, m] is added into its unit
  * (f / rank) with the bias, requantized (multiplier 2) to int8 with the output zero point. TFLM's integer
  * path applies no fused activation (only the int8 clamp); the float path does. Integer sums wrap at 32 bits
- * as TFLM's int32 accumulators do.
+ * as TFLM's int32 accumulators do. The input zero point is subtracted in the projection's dot product (as
+ * TFLM does), so the op keeps no per-filter tables.
  */
 #include <math.h>
 #include <string.h>
@@ -20,12 +21,11 @@ EDGE_KERNEL(SVDF, svdf, 4)
 
 typedef struct {
     int32_t batch, n_input, n_filter, n_unit, rank, n_memory;
-    int32_t is_float, state16;
-    int32_t act;                       /* float: EDGE_ACT_* */
     float flo, fhi;
     int32_t m1, s1, m2, s2;
-    int32_t x_zp, state_zp, out_zp, smin, smax;
-    uint32_t *wf_fold;                 /* -x_zp * row sums of weights_feature, per filter (wrapped) */
+    int32_t x_zp, state_zp, out_zp;
+    uint8_t is_float, state16;
+    uint8_t act;                       /* float: EDGE_ACT_* */
 } svdf_data_t;
 
 edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
@@ -34,7 +34,7 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t act = has_opts ? edge_opt_int(node, 1, 1, 0) : 0;
     edge_tensor_t *x, *wf, *wt, *bias, *st, *y;
     svdf_data_t *d;
-    int32_t batch, n_input, n_filter, n_unit, n_memory, f, i, shape[2];
+    int32_t batch, n_input, n_filter, n_unit, n_memory, shape[2];
 
     if (node->n_inputs != 5 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF expects 5 inputs and 1 output");
     x = edge_in(ctx, node, 0);
@@ -83,7 +83,7 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
             (bias && bias->type != EDGE_FLOAT32))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: float SVDF needs FLOAT32 everywhere");
         d->is_float = 1;
-        d->act = act;
+        d->act = (uint8_t)act;
         if (act == EDGE_ACT_TANH) return EDGE_OK;
         if (edge_activation_range_float(act, &d->flo, &d->fhi) != 0)
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: fused activation");
@@ -113,16 +113,6 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     d->x_zp = x->zero_point;
     d->state_zp = st->zero_point;
     d->out_zp = y->zero_point;
-    d->smin = d->state16 ? -32768 : -128;
-    d->smax = d->state16 ? 32767 : 127;
-    d->wf_fold = (uint32_t *)edge_alloc_persistent(ctx, sizeof(uint32_t) * (size_t)n_filter);
-    if (!d->wf_fold) return EDGE_ARENA_TOO_SMALL;
-    for (f = 0; f < n_filter; f++) {
-        const int8_t *w = (const int8_t *)wf->data + (int64_t)f * n_input;
-        uint32_t s = 0;
-        for (i = 0; i < n_input; i++) s += (uint32_t)(int32_t)w[i];
-        d->wf_fold[f] = (uint32_t)0 - (uint32_t)d->x_zp * s;
-    }
     return EDGE_OK;
 }
 
@@ -165,6 +155,8 @@ void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t *bias;
     int8_t *y;
     int32_t b, f, i, m;
+    const int32_t smin = d->state16 ? -32768 : -128, smax = d->state16 ? 32767 : 127;
+    const uint32_t x_zp = (uint32_t)d->x_zp;
 
     if (d->is_float) {
         svdf_float(d, (const float *)tx->data, (const float *)twf->data, (const float *)twt->data,
@@ -181,12 +173,12 @@ void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
         for (f = 0; f < d->n_filter; f++) {
             const int8_t *w = wf + (int64_t)f * d->n_input;
             const int64_t mem_at = ((int64_t)b * d->n_filter + f) * M;
-            uint32_t p = d->wf_fold[f], s = 0;
+            uint32_t p = 0, s = 0;
             uint32_t v;
-            for (i = 0; i < d->n_input; i++) p += (uint32_t)((int32_t)xb[i] * (int32_t)w[i]);
+            for (i = 0; i < d->n_input; i++) p += ((uint32_t)(int32_t)xb[i] - x_zp) * (uint32_t)(int32_t)w[i];
             /* clamped projection plus the zero point, narrowed to the state type with a wrap (as the C
              * reference's implicit conversion does) */
-            v = (uint32_t)edge_clamp32(edge_mbqm(edge_wrap32(p), d->m1, d->s1), d->smin, d->smax) + (uint32_t)d->state_zp;
+            v = (uint32_t)edge_clamp32(edge_mbqm(edge_wrap32(p), d->m1, d->s1), smin, smax) + (uint32_t)d->state_zp;
             if (d->state16) {
                 int16_t *mem = (int16_t *)tst->data + mem_at;
                 const int16_t *tw = (const int16_t *)twt->data + (int64_t)f * M;
