@@ -3,12 +3,19 @@
  * On cores with the DSP extension (Cortex-M4/M7/M33: __ARM_FEATURE_DSP) these are one instruction each;
  * with EDGE_EMULATE_DSP defined (host builds) they are C versions of the same instructions, so the host
  * tests run the very code path the firmware runs. EDGE_DSP says whether either is available (0: the kernels
- * use their plain C loops).
+ * use their plain C loops); EDGE_DSP_ASM that they are the real instructions (GCC-style inline assembly
+ * available: a kernel's innermost loop may be written as one asm block, with the same arithmetic as its C
+ * version, which the emulated host build runs).
  *   edge_sxtb16(x)       bytes 0 and 2 of x, sign-extended into two int16 halves
  *   edge_sxtb16_ror8(x)  bytes 1 and 3 likewise (x rotated right by 8 first)
  *   edge_sadd16(a, b)    two int16 sums (halves wrap independently)
  *   edge_smlad(a, b, c)  c + a.lo * b.lo + a.hi * b.hi (int16 halves, wrapping int32)
  *   edge_smlabb / edge_smlatt(a, b, c)  c + a.lo * b.lo / c + a.hi * b.hi
+ *   edge_smmlar(a, b, c)  the high word of (c << 32) + a * b + 2^31 (signed 64-bit, rounded high multiply)
+ *
+ * And edge_rq_t / edge_rq_make / edge_rq_apply: TFLM's MultiplyByQuantizedMultiplier (edge_mbqm) with its
+ * parameters prepared once per channel, so that the hot loops do it in a handful of instructions (one
+ * SMMLAR on DSP cores) and never call a 64-bit helper. Bit-exact with edge_mbqm for every int32 input.
  */
 #ifndef EDGE_DSP_H
 #define EDGE_DSP_H
@@ -17,6 +24,7 @@
 
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
 #define EDGE_DSP 1
+#define EDGE_DSP_ASM 1 /* the real instructions: kernels may use hand-scheduled inline assembly loops */
 static inline uint32_t edge_sxtb16(uint32_t x) {
     uint32_t r;
     __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(x));
@@ -47,6 +55,11 @@ static inline uint32_t edge_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
     __asm__("smlatt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
     return r;
 }
+static inline int32_t edge_smmlar(int32_t a, int32_t b, int32_t acc) {
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
 #elif defined(EDGE_EMULATE_DSP)
 #define EDGE_DSP 1
 static inline uint32_t edge_sxtb16(uint32_t x) {
@@ -69,8 +82,56 @@ static inline uint32_t edge_smlabb(uint32_t a, uint32_t b, uint32_t acc) {
 static inline uint32_t edge_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
     return acc + (uint32_t)((int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b >> 16));
 }
+static inline int32_t edge_smmlar(int32_t a, int32_t b, int32_t acc) {
+    /* the instruction's 64-bit sum, modulo 2^64 as the hardware does it */
+    uint64_t v = ((uint64_t)(uint32_t)acc << 32) + (uint64_t)((int64_t)a * (int64_t)b) + 0x80000000u;
+    return (int32_t)(uint32_t)(v >> 32);
+}
 #else
 #define EDGE_DSP 0
 #endif
+
+/* One channel's requantization plus the output zero point: y = edge_mbqm(x, multiplier, shift) + zp for
+ * the common case of a multiplier in [2^30, 2^31) with a right shift of 2..31 (every real multiplier in
+ * [2^-32, 0.25), and a zero multiplier). Three steps, two of them SMMLAR on DSP cores:
+ *   h  = floor((x * multiplier + 2^30) / 2^31)   gemmlowp's doubling high multiply (its nudged truncating
+ *        division equals this floor for both signs; its one saturating case needs multiplier == INT32_MIN).
+ *        SMMLAR(x, m2, x) with m2 = 2 * multiplier - 2^32 (the int32 wrap): (x << 32) + x * m2 + 2^31 =
+ *        2 * x * multiplier + 2^31, whose high word is h.
+ *   h' = h - (h < 0)                              (h > INT32_MIN always, so this cannot wrap)
+ *   y  = zp + floor((h' + 2^(rs-1)) / 2^rs)       gemmlowp's rounding divide (halves away from zero: the
+ *        -1 for negatives turns the round-half-up into it). SMMLAR(h', 2^(32-rs), zp): the scaled
+ *        numerator h' * 2^(32-rs) + 2^31 over 2^32, plus zp in the high word. A zero multiplier gets
+ *        2^(32-rs) := 0, so y = zp, as edge_mbqm's 0 + zp.
+ * edge_rq_make returns -1 for other multipliers (a right shift of 0 or 1, a left shift, a negative
+ * multiplier): the kernels keep edge_mbqm for such a layer. */
+typedef struct {
+    int32_t mul; /* DSP: 2 * multiplier (wrapped); plain C: multiplier */
+    int32_t rnd; /* DSP: 2^(32 - rs), 0 for a zero multiplier; plain C: rs */
+} edge_rq_t;
+
+static inline int edge_rq_make(edge_rq_t *q, int32_t multiplier, int32_t shift) {
+    if (multiplier < 0 || (multiplier > 0 && (multiplier < (1 << 30) || shift > -2 || shift < -31))) return -1;
+#if EDGE_DSP
+    q->mul = (int32_t)((uint32_t)multiplier << 1);
+    q->rnd = multiplier == 0 ? 0 : (int32_t)((uint32_t)1 << (32 + shift));
+#else
+    q->mul = multiplier;
+    q->rnd = multiplier == 0 ? 2 : -shift;
+#endif
+    return 0;
+}
+
+static inline int32_t edge_rq_apply(const edge_rq_t *q, int32_t acc, int32_t zp) {
+#if EDGE_DSP
+    int32_t h = edge_smmlar(acc, q->mul, acc);
+    h += h >> 31; /* arithmetic shift, as on every compiler we use */
+    return edge_smmlar(h, q->rnd, zp);
+#else
+    int32_t h = (int32_t)(((int64_t)acc * q->mul + ((int64_t)1 << 30)) >> 31);
+    h += h >> 31;
+    return zp + (int32_t)(((int64_t)h + ((int64_t)1 << (q->rnd - 1))) >> q->rnd);
+#endif
+}
 
 #endif /* EDGE_DSP_H */

@@ -39,11 +39,13 @@ typedef struct {
     int32_t sh, sw, dh, dw;     /* strides, dilations */
     int32_t pt, pl;             /* padding before (top, left) */
     int32_t k;                  /* kh * kw * cg: one output channel's weights */
-    int32_t kpad;               /* k rounded up to even (int16 im2col rows stay 4-byte aligned) */
     int32_t input_offset, output_offset, lo, hi;
     float flo, fhi;
-    int32_t *mult, *shift;      /* per output channel (persistent) */
-    int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x kpad int16 */
+    int32_t *mult, *shift;      /* int16: per output channel (persistent) */
+    edge_rq_t *rq;              /* int8: per output channel (persistent); with rq_generic the raw multiplier
+                                 * and shift (mul, rnd) for edge_mbqm */
+    int32_t rq_generic;
+    int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
 } conv_data_t;
 
 /* Conv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 dilation_w_factor,
@@ -59,7 +61,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t qbias_type = has_opts ? edge_opt_int(node, 6, 1, 0) : 0;
     edge_tensor_t *in, *w, *bias, *out;
     conv_data_t *d;
-    int32_t shape[4], k;
+    int32_t shape[4], k, i;
     edge_status_t s;
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
@@ -104,7 +106,6 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: padding, strides, dilations or window do not fit the input");
     if ((int64_t)d->kh * d->kw * d->cg > 0x3fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "CONV_2D: filter too large");
     d->k = d->kh * d->kw * d->cg;
-    d->kpad = (d->k + 1) & ~1;
     shape[0] = d->n;
     shape[1] = d->oh;
     shape[2] = d->ow;
@@ -145,17 +146,37 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->output_offset = in->type == EDGE_INT8 ? out->zero_point : 0;
     if (in->type == EDGE_INT8 && (d->input_offset < -32768 + 128 || d->input_offset > 32767 - 128))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: input zero point out of range");
-    d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
-    d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
-    if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
+    if (d->kind == CONV_INT8) {
+        d->rq = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)d->o);
+        if (!d->rq) return EDGE_ARENA_TOO_SMALL;
+    } else {
+        d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
+        d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
+        if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
+    }
     for (k = 0; k < d->o; k++) {
         float ws;
+        int32_t m, e;
         memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->mult[k], &d->shift[k]);
+        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &m, &e);
+        if (d->kind != CONV_INT8) {
+            d->mult[k] = m;
+            d->shift[k] = e;
+        } else if (!d->rq_generic && edge_rq_make(&d->rq[k], m, e) != 0) {
+            d->rq_generic = 1; /* a ratio edge_rq does not cover: every channel keeps edge_mbqm's */
+            for (i = 0; i < k; i++) {
+                memcpy(&ws, &w->scales[w->n_scales > 1 ? i : 0], 4);
+                edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->rq[i].mul,
+                                         &d->rq[i].rnd);
+            }
+        }
+        if (d->kind == CONV_INT8 && d->rq_generic) {
+            d->rq[k].mul = m;
+            d->rq[k].rnd = e;
+        }
     }
     if (d->kind == CONV_INT8) {
-        size_t bytes = sizeof(int16_t) * 2u * (size_t)d->groups * (size_t)d->kpad;
-        s = edge_request_scratch(ctx, node, bytes, &d->scratch);
+        s = edge_request_scratch(ctx, node, sizeof(int16_t) * 2u * (size_t)d->groups * (size_t)d->k, &d->scratch);
         if (s != EDGE_OK) return s;
     }
     return EDGE_OK;
@@ -163,173 +184,196 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
 
 /* ---------------------------------------------------------------------------------------------- int8 */
 
-/* The im2col row of one output pixel: for every group, kh * kw * cg int16 values x + input_offset (0 in
- * the padding), in DSP order when EDGE_DSP (each full group of four stored as v0, v2, v1, v3). */
-static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int32_t ox, int16_t *col) {
+/* The im2col buffer holds two output pixels side by side: for every group, the window's k values of both
+ * pixels (x + input_offset as int16, 0 in the padding), interleaved so that one pointer walks both rows.
+ * Every full group of four values v0..v3 takes 8 int16 slots:
+ *     [p0.v0 p0.v2 | p1.v0 p1.v2 | p0.v1 p0.v3 | p1.v1 p1.v3]
+ * (the order in which SXTB16 / SXTB16-ROR8 widen four int8 weights: each 32-bit word is one SMLAD operand),
+ * and the k % 4 remaining values take (p0.v, p1.v) pairs. conv_slot gives value kk's slot for pixel p. */
+static inline int32_t conv_slot(int32_t k4, int32_t kk, int32_t p) {
+    if (kk >= k4) return 2 * kk + p;
+    return (kk & ~3) * 2 + (kk & 1) * 4 + p * 2 + ((kk >> 1) & 1);
+}
+
+/* Pixel p (0 or 1) of the pair: its window, every group, into the interleaved buffer. */
+static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int32_t ox, int32_t p, int16_t *col) {
     const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
-    const int32_t off = d->input_offset;
+    const int32_t off = d->input_offset, k = d->k, k4 = d->k & ~3;
     int32_t g, fy, fx, i;
     for (g = 0; g < d->groups; g++) {
-        int16_t *dst = col + (int64_t)g * d->kpad;
-#if EDGE_DSP
-        const int32_t k4 = d->k & ~3;
+        int16_t *dst = col + (int64_t)g * 2 * k;
         int32_t kk = 0;
-#endif
-        if (d->kpad != d->k) dst[d->k] = 0;
         for (fy = 0; fy < d->kh; fy++) {
             const int32_t iy = iy0 + fy * d->dh;
             for (fx = 0; fx < d->kw; fx++) {
                 const int32_t ix = ix0 + fx * d->dw;
                 const int8_t *src = xb + ((int64_t)iy * d->w + ix) * d->c + (int64_t)g * d->cg;
                 const int inside = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w;
-#if EDGE_DSP
-                if ((d->cg & 3) == 0) {
-                    /* whole groups of four: widen with SXTB16 and add the offset two at a time */
+                if ((d->cg & 3) == 0) { /* whole chunks of four: two 32-bit stores each */
+                    int16_t *o = dst + 2 * kk + 2 * p;
                     if (!inside) {
-                        memset(dst + kk, 0, sizeof(int16_t) * (size_t)d->cg);
+                        for (i = 0; i < d->cg; i += 4, o += 8) {
+                            memset(o, 0, 4);
+                            memset(o + 4, 0, 4);
+                        }
                     } else {
+#if EDGE_DSP
                         const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-                        for (i = 0; i < d->cg; i += 4) {
+                        for (i = 0; i < d->cg; i += 4, o += 8) {
                             uint32_t v, a, b;
                             memcpy(&v, src + i, 4);
                             a = edge_sadd16(edge_sxtb16(v), off2);
                             b = edge_sadd16(edge_sxtb16_ror8(v), off2);
-                            memcpy(dst + kk + i, &a, 4);
-                            memcpy(dst + kk + i + 2, &b, 4);
+                            memcpy(o, &a, 4);
+                            memcpy(o + 4, &b, 4);
                         }
+#else
+                        for (i = 0; i < d->cg; i += 4, o += 8) {
+                            o[0] = (int16_t)(src[i] + off);
+                            o[1] = (int16_t)(src[i + 2] + off);
+                            o[4] = (int16_t)(src[i + 1] + off);
+                            o[5] = (int16_t)(src[i + 3] + off);
+                        }
+#endif
                     }
                     kk += d->cg;
                     continue;
                 }
-                for (i = 0; i < d->cg; i++, kk++) {
-                    const int32_t pos = kk < k4 ? ((kk & ~3) | ((kk & 1) << 1) | ((kk >> 1) & 1)) : kk;
-                    dst[pos] = (int16_t)(inside ? src[i] + off : 0);
-                }
-#else
-                if (!inside) {
-                    memset(dst, 0, sizeof(int16_t) * (size_t)d->cg);
-                } else {
-                    for (i = 0; i < d->cg; i++) dst[i] = (int16_t)(src[i] + off);
-                }
-                dst += d->cg;
-#endif
+                for (i = 0; i < d->cg; i++, kk++) dst[conv_slot(k4, kk, p)] = (int16_t)(inside ? src[i] + off : 0);
             }
         }
     }
 }
 
-/* Two output channels (weights w0, w1) x two pixels (im2col rows c0, c1): the four int32 sums (wrapping).
- * The DSP loop is ordered so that at most 14 values are live (pointers, sums, two weight words and their
- * widened halves, one input pair): Cortex-M4 keeps all of it in registers, 20 instructions per 16 MACs. */
-#if EDGE_DSP && defined(__GNUC__)
+/* A layer edge_rq cannot represent: edge_mbqm with the raw multiplier and shift. */
+static int8_t conv_out8_generic(const conv_data_t *d, const edge_rq_t *q, uint32_t acc) {
+    int32_t r = edge_mbqm((int32_t)acc, q->mul, q->rnd) + d->output_offset;
+    return (int8_t)edge_clamp32(r, d->lo, d->hi);
+}
+
+/* Output channels [first, end) of both pixels of the pair from their interleaved im2col rows: two channels
+ * x two pixels per pass (an odd last channel runs as a pair with itself), the sums starting at the bias,
+ * then requantized; y1 == 0: only the first pixel is stored. The DSP loop keeps 13 values live (three
+ * pointers, four sums, two weight words widened into four halves... at most five temporaries), so Cortex-M4
+ * runs it from registers: 2 LDR + 4 SXTB16 + 4 LDR + 8 SMLAD + loop per 16 MACs. */
+#if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static void conv_dot_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c0, const int16_t *c1, int32_t k,
-                         uint32_t acc[4]) {
-    uint32_t s00 = 0, s01 = 0, s10 = 0, s11 = 0;
-    int32_t i = 0;
-#if EDGE_DSP
-    const int8_t *const w0_end = w0 + (k & ~3);
-    while (w0 != w0_end) {
-        uint32_t wa, wb, a, b, x;
-        memcpy(&wa, w0, 4);
-        memcpy(&wb, w1, 4);
-        a = edge_sxtb16(wa);
-        b = edge_sxtb16(wb);
-        memcpy(&x, c0, 4);
-        s00 = edge_smlad(a, x, s00);
-        s10 = edge_smlad(b, x, s10);
-        memcpy(&x, c1, 4);
-        s01 = edge_smlad(a, x, s01);
-        s11 = edge_smlad(b, x, s11);
-        a = edge_sxtb16_ror8(wa);
-        b = edge_sxtb16_ror8(wb);
-        memcpy(&x, c0 + 2, 4);
-        s00 = edge_smlad(a, x, s00);
-        s10 = edge_smlad(b, x, s10);
-        memcpy(&x, c1 + 2, 4);
-        s01 = edge_smlad(a, x, s01);
-        s11 = edge_smlad(b, x, s11);
-        w0 += 4;
-        w1 += 4;
-        c0 += 4;
-        c1 += 4;
-    }
-    k &= 3;
+static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col, const int32_t *bias, int32_t first,
+                      int32_t end, int8_t *y0, int8_t *y1) {
+    /* locals: the int8 stores below may alias anything, so nothing is re-read from *d after them */
+    const int32_t k = d->k, k4 = k & ~3, zp = d->output_offset, lo = d->lo, hi = d->hi, generic = d->rq_generic;
+    const edge_rq_t *const rq = d->rq;
+    const int8_t *wrow = wt + (int64_t)first * k;
+    int32_t oc, i;
+    for (oc = first; oc < end; oc += 2, wrow += 2 * k) {
+        const int32_t oc1 = oc + 1 < end ? oc + 1 : oc;
+        const int8_t *w0 = wrow, *w1 = wrow + (oc1 - oc) * k;
+        const int16_t *c = col;
+        uint32_t s00 = bias ? (uint32_t)bias[oc] : 0, s10 = bias ? (uint32_t)bias[oc1] : 0, s01 = s00, s11 = s10;
+#if EDGE_DSP_ASM
+        if (k4 > 0) {
+            const int8_t *const w0_end = w0 + k4;
+            uint32_t wa, wb, a, b, x;
+            /* the C loop below, register-allocated by hand (GCC -Os spills it) */
+            __asm__ volatile("1:\n\t"
+                             "ldr %[wa], [%[w0]], #4\n\t"
+                             "ldr %[wb], [%[w1]], #4\n\t"
+                             "ldr %[x], [%[c]], #16\n\t"
+                             "sxtb16 %[a], %[wa]\n\t"
+                             "sxtb16 %[b], %[wb]\n\t"
+                             "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                             "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                             "ldr %[x], [%[c], #-12]\n\t"
+                             "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                             "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                             "sxtb16 %[a], %[wa], ror #8\n\t"
+                             "sxtb16 %[b], %[wb], ror #8\n\t"
+                             "ldr %[x], [%[c], #-8]\n\t"
+                             "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                             "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                             "ldr %[x], [%[c], #-4]\n\t"
+                             "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                             "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                             "cmp %[w0], %[end]\n\t"
+                             "bne 1b"
+                             : [w0] "+&r"(w0), [w1] "+&r"(w1), [c] "+&r"(c), [s00] "+&r"(s00), [s01] "+&r"(s01),
+                               [s10] "+&r"(s10), [s11] "+&r"(s11), [wa] "=&r"(wa), [wb] "=&r"(wb), [a] "=&r"(a),
+                               [b] "=&r"(b), [x] "=&r"(x)
+                             : [end] "r"(w0_end)
+                             : "cc", "memory");
+        }
+#elif EDGE_DSP
+        for (i = 0; i < k4; i += 4, w0 += 4, w1 += 4, c += 8) {
+            uint32_t wa, wb, a, b, x;
+            memcpy(&wa, w0, 4);
+            memcpy(&wb, w1, 4);
+            a = edge_sxtb16(wa);
+            b = edge_sxtb16(wb);
+            memcpy(&x, c, 4);
+            s00 = edge_smlad(a, x, s00);
+            s10 = edge_smlad(b, x, s10);
+            memcpy(&x, c + 2, 4);
+            s01 = edge_smlad(a, x, s01);
+            s11 = edge_smlad(b, x, s11);
+            a = edge_sxtb16_ror8(wa);
+            b = edge_sxtb16_ror8(wb);
+            memcpy(&x, c + 4, 4);
+            s00 = edge_smlad(a, x, s00);
+            s10 = edge_smlad(b, x, s10);
+            memcpy(&x, c + 6, 4);
+            s01 = edge_smlad(a, x, s01);
+            s11 = edge_smlad(b, x, s11);
+        }
+#else
+        for (i = 0; i < k4; i += 4, w0 += 4, w1 += 4, c += 8) {
+            s00 += (uint32_t)(w0[0] * c[0] + w0[2] * c[1] + w0[1] * c[4] + w0[3] * c[5]);
+            s01 += (uint32_t)(w0[0] * c[2] + w0[2] * c[3] + w0[1] * c[6] + w0[3] * c[7]);
+            s10 += (uint32_t)(w1[0] * c[0] + w1[2] * c[1] + w1[1] * c[4] + w1[3] * c[5]);
+            s11 += (uint32_t)(w1[0] * c[2] + w1[2] * c[3] + w1[1] * c[6] + w1[3] * c[7]);
+        }
 #endif
-    for (; i < k; i++) {
-        s00 += (uint32_t)(w0[i] * c0[i]);
-        s01 += (uint32_t)(w0[i] * c1[i]);
-        s10 += (uint32_t)(w1[i] * c0[i]);
-        s11 += (uint32_t)(w1[i] * c1[i]);
+        for (i = k4; i < k; i++, c += 2) { /* w0, w1 point at value k4 here */
+            s00 += (uint32_t)(w0[i - k4] * c[0]);
+            s01 += (uint32_t)(w0[i - k4] * c[1]);
+            s10 += (uint32_t)(w1[i - k4] * c[0]);
+            s11 += (uint32_t)(w1[i - k4] * c[1]);
+        }
+        if (!generic) {
+            const edge_rq_t q0 = rq[oc], q1 = rq[oc1];
+            y0[oc] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s00, zp), lo, hi);
+            y0[oc1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s10, zp), lo, hi);
+            if (y1) {
+                y1[oc] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s01, zp), lo, hi);
+                y1[oc1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s11, zp), lo, hi);
+            }
+        } else {
+            y0[oc] = conv_out8_generic(d, &rq[oc], s00);
+            y0[oc1] = conv_out8_generic(d, &rq[oc1], s10);
+            if (y1) {
+                y1[oc] = conv_out8_generic(d, &rq[oc], s01);
+                y1[oc1] = conv_out8_generic(d, &rq[oc1], s11);
+            }
+        }
     }
-    acc[0] = s00;
-    acc[1] = s01;
-    acc[2] = s10;
-    acc[3] = s11;
-}
-
-/* One output channel x one pixel. */
-static inline uint32_t conv_dot_1x1(const int8_t *w0, const int16_t *c0, int32_t k) {
-    uint32_t s = 0;
-    int32_t i = 0;
-#if EDGE_DSP
-    const int32_t k4 = k & ~3;
-    for (; i < k4; i += 4) {
-        uint32_t wa, x0, x1;
-        memcpy(&wa, w0 + i, 4);
-        memcpy(&x0, c0 + i, 4);
-        memcpy(&x1, c0 + i + 2, 4);
-        s = edge_smlad(edge_sxtb16(wa), x0, s);
-        s = edge_smlad(edge_sxtb16_ror8(wa), x1, s);
-    }
-#endif
-    for (; i < k; i++) s += (uint32_t)(w0[i] * c0[i]);
-    return s;
-}
-
-static inline int8_t conv_requant8(const conv_data_t *d, uint32_t acc, const int32_t *bias, int32_t oc) {
-    int32_t r;
-    if (bias) acc += (uint32_t)bias[oc];
-    r = edge_mbqm(edge_wrap32((int64_t)acc), d->mult[oc], d->shift[oc]) + d->output_offset;
-    return (int8_t)edge_clamp32(r, d->lo, d->hi);
 }
 
 static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                       int16_t *cols) {
-    const int32_t npix = d->oh * d->ow, row = d->groups * d->kpad;
-    int32_t b, p, g, j;
+    const int32_t npix = d->oh * d->ow;
+    int32_t b, p, g;
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->h * d->w * d->c;
         int8_t *yb = y + (int64_t)b * npix * d->o;
         for (p = 0; p < npix; p += 2) {
             const int two = p + 1 < npix;
-            int16_t *c0 = cols, *c1 = cols + row;
-            int8_t *y0 = yb + (int64_t)p * d->o, *y1 = y0 + d->o;
-            conv_im2col(d, xb, p / d->ow, p % d->ow, c0);
-            if (two) conv_im2col(d, xb, (p + 1) / d->ow, (p + 1) % d->ow, c1);
-            for (g = 0; g < d->groups; g++) {
-                const int16_t *g0 = c0 + (int64_t)g * d->kpad, *g1 = c1 + (int64_t)g * d->kpad;
-                const int32_t first = g * d->opg, end = first + d->opg;
-                int32_t oc = first;
-                if (two) {
-                    for (; oc + 1 < end; oc += 2) {
-                        uint32_t acc[4];
-                        conv_dot_2x2(wt + (int64_t)oc * d->k, wt + (int64_t)(oc + 1) * d->k, g0, g1, d->k, acc);
-                        y0[oc] = conv_requant8(d, acc[0], bias, oc);
-                        y1[oc] = conv_requant8(d, acc[1], bias, oc);
-                        y0[oc + 1] = conv_requant8(d, acc[2], bias, oc + 1);
-                        y1[oc + 1] = conv_requant8(d, acc[3], bias, oc + 1);
-                    }
-                    for (; oc < end; oc++) {
-                        y0[oc] = conv_requant8(d, conv_dot_1x1(wt + (int64_t)oc * d->k, g0, d->k), bias, oc);
-                        y1[oc] = conv_requant8(d, conv_dot_1x1(wt + (int64_t)oc * d->k, g1, d->k), bias, oc);
-                    }
-                } else {
-                    for (j = first; j < end; j++)
-                        y0[j] = conv_requant8(d, conv_dot_1x1(wt + (int64_t)j * d->k, g0, d->k), bias, j);
-                }
-            }
+            int8_t *y0 = yb + (int64_t)p * d->o;
+            /* a lone last pixel runs as a pair with itself (its second copy is not stored) */
+            conv_im2col(d, xb, p / d->ow, p % d->ow, 0, cols);
+            conv_im2col(d, xb, (p + two) / d->ow, (p + two) % d->ow, 1, cols);
+            for (g = 0; g < d->groups; g++)
+                conv_gemm(d, wt, cols + (int64_t)g * 2 * d->k, bias, g * d->opg, (g + 1) * d->opg, y0,
+                          two ? y0 + d->o : 0);
         }
     }
 }
