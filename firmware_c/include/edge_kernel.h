@@ -47,9 +47,6 @@ struct edge_ctx;
 #define EDGE_CUSTOM_KERNEL(custom_code, name, max_version) EDGE_KERNEL(CUSTOM, name, max_version)
 #define EDGE_KERNEL_RESET(name) void edge_reset_##name(const struct edge_node *node, struct edge_ctx *ctx);
 
-#ifndef EDGE_MAX_SCRATCH
-#define EDGE_MAX_SCRATCH 2 /* scratch buffers one node may request */
-#endif
 
 /* A verified flatbuffer table (the node's builtin options): scalar getters check every read against it. */
 typedef struct edge_table {
@@ -93,10 +90,9 @@ typedef struct edge_node {
     int16_t n_inputs, n_outputs;
     uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
     uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
-    uint8_t n_scratch;
-    uint8_t reserved_;
-    uint32_t scratch_bytes[EDGE_MAX_SCRATCH];
-    uint32_t scratch_offset[EDGE_MAX_SCRATCH];
+    uint8_t reserved_[2];
+    uint32_t scratch_bytes;     /* the node's scratch block: its requests one after another, 16-aligned each */
+    uint32_t scratch_offset;    /* where the planner put the block (from the arena base) */
 } edge_node_t;
 
 /* Prepare-time: a custom op's custom_options bytes (NULL, *len 0 when it has none) and its custom_code (NULL
@@ -126,13 +122,14 @@ static inline edge_tensor_t *edge_out(const edge_ctx_t *ctx, const edge_node_t *
  * EDGE_ARENA_TOO_SMALL then: the interpreter has recorded the shortfall). */
 void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes);
 
-/* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (0..EDGE_MAX_SCRATCH-1).
- * Scratch is planned after the tensors into gaps of the plan (bytes not live during the node). */
+/* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
+ * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during
+ * the node). */
 edge_status_t edge_request_scratch(edge_ctx_t *ctx, edge_node_t *node, size_t bytes, int32_t *index);
 
-/* Eval-time: the scratch buffer `index` of this node (16-aligned). */
+/* Eval-time: the scratch buffer of handle `index` of this node (16-aligned). */
 static inline void *edge_scratch(const edge_ctx_t *ctx, const edge_node_t *node, int32_t index) {
-    return ctx->interp->base + node->scratch_offset[index];
+    return ctx->interp->base + node->scratch_offset + (uint32_t)index;
 }
 
 /* Give output i a shape computed in prepare (copied to persistent memory; the output's bytes follow). */

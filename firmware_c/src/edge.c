@@ -27,7 +27,7 @@ typedef struct edge_subgraph {
     int32_t tensor_base, n_tensors;
     int32_t node_base, n_nodes;
     const int32_t *inputs, *outputs;
-    int32_t n_inputs, n_outputs;
+    int16_t n_inputs, n_outputs;
     uint8_t on_stack, marked;
 } edge_subgraph_t;
 
@@ -326,7 +326,7 @@ int64_t edge_tensor_elements(const edge_tensor_t *t) { return tensor_elements_ca
 int32_t edge_tensor_zero_point(const edge_tensor_t *t, int32_t c) {
     if (!t->quantized) return 0;
     if (!(t->flags_ & EDGE_TENSOR_ZP_PER_CHANNEL_) || c <= 0 || c >= t->n_scales) return t->zero_point;
-    return (int32_t)(int64_t)rd64((const uint8_t *)t->scales + t->zp_delta_ + 8 * (int64_t)c);
+    return ((const int32_t *)(const void *)(t->scales + t->n_scales))[c];
 }
 
 /* Fill one tensor from its table (Tensor: 0 shape, 1 type, 2 buffer, 3 name, 4 quantization, 5 is_variable,
@@ -340,9 +340,11 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
     int64_t qpos, scale_start, zp_start, elements, sparsity;
     const char *name;
     edge_table_t q, bt;
-    int32_t qdim = 0;
+    int32_t qdim = 0, rank;
 
-    if ((s = fb_ints(it, tt, 0, &t->dims, &t->rank, WHAT("Tensor.shape"))) != EDGE_OK) return s;
+    if ((s = fb_ints(it, tt, 0, &t->dims, &rank, WHAT("Tensor.shape"))) != EDGE_OK) return s;
+    if (rank > 127) return fail_at(it, EDGE_LIMIT, WHAT("Tensor.shape (over 127 dimensions)"), tt->table - it->model);
+    t->rank = (int8_t)rank;
     for (i = 0; i < t->rank; i++)
         if (t->dims[i] < 0) return fail_at(it, EDGE_MODEL_INVALID, WHAT("Tensor.shape (negative)"), tt->table - it->model);
     if ((s = fb_u8(it, tt, 1, 0, &type, WHAT("Tensor.type"))) != EDGE_OK) return s;
@@ -382,13 +384,25 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
             if (n_scale > 1 && (qdim < 0 || qdim >= t->rank))
                 return fail_at(it, EDGE_MODEL_INVALID, WHAT("quantized_dimension out of range"), qpos);
             if (n_scale > 1 && qdim > 127) return fail_at(it, EDGE_LIMIT, WHAT("quantized_dimension above 127"), qpos);
-            if (zp_start - scale_start > 0x7fffffff || zp_start - scale_start < -0x7fffffff)
-                return fail_at(it, EDGE_LIMIT, WHAT("quantization vectors 2 GiB apart"), qpos);
             t->quantized = 1;
             t->scales = (const float *)(const void *)(it->model + scale_start);
             t->n_scales = n_scale;
-            t->zp_delta_ = (int32_t)(zp_start - scale_start);
-            if (n_zp == n_scale && n_scale > 1) t->flags_ |= EDGE_TENSOR_ZP_PER_CHANNEL_;
+            if (n_zp == n_scale && n_scale > 1) {
+                /* zero points that differ per channel (rare: per-channel weights have zero points of 0) get a
+                 * persistent copy of the scales followed by the zero points as int32 */
+                int64_t z0 = (int64_t)rd64(it->model + zp_start);
+                for (i = 1; i < n_zp; i++)
+                    if ((int64_t)rd64(it->model + zp_start + 8 * (int64_t)i) != z0) break;
+                if (i < n_zp) {
+                    uint8_t *copy = (uint8_t *)tail_alloc(it, 8 * (size_t)n_scale);
+                    int32_t *zps = (int32_t *)(void *)(copy + 4 * (size_t)n_scale);
+                    if (!copy) return EDGE_ARENA_TOO_SMALL;
+                    memcpy(copy, it->model + scale_start, 4 * (size_t)n_scale);
+                    for (i = 0; i < n_zp; i++) zps[i] = (int32_t)(int64_t)rd64(it->model + zp_start + 8 * (int64_t)i);
+                    t->scales = (const float *)(const void *)copy;
+                    t->flags_ |= EDGE_TENSOR_ZP_PER_CHANNEL_;
+                }
+            }
             t->quantized_dimension = (int8_t)(qdim < 0 ? -1 : qdim > 127 ? 127 : qdim);
             memcpy(&t->scale, it->model + scale_start, 4);
             t->zero_point = (int32_t)(int64_t)rd64(it->model + zp_start);
@@ -642,7 +656,7 @@ static edge_status_t load_model(edge_interp_t *it) {
     edge_status_t s;
     edge_table_t mt, st, t;
     int64_t opcodes, subgraphs, buffers, tstart, ostart, root;
-    int32_t n_opcodes, n_sub, n_buffers, i, j, k, nt, no, total_t = 0, total_n = 0;
+    int32_t n_opcodes, n_sub, n_buffers, i, j, k, nt, no, total_t = 0, total_n = 0, n_io[2];
 
     if (it->model_len < 8) return fail_at(it, EDGE_MODEL_NOT_TFLITE, WHAT("file shorter than 8 bytes"), 0);
     if (memcmp(it->model + 4, "TFL3", 4) != 0) return fail_at(it, EDGE_MODEL_NOT_TFLITE, WHAT("identifier"), 4);
@@ -685,8 +699,12 @@ static edge_status_t load_model(edge_interp_t *it) {
         sg->n_tensors = nt;
         sg->node_base = total_n;
         sg->n_nodes = no;
-        if ((s = fb_ints(it, &st, 1, &sg->inputs, &sg->n_inputs, WHAT("SubGraph.inputs"))) != EDGE_OK) return s;
-        if ((s = fb_ints(it, &st, 2, &sg->outputs, &sg->n_outputs, WHAT("SubGraph.outputs"))) != EDGE_OK) return s;
+        if ((s = fb_ints(it, &st, 1, &sg->inputs, &n_io[0], WHAT("SubGraph.inputs"))) != EDGE_OK) return s;
+        if ((s = fb_ints(it, &st, 2, &sg->outputs, &n_io[1], WHAT("SubGraph.outputs"))) != EDGE_OK) return s;
+        if (n_io[0] > 0x7fff || n_io[1] > 0x7fff)
+            return fail_at(it, EDGE_LIMIT, WHAT("a subgraph with over 32767 inputs or outputs"), st.table - it->model);
+        sg->n_inputs = (int16_t)n_io[0];
+        sg->n_outputs = (int16_t)n_io[1];
         for (k = 0; k < sg->n_inputs; k++)
             if (sg->inputs[k] < 0 || sg->inputs[k] >= nt)
                 return fail_at(it, EDGE_MODEL_INVALID, WHAT("SubGraph.inputs (tensor out of range)"), st.table - it->model);
@@ -968,11 +986,11 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         if (t->bytes == 0) continue;
         n_t++;
     }
-    for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].n_scratch;
+    for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].scratch_bytes > 0;
 
     w.n = n_t + n_s;
     w.n_tensors = n_t;
-    temp_bytes = life_bytes + (int64_t)w.n * (8 + 8 + 4 * 5) + 64;
+    temp_bytes = align_persist(life_bytes + (int64_t)w.n * (8 + 8 + 4 * 5) + 64);
     if (temp_bytes > (int64_t)free_bytes) {
         it->error.required = pad + (int64_t)it->tail_used + temp_bytes;
         it->error.given = (int64_t)it->arena_len;
@@ -998,13 +1016,11 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     }
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
-        int32_t j;
-        for (j = 0; j < nd->n_scratch; j++) {
-            w.size[r] = align_up(nd->scratch_bytes[j]);
-            w.first[r] = L.n_first[k];
-            w.last[r] = L.n_last[k];
-            r++;
-        }
+        if (!nd->scratch_bytes) continue;
+        w.size[r] = nd->scratch_bytes; /* a sum of 16-aligned sizes */
+        w.first[r] = L.n_first[k];
+        w.last[r] = L.n_last[k];
+        r++;
     }
     /* lower bound: the most aligned bytes live at one step (the maximum is reached at some first use) */
     for (k = 0; k < n_t; k++) {
@@ -1062,8 +1078,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     }
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
-        int32_t j;
-        for (j = 0; j < nd->n_scratch; j++) nd->scratch_offset[j] = (uint32_t)w.off[r++];
+        if (nd->scratch_bytes) nd->scratch_offset = (uint32_t)w.off[r++];
     }
     it->head_used = (size_t)head_total;
     return EDGE_OK;
@@ -1089,10 +1104,11 @@ int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *sha
 }
 
 edge_status_t edge_request_scratch(edge_ctx_t *ctx, edge_node_t *node, size_t bytes, int32_t *index) {
-    if (!ctx->interp->in_prepare || node->n_scratch >= EDGE_MAX_SCRATCH || (int64_t)bytes > MAX_TENSOR_BYTES)
+    if (!ctx->interp->in_prepare || (int64_t)bytes > MAX_TENSOR_BYTES ||
+        (int64_t)node->scratch_bytes + align_up((int64_t)bytes) > MAX_TENSOR_BYTES)
         return edge_fail(ctx, EDGE_LIMIT, WHAT("scratch request"));
-    node->scratch_bytes[node->n_scratch] = (uint32_t)bytes;
-    *index = node->n_scratch++;
+    *index = (int32_t)node->scratch_bytes;
+    node->scratch_bytes += (uint32_t)align_up((int64_t)bytes);
     return EDGE_OK;
 }
 
@@ -1102,6 +1118,7 @@ edge_status_t edge_set_output_shape(edge_ctx_t *ctx, const edge_node_t *node, in
     int32_t *copy, k;
     int64_t bytes;
     if (!t || rank < 0) return edge_fail(ctx, EDGE_BAD_NODE, WHAT("output shape"));
+    if (rank > 127) return edge_fail(ctx, EDGE_LIMIT, WHAT("output shape over 127 dimensions"));
     for (k = 0; k < rank; k++)
         if (dims[k] < 0) return edge_fail(ctx, EDGE_BAD_NODE, WHAT("negative output dimension"));
     bytes = tensor_elements_capped(dims, rank) * (int64_t)edge_type_bytes(t->type);
@@ -1111,7 +1128,7 @@ edge_status_t edge_set_output_shape(edge_ctx_t *ctx, const edge_node_t *node, in
     if (!copy) return EDGE_ARENA_TOO_SMALL;
     for (k = 0; k < rank; k++) copy[k] = dims[k];
     t->dims = copy;
-    t->rank = rank;
+    t->rank = (int8_t)rank;
     t->bytes = (uint32_t)bytes;
     return EDGE_OK;
 }
@@ -1245,7 +1262,8 @@ edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_le
     a = (a + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1);
     if (arena && (size_t)(a - (uintptr_t)arena) <= arena_len) {
         it->base = (uint8_t *)a;
-        it->base_len = (arena_len - (size_t)(a - (uintptr_t)arena)) / ALIGN * ALIGN;
+        /* the persistent part grows down from the end in PERSIST_ALIGN steps */
+        it->base_len = (arena_len - (size_t)(a - (uintptr_t)arena)) / PERSIST_ALIGN * PERSIST_ALIGN;
     } else {
         it->base = (uint8_t *)arena;
         it->base_len = 0;
@@ -1471,7 +1489,7 @@ static void lifetime_of(const edge_interp_t *cit, int32_t tensor, int32_t node, 
 }
 
 edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entry_t *e) {
-    int32_t i, s, j, seen = 0;
+    int32_t i, s, seen = 0;
     if (!it || !e || k < 0 || k >= edge_plan_count(it)) return EDGE_BAD_ARGUMENT;
     for (s = 0; s < it->n_subgraphs; s++) {
         const edge_subgraph_t *sg = &it->subgraphs[s];
@@ -1491,16 +1509,15 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
     }
     for (i = 0; i < it->n_nodes_total; i++) {
         const edge_node_t *nd = &it->nodes[i];
-        for (j = 0; j < nd->n_scratch; j++)
-            if (seen++ == k) {
-                e->subgraph = nd->subgraph;
-                e->tensor = -1;
-                e->node = nd->index;
-                lifetime_of(it, -1, i, &e->first_use, &e->last_use);
-                e->offset = nd->scratch_offset[j];
-                e->size = nd->scratch_bytes[j];
-                return EDGE_OK;
-            }
+        if (nd->scratch_bytes && seen++ == k) {
+            e->subgraph = nd->subgraph;
+            e->tensor = -1;
+            e->node = nd->index;
+            lifetime_of(it, -1, i, &e->first_use, &e->last_use);
+            e->offset = nd->scratch_offset;
+            e->size = nd->scratch_bytes;
+            return EDGE_OK;
+        }
     }
     return EDGE_BAD_ARGUMENT;
 }
