@@ -1,0 +1,124 @@
+"""The C runtime's arena against TFLM's: everything edge_init takes from the caller's arena (the tensor plan,
+kernel scratch, persistent op data and the runtime's own structs, and the planner's temporary memory, which
+edge_arena_high_water counts) must be no larger than TFLM's whole arena (head + tail, as its
+RecordingMicroAllocator reports "Arena allocation total") on every model in ../shared/models the C runtime
+runs. Also: an arena of exactly edge_arena_used bytes is enough and one byte less is refused, and a node's
+scratch never shares bytes with a tensor live at the same step."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import shared_model, shared_models
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make")
+
+# Over TFLM only through CONV_2D / DEPTHWISE_CONV_2D op data (conv_2d.c / depthwise_conv_2d.c: their op structs
+# and 8 bytes of requantization per output channel), which this part does not own: strict, so the test says
+# when they come under and should leave this list.
+CONV_DATA_OVER = {"mobilenet_v2_quantized_1x3x224x224.tflite", "person_detect.tflite"}
+
+_TFLM_TOTALS = r"""
+import sys
+from tflite_micro.python.tflite_micro import runtime
+for path in sys.argv[1:]:
+    print("@@MODEL " + path, file=sys.stderr, flush=True)
+    runtime.Interpreter.from_file(path, arena_size=64 << 20).print_allocations()
+"""
+
+
+def tflm_totals(paths) -> dict[str, int]:
+    """TFLM's whole arena per model (head + tail), from print_allocations in a child process."""
+    proc = subprocess.run([sys.executable, "-c", _TFLM_TOTALS, *map(str, paths)], capture_output=True, text=True,
+                          timeout=600)
+    out = {}
+    for chunk in proc.stderr.split("@@MODEL ")[1:]:
+        path, _, text = chunk.partition("\n")
+        total = re.search(r"Arena allocation total (\d+) bytes", text)
+        if total:
+            out[path] = int(total.group(1))
+    return out
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from edge_sdk import backend_c
+
+    backend_c.build()
+    return backend_c
+
+
+def _runnable(backend):
+    from edge_sdk.model import read_model
+
+    return [p for p in shared_models() if not backend.missing_ops(read_model(p.read_bytes()))]
+
+
+@pytest.fixture(scope="module")
+def measured(backend):
+    paths = _runnable(backend)
+    if not paths:
+        pytest.skip("../shared/models is absent (or the C runtime runs none of its models)")
+    tflm = tflm_totals(paths)
+    rows = {}
+    for p in paths:
+        it = backend.CInterpreter(model_content=p.read_bytes())
+        it.allocate_tensors()
+        info = it.plan_info()
+        rows[p] = (max(info["arena_used"], info["high_water"]), tflm.get(str(p)))
+    return rows
+
+
+def test_c_arena_is_no_larger_than_tflm_on_shared_models(measured):
+    compared = {p: (c, t) for p, (c, t) in measured.items() if t}
+    assert len(compared) >= 10, "TFLM reported too few arenas"  # the top-level models and the seanet ops
+    over = {p.name: (c, t) for p, (c, t) in compared.items() if c > t and p.name not in CONV_DATA_OVER}
+    assert not over, "C arena above TFLM's (C, TFLM bytes): " + ", ".join(f"{n} {v}" for n, v in sorted(over.items()))
+
+
+@pytest.mark.parametrize("name", sorted(CONV_DATA_OVER))
+@pytest.mark.xfail(strict=True, reason="conv/depthwise op data (another part) keeps these over TFLM")
+def test_conv_heavy_models_against_tflm(measured, name):
+    row = [v for p, v in measured.items() if p.name == name]
+    if not row or not row[0][1]:
+        pytest.skip(f"{name} not measured")
+    c, t = row[0]
+    assert c <= t, f"{name}: C {c} bytes, TFLM {t}"
+
+
+@pytest.mark.parametrize("name", ["hello_world_int8.tflite", "keyword_scrambled_8bit.tflite",
+                                  "trained_lstm_int8.tflite", "person_detect.tflite"])
+def test_exactly_arena_used_bytes_are_enough(backend, name):
+    from edge_sdk.errors import ArenaTooSmallError
+
+    data = shared_model(f"tflite-micro/{name}").read_bytes()
+    probe = backend.CInterpreter(model_content=data)
+    probe.allocate_tensors()
+    need = max(probe.plan_info()["arena_used"], probe.plan_info()["high_water"])
+    exact = backend.CInterpreter(model_content=data, arena_size=need)
+    exact.allocate_tensors()
+    assert exact.plan_info()["arena_used"] == probe.plan_info()["arena_used"]
+    with pytest.raises(ArenaTooSmallError):
+        backend.CInterpreter(model_content=data, arena_size=need - 1).allocate_tensors()
+
+
+def test_scratch_never_overlaps_a_live_tensor(backend):
+    data = shared_model("tflite-micro/person_detect.tflite").read_bytes()
+    it = backend.CInterpreter(model_content=data)
+    it.allocate_tensors()
+    entries = it.plan_entries()
+    scratch = [e for e in entries if e["tensor"] == -1]
+    tensors = [e for e in entries if e["tensor"] >= 0]
+    assert scratch, "person_detect's convolutions ask for scratch"
+    for s in scratch:
+        assert s["offset"] % 16 == 0 and s["size"] % 16 == 0 and s["first_use"] <= s["last_use"]
+        for t in tensors:
+            live = t["first_use"] <= s["last_use"] and s["first_use"] <= t["last_use"]
+            apart = s["offset"] + s["size"] <= t["offset"] or t["offset"] + t["size"] <= s["offset"]
+            assert not live or apart, f"scratch of node {s['node']} overlaps tensor {t['tensor']}"
