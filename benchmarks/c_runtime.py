@@ -203,7 +203,7 @@ def tflm_arena_split(paths) -> dict[str, tuple[int, int, int]]:
               "    print('@@MODEL ' + path, file=sys.stderr, flush=True)\n"
               "    runtime.Interpreter.from_file(path, arena_size=64 << 20).print_allocations()\n")
     proc = subprocess.run([sys.executable, "-c", script, *map(str, paths)], capture_output=True, text=True,
-                          timeout=600)
+                          check=False, timeout=600)
     out = {}
     for chunk in proc.stderr.split("@@MODEL ")[1:]:
         path, _, text = chunk.partition("\n")

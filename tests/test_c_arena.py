@@ -36,7 +36,7 @@ for path in sys.argv[1:]:
 def tflm_totals(paths) -> dict[str, int]:
     """TFLM's whole arena per model (head + tail), from print_allocations in a child process."""
     proc = subprocess.run([sys.executable, "-c", _TFLM_TOTALS, *map(str, paths)], capture_output=True, text=True,
-                          timeout=600)
+                          check=False, timeout=600)
     out = {}
     for chunk in proc.stderr.split("@@MODEL ")[1:]:
         path, _, text = chunk.partition("\n")
