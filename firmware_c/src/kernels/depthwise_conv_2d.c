@@ -34,7 +34,9 @@ typedef struct {
     int32_t sh, sw, dh, dw, pt, pl;
     int32_t input_offset, output_offset, lo, hi;
     float flo, fhi;
-    int32_t *mult, *shift;      /* per output channel */
+    int32_t *mult, *shift;      /* int16: per output channel */
+    edge_rq_t *rq;              /* int8: per output channel; with rq_generic edge_mbqm's multiplier and shift */
+    int32_t rq_generic;
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
 } dw_data_t;
 
@@ -51,7 +53,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     const int32_t dh = has_opts ? edge_opt_int(node, 6, 4, 1) : 1;
     edge_tensor_t *in, *w, *bias, *out;
     dw_data_t *d;
-    int32_t shape[4], k;
+    int32_t shape[4], k, i;
     edge_status_t s;
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
@@ -131,13 +133,34 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     if (d->input_offset < -32768 + 128 || d->input_offset > 32767 - 128)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: input zero point out of range");
-    d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
-    d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
-    if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
+    if (d->kind == DW_INT8) {
+        d->rq = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)d->oc);
+        if (!d->rq) return EDGE_ARENA_TOO_SMALL;
+    } else {
+        d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
+        d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
+        if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
+    }
     for (k = 0; k < d->oc; k++) {
         float ws;
+        int32_t m, e;
         memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->mult[k], &d->shift[k]);
+        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &m, &e);
+        if (d->kind != DW_INT8) {
+            d->mult[k] = m;
+            d->shift[k] = e;
+        } else if (!d->rq_generic && edge_rq_make(&d->rq[k], m, e) != 0) {
+            d->rq_generic = 1; /* a ratio edge_rq does not cover: every channel keeps edge_mbqm's */
+            for (i = 0; i < k; i++) {
+                memcpy(&ws, &w->scales[w->n_scales > 1 ? i : 0], 4);
+                edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->rq[i].mul,
+                                         &d->rq[i].rnd);
+            }
+        }
+        if (d->kind == DW_INT8 && d->rq_generic) {
+            d->rq[k].mul = m;
+            d->rq[k].rnd = e;
+        }
     }
     if (d->kind == DW_INT8) {
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
@@ -147,14 +170,165 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
 }
 
 static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
-    int32_t r = edge_mbqm(edge_wrap32((int64_t)acc), d->mult[ch], d->shift[ch]) + d->output_offset;
-    return (int8_t)edge_clamp32(r, d->lo, d->hi);
+    int32_t r = d->rq_generic ? edge_mbqm(edge_wrap32((int64_t)acc), d->rq[ch].mul, d->rq[ch].rnd)
+                              : edge_rq_apply(&d->rq[ch], (int32_t)acc, 0);
+    return (int8_t)edge_clamp32(r + d->output_offset, d->lo, d->hi);
 }
+
+#if EDGE_DSP
+/* a0..a3 += the n >= 1 taps of one filter row for four channels, raw inputs (the input offset is folded into
+ * the starting sums): SXTB16 widens four int8 inputs and four weights into (c0, c2) / (c1, c3) halves,
+ * SMLABB / SMLATT multiply-accumulate; the input pointer steps by XS, the weights' by WS. A macro so that
+ * the sums stay in registers. */
+#if EDGE_DSP_ASM
+#define DW_ROW4(xr0, wr0, n0, XS, WS, a0, a1, a2, a3)                                                           \
+    do {                                                                                                    \
+        const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
+        int32_t n_ = (n0);                                                                                  \
+        uint32_t xv_, wv_, t1_, t2_;                                                                        \
+        __asm__ volatile("1:\n\t"                                                                           \
+                         "ldr %[xv], [%[xr]]\n\t"                                                           \
+                         "ldr %[wv], [%[wr]]\n\t"                                                           \
+                         "add %[xr], %[xr], %[xs]\n\t"                                                      \
+                         "add %[wr], %[wr], %[ws]\n\t"                                                      \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "subs %[n], %[n], #1\n\t"                                                          \
+                         "bne 1b"                                                                           \
+                         : [xr] "+&r"(xr_), [wr] "+&r"(wr_), [n] "+&r"(n_), [a0] "+&r"(a0), [a1] "+&r"(a1), \
+                           [a2] "+&r"(a2), [a3] "+&r"(a3), [xv] "=&r"(xv_), [wv] "=&r"(wv_), [t1] "=&r"(t1_), \
+                           [t2] "=&r"(t2_)                                                                  \
+                         : [xs] "r"(XS), [ws] "r"(WS)                                                       \
+                         : "cc", "memory");                                                                 \
+    } while (0)
+#else
+#define DW_ROW4(xr0, wr0, n0, XS, WS, a0, a1, a2, a3)                                                           \
+    do {                                                                                                    \
+        const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
+        int32_t n_;                                                                                         \
+        for (n_ = (n0); n_ > 0; n_--, xr_ += (XS), wr_ += (WS)) {                                           \
+            uint32_t xv_, wv_, t1_, t2_;                                                                    \
+            memcpy(&xv_, xr_, 4);                                                                           \
+            memcpy(&wv_, wr_, 4);                                                                           \
+            t1_ = edge_sxtb16(xv_);                                                                         \
+            t2_ = edge_sxtb16(wv_);                                                                         \
+            a0 = edge_smlabb(t1_, t2_, a0);                                                                 \
+            a2 = edge_smlatt(t1_, t2_, a2);                                                                 \
+            t1_ = edge_sxtb16_ror8(xv_);                                                                    \
+            t2_ = edge_sxtb16_ror8(wv_);                                                                    \
+            a1 = edge_smlabb(t1_, t2_, a1);                                                                 \
+            a3 = edge_smlatt(t1_, t2_, a3);                                                                 \
+        }                                                                                                   \
+    } while (0)
+#endif
+
+/* Channels ch..ch+3 of one output pixel: requantize, add the zero point, clamp, store. Out of line so
+ * that the caller's loop does not keep these parameters in registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const dw_data_t *d, const edge_rq_t *q,
+                      int8_t *yp) {
+    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+    yp[0] = (int8_t)edge_clamp32(edge_rq_apply(&q[0], (int32_t)a0, zp), lo, hi);
+    yp[1] = (int8_t)edge_clamp32(edge_rq_apply(&q[1], (int32_t)a1, zp), lo, hi);
+    yp[2] = (int8_t)edge_clamp32(edge_rq_apply(&q[2], (int32_t)a2, zp), lo, hi);
+    yp[3] = (int8_t)edge_clamp32(edge_rq_apply(&q[3], (int32_t)a3, zp), lo, hi);
+}
+
+/* Multiplier 1 on DSP cores. A pixel whose whole window lies inside the input runs four channels at a time
+ * from registers, multiplying raw inputs: the input offset is folded into the starting sums, fb[ch] =
+ * bias[ch] + input_offset * (sum of the channel's kh * kw weights), computed per invoke into the plain
+ * path's scratch (oc int32; sums mod 2^32 equal the reference's). Pixels clipped by the padding, channels
+ * past the last multiple of four, and layers edge_rq does not cover run the reference loop per channel. */
+static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                       uint32_t *fb) {
+    const int32_t c = d->c, c4 = d->rq_generic ? 0 : c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
+    const int32_t xstep = d->dw * c, xrow = d->dh * d->w * c, wrow = kw * c;
+    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+    const edge_rq_t *const rq = d->rq;
+    int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1;
+    for (ch = 0; ch < c; ch++) {
+        uint32_t sw = 0;
+        for (j = 0; j < kh * kw; j++) sw += (uint32_t)wt[(int64_t)j * c + ch];
+        fb[ch] = (bias ? (uint32_t)bias[ch] : 0) + sw * (uint32_t)off;
+    }
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            edge_conv_taps(iy0, d->dh, d->h, kh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c;
+                edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
+                ch = 0;
+                if (fy1 - fy0 == kh && fx1 - fx0 == kw) {
+                    const int8_t *xp = x + (((int64_t)b * d->h + iy0) * d->w + ix0) * c;
+                    for (; ch < c4; ch += 4) {
+                        uint32_t a0 = fb[ch], a1 = fb[ch + 1], a2 = fb[ch + 2], a3 = fb[ch + 3];
+                        const int8_t *xr = xp + ch, *wr = wt + ch;
+                        for (fy = 0; fy < kh; fy++, xr += xrow, wr += wrow) DW_ROW4(xr, wr, kw, xstep, c, a0, a1, a2, a3);
+                        dw_store4(a0, a1, a2, a3, d, rq + ch, yp + ch);
+                    }
+                } else if (fy1 > fy0 && fx1 > fx0) {
+                    /* clipped window: the reference's (x + input_offset) * w over the valid taps */
+                    for (; ch < c4; ch += 4) {
+                        uint32_t a0 = bias ? (uint32_t)bias[ch] : 0, a1 = bias ? (uint32_t)bias[ch + 1] : 0;
+                        uint32_t a2 = bias ? (uint32_t)bias[ch + 2] : 0, a3 = bias ? (uint32_t)bias[ch + 3] : 0;
+                        for (fy = fy0; fy < fy1; fy++) {
+                            const int8_t *xr = x + (((int64_t)b * d->h + iy0 + fy * d->dh) * d->w + ix0 + fx0 * d->dw) * c + ch;
+                            const int8_t *wr = wt + ((int64_t)fy * kw + fx0) * c + ch;
+                            for (fx = fx0; fx < fx1; fx++, xr += xstep, wr += c) {
+                                uint32_t xv, wv, xe, we;
+                                memcpy(&xv, xr, 4);
+                                memcpy(&wv, wr, 4);
+                                xe = edge_sadd16(edge_sxtb16(xv), off2);
+                                we = edge_sxtb16(wv);
+                                a0 = edge_smlabb(xe, we, a0);
+                                a2 = edge_smlatt(xe, we, a2);
+                                xe = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+                                we = edge_sxtb16_ror8(wv);
+                                a1 = edge_smlabb(xe, we, a1);
+                                a3 = edge_smlatt(xe, we, a3);
+                            }
+                        }
+                        dw_store4(a0, a1, a2, a3, d, rq + ch, yp + ch);
+                    }
+                }
+                for (; ch < c; ch++) {
+                    uint32_t acc = bias ? (uint32_t)bias[ch] : 0;
+                    for (fy = fy0; fy < fy1; fy++) {
+                        const int32_t iy = iy0 + fy * d->dh;
+                        for (fx = fx0; fx < fx1; fx++) {
+                            const int32_t ix = ix0 + fx * d->dw;
+                            acc += (uint32_t)((x[(((int64_t)b * d->h + iy) * d->w + ix) * c + ch] + off) *
+                                              wt[((int64_t)fy * kw + fx) * c + ch]);
+                        }
+                    }
+                    yp[ch] = dw_out8(d, acc, ch);
+                }
+            }
+        }
+    }
+}
+#endif
 
 static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                     uint32_t *acc) {
     const int32_t off = d->input_offset, c = d->c, m = d->m, oc = d->oc;
     int32_t b, oy, ox, fy, fx, i, j, fy0, fy1, fx0, fx1;
+#if EDGE_DSP
+    if (m == 1) {
+        dw_int8_m1(d, x, wt, bias, y, acc);
+        return;
+    }
+#endif
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
@@ -162,40 +336,7 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * oc;
-                int32_t ch = 0;
                 edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
-#if EDGE_DSP
-                if (m == 1 && (c & 3) == 0) {
-                    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-                    for (; ch < c; ch += 4) {
-                        uint32_t a0 = bias ? (uint32_t)bias[ch] : 0, a1 = bias ? (uint32_t)bias[ch + 1] : 0;
-                        uint32_t a2 = bias ? (uint32_t)bias[ch + 2] : 0, a3 = bias ? (uint32_t)bias[ch + 3] : 0;
-                        for (fy = fy0; fy < fy1; fy++) {
-                            const int32_t iy = iy0 + fy * d->dh;
-                            const int8_t *xr = x + (((int64_t)b * d->h + iy) * d->w) * c + ch;
-                            const int8_t *wr = wt + (int64_t)fy * d->kw * oc + ch;
-                            for (fx = fx0; fx < fx1; fx++) {
-                                uint32_t xv, wv, xe, xo, we, wo;
-                                memcpy(&xv, xr + (int64_t)(ix0 + fx * d->dw) * c, 4);
-                                memcpy(&wv, wr + (int64_t)fx * oc, 4);
-                                xe = edge_sadd16(edge_sxtb16(xv), off2);
-                                xo = edge_sadd16(edge_sxtb16_ror8(xv), off2);
-                                we = edge_sxtb16(wv);
-                                wo = edge_sxtb16_ror8(wv);
-                                a0 = edge_smlabb(xe, we, a0);
-                                a2 = edge_smlatt(xe, we, a2);
-                                a1 = edge_smlabb(xo, wo, a1);
-                                a3 = edge_smlatt(xo, wo, a3);
-                            }
-                        }
-                        yp[ch] = dw_out8(d, a0, ch);
-                        yp[ch + 1] = dw_out8(d, a1, ch + 1);
-                        yp[ch + 2] = dw_out8(d, a2, ch + 2);
-                        yp[ch + 3] = dw_out8(d, a3, ch + 3);
-                    }
-                    continue;
-                }
-#endif
                 /* every channel at once, one tap at a time (contiguous, vectorizable loops) */
                 if (bias) {
                     for (j = 0; j < oc; j++) acc[j] = (uint32_t)bias[j];
@@ -218,7 +359,7 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
                         }
                     }
                 }
-                for (j = ch; j < oc; j++) yp[j] = dw_out8(d, acc[j], j);
+                for (j = 0; j < oc; j++) yp[j] = dw_out8(d, acc[j], j);
             }
         }
     }
