@@ -12,10 +12,11 @@
  * The 16x8 variant requantizes the gate products from int64 sums (MultiplyByQuantizedMultiplier int64).
  * No peephole, projection, layer normalization or CIFG, as in TFLM.
  *
- * Memory: no scratch and no per-unit tables. Each unit's four gates are computed together from the previous
- * hidden state, the unit's new hidden value goes straight to the output row, and the row is copied into the
- * hidden state once every unit is done; the zero points are subtracted in the dot products (as TFLM's
- * reference FullyConnected does) instead of being folded into per-unit bias tables.
+ * Memory: no per-unit tables. Each unit's four gates are computed together from the previous hidden state,
+ * the unit's new hidden value goes straight to the output row, and the row is copied into the hidden state
+ * once every unit is done; the zero points are subtracted from the vectors (as TFLM's reference
+ * FullyConnected does) instead of being folded into per-unit bias tables. int8: once per row, into a small
+ * scratch of (input + units) int16 that the dot products then read (int16 x int8 products vectorize).
  */
 #include <math.h>
 #include <string.h>
@@ -36,6 +37,7 @@ typedef struct {
     int32_t in_m[4], rec_m[4];
     int32_t fc_m, ig_m, h_m;
     int32_t x_zp, h_zp;
+    int32_t scratch;    /* int8 with zero points in int8 range: (n_input + n_state) int16 centred vectors; -1 */
     int16_t clip_q;     /* 0: no cell clip */
     int8_t in_s[4], rec_s[4];
     int8_t fc_s, ig_s, h_s;
@@ -192,6 +194,10 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     }
     d->x_zp = x->zero_point;
     d->h_zp = h->zero_point;
+    d->scratch = -1;
+    if (!d->wide && d->x_zp >= -128 && d->x_zp <= 127 && d->h_zp >= -128 && d->h_zp <= 127 &&
+        (s = edge_request_scratch(ctx, node, sizeof(int16_t) * ((size_t)n_input + (size_t)S), &d->scratch)) != EDGE_OK)
+        return s;
     return EDGE_OK;
 }
 
@@ -240,13 +246,22 @@ static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t
 }
 
 /* One gate product row with the zero point taken off the vector: sum_k (v[k] - zp) * w[k], int16 vector in
- * int64 (16x8), int8 vector in TFLM's wrapping int32 accumulator. */
+ * int64 (16x8), int8 vector in TFLM's wrapping int32 accumulator (the general path; see dot_centred). */
 static int64_t dot_wide(const int16_t *v, int32_t zp, const int8_t *w, int32_t n) {
     int64_t s = 0;
     int32_t k;
     for (k = 0; k < n; k++) s += ((int64_t)v[k] - zp) * (int32_t)w[k];
     return s;
 }
+
+/* sum_k c[k] * w[k] of a centred int16 vector (|c| <= 255), wrapping at 32 bits. */
+static uint32_t dot_centred(const int16_t *c, const int8_t *w, int32_t n) {
+    uint32_t s = 0;
+    int32_t k;
+    for (k = 0; k < n; k++) s += (uint32_t)((int32_t)c[k] * (int32_t)w[k]);
+    return s;
+}
+
 static uint32_t dot_narrow(const int8_t *v, int32_t zp, const int8_t *w, int32_t n) {
     uint32_t s = 0;
     int32_t k;
@@ -262,8 +277,8 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
     const int8_t *wi[4], *wr[4];
     const uint8_t *bi[4];
     const int32_t hmin = d->wide ? -32768 : -128, hmax = d->wide ? 32767 : 127;
-    int16_t *cs;
-    int32_t t, b, g, u;
+    int16_t *cs, *xc = 0, *hc = 0;
+    int32_t t, b, g, u, k;
 
     if (d->is_float) {
         lstm_float(d, node, ctx);
@@ -275,10 +290,19 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
         bi[g] = (const uint8_t *)edge_in(ctx, node, bias_in[g])->data;
     }
     cs = (int16_t *)tc->data;
+    if (d->scratch >= 0) {
+        xc = (int16_t *)edge_scratch(ctx, node, d->scratch);
+        hc = xc + I;
+    }
     for (t = 0; t < d->steps; t++)
         for (b = 0; b < d->batch; b++) {
             const int64_t row = d->time_major ? (int64_t)t * d->batch + b : (int64_t)b * d->steps + t;
             int16_t *c = cs + (int64_t)b * S;
+            if (xc) { /* the row's input and the previous hidden state minus their zero points */
+                const int8_t *xr = (const int8_t *)tx->data + row * I, *h = (const int8_t *)th->data + (int64_t)b * S;
+                for (k = 0; k < I; k++) xc[k] = (int16_t)(xr[k] - d->x_zp);
+                for (k = 0; k < S; k++) hc[k] = (int16_t)(h[k] - d->h_zp);
+            }
             for (u = 0; u < S; u++) {
                 int32_t gate[4], ig, fg, cg, og, cv;
                 int64_t hv;
@@ -292,6 +316,11 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
                         memcpy(&bv, bi[g] + 8 * (int64_t)u, 8);
                         a = edge_mbqm64(dot_wide(xr, d->x_zp, wi[g] + (int64_t)u * I, I) + bv, d->in_m[g], d->in_s[g]);
                         r = edge_mbqm64(dot_wide(h, d->h_zp, wr[g] + (int64_t)u * S, S), d->rec_m[g], d->rec_s[g]);
+                    } else if (xc) {
+                        int32_t bv;
+                        memcpy(&bv, bi[g] + 4 * (int64_t)u, 4);
+                        a = edge_mbqm(edge_wrap32(dot_centred(xc, wi[g] + (int64_t)u * I, I) + (uint32_t)bv), d->in_m[g], d->in_s[g]);
+                        r = edge_mbqm(edge_wrap32(dot_centred(hc, wr[g] + (int64_t)u * S, S)), d->rec_m[g], d->rec_s[g]);
                     } else {
                         const int8_t *xr = (const int8_t *)tx->data + row * I;
                         const int8_t *h = (const int8_t *)th->data + (int64_t)b * S;
