@@ -1,0 +1,224 @@
+"""The Cortex-M4 fast paths of the int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED C kernels at their edge
+sizes: output channels and pixels not multiples of the 2x2 block, channel counts not multiples of four (the
+k % 4 / channel tails), windows clipped by the padding, strides and dilations, groups, per-tensor and
+per-channel weights, input zero points from -128 to 127, no bias, and scale ratios the two-SMMLAR
+requantization (edge_rq) does not cover (those layers keep edge_mbqm).
+
+Each case: the plain C build == our Python interpreter == TFLM (bit for bit); the DSP code emulated in C on
+the host (-DEDGE_EMULATE_DSP) == the plain build; and (slow) the real SXTB16/SMLAD/SMMLAR assembly in a
+Cortex-M4 image under QEMU (mps2-an386) gives the Python interpreter's output hash.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.oprunner import T, op_model, run_ours
+from tests.peers import PeerCrashed, run_tflm
+from tests.test_c_kernels_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parent.parent
+FW = ROOT / "firmware_c"
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make")
+
+
+def _out(padding, stride, dil, size, k):
+    eff = (k - 1) * dil + 1
+    return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
+
+
+def _w(rng, shape, n, per_channel, qdim, limit=127, scale=(0.002, 0.02)):
+    s = list(rng.uniform(*scale, n)) if per_channel else float(np.mean(scale))
+    return T(shape, "INT8", s, 0, quantized_dimension=qdim,
+             data=rng.integers(-limit, limit + 1, shape).astype(np.int8))
+
+
+def _b(rng, n, bias, limit, scale):
+    return T((n,), "INT32", scale, 0, data=rng.integers(-limit, limit, n).astype(np.int32)) if bias else None
+
+
+# name: (op, geometry..., per_channel, bias, input zero point, output scale, weight limit)
+CASES = {
+    # CONV_2D (n, h, w, c, o, kh, kw, groups, padding, strides, dilations, act)
+    "conv1x1-odd-pixels-odd-channels": ("CONV_2D", (1, 5, 7, 16, 9, 1, 1, 1, "VALID", (1, 1), (1, 1), "RELU6"),
+                                        True, True, -128, 0.1, 127),
+    "conv3x3-k54-tail-per-tensor": ("CONV_2D", (1, 6, 5, 6, 7, 3, 3, 1, "SAME", (1, 1), (1, 1), "NONE"),
+                                    False, True, 127, 0.1, 127),
+    "conv3x3-groups-stride2-nobias": ("CONV_2D", (2, 5, 5, 8, 6, 3, 3, 2, "SAME", (2, 2), (1, 1), "RELU"),
+                                      True, False, 0, 0.05, 127),
+    "conv-dilated-one-channel": ("CONV_2D", (1, 9, 8, 5, 1, 3, 2, 1, "SAME", (1, 1), (2, 3), "NONE"),
+                                 True, True, 17, 0.1, 127),
+    "conv-ratio-above-quarter": ("CONV_2D", (1, 4, 5, 3, 3, 1, 1, 1, "VALID", (1, 1), (1, 1), "NONE"),
+                                 True, True, 5, 0.002, 3),
+    # DEPTHWISE_CONV_2D (n, h, w, c, multiplier, kh, kw, padding, strides, dilations, act)
+    "dw-c14-tail-padding": ("DEPTHWISE_CONV_2D", (1, 7, 6, 14, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"),
+                            True, True, -128, 0.08, 127),
+    "dw-stride2-dilation2-per-tensor": ("DEPTHWISE_CONV_2D", (1, 9, 8, 8, 1, 3, 3, "SAME", (2, 2), (2, 2), "NONE"),
+                                        False, True, 127, 0.08, 127),
+    "dw-window-equals-input-nobias": ("DEPTHWISE_CONV_2D", (2, 5, 5, 4, 1, 5, 5, "VALID", (1, 1), (1, 1), "NONE"),
+                                      True, False, -3, 0.08, 127),
+    "dw-5x3-c20": ("DEPTHWISE_CONV_2D", (1, 6, 7, 20, 1, 5, 3, "SAME", (1, 2), (1, 1), "RELU"),
+                   True, True, 40, 0.08, 127),
+    "dw-ratio-above-quarter": ("DEPTHWISE_CONV_2D", (1, 5, 5, 8, 1, 2, 1, "SAME", (1, 1), (1, 1), "NONE"),
+                               True, True, 2, 0.002, 3),
+    # FULLY_CONNECTED (batch shape, units, act)
+    "fc-depth37-units10": ("FULLY_CONNECTED", ((2, 37), 10, "NONE"), True, True, -128, 0.08, 127),
+    "fc-depth64-units8-per-tensor": ("FULLY_CONNECTED", ((3, 64), 8, "RELU"), False, True, 127, 0.1, 127),
+    "fc-depth3-units3-nobias": ("FULLY_CONNECTED", ((1, 3), 3, "RELU6"), True, False, 9, 0.02, 127),
+    "fc-depth1030-units6": ("FULLY_CONNECTED", ((1, 1030), 6, "NONE"), True, True, -20, 0.4, 127),
+    "fc-ratio-above-quarter": ("FULLY_CONNECTED", ((2, 3), 5, "NONE"), True, True, 3, 0.002, 3),
+}
+
+
+def _model(name):
+    op, geo, pc, bias, izp, oscale, wlim = CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    xs = 0.05
+    if op == "CONV_2D":
+        n, h, w, c, o, kh, kw, groups, padding, s, dil, act = geo
+        oh, ow = _out(padding, s[0], dil[0], h, kh), _out(padding, s[1], dil[1], w, kw)
+        wt = _w(rng, (o, kh, kw, c // groups), o, pc, 0, wlim)
+        opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
+                "dilation_w_factor": dil[1], "fused_activation_function": act}
+        ins, out_shape, version = (n, h, w, c), (n, oh, ow, o), 3
+    elif op == "DEPTHWISE_CONV_2D":
+        n, h, w, c, m, kh, kw, padding, s, dil, act = geo
+        o = c * m
+        oh, ow = _out(padding, s[0], dil[0], h, kh), _out(padding, s[1], dil[1], w, kw)
+        wt = _w(rng, (1, kh, kw, o), o, pc, 3, wlim)
+        opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
+                "dilation_w_factor": dil[1], "fused_activation_function": act, "depth_multiplier": m}
+        ins, out_shape, version = (n, h, w, c), (n, oh, ow, o), 3
+    else:
+        shape, o, act = geo
+        wt = _w(rng, (o, shape[-1]), o, pc, 0, wlim)
+        opts = {"fused_activation_function": act}
+        ins, out_shape, version = shape, (shape[0], o), 5
+    x = T(ins, "INT8", xs, izp)
+    y = T(out_shape, "INT8", oscale, -3)
+    # a bias on the input x weight scale (FULLY_CONNECTED checks it for per-tensor weights), small where the
+    # scale ratio is large
+    b = _b(rng, o, bias, 3000 if wlim > 3 else 30, xs * (wt.scale if isinstance(wt.scale, float) else 0.011))
+    model = op_model(op, [x, wt, b], [y], options=opts, version=version)
+    return model, [rng.integers(-128, 128, ins).astype(np.int8)]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fast_paths_bit_exact(backend, dsp_runner, name, tmp_path):  # noqa: F811
+    model, feeds = _model(name)
+    plain = _run_c(backend, model, feeds)[0]
+    np.testing.assert_array_equal(plain, run_ours(model, feeds)[0])
+    try:
+        np.testing.assert_array_equal(plain, run_tflm(model, feeds, isolate=True)[0])
+    except PeerCrashed:
+        assert CASES[name][0] == "DEPTHWISE_CONV_2D" and not CASES[name][3]  # TFLM needs a depthwise bias
+    np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
+    assert np.unique(plain).size > 2, "degenerate case: output saturated"
+
+
+def test_requantization_fast_form_matches_mbqm(tmp_path):
+    """edge_rq_make / edge_rq_apply (two SMMLAR on DSP cores) == edge_mbqm + zero point over random and edge
+    accumulators, multipliers and shifts, in the plain and the emulated-DSP build."""
+    src = tmp_path / "rq.c"
+    src.write_text(r"""
+#include <stdio.h>
+#include "edge_fixedpoint.h"
+#include "edge_dsp.h"
+static unsigned long long s = 88172645463325252ull;
+static uint32_t rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (uint32_t)s; }
+int main(void) {
+    static const int32_t edge[] = {0, 1, -1, 2, -2, 3, -3, 2147483647, -2147483647 - 1, 1 << 30, -(1 << 30),
+                                   (1 << 30) - 1, -(1 << 30) + 1, 12345, -12345};
+    long bad = 0, covered = 0, refused = 0;
+    for (int it = 0; it < 400000; it++) {
+        int32_t m = it % 7 == 0 ? 0 : (int32_t)(0x40000000u + (rnd() & 0x3fffffffu));
+        int32_t sh = m == 0 ? 0 : (int32_t)(rnd() % 40) - 35, zp = (int32_t)(rnd() % 256) - 128, x;
+        edge_rq_t q;
+        if (it % 11 == 1) m = 2147483647;
+        if (it % 13 == 2) m = 1 << 30;
+        x = it % 3 == 0 ? edge[rnd() % 15] : it % 3 == 1 ? (int32_t)rnd() : (int32_t)(rnd() % 200001) - 100000;
+        if (edge_rq_make(&q, m, sh) != 0) { refused++; continue; }
+        covered++;
+        if (edge_rq_apply(&q, x, zp) != edge_mbqm(x, m, sh) + zp) bad++;
+    }
+    printf("%ld %ld %ld\n", bad, covered, refused);
+    return 0;
+}
+""")
+    for flags in ([], ["-DEDGE_EMULATE_DSP"]):
+        exe = tmp_path / "rq"
+        proc = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", *flags, f"-I{FW / 'src'}",
+                               "-o", str(exe), str(src), "-lm"], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        bad, covered, refused = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                        check=True).stdout.split())
+        assert bad == 0 and covered > 200000 and refused > 10000, (flags, bad, covered, refused)
+
+
+# ------------------------------------------------------------------------------------------------ on the M4
+
+def _lcg_inputs(interp) -> list[np.ndarray]:
+    """The input bytes tools/image_main.c writes before its second (reported) invoke."""
+    seed = 12345
+    feeds = []
+    for _round in range(2):
+        feeds = []
+        for d in interp.get_input_details():
+            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
+            out = bytearray(n)
+            for k in range(n):
+                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
+                out[k] = seed >> 24
+            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
+    return feeds
+
+
+def _fnv(data: bytes) -> int:
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
+    """The real assembly loops and SMMLAR requantization (a Cortex-M4 image per case) == Python."""
+    from edge_sdk import Interpreter
+
+    build = tmp_path / "b"
+    failures = []
+    for name in CASES:
+        model, _ = _model(name)
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(model)
+        proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",
+                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
+        out = run.stdout.replace("\r", "")
+        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
+        py = Interpreter(model_content=model)
+        py.allocate_tensors()
+        for d, x in zip(py.get_input_details(), _lcg_inputs(py)):
+            py.set_tensor(d["index"], x)
+        py.invoke()
+        want = _fnv(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+        got = re.search(r"^out 0 (\d+)$", out, re.M)
+        if not got or got.group(1) != str(want):
+            failures.append(name)
+    assert not failures, f"M4 output differs from Python on {failures}"
