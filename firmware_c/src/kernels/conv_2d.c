@@ -251,63 +251,87 @@ static int8_t conv_out8_generic(const conv_data_t *d, const edge_rq_t *q, uint32
     return (int8_t)edge_clamp32(r, d->lo, d->hi);
 }
 
-/* Output channels [first, end) of both pixels of the pair from their interleaved im2col rows: two channels
- * x two pixels per pass (an odd last channel runs as a pair with itself), the sums starting at the bias,
- * then requantized; y1 == 0: only the first pixel is stored. The DSP loop keeps 13 values live (three
- * pointers, four sums, two weight words widened into four halves... at most five temporaries), so Cortex-M4
- * runs it from registers: 2 LDR + 4 SXTB16 + 4 LDR + 8 SMLAD + loop per 16 MACs. */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
-static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col, const int32_t *bias, int32_t first,
-                      int32_t end, int8_t *y0, int8_t *y1) {
-    /* locals: the int8 stores below may alias anything, so nothing is re-read from *d after them */
-    const int32_t k = d->k, k4 = k & ~3, zp = d->output_offset, lo = d->lo, hi = d->hi, generic = d->rq_generic;
-    const edge_rq_t *const rq = d->rq;
-    const int8_t *wrow = wt + (int64_t)first * k;
-    int32_t oc, i;
-    for (oc = first; oc < end; oc += 2, wrow += 2 * k) {
-        const int32_t oc1 = oc + 1 < end ? oc + 1 : oc;
-        const int8_t *w0 = wrow, *w1 = wrow + (oc1 - oc) * k;
-        const int16_t *c = col;
-        uint32_t s00 = bias ? (uint32_t)bias[oc] : 0, s10 = bias ? (uint32_t)bias[oc1] : 0, s01 = s00, s11 = s10;
+/* The sums of `npairs` channel pairs x the two pixels of the pair, channels' weights starting at w0 (one
+ * row of k per channel, rows contiguous; koff = k, or 0 to pair a lone last channel with itself), starting
+ * from bias2[2i], bias2[2i + 1], into acc[4 * i + {0, 1, 2, 3}] = (row 2i x pixel 0, row 2i x pixel 1,
+ * row 2i+1 x pixel 0, row 2i+1 x pixel 1).
+ * The k4 = k & ~3 part; the caller adds the k % 4 tail. Per four values of a pair: 2 LDR + 4 SXTB16 of the
+ * weights, 4 LDR of the interleaved inputs, 8 SMLAD (16 MACs). */
+#define CONV_CHUNK 8 /* channel pairs per call: acc is 4 * CONV_CHUNK int32 on the stack */
+static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t *col, int32_t n4, int32_t npairs,
+                       const int32_t *bias2, uint32_t *acc) {
 #if EDGE_DSP_ASM
-        if (k4 > 0) {
-            const int8_t *const w0_end = w0 + k4;
+    /* one asm block for all pairs (GCC -Os spills the C version's 13 live values); the loop counters and
+     * constants the inner loop has no register for are memory operands */
+    const int32_t wskip = 2 * k - 4 * n4; /* from the end of row 2i's k4 part to row 2i+2 */
+    int32_t n4m = n4, np = npairs, km = koff, skip = wskip;
+    const int16_t *cb = col;
+    const int32_t *bp = bias2;
+    uint32_t *out = acc;
+    const int8_t *w1;
+    const int16_t *c;
+    uint32_t s00, s01, s10, s11, wa, wb, a, b, x;
+    int32_t cnt;
+    __asm__ volatile("0:\n\t"
+                     "ldr %[wa], %[km]\n\t"
+                     "add %[w1], %[w0], %[wa]\n\t"
+                     "ldr %[c], %[cb]\n\t"
+                     "ldr %[cnt], %[n4]\n\t"
+                     "ldr %[wa], %[bp]\n\t"
+                     "ldr %[s00], [%[wa]], #4\n\t"
+                     "ldr %[s10], [%[wa]], #4\n\t"
+                     "str %[wa], %[bp]\n\t"
+                     "mov %[s01], %[s00]\n\t"
+                     "mov %[s11], %[s10]\n\t"
+                     "1:\n\t"
+                     "ldr %[wa], [%[w0]], #4\n\t"
+                     "ldr %[wb], [%[w1]], #4\n\t"
+                     "ldr %[x], [%[c]], #16\n\t"
+                     "sxtb16 %[a], %[wa]\n\t"
+                     "sxtb16 %[b], %[wb]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-12]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "sxtb16 %[a], %[wa], ror #8\n\t"
+                     "sxtb16 %[b], %[wb], ror #8\n\t"
+                     "ldr %[x], [%[c], #-8]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-4]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "subs %[cnt], %[cnt], #1\n\t"
+                     "bne 1b\n\t"
+                     "ldr %[wa], %[skip]\n\t"
+                     "add %[w0], %[w0], %[wa]\n\t"
+                     "ldr %[wa], %[out]\n\t"
+                     "str %[s00], [%[wa]], #4\n\t"
+                     "str %[s01], [%[wa]], #4\n\t"
+                     "str %[s10], [%[wa]], #4\n\t"
+                     "str %[s11], [%[wa]], #4\n\t"
+                     "str %[wa], %[out]\n\t"
+                     "ldr %[wa], %[np]\n\t"
+                     "subs %[wa], %[wa], #1\n\t"
+                     "str %[wa], %[np]\n\t"
+                     "bne 0b"
+                     : [w0] "+&r"(w0), [w1] "=&r"(w1), [c] "=&r"(c), [cnt] "=&r"(cnt), [s00] "=&r"(s00),
+                       [s01] "=&r"(s01), [s10] "=&r"(s10), [s11] "=&r"(s11), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                       [a] "=&r"(a), [b] "=&r"(b), [x] "=&r"(x), [out] "+m"(out), [np] "+m"(np), [bp] "+m"(bp)
+                     : [km] "m"(km), [cb] "m"(cb), [n4] "m"(n4m), [skip] "m"(skip)
+                     : "cc", "memory");
+#else
+    int32_t p, i;
+    for (p = 0; p < npairs; p++, w0 += 2 * k, acc += 4) {
+        const int8_t *w1 = w0 + koff;
+        const int16_t *c = col;
+        uint32_t s00 = (uint32_t)bias2[2 * p], s01 = s00, s10 = (uint32_t)bias2[2 * p + 1], s11 = s10;
+        for (i = 0; i < 4 * n4; i += 4, c += 8) {
+#if EDGE_DSP
             uint32_t wa, wb, a, b, x;
-            /* the C loop below, register-allocated by hand (GCC -Os spills it) */
-            __asm__ volatile("1:\n\t"
-                             "ldr %[wa], [%[w0]], #4\n\t"
-                             "ldr %[wb], [%[w1]], #4\n\t"
-                             "ldr %[x], [%[c]], #16\n\t"
-                             "sxtb16 %[a], %[wa]\n\t"
-                             "sxtb16 %[b], %[wb]\n\t"
-                             "smlad %[s00], %[a], %[x], %[s00]\n\t"
-                             "smlad %[s10], %[b], %[x], %[s10]\n\t"
-                             "ldr %[x], [%[c], #-12]\n\t"
-                             "smlad %[s01], %[a], %[x], %[s01]\n\t"
-                             "smlad %[s11], %[b], %[x], %[s11]\n\t"
-                             "sxtb16 %[a], %[wa], ror #8\n\t"
-                             "sxtb16 %[b], %[wb], ror #8\n\t"
-                             "ldr %[x], [%[c], #-8]\n\t"
-                             "smlad %[s00], %[a], %[x], %[s00]\n\t"
-                             "smlad %[s10], %[b], %[x], %[s10]\n\t"
-                             "ldr %[x], [%[c], #-4]\n\t"
-                             "smlad %[s01], %[a], %[x], %[s01]\n\t"
-                             "smlad %[s11], %[b], %[x], %[s11]\n\t"
-                             "cmp %[w0], %[end]\n\t"
-                             "bne 1b"
-                             : [w0] "+&r"(w0), [w1] "+&r"(w1), [c] "+&r"(c), [s00] "+&r"(s00), [s01] "+&r"(s01),
-                               [s10] "+&r"(s10), [s11] "+&r"(s11), [wa] "=&r"(wa), [wb] "=&r"(wb), [a] "=&r"(a),
-                               [b] "=&r"(b), [x] "=&r"(x)
-                             : [end] "r"(w0_end)
-                             : "cc", "memory");
-        }
-#elif EDGE_DSP
-        for (i = 0; i < k4; i += 4, w0 += 4, w1 += 4, c += 8) {
-            uint32_t wa, wb, a, b, x;
-            memcpy(&wa, w0, 4);
-            memcpy(&wb, w1, 4);
+            memcpy(&wa, w0 + i, 4);
+            memcpy(&wb, w1 + i, 4);
             a = edge_sxtb16(wa);
             b = edge_sxtb16(wb);
             memcpy(&x, c, 4);
@@ -324,37 +348,94 @@ static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col
             memcpy(&x, c + 6, 4);
             s01 = edge_smlad(a, x, s01);
             s11 = edge_smlad(b, x, s11);
-        }
 #else
-        for (i = 0; i < k4; i += 4, w0 += 4, w1 += 4, c += 8) {
-            s00 += (uint32_t)(w0[0] * c[0] + w0[2] * c[1] + w0[1] * c[4] + w0[3] * c[5]);
-            s01 += (uint32_t)(w0[0] * c[2] + w0[2] * c[3] + w0[1] * c[6] + w0[3] * c[7]);
-            s10 += (uint32_t)(w1[0] * c[0] + w1[2] * c[1] + w1[1] * c[4] + w1[3] * c[5]);
-            s11 += (uint32_t)(w1[0] * c[2] + w1[2] * c[3] + w1[1] * c[6] + w1[3] * c[7]);
-        }
+            s00 += (uint32_t)(w0[i] * c[0] + w0[i + 2] * c[1] + w0[i + 1] * c[4] + w0[i + 3] * c[5]);
+            s01 += (uint32_t)(w0[i] * c[2] + w0[i + 2] * c[3] + w0[i + 1] * c[6] + w0[i + 3] * c[7]);
+            s10 += (uint32_t)(w1[i] * c[0] + w1[i + 2] * c[1] + w1[i + 1] * c[4] + w1[i + 3] * c[5]);
+            s11 += (uint32_t)(w1[i] * c[2] + w1[i + 2] * c[3] + w1[i + 1] * c[6] + w1[i + 3] * c[7]);
 #endif
-        for (i = k4; i < k; i++, c += 2) { /* w0, w1 point at value k4 here */
-            s00 += (uint32_t)(w0[i - k4] * c[0]);
-            s01 += (uint32_t)(w0[i - k4] * c[1]);
-            s10 += (uint32_t)(w1[i - k4] * c[0]);
-            s11 += (uint32_t)(w1[i - k4] * c[1]);
         }
-        if (!generic) {
-            const edge_rq_t q0 = rq[oc], q1 = rq[oc1];
-            y0[oc] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s00, zp), lo, hi);
-            y0[oc1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s10, zp), lo, hi);
-            if (y1) {
-                y1[oc] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s01, zp), lo, hi);
-                y1[oc1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s11, zp), lo, hi);
-            }
+        acc[0] = s00;
+        acc[1] = s01;
+        acc[2] = s10;
+        acc[3] = s11;
+    }
+#endif
+}
+
+/* y0[2i], y1[2i], y0[2i + step], y1[2i + step] from acc[4i..4i+3] with the channels' rq[2i], rq[2i + step]. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void conv_store(const conv_data_t *d, const uint32_t *acc, int32_t npairs, const edge_rq_t *rq, int32_t step,
+                       int8_t *y0, int8_t *y1) {
+    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+    const uint32_t *const end = acc + 4 * npairs;
+    if (d->rq_generic) {
+        for (; acc != end; acc += 4, rq += 2, y0 += 2, y1 += 2) {
+            y0[0] = conv_out8_generic(d, &rq[0], acc[0]);
+            y1[0] = conv_out8_generic(d, &rq[0], acc[1]);
+            y0[step] = conv_out8_generic(d, &rq[step], acc[2]);
+            y1[step] = conv_out8_generic(d, &rq[step], acc[3]);
+        }
+        return;
+    }
+    for (; acc != end; acc += 4, rq += 2, y0 += 2, y1 += 2) {
+        const edge_rq_t q0 = rq[0], q1 = rq[step];
+        const int32_t r0 = edge_clamp32(edge_rq_apply(&q0, (int32_t)acc[0], zp), lo, hi);
+        const int32_t r1 = edge_clamp32(edge_rq_apply(&q0, (int32_t)acc[1], zp), lo, hi);
+        const int32_t r2 = edge_clamp32(edge_rq_apply(&q1, (int32_t)acc[2], zp), lo, hi);
+        const int32_t r3 = edge_clamp32(edge_rq_apply(&q1, (int32_t)acc[3], zp), lo, hi);
+        y0[0] = (int8_t)r0;
+        y1[0] = (int8_t)r1;
+        y0[step] = (int8_t)r2;
+        y1[step] = (int8_t)r3;
+    }
+}
+
+/* Output channels [first, end) of both pixels of the pair from their interleaved im2col rows, CONV_CHUNK
+ * channel pairs at a time (an odd last channel runs as a pair with itself): sums from the bias by
+ * conv_pairs, the k % 4 tail, then requantization, clamp and store. y1 == y0 for a lone last pixel (its
+ * duplicate writes the same bytes). */
+static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col, const int32_t *bias, int32_t first,
+                      int32_t end, int8_t *y0, int8_t *y1) {
+    static const int32_t zeros[2 * CONV_CHUNK];
+    const int32_t k = d->k, k4 = k & ~3;
+    uint32_t acc[4 * CONV_CHUNK];
+    int32_t oc, i, t;
+    for (oc = first; oc < end;) {
+        const int32_t npairs = (end - oc) / 2 > CONV_CHUNK ? CONV_CHUNK : (end - oc) / 2 ? (end - oc) / 2 : 1;
+        const int32_t koff = oc + 1 < end ? k : 0;
+        const int8_t *w0 = wt + (int64_t)oc * k;
+        int32_t lone[2];
+        const int32_t *b2 = bias ? bias + oc : zeros;
+        if (!koff && bias) { /* a lone last channel: its bias twice */
+            lone[0] = lone[1] = bias[oc];
+            b2 = lone;
+        }
+        if (k4 > 0) {
+            conv_pairs(w0, koff, k, col, k4 / 4, npairs, b2, acc);
         } else {
-            y0[oc] = conv_out8_generic(d, &rq[oc], s00);
-            y0[oc1] = conv_out8_generic(d, &rq[oc1], s10);
-            if (y1) {
-                y1[oc] = conv_out8_generic(d, &rq[oc], s01);
-                y1[oc1] = conv_out8_generic(d, &rq[oc1], s11);
+            for (i = 0; i < npairs; i++) {
+                acc[4 * i] = acc[4 * i + 1] = (uint32_t)b2[2 * i];
+                acc[4 * i + 2] = acc[4 * i + 3] = (uint32_t)b2[2 * i + 1];
             }
         }
+        if (k4 != k) {
+            for (i = 0; i < npairs; i++) { /* the k % 4 tail */
+                uint32_t *s = acc + 4 * i;
+                const int16_t *c = col + 2 * k4;
+                const int8_t *wa = w0 + (int64_t)2 * i * k, *wb = wa + koff;
+                for (t = k4; t < k; t++, c += 2) {
+                    s[0] += (uint32_t)(wa[t] * c[0]);
+                    s[1] += (uint32_t)(wa[t] * c[1]);
+                    s[2] += (uint32_t)(wb[t] * c[0]);
+                    s[3] += (uint32_t)(wb[t] * c[1]);
+                }
+            }
+        }
+        conv_store(d, acc, npairs, d->rq + oc, koff ? 1 : 0, y0 + oc, y1 + oc);
+        oc += koff ? 2 * npairs : 1;
     }
 }
 
@@ -373,7 +454,7 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
             conv_im2col(d, xb, (p + two) / d->ow, (p + two) % d->ow, 1, cols);
             for (g = 0; g < d->groups; g++)
                 conv_gemm(d, wt, cols + (int64_t)g * 2 * d->k, bias, g * d->opg, (g + 1) * d->opg, y0,
-                          two ? y0 + d->o : 0);
+                          two ? y0 + d->o : y0);
         }
     }
 }
