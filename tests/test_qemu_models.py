@@ -33,6 +33,7 @@ NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-ea
 PROFILE = "qemu-mps2-an386"
 IO_LIMIT_BYTES = 64 * 1024  # inputs + outputs of one input set: ~7 s of UART at ~9 KB/s
 STATEFUL_INVOKES = 3
+NEAR_ZP = 16  # the extra input set of models that full-range noise saturates: zero point +- this
 SEANET_PER_OP = 2
 BYTES = {"INT8": 1, "UINT8": 1, "INT16": 2, "INT32": 4, "INT64": 8, "FLOAT32": 4, "FLOAT16": 2, "BOOL": 1}
 STATE_OPS = {"VAR_HANDLE", "ASSIGN_VARIABLE", "READ_VARIABLE", "CALL_ONCE"}
@@ -176,16 +177,45 @@ def _random_inputs(name: str, model) -> list[np.ndarray]:
     return xs
 
 
-def _python(data: bytes, xs, invokes: int) -> list[np.ndarray]:
+def _python_steps(data: bytes, xs, invokes: int) -> list[list[np.ndarray]]:
+    """Our interpreter's outputs after each of ``invokes`` invokes (the same inputs every time)."""
     from edge_sdk import Interpreter
 
     it = Interpreter(model_content=data)
     it.allocate_tensors()
+    steps = []
     for _ in range(invokes):
         for d, x in zip(it.get_input_details(), xs):
             it.set_tensor(d["index"], x)
         it.invoke()
-    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+        steps.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+    return steps
+
+
+def _near_zero_point(name: str, model, xs) -> list[np.ndarray]:
+    """Seeded inputs within NEAR_ZP of each input's zero point (shape inputs kept)."""
+    rng = np.random.default_rng(zlib.crc32(f"{name}/near".encode()))
+    sg = model.subgraphs[0]
+    shapes = _shape_inputs(model)
+    out = []
+    for i, x in zip(sg.inputs, xs):
+        q = sg.tensors[i].quantization
+        if i in shapes or q is None or not len(q.zero_point):
+            out.append(x)
+            continue
+        info = np.iinfo(x.dtype)
+        v = int(q.zero_point[0]) + rng.integers(-NEAR_ZP, NEAR_ZP, size=x.shape, endpoint=True)
+        out.append(np.clip(v, info.min, info.max).astype(x.dtype))
+    return out
+
+
+def _saturated(outputs) -> bool:
+    """More than half of all output elements sit at their dtype's min or max."""
+    flat = [o.reshape(-1) for o in outputs if o.dtype.kind in "iu"]
+    if not flat:
+        return False
+    hits = sum(int(np.count_nonzero((o == np.iinfo(o.dtype).min) | (o == np.iinfo(o.dtype).max))) for o in flat)
+    return hits * 2 > sum(o.size for o in flat)
 
 
 def _same(got, want, what: str) -> None:
@@ -222,8 +252,11 @@ def _golden_set(path: Path, model):
 
 
 def _expected(name: str, path: Path, golden: bool = False):
-    """Skip when the model is not for the board; else (model bytes, model, invokes, input sets) where each set
-    is (label, inputs, outputs of our Python interpreter), checked equal to TFLM's (and to the golden csv)."""
+    """Skip when the model is not for the board; else (model bytes, model, invokes, input sets). Each set is
+    (label, inputs, our Python interpreter's outputs after each invoke), checked equal to TFLM's after the
+    same number of invokes (and to the golden csv). Sets: seeded full-range random inputs; TFLM's csv inputs
+    (seanet); inputs near the zero point when full-range noise saturates most outputs (such outputs would
+    hide a wrong kernel)."""
     from edge_sdk.model import read_model
     from tests.peers import run_tflm
 
@@ -240,13 +273,39 @@ def _expected(name: str, path: Path, golden: bool = False):
         sets.append(("csv", gs[0], gs[1]))
     expected = []
     for label, xs, want in sets:
-        ours = _python(data, xs, invokes)
-        tflm = run_tflm(data, xs, isolate=True, invocations=invokes)
-        _same(ours, tflm, f"{name} ({label} inputs, {invokes} invoke(s)): Python vs TFLM")
+        steps = _python_steps(data, xs, invokes)
+        expected.append((label, xs, steps))
+        if label == "random" and _saturated(steps[-1]):
+            near = _near_zero_point(name, model, xs)
+            expected.append(("near-zero-point", near, _python_steps(data, near, invokes)))
+    for label, xs, steps in expected:
+        for k in range(invokes):
+            tflm = run_tflm(data, xs, isolate=True, invocations=k + 1)
+            _same(steps[k], tflm, f"{name} ({label} inputs, {k + 1} invoke(s)): Python vs TFLM")
+        want = next((w for lab, _, w in sets if lab == label), None)
         if want is not None:
-            _same(tflm, want, f"{name} ({label} inputs): TFLM vs its golden csv")
-        expected.append((label, xs, ours))
+            _same(steps[-1], want, f"{name} ({label} inputs): Python/TFLM vs TFLM's golden csv")
     return data, model, invokes, expected
+
+
+def _run_on_board(name: str, link, expected, invokes: int, in_pos, out_pos, where: str) -> list[str]:
+    """Each input set on the board: from the initial state, one invoke at a time (outputs read after each),
+    then again as one INVOKE of ``invokes`` runs; every read bit-exact with Python (= TFLM)."""
+    for label, xs, steps in expected:
+        link.reset_state()  # each input set starts from the initial state, like a fresh peer interpreter
+        for pos, x in zip(in_pos, xs):
+            link.set_input(pos, x)
+        for k in range(invokes):
+            assert link.invoke(1).runs == 1
+            _same([link.get_output(p) for p in out_pos], steps[k],
+                  f"{name} ({label} inputs, invoke {k + 1}): {where} vs Python and TFLM")
+        if invokes > 1:
+            link.reset_state()
+            assert link.invoke(invokes).runs == invokes
+            _same([link.get_output(p) for p in out_pos], steps[-1],
+                  f"{name} ({label} inputs, INVOKE of {invokes} runs after RESET_STATE): {where} vs Python "
+                  f"and TFLM")
+    return [label for label, _, _ in expected]
 
 
 def _check(name: str, path: Path, board_factory) -> list[str]:
@@ -261,14 +320,7 @@ def _check(name: str, path: Path, board_factory) -> list[str]:
         ins, outs = _io_tensors(model)
         assert [(s.type, s.shape) for s in info.inputs] == [(t.type, tuple(t.shape)) for t in ins]
         assert [(s.type, s.shape) for s in info.outputs] == [(t.type, tuple(t.shape)) for t in outs]
-        for label, xs, ours in expected:
-            link.reset_state()  # each input set starts from the initial state, like a fresh peer interpreter
-            for i, x in enumerate(xs):
-                link.set_input(i, x)
-            assert link.invoke(invokes).runs == invokes
-            got = [link.get_output(i) for i in range(len(outs))]
-            _same(got, ours, f"{name} ({label} inputs, {invokes} invoke(s)): QEMU vs Python and TFLM")
-    return [label for label, _, _ in expected]
+        return _run_on_board(name, link, expected, invokes, range(len(ins)), range(len(outs)), "QEMU")
 
 
 # ------------------------------------------------------------------------------------------------ grouping
@@ -340,23 +392,22 @@ def seanet_board(tmp_path_factory):
     merged_path.write_bytes(write_model(merged))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EDGE_STATE_DIR", str(folder / "state"))
-        r = None
+        r = link = None
         try:
             r = fl.flash(merged_path, PROFILE, build_dir=folder / "build")
             link = SerialLink(r.port, timeout=1.0)
-            try:
-                link.expect_model(merged_path.read_bytes())
-                # inputs persist on the board and every part runs on every invoke: give each part's
-                # TRANSPOSE_CONV output-shape inputs their value once (zeros are valid for the others)
-                for path, model, (in_pos, _) in zip(chosen, models, parts):
-                    xs, shapes = _random_inputs(path.stem, model), _shape_inputs(model)
-                    for pos, x, index in zip(in_pos, xs, model.subgraphs[0].inputs):
-                        if index in shapes:
-                            link.set_input(pos, x)
-                yield {p: (link, *part) for p, part in zip(chosen, parts)}
-            finally:
-                link.close()
+            link.expect_model(merged_path.read_bytes())
+            # inputs persist on the board and every part runs on every invoke: give each part's
+            # TRANSPOSE_CONV output-shape inputs their value once (zeros are valid for the others)
+            for path, model, (in_pos, _) in zip(chosen, models, parts):
+                xs, shapes = _random_inputs(path.stem, model), _shape_inputs(model)
+                for pos, x, index in zip(in_pos, xs, model.subgraphs[0].inputs):
+                    if index in shapes:
+                        link.set_input(pos, x)
+            yield {p: (link, *part) for p, part in zip(chosen, parts)}
         finally:
+            if link is not None:
+                link.close()
             if r is not None and r.pid:
                 fl._kill_group(r.pid, r.pid)
             fl.stop_board(all=True)
@@ -372,15 +423,8 @@ def _check_seanet(name: str, path: Path, seanet_board) -> list[str]:
     assert [(info.inputs[p].type, info.inputs[p].shape) for p in in_pos] == [(t.type, tuple(t.shape)) for t in ins]
     assert [(info.outputs[p].type, info.outputs[p].shape) for p in out_pos] == \
         [(t.type, tuple(t.shape)) for t in outs]
-    for label, xs, ours in expected:
-        link.reset_state()
-        for pos, x in zip(in_pos, xs):
-            link.set_input(pos, x)
-        assert link.invoke(invokes).runs == invokes
-        got = [link.get_output(p) for p in out_pos]
-        _same(got, ours, f"{name} ({label} inputs, {invokes} invoke(s)): QEMU (merged seanet firmware) vs "
-                         f"Python and TFLM on {path.name}")
-    return [label for label, _, _ in expected]
+    return _run_on_board(name, link, expected, invokes, in_pos, out_pos,
+                         f"QEMU (merged seanet firmware) on {path.name}")
 
 
 # ------------------------------------------------------------------------------------------------ tests
@@ -389,12 +433,12 @@ def _check_seanet(name: str, path: Path, seanet_board) -> list[str]:
 def test_shared_model_bit_exact_on_qemu(path, board_factory):
     if path is None:
         pytest.skip(f"reference models not found: {SHARED_MODELS} is absent in this checkout")
-    assert _check(path.stem, path, board_factory) == ["random"]
+    assert _check(path.stem, path, board_factory)[0] == "random"
 
 
 @pytest.mark.parametrize("path", _SEANET, ids=lambda p: p.stem)
 def test_seanet_model_bit_exact_on_qemu(path, seanet_board):
-    assert _check_seanet(f"seanet/{path.stem}", path, seanet_board) == ["random", "csv"]
+    assert {"random", "csv"} <= set(_check_seanet(f"seanet/{path.stem}", path, seanet_board))
 
 
 def test_seanet_merge_keeps_each_model():
@@ -411,9 +455,9 @@ def test_seanet_merge_keeps_each_model():
     for (in_pos, _), part in zip(parts, sets):
         for pos, x in zip(in_pos, part):
             xs[pos] = x
-    got = _python(data, xs, 1)
+    got = _python_steps(data, xs, 1)[-1]
     for p, m, (_, out_pos), part in zip(_SEANET, models, parts, sets):
-        _same([got[i] for i in out_pos], _python(p.read_bytes(), part, 1), f"merged part {p.stem}")
+        _same([got[i] for i in out_pos], _python_steps(p.read_bytes(), part, 1)[-1], f"merged part {p.stem}")
 
 
 @pytest.fixture(scope="module")
@@ -440,4 +484,4 @@ def test_converted_model_bit_exact_on_qemu(mode, digits_models, board_factory):
     ins, outs = _io_tensors(model)
     want = "INT8" if mode == "int8" else "INT16"
     assert {t.type for t in ins + outs} == {want}, f"converter output has I/O {[t.type for t in ins + outs]}"
-    assert _check(f"digits_cnn_{mode}", path, board_factory) == ["random"]
+    assert _check(f"digits_cnn_{mode}", path, board_factory)[0] == "random"
