@@ -55,6 +55,8 @@ CASES = {
                                     False, True, 127, 0.1, 127),
     "conv3x3-groups-stride2-nobias": ("CONV_2D", (2, 5, 5, 8, 6, 3, 3, 2, "SAME", (2, 2), (1, 1), "RELU"),
                                       True, False, 0, 0.05, 127),
+    "conv3x3-37-channels-chunks": ("CONV_2D", (1, 4, 5, 8, 37, 3, 3, 1, "SAME", (1, 1), (1, 1), "RELU"),
+                                   True, True, -9, 0.1, 127),
     "conv-dilated-one-channel": ("CONV_2D", (1, 9, 8, 5, 1, 3, 2, 1, "SAME", (1, 1), (2, 3), "NONE"),
                                  True, True, 17, 0.1, 127),
     "conv-ratio-above-quarter": ("CONV_2D", (1, 4, 5, 3, 3, 1, 1, 1, "VALID", (1, 1), (1, 1), "NONE"),
@@ -193,13 +195,17 @@ def _fnv(data: bytes) -> int:
 @pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
-    """The real assembly loops and SMMLAR requantization (a Cortex-M4 image per case) == Python."""
+    """The real assembly loops and SMMLAR requantization (a Cortex-M4 image per case, and person_detect when
+    ../shared is there) == Python."""
     from edge_sdk import Interpreter
 
     build = tmp_path / "b"
     failures = []
-    for name in CASES:
-        model, _ = _model(name)
+    models = {name: _model(name)[0] for name in CASES}
+    person = ROOT.parent / "shared" / "models" / "tflite-micro" / "person_detect.tflite"
+    if person.is_file():
+        models["person_detect"] = person.read_bytes()
+    for name, model in models.items():
         path = tmp_path / f"{name}.tflite"
         path.write_bytes(model)
         proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",

@@ -264,7 +264,7 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
     /* one asm block for all pairs (GCC -Os spills the C version's 13 live values); the loop counters and
      * constants the inner loop has no register for are memory operands */
     const int32_t wskip = 2 * k - 4 * n4; /* from the end of row 2i's k4 part to row 2i+2 */
-    int32_t n4m = n4, np = npairs, km = koff, skip = wskip;
+    int32_t np = npairs, km = koff, skip = wskip;
     const int16_t *cb = col;
     const int32_t *bp = bias2;
     uint32_t *out = acc;
@@ -272,18 +272,40 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
     const int16_t *c;
     uint32_t s00, s01, s10, s11, wa, wb, a, b, x;
     int32_t cnt;
-    __asm__ volatile("0:\n\t"
-                     "ldr %[wa], %[km]\n\t"
+    /* the chunk loop runs two chunks per pass (n4 odd: it is entered at the second one) */
+    int32_t half = (n4 + 1) / 2, odd = n4 & 1;
+    __asm__ volatile("ldr %[wa], %[km]\n\t"
                      "add %[w1], %[w0], %[wa]\n\t"
+                     "0:\n\t"
                      "ldr %[c], %[cb]\n\t"
-                     "ldr %[cnt], %[n4]\n\t"
+                     "ldr %[cnt], %[half]\n\t"
                      "ldr %[wa], %[bp]\n\t"
-                     "ldr %[s00], [%[wa]], #4\n\t"
-                     "ldr %[s10], [%[wa]], #4\n\t"
+                     "ldrd %[s00], %[s10], [%[wa]], #8\n\t"
                      "str %[wa], %[bp]\n\t"
                      "mov %[s01], %[s00]\n\t"
                      "mov %[s11], %[s10]\n\t"
+                     "ldr %[wa], %[odd]\n\t"
+                     "cbnz %[wa], 2f\n\t"
                      "1:\n\t"
+                     "ldr %[wa], [%[w0]], #4\n\t"
+                     "ldr %[wb], [%[w1]], #4\n\t"
+                     "ldr %[x], [%[c]], #16\n\t"
+                     "sxtb16 %[a], %[wa]\n\t"
+                     "sxtb16 %[b], %[wb]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-12]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "sxtb16 %[a], %[wa], ror #8\n\t"
+                     "sxtb16 %[b], %[wb], ror #8\n\t"
+                     "ldr %[x], [%[c], #-8]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-4]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "2:\n\t"
                      "ldr %[wa], [%[w0]], #4\n\t"
                      "ldr %[wb], [%[w1]], #4\n\t"
                      "ldr %[x], [%[c]], #16\n\t"
@@ -306,20 +328,19 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
                      "bne 1b\n\t"
                      "ldr %[wa], %[skip]\n\t"
                      "add %[w0], %[w0], %[wa]\n\t"
+                     "add %[w1], %[w1], %[wa]\n\t"
                      "ldr %[wa], %[out]\n\t"
-                     "str %[s00], [%[wa]], #4\n\t"
-                     "str %[s01], [%[wa]], #4\n\t"
-                     "str %[s10], [%[wa]], #4\n\t"
-                     "str %[s11], [%[wa]], #4\n\t"
+                     "strd %[s00], %[s01], [%[wa]], #8\n\t"
+                     "strd %[s10], %[s11], [%[wa]], #8\n\t"
                      "str %[wa], %[out]\n\t"
                      "ldr %[wa], %[np]\n\t"
                      "subs %[wa], %[wa], #1\n\t"
                      "str %[wa], %[np]\n\t"
                      "bne 0b"
                      : [w0] "+&r"(w0), [w1] "=&r"(w1), [c] "=&r"(c), [cnt] "=&r"(cnt), [s00] "=&r"(s00),
-                       [s01] "=&r"(s01), [s10] "=&r"(s10), [s11] "=&r"(s11), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                       [s01] "=&r"(s01), [s10] "=&r"(s10), [s11] "=&r"(s11), [wa] "=&l"(wa), [wb] "=&r"(wb),
                        [a] "=&r"(a), [b] "=&r"(b), [x] "=&r"(x), [out] "+m"(out), [np] "+m"(np), [bp] "+m"(bp)
-                     : [km] "m"(km), [cb] "m"(cb), [n4] "m"(n4m), [skip] "m"(skip)
+                     : [km] "m"(km), [cb] "m"(cb), [half] "m"(half), [odd] "m"(odd), [skip] "m"(skip)
                      : "cc", "memory");
 #else
     int32_t p, i;
@@ -439,9 +460,45 @@ static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col
     }
 }
 
+/* A 1x1 filter with whole chunks of four channels per group: the window is the pixel itself (never in the
+ * padding), and group g's chunks follow group g-1's, so the pair's buffer is both pixels' c values widened
+ * in order: chunk j of four values at slots 8j..8j+7. */
+static void conv_im2col_1x1(const conv_data_t *d, const int8_t *s0, const int8_t *s1, int16_t *o) {
+    const int32_t c = d->c, off = d->input_offset;
+    int32_t i;
+#if EDGE_DSP
+    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+    for (i = 0; i < c; i += 4, o += 8) {
+        uint32_t v0, v1, t;
+        memcpy(&v0, s0 + i, 4);
+        memcpy(&v1, s1 + i, 4);
+        t = edge_sadd16(edge_sxtb16(v0), off2);
+        memcpy(o, &t, 4);
+        t = edge_sadd16(edge_sxtb16(v1), off2);
+        memcpy(o + 2, &t, 4);
+        t = edge_sadd16(edge_sxtb16_ror8(v0), off2);
+        memcpy(o + 4, &t, 4);
+        t = edge_sadd16(edge_sxtb16_ror8(v1), off2);
+        memcpy(o + 6, &t, 4);
+    }
+#else
+    for (i = 0; i < c; i += 4, o += 8) {
+        o[0] = (int16_t)(s0[i] + off);
+        o[1] = (int16_t)(s0[i + 2] + off);
+        o[2] = (int16_t)(s1[i] + off);
+        o[3] = (int16_t)(s1[i + 2] + off);
+        o[4] = (int16_t)(s0[i + 1] + off);
+        o[5] = (int16_t)(s0[i + 3] + off);
+        o[6] = (int16_t)(s1[i + 1] + off);
+        o[7] = (int16_t)(s1[i + 3] + off);
+    }
+#endif
+}
+
 static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                       int16_t *cols) {
     const int32_t npix = d->oh * d->ow;
+    const int pointwise = d->kh == 1 && d->kw == 1 && (d->cg & 3) == 0 && d->pt == 0 && d->pl == 0;
     int32_t b, p, g;
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->h * d->w * d->c;
@@ -450,8 +507,14 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
             const int two = p + 1 < npix;
             int8_t *y0 = yb + (int64_t)p * d->o;
             /* a lone last pixel runs as a pair with itself (its second copy is not stored) */
-            conv_im2col(d, xb, p / d->ow, p % d->ow, 0, cols);
-            conv_im2col(d, xb, (p + two) / d->ow, (p + two) % d->ow, 1, cols);
+            if (pointwise) {
+                const int32_t q = p + two;
+                conv_im2col_1x1(d, xb + ((int64_t)(p / d->ow) * d->sh * d->w + (p % d->ow) * d->sw) * d->c,
+                                xb + ((int64_t)(q / d->ow) * d->sh * d->w + (q % d->ow) * d->sw) * d->c, cols);
+            } else {
+                conv_im2col(d, xb, p / d->ow, p % d->ow, 0, cols);
+                conv_im2col(d, xb, (p + two) / d->ow, (p + two) % d->ow, 1, cols);
+            }
             for (g = 0; g < d->groups; g++)
                 conv_gemm(d, wt, cols + (int64_t)g * 2 * d->k, bias, g * d->opg, (g + 1) * d->opg, y0,
                           two ? y0 + d->o : y0);
