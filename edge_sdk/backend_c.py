@@ -69,15 +69,16 @@ def build() -> Path:
             f"(install make and a C compiler, e.g. `apt-get install make gcc`)"
         )
     cmd = ["make", "-C", str(HOST_TREE), "host", f"PYTHON={sys.executable}"]
-    if HOST_TREE == FIRMWARE:
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    else:  # an installed copy: its sources copied into the cache once, built there
+    if HOST_TREE != FIRMWARE:  # an installed copy: its sources copied into the cache once, built there
         try:
             resources.ensure_host_tree(FIRMWARE)
         except OSError as exc:
             raise BuildError(f"cannot copy the C runtime's sources from {FIRMWARE} to {HOST_TREE}: {exc}") from exc
-        with resources.build_lock(HOST_TREE):
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # One build at a time (test workers, parallel users): the lock lives in the (ignored) build folder.
+    lock_tree = HOST_TREE / "build" / "host" if HOST_TREE == FIRMWARE else HOST_TREE
+    lock_tree.parent.mkdir(parents=True, exist_ok=True)
+    with resources.build_lock(lock_tree):
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
     return LIBRARY
