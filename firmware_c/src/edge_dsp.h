@@ -22,7 +22,9 @@
 
 #include <stdint.h>
 
-#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+/* M-profile only: an A-profile 32-bit build (a Raspberry Pi's armhf) also defines __ARM_FEATURE_DSP, but the
+ * asm loops are scheduled and constrained for Thumb-2 on Cortex-M; there the plain C loops run. */
+#if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
 #define EDGE_DSP 1
 #define EDGE_DSP_ASM 1 /* the real instructions: kernels may use hand-scheduled inline assembly loops */
 static inline uint32_t edge_sxtb16(uint32_t x) {
