@@ -44,8 +44,11 @@ def test_regression_cases_replay_clean_under_asan(tmp_path):
     lines = proc.stdout.splitlines()
     statuses = [int(line.split()[3]) for line in lines if " status " in line]
     assert lines[-1] == f"done {len(cases)}"
-    # every case is a valid model that loads and runs: the fix keeps them working, not merely refused
-    assert statuses == [0] * len(cases), list(zip([c.name for c in cases], statuses))
+    # every case but the refused-* ones is a valid model that loads and runs: the fix keeps them working, not
+    # merely refused; refused-* cases are malformed or too large and must come back as a status, cleanly
+    expected_ok = [not c.name.startswith("refused-") for c in cases]
+    got_ok = [status == 0 for status in statuses]
+    assert got_ok == expected_ok, list(zip([c.name for c in cases], statuses))
 
 
 def test_regression_cases_are_reproducible():

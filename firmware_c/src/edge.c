@@ -315,8 +315,9 @@ static int64_t tensor_elements_capped(const int32_t *dims, int32_t rank) {
     for (i = 0; i < rank; i++)
         if (dims[i] == 0) return 0;
     for (i = 0; i < rank; i++) {
+        /* far above any limit: stop before the product can overflow (checked before multiplying) */
+        if (dims[i] > 0 && n > (((int64_t)1 << 40) / dims[i])) return (int64_t)1 << 40;
         n *= dims[i];
-        if (n > ((int64_t)1 << 40)) return (int64_t)1 << 40; /* far above any limit: stop before overflow */
     }
     return n;
 }

@@ -7,6 +7,10 @@ conv16-int64-bias-4-aligned.tflite  int16x8 CONV_2D whose INT64 bias data starts
                                     flatbuffer vectors are 4-aligned; TFLM's seanet models do it). The kernels
                                     read int64_t: misaligned load (UBSan). Fix: edge.c gives such constants an
                                     8-aligned persistent copy.
+refused-shape-product-overflow.tflite  ADD whose tensors are 2^20 x 2^20 x (2^31 - 1): the element count
+                                    passed the 2^40 cap check only after multiplying, so the next dimension
+                                    overflowed int64 (UBSan). Fix: edge.c checks before multiplying. The model
+                                    must be refused (files named refused-* are expected to fail to load).
 conv16-huge-output-ratio.tflite     int16x8 CONV_2D whose input*weight/output scale is 2^20: shift 21, so the
                                     16x8 requantization's rounding shift 15 - shift is negative (shift by a
                                     negative count, UBSan). Fix: edge_mbqm64 shifts left for shift > 14.
@@ -64,7 +68,14 @@ def huge_ratio() -> bytes:
     return _conv16(2e-5 / (1 << 20), np.random.default_rng(4))
 
 
-CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio}
+def shape_product_overflow() -> bytes:
+    shape = (1 << 20, 1 << 20, (1 << 31) - 1)
+    a, b, y = T(shape, "FLOAT32"), T(shape, "FLOAT32"), T(shape, "FLOAT32")
+    return op_model("ADD", [a, b], [y])
+
+
+CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
+         "refused-shape-product-overflow.tflite": shape_product_overflow}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():
