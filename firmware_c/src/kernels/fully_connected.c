@@ -5,11 +5,10 @@
  * MultiplyByQuantizedMultiplier, plus the output zero point, clamped to the fused activation's range.
  * Per-channel weights take no filter offset (they are symmetric). float32: plain dot products.
  *
- * The int8 fast path (constant weights with no filter offset, multipliers edge_rq covers): the input offset
- * is folded into per-unit starting sums at prepare (fold[u] = input_offset * sum_d w[u, d], persistent, 4
- * bytes per unit; sums mod 2^32 equal the reference's), so the loop multiplies raw int8 values; four units
- * at a time share every input word. On DSP cores SXTB16 widens four int8 inputs / weights into two
- * registers and SMLAD does two MACs (25 instructions per 16 MACs, one asm block); elsewhere plain C.
+ * The int8 fast path (no filter offset, multipliers edge_rq covers; their edge_rq form replaces the raw
+ * multipliers in place, so it costs no memory): four units at a time share every input word. On DSP cores
+ * SXTB16 widens four int8 inputs and SADD16 adds the input offset to two at once, SXTB16 widens the
+ * weights, SMLAD does two MACs (28 instructions per 16 MACs, one asm block); elsewhere plain C.
  * Same checks and the same output shape rules as edge_sdk/kernels/conv.py prepare_fully_connected.
  */
 #include <string.h>
@@ -29,8 +28,7 @@ typedef struct {
     int32_t multiplier, shift; /* per-tensor */
     int32_t *multipliers, *shifts; /* per-channel: units entries (persistent) */
     int32_t wide;              /* int16x8: int64 accumulators (int64 bias) and the 16-bit multiplier */
-    uint32_t *fold;            /* int8 fast path: input_offset * sum of each unit's weights (NULL: plain path) */
-    edge_rq_t *rq;             /* int8 fast path: per unit (per-channel) or one */
+    int32_t fast;              /* int8: multiplier(s) / shift(s) hold edge_rq's mul / rnd: the fast path */
 } fc_data_t;
 
 static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *in,
@@ -157,38 +155,33 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     d->output_offset = out->zero_point;
     s = fc_multipliers(ctx, d, in, w, bias, out);
     if (s != EDGE_OK) return s;
-    if (d->filter_offset == 0 && w->is_const && w->data) {
+    if (d->filter_offset == 0) {
         const int32_t nq = d->per_channel ? units : 1;
-        edge_rq_t q, *rq;
+        edge_rq_t q;
         for (k = 0; k < nq; k++) /* a ratio edge_rq does not cover: the plain path */
             if (edge_rq_make(&q, d->per_channel ? d->multipliers[k] : d->multiplier,
                              d->per_channel ? d->shifts[k] : d->shift) != 0)
                 return EDGE_OK;
-        rq = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)nq);
-        if (!rq) return EDGE_ARENA_TOO_SMALL;
-        for (k = 0; k < nq; k++)
-            edge_rq_make(&rq[k], d->per_channel ? d->multipliers[k] : d->multiplier,
+        for (k = 0; k < nq; k++) {
+            edge_rq_make(&q, d->per_channel ? d->multipliers[k] : d->multiplier,
                          d->per_channel ? d->shifts[k] : d->shift);
-        d->fold = (uint32_t *)edge_alloc_persistent(ctx, sizeof(uint32_t) * (size_t)units);
-        if (!d->fold) return EDGE_ARENA_TOO_SMALL;
-        for (k = 0; k < units; k++) {
-            const int8_t *wu = (const int8_t *)w->data + (int64_t)k * depth;
-            uint32_t sw = 0;
-            int32_t i;
-            for (i = 0; i < depth; i++) sw += (uint32_t)(int32_t)wu[i];
-            d->fold[k] = sw * (uint32_t)d->input_offset;
+            if (d->per_channel) {
+                d->multipliers[k] = q.mul;
+                d->shifts[k] = q.rnd;
+            } else {
+                d->multiplier = q.mul;
+                d->shift = q.rnd;
+            }
         }
-        d->rq = rq;
+        d->fast = 1;
     }
     return EDGE_OK;
 }
 
-/* int8 fast path: y = clamp(rq(fold + bias + sum x * w) + zp), four units per pass. */
+/* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass. */
 static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
-    const int32_t depth = d->depth, units = d->units, d4 = depth & ~3, pc = d->per_channel;
+    const int32_t depth = d->depth, units = d->units, d4 = depth & ~3, pc = d->per_channel, off = d->input_offset;
     const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
-    const edge_rq_t *const rq = d->rq;
-    const uint32_t *const fold = d->fold;
     int32_t b, u, j, k;
     for (b = 0; b < d->batches; b++) {
         const int8_t *xb = x + (int64_t)b * depth;
@@ -197,18 +190,21 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
             const int32_t nu = units - u < 4 ? units - u : 4;
             const int8_t *w0 = wt + (int64_t)u * depth;
             uint32_t s[4];
-            for (j = 0; j < 4; j++) s[j] = j < nu ? fold[u + j] + (bias ? (uint32_t)bias[u + j] : 0) : 0;
+            for (j = 0; j < 4; j++) s[j] = j < nu && bias ? (uint32_t)bias[u + j] : 0;
             if (nu == 4) {
                 uint32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
 #if EDGE_DSP_ASM
                 if (d4 > 0) {
                     const int8_t *xp = xb, *const xend = xb + d4, *w2 = w0 + 2 * (int64_t)depth;
                     const int8_t *wa = w0;
+                    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
                     uint32_t xv, xo, wv, t;
                     __asm__ volatile("1:\n\t"
                                      "ldr %[xv], [%[xp]], #4\n\t"
                                      "sxtb16 %[xo], %[xv], ror #8\n\t"
                                      "sxtb16 %[xv], %[xv]\n\t"
+                                     "sadd16 %[xo], %[xo], %[off2]\n\t"
+                                     "sadd16 %[xv], %[xv], %[off2]\n\t"
                                      "ldr %[wv], [%[w0], %[st]]\n\t"
                                      "sxtb16 %[t], %[wv]\n\t"
                                      "smlad %[s1], %[t], %[xv], %[s1]\n\t"
@@ -229,20 +225,22 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
                                      "smlad %[s0], %[t], %[xv], %[s0]\n\t"
                                      "sxtb16 %[t], %[wv], ror #8\n\t"
                                      "smlad %[s0], %[t], %[xo], %[s0]\n\t"
-                                     "cmp %[xp], %[xend]\n\t"
+                                     "ldr %[t], %[xend]\n\t"
+                                     "cmp %[xp], %[t]\n\t"
                                      "bne 1b"
                                      : [xp] "+&r"(xp), [w0] "+&r"(wa), [w2] "+&r"(w2), [s0] "+&r"(s0), [s1] "+&r"(s1),
                                        [s2] "+&r"(s2), [s3] "+&r"(s3), [xv] "=&r"(xv), [xo] "=&r"(xo), [wv] "=&r"(wv),
                                        [t] "=&r"(t)
-                                     : [st] "r"(depth), [xend] "r"(xend)
+                                     : [st] "r"(depth), [off2] "r"(off2), [xend] "m"(xend)
                                      : "cc", "memory");
                 }
 #elif EDGE_DSP
+                const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
                 for (k = 0; k < d4; k += 4) {
                     uint32_t xv, xo, wv;
                     memcpy(&xv, xb + k, 4);
-                    xo = edge_sxtb16_ror8(xv);
-                    xv = edge_sxtb16(xv);
+                    xo = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+                    xv = edge_sadd16(edge_sxtb16(xv), off2);
                     memcpy(&wv, w0 + k, 4);
                     s0 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s0));
                     memcpy(&wv, w0 + depth + k, 4);
@@ -254,7 +252,7 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
                 }
 #else
                 for (k = 0; k < d4; k++) {
-                    const int32_t xv = xb[k];
+                    const int32_t xv = xb[k] + off;
                     s0 += (uint32_t)(xv * w0[k]);
                     s1 += (uint32_t)(xv * w0[depth + k]);
                     s2 += (uint32_t)(xv * w0[2 * (int64_t)depth + k]);
@@ -273,8 +271,11 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
                 const int8_t *wu = w0 + (int64_t)j * depth;
                 uint32_t acc = s[j];
                 int32_t i;
-                for (i = k; i < depth; i++) acc += (uint32_t)(xb[i] * wu[i]);
-                yb[u + j] = (int8_t)edge_clamp32(edge_rq_apply(&rq[pc ? u + j : 0], (int32_t)acc, zp), lo, hi);
+                edge_rq_t q;
+                for (i = k; i < depth; i++) acc += (uint32_t)((xb[i] + off) * wu[i]);
+                q.mul = pc ? d->multipliers[u + j] : d->multiplier;
+                q.rnd = pc ? d->shifts[u + j] : d->shift;
+                yb[u + j] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)acc, zp), lo, hi);
             }
         }
     }
@@ -319,7 +320,7 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     wt = (const int8_t *)w->data;
     bias = bt ? (const int32_t *)bt->data : 0;
     y = (int8_t *)out->data;
-    if (d->fold) {
+    if (d->fast) {
         fc_int8_fast(d, x, wt, bias, y);
         return;
     }
