@@ -40,7 +40,6 @@ typedef struct {
     int32_t pt, pl;             /* padding before (top, left) */
     int32_t k;                  /* kh * kw * cg: one output channel's weights */
     int32_t input_offset, output_offset, lo, hi;
-    float flo, fhi;
     int32_t *mult, *shift;      /* int16: per output channel (persistent) */
     edge_rq_t *rq;              /* int8: per output channel (persistent); with rq_generic the raw multiplier
                                  * and shift (mul, rnd) for edge_mbqm */
@@ -117,7 +116,10 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
         d->kind = CONV_FLOAT;
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: bias must be FLOAT32 with one value per filter");
-        edge_activation_range_float(act, &d->flo, &d->fhi);
+        float flo = 0.0f, fhi = 0.0f; /* kept in lo / hi (their bits): the float kind has no integer clamp */
+        edge_activation_range_float(act, &flo, &fhi);
+        memcpy(&d->lo, &flo, 4);
+        memcpy(&d->hi, &fhi, 4);
         return EDGE_OK;
     }
 
@@ -576,7 +578,10 @@ static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt,
 }
 
 static void conv_float(const conv_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
+    float flo, fhi;
     int32_t b, oy, ox, oc, fy, fx, i, fy0, fy1, fx0, fx1;
+    memcpy(&flo, &d->lo, 4);
+    memcpy(&fhi, &d->hi, 4);
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
@@ -598,7 +603,7 @@ static void conv_float(const conv_data_t *d, const float *x, const float *wt, co
                         }
                     }
                     if (bias) acc += bias[oc];
-                    yp[oc] = acc < d->flo ? d->flo : (acc > d->fhi ? d->fhi : acc);
+                    yp[oc] = acc < flo ? flo : (acc > fhi ? fhi : acc);
                 }
             }
         }

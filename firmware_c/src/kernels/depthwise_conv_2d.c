@@ -33,7 +33,6 @@ typedef struct {
     int32_t oh, ow, kh, kw;
     int32_t sh, sw, dh, dw, pt, pl;
     int32_t input_offset, output_offset, lo, hi;
-    float flo, fhi;
     int32_t *mult, *shift;      /* int16: per output channel */
     edge_rq_t *rq;              /* int8: per output channel; with rq_generic edge_mbqm's multiplier and shift */
     int32_t rq_generic;
@@ -110,7 +109,10 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         d->kind = DW_FLOAT;
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->oc))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: bias must be FLOAT32 with one value per channel");
-        edge_activation_range_float(act, &d->flo, &d->fhi);
+        float flo = 0.0f, fhi = 0.0f; /* kept in lo / hi (their bits): the float kind has no integer clamp */
+        edge_activation_range_float(act, &flo, &fhi);
+        memcpy(&d->lo, &flo, 4);
+        memcpy(&d->hi, &fhi, 4);
         return EDGE_OK;
     }
     if (!in->quantized || !w->quantized || !out->quantized)
@@ -562,7 +564,10 @@ static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, con
 }
 
 static void dw_float(const dw_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
+    float flo, fhi;
     int32_t b, oy, ox, ic, j, fy, fx, fy0, fy1, fx0, fx1;
+    memcpy(&flo, &d->lo, 4);
+    memcpy(&fhi, &d->hi, 4);
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
@@ -583,7 +588,7 @@ static void dw_float(const dw_data_t *d, const float *x, const float *wt, const 
                                 acc += xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
                         }
                         if (bias) acc += bias[ch];
-                        yp[ch] = acc < d->flo ? d->flo : (acc > d->fhi ? d->fhi : acc);
+                        yp[ch] = acc < flo ? flo : (acc > fhi ? fhi : acc);
                     }
                 }
             }
