@@ -21,14 +21,11 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 
 # Over TFLM through op data of kernels this part does not own (strict xfails below, so the test says when a
 # model comes under and should leave this list): CONV_2D / DEPTHWISE_CONV_2D op structs and 8 bytes of
-# requantization per output channel; FULLY_CONNECTED's per-unit folded input-offset sums (4 B per unit, since
-# 50f73e0: dtln +1056 B, keyword_scrambled +384 B).
+# requantization per output channel. (FULLY_CONNECTED's per-unit folded sums are gone since e813b0b: dtln and
+# keyword_scrambled(_8bit) are under TFLM again.)
 KNOWN_OVER = {
     "mobilenet_v2_quantized_1x3x224x224.tflite": "conv/depthwise op data",
     "person_detect.tflite": "conv/depthwise op data",
-    "dtln_noise_suppression.tflite": "fully_connected per-unit folded sums",
-    "keyword_scrambled.tflite": "fully_connected per-unit folded sums",
-    "keyword_scrambled_8bit.tflite": "fully_connected per-unit folded sums",
 }
 
 _TFLM_TOTALS = r"""
