@@ -209,11 +209,82 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                          : [xs] "r"(XS), [ws] "r"(WS)                                                       \
                          : "cc", "memory");                                                                 \
     } while (0)
-/* The same for exactly three taps, unrolled (register-offset addressing: no pointer updates, no counter). */
-#define DW_ROW4_3(xr0, wr0, XS, WS, a0, a1, a2, a3)                                                             \
+/* A whole 3x3 window, the rows xrow / wrow bytes apart (memory operands: no register left for them). */
+#define DW_3X3(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
     do {                                                                                                    \
+        const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
+        const int32_t xrow_ = (XROW), wrow_ = (WROW);                                                       \
         uint32_t xv_, wv_, t1_, t2_;                                                                        \
-        __asm__ volatile("ldr %[xv], [%[xr]]\n\t"                                                           \
+        __asm__ volatile(                                                                                   \
+                         "ldr %[xv], [%[xr]]\n\t"                                                           \
+                         "ldr %[wv], [%[wr]]\n\t"                                                           \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                    \
+                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                    \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                            \
+                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[t1], %[xrow]\n\t"                                                           \
+                         "add %[xr], %[xr], %[t1]\n\t"                                                      \
+                         "ldr %[t1], %[wrow]\n\t"                                                           \
+                         "add %[wr], %[wr], %[t1]\n\t"                                                      \
+                         "ldr %[xv], [%[xr]]\n\t"                                                           \
+                         "ldr %[wv], [%[wr]]\n\t"                                                           \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                    \
+                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                    \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                            \
+                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[t1], %[xrow]\n\t"                                                           \
+                         "add %[xr], %[xr], %[t1]\n\t"                                                      \
+                         "ldr %[t1], %[wrow]\n\t"                                                           \
+                         "add %[wr], %[wr], %[t1]\n\t"                                                      \
+                         "ldr %[xv], [%[xr]]\n\t"                                                           \
                          "ldr %[wv], [%[wr]]\n\t"                                                           \
                          "sxtb16 %[t1], %[xv]\n\t"                                                          \
                          "sxtb16 %[t2], %[wv]\n\t"                                                          \
@@ -243,117 +314,7 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                          "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
                          "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
                          "smlatt %[a3], %[t1], %[t2], %[a3]"                                                \
-                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [xv] "=&r"(xv_),   \
-                           [wv] "=&r"(wv_), [t1] "=&r"(t1_), [t2] "=&r"(t2_)                                \
-                         : [xr] "r"(xr0), [wr] "r"(wr0), [xs] "r"(XS), [ws] "r"(WS)                         \
-                         : "memory");                                                                       \
-    } while (0)
-/* A whole 3x3 window, the rows xrow / wrow bytes apart (memory operands: no register left for them). */
-#define DW_3X3(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                    \
-    do {                                                                                                    \
-        const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
-        const int32_t xrow_ = (XROW), wrow_ = (WROW);                                                       \
-        uint32_t xv_, wv_, t1_, t2_;                                                                        \
-        __asm__ volatile(                                                                                   \
-                         "ldr %[xv], [%[xr]]\n\t"                                                                \
-                         "ldr %[wv], [%[wr]]\n\t"                                                                \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                         \
-                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                         \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                                 \
-                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[t1], %[xrow]\n\t"                                                                \
-                         "add %[xr], %[xr], %[t1]\n\t"                                                           \
-                         "ldr %[t1], %[wrow]\n\t"                                                                \
-                         "add %[wr], %[wr], %[t1]\n\t"                                                           \
-                         "ldr %[xv], [%[xr]]\n\t"                                                                \
-                         "ldr %[wv], [%[wr]]\n\t"                                                                \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                         \
-                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                         \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                                 \
-                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[t1], %[xrow]\n\t"                                                                \
-                         "add %[xr], %[xr], %[t1]\n\t"                                                           \
-                         "ldr %[t1], %[wrow]\n\t"                                                                \
-                         "add %[wr], %[wr], %[t1]\n\t"                                                           \
-                         "ldr %[xv], [%[xr]]\n\t"                                                                \
-                         "ldr %[wv], [%[wr]]\n\t"                                                                \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                         \
-                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                         \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                                 \
-                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                                 \
-                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                               \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                               \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                 \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                 \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                       \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                       \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                 \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]"                                                     \
-                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [xv] "=&r"(xv_),   \
+                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [xv] "=&r"(xv_), \
                            [wv] "=&r"(wv_), [t1] "=&r"(t1_), [t2] "=&r"(t2_), [xr] "+&r"(xr_), [wr] "+&r"(wr_) \
                          : [xs] "r"(XS), [ws] "r"(WS), [xrow] "m"(xrow_), [wrow] "m"(wrow_)                 \
                          : "memory");                                                                       \
@@ -377,8 +338,7 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
             a3 = edge_smlatt(t1_, t2_, a3);                                                                 \
         }                                                                                                   \
     } while (0)
-#define DW_ROW4_3(xr0, wr0, XS, WS, a0, a1, a2, a3) DW_ROW4(xr0, wr0, 3, XS, WS, a0, a1, a2, a3)
-#define DW_3X3(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                    \
+#define DW_3X3(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
     do {                                                                                                    \
         DW_ROW4((xr0), (wr0), 3, XS, WS, a0, a1, a2, a3);                                                   \
         DW_ROW4((xr0) + (XROW), (wr0) + (WROW), 3, XS, WS, a0, a1, a2, a3);                                 \
@@ -433,9 +393,6 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                         const int8_t *xr = xp + ch, *wr = wt + ch;
                         if (kw == 3 && kh == 3) {
                             DW_3X3(xr, wr, xstep, c, xrow, wrow, a0, a1, a2, a3);
-                        } else if (kw == 3) {
-                            for (fy = 0; fy < kh; fy++, xr += xrow, wr += wrow)
-                                DW_ROW4_3(xr, wr, xstep, c, a0, a1, a2, a3);
                         } else {
                             for (fy = 0; fy < kh; fy++, xr += xrow, wr += wrow)
                                 DW_ROW4(xr, wr, kw, xstep, c, a0, a1, a2, a3);
