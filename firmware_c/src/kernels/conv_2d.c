@@ -191,16 +191,24 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
  * Every full group of four values v0..v3 takes 8 int16 slots:
  *     [p0.v0 p0.v2 | p1.v0 p1.v2 | p0.v1 p0.v3 | p1.v1 p1.v3]
  * (the order in which SXTB16 / SXTB16-ROR8 widen four int8 weights: each 32-bit word is one SMLAD operand),
- * and the k % 4 remaining values take (p0.v, p1.v) pairs. conv_slot gives value kk's slot for pixel p. */
-static inline int32_t conv_slot(int32_t k4, int32_t kk, int32_t p) {
-    if (kk >= k4) return 2 * kk + p;
+ * and the k % 4 remaining values take (p0.v, p1.v) pairs. Without the DSP extension (the host) the two
+ * rows simply follow each other (p0's k values, then p1's: contiguous loops the compiler vectorizes).
+ * CONV_K4 is the part of k the interleaved chunks cover; conv_slot gives value kk's slot for pixel p. */
+#if EDGE_DSP
+#define CONV_K4(k) ((k) & ~3)
+static inline int32_t conv_slot(int32_t k, int32_t kk, int32_t p) {
+    if (kk >= (k & ~3)) return 2 * kk + p;
     return (kk & ~3) * 2 + (kk & 1) * 4 + p * 2 + ((kk >> 1) & 1);
 }
+#else
+#define CONV_K4(k) (k)
+static inline int32_t conv_slot(int32_t k, int32_t kk, int32_t p) { return p * k + kk; }
+#endif
 
 /* Pixel p (0 or 1) of the pair: its window, every group, into the interleaved buffer. */
 static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int32_t ox, int32_t p, int16_t *col) {
     const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
-    const int32_t off = d->input_offset, k = d->k, k4 = d->k & ~3;
+    const int32_t off = d->input_offset, k = d->k;
     int32_t g, fy, fx, i;
     for (g = 0; g < d->groups; g++) {
         int16_t *dst = col + (int64_t)g * 2 * k;
@@ -211,6 +219,7 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                 const int32_t ix = ix0 + fx * d->dw;
                 const int8_t *src = xb + ((int64_t)iy * d->w + ix) * d->c + (int64_t)g * d->cg;
                 const int inside = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w;
+#if EDGE_DSP
                 if ((d->cg & 3) == 0) { /* whole chunks of four: two 32-bit stores each */
                     int16_t *o = dst + 2 * kk + 2 * p;
                     if (!inside) {
@@ -219,7 +228,6 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                             memset(o + 4, 0, 4);
                         }
                     } else {
-#if EDGE_DSP
                         const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
                         for (i = 0; i < d->cg; i += 4, o += 8) {
                             uint32_t v, a, b;
@@ -229,19 +237,23 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                             memcpy(o, &a, 4);
                             memcpy(o + 4, &b, 4);
                         }
-#else
-                        for (i = 0; i < d->cg; i += 4, o += 8) {
-                            o[0] = (int16_t)(src[i] + off);
-                            o[1] = (int16_t)(src[i + 2] + off);
-                            o[4] = (int16_t)(src[i + 1] + off);
-                            o[5] = (int16_t)(src[i + 3] + off);
-                        }
-#endif
                     }
                     kk += d->cg;
                     continue;
                 }
-                for (i = 0; i < d->cg; i++, kk++) dst[conv_slot(k4, kk, p)] = (int16_t)(inside ? src[i] + off : 0);
+#else
+                {
+                    int16_t *o = dst + (int64_t)p * k + kk;
+                    if (!inside) {
+                        memset(o, 0, sizeof(int16_t) * (size_t)d->cg);
+                    } else {
+                        for (i = 0; i < d->cg; i++) o[i] = (int16_t)(src[i] + off);
+                    }
+                    kk += d->cg;
+                    continue;
+                }
+#endif
+                for (i = 0; i < d->cg; i++, kk++) dst[conv_slot(k, kk, p)] = (int16_t)(inside ? src[i] + off : 0);
             }
         }
     }
@@ -260,12 +272,15 @@ static int8_t conv_out8_generic(const conv_data_t *d, const edge_rq_t *q, uint32
  * The k4 = k & ~3 part; the caller adds the k % 4 tail. Per four values of a pair: 2 LDR + 4 SXTB16 of the
  * weights, 4 LDR of the interleaved inputs, 8 SMLAD (16 MACs). */
 #define CONV_CHUNK 8 /* channel pairs per call: acc is 4 * CONV_CHUNK int32 on the stack */
-static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t *col, int32_t n4, int32_t npairs,
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers (inlined, the loop spills on x86-64 too) */
+#endif
+static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t *col, int32_t k4, int32_t npairs,
                        const int32_t *bias2, uint32_t *acc) {
 #if EDGE_DSP_ASM
     /* one asm block for all pairs (GCC -Os spills the C version's 13 live values); the loop counters and
      * constants the inner loop has no register for are memory operands */
-    const int32_t wskip = 2 * k - 4 * n4; /* from the end of row 2i's k4 part to row 2i+2 */
+    const int32_t n4 = k4 / 4, wskip = 2 * k - k4; /* from the end of row 2i's k4 part to row 2i+2 */
     int32_t np = npairs, km = koff, skip = wskip;
     const int16_t *cb = col;
     const int32_t *bp = bias2;
@@ -348,10 +363,10 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
     int32_t p, i;
     for (p = 0; p < npairs; p++, w0 += 2 * k, acc += 4) {
         const int8_t *w1 = w0 + koff;
-        const int16_t *c = col;
         uint32_t s00 = (uint32_t)bias2[2 * p], s01 = s00, s10 = (uint32_t)bias2[2 * p + 1], s11 = s10;
-        for (i = 0; i < 4 * n4; i += 4, c += 8) {
 #if EDGE_DSP
+        const int16_t *c = col;
+        for (i = 0; i < k4; i += 4, c += 8) {
             uint32_t wa, wb, a, b, x;
             memcpy(&wa, w0 + i, 4);
             memcpy(&wb, w1 + i, 4);
@@ -371,13 +386,30 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
             memcpy(&x, c + 6, 4);
             s01 = edge_smlad(a, x, s01);
             s11 = edge_smlad(b, x, s11);
-#else
-            s00 += (uint32_t)(w0[i] * c[0] + w0[i + 2] * c[1] + w0[i + 1] * c[4] + w0[i + 3] * c[5]);
-            s01 += (uint32_t)(w0[i] * c[2] + w0[i + 2] * c[3] + w0[i + 1] * c[6] + w0[i + 3] * c[7]);
-            s10 += (uint32_t)(w1[i] * c[0] + w1[i + 2] * c[1] + w1[i + 1] * c[4] + w1[i + 3] * c[5]);
-            s11 += (uint32_t)(w1[i] * c[2] + w1[i + 2] * c[3] + w1[i + 1] * c[6] + w1[i + 3] * c[7]);
-#endif
         }
+#else
+        const int16_t *c0 = col, *c1 = col + k; /* the two rows one after the other */
+        int32_t t00 = 0, t01 = 0, t10 = 0, t11 = 0; /* k products of |v| < 2^22: no overflow below 2^9 */
+        if (k4 <= 256) {
+            for (i = 0; i < k4; i++) {
+                t00 += w0[i] * c0[i];
+                t01 += w0[i] * c1[i];
+                t10 += w1[i] * c0[i];
+                t11 += w1[i] * c1[i];
+            }
+            s00 += (uint32_t)t00;
+            s01 += (uint32_t)t01;
+            s10 += (uint32_t)t10;
+            s11 += (uint32_t)t11;
+        } else {
+            for (i = 0; i < k4; i++) {
+                s00 += (uint32_t)(w0[i] * c0[i]);
+                s01 += (uint32_t)(w0[i] * c1[i]);
+                s10 += (uint32_t)(w1[i] * c0[i]);
+                s11 += (uint32_t)(w1[i] * c1[i]);
+            }
+        }
+#endif
         acc[0] = s00;
         acc[1] = s01;
         acc[2] = s10;
@@ -423,7 +455,7 @@ static void conv_store(const conv_data_t *d, const uint32_t *acc, int32_t npairs
 static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col, const int32_t *bias, int32_t first,
                       int32_t end, int8_t *y0, int8_t *y1) {
     static const int32_t zeros[2 * CONV_CHUNK];
-    const int32_t k = d->k, k4 = k & ~3;
+    const int32_t k = d->k, k4 = CONV_K4(k);
     uint32_t acc[4 * CONV_CHUNK];
     int32_t oc, i, t;
     for (oc = first; oc < end;) {
@@ -437,7 +469,7 @@ static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col
             b2 = lone;
         }
         if (k4 > 0) {
-            conv_pairs(w0, koff, k, col, k4 / 4, npairs, b2, acc);
+            conv_pairs(w0, koff, k, col, k4, npairs, b2, acc);
         } else {
             for (i = 0; i < npairs; i++) {
                 acc[4 * i] = acc[4 * i + 1] = (uint32_t)b2[2 * i];
@@ -484,15 +516,13 @@ static void conv_im2col_1x1(const conv_data_t *d, const int8_t *s0, const int8_t
         memcpy(o + 6, &t, 4);
     }
 #else
-    for (i = 0; i < c; i += 4, o += 8) {
-        o[0] = (int16_t)(s0[i] + off);
-        o[1] = (int16_t)(s0[i + 2] + off);
-        o[2] = (int16_t)(s1[i] + off);
-        o[3] = (int16_t)(s1[i + 2] + off);
-        o[4] = (int16_t)(s0[i + 1] + off);
-        o[5] = (int16_t)(s0[i + 3] + off);
-        o[6] = (int16_t)(s1[i + 1] + off);
-        o[7] = (int16_t)(s1[i + 3] + off);
+    const int32_t cg = d->cg; /* per group: p0's cg values, then p1's */
+    for (i = 0; i < c; i += cg, s0 += cg, s1 += cg, o += 2 * cg) {
+        int32_t j;
+        for (j = 0; j < cg; j++) {
+            o[j] = (int16_t)(s0[j] + off);
+            o[cg + j] = (int16_t)(s1[j] + off);
+        }
     }
 #endif
 }
