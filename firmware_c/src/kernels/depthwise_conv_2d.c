@@ -178,11 +178,35 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
 }
 
 #if EDGE_DSP
+#if EDGE_DSP_ASM
+/* One tap for four channels: widen xv / wv into (c0, c2) and (c1, c3) halves, accumulate a0..a3. */
+#define DW_ASM_MAC4                                                                                         \
+    "sxtb16 %[t1], %[xv]\n\t"                                                                               \
+    "sxtb16 %[t2], %[wv]\n\t"                                                                               \
+    "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                                                 \
+    "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                                                 \
+    "sxtb16 %[t1], %[xv], ror #8\n\t"                                                                       \
+    "sxtb16 %[t2], %[wv], ror #8\n\t"                                                                       \
+    "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                                                 \
+    "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"
+/* The three taps of one filter row at xr / wr, XS / WS bytes apart. */
+#define DW_ASM_ROW3                                                                                         \
+    "ldr %[xv], [%[xr]]\n\t" "ldr %[wv], [%[wr]]\n\t"                                                       \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs]]\n\t" "ldr %[wv], [%[wr], %[ws]]\n\t"                                         \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t" "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                         \
+    DW_ASM_MAC4
+/* Step xr / wr to the next row (the row strides are memory operands: no register left for them). */
+#define DW_ASM_NEXT_ROW                                                                                     \
+    "ldr %[t1], %[xrow]\n\t"                                                                                \
+    "add %[xr], %[xr], %[t1]\n\t"                                                                           \
+    "ldr %[t1], %[wrow]\n\t"                                                                                \
+    "add %[wr], %[wr], %[t1]\n\t"
 /* a0..a3 += the n >= 1 taps of one filter row for four channels, raw inputs (the input offset is folded into
  * the starting sums): SXTB16 widens four int8 inputs and four weights into (c0, c2) / (c1, c3) halves,
  * SMLABB / SMLATT multiply-accumulate; the input pointer steps by XS, the weights' by WS. A macro so that
  * the sums stay in registers. */
-#if EDGE_DSP_ASM
 #define DW_ROW4(xr0, wr0, n0, XS, WS, a0, a1, a2, a3)                                                           \
     do {                                                                                                    \
         const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
@@ -193,14 +217,7 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                          "ldr %[wv], [%[wr]]\n\t"                                                           \
                          "add %[xr], %[xr], %[xs]\n\t"                                                      \
                          "add %[wr], %[wr], %[ws]\n\t"                                                      \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         DW_ASM_MAC4                                                                        \
                          "subs %[n], %[n], #1\n\t"                                                          \
                          "bne 1b"                                                                           \
                          : [xr] "+&r"(xr_), [wr] "+&r"(wr_), [n] "+&r"(n_), [a0] "+&r"(a0), [a1] "+&r"(a1), \
@@ -216,104 +233,7 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
         const int32_t xrow_ = (XROW), wrow_ = (WROW);                                                       \
         uint32_t xv_, wv_, t1_, t2_;                                                                        \
         __asm__ volatile(                                                                                   \
-                         "ldr %[xv], [%[xr]]\n\t"                                                           \
-                         "ldr %[wv], [%[wr]]\n\t"                                                           \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                    \
-                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                    \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                            \
-                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[t1], %[xrow]\n\t"                                                           \
-                         "add %[xr], %[xr], %[t1]\n\t"                                                      \
-                         "ldr %[t1], %[wrow]\n\t"                                                           \
-                         "add %[wr], %[wr], %[t1]\n\t"                                                      \
-                         "ldr %[xv], [%[xr]]\n\t"                                                           \
-                         "ldr %[wv], [%[wr]]\n\t"                                                           \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                    \
-                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                    \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                            \
-                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[t1], %[xrow]\n\t"                                                           \
-                         "add %[xr], %[xr], %[t1]\n\t"                                                      \
-                         "ldr %[t1], %[wrow]\n\t"                                                           \
-                         "add %[wr], %[wr], %[t1]\n\t"                                                      \
-                         "ldr %[xv], [%[xr]]\n\t"                                                           \
-                         "ldr %[wv], [%[wr]]\n\t"                                                           \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[xv], [%[xr], %[xs]]\n\t"                                                    \
-                         "ldr %[wv], [%[wr], %[ws]]\n\t"                                                    \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
-                         "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t"                                            \
-                         "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv]\n\t"                                                          \
-                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
-                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
-                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
-                         "sxtb16 %[t1], %[xv], ror #8\n\t"                                                  \
-                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
-                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
-                         "smlatt %[a3], %[t1], %[t2], %[a3]"                                                \
+                         DW_ASM_ROW3 DW_ASM_NEXT_ROW DW_ASM_ROW3 DW_ASM_NEXT_ROW DW_ASM_ROW3                \
                          : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [xv] "=&r"(xv_), \
                            [wv] "=&r"(wv_), [t1] "=&r"(t1_), [t2] "=&r"(t2_), [xr] "+&r"(xr_), [wr] "+&r"(wr_) \
                          : [xs] "r"(XS), [ws] "r"(WS), [xrow] "m"(xrow_), [wrow] "m"(wrow_)                 \
