@@ -33,6 +33,17 @@
 
 #include "edge.h"
 
+/* Tensor types a build carries kernel code for. 1 (the default) keeps every kernel's float32 and int16 paths;
+ * a build for known models (make image / make size, from the models' tensor types) sets the unused ones to 0:
+ * prepare then refuses such a node with EDGE_UNSUPPORTED_TYPE and the compiler drops the unused paths.
+ * Kernels test them as plain C conditions (`if (EDGE_WITH_INT16 && in->type == EDGE_INT16)`), not #if. */
+#ifndef EDGE_WITH_FLOAT32
+#define EDGE_WITH_FLOAT32 1
+#endif
+#ifndef EDGE_WITH_INT16
+#define EDGE_WITH_INT16 1
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
