@@ -98,6 +98,8 @@ def library() -> ctypes.CDLL:
             lib.edge_init_ex.restype = c.c_int
             lib.edge_invoke.argtypes = [p]
             lib.edge_invoke.restype = c.c_int
+            lib.edge_host_invoke_copies.argtypes = [p, p, c.c_int32]
+            lib.edge_host_invoke_copies.restype = c.c_int
             lib.edge_invoke_at.argtypes = [p, c.c_int32]
             lib.edge_invoke_at.restype = c.c_int
             lib.edge_signature_find.argtypes = [p, c.c_char_p]
@@ -144,6 +146,10 @@ class _PlanEntry(ctypes.Structure):
         ("first_use", ctypes.c_int32), ("last_use", ctypes.c_int32),
         ("offset", ctypes.c_int64), ("size", ctypes.c_int64),
     ]
+
+
+class _Copy(ctypes.Structure):  # edge_host_copy_t
+    _fields_ = [("dst", ctypes.c_void_p), ("src", ctypes.c_void_p), ("bytes", ctypes.c_size_t)]
 
 
 class _TraceEntry(ctypes.Structure):
@@ -216,8 +222,17 @@ class CInterpreter:
         self._budget = None if arena_size is None else int(arena_size)
         self._plan_only = plan_only
         self._interp = ctypes.create_string_buffer(self._lib.edge_host_interp_size() + 16)
+        self._handle = ctypes.c_void_p(ctypes.addressof(self._interp))
         self._ready = False
+        self._views: dict[tuple[int, int], np.ndarray] = {}
+        # Inputs whose arena bytes other planned buffers reuse during invoke keep their value here (set_tensor
+        # writes it) and edge_host_invoke_copies copies it in before every invoke: LiteRT semantics, an input
+        # keeps its value until set again. Other inputs are written straight into the arena.
         self._staged: dict[int, np.ndarray] = {}
+        self._targets: dict[int, np.ndarray] = {}  # input index -> where set_tensor writes (staged or arena)
+        self._copies, self._n_copies = None, 0
+        self._run = self._not_ready  # edge_host_invoke_copies once allocated (not in plan-only mode)
+        self._inputs: tuple[int, ...] = ()
         self._parsed: Model | None = model
         self._trace_buf = None
 
@@ -268,6 +283,37 @@ class CInterpreter:
             self._raise(status)
         self._ready = True
         self._arena_len = len(self._arena_owner) - 16
+        self._inputs = tuple(self._io_indices(0))
+        self._views.clear()
+        self._staged.clear()
+        if not self._plan_only:
+            reused = sorted(self._reused_inputs())
+            for t in reused:
+                self._staged[t] = np.array(self._view(t))
+            self._copies = (_Copy * max(len(reused), 1))(*[
+                _Copy(self._view(t).ctypes.data, self._staged[t].ctypes.data, self._staged[t].nbytes)
+                for t in reused])
+            self._n_copies = len(reused)
+            self._targets = {t: self._staged.get(t, self._view(t)) for t in self._inputs}
+            self._run = self._lib.edge_host_invoke_copies
+
+    def _reused_inputs(self) -> frozenset[int]:
+        """Subgraph-0 inputs whose planned bytes overlap another planned buffer (tensor or scratch) that is
+        live at some step: only those need re-staging before every invoke."""
+        entries = self.plan_entries()
+        wanted = set(self._inputs)
+        out = set()
+        for e in entries:
+            if e["subgraph"] != 0 or e["tensor"] not in wanted:
+                continue
+            lo, hi = e["offset"], e["offset"] + e["size"]
+            for o in entries:
+                if o is e or o["size"] <= 0:
+                    continue
+                if o["offset"] < hi and lo < o["offset"] + o["size"]:
+                    out.add(e["tensor"])
+                    break
+        return frozenset(out)
 
     # ------------------------------------------------------------------ tensors
     def _tensor(self, kind: int, i: int):  # kind 0 input, 1 output, 2 + s tensor i of subgraph s
@@ -283,6 +329,13 @@ class CInterpreter:
                     shape=tuple(dims[k] for k in range(rank.value)), scale=scale.value, zero_point=zp.value)
 
     def _view(self, t: int, subgraph: int = 0) -> np.ndarray:
+        """A numpy view of tensor t's bytes (cached: after allocate_tensors the data never moves)."""
+        view = self._views.get((subgraph, t))
+        if view is None:
+            view = self._views[(subgraph, t)] = self._new_view(t, subgraph)
+        return view
+
+    def _new_view(self, t: int, subgraph: int) -> np.ndarray:
         info = self._tensor(2 + subgraph, t)
         if info is None:
             raise ValueError(f"Invalid tensor index {t}")
@@ -296,6 +349,8 @@ class CInterpreter:
         return np.frombuffer(buf, dtype=dtype, count=count).reshape(info["shape"])
 
     def _io_indices(self, kind: int) -> list[int]:
+        if kind == 0 and self._inputs:
+            return list(self._inputs)
         model = self.model
         sg = model.subgraphs[0]
         return list(sg.inputs if kind == 0 else sg.outputs)
@@ -340,19 +395,21 @@ class CInterpreter:
         return [self._details(t) for t in self._io_indices(1)]
 
     def set_tensor(self, tensor_index, value) -> None:
-        if not self._ready:
-            raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
-        t = int(tensor_index)
-        view = self._view(t)
-        value = np.asarray(value)
+        # the fast path (a model input after allocate_tensors) is a dict look-up, two compares and one copy
+        view = self._targets.get(tensor_index)
+        if view is None:
+            if not self._ready:
+                raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+            view = self._view(int(tensor_index))
+        t = tensor_index
+        if type(value) is not np.ndarray:
+            value = np.asarray(value)
         if value.dtype != view.dtype:
             raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected type {view.dtype} "
                              f"for input {t}")
         if value.shape != view.shape:
             raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {value.shape} but expected {view.shape} "
                              f"for input {t}.")
-        if t in self._io_indices(0):
-            self._staged[t] = np.array(value)  # copied in before every invoke (LiteRT semantics)
         view[...] = value
 
     def get_tensor(self, tensor_index) -> np.ndarray:
@@ -364,13 +421,13 @@ class CInterpreter:
         return np.array(self._view(t))
 
     def invoke(self) -> None:
-        if not self._ready or self._plan_only:
-            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
-        for t, value in self._staged.items():
-            self._view(t)[...] = value
-        status = self._lib.edge_invoke(self._interp)
-        if status != 0:
+        status = self._run(self._handle, self._copies, self._n_copies)
+        if status:
             raise RuntimeError(f"C runtime: edge_invoke returned {_STATUS_NAMES[status]}")
+
+    @staticmethod
+    def _not_ready(*_args) -> int:
+        raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
 
     # ------------------------------------------------------------------ signatures
     def get_signature_list(self) -> dict:

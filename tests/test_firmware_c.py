@@ -222,6 +222,35 @@ def test_hello_world_int8_bit_exact_through_ctypes(backend):
     assert len(np.unique(got)) > 10  # a real sine curve, not a constant
 
 
+def test_inputs_keep_their_value_when_the_plan_reuses_their_bytes(backend):
+    """LiteRT semantics: an input set once keeps its value over several invokes and get_tensor returns it,
+    also when the plan gives its bytes to a later tensor (the binding re-stages those inputs)."""
+    from edge_sdk.model.builder import GraphBuilder as GB
+
+    rng = np.random.default_rng(3)
+    b = GB()
+    t = b.input("x", (1, 64), "INT8", scale=0.05, zero_point=1)
+    for k in range(3):
+        wk = b.constant(f"w{k}", rng.integers(-127, 128, (64, 64)).astype(np.int8), scale=0.01, zero_point=0)
+        y = b.tensor(f"y{k}", (1, 64), "INT8", scale=0.4 * (k + 1), zero_point=0)
+        b.op("FULLY_CONNECTED", [t, wk, -1], [y], version=4)
+        t = y
+    b.output(t)
+    data = write_model(b.build())
+    c = backend.CInterpreter(model_content=data)
+    c.allocate_tensors()
+    i, o = c.get_input_details()[0]["index"], c.get_output_details()[0]["index"]
+    assert i in c._staged, "the plan should reuse the input's bytes in this chain (test premise)"
+    feed = rng.integers(-128, 128, (1, 64)).astype(np.int8)
+    c.set_tensor(i, feed)
+    c.invoke()
+    first = c.get_tensor(o)
+    c.invoke()
+    np.testing.assert_array_equal(c.get_tensor(o), first)
+    np.testing.assert_array_equal(c.get_tensor(i), feed)
+    np.testing.assert_array_equal(first, run_tflm(data, [feed])[0])
+
+
 def test_hello_world_int8_through_edge_run_c(backend, tmp_path):
     path = shared_model("tflite-micro/hello_world_int8.tflite")
     data = path.read_bytes()

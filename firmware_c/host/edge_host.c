@@ -82,3 +82,8 @@ int32_t edge_host_kernels(int32_t k, int32_t *op, int32_t *max_version, const ch
     *custom_code = edge_kernels[k].custom_code;
     return 0;
 }
+
+int edge_host_invoke_copies(edge_interp_t *it, const edge_host_copy_t *copies, int32_t n) {
+    for (int32_t k = 0; k < n; ++k) memcpy(copies[k].dst, copies[k].src, copies[k].bytes);
+    return edge_invoke(it);
+}

@@ -16,4 +16,15 @@ int32_t edge_host_trace(const edge_interp_t *it, uint32_t k, int32_t *subgraph, 
                         uint32_t *ticks);
 /* The kernels this library has: row k (op code, highest version, custom code or NULL); -1 past the end. */
 int32_t edge_host_kernels(int32_t k, int32_t *op, int32_t *max_version, const char **custom_code);
+
+/* One copy done before an invoke: the bindings keep an input's value outside the arena when the plan reuses its
+ * bytes during invoke, and copy it back in first. */
+typedef struct edge_host_copy {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} edge_host_copy_t;
+
+/* The n copies, then edge_invoke: one foreign call per invoke from Python. */
+int edge_host_invoke_copies(edge_interp_t *it, const edge_host_copy_t *copies, int32_t n);
 #endif
