@@ -145,6 +145,40 @@ def test_binary_int8_all_input_pairs(backend, op, quant, act, rng):
     assert len(np.unique(y[0])) > 1  # not a constant
 
 
+@pytest.mark.parametrize("op", ["ADD", "SUB"])
+@pytest.mark.parametrize("quant", [q for q in BINARY_QUANT if q[0] == "INT8"], ids=lambda q: str(q[1]))
+@pytest.mark.parametrize("n", [4095, 4096, 4099, 65536])
+def test_addsub_int8_large_contiguous(backend, op, quant, n, rng):
+    # int8 ADD/SUB of >= 4096 elements without broadcasting tabulates each input's 256 scaled values in the
+    # output's last bytes, then computes those last bytes element by element (4095: below the threshold;
+    # 4099: a table start that needs aligning; 65536: every input pair, in one flat vector)
+    type_, qa, qb, qo = quant
+    if n == 65536:
+        xs = [np.repeat(ALL_INT8, 256), np.tile(ALL_INT8, 256)]
+    else:
+        xs = [rand(rng, (n,), np.int8), rand(rng, (n,), np.int8)]
+    model = op_model(op, [qspec((n,), type_, *qa), qspec((n,), type_, *qb)], [qspec((n,), type_, *qo)],
+                     options={"fused_activation_function": "RELU6" if n == 4099 else "NONE"})
+    y = check(model, xs)
+    assert len(np.unique(y[0][-2048:])) > 1 and len(np.unique(y[0][:-2048])) > 1
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("type_", ["INT8", "INT16"])
+def test_binary_multiplier_shifts_out_of_reach(backend, op, type_, rng):
+    # scale ratios whose multiplier shifts lie past +-31 (a right shift past 31 gives 0; so does a left shift
+    # past 31): C == Python (TFLM where it runs the case)
+    dt = DTYPES[type_]
+    cases = [((1.0, 0), (1e-12, 0), (1.0, 0)),  # SUB/ADD: the second input's ratio 2^-41
+             ((1.0, 0), (1.0, 0), (1e-16, 0)),  # ADD/SUB output ratio ~2^34; MUL 1e16
+             ((1e-9, 0), (1e-9, 0), (1.0, 0))]  # MUL ratio 1e-18 (shift -59)
+    for qa, qb, qo in cases:
+        model = op_model(op, [qspec((64,), type_, *qa), qspec((64,), type_, *qb)], [qspec((64,), type_, *qo)])
+        xs = [rand(rng, (64,), dt), rand(rng, (64,), dt)]
+        c = run_c(model, xs)
+        assert_same(c, run_ours(model, xs), what="C vs Python")
+
+
 def test_binary_refusals(backend):
     from edge_sdk.backend_c import CInterpreter
 

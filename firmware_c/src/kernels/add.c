@@ -6,25 +6,28 @@
  * both ADD and SUB), summed (or subtracted) in wrapping int32, scaled to the output, offset by the output zero
  * point and clamped to the fused activation's range. float32: plain sum, clamped. int32: wrapping sum; ADD
  * ignores the fused activation, SUB clamps to its integer bounds. Prepare computes the broadcast loop and
- * the multipliers; eval walks coalesced rows.
+ * the multipliers (split into eb_rq_t steps); eval walks coalesced rows (edge_binary.h).
  */
 #include "edge_kernel.h"
-#include "../edge_fixedpoint_act.h"
+#include "../edge_binary.h"
 
 EDGE_KERNEL(ADD, add, 5)
 EDGE_KERNEL(SUB, sub, 5)
 
 enum { OPTS_AddOptions = 11, OPTS_SubOptions = 28 };
 
+/* What a row reads, copied once per row (edge_binary.h). */
+typedef struct {
+    uint32_t zp1, zp2;          /* input zero points (wrapping subtraction) */
+    int32_t off_out, lo, hi;
+    eb_rq_t q1, q2, qo;
+    float flo, fhi;
+} addsub_p_t;
+
 typedef struct {
     ea_bcast_t bc;
-    int32_t type, sign, has_clamp;
-    int32_t left_shift;
-    int64_t off1, off2;
-    int32_t off_out;
-    int32_t m1, s1, m2, s2, mo, so;
-    int32_t lo, hi;
-    float flo, fhi;
+    int32_t type, sign;
+    addsub_p_t p;
 } addsub_data_t;
 
 static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign) {
@@ -41,7 +44,8 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     b = edge_in(ctx, node, 1);
     out = edge_out(ctx, node, 0);
     if (!a || !b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB: both inputs are required");
-    if (a->type != EDGE_FLOAT32 && a->type != EDGE_INT8 && a->type != EDGE_INT16 && a->type != EDGE_INT32)
+    if (!(EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) && a->type != EDGE_INT8 &&
+        !(EDGE_WITH_INT16 && a->type == EDGE_INT16) && a->type != EDGE_INT32)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB: C kernel runs FLOAT32, INT8, INT16, INT32");
     if (b->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB: inputs have different types");
     d = (addsub_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -57,15 +61,14 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     d->type = a->type;
     d->sign = sign;
     if (a->type == EDGE_FLOAT32) {
-        d->has_clamp = act != EDGE_ACT_NONE;
-        edge_activation_range_float(act, &d->flo, &d->fhi);
+        edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
         return EDGE_OK;
     }
     if (a->type == EDGE_INT32) {
         /* TFLM's int32 ADD ignores the activation; SUB clamps to the activation's integer bounds */
-        d->has_clamp = sign < 0 && act != EDGE_ACT_NONE;
-        d->lo = act == EDGE_ACT_RELU_N1_TO_1 ? -1 : 0;
-        d->hi = act == EDGE_ACT_RELU ? EDGE_INT32_MAX : act == EDGE_ACT_RELU6 ? 6 : 1;
+        const int clamp = sign < 0 && act != EDGE_ACT_NONE;
+        d->p.lo = !clamp ? EDGE_INT32_MIN : act == EDGE_ACT_RELU_N1_TO_1 ? -1 : 0;
+        d->p.hi = !clamp || act == EDGE_ACT_RELU ? EDGE_INT32_MAX : act == EDGE_ACT_RELU6 ? 6 : 1;
         return EDGE_OK;
     }
     if (!a->quantized || !b->quantized || !out->quantized)
@@ -74,89 +77,117 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB: scales must be positive and finite");
     {
         const double twice_max = 2.0 * (double)(a->scale > b->scale ? a->scale : b->scale);
-        d->left_shift = a->type == EDGE_INT16 ? 15 : 20;
-        if (edge_quantize_multiplier((double)a->scale / twice_max, &d->m1, &d->s1) ||
-            edge_quantize_multiplier((double)b->scale / twice_max, &d->m2, &d->s2) ||
-            edge_quantize_multiplier(twice_max / ((double)(1 << d->left_shift) * (double)out->scale), &d->mo, &d->so))
+        const int32_t left_shift = a->type == EDGE_INT16 ? 15 : 20;
+        int32_t m1, s1, m2, s2, mo, so;
+        if (edge_quantize_multiplier((double)a->scale / twice_max, &m1, &s1) ||
+            edge_quantize_multiplier((double)b->scale / twice_max, &m2, &s2) ||
+            edge_quantize_multiplier(twice_max / ((double)(1 << left_shift) * (double)out->scale), &mo, &so))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB: scales give no multiplier");
+        /* the input ratios are at most 1/2: shifts <= 0, which addsub_in relies on */
+        eb_rq_init(&d->p.q1, m1, s1);
+        eb_rq_init(&d->p.q2, m2, s2);
+        eb_rq_init(&d->p.qo, mo, so);
     }
-    d->off1 = -(int64_t)a->zero_point;
-    d->off2 = -(int64_t)b->zero_point;
-    d->off_out = out->zero_point;
-    if (edge_activation_range(act, ea_type_min(a->type), ea_type_max(a->type), out->scale, out->zero_point, &d->lo,
-                              &d->hi) != 0)
+    d->p.zp1 = (uint32_t)a->zero_point;
+    d->p.zp2 = (uint32_t)b->zero_point;
+    d->p.off_out = out->zero_point;
+    if (edge_activation_range(act, ea_type_min(a->type), ea_type_max(a->type), out->scale, out->zero_point, &d->p.lo,
+                              &d->p.hi) != 0)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB: fused activation");
     return EDGE_OK;
 }
 
-static inline int32_t addsub_q(const addsub_data_t *d, int32_t x1, int32_t x2) {
-    const int64_t scale = (int64_t)1 << d->left_shift;
-    int32_t v1 = edge_wrap32(((int64_t)x1 + d->off1) * scale);
-    int32_t v2 = edge_wrap32(((int64_t)x2 + d->off2) * scale);
-    int32_t s1 = ea_mbqm(v1, d->m1, d->s1);
-    int32_t s2 = ea_mbqm(v2, d->m2, d->s2);
-    int32_t sum = edge_wrap32(d->sign > 0 ? (int64_t)s1 + s2 : (int64_t)s1 - s2);
-    return (int32_t)ea_clamp((int64_t)ea_mbqm(sum, d->mo, d->so) + d->off_out, d->lo, d->hi);
+/* One quantized input on the common scale: (x - zp) << L (L = 20 for int8, 15 for int16), wrapped to int32,
+ * times its multiplier (a ratio of at most 1/2: a right shift only, which prepare's eb_rq_init gives). */
+static inline int32_t addsub_in(eb_rq_t q, int32_t x, uint32_t zp, int32_t L) {
+    return edge_rdbpot(eb_srdhm(edge_wrap32((int64_t)(((uint32_t)x - zp) << L)), q.multiplier), q.right);
 }
 
-static void row_int8(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
-    const addsub_data_t *d = (const addsub_data_t *)op;
-    const int8_t *x1 = (const int8_t *)a, *x2 = (const int8_t *)b;
-    int8_t *o = (int8_t *)y;
-    int32_t i;
-    for (i = 0; i < n; i++) o[i] = (int8_t)addsub_q(d, x1[i * sa], x2[i * sb]);
+static inline int32_t addsub_out(const addsub_p_t d, int32_t sum) {
+    return (int32_t)ea_clamp((int64_t)eb_rq(d.qo, sum) + d.off_out, d.lo, d.hi);
 }
 
-static void row_int16(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
-    const addsub_data_t *d = (const addsub_data_t *)op;
-    const int16_t *x1 = (const int16_t *)a, *x2 = (const int16_t *)b;
-    int16_t *o = (int16_t *)y;
-    int32_t i;
-    for (i = 0; i < n; i++) o[i] = (int16_t)addsub_q(d, x1[i * sa], x2[i * sb]);
-}
-
-static void row_float(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
-    const addsub_data_t *d = (const addsub_data_t *)op;
-    const float *x1 = (const float *)a, *x2 = (const float *)b;
-    float *o = (float *)y;
-    int32_t i;
-    if (d->sign > 0)
-        for (i = 0; i < n; i++) o[i] = x1[i * sa] + x2[i * sb];
-    else
-        for (i = 0; i < n; i++) o[i] = x1[i * sa] - x2[i * sb];
-    if (d->has_clamp)
-        for (i = 0; i < n; i++) {
-            float v = o[i];
-            if (v < d->flo) v = d->flo;
-            if (v > d->fhi) v = d->fhi;
-            o[i] = v;
-        }
-}
-
-static void row_int32(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
-    const addsub_data_t *d = (const addsub_data_t *)op;
-    const int32_t *x1 = (const int32_t *)a, *x2 = (const int32_t *)b;
-    int32_t *o = (int32_t *)y;
-    int32_t i;
-    for (i = 0; i < n; i++) {
-        int32_t v = edge_wrap32(d->sign > 0 ? (int64_t)x1[i * sa] + x2[i * sb] : (int64_t)x1[i * sa] - x2[i * sb]);
-        o[i] = d->has_clamp ? (int32_t)ea_clamp(v, d->lo, d->hi) : v;
+#define ADDSUB_Q(name, op, L)                                                                                   \
+    static inline int32_t name(const addsub_p_t d, int32_t x1, int32_t x2) {                                 \
+        return addsub_out(d, edge_wrap32((int64_t)addsub_in(d.q1, x1, d.zp1, L) op addsub_in(d.q2, x2, d.zp2, L))); \
     }
+ADDSUB_Q(add_q8, +, 20)
+ADDSUB_Q(sub_q8, -, 20)
+ADDSUB_Q(add_q16, +, 15)
+ADDSUB_Q(sub_q16, -, 15)
+
+/* int8 without broadcasting, at least ADDSUB_TABLE_MIN elements: each input's scaled value depends on its
+ * byte alone, so its 256 values are tabulated first (int32, 1 KB per input) and each element is two lookups,
+ * one sum and the output step. The tables live in the output's last bytes (the output is not read before it is
+ * written; eval checks it shares no bytes with the inputs), so they take no memory: the body of the output is
+ * computed from them, then the last bytes the tables occupied, element by element. */
+#define ADDSUB_TABLE_MIN 4096
+
+static void addsub_int8_tables(const addsub_data_t *dd, const int8_t *x1, const int8_t *x2, int8_t *o, int32_t n,
+                               ea_row_fn row) {
+    const addsub_p_t d = dd->p;
+    const uintptr_t end = (uintptr_t)(o + n);
+    int32_t *t1 = (int32_t *)((end - 2 * 256 * sizeof(int32_t)) & ~(uintptr_t)(sizeof(int32_t) - 1));
+    int32_t *t2 = t1 + 256;
+    const int32_t body = (int32_t)((int8_t *)t1 - o);
+    int32_t i;
+    for (i = -128; i < 128; i++) {
+        /* SUB: the second table negated (a scaled value is never INT32_MIN, so its negation is exact) */
+        const int32_t s2 = addsub_in(d.q2, i, d.zp2, 20);
+        t1[(uint8_t)i] = addsub_in(d.q1, i, d.zp1, 20);
+        t2[(uint8_t)i] = dd->sign > 0 ? s2 : -s2;
+    }
+    for (i = 0; i < body; i++) o[i] = (int8_t)addsub_out(d, edge_wrap32((int64_t)t1[(uint8_t)x1[i]] + t2[(uint8_t)x2[i]]));
+    row(&dd->p, x1 + body, 1, x2 + body, 1, o + body, n - body);
+}
+
+static inline float add_f(const addsub_p_t d, float x1, float x2) {
+    float v = x1 + x2;
+    return v < d.flo ? d.flo : (v > d.fhi ? d.fhi : v);
+}
+
+static inline float sub_f(const addsub_p_t d, float x1, float x2) {
+    float v = x1 - x2;
+    return v < d.flo ? d.flo : (v > d.fhi ? d.fhi : v);
+}
+
+static inline int32_t add_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
+    return (int32_t)ea_clamp(edge_wrap32((int64_t)x1 + x2), d.lo, d.hi);
+}
+
+static inline int32_t sub_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
+    return (int32_t)ea_clamp(edge_wrap32((int64_t)x1 - x2), d.lo, d.hi);
+}
+
+EB_ROW(add_row_int8, int8_t, addsub_p_t, add_q8)
+EB_ROW(sub_row_int8, int8_t, addsub_p_t, sub_q8)
+EB_ROW(add_row_int16, int16_t, addsub_p_t, add_q16)
+EB_ROW(sub_row_int16, int16_t, addsub_p_t, sub_q16)
+EB_ROW(add_row_int32, int32_t, addsub_p_t, add_i32)
+EB_ROW(sub_row_int32, int32_t, addsub_p_t, sub_i32)
+EB_ROW(add_row_float, float, addsub_p_t, add_f)
+EB_ROW(sub_row_float, float, addsub_p_t, sub_f)
+
+static const eb_rows_t add_rows = {add_row_int8, EDGE_WITH_INT16 ? add_row_int16 : 0, add_row_int32,
+                                   EDGE_WITH_FLOAT32 ? add_row_float : 0};
+static const eb_rows_t sub_rows = {sub_row_int8, EDGE_WITH_INT16 ? sub_row_int16 : 0, sub_row_int32,
+                                   EDGE_WITH_FLOAT32 ? sub_row_float : 0};
+
+static int disjoint(const void *p, const void *q, int32_t n) {
+    return (const int8_t *)p + n <= (const int8_t *)q || (const int8_t *)q + n <= (const int8_t *)p;
 }
 
 static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const addsub_data_t *d = (const addsub_data_t *)node->user_data;
-    const edge_tensor_t *a = edge_in(ctx, node, 0), *b = edge_in(ctx, node, 1);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
-    ea_row_fn row;
-    uint32_t size;
-    switch (d->type) {
-    case EDGE_INT8: row = row_int8; size = 1; break;
-    case EDGE_INT16: row = row_int16; size = 2; break;
-    case EDGE_INT32: row = row_int32; size = 4; break;
-    default: row = row_float; size = 4; break;
+    const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
+    void *y = edge_out(ctx, node, 0)->data;
+    const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
+    if (d->type == EDGE_INT8 && d->bc.rank == 1 && d->bc.a_stride[0] && d->bc.b_stride[0] &&
+        d->bc.count >= ADDSUB_TABLE_MIN && disjoint(y, a, d->bc.dims[0]) && disjoint(y, b, d->bc.dims[0])) {
+        addsub_int8_tables(d, (const int8_t *)a, (const int8_t *)b, (int8_t *)y, d->bc.dims[0], rows->int8);
+        return;
     }
-    ea_bcast_run(&d->bc, d, a->data, size, b->data, size, out->data, size, row);
+    eb_eval(&d->bc, &d->p, d->type, rows, a, b, y);
 }
 
 edge_status_t edge_prepare_add(edge_node_t *node, edge_ctx_t *ctx) { return edge_addsub_prepare(node, ctx, 1); }

@@ -1,0 +1,91 @@
+/* edge_binary.h - what ADD/SUB and MUL share: the per-type row loops over a broadcast (edge_fixedpoint_act.h's
+ * ea_bcast_t), the eval dispatch on the tensor type, and a requantization step whose parameters are fixed at
+ * prepare.
+ *
+ * A kernel defines one inline function per type computing one output element from two input elements and its
+ * op data, then EB_ROW(name, T, op_t, elem) makes the row function: the contiguous case (both steps 1) and the
+ * two broadcast cases (one step 0) are separate loops, so the compiler keeps the broadcast operand's work out
+ * of the loop, and the op data is read into the element function as a copy (an int8 store may alias anything
+ * a pointer reaches, which would otherwise reload every parameter after every element).
+ */
+#ifndef EDGE_BINARY_H
+#define EDGE_BINARY_H
+
+#include "edge_fixedpoint_act.h"
+
+/* MultiplyByQuantizedMultiplier (ea_mbqm, any shift) with its shift split at prepare: x << left (wrapped), the
+ * doubling high multiply, a rounding right shift. For a multiplier from edge_quantize_multiplier of a
+ * non-negative real (0 or in [2^30, 2^31)): never INT32_MIN, so the high multiply's saturating case cannot
+ * occur and its result is above INT32_MIN; so a right shift past 31 gives 0, as does a left shift past 31
+ * (the shifted value is 0): both become multiplier 0. */
+typedef struct {
+    int32_t multiplier, left, right;
+} eb_rq_t;
+
+static inline void eb_rq_init(eb_rq_t *q, int32_t multiplier, int32_t shift) {
+    const int out_of_reach = shift > 31 || shift < -31;
+    q->multiplier = out_of_reach ? 0 : multiplier;
+    q->left = shift > 0 && !out_of_reach ? shift : 0;
+    q->right = shift < 0 && !out_of_reach ? -shift : 0;
+}
+
+/* round(x * m / 2^31) with halves away from zero, for m >= 0: (x*m + 2^30) >> 31 gives it for both signs
+ * (for a negative product, the reference's truncating division of (x*m + 1 - 2^30) equals that floor). */
+static inline int32_t eb_srdhm(int32_t x, int32_t m) {
+    return (int32_t)(((int64_t)x * m + ((int64_t)1 << 30)) >> 31);
+}
+
+static inline int32_t eb_rq(eb_rq_t q, int32_t x) {
+    const int32_t shifted = edge_wrap32((int64_t)(uint32_t)((uint32_t)x << q.left));
+    return edge_rdbpot(eb_srdhm(shifted, q.multiplier), q.right);
+}
+
+/* A row function (ea_row_fn) from an element function elem(op_t params, T x1, T x2) -> int32/float; op
+ * points at the op_t (keep it small: it is copied once per row). Size-optimized builds (-Os) keep one loop. */
+#ifdef __OPTIMIZE_SIZE__
+#define EB_ROW(name, T, op_t, elem)                                                                              \
+    static void name(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {  \
+        const op_t d = *(const op_t *)op;                                                                         \
+        const T *x1 = (const T *)a, *x2 = (const T *)b;                                                           \
+        T *o = (T *)y;                                                                                            \
+        int32_t i;                                                                                                \
+        for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i * sa], x2[i * sb]);                                        \
+    }
+#else
+#define EB_ROW(name, T, op_t, elem)                                                                              \
+    static void name(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {  \
+        const op_t d = *(const op_t *)op;                                                                         \
+        const T *x1 = (const T *)a, *x2 = (const T *)b;                                                           \
+        T *o = (T *)y;                                                                                            \
+        int32_t i;                                                                                                \
+        if (sa && sb)                                                                                             \
+            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i], x2[i]);                                              \
+        else if (sb)                                                                                              \
+            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[0], x2[i]);                                              \
+        else if (sa)                                                                                              \
+            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i], x2[0]);                                              \
+        else                                                                                                      \
+            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[0], x2[0]);                                              \
+    }
+#endif
+
+/* The rows of one kernel, by tensor type; NULL for a type the kernel has no row for. */
+typedef struct {
+    ea_row_fn int8, int16, int32, f32;
+} eb_rows_t;
+
+/* Eval of a binary kernel: the row function of the type, over the broadcast loop. */
+static inline void eb_eval(const ea_bcast_t *bc, const void *op, int32_t type, const eb_rows_t *rows, const void *a,
+                           const void *b, void *y) {
+    ea_row_fn row;
+    uint32_t size;
+    switch (type) {
+    case EDGE_INT8: row = rows->int8; size = 1; break;
+    case EDGE_INT16: row = rows->int16; size = 2; break;
+    case EDGE_INT32: row = rows->int32; size = 4; break;
+    default: row = rows->f32; size = 4; break;
+    }
+    ea_bcast_run(bc, op, a, size, b, size, y, size, row);
+}
+
+#endif /* EDGE_BINARY_H */
