@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -134,3 +135,95 @@ def test_make_size_reports_person_detect_on_m4(tmp_path):
     model = read_model(path.read_bytes())
     used = {model.operator_codes[op.opcode_index].name for sg in model.subgraphs for op in sg.operators}
     assert sorted(listed) == sorted(used) and n_ops == len(used), (listed, used)
+
+
+# ------------------------------------------------------------------------------------- type switches
+def _softmax(in_type, out_type) -> bytes:
+    q = {"FLOAT32": (None, None), "INT8": (0.1, 3), "INT16": (0.001, 0)}
+    out_q = {("INT8", "INT8"): (1 / 256, -128), ("INT8", "INT16"): (1 / 65536, -32768),
+             ("INT16", "INT16"): (1 / 32768, 0), ("FLOAT32", "FLOAT32"): (None, None)}[(in_type, out_type)]
+    x = T((2, 10), in_type, scale=q[in_type][0], zero_point=q[in_type][1])
+    y = T((2, 10), out_type, scale=out_q[0], zero_point=out_q[1])
+    return op_model("SOFTMAX", [x], [y], options=dict(beta=1.0), version=2 if "INT16" in (in_type, out_type) else 1)
+
+
+def _avg_pool(dtype) -> bytes:
+    x = T((1, 4, 4, 3), dtype, scale=0.05 if dtype != "FLOAT32" else None, zero_point=0 if dtype != "FLOAT32" else None)
+    y = T((1, 2, 2, 3), dtype, scale=0.05 if dtype != "FLOAT32" else None, zero_point=0 if dtype != "FLOAT32" else None)
+    return op_model("AVERAGE_POOL_2D", [x], [y], options=dict(padding="VALID", stride_w=2, stride_h=2,
+                                                             filter_width=2, filter_height=2))
+
+
+def _type_defs(*paths) -> str:
+    sys.path.insert(0, str(FW / "tools"))
+    try:
+        import gen_ops
+    finally:
+        sys.path.pop(0)
+    return " ".join(gen_ops.type_defines([str(p) for p in paths]))
+
+
+def test_type_switches_follow_the_models_tensor_types(tmp_path):
+    """gen_ops.py --type-defs (and the Makefile's TYPE_DEFS/TYPE_TAG) from a model's tensor types."""
+    _need("make")
+    paths = {}
+    for name, data in {"i8": _softmax("INT8", "INT8"), "i8to16": _softmax("INT8", "INT16"),
+                       "f32": _softmax("FLOAT32", "FLOAT32"), "i16pool": _avg_pool("INT16")}.items():
+        paths[name] = tmp_path / f"{name}.tflite"
+        paths[name].write_bytes(data)
+    assert _type_defs(paths["i8"]) == "-DEDGE_WITH_FLOAT32=0 -DEDGE_WITH_INT16=0"
+    assert _type_defs(paths["i8to16"]) == "-DEDGE_WITH_FLOAT32=0"  # the int16 output needs the int16 path
+    assert _type_defs(paths["f32"]) == "-DEDGE_WITH_INT16=0"
+    assert _type_defs(paths["i8"], paths["f32"], paths["i16pool"]) == ""  # several models: their union
+    assert _type_defs() == ""  # no model: every type
+    tag = _make("print-TYPE_TAG", f"MODEL={paths['i8']}").stdout.strip()
+    assert tag == "TYPE_TAG=-noFLOAT32-noINT16"
+    assert _make("print-TYPE_TAG", f"MODELS={paths['f32']}").stdout.strip() == "TYPE_TAG=-noINT16"
+    assert _make("print-TYPE_TAG", "MODELS=", "MODEL=").stdout.strip() == "TYPE_TAG="
+
+
+def test_host_build_without_float32_int16_refuses_those_nodes(tmp_path):
+    """A host runner built with EDGE_WITH_FLOAT32=0 EDGE_WITH_INT16=0 runs int8 nodes (outputs as our Python
+    interpreter's) and refuses float32 / int16 nodes at load with EDGE_UNSUPPORTED_TYPE naming op and type."""
+    _need("make", "gcc")
+    build = tmp_path / "host"
+    _make(str(build / "edge-run-c"), f"HOST_BUILD={build}", "HOST_OPT=-O0",
+          "HOST_DEFS=-DEDGE_WITH_FLOAT32=0 -DEDGE_WITH_INT16=0")
+    runner = build / "edge-run-c"
+
+    def run(data: bytes, name: str):
+        model = tmp_path / f"{name}.tflite"
+        model.write_bytes(data)
+        py = Interpreter(model_content=data)
+        py.allocate_tensors()
+        rng = np.random.default_rng(5)
+        feeds = []
+        for d in py.get_input_details():
+            info = np.iinfo(d["dtype"]) if np.issubdtype(d["dtype"], np.integer) else None
+            x = (rng.integers(info.min, info.max + 1, d["shape"]) if info else rng.normal(size=d["shape"]))
+            feeds.append(x.astype(d["dtype"]))
+            py.set_tensor(d["index"], feeds[-1])
+        (tmp_path / f"{name}.in").write_bytes(b"".join(x.tobytes() for x in feeds))
+        proc = subprocess.run([str(runner), str(model), str(tmp_path / f"{name}.in"), str(tmp_path / f"{name}.out")],
+                              capture_output=True, text=True, timeout=60)
+        return py, proc
+
+    for name, data in {"softmax_i8": _softmax("INT8", "INT8"), "pool_i8": _avg_pool("INT8")}.items():
+        py, proc = run(data, name)
+        assert proc.returncode == 0, proc.stderr
+        py.invoke()
+        want = py.get_tensor(py.get_output_details()[0]["index"])
+        assert (tmp_path / f"{name}.out").read_bytes() == want.tobytes(), name
+    refused = {"softmax_f32": (_softmax("FLOAT32", "FLOAT32"), "SOFTMAX", "FLOAT32"),
+               "softmax_i16": (_softmax("INT16", "INT16"), "SOFTMAX", "INT16"),
+               "softmax_i8_to_i16": (_softmax("INT8", "INT16"), "SOFTMAX", "INT16"),
+               "pool_f32": (_avg_pool("FLOAT32"), "AVERAGE_POOL_2D", "FLOAT32"),
+               "pool_i16": (_avg_pool("INT16"), "AVERAGE_POOL_2D", "INT16")}
+    for name, (data, op, dtype) in refused.items():
+        _py, proc = run(data, name)
+        assert proc.returncode == 3, (name, proc.returncode, proc.stderr)
+        msg = proc.stderr
+        codes = re.findall(r"^EDGE_STATUS\((\w+),", (FW / "include" / "edge_status.def").read_text(), re.M)
+        assert f"status {codes.index('EDGE_UNSUPPORTED_TYPE')}:" in msg, (name, msg)
+        assert f"({op} " in msg and f"{dtype} kernels are compiled out" in msg and f"EDGE_WITH_{dtype}=0" in msg, \
+            (name, msg)

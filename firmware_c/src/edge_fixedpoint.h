@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "edge_kernel.h"
+
 #define EDGE_INT32_MIN (-2147483647 - 1)
 #define EDGE_INT32_MAX 2147483647
 
@@ -162,5 +164,17 @@ static inline int edge_activation_range_float(int activation, float *lo, float *
 }
 
 static inline int32_t edge_clamp32(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/* Prepare: EDGE_OK, or EDGE_UNSUPPORTED_TYPE (recorded through EDGE_FAIL) when `type` is a tensor type this
+ * build compiled out (include/edge_kernel.h: EDGE_WITH_FLOAT32 / EDGE_WITH_INT16 set to 0 by a per-model
+ * build). The error message's node prefix names the op; the reason names the type and the switch (one text
+ * for every kernel, so a build keeps one copy). With both switches 1 this folds to EDGE_OK. */
+static inline edge_status_t edge_type_built(edge_ctx_t *ctx, int32_t type) {
+    if (!EDGE_WITH_FLOAT32 && type == EDGE_FLOAT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FLOAT32 kernels are compiled out of this build (EDGE_WITH_FLOAT32=0)");
+    if (!EDGE_WITH_INT16 && type == EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "INT16 kernels are compiled out of this build (EDGE_WITH_INT16=0)");
+    return EDGE_OK;
+}
 
 #endif /* EDGE_FIXEDPOINT_H */

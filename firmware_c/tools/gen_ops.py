@@ -13,6 +13,9 @@ Every kernel file firmware_c/src/kernels/*.c registers its ops with lines the C 
 Without --model the table lists every registered kernel (the host library). With --model it lists only
 the ops those models use, so a firmware links nothing else. The list of kernels is printed with
 --list (one "OP max_version file" per line) for tools that need to know what the C runtime has.
+--type-defs --model M ... prints the type build switches for those models: -DEDGE_WITH_FLOAT32=0 when no
+tensor of theirs is FLOAT32, -DEDGE_WITH_INT16=0 likewise (include/edge_kernel.h; kernels then refuse such
+nodes at load and their unused paths are not compiled in), as TFLM's per-type kernel registrations do.
 Standalone: needs only the Python standard library (the --model parse reads operator codes with a
 small bounds-checked flatbuffer walk; the C loader verifies the model properly at run time).
 """
@@ -57,46 +60,102 @@ def scan(kernels: Path = KERNELS) -> list[dict]:
     return rows
 
 
-def model_ops(path: str) -> set[tuple[int, str | None]]:
-    """(builtin code, custom code) pairs of a .tflite's operator codes."""
-    b = Path(path).read_bytes()
-    n = len(b)
+class _Flat:
+    """A small bounds-checked reader of a .tflite's flatbuffer tables (enough for op codes and tensor types)."""
 
-    def u32(p):
-        if p < 0 or p + 4 > n:
-            raise SystemExit(f"{path}: not a valid TFLite file (offset {p})")
-        return struct.unpack_from("<I", b, p)[0]
+    def __init__(self, path: str):
+        self.path = path
+        self.b = Path(path).read_bytes()
+        if self.b[4:8] != b"TFL3":
+            raise SystemExit(f"{path}: not a TFLite file")
 
-    def table(p):
-        vt = p - struct.unpack_from("<i", b, p)[0]
-        vsize = struct.unpack_from("<H", b, vt)[0]
+    def _check(self, p: int, size: int) -> None:
+        if p < 0 or p + size > len(self.b):
+            raise SystemExit(f"{self.path}: not a valid TFLite file (offset {p})")
+
+    def u32(self, p: int) -> int:
+        self._check(p, 4)
+        return struct.unpack_from("<I", self.b, p)[0]
+
+    def table(self, p: int):
+        self._check(p, 4)
+        vt = p - struct.unpack_from("<i", self.b, p)[0]
+        self._check(vt, 4)
+        vsize = struct.unpack_from("<H", self.b, vt)[0]
         return p, vt, (vsize - 4) // 2
 
-    def field(t, slot):
+    def field(self, t, slot: int) -> int:
+        """The field's offset within table t (0: absent)."""
         p, vt, nslots = t
-        return struct.unpack_from("<H", b, vt + 4 + 2 * slot)[0] if slot < nslots else 0
+        if slot >= nslots:
+            return 0
+        self._check(vt + 4 + 2 * slot, 2)
+        return struct.unpack_from("<H", self.b, vt + 4 + 2 * slot)[0]
 
-    if b[4:8] != b"TFL3":
-        raise SystemExit(f"{path}: not a TFLite file")
-    model = table(u32(0))
-    off = field(model, 1)
-    out = set()
-    if not off:
+    def scalar(self, t, slot: int, fmt: str, default: int = 0) -> int:
+        off = self.field(t, slot)
+        if not off:
+            return default
+        self._check(t[0] + off, struct.calcsize(fmt))
+        return struct.unpack_from(fmt, self.b, t[0] + off)[0]
+
+    def tables(self, t, slot: int) -> list:
+        """The tables of a vector-of-tables field ([] when absent)."""
+        off = self.field(t, slot)
+        if not off:
+            return []
+        vec = t[0] + off + self.u32(t[0] + off)
+        out = []
+        for i in range(self.u32(vec)):
+            e = vec + 4 + 4 * i
+            out.append(self.table(e + self.u32(e)))
         return out
-    vec = model[0] + off + u32(model[0] + off)
-    for i in range(u32(vec)):
-        e = vec + 4 + 4 * i
-        t = table(e + u32(e))
-        dep = struct.unpack_from("<b", b, t[0] + field(t, 0))[0] if field(t, 0) else 0
-        builtin = struct.unpack_from("<i", b, t[0] + field(t, 3))[0] if field(t, 3) else 0
-        custom = None
-        if field(t, 1):
-            sp = t[0] + field(t, 1)
-            sp += u32(sp)
-            custom = b[sp + 4: sp + 4 + u32(sp)].decode("utf-8", "replace")
+
+    def string(self, t, slot: int) -> str | None:
+        off = self.field(t, slot)
+        if not off:
+            return None
+        sp = t[0] + off
+        sp += self.u32(sp)
+        n = self.u32(sp)
+        self._check(sp + 4, n)
+        return self.b[sp + 4: sp + 4 + n].decode("utf-8", "replace")
+
+    def model(self):
+        return self.table(self.u32(0))
+
+
+def model_ops(path: str) -> set[tuple[int, str | None]]:
+    """(builtin code, custom code) pairs of a .tflite's operator codes."""
+    f = _Flat(path)
+    out = set()
+    for t in f.tables(f.model(), 1):  # Model.operator_codes
+        dep = f.scalar(t, 0, "<b")  # deprecated_builtin_code
+        builtin = f.scalar(t, 3, "<i")  # builtin_code
         code = max(dep, builtin)
-        out.add((code, custom if code == 32 else None))
+        out.add((code, f.string(t, 1) if code == 32 else None))
     return out
+
+
+# TensorType codes (schema.fbs) the build switches of include/edge_kernel.h are about
+TYPE_SWITCHES = {"FLOAT32": (0, "EDGE_WITH_FLOAT32"), "INT16": (7, "EDGE_WITH_INT16")}
+
+
+def model_types(path: str) -> set[int]:
+    """The TensorType codes of every tensor of every subgraph (Tensor.type; absent = 0, FLOAT32)."""
+    f = _Flat(path)
+    return {f.scalar(t, 1, "<b") for sg in f.tables(f.model(), 2) for t in f.tables(sg, 0)}
+
+
+def type_defines(paths: list[str]) -> list[str]:
+    """-DEDGE_WITH_<T>=0 for each switchable type no tensor of these models has (a build for exactly them);
+    [] without models (a build for any model keeps every type)."""
+    if not paths:
+        return []
+    used = set()
+    for p in paths:
+        used |= model_types(p)
+    return [f"-D{macro}=0" for code, macro in TYPE_SWITCHES.values() if code not in used]
 
 
 def render(rows: list[dict]) -> str:
@@ -130,6 +189,8 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", default=str(KERNELS))
     ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--type-defs", action="store_true",
+                    help="print the -DEDGE_WITH_<TYPE>=0 switches for the --model files (nothing without models)")
     ap.add_argument("--schema-ops", metavar="EDGE_OPS_DEF")
     a = ap.parse_args(argv)
     if a.schema_ops:
@@ -141,6 +202,9 @@ def main(argv=None) -> int:
                 " * Every TFLite builtin operator code: EDGE_OP(NAME, code). */\n")
         text += "".join(f"EDGE_OP({name}, {code})\n" for name, code in rows)
         Path(a.schema_ops).write_text(text)
+        return 0
+    if a.type_defs:
+        print(" ".join(type_defines(a.model)))
         return 0
     rows = scan(Path(a.kernels))
     if a.list:

@@ -4,13 +4,15 @@
     size_report.py [--cpus "cortex-m4 ..."] [--models "a.tflite person_detect ..."] [--models-dir DIR]
     size_report.py --embed MODEL.tflite OUT.c        (model_data.c for a linked image: edge_image_model[])
 
-For each model (default: every .tflite under ../shared/models; models with the same op set are measured
-once) and each CPU, the runtime is linked with an op table of only that model's ops (gen_ops.py --model)
+For each model (default: every .tflite under ../shared/models; models with the same op set and tensor types
+are measured once) and each CPU, the runtime is built for that model as a per-model firmware is: an op table
+of only its ops (gen_ops.py --model) and the type switches of its tensor types (gen_ops.py --type-defs:
+-DEDGE_WITH_FLOAT32=0 / -DEDGE_WITH_INT16=0 when no tensor has that type; the report names them), linked
 into a minimal image for the CPU's board (M0+ rp2040-pico, M4 qemu-mps2-an386, M7 stm32f746-disco;
 -Os, --gc-sections) whose main (tools/image_main.c) calls edge_init / edge_invoke on a model pointer
 the compiler cannot see through. The linker map attributes every kept input section:
 
-    runtime  = sections from libedge.a objects + the op table (ops_table.o) (the runtime's own code, rodata, data, bss)
+    runtime  = sections from libedge*.a objects + the op table (ops_table.o) (the runtime's own code, rodata, data, bss)
     libs     = libgcc / libm / libc sections the image keeps beyond the baseline image (the same main and
                board code without the runtime): what the runtime pulls in from the toolchain
     total    = runtime + libs: the runtime's whole contribution (.text counts .rodata, as `size` does)
@@ -91,7 +93,7 @@ def parse_map(path: Path) -> dict[str, dict[str, int]]:
             continue
         if kind is None or size == 0:
             continue
-        if "libedge.a(" in src or src.endswith("ops_table.o"):
+        if re.search(r"libedge[^/(]*\.a\(", src) or src.endswith("ops_table.o"):
             group = "runtime"
         elif any(lib + "(" in src for lib in _LIBS):
             group = "libs"
@@ -130,23 +132,25 @@ def find_models(spec: str | None, models_dir: Path) -> list[Path]:
 
 
 def group_by_ops(models: list[Path], kernels: list[dict]):
-    """[(key, ops, missing, [models])]: models with the same op set together, in first-seen order."""
+    """[(key, ops, missing, [models], type_defs)]: models with the same op set and the same type switches
+    together, in first-seen order."""
     have = {(r["code"], r["custom"]): r["op"] if r["custom"] is None else r["custom"] for r in kernels}
     names = {v: k for k, v in gen_ops.op_codes().items()}
     groups: dict[frozenset, list] = {}
     for m in models:
         try:
             used = frozenset(gen_ops.model_ops(str(m)))
+            defs = tuple(gen_ops.type_defines([str(m)]))
         except SystemExit as exc:
             print(f"size_report: skipping {m}: {exc}", file=sys.stderr)
             continue
-        groups.setdefault(used, []).append(m)
+        groups.setdefault((used, defs), []).append(m)
     out = []
-    for used, ms in groups.items():
+    for (used, defs), ms in groups.items():
         ops = sorted(have[u] for u in used if u in have)
         missing = sorted(c or names.get(code, str(code)) for code, c in used if (code, c) not in have)
-        key = hashlib.sha1(repr(sorted(used, key=repr)).encode()).hexdigest()[:10]
-        out.append((key, ops, missing, ms))
+        key = hashlib.sha1(repr((sorted(used, key=repr), defs)).encode()).hexdigest()[:10]
+        out.append((key, ops, missing, ms, list(defs)))
     return out
 
 
@@ -159,21 +163,35 @@ def run(cmd: list[str]) -> None:
 VARIANTS = {"": ("", ""), "nostr": ("nostr", "-DEDGE_NO_STATUS_STRINGS")}
 
 
+def type_tag(defs: list[str]) -> str:
+    """The Makefile's TYPE_TAG for these switches: ["-DEDGE_WITH_FLOAT32=0"] -> "-noFLOAT32"."""
+    return "".join("-no" + d[len("-DEDGE_WITH_"):-len("=0")] for d in defs)
+
+
+def switches(defs: list[str]) -> str:
+    return " ".join(d[2:] for d in defs) or "every type"
+
+
 def measure(cpu: str, groups, jobs: int, variant: str = "", build_dir: str = "build/size") -> tuple[dict, dict]:
     """Links every group's image for cpu; returns ({key: {"runtime":..., "libs":..., "members": set}}, baseline).
     variant "nostr": the runtime built with EDGE_NO_STATUS_STRINGS (status/op/type names compiled out)."""
     board = BOARD_FOR[cpu]
     sub, defs = VARIANTS[variant]
     build = str(Path(build_dir) / sub) if sub else build_dir
-    common = [f"ARM_BUILD={build}", f"EDGE_DEFS={defs}"]
-    run(["make", "-C", str(FW), "--no-print-directory", f"{build}/{cpu}/libedge.a", "MODELS=", *common])
+    common = [f"ARM_BUILD={build}", f"EDGE_DEFS={defs}", "MODELS=", "MODEL="]
     tables = []
-    for key, _ops, _missing, models in groups:
+    for key, _ops, _missing, models, _types in groups:
         d = FW / build / cpu / board / "size" / key
         gen_ops.main([str(d / "ops_table.c"), *sum((["--model", str(m)] for m in models[:1]), [])])
         tables.append(str(d))
-    run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}", "size-images", f"CPU={cpu}",
-         f"BOARD={board}", f"SIZE_TABLES={' '.join(tables)}", *common])
+    # one runtime library per set of type switches (the Makefile's TYPE_DEFS; the models' own switches)
+    for types in sorted({tuple(g[4]) for g in groups}):
+        mine = [t for g, t in zip(groups, tables) if tuple(g[4]) == types]
+        tdefs = f"TYPE_DEFS={' '.join(types)}"
+        run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}",
+             f"{build}/{cpu}/libedge{type_tag(list(types))}.a", tdefs, *common])
+        run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}", "size-images", f"CPU={cpu}",
+             f"BOARD={board}", f"SIZE_TABLES={' '.join(mine)}", tdefs, *common])
     base_map = FW / build / cpu / board / "baseline.map"
     base = parse_map(base_map)
     base_members = lib_members(base_map)
@@ -215,7 +233,8 @@ def main(argv=None) -> int:
     for cpu in cpus:
         if cpu not in BOARD_FOR:
             raise SystemExit(f"size_report: unknown CPU {cpu!r}; known: {' '.join(CPUS)}")
-    print("Runtime size per op set (-Os, --gc-sections; bytes). runtime = libedge objects + op table; "
+    print("Runtime size per op set (-Os, --gc-sections; bytes), built per model: its ops and its type switches "
+          "(EDGE_WITH_<TYPE>=0 for tensor types it lacks). runtime = libedge objects + op table; "
           "libs = libgcc/libm/libc the runtime pulls in beyond the board baseline; .text includes .rodata.")
     goal = None
     for cpu in cpus:
@@ -226,7 +245,7 @@ def main(argv=None) -> int:
                f"{'lib.data':>8} {'total.text':>10} {'nostr.text':>10}  missing ops")
         print(hdr)
         print("-" * len(hdr))
-        for key, ops, missing, ms in groups:
+        for key, ops, missing, ms, types in groups:
             r = results[key]
             names = ms[0].stem + (f" (+{len(ms) - 1} same ops)" if len(ms) > 1 else "")
             total = r["runtime"]["text"] + r["libs"]["text"]
@@ -238,16 +257,17 @@ def main(argv=None) -> int:
             if a.libs and r["members"]:
                 print(f"{'':<44}     libs: {' '.join(r['members'])}")
             if cpu == GOAL_CPU and any(m.stem == GOAL_MODEL for m in ms):
-                goal = (total, ops, missing, r, ns)
-        print("op sets:")
-        for key, ops, _missing, ms in groups:
-            print(f"  {ms[0].stem}: {' '.join(ops) or '(none)'}")
+                goal = (total, ops, missing, r, ns, types)
+        print("op sets (and the type switches each was built with):")
+        for key, ops, _missing, ms, types in groups:
+            print(f"  {ms[0].stem}: {' '.join(ops) or '(none)'}; {switches(types)}")
     if goal is not None:
-        total, ops, missing, r, ns = goal
+        total, ops, missing, r, ns, types = goal
         verdict = "met" if total <= GOAL_TEXT and not missing else "NOT met"
         print(f"\ngoal: {GOAL_MODEL} op set ({' '.join(ops)}) on {GOAL_CPU} -Os: runtime .text {total} bytes "
               f"({r['runtime']['text']} runtime + {r['libs']['text']} libs) vs {GOAL_TEXT} -> {verdict}"
               + (f"; ops the C runtime lacks: {' '.join(missing)}" if missing else ""))
+        print(f"      type switches: {switches(types)}")
         if ns:
             nt = ns["runtime"]["text"] + ns["libs"]["text"]
             print(f"      with EDGE_NO_STATUS_STRINGS: {nt} bytes -> {'met' if nt <= GOAL_TEXT else 'NOT met'}")

@@ -7,6 +7,7 @@
  *  - float32: the sum in the reference's order (fy, fx) divided by the count; the max from -inf;
  *  - then the fused activation's clamp.
  * Prepare refuses windows that lie entirely in the padding (the reference reports an error for them).
+ * The float32 and int16 paths are compiled in only with EDGE_WITH_FLOAT32 / EDGE_WITH_INT16.
  */
 #include <string.h>
 
@@ -66,6 +67,7 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input is required");
     if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && in->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "POOL_2D: C kernel runs FLOAT32, INT8 and INT16");
+    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
     if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: output type differs from input");
     if (in->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input must be 4-D");
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "POOL_2D: fused activation");
@@ -102,7 +104,7 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     s = edge_set_output_shape(ctx, node, 0, shape, 4);
     if (s != EDGE_OK) return s;
 
-    if (in->type == EDGE_FLOAT32) {
+    if (EDGE_WITH_FLOAT32 && in->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->flo, &d->fhi);
     } else {
         float ds;
@@ -162,7 +164,7 @@ static void pool_int(const pool_data_t *d, const void *xv, void *yv, int32_t *ac
     const int32_t c = d->c;
     const int32_t lowest = d->type == EDGE_INT8 ? -128 : -32768;
     int32_t b, oy, ox, fy, fx, i, fy0, fy1, fx0, fx1;
-    if (d->type == EDGE_INT8) POOL_INT_BODY(int8_t);
+    if (!EDGE_WITH_INT16 || d->type == EDGE_INT8) POOL_INT_BODY(int8_t);
     else POOL_INT_BODY(int16_t);
 }
 
@@ -204,7 +206,7 @@ static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const edge_tensor_t *in = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     void *scratch = edge_scratch(ctx, node, d->scratch);
-    if (d->type == EDGE_FLOAT32) pool_float(d, (const float *)in->data, (float *)out->data, (float *)scratch, average);
+    if (EDGE_WITH_FLOAT32 && d->type == EDGE_FLOAT32) pool_float(d, (const float *)in->data, (float *)out->data, (float *)scratch, average);
     else pool_int(d, in->data, out->data, (int32_t *)scratch, average);
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(RESHAPE, reshape, 2)
 
@@ -15,6 +16,7 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t *src = 0;
     int32_t n = -1, k, infer = -1, shape[RESHAPE_MAX_RANK];
     int64_t known = 1, elems;
+    edge_status_t s;
 
     if (node->n_inputs < 1 || node->n_inputs > 2 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE expects 1..2 inputs and 1 output");
@@ -24,6 +26,7 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: input 0 is required");
     if (!edge_type_bytes(x->type) || x->type == EDGE_RESOURCE)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RESHAPE: input type");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s; /* a build without the type refuses it everywhere */
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: output type differs from input");
     elems = edge_tensor_elements(x);
 
@@ -36,7 +39,7 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
         const int32_t *opt = 0;
         int32_t count = 0;
         if (node->options_type == EDGE_OPTS_ReshapeOptions) {
-            edge_status_t s = edge_opt_int_vector(ctx, node, 0, &opt, &count);
+            s = edge_opt_int_vector(ctx, node, 0, &opt, &count);
             if (s != EDGE_OK) return s;
         }
         if (count > 0) {

@@ -10,6 +10,7 @@
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
  *  - float32: exp((x - max) * beta) in double rounded to float, divided by the row's float32 sum.
+ * The int16 and float32 paths are compiled in only with EDGE_WITH_INT16 / EDGE_WITH_FLOAT32.
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
@@ -43,6 +44,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: input is required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: C kernel runs FLOAT32, INT8, INT16");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK || (s = edge_type_built(ctx, out->type)) != EDGE_OK) return s;
     if (x->rank < 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX needs an input of rank 1 or more");
     s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
@@ -55,7 +57,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     d->depth = x->dims[x->rank - 1];
     n = edge_tensor_elements(x);
     d->rows = d->depth > 0 ? n / d->depth : 0;
-    if (x->type == EDGE_FLOAT32) {
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
         if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: output must be FLOAT32");
         return EDGE_OK;
     }
@@ -68,7 +70,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             if (out->zero_point != -128 || out->scale != (float)(1.0 / 256))
                 return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8 output needs scale 1/256 and zero point -128");
             d->out_bits = 8;
-        } else if (out->type == EDGE_INT16) {
+        } else if (EDGE_WITH_INT16 && out->type == EDGE_INT16) {
             double diff = (double)out->scale - 1.0 / 65536;
             if (out->zero_point != -32768 || (diff < 0 ? -diff : diff) > 0.001 / 65536)
                 return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8->int16 output needs scale 1/65536, zero point -32768");
@@ -89,6 +91,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
         if (n > 2 * 256 && (s = edge_request_scratch(ctx, node, 256 * sizeof(int32_t), &d->scratch)) != EDGE_OK) return s;
         return EDGE_OK;
     }
+    if (!EDGE_WITH_INT16) return EDGE_UNSUPPORTED_TYPE; /* not reached: edge_type_built refused it */
     /* int16 */
     if (out->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: int16 input needs an INT16 output");
     if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int16 needs zero points of 0");
@@ -127,7 +130,7 @@ static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, cons
         const int32_t e = table ? table[max - x[i]] : softmax_exp8(d, max - x[i]);
         int64_t r = ea_rdbpot64(edge_srdhm(inv, e), exponent) + d->out_min;
         r = ea_clamp(r, d->out_min, d->out_max);
-        if (d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
+        if (!EDGE_WITH_INT16 || d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
         else ((int16_t *)y)[i] = (int16_t)r;
     }
 }
@@ -189,9 +192,9 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
         if (d->in_type == EDGE_INT8) {
             void *y = (uint8_t *)out->data + off * (d->out_bits / 8);
             softmax_int8_row(d, table, (const int8_t *)x->data + off, y);
-        } else if (d->in_type == EDGE_INT16) {
+        } else if (EDGE_WITH_INT16 && d->in_type == EDGE_INT16) {
             softmax_int16_row(d, (const int16_t *)x->data + off, (int16_t *)out->data + off);
-        } else {
+        } else if (EDGE_WITH_FLOAT32) {
             softmax_float_row(d, (const float *)x->data + off, (float *)out->data + off);
         }
     }
