@@ -66,6 +66,44 @@ static inline int32_t edge_mbqm64(int64_t x, int32_t multiplier, int32_t shift) 
     return edge_wrap32(sv >> total_shift);
 }
 
+/* (double)f, exactly, from the IEEE-754 bits with integers: the same value as the conversion, without the soft-float
+ * helper on cores whose FPU is single precision (Cortex-M4 links __aeabi_f2d from libgcc's add/sub object, ~900 B,
+ * for nothing else). For prepare-time multiplier arithmetic, where TFLM widens float scales to double. */
+static inline double edge_f2d(float f) {
+    uint32_t u, e, m;
+    uint64_t r;
+    double d;
+    memcpy(&u, &f, sizeof u);
+    e = (u >> 23) & 0xffu;
+    m = u & 0x7fffffu;
+    if (e == 0xffu) {
+        r = ((uint64_t)0x7ff << 52) | ((uint64_t)m << 29); /* inf, NaN (payload kept) */
+    } else if (e != 0) {
+        r = ((uint64_t)(e + 896) << 52) | ((uint64_t)m << 29); /* normal: rebias 127 -> 1023 */
+    } else if (m != 0) {
+        int32_t top = 22; /* subnormal m * 2^-149: normal as a double */
+        while (!(m >> top)) top--;
+        r = ((uint64_t)(top - 149 + 1023) << 52) | (((uint64_t)m << (52 - top)) & (((uint64_t)1 << 52) - 1));
+    } else {
+        r = 0;
+    }
+    r |= (uint64_t)(u >> 31) << 63;
+    memcpy(&d, &r, sizeof d);
+    return d;
+}
+
+/* a > b for doubles that are not NaN, on the IEEE bits (no soft-float compare): sign-magnitude ordered as
+ * integers. -0 and +0 compare equal. */
+static inline int edge_double_gt(double a, double b) {
+    uint64_t ua, ub;
+    int64_t ka, kb;
+    memcpy(&ua, &a, sizeof ua);
+    memcpy(&ub, &b, sizeof ub);
+    ka = (ua >> 63) ? -(int64_t)(ua & ~((uint64_t)1 << 63)) : (int64_t)ua;
+    kb = (ub >> 63) ? -(int64_t)(ub & ~((uint64_t)1 << 63)) : (int64_t)ub;
+    return ka > kb;
+}
+
 /* std::round: halves away from zero. */
 static inline double edge_round(double x) { return x < 0 ? -floor(-x + 0.5) : floor(x + 0.5); }
 

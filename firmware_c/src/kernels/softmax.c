@@ -10,7 +10,9 @@
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
  *  - float32: exp((x - max) * beta) in double rounded to float, divided by the row's float32 sum.
- * The int16 and float32 paths are compiled in only with EDGE_WITH_INT16 / EDGE_WITH_FLOAT32.
+ * The int16 and float32 paths (the only users of libm exp) are compiled in only with EDGE_WITH_INT16 /
+ * EDGE_WITH_FLOAT32; the int8 path's prepare computes TFLM's multiplier in double (exactness) and its input
+ * radius with integers.
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
@@ -64,8 +66,8 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: tensors need quantization parameters");
     if (!ea_good_scale(x)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: input scale must be positive and finite");
     if (x->type == EDGE_INT8) {
-        double real = (double)d->beta * (double)x->scale * 67108864.0, radius;
-        int32_t diff_min;
+        double real = edge_f2d(d->beta) * edge_f2d(x->scale) * 67108864.0; /* in double, as TFLM */
+        int64_t radius;
         if (out->type == EDGE_INT8) {
             if (out->zero_point != -128 || out->scale != (float)(1.0 / 256))
                 return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8 output needs scale 1/256 and zero point -128");
@@ -80,12 +82,12 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
         }
         d->out_min = ea_type_min(out->type);
         d->out_max = ea_type_max(out->type);
-        if (real > 2147483647.0) real = 2147483647.0;
+        if (d->beta == d->beta && edge_double_gt(real, 2147483647.0)) real = 2147483647.0; /* NaN stays NaN */
         if (edge_quantize_multiplier(real, &d->multiplier, &d->shift) || d->shift < 0 || d->shift > 31)
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SOFTMAX: beta * input scale out of range");
-        radius = floor(31.0 * 67108864.0 / ldexp(1.0, d->shift));
-        diff_min = radius > 1.0e9 ? -1000000000 : -(int32_t)radius;
-        d->diff_min = diff_min;
+        /* TFLM's input radius floor(31 * 2^26 / 2^shift), exact in integers (shift is 0..31 here) */
+        radius = ((int64_t)31 << 26) >> d->shift;
+        d->diff_min = radius > 1000000000 ? -1000000000 : -(int32_t)radius;
         d->scratch = -1;
         /* exp per element (twice) is cheaper than tabulating all 256 differences for small inputs */
         if (n > 2 * 256 && (s = edge_request_scratch(ctx, node, 256 * sizeof(int32_t), &d->scratch)) != EDGE_OK) return s;
