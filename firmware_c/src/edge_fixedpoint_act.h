@@ -376,6 +376,85 @@ static inline void ea_lut8_apply(const int8_t lut[256], const void *x, void *y, 
     for (i = 0; i < n; i++) yo[i] = lut[xi[i]];
 }
 
+/* ------------------------------------------------------------------------------------ LOGISTIC / TANH kernels */
+
+/* LOGISTIC and TANH are one kernel with two curves (logistic.c, tanh.c pass theirs): the same checks, the same
+ * op data, the same eval loops. int8: a 256-entry table from the op's int8_value (given the Q4.27 radius
+ * parameters); int16: TFLM's 256-sample table method after a small integer multiplier (ea_int16_sigmoid_params);
+ * float32: in double, rounded to float. Error reasons leave the op's name to the message's node prefix. */
+typedef struct {
+    int32_t type;
+    int32_t left_shift16;  /* int16 */
+    int64_t multiplier16;  /* int16 */
+    int8_t lut[256];       /* int8: the output of every input */
+} ea_sigmoid_data_t;
+
+static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_tanh, ea_lut8_fn int8_value) {
+    edge_tensor_t *x, *out;
+    ea_sigmoid_data_t *d;
+    edge_status_t s;
+
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
+    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+    if (s != EDGE_OK) return s;
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    d = (ea_sigmoid_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->type = x->type;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "scales must be positive and finite");
+    if (x->type == EDGE_INT8) {
+        ea_radius_t radius;
+        if (!is_tanh && out->zero_point != -128) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int8 output zero point must be -128");
+        ea_int8_radius_params(x->scale, x->zero_point, &radius);
+        ea_lut8_build(d->lut, int8_value, &radius);
+        return EDGE_OK;
+    }
+    if (!EDGE_WITH_INT16) return EDGE_UNSUPPORTED_TYPE; /* not reached: edge_type_built refused it */
+    if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "int16 needs zero points of 0");
+    if (ea_int16_sigmoid_params(x->scale, out->scale, is_tanh, &d->multiplier16, &d->left_shift16) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "int16 output scale must be 2^-15");
+    return EDGE_OK;
+}
+
+static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int is_tanh) {
+    const ea_sigmoid_data_t *d = (const ea_sigmoid_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, x->data, out->data, n);
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)x->data;
+        int16_t *y = (int16_t *)out->data;
+        const int32_t ls = d->left_shift16;
+        const int64_t rnd = ls > 0 ? ((int64_t)1 << (ls - 1)) : 0;
+        for (i = 0; i < n; i++) {
+            const int64_t v = ((int64_t)xi[i] * d->multiplier16 + rnd) >> ls;
+            y[i] = (int16_t)(is_tanh ? ea_tanh16_lookup(v) : ea_sigmoid16_lookup(v));
+        }
+    } else if (EDGE_WITH_FLOAT32) {
+        const float *xf = (const float *)x->data;
+        float *y = (float *)out->data;
+        for (i = 0; i < n; i++) {
+            const float v = xf[i];
+            if (is_tanh) y[i] = (float)tanh((double)v);
+            else if (v > 16.619047164916992188f) y[i] = 1.0f; /* TFLM's float logistic cut-offs */
+            else if (v < -9.0f) y[i] = (float)exp((double)v);
+            else y[i] = 1.0f / (1.0f + (float)exp(-(double)v));
+        }
+    }
+}
+
 /* ------------------------------------------------------------------------------------ broadcasting */
 
 #define EA_BCAST_MAX_RANK 6
