@@ -19,9 +19,6 @@ boxes drawn); (3) the model packaged with its anchors and thresholds in its mani
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,6 +31,7 @@ from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.manifest import write_manifest
 from edge_sdk.pipeline import Detector, decode_boxes, nms, sigmoid
+from examples._cli import edge, show
 
 SIZE = 32  # input image side, pixels
 GRID = 8  # cells per side (stride 4)
@@ -116,24 +114,6 @@ def draw(img: np.ndarray, detections, path: Path, scale: int = 8) -> None:
         d.rectangle([x0, y0, x1 - 1, y1 - 1], outline=(230, 40, 40), width=2)
         d.text((x0 + 3, y0 + 2), f"{det.label} {det.score:.2f}", fill=(230, 40, 40))
     big.save(path)
-
-
-def show(path) -> str:
-    p = Path(path).resolve()
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
-
-
-def edge(*args) -> None:
-    words = [show(a) if isinstance(a, Path) else str(a) for a in args]
-    print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env)
-    if proc.returncode != 0:
-        raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")
 
 
 def fmt_box(b) -> str:

@@ -24,40 +24,20 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import shlex
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from examples._cli import edge, show
+
 DIGITS = ROOT / "examples" / "digits"
 QEMU_TARGET = "qemu-mps2-an386"
 DEVICE_PACKAGES = "qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
-
-
-def show(path) -> str:
-    p = Path(path).resolve()
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
-
-
-def edge(*args, capture: bool = False) -> str:
-    """Run `edge ARGS...` (this checkout's CLI, with this Python), echoing the command; stop on failure."""
-    words = [show(a) if isinstance(a, Path) else str(a) for a in args]
-    print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env, text=True,
-                          stdout=subprocess.PIPE if capture else None)
-    if proc.returncode != 0:
-        raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")
-    return proc.stdout if capture else ""
 
 
 def train_module():

@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shlex
-import subprocess
 import sys
 import wave
 from pathlib import Path
@@ -31,6 +29,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from examples._cli import edge, show
+
 SHARED = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models")) / "tflite-micro"
 MODEL = SHARED / "micro_speech_quantized.tflite"
 FRONTEND = SHARED / "audio_preprocessor_int8.tflite"
@@ -41,24 +42,6 @@ KEYWORDS = ("yes", "no")
 SAMPLE_RATE = 16000
 FRAME_STEP = 320  # 20 ms at 16 kHz; the preprocessor's frame is 480 samples (30 ms)
 WINDOW_S = (48 * FRAME_STEP + 480) / SAMPLE_RATE  # one model window: 49 frames
-
-
-def show(path) -> str:
-    p = Path(path).resolve()
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
-
-
-def edge(*args) -> None:
-    words = [show(a) if isinstance(a, Path) else str(a) for a in args]
-    print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env)
-    if proc.returncode != 0:
-        raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")
 
 
 def write_wav(path: Path, samples: np.ndarray, rate: int = SAMPLE_RATE) -> None:

@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -34,30 +32,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from examples._cli import edge, show
+
 SHARED = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models")) / "tflite-micro"
 MODEL = SHARED / "person_detect.tflite"
 TESTDATA = SHARED / "testdata" / "person_detection"
 LABELS = ["no person", "person"]  # the model's output order (TFLM: kNotAPersonIndex 0, kPersonIndex 1)
 # Files known to hold int8 values as their bytes (TFLM's person_detection/testdata/person.bmp at 90b983c).
 INT8_ENCODED_SHA256 = {"b50a4d51e86551ea13038c96c222b9c3aaf653f5946211e5e5fd3e60b029e4d2": "TFLM's person.bmp"}
-
-
-def show(path) -> str:
-    p = Path(path).resolve()
-    try:
-        return str(p.relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
-
-
-def edge(*args) -> None:
-    words = [show(a) if isinstance(a, Path) else str(a) for a in args]
-    print(f"$ edge {' '.join(shlex.quote(w) for w in words)}", flush=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", *words], check=False, env=env)
-    if proc.returncode != 0:
-        raise SystemExit(f"`edge {words[0]}` failed with exit status {proc.returncode}")
 
 
 def read_frame(path: Path, encoding: str):
