@@ -69,10 +69,46 @@ static inline int32_t eb_rq(eb_rq_t q, int32_t x) {
     }
 #endif
 
+static inline float eb_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
 /* The rows of one kernel, by tensor type; NULL for a type the kernel has no row for. */
 typedef struct {
     ea_row_fn int8, int16, int32, f32;
 } eb_rows_t;
+
+/* Prepare's common part: two inputs and one output of one type (FLOAT32, INT8, INT16, INT32; float32 and int16
+ * only when built in), the fused activation one of NONE..RELU6, op data of `bytes` (starting with its
+ * ea_bcast_t) in node->user_data, the broadcast planned and the output's shape set. */
+static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, int32_t act,
+                                       edge_tensor_t **a, edge_tensor_t **b, edge_tensor_t **out) {
+    int32_t shape[8], rank, r;
+    edge_status_t s;
+    ea_bcast_t *bc;
+    *a = *b = *out = (edge_tensor_t *)0;
+    if (node->n_inputs != 2 || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB/MUL expects 2 inputs and 1 output");
+    *a = edge_in(ctx, node, 0);
+    *b = edge_in(ctx, node, 1);
+    *out = edge_out(ctx, node, 0);
+    if (!*a || !*b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB/MUL: both inputs are required");
+    if ((*a)->type != EDGE_FLOAT32 && (*a)->type != EDGE_INT8 && (*a)->type != EDGE_INT16 && (*a)->type != EDGE_INT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB/MUL: C kernel runs FLOAT32, INT8, INT16, INT32");
+    if ((s = edge_type_built(ctx, (*a)->type)) != EDGE_OK) return s;
+    if ((*b)->type != (*a)->type)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB/MUL: inputs have different types");
+    bc = (ea_bcast_t *)edge_alloc_persistent(ctx, bytes);
+    if (!bc) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = bc;
+    r = ea_bcast_prepare(bc, *a, *b, shape, &rank);
+    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB/MUL: input shapes do not broadcast");
+    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB/MUL: broadcasting beyond rank 6");
+    s = edge_set_output_shape(ctx, node, 0, shape, rank);
+    if (s != EDGE_OK) return s;
+    if ((*out)->type != (*a)->type)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB/MUL: output type differs from input");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB/MUL: fused activation");
+    return EDGE_OK;
+}
 
 /* Eval of a binary kernel: the row function of the type, over the broadcast loop. */
 static inline void eb_eval(const ea_bcast_t *bc, const void *op, int32_t type, const eb_rows_t *rows, const void *a,

@@ -35,32 +35,12 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     const int32_t act = node->options_type == opts ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
     addsub_data_t *d;
-    int32_t shape[8], rank, r;
-    edge_status_t s;
-
-    if (node->n_inputs != 2 || node->n_outputs != 1)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB expects 2 inputs and 1 output");
-    a = edge_in(ctx, node, 0);
-    b = edge_in(ctx, node, 1);
-    out = edge_out(ctx, node, 0);
-    if (!a || !b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB: both inputs are required");
-    if (!(EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) && a->type != EDGE_INT8 &&
-        !(EDGE_WITH_INT16 && a->type == EDGE_INT16) && a->type != EDGE_INT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB: C kernel runs FLOAT32, INT8, INT16, INT32");
-    if (b->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB: inputs have different types");
-    d = (addsub_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
-    r = ea_bcast_prepare(&d->bc, a, b, shape, &rank);
-    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB: input shapes do not broadcast");
-    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB: broadcasting beyond rank 6");
-    s = edge_set_output_shape(ctx, node, 0, shape, rank);
+    const edge_status_t s = eb_prepare(node, ctx, sizeof *d, act, &a, &b, &out);
     if (s != EDGE_OK) return s;
-    if (out->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB: output type differs from input");
-    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB: fused activation");
+    d = (addsub_data_t *)node->user_data;
     d->type = a->type;
     d->sign = sign;
-    if (a->type == EDGE_FLOAT32) {
+    if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
         return EDGE_OK;
     }
@@ -141,15 +121,8 @@ static void addsub_int8_tables(const addsub_data_t *dd, const int8_t *x1, const 
     row(&dd->p, x1 + body, 1, x2 + body, 1, o + body, n - body);
 }
 
-static inline float add_f(const addsub_p_t d, float x1, float x2) {
-    float v = x1 + x2;
-    return v < d.flo ? d.flo : (v > d.fhi ? d.fhi : v);
-}
-
-static inline float sub_f(const addsub_p_t d, float x1, float x2) {
-    float v = x1 - x2;
-    return v < d.flo ? d.flo : (v > d.fhi ? d.fhi : v);
-}
+static inline float add_f(const addsub_p_t d, float x1, float x2) { return eb_clampf(x1 + x2, d.flo, d.fhi); }
+static inline float sub_f(const addsub_p_t d, float x1, float x2) { return eb_clampf(x1 - x2, d.flo, d.fhi); }
 
 static inline int32_t add_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
     return (int32_t)ea_clamp(edge_wrap32((int64_t)x1 + x2), d.lo, d.hi);
