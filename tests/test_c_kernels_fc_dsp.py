@@ -159,7 +159,7 @@ int main(void) {
     for flags in ([], ["-DEDGE_EMULATE_DSP"]):
         exe = tmp_path / "rq"
         proc = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", *flags, f"-I{FW / 'src'}",
-                               "-o", str(exe), str(src), "-lm"], capture_output=True, text=True)
+                               f"-I{FW / 'include'}", "-o", str(exe), str(src), "-lm"], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         bad, covered, refused = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
                                                         check=True).stdout.split())
@@ -228,3 +228,24 @@ def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
         if not got or got.group(1) != str(want):
             failures.append(name)
     assert not failures, f"M4 output differs from Python on {failures}"
+
+
+@pytest.mark.parametrize("units,depth,batches,bias,act", [(1, 3, 1, True, "NONE"), (3, 7, 2, False, "RELU"),
+                                                          (4, 16, 1, True, "RELU6"), (10, 37, 3, True, "NONE"),
+                                                          (13, 560, 1, False, "RELU_N1_TO_1")])
+def test_fully_connected_float32_unit_groups(backend, units, depth, batches, bias, act):  # noqa: F811
+    # float32 FULLY_CONNECTED runs four units at a time (the last group repeats its last row where units run
+    # out) with four partial sums per dot product: C == Python == TFLM within the float tolerance, every unit
+    # of the last group written from its own row
+    rng = np.random.default_rng(units * 1000 + depth)
+    w = T((units, depth), "FLOAT32", data=rng.standard_normal((units, depth)).astype(np.float32))
+    b = T((units,), "FLOAT32", data=rng.standard_normal(units).astype(np.float32)) if bias else None
+    model = op_model("FULLY_CONNECTED", [T((batches, depth), "FLOAT32"), w, b], [T((batches, units), "FLOAT32")],
+                     options={"fused_activation_function": act})
+    feeds = [rng.standard_normal((batches, depth)).astype(np.float32)]
+    got = _run_c(backend, model, feeds)[0]
+    ref = feeds[0] @ w.data.T.astype(np.float64) + (b.data if bias else 0)
+    lo, hi = {"NONE": (-np.inf, np.inf), "RELU": (0, np.inf), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
+    np.testing.assert_allclose(got, np.clip(ref, lo, hi), rtol=1e-5, atol=1e-5)
+    for theirs in (run_ours(model, feeds)[0], run_tflm(model, feeds)[0]):
+        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-6)

@@ -16,6 +16,7 @@
 #include "edge_kernel.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_float.h"
 
 EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)
 
@@ -281,17 +282,23 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
     }
 }
 
+/* float32: four units at a time (ef_dot4); the last group repeats its last unit's row where units run out. */
 static void fc_float(const fc_data_t *d, const float *x, const float *w, const float *bias, float *y) {
-    int32_t b, u, k;
+    const int32_t D = d->depth, U = d->units;
+    int32_t b, u, j;
     for (b = 0; b < d->batches; b++) {
-        const float *xb = x + (int64_t)b * d->depth;
-        for (u = 0; u < d->units; u++) {
-            const float *wu = w + (int64_t)u * d->depth;
-            float acc = 0.0f;
-            for (k = 0; k < d->depth; k++) acc += xb[k] * wu[k];
-            if (bias) acc += bias[u];
-            acc = acc < d->flo ? d->flo : (acc > d->fhi ? d->fhi : acc);
-            y[(int64_t)b * d->units + u] = acc;
+        const float *xb = x + (int64_t)b * D;
+        float *yb = y + (int64_t)b * U;
+        for (u = 0; u < U; u += 4) {
+            const float *rows[4];
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            const int32_t m = U - u < 4 ? U - u : 4;
+            for (j = 0; j < 4; j++) rows[j] = w + (int64_t)(u + (j < m ? j : m - 1)) * D;
+            ef_dot4(xb, rows, D, acc);
+            for (j = 0; j < m; j++) {
+                float v = acc[j] + (bias ? bias[u + j] : 0.0f);
+                yb[u + j] = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+            }
         }
     }
 }

@@ -23,6 +23,7 @@
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../edge_float.h"
 
 EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4)
 
@@ -213,7 +214,7 @@ static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t
     float *hs = (float *)edge_in(ctx, node, 18)->data, *cs = (float *)edge_in(ctx, node, 19)->data;
     float *y = (float *)edge_out(ctx, node, 0)->data;
     const float *wi[4], *wr[4], *bi[4];
-    int32_t t, b, g, u, k;
+    int32_t t, b, g, u;
     for (g = 0; g < 4; g++) {
         wi[g] = (const float *)edge_in(ctx, node, in_w[g])->data;
         wr[g] = (const float *)edge_in(ctx, node, rec_w[g])->data;
@@ -226,12 +227,17 @@ static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t
             float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S, *yr = y + row * S;
             for (u = 0; u < S; u++) {
                 float gate[4], ig, fg, cg, og, cv;
+                const float *rows[4];
                 for (g = 0; g < 4; g++) {
-                    float a = 0.0f, r = 0.0f;
-                    for (k = 0; k < I; k++) a += xr[k] * wi[g][(int64_t)u * I + k];
-                    for (k = 0; k < S; k++) r += h[k] * wr[g][(int64_t)u * S + k];
-                    gate[g] = (a + bi[g][u]) + r;
+                    gate[g] = 0.0f;
+                    rows[g] = wi[g] + (int64_t)u * I;
                 }
+                ef_dot4(xr, rows, I, gate); /* the four gates of the unit at once */
+                for (g = 0; g < 4; g++) {
+                    gate[g] += bi[g][u];
+                    rows[g] = wr[g] + (int64_t)u * S;
+                }
+                ef_dot4(h, rows, S, gate);
                 ig = sigmoid_f32(gate[0]);
                 fg = sigmoid_f32(gate[1]);
                 cg = d->cell_sigmoid ? sigmoid_f32(gate[2]) : tanhf(gate[2]);
