@@ -218,12 +218,16 @@ def test_host_build_without_float32_int16_refuses_those_nodes(tmp_path):
                "softmax_i16": (_softmax("INT16", "INT16"), "SOFTMAX", "INT16"),
                "softmax_i8_to_i16": (_softmax("INT8", "INT16"), "SOFTMAX", "INT16"),
                "pool_f32": (_avg_pool("FLOAT32"), "AVERAGE_POOL_2D", "FLOAT32"),
-               "pool_i16": (_avg_pool("INT16"), "AVERAGE_POOL_2D", "INT16")}
+               "pool_i16": (_avg_pool("INT16"), "AVERAGE_POOL_2D", "INT16"),
+               "logistic_f32": (op_model("LOGISTIC", [T((4,), "FLOAT32")], [T((4,), "FLOAT32")]), "LOGISTIC",
+                                "FLOAT32"),
+               "relu_i16": (op_model("RELU", [T((4,), "INT16", 0.01, 0)], [T((4,), "INT16", 0.01, 0)]), "RELU",
+                            "INT16")}
     for name, (data, op, dtype) in refused.items():
         _py, proc = run(data, name)
         assert proc.returncode == 3, (name, proc.returncode, proc.stderr)
         msg = proc.stderr
         codes = re.findall(r"^EDGE_STATUS\((\w+),", (FW / "include" / "edge_status.def").read_text(), re.M)
         assert f"status {codes.index('EDGE_UNSUPPORTED_TYPE')}:" in msg, (name, msg)
-        assert f"({op} " in msg and f"{dtype} kernels are compiled out" in msg and f"EDGE_WITH_{dtype}=0" in msg, \
+        assert f"({op} " in msg and f"{dtype} compiled out" in msg and f"EDGE_WITH_{dtype}=0" in msg, \
             (name, msg)

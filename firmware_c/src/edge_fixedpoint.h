@@ -209,9 +209,9 @@ static inline int32_t edge_clamp32(int32_t x, int32_t lo, int32_t hi) { return x
  * for every kernel, so a build keeps one copy). With both switches 1 this folds to EDGE_OK. */
 static inline edge_status_t edge_type_built(edge_ctx_t *ctx, int32_t type) {
     if (!EDGE_WITH_FLOAT32 && type == EDGE_FLOAT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FLOAT32 kernels are compiled out of this build (EDGE_WITH_FLOAT32=0)");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FLOAT32 compiled out of this build (EDGE_WITH_FLOAT32=0)");
     if (!EDGE_WITH_INT16 && type == EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "INT16 kernels are compiled out of this build (EDGE_WITH_INT16=0)");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "INT16 compiled out of this build (EDGE_WITH_INT16=0)");
     return EDGE_OK;
 }
 

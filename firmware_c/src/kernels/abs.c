@@ -9,17 +9,20 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(ABS, abs, 5)
 
 edge_status_t edge_prepare_abs(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
+    edge_status_t s;
     if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ABS expects 1 input and 1 output");
     x = edge_in(ctx, node, 0);
     out = edge_out(ctx, node, 0);
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ABS: input is required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT32 && x->type != EDGE_INT64)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ABS: C kernel runs FLOAT32, INT8, INT32, INT64");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ABS: output type differs from input");
     if (x->type != EDGE_FLOAT32 && (x->quantized || out->quantized) &&
         !(x->quantized && out->quantized && x->scale == out->scale && x->zero_point == 0 && out->zero_point == 0))
@@ -59,7 +62,8 @@ void edge_eval_abs(const edge_node_t *node, edge_ctx_t *ctx) {
     default: {
         const float *a = (const float *)x->data;
         float *y = (float *)out->data;
-        for (i = 0; i < n; i++) y[i] = fabsf(a[i]);
+        if (EDGE_WITH_FLOAT32)
+            for (i = 0; i < n; i++) y[i] = fabsf(a[i]);
         break;
     }
     }

@@ -7,6 +7,7 @@
  * Python interpreter for those.
  */
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4)
 
@@ -24,6 +25,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     bmm_data_t *d;
     int32_t ls[5], rs[5], shape[5], rank, k, nb, kl, kr;
     int64_t lacc, racc;
+    edge_status_t s;
 
     if (node->n_inputs != 2 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL expects 2 inputs and 1 output");
@@ -31,6 +33,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     r = edge_in(ctx, node, 1);
     out = edge_out(ctx, node, 0);
     if (!l || !r) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: both operands are required");
+    if ((s = edge_type_built(ctx, l->type)) != EDGE_OK) return s;
     if (l->type != EDGE_FLOAT32 || r->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: C kernel runs FLOAT32 operands only");
     if (l->rank < 2 || l->rank > 5 || r->rank < 2 || r->rank > 5)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(CAST, cast, 7)
 
@@ -33,6 +34,8 @@ edge_status_t edge_prepare_cast(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CAST: input is required");
     if (!cast_type_ok(x->type) || !cast_type_ok(out->type))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CAST: C kernel converts between integer, FLOAT32, FLOAT64, BOOL");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
+    if (edge_type_built(ctx, out->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     d = (cast_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;

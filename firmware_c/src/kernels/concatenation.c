@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
 EDGE_KERNEL(CONCATENATION, concatenation, 4)
@@ -40,6 +41,7 @@ edge_status_t edge_prepare_concatenation(edge_node_t *node, edge_ctx_t *ctx) {
     for (i = 0; i < node->n_inputs; i++)
         if (!edge_in(ctx, node, i)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONCATENATION: an input is omitted");
     if (!edge_index_type_ok(x0->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CONCATENATION: input type");
+    if (edge_type_built(ctx, x0->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     for (i = 0; i < node->n_inputs; i++)
         if (edge_in(ctx, node, i)->type != x0->type)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONCATENATION: inputs differ in type");

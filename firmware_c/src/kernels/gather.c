@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(GATHER, gather, 7)
 
@@ -52,6 +53,7 @@ edge_status_t edge_prepare_gather(edge_node_t *node, edge_ctx_t *ctx) {
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_UINT8 && x->type != EDGE_INT16 &&
         x->type != EDGE_INT32 && x->type != EDGE_INT64 && x->type != EDGE_BOOL)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "GATHER: C kernel takes FLOAT32, INT8, UINT8, INT16, INT32, INT64, BOOL params");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (idx->type != EDGE_INT32 && idx->type != EDGE_INT64 && idx->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "GATHER: positions must be INT32, INT64 or INT16");
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "GATHER: output type differs from params");

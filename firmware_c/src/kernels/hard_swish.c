@@ -59,6 +59,7 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: input is required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "HARD_SWISH: C kernel runs FLOAT32, INT8");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "HARD_SWISH: output type differs from input");
@@ -66,7 +67,7 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
     d->type = x->type;
-    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
     if (!x->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: tensors need quantization parameters");
     if (!ea_good_scale(x) || !ea_good_scale(out))
@@ -95,7 +96,7 @@ void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t i;
     if (d->type == EDGE_INT8) {
         ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else {
+    } else if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
         for (i = 0; i < n; i++) {

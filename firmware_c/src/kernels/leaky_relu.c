@@ -57,6 +57,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: input is required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LEAKY_RELU: C kernel runs FLOAT32, INT8, INT16");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LEAKY_RELU: output type differs from input");
@@ -65,7 +66,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     node->user_data = d;
     d->type = x->type;
     d->alpha = node->options_type == OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;
-    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
     if (!x->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: tensors need quantization parameters");
     if (!ea_good_scale(x) || !ea_good_scale(out))
@@ -92,11 +93,11 @@ void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t i;
     if (d->type == EDGE_INT8) {
         ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else if (d->type == EDGE_INT16) {
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;
         for (i = 0; i < n; i++) y[i] = (int16_t)leaky_q(d, xi[i]);
-    } else {
+    } else if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
         const float alpha = d->alpha;

@@ -45,6 +45,10 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     if (!x || !a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: input and axis are required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MEAN/SUM: input type (FLOAT32, INT8, INT16)");
+    {
+        edge_status_t s = edge_type_built(ctx, x->type);
+        if (s != EDGE_OK) return s;
+    }
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: output type differs from input");
     if (a->type != EDGE_INT32 && a->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: axis type (INT32)");
     if (!a->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: axis computed at run time");
@@ -87,7 +91,7 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
         }
     }
     if (edge_tensor_elements(x) == 0) d->n_red = 0; /* eval fills zeros */
-    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
 
     if (!x->quantized || !y->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: needs quantized input and output");
     if (x->n_scales != 1 || y->n_scales != 1) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: per-channel quantization");
@@ -130,7 +134,7 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
     for (o = 0; o < d->n_out; o++) {
         int32_t ridx[MEAN_MAX_RANK] = {0};
         int64_t r, pos = base;
-        if (d->type == EDGE_FLOAT32) {
+        if (EDGE_WITH_FLOAT32 && d->type == EDGE_FLOAT32) {
             const float *in = (const float *)x->data;
             double s = 0.0;
             for (r = 0; r < d->n_red; r++) {
@@ -147,7 +151,7 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
         } else {
             uint32_t s = 0; /* TFLM's int32 sum, wrapping */
             int64_t v;
-            if (d->type == EDGE_INT8) {
+            if (!EDGE_WITH_INT16 || d->type == EDGE_INT8) {
                 const int8_t *in = (const int8_t *)x->data;
                 for (r = 0; r < d->n_red; r++) {
                     s += (uint32_t)(int32_t)in[pos];

@@ -32,6 +32,7 @@ static edge_status_t minmax_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t 
         a->type != EDGE_INT64)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MINIMUM/MAXIMUM: C kernel runs FLOAT32, INT8, INT16, INT32, INT64");
     if (b->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MINIMUM/MAXIMUM: inputs have different types");
+    if (edge_type_built(ctx, a->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (out->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MINIMUM/MAXIMUM: output type differs from input");
     d = (minmax_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -83,10 +84,10 @@ static void minmax_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     uint32_t size;
     switch (d->type) {
     case EDGE_INT8: row = row_i8; size = 1; break;
-    case EDGE_INT16: row = row_i16; size = 2; break;
+    case EDGE_INT16: row = EDGE_WITH_INT16 ? row_i16 : row_i8; size = 2; break; /* prepare refused it when 0 */
     case EDGE_INT32: row = row_i32; size = 4; break;
     case EDGE_INT64: row = row_i64; size = 8; break;
-    default: row = row_f32; size = 4; break;
+    default: row = EDGE_WITH_FLOAT32 ? row_f32 : row_i32; size = 4; break;
     }
     ea_bcast_run(&d->bc, d, a->data, size, b->data, size, out->data, size, row);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
 EDGE_KERNEL(PAD, pad, 4)
@@ -40,6 +41,7 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     y = edge_out(ctx, node, 0);
     if (!x || !p) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: input and paddings are required");
     if (!pad_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PAD: input type");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: output type differs from input");
     if (p->type != EDGE_INT32 && p->type != EDGE_INT64 && p->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PAD: paddings type (INT32, INT64)");

@@ -30,6 +30,7 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x || !alpha) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: input and alpha are required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: C kernel runs FLOAT32, INT8, INT16");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     d = (prelu_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
@@ -39,7 +40,7 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     s = edge_set_output_shape(ctx, node, 0, shape, rank);
     if (s != EDGE_OK) return s;
     d->type = x->type;
-    if (x->type == EDGE_FLOAT32) {
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
         if (alpha->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: float alpha must be FLOAT32");
         if (rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
         if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: output type differs from input");
@@ -103,8 +104,8 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
     if (d->type == EDGE_INT8)
         ea_bcast_run(&d->bc, d, x->data, 1, alpha->data, 1, out->data, 1, row_int8);
-    else if (d->type == EDGE_INT16)
+    else if (EDGE_WITH_INT16 && d->type == EDGE_INT16)
         ea_bcast_run(&d->bc, d, x->data, 2, alpha->data, 1, out->data, 2, row_int16);
-    else
+    else if (EDGE_WITH_FLOAT32)
         ea_bcast_run(&d->bc, d, x->data, 4, alpha->data, 4, out->data, 4, row_float);
 }

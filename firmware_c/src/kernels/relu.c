@@ -40,6 +40,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: input is required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RELU: C kernel runs FLOAT32, INT8, INT16");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RELU: output type differs from input");
@@ -48,7 +49,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     node->user_data = d;
     d->type = x->type;
     d->kind = kind;
-    if (x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: tensors need quantization parameters");
     if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: scales must be positive and finite");
     qmin = ea_type_min(x->type);
@@ -62,7 +63,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
         int ok = 1;
         int64_t lo = edge_quantize_value(kind == KIND_N1 ? -1.0f : 0.0f, out->scale, out->zero_point, &ok);
         int64_t hi = kind == KIND_N1 ? edge_quantize_value(1.0f, out->scale, out->zero_point, &ok) : qmax;
-        if (x->type == EDGE_INT16 && (x->zero_point || out->zero_point))
+        if (EDGE_WITH_INT16 && x->type == EDGE_INT16 && (x->zero_point || out->zero_point))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: int16 activations need zero points of 0");
         if (!ok) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: output scale");
         d->lo = (int32_t)(lo > qmin ? lo : qmin);
@@ -85,11 +86,11 @@ static void relu_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t i;
     if (d->type == EDGE_INT8) {
         ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else if (d->type == EDGE_INT16) {
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;
         for (i = 0; i < n; i++) y[i] = (int16_t)relu_q(d, xi[i]);
-    } else {
+    } else if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
         const float lo = d->kind == KIND_N1 ? -1.0f : 0.0f, hi = d->kind == KIND_RELU6 ? 6.0f : 1.0f;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
 EDGE_KERNEL(SPLIT, split, 4)
@@ -69,6 +70,7 @@ edge_status_t edge_prepare_split(edge_node_t *node, edge_ctx_t *ctx) {
     x = edge_in(ctx, node, 1);
     if (!a || !x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis and input are required");
     if (!edge_index_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SPLIT: input type");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (x->rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: rank above 8");
     if (n > 64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: more than 64 outputs");
     if ((s = split_axis(ctx, a, x, &axis)) != EDGE_OK) return s;
@@ -88,6 +90,7 @@ edge_status_t edge_prepare_split_v(edge_node_t *node, edge_ctx_t *ctx) {
     a = edge_in(ctx, node, 2);
     if (!x || !sz || !a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT_V: input, size_splits and axis are required");
     if (!edge_index_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SPLIT_V: input type");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (x->rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: rank above 8");
     if (n > 64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT_V: more than 64 outputs");
     if ((s = split_axis(ctx, a, x, &axis)) != EDGE_OK) return s;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
 EDGE_KERNEL(STRIDED_SLICE, strided_slice, 8)
@@ -50,6 +51,7 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
     y = edge_out(ctx, node, 0);
     if (!x || !tb || !te) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: input, begin and end are required");
     if (!edge_index_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "STRIDED_SLICE: input type");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "STRIDED_SLICE: output type differs from input");
     if (!edge_const_ints_ok(tb) || !edge_const_ints_ok(te) || (ts && !edge_const_ints_ok(ts)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "STRIDED_SLICE: begin/end/strides must be constant INT32/INT64");

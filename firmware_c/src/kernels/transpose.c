@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
 EDGE_KERNEL(TRANSPOSE, transpose, 6)
@@ -38,6 +39,7 @@ edge_status_t edge_prepare_transpose(edge_node_t *node, edge_ctx_t *ctx) {
     y = edge_out(ctx, node, 0);
     if (!x || !p) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE: input and perm are required");
     if (!transpose_type_ok(x->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "TRANSPOSE: input type");
+    if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE: output type differs from input");
     if (p->type != EDGE_INT32 && p->type != EDGE_INT64 && p->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE: perm type (INT32, INT64)");
