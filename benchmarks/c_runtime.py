@@ -1,6 +1,8 @@
 """The C runtime (firmware_c) against its peers, in one run.
 
-    .venv/bin/python benchmarks/c_runtime.py [--models a.tflite ...] [--seconds 0.5] [--no-qemu]
+    .venv/bin/python benchmarks/c_runtime.py [--models a.tflite ...] [--seconds 0.5] [--no-qemu] [--only-mac]
+
+(--only-mac: section 2 alone, optionally --mac-ops NAME-PREFIX ... to run only some of its one-op models.)
 
 1. Host latency per invoke: edge_sdk.backend_c.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
    vs LiteRT (ai-edge-litert, default optimized kernels, 1 thread), same model and same seeded inputs. Every
@@ -231,6 +233,27 @@ def qemu_ticks(model: bytes, work: Path) -> tuple[int, str]:
     return sum(map(int, ops)), ""
 
 
+def instructions_per_mac(a) -> None:
+    print("\n2. Cortex-M4 instructions per MAC (QEMU mps2-an386 -icount shift=0: emulated instruction counts, "
+          f"not cycles; SysTick ticks x {TICK_INSTRUCTIONS}, +-{TICK_INSTRUCTIONS} per op; -Os, DSP build)")
+    if a.no_qemu or not shutil.which("qemu-system-arm") or not shutil.which("arm-none-eabi-gcc"):
+        print("  skipped (--no-qemu, or qemu-system-arm / arm-none-eabi-gcc missing)")
+    else:
+        print(f"{'op':<34} {'MACs':>9} {'instructions':>13} {'instr/MAC':>9}")
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, (model, macs) in conv_models().items():
+                if a.mac_ops and not name.startswith(tuple(a.mac_ops)):
+                    continue
+                ticks, err = qemu_ticks(model, Path(tmp))
+                if ticks < 0:
+                    print(f"{name:<34} {err}")
+                    continue
+                instr = ticks * TICK_INSTRUCTIONS
+                verdict = "" if not name.startswith(("CONV", "DEPTH")) else (
+                    "  <= 2: met" if instr / macs <= 2 else "  > 2: NOT met")
+                print(f"{name:<34} {macs:>9} {instr:>13} {instr / macs:>9.2f}{verdict}")
+
+
 # ------------------------------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
@@ -239,9 +262,14 @@ def main(argv=None) -> int:
     ap.add_argument("--models", nargs="*")
     ap.add_argument("--seconds", type=float, default=0.5)
     ap.add_argument("--no-qemu", action="store_true")
+    ap.add_argument("--only-mac", action="store_true", help="run section 2 (instructions/MAC on M4) alone")
+    ap.add_argument("--mac-ops", nargs="*", help="section 2: only the one-op models whose names start so")
     a = ap.parse_args(argv)
     if a.child:
         print(json.dumps(child(a.child[0], a.child[1], a.seconds)))
+        return 0
+    if a.only_mac:
+        instructions_per_mac(a)
         return 0
 
     from edge_sdk import backend_c
@@ -297,22 +325,7 @@ def main(argv=None) -> int:
               f"{len(native_wins)}" + (f"; slower on {', '.join(slower)}" if slower else "")
               + " (TFLM is timed through its Python wrapper, so tiny models favour C-native)")
 
-    print("\n2. Cortex-M4 instructions per MAC (QEMU mps2-an386 -icount shift=0: emulated instruction counts, "
-          f"not cycles; SysTick ticks x {TICK_INSTRUCTIONS}, +-{TICK_INSTRUCTIONS} per op; -Os, DSP build)")
-    if a.no_qemu or not shutil.which("qemu-system-arm") or not shutil.which("arm-none-eabi-gcc"):
-        print("  skipped (--no-qemu, or qemu-system-arm / arm-none-eabi-gcc missing)")
-    else:
-        print(f"{'op':<34} {'MACs':>9} {'instructions':>13} {'instr/MAC':>9}")
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, (model, macs) in conv_models().items():
-                ticks, err = qemu_ticks(model, Path(tmp))
-                if ticks < 0:
-                    print(f"{name:<34} {err}")
-                    continue
-                instr = ticks * TICK_INSTRUCTIONS
-                verdict = "" if not name.startswith(("CONV", "DEPTH")) else (
-                    "  <= 2: met" if instr / macs <= 2 else "  > 2: NOT met")
-                print(f"{name:<34} {macs:>9} {instr:>13} {instr / macs:>9.2f}{verdict}")
+    instructions_per_mac(a)
 
     print("\n3. Arena bytes: C (tensor plan + scratch | persistent: structs + op data; total = max(used, high water))"
           " vs TFLM (head | tail; total = print_allocations' 'Arena allocation total')")

@@ -12,9 +12,11 @@
  * (other than 0, which some converters write) is refused.
  *
  * Eval runs per output pixel with the valid tap range precomputed per row/column (no per-tap bounds
- * checks). On cores with the DSP extension, M == 1 and C % 4 == 0 (the MobileNet case), four channels
- * are accumulated in registers: SXTB16 widens four int8 inputs and weights, SADD16 adds the input offset
- * to two values at once, SMLABB / SMLATT multiply-accumulate.
+ * checks). On cores with the DSP extension and M == 1 (the MobileNet case), four channels at a time are
+ * accumulated in registers: SXTB16 widens four int8 weights, SXTAB16 four inputs (adding the input offset to
+ * two at once, or with a 3x3 window inside the input raw, the offset folded into the starting sums),
+ * SMLABB / SMLATT multiply-accumulate; the four results are requantized with SMMLAR, saturated with SSAT and
+ * clamped together (SSUB8 / SEL) into one 32-bit store.
  */
 #include <string.h>
 
@@ -203,27 +205,35 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
     "add %[xr], %[xr], %[t1]\n\t"                                                                           \
     "ldr %[t1], %[wrow]\n\t"                                                                                \
     "add %[wr], %[wr], %[t1]\n\t"
-/* a0..a3 += the n >= 1 taps of one filter row for four channels, raw inputs (the input offset is folded into
- * the starting sums): SXTB16 widens four int8 inputs and four weights into (c0, c2) / (c1, c3) halves,
- * SMLABB / SMLATT multiply-accumulate; the input pointer steps by XS, the weights' by WS. A macro so that
- * the sums stay in registers. */
-#define DW_ROW4(xr0, wr0, n0, XS, WS, a0, a1, a2, a3)                                                           \
+/* a0..a3 += the n >= 1 taps of one filter row for four channels: SXTAB16 widens four int8 inputs into
+ * (c0, c2) / (c1, c3) halves and adds OFF2 (the input offset in both halves, or 0 where the offset is folded
+ * into the starting sums), SXTB16 widens four weights, SMLABB / SMLATT multiply-accumulate; the input pointer
+ * steps by XS, the weights' by WS. A macro so that the sums stay in registers. */
+#define DW_ROW4(xr0, wr0, n0, XS, WS, OFF2, a0, a1, a2, a3)                                                 \
     do {                                                                                                    \
         const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
-        int32_t n_ = (n0);                                                                                  \
+        const int8_t *const we_ = wr_ + (n0) * (WS); /* the end (no register left for a count) */         \
         uint32_t xv_, wv_, t1_, t2_;                                                                        \
         __asm__ volatile("1:\n\t"                                                                           \
                          "ldr %[xv], [%[xr]]\n\t"                                                           \
                          "ldr %[wv], [%[wr]]\n\t"                                                           \
                          "add %[xr], %[xr], %[xs]\n\t"                                                      \
                          "add %[wr], %[wr], %[ws]\n\t"                                                      \
-                         DW_ASM_MAC4                                                                        \
-                         "subs %[n], %[n], #1\n\t"                                                          \
+                         "sxtab16 %[t1], %[o2], %[xv]\n\t"                                                  \
+                         "sxtb16 %[t2], %[wv]\n\t"                                                          \
+                         "smlabb %[a0], %[t1], %[t2], %[a0]\n\t"                                            \
+                         "smlatt %[a2], %[t1], %[t2], %[a2]\n\t"                                            \
+                         "sxtab16 %[t1], %[o2], %[xv], ror #8\n\t"                                          \
+                         "sxtb16 %[t2], %[wv], ror #8\n\t"                                                  \
+                         "smlabb %[a1], %[t1], %[t2], %[a1]\n\t"                                            \
+                         "smlatt %[a3], %[t1], %[t2], %[a3]\n\t"                                            \
+                         "ldr %[t1], %[we]\n\t"                                                             \
+                         "cmp %[wr], %[t1]\n\t"                                                             \
                          "bne 1b"                                                                           \
-                         : [xr] "+&r"(xr_), [wr] "+&r"(wr_), [n] "+&r"(n_), [a0] "+&r"(a0), [a1] "+&r"(a1), \
+                         : [xr] "+&r"(xr_), [wr] "+&r"(wr_), [a0] "+&r"(a0), [a1] "+&r"(a1),                \
                            [a2] "+&r"(a2), [a3] "+&r"(a3), [xv] "=&r"(xv_), [wv] "=&r"(wv_), [t1] "=&r"(t1_), \
                            [t2] "=&r"(t2_)                                                                  \
-                         : [xs] "r"(XS), [ws] "r"(WS)                                                       \
+                         : [xs] "r"(XS), [ws] "r"(WS), [o2] "r"(OFF2), [we] "m"(we_)                        \
                          : "cc", "memory");                                                                 \
     } while (0)
 /* A whole 3x3 window, the rows xrow / wrow bytes apart (memory operands: no register left for them). */
@@ -240,7 +250,7 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                          : "memory");                                                                       \
     } while (0)
 #else
-#define DW_ROW4(xr0, wr0, n0, XS, WS, a0, a1, a2, a3)                                                           \
+#define DW_ROW4(xr0, wr0, n0, XS, WS, OFF2, a0, a1, a2, a3)                                                 \
     do {                                                                                                    \
         const int8_t *xr_ = (xr0), *wr_ = (wr0);                                                            \
         int32_t n_;                                                                                         \
@@ -248,11 +258,11 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
             uint32_t xv_, wv_, t1_, t2_;                                                                    \
             memcpy(&xv_, xr_, 4);                                                                           \
             memcpy(&wv_, wr_, 4);                                                                           \
-            t1_ = edge_sxtb16(xv_);                                                                         \
+            t1_ = edge_sadd16(edge_sxtb16(xv_), (OFF2));                                                    \
             t2_ = edge_sxtb16(wv_);                                                                         \
             a0 = edge_smlabb(t1_, t2_, a0);                                                                 \
             a2 = edge_smlatt(t1_, t2_, a2);                                                                 \
-            t1_ = edge_sxtb16_ror8(xv_);                                                                    \
+            t1_ = edge_sadd16(edge_sxtb16_ror8(xv_), (OFF2));                                               \
             t2_ = edge_sxtb16_ror8(wv_);                                                                    \
             a1 = edge_smlabb(t1_, t2_, a1);                                                                 \
             a3 = edge_smlatt(t1_, t2_, a3);                                                                 \
@@ -260,97 +270,138 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
     } while (0)
 #define DW_3X3(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
     do {                                                                                                    \
-        DW_ROW4((xr0), (wr0), 3, XS, WS, a0, a1, a2, a3);                                                   \
-        DW_ROW4((xr0) + (XROW), (wr0) + (WROW), 3, XS, WS, a0, a1, a2, a3);                                 \
-        DW_ROW4((xr0) + 2 * (XROW), (wr0) + 2 * (WROW), 3, XS, WS, a0, a1, a2, a3);                         \
+        DW_ROW4((xr0), (wr0), 3, XS, WS, 0u, a0, a1, a2, a3);                                               \
+        DW_ROW4((xr0) + (XROW), (wr0) + (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                             \
+        DW_ROW4((xr0) + 2 * (XROW), (wr0) + 2 * (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                     \
     } while (0)
 #endif
 
+/* The output side of the four-channel path: zero point, the clamp as four bytes (lo4 / hi4: lo and hi in
+ * every byte, for the byte-wise SIMD clamp). Built once per invoke on the stack. */
+typedef struct {
+    int32_t zp, lo, hi;
+    uint32_t lo4, hi4;
+} dw_out_t;
+
 /* Channels ch..ch+3 of one output pixel: requantize, add the zero point, clamp, store. Out of line so
- * that the caller's loop does not keep these parameters in registers. */
+ * that the caller's loop does not keep these parameters in registers. On Cortex-M: SSAT to int8, the four
+ * bytes packed with BFI, clamped at once with SSUB8 / SEL, one STR (the same values as the C version). */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
-static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const dw_data_t *d, const edge_rq_t *q,
-                      int8_t *yp) {
-    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const edge_rq_t *q, int8_t *yp,
+                      const dw_out_t *o) {
+#if EDGE_DSP_ASM
+    uint32_t m, r, t;
+    __asm__ volatile("ldrd %[m], %[r], [%[q]]\n\t"
+            "smmlar %[a0], %[a0], %[m], %[a0]\n\t"
+            "add %[a0], %[a0], %[a0], asr #31\n\t"
+            "smmlar %[a0], %[a0], %[r], %[zp]\n\t"
+            "ssat %[a0], #8, %[a0]\n\t"
+            "ldrd %[m], %[r], [%[q], #8]\n\t"
+            "smmlar %[a1], %[a1], %[m], %[a1]\n\t"
+            "add %[a1], %[a1], %[a1], asr #31\n\t"
+            "smmlar %[a1], %[a1], %[r], %[zp]\n\t"
+            "ssat %[a1], #8, %[a1]\n\t"
+            "bfi %[a0], %[a1], #8, #8\n\t"
+            "ldrd %[m], %[r], [%[q], #16]\n\t"
+            "smmlar %[a2], %[a2], %[m], %[a2]\n\t"
+            "add %[a2], %[a2], %[a2], asr #31\n\t"
+            "smmlar %[a2], %[a2], %[r], %[zp]\n\t"
+            "ssat %[a2], #8, %[a2]\n\t"
+            "bfi %[a0], %[a2], #16, #8\n\t"
+            "ldrd %[m], %[r], [%[q], #24]\n\t"
+            "smmlar %[a3], %[a3], %[m], %[a3]\n\t"
+            "add %[a3], %[a3], %[a3], asr #31\n\t"
+            "smmlar %[a3], %[a3], %[r], %[zp]\n\t"
+            "ssat %[a3], #8, %[a3]\n\t"
+            "bfi %[a0], %[a3], #24, #8\n\t"
+            "ssub8 %[t], %[a0], %[lo4]\n\t"
+            "sel %[a0], %[a0], %[lo4]\n\t"
+            "ssub8 %[t], %[hi4], %[a0]\n\t"
+            "sel %[a0], %[a0], %[hi4]\n\t"
+            "str %[a0], [%[y]]"
+            : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [m] "=&r"(m), [r] "=&r"(r),
+              [t] "=&r"(t)
+            : [q] "r"(q), [y] "r"(yp), [zp] "r"(o->zp), [lo4] "r"(o->lo4), [hi4] "r"(o->hi4)
+            : "cc", "memory");
+#else
+    const int32_t zp = o->zp, lo = o->lo, hi = o->hi;
     yp[0] = (int8_t)edge_clamp32(edge_rq_apply(&q[0], (int32_t)a0, zp), lo, hi);
     yp[1] = (int8_t)edge_clamp32(edge_rq_apply(&q[1], (int32_t)a1, zp), lo, hi);
     yp[2] = (int8_t)edge_clamp32(edge_rq_apply(&q[2], (int32_t)a2, zp), lo, hi);
     yp[3] = (int8_t)edge_clamp32(edge_rq_apply(&q[3], (int32_t)a3, zp), lo, hi);
+#endif
 }
 
-/* Multiplier 1 on DSP cores. A pixel whose whole window lies inside the input runs four channels at a time
- * from registers, multiplying raw inputs: the input offset is folded into the starting sums, fb[ch] =
- * bias[ch] + input_offset * (sum of the channel's kh * kw weights), computed per invoke into the plain
- * path's scratch (oc int32; sums mod 2^32 equal the reference's). Pixels clipped by the padding, channels
- * past the last multiple of four, and layers edge_rq does not cover run the reference loop per channel. */
+/* Multiplier 1 on DSP cores, four channels at a time from registers. A 3x3 window inside the input (per
+ * output row, the columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the
+ * input offset is folded into the starting sums, fb[ch] = bias[ch] + input_offset * (sum of the channel's
+ * nine weights), computed per invoke into the plain path's scratch (oc int32; sums mod 2^32 equal the
+ * reference's). Every other pixel (and kernel size) starts from the bias and runs its valid taps row by row
+ * with the offset added to the inputs (padding skipped, as the reference). Channels past the last multiple
+ * of four, and layers edge_rq does not cover, run the reference loop. */
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                        uint32_t *fb) {
     const int32_t c = d->c, c4 = d->rq_generic ? 0 : c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
     const int32_t xstep = d->dw * c, xrow = d->dh * d->w * c, wrow = kw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
     const edge_rq_t *const rq = d->rq;
-    int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1;
+    dw_out_t o;
+    int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
+    o.zp = d->output_offset;
+    o.lo = d->lo;
+    o.hi = d->hi;
+    o.lo4 = (uint32_t)(uint8_t)d->lo * 0x01010101u;
+    o.hi4 = (uint32_t)(uint8_t)d->hi * 0x01010101u;
     for (ch = 0; ch < c; ch++) {
         uint32_t sw = 0;
         for (j = 0; j < kh * kw; j++) sw += (uint32_t)wt[(int64_t)j * c + ch];
         fb[ch] = (bias ? (uint32_t)bias[ch] : 0) + sw * (uint32_t)off;
     }
+    /* output columns [oxa, oxb) have the whole window inside the input horizontally */
+    oxa = (d->pl + d->sw - 1) / d->sw;
+    oxb = (d->w - 1 - (kw - 1) * d->dw + d->pl) >= 0 ? (d->w - 1 - (kw - 1) * d->dw + d->pl) / d->sw + 1 : 0;
+    if (oxb > d->ow) oxb = d->ow;
+    if (oxa > oxb) oxa = oxb;
     for (b = 0; b < d->n; b++) {
         for (oy = 0; oy < d->oh; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
+            const int64_t xrow0 = ((int64_t)b * d->h + iy0) * d->w * c; /* an offset: may lie before x */
+            int8_t *yrow = y + ((int64_t)b * d->oh + oy) * d->ow * c;
+            int full;
             edge_conv_taps(iy0, d->dh, d->h, kh, &fy0, &fy1);
+            full = fy1 - fy0 == kh;
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
-                int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c;
-                edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
+                const int inside = full && ox >= oxa && ox < oxb;
+                int8_t *yp = yrow + (int64_t)ox * c;
+                fx0 = 0;
+                fx1 = kw;
+                if (!inside) edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
                 ch = 0;
-                if (fy1 - fy0 == kh && fx1 - fx0 == kw) {
-                    const int8_t *xp = x + (((int64_t)b * d->h + iy0) * d->w + ix0) * c;
+                if (inside && kh == 3 && kw == 3) {
+                    const int8_t *xp = x + xrow0 + (int64_t)ix0 * c;
                     for (; ch < c4; ch += 4) {
                         uint32_t a0 = fb[ch], a1 = fb[ch + 1], a2 = fb[ch + 2], a3 = fb[ch + 3];
-                        const int8_t *xr = xp + ch, *wr = wt + ch;
-                        if (kw == 3 && kh == 3) {
-                            DW_3X3(xr, wr, xstep, c, xrow, wrow, a0, a1, a2, a3);
-                        } else {
-                            for (fy = 0; fy < kh; fy++, xr += xrow, wr += wrow)
-                                DW_ROW4(xr, wr, kw, xstep, c, a0, a1, a2, a3);
-                        }
-                        dw_store4(a0, a1, a2, a3, d, rq + ch, yp + ch);
-                    }
-                } else if (fy1 > fy0 && fx1 > fx0) {
-                    /* clipped window: the reference's (x + input_offset) * w over the valid taps */
-                    for (; ch < c4; ch += 4) {
-                        uint32_t a0 = bias ? (uint32_t)bias[ch] : 0, a1 = bias ? (uint32_t)bias[ch + 1] : 0;
-                        uint32_t a2 = bias ? (uint32_t)bias[ch + 2] : 0, a3 = bias ? (uint32_t)bias[ch + 3] : 0;
-                        for (fy = fy0; fy < fy1; fy++) {
-                            const int8_t *xr = x + (((int64_t)b * d->h + iy0 + fy * d->dh) * d->w + ix0 + fx0 * d->dw) * c + ch;
-                            const int8_t *wr = wt + ((int64_t)fy * kw + fx0) * c + ch;
-                            for (fx = fx0; fx < fx1; fx++, xr += xstep, wr += c) {
-                                uint32_t xv, wv, xe, we;
-                                memcpy(&xv, xr, 4);
-                                memcpy(&wv, wr, 4);
-                                xe = edge_sadd16(edge_sxtb16(xv), off2);
-                                we = edge_sxtb16(wv);
-                                a0 = edge_smlabb(xe, we, a0);
-                                a2 = edge_smlatt(xe, we, a2);
-                                xe = edge_sadd16(edge_sxtb16_ror8(xv), off2);
-                                we = edge_sxtb16_ror8(wv);
-                                a1 = edge_smlabb(xe, we, a1);
-                                a3 = edge_smlatt(xe, we, a3);
-                            }
-                        }
-                        dw_store4(a0, a1, a2, a3, d, rq + ch, yp + ch);
+                        DW_3X3(xp + ch, wt + ch, xstep, c, xrow, wrow, a0, a1, a2, a3);
+                        dw_store4(a0, a1, a2, a3, rq + ch, yp + ch, &o);
                     }
                 }
-                for (; ch < c; ch++) {
+                for (; ch < c4; ch += 4) { /* the taps inside the input, offset added to each input */
+                    uint32_t a0 = bias ? (uint32_t)bias[ch] : 0, a1 = bias ? (uint32_t)bias[ch + 1] : 0;
+                    uint32_t a2 = bias ? (uint32_t)bias[ch + 2] : 0, a3 = bias ? (uint32_t)bias[ch + 3] : 0;
+                    if (fx1 > fx0)
+                        for (fy = fy0; fy < fy1; fy++)
+                            DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * d->dw) * c + ch),
+                                    wt + ((int64_t)fy * kw + fx0) * c + ch, fx1 - fx0, xstep, c, off2, a0, a1, a2, a3);
+                    dw_store4(a0, a1, a2, a3, rq + ch, yp + ch, &o);
+                }
+                for (; ch < c; ch++) { /* the c % 4 channels (and rq_generic layers): the reference loop */
                     uint32_t acc = bias ? (uint32_t)bias[ch] : 0;
                     for (fy = fy0; fy < fy1; fy++) {
-                        const int32_t iy = iy0 + fy * d->dh;
                         for (fx = fx0; fx < fx1; fx++) {
-                            const int32_t ix = ix0 + fx * d->dw;
-                            acc += (uint32_t)((x[(((int64_t)b * d->h + iy) * d->w + ix) * c + ch] + off) *
+                            acc += (uint32_t)((x[xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx * d->dw) * c + ch] + off) *
                                               wt[((int64_t)fy * kw + fx) * c + ch]);
                         }
                     }
