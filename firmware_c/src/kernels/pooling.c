@@ -8,6 +8,8 @@
  *  - then the fused activation's clamp.
  * Prepare refuses windows that lie entirely in the padding (the reference reports an error for them).
  * The float32 and int16 paths are compiled in only with EDGE_WITH_FLOAT32 / EDGE_WITH_INT16.
+ * Refusal reasons leave the op's name to the error message's node prefix
+ * ("node 3 (AVERAGE_POOL_2D code 1 v1): ...").
  */
 #include <string.h>
 
@@ -61,16 +63,16 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     edge_status_t s;
 
     if (node->n_inputs != 1 || node->n_outputs != 1)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D expects 1 input and 1 output");
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
     in = edge_in(ctx, node, 0);
     out = edge_out(ctx, node, 0);
-    if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input is required");
+    if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && in->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "POOL_2D: C kernel runs FLOAT32, INT8 and INT16");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8 and INT16");
     if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
-    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: output type differs from input");
-    if (in->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input must be 4-D");
-    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "POOL_2D: fused activation");
+    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output type differs from input");
+    if (in->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input must be 4-D");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
 
     d = (pool_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -84,17 +86,17 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     d->fw = fw;
     d->sh = sh;
     d->sw = sw;
-    if (d->n < 0 || d->c <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input shape");
+    if (d->n < 0 || d->c <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shape");
     if (pool_window(padding, sh, d->h, fh, &d->oh, &d->pt) || pool_window(padding, sw, d->w, fw, &d->ow, &d->pl))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: padding, strides or filter size do not fit the input");
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "padding, strides or filter size do not fit the input");
     if (average) {
         for (k = 0; k < d->oh; k++) {
             pool_range(k * sh - d->pt, d->h, fh, &lo, &hi);
-            if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "AVERAGE_POOL_2D: a window lies entirely in the padding");
+            if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "a window lies entirely in the padding");
         }
         for (k = 0; k < d->ow; k++) {
             pool_range(k * sw - d->pl, d->w, fw, &lo, &hi);
-            if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "AVERAGE_POOL_2D: a window lies entirely in the padding");
+            if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "a window lies entirely in the padding");
         }
     }
     shape[0] = d->n;
@@ -109,13 +111,13 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     } else {
         float ds;
         if (!in->quantized || !out->quantized)
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: quantized pooling needs scale and zero point");
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "quantized pooling needs scale and zero point");
         ds = in->scale - out->scale;
         if ((ds < 0 ? -ds : ds) > 1e-6f || in->zero_point != out->zero_point)
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "POOL_2D: input and output quantization must match");
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and output quantization must match");
         if (edge_activation_range(act, in->type == EDGE_INT8 ? -128 : -32768, in->type == EDGE_INT8 ? 127 : 32767,
                                   out->scale, out->zero_point, &d->lo, &d->hi) != 0)
-            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "POOL_2D: fused activation");
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     }
     return edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->c, &d->scratch);
 }

@@ -1,7 +1,9 @@
 /* RESHAPE: the same bytes under a new shape. The new shape comes from a constant 1-D shape input, else
  * ReshapeOptions.new_shape, else the model's declared output shape (edge_sdk/kernels/shape.py
  * prepare_reshape, TFLM reshape_common.cc); one -1 entry is inferred. Eval copies the bytes (the plan may
- * give input and output different places). */
+ * give input and output different places). Refusal reasons leave the op's name to the error message's node
+ * prefix ("node 3 (RESHAPE code 22 v1): ...").
+ */
 #include <string.h>
 
 #include "edge_kernel.h"
@@ -19,19 +21,19 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
     edge_status_t s;
 
     if (node->n_inputs < 1 || node->n_inputs > 2 || node->n_outputs != 1)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE expects 1..2 inputs and 1 output");
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1..2 inputs and 1 output");
     x = edge_in(ctx, node, 0);
     y = edge_out(ctx, node, 0);
     shape_t = edge_in(ctx, node, 1);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: input 0 is required");
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input 0 is required");
     if (!edge_type_bytes(x->type) || x->type == EDGE_RESOURCE)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RESHAPE: input type");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "input type");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s; /* a build without the type refuses it everywhere */
-    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: output type differs from input");
+    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output type differs from input");
     elems = edge_tensor_elements(x);
 
     if (shape_t && shape_t->is_const && shape_t->rank == 1) {
-        if (shape_t->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RESHAPE: shape must be INT32");
+        if (shape_t->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "shape must be INT32");
         src = (const int32_t *)shape_t->data;
         n = shape_t->dims[0];
     }
@@ -59,28 +61,28 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
             src = y->dims;
             n = y->rank;
         } else {
-            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "RESHAPE: new shape computed at run time, no usable declared shape");
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "new shape computed at run time, no usable declared shape");
         }
     }
-    if (n > RESHAPE_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "RESHAPE: rank above 8");
+    if (n > RESHAPE_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "rank above 8");
     for (k = 0; k < n; k++) {
         shape[k] = src[k];
         if (shape[k] == -1) {
-            if (infer >= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: more than one -1");
+            if (infer >= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "more than one -1");
             infer = k;
         } else if (shape[k] < 0) {
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: negative dimension");
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "negative dimension");
         } else {
             known *= shape[k];
-            if (known > ((int64_t)1 << 40)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: shape too large");
+            if (known > ((int64_t)1 << 40)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "shape too large");
         }
     }
     if (infer >= 0) {
-        if (known == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: cannot infer the -1 dimension");
+        if (known == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "cannot infer the -1 dimension");
         shape[infer] = (int32_t)(elems / known);
         known *= shape[infer];
     }
-    if (known != elems) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RESHAPE: element counts differ");
+    if (known != elems) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "element counts differ");
     return edge_set_output_shape(ctx, node, 0, shape, n);
 }
 

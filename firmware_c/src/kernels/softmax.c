@@ -13,6 +13,7 @@
  * The int16 and float32 paths (the only users of libm exp) are compiled in only with EDGE_WITH_INT16 /
  * EDGE_WITH_FLOAT32; the int8 path's prepare computes TFLM's multiplier in double (exactness) and its input
  * radius with integers.
+ * Refusal reasons leave the op's name to the error message's node prefix ("node 3 (SOFTMAX code N v1): ...").
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
@@ -40,14 +41,14 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     edge_status_t s;
     int64_t n;
 
-    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX expects 1 input and 1 output");
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
     x = edge_in(ctx, node, 0);
     out = edge_out(ctx, node, 0);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: input is required");
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: C kernel runs FLOAT32, INT8, INT16");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK || (s = edge_type_built(ctx, out->type)) != EDGE_OK) return s;
-    if (x->rank < 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX needs an input of rank 1 or more");
+    if (x->rank < 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "needs an input of rank 1 or more");
     s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
     d = (softmax_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -60,31 +61,31 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     n = edge_tensor_elements(x);
     d->rows = d->depth > 0 ? n / d->depth : 0;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
-        if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: output must be FLOAT32");
+        if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output must be FLOAT32");
         return EDGE_OK;
     }
-    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: tensors need quantization parameters");
-    if (!ea_good_scale(x)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: input scale must be positive and finite");
+    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
+    if (!ea_good_scale(x)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input scale must be positive and finite");
     if (x->type == EDGE_INT8) {
         double real = edge_f2d(d->beta) * edge_f2d(x->scale) * 67108864.0; /* in double, as TFLM */
         int64_t radius;
         if (out->type == EDGE_INT8) {
             if (out->zero_point != -128 || out->scale != (float)(1.0 / 256))
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8 output needs scale 1/256 and zero point -128");
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "int8 output needs scale 1/256 and zero point -128");
             d->out_bits = 8;
         } else if (EDGE_WITH_INT16 && out->type == EDGE_INT16) {
             double diff = (double)out->scale - 1.0 / 65536;
             if (out->zero_point != -32768 || (diff < 0 ? -diff : diff) > 0.001 / 65536)
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int8->int16 output needs scale 1/65536, zero point -32768");
+                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "int8->int16 output needs scale 1/65536, zero point -32768");
             d->out_bits = 16;
         } else {
-            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: int8 input needs an INT8 or INT16 output");
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "int8 input needs an INT8 or INT16 output");
         }
         d->out_min = ea_type_min(out->type);
         d->out_max = ea_type_max(out->type);
         if (d->beta == d->beta && edge_double_gt(real, 2147483647.0)) real = 2147483647.0; /* NaN stays NaN */
         if (edge_quantize_multiplier(real, &d->multiplier, &d->shift) || d->shift < 0 || d->shift > 31)
-            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SOFTMAX: beta * input scale out of range");
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "beta * input scale out of range");
         /* TFLM's input radius floor(31 * 2^26 / 2^shift), exact in integers (shift is 0..31 here) */
         radius = ((int64_t)31 << 26) >> d->shift;
         d->diff_min = radius > 1000000000 ? -1000000000 : -(int32_t)radius;
@@ -95,16 +96,16 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (!EDGE_WITH_INT16) return EDGE_UNSUPPORTED_TYPE; /* not reached: edge_type_built refused it */
     /* int16 */
-    if (out->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "SOFTMAX: int16 input needs an INT16 output");
-    if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int16 needs zero points of 0");
+    if (out->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "int16 input needs an INT16 output");
+    if (x->zero_point || out->zero_point) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "int16 needs zero points of 0");
     {
         double diff = (double)out->scale - 1.0 / 32768;
         if ((diff < 0 ? -diff : diff) > 0.001 / 32768)
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: int16 output needs scale 1/32768");
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "int16 output needs scale 1/32768");
     }
-    if (d->depth > 65536) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SOFTMAX: int16 rows longer than 65536");
+    if (d->depth > 65536) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "int16 rows longer than 65536");
     if (edge_quantize_multiplier((double)x->scale * (double)d->beta / (10.0 / 65535.0), &d->multiplier, &d->shift))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SOFTMAX: beta * input scale gives no multiplier");
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "beta * input scale gives no multiplier");
     d->exp_lut = (int16_t *)edge_alloc_persistent(ctx, EA_LUT16_SIZE * sizeof(int16_t));
     d->recip_lut = (int16_t *)edge_alloc_persistent(ctx, EA_LUT16_SIZE * sizeof(int16_t));
     if (!d->exp_lut || !d->recip_lut) return EDGE_ARENA_TOO_SMALL;
