@@ -232,10 +232,8 @@ TC_CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", TC_CASES, ids=_id)
-def test_transpose_conv(backend, case):
+def _tc_model(case, rng):
     kind, n, h, w, c, o, kh, kw, padding, s, act, pc, bias, btype = case
-    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
     oh = h * s[0] if padding == "SAME" else (h - 1) * s[0] + kh
     ow = w * s[1] if padding == "SAME" else (w - 1) * s[1] + kw
     shape = T((4,), "INT32", data=np.array([n, oh, ow, o], np.int32))
@@ -244,8 +242,14 @@ def test_transpose_conv(backend, case):
     wt = _weights(rng, kind, (o, kh, kw, c), o, pc)
     b = _bias(rng, kind, o, btype) if bias else None
     opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "fused_activation_function": act}
-    model = op_model("TRANSPOSE_CONV", [shape, wt, x, b], [y], options=opts, version=3)
-    _compare(backend, model, [_feed(rng, kind, (n, h, w, c))], kind)
+    return op_model("TRANSPOSE_CONV", [shape, wt, x, b], [y], options=opts, version=3), [_feed(rng, kind, (n, h, w, c))]
+
+
+@pytest.mark.parametrize("case", TC_CASES, ids=_id)
+def test_transpose_conv(backend, case):
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    model, feeds = _tc_model(case, rng)
+    _compare(backend, model, feeds, case[0])
 
 
 # ------------------------------------------------------------------------------------------------ pooling
@@ -340,3 +344,38 @@ def test_real_model_bit_exact(backend, relative):
     ours_c = _run_c(backend, model, feeds)
     for a, b in zip(ours_c, run_ours(model, feeds)):
         np.testing.assert_array_equal(a, b)
+
+
+# ------------------------------------------------------------------------------------------------ build switches
+
+def test_build_without_float32_int16_refuses_those_convs(tmp_path):
+    """A runner built with -DEDGE_WITH_FLOAT32=0 -DEDGE_WITH_INT16=0 (a per-model build's switches) still runs an
+    int8 CONV_2D bit-exactly, and refuses float32 CONV_2D / TRANSPOSE_CONV and int16 DEPTHWISE_CONV_2D at load
+    with EDGE_UNSUPPORTED_TYPE (exit 3, the reason naming the op and the compiled-out type)."""
+    import re
+
+    table = tmp_path / "edge_ops_generated.c"
+    subprocess.run(["python3", str(FW / "tools" / "gen_ops.py"), str(table)], check=True, capture_output=True)
+    exe = tmp_path / "edge-run-c"
+    sources = [str(FW / "src" / "edge.c"), *map(str, sorted((FW / "src" / "kernels").glob("*.c"))),
+               str(FW / "host" / "edge_host.c"), str(FW / "host" / "edge_run.c"), str(table)]
+    proc = subprocess.run(["gcc", "-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", "-DEDGE_WITH_FLOAT32=0",
+                           "-DEDGE_WITH_INT16=0", f"-I{FW / 'include'}", f"-I{FW / 'src'}", f"-I{FW / 'host'}", "-o",
+                           str(exe), *sources, "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rng = np.random.default_rng(11)
+    model, feeds = _conv_model(CONV_CASES[0], rng)
+    want = run_ours(model, feeds)[0]
+    assert np.array_equal(_run_exe(exe, model, feeds, want, tmp_path), want)
+    codes = re.findall(r"^EDGE_STATUS\((\w+),", (FW / "include" / "edge_status.def").read_text(), re.M)
+    refused = {"CONV_2D FLOAT32": _conv_model(CONV_CASES[14], rng), "DEPTHWISE_CONV_2D INT16": _dw_model(DW_CASES[7], rng),
+               "TRANSPOSE_CONV FLOAT32": _tc_model(TC_CASES[-1], rng)}
+    for what, (data, feeds) in refused.items():
+        op, dtype = what.split()
+        (tmp_path / "r.tflite").write_bytes(data)
+        (tmp_path / "r.in").write_bytes(b"".join(np.ascontiguousarray(x).tobytes() for x in feeds))
+        proc = subprocess.run([str(exe), str(tmp_path / "r.tflite"), str(tmp_path / "r.in"), str(tmp_path / "r.out")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 3, (what, proc.returncode, proc.stderr)
+        assert f"status {codes.index('EDGE_UNSUPPORTED_TYPE')}:" in proc.stderr, (what, proc.stderr)
+        assert f"({op} " in proc.stderr and f"{dtype} compiled out" in proc.stderr, (what, proc.stderr)

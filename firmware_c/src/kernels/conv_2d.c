@@ -75,6 +75,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
           (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
                          "CONV_2D: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/filter)");
+    if (edge_type_built(ctx, in->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter must be 4-D");
     if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: sparse filter");
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: fused activation");
@@ -650,11 +651,14 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
                   (int8_t *)out->data, (int16_t *)edge_scratch(ctx, node, d->scratch));
         break;
     case CONV_FLOAT:
-        conv_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
-                   (float *)out->data);
+        if (EDGE_WITH_FLOAT32)
+            conv_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
+                       (float *)out->data);
         break;
     default:
-        conv_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? bt->data : 0, (int16_t *)out->data);
+        if (EDGE_WITH_INT16)
+            conv_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? bt->data : 0,
+                       (int16_t *)out->data);
         break;
     }
 }

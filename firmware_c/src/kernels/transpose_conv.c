@@ -58,6 +58,7 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
           (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
                          "TRANSPOSE_CONV: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/weights)");
+    if (edge_type_built(ctx, in->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: input and weights must be 4-D");
     if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: sparse weights");
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: fused activation");
@@ -265,12 +266,14 @@ void edge_eval_transpose_conv(const edge_node_t *node, edge_ctx_t *ctx) {
                 (int8_t *)out->data, (uint32_t *)edge_scratch(ctx, node, d->scratch));
         break;
     case TC_INT16:
-        tc_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? bt->data : 0, (int16_t *)out->data,
-                 (int64_t *)edge_scratch(ctx, node, d->scratch));
+        if (EDGE_WITH_INT16)
+            tc_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? bt->data : 0, (int16_t *)out->data,
+                     (int64_t *)edge_scratch(ctx, node, d->scratch));
         break;
     default:
-        tc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
-                 (float *)out->data);
+        if (EDGE_WITH_FLOAT32)
+            tc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
+                     (float *)out->data);
         break;
     }
 }
