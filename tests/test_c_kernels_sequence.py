@@ -82,6 +82,26 @@ def test_svdf_over_invokes(backend, state_type, rank):
     assert len(np.unique(got[0])) > 1  # not a constant output
 
 
+@pytest.mark.parametrize("state_type", ["INT16", "INT8", "FLOAT32"])
+@pytest.mark.parametrize("n_input,n_memory,rank", [(37, 19, 1), (33, 1, 3), (16, 8, 2)])
+def test_svdf_dot_blocks_and_tails(backend, state_type, n_input, n_memory, rank):
+    # the integer dot products run in blocks of 16 (int8) / 8 (int16) elements plus a tail, and the state
+    # moves one step in a single shift of the whole buffer (n_memory 1: every slot is replaced)
+    rng = np.random.default_rng(n_input + n_memory)
+    ins, outs = _svdf_specs(rng, state_type, batch=2, n_input=n_input, n_filter=6, n_memory=n_memory, rank=rank)
+    if state_type == "INT16":  # a wider output scale: these sums saturate _svdf_specs' int8 output
+        outs = [T(outs[0].shape, "INT8", 20.0, -3)]
+    model = op_model("SVDF", ins, outs, options={"rank": rank, "fused_activation_function": "NONE"})
+    if state_type == "FLOAT32":
+        feed = rng.standard_normal(ins[0].shape).astype(np.float32)
+    else:
+        feed = rng.integers(-128, 128, ins[0].shape, dtype=np.int8)
+    got = run_c(backend, model, [feed], 4)
+    same(got, run_tflm(model, [feed], invocations=4), state_type == "FLOAT32", "tflm")
+    same(got, run_interpreter(model, [feed], 4), state_type == "FLOAT32", "python")
+    assert len(np.unique(got[0])) > 2
+
+
 # ------------------------------------------------------------------------------------------------ LSTM
 
 @pytest.mark.parametrize("act_type,time_major,cell_clip,cell_scale", LSTM_CASES)

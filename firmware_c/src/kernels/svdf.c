@@ -44,6 +44,10 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     st = edge_in(ctx, node, 4);
     y = edge_out(ctx, node, 0);
     if (!x || !wf || !wt || !st) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: input, weights and state are required");
+    {
+        edge_status_t s;
+        if ((s = edge_type_built(ctx, x->type)) != EDGE_OK || (s = edge_type_built(ctx, st->type)) != EDGE_OK) return s;
+    }
     if (x->rank != 2 || wf->rank != 2 || wt->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: input and weights must be 2-D");
     if (rank <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: rank must be positive");
     batch = x->dims[0];
@@ -116,49 +120,79 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
+/* Every filter's memory one step left in one move of the whole state (TFLM does the same): a filter's last slot
+ * receives the next filter's first value, which the new projection then overwrites. */
+static void shift_state(void *state, int64_t elements, size_t size) {
+    if (elements > 1) memmove(state, (uint8_t *)state + size, size * (size_t)(elements - 1));
+}
+
 static void svdf_float(const svdf_data_t *d, const float *x, const float *wf, const float *wt, const float *bias,
                        float *state, float *y) {
-    int32_t b, f, i, m;
+    int32_t b, u, r, i, m;
     const int32_t M = d->n_memory;
+    shift_state(state, (int64_t)d->batch * d->n_filter * M, sizeof(float));
     for (b = 0; b < d->batch; b++) {
         const float *xb = x + (int64_t)b * d->n_input;
-        float acc = 0.0f;
-        for (f = 0; f < d->n_filter; f++) {
-            float *mem = state + ((int64_t)b * d->n_filter + f) * M;
-            const float *w = wf + (int64_t)f * d->n_input;
-            const float *tw = wt + (int64_t)f * M;
-            float p = 0.0f, s = 0.0f;
-            memmove(mem, mem + 1, sizeof(float) * (size_t)(M - 1));
-            for (i = 0; i < d->n_input; i++) p += xb[i] * w[i];
-            mem[M - 1] = p;
-            for (m = 0; m < M; m++) s += mem[m] * tw[m];
-            acc += s;
-            if (f % d->rank == d->rank - 1) {
-                int32_t u = f / d->rank;
-                float v = acc + (bias ? bias[u] : 0.0f);
-                if (d->act == EDGE_ACT_TANH) v = tanhf(v);
-                else v = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
-                y[(int64_t)b * d->n_unit + u] = v;
-                acc = 0.0f;
+        for (u = 0; u < d->n_unit; u++) {
+            float acc = 0.0f, v;
+            for (r = 0; r < d->rank; r++) {
+                const int32_t f = u * d->rank + r;
+                float *mem = state + ((int64_t)b * d->n_filter + f) * M;
+                const float *w = wf + (int64_t)f * d->n_input;
+                const float *tw = wt + (int64_t)f * M;
+                float p = 0.0f, sum = 0.0f;
+                for (i = 0; i < d->n_input; i++) p += xb[i] * w[i];
+                mem[M - 1] = p;
+                for (m = 0; m < M; m++) sum += mem[m] * tw[m];
+                acc += sum;
             }
+            v = acc + (bias ? bias[u] : 0.0f);
+            if (d->act == EDGE_ACT_TANH) v = tanhf(v);
+            else v = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+            y[(int64_t)b * d->n_unit + u] = v;
         }
     }
 }
+
+/* sum_k (x[k] - zp) * w[k] in wrapping 32-bit arithmetic, as sum x*w - zp * sum w (the same value modulo 2^32).
+ * Blocks of a fixed length (16 int8 / 8 int16 elements) let the compiler use vector multiply-adds. */
+#define SVDF_DOT(name, T, BLOCK)                                                                                 \
+    static uint32_t name(const T *x, const T *w, int32_t n, uint32_t zp) {                                      \
+        uint32_t s = 0, sw = 0;                                                                                  \
+        int32_t k = 0, j;                                                                                        \
+        for (; k + (BLOCK) <= n; k += (BLOCK)) {                                                                 \
+            uint32_t t = 0, tw = 0;                                                                              \
+            for (j = 0; j < (BLOCK); j++) {                                                                      \
+                t += (uint32_t)(x[k + j] * w[k + j]);                                                            \
+                tw += (uint32_t)w[k + j];                                                                        \
+            }                                                                                                    \
+            s += t;                                                                                              \
+            sw += tw;                                                                                            \
+        }                                                                                                        \
+        for (; k < n; k++) {                                                                                     \
+            s += (uint32_t)(x[k] * w[k]);                                                                        \
+            sw += (uint32_t)w[k];                                                                                \
+        }                                                                                                        \
+        return s - zp * sw;                                                                                      \
+    }
+SVDF_DOT(dot_s8, int8_t, 16)
+SVDF_DOT(dot_s16, int16_t, 8)
 
 void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
     const svdf_data_t *d = (const svdf_data_t *)node->user_data;
     const edge_tensor_t *tx = edge_in(ctx, node, 0), *twf = edge_in(ctx, node, 1), *twt = edge_in(ctx, node, 2);
     const edge_tensor_t *tb = edge_in(ctx, node, 3);
     edge_tensor_t *tst = edge_in(ctx, node, 4), *ty = edge_out(ctx, node, 0);
-    const int32_t M = d->n_memory;
+    const int32_t M = d->n_memory, n_input = d->n_input, rank = d->rank;
     const int8_t *x, *wf;
     const int32_t *bias;
     int8_t *y;
-    int32_t b, f, i, m;
-    const int32_t smin = d->state16 ? -32768 : -128, smax = d->state16 ? 32767 : 127;
-    const uint32_t x_zp = (uint32_t)d->x_zp;
+    int32_t b, u, r;
+    const int state16 = EDGE_WITH_INT16 && d->state16;
+    const int32_t smin = state16 ? -32768 : -128, smax = state16 ? 32767 : 127;
+    const uint32_t x_zp = (uint32_t)d->x_zp, state_zp = (uint32_t)d->state_zp;
 
-    if (d->is_float) {
+    if (EDGE_WITH_FLOAT32 && d->is_float) {
         svdf_float(d, (const float *)tx->data, (const float *)twf->data, (const float *)twt->data,
                    tb ? (const float *)tb->data : 0, (float *)tst->data, (float *)ty->data);
         return;
@@ -167,40 +201,33 @@ void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
     wf = (const int8_t *)twf->data;
     bias = tb ? (const int32_t *)tb->data : 0;
     y = (int8_t *)ty->data;
+    shift_state(tst->data, (int64_t)d->batch * d->n_filter * M, state16 ? sizeof(int16_t) : sizeof(int8_t));
     for (b = 0; b < d->batch; b++) {
-        const int8_t *xb = x + (int64_t)b * d->n_input;
-        uint32_t acc = 0;
-        for (f = 0; f < d->n_filter; f++) {
-            const int8_t *w = wf + (int64_t)f * d->n_input;
-            const int64_t mem_at = ((int64_t)b * d->n_filter + f) * M;
-            uint32_t p = 0, s = 0;
-            uint32_t v;
-            for (i = 0; i < d->n_input; i++) p += ((uint32_t)(int32_t)xb[i] - x_zp) * (uint32_t)(int32_t)w[i];
-            /* clamped projection plus the zero point, narrowed to the state type with a wrap (as the C
-             * reference's implicit conversion does) */
-            v = (uint32_t)edge_clamp32(edge_mbqm(edge_wrap32(p), d->m1, d->s1), smin, smax) + (uint32_t)d->state_zp;
-            if (d->state16) {
-                int16_t *mem = (int16_t *)tst->data + mem_at;
-                const int16_t *tw = (const int16_t *)twt->data + (int64_t)f * M;
-                memmove(mem, mem + 1, sizeof(int16_t) * (size_t)(M - 1));
-                mem[M - 1] = (int16_t)((int32_t)((v & 0xffffu) ^ 0x8000u) - 0x8000);
-                for (m = 0; m < M; m++) s += ((uint32_t)(int32_t)mem[m] - (uint32_t)d->state_zp) * (uint32_t)(int32_t)tw[m];
-            } else {
-                int8_t *mem = (int8_t *)tst->data + mem_at;
-                const int8_t *tw = (const int8_t *)twt->data + (int64_t)f * M;
-                memmove(mem, mem + 1, (size_t)(M - 1));
-                mem[M - 1] = (int8_t)((int32_t)((v & 0xffu) ^ 0x80u) - 0x80);
-                for (m = 0; m < M; m++) s += ((uint32_t)(int32_t)mem[m] - (uint32_t)d->state_zp) * (uint32_t)(int32_t)tw[m];
+        const int8_t *xb = x + (int64_t)b * n_input;
+        for (u = 0; u < d->n_unit; u++) {
+            uint32_t acc = 0;
+            int64_t out;
+            for (r = 0; r < rank; r++) {
+                const int32_t f = u * rank + r;
+                const int64_t mem_at = ((int64_t)b * d->n_filter + f) * M;
+                /* clamped projection plus the zero point, narrowed to the state type with a wrap (as the C
+                 * reference's implicit conversion does) */
+                const uint32_t v = (uint32_t)edge_clamp32(
+                                       edge_mbqm(edge_wrap32(dot_s8(xb, wf + (int64_t)f * n_input, n_input, x_zp)),
+                                                 d->m1, d->s1), smin, smax) + state_zp;
+                if (state16) {
+                    int16_t *mem = (int16_t *)tst->data + mem_at;
+                    mem[M - 1] = (int16_t)((int32_t)((v & 0xffffu) ^ 0x8000u) - 0x8000);
+                    acc += dot_s16(mem, (const int16_t *)twt->data + (int64_t)f * M, M, state_zp);
+                } else {
+                    int8_t *mem = (int8_t *)tst->data + mem_at;
+                    mem[M - 1] = (int8_t)((int32_t)((v & 0xffu) ^ 0x80u) - 0x80);
+                    acc += dot_s8(mem, (const int8_t *)twt->data + (int64_t)f * M, M, state_zp);
+                }
             }
-            acc += s;
-            if (f % d->rank == d->rank - 1) {
-                int32_t u = f / d->rank;
-                int64_t r;
-                if (bias) acc += (uint32_t)bias[u];
-                r = (int64_t)edge_mbqm(edge_wrap32(acc), d->m2, d->s2) + d->out_zp;
-                y[(int64_t)b * d->n_unit + u] = (int8_t)(r < -128 ? -128 : (r > 127 ? 127 : r));
-                acc = 0;
-            }
+            if (bias) acc += (uint32_t)bias[u];
+            out = (int64_t)edge_mbqm(edge_wrap32(acc), d->m2, d->s2) + d->out_zp;
+            y[(int64_t)b * d->n_unit + u] = (int8_t)(out < -128 ? -128 : (out > 127 ? 127 : out));
         }
     }
 }
