@@ -126,3 +126,35 @@ def test_scratch_never_overlaps_a_live_tensor(backend):
             live = t["first_use"] <= s["last_use"] and s["first_use"] <= t["last_use"]
             apart = s["offset"] + s["size"] <= t["offset"] or t["offset"] + t["size"] <= s["offset"]
             assert not live or apart, f"scratch of node {s['node']} overlaps tensor {t['tensor']}"
+
+
+def test_runtime_structs_stay_small(tmp_path):
+    """One edge_tensor_t per tensor and one edge_node_t per op live in the persistent part: 40 and 48 bytes with
+    8-byte pointers (TFLM's per-tensor TfLiteEvalTensor is 24, its per-op NodeAndRegistration 64)."""
+    from edge_sdk import backend_c
+
+    src = tmp_path / "sizes.c"
+    src.write_text('#include <stdio.h>\n#include "edge_kernel.h"\nint main(void) { printf("%u %u %u\\n", '
+                   '(unsigned)sizeof(void *), (unsigned)sizeof(edge_tensor_t), (unsigned)sizeof(edge_node_t)); '
+                   'return 0; }\n')
+    exe = tmp_path / "sizes"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{backend_c.FIRMWARE / 'include'}",
+                    "-o", str(exe), str(src)], check=True, capture_output=True)
+    ptr, tensor, node = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
+    assert tensor <= 3 * ptr + 16 and node <= 3 * ptr + 24, (ptr, tensor, node)
+
+
+@pytest.mark.parametrize("zero_point, ok", [(-32768, True), (32767, True), (32768, False), (-40000, False)])
+def test_zero_points_beyond_int16_are_a_runtime_limit(backend, zero_point, ok):
+    """edge_tensor_t keeps zero points as int16 (every quantized TFLite type's fit): beyond that, a clear refusal."""
+    from edge_sdk.errors import ModelError
+    from tests.oprunner import T, op_model
+
+    data = op_model("RESHAPE", [T((1, 4), "INT32", scale=1.0, zero_point=zero_point)],
+                    [T((4,), "INT32", scale=1.0, zero_point=zero_point)], options={"new_shape": [4]})
+    it = backend.CInterpreter(model_content=data)
+    if ok:
+        it.allocate_tensors()
+        return
+    with pytest.raises(ModelError, match="zero point outside int16"):
+        it.allocate_tensors()

@@ -81,9 +81,11 @@ enum { EDGE_ACT_NONE = 0, EDGE_ACT_RELU = 1, EDGE_ACT_RELU_N1_TO_1 = 2, EDGE_ACT
 
 /* A tensor as the runtime and the kernels see it. Pointers into the model (dims, scales, zero points,
  * constant data) point at the verified flatbuffer; data of every other tensor points into the arena.
- * One of these lives in the arena's persistent part per tensor of the model, so it is kept small (48 bytes
- * on a 64-bit host, 36 on Cortex-M): the planner's lifetimes are temporary, a variable's initial value is
- * read from the model again when it is reset. */
+ * One of these lives in the arena's persistent part per tensor of the model, so it is kept small (40 bytes
+ * on a 64-bit host, 28 on Cortex-M): the planner's lifetimes are temporary, a variable's initial value is
+ * read from the model again when it is reset, the flags are bits. Limits that keep it small (edge_init
+ * refuses a model beyond them with EDGE_LIMIT): zero points within int16 (TFLite's quantized types all
+ * are), at most 65535 scales (channels) per tensor, at most 127 dimensions. */
 typedef struct edge_tensor {
     void *data;                 /* arena bytes, or the constant's bytes in the model (never write those) */
     const int32_t *dims;        /* rank entries: the model's shape, or a shape a kernel's prepare set */
@@ -92,17 +94,17 @@ typedef struct edge_tensor {
     /* Affine quantization: real = scale * (q - zero_point). quantized is 0 when the tensor has no scales
      * or no zero points (as TFLM decides). scale/zero_point are the first channel's (per-tensor values);
      * per-channel tensors have n_scales > 1 along quantized_dimension. */
-    int32_t zero_point;
     float scale;
-    int32_t n_scales;
-    int8_t rank;                /* 0..127 (edge_init refuses more dimensions) */
+    int16_t zero_point;
+    uint16_t n_scales;
+    int8_t rank;                /* 0..127 */
     uint8_t type;               /* edge_type_t */
-    uint8_t is_const;           /* has data in the model (weights, biases, shape operands) */
-    uint8_t is_variable;        /* schema is_variable: lives in the arena for the whole run, keeps state */
-    uint8_t is_sparse;          /* has sparsity parameters (data holds the compressed values) */
-    uint8_t quantized;
     int8_t quantized_dimension;
-    uint8_t flags_;             /* private: EDGE_TENSOR_PLANNED_, EDGE_TENSOR_ZP_PER_CHANNEL_ (the zero points differ
+    unsigned is_const : 1;      /* has data in the model (weights, biases, shape operands) */
+    unsigned is_variable : 1;   /* schema is_variable: lives in the arena for the whole run, keeps state */
+    unsigned is_sparse : 1;     /* has sparsity parameters (data holds the compressed values) */
+    unsigned quantized : 1;
+    unsigned flags_ : 2;        /* private: EDGE_TENSOR_PLANNED_, EDGE_TENSOR_ZP_PER_CHANNEL_ (the zero points differ
                                  * per channel: scales then points at a persistent copy, n_scales int32 zero points
                                  * after the scales) */
 } edge_tensor_t;

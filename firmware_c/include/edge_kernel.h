@@ -86,14 +86,16 @@ extern const int32_t edge_kernel_count;
 
 /* One operator of a subgraph. Index vectors point into the verified model (every index is in range or -1
  * for an omitted optional input). One of these lives in the arena's persistent part per operator, so it
- * holds what eval needs and what prepare reads often; the rest (custom options, intermediates, the plan's
- * time steps) is read from the model, or kept only while planning. */
+ * holds what eval needs and what prepare reads often (48 bytes on a 64-bit host, 36 on Cortex-M); the rest
+ * (custom options, intermediates, the plan's time steps) is read from the model, or kept only while planning. */
 typedef struct edge_node {
-    const int32_t *inputs;
+    const int32_t *inputs;      /* never NULL (n_inputs 0: any address in the model) */
     const int32_t *outputs;
-    const edge_kernel_t *kernel;
     void *user_data;            /* the kernel's persistent op data (set in prepare) */
-    const uint8_t *options_;    /* private: the verified builtin options table (NULL: none); edge_opt_* read it */
+    uint32_t scratch_bytes;     /* the node's scratch block: its requests one after another, 16-aligned each */
+    uint32_t scratch_offset;    /* where the planner put the block (from the arena base). Private until then:
+                                 * the builtin options table's place (edge_opt_* read it; prepare only) */
+    uint16_t kernel_;           /* private: the row of edge_kernels (EDGE_NO_KERNEL_ when none) */
     uint16_t op;                /* builtin code (edge_op_t) */
     uint16_t version;           /* OperatorCode.version */
     int16_t index;              /* within its subgraph */
@@ -101,10 +103,9 @@ typedef struct edge_node {
     int16_t n_inputs, n_outputs;
     uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
     uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
-    uint8_t reserved_[2];
-    uint32_t scratch_bytes;     /* the node's scratch block: its requests one after another, 16-aligned each */
-    uint32_t scratch_offset;    /* where the planner put the block (from the arena base) */
 } edge_node_t;
+
+enum { EDGE_NO_KERNEL_ = 0xffff };
 
 /* Prepare-time: a custom op's custom_options bytes (NULL, *len 0 when it has none) and its custom_code (NULL
  * for builtin ops), read from the model. */

@@ -245,15 +245,19 @@ static edge_status_t fb_ints(edge_interp_t *it, const edge_table_t *t, int slot,
 
 /* ---- options getters for kernels (the table was verified at load; each read is checked again) ---- */
 
-/* The node's options table with its vtable (load verified both; the node keeps only the table's address). */
+/* Until the planner runs, a node's scratch_offset holds where its options table is: the byte distance from
+ * node->inputs (an address in the model), or NO_OPTIONS. */
+#define NO_OPTIONS 0x80000000u
+
+/* The node's options table with its vtable (load verified both; the node keeps only the table's place). */
 static edge_table_t node_options(const edge_node_t *node) {
     edge_table_t t;
-    if (!node->options_) {
+    if (node->scratch_offset == NO_OPTIONS) {
         t.table = t.vtable = 0;
         t.n_slots = t.inline_size = 0;
         return t;
     }
-    t.table = node->options_;
+    t.table = (const uint8_t *)(const void *)node->inputs + (int32_t)node->scratch_offset;
     t.vtable = t.table - (int32_t)rd32(t.table);
     t.n_slots = (uint16_t)((rd16(t.vtable) - 4) / 2);
     t.inline_size = rd16(t.vtable + 2);
@@ -380,14 +384,17 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
                 int64_t z = (int64_t)rd64(it->model + zp_start + 8 * (int64_t)i);
                 if (z < -2147483647 - 1 || z > 2147483647)
                     return fail_at(it, EDGE_MODEL_INVALID, WHAT("zero point outside int32"), zp_start + 8 * i);
+                if (z < -32768 || z > 32767)
+                    return fail_at(it, EDGE_LIMIT, WHAT("zero point outside int16"), zp_start + 8 * i);
             }
+            if (n_scale > 0xffff) return fail_at(it, EDGE_LIMIT, WHAT("over 65535 scales"), qpos);
             if (n_scale > 1 && t->rank == 1 && (qdim < 0 || qdim >= t->rank)) qdim = 0;
             if (n_scale > 1 && (qdim < 0 || qdim >= t->rank))
                 return fail_at(it, EDGE_MODEL_INVALID, WHAT("quantized_dimension out of range"), qpos);
             if (n_scale > 1 && qdim > 127) return fail_at(it, EDGE_LIMIT, WHAT("quantized_dimension above 127"), qpos);
             t->quantized = 1;
             t->scales = (const float *)(const void *)(it->model + scale_start);
-            t->n_scales = n_scale;
+            t->n_scales = (uint16_t)n_scale;
             if (n_zp == n_scale && n_scale > 1) {
                 /* zero points that differ per channel (rare: per-channel weights have zero points of 0) get a
                  * persistent copy of the scales followed by the zero points as int32 */
@@ -406,7 +413,7 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
             }
             t->quantized_dimension = (int8_t)(qdim < 0 ? -1 : qdim > 127 ? 127 : qdim);
             memcpy(&t->scale, it->model + scale_start, 4);
-            t->zero_point = (int32_t)(int64_t)rd64(it->model + zp_start);
+            t->zero_point = (int16_t)(int64_t)rd64(it->model + zp_start);
         }
     }
 
@@ -541,7 +548,10 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     it->error.op_version = (int32_t)version;
     it->error.custom_code = code == EDGE_OP_CUSTOM ? custom_code : 0;
 
+    nd->scratch_offset = NO_OPTIONS;
+    nd->kernel_ = EDGE_NO_KERNEL_;
     if ((s = fb_ints(it, ot, 1, &nd->inputs, &n_in, WHAT("Operator.inputs"))) != EDGE_OK) return s;
+    if (!nd->inputs) nd->inputs = (const int32_t *)(const void *)it->model; /* the anchor of the options' place */
     if ((s = fb_ints(it, ot, 2, &nd->outputs, &n_out, WHAT("Operator.outputs"))) != EDGE_OK) return s;
     if ((s = fb_ints(it, ot, 8, &intermediates, &n_intermediates, WHAT("Operator.intermediates"))) != EDGE_OK)
         return s;
@@ -565,7 +575,10 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     if ((s = fb_ref(it, ot, otype ? 4 : 12, &opos, WHAT("Operator.builtin_options"))) != EDGE_OK) return s;
     if (opos && (otype || otype2)) {
         if ((s = fb_table(it, opos, WHAT("Operator.builtin_options"), &options)) != EDGE_OK) return s;
-        nd->options_ = options.table;
+        const int64_t rel = options.table - (const uint8_t *)(const void *)nd->inputs;
+        if (rel <= -0x7fffffff || rel > 0x7fffffff)
+            return fail_at(it, EDGE_LIMIT, WHAT("Operator.builtin_options (over 2 GiB away)"), where);
+        nd->scratch_offset = (uint32_t)(int32_t)rel;
     }
 
     if ((s = fb_u64(it, ot, 9, &loff, WHAT("Operator.large_custom_options_offset"))) != EDGE_OK) return s;
@@ -747,9 +760,22 @@ static edge_status_t load_model(edge_interp_t *it) {
 
 /* ================================================================================= 4. lifetimes */
 
+/* A node's options table read back from its Operator (load verified it): the planner also runs after init
+ * (edge_plan_entry), when scratch_offset no longer says where the options are. */
+static edge_table_t model_node_options(edge_interp_t *it, const edge_node_t *nd) {
+    edge_table_t ot = node_table(it, nd), t;
+    int64_t pos = 0;
+    t.table = 0;
+    t.n_slots = 0;
+    if (nd->options_type || nd->options2_type) fb_ref(it, &ot, nd->options_type ? 4 : 12, &pos, WHAT("Operator.builtin_options"));
+    if (!pos || fb_table(it, pos, WHAT("Operator.builtin_options"), &t) != EDGE_OK) t.table = 0, t.n_slots = 0;
+    return t;
+}
+
 /* The subgraphs a control-flow node runs (CALL_ONCE / IF / WHILE options), at most 2. */
 static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t out[2], int32_t *n) {
     int32_t k, expect_type, count;
+    edge_table_t opts;
     *n = 0;
     switch (nd->op) {
     case EDGE_OP_CALL_ONCE: expect_type = EDGE_OPTS_CallOnceOptions; count = 1; break;
@@ -759,10 +785,11 @@ static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t o
     }
     if (nd->options_type != expect_type)
         return fail_at(it, EDGE_MODEL_INVALID, WHAT("control-flow op without its options"), -1);
+    opts = model_node_options(it, nd);
     for (k = 0; k < count; k++) {
-        edge_table_t opts = node_options(nd);
-        if (field_off(&opts, k, 4) < 0) return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("subgraph index field"), -1);
-        out[k] = edge_opt_int(nd, k, 4, 0);
+        const int off = field_off(&opts, k, 4);
+        if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("subgraph index field"), -1);
+        out[k] = off ? (int32_t)rd32(opts.table + off) : 0;
         if (out[k] < 0 || out[k] >= it->n_subgraphs)
             return fail_at(it, EDGE_MODEL_INVALID, WHAT("subgraph index out of range"), -1);
     }
@@ -1068,7 +1095,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     r = 0;
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
-        t->flags_ &= (uint8_t)~EDGE_TENSOR_PLANNED_;
+        t->flags_ &= ~(unsigned)EDGE_TENSOR_PLANNED_;
         if (t->is_const) continue;
         if (L.t_first[k] < 0 || t->bytes == 0) {
             t->data = it->base;
@@ -1143,7 +1170,7 @@ edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reaso
 static const edge_kernel_t *find_kernel(edge_interp_t *it, const edge_node_t *nd) {
     const char *custom_code = node_custom_code(it, nd);
     int32_t k;
-    for (k = 0; k < edge_kernel_count; k++) {
+    for (k = 0; k < edge_kernel_count && k < EDGE_NO_KERNEL_; k++) {
         const edge_kernel_t *kr = &edge_kernels[k];
         if (kr->op != nd->op || nd->version > kr->max_version) continue;
         if (nd->op == EDGE_OP_CUSTOM) {
@@ -1194,8 +1221,8 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
         /* every op must have a kernel: refuse the first that has none, naming its code and version */
         for (k = 0; k < it->n_nodes_total; k++) {
             edge_node_t *nd = &it->nodes[k];
-            nd->kernel = find_kernel(it, nd);
-            if (!nd->kernel) {
+            const edge_kernel_t *kr = find_kernel(it, nd);
+            if (!kr) {
                 it->error.subgraph = nd->subgraph;
                 it->error.node = nd->index;
                 it->error.op_code = nd->op;
@@ -1203,6 +1230,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
                 it->error.custom_code = node_custom_code(it, nd);
                 return fail_at(it, EDGE_UNSUPPORTED_OP, WHAT("no kernel for this op and version"), -1);
             }
+            nd->kernel_ = (uint16_t)(kr - edge_kernels);
         }
         /* the resource-variable table: one slot per VAR_HANDLE op */
         for (k = 0; k < it->n_nodes_total; k++) it->max_resources += it->nodes[k].op == EDGE_OP_VAR_HANDLE;
@@ -1221,7 +1249,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
             for (k = 0; k < sg->n_nodes; k++) {
                 edge_node_t *nd = &it->nodes[sg->node_base + k];
                 it->error.what = 0;
-                s = nd->kernel->prepare(nd, &ctx);
+                s = edge_kernels[nd->kernel_].prepare(nd, &ctx);
                 if (s != EDGE_OK) {
                     it->error.status = s;
                     it->error.subgraph = g;
@@ -1303,14 +1331,14 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
     if (!timer) {
         for (k = 0; k < sg->n_nodes; k++) {
             const edge_node_t *nd = &it->nodes[sg->node_base + k];
-            nd->kernel->eval(nd, &ctx);
+            edge_kernels[nd->kernel_].eval(nd, &ctx);
         }
         return EDGE_OK;
     }
     for (k = 0; k < sg->n_nodes; k++) {
         const edge_node_t *nd = &it->nodes[sg->node_base + k];
         uint32_t t0 = timer->now(timer->user), t1;
-        nd->kernel->eval(nd, &ctx);
+        edge_kernels[nd->kernel_].eval(nd, &ctx);
         t1 = timer->now(timer->user);
         if (it->trace && it->trace_count < it->trace_capacity) {
             edge_trace_entry_t *e = &it->trace[it->trace_count];
@@ -1433,11 +1461,11 @@ edge_status_t edge_reset_state(edge_interp_t *it) {
     for (k = 0; k < it->n_nodes_total; k++) {
         const edge_node_t *nd = &it->nodes[k];
         const edge_subgraph_t *sg = &it->subgraphs[nd->subgraph];
-        if (!nd->kernel || !nd->kernel->reset) continue;
+        if (nd->kernel_ == EDGE_NO_KERNEL_ || !edge_kernels[nd->kernel_].reset) continue;
         ctx.tensors = it->tensors + sg->tensor_base;
         ctx.n_tensors = sg->n_tensors;
         ctx.subgraph = nd->subgraph;
-        nd->kernel->reset(nd, &ctx);
+        edge_kernels[nd->kernel_].reset(nd, &ctx);
     }
     return EDGE_OK;
 }
