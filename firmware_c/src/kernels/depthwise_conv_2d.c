@@ -35,8 +35,8 @@ typedef struct {
     int32_t oh, ow, kh, kw;
     int32_t sh, sw, dh, dw, pt, pl;
     int32_t input_offset, output_offset, lo, hi;
-    int32_t *mult, *shift;      /* int16: per output channel */
-    edge_rq_t *rq;              /* int8: per output channel; with rq_generic edge_mbqm's multiplier and shift */
+    int32_t *rq;                /* per output channel, 5 bytes each (edge_conv_rq): edge_rq's form, or with
+                                 * rq_generic (always for int16) edge_mbqm's multiplier and shift */
     int32_t rq_generic;
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
 } dw_data_t;
@@ -54,7 +54,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     const int32_t dh = has_opts ? edge_opt_int(node, 6, 4, 1) : 1;
     edge_tensor_t *in, *w, *bias, *out;
     dw_data_t *d;
-    int32_t shape[4], k, i;
+    int32_t shape[4];
     edge_status_t s;
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
@@ -138,36 +138,9 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     if (d->input_offset < -32768 + 128 || d->input_offset > 32767 - 128)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: input zero point out of range");
-    if (d->kind == DW_INT8) {
-        d->rq = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)d->oc);
-        if (!d->rq) return EDGE_ARENA_TOO_SMALL;
-    } else {
-        d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
-        d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->oc);
-        if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
-    }
-    for (k = 0; k < d->oc; k++) {
-        float ws;
-        int32_t m, e;
-        memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &m, &e);
-        if (d->kind != DW_INT8) {
-            d->mult[k] = m;
-            d->shift[k] = e;
-        } else if (!d->rq_generic && edge_rq_make(&d->rq[k], m, e) != 0) {
-            d->rq_generic = 1; /* a ratio edge_rq does not cover: every channel keeps edge_mbqm's */
-            for (i = 0; i < k; i++) {
-                memcpy(&ws, &w->scales[w->n_scales > 1 ? i : 0], 4);
-                edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->rq[i].mul,
-                                         &d->rq[i].rnd);
-            }
-        }
-        if (d->kind == DW_INT8 && d->rq_generic) {
-            d->rq[k].mul = m;
-            d->rq[k].rnd = e;
-        }
-    }
-    if (d->kind == DW_INT8) {
+    s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
+    if (s != EDGE_OK) return s;
+    if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
         if (s != EDGE_OK) return s;
     }
@@ -175,8 +148,14 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
 }
 
 static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
-    int32_t r = d->rq_generic ? edge_mbqm(edge_wrap32((int64_t)acc), d->rq[ch].mul, d->rq[ch].rnd)
-                              : edge_rq_apply(&d->rq[ch], (int32_t)acc, 0);
+    edge_rq_t q;
+    int32_t r;
+    if (d->rq_generic) {
+        r = edge_mbqm(edge_wrap32((int64_t)acc), edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, d->oc, ch));
+    } else {
+        q = edge_rq_at(d->rq, d->oc, ch);
+        r = edge_rq_apply(&q, (int32_t)acc, 0);
+    }
     return (int8_t)edge_clamp32(r + d->output_offset, d->lo, d->hi);
 }
 
@@ -335,19 +314,23 @@ static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const 
 #endif
 }
 
-/* Multiplier 1 on DSP cores, four channels at a time from registers. A 3x3 window inside the input (per
- * output row, the columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the
- * input offset is folded into the starting sums, fb[ch] = bias[ch] + input_offset * (sum of the channel's
- * nine weights), computed per invoke into the plain path's scratch (oc int32; sums mod 2^32 equal the
- * reference's). Every other pixel (and kernel size) starts from the bias and runs its valid taps row by row
- * with the offset added to the inputs (padding skipped, as the reference). Channels past the last multiple
- * of four, and layers edge_rq does not cover, run the reference loop. */
-static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
-                       uint32_t *fb) {
+/* Multiplier 1 on DSP cores, four channels at a time from registers, one group of four over every pixel
+ * (its four channels' requantization unpacked once). A 3x3 window inside the input (per output row, the
+ * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
+ * folded into the starting sums, fb = bias + input_offset * (sum of the channel's nine weights) (sums mod
+ * 2^32 equal the reference's). Every other pixel (and kernel size) starts from the bias and runs its valid
+ * taps row by row with the offset added to the inputs (padding skipped, as the reference). Channels past the
+ * last multiple of four, and layers edge_rq does not cover, run the reference loop. */
+static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+    /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
     const int32_t c = d->c, c4 = d->rq_generic ? 0 : c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
-    const int32_t xstep = d->dw * c, xrow = d->dh * d->w * c, wrow = kw * c;
+    const int32_t n = d->n, h = d->h, w = d->w, oh = d->oh, ow = d->ow, sh = d->sh, sw = d->sw, pt = d->pt, pl = d->pl;
+    const int32_t dh = d->dh, dwx = d->dw;
+    const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-    const edge_rq_t *const rq = d->rq;
+    const int is3x3 = kh == 3 && kw == 3;
+    edge_rq_t q4[4];
+    uint32_t fb[4], b4[4];
     dw_out_t o;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
     o.zp = d->output_offset;
@@ -355,58 +338,66 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
     o.hi = d->hi;
     o.lo4 = (uint32_t)(uint8_t)d->lo * 0x01010101u;
     o.hi4 = (uint32_t)(uint8_t)d->hi * 0x01010101u;
-    for (ch = 0; ch < c; ch++) {
-        uint32_t sw = 0;
-        for (j = 0; j < kh * kw; j++) sw += (uint32_t)wt[(int64_t)j * c + ch];
-        fb[ch] = (bias ? (uint32_t)bias[ch] : 0) + sw * (uint32_t)off;
-    }
     /* output columns [oxa, oxb) have the whole window inside the input horizontally */
-    oxa = (d->pl + d->sw - 1) / d->sw;
-    oxb = (d->w - 1 - (kw - 1) * d->dw + d->pl) >= 0 ? (d->w - 1 - (kw - 1) * d->dw + d->pl) / d->sw + 1 : 0;
-    if (oxb > d->ow) oxb = d->ow;
+    oxa = (pl + sw - 1) / sw;
+    oxb = (w - 1 - (kw - 1) * dwx + pl) >= 0 ? (w - 1 - (kw - 1) * dwx + pl) / sw + 1 : 0;
+    if (oxb > ow) oxb = ow;
     if (oxa > oxb) oxa = oxb;
-    for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            const int64_t xrow0 = ((int64_t)b * d->h + iy0) * d->w * c; /* an offset: may lie before x */
-            int8_t *yrow = y + ((int64_t)b * d->oh + oy) * d->ow * c;
-            int full;
-            edge_conv_taps(iy0, d->dh, d->h, kh, &fy0, &fy1);
-            full = fy1 - fy0 == kh;
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                const int inside = full && ox >= oxa && ox < oxb;
-                int8_t *yp = yrow + (int64_t)ox * c;
-                fx0 = 0;
-                fx1 = kw;
-                if (!inside) edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
-                ch = 0;
-                if (inside && kh == 3 && kw == 3) {
-                    const int8_t *xp = x + xrow0 + (int64_t)ix0 * c;
-                    for (; ch < c4; ch += 4) {
-                        uint32_t a0 = fb[ch], a1 = fb[ch + 1], a2 = fb[ch + 2], a3 = fb[ch + 3];
-                        DW_3X3(xp + ch, wt + ch, xstep, c, xrow, wrow, a0, a1, a2, a3);
-                        dw_store4(a0, a1, a2, a3, rq + ch, yp + ch, &o);
+    for (ch = 0; ch < c4; ch += 4) {
+        for (j = 0; j < 4; j++) {
+            uint32_t swt = 0;
+            int32_t t;
+            for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
+            b4[j] = bias ? (uint32_t)bias[ch + j] : 0;
+            fb[j] = b4[j] + swt * (uint32_t)off;
+            q4[j] = edge_rq_at(d->rq, d->oc, ch + j);
+        }
+        for (b = 0; b < n; b++) {
+            for (oy = 0; oy < oh; oy++) {
+                const int32_t iy0 = oy * sh - pt;
+                const int64_t xrow0 = ((int64_t)b * h + iy0) * w * c + ch; /* an offset: may lie before x */
+                int8_t *yp = y + ((int64_t)b * oh + oy) * ow * c + ch;
+                edge_conv_taps(iy0, dh, h, kh, &fy0, &fy1);
+                for (ox = 0; ox < ow; ox++, yp += c) {
+                    const int32_t ix0 = ox * sw - pl;
+                    uint32_t a0, a1, a2, a3;
+                    if (ox == oxa && fy1 - fy0 == kh && is3x3 && oxa < oxb) { /* the run of inside windows */
+                        const int8_t *xp = x + xrow0 + (int64_t)ix0 * c;
+                        for (; ox < oxb; ox++, yp += c, xp += pstep) {
+                            a0 = fb[0], a1 = fb[1], a2 = fb[2], a3 = fb[3];
+                            DW_3X3(xp, wt + ch, xstep, c, xrow, wrow, a0, a1, a2, a3);
+                            dw_store4(a0, a1, a2, a3, q4, yp, &o);
+                        }
+                        ox--, yp -= c; /* the loop's step */
+                        continue;
                     }
-                }
-                for (; ch < c4; ch += 4) { /* the taps inside the input, offset added to each input */
-                    uint32_t a0 = bias ? (uint32_t)bias[ch] : 0, a1 = bias ? (uint32_t)bias[ch + 1] : 0;
-                    uint32_t a2 = bias ? (uint32_t)bias[ch + 2] : 0, a3 = bias ? (uint32_t)bias[ch + 3] : 0;
+                    /* the taps inside the input, the offset added to each input */
+                    a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
+                    edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
                     if (fx1 > fx0)
                         for (fy = fy0; fy < fy1; fy++)
-                            DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * d->dw) * c + ch),
+                            DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * dwx) * c),
                                     wt + ((int64_t)fy * kw + fx0) * c + ch, fx1 - fx0, xstep, c, off2, a0, a1, a2, a3);
-                    dw_store4(a0, a1, a2, a3, rq + ch, yp + ch, &o);
+                    dw_store4(a0, a1, a2, a3, q4, yp, &o);
                 }
-                for (; ch < c; ch++) { /* the c % 4 channels (and rq_generic layers): the reference loop */
+            }
+        }
+    }
+    for (; ch < c; ch++) { /* the c % 4 channels (and rq_generic layers): the reference loop */
+        for (b = 0; b < d->n; b++) {
+            for (oy = 0; oy < d->oh; oy++) {
+                const int32_t iy0 = oy * d->sh - d->pt;
+                edge_conv_taps(iy0, d->dh, d->h, kh, &fy0, &fy1);
+                for (ox = 0; ox < d->ow; ox++) {
+                    const int32_t ix0 = ox * d->sw - d->pl;
                     uint32_t acc = bias ? (uint32_t)bias[ch] : 0;
+                    edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
                     for (fy = fy0; fy < fy1; fy++) {
-                        for (fx = fx0; fx < fx1; fx++) {
-                            acc += (uint32_t)((x[xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx * d->dw) * c + ch] + off) *
-                                              wt[((int64_t)fy * kw + fx) * c + ch]);
-                        }
+                        const int64_t xo = (((int64_t)b * d->h + iy0 + fy * d->dh) * d->w + ix0) * c + ch;
+                        for (fx = fx0; fx < fx1; fx++)
+                            acc += (uint32_t)((x[xo + (int64_t)fx * xstep] + off) * wt[((int64_t)fy * kw + fx) * c + ch]);
                     }
-                    yp[ch] = dw_out8(d, acc, ch);
+                    y[(((int64_t)b * d->oh + oy) * d->ow + ox) * c + ch] = dw_out8(d, acc, ch);
                 }
             }
         }
@@ -420,7 +411,8 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
     int32_t b, oy, ox, fy, fx, i, j, fy0, fy1, fx0, fx1;
 #if EDGE_DSP
     if (m == 1) {
-        dw_int8_m1(d, x, wt, bias, y, acc);
+        (void)acc;
+        dw_int8_m1(d, x, wt, bias, y);
         return;
     }
 #endif
@@ -483,7 +475,7 @@ static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, con
                                 acc += (int32_t)xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
                         }
                         if (bias) acc += bias[ch];
-                        r = edge_mbqm64(acc, d->mult[ch], d->shift[ch]);
+                        r = edge_mbqm64(acc, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, d->oc, ch));
                         yp[ch] = (int16_t)edge_clamp32(r, d->lo, d->hi);
                     }
                 }
@@ -532,7 +524,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     switch (d->kind) {
     case DW_INT8:
         dw_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
-                (int8_t *)out->data, (uint32_t *)edge_scratch(ctx, node, d->scratch));
+                (int8_t *)out->data, d->scratch >= 0 ? (uint32_t *)edge_scratch(ctx, node, d->scratch) : 0);
         break;
     case DW_INT16:
         if (EDGE_WITH_INT16)
