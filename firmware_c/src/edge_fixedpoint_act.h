@@ -376,6 +376,37 @@ static inline void ea_lut8_apply(const int8_t lut[256], const void *x, void *y, 
     for (i = 0; i < n; i++) yo[i] = lut[xi[i]];
 }
 
+/* ------------------------------------------------------------------------------------ one-input kernels */
+
+/* The start every one-input elementwise prepare shares (RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH,
+ * LOGISTIC, TANH): one input and one output, the input FLOAT32 / INT8 (/ INT16 with allow_int16) and built in
+ * (edge_type_built), the output given the input's shape and of its type, and `bytes` of zeroed op data in
+ * node->user_data. Reasons leave the op's name to the error message's node prefix. */
+static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, int allow_int16, size_t bytes,
+                                           edge_tensor_t **x, edge_tensor_t **out) {
+    edge_status_t s;
+    edge_tensor_t *in;
+    *x = *out = (edge_tensor_t *)0;
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
+    in = *x = edge_in(ctx, node, 0);
+    *out = edge_out(ctx, node, 0);
+    if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
+    if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && !(allow_int16 && in->type == EDGE_INT16))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, allow_int16 ? "C kernel runs FLOAT32, INT8, INT16" : "C kernel runs FLOAT32, INT8");
+    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
+    if ((s = edge_set_output_shape(ctx, node, 0, in->dims, in->rank)) != EDGE_OK) return s;
+    if ((*out)->type != in->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    node->user_data = edge_alloc_persistent(ctx, bytes);
+    return node->user_data ? EDGE_OK : EDGE_ARENA_TOO_SMALL;
+}
+
+/* Quantized one-input kernels: both tensors quantized with positive finite scales. */
+static inline edge_status_t ea_unary_quantized(edge_ctx_t *ctx, const edge_tensor_t *x, const edge_tensor_t *out) {
+    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
+    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "scales must be positive and finite");
+    return EDGE_OK;
+}
+
 /* ------------------------------------------------------------------------------------ LOGISTIC / TANH kernels */
 
 /* LOGISTIC and TANH are one kernel with two curves (logistic.c, tanh.c pass theirs): the same checks, the same
@@ -392,25 +423,13 @@ typedef struct {
 static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_tanh, ea_lut8_fn int8_value) {
     edge_tensor_t *x, *out;
     ea_sigmoid_data_t *d;
-    edge_status_t s;
+    edge_status_t s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out);
 
-    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
-    x = edge_in(ctx, node, 0);
-    out = edge_out(ctx, node, 0);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16");
-    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
-    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
-    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
-    d = (ea_sigmoid_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
+    d = (ea_sigmoid_data_t *)node->user_data;
     d->type = x->type;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
-    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
-    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "scales must be positive and finite");
+    if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     if (x->type == EDGE_INT8) {
         ea_radius_t radius;
         if (!is_tanh && out->zero_point != -128) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int8 output zero point must be -128");

@@ -52,26 +52,11 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     int32_t out_m, rel_m;
     float hires_input_scale, reluish_scale;
 
-    if (node->n_inputs != 1 || node->n_outputs != 1)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH expects 1 input and 1 output");
-    x = edge_in(ctx, node, 0);
-    out = edge_out(ctx, node, 0);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: input is required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "HARD_SWISH: C kernel runs FLOAT32, INT8");
-    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
-    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
-    if (s != EDGE_OK) return s;
-    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "HARD_SWISH: output type differs from input");
-    d = (hard_swish_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
+    if ((s = ea_unary_begin(node, ctx, 0, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    d = (hard_swish_data_t *)node->user_data;
     d->type = x->type;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
-    if (!x->quantized || !out->quantized)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: tensors need quantization parameters");
-    if (!ea_good_scale(x) || !ea_good_scale(out))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "HARD_SWISH: scales must be positive and finite");
+    if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     hires_input_scale = (1.0f / 128.0f) * x->scale;
     reluish_scale = 3.0f / 32768.0f;
     if (edge_quantize_multiplier((double)(hires_input_scale / out->scale), &out_m, &p.out_e) ||

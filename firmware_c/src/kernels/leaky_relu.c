@@ -50,27 +50,12 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_status_t s;
     int32_t m_alpha;
 
-    if (node->n_inputs != 1 || node->n_outputs != 1)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU expects 1 input and 1 output");
-    x = edge_in(ctx, node, 0);
-    out = edge_out(ctx, node, 0);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: input is required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LEAKY_RELU: C kernel runs FLOAT32, INT8, INT16");
-    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
-    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
-    if (s != EDGE_OK) return s;
-    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LEAKY_RELU: output type differs from input");
-    d = (leaky_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
+    if ((s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    d = (leaky_data_t *)node->user_data;
     d->type = x->type;
     d->alpha = node->options_type == OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
-    if (!x->quantized || !out->quantized)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: tensors need quantization parameters");
-    if (!ea_good_scale(x) || !ea_good_scale(out))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: scales must be positive and finite");
+    if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     if (edge_quantize_multiplier((double)x->scale * (double)d->alpha / (double)out->scale, &m_alpha, &d->s_alpha) ||
         edge_quantize_multiplier((double)x->scale / (double)out->scale, &d->m_id, &d->s_id))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LEAKY_RELU: alpha or scales give no multiplier");

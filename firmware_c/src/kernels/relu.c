@@ -34,24 +34,12 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     edge_status_t s;
     int32_t qmin, qmax;
 
-    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU expects 1 input and 1 output");
-    x = edge_in(ctx, node, 0);
-    out = edge_out(ctx, node, 0);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: input is required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RELU: C kernel runs FLOAT32, INT8, INT16");
-    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
-    s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
-    if (s != EDGE_OK) return s;
-    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "RELU: output type differs from input");
-    d = (relu_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
+    if ((s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    d = (relu_data_t *)node->user_data;
     d->type = x->type;
     d->kind = kind;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
-    if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: tensors need quantization parameters");
-    if (!ea_good_scale(x) || !ea_good_scale(out)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: scales must be positive and finite");
+    if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     qmin = ea_type_min(x->type);
     qmax = ea_type_max(x->type);
     if (kind == KIND_RELU6) {
