@@ -252,7 +252,25 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
                     s3 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s3));
                 }
 #else
-                for (k = 0; k < d4; k++) {
+                k = 0;
+                if (off >= -32512 && off <= 32512) { /* x + off fits int16: blocks of 16 as vector multiply-adds */
+                    const int8_t *w1 = w0 + depth, *w2 = w1 + depth, *w3 = w2 + depth;
+                    for (; k + 16 <= d4; k += 16) {
+                        int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+                        for (j = 0; j < 16; j++) {
+                            const int16_t xv = (int16_t)(xb[k + j] + off);
+                            t0 += xv * (int16_t)w0[k + j];
+                            t1 += xv * (int16_t)w1[k + j];
+                            t2 += xv * (int16_t)w2[k + j];
+                            t3 += xv * (int16_t)w3[k + j];
+                        }
+                        s0 += (uint32_t)t0;
+                        s1 += (uint32_t)t1;
+                        s2 += (uint32_t)t2;
+                        s3 += (uint32_t)t3;
+                    }
+                }
+                for (; k < d4; k++) {
                     const int32_t xv = xb[k] + off;
                     s0 += (uint32_t)(xv * w0[k]);
                     s1 += (uint32_t)(xv * w0[depth + k]);

@@ -260,11 +260,17 @@ static int64_t dot_wide(const int16_t *v, int32_t zp, const int8_t *w, int32_t n
     return s;
 }
 
-/* sum_k c[k] * w[k] of a centred int16 vector (|c| <= 255), wrapping at 32 bits. */
+/* sum_k c[k] * w[k] of a centred int16 vector (|c| <= 255), wrapping at 32 bits; blocks of 16 (each block's sum
+ * fits int32) let the compiler use vector multiply-adds. */
 static uint32_t dot_centred(const int16_t *c, const int8_t *w, int32_t n) {
     uint32_t s = 0;
-    int32_t k;
-    for (k = 0; k < n; k++) s += (uint32_t)((int32_t)c[k] * (int32_t)w[k]);
+    int32_t k = 0, j;
+    for (; k + 16 <= n; k += 16) {
+        int32_t t = 0;
+        for (j = 0; j < 16; j++) t += (int32_t)c[k + j] * (int32_t)w[k + j];
+        s += (uint32_t)t;
+    }
+    for (; k < n; k++) s += (uint32_t)((int32_t)c[k] * (int32_t)w[k]);
     return s;
 }
 
