@@ -19,15 +19,6 @@ from tests.conftest import shared_model, shared_models
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
                                 reason="the C runtime needs gcc and make")
 
-# Over TFLM through op data of kernels this part does not own (strict xfails below, so the test says when a
-# model comes under and should leave this list): CONV_2D / DEPTHWISE_CONV_2D op structs and 8 bytes of
-# requantization per output channel. (FULLY_CONNECTED's per-unit folded sums are gone since e813b0b: dtln and
-# keyword_scrambled(_8bit) are under TFLM again.)
-KNOWN_OVER = {
-    "mobilenet_v2_quantized_1x3x224x224.tflite": "conv/depthwise op data",
-    "person_detect.tflite": "conv/depthwise op data",
-}
-
 _TFLM_TOTALS = r"""
 import sys
 from tflite_micro.python.tflite_micro import runtime
@@ -82,18 +73,8 @@ def measured(backend):
 def test_c_arena_is_no_larger_than_tflm_on_shared_models(measured):
     compared = {p: (c, t) for p, (c, t) in measured.items() if t}
     assert len(compared) >= 10, "TFLM reported too few arenas"  # the top-level models and the seanet ops
-    over = {p.name: (c, t) for p, (c, t) in compared.items() if c > t and p.name not in KNOWN_OVER}
+    over = {p.name: (c, t) for p, (c, t) in compared.items() if c > t}
     assert not over, "C arena above TFLM's (C, TFLM bytes): " + ", ".join(f"{n} {v}" for n, v in sorted(over.items()))
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_OVER))
-@pytest.mark.xfail(strict=True, reason="op data of conv/depthwise/fully_connected (another part) keeps these over TFLM")
-def test_known_over_models_against_tflm(measured, name):
-    row = [v for p, v in measured.items() if p.name == name]
-    if not row or not row[0][1]:
-        pytest.skip(f"{name} not measured")
-    c, t = row[0]
-    assert c <= t, f"{name}: C {c} bytes, TFLM {t}"
 
 
 @pytest.mark.parametrize("name", ["hello_world_int8.tflite", "keyword_scrambled_8bit.tflite",
