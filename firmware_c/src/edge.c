@@ -38,6 +38,11 @@ static uint32_t rd32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 static uint64_t rd64(const uint8_t *p) { return (uint64_t)rd32(p) | ((uint64_t)rd32(p + 4) << 32); }
+/* Equal NUL-terminated strings (the only comparison the runtime needs: smaller than libc's strcmp). */
+static int str_eq(const char *a, const char *b) {
+    while (*a && *a == *b) a++, b++;
+    return *a == *b;
+}
 static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 static int64_t align_persist(int64_t n) { return (n + PERSIST_ALIGN - 1) / PERSIST_ALIGN * PERSIST_ALIGN; }
 
@@ -313,15 +318,17 @@ edge_status_t edge_opt_string(edge_ctx_t *ctx, const edge_node_t *node, int32_t 
 
 /* ================================================================================= 3. loading */
 
+/* Product of the dims, capped at 2^40 (far above any limit). Multiplies only while the product is below 2^32,
+ * so it cannot overflow (dims < 2^31), and divides nothing (no 64-bit division helper on Cortex-M). */
 static int64_t tensor_elements_capped(const int32_t *dims, int32_t rank) {
+    const int64_t cap = (int64_t)1 << 40;
     int64_t n = 1;
     int32_t i;
     for (i = 0; i < rank; i++)
         if (dims[i] == 0) return 0;
     for (i = 0; i < rank; i++) {
-        /* far above any limit: stop before the product can overflow (checked before multiplying) */
-        if (dims[i] > 0 && n > (((int64_t)1 << 40) / dims[i])) return (int64_t)1 << 40;
-        n *= dims[i];
+        if (dims[i] > 1) n = n >> 32 ? cap : n * dims[i];
+        if (n > cap) n = cap;
     }
     return n;
 }
@@ -332,6 +339,32 @@ int32_t edge_tensor_zero_point(const edge_tensor_t *t, int32_t c) {
     if (!t->quantized) return 0;
     if (!(t->flags_ & EDGE_TENSOR_ZP_PER_CHANNEL_) || c <= 0 || c >= t->n_scales) return t->zero_point;
     return ((const int32_t *)(const void *)(t->scales + t->n_scales))[c];
+}
+
+/* The bytes of buffer `buf` (Buffer: 0 data [ubyte], 1 offset ulong, 2 size ulong; offset > 1: the bytes lie
+ * elsewhere in the file), checked to lie within the file; *data NULL and *len 0 when it has none. */
+static edge_status_t buffer_bytes(edge_interp_t *it, int64_t buffers, uint32_t buf, edge_table_t *bt,
+                                  const uint8_t **data, int64_t *len) {
+    edge_status_t s;
+    uint64_t off, size;
+    int64_t start;
+    int32_t count;
+    *data = 0;
+    *len = 0;
+    if ((s = fb_vector_table(it, buffers, (int32_t)buf, WHAT("Buffer"), bt)) != EDGE_OK) return s;
+    if ((s = fb_u64(it, bt, 1, &off, WHAT("Buffer.offset"))) != EDGE_OK) return s;
+    if ((s = fb_u64(it, bt, 2, &size, WHAT("Buffer.size"))) != EDGE_OK) return s;
+    if (off > 1) {
+        if (off > (uint64_t)it->model_len || size > (uint64_t)it->model_len - off)
+            return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("Buffer.offset"), bt->table - it->model);
+        *data = it->model + off;
+        *len = (int64_t)size;
+        return EDGE_OK;
+    }
+    if ((s = fb_vector(it, bt, 0, 1, &start, &count, WHAT("Buffer.data"))) != EDGE_OK) return s;
+    if (start) *data = it->model + start;
+    *len = count;
+    return EDGE_OK;
 }
 
 /* Fill one tensor from its table (Tensor: 0 shape, 1 type, 2 buffer, 3 name, 4 quantization, 5 is_variable,
@@ -417,27 +450,11 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
         }
     }
 
-    /* the buffer: Buffer 0 data [ubyte], 1 offset ulong, 2 size ulong (offset > 1: bytes elsewhere in the file) */
     elements = tensor_elements_capped(t->dims, t->rank);
-    if ((s = fb_vector_table(it, buffers, (int32_t)buf, WHAT("Buffer"), &bt)) != EDGE_OK) return s;
     {
-        uint64_t off, size;
-        int64_t data_start = 0;
-        int32_t data_len = 0;
-        const uint8_t *data = 0;
-        int64_t len = 0;
-        if ((s = fb_u64(it, &bt, 1, &off, WHAT("Buffer.offset"))) != EDGE_OK) return s;
-        if ((s = fb_u64(it, &bt, 2, &size, WHAT("Buffer.size"))) != EDGE_OK) return s;
-        if (off > 1) {
-            if (off > (uint64_t)it->model_len || size > (uint64_t)it->model_len - off)
-                return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("Buffer.offset"), bt.table - it->model);
-            data = it->model + off;
-            len = (int64_t)size;
-        } else {
-            if ((s = fb_vector(it, &bt, 0, 1, &data_start, &data_len, WHAT("Buffer.data"))) != EDGE_OK) return s;
-            data = data_start ? it->model + data_start : 0;
-            len = data_len;
-        }
+        const uint8_t *data;
+        int64_t len;
+        if ((s = buffer_bytes(it, buffers, buf, &bt, &data, &len)) != EDGE_OK) return s;
         if (len > 0 && !t->is_variable) {
             uint32_t item = edge_type_bytes(t->type);
             int64_t expect;
@@ -446,7 +463,7 @@ static edge_status_t load_tensor(edge_interp_t *it, const edge_table_t *tt, edge
             if (t->type == EDGE_INT4 || t->type == EDGE_UINT4) expect = (elements + 1) / 2;
             else if (t->type == EDGE_INT2) expect = (elements + 3) / 4;
             else expect = elements * item;
-            if (t->is_sparse ? (item > 1 && len % item) : (len != expect))
+            if (t->is_sparse ? (len & (item - 1)) /* item: a power of two */ : (len != expect))
                 return fail_at(it, EDGE_MODEL_INVALID, WHAT("constant size does not match its shape"), bt.table - it->model);
             if ((uintptr_t)data % align)
                 return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("constant data misaligned"), data - it->model);
@@ -496,24 +513,13 @@ static edge_table_t model_element(edge_interp_t *it, int32_t s, int32_t slot, in
 
 static void variable_init(edge_interp_t *it, int32_t s, int32_t k, const uint8_t **data, int64_t *len) {
     edge_table_t mt, tt = model_element(it, s, 0, k), bt;
-    int64_t buffers, start = 0;
-    int32_t n, count = 0;
+    int64_t buffers;
+    int32_t n;
     uint32_t buf = 0;
-    uint64_t off = 0, size = 0;
     fb_table(it, (int64_t)rd32(it->model), WHAT("Model"), &mt);
     fb_vector(it, &mt, 4, 4, &buffers, &n, WHAT("Model.buffers"));
     fb_u32(it, &tt, 2, 0, &buf, WHAT("Tensor.buffer"));
-    fb_vector_table(it, buffers, (int32_t)buf, WHAT("Buffer"), &bt);
-    fb_u64(it, &bt, 1, &off, WHAT("Buffer.offset"));
-    fb_u64(it, &bt, 2, &size, WHAT("Buffer.size"));
-    if (off > 1) {
-        *data = it->model + off;
-        *len = (int64_t)size;
-    } else {
-        fb_vector(it, &bt, 0, 1, &start, &count, WHAT("Buffer.data"));
-        *data = start ? it->model + start : 0;
-        *len = count;
-    }
+    buffer_bytes(it, buffers, buf, &bt, data, len);
     if (*len <= 0) *data = 0;
 }
 
@@ -1122,7 +1128,7 @@ int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *sha
     if (!container) container = "";
     if (!shared_name) shared_name = "";
     for (k = 0; k < it->n_resources; k++)
-        if (strcmp(it->resources[k].container, container) == 0 && strcmp(it->resources[k].shared_name, shared_name) == 0)
+        if (str_eq(it->resources[k].container, container) && str_eq(it->resources[k].shared_name, shared_name))
             return k;
     if (it->n_resources >= it->max_resources) return -1;
     it->resources[k].container = container;
@@ -1174,7 +1180,7 @@ static const edge_kernel_t *find_kernel(edge_interp_t *it, const edge_node_t *nd
         const edge_kernel_t *kr = &edge_kernels[k];
         if (kr->op != nd->op || nd->version > kr->max_version) continue;
         if (nd->op == EDGE_OP_CUSTOM) {
-            if (!kr->custom_code || !custom_code || strcmp(kr->custom_code, custom_code) != 0) continue;
+            if (!kr->custom_code || !custom_code || !str_eq(kr->custom_code, custom_code)) continue;
         }
         return kr;
     }
@@ -1398,7 +1404,7 @@ int32_t edge_signature_count(const edge_interp_t *it) {
 int32_t edge_signature_find(const edge_interp_t *it, const char *key) {
     int32_t k, n = edge_signature_count(it);
     for (k = 0; key && k < n; k++)
-        if (strcmp(edge_signature_key(it, k), key) == 0) return k;
+        if (str_eq(edge_signature_key(it, k), key)) return k;
     return -1;
 }
 
@@ -1429,7 +1435,7 @@ int32_t edge_signature_tensor(const edge_interp_t *it, int32_t k, int32_t output
     n = (int32_t)rd32(it->model + v);
     for (j = 0; j < n; j++) {
         m = sig_element(it->model, v + 4, j);
-        if (strcmp(sig_string(it->model, &m, 0), name) == 0) return (int32_t)sig_u32(&m, 1);
+        if (str_eq(sig_string(it->model, &m, 0), name)) return (int32_t)sig_u32(&m, 1);
     }
     return -1;
 }
@@ -1567,12 +1573,21 @@ static void put_s(out_t *o, const char *s) {
     while (s && *s && o->left > 1) { *o->p++ = *s++; o->left--; }
 }
 static void put_i(out_t *o, int64_t v) {
-    char tmp[24];
-    int n = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    /* digits by subtracting powers of ten: no 64-bit division helper on 32-bit cores */
+    uint64_t pw[20], u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    int n = 1;
+    char digit[2] = {0, 0};
     if (v < 0) put_s(o, "-");
-    do { tmp[n++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
-    while (n > 0 && o->left > 1) { *o->p++ = tmp[--n]; o->left--; }
+    pw[0] = 1;
+    while (n < 20 && pw[n - 1] <= UINT64_MAX / 10 && pw[n - 1] * 10 <= u) {
+        pw[n] = pw[n - 1] * 10;
+        n++;
+    }
+    while (n-- > 0) {
+        digit[0] = '0';
+        while (u >= pw[n]) u -= pw[n], digit[0]++;
+        put_s(o, digit);
+    }
 }
 
 char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
