@@ -10,7 +10,8 @@ The steps, in order (nothing is flashed or started before the ELF is complete an
    flash), ``edge_ops_generated.c`` (firmware_c/tools/gen_ops.py: the op table for exactly the model's ops)
    and ``app_config.h`` (arena bytes sized from the C runtime's plan of this model, input bytes, trace size);
 2. build ``fw.elf`` with ``make -C firmware_c/app`` for the profile's board and CPU with its toolchain flags
-   (only the kernel files the model's ops need are compiled);
+   (only the kernel files the model's ops need are compiled, and without the float32 / int16 code paths
+   when no tensor of the model has that type: gen_ops.py's type switches);
 3. read the sections of the link (``arm-none-eabi-size -A``) and refuse when the model exceeds the profile's
    ``flash_model_bytes`` or the arena its ``ram_arena_bytes`` (the linker itself refuses what does not fit
    the board's memory map);
@@ -316,8 +317,10 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
                            str(model_path)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
+    # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...): smaller firmware
+    type_defs = _gen_ops_module().type_defines([str(model_path)])
     return {"kernels": files, "arena_bytes": arena, "input_bytes": input_bytes, "trace_cap": trace_cap,
-            "ops": len(sg0.operators), "gen_state_bytes": gen_state}
+            "ops": len(sg0.operators), "gen_state_bytes": gen_state, "type_defs": type_defs}
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -356,7 +359,7 @@ def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dic
     info = generate(model_path, data, gen_dir, profile.ram_arena_bytes)
     info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
-    flags = _toolchain_flags(profile)
+    flags = _toolchain_flags(profile) + info["type_defs"]
     key = hashlib.sha256(" ".join([board, cpu or "", *flags]).encode()).hexdigest()[:12]
     if not resources.builds_in_place(FIRMWARE):  # an installed copy: its own objects (its sources' mtimes differ)
         key = hashlib.sha256(f"{key} {FIRMWARE}".encode()).hexdigest()[:12]
