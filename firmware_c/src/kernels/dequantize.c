@@ -58,6 +58,7 @@ edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
     s = edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
     if (s != EDGE_OK) return s;
     if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEQUANTIZE: output must be FLOAT32");
+    if ((s = edge_type_built(ctx, out->type)) != EDGE_OK || (s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     d = (dequantize_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
@@ -104,6 +105,7 @@ void edge_eval_dequantize(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t n = edge_tensor_elements(out);
     float *y = (float *)out->data;
     int64_t i;
+    if (!EDGE_WITH_FLOAT32) return; /* refused at prepare */
     if (d->type == EDGE_FLOAT16) {
         const uint16_t *h = (const uint16_t *)x->data;
         for (i = 0; i < n; i++) y[i] = half_to_float(h[i]);

@@ -98,6 +98,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     if (!((in->type == EDGE_INT8 && w->type == EDGE_INT8) || (in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) ||
           (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: C kernel runs INT8/INT8, INT16/INT8 and FLOAT32/FLOAT32");
+    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
     if (w->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weights must be 2-D [units, depth]");
     if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: sparse weights");
     units = w->dims[0];
@@ -332,12 +333,12 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t r64;
     const uint32_t in_off = (uint32_t)d->input_offset, f_off = (uint32_t)d->filter_offset; /* int32 wrap */
 
-    if (in->type == EDGE_FLOAT32) {
+    if (EDGE_WITH_FLOAT32 && in->type == EDGE_FLOAT32) {
         fc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
                  (float *)out->data);
         return;
     }
-    if (in->type == EDGE_INT16) {
+    if (EDGE_WITH_INT16 && in->type == EDGE_INT16) {
         fc_eval_int16(d, in, w, bt, out);
         return;
     }

@@ -59,6 +59,7 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK) return s;
     if (out->type != EDGE_INT8 && out->type != EDGE_INT16 && out->type != EDGE_INT32 && out->type != EDGE_UINT8)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: output must be INT8, INT16, INT32 or UINT8");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK || (s = edge_type_built(ctx, out->type)) != EDGE_OK) return s;
     if (!out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "QUANTIZE: output needs quantization parameters");
     if (out->n_scales != 1) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "QUANTIZE: per-channel output");
     d = (quantize_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -101,6 +102,7 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
     switch (d->in_type) {
     case EDGE_FLOAT32: {
         const float *xf = (const float *)x->data;
+        if (!EDGE_WITH_FLOAT32) break; /* refused at prepare */
         for (i = 0; i < n; i++) {
             const float r = ea_round_f32(xf[i] / d->scale);
             int32_t q = EDGE_INT32_MIN; /* x86 cvttss2si for NaN and out of range */
@@ -128,6 +130,7 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
     }
     case EDGE_INT16: {
         const int16_t *xi = (const int16_t *)x->data;
+        if (!EDGE_WITH_INT16) break; /* refused at prepare */
         for (i = 0; i < n; i++) store(d->out_type, y, i, requantize(d, xi[i]));
         break;
     }

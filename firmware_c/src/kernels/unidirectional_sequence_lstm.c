@@ -97,6 +97,7 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     y = edge_out(ctx, node, 0);
     if (!x || !h || !c) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input and states are required");
     if (!h->is_variable || !c->is_variable) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: states must be variable tensors");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (x->rank != 3) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 3-D");
     if (h->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: hidden state must be 2-D");
     steps = time_major ? x->dims[0] : x->dims[1];
@@ -288,11 +289,12 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
     edge_tensor_t *th = edge_in(ctx, node, 18), *tc = edge_in(ctx, node, 19), *ty = edge_out(ctx, node, 0);
     const int8_t *wi[4], *wr[4];
     const uint8_t *bi[4];
-    const int32_t hmin = d->wide ? -32768 : -128, hmax = d->wide ? 32767 : 127;
+    const int wide = EDGE_WITH_INT16 && d->wide;
+    const int32_t hmin = wide ? -32768 : -128, hmax = wide ? 32767 : 127;
     int16_t *cs, *xc = 0, *hc = 0;
     int32_t t, b, g, u, k;
 
-    if (d->is_float) {
+    if (EDGE_WITH_FLOAT32 && d->is_float) {
         lstm_float(d, node, ctx);
         return;
     }
@@ -321,7 +323,7 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
                 /* the unit's four gates from the previous hidden state (h is rewritten after the row) */
                 for (g = 0; g < 4; g++) {
                     int32_t a, r;
-                    if (d->wide) {
+                    if (wide) {
                         const int16_t *xr = (const int16_t *)tx->data + row * I;
                         const int16_t *h = (const int16_t *)th->data + (int64_t)b * S;
                         int64_t bv;
@@ -355,11 +357,11 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
                 c[u] = (int16_t)cv;
                 hv = (int64_t)edge_mbqm(tanh16(cv, d->tanh_mult, d->tanh_shift) * og, d->h_m, d->h_s) + d->h_zp;
                 hv = hv < hmin ? hmin : (hv > hmax ? hmax : hv);
-                if (d->wide) ((int16_t *)ty->data)[row * S + u] = (int16_t)hv;
+                if (wide) ((int16_t *)ty->data)[row * S + u] = (int16_t)hv;
                 else ((int8_t *)ty->data)[row * S + u] = (int8_t)hv;
             }
             /* the row's new hidden values become the hidden state */
-            if (d->wide) memcpy((int16_t *)th->data + (int64_t)b * S, (const int16_t *)ty->data + row * S, 2 * (size_t)S);
+            if (wide) memcpy((int16_t *)th->data + (int64_t)b * S, (const int16_t *)ty->data + row * S, 2 * (size_t)S);
             else memcpy((int8_t *)th->data + (int64_t)b * S, (const int8_t *)ty->data + row * S, (size_t)S);
         }
 }
