@@ -110,16 +110,29 @@ const char *edge_op_name(int op_code) {
 #endif
 }
 
+/* Record an arena shortfall: `required` bytes from the arena's start (exact, or a lower bound). */
+static edge_status_t too_small(edge_interp_t *it, int64_t required, uint8_t exact, const char *what) {
+    it->error.required = required;
+    it->error.given = (int64_t)it->arena_len;
+    it->error.required_exact = exact;
+    return fail_at(it, EDGE_ARENA_TOO_SMALL, what, -1);
+}
+
+/* Every index of v[0..n) in [lo, hi); otherwise the model is invalid (what names the vector). */
+static edge_status_t check_indices(edge_interp_t *it, const int32_t *v, int32_t n, int32_t lo, int32_t hi,
+                                   const char *what, int64_t where) {
+    int32_t i;
+    for (i = 0; i < n; i++)
+        if (v[i] < lo || v[i] >= hi) return fail_at(it, EDGE_MODEL_INVALID, what, where);
+    return EDGE_OK;
+}
+
 /* Persistent memory from the arena's end; NULL (with the shortfall recorded) when it does not fit. */
 static void *tail_alloc(edge_interp_t *it, size_t bytes) {
     int64_t need = align_persist((int64_t)bytes);
     uint8_t *p;
     if ((int64_t)it->tail_used + need > (int64_t)it->base_len) {
-        it->error.status = EDGE_ARENA_TOO_SMALL;
-        it->error.required = (int64_t)(it->base - it->arena) + (int64_t)it->tail_used + need;
-        it->error.given = (int64_t)it->arena_len;
-        it->error.required_exact = 0;
-        it->error.what = WHAT("persistent data");
+        too_small(it, (int64_t)(it->base - it->arena) + (int64_t)it->tail_used + need, 0, WHAT("persistent data"));
         return 0;
     }
     it->tail_used += (size_t)need;
@@ -532,7 +545,7 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     uint32_t oi, version, builtin;
     uint8_t deprecated, otype, otype2;
     int64_t opos, cstart;
-    int32_t i, ccount, code;
+    int32_t ccount, code;
     uint64_t loff, lsize;
     edge_table_t ct, options;
     const int32_t *intermediates;
@@ -564,15 +577,13 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     if (n_in > 0x7fff || n_out > 0x7fff) return fail_at(it, EDGE_LIMIT, WHAT("an operator with over 32767 inputs or outputs"), where);
     nd->n_inputs = (int16_t)n_in;
     nd->n_outputs = (int16_t)n_out;
-    for (i = 0; i < nd->n_inputs; i++)
-        if (nd->inputs[i] < -1 || nd->inputs[i] >= sg->n_tensors)
-            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.inputs (tensor out of range)"), where);
-    for (i = 0; i < nd->n_outputs; i++)
-        if (nd->outputs[i] < 0 || nd->outputs[i] >= sg->n_tensors)
-            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.outputs (tensor out of range)"), where);
-    for (i = 0; i < n_intermediates; i++)
-        if (intermediates[i] < 0 || intermediates[i] >= sg->n_tensors)
-            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Operator.intermediates (tensor out of range)"), where);
+    if ((s = check_indices(it, nd->inputs, n_in, -1, sg->n_tensors, WHAT("Operator.inputs (tensor out of range)"),
+                           where)) != EDGE_OK ||
+        (s = check_indices(it, nd->outputs, n_out, 0, sg->n_tensors, WHAT("Operator.outputs (tensor out of range)"),
+                           where)) != EDGE_OK ||
+        (s = check_indices(it, intermediates, n_intermediates, 0, sg->n_tensors,
+                           WHAT("Operator.intermediates (tensor out of range)"), where)) != EDGE_OK)
+        return s;
 
     if ((s = fb_u8(it, ot, 3, 0, &otype, WHAT("Operator.builtin_options_type"))) != EDGE_OK) return s;
     if ((s = fb_u8(it, ot, 11, 0, &otype2, WHAT("Operator.builtin_options_2_type"))) != EDGE_OK) return s;
@@ -725,12 +736,11 @@ static edge_status_t load_model(edge_interp_t *it) {
             return fail_at(it, EDGE_LIMIT, WHAT("a subgraph with over 32767 inputs or outputs"), st.table - it->model);
         sg->n_inputs = (int16_t)n_io[0];
         sg->n_outputs = (int16_t)n_io[1];
-        for (k = 0; k < sg->n_inputs; k++)
-            if (sg->inputs[k] < 0 || sg->inputs[k] >= nt)
-                return fail_at(it, EDGE_MODEL_INVALID, WHAT("SubGraph.inputs (tensor out of range)"), st.table - it->model);
-        for (k = 0; k < sg->n_outputs; k++)
-            if (sg->outputs[k] < 0 || sg->outputs[k] >= nt)
-                return fail_at(it, EDGE_MODEL_INVALID, WHAT("SubGraph.outputs (tensor out of range)"), st.table - it->model);
+        if ((s = check_indices(it, sg->inputs, n_io[0], 0, nt, WHAT("SubGraph.inputs (tensor out of range)"),
+                               st.table - it->model)) != EDGE_OK ||
+            (s = check_indices(it, sg->outputs, n_io[1], 0, nt, WHAT("SubGraph.outputs (tensor out of range)"),
+                               st.table - it->model)) != EDGE_OK)
+            return s;
         for (j = 0; j < nt; j++) {
             it->error.tensor = j;
             if ((s = fb_vector_table(it, tstart, j, WHAT("Tensor"), &t)) != EDGE_OK) return s;
@@ -995,12 +1005,8 @@ static edge_status_t plan_arena(edge_interp_t *it) {
 
     /* the lifetimes, then the planner's arrays: temporary, from the free head region */
     life_bytes = 8 * ((int64_t)it->n_tensors_total + it->n_nodes_total);
-    if (life_bytes + 64 > (int64_t)free_bytes) {
-        it->error.required = pad + (int64_t)it->tail_used + life_bytes + 64;
-        it->error.given = (int64_t)it->arena_len;
-        it->error.required_exact = 0;
-        return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("planner memory"), -1);
-    }
+    if (life_bytes + 64 > (int64_t)free_bytes)
+        return too_small(it, pad + (int64_t)it->tail_used + life_bytes + 64, 0, WHAT("planner memory"));
     p = it->base;
     L.t_first = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
     L.t_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
@@ -1025,12 +1031,8 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     w.n = n_t + n_s;
     w.n_tensors = n_t;
     temp_bytes = align_persist(life_bytes + (int64_t)w.n * (8 + 8 + 4 * 5) + 64);
-    if (temp_bytes > (int64_t)free_bytes) {
-        it->error.required = pad + (int64_t)it->tail_used + temp_bytes;
-        it->error.given = (int64_t)it->arena_len;
-        it->error.required_exact = 0;
-        return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("planner memory"), -1);
-    }
+    if (temp_bytes > (int64_t)free_bytes)
+        return too_small(it, pad + (int64_t)it->tail_used + temp_bytes, 0, WHAT("planner memory"));
     p = it->base + ((life_bytes + 7) / 8) * 8;
     w.off = (int64_t *)(void *)p; p += 8 * (size_t)w.n;
     w.size = (int64_t *)(void *)p; p += 8 * (size_t)w.n;
@@ -1091,12 +1093,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     it->plan.steps = end + 1;
     required = pad + (int64_t)it->tail_used + (head_total > temp_bytes ? head_total : temp_bytes);
     it->high_water = (size_t)(required - pad);
-    if (required > (int64_t)it->arena_len) {
-        it->error.required = required;
-        it->error.given = (int64_t)it->arena_len;
-        it->error.required_exact = 1;
-        return fail_at(it, EDGE_ARENA_TOO_SMALL, WHAT("tensor arena"), -1);
-    }
+    if (required > (int64_t)it->arena_len) return too_small(it, required, 1, WHAT("tensor arena"));
     /* give tensors and scratch their bytes (the temporary arrays die when the head is zeroed) */
     r = 0;
     for (k = 0; k < it->n_tensors_total; k++) {
