@@ -295,6 +295,31 @@ def test_dsp_path_large_channels(backend, dsp_runner, tmp_path):
     np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
 
 
+@pytest.mark.parametrize("op", ["DEPTHWISE_CONV_2D", "CONV_2D"])
+def test_requantization_edge_rq_does_not_cover(backend, dsp_runner, op, tmp_path):
+    """A last channel whose multiplier is >= 0.25 (edge_rq covers only right shifts >= 2): every channel falls back
+    to edge_mbqm's multiplier and shift (the 5-byte per-channel form restarted from channel 0); plain and DSP builds
+    equal Python and TFLM."""
+    rng = np.random.default_rng(21)
+    c = 8
+    scales = list(rng.uniform(0.002, 0.02, c - 1)) + [0.6]  # multiplier 0.05 * 0.6 / 0.1 = 0.3
+    shape = (1, 3, 3, c) if op == "DEPTHWISE_CONV_2D" else (c, 3, 3, c)
+    data = rng.integers(-127, 128, shape, dtype=np.int8)
+    last = (..., c - 1) if op == "DEPTHWISE_CONV_2D" else (c - 1,)
+    data[last] = rng.integers(-1, 2, data[last].shape)  # small weights: the big multiplier does not saturate
+    wt = T(shape, "INT8", scales, 0, quantized_dimension=3 if op == "DEPTHWISE_CONV_2D" else 0, data=data)
+    b = T((c,), "INT32", 1.0, 0, data=rng.integers(-200, 200, c).astype(np.int32))
+    opts = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+    if op == "DEPTHWISE_CONV_2D":
+        opts["depth_multiplier"] = 1
+    model = op_model(op, [T((1, 6, 5, c), "INT8", 0.05, 3), wt, b], [T((1, 6, 5, c), "INT8", 0.1, -5)], options=opts,
+                     version=3)
+    feeds = [rng.integers(-128, 128, (1, 6, 5, c), dtype=np.int8)]
+    plain = _compare(backend, model, feeds, "int8")
+    np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
+    assert np.unique(plain[..., -1]).size > 2 and np.unique(plain[..., 0]).size > 2
+
+
 # ------------------------------------------------------------------------------------------------ refusals
 
 def test_refusals_name_the_problem(backend):

@@ -137,15 +137,15 @@ static inline int32_t edge_rq_apply(const edge_rq_t *q, int32_t acc, int32_t zp)
 }
 
 /* A layer's edge_rq_t values kept compact, 5 bytes a channel: rq[0..n) the mul fields, then n bytes e[i]
- * (DSP: rnd = 2^e, e = 32 for rnd 0; plain C: e = rnd, the right shift). edge_rq_pack stores channel i,
- * edge_rq_at rebuilds it. */
+ * (DSP: rnd = 2^30 >> e, e = 31 for rnd 0 (one shift to rebuild, no branch); plain C: e = rnd, the right
+ * shift). edge_rq_pack stores channel i, edge_rq_at rebuilds it. */
 static inline void edge_rq_pack(int32_t *rq, int32_t n, int32_t i, const edge_rq_t *q) {
     int8_t *e = (int8_t *)(rq + n);
     int32_t k = 0;
     rq[i] = q->mul;
 #if EDGE_DSP
-    if (q->rnd == 0) k = 32;
-    while (k < 32 && ((uint32_t)q->rnd >> k) != 1u) k++;
+    if (q->rnd == 0) k = 31;
+    while (k < 31 && ((uint32_t)1 << (30 - k)) != (uint32_t)q->rnd) k++; /* rnd = 2^(32 - rs), rs in 2..31 */
 #else
     k = q->rnd;
 #endif
@@ -157,7 +157,7 @@ static inline edge_rq_t edge_rq_at(const int32_t *rq, int32_t n, int32_t i) {
     const int32_t k = ((const int8_t *)(rq + n))[i];
     q.mul = rq[i];
 #if EDGE_DSP
-    q.rnd = k >= 32 ? 0 : (int32_t)((uint32_t)1 << k);
+    q.rnd = (int32_t)((uint32_t)0x40000000u >> k);
 #else
     q.rnd = k;
 #endif

@@ -394,8 +394,9 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                     edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
                     for (fy = fy0; fy < fy1; fy++) {
                         const int64_t xo = (((int64_t)b * d->h + iy0 + fy * d->dh) * d->w + ix0) * c + ch;
+                        const int8_t *wr = wt + (int64_t)fy * kw * c + ch;
                         for (fx = fx0; fx < fx1; fx++)
-                            acc += (uint32_t)((x[xo + (int64_t)fx * xstep] + off) * wt[((int64_t)fy * kw + fx) * c + ch]);
+                            acc += (uint32_t)((x[xo + (int64_t)fx * xstep] + off) * wr[(int64_t)fx * c]);
                     }
                     y[(((int64_t)b * d->oh + oy) * d->ow + ox) * c + ch] = dw_out8(d, acc, ch);
                 }

@@ -29,7 +29,7 @@ typedef struct {
     int32_t bias16;             /* int16 kernel with an INT16 bias (widened) */
     int32_t input_offset, output_offset, lo, hi;
     float flo, fhi;
-    int32_t *mult, *shift;
+    int32_t *rq;                /* per output channel: edge_mbqm's multiplier and shift, 5 bytes (edge_conv_rq) */
     int32_t scratch;            /* int32 (int8) / int64 (int16) sums, one per output value */
 } tc_data_t;
 
@@ -130,13 +130,10 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: fused activation");
     d->input_offset = d->kind == TC_INT8 ? -in->zero_point : 0;
     d->output_offset = d->kind == TC_INT8 ? out->zero_point : 0;
-    d->mult = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
-    d->shift = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->o);
-    if (!d->mult || !d->shift) return EDGE_ARENA_TOO_SMALL;
-    for (k = 0; k < d->o; k++) {
-        float ws;
-        memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->mult[k], &d->shift[k]);
+    {
+        int32_t generic;
+        s = edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rq, &generic);
+        if (s != EDGE_OK) return s;
     }
     {
         const int64_t elems = (int64_t)d->n * d->oh * d->ow * d->o;
@@ -179,7 +176,8 @@ static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const
     for (e = 0; e < total; e++) {
         const int32_t ch = (int32_t)(e % o);
         uint32_t a = acc[e] + (bias ? (uint32_t)bias[ch] : 0u);
-        int32_t r = edge_mbqm(edge_wrap32((int64_t)a), d->mult[ch], d->shift[ch]) + d->output_offset;
+        int32_t r = edge_mbqm(edge_wrap32((int64_t)a), edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
+        r += d->output_offset;
         y[e] = (int8_t)edge_clamp32(r, d->lo, d->hi);
     }
 }
@@ -218,7 +216,7 @@ static void tc_int16(const tc_data_t *d, const int16_t *x, const int8_t *wt, con
         int64_t a = acc[e];
         int32_t r;
         if (bias) a += d->bias16 ? (int64_t)((const int16_t *)bias)[ch] : ((const int64_t *)bias)[ch];
-        r = edge_mbqm64(a, d->mult[ch], d->shift[ch]);
+        r = edge_mbqm64(a, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
         y[e] = (int16_t)edge_clamp32(r, d->lo, d->hi);
     }
 }
