@@ -43,31 +43,26 @@ static inline int32_t eb_rq(eb_rq_t q, int32_t x) {
 /* A row function (ea_row_fn) from an element function elem(op_t params, T x1, T x2) -> int32/float; op
  * points at the op_t (keep it small: it is copied once per row). Size-optimized builds (-Os) keep one loop. */
 #ifdef __OPTIMIZE_SIZE__
-#define EB_ROW(name, T, op_t, elem)                                                                              \
-    static void name(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {  \
-        const op_t d = *(const op_t *)op;                                                                         \
-        const T *x1 = (const T *)a, *x2 = (const T *)b;                                                           \
-        T *o = (T *)y;                                                                                            \
-        int32_t i;                                                                                                \
-        for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i * sa], x2[i * sb]);                                        \
-    }
+#define EB_ROW_LOOPS(T, elem) for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i * sa], x2[i * sb]);
 #else
+#define EB_ROW_LOOPS(T, elem)                                                                                    \
+    if (sa && sb)                                                                                                \
+        for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i], x2[i]);                                                 \
+    else if (sb)                                                                                                 \
+        for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[0], x2[i]);                                                 \
+    else if (sa)                                                                                                 \
+        for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i], x2[0]);                                                 \
+    else                                                                                                         \
+        for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[0], x2[0]);
+#endif
 #define EB_ROW(name, T, op_t, elem)                                                                              \
     static void name(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {  \
         const op_t d = *(const op_t *)op;                                                                         \
         const T *x1 = (const T *)a, *x2 = (const T *)b;                                                           \
         T *o = (T *)y;                                                                                            \
         int32_t i;                                                                                                \
-        if (sa && sb)                                                                                             \
-            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i], x2[i]);                                              \
-        else if (sb)                                                                                              \
-            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[0], x2[i]);                                              \
-        else if (sa)                                                                                              \
-            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[i], x2[0]);                                              \
-        else                                                                                                      \
-            for (i = 0; i < n; i++) o[i] = (T)elem(d, x1[0], x2[0]);                                              \
+        EB_ROW_LOOPS(T, elem)                                                                                     \
     }
-#endif
 
 static inline float eb_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
@@ -75,6 +70,16 @@ static inline float eb_clampf(float v, float lo, float hi) { return v < lo ? lo 
 typedef struct {
     ea_row_fn int8, int16, int32, f32;
 } eb_rows_t;
+
+/* A kernel's four row functions (prefix##_row_int8 ...) from its element functions, and their table `table`
+ * (the int16 and float32 rows only in builds with those types). */
+#define EB_ROWS(table, prefix, op_t, elem8, elem16, elem32, elemf)                                               \
+    EB_ROW(prefix##_row_int8, int8_t, op_t, elem8)                                                               \
+    EB_ROW(prefix##_row_int16, int16_t, op_t, elem16)                                                            \
+    EB_ROW(prefix##_row_int32, int32_t, op_t, elem32)                                                            \
+    EB_ROW(prefix##_row_float, float, op_t, elemf)                                                               \
+    static const eb_rows_t table = {prefix##_row_int8, EDGE_WITH_INT16 ? prefix##_row_int16 : 0,                  \
+                                    prefix##_row_int32, EDGE_WITH_FLOAT32 ? prefix##_row_float : 0};
 
 /* Prepare's common part: two inputs and one output of one type (FLOAT32, INT8, INT16, INT32; float32 and int16
  * only when built in), the fused activation one of NONE..RELU6, op data of `bytes` (starting with its

@@ -132,19 +132,8 @@ static inline int32_t sub_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
     return (int32_t)ea_clamp(edge_wrap32((int64_t)x1 - x2), d.lo, d.hi);
 }
 
-EB_ROW(add_row_int8, int8_t, addsub_p_t, add_q8)
-EB_ROW(sub_row_int8, int8_t, addsub_p_t, sub_q8)
-EB_ROW(add_row_int16, int16_t, addsub_p_t, add_q16)
-EB_ROW(sub_row_int16, int16_t, addsub_p_t, sub_q16)
-EB_ROW(add_row_int32, int32_t, addsub_p_t, add_i32)
-EB_ROW(sub_row_int32, int32_t, addsub_p_t, sub_i32)
-EB_ROW(add_row_float, float, addsub_p_t, add_f)
-EB_ROW(sub_row_float, float, addsub_p_t, sub_f)
-
-static const eb_rows_t add_rows = {add_row_int8, EDGE_WITH_INT16 ? add_row_int16 : 0, add_row_int32,
-                                   EDGE_WITH_FLOAT32 ? add_row_float : 0};
-static const eb_rows_t sub_rows = {sub_row_int8, EDGE_WITH_INT16 ? sub_row_int16 : 0, sub_row_int32,
-                                   EDGE_WITH_FLOAT32 ? sub_row_float : 0};
+EB_ROWS(add_rows, add, addsub_p_t, add_q8, add_q16, add_i32, add_f)
+EB_ROWS(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f)
 
 static int disjoint(const void *p, const void *q, int32_t n) {
     return (const int8_t *)p + n <= (const int8_t *)q || (const int8_t *)q + n <= (const int8_t *)p;

@@ -77,13 +77,7 @@ static inline int32_t mul_i32(const mul_p_t d, int32_t x1, int32_t x2) {
     return (int32_t)ea_clamp(edge_wrap32((int64_t)((uint32_t)x1 * (uint32_t)x2)), d.lo, d.hi);
 }
 
-EB_ROW(mul_row_int8, int8_t, mul_p_t, mul_q)
-EB_ROW(mul_row_int16, int16_t, mul_p_t, mul_q)
-EB_ROW(mul_row_int32, int32_t, mul_p_t, mul_i32)
-EB_ROW(mul_row_float, float, mul_p_t, mul_f)
-
-static const eb_rows_t mul_rows = {mul_row_int8, EDGE_WITH_INT16 ? mul_row_int16 : 0, mul_row_int32,
-                                   EDGE_WITH_FLOAT32 ? mul_row_float : 0};
+EB_ROWS(mul_rows, mul, mul_p_t, mul_q, mul_q, mul_i32, mul_f)
 
 void edge_eval_mul(const edge_node_t *node, edge_ctx_t *ctx) {
     const mul_data_t *d = (const mul_data_t *)node->user_data;
