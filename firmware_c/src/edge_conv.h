@@ -43,6 +43,44 @@ static inline void edge_conv_taps(int32_t origin, int32_t dil, int32_t size, int
     *hi = b;
 }
 
+/* The checks CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV share (the error names the op): output of the
+ * input's type, input / filter FLOAT32 / FLOAT32, INT8 / INT8 or INT16 / INT8 (a type compiled out of this
+ * build refused), both 4-D, a dense filter, an activation the kernels know. */
+static inline edge_status_t edge_conv_check(edge_ctx_t *ctx, const edge_tensor_t *in, const edge_tensor_t *w,
+                                            const edge_tensor_t *out, int32_t act) {
+    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output type differs from input");
+    if (!((in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) || (in->type == EDGE_INT8 && w->type == EDGE_INT8) ||
+          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         "C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/filter)");
+    if (edge_type_built(ctx, in->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
+    if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and filter must be 4-D");
+    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "sparse filter");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
+    return EDGE_OK;
+}
+
+/* A quantized layer with n output channels: scales and zero points on input, filter and output, one filter
+ * scale or one per output channel (along the filter dimension that has n), the activation's clamp in *lo /
+ * *hi, an int8 input zero point the kernels' int16 arithmetic holds. */
+static inline edge_status_t edge_conv_check_quant(edge_ctx_t *ctx, const edge_tensor_t *in, const edge_tensor_t *w,
+                                                  const edge_tensor_t *out, int32_t n, int32_t act, int32_t *lo,
+                                                  int32_t *hi) {
+    const int i8 = in->type == EDGE_INT8;
+    if (!in->quantized || !w->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "quantized tensors need scales and zero points");
+    if (w->n_scales != 1 && w->n_scales != n)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "filter needs one scale or one per output channel");
+    if (w->n_scales > 1 &&
+        (w->quantized_dimension < 0 || w->quantized_dimension > 3 || w->dims[w->quantized_dimension] != n))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "per-channel filter scales not along the output channels");
+    if (edge_activation_range(act, i8 ? -128 : -32768, i8 ? 127 : 32767, out->scale, out->zero_point, lo, hi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
+    if (i8 && (-in->zero_point < -32768 + 128 || -in->zero_point > 32767 - 128))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input zero point out of range");
+    return EDGE_OK;
+}
+
 /* The per-channel requantization of a quantized convolution in one persistent block of 5 bytes a channel
  * (see edge_rq_pack): channel k's multiplier is in->scale * w->scales[k, or 0 when per-tensor] / out->scale
  * in double, as TFLM's. int8 layers get edge_rq's form while it covers every channel (*generic = 0); else, and

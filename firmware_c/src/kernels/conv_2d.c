@@ -70,15 +70,8 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter are required");
-    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: output type differs from input");
-    if (!((in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) || (in->type == EDGE_INT8 && w->type == EDGE_INT8) ||
-          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
-                         "CONV_2D: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/filter)");
-    if (edge_type_built(ctx, in->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
-    if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter must be 4-D");
-    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: sparse filter");
-    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: fused activation");
+    s = edge_conv_check(ctx, in, w, out, act);
+    if (s != EDGE_OK) return s;
 
     d = (conv_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -124,8 +117,6 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_OK;
     }
 
-    if (!in->quantized || !w->quantized || !out->quantized)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: quantized tensors need scales and zero points");
     if (in->type == EDGE_INT8) {
         d->kind = CONV_INT8;
         if (bias && bias->type != EDGE_INT32)
@@ -137,18 +128,10 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (bias && edge_tensor_elements(bias) != d->o)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: bias needs one value per filter");
-    if (w->n_scales != 1 && w->n_scales != d->o)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: filter needs one scale or one per output channel");
-    if (w->n_scales > 1 && (w->quantized_dimension < 0 || w->quantized_dimension > 3 ||
-                            w->dims[w->quantized_dimension] != d->o))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: per-channel filter scales not along the output channels");
-    if (edge_activation_range(act, in->type == EDGE_INT8 ? -128 : -32768, in->type == EDGE_INT8 ? 127 : 32767,
-                              out->scale, out->zero_point, &d->lo, &d->hi) != 0)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: fused activation");
+    s = edge_conv_check_quant(ctx, in, w, out, d->o, act, &d->lo, &d->hi);
+    if (s != EDGE_OK) return s;
     d->input_offset = in->type == EDGE_INT8 ? -in->zero_point : 0;
     d->output_offset = in->type == EDGE_INT8 ? out->zero_point : 0;
-    if (in->type == EDGE_INT8 && (d->input_offset < -32768 + 128 || d->input_offset > 32767 - 128))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_2D: input zero point out of range");
     if (d->kind != CONV_INT8) {
         int32_t generic;
         return edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rq16, &generic);
@@ -265,6 +248,26 @@ static int8_t conv_out8_generic(const conv_data_t *d, const edge_rq_t *q, uint32
  * row 2i+1 x pixel 0, row 2i+1 x pixel 1).
  * The k4 = k & ~3 part; the caller adds the k % 4 tail. Per four values of a pair: 2 LDR + 4 SXTB16 of the
  * weights, 4 LDR of the interleaved inputs, 8 SMLAD (16 MACs). */
+/* One chunk of four values of both rows x both pixels (the asm loop below runs it twice per pass). */
+#define CONV_ASM_CHUNK                                                                                      \
+    "ldr %[wa], [%[w0]], #4\n\t"                                                                            \
+    "ldr %[wb], [%[w1]], #4\n\t"                                                                            \
+    "ldr %[x], [%[c]], #16\n\t"                                                                             \
+    "sxtb16 %[a], %[wa]\n\t"                                                                                \
+    "sxtb16 %[b], %[wb]\n\t"                                                                                \
+    "smlad %[s00], %[a], %[x], %[s00]\n\t"                                                                  \
+    "smlad %[s10], %[b], %[x], %[s10]\n\t"                                                                  \
+    "ldr %[x], [%[c], #-12]\n\t"                                                                            \
+    "smlad %[s01], %[a], %[x], %[s01]\n\t"                                                                  \
+    "smlad %[s11], %[b], %[x], %[s11]\n\t"                                                                  \
+    "sxtb16 %[a], %[wa], ror #8\n\t"                                                                        \
+    "sxtb16 %[b], %[wb], ror #8\n\t"                                                                        \
+    "ldr %[x], [%[c], #-8]\n\t"                                                                             \
+    "smlad %[s00], %[a], %[x], %[s00]\n\t"                                                                  \
+    "smlad %[s10], %[b], %[x], %[s10]\n\t"                                                                  \
+    "ldr %[x], [%[c], #-4]\n\t"                                                                             \
+    "smlad %[s01], %[a], %[x], %[s01]\n\t"                                                                  \
+    "smlad %[s11], %[b], %[x], %[s11]\n\t"
 #define CONV_CHUNK 8 /* channel pairs per call: acc is 4 * CONV_CHUNK int32 on the stack */
 #if defined(__GNUC__)
 __attribute__((noinline)) /* its own registers (inlined, the loop spills on x86-64 too) */
@@ -298,43 +301,9 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
                      "ldr %[wa], %[odd]\n\t"
                      "cbnz %[wa], 2f\n\t"
                      "1:\n\t"
-                     "ldr %[wa], [%[w0]], #4\n\t"
-                     "ldr %[wb], [%[w1]], #4\n\t"
-                     "ldr %[x], [%[c]], #16\n\t"
-                     "sxtb16 %[a], %[wa]\n\t"
-                     "sxtb16 %[b], %[wb]\n\t"
-                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
-                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
-                     "ldr %[x], [%[c], #-12]\n\t"
-                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
-                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
-                     "sxtb16 %[a], %[wa], ror #8\n\t"
-                     "sxtb16 %[b], %[wb], ror #8\n\t"
-                     "ldr %[x], [%[c], #-8]\n\t"
-                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
-                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
-                     "ldr %[x], [%[c], #-4]\n\t"
-                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
-                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     CONV_ASM_CHUNK
                      "2:\n\t"
-                     "ldr %[wa], [%[w0]], #4\n\t"
-                     "ldr %[wb], [%[w1]], #4\n\t"
-                     "ldr %[x], [%[c]], #16\n\t"
-                     "sxtb16 %[a], %[wa]\n\t"
-                     "sxtb16 %[b], %[wb]\n\t"
-                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
-                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
-                     "ldr %[x], [%[c], #-12]\n\t"
-                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
-                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
-                     "sxtb16 %[a], %[wa], ror #8\n\t"
-                     "sxtb16 %[b], %[wb], ror #8\n\t"
-                     "ldr %[x], [%[c], #-8]\n\t"
-                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
-                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
-                     "ldr %[x], [%[c], #-4]\n\t"
-                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
-                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     CONV_ASM_CHUNK
                      "subs %[cnt], %[cnt], #1\n\t"
                      "bne 1b\n\t"
                      "ldr %[wa], %[skip]\n\t"

@@ -64,17 +64,8 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: input and filter are required");
-    if (out->type != in->type)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: output type differs from input");
-    if (!((in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) || (in->type == EDGE_INT8 && w->type == EDGE_INT8) ||
-          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
-                         "DEPTHWISE_CONV_2D: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/filter)");
-    if (edge_type_built(ctx, in->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
-    if (in->rank != 4 || w->rank != 4)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: input and filter must be 4-D");
-    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: sparse filter");
-    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: fused activation");
+    s = edge_conv_check(ctx, in, w, out, act);
+    if (s != EDGE_OK) return s;
     if (w->dims[0] != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter must be [1, kh, kw, oc]");
 
     d = (dw_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -118,26 +109,15 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         memcpy(&d->hi, &fhi, 4);
         return EDGE_OK;
     }
-    if (!in->quantized || !w->quantized || !out->quantized)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: quantized tensors need scales and zero points");
     d->kind = in->type == EDGE_INT8 ? DW_INT8 : DW_INT16;
     if (bias && bias->type != (d->kind == DW_INT8 ? EDGE_INT32 : EDGE_INT64))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEPTHWISE_CONV_2D: bias must be INT32 (int8) or INT64 (int16)");
     if (bias && edge_tensor_elements(bias) != d->oc)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: bias needs one value per output channel");
-    if (w->n_scales != 1 && w->n_scales != d->oc)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter needs one scale or one per output channel");
-    if (w->n_scales > 1 && (w->quantized_dimension < 0 || w->quantized_dimension > 3 ||
-                            w->dims[w->quantized_dimension] != d->oc))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE,
-                         "DEPTHWISE_CONV_2D: per-channel filter scales not along the output channels");
-    if (edge_activation_range(act, d->kind == DW_INT8 ? -128 : -32768, d->kind == DW_INT8 ? 127 : 32767,
-                              out->scale, out->zero_point, &d->lo, &d->hi) != 0)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: fused activation");
+    s = edge_conv_check_quant(ctx, in, w, out, d->oc, act, &d->lo, &d->hi);
+    if (s != EDGE_OK) return s;
     d->input_offset = d->kind == DW_INT8 ? -in->zero_point : 0;
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
-    if (d->input_offset < -32768 + 128 || d->input_offset > 32767 - 128)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DEPTHWISE_CONV_2D: input zero point out of range");
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
     if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */

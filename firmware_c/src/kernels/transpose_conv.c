@@ -53,15 +53,8 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 3);
     out = edge_out(ctx, node, 0);
     if (!shp || !w || !in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape, weights and input are required");
-    if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output type differs from input");
-    if (!((in->type == EDGE_FLOAT32 && w->type == EDGE_FLOAT32) || (in->type == EDGE_INT8 && w->type == EDGE_INT8) ||
-          (in->type == EDGE_INT16 && w->type == EDGE_INT8)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
-                         "TRANSPOSE_CONV: C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8 (input/weights)");
-    if (edge_type_built(ctx, in->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
-    if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: input and weights must be 4-D");
-    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: sparse weights");
-    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: fused activation");
+    s = edge_conv_check(ctx, in, w, out, act);
+    if (s != EDGE_OK) return s;
     if (w->dims[3] != in->dims[3]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: weights depth differs from input depth");
 
     if (shp->is_const) {
@@ -109,8 +102,6 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
         edge_activation_range_float(act, &d->flo, &d->fhi);
         return EDGE_OK;
     }
-    if (!in->quantized || !w->quantized || !out->quantized)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: quantized tensors need scales and zero points");
     d->kind = in->type == EDGE_INT8 ? TC_INT8 : TC_INT16;
     if (bias) {
         const int ok = d->kind == TC_INT8 ? bias->type == EDGE_INT32
@@ -120,14 +111,8 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: bias needs one value per filter");
         d->bias16 = bias->type == EDGE_INT16;
     }
-    if (w->n_scales != 1 && w->n_scales != d->o)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: weights need one scale or one per output channel");
-    if (w->n_scales > 1 && (w->quantized_dimension < 0 || w->quantized_dimension > 3 ||
-                            w->dims[w->quantized_dimension] != d->o))
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: per-channel weight scales not along the output channels");
-    if (edge_activation_range(act, d->kind == TC_INT8 ? -128 : -32768, d->kind == TC_INT8 ? 127 : 32767, out->scale,
-                              out->zero_point, &d->lo, &d->hi) != 0)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: fused activation");
+    s = edge_conv_check_quant(ctx, in, w, out, d->o, act, &d->lo, &d->hi);
+    if (s != EDGE_OK) return s;
     d->input_offset = d->kind == TC_INT8 ? -in->zero_point : 0;
     d->output_offset = d->kind == TC_INT8 ? out->zero_point : 0;
     {
