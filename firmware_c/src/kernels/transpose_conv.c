@@ -129,35 +129,51 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
-                    uint32_t *acc) {
+/* Every input pixel's products into the sums of the output cells its taps reach, one dot product over the
+ * input channels per (tap, output channel): int8 (x8 + input offset) into wrapping uint32 sums acc32, int16
+ * (x16, x8 null) into int64 sums acc64. */
+static void tc_scatter(const tc_data_t *d, const int8_t *x8, const int16_t *x16, const int8_t *wt, uint32_t *acc32,
+                       int64_t *acc64) {
     const int32_t c = d->c, o = d->o, off = d->input_offset;
-    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
+    const int i8 = !EDGE_WITH_INT16 || x8 != 0;
     int32_t b, iy, ix, fy, fx, oc, i, fy0, fy1, fx0, fx1;
-    int64_t e;
-    memset(acc, 0, sizeof(uint32_t) * (size_t)total);
     for (b = 0; b < d->n; b++) {
         for (iy = 0; iy < d->h; iy++) {
             const int32_t oy0 = iy * d->sh - d->pt;
             edge_conv_taps(oy0, 1, d->oh, d->kh, &fy0, &fy1);
             for (ix = 0; ix < d->w; ix++) {
                 const int32_t ox0 = ix * d->sw - d->pl;
-                const int8_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                const int64_t xo = (((int64_t)b * d->h + iy) * d->w + ix) * c;
                 edge_conv_taps(ox0, 1, d->ow, d->kw, &fx0, &fx1);
                 for (fy = fy0; fy < fy1; fy++) {
                     for (fx = fx0; fx < fx1; fx++) {
-                        uint32_t *ap = acc + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
+                        const int64_t ao = (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
                         for (oc = 0; oc < o; oc++) {
                             const int8_t *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * c;
-                            uint32_t sum = 0;
-                            for (i = 0; i < c; i++) sum += (uint32_t)((xp[i] + off) * wp[i]);
-                            ap[oc] += sum;
+                            if (i8) {
+                                uint32_t sum = 0;
+                                for (i = 0; i < c; i++) sum += (uint32_t)((x8[xo + i] + off) * wp[i]);
+                                acc32[ao + oc] += sum;
+                            } else {
+                                int64_t sum = 0;
+                                for (i = 0; i < c; i++) sum += (int32_t)x16[xo + i] * wp[i];
+                                acc64[ao + oc] += sum;
+                            }
                         }
                     }
                 }
             }
         }
     }
+}
+
+static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                    uint32_t *acc) {
+    const int32_t o = d->o;
+    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
+    int64_t e;
+    memset(acc, 0, sizeof(uint32_t) * (size_t)total);
+    tc_scatter(d, x, 0, wt, acc, 0);
     for (e = 0; e < total; e++) {
         const int32_t ch = (int32_t)(e % o);
         uint32_t a = acc[e] + (bias ? (uint32_t)bias[ch] : 0u);
@@ -169,33 +185,11 @@ static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const
 
 static void tc_int16(const tc_data_t *d, const int16_t *x, const int8_t *wt, const void *bias, int16_t *y,
                      int64_t *acc) {
-    const int32_t c = d->c, o = d->o;
+    const int32_t o = d->o;
     const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
-    int32_t b, iy, ix, fy, fx, oc, i, fy0, fy1, fx0, fx1;
     int64_t e;
     memset(acc, 0, sizeof(int64_t) * (size_t)total);
-    for (b = 0; b < d->n; b++) {
-        for (iy = 0; iy < d->h; iy++) {
-            const int32_t oy0 = iy * d->sh - d->pt;
-            edge_conv_taps(oy0, 1, d->oh, d->kh, &fy0, &fy1);
-            for (ix = 0; ix < d->w; ix++) {
-                const int32_t ox0 = ix * d->sw - d->pl;
-                const int16_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
-                edge_conv_taps(ox0, 1, d->ow, d->kw, &fx0, &fx1);
-                for (fy = fy0; fy < fy1; fy++) {
-                    for (fx = fx0; fx < fx1; fx++) {
-                        int64_t *ap = acc + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
-                        for (oc = 0; oc < o; oc++) {
-                            const int8_t *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * c;
-                            int64_t sum = 0;
-                            for (i = 0; i < c; i++) sum += (int32_t)xp[i] * wp[i];
-                            ap[oc] += sum;
-                        }
-                    }
-                }
-            }
-        }
-    }
+    tc_scatter(d, 0, x, wt, 0, acc);
     for (e = 0; e < total; e++) {
         const int32_t ch = (int32_t)(e % o);
         int64_t a = acc[e];
