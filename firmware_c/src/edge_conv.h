@@ -43,6 +43,26 @@ static inline void edge_conv_taps(int32_t origin, int32_t dil, int32_t size, int
     *hi = b;
 }
 
+/* The options the three share, read as the kernels need them (no options table: SAME, strides 1, no
+ * activation, dilations 1): padding, stride_w, stride_h at slots 0..2, the activation at act_slot, the
+ * dilations (w, h) at dil_slot, dil_slot + 1 (dil_slot < 0: none, 1). */
+typedef struct {
+    int32_t padding, sw, sh, act, dw, dh;
+} edge_conv_opts_t;
+
+static inline edge_conv_opts_t edge_conv_opts(const edge_node_t *node, int32_t type, int32_t act_slot,
+                                              int32_t dil_slot) {
+    const int has = node->options_type == type;
+    edge_conv_opts_t o;
+    o.padding = has ? edge_opt_int(node, 0, 1, 0) : 0;
+    o.sw = has ? edge_opt_int(node, 1, 4, 0) : 1;
+    o.sh = has ? edge_opt_int(node, 2, 4, 0) : 1;
+    o.act = has ? edge_opt_int(node, act_slot, 1, 0) : 0;
+    o.dw = has && dil_slot >= 0 ? edge_opt_int(node, dil_slot, 4, 1) : 1;
+    o.dh = has && dil_slot >= 0 ? edge_opt_int(node, dil_slot + 1, 4, 1) : 1;
+    return o;
+}
+
 /* The checks CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV share (the error names the op): output of the
  * input's type, input / filter FLOAT32 / FLOAT32, INT8 / INT8 or INT16 / INT8 (a type compiled out of this
  * build refused), both 4-D, a dense filter, an activation the kernels know. */

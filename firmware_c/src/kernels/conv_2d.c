@@ -50,14 +50,8 @@ typedef struct {
 /* Conv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 dilation_w_factor,
  * 5 dilation_h_factor, 6 quantized_bias_type. */
 edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
-    const int has_opts = node->options_type == EDGE_OPTS_Conv2DOptions;
-    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
-    const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
-    const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
-    const int32_t act = has_opts ? edge_opt_int(node, 3, 1, 0) : 0;
-    const int32_t dw = has_opts ? edge_opt_int(node, 4, 4, 1) : 1;
-    const int32_t dh = has_opts ? edge_opt_int(node, 5, 4, 1) : 1;
-    const int32_t qbias_type = has_opts ? edge_opt_int(node, 6, 1, 0) : 0;
+    const edge_conv_opts_t op = edge_conv_opts(node, EDGE_OPTS_Conv2DOptions, 3, 4);
+    const int32_t qbias_type = node->options_type == EDGE_OPTS_Conv2DOptions ? edge_opt_int(node, 6, 1, 0) : 0;
     edge_tensor_t *in, *w, *bias, *out;
     conv_data_t *d;
     int32_t shape[4], k, i;
@@ -70,7 +64,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter are required");
-    s = edge_conv_check(ctx, in, w, out, act);
+    s = edge_conv_check(ctx, in, w, out, op.act);
     if (s != EDGE_OK) return s;
 
     d = (conv_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -84,18 +78,18 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->kh = w->dims[1];
     d->kw = w->dims[2];
     d->cg = w->dims[3];
-    d->sh = sh;
-    d->sw = sw;
-    d->dh = dh;
-    d->dw = dw;
+    d->sh = op.sh;
+    d->sw = op.sw;
+    d->dh = op.dh;
+    d->dw = op.dw;
     d->scratch = -1;
     if (d->n <= 0 || d->c <= 0 || d->o <= 0 || d->cg <= 0 || d->c % d->cg)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input depth is not a multiple of the filter depth");
     d->groups = d->c / d->cg;
     if (d->o % d->groups) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: filters do not split into the groups");
     d->opg = d->o / d->groups;
-    if (edge_conv_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
-        edge_conv_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
+    if (edge_conv_window(op.padding, op.sh, op.dh, d->h, d->kh, &d->oh, &d->pt) ||
+        edge_conv_window(op.padding, op.sw, op.dw, d->w, d->kw, &d->ow, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: padding, strides, dilations or window do not fit the input");
     if ((int64_t)d->kh * d->kw * d->cg > 0x3fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "CONV_2D: filter too large");
     d->k = d->kh * d->kw * d->cg;
@@ -111,7 +105,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: bias must be FLOAT32 with one value per filter");
         float flo = 0.0f, fhi = 0.0f; /* kept in lo / hi (their bits): the float kind has no integer clamp */
-        edge_activation_range_float(act, &flo, &fhi);
+        edge_activation_range_float(op.act, &flo, &fhi);
         memcpy(&d->lo, &flo, 4);
         memcpy(&d->hi, &fhi, 4);
         return EDGE_OK;
@@ -128,7 +122,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (bias && edge_tensor_elements(bias) != d->o)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: bias needs one value per filter");
-    s = edge_conv_check_quant(ctx, in, w, out, d->o, act, &d->lo, &d->hi);
+    s = edge_conv_check_quant(ctx, in, w, out, d->o, op.act, &d->lo, &d->hi);
     if (s != EDGE_OK) return s;
     d->input_offset = in->type == EDGE_INT8 ? -in->zero_point : 0;
     d->output_offset = in->type == EDGE_INT8 ? out->zero_point : 0;

@@ -44,14 +44,9 @@ typedef struct {
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
  * 5 dilation_w_factor, 6 dilation_h_factor. */
 edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
-    const int has_opts = node->options_type == EDGE_OPTS_DepthwiseConv2DOptions;
-    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
-    const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
-    const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
-    const int32_t depth_multiplier = has_opts ? edge_opt_int(node, 3, 4, 0) : 0;
-    const int32_t act = has_opts ? edge_opt_int(node, 4, 1, 0) : 0;
-    const int32_t dw = has_opts ? edge_opt_int(node, 5, 4, 1) : 1;
-    const int32_t dh = has_opts ? edge_opt_int(node, 6, 4, 1) : 1;
+    const edge_conv_opts_t op = edge_conv_opts(node, EDGE_OPTS_DepthwiseConv2DOptions, 4, 5);
+    const int32_t depth_multiplier =
+        node->options_type == EDGE_OPTS_DepthwiseConv2DOptions ? edge_opt_int(node, 3, 4, 0) : 0;
     edge_tensor_t *in, *w, *bias, *out;
     dw_data_t *d;
     int32_t shape[4];
@@ -64,7 +59,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: input and filter are required");
-    s = edge_conv_check(ctx, in, w, out, act);
+    s = edge_conv_check(ctx, in, w, out, op.act);
     if (s != EDGE_OK) return s;
     if (w->dims[0] != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter must be [1, kh, kw, oc]");
 
@@ -78,18 +73,18 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->kh = w->dims[1];
     d->kw = w->dims[2];
     d->oc = w->dims[3];
-    d->sh = sh;
-    d->sw = sw;
-    d->dh = dh;
-    d->dw = dw;
+    d->sh = op.sh;
+    d->sw = op.sw;
+    d->dh = op.dh;
+    d->dw = op.dw;
     d->scratch = -1;
     if (d->n <= 0 || d->c <= 0 || d->oc <= 0 || d->oc % d->c)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter channels are not a multiple of the input's");
     d->m = d->oc / d->c;
     if (depth_multiplier != 0 && depth_multiplier != d->m)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: depth_multiplier differs from filter / input channels");
-    if (edge_conv_window(padding, sh, dh, d->h, d->kh, &d->oh, &d->pt) ||
-        edge_conv_window(padding, sw, dw, d->w, d->kw, &d->ow, &d->pl))
+    if (edge_conv_window(op.padding, op.sh, op.dh, d->h, d->kh, &d->oh, &d->pt) ||
+        edge_conv_window(op.padding, op.sw, op.dw, d->w, d->kw, &d->ow, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE,
                          "DEPTHWISE_CONV_2D: padding, strides, dilations or window do not fit the input");
     shape[0] = d->n;
@@ -104,7 +99,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->oc))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: bias must be FLOAT32 with one value per channel");
         float flo = 0.0f, fhi = 0.0f; /* kept in lo / hi (their bits): the float kind has no integer clamp */
-        edge_activation_range_float(act, &flo, &fhi);
+        edge_activation_range_float(op.act, &flo, &fhi);
         memcpy(&d->lo, &flo, 4);
         memcpy(&d->hi, &fhi, 4);
         return EDGE_OK;
@@ -114,7 +109,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEPTHWISE_CONV_2D: bias must be INT32 (int8) or INT64 (int16)");
     if (bias && edge_tensor_elements(bias) != d->oc)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: bias needs one value per output channel");
-    s = edge_conv_check_quant(ctx, in, w, out, d->oc, act, &d->lo, &d->hi);
+    s = edge_conv_check_quant(ctx, in, w, out, d->oc, op.act, &d->lo, &d->hi);
     if (s != EDGE_OK) return s;
     d->input_offset = d->kind == DW_INT8 ? -in->zero_point : 0;
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;

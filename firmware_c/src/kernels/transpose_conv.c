@@ -35,11 +35,7 @@ typedef struct {
 
 /* TransposeConvOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 quantized_bias_type. */
 edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
-    const int has_opts = node->options_type == EDGE_OPTS_TransposeConvOptions;
-    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
-    const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
-    const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
-    const int32_t act = has_opts ? edge_opt_int(node, 3, 1, 0) : 0;
+    const edge_conv_opts_t op = edge_conv_opts(node, EDGE_OPTS_TransposeConvOptions, 3, -1);
     edge_tensor_t *shp, *w, *in, *bias, *out;
     tc_data_t *d;
     int32_t target[4], k, unused;
@@ -53,7 +49,7 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 3);
     out = edge_out(ctx, node, 0);
     if (!shp || !w || !in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape, weights and input are required");
-    s = edge_conv_check(ctx, in, w, out, act);
+    s = edge_conv_check(ctx, in, w, out, op.act);
     if (s != EDGE_OK) return s;
     if (w->dims[3] != in->dims[3]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: weights depth differs from input depth");
 
@@ -83,14 +79,14 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     d->kw = w->dims[2];
     d->oh = target[1];
     d->ow = target[2];
-    d->sh = sh;
-    d->sw = sw;
+    d->sh = op.sh;
+    d->sw = op.sw;
     d->scratch = -1;
     if (d->n <= 0 || d->c <= 0 || d->o <= 0 || d->h <= 0 || d->w <= 0)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: empty input or weights");
-    /* the padding a forward convolution of the output's size would use (dilation 1) */
-    if (edge_conv_window(padding, sh, 1, d->oh, d->kh, &unused, &d->pt) ||
-        edge_conv_window(padding, sw, 1, d->ow, d->kw, &unused, &d->pl))
+    /* the op.padding a forward convolution of the output's size would use (dilation 1) */
+    if (edge_conv_window(op.padding, op.sh, 1, d->oh, d->kh, &unused, &d->pt) ||
+        edge_conv_window(op.padding, op.sw, 1, d->ow, d->kw, &unused, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: padding, strides or window do not fit the output");
     s = edge_set_output_shape(ctx, node, 0, target, 4);
     if (s != EDGE_OK) return s;
@@ -99,7 +95,7 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
         d->kind = TC_FLOAT;
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: bias must be FLOAT32 with one value per filter");
-        edge_activation_range_float(act, &d->flo, &d->fhi);
+        edge_activation_range_float(op.act, &d->flo, &d->fhi);
         return EDGE_OK;
     }
     d->kind = in->type == EDGE_INT8 ? TC_INT8 : TC_INT16;
@@ -111,7 +107,7 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: bias needs one value per filter");
         d->bias16 = bias->type == EDGE_INT16;
     }
-    s = edge_conv_check_quant(ctx, in, w, out, d->o, act, &d->lo, &d->hi);
+    s = edge_conv_check_quant(ctx, in, w, out, d->o, op.act, &d->lo, &d->hi);
     if (s != EDGE_OK) return s;
     d->input_offset = d->kind == TC_INT8 ? -in->zero_point : 0;
     d->output_offset = d->kind == TC_INT8 ? out->zero_point : 0;
