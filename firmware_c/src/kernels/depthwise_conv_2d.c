@@ -18,6 +18,7 @@
  * SMLABB / SMLATT multiply-accumulate; the four results are requantized with SMMLAR, saturated with SSAT and
  * clamped together (SSUB8 / SEL) into one 32-bit store.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "edge_kernel.h"
@@ -289,6 +290,106 @@ static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const 
 #endif
 }
 
+/* A run of pixels whose 3x3 windows lie inside the input, for one group of four channels: the state the
+ * loop reads from memory (the asm version has no register left for it). Fixed layout: the asm addresses the
+ * fields by offset (M-profile: 4-byte pointers; the typedef below fails to compile if the layout moves). */
+typedef struct {
+    const int8_t *x;    /*  0: the current pixel's window, top-left, at the group's channel */
+    int8_t *y;          /*  4: its output */
+    int32_t n;          /*  8: pixels left */
+    int32_t pstep;      /* 12: input bytes between pixels (stride * c) */
+    int32_t ystep;      /* 16: output bytes between pixels (c) */
+    int32_t xrow, wrow; /* 20, 24: bytes between window rows, filter rows */
+    const int8_t *w;    /* 28: the group's weights */
+    uint32_t fb[4];     /* 32: the starting sums (bias + input offset x the weights' sum) */
+    edge_rq_t q[4];     /* 48: the four channels' requantization */
+    dw_out_t o;         /* 80: zp, lo, hi, lo4, hi4 */
+} dw_run_t;
+
+#if EDGE_DSP_ASM
+typedef char dw_run_layout_check[(offsetof(dw_run_t, w) == 28 && offsetof(dw_run_t, q) == 48 &&
+                                  offsetof(dw_run_t, o) == 80 && offsetof(dw_out_t, lo4) == 12) ? 1 : -1];
+
+/* The run in one asm block: per pixel the sums from fb, the nine taps (three DW_ASM_ROW3), the four
+ * requantizations (SMMLAR, SSAT), the byte-wise clamp (SSUB8 / SEL) and one STR, the pointers stepped. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
+    uint32_t a0, a1, a2, a3, xv, wv, t1, t2;
+    const int8_t *xr, *wr;
+    __asm__ volatile("0:\n\t"
+                     "ldr %[xr], [%[st]]\n\t"
+                     "ldr %[wr], [%[st], #28]\n\t"
+                     "ldrd %[a0], %[a1], [%[st], #32]\n\t"
+                     "ldrd %[a2], %[a3], [%[st], #40]\n\t"
+                     DW_ASM_ROW3
+                     "ldr %[t1], [%[st], #20]\n\t"
+                     "add %[xr], %[xr], %[t1]\n\t"
+                     "ldr %[t1], [%[st], #24]\n\t"
+                     "add %[wr], %[wr], %[t1]\n\t"
+                     DW_ASM_ROW3
+                     "ldr %[t1], [%[st], #20]\n\t"
+                     "add %[xr], %[xr], %[t1]\n\t"
+                     "ldr %[t1], [%[st], #24]\n\t"
+                     "add %[wr], %[wr], %[t1]\n\t"
+                     DW_ASM_ROW3
+                     "ldr %[t2], [%[st], #80]\n\t"
+                     "ldrd %[xv], %[wv], [%[st], #48]\n\t"
+                     "smmlar %[a0], %[a0], %[xv], %[a0]\n\t"
+                     "add %[a0], %[a0], %[a0], asr #31\n\t"
+                     "smmlar %[a0], %[a0], %[wv], %[t2]\n\t"
+                     "ssat %[a0], #8, %[a0]\n\t"
+                     "ldrd %[xv], %[wv], [%[st], #56]\n\t"
+                     "smmlar %[a1], %[a1], %[xv], %[a1]\n\t"
+                     "add %[a1], %[a1], %[a1], asr #31\n\t"
+                     "smmlar %[a1], %[a1], %[wv], %[t2]\n\t"
+                     "ssat %[a1], #8, %[a1]\n\t"
+                     "bfi %[a0], %[a1], #8, #8\n\t"
+                     "ldrd %[xv], %[wv], [%[st], #64]\n\t"
+                     "smmlar %[a2], %[a2], %[xv], %[a2]\n\t"
+                     "add %[a2], %[a2], %[a2], asr #31\n\t"
+                     "smmlar %[a2], %[a2], %[wv], %[t2]\n\t"
+                     "ssat %[a2], #8, %[a2]\n\t"
+                     "bfi %[a0], %[a2], #16, #8\n\t"
+                     "ldrd %[xv], %[wv], [%[st], #72]\n\t"
+                     "smmlar %[a3], %[a3], %[xv], %[a3]\n\t"
+                     "add %[a3], %[a3], %[a3], asr #31\n\t"
+                     "smmlar %[a3], %[a3], %[wv], %[t2]\n\t"
+                     "ssat %[a3], #8, %[a3]\n\t"
+                     "bfi %[a0], %[a3], #24, #8\n\t"
+                     "ldrd %[xv], %[wv], [%[st], #92]\n\t"
+                     "ssub8 %[t1], %[a0], %[xv]\n\t"
+                     "sel %[a0], %[a0], %[xv]\n\t"
+                     "ssub8 %[t1], %[wv], %[a0]\n\t"
+                     "sel %[a0], %[a0], %[wv]\n\t"
+                     "ldrd %[t1], %[t2], [%[st], #4]\n\t"
+                     "str %[a0], [%[t1]]\n\t"
+                     "ldr %[xv], [%[st], #16]\n\t"
+                     "add %[t1], %[t1], %[xv]\n\t"
+                     "ldr %[xv], [%[st]]\n\t"
+                     "ldr %[wv], [%[st], #12]\n\t"
+                     "add %[xv], %[xv], %[wv]\n\t"
+                     "str %[xv], [%[st]]\n\t"
+                     "str %[t1], [%[st], #4]\n\t"
+                     "subs %[t2], %[t2], #1\n\t"
+                     "str %[t2], [%[st], #8]\n\t"
+                     "bne 0b"
+                     : [a0] "=&r"(a0), [a1] "=&r"(a1), [a2] "=&r"(a2), [a3] "=&r"(a3), [xv] "=&r"(xv),
+                       [wv] "=&r"(wv), [t1] "=&r"(t1), [t2] "=&r"(t2), [xr] "=&r"(xr), [wr] "=&r"(wr)
+                     : [st] "r"(st), [xs] "r"(XS), [ws] "r"(WS)
+                     : "cc", "memory");
+}
+#else
+static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
+    for (; st->n > 0; st->n--, st->x += st->pstep, st->y += st->ystep) {
+        uint32_t a0 = st->fb[0], a1 = st->fb[1], a2 = st->fb[2], a3 = st->fb[3];
+        DW_3X3(st->x, st->w, XS, WS, st->xrow, st->wrow, a0, a1, a2, a3);
+        dw_store4(a0, a1, a2, a3, st->q, st->y, &st->o);
+    }
+}
+#endif
+
 /* Multiplier 1 on DSP cores, four channels at a time from registers, one group of four over every pixel
  * (its four channels' requantization unpacked once). A 3x3 window inside the input (per output row, the
  * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
@@ -304,15 +405,18 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
     const int is3x3 = kh == 3 && kw == 3;
-    edge_rq_t q4[4];
-    uint32_t fb[4], b4[4];
-    dw_out_t o;
+    uint32_t b4[4];
+    dw_run_t run;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
-    o.zp = d->output_offset;
-    o.lo = d->lo;
-    o.hi = d->hi;
-    o.lo4 = (uint32_t)(uint8_t)d->lo * 0x01010101u;
-    o.hi4 = (uint32_t)(uint8_t)d->hi * 0x01010101u;
+    run.o.zp = d->output_offset;
+    run.o.lo = d->lo;
+    run.o.hi = d->hi;
+    run.o.lo4 = (uint32_t)(uint8_t)d->lo * 0x01010101u;
+    run.o.hi4 = (uint32_t)(uint8_t)d->hi * 0x01010101u;
+    run.pstep = pstep;
+    run.ystep = c;
+    run.xrow = xrow;
+    run.wrow = wrow;
     /* output columns [oxa, oxb) have the whole window inside the input horizontally */
     oxa = (pl + sw - 1) / sw;
     oxb = (w - 1 - (kw - 1) * dwx + pl) >= 0 ? (w - 1 - (kw - 1) * dwx + pl) / sw + 1 : 0;
@@ -324,9 +428,10 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
             int32_t t;
             for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
             b4[j] = bias ? (uint32_t)bias[ch + j] : 0;
-            fb[j] = b4[j] + swt * (uint32_t)off;
-            q4[j] = edge_rq_at(d->rq, d->oc, ch + j);
+            run.fb[j] = b4[j] + swt * (uint32_t)off;
+            run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
         }
+        run.w = wt + ch;
         for (b = 0; b < n; b++) {
             for (oy = 0; oy < oh; oy++) {
                 const int32_t iy0 = oy * sh - pt;
@@ -337,13 +442,11 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                     const int32_t ix0 = ox * sw - pl;
                     uint32_t a0, a1, a2, a3;
                     if (ox == oxa && fy1 - fy0 == kh && is3x3 && oxa < oxb) { /* the run of inside windows */
-                        const int8_t *xp = x + xrow0 + (int64_t)ix0 * c;
-                        for (; ox < oxb; ox++, yp += c, xp += pstep) {
-                            a0 = fb[0], a1 = fb[1], a2 = fb[2], a3 = fb[3];
-                            DW_3X3(xp, wt + ch, xstep, c, xrow, wrow, a0, a1, a2, a3);
-                            dw_store4(a0, a1, a2, a3, q4, yp, &o);
-                        }
-                        ox--, yp -= c; /* the loop's step */
+                        run.x = x + xrow0 + (int64_t)ix0 * c;
+                        run.y = yp;
+                        run.n = oxb - oxa;
+                        dw_run3x3(&run, xstep, c);
+                        ox = oxb - 1, yp += (int64_t)(oxb - oxa - 1) * c; /* the loop steps to oxb */
                         continue;
                     }
                     /* the taps inside the input, the offset added to each input */
@@ -353,7 +456,7 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                         for (fy = fy0; fy < fy1; fy++)
                             DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * dwx) * c),
                                     wt + ((int64_t)fy * kw + fx0) * c + ch, fx1 - fx0, xstep, c, off2, a0, a1, a2, a3);
-                    dw_store4(a0, a1, a2, a3, q4, yp, &o);
+                    dw_store4(a0, a1, a2, a3, run.q, yp, &run.o);
                 }
             }
         }
