@@ -404,3 +404,45 @@ def test_build_without_float32_int16_refuses_those_convs(tmp_path):
         assert proc.returncode == 3, (what, proc.returncode, proc.stderr)
         assert f"status {codes.index('EDGE_UNSUPPORTED_TYPE')}:" in proc.stderr, (what, proc.stderr)
         assert f"({op} " in proc.stderr and f"{dtype} compiled out" in proc.stderr, (what, proc.stderr)
+
+
+# ------------------------------------------------------------------------------------------------ Cortex-M4 asm
+
+# depthwise int8 shapes for the M4 asm paths (the host runs their C twins): inside runs of 3x3 windows, borders
+# on the SXTAB16 row loop, strides, dilations, a 5x3 window, channels past a multiple of four, no bias.
+DW_ASM_CASES = [
+    ("int8", 1, 7, 9, 12, 1, 3, 3, "SAME", (2, 2), (1, 1), "RELU6", True, True),
+    ("int8", 1, 9, 9, 8, 1, 3, 3, "SAME", (2, 1), (2, 2), "NONE", True, True),
+    ("int8", 1, 5, 7, 14, 1, 5, 3, "SAME", (1, 2), (1, 1), "RELU_N1_TO_1", True, False),
+]
+
+
+@pytest.mark.slow
+def test_depthwise_asm_on_qemu(backend, tmp_path, monkeypatch):
+    """The DSP asm (dw_run3x3, DW_ROW4 with SXTAB16, dw_store4) on the emulated Cortex-M4 board equals the host
+    build (itself checked against Python / TFLM by the tests above), one firmware per case."""
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        pytest.skip("qemu-system-arm / arm-none-eabi-gcc missing")
+    from edge_sdk import flash as fl
+    from edge_sdk.device.serial_link import SerialLink
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    for k, case in enumerate(DW_ASM_CASES):
+        rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+        model, feeds = _dw_model(case, rng)
+        want = _run_c(backend, model, feeds)[0]
+        path = tmp_path / f"dw{k}.tflite"
+        path.write_bytes(model)
+        r = fl.flash(path, "qemu-mps2-an386", build_dir=tmp_path / f"build{k}")
+        try:
+            with SerialLink(r.port, timeout=1.0) as link:
+                link.expect_model(model)
+                link.set_input(0, feeds[0])
+                link.invoke(1)
+                got = np.asarray(link.get_output(0)).reshape(want.shape)
+        finally:
+            if r.pid:
+                fl._kill_group(r.pid, r.pid)
+            fl.stop_board(all=True)
+        np.testing.assert_array_equal(got, want, err_msg=repr(case))
+        assert np.unique(want).size > 2
