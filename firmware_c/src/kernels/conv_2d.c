@@ -348,7 +348,18 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
         const int16_t *c0 = col, *c1 = col + k; /* the two rows one after the other */
         int32_t t00 = 0, t01 = 0, t10 = 0, t11 = 0; /* k products of |v| < 2^22: no overflow below 2^9 */
         if (k4 <= 256) {
-            for (i = 0; i < k4; i++) {
+            for (i = 0; i + 16 <= k4; i += 16) { /* fixed 16: GCC -O2 (very cheap cost model) vectorizes it */
+                const int8_t *wa = w0 + i, *wb = w1 + i;
+                const int16_t *ca = c0 + i, *cb = c1 + i;
+                int32_t j;
+                for (j = 0; j < 16; j++) {
+                    t00 += wa[j] * ca[j];
+                    t01 += wa[j] * cb[j];
+                    t10 += wb[j] * ca[j];
+                    t11 += wb[j] * cb[j];
+                }
+            }
+            for (; i < k4; i++) {
                 t00 += w0[i] * c0[i];
                 t01 += w0[i] * c1[i];
                 t10 += w1[i] * c0[i];
