@@ -301,19 +301,19 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
     }
 }
 
-/* float32: four units at a time (ef_dot4); the last group repeats its last unit's row where units run out. */
+/* float32: eight units at a time (ef_dot8); the last group repeats its last unit's row where units run out. */
 static void fc_float(const fc_data_t *d, const float *x, const float *w, const float *bias, float *y) {
     const int32_t D = d->depth, U = d->units;
     int32_t b, u, j;
     for (b = 0; b < d->batches; b++) {
         const float *xb = x + (int64_t)b * D;
         float *yb = y + (int64_t)b * U;
-        for (u = 0; u < U; u += 4) {
-            const float *rows[4];
-            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            const int32_t m = U - u < 4 ? U - u : 4;
-            for (j = 0; j < 4; j++) rows[j] = w + (int64_t)(u + (j < m ? j : m - 1)) * D;
-            ef_dot4(xb, rows, D, acc);
+        for (u = 0; u < U; u += 8) {
+            const float *rows[8];
+            float acc[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+            const int32_t m = U - u < 8 ? U - u : 8;
+            for (j = 0; j < 8; j++) rows[j] = w + (int64_t)(u + (j < m ? j : m - 1)) * D;
+            ef_dot8(xb, rows, D, acc);
             for (j = 0; j < m; j++) {
                 float v = acc[j] + (bias ? bias[u + j] : 0.0f);
                 yb[u + j] = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
