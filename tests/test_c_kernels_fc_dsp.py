@@ -232,11 +232,12 @@ def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
 
 @pytest.mark.parametrize("units,depth,batches,bias,act", [(1, 3, 1, True, "NONE"), (3, 7, 2, False, "RELU"),
                                                           (4, 16, 1, True, "RELU6"), (10, 37, 3, True, "NONE"),
-                                                          (13, 560, 1, False, "RELU_N1_TO_1")])
+                                                          (13, 560, 1, False, "RELU_N1_TO_1"),
+                                                          (16, 9, 2, True, "NONE")])
 def test_fully_connected_float32_unit_groups(backend, units, depth, batches, bias, act):  # noqa: F811
-    # float32 FULLY_CONNECTED runs four units at a time (the last group repeats its last row where units run
-    # out) with four partial sums per dot product: C == Python == TFLM within the float tolerance, every unit
-    # of the last group written from its own row
+    # float32 FULLY_CONNECTED runs eight units at a time (the last group repeats its last row where units run
+    # out): C == numpy, Python and TFLM within the float tolerance, every unit of the last group written from
+    # its own row
     rng = np.random.default_rng(units * 1000 + depth)
     w = T((units, depth), "FLOAT32", data=rng.standard_normal((units, depth)).astype(np.float32))
     b = T((units,), "FLOAT32", data=rng.standard_normal(units).astype(np.float32)) if bias else None
