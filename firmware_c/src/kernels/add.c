@@ -135,8 +135,10 @@ static inline int32_t sub_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
 EB_ROWS(add_rows, add, addsub_p_t, add_q8, add_q16, add_i32, add_f)
 EB_ROWS(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f)
 
+/* n bytes at p and at q do not overlap (compared as addresses: they may lie in different objects). */
 static int disjoint(const void *p, const void *q, int32_t n) {
-    return (const int8_t *)p + n <= (const int8_t *)q || (const int8_t *)q + n <= (const int8_t *)p;
+    const uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return a + (uintptr_t)n <= b || b + (uintptr_t)n <= a;
 }
 
 static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
