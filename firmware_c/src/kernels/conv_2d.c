@@ -346,9 +346,11 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
         }
 #else
         const int16_t *c0 = col, *c1 = col + k; /* the two rows one after the other */
-        int32_t t00 = 0, t01 = 0, t10 = 0, t11 = 0; /* k products of |v| < 2^22: no overflow below 2^9 */
-        if (k4 <= 256) {
-            for (i = 0; i + 16 <= k4; i += 16) { /* fixed 16: GCC -O2 (very cheap cost model) vectorizes it */
+        int32_t i0;
+        for (i0 = 0; i0 < k4; i0 += 256) { /* int32 partial sums of <= 256 products of |v| < 2^22: no overflow */
+            const int32_t end = k4 - i0 < 256 ? k4 : i0 + 256;
+            int32_t t00 = 0, t01 = 0, t10 = 0, t11 = 0;
+            for (i = i0; i + 16 <= end; i += 16) { /* fixed 16: GCC -O2 (very cheap cost model) vectorizes it */
                 const int8_t *wa = w0 + i, *wb = w1 + i;
                 const int16_t *ca = c0 + i, *cb = c1 + i;
                 int32_t j;
@@ -359,7 +361,7 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
                     t11 += wb[j] * cb[j];
                 }
             }
-            for (; i < k4; i++) {
+            for (; i < end; i++) {
                 t00 += w0[i] * c0[i];
                 t01 += w0[i] * c1[i];
                 t10 += w1[i] * c0[i];
@@ -369,13 +371,6 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
             s01 += (uint32_t)t01;
             s10 += (uint32_t)t10;
             s11 += (uint32_t)t11;
-        } else {
-            for (i = 0; i < k4; i++) {
-                s00 += (uint32_t)(w0[i] * c0[i]);
-                s01 += (uint32_t)(w0[i] * c1[i]);
-                s10 += (uint32_t)(w1[i] * c0[i]);
-                s11 += (uint32_t)(w1[i] * c1[i]);
-            }
         }
 #endif
         acc[0] = s00;
