@@ -222,7 +222,18 @@ def test_host_build_without_float32_int16_refuses_those_nodes(tmp_path):
                "logistic_f32": (op_model("LOGISTIC", [T((4,), "FLOAT32")], [T((4,), "FLOAT32")]), "LOGISTIC",
                                 "FLOAT32"),
                "relu_i16": (op_model("RELU", [T((4,), "INT16", 0.01, 0)], [T((4,), "INT16", 0.01, 0)]), "RELU",
-                            "INT16")}
+                            "INT16"),
+               "add_f32": (op_model("ADD", [T((4,), "FLOAT32"), T((4,), "FLOAT32")], [T((4,), "FLOAT32")]), "ADD",
+                           "FLOAT32"),
+               "mul_i16": (op_model("MUL", [T((4,), "INT16", 0.01, 0), T((4,), "INT16", 0.02, 0)],
+                                    [T((4,), "INT16", 0.05, 0)]), "MUL", "INT16"),
+               "fc_f32": (op_model("FULLY_CONNECTED", [T((1, 4), "FLOAT32"), T((3, 4), "FLOAT32",
+                                                                                data=np.ones((3, 4), np.float32))],
+                                   [T((1, 3), "FLOAT32")]), "FULLY_CONNECTED", "FLOAT32"),
+               "quantize_f32": (op_model("QUANTIZE", [T((4,), "FLOAT32")], [T((4,), "INT8", 0.1, 0)]), "QUANTIZE",
+                                "FLOAT32"),
+               "dequantize_f32": (op_model("DEQUANTIZE", [T((4,), "INT8", 0.1, 0)], [T((4,), "FLOAT32")]),
+                                  "DEQUANTIZE", "FLOAT32")}
     for name, (data, op, dtype) in refused.items():
         _py, proc = run(data, name)
         assert proc.returncode == 3, (name, proc.returncode, proc.stderr)
