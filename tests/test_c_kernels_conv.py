@@ -446,3 +446,36 @@ def test_depthwise_asm_on_qemu(backend, tmp_path, monkeypatch):
             fl.stop_board(all=True)
         np.testing.assert_array_equal(got, want, err_msg=repr(case))
         assert np.unique(want).size > 2
+
+
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"])
+def test_int16_bias_near_int64_limits_under_ubsan(op, tmp_path):
+    """An INT64 bias next to INT64_MIN / INT64_MAX (a fuzzer finding on TRANSPOSE_CONV): the int16 kernels add it
+    wrapping, like the hardware add, so the ASan/UBSan runner reports no signed overflow."""
+    proc = subprocess.run(["make", "-C", str(FW), "host-asan"], capture_output=True, text=True)
+    runner = FW / "build" / "host-asan" / "edge-run-c"
+    if proc.returncode != 0 or not runner.exists():
+        pytest.skip(f"this gcc cannot build the ASan/UBSan runner: {proc.stderr[-500:]}")
+    rng = np.random.default_rng(8)
+    lim = np.iinfo(np.int64)
+    b = T((2,), "INT64", [2e-5, 4e-5], 0, data=np.array([lim.min + 5, lim.max - 5], np.int64))
+    x = T((1, 4, 4, 2), "INT16", 0.002, 0)
+    opts = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+    if op == "TRANSPOSE_CONV":
+        shape = T((4,), "INT32", data=np.array([1, 4, 4, 2], np.int32))
+        w = T((2, 3, 3, 2), "INT8", [0.01, 0.02], 0, data=rng.integers(-127, 128, (2, 3, 3, 2), dtype=np.int8))
+        model = op_model(op, [shape, w, x, b], [T((1, 4, 4, 2), "INT16", 0.01, 0)], options=opts, version=3)
+    else:
+        shape_w = (1, 3, 3, 2) if op == "DEPTHWISE_CONV_2D" else (2, 3, 3, 2)
+        w = T(shape_w, "INT8", [0.01, 0.02], 0, quantized_dimension=3 if op == "DEPTHWISE_CONV_2D" else 0,
+              data=rng.integers(-127, 128, shape_w, dtype=np.int8))
+        if op == "DEPTHWISE_CONV_2D":
+            opts["depth_multiplier"] = 1
+        model = op_model(op, [x, w, b], [T((1, 4, 4, 2), "INT16", 0.01, 0)], options=opts, version=3)
+    feeds = [rng.integers(-3000, 3000, (1, 4, 4, 2)).astype(np.int16)]
+    (tmp_path / "m.tflite").write_bytes(model)
+    (tmp_path / "in.bin").write_bytes(feeds[0].tobytes())
+    proc = subprocess.run([str(runner), str(tmp_path / "m.tflite"), str(tmp_path / "in.bin"), str(tmp_path / "out.bin")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "runtime error" not in proc.stderr, proc.stderr[-2000:]

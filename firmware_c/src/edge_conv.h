@@ -43,6 +43,9 @@ static inline void edge_conv_taps(int32_t origin, int32_t dil, int32_t size, int
     *hi = b;
 }
 
+/* a + b wrapping like the int64 hardware add (a model's int64 bias can be anything: no signed overflow). */
+static inline int64_t edge_conv_add64(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 /* The options the three share, read as the kernels need them (no options table: SAME, strides 1, no
  * activation, dilations 1): padding, stride_w, stride_h at slots 0..2, the activation at act_slot, the
  * dilations (w, h) at dil_slot, dil_slot + 1 (dil_slot < 0: none, 1). */

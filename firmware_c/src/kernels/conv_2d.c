@@ -557,7 +557,7 @@ static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt,
                         }
                     }
                     if (wide) {
-                        if (b64) acc64 += b64[oc];
+                        if (b64) acc64 = edge_conv_add64(acc64, b64[oc]);
                         r = edge_mbqm64(acc64, edge_conv_mult(d->rq16, oc), edge_conv_shift(d->rq16, d->o, oc));
                     } else {
                         if (b32) acc32 += (uint32_t)b32[oc];

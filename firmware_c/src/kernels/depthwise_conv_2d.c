@@ -565,7 +565,7 @@ static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, con
                             for (fx = fx0; fx < fx1; fx++)
                                 acc += (int32_t)xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
                         }
-                        if (bias) acc += bias[ch];
+                        if (bias) acc = edge_conv_add64(acc, bias[ch]);
                         r = edge_mbqm64(acc, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, d->oc, ch));
                         yp[ch] = (int16_t)edge_clamp32(r, d->lo, d->hi);
                     }

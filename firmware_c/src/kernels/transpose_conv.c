@@ -190,7 +190,8 @@ static void tc_int16(const tc_data_t *d, const int16_t *x, const int8_t *wt, con
         const int32_t ch = (int32_t)(e % o);
         int64_t a = acc[e];
         int32_t r;
-        if (bias) a += d->bias16 ? (int64_t)((const int16_t *)bias)[ch] : ((const int64_t *)bias)[ch];
+        if (bias)
+            a = edge_conv_add64(a, d->bias16 ? (int64_t)((const int16_t *)bias)[ch] : ((const int64_t *)bias)[ch]);
         r = edge_mbqm64(a, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
         y[e] = (int16_t)edge_clamp32(r, d->lo, d->hi);
     }
