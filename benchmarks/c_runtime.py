@@ -286,7 +286,7 @@ def main(argv=None) -> int:
         print(f"  {p.name}: {', '.join(missing)}")
 
     print(f"\n1. Host latency per invoke (median, ms; {a.seconds} s per cell, each in its own process)")
-    print("   C = edge_sdk.backend_c.CInterpreter from Python (ctypes, set_tensor + invoke); C-native = "
+    print("   C = edge_sdk.backend_c.CInterpreter from Python (set_tensor + invoke through the binding); C-native = "
           "edge-run-c's own loop (the runtime alone)")
     print(f"{'model':<40} {'C':>9} {'C-native':>9} {'TFLM':>9} {'LiteRT':>9} {'TFLM/C':>7} {'LiteRT/C':>8} "
           f"{'TFLM/Cn':>8}")
