@@ -1,7 +1,11 @@
 """Fuzzing the C runtime: the regression cases in tests/fuzz_corpus/ (every crasher the fuzzer found, rebuilt
 with our writer) replayed through the ASan/UBSan build of edge-run-c, and a bounded, seeded libFuzzer session
 (clang -fsanitize=fuzzer,address,undefined) on edge_init (verify + prepare + plan) and edge_invoke that
-must end with zero findings."""
+must end with zero findings.
+
+The replay (edge-run-c --fuzz) runs each case exactly as the harness does: same arena size, inputs filled from
+a hash of the model, three invokes with a state reset before the third (firmware_c/fuzz/edge_fuzz_inputs.h,
+included by both), so a finding that needs particular input bytes replays as it was found."""
 
 from __future__ import annotations
 
@@ -22,23 +26,41 @@ STATUS_COUNT = 13  # edge_status.def
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="the C runtime needs make")
 
 
-def _asan_runner() -> Path:
+SHARED_HEADER = "fuzz/edge_fuzz_inputs.h"  # the harness's invoke sequence, included by host/edge_run.c
+
+
+def _make_runner(fw: Path) -> list[str]:
+    """make host-asan in fw; the Makefile's HEADERS do not list fuzz/*.h, so when the shared header is newer
+    than the runner, make is told to treat edge_run.c (which includes it) as changed."""
+    runner = fw / "build" / "host-asan" / "edge-run-c"
+    cmd = ["make", "-C", str(fw), "host-asan"]
+    if runner.exists() and (fw / SHARED_HEADER).stat().st_mtime > runner.stat().st_mtime:
+        cmd += ["-W", "host/edge_run.c"]
+    return cmd
+
+
+def _asan_runner(fw: Path = FW) -> Path:
     if shutil.which("gcc") is None:
         pytest.skip("gcc is not installed")
-    proc = subprocess.run(["make", "-C", str(FW), "host-asan"], capture_output=True, text=True)
-    runner = FW / "build" / "host-asan" / "edge-run-c"
+    proc = subprocess.run(_make_runner(fw), capture_output=True, text=True)
+    runner = fw / "build" / "host-asan" / "edge-run-c"
     if proc.returncode != 0 or not runner.exists():
         pytest.skip(f"this gcc cannot build the ASan/UBSan runner: {proc.stderr[-500:]}")
     return runner
 
 
+def _replay(runner: Path, cases: list[Path], tmp_path: Path) -> subprocess.CompletedProcess:
+    blob = b"".join(struct.pack("<I", len(b)) + b for b in (p.read_bytes() for p in cases))
+    (tmp_path / "cases.bin").write_bytes(blob)
+    # no --arena: the replay uses the harness's arena (EDGE_FUZZ_ARENA), so cases load as they did when found
+    return subprocess.run([str(runner), "--fuzz", str(tmp_path / "cases.bin")],
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_regression_cases_replay_clean_under_asan(tmp_path):
     cases = sorted(CORPUS.glob("*.tflite"))
     assert len(cases) >= 2, "tests/fuzz_corpus lost its regression cases"
-    blob = b"".join(struct.pack("<I", len(b)) + b for b in (p.read_bytes() for p in cases))
-    (tmp_path / "cases.bin").write_bytes(blob)
-    proc = subprocess.run([str(_asan_runner()), "--fuzz", str(tmp_path / "cases.bin"), "--arena", str(1 << 20)],
-                          capture_output=True, text=True, timeout=120)
+    proc = _replay(_asan_runner(), cases, tmp_path)
     assert proc.returncode == 0, f"{proc.stdout[-1000:]}\n{proc.stderr[-3000:]}"
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
@@ -49,6 +71,30 @@ def test_regression_cases_replay_clean_under_asan(tmp_path):
     expected_ok = [not c.name.startswith("refused-") for c in cases]
     got_ok = [status == 0 for status in statuses]
     assert got_ok == expected_ok, list(zip([c.name for c in cases], statuses))
+
+
+BIAS_CASES = ["conv16-int64-bias-near-min.tflite", "dwconv16-int64-bias-near-min.tflite",
+              "tconv16-int64-bias-near-min.tflite"]
+
+
+@pytest.mark.slow
+def test_replay_catches_the_int64_bias_overflow_when_the_fix_is_reverted(tmp_path):
+    """The *-int64-bias-near-min cases are live regression cases: in a scratch copy of firmware_c whose int16
+    conv kernels add the INT64 bias with a plain signed add again (edge_conv_add64 undone), the replay reports
+    UBSan's signed overflow on each of them (it needs the harness's non-zero inputs: with zero inputs the
+    accumulator is 0 and INT64_MIN + small + 0 does not overflow). About 20 s (one ASan build)."""
+    fw = tmp_path / "firmware_c"
+    shutil.copytree(FW, fw, ignore=shutil.ignore_patterns("build"))
+    conv_h = fw / "src" / "edge_conv.h"
+    wrapping = "return (int64_t)((uint64_t)a + (uint64_t)b);"
+    text = conv_h.read_text()
+    assert wrapping in text, "edge_conv_add64 changed: update this test's revert of it"
+    conv_h.write_text(text.replace(wrapping, "return a + b;"))
+    runner = _asan_runner(fw)
+    for name in BIAS_CASES:
+        proc = _replay(runner, [CORPUS / name], tmp_path)
+        assert proc.returncode != 0 and "signed integer overflow" in proc.stderr, (name, proc.stderr[-2000:])
+        assert "_conv" in proc.stderr.split("signed integer overflow")[0].splitlines()[-1], proc.stderr[-2000:]
 
 
 def test_regression_cases_are_reproducible():

@@ -4,10 +4,13 @@
  *       IN.bin: the input tensors' raw bytes, concatenated in input order; OUT.bin gets the outputs likewise.
  *   edge-run-c MODEL --plan [--plan-only] [--arena BYTES]
  *       print the arena plan: "entry SUBGRAPH TENSOR NODE FIRST LAST OFFSET SIZE" lines and a summary.
- *   edge-run-c --fuzz CASES.bin [--arena BYTES]
- *       CASES.bin holds models as [uint32 length][bytes]...; each is loaded (and, when it loads, invoked
- *       with zeroed inputs), first in plan-only mode, then fully; "case I plan S" and "case I status S" are printed (and flushed) before the next case, so a
- *       crash names the case that caused it.
+ *   edge-run-c --fuzz CASES.bin [--arena BYTES]      (default arena: the harness's, EDGE_FUZZ_ARENA)
+ *       CASES.bin holds models as [uint32 length][bytes]...: the corpus replay. Each is loaded first in
+ *       plan-only mode, then fully, and when it loads it is invoked exactly as the libFuzzer harness does it
+ *       (fuzz/edge_fuzz_inputs.h, shared with fuzz/fuzz_edge.c: inputs filled from a hash of the model's
+ *       bytes, three invokes, edge_reset_state before the third), so a crasher the fuzzer found replays
+ *       with the same input bytes. "case I plan S" and "case I status S" are printed (and flushed) before
+ *       the next case, so a crash names the case that caused it.
  *
  * Exit status: 0 ok; 1 usage or I/O error; 3 edge_init refused the model (the message names why).
  */
@@ -18,6 +21,7 @@
 
 #include "edge.h"
 #include "edge_host.h"
+#include "../fuzz/edge_fuzz_inputs.h"
 
 static void *alloc16(size_t n) {
     void *p = NULL;
@@ -67,12 +71,16 @@ static int fuzz(const char *path, size_t arena_len) {
     while (pos + 4 <= len) {
         uint32_t n = (uint32_t)cases[pos] | ((uint32_t)cases[pos + 1] << 8) | ((uint32_t)cases[pos + 2] << 16) |
                      ((uint32_t)cases[pos + 3] << 24);
+        uint32_t seed;
         edge_status_t s;
         pos += 4;
         if (n > len - pos) break;
-        /* a private, exactly sized copy, so reads past the end are caught by the sanitizer */
-        model = malloc(n ? n : 1);
+        /* a private, exactly sized, 16-aligned copy (as the harness makes), so reads past the end are caught
+         * by the sanitizer */
+        model = alloc16(n);
+        if (!model) { fprintf(stderr, "edge-run-c: cannot allocate %u bytes\n", (unsigned)n); return 1; }
         memcpy(model, cases + pos, n);
+        seed = edge_fuzz_seed(model, n);
         pos += n;
         printf("case %d start\n", i);
         fflush(stdout);
@@ -80,14 +88,7 @@ static int fuzz(const char *path, size_t arena_len) {
         printf("case %d plan %d\n", i, (int)s);
         fflush(stdout);
         s = edge_init(&it, model, n, arena, arena_len);
-        if (s == EDGE_OK) {
-            int32_t k;
-            for (k = 0; k < edge_num_inputs(&it); k++) {
-                edge_tensor_t *t = edge_input(&it, k);
-                if (t && !t->is_const) memset(t->data, 0, t->bytes);
-            }
-            s = edge_invoke(&it);
-        }
+        if (s == EDGE_OK) s = edge_fuzz_invoke(&it, seed);
         printf("case %d status %d\n", i, (int)s);
         fflush(stdout);
         free(model);
@@ -101,7 +102,7 @@ static int fuzz(const char *path, size_t arena_len) {
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *in_path = NULL, *out_path = NULL, *fuzz_path = NULL;
-    int trace = 0, plan = 0, plan_only = 0, invocations = 1, a, pos = 0, k;
+    int trace = 0, plan = 0, plan_only = 0, invocations = 1, a, pos = 0, k, arena_set = 0;
     size_t arena_len = 64u << 20, model_len, in_len = 0, used = 0;
     uint8_t *model, *arena, *in = NULL;
     static edge_interp_t it;
@@ -113,7 +114,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[a], "--trace")) trace = 1;
         else if (!strcmp(argv[a], "--plan")) plan = 1;
         else if (!strcmp(argv[a], "--plan-only")) plan = plan_only = 1;
-        else if (!strcmp(argv[a], "--arena") && a + 1 < argc) arena_len = (size_t)strtoull(argv[++a], NULL, 0);
+        else if (!strcmp(argv[a], "--arena") && a + 1 < argc) { arena_len = (size_t)strtoull(argv[++a], NULL, 0); arena_set = 1; }
         else if (!strcmp(argv[a], "--invocations") && a + 1 < argc) invocations = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--fuzz") && a + 1 < argc) fuzz_path = argv[++a];
         else if (argv[a][0] == '-' && argv[a][1] == '-') { fprintf(stderr, "edge-run-c: unknown option %s\n", argv[a]); return 1; }
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
         else if (pos == 2) { out_path = argv[a]; pos++; }
         else { fprintf(stderr, "edge-run-c: too many arguments\n"); return 1; }
     }
-    if (fuzz_path) return fuzz(fuzz_path, arena_len);
+    if (fuzz_path) return fuzz(fuzz_path, arena_set ? arena_len : (size_t)EDGE_FUZZ_ARENA);
     if (!model_path || (!plan && (!in_path || !out_path))) {
         fprintf(stderr, "usage: edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]\n"
                         "       edge-run-c MODEL --plan [--plan-only] [--arena BYTES]\n"

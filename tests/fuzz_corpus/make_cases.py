@@ -14,6 +14,13 @@ refused-shape-product-overflow.tflite  ADD whose tensors are 2^20 x 2^20 x (2^31
 conv16-huge-output-ratio.tflite     int16x8 CONV_2D whose input*weight/output scale is 2^20: shift 21, so the
                                     16x8 requantization's rounding shift 15 - shift is negative (shift by a
                                     negative count, UBSan). Fix: edge_mbqm64 shifts left for shift > 14.
+tconv16-int64-bias-near-min.tflite  int16x8 TRANSPOSE_CONV whose INT64 bias is INT64_MIN + small (and, on one
+conv16-int64-bias-near-min.tflite   channel, INT64_MAX - small); the same for CONV_2D and DEPTHWISE_CONV_2D.
+dwconv16-int64-bias-near-min.tflite With the harness's inputs (edge-run-c --fuzz fills them exactly as
+                                    fuzz_edge.c does, fuzz/edge_fuzz_inputs.h) a negative accumulator plus the
+                                    bias overflowed int64 (UBSan: signed integer overflow in tc_int16, the CI
+                                    fuzz session's finding). Zero inputs do not trigger it. Fix: the int16
+                                    kernels add the bias wrapping (edge_conv_add64).
 """
 from __future__ import annotations
 
@@ -74,8 +81,44 @@ def shape_product_overflow() -> bytes:
     return op_model("ADD", [a, b], [y])
 
 
+def _bias_near_min(op: str, rng) -> bytes:
+    lim = np.iinfo(np.int64)
+    bias = np.array([lim.min + 5, lim.min + 1000, lim.max - 5], np.int64)
+    b = T((3,), "INT64", scale=[2e-5, 4e-5, 6e-5], zero_point=0, data=bias)
+    x = T((1, 3, 3, 3), "INT16", scale=0.002, zero_point=0)
+    y = T((1, 3, 3, 3), "INT16", scale=0.01, zero_point=0)
+    opts = dict(padding="SAME", stride_w=1, stride_h=1)
+    if op == "TRANSPOSE_CONV":
+        shape = T((4,), "INT32", data=np.array([1, 3, 3, 3], np.int32))
+        w = T((3, 2, 2, 3), "INT8", scale=[0.01, 0.02, 0.03], zero_point=0,
+              data=rng.integers(-127, 128, (3, 2, 2, 3)).astype(np.int8))
+        return op_model(op, [shape, w, x, b], [y], options=opts, version=3)
+    dw = op == "DEPTHWISE_CONV_2D"
+    wshape = (1, 2, 2, 3) if dw else (3, 2, 2, 3)
+    w = T(wshape, "INT8", scale=[0.01, 0.02, 0.03], zero_point=0, quantized_dimension=3 if dw else 0,
+          data=rng.integers(-127, 128, wshape).astype(np.int8))
+    if dw:
+        opts["depth_multiplier"] = 1
+    return op_model(op, [x, w, b], [y], options=opts, version=3)
+
+
+def tconv_bias_near_min() -> bytes:
+    return _bias_near_min("TRANSPOSE_CONV", np.random.default_rng(5))
+
+
+def conv_bias_near_min() -> bytes:
+    return _bias_near_min("CONV_2D", np.random.default_rng(6))
+
+
+def dwconv_bias_near_min() -> bytes:
+    return _bias_near_min("DEPTHWISE_CONV_2D", np.random.default_rng(7))
+
+
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
-         "refused-shape-product-overflow.tflite": shape_product_overflow}
+         "refused-shape-product-overflow.tflite": shape_product_overflow,
+         "tconv16-int64-bias-near-min.tflite": tconv_bias_near_min,
+         "conv16-int64-bias-near-min.tflite": conv_bias_near_min,
+         "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():
