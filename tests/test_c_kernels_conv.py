@@ -479,3 +479,31 @@ def test_int16_bias_near_int64_limits_under_ubsan(op, tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "runtime error" not in proc.stderr, proc.stderr[-2000:]
+
+
+# ------------------------------------------------------------------------------------------------ window edges
+
+def test_conv_window_edges(backend):
+    """edge_conv_window's 32-bit arithmetic at its edges: a VALID dilated window exactly as large as the input
+    (one output), a stride of 2^31 - 1 with SAME (in + stride - 1 past INT32_MAX; TFLM's int arithmetic overflows
+    there, so Python is the reference), and a VALID window one larger than the input refused."""
+    from edge_sdk.errors import ModelError
+
+    rng = np.random.default_rng(31)
+    # h 7, w 5, a 3x2 window: dilations 3, 4 make it 7x5 (exact fit), strides larger than the input
+    exact = ("int8", 1, 7, 5, 4, 3, 3, 2, 1, "VALID", (5, 3), (3, 4), "NONE", True, True)
+    model, feeds = _conv_model(exact, rng)
+    assert _compare(backend, model, feeds, "int8").shape == (1, 1, 1, 3)
+    huge = ("int8", 1, 7, 5, 4, 3, 3, 2, 1, "SAME", (2**31 - 1, 2**31 - 1), (1, 2), "NONE", True, True)
+    model, feeds = _conv_model(huge, rng)
+    c_out = _run_c(backend, model, feeds)[0]
+    assert c_out.shape == (1, 1, 1, 3)
+    np.testing.assert_array_equal(c_out, run_ours(model, feeds)[0])
+    assert np.unique(c_out).size > 1
+    for dil in ((4, 1), (1, 5)):  # eff 9 > h = 7, eff 6 > w = 5
+        x, wt = T((1, 7, 5, 4), "INT8", 0.05, 3), _weights(rng, "int8", (3, 3, 2, 4), 3, True)
+        bad = op_model("CONV_2D", [x, wt, None], [T((1, 1, 1, 3), "INT8", 0.1, -5)],
+                       options={"padding": "VALID", "stride_h": 1, "stride_w": 1, "dilation_h_factor": dil[0],
+                                "dilation_w_factor": dil[1]}, version=3)
+        with pytest.raises(ModelError, match="window"):
+            backend.CInterpreter(model_content=bad).allocate_tensors()

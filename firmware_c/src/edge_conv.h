@@ -20,16 +20,23 @@
  * dilation 1. */
 static inline int edge_conv_window(int32_t padding, int32_t stride, int32_t dil, int32_t in, int32_t k, int32_t *out,
                                    int32_t *pad) {
-    int64_t eff, o, total;
+    int64_t eff, total;
+    uint32_t o;
     if (stride <= 0 || dil <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
     eff = (int64_t)(k - 1) * dil + 1;
-    if (padding == 0) o = ((int64_t)in + stride - 1) / stride;
-    else o = ((int64_t)in + stride - eff) / stride; /* C division truncates, as TFLite's */
-    if (o <= 0 || o > 0x7fffffff) return -1;
-    total = (o - 1) * stride + eff - in;
+    /* TFLite's (in + stride - 1) / stride and (in + stride - eff) / stride (truncated), in 32 bits (no 64-bit
+     * division helper): the first numerator fits a uint32; the second is < stride (no output) unless
+     * eff <= in, and then it is (in - eff) / stride + 1 */
+    if (padding == 0) {
+        o = ((uint32_t)in + (uint32_t)stride - 1u) / (uint32_t)stride;
+    } else {
+        if (eff > in) return -1;
+        o = (uint32_t)(in - (int32_t)eff) / (uint32_t)stride + 1u;
+    }
+    total = (int64_t)(o - 1u) * stride + eff - in;
     if (total < 0) total = 0;
     *out = (int32_t)o;
-    *pad = (int32_t)(total / 2);
+    *pad = (int32_t)(total >> 1);
     return 0;
 }
 
@@ -104,6 +111,24 @@ static inline edge_status_t edge_conv_check_quant(edge_ctx_t *ctx, const edge_te
     return EDGE_OK;
 }
 
+/* float -> double for the multipliers: a conversion instruction where the FPU has double precision (the host,
+ * Cortex-A, Cortex-M7 with fpv5-d16), else edge_f2d on the bits (the same value; no soft-double add/sub object
+ * for __aeabi_f2d on the Cortex-M4 / M33, nor on cores without an FPU). */
+#if !defined(__ARM_ARCH) || (defined(__ARM_FP) && (__ARM_FP & 8))
+#define EDGE_CONV_F2D(f) ((double)(f))
+#else
+#define EDGE_CONV_F2D(f) edge_f2d(f)
+#endif
+
+/* Channel k's real multiplier in->scale * w->scales[k, or 0 when per-tensor] / out->scale in double, as TFLM
+ * computes it. */
+static inline double edge_conv_real(const edge_tensor_t *in, const edge_tensor_t *w, const edge_tensor_t *out,
+                                    int32_t k) {
+    float ws;
+    memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
+    return EDGE_CONV_F2D(in->scale) * EDGE_CONV_F2D(ws) / EDGE_CONV_F2D(out->scale);
+}
+
 /* The per-channel requantization of a quantized convolution in one persistent block of 5 bytes a channel
  * (see edge_rq_pack): channel k's multiplier is in->scale * w->scales[k, or 0 when per-tensor] / out->scale
  * in double, as TFLM's. int8 layers get edge_rq's form while it covers every channel (*generic = 0); else, and
@@ -117,11 +142,9 @@ static inline edge_status_t edge_conv_rq(edge_ctx_t *ctx, const edge_tensor_t *i
     *rq = r;
     *generic = !int8;
     for (k = 0; k < n; k++) {
-        float ws;
         int32_t m, sh;
         edge_rq_t q;
-        memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &m, &sh);
+        edge_quantize_multiplier(edge_conv_real(in, w, out, k), &m, &sh);
         if (!*generic && edge_rq_make(&q, m, sh) == 0) {
             edge_rq_pack(r, n, k, &q);
         } else if (!*generic) {

@@ -54,7 +54,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t qbias_type = node->options_type == EDGE_OPTS_Conv2DOptions ? edge_opt_int(node, 6, 1, 0) : 0;
     edge_tensor_t *in, *w, *bias, *out;
     conv_data_t *d;
-    int32_t shape[4], k, i;
+    int32_t shape[4], k;
     edge_status_t s;
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
@@ -135,21 +135,14 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->rq = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)d->o);
     if (!d->rq) return EDGE_ARENA_TOO_SMALL;
     for (k = 0; k < d->o; k++) {
-        float ws;
         int32_t m, e;
-        memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-        edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &m, &e);
-        if (!d->rq_generic && edge_rq_make(&d->rq[k], m, e) != 0) {
-            d->rq_generic = 1; /* a ratio edge_rq does not cover: every channel keeps edge_mbqm's */
-            for (i = 0; i < k; i++) {
-                memcpy(&ws, &w->scales[w->n_scales > 1 ? i : 0], 4);
-                edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->rq[i].mul,
-                                         &d->rq[i].rnd);
-            }
-        }
+        edge_quantize_multiplier(edge_conv_real(in, w, out, k), &m, &e);
         if (d->rq_generic) {
             d->rq[k].mul = m;
             d->rq[k].rnd = e;
+        } else if (edge_rq_make(&d->rq[k], m, e) != 0) {
+            d->rq_generic = 1; /* a ratio edge_rq does not cover: every channel keeps edge_mbqm's, from the start */
+            k = -1;
         }
     }
     return edge_request_scratch(ctx, node, sizeof(int16_t) * 2u * (size_t)d->groups * (size_t)d->k, &d->scratch);

@@ -166,34 +166,38 @@ static void tc_scatter(const tc_data_t *d, const int8_t *x8, const int16_t *x16,
 static void tc_int8(const tc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                     uint32_t *acc) {
     const int32_t o = d->o;
-    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
-    int64_t e;
-    memset(acc, 0, sizeof(uint32_t) * (size_t)total);
+    const int64_t npix = (int64_t)d->n * d->oh * d->ow;
+    int64_t p, e = 0;
+    int32_t ch;
+    memset(acc, 0, sizeof(uint32_t) * (size_t)(npix * o));
     tc_scatter(d, x, 0, wt, acc, 0);
-    for (e = 0; e < total; e++) {
-        const int32_t ch = (int32_t)(e % o);
-        uint32_t a = acc[e] + (bias ? (uint32_t)bias[ch] : 0u);
-        int32_t r = edge_mbqm(edge_wrap32((int64_t)a), edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
-        r += d->output_offset;
-        y[e] = (int8_t)edge_clamp32(r, d->lo, d->hi);
+    for (p = 0; p < npix; p++) {
+        for (ch = 0; ch < o; ch++, e++) {
+            uint32_t a = acc[e] + (bias ? (uint32_t)bias[ch] : 0u);
+            int32_t r = edge_mbqm(edge_wrap32((int64_t)a), edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
+            r += d->output_offset;
+            y[e] = (int8_t)edge_clamp32(r, d->lo, d->hi);
+        }
     }
 }
 
 static void tc_int16(const tc_data_t *d, const int16_t *x, const int8_t *wt, const void *bias, int16_t *y,
                      int64_t *acc) {
     const int32_t o = d->o;
-    const int64_t total = (int64_t)d->n * d->oh * d->ow * o;
-    int64_t e;
-    memset(acc, 0, sizeof(int64_t) * (size_t)total);
+    const int64_t npix = (int64_t)d->n * d->oh * d->ow;
+    int64_t p, e = 0;
+    int32_t ch;
+    memset(acc, 0, sizeof(int64_t) * (size_t)(npix * o));
     tc_scatter(d, 0, x, wt, 0, acc);
-    for (e = 0; e < total; e++) {
-        const int32_t ch = (int32_t)(e % o);
-        int64_t a = acc[e];
-        int32_t r;
-        if (bias)
-            a = edge_conv_add64(a, d->bias16 ? (int64_t)((const int16_t *)bias)[ch] : ((const int64_t *)bias)[ch]);
-        r = edge_mbqm64(a, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
-        y[e] = (int16_t)edge_clamp32(r, d->lo, d->hi);
+    for (p = 0; p < npix; p++) {
+        for (ch = 0; ch < o; ch++, e++) {
+            int64_t a = acc[e];
+            int32_t r;
+            if (bias)
+                a = edge_conv_add64(a, d->bias16 ? (int64_t)((const int16_t *)bias)[ch] : ((const int64_t *)bias)[ch]);
+            r = edge_mbqm64(a, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, o, ch));
+            y[e] = (int16_t)edge_clamp32(r, d->lo, d->hi);
+        }
     }
 }
 
@@ -224,9 +228,10 @@ static void tc_float(const tc_data_t *d, const float *x, const float *wt, const 
             }
         }
     }
-    for (e = 0; e < total; e++) {
-        float v = y[e] + (bias ? bias[e % o] : 0.0f);
+    for (oc = 0, e = 0; e < total; e++) {
+        float v = y[e] + (bias ? bias[oc] : 0.0f);
         y[e] = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+        if (++oc == o) oc = 0; /* e's channel, without a 64-bit % */
     }
 }
 
