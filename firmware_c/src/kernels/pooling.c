@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(AVERAGE_POOL_2D, average_pool_2d, 3)
@@ -26,19 +27,6 @@ typedef struct {
     float flo, fhi;
     int32_t scratch;            /* c int32 (or float) accumulators */
 } pool_data_t;
-
-static int pool_window(int32_t padding, int32_t stride, int32_t in, int32_t k, int32_t *out, int32_t *pad) {
-    int64_t o, total;
-    if (stride <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
-    if (padding == 0) o = ((int64_t)in + stride - 1) / stride;
-    else o = ((int64_t)in + stride - k) / stride;
-    if (o <= 0 || o > 0x7fffffff) return -1;
-    total = (o - 1) * stride + k - in;
-    if (total < 0) total = 0;
-    *out = (int32_t)o;
-    *pad = (int32_t)(total / 2);
-    return 0;
-}
 
 /* Window cells [*lo, *hi) inside the input for an origin along one axis. */
 static inline void pool_range(int32_t origin, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
@@ -87,7 +75,8 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     d->sh = sh;
     d->sw = sw;
     if (d->n < 0 || d->c <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shape");
-    if (pool_window(padding, sh, d->h, fh, &d->oh, &d->pt) || pool_window(padding, sw, d->w, fw, &d->ow, &d->pl))
+    if (edge_conv_window(padding, sh, 1, d->h, fh, &d->oh, &d->pt) ||
+        edge_conv_window(padding, sw, 1, d->w, fw, &d->ow, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "padding, strides or filter size do not fit the input");
     if (average) {
         for (k = 0; k < d->oh; k++) {

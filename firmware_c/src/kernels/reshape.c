@@ -79,7 +79,8 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (infer >= 0) {
         if (known == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "cannot infer the -1 dimension");
-        shape[infer] = (int32_t)(elems / known);
+        if ((elems | known) >> 32) return EDGE_FAIL(ctx, EDGE_LIMIT, "2^32 elements or more");
+        shape[infer] = (int32_t)((uint32_t)elems / (uint32_t)known); /* 32-bit: no 64-bit divide linked */
         known *= shape[infer];
     }
     if (known != elems) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "element counts differ");

@@ -59,7 +59,8 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     d->beta = node->options_type == EDGE_OPTS_SoftmaxOptions ? edge_opt_float(node, 0, 0.0f) : 1.0f;
     d->depth = x->dims[x->rank - 1];
     n = edge_tensor_elements(x);
-    d->rows = d->depth > 0 ? n / d->depth : 0;
+    if (n >> 32) return EDGE_FAIL(ctx, EDGE_LIMIT, "input of 2^32 elements or more");
+    d->rows = d->depth > 0 ? (int32_t)((uint32_t)n / (uint32_t)d->depth) : 0; /* 32-bit: no 64-bit divide linked */
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
         if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output must be FLOAT32");
         return EDGE_OK;
