@@ -445,21 +445,23 @@ class CInterpreter:
         return [self._details(t) for t in self._io_indices(1)]
 
     def set_tensor(self, tensor_index, value) -> None:
-        # the fast path (a model input after allocate_tensors) is a dict look-up, two compares and one copy
+        # fast path: a model input after allocate_tensors, given as an ndarray of exactly its dtype and shape
         view = self._targets.get(tensor_index)
+        if (view is not None and type(value) is np.ndarray and value.dtype is view.dtype
+                and value.shape == view.shape):
+            view[...] = value
+            return
         if view is None:
             if not self._ready:
                 raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
             view = self._view(int(tensor_index))
-        t = tensor_index
-        if type(value) is not np.ndarray:
-            value = np.asarray(value)
+        value = np.asarray(value)
         if value.dtype != view.dtype:
             raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected type {view.dtype} "
-                             f"for input {t}")
+                             f"for input {tensor_index}")
         if value.shape != view.shape:
             raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {value.shape} but expected {view.shape} "
-                             f"for input {t}.")
+                             f"for input {tensor_index}.")
         view[...] = value
 
     def get_tensor(self, tensor_index) -> np.ndarray:
