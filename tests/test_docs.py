@@ -60,7 +60,7 @@ def test_devices_table_lists_every_profile():
         p = load_profile(name)
         line = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
         assert f"| {p.kind} | {p.cpu} |" in line and str(p.flash["method"]) in line
-    assert "| `qemu-mps2-an386` | mcu | cortex-m4 | 25 MHz | 2 MiB | 3.5 MiB |" in table
+    assert "| `qemu-mps2-an386` | mcu | cortex-m4 | 25 MHz | 7 MiB | 8 MiB |" in table
     assert "`cortex-m4`" not in table  # abstract parents are not devices
 
 

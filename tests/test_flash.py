@@ -130,7 +130,7 @@ def test_unsupported_op_named_before_building(tmp_path):
 def test_model_c_source_round_trips():
     data = bytes(range(256)) * 3 + b"\x07"
     src = fl.model_c_source(data)
-    assert "__attribute__((aligned(16)))" in src and f"app_model_len = {len(data)}u" in src
+    assert "__attribute__((section(\".edge_model\"), aligned(16)))" in src and f"app_model_len = {len(data)}u" in src
     body = src[src.index("{") + 1:src.index("};")]
     assert bytes(int(x, 16) for x in body.replace("\n", " ").split(",") if x.strip()) == data
 
