@@ -25,7 +25,7 @@ from edge_sdk.errors import ModelError
 
 SECTIONS = ("ops", "devices")
 HEADING = "## Supported ops and devices"
-_KERNEL_LINE = re.compile(r"^\s*EDGE_(CUSTOM_)?KERNEL\(\s*([A-Za-z0-9_]+)\s*,\s*[A-Za-z0-9_]+\s*,\s*(\d+)\s*\)",
+_KERNEL_LINE = re.compile(r'^\s*EDGE_(CUSTOM_)?KERNEL\(\s*("?[A-Za-z0-9_]+"?)\s*,\s*[A-Za-z0-9_]+\s*,\s*(\d+)\s*\)',
                           re.MULTILINE)
 
 
