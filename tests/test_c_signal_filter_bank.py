@@ -243,3 +243,38 @@ def test_spectral_subtraction_refusals():
     assert "'alternate_smoothing'" in refusal(op_model(
         "SignalFilterBankSpectralSubtraction", [T((40,), "UINT32")], [T((40,), "UINT32"), T((40,), "UINT32")],
         custom_options=opts(**o)))
+
+
+def test_under_asan(tmp_path, rng):
+    """Good and malformed models of both ops through the ASan/UBSan runner: loaded and run, or refused."""
+    import struct
+    import subprocess
+
+    from tests.test_c_fuzz import _asan_runner
+
+    runner = _asan_runner()
+    tables = bank_tables(rng, 6, 24, 30)
+    good_fb, good_ss = opts(num_channels=6), opts(**SS_DEFAULT)
+    fb_ins = [T((24,), "UINT32")] + [T((t.size,), "INT16", data=t) for t in tables]
+    models = [bank_model(6, 24, tables), ss_model(40)]
+    models += [op_model("SignalFilterBank", fb_ins, [T((6,), "UINT64")], custom_options=good_fb[:n])
+               for n in range(len(good_fb))]
+    models += [op_model("SignalFilterBankSpectralSubtraction", [T((40,), "UINT32")],
+                        [T((40,), "UINT32"), T((40,), "UINT32")], custom_options=co)
+               for co in (good_ss[:n] for n in range(0, len(good_ss), 7))]
+    for k in range(20):  # corrupted tables: some bands pushed out of range
+        t = [a.copy() for a in tables]
+        t[2 + k % 3][int(rng.integers(7))] = int(rng.integers(-40, 60))
+        models.append(bank_model(6, 24, t))
+    blob = b"".join(struct.pack("<I", len(b)) + b for b in models)
+    (tmp_path / "cases.bin").write_bytes(blob)
+    proc = subprocess.run([str(runner), "--fuzz", str(tmp_path / "cases.bin")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    statuses = [int(line.split()[3]) for line in lines if " status " in line]
+    assert lines[-1] == f"done {len(models)}" and len(statuses) == len(models)
+    assert statuses[:2] == [0, 0]  # the good models load and run
+    assert all(s != 0 for s in statuses[2 : 2 + len(good_fb)])  # truncated options: refused
+    assert 0 < sum(s != 0 for s in statuses[-20:]) < 20  # some corrupted tables refused, some still valid
