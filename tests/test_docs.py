@@ -30,18 +30,21 @@ def test_ops_table_lists_every_op_with_both_runtimes():
         assert cells[2] == (f"v1–v{row.max_version}" if row.max_version > 1 else "v1")
         assert (cells[3] == "-") == (name not in c), name
     assert "| `CONV_2D` | builtin | v1–v8 | v1–v8 | yes |" in table
-    assert "| `SignalRfft` | custom | v1 | - | - |" in table  # Python only: no C kernel
+    assert "| `DEPTH_TO_SPACE` | builtin | v1–v2 | - | - |" in table  # Python only: no C kernel
+    assert "| `SignalRfft` | custom | v1 | v1 | - |" in table  # a custom op in both
     assert f"runs {len(OPS)}" in table
 
 
 def test_c_kernels_parsed_from_sources(tmp_path):
     (tmp_path / "a.c").write_text('#include "edge_kernel.h"\n\nEDGE_KERNEL(ADD, add, 5)\nEDGE_KERNEL(SUB, sub, 2)\n'
                                   '/* EDGE_KERNEL(MUL, mul, 7) in a comment line is not a registration */\n'
-                                  'EDGE_CUSTOM_KERNEL(SignalWindow, window, 1)\n')
+                                  'EDGE_CUSTOM_KERNEL(SignalWindow, window, 1)\n'
+                                  'EDGE_CUSTOM_KERNEL("SignalRfft", rfft, 1)\n')
     (tmp_path / "b.c").write_text("EDGE_KERNEL(ADD, add_v2, 3)\n")
-    assert docs.c_kernels(tmp_path) == {"ADD": 5, "SUB": 2, "SignalWindow": 1}
+    assert docs.c_kernels(tmp_path) == {"ADD": 5, "SUB": 2, "SignalWindow": 1, "SignalRfft": 1}
     found = docs.c_kernels()
-    assert found["FULLY_CONNECTED"] == 13 and "SignalRfft" not in found and len(found) >= 30
+    assert found["FULLY_CONNECTED"] == 13 and found["SignalRfft"] == 1 and "DEPTH_TO_SPACE" not in found
+    assert len(found) >= 30
 
 
 def test_c_kernels_equal_the_built_library():

@@ -91,27 +91,27 @@ static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_
     ea_bcast_t *bc;
     *a = *b = *out = (edge_tensor_t *)0;
     if (node->n_inputs != 2 || node->n_outputs != 1)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB/MUL expects 2 inputs and 1 output");
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 2 inputs and 1 output");
     *a = edge_in(ctx, node, 0);
     *b = edge_in(ctx, node, 1);
     *out = edge_out(ctx, node, 0);
-    if (!*a || !*b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB/MUL: both inputs are required");
+    if (!*a || !*b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "both inputs are required");
     if ((*a)->type != EDGE_FLOAT32 && (*a)->type != EDGE_INT8 && (*a)->type != EDGE_INT16 && (*a)->type != EDGE_INT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB/MUL: C kernel runs FLOAT32, INT8, INT16, INT32");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16, INT32");
     if ((s = edge_type_built(ctx, (*a)->type)) != EDGE_OK) return s;
     if ((*b)->type != (*a)->type)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB/MUL: inputs have different types");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "inputs have different types");
     bc = (ea_bcast_t *)edge_alloc_persistent(ctx, bytes);
     if (!bc) return EDGE_ARENA_TOO_SMALL;
     node->user_data = bc;
     r = ea_bcast_prepare(bc, *a, *b, shape, &rank);
-    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ADD/SUB/MUL: input shapes do not broadcast");
-    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB/MUL: broadcasting beyond rank 6");
+    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shapes do not broadcast");
+    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "broadcasting beyond rank 6");
     s = edge_set_output_shape(ctx, node, 0, shape, rank);
     if (s != EDGE_OK) return s;
     if ((*out)->type != (*a)->type)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ADD/SUB/MUL: output type differs from input");
-    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "ADD/SUB/MUL: fused activation");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     return EDGE_OK;
 }
 
