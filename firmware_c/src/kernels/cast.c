@@ -106,6 +106,48 @@ static uint64_t float_to_bits(double v, int type) {
     return (uint64_t)(int64_t)v; /* conversion truncates toward zero */
 }
 
+/* Integer (or BOOL) to integer: the same bits when the widths agree, else sign/zero-extended or wrapped to the
+ * output's width, as store_bits(load_bits(...)) but with the type switches outside the element loops (blocks
+ * of 64 through a uint64 buffer), so a cast costs about a copy. */
+#define CAST_LOAD(T, WIDE)                                                                                    \
+    for (k = 0; k < m; k++) {                                                                                  \
+        T v;                                                                                                   \
+        memcpy(&v, x + sizeof(T) * (size_t)(base + k), sizeof(T));                                             \
+        buf[k] = (uint64_t)(WIDE)v;                                                                            \
+    }
+#define CAST_STORE(T)                                                                                         \
+    for (k = 0; k < m; k++) {                                                                                  \
+        const T v = (T)buf[k];                                                                                 \
+        memcpy(y + sizeof(T) * (size_t)(base + k), &v, sizeof(T));                                             \
+    }
+
+static void cast_integers(const uint8_t *x, int src, uint8_t *y, int dst, int64_t n) {
+    uint64_t buf[64];
+    int64_t base, k, m;
+    if (edge_type_bytes(src) == edge_type_bytes(dst)) {
+        memmove(y, x, (size_t)n * edge_type_bytes(src));
+        return;
+    }
+    for (base = 0; base < n; base += m) {
+        m = n - base < 64 ? n - base : 64;
+        switch (src) {
+        case EDGE_INT8: CAST_LOAD(int8_t, int64_t) break;
+        case EDGE_UINT8: case EDGE_BOOL: CAST_LOAD(uint8_t, uint64_t) break;
+        case EDGE_INT16: CAST_LOAD(int16_t, int64_t) break;
+        case EDGE_UINT16: CAST_LOAD(uint16_t, uint64_t) break;
+        case EDGE_INT32: CAST_LOAD(int32_t, int64_t) break;
+        case EDGE_UINT32: CAST_LOAD(uint32_t, uint64_t) break;
+        default: CAST_LOAD(uint64_t, uint64_t) break;
+        }
+        switch (edge_type_bytes(dst)) {
+        case 1: CAST_STORE(uint8_t) break;
+        case 2: CAST_STORE(uint16_t) break;
+        case 4: CAST_STORE(uint32_t) break;
+        default: CAST_STORE(uint64_t) break;
+        }
+    }
+}
+
 void edge_eval_cast(const edge_node_t *node, edge_ctx_t *ctx) {
     const cast_data_t *d = (const cast_data_t *)node->user_data;
     const uint8_t *x = (const uint8_t *)edge_in(ctx, node, 0)->data;
@@ -114,6 +156,10 @@ void edge_eval_cast(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t n = edge_tensor_elements(out);
     const int src_float = cast_is_float(d->src), src_unsigned = d->src == EDGE_UINT64;
     int64_t k;
+    if (!src_float && !cast_is_float(d->dst) && d->dst != EDGE_BOOL) {
+        cast_integers(x, d->src, y, d->dst, n);
+        return;
+    }
     for (k = 0; k < n; k++) {
         if (d->dst == EDGE_BOOL) {
             y[k] = src_float ? load_float(x, d->src, k) != 0.0 : load_bits(x, d->src, k) != 0;

@@ -50,9 +50,10 @@ static signal_rfft_c16_t signal_rfft_cexp16_(double phase) {
 /* kissfft's sround for 16-bit values: add 2^14, shift right by 15, store into int16. */
 static inline int16_t signal_rfft_sround_(int32_t x) { return (int16_t)((x + 16384) >> 15); }
 
-static inline signal_rfft_c16_t signal_rfft_fixdiv_(signal_rfft_c16_t a, int32_t p) {
+/* kissfft's C_FIXDIV(a, p): each component times 32767 / p, rounded; k is that quotient, computed once per
+ * stage (an integer division per value was most of the FFT's time). */
+static inline signal_rfft_c16_t signal_rfft_fixdiv_(signal_rfft_c16_t a, int32_t k) {
     signal_rfft_c16_t c;
-    int32_t k = 32767 / p;
     c.r = signal_rfft_sround_(a.r * k);
     c.i = signal_rfft_sround_(a.i * k);
     return c;
@@ -175,29 +176,48 @@ edge_status_t edge_prepare_signal_rfft(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
+/* A radix-4 stage (the common one: powers of two are factored into fours first), as the general stage's p == 4
+ * branch with the twiddles stepped instead of indexed: the same arithmetic, in the same order. */
+static void signal_rfft_stage4_(signal_rfft_c16_t *a, const signal_rfft_c16_t *tw, int32_t m, int32_t fs) {
+    const int32_t kp = 32767 / 4;
+    int32_t g, u;
+    for (g = 0; g < fs; g++) {
+        signal_rfft_c16_t *b = a + g * 4 * m;
+        const signal_rfft_c16_t *t1 = tw, *t2 = tw, *t3 = tw;
+        for (u = 0; u < m; u++, t1 += fs, t2 += 2 * fs, t3 += 3 * fs) {
+            const signal_rfft_c16_t f0 = signal_rfft_fixdiv_(b[u], kp);
+            const signal_rfft_c16_t s1 = signal_rfft_cmul_(signal_rfft_fixdiv_(b[m + u], kp), *t1);
+            const signal_rfft_c16_t s2 = signal_rfft_cmul_(signal_rfft_fixdiv_(b[2 * m + u], kp), *t2);
+            const signal_rfft_c16_t s3v = signal_rfft_cmul_(signal_rfft_fixdiv_(b[3 * m + u], kp), *t3);
+            const signal_rfft_c16_t s5 = signal_rfft_sub_(f0, s2), f0s = signal_rfft_add_(f0, s2);
+            const signal_rfft_c16_t s3 = signal_rfft_add_(s1, s3v), s4 = signal_rfft_sub_(s1, s3v);
+            b[u] = signal_rfft_add_(f0s, s3);
+            b[2 * m + u] = signal_rfft_sub_(f0s, s3);
+            b[m + u].r = (int16_t)(s5.r + s4.i);
+            b[m + u].i = (int16_t)(s5.i - s4.r);
+            b[3 * m + u].r = (int16_t)(s5.r - s4.i);
+            b[3 * m + u].i = (int16_t)(s5.i + s4.r);
+        }
+    }
+}
+
 /* One stage over the whole buffer: fs groups of p * m values, m butterflies in each. */
 static void signal_rfft_stage_(signal_rfft_c16_t *a, const signal_rfft_c16_t *tw, int32_t p, int32_t m, int32_t fs) {
     int32_t g, u, q;
+    const int32_t kp = 32767 / p;
     signal_rfft_c16_t f[5], sv[5];
+    if (p == 4) {
+        signal_rfft_stage4_(a, tw, m, fs);
+        return;
+    }
     for (g = 0; g < fs; g++) {
         signal_rfft_c16_t *b = a + g * p * m;
         for (u = 0; u < m; u++) {
-            f[0] = signal_rfft_fixdiv_(b[u], p);
-            for (q = 1; q < p; q++) sv[q] = signal_rfft_cmul_(signal_rfft_fixdiv_(b[q * m + u], p), tw[q * u * fs]);
+            f[0] = signal_rfft_fixdiv_(b[u], kp);
+            for (q = 1; q < p; q++) sv[q] = signal_rfft_cmul_(signal_rfft_fixdiv_(b[q * m + u], kp), tw[q * u * fs]);
             if (p == 2) {
                 b[u] = signal_rfft_add_(f[0], sv[1]);
                 b[m + u] = signal_rfft_sub_(f[0], sv[1]);
-            } else if (p == 4) {
-                signal_rfft_c16_t s5 = signal_rfft_sub_(f[0], sv[2]);
-                signal_rfft_c16_t f0 = signal_rfft_add_(f[0], sv[2]);
-                signal_rfft_c16_t s3 = signal_rfft_add_(sv[1], sv[3]);
-                signal_rfft_c16_t s4 = signal_rfft_sub_(sv[1], sv[3]);
-                b[u] = signal_rfft_add_(f0, s3);
-                b[2 * m + u] = signal_rfft_sub_(f0, s3);
-                b[m + u].r = (int16_t)(s5.r + s4.i);
-                b[m + u].i = (int16_t)(s5.i - s4.r);
-                b[3 * m + u].r = (int16_t)(s5.r - s4.i);
-                b[3 * m + u].i = (int16_t)(s5.i + s4.r);
             } else if (p == 3) {
                 int16_t e = tw[fs * m].i;
                 signal_rfft_c16_t s3 = signal_rfft_add_(sv[1], sv[2]);
@@ -258,16 +278,16 @@ void edge_eval_signal_rfft(const edge_node_t *node, edge_ctx_t *ctx) {
         }
         for (k = d->n_stages - 1; k >= 0; k--) signal_rfft_stage_(a, d->tw, d->radix[k], d->m[k], d->fs[k]);
         /* untangle: bin 0 and bin N from a[0], then bins k and N - k from a[k] and a[N - k] */
-        d0 = signal_rfft_fixdiv_(a[0], 2);
+        d0 = signal_rfft_fixdiv_(a[0], 32767 / 2);
         dr = d0.r;
         a[0].r = (int16_t)(dr + d0.i);
         a[0].i = 0;
         a[n].r = (int16_t)(dr - d0.i);
         a[n].i = 0;
         for (k = 1; k <= h; k++) {
-            signal_rfft_c16_t fpk = signal_rfft_fixdiv_(a[k], 2), nk = a[n - k], fpnk, f1, t;
+            signal_rfft_c16_t fpk = signal_rfft_fixdiv_(a[k], 32767 / 2), nk = a[n - k], fpnk, f1, t;
             nk.i = (int16_t)-nk.i;
-            fpnk = signal_rfft_fixdiv_(nk, 2);
+            fpnk = signal_rfft_fixdiv_(nk, 32767 / 2);
             f1 = signal_rfft_add_(fpk, fpnk);
             t = signal_rfft_cmul_(signal_rfft_sub_(fpk, fpnk), d->sup[k - 1]);
             a[k].r = (int16_t)(((int32_t)f1.r + t.r) >> 1);
