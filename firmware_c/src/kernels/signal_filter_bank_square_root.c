@@ -36,12 +36,18 @@ static uint32_t sbsr_sqrt(uint64_t num, uint32_t total_bits, uint64_t cap) {
     uint64_t res = 0, bit;
     uint32_t msb = 0, top;
     int32_t steps;
-    uint64_t m = num;
     if (num == 0) return 0;
-    while (m) {
-        msb++;
-        m >>= 1;
+#if defined(__GNUC__)
+    msb = 64u - (uint32_t)__builtin_clzll(num); /* one instruction (CLZ) instead of a loop over the bits */
+#else
+    {
+        uint64_t m = num;
+        while (m) {
+            msb++;
+            m >>= 1;
+        }
     }
+#endif
     top = (total_bits - msb) | 1u;        /* leading zeros, made odd */
     bit = (uint64_t)1 << (total_bits - 1 - top);
     steps = (int32_t)(total_bits - 1 - top) / 2 + 1;
