@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from tests.oprunner import T, assert_same, op_model
+from tests.oprunner import T, op_model
 from tests.peers import run_tflm
+from tests.test_c_signal import check  # the shared C vs Python vs TFLM check
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
                                 reason="the C runtime needs gcc and make")
@@ -31,39 +32,6 @@ def backend():
 
     backend_c.build()
     return backend_c
-
-
-def run_c(model: bytes, inputs) -> list[np.ndarray]:
-    from edge_sdk import Interpreter
-    from edge_sdk.backend_c import CInterpreter
-
-    interp = Interpreter(model_content=model, backend="c")
-    assert isinstance(interp, CInterpreter)
-    interp.allocate_tensors()
-    for d, x in zip(interp.get_input_details(), inputs):
-        interp.set_tensor(d["index"], np.array(x, order="C"))  # keeps 0-d shapes
-    interp.invoke()
-    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
-
-
-def run_py(model: bytes, inputs) -> list[np.ndarray]:
-    """Our Python interpreter (tests.oprunner.run_ours would turn a 0-d input into shape (1,))."""
-    from edge_sdk import Interpreter
-
-    interp = Interpreter(model_content=model)
-    interp.allocate_tensors()
-    for d, x in zip(interp.get_input_details(), inputs):
-        interp.set_tensor(d["index"], np.asarray(x))
-    interp.invoke()
-    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
-
-
-def check(model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
-    c = run_c(model, inputs)
-    assert_same(c, run_py(model, inputs), what="C vs Python")
-    if tflm:
-        assert_same(c, run_tflm(model, inputs), what="C vs TFLM")
-    return c
 
 
 def div_model(sa, sb, type_, act="NONE", qa=None, qb=None, qo=None):
