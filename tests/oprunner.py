@@ -209,3 +209,30 @@ def check_op(model_bytes: bytes, inputs, peer: str = "tflm", rtol: float = 0.0, 
         theirs = run_peer(model_bytes, inputs, p, isolate=isolate)
         assert_same(ours, theirs, rtol, atol, what=f"ours vs {p}")
     return ours
+
+
+# ------------------------------------------------------------------------- what firmware_c/tools/image_main.c does
+
+def image_main_inputs(interp) -> list[np.ndarray]:
+    """The inputs tools/image_main.c writes before its second (reported) invoke: bytes from its LCG (seed 12345,
+    top byte of each step), two rounds, input by input."""
+    seed = 12345
+    feeds = []
+    for _round in range(2):
+        feeds = []
+        for d in interp.get_input_details():
+            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
+            out = bytearray(n)
+            for k in range(n):
+                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
+                out[k] = seed >> 24
+            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
+    return feeds
+
+
+def image_main_hash(data: bytes) -> int:
+    """The FNV-1a hash tools/image_main.c prints of the output bytes."""
+    h = 2166136261
+    for b in data:
+        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
+    return h

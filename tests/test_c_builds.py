@@ -16,7 +16,7 @@ from edge_sdk import Interpreter
 from edge_sdk.model import read_model
 
 from tests.conftest import shared_model
-from tests.oprunner import T, op_model
+from tests.oprunner import T, image_main_hash, image_main_inputs, op_model
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
@@ -65,29 +65,6 @@ def _fc_model() -> bytes:
     return op_model("FULLY_CONNECTED", [x, w, b], [y], options=dict(fused_activation_function="RELU"), version=5)
 
 
-def _lcg_inputs(interp) -> list[np.ndarray]:
-    """The inputs tools/image_main.c writes before its second (reported) invoke."""
-    seed = 12345
-    feeds = []
-    for _round in range(2):
-        feeds = []
-        for d in interp.get_input_details():
-            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
-            out = bytearray(n)
-            for k in range(n):
-                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
-                out[k] = seed >> 24
-            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-    return feeds
-
-
-def _fnv(data: bytes) -> int:
-    h = 2166136261
-    for b in data:
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return h
-
-
 @pytest.mark.slow
 def test_linked_m4_image_runs_under_qemu_and_matches_python(tmp_path):
     """make cortex-m4 BOARD=qemu-mps2-an386 MODEL=...: the image runs the model under QEMU; its output hash
@@ -109,10 +86,10 @@ def test_linked_m4_image_runs_under_qemu_and_matches_python(tmp_path):
     assert [(n, c) for n, c, _ in ops] == [("0", "9")] and int(ops[0][2]) > 0
     py = Interpreter(model_content=model.read_bytes())
     py.allocate_tensors()
-    for d, x in zip(py.get_input_details(), _lcg_inputs(py)):
+    for d, x in zip(py.get_input_details(), image_main_inputs(py)):
         py.set_tensor(d["index"], x)
     py.invoke()
-    want = _fnv(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+    want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
     assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(want)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.oprunner import T, op_model, run_ours
+from tests.oprunner import T, image_main_hash, image_main_inputs, op_model, run_ours
 from tests.peers import PeerCrashed, run_tflm
 from tests.test_c_kernels_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
 
@@ -168,29 +168,6 @@ int main(void) {
 
 # ------------------------------------------------------------------------------------------------ on the M4
 
-def _lcg_inputs(interp) -> list[np.ndarray]:
-    """The input bytes tools/image_main.c writes before its second (reported) invoke."""
-    seed = 12345
-    feeds = []
-    for _round in range(2):
-        feeds = []
-        for d in interp.get_input_details():
-            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
-            out = bytearray(n)
-            for k in range(n):
-                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
-                out[k] = seed >> 24
-            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-    return feeds
-
-
-def _fnv(data: bytes) -> int:
-    h = 2166136261
-    for b in data:
-        h = ((h ^ b) * 16777619) & 0xFFFFFFFF
-    return h
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
@@ -220,10 +197,10 @@ def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
         assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
         py = Interpreter(model_content=model)
         py.allocate_tensors()
-        for d, x in zip(py.get_input_details(), _lcg_inputs(py)):
+        for d, x in zip(py.get_input_details(), image_main_inputs(py)):
             py.set_tensor(d["index"], x)
         py.invoke()
-        want = _fnv(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
         got = re.search(r"^out 0 (\d+)$", out, re.M)
         if not got or got.group(1) != str(want):
             failures.append(name)
