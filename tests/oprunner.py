@@ -236,3 +236,18 @@ def image_main_hash(data: bytes) -> int:
     for b in data:
         h = ((h ^ b) * 16777619) & 0xFFFFFFFF
     return h
+
+
+def run_c(model: bytes, inputs) -> list[np.ndarray]:
+    """The model through the C runtime's binding (Interpreter(backend="c")): its outputs, as copies. Inputs keep
+    their shapes, 0-d included."""
+    from edge_sdk import Interpreter
+    from edge_sdk.backend_c import CInterpreter
+
+    interp = Interpreter(model_content=model, backend="c")
+    assert isinstance(interp, CInterpreter)
+    interp.allocate_tensors()
+    for d, x in zip(interp.get_input_details(), inputs):
+        interp.set_tensor(d["index"], np.array(x, order="C"))
+    interp.invoke()
+    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]

@@ -18,7 +18,7 @@ import pytest
 from edge_sdk.errors import ModelError, UnsupportedOpError
 
 from tests.conftest import shared_models
-from tests.oprunner import T, assert_same, op_model, run_ours
+from tests.oprunner import T, assert_same, op_model, run_c, run_ours
 from tests.peers import run_tflm
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
@@ -35,20 +35,6 @@ def backend():
 
     backend_c.build()
     return backend_c
-
-
-def run_c(model: bytes, inputs) -> list[np.ndarray]:
-    from edge_sdk import Interpreter
-
-    from edge_sdk.backend_c import CInterpreter
-
-    interp = Interpreter(model_content=model, backend="c")
-    assert isinstance(interp, CInterpreter)
-    interp.allocate_tensors()
-    for d, x in zip(interp.get_input_details(), inputs):
-        interp.set_tensor(d["index"], np.ascontiguousarray(x))
-    interp.invoke()
-    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
 
 
 def check(model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:

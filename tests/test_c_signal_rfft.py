@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import UnsupportedOpError
-from tests.oprunner import T, assert_same, op_model
-from tests.peers import run_tflm
-from tests.test_c_signal import check, opts, refusal, run_c, run_py
+from tests.oprunner import T, op_model
+from tests.test_c_signal import check, opts, refusal
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
                                 reason="the C runtime needs gcc and make")
