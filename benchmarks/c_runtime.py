@@ -4,7 +4,7 @@
 
 (--only-mac: section 2 alone, optionally --mac-ops NAME-PREFIX ... to run only some of its one-op models.)
 
-1. Host latency per invoke: edge_sdk.backend_c.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
+1. Host latency per invoke: edge_sdk.runtime.backend_c.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
    vs LiteRT (ai-edge-litert, default optimized kernels, 1 thread), same model and same seeded inputs. Every
    (runtime, model) pair is timed in its own child process (a peer that crashes on a model costs one cell),
    median of repeated invokes after a warm-up. Models: ../shared/models (top level) that the C runtime
@@ -81,7 +81,7 @@ def child(runtime: str, path: str, seconds: float) -> dict:
     ref.allocate_tensors()
     feeds = _inputs([(tuple(d["shape"]), d["dtype"]) for d in ref.get_input_details()])
     if runtime == "c":
-        from edge_sdk.backend_c import CInterpreter
+        from edge_sdk.runtime.backend_c import CInterpreter
 
         it = CInterpreter(model_content=data)
         it.allocate_tensors()
@@ -118,7 +118,7 @@ def child(runtime: str, path: str, seconds: float) -> dict:
 def time_native(path: Path, seconds: float) -> dict | str:
     """edge-run-c's own invoke loop (no Python, no ctypes): (t(n) - t(1)) / (n - 1) over the process wall time."""
     from edge_sdk import Interpreter
-    from edge_sdk.backend_c import RUNNER
+    from edge_sdk.runtime.backend_c import RUNNER
 
     ref = Interpreter(model_content=path.read_bytes())
     ref.allocate_tensors()
@@ -272,7 +272,7 @@ def main(argv=None) -> int:
         instructions_per_mac(a)
         return 0
 
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
     from edge_sdk.model import read_model
 
     backend_c.build()
@@ -286,7 +286,7 @@ def main(argv=None) -> int:
         print(f"  {p.name}: {', '.join(missing)}")
 
     print(f"\n1. Host latency per invoke (median, ms; {a.seconds} s per cell, each in its own process)")
-    print("   C = edge_sdk.backend_c.CInterpreter from Python (set_tensor + invoke through the binding); C-native = "
+    print("   C = edge_sdk.runtime.backend_c.CInterpreter from Python (set_tensor + invoke through the binding); C-native = "
           "edge-run-c's own loop (the runtime alone)")
     print(f"{'model':<40} {'C':>9} {'C-native':>9} {'TFLM':>9} {'LiteRT':>9} {'TFLM/C':>7} {'LiteRT/C':>8} "
           f"{'TFLM/Cn':>8}")

@@ -161,7 +161,7 @@ def main(argv=None) -> int:
         if model is None:
             model = str(Path(tmp) / "mlp.tflite")
             build_mlp(Path(model))
-        from edge_sdk.interpreter import Interpreter
+        from edge_sdk.runtime.interpreter import Interpreter
 
         it = Interpreter(model_path=model)
         it.allocate_tensors()

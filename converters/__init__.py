@@ -8,7 +8,7 @@
 
 The pipeline: import (``converters.import_onnx`` / ``converters.import_tflite``) -> ``converters.passes.optimize``
 -> ``converters.quantize.quantize`` with calibration samples from ``converters.calibration`` -> the package
-manifest (``edge_sdk.model.manifest``) -> with ``target``, ``edge_sdk.check.check_model`` against the device
+manifest (``edge_sdk.model.manifest``) -> with ``target``, ``edge_sdk.targets.check.check_model`` against the device
 profile: a model that cannot run there raises ``ConversionError`` listing every reason, and nothing is
 written -> with ``eval_data``, accuracy and calibration of the result beside the float model
 (``converters.evaluate``), recorded in the report and the manifest.
@@ -136,7 +136,7 @@ def _calibration(calibration, model, preprocess):
 
 
 def _jsonable(value):
-    from edge_sdk.model.manifest import _jsonable as j
+    from edge_sdk.model.manifest import jsonable as j
 
     return j(value)
 
@@ -168,7 +168,7 @@ def _model_figures(model, data: bytes) -> dict:
     figures = {"bytes": len(data), "ops": dict(ops), "parameters": params, "parameter_bytes": param_bytes,
                "arena_bytes": None}
     try:
-        from edge_sdk.interpreter import Interpreter
+        from edge_sdk.runtime.interpreter import Interpreter
 
         interp = Interpreter(model_content=data)
         interp.allocate_tensors()
@@ -179,9 +179,9 @@ def _model_figures(model, data: bytes) -> dict:
 
 
 def _check(model, target: str) -> dict:
-    """The device-profile check (``edge_sdk.check.check_model``) as plain data, plus ``reasons``: the message of
+    """The device-profile check (``edge_sdk.targets.check.check_model``) as plain data, plus ``reasons``: the message of
     every error (what makes the verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
-    from edge_sdk.check import check_model
+    from edge_sdk.targets.check import check_model
 
     result = check_model(model, target)
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
@@ -199,7 +199,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
-    preprocess: an ``edge_sdk.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
+    preprocess: an ``edge_sdk.tasks.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
     recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
     target: a device profile name; a model that cannot run there raises ConversionError with every reason.
     eval_data: evaluation data (.npz with x, y or a folder of class folders): accuracy, ECE, NLL of the

@@ -9,7 +9,7 @@
 Sources:
 
 - a folder of images (png, jpg, bmp, gif, ppm/pgm, webp, tiff): decoded with Pillow and pre-processed by a
-  ``edge_sdk.preprocess.Preprocess`` (given, or derived from the model's input shape: NHWC when the last
+  ``edge_sdk.tasks.preprocess.Preprocess`` (given, or derived from the model's input shape: NHWC when the last
   axis is 1 or 3, else NCHW; grayscale for one channel; values 0..1). Single-input models only.
 - a ``.npy`` file or an array: either one sample (the input's shape, with or without its batch axis of one)
   or a batch along axis 0.
@@ -32,7 +32,7 @@ import numpy as np
 
 from edge_sdk import log
 from edge_sdk.errors import ModelError
-from edge_sdk.preprocess import Preprocess
+from edge_sdk.tasks.preprocess import Preprocess
 
 IMAGE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".gif", ".ppm", ".pgm", ".pbm", ".webp", ".tif", ".tiff"}
 ARRAY_EXTENSIONS = {".npy", ".npz"}

@@ -163,10 +163,10 @@ def compare(outputs: np.ndarray, reference_outputs: np.ndarray, y, kind: str = "
 
 
 def as_preprocess(preprocess=None, input_shape=None):
-    """An ``edge_sdk.preprocess.Preprocess`` from one, from its dict (a manifest's "preprocess"), or derived
+    """An ``edge_sdk.tasks.preprocess.Preprocess`` from one, from its dict (a manifest's "preprocess"), or derived
     from a 4-axis model input shape (NHWC when the last axis is 1 or 3, else NCHW; gray for one channel;
     values 0..1). A dict without a size takes the model input's."""
-    from edge_sdk.preprocess import Preprocess
+    from edge_sdk.tasks.preprocess import Preprocess
 
     if isinstance(preprocess, Preprocess):
         return preprocess
@@ -188,7 +188,7 @@ def as_preprocess(preprocess=None, input_shape=None):
 
 
 def load_image(path, preprocess=None, input_shape=None) -> np.ndarray:
-    """One image file -> one float32 sample (no batch axis), pre-processed by ``edge_sdk.preprocess.Preprocess``
+    """One image file -> one float32 sample (no batch axis), pre-processed by ``edge_sdk.tasks.preprocess.Preprocess``
     (``preprocess``: a Preprocess or its dict; missing size/channels/layout come from ``input_shape``)."""
     p = as_preprocess(preprocess, input_shape)
     try:
@@ -254,7 +254,7 @@ def fit_samples(x: np.ndarray, input_shape) -> np.ndarray:
 
 class _TFLiteRunner:
     def __init__(self, model_bytes: bytes):
-        from edge_sdk.interpreter import Interpreter
+        from edge_sdk.runtime.interpreter import Interpreter
 
         self.interp = Interpreter(model_content=bytes(model_bytes))
         self.interp.allocate_tensors()
@@ -266,7 +266,7 @@ class _TFLiteRunner:
         self.input_shape = tuple(int(d) for d in self.input["shape"])
 
     def run(self, x: np.ndarray) -> np.ndarray:
-        from edge_sdk.kernels.quant import tflite_round
+        from edge_sdk.runtime.kernels.quant import tflite_round
 
         d, o = self.input, self.output
         scale, zp = d["quantization"]

@@ -477,7 +477,7 @@ class _Importer:
 
     def _verify(self, model: Model):
         """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""
-        from edge_sdk.interpreter import Interpreter
+        from edge_sdk.runtime.interpreter import Interpreter
 
         declared = [t.shape for t in model.subgraphs[0].tensors]
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from edge_sdk.errors import ConversionError, ModelError, UnsupportedOpError
 from edge_sdk.model import Model, read_model
-from edge_sdk.op_table import lookup
+from edge_sdk.runtime.op_table import lookup
 
 _QUANTIZED_TYPES = {"INT8", "UINT8", "INT16", "INT4"}
 

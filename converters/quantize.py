@@ -50,7 +50,7 @@ import numpy as np
 from converters.calibration import calibration_data
 from edge_sdk import log
 from edge_sdk.errors import ConversionError, ModelError
-from edge_sdk.kernels.quant import tflite_round
+from edge_sdk.runtime.kernels.quant import tflite_round
 from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
 from edge_sdk.model.types import (
     Buffer,
@@ -179,7 +179,7 @@ def _exposed(model: Model) -> tuple[Model, list[int]]:
 
 
 def _runner(model: Model):
-    from edge_sdk.interpreter import Interpreter
+    from edge_sdk.runtime.interpreter import Interpreter
 
     exposed, outs = _exposed(model)
     interp = Interpreter(model=exposed)
@@ -357,7 +357,7 @@ class _Build:
         self.origin[len(self.ops) - 1] = origin
 
     def version(self, name: str, src_version: int) -> int:
-        from edge_sdk import op_table
+        from edge_sdk.runtime import op_table
 
         v = _VERSIONS.get(self.act, {}).get(name, src_version)
         row = op_table.OPS.get(name)
@@ -727,7 +727,7 @@ def _drop_unused_buffers(model: Model) -> Model:
 
 def _verify(qmodel: Model) -> None:
     """The quantized model must prepare in our interpreter, whose kernels check what TFLM's check."""
-    from edge_sdk.interpreter import Interpreter
+    from edge_sdk.runtime.interpreter import Interpreter
 
     try:
         Interpreter(model=qmodel).allocate_tensors()

@@ -26,7 +26,7 @@ __all__ = [
 def __getattr__(name):
     # The interpreter pulls in the kernels: import it only when asked for.
     if name == "Interpreter":
-        from edge_sdk.interpreter import Interpreter
+        from edge_sdk.runtime.interpreter import Interpreter
 
         return Interpreter
     raise AttributeError(f"module 'edge_sdk' has no attribute {name!r}")

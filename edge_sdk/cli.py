@@ -32,7 +32,7 @@ def _print_json(obj) -> None:
 
 
 def _cmd_inspect(args) -> int:
-    from edge_sdk.inspection import format_inspection, inspect_model
+    from edge_sdk.tools.inspection import format_inspection, inspect_model
 
     report = inspect_model(args.model)
     if args.json:
@@ -86,7 +86,7 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_targets(args) -> int:
-    from edge_sdk.profiles import list_profiles, load_profile
+    from edge_sdk.targets.profiles import list_profiles, load_profile
 
     rows = [load_profile(name).summary() for name in list_profiles()]
     if args.json:
@@ -116,7 +116,7 @@ CHECK_FAILS_EXIT = 1
 
 
 def _cmd_check(args) -> int:
-    from edge_sdk.check import FAILS, check_model, format_check
+    from edge_sdk.targets.check import FAILS, check_model, format_check
 
     result = check_model(args.model, args.target)
     if args.json:
@@ -127,7 +127,7 @@ def _cmd_check(args) -> int:
 
 
 def _cmd_run(args) -> int:
-    from edge_sdk.pipeline import format_results, run_inputs
+    from edge_sdk.tasks.pipeline import format_results, run_inputs
 
     results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend)
@@ -141,7 +141,7 @@ def _cmd_run(args) -> int:
 def _cmd_serve(args) -> int:
     import signal
 
-    from edge_sdk.serve import serve
+    from edge_sdk.tools.serve import serve
 
     def ready(server):
         sys.stdout.write(f"serving {server.name} on {server.url} (max batch {server.max_batch}, "
@@ -161,7 +161,7 @@ def _cmd_serve(args) -> int:
 
 
 def _cmd_deploy(args) -> int:
-    from edge_sdk import deploy as d
+    from edge_sdk.tools import deploy as d
 
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
@@ -208,7 +208,7 @@ def _cmd_deploy(args) -> int:
 
 
 def _cmd_bench(args) -> int:
-    from edge_sdk.bench import bench, format_bench
+    from edge_sdk.tools.bench import bench, format_bench
 
     report = bench(args.model, args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
@@ -222,7 +222,7 @@ def _cmd_bench(args) -> int:
 
 
 def _cmd_flash(args) -> int:
-    from edge_sdk.flash import flash, format_flash
+    from edge_sdk.tools.flash import flash, format_flash
 
     result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
     if args.json:
@@ -233,7 +233,7 @@ def _cmd_flash(args) -> int:
 
 
 def _cmd_board(args) -> int:
-    from edge_sdk.flash import list_boards, stop_board
+    from edge_sdk.device.qemu_board import list_boards, stop_board
 
     if args.action == "stop":
         stopped = stop_board(args.url, all=args.all)
@@ -255,7 +255,7 @@ def _cmd_board(args) -> int:
 
 
 def _cmd_profile(args) -> int:
-    from edge_sdk.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
+    from edge_sdk.tools.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
 
     report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
                            seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir)
@@ -270,7 +270,7 @@ def _cmd_profile(args) -> int:
 
 
 def _cmd_generate(args) -> int:
-    from edge_sdk.generate import Generator, format_stats
+    from edge_sdk.tasks.generate import Generator, format_stats
 
     sampling = args.temperature is not None or args.top_k is not None or args.top_p is not None
     if args.greedy and sampling:
@@ -287,7 +287,7 @@ def _cmd_generate(args) -> int:
     if not args.json:
         stream(args.prompt)
     if on_device:  # the GENERATE command: prefill and decode run on the board, the cache stays there
-        from edge_sdk.device.generate import generate_on_device
+        from edge_sdk.tools.generate import generate_on_device
 
         result = generate_on_device(args.model, args.target, args.port, args.prompt, args.max_tokens,
                                     on_text=None if args.json else stream)

@@ -186,3 +186,14 @@ def build_lock(tree: str | Path):
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+# ----------------------------------------------------------------------------------------------- tools
+def require_tool(tool: str, hint: str | None = None) -> str:
+    """The path of the program ``tool`` on PATH; DeviceError naming what to install (``hint``) when it is missing."""
+    path = shutil.which(tool)
+    if path is None:
+        from edge_sdk.errors import DeviceError  # lazy: setup.py loads this module by path, without edge_sdk
+
+        raise DeviceError(f"{tool} not found on PATH: install it ({hint or tool})")
+    return path

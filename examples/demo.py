@@ -123,7 +123,7 @@ class Demo:
         print(f"wrote {rel(self.model_path)} ({self.model_path.stat().st_size} bytes)")
 
     def check(self):
-        from edge_sdk.check import check_model, format_check
+        from edge_sdk.targets.check import check_model, format_check
 
         log.stage(f"2. edge check {rel(self.model_path)} --target {self.target}")
         result = check_model(str(self.model_path), self.target)
@@ -131,7 +131,7 @@ class Demo:
         return result.verdict in ("runs", "partial")
 
     def flash(self):
-        from edge_sdk import flash as fl
+        from edge_sdk.tools import flash as fl
 
         log.stage(f"3. edge flash {rel(self.model_path)} --target {self.target}")
         result = fl.flash(self.model_path, self.target, build_dir=self.out / "firmware")
@@ -140,8 +140,8 @@ class Demo:
         print(fl.format_flash(result).rstrip())
 
     def profile(self):
-        from edge_sdk import profile as pr
-        from edge_sdk.pipeline import quantize
+        from edge_sdk.tools import profile as pr
+        from edge_sdk.tasks.pipeline import quantize
 
         log.stage(f"4. edge profile {rel(self.model_path)} --target {self.target} --runs {self.runs}")
         detail = self.host_details()[0]
@@ -274,7 +274,7 @@ class Demo:
         return int(self._host.arena_size)
 
     def quantized_test(self, n: int) -> np.ndarray:
-        from edge_sdk.pipeline import quantize
+        from edge_sdk.tasks.pipeline import quantize
 
         detail = self.host_details()[0]
         return np.stack([quantize(x.reshape(detail["shape"]), detail) for x in self.x_test[:n]])
@@ -292,7 +292,7 @@ class Demo:
     def stop_board(self):
         if self.board is None:
             return
-        from edge_sdk import flash as fl
+        from edge_sdk.tools import flash as fl
 
         try:
             stopped = fl.stop_board(self.board)

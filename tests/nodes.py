@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_sdk.kernels.node import Node, TensorInfo
+from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import numpy_dtype
 from tests.oprunner import TensorSpec
 

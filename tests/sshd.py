@@ -12,7 +12,7 @@ the generated host key, GlobalKnownHostsFile /dev/null), so nothing reads or wri
 
 The device side: sshd runs as root (it must, to switch to the login user; tests skip otherwise) and logs the
 user in as root — but ``SetEnv HOME=...`` gives every session a device home of its own under tmp_path, and
-edge_sdk.deploy resolves ``~`` on the device through $HOME, so the real /root is never written.
+edge_sdk.tools.deploy resolves ``~`` on the device through $HOME, so the real /root is never written.
 
 Fast runtime installs (the trick): the device is this machine, so ``SetEnv`` also puts on the device's
 ``PATH`` a ``python3`` that is this test run's base interpreter (same version as .venv, so its compiled

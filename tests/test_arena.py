@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from edge_sdk.arena import ALIGNMENT, ORDERINGS, BufferRequest, lower_bound, plan
+from edge_sdk.runtime.arena import ALIGNMENT, ORDERINGS, BufferRequest, lower_bound, plan
 from tests.conftest import ROOT, shared_model, shared_models
 from tests.peers import tflm_arenas
 
@@ -119,7 +119,7 @@ def _models():
 
 
 def test_never_larger_than_tflm_on_reference_models():
-    from edge_sdk.interpreter import static_plan
+    from edge_sdk.runtime.interpreter import static_plan
     from edge_sdk.model import read_model
 
     paths = _models()
@@ -142,7 +142,7 @@ def test_never_larger_than_tflm_on_reference_models():
 
 def test_interpreter_plan_matches_static_plan():
     from edge_sdk.errors import UnsupportedOpError
-    from edge_sdk.interpreter import Interpreter, static_plan
+    from edge_sdk.runtime.interpreter import Interpreter, static_plan
     from edge_sdk.model import read_model
 
     path = shared_model("tflite-micro/hello_world_int8.tflite")
@@ -157,4 +157,4 @@ def test_interpreter_plan_matches_static_plan():
 
 
 def test_child_runs_from_repo_root():
-    assert (ROOT / "edge_sdk" / "arena.py").exists()
+    assert (ROOT / "edge_sdk" / "runtime" / "arena.py").exists()

@@ -1,4 +1,4 @@
-"""`edge bench`: local statistics, per-op profile (edge_sdk.report_ops: `edge profile`'s table, trace, CSV and
+"""`edge bench`: local statistics, per-op profile (edge_sdk.tools.op_report: `edge profile`'s table, trace, CSV and
 plot) and memory, for the python, c and litert backends; the same run on a loopback "device" over SSH
 (tests/sshd.py), whose per-op files are written on the host."""
 
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_sdk.bench import bench, format_bench, latency_stats, run_benchmark, write_op_files
-from edge_sdk.deploy import deploy
+from edge_sdk.tools.bench import bench, format_bench, latency_stats, run_benchmark, write_op_files
+from edge_sdk.tools.deploy import deploy
 from edge_sdk.errors import DeviceError
-from edge_sdk.report_ops import CSV_COLUMNS, TABLE_HEAD, OpProfile, OpTiming, trace_document
+from edge_sdk.tools.op_report import CSV_COLUMNS, TABLE_HEAD, OpProfile, OpTiming, trace_document
 from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.sshd import lab, ssh_cache  # noqa: F401  (fixtures)
@@ -157,7 +157,7 @@ def test_bench_writes_trace_csv_plot(tmp_path):
 def test_bench_and_profile_tables_have_the_same_columns(tmp_path):
     """One model through `edge profile` (the device emulator) and `edge bench`: same table and CSV columns."""
     from edge_sdk.device.emulator import DeviceEmulator
-    from edge_sdk.profile import format_profile, profile_model, write_csv
+    from edge_sdk.tools.profile import format_profile, profile_model, write_csv
 
     model = shared_model("tflite-micro/hello_world_int8.tflite")
     with DeviceEmulator(model.read_bytes()) as emu:
@@ -206,7 +206,7 @@ def test_backends_litert_and_c(tmp_path):
     trace, table, plot = tmp_path / "c.json", tmp_path / "c.csv", tmp_path / "c.png"
     try:
         r = bench(model, runs=5, warmup=1, backend="c", profile_runs=2, trace=trace, csv=table, plot=plot)
-    except DeviceError as exc:  # no edge_sdk.backend_c, or no compiler: a clear error naming the backend
+    except DeviceError as exc:  # no edge_sdk.runtime.backend_c, or no compiler: a clear error naming the backend
         assert "backend 'c'" in str(exc)
     else:  # the C runtime's own op timer
         assert r["backend"] == "c" and r["latency_us"]["p50"] > 0 and r["arena_bytes"] > 0

@@ -43,7 +43,7 @@ def tflm_totals(paths) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c
@@ -112,7 +112,7 @@ def test_scratch_never_overlaps_a_live_tensor(backend):
 def test_runtime_structs_stay_small(tmp_path):
     """One edge_tensor_t per tensor and one edge_node_t per op live in the persistent part: 40 and 48 bytes with
     8-byte pointers (TFLM's per-tensor TfLiteEvalTensor is 24, its per-op NodeAndRegistration 64)."""
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     src = tmp_path / "sizes.c"
     src.write_text('#include <stdio.h>\n#include "edge_kernel.h"\nint main(void) { printf("%u %u %u\\n", '

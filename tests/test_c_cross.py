@@ -58,7 +58,7 @@ def _missing_tools(arch: str) -> str | None:
 def builds():
     """Builds the host runner and every cross runner whose tools are present (once; a lock keeps parallel
     workers from compiling into the same directory). {arch: runner path, or the skip reason as a str}."""
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     (FW / "build").mkdir(exist_ok=True)
     out: dict[str, Path | str] = {}
@@ -225,7 +225,7 @@ def _model_id(p: Path) -> str:
 
 @pytest.mark.parametrize("path", _whole_models(), ids=_model_id)
 def test_shared_model_same_bytes_as_x86_64(arch, builds, path, tmp_path):
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     model = read_model(path.read_bytes())
     missing = backend_c.missing_ops(model)

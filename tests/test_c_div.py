@@ -1,4 +1,4 @@
-"""C runtime (firmware_c) DIV, bit-exact with our Python kernel (edge_sdk/kernels/elementwise.py prepare_div)
+"""C runtime (firmware_c) DIV, bit-exact with our Python kernel (edge_sdk/runtime/kernels/elementwise.py prepare_div)
 and TFLM.
 
 int32: seeded values with the extremes (INT32_MIN, -1, 0, INT32_MAX), broadcast shapes, every fused
@@ -28,7 +28,7 @@ I32_CORNERS = [-(1 << 31), -(1 << 31) + 1, -1, 0, 1, 2, 7, (1 << 31) - 1, -7]
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c
@@ -97,7 +97,7 @@ def test_div_int8_every_pair(act, q):
 
 
 def test_div_refusals():
-    from edge_sdk.backend_c import CInterpreter
+    from edge_sdk.runtime.backend_c import CInterpreter
 
     with pytest.raises(UnsupportedOpError):
         CInterpreter(model_content=div_model((3,), (3,), "INT16", "NONE", (0.1, 0), (0.1, 0), (0.1, 0))).allocate_tensors()

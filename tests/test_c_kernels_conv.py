@@ -29,9 +29,9 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 @pytest.fixture(scope="module")
 def backend():
     try:
-        from edge_sdk import backend_c
+        from edge_sdk.runtime import backend_c
     except ImportError:
-        pytest.skip("edge_sdk.backend_c is not there yet")
+        pytest.skip("edge_sdk.runtime.backend_c is not there yet")
     backend_c.build()
     return backend_c
 
@@ -423,7 +423,8 @@ def test_depthwise_asm_on_qemu(backend, tmp_path, monkeypatch):
     build (itself checked against Python / TFLM by the tests above), one firmware per case."""
     if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
         pytest.skip("qemu-system-arm / arm-none-eabi-gcc missing")
-    from edge_sdk import flash as fl
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools import flash as fl
     from edge_sdk.device.serial_link import SerialLink
 
     monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
@@ -442,8 +443,8 @@ def test_depthwise_asm_on_qemu(backend, tmp_path, monkeypatch):
                 got = np.asarray(link.get_output(0)).reshape(want.shape)
         finally:
             if r.pid:
-                fl._kill_group(r.pid, r.pid)
-            fl.stop_board(all=True)
+                qb._kill_group(r.pid, r.pid)
+            qb.stop_board(all=True)
         np.testing.assert_array_equal(got, want, err_msg=repr(case))
         assert np.unique(want).size > 2
 

@@ -31,7 +31,7 @@ ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c
@@ -166,7 +166,7 @@ def test_binary_multiplier_shifts_out_of_reach(backend, op, type_, rng):
 
 
 def test_binary_refusals(backend):
-    from edge_sdk.backend_c import CInterpreter
+    from edge_sdk.runtime.backend_c import CInterpreter
 
     bad_shapes = op_model("ADD", [T((2, 3), "FLOAT32"), T((4, 3), "FLOAT32")], [T((2, 3), "FLOAT32")])
     with pytest.raises(ModelError, match="broadcast"):
@@ -248,7 +248,7 @@ def test_unary_float32(backend, op, options, rng):
 
 
 def test_unary_refusals(backend):
-    from edge_sdk.backend_c import CInterpreter
+    from edge_sdk.runtime.backend_c import CInterpreter
 
     cases = [
         (op_model("LOGISTIC", [T((4,), "INT16", 1e-3, 0)], [T((4,), "INT16", 1e-3, 0)]), UnsupportedOpError),
@@ -385,7 +385,7 @@ def test_softmax(backend, case, shape, rng):
 
 
 def test_softmax_refusals(backend):
-    from edge_sdk.backend_c import CInterpreter
+    from edge_sdk.runtime.backend_c import CInterpreter
 
     wrong_out = op_model("SOFTMAX", [T((4,), "INT8", 0.1, 0)], [T((4,), "INT8", 1 / 128, 0)], options={"beta": 1.0})
     with pytest.raises(ModelError, match="1/256"):
@@ -446,7 +446,7 @@ def test_seanet_models_found_when_shared_present():
 
 def test_quantize_rounds_like_tflm_at_the_float32_tie_edge(backend):
     # 0.5 - 2^-25 rounds to 0 (TfLiteRound is std::round); a float32 floor(|x| + 0.5) would give 1.
-    # The Python kernel (edge_sdk/kernels/quantize.py _round_half_away) does the latter; TFLM is the reference.
+    # The Python kernel (edge_sdk/runtime/kernels/quantize.py _round_half_away) does the latter; TFLM is the reference.
     below_half = np.nextafter(np.float32(0.5), np.float32(0))
     x = np.array([below_half, -below_half, 0.5, -0.5, 1.5, 2.5, -2.5], np.float32)
     model = op_model("QUANTIZE", [T(x.shape, "FLOAT32")], [T(x.shape, "INT16", 1.0, 0)])

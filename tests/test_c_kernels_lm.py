@@ -23,7 +23,7 @@ LM = Path(__file__).resolve().parent.parent / "examples" / "tiny_lm"
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c
@@ -238,7 +238,7 @@ def test_cast_float_to_int_saturates(backend):
 # ------------------------------------------------------------------------------------------ signatures, tiny_lm
 @pytest.mark.parametrize("name", ["tiny_lm_float.tflite", "tiny_lm_int16x8.tflite"])
 def test_signature_runner_matches_python(backend, name):
-    from edge_sdk.interpreter import Interpreter
+    from edge_sdk.runtime.interpreter import Interpreter
 
     data = (LM / name).read_bytes()
     c = backend.CInterpreter(model_content=data)
@@ -292,7 +292,7 @@ def test_c_signature_api_direct(backend):
 
 @pytest.mark.parametrize("name", ["tiny_lm_float.tflite", "tiny_lm_int16x8.tflite"])
 def test_generate_c_backend_same_greedy_tokens(backend, name):
-    from edge_sdk.generate import Generator
+    from edge_sdk.tasks.generate import Generator
 
     out = {b: Generator(LM / name, backend=b).generate("The interpreter", max_tokens=40) for b in ("python", "c")}
     assert out["c"]["tokens"] == out["python"]["tokens"]

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c

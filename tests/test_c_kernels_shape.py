@@ -26,7 +26,7 @@ _DT = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "FLOAT32": np.floa
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c

@@ -27,7 +27,7 @@ def opts(**kw) -> bytes:
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c

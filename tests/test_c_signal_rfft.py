@@ -1,5 +1,5 @@
 """C runtime (firmware_c) SignalRfft: kissfft's 16-bit fixed-point real FFT, bit-exact with our Python kernel
-(edge_sdk/kernels/signal.py prepare_rfft) and TFLM.
+(edge_sdk/runtime/kernels/signal.py prepare_rfft) and TFLM.
 
 One-op models with FlexBuffers custom options (T, fft_length) over several lengths (radix 4, 2, 3
 and 5 stages), seeded full-range int16 frames, the all -32768 corner and
@@ -25,7 +25,7 @@ INT16, INT32, FLOAT32 = 7, 2, 0
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c

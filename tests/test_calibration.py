@@ -6,7 +6,7 @@ from PIL import Image
 
 from converters.calibration import calibration_data
 from edge_sdk import ModelError
-from edge_sdk.preprocess import Preprocess
+from edge_sdk.tasks.preprocess import Preprocess
 
 ONE = [((1, 4, 4, 3), "float32", "x")]
 TWO = [((1, 3), "float32", "a"), ((1, 2), "float32", "b")]

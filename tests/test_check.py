@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from edge_sdk.check import (
+from edge_sdk.targets.check import (
     FAILS,
     PARTIAL,
     RUNS,
@@ -15,7 +15,7 @@ from edge_sdk.check import (
 )
 from edge_sdk.model import read_model, write_model
 from edge_sdk.model.builder import GraphBuilder
-from edge_sdk.profiles import load_profile
+from edge_sdk.targets.profiles import load_profile
 from tests.conftest import shared_model
 
 S_IN, S_W = 0.05, 0.02

@@ -283,7 +283,7 @@ def test_target_that_cannot_run_it_writes_nothing_and_lists_every_reason(tmp_pat
     """A float model on the RP2040 (its CPU profile takes no FLOAT32 CONV_2D / MAX_POOL_2D / FULLY_CONNECTED):
     the error lists all three, the file is not written, and the reasons are exactly the checker's errors."""
     from converters import convert
-    from edge_sdk.check import check_model
+    from edge_sdk.targets.check import check_model
 
     out = tmp_path / "digits_float.tflite"
     assert main(["convert", str(ONNX_PATH), "-o", str(out), "--quantize", "none", "--target", "rp2040-pico",

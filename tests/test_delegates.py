@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edge_sdk import DeviceError, ModelError
-from edge_sdk.delegates import (
+from edge_sdk.runtime.delegates import (
     CPU,
     Delegate,
     EdgeTpuDelegate,
@@ -24,7 +24,7 @@ from edge_sdk.delegates import (
     resolve,
     slice_partition,
 )
-from edge_sdk.interpreter import Interpreter
+from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from tests.conftest import shared_model
@@ -364,8 +364,8 @@ def test_internal_tensors_need_no_arena_and_boundaries_span_the_partition():
 
 
 def test_variable_tensors_and_control_flow_stay_on_cpu():
-    from edge_sdk.delegates import cpu_only_reason
-    from edge_sdk.kernels.node import Node, TensorInfo
+    from edge_sdk.runtime.delegates import cpu_only_reason
+    from edge_sdk.runtime.kernels.node import Node, TensorInfo
 
     state = TensorInfo(0, "state", "INT8", np.dtype(np.int8), (1, 4), is_variable=True)
     out = TensorInfo(1, "y", "INT8", np.dtype(np.int8), (1, 4))
@@ -404,7 +404,7 @@ def test_resolve_names():
 
 def test_litert_refuses_custom_ops():
     d = LiteRTDelegate()
-    from edge_sdk.kernels.node import Node, TensorInfo
+    from edge_sdk.runtime.kernels.node import Node, TensorInfo
 
     x = TensorInfo(0, "x", "INT16", np.dtype(np.int16), (4,))
     ok, why = d.supports(Node(0, 0, "SignalWindow", 1, {}, b"", [x], [x]))
@@ -532,7 +532,7 @@ def test_edgetpu_without_runtime_is_a_clear_error():
 
 
 def test_nnapi_and_edgetpu_plans_from_their_device_profiles():
-    from edge_sdk.check import partition_nodes as check_partitions
+    from edge_sdk.targets.check import partition_nodes as check_partitions
 
     model = int8_cnn_with_float_middle(per_channel=False, rank5=True)
     nnapi = Interpreter(model=model, delegates=["nnapi"])

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_sdk.deploy import build_wheel, deploy, read_hosts, status
+from edge_sdk.tools.deploy import build_wheel, deploy, read_hosts, status
 from edge_sdk.device.ssh import SSHTarget, remote_command
 from edge_sdk.errors import DeviceError
 from tests.oprunner import T, op_model

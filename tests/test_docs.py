@@ -1,13 +1,13 @@
-"""The README's generated tables (edge_sdk.docs): current, complete, and only their sections rewritten."""
+"""The README's generated tables (edge_sdk.tools.docs): current, complete, and only their sections rewritten."""
 
 from __future__ import annotations
 
 import pytest
 
-from edge_sdk import docs
+from edge_sdk.tools import docs
 from edge_sdk.errors import ModelError
-from edge_sdk.op_table import OPS
-from edge_sdk.profiles import list_profiles, load_profile
+from edge_sdk.runtime.op_table import OPS
+from edge_sdk.targets.profiles import list_profiles, load_profile
 from tests.conftest import ROOT
 
 README = ROOT / "README.md"
@@ -18,7 +18,7 @@ def test_readme_tables_are_current():
     for name in docs.SECTIONS:
         assert f"<!-- BEGIN GENERATED: {name} -->" in text, f"README.md lacks the {name} markers"
     assert docs.update_text(text) == text, (
-        "README.md's generated tables are stale: run .venv/bin/python -m edge_sdk.docs --write README.md")
+        "README.md's generated tables are stale: run .venv/bin/python -m edge_sdk.tools.docs --write README.md")
 
 
 def test_ops_table_lists_every_op_with_both_runtimes():
@@ -48,7 +48,7 @@ def test_c_kernels_parsed_from_sources(tmp_path):
 
 
 def test_c_kernels_equal_the_built_library():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     if not backend_c.LIBRARY.exists():
         pytest.skip("firmware_c host library not built (the text parse is what the docs use)")

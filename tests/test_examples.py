@@ -69,7 +69,7 @@ def test_demo_without_device_tools_runs_the_host_steps(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not HAVE_DEVICE, reason="qemu-system-arm / arm-none-eabi-gcc not installed")
 def test_demo_end_to_end_on_qemu(tmp_path, monkeypatch):
-    from edge_sdk.flash import list_boards
+    from edge_sdk.device.qemu_board import list_boards
 
     state = tmp_path / "state"
     out = ok(run("demo.py", "--out", tmp_path / "demo", "--runs", 3, "--validate", 8,
@@ -205,7 +205,7 @@ def test_detection_example(tmp_path):
 def test_detection_model_finds_the_squares_and_peers_agree():
     from ai_edge_litert.interpreter import Interpreter as LiteRT
 
-    from edge_sdk.pipeline import Detector
+    from edge_sdk.tasks.pipeline import Detector
 
     mod = load("detection/detect_objects.py")
     model = mod.build_detector()

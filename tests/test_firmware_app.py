@@ -25,7 +25,8 @@ pytestmark = [
 @pytest.fixture
 def board_factory(tmp_path, monkeypatch):
     """flash(model) -> FlashResult on QEMU; every board is stopped when the test ends."""
-    from edge_sdk import flash as fl
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools import flash as fl
 
     monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
     started = []
@@ -37,9 +38,9 @@ def board_factory(tmp_path, monkeypatch):
 
     yield start
     for r in started:
-        fl._kill_group(r.pid, r.pid)
-    fl.stop_board(all=True)
-    assert fl.list_boards() == []
+        qb._kill_group(r.pid, r.pid)
+    qb.stop_board(all=True)
+    assert qb.list_boards() == []
 
 
 def _host(model_bytes, inputs):

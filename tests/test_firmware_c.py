@@ -1,4 +1,4 @@
-"""The C micro-runtime (firmware_c/): warning-clean builds, the planner equal to edge_sdk/arena.py byte for byte,
+"""The C micro-runtime (firmware_c/): warning-clean builds, the planner equal to edge_sdk/runtime/arena.py byte for byte,
 FULLY_CONNECTED / RESHAPE bit-exact with our Python kernels and TFLM, a fuzzed loader that never crashes,
 and the init-time refusals (arena too small with the numbers, unsupported op named)."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from edge_sdk import Interpreter
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
-from edge_sdk.interpreter import static_plan
+from edge_sdk.runtime.interpreter import static_plan
 from edge_sdk.model import read_model, write_model
 
 from tests.conftest import shared_model, shared_models
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     backend_c.build()
     return backend_c

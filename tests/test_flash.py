@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_sdk import flash as fl
+from edge_sdk.device import qemu_board as qb
+from edge_sdk.tools import flash as fl
 from edge_sdk.errors import ArenaTooSmallError, DeviceError, ModelError, UnsupportedOpError
-from edge_sdk.profiles import load_profile
+from edge_sdk.targets.profiles import load_profile
 from tests.conftest import shared_model
 
 NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
@@ -29,9 +30,9 @@ PROFILES = Path(__file__).resolve().parent.parent / "device_profiles"
 def state(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
     yield tmp_path / "state"
-    for b in fl._read_state():  # never leave a QEMU behind, whatever the test did
-        fl._kill_group(int(b["pid"]), b.get("pgid"))
-    fl.stop_board(all=True)
+    for b in qb._read_state():  # never leave a QEMU behind, whatever the test did
+        qb._kill_group(int(b["pid"]), b.get("pgid"))
+    qb.stop_board(all=True)
 
 
 def _cli(*argv) -> tuple[int, str]:
@@ -66,7 +67,7 @@ def test_flash_qemu_json_list_and_stop(state, tmp_path):
         assert key in r
     assert r["port"].startswith("socket://127.0.0.1:") and Path(r["elf"]).is_file()
     assert r["text_bytes"] > r["model_bytes"] == model.stat().st_size and r["arena_bytes"] > 0
-    assert fl._alive(r["pid"])
+    assert qb._alive(r["pid"])
     # the board answers with our model
     from edge_sdk.device.serial_link import SerialLink
 
@@ -77,23 +78,23 @@ def test_flash_qemu_json_list_and_stop(state, tmp_path):
     # a second flash of the same model gets a board of its own (a new port)
     code, out = _cli("flash", str(model), "--target", "qemu-mps2-an386", "--json", "--build-dir", str(tmp_path / "b"))
     r2 = json.loads(out)
-    assert r2["port"] != r["port"] and len(fl.list_boards()) == 2
+    assert r2["port"] != r["port"] and len(qb.list_boards()) == 2
     code, out = _cli("board", "stop", r["port"])
     assert code == 0 and r["port"] in out
-    assert not fl._alive(r["pid"]) and [b["url"] for b in fl.list_boards()] == [r2["port"]]
+    assert not qb._alive(r["pid"]) and [b["url"] for b in qb.list_boards()] == [r2["port"]]
     code, _ = _cli("board", "stop", "--all")
-    assert code == 0 and not fl._alive(r2["pid"]) and fl.list_boards() == []
+    assert code == 0 and not qb._alive(r2["pid"]) and qb.list_boards() == []
     code, _ = _cli("board", "stop", r["port"])
     assert code == 4  # no such board: DeviceError
 
 
 @needs_qemu
 def test_state_file_drops_dead_boards(state):
-    fl._write_state([{"url": "socket://127.0.0.1:1", "pid": 2 ** 22 + 12345, "pgid": None}])
-    assert fl.list_boards() == []
-    assert json.loads(fl.state_path().read_text()) == {"boards": []}
+    qb._write_state([{"url": "socket://127.0.0.1:1", "pid": 2 ** 22 + 12345, "pgid": None}])
+    assert qb.list_boards() == []
+    assert json.loads(qb.state_path().read_text()) == {"boards": []}
     with pytest.raises(DeviceError, match="no running board at socket://127.0.0.1:9"):
-        fl.stop_board("socket://127.0.0.1:9")
+        qb.stop_board("socket://127.0.0.1:9")
 
 
 # ------------------------------------------------------------------------------------------------ fit check
@@ -112,7 +113,7 @@ def test_fit_check_refuses_with_the_numbers(state, tmp_path):
     small_flash.write_text(f'extends = "{base}"\nflash_model_bytes = 100\n')
     with pytest.raises(ModelError, match=rf"the model is {model.stat().st_size} bytes, .*flash_model_bytes=100"):
         fl.flash(model, str(small_flash), build_dir=tmp_path / "b2")
-    assert fl.list_boards() == []  # nothing was started
+    assert qb.list_boards() == []  # nothing was started
     code, _ = _cli("flash", str(model), "--target", str(small_flash), "--build-dir", str(tmp_path / "b2"))
     assert code == 3
 
@@ -153,7 +154,7 @@ def test_flash_commands_per_method(tmp_path):
         "--chip", "esp32s3", "--port", "/dev/ttyUSB0", "--baud", "921600", "--before", "default_reset", "--after",
         "hard_reset", "write_flash", "--flash_mode", "dio", "--flash_freq", "80m", "--flash_size", "8MB", "0x10000",
         f"{stem}.bin"]
-    q = fl.qemu_command(load_profile("qemu-mps2-an386"), elf, 4321)
+    q = qb.qemu_command(load_profile("qemu-mps2-an386"), elf, 4321)
     assert q == ["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel", elf, "-icount",
                  "shift=0", "-serial", "tcp:127.0.0.1:4321,server=on,wait=on"]
     with pytest.raises(DeviceError, match="no board support"):
@@ -166,7 +167,7 @@ def test_flash_commands_per_method(tmp_path):
 def test_silicon_flash_names_the_missing_tool(state, tmp_path, monkeypatch):
     """Build for the STM32H743 (Cortex-M7), then the missing openocd is named with how to install it."""
     real = shutil.which
-    monkeypatch.setattr(fl.shutil, "which", lambda t: None if t == "openocd" else real(t))
+    monkeypatch.setattr(shutil, "which", lambda t: None if t == "openocd" else real(t))
     with pytest.raises(DeviceError, match=r"openocd not found on PATH: install it \(apt-get install openocd\)"):
         fl.flash(_tiny_model(tmp_path), "stm32h743", build_dir=tmp_path / "h7")
     assert (tmp_path / "h7" / "fw.elf").is_file()  # the build completed before the flash step
@@ -186,12 +187,12 @@ def test_uf2_blocks():
 
 def test_no_stray_state_dir_default(monkeypatch):
     monkeypatch.delenv("EDGE_STATE_DIR", raising=False)
-    assert fl.state_path() == Path(os.path.expanduser("~")) / ".cache" / "edge-sdk" / "boards.json"
+    assert qb.state_path() == Path(os.path.expanduser("~")) / ".cache" / "edge-sdk" / "boards.json"
 
 
 def test_kernel_files_cover_ops_sharing_a_file():
     """SUB lives in add.c (one implementation for both): a SUB-only model must pull add.c into the build."""
-    from edge_sdk.flash import kernel_files
+    from edge_sdk.tools.flash import kernel_files
     from edge_sdk.model.builder import GraphBuilder
 
     g = GraphBuilder()

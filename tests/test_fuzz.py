@@ -26,7 +26,8 @@ import pytest
 from edge_sdk import ModelError
 from edge_sdk.model import schema, write_model
 from edge_sdk.model.flatbuf import ROOT, Reader
-from edge_sdk.model.reader import read_model, tensor_value
+from edge_sdk.model.reader import read_model
+from edge_sdk.model.types import tensor_value
 from edge_sdk.model.types import (
     Buffer,
     DimensionMetadata,
@@ -274,7 +275,7 @@ FUZZ_ARENA_BYTES = 4 << 20
 
 
 def _run(model_or_bytes):
-    from edge_sdk.interpreter import Interpreter
+    from edge_sdk.runtime.interpreter import Interpreter
 
     model = model_or_bytes if not isinstance(model_or_bytes, bytes) else read_model(model_or_bytes)
     # A fixed budget, as on a device: a mutated shape can ask for a huge (valid) tensor, which must be refused
@@ -286,7 +287,7 @@ def _run(model_or_bytes):
 
 def _runnable() -> list[str]:
     try:
-        import edge_sdk.interpreter  # noqa: F401
+        import edge_sdk.runtime.interpreter  # noqa: F401
     except ImportError:
         return []
     names = []

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from edge_sdk.generate import Generator, filter_logits, pick_token, read_spec
+from edge_sdk.tasks.generate import Generator, filter_logits, pick_token, read_spec
 from edge_sdk.model import read_model, write_model
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "tiny_lm"
@@ -199,7 +199,7 @@ def test_cli_json_keys(capsys):
 
 
 def test_c_backend_names_missing_ops(monkeypatch):
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     # the C runtime has every op of tiny_lm now: pretend it lacks one
 

@@ -1,4 +1,4 @@
-"""Text generation on a device: the serial protocol's GENERATE command (edge_sdk.device.generate).
+"""Text generation on a device: the serial protocol's GENERATE command (edge_sdk.device.generation).
 
 The Python emulator runs it over our interpreter (fast tests: streaming in chunks, the stop reasons, the
 errors); the QEMU board runs it in the C firmware (firmware_c/app/generate.c): `edge generate --target
@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from edge_sdk.device import generate as dg
+from edge_sdk.device import generation as dg
+from edge_sdk.tools import generate as tg
 from edge_sdk.device import serial_link as sl
 from edge_sdk.device.emulator import DeviceEmulator
 from edge_sdk.errors import DeviceError
-from edge_sdk.generate import Generator
+from edge_sdk.tasks.generate import Generator
 
 LM = Path(__file__).resolve().parent.parent / "examples" / "tiny_lm"
 QUANT = LM / "tiny_lm_int16x8.tflite"
@@ -77,7 +78,7 @@ def test_state_bytes():
 def test_emulator_streams_the_host_tokens(emulated, host_tokens, chunk):
     emu, link = emulated
     pieces = []
-    out = dg.DeviceGenerator(QUANT, link, chunk=chunk).generate(PROMPT, 20, on_text=pieces.append)
+    out = tg.DeviceGenerator(QUANT, link, chunk=chunk).generate(PROMPT, 20, on_text=pieces.append)
     want = host_tokens(QUANT, PROMPT, 20)
     assert out["tokens"] == want and out["stop_reason"] == "max_tokens"
     assert "".join(pieces) == out["text"] and len(pieces) == -(-20 // chunk)  # one piece per reply
@@ -90,7 +91,7 @@ def test_emulator_long_prompt_and_full_context(emulated, host_tokens):
     """A prompt past max_prompt (32) goes through decode on the device; the context (128) ends the text."""
     _, link = emulated
     text = (LM / "corpus.txt").read_text()[:120]
-    out = dg.DeviceGenerator(QUANT, link, chunk=5).generate(text, 30)
+    out = tg.DeviceGenerator(QUANT, link, chunk=5).generate(text, 30)
     assert out["tokens"] == Generator(QUANT).generate(text, max_tokens=30)["tokens"]
     assert out["stop_reason"] == "context_full" and out["context_used"] == 128 and len(out["tokens"]) == 9
 
@@ -98,7 +99,7 @@ def test_emulator_long_prompt_and_full_context(emulated, host_tokens):
 def test_emulator_eos_ends_the_text(emulated):
     """An end-of-text id that the model picks is not sent and ends the text (CONTINUE is then refused)."""
     _, link = emulated
-    gen = dg.DeviceGenerator(QUANT, link)
+    gen = tg.DeviceGenerator(QUANT, link)
     ids = gen.spec.tokenizer.encode(PROMPT)
     names = dg.names_of(gen.spec)
     first = dg.unpack_reply(link.generate(dg.pack_start(ids, names, 128, 1, None))).tokens[0]
@@ -110,7 +111,7 @@ def test_emulator_eos_ends_the_text(emulated):
 
 def test_emulator_errors(emulated):
     _, link = emulated
-    gen = dg.DeviceGenerator(QUANT, link)
+    gen = tg.DeviceGenerator(QUANT, link)
     names = dg.names_of(gen.spec)
     with pytest.raises(DeviceError, match="BAD_INDEX \\(4\\)"):
         link.generate(dg.pack_start([1, 2], names[:4] + ["nope"] + names[5:], 128, 2, None))
@@ -132,7 +133,7 @@ def test_device_without_generate_is_refused():
     with sl.SerialLink(emu.start_pair(), timeout=2.0) as link:
         assert "GENERATE" not in link.hello().capability_names
         with pytest.raises(DeviceError, match="no GENERATE"):
-            dg.DeviceGenerator(QUANT, link)
+            tg.DeviceGenerator(QUANT, link)
         with pytest.raises(DeviceError, match="capability GENERATE"):
             link.generate(dg.pack_continue(1, None))
         with pytest.raises(DeviceError, match="UNSUPPORTED"):
@@ -147,12 +148,13 @@ qemu = pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which(
 
 @pytest.fixture
 def state(tmp_path, monkeypatch):
-    from edge_sdk import flash as fl
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools import flash as fl
 
     monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
     yield tmp_path
-    fl.stop_board(all=True)
-    assert fl.list_boards() == []
+    qb.stop_board(all=True)
+    assert qb.list_boards() == []
 
 
 @pytest.mark.slow
@@ -163,7 +165,8 @@ def test_qemu_generate_same_tokens_as_host(state, host_tokens, capsys):
     on the device."""
     import json
 
-    from edge_sdk import flash as fl
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools import flash as fl
     from edge_sdk.cli import main
 
     for model in (QUANT, FLOAT):
@@ -174,10 +177,10 @@ def test_qemu_generate_same_tokens_as_host(state, host_tokens, capsys):
         assert out["tokens"] == want, model.name
         assert out["tokens"] == Generator(model, backend="c").generate(PROMPT, max_tokens=24)["tokens"]
         assert out["timer_units"] == "systick" and out["device_prefill_ticks"] > 0 and out["device_decode_ticks"] > 0
-    boards = fl.list_boards()
+    boards = qb.list_boards()
     assert len(boards) == 2
     long_prompt = (LM / "corpus.txt").read_text()[200:240]  # 40 characters: 32 prefilled, 8 decoded
     port = next(b["url"] for b in boards if b["model"].endswith(QUANT.name))
-    out = dg.generate_on_device(QUANT, "qemu-mps2-an386", prompt=long_prompt, max_tokens=10)
+    out = tg.generate_on_device(QUANT, "qemu-mps2-an386", prompt=long_prompt, max_tokens=10)
     assert out["port"] == port  # reused
     assert out["tokens"] == host_tokens(QUANT, long_prompt, 10) and out["context_used"] == 49

@@ -1,7 +1,7 @@
 """The interpreter: allocate-time checks, the arena, state, signatures, and API parity with LiteRT.
 
 Most tests build small ``Model`` objects in Python and run them through test-only kernels registered by
-monkeypatching ``edge_sdk.op_table.OPS`` (so they do not depend on the real kernels); the parity tests at the
+monkeypatching ``edge_sdk.runtime.op_table.OPS`` (so they do not depend on the real kernels); the parity tests at the
 bottom run the shared reference models through the real kernels and skip while those are missing.
 """
 
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from edge_sdk import ArenaTooSmallError, ModelError, UnsupportedOpError, op_table
-from edge_sdk.interpreter import Interpreter
+from edge_sdk import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.runtime import op_table
+from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SignatureDef, SubGraph, Tensor
 from tests.conftest import shared_model
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from edge_sdk.kernels import conv, quant
+from edge_sdk.runtime.kernels import conv, quant
 from tests.conftest import shared_model
 from tests.nodes import make_node
 from tests.oprunner import T, check_op, op_model, run_ours

@@ -1,4 +1,4 @@
-"""EXP, LOG, SQRT, ABS, NEG, POW, TILE, BROADCAST_TO (edge_sdk/kernels/math.py) against LiteRT and TFLM."""
+"""EXP, LOG, SQRT, ABS, NEG, POW, TILE, BROADCAST_TO (edge_sdk/runtime/kernels/math.py) against LiteRT and TFLM."""
 
 import numpy as np
 import pytest

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError
-from edge_sdk.kernels import pooling
-from edge_sdk.kernels.conv import window_geometry
-from edge_sdk.kernels.node import Node, TensorInfo
+from edge_sdk.runtime.kernels import pooling
+from edge_sdk.runtime.kernels.conv import window_geometry
+from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from tests.oprunner import T, check_op, op_model, run_ours
 
 CASES = [

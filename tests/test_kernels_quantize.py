@@ -108,7 +108,7 @@ def test_cast(src, rng):
 
 def test_rounding_is_std_round_at_the_float32_tie_edge():
     """0.49999997f + 0.5f rounds to 1.0f in float32; std::round(0.49999997f) is 0 (and TFLM's QUANTIZE agrees)."""
-    from edge_sdk.kernels.quant import tflite_round
+    from edge_sdk.runtime.kernels.quant import tflite_round
 
     x = np.array([np.nextafter(np.float32(0.5), np.float32(0)), 0.5, -0.5, 2.5, -2.5, np.inf, -np.inf], np.float32)
     np.testing.assert_array_equal(tflite_round(x), np.array([0, 1, -1, 3, -3, np.inf, -np.inf], np.float32))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import UnsupportedOpError
-from edge_sdk.kernels import reduce as R
+from edge_sdk.runtime.kernels import reduce as R
 from tests.nodes import make_node, random_full_range
 from tests.oprunner import T, check_op, op_model
 
@@ -74,7 +74,7 @@ def test_mean_int8_numpy_model():
     # An independent reading of the arithmetic for one case: the multiplier with 1/n folded in.
     x = rand((1, 3, 3, 2), "INT8")
     (ours,), _ = run("MEAN", T(x.shape, "INT8", 0.05, 1), [1, 2], T((1,), "INT8", 0.02, -2), True, feeds=[x])
-    from edge_sdk.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
+    from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
     m, s = quantize_multiplier(0.05 / 0.02)
     n = 9

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError
-from edge_sdk.kernels import resize as Z
-from edge_sdk.kernels.node import Node, TensorInfo
+from edge_sdk.runtime.kernels import resize as Z
+from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import numpy_dtype
 from tests.nodes import random_full_range
 from tests.oprunner import T, check_op, op_model

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from edge_sdk.kernels import sequence
-from edge_sdk.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16
+from edge_sdk.runtime.kernels import sequence
+from edge_sdk.runtime.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16
 from edge_sdk.model.types import numpy_dtype
 from tests.nodes import make_node
 from tests.oprunner import T, op_model
@@ -135,7 +135,7 @@ def test_int16_gate_functions_match_the_c_steps_on_every_input():
 
 def test_multiply_by_quantized_multiplier_as_one_floor():
     """The identity the table paths rest on, over every rounding tie the int32 path can produce."""
-    from edge_sdk.kernels.quant import multiply_by_quantized_multiplier
+    from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier
 
     rng = np.random.default_rng(4)
     x = np.concatenate([np.arange(-5000, 5000), rng.integers(-(1 << 30), 1 << 30, 20000)]).astype(np.int64)
@@ -438,7 +438,7 @@ def test_macs():
 def _real_ops(path, op_name):
     """Each ``op_name`` operator of a real model as (input specs, output specs, options) with its weights."""
     from edge_sdk.model import read_model
-    from edge_sdk.model.reader import tensor_value
+    from edge_sdk.model.types import tensor_value
 
     model = read_model(path)
     sg = model.subgraphs[0]

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from edge_sdk.kernels import shape as K
-from edge_sdk.kernels.node import Node, TensorInfo
+from edge_sdk.runtime.kernels import shape as K
+from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import DimensionMetadata, Sparsity, numpy_dtype
 from tests.nodes import make_node
 from tests.oprunner import T, assert_same, check_op, op_model, run_ours
@@ -484,8 +484,9 @@ MY_OPS = set(PREPARE) | {"MEAN", "SUM", "REDUCE_MAX", "ARG_MAX", "RESIZE_NEAREST
 
 def test_shared_models_declared_shapes():
     """Every node of these ops in the shared models prepares, and computes the output shape the model declares."""
-    from edge_sdk.kernels import reduce as R, resize as Z
-    from edge_sdk.model.reader import read_model, tensor_value
+    from edge_sdk.runtime.kernels import reduce as R, resize as Z
+    from edge_sdk.model.reader import read_model
+    from edge_sdk.model.types import tensor_value
     from tests.conftest import shared_models
 
     prepare = dict(PREPARE, MEAN=R.prepare_mean, SUM=R.prepare_sum, REDUCE_MAX=R.prepare_reduce_max,

@@ -14,7 +14,7 @@ import pytest
 from flatbuffers import flexbuffers  # test-only: encode custom options independently of our reader
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from edge_sdk.kernels import flexbuffers as ours_fb
+from edge_sdk.runtime.kernels import flexbuffers as ours_fb
 from tests.conftest import shared_model
 from tests.oprunner import T, assert_same, op_model, run_ours
 from tests.peers import run_tflm

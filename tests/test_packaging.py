@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 from edge_sdk import resources
-from edge_sdk.deploy import _source_files, build_wheel
+from edge_sdk.tools.deploy import _source_files, build_wheel
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
-from edge_sdk.profiles import list_profiles
+from edge_sdk.targets.profiles import list_profiles
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLE = resources.BUNDLE_ARC
@@ -56,7 +56,8 @@ def test_checkout_locations():
     assert resources.firmware_dir() == ROOT / "firmware_c"
     assert resources.data_dir("device_profiles") == ROOT / "device_profiles"
     assert resources.builds_in_place() and resources.host_tree() == ROOT / "firmware_c"
-    from edge_sdk import backend_c, flash
+    from edge_sdk.runtime import backend_c
+    from edge_sdk.tools import flash
 
     assert backend_c.LIBRARY == ROOT / "firmware_c" / "build" / "host" / "libedge.so"
     assert flash.APP == ROOT / "firmware_c" / "app"
@@ -138,7 +139,8 @@ _RUN_C = r"""
 import json, sys
 import numpy as np
 import edge_sdk
-from edge_sdk import Interpreter, backend_c, resources
+from edge_sdk import Interpreter, resources
+from edge_sdk.runtime import backend_c
 x = np.arange(-4, 4, dtype=np.int8).reshape(1, 8)
 outs = {}
 for backend in ("python", "c"):

@@ -1,4 +1,4 @@
-"""Pipelines (edge_sdk.pipeline) and `edge run`: images, detection decode + NMS, WAV audio."""
+"""Pipelines (edge_sdk.tasks.pipeline) and `edge run`: images, detection decode + NMS, WAV audio."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 from PIL import Image
 
 from edge_sdk import ModelError
-from edge_sdk.interpreter import Interpreter
+from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.manifest import write_manifest
 from edge_sdk.model.writer import write_model
-from edge_sdk.pipeline import (
+from edge_sdk.tasks.pipeline import (
     AudioClassifier,
     Detection,
     Detector,

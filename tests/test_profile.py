@@ -13,9 +13,10 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from edge_sdk import flash as fl
+from edge_sdk.device import qemu_board as qb
+from edge_sdk.tools import flash as fl
 from edge_sdk.errors import DeviceError
-from edge_sdk.profile import compare_outputs, profile_model
+from edge_sdk.tools.profile import compare_outputs, profile_model
 from tests.conftest import shared_model
 
 NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
@@ -27,9 +28,9 @@ needs_qemu = pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.
 def state(tmp_path, monkeypatch):
     monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
     yield tmp_path / "state"
-    for b in fl._read_state():
-        fl._kill_group(int(b["pid"]), b.get("pgid"))
-    fl.stop_board(all=True)
+    for b in qb._read_state():
+        qb._kill_group(int(b["pid"]), b.get("pgid"))
+    qb.stop_board(all=True)
 
 
 def _cli(*argv) -> tuple[int, str]:
@@ -88,10 +89,10 @@ def test_profile_person_detect_end_to_end(state, tmp_path):
     with Image.open(plot) as img:
         assert img.format == "PNG" and img.size[1] > 31 * 10
     # a second profile reuses the running board (same model): no new QEMU
-    boards = fl.list_boards()
+    boards = qb.list_boards()
     assert len(boards) == 1
     code, out = _cli("profile", str(model), "--target", "qemu-mps2-an386", "--runs", "1", "--json")
-    assert code == 0 and json.loads(out)["port"] == boards[0]["url"] and len(fl.list_boards()) == 1
+    assert code == 0 and json.loads(out)["port"] == boards[0]["url"] and len(qb.list_boards()) == 1
 
 
 @needs_qemu
@@ -170,6 +171,6 @@ def test_mismatch_names_output_op_and_count():
     assert m["output"] == 0 and m["differ"] == 1 and m["elements"] == 1 and m["op_index"] == 2
     assert m["op"] == "FULLY_CONNECTED" and m["device_value"] == 4 and m["host_value"] == 3
     f = np.array([0.0, -0.0], np.float32)  # bit for bit: -0.0 is not 0.0
-    from edge_sdk.profile import _bits
+    from edge_sdk.tools.profile import _bits
 
     assert (_bits(f) != _bits(np.zeros(2, np.float32))).sum() == 1

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from edge_sdk.errors import EdgeError, ProfileError
-from edge_sdk.profiles import PROFILE_DIR, list_profiles, load_profile
+from edge_sdk.targets.profiles import PROFILE_DIR, list_profiles, load_profile
 
 REQUIRED_DEVICES = [
     "raspberry-pi-5", "raspberry-pi-4", "raspberry-pi-zero-2w", "coral-edgetpu-usb", "android-nnapi",
@@ -21,7 +21,7 @@ def test_the_required_devices_exist():
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in PROFILE_DIR.glob("*.toml")))
 def test_every_profile_file_loads_and_validates(name):
-    from edge_sdk.profiles import _read_toml
+    from edge_sdk.targets.profiles import _read_toml
 
     if _read_toml(PROFILE_DIR / f"{name}.toml").get("abstract"):
         with pytest.raises(ProfileError, match="abstract"):

@@ -65,7 +65,8 @@ def _shared_cases() -> list:
 @pytest.fixture
 def board_factory(tmp_path, monkeypatch):
     """flash(model path) -> FlashResult on QEMU; every board started is stopped when the test ends."""
-    from edge_sdk import flash as fl
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools import flash as fl
 
     monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
     started = []
@@ -78,9 +79,9 @@ def board_factory(tmp_path, monkeypatch):
     yield start
     for r in started:
         if r.pid:
-            fl._kill_group(r.pid, r.pid)
-    fl.stop_board(all=True)
-    assert fl.list_boards() == []
+            qb._kill_group(r.pid, r.pid)
+    qb.stop_board(all=True)
+    assert qb.list_boards() == []
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -106,7 +107,7 @@ def _host_library() -> None:
     import hashlib
     import tempfile
 
-    from edge_sdk import backend_c
+    from edge_sdk.runtime import backend_c
 
     key = hashlib.sha256(str(backend_c.HOST_TREE).encode()).hexdigest()[:12]
     with open(Path(tempfile.gettempdir()) / f"edge-sdk-host-{key}.lock", "a") as f:
@@ -119,8 +120,8 @@ def _host_library() -> None:
 
 def _skip_reason(name: str, data: bytes, model) -> str | None:
     """Why this model is not run on the board (None: run it)."""
-    from edge_sdk import backend_c
-    from edge_sdk.profiles import load_profile
+    from edge_sdk.runtime import backend_c
+    from edge_sdk.targets.profiles import load_profile
 
     _host_library()
 
@@ -140,7 +141,8 @@ def _skip_reason(name: str, data: bytes, model) -> str | None:
         problems.append(f"inputs+outputs are {io} B ({io / 1024:.0f} KB), over the {IO_LIMIT_BYTES // 1024} KB "
                         f"UART budget (~{io / 9216:.0f} s at ~9 KB/s)")
     if not problems:
-        from edge_sdk import flash as fl
+        from edge_sdk.device import qemu_board as qb
+        from edge_sdk.tools import flash as fl
 
         arena = fl.measure_arena(data, profile.ram_arena_bytes)
         if arena > profile.ram_arena_bytes:
@@ -372,7 +374,8 @@ _SEANET = [p for p in (c.values[0] for c in _shared_cases()) if p is not None an
 def seanet_board(tmp_path_factory):
     """The seanet models the board can run, merged into one model and flashed once: yields
     {model path: (SerialLink, input positions, output positions)}; the board is stopped at the end."""
-    from edge_sdk import flash as fl
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools import flash as fl
     from edge_sdk.device.serial_link import SerialLink
     from edge_sdk.model import read_model, write_model
 
@@ -409,9 +412,9 @@ def seanet_board(tmp_path_factory):
             if link is not None:
                 link.close()
             if r is not None and r.pid:
-                fl._kill_group(r.pid, r.pid)
-            fl.stop_board(all=True)
-            assert fl.list_boards() == []
+                qb._kill_group(r.pid, r.pid)
+            qb.stop_board(all=True)
+            assert qb.list_boards() == []
 
 
 def _check_seanet(name: str, path: Path, seanet_board) -> list[str]:

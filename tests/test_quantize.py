@@ -394,7 +394,7 @@ def test_refuses_bad_arguments():
 def test_litert_single_rounding():
     """Why LiteRT may differ by one from TFLM on int8 models: on a near-tie, LiteRT's FULLY_CONNECTED gives
     the single-rounding result while TFLM and we give the double-rounding one."""
-    from edge_sdk.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
+    from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
     g = GraphBuilder()
     x = g.input("x", (256, 2), "INT8", scale=0.02, zero_point=0)

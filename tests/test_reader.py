@@ -14,7 +14,8 @@ import pytest
 from edge_sdk import ModelError
 from edge_sdk.model import schema
 from edge_sdk.model.flatbuf import ROOT, Reader, plan
-from edge_sdk.model.reader import read_model, tensor_value
+from edge_sdk.model.reader import read_model
+from edge_sdk.model.types import tensor_value
 from tests.conftest import shared_model, shared_models
 from tests.oprunner import T, op_model, op_model_object
 from tests.test_fuzz import everything_model

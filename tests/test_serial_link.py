@@ -25,7 +25,7 @@ from edge_sdk.device.serial_link import (
 )
 from edge_sdk.device.transports import FaultInjector, FaultyTransport, parse_faulty_url
 from edge_sdk.errors import DeviceError, ModelError
-from edge_sdk.interpreter import Interpreter
+from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 

@@ -1,4 +1,4 @@
-"""edge_sdk.serve: JSON and raw requests, dynamic batching, 4xx/503, /health, /metrics, shutdown."""
+"""edge_sdk.tools.serve: JSON and raw requests, dynamic batching, 4xx/503, /health, /metrics, shutdown."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from PIL import Image
 
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.writer import write_model
-from edge_sdk.serve import Server
+from edge_sdk.tools.serve import Server
 from tests.test_pipeline import MANIFEST, classifier_model
 
 W = (np.arange(12, dtype=np.float32).reshape(3, 4) - 5) / 10

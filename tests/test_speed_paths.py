@@ -4,7 +4,7 @@
   element-by-element fixed-point path, on random and adversarial rows (all equal, one hot, the extremes, long
   rows, many rows), several betas and input scales, int8->int8, int8->int16 and int16->int16; plus TFLM on
   the single-row and many-row shapes.
-* edge_sdk.kernels.blas: the one place that limits BLAS threads, entered once per invoke.
+* edge_sdk.runtime.kernels.blas: the one place that limits BLAS threads, entered once per invoke.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import threading
 import numpy as np
 import pytest
 
-from edge_sdk.kernels import activations as act
-from edge_sdk.kernels import blas
-from edge_sdk.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels import activations as act
+from edge_sdk.runtime.kernels import blas
+from edge_sdk.runtime.kernels import fixedpoint as fp
 from tests.oprunner import T, check_op, op_model
 
 BETAS = (1.0, 0.5, 3.0, 0.1, 100.0, 1e-3)

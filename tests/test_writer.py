@@ -495,7 +495,7 @@ def test_assert_same_reports_what_differs():
 
 
 def test_check_op_runs_ours_against_both_peers(rng):
-    pytest.importorskip("edge_sdk.interpreter")
+    pytest.importorskip("edge_sdk.runtime.interpreter")
     from tests.oprunner import check_op
 
     a = T((2, 3), "INT8", scale=0.1, zero_point=3)

@@ -86,7 +86,7 @@ class DeviceEmulator:
     # --------------------------------------------------------------------------------- model
     def _init_model(self, data: bytes):
         """Load ``data``; None on success, else a STATUS triple (code, detail, message)."""
-        from edge_sdk.interpreter import Interpreter
+        from edge_sdk.runtime.interpreter import Interpreter
 
         self._model, self._interp = None, None
         self._trace = sl.pack_trace(0, [], 0, 0, 0, [])
@@ -192,7 +192,7 @@ class DeviceEmulator:
     def hello_info(self) -> sl.Hello:
         caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED
         if self._interp is not None:  # GENERATE for a text-generation model, as the firmware built for it
-            from edge_sdk.device.generate import state_bytes
+            from edge_sdk.device.generation import state_bytes
 
             caps |= sl.CAP_GENERATE if state_bytes(self._interp.model) else 0
         caps |= (sl.CAP_TRACE if self.timer == "ticks" else 0) | (sl.CAP_ACK if self.send_acks else 0)
@@ -278,8 +278,8 @@ class DeviceEmulator:
             return reply, b""
         if t == sl.LOAD_MODEL:
             return reply, self._load_chunk(f)
-        if t == sl.GENERATE:  # edge_sdk.device.generate: the device side over this interpreter
-            from edge_sdk.device.generate import DeviceSession, GenerateStatus
+        if t == sl.GENERATE:  # edge_sdk.device.generation: the device side over this interpreter
+            from edge_sdk.device.generation import DeviceSession, GenerateStatus
 
             self._need_model()
             if not self.hello_info().capabilities & sl.CAP_GENERATE:

@@ -643,7 +643,7 @@ class SerialLink:
 
     def generate(self, payload: bytes) -> bytes:
         """One GENERATE command (capability GENERATE); returns the reply payload. The payload layouts and the
-        loop around this are in edge_sdk.device.generate."""
+        loop around this are in edge_sdk.device.generation."""
         h = self._ensure_hello()
         if not h.capabilities & CAP_GENERATE:
             raise DeviceError(f"the device on {self.port} has no GENERATE command (capability GENERATE)")

@@ -2,6 +2,12 @@
 
     model = read_model("net.tflite")      # or bytes; raises ModelError naming table, field, byte offset
     data = write_model(model)             # bytes LiteRT and TFLM load
+
+The one graph type (``types``), the verified reader, the writer, schema facts (``schema``: builtin codes,
+option tables, enums), the builder used by importers and tests, and the metadata manifest.
+
+May import: the standard library, numpy, flatbuffers, edge_sdk.errors / log / resources. Nothing else of
+edge_sdk: every other package builds on this one.
 """
 
 from edge_sdk.model.types import (

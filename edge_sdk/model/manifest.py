@@ -33,16 +33,16 @@ MANIFEST_NAME = "edge_sdk.manifest"
 MANIFEST_FORMAT = 1
 
 
-def _jsonable(value):
+def jsonable(value):
     """Plain JSON types from numpy scalars/arrays, tuples and paths (so callers can pass what they have)."""
     import numpy as np
 
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, float) and value != value:  # NaN is not JSON
@@ -56,7 +56,7 @@ def encode_manifest(manifest: dict) -> bytes:
     """The manifest as the UTF-8 JSON bytes stored in the metadata buffer."""
     if not isinstance(manifest, dict):
         raise ModelError(f"manifest must be a dict, not {type(manifest).__name__}")
-    doc = {"format": MANIFEST_FORMAT, **_jsonable(manifest)}
+    doc = {"format": MANIFEST_FORMAT, **jsonable(manifest)}
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 

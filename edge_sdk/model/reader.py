@@ -1,13 +1,13 @@
 """Read a .tflite flatbuffer into a ``Model``, treating the bytes as untrusted.
 
     model = read_model("net.tflite")           # or bytes / bytearray / memoryview
-    weights = tensor_value(model, 0, 3)        # read-only numpy array, or None
+    weights = model.tensor_data(0, 3)          # read-only numpy array, or None (edge_sdk.model.types)
 
 Layouts come from ``edge_sdk.model.schema`` through the bounds-checked walker in ``edge_sdk.model.flatbuf``;
 this module turns its dicts into the dataclasses of ``edge_sdk.model.types`` and checks every index a
 table holds (operator codes, tensors, buffers, subgraphs). Every problem is a ``ModelError`` that names
 the table, the field and the byte offset. Constant data is not copied: buffers are memoryviews of the
-file's bytes, and ``tensor_value`` wraps them in read-only numpy arrays.
+file's bytes, and ``edge_sdk.model.types.tensor_value`` wraps them in read-only numpy arrays.
 """
 
 from __future__ import annotations
@@ -413,74 +413,3 @@ def _sparsity(s: dict | None, where: str) -> Sparsity | None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def tensor_value(model: Model, subgraph: int, tensor: int) -> np.ndarray | None:
-    """A constant tensor's value as a read-only numpy array (little-endian data), or None when it has none.
-
-    The buffer must hold exactly shape x itemsize bytes (int4/uint4: two values per byte, low nibble first;
-    int2: four per byte, low bits first), unpacked to one int8/uint8 per value. Sparse tensors come back as
-    their stored values, a 1-D array, with no shape check.
-    """
-    try:
-        t = model.subgraphs[subgraph].tensors[tensor]
-    except IndexError:
-        raise ModelError(f"no tensor {tensor} in subgraph {subgraph}") from None
-    where = f"Tensor[{tensor}] of SubGraph[{subgraph}] ('{t.name}')"
-    if t.buffer == 0 and not model.buffers:
-        return None
-    if not 0 <= t.buffer < len(model.buffers):
-        raise ModelError(f"{where}: refers to buffer {t.buffer}, but the model has {len(model.buffers)} buffers")
-    data = model.buffers[t.buffer].data
-    if len(data) == 0:
-        return None
-    if t.type not in TENSOR_TYPES or TENSOR_TYPES[t.type][1] is None:
-        raise ModelError(f"{where}: constant tensors of type {t.type} are not supported (no numpy type)")
-    per_byte = {"INT4": 2, "UINT4": 2, "INT2": 4}.get(t.type)
-    dtype = TENSOR_TYPES[t.type][1].newbyteorder("<") if TENSOR_TYPES[t.type][1].itemsize > 1 else TENSOR_TYPES[t.type][1]
-    if t.sparsity is not None:
-        if per_byte:
-            return _unpack(data, t.type, per_byte, len(data) * per_byte)
-        if len(data) % dtype.itemsize:
-            raise ModelError(
-                f"{where}: sparse buffer {t.buffer} holds {len(data)} bytes, not a whole number of "
-                f"{dtype.itemsize}-byte {t.type} values"
-            )
-        return np.frombuffer(data, dtype=dtype)
-    count = 1
-    for d in t.shape:
-        count *= d
-    if per_byte:
-        expected = -(-count // per_byte)
-    else:
-        expected = count * dtype.itemsize
-    if len(data) != expected:
-        raise ModelError(
-            f"{where}: buffer {t.buffer} holds {len(data)} bytes, but shape {list(t.shape)} of {t.type} "
-            f"needs {expected}"
-        )
-    if per_byte:
-        return _unpack(data, t.type, per_byte, count).reshape(t.shape)
-    arr = np.frombuffer(data, dtype=dtype).reshape(t.shape)
-    if arr.flags.writeable:  # a view of a writable buffer: hand out a read-only view
-        arr = arr.view()
-        arr.flags.writeable = False
-    return arr
-
-
-def _unpack(data, type_name: str, per_byte: int, count: int) -> np.ndarray:
-    raw = np.frombuffer(data, dtype=np.uint8)
-    bits = 8 // per_byte
-    mask = (1 << bits) - 1
-    parts = np.empty((raw.size, per_byte), dtype=np.uint8)
-    for k in range(per_byte):
-        parts[:, k] = (raw >> (bits * k)) & mask
-    values = parts.reshape(-1)[:count]
-    if type_name == "UINT4":
-        out = values.astype(np.uint8)
-    else:
-        signed = values.astype(np.int16)
-        signed[signed >= (1 << (bits - 1))] -= 1 << bits
-        out = signed.astype(np.int8)
-    out.flags.writeable = False
-    return out

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from edge_sdk.errors import ModelError
+
 # TensorType: schema name -> (code, numpy dtype or None when numpy has no such type).
 # int4 is stored packed two values per byte (low nibble first); the reader unpacks it to int8 values.
 TENSOR_TYPES: dict[str, tuple[int, np.dtype | None]] = {
@@ -39,6 +41,21 @@ TENSOR_TYPES: dict[str, tuple[int, np.dtype | None]] = {
     "FLOAT8_E5M2": (22, None),
 }
 TENSOR_TYPE_NAMES: dict[int, str] = {code: name for name, (code, _) in TENSOR_TYPES.items()}
+
+
+def element_bytes(type_name: str) -> int:
+    """Bytes one value of a TFLite TensorType takes in a run-time tensor (int4/int2 are held unpacked, one byte;
+    types numpy has no dtype for count one byte)."""
+    dtype = TENSOR_TYPES.get(type_name, (0, None))[1]
+    return dtype.itemsize if dtype is not None else 1
+
+
+def tensor_nbytes(tensor) -> int:
+    """Bytes of a run-time tensor: its element count times ``element_bytes`` of its type."""
+    count = 1
+    for d in tensor.shape:
+        count *= int(d)
+    return count * element_bytes(tensor.type)
 
 
 def numpy_dtype(type_name: str) -> np.dtype | None:
@@ -188,8 +205,6 @@ class Model:
         int4 values come back unpacked, one int8 per value. Sparse tensors come back as their stored
         (compressed) values; DENSIFY expands them.
         """
-        from edge_sdk.model.reader import tensor_value  # reader owns the byte-level checks
-
         return tensor_value(self, subgraph, tensor)
 
     def metadata_bytes(self, name: str) -> bytes | None:
@@ -197,3 +212,75 @@ class Model:
             if m.name == name:
                 return bytes(self.buffers[m.buffer].data)
         return None
+
+
+# ------------------------------------------------------------------------------------- constant values
+def tensor_value(model: Model, subgraph: int, tensor: int) -> np.ndarray | None:
+    """A constant tensor's value as a read-only numpy array (little-endian data), or None when it has none.
+
+    The buffer must hold exactly shape x itemsize bytes (int4/uint4: two values per byte, low nibble first;
+    int2: four per byte, low bits first), unpacked to one int8/uint8 per value. Sparse tensors come back as
+    their stored values, a 1-D array, with no shape check.
+    """
+    try:
+        t = model.subgraphs[subgraph].tensors[tensor]
+    except IndexError:
+        raise ModelError(f"no tensor {tensor} in subgraph {subgraph}") from None
+    where = f"Tensor[{tensor}] of SubGraph[{subgraph}] ('{t.name}')"
+    if t.buffer == 0 and not model.buffers:
+        return None
+    if not 0 <= t.buffer < len(model.buffers):
+        raise ModelError(f"{where}: refers to buffer {t.buffer}, but the model has {len(model.buffers)} buffers")
+    data = model.buffers[t.buffer].data
+    if len(data) == 0:
+        return None
+    if t.type not in TENSOR_TYPES or TENSOR_TYPES[t.type][1] is None:
+        raise ModelError(f"{where}: constant tensors of type {t.type} are not supported (no numpy type)")
+    per_byte = {"INT4": 2, "UINT4": 2, "INT2": 4}.get(t.type)
+    dtype = TENSOR_TYPES[t.type][1].newbyteorder("<") if TENSOR_TYPES[t.type][1].itemsize > 1 else TENSOR_TYPES[t.type][1]
+    if t.sparsity is not None:
+        if per_byte:
+            return _unpack(data, t.type, per_byte, len(data) * per_byte)
+        if len(data) % dtype.itemsize:
+            raise ModelError(
+                f"{where}: sparse buffer {t.buffer} holds {len(data)} bytes, not a whole number of "
+                f"{dtype.itemsize}-byte {t.type} values"
+            )
+        return np.frombuffer(data, dtype=dtype)
+    count = 1
+    for d in t.shape:
+        count *= d
+    if per_byte:
+        expected = -(-count // per_byte)
+    else:
+        expected = count * dtype.itemsize
+    if len(data) != expected:
+        raise ModelError(
+            f"{where}: buffer {t.buffer} holds {len(data)} bytes, but shape {list(t.shape)} of {t.type} "
+            f"needs {expected}"
+        )
+    if per_byte:
+        return _unpack(data, t.type, per_byte, count).reshape(t.shape)
+    arr = np.frombuffer(data, dtype=dtype).reshape(t.shape)
+    if arr.flags.writeable:  # a view of a writable buffer: hand out a read-only view
+        arr = arr.view()
+        arr.flags.writeable = False
+    return arr
+
+
+def _unpack(data, type_name: str, per_byte: int, count: int) -> np.ndarray:
+    raw = np.frombuffer(data, dtype=np.uint8)
+    bits = 8 // per_byte
+    mask = (1 << bits) - 1
+    parts = np.empty((raw.size, per_byte), dtype=np.uint8)
+    for k in range(per_byte):
+        parts[:, k] = (raw >> (bits * k)) & mask
+    values = parts.reshape(-1)[:count]
+    if type_name == "UINT4":
+        out = values.astype(np.uint8)
+    else:
+        signed = values.astype(np.int16)
+        signed[signed >= (1 << (bits - 1))] -= 1 << bits
+        out = signed.astype(np.int8)
+    out.flags.writeable = False
+    return out

@@ -10,9 +10,9 @@ extractor" is an 8x8 average pool over a 32x32 grayscale image (stride 4: an 8x8
 with the cell's brightness: it finds bright squares. Neighbouring cells see the same square, so a square
 yields several overlapping candidates — exactly what NMS is for.
 
-Steps: (1) decode + NMS by hand on synthetic outputs with ``edge_sdk.pipeline.decode_boxes`` / ``nms``
+Steps: (1) decode + NMS by hand on synthetic outputs with ``edge_sdk.tasks.pipeline.decode_boxes`` / ``nms``
 (what each stage keeps, class-aware vs not); (2) the built model on a synthetic scene with two squares through
-``edge_sdk.pipeline.Detector`` (candidates above the score threshold, detections after NMS, a PNG with the
+``edge_sdk.tasks.pipeline.Detector`` (candidates above the score threshold, detections after NMS, a PNG with the
 boxes drawn); (3) the model packaged with its anchors and thresholds in its manifest, run by ``edge run``.
 """
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.manifest import write_manifest
-from edge_sdk.pipeline import Detector, decode_boxes, nms, sigmoid
+from edge_sdk.tasks.pipeline import Detector, decode_boxes, nms, sigmoid
 from examples._cli import edge, show
 
 SIZE = 32  # input image side, pixels
@@ -121,7 +121,7 @@ def fmt_box(b) -> str:
 
 
 def synthetic(iou: float) -> None:
-    print("== 1. decode + NMS on synthetic detector outputs (edge_sdk.pipeline.decode_boxes, nms)", flush=True)
+    print("== 1. decode + NMS on synthetic detector outputs (edge_sdk.tasks.pipeline.decode_boxes, nms)", flush=True)
     anchors = np.array([[0.30, 0.30, 0.20, 0.20], [0.32, 0.30, 0.20, 0.20], [0.30, 0.34, 0.25, 0.25],
                         [0.36, 0.35, 0.20, 0.20], [0.38, 0.36, 0.20, 0.18], [0.75, 0.70, 0.10, 0.10]], np.float32)
     # (ty, tx, th, tw) per anchor with the TF SSD scales (10, 10, 5, 5): a small shift and size change each
@@ -155,7 +155,7 @@ def main(argv=None) -> int:
 
     synthetic(args.iou)
 
-    print("== 2. a tiny SSD-style detector built with GraphBuilder, through edge_sdk.pipeline.Detector", flush=True)
+    print("== 2. a tiny SSD-style detector built with GraphBuilder, through edge_sdk.tasks.pipeline.Detector", flush=True)
     anchors = make_anchors()
     squares = [(6, 2, 8), (16, 16, 12)]  # (top, left, side) in pixels, on the detector's 4-pixel grid
     img = scene(squares)

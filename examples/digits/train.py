@@ -20,7 +20,7 @@ SEED = 0
 TEST_FRACTION = 0.2
 CHANNELS = 8
 LABELS = [str(d) for d in range(10)]
-# How to feed the model (an edge_sdk.preprocess.Preprocess as a dict; the converted package's manifest
+# How to feed the model (an edge_sdk.tasks.preprocess.Preprocess as a dict; the converted package's manifest
 # records it): 8x8 gray images, NCHW, 0..255 pixels mapped to 0..1 (the dataset's 0..16 pixels, / 16).
 PREPROCESS = {"size": [8, 8], "channels": "GRAY", "layout": "NCHW", "value_range": [0.0, 1.0],
               "mean": [0.0], "std": [1.0]}

@@ -9,7 +9,7 @@ The models (from ../shared/models/tflite-micro; the example skips with a message
 interpreter, with state carried from frame to frame); ``micro_speech_quantized.tflite`` takes 49 frames, a
 20 ms step apart (one second), and scores silence / unknown / yes / no.
 
-Steps: (1) each 1-second clip classified with ``edge_sdk.pipeline.AudioClassifier``; (2) streaming: the
+Steps: (1) each 1-second clip classified with ``edge_sdk.tasks.pipeline.AudioClassifier``; (2) streaming: the
 clips joined into one recording, a one-second window slid over it every --hop-ms, and a keyword reported when
 "yes" or "no" tops the scores averaged over the last --average windows with at least --threshold
 (repeats within a second suppressed, after TFLM's RecognizeCommands); (3) package a copy of the model with a manifest (labels, sample rate, frame step)
@@ -90,13 +90,13 @@ def main(argv=None) -> int:
         return 0
     from edge_sdk.model import read_model, write_model
     from edge_sdk.model.manifest import write_manifest
-    from edge_sdk.pipeline import AudioClassifier, read_wav
+    from edge_sdk.tasks.pipeline import AudioClassifier, read_wav
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     hop_frames = max(1, round(args.hop_ms * SAMPLE_RATE / 1000 / FRAME_STEP))
 
-    print(f"== 1. one-second clips with edge_sdk.pipeline.AudioClassifier ({MODEL.name} + {FRONTEND.name})",
+    print(f"== 1. one-second clips with edge_sdk.tasks.pipeline.AudioClassifier ({MODEL.name} + {FRONTEND.name})",
           flush=True)
     kws = AudioClassifier(str(MODEL), labels=LABELS, frontend=str(FRONTEND), frame_step=FRAME_STEP, hop=hop_frames)
     print(f"frontend: {kws.frame_length} samples per frame -> {kws.feature_size} features; model: {kws.frames} "

@@ -15,7 +15,7 @@ image it looks wrong (the bright half of the range wraps around). ``--encoding``
     int8    the bytes are int8 tensor values (pixel - 128, TFLM's person.bmp); decoded to the real photo first
     auto    (default) int8 for a file whose SHA-256 is that of TFLM's person.bmp, pixels for anything else
 
-Steps: (1) classify each image with ``edge_sdk.pipeline.ImageClassifier`` (scores for "no person" and
+Steps: (1) classify each image with ``edge_sdk.tasks.pipeline.ImageClassifier`` (scores for "no person" and
 "person"), writing the decoded photos as PNG; (2) package a copy of the model with a manifest naming its two
 labels and (3) run the same files through the command line, ``edge run``, as a user would.
 """
@@ -77,12 +77,12 @@ def main(argv=None) -> int:
         return 0
     from edge_sdk.model import read_model, write_model
     from edge_sdk.model.manifest import write_manifest
-    from edge_sdk.pipeline import ImageClassifier
+    from edge_sdk.tasks.pipeline import ImageClassifier
 
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
 
-    print(f"== 1. classify with edge_sdk.pipeline.ImageClassifier ({show(model)})", flush=True)
+    print(f"== 1. classify with edge_sdk.tasks.pipeline.ImageClassifier ({show(model)})", flush=True)
     clf = ImageClassifier(str(model), labels=LABELS)
     inp = clf.input
     print(f"input {np.dtype(inp['dtype']).name} {[int(d) for d in inp['shape']]} scale {inp['quantization'][0]:g} zero point "

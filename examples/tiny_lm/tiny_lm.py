@@ -45,7 +45,7 @@ import numpy as np
 EOS = "<eos>"
 EPS = 1e-5
 MASK = -1e9
-METADATA_NAME = "edge_generate"  # the metadata entry edge_sdk.generate reads
+METADATA_NAME = "edge_generate"  # the metadata entry edge_sdk.tasks.generate reads
 
 CONFIG = {"d_model": 64, "n_heads": 4, "n_layers": 2, "d_ff": 256, "context": 128, "max_prompt": 32}
 

@@ -103,7 +103,7 @@ def main(argv=None) -> int:
 def heldout_loss(path, val: np.ndarray, window: int = 128) -> float:
     """Mean next-character loss of an exported model on the held-out tokens: the same windows as the
     training-code evaluation, each prefilled with its first token and decoded with the KV cache."""
-    from edge_sdk.generate import Generator
+    from edge_sdk.tasks.generate import Generator
 
     gen = Generator(path)
     total, n = 0.0, 0

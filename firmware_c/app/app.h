@@ -1,6 +1,6 @@
 /* app.h - the device firmware of edge-sdk's serial protocol (docs/serial-protocol.md): shared declarations.
  *
- * The build (edge_sdk/flash.py, or firmware_c/app/Makefile by hand) generates two files per model:
+ * The build (edge_sdk/tools/flash.py, or firmware_c/app/Makefile by hand) generates two files per model:
  *   app_config.h   APP_ARENA_BYTES (sized from the model's arena plan), APP_INPUT_BYTES (all inputs' bytes),
  *                  APP_TRACE_CAP (per-op trace records), APP_SG0_OPS (operators of subgraph 0)
  *   model_data.c   const uint8_t app_model[] (16-byte aligned, in flash) and const uint32_t app_model_len

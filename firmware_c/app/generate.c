@@ -6,7 +6,7 @@
  * runs prefill on the first max_prompt tokens, decode on the rest, then picks the arg-max token, feeds it to
  * decode, and so on, until max_tokens ids are produced, the end-of-text id comes, or the context is full.
  * CONTINUE produces the next max_tokens ids of the same text. The cache lives in a static store
- * (APP_GEN_STATE_BYTES, generated from the model by edge_sdk/flash.py): after every call the cache outputs are
+ * (APP_GEN_STATE_BYTES, generated from the model by edge_sdk/tools/flash.py): after every call the cache outputs are
  * copied there, before every decode the store is copied into the decode's cache inputs (the arena plan may
  * reuse a subgraph's input bytes once they are read, so nothing is kept in the arena between calls).
  */

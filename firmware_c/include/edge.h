@@ -14,7 +14,7 @@
  * edge_init verifies the whole flatbuffer (every offset, vtable, vector, string and index is checked
  * against the buffer length), looks every op up in the generated op table, runs every kernel's prepare
  * (which validates types, shapes and quantization and allocates its persistent data) and plans the arena
- * with the same algorithm, orderings and tie rules as edge_sdk/arena.py. After that edge_invoke trusts the
+ * with the same algorithm, orderings and tie rules as edge_sdk/runtime/arena.py. After that edge_invoke trusts the
  * model: it only calls the kernels' eval functions.
  *
  * The model bytes must stay valid (and unchanged) for the interpreter's lifetime: weights are read in
@@ -150,7 +150,7 @@ typedef struct edge_plan_entry {
 typedef struct edge_plan_info {
     int32_t n_tensors;          /* planned tensors (the entries 0 .. n_tensors-1, in (subgraph, tensor) order) */
     int32_t n_scratch;          /* scratch entries after them */
-    int64_t tensor_total;       /* bytes the tensor plan spans: equals edge_sdk.arena.plan(...).total */
+    int64_t tensor_total;       /* bytes the tensor plan spans: equals edge_sdk.runtime.arena.plan(...).total */
     int64_t lower_bound;        /* the most aligned bytes live at one step */
     int64_t head_total;         /* tensors + scratch (scratch fills gaps, so often == tensor_total) */
     int32_t ordering;           /* which ordering won: 0 size, 1 first_use, 2 lifetime, 3 area */
@@ -219,7 +219,7 @@ typedef struct edge_interp {
 
 /* Flags for edge_init_ex. */
 enum {
-    /* Verify and plan from the model's declared shapes only, without kernels (like edge_sdk.interpreter.
+    /* Verify and plan from the model's declared shapes only, without kernels (like edge_sdk.runtime.interpreter.
      * static_plan): works for models with ops this build lacks; edge_invoke then refuses to run. */
     EDGE_INIT_PLAN_ONLY = 1u << 0
 };

@@ -15,7 +15,7 @@
  * In C the macros only declare those functions; the generator writes edge_ops_generated.c (the op table), listing
  * every kernel file's ops, or with --model only the ops a model uses, so nothing else is linked.
  *
- * Prepare validates, eval runs blind (as in TFLM and in edge_sdk/kernels/node.py):
+ * Prepare validates, eval runs blind (as in TFLM and in edge_sdk/runtime/kernels/node.py):
  *  - prepare checks types, ranks, shapes, quantization and options, returning EDGE_UNSUPPORTED_TYPE /
  *    EDGE_UNSUPPORTED for what the kernel cannot run and EDGE_BAD_NODE for inconsistent models, through
  *    EDGE_FAIL(ctx, status, "short reason") so the error names the reason; it sets output shapes it computes

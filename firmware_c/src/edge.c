@@ -4,8 +4,8 @@
  *   1. small helpers (little-endian reads, the error record, the persistent allocator)
  *   2. the flatbuffer verifier: tables, fields, references, vectors, strings - every read checked
  *   3. loading the model into edge_subgraph/edge_tensor/edge_node structs (weights stay in place)
- *   4. lifetimes: the shared time axis of edge_sdk/interpreter.py buffer_requests()
- *   5. the planner: edge_sdk/arena.py's greedy first fit, same orderings, same ties, same alignment
+ *   4. lifetimes: the shared time axis of edge_sdk/runtime/interpreter.py buffer_requests()
+ *   5. the planner: edge_sdk/runtime/arena.py's greedy first fit, same orderings, same ties, same alignment
  *   6. edge_init: load, look up kernels, prepare, plan, place tensors, reset state
  *   7. edge_invoke and the rest of the API
  */
@@ -15,8 +15,8 @@
 #include "edge_kernel.h"
 
 #define ALIGN 16
-#define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.arena) */
-#define MAX_TENSOR_BYTES ((int64_t)1 << 31) /* edge_sdk.interpreter.MAX_ARENA_BYTES */
+#define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.runtime.arena) */
+#define MAX_TENSOR_BYTES ((int64_t)1 << 31) /* edge_sdk.runtime.interpreter.MAX_ARENA_BYTES */
 #ifndef EDGE_MAX_CALL_DEPTH
 #define EDGE_MAX_CALL_DEPTH 8
 #endif
@@ -846,7 +846,7 @@ static void node_steps(life_t *L, int32_t g, int32_t start, int32_t end) {
     if (end > *l) *l = end;
 }
 
-/* Walk subgraph s on the shared time axis (edge_sdk.interpreter.buffer_requests, mark()). */
+/* Walk subgraph s on the shared time axis (edge_sdk.runtime.interpreter.buffer_requests, mark()). */
 static edge_status_t mark(edge_interp_t *it, life_t *L, int32_t s, int32_t depth, int32_t *clock) {
     edge_subgraph_t *sg = &it->subgraphs[s];
     const int32_t tb = sg->tensor_base;
@@ -927,7 +927,7 @@ typedef struct plan_work {
     int32_t n_tensors;
 } plan_work_t;
 
-/* Sort keys of edge_sdk/arena.py's _ORDERINGS, as (primary, secondary) pairs; smaller sorts first. */
+/* Sort keys of edge_sdk/runtime/arena.py's _ORDERINGS, as (primary, secondary) pairs; smaller sorts first. */
 static void order_key(const plan_work_t *w, int ordering, int32_t i, int64_t *k1, int64_t *k2) {
     int64_t life = (int64_t)w->last[i] - w->first[i];
     *k2 = 0;

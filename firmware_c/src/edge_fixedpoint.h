@@ -1,6 +1,6 @@
 /* edge_fixedpoint.h - TFLM's integer requantization arithmetic, shared by the kernels.
  *
- * The same steps, order and rounding as edge_sdk/kernels/quant.py (and TFLM's reference kernels):
+ * The same steps, order and rounding as edge_sdk/runtime/kernels/quant.py (and TFLM's reference kernels):
  * a real multiplier M is an int32 Q0.31 mantissa and a power-of-two shift; it is applied with gemmlowp's
  * saturating rounding doubling high multiply and a rounding (half away from zero) right shift.
  * Every signed overflow the reference code relies on wrapping for is done in unsigned arithmetic here,

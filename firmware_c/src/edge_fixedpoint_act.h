@@ -1,6 +1,6 @@
 /* edge_fixedpoint_act.h - the arithmetic of the element-wise and activation kernels.
  *
- * Mirrors edge_sdk/kernels/quant.py, fixedpoint.py, elementwise.py and activations.py step for step, so the
+ * Mirrors edge_sdk/runtime/kernels/quant.py, fixedpoint.py, elementwise.py and activations.py step for step, so the
  * C kernels give the Python kernels' bits (and so TFLM's):
  *  - TFLite's float32 round (QUANTIZE, the int16 tables), the type bounds and a clamp in the reference's order;
  *  - a MultiplyByQuantizedMultiplier that also takes right shifts past 31 (int64 like numpy);

@@ -1,7 +1,7 @@
 /* edge_flexbuffers.h - a small, bounds-checked FlexBuffers map reader for custom ops' options (prepare only).
  *
  * TFLM's signal-library ops keep their parameters in Operator.custom_options as a FlexBuffer whose root is a
- * map (edge_sdk/kernels/flexbuffers.py is the Python twin). The bytes come from the model, so they are
+ * map (edge_sdk/runtime/kernels/flexbuffers.py is the Python twin). The bytes come from the model, so they are
  * untrusted: every read is checked against the buffer, every offset must point backwards (children are
  * written before their parents) and stay inside it, counts may not exceed the buffer, widths must be 1, 2, 4
  * or 8. Nothing is allocated; a map handle just remembers where its values, types and keys are.

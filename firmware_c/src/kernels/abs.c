@@ -1,6 +1,6 @@
 /* ABS: y = |x|, element-wise.
  *
- * As edge_sdk/kernels/math.py prepare_abs: FLOAT32 (fabsf: clears the sign bit, as numpy), INT32 and INT64
+ * As edge_sdk/runtime/kernels/math.py prepare_abs: FLOAT32 (fabsf: clears the sign bit, as numpy), INT32 and INT64
  * (two's complement: the most negative value stays itself, as numpy's abs), INT8 saturating (|-128| is 127).
  * Integer tensors that carry quantization must share one scale with zero points of 0 (then the raw values
  * are the real ones up to that scale); anything else is UNSUPPORTED.

@@ -1,6 +1,6 @@
 /* ADD and SUB (one file, so a model using either links it): y = act(a +- b), numpy broadcasting up to rank 6.
  *
- * int8 / int16 as edge_sdk/kernels/elementwise.py (TFLM add.cc / sub.cc): both inputs minus their zero
+ * int8 / int16 as edge_sdk/runtime/kernels/elementwise.py (TFLM add.cc / sub.cc): both inputs minus their zero
  * points are shifted left (20 bits for int8, 15 for int16), scaled to a common scale with their own
  * multipliers (ratios to twice the larger input scale, formed in double as the tflite-micro wheel does for
  * both ADD and SUB), summed (or subtracted) in wrapping int32, scaled to the output, offset by the output zero

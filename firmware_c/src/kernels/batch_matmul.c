@@ -1,6 +1,6 @@
 /* BATCH_MATMUL: out[..., r, c] = sum_k lhs[..., r, k] * rhs[..., k, c], batch dims broadcast numpy-style.
  *
- * As edge_sdk/kernels/conv.py prepare_batch_matmul: operands of rank 2 to 5 with one type, adj_x / adj_y take
+ * As edge_sdk/runtime/kernels/conv.py prepare_batch_matmul: operands of rank 2 to 5 with one type, adj_x / adj_y take
  * the last two dims of an operand transposed, the batch dims (all but the last two, left-padded with 1s)
  * broadcast. This file runs FLOAT32 (what the transformer examples need): each output is one dot product
  * accumulated in k order in float32. Quantized and hybrid operands are refused (UNSUPPORTED_TYPE); use the

@@ -1,6 +1,6 @@
 /* CAST: element-wise type conversion.
  *
- * As edge_sdk/kernels/quantize.py prepare_cast, for INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64,
+ * As edge_sdk/runtime/kernels/quantize.py prepare_cast, for INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64,
  * FLOAT32, FLOAT64 and BOOL (FLOAT16 is refused): to BOOL, x != 0; integer to integer wraps to the output's
  * width (numpy astype); integer to float is one C conversion from the source type (correctly rounded, as
  * numpy); float to integer truncates toward zero and saturates, NaN gives 0 (the TFLM build we compare

@@ -1,4 +1,4 @@
-/* CONCATENATION: inputs joined along one axis (edge_sdk/kernels/shape.py prepare_concatenation, TFLM
+/* CONCATENATION: inputs joined along one axis (edge_sdk/runtime/kernels/shape.py prepare_concatenation, TFLM
  * concatenation.cc). A pure byte copy: for each index of the dimensions before the axis, every input's
  * contiguous block in turn. int8/uint8 inputs must carry the output's quantization (TFLM does not
  * requantize), int16 tensors zero point 0; no fused activation.

@@ -1,7 +1,7 @@
 /* CONV_2D: y[b, oy, ox, o] = act(sum_{fy, fx, i} x[b, oy*sh - pt + fy*dh, ox*sw - pl + fx*dw, g*cg + i]
  *                                   * w[o, fy, fx, i] + bias[o]),   g = o / (O / groups), groups = C / cg.
  *
- * Arithmetic as TFLM's reference ConvPerChannel kernels (and edge_sdk/kernels/conv.py prepare_conv_2d):
+ * Arithmetic as TFLM's reference ConvPerChannel kernels (and edge_sdk/runtime/kernels/conv.py prepare_conv_2d):
  *  - int8 (per-tensor or per-channel int8 weights, optional int32 bias): int32 accumulator of
  *    w * (x + input_offset), taps in the padding contribute nothing, + bias, MultiplyByQuantizedMultiplier
  *    with the channel's multiplier (input_scale * weight_scale / output_scale, in double), + output zero

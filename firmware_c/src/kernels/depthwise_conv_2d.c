@@ -1,7 +1,7 @@
 /* DEPTHWISE_CONV_2D: y[b, oy, ox, c*M + m] = act(sum_{fy, fx} x[b, oy*sh - pt + fy*dh, ox*sw - pl + fx*dw, c]
  *                                                  * w[0, fy, fx, c*M + m] + bias[c*M + m]),  M = OC / C.
  *
- * Arithmetic as TFLM's reference depthwise kernels (and edge_sdk/kernels/conv.py prepare_depthwise_conv_2d):
+ * Arithmetic as TFLM's reference depthwise kernels (and edge_sdk/runtime/kernels/conv.py prepare_depthwise_conv_2d):
  *  - int8 (per-tensor or per-channel int8 weights, scales along dimension 3, optional int32 bias): int32
  *    accumulator of w * (x + input_offset), padding contributes nothing, + bias, the channel's
  *    MultiplyByQuantizedMultiplier, + output zero point, activation clamp.

@@ -1,6 +1,6 @@
 /* DEQUANTIZE: int8 / uint8 / int16 -> float32 (per tensor or per channel), and float16 -> float32.
  *
- * As edge_sdk/kernels/quantize.py prepare_dequantize: per tensor, scale * (q - zero_point) rounded once to
+ * As edge_sdk/runtime/kernels/quantize.py prepare_dequantize: per tensor, scale * (q - zero_point) rounded once to
  * float32 (the Python kernel forms it in double; when |zero_point| < 2^23 the float32 product of the exact
  * operands rounds to the same value, which keeps Cortex-M off software double); per channel along
  * quantized_dimension, float32 scale times the difference converted to float32 (LiteRT's

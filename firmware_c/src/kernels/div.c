@@ -1,6 +1,6 @@
 /* DIV: y = act(a / b) with numpy broadcasting up to rank 6.
  *
- * As edge_sdk/kernels/elementwise.py prepare_div (TFLM div.cc). float32: quotient, clamped to the fused
+ * As edge_sdk/runtime/kernels/elementwise.py prepare_div (TFLM div.cc). float32: quotient, clamped to the fused
  * activation. int32: C division truncating toward zero, a zero divisor giving 0 (TFLM would trap) and
  * INT32_MIN / -1 wrapping to INT32_MIN, clamped to the activation's integer bounds. int8: (a - za) / (b - zb)
  * as TFLM's reference: both signs moved onto the numerator, the divisor's reciprocal (GetReciprocal, Q0.31

@@ -9,7 +9,7 @@
  * multipliers in place, so it costs no memory): four units at a time share every input word. On DSP cores
  * SXTB16 widens four int8 inputs and SADD16 adds the input offset to two at once, SXTB16 widens the
  * weights, SMLAD does two MACs (28 instructions per 16 MACs, one asm block); elsewhere plain C.
- * Same checks and the same output shape rules as edge_sdk/kernels/conv.py prepare_fully_connected.
+ * Same checks and the same output shape rules as edge_sdk/runtime/kernels/conv.py prepare_fully_connected.
  */
 #include <string.h>
 
@@ -368,7 +368,7 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
 }
 
 /* ---- int16x8: int16 activations, int8 weights (per tensor or per channel), int64 or int32 bias ----
- * As edge_sdk/kernels/conv.py's "int16" kind and TFLM's 16x8 FullyConnected: with an INT64 bias (or no bias
+ * As edge_sdk/runtime/kernels/conv.py's "int16" kind and TFLM's 16x8 FullyConnected: with an INT64 bias (or no bias
  * and quantized_bias_type not INT32) the sums are int64 and requantized with the int64
  * MultiplyByQuantizedMultiplier (16-bit multiplier); with an INT32 bias they wrap at 32 bits and take the
  * int32 one. Output plus zero point, clamped to int16 / the fused activation. */

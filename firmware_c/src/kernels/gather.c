@@ -1,6 +1,6 @@
 /* GATHER: rows of params picked by positions along one axis (with optional leading batch dims).
  *
- * As edge_sdk/kernels/shape.py prepare_gather: params FLOAT32, INT8, UINT8, INT16, INT32, INT64 or BOOL (the
+ * As edge_sdk/runtime/kernels/shape.py prepare_gather: params FLOAT32, INT8, UINT8, INT16, INT32, INT64 or BOOL (the
  * output has its type; quantized values are copied unchanged), positions INT32, INT64 or INT16; options axis
  * (negative counts from the end) and batch_dims (negative counts from the positions' rank). Output shape
  * params[:axis] + positions[batch_dims:] + params[axis + 1:]. Viewed as params [batch, outer, n, inner] and

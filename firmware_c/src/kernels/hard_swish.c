@@ -1,6 +1,6 @@
 /* HARD_SWISH: y = x * relu6(x + 3) / 6.
  *
- * int8 as edge_sdk/kernels/activations.py prepare_hard_swish (TFLM hard_swish.cc / reference HardSwish):
+ * int8 as edge_sdk/runtime/kernels/activations.py prepare_hard_swish (TFLM hard_swish.cc / reference HardSwish):
  * the input minus its zero point at 7 more fractional bits (int16), a "reluish" factor from the input
  * rescaled to 3/32768 units and mapped to [0, 1], times the input rescaled to the output scale (int16 high
  * multiplies with multipliers rounded to 16 bits), plus out_zp, clamped. All 256 inputs are tabulated in

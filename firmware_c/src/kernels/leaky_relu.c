@@ -1,6 +1,6 @@
 /* LEAKY_RELU: y = x for x >= 0, alpha * x below.
  *
- * int8 / int16 as edge_sdk/kernels/activations.py prepare_leaky_relu (TFLM leaky_relu.cc as the tflite-micro
+ * int8 / int16 as edge_sdk/runtime/kernels/activations.py prepare_leaky_relu (TFLM leaky_relu.cc as the tflite-micro
  * wheel builds it: both multipliers from double ratios): x - in_zp scaled by the identity multiplier
  * (in_scale / out_scale) when >= 0, else by the alpha multiplier (in_scale * alpha / out_scale; a negative
  * alpha is applied as a negated product), plus out_zp, clamped to the type. int8: a 256-entry table from that

@@ -1,6 +1,6 @@
 /* LOGISTIC: y = 1 / (1 + exp(-x)).
  *
- * As edge_sdk/kernels/activations.py prepare_logistic (TFLM logistic.cc and the reference integer kernels):
+ * As edge_sdk/runtime/kernels/activations.py prepare_logistic (TFLM logistic.cc and the reference integer kernels):
  *  - int8: x - in_zp rescaled to Q4.27, gemmlowp logistic in fixed point, rounded to Q0.8 and offset by -128;
  *    inputs at or beyond the saturation radius give -128 / 127. All 256 inputs are tabulated in prepare.
  *  - int16 (zero points 0, output scale 2^-15): the input scaled by a small integer multiplier, then linear

@@ -1,4 +1,4 @@
-/* MEAN and SUM over constant axes (edge_sdk/kernels/reduce.py, TFLM reduce_common.cc QuantizedMeanOrSum).
+/* MEAN and SUM over constant axes (edge_sdk/runtime/kernels/reduce.py, TFLM reduce_common.cc QuantizedMeanOrSum).
  *
  * Quantized (int8 / int16, per-tensor): the int32 (wrapping) sum of the raw values minus zero_point * n,
  * requantized with MultiplyByQuantizedMultiplier by input_scale / output_scale, plus the output zero point,

@@ -1,6 +1,6 @@
 /* MINIMUM and MAXIMUM (one file, two registrations): element-wise with numpy broadcasting up to rank 6.
  *
- * As edge_sdk/kernels/elementwise.py prepare_minimum / prepare_maximum: FLOAT32, INT8, INT16, INT32, INT64,
+ * As edge_sdk/runtime/kernels/elementwise.py prepare_minimum / prepare_maximum: FLOAT32, INT8, INT16, INT32, INT64,
  * both inputs and the output of one type; the raw values are compared (quantized operands are taken to share
  * their quantization, as TFLM's kernel does). The pick is `a < b ? a : b` (`a > b ? a : b`), numpy's
  * where(x < y, x, y): a NaN in a gives b.

@@ -1,6 +1,6 @@
 /* MUL: y = act(a * b) with numpy broadcasting up to rank 6.
  *
- * int8 / int16 as edge_sdk/kernels/elementwise.py prepare_mul (TFLM mul.cc): (a - za) * (b - zb) in wrapping
+ * int8 / int16 as edge_sdk/runtime/kernels/elementwise.py prepare_mul (TFLM mul.cc): (a - za) * (b - zb) in wrapping
  * int32, scaled by one multiplier (sa * sb / so, in double), plus the output zero point, clamped to the fused
  * activation's range; int16 needs zero points of 0. float32: product, clamped. int32: wrapping product
  * clamped to the activation's integer bounds. The rows and the eval dispatch are edge_binary.h's (shared with

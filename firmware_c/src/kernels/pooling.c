@@ -1,5 +1,5 @@
 /* AVERAGE_POOL_2D and MAX_POOL_2D over NHWC windows, as TFLM's reference pooling kernels (and
- * edge_sdk/kernels/pooling.py):
+ * edge_sdk/runtime/kernels/pooling.py):
  *  - only the window cells inside the input count (padding is ignored, never read as a value);
  *  - quantized (int8, int16) pools work on the stored integers (input and output must share scale and
  *    zero point): the average is the int32 window sum divided by the cell count, halves rounded away from

@@ -1,6 +1,6 @@
 /* PRELU: y = x for x >= 0, alpha * x below; alpha broadcasts against x (numpy rules, up to rank 6).
  *
- * int8 / int16 input with int8 alpha as edge_sdk/kernels/activations.py prepare_prelu (TFLM prelu.cc,
+ * int8 / int16 input with int8 alpha as edge_sdk/runtime/kernels/activations.py prepare_prelu (TFLM prelu.cc,
  * reference BroadcastPrelu4DSlow): with v = x - in_zp, v >= 0 gives v * (in_scale / out_scale), else
  * v * (alpha - alpha_zp) (wrapping int32) * (in_scale * alpha_scale / out_scale); both through
  * MultiplyByQuantizedMultiplier (ratios in double), plus out_zp, clamped. float32 (rank <= 4, as the Python

@@ -1,6 +1,6 @@
 /* QUANTIZE: float32 -> int8/int16/uint8, or requantize between integer types.
  *
- * As edge_sdk/kernels/quantize.py prepare_quantize (TFLM quantize.cc):
+ * As edge_sdk/runtime/kernels/quantize.py prepare_quantize (TFLM quantize.cc):
  *  - from float32: x / scale in float32, rounded half away from zero (TfLiteRound), converted to
  *    int32 as x86 does it (NaN and out-of-range give INT32_MIN; the Python kernel and the TFLM build we compare
  *    with do this), plus the zero point (wrapping int32), clamped to the output type;

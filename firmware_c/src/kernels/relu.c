@@ -1,6 +1,6 @@
 /* RELU, RELU6, RELU_N1_TO_1 (one file, three registrations).
  *
- * As edge_sdk/kernels/activations.py: RELU and RELU_N1_TO_1 requantize, out_zp + MultiplyByQuantizedMultiplier
+ * As edge_sdk/runtime/kernels/activations.py: RELU and RELU_N1_TO_1 requantize, out_zp + MultiplyByQuantizedMultiplier
  * (x - in_zp, in_scale / out_scale with the ratio in float32), clamped to the quantized bounds of [0, inf) or
  * [-1, 1] on the output (int16 needs zero points of 0); RELU6 clamps x itself to [in_zp, round(6 / in_scale) +
  * in_zp] without requantizing (TFLM's Relu6 int8/int16). int8 runs through a 256-entry table built in prepare

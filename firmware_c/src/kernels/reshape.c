@@ -1,5 +1,5 @@
 /* RESHAPE: the same bytes under a new shape. The new shape comes from a constant 1-D shape input, else
- * ReshapeOptions.new_shape, else the model's declared output shape (edge_sdk/kernels/shape.py
+ * ReshapeOptions.new_shape, else the model's declared output shape (edge_sdk/runtime/kernels/shape.py
  * prepare_reshape, TFLM reshape_common.cc); one -1 entry is inferred. Eval copies the bytes (the plan may
  * give input and output different places). Refusal reasons leave the op's name to the error message's node
  * prefix ("node 3 (RESHAPE code 22 v1): ...").

@@ -1,6 +1,6 @@
 /* RSQRT: y = 1 / sqrt(x), element-wise.
  *
- * As edge_sdk/kernels/elementwise.py prepare_rsqrt for FLOAT32: float32 sqrt then a float32 division of 1
+ * As edge_sdk/runtime/kernels/elementwise.py prepare_rsqrt for FLOAT32: float32 sqrt then a float32 division of 1
  * (both correctly rounded, so the bits equal numpy's). The int8 form (TFLM's inverse-sqrt multiplier table)
  * is refused: UNSUPPORTED_TYPE.
  */

@@ -1,6 +1,6 @@
 /* SignalEnergy (TFLM signal library): the energy re^2 + im^2 of complex int16 bins, as uint32.
  *
- * As edge_sdk/kernels/signal.py prepare_energy (TFLM signal/src/energy.cc): the 1-D INT16 input holds
+ * As edge_sdk/runtime/kernels/signal.py prepare_energy (TFLM signal/src/energy.cc): the 1-D INT16 input holds
  * interleaved (real, imag) pairs, len / 2 bins; the UINT32 output has one value per bin. Bins in
  * [start_index, end_index) (custom options) get re * re + im * im modulo 2^32 (two int16 squares can reach
  * 2^31, which TFLM's int32 sum wraps: we add in uint32); the other bins are written as 0 (TFLM leaves them

@@ -1,6 +1,6 @@
 /* SignalFftAutoScale (TFLM signal library): shift an int16 frame left as far as its largest magnitude allows.
  *
- * As edge_sdk/kernels/signal.py prepare_fft_auto_scale (TFLM signal/src/fft_auto_scale.cc, max_abs.cc,
+ * As edge_sdk/runtime/kernels/signal.py prepare_fft_auto_scale (TFLM signal/src/fft_auto_scale.cc, max_abs.cc,
  * msb_32.cc): the running maximum magnitude is kept in int16 as TFLM does, so meeting -32768 stores 32768
  * into int16 (-32768), after which any larger value replaces it. The scale is 15 - msb(max) clamped at 0, msb
  * being the index of the highest set bit plus one of the max as uint32, 32 for 0 (the GCC build) and for a

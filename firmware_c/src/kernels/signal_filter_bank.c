@@ -1,7 +1,7 @@
 /* SignalFilterBank (TFLM signal library): triangular mel-style filter bank, uint32 power spectrum -> uint64
  * channel energies.
  *
- * As edge_sdk/kernels/signal.py prepare_filter_bank (TFLM signal/src/filter_bank.cc): inputs are the 1-D
+ * As edge_sdk/runtime/kernels/signal.py prepare_filter_bank (TFLM signal/src/filter_bank.cc): inputs are the 1-D
  * UINT32 spectrum x and five 1-D INT16 tables: weights, unweights, per-channel frequency starts, weight
  * starts and widths (num_channels + 1 entries each; custom option num_channels). Entry c of the tables
  * describes a band of `width` bins starting at x[freq_start]; its weighted sum goes to channel c and its

@@ -1,6 +1,6 @@
 /* SignalFilterBankLog (TFLM signal library): y = min(output_scale * ln(x << input_correction_bits), 32767).
  *
- * As edge_sdk/kernels/signal.py prepare_filter_bank_log (TFLM signal/src/filter_bank_log.cc, log.cc): input
+ * As edge_sdk/runtime/kernels/signal.py prepare_filter_bank_log (TFLM signal/src/filter_bank_log.cc, log.cc): input
  * UINT32 1-D, output INT16 of its shape; custom options input_correction_bits (0..31) and output_scale (int32,
  * used as uint32). The shifted value (kept to 32 bits) gives 0 when it is 0 or 1; otherwise its log2 in 16.16
  * fixed point (the integer part from the leading one, the 16 bits below it as fraction, corrected by a

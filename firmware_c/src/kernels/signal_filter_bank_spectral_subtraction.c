@@ -1,7 +1,7 @@
 /* SignalFilterBankSpectralSubtraction (TFLM signal library): subtracts a running per-channel noise estimate
  * from uint32 filter-bank energies; outputs the cleaned energies and the estimate.
  *
- * As edge_sdk/kernels/signal.py prepare_filter_bank_spectral_subtraction (TFLM
+ * As edge_sdk/runtime/kernels/signal.py prepare_filter_bank_spectral_subtraction (TFLM
  * signal/src/filter_bank_spectral_subtraction.cc). Per channel i < num_channels, with (smoothing,
  * one_minus_smoothing) on even channels and the alternate pair on odd ones, all options taken as uint32:
  *     scaled = x << smoothing_bits                                   (uint32)

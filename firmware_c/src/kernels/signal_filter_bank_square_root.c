@@ -1,6 +1,6 @@
 /* SignalFilterBankSquareRoot (TFLM signal library): y = sqrt(x) rounded, >> scale_bits, uint64 -> uint32.
  *
- * As edge_sdk/kernels/signal.py prepare_filter_bank_square_root (TFLM signal/src/square_root_64.cc,
+ * As edge_sdk/runtime/kernels/signal.py prepare_filter_bank_square_root (TFLM signal/src/square_root_64.cc,
  * square_root_32.cc): values below 2^32 take the 32-bit routine, whose result is capped at 0xffff (so its
  * rounding stops there), larger ones the 64-bit routine (capped at 0xffffffff); both are the bit-by-bit
  * integer square root followed by rounding up when the remainder exceeds the root. The root is shifted right

@@ -1,6 +1,6 @@
 /* SignalPCAN (TFLM signal library): per-channel energy normalization, y = compress((x * gain(noise)) >> shift).
  *
- * As edge_sdk/kernels/signal.py prepare_pcan (TFLM signal/src/pcan_argc_fixed.cc): input 0 (UINT32 1-D, n
+ * As edge_sdk/runtime/kernels/signal.py prepare_pcan (TFLM signal/src/pcan_argc_fixed.cc): input 0 (UINT32 1-D, n
  * channels), input 1 the noise estimate (UINT32 1-D, at least n entries), input 2 the gain LUT (INT16 1-D),
  * output UINT32 of the input's shape; custom option snr_shift (0..63). The gain of a noise estimate e is the
  * LUT's piecewise quadratic over e's octave (WideDynamicFunction: entries 4 * octave - 6 .. +2, the fraction

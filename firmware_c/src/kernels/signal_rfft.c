@@ -1,7 +1,7 @@
 /* SignalRfft (TFLM signal library): the real forward FFT of every last-dimension frame of an int16 tensor,
  * zero-padded to fft_length, giving fft_length / 2 + 1 complex int16 bins (real, imag interleaved).
  *
- * As edge_sdk/kernels/signal.py prepare_rfft (TFLM signal/src/rfft_int16.cc over kissfft in its 16-bit fixed
+ * As edge_sdk/runtime/kernels/signal.py prepare_rfft (TFLM signal/src/rfft_int16.cc over kissfft in its 16-bit fixed
  * point build): the packed half-length complex FFT is a mixed-radix decimation in time (radix 4 first, then
  * 2, 3, 5), every butterfly input divided by its radix (times 32767 / p, rounded), complex products rounded
  * by (x + 2^14) >> 15, sums stored into int16 (wrapping); then the real-input untangling with the super

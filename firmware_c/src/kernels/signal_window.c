@@ -1,7 +1,7 @@
 /* SignalWindow (TFLM signal library): y = saturate_int16((x * w) >> shift), the window w repeated over every
  * frame of x's last-dimension-sized rows.
  *
- * As edge_sdk/kernels/signal.py prepare_window (TFLM signal/src/window.cc): input, weights and output are
+ * As edge_sdk/runtime/kernels/signal.py prepare_window (TFLM signal/src/window.cc): input, weights and output are
  * INT16; the product is formed in int32 (it cannot overflow: |x * w| <= 2^30), shifted right arithmetically
  * by `shift` (custom option, 0..31) and clamped to int16. The weights are a 1-D tensor (usually constant);
  * x's element count must be a multiple of its length.

@@ -1,6 +1,6 @@
 /* SOFTMAX over the last axis.
  *
- * As edge_sdk/kernels/activations.py prepare_softmax (TFLM softmax.cc, reference softmax.h):
+ * As edge_sdk/runtime/kernels/activations.py prepare_softmax (TFLM softmax.cc, reference softmax.h):
  *  - int8 input (int8 output at 1/256, zp -128; or int16 output at 1/65536, zp -32768): each row's
  *    differences to its maximum (0..255 below it) go through exp in gemmlowp fixed point (Q5.26 input; 0
  *    beyond the input radius, which the reference skips), eval sums the row at Q12, takes GetReciprocal and

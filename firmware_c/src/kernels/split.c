@@ -1,5 +1,5 @@
 /* SPLIT (axis, input; equal parts, one per output) and SPLIT_V (input, size_splits, axis; one -1 entry is
- * inferred), with constant axis and sizes (edge_sdk/kernels/shape.py prepare_split / prepare_split_v, TFLM
+ * inferred), with constant axis and sizes (edge_sdk/runtime/kernels/shape.py prepare_split / prepare_split_v, TFLM
  * split.cc / split_v.cc). Eval copies, for each index of the dimensions before the axis, one contiguous
  * block into every output in turn.
  */

@@ -1,4 +1,4 @@
-/* Resource variables and CALL_ONCE (edge_sdk/kernels/stateful.py, TFLM var_handle.cc, read_variable.cc,
+/* Resource variables and CALL_ONCE (edge_sdk/runtime/kernels/stateful.py, TFLM var_handle.cc, read_variable.cc,
  * assign_variable.cc, call_once.cc), over the interpreter's resource table (edge_kernel.h).
  *
  * - VAR_HANDLE: registers (container, shared_name) and writes its id (int32) into its RESOURCE output.

@@ -1,5 +1,5 @@
 /* STRIDED_SLICE with constant begin/end/strides and all five masks plus the offset flag, read as LiteRT's
- * reference kernel reads them (edge_sdk/kernels/shape.py _strided_slice_plan; TFLM strided_slice.cc is the
+ * reference kernel reads them (edge_sdk/runtime/kernels/shape.py _strided_slice_plan; TFLM strided_slice.cc is the
  * same without ellipsis/new-axis). Prepare resolves every (effective) dimension to start, step and count,
  * drops the dimensions that take one element, and folds the rest into input strides; eval is an odometer
  * copy over the output in order.

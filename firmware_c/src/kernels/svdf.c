@@ -1,5 +1,5 @@
 /* SVDF: a rank-r filter bank with a memory of the last n_memory feature projections, kept in a variable
- * state tensor across invokes (edge_sdk/kernels/sequence.py prepare_svdf, TFLM svdf_common.cc).
+ * state tensor across invokes (edge_sdk/runtime/kernels/sequence.py prepare_svdf, TFLM svdf_common.cc).
  *
  * Each invoke, per batch row and filter f: the filter's memory moves one step left; the new projection
  * sum_i (x_i - x_zp) * wf[f, i] is requantized (multiplier 1), clamped to the state type and offset by the

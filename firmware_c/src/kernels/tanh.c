@@ -1,6 +1,6 @@
 /* TANH: y = tanh(x).
  *
- * As edge_sdk/kernels/activations.py prepare_tanh (TFLM tanh.cc and the reference integer kernels):
+ * As edge_sdk/runtime/kernels/activations.py prepare_tanh (TFLM tanh.cc and the reference integer kernels):
  *  - int8: x - in_zp rescaled to Q4.27, gemmlowp tanh in fixed point, rounded to Q0.7;
  *    inputs at or beyond the saturation radius give -128 / 127. All 256 inputs are tabulated in prepare.
  *  - int16 (zero points 0, output scale 2^-15): the input scaled by a small integer multiplier, then linear

@@ -1,4 +1,4 @@
-/* TRANSPOSE: y = x.transpose(perm) with a constant perm (edge_sdk/kernels/shape.py prepare_transpose, TFLM
+/* TRANSPOSE: y = x.transpose(perm) with a constant perm (edge_sdk/runtime/kernels/shape.py prepare_transpose, TFLM
  * transpose.cc). Prepare works out, for every output dimension, the input stride it walks; eval runs an
  * odometer over the output in order, the innermost dimension in a tight strided loop.
  */

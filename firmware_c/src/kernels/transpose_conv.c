@@ -1,7 +1,7 @@
 /* TRANSPOSE_CONV: inputs (output_shape, weights [O, kh, kw, C], input [N, H, W, C], optional bias [O]).
  * Every input pixel scatters x[b, iy, ix, :] . w[o, fy, fx, :] into output cell (iy*sh - pt + fy,
  * ix*sw - pl + fx, o) when that cell lies inside the output; padding (SAME / VALID) is computed from the
- * output size with dilation 1. As TFLM's reference TransposeConv kernels (edge_sdk/kernels/conv.py
+ * output size with dilation 1. As TFLM's reference TransposeConv kernels (edge_sdk/runtime/kernels/conv.py
  * prepare_transpose_conv):
  *  - int8: int32 scratch sums of (x + input_offset) * w (wrapping), + int32 bias, the channel's
  *    MultiplyByQuantizedMultiplier, + output zero point, activation clamp;

@@ -1,6 +1,6 @@
 /* UNIDIRECTIONAL_SEQUENCE_LSTM: integer (int8 or int16 activations, int8 weights, int16 cell state, int32 /
  * int64 biases) and float32, with the hidden and cell state in variable tensors kept across invokes
- * (edge_sdk/kernels/sequence.py, TFLM unidirectional_sequence_lstm.cc + lstm_eval*.cc).
+ * (edge_sdk/runtime/kernels/sequence.py, TFLM unidirectional_sequence_lstm.cc + lstm_eval*.cc).
  *
  * Integer arithmetic of TFLM's kernel: gate pre-activations are fixed at Q3.12 and gate outputs at Q0.15
  * (the operator's intermediates are ignored). Per time step and batch row, each of the four gates (input,

@@ -1,0 +1,208 @@
+"""The QEMU board: ``qemu-system-arm`` processes started for `edge flash`, and the state file that lists them.
+
+    board = start_qemu(profile, elf)          # detached, its UART on a TCP port; recorded before it is started
+    list_boards(); stop_board(board["url"]); stop_board(all=True)
+
+The state file is ``$EDGE_STATE_DIR/boards.json`` (default: edge_sdk.resources.cache_dir() / "boards.json").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from edge_sdk.errors import DeviceError
+from edge_sdk.resources import require_tool
+from edge_sdk.targets.registry import QEMU_PACKAGE
+
+
+def state_path() -> Path:
+    base = os.environ.get("EDGE_STATE_DIR")
+    folder = Path(base) if base else Path.home() / ".cache" / "edge-sdk"
+    return folder / "boards.json"
+
+
+def _read_state() -> list[dict]:
+    p = state_path()
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return []
+    return [b for b in data.get("boards", []) if isinstance(b, dict)]
+
+
+def _write_state(boards: list[dict]) -> None:
+    p = state_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"boards": boards}, indent=2))
+    os.replace(tmp, p)
+
+
+def _alive(pid: int) -> bool:
+    """The process exists, is not a zombie and is a QEMU (a recycled pid is not ours)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        if sys.platform.startswith("linux"):
+            return False
+        try:
+            os.kill(pid, 0)
+            return True
+        except OSError:
+            return False
+    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+        _reap(pid)
+        return False
+    return b"qemu" in cmd
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except (ChildProcessError, OSError):
+        pass
+
+
+def list_boards() -> list[dict]:
+    """Running boards from the state file (dead ones are dropped from it)."""
+    boards = _read_state()
+    live = [b for b in boards if _alive(int(b.get("pid", 0)))]
+    if len(live) != len(boards):
+        _write_state(live)
+    return live
+
+
+def find_board(model_sha256: str, profile: str | None = None) -> dict | None:
+    """A running board that runs this model (and this profile, when given)."""
+    for b in list_boards():
+        if b.get("model_sha256") == model_sha256 and (profile is None or b.get("profile") == profile):
+            return b
+    return None
+
+
+def _kill_group(pid: int, pgid: int | None) -> None:
+    target = pgid or pid
+    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+        try:
+            os.killpg(target, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError as exc:
+            raise DeviceError(f"cannot stop QEMU process group {target}: {exc}") from exc
+        end = time.monotonic() + wait
+        while time.monotonic() < end:
+            _reap(pid)
+            if not _alive(pid):
+                return
+            time.sleep(0.02)
+
+
+def stop_board(url: str | None = None, all: bool = False) -> list[dict]:
+    """Stop the board at ``url`` (a pyserial URL or a port number), or every board with ``all``; returns the
+    boards stopped. DeviceError when no running board has that URL."""
+    boards = list_boards()
+    if all:
+        chosen = boards
+    else:
+        if url is None:
+            if len(boards) == 1:
+                chosen = boards
+            else:
+                raise DeviceError(f"{len(boards)} boards are running: name one URL (edge board list) or --all")
+        else:
+            key = str(url)
+            chosen = [b for b in boards if b["url"] == key or str(b.get("tcp_port")) == key]
+            if not chosen:
+                known = ", ".join(b["url"] for b in boards) or "none"
+                raise DeviceError(f"no running board at {url} (running: {known})")
+    for b in chosen:
+        _kill_group(int(b["pid"]), b.get("pgid"))
+    stopped = {b["url"] for b in chosen}
+    _write_state([b for b in _read_state() if b.get("url") not in stopped])
+    return chosen
+
+
+def qemu_command(profile, elf, tcp_port: int) -> list[str]:
+    f = profile.flash
+    cmd = [f.get("binary", "qemu-system-arm"), "-M", f.get("machine", "mps2-an386")]
+    if "cpu" in f:
+        cmd += ["-cpu", f["cpu"]]
+    cmd += list(f.get("extra_args", ["-nographic", "-monitor", "none"]))
+    cmd += ["-kernel", str(elf), "-icount", f"shift={f.get('icount_shift', 0)}",
+            "-serial", f"tcp:127.0.0.1:{tcp_port},server=on,wait=on"]
+    return cmd
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _parse_port(url: str | None) -> int | None:
+    if not url:
+        return None
+    m = re.fullmatch(r"(?:socket://)?(?:127\.0\.0\.1|localhost):(\d+)|(\d+)", url)
+    if not m:
+        raise DeviceError(f"--port for a QEMU board is socket://127.0.0.1:PORT or a port number, not {url}")
+    return int(m.group(1) or m.group(2))
+
+
+def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | None = None,
+               model: str = "", timeout: float = 10.0) -> dict:
+    """Start QEMU detached on the finished ELF; wait until its serial port listens; record it."""
+    binary = profile.flash.get("binary", "qemu-system-arm")
+    require_tool(binary, QEMU_PACKAGE)
+    tcp_port = _parse_port(port_url)
+    for attempt in range(3):
+        port = tcp_port or _free_port()
+        cmd = qemu_command(profile, elf, port)
+        with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        end = time.monotonic() + timeout
+        ok = False
+        while time.monotonic() < end:
+            if proc.poll() is not None:
+                break
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    ok = True  # the guest starts now; it sends nothing until a host speaks
+                    break
+            except OSError:
+                time.sleep(0.05)
+        if ok:
+            break
+        if proc.poll() is None:
+            _kill_group(proc.pid, proc.pid)
+        text = Path(elf).with_suffix(".qemu.log").read_text(errors="replace")[-800:]
+        if tcp_port or attempt == 2 or "address" not in text.lower():
+            raise DeviceError(f"QEMU did not start listening on 127.0.0.1:{port} ({' '.join(cmd)}): {text}")
+    proc.returncode = 0  # detached on purpose: it outlives this process (edge board stop ends it)
+    url = f"socket://127.0.0.1:{port}"
+    board = {"url": url, "tcp_port": port, "pid": proc.pid, "pgid": proc.pid, "elf": str(elf), "profile": profile.name,
+             "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
+             "command": cmd}
+    _write_state([b for b in list_boards() if b["url"] != url] + [board])
+    return board
+
+
+def verify_board(url: str, sha256: str, timeout: float = 2.0) -> None:
+    """HELLO the freshly started board: DeviceError (with the device's log) unless it runs the model."""
+    from edge_sdk.device.serial_link import SerialLink
+
+    with SerialLink(url, timeout=timeout, retries=3) as link:
+        h = link.hello()
+        link.poll(0.05)
+        if h.model_hash != sha256:
+            logs = "; ".join(line.text for line in link.logs) or "no log"
+            raise DeviceError(f"the firmware on {url} did not start the model (device log: {logs})")

@@ -1,0 +1,618 @@
+"""The C micro-runtime (firmware_c/) as a Python backend, through ctypes.
+
+    from edge_sdk.runtime.backend_c import CInterpreter
+    interp = CInterpreter(model_path="net.tflite")       # or edge_sdk.Interpreter(..., backend="c")
+    interp.allocate_tensors()                            # edge_init: verify, prepare, plan
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    y = interp.get_tensor(interp.get_output_details()[0]["index"])
+
+The host library (firmware_c/build/host/libedge.so) is built on first use with ``make -C firmware_c host``
+(gcc and make must be on PATH; the error says which one is missing). An installed copy builds out of tree:
+in a copy of its bundled sources under the cache folder (``edge_sdk.resources.host_tree``). Results are bit-identical to the
+Python kernels for the ops the C runtime has (``c_supported_ops()``; ``missing_ops(model)`` names the rest).
+
+LiteRT semantics on top of the C runtime: an input keeps the value ``set_tensor`` gave it until it is set again.
+Most inputs are written straight into the arena; the few whose bytes the C plan reuses after their last reader
+(as TFLM's does) are kept here and copied in by the same foreign call that invokes. That call goes through a
+tiny CPython extension (host/edge_pyfast.c, built beside the library when Python's headers are installed) or,
+without one, through ctypes (~0.5 us more per invoke).
+``arena_plan()`` returns the C planner's result as an ``edge_sdk.runtime.arena.ArenaPlan`` (tensor buffers only),
+equal byte for byte to the Python interpreter's plan.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from edge_sdk.runtime import arena as _arena
+from edge_sdk import resources
+from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
+
+FIRMWARE = resources.firmware_dir()  # the sources (the checkout's firmware_c/, or the installed copy)
+HOST_TREE = resources.host_tree(FIRMWARE)  # where `make host` runs: FIRMWARE itself, or its copy in the cache
+LIBRARY = HOST_TREE / "build" / "host" / "libedge.so"
+RUNNER = HOST_TREE / "build" / "host" / "edge-run-c"
+
+# edge_status.def order
+_STATUS_NAMES = [
+    "EDGE_OK", "EDGE_BAD_ARGUMENT", "EDGE_NOT_READY", "EDGE_MODEL_NOT_TFLITE", "EDGE_MODEL_UNALIGNED",
+    "EDGE_MODEL_MALFORMED", "EDGE_MODEL_INVALID", "EDGE_UNSUPPORTED_OP", "EDGE_UNSUPPORTED_TYPE",
+    "EDGE_UNSUPPORTED", "EDGE_BAD_NODE", "EDGE_ARENA_TOO_SMALL", "EDGE_LIMIT",
+]
+STATUS = {name: i for i, name in enumerate(_STATUS_NAMES)}
+_ORDERINGS = ("size", "first_use", "lifetime", "area")
+DEFAULT_ARENA = 1 << 20
+PLAN_ONLY = 1
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_pyfast = None  # the extension module when it loaded (see _load_pyfast)
+
+
+class BuildError(RuntimeError):
+    """The host library could not be built (a tool is missing or the build failed)."""
+
+
+def build() -> Path:
+    """Build firmware_c's host library and runner (make -C firmware_c host; a no-op when up to date);
+    returns the library's path."""
+    missing = [tool for tool in ("make", os.environ.get("CC", "gcc")) if shutil.which(tool) is None]
+    if missing:
+        raise BuildError(
+            f"cannot build the C runtime: {', '.join(missing)} not found on PATH "
+            f"(install make and a C compiler, e.g. `apt-get install make gcc`)"
+        )
+    cmd = ["make", "-C", str(HOST_TREE), "host", f"PYTHON={sys.executable}"]
+    if HOST_TREE != FIRMWARE:  # an installed copy: its sources copied into the cache once, built there
+        try:
+            resources.ensure_host_tree(FIRMWARE)
+        except OSError as exc:
+            raise BuildError(f"cannot copy the C runtime's sources from {FIRMWARE} to {HOST_TREE}: {exc}") from exc
+    # One build at a time (test workers, parallel users): the lock lives in the (ignored) build folder.
+    lock_tree = HOST_TREE / "build" / "host" if HOST_TREE == FIRMWARE else HOST_TREE
+    lock_tree.parent.mkdir(parents=True, exist_ok=True)
+    with resources.build_lock(lock_tree):
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        _build_pyfast()
+    return LIBRARY
+
+
+PYFAST = LIBRARY.parent / f"_edge_pyfast{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+
+
+def _build_pyfast() -> Path | None:
+    """Compile host/edge_pyfast.c for this Python when it is missing or older than its source; None when it
+    cannot be built here (no Python headers, no compiler): the ctypes path is used then."""
+    src = HOST_TREE / "host" / "edge_pyfast.c"
+    include = sysconfig.get_paths().get("include")
+    if not src.is_file() or not include or not (Path(include) / "Python.h").is_file():
+        return None
+    if PYFAST.is_file() and PYFAST.stat().st_mtime >= src.stat().st_mtime:
+        return PYFAST
+    tmp = PYFAST.with_name(PYFAST.name + f".{os.getpid()}.tmp")
+    proc = subprocess.run([os.environ.get("CC", "gcc"), "-O2", "-shared", "-fPIC", f"-I{include}", str(src), "-o",
+                           str(tmp)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        return None
+    os.replace(tmp, PYFAST)  # whole file or nothing: a concurrent loader never sees half of it
+    return PYFAST
+
+
+def _load_pyfast():
+    """The extension module, or None (not built / does not load: ctypes serves)."""
+    if not PYFAST.is_file():
+        return None
+    try:
+        spec = importlib.util.spec_from_file_location("_edge_pyfast", PYFAST)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except (ImportError, OSError):
+        return None
+    return module
+
+
+def library() -> ctypes.CDLL:
+    """The loaded host library (built first if needed)."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            build()
+            lib = ctypes.CDLL(str(LIBRARY))
+            c = ctypes
+            p = c.c_void_p
+            lib.edge_host_interp_size.restype = c.c_size_t
+            lib.edge_init_ex.argtypes = [p, p, c.c_size_t, p, c.c_size_t, c.c_uint32]
+            lib.edge_init_ex.restype = c.c_int
+            lib.edge_invoke.argtypes = [p]
+            lib.edge_invoke.restype = c.c_int
+            lib.edge_host_invoke_copies.argtypes = [p, p, c.c_int32]
+            lib.edge_host_invoke_copies.restype = c.c_int
+            lib.edge_invoke_at.argtypes = [p, c.c_int32]
+            lib.edge_invoke_at.restype = c.c_int
+            lib.edge_signature_find.argtypes = [p, c.c_char_p]
+            lib.edge_signature_find.restype = c.c_int32
+            lib.edge_signature_subgraph.argtypes = [p, c.c_int32]
+            lib.edge_signature_subgraph.restype = c.c_int32
+            lib.edge_signature_tensor.argtypes = [p, c.c_int32, c.c_int32, c.c_char_p]
+            lib.edge_signature_tensor.restype = c.c_int32
+            lib.edge_reset_state.argtypes = [p]
+            lib.edge_reset_state.restype = c.c_int
+            lib.edge_num_inputs.argtypes = [p]
+            lib.edge_num_inputs.restype = c.c_int32
+            lib.edge_num_outputs.argtypes = [p]
+            lib.edge_num_outputs.restype = c.c_int32
+            lib.edge_host_tensor.argtypes = [p, c.c_int32, c.c_int32, c.POINTER(p), c.POINTER(c.c_uint32),
+                                             c.POINTER(c.c_int32), c.POINTER(c.c_int32), c.POINTER(c.c_int32),
+                                             c.c_int32, c.POINTER(c.c_float), c.POINTER(c.c_int32)]
+            lib.edge_host_tensor.restype = c.c_int32
+            lib.edge_host_error.argtypes = [p, c.POINTER(c.c_int64), c.c_char_p, c.c_size_t]
+            lib.edge_host_plan_info.argtypes = [p, c.POINTER(c.c_int64)]
+            lib.edge_plan_count.argtypes = [p]
+            lib.edge_plan_count.restype = c.c_int32
+            lib.edge_plan_entry.argtypes = [p, c.c_int32, c.POINTER(_PlanEntry)]
+            lib.edge_plan_entry.restype = c.c_int
+            lib.edge_host_timer.restype = p
+            lib.edge_set_timer.argtypes = [p, p, p, c.c_uint32]
+            lib.edge_host_trace.argtypes = [p, c.c_uint32, c.POINTER(c.c_int32), c.POINTER(c.c_int32),
+                                            c.POINTER(c.c_int32), c.POINTER(c.c_uint32)]
+            lib.edge_host_trace.restype = c.c_int32
+            lib.edge_host_kernels.argtypes = [c.c_int32, c.POINTER(c.c_int32), c.POINTER(c.c_int32),
+                                              c.POINTER(c.c_char_p)]
+            lib.edge_host_kernels.restype = c.c_int32
+            lib.edge_op_name.argtypes = [c.c_int]
+            lib.edge_op_name.restype = c.c_char_p
+            lib.edge_status_str.argtypes = [c.c_int]
+            lib.edge_status_str.restype = c.c_char_p
+            global _pyfast
+            _pyfast = _load_pyfast()
+            _lib = lib
+        return _lib
+
+
+class _PlanEntry(ctypes.Structure):
+    _fields_ = [
+        ("subgraph", ctypes.c_int32), ("tensor", ctypes.c_int32), ("node", ctypes.c_int32),
+        ("first_use", ctypes.c_int32), ("last_use", ctypes.c_int32),
+        ("offset", ctypes.c_int64), ("size", ctypes.c_int64),
+    ]
+
+
+class _Copy(ctypes.Structure):  # edge_host_copy_t
+    _fields_ = [("dst", ctypes.c_void_p), ("src", ctypes.c_void_p), ("bytes", ctypes.c_size_t)]
+
+
+class _TraceEntry(ctypes.Structure):
+    _fields_ = [("subgraph", ctypes.c_uint16), ("node", ctypes.c_uint16), ("op", ctypes.c_uint16),
+                ("reserved", ctypes.c_uint16), ("ticks", ctypes.c_uint32)]
+
+
+def c_supported_ops() -> dict[str, int]:
+    """Ops the C host library has a kernel for: {op name (custom code for custom ops): highest version}."""
+    lib = library()
+    out: dict[str, int] = {}
+    k = 0
+    op, ver, custom = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_char_p()
+    while lib.edge_host_kernels(k, ctypes.byref(op), ctypes.byref(ver), ctypes.byref(custom)) == 0:
+        name = custom.value.decode() if custom.value else lib.edge_op_name(op.value).decode()
+        out[name] = max(out.get(name, 0), ver.value)
+        k += 1
+    return out
+
+
+def missing_ops(model: Model) -> list[str]:
+    """The model's ops (as "NAME vN") the C runtime has no kernel for, in first-use order."""
+    have = c_supported_ops()
+    seen, out = set(), []
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            code = model.operator_codes[op.opcode_index]
+            key = f"{code.name} v{code.version}"
+            if key not in seen and not (code.name in have and code.version <= have[code.name]):
+                seen.add(key)
+                out.append(key)
+    return out
+
+
+def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
+    """A zeroed numpy buffer with a 16-byte aligned region of nbytes; returns (owner, address)."""
+    owner = np.zeros(nbytes + 16, np.uint8)
+    addr = owner.ctypes.data
+    pad = (-addr) % 16
+    return owner, addr + pad
+
+
+class CInterpreter:
+    """A LiteRT-style interpreter over the C runtime (see the module docstring)."""
+
+    def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
+                 experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
+                 plan_only: bool = False):
+        if delegates:
+            raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
+        if model is not None:
+            from edge_sdk.model import write_model
+
+            data = write_model(model)
+        elif model_path is not None and model_content is None:
+            try:
+                data = Path(model_path).read_bytes()
+            except OSError as e:
+                raise ModelError(f"cannot read model file {model_path}: {e.strerror or e}") from e
+        elif model_content is not None and model_path is None:
+            data = bytes(model_content)
+        else:
+            raise ValueError("Exactly one of model_path and model_content must be given")
+        if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
+            raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
+        self._lib = library()
+        self._model_owner, self._model_addr = _aligned(len(data))
+        ctypes.memmove(self._model_addr, data, len(data))
+        self._model_len = len(data)
+        self._budget = None if arena_size is None else int(arena_size)
+        self._plan_only = plan_only
+        self._interp = ctypes.create_string_buffer(self._lib.edge_host_interp_size() + 16)
+        self._handle = ctypes.c_void_p(ctypes.addressof(self._interp))
+        self._ready = False
+        self._views: dict[tuple[int, int], np.ndarray] = {}
+        # Inputs whose arena bytes other planned buffers reuse during invoke keep their value here (set_tensor
+        # writes it) and edge_host_invoke_copies copies it in before every invoke: LiteRT semantics, an input
+        # keeps its value until set again. Other inputs are written straight into the arena.
+        self._staged: dict[int, np.ndarray] = {}
+        self._targets: dict[int, np.ndarray] = {}  # input index -> where set_tensor writes (staged or arena)
+        self._copies, self._n_copies = None, 0
+        self._run, self._run_args = self._not_ready, ()  # edge_host_invoke_copies once allocated (not plan-only)
+        self._inputs: tuple[int, ...] = ()
+        self._parsed: Model | None = model
+        self._trace_buf = None
+
+    # ------------------------------------------------------------------ errors
+    def error(self) -> tuple[dict, str]:
+        """The C runtime's error record (status, subgraph, node, tensor, op_code, op_version, offset,
+        required, given, required_exact) and its one-line message."""
+        fields = (ctypes.c_int64 * 10)()
+        msg = ctypes.create_string_buffer(512)
+        self._lib.edge_host_error(self._interp, fields, msg, 512)
+        keys = ("status", "subgraph", "node", "tensor", "op_code", "op_version", "offset", "required", "given",
+                "required_exact")
+        return dict(zip(keys, (int(v) for v in fields))), msg.value.decode("utf-8", "replace")
+
+    def _raise(self, status: int):
+        info, msg = self.error()
+        name = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else f"status {status}"
+        text = f"C runtime: {msg} [{name}]"
+        if status == STATUS["EDGE_ARENA_TOO_SMALL"]:
+            raise ArenaTooSmallError(info["required"], info["given"], "C arena" if info["required_exact"]
+                                     else "C arena (needs at least)")
+        if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"]):
+            raise UnsupportedOpError(text)
+        raise ModelError(text)
+
+    # ------------------------------------------------------------------ allocate
+    def _init(self, nbytes: int) -> int:
+        self._arena_owner, addr = _aligned(nbytes)
+        flags = PLAN_ONLY if self._plan_only else 0
+        return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+
+    def allocate_tensors(self) -> None:
+        if self._ready:
+            return
+        too_small = STATUS["EDGE_ARENA_TOO_SMALL"]
+        if self._budget is not None:
+            status = self._init(self._budget)
+        else:
+            size = DEFAULT_ARENA
+            status = self._init(size)
+            for _ in range(8):  # grow to what the runtime asks for (a lower bound when it ran out early)
+                if status != too_small:
+                    break
+                info, _ = self.error()
+                size = max(info["required"], 2 * size) if not info["required_exact"] else info["required"]
+                status = self._init(size)
+        if status != 0:
+            self._raise(status)
+        self._ready = True
+        self._arena_len = len(self._arena_owner) - 16
+        self._inputs = tuple(self._io_indices(0))
+        self._views.clear()
+        self._staged.clear()
+        if not self._plan_only:
+            reused = sorted(self._reused_inputs())
+            for t in reused:
+                self._staged[t] = np.array(self._view(t))
+            self._copies = (_Copy * max(len(reused), 1))(*[
+                _Copy(self._view(t).ctypes.data, self._staged[t].ctypes.data, self._staged[t].nbytes)
+                for t in reused])
+            self._n_copies = len(reused)
+            self._targets = {t: self._staged.get(t, self._view(t)) for t in self._inputs}
+            if _pyfast is not None:
+                fn = ctypes.cast(self._lib.edge_host_invoke_copies, ctypes.c_void_p).value
+                self._run = _pyfast.invoke
+                self._run_args = (fn, self._handle.value, ctypes.addressof(self._copies), self._n_copies)
+            else:
+                self._run = self._lib.edge_host_invoke_copies
+                self._run_args = (self._handle, self._copies, self._n_copies)
+
+    def _reused_inputs(self) -> frozenset[int]:
+        """Subgraph-0 inputs whose planned bytes overlap another planned buffer (tensor or scratch) that is
+        live at some step: only those need re-staging before every invoke."""
+        entries = self.plan_entries()
+        wanted = set(self._inputs)
+        out = set()
+        for e in entries:
+            if e["subgraph"] != 0 or e["tensor"] not in wanted:
+                continue
+            lo, hi = e["offset"], e["offset"] + e["size"]
+            for o in entries:
+                if o is e or o["size"] <= 0:
+                    continue
+                if o["offset"] < hi and lo < o["offset"] + o["size"]:
+                    out.add(e["tensor"])
+                    break
+        return frozenset(out)
+
+    # ------------------------------------------------------------------ tensors
+    def _tensor(self, kind: int, i: int):  # kind 0 input, 1 output, 2 + s tensor i of subgraph s
+        data, nbytes = ctypes.c_void_p(), ctypes.c_uint32()
+        typ, rank = ctypes.c_int32(), ctypes.c_int32()
+        dims = (ctypes.c_int32 * 16)()
+        scale, zp = ctypes.c_float(), ctypes.c_int32()
+        if self._lib.edge_host_tensor(self._interp, kind, i, ctypes.byref(data), ctypes.byref(nbytes),
+                                      ctypes.byref(typ), ctypes.byref(rank), dims, 16, ctypes.byref(scale),
+                                      ctypes.byref(zp)) != 0:
+            return None
+        return dict(data=data.value, bytes=nbytes.value, type=TENSOR_TYPE_NAMES.get(typ.value, str(typ.value)),
+                    shape=tuple(dims[k] for k in range(rank.value)), scale=scale.value, zero_point=zp.value)
+
+    def _view(self, t: int, subgraph: int = 0) -> np.ndarray:
+        """A numpy view of tensor t's bytes (cached: after allocate_tensors the data never moves)."""
+        view = self._views.get((subgraph, t))
+        if view is None:
+            view = self._views[(subgraph, t)] = self._new_view(t, subgraph)
+        return view
+
+    def _new_view(self, t: int, subgraph: int) -> np.ndarray:
+        info = self._tensor(2 + subgraph, t)
+        if info is None:
+            raise ValueError(f"Invalid tensor index {t}")
+        dtype = TENSOR_TYPES[info["type"]][1]
+        if dtype is None or not info["data"]:
+            raise ValueError(f"Tensor data is null for tensor {t}")
+        count = int(np.prod(info["shape"], dtype=np.int64))
+        if count * dtype.itemsize > info["bytes"]:
+            raise ValueError(f"tensor {t} is held packed ({info['type']}); it cannot be viewed")
+        buf = (ctypes.c_uint8 * (count * dtype.itemsize)).from_address(info["data"])
+        return np.frombuffer(buf, dtype=dtype, count=count).reshape(info["shape"])
+
+    def _io_indices(self, kind: int) -> list[int]:
+        if kind == 0 and self._inputs:
+            return list(self._inputs)
+        model = self.model
+        sg = model.subgraphs[0]
+        return list(sg.inputs if kind == 0 else sg.outputs)
+
+    @property
+    def model(self) -> Model:
+        if self._parsed is None:
+            from edge_sdk.model import read_model
+
+            self._parsed = read_model(bytes((ctypes.c_uint8 * self._model_len).from_address(self._model_addr)))
+        return self._parsed
+
+    def _details(self, t: int, subgraph: int = 0) -> dict:
+        tensor = self.model.subgraphs[subgraph].tensors[t]
+        info = self._tensor(2 + subgraph, t) if self._ready else None
+        shape = info["shape"] if info else tuple(tensor.shape)
+        q = tensor.quantization
+        if q is not None and q.scale is not None and np.size(q.scale):
+            scales = np.asarray(q.scale, np.float32).reshape(-1)
+            zps = np.asarray(q.zero_point, np.int32).reshape(-1)
+            legacy = (float(scales[0]), int(zps[0])) if scales.size == 1 else (0.0, 0)
+            qdim = int(q.quantized_dimension)
+        else:
+            scales, zps, legacy, qdim = np.zeros(0, np.float32), np.zeros(0, np.int32), (0.0, 0), 0
+        dt = TENSOR_TYPES.get(tensor.type, (None, None))[1]
+        return {
+            "name": tensor.name,
+            "index": t,
+            "shape": np.array(shape, np.int32),
+            "shape_signature": np.array(tensor.shape_signature or shape, np.int32),
+            "dtype": dt.type if dt is not None else np.void,
+            "quantization": legacy,
+            "quantization_parameters": {"scales": scales, "zero_points": zps, "quantized_dimension": qdim,
+                                        "block_size": 0},
+            "sparsity_parameters": {},
+        }
+
+    def get_input_details(self) -> list[dict]:
+        return [self._details(t) for t in self._io_indices(0)]
+
+    def get_output_details(self) -> list[dict]:
+        return [self._details(t) for t in self._io_indices(1)]
+
+    def set_tensor(self, tensor_index, value) -> None:
+        # fast path: a model input after allocate_tensors, given as an ndarray of exactly its dtype and shape
+        view = self._targets.get(tensor_index)
+        if (view is not None and type(value) is np.ndarray and value.dtype is view.dtype
+                and value.shape == view.shape):
+            view[...] = value
+            return
+        if view is None:
+            if not self._ready:
+                raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+            view = self._view(int(tensor_index))
+        value = np.asarray(value)
+        if value.dtype != view.dtype:
+            raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected type {view.dtype} "
+                             f"for input {tensor_index}")
+        if value.shape != view.shape:
+            raise ValueError(f"Cannot set tensor: Dimension mismatch. Got {value.shape} but expected {view.shape} "
+                             f"for input {tensor_index}.")
+        view[...] = value
+
+    def get_tensor(self, tensor_index) -> np.ndarray:
+        if not self._ready:
+            raise ValueError(f"Tensor data is null for tensor {tensor_index}: call allocate_tensors() first")
+        t = int(tensor_index)
+        if t in self._staged:
+            return np.array(self._staged[t])
+        return np.array(self._view(t))
+
+    def invoke(self) -> None:
+        status = self._run(*self._run_args)
+        if status:
+            raise RuntimeError(f"C runtime: edge_invoke returned {_STATUS_NAMES[status]}")
+
+    @staticmethod
+    def _not_ready(*_args) -> int:
+        raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+
+    # ------------------------------------------------------------------ signatures
+    def get_signature_list(self) -> dict:
+        return {s.signature_key: {"inputs": sorted(s.inputs), "outputs": sorted(s.outputs)}
+                for s in self.model.signature_defs}
+
+    def get_signature_runner(self, signature_key: str | None = None) -> CSignatureRunner:
+        keys = [s.signature_key for s in self.model.signature_defs]
+        if signature_key is None:
+            if len(keys) != 1:
+                raise ValueError(f"SignatureDef signature_key is None and model has {len(keys)} Signatures. "
+                                 "None is only allowed when the model has 1 SignatureDef")
+            signature_key = keys[0]
+        if signature_key not in keys:
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+        self.allocate_tensors()
+        return CSignatureRunner(self, signature_key)
+
+    def reset_all_variables(self) -> None:
+        if self._ready and not self._plan_only:
+            self._lib.edge_reset_state(self._interp)
+
+    # ------------------------------------------------------------------ arena, plan, timing
+    def plan_info(self) -> dict:
+        fields = (ctypes.c_int64 * 10)()
+        self._lib.edge_host_plan_info(self._interp, fields)
+        keys = ("n_tensors", "n_scratch", "tensor_total", "lower_bound", "head_total", "ordering", "steps",
+                "arena_used", "high_water", "persistent")
+        out = dict(zip(keys, (int(v) for v in fields)))
+        out["ordering"] = _ORDERINGS[out["ordering"]]
+        return out
+
+    @property
+    def arena_size(self) -> int | None:
+        """Bytes of the C arena in use (alignment padding + planned tensors and scratch + persistent data)."""
+        return self.plan_info()["arena_used"] if self._ready else None
+
+    def plan_entries(self) -> list[dict]:
+        """Every planned buffer (tensors, then kernels' scratch) as dicts."""
+        self._require_ready("plan_entries")
+        out = []
+        e = _PlanEntry()
+        for k in range(self._lib.edge_plan_count(self._interp)):
+            self._lib.edge_plan_entry(self._interp, k, ctypes.byref(e))
+            out.append({f: int(getattr(e, f)) for f, _ in _PlanEntry._fields_})
+        return out
+
+    def arena_plan(self) -> _arena.ArenaPlan:
+        """The C plan's tensor buffers as an ArenaPlan (keys (subgraph, tensor)), comparable with
+        edge_sdk.runtime.interpreter.Interpreter.arena_plan() / static_plan()."""
+        info = self.plan_info()
+        model = self.model
+        buffers = []
+        for e in self.plan_entries():
+            if e["tensor"] < 0:
+                continue
+            name = model.subgraphs[e["subgraph"]].tensors[e["tensor"]].name
+            if e["subgraph"]:
+                name = f"[{e['subgraph']}] {name}"
+            buffers.append(_arena.PlannedBuffer((e["subgraph"], e["tensor"]), name, e["offset"], e["size"],
+                                                e["first_use"], e["last_use"]))
+        return _arena.ArenaPlan(buffers=buffers, total=info["tensor_total"], lower_bound=info["lower_bound"],
+                                ordering=info["ordering"])
+
+    def enable_trace(self, capacity: int = 4096) -> None:
+        """Time every op from now on with the host clock (ns); read with trace() after invoke()."""
+        self._require_ready("enable_trace")
+        self._trace_buf = (_TraceEntry * capacity)()
+        self._lib.edge_set_timer(self._interp, self._lib.edge_host_timer(), self._trace_buf, capacity)
+
+    def trace(self) -> list[dict]:
+        """Per-op timings of the last invoke: dicts of subgraph, node, op (name), ns."""
+        out = []
+        s, n, op, ticks = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int32(), ctypes.c_uint32()
+        k = 0
+        while self._lib.edge_host_trace(self._interp, k, ctypes.byref(s), ctypes.byref(n), ctypes.byref(op),
+                                        ctypes.byref(ticks)) == 0:
+            out.append(dict(subgraph=s.value, node=n.value, op=self._lib.edge_op_name(op.value).decode(),
+                            ns=ticks.value))
+            k += 1
+        return out
+
+    def _require_ready(self, what: str) -> None:
+        if not self._ready:
+            raise RuntimeError(f"allocate_tensors() must be called before {what}()")
+
+
+class CSignatureRunner:
+    """One SignatureDef on the C runtime: ``runner(name=array, ...) -> {output name: array}`` (copies), like
+    edge_sdk.runtime.interpreter.SignatureRunner. The subgraph and the tensors are resolved by the C runtime
+    (edge_signature_find / edge_signature_tensor) and run with edge_invoke_at; inputs are written before every
+    call (the plan may reuse their bytes)."""
+
+    def __init__(self, interp: CInterpreter, signature_key: str):
+        lib, handle = interp._lib, interp._interp
+        k = lib.edge_signature_find(handle, signature_key.encode())
+        if k < 0:
+            raise ModelError(f"C runtime: no signature '{signature_key}'")
+        self._interp, self.subgraph = interp, lib.edge_signature_subgraph(handle, k)
+        sig = next(s for s in interp.model.signature_defs if s.signature_key == signature_key)
+        self._inputs, self._outputs = {}, {}
+        for kind, names, table in ((0, sig.inputs, self._inputs), (1, sig.outputs, self._outputs)):
+            for name in names:
+                t = lib.edge_signature_tensor(handle, k, kind, name.encode())
+                if t < 0:
+                    raise ModelError(f"C runtime: signature '{signature_key}' has no {('input', 'output')[kind]} "
+                                     f"'{name}'")
+                table[name] = t
+
+    def get_input_details(self) -> dict:
+        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._inputs.items())}
+
+    def get_output_details(self) -> dict:
+        return {n: self._interp._details(t, self.subgraph) for n, t in sorted(self._outputs.items())}
+
+    def __call__(self, **kwargs) -> dict[str, np.ndarray]:
+        interp = self._interp
+        if len(kwargs) != len(self._inputs):
+            raise ValueError("Invalid number of inputs provided for running a SignatureDef, "
+                             f"expected {len(self._inputs)} vs provided {len(kwargs)}")
+        views = {}
+        for name, value in kwargs.items():
+            if name not in self._inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            view = interp._view(self._inputs[name], self.subgraph)
+            value = np.asarray(value)
+            if value.dtype != view.dtype or value.shape != view.shape:
+                raise ValueError(f"Cannot set tensor '{name}': got {value.dtype} {value.shape}, expected "
+                                 f"{view.dtype} {view.shape}")
+            views[name] = (view, value)
+        for view, value in views.values():
+            view[...] = value
+        status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)
+        if status != 0:
+            raise RuntimeError(f"C runtime: edge_invoke_at returned {_STATUS_NAMES[status]}")
+        return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}

@@ -1,0 +1,1000 @@
+"""Run a TFLite model on numpy, TFLM style: prepare validates, eval runs blind.
+
+    interp = Interpreter(model_path="net.tflite")      # or model_content=bytes; arena_size=N for a budget
+    interp.allocate_tensors()                           # every check happens here, never in invoke()
+    interp.set_tensor(interp.get_input_details()[0]["index"], x)
+    interp.invoke()
+    y = interp.get_tensor(interp.get_output_details()[0]["index"])
+
+The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the common path (same details
+dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
+``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
+which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more.
+``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
+caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
+invoke and restored after it, so numpy outside invoke keeps its own setting).
+
+allocate_tensors, step by step:
+
+1. For each subgraph, a ``TensorInfo`` per tensor: constants carry their value, variable tensors do not (they
+   live in the arena), shapes come from the model or from ``resize_tensor_input``.
+2. For each operator, in order: check its tensor indices (in range; an input written by an operator is
+   written by an EARLIER one; an output is written by one operator only and is neither a constant nor a
+   subgraph input), look its row up in ``edge_sdk.runtime.op_table`` (op and version), and call the row's prepare,
+   which validates dtypes/options, sets the output shapes and returns the eval function. Errors name the
+   node (index, op, version) and its input dtype. A tensor nobody writes may be read (converters leave
+   such scratch tensors): it holds zeros.
+3. Plan one arena (``edge_sdk.runtime.arena``) over every non-constant tensor with bytes, on one time axis shared
+   by all subgraphs, as TFLM does: step 0 is "before subgraph 0's first op" (its inputs appear there),
+   op ``i`` is a later step; an operator that calls other subgraphs (CALL_ONCE, IF, WHILE) nests their
+   steps inside its own, so the callee's tensors never collide with anything the caller holds across
+   the call. Subgraphs nothing calls (other signatures) get their own steps after subgraph 0's.
+   Lifetimes: a tensor lives from the step that writes it (subgraph inputs: the subgraph's first step) to
+   its last reader; subgraph 0's outputs live to the very end (readable after invoke); variable tensors
+   live for the whole axis (they keep state between invokes). A model input's bytes may be reused after
+   its last reader, as in TFLM; such an input's value is kept in a staging array outside the arena and
+   copied in at each invoke, so callers see LiteRT's semantics (set once, invoke many times; read it back).
+   Read other signatures' outputs from what their runner returns. Resource variables (VAR_HANDLE/ASSIGN_VARIABLE) are numpy arrays the
+   runtime holds in ``resource_variables``, outside the arena and outside ``arena_size``.
+4. One ``numpy.uint8`` buffer of the plan's total; each tensor is a view into it. Variables start at their
+   buffer's value, else zero (INT8: the zero point, as TFLM's ResetVariableTensors does).
+5. Pre-built steps ``(eval, inputs, outputs)`` per subgraph: invoke() only runs them. A kernel that raises
+   during invoke is a bug, not a model problem: it comes back as a RuntimeError naming the node.
+
+Calling allocate_tensors again is a no-op unless an input was resized (then everything is prepared and
+planned afresh, and variable tensors restart from their initial values).
+
+Delegates (``Interpreter(..., delegates=["litert", ...])``, names or ``edge_sdk.runtime.delegates.Delegate`` objects;
+see ``edge_sdk.runtime.delegates``): after step 2 (every node is still prepared by our kernels, so shapes and checks
+are ours and the CPU fallback exists), each subgraph is cut into partitions: every node goes to the first
+delegate (in list order) that supports it, else to our kernels, and consecutive nodes with the same backend
+form one partition (contiguous runs of the execution order, never reordered; ``partitions()`` gives the
+plan). In step 3 a delegate partition counts as one step spanning its nodes' steps: its boundary inputs
+live until its last node's step, its boundary outputs from its first node's step, and tensors internal to it
+get no arena space when the delegate holds them itself (``get_tensor`` on them then raises). Before step 5
+each delegate checks that it can execute here (``DeviceError`` naming the missing library or device) and
+prepares each of its partitions into one step. ``partitions()`` works without allocate_tensors, so the plan
+is available where the delegates cannot execute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from edge_sdk.runtime import arena as _arena
+from edge_sdk.runtime import op_table
+from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
+from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.runtime.kernels import blas as _blas
+from edge_sdk.runtime.kernels.node import Node, TensorInfo
+from edge_sdk.model.types import TENSOR_TYPES, Model
+
+# Refuse plans above this before allocating anything (a corrupt shape must not become a MemoryError).
+MAX_ARENA_BYTES = 1 << 31
+
+# Builtin ops that run other subgraphs, and the option fields that name them.
+_CALLED_SUBGRAPHS = {
+    "CALL_ONCE": ("init_subgraph_index",),
+    "IF": ("then_subgraph_index", "else_subgraph_index"),
+    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
+}
+
+_NUMPY_TO_TFLITE: dict[np.dtype, str] = {}
+for _name, (_code, _dt) in TENSOR_TYPES.items():
+    if _dt is not None and _name not in ("RESOURCE", "INT4", "INT2", "UINT4"):
+        _NUMPY_TO_TFLITE.setdefault(_dt, _name)
+
+
+def _type_name(dtype: np.dtype) -> str:
+    return _NUMPY_TO_TFLITE.get(np.dtype(dtype), str(np.dtype(dtype)).upper())
+
+
+def _details_dtype(type_name: str):
+    dt = TENSOR_TYPES.get(type_name, (None, None))[1]
+    if dt is not None:
+        return dt.type
+    return np.bytes_ if type_name == "STRING" else np.void
+
+
+class _Prepared:
+    """Everything allocate_tensors builds; replaced as a whole on the next allocate."""
+
+    def __init__(self):
+        self.infos: list[list[TensorInfo]] = []
+        self.views: list[list[np.ndarray | None]] = []
+        self.steps: list[list[tuple[Callable, list, list]]] = []
+        self.nodes: list[list[Node]] = []
+        self.arena: np.ndarray = np.zeros(0, np.uint8)
+        self.plan: _arena.ArenaPlan | None = None
+        self.variables: list[tuple[np.ndarray, np.ndarray | int]] = []  # (view, initial value)
+        # Model inputs whose arena bytes later tensors reuse: the caller's values live in a staging array
+        # (what set_tensor/get_tensor/tensor() see), copied into the arena at the start of every invoke.
+        self.staged: list[tuple[np.ndarray, np.ndarray]] = []  # (arena view, staging array)
+        self.user_views: dict[tuple[int, int], np.ndarray] = {}
+        self.partitions: list[list] = []  # per subgraph, edge_sdk.runtime.delegates.Partition
+        self.assignments: list[list[tuple[str, str]]] = []  # per subgraph, per node: (backend, reason)
+        self.step_where: list[list[str]] = []  # per subgraph, per step: what ran (for error messages)
+        self.held: dict[tuple[int, int], str] = {}  # tensors a delegate keeps to itself -> which partition
+
+
+class Interpreter:
+    """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring).
+
+    ``backend="c"`` returns an ``edge_sdk.runtime.backend_c.CInterpreter`` instead: the same API over the C
+    micro-runtime in firmware_c/ (built on first use)."""
+
+    def __new__(cls, *args, backend: str = "python", **kwargs):
+        if backend == "c":
+            from edge_sdk.runtime.backend_c import CInterpreter
+
+            return CInterpreter(*args, **kwargs)
+        if backend != "python":
+            raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
+        return super().__new__(cls)
+
+    def __init__(
+        self,
+        model_path=None,
+        model_content=None,
+        arena_size: int | None = None,
+        num_threads: int | None = None,
+        experimental_op_resolver_type=None,
+        delegates=None,
+        *,
+        model: Model | None = None,
+        backend: str = "python",
+    ):
+        self._delegates: list = []
+        if delegates:
+            from edge_sdk.runtime.delegates import resolve_all
+
+            self._delegates = resolve_all(delegates)
+        if model is None:
+            from edge_sdk.model import read_model
+
+            if model_path is not None and model_content is None:
+                model = read_model(str(model_path))
+            elif model_content is not None and model_path is None:
+                model = read_model(bytes(model_content))
+            else:
+                raise ValueError("Exactly one of model_path and model_content must be given")
+        if not isinstance(model, Model):
+            raise TypeError(f"model must be an edge_sdk.model.Model, not {type(model).__name__}")
+        if not model.subgraphs:
+            raise ModelError("model has no subgraphs")
+        if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
+            raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
+        if num_threads is not None:  # LiteRT's checks and messages; None means 1, as in LiteRT
+            if not isinstance(num_threads, (int, np.integer)):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1:
+                raise ValueError("num_threads should >= 1")
+        # BLAS threads the kernels may use inside invoke (edge_sdk.runtime.kernels.blas, entered once per invoke).
+        self._threads = 1 if num_threads is None else int(num_threads)
+        self._model = model
+        self._budget = None if arena_size is None else int(arena_size)
+        self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._p: _Prepared | None = None
+        self._planned: _Prepared | None = None  # partitions() before allocate_tensors: nodes and plan only
+        # The Runtime protocol (edge_sdk.runtime.kernels.node.Runtime).
+        self.resource_variables: dict[int, np.ndarray] = {}
+        self._resource_ids: dict[tuple[str, str], int] = {}
+        self._signatures = {s.signature_key: s for s in model.signature_defs}
+
+    # ------------------------------------------------------------------ Runtime protocol (for kernels)
+    def resource_id(self, container: str, shared_name: str) -> int:
+        return self._resource_ids.setdefault((container, shared_name), len(self._resource_ids))
+
+    def invoke_subgraph(self, subgraph_index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        p = self._p
+        views = p.views[subgraph_index]
+        sg = self._model.subgraphs[subgraph_index]
+        for t, x in zip(sg.inputs, inputs):
+            views[t][...] = x
+        self._run(subgraph_index)
+        return [np.array(views[t]) for t in sg.outputs]
+
+    # ------------------------------------------------------------------ model facts
+    @property
+    def model(self) -> Model:
+        return self._model
+
+    def num_subgraphs(self) -> int:
+        return len(self._model.subgraphs)
+
+    @property
+    def arena_size(self) -> int | None:
+        """Bytes the arena plan uses (None before allocate_tensors)."""
+        return None if self._p is None else self._p.plan.total
+
+    def arena_plan(self) -> _arena.ArenaPlan:
+        if self._p is None:
+            raise RuntimeError("allocate_tensors() must be called before arena_plan()")
+        return self._p.plan
+
+    def tensor_shapes(self, subgraph_index: int = 0) -> list[tuple[int, ...]]:
+        """Every tensor's shape after prepare (computed by the kernels), in tensor order."""
+        self._require_allocated("tensor_shapes")
+        return [tuple(info.shape) for info in self._p.infos[subgraph_index]]
+
+    def op_macs(self, subgraph_index: int = 0) -> list[int | None]:
+        """Multiply-accumulates per operator, from the op table's MACs functions on the prepared nodes
+        (None for ops that have no MACs function)."""
+        self._require_allocated("op_macs")
+        out: list[int | None] = []
+        for node in self._p.nodes[subgraph_index]:
+            fn = None
+            row = op_table.OPS.get(node.op)
+            if row is not None and row.macs:
+                try:
+                    fn = row.macs_function()
+                except UnsupportedOpError:
+                    fn = None
+            out.append(None if fn is None else int(fn(node)))
+        return out
+
+    def _require_allocated(self, what: str) -> None:
+        if self._p is None:
+            raise RuntimeError(f"allocate_tensors() must be called before {what}()")
+
+    # ------------------------------------------------------------------ allocate
+    def allocate_tensors(self) -> None:
+        """Prepare every node and plan the arena (a no-op when already allocated and nothing was resized,
+        as in LiteRT: the arena, and the state in it, stay)."""
+        if self._p is not None:
+            return
+        p = self._prepare_and_partition()
+        self._planned = None
+        delegated = self._delegated_partitions(p)
+        for d in self._delegates:
+            if any(d is delegate for delegate, _ in delegated):
+                d.check_available()
+        requests = buffer_requests(
+            self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated]
+        )
+        for r in requests:
+            if r.size > MAX_ARENA_BYTES:
+                raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
+        plan = _arena.plan(requests)
+        if self._budget is not None and plan.total > self._budget:
+            raise ArenaTooSmallError(plan.total, self._budget)
+        if plan.total > MAX_ARENA_BYTES:
+            raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
+        p.plan = plan
+        p.arena = np.zeros(plan.total, np.uint8)
+        for d, part in delegated:
+            for k in _internal_keys(self._model, part, d.holds_internal_tensors):
+                p.held[k] = f"{d.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}"
+        self._make_views(p, set(p.held))
+        self._stage_inputs(p)
+        self._make_steps(p, {id(part): delegate for delegate, part in delegated})
+        self._p = p
+        self._reset_variable_tensors()
+
+    def _prepare_and_partition(self) -> _Prepared:
+        """Steps 1-2 (tensor infos, every node prepared by our kernels) and the partition plan."""
+        model = self._model
+        p = _Prepared()
+        for s in range(len(model.subgraphs)):
+            p.infos.append(self.tensor_infos(s))
+        for s in range(len(model.subgraphs)):
+            p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
+        for s, nodes in enumerate(p.nodes):
+            sg = model.subgraphs[s]
+            if self._delegates:
+                assigned = limit_runs(assign_backends(nodes, self._delegates), self._delegates)
+            else:
+                assigned = [(CPU, "no delegates")] * len(nodes)
+            constants = {info.index for info in p.infos[s] if info.is_const}
+            p.assignments.append(assigned)
+            p.partitions.append(
+                plan_partitions(
+                    [(op.inputs, op.outputs) for op in sg.operators],
+                    [b for b, _ in assigned],
+                    sg.inputs,
+                    sg.outputs,
+                    constants,
+                    s,
+                )
+            )
+        return p
+
+    def _delegated_partitions(self, p: _Prepared) -> list:
+        """(delegate, partition) for every partition a delegate runs, all subgraphs."""
+        by_name = {d.name: d for d in self._delegates}
+        return [(by_name[part.backend], part) for parts in p.partitions for part in parts if part.backend in by_name]
+
+    def _planned_or_allocated(self) -> _Prepared:
+        if self._p is not None:
+            return self._p
+        if self._planned is None:
+            self._planned = self._prepare_and_partition()
+        return self._planned
+
+    def partitions(self, subgraph_index: int = 0) -> list:
+        """The partition plan of a subgraph: a list of ``edge_sdk.runtime.delegates.Partition`` =
+        ``(backend, node indices, boundary)`` in execution order, ``backend`` a delegate's name or ``"cpu"``,
+        ``boundary.inputs`` the non-constant tensors coming in from outside the partition and
+        ``boundary.outputs`` the tensors it writes that are read outside it (or are subgraph outputs).
+
+        Works before allocate_tensors (it then prepares the nodes, without planning the arena or checking
+        that the delegates can execute here), so it answers on machines without the delegates' devices."""
+        if not 0 <= int(subgraph_index) < len(self._model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return list(self._planned_or_allocated().partitions[subgraph_index])
+
+    def node_backends(self, subgraph_index: int = 0) -> list[tuple[str, str]]:
+        """Per node of a subgraph, ``(backend, reason)``: which backend takes it and why (for a CPU node:
+        every delegate's reason for refusing it)."""
+        if not 0 <= int(subgraph_index) < len(self._model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return list(self._planned_or_allocated().assignments[subgraph_index])
+
+    @property
+    def delegates(self) -> list:
+        return list(self._delegates)
+
+    def tensor_infos(self, s: int) -> list[TensorInfo]:
+        model = self._model
+        sg = model.subgraphs[s]
+        infos = []
+        for t, tensor in enumerate(sg.tensors):
+            where = f"{'subgraph %d ' % s if s else ''}tensor {t} '{tensor.name}'"
+            if tensor.type not in TENSOR_TYPES:
+                raise ModelError(f"{where}: unknown type {tensor.type!r}")
+            if not 0 <= tensor.buffer < len(model.buffers):
+                raise ModelError(f"{where}: buffer {tensor.buffer} out of range (model has {len(model.buffers)})")
+            shape = self._resized.get((s, t), tuple(tensor.shape))
+            try:
+                shape = tuple(int(d) for d in shape)
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: shape {shape!r} is not a list of ints") from None
+            if any(d < 0 for d in shape):
+                raise ModelError(f"{where}: negative dimension in shape {shape}")
+            data = None
+            if not tensor.is_variable and model.buffers[tensor.buffer].data:
+                data = model.tensor_data(s, t)
+            q = tensor.quantization
+            scale = zero_point = None
+            qdim = 0
+            if q is not None and q.scale is not None and np.size(q.scale) > 0:
+                scale = np.asarray(q.scale, np.float32).reshape(-1)
+                zp = q.zero_point if q.zero_point is not None else np.zeros(0)
+                zero_point = np.asarray(zp, np.int64).reshape(-1)
+                if zero_point.size == 0:
+                    zero_point = np.zeros(scale.size, np.int64)
+                qdim = int(q.quantized_dimension)
+            infos.append(
+                TensorInfo(
+                    index=t,
+                    name=tensor.name,
+                    type=tensor.type,
+                    dtype=tensor.dtype,
+                    shape=shape if data is None or tensor.sparsity is not None else tuple(data.shape),
+                    scale=scale,
+                    zero_point=zero_point,
+                    quantized_dimension=qdim,
+                    data=data,
+                    is_variable=tensor.is_variable,
+                    sparsity=tensor.sparsity,
+                )
+            )
+            if data is None and tensor.dtype is not None:
+                nbytes = math.prod(shape) * tensor.dtype.itemsize
+                if nbytes > MAX_ARENA_BYTES:
+                    raise ModelError(f"{where}: shape {shape} needs {nbytes} bytes, above the {MAX_ARENA_BYTES} limit")
+        return infos
+
+    def _prepare_subgraph(self, s: int, infos: list[TensorInfo]) -> list[Node]:
+        model = self._model
+        sg = model.subgraphs[s]
+        n = len(infos)
+        sgw = f"subgraph {s} " if s else ""
+        for kind, idx in (("input", sg.inputs), ("output", sg.outputs)):
+            for t in idx:
+                if not 0 <= t < n:
+                    raise ModelError(f"{sgw}{kind} tensor index {t} out of range (subgraph has {n} tensors)")
+        # The first operator writing each tensor: reading it at or before that operator is use before def.
+        # (A tensor nobody writes may be read: converters leave such scratch tensors; it holds zeros.)
+        producer: dict[int, int] = {}
+        for i, op in enumerate(sg.operators):
+            for t in op.outputs:
+                if isinstance(t, (int, np.integer)):
+                    producer.setdefault(int(t), i)
+        written: dict[int, int] = {}
+        nodes = []
+        for i, op in enumerate(sg.operators):
+            if not 0 <= op.opcode_index < len(model.operator_codes):
+                raise ModelError(
+                    f"{sgw}node {i}: opcode index {op.opcode_index} out of range "
+                    f"(model has {len(model.operator_codes)} operator codes)"
+                )
+            code = model.operator_codes[op.opcode_index]
+            name, version = code.name, code.version
+            where = f"{sgw}node {i} ({name} v{version})"
+
+            def tensor_at(t: int, kind: str, k: int, optional: bool) -> TensorInfo | None:
+                if t == -1 and optional:
+                    return None
+                if not isinstance(t, (int, np.integer)) or not 0 <= t < n:
+                    raise ModelError(f"{where}: {kind} {k} is tensor {t}, but the subgraph has {n} tensors")
+                return infos[t]
+
+            ins = [tensor_at(t, "input", k, True) for k, t in enumerate(op.inputs)]
+            outs = [tensor_at(t, "output", k, False) for k, t in enumerate(op.outputs)]
+            inter = [tensor_at(t, "intermediate", k, False) for k, t in enumerate(op.intermediates)]
+            node = Node(
+                index=i,
+                subgraph=s,
+                op=name,
+                version=version,
+                options=dict(op.options or {}),
+                custom_options=op.custom_options,
+                inputs=ins,
+                outputs=outs,
+                intermediates=inter,
+                runtime=self,
+            )
+            for field in _CALLED_SUBGRAPHS.get(name, ()):
+                callee = node.options.get(field)
+                if not isinstance(callee, (int, np.integer)) or not 0 <= callee < len(model.subgraphs):
+                    raise node.error(f"{field} {callee!r} is not a subgraph of this model")
+            try:
+                row = op_table.lookup(name, version)
+                prepare = row.prepare_function()
+            except UnsupportedOpError as exc:
+                raise node.unsupported(str(exc)) from None
+            for k, t in enumerate(op.inputs):
+                if t != -1 and producer.get(t, -1) >= i and not (infos[t].is_variable or t in sg.inputs):
+                    raise ModelError(
+                        f"{where}: input {k} (tensor {t} '{infos[t].name}') is used before node "
+                        f"{producer[t]} writes it"
+                    )
+            for k, t in enumerate(op.outputs):
+                if infos[t].is_const:
+                    raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a constant")
+                if t in written:
+                    raise ModelError(
+                        f"{where}: output {k} (tensor {t} '{infos[t].name}') is also written by node {written[t]}"
+                    )
+                if t in sg.inputs:
+                    raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a subgraph input")
+            try:
+                run = prepare(node)
+            except ModelError:
+                raise
+            except Exception as exc:  # a kernel tripped over something the model gave it
+                raise node.error(f"prepare failed: {type(exc).__name__}: {exc}") from exc
+            if not callable(run):
+                raise node.error(f"kernel {row.kernel} returned {type(run).__name__}, not an eval function")
+            node._eval = run  # kept with the node for _make_steps
+            for k, info in enumerate(outs):
+                if info.dtype is None:
+                    raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
+                written[info.index] = i
+            nodes.append(node)
+        return nodes
+
+    def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
+        plan = p.plan
+        for s, infos in enumerate(p.infos):
+            views: list[np.ndarray | None] = []
+            for info in infos:
+                key = (s, info.index)
+                if info.is_const:
+                    views.append(info.data)
+                elif key in held:
+                    views.append(None)  # lives inside a delegate
+                elif key in plan:
+                    b = plan[key]
+                    views.append(p.arena[b.offset : b.offset + b.size].view(info.dtype).reshape(info.shape))
+                elif info.dtype is not None:
+                    # Unused or empty: a private array, outside the arena (never read by any kernel).
+                    views.append(np.zeros(info.shape, info.dtype))
+                else:
+                    views.append(None)
+                if info.is_variable and views[-1] is not None:
+                    tensor = self._model.subgraphs[s].tensors[info.index]
+                    if self._model.buffers[tensor.buffer].data:
+                        init = np.array(self._model.tensor_data(s, info.index))
+                        if init.size != views[-1].size:
+                            raise ModelError(
+                                f"{'subgraph %d ' % s if s else ''}variable tensor {info.index} '{info.name}': "
+                                f"initial value has {init.size} elements, shape {info.shape} needs {views[-1].size}"
+                            )
+                        init = init.reshape(info.shape)
+                    elif info.type == "INT8" and info.zero_point is not None and info.zero_point.size:
+                        init = int(info.zero_point[0])
+                        if not -128 <= init <= 127:
+                            raise ModelError(
+                                f"{'subgraph %d ' % s if s else ''}variable tensor {info.index} '{info.name}': "
+                                f"zero point {init} is outside INT8's range"
+                            )
+                    else:
+                        init = 0
+                    p.variables.append((views[-1], init))
+            p.views.append(views)
+
+    def _stage_inputs(self, p: _Prepared) -> None:
+        """LiteRT keeps a model input's value across invokes; TFLM's plan reuses its bytes after its last
+        reader. We keep TFLM's plan and LiteRT's semantics: such inputs get a staging array outside the arena
+        (``input_staging_bytes``), copied in at the start of every invoke."""
+        plan = p.plan
+        for t in self._model.subgraphs[0].inputs:
+            key = (0, t)
+            if key not in plan or p.infos[0][t].is_const:
+                continue
+            b = plan[key]
+            reused = any(
+                o.key != key and o.first_use > b.last_use and o.offset < b.end and b.offset < o.end
+                for o in plan.buffers
+            )
+            if reused:
+                stage = np.zeros_like(p.views[0][t])
+                p.staged.append((p.views[0][t], stage))
+                p.user_views[key] = stage
+
+    @property
+    def input_staging_bytes(self) -> int:
+        """Bytes outside the arena that keep inputs whose arena bytes are reused (see ``_stage_inputs``)."""
+        return 0 if self._p is None else sum(stage.nbytes for _, stage in self._p.staged)
+
+    def _user_view(self, s: int, t: int) -> np.ndarray | None:
+        return self._p.user_views.get((s, t), self._p.views[s][t])
+
+    def _make_steps(self, p: _Prepared, delegated: dict | None = None) -> None:
+        delegated = delegated or {}
+        for s, nodes in enumerate(p.nodes):
+            views = p.views[s]
+            steps = []
+            where = []
+            for part in p.partitions[s]:
+                delegate = delegated.get(id(part))
+                if delegate is None:
+                    for i in part.nodes:
+                        node = nodes[i]
+                        ins = [None if info is None else views[info.index] for info in node.inputs]
+                        outs = [views[info.index] for info in node.outputs]
+                        steps.append((node._eval, ins, outs))
+                        where.append(node.where())
+                    continue
+                run = delegate.prepare_partition(
+                    self._model, s, list(part.nodes), list(part.inputs), list(part.outputs), nodes
+                )
+                if not callable(run):
+                    raise ModelError(f"delegate {delegate.name} returned {type(run).__name__}, not a callable")
+                sgw = f"subgraph {s} " if s else ""
+                steps.append((run, [views[t] for t in part.inputs], [views[t] for t in part.outputs]))
+                where.append(f"{sgw}{delegate.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}")
+            p.steps.append(steps)
+            p.step_where.append(where)
+
+    def _reset_variable_tensors(self) -> None:
+        for view, init in self._p.variables:
+            view[...] = init
+
+    # ------------------------------------------------------------------ run
+    def invoke(self) -> None:
+        if self._p is None:
+            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+        token = _blas.enter(self._threads)
+        try:
+            self._run(0)
+        finally:
+            _blas.leave(token)
+
+    def invoke_profiled(self) -> list[tuple[int, str, float]]:
+        """invoke(), timing each step of subgraph 0 (``edge bench``'s per-op profile; invoke() stays untimed):
+        ``[(node_index, op, seconds)]`` in execution order. A delegate partition is one step, reported at its
+        first node as ``"<delegate>[first..last]"``. Ops that call other subgraphs include their time."""
+        import time
+
+        if self._p is None:
+            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+        labels = [(i, self._p.nodes[0][i].op) if part.backend == CPU
+                  else (i, f"{part.backend}[{part.nodes[0]}..{part.nodes[-1]}]")
+                  for part in self._p.partitions[0] for i in (part.nodes if part.backend == CPU else part.nodes[:1])]
+        for view, stage in self._p.staged:
+            np.copyto(view, stage)
+        clock, out = time.perf_counter, []
+        token = _blas.enter(self._threads)
+        try:
+            for (index, op), (fn, ins, outs) in zip(labels, self._p.steps[0]):
+                t0 = clock()
+                fn(ins, outs)
+                out.append((index, op, clock() - t0))
+        finally:
+            _blas.leave(token)
+        return out
+
+    def _run(self, s: int) -> None:
+        """Run subgraph s's steps (callers hold the BLAS thread limit: invoke, the signature runner; kernels
+        calling subgraphs run inside their invoke)."""
+        p = self._p
+        if s == 0 and p.staged:
+            for view, stage in p.staged:
+                np.copyto(view, stage)
+        steps = p.steps[s]
+        try:
+            for fn, ins, outs in steps:
+                fn(ins, outs)
+        except ModelError:
+            raise
+        except Exception as exc:
+            # Prepare validated the model, so this is a kernel bug, not a model problem: a RuntimeError
+            # naming the node (not a ModelError, which callers may treat as "bad model" and swallow).
+            # The loop keeps no counter: the failed step is the one whose (own) input list is still bound.
+            i = next(k for k, step in enumerate(steps) if step[1] is ins)
+            raise RuntimeError(f"{p.step_where[s][i]}: eval failed: {type(exc).__name__}: {exc}") from exc
+
+    def reset_all_variables(self) -> None:
+        """Back to the state after allocate, as TFLM's reset(): variable tensors to their initial values,
+        resource variables forgotten (reads give the zero-point default; CALL_ONCE does not run again), and
+        kernels with their own state (e.g. spectral subtraction's noise estimate) reset via ``eval.reset()``."""
+        if self._p is not None:
+            self._reset_variable_tensors()
+            for steps in self._p.steps:
+                for fn, _, _ in steps:
+                    reset = getattr(fn, "reset", None)
+                    if reset is not None:
+                        reset()
+        self.resource_variables.clear()
+
+    # ------------------------------------------------------------------ tensors
+    def _check_index(self, tensor_index, subgraph_index: int = 0) -> tuple[int, int]:
+        if not 0 <= int(subgraph_index) < len(self._model.subgraphs):
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                f"{len(self._model.subgraphs)} subgraphs."
+            )
+        n = len(self._model.subgraphs[subgraph_index].tensors)
+        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n}")
+        return int(tensor_index), int(subgraph_index)
+
+    def _shape(self, s: int, t: int) -> tuple[int, ...]:
+        if self._p is not None:
+            return tuple(self._p.infos[s][t].shape)
+        return tuple(self._resized.get((s, t), self._model.subgraphs[s].tensors[t].shape))
+
+    def _tensor_details(self, t: int, s: int = 0) -> dict:
+        tensor = self._model.subgraphs[s].tensors[t]
+        shape = self._shape(s, t)
+        sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+        q = tensor.quantization
+        if q is not None and q.scale is not None and np.size(q.scale) > 0:
+            scales = np.asarray(q.scale, np.float32).reshape(-1)
+            zps = np.asarray(q.zero_point if q.zero_point is not None else np.zeros(scales.size), np.int32).reshape(-1)
+            legacy = (float(scales[0]), int(zps[0])) if scales.size == 1 and zps.size >= 1 else (0.0, 0)
+            qdim = int(q.quantized_dimension)
+        else:
+            scales, zps, legacy, qdim = np.zeros(0, np.float32), np.zeros(0, np.int32), (0.0, 0), 0
+        return {
+            "name": tensor.name,
+            "index": t,
+            "shape": np.array(shape, np.int32),
+            "shape_signature": np.array(sig, np.int32),
+            "dtype": _details_dtype(tensor.type),
+            "quantization": legacy,
+            "quantization_parameters": {
+                "scales": scales,
+                "zero_points": zps,
+                "quantized_dimension": qdim,
+                "block_size": 0,
+            },
+            "sparsity_parameters": _sparsity_details(tensor.sparsity),
+        }
+
+    def get_input_details(self) -> list[dict]:
+        return [self._tensor_details(t) for t in self._model.subgraphs[0].inputs]
+
+    def get_output_details(self) -> list[dict]:
+        return [self._tensor_details(t) for t in self._model.subgraphs[0].outputs]
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict]:
+        if not 0 <= subgraph_index < len(self._model.subgraphs):
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                f"{len(self._model.subgraphs)} subgraphs."
+            )
+        return [self._tensor_details(t, subgraph_index) for t in range(len(self._model.subgraphs[subgraph_index].tensors))]
+
+    def set_tensor(self, tensor_index, value, subgraph_index: int = 0) -> None:
+        t, s = self._check_index(tensor_index, subgraph_index)
+        if self._p is None:
+            raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+        info = self._p.infos[s][t]
+        view = self._user_view(s, t)
+        value = np.asarray(value)
+        if info.dtype is None or view is None:
+            raise ValueError(f"Cannot set tensor: tensor {t} has type {info.type}, which cannot be set")
+        if value.dtype != info.dtype:
+            raise ValueError(
+                f"Cannot set tensor: Got value of type {_type_name(value.dtype)} but expected type "
+                f"{info.type} for input {t}, name: {info.name} "
+            )
+        if value.ndim != len(info.shape):
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {value.ndim} but expected {len(info.shape)} for input {t}."
+            )
+        for d, (got, want) in enumerate(zip(value.shape, info.shape)):
+            if got != want:
+                raise ValueError(
+                    f"Cannot set tensor: Dimension mismatch. Got {got} but expected {want} for dimension {d} of input {t}."
+                )
+        if info.is_const:
+            raise ValueError(f"Cannot set tensor: tensor {t} '{info.name}' is a constant")
+        view[...] = value
+
+    def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
+        t, s = self._check_index(tensor_index, subgraph_index)
+        if self._p is not None and (s, t) in self._p.held:
+            raise ValueError(
+                f"Tensor data is null for tensor {t}: it lives inside the {self._p.held[(s, t)]} "
+                "(only tensors crossing partitions are readable)"
+            )
+        if self._p is None or self._p.views[s][t] is None:
+            raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
+        return np.array(self._user_view(s, t))
+
+    def tensor(self, tensor_index) -> Callable[[], np.ndarray]:
+        """A function returning a numpy view of the tensor's current memory (don't keep the view across
+        allocate_tensors(); keep the function)."""
+        t, _ = self._check_index(tensor_index)
+
+        def view() -> np.ndarray:
+            if self._p is None:
+                raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            return self._user_view(0, t)
+
+        return view
+
+    def resize_tensor_input(self, input_index, tensor_size, strict: bool = False, subgraph_index: int = 0) -> None:
+        t, s = self._check_index(input_index, subgraph_index)
+        sg = self._model.subgraphs[s]
+        if t not in sg.inputs:
+            raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
+        try:
+            shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
+        except (TypeError, ValueError):
+            raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
+        tensor = sg.tensors[t]
+        if strict:
+            sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+            if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
+                raise ValueError(
+                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
+                    f"(signature {tuple(sig)}, requested {shape})"
+                )
+        if shape == self._shape(s, t):
+            return
+        self._resized[(s, t)] = shape
+        self._p = None  # allocate_tensors re-plans
+        self._planned = None
+
+    # ------------------------------------------------------------------ signatures
+    def get_signature_list(self) -> dict:
+        return {
+            k: {"inputs": sorted(sig.inputs), "outputs": sorted(sig.outputs)} for k, sig in self._signatures.items()
+        }
+
+    def _get_full_signature_list(self) -> dict:
+        return {
+            k: {"inputs": dict(sorted(sig.inputs.items())), "outputs": dict(sorted(sig.outputs.items()))}
+            for k, sig in self._signatures.items()
+        }
+
+    def get_signature_runner(self, signature_key: str | None = None) -> SignatureRunner:
+        if signature_key is None:
+            if len(self._signatures) != 1:
+                raise ValueError(
+                    f"SignatureDef signature_key is None and model has {len(self._signatures)} Signatures. "
+                    "None is only allowed when the model has 1 SignatureDef"
+                )
+            signature_key = next(iter(self._signatures))
+        return SignatureRunner(self, signature_key)
+
+
+class SignatureRunner:
+    """Calls one SignatureDef: ``runner(x=array, ...) -> {output name: array}`` (copies)."""
+
+    def __init__(self, interpreter: Interpreter, signature_key: str):
+        if signature_key not in interpreter._signatures:
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+        self._interp = interpreter
+        self._sig = interpreter._signatures[signature_key]
+        s = self._sig.subgraph_index
+        if not 0 <= s < interpreter.num_subgraphs():
+            raise ModelError(f"signature '{signature_key}' names subgraph {s}, which the model does not have")
+        n = len(interpreter.model.subgraphs[s].tensors)
+        for kind, names in (("input", self._sig.inputs), ("output", self._sig.outputs)):
+            for name, t in names.items():
+                if not 0 <= t < n:
+                    raise ModelError(f"signature '{signature_key}' {kind} '{name}' is tensor {t}, out of range")
+
+    def get_input_details(self) -> dict:
+        s = self._sig.subgraph_index
+        return {k: self._interp._tensor_details(t, s) for k, t in sorted(self._sig.inputs.items())}
+
+    def get_output_details(self) -> dict:
+        s = self._sig.subgraph_index
+        return {k: self._interp._tensor_details(t, s) for k, t in sorted(self._sig.outputs.items())}
+
+    def __call__(self, **kwargs) -> dict[str, np.ndarray]:
+        interp, sig, s = self._interp, self._sig, self._sig.subgraph_index
+        if len(kwargs) != len(sig.inputs):
+            raise ValueError(
+                "Invalid number of inputs provided for running a SignatureDef, "
+                f"expected {len(sig.inputs)} vs provided {len(kwargs)}"
+            )
+        for name, value in kwargs.items():
+            if name not in sig.inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            shape = tuple(np.shape(value))
+            if shape != interp._shape(s, sig.inputs[name]):
+                interp.resize_tensor_input(sig.inputs[name], shape, subgraph_index=s)
+        if interp._p is None:
+            interp.allocate_tensors()
+        for name, value in kwargs.items():
+            interp.set_tensor(sig.inputs[name], value, subgraph_index=s)
+        token = _blas.enter(interp._threads)
+        try:
+            interp._run(s)
+        finally:
+            _blas.leave(token)
+        return {name: interp.get_tensor(t, s) for name, t in sorted(sig.outputs.items())}
+
+
+def _sparsity_details(sp) -> dict:
+    if sp is None:
+        return {}
+    dims = []
+    for d in sp.dim_metadata:
+        if d.format == "DENSE":
+            dims.append({"format": 0, "dense_size": d.dense_size})
+        else:
+            dims.append({"format": 1, "array_segments": d.array_segments, "array_indices": d.array_indices})
+    return {
+        "traversal_order": np.array(sp.traversal_order, np.int32),
+        "block_map": np.array(sp.block_map, np.int32),
+        "dim_metadata": dims,
+    }
+
+
+def _callees(model: Model, op) -> list[int]:
+    fields = _CALLED_SUBGRAPHS.get(model.op_name(op), ())
+    return [int(op.options[f]) for f in fields]
+
+
+def _internal_keys(model: Model, part, held: bool) -> list[tuple[int, int]]:
+    """(subgraph, tensor) keys a delegate partition keeps to itself (none unless the delegate holds them)."""
+    if not held:
+        return []
+    sg = model.subgraphs[part.subgraph]
+    boundary = set(part.inputs) | set(part.outputs)
+    keys = []
+    for i in part.nodes:
+        op = sg.operators[i]
+        for t in [*op.outputs, *op.intermediates]:
+            if t >= 0 and t not in boundary:
+                keys.append((part.subgraph, int(t)))
+    return keys
+
+
+def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=()) -> list[_arena.BufferRequest]:
+    """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
+
+    ``infos[s][t]`` gives each tensor's (prepared) shape and dtype. Tensor and subgraph indices must already
+    be valid (allocate_tensors checks them first). See the module docstring for the time axis.
+    ``delegated``: ``(partition, holds_internal_tensors)`` for each delegate partition: it runs as one step
+    spanning its nodes' steps, so its boundary tensors stay live across the whole span, and (when the
+    delegate holds them) its internal tensors need no arena space.
+    """
+    first: dict[tuple[int, int], int] = {}
+    last: dict[tuple[int, int], int] = {}
+    span: dict[tuple[int, int], tuple[int, int]] = {}  # (subgraph, node) -> (first step, last step)
+    clock = 0
+    marked: set[int] = set()
+
+    def use(key, step):
+        first.setdefault(key, step)
+        last[key] = step
+
+    def mark(s: int, stack: tuple[int, ...]):
+        nonlocal clock
+        if s in stack:
+            raise ModelError(f"subgraph {s} calls itself (through {' -> '.join(map(str, stack + (s,)))})")
+        marked.add(s)
+        sg = model.subgraphs[s]
+        for t in sg.inputs:
+            use((s, t), clock)
+        for i, op in enumerate(sg.operators):
+            clock += 1
+            start = clock
+            for t in op.outputs:
+                first.setdefault((s, t), start)
+            for callee in _callees(model, op):
+                clock += 1
+                mark(callee, stack + (s,))
+            for t in op.inputs:
+                if t >= 0:
+                    use((s, t), clock)
+            for t in op.outputs:
+                use((s, t), clock)
+            for t in op.intermediates:
+                use((s, t), start)
+                use((s, t), clock)
+            lo, hi = span.get((s, i), (start, clock))
+            span[(s, i)] = (min(lo, start), max(hi, clock))
+        for t in sg.outputs:
+            use((s, t), clock)
+
+    mark(0, ())
+    for s in range(len(model.subgraphs)):
+        if s not in marked:
+            clock += 1
+            mark(s, ())
+    end = clock
+    for t in model.subgraphs[0].outputs:
+        last[(0, t)] = end  # the primary outputs stay readable after invoke, whatever else runs
+    skip: set[tuple[int, int]] = set()
+    for part, held in delegated:
+        s = part.subgraph
+        if not part.nodes or (s, part.nodes[0]) not in span:
+            continue
+        lo = min(span[(s, i)][0] for i in part.nodes)
+        hi = max(span[(s, i)][1] for i in part.nodes)
+        for t in (*part.inputs, *part.outputs):
+            key = (s, t)
+            first[key] = min(first.get(key, lo), lo)
+            last[key] = max(last.get(key, hi), hi)
+        skip.update(_internal_keys(model, part, held))
+    requests = []
+    for s, sg_infos in enumerate(infos):
+        for info in sg_infos:
+            key = (s, info.index)
+            if info.is_const:
+                continue
+            if info.is_variable:
+                first[key], last[key] = 0, end
+            if key not in first or key in skip:
+                continue  # nothing reads or writes it, or a delegate holds it
+            if info.dtype is None:
+                raise UnsupportedOpError(
+                    f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
+                    f"{info.type}, which this interpreter cannot hold"
+                )
+            size = math.prod(info.shape) * info.dtype.itemsize
+            if size == 0:
+                continue
+            name = info.name if s == 0 else f"[{s}] {info.name}"
+            requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
+    return requests
+
+
+def static_plan(model: Model) -> _arena.ArenaPlan:
+    """The arena plan from the model's declared shapes alone (no kernels needed).
+
+    Equals ``Interpreter.arena_plan()`` when every kernel's computed shapes agree with the declared ones;
+    useful for models with ops we cannot run, and for comparing with TFLM's planner.
+    """
+    interp = Interpreter(model=model)
+    infos = [interp.tensor_infos(s) for s in range(len(model.subgraphs))]
+    for s, sg in enumerate(model.subgraphs):
+        n = len(infos[s])
+        for i, op in enumerate(sg.operators):
+            for t in [*op.inputs, *op.outputs, *op.intermediates, *sg.inputs, *sg.outputs]:
+                if not -1 <= t < n:
+                    raise ModelError(f"{'subgraph %d ' % s if s else ''}node {i}: tensor index {t} out of range")
+            if not 0 <= op.opcode_index < len(model.operator_codes):
+                raise ModelError(f"node {i}: opcode index {op.opcode_index} out of range")
+            for callee in _CALLED_SUBGRAPHS.get(model.op_name(op), ()):
+                c = op.options.get(callee)
+                if not isinstance(c, (int, np.integer)) or not 0 <= c < len(model.subgraphs):
+                    raise ModelError(f"node {i}: {callee} {c!r} is not a subgraph of this model")
+    return _arena.plan(buffer_requests(model, infos))

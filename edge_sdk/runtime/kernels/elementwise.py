@@ -1,0 +1,365 @@
+"""Element-wise arithmetic: ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE, MAXIMUM, MINIMUM, RSQRT.
+
+Arithmetic, parameters and rounding follow TFLite Micro's kernels (add.cc, sub.cc, mul.cc, div.cc,
+squared_difference.cc, maximum_minimum.cc, elementwise.cc) and the reference headers they call. Broadcasting
+is numpy's (trailing dimensions aligned, size-1 dimensions stretched), which is what TFLite's broadcast loops
+do. int8 binary ops run through a 256x256 table that prepare fills by evaluating the exact integer formula
+over every input pair; int16 ops evaluate the formula vectorized at run time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.node import Node
+from edge_sdk.runtime.kernels.quant import (
+    INT32_MAX,
+    TYPE_RANGES,
+    activation_range_float,
+    activation_range_quantized,
+    clip_into,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+)
+
+MAX_BROADCAST_RANK = 6
+ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
+
+_INT8_DOMAIN = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)  # index = uint8 view of the value
+
+
+# ---------------------------------------------------------------- shared prepare helpers
+
+def _binary_setup(node: Node, allowed: tuple[str, ...]):
+    node.expect_counts(2, 1)
+    a, b, out = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(a, allowed)
+    if b.type != a.type:
+        raise node.unsupported(f"inputs have different types {a.type} and {b.type}")
+    if a.shape == b.shape:
+        shape = a.shape
+    else:
+        try:
+            shape = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise node.error(f"input shapes {a.shape} and {b.shape} do not broadcast") from None
+        if len(shape) > MAX_BROADCAST_RANK:
+            raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {a.shape}, {b.shape})")
+    node.set_output_shape(0, shape)
+    return a, b, out
+
+
+def _activation(node: Node) -> str:
+    act = node.options.get("fused_activation_function", "NONE") or "NONE"
+    if act not in ACTIVATIONS:
+        raise node.unsupported(f"fused activation {act}")
+    return act
+
+
+def _quantized(node: Node, *tensors) -> None:
+    for t in tensors:
+        if not t.quantized:
+            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
+
+
+def _float_clamp(node: Node):
+    lo, hi = activation_range_float(_activation(node))
+    if lo == -np.inf and hi == np.inf:
+        return None
+    return np.float32(lo), np.float32(hi)
+
+
+def _int32_clamp(act: str):
+    # CalculateActivationRange<int32_t>: the float bounds of the activation, as int32
+    return {"NONE": None, "RELU": (0, INT32_MAX), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
+
+
+def _run_direct(op, clamp, store_clamped):
+    """Eval of an op numpy computes directly on the inputs; ``clamp``: None or (lo, hi), applied as the result is
+    stored by ``store_clamped(out, y, lo, hi)``."""
+    if clamp is None:
+        def run(inputs, outputs):
+            outputs[0][...] = op(inputs[0], inputs[1])
+    else:
+        lo, hi = clamp
+
+        def run(inputs, outputs):
+            store_clamped(outputs[0], op(inputs[0], inputs[1]), lo, hi)
+    return run
+
+
+def _max_min_into(out, x, lo, hi) -> None:
+    # Float clamps stay maximum-then-minimum: on a zero of either sign they keep other bits than the clip ufunc.
+    np.minimum(np.maximum(x, lo), hi, out=out)
+
+
+def _run_float(op, clamp):
+    return _run_direct(op, clamp, _max_min_into)
+
+
+def _run_int(op, clamp):
+    """int32/int64 ops in the tensor's own width: numpy wraps on overflow as the C code does in practice."""
+    return _run_direct(op, clamp, clip_into)
+
+
+def _run_int8_table(f):
+    """Tabulate f over all int8 pairs; eval is one gather."""
+    table = f(_INT8_DOMAIN[:, None], _INT8_DOMAIN[None, :]).astype(np.int8).ravel()
+
+    def run(inputs, outputs):
+        a = inputs[0].view(np.uint8).astype(np.intp)
+        outputs[0][...] = table[(a << 8) | inputs[1].view(np.uint8)]
+    return run
+
+
+def _run_quantized(out_type: str, f, lo: int, hi: int):
+    """f: the int64 formula of a quantized op before its output clamp [lo, hi]. int8: a table of the clamped
+    values; int16: the formula at run time, clamped as it is stored."""
+    if out_type == "INT8":
+        return _run_int8_table(lambda x1, x2: np.clip(f(x1, x2), lo, hi))
+
+    def run(inputs, outputs):
+        clip_into(outputs[0], f(inputs[0].astype(np.int64), inputs[1].astype(np.int64)), lo, hi)
+    return run
+
+
+# ---------------------------------------------------------------- ADD / SUB
+
+def _add_sub_params(node: Node, a, b, out, float_scales: bool):
+    """CalculateOpDataAdd / CalculateOpDataSub.
+
+    The checkout's sub_common.cc forms the ratios in float32; the seanet SUB goldens (TFLM's own) and the
+    tflite-micro wheel agree only with the double arithmetic ADD uses, so both use double by default.
+    """
+    left_shift = 15 if out.type == "INT16" else 20
+    if float_scales:
+        f = np.float32
+        twice_max = f(2) * max(f(a.s), f(b.s))
+        m1 = float(f(a.s) / twice_max)
+        m2 = float(f(b.s) / twice_max)
+        mo = float(twice_max / (f(1 << left_shift) * f(out.s)))
+    else:
+        twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
+        m1 = float(a.s) / twice_max
+        m2 = float(b.s) / twice_max
+        mo = twice_max / ((1 << left_shift) * float(out.s))
+    q1, q2, qo = quantize_multiplier(m1), quantize_multiplier(m2), quantize_multiplier(mo)
+    lo, hi = activation_range_quantized(_activation(node), out.type, out.s, out.zp)
+    return left_shift, q1, q2, qo, lo, hi
+
+
+def _add_sub_formula(sign: int, a, b, out, left_shift, q1, q2, qo):
+    off1, off2, off_out = -a.zp, -b.zp, out.zp
+
+    def f(x1, x2):
+        s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
+        s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
+        return multiply_by_quantized_multiplier(fp.wrap32(s1 + sign * s2), *qo) + off_out
+    return f
+
+
+def _prepare_add_sub(node: Node, sign: int):
+    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
+    if out.type != a.type:
+        raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
+    act = _activation(node)
+    if a.type == "FLOAT32":
+        return _run_float(np.add if sign > 0 else np.subtract, _float_clamp(node))
+    if a.type == "INT32":
+        # TFLM's int32 ADD ignores the fused activation; SUB applies it.
+        return _run_int(np.add if sign > 0 else np.subtract, None if sign > 0 else _int32_clamp(act))
+    if a.type == "INT64":
+        raise node.unsupported("INT64 ADD/SUB (TFLM has no int64 kernel)")
+    _quantized(node, a, b, out)
+    left_shift, q1, q2, qo, lo, hi = _add_sub_params(node, a, b, out, float_scales=False)
+    return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, left_shift, q1, q2, qo), lo, hi)
+
+
+def prepare_add(node: Node):
+    return _prepare_add_sub(node, +1)
+
+
+def prepare_sub(node: Node):
+    return _prepare_add_sub(node, -1)
+
+
+# ---------------------------------------------------------------- MUL
+
+def prepare_mul(node: Node):
+    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32"))
+    act = _activation(node)
+    if a.type == "FLOAT32":
+        node.expect_types(out, ("FLOAT32",), "output")
+        return _run_float(np.multiply, _float_clamp(node))
+    if a.type == "INT32":
+        node.expect_types(out, ("INT32",), "output")
+        return _run_int(np.multiply, _int32_clamp(act))
+    if out.type != a.type:
+        raise node.unsupported(f"output type {out.type} with {a.type} inputs")
+    _quantized(node, a, b, out)
+    if a.type == "INT16" and (a.zp or b.zp or out.zp):
+        raise node.error("int16 MUL needs zero points of 0")
+    lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
+    mult = quantize_multiplier(float(a.s) * float(b.s) / float(out.s))
+    off1, off2, off_out = -a.zp, -b.zp, out.zp
+
+    def f(x1, x2):
+        return multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) * (x2 + off2)), *mult) + off_out
+    return _run_quantized(out.type, f, lo, hi)
+
+
+# ---------------------------------------------------------------- DIV
+
+def _int_div_trunc(x, y):
+    """C integer division (toward zero); a zero divisor (undefined in C) yields 0."""
+    x64 = x.astype(np.int64)
+    y64 = y.astype(np.int64)
+    safe = np.where(y64 == 0, 1, y64)
+    q = np.abs(x64) // np.abs(safe)
+    q = np.where((x64 < 0) != (safe < 0), -q, q)
+    return fp.wrap32(np.where(y64 == 0, 0, q)).astype(x.dtype)
+
+
+def _rounding_divide_by_pot_c(x, exponent):
+    """gemmlowp RoundingDivideByPOT on int32 as compiled for x86 when the exponent reaches 32 or more.
+
+    Quotients of values outside the int8 range (an input minus its zero point beyond +-127) give DIV shifts
+    past 31: the mask then truncates to all ones and the arithmetic shift count wraps modulo 32.
+    """
+    exponent = np.asarray(exponent, dtype=np.int64)
+    big = exponent >= 32
+    normal = fp.rdivpot(x, np.where(big, 0, exponent))
+    odd = (x >> np.where(big, exponent - 32, 0)) + (x > np.where(x < 0, 0, -1))
+    return np.where(big, odd, normal)
+
+
+def prepare_div(node: Node):
+    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT32"))
+    if out.type != a.type:
+        raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
+    act = _activation(node)
+    if a.type == "FLOAT32":
+        return _run_float(np.divide, _float_clamp(node))
+    if a.type == "INT32":
+        return _run_int(_int_div_trunc, _int32_clamp(act))
+    _quantized(node, a, b, out)
+    lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
+    # The checkout's div.cc forms this ratio in float32; the TFLM build we compare with (the tflite-micro wheel)
+    # forms it in double, and exhaustive tests agree only with double.
+    multiplier, shift = quantize_multiplier(float(a.s) / (float(b.s) * float(out.s)))
+    off1, off2, off_out = -a.zp, -b.zp, out.zp
+
+    def f(x1, x2):
+        v1 = x1 + off1
+        v2 = x2 + off2
+        neg = v2 < 0
+        v1 = np.where(neg, -v1, v1)
+        v2 = np.where(neg, -v2, v2)
+        inv, recip_shift = fp.get_reciprocal(v2, 31)
+        headroom = fp.count_leading_sign_bits32(v1)
+        unscaled = fp.srdhm(fp.wrap32(v1 << headroom), inv)
+        total_shift = shift - recip_shift - headroom
+        return _rounding_divide_by_pot_c(fp.srdhm(unscaled, multiplier), -total_shift) + off_out
+    return _run_quantized(out.type, f, lo, hi)
+
+
+# ---------------------------------------------------------------- SQUARED_DIFFERENCE
+
+def prepare_squared_difference(node: Node):
+    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32"))
+    if out.type != a.type:
+        raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
+    if a.type == "FLOAT32":
+        return _run_float(lambda x, y: np.square(x - y), None)
+    if a.type == "INT32":
+        return _run_int(lambda x, y: (x - y) * (x - y), None)
+    _quantized(node, a, b, out)
+    qmin, qmax = TYPE_RANGES[a.type]
+    if a.type == "INT8":
+        for t in (a, b, out):
+            node.expect(qmin <= t.zp <= qmax, f"zero point {t.zp} of '{t.name}' is outside the int8 range")
+        left_shift = 7
+    else:
+        node.expect(a.zp == 0 and b.zp == 0 and out.zp == 0, "int16 SQUARED_DIFFERENCE needs zero points of 0")
+        left_shift = 0
+    twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
+    q1 = quantize_multiplier(float(a.s) / twice_max)
+    q2 = quantize_multiplier(float(b.s) / twice_max)
+    qo = quantize_multiplier(twice_max * twice_max / float(np.float32(1 << (2 * left_shift)) * np.float32(out.s)))
+    off1, off2, off_out = -a.zp, -b.zp, out.zp
+
+    def f(x1, x2):
+        s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
+        s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
+        d = fp.wrap32(s1 - s2)
+        return multiply_by_quantized_multiplier(fp.wrap32(d * d), *qo) + off_out
+    return _run_quantized(a.type, f, qmin, qmax)
+
+
+# ---------------------------------------------------------------- MAXIMUM / MINIMUM
+
+_MAXMIN_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
+
+
+def prepare_maximum(node: Node):
+    a, b, out = _binary_setup(node, _MAXMIN_TYPES)
+    node.expect_types(out, (a.type,), "output")
+
+    def run(inputs, outputs):
+        x, y = inputs[0], inputs[1]
+        outputs[0][...] = np.where(x > y, x, y)
+    return run
+
+
+def prepare_minimum(node: Node):
+    a, b, out = _binary_setup(node, _MAXMIN_TYPES)
+    node.expect_types(out, (a.type,), "output")
+
+    def run(inputs, outputs):
+        x, y = inputs[0], inputs[1]
+        outputs[0][...] = np.where(x < y, x, y)
+    return run
+
+
+# ---------------------------------------------------------------- RSQRT
+
+def rsqrt_int8_table(input_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
+    """RsqrtEvalQuantized for every int8 input (index = uint8 view); invalid inputs (< zero point) map to 0."""
+    x = _INT8_DOMAIN
+    value = x - input_zp
+    k_shift = 20
+    inv, inv_shift = fp.get_inv_sqrt_quantized_multiplier_exp(np.maximum(value, 0), -1)
+    data = multiply_by_quantized_multiplier(np.ones_like(value), inv, inv_shift + k_shift)
+    raw = multiply_by_quantized_multiplier(data, multiplier, shift - k_shift) + output_zp
+    out = np.clip(raw, -128, 127)
+    return np.where(value == 0, 127, out).astype(np.int8)
+
+
+def prepare_rsqrt(node: Node):
+    node.expect_counts(1, 1)
+    x, out = node.input(0), node.outputs[0]
+    node.expect_types(x, ("FLOAT32", "INT8"))
+    node.expect_types(out, (x.type,), "output")
+    node.set_output_shape(0, x.shape)
+    if x.type == "FLOAT32":
+        one = np.float32(1)
+
+        def run(inputs, outputs):
+            outputs[0][...] = one / np.sqrt(inputs[0])
+        return run
+    _quantized(node, x, out)
+    scale = 1.0 / float(np.float32(np.sqrt(np.float32(x.s))) * np.float32(out.s))
+    multiplier, shift = quantize_multiplier(scale)
+    table = rsqrt_int8_table(x.zp, out.zp, multiplier, shift)
+    zp = x.zp
+    where = node.where()
+
+    def run(inputs, outputs):
+        v = inputs[0]
+        if zp > -128 and (v < zp).any():
+            from edge_sdk.errors import ModelError
+
+            raise ModelError(f"{where}: RSQRT of a negative value (input below its zero point {zp})")
+        outputs[0][...] = table[v.view(np.uint8)]
+    return run

@@ -1,0 +1,143 @@
+"""What a kernel sees: one node of a subgraph, its tensors, and the runtime around it.
+
+Every kernel is a ``prepare`` function (named in ``edge_sdk.runtime.op_table``)::
+
+    def prepare_conv_2d(node: Node) -> Eval:
+        # validate types, shapes, quantization and options; raise node.unsupported(...) / node.error(...)
+        # compute output shapes: node.set_output_shape(0, (n, h, w, c))
+        # precompute everything the hot loop needs (multipliers, shifts, LUTs, transposed weights)
+        def run(inputs: list[np.ndarray | None], outputs: list[np.ndarray]) -> None:
+            ...                      # no checks here: write results in place, outputs[0][...] = y
+        return run
+
+*Prepare validates, eval runs blind.* ``inputs`` holds, per node input, the constant's value (read-only numpy
+array) or the tensor's view into the arena (None for an omitted optional input, index -1). ``outputs`` are
+arena views shaped as the shapes prepare set. Eval must write its outputs in place and must not keep
+references to arrays between calls except the ones prepare made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from edge_sdk.errors import ModelError, UnsupportedOpError
+
+Eval = Callable[[list, list], None]
+
+
+@dataclass
+class TensorInfo:
+    """A tensor as kernels see it at prepare time."""
+
+    index: int  # index in its subgraph
+    name: str
+    type: str  # TensorType name ("INT8", "FLOAT32", ...)
+    dtype: np.dtype  # numpy dtype of the arena view / constant
+    shape: tuple[int, ...]
+    scale: np.ndarray | None = None  # float32, one per tensor or per channel; None when not quantized
+    zero_point: np.ndarray | None = None  # int64, same length as scale
+    quantized_dimension: int = 0
+    data: np.ndarray | None = None  # the constant value, or None for tensors computed at run time
+    is_variable: bool = False
+    sparsity: Any = None  # edge_sdk.model.Sparsity for sparse constants
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    @property
+    def quantized(self) -> bool:
+        return self.scale is not None and self.scale.size > 0
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    # Per-tensor quantization parameters as the C kernels read them (float32 scale, int32 zero point).
+    @property
+    def s(self) -> float:
+        return float(self.scale[0])
+
+    @property
+    def zp(self) -> int:
+        return int(self.zero_point[0])
+
+
+class Runtime(Protocol):
+    """The interpreter services that stateful and control-flow kernels use."""
+
+    # Resource variables (VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE), by resource id. Each value is a
+    # numpy array that lives as long as the interpreter; reset_all_variables() clears the dict.
+    resource_variables: dict[int, np.ndarray]
+
+    def resource_id(self, container: str, shared_name: str) -> int:
+        """A stable id for a (container, shared_name) pair, the same for every VAR_HANDLE naming it."""
+
+    def invoke_subgraph(self, subgraph_index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Run another subgraph (CALL_ONCE, WHILE, IF) with these inputs; returns its outputs (copies)."""
+
+
+@dataclass
+class Node:
+    """One operator, ready for its kernel's prepare."""
+
+    index: int  # node index within its subgraph (execution order)
+    subgraph: int
+    op: str  # builtin name ("CONV_2D") or custom code ("SignalWindow")
+    version: int
+    options: dict  # builtin options by schema field name; {} when absent
+    custom_options: bytes | None
+    inputs: list[TensorInfo | None]
+    outputs: list[TensorInfo]
+    intermediates: list[TensorInfo] = field(default_factory=list)
+    runtime: Runtime | None = None
+    # Output shapes prepare computed (index -> shape); the interpreter applies them before planning.
+    output_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+
+    def set_output_shape(self, i: int, shape) -> None:
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise self.error(f"output {i} would have a negative dimension {shape}")
+        self.output_shapes[i] = shape
+        self.outputs[i].shape = shape
+
+    def input(self, i: int) -> TensorInfo:
+        """Input ``i``; a missing required input is a model error."""
+        if i >= len(self.inputs) or self.inputs[i] is None:
+            raise self.error(f"input {i} is required but missing")
+        return self.inputs[i]
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.inputs) and self.inputs[i] is not None
+
+    def where(self) -> str:
+        sg = f"subgraph {self.subgraph} " if self.subgraph else ""
+        return f"{sg}node {self.index} ({self.op} v{self.version})"
+
+    def error(self, message: str) -> ModelError:
+        """A ModelError naming this node: ``raise node.error("filter must be 4-D")``."""
+        return ModelError(f"{self.where()}: {message}")
+
+    def unsupported(self, message: str) -> UnsupportedOpError:
+        """An UnsupportedOpError naming this node and its input dtype."""
+        t = self.inputs[0].type if self.inputs and self.inputs[0] is not None else "-"
+        return UnsupportedOpError(f"{self.where()}, input dtype {t}: {message}")
+
+    def expect(self, condition: bool, message: str) -> None:
+        if not condition:
+            raise self.error(message)
+
+    def expect_counts(self, n_inputs: int | tuple[int, int], n_outputs: int) -> None:
+        lo, hi = (n_inputs, n_inputs) if isinstance(n_inputs, int) else n_inputs
+        if not lo <= len(self.inputs) <= hi:
+            raise self.error(f"expects {lo}..{hi} inputs, has {len(self.inputs)}")
+        if len(self.outputs) != n_outputs:
+            raise self.error(f"expects {n_outputs} outputs, has {len(self.outputs)}")
+
+    def expect_types(self, tensor: TensorInfo, allowed: tuple[str, ...], what: str = "input") -> None:
+        if tensor.type not in allowed:
+            raise self.unsupported(f"{what} '{tensor.name}' has type {tensor.type}; supported: {', '.join(allowed)}")

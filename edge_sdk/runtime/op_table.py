@@ -1,0 +1,158 @@
+"""The one op table: a row of data per op that everything needing op knowledge reads.
+
+`edge inspect` (MACs), the interpreter's prepare step (kernel, versions), `edge check` and the C op-table
+generator all read these rows. Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
+its test against a peer.
+
+``kernel`` and ``macs`` name functions as "module:function" inside ``edge_sdk.runtime.kernels``; they are imported
+only when a model uses the op, so a missing kernel is an UnsupportedOpError at allocate time, never at import.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from edge_sdk.errors import UnsupportedOpError
+
+
+@dataclass(frozen=True)
+class OpRow:
+    name: str  # builtin schema name, or a custom op's custom_code
+    kernel: str  # "module:prepare_function"
+    max_version: int  # highest op version our kernel runs (TFLite's op versioning)
+    macs: str | None = None  # "module:function(node) -> int", counted after prepare
+    custom: bool = False  # a custom op (matched by custom_code)
+    in_c: bool = False  # the C runtime (firmware_c) has this kernel
+
+    def prepare_function(self):
+        return _resolve(self.kernel, self.name)
+
+    def macs_function(self):
+        return _resolve(self.macs, self.name) if self.macs else None
+
+
+def _resolve(ref: str, op: str):
+    module, function = ref.split(":")
+    try:
+        return getattr(importlib.import_module(f"edge_sdk.runtime.kernels.{module}"), function)
+    except (ImportError, AttributeError) as exc:
+        raise UnsupportedOpError(f"{op}: no kernel in this build ({ref}: {exc})") from None
+
+
+def _rows(*rows: OpRow) -> dict[str, OpRow]:
+    return {r.name: r for r in rows}
+
+
+# fmt: off
+OPS: dict[str, OpRow] = _rows(
+    # convolution and matrix products
+    OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d"),
+    OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d"),
+    OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    13, "conv:macs_fully_connected"),
+    OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv"),
+    OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul"),
+    OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3),
+    OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3),
+    # element-wise arithmetic
+    OpRow("ADD",                          "elementwise:prepare_add",          5),
+    OpRow("SUB",                          "elementwise:prepare_sub",          5),
+    OpRow("MUL",                          "elementwise:prepare_mul",          7),
+    OpRow("DIV",                          "elementwise:prepare_div",          2),
+    OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2),
+    OpRow("MAXIMUM",                      "elementwise:prepare_maximum",      4),
+    OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4),
+    OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3),
+    OpRow("EXP",                          "math:prepare_exp",                 2),
+    OpRow("LOG",                          "math:prepare_log",                 2),
+    OpRow("SQRT",                         "math:prepare_sqrt",                1),
+    OpRow("ABS",                          "math:prepare_abs",                 5),
+    OpRow("NEG",                          "math:prepare_neg",                 1),
+    OpRow("POW",                          "math:prepare_pow",                 1),
+    OpRow("TILE",                         "math:prepare_tile",                3),
+    OpRow("BROADCAST_TO",                 "math:prepare_broadcast_to",        3),
+    OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          2),
+    # activations
+    OpRow("SOFTMAX",                      "activations:prepare_softmax",      3),
+    OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2),
+    OpRow("LOGISTIC",                     "activations:prepare_logistic",     3),
+    OpRow("TANH",                         "activations:prepare_tanh",         3),
+    OpRow("RELU",                         "activations:prepare_relu",         3),
+    OpRow("RELU6",                        "activations:prepare_relu6",        3),
+    OpRow("RELU_N1_TO_1",                 "activations:prepare_relu_n1_to_1", 2),
+    OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2),
+    OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2),
+    OpRow("PRELU",                        "activations:prepare_prelu",        2),
+    # type conversion
+    OpRow("QUANTIZE",                     "quantize:prepare_quantize",        3),
+    OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      6),
+    OpRow("CAST",                         "quantize:prepare_cast",            7),
+    # shape and data movement
+    OpRow("RESHAPE",                      "shape:prepare_reshape",            2),
+    OpRow("SQUEEZE",                      "shape:prepare_squeeze",            2),
+    OpRow("EXPAND_DIMS",                  "shape:prepare_expand_dims",        2),
+    OpRow("SHAPE",                        "shape:prepare_shape",              2),
+    OpRow("CONCATENATION",                "shape:prepare_concatenation",      4),
+    OpRow("PACK",                         "shape:prepare_pack",               4),
+    OpRow("UNPACK",                       "shape:prepare_unpack",             4),
+    OpRow("SPLIT",                        "shape:prepare_split",              4),
+    OpRow("SPLIT_V",                      "shape:prepare_split_v",            2),
+    OpRow("TRANSPOSE",                    "shape:prepare_transpose",          6),
+    OpRow("STRIDED_SLICE",                "shape:prepare_strided_slice",      8),
+    OpRow("SLICE",                        "shape:prepare_slice",              6),
+    OpRow("PAD",                          "shape:prepare_pad",                4),
+    OpRow("PADV2",                        "shape:prepare_padv2",              4),
+    OpRow("GATHER",                       "shape:prepare_gather",             7),
+    OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2),
+    OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2),
+    OpRow("DENSIFY",                      "shape:prepare_densify",            1),
+    # reductions
+    OpRow("MEAN",                         "reduce:prepare_mean",              3),
+    OpRow("SUM",                          "reduce:prepare_sum",               2),
+    OpRow("REDUCE_MAX",                   "reduce:prepare_reduce_max",        3),
+    OpRow("ARG_MAX",                      "reduce:prepare_arg_max",           3),
+    # resampling
+    OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4),
+    OpRow("RESIZE_BILINEAR",              "resize:prepare_resize_bilinear",   4),
+    # sequence models
+    OpRow("SVDF",                         "sequence:prepare_svdf",            4, "sequence:macs_svdf"),
+    OpRow("UNIDIRECTIONAL_SEQUENCE_LSTM", "sequence:prepare_unidirectional_sequence_lstm", 4,
+          "sequence:macs_unidirectional_sequence_lstm"),
+    # state and control flow
+    OpRow("VAR_HANDLE",                   "stateful:prepare_var_handle",      1),
+    OpRow("READ_VARIABLE",                "stateful:prepare_read_variable",   1),
+    OpRow("ASSIGN_VARIABLE",              "stateful:prepare_assign_variable", 1),
+    OpRow("CALL_ONCE",                    "stateful:prepare_call_once",       1),
+    # TFLM's audio front-end ("signal" library) custom ops
+    OpRow("SignalWindow",                 "signal:prepare_window",            1, custom=True),
+    OpRow("SignalFftAutoScale",           "signal:prepare_fft_auto_scale",    1, custom=True),
+    OpRow("SignalRfft",                   "signal:prepare_rfft",              1, custom=True),
+    OpRow("SignalEnergy",                 "signal:prepare_energy",            1, custom=True),
+    OpRow("SignalFilterBank",             "signal:prepare_filter_bank",       1, custom=True),
+    OpRow("SignalFilterBankSquareRoot",   "signal:prepare_filter_bank_square_root", 1, custom=True),
+    OpRow("SignalFilterBankSpectralSubtraction", "signal:prepare_filter_bank_spectral_subtraction", 1, custom=True),
+    OpRow("SignalPCAN",                   "signal:prepare_pcan",              1, custom=True),
+    OpRow("SignalFilterBankLog",          "signal:prepare_filter_bank_log",   1, custom=True),
+)
+# fmt: on
+
+# Custom ops that need an accelerator: a CPU runtime must refuse them and say which hardware they need.
+ACCELERATOR_CUSTOM_OPS: dict[str, str] = {
+    "ethos-u": "Arm Ethos-U NPU (a Vela-compiled model)",
+    "edgetpu-custom-op": "Coral Edge TPU (an edgetpu_compiler model)",
+}
+
+
+def lookup(name: str, version: int) -> OpRow:
+    """The row for an op, or UnsupportedOpError naming what is missing."""
+    row = OPS.get(name)
+    if row is None:
+        if name in ACCELERATOR_CUSTOM_OPS:
+            raise UnsupportedOpError(
+                f"custom op '{name}' runs only on the {ACCELERATOR_CUSTOM_OPS[name]}; "
+                "a CPU interpreter cannot run it: use the model from before that compiler"
+            )
+        raise UnsupportedOpError(f"op {name} has no kernel here")
+    if version > row.max_version:
+        raise UnsupportedOpError(f"op {name} version {version} is newer than supported (<= {row.max_version})")
+    return row

@@ -1,0 +1,1027 @@
+"""Pipelines: the whole inference procedure around a model, from its package manifest or explicit options.
+
+    from edge_sdk.tasks.pipeline import ImageClassifier, Detector, AudioClassifier
+
+    ImageClassifier("net.tflite").predict("cat.jpg")            # [Prediction(label='cat', score=0.93), ...]
+    Detector("ssd.tflite").detect(PIL.Image.open("street.png"))  # [Detection(box, label, score, class_id), ...]
+    AudioClassifier("kws.tflite", frontend="audio_preprocessor_int8.tflite").predict("yes.wav")
+
+``model`` is a path, .tflite bytes, an ``edge_sdk.model.Model`` or an ``Interpreter`` (used as it is; it must
+not be shared with another thread). Everything the manifest (``edge_sdk.model.manifest``) says can be given
+explicitly instead (``preprocess=``, ``labels=``, ...); explicit options win over the manifest.
+
+Images (``ImageClassifier``, ``Detector``): a path (JPEG/PNG/BMP/anything Pillow decodes), a PIL image or a
+numpy array. uint8 arrays are pixels (H, W), (H, W, 1), (H, W, 3) or (H, W, 4: alpha dropped); any other
+array shaped like the model input (with or without the batch axis) is the already pre-processed tensor.
+Pre-processing is ``edge_sdk.tasks.preprocess.Preprocess`` (the manifest's "preprocess"); what it leaves open comes
+from the model input: size and channels from its shape, layout NHWC when the last axis is 1 or 3.
+Without any pre-processing description, a float input takes pixels scaled to 0..1 and an int8/uint8
+quantized input takes pixels spread over its whole integer range (value range = the dequantized
+[qmin, qmax]), which is how the TFLM examples feed ``person_detect``.
+A float tensor for a quantized input is quantized with the input's scale and zero point (round half away
+from zero, as TFLite's QUANTIZE does, then saturate).
+
+Scores (classification): outputs are dequantized; then ``scores`` = "probabilities" (kept), "logits"
+(softmax), "sigmoid" (logistic, per class) or "auto" (the default: kept when the values lie in [0, 1] and
+sum to 1 within a tolerance covering the output's quantization step, else softmax). The manifest may say
+``{"postprocess": {"scores": "logits"}}``. Labels: ``labels=`` (a list, or a file with one per line), else
+the manifest's "labels", else the class indices as strings.
+
+Detection (manifest key "detection", or ``Detector(..., **options)``; every key optional):
+
+    format            "ssd" (raw box encodings + scores, decoded with anchors; the default when anchors or
+                      an anchor config are given), "boxes" (outputs are already corner boxes) or
+                      "postprocessed" (TFLite_Detection_PostProcess outputs: boxes, classes, scores, count)
+    outputs           {"boxes": i, "scores": j}; default: the rank-3 output whose last axis is 4 (or, with
+                      several, whose name says box/regress/loc) holds boxes, the other scores
+    box_order         order of the 4 encoded values: "yxhw" (TF SSD, default) or "xywh" (BlazeFace/MediaPipe);
+                      for format "boxes", "yxyx" (default) or "xyxy"; extra values (keypoints) are ignored
+    scales            [y, x, h, w] divisors of the encodings (default [10, 10, 5, 5])
+    box_encoding      "log" (h = exp(th / h_scale) * anchor_h, TF SSD; the default) or "linear"
+                      (h = th / h_scale * anchor_h, BlazeFace)
+    anchors           [[y_center, x_center, h, w], ...] normalized to the input, one per box
+    ssd_anchors       an anchor generator config (below), used when "anchors" is absent
+    score_activation  "sigmoid" (default), "softmax" or "none"
+    background_class  true: class 0 is background and dropped (labels then start at class 1)
+    score_threshold 0.5, iou_threshold 0.5, max_detections 100, class_aware true, multi_label false
+
+The anchor generator (SSD style, as MediaPipe's SsdAnchorsCalculator describes it): layers are grouped by
+equal consecutive ``strides``; each layer ``l`` has scale ``min_scale + (max_scale - min_scale) * l /
+(num_layers - 1)``; a layer adds one anchor per ``aspect_ratios`` entry at its scale and, when
+``interpolated_scale_aspect_ratio`` > 0, one more of that ratio at scale sqrt(scale_l * scale_{l+1})
+(scale_{l+1} = 1 for the last layer); ``reduce_boxes_in_lowest_layer`` replaces layer 0's set by ratios
+(1, 2, 0.5) at scales (0.1, s0, s0). A group's feature map is ceil(input / stride) cells; anchors are
+emitted row by row, cell by cell, anchor by anchor, centred at (cell + anchor_offset) / cells, with size
+scale/sqrt(ratio) x scale*sqrt(ratio), or 1 x 1 with ``fixed_anchor_size``. Keys: num_layers, min_scale,
+max_scale, input_size_height, input_size_width, anchor_offset_x (0.5), anchor_offset_y (0.5), strides,
+aspect_ratios ([1.0]), reduce_boxes_in_lowest_layer (false), interpolated_scale_aspect_ratio (1.0),
+fixed_anchor_size (false). BlazeFace's front model: 4 layers, scales 0.1484375..0.75, 128x128, strides
+[8, 16, 16, 16], fixed_anchor_size -> 896 anchors.
+
+Boxes come back as ``(xmin, ymin, xmax, ymax)`` normalized to the model input (clipped to 0..1) and, when
+the input was an image, ``box_pixels`` in the original image's pixels (undoing stretch/crop/letterbox).
+
+Audio (``AudioClassifier``; manifest key "audio": sample_rate, frame_length, frame_step): WAV files must be
+16-bit PCM (read with the standard ``wave`` module; several channels are averaged to mono) at the model's
+sample rate: a different rate is refused, never silently resampled. Two shapes of model:
+
+- with a ``frontend`` model (one frame of int16 samples in, one feature vector out, e.g. TFLM's
+  ``audio_preprocessor_int8``): the clip is cut into frames of the frontend's input length every
+  ``frame_step`` samples (state reset per clip), the feature vectors are stacked and fed to the model
+  (its input size / the feature size = frames per window); a short clip is padded with silence;
+- without: the model input takes the waveform itself, ``frame_length`` = its sample count.
+
+Longer clips are windowed (``hop`` frames/samples apart; default: one window length) and
+``predict`` averages the windows' scores; ``predict_windows`` returns each window's predictions.
+"""
+
+from __future__ import annotations
+
+import math
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from edge_sdk.errors import ModelError
+from edge_sdk.runtime.kernels.quant import tflite_round
+from edge_sdk.tasks.preprocess import Preprocess
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+AUDIO_SUFFIXES = (".wav", ".wave")
+SCORE_MODES = ("auto", "probabilities", "logits", "sigmoid")
+MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # refuse decompression bombs with a clear message
+
+
+class Prediction(NamedTuple):
+    label: str
+    score: float
+
+
+class Detection(NamedTuple):
+    box: tuple[float, float, float, float]  # (xmin, ymin, xmax, ymax), normalized to the model input
+    label: str
+    score: float
+    class_id: int = -1
+    box_pixels: tuple[float, float, float, float] | None = None  # in the original image, when known
+
+    def to_dict(self) -> dict:
+        d = {"box": [round(float(v), 6) for v in self.box], "label": self.label, "score": float(self.score),
+             "class_id": int(self.class_id)}
+        if self.box_pixels is not None:
+            d["box_pixels"] = [round(float(v), 2) for v in self.box_pixels]
+        return d
+
+
+# ------------------------------------------------------------------------------------------------- model
+
+
+def open_interpreter(model, arena_size=None):
+    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model`` or an Interpreter, and a name."""
+    from edge_sdk.runtime.interpreter import Interpreter
+    from edge_sdk.model.types import Model
+
+    if isinstance(model, Interpreter):
+        model.allocate_tensors()
+        return model, "<interpreter>"
+    if isinstance(model, Model):
+        it, name = Interpreter(model=model, arena_size=arena_size), "<model>"
+    elif isinstance(model, (bytes, bytearray, memoryview)):
+        it, name = Interpreter(model_content=bytes(model), arena_size=arena_size), "<bytes>"
+    elif isinstance(model, (str, Path)):
+        path = Path(model)
+        if not path.exists():
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        if path.is_dir():
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        it, name = Interpreter(model_path=str(path), arena_size=arena_size), str(path)
+    else:
+        raise ModelError(f"model must be a path, .tflite bytes, a Model or an Interpreter, not {type(model).__name__}")
+    it.allocate_tensors()
+    return it, name
+
+
+def _quant_params(detail: dict) -> tuple[np.ndarray, np.ndarray, int]:
+    q = detail.get("quantization_parameters") or {}
+    scales = np.asarray(q.get("scales", np.zeros(0)), np.float32).reshape(-1)
+    zps = np.asarray(q.get("zero_points", np.zeros(0)), np.int64).reshape(-1)
+    if scales.size and zps.size < scales.size:
+        zps = np.resize(np.concatenate([zps, np.zeros(1, np.int64)]), scales.size) if zps.size else np.zeros(scales.size, np.int64)
+    return scales, zps, int(q.get("quantized_dimension", 0))
+
+
+def _broadcast(values: np.ndarray, shape, axis: int) -> np.ndarray:
+    if values.size == 1 or not shape:
+        return values.reshape(()) if values.size == 1 else values
+    view = [1] * len(shape)
+    view[axis] = values.size
+    return values.reshape(view)
+
+
+def is_quantized(detail: dict) -> bool:
+    scales, _, _ = _quant_params(detail)
+    return bool(scales.size) and np.issubdtype(np.dtype(detail["dtype"]), np.integer) and bool(np.all(scales > 0))
+
+
+def quantize(x, detail: dict) -> np.ndarray:
+    """Real values -> the tensor's integer type with its scale and zero point (half away from zero, saturated)."""
+    dtype = np.dtype(detail["dtype"])
+    scales, zps, axis = _quant_params(detail)
+    x = np.asarray(x, np.float32)
+    s = _broadcast(scales, x.shape, axis)
+    z = _broadcast(zps, x.shape, axis)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = x / s
+    q = tflite_round(scaled) + z
+    info = np.iinfo(dtype)
+    return np.clip(np.nan_to_num(q, nan=0.0), info.min, info.max).astype(dtype)
+
+
+def dequantize(q, detail: dict) -> np.ndarray:
+    """A tensor's value as float32 (quantized: (q - zero_point) * scale; float: unchanged)."""
+    q = np.asarray(q)
+    if not is_quantized(detail):
+        return q.astype(np.float32, copy=False) if q.dtype.kind == "f" else q
+    scales, zps, axis = _quant_params(detail)
+    return ((q.astype(np.int64) - _broadcast(zps, q.shape, axis)) * _broadcast(scales, q.shape, axis)).astype(np.float32)
+
+
+def to_input(x, detail: dict, what: str = "input") -> np.ndarray:
+    """A value for an input tensor: its own dtype passes; float for a quantized input is quantized; shapes
+    must match (a missing batch axis of one is added)."""
+    x = np.asarray(x)
+    want = tuple(int(d) for d in detail["shape"])
+    if tuple(x.shape) != want and (1,) + tuple(x.shape) == want:
+        x = x[None]
+    if tuple(x.shape) != want:
+        raise ModelError(f"{what}: shape {tuple(x.shape)} does not match the model input "
+                         f"'{detail['name']}' {want}")
+    dtype = np.dtype(detail["dtype"])
+    if x.dtype == dtype:
+        return x
+    if is_quantized(detail) and x.dtype.kind in "fiub":
+        return quantize(x, detail)
+    if dtype.kind == "f" and x.dtype.kind in "fiub":
+        return x.astype(dtype)
+    if dtype.kind in "iu" and x.dtype.kind in "iub":
+        info = np.iinfo(dtype)
+        if x.size and (x.min() < info.min or x.max() > info.max):
+            raise ModelError(f"{what}: values outside {dtype} range for input '{detail['name']}'")
+        return x.astype(dtype)
+    raise ModelError(f"{what}: cannot feed {x.dtype} values to the {dtype} input '{detail['name']}'")
+
+
+class ModelRunner:
+    """An interpreter with its manifest: set inputs, invoke, read outputs (not thread-safe)."""
+
+    def __init__(self, model, arena_size=None):
+        from edge_sdk.model.manifest import read_manifest
+
+        self.interpreter, self.name = open_interpreter(model, arena_size)
+        self.manifest = read_manifest(self.interpreter.model) or {}
+        self.inputs = self.interpreter.get_input_details()
+        self.outputs = self.interpreter.get_output_details()
+
+    def run(self, *inputs) -> list[np.ndarray]:
+        """Raw outputs (the model's own dtypes) for one set of inputs (already the inputs' dtypes/shapes)."""
+        it = self.interpreter
+        if len(inputs) != len(self.inputs):
+            raise ModelError(f"{self.name}: the model takes {len(self.inputs)} inputs, {len(inputs)} given")
+        for d, x in zip(self.inputs, inputs):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        return [it.get_tensor(d["index"]) for d in self.outputs]
+
+
+def read_labels(labels) -> list[str] | None:
+    if labels is None:
+        return None
+    if isinstance(labels, (str, Path)):
+        path = Path(labels)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise ModelError(f"{path}: labels file is not UTF-8 text") from None
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    return [str(v) for v in labels]
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(np.float32)
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    x = np.clip(np.asarray(x, np.float64), -80, 80)
+    return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
+
+
+def to_scores(values: np.ndarray, mode: str = "auto", step: float = 0.0) -> np.ndarray:
+    """Dequantized class outputs -> scores (see the module docstring for the modes)."""
+    v = np.asarray(values, np.float32).reshape(-1)
+    if mode == "probabilities":
+        return v
+    if mode == "logits":
+        return softmax(v)
+    if mode == "sigmoid":
+        return sigmoid(v)
+    if mode != "auto":
+        raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {mode!r}")
+    tolerance = 0.02 + v.size * float(step)
+    if v.size and v.min() >= -1e-6 and v.max() <= 1 + 1e-6 and abs(float(v.sum()) - 1.0) <= tolerance:
+        return v
+    return softmax(v)
+
+
+def top_k(scores: np.ndarray, labels: list[str], k: int) -> list[Prediction]:
+    k = max(0, min(int(k), scores.size))
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [Prediction(labels[i], float(scores[i])) for i in order]
+
+
+def _label_list(labels, n: int, name: str, offset: int = 0) -> list[str]:
+    if labels is None:
+        return [str(i) for i in range(n)]
+    if len(labels) != n:
+        raise ModelError(f"{name}: {len(labels)} labels for {n} classes" + (" (after the background class)" if offset else ""))
+    return list(labels)
+
+
+# ------------------------------------------------------------------------------------------------- images
+
+
+def load_image(image, max_pixels: int = MAX_IMAGE_PIXELS):
+    """A PIL image from a path, bytes, PIL image or uint8 array; errors name the file and the problem."""
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(image, Image.Image):
+        return image
+    if isinstance(image, np.ndarray):
+        a = image
+        if a.dtype != np.uint8:
+            raise ModelError(f"image array: dtype {a.dtype}; pixel arrays must be uint8 (or pass a float array "
+                             "shaped like the model input)")
+        if a.ndim == 3 and a.shape[2] == 1:
+            a = a[:, :, 0]
+        if a.ndim == 2:
+            return Image.fromarray(a, "L")
+        if a.ndim != 3:
+            raise ModelError(f"image array: shape {a.shape}; expected (H, W) or (H, W, C)")
+        if a.shape[2] not in (3, 4):
+            raise ModelError(f"image array: {a.shape[2]} channels; expected 1, 3 or 4")
+        return Image.fromarray(np.ascontiguousarray(a[:, :, :3]), "RGB")
+    if isinstance(image, (bytes, bytearray, memoryview)):
+        import io
+
+        source, name = io.BytesIO(bytes(image)), "image bytes"
+    elif isinstance(image, (str, Path)):
+        source = name = str(image)
+        if not Path(source).exists():
+            raise FileNotFoundError(2, "No such file or directory", source)
+    else:
+        raise ModelError(f"image must be a path, bytes, a PIL image or a numpy array, not {type(image).__name__}")
+    try:
+        with Image.open(source) as im:
+            if im.width * im.height > max_pixels:
+                raise ModelError(f"{name}: {im.width}x{im.height} pixels is above the {max_pixels} pixel limit")
+            im.load()
+            return im.copy() if im.mode in ("L", "RGB") else im.convert("RGBA" if "A" in im.getbands() else "RGB")
+    except ModelError:
+        raise
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise ModelError(f"{name}: cannot read the image ({exc})") from None
+
+
+def resolve_preprocess(preprocess, manifest_pre, detail: dict, name: str) -> Preprocess:
+    """Explicit (a Preprocess or dict) over the manifest's, completed from the input shape (module docstring)."""
+    if isinstance(preprocess, Preprocess):
+        d = preprocess.to_dict()
+    elif preprocess is None:
+        d = dict(manifest_pre or {})
+    elif isinstance(preprocess, dict):
+        d = {**(manifest_pre or {}), **preprocess}
+    else:
+        raise ModelError(f"preprocess must be a Preprocess or a dict, not {type(preprocess).__name__}")
+    described = bool(preprocess is not None or manifest_pre)
+    shape = tuple(int(v) for v in detail["shape"])
+    if len(shape) not in (3, 4):
+        raise ModelError(f"{name}: input '{detail['name']}' has shape {shape}; image models take (1, H, W, C) "
+                         "or (1, C, H, W)")
+    if len(shape) == 3:  # (1, H, W): one gray channel without its axis
+        shape = shape + (1,)
+        d.setdefault("layout", "NHWC")
+    layout = str(d.get("layout") or ("NHWC" if shape[3] in (1, 3) else "NCHW")).upper()
+    h, w, c = (shape[1], shape[2], shape[3]) if layout == "NHWC" else (shape[2], shape[3], shape[1])
+    if c not in (1, 3):
+        raise ModelError(f"{name}: input '{detail['name']}' has {c} channels ({layout} {shape}); images give 1 or 3")
+    d["layout"] = layout
+    d.setdefault("size", None)
+    if not d["size"]:
+        d["size"] = (w, h)
+    if not d.get("channels"):
+        d["channels"] = "GRAY" if c == 1 else "RGB"
+    dtype = np.dtype(detail["dtype"])
+    if not described:
+        if is_quantized(detail) and dtype in (np.int8, np.uint8):
+            info = np.iinfo(dtype)
+            lo, hi = dequantize(np.array([info.min, info.max], dtype), detail).tolist()
+            d["value_range"] = (lo, hi)
+        elif dtype == np.uint8:
+            d["dtype"] = "uint8"
+        elif dtype == np.int8:
+            d["dtype"] = "int8"
+    pre = Preprocess.from_dict(d)
+    if pre.num_channels != c:
+        raise ModelError(f"{name}: preprocess gives {pre.channels} ({pre.num_channels} channels) but input "
+                         f"'{detail['name']}' takes {c}")
+    if tuple(pre.size) != (w, h):
+        raise ModelError(f"{name}: preprocess size {pre.size[0]}x{pre.size[1]} but input '{detail['name']}' "
+                         f"is {w}x{h}")
+    return pre
+
+
+@dataclass
+class ImageMeta:
+    """Where the model input came from (to map boxes back to the original image)."""
+
+    width: int
+    height: int
+    target: tuple[int, int]
+    resize: str
+
+
+def _to_pixels(box, meta: ImageMeta | None):
+    if meta is None:
+        return None
+    w, h = meta.target
+    iw, ih = meta.width, meta.height
+    x0, y0, x1, y1 = box
+    if meta.resize == "stretch" or (iw, ih) == (w, h):
+        return (x0 * iw, y0 * ih, x1 * iw, y1 * ih)
+    if meta.resize == "center-crop":
+        k = max(w / iw, h / ih)
+        sw, sh = max(w, round(iw * k)), max(h, round(ih * k))
+        ox, oy = -((sw - w) // 2), -((sh - h) // 2)
+    else:  # letterbox
+        k = min(w / iw, h / ih)
+        sw, sh = max(1, round(iw * k)), max(1, round(ih * k))
+        ox, oy = (w - sw) // 2, (h - sh) // 2
+    fx, fy = sw / iw, sh / ih
+
+    def px(v, size, off, f, limit):
+        return float(min(max((v * size - off) / f, 0.0), limit))
+
+    return (px(x0, w, ox, fx, iw), px(y0, h, oy, fy, ih), px(x1, w, ox, fx, iw), px(y1, h, oy, fy, ih))
+
+
+class _ImagePipeline:
+    def __init__(self, model, preprocess=None, labels=None, input_index: int = 0, arena_size=None):
+        self.runner = ModelRunner(model, arena_size)
+        self.name = self.runner.name
+        self.manifest = self.runner.manifest
+        if not 0 <= input_index < len(self.runner.inputs):
+            raise ModelError(f"{self.name}: no input {input_index} (the model has {len(self.runner.inputs)})")
+        if len(self.runner.inputs) != 1:
+            raise ModelError(f"{self.name}: image pipelines take models with one input; this one has "
+                             f"{len(self.runner.inputs)}")
+        self.input = self.runner.inputs[input_index]
+        self.preprocess = resolve_preprocess(preprocess, self.manifest.get("preprocess"), self.input, self.name)
+        self.labels = read_labels(labels) if labels is not None else read_labels(self.manifest.get("labels"))
+
+    def prepare(self, image) -> tuple[np.ndarray, ImageMeta | None]:
+        """An image -> (the model input tensor with batch axis one, where it came from)."""
+        want = tuple(int(d) for d in self.input["shape"])
+        if isinstance(image, np.ndarray) and image.dtype != np.uint8:
+            if tuple(image.shape) in (want, want[1:]):
+                return to_input(image, self.input, "image tensor"), None
+            raise ModelError(f"{image.dtype} image array of shape {image.shape}: a non-uint8 array must be the "
+                             f"pre-processed input {want}; pixel arrays are uint8")
+        label = str(image) if isinstance(image, (str, Path)) else "image"
+        pil = load_image(image)
+        meta = ImageMeta(pil.width, pil.height, tuple(self.preprocess.size), self.preprocess.resize)
+        try:
+            x = self.preprocess.apply(pil)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{label}: cannot pre-process the image ({exc})") from None
+        if x.shape != want:
+            x = x.reshape(want) if x.size == math.prod(want) else x
+        return to_input(x, self.input, label), meta
+
+    def run_tensor(self, x) -> list[np.ndarray]:
+        return self.runner.run(x)
+
+
+class ImageClassifier(_ImagePipeline):
+    """Image in, top-k (label, score) out; see the module docstring."""
+
+    def __init__(self, model, preprocess=None, labels=None, scores: str | None = None, output_index: int = 0,
+                 top_k: int = 5, arena_size=None):
+        super().__init__(model, preprocess, labels, arena_size=arena_size)
+        post = self.manifest.get("postprocess") or {}
+        self.scores = scores or post.get("scores") or "auto"
+        if self.scores not in SCORE_MODES:
+            raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {self.scores!r}")
+        if not 0 <= output_index < len(self.runner.outputs):
+            raise ModelError(f"{self.name}: no output {output_index} (the model has {len(self.runner.outputs)})")
+        self.output = self.runner.outputs[output_index]
+        self.output_index = output_index
+        self.num_classes = int(np.prod(self.output["shape"][1:])) if len(self.output["shape"]) > 1 else int(
+            np.prod(self.output["shape"]))
+        self.labels = _label_list(self.labels, self.num_classes, self.name)
+        self.top_k = int(top_k)
+
+    def interpret(self, outputs: list[np.ndarray], k: int | None = None) -> list[Prediction]:
+        """Raw outputs of one run (batch one) -> top-k predictions."""
+        y = dequantize(outputs[self.output_index], self.output).reshape(-1)[: self.num_classes]
+        scales, _, _ = _quant_params(self.output)
+        step = float(scales.max()) if is_quantized(self.output) else 0.0
+        return top_k(to_scores(y, self.scores, step), self.labels, self.top_k if k is None else k)
+
+    def predict(self, image, top_k: int | None = None) -> list[Prediction]:
+        x, _ = self.prepare(image)
+        return self.interpret(self.runner.run(x), top_k)
+
+    def predict_tensor(self, x, top_k: int | None = None) -> list[Prediction]:
+        return self.interpret(self.runner.run(to_input(x, self.input, "tensor")), top_k)
+
+
+# ------------------------------------------------------------------------------------------------- detection
+
+
+def ssd_anchors(config: dict) -> np.ndarray:
+    """Anchors (N, 4) as (y_center, x_center, h, w) from an SSD anchor config (see the module docstring)."""
+    try:
+        num_layers = int(config["num_layers"])
+        min_scale, max_scale = float(config["min_scale"]), float(config["max_scale"])
+        in_h, in_w = int(config["input_size_height"]), int(config["input_size_width"])
+        strides = [int(s) for s in config["strides"]]
+    except KeyError as exc:
+        raise ModelError(f"ssd_anchors: missing key {exc.args[0]!r}") from None
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"ssd_anchors: bad value ({exc})") from None
+    if num_layers != len(strides) or num_layers < 1 or min(strides) <= 0:
+        raise ModelError(f"ssd_anchors: num_layers {num_layers} needs as many positive strides, got {strides}")
+    ratios_cfg = [float(r) for r in config.get("aspect_ratios", [1.0])]
+    off_x, off_y = float(config.get("anchor_offset_x", 0.5)), float(config.get("anchor_offset_y", 0.5))
+    reduce_lowest = bool(config.get("reduce_boxes_in_lowest_layer", False))
+    interp_ratio = float(config.get("interpolated_scale_aspect_ratio", 1.0))
+    fixed = bool(config.get("fixed_anchor_size", False))
+
+    def scale_of(layer: int) -> float:
+        if num_layers == 1:
+            return (min_scale + max_scale) / 2
+        return min_scale + (max_scale - min_scale) * layer / (num_layers - 1)
+
+    groups = []
+    layer = 0
+    while layer < num_layers:
+        ratios, scales = [], []
+        last = layer
+        while last < num_layers and strides[last] == strides[layer]:
+            s = scale_of(last)
+            if last == 0 and reduce_lowest:
+                ratios += [1.0, 2.0, 0.5]
+                scales += [0.1, s, s]
+            else:
+                ratios += ratios_cfg
+                scales += [s] * len(ratios_cfg)
+                if interp_ratio > 0:
+                    nxt = 1.0 if last == num_layers - 1 else scale_of(last + 1)
+                    ratios.append(interp_ratio)
+                    scales.append(math.sqrt(s * nxt))
+            last += 1
+        r = np.sqrt(np.asarray(ratios, np.float64))
+        sc = np.asarray(scales, np.float64)
+        hw = np.ones((len(ratios), 2)) if fixed else np.stack([sc / r, sc * r], axis=1)
+        fh, fw = math.ceil(in_h / strides[layer]), math.ceil(in_w / strides[layer])
+        yc = (np.arange(fh) + off_y) / fh
+        xc = (np.arange(fw) + off_x) / fw
+        a = len(ratios)
+        grid = np.empty((fh, fw, a, 4))
+        grid[..., 0] = yc[:, None, None]
+        grid[..., 1] = xc[None, :, None]
+        grid[..., 2] = hw[None, None, :, 0]
+        grid[..., 3] = hw[None, None, :, 1]
+        groups.append(grid.reshape(-1, 4))
+        layer = last
+    return np.concatenate(groups).astype(np.float32)
+
+
+def decode_boxes(encoded: np.ndarray, anchors: np.ndarray, scales=(10.0, 10.0, 5.0, 5.0), box_order: str = "yxhw",
+                 box_encoding: str = "log") -> np.ndarray:
+    """Box encodings (N, >=4) relative to anchors (N, 4: yc, xc, h, w) -> corner boxes (N, 4: ymin, xmin, ymax, xmax)."""
+    e = np.asarray(encoded, np.float64)
+    a = np.asarray(anchors, np.float64)
+    if e.ndim != 2 or e.shape[1] < 4 or a.shape != (e.shape[0], 4):
+        raise ModelError(f"detection: {e.shape[0] if e.ndim == 2 else '?'} box encodings of shape {e.shape} "
+                         f"need anchors of shape (N, 4), got {a.shape}")
+    order = {"yxhw": (0, 1, 2, 3), "xywh": (1, 0, 3, 2)}.get(box_order)
+    if order is None:
+        raise ModelError(f"detection: box_order must be yxhw or xywh, not {box_order!r}")
+    ty, tx, th, tw = (e[:, i] for i in order)
+    sy, sx, sh, sw = (float(s) for s in scales)
+    yc = ty / sy * a[:, 2] + a[:, 0]
+    xc = tx / sx * a[:, 3] + a[:, 1]
+    if box_encoding == "log":
+        h = np.exp(np.clip(th / sh, -30, 30)) * a[:, 2]
+        w = np.exp(np.clip(tw / sw, -30, 30)) * a[:, 3]
+    elif box_encoding == "linear":
+        h = th / sh * a[:, 2]
+        w = tw / sw * a[:, 3]
+    else:
+        raise ModelError(f"detection: box_encoding must be log or linear, not {box_encoding!r}")
+    return np.stack([yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2], axis=1)
+
+
+def iou(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """IoU of one corner box (4,) with many (N, 4), any consistent corner order (min, min, max, max)."""
+    lo = np.maximum(box[:2], boxes[:, :2])
+    hi = np.minimum(box[2:], boxes[:, 2:])
+    inter = np.prod(np.clip(hi - lo, 0, None), axis=1)
+    area = np.prod(np.clip(box[2:] - box[:2], 0, None))
+    areas = np.prod(np.clip(boxes[:, 2:] - boxes[:, :2], 0, None), axis=1)
+    union = area + areas - inter
+    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
+
+
+def nms(boxes, scores, classes=None, iou_threshold: float = 0.5, score_threshold: float = 0.5,
+        max_detections: int = 100, class_aware: bool = True) -> np.ndarray:
+    """Greedy non-maximum suppression: indices kept, best first. Boxes (N, 4) corner boxes; a box suppresses
+    a lower-scored one whose IoU with it is above ``iou_threshold`` (same class only when ``class_aware``).
+    Ties keep the lower index first. Each round is one vectorized IoU; at most ``max_detections`` rounds."""
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    scores = np.asarray(scores, np.float64).reshape(-1)
+    classes = np.zeros(scores.size, np.int64) if classes is None else np.asarray(classes).reshape(-1)
+    cand = np.flatnonzero(scores >= score_threshold)
+    cand = cand[np.argsort(-scores[cand], kind="stable")]
+    keep = []
+    while cand.size and len(keep) < max_detections:
+        best = cand[0]
+        keep.append(int(best))
+        rest = cand[1:]
+        over = iou(boxes[best], boxes[rest]) > iou_threshold
+        if class_aware:
+            over &= classes[rest] == classes[best]
+        cand = rest[~over]
+    return np.asarray(keep, np.int64)
+
+
+_DETECTION_DEFAULTS = {
+    "format": None, "outputs": None, "box_order": None, "scales": [10.0, 10.0, 5.0, 5.0], "box_encoding": "log",
+    "anchors": None, "ssd_anchors": None, "score_activation": "sigmoid", "background_class": False,
+    "score_threshold": 0.5, "iou_threshold": 0.5, "max_detections": 100, "class_aware": True, "multi_label": False,
+}
+
+
+class Detector(_ImagePipeline):
+    """Image in, boxes out: decode with anchors, then NMS; options as in the module docstring."""
+
+    def __init__(self, model, preprocess=None, labels=None, arena_size=None, **options):
+        super().__init__(model, preprocess, labels, arena_size=arena_size)
+        unknown = set(options) - set(_DETECTION_DEFAULTS)
+        if unknown:
+            raise ModelError(f"Detector: unknown option(s) {', '.join(sorted(unknown))}")
+        cfg = {**_DETECTION_DEFAULTS, **(self.manifest.get("detection") or {}),
+               **{k: v for k, v in options.items() if v is not None}}
+        self.config = cfg
+        outs = self.runner.outputs
+        fmt = cfg["format"]
+        if fmt is None:
+            fmt = "ssd" if (cfg["anchors"] is not None or cfg["ssd_anchors"]) else (
+                "postprocessed" if len(outs) == 4 and not cfg["outputs"] else "boxes")
+        if fmt not in ("ssd", "boxes", "postprocessed"):
+            raise ModelError(f"{self.name}: detection format must be ssd, boxes or postprocessed, not {fmt!r}")
+        self.format = fmt
+        if fmt == "postprocessed":
+            if len(outs) != 4:
+                raise ModelError(f"{self.name}: 'postprocessed' detection needs 4 outputs (boxes, classes, scores, "
+                                 f"count); the model has {len(outs)}")
+            self.num_classes = None
+            return
+        self.box_out, self.score_out = self._pick_outputs(cfg["outputs"])
+        bshape = tuple(int(d) for d in outs[self.box_out]["shape"])
+        sshape = tuple(int(d) for d in outs[self.score_out]["shape"])
+        self.num_boxes = bshape[-2] if len(bshape) >= 2 else 0
+        if len(bshape) < 2 or bshape[-1] < 4 or math.prod(bshape[:-2]) != 1:
+            raise ModelError(f"{self.name}: box output '{outs[self.box_out]['name']}' has shape {bshape}; "
+                             "expected (1, N, >=4)")
+        n_scores = math.prod(sshape)
+        if n_scores % self.num_boxes:
+            raise ModelError(f"{self.name}: score output {sshape} does not hold a whole number of classes for "
+                             f"{self.num_boxes} boxes")
+        self.num_classes = n_scores // self.num_boxes
+        self.first_class = 1 if cfg["background_class"] else 0
+        if self.num_classes - self.first_class < 1:
+            raise ModelError(f"{self.name}: no classes left after the background class")
+        self.labels = _label_list(self.labels, self.num_classes - self.first_class, self.name, self.first_class)
+        if fmt == "ssd":
+            if cfg["anchors"] is not None:
+                anchors = np.asarray(cfg["anchors"], np.float32)
+            elif cfg["ssd_anchors"]:
+                anchors = ssd_anchors(cfg["ssd_anchors"])
+            else:
+                raise ModelError(f"{self.name}: ssd detection needs anchors or an ssd_anchors config")
+            if anchors.shape != (self.num_boxes, 4):
+                raise ModelError(f"{self.name}: {anchors.shape[0] if anchors.ndim else 0} anchors for "
+                                 f"{self.num_boxes} boxes (anchors shape {anchors.shape})")
+            self.anchors = anchors
+
+    def _pick_outputs(self, chosen) -> tuple[int, int]:
+        outs = self.runner.outputs
+        if chosen:
+            try:
+                b, s = int(chosen["boxes"]), int(chosen["scores"])
+            except (KeyError, TypeError, ValueError):
+                raise ModelError(f"{self.name}: detection outputs must be {{'boxes': i, 'scores': j}}") from None
+            if not (0 <= b < len(outs) and 0 <= s < len(outs)) or b == s:
+                raise ModelError(f"{self.name}: detection outputs {chosen} out of range ({len(outs)} outputs)")
+            return b, s
+        if len(outs) != 2:
+            raise ModelError(f"{self.name}: {len(outs)} outputs; say which hold boxes and scores "
+                             "(detection option outputs={'boxes': i, 'scores': j})")
+        four = [i for i, d in enumerate(outs) if len(d["shape"]) >= 2 and int(d["shape"][-1]) == 4]
+        if len(four) != 1:
+            named = [i for i, d in enumerate(outs) if any(k in d["name"].lower() for k in ("box", "regress", "loc"))]
+            four = named if len(named) == 1 else []
+        if not four:
+            raise ModelError(f"{self.name}: cannot tell the box output from the score output; give "
+                             "outputs={'boxes': i, 'scores': j}")
+        return four[0], 1 - four[0]
+
+    def interpret(self, outputs: list[np.ndarray], meta: ImageMeta | None = None) -> list[Detection]:
+        cfg = self.config
+        if self.format == "postprocessed":
+            return self._postprocessed(outputs, meta)
+        raw = dequantize(outputs[self.box_out], self.runner.outputs[self.box_out])
+        raw = np.asarray(raw, np.float64).reshape(self.num_boxes, -1)
+        logits = np.asarray(dequantize(outputs[self.score_out], self.runner.outputs[self.score_out]),
+                            np.float64).reshape(self.num_boxes, self.num_classes)
+        act = cfg["score_activation"]
+        if act == "sigmoid":
+            scores = sigmoid(logits)
+        elif act == "softmax":
+            scores = softmax(logits, axis=1)
+        elif act == "none":
+            scores = logits.astype(np.float32)
+        else:
+            raise ModelError(f"detection: score_activation must be sigmoid, softmax or none, not {act!r}")
+        scores = scores[:, self.first_class:]
+        if self.format == "ssd":
+            corners = decode_boxes(raw, self.anchors, cfg["scales"], cfg["box_order"] or "yxhw", cfg["box_encoding"])
+        else:
+            order = cfg["box_order"] or "yxyx"
+            if order not in ("yxyx", "xyxy"):
+                raise ModelError(f"detection: box_order for format 'boxes' must be yxyx or xyxy, not {order!r}")
+            corners = raw[:, :4] if order == "yxyx" else raw[:, [1, 0, 3, 2]]
+        if cfg["multi_label"]:
+            bi, ci = np.nonzero(scores >= float(cfg["score_threshold"]))
+            cand_boxes, cand_scores, cand_classes = corners[bi], scores[bi, ci], ci
+        else:
+            ci = np.argmax(scores, axis=1)
+            cand_boxes, cand_scores, cand_classes = corners, scores[np.arange(scores.shape[0]), ci], ci
+        keep = nms(cand_boxes, cand_scores, cand_classes, float(cfg["iou_threshold"]), float(cfg["score_threshold"]),
+                   int(cfg["max_detections"]), bool(cfg["class_aware"]))
+        return [self._detection(cand_boxes[k], int(cand_classes[k]), float(cand_scores[k]), meta) for k in keep]
+
+    def _detection(self, yxyx, cls: int, score: float, meta) -> Detection:
+        ymin, xmin, ymax, xmax = (float(np.clip(v, 0.0, 1.0)) for v in yxyx)
+        box = (xmin, ymin, xmax, ymax)
+        label = self.labels[cls] if self.labels and 0 <= cls < len(self.labels) else str(cls)
+        return Detection(box, label, score, cls + getattr(self, "first_class", 0), _to_pixels(box, meta))
+
+    def _postprocessed(self, outputs, meta) -> list[Detection]:
+        outs = self.runner.outputs
+        vals = [np.asarray(dequantize(o, d), np.float64) for o, d in zip(outputs, outs)]
+        boxes, classes, scores, count = vals[0].reshape(-1, 4), vals[1].reshape(-1), vals[2].reshape(-1), vals[3]
+        n = min(int(count.reshape(-1)[0]), boxes.shape[0], scores.size)
+        res = []
+        thr = float(self.config["score_threshold"])
+        for i in range(n):
+            if scores[i] >= thr:
+                cls = int(classes[i])
+                label = self.labels[cls] if self.labels and 0 <= cls < len(self.labels) else str(cls)
+                ymin, xmin, ymax, xmax = (float(np.clip(v, 0, 1)) for v in boxes[i])
+                box = (xmin, ymin, xmax, ymax)
+                res.append(Detection(box, label, float(scores[i]), cls, _to_pixels(box, meta)))
+        return res[: int(self.config["max_detections"])]
+
+    def detect(self, image) -> list[Detection]:
+        x, meta = self.prepare(image)
+        return self.interpret(self.runner.run(x), meta)
+
+
+# ------------------------------------------------------------------------------------------------- audio
+
+
+MAX_WAV_SECONDS = 600
+
+
+def read_wav(path) -> tuple[np.ndarray, int]:
+    """A WAV file -> (int16 mono samples, sample rate). 16-bit PCM only; channels are averaged."""
+    name = str(path)
+    if isinstance(path, (str, Path)) and not Path(path).exists():
+        raise FileNotFoundError(2, "No such file or directory", name)
+    try:
+        with wave.open(str(path) if isinstance(path, Path) else path, "rb") as w:
+            width, channels, rate, n = w.getsampwidth(), w.getnchannels(), w.getframerate(), w.getnframes()
+            if width != 2:
+                raise ModelError(f"{name}: {8 * width}-bit samples; only 16-bit PCM WAV is supported")
+            if rate <= 0 or n > MAX_WAV_SECONDS * rate:
+                raise ModelError(f"{name}: {n} frames at {rate} Hz is outside what we read (<= {MAX_WAV_SECONDS} s)")
+            data = w.readframes(n)
+    except ModelError:
+        raise
+    except (wave.Error, EOFError, OSError) as exc:
+        raise ModelError(f"{name}: cannot read the WAV file ({exc}); only 16-bit PCM WAV is supported") from None
+    a = np.frombuffer(data[: len(data) - len(data) % (2 * channels)], "<i2").reshape(-1, channels)
+    if channels > 1:
+        a = np.round(a.astype(np.float64).mean(axis=1)).astype(np.int16)
+    else:
+        a = a[:, 0].astype(np.int16)
+    return a, rate
+
+
+def _samples_for(x: np.ndarray, detail: dict) -> np.ndarray:
+    """int16 samples -> an input of the detail's dtype (float: /32768; quantized: via float)."""
+    dtype = np.dtype(detail["dtype"])
+    if dtype == np.int16 and not is_quantized(detail):
+        return x.astype(np.int16)
+    f = x.astype(np.float32) / 32768.0
+    if dtype.kind == "f":
+        return f.astype(dtype)
+    if is_quantized(detail):
+        return quantize(f, detail)
+    raise ModelError(f"audio input '{detail['name']}': cannot feed samples to a {dtype} input without quantization")
+
+
+class AudioClassifier:
+    """WAV (or int16 samples) in, top-k (label, score) out; see the module docstring."""
+
+    def __init__(self, model, labels=None, frontend=None, sample_rate: int | None = None,
+                 frame_length: int | None = None, frame_step: int | None = None, hop: int | None = None,
+                 scores: str | None = None, top_k: int = 5, arena_size=None):
+        self.runner = ModelRunner(model, arena_size)
+        self.name = self.runner.name
+        self.manifest = self.runner.manifest
+        audio = self.manifest.get("audio") or {}
+        if len(self.runner.inputs) != 1:
+            raise ModelError(f"{self.name}: audio models take one input; this one has {len(self.runner.inputs)}")
+        self.input = self.runner.inputs[0]
+        self.output = self.runner.outputs[0]
+        self.sample_rate = int(sample_rate or audio.get("sample_rate") or 16000)
+        self.scores = scores or (self.manifest.get("postprocess") or {}).get("scores") or "auto"
+        if self.scores not in SCORE_MODES:
+            raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {self.scores!r}")
+        self.top_k = int(top_k)
+        in_size = int(np.prod(self.input["shape"]))
+        self.frontend = ModelRunner(frontend) if frontend is not None else None
+        if self.frontend is not None:
+            fin, fout = self.frontend.inputs[0], self.frontend.outputs[0]
+            self.frame_length = int(np.prod(fin["shape"]))
+            if frame_length is not None and int(frame_length) != self.frame_length:
+                raise ModelError(f"{self.frontend.name}: takes {self.frame_length} samples per frame, "
+                                 f"frame_length {frame_length} given")
+            self.feature_size = int(np.prod(fout["shape"]))
+            if in_size % self.feature_size:
+                raise ModelError(f"{self.name}: input of {in_size} values is not a whole number of "
+                                 f"{self.feature_size}-value feature frames from {self.frontend.name}")
+            self.frames = in_size // self.feature_size
+            self.frame_step = int(frame_step or audio.get("frame_step") or self.frame_length)
+        else:
+            self.frame_length = int(frame_length or audio.get("frame_length") or in_size)
+            if self.frame_length != in_size:
+                raise ModelError(f"{self.name}: input takes {in_size} samples, frame_length {self.frame_length}")
+            self.frame_step = int(frame_step or audio.get("frame_step") or self.frame_length)
+            self.frames = 1
+        if self.frame_step <= 0:
+            raise ModelError(f"frame_step must be positive, not {self.frame_step}")
+        self.hop = int(hop or audio.get("hop") or self.frames)
+        n_classes = int(np.prod(self.output["shape"]))
+        lab = read_labels(labels) if labels is not None else read_labels(self.manifest.get("labels"))
+        self.labels = _label_list(lab, n_classes, self.name)
+
+    @property
+    def window_samples(self) -> int:
+        """Samples one model window covers."""
+        return (self.frames - 1) * self.frame_step + self.frame_length
+
+    def _samples(self, wav) -> tuple[np.ndarray, str]:
+        if isinstance(wav, (str, Path)):
+            samples, rate = read_wav(wav)
+            name = str(wav)
+        elif isinstance(wav, tuple) and len(wav) == 2:
+            samples, rate = np.asarray(wav[0]), int(wav[1])
+            name = "audio"
+        else:
+            samples, rate, name = np.asarray(wav), self.sample_rate, "audio"
+        if rate != self.sample_rate:
+            raise ModelError(f"{name}: {rate} Hz audio but the model takes {self.sample_rate} Hz; resample it "
+                             "first (edge-sdk does not resample)")
+        samples = np.asarray(samples)
+        if samples.ndim != 1 or samples.dtype != np.int16:
+            raise ModelError(f"{name}: samples must be a 1-D int16 array, not {samples.dtype} {samples.shape}")
+        return samples, name
+
+    def _features(self, samples: np.ndarray) -> np.ndarray:
+        """(frames, feature) rows for the whole clip: frontend features, or the raw frames' model input."""
+        n = max(1, -(-max(0, samples.size - self.frame_length) // self.frame_step) + 1)
+        if self.frontend is None:
+            return np.zeros((n, 0))  # unused: windows are cut from samples directly
+        fe = self.frontend
+        fe.interpreter.reset_all_variables()
+        fin = fe.inputs[0]
+        padded = np.zeros(max(samples.size, (n - 1) * self.frame_step + self.frame_length), np.int16)
+        padded[: samples.size] = samples
+        rows = []
+        for i in range(n):
+            frame = padded[i * self.frame_step: i * self.frame_step + self.frame_length]
+            (y,) = fe.run(_samples_for(frame, fin).reshape(tuple(int(d) for d in fin["shape"])))[:1]
+            rows.append(np.array(y).reshape(-1))
+        return np.stack(rows)
+
+    def _windows(self, samples: np.ndarray) -> list[tuple[float, np.ndarray]]:
+        shape = tuple(int(d) for d in self.input["shape"])
+        out = []
+        if self.frontend is None:
+            n = max(1, -(-max(0, samples.size - self.frame_length) // (self.frame_step * self.hop)) + 1)
+            padded = np.zeros(max(samples.size, (n - 1) * self.frame_step * self.hop + self.frame_length), np.int16)
+            padded[: samples.size] = samples
+            for i in range(n):
+                s = i * self.frame_step * self.hop
+                x = _samples_for(padded[s: s + self.frame_length], self.input).reshape(shape)
+                out.append((s / self.sample_rate, x))
+            return out
+        if samples.size < self.window_samples:  # a short clip: pad with silence to one window
+            samples = np.concatenate([samples, np.zeros(self.window_samples - samples.size, np.int16)])
+        feats = self._features(samples)
+        need = self.frames
+        n = (feats.shape[0] - need) // self.hop + 1
+        fdetail = self.frontend.outputs[0]
+        for i in range(n):
+            block = feats[i * self.hop: i * self.hop + need]
+            if np.dtype(fdetail["dtype"]) == np.dtype(self.input["dtype"]) and not is_quantized(fdetail):
+                x = block.astype(self.input["dtype"]).reshape(shape)
+            else:
+                x = to_input(dequantize(block, fdetail).reshape(shape), self.input, "features")
+            out.append((i * self.hop * self.frame_step / self.sample_rate, x))
+        return out
+
+    def _scores(self, x) -> np.ndarray:
+        (y,) = self.runner.run(x)[:1]
+        scales, _, _ = _quant_params(self.output)
+        step = float(scales.max()) if is_quantized(self.output) else 0.0
+        return to_scores(dequantize(y, self.output).reshape(-1), self.scores, step)
+
+    def predict_windows(self, wav, top_k: int | None = None) -> list[tuple[float, list[Prediction]]]:
+        """Per window: (start time in seconds, top-k predictions)."""
+        samples, _ = self._samples(wav)
+        k = self.top_k if top_k is None else top_k
+        return [(t, top_k_fn(self._scores(x), self.labels, k)) for t, x in self._windows(samples)]
+
+    def predict(self, wav, top_k: int | None = None) -> list[Prediction]:
+        """Top-k over the clip (scores averaged over its windows)."""
+        samples, _ = self._samples(wav)
+        scores = np.mean([self._scores(x) for _, x in self._windows(samples)], axis=0)
+        return top_k_fn(scores, self.labels, self.top_k if top_k is None else top_k)
+
+
+top_k_fn = top_k
+
+
+# ------------------------------------------------------------------------------------------------- choosing
+
+
+def model_task(runner: ModelRunner, task: str | None = None) -> str:
+    """"classify", "detect" or "audio": given, from the manifest's "task", else guessed from the outputs."""
+    task = task or runner.manifest.get("task")
+    aliases = {"classification": "classify", "image_classification": "classify", "detection": "detect",
+               "object_detection": "detect", "audio_classification": "audio", "classify": "classify",
+               "detect": "detect", "audio": "audio"}
+    if task is not None:
+        if task not in aliases:
+            raise ModelError(f"{runner.name}: unknown task {task!r} (classify, detect or audio)")
+        return aliases[task]
+    if runner.manifest.get("detection") is not None:
+        return "detect"
+    if runner.manifest.get("audio") is not None:
+        return "audio"
+    outs = runner.outputs
+    if len(outs) == 4 or (len(outs) == 2 and all(len(d["shape"]) == 3 for d in outs)):
+        return "detect"
+    return "classify"
+
+
+def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
+               preprocess=None) -> list[dict]:
+    """What ``edge run`` prints: per input ``{"input", "predictions": [{"label", "score"}]}`` or
+    ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers)."""
+    runner = ModelRunner(model)
+    paths = [str(p) for p in inputs]
+    kind = model_task(runner, task)
+    if kind == "classify" and (frontend is not None or any(p.lower().endswith(AUDIO_SUFFIXES) for p in paths)):
+        kind = "audio"
+    if kind == "audio":
+        pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k)
+    elif kind == "detect":
+        pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels)
+    else:
+        pipe = None
+    results = []
+    for p in paths:
+        if kind == "detect":
+            results.append({"input": p, "detections": [d.to_dict() for d in pipe.detect(p)]})
+            continue
+        if kind == "audio":
+            preds = pipe.predict(p, top_k)
+        elif p.lower().endswith(".npy"):
+            if pipe is None:
+                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \
+                    if len(runner.inputs[0]["shape"]) in (3, 4) else _TensorClassifier(runner, labels, top_k)
+            try:
+                x = np.load(p, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"{p}: cannot read the .npy tensor ({exc})") from None
+            preds = pipe.predict_tensor(x, top_k)
+        else:
+            if pipe is None or isinstance(pipe, _TensorClassifier):
+                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
+            preds = pipe.predict(p, top_k)
+        results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds]})
+    return results
+
+
+class _TensorClassifier:
+    """Classification post-processing for models that take tensors, not images (.npy inputs)."""
+
+    def __init__(self, runner: ModelRunner, labels, k: int):
+        self.runner, self.input, self.output = runner, runner.inputs[0], runner.outputs[0]
+        n = int(np.prod(self.output["shape"]))
+        lab = read_labels(labels) if labels is not None else read_labels(runner.manifest.get("labels"))
+        self.labels = _label_list(lab, n, runner.name)
+        self.scores = (runner.manifest.get("postprocess") or {}).get("scores") or "auto"
+        self.k = k
+
+    def predict_tensor(self, x, k=None):
+        (y,) = self.runner.run(to_input(x, self.input, "tensor"))[:1]
+        scales, _, _ = _quant_params(self.output)
+        step = float(scales.max()) if is_quantized(self.output) else 0.0
+        return top_k(to_scores(dequantize(y, self.output), self.scores, step), self.labels, self.k if k is None else k)
+
+
+def format_results(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"{r['input']}:")
+        if "detections" in r:
+            if not r["detections"]:
+                lines.append("  (no detections)")
+            for d in r["detections"]:
+                box = ", ".join(f"{v:.3f}" for v in d["box"])
+                lines.append(f"  {d['label']:<20} {d['score']:.4f}  box ({box})")
+        else:
+            for p in r["predictions"]:
+                lines.append(f"  {p['label']:<20} {p['score']:.4f}")
+    return "\n".join(lines) + "\n"

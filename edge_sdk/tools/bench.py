@@ -1,0 +1,439 @@
+"""`edge bench`: how fast a model runs, here or on a device over SSH.
+
+    report = run_benchmark("model.tflite", runs=50, warmup=5)              # in this process
+    report = bench("model.tflite", host="pi@raspberrypi.local")           # on the device, over SSH
+    print(format_bench(report))
+
+Measured, in order: init (read the model, build the interpreter, allocate), the first inference, ``warmup``
+inferences, then ``runs`` timed inferences (``time.perf_counter_ns`` around each invoke) giving mean, std, min,
+max and the 50th/90th/99th percentiles (linear interpolation). Memory: the planned arena and the process's
+peak RSS after those runs (``resource.getrusage``; on the device: of the benchmark process, interpreter
+included). Then a per-op profile: ``profile_runs`` more inferences with every op timed, kept apart from the
+latency runs so the timing hooks do not touch them: backend python through ``Interpreter.invoke_profiled``
+(subgraph 0's steps), backend c through the C runtime's own op timer (``CInterpreter.enable_trace``/``trace``,
+every subgraph). LiteRT's Python API has no per-op timings: for backend litert ``ops`` is empty and
+``ops_note`` says why. The per-op table, Chrome/Perfetto trace, CSV and plot are edge_sdk.tools.op_report's, the
+same as `edge profile`'s (times in us): ``write_op_files`` (or ``bench(..., trace=, csv=, plot=)``) writes them
+on the host, also for a device run, whose JSON carries every run's per-op times (``op_profile``).
+Inputs are seeded random values of each input's dtype and shape.
+
+On a device: ``edge deploy`` put the runtime at ``~/.edge-sdk/venv``; the model is the deployed one when its
+sha256 matches the local file, else it is copied to ``~/.edge-sdk/bench/`` first. The device runs
+``~/.edge-sdk/venv/bin/python -m edge_sdk.tools.bench MODEL --json ...`` (this module's ``main``), which prints the
+report as JSON on stdout.
+
+JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``first_inference_us``,
+``warmup_us`` (each warm-up run), ``runs``, ``warmup``, ``threads``, ``ops`` (the per-op table rows of
+edge_sdk.tools.op_report: index, subgraph, op, output_shape, macs, time, time_min, time_max, unit "us", pct,
+cum_pct, macs_per_unit), ``profile_runs``, ``op_profile`` (report_ops.OpProfile.to_dict(): every profiled
+run's time per op, or None), ``ops_note`` (why there are no per-op times, or None), ``arena_bytes``,
+``peak_rss_bytes``, ``backend``, ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
+``edge_sdk_version``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from edge_sdk.tools import op_report as report_ops
+from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
+
+BACKENDS = ("python", "c", "litert")
+LITERT_NOTE = ("no per-op times with backend litert: LiteRT's Python API (ai_edge_litert.interpreter) does not "
+               "expose per-op timings; use --backend python or c for a per-op profile (or LiteRT's benchmark_model "
+               "tool with --enable_op_profiling=true)")
+
+
+def _percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    k = (len(sorted_values) - 1) * q / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
+
+
+def latency_stats(samples_us: list[float]) -> dict:
+    """mean, std (population), p50, p90, p99, min, max of a list of microsecond samples."""
+    s = sorted(samples_us)
+    n = len(s)
+    mean = sum(s) / n
+    std = (sum((x - mean) ** 2 for x in s) / n) ** 0.5
+    return {"mean": mean, "std": std, "p50": _percentile(s, 50), "p90": _percentile(s, 90),
+            "p99": _percentile(s, 99), "min": s[0], "max": s[-1]}
+
+
+def _peak_rss_bytes() -> int | None:
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(rss if sys.platform == "darwin" else rss * 1024)  # Linux reports KiB, macOS bytes
+
+
+def _random_inputs(details: list[dict], seed: int) -> list:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for d in details:
+        dtype = np.dtype(d["dtype"])
+        shape = tuple(int(x) for x in d["shape"])
+        if dtype.kind == "f":
+            x = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            x = rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+        elif dtype.kind == "b":
+            x = rng.integers(0, 2, size=shape).astype(dtype)
+        else:
+            x = np.zeros(shape, dtype)
+        out.append(x)
+    return out
+
+
+class _Runner:
+    """One backend's interpreter, behind the few calls the benchmark needs."""
+
+    def __init__(self, backend: str, content: bytes, threads: int | None):
+        self.backend = backend
+        self.interp = None
+        if backend == "python":
+            from edge_sdk.runtime.interpreter import Interpreter
+
+            self.interp = Interpreter(model_content=content, num_threads=threads)
+        elif backend == "litert":
+            try:
+                from ai_edge_litert.interpreter import Interpreter as LiteRT
+            except ImportError as exc:
+                raise DeviceError("backend 'litert' needs the ai-edge-litert package, which is not installed here "
+                                  f"({exc}); install it with: pip install ai-edge-litert") from exc
+            self.interp = LiteRT(model_content=content, num_threads=threads or 1)
+        elif backend == "c":
+            try:
+                from edge_sdk.runtime import backend_c
+            except ImportError as exc:
+                raise DeviceError("backend 'c' needs edge_sdk.runtime.backend_c (the C runtime's Python binding), which "
+                                  f"this edge-sdk does not have ({exc}); use --backend python or litert") from exc
+            make = getattr(backend_c, "CInterpreter", None) or getattr(backend_c, "Interpreter", None)
+            if make is None:
+                raise DeviceError("edge_sdk.runtime.backend_c has no interpreter class; use --backend python or litert")
+            try:
+                self.interp = make(model_content=content)
+            except (RuntimeError, OSError) as exc:  # backend_c.BuildError: no compiler, or the build failed
+                raise DeviceError(f"backend 'c' is not usable here: {exc}") from exc
+        else:
+            raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+        self.interp.allocate_tensors()
+
+    def set_inputs(self, arrays) -> None:
+        for d, x in zip(self.interp.get_input_details(), arrays, strict=False):
+            self.interp.set_tensor(d["index"], x)
+
+    def arena_bytes(self) -> int | None:
+        size = getattr(self.interp, "arena_size", None)
+        return int(size) if isinstance(size, int) else None
+
+
+def _op_facts(interp) -> tuple[list, list]:
+    """(MACs per node, shape per tensor) of subgraph 0 from an edge_sdk Interpreter ([] when it cannot say)."""
+    out = []
+    for fn in ("op_macs", "tensor_shapes"):
+        try:
+            out.append(list(getattr(interp, fn)()))
+        except (AttributeError, EdgeError, RuntimeError, ValueError):
+            out.append([])
+    return out[0], out[1]
+
+
+def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProfile | None, str | None]:
+    """``n`` inferences with every op timed (us): (the profile, None), or (None, why there is none)."""
+    interp = runner.interp
+    if runner.backend == "litert":
+        return None, LITERT_NOTE
+    per_run: list[dict] = []  # per run: {(subgraph, node): us}
+    names: dict[tuple[int, int], str] = {}
+    totals: list[float] = []
+    if runner.backend == "python":
+        macs, shapes = _op_facts(interp)
+        for _ in range(n):
+            t = clock()
+            steps = interp.invoke_profiled()
+            totals.append((clock() - t) / 1e3)
+            per_run.append({(0, index): seconds * 1e6 for index, _, seconds in steps})
+            names.update(((0, index), op) for index, op, _ in steps)
+    else:  # c: the runtime's own op timer (host clock, ns)
+        if not hasattr(interp, "enable_trace"):
+            return None, "no per-op times with backend c: this edge_sdk.runtime.backend_c has no op trace"
+        interp.enable_trace()
+        for _ in range(n):
+            t = clock()
+            interp.invoke()
+            totals.append((clock() - t) / 1e3)
+            run: dict[tuple[int, int], float] = {}
+            for e in interp.trace():
+                key = (int(e["subgraph"]), int(e["node"]))
+                run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
+                names[key] = e["op"]
+            per_run.append(run)
+        try:  # MACs and output shapes: the python interpreter's prepare knows them
+            from edge_sdk.runtime.interpreter import Interpreter
+
+            facts = Interpreter(model_content=content)
+            facts.allocate_tensors()
+            macs, shapes = _op_facts(facts)
+        except (EdgeError, RuntimeError, ValueError):
+            macs, shapes = [], []
+    model = getattr(interp, "model", None)
+    ops = []
+    for s, k in sorted(names):
+        shape = None
+        if s == 0 and model is not None and k < len(model.subgraphs[0].operators):
+            outs = model.subgraphs[0].operators[k].outputs
+            if outs and 0 <= outs[0] < len(shapes):
+                shape = list(shapes[outs[0]])
+        m = macs[k] if s == 0 and k < len(macs) else None
+        ops.append(OpTiming(index=k, op=names[(s, k)], samples=[r.get((s, k), 0.0) for r in per_run], subgraph=s,
+                            output_shape=shape, macs=int(m) if m else 0))
+    if not ops:
+        return None, f"no per-op times: backend {runner.backend} timed no ops"
+    return OpProfile(ops=ops, unit="us", run_totals=totals, us_per_unit=1.0), None
+
+
+def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "python",
+                  profile_runs: int | None = None, seed: int = 0) -> dict:
+    """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring)."""
+    from edge_sdk import __version__
+
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, not {runs}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be >= 0, not {warmup}")
+    if profile_runs is not None and profile_runs < 1:
+        raise ValueError(f"profile_runs must be >= 1, not {profile_runs}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    clock = time.perf_counter_ns
+    t0 = clock()
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        content, name = bytes(model), "<bytes>"
+    else:
+        content, name = Path(model).read_bytes(), Path(model).name
+    runner = _Runner(backend, content, threads)
+    init_us = (clock() - t0) / 1e3
+    runner.set_inputs(_random_inputs(runner.interp.get_input_details(), seed))
+
+    def timed() -> float:
+        t = clock()
+        runner.interp.invoke()
+        return (clock() - t) / 1e3
+
+    first_us = timed()
+    warm = [timed() for _ in range(warmup)]
+    samples = [timed() for _ in range(runs)]
+
+    peak_rss = _peak_rss_bytes()
+    n = profile_runs if profile_runs is not None else max(1, min(runs, 20))
+    prof, note = _profile_ops(runner, content, n, clock)
+    if prof is not None:
+        prof.model, prof.where, prof.meta = name, "local", {"host": "local", "backend": backend}
+    return {
+        "host": "local",
+        "backend": backend,
+        "model": {"name": name, "sha256": hashlib.sha256(content).hexdigest(), "size": len(content)},
+        "runs": runs,
+        "warmup": warmup,
+        "threads": threads,
+        "init_us": init_us,
+        "first_inference_us": first_us,
+        "warmup_us": warm,
+        "latency_us": latency_stats(samples),
+        "ops": prof.rows() if prof is not None else [],
+        "profile_runs": n if prof is not None else 0,
+        "op_profile": prof.to_dict() if prof is not None else None,
+        "ops_note": note,
+        "arena_bytes": runner.arena_bytes(),
+        "peak_rss_bytes": peak_rss,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "edge_sdk_version": __version__,
+    }
+
+
+# Runs on the device: argv base, local sha256 -> JSON {venv: ok, manifest model path if the sha matches,
+# bench copy path if one with that sha is there}.
+_LOCATE = r"""
+import hashlib, json, os, sys
+base, want, name = os.path.abspath(os.path.expanduser(sys.argv[1])), sys.argv[2], sys.argv[3]
+def sha(p):
+    h = hashlib.sha256()
+    try:
+        with open(p, "rb") as f:
+            for c in iter(lambda: f.read(1 << 20), b""): h.update(c)
+    except OSError: return None
+    return h.hexdigest()
+try:
+    with open(os.path.join(base, "manifest.json")) as f: m = json.load(f)
+except Exception: m = {}
+path = (m.get("model") or {}).get("path")
+found = path if path and (m.get("model") or {}).get("sha256") == want and sha(path) == want else None
+copy = os.path.join(base, "bench", name)
+if not found and sha(copy) == want: found = copy
+print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv", "bin", "python")), "found": found}))
+"""
+
+
+def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
+          backend: str = "python", identity: str | None = None, accept_new_host_key: bool = False,
+          remote_dir: str | None = None, python: str = "python3", timeout: float = 600,
+          connect_timeout: float = 10, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
+    """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
+    ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files)."""
+    if profile_runs is not None and profile_runs < 1:
+        raise ValueError(f"profile_runs must be >= 1, not {profile_runs}")
+    if (trace or csv or plot) and backend == "litert":
+        raise DeviceError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+    report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
+                    accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
+                    connect_timeout=connect_timeout, profile_runs=profile_runs)
+    write_op_files(report, trace=trace, csv=csv, plot=plot)
+    return report
+
+
+def write_op_files(report: dict, trace=None, csv=None, plot=None) -> None:
+    """Write the benchmark's per-op Chrome/Perfetto trace, CSV and bar chart (edge_sdk.tools.op_report, as
+    `edge profile`); a DeviceError naming the reason when the report has no per-op times."""
+    if not (trace or csv or plot):
+        return
+    data = report.get("op_profile")
+    if not data:
+        why = report.get("ops_note") or ("the benchmark sent no per-op times (an older edge-sdk on the device? "
+                                         "run `edge deploy` again)")
+        raise DeviceError(f"{report.get('host', 'local')}: cannot write --trace/--csv/--plot: {why}")
+    prof = OpProfile.from_dict(data)
+    if trace:
+        report_ops.write_trace(prof, trace)
+    if csv:
+        report_ops.write_csv(prof.rows(), csv)
+    if plot:
+        report_ops.write_plot(prof, plot, footer=f"backend {report.get('backend')}, host {report.get('host')}, "
+                                                 f"{prof.runs} profiled run(s); times in us")
+
+
+def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_host_key, remote_dir, python,
+           timeout, connect_timeout, profile_runs) -> dict:
+    if host is None:
+        return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend,
+                             profile_runs=profile_runs)
+    from edge_sdk.tools.deploy import REMOTE_DIR, parse_json, connection_for, sha256_file
+    from edge_sdk.device.ssh import remote_command, require_openssh
+
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
+    model = Path(model)
+    if not model.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(model))
+    require_openssh()
+    conn = connection_for(host, identity=identity, accept_new_host_key=accept_new_host_key,
+                          connect_timeout=connect_timeout)
+    with conn.session():
+        label = conn.target.label
+        digest = sha256_file(model)
+        where = parse_json(conn.run_python(_LOCATE, remote_dir or REMOTE_DIR, digest, model.name, python=python,
+                                            what="locating the model").stdout, "locate", label)
+        if not where["venv"]:
+            raise DeviceError(f"{label}: no edge-sdk runtime at {where['base']}/venv: run `edge deploy MODEL --host "
+                              f"{label}` first")
+        remote_model = where["found"]
+        if remote_model is None:
+            from edge_sdk import log
+            from edge_sdk.tools.deploy import PREPARE_SCRIPT, RENAME_SCRIPT
+
+            log.stage(f"{label}: copying {model.name} for the benchmark")
+            conn.run_python(PREPARE_SCRIPT, where["base"], "bench", python=python, what="preparing folders")
+            remote_model = f"{where['base']}/bench/{model.name}"
+            tmp = f"{where['base']}/bench/.{model.name}.part"
+            conn.upload(model, tmp, python=python, sha256=digest)
+            conn.run_python(RENAME_SCRIPT, tmp, remote_model, python=python, what="installing the model copy")
+        argv = [f"{where['base']}/venv/bin/python", "-m", "edge_sdk.tools.bench", remote_model, "--json",
+                "--runs", str(runs), "--warmup", str(warmup), "--backend", backend]
+        if threads:
+            argv += ["--threads", str(threads)]
+        if profile_runs is not None:
+            argv += ["--profile-runs", str(profile_runs)]
+        proc = conn.run(remote_command(*argv), timeout=timeout, what="the benchmark")
+        report = parse_json(proc.stdout, "benchmark", label)
+        report["host"] = label
+        if report.get("op_profile"):
+            report["op_profile"]["where"] = label
+            report["op_profile"].setdefault("meta", {})["host"] = label
+        report["device_model_path"] = remote_model
+        return report
+
+
+def format_bench(report: dict) -> str:
+    """The report as text: timings, memory, then the per-op table of edge_sdk.tools.op_report (as `edge profile`)."""
+    lat = report["latency_us"]
+
+    def ms(us) -> str:
+        return "-" if us is None else f"{us / 1000:.3f} ms"
+
+    def size(n) -> str:
+        return "-" if n is None else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 1024:.1f} KiB"
+
+    warm = report.get("warmup_us") or []
+    lines = [
+        f"model:     {report['model']['name']} ({report['model']['size']} bytes)",
+        f"host:      {report['host']} ({report.get('machine', '?')}, Python {report.get('python', '?')}), "
+        f"backend {report['backend']}" + (f", {report['threads']} threads" if report.get("threads") else ""),
+        f"init:      {ms(report['init_us'])}",
+        f"first:     {ms(report['first_inference_us'])}",
+        f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
+        (f"latency:   {report['runs']} runs: mean {ms(lat['mean'])} ± {ms(lat['std'])}, p50 {ms(lat['p50'])}, "
+         f"p90 {ms(lat['p90'])}, p99 {ms(lat['p99'])}, min {ms(lat['min'])}, max {ms(lat['max'])}"),
+        f"memory:    arena {size(report.get('arena_bytes'))}, peak RSS {size(report.get('peak_rss_bytes'))}",
+    ]
+    ops = report.get("ops") or []
+    if ops:
+        lines.append("")
+        lines.append(f"per-op profile (us, mean of {report.get('profile_runs', '?')} profiled runs, backend "
+                     f"{report['backend']}):")
+        lines += format_op_table(ops)
+    elif report.get("ops_note"):
+        lines.append(f"per-op:    {report['ops_note']}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m edge_sdk.tools.bench MODEL [--runs N] [--warmup N] [--threads N] [--backend B] [--profile-runs N]
+    [--json]``: the benchmark in this process (what ``edge bench --host`` runs on the device)."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m edge_sdk.tools.bench")
+    p.add_argument("model")
+    p.add_argument("--runs", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--threads", type=int)
+    p.add_argument("--backend", default="python", choices=BACKENDS)
+    p.add_argument("--profile-runs", type=int)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    try:
+        report = run_benchmark(args.model, runs=args.runs, warmup=args.warmup, threads=args.threads,
+                               backend=args.backend, profile_runs=args.profile_runs)
+    except (EdgeError, ModelError, OSError, ValueError) as exc:
+        sys.stderr.write(f"edge_sdk.tools.bench: error: {exc}\n")
+        return 3
+    sys.stdout.write(json.dumps(report) + "\n" if args.json else format_bench(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

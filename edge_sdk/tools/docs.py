@@ -1,0 +1,170 @@
+"""The README's supported-ops and devices tables, generated from the code so they cannot drift.
+
+    python -m edge_sdk.tools.docs                     # print both tables (Markdown)
+    python -m edge_sdk.tools.docs --write README.md   # replace the generated sections in place
+    python -m edge_sdk.tools.docs --check README.md   # exit 1 when the README's sections are not current
+
+Sources: the op table (``edge_sdk.runtime.op_table.OPS``: the Python interpreter's kernels and highest op versions),
+the C runtime's kernel registrations (the ``EDGE_KERNEL(OP, name, max_version)`` / ``EDGE_CUSTOM_KERNEL``
+lines of ``firmware_c/src/kernels/*.c``, read as text: nothing is built) and the device profiles
+(``edge_sdk.targets.profiles.list_profiles`` / ``load_profile``).
+
+A generated section sits between ``<!-- BEGIN GENERATED: NAME -->`` and ``<!-- END GENERATED: NAME -->``
+(NAME = ops, devices); everything outside the markers is left as it is. A README without the markers gets
+them appended under a heading "## Supported ops and devices".
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from edge_sdk.errors import ModelError
+
+SECTIONS = ("ops", "devices")
+HEADING = "## Supported ops and devices"
+_KERNEL_LINE = re.compile(r'^\s*EDGE_(CUSTOM_)?KERNEL\(\s*("?[A-Za-z0-9_]+"?)\s*,\s*[A-Za-z0-9_]+\s*,\s*(\d+)\s*\)',
+                          re.MULTILINE)
+
+
+def c_kernels(folder: Path | None = None) -> dict[str, int]:
+    """{op name (custom code for custom ops): highest version} from the C kernels' registration lines
+    (``folder``: default the firmware_c/src/kernels of this installation, see ``edge_sdk.resources``)."""
+    if folder is None:
+        from edge_sdk import resources
+
+        folder = resources.firmware_dir() / "src" / "kernels"
+    out: dict[str, int] = {}
+    for path in sorted(Path(folder).glob("*.c")):
+        for m in _KERNEL_LINE.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            name = m.group(2).strip('"')
+            out[name] = max(out.get(name, 0), int(m.group(3)))
+    return out
+
+
+def _size(n: int | None) -> str:
+    if not n:
+        return "-"
+    if n >= 2**20:
+        return f"{n / 2**20:g} MiB"
+    return f"{n / 1024:g} KiB"
+
+
+def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def ops_table() -> str:
+    """Every op the interpreter runs (sorted by name), with the C runtime's coverage."""
+    from edge_sdk.runtime.op_table import ACCELERATOR_CUSTOM_OPS, OPS
+
+    c = c_kernels()
+    rows = []
+    for name in sorted(set(OPS) | set(c)):
+        row = OPS.get(name)
+        py = f"v1–v{row.max_version}" if row and row.max_version > 1 else ("v1" if row else "-")
+        cv = c.get(name)
+        in_c = "-" if cv is None else (f"v1–v{cv}" if cv > 1 else "v1")
+        kind = "custom" if row is not None and row.custom else "builtin"
+        macs = "yes" if row is not None and row.macs else "-"
+        rows.append((f"`{name}`", kind, py, in_c, macs))
+    n_c = sum(1 for r in rows if r[3] != "-")
+    text = [(f"{len(rows)} ops: the Python interpreter (`edge_sdk.Interpreter`, Linux/Raspberry Pi) runs "
+             f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions."),
+            "",
+            _table(("op", "kind", "interpreter", "C runtime", "MACs counted"), rows),
+            ""]
+    if ACCELERATOR_CUSTOM_OPS:
+        text.append("Refused with a message naming the hardware they need: "
+                    + "; ".join(f"`{k}` ({v})" for k, v in sorted(ACCELERATOR_CUSTOM_OPS.items())) + ".")
+    return "\n".join(text).rstrip() + "\n"
+
+
+def devices_table() -> str:
+    """Every concrete device profile in device_profiles/."""
+    from edge_sdk.targets.profiles import list_profiles, load_profile
+
+    rows = []
+    for name in list_profiles():
+        p = load_profile(name)
+        delegates = ", ".join(f"{d}*" if d == p.preferred_backend else d for d in p.delegates) or "-"
+        rows.append((f"`{p.name}`", p.kind, p.cpu, f"{p.clock_hz / 1e6:g} MHz" if p.clock_hz else "-",
+                     _size(p.ram_arena_bytes), _size(p.flash_model_bytes), p.runtime or "-",
+                     str(p.flash.get("method", "-")), delegates, p.description or ""))
+    text = [(f"{len(rows)} device profiles (`device_profiles/*.toml`; `edge targets` lists them, "
+             "`edge check MODEL --target NAME` checks a model against one). Arena RAM and model flash are the "
+             "budgets `edge check` holds a model to; * marks the preferred backend."),
+            "",
+            _table(("profile", "kind", "CPU", "clock", "arena RAM", "model flash", "runtime", "installed with",
+                    "delegates", "description"), rows)]
+    return "\n".join(text).rstrip() + "\n"
+
+
+def generate() -> dict[str, str]:
+    return {"ops": ops_table(), "devices": devices_table()}
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- BEGIN GENERATED: {name} -->", f"<!-- END GENERATED: {name} -->"
+
+
+def update_text(text: str, sections: dict[str, str] | None = None) -> str:
+    """``text`` (a README) with every generated section replaced (appended, with the heading, when absent)."""
+    sections = sections if sections is not None else generate()
+    missing = [n for n in SECTIONS if _markers(n)[0] not in text]
+    if missing:
+        tail = text.rstrip("\n") + "\n\n"
+        if HEADING not in text:
+            tail += HEADING + "\n\n"
+        for name in missing:
+            begin, end = _markers(name)
+            tail += f"{begin}\n{end}\n\n"
+        text = tail.rstrip("\n") + "\n"
+    for name in SECTIONS:
+        begin, end = _markers(name)
+        i = text.find(begin)
+        j = text.find(end, i)
+        if j < 0 or text.count(begin) != 1 or text.count(end) != 1:
+            raise ModelError(f"README: the markers of the generated section '{name}' must appear once each, "
+                             f"BEGIN before END ({begin} ... {end})")
+        text = text[: i + len(begin)] + "\n" + sections[name].rstrip("\n") + "\n" + text[j:]
+    return text
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m edge_sdk.tools.docs", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", metavar="README", help="replace the generated sections of this file")
+    group.add_argument("--check", metavar="README", help="exit 1 when this file's generated sections are stale")
+    args = parser.parse_args(argv)
+    if args.write or args.check:
+        path = Path(args.write or args.check)
+        old = path.read_text(encoding="utf-8")
+        new = update_text(old)
+        if args.check:
+            if new != old:
+                sys.stderr.write(f"{path}: the generated tables are not current; run "
+                                 f"python -m edge_sdk.tools.docs --write {path}\n")
+                return 1
+            sys.stdout.write(f"{path}: the generated tables are current\n")
+            return 0
+        if new != old:
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(new, encoding="utf-8")
+            tmp.replace(path)
+            sys.stdout.write(f"{path}: generated tables updated\n")
+        else:
+            sys.stdout.write(f"{path}: already current\n")
+        return 0
+    tables = generate()
+    sys.stdout.write(tables["ops"] + "\n" + tables["devices"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

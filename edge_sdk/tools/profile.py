@@ -1,0 +1,343 @@
+"""`edge profile`: run a model on a device over the serial protocol, time every op, check the outputs.
+
+    report = profile_model("model.tflite", "qemu-mps2-an386", runs=10)      # flashes QEMU when needed
+    report = profile_model("model.tflite", "stm32f746-disco", port="/dev/ttyACM0")
+    print(format_profile(report))
+    write_trace(report, "trace.json"); write_csv(report, "ops.csv"); write_plot(report, "ops.png")
+
+What it does: connect (``--port``; else a running QEMU board from the state file whose model hash matches;
+else ``edge flash`` first when the profile's method is ``qemu``), HELLO (protocol version checked by the
+link), refuse a device whose model hash differs from the host's model *before* anything runs, send the inputs
+(seeded random, or .npy/.npz data), reset the state, run the model ``runs`` times (one INVOKE and one
+GET_TRACE per run, so every run has its own per-op record), read the outputs and compare them bit for bit
+with ``edge_sdk.Interpreter`` on the same inputs.
+
+Times are in the device's timer unit and say which: ``cycles`` (DWT on silicon: real time at clock_hz),
+``systick ticks (emulated)`` (QEMU with -icount: deterministic instruction counts, *not* time),
+``emulated ticks (cost model)`` (the Python emulator), ``ns``. Only cycles of a real device (and ns) are
+converted to microseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+
+import numpy as np
+
+from edge_sdk import log
+from edge_sdk.tools import op_report as report_ops
+from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
+
+STATEFUL_OPS = {"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}
+
+
+# ------------------------------------------------------------------------------------------------ inputs
+def _coerce(a: np.ndarray, spec, where: str) -> np.ndarray:
+    a = np.asarray(a)
+    if a.shape != spec.shape:
+        if a.size != math.prod(spec.shape):
+            raise ModelError(f"{where}: shape {list(a.shape)} does not fit the model's input {spec.index} "
+                             f"{spec.type} {list(spec.shape)}")
+        a = a.reshape(spec.shape)
+    if a.dtype != spec.dtype:
+        if a.dtype.kind == "f" and spec.dtype.kind in "iu" and spec.scale:
+            info = np.iinfo(spec.dtype)
+            q = np.round(a / spec.scale) + spec.zero_point
+            a = np.clip(q, info.min, info.max).astype(spec.dtype)
+        elif np.can_cast(a.dtype, spec.dtype, "same_kind") or a.dtype.kind == spec.dtype.kind:
+            a = a.astype(spec.dtype)
+        else:
+            raise ModelError(f"{where}: {a.dtype} data for the model's {spec.type} input {spec.index}")
+    return np.ascontiguousarray(a)
+
+
+def make_inputs(specs, data=None, names=None, seed: int = 0) -> tuple[list[np.ndarray], str]:
+    """Inputs for the device: from ``data`` (.npy: the one input; .npz: by input name, else in order), or
+    seeded random values over the input type's range. Returns (arrays, a description of the source)."""
+    if data is not None:
+        path = Path(data)
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            if len(specs) != 1:
+                raise ModelError(f"{path}: one array for a model with {len(specs)} inputs: use an .npz")
+            return [_coerce(loaded, specs[0], str(path))], str(path)
+        keys = list(loaded.files)
+        names = names or []
+        if names and all(n in keys for n in names):
+            arrays = [loaded[n] for n in names]
+        else:
+            if len(keys) < len(specs):
+                raise ModelError(f"{path}: {len(keys)} arrays for a model with {len(specs)} inputs")
+            arrays = [loaded[k] for k in keys[:len(specs)]]
+        return [_coerce(a, s, f"{path}") for a, s in zip(arrays, specs)], str(path)
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in specs:
+        dt = s.dtype
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            out.append(rng.integers(info.min, int(info.max) + 1, size=s.shape, dtype=dt))
+        elif dt.kind == "b":
+            out.append(rng.integers(0, 2, size=s.shape).astype(bool))
+        else:
+            out.append(rng.standard_normal(s.shape).astype(dt))
+    return out, f"random (seed {seed})"
+
+
+# ------------------------------------------------------------------------------------------------ units
+def unit_label(hello, profile=None) -> tuple[str, bool, float | None]:
+    """(label, is real time, instructions per unit or None) for the device's timer."""
+    src = hello.timer_source
+    emulated = hello.emulated or hello.board.startswith("qemu")
+    if src == "cycles" and not emulated:
+        return "cycles", True, None
+    if src == "host-ns":
+        return "ns", True, None
+    if src == "emulated":
+        return "emulated ticks (cost model)", False, None
+    if src == "systick" and emulated:
+        ipu = None
+        if profile is not None and profile.flash.get("method") == "qemu" and profile.timer.get("hz"):
+            shift = int(profile.flash.get("icount_shift", 0))
+            ipu = 1e9 / (1 << shift) / float(profile.timer["hz"])
+        return "systick ticks (emulated)", False, ipu
+    return f"{hello.timer_units or src} ticks" + (" (emulated)" if emulated else ""), False, None
+
+
+# ------------------------------------------------------------------------------------------------ compare
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    if a.dtype == bool:
+        return a.view(np.uint8)
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def compare_outputs(device: list[np.ndarray], host: list[np.ndarray], model) -> list[dict]:
+    """Mismatches output by output (bit-for-bit), naming the op that writes the output."""
+    sg = model.subgraphs[0]
+    producer = {}
+    for k, op in enumerate(sg.operators):
+        for t in op.outputs:
+            producer[t] = k
+    out = []
+    for i, (d, h) in enumerate(zip(device, host)):
+        t = sg.outputs[i]
+        k = producer.get(t)
+        op = model.operator_codes[sg.operators[k].opcode_index].name if k is not None else None
+        base = {"output": i, "tensor": sg.tensors[t].name, "op_index": k, "op": op}
+        if d.shape != h.shape or d.dtype != h.dtype:
+            out.append({**base, "elements": int(h.size), "differ": int(h.size),
+                        "message": f"device {d.dtype} {list(d.shape)} vs host {h.dtype} {list(h.shape)}"})
+            continue
+        diff = _bits(d) != _bits(h)
+        n = int(diff.sum())
+        if n:
+            first = tuple(int(x) for x in np.argwhere(diff)[0])
+            delta = np.abs(d.astype(np.float64) - h.astype(np.float64))
+            out.append({**base, "elements": int(h.size), "differ": n, "first_index": list(first),
+                        "device_value": d[first].item(), "host_value": h[first].item(),
+                        "max_abs_diff": float(np.nanmax(delta)) if delta.size else 0.0,
+                        "message": f"output {i} ('{sg.tensors[t].name}', written by op {k} {op}): {n} of "
+                                   f"{h.size} elements differ"})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ run
+def _connect(model_path: Path, data: bytes, profile, port, build_dir):
+    from edge_sdk.tools import flash as fl
+
+    note = None
+    if port is None:
+        method = profile.flash.get("method")
+        if method == "qemu":
+            sha = hashlib.sha256(data).hexdigest()
+            board = fl.find_board(sha, profile.name)
+            if board is not None:
+                port, note = board["url"], f"reused the running board {board['url']}"
+            else:
+                r = fl.flash(model_path, profile, build_dir=build_dir)
+                port, note = r.port, f"flashed and started {r.port} (stop it with: edge board stop {r.port})"
+        else:
+            port = profile.serial.get("port")
+            if not port:
+                raise DeviceError(f"no --port: give the serial port of the {profile.name} (e.g. /dev/ttyACM0), "
+                                  f"after `edge flash {model_path} --target {profile.name}`")
+    return port, note
+
+
+def profile_model(model_path, target, port: str | None = None, runs: int = 10, inputs=None, seed: int = 0,
+                  timeout: float = 0.5, retries: int = 6, invoke_timeout: float = 120.0, build_dir=None) -> dict:
+    """Profile ``model_path`` on the device of profile ``target`` (see the module docstring); returns the
+    report (a JSON-able dict)."""
+    from edge_sdk.device.serial_link import CAP_RESET_STATE, SerialLink
+    from edge_sdk.runtime.interpreter import Interpreter
+    from edge_sdk.targets.profiles import Profile, load_profile
+
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, not {runs}")
+    profile = target if isinstance(target, Profile) else load_profile(target)
+    model_path = Path(model_path)
+    data = model_path.read_bytes()
+    host = Interpreter(model_content=data)
+    host.allocate_tensors()
+    model = host.model
+    port, note = _connect(model_path, data, profile, port, build_dir)
+    log.stage(f"profiling {model_path.name} on {port}")
+    link = SerialLink(port, timeout=timeout, retries=retries, invoke_timeout=invoke_timeout)
+    try:
+        return _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE)
+    finally:
+        link.close()
+
+
+def _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, cap_reset) -> dict:
+    try:
+        hello = link.hello()
+        link.expect_model(data)
+    except DeviceError as exc:
+        logs = "; ".join(line.text for line in link.logs)
+        raise DeviceError(f"{exc}" + (f" (device log: {logs})" if logs else "")) from None
+    label, real_time, ipu = unit_label(hello, profile)
+    info = link.info()
+    in_details = host.get_input_details()
+    arrays, source = make_inputs(info.inputs, inputs, [d["name"] for d in in_details], seed)
+    stateful = any(t.is_variable for s in model.subgraphs for t in s.tensors) or any(
+        model.operator_codes[op.opcode_index].name in STATEFUL_OPS for s in model.subgraphs for op in s.operators)
+
+    per_op: dict[tuple[int, int], list[int]] = {}
+    op_codes: dict[tuple[int, int], int] = {}
+    run_ticks: list[int] = []
+    high_water = arena_used = 0
+    dropped = 0
+    with log.progress(runs + 2, f"profile ({runs} runs)") as bar:
+        for i, a in enumerate(arrays):
+            link.set_input(i, a)
+        if hello.capabilities & cap_reset:
+            link.reset_state()
+        bar.advance()
+        for _ in range(runs):
+            r = link.invoke(1)
+            trace = link.get_trace()
+            run_ticks.append(int(r.last_ticks))
+            for rec in trace.ops:
+                key = (rec.subgraph, rec.index)
+                per_op.setdefault(key, []).append(rec.ticks)
+                op_codes[key] = rec.op_code
+            high_water, arena_used, dropped = trace.arena_high_water, trace.arena_used, trace.dropped
+            bar.advance()
+        device_out = [link.get_output(i) for i in range(len(info.outputs))]
+        bar.advance()
+
+    # the host's answer for the same inputs and the same number of runs (once for stateless models)
+    for d, a in zip(in_details, arrays):
+        host.set_tensor(d["index"], a)
+    for _ in range(runs if stateful else 1):
+        host.invoke()
+    host_out = [host.get_tensor(d["index"]) for d in host.get_output_details()]
+    mismatches = compare_outputs(device_out, host_out, model)
+
+    macs = host.op_macs()
+    shapes = host.tensor_shapes()
+    timings = []
+    for (s, k), ticks in sorted(per_op.items()):
+        m = macs[k] if s == 0 and k < len(macs) else None
+        code = model.operator_codes[model.subgraphs[s].operators[k].opcode_index] \
+            if s < len(model.subgraphs) and k < len(model.subgraphs[s].operators) else None
+        name = (code.custom_code if code is not None and code.name == "CUSTOM" else code.name) if code else \
+            f"OP_{op_codes[(s, k)]}"
+        out_t = model.subgraphs[s].operators[k].outputs if code is not None else []
+        shape = list(shapes[out_t[0]]) if s == 0 and out_t and out_t[0] >= 0 else None
+        timings.append(OpTiming(index=k, op=name, samples=list(ticks), subgraph=s, output_shape=shape,
+                                macs=int(m) if m else 0))
+    us_per_unit = _us_per_unit(label, real_time, hello.clock_hz)
+    ops = OpProfile(ops=timings, unit=label, run_totals=run_ticks, us_per_unit=us_per_unit).rows()
+    rt = np.array(run_ticks, dtype=np.float64)
+    total = {"mean": float(rt.mean()), "p50": float(np.percentile(rt, 50)), "p90": float(np.percentile(rt, 90)),
+             "min": int(rt.min()), "max": int(rt.max()), "ops_sum": float(sum(o["time"] for o in ops)),
+             "macs": int(sum(o["macs"] for o in ops))}
+    if us_per_unit is not None and label == "cycles":
+        total["mean_us"] = total["mean"] * us_per_unit
+    return {
+        "model": str(model_path), "model_sha256": hashlib.sha256(data).hexdigest(), "target": profile.name,
+        "port": port, "board": hello.board, "runtime_version": hello.runtime_version,
+        "protocol_version": hello.protocol_version, "timer_source": hello.timer_source, "unit": label,
+        "real_time": real_time, "emulated": bool(hello.emulated or hello.board.startswith("qemu")),
+        "instructions_per_unit": ipu, "clock_hz": hello.clock_hz, "runs": len(run_ticks), "run_ticks": run_ticks,
+        "ops": ops, "total": total, "arena_high_water": int(high_water), "arena_used": int(arena_used),
+        "arena_size": int(hello.arena_size), "trace_dropped": int(dropped), "validated": not mismatches,
+        "mismatches": mismatches, "inputs": source,
+        "outputs": [{"index": i, "type": s.type, "shape": list(s.shape)} for i, s in enumerate(info.outputs)],
+        "link": {"retransmissions": link.retransmissions, "corrupt_frames": link.corrupt_frames},
+        "logs": [str(x) for x in link.logs], "note": note,
+        "_per_run": {f"{s}:{k}": v for (s, k), v in per_op.items()},
+    }
+
+
+# ------------------------------------------------------------------------------------------------ output
+def format_profile(r: dict) -> str:
+    unit = r["unit"]
+    lines = [f"{Path(r['model']).name} on {r['board']} ({r['port']}), {r['runtime_version']}, {r['runs']} run(s)",
+             f"timer: {unit}" + ("" if r["real_time"] else " -- not real time")
+             + (f"; about {r['instructions_per_unit']:g} instructions per tick" if r.get("instructions_per_unit") else "")]
+    lines += format_op_table(r["ops"])
+    t = r["total"]
+    lines.append(f"total per run ({unit}): mean {t['mean']:,.1f}  p50 {t['p50']:,.1f}  p90 {t['p90']:,.1f}  "
+                 f"min {t['min']:,}  max {t['max']:,}  (ops sum {t['ops_sum']:,.1f}; {t['macs']:,} MACs)")
+    if "mean_us" in t:
+        lines.append(f"mean time: {t['mean_us']:.1f} us at {r['clock_hz'] / 1e6:g} MHz")
+    lines.append(f"arena: high water {r['arena_high_water']:,} bytes, model uses {r['arena_used']:,} of "
+                 f"{r['arena_size']:,}")
+    if r["validated"]:
+        lines.append("outputs: identical to the host interpreter (bit for bit)")
+    else:
+        for m in r["mismatches"]:
+            lines.append(f"MISMATCH: {m['message']}")
+    if r["link"]["retransmissions"]:
+        lines.append(f"link: {r['link']['retransmissions']} retransmission(s), {r['link']['corrupt_frames']} "
+                     f"corrupt frame(s) recovered")
+    if r.get("note"):
+        lines.append(f"note: {r['note']}")
+    return "\n".join(lines) + "\n"
+
+
+def public(report: dict) -> dict:
+    """The report without internal keys (what --json prints)."""
+    return {k: v for k, v in report.items() if not k.startswith("_")}
+
+
+def _us_per_unit(unit: str, real_time: bool, clock_hz) -> float | None:
+    """Microseconds per timer unit: cycles of a real device at clock_hz, ns; None when not real time."""
+    if real_time and unit == "cycles" and clock_hz:
+        return 1e6 / clock_hz
+    if unit == "ns":
+        return 1e-3
+    return None
+
+
+def op_profile(r: dict) -> OpProfile:
+    """The report's per-op times (every run) as the shared record type of edge_sdk.tools.op_report."""
+    per_run = r["_per_run"]
+    ops = [OpTiming(index=o["index"], op=o["op"], samples=per_run[f"{o['subgraph']}:{o['index']}"],
+                    subgraph=o["subgraph"], output_shape=o["output_shape"], macs=o["macs"]) for o in r["ops"]]
+    return OpProfile(ops=ops, unit=r["unit"], run_totals=r["run_ticks"],
+                     us_per_unit=_us_per_unit(r["unit"], r["real_time"], r["clock_hz"]), model=r["model"],
+                     where=r["board"], meta={"board": r["board"]})
+
+
+def write_trace(r: dict, path) -> None:
+    """A Chrome / Perfetto trace: one complete event per op per run, runs back to back (report_ops.trace_document)."""
+    report_ops.write_trace(op_profile(r), path)
+
+
+def write_csv(r: dict, path) -> None:
+    """The per-op table as CSV (report_ops.CSV_COLUMNS)."""
+    report_ops.write_csv(r["ops"], path)
+
+
+def write_plot(r: dict, path) -> None:
+    """A horizontal bar per op (mean time), labelled, as a PNG (Pillow)."""
+    report_ops.write_plot(op_profile(r), path,
+                          footer="validated: " + ("yes (bit for bit)" if r["validated"] else "NO"))

@@ -1,0 +1,727 @@
+"""`edge serve`: a small HTTP inference server on the standard library, with dynamic batching.
+
+    with Server("net.tflite", port=0, max_batch=8, max_wait_ms=5, instances=2) as srv:
+        ...  # POST http://127.0.0.1:{srv.port}/predict
+    serve("net.tflite", port=8000)          # blocks until KeyboardInterrupt (the CLI maps SIGTERM to that)
+
+Endpoints:
+
+- ``POST /predict`` (also ``/v1/predict``)
+  - JSON (``Content-Type: application/json``): ``{"inputs": [[...]]}`` (nested lists, a model with one
+    input) or ``{"inputs": {"name": [[...]], ...}}`` (by input name). Shapes are the input's, with or without
+    its batch axis of one. Values are real numbers, quantized with the input's scale and zero point when the
+    input is quantized; ``"raw": true`` takes them as the tensor's own integer values. ``{"image": base64}``
+    runs the image pipeline (``edge_sdk.tasks.pipeline``: the manifest's pre-processing) for image models.
+    ``"top_k": K`` limits predictions. Answer: ``{"outputs": [nested lists, dequantized], "predictions":
+    [{"label", "score"}] | "detections": [...]}`` (predictions/detections when the model is a classifier or
+    detector with labels or a manifest).
+  - raw tensor (``Content-Type: application/octet-stream``, headers ``X-Shape: 1,96,96,1`` and
+    ``X-Dtype: int8``; one-input models): the body is the tensor's bytes, little-endian, C order. The dtype
+    is the input's own (passed as is) or float32 (quantized). With ``Accept: application/octet-stream``
+    the answer is output 0's bytes in its own dtype with ``X-Shape`` / ``X-Dtype``; else JSON as above.
+- ``GET /health``: ``{"status": "ok", ...}`` (503 with "stopping" during shutdown).
+- ``GET /metrics``: request and response counts, queue depth, batches and their sizes, latency p50/p90/p99 (ms,
+  over the last 4096 requests).
+
+Batching: requests go into one bounded queue; ``instances`` worker threads, each with its own interpreters,
+take the oldest request and wait up to ``max_wait_ms`` from its arrival for more, up to ``max_batch``, then
+run them as one batch; a worker stops waiting early when no request is on its way in (being read or parsed
+by the HTTP threads), so a lone client pays no batching delay and batches form from what queues up under load. That needs a batch axis: at start-up the model is checked by resizing its inputs'
+first axis to 2 and comparing each row with a batch-one run (a model whose batch axis is fixed above one
+is run at that size, padded). A worker keeps one interpreter per batch size it uses (powers of two up to
+``max_batch``; a smaller batch is padded up to the next). Models without a usable batch axis run one
+request at a time (``/health`` says ``"batching": false``).
+
+Bounds: request body (``max_request_bytes``: 413), queued requests (``max_queue``: 503 with Retry-After),
+open connections (``max_connections``: 503), socket reads (``socket_timeout_s``), the wait for a result
+(``request_timeout_s``: 504). Bad requests get 4xx with ``{"error": reason}``; an error inside a run is a
+500 for that batch's requests, never a dead server. ``stop()`` stops accepting, lets the queued requests
+finish (up to its timeout) and joins the workers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections
+import http.server
+import json
+import math
+import socket
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from typing_extensions import Self
+
+from edge_sdk import log
+from edge_sdk.errors import ModelError
+
+LATENCY_WINDOW = 4096
+
+
+class _Reject(Exception):
+    """An HTTP error answer: status and reason."""
+
+    def __init__(self, status: int, reason: str, headers: dict | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.headers = status, reason, headers or {}
+
+
+class _Item:
+    __slots__ = ("cancelled", "error", "event", "inputs", "result", "t0")
+
+    def __init__(self, inputs):
+        self.inputs = inputs
+        self.event = threading.Event()
+        self.result = None
+        self.error = None
+        self.t0 = time.monotonic()
+        self.cancelled = False
+
+
+def _model_bytes(model) -> tuple[bytes, str]:
+    from edge_sdk.model.types import Model
+
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model), "<bytes>"
+    if isinstance(model, Model):
+        from edge_sdk.model.writer import write_model
+
+        return write_model(model), "<model>"
+    path = Path(model)
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    return path.read_bytes(), str(path)
+
+
+def _new_interpreter(content: bytes, batch: int | None = None):
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    it = Interpreter(model_content=content)
+    if batch is not None:
+        for d in it.get_input_details():
+            it.resize_tensor_input(d["index"], [batch] + [int(v) for v in d["shape"][1:]])
+    it.allocate_tensors()
+    return it
+
+
+def _run(it, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+def _probe_batching(content: bytes, inputs: list[dict], outputs: list[dict]) -> tuple[str, int]:
+    """("resize", 0) when the first axis can be resized and rows stay independent, ("fixed", B) when the model's
+    batch axis is a fixed B > 1, else ("none", 1)."""
+    shapes = [tuple(int(v) for v in d["shape"]) for d in inputs]
+    if not shapes or any(len(s) == 0 for s in shapes) or any(len(d["shape"]) == 0 for d in outputs):
+        return "none", 1
+    firsts = {s[0] for s in shapes}
+    out_firsts = {int(d["shape"][0]) for d in outputs}
+    if len(firsts) == 1 and firsts == out_firsts and next(iter(firsts)) > 1:
+        return "fixed", next(iter(firsts))
+    if firsts != {1} or out_firsts != {1}:
+        return "none", 1
+    rng = np.random.default_rng(7)
+
+    def sample(d, n):
+        dt = np.dtype(d["dtype"])
+        shape = (n,) + tuple(int(v) for v in d["shape"][1:])
+        if dt.kind == "f":
+            return rng.standard_normal(shape).astype(dt)
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return rng.integers(max(info.min, -100), min(info.max, 100), shape, endpoint=True).astype(dt)
+        if dt == np.bool_:
+            return rng.integers(0, 2, shape).astype(bool)
+        raise ModelError("unsupported input dtype")
+
+    try:
+        two = _new_interpreter(content, 2)
+        if [int(d["shape"][0]) for d in two.get_output_details()] != [2] * len(outputs):
+            return "none", 1
+        one = _new_interpreter(content)
+        xs = [sample(d, 2) for d in inputs]
+        both = _run(two, xs)
+        for row in range(2):
+            single = _run(one, [x[row:row + 1] for x in xs])
+            for a, b in zip(single, both):
+                if a.shape[1:] != b.shape[1:] or not np.allclose(a[0], b[row], rtol=1e-5, atol=1e-6, equal_nan=True):
+                    return "none", 1
+    except Exception:  # noqa: BLE001 - any failure means "no batching", the server still serves batch one
+        return "none", 1
+    return "resize", 0
+
+
+class Server:
+    """The inference server (see the module docstring). ``start()`` returns once it listens."""
+
+    def __init__(self, model, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 1,
+                 max_wait_ms: float = 2.0, instances: int = 1, max_queue: int = 256,
+                 max_request_bytes: int = 16 << 20, max_connections: int = 64, request_timeout_s: float = 30.0,
+                 socket_timeout_s: float = 10.0, labels=None, task: str | None = None):
+        for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
+                            ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
+            if not isinstance(v, (int, np.integer)) or v < lo:
+                raise ModelError(f"serve: {name} must be an integer >= {lo}, not {v!r}")
+        if max_wait_ms < 0:
+            raise ModelError(f"serve: max_wait_ms must be >= 0, not {max_wait_ms}")
+        self.content, self.name = _model_bytes(model)
+        self.host, self.requested_port = host, int(port)
+        self.max_wait_s = float(max_wait_ms) / 1000.0
+        self.instances = int(instances)
+        self.max_queue = int(max_queue)
+        self.max_request_bytes = int(max_request_bytes)
+        self.max_connections = int(max_connections)
+        self.request_timeout_s = float(request_timeout_s)
+        self.socket_timeout_s = float(socket_timeout_s)
+
+        probe = _new_interpreter(self.content)  # fails here (ModelError) on a model we cannot run
+        self.inputs = probe.get_input_details()
+        self.outputs = probe.get_output_details()
+        if max_batch > 1:
+            self.batch_mode, fixed = _probe_batching(self.content, self.inputs, self.outputs)
+        else:
+            self.batch_mode, fixed = "none", 1
+        if self.batch_mode == "fixed":
+            self.max_batch = min(int(max_batch), fixed)
+            self.fixed_batch = fixed
+        elif self.batch_mode == "resize":
+            self.max_batch = int(max_batch)
+            self.fixed_batch = 0
+        else:
+            self.max_batch, self.fixed_batch = 1, 0
+        # what one request carries: the inputs with a batch axis of one
+        self.request_inputs = [dict(d, shape=np.array([1] + [int(v) for v in d["shape"][1:]], np.int32))
+                               if self.fixed_batch else d for d in self.inputs]
+        self.pipeline = self._make_pipeline(labels, task)
+
+        self._cond = threading.Condition()
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._gate = threading.Event()
+        self._gate.set()
+        self._stopping = False
+        self._incoming = 0  # requests being read/parsed (they may join a batch soon); under _cond
+        self._workers: list[threading.Thread] = []
+        self._httpd = None
+        self._http_thread = None
+        self._stopped = threading.Event()
+        self._mlock = threading.Lock()
+        self._counts = collections.Counter()
+        self._status = collections.Counter()
+        self._batch_sizes = collections.Counter()
+        self._latencies = collections.deque(maxlen=LATENCY_WINDOW)
+        self._started = None
+
+    def _make_pipeline(self, labels, task):
+        from edge_sdk.tasks import pipeline as pl
+
+        runner = pl.ModelRunner(self.content)
+        try:
+            kind = pl.model_task(runner, task)
+        except ModelError:
+            if task:
+                raise
+            return None
+        if kind == "audio":
+            return None
+        try:
+            cls = pl.Detector if kind == "detect" else pl.ImageClassifier
+            return cls(runner.interpreter, labels=labels)
+        except ModelError as exc:  # not an image model: JSON/raw tensors only
+            if task:
+                raise
+            log.debug(f"serve: no image pipeline for {self.name}: {exc}")
+            return None
+
+    # ------------------------------------------------------------------ life cycle
+    @property
+    def port(self) -> int:
+        return self._httpd.server_address[1] if self._httpd else self.requested_port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> Server:
+        if self._httpd is not None:
+            return self
+        handler = _make_handler(self)
+        self._httpd = _HTTPServer((self.host, self.requested_port), handler, self.max_connections)
+        for i in range(self.instances):
+            t = threading.Thread(target=self._worker, name=f"edge-serve-worker-{i}", daemon=True)
+            t.start()
+            self._workers.append(t)
+        self._http_thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
+                                             name="edge-serve-http", daemon=True)
+        self._http_thread.start()
+        self._started = time.monotonic()
+        log.info(f"serving {self.name} on {self.url} (batch {self.max_batch}, {self.instances} instance(s))")
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop accepting, finish what is queued (up to ``timeout`` seconds), join the workers."""
+        if self._httpd is None or self._stopped.is_set():
+            return
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        self._gate.set()
+        self._httpd.shutdown()
+        deadline = time.monotonic() + timeout
+        for t in self._workers:
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:  # anything left after the timeout is answered, not abandoned
+            while self._queue:
+                item = self._queue.popleft()
+                item.error = (503, "server stopped")
+                item.event.set()
+        self._httpd.server_close()
+        self._stopped.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until stopped (True) or the timeout passes (False)."""
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def pause(self) -> None:
+        """Workers stop taking requests (they queue up); for maintenance and tests."""
+        self._gate.clear()
+
+    def resume(self) -> None:
+        self._gate.set()
+        with self._cond:
+            self._cond.notify_all()
+
+    # ------------------------------------------------------------------ queue and workers
+    def incoming(self, n: int) -> None:
+        with self._cond:
+            self._incoming += n
+            if n < 0:
+                self._cond.notify_all()
+
+    def submit(self, inputs: list[np.ndarray]) -> _Item:
+        item = _Item(inputs)
+        with self._cond:
+            if self._stopping:
+                raise _Reject(503, "server is shutting down")
+            if len(self._queue) >= self.max_queue:
+                self._count("rejected_overload")
+                raise _Reject(503, f"overloaded: {len(self._queue)} requests queued (max_queue {self.max_queue})",
+                              {"Retry-After": "1"})
+            self._queue.append(item)
+            self._cond.notify()
+        return item
+
+    def _take(self, block_until: float | None) -> _Item | None:
+        """The oldest live request; waits (until ``block_until``, or forever when None) while the queue is empty."""
+        with self._cond:
+            while True:
+                while self._queue and self._queue[0].cancelled:
+                    self._queue.popleft()
+                if self._queue and (self._gate.is_set() or self._stopping):
+                    return self._queue.popleft()
+                if self._stopping:
+                    return None
+                if block_until is None:
+                    self._cond.wait(0.5 if self._gate.is_set() else 0.05)
+                else:
+                    if self._incoming <= 0 and self._gate.is_set():
+                        return None  # nothing on its way in: run what we have now
+                    left = block_until - time.monotonic()
+                    if left <= 0:
+                        return None
+                    self._cond.wait(left)
+
+    def _worker(self) -> None:
+        interpreters: dict[int, object] = {}
+        while True:
+            first = self._take(None)
+            if first is None:
+                return
+            batch = [first]
+            deadline = first.t0 + self.max_wait_s
+            while len(batch) < self.max_batch:
+                nxt = self._take(deadline)
+                if nxt is None:
+                    break
+                batch.append(nxt)
+            self._run_batch(batch, interpreters)
+
+    def _batch_size(self, k: int) -> int:
+        if self.fixed_batch:
+            return self.fixed_batch
+        if self.batch_mode != "resize":
+            return 1
+        return min(self.max_batch, 1 << max(0, math.ceil(math.log2(k))))
+
+    def _run_batch(self, batch: list[_Item], interpreters: dict) -> None:
+        k = len(batch)
+        size = self._batch_size(k)
+        try:
+            it = interpreters.get(size)
+            if it is None:
+                it = _new_interpreter(self.content, size if self.batch_mode == "resize" else None)
+                interpreters[size] = it
+            xs = []
+            for j in range(len(self.inputs)):
+                rows = [item.inputs[j] for item in batch]
+                if size > k:
+                    rows += [np.zeros_like(rows[0])] * (size - k)
+                xs.append(np.concatenate(rows, axis=0) if size > 1 else rows[0])
+            outs = _run(it, xs)
+            for i, item in enumerate(batch):
+                item.result = [o[i:i + 1] if size > 1 else o for o in outs]
+        except Exception as exc:  # noqa: BLE001 - a failing run answers 500 and the worker lives on
+            log.warning(f"serve: a batch of {k} failed: {exc}")
+            for item in batch:
+                item.error = (500, f"inference failed: {exc}")
+        with self._mlock:
+            self._counts["batches"] += 1
+            self._counts["batched_requests"] += k
+            self._batch_sizes[k] += 1
+        for item in batch:
+            item.event.set()
+
+    # ------------------------------------------------------------------ metrics
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._mlock:
+            self._counts[key] += n
+
+    def _record(self, status: int, latency_s: float | None) -> None:
+        with self._mlock:
+            self._counts["responses"] += 1
+            self._status[str(status)] += 1
+            if latency_s is not None:
+                self._latencies.append(latency_s * 1000.0)
+
+    def metrics(self) -> dict:
+        with self._mlock:
+            lat = np.asarray(self._latencies, np.float64)
+            counts = dict(self._counts)
+            status = dict(self._status)
+            sizes = {str(k): v for k, v in sorted(self._batch_sizes.items())}
+        with self._cond:
+            depth = len(self._queue)
+        pct = {f"p{p}": (float(np.percentile(lat, p)) if lat.size else None) for p in (50, 90, 99)}
+        batches = counts.get("batches", 0)
+        return {
+            "requests": counts.get("requests", 0),
+            "responses": counts.get("responses", 0),
+            "responses_by_status": status,
+            "rejected_overload": counts.get("rejected_overload", 0),
+            "queue_depth": depth,
+            "max_queue": self.max_queue,
+            "batches": batches,
+            "batch_sizes": sizes,
+            "mean_batch_size": (counts.get("batched_requests", 0) / batches) if batches else None,
+            "latency_ms": {**pct, "count": int(lat.size),
+                           "mean": float(lat.mean()) if lat.size else None},
+            "uptime_s": time.monotonic() - self._started if self._started else 0.0,
+        }
+
+    def health(self) -> dict:
+        return {
+            "status": "stopping" if self._stopping else "ok",
+            "model": self.name,
+            "inputs": [{"name": d["name"], "shape": [int(v) for v in d["shape"]], "dtype": np.dtype(d["dtype"]).name}
+                       for d in self.request_inputs],
+            "outputs": [{"name": d["name"], "shape": [int(v) for v in d["shape"]], "dtype": np.dtype(d["dtype"]).name}
+                        for d in self.outputs],
+            "batching": self.batch_mode != "none",
+            "max_batch": self.max_batch,
+            "instances": self.instances,
+            "pipeline": type(self.pipeline).__name__ if self.pipeline is not None else None,
+        }
+
+    # ------------------------------------------------------------------ requests
+    def _sample(self, value, d: dict, raw: bool, what: str) -> np.ndarray:
+        from edge_sdk.tasks.pipeline import to_input
+
+        want = tuple(int(v) for v in d["shape"])
+        try:
+            a = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise _Reject(400, f"{what}: not a rectangular nested list of numbers") from None
+        if tuple(a.shape) not in (want, want[1:]):
+            raise _Reject(400, f"{what}: shape {list(a.shape)} does not match input '{d['name']}' {list(want)}")
+        if not np.all(np.isfinite(a)):
+            raise _Reject(400, f"{what}: values must be finite numbers")
+        a = a.reshape(want)
+        dt = np.dtype(d["dtype"])
+        if raw:
+            if dt.kind in "iu":
+                info = np.iinfo(dt)
+                if np.any(a != np.round(a)) or a.min() < info.min or a.max() > info.max:
+                    raise _Reject(400, f"{what}: raw values must be integers in {dt.name} range")
+            return a.astype(dt)
+        try:
+            return to_input(a.astype(np.float32), d, what)
+        except ModelError as exc:
+            raise _Reject(400, str(exc)) from None
+
+    def parse_json(self, body: bytes) -> tuple[list[np.ndarray], dict]:
+        try:
+            doc = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _Reject(400, f"body is not JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise _Reject(400, "body must be a JSON object with 'inputs' or 'image'")
+        top_k = doc.get("top_k", 5)
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 0 <= top_k <= 1000:
+            raise _Reject(400, "top_k must be an integer in 0..1000")
+        opts = {"top_k": top_k, "meta": None}
+        if "image" in doc:
+            if self.pipeline is None:
+                raise _Reject(400, f"{self.name} has no image pipeline (no image input or manifest); send 'inputs'")
+            if not isinstance(doc["image"], str):
+                raise _Reject(400, "image must be a base64 string")
+            try:
+                data = base64.b64decode(doc["image"], validate=True)
+            except (binascii.Error, ValueError):
+                raise _Reject(400, "image is not valid base64") from None
+            try:
+                x, meta = self.pipeline.prepare(data)
+            except (ModelError, OSError) as exc:
+                raise _Reject(400, str(exc)) from None
+            opts["meta"] = meta
+            return [x], opts
+        if "inputs" not in doc:
+            raise _Reject(400, "body must have 'inputs' (nested lists) or 'image' (base64)")
+        raw = bool(doc.get("raw", False))
+        inputs = doc["inputs"]
+        if isinstance(inputs, dict):
+            names = [d["name"] for d in self.inputs]
+            if sorted(inputs) != sorted(names):
+                raise _Reject(400, f"inputs must name exactly the model inputs {names}, got {sorted(inputs)}")
+            return [self._sample(inputs[d["name"]], d, raw, f"input '{d['name']}'") for d in self.request_inputs], opts
+        if len(self.inputs) != 1:
+            raise _Reject(400, f"the model has {len(self.inputs)} inputs: give 'inputs' as an object by input name")
+        return [self._sample(inputs, self.request_inputs[0], raw, "inputs")], opts
+
+    def parse_raw(self, body: bytes, headers) -> list[np.ndarray]:
+        if len(self.inputs) != 1:
+            raise _Reject(400, f"raw tensors need a one-input model; this one has {len(self.inputs)} (use JSON)")
+        d = self.request_inputs[0]
+        shape_h, dtype_h = headers.get("X-Shape"), headers.get("X-Dtype")
+        if not shape_h or not dtype_h:
+            raise _Reject(400, "raw tensor requests need X-Shape (e.g. 1,96,96,1) and X-Dtype (e.g. int8) headers")
+        try:
+            shape = tuple(int(v) for v in shape_h.replace("x", ",").split(",") if v.strip())
+            dt = np.dtype(dtype_h.strip().lower())
+        except (ValueError, TypeError):
+            raise _Reject(400, f"bad X-Shape {shape_h!r} or X-Dtype {dtype_h!r}") from None
+        want = tuple(int(v) for v in d["shape"])
+        if shape not in (want, want[1:]):
+            raise _Reject(400, f"X-Shape {list(shape)} does not match input '{d['name']}' {list(want)}")
+        in_dt = np.dtype(d["dtype"])
+        if dt != in_dt and dt != np.float32:
+            raise _Reject(400, f"X-Dtype {dt.name}: the input takes {in_dt.name} (or float32 to be quantized)")
+        if len(body) != math.prod(shape) * dt.itemsize:
+            raise _Reject(400, f"body has {len(body)} bytes; {list(shape)} {dt.name} needs "
+                               f"{math.prod(shape) * dt.itemsize}")
+        a = np.frombuffer(body, dt.newbyteorder("<")).astype(dt).reshape(want)
+        if dt == in_dt:
+            return [a]
+        from edge_sdk.tasks.pipeline import to_input
+
+        if not np.all(np.isfinite(a)):
+            raise _Reject(400, "values must be finite numbers")
+        return [to_input(a, d, "raw tensor")]
+
+    def answer(self, outs: list[np.ndarray], opts: dict) -> dict:
+        from edge_sdk.tasks import pipeline as pl
+
+        doc = {"outputs": [pl.dequantize(o, d).tolist() for o, d in zip(outs, self.outputs)]}
+        p = self.pipeline
+        if isinstance(p, pl.ImageClassifier):
+            doc["predictions"] = [{"label": x.label, "score": x.score} for x in p.interpret(outs, opts["top_k"])]
+        elif isinstance(p, pl.Detector):
+            doc["detections"] = [x.to_dict() for x in p.interpret(outs, opts.get("meta"))]
+        return doc
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, address, handler, max_connections: int):
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            body = b'{"error": "too many connections"}'
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Connection: close\r\nRetry-After: 1\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def handle_error(self, request, client_address):  # a broken client is not our crash: note it quietly
+        log.debug(f"serve: connection from {client_address} failed")
+
+
+def _make_handler(server: Server):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "edge-serve/1"
+        timeout = server.socket_timeout_s
+
+        def setup(self):
+            super().setup()
+            try:  # headers and body are separate writes: without this, Nagle + delayed ACK add ~40 ms
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+        def log_message(self, format, *args):
+            log.debug("serve: " + format % args)
+
+        def _send(self, status: int, doc=None, body: bytes | None = None, ctype="application/json", headers=None):
+            if body is None:
+                body = json.dumps(doc).encode("utf-8")
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+            except OSError:
+                self.close_connection = True
+
+        def _path(self) -> str:
+            return self.path.split("?", 1)[0].rstrip("/") or "/"
+
+        def do_GET(self):
+            path = self._path()
+            if path == "/health":
+                h = server.health()
+                self._send(200 if h["status"] == "ok" else 503, h)
+            elif path == "/metrics":
+                self._send(200, server.metrics())
+            elif path in ("/predict", "/v1/predict"):
+                self._send(405, {"error": "use POST for /predict"}, headers={"Allow": "POST"})
+            else:
+                self._send(404, {"error": f"no such endpoint {path}; try POST /predict, GET /health, GET /metrics"})
+
+        def do_POST(self):
+            t0 = time.monotonic()
+            path = self._path()
+            if path not in ("/predict", "/v1/predict"):
+                self.close_connection = True
+                self._send(404, {"error": f"no such endpoint {path}; POST /predict"})
+                return
+            server._count("requests")
+            status = 500
+            server.incoming(1)
+            self._incoming = True
+            try:
+                status, doc, body, ctype, headers = self._predict()
+            except _Reject as r:
+                status, doc, body, ctype, headers = r.status, {"error": r.reason}, None, "application/json", r.headers
+            except Exception as exc:  # noqa: BLE001 - never let one request take the server down
+                status, doc, body, ctype, headers = 500, {"error": f"internal error: {exc}"}, None, "application/json", {}
+            finally:
+                if self._incoming:
+                    server.incoming(-1)
+            server._record(status, time.monotonic() - t0 if status == 200 else None)
+            self._send(status, doc, body, ctype, headers)
+
+        def _predict(self):
+            length = self.headers.get("Content-Length")
+            if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
+                raise _Reject(411, "send a Content-Length (chunked bodies are not accepted)")
+            if length is None:
+                self.close_connection = True
+                raise _Reject(411, "Content-Length required")
+            try:
+                n = int(length)
+            except ValueError:
+                self.close_connection = True
+                raise _Reject(400, f"bad Content-Length {length!r}") from None
+            if n < 0:
+                self.close_connection = True
+                raise _Reject(400, f"bad Content-Length {length!r}")
+            if n > server.max_request_bytes:
+                self.close_connection = True
+                raise _Reject(413, f"body of {n} bytes is above the {server.max_request_bytes} byte limit")
+            try:
+                body = self.rfile.read(n)
+            except (TimeoutError, OSError):
+                self.close_connection = True
+                raise _Reject(408, "timed out reading the body") from None
+            if len(body) != n:
+                self.close_connection = True
+                raise _Reject(400, f"body ended after {len(body)} of {n} bytes")
+            ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip().lower()
+            if ctype == "application/json":
+                inputs, opts = server.parse_json(body)
+                raw_out = False
+            elif ctype == "application/octet-stream":
+                inputs, opts = server.parse_raw(body, self.headers), {"top_k": 5, "meta": None}
+                raw_out = "application/octet-stream" in (self.headers.get("Accept") or "")
+            else:
+                raise _Reject(415, f"Content-Type {ctype} not accepted: application/json or application/octet-stream")
+            try:
+                item = server.submit(inputs)
+            finally:
+                self._incoming = False
+                server.incoming(-1)
+            if not item.event.wait(server.request_timeout_s):
+                item.cancelled = True
+                raise _Reject(504, f"no result within {server.request_timeout_s} s")
+            if item.error is not None:
+                raise _Reject(*item.error)
+            outs = item.result
+            if raw_out:
+                o = np.ascontiguousarray(outs[0])
+                return 200, None, o.astype(o.dtype.newbyteorder("<")).tobytes(), "application/octet-stream", {
+                    "X-Shape": ",".join(str(v) for v in o.shape), "X-Dtype": o.dtype.name}
+            return 200, server.answer(outs, opts), None, "application/json", {}
+
+    return Handler
+
+
+def serve(model, port: int = 8000, host: str = "127.0.0.1", ready=None, **options) -> None:
+    """Run a server until KeyboardInterrupt (or ``Server.stop`` from another thread); ``ready(server)`` is
+    called once it listens (the CLI prints the address there)."""
+    server = Server(model, host=host, port=port, **options)
+    server.start()
+    try:
+        if ready is not None:
+            ready(server)
+        while not server.wait(0.5):
+            pass
+    finally:
+        server.stop()
