@@ -141,16 +141,12 @@ def test_never_larger_than_tflm_on_reference_models():
 
 
 def test_interpreter_plan_matches_static_plan():
-    from edge_sdk.errors import UnsupportedOpError
     from edge_sdk.runtime.interpreter import Interpreter, static_plan
     from edge_sdk.model import read_model
 
     path = shared_model("tflite-micro/hello_world_int8.tflite")
     interp = Interpreter(model_path=path)
-    try:
-        interp.allocate_tensors()
-    except UnsupportedOpError:
-        pytest.skip("FULLY_CONNECTED kernel missing")
+    interp.allocate_tensors()
     static = static_plan(read_model(path))
     assert interp.arena_size == static.total
     assert [(b.key, b.offset) for b in interp.arena_plan().buffers] == [(b.key, b.offset) for b in static.buffers]

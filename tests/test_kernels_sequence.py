@@ -523,7 +523,6 @@ def _whole_model_feed(name, detail, rng):
 def test_real_models_match_tflm_after_one_and_three_invokes(name):
     """Whole models; every SVDF/LSTM output is made a model output too (the classifiers' softmax saturates)."""
     from edge_sdk import Interpreter
-    from edge_sdk.errors import UnsupportedOpError
     from edge_sdk.model import read_model, write_model
     from tests.conftest import shared_model
 
@@ -533,11 +532,8 @@ def test_real_models_match_tflm_after_one_and_three_invokes(name):
         if model.op_name(op) in ("SVDF", "UNIDIRECTIONAL_SEQUENCE_LSTM") and op.outputs[0] not in sg.outputs:
             sg.outputs.append(op.outputs[0])
     data = write_model(model)
-    try:
-        probe = Interpreter(model_content=data)
-        probe.allocate_tensors()
-    except UnsupportedOpError as exc:  # another part's kernel has not landed yet
-        pytest.skip(str(exc))
+    probe = Interpreter(model_content=data)
+    probe.allocate_tensors()
     rng = np.random.default_rng(5)
     feeds = [_whole_model_feed(name, d, rng) for d in probe.get_input_details()]
     float_model = probe.get_output_details()[0]["dtype"] == np.float32

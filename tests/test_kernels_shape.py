@@ -467,11 +467,8 @@ def test_densify_model_vs_litert(kind):
     sub = model.subgraphs[0]
     sub.tensors[0].shape = (4, 6)
     sub.tensors[0].sparsity = sp
-    try:
-        blob = write_model(model)
-        ours = run_ours(blob, [])
-    except Exception as exc:  # the writer or interpreter may not handle sparse tensors yet
-        pytest.skip(f"sparse constants not round-tripped yet: {exc}")
+    blob = write_model(model)
+    ours = run_ours(blob, [])
     np.testing.assert_array_equal(ours[0], dense)
     from tests.peers import run_litert
     assert_same(ours, run_litert(blob, [], isolate=True))
