@@ -193,7 +193,6 @@ def test_invoke_profiled_gives_the_same_result(tmp_path):
 
 def test_backends_litert_and_c(tmp_path):
     model = two_op_model(tmp_path / "m.tflite")
-    pytest.importorskip("ai_edge_litert")
     r = run_benchmark(model, runs=5, warmup=1, backend="litert", threads=1)
     assert r["backend"] == "litert" and r["latency_us"]["p50"] > 0 and r["ops"] == []
     assert r["op_profile"] is None and "LiteRT's Python API" in r["ops_note"]

@@ -121,7 +121,6 @@ def _banner(q: Qemu) -> tuple[int, int]:
 
 def test_selftest_under_qemu(selftest_elf):
     _need("qemu-system-arm")
-    pytest.importorskip("serial")
     payload = bytes(range(0x20, 0x7F)) + bytes([0x00, 0x0A, 0x0D, 0x80, 0xFF])
     ticks = []
     with Qemu(selftest_elf) as q:
@@ -147,7 +146,6 @@ def test_selftest_under_qemu(selftest_elf):
 
 def test_fault_is_reported(selftest_elf):
     _need("qemu-system-arm")
-    pytest.importorskip("serial")
     with Qemu(selftest_elf, semihosting=True) as q:
         _banner(q)
         q.link.write(b"\x06")  # the self-test runs an undefined instruction
@@ -266,10 +264,7 @@ def test_runtime_links_with_the_fragment_and_runs_under_qemu(tmp_path):
     from tests.conftest import shared_model
 
     _need("arm-none-eabi-gcc", "make", "qemu-system-arm")
-    pytest.importorskip("serial")
     core = ROOT / "firmware_c"
-    if not (core / "src" / "edge.c").is_file() or not (core / "tools" / "gen_ops.py").is_file():
-        pytest.skip("firmware_c runtime (src/edge.c, tools/gen_ops.py) not present yet")
     data = shared_model("tflite-micro/hello_world_int8.tflite").read_bytes()
     (tmp_path / "model_data.h").write_text(
         f"static const unsigned char model[{len(data)}] __attribute__((aligned(16))) = "

@@ -28,10 +28,8 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 
 @pytest.fixture(scope="module")
 def backend():
-    try:
-        from edge_sdk.runtime import backend_c
-    except ImportError:
-        pytest.skip("edge_sdk.runtime.backend_c is not there yet")
+    from edge_sdk.runtime import backend_c
+
     backend_c.build()
     return backend_c
 
@@ -354,13 +352,11 @@ def test_refusals_name_the_problem(backend):
                                       pytest.param("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite",
                                                    marks=pytest.mark.slow)])
 def test_real_model_bit_exact(backend, relative):
-    """Whole models once the C runtime has all their ops (others are adding RESHAPE/SOFTMAX/ADD/PAD/MEAN)."""
+    """Whole models: the C runtime has all their ops."""
     from edge_sdk.model import read_model
 
     path = shared_model(relative)
-    missing = backend.missing_ops(read_model(path))
-    if missing:
-        pytest.skip(f"the C runtime lacks {', '.join(missing)} for {path.name}")
+    assert backend.missing_ops(read_model(path)) == []
     model = path.read_bytes()
     rng = np.random.default_rng(3)
     c = backend.CInterpreter(model_content=model)

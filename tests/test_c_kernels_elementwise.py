@@ -415,8 +415,7 @@ WHEEL_DIFFERS_FROM_GOLDEN = {"leaky_relu3", "leaky_relu11", "leaky_relu18", "lea
 def test_seanet_golden(backend, path):
     inputs = sorted(path.parent.glob(f"{path.stem}_input*_*.csv"))
     golden = sorted(path.parent.glob(f"{path.stem}_golden_*.csv"))
-    if not golden:
-        pytest.skip(f"{path.stem} has no golden csv")
+    assert inputs and golden, f"{path.stem}: no input / golden csv beside the model"
     model = path.read_bytes()
     from edge_sdk import Interpreter
 

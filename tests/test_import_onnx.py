@@ -12,8 +12,8 @@ import math
 import numpy as np
 import pytest
 
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+import onnx  # test dependencies (pyproject [test])
+import onnxruntime as ort
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 

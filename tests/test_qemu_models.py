@@ -11,8 +11,10 @@ and outputs) flashed once per test worker, and each seanet test sends only its o
 only its part's outputs. The peers always run the ORIGINAL model file, so a seanet test proves the board
 computes that model's op exactly as TFLM does on that model.
 
-Models the C runtime lacks ops for, float models, models that do not fit the profile and models whose
-inputs plus outputs exceed IO_LIMIT_BYTES (the UART moves ~9-10 KB/s) skip with the reason. Every board
+The board runs integer models: models with a float input or output, and those the C runtime cannot run
+(tests/conftest.py C_RUNTIME_CANNOT_RUN), are not collected. A collected model that does not fit the profile,
+or whose inputs plus outputs exceed IO_LIMIT_BYTES (the UART moves ~9-10 KB/s), skips with the reason (and so
+fails CI: tests/skip_policy.py). Every board
 started here is stopped in a fixture finalizer.
 """
 
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import SHARED_MODELS, shared_models
+from tests.conftest import C_RUNTIME_CANNOT_RUN, SHARED_MODELS, shared_models
 
 NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
 PROFILE = "qemu-mps2-an386"
@@ -51,8 +53,19 @@ def _number(path: Path) -> int:
     return int(m.group(1)) if m else -1
 
 
+def _for_the_board(path: Path) -> bool:
+    """An integer model (int8/int16 inputs and outputs) the C runtime can run."""
+    from edge_sdk.model import read_model
+
+    if path.name in C_RUNTIME_CANNOT_RUN:
+        return False
+    ins, outs = _io_tensors(read_model(path.read_bytes()))
+    types = {t.type for t in ins + outs}
+    return not types & {"FLOAT32", "FLOAT16", "FLOAT64"} and bool(types & {"INT8", "INT16"})  # as _skip_reason
+
+
 def _shared_cases() -> list:
-    top = shared_models("tflite-micro/*.tflite")
+    top = [p for p in shared_models("tflite-micro/*.tflite") if _for_the_board(p)]
     seanet = []
     folders = sorted({p.parent for p in shared_models("tflite-micro/seanet/*/*.tflite")})
     for folder in folders:
@@ -141,7 +154,6 @@ def _skip_reason(name: str, data: bytes, model) -> str | None:
         problems.append(f"inputs+outputs are {io} B ({io / 1024:.0f} KB), over the {IO_LIMIT_BYTES // 1024} KB "
                         f"UART budget (~{io / 9216:.0f} s at ~9 KB/s)")
     if not problems:
-        from edge_sdk.device import qemu_board as qb
         from edge_sdk.tools import flash as fl
 
         arena = fl.measure_arena(data, profile.ram_arena_bytes)
