@@ -12,7 +12,7 @@ from tests.conftest import SHARED_MODELS, shared_model
 
 pytest_plugins = ["pytester"]
 
-ALLOWED = "NOTES: LiteRT aborts (heap corruption) on keyword_scrambled_8bit"
+ALLOWED = "offline deploy downloads the device's dependency wheels here first: PyPI is not reachable"
 TINY = f"""
 import pytest
 
@@ -129,3 +129,25 @@ def test_every_allow_list_entry_is_a_regex_with_a_reason():
         re.compile(entry.pattern)
         assert len(entry.why) > 20, entry
         assert not re.search(entry.pattern, ""), f"{entry.pattern!r} matches any reason"
+
+
+def _skip_literals() -> list[str]:
+    """The string reasons of every pytest.skip(...) / skipif(reason=...) call in tests/."""
+    import ast
+    from pathlib import Path
+
+    found = []
+    for path in Path(__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("skip", "skipif"):
+                args = list(node.args) + [k.value for k in node.keywords if k.arg == "reason"]
+                found += [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return found
+
+
+def test_every_allow_list_entry_matches_a_skip_in_the_tests():
+    """An entry no test can produce is stale (and an open door): remove it with the skip it was for."""
+    literals = _skip_literals()
+    assert "../shared/models is absent in this checkout" in literals  # the scan sees the tests' skips
+    for entry in skip_policy.ALLOWED_ON_CI:
+        assert any(re.search(entry.pattern, s) for s in literals), entry.pattern
