@@ -31,11 +31,10 @@ import numpy as np
 
 from edge_sdk.device import serial_link as sl
 from edge_sdk.errors import ArenaTooSmallError, ModelError
+from edge_sdk.runtime.c_status import STATUS as EDGE_STATUS  # edge_status_t values, sent as STATUS details
 
 OP_BASE_TICKS = 16
 RUN_BASE_TICKS = 8
-# edge_status_t values (firmware_c/include/edge_status.def) used as STATUS details
-_EDGE_MODEL_INVALID, _EDGE_UNSUPPORTED_OP, _EDGE_ARENA_TOO_SMALL = 6, 7, 11
 
 
 class DeviceEmulator:
@@ -94,9 +93,10 @@ class DeviceEmulator:
             interp = Interpreter(model_content=data, arena_size=self.arena_size)
             interp.allocate_tensors()
         except ArenaTooSmallError as exc:
-            return sl.MODEL_ERROR, _EDGE_ARENA_TOO_SMALL, str(exc)
+            return sl.MODEL_ERROR, EDGE_STATUS["EDGE_ARENA_TOO_SMALL"], str(exc)
         except ModelError as exc:
-            code = _EDGE_UNSUPPORTED_OP if type(exc).__name__ == "UnsupportedOpError" else _EDGE_MODEL_INVALID
+            unsupported = type(exc).__name__ == "UnsupportedOpError"
+            code = EDGE_STATUS["EDGE_UNSUPPORTED_OP" if unsupported else "EDGE_MODEL_INVALID"]
             return sl.MODEL_ERROR, code, str(exc)
         self._model, self._interp = data, interp
         sg = interp.model.subgraphs[0]
