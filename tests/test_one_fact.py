@@ -82,3 +82,71 @@ def test_no_copy_of_the_status_values_in_python():
                     if isinstance(t, ast.Name) and t.id.lstrip("_") in names:
                         bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {t.id} =")
     assert not bad, "copies of edge_status.def (use edge_sdk.runtime.c_status):\n" + "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------------------------- element sizes
+def _type_names():
+    from edge_sdk.model.schema import ENUMS
+
+    return set(ENUMS["TensorType"][1].values())
+
+
+def test_tensor_types_are_the_schema_codes_and_the_c_sizes():
+    from edge_sdk.model.schema import ENUMS
+    from edge_sdk.model.types import TENSOR_TYPES, element_bytes
+
+    assert {name: code for name, (code, _) in TENSOR_TYPES.items()} == {n: c for c, n in ENUMS["TensorType"][1].items()}
+    c_types = re.findall(r"^EDGE_TYPE\((\w+),\s*(\d+),\s*(\d+)\)", (FW / "include" / "edge_types.def").read_text(), re.M)
+    assert len(c_types) == len(TENSOR_TYPES)
+    for name, code, nbytes in c_types:
+        assert TENSOR_TYPES[name][0] == int(code), name
+        if int(nbytes):  # a type the C runtime holds: the same bytes per element as the Python interpreter
+            assert element_bytes(name) == int(nbytes), name
+        else:
+            assert TENSOR_TYPES[name][1] is None, f"{name}: Python holds it, edge_types.def says C cannot"
+
+
+def test_serial_wire_types_come_from_the_one_table():
+    import numpy as np
+
+    from edge_sdk.device import serial_link as sl
+    from edge_sdk.model.types import TENSOR_TYPES
+
+    assert sl.TENSOR_TYPE_CODES and set(sl.TENSOR_TYPE_BY_NAME) == set(sl.WIRE_TYPES)
+    for code, (name, wire) in sl.TENSOR_TYPE_CODES.items():
+        assert TENSOR_TYPES[name][0] == code
+        assert np.dtype(wire) == TENSOR_TYPES[name][1].newbyteorder("<") and np.dtype(wire).str[0] in "<|"
+
+
+def _is_dtype_value(v: ast.AST) -> bool:
+    if isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) and v.value.id in ("np", "numpy"):
+        return True
+    if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "dtype":
+        return True
+    if isinstance(v, ast.Constant) and isinstance(v.value, str) and re.fullmatch(r"[<>=|]?[biufc?]\d*", v.value):
+        return True
+    return isinstance(v, ast.Constant) and type(v.value) is int
+
+
+def test_no_other_table_of_tensor_types():
+    """No dict in edge_sdk/ or firmware_c/tools/ maps TensorType names to dtypes / codes / sizes (or codes to
+    names), besides model/types.py (and the schema transcription)."""
+    names = _type_names()
+    bad = []
+    own = {SDK / "model" / "types.py", SDK / "model" / "schema.py"}
+    for path in _py_files(SDK, FW / "tools"):
+        if path in own:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Dict):
+                continue
+            by_name = [k.value for k, v in zip(node.keys, node.values)
+                       if isinstance(k, ast.Constant) and k.value in names and _is_dtype_value(v)]
+            by_code = [v for k, v in zip(node.keys, node.values)
+                       if isinstance(k, ast.Constant) and type(k.value) is int and (
+                           (isinstance(v, ast.Constant) and v.value in names)
+                           or (isinstance(v, ast.Tuple) and v.elts and isinstance(v.elts[0], ast.Constant)
+                               and v.elts[0].value in names))]
+            if len(by_name) >= 3 or len(by_code) >= 3:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not bad, "tables of TensorTypes (use edge_sdk.model.types.TENSOR_TYPES / numpy_dtype):\n" + "\n".join(bad)

@@ -31,6 +31,7 @@ import numpy as np
 
 from edge_sdk.device import serial_link as sl
 from edge_sdk.errors import ArenaTooSmallError, ModelError
+from edge_sdk.model.types import element_bytes
 from edge_sdk.runtime.c_status import STATUS as EDGE_STATUS  # edge_status_t values, sent as STATUS details
 
 OP_BASE_TICKS = 16
@@ -115,8 +116,7 @@ class DeviceEmulator:
     def _spec(self, t: int, k: int, shapes) -> sl.TensorSpec:
         tensor = self._interp.model.subgraphs[0].tensors[t]
         shape = tuple(int(d) for d in shapes[t])
-        itemsize = np.dtype(sl.TENSOR_TYPE_CODES[sl.TENSOR_TYPE_BY_NAME[tensor.type]][1]).itemsize \
-            if tensor.type in sl.TENSOR_TYPE_BY_NAME else 0
+        itemsize = element_bytes(tensor.type) if tensor.type in sl.TENSOR_TYPE_BY_NAME else 0
         q = tensor.quantization
         scale = zp = None
         if q is not None and q.scale is not None and len(q.scale):

@@ -32,6 +32,7 @@ import numpy as np
 
 from edge_sdk import log
 from edge_sdk.errors import DeviceError
+from edge_sdk.model.types import TENSOR_TYPES
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct("<BBBBHH")  # version, type, flags, reserved, seq, length
@@ -68,10 +69,13 @@ TIMER_NONE, TIMER_CYCLES, TIMER_SYSTICK, TIMER_HOST_NS, TIMER_EMULATED = range(5
 
 LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
 
-# TFLite TensorType codes the protocol carries -> numpy dtype (little-endian on the wire).
-TENSOR_TYPE_CODES = {0: ("FLOAT32", "<f4"), 1: ("FLOAT16", "<f2"), 2: ("INT32", "<i4"), 3: ("UINT8", "u1"),
-                     4: ("INT64", "<i8"), 6: ("BOOL", "?"), 7: ("INT16", "<i2"), 9: ("INT8", "i1"),
-                     10: ("FLOAT64", "<f8"), 12: ("UINT64", "<u8"), 15: ("UINT32", "<u4"), 16: ("UINT16", "<u2")}
+# The TFLite TensorTypes the protocol carries (docs/serial-protocol.md, tensor record): code -> (name, numpy
+# dtype as on the wire, little-endian). Codes and dtypes come from model.types.TENSOR_TYPES (the one table).
+WIRE_TYPES = ("FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "BOOL", "INT16", "INT8", "FLOAT64", "UINT64",
+              "UINT32", "UINT16")
+TENSOR_TYPE_CODES: dict[int, tuple[str, str]] = {
+    TENSOR_TYPES[name][0]: (name, TENSOR_TYPES[name][1].newbyteorder("<").str) for name in WIRE_TYPES
+}
 TENSOR_TYPE_BY_NAME = {name: code for code, (name, _) in TENSOR_TYPE_CODES.items()}
 
 HELLO_FIXED = struct.Struct("<BBHIIII32s")  # version, timer source, max_frame, caps, arena, clock, model size, sha
