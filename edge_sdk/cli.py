@@ -434,7 +434,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a microcontroller profile (default QEMU: qemu-mps2-an386)")
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
-    p.add_argument("--build-dir", help="where the firmware is built (default ~/.cache/edge-sdk/firmware/...)")
+    p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
+                   "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 

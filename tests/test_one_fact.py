@@ -150,3 +150,44 @@ def test_no_other_table_of_tensor_types():
             if len(by_name) >= 3 or len(by_code) >= 3:
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not bad, "tables of TensorTypes (use edge_sdk.model.types.TENSOR_TYPES / numpy_dtype):\n" + "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------------------------- the cache folder
+def test_every_cache_lands_under_edge_cache_dir(monkeypatch, tmp_path):
+    from edge_sdk import resources
+    from edge_sdk.device import qemu_board
+    from edge_sdk.tools import deploy, flash
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EDGE_CACHE_DIR", str(cache))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # EDGE_CACHE_DIR wins over it, everywhere
+    monkeypatch.delenv("EDGE_STATE_DIR", raising=False)
+    found = {
+        "wheels": deploy.wheel_cache_dir(),
+        "wheelhouse": deploy.wheelhouse_dir(),
+        "firmware builds": flash.firmware_cache_dir(),
+        "firmware default build dir": flash.default_build_dir("qemu-mps2-an386", "ab" * 32),
+        "boards.json": qemu_board.state_path(),
+    }
+    monkeypatch.setattr(resources, "builds_in_place", lambda tree=None: False)  # as an installed copy would
+    found["c-runtime"] = resources.host_tree()
+    for what, path in found.items():
+        assert Path(path).is_relative_to(cache), f"{what}: {path} is not under $EDGE_CACHE_DIR {cache}"
+    assert qemu_board.state_path() == cache / "boards.json"
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))  # the state file's own override stays
+    assert qemu_board.state_path() == tmp_path / "state" / "boards.json"
+    monkeypatch.delenv("EDGE_CACHE_DIR")
+    assert deploy.wheel_cache_dir().is_relative_to(tmp_path / "xdg" / "edge-sdk")
+    assert flash.firmware_cache_dir().is_relative_to(tmp_path / "xdg" / "edge-sdk")
+
+
+def test_only_resources_works_out_the_cache_folder():
+    """The cache rule ($EDGE_CACHE_DIR / $XDG_CACHE_HOME / ~/.cache) is written once, in edge_sdk/resources.py."""
+    bad = []
+    for path in _py_files(SDK):
+        if path == SDK / "resources.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and node.value in (".cache", "XDG_CACHE_HOME", "EDGE_CACHE_DIR"):
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    assert not bad, "cache folders worked out outside resources.cache_dir():\n" + "\n".join(bad)

@@ -19,14 +19,16 @@ import time
 from pathlib import Path
 
 from edge_sdk.errors import DeviceError
+from edge_sdk import resources
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import QEMU_PACKAGE
 
 
 def state_path() -> Path:
+    """The state file of running boards: ``$EDGE_STATE_DIR/boards.json`` when that is set (tests give each run
+    its own), else ``edge_sdk.resources.cache_dir()/boards.json``."""
     base = os.environ.get("EDGE_STATE_DIR")
-    folder = Path(base) if base else Path.home() / ".cache" / "edge-sdk"
-    return folder / "boards.json"
+    return (Path(base) if base else resources.cache_dir()) / "boards.json"
 
 
 def _read_state() -> list[dict]:

@@ -12,7 +12,9 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    (``target=``) whose arch differs from the device's gives a warning; a model above the profile's
    ``flash_model_bytes`` is refused.
 2. Runtime: the edge-sdk wheel is built here once per source tree (``pip wheel --no-deps`` on a copy of the
-   sources, or written directly when no wheel-capable setuptools is installed; cached under ``~/.cache/edge-sdk/wheels/<hash of the sources>/``) and copied to
+   sources, or written directly when no wheel-capable setuptools is installed; cached under
+   ``resources.cache_dir()/wheels/<hash of the sources>/``: $EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk,
+   else ~/.cache/edge-sdk) and copied to
    ``remote_dir/wheels/``. A new venv ``remote_dir/venvs/<wheel hash>`` is created on the device and pip
    installs the wheel into it (its dependencies from the device's index; with ``offline=True`` they are
    downloaded here for the device's Python, arch and glibc — ``pip download --only-binary`` — shipped too,
@@ -21,7 +23,7 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    (rollback by hand; older ones are pruned). A venv already built for this wheel is reused.
 3. C backend (optional): when the device has ``cc`` and ``make``, the new venv builds its C host library
    (``edge_sdk.runtime.backend_c.build()``: the wheel carries firmware_c as ``edge_sdk/_bundled/firmware_c``, built
-   out of tree under the device's ``~/.cache/edge-sdk/c-runtime/``). A wheel without the bundle (an older
+   out of tree under the device's ``resources.cache_dir()/c-runtime/``). A wheel without the bundle (an older
    one passed as ``wheel=``) gets firmware_c shipped into site-packages and built there, as before. A
    failure is a note in the result, never fatal.
 4. Model: streamed to a temporary name in ``remote_dir/models/``, fsync'ed and its sha256 checked there,
@@ -70,9 +72,14 @@ KEEP_VENVS = 2  # the current runtime and the one before it
 SOURCE_ROOT = resources.CHECKOUT_ROOT  # the checkout (or the folder that holds the installed package)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "edge-sdk"
+def wheel_cache_dir() -> Path:
+    """Where built wheels are cached: ``edge_sdk.resources.cache_dir()/wheels/<hash of the sources>/``."""
+    return resources.cache_dir() / "wheels"
+
+
+def wheelhouse_dir() -> Path:
+    """Where dependency wheels downloaded for a device are cached: ``resources.cache_dir()/wheelhouse``."""
+    return resources.cache_dir() / "wheelhouse"
 
 
 def sha256_file(path: str | Path) -> str:
@@ -114,7 +121,7 @@ def build_wheel(root: str | Path | None = None, cache: str | Path | None = None)
     for f in files:
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     key = h.hexdigest()[:16]
-    out = Path(cache or _cache_dir() / "wheels") / key
+    out = Path(cache or wheel_cache_dir()) / key
     with _WHEEL_LOCK:
         found = sorted(out.glob("edge_sdk-*.whl")) if out.is_dir() else []
         if found:
@@ -237,7 +244,7 @@ def download_dependencies(wheel: Path, python_version: str, arch: str, glibc: st
     """The wheel's dependencies as wheels for the device (``pip download --only-binary=:all:`` for its
     Python version, arch and glibc), cached per (wheel, python, arch, glibc)."""
     py = "".join(python_version.split(".")[:2])
-    folder = Path(cache or _cache_dir() / "wheelhouse") / f"{wheel.parent.name}-cp{py}-{arch}-glibc{glibc or 'x'}"
+    folder = Path(cache or wheelhouse_dir()) / f"{wheel.parent.name}-cp{py}-{arch}-glibc{glibc or 'x'}"
     done = folder / ".complete"
     with _WHEEL_LOCK:
         if not done.exists():
@@ -648,7 +655,7 @@ def wheel_bundles_firmware(wheel: str | Path) -> bool:
 
 # argv: none; builds the installed runtime's C host library (out of tree, in the device's cache) and prints
 # its path as the last line
-_BUILD_C = "from edge_sdk import backend_c; print(backend_c.build())"
+_BUILD_C = "from edge_sdk.runtime import backend_c; print(backend_c.build())"
 
 
 def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, fresh: bool,
