@@ -191,3 +191,43 @@ def test_only_resources_works_out_the_cache_folder():
             if isinstance(node, ast.Constant) and node.value in (".cache", "XDG_CACHE_HOME", "EDGE_CACHE_DIR"):
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
     assert not bad, "cache folders worked out outside resources.cache_dir():\n" + "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------------------------- C option enums
+KERNEL_H = FW / "include" / "edge_kernel.h"
+# an enumerator or macro naming a schema option: a BuiltinOptions code, an activation or a padding
+_OPTION_ENUM = re.compile(r"\b(\w*Options|(?:EDGE_)?ACT_\w+|(?:EDGE_)?PAD(?:DING)?_(?:SAME|VALID))\s*=\s*\d+"
+                          r"|#\s*define\s+(\w*Options|(?:EDGE_)?ACT_\w+|(?:EDGE_)?PAD(?:DING)?_(?:SAME|VALID))\s+\d+")
+
+
+def _c_sources():
+    for p in sorted(FW.rglob("*")):
+        if p.suffix in (".c", ".h") and "build" not in p.relative_to(FW).parts and p != KERNEL_H:
+            yield p
+
+
+def test_option_enums_of_edge_kernel_h_are_the_schemas():
+    from edge_sdk.model.schema import ENUMS, UNIONS
+
+    text = KERNEL_H.read_text()
+    opts = dict(re.findall(r"\bEDGE_OPTS_(\w+)\s*=\s*(\d+)", text))
+    acts = dict(re.findall(r"\bEDGE_ACT_(\w+)\s*=\s*(\d+)", text))
+    pads = dict(re.findall(r"\bEDGE_PAD_(\w+)\s*=\s*(\d+)", text))
+    assert {"AddOptions", "SubOptions", "MulOptions", "LeakyReluOptions"} <= set(opts)
+    union = UNIONS["BuiltinOptions"]
+    for name, code in opts.items():
+        assert name == "NONE" and code == "0" or union.get(int(code)) == name, f"EDGE_OPTS_{name} = {code}"
+    assert {n: int(c) for n, c in acts.items()} == {n: c for c, n in ENUMS["ActivationFunctionType"][1].items()}
+    assert {n: int(c) for n, c in pads.items()} == {n: c for c, n in ENUMS["Padding"][1].items()}
+
+
+def test_no_kernel_redefines_an_option_enum():
+    bad = []
+    for path in _c_sources():
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: "\n" * m.group(0).count("\n"),
+                      path.read_text(errors="replace"), flags=re.S)  # comments out, lines kept
+        for m in _OPTION_ENUM.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            bad.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)}")
+    assert not bad, "option enums belong in firmware_c/include/edge_kernel.h only:\n" + "\n".join(bad)
+
