@@ -231,3 +231,89 @@ def test_no_kernel_redefines_an_option_enum():
             bad.append(f"{path.relative_to(ROOT)}:{line}: {m.group(0)}")
     assert not bad, "option enums belong in firmware_c/include/edge_kernel.h only:\n" + "\n".join(bad)
 
+
+# ----------------------------------------------------------------------------------------------- timeouts
+def _subparser(name: str):
+    import argparse
+
+    from edge_sdk.cli import build_parser
+
+    for action in build_parser()._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise AssertionError("the CLI has no subcommands")
+
+
+def _default(parser, flag: str):
+    for action in parser._actions:
+        if flag in action.option_strings:
+            return action.default
+    raise AssertionError(f"no {flag}")
+
+
+def test_cli_defaults_are_the_named_timeouts():
+    from edge_sdk import timeouts as T
+
+    assert _default(_subparser("profile"), "--timeout") == T.SERIAL_ANSWER_TIMEOUT
+    assert _default(_subparser("profile"), "--retries") == T.SERIAL_RETRIES
+    assert _default(_subparser("deploy"), "--connect-timeout") == T.SSH_CONNECT_TIMEOUT
+
+
+def test_library_defaults_are_the_named_timeouts():
+    import inspect
+
+    from edge_sdk import timeouts as T
+    from edge_sdk.device import qemu_board, ssh
+    from edge_sdk.device.serial_link import SerialLink
+    from edge_sdk.tools import bench, deploy, generate, profile
+
+    def defaults(fn):
+        return {k: p.default for k, p in inspect.signature(fn).parameters.items() if p.default is not p.empty}
+
+    assert {k: defaults(SerialLink.__init__)[k] for k in ("timeout", "retries", "invoke_timeout")} == {
+        "timeout": T.SERIAL_ANSWER_TIMEOUT, "retries": T.SERIAL_RETRIES, "invoke_timeout": T.INVOKE_TIMEOUT}
+    prof = defaults(profile.profile_model)
+    assert (prof["timeout"], prof["retries"], prof["invoke_timeout"]) == (
+        T.SERIAL_ANSWER_TIMEOUT, T.SERIAL_RETRIES, T.DEVICE_RUN_TIMEOUT)
+    assert defaults(generate.generate_on_device)["invoke_timeout"] == T.DEVICE_RUN_TIMEOUT
+    assert defaults(qemu_board.start_qemu)["timeout"] == T.QEMU_START_TIMEOUT
+    assert defaults(qemu_board.verify_board)["timeout"] == T.BOARD_VERIFY_TIMEOUT
+    assert defaults(ssh.SSHConnection.__init__)["connect_timeout"] == T.SSH_CONNECT_TIMEOUT
+    assert defaults(ssh.SSHConnection.run)["timeout"] == T.SSH_COMMAND_TIMEOUT
+    for fn in (deploy.deploy, deploy.status, deploy.connection_for, bench.bench):
+        assert defaults(fn)["connect_timeout"] == T.SSH_CONNECT_TIMEOUT, fn.__name__
+    assert defaults(deploy.deploy)["install_timeout"] == T.DEPLOY_INSTALL_TIMEOUT
+
+
+_TIMEOUT_MODULES = ("device/serial_link.py", "device/qemu_board.py", "device/ssh.py", "device/emulator.py",
+                    "tools/profile.py", "tools/flash.py", "tools/deploy.py", "tools/bench.py", "tools/generate.py",
+                    "cli.py")
+
+
+def test_no_literal_timeouts_in_the_callers():
+    """A parameter or keyword named *timeout / retries gets a named constant (edge_sdk/timeouts.py), not a number."""
+    bad = []
+    for rel in _TIMEOUT_MODULES:
+        path = SDK / rel
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            pairs = []
+            if isinstance(node, ast.Call):
+                pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = node.args
+                pos = a.posonlyargs + a.args
+                pairs = list(zip([x.arg for x in pos[len(pos) - len(a.defaults):]], a.defaults))
+                pairs += [(x.arg, d) for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None]
+            for name, value in pairs:
+                if (name.endswith("timeout") or name == "retries" or name == "default") and \
+                        isinstance(value, ast.Constant) and type(value.value) in (int, float) and value.value:
+                    if name == "default" and not _is_timeout_flag(node):
+                        continue
+                    bad.append(f"edge_sdk/{rel}:{node.lineno}: {name}={value.value}")
+    assert not bad, "literal timeouts (name them in edge_sdk/timeouts.py):\n" + "\n".join(bad)
+
+
+def _is_timeout_flag(call: ast.AST) -> bool:
+    return isinstance(call, ast.Call) and any(
+        isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
+        and (a.value.endswith("timeout") or a.value == "--retries") for a in call.args)

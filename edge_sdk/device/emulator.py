@@ -30,6 +30,7 @@ from typing import Self
 import numpy as np
 
 from edge_sdk.device import serial_link as sl
+from edge_sdk import timeouts as T
 from edge_sdk.errors import ArenaTooSmallError, ModelError
 from edge_sdk.model.types import element_bytes
 from edge_sdk.runtime.c_status import STATUS as EDGE_STATUS  # edge_status_t values, sent as STATUS details
@@ -420,7 +421,7 @@ class DeviceEmulator:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=T.EMULATOR_STOP_TIMEOUT)
             self._thread = None
         if self._server is not None:
             self._server.close()
@@ -437,7 +438,7 @@ class DeviceEmulator:
 class SocketStream:
     """A connected socket with the part of pyserial's interface the link and the emulator use."""
 
-    def __init__(self, sock: socket.socket, name: str = "socket", timeout: float = 0.01):
+    def __init__(self, sock: socket.socket, name: str = "socket", timeout: float = T.SERIAL_POLL):
         self._sock = sock
         self.port = name
         self.timeout = timeout

@@ -31,6 +31,7 @@ from typing import Self
 import numpy as np
 
 from edge_sdk import log
+from edge_sdk import timeouts as T
 from edge_sdk.errors import DeviceError
 from edge_sdk.model.types import TENSOR_TYPES
 
@@ -430,7 +431,7 @@ def _open(url_or_port, baudrate: int):
         from edge_sdk.device import transports  # noqa: F401  (registers faulty://)
 
         try:
-            return serial.serial_for_url(url_or_port, baudrate=baudrate, timeout=0.01), url_or_port
+            return serial.serial_for_url(url_or_port, baudrate=baudrate, timeout=T.SERIAL_POLL), url_or_port
         except (serial.SerialException, ValueError, OSError) as exc:
             raise DeviceError(f"cannot open serial port {url_or_port}: {exc}") from exc
     name = getattr(url_or_port, "port", None) or getattr(url_or_port, "name", None) or repr(url_or_port)
@@ -440,8 +441,8 @@ def _open(url_or_port, baudrate: int):
 class SerialLink:
     """A connection to one device speaking docs/serial-protocol.md (see the module docstring)."""
 
-    def __init__(self, url, baudrate: int = 115200, timeout: float = 0.5, retries: int = 6,
-                 invoke_timeout: float = 60.0, chunk_size: int | None = None, max_fast_retransmits: int = 64):
+    def __init__(self, url, baudrate: int = 115200, timeout: float = T.SERIAL_ANSWER_TIMEOUT,
+                 retries: int = T.SERIAL_RETRIES, invoke_timeout: float = T.INVOKE_TIMEOUT, chunk_size: int | None = None, max_fast_retransmits: int = 64):
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, not {timeout}")
         self._ser, self.port = _open(url, baudrate)
@@ -462,7 +463,7 @@ class SerialLink:
         self.retransmissions = 0  # over the link's life: how noisy it was
         self.corrupt_frames = 0
         with contextlib.suppress(AttributeError, OSError, ValueError):  # some serial-like objects fix it
-            self._ser.timeout = 0.01
+            self._ser.timeout = T.SERIAL_POLL
 
     # --------------------------------------------------------------------------------- lifetime
     def close(self) -> None:
@@ -772,7 +773,7 @@ class SerialLink:
                         f"timeout: {name} (seq {seq}) on {self.port} was acknowledged but not answered within "
                         f"invoke_timeout {self.invoke_timeout:g} s"
                     )
-                interval = min(interval * 2, max(self.timeout, 2.0))
+                interval = min(interval * 2, max(self.timeout, T.SERIAL_MAX_INTERVAL))
             else:
                 b.timeouts += 1
                 if b.timeouts > self.retries:
