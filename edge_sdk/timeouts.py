@@ -50,8 +50,6 @@ DEPLOY_STATUS_TIMEOUT = 120
 WHEEL_BUILD_TIMEOUT = 300
 # Downloading the dependency wheels for an offline device (pip download).
 WHEEL_DOWNLOAD_TIMEOUT = 600
-# Importing a Python here to read its edge_sdk version.
-PYTHON_PROBE_TIMEOUT = 60
 # `edge bench` on a device: the whole benchmark run.
 BENCH_TIMEOUT = 600
 # Opening the ssh control master: the connection's timeout plus this (authentication, a slow shell).

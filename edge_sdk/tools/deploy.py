@@ -411,7 +411,7 @@ except OSError:
 py = os.path.join(base, "venv", "bin", "python")
 try:
     r = subprocess.run([py, "-c", "import edge_sdk; print(edge_sdk.__version__)"], capture_output=True, text=True,
-                       timeout=T.PYTHON_PROBE_TIMEOUT, check=False)
+                       timeout=60, check=False)
     m["runtime_ok"] = r.returncode == 0 and r.stdout.strip() == m.get("edge_sdk_version")
 except (OSError, subprocess.TimeoutExpired):
     m["runtime_ok"] = False
