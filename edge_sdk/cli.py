@@ -11,6 +11,7 @@ import json
 import sys
 
 from edge_sdk import log
+from edge_sdk import timeouts as T
 from edge_sdk.errors import DeviceError, EdgeError, ModelError, ProfileError
 
 # One place maps error types to exit codes (most specific first). 2 is argparse's usage error.
@@ -379,7 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system-site-packages", action="store_true", help="let the device venv see system packages")
     p.add_argument("--no-c-backend", action="store_true", help="do not build the C backend on the device")
     p.add_argument("--jobs", type=int, default=8, help="hosts deployed at once with --hosts (default 8)")
-    p.add_argument("--connect-timeout", type=float, default=10, help="ssh ConnectTimeout in seconds (default 10)")
+    p.add_argument("--connect-timeout", type=float, default=T.SSH_CONNECT_TIMEOUT,
+                   help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
     p.set_defaults(func=_cmd_deploy)
 
     p = sub.add_parser("bench", help="latency percentiles, per-op profile and memory, here or on a device over SSH")
@@ -434,7 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a microcontroller profile (default QEMU: qemu-mps2-an386)")
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
-    p.add_argument("--build-dir", help="where the firmware is built (default ~/.cache/edge-sdk/firmware/...)")
+    p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
+                   "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 
@@ -454,8 +457,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=int, default=10, help="inferences (default 10)")
     p.add_argument("--inputs", metavar="DATA", help="input data: .npy (one input) or .npz (default: seeded random)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for each answer (default 1)")
-    p.add_argument("--retries", type=int, default=6, help="retransmissions before giving up (default 6)")
+    p.add_argument("--timeout", type=float, default=T.SERIAL_ANSWER_TIMEOUT,
+                   help=f"seconds to wait for each answer (default {T.SERIAL_ANSWER_TIMEOUT:g})")
+    p.add_argument("--retries", type=int, default=T.SERIAL_RETRIES,
+                   help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -106,7 +107,7 @@ def test_deploy_refuses_a_non_model(tmp_path):
 def test_deploy_status_redeploy(lab, tmp_path):
     d = lab.start("pi1")
     model = tiny_model(tmp_path / "model.tflite")
-    r = edge("deploy", model, "--host", "pi1", lab=lab)
+    r = edge("deploy", model, "--host", "pi1", lab=lab, timeout=900)  # builds the C backend on the device
     assert r.returncode == 0, r.stderr
     assert "deployed model.tflite to pi1" in r.stdout
     base = device_base(d)
@@ -117,7 +118,10 @@ def test_deploy_status_redeploy(lab, tmp_path):
     assert (base / "venv").is_symlink() and (base / "venv").resolve() == Path(manifest["runtime"]["venv_dir"])
     # the C backend was built on the device when it has a compiler (optional: a note otherwise)
     c = manifest["c_backend"]
-    assert c["built"] is True and Path(c["library"]).is_file() or c["note"]
+    if shutil.which("cc") and shutil.which("make"):  # the loopback device is this machine: it must build
+        assert c["built"] is True and Path(c["library"]).is_file(), c
+    else:
+        assert c["built"] is False and c["note"], c
     # the deployed runtime runs the deployed model
     x = np.array([[1, 2, 3, 4]], np.float32)
     np.testing.assert_allclose(run_on_device(lab, d, manifest["model"]["path"], x), x + np.arange(4))

@@ -186,7 +186,8 @@ def test_uf2_blocks():
 
 
 def test_no_stray_state_dir_default(monkeypatch):
-    monkeypatch.delenv("EDGE_STATE_DIR", raising=False)
+    for var in ("EDGE_STATE_DIR", "EDGE_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
     assert qb.state_path() == Path(os.path.expanduser("~")) / ".cache" / "edge-sdk" / "boards.json"
 
 

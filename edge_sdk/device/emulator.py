@@ -30,12 +30,13 @@ from typing import Self
 import numpy as np
 
 from edge_sdk.device import serial_link as sl
+from edge_sdk import timeouts as T
 from edge_sdk.errors import ArenaTooSmallError, ModelError
+from edge_sdk.model.types import element_bytes
+from edge_sdk.runtime.c_status import STATUS as EDGE_STATUS  # edge_status_t values, sent as STATUS details
 
 OP_BASE_TICKS = 16
 RUN_BASE_TICKS = 8
-# edge_status_t values (firmware_c/include/edge_status.def) used as STATUS details
-_EDGE_MODEL_INVALID, _EDGE_UNSUPPORTED_OP, _EDGE_ARENA_TOO_SMALL = 6, 7, 11
 
 
 class DeviceEmulator:
@@ -94,9 +95,10 @@ class DeviceEmulator:
             interp = Interpreter(model_content=data, arena_size=self.arena_size)
             interp.allocate_tensors()
         except ArenaTooSmallError as exc:
-            return sl.MODEL_ERROR, _EDGE_ARENA_TOO_SMALL, str(exc)
+            return sl.MODEL_ERROR, EDGE_STATUS["EDGE_ARENA_TOO_SMALL"], str(exc)
         except ModelError as exc:
-            code = _EDGE_UNSUPPORTED_OP if type(exc).__name__ == "UnsupportedOpError" else _EDGE_MODEL_INVALID
+            unsupported = type(exc).__name__ == "UnsupportedOpError"
+            code = EDGE_STATUS["EDGE_UNSUPPORTED_OP" if unsupported else "EDGE_MODEL_INVALID"]
             return sl.MODEL_ERROR, code, str(exc)
         self._model, self._interp = data, interp
         sg = interp.model.subgraphs[0]
@@ -115,8 +117,7 @@ class DeviceEmulator:
     def _spec(self, t: int, k: int, shapes) -> sl.TensorSpec:
         tensor = self._interp.model.subgraphs[0].tensors[t]
         shape = tuple(int(d) for d in shapes[t])
-        itemsize = np.dtype(sl.TENSOR_TYPE_CODES[sl.TENSOR_TYPE_BY_NAME[tensor.type]][1]).itemsize \
-            if tensor.type in sl.TENSOR_TYPE_BY_NAME else 0
+        itemsize = element_bytes(tensor.type) if tensor.type in sl.TENSOR_TYPE_BY_NAME else 0
         q = tensor.quantization
         scale = zp = None
         if q is not None and q.scale is not None and len(q.scale):
@@ -420,7 +421,7 @@ class DeviceEmulator:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=T.EMULATOR_STOP_TIMEOUT)
             self._thread = None
         if self._server is not None:
             self._server.close()
@@ -437,7 +438,7 @@ class DeviceEmulator:
 class SocketStream:
     """A connected socket with the part of pyserial's interface the link and the emulator use."""
 
-    def __init__(self, sock: socket.socket, name: str = "socket", timeout: float = 0.01):
+    def __init__(self, sock: socket.socket, name: str = "socket", timeout: float = T.SERIAL_POLL):
         self._sock = sock
         self.port = name
         self.timeout = timeout

@@ -19,14 +19,17 @@ import time
 from pathlib import Path
 
 from edge_sdk.errors import DeviceError
+from edge_sdk import resources
+from edge_sdk import timeouts as T
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import QEMU_PACKAGE
 
 
 def state_path() -> Path:
+    """The state file of running boards: ``$EDGE_STATE_DIR/boards.json`` when that is set (tests give each run
+    its own), else ``edge_sdk.resources.cache_dir()/boards.json``."""
     base = os.environ.get("EDGE_STATE_DIR")
-    folder = Path(base) if base else Path.home() / ".cache" / "edge-sdk"
-    return folder / "boards.json"
+    return (Path(base) if base else resources.cache_dir()) / "boards.json"
 
 
 def _read_state() -> list[dict]:
@@ -158,7 +161,7 @@ def _parse_port(url: str | None) -> int | None:
 
 
 def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | None = None,
-               model: str = "", timeout: float = 10.0) -> dict:
+               model: str = "", timeout: float = T.QEMU_START_TIMEOUT) -> dict:
     """Start QEMU detached on the finished ELF; wait until its serial port listens; record it."""
     binary = profile.flash.get("binary", "qemu-system-arm")
     require_tool(binary, QEMU_PACKAGE)
@@ -175,7 +178,7 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
             if proc.poll() is not None:
                 break
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                with socket.create_connection(("127.0.0.1", port), timeout=T.QEMU_PORT_PROBE):
                     ok = True  # the guest starts now; it sends nothing until a host speaks
                     break
             except OSError:
@@ -196,11 +199,11 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
     return board
 
 
-def verify_board(url: str, sha256: str, timeout: float = 2.0) -> None:
+def verify_board(url: str, sha256: str, timeout: float = T.BOARD_VERIFY_TIMEOUT) -> None:
     """HELLO the freshly started board: DeviceError (with the device's log) unless it runs the model."""
     from edge_sdk.device.serial_link import SerialLink
 
-    with SerialLink(url, timeout=timeout, retries=3) as link:
+    with SerialLink(url, timeout=timeout, retries=T.BOARD_VERIFY_RETRIES) as link:
         h = link.hello()
         link.poll(0.05)
         if h.model_hash != sha256:

@@ -31,7 +31,9 @@ from typing import Self
 import numpy as np
 
 from edge_sdk import log
+from edge_sdk import timeouts as T
 from edge_sdk.errors import DeviceError
+from edge_sdk.model.types import TENSOR_TYPES
 
 PROTOCOL_VERSION = 1
 HEADER = struct.Struct("<BBBBHH")  # version, type, flags, reserved, seq, length
@@ -68,10 +70,13 @@ TIMER_NONE, TIMER_CYCLES, TIMER_SYSTICK, TIMER_HOST_NS, TIMER_EMULATED = range(5
 
 LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
 
-# TFLite TensorType codes the protocol carries -> numpy dtype (little-endian on the wire).
-TENSOR_TYPE_CODES = {0: ("FLOAT32", "<f4"), 1: ("FLOAT16", "<f2"), 2: ("INT32", "<i4"), 3: ("UINT8", "u1"),
-                     4: ("INT64", "<i8"), 6: ("BOOL", "?"), 7: ("INT16", "<i2"), 9: ("INT8", "i1"),
-                     10: ("FLOAT64", "<f8"), 12: ("UINT64", "<u8"), 15: ("UINT32", "<u4"), 16: ("UINT16", "<u2")}
+# The TFLite TensorTypes the protocol carries (docs/serial-protocol.md, tensor record): code -> (name, numpy
+# dtype as on the wire, little-endian). Codes and dtypes come from model.types.TENSOR_TYPES (the one table).
+WIRE_TYPES = ("FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "BOOL", "INT16", "INT8", "FLOAT64", "UINT64",
+              "UINT32", "UINT16")
+TENSOR_TYPE_CODES: dict[int, tuple[str, str]] = {
+    TENSOR_TYPES[name][0]: (name, TENSOR_TYPES[name][1].newbyteorder("<").str) for name in WIRE_TYPES
+}
 TENSOR_TYPE_BY_NAME = {name: code for code, (name, _) in TENSOR_TYPE_CODES.items()}
 
 HELLO_FIXED = struct.Struct("<BBHIIII32s")  # version, timer source, max_frame, caps, arena, clock, model size, sha
@@ -426,7 +431,7 @@ def _open(url_or_port, baudrate: int):
         from edge_sdk.device import transports  # noqa: F401  (registers faulty://)
 
         try:
-            return serial.serial_for_url(url_or_port, baudrate=baudrate, timeout=0.01), url_or_port
+            return serial.serial_for_url(url_or_port, baudrate=baudrate, timeout=T.SERIAL_POLL), url_or_port
         except (serial.SerialException, ValueError, OSError) as exc:
             raise DeviceError(f"cannot open serial port {url_or_port}: {exc}") from exc
     name = getattr(url_or_port, "port", None) or getattr(url_or_port, "name", None) or repr(url_or_port)
@@ -436,8 +441,8 @@ def _open(url_or_port, baudrate: int):
 class SerialLink:
     """A connection to one device speaking docs/serial-protocol.md (see the module docstring)."""
 
-    def __init__(self, url, baudrate: int = 115200, timeout: float = 0.5, retries: int = 6,
-                 invoke_timeout: float = 60.0, chunk_size: int | None = None, max_fast_retransmits: int = 64):
+    def __init__(self, url, baudrate: int = 115200, timeout: float = T.SERIAL_ANSWER_TIMEOUT,
+                 retries: int = T.SERIAL_RETRIES, invoke_timeout: float = T.INVOKE_TIMEOUT, chunk_size: int | None = None, max_fast_retransmits: int = 64):
         if timeout <= 0:
             raise ValueError(f"timeout must be positive, not {timeout}")
         self._ser, self.port = _open(url, baudrate)
@@ -458,7 +463,7 @@ class SerialLink:
         self.retransmissions = 0  # over the link's life: how noisy it was
         self.corrupt_frames = 0
         with contextlib.suppress(AttributeError, OSError, ValueError):  # some serial-like objects fix it
-            self._ser.timeout = 0.01
+            self._ser.timeout = T.SERIAL_POLL
 
     # --------------------------------------------------------------------------------- lifetime
     def close(self) -> None:
@@ -768,7 +773,7 @@ class SerialLink:
                         f"timeout: {name} (seq {seq}) on {self.port} was acknowledged but not answered within "
                         f"invoke_timeout {self.invoke_timeout:g} s"
                     )
-                interval = min(interval * 2, max(self.timeout, 2.0))
+                interval = min(interval * 2, max(self.timeout, T.SERIAL_MAX_INTERVAL))
             else:
                 b.timeouts += 1
                 if b.timeouts > self.retries:

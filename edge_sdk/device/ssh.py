@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edge_sdk import log
+from edge_sdk import timeouts as T
 from edge_sdk.errors import DeviceError
 
 # ssh exits 255 on its own errors (connection, authentication, host key); other codes are the remote command's.
@@ -119,7 +120,7 @@ class SSHConnection:
         *,
         identity: str | None = None,
         accept_new_host_key: bool = False,
-        connect_timeout: float = 10,
+        connect_timeout: float = T.SSH_CONNECT_TIMEOUT,
         options: dict[str, str] | None = None,
         config_file: str | None = None,
         ssh: str = "ssh",
@@ -177,7 +178,7 @@ class SSHConnection:
         with tempfile.TemporaryFile() as err:
             try:
                 proc = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                      timeout=self.connect_timeout + 30, check=False)
+                                      timeout=self.connect_timeout + T.SSH_MASTER_EXTRA, check=False)
             except subprocess.TimeoutExpired as exc:
                 shutil.rmtree(folder, ignore_errors=True)
                 raise DeviceError(f"{self.target.label}: connecting timed out") from exc
@@ -195,7 +196,7 @@ class SSHConnection:
         finally:
             try:
                 subprocess.run([self.ssh, *self._client_args(), "-O", "exit", "--", self.target.host],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False)
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=T.SSH_TOOL_TIMEOUT, check=False)
             except (OSError, subprocess.TimeoutExpired):
                 pass
             self._control = None
@@ -206,7 +207,7 @@ class SSHConnection:
         return [self.ssh, *self._client_args(), "--", self.target.host, command]
 
     # ------------------------------------------------------------------ running
-    def run(self, command: str, *, timeout: float = 60, stdin=None, input: bytes | None = None,
+    def run(self, command: str, *, timeout: float = T.SSH_COMMAND_TIMEOUT, stdin=None, input: bytes | None = None,
             check: bool = True, what: str | None = None) -> subprocess.CompletedProcess:
         """Run a remote shell command; stdout/stderr captured as text.
 
@@ -233,7 +234,8 @@ class SSHConnection:
             raise DeviceError(f"{self.target.label}: {what} failed (exit {proc.returncode}){': ' + detail if detail else ''}")
         return result
 
-    def run_python(self, script: str, *args, python: str = "python3", timeout: float = 60, what: str | None = None,
+    def run_python(self, script: str, *args, python: str = "python3", timeout: float = T.SSH_COMMAND_TIMEOUT,
+                   what: str | None = None,
                    **kwargs) -> subprocess.CompletedProcess:
         """``python -c SCRIPT ARGS...`` on the device (the script and every argument quoted)."""
         return self.run(remote_command(python, "-c", script, *args), timeout=timeout, what=what, **kwargs)
@@ -246,7 +248,7 @@ class SSHConnection:
         local = Path(local)
         size = local.stat().st_size
         if timeout is None:
-            timeout = 60 + size / 1e6  # at least 1 MB/s
+            timeout = T.SSH_UPLOAD_BASE_TIMEOUT + size / 1e6  # at least 1 MB/s
         with open(local, "rb") as f:
             self.run_python(_RECEIVE, remote_path, str(size), sha256 or "", python=python, stdin=f,
                             timeout=timeout, what=f"copying {local.name} ({size} bytes)")
@@ -256,7 +258,7 @@ class SSHConnection:
         """What ssh would use for this target after ~/.ssh/config (``ssh -G``): hostname, port, user, ..."""
         args = [self.ssh, "-G", *self._client_args(), "--", self.target.host]
         try:
-            proc = subprocess.run(args, capture_output=True, text=True, timeout=10, check=False)
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=T.SSH_TOOL_TIMEOUT, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return {}
         conf: dict[str, str] = {}
@@ -265,7 +267,7 @@ class SSHConnection:
             conf.setdefault(key.lower(), value)
         return conf
 
-    def host_key_fingerprints(self, timeout: float = 10) -> list[str]:
+    def host_key_fingerprints(self, timeout: float = T.SSH_TOOL_TIMEOUT) -> list[str]:
         """The fingerprints the server presents ("ED25519 SHA256:..."), from ssh-keyscan | ssh-keygen -lf -."""
         conf = self.resolved()
         host = conf.get("hostname", self.target.host)

@@ -12,33 +12,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from edge_sdk.errors import ModelError
+from edge_sdk.model.schema import ENUMS
 
-# TensorType: schema name -> (code, numpy dtype or None when numpy has no such type).
-# int4 is stored packed two values per byte (low nibble first); the reader unpacks it to int8 values.
+# The numpy dtype that holds each TFLite TensorType (absent: numpy has no such type; STRING, VARIANT, BFLOAT16,
+# FLOAT8_*). int4/int2/uint4 are stored packed in the file (low nibble first); the reader unpacks them to one
+# int8 / uint8 per value. A RESOURCE tensor holds the variable's id (int32). The C runtime's element sizes
+# (firmware_c/include/edge_types.def) agree with these (tests/test_one_fact.py).
+_DTYPES: dict[str, np.dtype] = {name: np.dtype(t) for name, t in {
+    "FLOAT32": np.float32, "FLOAT16": np.float16, "FLOAT64": np.float64,
+    "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+    "UINT8": np.uint8, "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64,
+    "BOOL": np.bool_, "COMPLEX64": np.complex64, "COMPLEX128": np.complex128,
+    "RESOURCE": np.int32, "INT4": np.int8, "INT2": np.int8, "UINT4": np.uint8,
+}.items()}
+# TensorType: schema name -> (code, numpy dtype or None). The codes are schema.fbs's (model/schema.py).
 TENSOR_TYPES: dict[str, tuple[int, np.dtype | None]] = {
-    "FLOAT32": (0, np.dtype(np.float32)),
-    "FLOAT16": (1, np.dtype(np.float16)),
-    "INT32": (2, np.dtype(np.int32)),
-    "UINT8": (3, np.dtype(np.uint8)),
-    "INT64": (4, np.dtype(np.int64)),
-    "STRING": (5, None),
-    "BOOL": (6, np.dtype(np.bool_)),
-    "INT16": (7, np.dtype(np.int16)),
-    "COMPLEX64": (8, np.dtype(np.complex64)),
-    "INT8": (9, np.dtype(np.int8)),
-    "FLOAT64": (10, np.dtype(np.float64)),
-    "COMPLEX128": (11, np.dtype(np.complex128)),
-    "UINT64": (12, np.dtype(np.uint64)),
-    "RESOURCE": (13, np.dtype(np.int32)),  # a resource handle: we hold the variable's id
-    "VARIANT": (14, None),
-    "UINT32": (15, np.dtype(np.uint32)),
-    "UINT16": (16, np.dtype(np.uint16)),
-    "INT4": (17, np.dtype(np.int8)),  # unpacked to one int8 per value
-    "BFLOAT16": (18, None),
-    "INT2": (19, np.dtype(np.int8)),
-    "UINT4": (20, np.dtype(np.uint8)),
-    "FLOAT8_E4M3FN": (21, None),
-    "FLOAT8_E5M2": (22, None),
+    name: (code, _DTYPES.get(name)) for code, name in sorted(ENUMS["TensorType"][1].items())
 }
 TENSOR_TYPE_NAMES: dict[int, str] = {code: name for name, (code, _) in TENSOR_TYPES.items()}
 

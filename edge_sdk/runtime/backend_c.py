@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_sdk.runtime import arena as _arena
+from edge_sdk.runtime.c_status import STATUS, status_name, status_names  # noqa: F401 (re-exported)
 from edge_sdk import resources
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
@@ -45,13 +46,6 @@ HOST_TREE = resources.host_tree(FIRMWARE)  # where `make host` runs: FIRMWARE it
 LIBRARY = HOST_TREE / "build" / "host" / "libedge.so"
 RUNNER = HOST_TREE / "build" / "host" / "edge-run-c"
 
-# edge_status.def order
-_STATUS_NAMES = [
-    "EDGE_OK", "EDGE_BAD_ARGUMENT", "EDGE_NOT_READY", "EDGE_MODEL_NOT_TFLITE", "EDGE_MODEL_UNALIGNED",
-    "EDGE_MODEL_MALFORMED", "EDGE_MODEL_INVALID", "EDGE_UNSUPPORTED_OP", "EDGE_UNSUPPORTED_TYPE",
-    "EDGE_UNSUPPORTED", "EDGE_BAD_NODE", "EDGE_ARENA_TOO_SMALL", "EDGE_LIMIT",
-]
-STATUS = {name: i for i, name in enumerate(_STATUS_NAMES)}
 _ORDERINGS = ("size", "first_use", "lifetime", "area")
 DEFAULT_ARENA = 1 << 20
 PLAN_ONLY = 1
@@ -293,7 +287,7 @@ class CInterpreter:
 
     def _raise(self, status: int):
         info, msg = self.error()
-        name = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else f"status {status}"
+        name = status_name(status)
         text = f"C runtime: {msg} [{name}]"
         if status == STATUS["EDGE_ARENA_TOO_SMALL"]:
             raise ArenaTooSmallError(info["required"], info["given"], "C arena" if info["required_exact"]
@@ -475,7 +469,7 @@ class CInterpreter:
     def invoke(self) -> None:
         status = self._run(*self._run_args)
         if status:
-            raise RuntimeError(f"C runtime: edge_invoke returned {_STATUS_NAMES[status]}")
+            raise RuntimeError(f"C runtime: edge_invoke returned {status_name(status)}")
 
     @staticmethod
     def _not_ready(*_args) -> int:
@@ -614,5 +608,5 @@ class CSignatureRunner:
             view[...] = value
         status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)
         if status != 0:
-            raise RuntimeError(f"C runtime: edge_invoke_at returned {_STATUS_NAMES[status]}")
+            raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
         return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}

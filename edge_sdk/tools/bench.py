@@ -42,6 +42,7 @@ from pathlib import Path
 
 from edge_sdk.tools import op_report as report_ops
 from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk import timeouts as T
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
 BACKENDS = ("python", "c", "litert")
@@ -292,8 +293,8 @@ print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv"
 
 def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
           backend: str = "python", identity: str | None = None, accept_new_host_key: bool = False,
-          remote_dir: str | None = None, python: str = "python3", timeout: float = 600,
-          connect_timeout: float = 10, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
+          remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
+          connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
     ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files)."""
     if profile_runs is not None and profile_runs < 1:

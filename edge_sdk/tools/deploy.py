@@ -12,7 +12,9 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    (``target=``) whose arch differs from the device's gives a warning; a model above the profile's
    ``flash_model_bytes`` is refused.
 2. Runtime: the edge-sdk wheel is built here once per source tree (``pip wheel --no-deps`` on a copy of the
-   sources, or written directly when no wheel-capable setuptools is installed; cached under ``~/.cache/edge-sdk/wheels/<hash of the sources>/``) and copied to
+   sources, or written directly when no wheel-capable setuptools is installed; cached under
+   ``resources.cache_dir()/wheels/<hash of the sources>/``: $EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk,
+   else ~/.cache/edge-sdk) and copied to
    ``remote_dir/wheels/``. A new venv ``remote_dir/venvs/<wheel hash>`` is created on the device and pip
    installs the wheel into it (its dependencies from the device's index; with ``offline=True`` they are
    downloaded here for the device's Python, arch and glibc — ``pip download --only-binary`` — shipped too,
@@ -21,7 +23,7 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    (rollback by hand; older ones are pruned). A venv already built for this wheel is reused.
 3. C backend (optional): when the device has ``cc`` and ``make``, the new venv builds its C host library
    (``edge_sdk.runtime.backend_c.build()``: the wheel carries firmware_c as ``edge_sdk/_bundled/firmware_c``, built
-   out of tree under the device's ``~/.cache/edge-sdk/c-runtime/``). A wheel without the bundle (an older
+   out of tree under the device's ``resources.cache_dir()/c-runtime/``). A wheel without the bundle (an older
    one passed as ``wheel=``) gets firmware_c shipped into site-packages and built there, as before. A
    failure is a note in the result, never fatal.
 4. Model: streamed to a temporary name in ``remote_dir/models/``, fsync'ed and its sha256 checked there,
@@ -52,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_sdk import __version__, log, resources
+from edge_sdk import timeouts as T
 from edge_sdk.device.ssh import (
     SSHConnection,
     SSHTarget,
@@ -70,9 +73,14 @@ KEEP_VENVS = 2  # the current runtime and the one before it
 SOURCE_ROOT = resources.CHECKOUT_ROOT  # the checkout (or the folder that holds the installed package)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "edge-sdk"
+def wheel_cache_dir() -> Path:
+    """Where built wheels are cached: ``edge_sdk.resources.cache_dir()/wheels/<hash of the sources>/``."""
+    return resources.cache_dir() / "wheels"
+
+
+def wheelhouse_dir() -> Path:
+    """Where dependency wheels downloaded for a device are cached: ``resources.cache_dir()/wheelhouse``."""
+    return resources.cache_dir() / "wheelhouse"
 
 
 def sha256_file(path: str | Path) -> str:
@@ -114,7 +122,7 @@ def build_wheel(root: str | Path | None = None, cache: str | Path | None = None)
     for f in files:
         h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
     key = h.hexdigest()[:16]
-    out = Path(cache or _cache_dir() / "wheels") / key
+    out = Path(cache or wheel_cache_dir()) / key
     with _WHEEL_LOCK:
         found = sorted(out.glob("edge_sdk-*.whl")) if out.is_dir() else []
         if found:
@@ -130,7 +138,8 @@ def build_wheel(root: str | Path | None = None, cache: str | Path | None = None)
                 args = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                         "--disable-pip-version-check", "-q", "-w", str(Path(tmp) / "dist"), str(src)]
                 try:
-                    proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=False)
+                    proc = subprocess.run(args, capture_output=True, text=True, timeout=T.WHEEL_BUILD_TIMEOUT,
+                                          check=False)
                 except subprocess.TimeoutExpired as exc:
                     raise DeviceError("building the edge-sdk wheel timed out after 300 s") from exc
                 if proc.returncode != 0:
@@ -233,11 +242,12 @@ def _glibc_tags(arch: str, glibc: str | None) -> list[str]:
 
 
 def download_dependencies(wheel: Path, python_version: str, arch: str, glibc: str | None,
-                          cache: str | Path | None = None, timeout: float = 600) -> list[Path]:
+                          cache: str | Path | None = None,
+                          timeout: float = T.WHEEL_DOWNLOAD_TIMEOUT) -> list[Path]:
     """The wheel's dependencies as wheels for the device (``pip download --only-binary=:all:`` for its
     Python version, arch and glibc), cached per (wheel, python, arch, glibc)."""
     py = "".join(python_version.split(".")[:2])
-    folder = Path(cache or _cache_dir() / "wheelhouse") / f"{wheel.parent.name}-cp{py}-{arch}-glibc{glibc or 'x'}"
+    folder = Path(cache or wheelhouse_dir()) / f"{wheel.parent.name}-cp{py}-{arch}-glibc{glibc or 'x'}"
     done = folder / ".complete"
     with _WHEEL_LOCK:
         if not done.exists():
@@ -400,7 +410,8 @@ except OSError:
     m["model_ok"] = False
 py = os.path.join(base, "venv", "bin", "python")
 try:
-    r = subprocess.run([py, "-c", "import edge_sdk; print(edge_sdk.__version__)"], capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run([py, "-c", "import edge_sdk; print(edge_sdk.__version__)"], capture_output=True, text=True,
+                       timeout=60, check=False)
     m["runtime_ok"] = r.returncode == 0 and r.stdout.strip() == m.get("edge_sdk_version")
 except (OSError, subprocess.TimeoutExpired):
     m["runtime_ok"] = False
@@ -458,7 +469,7 @@ def _resolve_profile(target):
     return load_profile(target)
 
 
-def connection_for(host, *, identity=None, accept_new_host_key=False, connect_timeout=10,
+def connection_for(host, *, identity=None, accept_new_host_key=False, connect_timeout=T.SSH_CONNECT_TIMEOUT,
                    profile=None) -> SSHConnection:
     """An SSHConnection for ``host`` (``SSHTarget``, ``user@host[:port]`` or an alias); ``None`` takes the
     host, user and port from the profile's ``[flash]`` section."""
@@ -485,9 +496,9 @@ def deploy(
     python: str | None = None,
     system_site_packages: bool = False,
     build_c: bool = True,
-    connect_timeout: float = 10,
+    connect_timeout: float = T.SSH_CONNECT_TIMEOUT,
     copy_timeout: float | None = None,
-    install_timeout: float = 1800,
+    install_timeout: float = T.DEPLOY_INSTALL_TIMEOUT,
     wheel: str | Path | None = None,
 ) -> DeployResult:
     """Deploy ``model`` and the runtime to one device (see the module docstring); raises DeviceError."""
@@ -525,7 +536,7 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
 
     log.stage(f"{label}: checking the device")
     info = parse_json(conn.run_python(_PROBE, remote_dir, python=python, what="probing the device",
-                                       timeout=connect_timeout + 60).stdout, "probe", label)
+                                       timeout=connect_timeout + T.DEPLOY_PROBE_EXTRA).stdout, "probe", label)
     version = tuple(int(x) for x in info["python"].split(".")[:2])
     if version < MIN_PYTHON:
         raise DeviceError(f"{label}: the device's {python} is Python {info['python']}; edge-sdk needs "
@@ -648,7 +659,7 @@ def wheel_bundles_firmware(wheel: str | Path) -> bool:
 
 # argv: none; builds the installed runtime's C host library (out of tree, in the device's cache) and prints
 # its path as the last line
-_BUILD_C = "from edge_sdk import backend_c; print(backend_c.build())"
+_BUILD_C = "from edge_sdk.runtime import backend_c; print(backend_c.build())"
 
 
 def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, fresh: bool,
@@ -670,7 +681,7 @@ def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str,
                     "note": "C backend: runtime reused without a C build; deploy a new runtime to build it"}
         log.stage(f"{conn.target.label}: building the C backend on the device (backend_c.build)")
         proc = conn.run(remote_command("env", f"CC={info['cc']}", f"{vdir}/bin/python", "-c", _BUILD_C),
-                        timeout=600, check=False, what="building the C backend")
+                        timeout=T.DEPLOY_C_BUILD_TIMEOUT, check=False, what="building the C backend")
         lines = (proc.stdout or "").strip().splitlines()
         if proc.returncode != 0 or not lines:
             err = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -707,7 +718,7 @@ def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str,
         remote_command("tar", "-xzf", remote_tar, "-C", site),
         remote_command("make", "-s", "-C", f"{site}/firmware_c", "host", f"PYTHON={vpy}", f"CC={info['cc']}"),
     ])
-    proc = conn.run(f"{script}; rc=$?; {remote_command('rm', '-f', remote_tar)}; exit $rc", timeout=600,
+    proc = conn.run(f"{script}; rc=$?; {remote_command('rm', '-f', remote_tar)}; exit $rc", timeout=T.DEPLOY_C_BUILD_TIMEOUT,
                     check=False, what="building the C backend")
     if proc.returncode != 0:
         err = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
@@ -716,7 +727,8 @@ def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str,
 
 
 def status(host=None, *, target=None, identity=None, accept_new_host_key=False, remote_dir: str = REMOTE_DIR,
-           python: str | None = None, connect_timeout: float = 10) -> dict | None:
+           python: str | None = None,
+           connect_timeout: float = T.SSH_CONNECT_TIMEOUT) -> dict | None:
     """The device's manifest (None when nothing is deployed), with ``model_ok`` (the model file's sha256
     still matches) and ``runtime_ok`` (the venv imports edge_sdk at the recorded version) added."""
     require_openssh()
@@ -725,7 +737,8 @@ def status(host=None, *, target=None, identity=None, accept_new_host_key=False, 
                           connect_timeout=connect_timeout, profile=profile)
     python = python or (getattr(profile, "flash", {}) or {}).get("python") or "python3"
     with conn.session():
-        out = conn.run_python(_STATUS, remote_dir, python=python, what="reading the manifest", timeout=120).stdout
+        out = conn.run_python(_STATUS, remote_dir, python=python, what="reading the manifest",
+                              timeout=T.DEPLOY_STATUS_TIMEOUT).stdout
     m = parse_json(out, "status", conn.target.label)
     if m is not None:
         m["host"] = conn.target.label

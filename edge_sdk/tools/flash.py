@@ -20,7 +20,11 @@ The steps, in order (nothing is flashed or started before the ELF is complete an
    ``openocd``, ``pyocd``, ``picotool``, ``esptool`` and ``st-flash`` run the command ``flash_command``
    builds from the profile's settings (a DeviceError names what to install when the tool is missing).
 
-The state file is ``$EDGE_STATE_DIR/boards.json`` (default ``~/.cache/edge-sdk/boards.json``).
+Builds go under ``edge_sdk.resources.cache_dir()/firmware/`` ($EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk,
+else ~/.cache/edge-sdk): one folder per (profile, model, firmware tree) unless ``build_dir`` is given, and the
+runtime's objects shared by every model of a board and flag set; one build at a time per cache (a lock).
+The state file of running boards is device.qemu_board.state_path() (``$EDGE_STATE_DIR/boards.json``, else
+``cache_dir()/boards.json``).
 """
 
 from __future__ import annotations
@@ -217,21 +221,41 @@ def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dic
                           f"arm-none-eabi-gcc only")
     require_tool("arm-none-eabi-gcc", ARM_PACKAGES)
     require_tool("make", "apt-get install make")
-    if build_dir is None:
-        base = Path(os.environ.get("EDGE_STATE_DIR") or Path.home() / ".cache" / "edge-sdk")
-        build_dir = base / "firmware" / f"{profile.name}-{sha[:12]}"
-    build_dir = Path(build_dir).resolve()
+    build_dir = Path(build_dir if build_dir is not None else default_build_dir(profile.name, sha)).resolve()
+    firmware_cache = firmware_cache_dir()
+    firmware_cache.mkdir(parents=True, exist_ok=True)
+    with resources.build_lock(firmware_cache / "obj"):  # one build at a time: objects are shared between models
+        return _build_locked(model_path, data, sha, profile, board, build_dir, firmware_cache)
+
+
+def firmware_cache_dir() -> Path:
+    """The folder of firmware builds: ``edge_sdk.resources.cache_dir()/firmware``."""
+    return resources.cache_dir() / "firmware"
+
+
+def _tree_tag() -> str:
+    # a hash of this installation's firmware_c path: two checkouts never share a build or objects
+    return hashlib.sha256(str(FIRMWARE.resolve()).encode()).hexdigest()[:8]
+
+
+def default_build_dir(profile_name: str, model_sha256: str) -> Path:
+    """Where ``build`` puts a model's firmware by default: ``firmware_cache_dir()/<profile>-<sha>-<tree>``
+    (``tree``: a hash of this installation's firmware_c path)."""
+    return firmware_cache_dir() / f"{profile_name}-{model_sha256[:12]}-{_tree_tag()}"
+
+
+def _build_locked(model_path: Path, data: bytes, sha: str, profile, board: str, build_dir: Path,
+                  firmware_cache: Path) -> tuple[Path, dict]:
     gen_dir = build_dir / "gen"
     log.stage(f"generating firmware sources for {model_path.name} ({len(data)} bytes) on {board}")
     info = generate(model_path, data, gen_dir, profile.ram_arena_bytes)
     info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
     flags = _toolchain_flags(profile) + info["type_defs"]
-    key = hashlib.sha256(" ".join([board, cpu or "", *flags]).encode()).hexdigest()[:12]
-    if not resources.builds_in_place(FIRMWARE):  # an installed copy: its own objects (its sources' mtimes differ)
-        key = hashlib.sha256(f"{key} {FIRMWARE}".encode()).hexdigest()[:12]
-    cache = resources.cache_dir()
-    obj_dir = cache / "firmware" / f"obj-{board}-{key}"  # runtime + board objects, shared by every model
+    # runtime + board objects, shared by every model built with the same board, flags and firmware tree (the
+    # tree's path is in the key: make compares mtimes, so another checkout's objects must never look up to date)
+    key = hashlib.sha256(" ".join([board, cpu or "", *flags, _tree_tag()]).encode()).hexdigest()[:12]
+    obj_dir = firmware_cache / f"obj-{board}-{key}"
     cmd = ["make", "-C", str(APP), f"-j{os.cpu_count() or 2}", f"BOARD={board}", f"BUILD={build_dir}",
            f"OBJ={obj_dir}",
            f"GEN={gen_dir}", f"KERNELS={' '.join(info['kernels'])}",

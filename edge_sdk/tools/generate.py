@@ -17,6 +17,7 @@ from pathlib import Path
 from edge_sdk.device.generation import (DEFAULT_CHUNK, names_of, pack_continue, pack_start, state_bytes,
                                         unpack_reply)
 from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk import timeouts as T
 
 
 class DeviceGenerator:
@@ -94,7 +95,7 @@ class DeviceGenerator:
 
 def generate_on_device(model, target=None, port: str | None = None, prompt: str = "", max_tokens: int = 64,
                        on_text: Callable[[str], None] | None = None, chunk: int = DEFAULT_CHUNK,
-                       invoke_timeout: float = 120.0) -> dict:
+                       invoke_timeout: float = T.DEVICE_RUN_TIMEOUT) -> dict:
     """``edge generate MODEL --target PROFILE | --port URL``: flash the model for ``target`` (a running QEMU board
     with this model is reused) or talk to the board at ``port``, then generate greedily on it. The result has
     Generator.generate's keys plus ``port`` and the device's tick counts; the board keeps running (stop a QEMU

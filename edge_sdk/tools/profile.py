@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_sdk import log
+from edge_sdk import timeouts as T
 from edge_sdk.tools import op_report as report_ops
 from edge_sdk.errors import DeviceError, ModelError
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
@@ -169,7 +170,8 @@ def _connect(model_path: Path, data: bytes, profile, port, build_dir):
 
 
 def profile_model(model_path, target, port: str | None = None, runs: int = 10, inputs=None, seed: int = 0,
-                  timeout: float = 0.5, retries: int = 6, invoke_timeout: float = 120.0, build_dir=None) -> dict:
+                  timeout: float = T.SERIAL_ANSWER_TIMEOUT, retries: int = T.SERIAL_RETRIES,
+                  invoke_timeout: float = T.DEVICE_RUN_TIMEOUT, build_dir=None) -> dict:
     """Profile ``model_path`` on the device of profile ``target`` (see the module docstring); returns the
     report (a JSON-able dict)."""
     from edge_sdk.device.serial_link import CAP_RESET_STATE, SerialLink

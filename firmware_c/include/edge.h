@@ -73,10 +73,6 @@ typedef enum {
 
 const char *edge_op_name(int op_code); /* "FULLY_CONNECTED"; "" with EDGE_NO_STATUS_STRINGS */
 
-/* Fused activations (schema ActivationFunctionType). */
-enum { EDGE_ACT_NONE = 0, EDGE_ACT_RELU = 1, EDGE_ACT_RELU_N1_TO_1 = 2, EDGE_ACT_RELU6 = 3, EDGE_ACT_TANH = 4,
-       EDGE_ACT_SIGN_BIT = 5 };
-
 /* ------------------------------------------------------------------------------------------ tensors */
 
 /* A tensor as the runtime and the kernels see it. Pointers into the model (dims, scales, zero points,

@@ -199,7 +199,10 @@ static inline edge_resource_t *edge_resource(const edge_ctx_t *ctx, int32_t id) 
     return (id >= 0 && id < ctx->interp->n_resources) ? &ctx->interp->resources[id] : (edge_resource_t *)0;
 }
 
-/* BuiltinOptions union codes kernels commonly check (schema.fbs union order). */
+/* The schema's option enums, for every kernel (one place: a kernel never defines its own copy;
+ * tests/test_one_fact.py checks the values against edge_sdk/model/schema.py and greps the kernels). */
+
+/* BuiltinOptions union codes the kernels check (schema.fbs union order). */
 enum {
     EDGE_OPTS_NONE = 0,
     EDGE_OPTS_Conv2DOptions = 1,
@@ -212,11 +215,29 @@ enum {
     EDGE_OPTS_ReshapeOptions = 17,
     EDGE_OPTS_MulOptions = 21,
     EDGE_OPTS_PadOptions = 22,
+    EDGE_OPTS_GatherOptions = 23,
+    EDGE_OPTS_SubOptions = 28,
+    EDGE_OPTS_DivOptions = 29,
     EDGE_OPTS_TransposeConvOptions = 49,
+    EDGE_OPTS_LeakyReluOptions = 75,
     EDGE_OPTS_IfOptions = 92,
     EDGE_OPTS_WhileOptions = 93,
+    EDGE_OPTS_BatchMatMulOptions = 101,
     EDGE_OPTS_CallOnceOptions = 103
 };
+
+/* Fused activations (schema ActivationFunctionType). */
+enum {
+    EDGE_ACT_NONE = 0,
+    EDGE_ACT_RELU = 1,
+    EDGE_ACT_RELU_N1_TO_1 = 2,
+    EDGE_ACT_RELU6 = 3,
+    EDGE_ACT_TANH = 4,
+    EDGE_ACT_SIGN_BIT = 5
+};
+
+/* Padding (schema Padding). */
+enum { EDGE_PAD_SAME = 0, EDGE_PAD_VALID = 1 };
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@
 #include "edge_dsp.h"
 #include "edge_fixedpoint.h"
 
-/* One spatial dimension: padding 0 SAME, 1 VALID; stride, dilation, input size, filter size. *out gets the
+/* One spatial dimension: padding EDGE_PAD_SAME or EDGE_PAD_VALID; stride, dilation, input size, filter size. *out gets the
  * output size, *pad the padding before. Returns 0, or -1 when the window does not fit (or a value is not
  * positive, or the padding is neither). TRANSPOSE_CONV computes its padding with in = its output size and
  * dilation 1. */
@@ -22,12 +22,12 @@ static inline int edge_conv_window(int32_t padding, int32_t stride, int32_t dil,
                                    int32_t *pad) {
     int64_t eff, total;
     uint32_t o;
-    if (stride <= 0 || dil <= 0 || k <= 0 || in <= 0 || (padding != 0 && padding != 1)) return -1;
+    if (stride <= 0 || dil <= 0 || k <= 0 || in <= 0 || (padding != EDGE_PAD_SAME && padding != EDGE_PAD_VALID)) return -1;
     eff = (int64_t)(k - 1) * dil + 1;
     /* TFLite's (in + stride - 1) / stride and (in + stride - eff) / stride (truncated), in 32 bits (no 64-bit
      * division helper): the first numerator fits a uint32; the second is < stride (no output) unless
      * eff <= in, and then it is (in - eff) / stride + 1 */
-    if (padding == 0) {
+    if (padding == EDGE_PAD_SAME) {
         o = ((uint32_t)in + (uint32_t)stride - 1u) / (uint32_t)stride;
     } else {
         if (eff > in) return -1;

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.model.types import numpy_dtype
 from edge_sdk.runtime.kernels import quant
 from edge_sdk.runtime.kernels.conv import check_activation, window_geometry
 from edge_sdk.runtime.kernels.node import Node
 
 _LOWEST = {"FLOAT32": -np.inf, "INT8": -128, "INT16": -32768}
-_DTYPES = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16}
 
 
 def _pool_setup(node: Node):
@@ -128,7 +128,7 @@ def prepare_max_pool_2d(node: Node):
     inp, shape, out_hw, filt, strides, pads, clamp = _pool_setup(node)
     n, h, w, c = shape
     oh, ow = out_hw
-    dtype = _DTYPES[inp.type]
+    dtype = numpy_dtype(inp.type)
     win = _Windows(shape, out_hw, filt, strides, pads, dtype, _LOWEST[inp.type])
     acc = np.empty((n, oh, ow, c), dtype=dtype)
     lo, hi = clamp if clamp is not None else (None, None)

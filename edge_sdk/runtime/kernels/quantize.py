@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.model.types import numpy_dtype
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     TYPE_RANGES,
@@ -134,8 +135,7 @@ def prepare_cast(node: Node):
             outputs[0][...] = inputs[0] != 0
         return run_bool
     if src_float and dst not in ("FLOAT32", "FLOAT64", "FLOAT16"):
-        out_dtype = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "UINT16": np.uint16, "INT32": np.int32,
-                     "UINT32": np.uint32, "INT64": np.int64, "UINT64": np.uint64}[dst]
+        out_dtype = numpy_dtype(dst)
 
         info = np.iinfo(out_dtype)
         lo, hi = float(info.min), float(info.max)

@@ -14,7 +14,6 @@
 EDGE_KERNEL(ADD, add, 5)
 EDGE_KERNEL(SUB, sub, 5)
 
-enum { OPTS_AddOptions = 11, OPTS_SubOptions = 28 };
 
 /* What a row reads, copied once per row (edge_binary.h). */
 typedef struct {
@@ -31,7 +30,7 @@ typedef struct {
 } addsub_data_t;
 
 static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int sign) {
-    const int opts = sign > 0 ? OPTS_AddOptions : OPTS_SubOptions;
+    const int opts = sign > 0 ? EDGE_OPTS_AddOptions : EDGE_OPTS_SubOptions;
     const int32_t act = node->options_type == opts ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
     addsub_data_t *d;

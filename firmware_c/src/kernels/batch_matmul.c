@@ -11,7 +11,7 @@
 
 EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4)
 
-enum { OPTS_BatchMatMulOptions = 101, BMM_MAX_BATCH = 3 };
+enum { BMM_MAX_BATCH = 3 };
 
 typedef struct {
     int32_t n_batch;                          /* batch dims after padding to one rank (0..3) */
@@ -41,7 +41,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     d = (bmm_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
-    if (node->options_type == OPTS_BatchMatMulOptions) {
+    if (node->options_type == EDGE_OPTS_BatchMatMulOptions) {
         d->adj_x = edge_opt_int(node, 0, 1, 0) != 0;
         d->adj_y = edge_opt_int(node, 1, 1, 0) != 0;
     }

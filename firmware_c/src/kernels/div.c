@@ -16,7 +16,6 @@
 
 EDGE_KERNEL(DIV, div, 2)
 
-enum { OPTS_DivOptions = 29 };
 
 typedef struct {
     int32_t zp1, zp2, off_out, lo, hi;
@@ -31,7 +30,7 @@ typedef struct {
 } div_data_t;
 
 edge_status_t edge_prepare_div(edge_node_t *node, edge_ctx_t *ctx) {
-    const int32_t act = node->options_type == OPTS_DivOptions ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t act = node->options_type == EDGE_OPTS_DivOptions ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
     div_data_t *d;
     const edge_status_t s = eb_prepare(node, ctx, sizeof *d, act, &a, &b, &out);

@@ -15,7 +15,7 @@
 
 EDGE_KERNEL(GATHER, gather, 7)
 
-enum { OPTS_GatherOptions = 23, GATHER_MAX_RANK = 8 };
+enum { GATHER_MAX_RANK = 8 };
 
 typedef struct {
     int64_t batch, outer, inner_bytes, coords;
@@ -57,7 +57,7 @@ edge_status_t edge_prepare_gather(edge_node_t *node, edge_ctx_t *ctx) {
     if (idx->type != EDGE_INT32 && idx->type != EDGE_INT64 && idx->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "GATHER: positions must be INT32, INT64 or INT16");
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "GATHER: output type differs from params");
-    if (node->options_type == OPTS_GatherOptions) {
+    if (node->options_type == EDGE_OPTS_GatherOptions) {
         axis = edge_opt_int(node, 0, 4, 0);
         batch_dims = edge_opt_int(node, 1, 4, 0);
     }

@@ -11,7 +11,6 @@
 
 EDGE_KERNEL(LEAKY_RELU, leaky_relu, 2)
 
-enum { OPTS_LeakyReluOptions = 75 };
 
 typedef struct {
     int32_t type;
@@ -53,7 +52,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     if ((s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out)) != EDGE_OK) return s;
     d = (leaky_data_t *)node->user_data;
     d->type = x->type;
-    d->alpha = node->options_type == OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;
+    d->alpha = node->options_type == EDGE_OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
     if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     if (edge_quantize_multiplier((double)x->scale * (double)d->alpha / (double)out->scale, &m_alpha, &d->s_alpha) ||

@@ -11,7 +11,6 @@
 
 EDGE_KERNEL(MUL, mul, 7)
 
-enum { OPTS_MulOptions = 21 };
 
 /* What a row reads, copied once per row (edge_binary.h). */
 typedef struct {
@@ -28,7 +27,7 @@ typedef struct {
 } mul_data_t;
 
 edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
-    const int32_t act = node->options_type == OPTS_MulOptions ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t act = node->options_type == EDGE_OPTS_MulOptions ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
     mul_data_t *d;
     const edge_status_t s = eb_prepare(node, ctx, sizeof *d, act, &a, &b, &out);

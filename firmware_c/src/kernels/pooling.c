@@ -39,7 +39,7 @@ static inline void pool_range(int32_t origin, int32_t size, int32_t k, int32_t *
 /* Pool2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 filter_width, 4 filter_height, 5 fused_activation. */
 static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int average) {
     const int has_opts = node->options_type == EDGE_OPTS_Pool2DOptions;
-    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : 0;
+    const int32_t padding = has_opts ? edge_opt_int(node, 0, 1, 0) : EDGE_PAD_SAME;
     const int32_t sw = has_opts ? edge_opt_int(node, 1, 4, 0) : 1;
     const int32_t sh = has_opts ? edge_opt_int(node, 2, 4, 0) : 1;
     const int32_t fw = has_opts ? edge_opt_int(node, 3, 4, 0) : 1;
