@@ -38,6 +38,10 @@ def test_status_table_is_the_def_file():
     assert c_status.STATUS == {n: i for i, n in enumerate(names)}
     assert c_status.status_name(len(names)) == f"status {len(names)}"
     assert c_status.status_text(-1) == "unknown status"
+    # read through resources.firmware_dir(): the wheel bundles the file (an installed copy reads the same list)
+    from edge_sdk import resources
+
+    assert any(arc == "firmware_c/include/edge_status.def" for _, arc in resources.bundle_files())
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
