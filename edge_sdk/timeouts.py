@@ -58,3 +58,11 @@ SSH_MASTER_EXTRA = 30
 # ----------------------------------------------------------------------------------------------- emulator
 # DeviceEmulator.stop(): how long to wait for its serving thread to end.
 EMULATOR_STOP_TIMEOUT = 5.0
+
+# ----------------------------------------------------------------------------------------------- edge serve
+# How long one HTTP request may wait for its result (then 504).
+SERVE_REQUEST_TIMEOUT = 30.0
+# A client socket's read timeout (a slow or silent client is dropped).
+SERVE_SOCKET_TIMEOUT = 10.0
+# Server.stop(): how long queued requests may take to finish.
+SERVE_STOP_TIMEOUT = 10.0

@@ -38,9 +38,14 @@ def test_status_table_is_the_def_file():
     assert c_status.STATUS == {n: i for i, n in enumerate(names)}
     assert c_status.status_name(len(names)) == f"status {len(names)}"
     assert c_status.status_text(-1) == "unknown status"
+    # read through resources.firmware_dir(): the wheel bundles the file (an installed copy reads the same list)
+    from edge_sdk import resources
+
+    assert any(arc == "firmware_c/include/edge_status.def" for _, arc in resources.bundle_files())
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None, reason="the C runtime needs gcc and make")
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                    reason="the C runtime needs gcc and make")
 def test_status_texts_match_edge_status_str():
     from edge_sdk.runtime import backend_c
 
@@ -95,8 +100,10 @@ def test_tensor_types_are_the_schema_codes_and_the_c_sizes():
     from edge_sdk.model.schema import ENUMS
     from edge_sdk.model.types import TENSOR_TYPES, element_bytes
 
-    assert {name: code for name, (code, _) in TENSOR_TYPES.items()} == {n: c for c, n in ENUMS["TensorType"][1].items()}
-    c_types = re.findall(r"^EDGE_TYPE\((\w+),\s*(\d+),\s*(\d+)\)", (FW / "include" / "edge_types.def").read_text(), re.M)
+    schema_codes = {n: c for c, n in ENUMS["TensorType"][1].items()}
+    assert {name: code for name, (code, _) in TENSOR_TYPES.items()} == schema_codes
+    c_def = (FW / "include" / "edge_types.def").read_text()
+    c_types = re.findall(r"^EDGE_TYPE\((\w+),\s*(\d+),\s*(\d+)\)", c_def, re.M)
     assert len(c_types) == len(TENSOR_TYPES)
     for name, code, nbytes in c_types:
         assert TENSOR_TYPES[name][0] == int(code), name
@@ -287,7 +294,7 @@ def test_library_defaults_are_the_named_timeouts():
 
 _TIMEOUT_MODULES = ("device/serial_link.py", "device/qemu_board.py", "device/ssh.py", "device/emulator.py",
                     "tools/profile.py", "tools/flash.py", "tools/deploy.py", "tools/bench.py", "tools/generate.py",
-                    "cli.py")
+                    "tools/serve.py", "cli.py")
 
 
 def test_no_literal_timeouts_in_the_callers():

@@ -56,6 +56,7 @@ import numpy as np
 from typing_extensions import Self
 
 from edge_sdk import log
+from edge_sdk import timeouts as T
 from edge_sdk.errors import ModelError
 
 LATENCY_WINDOW = 4096
@@ -162,8 +163,9 @@ class Server:
 
     def __init__(self, model, host: str = "127.0.0.1", port: int = 8000, max_batch: int = 1,
                  max_wait_ms: float = 2.0, instances: int = 1, max_queue: int = 256,
-                 max_request_bytes: int = 16 << 20, max_connections: int = 64, request_timeout_s: float = 30.0,
-                 socket_timeout_s: float = 10.0, labels=None, task: str | None = None):
+                 max_request_bytes: int = 16 << 20, max_connections: int = 64,
+                 request_timeout_s: float = T.SERVE_REQUEST_TIMEOUT,
+                 socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None):
         for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
                             ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
             if not isinstance(v, (int, np.integer)) or v < lo:
@@ -263,7 +265,7 @@ class Server:
         log.info(f"serving {self.name} on {self.url} (batch {self.max_batch}, {self.instances} instance(s))")
         return self
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = T.SERVE_STOP_TIMEOUT) -> None:
         """Stop accepting, finish what is queued (up to ``timeout`` seconds), join the workers."""
         if self._httpd is None or self._stopped.is_set():
             return
