@@ -306,3 +306,54 @@ def test_cli_check_exit_codes_and_json(tmp_path, capsys):
 
     assert main(["check", str(path), "--target", "no-such-board"]) == 7
     assert "no-such-board" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------- the interpreter's prepare
+def _double_writer_model() -> bytes:
+    """Two RELU nodes writing the same tensor: the interpreter refuses it (ModelError)."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 8), "INT8", scale=S_IN, zero_point=0)
+    y = g.tensor("y", (1, 8), "INT8", scale=S_IN, zero_point=0)
+    g.op("RELU", [x], [y])
+    g.op("RELU", [x], [y])
+    g.output(y)
+    return write_model(g.build())
+
+
+def test_double_writer_gets_the_interpreters_model_error():
+    from edge_sdk import Interpreter
+    from edge_sdk.errors import ModelError
+
+    data = _double_writer_model()
+    interp = Interpreter(model_content=data)
+    with pytest.raises(ModelError) as exc:
+        interp.allocate_tensors()
+    for target in ("host-linux", "raspberry-pi-4"):
+        r = check_model(data, target)
+        assert r.verdict == FAILS
+        assert [p.get("runtime_error") for p in r.errors] == [str(exc.value)], r.problems
+
+
+def test_prepare_nodes_is_the_interpreters_prepare_report():
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    data = _double_writer_model()
+    nodes, failures, _ = prepare_nodes(read_model(data))
+    _, failures2, _ = Interpreter(model_content=data).prepare_report()
+    assert list(failures) == list(failures2) == [(0, 1)]
+    assert [str(e) for e in failures.values()] == [str(e) for e in failures2.values()]
+    assert len(nodes[0]) == 2
+
+
+def test_stateful_wake_word_model_runs_on_every_profile_the_interpreter_runs_it():
+    """VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE / CALL_ONCE carry no data type of their own."""
+    from edge_sdk.targets.profiles import list_profiles
+
+    path = shared_model("pymicro-wakeword/hey_jarvis.tflite")
+    for target in list_profiles():
+        r = check_model(path, target)
+        stateful = [p for p in r.problems if p.get("op") in ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
+                                                            "CALL_ONCE") and p["severity"] == "error"]
+        assert not stateful, (target, stateful)
+    assert check_model(path, "host-linux").verdict == RUNS
+    assert check_model(path, "qemu-mps2-an386").verdict == RUNS

@@ -34,7 +34,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from edge_sdk.runtime import op_table
 from edge_sdk.runtime.delegates.base import plan_partitions
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels.node import Node
@@ -120,49 +119,14 @@ def _load(model_or_path) -> tuple[Model, int, str]:
 
 
 def prepare_nodes(model: Model):
-    """Prepare every node with our kernels, tolerating failures.
+    """Every node prepared by the interpreter's own prepare (``Interpreter.prepare_report``: the same checks
+    and kernels as ``allocate_tensors``, a failing node recorded instead of stopping the others).
 
-    Returns ``(nodes, failures, infos)``: ``nodes[s][i]`` a ``Node`` (prepared when its kernel accepted it,
-    else with the model's declared output shapes), ``failures[(s, i)]`` the exception its lookup/prepare
-    raised, ``infos[s]`` the subgraph's TensorInfos (shapes as prepared).
+    Returns ``(nodes, failures, infos)``: see ``Interpreter.prepare_report``.
     """
     from edge_sdk.runtime.interpreter import Interpreter
 
-    interp = Interpreter(model=model)
-    infos = [interp.tensor_infos(s) for s in range(len(model.subgraphs))]  # as interpreter.static_plan does
-    nodes: list[list[Node]] = []
-    failures: dict[tuple[int, int], Exception] = {}
-    for s, sg in enumerate(model.subgraphs):
-        n = len(infos[s])
-        sg_nodes = []
-        for i, op in enumerate(sg.operators):
-            if not 0 <= op.opcode_index < len(model.operator_codes):
-                raise ModelError(f"node {i}: opcode index {op.opcode_index} out of range")
-            code = model.operator_codes[op.opcode_index]
-            for t in (*op.inputs, *op.outputs, *op.intermediates):
-                if not -1 <= t < n:
-                    where = f"subgraph {s} node {i}" if s else f"node {i}"
-                    raise ModelError(f"{where} ({code.name}): tensor {t} out of range")
-            node = Node(
-                index=i, subgraph=s, op=code.name, version=code.version, options=dict(op.options or {}),
-                custom_options=op.custom_options,
-                inputs=[None if t == -1 else infos[s][t] for t in op.inputs],
-                outputs=[infos[s][t] for t in op.outputs],
-                intermediates=[infos[s][t] for t in op.intermediates],
-                runtime=interp,
-            )
-            try:
-                row = op_table.lookup(node.op, node.version)
-                row.prepare_function()(node)
-            except UnsupportedOpError as exc:
-                failures[(s, i)] = exc if str(exc).startswith(node.where()) else node.unsupported(str(exc))
-            except ModelError as exc:
-                failures[(s, i)] = exc
-            except Exception as exc:  # noqa: BLE001 - a kernel tripped over the model: a model problem
-                failures[(s, i)] = node.error(f"prepare failed: {type(exc).__name__}: {exc}")
-            sg_nodes.append(node)
-        nodes.append(sg_nodes)
-    return nodes, failures, infos
+    return Interpreter(model=model).prepare_report()
 
 
 def arena_bytes(model: Model, infos) -> int:
@@ -253,8 +217,10 @@ def check_model(model_or_path, profile) -> CheckResult:
         exc = failures.get((node.subgraph, node.index))
         if exc is not None:
             kind = "kernel" if isinstance(exc, UnsupportedOpError) else "model"
-            out.append(_op_problem(node, CPU, "error", kind, node.op, None, str(exc).removeprefix(node.where() + ": ")
-                                   .removeprefix(node.where() + ", ")))
+            problem = _op_problem(node, CPU, "error", kind, node.op, None, str(exc).removeprefix(node.where() + ": ")
+                                  .removeprefix(node.where() + ", "))
+            problem["runtime_error"] = str(exc)  # the runtime's own message, as allocate_tensors raises it
+            out.append(problem)
         for v in profile.violations(node, CPU):
             out.append(_op_problem(node, CPU, "error", v.constraint, v.value, v.limit, v.message))
         return out
