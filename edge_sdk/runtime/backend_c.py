@@ -616,3 +616,162 @@ class CSignatureRunner:
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {_STATUS_NAMES[status]}")
         return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
+
+
+# ------------------------------------------------------------------------------------------------ target plan
+# `edge check` on a C target: the C runtime's own loader, prepare and planner, built as that target (its type
+# switches, its pointer size and struct layout) and run once without invoking. A 32-bit microcontroller's
+# layout (ILP32, AAPCS: 4-byte pointers, 8-byte aligned int64) comes from a 32-bit ARM Linux build run under
+# qemu-arm (user mode): its persistent part (tensor/node/subgraph structs, kernel data, resource variables),
+# its plan and its high-water mark equal the board's to the byte (measured on the QEMU board, tests/
+# test_check_c.py). Without that cross toolchain the host build answers: the same verdict, but the persistent
+# part at the host's (64-bit) struct sizes, so the RAM figure is an estimate (said so in the result).
+ILP32_CC = "arm-linux-gnueabihf-gcc"
+QEMU_USER = "qemu-arm"
+ILP32 = "ilp32-arm"  # measured with the board's struct layout
+HOST = "host"  # measured with the host's struct layout (an estimate of the board's RAM)
+
+
+class TargetPlan:
+    """The C runtime's answer for one model on one target layout (``target_plan``)."""
+
+    def __init__(self, layout: str, status: int, message: str, error: dict, figures: dict, runner: str):
+        self.layout = layout  # ILP32 or HOST
+        self.status = status  # 0 (loaded, prepared, planned) or an edge_status.def code
+        self.status_name = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else f"status {status}"
+        self.message = message  # the C runtime's one-line message ("" when it loaded)
+        self.error = error  # subgraph, node, tensor, op, version, offset, required, given, exact (-1: none)
+        self.figures = figures  # arena_used, high_water, persistent, tensor_total, head_total, lower_bound
+        self.runner = runner
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    @property
+    def exact(self) -> bool:
+        """The RAM figures are the target's own (its struct layout), not the host's."""
+        return self.layout == ILP32
+
+    def to_dict(self) -> dict:
+        return {"layout": self.layout, "status": self.status_name, "message": self.message, "error": self.error,
+                **self.figures}
+
+
+def target_layouts() -> list[str]:
+    """The layouts ``target_plan`` can measure here, best first (ILP32 needs arm-linux-gnueabihf-gcc and
+    qemu-arm; HOST needs a C compiler)."""
+    out = []
+    if shutil.which(ILP32_CC) and shutil.which(QEMU_USER):
+        out.append(ILP32)
+    if shutil.which(os.environ.get("CC", "gcc")):
+        out.append(HOST)
+    return out
+
+
+_runners: dict[tuple[str, tuple[str, ...]], Path] = {}
+
+
+def _source_key(tree: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted([*tree.glob("include/*"), *tree.glob("src/*.h"), *tree.glob("src/*.c"),
+                        *tree.glob("src/kernels/*.c"), *tree.glob("host/*.[ch]"), *tree.glob("fuzz/*.h"),
+                        tree / "tools" / "gen_ops.py"]):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
+    """edge-run-c built for ``layout`` with these type switches (cached under the cache folder; every kernel in
+    its op table: a firmware links the model's ops only, the same kernels, so the verdict and the sizes agree)."""
+    key = (layout, tuple(type_defs))
+    if key in _runners and _runners[key].is_file():
+        return _runners[key]
+    tree = FIRMWARE
+    cc = ILP32_CC if layout == ILP32 else os.environ.get("CC", "gcc")
+    if shutil.which(cc) is None:
+        raise BuildError(f"cannot build the C runtime's check runner: {cc} not found on PATH")
+    import hashlib
+
+    tag = hashlib.sha256(" ".join([layout, cc, *type_defs, _source_key(tree), str(tree)]).encode()).hexdigest()[:12]
+    folder = resources.cache_dir() / "check" / f"{layout}-{tag}"
+    exe = folder / "edge-run-c"
+    if not exe.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with resources.build_lock(folder / "x"):
+            if not exe.is_file():
+                gen = folder / "edge_ops_generated.c"
+                proc = subprocess.run([sys.executable, str(tree / "tools" / "gen_ops.py"), str(gen)],
+                                      capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise BuildError(f"gen_ops.py failed: {(proc.stderr or proc.stdout)[-2000:]}")
+                sources = [tree / "host" / "edge_run.c", tree / "src" / "edge.c",
+                           *sorted((tree / "src" / "kernels").glob("*.c")), tree / "host" / "edge_host.c", gen]
+                cmd = [cc, "-std=c99", "-O1", *(["-static"] if layout == ILP32 else []), *type_defs,
+                       f"-I{tree / 'include'}", f"-I{tree / 'src'}", f"-I{tree / 'host'}",
+                       "-o", str(exe) + ".tmp", *map(str, sources), "-lm"]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise BuildError(f"building the check runner failed ({cc}):\n{proc.stderr[-3000:]}")
+                os.replace(str(exe) + ".tmp", exe)
+    _runners[key] = exe
+    return exe
+
+
+def _parse_run(out: str) -> tuple[dict, dict]:
+    figures, error = {}, {}
+    for line in out.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "plan":
+            figures.update({parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)})
+        elif parts[:2] == ["arena", "used"]:
+            figures.update(arena_used=int(parts[2]), high_water=int(parts[4]), persistent=int(parts[6]))
+        elif parts[0] == "error":
+            error = {parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)}
+    figures.pop("ordering", None)
+    return figures, error
+
+
+def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
+                timeout: float = 300.0) -> TargetPlan:
+    """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
+    best of ``target_layouts()``) and the type switches ``type_defs`` (gen_ops.type_defines); never invokes.
+    BuildError when no layout can be built here."""
+    import tempfile
+
+    layouts = target_layouts()
+    if layout is None:
+        if not layouts:
+            raise BuildError("no C compiler found: cannot run the C runtime's prepare and planner")
+        layout = layouts[0]
+    exe = check_runner(layout, tuple(type_defs))
+    prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
+    with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
+        model = Path(tmp) / "model.tflite"
+        model.write_bytes(data)
+        arena = 64 << 20
+        for _ in range(6):
+            try:
+                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", "--arena", str(arena)],
+                                      capture_output=True, text=True, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                raise ModelError(f"the C runtime's prepare did not finish within {timeout:g} s") from None
+            if proc.returncode not in (0, 3):
+                raise ModelError(f"the C runtime's check runner failed (exit {proc.returncode}): "
+                                 f"{proc.stderr.strip()[-500:]}")
+            figures, error = _parse_run(proc.stdout)
+            status = error.get("status", 0) if proc.returncode == 3 else 0
+            if status == STATUS["EDGE_ARENA_TOO_SMALL"] and arena < (1 << 31) - 1:
+                arena = min(max(error["required"] if error.get("exact") else 0, 4 * arena), (1 << 31) - 1)
+                continue
+            break
+    message = ""
+    if status:
+        message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+        message = message.split(": ", 2)[-1] if message.startswith("edge-run-c: status") else message
+    return TargetPlan(layout, status, message, error, figures, str(exe))

@@ -75,6 +75,11 @@ class CheckResult:
     partitions: list[Partition] = field(default_factory=list)
     tensor_names: list[str] = field(default_factory=list)
     model_name: str = ""
+    runtime: str = "python"  # the runtime the profile names: "python" (the interpreter) or "c" (firmware_c)
+    checked_by: str = "interpreter"  # "interpreter", "c-runtime" (its own prepare/planner) or "c-table" (estimate)
+    ram_source: str = ""  # how arena_bytes was found (measured / estimate), in words
+    ram: dict = field(default_factory=dict)  # C targets: plan, scratch, persistent bytes, layout
+    fixes: list[str] = field(default_factory=list)
 
     @property
     def fallback_nodes(self) -> list[int]:
@@ -92,7 +97,13 @@ class CheckResult:
             "preferred_backend": self.backend,
             "problems": self.problems,
             "notes": self.notes,
+            "runtime": self.runtime,
+            "checked_by": self.checked_by,
             "arena_bytes": self.arena_bytes,
+            "arena_estimate": self.ram_source.startswith("estimate"),
+            "ram_source": self.ram_source,
+            "ram": self.ram,
+            "fixes": self.fixes,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -102,8 +113,8 @@ class CheckResult:
 
 
 # ----------------------------------------------------------------------------------------------- model
-def _load(model_or_path) -> tuple[Model, int, str]:
-    """(model, its serialized size, a display name)."""
+def _load(model_or_path) -> tuple[Model, int, str, bytes]:
+    """(model, its serialized size, a display name, its bytes)."""
     if isinstance(model_or_path, Model):
         data = write_model(model_or_path)
         name = "<model>"
@@ -115,7 +126,7 @@ def _load(model_or_path) -> tuple[Model, int, str]:
         data = path.read_bytes()
         name = str(path)
     # Read back from bytes: every options table is complete (schema defaults), as a file on disk would be.
-    return read_model(data), len(data), name
+    return read_model(data), len(data), name, data
 
 
 def prepare_nodes(model: Model):
@@ -201,27 +212,72 @@ def _op_problem(node: Node, backend: str, severity: str, constraint: str, value,
     }
 
 
-def check_model(model_or_path, profile) -> CheckResult:
-    """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc."""
+def _type_defines(model: Model) -> tuple[str, ...]:
+    """The C build's type switches for this model (as `edge flash` builds it: gen_ops.type_defines)."""
+    from edge_sdk.runtime.op_table import c_type_switches
+
+    used = {t.type for sg in model.subgraphs for t in sg.tensors}
+    return tuple(f"-D{macro}=0" for name, macro in c_type_switches().items() if name not in used)
+
+
+def _c_node(model: Model, error: dict):
+    """(subgraph, node) the C runtime's error record names, or None."""
+    s, i = error.get("subgraph", -1), error.get("node", -1)
+    if 0 <= s < len(model.subgraphs) and 0 <= i < len(model.subgraphs[s].operators):
+        return s, i
+    return None
+
+
+def check_model(model_or_path, profile, *, c_runtime: bool = True) -> CheckResult:
+    """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
+
+    ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
+    answer, as on a machine without a C compiler)."""
     profile = load_profile(profile)
-    model, model_bytes, name = _load(model_or_path)
+    model, model_bytes, name, data = _load(model_or_path)
     nodes, failures, infos = prepare_nodes(model)
     preferred = profile.preferred_backend
+    is_c = profile.runtime == "c"
     result = CheckResult(verdict=RUNS, target=profile.name, backend=preferred, ram_budget=profile.ram_arena_bytes,
                          flash_budget=profile.flash_model_bytes, model_bytes=model_bytes, model_name=name,
-                         tensor_names=[t.name for t in model.subgraphs[0].tensors] if model.subgraphs else [])
+                         tensor_names=[t.name for t in model.subgraphs[0].tensors] if model.subgraphs else [],
+                         runtime="c" if is_c else "python")
     problems = result.problems
+
+    # ---- the runtime's own verdict on every node
+    c_plan = None
+    if is_c:
+        result.checked_by = "c-table"
+        if c_runtime:
+            from edge_sdk.runtime import backend_c
+
+            try:
+                c_plan = backend_c.target_plan(data, type_defs=_type_defines(model))
+            except backend_c.BuildError as exc:
+                result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
+                                    "ops checked against the C kernels' registrations, RAM estimated")
+        if c_plan is not None:
+            result.checked_by = "c-runtime"
+        runtime_failures = _c_failures(model, nodes, c_plan)
+    else:
+        result.checked_by = "interpreter"
+        runtime_failures = failures
 
     def cpu_problems(node: Node) -> list[dict]:
         out = []
-        exc = failures.get((node.subgraph, node.index))
+        exc = runtime_failures.get((node.subgraph, node.index))
         if exc is not None:
             kind = "kernel" if isinstance(exc, UnsupportedOpError) else "model"
-            problem = _op_problem(node, CPU, "error", kind, node.op, None, str(exc).removeprefix(node.where() + ": ")
-                                  .removeprefix(node.where() + ", "))
-            problem["runtime_error"] = str(exc)  # the runtime's own message, as allocate_tensors raises it
+            text = str(exc)
+            short = text.removeprefix("C runtime: ")
+            for prefix in (node.where() + ": ", node.where() + ", "):
+                short = short.removeprefix(prefix)
+            problem = _op_problem(node, CPU, "error", kind, node.op, None, short)
+            problem["runtime_error"] = text  # the runtime's own message, as it raises it
             out.append(problem)
         for v in profile.violations(node, CPU):
+            if is_c and v.constraint == "dtype" and exc is None and c_plan is not None:
+                continue  # the C runtime's type switches decide which types it holds (it prepared this node)
             out.append(_op_problem(node, CPU, "error", v.constraint, v.value, v.limit, v.message))
         return out
 
@@ -243,12 +299,35 @@ def check_model(model_or_path, profile) -> CheckResult:
             if assignment[k] == CPU:
                 problems.extend(cpu_problems(node))
             note(node, assignment[k])
+    if c_plan is not None and not c_plan.ok and _c_node(model, c_plan.error) is None \
+            and c_plan.status_name != "EDGE_ARENA_TOO_SMALL":
+        problems.append({"kind": "model", "severity": "error", "value": None, "limit": None,
+                         "runtime_error": f"C runtime: {c_plan.message} [{c_plan.status_name}]",
+                         "message": f"the C runtime refuses the model: {c_plan.message} [{c_plan.status_name}]"})
 
-    try:
-        result.arena_bytes = arena_bytes(model, infos)
-    except ModelError as exc:
-        problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
-                         "message": f"the arena cannot be planned: {exc}"})
+    # ---- RAM
+    if c_plan is not None and c_plan.ok:
+        f = c_plan.figures
+        result.arena_bytes = max(f["high_water"], f["arena_used"])
+        result.ram = {"plan_bytes": f.get("head_total"), "tensor_bytes": f.get("tensor_total"),
+                      "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
+                      "persistent_bytes": f.get("persistent"), "high_water": f["high_water"],
+                      "layout": c_plan.layout}
+        result.ram_source = ("measured: the C runtime's prepare and planner built with the board's 32-bit "
+                             "struct layout" if c_plan.exact else
+                             "estimate: the C runtime's prepare and planner on this host (64-bit structs: the "
+                             "persistent part is larger than on the board)")
+    else:
+        try:
+            result.arena_bytes = arena_bytes(model, infos)
+        except ModelError as exc:
+            problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
+                             "message": f"the arena cannot be planned: {exc}"})
+        if is_c:
+            result.ram_source = ("estimate: the tensor plan only (the C runtime could not run here: its persistent "
+                                 "part and scratch are not counted)")
+        else:
+            result.ram_source = "the interpreter's arena plan (tensors)"
     if result.arena_bytes is not None and result.arena_bytes > profile.ram_arena_bytes:
         problems.append({
             "kind": "arena", "severity": "error", "value": result.arena_bytes, "limit": profile.ram_arena_bytes,
@@ -265,7 +344,74 @@ def check_model(model_or_path, profile) -> CheckResult:
         result.verdict = FAILS
     elif result.fallback_nodes:
         result.verdict = PARTIAL
+    result.fixes = _fixes(result, profile, model, failures)
     return result
+
+
+def _c_failures(model: Model, nodes, c_plan) -> dict[tuple[int, int], Exception]:
+    """Per node, why the C runtime refuses it: every node without a C kernel (the op table's C side, as the
+    C loader checks them all before preparing), and the node the C runtime's own prepare stopped at."""
+    from edge_sdk.runtime import op_table
+
+    out: dict[tuple[int, int], Exception] = {}
+    for sg_nodes in nodes:
+        for node in sg_nodes:
+            reason = op_table.c_refusal(node.op, node.version)
+            if reason:
+                out[(node.subgraph, node.index)] = UnsupportedOpError(f"{node.where()}: {reason}")
+    if c_plan is not None and not c_plan.ok:
+        at = _c_node(model, c_plan.error)
+        if at is not None and at not in out:
+            exc_type = UnsupportedOpError if c_plan.status_name.startswith("EDGE_UNSUPPORTED") else ModelError
+            out[at] = exc_type(f"C runtime: {c_plan.message} [{c_plan.status_name}]")
+        elif at is None and c_plan.status_name == "EDGE_UNSUPPORTED_OP":
+            pass
+    return out
+
+
+def _fixes(result: CheckResult, profile: Profile, model: Model, py_failures) -> list[str]:
+    """What the user can do about the errors (another target, --exclude, a smaller input)."""
+    from edge_sdk.targets.profiles import list_profiles
+
+    out = []
+    errors = result.errors
+    op_errors = [p for p in errors if p["kind"] in ("kernel", "model", "op", "dtype") or p.get("constraint") in
+                 ("op", "dtype")]
+    if op_errors and result.runtime == "c" and not py_failures:
+        out.append("the Python interpreter runs every node of this model: a Linux target (host-linux, "
+                   "raspberry-pi-4, ...) runs it")
+    if any(p.get("constraint") == "op" and p.get("dtype") == "FLOAT32" for p in op_errors):
+        nodes = sorted({p["node"] for p in op_errors if p.get("dtype") == "FLOAT32"})
+        out.append(f"quantize the float nodes ({_node_list(nodes)}) to int8 (`edge convert`), or pick a target "
+                   "with an FPU")
+    if any(p["kind"] == "arena" and p["value"] for p in errors):
+        need = next(p["value"] for p in errors if p["kind"] == "arena" and p["value"])
+        fits = []
+        for other in list_profiles():
+            try:
+                o = load_profile(other)
+            except Exception:  # noqa: BLE001 - a broken profile file is not this model's problem
+                continue
+            if o.name != profile.name and o.runtime == profile.runtime and o.ram_arena_bytes >= need \
+                    and o.flash_model_bytes >= result.model_bytes:
+                fits.append(o.name)
+        if fits:
+            out.append(f"a target with more RAM: {', '.join(fits[:4])}")
+        out.append("a smaller input (convert with a smaller input shape) shrinks the activations")
+    if result.verdict == PARTIAL or any(p["severity"] == "fallback" for p in result.problems):
+        nodes = sorted({p["node"] for p in result.problems if p["severity"] == "fallback" and p["subgraph"] == 0})
+        if nodes:
+            out.append(f"the CPU runs the fallback nodes; `edge convert --exclude NODE` keeps a node in float "
+                       f"(fallback nodes: {_node_list(nodes)})")
+    if any(p["kind"] == "flash" for p in errors):
+        out.append("a smaller model (int8 weights: `edge convert --quantize int8`), or a target with more flash")
+    return out
+
+
+def _node_list(idx, limit: int = 12) -> str:
+    idx = list(idx)
+    text = ", ".join(map(str, idx[:limit]))
+    return text + (f", ... ({len(idx) - limit} more)" if len(idx) > limit else "")
 
 
 def _over(need: int, have: int) -> str:
