@@ -323,7 +323,10 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True) -> CheckResul
         except ModelError as exc:
             problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
                              "message": f"the arena cannot be planned: {exc}"})
-        if is_c:
+        if is_c and c_plan is not None:
+            result.ram_source = ("estimate: the tensor plan only (the C runtime refused the model, so its "
+                                 "persistent part and scratch were not measured)")
+        elif is_c:
             result.ram_source = ("estimate: the tensor plan only (the C runtime could not run here: its persistent "
                                  "part and scratch are not counted)")
         else:
@@ -432,32 +435,80 @@ def _tensor_label(names: list[str], t: int) -> str:
     return f"'{names[t]}'" if t < len(names) and names[t] else f"#{t}"
 
 
+def group_problems(problems: list[dict]) -> list[dict]:
+    """Problems grouped by (severity, op, constraint, reason): one dict per group with ``nodes`` (every
+    (subgraph, node)), ``count`` and ``reason`` (the message without the node prefix); first-seen order."""
+    groups: dict[tuple, dict] = {}
+    for p in problems:
+        if p.get("kind") != "op":
+            key = (p["severity"], p["kind"], None, p["message"])
+            groups.setdefault(key, {"severity": p["severity"], "kind": p["kind"], "op": None, "reason": p["message"],
+                                    "nodes": [], "count": 0})
+            continue
+        reason = p["message"].split(": ", 1)[1] if ": " in p["message"] else p["message"]
+        # the same reason for another node differs only in the node's own numbers when it names them
+        key = (p["severity"], p["op"], p["version"], p["dtype"], p["backend"], p["constraint"], reason)
+        g = groups.setdefault(key, {"severity": p["severity"], "kind": "op", "op": p["op"], "version": p["version"],
+                                    "dtype": p["dtype"], "backend": p["backend"], "constraint": p["constraint"],
+                                    "reason": reason, "nodes": [], "count": 0})
+        g["nodes"].append((p["subgraph"], p["node"]))
+        g["count"] += 1
+    return list(groups.values())
+
+
+def _node_names(nodes: list[tuple[int, int]], limit: int = 12) -> str:
+    labels = [f"{i}" if s == 0 else f"{s}:{i}" for s, i in nodes]
+    text = ", ".join(labels[:limit])
+    return text + (f", ... (+{len(labels) - limit})" if len(labels) > limit else "")
+
+
 def format_check(result: CheckResult) -> str:
-    """The human report `edge check` prints."""
+    """The human report `edge check` prints: the verdict, the budgets, one line per (op, reason), the fixes."""
     r = result
-    lines = [f"{r.model_name} on {r.target} (preferred backend: {r.backend}): {r.verdict.upper()}"]
+    runtime = {"c-runtime": "the C runtime's own prepare", "c-table": "the C kernel table (no C compiler here)",
+               "interpreter": "the interpreter's own prepare"}.get(r.checked_by, r.checked_by)
+    lines = [f"{r.model_name} on {r.target}: {r.verdict.upper()}  (checked with {runtime}; "
+             f"preferred backend: {r.backend})"]
     if r.verdict == PARTIAL:
         cpu_parts = [p for p in r.partitions if p.backend != r.backend]
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
+    over = r.arena_bytes is not None and r.ram_budget and r.arena_bytes > r.ram_budget
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
-    lines.append(f"  arena  {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget{pct}")
+    lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} arena budget{pct}"
+                 f"{'  OVER' if over else ''}")
+    if r.ram:
+        lines.append(f"         = plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
+                     f"{r.ram.get('scratch_bytes')}) + persistent {r.ram.get('persistent_bytes')} B (structs, kernel "
+                     "data, resource variables; high water)")
+    if r.ram_source:
+        lines.append(f"         {r.ram_source}")
+    over = r.flash_budget and r.model_bytes > r.flash_budget
     pct = f" ({100 * r.model_bytes / r.flash_budget:.0f}%)" if r.flash_budget else ""
-    lines.append(f"  model  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} flash budget{pct}")
+    lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
+                 f"{'  OVER' if over else ''}")
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):
         lines.append("  partitions:")
         for p in r.partitions:
             cross_in = ", ".join(_tensor_label(r.tensor_names, t) for t in p.inputs) or "-"
             cross_out = ", ".join(_tensor_label(r.tensor_names, t) for t in p.outputs) or "-"
             lines.append(f"    {p.backend:<8} nodes {_ranges(p.nodes):<10} in: {cross_in}  out: {cross_out}")
-    errors = [p for p in r.problems if p["severity"] == "error"]
-    fallbacks = [p for p in r.problems if p["severity"] == "fallback"]
-    if errors:
-        lines.append(f"problems ({len(errors)}):")
-        lines.extend(f"  - {p['message']}" for p in errors)
-    if fallbacks:
-        lines.append(f"CPU fallbacks ({len(fallbacks)}):")
-        lines.extend(f"  - {p['message']}" for p in fallbacks)
+    for severity, title in (("error", "problems"), ("fallback", "CPU fallbacks")):
+        groups = [g for g in group_problems(r.problems) if g["severity"] == severity]
+        groups.sort(key=lambda g: g["kind"] == "op")  # budgets (arena, flash) and model problems first
+        if not groups:
+            continue
+        n = sum(max(g["count"], 1) for g in groups)
+        lines.append(f"{title} ({n}{' nodes' if n != len(groups) else ''}, {len(groups)} kind(s)):")
+        for g in groups:
+            if g["kind"] == "op":
+                lines.append(f"  - {g['op']} v{g['version']} {g['dtype']}: {g['reason']} — {g['count']} node(s): "
+                             f"{_node_names(g['nodes'])}")
+            else:
+                lines.append(f"  - {g['reason']}")
+    if r.fixes:
+        lines.append("fix:")
+        lines.extend(f"  - {f}" for f in r.fixes)
     if r.notes:
         lines.append("notes:")
-        lines.extend(f"  - {n}" for n in r.notes)
+        lines.extend(f"  - {n}" for n in dict.fromkeys(r.notes))
     return "\n".join(lines) + "\n"
