@@ -129,6 +129,18 @@ def _load(model_or_path) -> tuple[Model, int, str, bytes]:
     return read_model(data), len(data), name, data
 
 
+_CACHE: dict[tuple, object] = {}  # the last few models' prepare results and C plans (checks against many profiles)
+_CACHE_SIZE = 8
+
+
+def _cached(key: tuple, make):
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = make()
+    return _CACHE[key]
+
+
 def prepare_nodes(model: Model):
     """Every node prepared by the interpreter's own prepare (``Interpreter.prepare_report``: the same checks
     and kernels as ``allocate_tensors``, a failing node recorded instead of stopping the others).
@@ -235,7 +247,10 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True) -> CheckResul
     answer, as on a machine without a C compiler)."""
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
-    nodes, failures, infos = prepare_nodes(model)
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()
+    nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))
     preferred = profile.preferred_backend
     is_c = profile.runtime == "c"
     result = CheckResult(verdict=RUNS, target=profile.name, backend=preferred, ram_budget=profile.ram_arena_bytes,
@@ -252,7 +267,7 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True) -> CheckResul
             from edge_sdk.runtime import backend_c
 
             try:
-                c_plan = backend_c.target_plan(data, type_defs=_type_defines(model))
+                c_plan = _cached(("c", digest), lambda: backend_c.target_plan(data, type_defs=_type_defines(model)))
             except backend_c.BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
