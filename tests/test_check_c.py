@@ -1,0 +1,74 @@
+"""`edge check` on a C target: the C runtime's own prepare and planner, built with the board's struct layout.
+Its arena figure equals the board's own high-water mark read back by `edge profile` on the QEMU board."""
+
+import shutil
+
+import pytest
+
+from edge_sdk.device import qemu_board as qb
+from edge_sdk.runtime import backend_c
+from edge_sdk.targets.check import FAILS, RUNS, check_model
+from tests.conftest import shared_model
+
+NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
+needs_qemu = pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                                reason=f"needs QEMU and the Arm GCC toolchain: {NEEDS}")
+needs_ilp32 = pytest.mark.skipif(backend_c.ILP32 not in backend_c.target_layouts(),
+                                 reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf "
+                                        "qemu-user) for the board's struct layout")
+
+# high-water marks the QEMU board itself reported (`edge profile ... --json`: arena_high_water), 2026-12-01
+BOARD_HIGH_WATER = {"pymicro-wakeword/hey_jarvis.tflite": 17_496, "tflite-micro/person_detect.tflite": 80_184,
+                    "tflite-micro/micro_speech_quantized.tflite": 6_728}
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    for b in qb._read_state():
+        qb._kill_group(int(b["pid"]), b.get("pgid"))
+    qb.stop_board(all=True)
+
+
+@needs_ilp32
+@pytest.mark.parametrize("name", sorted(BOARD_HIGH_WATER))
+def test_c_target_arena_is_the_boards_high_water(name):
+    r = check_model(shared_model(name), "qemu-mps2-an386")
+    assert r.verdict == RUNS and r.checked_by == "c-runtime"
+    assert r.arena_bytes == BOARD_HIGH_WATER[name]
+    ram = r.ram
+    assert ram["layout"] == backend_c.ILP32 and ram["persistent_bytes"] > 0
+    assert ram["plan_bytes"] == ram["tensor_bytes"] + ram["scratch_bytes"]
+    assert not r.to_dict()["arena_estimate"] and "measured" in r.ram_source
+
+
+@needs_ilp32
+@needs_qemu
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["tflite-micro/micro_speech_quantized.tflite", "pymicro-wakeword/hey_jarvis.tflite",
+                                  "tflite-micro/hello_world_int8.tflite"])
+def test_c_target_arena_equals_high_water_read_back_from_the_qemu_board(state, name):
+    from edge_sdk.tools.profile import profile_model
+
+    path = shared_model(name)
+    r = check_model(path, "qemu-mps2-an386")
+    report = profile_model(path, "qemu-mps2-an386", runs=1)
+    assert report["arena_high_water"] == r.arena_bytes, (report["arena_high_water"], r.ram)
+
+
+def test_c_target_without_the_c_runtime_says_estimate():
+    r = check_model(shared_model("tflite-micro/micro_speech_quantized.tflite"), "qemu-mps2-an386", c_runtime=False)
+    assert r.checked_by == "c-table" and r.to_dict()["arena_estimate"]
+    assert r.arena_bytes == r.to_dict()["arena_bytes"] and "estimate" in r.ram_source
+
+
+def test_c_runtime_refusal_named_for_ops_the_c_runtime_lacks():
+    """RESIZE_BILINEAR: the interpreter runs it, the C runtime has no kernel: check says so on a C target."""
+    path = shared_model("mediapipe/palm_detection_lite.tflite")
+    r = check_model(path, "qemu-mps2-an386")
+    assert r.verdict == FAILS
+    bad = {p["op"] for p in r.errors if "runtime_error" in p}
+    assert bad == {"RESIZE_BILINEAR"}
+    assert check_model(path, "host-linux").verdict == RUNS
+    assert any("Linux target" in f for f in r.fixes)
