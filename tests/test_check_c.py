@@ -72,3 +72,21 @@ def test_c_runtime_refusal_named_for_ops_the_c_runtime_lacks():
     assert bad == {"RESIZE_BILINEAR"}
     assert check_model(path, "host-linux").verdict == RUNS
     assert any("Linux target" in f for f in r.fixes)
+
+
+@needs_qemu
+@pytest.mark.slow
+def test_check_link_reports_the_real_firmware_size(state, capsys):
+    import json
+
+    from edge_sdk.cli import main
+
+    path = shared_model("tflite-micro/micro_speech_quantized.tflite")
+    assert main(["check", str(path), "--target", "qemu-mps2-an386", "--link", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    link = d["link"]
+    assert link["linked"] is True and link["flash_bytes"] == link["text_bytes"] + link["data_bytes"]
+    assert link["runtime_flash_bytes"] == link["flash_bytes"] - d["model_bytes"] > 0
+    assert link["arena_bytes"] >= d["arena_bytes"]  # the firmware's arena holds what the board needs
+    assert main(["check", str(path), "--target", "host-linux", "--link"]) == 2
+    assert "--link" in capsys.readouterr().err

@@ -81,6 +81,17 @@ class CheckResult:
     ram: dict = field(default_factory=dict)  # C targets: plan, scratch, persistent bytes, layout
     fixes: list[str] = field(default_factory=list)
 
+    link: dict = field(default_factory=dict)  # a real firmware link's sizes (apply_link), when one was made
+
+    def apply_link(self, usage: dict) -> None:
+        """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
+        runtime code and read-only data for this op set) and the linker's own refusal as a problem."""
+        self.link = dict(usage)
+        if not usage.get("linked"):
+            self.problems.append({"kind": "link", "severity": "error", "value": None, "limit": None,
+                                  "message": f"the firmware does not link: {usage.get('error')}"})
+            self.verdict = FAILS
+
     @property
     def fallback_nodes(self) -> list[int]:
         return [i for p in self.partitions if p.backend != self.backend for i in p.nodes]
@@ -104,6 +115,7 @@ class CheckResult:
             "ram_source": self.ram_source,
             "ram": self.ram,
             "fixes": self.fixes,
+            "link": self.link,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -501,6 +513,10 @@ def format_check(result: CheckResult) -> str:
     pct = f" ({100 * r.model_bytes / r.flash_budget:.0f}%)" if r.flash_budget else ""
     lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
                  f"{'  OVER' if over else ''}")
+    if r.link.get("linked"):
+        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash (model + runtime code "
+                     f"{_kib(r.link['runtime_flash_bytes'])}), RAM data+bss {_kib(r.link['data_bytes'] + r.link['bss_bytes'])}"
+                     f" + arena {_kib(r.link['arena_bytes'])} (a real link)")
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):
         lines.append("  partitions:")
         for p in r.partitions:
