@@ -82,6 +82,7 @@ class CheckResult:
     fixes: list[str] = field(default_factory=list)
 
     link: dict = field(default_factory=dict)  # a real firmware link's sizes (apply_link), when one was made
+    stack: dict = field(default_factory=dict)  # C targets: the runtime's deepest call chain (bytes, chain, ...)
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -116,6 +117,7 @@ class CheckResult:
             "ram": self.ram,
             "fixes": self.fixes,
             "link": self.link,
+            "stack": self.stack,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -252,11 +254,32 @@ def _c_node(model: Model, error: dict):
     return None
 
 
-def check_model(model_or_path, profile, *, c_runtime: bool = True) -> CheckResult:
+def _runtime_stack(model: Model, profile: Profile) -> dict:
+    """The C runtime's stack on this target for this model's kernels (backend_c.runtime_stack: the target's
+    compiler with -fcallgraph-info=su), or {"error": why not}."""
+    import shutil
+
+    from edge_sdk.runtime import backend_c, op_table
+
+    compiler = profile.toolchain.get("compiler", "")
+    if not compiler or shutil.which(compiler) is None:
+        return {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
+    flags = tuple(f for f in profile.toolchain.get("cflags", []) if f.startswith(("-m", "-O", "-f")))
+    used = {(c.name if not c.is_custom else c.custom_code) for c in model.operator_codes}
+    try:
+        rows = op_table.gen_ops_module().scan()
+        names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
+        return _cached(("stack", compiler, flags, tuple(names)),
+                       lambda: backend_c.runtime_stack(compiler, flags, names))
+    except (backend_c.BuildError, OSError) as exc:
+        return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
+
+
+def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool = True) -> CheckResult:
     """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
 
     ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
-    answer, as on a machine without a C compiler)."""
+    answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack."""
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
     import hashlib
@@ -331,6 +354,10 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True) -> CheckResul
         problems.append({"kind": "model", "severity": "error", "value": None, "limit": None,
                          "runtime_error": f"C runtime: {c_plan.message} [{c_plan.status_name}]",
                          "message": f"the C runtime refuses the model: {c_plan.message} [{c_plan.status_name}]"})
+
+    # ---- stack (C targets with their compiler here)
+    if is_c and stack:
+        result.stack = _runtime_stack(model, profile)
 
     # ---- RAM
     if c_plan is not None and c_plan.ok:
@@ -509,6 +536,12 @@ def format_check(result: CheckResult) -> str:
                      "data, resource variables; high water)")
     if r.ram_source:
         lines.append(f"         {r.ram_source}")
+    if r.stack.get("bytes"):
+        st = r.stack
+        lines.append(f"  stack  {st['bytes']:>8} B  the runtime's deepest call chain ({' -> '.join(st['chain'][:5])}"
+                     f"{' ...' if len(st['chain']) > 5 else ''}; -fcallgraph-info, C library frames not counted)")
+    elif r.stack.get("error"):
+        lines.append(f"  stack  {'?':>8}    {r.stack['error']}")
     over = r.flash_budget and r.model_bytes > r.flash_budget
     pct = f" ({100 * r.model_bytes / r.flash_budget:.0f}%)" if r.flash_budget else ""
     lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
