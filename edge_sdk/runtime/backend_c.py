@@ -770,10 +770,17 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
                 arena = min(max(error["required"] if error.get("exact") else 0, 4 * arena), (1 << 31) - 1)
                 continue
             break
-    message = ""
-    if status:
-        message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-        message = message.split(": ", 2)[-1] if message.startswith("edge-run-c: status") else message
+        message = ""
+        if status:
+            message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+            message = message.split(": ", 2)[-1] if message.startswith("edge-run-c: status") else message
+            if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"],
+                          STATUS["EDGE_BAD_NODE"]):
+                # the loader and planner alone (declared shapes, no kernels): the RAM it can still tell
+                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", "--arena", str(arena)],
+                                           capture_output=True, text=True, timeout=timeout, check=False)
+                if plan_only.returncode == 0:
+                    figures = {f"plan_only_{k}": v for k, v in _parse_run(plan_only.stdout)[0].items()}
     return TargetPlan(layout, status, message, error, figures, str(exe))
 
 

@@ -1,28 +1,41 @@
-"""`edge check`: will this model run on that device? Answered from the model and the device profile alone.
+"""`edge check`: will this model run on that device? Answered by the runtime the device's profile names.
 
     result = check_model("person_detect.tflite", "stm32f746-disco")
     result.verdict            # "runs" | "partial" | "fails"
+    result.checked_by         # "interpreter" | "c-runtime" | "c-table" (no C compiler here: an estimate)
     result.problems           # every reason, as dicts (node, op, version, dtype, backend, constraint, value, limit)
+    result.arena_bytes        # the RAM the arena needs (C targets: what the board's runtime will use)
     result.partitions         # [Partition(backend, nodes, inputs, outputs)] for subgraph 0
-    result.to_dict()          # the JSON `edge check --json` prints
+    result.to_dict()          # the JSON `edge check --json` prints (every node of every problem)
+    format_check(result)      # the report a person reads: budgets first, one line per (op, reason), the fix
 
 How it decides:
 
-1. Every node is prepared with our own kernels (as ``Interpreter.allocate_tensors`` does, but a node that
-   fails does not stop the others: each failure is a problem). Prepare computes the real shapes, so
-   constraints are checked against the actual parameters: kernel size, stride, dilation, rank, dtype,
-   per-channel quantization, tensor bytes (``edge_sdk.targets.profiles``).
-2. Each node of subgraph 0 goes to the profile's preferred backend when that backend takes it
+1. Every node is prepared by the interpreter's own prepare (``Interpreter.prepare_report``: the checks and
+   kernels of ``allocate_tensors``; a node that fails is recorded and the others still prepared). That gives
+   the real shapes the profile's constraints are checked against (kernel size, stride, dilation, rank, dtype,
+   per-channel quantization, tensor bytes: ``edge_sdk.targets.profiles``) and, on a Python target
+   (``runtime = "python"``), the verdict: the interpreter's own errors (use before def, double writers,
+   missing kernels, ...) are the node's problems.
+2. On a C target (``runtime = "c"``: the microcontrollers) the C runtime judges: its own loader, prepare and
+   planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
+   `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
+   the host's layout when only a host compiler is there. Every node without a C kernel (the op table's C
+   side, generated from the kernels' registrations) and the node the C prepare stopped at are problems.
+   Without any C compiler the op table answers alone and the report says so (``checked_by = "c-table"``).
+3. Each node of subgraph 0 goes to the profile's preferred backend when that backend takes it
    (``profile.supports``); otherwise it falls back to the CPU (a "fallback" problem naming the constraint).
-   A delegate with ``max_partitions`` takes at most that many runs of nodes (the Edge TPU compiler
-   partitions once: everything after its first fallback runs on the CPU). Nodes of other subgraphs run on
-   the CPU. The CPU takes a node when our kernel prepares it and the profile's CPU op list allows it;
-   otherwise the node is an "error" problem.
-3. The arena is our interpreter's plan over the prepared shapes (the same plan ``Interpreter.arena_size``
-   reports, at least as tight as TFLM's); it must fit ``ram_arena_bytes``. The model file's bytes must fit
-   ``flash_model_bytes``.
+   A delegate with ``max_partitions`` takes at most that many runs of nodes. Nodes of other subgraphs run on
+   the CPU. Nodes that carry no data type (VAR_HANDLE, CALL_ONCE) are taken when the backend lists the op.
+4. RAM: on a C target ``arena_bytes`` is the C runtime's high-water mark = tensor plan + scratch + persistent
+   part (tensor/node/subgraph structs, kernel data, resource variables): with the board's layout that is the
+   board's own high-water mark to the byte (tests/test_check_c.py); ``ram`` breaks it down and ``ram_source``
+   says measured or estimate. On a Python target it is the interpreter's arena plan. It must fit
+   ``ram_arena_bytes``; the model's bytes must fit ``flash_model_bytes``. C targets also get the runtime's
+   stack (the target compiler's -fcallgraph-info) and, with ``apply_link`` (`edge check --link`), a real
+   firmware link's flash and RAM.
 
-Verdict: ``fails`` when there is any error (an op no backend can run, the arena or the model too big, a
+Verdict: ``fails`` when there is any error (an op the runtime refuses, the arena or the model too big, a
 malformed model); ``partial`` when it runs but N nodes fall back to the CPU (in K CPU partitions); else
 ``runs``. ``partitions`` are the maximal runs of consecutive nodes on one backend, with the tensors that
 cross into (``inputs``) and out of (``outputs``) each run; ``partition_nodes`` computes them for any
@@ -371,6 +384,14 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
                              "struct layout" if c_plan.exact else
                              "estimate: the C runtime's prepare and planner on this host (64-bit structs: the "
                              "persistent part is larger than on the board)")
+    elif c_plan is not None and "plan_only_high_water" in c_plan.figures:
+        f = c_plan.figures
+        result.arena_bytes = max(f["plan_only_high_water"], f["plan_only_arena_used"])
+        result.ram = {"plan_bytes": f.get("plan_only_head_total"), "tensor_bytes": f.get("plan_only_tensor_total"),
+                      "scratch_bytes": 0, "persistent_bytes": f.get("plan_only_persistent"),
+                      "high_water": f["plan_only_high_water"], "layout": c_plan.layout}
+        result.ram_source = ("estimate: the C runtime refused the model, so its loader and planner ran without "
+                             "kernels (declared shapes; kernel data and scratch not counted)")
     else:
         try:
             result.arena_bytes = arena_bytes(model, infos)

@@ -113,18 +113,18 @@ def _gen_ops_module():
 
 
 def kernel_files(model) -> list[str]:
-    """The src/kernels/ files the model's ops need; UnsupportedOpError names ops the C runtime lacks."""
-    rows = _gen_ops_module().scan()
-    builtin = {(r["op"], None): r for r in rows if r["custom"] is None}
-    custom = {r["custom"]: r for r in rows if r["custom"] is not None}
+    """The src/kernels/ files the model's ops need, from the op table's C side (``op_table.C_KERNELS``, generated
+    from those files' registrations); UnsupportedOpError names ops the C runtime lacks."""
+    from edge_sdk.runtime.op_table import C_KERNELS
+
     files, missing = set(), []
     for code in model.operator_codes:
-        row = custom.get(code.custom_code) if code.is_custom else builtin.get((code.name, None))
         label = code.name  # a custom op's name is its custom_code
-        if row is None or code.version > row["max_version"]:
-            missing.append(f"{label} v{code.version}" + (f" (C kernel up to v{row['max_version']})" if row else ""))
+        entry = C_KERNELS.get(code.custom_code if code.is_custom else code.name)
+        if entry is None or code.version > entry[0]:
+            missing.append(f"{label} v{code.version}" + (f" (C kernel up to v{entry[0]})" if entry else ""))
         else:
-            files.add(row["file"])
+            files.add(entry[1])
     if missing:
         raise UnsupportedOpError(f"the C runtime (firmware_c/src/kernels) has no kernel for: {', '.join(missing)}")
     return sorted(files)
