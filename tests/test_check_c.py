@@ -90,3 +90,16 @@ def test_check_link_reports_the_real_firmware_size(state, capsys):
     assert link["arena_bytes"] >= d["arena_bytes"]  # the firmware's arena holds what the board needs
     assert main(["check", str(path), "--target", "host-linux", "--link"]) == 2
     assert "--link" in capsys.readouterr().err
+
+
+@needs_qemu
+def test_c_target_reports_the_runtimes_stack_and_code():
+    r = check_model(shared_model("tflite-micro/person_detect.tflite"), "qemu-mps2-an386")
+    st, code = r.stack, r.runtime_code
+    assert st["bytes"] > 0 and st["entry"] in ("edge_init_ex", "edge_invoke_at", "edge_reset_state")
+    assert st["chain"][0] == st["entry"]
+    assert set(code["per_file"]) == {"edge", "conv_2d", "depthwise_conv_2d", "pooling", "reshape", "softmax"}
+    assert code["bytes"] == sum(code["per_file"].values()) > 0
+    d = r.to_dict()
+    assert d["stack"]["bytes"] == st["bytes"] and d["runtime_code"]["bytes"] == code["bytes"]
+    assert check_model(shared_model("tflite-micro/person_detect.tflite"), "host-linux").stack == {}

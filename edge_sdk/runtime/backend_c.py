@@ -842,7 +842,33 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
     for ci in sorted(folder.glob("*.ci")):
         _parse_ci(ci.read_text(errors="replace"), frames, edges, dynamic, files)
     _stack_graphs[key] = (frames, edges, dynamic, files)
+    _stack_folders[key] = folder
     return _stack_graphs[key]
+
+
+_stack_folders: dict[tuple, Path] = {}
+
+
+def runtime_code_bytes(compiler: str, cflags: tuple[str, ...], kernel_files: list[str],
+                       type_defs: tuple[str, ...] = ()) -> dict:
+    """Flash the runtime's code and read-only data take for an op set: the text+data of edge.o and of the
+    kernel files' objects as the target compiler builds them (the objects ``stack_graph`` compiled). An upper
+    bound of the linked figure: the linker drops the functions nothing calls (`edge check --link` links)."""
+    stack_graph(compiler, tuple(cflags), tuple(type_defs))
+    folder = _stack_folders[(compiler, tuple(cflags), tuple(type_defs))]
+    size_tool = compiler[: -len("gcc")] + "size" if compiler.endswith("gcc") else "size"
+    if shutil.which(size_tool) is None:
+        raise BuildError(f"{size_tool} not found on PATH")
+    objects = [folder / "edge.o", *(folder / (Path(f).stem + ".o") for f in kernel_files)]
+    proc = subprocess.run([size_tool, *map(str, objects)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"{size_tool} failed: {proc.stderr.strip()[-500:]}")
+    per_file = {}
+    for line in proc.stdout.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 6 and parts[0].isdigit():
+            per_file[Path(parts[-1]).stem] = int(parts[0]) + int(parts[1])
+    return {"bytes": sum(per_file.values()), "per_file": per_file}
 
 
 def runtime_stack(compiler: str, cflags: tuple[str, ...], kernel_names: list[str],

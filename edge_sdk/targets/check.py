@@ -96,6 +96,7 @@ class CheckResult:
 
     link: dict = field(default_factory=dict)  # a real firmware link's sizes (apply_link), when one was made
     stack: dict = field(default_factory=dict)  # C targets: the runtime's deepest call chain (bytes, chain, ...)
+    runtime_code: dict = field(default_factory=dict)  # C targets: flash of the runtime's code for this op set
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -131,6 +132,7 @@ class CheckResult:
             "fixes": self.fixes,
             "link": self.link,
             "stack": self.stack,
+            "runtime_code": self.runtime_code,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -282,8 +284,14 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
     try:
         rows = op_table.gen_ops_module().scan()
         names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
-        return _cached(("stack", compiler, flags, tuple(names)),
-                       lambda: backend_c.runtime_stack(compiler, flags, names))
+        out = dict(_cached(("stack", compiler, flags, tuple(names)),
+                           lambda: backend_c.runtime_stack(compiler, flags, names)))
+        files = sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used})
+        try:
+            out["runtime_code"] = backend_c.runtime_code_bytes(compiler, flags, files)
+        except backend_c.BuildError as exc:
+            out["runtime_code"] = {"error": str(exc).splitlines()[0]}
+        return out
     except (backend_c.BuildError, OSError) as exc:
         return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
 
@@ -371,6 +379,7 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
     # ---- stack (C targets with their compiler here)
     if is_c and stack:
         result.stack = _runtime_stack(model, profile)
+        result.runtime_code = result.stack.pop("runtime_code", {})
 
     # ---- RAM
     if c_plan is not None and c_plan.ok:
@@ -567,6 +576,10 @@ def format_check(result: CheckResult) -> str:
     pct = f" ({100 * r.model_bytes / r.flash_budget:.0f}%)" if r.flash_budget else ""
     lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
                  f"{'  OVER' if over else ''}")
+    code = r.runtime_code
+    if code.get("bytes"):
+        lines.append(f"         + runtime code {_kib(code['bytes'])} for this op set (compiled objects, an upper "
+                     f"bound; `--link` links): {_kib(r.model_bytes + code['bytes'])} in all")
     if r.link.get("linked"):
         lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash (model + runtime code "
                      f"{_kib(r.link['runtime_flash_bytes'])}), RAM data+bss {_kib(r.link['data_bytes'] + r.link['bss_bytes'])}"
