@@ -19,6 +19,12 @@ tiny CPython extension (host/edge_pyfast.c, built beside the library when Python
 without one, through ctypes (~0.5 us more per invoke).
 ``arena_plan()`` returns the C planner's result as an ``edge_sdk.runtime.arena.ArenaPlan`` (tensor buffers only),
 equal byte for byte to the Python interpreter's plan.
+
+For `edge check` on a microcontroller: ``target_plan(data)`` runs the C runtime's loader, prepare and planner
+built with the board's 32-bit struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
+qemu-arm; the host build when those are missing, said so in ``TargetPlan.layout``): its high-water mark is the
+board's to the byte. ``runtime_stack`` / ``runtime_code_bytes`` compile the runtime with the target's compiler
+(-fcallgraph-info=su) for the stack of the deepest call chain and the code of an op set.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ assignment, so the interpreter's delegate support can reuse it.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -303,8 +304,6 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
     answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack."""
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
-    import hashlib
-
     digest = hashlib.sha256(data).hexdigest()
     nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))
     preferred = profile.preferred_backend
@@ -451,8 +450,6 @@ def _c_failures(model: Model, nodes, c_plan) -> dict[tuple[int, int], Exception]
         if at is not None and at not in out:
             exc_type = UnsupportedOpError if c_plan.status_name.startswith("EDGE_UNSUPPORTED") else ModelError
             out[at] = exc_type(f"C runtime: {c_plan.message} [{c_plan.status_name}]")
-        elif at is None and c_plan.status_name == "EDGE_UNSUPPORTED_OP":
-            pass
     return out
 
 
