@@ -108,3 +108,27 @@ def test_c_target_reports_the_runtimes_stack_and_code():
     d = r.to_dict()
     assert d["stack"]["bytes"] == st["bytes"] and d["runtime_code"]["bytes"] == code["bytes"]
     assert check_model(shared_model("tflite-micro/person_detect.tflite"), "host-linux").stack == {}
+
+
+def test_every_node_the_c_prepare_refuses_is_named_not_only_the_first():
+    """The C runtime stops at its first refusal; check prepares the other nodes alone with the same build."""
+    import numpy as np
+
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 16), "FLOAT32")
+    w1 = g.constant("w1", np.ones((8, 16), np.int8), scale=0.1, zero_point=0)  # hybrid: float input, int8 weights
+    h = g.tensor("h", (1, 8), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, w1, -1], [h])
+    r1 = g.tensor("r1", (1, 8), "FLOAT32")
+    g.op("RELU", [h], [r1])
+    w2 = g.constant("w2", np.ones((4, 8), np.int8), scale=0.1, zero_point=0)
+    y = g.tensor("y", (1, 4), "FLOAT32")
+    g.op("FULLY_CONNECTED", [r1, w2, -1], [y])
+    g.output(y)
+    r = check_model(g.build(), "qemu-mps2-an386", stack=False)
+    assert r.verdict == FAILS and r.checked_by == "c-runtime"
+    refused = sorted(p["node"] for p in r.errors if "runtime_error" in p)
+    assert refused == [0, 2], r.problems
+    assert "prepared alone" in next(p["runtime_error"] for p in r.errors if p["node"] == 2)
