@@ -362,3 +362,31 @@ def test_stateful_wake_word_model_runs_on_every_profile_the_interpreter_runs_it(
         assert not stateful, (target, stateful)
     assert check_model(path, "host-linux").verdict == RUNS
     assert check_model(path, "qemu-mps2-an386").verdict == RUNS
+
+
+# ----------------------------------------------------------------------------------------------- the report
+def test_report_budgets_first_then_one_line_per_op_and_reason_and_json_keeps_every_node():
+    import json
+
+    from edge_sdk.targets.check import format_check, group_problems
+
+    g = GraphBuilder()
+    t = g.input("x", (1, 8), "FLOAT32")
+    for k in range(5):
+        y = g.tensor(f"y{k}", (1, 8), "FLOAT32")
+        g.op("FLOOR", [t], [y], version=2)  # no kernel in either runtime
+        t = y
+    g.output(t)
+    model = g.build()
+    for target in ("host-linux", "qemu-mps2-an386"):
+        r = check_model(model, target)
+        text = format_check(r)
+        lines = text.splitlines()
+        assert lines[0].endswith(")") and "FAILS" in lines[0]
+        assert lines[1].lstrip().startswith("RAM") and any(x.lstrip().startswith("flash") for x in lines[2:6])
+        floor = [x for x in lines if "FLOOR" in x]
+        assert len(floor) == 1 and "5 node(s): 0, 1, 2, 3, 4" in floor[0], text
+        (group,) = group_problems(r.errors)
+        assert group["count"] == 5 and group["nodes"] == [(0, k) for k in range(5)]
+        d = json.loads(json.dumps(r.to_dict()))
+        assert sorted(p["node"] for p in d["problems"]) == [0, 1, 2, 3, 4]  # --json keeps every node
