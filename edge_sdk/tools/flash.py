@@ -131,12 +131,31 @@ def kernel_files(model) -> list[str]:
 
 
 def measure_arena(data: bytes, budget: int | None = None) -> int:
-    """Arena bytes to give the C runtime on the target: the host build's high-water mark plus ARENA_MARGIN and
-    ARENA_SLACK (at most ``budget`` unless the need itself exceeds it); falls back to the Python plan when the
-    host library cannot be built."""
-    try:
-        from edge_sdk.runtime import backend_c
+    """Arena bytes to give the C runtime on the target: its high-water mark plus ARENA_MARGIN and ARENA_SLACK (at
+    most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
+    can be built with the board's 32-bit layout here (``backend_c.target_plan``, what `edge check` reports),
+    else the host build's (64-bit structs: more than the board needs), else the Python plan."""
+    from edge_sdk.runtime import backend_c
 
+    if backend_c.ILP32 in backend_c.target_layouts():
+        try:
+            from edge_sdk.model import read_model
+            from edge_sdk.runtime.op_table import c_type_switches
+
+            model = read_model(data)
+            used = {t.type for sg in model.subgraphs for t in sg.tensors}
+            defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
+            plan = backend_c.target_plan(data, backend_c.ILP32, defs)
+        except backend_c.BuildError as exc:
+            log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
+            plan = None
+        if plan is not None and plan.ok:
+            need = max(plan.figures["high_water"], plan.figures["arena_used"])
+            size = int(need * (1 + ARENA_MARGIN)) + ARENA_SLACK
+            if budget is not None and need <= budget < size:
+                size = budget
+            return (size + 15) // 16 * 16
+    try:
         interp = backend_c.CInterpreter(model_content=data)
         interp.allocate_tensors()
         info = interp.plan_info()
