@@ -390,8 +390,10 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
                       "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
                       "persistent_bytes": f.get("persistent"), "high_water": f["high_water"],
                       "layout": c_plan.layout}
-        result.ram_source = ("measured: the C runtime's prepare and planner built with the board's 32-bit "
-                             "struct layout" if c_plan.exact else
+        result.ram_source = (("measured: the C runtime's prepare and planner built with the board's 32-bit "
+                              "struct layout" if profile.arch.startswith("arm") else
+                              f"measured with a 32-bit ARM build of the C runtime ({profile.arch}'s ILP32 struct "
+                              "layout assumed the same)") if c_plan.exact else
                              "estimate: the C runtime's prepare and planner on this host (64-bit structs: the "
                              "persistent part is larger than on the board)")
     elif c_plan is not None and "plan_only_high_water" in c_plan.figures:
