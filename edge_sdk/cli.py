@@ -119,7 +119,18 @@ CHECK_FAILS_EXIT = 1
 def _cmd_check(args) -> int:
     from edge_sdk.targets.check import FAILS, check_model, format_check
 
-    result = check_model(args.model, args.target)
+    from edge_sdk.targets.profiles import load_profile
+
+    profile = load_profile(args.target)
+    if args.link and profile.runtime != "c":  # argument misuse: exit 2 before any work
+        sys.stderr.write(f"edge check: error: --link builds microcontroller firmware; {profile.name} runs the "
+                         "Python interpreter (no firmware to link)\n")
+        return 2
+    result = check_model(args.model, profile)
+    if args.link:
+        from edge_sdk.tools.flash import firmware_size
+
+        result.apply_link(firmware_size(args.model, profile))
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -352,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--link", action="store_true",
+                   help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")
     p.set_defaults(func=_cmd_check)
 
     def ssh_options(p, host_help: str) -> None:

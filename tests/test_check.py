@@ -142,7 +142,10 @@ def test_arena_too_large_for_rp2040():
 
     interp = Interpreter(model_content=write_model(model))
     interp.allocate_tensors()
-    assert r.arena_bytes == interp.arena_size == 2 * 128 * 128 * 8
+    assert r.checked_by == "c-runtime"  # the C runtime's own plan: tensors + its persistent part
+    assert r.ram["tensor_bytes"] == interp.arena_size == 2 * 128 * 128 * 8
+    assert r.arena_bytes == r.ram["high_water"] > interp.arena_size
+    assert check_model(model, "rp2040-pico", c_runtime=False).arena_bytes == interp.arena_size  # the estimate
     assert check_model(model, "stm32h743").verdict == RUNS  # 512 KiB AXI SRAM budget
 
 
@@ -250,7 +253,9 @@ def test_person_detect_runs_on_stm32f746_with_the_interpreters_arena():
     assert r.verdict == RUNS, r.problems
     interp = Interpreter(model_path=str(path))
     interp.allocate_tensors()
-    assert r.arena_bytes == interp.arena_size
+    assert r.ram["tensor_bytes"] == interp.arena_size
+    if r.ram["layout"] == "ilp32-arm":  # the board's own high-water mark, read back by `edge profile` on QEMU
+        assert r.arena_bytes == 80_184 and not r.to_dict()["arena_estimate"]
     assert r.model_bytes == path.stat().st_size
     assert check_model(path, "qemu-mps2-an386").verdict == RUNS
 
@@ -306,3 +311,82 @@ def test_cli_check_exit_codes_and_json(tmp_path, capsys):
 
     assert main(["check", str(path), "--target", "no-such-board"]) == 7
     assert "no-such-board" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------------------------- the interpreter's prepare
+def _double_writer_model() -> bytes:
+    """Two RELU nodes writing the same tensor: the interpreter refuses it (ModelError)."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 8), "INT8", scale=S_IN, zero_point=0)
+    y = g.tensor("y", (1, 8), "INT8", scale=S_IN, zero_point=0)
+    g.op("RELU", [x], [y])
+    g.op("RELU", [x], [y])
+    g.output(y)
+    return write_model(g.build())
+
+
+def test_double_writer_gets_the_interpreters_model_error():
+    from edge_sdk import Interpreter
+    from edge_sdk.errors import ModelError
+
+    data = _double_writer_model()
+    interp = Interpreter(model_content=data)
+    with pytest.raises(ModelError) as exc:
+        interp.allocate_tensors()
+    for target in ("host-linux", "raspberry-pi-4"):
+        r = check_model(data, target)
+        assert r.verdict == FAILS
+        assert [p.get("runtime_error") for p in r.errors] == [str(exc.value)], r.problems
+
+
+def test_prepare_nodes_is_the_interpreters_prepare_report():
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    data = _double_writer_model()
+    nodes, failures, _ = prepare_nodes(read_model(data))
+    _, failures2, _ = Interpreter(model_content=data).prepare_report()
+    assert list(failures) == list(failures2) == [(0, 1)]
+    assert [str(e) for e in failures.values()] == [str(e) for e in failures2.values()]
+    assert len(nodes[0]) == 2
+
+
+def test_stateful_wake_word_model_runs_on_every_profile_the_interpreter_runs_it():
+    """VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE / CALL_ONCE carry no data type of their own."""
+    from edge_sdk.targets.profiles import list_profiles
+
+    path = shared_model("pymicro-wakeword/hey_jarvis.tflite")
+    for target in list_profiles():
+        r = check_model(path, target)
+        stateful = [p for p in r.problems if p.get("op") in ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE",
+                                                            "CALL_ONCE") and p["severity"] == "error"]
+        assert not stateful, (target, stateful)
+    assert check_model(path, "host-linux").verdict == RUNS
+    assert check_model(path, "qemu-mps2-an386").verdict == RUNS
+
+
+# ----------------------------------------------------------------------------------------------- the report
+def test_report_budgets_first_then_one_line_per_op_and_reason_and_json_keeps_every_node():
+    import json
+
+    from edge_sdk.targets.check import format_check, group_problems
+
+    g = GraphBuilder()
+    t = g.input("x", (1, 8), "FLOAT32")
+    for k in range(5):
+        y = g.tensor(f"y{k}", (1, 8), "FLOAT32")
+        g.op("FLOOR", [t], [y], version=2)  # no kernel in either runtime
+        t = y
+    g.output(t)
+    model = g.build()
+    for target in ("host-linux", "qemu-mps2-an386"):
+        r = check_model(model, target)
+        text = format_check(r)
+        lines = text.splitlines()
+        assert lines[0].endswith(")") and "FAILS" in lines[0]
+        assert lines[1].lstrip().startswith("RAM") and any(x.lstrip().startswith("flash") for x in lines[2:6])
+        floor = [x for x in lines if "FLOOR" in x]
+        assert len(floor) == 1 and "5 node(s): 0, 1, 2, 3, 4" in floor[0], text
+        (group,) = group_problems(r.errors)
+        assert group["count"] == 5 and group["nodes"] == [(0, k) for k in range(5)]
+        d = json.loads(json.dumps(r.to_dict()))
+        assert sorted(p["node"] for p in d["problems"]) == [0, 1, 2, 3, 4]  # --json keeps every node

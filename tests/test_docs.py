@@ -35,13 +35,26 @@ def test_ops_table_lists_every_op_with_both_runtimes():
     assert f"runs {len(OPS)}" in table
 
 
-def test_c_kernels_parsed_from_sources(tmp_path):
+def test_c_kernels_parsed_from_sources_by_the_one_parser(tmp_path):
+    """docs, gen_ops (the C op table) and flash's kernel selection read registrations with one parser: an
+    unquoted custom code is an error naming file and line (gen_ops used to drop it while docs listed it)."""
+    from edge_sdk.errors import ModelError
+    from edge_sdk.runtime.op_table import gen_ops_module
+
     (tmp_path / "a.c").write_text('#include "edge_kernel.h"\n\nEDGE_KERNEL(ADD, add, 5)\nEDGE_KERNEL(SUB, sub, 2)\n'
                                   '/* EDGE_KERNEL(MUL, mul, 7) in a comment line is not a registration */\n'
-                                  'EDGE_CUSTOM_KERNEL(SignalWindow, window, 1)\n'
                                   'EDGE_CUSTOM_KERNEL("SignalRfft", rfft, 1)\n')
     (tmp_path / "b.c").write_text("EDGE_KERNEL(ADD, add_v2, 3)\n")
-    assert docs.c_kernels(tmp_path) == {"ADD": 5, "SUB": 2, "SignalWindow": 1, "SignalRfft": 1}
+    assert docs.c_kernels(tmp_path) == {"ADD": 5, "SUB": 2, "SignalRfft": 1}
+    gen = gen_ops_module()
+    assert gen.kernel_versions(gen.scan(tmp_path)) == docs.c_kernels(tmp_path)
+    (tmp_path / "c.c").write_text("EDGE_KERNEL(MUL, mul, 7)\nEDGE_CUSTOM_KERNEL(SignalWindow, window, 1)\n")
+    with pytest.raises(ModelError, match=r"c\.c:2: malformed kernel registration"):
+        docs.c_kernels(tmp_path)
+    with pytest.raises(gen.RegistrationError, match=r"c\.c:2:"):
+        gen.scan(tmp_path)
+    assert gen.main([str(tmp_path / "out.c"), "--kernels", str(tmp_path)]) == 1
+    assert not (tmp_path / "out.c").exists()
     found = docs.c_kernels()
     assert found["FULLY_CONNECTED"] == 13 and found["SignalRfft"] == 1 and "DEPTH_TO_SPACE" not in found
     assert len(found) >= 30

@@ -19,6 +19,12 @@ tiny CPython extension (host/edge_pyfast.c, built beside the library when Python
 without one, through ctypes (~0.5 us more per invoke).
 ``arena_plan()`` returns the C planner's result as an ``edge_sdk.runtime.arena.ArenaPlan`` (tensor buffers only),
 equal byte for byte to the Python interpreter's plan.
+
+For `edge check` on a microcontroller: ``target_plan(data)`` runs the C runtime's loader, prepare and planner
+built with the board's 32-bit struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
+qemu-arm; the host build when those are missing, said so in ``TargetPlan.layout``): its high-water mark is the
+board's to the byte. ``runtime_stack`` / ``runtime_code_bytes`` compile the runtime with the target's compiler
+(-fcallgraph-info=su) for the stack of the deepest call chain and the code of an op set.
 """
 
 from __future__ import annotations
@@ -610,3 +616,315 @@ class CSignatureRunner:
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
         return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
+
+
+# ------------------------------------------------------------------------------------------------ target plan
+# `edge check` on a C target: the C runtime's own loader, prepare and planner, built as that target (its type
+# switches, its pointer size and struct layout) and run once without invoking. A 32-bit microcontroller's
+# layout (ILP32, AAPCS: 4-byte pointers, 8-byte aligned int64) comes from a 32-bit ARM Linux build run under
+# qemu-arm (user mode): its persistent part (tensor/node/subgraph structs, kernel data, resource variables),
+# its plan and its high-water mark equal the board's to the byte (measured on the QEMU board, tests/
+# test_check_c.py). Without that cross toolchain the host build answers: the same verdict, but the persistent
+# part at the host's (64-bit) struct sizes, so the RAM figure is an estimate (said so in the result).
+ILP32_CC = "arm-linux-gnueabihf-gcc"
+QEMU_USER = "qemu-arm"
+ILP32 = "ilp32-arm"  # measured with the board's struct layout
+HOST = "host"  # measured with the host's struct layout (an estimate of the board's RAM)
+
+
+class TargetPlan:
+    """The C runtime's answer for one model on one target layout (``target_plan``)."""
+
+    def __init__(self, layout: str, status: int, message: str, error: dict, figures: dict, runner: str):
+        self.layout = layout  # ILP32 or HOST
+        self.status = status  # 0 (loaded, prepared, planned) or an edge_status.def code
+        self.status_name = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else f"status {status}"
+        self.message = message  # the C runtime's one-line message ("" when it loaded)
+        self.error = error  # subgraph, node, tensor, op, version, offset, required, given, exact (-1: none)
+        self.figures = figures  # arena_used, high_water, persistent, tensor_total, head_total, lower_bound
+        self.runner = runner
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+    @property
+    def exact(self) -> bool:
+        """The RAM figures are the target's own (its struct layout), not the host's."""
+        return self.layout == ILP32
+
+    def to_dict(self) -> dict:
+        return {"layout": self.layout, "status": self.status_name, "message": self.message, "error": self.error,
+                **self.figures}
+
+
+def target_layouts() -> list[str]:
+    """The layouts ``target_plan`` can measure here, best first (ILP32 needs arm-linux-gnueabihf-gcc and
+    qemu-arm; HOST needs a C compiler)."""
+    out = []
+    if shutil.which(ILP32_CC) and shutil.which(QEMU_USER):
+        out.append(ILP32)
+    if shutil.which(os.environ.get("CC", "gcc")):
+        out.append(HOST)
+    return out
+
+
+_runners: dict[tuple[str, tuple[str, ...]], Path] = {}
+
+
+def _source_key(tree: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted([*tree.glob("include/*"), *tree.glob("src/*.h"), *tree.glob("src/*.c"),
+                        *tree.glob("src/kernels/*.c"), *tree.glob("host/*.[ch]"), *tree.glob("fuzz/*.h"),
+                        tree / "tools" / "gen_ops.py"]):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
+    """edge-run-c built for ``layout`` with these type switches (cached under the cache folder; every kernel in
+    its op table: a firmware links the model's ops only, the same kernels, so the verdict and the sizes agree)."""
+    key = (layout, tuple(type_defs))
+    if key in _runners and _runners[key].is_file():
+        return _runners[key]
+    tree = FIRMWARE
+    cc = ILP32_CC if layout == ILP32 else os.environ.get("CC", "gcc")
+    if shutil.which(cc) is None:
+        raise BuildError(f"cannot build the C runtime's check runner: {cc} not found on PATH")
+    import hashlib
+
+    tag = hashlib.sha256(" ".join([layout, cc, *type_defs, _source_key(tree), str(tree)]).encode()).hexdigest()[:12]
+    folder = resources.cache_dir() / "check" / f"{layout}-{tag}"
+    exe = folder / "edge-run-c"
+    if not exe.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with resources.build_lock(folder / "x"):
+            if not exe.is_file():
+                gen = folder / "edge_ops_generated.c"
+                proc = subprocess.run([sys.executable, str(tree / "tools" / "gen_ops.py"), str(gen)],
+                                      capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise BuildError(f"gen_ops.py failed: {(proc.stderr or proc.stdout)[-2000:]}")
+                sources = [tree / "host" / "edge_run.c", tree / "src" / "edge.c",
+                           *sorted((tree / "src" / "kernels").glob("*.c")), tree / "host" / "edge_host.c", gen]
+                cmd = [cc, "-std=c99", "-O1", *(["-static"] if layout == ILP32 else []), *type_defs,
+                       f"-I{tree / 'include'}", f"-I{tree / 'src'}", f"-I{tree / 'host'}",
+                       "-o", str(exe) + ".tmp", *map(str, sources), "-lm"]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if proc.returncode != 0:
+                    raise BuildError(f"building the check runner failed ({cc}):\n{proc.stderr[-3000:]}")
+                os.replace(str(exe) + ".tmp", exe)
+    _runners[key] = exe
+    return exe
+
+
+def _parse_run(out: str) -> tuple[dict, dict]:
+    figures, error = {}, {}
+    for line in out.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] == "plan":
+            figures.update({parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)})
+        elif parts[:2] == ["arena", "used"]:
+            figures.update(arena_used=int(parts[2]), high_water=int(parts[4]), persistent=int(parts[6]))
+        elif parts[0] == "error":
+            error = {parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)}
+    figures.pop("ordering", None)
+    return figures, error
+
+
+def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
+                timeout: float = 300.0) -> TargetPlan:
+    """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
+    best of ``target_layouts()``) and the type switches ``type_defs`` (gen_ops.type_defines); never invokes.
+    BuildError when no layout can be built here."""
+    import tempfile
+
+    layouts = target_layouts()
+    if layout is None:
+        if not layouts:
+            raise BuildError("no C compiler found: cannot run the C runtime's prepare and planner")
+        layout = layouts[0]
+    exe = check_runner(layout, tuple(type_defs))
+    prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
+    with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
+        model = Path(tmp) / "model.tflite"
+        model.write_bytes(data)
+        arena = 64 << 20
+        for _ in range(6):
+            try:
+                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", "--arena", str(arena)],
+                                      capture_output=True, text=True, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                raise ModelError(f"the C runtime's prepare did not finish within {timeout:g} s") from None
+            if proc.returncode not in (0, 3):
+                raise ModelError(f"the C runtime's check runner failed (exit {proc.returncode}): "
+                                 f"{proc.stderr.strip()[-500:]}")
+            figures, error = _parse_run(proc.stdout)
+            status = error.get("status", 0) if proc.returncode == 3 else 0
+            if status == STATUS["EDGE_ARENA_TOO_SMALL"] and arena < (1 << 31) - 1:
+                arena = min(max(error["required"] if error.get("exact") else 0, 4 * arena), (1 << 31) - 1)
+                continue
+            break
+        message = ""
+        if status:
+            message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+            message = message.split(": ", 2)[-1] if message.startswith("edge-run-c: status") else message
+            if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"],
+                          STATUS["EDGE_BAD_NODE"]):
+                # the loader and planner alone (declared shapes, no kernels): the RAM it can still tell
+                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", "--arena", str(arena)],
+                                           capture_output=True, text=True, timeout=timeout, check=False)
+                if plan_only.returncode == 0:
+                    figures = {f"plan_only_{k}": v for k, v in _parse_run(plan_only.stdout)[0].items()}
+    return TargetPlan(layout, status, message, error, figures, str(exe))
+
+
+# ------------------------------------------------------------------------------------------------ stack
+# The stack the runtime needs on a target: every runtime source compiled with the target's compiler and flags
+# and GCC's -fcallgraph-info=su (per-function frame sizes and the call graph), then the deepest call chain
+# from the entry points. Kernels are reached through the op table (indirect calls): those edges go to the
+# model's kernels' prepare/eval/reset functions. A chain that comes back to a function already on it (a
+# kernel running a subgraph: CALL_ONCE) is counted once; C library frames (memcpy, expf) are not known.
+STACK_ENTRIES = ("edge_init_ex", "edge_invoke_at", "edge_reset_state")
+_stack_graphs: dict[tuple, tuple[dict, dict]] = {}
+
+
+def _parse_ci(text: str, frames: dict, edges: dict, dynamic: set, files: dict) -> None:
+    import re
+
+    for m in re.finditer(r'node: \{ title: "([^"]+)" label: "([^"]*)"', text):
+        title, label = m.groups()
+        sm = re.search(r"\\n(\d+) bytes \(([^)]*)\)", label)
+        if sm:
+            frames[title] = int(sm.group(1))
+            files[title] = label.split("\\n")[1].split(":")[0] if "\\n" in label else ""
+            if "dynamic" in sm.group(2) and "bounded" not in sm.group(2):
+                dynamic.add(title)
+    for m in re.finditer(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', text):
+        edges.setdefault(m.group(1), set()).add(m.group(2))
+
+
+def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ...] = ()) -> tuple:
+    """(frame bytes per function, callees per function, functions with unbounded dynamic frames, source file
+    per function) of the whole
+    runtime compiled by ``compiler`` with ``cflags`` (cached). BuildError when it does not compile."""
+    import hashlib
+
+    key = (compiler, tuple(cflags), tuple(type_defs))
+    if key in _stack_graphs:
+        return _stack_graphs[key]
+    if shutil.which(compiler) is None:
+        raise BuildError(f"{compiler} not found on PATH: the runtime's stack cannot be measured")
+    tree = FIRMWARE
+    tag = hashlib.sha256(" ".join([*key[:1], *key[1], *key[2], _source_key(tree)]).encode()).hexdigest()[:12]
+    folder = resources.cache_dir() / "check" / f"stack-{tag}"
+    done = folder / "done"
+    if not done.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        with resources.build_lock(folder / "x"):
+            if not done.is_file():
+                sources = [tree / "src" / "edge.c", *sorted((tree / "src" / "kernels").glob("*.c"))]
+                cmd = [compiler, "-std=c99", *cflags, *type_defs, f"-I{tree / 'include'}", f"-I{tree / 'src'}",
+                       "-fcallgraph-info=su", "-c", *map(str, sources)]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=folder)
+                if proc.returncode != 0:
+                    raise BuildError(f"compiling the runtime for its stack usage failed:\n{proc.stderr[-2000:]}")
+                done.write_text("ok\n")
+    frames: dict[str, int] = {}
+    edges: dict[str, set] = {}
+    dynamic: set = set()
+    files: dict[str, str] = {}
+    for ci in sorted(folder.glob("*.ci")):
+        _parse_ci(ci.read_text(errors="replace"), frames, edges, dynamic, files)
+    _stack_graphs[key] = (frames, edges, dynamic, files)
+    _stack_folders[key] = folder
+    return _stack_graphs[key]
+
+
+_stack_folders: dict[tuple, Path] = {}
+
+
+def runtime_code_bytes(compiler: str, cflags: tuple[str, ...], kernel_files: list[str],
+                       type_defs: tuple[str, ...] = ()) -> dict:
+    """Flash the runtime's code and read-only data take for an op set: the text+data of edge.o and of the
+    kernel files' objects as the target compiler builds them (the objects ``stack_graph`` compiled). An upper
+    bound of the linked figure: the linker drops the functions nothing calls (`edge check --link` links)."""
+    stack_graph(compiler, tuple(cflags), tuple(type_defs))
+    folder = _stack_folders[(compiler, tuple(cflags), tuple(type_defs))]
+    size_tool = compiler[: -len("gcc")] + "size" if compiler.endswith("gcc") else "size"
+    if shutil.which(size_tool) is None:
+        raise BuildError(f"{size_tool} not found on PATH")
+    objects = [folder / "edge.o", *(folder / (Path(f).stem + ".o") for f in kernel_files)]
+    proc = subprocess.run([size_tool, *map(str, objects)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise BuildError(f"{size_tool} failed: {proc.stderr.strip()[-500:]}")
+    per_file = {}
+    for line in proc.stdout.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 6 and parts[0].isdigit():
+            per_file[Path(parts[-1]).stem] = int(parts[0]) + int(parts[1])
+    return {"bytes": sum(per_file.values()), "per_file": per_file}
+
+
+def runtime_stack(compiler: str, cflags: tuple[str, ...], kernel_names: list[str],
+                  type_defs: tuple[str, ...] = ()) -> dict:
+    """The deepest call chain's stack bytes from the runtime's entry points (``STACK_ENTRIES``) with the op
+    table holding ``kernel_names`` (gen_ops names: edge_prepare_<name> / edge_eval_<name> / edge_reset_<name>).
+    Returns {"bytes", "entry", "chain" (function names), "unknown" (callees without a frame size: the C
+    library), "dynamic" (functions on the chain with unbounded frames), "recursion" (bool)}."""
+    frames, edges, dynamic, files = stack_graph(compiler, tuple(cflags), tuple(type_defs))
+    kernels = [f"edge_{kind}_{n}" for n in kernel_names for kind in ("prepare", "eval", "reset")]
+    kernels = [f for f in kernels if f in frames]
+    entry_points = {f for f in frames if f.startswith(("edge_prepare_", "edge_eval_", "edge_reset_"))}
+    called = {c for cs in edges.values() for c in cs}
+
+    def indirect_targets(fn: str) -> list[str]:
+        """The runtime's own dispatch (edge.c) calls kernels through the op table; an indirect call inside a
+        kernel file calls one of that file's functions whose address is taken (never called directly)."""
+        where = files.get(fn, "")
+        if where.endswith("edge.c"):  # init prepares (and resets), edge_reset_state resets, the rest evaluates
+            name = fn.split(":")[-1]
+            kinds = ("prepare", "reset") if "init" in name else ("reset",) if "reset" in name else ("eval",)
+            return [f for f in kernels if f.startswith(tuple(f"edge_{k}_" for k in kinds))]
+        return [f for f, w in files.items() if w == where and f not in called and f not in entry_points and f != fn]
+    unknown: set = set()
+    recursion = False
+    memo: dict[str, tuple[int, list[str]]] = {}
+
+    def deepest(fn: str, path: tuple[str, ...]) -> tuple[int, list[str]]:
+        nonlocal recursion
+        if fn in memo:
+            return memo[fn]
+        callees = []
+        for c in edges.get(fn, ()):
+            callees.extend(indirect_targets(fn) if c == "__indirect_call" else [c])
+        best, chain = 0, []
+        for c in callees:
+            if c in path:
+                recursion = True
+                continue
+            if c not in frames:
+                unknown.add(c.split(":")[-1])
+                continue
+            d, ch = deepest(c, (*path, c))
+            if d > best:
+                best, chain = d, ch
+        out = (frames.get(fn, 0) + best, [fn.split(":")[-1], *chain])
+        if not any(c in path for c in callees):  # memoize only results that do not depend on the path
+            memo[fn] = out
+        return out
+
+    best = (0, [], "")
+    for entry in STACK_ENTRIES:
+        if entry in frames:
+            d, chain = deepest(entry, (entry,))
+            if d > best[0]:
+                best = (d, chain, entry)
+    on_chain_dynamic = sorted(f for f in dynamic if f.split(":")[-1] in best[1])
+    return {"bytes": best[0], "entry": best[2], "chain": best[1], "unknown": sorted(unknown),
+            "dynamic": on_chain_dynamic, "recursion": recursion}

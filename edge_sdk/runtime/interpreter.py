@@ -388,7 +388,22 @@ class Interpreter:
                     raise ModelError(f"{where}: shape {shape} needs {nbytes} bytes, above the {MAX_ARENA_BYTES} limit")
         return infos
 
-    def _prepare_subgraph(self, s: int, infos: list[TensorInfo]) -> list[Node]:
+    def prepare_report(self) -> tuple[list[list[Node]], dict[tuple[int, int], Exception], list[list[TensorInfo]]]:
+        """Prepare every node exactly as ``allocate_tensors`` does, but a node that fails does not stop the
+        others (what ``edge check`` reports). Returns ``(nodes, failures, infos)``: ``nodes[s][i]`` the Node
+        (prepared when its kernel accepted it, else with the model's declared output shapes),
+        ``failures[(s, i)]`` the ModelError / UnsupportedOpError that ``allocate_tensors`` would raise for it,
+        ``infos[s]`` the subgraph's tensor infos (shapes as prepared). A malformed model (a tensor, opcode or
+        subgraph index out of range) still raises ModelError: no node can be judged then."""
+        infos = [self.tensor_infos(s) for s in range(len(self._model.subgraphs))]
+        failures: dict[tuple[int, int], Exception] = {}
+        nodes = [self._prepare_subgraph(s, infos[s], failures) for s in range(len(self._model.subgraphs))]
+        return nodes, failures, infos
+
+    def _prepare_subgraph(self, s: int, infos: list[TensorInfo],
+                          failures: dict[tuple[int, int], Exception] | None = None) -> list[Node]:
+        """Prepare subgraph s's nodes. With ``failures`` (prepare_report) a node's problem is recorded there
+        and preparing goes on with the next node; without it the first problem raises."""
         model = self._model
         sg = model.subgraphs[s]
         n = len(infos)
@@ -438,45 +453,60 @@ class Interpreter:
                 intermediates=inter,
                 runtime=self,
             )
-            for field in _CALLED_SUBGRAPHS.get(name, ()):
-                callee = node.options.get(field)
-                if not isinstance(callee, (int, np.integer)) or not 0 <= callee < len(model.subgraphs):
-                    raise node.error(f"{field} {callee!r} is not a subgraph of this model")
             try:
-                row = op_table.lookup(name, version)
-                prepare = row.prepare_function()
-            except UnsupportedOpError as exc:
-                raise node.unsupported(str(exc)) from None
-            for k, t in enumerate(op.inputs):
-                if t != -1 and producer.get(t, -1) >= i and not (infos[t].is_variable or t in sg.inputs):
-                    raise ModelError(
-                        f"{where}: input {k} (tensor {t} '{infos[t].name}') is used before node "
-                        f"{producer[t]} writes it"
-                    )
-            for k, t in enumerate(op.outputs):
-                if infos[t].is_const:
-                    raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a constant")
-                if t in written:
-                    raise ModelError(
-                        f"{where}: output {k} (tensor {t} '{infos[t].name}') is also written by node {written[t]}"
-                    )
-                if t in sg.inputs:
-                    raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a subgraph input")
-            try:
-                run = prepare(node)
-            except ModelError:
-                raise
-            except Exception as exc:  # a kernel tripped over something the model gave it
-                raise node.error(f"prepare failed: {type(exc).__name__}: {exc}") from exc
-            if not callable(run):
-                raise node.error(f"kernel {row.kernel} returned {type(run).__name__}, not an eval function")
-            node._eval = run  # kept with the node for _make_steps
-            for k, info in enumerate(outs):
-                if info.dtype is None:
-                    raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
-                written[info.index] = i
+                self._prepare_node(node, op, sg, infos, producer, written, where)
+            except (ModelError, UnsupportedOpError) as exc:
+                if failures is None:
+                    raise
+                failures[(s, i)] = exc
+                for info in outs:  # later nodes see the output as declared; it counts as written
+                    written.setdefault(info.index, i)
             nodes.append(node)
         return nodes
+
+    def _prepare_node(self, node: Node, op, sg, infos: list[TensorInfo], producer: dict[int, int],
+                      written: dict[int, int], where: str) -> None:
+        """One node's checks (callees, kernel, use before def, double writers) and its kernel's prepare."""
+        model = self._model
+        name, version, i = node.op, node.version, node.index
+        outs = node.outputs
+        for field in _CALLED_SUBGRAPHS.get(name, ()):
+            callee = node.options.get(field)
+            if not isinstance(callee, (int, np.integer)) or not 0 <= callee < len(model.subgraphs):
+                raise node.error(f"{field} {callee!r} is not a subgraph of this model")
+        try:
+            row = op_table.lookup(name, version)
+            prepare = row.prepare_function()
+        except UnsupportedOpError as exc:
+            raise node.unsupported(str(exc)) from None
+        for k, t in enumerate(op.inputs):
+            if t != -1 and producer.get(t, -1) >= i and not (infos[t].is_variable or t in sg.inputs):
+                raise ModelError(
+                    f"{where}: input {k} (tensor {t} '{infos[t].name}') is used before node "
+                    f"{producer[t]} writes it"
+                )
+        for k, t in enumerate(op.outputs):
+            if infos[t].is_const:
+                raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a constant")
+            if t in written:
+                raise ModelError(
+                    f"{where}: output {k} (tensor {t} '{infos[t].name}') is also written by node {written[t]}"
+                )
+            if t in sg.inputs:
+                raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a subgraph input")
+        try:
+            run = prepare(node)
+        except ModelError:
+            raise
+        except Exception as exc:  # a kernel tripped over something the model gave it
+            raise node.error(f"prepare failed: {type(exc).__name__}: {exc}") from exc
+        if not callable(run):
+            raise node.error(f"kernel {row.kernel} returned {type(run).__name__}, not an eval function")
+        node._eval = run  # kept with the node for _make_steps
+        for k, info in enumerate(outs):
+            if info.dtype is None:
+                raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
+            written[info.index] = i
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
         plan = p.plan

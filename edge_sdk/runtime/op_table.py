@@ -1,7 +1,12 @@
 """The one op table: a row of data per op that everything needing op knowledge reads.
 
-`edge inspect` (MACs), the interpreter's prepare step (kernel, versions), `edge check` and the C op-table
-generator all read these rows. Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
+`edge inspect` (MACs), the interpreter's prepare step (kernel, versions), `edge check`, `edge flash`'s kernel
+selection and the README's ops table all read these rows. Each row has both runtimes' sides: the Python
+interpreter's (``kernel``, ``max_version``) and the C runtime's (``c_max_version``, ``c_file``), the latter from
+``op_table_c.C_KERNELS``, generated from the C kernels' own ``EDGE_KERNEL`` registrations by
+``firmware_c/tools/gen_ops.py --python`` (tests/test_op_table_c.py fails when the two disagree). ``C_ONLY`` lists
+ops only the C runtime has (none today). ``runtime_refusal(runtime, op, version)`` says why a runtime has no
+kernel for an op (None when it has one). Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
 its test against a peer.
 
 ``kernel`` and ``macs`` name functions as "module:function" inside ``edge_sdk.runtime.kernels``; they are imported
@@ -14,6 +19,7 @@ import importlib
 from dataclasses import dataclass
 
 from edge_sdk.errors import UnsupportedOpError
+from edge_sdk.runtime.op_table_c import C_KERNELS, TYPE_SWITCHES
 
 
 @dataclass(frozen=True)
@@ -23,7 +29,22 @@ class OpRow:
     max_version: int  # highest op version our kernel runs (TFLite's op versioning)
     macs: str | None = None  # "module:function(node) -> int", counted after prepare
     custom: bool = False  # a custom op (matched by custom_code)
-    in_c: bool = False  # the C runtime (firmware_c) has this kernel
+
+    @property
+    def c_max_version(self) -> int | None:
+        """Highest op version the C runtime (firmware_c) runs; None when it has no kernel for the op."""
+        entry = C_KERNELS.get(self.name)
+        return entry[0] if entry else None
+
+    @property
+    def c_file(self) -> str | None:
+        """The firmware_c/src/kernels file holding the C kernel."""
+        entry = C_KERNELS.get(self.name)
+        return entry[1] if entry else None
+
+    @property
+    def in_c(self) -> bool:
+        return self.name in C_KERNELS
 
     def prepare_function(self):
         return _resolve(self.kernel, self.name)
@@ -156,3 +177,67 @@ def lookup(name: str, version: int) -> OpRow:
     if version > row.max_version:
         raise UnsupportedOpError(f"op {name} version {version} is newer than supported (<= {row.max_version})")
     return row
+
+
+# Ops the C runtime has a kernel for that the interpreter lacks (a row each would have no Python side).
+C_ONLY: tuple[str, ...] = tuple(sorted(set(C_KERNELS) - set(OPS)))
+
+PYTHON, C = "python", "c"
+
+
+def c_refusal(name: str, version: int) -> str | None:
+    """Why the C runtime has no kernel for (op, version) — the test its loader applies to every node before
+    preparing any — or None when it has one."""
+    entry = C_KERNELS.get(name)
+    if entry is None:
+        if name in ACCELERATOR_CUSTOM_OPS:
+            return f"custom op '{name}' runs only on the {ACCELERATOR_CUSTOM_OPS[name]}"
+        return f"the C runtime has no kernel for {name}"
+    if version > entry[0]:
+        return f"the C runtime's {name} kernel runs versions up to {entry[0]}, the model has v{version}"
+    return None
+
+
+def runtime_refusal(runtime: str, name: str, version: int) -> str | None:
+    """Why ``runtime`` ("python" or "c") has no kernel for (op, version); None when it has one."""
+    if runtime == C:
+        return c_refusal(name, version)
+    try:
+        lookup(name, version)
+    except UnsupportedOpError as exc:
+        return str(exc)
+    return None
+
+
+def c_type_switches() -> dict[str, str]:
+    """The C build's type switches: tensor type name -> macro (-D<macro>=0 compiles that type out)."""
+    return dict(TYPE_SWITCHES)
+
+
+def gen_ops_module():
+    """firmware_c/tools/gen_ops.py as a module: the one parser of the C kernels' registrations (``scan``)."""
+    import importlib.util
+
+    from edge_sdk import resources
+
+    path = resources.firmware_dir() / "tools" / "gen_ops.py"
+    spec = importlib.util.spec_from_file_location("edge_gen_ops", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def c_registrations(folder=None) -> dict[str, int]:
+    """{op name (custom code for custom ops): highest version} parsed from a folder of C kernel sources
+    (default: this installation's firmware_c/src/kernels) by gen_ops.py's parser; ModelError naming the file
+    and line for a malformed registration."""
+    from pathlib import Path
+
+    from edge_sdk.errors import ModelError
+
+    gen = gen_ops_module()
+    try:
+        rows = gen.scan(Path(folder)) if folder is not None else gen.scan()
+    except gen.RegistrationError as exc:
+        raise ModelError(str(exc)) from None
+    return gen.kernel_versions(rows)

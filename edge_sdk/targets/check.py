@@ -1,28 +1,41 @@
-"""`edge check`: will this model run on that device? Answered from the model and the device profile alone.
+"""`edge check`: will this model run on that device? Answered by the runtime the device's profile names.
 
     result = check_model("person_detect.tflite", "stm32f746-disco")
     result.verdict            # "runs" | "partial" | "fails"
+    result.checked_by         # "interpreter" | "c-runtime" | "c-table" (no C compiler here: an estimate)
     result.problems           # every reason, as dicts (node, op, version, dtype, backend, constraint, value, limit)
+    result.arena_bytes        # the RAM the arena needs (C targets: what the board's runtime will use)
     result.partitions         # [Partition(backend, nodes, inputs, outputs)] for subgraph 0
-    result.to_dict()          # the JSON `edge check --json` prints
+    result.to_dict()          # the JSON `edge check --json` prints (every node of every problem)
+    format_check(result)      # the report a person reads: budgets first, one line per (op, reason), the fix
 
 How it decides:
 
-1. Every node is prepared with our own kernels (as ``Interpreter.allocate_tensors`` does, but a node that
-   fails does not stop the others: each failure is a problem). Prepare computes the real shapes, so
-   constraints are checked against the actual parameters: kernel size, stride, dilation, rank, dtype,
-   per-channel quantization, tensor bytes (``edge_sdk.targets.profiles``).
-2. Each node of subgraph 0 goes to the profile's preferred backend when that backend takes it
+1. Every node is prepared by the interpreter's own prepare (``Interpreter.prepare_report``: the checks and
+   kernels of ``allocate_tensors``; a node that fails is recorded and the others still prepared). That gives
+   the real shapes the profile's constraints are checked against (kernel size, stride, dilation, rank, dtype,
+   per-channel quantization, tensor bytes: ``edge_sdk.targets.profiles``) and, on a Python target
+   (``runtime = "python"``), the verdict: the interpreter's own errors (use before def, double writers,
+   missing kernels, ...) are the node's problems.
+2. On a C target (``runtime = "c"``: the microcontrollers) the C runtime judges: its own loader, prepare and
+   planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
+   `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
+   the host's layout when only a host compiler is there. Every node without a C kernel (the op table's C
+   side, generated from the kernels' registrations) and the node the C prepare stopped at are problems.
+   Without any C compiler the op table answers alone and the report says so (``checked_by = "c-table"``).
+3. Each node of subgraph 0 goes to the profile's preferred backend when that backend takes it
    (``profile.supports``); otherwise it falls back to the CPU (a "fallback" problem naming the constraint).
-   A delegate with ``max_partitions`` takes at most that many runs of nodes (the Edge TPU compiler
-   partitions once: everything after its first fallback runs on the CPU). Nodes of other subgraphs run on
-   the CPU. The CPU takes a node when our kernel prepares it and the profile's CPU op list allows it;
-   otherwise the node is an "error" problem.
-3. The arena is our interpreter's plan over the prepared shapes (the same plan ``Interpreter.arena_size``
-   reports, at least as tight as TFLM's); it must fit ``ram_arena_bytes``. The model file's bytes must fit
-   ``flash_model_bytes``.
+   A delegate with ``max_partitions`` takes at most that many runs of nodes. Nodes of other subgraphs run on
+   the CPU. Nodes that carry no data type (VAR_HANDLE, CALL_ONCE) are taken when the backend lists the op.
+4. RAM: on a C target ``arena_bytes`` is the C runtime's high-water mark = tensor plan + scratch + persistent
+   part (tensor/node/subgraph structs, kernel data, resource variables): with the board's layout that is the
+   board's own high-water mark to the byte (tests/test_check_c.py); ``ram`` breaks it down and ``ram_source``
+   says measured or estimate. On a Python target it is the interpreter's arena plan. It must fit
+   ``ram_arena_bytes``; the model's bytes must fit ``flash_model_bytes``. C targets also get the runtime's
+   stack (the target compiler's -fcallgraph-info) and, with ``apply_link`` (`edge check --link`), a real
+   firmware link's flash and RAM.
 
-Verdict: ``fails`` when there is any error (an op no backend can run, the arena or the model too big, a
+Verdict: ``fails`` when there is any error (an op the runtime refuses, the arena or the model too big, a
 malformed model); ``partial`` when it runs but N nodes fall back to the CPU (in K CPU partitions); else
 ``runs``. ``partitions`` are the maximal runs of consecutive nodes on one backend, with the tensors that
 cross into (``inputs``) and out of (``outputs``) each run; ``partition_nodes`` computes them for any
@@ -31,10 +44,11 @@ assignment, so the interpreter's delegate support can reuse it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from edge_sdk.runtime import op_table
 from edge_sdk.runtime.delegates.base import plan_partitions
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels.node import Node
@@ -76,6 +90,24 @@ class CheckResult:
     partitions: list[Partition] = field(default_factory=list)
     tensor_names: list[str] = field(default_factory=list)
     model_name: str = ""
+    runtime: str = "python"  # the runtime the profile names: "python" (the interpreter) or "c" (firmware_c)
+    checked_by: str = "interpreter"  # "interpreter", "c-runtime" (its own prepare/planner) or "c-table" (estimate)
+    ram_source: str = ""  # how arena_bytes was found (measured / estimate), in words
+    ram: dict = field(default_factory=dict)  # C targets: plan, scratch, persistent bytes, layout
+    fixes: list[str] = field(default_factory=list)
+
+    link: dict = field(default_factory=dict)  # a real firmware link's sizes (apply_link), when one was made
+    stack: dict = field(default_factory=dict)  # C targets: the runtime's deepest call chain (bytes, chain, ...)
+    runtime_code: dict = field(default_factory=dict)  # C targets: flash of the runtime's code for this op set
+
+    def apply_link(self, usage: dict) -> None:
+        """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
+        runtime code and read-only data for this op set) and the linker's own refusal as a problem."""
+        self.link = dict(usage)
+        if not usage.get("linked"):
+            self.problems.append({"kind": "link", "severity": "error", "value": None, "limit": None,
+                                  "message": f"the firmware does not link: {usage.get('error')}"})
+            self.verdict = FAILS
 
     @property
     def fallback_nodes(self) -> list[int]:
@@ -93,7 +125,16 @@ class CheckResult:
             "preferred_backend": self.backend,
             "problems": self.problems,
             "notes": self.notes,
+            "runtime": self.runtime,
+            "checked_by": self.checked_by,
             "arena_bytes": self.arena_bytes,
+            "arena_estimate": self.ram_source.startswith("estimate"),
+            "ram_source": self.ram_source,
+            "ram": self.ram,
+            "fixes": self.fixes,
+            "link": self.link,
+            "stack": self.stack,
+            "runtime_code": self.runtime_code,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -103,8 +144,8 @@ class CheckResult:
 
 
 # ----------------------------------------------------------------------------------------------- model
-def _load(model_or_path) -> tuple[Model, int, str]:
-    """(model, its serialized size, a display name)."""
+def _load(model_or_path) -> tuple[Model, int, str, bytes]:
+    """(model, its serialized size, a display name, its bytes)."""
     if isinstance(model_or_path, Model):
         data = write_model(model_or_path)
         name = "<model>"
@@ -116,53 +157,30 @@ def _load(model_or_path) -> tuple[Model, int, str]:
         data = path.read_bytes()
         name = str(path)
     # Read back from bytes: every options table is complete (schema defaults), as a file on disk would be.
-    return read_model(data), len(data), name
+    return read_model(data), len(data), name, data
+
+
+_CACHE: dict[tuple, object] = {}  # the last few models' prepare results and C plans (checks against many profiles)
+_CACHE_SIZE = 8
+
+
+def _cached(key: tuple, make):
+    if key not in _CACHE:
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = make()
+    return _CACHE[key]
 
 
 def prepare_nodes(model: Model):
-    """Prepare every node with our kernels, tolerating failures.
+    """Every node prepared by the interpreter's own prepare (``Interpreter.prepare_report``: the same checks
+    and kernels as ``allocate_tensors``, a failing node recorded instead of stopping the others).
 
-    Returns ``(nodes, failures, infos)``: ``nodes[s][i]`` a ``Node`` (prepared when its kernel accepted it,
-    else with the model's declared output shapes), ``failures[(s, i)]`` the exception its lookup/prepare
-    raised, ``infos[s]`` the subgraph's TensorInfos (shapes as prepared).
+    Returns ``(nodes, failures, infos)``: see ``Interpreter.prepare_report``.
     """
     from edge_sdk.runtime.interpreter import Interpreter
 
-    interp = Interpreter(model=model)
-    infos = [interp.tensor_infos(s) for s in range(len(model.subgraphs))]  # as interpreter.static_plan does
-    nodes: list[list[Node]] = []
-    failures: dict[tuple[int, int], Exception] = {}
-    for s, sg in enumerate(model.subgraphs):
-        n = len(infos[s])
-        sg_nodes = []
-        for i, op in enumerate(sg.operators):
-            if not 0 <= op.opcode_index < len(model.operator_codes):
-                raise ModelError(f"node {i}: opcode index {op.opcode_index} out of range")
-            code = model.operator_codes[op.opcode_index]
-            for t in (*op.inputs, *op.outputs, *op.intermediates):
-                if not -1 <= t < n:
-                    where = f"subgraph {s} node {i}" if s else f"node {i}"
-                    raise ModelError(f"{where} ({code.name}): tensor {t} out of range")
-            node = Node(
-                index=i, subgraph=s, op=code.name, version=code.version, options=dict(op.options or {}),
-                custom_options=op.custom_options,
-                inputs=[None if t == -1 else infos[s][t] for t in op.inputs],
-                outputs=[infos[s][t] for t in op.outputs],
-                intermediates=[infos[s][t] for t in op.intermediates],
-                runtime=interp,
-            )
-            try:
-                row = op_table.lookup(node.op, node.version)
-                row.prepare_function()(node)
-            except UnsupportedOpError as exc:
-                failures[(s, i)] = exc if str(exc).startswith(node.where()) else node.unsupported(str(exc))
-            except ModelError as exc:
-                failures[(s, i)] = exc
-            except Exception as exc:  # noqa: BLE001 - a kernel tripped over the model: a model problem
-                failures[(s, i)] = node.error(f"prepare failed: {type(exc).__name__}: {exc}")
-            sg_nodes.append(node)
-        nodes.append(sg_nodes)
-    return nodes, failures, infos
+    return Interpreter(model=model).prepare_report()
 
 
 def arena_bytes(model: Model, infos) -> int:
@@ -237,25 +255,101 @@ def _op_problem(node: Node, backend: str, severity: str, constraint: str, value,
     }
 
 
-def check_model(model_or_path, profile) -> CheckResult:
-    """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc."""
+def _type_defines(model: Model) -> tuple[str, ...]:
+    """The C build's type switches for this model (as `edge flash` builds it: gen_ops.type_defines)."""
+    from edge_sdk.runtime.op_table import c_type_switches
+
+    used = {t.type for sg in model.subgraphs for t in sg.tensors}
+    return tuple(f"-D{macro}=0" for name, macro in c_type_switches().items() if name not in used)
+
+
+def _c_node(model: Model, error: dict):
+    """(subgraph, node) the C runtime's error record names, or None."""
+    s, i = error.get("subgraph", -1), error.get("node", -1)
+    if 0 <= s < len(model.subgraphs) and 0 <= i < len(model.subgraphs[s].operators):
+        return s, i
+    return None
+
+
+def _runtime_stack(model: Model, profile: Profile) -> dict:
+    """The C runtime's stack on this target for this model's kernels (backend_c.runtime_stack: the target's
+    compiler with -fcallgraph-info=su), or {"error": why not}."""
+    import shutil
+
+    from edge_sdk.runtime import backend_c, op_table
+
+    compiler = profile.toolchain.get("compiler", "")
+    if not compiler or shutil.which(compiler) is None:
+        return {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
+    flags = tuple(f for f in profile.toolchain.get("cflags", []) if f.startswith(("-m", "-O", "-f")))
+    used = {(c.name if not c.is_custom else c.custom_code) for c in model.operator_codes}
+    try:
+        rows = op_table.gen_ops_module().scan()
+        names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
+        out = dict(_cached(("stack", compiler, flags, tuple(names)),
+                           lambda: backend_c.runtime_stack(compiler, flags, names)))
+        files = sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used})
+        try:
+            out["runtime_code"] = backend_c.runtime_code_bytes(compiler, flags, files)
+        except backend_c.BuildError as exc:
+            out["runtime_code"] = {"error": str(exc).splitlines()[0]}
+        return out
+    except (backend_c.BuildError, OSError) as exc:
+        return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
+
+
+def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool = True) -> CheckResult:
+    """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
+
+    ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
+    answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack."""
     profile = load_profile(profile)
-    model, model_bytes, name = _load(model_or_path)
-    nodes, failures, infos = prepare_nodes(model)
+    model, model_bytes, name, data = _load(model_or_path)
+    digest = hashlib.sha256(data).hexdigest()
+    nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))
     preferred = profile.preferred_backend
+    is_c = profile.runtime == "c"
     result = CheckResult(verdict=RUNS, target=profile.name, backend=preferred, ram_budget=profile.ram_arena_bytes,
                          flash_budget=profile.flash_model_bytes, model_bytes=model_bytes, model_name=name,
-                         tensor_names=[t.name for t in model.subgraphs[0].tensors] if model.subgraphs else [])
+                         tensor_names=[t.name for t in model.subgraphs[0].tensors] if model.subgraphs else [],
+                         runtime="c" if is_c else "python")
     problems = result.problems
+
+    # ---- the runtime's own verdict on every node
+    c_plan = None
+    if is_c:
+        result.checked_by = "c-table"
+        if c_runtime:
+            from edge_sdk.runtime import backend_c
+
+            try:
+                c_plan = _cached(("c", digest), lambda: backend_c.target_plan(data, type_defs=_type_defines(model)))
+            except backend_c.BuildError as exc:
+                result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
+                                    "ops checked against the C kernels' registrations, RAM estimated")
+        if c_plan is not None:
+            result.checked_by = "c-runtime"
+        runtime_failures = _c_failures(model, nodes, c_plan)
+    else:
+        result.checked_by = "interpreter"
+        runtime_failures = failures
 
     def cpu_problems(node: Node) -> list[dict]:
         out = []
-        exc = failures.get((node.subgraph, node.index))
+        exc = runtime_failures.get((node.subgraph, node.index))
         if exc is not None:
             kind = "kernel" if isinstance(exc, UnsupportedOpError) else "model"
-            out.append(_op_problem(node, CPU, "error", kind, node.op, None, str(exc).removeprefix(node.where() + ": ")
-                                   .removeprefix(node.where() + ", ")))
+            text = str(exc)
+            short = text.removeprefix("C runtime: ")
+            for prefix in (node.where() + ": ", node.where() + ", "):
+                short = short.removeprefix(prefix)
+            short = re.sub(r"^(subgraph \d+ )?node \d+ \([^)]*\)[:,] ", "", short)  # the C runtime's own prefix
+            problem = _op_problem(node, CPU, "error", kind, node.op, None, short)
+            problem["runtime_error"] = text  # the runtime's own message, as it raises it
+            out.append(problem)
         for v in profile.violations(node, CPU):
+            if is_c and v.constraint == "dtype" and exc is None and c_plan is not None:
+                continue  # the C runtime's type switches decide which types it holds (it prepared this node)
             out.append(_op_problem(node, CPU, "error", v.constraint, v.value, v.limit, v.message))
         return out
 
@@ -277,12 +371,53 @@ def check_model(model_or_path, profile) -> CheckResult:
             if assignment[k] == CPU:
                 problems.extend(cpu_problems(node))
             note(node, assignment[k])
+    if c_plan is not None and not c_plan.ok and _c_node(model, c_plan.error) is None \
+            and c_plan.status_name != "EDGE_ARENA_TOO_SMALL":
+        problems.append({"kind": "model", "severity": "error", "value": None, "limit": None,
+                         "runtime_error": f"C runtime: {c_plan.message} [{c_plan.status_name}]",
+                         "message": f"the C runtime refuses the model: {c_plan.message} [{c_plan.status_name}]"})
 
-    try:
-        result.arena_bytes = arena_bytes(model, infos)
-    except ModelError as exc:
-        problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
-                         "message": f"the arena cannot be planned: {exc}"})
+    # ---- stack (C targets with their compiler here)
+    if is_c and stack:
+        result.stack = _runtime_stack(model, profile)
+        result.runtime_code = result.stack.pop("runtime_code", {})
+
+    # ---- RAM
+    if c_plan is not None and c_plan.ok:
+        f = c_plan.figures
+        result.arena_bytes = max(f["high_water"], f["arena_used"])
+        result.ram = {"plan_bytes": f.get("head_total"), "tensor_bytes": f.get("tensor_total"),
+                      "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
+                      "persistent_bytes": f.get("persistent"), "high_water": f["high_water"],
+                      "layout": c_plan.layout}
+        result.ram_source = (("measured: the C runtime's prepare and planner built with the board's 32-bit "
+                              "struct layout" if profile.arch.startswith("arm") else
+                              f"measured with a 32-bit ARM build of the C runtime ({profile.arch}'s ILP32 struct "
+                              "layout assumed the same)") if c_plan.exact else
+                             "estimate: the C runtime's prepare and planner on this host (64-bit structs: the "
+                             "persistent part is larger than on the board)")
+    elif c_plan is not None and "plan_only_high_water" in c_plan.figures:
+        f = c_plan.figures
+        result.arena_bytes = max(f["plan_only_high_water"], f["plan_only_arena_used"])
+        result.ram = {"plan_bytes": f.get("plan_only_head_total"), "tensor_bytes": f.get("plan_only_tensor_total"),
+                      "scratch_bytes": 0, "persistent_bytes": f.get("plan_only_persistent"),
+                      "high_water": f["plan_only_high_water"], "layout": c_plan.layout}
+        result.ram_source = ("estimate: the C runtime refused the model, so its loader and planner ran without "
+                             "kernels (declared shapes; kernel data and scratch not counted)")
+    else:
+        try:
+            result.arena_bytes = arena_bytes(model, infos)
+        except ModelError as exc:
+            problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
+                             "message": f"the arena cannot be planned: {exc}"})
+        if is_c and c_plan is not None:
+            result.ram_source = ("estimate: the tensor plan only (the C runtime refused the model, so its "
+                                 "persistent part and scratch were not measured)")
+        elif is_c:
+            result.ram_source = ("estimate: the tensor plan only (the C runtime could not run here: its persistent "
+                                 "part and scratch are not counted)")
+        else:
+            result.ram_source = "the interpreter's arena plan (tensors)"
     if result.arena_bytes is not None and result.arena_bytes > profile.ram_arena_bytes:
         problems.append({
             "kind": "arena", "severity": "error", "value": result.arena_bytes, "limit": profile.ram_arena_bytes,
@@ -299,7 +434,149 @@ def check_model(model_or_path, profile) -> CheckResult:
         result.verdict = FAILS
     elif result.fallback_nodes:
         result.verdict = PARTIAL
+    result.fixes = _fixes(result, profile, model, failures)
     return result
+
+
+_CONTEXT_OPS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "WHILE", "IF", "CALL")
+_ALONE_LIMIT = 256  # distinct nodes re-prepared alone after a refusal
+
+
+def _single_node_model(model: Model, s: int, i: int) -> bytes | None:
+    """Node i of subgraph s as a model of its own (its constants kept, its other inputs the model's inputs),
+    or None when the node needs the rest of the model (control flow, resource variables)."""
+    from edge_sdk.model.types import Buffer, Operator, SubGraph
+
+    sg = model.subgraphs[s]
+    op = sg.operators[i]
+    code = model.operator_codes[op.opcode_index]
+    if code.name in _CONTEXT_OPS:
+        return None
+    used = [t for t in dict.fromkeys([*op.inputs, *op.outputs, *op.intermediates]) if t != -1]
+    remap = {t: k for k, t in enumerate(used)}
+    buffers = [Buffer(b"")]
+    tensors = []
+    inputs = []
+    for t in used:
+        tensor = sg.tensors[t]
+        data = model.buffers[tensor.buffer].data if 0 <= tensor.buffer < len(model.buffers) else b""
+        if data and not tensor.is_variable:
+            buffers.append(Buffer(bytes(data)))
+            tensors.append(replace(tensor, buffer=len(buffers) - 1))
+        else:
+            tensors.append(replace(tensor, buffer=0))
+            if t in op.inputs and not tensor.is_variable:
+                inputs.append(remap[t])
+    node = Operator(opcode_index=0, inputs=[remap.get(t, -1) for t in op.inputs],
+                    outputs=[remap[t] for t in op.outputs], options_type=op.options_type,
+                    options=dict(op.options or {}), custom_options=op.custom_options,
+                    intermediates=[remap[t] for t in op.intermediates])
+    alone = Model(operator_codes=[code], subgraphs=[SubGraph(tensors, inputs, [remap[t] for t in op.outputs],
+                                                            [node])], buffers=buffers)
+    try:
+        return write_model(alone)
+    except ModelError:
+        return None
+
+
+def _c_failures_alone(model: Model, nodes, c_plan, known: dict) -> dict[tuple[int, int], Exception]:
+    """After the C prepare stopped at one node, every other node of subgraph 0 prepared alone by the C runtime
+    (same build, same layout): the C runtime stops at its first refusal, the report names them all."""
+    from edge_sdk.runtime import backend_c
+
+    out: dict[tuple[int, int], Exception] = {}
+    seen: dict[tuple, str | None] = {}
+    for node in nodes[0] if nodes else []:
+        key = (0, node.index)
+        if key in known:
+            continue
+        op = model.subgraphs[0].operators[node.index]
+        sig = (node.op, node.version, tuple((t.type, tuple(t.shape), t.data is not None) if t else None
+                                            for t in (*node.inputs, *node.outputs)),
+               repr(sorted((op.options or {}).items())), bytes(op.custom_options or b""))
+        if sig not in seen:
+            if len(seen) >= _ALONE_LIMIT:
+                break
+            data = _single_node_model(model, 0, node.index)
+            verdict = None
+            if data is not None:
+                try:
+                    alone = backend_c.target_plan(data, c_plan.layout, _type_defines(model))
+                except (backend_c.BuildError, ModelError):
+                    alone = None
+                if alone is not None and not alone.ok and alone.error.get("node", -1) == 0:
+                    verdict = f"C runtime: {alone.message} [{alone.status_name}] (this node prepared alone)"
+            seen[sig] = verdict
+        if seen[sig]:
+            text = seen[sig].replace("node 0 (", f"node {node.index} (", 1)
+            out[key] = (UnsupportedOpError if "UNSUPPORTED" in text else ModelError)(text)
+    return out
+
+
+def _c_failures(model: Model, nodes, c_plan) -> dict[tuple[int, int], Exception]:
+    """Per node, why the C runtime refuses it: every node without a C kernel (the op table's C side, as the
+    C loader checks them all before preparing), and the node the C runtime's own prepare stopped at."""
+    from edge_sdk.runtime import op_table
+
+    out: dict[tuple[int, int], Exception] = {}
+    for sg_nodes in nodes:
+        for node in sg_nodes:
+            reason = op_table.c_refusal(node.op, node.version)
+            if reason:
+                out[(node.subgraph, node.index)] = UnsupportedOpError(f"{node.where()}: {reason}")
+    if c_plan is not None and not c_plan.ok:
+        at = _c_node(model, c_plan.error)
+        if at is not None and at not in out:
+            exc_type = UnsupportedOpError if c_plan.status_name.startswith("EDGE_UNSUPPORTED") else ModelError
+            out[at] = exc_type(f"C runtime: {c_plan.message} [{c_plan.status_name}]")
+        if at is not None and c_plan.status_name != "EDGE_UNSUPPORTED_OP":  # a prepare refused it: the others?
+            out.update(_c_failures_alone(model, nodes, c_plan, out))
+    return out
+
+
+def _fixes(result: CheckResult, profile: Profile, model: Model, py_failures) -> list[str]:
+    """What the user can do about the errors (another target, --exclude, a smaller input)."""
+    from edge_sdk.targets.profiles import list_profiles
+
+    out = []
+    errors = result.errors
+    op_errors = [p for p in errors if p["kind"] in ("kernel", "model", "op", "dtype") or p.get("constraint") in
+                 ("op", "dtype")]
+    if op_errors and result.runtime == "c" and not py_failures:
+        out.append("the Python interpreter runs every node of this model: a Linux target (host-linux, "
+                   "raspberry-pi-4, ...) runs it")
+    if any(p.get("constraint") == "op" and p.get("dtype") == "FLOAT32" for p in op_errors):
+        nodes = sorted({p["node"] for p in op_errors if p.get("dtype") == "FLOAT32"})
+        out.append(f"quantize the float nodes ({_node_list(nodes)}) to int8 (`edge convert`), or pick a target "
+                   "with an FPU")
+    if any(p["kind"] == "arena" and p["value"] for p in errors):
+        need = next(p["value"] for p in errors if p["kind"] == "arena" and p["value"])
+        fits = []
+        for other in list_profiles():
+            try:
+                o = load_profile(other)
+            except Exception:  # noqa: BLE001 - a broken profile file is not this model's problem
+                continue
+            if o.name != profile.name and o.runtime == profile.runtime and o.ram_arena_bytes >= need \
+                    and o.flash_model_bytes >= result.model_bytes:
+                fits.append(o.name)
+        if fits:
+            out.append(f"a target with more RAM: {', '.join(fits[:4])}")
+        out.append("a smaller input (convert with a smaller input shape) shrinks the activations")
+    if result.verdict == PARTIAL or any(p["severity"] == "fallback" for p in result.problems):
+        nodes = sorted({p["node"] for p in result.problems if p["severity"] == "fallback" and p["subgraph"] == 0})
+        if nodes:
+            out.append(f"the CPU runs the fallback nodes; `edge convert --exclude NODE` keeps a node in float "
+                       f"(fallback nodes: {_node_list(nodes)})")
+    if any(p["kind"] == "flash" for p in errors):
+        out.append("a smaller model (int8 weights: `edge convert --quantize int8`), or a target with more flash")
+    return out
+
+
+def _node_list(idx, limit: int = 12) -> str:
+    idx = list(idx)
+    text = ", ".join(map(str, idx[:limit]))
+    return text + (f", ... ({len(idx) - limit} more)" if len(idx) > limit else "")
 
 
 def _over(need: int, have: int) -> str:
@@ -320,32 +597,94 @@ def _tensor_label(names: list[str], t: int) -> str:
     return f"'{names[t]}'" if t < len(names) and names[t] else f"#{t}"
 
 
+def group_problems(problems: list[dict]) -> list[dict]:
+    """Problems grouped by (severity, op, constraint, reason): one dict per group with ``nodes`` (every
+    (subgraph, node)), ``count`` and ``reason`` (the message without the node prefix); first-seen order."""
+    groups: dict[tuple, dict] = {}
+    for p in problems:
+        if p.get("kind") != "op":
+            key = (p["severity"], p["kind"], None, p["message"])
+            groups.setdefault(key, {"severity": p["severity"], "kind": p["kind"], "op": None, "reason": p["message"],
+                                    "nodes": [], "count": 0})
+            continue
+        reason = p["message"].split(": ", 1)[1] if ": " in p["message"] else p["message"]
+        # the same reason for another node differs only in the node's own numbers when it names them
+        key = (p["severity"], p["op"], p["version"], p["dtype"], p["backend"], p["constraint"], reason)
+        g = groups.setdefault(key, {"severity": p["severity"], "kind": "op", "op": p["op"], "version": p["version"],
+                                    "dtype": p["dtype"], "backend": p["backend"], "constraint": p["constraint"],
+                                    "reason": reason, "nodes": [], "count": 0})
+        g["nodes"].append((p["subgraph"], p["node"]))
+        g["count"] += 1
+    return list(groups.values())
+
+
+def _node_names(nodes: list[tuple[int, int]], limit: int = 12) -> str:
+    labels = [f"{i}" if s == 0 else f"{s}:{i}" for s, i in nodes]
+    text = ", ".join(labels[:limit])
+    return text + (f", ... (+{len(labels) - limit})" if len(labels) > limit else "")
+
+
 def format_check(result: CheckResult) -> str:
-    """The human report `edge check` prints."""
+    """The human report `edge check` prints: the verdict, the budgets, one line per (op, reason), the fixes."""
     r = result
-    lines = [f"{r.model_name} on {r.target} (preferred backend: {r.backend}): {r.verdict.upper()}"]
+    runtime = {"c-runtime": "the C runtime's own prepare", "c-table": "the C kernel table (no C compiler here)",
+               "interpreter": "the interpreter's own prepare"}.get(r.checked_by, r.checked_by)
+    lines = [f"{r.model_name} on {r.target}: {r.verdict.upper()}  (checked with {runtime}; "
+             f"preferred backend: {r.backend})"]
     if r.verdict == PARTIAL:
         cpu_parts = [p for p in r.partitions if p.backend != r.backend]
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
+    over = r.arena_bytes is not None and r.ram_budget and r.arena_bytes > r.ram_budget
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
-    lines.append(f"  arena  {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget{pct}")
+    lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} arena budget{pct}"
+                 f"{'  OVER' if over else ''}")
+    if r.ram:
+        lines.append(f"         = plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
+                     f"{r.ram.get('scratch_bytes')}) + persistent {r.ram.get('persistent_bytes')} B (structs, kernel "
+                     "data, resource variables; high water)")
+    if r.ram_source:
+        lines.append(f"         {r.ram_source}")
+    if r.stack.get("bytes"):
+        st = r.stack
+        lines.append(f"  stack  {st['bytes']:>8} B  the runtime's deepest call chain ({' -> '.join(st['chain'][:5])}"
+                     f"{' ...' if len(st['chain']) > 5 else ''}; -fcallgraph-info, C library frames not counted)")
+    elif r.stack.get("error"):
+        lines.append(f"  stack  {'?':>8}    {r.stack['error']}")
+    over = r.flash_budget and r.model_bytes > r.flash_budget
     pct = f" ({100 * r.model_bytes / r.flash_budget:.0f}%)" if r.flash_budget else ""
-    lines.append(f"  model  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} flash budget{pct}")
+    lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
+                 f"{'  OVER' if over else ''}")
+    code = r.runtime_code
+    if code.get("bytes"):
+        lines.append(f"         + runtime code {_kib(code['bytes'])} for this op set (compiled objects, an upper "
+                     f"bound; `--link` links): {_kib(r.model_bytes + code['bytes'])} in all")
+    if r.link.get("linked"):
+        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash (model + runtime code "
+                     f"{_kib(r.link['runtime_flash_bytes'])}), RAM data+bss {_kib(r.link['data_bytes'] + r.link['bss_bytes'])}"
+                     f" + arena {_kib(r.link['arena_bytes'])} (a real link)")
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):
         lines.append("  partitions:")
         for p in r.partitions:
             cross_in = ", ".join(_tensor_label(r.tensor_names, t) for t in p.inputs) or "-"
             cross_out = ", ".join(_tensor_label(r.tensor_names, t) for t in p.outputs) or "-"
             lines.append(f"    {p.backend:<8} nodes {_ranges(p.nodes):<10} in: {cross_in}  out: {cross_out}")
-    errors = [p for p in r.problems if p["severity"] == "error"]
-    fallbacks = [p for p in r.problems if p["severity"] == "fallback"]
-    if errors:
-        lines.append(f"problems ({len(errors)}):")
-        lines.extend(f"  - {p['message']}" for p in errors)
-    if fallbacks:
-        lines.append(f"CPU fallbacks ({len(fallbacks)}):")
-        lines.extend(f"  - {p['message']}" for p in fallbacks)
+    for severity, title in (("error", "problems"), ("fallback", "CPU fallbacks")):
+        groups = [g for g in group_problems(r.problems) if g["severity"] == severity]
+        groups.sort(key=lambda g: g["kind"] == "op")  # budgets (arena, flash) and model problems first
+        if not groups:
+            continue
+        n = sum(max(g["count"], 1) for g in groups)
+        lines.append(f"{title} ({n}{' nodes' if n != len(groups) else ''}, {len(groups)} kind(s)):")
+        for g in groups:
+            if g["kind"] == "op":
+                lines.append(f"  - {g['op']} v{g['version']} {g['dtype']}: {g['reason']} — {g['count']} node(s): "
+                             f"{_node_names(g['nodes'])}")
+            else:
+                lines.append(f"  - {g['reason']}")
+    if r.fixes:
+        lines.append("fix:")
+        lines.extend(f"  - {f}" for f in r.fixes)
     if r.notes:
         lines.append("notes:")
-        lines.extend(f"  - {n}" for n in r.notes)
+        lines.extend(f"  - {n}" for n in dict.fromkeys(r.notes))
     return "\n".join(lines) + "\n"

@@ -188,6 +188,12 @@ class Backend:
 
     def violations(self, node) -> list[Violation]:
         dtype = node_dtype(node)
+        if dtype == NO_DTYPE:  # no data to compute on: the op has to be allowed under some dtype
+            for d in self.dtypes():
+                limits = self.op_constraints(node.op, d)
+                if limits is not None:
+                    return [v for v in _check_constraints(node, limits) if v is not None]
+            return [Violation("op", node.op, None, f"{self.name} does not take {node.op}")]
         table = self.ops.get(dtype.lower())
         if not table:
             have = ", ".join(self.dtypes()) or "none"
@@ -605,12 +611,19 @@ _PADS = ("PAD", "PADV2", "MIRROR_PAD")
 _AXIS_OPTION = ("PACK", "CONCATENATION", "UNPACK")
 
 
+# Handle types: a tensor of these carries no data a backend computes on (resource variables, TensorList handles)
+HANDLE_TYPES = ("RESOURCE", "VARIANT")
+NO_DTYPE = "NONE"
+
+
 def node_dtype(node) -> str:
-    """The dtype a backend's op list is looked up under: the first present input's type (else output 0's)."""
-    for t in node.inputs:
-        if t is not None:
+    """The dtype a backend's op list is looked up under: the first present input's type (else the first
+    output's), skipping handle tensors (RESOURCE, VARIANT); "NONE" for a node with no data tensor at all
+    (CALL_ONCE, VAR_HANDLE)."""
+    for t in (*node.inputs, *node.outputs):
+        if t is not None and t.type not in HANDLE_TYPES:
             return t.type
-    return node.outputs[0].type if node.outputs else "NONE"
+    return NO_DTYPE
 
 
 def _jsonable(v):

@@ -5,8 +5,8 @@
     python -m edge_sdk.tools.docs --check README.md   # exit 1 when the README's sections are not current
 
 Sources: the op table (``edge_sdk.runtime.op_table.OPS``: the Python interpreter's kernels and highest op versions),
-the C runtime's kernel registrations (the ``EDGE_KERNEL(OP, name, max_version)`` / ``EDGE_CUSTOM_KERNEL``
-lines of ``firmware_c/src/kernels/*.c``, read as text: nothing is built) and the device profiles
+the op table's C side (``op_table.C_KERNELS``, generated from the ``EDGE_KERNEL(OP, name, max_version)`` /
+``EDGE_CUSTOM_KERNEL`` registrations of ``firmware_c/src/kernels/*.c`` by gen_ops.py) and the device profiles
 (``edge_sdk.targets.profiles.list_profiles`` / ``load_profile``).
 
 A generated section sits between ``<!-- BEGIN GENERATED: NAME -->`` and ``<!-- END GENERATED: NAME -->``
@@ -17,7 +17,6 @@ them appended under a heading "## Supported ops and devices".
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -25,23 +24,17 @@ from edge_sdk.errors import ModelError
 
 SECTIONS = ("ops", "devices")
 HEADING = "## Supported ops and devices"
-_KERNEL_LINE = re.compile(r'^\s*EDGE_(CUSTOM_)?KERNEL\(\s*("?[A-Za-z0-9_]+"?)\s*,\s*[A-Za-z0-9_]+\s*,\s*(\d+)\s*\)',
-                          re.MULTILINE)
 
 
 def c_kernels(folder: Path | None = None) -> dict[str, int]:
-    """{op name (custom code for custom ops): highest version} from the C kernels' registration lines
-    (``folder``: default the firmware_c/src/kernels of this installation, see ``edge_sdk.resources``)."""
-    if folder is None:
-        from edge_sdk import resources
+    """{op name (custom code for custom ops): highest version}: the op table's C side
+    (``edge_sdk.runtime.op_table.C_KERNELS``), or with ``folder`` the registrations of the C sources there,
+    parsed by gen_ops.py's parser (the one every reader uses)."""
+    from edge_sdk.runtime import op_table
 
-        folder = resources.firmware_dir() / "src" / "kernels"
-    out: dict[str, int] = {}
-    for path in sorted(Path(folder).glob("*.c")):
-        for m in _KERNEL_LINE.finditer(path.read_text(encoding="utf-8", errors="replace")):
-            name = m.group(2).strip('"')
-            out[name] = max(out.get(name, 0), int(m.group(3)))
-    return out
+    if folder is None:
+        return {name: v for name, (v, _) in op_table.C_KERNELS.items()}
+    return op_table.c_registrations(folder)
 
 
 def _size(n: int | None) -> str:

@@ -117,30 +117,49 @@ def _gen_ops_module():
 
 
 def kernel_files(model) -> list[str]:
-    """The src/kernels/ files the model's ops need; UnsupportedOpError names ops the C runtime lacks."""
-    rows = _gen_ops_module().scan()
-    builtin = {(r["op"], None): r for r in rows if r["custom"] is None}
-    custom = {r["custom"]: r for r in rows if r["custom"] is not None}
+    """The src/kernels/ files the model's ops need, from the op table's C side (``op_table.C_KERNELS``, generated
+    from those files' registrations); UnsupportedOpError names ops the C runtime lacks."""
+    from edge_sdk.runtime.op_table import C_KERNELS
+
     files, missing = set(), []
     for code in model.operator_codes:
-        row = custom.get(code.custom_code) if code.is_custom else builtin.get((code.name, None))
         label = code.name  # a custom op's name is its custom_code
-        if row is None or code.version > row["max_version"]:
-            missing.append(f"{label} v{code.version}" + (f" (C kernel up to v{row['max_version']})" if row else ""))
+        entry = C_KERNELS.get(code.custom_code if code.is_custom else code.name)
+        if entry is None or code.version > entry[0]:
+            missing.append(f"{label} v{code.version}" + (f" (C kernel up to v{entry[0]})" if entry else ""))
         else:
-            files.add(row["file"])
+            files.add(entry[1])
     if missing:
         raise UnsupportedOpError(f"the C runtime (firmware_c/src/kernels) has no kernel for: {', '.join(missing)}")
     return sorted(files)
 
 
 def measure_arena(data: bytes, budget: int | None = None) -> int:
-    """Arena bytes to give the C runtime on the target: the host build's high-water mark plus ARENA_MARGIN and
-    ARENA_SLACK (at most ``budget`` unless the need itself exceeds it); falls back to the Python plan when the
-    host library cannot be built."""
-    try:
-        from edge_sdk.runtime import backend_c
+    """Arena bytes to give the C runtime on the target: its high-water mark plus ARENA_MARGIN and ARENA_SLACK (at
+    most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
+    can be built with the board's 32-bit layout here (``backend_c.target_plan``, what `edge check` reports),
+    else the host build's (64-bit structs: more than the board needs), else the Python plan."""
+    from edge_sdk.runtime import backend_c
 
+    if backend_c.ILP32 in backend_c.target_layouts():
+        try:
+            from edge_sdk.model import read_model
+            from edge_sdk.runtime.op_table import c_type_switches
+
+            model = read_model(data)
+            used = {t.type for sg in model.subgraphs for t in sg.tensors}
+            defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
+            plan = backend_c.target_plan(data, backend_c.ILP32, defs)
+        except backend_c.BuildError as exc:
+            log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
+            plan = None
+        if plan is not None and plan.ok:
+            need = max(plan.figures["high_water"], plan.figures["arena_used"])
+            size = int(need * (1 + ARENA_MARGIN)) + ARENA_SLACK
+            if budget is not None and need <= budget < size:
+                size = budget
+            return (size + 15) // 16 * 16
+    try:
         interp = backend_c.CInterpreter(model_content=data)
         interp.allocate_tensors()
         info = interp.plan_info()
@@ -327,6 +346,23 @@ def check_fit(profile, model_bytes: int, arena_bytes: int, usage: dict) -> None:
         exc = ArenaTooSmallError(arena_bytes, profile.ram_arena_bytes)
         exc.args = (message,)
         raise exc
+
+
+def firmware_size(model_path, profile) -> dict:
+    """Build (really link, with the board's linker script) the firmware for ``model_path`` on ``profile`` without
+    flashing it: ``{"linked": True, "flash_bytes", "text_bytes", "data_bytes", "bss_bytes", "arena_bytes",
+    "runtime_flash_bytes" (the firmware's flash minus the model's bytes), "elf"}``; or, when the linker
+    refuses it, ``{"linked": False, "error": the linker's overflow in words}``. DeviceError when the toolchain
+    is missing or the board has no support here. (`edge check --link`.)"""
+    try:
+        elf, info = build(model_path, profile)
+    except ModelError as exc:
+        if "does not fit" not in str(exc):
+            raise
+        return {"linked": False, "error": str(exc)}
+    usage = link_usage(elf)
+    return {"linked": True, **usage, "arena_bytes": usage["large_bytes"] or info["arena_bytes"],
+            "runtime_flash_bytes": usage["flash_bytes"] - info["model_bytes"], "elf": str(elf)}
 
 
 # ------------------------------------------------------------------------------------------------ flashing

@@ -12,7 +12,9 @@
  *       with the same input bytes. "case I plan S" and "case I status S" are printed (and flushed) before
  *       the next case, so a crash names the case that caused it.
  *
- * Exit status: 0 ok; 1 usage or I/O error; 3 edge_init refused the model (the message names why).
+ * Exit status: 0 ok; 1 usage or I/O error; 3 edge_init refused the model (the message names why, on stderr;
+ * stdout gets the error record as "error status S subgraph G node N tensor T op C version V offset O
+ * required R given B exact E").
  */
 #define _POSIX_C_SOURCE 200112L
 #include <stdio.h>
@@ -43,7 +45,13 @@ static void *read_file(const char *path, size_t *len) {
 
 static int print_init_error(const edge_interp_t *it) {
     char msg[256];
-    fprintf(stderr, "edge-run-c: status %d: %s\n", (int)it->error.status, edge_error_message(it, msg, sizeof msg));
+    const edge_error_t *e = &it->error;
+    fprintf(stderr, "edge-run-c: status %d: %s\n", (int)e->status, edge_error_message(it, msg, sizeof msg));
+    /* the error record for tools (edge check): one line on stdout */
+    printf("error status %d subgraph %d node %d tensor %d op %d version %d offset %lld required %lld given %lld "
+           "exact %d\n", (int)e->status, (int)e->subgraph, (int)e->node, (int)e->tensor, (int)e->op_code,
+           (int)e->op_version, (long long)e->offset, (long long)e->required, (long long)e->given,
+           (int)e->required_exact);
     return 3;
 }
 

@@ -3,12 +3,18 @@
 
     gen_ops.py OUT.c [--kernels DIR] [--model M.tflite ...]
     gen_ops.py --schema-ops firmware_c/include/edge_ops.def   # regenerate the op-code list from the schema
+    gen_ops.py --python edge_sdk/runtime/op_table_c.py        # regenerate the op table's C side
 
 Every kernel file firmware_c/src/kernels/*.c registers its ops with lines the C preprocessor ignores:
 
     EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)      -> edge_prepare_fully_connected / edge_eval_...
     EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1)
     EDGE_KERNEL_RESET(signal_window)                         -> edge_reset_signal_window (optional)
+
+A line that starts a registration but does not match that grammar exactly (an unquoted custom code, a
+missing version) is an error naming the file and line: every reader of the registrations (this tool, the
+op table's C side edge_sdk/runtime/op_table_c.py written by --python, `edge flash`'s kernel selection, the
+README's ops table) goes through ``scan`` here, so they cannot disagree.
 
 Without --model the table lists every registered kernel (the host library). With --model it lists only
 the ops those models use, so a firmware links nothing else. The list of kernels is printed with
@@ -32,9 +38,13 @@ HERE = Path(__file__).resolve().parent
 KERNELS = HERE.parent / "src" / "kernels"
 OPS_DEF = HERE.parent / "include" / "edge_ops.def"
 
-_KERNEL = re.compile(r"^EDGE_KERNEL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\d+)\s*\)", re.M)
-_CUSTOM = re.compile(r'^EDGE_CUSTOM_KERNEL\(\s*"([^"]+)"\s*,\s*(\w+)\s*,\s*(\d+)\s*\)', re.M)
-_RESET = re.compile(r"^EDGE_KERNEL_RESET\(\s*(\w+)\s*\)", re.M)
+_KERNEL = re.compile(r"EDGE_KERNEL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\d+)\s*\)")
+_CUSTOM = re.compile(r'EDGE_CUSTOM_KERNEL\(\s*"([^"\\]+)"\s*,\s*(\w+)\s*,\s*(\d+)\s*\)')
+_RESET = re.compile(r"EDGE_KERNEL_RESET\(\s*(\w+)\s*\)")
+_START = re.compile(r"^\s*(EDGE_KERNEL_RESET|EDGE_CUSTOM_KERNEL|EDGE_KERNEL)\s*\(")
+_GRAMMAR = {"EDGE_KERNEL": (_KERNEL, "EDGE_KERNEL(OP, c_name, max_version)"),
+            "EDGE_CUSTOM_KERNEL": (_CUSTOM, 'EDGE_CUSTOM_KERNEL("CustomCode", c_name, max_version)'),
+            "EDGE_KERNEL_RESET": (_RESET, "EDGE_KERNEL_RESET(c_name)")}
 _OPDEF = re.compile(r"^EDGE_OP\((\w+), (\d+)\)", re.M)
 
 
@@ -42,22 +52,83 @@ def op_codes() -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in _OPDEF.finditer(OPS_DEF.read_text())}
 
 
+class RegistrationError(ValueError):
+    """A malformed registration line (the message names the file and line)."""
+
+
+def registrations(text: str, where: str = "<text>") -> list[tuple[str, tuple[str, ...]]]:
+    """Every registration line of one kernel file's text: (macro, groups) in order. A line starting (after
+    spaces) with EDGE_KERNEL( / EDGE_CUSTOM_KERNEL( / EDGE_KERNEL_RESET( must match its grammar in full;
+    otherwise RegistrationError "FILE:LINE: ..." (never a silently dropped kernel)."""
+    out = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        m = _START.match(line)
+        if not m:
+            continue
+        macro = m.group(1)
+        regex, grammar = _GRAMMAR[macro]
+        full = regex.match(line.strip())
+        rest = line.strip()[full.end():].strip() if full else ""
+        if not full or (rest and not rest.startswith(("//", "/*", ";"))):
+            raise RegistrationError(f"{where}:{lineno}: malformed kernel registration {line.strip()!r} "
+                                    f"(expected {grammar})")
+        out.append((macro, full.groups()))
+    return out
+
+
 def scan(kernels: Path = KERNELS) -> list[dict]:
     """Registered kernels: dicts with op (name), code, custom (str or None), name, max_version, reset, file."""
     codes = op_codes()
     rows = []
-    for path in sorted(kernels.glob("*.c")):
-        text = path.read_text()
-        resets = set(_RESET.findall(text))
-        for op, name, ver in _KERNEL.findall(text):
-            if op not in codes:
-                raise SystemExit(f"{path}: EDGE_KERNEL names unknown op {op}")
-            rows.append(dict(op=op, code=codes[op], custom=None, name=name, max_version=int(ver),
-                             reset=name in resets, file=path.name))
-        for custom, name, ver in _CUSTOM.findall(text):
-            rows.append(dict(op="CUSTOM", code=codes["CUSTOM"], custom=custom, name=name, max_version=int(ver),
-                             reset=name in resets, file=path.name))
+    for path in sorted(Path(kernels).glob("*.c")):
+        regs = registrations(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        resets = {g[0] for macro, g in regs if macro == "EDGE_KERNEL_RESET"}
+        for macro, g in regs:
+            if macro == "EDGE_KERNEL":
+                op, name, ver = g
+                if op not in codes:
+                    raise RegistrationError(f"{path}: EDGE_KERNEL names unknown op {op}")
+                rows.append(dict(op=op, code=codes[op], custom=None, name=name, max_version=int(ver),
+                                 reset=name in resets, file=path.name))
+        for macro, g in regs:
+            if macro == "EDGE_CUSTOM_KERNEL":
+                custom, name, ver = g
+                rows.append(dict(op="CUSTOM", code=codes["CUSTOM"], custom=custom, name=name, max_version=int(ver),
+                                 reset=name in resets, file=path.name))
     return rows
+
+
+def kernel_versions(rows: list[dict]) -> dict[str, int]:
+    """{op name (custom code for custom ops): highest registered version}."""
+    out: dict[str, int] = {}
+    for r in rows:
+        key = r["custom"] or r["op"]
+        out[key] = max(out.get(key, 0), r["max_version"])
+    return out
+
+
+def render_python(rows: list[dict]) -> str:
+    """edge_sdk/runtime/op_table_c.py: the op table's C side, as data."""
+    lines = ['"""GENERATED by firmware_c/tools/gen_ops.py --python from the EDGE_KERNEL registrations of',
+             'firmware_c/src/kernels/*.c: the C runtime\'s kernels (do not edit; tests/test_op_table_c.py fails when',
+             'this file and the C sources disagree)."""', "",
+             "# op name (custom code for custom ops) -> (highest version, kernel file)",
+             "C_KERNELS: dict[str, tuple[int, str]] = {"]
+    seen: dict[str, tuple[int, str]] = {}
+    for r in rows:
+        key = r["custom"] or r["op"]
+        if key not in seen or r["max_version"] > seen[key][0]:
+            seen[key] = (r["max_version"], r["file"])
+    for key in sorted(seen):
+        lines.append(f"    {key!r}: ({seen[key][0]}, {seen[key][1]!r}),")
+    lines.append("}")
+    lines.append("")
+    lines.append("# the C build's type switches (include/edge_kernel.h): tensor type -> macro")
+    lines.append("TYPE_SWITCHES: dict[str, str] = {")
+    for t, (_, macro) in TYPE_SWITCHES.items():
+        lines.append(f"    {t!r}: {macro!r},")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
 
 
 class _Flat:
@@ -192,6 +263,8 @@ def main(argv=None) -> int:
     ap.add_argument("--type-defs", action="store_true",
                     help="print the -DEDGE_WITH_<TYPE>=0 switches for the --model files (nothing without models)")
     ap.add_argument("--schema-ops", metavar="EDGE_OPS_DEF")
+    ap.add_argument("--python", metavar="OP_TABLE_C_PY",
+                    help="write the op table's C side (edge_sdk/runtime/op_table_c.py) from the registrations")
     a = ap.parse_args(argv)
     if a.schema_ops:
         sys.path.insert(0, str(HERE.parent.parent))
@@ -206,7 +279,17 @@ def main(argv=None) -> int:
     if a.type_defs:
         print(" ".join(type_defines(a.model)))
         return 0
-    rows = scan(Path(a.kernels))
+    try:
+        rows = scan(Path(a.kernels))
+    except RegistrationError as exc:
+        sys.stderr.write(f"gen_ops.py: {exc}\n")
+        return 1
+    if a.python:
+        text = render_python(rows)
+        out = Path(a.python)
+        if not out.exists() or out.read_text() != text:
+            out.write_text(text)
+        return 0
     if a.list:
         for r in rows:
             print(r["custom"] or r["op"], r["max_version"], r["file"])

@@ -1,0 +1,134 @@
+"""`edge check` on a C target: the C runtime's own prepare and planner, built with the board's struct layout.
+Its arena figure equals the board's own high-water mark read back by `edge profile` on the QEMU board."""
+
+import shutil
+
+import pytest
+
+from edge_sdk.device import qemu_board as qb
+from edge_sdk.runtime import backend_c
+from edge_sdk.targets.check import FAILS, RUNS, check_model
+from tests.conftest import SHARED_MODELS, shared_model, shared_models
+
+MODELS = shared_models()
+
+NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
+needs_qemu = pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                                reason=f"needs QEMU and the Arm GCC toolchain: {NEEDS}")
+needs_ilp32 = pytest.mark.skipif(backend_c.ILP32 not in backend_c.target_layouts(),
+                                 reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf "
+                                        "qemu-user) for the board's struct layout")
+
+# high-water marks the QEMU board itself reported (`edge profile ... --json`: arena_high_water), 2026-12-01
+BOARD_HIGH_WATER = {"pymicro-wakeword/hey_jarvis.tflite": 17_496, "tflite-micro/person_detect.tflite": 80_184,
+                    "tflite-micro/micro_speech_quantized.tflite": 6_728}
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    for b in qb._read_state():
+        qb._kill_group(int(b["pid"]), b.get("pgid"))
+    qb.stop_board(all=True)
+
+
+@needs_ilp32
+@pytest.mark.parametrize("name", sorted(BOARD_HIGH_WATER))
+def test_c_target_arena_is_the_boards_high_water(name):
+    r = check_model(shared_model(name), "qemu-mps2-an386")
+    assert r.verdict == RUNS and r.checked_by == "c-runtime"
+    assert r.arena_bytes == BOARD_HIGH_WATER[name]
+    ram = r.ram
+    assert ram["layout"] == backend_c.ILP32 and ram["persistent_bytes"] > 0
+    assert ram["plan_bytes"] == ram["tensor_bytes"] + ram["scratch_bytes"]
+    assert not r.to_dict()["arena_estimate"] and "measured" in r.ram_source
+
+
+@needs_ilp32
+@needs_qemu
+@pytest.mark.slow
+@pytest.mark.skipif(not MODELS, reason=f"{SHARED_MODELS} is absent in this checkout")
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: str(p.relative_to(SHARED_MODELS)))
+def test_c_target_arena_equals_high_water_read_back_from_the_qemu_board(state, path):
+    """Every shared model the C runtime runs: check's arena figure == the board's own high-water mark."""
+    from edge_sdk.tools.profile import profile_model
+
+    r = check_model(path, "qemu-mps2-an386", stack=False)
+    if r.verdict == FAILS:
+        assert any("runtime_error" in p for p in r.errors), r.problems  # only the C runtime's refusal
+        return
+    report = profile_model(path, "qemu-mps2-an386", runs=1, timeout=3.0, retries=8)  # a loaded machine: slow QEMU
+    assert report["arena_high_water"] == r.arena_bytes, (report["arena_high_water"], r.ram)
+
+
+def test_c_target_without_the_c_runtime_says_estimate():
+    r = check_model(shared_model("tflite-micro/micro_speech_quantized.tflite"), "qemu-mps2-an386", c_runtime=False)
+    assert r.checked_by == "c-table" and r.to_dict()["arena_estimate"]
+    assert r.arena_bytes == r.to_dict()["arena_bytes"] and "estimate" in r.ram_source
+
+
+def test_c_runtime_refusal_named_for_ops_the_c_runtime_lacks():
+    """RESIZE_BILINEAR: the interpreter runs it, the C runtime has no kernel: check says so on a C target."""
+    path = shared_model("mediapipe/palm_detection_lite.tflite")
+    r = check_model(path, "qemu-mps2-an386")
+    assert r.verdict == FAILS
+    bad = {p["op"] for p in r.errors if "runtime_error" in p}
+    assert bad == {"RESIZE_BILINEAR"}
+    assert check_model(path, "host-linux").verdict == RUNS
+    assert any("Linux target" in f for f in r.fixes)
+
+
+@needs_qemu
+@pytest.mark.slow
+def test_check_link_reports_the_real_firmware_size(state, capsys):
+    import json
+
+    from edge_sdk.cli import main
+
+    path = shared_model("tflite-micro/micro_speech_quantized.tflite")
+    assert main(["check", str(path), "--target", "qemu-mps2-an386", "--link", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    link = d["link"]
+    assert link["linked"] is True and link["flash_bytes"] == link["text_bytes"] + link["data_bytes"]
+    assert link["runtime_flash_bytes"] == link["flash_bytes"] - d["model_bytes"] > 0
+    assert link["arena_bytes"] >= d["arena_bytes"]  # the firmware's arena holds what the board needs
+    assert main(["check", str(path), "--target", "host-linux", "--link"]) == 2
+    assert "--link" in capsys.readouterr().err
+
+
+@needs_qemu
+def test_c_target_reports_the_runtimes_stack_and_code():
+    r = check_model(shared_model("tflite-micro/person_detect.tflite"), "qemu-mps2-an386")
+    st, code = r.stack, r.runtime_code
+    assert st["bytes"] > 0 and st["entry"] in ("edge_init_ex", "edge_invoke_at", "edge_reset_state")
+    assert st["chain"][0] == st["entry"]
+    assert set(code["per_file"]) == {"edge", "conv_2d", "depthwise_conv_2d", "pooling", "reshape", "softmax"}
+    assert code["bytes"] == sum(code["per_file"].values()) > 0
+    d = r.to_dict()
+    assert d["stack"]["bytes"] == st["bytes"] and d["runtime_code"]["bytes"] == code["bytes"]
+    assert check_model(shared_model("tflite-micro/person_detect.tflite"), "host-linux").stack == {}
+
+
+def test_every_node_the_c_prepare_refuses_is_named_not_only_the_first():
+    """The C runtime stops at its first refusal; check prepares the other nodes alone with the same build."""
+    import numpy as np
+
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 16), "FLOAT32")
+    w1 = g.constant("w1", np.ones((8, 16), np.int8), scale=0.1, zero_point=0)  # hybrid: float input, int8 weights
+    h = g.tensor("h", (1, 8), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, w1, -1], [h])
+    r1 = g.tensor("r1", (1, 8), "FLOAT32")
+    g.op("RELU", [h], [r1])
+    w2 = g.constant("w2", np.ones((4, 8), np.int8), scale=0.1, zero_point=0)
+    y = g.tensor("y", (1, 4), "FLOAT32")
+    g.op("FULLY_CONNECTED", [r1, w2, -1], [y])
+    g.output(y)
+    r = check_model(g.build(), "qemu-mps2-an386", stack=False)
+    assert r.verdict == FAILS and r.checked_by == "c-runtime"
+    refused = sorted(p["node"] for p in r.errors if "runtime_error" in p)
+    assert refused == [0, 2], r.problems
+    assert "prepared alone" in next(p["runtime_error"] for p in r.errors if p["node"] == 2)
