@@ -638,7 +638,7 @@ class TargetPlan:
     def __init__(self, layout: str, status: int, message: str, error: dict, figures: dict, runner: str):
         self.layout = layout  # ILP32 or HOST
         self.status = status  # 0 (loaded, prepared, planned) or an edge_status.def code
-        self.status_name = _STATUS_NAMES[status] if 0 <= status < len(_STATUS_NAMES) else f"status {status}"
+        self.status_name = status_name(status)
         self.message = message  # the C runtime's one-line message ("" when it loaded)
         self.error = error  # subgraph, node, tensor, op, version, offset, required, given, exact (-1: none)
         self.figures = figures  # arena_used, high_water, persistent, tensor_total, head_total, lower_bound
