@@ -236,6 +236,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     except ImportError as exc:
         raise ConversionError(f"{name}: no {kind} importer in this installation ({exc})") from None
     model = importer(obj)
+    import_notes = dict(getattr(model, "import_notes", {}) or {})
     log.stage("optimizing")
     from converters.passes import optimize
 
@@ -309,6 +310,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "source": {"path": name, "format": kind, "sha256": sha256, "bytes": len(data)},
         "output": _model_figures(model, tflite),
         "float": {"bytes": len(float_bytes)},
+        "import": import_notes,
         "passes": opt_notes.get("passes"),
         "quantization": {"mode": mode, "method": manifest["quantization"]["method"],
                          "io": manifest["quantization"]["io"], "exclude": list(exclude), "report": qreport},
