@@ -97,6 +97,11 @@ _FIXED = {
 }
 # Ops TFLM (and we) have no int16-activation kernel for.
 _NO_INT16 = {"HARD_SWISH", "LOG_SOFTMAX", "RSQRT", "DIV", "PRELU"}
+# Joins: a part whose range would get fewer than JOIN_LEVELS steps under the join's shared scale is crushed.
+_JOINS = {"CONCATENATION", "PACK"}
+JOIN_LEVELS = 16
+# Ops a join's output may pass through on its way to a model output (shapes only, values unchanged).
+_TO_OUTPUT = {"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"}
 # Ops whose outputs are not activations (int32 indices, shapes): inputs quantized, outputs copied.
 _NON_FLOAT_OUTPUT = {"ARG_MAX", "SHAPE"}
 
@@ -356,10 +361,10 @@ class _Build:
                                  custom_options=custom_options))
         self.origin[len(self.ops) - 1] = origin
 
-    def version(self, name: str, src_version: int) -> int:
+    def version(self, name: str, src_version: int, act: str | None = None) -> int:
         from edge_sdk.runtime import op_table
 
-        v = _VERSIONS.get(self.act, {}).get(name, src_version)
+        v = _VERSIONS.get(act or self.act, {}).get(name, src_version)
         row = op_table.OPS.get(name)
         return max(src_version, min(v, row.max_version if row else v))
 
@@ -477,7 +482,58 @@ def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
         raise ConversionError(f"quantize: {len(problems)} op(s) cannot be quantized to {act.lower()}", problems)
 
 
-def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int]) -> tuple[Model, _Build]:
+def _span(lo: float, hi: float) -> float:
+    return max(hi, 0.0) - min(lo, 0.0)
+
+
+def _wide_joins(model: Model, ranges: dict, act: str, excluded: set[int]) -> list[dict]:
+    """CONCATENATION / PACK ops joining parts of very different ranges: under one shared scale a part
+    spanning a small fraction of the whole would get fewer than ``JOIN_LEVELS`` steps (YOLO-style heads
+    join boxes in pixels with scores in 0..1). Each entry names the parts, their ranges and steps, and
+    ``chain``: the shape-only ops from the join to a model output (``to_output``), or None when the join's
+    value is read by other ops."""
+    sg = model.subgraphs[0]
+    levels = 255 if act == "INT8" else 65535
+    cons: dict[int, list[int]] = {}
+    for i, op in enumerate(sg.operators):
+        for t in dict.fromkeys(op.inputs):
+            if t >= 0:
+                cons.setdefault(t, []).append(i)
+    found = []
+    for i, op in enumerate(sg.operators):
+        name = model.op_name(op)
+        if name not in _JOINS or i in excluded:
+            continue
+        parts = [t for t in op.inputs if _is_float(model, t) and not _is_const(model, t) and t in ranges]
+        if len(parts) < 2:
+            continue
+        whole = _span(min(ranges[t][0] for t in parts), max(ranges[t][1] for t in parts))
+        if not whole > 0:
+            continue
+        steps = {t: _span(*ranges[t]) / whole * levels for t in parts}
+        if min(steps.values()) >= JOIN_LEVELS:
+            continue
+        chain: list[int] | None = []
+        cur = op.outputs[0]
+        while not (cur in sg.outputs and not cons.get(cur)):
+            users = cons.get(cur, [])
+            if cur in sg.outputs or len(users) != 1 or users[0] in excluded \
+                    or model.op_name(sg.operators[users[0]]) not in _TO_OUTPUT:
+                chain = None
+                break
+            chain.append(users[0])
+            cur = sg.operators[users[0]].outputs[0]
+        found.append({"op_index": i, "op": name, "output": sg.tensors[op.outputs[0]].name,
+                      "parts": [{"tensor": sg.tensors[t].name, "range": [float(ranges[t][0]), float(ranges[t][1])],
+                                 "steps": round(float(steps[t]), 1)} for t in parts],
+                      "chain": chain, "to_output": chain is not None})
+    return found
+
+
+def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int],
+                   wide16: set[int] = frozenset()) -> tuple[Model, _Build]:
+    """The integer graph; ops in ``wide16`` (a wide join and the shape ops after it, int8 mode) run in int16:
+    each part requantized from its own int8 scale to the join's int16 one."""
     _check_ops(model, act, excluded)
     b = _Build(model, act)
     b.ranges = ranges
@@ -574,6 +630,34 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             for t in op.outputs:
                 b.qt[t] = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
                 outs.append(b.qt[t])
+        elif i in wide16 and name in _JOINS:
+            parts = [t for t in op.inputs if t >= 0 and _is_float(model, t)]
+            lo = min(min(ranges[t][0] for t in parts if t in ranges), 0.0)
+            hi = max(max(ranges[t][1] for t in parts if t in ranges), 0.0)
+            for t in op.inputs:
+                if not _is_const(model, t) or not _is_float(model, t):
+                    continue
+                d = np.asarray(model.tensor_data(0, t))
+                if d.size:
+                    lo, hi = min(lo, float(d.min())), max(hi, float(d.max()))
+            wide = b.quant(*_affine(lo, hi, -32768, 32767, True))
+            for t in op.inputs:
+                if t < 0 or not _is_float(model, t):
+                    ins.append(t if t < 0 else non_float_input(t))
+                    continue
+                if _is_const(model, t):
+                    d = np.asarray(model.tensor_data(0, t), np.float64)
+                    ins.append(b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide),
+                                            _quantize_array(d, wide.scale[0], 0, -32768, 32767, np.int16)))
+                    continue
+                n = b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide), suffix="_int16")
+                b.add_op("QUANTIZE", [b.get_q(t)], [n], version=b.version("QUANTIZE", 1, "INT16"))
+                ins.append(n)
+            for t in op.outputs:
+                b.qt[t] = b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide))
+                outs.append(b.qt[t])
+            b.add_op(name, ins, outs, op.options, op.options_type, b.version(name, src_version, "INT16"), origin=i)
+            continue
         elif name in _SAME_AS_INPUT:
             di = _SAME_AS_INPUT[name]
             data_q = None
@@ -590,9 +674,12 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                     ins.append(const_quant(t, data_q) if _is_const(model, t) else b.get_q(t, data_q))
                 else:
                     ins.append(non_float_input(t))
+            out_type = b.tensors[ins[di]].type if di < len(ins) and ins[di] >= 0 else act
+            if i in wide16:  # after an int16 join: the int16 op version
+                src_version = b.version(name, src_version, "INT16")
             for t in op.outputs:
                 if _is_float(model, t):
-                    b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(data_q))
+                    b.qt[t] = b.add_tensor(sg.tensors[t], out_type, copy.deepcopy(data_q))
                 else:
                     b.qt[t] = b.ft[t] = b.copy_tensor(t)
                 outs.append(b.qt[t])
@@ -742,13 +829,49 @@ def _dequantize(x: np.ndarray, q: Quantization | None) -> np.ndarray:
     return (x.astype(np.float64) - float(q.zero_point[0])) * float(q.scale[0])
 
 
+def _join_parts(model: Model, op: Operator) -> list[tuple[int, tuple]]:
+    """(input tensor, index into the join's output selecting that input's part) for CONCATENATION / PACK."""
+    sg = model.subgraphs[0]
+    out_rank = len(sg.tensors[op.outputs[0]].shape)
+    axis = int((op.options or {}).get("axis", 0))
+    axis = axis + out_rank if axis < 0 else axis
+    parts, start = [], 0
+    for k, t in enumerate(op.inputs):
+        if t < 0:
+            continue
+        index = [slice(None)] * out_rank
+        if model.op_name(op) == "PACK":
+            index[axis] = k
+        else:
+            size = int(sg.tensors[t].shape[axis])
+            index[axis] = slice(start, start + size)
+            start += size
+        parts.append((t, tuple(index)))
+    return parts
+
+
+def _snr(ff: float, dd: float) -> float:
+    return math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+
+
 def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io: str) -> list[dict]:
-    """SNR and cosine of every quantized activation against the float model, worst SNR first."""
+    """SNR and cosine of every quantized activation against the float model, worst SNR first; the output of
+    a CONCATENATION / PACK also part by part (``part_of``: the joined tensor, ``input``: the part's source),
+    so a small-range part is not hidden by a large-range one."""
     qrun, _ = _runner(qmodel)
     sg = model.subgraphs[0]
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
     pairs = {t: n for t, n in b.qt.items() if _is_float(model, t) and not _is_const(model, t)
              and b.tensors[n].type in ("INT8", "INT16")}
+    joined = {}  # output tensor of a join -> (its new tensor, parts)
+    for op in sg.operators:
+        if model.op_name(op) in _JOINS and op.outputs and _is_float(model, op.outputs[0]):
+            t = op.outputs[0]
+            n = b.qt.get(t, b.ft.get(t))
+            if n is not None:
+                joined[t] = (n, _join_parts(model, op))
+    part_acc = {(t, k): np.zeros(4) for t, (_, parts) in joined.items() for k in range(len(parts))}
+    part_max = dict.fromkeys(part_acc, 0.0)
     acc = {t: np.zeros(4) for t in pairs}  # sum f^2, sum (f-q)^2, sum f*q, sum q^2
     max_err = dict.fromkeys(pairs, 0.0)
     seen = set()
@@ -773,11 +896,33 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
             seen.add(t)
             if d.size:
                 max_err[t] = max(max_err[t], float(np.abs(d).max()))
+        for t, (n, parts) in joined.items():
+            if t not in ref or n not in got:
+                continue
+            fo = ref[t].astype(np.float64)
+            qo = _dequantize(got[n], b.tensors[n].quantization).reshape(fo.shape)
+            seen.add(t)
+            for k, (_, index) in enumerate(parts):
+                f, q = fo[index].reshape(-1), qo[index].reshape(-1)
+                d = f - q
+                part_acc[(t, k)] += (f @ f, d @ d, f @ q, q @ q)
+                if d.size:
+                    part_max[(t, k)] = max(part_max[(t, k)], float(np.abs(d).max()))
     layers = []
+    for (t, k), (ff, dd, fq, qq) in part_acc.items():
+        if t not in seen:
+            continue
+        src = joined[t][1][k][0]
+        i = produced.get(t)
+        cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
+        layers.append({"tensor": f"{sg.tensors[t].name} [part {k}: {sg.tensors[src].name}]",
+                       "part_of": sg.tensors[t].name, "input": sg.tensors[src].name, "op_index": i,
+                       "op": model.op_name(sg.operators[i]), "snr_db": _snr(ff, dd), "cosine": float(cos),
+                       "max_abs_error": part_max[(t, k)]})
     for t, (ff, dd, fq, qq) in acc.items():
         if t not in seen:
             continue
-        snr = math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+        snr = _snr(ff, dd)
         cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
         i = produced.get(t)
         layers.append({"tensor": sg.tensors[t].name, "op_index": i,
@@ -860,8 +1005,31 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
             ranges[t] = (0.0, 0.0)
         else:
             ranges[t] = _clip_range(s, method, float(percentile), qmin, qmax, act == "INT16")
+    joins = _wide_joins(model, ranges, act, excluded)
+    wide16: set[int] = set()
+    for j in joins:
+        crushed = ", ".join(f"'{p['tensor']}' ({p['range'][0]:.3g}..{p['range'][1]:.3g}: {p['steps']:.1f} steps)"
+                            for p in j["parts"] if p["steps"] < JOIN_LEVELS)
+        where = f"op {j['op_index']} {j['op']} '{j['output']}'"
+        if j["to_output"] and io == "float32":
+            j["kept"] = "float32"
+            excluded |= {j["op_index"], *j["chain"]}
+            report["notes"].append(f"{where} joins parts of very different ranges ({crushed} under one scale): "
+                                   "each part is quantized alone and the join runs in float32")
+        elif j["to_output"] and act == "INT8":
+            j["kept"] = "int16"
+            wide16 |= {j["op_index"], *j["chain"]}
+            report["notes"].append(f"{where} joins parts of very different ranges ({crushed} under one int8 "
+                                   "scale): each part is quantized alone and the join (and the model output "
+                                   "it gives) is int16")
+        else:
+            j["kept"] = act.lower()
+            report["notes"].append(f"warning: {where} joins parts of very different ranges ({crushed} under "
+                                   "one scale) and other ops read it; the small-range parts lose precision "
+                                   "(exclude the join to keep it float)")
+    report["joins"] = joins
     log.stage(f"quantizing to {mode}")
-    qmodel, b = _integer_graph(model, ranges, act, io, excluded)
+    qmodel, b = _integer_graph(model, ranges, act, io, excluded, wide16)
     qmodel = _drop_unused_buffers(qmodel)
     _verify(qmodel)
 
