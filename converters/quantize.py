@@ -63,6 +63,10 @@ from edge_sdk.model.types import (
 )
 
 MODES = ("int8", "int16x8", "fp16", "dynamic")
+PRECISIONS = ("int8", "auto")
+MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
+MAX_WIDEN_ROUNDS = 8  # precision="auto": rounds of widening (1, 2, 4, ... ops per round)
+MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most this many were widened)
 METHODS = ("minmax", "percentile", "mse")
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
 INT32_MAX = 2**31 - 1
@@ -651,7 +655,8 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                                             _quantize_array(d, wide.scale[0], 0, -32768, 32767, np.int16)))
                     continue
                 n = b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide), suffix="_int16")
-                b.add_op("QUANTIZE", [b.get_q(t)], [n], version=b.version("QUANTIZE", 1, "INT16"))
+                src = b.qt[t] if t in b.qt else b.ft[t]  # a float part (its producer kept float): no int8 step
+                b.add_op("QUANTIZE", [src], [n], version=b.version("QUANTIZE", 1, "INT16"))
                 ins.append(n)
             for t in op.outputs:
                 b.qt[t] = b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide))
@@ -854,13 +859,39 @@ def _snr(ff: float, dd: float) -> float:
     return math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
 
 
-def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io: str) -> list[dict]:
+def _output_join(model: Model, t: int, produced: dict) -> int | None:
+    """The CONCATENATION / PACK whose value model output ``t`` is (through shape-only ops), or None."""
+    sg = model.subgraphs[0]
+    while t in produced:
+        op = sg.operators[produced[t]]
+        name = model.op_name(op)
+        if name in _JOINS:
+            return op.outputs[0]
+        if name not in _TO_OUTPUT:
+            return None
+        t = op.inputs[0]
+    return None
+
+
+def _is_distribution(model: Model, t: int, produced: dict) -> bool:
+    """A class distribution (argmax is meaningful): a SOFTMAX / LOG_SOFTMAX output, or (batch, classes)."""
+    sg = model.subgraphs[0]
+    shape = tuple(sg.tensors[t].shape)
+    if t in produced and model.op_name(sg.operators[produced[t]]) in ("SOFTMAX", "LOG_SOFTMAX"):
+        return len(shape) >= 1 and shape[-1] >= 2
+    return len(shape) == 2 and shape[-1] >= 2
+
+
+def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io: str) -> tuple[list, list]:
     """SNR and cosine of every quantized activation against the float model, worst SNR first; the output of
     a CONCATENATION / PACK also part by part (``part_of``: the joined tensor, ``input``: the part's source),
-    so a small-range part is not hidden by a large-range one."""
+    so a small-range part is not hidden by a large-range one. Second: per model output, its SNR (and its
+    joined parts' SNRs, and argmax agreement for class distributions)."""
     qrun, _ = _runner(qmodel)
     sg = model.subgraphs[0]
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    out_acc = {t: np.zeros(4) for t in sg.outputs if _is_float(model, t)}
+    out_agree = {t: [0, 0] for t in out_acc if _is_distribution(model, t, produced)}
     pairs = {t: n for t, n in b.qt.items() if _is_float(model, t) and not _is_const(model, t)
              and b.tensors[n].type in ("INT8", "INT16")}
     joined = {}  # output tensor of a join -> (its new tensor, parts)
@@ -886,6 +917,18 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
                 x = _quantize_array(np.asarray(x), q.scale[0], q.zero_point[0], *lim, b.tensors[n].dtype)
             feed.append(x)
         got = qrun(feed)
+        for t in out_acc:
+            n = b.io_map[t]
+            if t not in ref or n not in got:
+                continue
+            f = ref[t].astype(np.float64)
+            q = _dequantize(got[n], b.tensors[n].quantization).reshape(f.shape)
+            d = (f - q).reshape(-1)
+            out_acc[t] += (f.reshape(-1) @ f.reshape(-1), d @ d, 0.0, 0.0)
+            if t in out_agree and f.size:
+                fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
+                out_agree[t][0] += int((fa == qa).sum())
+                out_agree[t][1] += int(fa.size)
         for t, n in pairs.items():
             if t not in ref or n not in got:
                 continue
@@ -929,15 +972,111 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
                        "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
                        "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]})
     layers.sort(key=lambda r: (r["snr_db"], r["cosine"]))
-    return layers
+    outputs = []
+    for t, (ff, dd, _, _) in out_acc.items():
+        entry = {"name": sg.tensors[t].name, "snr_db": _snr(ff, dd)}
+        j = _output_join(model, t, produced)
+        if j is not None:
+            entry["parts"] = [{"input": r["input"], "snr_db": r["snr_db"]} for r in layers
+                              if r.get("part_of") == sg.tensors[j].name]
+        if t in out_agree and out_agree[t][1]:
+            entry["argmax_agreement"] = out_agree[t][0] / out_agree[t][1]
+        entry["worst_snr_db"] = min([entry["snr_db"]] + [p["snr_db"] for p in entry.get("parts", [])])
+        outputs.append(entry)
+    return layers, outputs
+
+
+def _worst(outputs) -> float:
+    return min([o["worst_snr_db"] for o in outputs or []] or [math.inf])
+
+
+def _short(outputs, min_snr: float) -> list[dict]:
+    """The outputs (or joined parts) whose SNR is below ``min_snr``."""
+    return [o for o in outputs or [] if o["worst_snr_db"] < min_snr]
+
+
+def _sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
+    """Quantized ops ranked by the SNR they lose themselves (their output's SNR below their inputs'), most
+    first; ops that lose nothing come last, lowest output SNR first."""
+    sg = model.subgraphs[0]
+    cap = 120.0
+    snr = {r["tensor"]: min(r["snr_db"], cap) for r in layers if "part_of" not in r}
+    ranked = []
+    for i, op in enumerate(sg.operators):
+        if i in excluded or not op.outputs or op.outputs[0] < 0:
+            continue
+        out = snr.get(sg.tensors[op.outputs[0]].name)
+        if out is None:
+            continue
+        ins = [snr.get(sg.tensors[t].name, cap) for t in op.inputs
+               if _is_float(model, t) and not _is_const(model, t)]
+        loss = (min(ins) if ins else cap) - out
+        ranked.append((-loss if loss > 0.05 else 0.0, out, i))
+    ranked.sort()
+    return [i for _, _, i in ranked]
+
+
+def _macs(model: Model, op: Operator) -> int:
+    """Multiply-accumulates of a weighted op (0 for others)."""
+    sg = model.subgraphs[0]
+    name = model.op_name(op)
+    try:
+        out = int(np.prod(sg.tensors[op.outputs[0]].shape, dtype=np.int64))
+        if name == "CONV_2D":
+            w = sg.tensors[op.inputs[1]].shape
+            return out * int(np.prod(w[1:], dtype=np.int64))
+        if name == "DEPTHWISE_CONV_2D":
+            w = sg.tensors[op.inputs[1]].shape
+            return out * int(w[1] * w[2])
+        if name == "FULLY_CONNECTED":
+            return out * int(sg.tensors[op.inputs[1]].shape[-1])
+        if name == "TRANSPOSE_CONV":
+            w = sg.tensors[op.inputs[1]].shape
+            return int(np.prod(sg.tensors[op.inputs[2]].shape, dtype=np.int64)) * int(w[0] * w[1] * w[2])
+        if name == "BATCH_MATMUL":
+            a = sg.tensors[op.inputs[0]].shape
+            adj = (op.options or {}).get("adj_x", False)
+            return out * int(a[-2] if adj else a[-1])
+    except (IndexError, TypeError, ValueError):
+        return 0
+    return 0
+
+
+def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: list[int], base_bytes, min_snr,
+                  precision: str, held: int, measured: int) -> dict:
+    from edge_sdk.model import write_model
+
+    sg = model.subgraphs[0]
+    total = sum(_macs(model, op) for op in sg.operators)
+    wide_macs = sum(_macs(model, sg.operators[i]) for i in widened)
+    short = _short(outputs, min_snr)
+    return {
+        "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
+        "outputs": outputs, "met": not short,
+        "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"],
+                   **({"part": min(o["parts"], key=lambda p: p["snr_db"])["input"]}
+                      if o.get("parts") and min(p["snr_db"] for p in o["parts"]) < o["snr_db"] else {})}
+                  for o in short],
+        "widened": [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                     "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32"} for i in widened],
+        "cost": {"bytes": (len(write_model(qmodel)) - base_bytes) if widened and base_bytes else 0,
+                 "macs_total": total, "macs_not_int8": wide_macs},
+    }
 
 
 # ================================================================================================ the API
 def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
-             measure_error: bool = True) -> QuantizationResult:
+             measure_error: bool = True, holdout: int = 0, precision: str = "int8",
+             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
-    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8)."""
+    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8).
+
+    holdout: at most this many calibration samples (every 5th) are held back from calibration and used to
+    measure the result (the per-layer table and ``report["guard"]``); 0 measures on the calibration samples.
+    precision: "int8" (every op in the mode's type) or "auto" (the most sensitive ops widened to float32,
+    round by round, until every output's SNR reaches ``min_snr`` dB or ``max_rounds`` rounds are spent).
+    """
     if mode not in MODES:
         raise ModelError(f"quantize: mode must be one of {', '.join(MODES)}, not {mode!r}")
     if method not in METHODS:
@@ -986,8 +1125,13 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     float_tensors = [t for t in range(len(sg.tensors)) if _is_float(model, t) and not _is_const(model, t)]
     stats = {t: _Stats(seed + t) for t in float_tensors}
     keep = method != "minmax"
-    samples = []
-    for sample in data:
+    if precision not in PRECISIONS:
+        raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    samples, held = [], []
+    for k, sample in enumerate(data):
+        if holdout and k % 5 == 4 and len(held) < holdout:
+            held.append(sample)
+            continue
         samples.append(sample)
         values = float_run(sample)
         for k, t in enumerate(sg.inputs):
@@ -999,6 +1143,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if not samples:
         raise ModelError("quantize: the calibration data gave no samples")
     qmin, qmax = (-128, 127) if act == "INT8" else (-32768, 32767)
+    measure = held or samples
     ranges = {}
     for t, s in stats.items():
         if s.min == math.inf:
@@ -1029,11 +1174,60 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                    "(exclude the join to keep it float)")
     report["joins"] = joins
     log.stage(f"quantizing to {mode}")
-    qmodel, b = _integer_graph(model, ranges, act, io, excluded, wide16)
-    qmodel = _drop_unused_buffers(qmodel)
-    _verify(qmodel)
 
-    report["calibration"] = {"samples": len(samples), "method": method,
+    def build(excl):
+        qm, bb = _integer_graph(model, ranges, act, io, excl, wide16)
+        qm = _drop_unused_buffers(qm)
+        _verify(qm)
+        return qm, bb
+
+    qmodel, b = build(excluded)
+    layers = outputs = None
+    widened: list[int] = []
+    base_bytes = None
+    tried = 0
+    if measure_error or precision == "auto":
+        log.stage(f"measuring the quantization error on {len(measure)} "
+                  f"{'held-back' if held else 'calibration'} sample(s)")
+        layers, outputs = _layer_errors(model, qmodel, b, measure, float_run, io)
+        if precision == "auto" and _short(outputs, min_snr):
+            from edge_sdk.model import write_model
+
+            base_bytes = len(write_model(qmodel))
+        best = (_worst(outputs), qmodel, b, layers, outputs, list(widened))
+        stale = tried = 0
+        for rnd in range(max_rounds if precision == "auto" else 0):
+            if not _short(outputs, min_snr) or stale >= 2:
+                break
+            take = _sensitive_ops(model, layers, excluded)[: 1 << rnd]
+            if not take:
+                break
+            excluded = excluded | set(take)
+            widened += take
+            tried = max(tried, len(widened))
+            log.stage(f"widening {len(widened)} op(s) to float32 (round {rnd + 1})")
+            qmodel, b = build(excluded)
+            layers, outputs = _layer_errors(model, qmodel, b, measure, float_run, io)
+            if _worst(outputs) > best[0] + 0.1:
+                best, stale = (_worst(outputs), qmodel, b, layers, outputs, list(widened)), 0
+            else:
+                stale += 1
+        if stale and _short(outputs, min_snr):  # the last rounds gained nothing: keep the smallest widening that gave the best result
+            _, qmodel, b, layers, outputs, widened = best
+        if widened and not _short(outputs, min_snr) and len(widened) <= MAX_PRUNE:
+            for i in list(reversed(widened)):  # rounds widen in batches: give back each op not needed
+                trial = excluded - {i}
+                qm, bb = build(trial)
+                lay, outs = _layer_errors(model, qm, bb, measure, float_run, io)
+                if not _short(outs, min_snr):
+                    excluded, qmodel, b, layers, outputs = trial, qm, bb, lay, outs
+                    widened.remove(i)
+    if outputs is not None:
+        report["guard"] = _guard_report(model, qmodel, outputs, widened, base_bytes, min_snr, precision,
+                                        len(held), len(measure))
+        report["guard"]["tried_widening"] = tried
+
+    report["calibration"] = {"samples": len(samples), "held_back": len(held), "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     tensors = []
     for t in float_tensors:
@@ -1054,6 +1248,5 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         if t.buffer and t.quantization is not None and t.type in ("INT8",) and t.quantization.per_channel
     ]
     if measure_error:
-        log.stage("measuring per-layer quantization error")
-        report["layers"] = _layer_errors(model, qmodel, b, samples, float_run, io)
+        report["layers"] = layers
     return QuantizationResult(qmodel, report)

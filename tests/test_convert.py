@@ -192,8 +192,10 @@ def test_digits_manifest(digits):
     assert man["source"]["format"] == "onnx"
     assert man["labels"] == [str(i) for i in range(10)]
     assert man["preprocess"]["size"] == [8, 8] and man["preprocess"]["layout"] == "NCHW"
-    assert man["quantization"] == {"mode": "int8", "method": "minmax", "io": "int8", "exclude": []}
-    assert man["calibration"]["samples"] == CALIB_SAMPLES
+    assert man["quantization"] == {"mode": "int8", "method": "minmax", "io": "int8", "exclude": [],
+                                   "precision": "auto", "widened": []}
+    # every 5th sample (at most 32) held back to measure the result: the guard's samples
+    assert man["calibration"]["samples"] == CALIB_SAMPLES - 32 and man["calibration"]["held_back"] == 32
     assert man["converter"]["name"] == "edge-sdk"
     assert man["accuracy"]["model"]["top1"] == result.report["accuracy"]["model"]["top1"]
     assert "bins" not in man["accuracy"]["model"]
@@ -434,8 +436,10 @@ def test_mediapipe_fp16_model_converts_to_int8():
     path = shared_model("mediapipe/palm_detection_lite.tflite")
     r = np.random.default_rng(0)
     calib = r.uniform(-1, 1, (4, 192, 192, 3)).astype(np.float32)
-    result = convert(str(path), calibration=calib)
+    # random images are no palms: measure, but keep every op int8 and write it despite the guard
+    result = convert(str(path), calibration=calib, precision="int8", allow_lossy=True)
     assert result.report["import"]["dequantized_constants"] == {"FLOAT16": 113}
+    assert result.report["guard"]["outputs"] and not result.report["guard"]["widened"]
     q = read_model(result.tflite)
     assert "DEQUANTIZE" not in result.report["output"]["ops"]
     xs = quantize_inputs(q, [calib[:1]])

@@ -113,7 +113,7 @@ def test_yolo_head_keeps_detections(io):
             assert_litert_equal(ours[0], run_litert(res.tflite, feed)[0])
         pairs.append((ref, dequantize_outputs(q, ours)[0][0]))
     clear, found, false, box_err = _compare_detections(pairs)
-    assert clear > 1000 and found > 0.995 and false == 0
+    assert clear > 1000 and found > 0.995 and false <= 0.005 * clear
     # boxes: int8 steps before the box sigmoid times its slope (up to 80 px per unit) move them a little
     assert box_err.mean() < 0.01 * 320 and np.percentile(box_err, 95) < 0.03 * 320
     # the per-layer report measures the scores part of the joined output on its own
@@ -133,12 +133,14 @@ def test_without_range_awareness_scores_are_crushed():
     saved = Q.JOIN_LEVELS
     Q.JOIN_LEVELS = 0  # no join counts as wide
     try:
-        res = convert(model, calibration=calib, io="float32")
+        res = convert(model, calibration=calib, io="float32", precision="int8", allow_lossy=True)
     finally:
         Q.JOIN_LEVELS = saved
     layers = res.report["quantization"]["report"]["layers"]
     parts = {r["input"]: r for r in layers if r.get("part_of") == "output0"}
     assert parts["scores"]["snr_db"] < 10 < parts["boxes"]["snr_db"]
+    short = res.report["guard"]["short"]  # the guard names the crushed part of the output
+    assert [(s["name"], s["part"]) for s in short] == [("output0", "scores")] and res.report["guard"]["lossy"]
     test = _images(4, 2)
     pairs = [(ref, run_ours(res.tflite, [x])[0][0]) for x, ref in zip(test, _float_outputs(model, test))]
     clear, found, false, _ = _compare_detections(pairs)
