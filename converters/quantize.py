@@ -67,6 +67,7 @@ PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
 MAX_WIDEN_ROUNDS = 8  # precision="auto": rounds of widening (1, 2, 4, ... ops per round)
 MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most this many were widened)
+STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB on the worst output
 METHODS = ("minmax", "percentile", "mse")
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
 INT32_MAX = 2**31 - 1
@@ -90,7 +91,7 @@ _SHARED = {"CONCATENATION", "PACK", "MAXIMUM", "MINIMUM"}
 # Ops with their own output range (from calibration); float constant inputs get their own per-tensor params.
 _OWN_OUTPUT = {
     "ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH",
-    "PRELU", "MEAN", "SUM", "RSQRT", "DIV",
+    "PRELU", "MEAN", "SUM", "RSQRT", "DIV", "BATCH_MATMUL",
 }
 # Fixed output quantization: op -> {activation type: (scale, zero point)}.
 _FIXED = {
@@ -118,13 +119,14 @@ _VERSIONS = {
              "GATHER": 2, "SPLIT": 2, "SPLIT_V": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
              "LEAKY_RELU": 2, "RELU": 2, "RELU6": 2, "PRELU": 1, "HARD_SWISH": 1, "ARG_MAX": 2,
              "LOG_SOFTMAX": 2, "SQUARED_DIFFERENCE": 2, "DEPTH_TO_SPACE": 2, "SPACE_TO_DEPTH": 2,
-             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1},
+             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1, "BATCH_MATMUL": 2},
     "INT16": {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 5, "FULLY_CONNECTED": 7, "TRANSPOSE_CONV": 3, "ADD": 3,
               "SUB": 3, "MUL": 4, "SOFTMAX": 3, "LOGISTIC": 3, "TANH": 3, "CONCATENATION": 3, "MAX_POOL_2D": 3,
               "AVERAGE_POOL_2D": 3, "PAD": 4, "PADV2": 4, "STRIDED_SLICE": 4, "SLICE": 4, "TRANSPOSE": 5,
               "MEAN": 3, "QUANTIZE": 3, "DEQUANTIZE": 4, "MAXIMUM": 4, "MINIMUM": 4, "PACK": 3, "UNPACK": 4,
               "GATHER": 2, "SPLIT": 4, "SPLIT_V": 2, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4,
-              "LEAKY_RELU": 2, "RELU": 3, "RELU6": 3, "ARG_MAX": 2, "REDUCE_MAX": 3, "SUM": 2},
+              "LEAKY_RELU": 2, "RELU": 3, "RELU6": 3, "ARG_MAX": 2, "REDUCE_MAX": 3, "SUM": 2,
+              "BATCH_MATMUL": 3},
 }
 
 
@@ -469,10 +471,10 @@ def _quantizable(model: Model, i: int, op: Operator) -> str | None:
     return "no int8 rule for this op (keep it float with exclude)"
 
 
-def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
-    """Every op without a quantization rule, at once (before any calibration runs)."""
+def _unquantizable(model: Model, act: str, excluded: set[int]) -> list[tuple[int, str]]:
+    """(op index, why) for every op not in ``excluded`` that has no rule in this activation type."""
     sg = model.subgraphs[0]
-    problems = []
+    found = []
     for i, op in enumerate(sg.operators):
         name = model.op_name(op)
         if i in excluded:
@@ -481,7 +483,15 @@ def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
         if why is None and act == "INT16" and name in _NO_INT16:
             why = "no int16x8 kernel for this op (keep it float with exclude, or use int8)"
         if why is not None:
-            problems.append(f"op {i} {name} (output '{sg.tensors[op.outputs[0]].name}'): {why}")
+            found.append((i, why))
+    return found
+
+
+def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
+    """Every op without a quantization rule, at once (before any calibration runs)."""
+    sg = model.subgraphs[0]
+    problems = [f"op {i} {model.op_name(sg.operators[i])} (output '{sg.tensors[sg.operators[i].outputs[0]].name}'): "
+                f"{why}" for i, why in _unquantizable(model, act, excluded)]
     if problems:
         raise ConversionError(f"quantize: {len(problems)} op(s) cannot be quantized to {act.lower()}", problems)
 
@@ -996,22 +1006,21 @@ def _short(outputs, min_snr: float) -> list[dict]:
 
 
 def _sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
-    """Quantized ops ranked by the SNR they lose themselves (their output's SNR below their inputs'), most
-    first; ops that lose nothing come last, lowest output SNR first."""
+    """Quantized ops ranked by the per-layer error: lowest output SNR first (ties: the one that loses more
+    SNR itself first). Shape-only ops (their output is their input's value) are never widened."""
     sg = model.subgraphs[0]
     cap = 120.0
     snr = {r["tensor"]: min(r["snr_db"], cap) for r in layers if "part_of" not in r}
     ranked = []
     for i, op in enumerate(sg.operators):
-        if i in excluded or not op.outputs or op.outputs[0] < 0:
+        if i in excluded or not op.outputs or op.outputs[0] < 0 or model.op_name(op) in _SAME_AS_INPUT:
             continue
         out = snr.get(sg.tensors[op.outputs[0]].name)
         if out is None:
             continue
         ins = [snr.get(sg.tensors[t].name, cap) for t in op.inputs
                if _is_float(model, t) and not _is_const(model, t)]
-        loss = (min(ins) if ins else cap) - out
-        ranked.append((-loss if loss > 0.05 else 0.0, out, i))
+        ranked.append((out, out - (min(ins) if ins else cap), i))
     ranked.sort()
     return [i for _, _, i in ranked]
 
@@ -1043,12 +1052,12 @@ def _macs(model: Model, op: Operator) -> int:
 
 
 def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: list[int], base_bytes, min_snr,
-                  precision: str, held: int, measured: int) -> dict:
+                  precision: str, held: int, measured: int, no_rule=()) -> dict:
     from edge_sdk.model import write_model
 
     sg = model.subgraphs[0]
     total = sum(_macs(model, op) for op in sg.operators)
-    wide_macs = sum(_macs(model, sg.operators[i]) for i in widened)
+    wide_macs = sum(_macs(model, sg.operators[i]) for i in list(widened) + [i for i, _ in no_rule])
     short = _short(outputs, min_snr)
     return {
         "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
@@ -1058,7 +1067,11 @@ def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: lis
                       if o.get("parts") and min(p["snr_db"] for p in o["parts"]) < o["snr_db"] else {})}
                   for o in short],
         "widened": [{"op_index": i, "op": model.op_name(sg.operators[i]),
-                     "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32"} for i in widened],
+                     "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32",
+                     "reason": why} for i, why in no_rule]
+                   + [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                       "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32",
+                       "reason": "loses SNR"} for i in widened],
         "cost": {"bytes": (len(write_model(qmodel)) - base_bytes) if widened and base_bytes else 0,
                  "macs_total": total, "macs_not_int8": wide_macs},
     }
@@ -1118,6 +1131,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         io = "int8"  # "integer I/O": the activation type
     if calibration is None:
         raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+    if precision not in PRECISIONS:
+        raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    no_rule = _unquantizable(model, act, excluded) if precision == "auto" else []
+    excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     _check_ops(model, act, excluded)
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
@@ -1125,8 +1142,6 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     float_tensors = [t for t in range(len(sg.tensors)) if _is_float(model, t) and not _is_const(model, t)]
     stats = {t: _Stats(seed + t) for t in float_tensors}
     keep = method != "minmax"
-    if precision not in PRECISIONS:
-        raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     samples, held = [], []
     for k, sample in enumerate(data):
         if holdout and k % 5 == 4 and len(held) < holdout:
@@ -1197,7 +1212,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         best = (_worst(outputs), qmodel, b, layers, outputs, list(widened))
         stale = tried = 0
         for rnd in range(max_rounds if precision == "auto" else 0):
-            if not _short(outputs, min_snr) or stale >= 2:
+            if not _short(outputs, min_snr) or stale >= STALE_ROUNDS:
                 break
             take = _sensitive_ops(model, layers, excluded)[: 1 << rnd]
             if not take:
@@ -1224,7 +1239,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                     widened.remove(i)
     if outputs is not None:
         report["guard"] = _guard_report(model, qmodel, outputs, widened, base_bytes, min_snr, precision,
-                                        len(held), len(measure))
+                                        len(held), len(measure), no_rule)
         report["guard"]["tried_widening"] = tried
 
     report["calibration"] = {"samples": len(samples), "held_back": len(held), "method": method,
