@@ -99,6 +99,14 @@ def _attrs(node) -> dict:
     return out
 
 
+def _broadcasts(small, shape) -> bool:
+    """``small`` broadcasts to ``shape`` (numpy rules) without changing it."""
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(small)) == tuple(shape)
+    except ValueError:
+        return False
+
+
 def _static(shape) -> bool:
     return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape)
 
@@ -668,12 +676,18 @@ class _Importer:
         if len(node.output) > 1 and node.output[1] and node.output[1] in self.used:
             raise _Unsupported("the Indices output of MaxPool")
         k = a.get("kernel_shape")
+        if len(xs) == 5:
+            self._pool3d(node, a, kind, x, xs, k)
+            return
         sp = self._spatial(node, a, xs, k)
-        if any(d != 1 for d in sp.dilations):
-            raise _Unsupported("dilated pooling")
         out = self.out(node)
         os_ = self.shape(out)
         osz = (1, os_[2]) if len(xs) == 3 else os_[2:]
+        if any(d != 1 for d in sp.dilations):
+            if kind != "max":
+                raise _Unsupported("dilated average pooling")
+            self._dilated_max_pool(x, xs, sp, osz, out)
+            return
         # extra end padding that ceil_mode adds
         extra = [max((osz[d] - 1) * sp.strides[d] + sp.kernel[d] - (sp.size[d] + sum(sp.pads[d])), 0)
                  for d in range(2)]
@@ -706,6 +720,96 @@ class _Importer:
             pooled = self.binary("MUL", pooled, self._f32("count_scale", scale), "count_fix",
                                  fused_activation_function="NONE")
         self._from_nhwc(pooled, out)
+
+    def _dilated_max_pool(self, x, xs, sp, osz, out):
+        """Max pooling with dilation. Where each stride is a multiple of its dilation, every window reads
+        only every dilation-th row/column from the start: a strided slice, then an undilated max pool
+        (any kernel size). Otherwise (small kernels) the maximum of kernel-many strided slices."""
+        n, c = xs[0], xs[1]
+        dil, st, k = sp.dilations, sp.strides, sp.kernel
+        subgrid = all(st[d] % dil[d] == 0 for d in range(2))
+        if not subgrid and k[0] * k[1] > 64:
+            raise _Unsupported(f"dilated pooling with strides {st} not multiples of dilations {dil} and a "
+                               f"{k[0]}x{k[1]} kernel")
+        t = self._to_nhwc(x)
+        span = [(osz[d] - 1) * st[d] + (k[d] - 1) * dil[d] + 1 for d in range(2)]
+        extra = [max(span[d] - (sp.size[d] + sum(sp.pads[d])), 0) for d in range(2)]
+        t = self._pad_nhwc(t, tuple((sp.pads[d][0], sp.pads[d][1] + extra[d]) for d in range(2)), _LOWEST)
+        if subgrid:
+            sub = [(osz[d] - 1) * (st[d] // dil[d]) + k[d] for d in range(2)]
+            g = self._tmp("dilation_grid", (n, sub[0], sub[1], c))
+            self._op("STRIDED_SLICE", [t, self._i32("begin", [0, 0, 0, 0]),
+                                       self._i32("end", [n, (sub[0] - 1) * dil[0] + 1, (sub[1] - 1) * dil[1] + 1, c]),
+                                       self._i32("strides", [1, dil[0], dil[1], 1])], [g])
+            pooled = self._tmp("pool_nhwc", (n, osz[0], osz[1], c))
+            self._op("MAX_POOL_2D", [g], [pooled], padding="VALID", stride_h=st[0] // dil[0],
+                     stride_w=st[1] // dil[1], filter_height=k[0], filter_width=k[1], fused_activation_function="NONE")
+            self._from_nhwc(pooled, out)
+            return
+        acc = None
+        for i in range(k[0]):
+            for j in range(k[1]):
+                h0, w0 = i * dil[0], j * dil[1]
+                sl = self._tmp("tap", (n, osz[0], osz[1], c))
+                self._op("STRIDED_SLICE", [t, self._i32("begin", [0, h0, w0, 0]),
+                                           self._i32("end", [n, h0 + (osz[0] - 1) * st[0] + 1,
+                                                             w0 + (osz[1] - 1) * st[1] + 1, c]),
+                                           self._i32("strides", [1, st[0], st[1], 1])], [sl])
+                acc = sl if acc is None else self.binary("MAXIMUM", acc, sl, "tap_max")
+        self._from_nhwc(acc, out)
+
+    def _pool3d(self, node, a, kind, x, xs, kernel):
+        """3-D max / average pooling, separable: a 2-D pool over (H, W) of every depth slice, then a pool over
+        D (the maximum and the window sum of a box factor over its axes; the average's divisor is fixed by
+        the product of the per-axis counts where padding is not counted)."""
+        if any(d != 1 for d in a.get("dilations", [1, 1, 1])):
+            raise _Unsupported("dilated 3-D pooling")
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            raise _Unsupported(f"auto_pad {a.get('auto_pad')} on 3-D pooling")
+        kernel = [int(v) for v in kernel]
+        strides = [int(v) for v in a.get("strides", [1, 1, 1])]
+        pads = [0] * 6 if a.get("auto_pad", "NOTSET") == "VALID" else [int(v) for v in a.get("pads", [0] * 6)]
+        n, c, size = xs[0], xs[1], list(xs[2:])
+        out = self.out(node)
+        osz = list(self.shape(out)[2:])
+        span = [(osz[d] - 1) * strides[d] + kernel[d] for d in range(3)]
+        pp = [(pads[d], max(pads[d + 3], span[d] - size[d] - pads[d])) for d in range(3)]
+        include_pad = kind == "avg" and int(a.get("count_include_pad", 0)) == 1
+        t = self.transpose(x, [0, 2, 3, 4, 1], "to_ndhwc")
+        fill = _LOWEST if kind == "max" else 0.0
+        paddings = self._i32("paddings", [[0, 0]] + [list(p) for p in pp] + [[0, 0]])
+        if any(any(p) for p in pp):
+            padded = self._tmp("pad", (n, *(size[d] + sum(pp[d]) for d in range(3)), c))
+            if fill == 0.0:
+                self._op("PAD", [t, paddings], [padded])
+            else:
+                self._op("PADV2", [t, paddings, self._f32("pad_value", [fill])], [padded])
+            t = padded
+        dp, hp, wp = self.shape(t)[1:4]
+        op = "MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D"
+        t = self.reshape(t, (n * dp, hp, wp, c), "depth_slices")
+        hw = self._tmp("pool_hw", (n * dp, osz[1], osz[2], c))
+        self._op(op, [t], [hw], padding="VALID", stride_h=strides[1], stride_w=strides[2], filter_height=kernel[1],
+                 filter_width=kernel[2], fused_activation_function="NONE")
+        t = self.reshape(hw, (n, dp, osz[1] * osz[2], c), "depth_rows")
+        dd = self._tmp("pool_d", (n, osz[0], osz[1] * osz[2], c))
+        self._op(op, [t], [dd], padding="VALID", stride_h=strides[0], stride_w=1, filter_height=kernel[0],
+                 filter_width=1, fused_activation_function="NONE")
+        t = self.reshape(dd, (n, osz[0], osz[1], osz[2], c), "ndhwc")
+        if kind == "avg":
+            counts = np.ones(tuple(osz), np.float64)
+            for d in range(3):
+                start = np.arange(osz[d]) * strides[d] - pp[d][0]
+                lo, hi = (-pads[d], size[d] + pads[d + 3]) if include_pad else (0, size[d])
+                cnt = np.minimum(start + kernel[d], hi) - np.maximum(start, lo)
+                shape = [1, 1, 1]
+                shape[d] = -1
+                counts = counts * cnt.reshape(shape)
+            scale = (np.prod(kernel) / counts).astype(np.float32)
+            if not np.all(scale == 1):
+                t = self.binary("MUL", t, self._f32("count_scale", scale.reshape(1, *osz, 1)), "count_fix",
+                                fused_activation_function="NONE")
+        self.transpose(t, [0, 4, 1, 2, 3], "to_ncdhw", out=out)
 
     def _op_MaxPool(self, node, a):
         if int(a.get("storage_order", 0)) != 0 and len(node.output) > 1:
@@ -825,8 +929,9 @@ class _Importer:
             self.reshape(ins[0], self.shape(out), out=out)
             return
         acc = ins[0]
+        extra = {"fused_activation_function": "NONE"} if op in ("ADD", "MUL") else {}
         for k, t in enumerate(ins[1:]):
-            acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None)
+            acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None, **extra)
 
     def _op_Min(self, node, a):
         self._variadic(node, "MINIMUM")
@@ -932,10 +1037,19 @@ class _Importer:
             raise _Unsupported("slope must be a constant")
         xs = self.shape(x)
         slope = np.asarray(slope, np.float32)
-        if slope.ndim > len(xs) or np.broadcast_shapes(xs, slope.shape) != xs:
+        if slope.ndim == 1 and slope.size > 1 and len(xs) >= 2 and slope.size == xs[1] and (
+                self.opset < 7 or not _broadcasts(slope.shape, xs)):
+            slope = slope.reshape((-1,) + (1,) * (len(xs) - 2))  # a per-channel slope (PyTorch's nn.PReLU(C))
+        if slope.ndim > len(xs) or not _broadcasts(slope.shape, xs):
             raise _Unsupported(f"slope {slope.shape} does not broadcast to {xs}")
         if slope.size == 1:
             self._op("LEAKY_RELU", [x], [out], alpha=float(slope.reshape(-1)[0]))
+            return
+        if len(xs) > 4:  # TFLite's PRELU stops at rank 4: max(x, 0) + slope * min(x, 0)
+            pos = self.binary("MAXIMUM", x, self._f32("zero", 0.0), "pos")
+            neg = self.binary("MUL", self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg"),
+                              self._f32("slope", slope), "neg_part", fused_activation_function="NONE")
+            self.binary("ADD", pos, neg, "prelu", out=out, fused_activation_function="NONE")
             return
         self._op("PRELU", [x, self._f32("slope", slope)], [out])
 
@@ -950,6 +1064,45 @@ class _Importer:
             em1 = self.binary("MUL", em1, self._f32("alpha", alpha), "scaled", fused_activation_function="NONE")
         pos = self.unary("RELU", x, "pos")
         self.binary("ADD", pos, em1, "sum", out=out, fused_activation_function="NONE")
+
+    def _op_Selu(self, node, a):
+        x = self.float_input(node)
+        alpha = float(a.get("alpha", 1.67326319217681884765625))
+        gamma = float(a.get("gamma", 1.05070102214813232421875))
+        out = self.out(node)
+        neg = self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg")
+        e = self.unary("EXP", neg, "exp")
+        em1 = self.binary("SUB", e, self._f32("one", 1.0), "expm1", fused_activation_function="NONE")
+        em1 = self.binary("MUL", em1, self._f32("alpha_gamma", alpha * gamma), "neg_part",
+                          fused_activation_function="NONE")
+        pos = self.binary("MUL", self.unary("RELU", x, "pos"), self._f32("gamma", gamma), "pos_part",
+                          fused_activation_function="NONE")
+        self.binary("ADD", pos, em1, "selu", out=out, fused_activation_function="NONE")
+
+    def _op_Softplus(self, node, a):
+        # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
+        x = self.float_input(node)
+        out = self.out(node)
+        na = self.unary("NEG", self.unary("ABS", x, "abs"), "neg_abs")
+        t = self.binary("ADD", self.unary("EXP", na, "exp"), self._f32("one", 1.0), "one_plus",
+                        fused_activation_function="NONE")
+        self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
+                    fused_activation_function="NONE")
+
+    def _op_Sum(self, node, a):
+        self._variadic(node, "ADD")
+
+    def _op_Mean(self, node, a):
+        ins = [i for i in node.input if i]
+        if len(ins) == 1:
+            self._variadic(node, "ADD")
+            return
+        out = self.out(node)
+        acc = self.value(ins[0])
+        for k, name in enumerate(ins[1:]):
+            acc = self.binary("ADD", acc, self.value(name), f"sum{k}", fused_activation_function="NONE")
+        self.binary("MUL", acc, self._f32("inv_count", 1.0 / len(ins)), "mean", out=out,
+                    fused_activation_function="NONE")
 
     def _op_HardSigmoid(self, node, a):
         x = self.float_input(node)
@@ -1249,8 +1402,24 @@ class _Importer:
                 raise _Unsupported("reflect padding wider than the dimension minus one")
             self._op("MIRROR_PAD", [x, self._i32("paddings", paddings)], [out], mode="REFLECT")
             return
+        if mode == "edge":  # repeat the border: a GATHER of clamped indices along each padded axis
+            t = x
+            for ax, (lo, hi) in enumerate(paddings):
+                if not (lo or hi):
+                    continue
+                size = self.shape(t)[ax]
+                idx = np.clip(np.arange(-lo, size + hi), 0, size - 1).astype(np.int32)
+                shape = list(self.shape(t))
+                shape[ax] = idx.size
+                last = all(not any(pr) for pr in paddings[ax + 1:])
+                g = out if last else self._tmp("edge_pad", tuple(shape), self.ttype(x))
+                self._op("GATHER", [t, self._i32("edge_index", idx)], [g], axis=ax, batch_dims=0)
+                t = g
+            if t == x:
+                self.reshape(x, self.shape(out), out=out)
+            return
         if mode != "constant":
-            raise _Unsupported(f"mode '{mode}' (constant and reflect map to TFLite builtins; edge does not)")
+            raise _Unsupported(f"mode '{mode}' (constant, reflect and edge are supported)")
         if value == 0.0:
             self._op("PAD", [x, self._i32("paddings", paddings)], [out])
         else:

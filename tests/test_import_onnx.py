@@ -734,3 +734,58 @@ def test_small_cnn_across_opsets(opset):
              helper.make_node("MatMul", ["f", "fc"], ["m"]),
              helper.make_node("Softmax", ["m"], ["y"], axis=-1)]
     check(make(nodes, {"x": x}, ["y"], inits, opset=opset), {"x": x})
+
+
+# ---------------------------------------------------------------------------------------------- issue 15 coverage
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [2, 2, 2]},
+    {"kernel_shape": [3, 2, 3], "strides": [2, 1, 2], "pads": [1, 0, 1, 1, 1, 0]},
+    {"kernel_shape": [3, 3, 3], "strides": [2, 2, 2], "ceil_mode": 1},
+])
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_pool3d_separable(op, attrs):
+    x = f32(2, 3, 5, 6, 7)
+    extra = {"count_include_pad": 1} if op == "AveragePool" and "pads" in attrs else {}
+    model = check(single(op, x, **attrs, **extra), {"x": x})
+    assert {"MAX_POOL_2D", "AVERAGE_POOL_2D"} & set(op_names(model))
+
+
+@pytest.mark.parametrize("attrs", [
+    {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [2, 2], "pads": [1, 2, 1, 2]},  # stride % dilation == 0
+    {"kernel_shape": [2, 3], "dilations": [2, 3], "strides": [1, 2]},  # strided slices, one per tap
+    {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [2, 2], "ceil_mode": 1},
+])
+def test_max_pool_dilated(attrs):
+    x = f32(1, 3, 11, 13)
+    check(single("MaxPool", x, opset=12, **attrs), {"x": x})
+
+
+def test_edge_pad():
+    x = f32(1, 2, 3, 4)
+    pads = np.array([0, 0, 2, 1, 0, 0, 1, 3], np.int64)
+    model = check(single("Pad", x, inits={"pads": pads}, extra_inputs=["pads"], mode="edge"), {"x": x})
+    assert "GATHER" in op_names(model)
+
+
+@pytest.mark.parametrize("op,attrs", [("Selu", {}), ("Selu", {"alpha": 1.5, "gamma": 0.8}), ("Softplus", {})])
+def test_selu_softplus(op, attrs):
+    x = f32(2, 5, 7, scale=4.0)
+    x.flat[0], x.flat[1] = 60.0, -60.0  # softplus must not overflow
+    check(single(op, x, **attrs), {"x": x})
+
+
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Max", "Min"])
+def test_variadic_with_broadcast(op):
+    xs = {"a": f32(2, 3, 4), "b": f32(3, 1, seed=1), "c": f32(4, seed=2)}
+    node = helper.make_node(op, list(xs), ["y"])
+    check(make([node], xs, ["y"]), xs)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 4, 5, 6)])
+def test_prelu_per_channel_slope_any_rank(shape):
+    x = f32(*shape)
+    slope = np.array([0.1, -0.2, 0.3], np.float32)
+    proto = single("PRelu", x, opset=6, inits={"slope": slope}, extra_inputs=["slope"])
+    want = np.where(x > 0, x, x * slope.reshape((3,) + (1,) * (len(shape) - 2)))  # PyTorch's nn.PReLU(3)
+    got = run_ours(import_onnx(proto), [x])[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
