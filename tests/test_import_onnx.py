@@ -697,7 +697,7 @@ def test_every_unsupported_node_is_reported():
     x = f32(1, 2, 4, 4)
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
              helper.make_node("NonMaxSuppression", ["a"], ["b"], name="bad_op"),
-             helper.make_node("Pad", ["a", "p"], ["c"], mode="edge", name="bad_pad"),
+             helper.make_node("Pad", ["a", "p"], ["c"], mode="wrap", name="bad_pad"),
              helper.make_node("LSTM", ["seq", "w", "r"], ["d"], hidden_size=2, direction="bidirectional",
                               name="bad_lstm"),
              helper.make_node("Relu", ["c"], ["after_bad"], name="downstream")]
@@ -711,7 +711,7 @@ def test_every_unsupported_node_is_reported():
     joined = "\n".join(problems)
     for name, op in (("bad_op", "NonMaxSuppression"), ("bad_pad", "Pad"), ("bad_lstm", "LSTM")):
         assert f"'{name}' ({op}, opset 17)" in joined
-    assert "edge" in joined and "bidirectional" in joined
+    assert "'wrap'" in joined and "bidirectional" in joined
 
 
 def test_not_onnx():
