@@ -1250,13 +1250,13 @@ class _Importer:
                     fused_activation_function="NONE")
 
     # ------------------------------------------------------------------ reductions
-    def _reduce(self, node, a, op):
-        x = self.float_input(node)
+    def _reduce(self, node, a, op, x=None, out=None):
+        x = self.float_input(node) if x is None else x
         rank = len(self.shape(x))
         axes = a.get("axes")
         if len(node.input) > 1 and node.input[1]:
             axes = self.need_const(node.input[1], "axes").reshape(-1).tolist()
-        out = self.out(node)
+        out = self.out(node) if out is None else out
         if not axes:
             if int(a.get("noop_with_empty_axes", 0)):
                 self.reshape(x, self.shape(out), out=out)
@@ -1273,6 +1273,55 @@ class _Importer:
 
     def _op_ReduceMax(self, node, a):
         self._reduce(node, a, "REDUCE_MAX")
+
+    def _reduced_tmp(self, node, suffix):
+        return self._tmp(suffix, self.shape(self.out(node)))
+
+    def _op_ReduceMin(self, node, a):  # min(x) = -max(-x)
+        neg = self.unary("NEG", self.float_input(node), "neg")
+        m = self._reduced_tmp(node, "max_of_neg")
+        self._reduce(node, a, "REDUCE_MAX", x=neg, out=m)
+        self.unary("NEG", m, "min", out=self.out(node))
+
+    def _op_ReduceL2(self, node, a):  # sqrt(sum(x^2))
+        x = self.float_input(node)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        s_ = self._reduced_tmp(node, "sum_sq")
+        self._reduce(node, a, "SUM", x=sq, out=s_)
+        self.unary("SQRT", s_, "l2", out=self.out(node))
+
+    def _op_ReduceSumSquare(self, node, a):
+        x = self.float_input(node)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        self._reduce(node, a, "SUM", x=sq)
+
+    def _op_LRN(self, node, a):
+        """x / (bias + alpha / size * sum of x^2 over a window of ``size`` channels) ^ beta: the window
+        sum is an average pool over the channel axis (laid out as a spatial one) times its size."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        size = int(a["size"])
+        alpha, beta, bias = float(a.get("alpha", 1e-4)), float(a.get("beta", 0.75)), float(a.get("bias", 1.0))
+        n, c = xs[0], xs[1]
+        rest = int(np.prod(xs[2:], dtype=np.int64)) if len(xs) > 2 else 1
+        out = self.out(node)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        t = self.reshape(sq, (n, c, rest, 1), "channels_as_rows")
+        lo, hi = (size - 1) // 2, size // 2
+        t = self._pad_nhwc(t, ((lo, hi), (0, 0)), 0.0)
+        pooled = self._tmp("window_mean", (n, c, rest, 1))
+        self._op("AVERAGE_POOL_2D", [t], [pooled], padding="VALID", stride_h=1, stride_w=1, filter_height=size,
+                 filter_width=1, fused_activation_function="NONE")
+        pooled = self.reshape(pooled, xs, "window_mean_nchw")
+        # bias + alpha / size * (size * mean) = bias + alpha * mean
+        d = self.binary("MUL", pooled, self._f32("alpha", alpha), "scaled", fused_activation_function="NONE")
+        d = self.binary("ADD", d, self._f32("bias", bias), "biased", fused_activation_function="NONE")
+        if beta == 0.5:
+            r = self.unary("RSQRT", d, "rsqrt")
+            self.binary("MUL", x, r, "lrn", out=out, fused_activation_function="NONE")
+            return
+        d = self.binary("POW", d, self._f32("beta", beta), "powered")
+        self.binary("DIV", x, d, "lrn", out=out, fused_activation_function="NONE")
 
     def _op_ArgMax(self, node, a):
         x = self.float_input(node)

@@ -789,3 +789,27 @@ def test_prelu_per_channel_slope_any_rank(shape):
     want = np.where(x > 0, x, x * slope.reshape((3,) + (1,) * (len(shape) - 2)))  # PyTorch's nn.PReLU(3)
     got = run_ours(import_onnx(proto), [x])[0]
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("attrs", [{"size": 5, "alpha": 1e-2, "beta": 0.75, "bias": 2.0}, {"size": 2},
+                                   {"size": 3, "beta": 0.5}])
+def test_lrn(attrs):
+    x = f32(2, 7, 5, 4, scale=3.0)
+    proto = single("LRN", x, **attrs)
+    if attrs["size"] % 2:
+        model = check(proto, {"x": x})
+    else:  # onnxruntime refuses an even size (and onnx's reference evaluator loops over the batch): the spec
+        size, c = attrs["size"], x.shape[1]
+        sq = np.stack([np.sum(x[:, max(0, k - (size - 1) // 2):min(c, k + size // 2 + 1)] ** 2, axis=1)
+                       for k in range(c)], axis=1)
+        want = x / (1.0 + 1e-4 / size * sq) ** 0.75
+        model = import_onnx(proto)
+        np.testing.assert_allclose(run_ours(model, [x])[0], want, rtol=1e-5, atol=1e-6)
+    assert "AVERAGE_POOL_2D" in op_names(model)
+
+
+@pytest.mark.parametrize("op", ["ReduceL2", "ReduceMin", "ReduceSumSquare"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_more_reductions(op, keepdims):
+    x = f32(2, 3, 4, 5)
+    check(single(op, x, opset=13, axes=[1, 3], keepdims=keepdims), {"x": x})
