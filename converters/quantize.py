@@ -35,8 +35,20 @@ Percentile and MSE work on a seeded subsample of each tensor's values (at most `
 DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
 ``ConversionError``; pass them in ``exclude`` to keep them float.
 
+Joins of very different ranges: a CONCATENATION / PACK whose part would get fewer than ``JOIN_LEVELS``
+steps under the join's one shared scale (boxes in pixels beside scores in 0..1) and whose value is a model
+output (through shape-only ops) keeps each part's own quantization up to the join: with float I/O the join
+runs in float32, with integer I/O in int16 (each part requantized into it; that output is then INT16). A
+wide join that other ops read is a warning in ``report["notes"]``. ``report["joins"]`` lists them all.
+
 The report's ``layers`` list has, for every quantized activation, the SNR (dB) and cosine similarity of its
-dequantized value against the float model's on the calibration samples, worst SNR first.
+dequantized value against the float model's, worst SNR first; a join's output also part by part
+(``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
+calibration samples. ``report["guard"]`` has each model output's SNR (its joined parts', argmax agreement
+for class distributions), whether all meet ``min_snr``, what ``precision="auto"`` widened to float32 (ops
+without an integer rule first, then the lowest-SNR ops round by round, each then tried back in integer),
+and the cost (bytes, MACs no longer in integer arithmetic). int16x8 widening is not done: widened ops are
+float32.
 """
 
 from __future__ import annotations
