@@ -1155,11 +1155,14 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     stats = {t: _Stats(seed + t) for t in float_tensors}
     keep = method != "minmax"
     samples, held = [], []
+    calibrated = 0
     for k, sample in enumerate(data):
         if holdout and k % 5 == 4 and len(held) < holdout:
             held.append(sample)
             continue
-        samples.append(sample)
+        calibrated += 1
+        if not holdout or len(samples) < 4:  # with held-back samples, keep only a fallback few in memory
+            samples.append(sample)
         values = float_run(sample)
         for k, t in enumerate(sg.inputs):
             if t in stats:
@@ -1254,7 +1257,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                         len(held), len(measure), no_rule)
         report["guard"]["tried_widening"] = tried
 
-    report["calibration"] = {"samples": len(samples), "held_back": len(held), "method": method,
+    report["calibration"] = {"samples": calibrated, "held_back": len(held), "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     tensors = []
     for t in float_tensors:
