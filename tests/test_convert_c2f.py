@@ -129,3 +129,17 @@ def test_c2f_int8_adds_no_transposes():
     res = convert(model, calibration=calib[:, 0], precision="int8", allow_lossy=True)
     assert res.report["output"]["ops"]["TRANSPOSE"] == 2
     assert len(_transposes(res.tflite)) == 2
+
+
+def test_c2f_network_with_nhwc_io_has_no_transpose():
+    """Channels-last I/O: the input's boundary transpose is hoisted above the stem's PAD and removed."""
+    import onnxruntime as ort
+
+    model = c2f_net()
+    res = convert(model, quantize="none", nhwc_io=True)
+    assert "TRANSPOSE" not in res.report["output"]["ops"]
+    assert "transposes 0" in format_conversion(res.report)
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"images": x})[0]
+    got = run_ours(res.tflite, [x.transpose(0, 2, 3, 1)])[0].transpose(0, 3, 1, 2)
+    assert np.abs(got - ref).max() <= 1e-5 * np.abs(ref).max()

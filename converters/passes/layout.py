@@ -440,6 +440,44 @@ def run(model: Model) -> Model:
 
 
 # --------------------------------------------------------------------------------------------- boundary
+def _hoist_input_transposes_above_pads(model: Model, sg: int) -> int:
+    """input -> PAD -> TRANSPOSE(channels last)  becomes  input -> TRANSPOSE -> PAD (paddings permuted), so
+    the boundary transpose sits right at the input where ``to_nhwc_io`` removes it (the sinking pass moves
+    transposes below PADs, which puts a padded NCHW input's PAD before its transpose)."""
+    sub = model.subgraphs[sg]
+    changed = 0
+    for x in list(sub.inputs):
+        rank = len(sub.tensors[x].shape)
+        if rank < 3:
+            continue
+        cl = channels_last(rank)
+        for c in list(G.consumers(model, sg).get(x, [])):
+            op = sub.operators[c]
+            if G.op_name(model, op) not in ("PAD", "PADV2") or op.inputs[0] != x or len(op.outputs) != 1:
+                continue
+            padded = op.outputs[0]
+            cons = G.consumers(model, sg)
+            users = cons.get(padded, [])
+            if len(users) != 1 or G.is_graph_output(model, padded, sg) or transpose_perm(model, users[0], sg) != cl:
+                continue
+            pads = G.constant_value(model, op.inputs[1], sg)
+            if pads is None or pads.shape[0] != rank:
+                continue
+            t_index = users[0]
+            y = sub.operators[t_index].outputs[0]
+            new_pads = np.stack([pads[k] for k in cl])
+            pt = G.add_constant(model, "paddings", new_pads, type=sub.tensors[op.inputs[1]].type, sg=sg)
+            G.remove_ops(model, [t_index], sg)
+            xt = insert_transpose(model, x, cl, c, sg)
+            op.inputs = [xt, pt] + list(op.inputs[2:])
+            op.outputs = [y]
+            changed += 1
+    if changed:
+        G.topological_sort(model, sg)
+        G.eliminate_dead_code(model)
+    return changed
+
+
 def to_nhwc_io(model: Model) -> dict:
     """Make subgraph 0's channels-first inputs/outputs (those crossing a boundary TRANSPOSE) channels-last.
 
@@ -450,6 +488,7 @@ def to_nhwc_io(model: Model) -> dict:
     sg = 0
     sub = model.subgraphs[sg]
     notes = {"inputs": [], "outputs": []}
+    _hoist_input_transposes_above_pads(model, sg)
     for x in list(sub.inputs):
         t = sub.tensors[x]
         rank = len(t.shape)
