@@ -899,6 +899,80 @@ class _Importer:
             y = self.reshape(y, (1,) * (rank - len(ys)) + ys, "rhs_rank")
         self._op("BATCH_MATMUL", [x, y], [out], adj_x=False, adj_y=False)
 
+    def _op_Einsum(self, node, a):
+        """One or two operands, explicit or implicit output, no ellipsis / repeated index within an operand:
+        indices found only in one operand and not in the output are summed first; then the product is a
+        BATCH_MATMUL of [batch, left, contracted] by [batch, contracted, right] (transposes and reshapes
+        around it), the result reshaped and transposed to the output's order."""
+        eq = str(a["equation"]).replace(" ", "")
+        if "." in eq:
+            raise _Unsupported("Einsum with an ellipsis")
+        lhs, _, rhs = eq.partition("->")
+        terms = lhs.split(",")
+        if len(terms) != len(node.input) or len(terms) not in (1, 2):
+            raise _Unsupported(f"Einsum of {len(node.input)} operands (1 or 2 are supported)")
+        if not _:
+            counts = {c: lhs.count(c) for c in lhs if c != ","}
+            rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+        if any(len(set(t)) != len(t) for t in terms) or len(set(rhs)) != len(rhs):
+            raise _Unsupported("Einsum with a repeated index in one operand (diagonals)")
+        xs = [self.float_input(node, i) for i in range(len(terms))]
+        sizes = {}
+        for t, x in zip(terms, xs):
+            shape = self.shape(x)
+            if len(shape) != len(t):
+                raise _Unsupported(f"Einsum term '{t}' for a rank-{len(shape)} operand")
+            for c, d in zip(t, shape):
+                if sizes.setdefault(c, d) != d:
+                    raise _Unsupported(f"Einsum index '{c}' with sizes {sizes[c]} and {d} (no broadcasting)")
+        out = self.out(node)
+
+        def reduce_only(x, t, keep):
+            drop = [k for k, c in enumerate(t) if c not in keep]
+            if not drop:
+                return x, t
+            shape = tuple(d for k, d in enumerate(self.shape(x)) if k not in drop)
+            y = self._tmp("einsum_sum", shape)
+            self._op("SUM", [x, self._i32("axes", drop)], [y], keep_dims=False)
+            return y, "".join(c for k, c in enumerate(t) if k not in drop)
+
+        def arrange(x, t, order, suffix, final=None):
+            perm = [t.index(c) for c in order]
+            if perm != list(range(len(perm))):
+                return self.transpose(x, perm, suffix, out=final)
+            if final is not None:
+                self.reshape(x, self.shape(final), out=final)
+                return final
+            return x
+
+        if len(terms) == 1:
+            x, t = reduce_only(xs[0], terms[0], set(rhs))
+            arrange(x, t, rhs, "einsum_out", final=out)
+            return
+        (x, ta), (y, tb) = (reduce_only(xs[0], terms[0], set(rhs) | set(terms[1])),
+                            reduce_only(xs[1], terms[1], set(rhs) | set(terms[0])))
+        batch = [c for c in ta if c in tb and c in rhs]
+        contract = [c for c in ta if c in tb and c not in rhs]
+        left = [c for c in ta if c not in tb]
+        right = [c for c in tb if c not in ta]
+
+        def size(cs):
+            return int(np.prod([sizes[c] for c in cs], dtype=np.int64)) if cs else 1
+
+        bsz, lsz, ksz, rsz = size(batch), size(left), size(contract), size(right)
+        x = arrange(x, ta, batch + left + contract, "einsum_lhs")
+        x = self.reshape(x, (bsz, lsz, ksz), "einsum_lhs3")
+        y = arrange(y, tb, batch + contract + right, "einsum_rhs")
+        y = self.reshape(y, (bsz, ksz, rsz), "einsum_rhs3")
+        prod_ = self._tmp("einsum_matmul", (bsz, lsz, rsz))
+        self._op("BATCH_MATMUL", [x, y], [prod_], adj_x=False, adj_y=False)
+        order = batch + left + right
+        full = self.reshape(prod_, tuple(sizes[c] for c in order) or (1,), "einsum_full")
+        if not order:
+            self.reshape(full, self.shape(out), out=out)
+            return
+        arrange(full, "".join(order), rhs, "einsum_out", final=out)
+
     # ------------------------------------------------------------------ element-wise
     def _binary_node(self, node, op):
         a_, b_ = self.value(node.input[0]), self.value(node.input[1])

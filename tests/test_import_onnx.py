@@ -813,3 +813,21 @@ def test_lrn(attrs):
 def test_more_reductions(op, keepdims):
     x = f32(2, 3, 4, 5)
     check(single(op, x, opset=13, axes=[1, 3], keepdims=keepdims), {"x": x})
+
+
+@pytest.mark.parametrize("eq,shapes", [
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),                      # implicit output
+    ("bhid,bhjd->bhij", [(1, 2, 5, 8), (1, 2, 6, 8)]),  # attention scores
+    ("bhij,bhjd->bhid", [(1, 2, 5, 6), (1, 2, 6, 8)]),
+    ("nchw,kc->nkhw", [(2, 3, 4, 5), (6, 3)]),
+    ("ij,ij->i", [(4, 5), (4, 5)]),                   # row-wise dot
+    ("i,j->ij", [(4,), (3,)]),                         # outer product
+    ("abc,cd->dba", [(2, 3, 4), (4, 5)]),
+    ("ijk->kj", [(2, 3, 4)]),                          # one operand: sum and transpose
+    ("ij,jk->", [(3, 4), (4, 2)]),                     # everything summed
+])
+def test_einsum(eq, shapes):
+    inputs = {f"x{k}": f32(*s, seed=k) for k, s in enumerate(shapes)}
+    node = helper.make_node("Einsum", list(inputs), ["y"], equation=eq)
+    check(make([node], inputs, ["y"], opset=12), inputs)
