@@ -1716,6 +1716,96 @@ class _Importer:
             self._op("STRIDED_SLICE", [seq, self._i32("last_begin", begin), self._i32("last_end", end),
                                        self._i32("last_strides", [1, 1, 1])], [yh])
 
+    def _recurrent(self, node, a, kind):
+        """ONNX RNN / GRU, forward, unrolled over the (static) sequence: the input projections of all steps
+        in one FULLY_CONNECTED per gate, then per step a FULLY_CONNECTED of the hidden state, the gate math
+        (GRU: z, r, candidate with either linear_before_reset) and h = hh + z * (h - hh); outputs by PACK."""
+        x = self.float_input(node)
+        if a.get("direction", "forward") != "forward":
+            raise _Unsupported(f"direction '{a['direction']}' (only forward)")
+        default = ["Tanh"] if kind == "RNN" else ["Sigmoid", "Tanh"]
+        if a.get("activations") is not None and [s.lower() for s in a["activations"]] != [d.lower() for d in default]:
+            raise _Unsupported(f"activations {a['activations']} (only {', '.join(default)})")
+        if a.get("clip") is not None:
+            raise _Unsupported("clip")
+        gates = 1 if kind == "RNN" else 3
+        layout = int(a.get("layout", 0))
+        inp = list(node.input) + [""] * (6 - len(node.input))
+        w = np.asarray(self.need_const(inp[1], "W"), np.float32)[0]
+        r = np.asarray(self.need_const(inp[2], "R"), np.float32)[0]
+        h = int(a.get("hidden_size", r.shape[-1]))
+        b = np.zeros(2 * gates * h, np.float32)
+        if inp[3]:
+            b = np.asarray(self.need_const(inp[3], "B"), np.float32)[0]
+        xs = self.shape(x)
+        steps, batch, feat = (xs[0], xs[1], xs[2]) if layout == 0 else (xs[1], xs[0], xs[2])
+        if inp[4]:
+            lens = self.need_const(inp[4], "sequence_lens")
+            if not np.all(lens == steps):
+                raise _Unsupported("sequence_lens shorter than the sequence")
+        if inp[5]:
+            h0 = self.reshape(self.float_input(node, 5), (batch, h), "initial_h")
+        else:
+            h0 = self._f32("initial_h", np.zeros((batch, h), np.float32))
+        if layout == 1:
+            x = self.transpose(x, [1, 0, 2], "time_major")
+        flat = self.reshape(x, (steps * batch, feat), "steps_rows")
+        wb, rb = b[:gates * h], b[gates * h:]
+        xg = []  # per gate: the input projection of every step, unpacked
+        for g in range(gates):
+            sl = slice(g * h, (g + 1) * h)
+            proj = self._tmp("x_proj", (steps * batch, h))
+            bias = wb[sl] + (rb[sl] if kind == "RNN" or g < 2 else 0.0)  # recurrence bias folded where it adds
+            self._op("FULLY_CONNECTED", [flat, self._f32("w", w[sl]), self._f32("wb", bias)], [proj],
+                     fused_activation_function="NONE", keep_num_dims=False)
+            proj = self.reshape(proj, (steps, batch, h), "x_proj_steps")
+            parts = [self._tmp(f"x_step{t}", (batch, h)) for t in range(steps)]
+            self._op("UNPACK", [proj], parts, num=steps, axis=0)
+            xg.append(parts)
+        rw = [self._f32(f"r{g}", r[g * h:(g + 1) * h]) for g in range(gates)]
+
+        def hfc(v, g, bias=None):
+            y = self._tmp("h_proj", (batch, h))
+            self._op("FULLY_CONNECTED", [v, rw[g], -1 if bias is None else self._f32("rb", bias)], [y],
+                     fused_activation_function="NONE", keep_num_dims=False)
+            return y
+
+        lbr = int(a.get("linear_before_reset", 0))
+        hs, cur = [], h0
+        for t in range(steps):
+            if kind == "RNN":
+                cur = self.unary("TANH", self.binary("ADD", xg[0][t], hfc(cur, 0), "pre", fused_activation_function="NONE"),
+                                 "h")
+            else:
+                z = self.unary("LOGISTIC", self.binary("ADD", xg[0][t], hfc(cur, 0), "z_pre",
+                                                       fused_activation_function="NONE"), "z")
+                rr = self.unary("LOGISTIC", self.binary("ADD", xg[1][t], hfc(cur, 1), "r_pre",
+                                                        fused_activation_function="NONE"), "r")
+                if lbr:
+                    hp = self.binary("MUL", rr, hfc(cur, 2, rb[2 * h:]), "r_h", fused_activation_function="NONE")
+                else:
+                    hp = hfc(self.binary("MUL", rr, cur, "r_h", fused_activation_function="NONE"), 2, rb[2 * h:])
+                hh = self.unary("TANH", self.binary("ADD", xg[2][t], hp, "n_pre", fused_activation_function="NONE"),
+                                "n")
+                d = self.binary("SUB", cur, hh, "h_minus_n", fused_activation_function="NONE")
+                cur = self.binary("ADD", hh, self.binary("MUL", z, d, "z_d", fused_activation_function="NONE"), "h",
+                                  fused_activation_function="NONE")
+            hs.append(cur)
+        if node.output[0]:
+            y = self.out(node, 0)
+            packed = self._tmp("sequence", (steps, batch, h) if layout == 0 else (batch, steps, h))
+            self._op("PACK", hs, [packed], values_count=steps, axis=0 if layout == 0 else 1)
+            self.reshape(packed, self.shape(y), out=y)
+        if len(node.output) > 1 and node.output[1]:
+            yh = self.out(node, 1)
+            self.reshape(cur, self.shape(yh), out=yh)
+
+    def _op_RNN(self, node, a):
+        self._recurrent(node, a, "RNN")
+
+    def _op_GRU(self, node, a):
+        self._recurrent(node, a, "GRU")
+
 
 def _np_type(dtype) -> str:
     from edge_sdk.model.types import TENSOR_TYPES

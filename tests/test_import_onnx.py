@@ -831,3 +831,23 @@ def test_einsum(eq, shapes):
     inputs = {f"x{k}": f32(*s, seed=k) for k, s in enumerate(shapes)}
     node = helper.make_node("Einsum", list(inputs), ["y"], equation=eq)
     check(make([node], inputs, ["y"], opset=12), inputs)
+
+
+@pytest.mark.parametrize("op,attrs,layout", [
+    ("RNN", {}, 0), ("GRU", {}, 0), ("GRU", {"linear_before_reset": 1}, 0), ("GRU", {}, 1), ("RNN", {}, 1),
+])
+@pytest.mark.parametrize("with_h0", [False, True])
+def test_rnn_gru_unrolled(op, attrs, layout, with_h0):
+    steps, batch, feat, hidden = 5, 2, 3, 4
+    gates = 1 if op == "RNN" else 3
+    x = f32(*((steps, batch, feat) if layout == 0 else (batch, steps, feat)))
+    inits = {"w": f32(1, gates * hidden, feat, seed=1, scale=0.5), "r": f32(1, gates * hidden, hidden, seed=2, scale=0.5),
+             "b": f32(1, 2 * gates * hidden, seed=3, scale=0.2)}
+    inputs = {"x": x}
+    names = ["x", "w", "r", "b"]
+    if with_h0:
+        inputs["h0"] = f32(*((1, batch, hidden) if layout == 0 else (batch, 1, hidden)), seed=4)
+        names += ["", "h0"]
+    node = helper.make_node(op, names, ["y", "yh"], hidden_size=hidden, layout=layout, **attrs)
+    # onnxruntime has no batch-major (layout 1) RNN: onnx's reference evaluator checks those
+    check(make([node], inputs, ["y", "yh"], inits, opset=14), inputs, reference=layout == 1)
