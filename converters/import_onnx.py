@@ -1562,6 +1562,57 @@ class _Importer:
             it = self.value(node.input[1])
         self._op("GATHER", [x, it], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
 
+    def _op_GatherElements(self, node, a):
+        """Constant indices: each output element's flat position in the data is known, so one GATHER from
+        the flattened data."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        if idx is None:
+            raise _Unsupported("run-time indices (constant indices only)")
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        idx = np.asarray(idx, np.int64)
+        if idx.ndim != len(xs) or any(idx.shape[d] > xs[d] for d in range(len(xs)) if d != axis):
+            raise _Unsupported(f"indices of shape {idx.shape} for data of shape {xs}")
+        idx = np.where(idx < 0, idx + xs[axis], idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= xs[axis]):
+            raise _Unsupported(f"an index outside 0..{xs[axis] - 1}")
+        coords = list(np.indices(idx.shape))
+        coords[axis] = idx
+        flat_idx = np.ravel_multi_index(coords, xs).astype(np.int32)
+        flat = self.reshape(x, (int(np.prod(xs, dtype=np.int64)),), "flat")
+        self._op("GATHER", [flat, self._i32("flat_indices", flat_idx)], [self.out(node, type=self.ttype(x))],
+                 axis=0, batch_dims=0)
+
+    def _op_Where(self, node, a):
+        """A constant condition (masks that shape arithmetic folded): both branches broadcast to the output,
+        stacked, and one GATHER picks each element from its branch."""
+        cond = self.const(node.input[0])
+        if cond is None:
+            raise _Unsupported("a run-time condition (constant conditions only: no SELECT kernel here)")
+        x, y = self.value(node.input[1]), self.value(node.input[2])
+        if self.ttype(x) != self.ttype(y):
+            raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
+        out = self.out(node, type=self.ttype(x))
+        shape = tuple(self.shape(out))
+        n = int(np.prod(shape, dtype=np.int64))
+
+        def full(t, tag):
+            if tuple(self.shape(t)) == shape:
+                return t
+            b = self._tmp(tag, shape, self.ttype(t))
+            self._op("BROADCAST_TO", [t, self._i32("shape", list(shape))], [b], version=2)
+            return b
+
+        c = np.broadcast_to(np.asarray(cond, bool), shape).reshape(-1)
+        both = self._tmp("branches", (2,) + shape, self.ttype(x))
+        self._op("PACK", [full(x, "then"), full(y, "else")], [both], values_count=2, axis=0)
+        flat = self.reshape(both, (2 * n,), "branches_flat")
+        pick = (np.arange(n) + n * (~c)).astype(np.int32)
+        g = self._tmp("picked", (n,), self.ttype(x))
+        self._op("GATHER", [flat, self._i32("pick", pick)], [g], axis=0, batch_dims=0)
+        self.reshape(g, shape, out=out)
+
     def _op_Expand(self, node, a):
         x = self.value(node.input[0])
         out = self.out(node, type=self.ttype(x))

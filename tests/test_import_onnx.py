@@ -851,3 +851,31 @@ def test_rnn_gru_unrolled(op, attrs, layout, with_h0):
     node = helper.make_node(op, names, ["y", "yh"], hidden_size=hidden, layout=layout, **attrs)
     # onnxruntime has no batch-major (layout 1) RNN: onnx's reference evaluator checks those
     check(make([node], inputs, ["y", "yh"], inits, opset=14), inputs, reference=layout == 1)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_elements_constant_indices(axis):
+    x = f32(3, 4, 5)
+    shape = [3, 4, 5]
+    shape[axis] = 6
+    idx = rng(5).integers(-x.shape[axis], x.shape[axis], shape).astype(np.int64)
+    model = check(single("GatherElements", x, inits={"i": idx}, extra_inputs=["i"], axis=axis), {"x": x})
+    assert "GATHER" in op_names(model)
+
+
+@pytest.mark.parametrize("x_shape,y_shape", [((2, 3, 4), (2, 3, 4)), ((2, 3, 4), (4,)), ((1, 4), (3, 1))])
+def test_where_constant_condition(x_shape, y_shape):
+    out = np.broadcast_shapes(x_shape, y_shape)
+    cond = rng(3).random(out[-2:]) > 0.5  # broadcasts too
+    inputs = {"x": f32(*x_shape), "y": f32(*y_shape, seed=1)}
+    node = helper.make_node("Where", ["c", "x", "y"], ["z"])
+    check(make([node], inputs, ["z"], {"c": cond}), inputs)
+
+
+def test_range_of_constants_folds():
+    node = helper.make_node("Range", ["s", "l", "d"], ["r"])
+    add = helper.make_node("Add", ["x", "r"], ["y"])
+    inputs = {"x": f32(2, 5)}
+    consts = {"s": np.array(1.0, np.float32), "l": np.array(3.5, np.float32), "d": np.array(0.5, np.float32)}
+    model = check(make([node, add], inputs, ["y"], consts), inputs)
+    assert op_names(model) == ["ADD"]
