@@ -202,6 +202,9 @@ def format_conversion(report: dict) -> str:
         lines.append(f"kept float {', '.join(q['excluded'])}")
     if ops:
         lines.append(f"transposes {ops.get('TRANSPOSE', 0)}")
+    for note in ((q.get("report") or {}).get("notes") or []):
+        if not note.startswith("lossy:"):  # the guard's lines say that
+            lines.append(f"note       {note}")
     lines.extend(format_guard(report.get("guard")))
     table = report.get("layers") or []
     if table:

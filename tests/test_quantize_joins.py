@@ -97,6 +97,10 @@ def test_yolo_head_keeps_detections(io):
     scores_part = [p for p in joins[0]["parts"] if p["tensor"] == "scores"][0]
     assert scores_part["steps"] < 16  # it would have been crushed under one int8 scale
     assert joins[0]["kept"] == {"int8": "int16", "float32": "float32"}[io]
+    from converters.report import format_conversion
+
+    text = format_conversion(res.report)  # the summary says what was done, and measures the parts
+    assert "joins parts of very different ranges ('scores'" in text and "parts scores" in text
     q = read_model(res.tflite)
     sg = q.subgraphs[0]
     out_t = sg.tensors[sg.outputs[0]]
