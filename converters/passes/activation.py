@@ -211,7 +211,7 @@ def fuse_hard_swish(model: Model, sg: int = 0) -> int:
         G.set_op(model, i, "HARD_SWISH", [x], [y], sg=sg)
         G.remove_ops(model, drop, sg)
         changed += 1
-        i = 0
+        i = i - sum(d < i for d in drop) + 1  # the dropped producers came before it
     return changed
 
 
