@@ -123,7 +123,10 @@ def main(argv=None) -> int:
     calib = rng.uniform(-1.0, 1.0, (args.samples, 3, args.size, args.size)).astype(np.float32)
     rss_before = _peak_rss_mb()
     t0 = time.perf_counter()
-    result = convert(model, quantize=args.quantize, calibration=calib if args.quantize in ("int8", "int16x8") else None)
+    # random weights and inputs: the output SNR means nothing here, so the accuracy guard measures but
+    # neither widens ops nor refuses (the figure is the conversion time of the plain int8 path)
+    result = convert(model, quantize=args.quantize, calibration=calib if args.quantize in ("int8", "int16x8") else None,
+                     precision="int8", allow_lossy=True)
     seconds = time.perf_counter() - t0
     rss_after = _peak_rss_mb()
     if args.output:

@@ -30,6 +30,9 @@ from edge_sdk.errors import ConversionError, ModelError
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
 CALIB_METHODS = ("minmax", "percentile", "mse")
 IO_TYPES = ("int8", "float32")
+PRECISIONS = ("auto", "int8")
+MIN_SNR_DB = 30.0
+HOLDOUT = 32  # calibration samples (every 5th, at most this many) held back to measure the result
 _NEEDS_CALIBRATION = ("int8", "int16x8")
 
 
@@ -192,7 +195,8 @@ def _check(model, target: str) -> dict:
 
 
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
-            preprocess=None, exclude=(), nhwc_io=False, eval_data=None) -> ConversionResult:
+            preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
+            allow_lossy=False) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
@@ -204,6 +208,15 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     target: a device profile name; a model that cannot run there raises ConversionError with every reason.
     eval_data: evaluation data (.npz with x, y or a folder of class folders): accuracy, ECE, NLL of the
     result and of the float model, and their agreement, in ``report["accuracy"]`` and the manifest.
+
+    The accuracy guard (int8 / int16x8): every 5th calibration sample (at most ``HOLDOUT``) is held back;
+    the quantized model runs on them beside the float one and each output's SNR (each joined part's too;
+    argmax agreement for class distributions) is in ``report["guard"]``. precision="auto" (the default)
+    widens the ops that lose the most SNR to float32, round by round, until every output reaches
+    ``min_snr`` dB (``report["guard"]["widened"]`` and ``["cost"]``: bytes, MACs not in int8);
+    precision="int8" keeps every op integer. An output still short of ``min_snr`` raises ConversionError
+    naming it and by how much (nothing is written) unless ``allow_lossy``, which keeps the model and says so
+    in ``report["guard"]["lossy"]``.
     """
     from converters.report import per_layer_table, strip_bins
     from edge_sdk import log
@@ -218,6 +231,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         problems.append(f"calib_method must be one of {', '.join(CALIB_METHODS)}, not {calib_method!r}")
     if io not in IO_TYPES:
         problems.append(f"io must be one of {', '.join(IO_TYPES)}, not {io!r}")
+    if precision not in PRECISIONS:
+        problems.append(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    try:
+        min_snr = float(min_snr)
+        if min_snr != min_snr:
+            raise ValueError
+    except (TypeError, ValueError):
+        problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
     if mode in _NEEDS_CALIBRATION and calibration is None:
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
     if problems:
@@ -236,6 +257,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     except ImportError as exc:
         raise ConversionError(f"{name}: no {kind} importer in this installation ({exc})") from None
     model = importer(obj)
+    import_notes = dict(getattr(model, "import_notes", {}) or {})
     log.stage("optimizing")
     from converters.passes import optimize
 
@@ -252,8 +274,28 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         from converters.quantize import quantize as _quantize
 
         calib = _calibration(calibration, float_model, pre) if calibration is not None else None
-        result = _quantize(read_model(float_bytes), calib, mode=mode, method=calib_method, io=io, exclude=exclude)
+        guarded = mode in _NEEDS_CALIBRATION
+        result = _quantize(read_model(float_bytes), calib, mode=mode, method=calib_method, io=io, exclude=exclude,
+                           holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
+                           min_snr=min_snr)
         model = result.model
+        guard = result.report.get("guard")
+        if guard is not None and not guard["met"]:
+            short = [f"output '{s['name']}'" + (f" (part '{s['part']}')" if s.get("part") else "")
+                     + f": SNR {s['snr_db']:.1f} dB, {s['short_db']:.1f} dB below {min_snr:g} dB" for s in guard["short"]]
+            if not allow_lossy:
+                if precision == "int8":
+                    hint = "precision int8 widens no op"
+                elif guard.get("tried_widening"):
+                    hint = f"widening up to {guard['tried_widening']} op(s) to float32 was not enough"
+                else:
+                    hint = "no op left to widen"
+                raise ConversionError(
+                    f"{name}: the {mode} model does not keep its outputs ({len(short)} below {min_snr:g} dB on "
+                    f"{guard['samples']} {'held-back' if guard['held_back'] else 'calibration'} samples; {hint}); "
+                    "nothing was written (allow_lossy / --allow-lossy writes it anyway)", short)
+            guard["lossy"] = short
+            result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
         calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
@@ -274,7 +316,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "labels": label_list,
         "target": target,
         "quantization": {"mode": mode, "method": calib_method if mode in _NEEDS_CALIBRATION else None,
-                         "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude)},
+                         "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude),
+                         "precision": precision if mode in _NEEDS_CALIBRATION else None,
+                         "widened": [w["output"] for w in (qreport or {}).get("guard", {}).get("widened", [])]},
         "calibration": calib_summary,
         "layout": "NHWC" if nhwc_io else "source",
         "nhwc_io": opt_notes.get("nhwc_io") if nhwc_io else None,
@@ -309,11 +353,13 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "source": {"path": name, "format": kind, "sha256": sha256, "bytes": len(data)},
         "output": _model_figures(model, tflite),
         "float": {"bytes": len(float_bytes)},
+        "import": import_notes,
         "passes": opt_notes.get("passes"),
         "quantization": {"mode": mode, "method": manifest["quantization"]["method"],
                          "io": manifest["quantization"]["io"], "exclude": list(exclude), "report": qreport},
         "calibration": calib_summary,
         "layers": per_layer_table(qreport),
+        "guard": (qreport or {}).get("guard"),
         "check": check,
         "accuracy": accuracy,
         "manifest": manifest,

@@ -99,6 +99,14 @@ def _attrs(node) -> dict:
     return out
 
 
+def _broadcasts(small, shape) -> bool:
+    """``small`` broadcasts to ``shape`` (numpy rules) without changing it."""
+    try:
+        return np.broadcast_shapes(tuple(shape), tuple(small)) == tuple(shape)
+    except ValueError:
+        return False
+
+
 def _static(shape) -> bool:
     return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape)
 
@@ -668,12 +676,18 @@ class _Importer:
         if len(node.output) > 1 and node.output[1] and node.output[1] in self.used:
             raise _Unsupported("the Indices output of MaxPool")
         k = a.get("kernel_shape")
+        if len(xs) == 5:
+            self._pool3d(node, a, kind, x, xs, k)
+            return
         sp = self._spatial(node, a, xs, k)
-        if any(d != 1 for d in sp.dilations):
-            raise _Unsupported("dilated pooling")
         out = self.out(node)
         os_ = self.shape(out)
         osz = (1, os_[2]) if len(xs) == 3 else os_[2:]
+        if any(d != 1 for d in sp.dilations):
+            if kind != "max":
+                raise _Unsupported("dilated average pooling")
+            self._dilated_max_pool(x, xs, sp, osz, out)
+            return
         # extra end padding that ceil_mode adds
         extra = [max((osz[d] - 1) * sp.strides[d] + sp.kernel[d] - (sp.size[d] + sum(sp.pads[d])), 0)
                  for d in range(2)]
@@ -706,6 +720,96 @@ class _Importer:
             pooled = self.binary("MUL", pooled, self._f32("count_scale", scale), "count_fix",
                                  fused_activation_function="NONE")
         self._from_nhwc(pooled, out)
+
+    def _dilated_max_pool(self, x, xs, sp, osz, out):
+        """Max pooling with dilation. Where each stride is a multiple of its dilation, every window reads
+        only every dilation-th row/column from the start: a strided slice, then an undilated max pool
+        (any kernel size). Otherwise (small kernels) the maximum of kernel-many strided slices."""
+        n, c = xs[0], xs[1]
+        dil, st, k = sp.dilations, sp.strides, sp.kernel
+        subgrid = all(st[d] % dil[d] == 0 for d in range(2))
+        if not subgrid and k[0] * k[1] > 64:
+            raise _Unsupported(f"dilated pooling with strides {st} not multiples of dilations {dil} and a "
+                               f"{k[0]}x{k[1]} kernel")
+        t = self._to_nhwc(x)
+        span = [(osz[d] - 1) * st[d] + (k[d] - 1) * dil[d] + 1 for d in range(2)]
+        extra = [max(span[d] - (sp.size[d] + sum(sp.pads[d])), 0) for d in range(2)]
+        t = self._pad_nhwc(t, tuple((sp.pads[d][0], sp.pads[d][1] + extra[d]) for d in range(2)), _LOWEST)
+        if subgrid:
+            sub = [(osz[d] - 1) * (st[d] // dil[d]) + k[d] for d in range(2)]
+            g = self._tmp("dilation_grid", (n, sub[0], sub[1], c))
+            self._op("STRIDED_SLICE", [t, self._i32("begin", [0, 0, 0, 0]),
+                                       self._i32("end", [n, (sub[0] - 1) * dil[0] + 1, (sub[1] - 1) * dil[1] + 1, c]),
+                                       self._i32("strides", [1, dil[0], dil[1], 1])], [g])
+            pooled = self._tmp("pool_nhwc", (n, osz[0], osz[1], c))
+            self._op("MAX_POOL_2D", [g], [pooled], padding="VALID", stride_h=st[0] // dil[0],
+                     stride_w=st[1] // dil[1], filter_height=k[0], filter_width=k[1], fused_activation_function="NONE")
+            self._from_nhwc(pooled, out)
+            return
+        acc = None
+        for i in range(k[0]):
+            for j in range(k[1]):
+                h0, w0 = i * dil[0], j * dil[1]
+                sl = self._tmp("tap", (n, osz[0], osz[1], c))
+                self._op("STRIDED_SLICE", [t, self._i32("begin", [0, h0, w0, 0]),
+                                           self._i32("end", [n, h0 + (osz[0] - 1) * st[0] + 1,
+                                                             w0 + (osz[1] - 1) * st[1] + 1, c]),
+                                           self._i32("strides", [1, st[0], st[1], 1])], [sl])
+                acc = sl if acc is None else self.binary("MAXIMUM", acc, sl, "tap_max")
+        self._from_nhwc(acc, out)
+
+    def _pool3d(self, node, a, kind, x, xs, kernel):
+        """3-D max / average pooling, separable: a 2-D pool over (H, W) of every depth slice, then a pool over
+        D (the maximum and the window sum of a box factor over its axes; the average's divisor is fixed by
+        the product of the per-axis counts where padding is not counted)."""
+        if any(d != 1 for d in a.get("dilations", [1, 1, 1])):
+            raise _Unsupported("dilated 3-D pooling")
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+            raise _Unsupported(f"auto_pad {a.get('auto_pad')} on 3-D pooling")
+        kernel = [int(v) for v in kernel]
+        strides = [int(v) for v in a.get("strides", [1, 1, 1])]
+        pads = [0] * 6 if a.get("auto_pad", "NOTSET") == "VALID" else [int(v) for v in a.get("pads", [0] * 6)]
+        n, c, size = xs[0], xs[1], list(xs[2:])
+        out = self.out(node)
+        osz = list(self.shape(out)[2:])
+        span = [(osz[d] - 1) * strides[d] + kernel[d] for d in range(3)]
+        pp = [(pads[d], max(pads[d + 3], span[d] - size[d] - pads[d])) for d in range(3)]
+        include_pad = kind == "avg" and int(a.get("count_include_pad", 0)) == 1
+        t = self.transpose(x, [0, 2, 3, 4, 1], "to_ndhwc")
+        fill = _LOWEST if kind == "max" else 0.0
+        paddings = self._i32("paddings", [[0, 0]] + [list(p) for p in pp] + [[0, 0]])
+        if any(any(p) for p in pp):
+            padded = self._tmp("pad", (n, *(size[d] + sum(pp[d]) for d in range(3)), c))
+            if fill == 0.0:
+                self._op("PAD", [t, paddings], [padded])
+            else:
+                self._op("PADV2", [t, paddings, self._f32("pad_value", [fill])], [padded])
+            t = padded
+        dp, hp, wp = self.shape(t)[1:4]
+        op = "MAX_POOL_2D" if kind == "max" else "AVERAGE_POOL_2D"
+        t = self.reshape(t, (n * dp, hp, wp, c), "depth_slices")
+        hw = self._tmp("pool_hw", (n * dp, osz[1], osz[2], c))
+        self._op(op, [t], [hw], padding="VALID", stride_h=strides[1], stride_w=strides[2], filter_height=kernel[1],
+                 filter_width=kernel[2], fused_activation_function="NONE")
+        t = self.reshape(hw, (n, dp, osz[1] * osz[2], c), "depth_rows")
+        dd = self._tmp("pool_d", (n, osz[0], osz[1] * osz[2], c))
+        self._op(op, [t], [dd], padding="VALID", stride_h=strides[0], stride_w=1, filter_height=kernel[0],
+                 filter_width=1, fused_activation_function="NONE")
+        t = self.reshape(dd, (n, osz[0], osz[1], osz[2], c), "ndhwc")
+        if kind == "avg":
+            counts = np.ones(tuple(osz), np.float64)
+            for d in range(3):
+                start = np.arange(osz[d]) * strides[d] - pp[d][0]
+                lo, hi = (-pads[d], size[d] + pads[d + 3]) if include_pad else (0, size[d])
+                cnt = np.minimum(start + kernel[d], hi) - np.maximum(start, lo)
+                shape = [1, 1, 1]
+                shape[d] = -1
+                counts = counts * cnt.reshape(shape)
+            scale = (np.prod(kernel) / counts).astype(np.float32)
+            if not np.all(scale == 1):
+                t = self.binary("MUL", t, self._f32("count_scale", scale.reshape(1, *osz, 1)), "count_fix",
+                                fused_activation_function="NONE")
+        self.transpose(t, [0, 4, 1, 2, 3], "to_ncdhw", out=out)
 
     def _op_MaxPool(self, node, a):
         if int(a.get("storage_order", 0)) != 0 and len(node.output) > 1:
@@ -795,6 +899,80 @@ class _Importer:
             y = self.reshape(y, (1,) * (rank - len(ys)) + ys, "rhs_rank")
         self._op("BATCH_MATMUL", [x, y], [out], adj_x=False, adj_y=False)
 
+    def _op_Einsum(self, node, a):
+        """One or two operands, explicit or implicit output, no ellipsis / repeated index within an operand:
+        indices found only in one operand and not in the output are summed first; then the product is a
+        BATCH_MATMUL of [batch, left, contracted] by [batch, contracted, right] (transposes and reshapes
+        around it), the result reshaped and transposed to the output's order."""
+        eq = str(a["equation"]).replace(" ", "")
+        if "." in eq:
+            raise _Unsupported("Einsum with an ellipsis")
+        lhs, _, rhs = eq.partition("->")
+        terms = lhs.split(",")
+        if len(terms) != len(node.input) or len(terms) not in (1, 2):
+            raise _Unsupported(f"Einsum of {len(node.input)} operands (1 or 2 are supported)")
+        if not _:
+            counts = {c: lhs.count(c) for c in lhs if c != ","}
+            rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+        if any(len(set(t)) != len(t) for t in terms) or len(set(rhs)) != len(rhs):
+            raise _Unsupported("Einsum with a repeated index in one operand (diagonals)")
+        xs = [self.float_input(node, i) for i in range(len(terms))]
+        sizes = {}
+        for t, x in zip(terms, xs):
+            shape = self.shape(x)
+            if len(shape) != len(t):
+                raise _Unsupported(f"Einsum term '{t}' for a rank-{len(shape)} operand")
+            for c, d in zip(t, shape):
+                if sizes.setdefault(c, d) != d:
+                    raise _Unsupported(f"Einsum index '{c}' with sizes {sizes[c]} and {d} (no broadcasting)")
+        out = self.out(node)
+
+        def reduce_only(x, t, keep):
+            drop = [k for k, c in enumerate(t) if c not in keep]
+            if not drop:
+                return x, t
+            shape = tuple(d for k, d in enumerate(self.shape(x)) if k not in drop)
+            y = self._tmp("einsum_sum", shape)
+            self._op("SUM", [x, self._i32("axes", drop)], [y], keep_dims=False)
+            return y, "".join(c for k, c in enumerate(t) if k not in drop)
+
+        def arrange(x, t, order, suffix, final=None):
+            perm = [t.index(c) for c in order]
+            if perm != list(range(len(perm))):
+                return self.transpose(x, perm, suffix, out=final)
+            if final is not None:
+                self.reshape(x, self.shape(final), out=final)
+                return final
+            return x
+
+        if len(terms) == 1:
+            x, t = reduce_only(xs[0], terms[0], set(rhs))
+            arrange(x, t, rhs, "einsum_out", final=out)
+            return
+        (x, ta), (y, tb) = (reduce_only(xs[0], terms[0], set(rhs) | set(terms[1])),
+                            reduce_only(xs[1], terms[1], set(rhs) | set(terms[0])))
+        batch = [c for c in ta if c in tb and c in rhs]
+        contract = [c for c in ta if c in tb and c not in rhs]
+        left = [c for c in ta if c not in tb]
+        right = [c for c in tb if c not in ta]
+
+        def size(cs):
+            return int(np.prod([sizes[c] for c in cs], dtype=np.int64)) if cs else 1
+
+        bsz, lsz, ksz, rsz = size(batch), size(left), size(contract), size(right)
+        x = arrange(x, ta, batch + left + contract, "einsum_lhs")
+        x = self.reshape(x, (bsz, lsz, ksz), "einsum_lhs3")
+        y = arrange(y, tb, batch + contract + right, "einsum_rhs")
+        y = self.reshape(y, (bsz, ksz, rsz), "einsum_rhs3")
+        prod_ = self._tmp("einsum_matmul", (bsz, lsz, rsz))
+        self._op("BATCH_MATMUL", [x, y], [prod_], adj_x=False, adj_y=False)
+        order = batch + left + right
+        full = self.reshape(prod_, tuple(sizes[c] for c in order) or (1,), "einsum_full")
+        if not order:
+            self.reshape(full, self.shape(out), out=out)
+            return
+        arrange(full, "".join(order), rhs, "einsum_out", final=out)
+
     # ------------------------------------------------------------------ element-wise
     def _binary_node(self, node, op):
         a_, b_ = self.value(node.input[0]), self.value(node.input[1])
@@ -825,8 +1003,9 @@ class _Importer:
             self.reshape(ins[0], self.shape(out), out=out)
             return
         acc = ins[0]
+        extra = {"fused_activation_function": "NONE"} if op in ("ADD", "MUL") else {}
         for k, t in enumerate(ins[1:]):
-            acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None)
+            acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None, **extra)
 
     def _op_Min(self, node, a):
         self._variadic(node, "MINIMUM")
@@ -932,10 +1111,19 @@ class _Importer:
             raise _Unsupported("slope must be a constant")
         xs = self.shape(x)
         slope = np.asarray(slope, np.float32)
-        if slope.ndim > len(xs) or np.broadcast_shapes(xs, slope.shape) != xs:
+        if slope.ndim == 1 and slope.size > 1 and len(xs) >= 2 and slope.size == xs[1] and (
+                self.opset < 7 or not _broadcasts(slope.shape, xs)):
+            slope = slope.reshape((-1,) + (1,) * (len(xs) - 2))  # a per-channel slope (PyTorch's nn.PReLU(C))
+        if slope.ndim > len(xs) or not _broadcasts(slope.shape, xs):
             raise _Unsupported(f"slope {slope.shape} does not broadcast to {xs}")
         if slope.size == 1:
             self._op("LEAKY_RELU", [x], [out], alpha=float(slope.reshape(-1)[0]))
+            return
+        if len(xs) > 4:  # TFLite's PRELU stops at rank 4: max(x, 0) + slope * min(x, 0)
+            pos = self.binary("MAXIMUM", x, self._f32("zero", 0.0), "pos")
+            neg = self.binary("MUL", self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg"),
+                              self._f32("slope", slope), "neg_part", fused_activation_function="NONE")
+            self.binary("ADD", pos, neg, "prelu", out=out, fused_activation_function="NONE")
             return
         self._op("PRELU", [x, self._f32("slope", slope)], [out])
 
@@ -950,6 +1138,45 @@ class _Importer:
             em1 = self.binary("MUL", em1, self._f32("alpha", alpha), "scaled", fused_activation_function="NONE")
         pos = self.unary("RELU", x, "pos")
         self.binary("ADD", pos, em1, "sum", out=out, fused_activation_function="NONE")
+
+    def _op_Selu(self, node, a):
+        x = self.float_input(node)
+        alpha = float(a.get("alpha", 1.67326319217681884765625))
+        gamma = float(a.get("gamma", 1.05070102214813232421875))
+        out = self.out(node)
+        neg = self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg")
+        e = self.unary("EXP", neg, "exp")
+        em1 = self.binary("SUB", e, self._f32("one", 1.0), "expm1", fused_activation_function="NONE")
+        em1 = self.binary("MUL", em1, self._f32("alpha_gamma", alpha * gamma), "neg_part",
+                          fused_activation_function="NONE")
+        pos = self.binary("MUL", self.unary("RELU", x, "pos"), self._f32("gamma", gamma), "pos_part",
+                          fused_activation_function="NONE")
+        self.binary("ADD", pos, em1, "selu", out=out, fused_activation_function="NONE")
+
+    def _op_Softplus(self, node, a):
+        # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
+        x = self.float_input(node)
+        out = self.out(node)
+        na = self.unary("NEG", self.unary("ABS", x, "abs"), "neg_abs")
+        t = self.binary("ADD", self.unary("EXP", na, "exp"), self._f32("one", 1.0), "one_plus",
+                        fused_activation_function="NONE")
+        self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
+                    fused_activation_function="NONE")
+
+    def _op_Sum(self, node, a):
+        self._variadic(node, "ADD")
+
+    def _op_Mean(self, node, a):
+        ins = [i for i in node.input if i]
+        if len(ins) == 1:
+            self._variadic(node, "ADD")
+            return
+        out = self.out(node)
+        acc = self.value(ins[0])
+        for k, name in enumerate(ins[1:]):
+            acc = self.binary("ADD", acc, self.value(name), f"sum{k}", fused_activation_function="NONE")
+        self.binary("MUL", acc, self._f32("inv_count", 1.0 / len(ins)), "mean", out=out,
+                    fused_activation_function="NONE")
 
     def _op_HardSigmoid(self, node, a):
         x = self.float_input(node)
@@ -1097,13 +1324,13 @@ class _Importer:
                     fused_activation_function="NONE")
 
     # ------------------------------------------------------------------ reductions
-    def _reduce(self, node, a, op):
-        x = self.float_input(node)
+    def _reduce(self, node, a, op, x=None, out=None):
+        x = self.float_input(node) if x is None else x
         rank = len(self.shape(x))
         axes = a.get("axes")
         if len(node.input) > 1 and node.input[1]:
             axes = self.need_const(node.input[1], "axes").reshape(-1).tolist()
-        out = self.out(node)
+        out = self.out(node) if out is None else out
         if not axes:
             if int(a.get("noop_with_empty_axes", 0)):
                 self.reshape(x, self.shape(out), out=out)
@@ -1120,6 +1347,55 @@ class _Importer:
 
     def _op_ReduceMax(self, node, a):
         self._reduce(node, a, "REDUCE_MAX")
+
+    def _reduced_tmp(self, node, suffix):
+        return self._tmp(suffix, self.shape(self.out(node)))
+
+    def _op_ReduceMin(self, node, a):  # min(x) = -max(-x)
+        neg = self.unary("NEG", self.float_input(node), "neg")
+        m = self._reduced_tmp(node, "max_of_neg")
+        self._reduce(node, a, "REDUCE_MAX", x=neg, out=m)
+        self.unary("NEG", m, "min", out=self.out(node))
+
+    def _op_ReduceL2(self, node, a):  # sqrt(sum(x^2))
+        x = self.float_input(node)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        s_ = self._reduced_tmp(node, "sum_sq")
+        self._reduce(node, a, "SUM", x=sq, out=s_)
+        self.unary("SQRT", s_, "l2", out=self.out(node))
+
+    def _op_ReduceSumSquare(self, node, a):
+        x = self.float_input(node)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        self._reduce(node, a, "SUM", x=sq)
+
+    def _op_LRN(self, node, a):
+        """x / (bias + alpha / size * sum of x^2 over a window of ``size`` channels) ^ beta: the window
+        sum is an average pool over the channel axis (laid out as a spatial one) times its size."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        size = int(a["size"])
+        alpha, beta, bias = float(a.get("alpha", 1e-4)), float(a.get("beta", 0.75)), float(a.get("bias", 1.0))
+        n, c = xs[0], xs[1]
+        rest = int(np.prod(xs[2:], dtype=np.int64)) if len(xs) > 2 else 1
+        out = self.out(node)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        t = self.reshape(sq, (n, c, rest, 1), "channels_as_rows")
+        lo, hi = (size - 1) // 2, size // 2
+        t = self._pad_nhwc(t, ((lo, hi), (0, 0)), 0.0)
+        pooled = self._tmp("window_mean", (n, c, rest, 1))
+        self._op("AVERAGE_POOL_2D", [t], [pooled], padding="VALID", stride_h=1, stride_w=1, filter_height=size,
+                 filter_width=1, fused_activation_function="NONE")
+        pooled = self.reshape(pooled, xs, "window_mean_nchw")
+        # bias + alpha / size * (size * mean) = bias + alpha * mean
+        d = self.binary("MUL", pooled, self._f32("alpha", alpha), "scaled", fused_activation_function="NONE")
+        d = self.binary("ADD", d, self._f32("bias", bias), "biased", fused_activation_function="NONE")
+        if beta == 0.5:
+            r = self.unary("RSQRT", d, "rsqrt")
+            self.binary("MUL", x, r, "lrn", out=out, fused_activation_function="NONE")
+            return
+        d = self.binary("POW", d, self._f32("beta", beta), "powered")
+        self.binary("DIV", x, d, "lrn", out=out, fused_activation_function="NONE")
 
     def _op_ArgMax(self, node, a):
         x = self.float_input(node)
@@ -1249,8 +1525,24 @@ class _Importer:
                 raise _Unsupported("reflect padding wider than the dimension minus one")
             self._op("MIRROR_PAD", [x, self._i32("paddings", paddings)], [out], mode="REFLECT")
             return
+        if mode == "edge":  # repeat the border: a GATHER of clamped indices along each padded axis
+            t = x
+            for ax, (lo, hi) in enumerate(paddings):
+                if not (lo or hi):
+                    continue
+                size = self.shape(t)[ax]
+                idx = np.clip(np.arange(-lo, size + hi), 0, size - 1).astype(np.int32)
+                shape = list(self.shape(t))
+                shape[ax] = idx.size
+                last = all(not any(pr) for pr in paddings[ax + 1:])
+                g = out if last else self._tmp("edge_pad", tuple(shape), self.ttype(x))
+                self._op("GATHER", [t, self._i32("edge_index", idx)], [g], axis=ax, batch_dims=0)
+                t = g
+            if t == x:
+                self.reshape(x, self.shape(out), out=out)
+            return
         if mode != "constant":
-            raise _Unsupported(f"mode '{mode}' (constant and reflect map to TFLite builtins; edge does not)")
+            raise _Unsupported(f"mode '{mode}' (constant, reflect and edge are supported)")
         if value == 0.0:
             self._op("PAD", [x, self._i32("paddings", paddings)], [out])
         else:
@@ -1269,6 +1561,57 @@ class _Importer:
         else:
             it = self.value(node.input[1])
         self._op("GATHER", [x, it], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
+
+    def _op_GatherElements(self, node, a):
+        """Constant indices: each output element's flat position in the data is known, so one GATHER from
+        the flattened data."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        if idx is None:
+            raise _Unsupported("run-time indices (constant indices only)")
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        idx = np.asarray(idx, np.int64)
+        if idx.ndim != len(xs) or any(idx.shape[d] > xs[d] for d in range(len(xs)) if d != axis):
+            raise _Unsupported(f"indices of shape {idx.shape} for data of shape {xs}")
+        idx = np.where(idx < 0, idx + xs[axis], idx)
+        if idx.size and (idx.min() < 0 or idx.max() >= xs[axis]):
+            raise _Unsupported(f"an index outside 0..{xs[axis] - 1}")
+        coords = list(np.indices(idx.shape))
+        coords[axis] = idx
+        flat_idx = np.ravel_multi_index(coords, xs).astype(np.int32)
+        flat = self.reshape(x, (int(np.prod(xs, dtype=np.int64)),), "flat")
+        self._op("GATHER", [flat, self._i32("flat_indices", flat_idx)], [self.out(node, type=self.ttype(x))],
+                 axis=0, batch_dims=0)
+
+    def _op_Where(self, node, a):
+        """A constant condition (masks that shape arithmetic folded): both branches broadcast to the output,
+        stacked, and one GATHER picks each element from its branch."""
+        cond = self.const(node.input[0])
+        if cond is None:
+            raise _Unsupported("a run-time condition (constant conditions only: no SELECT kernel here)")
+        x, y = self.value(node.input[1]), self.value(node.input[2])
+        if self.ttype(x) != self.ttype(y):
+            raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
+        out = self.out(node, type=self.ttype(x))
+        shape = tuple(self.shape(out))
+        n = int(np.prod(shape, dtype=np.int64))
+
+        def full(t, tag):
+            if tuple(self.shape(t)) == shape:
+                return t
+            b = self._tmp(tag, shape, self.ttype(t))
+            self._op("BROADCAST_TO", [t, self._i32("shape", list(shape))], [b], version=2)
+            return b
+
+        c = np.broadcast_to(np.asarray(cond, bool), shape).reshape(-1)
+        both = self._tmp("branches", (2,) + shape, self.ttype(x))
+        self._op("PACK", [full(x, "then"), full(y, "else")], [both], values_count=2, axis=0)
+        flat = self.reshape(both, (2 * n,), "branches_flat")
+        pick = (np.arange(n) + n * (~c)).astype(np.int32)
+        g = self._tmp("picked", (n,), self.ttype(x))
+        self._op("GATHER", [flat, self._i32("pick", pick)], [g], axis=0, batch_dims=0)
+        self.reshape(g, shape, out=out)
 
     def _op_Expand(self, node, a):
         x = self.value(node.input[0])
@@ -1423,6 +1766,96 @@ class _Importer:
             end = [steps, batch, h] if layout == 0 else [batch, steps, h]
             self._op("STRIDED_SLICE", [seq, self._i32("last_begin", begin), self._i32("last_end", end),
                                        self._i32("last_strides", [1, 1, 1])], [yh])
+
+    def _recurrent(self, node, a, kind):
+        """ONNX RNN / GRU, forward, unrolled over the (static) sequence: the input projections of all steps
+        in one FULLY_CONNECTED per gate, then per step a FULLY_CONNECTED of the hidden state, the gate math
+        (GRU: z, r, candidate with either linear_before_reset) and h = hh + z * (h - hh); outputs by PACK."""
+        x = self.float_input(node)
+        if a.get("direction", "forward") != "forward":
+            raise _Unsupported(f"direction '{a['direction']}' (only forward)")
+        default = ["Tanh"] if kind == "RNN" else ["Sigmoid", "Tanh"]
+        if a.get("activations") is not None and [s.lower() for s in a["activations"]] != [d.lower() for d in default]:
+            raise _Unsupported(f"activations {a['activations']} (only {', '.join(default)})")
+        if a.get("clip") is not None:
+            raise _Unsupported("clip")
+        gates = 1 if kind == "RNN" else 3
+        layout = int(a.get("layout", 0))
+        inp = list(node.input) + [""] * (6 - len(node.input))
+        w = np.asarray(self.need_const(inp[1], "W"), np.float32)[0]
+        r = np.asarray(self.need_const(inp[2], "R"), np.float32)[0]
+        h = int(a.get("hidden_size", r.shape[-1]))
+        b = np.zeros(2 * gates * h, np.float32)
+        if inp[3]:
+            b = np.asarray(self.need_const(inp[3], "B"), np.float32)[0]
+        xs = self.shape(x)
+        steps, batch, feat = (xs[0], xs[1], xs[2]) if layout == 0 else (xs[1], xs[0], xs[2])
+        if inp[4]:
+            lens = self.need_const(inp[4], "sequence_lens")
+            if not np.all(lens == steps):
+                raise _Unsupported("sequence_lens shorter than the sequence")
+        if inp[5]:
+            h0 = self.reshape(self.float_input(node, 5), (batch, h), "initial_h")
+        else:
+            h0 = self._f32("initial_h", np.zeros((batch, h), np.float32))
+        if layout == 1:
+            x = self.transpose(x, [1, 0, 2], "time_major")
+        flat = self.reshape(x, (steps * batch, feat), "steps_rows")
+        wb, rb = b[:gates * h], b[gates * h:]
+        xg = []  # per gate: the input projection of every step, unpacked
+        for g in range(gates):
+            sl = slice(g * h, (g + 1) * h)
+            proj = self._tmp("x_proj", (steps * batch, h))
+            bias = wb[sl] + (rb[sl] if kind == "RNN" or g < 2 else 0.0)  # recurrence bias folded where it adds
+            self._op("FULLY_CONNECTED", [flat, self._f32("w", w[sl]), self._f32("wb", bias)], [proj],
+                     fused_activation_function="NONE", keep_num_dims=False)
+            proj = self.reshape(proj, (steps, batch, h), "x_proj_steps")
+            parts = [self._tmp(f"x_step{t}", (batch, h)) for t in range(steps)]
+            self._op("UNPACK", [proj], parts, num=steps, axis=0)
+            xg.append(parts)
+        rw = [self._f32(f"r{g}", r[g * h:(g + 1) * h]) for g in range(gates)]
+
+        def hfc(v, g, bias=None):
+            y = self._tmp("h_proj", (batch, h))
+            self._op("FULLY_CONNECTED", [v, rw[g], -1 if bias is None else self._f32("rb", bias)], [y],
+                     fused_activation_function="NONE", keep_num_dims=False)
+            return y
+
+        lbr = int(a.get("linear_before_reset", 0))
+        hs, cur = [], h0
+        for t in range(steps):
+            if kind == "RNN":
+                cur = self.unary("TANH", self.binary("ADD", xg[0][t], hfc(cur, 0), "pre", fused_activation_function="NONE"),
+                                 "h")
+            else:
+                z = self.unary("LOGISTIC", self.binary("ADD", xg[0][t], hfc(cur, 0), "z_pre",
+                                                       fused_activation_function="NONE"), "z")
+                rr = self.unary("LOGISTIC", self.binary("ADD", xg[1][t], hfc(cur, 1), "r_pre",
+                                                        fused_activation_function="NONE"), "r")
+                if lbr:
+                    hp = self.binary("MUL", rr, hfc(cur, 2, rb[2 * h:]), "r_h", fused_activation_function="NONE")
+                else:
+                    hp = hfc(self.binary("MUL", rr, cur, "r_h", fused_activation_function="NONE"), 2, rb[2 * h:])
+                hh = self.unary("TANH", self.binary("ADD", xg[2][t], hp, "n_pre", fused_activation_function="NONE"),
+                                "n")
+                d = self.binary("SUB", cur, hh, "h_minus_n", fused_activation_function="NONE")
+                cur = self.binary("ADD", hh, self.binary("MUL", z, d, "z_d", fused_activation_function="NONE"), "h",
+                                  fused_activation_function="NONE")
+            hs.append(cur)
+        if node.output[0]:
+            y = self.out(node, 0)
+            packed = self._tmp("sequence", (steps, batch, h) if layout == 0 else (batch, steps, h))
+            self._op("PACK", hs, [packed], values_count=steps, axis=0 if layout == 0 else 1)
+            self.reshape(packed, self.shape(y), out=y)
+        if len(node.output) > 1 and node.output[1]:
+            yh = self.out(node, 1)
+            self.reshape(cur, self.shape(yh), out=yh)
+
+    def _op_RNN(self, node, a):
+        self._recurrent(node, a, "RNN")
+
+    def _op_GRU(self, node, a):
+        self._recurrent(node, a, "GRU")
 
 
 def _np_type(dtype) -> str:

@@ -35,8 +35,20 @@ Percentile and MSE work on a seeded subsample of each tensor's values (at most `
 DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
 ``ConversionError``; pass them in ``exclude`` to keep them float.
 
+Joins of very different ranges: a CONCATENATION / PACK whose part would get fewer than ``JOIN_LEVELS``
+steps under the join's one shared scale (boxes in pixels beside scores in 0..1) and whose value is a model
+output (through shape-only ops) keeps each part's own quantization up to the join: with float I/O the join
+runs in float32, with integer I/O in int16 (each part requantized into it; that output is then INT16). A
+wide join that other ops read is a warning in ``report["notes"]``. ``report["joins"]`` lists them all.
+
 The report's ``layers`` list has, for every quantized activation, the SNR (dB) and cosine similarity of its
-dequantized value against the float model's on the calibration samples, worst SNR first.
+dequantized value against the float model's, worst SNR first; a join's output also part by part
+(``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
+calibration samples. ``report["guard"]`` has each model output's SNR (its joined parts', argmax agreement
+for class distributions), whether all meet ``min_snr``, what ``precision="auto"`` widened to float32 (ops
+without an integer rule first, then the lowest-SNR ops round by round, each then tried back in integer),
+and the cost (bytes, MACs no longer in integer arithmetic). int16x8 widening is not done: widened ops are
+float32.
 """
 
 from __future__ import annotations
@@ -63,6 +75,11 @@ from edge_sdk.model.types import (
 )
 
 MODES = ("int8", "int16x8", "fp16", "dynamic")
+PRECISIONS = ("int8", "auto")
+MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
+MAX_WIDEN_ROUNDS = 8  # precision="auto": rounds of widening (1, 2, 4, ... ops per round)
+MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most this many were widened)
+STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB on the worst output
 METHODS = ("minmax", "percentile", "mse")
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
 INT32_MAX = 2**31 - 1
@@ -86,7 +103,7 @@ _SHARED = {"CONCATENATION", "PACK", "MAXIMUM", "MINIMUM"}
 # Ops with their own output range (from calibration); float constant inputs get their own per-tensor params.
 _OWN_OUTPUT = {
     "ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH",
-    "PRELU", "MEAN", "SUM", "RSQRT", "DIV",
+    "PRELU", "MEAN", "SUM", "RSQRT", "DIV", "BATCH_MATMUL",
 }
 # Fixed output quantization: op -> {activation type: (scale, zero point)}.
 _FIXED = {
@@ -97,6 +114,11 @@ _FIXED = {
 }
 # Ops TFLM (and we) have no int16-activation kernel for.
 _NO_INT16 = {"HARD_SWISH", "LOG_SOFTMAX", "RSQRT", "DIV", "PRELU"}
+# Joins: a part whose range would get fewer than JOIN_LEVELS steps under the join's shared scale is crushed.
+_JOINS = {"CONCATENATION", "PACK"}
+JOIN_LEVELS = 16
+# Ops a join's output may pass through on its way to a model output (shapes only, values unchanged).
+_TO_OUTPUT = {"RESHAPE", "TRANSPOSE", "SQUEEZE", "EXPAND_DIMS"}
 # Ops whose outputs are not activations (int32 indices, shapes): inputs quantized, outputs copied.
 _NON_FLOAT_OUTPUT = {"ARG_MAX", "SHAPE"}
 
@@ -109,13 +131,14 @@ _VERSIONS = {
              "GATHER": 2, "SPLIT": 2, "SPLIT_V": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
              "LEAKY_RELU": 2, "RELU": 2, "RELU6": 2, "PRELU": 1, "HARD_SWISH": 1, "ARG_MAX": 2,
              "LOG_SOFTMAX": 2, "SQUARED_DIFFERENCE": 2, "DEPTH_TO_SPACE": 2, "SPACE_TO_DEPTH": 2,
-             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1},
+             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1, "BATCH_MATMUL": 2},
     "INT16": {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 5, "FULLY_CONNECTED": 7, "TRANSPOSE_CONV": 3, "ADD": 3,
               "SUB": 3, "MUL": 4, "SOFTMAX": 3, "LOGISTIC": 3, "TANH": 3, "CONCATENATION": 3, "MAX_POOL_2D": 3,
               "AVERAGE_POOL_2D": 3, "PAD": 4, "PADV2": 4, "STRIDED_SLICE": 4, "SLICE": 4, "TRANSPOSE": 5,
               "MEAN": 3, "QUANTIZE": 3, "DEQUANTIZE": 4, "MAXIMUM": 4, "MINIMUM": 4, "PACK": 3, "UNPACK": 4,
               "GATHER": 2, "SPLIT": 4, "SPLIT_V": 2, "RESIZE_BILINEAR": 4, "RESIZE_NEAREST_NEIGHBOR": 4,
-              "LEAKY_RELU": 2, "RELU": 3, "RELU6": 3, "ARG_MAX": 2, "REDUCE_MAX": 3, "SUM": 2},
+              "LEAKY_RELU": 2, "RELU": 3, "RELU6": 3, "ARG_MAX": 2, "REDUCE_MAX": 3, "SUM": 2,
+              "BATCH_MATMUL": 3},
 }
 
 
@@ -356,10 +379,10 @@ class _Build:
                                  custom_options=custom_options))
         self.origin[len(self.ops) - 1] = origin
 
-    def version(self, name: str, src_version: int) -> int:
+    def version(self, name: str, src_version: int, act: str | None = None) -> int:
         from edge_sdk.runtime import op_table
 
-        v = _VERSIONS.get(self.act, {}).get(name, src_version)
+        v = _VERSIONS.get(act or self.act, {}).get(name, src_version)
         row = op_table.OPS.get(name)
         return max(src_version, min(v, row.max_version if row else v))
 
@@ -460,10 +483,10 @@ def _quantizable(model: Model, i: int, op: Operator) -> str | None:
     return "no int8 rule for this op (keep it float with exclude)"
 
 
-def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
-    """Every op without a quantization rule, at once (before any calibration runs)."""
+def _unquantizable(model: Model, act: str, excluded: set[int]) -> list[tuple[int, str]]:
+    """(op index, why) for every op not in ``excluded`` that has no rule in this activation type."""
     sg = model.subgraphs[0]
-    problems = []
+    found = []
     for i, op in enumerate(sg.operators):
         name = model.op_name(op)
         if i in excluded:
@@ -472,12 +495,71 @@ def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
         if why is None and act == "INT16" and name in _NO_INT16:
             why = "no int16x8 kernel for this op (keep it float with exclude, or use int8)"
         if why is not None:
-            problems.append(f"op {i} {name} (output '{sg.tensors[op.outputs[0]].name}'): {why}")
+            found.append((i, why))
+    return found
+
+
+def _check_ops(model: Model, act: str, excluded: set[int]) -> None:
+    """Every op without a quantization rule, at once (before any calibration runs)."""
+    sg = model.subgraphs[0]
+    problems = [f"op {i} {model.op_name(sg.operators[i])} (output '{sg.tensors[sg.operators[i].outputs[0]].name}'): "
+                f"{why}" for i, why in _unquantizable(model, act, excluded)]
     if problems:
         raise ConversionError(f"quantize: {len(problems)} op(s) cannot be quantized to {act.lower()}", problems)
 
 
-def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int]) -> tuple[Model, _Build]:
+def _span(lo: float, hi: float) -> float:
+    return max(hi, 0.0) - min(lo, 0.0)
+
+
+def _wide_joins(model: Model, ranges: dict, act: str, excluded: set[int]) -> list[dict]:
+    """CONCATENATION / PACK ops joining parts of very different ranges: under one shared scale a part
+    spanning a small fraction of the whole would get fewer than ``JOIN_LEVELS`` steps (YOLO-style heads
+    join boxes in pixels with scores in 0..1). Each entry names the parts, their ranges and steps, and
+    ``chain``: the shape-only ops from the join to a model output (``to_output``), or None when the join's
+    value is read by other ops."""
+    sg = model.subgraphs[0]
+    levels = 255 if act == "INT8" else 65535
+    cons: dict[int, list[int]] = {}
+    for i, op in enumerate(sg.operators):
+        for t in dict.fromkeys(op.inputs):
+            if t >= 0:
+                cons.setdefault(t, []).append(i)
+    found = []
+    for i, op in enumerate(sg.operators):
+        name = model.op_name(op)
+        if name not in _JOINS or i in excluded:
+            continue
+        parts = [t for t in op.inputs if _is_float(model, t) and not _is_const(model, t) and t in ranges]
+        if len(parts) < 2:
+            continue
+        whole = _span(min(ranges[t][0] for t in parts), max(ranges[t][1] for t in parts))
+        if not whole > 0:
+            continue
+        steps = {t: _span(*ranges[t]) / whole * levels for t in parts}
+        if min(steps.values()) >= JOIN_LEVELS:
+            continue
+        chain: list[int] | None = []
+        cur = op.outputs[0]
+        while not (cur in sg.outputs and not cons.get(cur)):
+            users = cons.get(cur, [])
+            if cur in sg.outputs or len(users) != 1 or users[0] in excluded \
+                    or model.op_name(sg.operators[users[0]]) not in _TO_OUTPUT:
+                chain = None
+                break
+            chain.append(users[0])
+            cur = sg.operators[users[0]].outputs[0]
+        found.append({"op_index": i, "op": name, "output": sg.tensors[op.outputs[0]].name,
+                      "parts": [{"tensor": sg.tensors[t].name, "range": [float(ranges[t][0]), float(ranges[t][1])],
+                                 "steps": round(float(steps[t]), 1)} for t in parts],
+                      "chain": chain, "to_output": chain is not None})
+    return found
+
+
+def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int],
+                   wide16: set[int] = frozenset()) -> tuple[Model, _Build]:
+    """The integer graph; ops in ``wide16`` (a wide join and the shape ops after it, int8 mode) run in int16:
+    each part requantized from its own int8 scale to the join's int16 one."""
     _check_ops(model, act, excluded)
     b = _Build(model, act)
     b.ranges = ranges
@@ -574,6 +656,35 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             for t in op.outputs:
                 b.qt[t] = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
                 outs.append(b.qt[t])
+        elif i in wide16 and name in _JOINS:
+            parts = [t for t in op.inputs if t >= 0 and _is_float(model, t)]
+            lo = min(min(ranges[t][0] for t in parts if t in ranges), 0.0)
+            hi = max(max(ranges[t][1] for t in parts if t in ranges), 0.0)
+            for t in op.inputs:
+                if not _is_const(model, t) or not _is_float(model, t):
+                    continue
+                d = np.asarray(model.tensor_data(0, t))
+                if d.size:
+                    lo, hi = min(lo, float(d.min())), max(hi, float(d.max()))
+            wide = b.quant(*_affine(lo, hi, -32768, 32767, True))
+            for t in op.inputs:
+                if t < 0 or not _is_float(model, t):
+                    ins.append(t if t < 0 else non_float_input(t))
+                    continue
+                if _is_const(model, t):
+                    d = np.asarray(model.tensor_data(0, t), np.float64)
+                    ins.append(b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide),
+                                            _quantize_array(d, wide.scale[0], 0, -32768, 32767, np.int16)))
+                    continue
+                n = b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide), suffix="_int16")
+                src = b.qt[t] if t in b.qt else b.ft[t]  # a float part (its producer kept float): no int8 step
+                b.add_op("QUANTIZE", [src], [n], version=b.version("QUANTIZE", 1, "INT16"))
+                ins.append(n)
+            for t in op.outputs:
+                b.qt[t] = b.add_tensor(sg.tensors[t], "INT16", copy.deepcopy(wide))
+                outs.append(b.qt[t])
+            b.add_op(name, ins, outs, op.options, op.options_type, b.version(name, src_version, "INT16"), origin=i)
+            continue
         elif name in _SAME_AS_INPUT:
             di = _SAME_AS_INPUT[name]
             data_q = None
@@ -590,9 +701,12 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                     ins.append(const_quant(t, data_q) if _is_const(model, t) else b.get_q(t, data_q))
                 else:
                     ins.append(non_float_input(t))
+            out_type = b.tensors[ins[di]].type if di < len(ins) and ins[di] >= 0 else act
+            if i in wide16:  # after an int16 join: the int16 op version
+                src_version = b.version(name, src_version, "INT16")
             for t in op.outputs:
                 if _is_float(model, t):
-                    b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(data_q))
+                    b.qt[t] = b.add_tensor(sg.tensors[t], out_type, copy.deepcopy(data_q))
                 else:
                     b.qt[t] = b.ft[t] = b.copy_tensor(t)
                 outs.append(b.qt[t])
@@ -742,13 +856,75 @@ def _dequantize(x: np.ndarray, q: Quantization | None) -> np.ndarray:
     return (x.astype(np.float64) - float(q.zero_point[0])) * float(q.scale[0])
 
 
-def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io: str) -> list[dict]:
-    """SNR and cosine of every quantized activation against the float model, worst SNR first."""
+def _join_parts(model: Model, op: Operator) -> list[tuple[int, tuple]]:
+    """(input tensor, index into the join's output selecting that input's part) for CONCATENATION / PACK."""
+    sg = model.subgraphs[0]
+    out_rank = len(sg.tensors[op.outputs[0]].shape)
+    axis = int((op.options or {}).get("axis", 0))
+    axis = axis + out_rank if axis < 0 else axis
+    parts, start = [], 0
+    for k, t in enumerate(op.inputs):
+        if t < 0:
+            continue
+        index = [slice(None)] * out_rank
+        if model.op_name(op) == "PACK":
+            index[axis] = k
+        else:
+            size = int(sg.tensors[t].shape[axis])
+            index[axis] = slice(start, start + size)
+            start += size
+        parts.append((t, tuple(index)))
+    return parts
+
+
+def _snr(ff: float, dd: float) -> float:
+    return math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+
+
+def _output_join(model: Model, t: int, produced: dict) -> int | None:
+    """The CONCATENATION / PACK whose value model output ``t`` is (through shape-only ops), or None."""
+    sg = model.subgraphs[0]
+    while t in produced:
+        op = sg.operators[produced[t]]
+        name = model.op_name(op)
+        if name in _JOINS:
+            return op.outputs[0]
+        if name not in _TO_OUTPUT:
+            return None
+        t = op.inputs[0]
+    return None
+
+
+def _is_distribution(model: Model, t: int, produced: dict) -> bool:
+    """A class distribution (argmax is meaningful): a SOFTMAX / LOG_SOFTMAX output, or (batch, classes)."""
+    sg = model.subgraphs[0]
+    shape = tuple(sg.tensors[t].shape)
+    if t in produced and model.op_name(sg.operators[produced[t]]) in ("SOFTMAX", "LOG_SOFTMAX"):
+        return len(shape) >= 1 and shape[-1] >= 2
+    return len(shape) == 2 and shape[-1] >= 2
+
+
+def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io: str) -> tuple[list, list]:
+    """SNR and cosine of every quantized activation against the float model, worst SNR first; the output of
+    a CONCATENATION / PACK also part by part (``part_of``: the joined tensor, ``input``: the part's source),
+    so a small-range part is not hidden by a large-range one. Second: per model output, its SNR (and its
+    joined parts' SNRs, and argmax agreement for class distributions)."""
     qrun, _ = _runner(qmodel)
     sg = model.subgraphs[0]
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    out_acc = {t: np.zeros(4) for t in sg.outputs if _is_float(model, t)}
+    out_agree = {t: [0, 0] for t in out_acc if _is_distribution(model, t, produced)}
     pairs = {t: n for t, n in b.qt.items() if _is_float(model, t) and not _is_const(model, t)
              and b.tensors[n].type in ("INT8", "INT16")}
+    joined = {}  # output tensor of a join -> (its new tensor, parts)
+    for op in sg.operators:
+        if model.op_name(op) in _JOINS and op.outputs and _is_float(model, op.outputs[0]):
+            t = op.outputs[0]
+            n = b.qt.get(t, b.ft.get(t))
+            if n is not None:
+                joined[t] = (n, _join_parts(model, op))
+    part_acc = {(t, k): np.zeros(4) for t, (_, parts) in joined.items() for k in range(len(parts))}
+    part_max = dict.fromkeys(part_acc, 0.0)
     acc = {t: np.zeros(4) for t in pairs}  # sum f^2, sum (f-q)^2, sum f*q, sum q^2
     max_err = dict.fromkeys(pairs, 0.0)
     seen = set()
@@ -763,6 +939,18 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
                 x = _quantize_array(np.asarray(x), q.scale[0], q.zero_point[0], *lim, b.tensors[n].dtype)
             feed.append(x)
         got = qrun(feed)
+        for t in out_acc:
+            n = b.io_map[t]
+            if t not in ref or n not in got:
+                continue
+            f = ref[t].astype(np.float64)
+            q = _dequantize(got[n], b.tensors[n].quantization).reshape(f.shape)
+            d = (f - q).reshape(-1)
+            out_acc[t] += (f.reshape(-1) @ f.reshape(-1), d @ d, 0.0, 0.0)
+            if t in out_agree and f.size:
+                fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
+                out_agree[t][0] += int((fa == qa).sum())
+                out_agree[t][1] += int(fa.size)
         for t, n in pairs.items():
             if t not in ref or n not in got:
                 continue
@@ -773,26 +961,147 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
             seen.add(t)
             if d.size:
                 max_err[t] = max(max_err[t], float(np.abs(d).max()))
+        for t, (n, parts) in joined.items():
+            if t not in ref or n not in got:
+                continue
+            fo = ref[t].astype(np.float64)
+            qo = _dequantize(got[n], b.tensors[n].quantization).reshape(fo.shape)
+            seen.add(t)
+            for k, (_, index) in enumerate(parts):
+                f, q = fo[index].reshape(-1), qo[index].reshape(-1)
+                d = f - q
+                part_acc[(t, k)] += (f @ f, d @ d, f @ q, q @ q)
+                if d.size:
+                    part_max[(t, k)] = max(part_max[(t, k)], float(np.abs(d).max()))
     layers = []
+    for (t, k), (ff, dd, fq, qq) in part_acc.items():
+        if t not in seen:
+            continue
+        src = joined[t][1][k][0]
+        i = produced.get(t)
+        cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
+        layers.append({"tensor": f"{sg.tensors[t].name} [part {k}: {sg.tensors[src].name}]",
+                       "part_of": sg.tensors[t].name, "input": sg.tensors[src].name, "op_index": i,
+                       "op": model.op_name(sg.operators[i]), "snr_db": _snr(ff, dd), "cosine": float(cos),
+                       "max_abs_error": part_max[(t, k)]})
     for t, (ff, dd, fq, qq) in acc.items():
         if t not in seen:
             continue
-        snr = math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+        snr = _snr(ff, dd)
         cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
         i = produced.get(t)
         layers.append({"tensor": sg.tensors[t].name, "op_index": i,
                        "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
                        "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]})
     layers.sort(key=lambda r: (r["snr_db"], r["cosine"]))
-    return layers
+    outputs = []
+    for t, (ff, dd, _, _) in out_acc.items():
+        entry = {"name": sg.tensors[t].name, "snr_db": _snr(ff, dd)}
+        j = _output_join(model, t, produced)
+        if j is not None:
+            entry["parts"] = [{"input": r["input"], "snr_db": r["snr_db"]} for r in layers
+                              if r.get("part_of") == sg.tensors[j].name]
+        if t in out_agree and out_agree[t][1]:
+            entry["argmax_agreement"] = out_agree[t][0] / out_agree[t][1]
+        entry["worst_snr_db"] = min([entry["snr_db"]] + [p["snr_db"] for p in entry.get("parts", [])])
+        outputs.append(entry)
+    return layers, outputs
+
+
+def _worst(outputs) -> float:
+    return min([o["worst_snr_db"] for o in outputs or []] or [math.inf])
+
+
+def _short(outputs, min_snr: float) -> list[dict]:
+    """The outputs (or joined parts) whose SNR is below ``min_snr``."""
+    return [o for o in outputs or [] if o["worst_snr_db"] < min_snr]
+
+
+def _sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
+    """Quantized ops ranked by the per-layer error: lowest output SNR first (ties: the one that loses more
+    SNR itself first). Shape-only ops (their output is their input's value) are never widened."""
+    sg = model.subgraphs[0]
+    cap = 120.0
+    snr = {r["tensor"]: min(r["snr_db"], cap) for r in layers if "part_of" not in r}
+    ranked = []
+    for i, op in enumerate(sg.operators):
+        if i in excluded or not op.outputs or op.outputs[0] < 0 or model.op_name(op) in _SAME_AS_INPUT:
+            continue
+        out = snr.get(sg.tensors[op.outputs[0]].name)
+        if out is None:
+            continue
+        ins = [snr.get(sg.tensors[t].name, cap) for t in op.inputs
+               if _is_float(model, t) and not _is_const(model, t)]
+        ranked.append((out, out - (min(ins) if ins else cap), i))
+    ranked.sort()
+    return [i for _, _, i in ranked]
+
+
+def _macs(model: Model, op: Operator) -> int:
+    """Multiply-accumulates of a weighted op (0 for others)."""
+    sg = model.subgraphs[0]
+    name = model.op_name(op)
+    try:
+        out = int(np.prod(sg.tensors[op.outputs[0]].shape, dtype=np.int64))
+        if name == "CONV_2D":
+            w = sg.tensors[op.inputs[1]].shape
+            return out * int(np.prod(w[1:], dtype=np.int64))
+        if name == "DEPTHWISE_CONV_2D":
+            w = sg.tensors[op.inputs[1]].shape
+            return out * int(w[1] * w[2])
+        if name == "FULLY_CONNECTED":
+            return out * int(sg.tensors[op.inputs[1]].shape[-1])
+        if name == "TRANSPOSE_CONV":
+            w = sg.tensors[op.inputs[1]].shape
+            return int(np.prod(sg.tensors[op.inputs[2]].shape, dtype=np.int64)) * int(w[0] * w[1] * w[2])
+        if name == "BATCH_MATMUL":
+            a = sg.tensors[op.inputs[0]].shape
+            adj = (op.options or {}).get("adj_x", False)
+            return out * int(a[-2] if adj else a[-1])
+    except (IndexError, TypeError, ValueError):
+        return 0
+    return 0
+
+
+def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: list[int], base_bytes, min_snr,
+                  precision: str, held: int, measured: int, no_rule=()) -> dict:
+    from edge_sdk.model import write_model
+
+    sg = model.subgraphs[0]
+    total = sum(_macs(model, op) for op in sg.operators)
+    wide_macs = sum(_macs(model, sg.operators[i]) for i in list(widened) + [i for i, _ in no_rule])
+    short = _short(outputs, min_snr)
+    return {
+        "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
+        "outputs": outputs, "met": not short,
+        "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"],
+                   **({"part": min(o["parts"], key=lambda p: p["snr_db"])["input"]}
+                      if o.get("parts") and min(p["snr_db"] for p in o["parts"]) < o["snr_db"] else {})}
+                  for o in short],
+        "widened": [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                     "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32",
+                     "reason": why} for i, why in no_rule]
+                   + [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                       "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32",
+                       "reason": "loses SNR"} for i in widened],
+        "cost": {"bytes": (len(write_model(qmodel)) - base_bytes) if widened and base_bytes else 0,
+                 "macs_total": total, "macs_not_int8": wide_macs},
+    }
 
 
 # ================================================================================================ the API
 def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
-             measure_error: bool = True) -> QuantizationResult:
+             measure_error: bool = True, holdout: int = 0, precision: str = "int8",
+             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
-    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8)."""
+    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8).
+
+    holdout: at most this many calibration samples (every 5th) are held back from calibration and used to
+    measure the result (the per-layer table and ``report["guard"]``); 0 measures on the calibration samples.
+    precision: "int8" (every op in the mode's type) or "auto" (the most sensitive ops widened to float32,
+    round by round, until every output's SNR reaches ``min_snr`` dB or ``max_rounds`` rounds are spent).
+    """
     if mode not in MODES:
         raise ModelError(f"quantize: mode must be one of {', '.join(MODES)}, not {mode!r}")
     if method not in METHODS:
@@ -834,6 +1143,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         io = "int8"  # "integer I/O": the activation type
     if calibration is None:
         raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+    if precision not in PRECISIONS:
+        raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    no_rule = _unquantizable(model, act, excluded) if precision == "auto" else []
+    excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     _check_ops(model, act, excluded)
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
@@ -841,9 +1154,15 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     float_tensors = [t for t in range(len(sg.tensors)) if _is_float(model, t) and not _is_const(model, t)]
     stats = {t: _Stats(seed + t) for t in float_tensors}
     keep = method != "minmax"
-    samples = []
-    for sample in data:
-        samples.append(sample)
+    samples, held = [], []
+    calibrated = 0
+    for k, sample in enumerate(data):
+        if holdout and k % 5 == 4 and len(held) < holdout:
+            held.append(sample)
+            continue
+        calibrated += 1
+        if not holdout or len(samples) < 4:  # with held-back samples, keep only a fallback few in memory
+            samples.append(sample)
         values = float_run(sample)
         for k, t in enumerate(sg.inputs):
             if t in stats:
@@ -854,18 +1173,91 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if not samples:
         raise ModelError("quantize: the calibration data gave no samples")
     qmin, qmax = (-128, 127) if act == "INT8" else (-32768, 32767)
+    measure = held or samples
     ranges = {}
     for t, s in stats.items():
         if s.min == math.inf:
             ranges[t] = (0.0, 0.0)
         else:
             ranges[t] = _clip_range(s, method, float(percentile), qmin, qmax, act == "INT16")
+    joins = _wide_joins(model, ranges, act, excluded)
+    wide16: set[int] = set()
+    for j in joins:
+        crushed = ", ".join(f"'{p['tensor']}' ({p['range'][0]:.3g}..{p['range'][1]:.3g}: {p['steps']:.1f} steps)"
+                            for p in j["parts"] if p["steps"] < JOIN_LEVELS)
+        where = f"op {j['op_index']} {j['op']} '{j['output']}'"
+        if j["to_output"] and io == "float32":
+            j["kept"] = "float32"
+            excluded |= {j["op_index"], *j["chain"]}
+            report["notes"].append(f"{where} joins parts of very different ranges ({crushed} under one scale): "
+                                   "each part is quantized alone and the join runs in float32")
+        elif j["to_output"] and act == "INT8":
+            j["kept"] = "int16"
+            wide16 |= {j["op_index"], *j["chain"]}
+            report["notes"].append(f"{where} joins parts of very different ranges ({crushed} under one int8 "
+                                   "scale): each part is quantized alone and the join (and the model output "
+                                   "it gives) is int16")
+        else:
+            j["kept"] = act.lower()
+            report["notes"].append(f"warning: {where} joins parts of very different ranges ({crushed} under "
+                                   "one scale) and other ops read it; the small-range parts lose precision "
+                                   "(exclude the join to keep it float)")
+    report["joins"] = joins
     log.stage(f"quantizing to {mode}")
-    qmodel, b = _integer_graph(model, ranges, act, io, excluded)
-    qmodel = _drop_unused_buffers(qmodel)
-    _verify(qmodel)
 
-    report["calibration"] = {"samples": len(samples), "method": method,
+    def build(excl):
+        qm, bb = _integer_graph(model, ranges, act, io, excl, wide16)
+        qm = _drop_unused_buffers(qm)
+        _verify(qm)
+        return qm, bb
+
+    qmodel, b = build(excluded)
+    layers = outputs = None
+    widened: list[int] = []
+    base_bytes = None
+    tried = 0
+    if measure_error or precision == "auto":
+        log.stage(f"measuring the quantization error on {len(measure)} "
+                  f"{'held-back' if held else 'calibration'} sample(s)")
+        layers, outputs = _layer_errors(model, qmodel, b, measure, float_run, io)
+        if precision == "auto" and _short(outputs, min_snr):
+            from edge_sdk.model import write_model
+
+            base_bytes = len(write_model(qmodel))
+        best = (_worst(outputs), qmodel, b, layers, outputs, list(widened))
+        stale = tried = 0
+        for rnd in range(max_rounds if precision == "auto" else 0):
+            if not _short(outputs, min_snr) or stale >= STALE_ROUNDS:
+                break
+            take = _sensitive_ops(model, layers, excluded)[: 1 << rnd]
+            if not take:
+                break
+            excluded = excluded | set(take)
+            widened += take
+            tried = max(tried, len(widened))
+            log.stage(f"widening {len(widened)} op(s) to float32 (round {rnd + 1})")
+            qmodel, b = build(excluded)
+            layers, outputs = _layer_errors(model, qmodel, b, measure, float_run, io)
+            if _worst(outputs) > best[0] + 0.1:
+                best, stale = (_worst(outputs), qmodel, b, layers, outputs, list(widened)), 0
+            else:
+                stale += 1
+        if stale and _short(outputs, min_snr):  # the last rounds gained nothing: keep the smallest widening that gave the best result
+            _, qmodel, b, layers, outputs, widened = best
+        if widened and not _short(outputs, min_snr) and len(widened) <= MAX_PRUNE:
+            for i in list(reversed(widened)):  # rounds widen in batches: give back each op not needed
+                trial = excluded - {i}
+                qm, bb = build(trial)
+                lay, outs = _layer_errors(model, qm, bb, measure, float_run, io)
+                if not _short(outs, min_snr):
+                    excluded, qmodel, b, layers, outputs = trial, qm, bb, lay, outs
+                    widened.remove(i)
+    if outputs is not None:
+        report["guard"] = _guard_report(model, qmodel, outputs, widened, base_bytes, min_snr, precision,
+                                        len(held), len(measure), no_rule)
+        report["guard"]["tried_widening"] = tried
+
+    report["calibration"] = {"samples": calibrated, "held_back": len(held), "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     tensors = []
     for t in float_tensors:
@@ -886,6 +1278,5 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         if t.buffer and t.quantization is not None and t.type in ("INT8",) and t.quantization.per_channel
     ]
     if measure_error:
-        log.stage("measuring per-layer quantization error")
-        report["layers"] = _layer_errors(model, qmodel, b, samples, float_run, io)
+        report["layers"] = layers
     return QuantizationResult(qmodel, report)

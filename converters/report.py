@@ -152,6 +152,38 @@ def strip_bins(accuracy: dict | None) -> dict | None:
     return out
 
 
+def _db(v) -> str:
+    return "inf" if isinstance(v, float) and math.isinf(v) and v > 0 else f"{v:.1f}"
+
+
+def format_guard(guard: dict | None) -> list[str]:
+    """The accuracy guard's lines: each output's SNR (its joined parts, argmax agreement), what was widened
+    and what it costs, and what falls short."""
+    if not guard:
+        return []
+    where = f"{guard['samples']} {'held-back' if guard.get('held_back') else 'calibration'} sample(s)"
+    lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
+             f"{guard['precision']}): {'met' if guard['met'] else 'NOT met'}"]
+    for o in guard.get("outputs", []):
+        extra = ""
+        if o.get("parts"):
+            extra += " parts " + ", ".join(f"{p['input']} {_db(p['snr_db'])}" for p in o["parts"])
+        if o.get("argmax_agreement") is not None:
+            extra += f" argmax agreement {100 * o['argmax_agreement']:.1f}%"
+        lines.append(f"  {o['name']}: SNR {_db(o['snr_db'])} dB" + extra)
+    wide = guard.get("widened") or []
+    if wide:
+        cost = guard.get("cost") or {}
+        macs, total = cost.get("macs_not_int8", 0), cost.get("macs_total", 0)
+        share = f" ({100 * macs / total:.1f}% of {total})" if total else ""
+        lines.append(f"widened    {len(wide)} op(s) to float32: " + ", ".join(f"{w['op']} {w['output']}" for w in wide[:8])
+                     + (f" ... {len(wide) - 8} more" if len(wide) > 8 else ""))
+        lines.append(f"  cost {cost.get('bytes', 0):+d} bytes, {macs} MACs not in int8{share}")
+    for s in guard.get("lossy") or []:
+        lines.append(f"  LOSSY (written with allow-lossy): {s}")
+    return lines
+
+
 def format_conversion(report: dict) -> str:
     src = report.get("source", {})
     out = report.get("output", {})
@@ -168,6 +200,12 @@ def format_conversion(report: dict) -> str:
                                                         if q.get("mode") not in (None, "none", "fp16") else ""))
     if q.get("excluded"):
         lines.append(f"kept float {', '.join(q['excluded'])}")
+    if ops:
+        lines.append(f"transposes {ops.get('TRANSPOSE', 0)}")
+    for note in ((q.get("report") or {}).get("notes") or []):
+        if not note.startswith("lossy:"):  # the guard's lines say that
+            lines.append(f"note       {note}")
+    lines.extend(format_guard(report.get("guard")))
     table = report.get("layers") or []
     if table:
         lines.append("per-layer quantization error:")

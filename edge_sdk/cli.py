@@ -58,7 +58,8 @@ def _cmd_convert(args) -> int:
     try:
         result = convert(args.src, target=args.target, quantize=args.quantize, calibration=args.calib,
                          calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
-                         exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io, eval_data=args.eval)
+                         exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io, eval_data=args.eval,
+                         precision=args.precision, min_snr=args.min_snr, allow_lossy=args.allow_lossy)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -340,6 +341,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nhwc-io", action="store_true", help="channels-last model input/output")
     p.add_argument("--exclude", action="append", metavar="NODE", help="keep this op (index or output tensor name) in float; repeatable")
     p.add_argument("--eval", metavar="DATA", help="evaluation data (.npz with x, y or a folder of class folders)")
+    p.add_argument("--precision", default="auto", choices=["auto", "int8"],
+                   help="auto (default): widen the ops that lose the most accuracy to float32 until every output "
+                        "meets --min-snr; int8: keep every op integer")
+    p.add_argument("--min-snr", type=float, default=30.0, metavar="DB",
+                   help="accuracy guard: each output's SNR against the float model on held-back calibration "
+                        "samples, in dB (default 30)")
+    p.add_argument("--allow-lossy", action="store_true",
+                   help="write the model even when an output stays below --min-snr (the report says so)")
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     p.set_defaults(func=_cmd_convert)
 

@@ -192,8 +192,10 @@ def test_digits_manifest(digits):
     assert man["source"]["format"] == "onnx"
     assert man["labels"] == [str(i) for i in range(10)]
     assert man["preprocess"]["size"] == [8, 8] and man["preprocess"]["layout"] == "NCHW"
-    assert man["quantization"] == {"mode": "int8", "method": "minmax", "io": "int8", "exclude": []}
-    assert man["calibration"]["samples"] == CALIB_SAMPLES
+    assert man["quantization"] == {"mode": "int8", "method": "minmax", "io": "int8", "exclude": [],
+                                   "precision": "auto", "widened": []}
+    # every 5th sample (at most 32) held back to measure the result: the guard's samples
+    assert man["calibration"]["samples"] == CALIB_SAMPLES - 32 and man["calibration"]["held_back"] == 32
     assert man["converter"]["name"] == "edge-sdk"
     assert man["accuracy"]["model"]["top1"] == result.report["accuracy"]["model"]["top1"]
     assert "bins" not in man["accuracy"]["model"]
@@ -311,7 +313,6 @@ def test_target_that_runs_it_is_recorded(digits, tmp_path):
 
 def _rgb_onnx():
     """Conv 3x3 (3 -> 4) -> Relu -> GlobalAveragePool -> Flatten -> Gemm (4 -> 5) on a (1, 3, 6, 6) input."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(3)
@@ -394,3 +395,54 @@ def test_float_tflite_source(digits):
     assert result.report["accuracy"]["accuracy_drop"] <= 0.01
     assert result.report["accuracy"]["model"]["top1"] == pytest.approx(
         digits["result"].report["accuracy"]["model"]["top1"], abs=0.01)
+
+
+def test_fp16_weight_tflite_converts_to_int8():
+    """A float16-weight float .tflite (the digits model stored the way MediaPipe publishes float models)
+    converts to int8 like the float one: same accuracy, bit-exact in ours and TFLM, LiteRT within one step."""
+    from converters import convert
+    from tests.peers import run_litert, run_tflm
+    from tests.test_quantize import assert_litert_equal, quantize_inputs, run_ours
+
+    train = _train_module()
+    x_train, _, x_test, y_test = train.load_split()
+    fp16 = convert(str(ONNX_PATH), quantize="fp16")
+    assert "DEQUANTIZE" in fp16.report["output"]["ops"]
+    calib = x_train[:64]
+    result = convert(fp16.tflite, calibration=calib)
+    assert result.report["import"] == {"dequantized_constants": {"FLOAT16": fp16.report["output"]["ops"]["DEQUANTIZE"]}}
+    direct = convert(str(ONNX_PATH), calibration=calib)
+    q = read_model(result.tflite)
+    agree = 0
+    for x in x_test[:40]:
+        xs = quantize_inputs(q, [x[None].astype(np.float32)])
+        ours = run_ours(result.tflite, xs)[0]
+        np.testing.assert_array_equal(ours, run_tflm(result.tflite, xs)[0].reshape(ours.shape))
+        assert_litert_equal(ours, run_litert(result.tflite, xs)[0])
+        ref = run_ours(direct.tflite, quantize_inputs(read_model(direct.tflite), [x[None].astype(np.float32)]))[0]
+        agree += int(np.argmax(ours) == np.argmax(ref))
+    assert agree >= 38
+
+
+@pytest.mark.slow
+def test_mediapipe_fp16_model_converts_to_int8():
+    """palm_detection_lite (float16 weights behind 113 DEQUANTIZE) converts to int8 and runs bit-exactly in
+    ours and TFLM."""
+    from converters import convert
+    from tests.conftest import shared_model
+    from tests.peers import run_tflm
+    from tests.test_quantize import quantize_inputs, run_ours
+
+    path = shared_model("mediapipe/palm_detection_lite.tflite")
+    r = np.random.default_rng(0)
+    calib = r.uniform(-1, 1, (4, 192, 192, 3)).astype(np.float32)
+    # random images are no palms: measure, but keep every op int8 and write it despite the guard
+    result = convert(str(path), calibration=calib, precision="int8", allow_lossy=True)
+    assert result.report["import"]["dequantized_constants"] == {"FLOAT16": 113}
+    assert result.report["guard"]["outputs"] and not result.report["guard"]["widened"]
+    q = read_model(result.tflite)
+    assert "DEQUANTIZE" not in result.report["output"]["ops"]
+    xs = quantize_inputs(q, [calib[:1]])
+    ours = run_ours(result.tflite, xs)
+    for o, t in zip(ours, run_tflm(result.tflite, xs, isolate=True)):
+        np.testing.assert_array_equal(o, t.reshape(o.shape))

@@ -91,3 +91,42 @@ def test_not_fused_when_shared_output_or_concat_or_odd_clamp():
     g.output(m)
     after = check_pass(g.build(), activation.run)
     assert op_counts(after) == {"CONV_2D": 1, "RELU": 2, "NEG": 1, "CONCATENATION": 1, "MINIMUM": 1}
+
+
+# ------------------------------------------------------------------------------------- hard-swish written out
+def _paddle_hardswish_onnx(order):
+    """Paddle's hard_swish export: Add(x, 3) -> Clip(0, 6) (as Max/Min) -> Mul(x, .) -> Div(., 6)."""
+    from onnx import TensorProto as TP
+    from onnx import helper, numpy_helper
+
+    inits = {"three": np.array(3.0, np.float32), "zero": np.array(0.0, np.float32),
+             "six": np.array(6.0, np.float32)}
+    nodes = [helper.make_node("Add", ["x", "three"], ["a"]), helper.make_node("Max", ["a", "zero"], ["lo"]),
+             helper.make_node("Min", ["lo", "six"], ["r6"])]
+    if order == "mul_first":
+        nodes += [helper.make_node("Mul", ["x", "r6"], ["m"]), helper.make_node("Div", ["m", "six"], ["y"])]
+    else:
+        nodes += [helper.make_node("Div", ["x", "six"], ["d"]), helper.make_node("Mul", ["d", "r6"], ["y"])]
+    graph = helper.make_graph(nodes, "hs", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 4, 5, 6])],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, [1, 4, 5, 6])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("order", ["mul_first", "div_first"])
+def test_written_out_hard_swish_becomes_one_op(order):
+    pytest.importorskip("onnx")
+    from converters import convert
+    from edge_sdk import Interpreter
+
+    res = convert(_paddle_hardswish_onnx(order), quantize="none")
+    assert res.report["output"]["ops"] == {"HARD_SWISH": 1}
+    x = (np.random.default_rng(0).standard_normal((1, 4, 5, 6)) * 4).astype(np.float32)
+    it = Interpreter(model_content=res.tflite)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_allclose(got, x * np.clip(x + 3, 0, 6) / 6, rtol=1e-6, atol=1e-6)

@@ -6,6 +6,7 @@ Each pass is a module with ``apply(model, sg) -> int`` (rewrites made in subgrap
 - ``identity``        identities (same-shape RESHAPE, identity TRANSPOSE, same-type CAST, ...), reshape chains
 - ``fold_constants``  ops whose inputs are all constants, evaluated by our kernels
 - ``matmul``          BATCH_MATMUL with a constant rhs -> FULLY_CONNECTED; FC + ADD(const) -> FC with bias
+- ``arith``           DIV(x, SQRT(v)) -> MUL(x, RSQRT(v)); DIV by a constant -> MUL by its reciprocal
 - ``layout``          TRANSPOSEs sunk through layout-agnostic ops, merged and cancelled
 - ``batchnorm``       MUL/ADD per-channel constants folded into CONV_2D/DEPTHWISE_CONV_2D/FC/TRANSPOSE_CONV
 - ``activation``      clamps canonicalized, RELU/RELU6/RELU_N1_TO_1 fused into their producer
@@ -22,6 +23,7 @@ from __future__ import annotations
 from converters import graph as G
 from converters.passes import (
     activation,
+    arith,
     batchnorm,
     fold_constants,
     identity,
@@ -35,6 +37,7 @@ PIPELINE = (
     ("identity", identity),
     ("fold_constants", fold_constants),
     ("matmul", matmul),
+    ("arith", arith),
     ("layout", layout),
     ("batchnorm", batchnorm),
     ("activation", activation),

@@ -9,6 +9,10 @@ after an already fused activation compose: RELU then RELU6 is RELU6).
 Producers that take a fused activation (as TFLM's kernels allow): CONV_2D, DEPTHWISE_CONV_2D,
 TRANSPOSE_CONV, FULLY_CONNECTED, ADD, SUB, MUL, DIV, AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D.
 CONCATENATION is not one: TFLM refuses a fused activation on it.
+
+Then hard-swish written out (Paddle's and Keras' exports: x * relu6(x + 3) / 6, the division by 6 already
+a multiplication by 1/6 from ``passes.arith``, in either order) becomes one HARD_SWISH op, which has int8
+kernels everywhere: y = MUL(MUL(x, ADD(x, 3, RELU6)), 1/6) or MUL(MUL(x, 1/6), ADD(x, 3, RELU6)).
 """
 
 from __future__ import annotations
@@ -135,8 +139,84 @@ def fuse(model: Model, sg: int = 0) -> int:
     return fused
 
 
+def _scalar(model: Model, t: int, sg: int) -> float | None:
+    v = G.constant_value(model, t, sg)
+    if v is None or v.size != 1 or v.dtype.kind != "f":
+        return None
+    return float(v.reshape(-1)[0])
+
+
+def _mul_by(model: Model, op, value: float, sg: int) -> int | None:
+    """The data input of MUL(x, c) with c the scalar ``value`` (either side), no fused activation."""
+    if G.op_name(model, op) != "MUL" or len(op.inputs) != 2 or \
+            G.options(model, op).get("fused_activation_function", "NONE") != "NONE":
+        return None
+    for a, c in (op.inputs, op.inputs[::-1]):
+        v = _scalar(model, c, sg)
+        if v is not None and abs(v - value) <= 1e-6 * abs(value) and not G.is_constant(model, a, sg):
+            return a
+    return None
+
+
+def _relu6_of_plus3(model: Model, t: int, prod: dict, sg: int) -> int | None:
+    """x when tensor t is ADD(x, 3) with a fused RELU6."""
+    j = prod.get(t)
+    if j is None:
+        return None
+    op = model.subgraphs[sg].operators[j]
+    if G.op_name(model, op) != "ADD" or G.options(model, op).get("fused_activation_function") != "RELU6":
+        return None
+    for a, c in (op.inputs, op.inputs[::-1]):
+        if _scalar(model, c, sg) == 3.0 and not G.is_constant(model, a, sg):
+            return a
+    return None
+
+
+def fuse_hard_swish(model: Model, sg: int = 0) -> int:
+    sub = model.subgraphs[sg]
+    changed = 0
+    i = 0
+    while i < len(sub.operators):
+        op = sub.operators[i]
+        if G.op_name(model, op) != "MUL" or len(op.inputs) != 2 or len(op.outputs) != 1 or \
+                sub.tensors[op.outputs[0]].type != "FLOAT32" or \
+                G.options(model, op).get("fused_activation_function", "NONE") != "NONE":
+            i += 1
+            continue
+        prod, cons = G.producers(model, sg), G.consumers(model, sg)
+        y = op.outputs[0]
+        found = None  # (x, ops to drop)
+        m = _mul_by(model, op, 1.0 / 6.0, sg)
+        if m is not None and m in prod and G.sole_consumer(model, m, sg, cons) == i:  # MUL(MUL(x, t), 1/6)
+            inner = sub.operators[prod[m]]
+            if G.op_name(model, inner) == "MUL" and len(inner.inputs) == 2 and \
+                    G.options(model, inner).get("fused_activation_function", "NONE") == "NONE":
+                for x, t in (inner.inputs, inner.inputs[::-1]):
+                    if _relu6_of_plus3(model, t, prod, sg) == x and G.sole_consumer(model, t, sg, cons) == prod[m]:
+                        found = (x, [prod[m], prod[t]])
+                        break
+        if found is None:  # MUL(MUL(x, 1/6), t)
+            for a, t in (op.inputs, op.inputs[::-1]):
+                if a not in prod or t not in prod:
+                    continue
+                x = _mul_by(model, sub.operators[prod[a]], 1.0 / 6.0, sg)
+                if x is not None and _relu6_of_plus3(model, t, prod, sg) == x and \
+                        G.sole_consumer(model, a, sg, cons) == i and G.sole_consumer(model, t, sg, cons) == i:
+                    found = (x, [prod[a], prod[t]])
+                    break
+        if found is None or sub.tensors[found[0]].shape != sub.tensors[y].shape:
+            i += 1
+            continue
+        x, drop = found
+        G.set_op(model, i, "HARD_SWISH", [x], [y], sg=sg)
+        G.remove_ops(model, drop, sg)
+        changed += 1
+        i = i - sum(d < i for d in drop) + 1  # the dropped producers came before it
+    return changed
+
+
 def apply(model: Model, sg: int = 0) -> int:
-    return canonicalize_clamps(model, sg) + fuse(model, sg)
+    return canonicalize_clamps(model, sg) + fuse(model, sg) + fuse_hard_swish(model, sg)
 
 
 def run(model: Model) -> Model:

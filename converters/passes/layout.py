@@ -9,6 +9,7 @@ TRANSPOSE([0,2,3,1]) -> NHWC op -> TRANSPOSE([0,3,1,2]). This pass:
    element-wise unary ops and activations, QUANTIZE/DEQUANTIZE (per-tensor), element-wise binary ops whose
    other inputs are the same TRANSPOSE or constants (re-laid out, broadcast shapes expanded first), PAD/PADV2
    (paddings permuted), CONCATENATION (axis permuted; every input transposed the same way or constant),
+   SPLIT / SPLIT_V (axis permuted; each part transposed after),
    MEAN/SUM/REDUCE_MAX/REDUCE_MIN/REDUCE_PROD (axes permuted; without keep_dims the transpose left over acts
    on the kept axes, or vanishes), SOFTMAX/LOG_SOFTMAX only when the last axis stays last;
 3. turns a TRANSPOSE that moves only size-1 dimensions into a RESHAPE (then RESHAPE chains merge).
@@ -161,11 +162,42 @@ def _transposed_source(model: Model, t: int, prod: dict, sg: int) -> tuple[int, 
     return None if perm is None else (model.subgraphs[sg].operators[j].inputs[0], perm)
 
 
+def _sink_split(model: Model, index: int, sg: int) -> bool:
+    """SPLIT / SPLIT_V of a transposed tensor: split the untransposed one along the permuted axis, then
+    transpose each part (the parts' transposes then sink on, C2f blocks' round trips cancel)."""
+    sub = model.subgraphs[sg]
+    op = sub.operators[index]
+    name = G.op_name(model, op)
+    data_k, axis_k = (1, 0) if name == "SPLIT" else (0, 2)
+    if len(op.inputs) <= max(data_k, axis_k):
+        return False
+    src = _transposed_source(model, op.inputs[data_k], G.producers(model, sg), sg)
+    axis = G.constant_value(model, op.inputs[axis_k], sg)
+    if src is None or axis is None or axis.size != 1:
+        return False
+    a, perm = src
+    rank = len(perm)
+    new_axis = perm[int(axis.reshape(-1)[0]) % rank]
+    inputs = list(op.inputs)
+    inputs[data_k] = a
+    inputs[axis_k] = G.add_constant(model, "axis", np.array(new_axis, np.int32).reshape(axis.shape), sg=sg)
+    outs = []
+    for k, y in enumerate(op.outputs):
+        inner = G.add_tensor(model, sub.tensors[y].name + "_nhwc", _permuted(sub.tensors[y].shape, inverse(perm)),
+                             sg=sg, like=y)
+        insert_transpose(model, inner, perm, index + 1 + k, sg, out=y)
+        outs.append(inner)
+    op.inputs, op.outputs = inputs, outs
+    return True
+
+
 def _sink_one(model: Model, index: int, sg: int) -> bool:
     """Try to move the TRANSPOSEs feeding operator ``index`` below it."""
     sub = model.subgraphs[sg]
     op = sub.operators[index]
     name = G.op_name(model, op)
+    if name in ("SPLIT", "SPLIT_V") and op.outputs:
+        return _sink_split(model, index, sg)
     if len(op.outputs) != 1 or not op.inputs:
         return False
     prod = G.producers(model, sg)
@@ -408,6 +440,44 @@ def run(model: Model) -> Model:
 
 
 # --------------------------------------------------------------------------------------------- boundary
+def _hoist_input_transposes_above_pads(model: Model, sg: int) -> int:
+    """input -> PAD -> TRANSPOSE(channels last)  becomes  input -> TRANSPOSE -> PAD (paddings permuted), so
+    the boundary transpose sits right at the input where ``to_nhwc_io`` removes it (the sinking pass moves
+    transposes below PADs, which puts a padded NCHW input's PAD before its transpose)."""
+    sub = model.subgraphs[sg]
+    changed = 0
+    for x in list(sub.inputs):
+        rank = len(sub.tensors[x].shape)
+        if rank < 3:
+            continue
+        cl = channels_last(rank)
+        for c in list(G.consumers(model, sg).get(x, [])):
+            op = sub.operators[c]
+            if G.op_name(model, op) not in ("PAD", "PADV2") or op.inputs[0] != x or len(op.outputs) != 1:
+                continue
+            padded = op.outputs[0]
+            cons = G.consumers(model, sg)
+            users = cons.get(padded, [])
+            if len(users) != 1 or G.is_graph_output(model, padded, sg) or transpose_perm(model, users[0], sg) != cl:
+                continue
+            pads = G.constant_value(model, op.inputs[1], sg)
+            if pads is None or pads.shape[0] != rank:
+                continue
+            t_index = users[0]
+            y = sub.operators[t_index].outputs[0]
+            new_pads = np.stack([pads[k] for k in cl])
+            pt = G.add_constant(model, "paddings", new_pads, type=sub.tensors[op.inputs[1]].type, sg=sg)
+            G.remove_ops(model, [t_index], sg)
+            xt = insert_transpose(model, x, cl, c, sg)
+            op.inputs = [xt, pt] + list(op.inputs[2:])
+            op.outputs = [y]
+            changed += 1
+    if changed:
+        G.topological_sort(model, sg)
+        G.eliminate_dead_code(model)
+    return changed
+
+
 def to_nhwc_io(model: Model) -> dict:
     """Make subgraph 0's channels-first inputs/outputs (those crossing a boundary TRANSPOSE) channels-last.
 
@@ -418,6 +488,7 @@ def to_nhwc_io(model: Model) -> dict:
     sg = 0
     sub = model.subgraphs[sg]
     notes = {"inputs": [], "outputs": []}
+    _hoist_input_transposes_above_pads(model, sg)
     for x in list(sub.inputs):
         t = sub.tensors[x]
         rank = len(t.shape)
