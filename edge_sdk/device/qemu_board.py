@@ -1,6 +1,6 @@
 """The QEMU board: ``qemu-system-arm`` processes started for `edge flash`, and the state file that lists them.
 
-    board = start_qemu(profile, elf)          # detached, its UART on a TCP port; recorded before it is started
+    board = start_qemu(profile, elf)          # detached, its UART on a TCP port; recorded as it is started
     list_boards(); stop_board(board["url"]); stop_board(all=True)
 
 The state file is ``$EDGE_STATE_DIR/boards.json`` (default: edge_sdk.resources.cache_dir() / "boards.json").
@@ -166,34 +166,74 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
     for attempt in range(3):
         port = tcp_port or _free_port()
         cmd = qemu_command(profile, elf, port)
-        with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        end = time.monotonic() + timeout
-        ok = False
-        while time.monotonic() < end:
-            if proc.poll() is not None:
-                break
+        url = f"socket://127.0.0.1:{port}"
+        board = {"url": url, "tcp_port": port, "pid": 0, "pgid": 0, "elf": str(elf), "profile": profile.name,
+                 "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
+                 "command": cmd}
+        # Ctrl-C / SIGTERM cannot land between the fork and the state file: both are held back until the board
+        # is recorded, and any interruption after that stops it (it is in its own session: the terminal's
+        # SIGINT never reaches it, so nobody else would).
+        with _signals_held():
+            with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
+                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+            board["pid"] = board["pgid"] = proc.pid
             try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    ok = True  # the guest starts now; it sends nothing until a host speaks
-                    break
-            except OSError:
-                time.sleep(0.05)
+                _write_state([b for b in list_boards() if b["url"] != url] + [board])
+            except BaseException:
+                _kill_group(proc.pid, proc.pid)
+                raise
+        try:
+            ok = _wait_listening(proc, port, timeout)
+        except BaseException:
+            discard_board(board)
+            raise
         if ok:
             break
-        if proc.poll() is None:
-            _kill_group(proc.pid, proc.pid)
+        discard_board(board)
         text = Path(elf).with_suffix(".qemu.log").read_text(errors="replace")[-800:]
         if tcp_port or attempt == 2 or "address" not in text.lower():
             raise DeviceError(f"QEMU did not start listening on 127.0.0.1:{port} ({' '.join(cmd)}): {text}")
     proc.returncode = 0  # detached on purpose: it outlives this process (edge board stop ends it)
-    url = f"socket://127.0.0.1:{port}"
-    board = {"url": url, "tcp_port": port, "pid": proc.pid, "pgid": proc.pid, "elf": str(elf), "profile": profile.name,
-             "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
-             "command": cmd}
-    _write_state([b for b in list_boards() if b["url"] != url] + [board])
     return board
+
+
+class _signals_held:
+    """Block SIGINT and SIGTERM in this thread for the block (they are delivered when it ends)."""
+
+    SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+    def __enter__(self):
+        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS) if hasattr(signal, "pthread_sigmask") else None
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+        return False
+
+
+def _wait_listening(proc, port: int, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True  # the guest starts now; it sends nothing until a host speaks
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def discard_board(board: dict) -> None:
+    """Stop a board this process started and drop it from the state file (the entry goes only once it is dead,
+    so an interrupted stop still leaves it for `edge board stop --all`)."""
+    pid = int(board.get("pid") or 0)
+    if pid and _alive(pid):
+        _kill_group(pid, board.get("pgid") or pid)
+    _reap(pid)
+    _write_state([b for b in _read_state() if not (b.get("url") == board["url"] and b.get("pid") == pid)])
 
 
 def verify_board(url: str, sha256: str, timeout: float = 2.0) -> None:

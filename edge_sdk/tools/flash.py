@@ -2,7 +2,7 @@
 
     result = flash("model.tflite", "qemu-mps2-an386")        # build, check the fit, start QEMU
     result.port                                               # "socket://127.0.0.1:PORT" (SerialLink takes it)
-    stop_board(result.port)                                   # or stop_board(all=True); list_boards()
+    qemu_board.stop_board(result.port)                        # or stop_board(all=True); list_boards()
 
 The steps, in order (nothing is flashed or started before the ELF is complete and known to fit):
 
@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from edge_sdk import log, resources
-from edge_sdk.device.qemu_board import find_board, qemu_command, start_qemu, stop_board, verify_board
+from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, start_qemu, verify_board
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import ARM_PACKAGES, BOARD_LIST, FIRMWARE_FLASH_METHODS, INSTALL_HINTS
@@ -414,12 +414,12 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     if method == "qemu":
         with log.progress(1, "flash (start QEMU)") as bar:
             b = start_qemu(profile, elf, port, info, model=str(model_path))
-            try:
+            try:  # a failed check or a Ctrl-C here stops the board (nothing half-started stays behind)
                 verify_board(b["url"], info["sha256"])
-            except DeviceError:
-                stop_board(b["url"])
+                bar.advance()
+            except BaseException:
+                discard_board(b)
                 raise
-            bar.advance()
         result.port, result.pid, result.command = b["url"], b["pid"], b["command"]
         return result
     # silicon: the image the tool wants, then the tool
