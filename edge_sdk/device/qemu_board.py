@@ -173,20 +173,21 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
         # Ctrl-C / SIGTERM cannot land between the fork and the state file: both are held back until the board
         # is recorded, and any interruption after that stops it (it is in its own session: the terminal's
         # SIGINT never reaches it, so nobody else would).
-        with _signals_held():
-            with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
-                proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-            board["pid"] = board["pgid"] = proc.pid
-            try:
-                _write_state([b for b in list_boards() if b["url"] != url] + [board])
-            except BaseException:
-                _kill_group(proc.pid, proc.pid)
-                raise
+        proc, recorded = None, False
         try:
+            with _signals_held():
+                with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
+                    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+                board["pid"] = board["pgid"] = proc.pid
+                _write_state([b for b in list_boards() if b["url"] != url] + [board])
+                recorded = True
             ok = _wait_listening(proc, port, timeout)
-        except BaseException:
-            discard_board(board)
+        except BaseException:  # Ctrl-C (delivered as the signals are let through) or a failed write
+            if recorded:
+                discard_board(board)
+            elif proc is not None:
+                _kill_group(proc.pid, proc.pid)
             raise
         if ok:
             break

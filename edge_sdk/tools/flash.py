@@ -412,16 +412,18 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
                          build_dir=str(elf.parent))
     if method == "qemu":
-        with log.progress(1, "flash (start QEMU)") as bar:
-            b = start_qemu(profile, elf, port, info, model=str(model_path))
-            try:  # a failed check or a Ctrl-C here stops the board (nothing half-started stays behind)
+        b = None
+        try:  # a failed check or a Ctrl-C before flash returns stops the board (nothing half-started stays)
+            with log.progress(1, "flash (start QEMU)") as bar:
+                b = start_qemu(profile, elf, port, info, model=str(model_path))
                 verify_board(b["url"], info["sha256"])
                 bar.advance()
-            except BaseException:
+            result.port, result.pid, result.command = b["url"], b["pid"], b["command"]
+            return result
+        except BaseException:
+            if b is not None:
                 discard_board(b)
-                raise
-        result.port, result.pid, result.command = b["url"], b["pid"], b["command"]
-        return result
+            raise
     # silicon: the image the tool wants, then the tool
     if method in ("st-flash", "esptool") or (method == "picotool" and profile.flash.get("format", "uf2") == "uf2"):
         fmt = "ihex" if profile.flash.get("format") == "ihex" else "binary"
