@@ -469,3 +469,42 @@ def test_ctrl_c_during_flash_leaves_no_qemu(tmp_path):
     finally:
         for pid in _qemus_running(build):
             os.kill(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------------------------------ plots
+def test_reliability_plot_names_the_model_and_counts(tmp_path):
+    from converters import evaluate as ev
+    from converters.report import reliability_diagram
+
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), 200).astype(np.float32)
+    y = rng.integers(0, 3, 200)
+    bins = ev.reliability_bins(probs, y)
+    path = tmp_path / "rel.png"
+    reliability_diagram(bins, path, title="top-1 40%", model="net_int8.tflite")
+    with Image.open(path) as img:
+        text = dict(img.text)
+        pixels = np.asarray(img.convert("RGB"))
+    assert "net_int8.tflite" in text["Title"] and "200 samples" in text["Title"]
+    assert "confidence" in text["x_label"] and "0..1" in text["x_label"]
+    assert "accuracy" in text["y_label"] and "0..1" in text["y_label"]
+    assert [int(c) for c in text["bin_counts"].split(",")] == [b["count"] for b in bins]
+    assert sum(b["count"] for b in bins) == 200
+    # the heading, the legend and the y label each have their own row above the plot (no ink shared between them)
+    ink = (pixels < 128).all(axis=2)
+    assert ink[4:16].any() and ink[18:30].any() and ink[34:46].any()
+    assert not ink[16:18].any() and not ink[30:34].any()
+
+
+def test_op_plot_axis_has_its_unit(tmp_path):
+    from edge_sdk.tools.op_report import OpProfile, OpTiming, write_plot
+
+    prof = OpProfile(ops=[OpTiming(0, "CONV_2D", [120.0, 110.0], macs=100, output_shape=[1, 8]),
+                          OpTiming(1, "SOFTMAX", [10.0, 12.0], output_shape=[1, 8])],
+                     unit="ticks", run_totals=[130.0, 122.0], us_per_unit=None, model="dir/kws.tflite", where="qemu")
+    path = tmp_path / "ops.png"
+    write_plot(prof, path)
+    with Image.open(path) as img:
+        text = dict(img.text)
+    assert "kws.tflite" in text["Title"] and "qemu" in text["Title"]
+    assert "(ticks, emulated)" in text["x_label"]
