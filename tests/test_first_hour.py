@@ -434,7 +434,8 @@ def test_ctrl_c_during_flash_leaves_no_qemu(tmp_path):
     model = _tiny_model(tmp_path)
     build = tmp_path / "build"
     env = dict(os.environ, EDGE_STATE_DIR=str(tmp_path / "state"))
-    argv = [sys.executable, "-m", "edge_sdk.cli", "flash", str(model), "--build-dir", str(build)]
+    argv = [sys.executable, "-m", "edge_sdk.cli", "flash", str(model), "--target", "qemu-mps2-an386", "--build-dir",
+            str(build)]
     try:
         t0 = time.monotonic()
         full = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900)
@@ -508,3 +509,9 @@ def test_op_plot_axis_has_its_unit(tmp_path):
         text = dict(img.text)
     assert "kws.tflite" in text["Title"] and "qemu" in text["Title"]
     assert "(ticks, emulated)" in text["x_label"]
+
+
+def test_missing_files_are_named_before_the_model_is_run(tmp_path):
+    model = fc_model(tmp_path / "m.tflite")
+    one_line_error(edge("run", model, tmp_path / "missing.png"), 6, "missing.png")
+    one_line_error(edge("serve", model, "--labels", tmp_path / "nope.txt", "--port", "0", timeout=60), 6, "nope.txt")

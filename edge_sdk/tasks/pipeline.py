@@ -238,6 +238,12 @@ class ModelRunner:
         return [it.get_tensor(d["index"]) for d in self.outputs]
 
 
+def check_labels_file(labels) -> None:
+    """A labels path that is not there is an error up front (not a classifier that quietly numbers its classes)."""
+    if isinstance(labels, (str, Path)) and not Path(labels).is_file():
+        raise FileNotFoundError(2, "labels: no such file", str(labels))
+
+
 def read_labels(labels) -> list[str] | None:
     if labels is None:
         return None
@@ -1023,8 +1029,12 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
     ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers).
     ``detection``: Detector options (e.g. ``{"outputs": {"boxes": "loc", "scores": 1}}``; they make the model a
     detector unless ``task`` says otherwise)."""
-    runner = ModelRunner(model)
     paths = [str(p) for p in inputs]
+    for p in paths:  # every file is there before the model is even read
+        if not Path(p).is_file():
+            raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
+    check_labels_file(labels)
+    runner = ModelRunner(model)
     detection = {k: v for k, v in (detection or {}).items() if v is not None}
     kind = model_task(runner, task or ("detect" if detection else None))
     if detection and kind != "detect":

@@ -188,6 +188,9 @@ class Server:
             raise UsageError(f"serve: max_wait_ms must be >= 0, not {max_wait_ms}")
         if not isinstance(port, (int, np.integer)) or not 0 <= port <= 65535:
             raise UsageError(f"serve: port must be in 0..65535, not {port!r}")
+        from edge_sdk.tasks.pipeline import check_labels_file
+
+        check_labels_file(labels)
         self.content, self.name = _model_bytes(model)
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
