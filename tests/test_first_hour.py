@@ -220,11 +220,26 @@ def test_single_sigmoid_output_is_not_softmaxed(tmp_path):
         assert p.returncode == 0, p.stderr
         (r,) = json.loads(p.stdout)
         (pred,) = r["predictions"]
+        assert r["scores"] == "as computed"
         s_in, zp_in = d_in["quantization"]
         it.set_tensor(d_in["index"], np.clip(np.round(x / s_in) + zp_in, -128, 127).astype(np.int8))
         it.invoke()
         want = (float(it.get_tensor(d_out["index"]).reshape(-1)[0]) - zp) * scale
         assert pred["score"] == pytest.approx(want, abs=1e-6)
+
+
+def test_edge_run_says_when_it_applied_softmax(tmp_path):
+    from tests.test_pipeline import MANIFEST, classifier_model
+
+    model = tmp_path / "logits.tflite"
+    model.write_bytes(classifier_model(False, MANIFEST))
+    img = tmp_path / "red.png"
+    Image.new("RGB", (4, 4), (250, 5, 5)).save(img)
+    p = edge("run", model, img)
+    assert p.returncode == 0 and "(scores: softmax of the model's outputs)" in p.stdout, p.stdout + p.stderr
+    model.write_bytes(classifier_model(True, MANIFEST))
+    p = edge("run", model, img, "--json")
+    assert json.loads(p.stdout)[0]["scores"] == "as computed"
 
 
 def test_auto_scores():

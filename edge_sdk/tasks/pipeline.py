@@ -95,6 +95,9 @@ from edge_sdk.tasks.preprocess import Preprocess
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 AUDIO_SUFFIXES = (".wav", ".wave")
 SCORE_MODES = ("auto", "probabilities", "logits", "sigmoid")
+# what `edge run` says its scores are ("scores" in each result)
+SCORES_SAID = {"probabilities": "as computed", "logits": "softmax of the model's outputs",
+               "sigmoid": "sigmoid of the model's output"}
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # refuse decompression bombs with a clear message
 
 
@@ -525,7 +528,8 @@ class ImageClassifier(_ImagePipeline):
         y = dequantize(outputs[self.output_index], self.output).reshape(-1)[: self.num_classes]
         scales, _, _ = _quant_params(self.output)
         step = float(scales.max()) if is_quantized(self.output) else 0.0
-        return top_k(to_scores(y, self.scores, step), self.labels, self.top_k if k is None else k)
+        self.last_scores = score_mode(y, self.scores, step)
+        return top_k(to_scores(y, self.last_scores), self.labels, self.top_k if k is None else k)
 
     def predict(self, image, top_k: int | None = None) -> list[Prediction]:
         x, _ = self.prepare(image)
@@ -982,7 +986,9 @@ class AudioClassifier:
         (y,) = self.runner.run(x)[:1]
         scales, _, _ = _quant_params(self.output)
         step = float(scales.max()) if is_quantized(self.output) else 0.0
-        return to_scores(dequantize(y, self.output).reshape(-1), self.scores, step)
+        v = dequantize(y, self.output).reshape(-1)
+        self.last_scores = score_mode(v, self.scores, step)
+        return to_scores(v, self.last_scores)
 
     def predict_windows(self, wav, top_k: int | None = None) -> list[tuple[float, list[Prediction]]]:
         """Per window: (start time in seconds, top-k predictions)."""
@@ -1076,7 +1082,8 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             if pipe is None or isinstance(pipe, _TensorClassifier):
                 pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
             preds = pipe.predict(p, top_k)
-        results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds]})
+        results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds],
+                        "scores": SCORES_SAID.get(getattr(pipe, "last_scores", "probabilities"), "as computed")})
     return results
 
 
@@ -1119,7 +1126,9 @@ class _TensorClassifier:
         (y,) = self.runner.run(to_input(x, self.input, "tensor"))[:1]
         scales, _, _ = _quant_params(self.output)
         step = float(scales.max()) if is_quantized(self.output) else 0.0
-        return top_k(to_scores(dequantize(y, self.output), self.scores, step), self.labels, self.k if k is None else k)
+        v = dequantize(y, self.output)
+        self.last_scores = score_mode(v, self.scores, step)
+        return top_k(to_scores(v, self.last_scores), self.labels, self.k if k is None else k)
 
 
 def format_results(results: list[dict]) -> str:
@@ -1135,4 +1144,6 @@ def format_results(results: list[dict]) -> str:
         else:
             for p in r["predictions"]:
                 lines.append(f"  {p['label']:<20} {p['score']:.4f}")
+            if r.get("scores") not in (None, "as computed"):
+                lines.append(f"  (scores: {r['scores']})")
     return "\n".join(lines) + "\n"
