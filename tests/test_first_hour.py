@@ -530,3 +530,38 @@ def test_missing_files_are_named_before_the_model_is_run(tmp_path):
     model = fc_model(tmp_path / "m.tflite")
     one_line_error(edge("run", model, tmp_path / "missing.png"), 6, "missing.png")
     one_line_error(edge("serve", model, "--labels", tmp_path / "nope.txt", "--port", "0", timeout=60), 6, "nope.txt")
+
+
+# ------------------------------------------------------------------------------------------ make's quiet install
+FAKE_PYTHON = """#!/bin/sh
+# stands in for python3 and the venv's python: `-m venv DIR` makes DIR/bin/python (this script);
+# `-m pip ...` prints pip-like noise and fails when FAKE_PIP_FAIL is set
+if [ "$1" = "-m" ] && [ "$2" = "venv" ]; then mkdir -p "$3/bin" && cp "$0" "$3/bin/python"; exit 0; fi
+i=0; while [ $i -lt 60 ]; do echo "Collecting something-$i"; i=$((i+1)); done
+if [ -n "$FAKE_PIP_FAIL" ]; then echo "ERROR: No matching distribution found for nothing-here" >&2; exit 1; fi
+exit 0
+"""
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_make_install_is_quiet_and_shows_the_log_on_failure(tmp_path, fail):
+    import shutil
+
+    if not shutil.which("make"):
+        pytest.skip("needs make")
+    fake = tmp_path / "python3"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    venv = tmp_path / "venv"
+    env = dict(os.environ, **({"FAKE_PIP_FAIL": "1"} if fail else {}))
+    p = subprocess.run(["make", "-s", "-C", str(ROOT), f"VENV={venv}", f"PYTHON={fake}", f"{venv}/.installed"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    out = p.stdout + p.stderr
+    log_text = (venv / "install.log").read_text()
+    assert log_text.count("Collecting something-") == 120 if not fail else "No matching distribution" in log_text
+    if not fail:
+        assert p.returncode == 0 and (venv / ".installed").exists(), out
+        assert "Collecting" not in out and len(out.splitlines()) == 1, out  # one "==> installing" line
+    else:
+        assert p.returncode != 0 and not (venv / ".installed").exists()
+        assert "No matching distribution found for nothing-here" in out and "install.log" in out, out
