@@ -66,6 +66,13 @@ def _float_above(lo: float, inclusive: bool = False):
     return parse
 
 
+def _probability(text: str) -> float:
+    v = _float_above(0.0)(text)
+    if v > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], not {text}")
+    return v
+
+
 _positive = _int_at_least(1)
 _non_negative = _int_at_least(0)
 _seconds = _float_above(0.0)
@@ -556,12 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default="", help="the text to continue (default: start a new text)")
     p.add_argument("--max-tokens", type=_non_negative, default=64, help="tokens to generate at most (default 64)")
     p.add_argument("--greedy", action="store_true", help="always the most likely token (the default)")
-    p.add_argument("--temperature", type=float, help="sample at this temperature (turns sampling on)")
-    p.add_argument("--top-k", type=int, help="sample from the k most likely tokens")
-    p.add_argument("--top-p", type=float, help="sample from the smallest set reaching this probability")
+    p.add_argument("--temperature", type=_float_above(0.0), help="sample at this temperature (> 0; turns sampling on)")
+    p.add_argument("--top-k", type=_positive, help="sample from the k most likely tokens")
+    p.add_argument("--top-p", type=_probability, help="sample from the smallest set reaching this probability (0..1]")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
-    p.add_argument("--threads", type=int, help="interpreter threads")
+    p.add_argument("--backend", default="python", choices=["python", "c", "litert"], help="(default python)")
+    p.add_argument("--threads", type=_positive, help="interpreter threads")
     p.add_argument("--target", help="generate on this device profile's board (flashes it; reuses a running QEMU)")
     p.add_argument("--port", help="generate on the board at this serial port / socket:// URL (already flashed)")
     p.add_argument("--json", action="store_true", help="print text, tokens, speeds and cache sizes as JSON")

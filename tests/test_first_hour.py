@@ -82,6 +82,12 @@ def test_serve_port_in_use_is_one_line(tmp_path):
     (["profile", "{m}", "--target", "qemu-mps2-an386", "--timeout", "0"], "--timeout"),
     (["serve", "{m}", "--max-batch", "0"], "--max-batch"),
     (["generate", "{m}", "--greedy", "--temperature", "0.5"], "--greedy"),
+    (["generate", "{m}", "--temperature", "0"], "--temperature"),
+    (["generate", "{m}", "--top-p", "1.5"], "--top-p"),
+    (["serve", "{m}", "--max-wait-ms", "-1"], "--max-wait-ms"),
+    (["run", "{m}", "x.npy", "--top-k", "-1"], "--top-k"),
+    (["convert", "{m}", "-o", "o.tflite", "--input-shape", "x:1,a"], "--input-shape"),
+    (["bench", "{m}", "--backend", "litert", "--csv", "o.csv"], "--csv"),
 ])
 def test_argument_misuse_exits_2_naming_the_flag(tmp_path, argv, flag):
     model = fc_model(tmp_path / "m.tflite")

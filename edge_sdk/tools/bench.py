@@ -315,7 +315,7 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     if profile_runs is not None and profile_runs < 1:
         raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
-        raise DeviceError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+        raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs)
