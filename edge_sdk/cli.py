@@ -653,8 +653,12 @@ def _sigterm_as_interrupt():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting up: the same one line as later
+        sys.stderr.write("interrupted\n")
+        return 130
     if args.version:
         from edge_sdk import __version__
 

@@ -91,7 +91,7 @@ def find_board(model_sha256: str, profile: str | None = None) -> dict | None:
 
 def _kill_group(pid: int, pgid: int | None) -> None:
     target = pgid or pid
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 3.0)):  # a busy guest can keep QEMU from acting on SIGTERM
         try:
             os.killpg(target, sig)
         except ProcessLookupError:
@@ -200,17 +200,35 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
 
 
 class _signals_held:
-    """Block SIGINT and SIGTERM in this thread for the block (they are delivered when it ends)."""
+    """Hold back SIGINT and SIGTERM for the block: they are noted, and acted on when it ends (the handler that
+    was in place runs; a default SIGTERM becomes KeyboardInterrupt so the caller's clean-up still runs).
+    Python-level handlers, not a signal mask: a mask would be inherited by the QEMU started inside the block
+    (which then could not be stopped with SIGTERM). Only on the main thread (elsewhere signals never arrive)."""
 
-    SIGNALS = {signal.SIGINT, signal.SIGTERM}
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __enter__(self):
-        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, self.SIGNALS) if hasattr(signal, "pthread_sigmask") else None
+        import threading
+
+        self.pending, self.old = None, {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.old[sig] = signal.signal(sig, self._note)
         return self
 
-    def __exit__(self, *exc):
-        if self.old is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+    def _note(self, signum, frame):
+        if self.pending is None:
+            self.pending = signum
+
+    def __exit__(self, exc_type, exc, tb):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        if self.pending is not None and exc_type is None:
+            handler = self.old.get(self.pending)
+            if callable(handler):
+                handler(self.pending, None)  # Python's default SIGINT handler raises KeyboardInterrupt
+            elif handler != signal.SIG_IGN:
+                raise KeyboardInterrupt
         return False
 
 
