@@ -636,20 +636,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _sigterm_as_interrupt():
-    """SIGTERM runs the same clean-up as Ctrl-C (KeyboardInterrupt: boards stopped, servers drained); returns
-    the function that puts the previous handler back (a no-op off the main thread)."""
+def _interrupts_as_keyboard_interrupt():
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt (the same clean-up: boards stopped, servers drained), but never
+    inside a finalizer (``__del__``), where Python would print "Exception ignored" and drop it: there the signal
+    is sent again 50 ms later. Returns the function that puts the previous handlers back (a no-op off the main
+    thread)."""
+    import os
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
-    def on_term(signum, frame):
+    def on_signal(signum, frame):
+        f = frame
+        while f is not None:
+            if f.f_code.co_name == "__del__":
+                t = threading.Timer(0.05, os.kill, (os.getpid(), signum))
+                t.daemon = True
+                t.start()
+                return
+            f = f.f_back
         raise KeyboardInterrupt
 
-    old = signal.signal(signal.SIGTERM, on_term)
-    return lambda: signal.signal(signal.SIGTERM, old)
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore():
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    return restore
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -668,7 +684,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     log.configure(args.verbose)
-    restore = _sigterm_as_interrupt()
+    restore = _interrupts_as_keyboard_interrupt()
     try:
         return args.func(args)
     except KeyboardInterrupt:
