@@ -152,13 +152,17 @@ def test_serve_deep_json_is_400_and_connection_503s_are_counted(tmp_path):
 
     with Server(fc_model(tmp_path / "m.tflite"), port=0, max_connections=1, socket_timeout_s=5) as srv:
         deep = b'{"inputs": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+        def slot_free():  # the one connection slot is let go once the previous request's thread ends
+            end = time.monotonic() + 10
+            while srv._httpd._slots._value != 1 and time.monotonic() < end:
+                time.sleep(0.005)
+
         status, doc = _request(srv.port, "POST", "/predict", deep)
         assert status == 400 and "nested" in doc["error"]
+        slot_free()
         ok, _ = _request(srv.port, "POST", "/predict", json.dumps({"inputs": [[1, 2, 3, 4]]}).encode())
         assert ok == 200
-        end = time.monotonic() + 10
-        while srv._httpd._slots._value != 1 and time.monotonic() < end:  # the requests above have let go
-            time.sleep(0.005)
+        slot_free()
         idle = socket.create_connection(("127.0.0.1", srv.port), timeout=10)  # holds the only slot
         try:
             end = time.monotonic() + 10
@@ -169,9 +173,7 @@ def test_serve_deep_json_is_400_and_connection_503s_are_counted(tmp_path):
                 assert status == 503 and "too many connections" in doc["error"]
         finally:
             idle.close()
-        end = time.monotonic() + 10
-        while srv._httpd._slots._value != 1 and time.monotonic() < end:
-            time.sleep(0.005)
+        slot_free()
         m = srv.metrics()
     assert m["rejected_connections"] == 3
     assert m["responses_by_status"]["503"] == 3 and m["responses_by_status"]["400"] == 1
