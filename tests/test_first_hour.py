@@ -88,6 +88,7 @@ def test_serve_port_in_use_is_one_line(tmp_path):
     (["run", "{m}", "x.npy", "--top-k", "-1"], "--top-k"),
     (["convert", "{m}", "-o", "o.tflite", "--input-shape", "x:1,a"], "--input-shape"),
     (["bench", "{m}", "--backend", "litert", "--csv", "o.csv"], "--csv"),
+    (["flash", "{m}", "--port", "COM3"], "--port"),
 ])
 def test_argument_misuse_exits_2_naming_the_flag(tmp_path, argv, flag):
     model = fc_model(tmp_path / "m.tflite")

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from edge_sdk.errors import DeviceError
+from edge_sdk.errors import DeviceError, UsageError
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import QEMU_PACKAGE
 
@@ -148,12 +148,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _parse_port(url: str | None) -> int | None:
+def qemu_tcp_port(url: str | None) -> int | None:
+    """The TCP port of a QEMU board's --port (socket://127.0.0.1:PORT or PORT); None for none; UsageError else."""
     if not url:
         return None
     m = re.fullmatch(r"(?:socket://)?(?:127\.0\.0\.1|localhost):(\d+)|(\d+)", url)
     if not m:
-        raise DeviceError(f"--port for a QEMU board is socket://127.0.0.1:PORT or a port number, not {url}")
+        raise UsageError(f"--port for a QEMU board is socket://127.0.0.1:PORT or a port number, not {url}")
     return int(m.group(1) or m.group(2))
 
 
@@ -162,7 +163,7 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
     """Start QEMU detached on the finished ELF; wait until its serial port listens; record it."""
     binary = profile.flash.get("binary", "qemu-system-arm")
     require_tool(binary, QEMU_PACKAGE)
-    tcp_port = _parse_port(port_url)
+    tcp_port = qemu_tcp_port(port_url)
     for attempt in range(3):
         port = tcp_port or _free_port()
         cmd = qemu_command(profile, elf, port)

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from edge_sdk import log, resources
-from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, start_qemu, verify_board
+from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, qemu_tcp_port, start_qemu, verify_board
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import ARM_PACKAGES, BOARD_LIST, FIRMWARE_FLASH_METHODS, INSTALL_HINTS
@@ -389,6 +389,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     if method not in FIRMWARE_FLASH_METHODS:
         raise DeviceError(f"profile {profile.name} flashes with {method!r}: `edge flash` builds firmware for "
                           f"microcontrollers (use `edge deploy` for Linux boards)")
+    if method == "qemu":
+        qemu_tcp_port(port)  # a bad --port is refused before the firmware is built
     if reuse and method == "qemu" and port is None:
         sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
         b = find_board(sha, profile.name)
