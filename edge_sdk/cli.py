@@ -489,7 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     p.set_defaults(func=_cmd_convert)
 
-    p = sub.add_parser("evaluate", help="accuracy, calibration (ECE, NLL) and agreement with a float reference")
+    p = sub.add_parser("evaluate", help="accuracy, calibration (ECE, NLL) and agreement with a float reference",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=CALIBRATION_DATA_HELP)
     p.add_argument("model", help="the model to evaluate (.tflite, or .onnx)")
     p.add_argument("--data", required=True, help=".npz with x and y, or a folder of class-named image folders")
     p.add_argument("--reference", help="the float source model to compare against (.onnx or .tflite)")

@@ -129,6 +129,7 @@ def test_help_says_defaults_data_formats_and_the_http_format():
     convert = edge("convert", "--help").stdout
     for text in ("default int8", "default minmax", "--input-shape", "uint8 0..255", "finite", "[N, H, W, C]"):
         assert text in convert, text
+    assert "y: integer class ids" in edge("evaluate", "--help").stdout
     serve = edge("serve", "--help").stdout
     for text in ("POST /predict", "application/octet-stream", "X-Shape", "GET /metrics", "--boxes"):
         assert text in serve, text
