@@ -340,10 +340,18 @@ def _cmd_flash(args) -> int:
     from edge_sdk.tools.flash import flash, format_flash
 
     result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        sys.stdout.write(format_flash(result))
+    try:
+        if args.json:
+            _print_json(result.to_dict())
+        else:
+            sys.stdout.write(format_flash(result))
+        sys.stdout.flush()
+    except KeyboardInterrupt:  # the user never saw the board's URL: it does not stay behind either
+        if result.method == "qemu" and not result.reused and result.port:
+            from edge_sdk.device.qemu_board import stop_board
+
+            stop_board(result.port)
+        raise
     return 0
 
 
