@@ -657,20 +657,39 @@ def _interrupts_as_keyboard_interrupt():
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
+    lock = threading.RLock()  # re-entrant: the handler may run on the main thread while restore() holds it
+    state = {"active": True, "timer": None}
+
+    def resend(signum):
+        with lock:  # never after restore(): a late signal would meet the default handler at exit
+            if state["active"] and state["timer"] is not None:
+                state["timer"] = None
+                os.kill(os.getpid(), signum)
+
     def on_signal(signum, frame):
         f = frame
         while f is not None:
             if f.f_code.co_name == "__del__":
-                t = threading.Timer(0.05, os.kill, (os.getpid(), signum))
-                t.daemon = True
-                t.start()
+                with lock:
+                    if state["timer"] is None:
+                        state["timer"] = threading.Timer(0.05, resend, (signum,))
+                        state["timer"].daemon = True
+                        state["timer"].start()
                 return
             f = f.f_back
+        with lock:  # this one is acted on: no re-send may follow it
+            if state["timer"] is not None:
+                state["timer"].cancel()
+                state["timer"] = None
         raise KeyboardInterrupt
 
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     def restore():
+        with lock:
+            state["active"] = False
+            if state["timer"] is not None:
+                state["timer"].cancel()
         for sig, handler in old.items():
             signal.signal(sig, handler)
 
