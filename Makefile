@@ -21,11 +21,13 @@ test: setup
 
 setup: $(VENV)/.installed system-deps
 
+# pip's output goes to $(VENV)/install.log; it is shown only when an install fails.
 $(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+	@echo "==> installing edge-sdk into $(VENV) (log: $(VENV)/install.log)"
+	@$(PYTHON) -m venv $(VENV)
+	@( $(PY) -m pip install --upgrade pip && $(PY) -m pip install -e '.[test]' ) > $(VENV)/install.log 2>&1 \
+		|| { tail -n 60 $(VENV)/install.log; echo "pip install failed: the whole log is $(VENV)/install.log"; exit 1; }
+	@touch $@
 
 # Installs what is missing when run as root (CI, a fresh Debian box); otherwise names the command to run.
 # Tests that need a missing tool skip and say which.

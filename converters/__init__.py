@@ -126,16 +126,18 @@ def _calibration(calibration, model, preprocess):
 
     shape = _single_input_shape(model)
     source = calibration
+    where = "array"
     if shape is not None:
         if isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".npz" and Path(source).is_file():
             with np.load(source, allow_pickle=False) as z:
                 if "x" in z.files:
-                    source = np.asarray(z["x"])
+                    source, where = np.asarray(z["x"]), f"file {calibration} (x)"
         elif isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".npy" and Path(source).is_file():
-            source = np.load(source, allow_pickle=False)
-        if isinstance(source, np.ndarray) and source.ndim == len(shape) and tuple(source.shape[1:]) != shape[1:]:
+            source, where = np.load(source, allow_pickle=False), f"file {calibration}"
+        if (isinstance(source, np.ndarray) and source.dtype != np.uint8  # uint8 pictures: pre-processed as images
+                and source.ndim == len(shape) and tuple(source.shape[1:]) != shape[1:]):
             source = fit_samples(source, shape)
-    return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating")
+    return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating", where=where)
 
 
 def _jsonable(value):
@@ -196,7 +198,7 @@ def _check(model, target: str) -> dict:
 
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
-            allow_lossy=False) -> ConversionResult:
+            allow_lossy=False, input_shapes=None) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
@@ -217,6 +219,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     precision="int8" keeps every op integer. An output still short of ``min_snr`` raises ConversionError
     naming it and by how much (nothing is written) unless ``allow_lossy``, which keeps the model and says so
     in ``report["guard"]["lossy"]``.
+    input_shapes: ``{input name: shape}`` (or one shape for a one-input model) fixing an ONNX model's dynamic
+    input dims; a dynamic dim (other than the batch axis) left open is an error before any work is done.
+    Every setting (the target profile too) is checked before the model is imported.
     """
     from converters.report import per_layer_table, strip_bins
     from edge_sdk import log
@@ -241,6 +246,17 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
     if mode in _NEEDS_CALIBRATION and calibration is None:
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
+    if target is not None:
+        from edge_sdk.errors import ProfileError
+        from edge_sdk.targets.profiles import load_profile
+
+        try:
+            load_profile(target)
+        except ProfileError as exc:
+            problems.append(f"target: {exc}")
+    for what, path in (("calibration", calibration), ("eval_data", eval_data)):
+        if isinstance(path, (str, os.PathLike)) and not Path(path).exists():
+            problems.append(f"{what}: {path} does not exist")
     if problems:
         raise ConversionError("cannot convert: bad settings", problems)
     exclude = tuple(exclude or ())
@@ -256,8 +272,12 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             from converters.import_tflite import import_tflite as importer
     except ImportError as exc:
         raise ConversionError(f"{name}: no {kind} importer in this installation ({exc})") from None
-    model = importer(obj)
-    import_notes = dict(getattr(model, "import_notes", {}) or {})
+    model = importer(obj, input_shapes=input_shapes) if kind == "onnx" else importer(obj)
+    import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
+    notes = list(getattr(model, "import_warnings", []) or [])  # what the user should know (a batch dim set to 1)
+    if input_shapes is not None and kind != "onnx":
+        raise ConversionError(f"{name}: input_shapes is for ONNX sources with dynamic dims; a .tflite keeps its "
+                              "own input shapes")
     log.stage("optimizing")
     from converters.passes import optimize
 
@@ -355,6 +375,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "float": {"bytes": len(float_bytes)},
         "import": import_notes,
         "passes": opt_notes.get("passes"),
+        "notes": notes,
         "quantization": {"mode": mode, "method": manifest["quantization"]["method"],
                          "io": manifest["quantization"]["io"], "exclude": list(exclude), "report": qreport},
         "calibration": calib_summary,

@@ -12,7 +12,10 @@ Sources:
   ``edge_sdk.tasks.preprocess.Preprocess`` (given, or derived from the model's input shape: NHWC when the last
   axis is 1 or 3, else NCHW; grayscale for one channel; values 0..1). Single-input models only.
 - a ``.npy`` file or an array: either one sample (the input's shape, with or without its batch axis of one)
-  or a batch along axis 0.
+  or a batch along axis 0, values exactly as the model takes them. A ``uint8`` array for a float image
+  input holds 0..255 pictures ([N, H, W, C] or [H, W, C], or channels first as the input is): each is
+  pre-processed like an image file of a folder (resized, scaled to 0..1, mean/std).
+- every value must be finite: a NaN or inf is refused, naming the file and the sample index.
 - a ``.npz`` file: one array per input (named as the model's inputs, else in order), each a batch or a sample.
 - a folder of ``.npy`` / ``.npz`` files: each file as above (a batch or one sample).
 - any Python iterable (or a function returning one, as TFLite's representative_dataset): each item an array
@@ -119,6 +122,10 @@ def _fit(array, spec, where: str) -> np.ndarray:
     shape, dtype, name = spec
     if a.dtype.kind not in "biuf":
         raise ModelError(f"calibration {where}: input '{name}' got {a.dtype} values, not numbers")
+    if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+        bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+        raise ModelError(f"calibration {where}: input '{name}' has {bad} non-finite value(s) (NaN or inf); "
+                         "calibration samples must be finite")
     if tuple(a.shape) != shape:
         if len(shape) and shape[0] == 1 and tuple(a.shape) == shape[1:]:
             a = a[None]
@@ -153,7 +160,7 @@ def _split_batch(arrays: list[np.ndarray], specs, where: str) -> list[list[np.nd
         sample = []
         for a, s, b in zip(arrays, per, batched):
             row = np.asarray(a)[i] if b else a
-            sample.append(_fit(row, s, f"{where} row {i}"))
+            sample.append(_fit(row, s, f"{where} sample {i}"))
         out.append(sample)
     return out
 
@@ -176,7 +183,31 @@ def _item_samples(item, specs, where: str) -> list[list[np.ndarray]]:
     return _split_batch([np.asarray(a) for a in arrays], specs, where)
 
 
-def _load_array_file(path: Path, specs) -> list[list[np.ndarray]]:
+def _uint8_images(a: np.ndarray, specs, preprocess: Preprocess | None, where: str) -> list[np.ndarray] | None:
+    """A uint8 array of 0..255 pictures for a one-input float image model -> the input tensors (one per
+    picture, batch axis of one), pre-processed as image files are; None when ``a`` is not that."""
+    if a.dtype != np.uint8 or len(specs) != 1:
+        return None
+    shape, dtype, _ = specs[0]
+    if np.dtype(dtype).kind != "f" or len(shape) != 4:
+        return None
+    pp = preprocess or _default_preprocess(specs)
+    c = pp.num_channels
+    if a.ndim == 3:
+        a = a[None]
+    if a.ndim != 4:
+        return None
+    if a.shape[-1] != c and a.shape[1] == c:
+        a = np.transpose(a, (0, 2, 3, 1))  # channels first -> HWC pictures
+    if a.shape[-1] != c:
+        raise ModelError(f"calibration {where}: uint8 images of shape {tuple(a.shape[1:])} do not have the input's "
+                         f"{c} channel(s) (give [N, H, W, {c}] or [N, {c}, H, W])")
+    from PIL import Image
+
+    return [pp.apply(Image.fromarray(img[..., 0] if c == 1 else img)) for img in a]
+
+
+def _load_array_file(path: Path, specs, preprocess: Preprocess | None = None) -> list[list[np.ndarray]]:
     where = f"file {path}"
     try:
         if path.suffix.lower() == ".npy":
@@ -190,6 +221,11 @@ def _load_array_file(path: Path, specs) -> list[list[np.ndarray]]:
                     arrays = [z[n] for n in names]
     except (OSError, ValueError) as exc:
         raise ModelError(f"calibration {where}: cannot read it ({exc})") from None
+    if len(arrays) == 1:
+        images = _uint8_images(arrays[0], specs, preprocess, where)
+        if images is not None:
+            log.info(f"calibration {where}: {len(images)} uint8 image(s), pre-processed like image files")
+            return [[_fit(x, specs[0], f"{where} sample {i}")] for i, x in enumerate(images)]
     return _split_batch(arrays, specs, where)
 
 
@@ -220,9 +256,11 @@ def _image_loader(path: Path, preprocess: Preprocess, specs):
 
 
 def calibration_data(source, inputs=None, preprocess: Preprocess | None = None, limit: int | None = None,
-                     shuffle: bool = False, seed: int = 0, label: str = "calibrating") -> CalibrationData:
+                     shuffle: bool = False, seed: int = 0, label: str = "calibrating",
+                     where: str = "array") -> CalibrationData:
     """Samples from ``source`` (see the module docstring) for a model with ``inputs``: a Model, or a list of
-    ``(shape, dtype[, name])`` per input (None: arrays are taken as they come)."""
+    ``(shape, dtype[, name])`` per input (None: arrays are taken as they come). ``where`` names an array source
+    in messages (e.g. the file it was read from)."""
     if isinstance(source, CalibrationData):
         return source
     specs = _spec_list(inputs)
@@ -247,16 +285,22 @@ def calibration_data(source, inputs=None, preprocess: Preprocess | None = None, 
                 pp = preprocess or _default_preprocess(specs)
                 return CalibrationData([_image_loader(p, pp, specs) for p in files], None, specs, limit, label,
                                        counts=[1] * len(files))
-            return CalibrationData([(lambda p=p: _load_array_file(p, specs)) for p in files], None, specs, limit, label)
+            return CalibrationData([(lambda p=p: _load_array_file(p, specs, preprocess)) for p in files], None, specs,
+                                   limit, label)
         if path.suffix.lower() in ARRAY_EXTENSIONS:
-            samples = _load_array_file(path, specs)
+            samples = _load_array_file(path, specs, preprocess)
             return _from_list(samples, specs, limit, label, shuffle, rng)
         if path.suffix.lower() in IMAGE_EXTENSIONS:
             pp = preprocess or _default_preprocess(specs)
             return CalibrationData([_image_loader(path, pp, specs)], None, specs, limit, label, counts=[1])
         raise ModelError(f"calibration: {path} is neither a folder, an image, nor a .npy/.npz file")
     if isinstance(source, np.ndarray):
-        return _from_list(_split_batch([source], specs, "array"), specs, limit, label, shuffle, rng)
+        images = _uint8_images(source, specs, preprocess, where)
+        if images is not None:
+            samples = [[_fit(x, specs[0], f"{where} sample {i}")] for i, x in enumerate(images)]
+        else:
+            samples = _split_batch([source], specs, where)
+        return _from_list(samples, specs, limit, label, shuffle, rng)
     if callable(source) and not hasattr(source, "__iter__"):
         source = source()
     if not isinstance(source, Iterable):

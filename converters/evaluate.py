@@ -377,6 +377,7 @@ def evaluate(model, data, reference=None, labels=None, preprocess=None, plot=Non
 
         reliability_diagram(report["model"]["bins"], plot,
                             reference_bins=report["reference"]["bins"] if reference is not None else None,
-                            title=f"top-1 {100 * report['model']['top1']:.2f}%  ECE {report['model']['ece']:.4f}")
+                            title=f"top-1 {100 * report['model']['top1']:.2f}%  ECE {report['model']['ece']:.4f}",
+                            model=Path(model).name if isinstance(model, (str, Path)) else "")
         report["plot"] = str(plot)
     return report

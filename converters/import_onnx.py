@@ -57,14 +57,19 @@ class _Unsupported(Exception):
     """One node cannot be mapped; the message is the reason."""
 
 
-def import_onnx(source) -> Model:
+def import_onnx(source, input_shapes=None) -> Model:
     """An ONNX model (path, bytes or ``onnx.ModelProto``) as a float32 TFLite-semantics ``Model``.
+
+    ``input_shapes``: ``{input name: shape}`` (or one shape for a one-input model) for inputs with dynamic
+    (symbolic) dims. A dynamic dim without a given shape is an error naming the input and its dims, raised
+    before anything else is done -- except a dynamic batch dim (axis 0), which becomes 1 with a warning (and a
+    note in ``model.import_warnings``).
 
     Raises ``edge_sdk.ConversionError`` listing every node that cannot be converted, and ``ModelError`` for a
     file that is not a valid ONNX model.
     """
     proto = _load(source)
-    return _Importer(proto).run()
+    return _Importer(proto, input_shapes).run()
 
 
 def _load(source):
@@ -138,10 +143,23 @@ class _Spatial:
     pads: tuple[tuple[int, int], tuple[int, int]]  # ((top, bottom), (left, right))
 
 
+def _dim_text(d) -> str:
+    if d.HasField("dim_value") and d.dim_value > 0:
+        return str(d.dim_value)
+    return d.dim_param if d.HasField("dim_param") and d.dim_param else "?"
+
+
+def _shape_flag(name: str, dims: list[str]) -> str:
+    example = ",".join(d if d.isdigit() else "N" if i == 0 else "D" for i, d in enumerate(dims))
+    return f"--input-shape {name}:{example} (input_shapes={{'{name}': (...)}} in convert())"
+
+
 class _Importer:
-    def __init__(self, proto):
+    def __init__(self, proto, input_shapes=None):
         import onnx
 
+        self.input_shapes = input_shapes
+        self.notes: list[str] = []
         self.onnx = onnx
         self.proto = proto
         self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -181,7 +199,8 @@ class _Importer:
                     raise _Unsupported("no mapping to TFLite builtins for this op")
                 for o in node.output:
                     if o and o in self.used and not _static(self.shapes.get(o)):
-                        raise _Unsupported(f"output '{o}' has no static shape")
+                        raise _Unsupported(f"output '{o}' has no static shape (it depends on the data, or on an "
+                                           "input dim: give the inputs' shapes with --input-shape NAME:D0,D1,...)")
                 self.node_name = name
                 handler(node, _attrs(node))
             except _Unsupported as exc:
@@ -191,6 +210,7 @@ class _Importer:
         self._outputs()
         model = self.g.build(description="edge-sdk import_onnx")
         self._verify(model)
+        model.import_warnings = list(self.notes)
         return model
 
     def _problem(self, name, node, reason):
@@ -200,16 +220,76 @@ class _Importer:
         inits = {i.name for i in self.proto.graph.initializer}
         return [i.name for i in self.proto.graph.input if i.name not in inits]
 
+    def _given_shapes(self, names: list[str]) -> dict[str, tuple[int, ...]]:
+        given = self.input_shapes
+        if given is None:
+            return {}
+        if not isinstance(given, dict):
+            if len(names) != 1:
+                raise ConversionError(f"input_shapes: a bare shape is for a one-input model; this one has inputs "
+                                      f"{', '.join(names)} (give NAME:D0,D1,... for each)")
+            given = {names[0]: given}
+        out = {}
+        for name, shape in given.items():
+            if name not in names:
+                raise ConversionError(f"input_shapes: the model has no input '{name}' (inputs: {', '.join(names)})")
+            try:
+                dims = tuple(int(d) for d in shape)
+            except (TypeError, ValueError):
+                raise ConversionError(f"input_shapes: input '{name}': {shape!r} is not a list of ints") from None
+            if not dims or any(d < 1 for d in dims):
+                raise ConversionError(f"input_shapes: input '{name}': dims must be positive, not {list(dims)}")
+            out[name] = dims
+        return out
+
     def _fix_inputs(self):
-        """Dynamic dims of graph inputs become 1 (remembered for shape_signature)."""
+        """Given shapes (``input_shapes``) replace the inputs' declared ones (their static dims must agree);
+        a dynamic dim left open is an error (axis 0: 1, with a note). Dynamic dims are remembered for the
+        shape_signature."""
+        from edge_sdk import log
+
         graph = self.proto.graph
         inits = {i.name for i in graph.initializer}
+        given = self._given_shapes([i.name for i in graph.input if i.name not in inits])
+        for vi in graph.input:
+            if vi.name in inits:
+                continue
+            tt = vi.type.tensor_type
+            dims = [_dim_text(d) for d in tt.shape.dim] if tt.HasField("shape") else None
+            if vi.name in given:
+                shape = given[vi.name]
+                if dims is not None:
+                    bad = [i for i, (d, g) in enumerate(zip(dims, shape)) if d.isdigit() and int(d) != g]
+                    if len(dims) != len(shape) or bad:
+                        raise ConversionError(f"input_shapes: input '{vi.name}' is [{', '.join(dims)}]; "
+                                              f"{list(shape)} does not fit it (rank {len(dims)}, static dims kept)")
+                flags = [not (d.HasField("dim_value") and d.dim_value > 0) for d in tt.shape.dim] if dims else \
+                    [False] * len(shape)
+                del tt.shape.dim[:]
+                for g in shape:
+                    tt.shape.dim.add().dim_value = g
+                self.dynamic[vi.name] = flags
+                continue
+            if dims is None:
+                continue  # reported below: no shape declared
+            open_dims = [i for i, d in enumerate(dims) if not d.isdigit()]
+            if [i for i in open_dims if i > 0]:
+                which = ", ".join(f"{i} ({dims[i]})" for i in open_dims)
+                raise ConversionError(f"input '{vi.name}' has dynamic dims [{', '.join(dims)}] (axis {which}): give "
+                                      f"its shape with {_shape_flag(vi.name, dims)}")
+            if open_dims:
+                note = (f"input '{vi.name}' [{', '.join(dims)}]: the dynamic batch dim '{dims[0]}' is set to 1 "
+                        f"(--input-shape {vi.name}:... to choose another)")
+                log.warning(note)
+                self.notes.append(note)
         for is_input, infos in ((True, graph.input), (False, graph.output)):
             for vi in infos:
                 tt = vi.type.tensor_type
                 if not tt.HasField("shape"):
                     if is_input and vi.name not in inits:
                         self.problems.append(f"graph input '{vi.name}': no shape declared (a static shape is required)")
+                    continue
+                if is_input and vi.name in given:
                     continue
                 flags = []
                 for d in tt.shape.dim:

@@ -11,17 +11,25 @@ import math
 # ------------------------------------------------------------------------------------- reliability diagram
 
 
+RELIABILITY_X_LABEL = "confidence (top-1 probability, 0..1)"
+RELIABILITY_Y_LABEL = "accuracy (fraction correct, 0..1)"
+
+
 def reliability_diagram(bins: list[dict], path, reference_bins: list[dict] | None = None,
-                        size: tuple[int, int] = (480, 480), title: str = "") -> tuple[int, int]:
+                        size: tuple[int, int] = (480, 480), title: str = "", model: str = "") -> tuple[int, int]:
     """Draw accuracy per confidence bin (bars) against the diagonal of perfect calibration; the gap to the
-    diagonal is shaded. With ``reference_bins`` the reference's accuracies are drawn as outlined bars.
-    Writes a PNG of ``size`` (width, height) pixels to ``path`` and returns the size."""
+    diagonal is shaded; each bar carries its sample count (n=...). With ``reference_bins`` the reference's
+    accuracies are drawn as outlined bars. The heading names ``model`` and the samples in all; both axes are
+    labelled with what they measure. Writes a PNG of ``size`` (width, height) pixels to ``path`` (its text
+    chunks hold the title, axis labels and bin counts) and returns the size."""
     from PIL import Image, ImageDraw
+    from PIL.PngImagePlugin import PngInfo
 
     width, height = int(size[0]), int(size[1])
     img = Image.new("RGB", (width, height), "white")
     draw = ImageDraw.Draw(img)
-    left, right, top, bottom = 56, width - 16, 36, height - 44
+    # rows above the plot: heading (y 4), legend (y 18), y-axis label (y 34); the x label below the ticks
+    left, right, top, bottom = 40, width - 16, 62, height - 44
     pw, ph = right - left, bottom - top
 
     def xy(conf: float, acc: float) -> tuple[float, float]:
@@ -51,14 +59,28 @@ def reliability_diagram(bins: list[dict], path, reference_bins: list[dict] | Non
             x1, _ = xy(b["upper"], 0)
             _, ya = xy(0, b["accuracy"])
             draw.line([(x0 + 2, ya), (x1 - 2, ya)], fill=(20, 150, 60), width=3)
+    for b in bins:  # sample counts, above each bar (inside the plot, clear of the heading)
+        if b["count"]:
+            x0, _ = xy(b["lower"], 0)
+            x1, _ = xy(b["upper"], 0)
+            _, ya = xy(0, min(b["accuracy"], b["confidence"]))
+            _, yt = xy(0, max(b["accuracy"], b["confidence"]))
+            label = f"n={b['count']}" if x1 - x0 >= 6 * (len(str(b["count"])) + 2) else str(b["count"])
+            draw.text((x0 + 2, max(top + 2, yt - 13)), label, fill=(40, 40, 40))
     draw.line([xy(0, 0), xy(1, 1)], fill=(90, 90, 90), width=1)
     draw.rectangle([left, top, right, bottom], outline="black")
-    draw.text((left, 10), title or "reliability diagram", fill="black")
-    draw.text((left + pw // 2 - 30, height - 20), "confidence", fill="black")
-    draw.text((4, top - 24), "accuracy", fill="black")
-    legend = "blue: accuracy  red: gap" + ("  green: reference" if reference_bins else "")
-    draw.text((right - 7 * len(legend), 10 + 12), legend, fill=(80, 80, 80))
-    img.save(path, format="PNG")
+    total = sum(int(b["count"]) for b in bins)
+    heading = f"{model + ': ' if model else ''}reliability, {total} samples" + (f"  ({title})" if title else "")
+    draw.text((4, 4), heading, fill="black")
+    legend = "blue: accuracy  red: gap to confidence  n: samples per bin" + ("  green: reference" if reference_bins else "")
+    draw.text((4, 18), legend, fill=(80, 80, 80))
+    draw.text((4, 34), RELIABILITY_Y_LABEL, fill="black")
+    draw.text((left + pw // 2 - 3 * len(RELIABILITY_X_LABEL), height - 20), RELIABILITY_X_LABEL, fill="black")
+    info = PngInfo()
+    for key, value in (("Title", heading), ("x_label", RELIABILITY_X_LABEL), ("y_label", RELIABILITY_Y_LABEL),
+                       ("bin_counts", ",".join(str(int(b["count"])) for b in bins))):
+        info.add_text(key, value)
+    img.save(path, format="PNG", pnginfo=info)
     return width, height
 
 

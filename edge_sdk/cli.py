@@ -12,10 +12,12 @@ import sys
 
 from edge_sdk import log
 from edge_sdk import timeouts as T
-from edge_sdk.errors import DeviceError, EdgeError, ModelError, ProfileError
+from edge_sdk.errors import DeviceError, EdgeError, ModelError, ProfileError, UsageError
 
-# One place maps error types to exit codes (most specific first). 2 is argparse's usage error.
+# One place maps error types to exit codes (most specific first). 2 is argparse's usage error (UsageError: an
+# argument the library found out of range or contradictory, named in the message).
 EXIT_CODES: list[tuple[type[BaseException], int]] = [
+    (UsageError, 2),
     (ModelError, 3),
     (DeviceError, 4),
     (ProfileError, 7),
@@ -24,6 +26,93 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (PermissionError, 6),
     (IsADirectoryError, 6),
 ]
+
+
+# ------------------------------------------------------------------ argument types (bad values exit 2, naming the flag)
+def _int_at_least(lo: int, what: str = "an integer"):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} >= {lo}, not {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, not {v}")
+        return v
+
+    parse.__name__ = f"int>={lo}"
+    return parse
+
+
+def _port(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a TCP port 0..65535, not {text!r}") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is 0..65535 (0: any free one), not {v}")
+    return v
+
+
+def _float_above(lo: float, inclusive: bool = False):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
+        if v != v or v in (float("inf"), float("-inf")) or (v < lo if inclusive else v <= lo):
+            raise argparse.ArgumentTypeError(f"must be {'>=' if inclusive else '>'} {lo:g}, not {text}")
+        return v
+
+    parse.__name__ = "number"
+    return parse
+
+
+def _probability(text: str) -> float:
+    v = _float_above(0.0)(text)
+    if v > 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], not {text}")
+    return v
+
+
+_positive = _int_at_least(1)
+_non_negative = _int_at_least(0)
+_seconds = _float_above(0.0)
+
+
+def _shape_arg(text: str) -> tuple[str | None, tuple[int, ...]]:
+    """--input-shape NAME:D0,D1,... or D0,D1,... (x also separates dims)."""
+    name, sep, dims = text.rpartition(":")
+    try:
+        shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected NAME:D0,D1,... (or D0,D1,... for a one-input model), not {text!r}") from None
+    if not shape or any(d < 1 for d in shape):
+        raise argparse.ArgumentTypeError(f"dims must be positive integers, not {text!r}")
+    return (name if sep else None), shape
+
+
+def _input_shapes(items) -> dict | tuple | None:
+    """The repeated --input-shape values: {name: shape}, or one bare shape (a one-input model)."""
+    if not items:
+        return None
+    bare = [shape for name, shape in items if name is None]
+    if bare:
+        if len(items) > 1:
+            raise UsageError("--input-shape: a bare shape (no NAME:) only for a model with one input, given once")
+        return bare[0]
+    shapes = {}
+    for name, shape in items:
+        if name in shapes:
+            raise UsageError(f"--input-shape: input '{name}' given twice")
+        shapes[name] = shape
+    return shapes
+
+
+def _detection_options(args) -> dict | None:
+    outputs = {k: (int(v) if v.isdigit() else v) for k, v in (("boxes", args.boxes), ("scores", args.scores)) if v}
+    if args.scores and not args.boxes:
+        raise UsageError("--scores needs --boxes too (the output holding the boxes)")
+    return {"outputs": outputs} if outputs else None
 
 
 def _print_json(obj) -> None:
@@ -52,14 +141,16 @@ def _cmd_convert(args) -> int:
     from converters.report import format_conversion
     from edge_sdk.errors import ConversionError
 
+    _check_convert_args(args)
     preprocess = None
     if args.mean is not None or args.std is not None:
         preprocess = {k: v for k, v in (("mean", args.mean), ("std", args.std)) if v is not None}
     try:
         result = convert(args.src, target=args.target, quantize=args.quantize, calibration=args.calib,
                          calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
-                         exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io, eval_data=args.eval,
-                         precision=args.precision, min_snr=args.min_snr, allow_lossy=args.allow_lossy)
+                         exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
+                         eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
+                         allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape))
     except ConversionError as exc:
         if not args.json:
             raise
@@ -73,6 +164,31 @@ def _cmd_convert(args) -> int:
         sys.stdout.write(format_conversion(result.report))
         sys.stdout.write(f"wrote {args.output} ({len(result.tflite)} bytes)\n")
     return 0
+
+
+def _check_convert_args(args) -> None:
+    """Everything `edge convert` can check before minutes of work: paths exist, the output folder exists and is
+    writable, the target profile loads."""
+    import os
+    from pathlib import Path
+
+    for flag, path in (("SRC", args.src), ("--calib", args.calib), ("--labels", args.labels), ("--eval", args.eval)):
+        if path is not None and not Path(path).exists():
+            raise FileNotFoundError(2, f"{flag}: no such file or directory", str(path))
+    out = Path(args.output)
+    folder = out.parent if str(out.parent) else Path(".")
+    if out.is_dir():
+        raise UsageError(f"-o/--output {out} is a folder; give the .tflite file to write")
+    if not folder.is_dir():
+        raise UsageError(f"-o/--output {out}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"-o/--output {out}: the folder {folder} is not writable")
+    if args.target:
+        from edge_sdk.targets.profiles import load_profile
+
+        load_profile(args.target)  # ProfileError (exit 7) names the unknown profile and the known ones
+    if args.input_shape:
+        _input_shapes(args.input_shape)
 
 
 def _cmd_evaluate(args) -> int:
@@ -143,7 +259,7 @@ def _cmd_run(args) -> int:
     from edge_sdk.tasks.pipeline import format_results, run_inputs
 
     results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
-                         frontend=args.frontend)
+                         frontend=args.frontend, detection=_detection_options(args))
     if args.json:
         _print_json(results)
     else:
@@ -152,22 +268,21 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    import signal
-
     from edge_sdk.tools.serve import serve
+
+    detection = _detection_options(args)
 
     def ready(server):
         sys.stdout.write(f"serving {server.name} on {server.url} (max batch {server.max_batch}, "
                          f"{server.instances} instance(s))\n")
+        if server.batch_note:
+            sys.stdout.write(f"note: {server.batch_note}\n")
         sys.stdout.flush()
 
-    def on_term(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_term)
     try:
         serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
-              max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels)
+              max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
+              task=args.task, detection=detection)
     except KeyboardInterrupt:
         pass
     return 0
@@ -179,7 +294,7 @@ def _cmd_deploy(args) -> int:
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
     if args.host and args.hosts or not (args.host or args.hosts or args.target):
-        raise DeviceError("give one of --host USER@HOST[:PORT] and --hosts FILE (or a --target whose [flash] names a host)")
+        raise UsageError("give one of --host USER@HOST[:PORT] and --hosts FILE (or a --target whose [flash] names a host)")
     hosts = d.read_hosts(args.hosts) if args.hosts else [args.host]  # None: the profile's host
     if args.status:
         reports = []
@@ -198,7 +313,7 @@ def _cmd_deploy(args) -> int:
                 sys.stdout.write(f"{label}: error: {r['error']}\n" if r and "error" in r else d.format_status(r, label))
         return _exit_code(DeviceError()) if any(r and "error" in r for r in reports) else 0
     if not args.model:
-        raise DeviceError("edge deploy needs a MODEL (or --status)")
+        raise UsageError("edge deploy needs a MODEL (or --status)")
     kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages,
                   build_c=not args.no_c_backend, **conn)
     if args.hosts:
@@ -238,10 +353,18 @@ def _cmd_flash(args) -> int:
     from edge_sdk.tools.flash import flash, format_flash
 
     result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        sys.stdout.write(format_flash(result))
+    try:
+        if args.json:
+            _print_json(result.to_dict())
+        else:
+            sys.stdout.write(format_flash(result))
+        sys.stdout.flush()
+    except KeyboardInterrupt:  # the user never saw the board's URL: it does not stay behind either
+        if result.method == "qemu" and not result.reused and result.port:
+            from edge_sdk.device.qemu_board import stop_board
+
+            stop_board(result.port)
+        raise
     return 0
 
 
@@ -287,10 +410,10 @@ def _cmd_generate(args) -> int:
 
     sampling = args.temperature is not None or args.top_k is not None or args.top_p is not None
     if args.greedy and sampling:
-        raise ModelError("--greedy cannot be combined with --temperature/--top-k/--top-p")
+        raise UsageError("--greedy cannot be combined with --temperature/--top-k/--top-p")
     on_device = args.target is not None or args.port is not None
     if on_device and sampling:
-        raise ModelError("generation on a device (--target/--port) is greedy only")
+        raise UsageError("generation on a device (--target/--port) is greedy only")
     gen = None if on_device else Generator(args.model, backend=args.backend, num_threads=args.threads)
 
     def stream(piece: str) -> None:
@@ -316,6 +439,39 @@ def _cmd_generate(args) -> int:
     return 0
 
 
+DEFAULT_FLASH_TARGET = "qemu-mps2-an386"
+
+CALIBRATION_DATA_HELP = """\
+calibration data (--calib):
+  a folder   images (JPEG/PNG/BMP): resized to the input, pixels scaled to 0..1, then --mean/--std
+  .npy       samples along axis 0, each shaped like the input ([N, H, W, C] or [N, C, H, W], either
+             layout for an image input; [N, ...] otherwise) -- float32 values exactly as the model
+             takes them (already pre-processed), or uint8 0..255 pictures ([N, H, W, C] or
+             [N, C, H, W]), which are pre-processed like a folder of images
+  .npz       one array per input, by input name (x for a one-input model), as for .npy
+evaluation data (--eval):
+  a folder   one sub-folder of images per class (named as the labels), pre-processed as above
+  .npz       x: float32 samples as for --calib .npy (already pre-processed); y: integer class ids [N]
+every value must be finite: NaN or inf is refused, naming the file and the sample index
+"""
+
+SERVE_HTTP_HELP = """\
+HTTP requests:
+  POST /predict  Content-Type: application/json
+      {"inputs": [[...]]}                    nested lists shaped like the (one) input, batch axis optional
+      {"inputs": {"NAME": [[...]], ...}}     by input name, for models with several inputs
+      {"image": "<base64 JPEG/PNG>"}         image models: the manifest's pre-processing is applied
+      optional: "raw": true (values are the tensor's own integers), "top_k": K
+      answer: {"outputs": [...dequantized...], "predictions": [{"label", "score"}] | "detections": [...]}
+  POST /predict  Content-Type: application/octet-stream, X-Shape: 1,96,96,1, X-Dtype: int8
+      the tensor's bytes (little-endian, C order); Accept: application/octet-stream for raw output 0
+  GET /health    status, inputs, outputs, batching (and why not)
+  GET /metrics   requests, responses by status (503s of --max-queue and of too many connections
+                 included), batch sizes, latency p50/p90/p99 in ms
+  bad requests get 4xx with {"error": reason}; overload 503 with Retry-After
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
@@ -327,14 +483,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_inspect)
 
-    p = sub.add_parser("convert", help="convert an ONNX or float .tflite model to an int8/fp16 TFLite package")
+    p = sub.add_parser(
+        "convert", help="convert an ONNX or float .tflite model to an int8/fp16 TFLite package",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=CALIBRATION_DATA_HELP)
     p.add_argument("src", help="the source model (.onnx or float .tflite)")
     p.add_argument("-o", "--output", required=True, help="the .tflite to write (only when conversion succeeds)")
-    p.add_argument("--target", help="device profile to check against before writing")
-    p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"])
-    p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz")
-    p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse"])
-    p.add_argument("--io", default="int8", choices=["int8", "float32"], help="model input/output type (int modes)")
+    p.add_argument("--target", help="device profile to check against before writing (default: none)")
+    p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"],
+                   help="quantization (default int8)")
+    p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
+                   "int8 and int16x8)")
+    p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse"],
+                   help="how activation ranges are taken from the calibration data (default minmax)")
+    p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
+                   help="the shape of an input with dynamic (symbolic) dims; repeatable; a bare D0,D1,... for a "
+                   "one-input model (default: the model's static shape; a dynamic dim without it is an error)")
+    p.add_argument("--io", default="int8", choices=["int8", "float32"],
+                   help="model input/output type in int modes (default int8)")
     p.add_argument("--labels", help="labels file, one per line")
     p.add_argument("--mean", type=float, nargs="+", help="input mean per channel (after scaling pixels to 0..1)")
     p.add_argument("--std", type=float, nargs="+", help="input std per channel")
@@ -352,7 +518,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     p.set_defaults(func=_cmd_convert)
 
-    p = sub.add_parser("evaluate", help="accuracy, calibration (ECE, NLL) and agreement with a float reference")
+    p = sub.add_parser("evaluate", help="accuracy, calibration (ECE, NLL) and agreement with a float reference",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=CALIBRATION_DATA_HELP)
     p.add_argument("model", help="the model to evaluate (.tflite, or .onnx)")
     p.add_argument("--data", required=True, help=".npz with x and y, or a folder of class-named image folders")
     p.add_argument("--reference", help="the float source model to compare against (.onnx or .tflite)")
@@ -384,6 +551,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--remote-dir", default="~/.edge-sdk", help="edge-sdk's folder on the device")
         p.add_argument("--json", action="store_true", help="print the result as JSON")
 
+    def detection_outputs(p) -> None:
+        """Which outputs of a detector hold what (edge run, edge serve): by output name or index."""
+        p.add_argument("--boxes", metavar="OUTPUT", help="detection: the output (name or index) holding the boxes "
+                       "(makes the model a detector; default: the rank-3 output whose last axis is 4)")
+        p.add_argument("--scores", metavar="OUTPUT", help="detection: the output (name or index) holding the class "
+                       "scores (default: the other one of two outputs)")
+
     def op_table_outputs(p) -> None:
         """The per-op report's files (edge bench, edge profile)."""
         p.add_argument("--trace", metavar="OUT.json", help="write a Chrome/Perfetto trace (one event per op per run)")
@@ -401,33 +575,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--python", help="the device's Python (default: the profile's, else python3)")
     p.add_argument("--system-site-packages", action="store_true", help="let the device venv see system packages")
     p.add_argument("--no-c-backend", action="store_true", help="do not build the C backend on the device")
-    p.add_argument("--jobs", type=int, default=8, help="hosts deployed at once with --hosts (default 8)")
-    p.add_argument("--connect-timeout", type=float, default=T.SSH_CONNECT_TIMEOUT,
+    p.add_argument("--jobs", type=_positive, default=8, help="hosts deployed at once with --hosts (default 8)")
+    p.add_argument("--connect-timeout", type=_seconds, default=T.SSH_CONNECT_TIMEOUT,
                    help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
     p.set_defaults(func=_cmd_deploy)
 
     p = sub.add_parser("bench", help="latency percentiles, per-op profile and memory, here or on a device over SSH")
     p.add_argument("model", help="path to a .tflite file")
     ssh_options(p, "run on this device (USER@HOST[:PORT] or alias; needs `edge deploy` first); default: here")
-    p.add_argument("--runs", type=int, default=50, help="timed inferences (default 50)")
-    p.add_argument("--warmup", type=int, default=5, help="untimed inferences first (default 5)")
-    p.add_argument("--threads", type=int, help="interpreter threads (litert)")
-    p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
-    p.add_argument("--profile-runs", type=int, help="inferences with every op timed (default: runs, at most 20)")
+    p.add_argument("--runs", type=_positive, default=50, help="timed inferences (default 50)")
+    p.add_argument("--warmup", type=_non_negative, default=5, help="untimed inferences first (default 5)")
+    p.add_argument("--threads", type=_positive, help="interpreter threads (litert)")
+    p.add_argument("--backend", default="python", choices=["python", "c", "litert"], help="(default python)")
+    p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     op_table_outputs(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("generate", help="generate text with a KV-cache language model (prefill/decode signatures)")
     p.add_argument("model", help="a .tflite with prefill/decode signatures and edge_generate metadata")
     p.add_argument("--prompt", default="", help="the text to continue (default: start a new text)")
-    p.add_argument("--max-tokens", type=int, default=64, help="tokens to generate at most (default 64)")
+    p.add_argument("--max-tokens", type=_non_negative, default=64, help="tokens to generate at most (default 64)")
     p.add_argument("--greedy", action="store_true", help="always the most likely token (the default)")
-    p.add_argument("--temperature", type=float, help="sample at this temperature (turns sampling on)")
-    p.add_argument("--top-k", type=int, help="sample from the k most likely tokens")
-    p.add_argument("--top-p", type=float, help="sample from the smallest set reaching this probability")
+    p.add_argument("--temperature", type=_float_above(0.0), help="sample at this temperature (> 0; turns sampling on)")
+    p.add_argument("--top-k", type=_positive, help="sample from the k most likely tokens")
+    p.add_argument("--top-p", type=_probability, help="sample from the smallest set reaching this probability (0..1]")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    p.add_argument("--backend", default="python", choices=["python", "c", "litert"])
-    p.add_argument("--threads", type=int, help="interpreter threads")
+    p.add_argument("--backend", default="python", choices=["python", "c", "litert"], help="(default python)")
+    p.add_argument("--threads", type=_positive, help="interpreter threads")
     p.add_argument("--target", help="generate on this device profile's board (flashes it; reuses a running QEMU)")
     p.add_argument("--port", help="generate on the board at this serial port / socket:// URL (already flashed)")
     p.add_argument("--json", action="store_true", help="print text, tokens, speeds and cache sizes as JSON")
@@ -436,27 +610,35 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a model on image/WAV/.npy files: top-k labels and scores, or detections")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="image (JPEG/PNG/BMP), .wav or .npy files")
-    p.add_argument("--top-k", type=int, default=5, help="labels to show per input (default 5)")
+    p.add_argument("--top-k", type=_non_negative, default=5, help="labels to show per input (default 5)")
     p.add_argument("--task", choices=["classify", "detect", "audio"], help="override the manifest / the guess")
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--frontend", help="audio feature model run per frame before the model (e.g. a preprocessor)")
+    detection_outputs(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("serve", help="serve a model over HTTP: JSON/raw tensors, dynamic batching, /health, /metrics")
+    p = sub.add_parser("serve", help="serve a model over HTTP: JSON/raw tensors, dynamic batching, /health, /metrics",
+                       formatter_class=argparse.RawDescriptionHelpFormatter, epilog=SERVE_HTTP_HELP)
     p.add_argument("model", help="path to a .tflite file")
-    p.add_argument("--port", type=int, default=8000, help="port (0: any free one; default 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port (0: any free one; default 8000)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--max-batch", type=int, default=1, help="requests run as one batch at most (default 1)")
-    p.add_argument("--max-wait-ms", type=float, default=2.0, help="how long a request waits for a batch (default 2)")
-    p.add_argument("--instances", type=int, default=1, help="interpreter instances in worker threads (default 1)")
-    p.add_argument("--max-queue", type=int, default=256, help="queued requests before 503 (default 256)")
+    p.add_argument("--max-batch", type=_positive, default=1,
+                   help="requests run as one batch at most (default 1; a model whose batch axis cannot be resized "
+                   "serves one at a time, and says why at start-up)")
+    p.add_argument("--max-wait-ms", type=_float_above(0.0, inclusive=True), default=2.0,
+                   help="how long a request waits for a batch (default 2)")
+    p.add_argument("--instances", type=_positive, default=1, help="interpreter instances in worker threads (default 1)")
+    p.add_argument("--max-queue", type=_positive, default=256, help="queued requests before 503 (default 256)")
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
+    p.add_argument("--task", choices=["classify", "detect"], help="override the manifest / the guess")
+    detection_outputs(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("flash", help="build the serial-protocol firmware for a model and flash it (QEMU or a board)")
     p.add_argument("model", help="path to a .tflite file")
-    p.add_argument("--target", required=True, help="a microcontroller profile (default QEMU: qemu-mps2-an386)")
+    p.add_argument("--target", default=DEFAULT_FLASH_TARGET,
+                   help=f"a microcontroller profile (default {DEFAULT_FLASH_TARGET}, the QEMU board)")
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
@@ -476,12 +658,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="the device's profile (qemu-mps2-an386: flashes QEMU if needed)")
     p.add_argument("--port", help="pyserial URL of the device (/dev/ttyACM0, socket://..., rfc2217://, faulty://...)")
-    p.add_argument("--runs", type=int, default=10, help="inferences (default 10)")
+    p.add_argument("--runs", type=_positive, default=10, help="inferences (default 10)")
     p.add_argument("--inputs", metavar="DATA", help="input data: .npy (one input) or .npz (default: seeded random)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    p.add_argument("--timeout", type=float, default=T.SERIAL_ANSWER_TIMEOUT,
+    p.add_argument("--timeout", type=_seconds, default=T.SERIAL_ANSWER_TIMEOUT,
                    help=f"seconds to wait for each answer (default {T.SERIAL_ANSWER_TIMEOUT:g})")
-    p.add_argument("--retries", type=int, default=T.SERIAL_RETRIES,
+    p.add_argument("--retries", type=_non_negative, default=T.SERIAL_RETRIES,
                    help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
     op_table_outputs(p)
@@ -490,9 +672,64 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupts_as_keyboard_interrupt():
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt (the same clean-up: boards stopped, servers drained), but never
+    inside a finalizer (``__del__``), where Python would print "Exception ignored" and drop it: there the signal
+    is sent again 50 ms later. Returns the function that puts the previous handlers back (a no-op off the main
+    thread)."""
+    import os
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    lock = threading.RLock()  # re-entrant: the handler may run on the main thread while restore() holds it
+    state = {"active": True, "timer": None}
+
+    def resend(signum):
+        with lock:  # never after restore(): a late signal would meet the default handler at exit
+            if state["active"] and state["timer"] is not None:
+                state["timer"] = None
+                os.kill(os.getpid(), signum)
+
+    def on_signal(signum, frame):
+        f = frame
+        while f is not None:
+            if f.f_code.co_name == "__del__":
+                with lock:
+                    if state["timer"] is None:
+                        state["timer"] = threading.Timer(0.05, resend, (signum,))
+                        state["timer"].daemon = True
+                        state["timer"].start()
+                return
+            f = f.f_back
+        with lock:  # this one is acted on: no re-send may follow it
+            if state["timer"] is not None:
+                state["timer"].cancel()
+                state["timer"] = None
+        raise KeyboardInterrupt
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore():
+        with lock:
+            state["active"] = False
+            if state["timer"] is not None:
+                state["timer"].cancel()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting up: the same one line as later
+        sys.stderr.write("interrupted\n")
+        return 130
     if args.version:
         from edge_sdk import __version__
 
@@ -502,6 +739,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     log.configure(args.verbose)
+    restore = _interrupts_as_keyboard_interrupt()
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -516,7 +754,17 @@ def main(argv: list[str] | None = None) -> int:
             message = f"{exc.strerror}: {exc.filename}"
         sys.stderr.write(f"edge {args.command}: error: {message}\n")
         return code
+    except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the traceback only with -vv
+        if args.verbose >= 2:
+            import traceback
+
+            traceback.print_exc()
+        reason = " ".join(str(exc).split())[:500]
+        sys.stderr.write(f"edge {args.command}: internal error: {type(exc).__name__}: {reason} "
+                         "(please report it; -vv shows the traceback)\n")
+        return 1
     finally:
+        restore()
         # The handler holds this call's sys.stderr: after an in-process call (tests, notebooks) library
         # logging must not keep writing to that stream.
         log.reset()

@@ -37,6 +37,11 @@ class ConversionError(ModelError):
         super().__init__(message)
 
 
+class UsageError(EdgeError, ValueError):
+    """An argument or option a caller gave is out of range or contradicts another (the CLI exits 2, argparse's
+    usage-error code); the message names the argument (``--runs``, ``port``)."""
+
+
 class ProfileError(EdgeError):
     """A device profile (device_profiles/*.toml) is malformed, or names an unknown profile/backend."""
 

@@ -292,10 +292,10 @@ class Demo:
     def stop_board(self):
         if self.board is None:
             return
-        from edge_sdk.tools import flash as fl
+        from edge_sdk.device import qemu_board as qb
 
         try:
-            stopped = fl.stop_board(self.board)
+            stopped = qb.stop_board(self.board)
             print(f"stopped the QEMU board {self.board}" + ("" if stopped else " (it had already exited)"))
         except (DeviceError, OSError) as exc:
             print(f"could not stop the QEMU board {self.board}: {exc} (try: edge board stop --all)")

@@ -19,7 +19,7 @@ import pytest
 
 from edge_sdk.tools.bench import bench, format_bench, latency_stats, run_benchmark, write_op_files
 from edge_sdk.tools.deploy import deploy
-from edge_sdk.errors import DeviceError
+from edge_sdk.errors import DeviceError, UsageError
 from edge_sdk.tools.op_report import CSV_COLUMNS, TABLE_HEAD, OpProfile, OpTiming, trace_document
 from tests.conftest import shared_model
 from tests.oprunner import T, op_model
@@ -199,7 +199,7 @@ def test_backends_litert_and_c(tmp_path):
     assert "per-op:    no per-op times with backend litert" in format_bench(r)  # said, not an empty table
     with pytest.raises(DeviceError, match="cannot write --trace/--csv/--plot: no per-op times with backend litert"):
         write_op_files(r, trace=tmp_path / "t.json")
-    with pytest.raises(DeviceError, match="litert"):  # refused before anything runs
+    with pytest.raises(UsageError, match="litert"):  # refused before anything runs (a usage error: exit 2)
         bench(model, backend="litert", csv=tmp_path / "x.csv")
     assert not (tmp_path / "t.json").exists() and not (tmp_path / "x.csv").exists()
     trace, table, plot = tmp_path / "c.json", tmp_path / "c.csv", tmp_path / "c.png"

@@ -195,7 +195,7 @@ def test_cli_json_keys(capsys):
     assert cap.out == PROMPT + out["text"] + "\n"
     assert "tokens/s" in cap.err and "KV cache" in cap.err
     # sampling flags with --greedy are a usage error
-    assert main(["generate", str(QUANT), "--greedy", "--temperature", "0.5"]) == 3
+    assert main(["generate", str(QUANT), "--greedy", "--temperature", "0.5"]) == 2  # exit 2: argparse's usage-error code (issue 14)
 
 
 def test_c_backend_names_missing_ops(monkeypatch):

@@ -378,8 +378,10 @@ def test_edge_run_text_and_json(tmp_path, images, capsys):
     model.write_bytes(classifier_model(False, MANIFEST))
     assert main(["run", str(model), str(images["red"]), str(images["blue"]), "--top-k", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == f"{images['red']}:" and out[1].split()[0] == "red" and len(out) == 6
-    assert out[3] == f"{images['blue']}:" and out[4].split()[0] == "blue"
+    # the logit model's scores are a softmax edge run applied, and it says so under each input
+    assert out[0] == f"{images['red']}:" and out[1].split()[0] == "red" and len(out) == 8
+    assert out[3] == out[7] == "  (scores: softmax of the model's outputs)"
+    assert out[4] == f"{images['blue']}:" and out[5].split()[0] == "blue"
     assert main(["run", str(model), str(images["green"]), "--json", "--top-k", "3"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc[0]["input"] == str(images["green"]) and len(doc[0]["predictions"]) == 3

@@ -1,6 +1,6 @@
 """The QEMU board: ``qemu-system-arm`` processes started for `edge flash`, and the state file that lists them.
 
-    board = start_qemu(profile, elf)          # detached, its UART on a TCP port; recorded before it is started
+    board = start_qemu(profile, elf)          # detached, its UART on a TCP port; recorded as it is started
     list_boards(); stop_board(board["url"]); stop_board(all=True)
 
 The state file is ``$EDGE_STATE_DIR/boards.json`` (default: edge_sdk.resources.cache_dir() / "boards.json").
@@ -18,9 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-from edge_sdk.errors import DeviceError
 from edge_sdk import resources
 from edge_sdk import timeouts as T
+from edge_sdk.errors import DeviceError, UsageError
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import QEMU_PACKAGE
 
@@ -94,7 +94,7 @@ def find_board(model_sha256: str, profile: str | None = None) -> dict | None:
 
 def _kill_group(pid: int, pgid: int | None) -> None:
     target = pgid or pid
-    for sig, wait in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+    for sig, wait in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 3.0)):  # a busy guest can keep QEMU from acting on SIGTERM
         try:
             os.killpg(target, sig)
         except ProcessLookupError:
@@ -151,12 +151,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _parse_port(url: str | None) -> int | None:
+def qemu_tcp_port(url: str | None) -> int | None:
+    """The TCP port of a QEMU board's --port (socket://127.0.0.1:PORT or PORT); None for none; UsageError else."""
     if not url:
         return None
     m = re.fullmatch(r"(?:socket://)?(?:127\.0\.0\.1|localhost):(\d+)|(\d+)", url)
     if not m:
-        raise DeviceError(f"--port for a QEMU board is socket://127.0.0.1:PORT or a port number, not {url}")
+        raise UsageError(f"--port for a QEMU board is socket://127.0.0.1:PORT or a port number, not {url}")
     return int(m.group(1) or m.group(2))
 
 
@@ -165,38 +166,97 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
     """Start QEMU detached on the finished ELF; wait until its serial port listens; record it."""
     binary = profile.flash.get("binary", "qemu-system-arm")
     require_tool(binary, QEMU_PACKAGE)
-    tcp_port = _parse_port(port_url)
+    tcp_port = qemu_tcp_port(port_url)
     for attempt in range(3):
         port = tcp_port or _free_port()
         cmd = qemu_command(profile, elf, port)
-        with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        end = time.monotonic() + timeout
-        ok = False
-        while time.monotonic() < end:
-            if proc.poll() is not None:
-                break
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=T.QEMU_PORT_PROBE):
-                    ok = True  # the guest starts now; it sends nothing until a host speaks
-                    break
-            except OSError:
-                time.sleep(0.05)
+        url = f"socket://127.0.0.1:{port}"
+        board = {"url": url, "tcp_port": port, "pid": 0, "pgid": 0, "elf": str(elf), "profile": profile.name,
+                 "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
+                 "command": cmd}
+        # Ctrl-C / SIGTERM cannot land between the fork and the state file: both are held back until the board
+        # is recorded, and any interruption after that stops it (it is in its own session: the terminal's
+        # SIGINT never reaches it, so nobody else would).
+        proc, recorded = None, False
+        try:
+            with _signals_held():
+                with open(Path(elf).with_suffix(".qemu.log"), "wb") as logf:
+                    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                                            start_new_session=True)
+                board["pid"] = board["pgid"] = proc.pid
+                _write_state([b for b in list_boards() if b["url"] != url] + [board])
+                recorded = True
+            ok = _wait_listening(proc, port, timeout)
+        except BaseException:  # Ctrl-C (delivered as the signals are let through) or a failed write
+            if recorded:
+                discard_board(board)
+            elif proc is not None:
+                _kill_group(proc.pid, proc.pid)
+            raise
         if ok:
             break
-        if proc.poll() is None:
-            _kill_group(proc.pid, proc.pid)
+        discard_board(board)
         text = Path(elf).with_suffix(".qemu.log").read_text(errors="replace")[-800:]
         if tcp_port or attempt == 2 or "address" not in text.lower():
             raise DeviceError(f"QEMU did not start listening on 127.0.0.1:{port} ({' '.join(cmd)}): {text}")
     proc.returncode = 0  # detached on purpose: it outlives this process (edge board stop ends it)
-    url = f"socket://127.0.0.1:{port}"
-    board = {"url": url, "tcp_port": port, "pid": proc.pid, "pgid": proc.pid, "elf": str(elf), "profile": profile.name,
-             "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
-             "command": cmd}
-    _write_state([b for b in list_boards() if b["url"] != url] + [board])
     return board
+
+
+class _signals_held:
+    """Hold back SIGINT and SIGTERM for the block: they are noted, and acted on when it ends (the handler that
+    was in place runs; a default SIGTERM becomes KeyboardInterrupt so the caller's clean-up still runs).
+    Python-level handlers, not a signal mask: a mask would be inherited by the QEMU started inside the block
+    (which then could not be stopped with SIGTERM). Only on the main thread (elsewhere signals never arrive)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __enter__(self):
+        import threading
+
+        self.pending, self.old = None, {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in self.SIGNALS:
+                self.old[sig] = signal.signal(sig, self._note)
+        return self
+
+    def _note(self, signum, frame):
+        if self.pending is None:
+            self.pending = signum
+
+    def __exit__(self, exc_type, exc, tb):
+        for sig, handler in self.old.items():
+            signal.signal(sig, handler)
+        if self.pending is not None and exc_type is None:
+            handler = self.old.get(self.pending)
+            if callable(handler):
+                handler(self.pending, None)  # Python's default SIGINT handler raises KeyboardInterrupt
+            elif handler != signal.SIG_IGN:
+                raise KeyboardInterrupt
+        return False
+
+
+def _wait_listening(proc, port: int, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=T.QEMU_PORT_PROBE):
+                return True  # the guest starts now; it sends nothing until a host speaks
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def discard_board(board: dict) -> None:
+    """Stop a board this process started and drop it from the state file (the entry goes only once it is dead,
+    so an interrupted stop still leaves it for `edge board stop --all`)."""
+    pid = int(board.get("pid") or 0)
+    if pid and _alive(pid):
+        _kill_group(pid, board.get("pgid") or pid)
+    _reap(pid)
+    _write_state([b for b in _read_state() if not (b.get("url") == board["url"] and b.get("pid") == pid)])
 
 
 def verify_board(url: str, sha256: str, timeout: float = T.BOARD_VERIFY_TIMEOUT) -> None:

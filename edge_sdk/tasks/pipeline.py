@@ -22,8 +22,11 @@ A float tensor for a quantized input is quantized with the input's scale and zer
 from zero, as TFLite's QUANTIZE does, then saturate).
 
 Scores (classification): outputs are dequantized; then ``scores`` = "probabilities" (kept), "logits"
-(softmax), "sigmoid" (logistic, per class) or "auto" (the default: kept when the values lie in [0, 1] and
-sum to 1 within a tolerance covering the output's quantization step, else softmax). The manifest may say
+(softmax), "sigmoid" (logistic, per class) or "auto" (the default: kept as the model computed them when the
+output comes from SOFTMAX or LOGISTIC or its quantization can only hold [0, 1]; else a single value in [0, 1]
+is kept and one outside is a logit (sigmoid: never softmax over a single output); a class vector is kept when
+its values lie in [0, 1] and sum to 1 within a tolerance covering the output's quantization step, else
+softmax). The manifest may say
 ``{"postprocess": {"scores": "logits"}}``. Labels: ``labels=`` (a list, or a file with one per line), else
 the manifest's "labels", else the class indices as strings.
 
@@ -92,6 +95,9 @@ from edge_sdk.tasks.preprocess import Preprocess
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
 AUDIO_SUFFIXES = (".wav", ".wave")
 SCORE_MODES = ("auto", "probabilities", "logits", "sigmoid")
+# what `edge run` says its scores are ("scores" in each result)
+SCORES_SAID = {"probabilities": "as computed", "logits": "softmax of the model's outputs",
+               "sigmoid": "sigmoid of the model's output"}
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # refuse decompression bombs with a clear message
 
 
@@ -235,6 +241,12 @@ class ModelRunner:
         return [it.get_tensor(d["index"]) for d in self.outputs]
 
 
+def check_labels_file(labels) -> None:
+    """A labels path that is not there is an error up front (not a classifier that quietly numbers its classes)."""
+    if isinstance(labels, (str, Path)) and not Path(labels).is_file():
+        raise FileNotFoundError(2, "labels: no such file", str(labels))
+
+
 def read_labels(labels) -> list[str] | None:
     if labels is None:
         return None
@@ -259,21 +271,58 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
 
 
-def to_scores(values: np.ndarray, mode: str = "auto", step: float = 0.0) -> np.ndarray:
-    """Dequantized class outputs -> scores (see the module docstring for the modes)."""
+def score_mode(values: np.ndarray, mode: str = "auto", step: float = 0.0) -> str:
+    """What ``to_scores`` does with these values: "probabilities" (kept as the model computed them), "logits"
+    (softmax) or "sigmoid". "auto" (when the model's structure did not settle it, see ``auto_scores``): a single
+    value is a probability when it lies in [0, 1], else a logit (sigmoid; softmax over one value is always 1);
+    a class vector is kept when its values lie in [0, 1] and sum to 1 within a tolerance covering the output's
+    quantization step, else softmax."""
+    if mode != "auto":
+        if mode not in SCORE_MODES:
+            raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {mode!r}")
+        return mode
     v = np.asarray(values, np.float32).reshape(-1)
-    if mode == "probabilities":
-        return v
+    in_unit = bool(v.size) and v.min() >= -1e-6 - step / 2 and v.max() <= 1 + 1e-6 + step / 2
+    if v.size <= 1:
+        return "probabilities" if in_unit or not v.size else "sigmoid"
+    if in_unit and abs(float(v.sum()) - 1.0) <= 0.02 + v.size * float(step):
+        return "probabilities"
+    return "logits"
+
+
+def auto_scores(runner: "ModelRunner", output: dict, mode: str) -> str:
+    """Settle "auto" from the model where it can: an output made by SOFTMAX or LOGISTIC, or a quantized
+    output that can only hold values in [0, 1] (scale 1/256 over the whole integer range), holds probabilities
+    as the model computed them."""
+    if mode != "auto":
+        return mode
+    model = getattr(runner.interpreter, "model", None)
+    if model is not None and model.subgraphs:
+        sg = model.subgraphs[0]
+        for op in sg.operators:
+            if output["index"] in list(op.outputs):
+                if model.op_name(op) in ("SOFTMAX", "LOGISTIC"):
+                    return "probabilities"
+                break
+    if is_quantized(output):
+        scales, zps, _ = _quant_params(output)
+        if scales.size == 1:
+            info = np.iinfo(np.dtype(output["dtype"]))
+            lo, hi = (info.min - int(zps[0])) * float(scales[0]), (info.max - int(zps[0])) * float(scales[0])
+            if lo >= -1e-6 and hi <= 1 + 1e-6:
+                return "probabilities"
+    return "auto"
+
+
+def to_scores(values: np.ndarray, mode: str = "auto", step: float = 0.0) -> np.ndarray:
+    """Dequantized class outputs -> scores (see the module docstring, ``auto_scores`` and ``score_mode``)."""
+    v = np.asarray(values, np.float32).reshape(-1)
+    mode = score_mode(v, mode, step)
     if mode == "logits":
         return softmax(v)
     if mode == "sigmoid":
         return sigmoid(v)
-    if mode != "auto":
-        raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {mode!r}")
-    tolerance = 0.02 + v.size * float(step)
-    if v.size and v.min() >= -1e-6 and v.max() <= 1 + 1e-6 and abs(float(v.sum()) - 1.0) <= tolerance:
-        return v
-    return softmax(v)
+    return v
 
 
 def top_k(scores: np.ndarray, labels: list[str], k: int) -> list[Prediction]:
@@ -468,6 +517,7 @@ class ImageClassifier(_ImagePipeline):
             raise ModelError(f"{self.name}: no output {output_index} (the model has {len(self.runner.outputs)})")
         self.output = self.runner.outputs[output_index]
         self.output_index = output_index
+        self.scores = auto_scores(self.runner, self.output, self.scores)
         self.num_classes = int(np.prod(self.output["shape"][1:])) if len(self.output["shape"]) > 1 else int(
             np.prod(self.output["shape"]))
         self.labels = _label_list(self.labels, self.num_classes, self.name)
@@ -478,7 +528,8 @@ class ImageClassifier(_ImagePipeline):
         y = dequantize(outputs[self.output_index], self.output).reshape(-1)[: self.num_classes]
         scales, _, _ = _quant_params(self.output)
         step = float(scales.max()) if is_quantized(self.output) else 0.0
-        return top_k(to_scores(y, self.scores, step), self.labels, self.top_k if k is None else k)
+        self.last_scores = score_mode(y, self.scores, step)
+        return top_k(to_scores(y, self.last_scores), self.labels, self.top_k if k is None else k)
 
     def predict(self, image, top_k: int | None = None) -> list[Prediction]:
         x, _ = self.prepare(image)
@@ -672,12 +723,33 @@ class Detector(_ImagePipeline):
     def _pick_outputs(self, chosen) -> tuple[int, int]:
         outs = self.runner.outputs
         if chosen:
-            try:
-                b, s = int(chosen["boxes"]), int(chosen["scores"])
-            except (KeyError, TypeError, ValueError):
-                raise ModelError(f"{self.name}: detection outputs must be {{'boxes': i, 'scores': j}}") from None
-            if not (0 <= b < len(outs) and 0 <= s < len(outs)) or b == s:
-                raise ModelError(f"{self.name}: detection outputs {chosen} out of range ({len(outs)} outputs)")
+            names = [d["name"] for d in outs]
+
+            def index(key: str) -> int:
+                v = chosen.get(key) if isinstance(chosen, dict) else None
+                if isinstance(v, str) and v in names:
+                    return names.index(v)
+                try:
+                    i = int(v)
+                except (TypeError, ValueError):
+                    raise ModelError(f"{self.name}: detection output {key}={v!r} is neither an output index "
+                                     f"(0..{len(outs) - 1}) nor an output name ({', '.join(names)})") from None
+                if not 0 <= i < len(outs):
+                    raise ModelError(f"{self.name}: detection output {key}={i} out of range ({len(outs)} outputs: "
+                                     f"{', '.join(names)})")
+                return i
+
+            if not isinstance(chosen, dict) or "boxes" not in chosen:
+                raise ModelError(f"{self.name}: detection outputs must be {{'boxes': i, 'scores': j}}")
+            b = index("boxes")
+            if "scores" not in chosen:
+                if len(outs) != 2:
+                    raise ModelError(f"{self.name}: {len(outs)} outputs: say which one holds the scores too "
+                                     "(--scores NAME|INDEX)")
+                return b, 1 - b
+            s = index("scores")
+            if b == s:
+                raise ModelError(f"{self.name}: boxes and scores cannot both be output {b}")
             return b, s
         if len(outs) != 2:
             raise ModelError(f"{self.name}: {len(outs)} outputs; say which hold boxes and scores "
@@ -815,6 +887,7 @@ class AudioClassifier:
         self.scores = scores or (self.manifest.get("postprocess") or {}).get("scores") or "auto"
         if self.scores not in SCORE_MODES:
             raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {self.scores!r}")
+        self.scores = auto_scores(self.runner, self.output, self.scores)
         self.top_k = int(top_k)
         in_size = int(np.prod(self.input["shape"]))
         self.frontend = ModelRunner(frontend) if frontend is not None else None
@@ -913,7 +986,9 @@ class AudioClassifier:
         (y,) = self.runner.run(x)[:1]
         scales, _, _ = _quant_params(self.output)
         step = float(scales.max()) if is_quantized(self.output) else 0.0
-        return to_scores(dequantize(y, self.output).reshape(-1), self.scores, step)
+        v = dequantize(y, self.output).reshape(-1)
+        self.last_scores = score_mode(v, self.scores, step)
+        return to_scores(v, self.last_scores)
 
     def predict_windows(self, wav, top_k: int | None = None) -> list[tuple[float, list[Prediction]]]:
         """Per window: (start time in seconds, top-k predictions)."""
@@ -955,18 +1030,36 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
 
 
 def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
-               preprocess=None) -> list[dict]:
+               preprocess=None, detection: dict | None = None) -> list[dict]:
     """What ``edge run`` prints: per input ``{"input", "predictions": [{"label", "score"}]}`` or
-    ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers)."""
-    runner = ModelRunner(model)
+    ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers).
+    ``detection``: Detector options (e.g. ``{"outputs": {"boxes": "loc", "scores": 1}}``; they make the model a
+    detector unless ``task`` says otherwise)."""
     paths = [str(p) for p in inputs]
-    kind = model_task(runner, task)
-    if kind == "classify" and (frontend is not None or any(p.lower().endswith(AUDIO_SUFFIXES) for p in paths)):
+    for p in paths:  # every file is there before the model is even read
+        if not Path(p).is_file():
+            raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
+    check_labels_file(labels)
+    runner = ModelRunner(model)
+    detection = {k: v for k, v in (detection or {}).items() if v is not None}
+    kind = model_task(runner, task or ("detect" if detection else None))
+    if detection and kind != "detect":
+        raise ModelError(f"{runner.name}: detection options ({', '.join(sorted(detection))}) given for a {kind} model")
+    wavs = [p for p in paths if p.lower().endswith(AUDIO_SUFFIXES)]
+    if kind == "classify" and (frontend is not None or wavs):
         kind = "audio"
+    if kind == "audio":
+        _check_audio_model(runner, frontend, wavs[0] if wavs else None)
+        images = [p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)]
+        if images:
+            raise ModelError(f"{images[0]}: an image, but {runner.name} is run as an audio model (WAV input)")
+    elif wavs:
+        raise ModelError(f"{wavs[0]}: a WAV file, but {runner.name} is a {kind} model that takes images "
+                         f"(input {_shape_of(runner.inputs[0])})")
     if kind == "audio":
         pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k)
     elif kind == "detect":
-        pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels)
+        pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels, **detection)
     else:
         pipe = None
     results = []
@@ -989,8 +1082,32 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             if pipe is None or isinstance(pipe, _TensorClassifier):
                 pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
             preds = pipe.predict(p, top_k)
-        results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds]})
+        results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds],
+                        "scores": SCORES_SAID.get(getattr(pipe, "last_scores", "probabilities"), "as computed")})
     return results
+
+
+def _shape_of(detail: dict) -> str:
+    return "[" + ",".join(str(int(v)) for v in detail["shape"]) + "] " + np.dtype(detail["dtype"]).name
+
+
+def _check_audio_model(runner: ModelRunner, frontend, wav: str | None) -> None:
+    """A WAV goes to a model that takes audio: one the manifest says is (an "audio" entry or task), one fed
+    features by a --frontend, or one whose single input is a vector of samples ([N] or [1, N]). An image-shaped
+    input (rank 4, or rank 3 with 1 or 3 channels last) is refused, naming the file and the input."""
+    if runner.manifest.get("audio") is not None or frontend is not None:
+        return
+    if runner.manifest.get("task") in ("audio", "audio_classification"):
+        return
+    d = runner.inputs[0] if runner.inputs else None
+    shape = [int(v) for v in d["shape"]] if d is not None else []
+    if len(runner.inputs) == 1 and (len(shape) == 1 or (len(shape) == 2 and shape[0] == 1)):
+        return
+    if len(shape) >= 3 and max(shape[1:]) > 1:
+        what = f"{wav}: a WAV file, but" if wav else "audio input:"
+        raise ModelError(f"{what} {runner.name} takes input '{d['name']}' {_shape_of(d)}, not audio samples "
+                         "(no 'audio' manifest entry); give an image or a .npy tensor, or --frontend FEATURE_MODEL "
+                         "for a model that takes audio features")
 
 
 class _TensorClassifier:
@@ -1001,14 +1118,17 @@ class _TensorClassifier:
         n = int(np.prod(self.output["shape"]))
         lab = read_labels(labels) if labels is not None else read_labels(runner.manifest.get("labels"))
         self.labels = _label_list(lab, n, runner.name)
-        self.scores = (runner.manifest.get("postprocess") or {}).get("scores") or "auto"
+        self.scores = auto_scores(runner, self.output,
+                                  (runner.manifest.get("postprocess") or {}).get("scores") or "auto")
         self.k = k
 
     def predict_tensor(self, x, k=None):
         (y,) = self.runner.run(to_input(x, self.input, "tensor"))[:1]
         scales, _, _ = _quant_params(self.output)
         step = float(scales.max()) if is_quantized(self.output) else 0.0
-        return top_k(to_scores(dequantize(y, self.output), self.scores, step), self.labels, self.k if k is None else k)
+        v = dequantize(y, self.output)
+        self.last_scores = score_mode(v, self.scores, step)
+        return top_k(to_scores(v, self.last_scores), self.labels, self.k if k is None else k)
 
 
 def format_results(results: list[dict]) -> str:
@@ -1024,4 +1144,6 @@ def format_results(results: list[dict]) -> str:
         else:
             for p in r["predictions"]:
                 lines.append(f"  {p['label']:<20} {p['score']:.4f}")
+            if r.get("scores") not in (None, "as computed"):
+                lines.append(f"  (scores: {r['scores']})")
     return "\n".join(lines) + "\n"

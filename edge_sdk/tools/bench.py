@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from edge_sdk.tools import op_report as report_ops
-from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.errors import DeviceError, EdgeError, ModelError, UsageError
 from edge_sdk import timeouts as T
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
@@ -103,7 +103,7 @@ def _random_inputs(details: list[dict], seed: int) -> list:
 class _Runner:
     """One backend's interpreter, behind the few calls the benchmark needs."""
 
-    def __init__(self, backend: str, content: bytes, threads: int | None):
+    def __init__(self, backend: str, content: bytes, threads: int | None, name: str = "the model"):
         self.backend = backend
         self.interp = None
         if backend == "python":
@@ -116,7 +116,14 @@ class _Runner:
             except ImportError as exc:
                 raise DeviceError("backend 'litert' needs the ai-edge-litert package, which is not installed here "
                                   f"({exc}); install it with: pip install ai-edge-litert") from exc
-            self.interp = LiteRT(model_content=content, num_threads=threads or 1)
+            try:  # LiteRT's refusal (a ValueError/RuntimeError with its reason) becomes ours
+                self.interp = LiteRT(model_content=content, num_threads=threads or 1)
+                self.interp.allocate_tensors()
+            except (ValueError, RuntimeError) as exc:
+                reason = " ".join(str(exc).split()) or type(exc).__name__
+                raise ModelError(f"LiteRT (backend litert) refuses {name}: {reason[:300]}; "
+                                 f"try --backend python or c") from None
+            return
         elif backend == "c":
             try:
                 from edge_sdk.runtime import backend_c
@@ -214,11 +221,11 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     from edge_sdk import __version__
 
     if runs < 1:
-        raise ValueError(f"runs must be >= 1, not {runs}")
+        raise UsageError(f"--runs must be >= 1, not {runs}")
     if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, not {warmup}")
+        raise UsageError(f"--warmup must be >= 0, not {warmup}")
     if profile_runs is not None and profile_runs < 1:
-        raise ValueError(f"profile_runs must be >= 1, not {profile_runs}")
+        raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     clock = time.perf_counter_ns
@@ -227,7 +234,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         content, name = bytes(model), "<bytes>"
     else:
         content, name = Path(model).read_bytes(), Path(model).name
-    runner = _Runner(backend, content, threads)
+    runner = _Runner(backend, content, threads, name)
     init_us = (clock() - t0) / 1e3
     runner.set_inputs(_random_inputs(runner.interp.get_input_details(), seed))
 
@@ -236,7 +243,12 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         runner.interp.invoke()
         return (clock() - t) / 1e3
 
-    first_us = timed()
+    try:
+        first_us = timed()
+    except (ValueError, RuntimeError) as exc:
+        if backend != "litert":
+            raise
+        raise ModelError(f"LiteRT (backend litert) failed to run {name}: {' '.join(str(exc).split())[:300]}") from None
     warm = [timed() for _ in range(warmup)]
     samples = [timed() for _ in range(runs)]
 
@@ -297,10 +309,14 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
           connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
     ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files)."""
+    if runs < 1:
+        raise UsageError(f"--runs must be >= 1, not {runs}")
+    if warmup < 0:
+        raise UsageError(f"--warmup must be >= 0, not {warmup}")
     if profile_runs is not None and profile_runs < 1:
-        raise ValueError(f"profile_runs must be >= 1, not {profile_runs}")
+        raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
-        raise DeviceError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+        raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs)

@@ -2,7 +2,7 @@
 
     result = flash("model.tflite", "qemu-mps2-an386")        # build, check the fit, start QEMU
     result.port                                               # "socket://127.0.0.1:PORT" (SerialLink takes it)
-    stop_board(result.port)                                   # or stop_board(all=True); list_boards()
+    qemu_board.stop_board(result.port)                        # or stop_board(all=True); list_boards()
 
 The steps, in order (nothing is flashed or started before the ELF is complete and known to fit):
 
@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from edge_sdk import log, resources
-from edge_sdk.device.qemu_board import find_board, qemu_command, start_qemu, stop_board, verify_board
+from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, qemu_tcp_port, start_qemu, verify_board
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import ARM_PACKAGES, BOARD_LIST, FIRMWARE_FLASH_METHODS, INSTALL_HINTS
@@ -449,6 +449,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     if method not in FIRMWARE_FLASH_METHODS:
         raise DeviceError(f"profile {profile.name} flashes with {method!r}: `edge flash` builds firmware for "
                           f"microcontrollers (use `edge deploy` for Linux boards)")
+    if method == "qemu":
+        qemu_tcp_port(port)  # a bad --port is refused before the firmware is built
     if reuse and method == "qemu" and port is None:
         sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
         b = find_board(sha, profile.name)
@@ -472,16 +474,18 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
                          build_dir=str(elf.parent))
     if method == "qemu":
-        with log.progress(1, "flash (start QEMU)") as bar:
-            b = start_qemu(profile, elf, port, info, model=str(model_path))
-            try:
+        b = None
+        try:  # a failed check or a Ctrl-C before flash returns stops the board (nothing half-started stays)
+            with log.progress(1, "flash (start QEMU)") as bar:
+                b = start_qemu(profile, elf, port, info, model=str(model_path))
                 verify_board(b["url"], info["sha256"])
-            except DeviceError:
-                stop_board(b["url"])
-                raise
-            bar.advance()
-        result.port, result.pid, result.command = b["url"], b["pid"], b["command"]
-        return result
+                bar.advance()
+            result.port, result.pid, result.command = b["url"], b["pid"], b["command"]
+            return result
+        except BaseException:
+            if b is not None:
+                discard_board(b)
+            raise
     # silicon: the image the tool wants, then the tool
     if method in ("st-flash", "esptool") or (method == "picotool" and profile.flash.get("format", "uf2") == "uf2"):
         fmt = "ihex" if profile.flash.get("format") == "ihex" else "binary"

@@ -167,18 +167,25 @@ def write_csv(rows: list[dict], path) -> None:
 
 
 def write_plot(p: OpProfile, path, footer: str | None = None) -> None:
-    """A horizontal bar per op (mean time), labelled with the time and share, as a PNG (Pillow)."""
+    """A horizontal bar per op (mean time), labelled with the time and share, as a PNG (Pillow). The heading
+    names the model, where it ran and the runs; the time axis below the bars is labelled with its unit (the PNG's
+    text chunks hold the title and axis labels)."""
     from PIL import Image, ImageDraw, ImageFont
+    from PIL.PngImagePlugin import PngInfo
 
     rows = p.rows()
-    row, left, top = 18, 230, 40
+    unit = p.unit if p.real_time else f"{p.unit}, emulated"
+    row, left, top = 18, 230, 44
     width, bar_w = 1000, 1000 - 230 - 150
-    height = top + row * max(len(rows), 1) + 30
+    height = top + row * max(len(rows), 1) + 64
     img = Image.new("RGB", (width, height), "white")
     d = ImageDraw.Draw(img)
     font = ImageFont.load_default()
-    d.text((10, 10), f"{Path(p.model).name} on {p.where}: mean time per op ({p.unit}), {p.runs} run(s)",
-           fill="black", font=font)
+    title = f"{Path(p.model).name} on {p.where}: mean time per op, {p.runs} run(s)"
+    x_label = f"mean time per op ({unit}); label: time ({p.unit}) and share of the total"
+    y_label = "op (index, type)"
+    d.text((10, 8), title, fill="black", font=font)
+    d.text((10, top - 16), y_label, fill=(80, 80, 80), font=font)
     peak = max((o["time"] for o in rows), default=1.0) or 1.0
     for i, o in enumerate(rows):
         y = top + i * row
@@ -187,6 +194,17 @@ def write_plot(p: OpProfile, path, footer: str | None = None) -> None:
         d.rectangle([left, y + 2, left + w, y + row - 3], fill=(70, 120, 190))
         t = f"{o['time']:,.0f}" if o["time"] >= 100 else f"{o['time']:.3g}"
         d.text((left + w + 6, y + 3), f"{t} ({o['pct']:.1f}%)", fill="black", font=font)
+    axis_y = top + row * max(len(rows), 1) + 4
+    d.line([(left, axis_y), (left + bar_w, axis_y)], fill="black")
+    for frac in (0.0, 0.5, 1.0):  # ticks at 0, half and the peak, in the unit
+        x = left + int(bar_w * frac)
+        d.line([(x, axis_y), (x, axis_y + 4)], fill="black")
+        v = peak * frac
+        d.text((x - 10, axis_y + 6), f"{v:,.0f}" if v >= 100 else f"{v:.3g}", fill="black", font=font)
+    d.text((left, axis_y + 20), x_label, fill="black", font=font)
     if footer:
-        d.text((10, height - 22), footer, fill="black", font=font)
-    img.save(path, format="PNG")
+        d.text((10, height - 16), footer, fill="black", font=font)
+    info = PngInfo()
+    for key, value in (("Title", title), ("x_label", x_label), ("y_label", y_label)):
+        info.add_text(key, value)
+    img.save(path, format="PNG", pnginfo=info)

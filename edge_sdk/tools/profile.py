@@ -29,7 +29,7 @@ import numpy as np
 from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk.tools import op_report as report_ops
-from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk.errors import DeviceError, ModelError, UsageError
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
 STATEFUL_OPS = {"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}
@@ -179,7 +179,11 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     from edge_sdk.targets.profiles import Profile, load_profile
 
     if runs < 1:
-        raise ValueError(f"runs must be at least 1, not {runs}")
+        raise UsageError(f"--runs must be at least 1, not {runs}")
+    if not timeout > 0:
+        raise UsageError(f"--timeout must be > 0 seconds, not {timeout}")
+    if retries < 0:
+        raise UsageError(f"--retries must be >= 0, not {retries}")
     profile = target if isinstance(target, Profile) else load_profile(target)
     model_path = Path(model_path)
     data = model_path.read_bytes()

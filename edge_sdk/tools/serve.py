@@ -57,9 +57,23 @@ from typing_extensions import Self
 
 from edge_sdk import log
 from edge_sdk import timeouts as T
-from edge_sdk.errors import ModelError
+from edge_sdk.errors import EdgeError, ModelError, UsageError
 
 LATENCY_WINDOW = 4096
+MAX_JSON_DEPTH = 64  # a tensor is at most rank 8 or so; anything deeper is not a request
+
+
+def _depth_above(doc, limit: int) -> bool:
+    """True when lists/objects nest deeper than ``limit`` (iterative: no recursion on hostile input)."""
+    stack = [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (list, dict)):
+            if d > limit:
+                return True
+            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v)
+                         if isinstance(x, (list, dict)))
+    return False
 
 
 class _Reject(Exception):
@@ -115,18 +129,19 @@ def _run(it, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [it.get_tensor(d["index"]) for d in it.get_output_details()]
 
 
-def _probe_batching(content: bytes, inputs: list[dict], outputs: list[dict]) -> tuple[str, int]:
-    """("resize", 0) when the first axis can be resized and rows stay independent, ("fixed", B) when the model's
-    batch axis is a fixed B > 1, else ("none", 1)."""
+def _probe_batching(content: bytes, inputs: list[dict], outputs: list[dict]) -> tuple[str, int, str]:
+    """("resize", 0, "") when the first axis can be resized and rows stay independent, ("fixed", B, "") when the
+    model's batch axis is a fixed B > 1, else ("none", 1, why not)."""
     shapes = [tuple(int(v) for v in d["shape"]) for d in inputs]
     if not shapes or any(len(s) == 0 for s in shapes) or any(len(d["shape"]) == 0 for d in outputs):
-        return "none", 1
+        return "none", 1, "an input or output is a scalar (no batch axis)"
     firsts = {s[0] for s in shapes}
     out_firsts = {int(d["shape"][0]) for d in outputs}
     if len(firsts) == 1 and firsts == out_firsts and next(iter(firsts)) > 1:
-        return "fixed", next(iter(firsts))
+        return "fixed", next(iter(firsts)), ""
     if firsts != {1} or out_firsts != {1}:
-        return "none", 1
+        return "none", 1, (f"the first axes of the inputs {sorted(firsts)} and outputs {sorted(out_firsts)} are not "
+                           "one batch axis of 1")
     rng = np.random.default_rng(7)
 
     def sample(d, n):
@@ -144,7 +159,7 @@ def _probe_batching(content: bytes, inputs: list[dict], outputs: list[dict]) -> 
     try:
         two = _new_interpreter(content, 2)
         if [int(d["shape"][0]) for d in two.get_output_details()] != [2] * len(outputs):
-            return "none", 1
+            return "none", 1, "resizing the batch axis to 2 does not give outputs with a batch axis of 2"
         one = _new_interpreter(content)
         xs = [sample(d, 2) for d in inputs]
         both = _run(two, xs)
@@ -152,10 +167,10 @@ def _probe_batching(content: bytes, inputs: list[dict], outputs: list[dict]) -> 
             single = _run(one, [x[row:row + 1] for x in xs])
             for a, b in zip(single, both):
                 if a.shape[1:] != b.shape[1:] or not np.allclose(a[0], b[row], rtol=1e-5, atol=1e-6, equal_nan=True):
-                    return "none", 1
-    except Exception:  # noqa: BLE001 - any failure means "no batching", the server still serves batch one
-        return "none", 1
-    return "resize", 0
+                    return "none", 1, "rows of a batch of 2 differ from runs of one (the rows are not independent)"
+    except Exception as exc:  # noqa: BLE001 - any failure means "no batching", the server still serves batch one
+        return "none", 1, f"the model cannot run with a batch axis of 2 ({' '.join(str(exc).split())[:200]})"
+    return "resize", 0, ""
 
 
 class Server:
@@ -165,13 +180,19 @@ class Server:
                  max_wait_ms: float = 2.0, instances: int = 1, max_queue: int = 256,
                  max_request_bytes: int = 16 << 20, max_connections: int = 64,
                  request_timeout_s: float = T.SERVE_REQUEST_TIMEOUT,
-                 socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None):
+                 socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None,
+                 detection: dict | None = None):
         for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
                             ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
             if not isinstance(v, (int, np.integer)) or v < lo:
-                raise ModelError(f"serve: {name} must be an integer >= {lo}, not {v!r}")
+                raise UsageError(f"serve: {name} must be an integer >= {lo}, not {v!r}")
         if max_wait_ms < 0:
-            raise ModelError(f"serve: max_wait_ms must be >= 0, not {max_wait_ms}")
+            raise UsageError(f"serve: max_wait_ms must be >= 0, not {max_wait_ms}")
+        if not isinstance(port, (int, np.integer)) or not 0 <= port <= 65535:
+            raise UsageError(f"serve: port must be in 0..65535, not {port!r}")
+        from edge_sdk.tasks.pipeline import check_labels_file
+
+        check_labels_file(labels)
         self.content, self.name = _model_bytes(model)
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
@@ -185,8 +206,14 @@ class Server:
         probe = _new_interpreter(self.content)  # fails here (ModelError) on a model we cannot run
         self.inputs = probe.get_input_details()
         self.outputs = probe.get_output_details()
+        self.batch_note = ""  # why max_batch > 1 was not honoured (printed by the CLI, in /health)
         if max_batch > 1:
-            self.batch_mode, fixed = _probe_batching(self.content, self.inputs, self.outputs)
+            self.batch_mode, fixed, why = _probe_batching(self.content, self.inputs, self.outputs)
+            if self.batch_mode == "none":
+                self.batch_note = f"max batch 1, not {max_batch}: {why}"
+                log.warning(f"serve: {self.batch_note}")
+            elif self.batch_mode == "fixed" and fixed < max_batch:
+                self.batch_note = f"max batch {fixed}, not {max_batch}: the model's batch axis is fixed at {fixed}"
         else:
             self.batch_mode, fixed = "none", 1
         if self.batch_mode == "fixed":
@@ -200,7 +227,8 @@ class Server:
         # what one request carries: the inputs with a batch axis of one
         self.request_inputs = [dict(d, shape=np.array([1] + [int(v) for v in d["shape"][1:]], np.int32))
                                if self.fixed_batch else d for d in self.inputs]
-        self.pipeline = self._make_pipeline(labels, task)
+        self.detection = {k: v for k, v in (detection or {}).items() if v is not None}
+        self.pipeline = self._make_pipeline(labels, task or ("detect" if self.detection else None))
 
         self._cond = threading.Condition()
         self._queue: collections.deque[_Item] = collections.deque()
@@ -229,11 +257,15 @@ class Server:
             if task:
                 raise
             return None
+        if self.detection and kind != "detect":
+            raise ModelError(f"{self.name}: detection options ({', '.join(sorted(self.detection))}) given for a "
+                             f"{kind} model")
         if kind == "audio":
             return None
         try:
-            cls = pl.Detector if kind == "detect" else pl.ImageClassifier
-            return cls(runner.interpreter, labels=labels)
+            if kind == "detect":
+                return pl.Detector(runner.interpreter, labels=labels, **self.detection)
+            return pl.ImageClassifier(runner.interpreter, labels=labels)
         except ModelError as exc:  # not an image model: JSON/raw tensors only
             if task:
                 raise
@@ -253,7 +285,14 @@ class Server:
         if self._httpd is not None:
             return self
         handler = _make_handler(self)
-        self._httpd = _HTTPServer((self.host, self.requested_port), handler, self.max_connections)
+        try:
+            self._httpd = _HTTPServer((self.host, self.requested_port), handler, self.max_connections,
+                                      self._rejected_connection)
+        except OverflowError:
+            raise UsageError(f"--port must be in 0..65535, not {self.requested_port}") from None
+        except OSError as exc:
+            raise EdgeError(f"cannot listen on {self.host}:{self.requested_port}: "
+                            f"{exc.strerror or exc} (choose another --port, or --port 0 for any free one)") from None
         for i in range(self.instances):
             t = threading.Thread(target=self._worker, name=f"edge-serve-worker-{i}", daemon=True)
             t.start()
@@ -399,6 +438,13 @@ class Server:
         with self._mlock:
             self._counts[key] += n
 
+    def _rejected_connection(self) -> None:
+        """A connection refused with 503 "too many connections" (max_connections): counted like any answer."""
+        with self._mlock:
+            self._counts["rejected_connections"] += 1
+            self._counts["responses"] += 1
+            self._status["503"] += 1
+
     def _record(self, status: int, latency_s: float | None) -> None:
         with self._mlock:
             self._counts["responses"] += 1
@@ -421,6 +467,7 @@ class Server:
             "responses": counts.get("responses", 0),
             "responses_by_status": status,
             "rejected_overload": counts.get("rejected_overload", 0),
+            "rejected_connections": counts.get("rejected_connections", 0),
             "queue_depth": depth,
             "max_queue": self.max_queue,
             "batches": batches,
@@ -440,6 +487,7 @@ class Server:
             "outputs": [{"name": d["name"], "shape": [int(v) for v in d["shape"]], "dtype": np.dtype(d["dtype"]).name}
                         for d in self.outputs],
             "batching": self.batch_mode != "none",
+            "batching_note": self.batch_note or None,
             "max_batch": self.max_batch,
             "instances": self.instances,
             "pipeline": type(self.pipeline).__name__ if self.pipeline is not None else None,
@@ -476,6 +524,10 @@ class Server:
             doc = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise _Reject(400, f"body is not JSON ({exc})") from None
+        except RecursionError:
+            raise _Reject(400, "body is nested too deeply") from None
+        if _depth_above(doc, MAX_JSON_DEPTH):
+            raise _Reject(400, f"body is nested more than {MAX_JSON_DEPTH} levels deep")
         if not isinstance(doc, dict):
             raise _Reject(400, "body must be a JSON object with 'inputs' or 'image'")
         top_k = doc.get("top_k", 5)
@@ -558,12 +610,15 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 64
 
-    def __init__(self, address, handler, max_connections: int):
+    def __init__(self, address, handler, max_connections: int, on_reject=None):
         self._slots = threading.BoundedSemaphore(max_connections)
+        self._on_reject = on_reject
         super().__init__(address, handler)
 
     def process_request(self, request, client_address):
         if not self._slots.acquire(blocking=False):
+            if self._on_reject is not None:
+                self._on_reject()
             body = b'{"error": "too many connections"}'
             try:
                 request.settimeout(1.0)
