@@ -93,6 +93,32 @@ def writer_models() -> dict[str, bytes]:
     m["tconv"] = op_model("TRANSPOSE_CONV", [T((4,), "INT32", data=np.array([1, 4, 4, 2], np.int32)), w8((2, 3, 3, 3)),
                                              q((1, 2, 2, 3))], [q((1, 4, 4, 2), 0.2)],
                           options=dict(padding="SAME", stride_w=2, stride_h=2))
+    # resampling, DENSIFY and MediaPipe's custom ops (issue 16)
+    size = T((2,), "INT32", data=np.array([5, 7], np.int32))
+    m["resize_bilinear"] = op_model("RESIZE_BILINEAR", [q((1, 3, 4, 2)), size], [q((1, 5, 7, 2))],
+                                    options=dict(half_pixel_centers=True), version=3)
+    m["resize_nearest"] = op_model("RESIZE_NEAREST_NEIGHBOR", [q((1, 3, 4, 2)), size], [q((1, 5, 7, 2))],
+                                   options=dict(align_corners=True), version=3)
+    from edge_sdk.model.types import DimensionMetadata, Sparsity
+    from edge_sdk.model.writer import write_model
+    from tests.oprunner import op_model_object
+
+    dense = op_model_object("DENSIFY", [T((3,), "FLOAT32", data=np.array([1.5, -2.0, 3.0], np.float32))],
+                            [T((3, 4), "FLOAT32")])
+    dense.subgraphs[0].tensors[0].shape = (3, 4)
+    dense.subgraphs[0].tensors[0].sparsity = Sparsity([0, 1], [], [
+        DimensionMetadata("DENSE", 3),
+        DimensionMetadata("SPARSE_CSR", 0, np.array([0, 1, 1, 3]), np.array([2, 0, 3]))])
+    m["densify"] = write_model(dense)
+    f32 = rng.standard_normal
+    m["mp_tconv_bias"] = op_model("Convolution2DTransposeBias", [
+        T((1, 3, 3, 2), "FLOAT32"), T((2, 2, 2, 2), "FLOAT32", data=f32((2, 2, 2, 2)).astype(np.float32)),
+        T((2,), "FLOAT32", data=f32(2).astype(np.float32))], [T((1, 6, 6, 2), "FLOAT32")],
+        custom_options=np.array([1, 2, 2], "<i4").tobytes())
+    m["mp_transform_tensor"] = op_model("TransformTensorBilinear", [T((1, 4, 4, 2), "FLOAT32"),
+                                        T((1, 4, 4), "FLOAT32")], [T((1, 3, 3, 2), "FLOAT32")], version=2)
+    m["mp_transform_landmarks"] = op_model("TransformLandmarks", [T((1, 5, 3), "FLOAT32"), T((1, 4, 4), "FLOAT32")],
+                                           [T((1, 5, 3), "FLOAT32")], version=2)
     return m
 
 
