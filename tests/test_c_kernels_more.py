@@ -194,3 +194,71 @@ def test_refusals_are_named():
     s = op_model("SLICE", [T((2, 3), "INT8", **Q["INT8"]), ints([1, 0]), ints([2, 1])], [T((1,), "INT8", **Q["INT8"])])
     with pytest.raises(ModelError, match="slice out of range"):
         run_c(s, [np.zeros((2, 3), np.int8)])
+
+
+# ------------------------------------------------------------------------------------------- pad, reductions
+
+
+@pytest.mark.parametrize("type_", ["INT8", "FLOAT32", "INT64"])
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+@pytest.mark.parametrize("pads", [[[1, 2], [0, 3]], [[0, 0], [2, 2]], [[2, 1], [1, 0]]])
+def test_mirror_pad(type_, mode, pads):
+    q = Q.get(type_, {})
+    x = T((3, 4), type_, **q)
+    want = tuple(d + lo + hi for d, (lo, hi) in zip(x.shape, pads))
+    model = op_model("MIRROR_PAD", [x, ints(pads)], [T(want, type_, **q)], {"mode": mode})
+    v = feed(x.shape, type_)
+    out = check(model, [v], peer="tflm" if type_ != "INT64" else "litert")[0]
+    np.testing.assert_array_equal(out, np.pad(v, pads, mode=mode.lower()))
+
+
+@pytest.mark.parametrize("type_", ["INT8", "FLOAT32", "INT16", "INT32", "UINT8"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("out_type", ["INT32", "INT64"])
+def test_arg_max(type_, axis, out_type):
+    q = Q.get(type_, {})
+    x = T((3, 5, 4), type_, **q)
+    want = np.argmax(np.zeros(x.shape), axis=axis).shape
+    model = op_model("ARG_MAX", [x, ints([axis])], [T(want, out_type)], {"output_type": out_type})
+    v = feed(x.shape, type_)
+    if type_ != "FLOAT32":
+        v[0, 0, :] = v[0, 1, :]  # ties: the first index wins
+    peer = "tflm" if type_ in ("INT8", "FLOAT32") and out_type == "INT32" else None if type_ == "INT16" else "litert"
+    check(model, [v], peer=peer)
+
+
+def test_arg_max_nan_rules():
+    x = T((2, 4), "FLOAT32")
+    model = op_model("ARG_MAX", [x, ints([1])], [T((2,), "INT32")], {"output_type": "INT32"})
+    v = np.array([[np.nan, 1, 5, 2], [1, np.nan, 3, 7]], np.float32)
+    out = check(model, [v], peer="tflm")[0]
+    np.testing.assert_array_equal(out, [0, 3])
+
+
+@pytest.mark.parametrize("type_", ["INT8", "FLOAT32", "INT16", "INT32"])
+@pytest.mark.parametrize("axes,keep", [([1], False), ([0, 2], True), ([-1, 0], False), ([0, 1, 2], False)])
+def test_reduce_max(type_, axes, keep):
+    q = Q.get(type_, {})
+    x = T((3, 4, 5), type_, **q)
+    want = np.max(np.zeros(x.shape), axis=tuple(axes), keepdims=keep).shape
+    model = op_model("REDUCE_MAX", [x, ints(axes)], [T(want, type_, **q)], {"keep_dims": keep})
+    v = feed(x.shape, type_)
+    out = check(model, [v], peer="tflm" if type_ in ("INT8", "FLOAT32") else "litert")[0]
+    np.testing.assert_array_equal(out, np.max(v, axis=tuple(axes), keepdims=keep))
+
+
+@pytest.mark.parametrize("shape", [(2, 7), (3, 1, 10), (5,)])
+def test_log_softmax_float(shape):
+    x = T(shape, "FLOAT32")
+    model = op_model("LOG_SOFTMAX", [x], [T(shape, "FLOAT32")])
+    v = (RNG.standard_normal(shape) * 4).astype(np.float32)
+    check(model, [v], peer="litert", float_libm=True)
+
+
+def test_log_softmax_int8_is_refused_by_name():
+    q_in, q_out = dict(scale=0.1, zero_point=0), dict(scale=16 / 256, zero_point=127)
+    model = op_model("LOG_SOFTMAX", [T((1, 8), "INT8", **q_in)], [T((1, 8), "INT8", **q_out)])
+    from edge_sdk.errors import UnsupportedOpError
+
+    with pytest.raises(UnsupportedOpError, match="LOG_SOFTMAX|FLOAT32"):
+        run_c(model, [np.zeros((1, 8), np.int8)])
