@@ -86,3 +86,25 @@ def test_refusals_are_named():
     runtime_size = op_model("RESIZE_BILINEAR", [x, T((2,), "INT32")], [y])
     with pytest.raises(ModelError, match="size computed at run time"):
         run_c(runtime_size, [np.zeros((1, 2, 2, 1), np.int8), np.array([4, 4], np.int32)])
+
+
+def test_palm_detection_runs_in_c_and_matches_python_and_litert():
+    # MediaPipe's palm detector (float, RESIZE_BILINEAR, float16 weights behind DEQUANTIZE) through the C runtime
+    from edge_sdk import Interpreter
+    from tests.conftest import shared_model
+    from tests.peers import run_litert
+
+    path = shared_model("mediapipe/palm_detection_lite.tflite")
+    x = np.random.default_rng(7).uniform(-1, 1, (1, 192, 192, 3)).astype(np.float32)
+    outs = {}
+    for backend in ("python", "c"):
+        interp = Interpreter(model_path=str(path), backend=backend)
+        interp.allocate_tensors()
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.invoke()
+        outs[backend] = [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+    theirs = run_litert(path.read_bytes(), [x], reference=True, isolate=True)
+    for c, py, ref in zip(outs["c"], outs["python"], theirs):
+        scale = float(np.abs(ref).max())
+        np.testing.assert_allclose(c, py, rtol=0, atol=1e-5 * scale)
+        np.testing.assert_allclose(c, ref, rtol=0, atol=1e-5 * scale)
