@@ -255,10 +255,9 @@ def test_log_softmax_float(shape):
     check(model, [v], peer="litert", float_libm=True)
 
 
-def test_log_softmax_int8_is_refused_by_name():
-    q_in, q_out = dict(scale=0.1, zero_point=0), dict(scale=16 / 256, zero_point=127)
-    model = op_model("LOG_SOFTMAX", [T((1, 8), "INT8", **q_in)], [T((1, 8), "INT8", **q_out)])
-    from edge_sdk.errors import UnsupportedOpError
-
-    with pytest.raises(UnsupportedOpError, match="LOG_SOFTMAX|FLOAT32"):
-        run_c(model, [np.zeros((1, 8), np.int8)])
+@pytest.mark.parametrize("scale", [0.1, 0.02, 0.5])
+@pytest.mark.parametrize("shape", [(2, 10), (1, 3, 37)])
+def test_log_softmax_int8(scale, shape):
+    q_in, q_out = dict(scale=scale, zero_point=-5), dict(scale=16 / 256, zero_point=127)
+    model = op_model("LOG_SOFTMAX", [T(shape, "INT8", **q_in)], [T(shape, "INT8", **q_out)])
+    check(model, [feed(shape, "INT8")], peer="tflm")
