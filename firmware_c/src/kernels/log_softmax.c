@@ -116,7 +116,7 @@ void edge_eval_log_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_tensor_t *y = edge_out(ctx, node, 0);
     const int64_t depth = x->dims[x->rank - 1];
-    const int64_t rows = depth ? edge_tensor_elements(x) / depth : 0;
+    const int64_t rows = depth ? (int64_t)((uint32_t)edge_tensor_elements(x) / (uint32_t)depth) : 0; /* 32-bit divide */
     int64_t r, i;
     if (x->type == EDGE_INT8) {
         for (r = 0; r < rows; r++)

@@ -107,7 +107,7 @@ edge_status_t edge_prepare_landmarks_to_transform_matrix(edge_node_t *node, edge
     if (n == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "the landmark subset is empty");
     if ((n + 1) / 2 > L2T_MAX_SUBSET) return EDGE_FAIL(ctx, EDGE_LIMIT, "over 64 landmark pairs");
     d->n_pairs = (n + 1) / 2;
-    count = (int32_t)(edge_tensor_elements(x) / 3);
+    count = (int32_t)((uint32_t)edge_tensor_elements(x) / 3u); /* 32-bit divide */
     for (k = 0; k < 2 * d->n_pairs; k++) {
         int64_t v = efb_ivec_at(&sub, (uint32_t)(k < n ? k : n - 1)); /* odd count: the last one doubled */
         if (v < 0 || v >= count) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "landmark index outside the input");

@@ -200,7 +200,7 @@ void edge_eval_transform_landmarks(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *y = edge_out(ctx, node, 0);
     const float *p = (const float *)x->data, *t = (const float *)mt->data;
     float *out = (float *)y->data;
-    const int64_t n = edge_tensor_elements(x) / d->dims;
+    const int64_t n = (int64_t)((uint32_t)edge_tensor_elements(x) / (uint32_t)d->dims); /* 32-bit divide */
     const float m3 = t[3] * d->scale, m7 = t[7] * d->scale;
     int64_t i;
     if (!EDGE_WITH_FLOAT32) return;

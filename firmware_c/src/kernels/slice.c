@@ -65,5 +65,5 @@ void edge_eval_slice(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *y = edge_out(ctx, node, 0);
     const uint32_t item = edge_type_bytes(x->type);
     if (!y->bytes) return;
-    edge_strided_gather(x->data, y->data, (int32_t)item, d->base, d->rank, d->dims, d->step, (int64_t)y->bytes / item);
+    edge_strided_gather(x->data, y->data, (int32_t)item, d->base, d->rank, d->dims, d->step, (int64_t)(y->bytes / item));
 }

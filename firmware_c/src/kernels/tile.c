@@ -113,7 +113,7 @@ static void tile_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *y = edge_out(ctx, node, 0);
     const uint32_t item = edge_type_bytes(x->type);
     if (!y->bytes) return;
-    edge_strided_gather(x->data, y->data, (int32_t)item, 0, d->rank, d->dims, d->step, (int64_t)y->bytes / item);
+    edge_strided_gather(x->data, y->data, (int32_t)item, 0, d->rank, d->dims, d->step, (int64_t)(y->bytes / item));
 }
 
 void edge_eval_tile(const edge_node_t *node, edge_ctx_t *ctx) { tile_eval(node, ctx); }
