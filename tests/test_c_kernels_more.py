@@ -1,8 +1,8 @@
 """The C runtime's kernels for the rest of the interpreter's op table (issue 16 point 3): SQUEEZE, EXPAND_DIMS,
 SHAPE, DEPTH_TO_SPACE, SPACE_TO_DEPTH, PACK, UNPACK, SLICE, TILE, BROADCAST_TO, MIRROR_PAD, EXP, LOG, SQRT, NEG,
 SQUARED_DIFFERENCE, POW, ARG_MAX, REDUCE_MAX, LOG_SOFTMAX. Single-op models through Interpreter(backend="c"):
-bit-exact with our Python interpreter (float ops with libm calls within 1 ulp-ish: rtol 1e-6), and with TFLM
-(LiteRT's reference kernels for ops TFLM lacks), float within 1e-5."""
+bit-exact with our Python interpreter (float ops with libm calls: 1e-6 of the value or of the output's range),
+and with TFLM (LiteRT's reference kernels for ops TFLM lacks), float within 1e-5."""
 
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def feed(shape, type_):
 def check(model, feeds, peer="tflm", float_libm=False):
     c = run_c(model, feeds)
     ours = run_ours(model, feeds)
-    if float_libm:
-        assert_same(c, ours, rtol=1e-6, atol=1e-7, what="C vs Python")
+    if float_libm:  # libm calls and float sums in another order: 1e-6 relative, or of the output's range
+        scale = max([1.0] + [float(np.nanmax(np.abs(np.where(np.isinf(o), 0, o)))) for o in ours if o.size])
+        assert_same(c, ours, rtol=1e-6, atol=1e-6 * scale, what="C vs Python")
     else:
         assert_same(c, ours, what="C vs Python")
     if peer:
