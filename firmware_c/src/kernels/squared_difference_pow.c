@@ -86,8 +86,8 @@ edge_status_t edge_prepare_squared_difference(edge_node_t *node, edge_ctx_t *ctx
 }
 
 static inline int32_t sqd_q(const sqd_data_t *d, int32_t x1, int32_t x2) {
-    const int32_t s1 = ea_mbqm(edge_wrap32((int64_t)(x1 + d->off1) << d->left_shift), d->m1, d->s1);
-    const int32_t s2 = ea_mbqm(edge_wrap32((int64_t)(x2 + d->off2) << d->left_shift), d->m2, d->s2);
+    const int32_t s1 = ea_mbqm(edge_wrap32((int64_t)(x1 + d->off1) * ((int64_t)1 << d->left_shift)), d->m1, d->s1);
+    const int32_t s2 = ea_mbqm(edge_wrap32((int64_t)(x2 + d->off2) * ((int64_t)1 << d->left_shift)), d->m2, d->s2);
     const int32_t diff = edge_wrap32((int64_t)s1 - s2);
     const int64_t v = (int64_t)ea_mbqm(edge_wrap32((int64_t)diff * diff), d->mo, d->so) + d->off_out;
     return (int32_t)ea_clamp(v, d->qmin, d->qmax);
