@@ -30,7 +30,8 @@ def test_ops_table_lists_every_op_with_both_runtimes():
         assert cells[2] == (f"v1–v{row.max_version}" if row.max_version > 1 else "v1")
         assert (cells[3] == "-") == (name not in c), name
     assert "| `CONV_2D` | builtin | v1–v8 | v1–v8 | yes |" in table
-    assert "| `DEPTH_TO_SPACE` | builtin | v1–v2 | - | - |" in table  # Python only: no C kernel
+    assert "| `DEPTH_TO_SPACE` | builtin | v1–v2 | v1–v2 | - |" in table  # in C since issue 16
+    assert "| `Convolution2DTransposeBias` | custom | v1 | v1 | yes |" in table  # a MediaPipe op in both
     assert "| `SignalRfft` | custom | v1 | v1 | - |" in table  # a custom op in both
     assert f"runs {len(OPS)}" in table
 
@@ -56,7 +57,7 @@ def test_c_kernels_parsed_from_sources_by_the_one_parser(tmp_path):
     assert gen.main([str(tmp_path / "out.c"), "--kernels", str(tmp_path)]) == 1
     assert not (tmp_path / "out.c").exists()
     found = docs.c_kernels()
-    assert found["FULLY_CONNECTED"] == 13 and found["SignalRfft"] == 1 and "DEPTH_TO_SPACE" not in found
+    assert found["FULLY_CONNECTED"] == 13 and found["SignalRfft"] == 1 and found["DEPTH_TO_SPACE"] == 2
     assert len(found) >= 30
 
 

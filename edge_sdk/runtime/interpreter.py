@@ -81,6 +81,8 @@ _CALLED_SUBGRAPHS = {
     "IF": ("then_subgraph_index", "else_subgraph_index"),
     "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
 }
+# Ops never computed at allocate even with constant inputs: state, side effects, other subgraphs.
+_NOT_FOLDED = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE", "IF", "WHILE", "CALL"})
 
 _NUMPY_TO_TFLITE: dict[np.dtype, str] = {}
 for _name, (_code, _dt) in TENSOR_TYPES.items():
@@ -118,6 +120,10 @@ class _Prepared:
         self.assignments: list[list[tuple[str, str]]] = []  # per subgraph, per node: (backend, reason)
         self.step_where: list[list[str]] = []  # per subgraph, per step: what ran (for error messages)
         self.held: dict[tuple[int, int], str] = {}  # tensors a delegate keeps to itself -> which partition
+        # Constant-only nodes computed once at allocate (see Interpreter._fold_constants): (subgraph, node),
+        # and the bytes their outputs hold outside the arena.
+        self.folded: set[tuple[int, int]] = set()
+        self.folded_bytes: int = 0
 
 
 class Interpreter:
@@ -270,6 +276,11 @@ class Interpreter:
                 p.held[k] = f"{d.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}"
         self._make_views(p, set(p.held))
         self._stage_inputs(p)
+        token = _blas.enter(self._threads)
+        try:
+            self._fold_constants(p)
+        finally:
+            _blas.leave(token)
         self._make_steps(p, {id(part): delegate for delegate, part in delegated})
         self._p = p
         self._reset_variable_tensors()
@@ -548,6 +559,49 @@ class Interpreter:
                     p.variables.append((views[-1], init))
             p.views.append(views)
 
+    def _fold_constants(self, p: _Prepared) -> None:
+        """Run every node whose inputs are all constant (weights, or outputs of such nodes: DEQUANTIZE of
+        float16 / int8 weights, DENSIFY, shape arithmetic on constants) once, here, and leave it out of invoke.
+
+        Its outputs get their own arrays outside the arena, holding the value for good (``folded_bytes``); the
+        arena plan is unchanged (it stays the C runtime's and TFLM's, which run these nodes every invoke).
+        Not folded: nodes a delegate runs, nodes without inputs, ops with state or side effects (resource
+        variables, CALL_ONCE / IF / WHILE) and kernels with state of their own (an eval with ``reset``)."""
+        for s, nodes in enumerate(p.nodes):
+            views = p.views[s]
+            const = {info.index for info in p.infos[s] if info.is_const}
+            for i, node in enumerate(nodes):
+                if p.assignments[s][i][0] != CPU or node.op in _NOT_FOLDED or hasattr(node._eval, "reset"):
+                    continue
+                ins = [info for info in node.inputs if info is not None]
+                if not ins or any(info.index not in const for info in ins):
+                    continue
+                if any((s, info.index) in p.held or info.dtype is None for info in node.outputs):
+                    continue
+                outs = [np.zeros(info.shape, info.dtype) for info in node.outputs]
+                try:
+                    node._eval([None if info is None else views[info.index] for info in node.inputs], outs)
+                except ModelError:
+                    raise
+                except Exception as exc:
+                    raise RuntimeError(f"{node.where()}: eval of a constant node failed: "
+                                       f"{type(exc).__name__}: {exc}") from exc
+                for info, value in zip(node.outputs, outs):
+                    views[info.index] = value
+                    const.add(info.index)
+                    p.folded_bytes += value.nbytes
+                p.folded.add((s, i))
+
+    @property
+    def folded_nodes(self) -> list[tuple[int, int]]:
+        """(subgraph, node) of the constant-only nodes allocate_tensors computed once (invoke skips them)."""
+        return sorted(self._p.folded) if self._p is not None else []
+
+    @property
+    def folded_bytes(self) -> int:
+        """Bytes outside the arena holding the outputs of the folded nodes (see ``folded_nodes``)."""
+        return 0 if self._p is None else self._p.folded_bytes
+
     def _stage_inputs(self, p: _Prepared) -> None:
         """LiteRT keeps a model input's value across invokes; TFLM's plan reuses its bytes after its last
         reader. We keep TFLM's plan and LiteRT's semantics: such inputs get a staging array outside the arena
@@ -585,6 +639,8 @@ class Interpreter:
                 delegate = delegated.get(id(part))
                 if delegate is None:
                     for i in part.nodes:
+                        if (s, i) in p.folded:
+                            continue
                         node = nodes[i]
                         ins = [None if info is None else views[info.index] for info in node.inputs]
                         outs = [views[info.index] for info in node.outputs]
@@ -626,7 +682,8 @@ class Interpreter:
             raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
         labels = [(i, self._p.nodes[0][i].op) if part.backend == CPU
                   else (i, f"{part.backend}[{part.nodes[0]}..{part.nodes[-1]}]")
-                  for part in self._p.partitions[0] for i in (part.nodes if part.backend == CPU else part.nodes[:1])]
+                  for part in self._p.partitions[0] for i in (part.nodes if part.backend == CPU else part.nodes[:1])
+                  if (0, i) not in self._p.folded]
         for view, stage in self._p.staged:
             np.copyto(view, stage)
         clock, out = time.perf_counter, []

@@ -154,6 +154,13 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("SignalFilterBankSpectralSubtraction", "signal:prepare_filter_bank_spectral_subtraction", 1, custom=True),
     OpRow("SignalPCAN",                   "signal:prepare_pcan",              1, custom=True),
     OpRow("SignalFilterBankLog",          "signal:prepare_filter_bank_log",   1, custom=True),
+    # MediaPipe's custom ops (mediapipe/util/tflite/operations)
+    OpRow("Convolution2DTransposeBias",   "mediapipe:prepare_transpose_conv_bias", 1,
+          "mediapipe:macs_transpose_conv_bias", custom=True),
+    OpRow("TransformTensorBilinear",      "mediapipe:prepare_transform_tensor_bilinear", 2, custom=True),
+    OpRow("TransformTensor",              "mediapipe:prepare_transform_tensor_bilinear", 1, custom=True),
+    OpRow("TransformLandmarks",           "mediapipe:prepare_transform_landmarks", 2, custom=True),
+    OpRow("Landmarks2TransformMatrix",    "mediapipe:prepare_landmarks_to_transform_matrix", 2, custom=True),
 )
 # fmt: on
 

@@ -93,6 +93,48 @@ def writer_models() -> dict[str, bytes]:
     m["tconv"] = op_model("TRANSPOSE_CONV", [T((4,), "INT32", data=np.array([1, 4, 4, 2], np.int32)), w8((2, 3, 3, 3)),
                                              q((1, 2, 2, 3))], [q((1, 4, 4, 2), 0.2)],
                           options=dict(padding="SAME", stride_w=2, stride_h=2))
+    # resampling, DENSIFY and MediaPipe's custom ops (issue 16)
+    size = T((2,), "INT32", data=np.array([5, 7], np.int32))
+    m["resize_bilinear"] = op_model("RESIZE_BILINEAR", [q((1, 3, 4, 2)), size], [q((1, 5, 7, 2))],
+                                    options=dict(half_pixel_centers=True), version=3)
+    m["resize_nearest"] = op_model("RESIZE_NEAREST_NEIGHBOR", [q((1, 3, 4, 2)), size], [q((1, 5, 7, 2))],
+                                   options=dict(align_corners=True), version=3)
+    from edge_sdk.model.types import DimensionMetadata, Sparsity
+    from edge_sdk.model.writer import write_model
+    from tests.oprunner import op_model_object
+
+    dense = op_model_object("DENSIFY", [T((3,), "FLOAT32", data=np.array([1.5, -2.0, 3.0], np.float32))],
+                            [T((3, 4), "FLOAT32")])
+    dense.subgraphs[0].tensors[0].shape = (3, 4)
+    dense.subgraphs[0].tensors[0].sparsity = Sparsity([0, 1], [], [
+        DimensionMetadata("DENSE", 3),
+        DimensionMetadata("SPARSE_CSR", 0, np.array([0, 1, 1, 3]), np.array([2, 0, 3]))])
+    m["densify"] = write_model(dense)
+    f32 = rng.standard_normal
+    m["mp_tconv_bias"] = op_model("Convolution2DTransposeBias", [
+        T((1, 3, 3, 2), "FLOAT32"), T((2, 2, 2, 2), "FLOAT32", data=f32((2, 2, 2, 2)).astype(np.float32)),
+        T((2,), "FLOAT32", data=f32(2).astype(np.float32))], [T((1, 6, 6, 2), "FLOAT32")],
+        custom_options=np.array([1, 2, 2], "<i4").tobytes())
+    m["mp_transform_tensor"] = op_model("TransformTensorBilinear", [T((1, 4, 4, 2), "FLOAT32"),
+                                        T((1, 4, 4), "FLOAT32")], [T((1, 3, 3, 2), "FLOAT32")], version=2)
+    m["mp_transform_landmarks"] = op_model("TransformLandmarks", [T((1, 5, 3), "FLOAT32"), T((1, 4, 4), "FLOAT32")],
+                                           [T((1, 5, 3), "FLOAT32")], version=2)
+    i32 = lambda v: T((len(v),), "INT32", data=np.array(v, np.int32))  # noqa: E731
+    m["mirror_pad"] = op_model("MIRROR_PAD", [q((3, 4)), T((2, 2), "INT32", data=np.array([[1, 2], [0, 3]], np.int32))],
+                               [q((6, 7))], options=dict(mode="SYMMETRIC"))
+    m["pack"] = op_model("PACK", [q((2, 3)), q((2, 3))], [q((2, 2, 3))], options=dict(values_count=2, axis=1))
+    m["unpack"] = op_model("UNPACK", [q((2, 3))], [q((3,)), q((3,))], options=dict(num=2, axis=0))
+    m["slice"] = op_model("SLICE", [q((3, 4)), i32([1, 0]), i32([2, -1])], [q((2, 4))])
+    m["tile"] = op_model("TILE", [q((2, 3)), i32([2, 1])], [q((4, 3))])
+    m["broadcast_to"] = op_model("BROADCAST_TO", [q((1, 3)), i32([2, 3])], [q((2, 3))])
+    m["squeeze"] = op_model("SQUEEZE", [q((1, 3, 1))], [q((3,))], options=dict(squeeze_dims=[0, 2]))
+    m["space_to_depth"] = op_model("SPACE_TO_DEPTH", [q((1, 4, 4, 2))], [q((1, 2, 2, 8))], options=dict(block_size=2))
+    m["arg_max"] = op_model("ARG_MAX", [q((2, 5)), i32([1])], [T((2,), "INT32")], options=dict(output_type="INT32"))
+    m["reduce_max"] = op_model("REDUCE_MAX", [q((2, 3, 4)), i32([0, 2])], [q((3,))])
+    m["log_softmax"] = op_model("LOG_SOFTMAX", [q((2, 6), 0.1)], [T((2, 6), "INT8", scale=16 / 256, zero_point=127)])
+    m["squared_difference"] = op_model("SQUARED_DIFFERENCE", [q((2, 3)), q((3,), 0.03, -2)], [q((2, 3), 0.3, -100)])
+    m["exp"] = op_model("EXP", [T((4,), "FLOAT32")], [T((4,), "FLOAT32")])
+    m["pow"] = op_model("POW", [T((2, 2), "INT32"), T((2,), "INT32")], [T((2, 2), "INT32")])
     return m
 
 

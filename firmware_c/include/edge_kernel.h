@@ -199,6 +199,27 @@ static inline edge_resource_t *edge_resource(const edge_ctx_t *ctx, int32_t id) 
     return (id >= 0 && id < ctx->interp->n_resources) ? &ctx->interp->resources[id] : (edge_resource_t *)0;
 }
 
+/* ---- sparse constants (DENSIFY): a tensor's SparsityParameters, verified (prepare only) ----
+ * Every vector points into the model and lies within it; values are read as the stored type (segments_type /
+ * indices_type: 1 int32, 2 uint16, 3 uint8; 0 with NULL when absent). Semantic checks (orders in range,
+ * indices within the dense shape) are the kernel's. EDGE_BAD_NODE when the tensor has no sparsity, EDGE_LIMIT
+ * above EDGE_SPARSE_MAX_DIMS levels, EDGE_MODEL_MALFORMED / _INVALID for a bad table. */
+#define EDGE_SPARSE_MAX_DIMS 8
+typedef struct edge_sparse_dim {
+    uint8_t format;             /* 0 DENSE, 1 SPARSE_CSR */
+    uint8_t segments_type, indices_type;
+    int32_t dense_size;
+    const void *segments, *indices;
+    int32_t n_segments, n_indices;
+} edge_sparse_dim_t;
+typedef struct edge_sparsity {
+    const int32_t *traversal_order, *block_map;
+    int32_t n_order, n_block_map, n_dims;
+    edge_sparse_dim_t dims[EDGE_SPARSE_MAX_DIMS];
+} edge_sparsity_t;
+edge_status_t edge_tensor_sparsity(edge_ctx_t *ctx, const edge_tensor_t *t, edge_sparsity_t *sp);
+
+
 /* The schema's option enums, for every kernel (one place: a kernel never defines its own copy;
  * tests/test_one_fact.py checks the values against edge_sdk/model/schema.py and greps the kernels). */
 

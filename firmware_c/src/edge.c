@@ -632,6 +632,61 @@ static const char *node_custom_code(edge_interp_t *it, const edge_node_t *nd) {
 
 const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node) { return node_custom_code(ctx->interp, node); }
 
+/* SparsityParameters: 0 traversal_order [int], 1 block_map [int], 2 dim_metadata [DimensionMetadata];
+ * DimensionMetadata: 0 format (0 DENSE, 1 SPARSE_CSR), 1 dense_size, 2/3 array_segments (union type, table),
+ * 4/5 array_indices; the union's tables (Int32Vector / Uint16Vector / Uint8Vector) hold field 0 values. */
+static edge_status_t sparse_index_vector(edge_interp_t *it, const edge_table_t *dt, int slot, uint8_t *type,
+                                         const void **values, int32_t *count) {
+    static const int64_t elem[4] = {0, 4, 2, 1};
+    edge_status_t s;
+    int64_t pos, start;
+    edge_table_t vt;
+    *values = 0;
+    *count = 0;
+    if ((s = fb_u8(it, dt, slot, 0, type, WHAT("DimensionMetadata index vector type"))) != EDGE_OK) return s;
+    if ((s = fb_ref(it, dt, slot + 1, &pos, WHAT("DimensionMetadata index vector"))) != EDGE_OK) return s;
+    if (!pos) return EDGE_OK;
+    if (*type < 1 || *type > 3)
+        return fail_at(it, EDGE_MODEL_INVALID, WHAT("DimensionMetadata index vector type (unknown)"), dt->table - it->model);
+    if ((s = fb_table(it, pos, WHAT("SparseIndexVector"), &vt)) != EDGE_OK) return s;
+    if ((s = fb_vector(it, &vt, 0, elem[*type], &start, count, WHAT("SparseIndexVector.values"))) != EDGE_OK) return s;
+    *values = start ? (const void *)(it->model + start) : 0;
+    return EDGE_OK;
+}
+
+edge_status_t edge_tensor_sparsity(edge_ctx_t *ctx, const edge_tensor_t *t, edge_sparsity_t *sp) {
+    edge_interp_t *it = ctx->interp;
+    edge_table_t tt, st, dt;
+    edge_status_t s;
+    int64_t pos, dims;
+    int32_t n, i;
+    memset(sp, 0, sizeof *sp);
+    if (t < ctx->tensors || t >= ctx->tensors + ctx->n_tensors) return EDGE_BAD_ARGUMENT;
+    tt = model_element(it, ctx->subgraph, 0, (int32_t)(t - ctx->tensors));
+    if ((s = fb_ref(it, &tt, 6, &pos, WHAT("Tensor.sparsity"))) != EDGE_OK) return s;
+    if (!pos) return fail_at(it, EDGE_BAD_NODE, WHAT("tensor has no sparsity parameters"), tt.table - it->model);
+    if ((s = fb_table(it, pos, WHAT("SparsityParameters"), &st)) != EDGE_OK) return s;
+    if ((s = fb_ints(it, &st, 0, &sp->traversal_order, &sp->n_order, WHAT("SparsityParameters.traversal_order"))) != EDGE_OK)
+        return s;
+    if ((s = fb_ints(it, &st, 1, &sp->block_map, &sp->n_block_map, WHAT("SparsityParameters.block_map"))) != EDGE_OK)
+        return s;
+    if ((s = fb_vector(it, &st, 2, 4, &dims, &n, WHAT("SparsityParameters.dim_metadata"))) != EDGE_OK) return s;
+    if (n > EDGE_SPARSE_MAX_DIMS || sp->n_order > EDGE_SPARSE_MAX_DIMS)
+        return fail_at(it, EDGE_LIMIT, WHAT("SparsityParameters (over 8 levels)"), pos);
+    sp->n_dims = n;
+    for (i = 0; i < n; i++) {
+        edge_sparse_dim_t *d = &sp->dims[i];
+        uint32_t size = 0;
+        if ((s = fb_vector_table(it, dims, i, WHAT("DimensionMetadata"), &dt)) != EDGE_OK) return s;
+        if ((s = fb_u8(it, &dt, 0, 0, &d->format, WHAT("DimensionMetadata.format"))) != EDGE_OK) return s;
+        if ((s = fb_u32(it, &dt, 1, 0, &size, WHAT("DimensionMetadata.dense_size"))) != EDGE_OK) return s;
+        d->dense_size = (int32_t)size;
+        if ((s = sparse_index_vector(it, &dt, 2, &d->segments_type, &d->segments, &d->n_segments)) != EDGE_OK) return s;
+        if ((s = sparse_index_vector(it, &dt, 4, &d->indices_type, &d->indices, &d->n_indices)) != EDGE_OK) return s;
+    }
+    return EDGE_OK;
+}
+
 const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len) {
     edge_interp_t *it = ctx->interp;
     edge_table_t ot = node_table(it, node);
