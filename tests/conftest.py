@@ -15,7 +15,6 @@ SHARED_MODELS = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared"
 # the C runtime leave these out; tests/test_c_arena.py checks that every other shared model has all its ops.
 C_RUNTIME_CANNOT_RUN = {
     "person_detect_vela.tflite": "Vela-compiled: its ethos-u custom op runs on an Arm Ethos-U NPU, not on a CPU",
-    "palm_detection_lite.tflite": "RESIZE_BILINEAR has no C kernel yet (the Python interpreter runs it)",
 }
 
 
