@@ -26,7 +26,7 @@
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 ARMHF_CC ?= arm-linux-gnueabihf-gcc
 CROSS_OPT ?= -O2
-CROSS_CFLAGS := $(WARN) $(CROSS_OPT) -fPIC -g -ffp-contract=off
+CROSS_CFLAGS := $(WARN) $(CROSS_OPT) -fPIC -g -ffp-contract=off -DEDGE_WITH_SIMD=1
 CROSS_ARCH_FLAGS_aarch64 := -march=armv8-a
 CROSS_ARCH_FLAGS_armhf := -march=armv7-a -mfpu=neon-vfpv4 -mfloat-abi=hard
 CROSS_PKGS_aarch64 := gcc-aarch64-linux-gnu libc6-dev-arm64-cross

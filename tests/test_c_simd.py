@@ -1,0 +1,164 @@
+"""The C runtime's fast paths for 64-bit Linux CPUs (firmware_c/src/simd/): every SIMD level this CPU has
+(edge_simd_set caps the level picked at prepare) must give the same bytes as the portable C kernels (level 0)
+on random shapes — odd channel counts, padding, strides, dilations, per-channel and per-tensor weights, input
+and output zero points, bias or none — and the same bytes as TFLM on the real models in ../shared.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_model
+from tests.oprunner import T, op_model
+from tests.peers import run_tflm
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from edge_sdk.runtime import backend_c
+    backend_c.build()
+    return backend_c
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    """The SIMD levels to compare with level 0: every one this CPU runs (none on a CPU without a fast path)."""
+    lib = backend.library()
+    lib.edge_simd_set.argtypes = [ctypes.c_int32]
+    lib.edge_simd_set.restype = ctypes.c_int32
+    top = lib.edge_simd_set(-1)
+    yield lib, list(range(1, top + 1))
+    lib.edge_simd_set(-1)
+
+
+def _run(backend, lib, level, model, feeds, **kw):
+    lib.edge_simd_set(level)
+    try:
+        c = backend.CInterpreter(model_content=model, **kw) if isinstance(model, bytes) else \
+            backend.CInterpreter(model_path=str(model), **kw)
+        c.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+def _same_at_every_level(backend, levels, model, feeds, **kw):
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, feeds)
+    for level in lv:
+        got = _run(backend, lib, level, model, feeds, **kw)
+        for r, g in zip(ref, got):
+            np.testing.assert_array_equal(g, r, err_msg=f"SIMD level {level} differs from the portable kernel")
+    return ref
+
+
+def _out(padding, stride, dil, size, k):
+    eff = (k - 1) * dil + 1
+    return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
+
+
+def _q(shape, rng, scale):
+    return T(shape, "INT8", scale, int(rng.integers(-128, 128)))
+
+
+def _conv_case(rng, depthwise=False):
+    kh, kw = (int(v) for v in rng.choice([1, 1, 2, 3, 3, 5], 2))
+    sh, sw = (int(v) for v in rng.choice([1, 1, 2, 3], 2))
+    dh, dw = (int(v) for v in rng.choice([1, 1, 2], 2)) if rng.random() < 0.3 else (1, 1)
+    padding = str(rng.choice(["SAME", "VALID"]))
+    h = int(rng.integers((kh - 1) * dh + 1, 14))
+    w = int(rng.integers((kw - 1) * dw + 1, 14))
+    n = int(rng.choice([1, 1, 2]))
+    c = int(rng.choice([1, 3, 4, 5, 8, 16, 17, 31, 33, 64, 70]))
+    o = c if depthwise else int(rng.choice([1, 2, 7, 8, 15, 16, 17, 32, 33, 40, 64, 65]))
+    oh, ow = _out(padding, sh, dh, h, kh), _out(padding, sw, dw, w, kw)
+    pc = bool(rng.random() < 0.7)
+    wshape = (1, kh, kw, o) if depthwise else (o, kh, kw, c)
+    k = kh * kw * (1 if depthwise else c)
+    wscale = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(k))) if pc else float(1 / (20 * np.sqrt(k)))
+    wt = T(wshape, "INT8", wscale, 0, quantized_dimension=3 if depthwise else 0,
+           data=rng.integers(-127, 128, wshape, dtype=np.int8))
+    b = T((o,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, o).astype(np.int32)) if rng.random() < 0.8 else None
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    opts = {"padding": padding, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+            "fused_activation_function": act}
+    if depthwise:
+        opts["depth_multiplier"] = 1
+    x = _q((n, h, w, c), rng, 0.05)
+    y = _q((n, oh, ow, o), rng, 0.02)
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    model = op_model(op, [x, wt, b], [y], options=opts, version=3)
+    return model, [rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_conv_2d_simd_equals_portable(backend, levels, seed):
+    rng = np.random.default_rng(1000 + seed)
+    model, feeds = _conv_case(rng)
+    _same_at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_depthwise_simd_equals_portable(backend, levels, seed):
+    rng = np.random.default_rng(2000 + seed)
+    model, feeds = _conv_case(rng, depthwise=True)
+    _same_at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fully_connected_simd_equals_portable(backend, levels, seed):
+    rng = np.random.default_rng(3000 + seed)
+    batch = int(rng.choice([1, 1, 2, 3, 5, 9]))
+    depth = int(rng.choice([1, 3, 8, 15, 16, 64, 100, 257]))
+    units = int(rng.choice([1, 2, 10, 16, 17, 33, 128]))
+    pc = bool(rng.random() < 0.5)
+    wscale = list(rng.uniform(0.3, 3, units) / (20 * np.sqrt(depth))) if pc else float(1 / (20 * np.sqrt(depth)))
+    wt = T((units, depth), "INT8", wscale, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
+    b = T((units,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, units).astype(np.int32)) \
+        if rng.random() < 0.8 else None
+    x = _q((batch, depth), rng, 0.05)
+    y = _q((batch, units), rng, 0.02)
+    model = op_model("FULLY_CONNECTED", [x, wt, b], [y],
+                     options={"fused_activation_function": str(rng.choice(["NONE", "RELU"]))})
+    _same_at_every_level(backend, levels, model, [rng.integers(-128, 128, (batch, depth), dtype=np.int8)])
+
+
+def test_saturating_sums_and_extreme_zero_points(backend, levels):
+    """Input zero point -128 / 127, weights at +-127 and inputs at the extremes: the largest products and the
+    bias fold (input_offset * sum w) at its widest."""
+    rng = np.random.default_rng(7)
+    for zp in (-128, 127):
+        wt = T((33, 3, 3, 70), "INT8", 0.0005, 0, data=np.where(rng.random((33, 3, 3, 70)) < 0.5, -127, 127)
+               .astype(np.int8))
+        x = T((1, 6, 7, 70), "INT8", 0.05, zp)
+        y = T((1, 6, 7, 33), "INT8", 0.5, int(rng.integers(-20, 20)))
+        model = op_model("CONV_2D", [x, wt, None], [y], options={"padding": "SAME"}, version=3)
+        feeds = [np.where(rng.random((1, 6, 7, 70)) < 0.5, -128, 127).astype(np.int8)]
+        out = _same_at_every_level(backend, levels, model, feeds)[0]
+        assert np.unique(out).size > 2
+
+
+@pytest.mark.parametrize("name", ["tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite",
+                                  "tflite-micro/person_detect.tflite"])
+def test_real_models_bit_exact_with_tflm(backend, levels, name):
+    path = shared_model(name)
+    rng = np.random.default_rng(5)
+    lib, lv = levels
+    c = backend.CInterpreter(model_path=str(path))
+    c.allocate_tensors()
+    feeds = [rng.integers(-128, 128, d["shape"], dtype=np.int8) for d in c.get_input_details()]
+    tflm = run_tflm(path.read_bytes(), feeds, isolate=True)
+    for level in [0, *lv]:
+        got = _run(backend, lib, level, path, feeds)
+        for g, t in zip(got, tflm):
+            np.testing.assert_array_equal(g, t, err_msg=f"SIMD level {level} vs TFLM on {name}")
