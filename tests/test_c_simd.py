@@ -124,7 +124,8 @@ def test_fully_connected_simd_equals_portable(backend, levels, seed):
     pc = bool(rng.random() < 0.5)
     wscale = list(rng.uniform(0.3, 3, units) / (20 * np.sqrt(depth))) if pc else float(1 / (20 * np.sqrt(depth)))
     wt = T((units, depth), "INT8", wscale, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
-    b = T((units,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, units).astype(np.int32)) \
+    bscale = [0.05 * v for v in wscale] if pc else 0.05 * wscale  # TFLM checks it against input x weight scale
+    b = T((units,), "INT32", bscale, 0, data=rng.integers(-3000, 3000, units).astype(np.int32)) \
         if rng.random() < 0.8 else None
     x = _q((batch, depth), rng, 0.05)
     y = _q((batch, units), rng, 0.02)
@@ -142,7 +143,8 @@ def test_saturating_sums_and_extreme_zero_points(backend, levels):
                .astype(np.int8))
         x = T((1, 6, 7, 70), "INT8", 0.05, zp)
         y = T((1, 6, 7, 33), "INT8", 0.5, int(rng.integers(-20, 20)))
-        model = op_model("CONV_2D", [x, wt, None], [y], options={"padding": "SAME"}, version=3)
+        model = op_model("CONV_2D", [x, wt, None], [y], options={"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                                                                   "dilation_h_factor": 1, "dilation_w_factor": 1}, version=3)
         feeds = [np.where(rng.random((1, 6, 7, 70)) < 0.5, -128, 127).astype(np.int8)]
         out = _same_at_every_level(backend, levels, model, feeds)[0]
         assert np.unique(out).size > 2

@@ -25,6 +25,7 @@
 #include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7)
 
@@ -40,7 +41,65 @@ typedef struct {
                                  * rq_generic (always for int16) edge_mbqm's multiplier and shift */
     int32_t rq_generic;
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
+#if EDGE_SIMD
+    int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] */
+    int32_t *simd_q;            /* persistent: bias[c] (0 without one), mul[c], rs[c] */
+    int32_t simd_scratch;       /* the taps inside the window of one pixel: kh * kw offsets and weight rows */
+#endif
 } dw_data_t;
+
+#if EDGE_SIMD
+/* int8, depth multiplier 1, constant filter, multipliers edge_rq covers: the filter as int16 rows per tap. */
+static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d, const edge_tensor_t *w,
+                                     const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level(), taps = d->kh * d->kw, c = d->c;
+    int32_t i;
+    d->simd = 0;
+    if (!level || d->kind != DW_INT8 || d->m != 1 || d->rq_generic || !w->is_const || (bias && !bias->is_const) ||
+        (int64_t)taps * c > 0x3fffffff)
+        return EDGE_OK;
+    d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)c);
+    d->simd_q = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * 3u * (size_t)c);
+    if (!d->simd_w || !d->simd_q) return EDGE_ARENA_TOO_SMALL;
+    for (i = 0; i < taps * c; i++) d->simd_w[i] = ((const int8_t *)w->data)[i];
+    for (i = 0; i < c; i++) {
+        const edge_rq_t q = edge_rq_at(d->rq, c, i);
+        d->simd_q[i] = bias ? ((const int32_t *)bias->data)[i] : 0;
+        d->simd_q[c + i] = q.mul;
+        d->simd_q[2 * c + i] = q.rnd;
+    }
+    d->simd = level;
+    return edge_request_scratch(ctx, node, (sizeof(int32_t) + sizeof(void *)) * (size_t)taps, &d->simd_scratch);
+}
+
+/* Every output pixel: the taps inside the input, then all channels at once (src/simd). */
+static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr) {
+    const int16_t **wtap = (const int16_t **)scr;
+    int32_t *xoff = (int32_t *)(wtap + d->kh * d->kw);
+    const int32_t c = d->c, *q = d->simd_q;
+    int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        const int8_t *xb = x + (int64_t)b * d->h * d->w * c;
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                int32_t nt = 0;
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                for (fy = fy0; fy < fy1; fy++)
+                    for (fx = fx0; fx < fx1; fx++, nt++) {
+                        xoff[nt] = ((iy0 + fy * d->dh) * d->w + ix0 + fx * d->dw) * c;
+                        wtap[nt] = d->simd_w + (int64_t)(fy * d->kw + fx) * c;
+                    }
+                edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, q, q + c, q + 2 * c,
+                                   d->output_offset, d->lo, d->hi, y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+            }
+        }
+    }
+}
+#endif
 
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
  * 5 dilation_w_factor, 6 dilation_h_factor. */
@@ -116,6 +175,10 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
+#if EDGE_SIMD
+    s = dw_prepare_simd(node, ctx, d, w, bias);
+    if (s != EDGE_OK || d->simd) return s;
+#endif
     if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
         if (s != EDGE_OK) return s;
@@ -614,6 +677,12 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
     switch (d->kind) {
     case DW_INT8:
+#if EDGE_SIMD
+        if (d->simd) {
+            dw_int8_simd(d, (const int8_t *)in->data, (int8_t *)out->data, edge_scratch(ctx, node, d->simd_scratch));
+            break;
+        }
+#endif
         dw_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                 (int8_t *)out->data, d->scratch >= 0 ? (uint32_t *)edge_scratch(ctx, node, d->scratch) : 0);
         break;

@@ -17,6 +17,7 @@
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_float.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)
 
@@ -30,6 +31,10 @@ typedef struct {
     int32_t *multipliers, *shifts; /* per-channel: units entries (persistent) */
     int32_t wide;              /* int16x8: int64 accumulators (int64 bias) and the 16-bit multiplier */
     int32_t fast;              /* int8: multiplier(s) / shift(s) hold edge_rq's mul / rnd: the fast path */
+#if EDGE_SIMD
+    edge_simd_qgemm_t *simd;   /* int8 fast path on a 64-bit Linux CPU with SIMD (src/simd): packed weights */
+    int32_t simd_scratch;
+#endif
 } fc_data_t;
 
 static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *in,
@@ -176,6 +181,25 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
             }
         }
         d->fast = 1;
+#if EDGE_SIMD
+        {
+            const int32_t level = edge_simd_level();
+            const size_t bytes = edge_simd_qgemm_bytes(level, units, depth);
+            void *packed;
+            d->simd = 0;
+            if (level && bytes && w->is_const && (!bias || bias->is_const)) {
+                d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
+                packed = edge_alloc_persistent(ctx, bytes);
+                if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
+                edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, units, depth, depth,
+                                     bias ? (const int32_t *)bias->data : 0, d->input_offset,
+                                     d->per_channel ? d->multipliers : &d->multiplier, d->per_channel,
+                                     d->per_channel ? d->shifts : &d->shift, d->per_channel, d->output_offset, d->lo,
+                                     d->hi, packed);
+                return edge_request_scratch(ctx, node, edge_simd_qgemm_work(level, depth), &d->simd_scratch);
+            }
+        }
+#endif
     }
     return EDGE_OK;
 }
@@ -346,6 +370,13 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     wt = (const int8_t *)w->data;
     bias = bt ? (const int32_t *)bt->data : 0;
     y = (int8_t *)out->data;
+#if EDGE_SIMD
+    if (d->simd) {
+        edge_simd_qgemm(d->simd, x, d->batches, d->depth, 0, d->units, y, d->units,
+                        edge_scratch(ctx, node, d->simd_scratch));
+        return;
+    }
+#endif
     if (d->fast) {
         fc_int8_fast(d, x, wt, bias, y);
         return;
