@@ -70,7 +70,7 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
     packed = edge_alloc_persistent(ctx, bytes);
     if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
-    edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, d->o, d->k, d->k,
+    edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, d->o, d->k, d->k, 1,
                          bias ? (const int32_t *)bias->data : 0, d->input_offset, &d->rq[0].mul, 2, &d->rq[0].rnd, 2,
                          d->output_offset, d->lo, d->hi, packed);
     d->simd_direct = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0;

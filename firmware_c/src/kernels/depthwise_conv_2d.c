@@ -43,34 +43,89 @@ typedef struct {
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
 #if EDGE_SIMD
     int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none) */
-    int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] */
-    int32_t *simd_q;            /* persistent: bias[c] (0 without one), mul[c], rs[c] */
+    int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] (multiplier 1) */
+    edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
+    int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc] */
     int32_t simd_scratch;       /* the taps inside the window of one pixel: kh * kw offsets and weight rows */
 #endif
 } dw_data_t;
 
 #if EDGE_SIMD
-/* int8, depth multiplier 1, constant filter, multipliers edge_rq covers: the filter as int16 rows per tap. */
+#define DW_SIMD_MB 16 /* output pixels per im2col block (one input channel) */
+
+/* int8, constant filter, multipliers edge_rq covers, and either depth multiplier 1 (the filter as int16 rows
+ * per tap, all channels of a pixel at once) or one input channel (a convolution with one input channel: the
+ * packed GEMM of the taps against the oc filters). */
 static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d, const edge_tensor_t *w,
                                      const edge_tensor_t *bias) {
-    const int32_t level = edge_simd_level(), taps = d->kh * d->kw, c = d->c;
+    const int32_t level = edge_simd_level(), taps = d->kh * d->kw, oc = d->oc;
     int32_t i;
     d->simd = 0;
-    if (!level || d->kind != DW_INT8 || d->m != 1 || d->rq_generic || !w->is_const || (bias && !bias->is_const) ||
-        (int64_t)taps * c > 0x3fffffff)
+    if (!level || d->kind != DW_INT8 || (d->m != 1 && d->c != 1) || d->rq_generic || !w->is_const ||
+        (bias && !bias->is_const) || (int64_t)taps * oc > 0x3fffffff)
         return EDGE_OK;
-    d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)c);
-    d->simd_q = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * 3u * (size_t)c);
-    if (!d->simd_w || !d->simd_q) return EDGE_ARENA_TOO_SMALL;
-    for (i = 0; i < taps * c; i++) d->simd_w[i] = ((const int8_t *)w->data)[i];
-    for (i = 0; i < c; i++) {
-        const edge_rq_t q = edge_rq_at(d->rq, c, i);
+    d->simd_q = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * 3u * (size_t)oc);
+    if (!d->simd_q) return EDGE_ARENA_TOO_SMALL;
+    for (i = 0; i < oc; i++) {
+        const edge_rq_t q = edge_rq_at(d->rq, oc, i);
         d->simd_q[i] = bias ? ((const int32_t *)bias->data)[i] : 0;
-        d->simd_q[c + i] = q.mul;
-        d->simd_q[2 * c + i] = q.rnd;
+        d->simd_q[oc + i] = q.mul;
+        d->simd_q[2 * oc + i] = q.rnd;
     }
+    if (d->c == 1) {
+        const size_t bytes = edge_simd_qgemm_bytes(level, oc, taps);
+        void *packed;
+        if (!bytes) return EDGE_OK;
+        d->simd_g = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd_g);
+        packed = edge_alloc_persistent(ctx, bytes);
+        if (!d->simd_g || !packed) return EDGE_ARENA_TOO_SMALL;
+        edge_simd_qgemm_pack(d->simd_g, level, (const int8_t *)w->data, oc, taps, 1, oc, d->simd_q, d->input_offset,
+                             d->simd_q + oc, 1, d->simd_q + 2 * oc, 1, d->output_offset, d->lo, d->hi, packed);
+        d->simd = level;
+        return edge_request_scratch(ctx, node, (size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps),
+                                    &d->simd_scratch);
+    }
+    d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)oc);
+    if (!d->simd_w) return EDGE_ARENA_TOO_SMALL;
+    for (i = 0; i < taps * oc; i++) d->simd_w[i] = ((const int8_t *)w->data)[i];
     d->simd = level;
     return edge_request_scratch(ctx, node, (sizeof(int32_t) + sizeof(void *)) * (size_t)taps, &d->simd_scratch);
+}
+
+/* One input channel: DW_SIMD_MB pixels' windows (the input zero point in the padding) through the GEMM. */
+static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8_t *scr) {
+    const int32_t taps = d->kh * d->kw, npix = d->oh * d->ow, zp = -d->input_offset;
+    int8_t *work = scr + (size_t)DW_SIMD_MB * (size_t)taps;
+    int32_t b, p, q, fy, fx;
+    for (b = 0; b < d->n; b++) {
+        const int8_t *xb = x + (int64_t)b * d->h * d->w;
+        int8_t *yb = y + (int64_t)b * npix * d->oc;
+        for (p = 0; p < npix; p += DW_SIMD_MB) {
+            const int32_t mb = npix - p < DW_SIMD_MB ? npix - p : DW_SIMD_MB;
+            for (q = 0; q < mb; q++) {
+                const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
+                const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+                int8_t *row = scr + (int64_t)q * taps;
+                int32_t fx0, fx1;
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                for (fy = 0; fy < d->kh; fy++, row += d->kw) {
+                    const int32_t iy = iy0 + fy * d->dh;
+                    const int8_t *src;
+                    if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                        memset(row, zp, (size_t)d->kw);
+                        continue;
+                    }
+                    src = xb + (int64_t)iy * d->w + ix0; /* + fx * dw: inside the row for fx in [fx0, fx1) */
+                    if (fx0 > 0) memset(row, zp, (size_t)fx0);
+                    if (d->dw == 1) memcpy(row + fx0, src + fx0, (size_t)(fx1 - fx0));
+                    else
+                        for (fx = fx0; fx < fx1; fx++) row[fx] = src[fx * d->dw];
+                    if (fx1 < d->kw) memset(row + fx1, zp, (size_t)(d->kw - fx1));
+                }
+            }
+            edge_simd_qgemm(d->simd_g, scr, mb, taps, 0, d->oc, yb + (int64_t)p * d->oc, d->oc, work);
+        }
+    }
 }
 
 /* Every output pixel: the taps inside the input, then all channels at once (src/simd). */
@@ -678,6 +733,11 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     switch (d->kind) {
     case DW_INT8:
 #if EDGE_SIMD
+        if (d->simd && d->simd_g) {
+            dw_int8_simd_c1(d, (const int8_t *)in->data, (int8_t *)out->data,
+                            (int8_t *)edge_scratch(ctx, node, d->simd_scratch));
+            break;
+        }
         if (d->simd) {
             dw_int8_simd(d, (const int8_t *)in->data, (int8_t *)out->data, edge_scratch(ctx, node, d->simd_scratch));
             break;

@@ -191,7 +191,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
                 d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
                 packed = edge_alloc_persistent(ctx, bytes);
                 if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
-                edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, units, depth, depth,
+                edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, units, depth, depth, 1,
                                      bias ? (const int32_t *)bias->data : 0, d->input_offset,
                                      d->per_channel ? d->multipliers : &d->multiplier, d->per_channel,
                                      d->per_channel ? d->shifts : &d->shift, d->per_channel, d->output_offset, d->lo,

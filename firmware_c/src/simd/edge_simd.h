@@ -60,11 +60,12 @@ typedef struct {
 size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k);
 /* Work bytes edge_simd_qgemm needs (per thread). */
 size_t edge_simd_qgemm_work(int32_t level, int32_t k);
-/* Fill g (its packed block of edge_simd_qgemm_bytes at dst): w is [n, k] int8 rows (row stride ldw), bias n
+/* Fill g (its packed block of edge_simd_qgemm_bytes at dst): w is n int8 rows of k (value i of row c at
+ * w[c * ldw + i * kstride]), bias n
  * int32 or NULL, channel c's multiplier mul[c * mul_stride] and right shift rs[c * rs_stride] (edge_rq_make's
  * plain form: mul in [2^30, 2^31) or 0, rs 2..31; stride 0: one for the layer). */
 void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
-                          const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          int32_t kstride, const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
                           const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst);
 /* Rows [0, m) of a (stride lda) against channels [n0, n1) (n0 a multiple of 16), into y[m, ldy] at columns
  * n0..n1. work: edge_simd_qgemm_work bytes. */

@@ -84,7 +84,7 @@ size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
 }
 
 void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
-                          const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          int32_t kstride, const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
                           const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst) {
     const int vnni = level == EDGE_SIMD_X86_AVX512VNNI;
     const int32_t nb = vnni ? VNNI_NB : AVX2_NB, step = vnni ? 4 : 2;
@@ -106,7 +106,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
         uint32_t s = 0;
         if (c < n) {
             const int8_t *wr = w + (int64_t)c * ldw;
-            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[i];
+            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
             b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)off); /* wraps as int32 sums do */
             m[c] = mul[(int64_t)c * mul_stride];
             r[c] = rs[(int64_t)c * rs_stride];
@@ -122,7 +122,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
             int8_t *blk = pw + (int64_t)(c / VNNI_NB) * kpad * VNNI_NB + (c % VNNI_NB) * 4;
-            for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 64 + (i % 4)] = wr[i];
+            for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 64 + (i % 4)] = wr[(int64_t)i * kstride];
         }
     } else {
         int16_t *pw = (int16_t *)(r + npad);
@@ -130,7 +130,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
             int16_t *blk = pw + (int64_t)(c / AVX2_NB) * kpad * AVX2_NB + (c % AVX2_NB) * 2;
-            for (i = 0; i < k; i++) blk[(int64_t)(i / 2) * 16 + (i % 2)] = wr[i];
+            for (i = 0; i < k; i++) blk[(int64_t)(i / 2) * 16 + (i % 2)] = wr[(int64_t)i * kstride];
         }
     }
 }
