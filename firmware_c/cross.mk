@@ -56,10 +56,10 @@ build/$(1)/obj/edge_ops_generated.o: build/$(1)/edge_ops_generated.c $$(HEADERS)
 	$$($(2)) $$(CROSS_CFLAGS) $$(CROSS_ARCH_FLAGS_$(1)) $$(INC) -c $$< -o $$@
 
 build/$(1)/libedge.so: $$($(1)_CROSS_OBJ)
-	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -shared -o $$@ $$^ -lm
+	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -shared -o $$@ $$^ -lm -pthread
 
 build/$(1)/edge-run-c: build/$(1)/obj/host/edge_run.o $$($(1)_CROSS_OBJ)
-	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -o $$@ $$^ -lm
+	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -o $$@ $$^ -lm -pthread
 endef
 $(eval $(call cross_arch,aarch64,AARCH64_CC))
 $(eval $(call cross_arch,armhf,ARMHF_CC))

@@ -167,3 +167,61 @@ def test_real_models_bit_exact_with_tflm(backend, levels, name):
         got = _run(backend, lib, level, path, feeds)
         for g, t in zip(got, tflm):
             np.testing.assert_array_equal(g, t, err_msg=f"SIMD level {level} vs TFLM on {name}")
+
+
+def _threaded(backend, model, feeds, threads):
+    c = backend.CInterpreter(model_content=model, num_threads=threads)
+    c.allocate_tensors()
+    assert c.num_threads == threads
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_threads_give_the_same_bytes(backend, seed):
+    """Large conv / depthwise / FC layers split across 2, 3 and 7 threads: the bytes of one thread."""
+    rng = np.random.default_rng(4000 + seed)
+    kind = seed % 3
+    if kind == 2:
+        depth, units, batch = 600, 257, int(rng.choice([1, 9, 33]))
+        wt = T((units, depth), "INT8", 0.002, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
+        model = op_model("FULLY_CONNECTED", [_q((batch, depth), rng, 0.05), wt, None], [_q((batch, units), rng, 0.05)])
+        feeds = [rng.integers(-128, 128, (batch, depth), dtype=np.int8)]
+    else:
+        c, o, k = (64, 96, 3) if kind == 0 else (96, 96, 3)
+        shape = (o, k, k, c) if kind == 0 else (1, k, k, o)
+        wt = T(shape, "INT8", list(rng.uniform(0.001, 0.004, o)), 0, quantized_dimension=3 if kind else 0,
+               data=rng.integers(-127, 128, shape, dtype=np.int8))
+        opts = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+        if kind:
+            opts["depth_multiplier"] = 1
+        model = op_model("DEPTHWISE_CONV_2D" if kind else "CONV_2D",
+                         [_q((1, 37, 29, c), rng, 0.05), wt, None], [_q((1, 37, 29, o), rng, 0.05)],
+                         options=opts, version=3)
+        feeds = [rng.integers(-128, 128, (1, 37, 29, c), dtype=np.int8)]
+    one = _threaded(backend, model, feeds, 1)
+    for n in (2, 3, 7):
+        for a, b in zip(one, _threaded(backend, model, feeds, n)):
+            np.testing.assert_array_equal(b, a, err_msg=f"{n} threads")
+
+
+def test_num_threads_checked_like_litert(backend):
+    model = op_model("FULLY_CONNECTED", [T((1, 4), "INT8", 0.1, 0),
+                                         T((2, 4), "INT8", 0.1, 0, data=np.ones((2, 4), np.int8)), None],
+                     [T((1, 2), "INT8", 0.1, 0)])
+    with pytest.raises(ValueError, match="num_threads should >= 1"):
+        backend.CInterpreter(model_content=model, num_threads=0)
+    with pytest.raises(ValueError, match="type of num_threads should be int"):
+        backend.CInterpreter(model_content=model, num_threads=1.5)
+
+
+def test_real_model_threads(backend):
+    path = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
+    rng = np.random.default_rng(9)
+    feeds = [rng.integers(-128, 128, (1, 3, 224, 224), dtype=np.int8)]
+    data = path.read_bytes()
+    one = _threaded(backend, data, feeds, 1)
+    for a, b in zip(one, _threaded(backend, data, feeds, 2)):
+        np.testing.assert_array_equal(b, a)

@@ -51,6 +51,8 @@ typedef struct {
                                  * NULL: the portable kernel */
     int32_t simd_scratch;       /* CONV_SIMD_MB im2col rows of k int8 + the GEMM's work */
     int32_t simd_direct;        /* a 1x1 stride-1 filter: the input is the GEMM's rows as they are */
+    int32_t simd_threads;       /* threads at prepare (edge_simd_threads): parts of the pixels, scratch each */
+    uint32_t simd_part_bytes;   /* one thread's scratch */
 #endif
 } conv_data_t;
 
@@ -74,9 +76,10 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
                          bias ? (const int32_t *)bias->data : 0, d->input_offset, &d->rq[0].mul, 2, &d->rq[0].rnd, 2,
                          d->output_offset, d->lo, d->hi, packed);
     d->simd_direct = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0;
-    return edge_request_scratch(ctx, node,
-                                (size_t)CONV_SIMD_MB * (size_t)d->k + edge_simd_qgemm_work(level, d->k),
-                                &d->simd_scratch);
+    d->simd_threads = edge_simd_threads();
+    d->simd_part_bytes = (uint32_t)(((d->simd_direct ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
+                                     edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
+    return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
 #endif
 
@@ -553,7 +556,7 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
  * zero point, which adds nothing). */
 static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, int32_t p0, int32_t p1, int8_t *scr) {
     const int32_t k = d->k, c = d->c, zp = -d->input_offset;
-    int8_t *rows = scr, *work = scr + (size_t)CONV_SIMD_MB * (size_t)k;
+    int8_t *rows = scr, *work = d->simd_direct ? scr : scr + (size_t)CONV_SIMD_MB * (size_t)k;
     int32_t p, q, fy, fx;
     if (d->simd_direct) {
         edge_simd_qgemm(d->simd, xb + (int64_t)p0 * c, p1 - p0, c, 0, d->o, yb + (int64_t)p0 * d->o, d->o, work);
@@ -578,6 +581,20 @@ static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, i
         }
         edge_simd_qgemm(d->simd, rows, mb, k, 0, d->o, yb + (int64_t)p * d->o, d->o, work);
     }
+}
+
+typedef struct {
+    const conv_data_t *d;
+    const int8_t *xb;
+    int8_t *yb, *scr;
+} conv_job_t;
+
+/* Part t of n: its share of the pixels, its own scratch. */
+static void conv_job(void *arg, int32_t t, int32_t n) {
+    const conv_job_t *j = (const conv_job_t *)arg;
+    int32_t p0, p1;
+    edge_simd_split(j->d->oh * j->d->ow, j->d->simd_direct ? 4 : CONV_SIMD_MB, t, n, &p0, &p1);
+    if (p0 < p1) conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr + (size_t)t * j->d->simd_part_bytes);
 }
 #endif
 
@@ -677,11 +694,16 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
 #if EDGE_SIMD
         if (d->simd) {
             const int32_t npix = d->oh * d->ow;
+            const int32_t parts = edge_simd_parts((int64_t)npix * d->o * d->k, d->simd_threads);
             int32_t b;
-            for (b = 0; b < d->n; b++)
-                conv_int8_simd(d, (const int8_t *)in->data + (int64_t)b * d->h * d->w * d->c,
-                               (int8_t *)out->data + (int64_t)b * npix * d->o, 0, npix,
-                               (int8_t *)edge_scratch(ctx, node, d->simd_scratch));
+            conv_job_t j;
+            j.d = d;
+            j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+            for (b = 0; b < d->n; b++) {
+                j.xb = (const int8_t *)in->data + (int64_t)b * d->h * d->w * d->c;
+                j.yb = (int8_t *)out->data + (int64_t)b * npix * d->o;
+                edge_simd_parallel(parts, conv_job, &j);
+            }
             break;
         }
 #endif

@@ -46,7 +46,10 @@ typedef struct {
     int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] (multiplier 1) */
     edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
     int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc] */
-    int32_t simd_scratch;       /* the taps inside the window of one pixel: kh * kw offsets and weight rows */
+    int32_t simd_scratch;       /* per thread: the taps inside one pixel's window (kh * kw offsets and weight
+                                 * rows), or (one input channel) DW_SIMD_MB im2col rows + the GEMM's work */
+    int32_t simd_threads;       /* threads at prepare: parts of the output rows / pixels */
+    uint32_t simd_part_bytes;
 #endif
 } dw_data_t;
 
@@ -82,26 +85,31 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
         edge_simd_qgemm_pack(d->simd_g, level, (const int8_t *)w->data, oc, taps, 1, oc, d->simd_q, d->input_offset,
                              d->simd_q + oc, 1, d->simd_q + 2 * oc, 1, d->output_offset, d->lo, d->hi, packed);
         d->simd = level;
-        return edge_request_scratch(ctx, node, (size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps),
+        d->simd_threads = edge_simd_threads();
+        d->simd_part_bytes =
+            (uint32_t)(((size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps) + 63) & ~(size_t)63);
+        return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
                                     &d->simd_scratch);
     }
     d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)oc);
     if (!d->simd_w) return EDGE_ARENA_TOO_SMALL;
     for (i = 0; i < taps * oc; i++) d->simd_w[i] = ((const int8_t *)w->data)[i];
     d->simd = level;
-    return edge_request_scratch(ctx, node, (sizeof(int32_t) + sizeof(void *)) * (size_t)taps, &d->simd_scratch);
+    d->simd_threads = edge_simd_threads();
+    d->simd_part_bytes = (uint32_t)(((sizeof(int32_t) + sizeof(void *)) * (size_t)taps + 63) & ~(size_t)63);
+    return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
 
 /* One input channel: DW_SIMD_MB pixels' windows (the input zero point in the padding) through the GEMM. */
-static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8_t *scr) {
+static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8_t *scr, int32_t p0, int32_t p1) {
     const int32_t taps = d->kh * d->kw, npix = d->oh * d->ow, zp = -d->input_offset;
     int8_t *work = scr + (size_t)DW_SIMD_MB * (size_t)taps;
     int32_t b, p, q, fy, fx;
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->h * d->w;
         int8_t *yb = y + (int64_t)b * npix * d->oc;
-        for (p = 0; p < npix; p += DW_SIMD_MB) {
-            const int32_t mb = npix - p < DW_SIMD_MB ? npix - p : DW_SIMD_MB;
+        for (p = p0; p < p1; p += DW_SIMD_MB) {
+            const int32_t mb = p1 - p < DW_SIMD_MB ? p1 - p : DW_SIMD_MB;
             for (q = 0; q < mb; q++) {
                 const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
                 const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
@@ -128,15 +136,37 @@ static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8
     }
 }
 
+static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr, int32_t oy0, int32_t oy1);
+
+typedef struct {
+    const dw_data_t *d;
+    const int8_t *x;
+    int8_t *y, *scr;
+} dw_job_t;
+
+/* Part t of n: its share of the output rows (one input channel: of the pixels), its own scratch. */
+static void dw_job(void *arg, int32_t t, int32_t n) {
+    const dw_job_t *j = (const dw_job_t *)arg;
+    int8_t *scr = j->scr + (size_t)t * j->d->simd_part_bytes;
+    int32_t a, b;
+    if (j->d->simd_g) {
+        edge_simd_split(j->d->oh * j->d->ow, DW_SIMD_MB, t, n, &a, &b);
+        if (a < b) dw_int8_simd_c1(j->d, j->x, j->y, scr, a, b);
+    } else {
+        edge_simd_split(j->d->oh, 1, t, n, &a, &b);
+        if (a < b) dw_int8_simd(j->d, j->x, j->y, scr, a, b);
+    }
+}
+
 /* Every output pixel: the taps inside the input, then all channels at once (src/simd). */
-static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr) {
+static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr, int32_t oy0, int32_t oy1) {
     const int16_t **wtap = (const int16_t **)scr;
     int32_t *xoff = (int32_t *)(wtap + d->kh * d->kw);
     const int32_t c = d->c, *q = d->simd_q;
     int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->h * d->w * c;
-        for (oy = 0; oy < d->oh; oy++) {
+        for (oy = oy0; oy < oy1; oy++) {
             const int32_t iy0 = oy * d->sh - d->pt;
             edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
@@ -733,13 +763,14 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     switch (d->kind) {
     case DW_INT8:
 #if EDGE_SIMD
-        if (d->simd && d->simd_g) {
-            dw_int8_simd_c1(d, (const int8_t *)in->data, (int8_t *)out->data,
-                            (int8_t *)edge_scratch(ctx, node, d->simd_scratch));
-            break;
-        }
         if (d->simd) {
-            dw_int8_simd(d, (const int8_t *)in->data, (int8_t *)out->data, edge_scratch(ctx, node, d->simd_scratch));
+            dw_job_t j;
+            j.d = d;
+            j.x = (const int8_t *)in->data;
+            j.y = (int8_t *)out->data;
+            j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+            edge_simd_parallel(
+                edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads), dw_job, &j);
             break;
         }
 #endif

@@ -34,6 +34,8 @@ typedef struct {
 #if EDGE_SIMD
     edge_simd_qgemm_t *simd;   /* int8 fast path on a 64-bit Linux CPU with SIMD (src/simd): packed weights */
     int32_t simd_scratch;
+    int32_t simd_threads;      /* threads at prepare: parts of the rows (>= 8 of them) or of the units */
+    uint32_t simd_part_bytes;  /* one thread's GEMM work */
 #endif
 } fc_data_t;
 
@@ -196,13 +198,40 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
                                      d->per_channel ? d->multipliers : &d->multiplier, d->per_channel,
                                      d->per_channel ? d->shifts : &d->shift, d->per_channel, d->output_offset, d->lo,
                                      d->hi, packed);
-                return edge_request_scratch(ctx, node, edge_simd_qgemm_work(level, depth), &d->simd_scratch);
+                d->simd_threads = edge_simd_threads();
+                d->simd_part_bytes = (uint32_t)((edge_simd_qgemm_work(level, depth) + 63) & ~(size_t)63);
+                return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
+                                            &d->simd_scratch);
             }
         }
 #endif
     }
     return EDGE_OK;
 }
+
+#if EDGE_SIMD
+typedef struct {
+    const fc_data_t *d;
+    const int8_t *x;
+    int8_t *y, *scr;
+} fc_job_t;
+
+static void fc_job(void *arg, int32_t t, int32_t n) {
+    const fc_job_t *j = (const fc_job_t *)arg;
+    const fc_data_t *d = j->d;
+    int8_t *work = j->scr + (size_t)t * d->simd_part_bytes;
+    int32_t a, b;
+    if (d->batches >= 8) {
+        edge_simd_split(d->batches, 4, t, n, &a, &b);
+        if (a < b)
+            edge_simd_qgemm(d->simd, j->x + (int64_t)a * d->depth, b - a, d->depth, 0, d->units,
+                            j->y + (int64_t)a * d->units, d->units, work);
+    } else {
+        edge_simd_split(d->units, 16, t, n, &a, &b);
+        if (a < b) edge_simd_qgemm(d->simd, j->x, d->batches, d->depth, a, b, j->y, d->units, work);
+    }
+}
+#endif
 
 /* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass. */
 static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
@@ -372,8 +401,12 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     y = (int8_t *)out->data;
 #if EDGE_SIMD
     if (d->simd) {
-        edge_simd_qgemm(d->simd, x, d->batches, d->depth, 0, d->units, y, d->units,
-                        edge_scratch(ctx, node, d->simd_scratch));
+        fc_job_t j;
+        j.d = d;
+        j.x = x;
+        j.y = y;
+        j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+        edge_simd_parallel(edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads), fc_job, &j);
         return;
     }
 #endif

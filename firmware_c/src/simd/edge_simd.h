@@ -78,6 +78,26 @@ void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int
 void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, const int16_t *const *wtap,
                         int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
                         const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y);
+
+/* Threads (src/simd/edge_threads.c). The count for nodes prepared from now on (1..64; 1 by default): a node keeps
+ * it in its op data, so set it before edge_init. Returns the previous count. Exported from libedge.so. */
+int32_t edge_simd_set_threads(int32_t n);
+int32_t edge_simd_threads(void);
+/* fn(ctx, t, n) for t in [0, n), on the pool's threads and the caller's; returns when all are done. */
+typedef void (*edge_simd_job_fn)(void *ctx, int32_t t, int32_t n);
+void edge_simd_parallel(int32_t n, edge_simd_job_fn fn, void *ctx);
+/* The part t of n of [0, total) in multiples of `align`: [*lo, *hi). */
+static inline void edge_simd_split(int32_t total, int32_t align, int32_t t, int32_t n, int32_t *lo, int32_t *hi) {
+    const int32_t units = (total + align - 1) / align;
+    const int32_t a = (int32_t)((int64_t)units * t / n) * align, b = (int32_t)((int64_t)units * (t + 1) / n) * align;
+    *lo = a < total ? a : total;
+    *hi = b < total ? b : total;
+}
+/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 64K MACs a part). */
+static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
+    const int64_t most = work >> 16;
+    return most < 1 ? 1 : (most < prepared ? (int32_t)most : prepared);
+}
 #endif
 
 #endif /* EDGE_SIMD_H */
