@@ -49,7 +49,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
-SHARED = ROOT.parent / "shared" / "models"
+SHARED = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 sys.path.insert(0, str(ROOT))
 
 TICK_INSTRUCTIONS = 40  # SysTick at 25 MHz with -icount shift=0 (1 instruction = 1 ns)

@@ -225,3 +225,26 @@ def test_real_model_threads(backend):
     one = _threaded(backend, data, feeds, 1)
     for a, b in zip(one, _threaded(backend, data, feeds, 2)):
         np.testing.assert_array_equal(b, a)
+
+
+def test_cli_threads_flag(backend, tmp_path):
+    """--threads on edge bench / run / serve: an int >= 1 (else exit 2); bench --backend c runs with it."""
+    import json
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    wt = T((16, 3, 3, 8), "INT8", 0.01, 0, data=rng.integers(-127, 128, (16, 3, 3, 8), dtype=np.int8))
+    model = op_model("CONV_2D", [_q((1, 20, 20, 8), rng, 0.05), wt, None], [_q((1, 20, 20, 16), rng, 0.05)],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=3)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    cli = [sys.executable, "-m", "edge_sdk.cli"]
+    ok = subprocess.run([*cli, "bench", str(path), "--backend", "c", "--threads", "2", "--runs", "3", "--json"],
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert json.loads(ok.stdout)["threads"] == 2
+    for cmd in (["bench", str(path)], ["run", str(path), "x.npy"], ["serve", str(path)]):
+        bad = subprocess.run([*cli, *cmd, "--threads", "0"], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "--threads: must be an integer >= 1" in bad.stderr, (cmd, bad.stderr)
