@@ -248,3 +248,55 @@ def test_cli_threads_flag(backend, tmp_path):
     for cmd in (["bench", str(path)], ["run", str(path), "x.npy"], ["serve", str(path)]):
         bad = subprocess.run([*cli, *cmd, "--threads", "0"], capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and "--threads: must be an integer >= 1" in bad.stderr, (cmd, bad.stderr)
+
+
+# ------------------------------------------------------------------------------------------------ aarch64 (qemu-user)
+
+@pytest.fixture(scope="module")
+def aarch64_runner():
+    """firmware_c built for aarch64 (make aarch64), run under qemu-user; skips where the cross tools are absent."""
+    import fcntl
+    import subprocess
+
+    from tests.test_c_cross import ARCHES, FW, _missing_tools
+
+    reason = _missing_tools("aarch64")
+    if reason:
+        pytest.skip(reason)
+    with open(FW / "build" / ".cross.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(["make", "-C", str(FW), "-j2", "aarch64"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    _, qemu, sysroot, _, _, _, _ = ARCHES["aarch64"]
+    return qemu, sysroot, FW / "build" / "aarch64" / "edge-run-c"
+
+
+@pytest.mark.slow
+def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, tmp_path):
+    """NEON (qemu -cpu cortex-a53: a Pi 3 / 4 core, no SDOT), SDOT (-cpu max) and the portable kernels
+    (EDGE_SIMD_LEVEL=0) give the bytes of the x86-64 host build (its own SIMD level) on random int8 conv /
+    depthwise / FC layers and on person_detect."""
+    from tests.test_c_cross import HOST_RUNNER, _run
+
+    qemu, sysroot, runner = aarch64_runner
+    models = []
+    for seed in range(8):
+        rng = np.random.default_rng(5000 + seed)
+        models.append(_conv_case(rng, depthwise=seed % 2 == 1))
+    rng = np.random.default_rng(6000)
+    wt = T((37, 300), "INT8", list(rng.uniform(0.001, 0.004, 37)), 0,
+           data=rng.integers(-127, 128, (37, 300), dtype=np.int8))
+    models.append((op_model("FULLY_CONNECTED", [_q((3, 300), rng, 0.05), wt, None], [_q((3, 37), rng, 0.05)]),
+                   [rng.integers(-128, 128, (3, 300), dtype=np.int8)]))
+    try:
+        pd = shared_model("tflite-micro/person_detect.tflite")
+        models.append((pd.read_bytes(), [rng.integers(-128, 128, (1, 96, 96, 1), dtype=np.int8)]))
+    except pytest.skip.Exception:
+        pass
+    for i, (model, feeds) in enumerate(models):
+        path = tmp_path / f"m{i}.tflite"
+        path.write_bytes(model)
+        host = _run([str(HOST_RUNNER)], path, feeds, tmp_path, 1)
+        for cpu, env in (("cortex-a53", []), ("max", []), ("max", ["-E", "EDGE_SIMD_LEVEL=0"])):
+            got = _run([qemu, "-cpu", cpu, *env, "-L", sysroot, str(runner)], path, feeds, tmp_path, 1)
+            assert got == host, f"model {i}: aarch64 -cpu {cpu} {env} differs from the x86-64 host build"
