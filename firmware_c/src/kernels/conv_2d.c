@@ -589,12 +589,12 @@ typedef struct {
     int8_t *yb, *scr;
 } conv_job_t;
 
-/* Part t of n: its share of the pixels, its own scratch. */
-static void conv_job(void *arg, int32_t t, int32_t n) {
+/* Part t of n: its share of the pixels, in the scratch of the thread's slot. */
+static void conv_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const conv_job_t *j = (const conv_job_t *)arg;
     int32_t p0, p1;
     edge_simd_split(j->d->oh * j->d->ow, j->d->simd_direct ? 4 : CONV_SIMD_MB, t, n, &p0, &p1);
-    if (p0 < p1) conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr + (size_t)t * j->d->simd_part_bytes);
+    if (p0 < p1) conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr + (size_t)slot * j->d->simd_part_bytes);
 }
 #endif
 
@@ -702,7 +702,7 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
             for (b = 0; b < d->n; b++) {
                 j.xb = (const int8_t *)in->data + (int64_t)b * d->h * d->w * d->c;
                 j.yb = (int8_t *)out->data + (int64_t)b * npix * d->o;
-                edge_simd_parallel(parts, conv_job, &j);
+                edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, conv_job, &j);
             }
             break;
         }

@@ -144,10 +144,10 @@ typedef struct {
     int8_t *y, *scr;
 } dw_job_t;
 
-/* Part t of n: its share of the output rows (one input channel: of the pixels), its own scratch. */
-static void dw_job(void *arg, int32_t t, int32_t n) {
+/* Part t of n: its share of the output rows (one input channel: of the pixels), in its thread slot's scratch. */
+static void dw_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const dw_job_t *j = (const dw_job_t *)arg;
-    int8_t *scr = j->scr + (size_t)t * j->d->simd_part_bytes;
+    int8_t *scr = j->scr + (size_t)slot * j->d->simd_part_bytes;
     int32_t a, b;
     if (j->d->simd_g) {
         edge_simd_split(j->d->oh * j->d->ow, DW_SIMD_MB, t, n, &a, &b);
@@ -769,8 +769,9 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
             j.x = (const int8_t *)in->data;
             j.y = (int8_t *)out->data;
             j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
-            edge_simd_parallel(
-                edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads), dw_job, &j);
+            const int32_t slots =
+                edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads);
+            edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, dw_job, &j);
             break;
         }
 #endif

@@ -216,10 +216,10 @@ typedef struct {
     int8_t *y, *scr;
 } fc_job_t;
 
-static void fc_job(void *arg, int32_t t, int32_t n) {
+static void fc_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const fc_job_t *j = (const fc_job_t *)arg;
     const fc_data_t *d = j->d;
-    int8_t *work = j->scr + (size_t)t * d->simd_part_bytes;
+    int8_t *work = j->scr + (size_t)slot * d->simd_part_bytes;
     int32_t a, b;
     if (d->batches >= 8) {
         edge_simd_split(d->batches, 4, t, n, &a, &b);
@@ -406,7 +406,8 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
         j.x = x;
         j.y = y;
         j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
-        edge_simd_parallel(edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads), fc_job, &j);
+        const int32_t slots = edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads);
+        edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, fc_job, &j);
         return;
     }
 #endif

@@ -83,9 +83,10 @@ void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, con
  * it in its op data, so set it before edge_init. Returns the previous count. Exported from libedge.so. */
 int32_t edge_simd_set_threads(int32_t n);
 int32_t edge_simd_threads(void);
-/* fn(ctx, t, n) for t in [0, n), on the pool's threads and the caller's; returns when all are done. */
-typedef void (*edge_simd_job_fn)(void *ctx, int32_t t, int32_t n);
-void edge_simd_parallel(int32_t n, edge_simd_job_fn fn, void *ctx);
+/* fn(ctx, t, parts, slot) for every part t in [0, parts), on up to `slots` threads (the caller's and the pool's);
+ * slot (< slots) names the thread's scratch. Returns when all parts are done. */
+typedef void (*edge_simd_job_fn)(void *ctx, int32_t t, int32_t parts, int32_t slot);
+void edge_simd_parallel(int32_t parts, int32_t slots, edge_simd_job_fn fn, void *ctx);
 /* The part t of n of [0, total) in multiples of `align`: [*lo, *hi). */
 static inline void edge_simd_split(int32_t total, int32_t align, int32_t t, int32_t n, int32_t *lo, int32_t *hi) {
     const int32_t units = (total + align - 1) / align;
@@ -93,7 +94,8 @@ static inline void edge_simd_split(int32_t total, int32_t align, int32_t t, int3
     *lo = a < total ? a : total;
     *hi = b < total ? b : total;
 }
-/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 64K MACs a part). */
+/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 64K MACs each); the
+ * kernels split into twice as many parts (claimed one at a time: a thread the OS runs late holds up nobody). */
 static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
     const int64_t most = work >> 16;
     return most < 1 ? 1 : (most < prepared ? (int32_t)most : prepared);
