@@ -300,3 +300,33 @@ def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, t
         for cpu, env in (("cortex-a53", []), ("max", []), ("max", ["-E", "EDGE_SIMD_LEVEL=0"])):
             got = _run([qemu, "-cpu", cpu, *env, "-L", sysroot, str(runner)], path, feeds, tmp_path, 1)
             assert got == host, f"model {i}: aarch64 -cpu {cpu} {env} differs from the x86-64 host build"
+
+
+def test_packed_weights_are_counted_in_the_arena(backend, levels):
+    """The repacked weights live in the arena's persistent part: a SIMD level needs more arena than level 0 on
+    a conv model, and exactly arena_used bytes are enough at that level (one byte less is refused)."""
+    from edge_sdk.errors import ArenaTooSmallError
+
+    lib, lv = levels
+    if not lv:
+        pytest.skip("this CPU has no SIMD level")
+    rng = np.random.default_rng(11)
+    wt = T((64, 3, 3, 32), "INT8", 0.002, 0, data=rng.integers(-127, 128, (64, 3, 3, 32), dtype=np.int8))
+    model = op_model("CONV_2D", [_q((1, 10, 10, 32), rng, 0.05), wt, None], [_q((1, 10, 10, 64), rng, 0.05)],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=3)
+    used = {}
+    for level in (0, lv[-1]):
+        lib.edge_simd_set(level)
+        try:
+            it = backend.CInterpreter(model_content=model)
+            it.allocate_tensors()
+            info = it.plan_info()
+            used[level] = max(info["arena_used"], info["high_water"])
+            if level:
+                backend.CInterpreter(model_content=model, arena_size=used[level]).allocate_tensors()
+                with pytest.raises(ArenaTooSmallError):
+                    backend.CInterpreter(model_content=model, arena_size=used[level] - 1).allocate_tensors()
+        finally:
+            lib.edge_simd_set(-1)
+    assert info["persistent"] >= 64 * 3 * 3 * 32 and used[lv[-1]] > used[0]
