@@ -330,3 +330,21 @@ def test_packed_weights_are_counted_in_the_arena(backend, levels):
         finally:
             lib.edge_simd_set(-1)
     assert info["persistent"] >= 64 * 3 * 3 * 32 and used[lv[-1]] > used[0]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_add_sub_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 ADD / SUB of same-shape inputs (odd lengths, any zero points and scales, activations, in place or
+    not): every SIMD level == the portable kernel == TFLM."""
+    rng = np.random.default_rng(8000 + seed)
+    op = "ADD" if seed % 2 == 0 else "SUB"
+    shape = (1, int(rng.integers(1, 40)), int(rng.integers(1, 40)), int(rng.choice([1, 3, 8, 17])))
+    sa, sb, so = (float(v) for v in rng.uniform(0.01, 0.2, 3))
+    a = T(shape, "INT8", sa, int(rng.integers(-128, 128)))
+    b = T(shape, "INT8", sb, int(rng.integers(-128, 128)))
+    y = T(shape, "INT8", so, int(rng.integers(-128, 128)))
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    model = op_model(op, [a, b], [y], options={"fused_activation_function": act})
+    feeds = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(2)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])

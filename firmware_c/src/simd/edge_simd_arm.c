@@ -244,6 +244,11 @@ void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int
     else neon_gemm(g, a, m, lda, n0, n1, y, ldy, work);
 }
 
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+    (void)level, (void)a, (void)b, (void)y, (void)n, (void)p;
+    return 0; /* no NEON ADD yet: kernels/add.c runs its own */
+}
+
 void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, const int16_t *const *wtap,
                         int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
                         const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y) {

@@ -346,6 +346,62 @@ void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int
     else avx2_gemm(g, a, m, lda, n0, n1, y, ldy, work);
 }
 
+/* ------------------------------------------------------------------------------------- ADD / SUB int8 */
+
+/* round(x * m / 2^31) halves away from zero for m >= 0 (eb_srdhm): bits 31..62 of x * m + 2^30, lane by lane */
+T_AVX2 static INLINE __m256i srdhm256(__m256i x, __m256i m) {
+    const __m256i r30 = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(x, m), r30);
+    const __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), r30);
+    return _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_slli_epi64(po, 1), 0xAA);
+}
+
+/* edge_rdbpot by a constant exponent e (0..31): x >> e, plus one when the remainder is above half (halves away) */
+T_AVX2 static INLINE __m256i rdbpot256(__m256i x, int32_t e) {
+    const __m256i mask = _mm256_set1_epi32((int32_t)(((int64_t)1 << e) - 1));
+    const __m256i thr = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(x, 31));
+    const __m256i rem = _mm256_and_si256(x, mask);
+    return _mm256_sub_epi32(_mm256_sra_epi32(x, _mm_cvtsi32_si128(e)), _mm256_cmpgt_epi32(rem, thr));
+}
+
+T_AVX2 static void addsub_q8_avx2(const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+    const __m256i zp1 = _mm256_set1_epi32(p[0]), zp2 = _mm256_set1_epi32(p[1]);
+    const __m256i m1 = _mm256_set1_epi32(p[2]), m2 = _mm256_set1_epi32(p[4]), mo = _mm256_set1_epi32(p[7]);
+    const __m256i off = _mm256_set1_epi32(p[10]), lo = _mm256_set1_epi32(p[11]), hi = _mm256_set1_epi32(p[12]);
+    const __m128i left = _mm_cvtsi32_si128(p[8]);
+    const int32_t r1 = p[3], r2 = p[5], ro = p[9], sub = p[6] < 0;
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        int64_t va, vb;
+        __m256i x1, x2, s;
+        memcpy(&va, a + i, 8);
+        memcpy(&vb, b + i, 8);
+        x1 = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(va)), zp1), 20);
+        x2 = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(vb)), zp2), 20);
+        x1 = rdbpot256(srdhm256(x1, m1), r1);
+        x2 = rdbpot256(srdhm256(x2, m2), r2);
+        s = sub ? _mm256_sub_epi32(x1, x2) : _mm256_add_epi32(x1, x2);
+        s = rdbpot256(srdhm256(_mm256_sll_epi32(s, left), mo), ro);
+        s = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(s, off), lo), hi);
+        store8(s, y + i, 8);
+    }
+    for (; i < n; i++) { /* the n % 8 last elements: the same steps on one lane */
+        int32_t t1 = (int32_t)((uint32_t)(a[i] - p[0]) << 20), t2 = (int32_t)((uint32_t)(b[i] - p[1]) << 20), r;
+        __m256i v = _mm256_setr_epi32(t1, t2, 0, 0, 0, 0, 0, 0);
+        t1 = _mm256_extract_epi32(rdbpot256(srdhm256(v, m1), r1), 0);
+        t2 = _mm256_extract_epi32(rdbpot256(srdhm256(v, m2), r2), 1);
+        v = _mm256_set1_epi32((int32_t)((uint32_t)(sub ? t1 - t2 : t1 + t2)));
+        r = _mm256_extract_epi32(rdbpot256(srdhm256(_mm256_sll_epi32(v, left), mo), ro), 0) + p[10];
+        y[i] = (int8_t)(r < p[11] ? p[11] : (r > p[12] ? p[12] : r));
+    }
+}
+
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    addsub_q8_avx2(a, b, y, n, p);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------- depthwise */
 
 T_VNNI static void dw_pixel_512(const int8_t *x, const int32_t *xoff, const int16_t *const *wtap, int32_t ntaps,
