@@ -568,15 +568,24 @@ static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, i
             const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
             const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
             int8_t *row = rows + (int64_t)q * k;
-            for (fy = 0; fy < d->kh; fy++) {
+            int32_t fx0, fx1;
+            edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+            for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
                 const int32_t iy = iy0 + fy * d->dh;
-                for (fx = 0; fx < d->kw; fx++, row += c) {
-                    const int32_t ix = ix0 + fx * d->dw;
-                    if (iy >= 0 && iy < d->h && ix >= 0 && ix < d->w)
-                        memcpy(row, xb + ((int64_t)iy * d->w + ix) * c, (size_t)c);
-                    else
-                        memset(row, zp, (size_t)c);
+                if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                    memset(row, zp, (size_t)d->kw * (size_t)c);
+                    continue;
                 }
+                /* taps [fx0, fx1) inside the row, the others in the padding */
+                if (fx0 > 0) memset(row, zp, (size_t)fx0 * (size_t)c);
+                if (d->dw == 1) { /* one run of (fx1 - fx0) * c bytes */
+                    memcpy(row + (int64_t)fx0 * c, xb + ((int64_t)iy * d->w + ix0 + fx0) * c,
+                           (size_t)(fx1 - fx0) * (size_t)c);
+                } else {
+                    for (fx = fx0; fx < fx1; fx++)
+                        memcpy(row + (int64_t)fx * c, xb + ((int64_t)iy * d->w + ix0 + fx * d->dw) * c, (size_t)c);
+                }
+                if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, zp, (size_t)(d->kw - fx1) * (size_t)c);
             }
         }
         edge_simd_qgemm(d->simd, rows, mb, k, 0, d->o, yb + (int64_t)p * d->o, d->o, work);
