@@ -1,6 +1,14 @@
 """The C runtime (firmware_c) against its peers, in one run.
 
     .venv/bin/python benchmarks/c_runtime.py [--models a.tflite ...] [--seconds 0.5] [--no-qemu] [--only-mac]
+                                             [--only-litert] [--threads N]
+
+0. C runtime / LiteRT, per model, in one child process per model with every runtime loaded and timed in turns
+   (short bursts, interleaved, medians: the machine is shared and noisy): CInterpreter at 1 thread and at N
+   threads (--threads, default: the CPU count) against LiteRT's default kernels (XNNPACK) at 1 and N threads and
+   LiteRT's reference kernels (BUILTIN_REF) at 1 thread. Prints C/XNNPACK and C/LiteRT-reference per model and the
+   geomeans, with the issue's goal (C / XNNPACK, one thread each, geomean <= 1.5 on the models XNNPACK takes
+   >= 0.3 ms on, none slower than 3x). --only-litert: this section alone.
 
 (--only-mac: section 2 alone, optionally --mac-ops NAME-PREFIX ... to run only some of its one-op models.)
 
@@ -28,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -40,7 +49,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
-SHARED = ROOT.parent / "shared" / "models"
+SHARED = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 sys.path.insert(0, str(ROOT))
 
 TICK_INSTRUCTIONS = 40  # SysTick at 25 MHz with -icount shift=0 (1 instruction = 1 ns)
@@ -113,6 +122,104 @@ def child(runtime: str, path: str, seconds: float) -> dict:
             it.invoke()
     med, n = _time_loop(invoke, seconds)
     return {"median_s": med, "n": n}
+
+
+def child_vs_litert(path: str, seconds: float, threads: int) -> dict:
+    """Section 0 in one process: every runtime on the same inputs, timed in interleaved bursts."""
+    data = Path(path).read_bytes()
+    from edge_sdk import Interpreter
+    from edge_sdk.runtime.backend_c import CInterpreter
+    from ai_edge_litert.interpreter import Interpreter as Lite, OpResolverType
+
+    ref = Interpreter(model_content=data)
+    ref.allocate_tensors()
+    feeds = _inputs([(tuple(d["shape"]), d["dtype"]) for d in ref.get_input_details()])
+    runners, errors = {}, {}
+
+    def bind(it):
+        it.allocate_tensors()
+        idx = [d["index"] for d in it.get_input_details()]
+
+        def invoke():
+            for i, x in zip(idx, feeds):
+                it.set_tensor(i, x)
+            it.invoke()
+        invoke()
+        return invoke
+
+    makers = {
+        "c1": lambda: CInterpreter(model_content=data, num_threads=1),
+        "cN": lambda: CInterpreter(model_content=data, num_threads=threads),
+        "xnn1": lambda: Lite(model_content=data, num_threads=1),
+        "xnnN": lambda: Lite(model_content=data, num_threads=threads),
+        "ref1": lambda: Lite(model_content=data, num_threads=1,
+                             experimental_op_resolver_type=OpResolverType.BUILTIN_REF),
+    }
+    for name, make in makers.items():
+        try:
+            runners[name] = bind(make())
+        except Exception as exc:  # a runtime that cannot run the model: its cell says why
+            errors[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:70] if str(exc) else ''}"
+    times = {name: [] for name in runners}
+    end = time.perf_counter() + seconds * max(len(runners), 1)
+    rounds = 0
+    while runners and (time.perf_counter() < end or rounds < 3) and rounds < 2000:
+        for name, invoke in runners.items():  # one burst per runtime per round (~seconds / 20 each)
+            burst_end = time.perf_counter() + seconds / 20
+            while True:
+                t0 = time.perf_counter()
+                invoke()
+                times[name].append(time.perf_counter() - t0)
+                if time.perf_counter() >= burst_end:
+                    break
+        rounds += 1
+    return {"median_s": {n: float(np.median(v)) for n, v in times.items()}, "errors": errors}
+
+
+def vs_litert(paths, seconds: float, threads: int) -> None:
+    print(f"\n0. C runtime vs LiteRT (median ms; one process per model, runtimes interleaved; N = {threads} threads)")
+    print(f"{'model':<40} {'C 1t':>8} {'XNN 1t':>8} {'REF 1t':>9} {'C/XNN':>6} {'C/REF':>6} {'C Nt':>8} {'XNN Nt':>8} "
+          f"{'C/XNN Nt':>8}")
+    r1, rn, rref, big = [], [], [], []
+    for p in paths:
+        proc = subprocess.run([sys.executable, __file__, "--child-litert", str(p), "--seconds", str(seconds),
+                               "--threads", str(threads)], capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("INFO:")]
+            print(f"{p.name:<40} failed ({(lines or [f'exit {proc.returncode}'])[-1][:70]})")
+            continue
+        res = json.loads(proc.stdout.strip().splitlines()[-1])
+        m = res["median_s"]
+
+        def ms(k):
+            return f"{m[k] * 1e3:8.3f}" if k in m else f"{'n/a':>8}"
+
+        def ratio(a, b, w=6):
+            return f"{m[a] / m[b]:{w}.2f}" if a in m and b in m and m[b] > 0 else f"{'-':>{w}}"
+        print(f"{p.name:<40} {ms('c1')} {ms('xnn1')} {ms('ref1'):>9} {ratio('c1', 'xnn1')} {ratio('c1', 'ref1')} "
+              f"{ms('cN')} {ms('xnnN')} {ratio('cN', 'xnnN', 8)}")
+        for k, e in res["errors"].items():
+            print(f"{'':<40}   {k}: {e}")
+        if "c1" in m and "xnn1" in m:
+            r1.append((p.name, m["c1"] / m["xnn1"]))
+            if m["xnn1"] >= 0.3e-3:
+                big.append((p.name, m["c1"] / m["xnn1"]))
+        if "cN" in m and "xnnN" in m:
+            rn.append(m["cN"] / m["xnnN"])
+        if "c1" in m and "ref1" in m:
+            rref.append(m["c1"] / m["ref1"])
+
+    def geo(v):
+        return float(np.exp(np.mean(np.log(v)))) if v else float("nan")
+    print(f"geomean C/XNNPACK 1 thread: {geo([r for _, r in r1]):.2f} over {len(r1)} models; "
+          f"{threads} threads: {geo(rn):.2f} over {len(rn)}; C/LiteRT-reference 1 thread: {geo(rref):.2f} "
+          f"over {len(rref)}")
+    if big:
+        g = geo([r for _, r in big])
+        worst = max(big, key=lambda t: t[1])
+        print(f"goal (XNNPACK >= 0.3 ms: {len(big)} models): geomean C/XNNPACK {g:.2f} "
+              f"({'met' if g <= 1.5 else 'NOT met'}: <= 1.5), worst {worst[0]} {worst[1]:.2f} "
+              f"({'met' if worst[1] <= 3 else 'NOT met'}: <= 3)")
 
 
 def time_native(path: Path, seconds: float) -> dict | str:
@@ -264,7 +371,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-qemu", action="store_true")
     ap.add_argument("--only-mac", action="store_true", help="run section 2 (instructions/MAC on M4) alone")
     ap.add_argument("--mac-ops", nargs="*", help="section 2: only the one-op models whose names start so")
+    ap.add_argument("--child-litert", metavar="MODEL")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="section 0: N threads (default: CPUs)")
+    ap.add_argument("--only-litert", action="store_true", help="run section 0 (C vs LiteRT) alone")
     a = ap.parse_args(argv)
+    if a.child_litert:
+        print(json.dumps(child_vs_litert(a.child_litert, a.seconds, a.threads)))
+        return 0
     if a.child:
         print(json.dumps(child(a.child[0], a.child[1], a.seconds)))
         return 0
@@ -284,6 +397,10 @@ def main(argv=None) -> int:
     print("C runtime lacks ops for:" if lacking else "C runtime supports every model given.")
     for p, missing in lacking:
         print(f"  {p.name}: {', '.join(missing)}")
+
+    vs_litert([p for p, _ in runnable], a.seconds, a.threads)
+    if a.only_litert:
+        return 0
 
     print(f"\n1. Host latency per invoke (median, ms; {a.seconds} s per cell, each in its own process)")
     print("   C = edge_sdk.runtime.backend_c.CInterpreter from Python (set_tensor + invoke through the binding); C-native = "

@@ -255,11 +255,22 @@ def _cmd_check(args) -> int:
     return CHECK_FAILS_EXIT if result.verdict == FAILS else 0
 
 
+def _threads_arg(text: str) -> int:
+    """--threads: an integer >= 1 (argparse reports anything else as argument misuse, exit 2)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, not {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, not {n}")
+    return n
+
+
 def _cmd_run(args) -> int:
     from edge_sdk.tasks.pipeline import format_results, run_inputs
 
     results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
-                         frontend=args.frontend, detection=_detection_options(args))
+                         frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads)
     if args.json:
         _print_json(results)
     else:
@@ -282,7 +293,7 @@ def _cmd_serve(args) -> int:
     try:
         serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
               max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
-              task=args.task, detection=detection)
+              task=args.task, detection=detection, num_threads=args.threads)
     except KeyboardInterrupt:
         pass
     return 0
@@ -585,7 +596,8 @@ def build_parser() -> argparse.ArgumentParser:
     ssh_options(p, "run on this device (USER@HOST[:PORT] or alias; needs `edge deploy` first); default: here")
     p.add_argument("--runs", type=_positive, default=50, help="timed inferences (default 50)")
     p.add_argument("--warmup", type=_non_negative, default=5, help="untimed inferences first (default 5)")
-    p.add_argument("--threads", type=_positive, help="interpreter threads (litert)")
+    p.add_argument("--threads", type=_threads_arg,
+                   help="interpreter threads (litert; c: its conv / depthwise / FC fast paths)")
     p.add_argument("--backend", default="python", choices=["python", "c", "litert"], help="(default python)")
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     op_table_outputs(p)
@@ -615,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--frontend", help="audio feature model run per frame before the model (e.g. a preprocessor)")
     detection_outputs(p)
+    p.add_argument("--threads", type=_threads_arg, help="interpreter threads (default 1)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_cmd_run)
 
@@ -633,6 +646,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--task", choices=["classify", "detect"], help="override the manifest / the guess")
     detection_outputs(p)
+    p.add_argument("--threads", type=_threads_arg, help="threads of each interpreter instance (default 1)")
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("flash", help="build the serial-protocol firmware for a model and flash it (QEMU or a board)")

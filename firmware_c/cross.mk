@@ -26,7 +26,7 @@
 AARCH64_CC ?= aarch64-linux-gnu-gcc
 ARMHF_CC ?= arm-linux-gnueabihf-gcc
 CROSS_OPT ?= -O2
-CROSS_CFLAGS := $(WARN) $(CROSS_OPT) -fPIC -g -ffp-contract=off
+CROSS_CFLAGS := $(WARN) $(CROSS_OPT) -fPIC -g -ffp-contract=off -DEDGE_WITH_SIMD=1
 CROSS_ARCH_FLAGS_aarch64 := -march=armv8-a
 CROSS_ARCH_FLAGS_armhf := -march=armv7-a -mfpu=neon-vfpv4 -mfloat-abi=hard
 CROSS_PKGS_aarch64 := gcc-aarch64-linux-gnu libc6-dev-arm64-cross
@@ -56,10 +56,10 @@ build/$(1)/obj/edge_ops_generated.o: build/$(1)/edge_ops_generated.c $$(HEADERS)
 	$$($(2)) $$(CROSS_CFLAGS) $$(CROSS_ARCH_FLAGS_$(1)) $$(INC) -c $$< -o $$@
 
 build/$(1)/libedge.so: $$($(1)_CROSS_OBJ)
-	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -shared -o $$@ $$^ -lm
+	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -shared -o $$@ $$^ -lm -pthread
 
 build/$(1)/edge-run-c: build/$(1)/obj/host/edge_run.o $$($(1)_CROSS_OBJ)
-	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -o $$@ $$^ -lm
+	$$($(2)) $$(CROSS_ARCH_FLAGS_$(1)) -o $$@ $$^ -lm -pthread
 endef
 $(eval $(call cross_arch,aarch64,AARCH64_CC))
 $(eval $(call cross_arch,armhf,ARMHF_CC))

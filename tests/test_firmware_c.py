@@ -287,7 +287,10 @@ def test_trace_and_arena_accounting(backend):
     c.invoke()
     assert [t["op"] for t in c.trace()] == ["FULLY_CONNECTED"] * 3
     info = c.plan_info()
-    assert info["arena_used"] == info["tensor_total"] + info["persistent"]
+    # the head holds the tensors and the kernels' scratch (the SIMD FULLY_CONNECTED path on a 64-bit Linux CPU asks
+    # for a work buffer); tensors alone when no node asks for scratch
+    assert info["arena_used"] == info["head_total"] + info["persistent"]
+    assert info["n_scratch"] > 0 or info["head_total"] == info["tensor_total"]
     assert info["high_water"] >= info["arena_used"]
 
 

@@ -57,6 +57,23 @@ DEFAULT_ARENA = 1 << 20
 PLAN_ONLY = 1
 
 _lock = threading.Lock()
+_threads_lock = threading.Lock()
+MAX_THREADS = 64  # firmware_c/src/simd/edge_threads.c POOL_MAX
+
+
+def _set_threads(lib):
+    """libedge's edge_simd_set_threads (int32 -> int32), or None in a build without src/simd."""
+    fn = getattr(lib, "_edge_set_threads", None)
+    if fn is None:
+        try:
+            fn = lib.edge_simd_set_threads
+        except AttributeError:
+            fn = False
+        else:
+            fn.argtypes = [ctypes.c_int32]
+            fn.restype = ctypes.c_int32
+        lib._edge_set_threads = fn
+    return fn or None
 _lib: ctypes.CDLL | None = None
 _pyfast = None  # the extension module when it loaded (see _load_pyfast)
 
@@ -259,6 +276,12 @@ class CInterpreter:
             raise ValueError("Exactly one of model_path and model_content must be given")
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
+        if num_threads is not None:  # LiteRT's checks and messages (as the Python interpreter); None means 1
+            if not isinstance(num_threads, (int, np.integer)) or isinstance(num_threads, bool):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1:
+                raise ValueError("num_threads should >= 1")
+        self._threads = 1 if num_threads is None else min(int(num_threads), MAX_THREADS)
         self._lib = library()
         self._model_owner, self._model_addr = _aligned(len(data))
         ctypes.memmove(self._model_addr, data, len(data))
@@ -306,7 +329,21 @@ class CInterpreter:
     def _init(self, nbytes: int) -> int:
         self._arena_owner, addr = _aligned(nbytes)
         flags = PLAN_ONLY if self._plan_only else 0
-        return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+        set_threads = _set_threads(self._lib)
+        if set_threads is None:  # a build without the Linux fast paths: one thread
+            return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+        with _threads_lock:  # the count is read by every node's prepare (process-wide setting): held around init
+            previous = set_threads(self._threads)
+            try:
+                return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+            finally:
+                set_threads(previous)
+
+    @property
+    def num_threads(self) -> int:
+        """Threads the large CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED nodes split their work across (their
+        SIMD paths on 64-bit Linux CPUs; results are the same for any count)."""
+        return self._threads
 
     def allocate_tensors(self) -> None:
         if self._ready:

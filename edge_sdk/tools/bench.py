@@ -134,7 +134,7 @@ class _Runner:
             if make is None:
                 raise DeviceError("edge_sdk.runtime.backend_c has no interpreter class; use --backend python or litert")
             try:
-                self.interp = make(model_content=content)
+                self.interp = make(model_content=content, num_threads=threads)
             except (RuntimeError, OSError) as exc:  # backend_c.BuildError: no compiler, or the build failed
                 raise DeviceError(f"backend 'c' is not usable here: {exc}") from exc
         else:

@@ -111,10 +111,10 @@ def _model_bytes(model) -> tuple[bytes, str]:
     return path.read_bytes(), str(path)
 
 
-def _new_interpreter(content: bytes, batch: int | None = None):
+def _new_interpreter(content: bytes, batch: int | None = None, num_threads: int | None = None):
     from edge_sdk.runtime.interpreter import Interpreter
 
-    it = Interpreter(model_content=content)
+    it = Interpreter(model_content=content, num_threads=num_threads)
     if batch is not None:
         for d in it.get_input_details():
             it.resize_tensor_input(d["index"], [batch] + [int(v) for v in d["shape"][1:]])
@@ -181,7 +181,7 @@ class Server:
                  max_request_bytes: int = 16 << 20, max_connections: int = 64,
                  request_timeout_s: float = T.SERVE_REQUEST_TIMEOUT,
                  socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None,
-                 detection: dict | None = None):
+                 detection: dict | None = None, num_threads: int | None = None):
         for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
                             ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
             if not isinstance(v, (int, np.integer)) or v < lo:
@@ -202,8 +202,9 @@ class Server:
         self.max_connections = int(max_connections)
         self.request_timeout_s = float(request_timeout_s)
         self.socket_timeout_s = float(socket_timeout_s)
+        self.num_threads = num_threads  # each interpreter's (Interpreter's checks)
 
-        probe = _new_interpreter(self.content)  # fails here (ModelError) on a model we cannot run
+        probe = _new_interpreter(self.content, num_threads=num_threads)  # fails here (ModelError) on a model we cannot run
         self.inputs = probe.get_input_details()
         self.outputs = probe.get_output_details()
         self.batch_note = ""  # why max_batch > 1 was not honoured (printed by the CLI, in /health)
@@ -411,7 +412,7 @@ class Server:
         try:
             it = interpreters.get(size)
             if it is None:
-                it = _new_interpreter(self.content, size if self.batch_mode == "resize" else None)
+                it = _new_interpreter(self.content, size if self.batch_mode == "resize" else None, self.num_threads)
                 interpreters[size] = it
             xs = []
             for j in range(len(self.inputs)):

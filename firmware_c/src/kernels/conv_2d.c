@@ -25,6 +25,7 @@
 #include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(CONV_2D, conv_2d, 8)
 
@@ -45,7 +46,42 @@ typedef struct {
                                  * and shift (mul, rnd) for edge_mbqm */
     int32_t rq_generic;
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
+#if EDGE_SIMD
+    edge_simd_qgemm_t *simd;    /* int8 on a 64-bit Linux CPU with a fast path (src/simd): the packed weights;
+                                 * NULL: the portable kernel */
+    int32_t simd_scratch;       /* CONV_SIMD_MB im2col rows of k int8 + the GEMM's work */
+    int32_t simd_direct;        /* a 1x1 stride-1 filter: the input is the GEMM's rows as they are */
+    int32_t simd_threads;       /* threads at prepare (edge_simd_threads): parts of the pixels, scratch each */
+    uint32_t simd_part_bytes;   /* one thread's scratch */
+#endif
 } conv_data_t;
+
+#if EDGE_SIMD
+#define CONV_SIMD_MB 16 /* output pixels per im2col block */
+
+/* int8, one group, constant filter, multipliers edge_rq covers: the filter packed for the CPU's level. */
+static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_data_t *d, const edge_tensor_t *w,
+                                       const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level();
+    size_t bytes;
+    void *packed;
+    d->simd = 0;
+    if (!level || d->groups != 1 || d->rq_generic || !w->is_const || (bias && !bias->is_const)) return EDGE_OK;
+    bytes = edge_simd_qgemm_bytes(level, d->o, d->k);
+    if (!bytes) return EDGE_OK;
+    d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
+    packed = edge_alloc_persistent(ctx, bytes);
+    if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
+    edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, d->o, d->k, d->k, 1,
+                         bias ? (const int32_t *)bias->data : 0, d->input_offset, &d->rq[0].mul, 2, &d->rq[0].rnd, 2,
+                         d->output_offset, d->lo, d->hi, packed);
+    d->simd_direct = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0;
+    d->simd_threads = edge_simd_threads();
+    d->simd_part_bytes = (uint32_t)(((d->simd_direct ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
+                                     edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
+    return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
+}
+#endif
 
 /* Conv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 dilation_w_factor,
  * 5 dilation_h_factor, 6 quantized_bias_type. */
@@ -145,6 +181,10 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
             k = -1;
         }
     }
+#if EDGE_SIMD
+    s = conv_prepare_simd(node, ctx, d, w, bias);
+    if (s != EDGE_OK || d->simd) return s;
+#endif
     return edge_request_scratch(ctx, node, sizeof(int16_t) * 2u * (size_t)d->groups * (size_t)d->k, &d->scratch);
 }
 
@@ -510,6 +550,63 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
     }
 }
 
+#if EDGE_SIMD
+/* Output pixels [p0, p1) of batch b through the packed GEMM: directly on the input rows for a 1x1 stride-1
+ * filter, else CONV_SIMD_MB pixels' windows at a time (int8 as stored; a tap in the padding holds the input
+ * zero point, which adds nothing). */
+static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, int32_t p0, int32_t p1, int8_t *scr) {
+    const int32_t k = d->k, c = d->c, zp = -d->input_offset;
+    int8_t *rows = scr, *work = d->simd_direct ? scr : scr + (size_t)CONV_SIMD_MB * (size_t)k;
+    int32_t p, q, fy, fx;
+    if (d->simd_direct) {
+        edge_simd_qgemm(d->simd, xb + (int64_t)p0 * c, p1 - p0, c, 0, d->o, yb + (int64_t)p0 * d->o, d->o, work);
+        return;
+    }
+    for (p = p0; p < p1; p += CONV_SIMD_MB) {
+        const int32_t mb = p1 - p < CONV_SIMD_MB ? p1 - p : CONV_SIMD_MB;
+        for (q = 0; q < mb; q++) {
+            const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
+            const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+            int8_t *row = rows + (int64_t)q * k;
+            int32_t fx0, fx1;
+            edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+            for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
+                const int32_t iy = iy0 + fy * d->dh;
+                if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                    memset(row, zp, (size_t)d->kw * (size_t)c);
+                    continue;
+                }
+                /* taps [fx0, fx1) inside the row, the others in the padding */
+                if (fx0 > 0) memset(row, zp, (size_t)fx0 * (size_t)c);
+                if (d->dw == 1) { /* one run of (fx1 - fx0) * c bytes */
+                    memcpy(row + (int64_t)fx0 * c, xb + ((int64_t)iy * d->w + ix0 + fx0) * c,
+                           (size_t)(fx1 - fx0) * (size_t)c);
+                } else {
+                    for (fx = fx0; fx < fx1; fx++)
+                        memcpy(row + (int64_t)fx * c, xb + ((int64_t)iy * d->w + ix0 + fx * d->dw) * c, (size_t)c);
+                }
+                if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, zp, (size_t)(d->kw - fx1) * (size_t)c);
+            }
+        }
+        edge_simd_qgemm(d->simd, rows, mb, k, 0, d->o, yb + (int64_t)p * d->o, d->o, work);
+    }
+}
+
+typedef struct {
+    const conv_data_t *d;
+    const int8_t *xb;
+    int8_t *yb, *scr;
+} conv_job_t;
+
+/* Part t of n: its share of the pixels, in the scratch of the thread's slot. */
+static void conv_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const conv_job_t *j = (const conv_job_t *)arg;
+    int32_t p0, p1;
+    edge_simd_split(j->d->oh * j->d->ow, j->d->simd_direct ? 4 : CONV_SIMD_MB, t, n, &p0, &p1);
+    if (p0 < p1) conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr + (size_t)slot * j->d->simd_part_bytes);
+}
+#endif
+
 /* ------------------------------------------------------------------------------------- int16, float */
 
 static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt, const void *bias, int16_t *y) {
@@ -603,6 +700,22 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
     switch (d->kind) {
     case CONV_INT8:
+#if EDGE_SIMD
+        if (d->simd) {
+            const int32_t npix = d->oh * d->ow;
+            const int32_t parts = edge_simd_parts((int64_t)npix * d->o * d->k, d->simd_threads);
+            int32_t b;
+            conv_job_t j;
+            j.d = d;
+            j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+            for (b = 0; b < d->n; b++) {
+                j.xb = (const int8_t *)in->data + (int64_t)b * d->h * d->w * d->c;
+                j.yb = (int8_t *)out->data + (int64_t)b * npix * d->o;
+                edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, conv_job, &j);
+            }
+            break;
+        }
+#endif
         conv_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                   (int8_t *)out->data, (int16_t *)edge_scratch(ctx, node, d->scratch));
         break;

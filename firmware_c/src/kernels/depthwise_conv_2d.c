@@ -25,6 +25,7 @@
 #include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7)
 
@@ -40,7 +41,150 @@ typedef struct {
                                  * rq_generic (always for int16) edge_mbqm's multiplier and shift */
     int32_t rq_generic;
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
+#if EDGE_SIMD
+    int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] (multiplier 1) */
+    edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
+    int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc] */
+    int32_t simd_scratch;       /* per thread: the taps inside one pixel's window (kh * kw offsets and weight
+                                 * rows), or (one input channel) DW_SIMD_MB im2col rows + the GEMM's work */
+    int32_t simd_threads;       /* threads at prepare: parts of the output rows / pixels */
+    uint32_t simd_part_bytes;
+#endif
 } dw_data_t;
+
+#if EDGE_SIMD
+#define DW_SIMD_MB 16 /* output pixels per im2col block (one input channel) */
+
+/* int8, constant filter, multipliers edge_rq covers, and either depth multiplier 1 (the filter as int16 rows
+ * per tap, all channels of a pixel at once) or one input channel (a convolution with one input channel: the
+ * packed GEMM of the taps against the oc filters). */
+static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d, const edge_tensor_t *w,
+                                     const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level(), taps = d->kh * d->kw, oc = d->oc;
+    int32_t i;
+    d->simd = 0;
+    if (!level || d->kind != DW_INT8 || (d->m != 1 && d->c != 1) || d->rq_generic || !w->is_const ||
+        (bias && !bias->is_const) || (int64_t)taps * oc > 0x3fffffff)
+        return EDGE_OK;
+    d->simd_q = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * 3u * (size_t)oc);
+    if (!d->simd_q) return EDGE_ARENA_TOO_SMALL;
+    for (i = 0; i < oc; i++) {
+        const edge_rq_t q = edge_rq_at(d->rq, oc, i);
+        d->simd_q[i] = bias ? ((const int32_t *)bias->data)[i] : 0;
+        d->simd_q[oc + i] = q.mul;
+        d->simd_q[2 * oc + i] = q.rnd;
+    }
+    if (d->c == 1) {
+        const size_t bytes = edge_simd_qgemm_bytes(level, oc, taps);
+        void *packed;
+        if (!bytes) return EDGE_OK;
+        d->simd_g = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd_g);
+        packed = edge_alloc_persistent(ctx, bytes);
+        if (!d->simd_g || !packed) return EDGE_ARENA_TOO_SMALL;
+        edge_simd_qgemm_pack(d->simd_g, level, (const int8_t *)w->data, oc, taps, 1, oc, d->simd_q, d->input_offset,
+                             d->simd_q + oc, 1, d->simd_q + 2 * oc, 1, d->output_offset, d->lo, d->hi, packed);
+        d->simd = level;
+        d->simd_threads = edge_simd_threads();
+        d->simd_part_bytes =
+            (uint32_t)(((size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps) + 63) & ~(size_t)63);
+        return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
+                                    &d->simd_scratch);
+    }
+    d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)oc);
+    if (!d->simd_w) return EDGE_ARENA_TOO_SMALL;
+    for (i = 0; i < taps * oc; i++) d->simd_w[i] = ((const int8_t *)w->data)[i];
+    d->simd = level;
+    d->simd_threads = edge_simd_threads();
+    d->simd_part_bytes = (uint32_t)(((sizeof(int32_t) + sizeof(void *)) * (size_t)taps + 63) & ~(size_t)63);
+    return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
+}
+
+/* One input channel: DW_SIMD_MB pixels' windows (the input zero point in the padding) through the GEMM. */
+static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8_t *scr, int32_t p0, int32_t p1) {
+    const int32_t taps = d->kh * d->kw, npix = d->oh * d->ow, zp = -d->input_offset;
+    int8_t *work = scr + (size_t)DW_SIMD_MB * (size_t)taps;
+    int32_t b, p, q, fy, fx;
+    for (b = 0; b < d->n; b++) {
+        const int8_t *xb = x + (int64_t)b * d->h * d->w;
+        int8_t *yb = y + (int64_t)b * npix * d->oc;
+        for (p = p0; p < p1; p += DW_SIMD_MB) {
+            const int32_t mb = p1 - p < DW_SIMD_MB ? p1 - p : DW_SIMD_MB;
+            for (q = 0; q < mb; q++) {
+                const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
+                const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+                int8_t *row = scr + (int64_t)q * taps;
+                int32_t fx0, fx1;
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                for (fy = 0; fy < d->kh; fy++, row += d->kw) {
+                    const int32_t iy = iy0 + fy * d->dh;
+                    const int8_t *src;
+                    if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                        memset(row, zp, (size_t)d->kw);
+                        continue;
+                    }
+                    src = xb + (int64_t)iy * d->w + ix0; /* + fx * dw: inside the row for fx in [fx0, fx1) */
+                    if (fx0 > 0) memset(row, zp, (size_t)fx0);
+                    if (d->dw == 1) memcpy(row + fx0, src + fx0, (size_t)(fx1 - fx0));
+                    else
+                        for (fx = fx0; fx < fx1; fx++) row[fx] = src[fx * d->dw];
+                    if (fx1 < d->kw) memset(row + fx1, zp, (size_t)(d->kw - fx1));
+                }
+            }
+            edge_simd_qgemm(d->simd_g, scr, mb, taps, 0, d->oc, yb + (int64_t)p * d->oc, d->oc, work);
+        }
+    }
+}
+
+static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr, int32_t oy0, int32_t oy1);
+
+typedef struct {
+    const dw_data_t *d;
+    const int8_t *x;
+    int8_t *y, *scr;
+} dw_job_t;
+
+/* Part t of n: its share of the output rows (one input channel: of the pixels), in its thread slot's scratch. */
+static void dw_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const dw_job_t *j = (const dw_job_t *)arg;
+    int8_t *scr = j->scr + (size_t)slot * j->d->simd_part_bytes;
+    int32_t a, b;
+    if (j->d->simd_g) {
+        edge_simd_split(j->d->oh * j->d->ow, DW_SIMD_MB, t, n, &a, &b);
+        if (a < b) dw_int8_simd_c1(j->d, j->x, j->y, scr, a, b);
+    } else {
+        edge_simd_split(j->d->oh, 1, t, n, &a, &b);
+        if (a < b) dw_int8_simd(j->d, j->x, j->y, scr, a, b);
+    }
+}
+
+/* Every output pixel: the taps inside the input, then all channels at once (src/simd). */
+static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr, int32_t oy0, int32_t oy1) {
+    const int16_t **wtap = (const int16_t **)scr;
+    int32_t *xoff = (int32_t *)(wtap + d->kh * d->kw);
+    const int32_t c = d->c, *q = d->simd_q;
+    int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        const int8_t *xb = x + (int64_t)b * d->h * d->w * c;
+        for (oy = oy0; oy < oy1; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                int32_t nt = 0;
+                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                for (fy = fy0; fy < fy1; fy++)
+                    for (fx = fx0; fx < fx1; fx++, nt++) {
+                        xoff[nt] = ((iy0 + fy * d->dh) * d->w + ix0 + fx * d->dw) * c;
+                        wtap[nt] = d->simd_w + (int64_t)(fy * d->kw + fx) * c;
+                    }
+                edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, q, q + c, q + 2 * c,
+                                   d->output_offset, d->lo, d->hi, y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+            }
+        }
+    }
+}
+#endif
 
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
  * 5 dilation_w_factor, 6 dilation_h_factor. */
@@ -116,6 +260,10 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
+#if EDGE_SIMD
+    s = dw_prepare_simd(node, ctx, d, w, bias);
+    if (s != EDGE_OK || d->simd) return s;
+#endif
     if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
         if (s != EDGE_OK) return s;
@@ -614,6 +762,19 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
     switch (d->kind) {
     case DW_INT8:
+#if EDGE_SIMD
+        if (d->simd) {
+            dw_job_t j;
+            j.d = d;
+            j.x = (const int8_t *)in->data;
+            j.y = (int8_t *)out->data;
+            j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+            const int32_t slots =
+                edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads);
+            edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, dw_job, &j);
+            break;
+        }
+#endif
         dw_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                 (int8_t *)out->data, d->scratch >= 0 ? (uint32_t *)edge_scratch(ctx, node, d->scratch) : 0);
         break;

@@ -17,6 +17,7 @@
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_float.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)
 
@@ -30,6 +31,12 @@ typedef struct {
     int32_t *multipliers, *shifts; /* per-channel: units entries (persistent) */
     int32_t wide;              /* int16x8: int64 accumulators (int64 bias) and the 16-bit multiplier */
     int32_t fast;              /* int8: multiplier(s) / shift(s) hold edge_rq's mul / rnd: the fast path */
+#if EDGE_SIMD
+    edge_simd_qgemm_t *simd;   /* int8 fast path on a 64-bit Linux CPU with SIMD (src/simd): packed weights */
+    int32_t simd_scratch;
+    int32_t simd_threads;      /* threads at prepare: parts of the rows (>= 8 of them) or of the units */
+    uint32_t simd_part_bytes;  /* one thread's GEMM work */
+#endif
 } fc_data_t;
 
 static edge_status_t fc_prepare_int16(edge_node_t *node, edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *in,
@@ -176,9 +183,55 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
             }
         }
         d->fast = 1;
+#if EDGE_SIMD
+        {
+            const int32_t level = edge_simd_level();
+            const size_t bytes = edge_simd_qgemm_bytes(level, units, depth);
+            void *packed;
+            d->simd = 0;
+            if (level && bytes && w->is_const && (!bias || bias->is_const)) {
+                d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
+                packed = edge_alloc_persistent(ctx, bytes);
+                if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
+                edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, units, depth, depth, 1,
+                                     bias ? (const int32_t *)bias->data : 0, d->input_offset,
+                                     d->per_channel ? d->multipliers : &d->multiplier, d->per_channel,
+                                     d->per_channel ? d->shifts : &d->shift, d->per_channel, d->output_offset, d->lo,
+                                     d->hi, packed);
+                d->simd_threads = edge_simd_threads();
+                d->simd_part_bytes = (uint32_t)((edge_simd_qgemm_work(level, depth) + 63) & ~(size_t)63);
+                return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
+                                            &d->simd_scratch);
+            }
+        }
+#endif
     }
     return EDGE_OK;
 }
+
+#if EDGE_SIMD
+typedef struct {
+    const fc_data_t *d;
+    const int8_t *x;
+    int8_t *y, *scr;
+} fc_job_t;
+
+static void fc_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const fc_job_t *j = (const fc_job_t *)arg;
+    const fc_data_t *d = j->d;
+    int8_t *work = j->scr + (size_t)slot * d->simd_part_bytes;
+    int32_t a, b;
+    if (d->batches >= 8) {
+        edge_simd_split(d->batches, 4, t, n, &a, &b);
+        if (a < b)
+            edge_simd_qgemm(d->simd, j->x + (int64_t)a * d->depth, b - a, d->depth, 0, d->units,
+                            j->y + (int64_t)a * d->units, d->units, work);
+    } else {
+        edge_simd_split(d->units, 16, t, n, &a, &b);
+        if (a < b) edge_simd_qgemm(d->simd, j->x, d->batches, d->depth, a, b, j->y, d->units, work);
+    }
+}
+#endif
 
 /* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass. */
 static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
@@ -346,6 +399,18 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     wt = (const int8_t *)w->data;
     bias = bt ? (const int32_t *)bt->data : 0;
     y = (int8_t *)out->data;
+#if EDGE_SIMD
+    if (d->simd) {
+        fc_job_t j;
+        j.d = d;
+        j.x = x;
+        j.y = y;
+        j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+        const int32_t slots = edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads);
+        edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, fc_job, &j);
+        return;
+    }
+#endif
     if (d->fast) {
         fc_int8_fast(d, x, wt, bias, y);
         return;

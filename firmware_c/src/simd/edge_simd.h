@@ -1,0 +1,110 @@
+/* edge_simd.h - fast paths for 64-bit Linux CPUs (x86-64 AVX2 / AVX-512 VNNI, aarch64 NEON / SDOT).
+ *
+ * Compiled only into the host and cross builds (firmware_c/Makefile SIMD_SRC, -DEDGE_WITH_SIMD=1); on
+ * microcontrollers (and in builds that do not ask for it) EDGE_SIMD is 0, the functions below do not exist and the kernels keep their portable code, byte for byte.
+ *
+ * The kernels ask at prepare which level the CPU runs (edge_simd_level: detected once, by cpuid on x86-64
+ * and by the kernel's hwcaps on aarch64, capped by edge_simd_set) and keep it in their op data: a model
+ * prepared under one level runs that level at every invoke. Level 0 is the portable C kernel.
+ *
+ * Integer results are bit-exact with the portable kernels (and so with TFLM): the int32 sums are exact in
+ * any order (the products and the order of the additions differ, the value does not, modulo 2^32 as the
+ * portable code wraps), and every output is requantized with TFLM's double rounding (edge_rq_apply's
+ * arithmetic, vectorized lane by lane).
+ *
+ * int8 GEMM (CONV_2D as im2col / 1x1 directly, FULLY_CONNECTED):
+ *     y[m, n] = clamp(zp + rq_n(bias[n] + sum_k (a[m, k] + input_offset) * w[n, k]), lo, hi)
+ * a is M rows of raw int8 values (stride lda, K values each; a padding tap holds -input_offset, the input's
+ * zero point, so that it adds nothing); w is packed once at prepare (edge_simd_qgemm_pack) with the bias,
+ * input_offset * sum_k w[n, k] folded into it and the channels' multipliers beside it.
+ */
+#ifndef EDGE_SIMD_H
+#define EDGE_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* On when the build asks for it (the host and cross builds of the Makefile: -DEDGE_WITH_SIMD=1, src/simd/
+ * linked in) on a 64-bit CPU we have fast paths for; never with the emulated DSP path (its edge_rq_t form). */
+#if defined(EDGE_WITH_SIMD) && EDGE_WITH_SIMD && (defined(__x86_64__) || defined(__aarch64__)) && \
+    defined(__GNUC__) && !defined(EDGE_EMULATE_DSP)
+#define EDGE_SIMD 1
+#else
+#define EDGE_SIMD 0
+#endif
+
+#if EDGE_SIMD
+enum {
+    EDGE_SIMD_NONE = 0,
+    EDGE_SIMD_X86_AVX2 = 1,      /* AVX2 + FMA: int16 multiply-add (VPMADDWD) */
+    EDGE_SIMD_X86_AVX512VNNI = 2, /* AVX-512 F/BW/VL + VNNI: VPDPBUSD on 512-bit vectors */
+    EDGE_SIMD_ARM_NEON = 1,      /* aarch64 NEON: SMLAL / SADALP on int16 */
+    EDGE_SIMD_ARM_DOTPROD = 2    /* ARMv8.2 dot product: SDOT */
+};
+
+/* The level this CPU runs (0: none), at most the cap set by edge_simd_set. */
+int32_t edge_simd_level(void);
+/* Cap the level (tests run every level the CPU has; -1: no cap). Returns the detected level. Takes effect for
+ * models prepared afterwards. Exported from libedge.so. */
+int32_t edge_simd_set(int32_t cap);
+
+/* Packed int8 GEMM weights for one level. */
+typedef struct {
+    int32_t level, n, k;
+    int32_t zp, lo, hi;
+    int32_t npad, kpad;         /* n rounded up to the block, k to the level's step */
+    void *packed;               /* persistent: bias[npad] mul[npad] rs[npad] (int32), then the weights */
+} edge_simd_qgemm_t;
+
+/* Bytes edge_simd_qgemm_pack needs at `level` (0 when the level has no int8 GEMM). */
+size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k);
+/* Work bytes edge_simd_qgemm needs (per thread). */
+size_t edge_simd_qgemm_work(int32_t level, int32_t k);
+/* Fill g (its packed block of edge_simd_qgemm_bytes at dst): w is n int8 rows of k (value i of row c at
+ * w[c * ldw + i * kstride]), bias n
+ * int32 or NULL, channel c's multiplier mul[c * mul_stride] and right shift rs[c * rs_stride] (edge_rq_make's
+ * plain form: mul in [2^30, 2^31) or 0, rs 2..31; stride 0: one for the layer). */
+void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
+                          int32_t kstride, const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst);
+/* Rows [0, m) of a (stride lda) against channels [n0, n1) (n0 a multiple of 16), into y[m, ldy] at columns
+ * n0..n1. work: edge_simd_qgemm_work bytes. */
+void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0, int32_t n1,
+                     int8_t *y, int32_t ldy, void *work);
+
+/* int8 depthwise multiply-accumulate of one output pixel, depth multiplier 1: acc[c] (c < C, int32) +=
+ * sum over the taps t of (x_t[c] + input_offset) * w_t[c]; x_t = x + xoff[t], w_t = wt + t * C (int16 weights,
+ * repacked at prepare). Then requantized into y[c]. */
+void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, const int16_t *const *wtap,
+                        int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
+                        const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y);
+
+/* int8 ADD / SUB of two same-shape inputs (TFLM's arithmetic, as kernels/add.c): p holds zp1, zp2, m1, r1, m2,
+ * r2 (the inputs' multipliers and right shifts), sign (+1 ADD, -1 SUB), mo, left_o, right_o (the output's),
+ * off_out, lo, hi. Returns 1 when it ran, 0 when this level has no such path (the caller runs its own). */
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p);
+
+/* Threads (src/simd/edge_threads.c). The count for nodes prepared from now on (1..64; 1 by default): a node keeps
+ * it in its op data, so set it before edge_init. Returns the previous count. Exported from libedge.so. */
+int32_t edge_simd_set_threads(int32_t n);
+int32_t edge_simd_threads(void);
+/* fn(ctx, t, parts, slot) for every part t in [0, parts), on up to `slots` threads (the caller's and the pool's);
+ * slot (< slots) names the thread's scratch. Returns when all parts are done. */
+typedef void (*edge_simd_job_fn)(void *ctx, int32_t t, int32_t parts, int32_t slot);
+void edge_simd_parallel(int32_t parts, int32_t slots, edge_simd_job_fn fn, void *ctx);
+/* The part t of n of [0, total) in multiples of `align`: [*lo, *hi). */
+static inline void edge_simd_split(int32_t total, int32_t align, int32_t t, int32_t n, int32_t *lo, int32_t *hi) {
+    const int32_t units = (total + align - 1) / align;
+    const int32_t a = (int32_t)((int64_t)units * t / n) * align, b = (int32_t)((int64_t)units * (t + 1) / n) * align;
+    *lo = a < total ? a : total;
+    *hi = b < total ? b : total;
+}
+/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 64K MACs each); the
+ * kernels split into twice as many parts (claimed one at a time: a thread the OS runs late holds up nobody). */
+static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
+    const int64_t most = work >> 16;
+    return most < 1 ? 1 : (most < prepared ? (int32_t)most : prepared);
+}
+#endif
+
+#endif /* EDGE_SIMD_H */

@@ -1,0 +1,478 @@
+/* edge_simd_x86.c - x86-64 fast paths: AVX2 (+FMA) and AVX-512 VNNI, chosen at run time by cpuid.
+ *
+ * Every function that uses wider instructions than the x86-64 baseline carries its own target attribute, so
+ * the whole library is compiled for plain x86-64 and runs on any x86-64 CPU; edge_simd_level() says which of
+ * these the CPU can run (__builtin_cpu_supports reads cpuid once).
+ *
+ * Requantization, lane by lane, the plain-C edge_rq_apply (edge_dsp.h) on every lane:
+ *     h = low 32 bits of ((int64) acc * mul + 2^30) >> 31;  h += h >> 31;
+ *     y = zp + floor((h + 2^(rs - 1)) / 2^rs) = zp + (h >> rs) + ((h >> (rs - 1)) & 1)
+ * (the second form never overflows int32). The 64-bit products come from VPMULDQ on the even and the odd
+ * lanes; bits 31..62 of (product + 2^30) are the low dword after a logical right shift by 31 (even lanes)
+ * and the high dword after a left shift by 1 (odd lanes).
+ */
+#include "edge_simd.h"
+
+#if EDGE_SIMD && defined(__x86_64__)
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define T_AVX2 __attribute__((target("avx2,fma")))
+#define T_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define INLINE __attribute__((always_inline)) inline
+
+static int32_t simd_cap = -1;
+
+static int32_t simd_detect(void) {
+    static int32_t level = -1;
+    if (level < 0) {
+        __builtin_cpu_init();
+        level = EDGE_SIMD_NONE;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = EDGE_SIMD_X86_AVX2;
+        if (level && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vnni"))
+            level = EDGE_SIMD_X86_AVX512VNNI;
+        {   /* EDGE_SIMD_LEVEL=n in the environment caps it (tests run edge-run-c at every level, under qemu-user) */
+            const char *env = getenv("EDGE_SIMD_LEVEL");
+            if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < level) level = env[0] - '0';
+        }
+    }
+    return level;
+}
+
+int32_t edge_simd_level(void) {
+    const int32_t l = simd_detect();
+    return simd_cap >= 0 && simd_cap < l ? simd_cap : l;
+}
+
+int32_t edge_simd_set(int32_t cap) {
+    simd_cap = cap;
+    return simd_detect();
+}
+
+/* ------------------------------------------------------------------------------------- scalar helpers */
+
+static inline int32_t rq_scalar(int32_t acc, int32_t mul, int32_t rs, int32_t zp, int32_t lo, int32_t hi) {
+    int32_t h = (int32_t)(((int64_t)acc * mul + ((int64_t)1 << 30)) >> 31);
+    int32_t r;
+    h += h >> 31;
+    r = zp + (int32_t)(((int64_t)h + ((int64_t)1 << (rs - 1))) >> rs);
+    return r < lo ? lo : (r > hi ? hi : r);
+}
+
+/* ------------------------------------------------------------------------------------- int8 GEMM: packing */
+
+#define VNNI_NB 16 /* channels per block */
+#define AVX2_NB 8
+#define GEMM_MR 4  /* rows per tile */
+
+static int32_t round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
+
+size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
+    if (level == EDGE_SIMD_X86_AVX512VNNI) {
+        const size_t npad = (size_t)round_up(n, VNNI_NB), kpad = (size_t)round_up(k, 4);
+        return 3 * 4 * npad + npad * kpad;
+    }
+    if (level == EDGE_SIMD_X86_AVX2) {
+        const size_t npad = (size_t)round_up(n, AVX2_NB), kpad = (size_t)round_up(k, 2);
+        return 3 * 4 * npad + 2 * npad * kpad;
+    }
+    return 0;
+}
+
+size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
+    if (level == EDGE_SIMD_X86_AVX512VNNI) return (size_t)GEMM_MR * (size_t)round_up(k, 4) + 64;
+    if (level == EDGE_SIMD_X86_AVX2) return (size_t)GEMM_MR * 2 * (size_t)round_up(k, 2) + 64;
+    return 0;
+}
+
+void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
+                          int32_t kstride, const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst) {
+    const int vnni = level == EDGE_SIMD_X86_AVX512VNNI;
+    const int32_t nb = vnni ? VNNI_NB : AVX2_NB, step = vnni ? 4 : 2;
+    const int32_t npad = round_up(n, nb), kpad = round_up(k, step);
+    /* VNNI multiplies unsigned activations: a + 128 (a ^ 0x80), so the bias takes (input_offset - 128) */
+    const int32_t off = vnni ? input_offset - 128 : input_offset;
+    int32_t *b = (int32_t *)dst, *m = b + npad, *r = m + npad;
+    int32_t c, i;
+    g->level = level;
+    g->n = n;
+    g->k = k;
+    g->zp = zp;
+    g->lo = lo;
+    g->hi = hi;
+    g->npad = npad;
+    g->kpad = kpad;
+    g->packed = dst;
+    for (c = 0; c < npad; c++) {
+        uint32_t s = 0;
+        if (c < n) {
+            const int8_t *wr = w + (int64_t)c * ldw;
+            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
+            b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)off); /* wraps as int32 sums do */
+            m[c] = mul[(int64_t)c * mul_stride];
+            r[c] = rs[(int64_t)c * rs_stride];
+        } else {
+            b[c] = 0;
+            m[c] = 0;
+            r[c] = 2;
+        }
+    }
+    if (vnni) {
+        int8_t *pw = (int8_t *)(r + npad);
+        memset(pw, 0, (size_t)npad * (size_t)kpad);
+        for (c = 0; c < n; c++) {
+            const int8_t *wr = w + (int64_t)c * ldw;
+            int8_t *blk = pw + (int64_t)(c / VNNI_NB) * kpad * VNNI_NB + (c % VNNI_NB) * 4;
+            for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 64 + (i % 4)] = wr[(int64_t)i * kstride];
+        }
+    } else {
+        int16_t *pw = (int16_t *)(r + npad);
+        memset(pw, 0, 2 * (size_t)npad * (size_t)kpad);
+        for (c = 0; c < n; c++) {
+            const int8_t *wr = w + (int64_t)c * ldw;
+            int16_t *blk = pw + (int64_t)(c / AVX2_NB) * kpad * AVX2_NB + (c % AVX2_NB) * 2;
+            for (i = 0; i < k; i++) blk[(int64_t)(i / 2) * 16 + (i % 2)] = wr[(int64_t)i * kstride];
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------- AVX-512 VNNI */
+
+T_VNNI static INLINE __m512i rq512(__m512i acc, __m512i mul, __m512i rs, __m512i zp, __m512i lo, __m512i hi) {
+    const __m512i r30 = _mm512_set1_epi64((int64_t)1 << 30), one = _mm512_set1_epi32(1);
+    __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(acc, mul), r30);
+    __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), _mm512_srli_epi64(mul, 32)), r30);
+    __m512i h = _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
+    __m512i q;
+    h = _mm512_add_epi32(h, _mm512_srai_epi32(h, 31));
+    q = _mm512_add_epi32(_mm512_srav_epi32(h, rs),
+                         _mm512_and_si512(_mm512_srav_epi32(h, _mm512_sub_epi32(rs, one)), one));
+    q = _mm512_add_epi32(q, zp);
+    return _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+}
+
+/* mr rows (u8, stride kpad) x nb blocks of 16 channels starting at block j; stores y rows. */
+T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t mr, int32_t j,
+                                    int32_t nb, int32_t nvalid, int8_t *y, int32_t ldy) {
+    const int32_t kpad = g->kpad, npad = g->npad, steps = kpad / 4;
+    const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
+    const int8_t *w0 = (const int8_t *)(rs + npad) + (int64_t)j * kpad * VNNI_NB;
+    const int8_t *w1 = w0 + (int64_t)kpad * VNNI_NB;
+    __m512i acc[GEMM_MR][2];
+    int32_t r, s, bb;
+    for (r = 0; r < GEMM_MR; r++)
+        for (bb = 0; bb < 2; bb++) acc[r][bb] = _mm512_setzero_si512();
+    for (s = 0; s < steps; s++) {
+        const __m512i wa = _mm512_loadu_si512((const void *)(w0 + 64 * (int64_t)s));
+        const __m512i wb = nb > 1 ? _mm512_loadu_si512((const void *)(w1 + 64 * (int64_t)s)) : wa;
+        for (r = 0; r < GEMM_MR; r++) {
+            if (r < mr) {
+                int32_t v;
+                __m512i x;
+                memcpy(&v, a + (int64_t)r * kpad + 4 * s, 4);
+                x = _mm512_set1_epi32(v);
+                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, wa);
+                if (nb > 1) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, wb);
+            }
+        }
+    }
+    {
+        const __m512i zp = _mm512_set1_epi32(g->zp), lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
+        for (bb = 0; bb < nb; bb++) {
+            const int32_t c0 = (j + bb) * VNNI_NB;
+            const __m512i b = _mm512_loadu_si512((const void *)(bias + c0));
+            const __m512i m = _mm512_loadu_si512((const void *)(mul + c0));
+            const __m512i sh = _mm512_loadu_si512((const void *)(rs + c0));
+            const int32_t left = nvalid - bb * VNNI_NB;
+            const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            for (r = 0; r < GEMM_MR; r++) {
+                if (r < mr) {
+                    const __m512i q = rq512(_mm512_add_epi32(acc[r][bb], b), m, sh, zp, lo, hi);
+                    _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
+                                         _mm512_cvtepi32_epi8(q));
+                }
+            }
+        }
+    }
+}
+
+T_VNNI static void vnni_rows(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t mr, int32_t n0, int32_t n1,
+                             int8_t *y, int32_t ldy) {
+    int32_t j = n0 / VNNI_NB;
+    const int32_t jend = (n1 + VNNI_NB - 1) / VNNI_NB;
+    for (; j < jend; j += 2) {
+        const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * VNNI_NB;
+        if (mr == GEMM_MR) {
+            if (nb == 2) vnni_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
+            else vnni_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
+        } else {
+            vnni_tile(g, a, mr, j, nb, nvalid, y, ldy);
+        }
+    }
+}
+
+T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0,
+                             int32_t n1, int8_t *y, int32_t ldy, void *work) {
+    const int32_t k = g->k, kpad = g->kpad;
+    uint8_t *buf = (uint8_t *)work;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    int32_t m0, r;
+    for (m0 = 0; m0 < m; m0 += GEMM_MR) {
+        const int32_t mr = m - m0 < GEMM_MR ? m - m0 : GEMM_MR;
+        for (r = 0; r < mr; r++) { /* rows as unsigned (a ^ 0x80), k padded with zeros to kpad */
+            const int8_t *src = a + (int64_t)(m0 + r) * lda;
+            uint8_t *d = buf + (int64_t)r * kpad;
+            int32_t i = 0;
+            for (; i + 64 <= k; i += 64)
+                _mm512_storeu_si512((void *)(d + i), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + i)), flip));
+            if (i < kpad) {
+                const __mmask64 mk = k - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - i)) - 1);
+                const __mmask64 mp = kpad - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (kpad - i)) - 1);
+                /* past k: 0 ^ 0x80 (times the zero weights of the padding) */
+                _mm512_mask_storeu_epi8((void *)(d + i), mp,
+                                        _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const void *)(src + i)), flip));
+            }
+        }
+        vnni_rows(g, buf, mr, n0, n1, y + (int64_t)m0 * ldy, ldy);
+    }
+}
+
+/* ------------------------------------------------------------------------------------- AVX2 */
+
+T_AVX2 static INLINE __m256i rq256(__m256i acc, __m256i mul, __m256i rs, __m256i zp, __m256i lo, __m256i hi) {
+    const __m256i r30 = _mm256_set1_epi64x((int64_t)1 << 30), one = _mm256_set1_epi32(1);
+    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(acc, mul), r30);
+    __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(acc, 32), _mm256_srli_epi64(mul, 32)), r30);
+    __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_slli_epi64(po, 1), 0xAA);
+    __m256i q;
+    h = _mm256_add_epi32(h, _mm256_srai_epi32(h, 31));
+    q = _mm256_add_epi32(_mm256_srav_epi32(h, rs),
+                         _mm256_and_si256(_mm256_srav_epi32(h, _mm256_sub_epi32(rs, one)), one));
+    q = _mm256_add_epi32(q, zp);
+    return _mm256_min_epi32(_mm256_max_epi32(q, lo), hi);
+}
+
+/* 8 int32 in [-128, 127] -> 8 bytes at y (the first n of them). */
+T_AVX2 static INLINE void store8(__m256i q, int8_t *y, int32_t n) {
+    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                          0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    const __m256i b = _mm256_shuffle_epi8(q, pick);
+    const uint64_t v = (uint64_t)(uint32_t)_mm256_extract_epi32(b, 0) | ((uint64_t)(uint32_t)_mm256_extract_epi32(b, 4) << 32);
+    if (n >= 8) memcpy(y, &v, 8);
+    else memcpy(y, &v, (size_t)n);
+}
+
+T_AVX2 static INLINE void avx2_tile(const edge_simd_qgemm_t *g, const int16_t *a, int32_t mr, int32_t j, int32_t nb,
+                                    int32_t nvalid, int8_t *y, int32_t ldy) {
+    const int32_t kpad = g->kpad, npad = g->npad, steps = kpad / 2;
+    const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
+    const int16_t *w0 = (const int16_t *)(rs + npad) + (int64_t)j * kpad * AVX2_NB;
+    const int16_t *w1 = w0 + (int64_t)kpad * AVX2_NB;
+    __m256i acc[GEMM_MR][2];
+    int32_t r, s, bb;
+    for (r = 0; r < GEMM_MR; r++)
+        for (bb = 0; bb < 2; bb++) acc[r][bb] = _mm256_setzero_si256();
+    for (s = 0; s < steps; s++) {
+        const __m256i wa = _mm256_loadu_si256((const __m256i *)(w0 + 16 * (int64_t)s));
+        const __m256i wb = nb > 1 ? _mm256_loadu_si256((const __m256i *)(w1 + 16 * (int64_t)s)) : wa;
+        for (r = 0; r < GEMM_MR; r++) {
+            if (r < mr) {
+                int32_t v;
+                __m256i x;
+                memcpy(&v, a + (int64_t)r * kpad + 2 * s, 4);
+                x = _mm256_set1_epi32(v);
+                acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(x, wa));
+                if (nb > 1) acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(x, wb));
+            }
+        }
+    }
+    {
+        const __m256i zp = _mm256_set1_epi32(g->zp), lo = _mm256_set1_epi32(g->lo), hi = _mm256_set1_epi32(g->hi);
+        for (bb = 0; bb < nb; bb++) {
+            const int32_t c0 = (j + bb) * AVX2_NB;
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(bias + c0));
+            const __m256i m = _mm256_loadu_si256((const __m256i *)(mul + c0));
+            const __m256i sh = _mm256_loadu_si256((const __m256i *)(rs + c0));
+            const int32_t left = nvalid - bb * AVX2_NB;
+            for (r = 0; r < GEMM_MR; r++)
+                if (r < mr) store8(rq256(_mm256_add_epi32(acc[r][bb], b), m, sh, zp, lo, hi), y + (int64_t)r * ldy + c0, left);
+        }
+    }
+}
+
+T_AVX2 static void avx2_rows(const edge_simd_qgemm_t *g, const int16_t *a, int32_t mr, int32_t n0, int32_t n1,
+                             int8_t *y, int32_t ldy) {
+    int32_t j = n0 / AVX2_NB;
+    const int32_t jend = (n1 + AVX2_NB - 1) / AVX2_NB;
+    for (; j < jend; j += 2) {
+        const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * AVX2_NB;
+        if (mr == GEMM_MR) {
+            if (nb == 2) avx2_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
+            else avx2_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
+        } else {
+            avx2_tile(g, a, mr, j, nb, nvalid, y, ldy);
+        }
+    }
+}
+
+T_AVX2 static void avx2_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0,
+                             int32_t n1, int8_t *y, int32_t ldy, void *work) {
+    const int32_t k = g->k, kpad = g->kpad;
+    int16_t *buf = (int16_t *)work;
+    int32_t m0, r;
+    for (m0 = 0; m0 < m; m0 += GEMM_MR) {
+        const int32_t mr = m - m0 < GEMM_MR ? m - m0 : GEMM_MR;
+        for (r = 0; r < mr; r++) {
+            const int8_t *src = a + (int64_t)(m0 + r) * lda;
+            int16_t *d = buf + (int64_t)r * kpad;
+            int32_t i = 0;
+            for (; i + 16 <= k; i += 16)
+                _mm256_storeu_si256((__m256i *)(d + i), _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(src + i))));
+            for (; i < k; i++) d[i] = src[i];
+            for (; i < kpad; i++) d[i] = 0;
+        }
+        avx2_rows(g, buf, mr, n0, n1, y + (int64_t)m0 * ldy, ldy);
+    }
+}
+
+void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0, int32_t n1,
+                     int8_t *y, int32_t ldy, void *work) {
+    /* y columns: the tiles store at column c of row r from y (y points at column 0) */
+    if (g->level == EDGE_SIMD_X86_AVX512VNNI) vnni_gemm(g, a, m, lda, n0, n1, y, ldy, work);
+    else avx2_gemm(g, a, m, lda, n0, n1, y, ldy, work);
+}
+
+/* ------------------------------------------------------------------------------------- ADD / SUB int8 */
+
+/* round(x * m / 2^31) halves away from zero for m >= 0 (eb_srdhm): bits 31..62 of x * m + 2^30, lane by lane */
+T_AVX2 static INLINE __m256i srdhm256(__m256i x, __m256i m) {
+    const __m256i r30 = _mm256_set1_epi64x((int64_t)1 << 30);
+    const __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(x, m), r30);
+    const __m256i po = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32)), r30);
+    return _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_slli_epi64(po, 1), 0xAA);
+}
+
+/* edge_rdbpot by a constant exponent e (0..31): x >> e, plus one when the remainder is above half (halves away) */
+T_AVX2 static INLINE __m256i rdbpot256(__m256i x, int32_t e) {
+    const __m256i mask = _mm256_set1_epi32((int32_t)(((int64_t)1 << e) - 1));
+    const __m256i thr = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_srai_epi32(x, 31));
+    const __m256i rem = _mm256_and_si256(x, mask);
+    return _mm256_sub_epi32(_mm256_sra_epi32(x, _mm_cvtsi32_si128(e)), _mm256_cmpgt_epi32(rem, thr));
+}
+
+T_AVX2 static void addsub_q8_avx2(const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+    const __m256i zp1 = _mm256_set1_epi32(p[0]), zp2 = _mm256_set1_epi32(p[1]);
+    const __m256i m1 = _mm256_set1_epi32(p[2]), m2 = _mm256_set1_epi32(p[4]), mo = _mm256_set1_epi32(p[7]);
+    const __m256i off = _mm256_set1_epi32(p[10]), lo = _mm256_set1_epi32(p[11]), hi = _mm256_set1_epi32(p[12]);
+    const __m128i left = _mm_cvtsi32_si128(p[8]);
+    const int32_t r1 = p[3], r2 = p[5], ro = p[9], sub = p[6] < 0;
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        int64_t va, vb;
+        __m256i x1, x2, s;
+        memcpy(&va, a + i, 8);
+        memcpy(&vb, b + i, 8);
+        x1 = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(va)), zp1), 20);
+        x2 = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(vb)), zp2), 20);
+        x1 = rdbpot256(srdhm256(x1, m1), r1);
+        x2 = rdbpot256(srdhm256(x2, m2), r2);
+        s = sub ? _mm256_sub_epi32(x1, x2) : _mm256_add_epi32(x1, x2);
+        s = rdbpot256(srdhm256(_mm256_sll_epi32(s, left), mo), ro);
+        s = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(s, off), lo), hi);
+        store8(s, y + i, 8);
+    }
+    for (; i < n; i++) { /* the n % 8 last elements: the same steps on one lane */
+        int32_t t1 = (int32_t)((uint32_t)(a[i] - p[0]) << 20), t2 = (int32_t)((uint32_t)(b[i] - p[1]) << 20), r;
+        __m256i v = _mm256_setr_epi32(t1, t2, 0, 0, 0, 0, 0, 0);
+        t1 = _mm256_extract_epi32(rdbpot256(srdhm256(v, m1), r1), 0);
+        t2 = _mm256_extract_epi32(rdbpot256(srdhm256(v, m2), r2), 1);
+        v = _mm256_set1_epi32((int32_t)((uint32_t)(sub ? t1 - t2 : t1 + t2)));
+        r = _mm256_extract_epi32(rdbpot256(srdhm256(_mm256_sll_epi32(v, left), mo), ro), 0) + p[10];
+        y[i] = (int8_t)(r < p[11] ? p[11] : (r > p[12] ? p[12] : r));
+    }
+}
+
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    addsub_q8_avx2(a, b, y, n, p);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- depthwise */
+
+T_VNNI static void dw_pixel_512(const int8_t *x, const int32_t *xoff, const int16_t *const *wtap, int32_t ntaps,
+                                int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
+                                const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
+    const __m512i off = _mm512_set1_epi16((int16_t)input_offset);
+    const __m512i vzp = _mm512_set1_epi32(zp), vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi);
+    int32_t c0, t;
+    for (c0 = 0; c0 < c; c0 += 32) {
+        const int32_t left = c - c0;
+        const __mmask32 m32 = left >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << left) - 1);
+        __m512i a0 = _mm512_maskz_loadu_epi32((__mmask16)m32, (const void *)(bias + c0));
+        __m512i a1 = _mm512_maskz_loadu_epi32((__mmask16)(m32 >> 16), (const void *)(bias + c0 + 16));
+        for (t = 0; t < ntaps; t++) {
+            const __m512i xv = _mm512_add_epi16(
+                _mm512_cvtepi8_epi16(_mm256_maskz_loadu_epi8(m32, (const void *)(x + xoff[t] + c0))), off);
+            const __m512i wv = _mm512_maskz_loadu_epi16(m32, (const void *)(wtap[t] + c0));
+            const __m512i p = _mm512_mullo_epi16(xv, wv); /* |x + off| <= 255, |w| <= 128: fits int16 */
+            a0 = _mm512_add_epi32(a0, _mm512_cvtepi16_epi32(_mm512_castsi512_si256(p)));
+            a1 = _mm512_add_epi32(a1, _mm512_cvtepi16_epi32(_mm512_extracti64x4_epi64(p, 1)));
+        }
+        {
+            const __m512i q0 = rq512(a0, _mm512_maskz_loadu_epi32((__mmask16)m32, (const void *)(mul + c0)),
+                                     _mm512_mask_loadu_epi32(_mm512_set1_epi32(2), (__mmask16)m32, (const void *)(rs + c0)),
+                                     vzp, vlo, vhi);
+            _mm_mask_storeu_epi8((void *)(y + c0), (__mmask16)m32, _mm512_cvtepi32_epi8(q0));
+            if (left > 16) {
+                const __m512i q1 = rq512(a1, _mm512_maskz_loadu_epi32((__mmask16)(m32 >> 16), (const void *)(mul + c0 + 16)),
+                                         _mm512_mask_loadu_epi32(_mm512_set1_epi32(2), (__mmask16)(m32 >> 16), (const void *)(rs + c0 + 16)),
+                                         vzp, vlo, vhi);
+                _mm_mask_storeu_epi8((void *)(y + c0 + 16), (__mmask16)(m32 >> 16), _mm512_cvtepi32_epi8(q1));
+            }
+        }
+    }
+}
+
+T_AVX2 static void dw_pixel_256(const int8_t *x, const int32_t *xoff, const int16_t *const *wtap, int32_t ntaps,
+                                int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
+                                const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
+    const __m256i off = _mm256_set1_epi16((int16_t)input_offset);
+    const __m256i vzp = _mm256_set1_epi32(zp), vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
+    int32_t c0, t;
+    for (c0 = 0; c0 + 16 <= c; c0 += 16) {
+        __m256i a0 = _mm256_loadu_si256((const __m256i *)(bias + c0));
+        __m256i a1 = _mm256_loadu_si256((const __m256i *)(bias + c0 + 8));
+        for (t = 0; t < ntaps; t++) {
+            const __m256i xv = _mm256_add_epi16(_mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(x + xoff[t] + c0))), off);
+            const __m256i wv = _mm256_loadu_si256((const __m256i *)(wtap[t] + c0));
+            const __m256i p = _mm256_mullo_epi16(xv, wv);
+            a0 = _mm256_add_epi32(a0, _mm256_cvtepi16_epi32(_mm256_castsi256_si128(p)));
+            a1 = _mm256_add_epi32(a1, _mm256_cvtepi16_epi32(_mm256_extracti128_si256(p, 1)));
+        }
+        store8(rq256(a0, _mm256_loadu_si256((const __m256i *)(mul + c0)), _mm256_loadu_si256((const __m256i *)(rs + c0)),
+                     vzp, vlo, vhi), y + c0, 8);
+        store8(rq256(a1, _mm256_loadu_si256((const __m256i *)(mul + c0 + 8)),
+                     _mm256_loadu_si256((const __m256i *)(rs + c0 + 8)), vzp, vlo, vhi), y + c0 + 8, 8);
+    }
+    for (; c0 < c; c0++) { /* the c % 16 last channels */
+        uint32_t acc = (uint32_t)bias[c0];
+        for (t = 0; t < ntaps; t++) acc += (uint32_t)((x[xoff[t] + c0] + input_offset) * wtap[t][c0]);
+        y[c0] = (int8_t)rq_scalar((int32_t)acc, mul[c0], rs[c0], zp, lo, hi);
+    }
+}
+
+void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, const int16_t *const *wtap,
+                        int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
+                        const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
+    if (level == EDGE_SIMD_X86_AVX512VNNI)
+        dw_pixel_512(x, xoff, wtap, ntaps, c, input_offset, bias, mul, rs, zp, lo, hi, y);
+    else
+        dw_pixel_256(x, xoff, wtap, ntaps, c, input_offset, bias, mul, rs, zp, lo, hi, y);
+}
+
+#endif

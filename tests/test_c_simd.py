@@ -1,0 +1,350 @@
+"""The C runtime's fast paths for 64-bit Linux CPUs (firmware_c/src/simd/): every SIMD level this CPU has
+(edge_simd_set caps the level picked at prepare) must give the same bytes as the portable C kernels (level 0)
+on random shapes — odd channel counts, padding, strides, dilations, per-channel and per-tensor weights, input
+and output zero points, bias or none — and the same bytes as TFLM on the real models in ../shared.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_model
+from tests.oprunner import T, op_model
+from tests.peers import run_tflm
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from edge_sdk.runtime import backend_c
+    backend_c.build()
+    return backend_c
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    """The SIMD levels to compare with level 0: every one this CPU runs (none on a CPU without a fast path)."""
+    lib = backend.library()
+    lib.edge_simd_set.argtypes = [ctypes.c_int32]
+    lib.edge_simd_set.restype = ctypes.c_int32
+    top = lib.edge_simd_set(-1)
+    yield lib, list(range(1, top + 1))
+    lib.edge_simd_set(-1)
+
+
+def _run(backend, lib, level, model, feeds, **kw):
+    lib.edge_simd_set(level)
+    try:
+        c = backend.CInterpreter(model_content=model, **kw) if isinstance(model, bytes) else \
+            backend.CInterpreter(model_path=str(model), **kw)
+        c.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+def _same_at_every_level(backend, levels, model, feeds, **kw):
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, feeds)
+    for level in lv:
+        got = _run(backend, lib, level, model, feeds, **kw)
+        for r, g in zip(ref, got):
+            np.testing.assert_array_equal(g, r, err_msg=f"SIMD level {level} differs from the portable kernel")
+    return ref
+
+
+def _out(padding, stride, dil, size, k):
+    eff = (k - 1) * dil + 1
+    return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
+
+
+def _q(shape, rng, scale):
+    return T(shape, "INT8", scale, int(rng.integers(-128, 128)))
+
+
+def _conv_case(rng, depthwise=False):
+    kh, kw = (int(v) for v in rng.choice([1, 1, 2, 3, 3, 5], 2))
+    sh, sw = (int(v) for v in rng.choice([1, 1, 2, 3], 2))
+    dh, dw = (int(v) for v in rng.choice([1, 1, 2], 2)) if rng.random() < 0.3 else (1, 1)
+    padding = str(rng.choice(["SAME", "VALID"]))
+    h = int(rng.integers((kh - 1) * dh + 1, 14))
+    w = int(rng.integers((kw - 1) * dw + 1, 14))
+    n = int(rng.choice([1, 1, 2]))
+    c = int(rng.choice([1, 3, 4, 5, 8, 16, 17, 31, 33, 64, 70]))
+    if depthwise and rng.random() < 0.4:  # one input channel, several outputs (micro_speech's first layer)
+        c = 1
+    mult = int(rng.choice([1, 4, 8, 17])) if depthwise and c == 1 else (int(rng.choice([1, 1, 1, 2])) if depthwise else 1)
+    o = c * mult if depthwise else int(rng.choice([1, 2, 7, 8, 15, 16, 17, 32, 33, 40, 64, 65]))
+    oh, ow = _out(padding, sh, dh, h, kh), _out(padding, sw, dw, w, kw)
+    pc = bool(rng.random() < 0.7)
+    wshape = (1, kh, kw, o) if depthwise else (o, kh, kw, c)
+    k = kh * kw * (1 if depthwise else c)
+    wscale = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(k))) if pc else float(1 / (20 * np.sqrt(k)))
+    wt = T(wshape, "INT8", wscale, 0, quantized_dimension=3 if depthwise else 0,
+           data=rng.integers(-127, 128, wshape, dtype=np.int8))
+    b = T((o,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, o).astype(np.int32)) if rng.random() < 0.8 else None
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    opts = {"padding": padding, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+            "fused_activation_function": act}
+    if depthwise:
+        opts["depth_multiplier"] = mult
+    x = _q((n, h, w, c), rng, 0.05)
+    y = _q((n, oh, ow, o), rng, 0.02)
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    model = op_model(op, [x, wt, b], [y], options=opts, version=3)
+    return model, [rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_conv_2d_simd_equals_portable(backend, levels, seed):
+    rng = np.random.default_rng(1000 + seed)
+    model, feeds = _conv_case(rng)
+    _same_at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_depthwise_simd_equals_portable(backend, levels, seed):
+    rng = np.random.default_rng(2000 + seed)
+    model, feeds = _conv_case(rng, depthwise=True)
+    _same_at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fully_connected_simd_equals_portable(backend, levels, seed):
+    rng = np.random.default_rng(3000 + seed)
+    batch = int(rng.choice([1, 1, 2, 3, 5, 9]))
+    depth = int(rng.choice([1, 3, 8, 15, 16, 64, 100, 257]))
+    units = int(rng.choice([1, 2, 10, 16, 17, 33, 128]))
+    pc = bool(rng.random() < 0.5)
+    wscale = list(rng.uniform(0.3, 3, units) / (20 * np.sqrt(depth))) if pc else float(1 / (20 * np.sqrt(depth)))
+    wt = T((units, depth), "INT8", wscale, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
+    bscale = [0.05 * v for v in wscale] if pc else 0.05 * wscale  # TFLM checks it against input x weight scale
+    b = T((units,), "INT32", bscale, 0, data=rng.integers(-3000, 3000, units).astype(np.int32)) \
+        if rng.random() < 0.8 else None
+    x = _q((batch, depth), rng, 0.05)
+    y = _q((batch, units), rng, 0.02)
+    model = op_model("FULLY_CONNECTED", [x, wt, b], [y],
+                     options={"fused_activation_function": str(rng.choice(["NONE", "RELU"]))})
+    _same_at_every_level(backend, levels, model, [rng.integers(-128, 128, (batch, depth), dtype=np.int8)])
+
+
+def test_saturating_sums_and_extreme_zero_points(backend, levels):
+    """Input zero point -128 / 127, weights at +-127 and inputs at the extremes: the largest products and the
+    bias fold (input_offset * sum w) at its widest."""
+    rng = np.random.default_rng(7)
+    for zp in (-128, 127):
+        wt = T((33, 3, 3, 70), "INT8", 0.0005, 0, data=np.where(rng.random((33, 3, 3, 70)) < 0.5, -127, 127)
+               .astype(np.int8))
+        x = T((1, 6, 7, 70), "INT8", 0.05, zp)
+        y = T((1, 6, 7, 33), "INT8", 0.5, int(rng.integers(-20, 20)))
+        model = op_model("CONV_2D", [x, wt, None], [y], options={"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                                                                   "dilation_h_factor": 1, "dilation_w_factor": 1}, version=3)
+        feeds = [np.where(rng.random((1, 6, 7, 70)) < 0.5, -128, 127).astype(np.int8)]
+        out = _same_at_every_level(backend, levels, model, feeds)[0]
+        assert np.unique(out).size > 2
+
+
+@pytest.mark.parametrize("name", ["tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite",
+                                  "tflite-micro/person_detect.tflite"])
+def test_real_models_bit_exact_with_tflm(backend, levels, name):
+    path = shared_model(name)
+    rng = np.random.default_rng(5)
+    lib, lv = levels
+    c = backend.CInterpreter(model_path=str(path))
+    c.allocate_tensors()
+    feeds = [rng.integers(-128, 128, d["shape"], dtype=np.int8) for d in c.get_input_details()]
+    tflm = run_tflm(path.read_bytes(), feeds, isolate=True)
+    for level in [0, *lv]:
+        got = _run(backend, lib, level, path, feeds)
+        for g, t in zip(got, tflm):
+            np.testing.assert_array_equal(g, t, err_msg=f"SIMD level {level} vs TFLM on {name}")
+
+
+def _threaded(backend, model, feeds, threads):
+    c = backend.CInterpreter(model_content=model, num_threads=threads)
+    c.allocate_tensors()
+    assert c.num_threads == threads
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_threads_give_the_same_bytes(backend, seed):
+    """Large conv / depthwise / FC layers split across 2, 3 and 7 threads: the bytes of one thread."""
+    rng = np.random.default_rng(4000 + seed)
+    kind = seed % 3
+    if kind == 2:
+        depth, units, batch = 600, 257, int(rng.choice([1, 9, 33]))
+        wt = T((units, depth), "INT8", 0.002, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
+        model = op_model("FULLY_CONNECTED", [_q((batch, depth), rng, 0.05), wt, None], [_q((batch, units), rng, 0.05)])
+        feeds = [rng.integers(-128, 128, (batch, depth), dtype=np.int8)]
+    else:
+        c, o, k = (64, 96, 3) if kind == 0 else (96, 96, 3)
+        shape = (o, k, k, c) if kind == 0 else (1, k, k, o)
+        wt = T(shape, "INT8", list(rng.uniform(0.001, 0.004, o)), 0, quantized_dimension=3 if kind else 0,
+               data=rng.integers(-127, 128, shape, dtype=np.int8))
+        opts = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+        if kind:
+            opts["depth_multiplier"] = 1
+        model = op_model("DEPTHWISE_CONV_2D" if kind else "CONV_2D",
+                         [_q((1, 37, 29, c), rng, 0.05), wt, None], [_q((1, 37, 29, o), rng, 0.05)],
+                         options=opts, version=3)
+        feeds = [rng.integers(-128, 128, (1, 37, 29, c), dtype=np.int8)]
+    one = _threaded(backend, model, feeds, 1)
+    for n in (2, 3, 7):
+        for a, b in zip(one, _threaded(backend, model, feeds, n)):
+            np.testing.assert_array_equal(b, a, err_msg=f"{n} threads")
+
+
+def test_num_threads_checked_like_litert(backend):
+    model = op_model("FULLY_CONNECTED", [T((1, 4), "INT8", 0.1, 0),
+                                         T((2, 4), "INT8", 0.1, 0, data=np.ones((2, 4), np.int8)), None],
+                     [T((1, 2), "INT8", 0.1, 0)])
+    with pytest.raises(ValueError, match="num_threads should >= 1"):
+        backend.CInterpreter(model_content=model, num_threads=0)
+    with pytest.raises(ValueError, match="type of num_threads should be int"):
+        backend.CInterpreter(model_content=model, num_threads=1.5)
+
+
+def test_real_model_threads(backend):
+    path = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
+    rng = np.random.default_rng(9)
+    feeds = [rng.integers(-128, 128, (1, 3, 224, 224), dtype=np.int8)]
+    data = path.read_bytes()
+    one = _threaded(backend, data, feeds, 1)
+    for a, b in zip(one, _threaded(backend, data, feeds, 2)):
+        np.testing.assert_array_equal(b, a)
+
+
+def test_cli_threads_flag(backend, tmp_path):
+    """--threads on edge bench / run / serve: an int >= 1 (else exit 2); bench --backend c runs with it."""
+    import json
+    import subprocess
+    import sys
+
+    rng = np.random.default_rng(3)
+    wt = T((16, 3, 3, 8), "INT8", 0.01, 0, data=rng.integers(-127, 128, (16, 3, 3, 8), dtype=np.int8))
+    model = op_model("CONV_2D", [_q((1, 20, 20, 8), rng, 0.05), wt, None], [_q((1, 20, 20, 16), rng, 0.05)],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=3)
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    cli = [sys.executable, "-m", "edge_sdk.cli"]
+    ok = subprocess.run([*cli, "bench", str(path), "--backend", "c", "--threads", "2", "--runs", "3", "--json"],
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    assert json.loads(ok.stdout)["threads"] == 2
+    for cmd in (["bench", str(path)], ["run", str(path), "x.npy"], ["serve", str(path)]):
+        bad = subprocess.run([*cli, *cmd, "--threads", "0"], capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "--threads: must be an integer >= 1" in bad.stderr, (cmd, bad.stderr)
+
+
+# ------------------------------------------------------------------------------------------------ aarch64 (qemu-user)
+
+@pytest.fixture(scope="module")
+def aarch64_runner():
+    """firmware_c built for aarch64 (make aarch64), run under qemu-user; skips where the cross tools are absent."""
+    import fcntl
+    import subprocess
+
+    from tests.test_c_cross import ARCHES, FW, _missing_tools
+
+    reason = _missing_tools("aarch64")
+    if reason:
+        pytest.skip(reason)
+    with open(FW / "build" / ".cross.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(["make", "-C", str(FW), "-j2", "aarch64"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    _, qemu, sysroot, _, _, _, _ = ARCHES["aarch64"]
+    return qemu, sysroot, FW / "build" / "aarch64" / "edge-run-c"
+
+
+@pytest.mark.slow
+def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, tmp_path):
+    """NEON (qemu -cpu cortex-a53: a Pi 3 / 4 core, no SDOT), SDOT (-cpu max) and the portable kernels
+    (EDGE_SIMD_LEVEL=0) give the bytes of the x86-64 host build (its own SIMD level) on random int8 conv /
+    depthwise / FC layers and on person_detect."""
+    from tests.test_c_cross import HOST_RUNNER, _run
+
+    qemu, sysroot, runner = aarch64_runner
+    models = []
+    for seed in range(8):
+        rng = np.random.default_rng(5000 + seed)
+        models.append(_conv_case(rng, depthwise=seed % 2 == 1))
+    rng = np.random.default_rng(6000)
+    wt = T((37, 300), "INT8", list(rng.uniform(0.001, 0.004, 37)), 0,
+           data=rng.integers(-127, 128, (37, 300), dtype=np.int8))
+    models.append((op_model("FULLY_CONNECTED", [_q((3, 300), rng, 0.05), wt, None], [_q((3, 37), rng, 0.05)]),
+                   [rng.integers(-128, 128, (3, 300), dtype=np.int8)]))
+    try:
+        pd = shared_model("tflite-micro/person_detect.tflite")
+        models.append((pd.read_bytes(), [rng.integers(-128, 128, (1, 96, 96, 1), dtype=np.int8)]))
+    except pytest.skip.Exception:
+        pass
+    for i, (model, feeds) in enumerate(models):
+        path = tmp_path / f"m{i}.tflite"
+        path.write_bytes(model)
+        host = _run([str(HOST_RUNNER)], path, feeds, tmp_path, 1)
+        for cpu, env in (("cortex-a53", []), ("max", []), ("max", ["-E", "EDGE_SIMD_LEVEL=0"])):
+            got = _run([qemu, "-cpu", cpu, *env, "-L", sysroot, str(runner)], path, feeds, tmp_path, 1)
+            assert got == host, f"model {i}: aarch64 -cpu {cpu} {env} differs from the x86-64 host build"
+
+
+def test_packed_weights_are_counted_in_the_arena(backend, levels):
+    """The repacked weights live in the arena's persistent part: a SIMD level needs more arena than level 0 on
+    a conv model, and exactly arena_used bytes are enough at that level (one byte less is refused)."""
+    from edge_sdk.errors import ArenaTooSmallError
+
+    lib, lv = levels
+    if not lv:
+        pytest.skip("this CPU has no SIMD level")
+    rng = np.random.default_rng(11)
+    wt = T((64, 3, 3, 32), "INT8", 0.002, 0, data=rng.integers(-127, 128, (64, 3, 3, 32), dtype=np.int8))
+    model = op_model("CONV_2D", [_q((1, 10, 10, 32), rng, 0.05), wt, None], [_q((1, 10, 10, 64), rng, 0.05)],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=3)
+    used = {}
+    for level in (0, lv[-1]):
+        lib.edge_simd_set(level)
+        try:
+            it = backend.CInterpreter(model_content=model)
+            it.allocate_tensors()
+            info = it.plan_info()
+            used[level] = max(info["arena_used"], info["high_water"])
+            if level:
+                backend.CInterpreter(model_content=model, arena_size=used[level]).allocate_tensors()
+                with pytest.raises(ArenaTooSmallError):
+                    backend.CInterpreter(model_content=model, arena_size=used[level] - 1).allocate_tensors()
+        finally:
+            lib.edge_simd_set(-1)
+    assert info["persistent"] >= 64 * 3 * 3 * 32 and used[lv[-1]] > used[0]
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_add_sub_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 ADD / SUB of same-shape inputs (odd lengths, any zero points and scales, activations, in place or
+    not): every SIMD level == the portable kernel == TFLM."""
+    rng = np.random.default_rng(8000 + seed)
+    op = "ADD" if seed % 2 == 0 else "SUB"
+    shape = (1, int(rng.integers(1, 40)), int(rng.integers(1, 40)), int(rng.choice([1, 3, 8, 17])))
+    sa, sb, so = (float(v) for v in rng.uniform(0.01, 0.2, 3))
+    a = T(shape, "INT8", sa, int(rng.integers(-128, 128)))
+    b = T(shape, "INT8", sb, int(rng.integers(-128, 128)))
+    y = T(shape, "INT8", so, int(rng.integers(-128, 128)))
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    model = op_model(op, [a, b], [y], options={"fused_activation_function": act})
+    feeds = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(2)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
