@@ -232,6 +232,17 @@ def _cmd_flash(args) -> int:
     return 0
 
 
+def _cmd_export(args) -> int:
+    from edge_sdk.tools.export import export, format_export
+
+    result = export(args.model, args.target, args.format, args.output)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        sys.stdout.write(format_export(result))
+    return 0
+
+
 def _cmd_board(args) -> int:
     from edge_sdk.device.qemu_board import list_boards, stop_board
 
@@ -437,6 +448,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build-dir", help="where the firmware is built (default ~/.cache/edge-sdk/firmware/...)")
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
+
+    p = sub.add_parser("export", help="write the C runtime + one model as a folder for your own firmware "
+                                      "(cmake, make, zephyr, arduino)")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("--target", required=True, help="a device profile (host-linux, qemu-mps2-an386, a board ...)")
+    p.add_argument("--format", required=True, choices=("cmake", "make", "zephyr", "arduino"),
+                   help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
+                        "arduino: a library")
+    p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
+    p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("board", help="the QEMU boards `edge flash` started: list, stop")
     p.add_argument("action", choices=["list", "stop"])
