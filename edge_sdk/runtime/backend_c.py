@@ -55,6 +55,7 @@ STATUS = {name: i for i, name in enumerate(_STATUS_NAMES)}
 _ORDERINGS = ("size", "first_use", "lifetime", "area")
 DEFAULT_ARENA = 1 << 20
 PLAN_ONLY = 1
+MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: the least-RAM plan (Interpreter(memory="min"))
 
 _lock = threading.Lock()
 _lib: ctypes.CDLL | None = None
@@ -241,7 +242,10 @@ class CInterpreter:
 
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
-                 plan_only: bool = False):
+                 plan_only: bool = False, memory: str = "layer"):
+        if memory not in ("layer", "min"):
+            raise ValueError(f"memory must be one of 'layer', 'min', not {memory!r}")
+        self._memory = memory
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -305,7 +309,7 @@ class CInterpreter:
     # ------------------------------------------------------------------ allocate
     def _init(self, nbytes: int) -> int:
         self._arena_owner, addr = _aligned(nbytes)
-        flags = PLAN_ONLY if self._plan_only else 0
+        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory == "min" else 0)
         return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
 
     def allocate_tensors(self) -> None:

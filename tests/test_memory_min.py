@@ -1,0 +1,177 @@
+"""The least-RAM plan (memory="min"): in-place RESHAPE and PAD in both runtimes.
+
+A RESHAPE's output shares its input's bytes and a PAD writes its output over its input when the input dies at
+that node (edge_sdk.runtime.interpreter.inplace_aliases; firmware_c/src/edge.c inplace_groups). The outputs are
+bit-exact with the layer-by-layer plan in the Python interpreter and the C runtime, and the C plan is identical
+to Python's, entry by entry.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from edge_sdk import Interpreter
+from edge_sdk.model import schema
+from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
+from edge_sdk.model.writer import option_defaults, options_for, write_model
+from tests.conftest import shared_model
+
+needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                             reason="the C runtime needs gcc and make")
+
+
+def _chain_model(dtype: str = "INT8", shape=(1, 4, 5, 3), pads=((0, 0), (1, 1), (2, 1), (0, 0)),
+                 value: float | None = None) -> bytes:
+    """input -> RELU -> PAD (PADV2 with a value) -> RESHAPE -> output: the PAD and the RESHAPE run in place under
+    memory="min" (their inputs are no subgraph input and die there; an output may join a group)."""
+    q = Quantization(np.array([0.05], np.float32), np.array([3], np.int64)) if dtype == "INT8" else None
+    padded = tuple(d + a + b for d, (a, b) in zip(shape, pads))
+    flat = (1, int(np.prod(padded)))
+    np_t = np.int8 if dtype == "INT8" else np.float32
+    tensors = [Tensor("x", shape, dtype, 0, q), Tensor("r1", shape, dtype, 0, q),
+               Tensor("paddings", (len(shape), 2), "INT32", 1), Tensor("padded", padded, dtype, 0, q),
+               Tensor("new_shape", (2,), "INT32", 2), Tensor("flat", flat, dtype, 0, q)]
+    buffers = [Buffer(b""), Buffer(np.array(pads, np.int32).tobytes()), Buffer(np.array(flat, np.int32).tobytes())]
+    pad_inputs = [1, 2]
+    pad_op = "PAD"
+    if value is not None:
+        pad_op = "PADV2"
+        v = np.array([round(value / 0.05) + 3 if dtype == "INT8" else value], np_t)
+        tensors.append(Tensor("value", (1,), dtype, 3, q))
+        buffers.append(Buffer(v.tobytes()))
+        pad_inputs = [1, 2, 6]
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, 1) for n in ("RELU", pad_op, "RESHAPE")]
+
+    def op(code, name, inputs, outputs, options=None):
+        t = options_for(name)
+        opts = option_defaults(t) if t is not None else {}
+        opts.update(options or {})
+        return Operator(opcode_index=code, inputs=inputs, outputs=outputs, options_type=t, options=opts)
+
+    ops = [op(0, "RELU", [0], [1]), op(1, pad_op, pad_inputs, [3]),
+           op(2, "RESHAPE", [3, 4], [5], {"new_shape": list(flat)})]
+    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
+    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="memory=min test"))
+
+
+def _plan_tuples(plan):
+    return [(b.key, b.offset, b.size, b.first_use, b.last_use) for b in plan.buffers], plan.total
+
+
+def _run(data: bytes, memory: str, backend: str, feeds):
+    it = Interpreter(model_content=data, memory=memory, backend=backend)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it, [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+
+
+def _feeds(data: bytes, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    it = Interpreter(model_content=data)
+    out = []
+    for d in it.get_input_details():
+        if d["dtype"] == np.float32:
+            out.append(rng.standard_normal(d["shape"]).astype(np.float32))
+        else:
+            info = np.iinfo(d["dtype"])
+            out.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
+    return out
+
+
+CASES = {
+    "int8_pad": dict(),
+    "float32_padv2_value": dict(dtype="FLOAT32", value=-1.5),
+    "int8_rank2": dict(shape=(6, 7), pads=((2, 3), (1, 0))),
+    "int8_no_padding": dict(shape=(1, 3, 3, 2), pads=((0, 0), (0, 0), (0, 0), (0, 0))),
+    "int8_padv2_channels": dict(shape=(1, 2, 3, 4), pads=((0, 0), (0, 1), (1, 0), (2, 3)), value=0.5),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_python_min_plan_in_place_and_bit_exact(case):
+    data = _chain_model(**CASES[case])
+    feeds = _feeds(data)
+    layer, want = _run(data, "layer", "python", feeds)
+    small, got = _run(data, "min", "python", feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    plan = small.arena_plan()
+    off = {b.name: b.offset for b in plan.buffers}
+    assert off["r1"] == off["padded"] == off["flat"]  # PAD over its input, RESHAPE an alias
+    # without padding the input's RELU step (x and r1) is the peak of both plans
+    assert small.arena_size < layer.arena_size or (case == "int8_no_padding" and small.arena_size == layer.arena_size)
+    # in the layer plan the three have bytes of their own
+    lay = {b.name: b.offset for b in layer.arena_plan().buffers}
+    assert len({lay["r1"], lay["padded"], lay["flat"]}) >= 2
+    assert np.any(want[0] != want[0].flat[0])  # a real result (the RELU of random data, padded), not a constant
+
+
+@needs_c
+@pytest.mark.parametrize("case", list(CASES))
+def test_c_min_plan_identical_to_python_and_bit_exact(case):
+    data = _chain_model(**CASES[case])
+    feeds = _feeds(data, 1)
+    _, want = _run(data, "layer", "python", feeds)
+    py, _ = _run(data, "min", "python", feeds)
+    c, got = _run(data, "min", "c", feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    c_layer, got_layer = _run(data, "layer", "c", feeds)
+    for a, b in zip(got_layer, want):
+        np.testing.assert_array_equal(a, b)
+    assert c.plan_info()["tensor_total"] == py.arena_size <= c_layer.plan_info()["tensor_total"]
+
+
+def test_memory_argument_is_checked():
+    data = _chain_model()
+    with pytest.raises(ValueError, match="memory must be one of 'layer', 'min', not 'tiny'"):
+        Interpreter(model_content=data, memory="tiny")
+
+
+def test_model_input_and_output_never_in_place():
+    """A PAD reading the model's input (or writing into an output read later) keeps its own bytes: the caller's
+    input stays readable."""
+    data = _chain_model()
+    it = Interpreter(model_content=data, memory="min")
+    it.allocate_tensors()
+    model = it.model
+    # drop the first RELU: PAD now reads the model input
+    sg = model.subgraphs[0]
+    sg.operators = sg.operators[1:]
+    sg.operators[0].inputs[0] = 0
+    it2 = Interpreter(model=model, memory="min")
+    it2.allocate_tensors()
+    names = {b.name: b.offset for b in it2.arena_plan().buffers}
+    assert names["x"] != names["padded"] and names["padded"] == names["flat"]
+    feeds = _feeds(write_model(model))
+    it3 = Interpreter(model=model)
+    it3.allocate_tensors()
+    for run in (it2, it3):
+        run.set_tensor(run.get_input_details()[0]["index"], feeds[0])
+        run.invoke()
+    np.testing.assert_array_equal(it2.get_tensor(it2.get_output_details()[0]["index"]),
+                                  it3.get_tensor(it3.get_output_details()[0]["index"]))
+    np.testing.assert_array_equal(it2.get_tensor(it2.get_input_details()[0]["index"]), feeds[0])
+
+
+@pytest.mark.slow
+@needs_c
+def test_mobilenet_v2_min_plan():
+    """MobileNetV2 224x224 (PyTorch export: explicit PADs): the least-RAM plan is bit-exact with the layer plan
+    in both runtimes, identical between them, and needs about 0.63x the layer plan's tensor bytes."""
+    data = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite").read_bytes()
+    feeds = _feeds(data, 2)
+    layer, want = _run(data, "layer", "python", feeds)
+    py, got_py = _run(data, "min", "python", feeds)
+    c, got_c = _run(data, "min", "c", feeds)
+    for a, b, w in zip(got_py, got_c, want):
+        np.testing.assert_array_equal(a, w)
+        np.testing.assert_array_equal(b, w)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert py.arena_size <= 0.65 * layer.arena_size, (py.arena_size, layer.arena_size)
