@@ -118,7 +118,7 @@ CHECK_FAILS_EXIT = 1
 def _cmd_check(args) -> int:
     from edge_sdk.targets.check import FAILS, check_model, format_check
 
-    result = check_model(args.model, args.target)
+    result = check_model(args.model, args.target, memory=args.memory)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -235,7 +235,7 @@ def _cmd_flash(args) -> int:
 def _cmd_export(args) -> int:
     from edge_sdk.tools.export import export, format_export
 
-    result = export(args.model, args.target, args.format, args.output)
+    result = export(args.model, args.target, args.format, args.output, memory=args.memory)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -361,6 +361,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(3: the model cannot be read, 7: the profile is malformed or unknown).")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
+    p.add_argument("--memory", choices=("layer", "min"), default=None,
+                   help="the arena plan: layer (layer by layer) or min (least RAM: in-place ops); default: layer, "
+                        "or min when the layer plan does not fit the RAM budget")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_check)
 
@@ -457,6 +460,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
                         "arduino: a library")
     p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
+    p.add_argument("--memory", choices=("layer", "min"), default="layer",
+                   help="the arena plan: layer (layer by layer, default) or min (least RAM: in-place ops)")
     p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
     p.set_defaults(func=_cmd_export)
 

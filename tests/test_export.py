@@ -311,3 +311,26 @@ def test_person_detect_host_and_qemu_exports_agree(tmp_path):
     board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
     assert board["status"] == 0 and board["arena"] <= r.arena_bytes
     assert board["hashes"] == _output_hashes(host, hr)
+
+
+@pytest.mark.slow
+@needs_cmake
+def test_cmake_host_export_least_ram_plan(tmp_path):
+    """--memory min: the header's arena is the least-RAM plan's measured need (smaller here: an in-place PAD),
+    the example initialises with EDGE_INIT_MEMORY_MIN, and its outputs still equal the interpreter's."""
+    from tests.test_memory_min import _chain_model
+
+    model = _model_file(tmp_path, _chain_model(shape=(1, 16, 16, 8)), "chain.tflite")  # the plan, not the
+    # planner's temporary memory (16 bytes more per tensor with --memory min), dominates the need
+    layer = export(model, "host-linux", "make", tmp_path / "layer")
+    out = tmp_path / "min"
+    r = export(model, "host-linux", "cmake", out, memory="min")
+    assert r.memory == "min" and r.arena_bytes < layer.arena_bytes
+    assert "#define EDGE_MODEL_INIT_FLAGS EDGE_INIT_MEMORY_MIN" in (out / "model" / "edge_model.h").read_text()
+    _cmake_build(out, tmp_path / "build")
+    raw = np.random.default_rng(3).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
+    (tmp_path / "in.bin").write_bytes(raw)
+    proc = subprocess.run([str(tmp_path / "build" / "edge_example"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.bin").read_bytes() == _interpreter_outputs(model, raw)

@@ -175,3 +175,23 @@ def test_mobilenet_v2_min_plan():
         np.testing.assert_array_equal(b, w)
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
     assert py.arena_size <= 0.65 * layer.arena_size, (py.arena_size, layer.arena_size)
+
+
+def test_check_picks_the_least_ram_plan_when_the_layer_plan_does_not_fit(tmp_path):
+    from edge_sdk.targets.check import RUNS, check_model, format_check
+
+    data = _chain_model(shape=(1, 16, 16, 8))
+    layer = check_model(data, "qemu-mps2-an386", memory="layer")
+    small = check_model(data, "qemu-mps2-an386", memory="min")
+    assert layer.memory_plan == "layer" and small.memory_plan == "min" and small.arena_bytes < layer.arena_bytes
+    budget = (small.arena_bytes + layer.arena_bytes) // 2
+    profile = tmp_path / "tight.toml"
+    profile.write_text(f'extends = "qemu-mps2-an386"\nram_arena_bytes = {budget}\n')
+    auto = check_model(data, profile)
+    assert auto.verdict == RUNS and auto.memory_plan == "min" and auto.arena_bytes == small.arena_bytes
+    assert auto.plans == {"layer": layer.arena_bytes, "min": small.arena_bytes} and auto.extra_macs == 0
+    assert "least-RAM plan" in format_check(auto) and auto.to_dict()["memory_plan"] == "min"
+    forced = check_model(data, profile, memory="layer")
+    assert forced.verdict == "fails" and forced.memory_plan == "layer"
+    roomy = check_model(data, "qemu-mps2-an386")  # fits: the layer plan, nothing else computed
+    assert roomy.memory_plan == "layer" and list(roomy.plans) == ["layer"]

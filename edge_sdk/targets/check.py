@@ -20,7 +20,10 @@ How it decides:
    otherwise the node is an "error" problem.
 3. The arena is our interpreter's plan over the prepared shapes (the same plan ``Interpreter.arena_size``
    reports, at least as tight as TFLM's); it must fit ``ram_arena_bytes``. The model file's bytes must fit
-   ``flash_model_bytes``.
+   ``flash_model_bytes``. ``memory``: "layer" (layer by layer), "min" (the least-RAM plan: in-place RESHAPE
+   and PAD, ``Interpreter(memory="min")``; no extra MACs) or None (auto: "layer", or "min" when the layer plan
+   exceeds the budget and "min" is smaller); ``memory_plan`` says which plan the figure is, and both totals
+   are in ``plans``.
 
 Verdict: ``fails`` when there is any error (an op no backend can run, the arena or the model too big, a
 malformed model); ``partial`` when it runs but N nodes fall back to the CPU (in K CPU partitions); else
@@ -76,6 +79,9 @@ class CheckResult:
     partitions: list[Partition] = field(default_factory=list)
     tensor_names: list[str] = field(default_factory=list)
     model_name: str = ""
+    memory_plan: str = "layer"  # which plan arena_bytes is: "layer" or "min"
+    plans: dict = field(default_factory=dict)  # plan name -> its arena bytes (the ones computed)
+    extra_macs: int = 0  # MACs the chosen plan adds over the layer plan (in-place execution adds none)
 
     @property
     def fallback_nodes(self) -> list[int]:
@@ -94,6 +100,9 @@ class CheckResult:
             "problems": self.problems,
             "notes": self.notes,
             "arena_bytes": self.arena_bytes,
+            "memory_plan": self.memory_plan,
+            "plans": self.plans,
+            "extra_macs": self.extra_macs,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -165,12 +174,17 @@ def prepare_nodes(model: Model):
     return nodes, failures, infos
 
 
-def arena_bytes(model: Model, infos) -> int:
-    """Our interpreter's arena plan total for these (prepared) tensor infos."""
+def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
+    """Our interpreter's arena plan total for these (prepared) tensor infos; ``memory="min"``: the least-RAM
+    plan's (edge_sdk.runtime.interpreter.inplace_aliases)."""
     from edge_sdk.runtime import arena as _arena
-    from edge_sdk.runtime.interpreter import buffer_requests
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
 
-    return _arena.plan(buffer_requests(model, infos)).total
+    spans: dict = {}
+    requests = buffer_requests(model, infos, spans=spans)
+    if memory == "min":
+        return _arena.plan_aliased(requests, inplace_aliases(model, infos, requests, spans)).total
+    return _arena.plan(requests).total
 
 
 # ----------------------------------------------------------------------------------------------- partitions
@@ -237,8 +251,10 @@ def _op_problem(node: Node, backend: str, severity: str, constraint: str, value,
     }
 
 
-def check_model(model_or_path, profile) -> CheckResult:
+def check_model(model_or_path, profile, memory: str | None = None) -> CheckResult:
     """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc."""
+    if memory not in (None, "layer", "min"):
+        raise ValueError(f"memory must be 'layer', 'min' or None (auto), not {memory!r}")
     profile = load_profile(profile)
     model, model_bytes, name = _load(model_or_path)
     nodes, failures, infos = prepare_nodes(model)
@@ -279,7 +295,15 @@ def check_model(model_or_path, profile) -> CheckResult:
             note(node, assignment[k])
 
     try:
-        result.arena_bytes = arena_bytes(model, infos)
+        result.memory_plan = memory or "layer"
+        result.arena_bytes = result.plans[result.memory_plan] = arena_bytes(model, infos, result.memory_plan)
+        if memory is None and result.arena_bytes > profile.ram_arena_bytes:  # auto: the least-RAM plan
+            result.plans["min"] = arena_bytes(model, infos, "min")
+            if result.plans["min"] < result.arena_bytes:
+                result.memory_plan, result.arena_bytes = "min", result.plans["min"]
+                result.notes.append(f"the layer-by-layer plan needs {result.plans['layer']} bytes, above the RAM "
+                                    f"budget: using the least-RAM plan (--memory min, {result.arena_bytes} bytes; "
+                                    f"in-place execution, no extra MACs)")
     except ModelError as exc:
         problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
                          "message": f"the arena cannot be planned: {exc}"})
@@ -328,7 +352,8 @@ def format_check(result: CheckResult) -> str:
         cpu_parts = [p for p in r.partitions if p.backend != r.backend]
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
-    lines.append(f"  arena  {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget{pct}")
+    plan = ("least-RAM plan, +0 MACs" if r.memory_plan == "min" else "layer-by-layer plan")
+    lines.append(f"  arena  {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget{pct} ({plan})")
     pct = f" ({100 * r.model_bytes / r.flash_budget:.0f}%)" if r.flash_budget else ""
     lines.append(f"  model  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} flash budget{pct}")
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):

@@ -63,6 +63,7 @@ class ExportResult:
     model_bytes: int
     arena_bytes: int
     arena_source: str  # "measured" (the host build of the C runtime) or "estimate" (the Python plan + margin)
+    memory: str  # the arena plan: "layer" (layer by layer) or "min" (least RAM, EDGE_INIT_MEMORY_MIN)
     board: str | None
     example: str  # "files" (edge_example IN.bin OUT.bin), "uart" (checksums on the board's UART) or "none"
     kernels: list[str] = field(default_factory=list)
@@ -78,7 +79,7 @@ class ExportResult:
 
 
 # ------------------------------------------------------------------------------------------------ sizes
-def arena_need(data: bytes) -> tuple[int, str]:
+def arena_need(data: bytes, memory: str = "layer") -> tuple[int, str]:
     """(bytes, source): the arena the C runtime needs for this model: the most bytes ``edge_init`` and
     ``edge_invoke`` use at once (planned tensors, scratch, persistent data and init's temporary planner
     memory), measured on the host build of the runtime (backend_c), rounded up to 16. The host's structures
@@ -87,7 +88,7 @@ def arena_need(data: bytes) -> tuple[int, str]:
     try:
         from edge_sdk.runtime import backend_c
 
-        interp = backend_c.CInterpreter(model_content=data)
+        interp = backend_c.CInterpreter(model_content=data, memory=memory)
         interp.allocate_tensors()
         info = interp.plan_info()
         need = max(info["high_water"], info["arena_used"])
@@ -198,7 +199,7 @@ def _c_float(x: float) -> str:
 
 
 def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
-                 size: int) -> str:
+                 size: int, memory: str = "layer") -> str:
     why = ("the C runtime's measured need for this model (edge_init's high-water mark, host build)"
            if source == "measured" else
            "an ESTIMATE (the host C runtime could not be built: Python plan plus a margin)")
@@ -208,7 +209,10 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
              "/* The model: 16-byte aligned, read in place (keep it in flash). */",
              "extern const uint8_t edge_model_data[];", "extern const uint32_t edge_model_data_len;", "",
              f"/* Arena bytes to give edge_init: {why}. */",
-             f"#define EDGE_MODEL_ARENA_BYTES {arena}u", "",
+             f"#define EDGE_MODEL_ARENA_BYTES {arena}u",
+             f"/* edge_init_ex's flags for that arena: the {'least-RAM' if memory == 'min' else 'layer-by-layer'} "
+             "plan (include edge.h first) */",
+             f"#define EDGE_MODEL_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if memory == 'min' else '0u'}", "",
              f"#define EDGE_MODEL_NUM_INPUTS {len(inputs)}", f"#define EDGE_MODEL_NUM_OUTPUTS {len(outputs)}", ""]
     for kind, rows in (("INPUT", inputs), ("OUTPUT", outputs)):
         for k, r in enumerate(rows):
@@ -253,7 +257,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s IN.bin OUT.bin\n", argv[0]);
         return 2;
     }
-    s = edge_init(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena);
+    s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
     if (s != EDGE_OK) {
         fprintf(stderr, "edge_init: %s\n", edge_status_str(s));
         return 1;
@@ -343,7 +347,7 @@ int main(void) {
 #ifdef EDGE_EXAMPLE_WAIT_START
     (void)board_uart_getc(); /* QEMU's TCP serial drops output sent before the host connects */
 #endif
-    s = edge_init(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena);
+    s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
     line("status", (uint32_t)s);
     if (s == EDGE_OK) {
         for (i = 0; i < edge_num_inputs(&interp); i++) {
@@ -395,7 +399,7 @@ edge_interp_t *edge_example_interp(void) { return &interp; }
 /* inputs[k]: input k's bytes (EDGE_MODEL_INPUT<k>_BYTES); inputs NULL: zeros */
 edge_status_t edge_example_run(const void *const *inputs) {
     int32_t i;
-    edge_status_t s = edge_init(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena);
+    edge_status_t s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
     if (s != EDGE_OK) return s;
     for (i = 0; i < edge_num_inputs(&interp); i++) {
         edge_tensor_t *t = edge_input(&interp, i);
@@ -534,7 +538,7 @@ def _arduino(name: str, sha: str) -> dict[str, str]:
     sketch = ('#include <EdgeModel.h>\n\nstatic edge_interp_t interp;\n'
               "alignas(16) static uint8_t arena[EDGE_MODEL_ARENA_BYTES];\n\n"
               "void setup() {\n  Serial.begin(115200);\n"
-              "  edge_status_t s = edge_init(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena);\n"
+              "  edge_status_t s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);\n"
               "  if (s == EDGE_OK) {\n    memset(edge_input(&interp, 0)->data, 0, edge_input(&interp, 0)->bytes);"
               "  // your sensor data here\n    s = edge_invoke(&interp);\n  }\n"
               "  Serial.print(\"edge_example: \");\n  Serial.println(edge_status_str(s));\n}\n\n"
@@ -586,7 +590,7 @@ Generated by `edge export` from `{name}` (sha256 `{sha}`).
 static edge_interp_t interp;
 static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
 
-edge_init(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena);
+edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
 memcpy(edge_input(&interp, 0)->data, x, edge_input(&interp, 0)->bytes);
 edge_invoke(&interp);
 y = edge_output(&interp, 0)->data;
@@ -607,12 +611,14 @@ Only the kernels of this model's ops are included (src/kernels/); the op table i
 
 
 # ------------------------------------------------------------------------------------------------ export
-def export(model_path, target, fmt: str, out_dir) -> ExportResult:
+def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> ExportResult:
     """Write the export folder ``out_dir`` (must not exist, or be empty) for ``model_path`` and the profile
     ``target`` (name, path or Profile) in format ``fmt`` (one of FORMATS); see the module docstring."""
     from edge_sdk.model import read_model
     from edge_sdk.targets.profiles import load_profile
 
+    if memory not in ("layer", "min"):
+        raise EdgeError(f"unknown memory plan {memory!r} (plans: layer, min)")
     if fmt not in FORMATS:
         raise EdgeError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     out = Path(out_dir)
@@ -627,7 +633,7 @@ def export(model_path, target, fmt: str, out_dir) -> ExportResult:
     t = _Target(profile)
     gen_ops = _flash.gen_ops_module()
     defs = gen_ops.type_defines([str(model_path)])
-    arena, source = arena_need(data)
+    arena, source = arena_need(data, memory)
     warnings = [] if source == "measured" else [
         "the arena size is an estimate: the host C runtime could not be built to measure it"]
     sg0 = model.subgraphs[0]
@@ -653,7 +659,7 @@ def export(model_path, target, fmt: str, out_dir) -> ExportResult:
         files[mdir + "edge_model_data.c"] = _flash.model_c_source(
             data, "edge_model_data", section=".edge_model" if t.board and fmt in ("cmake", "make") else None).replace(
             "#include <stdint.h>", '#include <stdint.h>\n#include "edge_model.h"', 1)
-        files[mdir + "edge_model.h"] = model_header(name, arena, source, inputs, outputs, sha, len(data))
+        files[mdir + "edge_model.h"] = model_header(name, arena, source, inputs, outputs, sha, len(data), memory)
         if fmt in ("cmake", "make"):
             files["example/main.c"] = {"files": _EXAMPLE_FILES, "uart": _EXAMPLE_UART}.get(t.example, "")
             if t.example == "none":
@@ -694,7 +700,7 @@ def export(model_path, target, fmt: str, out_dir) -> ExportResult:
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text)
         result = ExportResult(out_dir=str(out), format=fmt, profile=profile.name, model=str(model_path),
-                              model_sha256=sha, model_bytes=len(data), arena_bytes=arena, arena_source=source,
+                              model_sha256=sha, model_bytes=len(data), arena_bytes=arena, arena_source=source, memory=memory,
                               board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
                               inputs=inputs, outputs=outputs, warnings=warnings)
         result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["export.json"]
@@ -715,7 +721,8 @@ def format_export(r: ExportResult) -> str:
            "arduino": f"copy {r.out_dir} into your Arduino libraries folder"}[r.format]
     lines = [f"exported {Path(r.model).name} for {r.profile} ({r.format}) to {r.out_dir}: {len(r.files)} files, "
              f"{len(r.kernels)} kernel files",
-             f"arena {r.arena_bytes} B ({r.arena_source}), model {r.model_bytes} B"
+             f"arena {r.arena_bytes} B ({r.arena_source}, {'least-RAM' if r.memory == 'min' else 'layer-by-layer'}"
+             f" plan), model {r.model_bytes} B"
              + (f", example: {r.example}" if r.format in ("cmake", "make") else ""),
              f"build: {how}"]
     lines += [f"warning: {w}" for w in r.warnings]
