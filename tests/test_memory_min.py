@@ -195,3 +195,16 @@ def test_check_picks_the_least_ram_plan_when_the_layer_plan_does_not_fit(tmp_pat
     assert forced.verdict == "fails" and forced.memory_plan == "layer"
     roomy = check_model(data, "qemu-mps2-an386")  # fits: the layer plan, nothing else computed
     assert roomy.memory_plan == "layer" and list(roomy.plans) == ["layer"]
+
+
+def test_inspect_shows_both_plans():
+    from edge_sdk.tools.inspection import format_inspection, inspect_model
+
+    data = _chain_model(shape=(1, 16, 16, 8))
+    report = inspect_model(data)
+    layer = Interpreter(model_content=data)
+    layer.allocate_tensors()
+    small = Interpreter(model_content=data, memory="min")
+    small.allocate_tensors()
+    assert report["arena"]["bytes"] == layer.arena_size and report["arena"]["min_bytes"] == small.arena_size
+    assert f"least-RAM plan (--memory min: in-place ops, +0 MACs) {small.arena_size} bytes" in format_inspection(report)
