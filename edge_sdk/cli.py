@@ -224,7 +224,7 @@ def _cmd_bench(args) -> int:
 def _cmd_flash(args) -> int:
     from edge_sdk.tools.flash import flash, format_flash
 
-    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
+    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir, memory=args.memory)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -269,7 +269,8 @@ def _cmd_profile(args) -> int:
     from edge_sdk.tools.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
 
     report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
-                           seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir)
+                           seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir,
+                           memory=args.memory)
     for path, write in ((args.trace, write_trace), (args.csv, write_csv), (args.plot, write_plot)):
         if path:
             write(report, path)
@@ -449,6 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="a microcontroller profile (default QEMU: qemu-mps2-an386)")
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default ~/.cache/edge-sdk/firmware/...)")
+    p.add_argument("--memory", choices=("layer", "min"), default=None,
+                   help="the arena plan: layer or min (least RAM: in-place ops); default: layer, or min when the "
+                        "layer plan does not fit the profile's RAM budget")
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 
@@ -484,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=1.0, help="seconds to wait for each answer (default 1)")
     p.add_argument("--retries", type=int, default=6, help="retransmissions before giving up (default 6)")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
+    p.add_argument("--memory", choices=("layer", "min"), default=None,
+                   help="when it flashes: the arena plan (layer, or min: least RAM); default: auto as `edge flash`")
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)

@@ -208,3 +208,35 @@ def test_inspect_shows_both_plans():
     small.allocate_tensors()
     assert report["arena"]["bytes"] == layer.arena_size and report["arena"]["min_bytes"] == small.arena_size
     assert f"least-RAM plan (--memory min: in-place ops, +0 MACs) {small.arena_size} bytes" in format_inspection(report)
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    qb.stop_board(all=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
+def test_flash_and_profile_least_ram_plan_on_the_qemu_board(state, tmp_path):
+    """edge flash --memory min builds the firmware with EDGE_INIT_MEMORY_MIN and a smaller arena; edge profile
+    runs it on the QEMU board and its outputs equal the host interpreter's (validated)."""
+    from edge_sdk.tools.flash import flash
+    from edge_sdk.tools.profile import profile_model
+
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(_chain_model(shape=(1, 32, 32, 8)))
+    layer = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw-layer", memory="layer")
+    from edge_sdk.device import qemu_board as qb
+
+    qb.stop_board(all=True)
+    small = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw-min", memory="min")
+    assert small.memory == "min" and layer.memory == "layer" and small.arena_bytes < layer.arena_bytes
+    assert "EDGE_INIT_MEMORY_MIN" in (tmp_path / "fw-min" / "gen" / "app_config.h").read_text()
+    r = profile_model(model, "qemu-mps2-an386", port=small.port, runs=2)
+    assert r["validated"] is True and r["mismatches"] == []
+    assert 0 < r["arena_high_water"] <= small.arena_bytes

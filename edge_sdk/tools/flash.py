@@ -71,6 +71,7 @@ class FlashResult:
     flash_bytes: int
     ram_bytes: int
     build_dir: str
+    memory: str = "layer"  # the arena plan the firmware uses: "layer" or "min" (EDGE_INIT_MEMORY_MIN)
     command: list[str] = field(default_factory=list)
     pid: int | None = None
     reused: bool = False
@@ -132,14 +133,14 @@ def kernel_files(model) -> list[str]:
     return sorted(files)
 
 
-def measure_arena(data: bytes, budget: int | None = None) -> int:
+def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:
     """Arena bytes to give the C runtime on the target: the host build's high-water mark plus ARENA_MARGIN and
     ARENA_SLACK (at most ``budget`` unless the need itself exceeds it); falls back to the Python plan when the
-    host library cannot be built."""
+    host library cannot be built. ``memory``: the plan ("layer", or "min": EDGE_INIT_MEMORY_MIN)."""
     try:
         from edge_sdk.runtime import backend_c
 
-        interp = backend_c.CInterpreter(model_content=data)
+        interp = backend_c.CInterpreter(model_content=data, memory=memory)
         interp.allocate_tensors()
         info = interp.plan_info()
         need = max(info["high_water"], info["arena_used"])
@@ -149,7 +150,7 @@ def measure_arena(data: bytes, budget: int | None = None) -> int:
         log.debug(f"host C runtime unavailable ({exc}); sizing the arena from the Python plan")
         from edge_sdk.runtime.interpreter import Interpreter
 
-        interp = Interpreter(model_content=data)
+        interp = Interpreter(model_content=data, memory=memory)
         interp.allocate_tensors()
         need = int(interp.arena_size * 1.25) + 16384
     size = int(need * (1 + ARENA_MARGIN)) + ARENA_SLACK
@@ -158,8 +159,11 @@ def measure_arena(data: bytes, budget: int | None = None) -> int:
     return (size + 15) // 16 * 16
 
 
-def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None) -> dict:
-    """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used."""
+def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None,
+             memory: str | None = "layer") -> dict:
+    """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used.
+    ``memory``: the arena plan ("layer", "min"; None: "layer" unless its arena exceeds ``arena_budget`` and the
+    least-RAM plan's is smaller)."""
     from edge_sdk.model import read_model
 
     model = read_model(data)
@@ -168,7 +172,13 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     input_bytes = sum(tensor_nbytes(sg0.tensors[i]) for i in sg0.inputs)
     total_ops = sum(len(sg.operators) for sg in model.subgraphs)
     trace_cap = min(4096, max(64, 2 * total_ops + 16))
-    arena = measure_arena(data, arena_budget)
+    plan = memory or "layer"
+    arena = measure_arena(data, arena_budget, plan)
+    if memory is None and arena_budget is not None and arena > arena_budget:
+        small = measure_arena(data, arena_budget, "min")
+        if small < arena:
+            plan, arena = "min", small
+            log.stage(f"the layer-by-layer arena does not fit the RAM budget: using the least-RAM plan ({arena} B)")
     from edge_sdk.device.generation import state_bytes
 
     gen_state = state_bytes(model)  # the KV-cache store of the GENERATE command (0: not a generation model)
@@ -179,7 +189,9 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         "#ifndef EDGE_APP_CONFIG_H\n#define EDGE_APP_CONFIG_H\n"
         f"#define APP_ARENA_BYTES {arena}u\n#define APP_INPUT_BYTES {input_bytes}u\n"
         f"#define APP_TRACE_CAP {trace_cap}u\n#define APP_SG0_OPS {len(sg0.operators)}u\n"
-        f"#define APP_GEN_STATE_BYTES {gen_state}u\n#endif\n"
+        f"#define APP_GEN_STATE_BYTES {gen_state}u\n"
+        f"#define APP_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if plan == 'min' else '0u'} /* the arena plan: {plan} */\n"
+        "#endif\n"
     )
     _write_if_changed(gen_dir / "app_config.h", config)
     proc = subprocess.run([sys.executable, str(GEN_OPS), str(gen_dir / "edge_ops_generated.c"), "--model",
@@ -188,8 +200,8 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
     # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...): smaller firmware
     type_defs = gen_ops_module().type_defines([str(model_path)])
-    return {"kernels": files, "arena_bytes": arena, "input_bytes": input_bytes, "trace_cap": trace_cap,
-            "ops": len(sg0.operators), "gen_state_bytes": gen_state, "type_defs": type_defs}
+    return {"kernels": files, "arena_bytes": arena, "memory": plan, "input_bytes": input_bytes,
+            "trace_cap": trace_cap, "ops": len(sg0.operators), "gen_state_bytes": gen_state, "type_defs": type_defs}
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -207,7 +219,7 @@ def _toolchain_flags(profile) -> list[str]:
     return [f for f in profile.toolchain.get("cflags", []) if f.startswith(("-m", "-O", "-f"))]
 
 
-def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dict]:
+def build(model_path, profile, build_dir: Path | None = None, memory: str | None = None) -> tuple[Path, dict]:
     """Generate and build fw.elf for ``profile``; returns (elf path, generation info)."""
     model_path = Path(model_path)
     data = model_path.read_bytes()
@@ -225,7 +237,7 @@ def build(model_path, profile, build_dir: Path | None = None) -> tuple[Path, dic
     build_dir = Path(build_dir).resolve()
     gen_dir = build_dir / "gen"
     log.stage(f"generating firmware sources for {model_path.name} ({len(data)} bytes) on {board}")
-    info = generate(model_path, data, gen_dir, profile.ram_arena_bytes)
+    info = generate(model_path, data, gen_dir, profile.ram_arena_bytes, memory)
     info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
     flags = _toolchain_flags(profile) + info["type_defs"]
@@ -379,12 +391,15 @@ def flash_command(profile, elf, port: str | None = None) -> list[str]:
                       f"a board flashed another way)")
 
 
-def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bool = False) -> FlashResult:
+def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bool = False,
+          memory: str | None = None) -> FlashResult:
     """Build the firmware for ``model_path`` and the profile ``target`` (name, path or Profile), check the fit,
     then flash it (see the module docstring). With ``reuse`` a running QEMU board with the same model and
     profile is returned instead of starting another."""
     from edge_sdk.targets.profiles import Profile, load_profile
 
+    if memory not in (None, "layer", "min"):
+        raise ValueError(f"memory must be 'layer', 'min' or None (auto), not {memory!r}")
     profile = target if isinstance(target, Profile) else load_profile(target)
     model_path = Path(model_path)
     method = profile.flash.get("method")
@@ -404,7 +419,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
                                ram_bytes=usage.get("ram_bytes", 0), build_dir=str(Path(b["elf"]).parent),
                                command=b.get("command", []), pid=b["pid"], reused=True)
-    elf, info = build(model_path, profile, build_dir)
+    elf, info = build(model_path, profile, build_dir, memory)
     usage = link_usage(elf)
     arena = usage["large_bytes"] or info["arena_bytes"]
     check_fit(profile, info["model_bytes"], arena, usage)
@@ -412,7 +427,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                          model=str(model_path), model_sha256=info["sha256"], model_bytes=info["model_bytes"],
                          text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
-                         build_dir=str(elf.parent))
+                         build_dir=str(elf.parent), memory=info["memory"])
     if method == "qemu":
         with log.progress(1, "flash (start QEMU)") as bar:
             b = start_qemu(profile, elf, port, info, model=str(model_path))
@@ -447,7 +462,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
 
 def format_flash(r: FlashResult) -> str:
     lines = [(f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
-              f"arena {r.arena_bytes} B (model {r.model_bytes} B)")]
+              f"arena {r.arena_bytes} B ({'least-RAM' if r.memory == 'min' else 'layer-by-layer'} plan; "
+              f"model {r.model_bytes} B)")]
     if r.method == "qemu":
         lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")
         lines.append(r.port)
