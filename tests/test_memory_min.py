@@ -240,3 +240,13 @@ def test_flash_and_profile_least_ram_plan_on_the_qemu_board(state, tmp_path):
     r = profile_model(model, "qemu-mps2-an386", port=small.port, runs=2)
     assert r["validated"] is True and r["mismatches"] == []
     assert 0 < r["arena_high_water"] <= small.arena_bytes
+
+
+def test_memory_plan_property():
+    data = _chain_model()
+    layer = Interpreter(model_content=data)
+    small = Interpreter(model_content=data, memory="min")
+    assert layer.memory_plan is None and small.memory_plan is None  # before allocate_tensors
+    layer.allocate_tensors()
+    small.allocate_tensors()
+    assert layer.memory_plan == "layer" and small.memory_plan == "min"

@@ -9,7 +9,9 @@
 The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the common path (same details
 dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
 ``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
-which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more.
+which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more;
+``memory="min"`` plans the least RAM (in-place RESHAPE / PAD, ``inplace_aliases``; ``memory_plan`` says which
+plan was made), bit-exact with the default layer-by-layer plan.
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
 invoke and restored after it, so numpy outside invoke keeps its own setting).
@@ -64,6 +66,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from edge_sdk import log
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
@@ -151,6 +154,7 @@ class Interpreter:
         if memory not in MEMORY_PLANS:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
         self._memory = memory
+        self._memory_plan = "layer"
         self._delegates: list = []
         if delegates:
             from edge_sdk.runtime.delegates import resolve_all
@@ -214,6 +218,12 @@ class Interpreter:
         """Bytes the arena plan uses (None before allocate_tensors)."""
         return None if self._p is None else self._p.plan.total
 
+    @property
+    def memory_plan(self) -> str | None:
+        """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
+        RESHAPE / PAD; see inplace_aliases). None before allocate_tensors."""
+        return None if self._p is None else self._memory_plan
+
     def arena_plan(self) -> _arena.ArenaPlan:
         if self._p is None:
             raise RuntimeError("allocate_tensors() must be called before arena_plan()")
@@ -264,9 +274,13 @@ class Interpreter:
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
-        if self._memory == "min" and not delegated:  # delegates run whole partitions: layer plan for them
+        self._memory_plan = "layer"
+        if self._memory == "min" and not delegated:
             plan = _arena.plan_aliased(requests, inplace_aliases(self._model, p.infos, requests, spans))
+            self._memory_plan = "min"
         else:
+            if self._memory == "min":  # delegates run whole partitions over their boundary tensors
+                log.warning("memory='min' with delegate partitions: using the layer-by-layer plan")
             plan = _arena.plan(requests)
         if self._budget is not None and plan.total > self._budget:
             raise ArenaTooSmallError(plan.total, self._budget)
