@@ -131,7 +131,7 @@ def test_cmake_host_example_equals_interpreter(tmp_path, make_model):
     assert got == _interpreter_outputs(model, raw)
     # the header's arena is the C runtime's need: edge_example ran with exactly that many bytes
     header = (tmp_path / "export-host" / "model" / "edge_model.h").read_text()
-    assert f"#define EDGE_MODEL_ARENA_BYTES {r['arena_bytes']}u" in header and r["arena_source"] == "measured"
+    assert f"#define EDGE_MODEL_ARENA_BYTES {r['arena_bytes']}u" in header and r["arena_source"] == "host"
     assert r["example"] == "files" and r["board"] is None
     # only this model's kernels, the type switches of its tensor types
     kernels = sorted(p.name for p in (tmp_path / "export-host" / "src" / "kernels").iterdir())
@@ -166,7 +166,8 @@ def test_cmake_qemu_board_matches_host(tmp_path):
     head = subprocess.run(["arm-none-eabi-readelf", "-h", str(elf)], capture_output=True, text=True).stdout
     assert "ARM" in head
     board = _run_qemu(elf)
-    assert board["status"] == 0 and 0 < board["arena"] <= r.arena_bytes
+    # the header's arena is the target's exact need (the 32-bit Arm measure), rounded up to 16
+    assert board["status"] == 0 and r.arena_source == "target" and r.arena_bytes == (board["arena"] + 15) // 16 * 16
     raw = _lcg_bytes(sum(i["bytes"] for i in r.inputs))
     host, hr = _host_example(model, tmp_path, raw)
     assert board["hashes"] == _output_hashes(host, hr)
@@ -306,10 +307,10 @@ def test_person_detect_host_and_qemu_exports_agree(tmp_path):
     assert host == _interpreter_outputs(model, raw)
     out = tmp_path / "export-qemu"
     r = export(model, "qemu-mps2-an386", "cmake", out)
-    assert r.arena_bytes == hr["arena_bytes"]
+    assert r.arena_source == "target" and r.arena_bytes < hr["arena_bytes"]  # 4-byte pointers on the target
     _cmake_build(out, tmp_path / "build-qemu")
     board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
-    assert board["status"] == 0 and board["arena"] <= r.arena_bytes
+    assert board["status"] == 0 and r.arena_bytes == (board["arena"] + 15) // 16 * 16
     assert board["hashes"] == _output_hashes(host, hr)
 
 

@@ -62,7 +62,7 @@ class ExportResult:
     model_sha256: str
     model_bytes: int
     arena_bytes: int
-    arena_source: str  # "measured" (the host build of the C runtime) or "estimate" (the Python plan + margin)
+    arena_source: str  # a key of ARENA_SOURCES: "target", "host", "host-upper-bound" or "estimate"
     memory: str  # the arena plan: "layer" (layer by layer) or "min" (least RAM, EDGE_INIT_MEMORY_MIN)
     board: str | None
     example: str  # "files" (edge_example IN.bin OUT.bin), "uart" (checksums on the board's UART) or "none"
@@ -79,25 +79,100 @@ class ExportResult:
 
 
 # ------------------------------------------------------------------------------------------------ sizes
-def arena_need(data: bytes, memory: str = "layer") -> tuple[int, str]:
+ARENA_SOURCES = {
+    "target": "measured: edge_init's need for this model, the exported sources built for a 32-bit Arm target "
+              "(arm-linux-gnueabihf-gcc, run under qemu-arm: the same struct layout as a Cortex-M)",
+    "host": "measured: edge_init's need for this model on the host build of the runtime",
+    "host-upper-bound": "measured on the 64-bit host build (8-byte pointers): an UPPER BOUND for this 32-bit "
+                        "target (install gcc-arm-linux-gnueabihf and qemu-user for the exact figure)",
+    "estimate": "an ESTIMATE: the host C runtime could not be built (Python plan plus a margin)",
+}
+_MEASURE_MAIN = r"""/* edge export's arena measure: edge_init_ex on the model file, then the need (max of used and high water) */
+#include <stdio.h>
+#include <stdlib.h>
+#include "edge.h"
+int main(int argc, char **argv) {
+    static edge_interp_t it;
+    FILE *f = fopen(argv[1], "rb");
+    long n;
+    void *model, *arena;
+    size_t len = (size_t)strtoul(argv[2], 0, 10), used, hw;
+    edge_status_t s;
+    if (argc != 4 || !f) return 2;
+    fseek(f, 0, SEEK_END); n = ftell(f); fseek(f, 0, SEEK_SET);
+    model = malloc((size_t)n + 16); arena = malloc(len + 16);
+    if (!model || !arena || fread(model, 1, (size_t)n, f) != (size_t)n) return 2;
+    s = edge_init_ex(&it, model, (size_t)n, arena, len, (uint32_t)strtoul(argv[3], 0, 10));
+    if (s != EDGE_OK) { printf("status %d required %lld\n", (int)s, (long long)it.error.required); return 1; }
+    used = edge_arena_used(&it); hw = edge_arena_high_water(&it);
+    printf("need %lu\n", (unsigned long)(used > hw ? used : hw));
+    return 0;
+}
+"""
+
+
+def _host_need(data: bytes, memory: str) -> int:
+    from edge_sdk.runtime import backend_c
+
+    interp = backend_c.CInterpreter(model_content=data, memory=memory)
+    interp.allocate_tensors()
+    info = interp.plan_info()
+    return max(info["high_water"], info["arena_used"])
+
+
+def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, host_need: int) -> int | None:
+    """The exported sources (tree: include/ src/) with a measuring main, built for 32-bit Arm Linux and run under
+    qemu-arm; None when the cross compiler or qemu-arm is missing or the run fails."""
+    cc, qemu = shutil.which("arm-linux-gnueabihf-gcc"), shutil.which("qemu-arm")
+    sysroot = Path("/usr/arm-linux-gnueabihf")
+    if not cc or not qemu or not sysroot.is_dir():
+        return None
+    with tempfile.TemporaryDirectory(prefix="edge-export-measure-") as work:
+        main = Path(work) / "measure.c"
+        main.write_text(_MEASURE_MAIN)
+        exe = Path(work) / "measure"
+        srcs = [str(p) for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c"]
+        inc = tree / ("include" if (tree / "include").is_dir() else "src")
+        cmd = [cc, "-std=c99", "-O1", "-march=armv7-a", "-mfpu=vfpv3-d16", "-mfloat-abi=hard", *defs,
+               f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+            if proc.returncode != 0:
+                log.debug(f"arena measure build failed: {proc.stderr[-500:]}")
+                return None
+            flags = "2" if memory == "min" else "0"  # EDGE_INIT_MEMORY_MIN
+            run = subprocess.run([qemu, "-L", str(sysroot), str(exe), str(model_path), str(host_need + 65536),
+                                  flags], capture_output=True, text=True, timeout=900, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.debug(f"arena measure failed: {exc}")
+            return None
+        if run.returncode != 0 or not run.stdout.startswith("need "):
+            log.debug(f"arena measure run failed: {run.stdout} {run.stderr[-300:]}")
+            return None
+        return int(run.stdout.split()[1])
+
+
+def arena_need(data: bytes, memory: str = "layer", target32: tuple | None = None) -> tuple[int, str]:
     """(bytes, source): the arena the C runtime needs for this model: the most bytes ``edge_init`` and
     ``edge_invoke`` use at once (planned tensors, scratch, persistent data and init's temporary planner
-    memory), measured on the host build of the runtime (backend_c), rounded up to 16. The host's structures
-    hold 8-byte pointers, so a 32-bit target needs at most this. ``source`` is "measured"; when the host
-    library cannot be built, "estimate": tools/flash.py's ``measure_arena`` fallback (Python plan + margin)."""
+    memory), rounded up to 16. Measured on the host build of the runtime (backend_c); for a 32-bit target
+    (``target32`` = (export tree, model path, type defines)) on the exported sources built for 32-bit Arm and
+    run under qemu-arm, else the host figure, an upper bound there. ``source``: a key of ARENA_SOURCES."""
     try:
-        from edge_sdk.runtime import backend_c
-
-        interp = backend_c.CInterpreter(model_content=data, memory=memory)
-        interp.allocate_tensors()
-        info = interp.plan_info()
-        need = max(info["high_water"], info["arena_used"])
-        return (need + 15) // 16 * 16, "measured"
+        need = _host_need(data, memory)
     except ModelError:
         raise
     except Exception as exc:  # noqa: BLE001 - no host compiler, or the host library did not build
         log.debug(f"host C runtime unavailable ({exc}); the arena is an estimate")
-        return _flash.measure_arena(data), "estimate"
+        return _flash.measure_arena(data, memory=memory), "estimate"
+    source = "host"
+    if target32 is not None:
+        exact = _target32_need(*target32, memory, need)
+        if exact is not None:
+            need, source = exact, "target"
+        else:
+            source = "host-upper-bound"
+    return (need + 15) // 16 * 16, source
 
 
 def _io(model, indices) -> list[dict]:
@@ -200,9 +275,7 @@ def _c_float(x: float) -> str:
 
 def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
                  size: int, memory: str = "layer") -> str:
-    why = ("the C runtime's measured need for this model (edge_init's high-water mark, host build)"
-           if source == "measured" else
-           "an ESTIMATE (the host C runtime could not be built: Python plan plus a margin)")
+    why = ARENA_SOURCES[source]
     lines = [f"/* edge_model.h - generated by `edge export` for {name} (sha256 {sha[:16]}..., {size} bytes). */",
              "#ifndef EDGE_MODEL_H", "#define EDGE_MODEL_H", "", "#include <stdint.h>", "",
              '#ifdef __cplusplus\nextern "C" {\n#endif', "",
@@ -315,7 +388,8 @@ int main(int argc, char **argv) {
 
 _EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the board, reported on its UART:
  *     status S          edge_init's status (0: ok; the order of edge_status.def)
- *     arena USED        edge_arena_high_water(): bytes of the arena in use (of EDGE_MODEL_ARENA_BYTES)
+ *     arena NEED        the most arena bytes in use at once (edge_arena_used, edge_arena_high_water; of
+ *                       EDGE_MODEL_ARENA_BYTES)
  *     out K HASH        FNV-1a (32 bit) of output K's bytes
  *     done
  * then board_exit(status) (QEMU with -semihosting-config enable=on,target=native exits with it).
@@ -362,7 +436,8 @@ int main(void) {
         if (s != EDGE_OK) line("status", (uint32_t)s);
     }
     if (s == EDGE_OK) {
-        line("arena", (uint32_t)edge_arena_high_water(&interp));
+        size_t used = edge_arena_used(&interp), hw = edge_arena_high_water(&interp);
+        line("arena", (uint32_t)(used > hw ? used : hw));
         for (i = 0; i < edge_num_outputs(&interp); i++) {
             const edge_tensor_t *t = edge_output(&interp, i);
             const uint8_t *p = (const uint8_t *)t->data;
@@ -596,9 +671,7 @@ edge_invoke(&interp);
 y = edge_output(&interp, 0)->data;
 ```
 
-The arena: {arena} bytes ({"measured: the C runtime's high-water mark for this model on the host build; a "
-"32-bit target needs at most that" if source == "measured" else "an ESTIMATE: the host C runtime could not be "
-"built, so this is the Python plan plus a margin"}). Write the inputs before every `edge_invoke`: the arena
+The arena: {arena} bytes ({ARENA_SOURCES[source]}). Write the inputs before every `edge_invoke`: the arena
 reuses their bytes.
 
 {io}
@@ -633,9 +706,6 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     t = _Target(profile)
     gen_ops = _flash.gen_ops_module()
     defs = gen_ops.type_defines([str(model_path)])
-    arena, source = arena_need(data, memory)
-    warnings = [] if source == "measured" else [
-        "the arena size is an estimate: the host C runtime could not be built to measure it"]
     sg0 = model.subgraphs[0]
     inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)
     name = model_path.name
@@ -659,7 +729,6 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         files[mdir + "edge_model_data.c"] = _flash.model_c_source(
             data, "edge_model_data", section=".edge_model" if t.board and fmt in ("cmake", "make") else None).replace(
             "#include <stdint.h>", '#include <stdint.h>\n#include "edge_model.h"', 1)
-        files[mdir + "edge_model.h"] = model_header(name, arena, source, inputs, outputs, sha, len(data), memory)
         if fmt in ("cmake", "make"):
             files["example/main.c"] = {"files": _EXAMPLE_FILES, "uart": _EXAMPLE_UART}.get(t.example, "")
             if t.example == "none":
@@ -680,6 +749,11 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         table = tmp / "src" / "edge_ops_generated.c"
         if gen_ops.main([str(table), "--model", str(model_path)]) != 0 or not table.exists():
             raise ModelError(f"gen_ops.py could not write the op table for {model_path}")
+        # the arena: measured on these very sources (for a 32-bit target: built for 32-bit Arm, run under qemu-arm)
+        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, defs))
+        warnings = [] if source in ("target", "host") else [f"the arena size is {ARENA_SOURCES[source]}"]
+        (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
+                                                              memory))
         srcs = sorted(str(p.relative_to(tmp)) for p in (tmp / "src").rglob("*.c"))
         if fmt != "arduino":
             srcs += [str(Path(mdir) / "edge_model_data.c")]
@@ -700,7 +774,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text)
         result = ExportResult(out_dir=str(out), format=fmt, profile=profile.name, model=str(model_path),
-                              model_sha256=sha, model_bytes=len(data), arena_bytes=arena, arena_source=source, memory=memory,
+                              model_sha256=sha, model_bytes=len(data), arena_bytes=arena,
+                              arena_source=source, memory=memory,
                               board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
                               inputs=inputs, outputs=outputs, warnings=warnings)
         result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["export.json"]
