@@ -335,3 +335,21 @@ def test_cmake_host_export_least_ram_plan(tmp_path):
                            str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "out.bin").read_bytes() == _interpreter_outputs(model, raw)
+
+
+@pytest.mark.slow
+@needs_cmake
+@needs_arm
+def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
+    """MobileNetV2 224x224 exported with --memory min runs on the QEMU board in its exact least-RAM arena and its
+    output equals the Python interpreter's with the layer-by-layer plan, bit for bit."""
+    model = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
+    out = tmp_path / "export-qemu"
+    r = export(model, "qemu-mps2-an386", "cmake", out, memory="min")
+    layer = export(model, "qemu-mps2-an386", "zephyr", tmp_path / "z")  # the layer plan's exact arena
+    assert r.arena_source == layer.arena_source == "target" and r.arena_bytes < 0.7 * layer.arena_bytes
+    _cmake_build(out, tmp_path / "build-qemu")
+    board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
+    assert board["status"] == 0 and r.arena_bytes == (board["arena"] + 15) // 16 * 16
+    want = _interpreter_outputs(model, _lcg_bytes(r.inputs[0]["bytes"]))  # Interpreter: the layer plan
+    assert board["hashes"] == [image_main_hash(want)]

@@ -46,6 +46,8 @@ from edge_sdk.tools import flash as _flash
 FORMATS = ("cmake", "make", "zephyr", "arduino")
 HOSTED_KINDS = ("host", "linux")  # profiles whose example reads and writes files
 NATIVE_COMPILERS = ("gcc", "cc", "clang")
+# Cortex-M cores with the DSP extension (__ARM_FEATURE_DSP): the arena measure emulates it (EDGE_EMULATE_DSP)
+DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
 WARN_FLAGS = ["-std=c99", "-Wall", "-Wextra"]
 # EDGE_<type> names of include/edge_types.def by TensorType name (edge_model.h uses them)
 _EDGE_TYPES = {"FLOAT32": "EDGE_FLOAT32", "FLOAT16": "EDGE_FLOAT16", "INT32": "EDGE_INT32", "UINT8": "EDGE_UINT8",
@@ -750,7 +752,9 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         if gen_ops.main([str(table), "--model", str(model_path)]) != 0 or not table.exists():
             raise ModelError(f"gen_ops.py could not write the op table for {model_path}")
         # the arena: measured on these very sources (for a 32-bit target: built for 32-bit Arm, run under qemu-arm)
-        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, defs))
+        # a CPU with the DSP extension takes the kernels' DSP paths (their scratch differs): emulated in C there
+        measure_defs = defs + (["-DEDGE_EMULATE_DSP"] if t.profile.cpu in DSP_CPUS else [])
+        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, measure_defs))
         warnings = [] if source in ("target", "host") else [f"the arena size is {ARENA_SOURCES[source]}"]
         (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
                                                               memory))
