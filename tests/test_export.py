@@ -151,6 +151,32 @@ def _refuses_wrong_input_size(tmp_path):
     assert not (tmp_path / "o.bin").exists()
 
 
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("qemu-aarch64") is None,
+                    reason="needs gcc-aarch64-linux-gnu and qemu-user (make system-deps)")
+@pytest.mark.parametrize("make_model", [_fc_int8, _add_f32], ids=["fc_int8", "add_f32"])
+def test_cmake_raspberry_pi_cross_export(tmp_path, make_model):
+    """A Linux cross target: the export's own toolchain file (aarch64-linux-gnu-gcc); the example run under
+    qemu-aarch64 gives the interpreter's outputs bit for bit (float too: no FMA contraction)."""
+    model = _model_file(tmp_path, make_model(), "m.tflite")
+    out = tmp_path / "pi"
+    r = export(model, "raspberry-pi-4", "cmake", out)
+    assert "CMAKE_C_COMPILER aarch64-linux-gnu-gcc" in (out / "cmake" / "aarch64-linux-gnu.cmake").read_text()
+    assert "-ffp-contract=off" in r.cflags
+    _cmake_build(out, tmp_path / "build")
+    rng = np.random.default_rng(8)
+    n = sum(i["bytes"] for i in r.inputs)
+    raw = (rng.standard_normal(n // 4).astype(np.float32).tobytes() if make_model is _add_f32
+           else rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+    (tmp_path / "in.bin").write_bytes(raw)
+    proc = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "build" / "edge_example"),
+                           str(tmp_path / "in.bin"), str(tmp_path / "out.bin")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.bin").read_bytes() == _interpreter_outputs(model, raw)
+
+
 # ------------------------------------------------------------------------------------------------ QEMU board
 @pytest.mark.slow
 @needs_cmake

@@ -226,6 +226,8 @@ class _Target:
         self.triple = tc.get("triple") or (self.compiler[:-4] if self.compiler.endswith("-gcc") else "")
         self.board = None
         self.cflags = [f for f in tc.get("cflags", []) if f.startswith(("-m", "-O", "-f"))]
+        if self.hosted:  # no fused multiply-add contraction: float results round as on x86-64 (firmware_c/cross.mk)
+            self.cflags.append("-ffp-contract=off")
         self.ldflags = [f for f in tc.get("ldflags", [])]
         self.board_cflags: list[str] = []
         self.board_ldflags: list[str] = []
