@@ -346,8 +346,9 @@ def main(argv=None) -> int:
         print(f"{p.name:<40} {info['head_total']:>9} {info['persistent']:>8} {c_total:>9} {th} {tt} {tot} {r}")
     print(f"aim 'arena <= TFLM' (whole arenas): {'met' if not over else 'NOT met on ' + ', '.join(over)}")
 
-    print("\n4. Arena bytes per plan: layer by layer vs the least-RAM plan (memory='min': in-place RESHAPE/PAD; "
-          "the same kernels, +0 MACs, the same instructions but for PAD's back-to-front copy), C total as in 3.")
+    print("\n4. Arena bytes per plan: layer by layer vs the least-RAM plan (memory='min': in-place RESHAPE, PAD, "
+          "int8 depthwise; the same arithmetic, +0 MACs; PAD copies back to front, depthwise goes channel by "
+          "channel), C total as in 3.")
     print(f"{'model':<40} {'layer':>9} {'min':>9} {'min/layer':>9} {'TFLM tot':>9} {'min/TFLM':>8}")
     for p, _ in runnable:
         totals = []

@@ -250,3 +250,52 @@ def test_memory_plan_property():
     layer.allocate_tensors()
     small.allocate_tensors()
     assert layer.memory_plan == "layer" and small.memory_plan == "min"
+
+
+def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 6), batch: int = 1) -> bytes:
+    """input -> RELU -> DEPTHWISE_CONV_2D (int8, per-channel weights, bias) -> RELU -> output: the depthwise runs
+    in place under memory="min" (its input dies there)."""
+    rng = np.random.default_rng(stride * 10 + len(padding))
+    shape = (batch,) + tuple(shape[1:])
+    c = shape[3]
+    qx = Quantization(np.array([0.04], np.float32), np.array([-5], np.int64))
+    qy = Quantization(np.array([0.09], np.float32), np.array([7], np.int64))
+    qw = Quantization(rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64), 3)
+    qb = Quantization((0.04 * qw.scale).astype(np.float32), np.zeros(c, np.int64))
+    def out_dim(n):
+        return (n + stride - 1) // stride if padding == "SAME" else (n - 3) // stride + 1
+    oshape = (batch, out_dim(shape[1]), out_dim(shape[2]), c)
+    w = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+    b = rng.integers(-2000, 2000, c).astype(np.int32)
+    tensors = [Tensor("x", shape, "INT8", 0, qx), Tensor("r1", shape, "INT8", 0, qx),
+               Tensor("w", (1, 3, 3, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
+               Tensor("dw", oshape, "INT8", 0, qy), Tensor("y", oshape, "INT8", 0, qy)]
+    buffers = [Buffer(b""), Buffer(w.tobytes()), Buffer(b.tobytes())]
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, v) for n, v in (("RELU", 1),
+                                                                                   ("DEPTHWISE_CONV_2D", 3))]
+    t = options_for("DEPTHWISE_CONV_2D")
+    opts = option_defaults(t)
+    opts.update(padding=padding, stride_w=stride, stride_h=stride, depth_multiplier=1)
+    ops = [Operator(opcode_index=0, inputs=[0], outputs=[1], options_type=None, options={}),
+           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4], options_type=t, options=opts),
+           Operator(opcode_index=0, inputs=[4], outputs=[5], options_type=None, options={})]
+    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
+    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="dw in place"))
+
+
+@needs_c
+@pytest.mark.parametrize("stride,padding,batch", [(1, "SAME", 1), (2, "SAME", 1), (1, "VALID", 1), (2, "VALID", 2),
+                                                  (3, "SAME", 2)])
+def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
+    data = _dw_chain_model(stride, padding, batch=batch)
+    feeds = _feeds(data, 4)
+    _, want = _run(data, "layer", "python", feeds)
+    py, got_py = _run(data, "min", "python", feeds)
+    c, got_c = _run(data, "min", "c", feeds)
+    off = {b.name: b.offset for b in py.arena_plan().buffers}
+    assert off["r1"] == off["dw"]  # the depthwise output over its input
+    for a, b, w in zip(got_py, got_c, want):
+        np.testing.assert_array_equal(a, w)
+        np.testing.assert_array_equal(b, w)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert len(np.unique(want[0])) > 5  # a real convolution result

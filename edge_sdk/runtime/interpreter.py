@@ -10,7 +10,7 @@ The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the com
 dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
 ``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
 which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more;
-``memory="min"`` plans the least RAM (in-place RESHAPE / PAD, ``inplace_aliases``; ``memory_plan`` says which
+``memory="min"`` plans the least RAM (in-place RESHAPE / PAD / int8 depthwise, ``inplace_aliases``; ``memory_plan`` says which
 plan was made), bit-exact with the default layer-by-layer plan.
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
@@ -221,7 +221,7 @@ class Interpreter:
     @property
     def memory_plan(self) -> str | None:
         """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
-        RESHAPE / PAD; see inplace_aliases). None before allocate_tensors."""
+        RESHAPE / PAD / int8 depthwise; see inplace_aliases). None before allocate_tensors."""
         return None if self._p is None else self._memory_plan
 
     def arena_plan(self) -> _arena.ArenaPlan:
@@ -1006,8 +1006,10 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=(), s
 # in-place nodes, see inplace_aliases)
 MEMORY_PLANS = ("layer", "min")
 # ops whose output may take over its input's bytes: RESHAPE (the same bytes), PAD / PADV2 (the C kernel writes the
-# output over the input back to front; the Python kernel copies the input first when they share memory)
-INPLACE_OPS = ("RESHAPE", "PAD", "PADV2")
+# output over the input back to front; the Python kernel copies the input first when they share memory), int8
+# DEPTHWISE_CONV_2D with equal channel counts (the C kernel goes channel by channel through an h x w plane
+# buffer; the Python kernel copies its input into its padded buffer first)
+INPLACE_OPS = ("RESHAPE", "PAD", "PADV2", "DEPTHWISE_CONV_2D")  # DEPTHWISE_CONV_2D: int8, channels in == out
 
 
 def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans) -> dict:
@@ -1031,6 +1033,11 @@ def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans
                 continue
             if infos[s][a].is_variable or infos[s][b].is_variable:
                 continue
+            if model.op_name(op) == "DEPTHWISE_CONV_2D":  # the C kernel's channel-by-channel in-place path
+                x, y = infos[s][a], infos[s][b]
+                if (x.type != "INT8" or y.type != "INT8" or len(x.shape) != 4 or len(y.shape) != 4
+                        or x.shape[3] != y.shape[3] or by_key[kb].size > by_key[ka].size):
+                    continue
             if by_key[ka].last_use != spans[(s, i)][1]:
                 continue
             root[kb] = root.get(ka, ka)

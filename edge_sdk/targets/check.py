@@ -20,8 +20,8 @@ How it decides:
    otherwise the node is an "error" problem.
 3. The arena is our interpreter's plan over the prepared shapes (the same plan ``Interpreter.arena_size``
    reports, at least as tight as TFLM's); it must fit ``ram_arena_bytes``. The model file's bytes must fit
-   ``flash_model_bytes``. ``memory``: "layer" (layer by layer), "min" (the least-RAM plan: in-place RESHAPE
-   and PAD, ``Interpreter(memory="min")``; no extra MACs) or None (auto: "layer", or "min" when the layer plan
+   ``flash_model_bytes``. ``memory``: "layer" (layer by layer), "min" (the least-RAM plan: in-place RESHAPE,
+   PAD and int8 depthwise, ``Interpreter(memory="min")``; no extra MACs) or None (auto: "layer", or "min" when the layer plan
    exceeds the budget and "min" is smaller); ``memory_plan`` says which plan the figure is, and both totals
    are in ``plans``.
 

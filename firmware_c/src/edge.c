@@ -995,7 +995,8 @@ static int64_t first_fit(plan_work_t *w, int ordering, int32_t *head) {
 }
 
 /* The least-RAM plan's in-place nodes (edge_sdk.runtime.interpreter.inplace_aliases, the same rule, the same
- * order): for RESHAPE, PAD and PADV2 whose input 0 is planned, not variable, no input or output of its subgraph,
+ * order): for RESHAPE, PAD, PADV2 and int8 DEPTHWISE_CONV_2D with as many output channels as input channels
+ * (its kernel then runs channel by channel with a plane buffer) whose input 0 is planned, not variable, no input or output of its subgraph,
  * and last used at the node, the output joins the input's group (root[out] = root[in]). A group is planned as
  * one request: its root's first use, its members' largest aligned size and last use (gsize, glast). */
 static int32_t is_io(const edge_subgraph_t *sg, int32_t t) {
@@ -1018,11 +1019,17 @@ static void inplace_groups(edge_interp_t *it, const life_t *L, int32_t *root, in
             const int32_t g = sg->node_base + i;
             const edge_node_t *nd = &it->nodes[g];
             int32_t a, b, r;
-            if (nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2) continue;
+            if (nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+                nd->op != EDGE_OP_DEPTHWISE_CONV_2D) continue;
             if (nd->n_inputs < 1 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->outputs[0] < 0) continue;
             if (nd->inputs[0] == nd->outputs[0] || is_io(sg, nd->inputs[0])) continue;
             a = sg->tensor_base + nd->inputs[0];
             b = sg->tensor_base + nd->outputs[0];
+            if (nd->op == EDGE_OP_DEPTHWISE_CONV_2D) { /* int8, as many output channels as input channels */
+                const edge_tensor_t *x = &it->tensors[a], *y = &it->tensors[b];
+                if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 ||
+                    x->dims[3] != y->dims[3] || y->bytes > x->bytes) continue;
+            }
             if (it->tensors[a].is_const || it->tensors[b].is_const || it->tensors[a].is_variable ||
                 it->tensors[b].is_variable || !it->tensors[a].bytes || !it->tensors[b].bytes) continue;
             if (L->t_first[a] < 0 || L->t_first[b] < 0 || root[b] != b) continue;
