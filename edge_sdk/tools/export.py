@@ -90,6 +90,7 @@ ARENA_SOURCES = {
     "estimate": "an ESTIMATE: the host C runtime could not be built (Python plan plus a margin)",
 }
 _MEASURE_MAIN = r"""/* edge export's arena measure: edge_init_ex on the model file, then the need (max of used and high water) */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "edge.h"
@@ -97,13 +98,14 @@ int main(int argc, char **argv) {
     static edge_interp_t it;
     FILE *f = fopen(argv[1], "rb");
     long n;
-    void *model, *arena;
+    void *model, *raw, *arena;
     size_t len = (size_t)strtoul(argv[2], 0, 10), used, hw;
     edge_status_t s;
     if (argc != 4 || !f) return 2;
     fseek(f, 0, SEEK_END); n = ftell(f); fseek(f, 0, SEEK_SET);
-    model = malloc((size_t)n + 16); arena = malloc(len + 16);
-    if (!model || !arena || fread(model, 1, (size_t)n, f) != (size_t)n) return 2;
+    model = malloc((size_t)n + 16); raw = malloc(len + 16);
+    if (!model || !raw || fread(model, 1, (size_t)n, f) != (size_t)n) return 2;
+    arena = (void *)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u); /* 16-aligned, as the examples' arrays */
     s = edge_init_ex(&it, model, (size_t)n, arena, len, (uint32_t)strtoul(argv[3], 0, 10));
     if (s != EDGE_OK) { printf("status %d required %lld\n", (int)s, (long long)it.error.required); return 1; }
     used = edge_arena_used(&it); hw = edge_arena_high_water(&it);
