@@ -299,3 +299,50 @@ def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
         np.testing.assert_array_equal(b, w)
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
     assert len(np.unique(want[0])) > 5  # a real convolution result
+
+
+def test_cli_check_memory_flag(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(_chain_model(shape=(1, 16, 16, 8)))
+    root = Path(__file__).resolve().parent.parent
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    out = {}
+    for memory in ("layer", "min"):
+        proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target",
+                               "qemu-mps2-an386", "--memory", memory, "--json"], capture_output=True, text=True,
+                              env=env, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+        out[memory] = json.loads(proc.stdout)
+    assert out["layer"]["memory_plan"] == "layer" and out["min"]["memory_plan"] == "min"
+    assert out["min"]["arena_bytes"] < out["layer"]["arena_bytes"] and out["min"]["extra_macs"] == 0
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target", "qemu-mps2-an386",
+                           "--memory", "tiny"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2 and "invalid choice: 'tiny'" in proc.stderr
+
+
+def test_depthwise_not_in_place_when_its_kernel_cannot():
+    """float32, or a depth multiplier above 1 (more output than input channels): the layer plan's placement."""
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+
+    data = _dw_chain_model(1, "SAME")
+    it = Interpreter(model_content=data, memory="min")
+    it.allocate_tensors()
+    model = it.model
+    spans: dict = {}
+    infos = it._p.infos
+    reqs = buffer_requests(model, infos, spans=spans)
+    assert (0, 4) in inplace_aliases(model, infos, reqs, spans)  # int8, M == 1: in place
+    wide = [list(row) for row in infos]
+    from dataclasses import replace
+
+    wide[0][4] = replace(infos[0][4], shape=(1, 9, 11, 12))  # M == 2
+    assert (0, 4) not in inplace_aliases(model, wide, buffer_requests(model, wide, spans=spans), spans)
+    flt = [list(row) for row in infos]
+    flt[0][1] = replace(infos[0][1], type="FLOAT32", dtype=np.dtype(np.float32))
+    flt[0][4] = replace(infos[0][4], type="FLOAT32", dtype=np.dtype(np.float32))
+    assert (0, 4) not in inplace_aliases(model, flt, buffer_requests(model, flt, spans=spans), spans)
