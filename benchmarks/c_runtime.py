@@ -462,6 +462,21 @@ def main(argv=None) -> int:
         th, tt, tot = (f"{v:>9}" for v in (t[1], t[2], t[0])) if t else (f"{'n/a':>9}",) * 3
         print(f"{p.name:<40} {info['head_total']:>9} {info['persistent']:>8} {c_total:>9} {th} {tt} {tot} {r}")
     print(f"aim 'arena <= TFLM' (whole arenas): {'met' if not over else 'NOT met on ' + ', '.join(over)}")
+
+    print("\n4. Arena bytes per plan: layer by layer vs the least-RAM plan (memory='min': in-place RESHAPE, PAD, "
+          "int8 depthwise; the same arithmetic, +0 MACs; PAD copies back to front, depthwise goes channel by "
+          "channel), C total as in 3.")
+    print(f"{'model':<40} {'layer':>9} {'min':>9} {'min/layer':>9} {'TFLM tot':>9} {'min/TFLM':>8}")
+    for p, _ in runnable:
+        totals = []
+        for memory in ("layer", "min"):
+            it = backend_c.CInterpreter(model_content=p.read_bytes(), memory=memory)
+            it.allocate_tensors()
+            info = it.plan_info()
+            totals.append(max(info["arena_used"], info["high_water"]))
+        t = tflm.get(str(p))
+        print(f"{p.name:<40} {totals[0]:>9} {totals[1]:>9} {totals[1] / totals[0]:>9.3f} "
+              f"{t[0] if t else 'n/a':>9} {(f'{totals[1] / t[0]:8.3f}' if t else f'{chr(45):>8}')}")
     return 0
 
 

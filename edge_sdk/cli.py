@@ -243,7 +243,7 @@ def _cmd_check(args) -> int:
         sys.stderr.write(f"edge check: error: --link builds microcontroller firmware; {profile.name} runs the "
                          "Python interpreter (no firmware to link)\n")
         return 2
-    result = check_model(args.model, profile)
+    result = check_model(args.model, profile, memory=args.memory)
     if args.link:
         from edge_sdk.tools.flash import firmware_size
 
@@ -363,7 +363,7 @@ def _cmd_bench(args) -> int:
 def _cmd_flash(args) -> int:
     from edge_sdk.tools.flash import flash, format_flash
 
-    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir)
+    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir, memory=args.memory)
     try:
         if args.json:
             _print_json(result.to_dict())
@@ -376,6 +376,17 @@ def _cmd_flash(args) -> int:
 
             stop_board(result.port)
         raise
+    return 0
+
+
+def _cmd_export(args) -> int:
+    from edge_sdk.tools.export import export, format_export
+
+    result = export(args.model, args.target, args.format, args.output, memory=args.memory)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        sys.stdout.write(format_export(result))
     return 0
 
 
@@ -405,7 +416,8 @@ def _cmd_profile(args) -> int:
     from edge_sdk.tools.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
 
     report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
-                           seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir)
+                           seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir,
+                           memory=args.memory)
     for path, write in ((args.trace, write_trace), (args.csv, write_csv), (args.plot, write_plot)):
         if path:
             write(report, path)
@@ -549,6 +561,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(3: the model cannot be read, 7: the profile is malformed or unknown).")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
+    p.add_argument("--memory", choices=("layer", "min"), default=None,
+                   help="the arena plan: layer (layer by layer) or min (least RAM: in-place ops); default: layer, "
+                        "or min when the layer plan does not fit the RAM budget")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--link", action="store_true",
                    help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")
@@ -656,8 +671,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
+    p.add_argument("--memory", choices=("layer", "min"), default=None,
+                   help="the arena plan: layer or min (least RAM: in-place ops); default: layer, or min when the "
+                        "layer plan does not fit the profile's RAM budget")
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
+
+    p = sub.add_parser("export", help="write the C runtime + one model as a folder for your own firmware "
+                                      "(cmake, make, zephyr, arduino)")
+    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("--target", required=True, help="a device profile (host-linux, qemu-mps2-an386, a board ...)")
+    p.add_argument("--format", required=True, choices=("cmake", "make", "zephyr", "arduino"),
+                   help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
+                        "arduino: a library")
+    p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
+    p.add_argument("--memory", choices=("layer", "min"), default="layer",
+                   help="the arena plan: layer (layer by layer, default) or min (least RAM: in-place ops)")
+    p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("board", help="the QEMU boards `edge flash` started: list, stop")
     p.add_argument("action", choices=["list", "stop"])
@@ -680,6 +711,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=_non_negative, default=T.SERIAL_RETRIES,
                    help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
+    p.add_argument("--memory", choices=("layer", "min"), default=None,
+                   help="when it flashes: the arena plan (layer, or min: least RAM); default: auto as `edge flash`")
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)

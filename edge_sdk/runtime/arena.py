@@ -201,3 +201,30 @@ def plan(
         for r, off in zip(requests, best_offsets)
     ]
     return ArenaPlan(buffers=buffers, total=best_total, lower_bound=bound, ordering=best_name, alignment=alignment)
+
+
+def plan_aliased(
+    requests: Sequence[BufferRequest], aliases: dict, orderings: Sequence[str] | None = None,
+    alignment: int = ALIGNMENT
+) -> ArenaPlan:
+    """The least-RAM plan's placement: ``aliases`` maps a request's key to the key of its group's root (an
+    in-place node's output to the input whose bytes it takes over, edge_sdk.runtime.interpreter.inplace_aliases).
+    Each group is planned as one request, in its root's place in the order: the root's first use, the largest
+    aligned size and the last use of its members. Every member is then reported at its root's offset with its
+    own size and lifetime (members of one group overlap in time by design: the in-place node's step)."""
+    requests = list(requests)
+    if not aliases:
+        return plan(requests, orderings, alignment)
+    size: dict = {}
+    last: dict = {}
+    for r in requests:
+        root = aliases.get(r.key, r.key)
+        size[root] = max(size.get(root, 0), align_up(r.size, alignment))
+        last[root] = max(last.get(root, r.last_use), r.last_use)
+    merged = [BufferRequest(r.key, size[r.key], r.first_use, last[r.key], r.name)
+              for r in requests if r.key not in aliases]
+    p = plan(merged, orderings, alignment)
+    buffers = [PlannedBuffer(r.key, r.name, p.offset(aliases.get(r.key, r.key)), r.size, r.first_use, r.last_use,
+                             alignment) for r in requests]
+    return ArenaPlan(buffers=buffers, total=p.total, lower_bound=p.lower_bound, ordering=p.ordering,
+                     alignment=alignment)

@@ -55,6 +55,7 @@ RUNNER = HOST_TREE / "build" / "host" / "edge-run-c"
 _ORDERINGS = ("size", "first_use", "lifetime", "area")
 DEFAULT_ARENA = 1 << 20
 PLAN_ONLY = 1
+MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: the least-RAM plan (Interpreter(memory="min"))
 
 _lock = threading.Lock()
 _threads_lock = threading.Lock()
@@ -258,7 +259,10 @@ class CInterpreter:
 
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
-                 plan_only: bool = False):
+                 plan_only: bool = False, memory: str = "layer"):
+        if memory not in ("layer", "min"):
+            raise ValueError(f"memory must be one of 'layer', 'min', not {memory!r}")
+        self._memory = memory
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -328,7 +332,7 @@ class CInterpreter:
     # ------------------------------------------------------------------ allocate
     def _init(self, nbytes: int) -> int:
         self._arena_owner, addr = _aligned(nbytes)
-        flags = PLAN_ONLY if self._plan_only else 0
+        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory == "min" else 0)
         set_threads = _set_threads(self._lib)
         if set_threads is None:  # a build without the Linux fast paths: one thread
             return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
@@ -775,10 +779,10 @@ def _parse_run(out: str) -> tuple[dict, dict]:
 
 
 def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
-                timeout: float = 300.0) -> TargetPlan:
+                timeout: float = 300.0, memory: str = "layer") -> TargetPlan:
     """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
     best of ``target_layouts()``) and the type switches ``type_defs`` (gen_ops.type_defines); never invokes.
-    BuildError when no layout can be built here."""
+    ``memory``: the plan, "layer" or "min" (EDGE_INIT_MEMORY_MIN). BuildError when no layout can be built here."""
     import tempfile
 
     layouts = target_layouts()
@@ -788,13 +792,14 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         layout = layouts[0]
     exe = check_runner(layout, tuple(type_defs))
     prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
+    memory_flag = ["--memory-min"] if memory == "min" else []
     with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
         model = Path(tmp) / "model.tflite"
         model.write_bytes(data)
         arena = 64 << 20
         for _ in range(6):
             try:
-                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", "--arena", str(arena)],
+                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", *memory_flag, "--arena", str(arena)],
                                       capture_output=True, text=True, timeout=timeout, check=False)
             except subprocess.TimeoutExpired:
                 raise ModelError(f"the C runtime's prepare did not finish within {timeout:g} s") from None
@@ -814,7 +819,8 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
             if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"],
                           STATUS["EDGE_BAD_NODE"]):
                 # the loader and planner alone (declared shapes, no kernels): the RAM it can still tell
-                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", "--arena", str(arena)],
+                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", *memory_flag, "--arena",
+                                            str(arena)],
                                            capture_output=True, text=True, timeout=timeout, check=False)
                 if plan_only.returncode == 0:
                     figures = {f"plan_only_{k}": v for k, v in _parse_run(plan_only.stdout)[0].items()}

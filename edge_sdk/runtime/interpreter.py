@@ -9,7 +9,9 @@
 The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the common path (same details
 dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
 ``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
-which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more.
+which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more;
+``memory="min"`` plans the least RAM (in-place RESHAPE / PAD / int8 depthwise, ``inplace_aliases``; ``memory_plan`` says which
+plan was made), bit-exact with the default layer-by-layer plan.
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
 invoke and restored after it, so numpy outside invoke keeps its own setting).
@@ -64,6 +66,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from edge_sdk import log
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
@@ -152,7 +155,12 @@ class Interpreter:
         *,
         model: Model | None = None,
         backend: str = "python",
+        memory: str = "layer",
     ):
+        if memory not in MEMORY_PLANS:
+            raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
+        self._memory = memory
+        self._memory_plan = "layer"
         self._delegates: list = []
         if delegates:
             from edge_sdk.runtime.delegates import resolve_all
@@ -216,6 +224,12 @@ class Interpreter:
         """Bytes the arena plan uses (None before allocate_tensors)."""
         return None if self._p is None else self._p.plan.total
 
+    @property
+    def memory_plan(self) -> str | None:
+        """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
+        RESHAPE / PAD / int8 depthwise; see inplace_aliases). None before allocate_tensors."""
+        return None if self._p is None else self._memory_plan
+
     def arena_plan(self) -> _arena.ArenaPlan:
         if self._p is None:
             raise RuntimeError("allocate_tensors() must be called before arena_plan()")
@@ -258,13 +272,22 @@ class Interpreter:
         for d in self._delegates:
             if any(d is delegate for delegate, _ in delegated):
                 d.check_available()
+        spans: dict = {}
         requests = buffer_requests(
-            self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated]
+            self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated],
+            spans=spans,
         )
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
-        plan = _arena.plan(requests)
+        self._memory_plan = "layer"
+        if self._memory == "min" and not delegated:
+            plan = _arena.plan_aliased(requests, inplace_aliases(self._model, p.infos, requests, spans))
+            self._memory_plan = "min"
+        else:
+            if self._memory == "min":  # delegates run whole partitions over their boundary tensors
+                log.warning("memory='min' with delegate partitions: using the layer-by-layer plan")
+            plan = _arena.plan(requests)
         if self._budget is not None and plan.total > self._budget:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:
@@ -973,18 +996,20 @@ def _internal_keys(model: Model, part, held: bool) -> list[tuple[int, int]]:
     return keys
 
 
-def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=()) -> list[_arena.BufferRequest]:
+def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=(), spans: dict | None = None
+                    ) -> list[_arena.BufferRequest]:
     """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
 
     ``infos[s][t]`` gives each tensor's (prepared) shape and dtype. Tensor and subgraph indices must already
     be valid (allocate_tensors checks them first). See the module docstring for the time axis.
     ``delegated``: ``(partition, holds_internal_tensors)`` for each delegate partition: it runs as one step
     spanning its nodes' steps, so its boundary tensors stay live across the whole span, and (when the
-    delegate holds them) its internal tensors need no arena space.
+    delegate holds them) its internal tensors need no arena space. ``spans``: a dict to receive every node's
+    (first step, last step) by (subgraph, node).
     """
     first: dict[tuple[int, int], int] = {}
     last: dict[tuple[int, int], int] = {}
-    span: dict[tuple[int, int], tuple[int, int]] = {}  # (subgraph, node) -> (first step, last step)
+    span: dict[tuple[int, int], tuple[int, int]] = {} if spans is None else spans  # (subgraph, node) -> steps
     clock = 0
     marked: set[int] = set()
 
@@ -1062,6 +1087,48 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=()) -
             name = info.name if s == 0 else f"[{s}] {info.name}"
             requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
     return requests
+
+
+# memory= plans: "layer" (layer by layer: every tensor its own bytes, TFLM's plan) and "min" (the least-RAM plan:
+# in-place nodes, see inplace_aliases)
+MEMORY_PLANS = ("layer", "min")
+# ops whose output may take over its input's bytes: RESHAPE (the same bytes), PAD / PADV2 (the C kernel writes the
+# output over the input back to front; the Python kernel copies the input first when they share memory), int8
+# DEPTHWISE_CONV_2D with equal channel counts (the C kernel goes channel by channel through an h x w plane
+# buffer; the Python kernel copies its input into its padded buffer first)
+INPLACE_OPS = ("RESHAPE", "PAD", "PADV2", "DEPTHWISE_CONV_2D")  # DEPTHWISE_CONV_2D: int8, channels in == out
+
+
+def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans) -> dict:
+    """The least-RAM plan's in-place nodes, as {output key: root key} for edge_sdk.runtime.arena.plan_aliased.
+    In subgraph and node order: an INPLACE_OPS node's output 0 joins the group of its input 0 when both are
+    planned buffers, neither is variable, the input is no input or output of its subgraph, and the input's last
+    use is that node's last step. The C runtime applies the same rule (firmware_c/src/edge.c, inplace_groups;
+    EDGE_INIT_MEMORY_MIN), so the plans stay identical."""
+    by_key = {r.key: r for r in requests}
+    root: dict = {}
+    for s, sg in enumerate(model.subgraphs):
+        io = set(sg.inputs) | set(sg.outputs)
+        for i, op in enumerate(sg.operators):
+            if model.op_name(op) not in INPLACE_OPS or not op.inputs or not op.outputs:
+                continue
+            a, b = op.inputs[0], op.outputs[0]
+            if a < 0 or b < 0 or a == b or a in io:
+                continue
+            ka, kb = (s, a), (s, b)
+            if ka not in by_key or kb not in by_key or kb in root:
+                continue
+            if infos[s][a].is_variable or infos[s][b].is_variable:
+                continue
+            if model.op_name(op) == "DEPTHWISE_CONV_2D":  # the C kernel's channel-by-channel in-place path
+                x, y = infos[s][a], infos[s][b]
+                if (x.type != "INT8" or y.type != "INT8" or len(x.shape) != 4 or len(y.shape) != 4
+                        or x.shape[3] != y.shape[3] or by_key[kb].size > by_key[ka].size):
+                    continue
+            if by_key[ka].last_use != spans[(s, i)][1]:
+                continue
+            root[kb] = root.get(ka, ka)
+    return root
 
 
 def static_plan(model: Model) -> _arena.ArenaPlan:

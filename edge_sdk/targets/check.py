@@ -34,6 +34,10 @@ How it decides:
    ``ram_arena_bytes``; the model's bytes must fit ``flash_model_bytes``. C targets also get the runtime's
    stack (the target compiler's -fcallgraph-info) and, with ``apply_link`` (`edge check --link`), a real
    firmware link's flash and RAM.
+   ``memory``: "layer" (layer by layer), "min" (the least-RAM plan: in-place RESHAPE, PAD and int8 depthwise,
+   ``Interpreter(memory="min")`` / EDGE_INIT_MEMORY_MIN; no extra MACs) or None (auto: "layer", or "min" when
+   the layer plan exceeds the budget and "min" is smaller); ``memory_plan`` says which plan the figure is, and
+   the totals computed are in ``plans``.
 
 Verdict: ``fails`` when there is any error (an op the runtime refuses, the arena or the model too big, a
 malformed model); ``partial`` when it runs but N nodes fall back to the CPU (in K CPU partitions); else
@@ -99,6 +103,9 @@ class CheckResult:
     link: dict = field(default_factory=dict)  # a real firmware link's sizes (apply_link), when one was made
     stack: dict = field(default_factory=dict)  # C targets: the runtime's deepest call chain (bytes, chain, ...)
     runtime_code: dict = field(default_factory=dict)  # C targets: flash of the runtime's code for this op set
+    memory_plan: str = "layer"  # which plan arena_bytes is: "layer" or "min"
+    plans: dict = field(default_factory=dict)  # plan name -> its arena bytes (the ones computed)
+    extra_macs: int = 0  # MACs the chosen plan adds over the layer plan (in-place execution adds none)
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -108,6 +115,7 @@ class CheckResult:
             self.problems.append({"kind": "link", "severity": "error", "value": None, "limit": None,
                                   "message": f"the firmware does not link: {usage.get('error')}"})
             self.verdict = FAILS
+
 
     @property
     def fallback_nodes(self) -> list[int]:
@@ -135,6 +143,9 @@ class CheckResult:
             "link": self.link,
             "stack": self.stack,
             "runtime_code": self.runtime_code,
+            "memory_plan": self.memory_plan,
+            "plans": self.plans,
+            "extra_macs": self.extra_macs,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -183,12 +194,17 @@ def prepare_nodes(model: Model):
     return Interpreter(model=model).prepare_report()
 
 
-def arena_bytes(model: Model, infos) -> int:
-    """Our interpreter's arena plan total for these (prepared) tensor infos."""
+def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
+    """Our interpreter's arena plan total for these (prepared) tensor infos; ``memory="min"``: the least-RAM
+    plan's (edge_sdk.runtime.interpreter.inplace_aliases)."""
     from edge_sdk.runtime import arena as _arena
-    from edge_sdk.runtime.interpreter import buffer_requests
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
 
-    return _arena.plan(buffer_requests(model, infos)).total
+    spans: dict = {}
+    requests = buffer_requests(model, infos, spans=spans)
+    if memory == "min":
+        return _arena.plan_aliased(requests, inplace_aliases(model, infos, requests, spans)).total
+    return _arena.plan(requests).total
 
 
 # ----------------------------------------------------------------------------------------------- partitions
@@ -298,11 +314,15 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
 
 
-def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool = True) -> CheckResult:
+def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime: bool = True,
+                stack: bool = True) -> CheckResult:
     """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
 
     ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
-    answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack."""
+    answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack;
+    ``memory``: the arena plan ("layer", "min", or None: auto)."""
+    if memory not in (None, "layer", "min"):
+        raise ValueError(f"memory must be 'layer', 'min' or None (auto), not {memory!r}")
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
     digest = hashlib.sha256(data).hexdigest()
@@ -323,7 +343,9 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
             from edge_sdk.runtime import backend_c
 
             try:
-                c_plan = _cached(("c", digest), lambda: backend_c.target_plan(data, type_defs=_type_defines(model)))
+                plan_kind = memory or "layer"
+                c_plan = _cached(("c", digest, plan_kind), lambda: backend_c.target_plan(
+                    data, type_defs=_type_defines(model), memory=plan_kind))
             except backend_c.BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
@@ -382,7 +404,26 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
         result.stack = _runtime_stack(model, profile)
         result.runtime_code = result.stack.pop("runtime_code", {})
 
-    # ---- RAM
+    # ---- RAM (and which plan: layer by layer, or the least-RAM plan when asked or when the layer plan is over)
+    result.memory_plan = memory or "layer"
+    if c_plan is not None and c_plan.ok:
+        layer_need = max(c_plan.figures["high_water"], c_plan.figures["arena_used"])
+        result.plans[result.memory_plan] = layer_need
+        if memory is None and layer_need > profile.ram_arena_bytes:
+            from edge_sdk.runtime import backend_c
+
+            try:
+                c_min = _cached(("c-min", digest), lambda: backend_c.target_plan(
+                    data, c_plan.layout, _type_defines(model), memory="min"))
+            except (backend_c.BuildError, ModelError):
+                c_min = None
+            if c_min is not None and c_min.ok:
+                result.plans["min"] = max(c_min.figures["high_water"], c_min.figures["arena_used"])
+                if result.plans["min"] < layer_need:
+                    result.memory_plan, c_plan = "min", c_min
+                    result.notes.append(f"the layer-by-layer plan needs {layer_need} bytes, above the RAM budget: "
+                                        f"using the least-RAM plan (--memory min, {result.plans['min']} bytes; "
+                                        "in-place execution, no extra MACs)")
     if c_plan is not None and c_plan.ok:
         f = c_plan.figures
         result.arena_bytes = max(f["high_water"], f["arena_used"])
@@ -406,7 +447,14 @@ def check_model(model_or_path, profile, *, c_runtime: bool = True, stack: bool =
                              "kernels (declared shapes; kernel data and scratch not counted)")
     else:
         try:
-            result.arena_bytes = arena_bytes(model, infos)
+            result.arena_bytes = result.plans[result.memory_plan] = arena_bytes(model, infos, result.memory_plan)
+            if memory is None and result.arena_bytes > profile.ram_arena_bytes:  # auto: the least-RAM plan
+                result.plans["min"] = arena_bytes(model, infos, "min")
+                if result.plans["min"] < result.arena_bytes:
+                    result.memory_plan, result.arena_bytes = "min", result.plans["min"]
+                    result.notes.append(f"the layer-by-layer plan needs {result.plans['layer']} bytes, above the "
+                                        f"RAM budget: using the least-RAM plan (--memory min, {result.arena_bytes} "
+                                        "bytes; in-place execution, no extra MACs)")
         except ModelError as exc:
             problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
                              "message": f"the arena cannot be planned: {exc}"})
@@ -636,7 +684,8 @@ def format_check(result: CheckResult) -> str:
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
     over = r.arena_bytes is not None and r.ram_budget and r.arena_bytes > r.ram_budget
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
-    lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} arena budget{pct}"
+    plan = "least-RAM plan, +0 MACs" if r.memory_plan == "min" else "layer-by-layer plan"
+    lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} arena budget{pct} ({plan})"
                  f"{'  OVER' if over else ''}")
     if r.ram:
         lines.append(f"         = plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "

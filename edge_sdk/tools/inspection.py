@@ -96,8 +96,11 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
             t["shape"] = list(shape)
     report["macs"] = total
     plan = interp.arena_plan()
+    small = Interpreter(model=interp.model, memory="min")  # the least-RAM plan (in-place ops), for comparison
+    small.allocate_tensors()
     report["arena"] = {
         "bytes": interp.arena_size,
+        "min_bytes": small.arena_size,
         "lower_bound": plan.lower_bound,
         "buffers": [
             {"tensor": b.name, "offset": b.offset, "size": b.size, "first_use": b.first_use, "last_use": b.last_use}
@@ -136,6 +139,9 @@ def format_inspection(report: dict) -> str:
         lb = arena["lower_bound"]
         ratio = f" ({arena['bytes'] / lb:.2f}x)" if lb else ""
         lines.append(f"arena      {arena['bytes']} bytes planned; liveness lower bound {lb} bytes{ratio}")
+        if arena.get("min_bytes") is not None:
+            lines.append(f"           least-RAM plan (--memory min: in-place ops, +0 MACs) {arena['min_bytes']} bytes "
+                         f"({arena['min_bytes'] / arena['bytes']:.2f}x)" if arena["bytes"] else "")
     if report["signatures"]:
         lines.append("signatures " + ", ".join(f"{s['key']} (subgraph {s['subgraph']})" for s in report["signatures"]))
     if report["metadata"]:

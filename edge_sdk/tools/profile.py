@@ -147,7 +147,7 @@ def compare_outputs(device: list[np.ndarray], host: list[np.ndarray], model) -> 
 
 
 # ------------------------------------------------------------------------------------------------ run
-def _connect(model_path: Path, data: bytes, profile, port, build_dir):
+def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=None):
     from edge_sdk.tools import flash as fl
 
     note = None
@@ -159,7 +159,7 @@ def _connect(model_path: Path, data: bytes, profile, port, build_dir):
             if board is not None:
                 port, note = board["url"], f"reused the running board {board['url']}"
             else:
-                r = fl.flash(model_path, profile, build_dir=build_dir)
+                r = fl.flash(model_path, profile, build_dir=build_dir, memory=memory)
                 port, note = r.port, f"flashed and started {r.port} (stop it with: edge board stop {r.port})"
         else:
             port = profile.serial.get("port")
@@ -171,7 +171,7 @@ def _connect(model_path: Path, data: bytes, profile, port, build_dir):
 
 def profile_model(model_path, target, port: str | None = None, runs: int = 10, inputs=None, seed: int = 0,
                   timeout: float = T.SERIAL_ANSWER_TIMEOUT, retries: int = T.SERIAL_RETRIES,
-                  invoke_timeout: float = T.DEVICE_RUN_TIMEOUT, build_dir=None) -> dict:
+                  invoke_timeout: float = T.DEVICE_RUN_TIMEOUT, build_dir=None, memory: str | None = None) -> dict:
     """Profile ``model_path`` on the device of profile ``target`` (see the module docstring); returns the
     report (a JSON-able dict)."""
     from edge_sdk.device.serial_link import CAP_RESET_STATE, SerialLink
@@ -190,7 +190,7 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     host = Interpreter(model_content=data)
     host.allocate_tensors()
     model = host.model
-    port, note = _connect(model_path, data, profile, port, build_dir)
+    port, note = _connect(model_path, data, profile, port, build_dir, memory)
     log.stage(f"profiling {model_path.name} on {port}")
     link = SerialLink(port, timeout=timeout, retries=retries, invoke_timeout=invoke_timeout)
     try:

@@ -26,6 +26,9 @@
 #define APP_VERSION "edge-c 0.1.0"
 #endif
 
+#ifndef APP_INIT_FLAGS
+#define APP_INIT_FLAGS 0u /* edge_init_ex flags: EDGE_INIT_MEMORY_MIN for the least-RAM plan */
+#endif
 #ifndef APP_GEN_STATE_BYTES
 #define APP_GEN_STATE_BYTES 0 /* KV-cache store of the GENERATE command (0: no GENERATE) */
 #endif

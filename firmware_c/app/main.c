@@ -523,7 +523,7 @@ int main(void)
 
     board_init();
     app_sha256(app_model, app_model_len, model_sha);
-    s = edge_init(&interp, app_model, app_model_len, arena, sizeof arena);
+    s = edge_init_ex(&interp, app_model, app_model_len, arena, sizeof arena, APP_INIT_FLAGS);
     if (s == EDGE_OK) {
         for (k = 0; k < (uint32_t)edge_num_inputs(&interp); ++k) need += edge_input(&interp, (int32_t)k)->bytes;
         if (need > sizeof inputs) {

@@ -2,7 +2,7 @@
  *
  *   edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]
  *       IN.bin: the input tensors' raw bytes, concatenated in input order; OUT.bin gets the outputs likewise.
- *   edge-run-c MODEL --plan [--plan-only] [--arena BYTES]
+ *   edge-run-c MODEL --plan [--plan-only] [--memory-min] [--arena BYTES]
  *       print the arena plan: "entry SUBGRAPH TENSOR NODE FIRST LAST OFFSET SIZE" lines and a summary.
  *   edge-run-c --fuzz CASES.bin [--arena BYTES]      (default arena: the harness's, EDGE_FUZZ_ARENA)
  *       CASES.bin holds models as [uint32 length][bytes]...: the corpus replay. Each is loaded first in
@@ -110,7 +110,7 @@ static int fuzz(const char *path, size_t arena_len) {
 
 int main(int argc, char **argv) {
     const char *model_path = NULL, *in_path = NULL, *out_path = NULL, *fuzz_path = NULL;
-    int trace = 0, plan = 0, plan_only = 0, invocations = 1, a, pos = 0, k, arena_set = 0;
+    int trace = 0, plan = 0, plan_only = 0, memory_min = 0, invocations = 1, a, pos = 0, k, arena_set = 0;
     size_t arena_len = 64u << 20, model_len, in_len = 0, used = 0;
     uint8_t *model, *arena, *in = NULL;
     static edge_interp_t it;
@@ -122,6 +122,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[a], "--trace")) trace = 1;
         else if (!strcmp(argv[a], "--plan")) plan = 1;
         else if (!strcmp(argv[a], "--plan-only")) plan = plan_only = 1;
+        else if (!strcmp(argv[a], "--memory-min")) memory_min = 1;
         else if (!strcmp(argv[a], "--arena") && a + 1 < argc) { arena_len = (size_t)strtoull(argv[++a], NULL, 0); arena_set = 1; }
         else if (!strcmp(argv[a], "--invocations") && a + 1 < argc) invocations = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--fuzz") && a + 1 < argc) fuzz_path = argv[++a];
@@ -134,7 +135,7 @@ int main(int argc, char **argv) {
     if (fuzz_path) return fuzz(fuzz_path, arena_set ? arena_len : (size_t)EDGE_FUZZ_ARENA);
     if (!model_path || (!plan && (!in_path || !out_path))) {
         fprintf(stderr, "usage: edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]\n"
-                        "       edge-run-c MODEL --plan [--plan-only] [--arena BYTES]\n"
+                        "       edge-run-c MODEL --plan [--plan-only] [--memory-min] [--arena BYTES]\n"
                         "       edge-run-c --fuzz CASES.bin [--arena BYTES]\n");
         return 1;
     }
@@ -142,7 +143,8 @@ int main(int argc, char **argv) {
     if (!model) { fprintf(stderr, "edge-run-c: cannot read %s\n", model_path); return 1; }
     arena = alloc16((arena_len + 15) / 16 * 16 + 16);
     if (!arena) { fprintf(stderr, "edge-run-c: cannot allocate a %zu byte arena\n", arena_len); return 1; }
-    s = edge_init_ex(&it, model, model_len, arena, arena_len, plan_only ? EDGE_INIT_PLAN_ONLY : 0);
+    s = edge_init_ex(&it, model, model_len, arena, arena_len,
+                     (plan_only ? EDGE_INIT_PLAN_ONLY : 0) | (memory_min ? EDGE_INIT_MEMORY_MIN : 0));
     if (s != EDGE_OK) return print_init_error(&it);
     if (plan) { print_plan(&it); return 0; }
 

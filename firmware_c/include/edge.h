@@ -199,7 +199,7 @@ typedef struct edge_interp {
     uint8_t ready;
     uint8_t plan_only;
     uint8_t in_prepare;
-    uint8_t reserved_;
+    uint8_t memory_min;         /* EDGE_INIT_MEMORY_MIN: the least-RAM plan (in-place RESHAPE, PAD, depthwise) */
     const edge_timer_t *timer;
     edge_trace_entry_t *trace;
     uint32_t trace_capacity;
@@ -217,7 +217,13 @@ typedef struct edge_interp {
 enum {
     /* Verify and plan from the model's declared shapes only, without kernels (like edge_sdk.runtime.interpreter.
      * static_plan): works for models with ops this build lacks; edge_invoke then refuses to run. */
-    EDGE_INIT_PLAN_ONLY = 1u << 0
+    EDGE_INIT_PLAN_ONLY = 1u << 0,
+    /* The least-RAM plan (edge_sdk.runtime.arena.plan_aliased, Interpreter(memory="min")): a RESHAPE's output
+     * shares its input's bytes, a PAD writes its output over its input (back to front), an int8 depthwise
+     * convolution with as many output as input channels writes its output over its input channel by channel
+     * (an h x w plane of scratch), when the input dies at that node and is no subgraph's input or output. The
+     * default is the layer-by-layer plan. */
+    EDGE_INIT_MEMORY_MIN = 1u << 1
 };
 
 edge_status_t edge_init(edge_interp_t *interp, const void *model, size_t model_len, void *arena, size_t arena_len);

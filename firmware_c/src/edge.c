@@ -1049,6 +1049,54 @@ static int64_t first_fit(plan_work_t *w, int ordering, int32_t *head) {
     return total;
 }
 
+/* The least-RAM plan's in-place nodes (edge_sdk.runtime.interpreter.inplace_aliases, the same rule, the same
+ * order): for RESHAPE, PAD, PADV2 and int8 DEPTHWISE_CONV_2D with as many output channels as input channels
+ * (its kernel then runs channel by channel with a plane buffer) whose input 0 is planned, not variable, no input or output of its subgraph,
+ * and last used at the node, the output joins the input's group (root[out] = root[in]). A group is planned as
+ * one request: its root's first use, its members' largest aligned size and last use (gsize, glast). */
+static int32_t is_io(const edge_subgraph_t *sg, int32_t t) {
+    int32_t k;
+    for (k = 0; k < sg->n_inputs; k++) if (sg->inputs[k] == t) return 1;
+    for (k = 0; k < sg->n_outputs; k++) if (sg->outputs[k] == t) return 1;
+    return 0;
+}
+
+static void inplace_groups(edge_interp_t *it, const life_t *L, int32_t *root, int64_t *gsize, int32_t *glast) {
+    int32_t s, i, k;
+    for (k = 0; k < it->n_tensors_total; k++) {
+        root[k] = k;
+        gsize[k] = align_up(it->tensors[k].bytes);
+        glast[k] = L->t_last[k];
+    }
+    for (s = 0; s < it->n_subgraphs; s++) {
+        const edge_subgraph_t *sg = &it->subgraphs[s];
+        for (i = 0; i < sg->n_nodes; i++) {
+            const int32_t g = sg->node_base + i;
+            const edge_node_t *nd = &it->nodes[g];
+            int32_t a, b, r;
+            if (nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+                nd->op != EDGE_OP_DEPTHWISE_CONV_2D) continue;
+            if (nd->n_inputs < 1 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->outputs[0] < 0) continue;
+            if (nd->inputs[0] == nd->outputs[0] || is_io(sg, nd->inputs[0])) continue;
+            a = sg->tensor_base + nd->inputs[0];
+            b = sg->tensor_base + nd->outputs[0];
+            if (nd->op == EDGE_OP_DEPTHWISE_CONV_2D) { /* int8, as many output channels as input channels */
+                const edge_tensor_t *x = &it->tensors[a], *y = &it->tensors[b];
+                if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 ||
+                    x->dims[3] != y->dims[3] || y->bytes > x->bytes) continue;
+            }
+            if (it->tensors[a].is_const || it->tensors[b].is_const || it->tensors[a].is_variable ||
+                it->tensors[b].is_variable || !it->tensors[a].bytes || !it->tensors[b].bytes) continue;
+            if (L->t_first[a] < 0 || L->t_first[b] < 0 || root[b] != b) continue;
+            if (L->t_last[a] != L->n_last[g]) continue;
+            r = root[a];
+            root[b] = r;
+            if (gsize[b] > gsize[r]) gsize[r] = gsize[b];
+            if (glast[b] > glast[r]) glast[r] = glast[b];
+        }
+    }
+}
+
 static edge_status_t plan_arena(edge_interp_t *it) {
     plan_work_t w;
     life_t L;
@@ -1058,8 +1106,13 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     uint8_t *p;
     size_t free_bytes = it->base_len - it->tail_used;
 
-    /* the lifetimes, then the planner's arrays: temporary, from the free head region */
+    int32_t *root = 0, *glast = 0, n_alias = 0;
+    int64_t *gsize = 0;
+
+    /* the lifetimes (and the least-RAM plan's groups), then the planner's arrays: temporary, from the free
+     * head region */
     life_bytes = 8 * ((int64_t)it->n_tensors_total + it->n_nodes_total);
+    if (it->memory_min) life_bytes += 16 * (int64_t)it->n_tensors_total;
     if (life_bytes + 64 > (int64_t)free_bytes)
         return too_small(it, pad + (int64_t)it->tail_used + life_bytes + 64, 0, WHAT("planner memory"));
     p = it->base;
@@ -1067,6 +1120,12 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     L.t_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
     L.n_first = (int32_t *)(void *)p; p += 4 * (size_t)it->n_nodes_total;
     L.n_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_nodes_total;
+    if (it->memory_min) {
+        p = it->base + ((8 * ((int64_t)it->n_tensors_total + it->n_nodes_total) + 7) / 8) * 8;
+        gsize = (int64_t *)(void *)p; p += 8 * (size_t)it->n_tensors_total;
+        root = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
+        glast = (int32_t *)(void *)p;
+    }
     L.tensor = L.node = -1;
     for (k = 0; k < it->n_tensors_total; k++) L.t_first[k] = L.t_last[k] = -1;
     for (k = 0; k < it->n_nodes_total; k++) L.n_first[k] = L.n_last[k] = -1;
@@ -1080,6 +1139,11 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         }
         if (t->bytes == 0) continue;
         n_t++;
+    }
+    if (it->memory_min) {
+        inplace_groups(it, &L, root, gsize, glast);
+        for (k = 0; k < it->n_tensors_total; k++) n_alias += root[k] != k;
+        n_t -= n_alias; /* one request per group */
     }
     for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].scratch_bytes > 0;
 
@@ -1100,9 +1164,10 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
         if (t->is_const || L.t_first[k] < 0 || t->bytes == 0) continue;
-        w.size[r] = align_up(t->bytes);
+        if (root && root[k] != k) continue; /* a group member: planned with its root */
+        w.size[r] = root ? gsize[k] : align_up(t->bytes);
         w.first[r] = L.t_first[k];
-        w.last[r] = L.t_last[k];
+        w.last[r] = root ? glast[k] : L.t_last[k];
         r++;
     }
     for (k = 0; k < it->n_nodes_total; k++) {
@@ -1139,7 +1204,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     }
     if (head_total > MAX_TENSOR_BYTES) return fail_at(it, EDGE_LIMIT, WHAT("the plan needs more than 2 GiB"), -1);
 
-    it->plan.n_tensors = n_t;
+    it->plan.n_tensors = n_t + n_alias; /* the entries: every planned tensor, group members too */
     it->plan.n_scratch = n_s;
     it->plan.tensor_total = best;
     it->plan.lower_bound = bound;
@@ -1160,8 +1225,12 @@ static edge_status_t plan_arena(edge_interp_t *it) {
             continue;
         }
         t->flags_ |= EDGE_TENSOR_PLANNED_;
+        if (root && root[k] != k) continue; /* below, once every root has its bytes */
         t->data = it->base + w.off[r++];
     }
+    for (k = 0; root && k < it->n_tensors_total; k++)
+        if (root[k] != k && (it->tensors[k].flags_ & EDGE_TENSOR_PLANNED_))
+            it->tensors[k].data = it->tensors[root[k]].data;
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
         if (nd->scratch_bytes) nd->scratch_offset = (uint32_t)w.off[r++];
@@ -1356,6 +1425,7 @@ edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_le
         it->base_len = 0;
     }
     it->plan_only = (flags & EDGE_INIT_PLAN_ONLY) ? 1 : 0;
+    it->memory_min = (flags & EDGE_INIT_MEMORY_MIN) ? 1 : 0;
     s = init(it, flags);
     it->error.status = s;
     if (s == EDGE_ARENA_TOO_SMALL && it->error.given == 0) {

@@ -491,16 +491,20 @@ def _prepare_pad(node: Node) -> Eval:
     if const_value is not None:
 
         def run(inputs, outputs):
-            out = outputs[0]
+            out, x = outputs[0], inputs[0]
+            if np.may_share_memory(out, x):  # the least-RAM plan puts the output over the input
+                x = x.copy()
             out.fill(const_value)
-            out[inner] = inputs[0]
+            out[inner] = x
 
     else:
 
         def run(inputs, outputs):
-            out = outputs[0]
+            out, x = outputs[0], inputs[0]
+            if np.may_share_memory(out, x):
+                x = x.copy()
             out.fill(inputs[2].reshape(-1)[0])
-            out[inner] = inputs[0]
+            out[inner] = x
 
     return run
 

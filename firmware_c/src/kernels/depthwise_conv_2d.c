@@ -41,6 +41,8 @@ typedef struct {
                                  * rq_generic (always for int16) edge_mbqm's multiplier and shift */
     int32_t rq_generic;
     int32_t scratch;            /* int8 plain path: oc int32 accumulators */
+    int32_t plane;              /* the least-RAM plan (EDGE_INIT_MEMORY_MIN), int8, M == 1: one input channel's
+                                 * h * w bytes, for running with the output over the input (-1: none) */
 #if EDGE_SIMD
     int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none) */
     int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] (multiplier 1) */
@@ -222,7 +224,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->sw = op.sw;
     d->dh = op.dh;
     d->dw = op.dw;
-    d->scratch = -1;
+    d->scratch = d->plane = -1;
     if (d->n <= 0 || d->c <= 0 || d->oc <= 0 || d->oc % d->c)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter channels are not a multiple of the input's");
     d->m = d->oc / d->c;
@@ -266,6 +268,10 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
 #endif
     if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
+        if (s != EDGE_OK) return s;
+    }
+    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1) { /* the planner may put y over x */
+        s = edge_request_scratch(ctx, node, (size_t)d->h * (size_t)d->w, &d->plane);
         if (s != EDGE_OK) return s;
     }
     return EDGE_OK;
@@ -756,12 +762,51 @@ static void dw_float(const dw_data_t *d, const float *x, const float *wt, const 
     }
 }
 
+/* int8, M == 1, the output over the input (the least-RAM plan; TinyEngine's in-place depthwise): channel by
+ * channel, the input channel is copied to the plane buffer first, then that channel's outputs are written.
+ * Output channel ch only writes channel-ch slots (the same channel count), whose input values are already in
+ * the plane; batch b's outputs end below batch b + 1's inputs (oh * ow <= h * w). The same sums (mod 2^32)
+ * and the same requantization (dw_out8) as dw_int8: bit-exact. */
+static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, const int32_t *bias,
+                             int8_t *plane) {
+    const int32_t c = d->c, off = d->input_offset;
+    int32_t b, ch, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
+    int64_t k;
+    for (b = 0; b < d->n; b++) {
+        const int8_t *xb = buf + (int64_t)b * d->h * d->w * c;
+        int8_t *yb = buf + (int64_t)b * d->oh * d->ow * c;
+        for (ch = 0; ch < c; ch++) {
+            for (k = 0; k < (int64_t)d->h * d->w; k++) plane[k] = xb[k * c + ch];
+            for (oy = 0; oy < d->oh; oy++) {
+                const int32_t iy0 = oy * d->sh - d->pt;
+                edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
+                for (ox = 0; ox < d->ow; ox++) {
+                    const int32_t ix0 = ox * d->sw - d->pl;
+                    uint32_t acc = bias ? (uint32_t)bias[ch] : 0u;
+                    edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                    for (fy = fy0; fy < fy1; fy++) {
+                        const int8_t *row = plane + (int64_t)(iy0 + fy * d->dh) * d->w;
+                        for (fx = fx0; fx < fx1; fx++)
+                            acc += (uint32_t)((row[ix0 + fx * d->dw] + off) * wt[((int64_t)fy * d->kw + fx) * c + ch]);
+                    }
+                    yb[((int64_t)oy * d->ow + ox) * c + ch] = dw_out8(d, acc, ch);
+                }
+            }
+        }
+    }
+}
+
 void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const dw_data_t *d = (const dw_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     switch (d->kind) {
     case DW_INT8:
+        if (d->plane >= 0 && (const void *)out->data == in->data) {
+            dw_int8_in_place(d, (int8_t *)out->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
+                             (int8_t *)edge_scratch(ctx, node, d->plane));
+            break;
+        }
 #if EDGE_SIMD
         if (d->simd) {
             dw_job_t j;

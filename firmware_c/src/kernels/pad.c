@@ -107,6 +107,35 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
 edge_status_t edge_prepare_pad(edge_node_t *node, edge_ctx_t *ctx) { return pad_prepare(node, ctx); }
 edge_status_t edge_prepare_padv2(edge_node_t *node, edge_ctx_t *ctx) { return pad_prepare(node, ctx); }
 
+static void pad_fill(uint8_t *out, size_t bytes, const uint8_t *value, int32_t elem) {
+    size_t b;
+    if (elem == 1) memset(out, value[0], bytes);
+    else for (b = 0; b < bytes; b += (size_t)elem) memcpy(out + b, value, (size_t)elem);
+}
+
+/* The output over the input, both starting at buf (the least-RAM plan, EDGE_INIT_MEMORY_MIN): rows from the
+ * last to the first. Row r goes to pos(r) >= r * row_bytes (padding only adds), so moving it (memmove) and
+ * filling the padding above it never touches a row not yet moved. */
+static void pad_in_place(const pad_data_t *d, uint8_t *buf, size_t out_bytes, const uint8_t *value,
+                         size_t row_bytes) {
+    size_t end = out_bytes;
+    int64_t r;
+    for (r = d->rows - 1; r >= 0; r--) {
+        int64_t pos = d->base, rem = r;
+        int32_t k;
+        size_t at;
+        for (k = d->rank - 2; k >= 0; k--) {
+            pos += (rem % d->in_dims[k]) * d->out_stride[k];
+            rem /= d->in_dims[k];
+        }
+        at = (size_t)pos * (size_t)d->elem;
+        memmove(buf + at, buf + (size_t)r * row_bytes, row_bytes);
+        pad_fill(buf + at + row_bytes, end - (at + row_bytes), value, d->elem);
+        end = at;
+    }
+    pad_fill(buf, end, value, d->elem);
+}
+
 void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     const pad_data_t *d = (const pad_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
@@ -118,6 +147,10 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
     int64_t r, pos;
 
+    if (out == in) {
+        pad_in_place(d, out, y->bytes, value, row_bytes);
+        return;
+    }
     /* fill */
     if (d->elem == 1) {
         memset(out, value[0], y->bytes);

@@ -1,0 +1,812 @@
+"""`edge export`: the C runtime and one model as a self-contained folder for the user's own firmware.
+
+    result = export("model.tflite", "qemu-mps2-an386", "cmake", "out/")   # -> ExportResult
+    # then: cmake -S out -B build && cmake --build build
+
+The folder holds (every format):
+
+- ``include/``: the runtime's public headers (``edge.h``, ``edge_kernel.h`` and their ``.def`` tables);
+- ``src/``: ``edge.c``, the kernel files of exactly the model's ops (tools/flash.py's ``kernel_files``) and
+  the op table for them (firmware_c/tools/gen_ops.py), compiled without the float32 / int16 paths no tensor
+  of the model has (gen_ops.py's type switches, as compiler definitions);
+- ``model/``: the model as a 16-byte aligned const array (``edge_model_data.c``, flash.py's
+  ``model_c_source``) and ``edge_model.h``: the array, ``EDGE_MODEL_ARENA_BYTES`` (the C runtime's measured
+  need for this model: ``edge_init``'s high-water mark in the host build, see ``arena_need``) and every input
+  and output (shape, type, quantization);
+- ``example/``: a minimal program running one inference: on a Linux profile ``edge_example IN.bin OUT.bin``
+  (the inputs' raw bytes in, the outputs' raw bytes out); on a microcontroller board (firmware_c/boards)
+  ``edge_example.elf``, which fills the inputs from a fixed pseudo-random sequence and prints each output's
+  FNV-1a checksum on the UART (``board/`` then holds that board's start-up code, UART and linker script);
+- the target's compiler flags, a toolchain file for a cross compiler, a README and ``export.json``.
+
+Formats: ``cmake`` (CMakeLists.txt; selects its own toolchain file for a cross target), ``make`` (a plain
+Makefile), ``zephyr`` (a module: zephyr/module.yml, CMakeLists.txt, Kconfig) and ``arduino`` (a library:
+library.properties, src/, examples/).
+
+The folder is written to a temporary sibling and renamed at the end: an error leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from edge_sdk import log
+from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.model.types import tensor_nbytes
+from edge_sdk.targets.registry import BOARD_LIST
+from edge_sdk.tools import flash as _flash
+
+FORMATS = ("cmake", "make", "zephyr", "arduino")
+HOSTED_KINDS = ("host", "linux")  # profiles whose example reads and writes files
+NATIVE_COMPILERS = ("gcc", "cc", "clang")
+# Cortex-M cores with the DSP extension (__ARM_FEATURE_DSP): the arena measure emulates it (EDGE_EMULATE_DSP)
+DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
+WARN_FLAGS = ["-std=c99", "-Wall", "-Wextra"]
+# EDGE_<type> names of include/edge_types.def by TensorType name (edge_model.h uses them)
+_EDGE_TYPES = {"FLOAT32": "EDGE_FLOAT32", "FLOAT16": "EDGE_FLOAT16", "INT32": "EDGE_INT32", "UINT8": "EDGE_UINT8",
+               "INT64": "EDGE_INT64", "BOOL": "EDGE_BOOL", "INT16": "EDGE_INT16", "INT8": "EDGE_INT8",
+               "UINT32": "EDGE_UINT32", "UINT16": "EDGE_UINT16", "INT4": "EDGE_INT4"}
+
+
+@dataclass
+class ExportResult:
+    out_dir: str
+    format: str
+    profile: str
+    model: str
+    model_sha256: str
+    model_bytes: int
+    arena_bytes: int
+    arena_source: str  # a key of ARENA_SOURCES: "target", "host", "host-upper-bound" or "estimate"
+    memory: str  # the arena plan: "layer" (layer by layer) or "min" (least RAM, EDGE_INIT_MEMORY_MIN)
+    board: str | None
+    example: str  # "files" (edge_example IN.bin OUT.bin), "uart" (checksums on the board's UART) or "none"
+    kernels: list[str] = field(default_factory=list)
+    type_defs: list[str] = field(default_factory=list)
+    cflags: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    inputs: list[dict] = field(default_factory=list)
+    outputs: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ------------------------------------------------------------------------------------------------ sizes
+ARENA_SOURCES = {
+    "target": "measured: edge_init's need for this model, the exported sources built for a 32-bit Arm target "
+              "(arm-linux-gnueabihf-gcc, run under qemu-arm: the same struct layout as a Cortex-M)",
+    "host": "measured: edge_init's need for this model on the host build of the runtime",
+    "host-upper-bound": "measured on the 64-bit host build (8-byte pointers): an UPPER BOUND for this 32-bit "
+                        "target (install gcc-arm-linux-gnueabihf and qemu-user for the exact figure)",
+    "estimate": "an ESTIMATE: the host C runtime could not be built (Python plan plus a margin)",
+}
+_MEASURE_MAIN = r"""/* edge export's arena measure: edge_init_ex on the model file, then the need (max of used and high water) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "edge.h"
+int main(int argc, char **argv) {
+    static edge_interp_t it;
+    FILE *f = fopen(argv[1], "rb");
+    long n;
+    void *model, *raw, *arena;
+    size_t len = (size_t)strtoul(argv[2], 0, 10), used, hw;
+    edge_status_t s;
+    if (argc != 4 || !f) return 2;
+    fseek(f, 0, SEEK_END); n = ftell(f); fseek(f, 0, SEEK_SET);
+    model = malloc((size_t)n + 16); raw = malloc(len + 16);
+    if (!model || !raw || fread(model, 1, (size_t)n, f) != (size_t)n) return 2;
+    arena = (void *)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u); /* 16-aligned, as the examples' arrays */
+    s = edge_init_ex(&it, model, (size_t)n, arena, len, (uint32_t)strtoul(argv[3], 0, 10));
+    if (s != EDGE_OK) { printf("status %d required %lld\n", (int)s, (long long)it.error.required); return 1; }
+    used = edge_arena_used(&it); hw = edge_arena_high_water(&it);
+    printf("need %lu\n", (unsigned long)(used > hw ? used : hw));
+    return 0;
+}
+"""
+
+
+def _host_need(data: bytes, memory: str) -> int:
+    from edge_sdk.runtime import backend_c
+
+    interp = backend_c.CInterpreter(model_content=data, memory=memory)
+    interp.allocate_tensors()
+    info = interp.plan_info()
+    return max(info["high_water"], info["arena_used"])
+
+
+def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, host_need: int) -> int | None:
+    """The exported sources (tree: include/ src/) with a measuring main, built for 32-bit Arm Linux and run under
+    qemu-arm; None when the cross compiler or qemu-arm is missing or the run fails."""
+    cc, qemu = shutil.which("arm-linux-gnueabihf-gcc"), shutil.which("qemu-arm")
+    sysroot = Path("/usr/arm-linux-gnueabihf")
+    if not cc or not qemu or not sysroot.is_dir():
+        return None
+    with tempfile.TemporaryDirectory(prefix="edge-export-measure-") as work:
+        main = Path(work) / "measure.c"
+        main.write_text(_MEASURE_MAIN)
+        exe = Path(work) / "measure"
+        srcs = [str(p) for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c"]
+        inc = tree / ("include" if (tree / "include").is_dir() else "src")
+        cmd = [cc, "-std=c99", "-O1", "-march=armv7-a", "-mfpu=vfpv3-d16", "-mfloat-abi=hard", *defs,
+               f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+            if proc.returncode != 0:
+                log.debug(f"arena measure build failed: {proc.stderr[-500:]}")
+                return None
+            flags = "2" if memory == "min" else "0"  # EDGE_INIT_MEMORY_MIN
+            run = subprocess.run([qemu, "-L", str(sysroot), str(exe), str(model_path), str(host_need + 65536),
+                                  flags], capture_output=True, text=True, timeout=900, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.debug(f"arena measure failed: {exc}")
+            return None
+        if run.returncode != 0 or not run.stdout.startswith("need "):
+            log.debug(f"arena measure run failed: {run.stdout} {run.stderr[-300:]}")
+            return None
+        return int(run.stdout.split()[1])
+
+
+def arena_need(data: bytes, memory: str = "layer", target32: tuple | None = None) -> tuple[int, str]:
+    """(bytes, source): the arena the C runtime needs for this model: the most bytes ``edge_init`` and
+    ``edge_invoke`` use at once (planned tensors, scratch, persistent data and init's temporary planner
+    memory), rounded up to 16. Measured on the host build of the runtime (backend_c); for a 32-bit target
+    (``target32`` = (export tree, model path, type defines)) on the exported sources built for 32-bit Arm and
+    run under qemu-arm, else the host figure, an upper bound there. ``source``: a key of ARENA_SOURCES."""
+    try:
+        need = _host_need(data, memory)
+    except ModelError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - no host compiler, or the host library did not build
+        log.debug(f"host C runtime unavailable ({exc}); the arena is an estimate")
+        return _flash.measure_arena(data, memory=memory), "estimate"
+    source = "host"
+    if target32 is not None:
+        exact = _target32_need(*target32, memory, need)
+        if exact is not None:
+            need, source = exact, "target"
+        else:
+            source = "host-upper-bound"
+    return (need + 15) // 16 * 16, source
+
+
+def _io(model, indices) -> list[dict]:
+    sg = model.subgraphs[0]
+    out = []
+    for i in indices:
+        t = sg.tensors[i]
+        q = t.quantization
+        scale = [float(s) for s in q.scale] if q is not None and len(q.scale) else []
+        zp = [int(z) for z in q.zero_point] if q is not None and len(q.zero_point) else []
+        out.append({"name": t.name, "tensor": int(i), "shape": [int(d) for d in t.shape], "type": t.type,
+                    "bytes": int(tensor_nbytes(t)), "scale": scale, "zero_point": zp})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ target
+def _board_vars(board: str, cpu: str | None) -> dict[str, str]:
+    """CPU_CFLAGS, BOARD_CFLAGS, BOARD_LDFLAGS, BOARD_SRCS, BOARD_LDSCRIPT of firmware_c/boards/board.mk for the
+    board (make reads the fragment itself: one definition of a board's flags)."""
+    make = shutil.which("make")
+    if make is None:
+        raise DeviceError("make not found on PATH: install it (apt-get install make)")
+    names = ("CPU_CFLAGS", "BOARD_CFLAGS", "BOARD_LDFLAGS", "BOARD_SRCS", "BOARD_LDSCRIPT", "BOARD_DIR")
+    text = f"include {_flash.FIRMWARE / 'boards' / 'board.mk'}\nall:\n" + "".join(
+        f"\t@echo '{n}=$({n})'\n" for n in names)
+    cmd = [make, "-s", "-f", "-", f"BOARD={board}"] + ([f"CPU={cpu}"] if cpu else [])
+    proc = subprocess.run(cmd, input=text, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise DeviceError(f"firmware_c/boards/board.mk for {board}: {(proc.stderr or proc.stdout).strip()[-500:]}")
+    out = {}
+    for line in proc.stdout.splitlines():
+        k, _, v = line.partition("=")
+        out[k] = v.strip()
+    return out
+
+
+class _Target:
+    """What the export compiles with: compiler, flags, board (or none), hosted or not."""
+
+    def __init__(self, profile):
+        self.profile = profile
+        self.hosted = profile.kind in HOSTED_KINDS
+        if not self.hosted and profile.kind != "mcu":
+            raise DeviceError(f"profile {profile.name} is a {profile.kind} device: `edge export` writes C for "
+                              f"Linux computers and microcontrollers")
+        tc = profile.toolchain
+        self.compiler = tc.get("compiler", "gcc" if self.hosted else "arm-none-eabi-gcc")
+        self.cross = Path(self.compiler).name not in NATIVE_COMPILERS
+        self.triple = tc.get("triple") or (self.compiler[:-4] if self.compiler.endswith("-gcc") else "")
+        self.board = None
+        self.cflags = [f for f in tc.get("cflags", []) if f.startswith(("-m", "-O", "-f"))]
+        if self.hosted:  # no fused multiply-add contraction: float results round as on x86-64 (firmware_c/cross.mk)
+            self.cflags.append("-ffp-contract=off")
+        self.ldflags = [f for f in tc.get("ldflags", [])]
+        self.board_cflags: list[str] = []
+        self.board_ldflags: list[str] = []
+        self.board_files: list[Path] = []
+        self.ldscript: Path | None = None
+        if not self.hosted:
+            if "arm-none-eabi" not in self.compiler:
+                raise DeviceError(f"profile {profile.name} builds with {self.compiler}; the C runtime's "
+                                  f"microcontroller exports build with arm-none-eabi-gcc only")
+            names = (profile.name, *profile.extends)
+            self.board = next((n for n in names if n in BOARD_LIST), None)
+        if self.board:
+            cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
+            v = _board_vars(self.board, cpu)
+            cpu_flags = v["CPU_CFLAGS"].split()
+            # the board's defines and freestanding/section flags, without its -I (the export has its own)
+            self.board_cflags = [f for f in v["BOARD_CFLAGS"].split() if not f.startswith("-I")]
+            self.cflags = _dedup(cpu_flags + [f for f in self.cflags if not f.startswith(("-mcpu", "-mfpu",
+                                                                                          "-mfloat-abi"))])
+            self.board_cflags = [f for f in self.board_cflags if f not in self.cflags]
+            self.board_ldflags = [f for f in v["BOARD_LDFLAGS"].split() if not f.startswith(("-T", "-L"))]
+            self.ldscript = Path(v["BOARD_LDSCRIPT"])
+            common = _flash.FIRMWARE / "boards" / "common"
+            self.board_files = sorted({Path(p) for p in v["BOARD_SRCS"].split()} | set(common.glob("*.h"))
+                                      | set(common.glob("*.ld")) | {_flash.FIRMWARE / "boards" / "board.h"})
+
+    @property
+    def example(self) -> str:
+        return "files" if self.hosted else ("uart" if self.board else "none")
+
+
+def _dedup(items):
+    seen, out = set(), []
+    for x in items:
+        if x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ sources
+def _c_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _c_float(x: float) -> str:
+    return repr(float(x)) + "f"
+
+
+def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
+                 size: int, memory: str = "layer") -> str:
+    why = ARENA_SOURCES[source]
+    lines = [f"/* edge_model.h - generated by `edge export` for {name} (sha256 {sha[:16]}..., {size} bytes). */",
+             "#ifndef EDGE_MODEL_H", "#define EDGE_MODEL_H", "", "#include <stdint.h>", "",
+             '#ifdef __cplusplus\nextern "C" {\n#endif', "",
+             "/* The model: 16-byte aligned, read in place (keep it in flash). */",
+             "extern const uint8_t edge_model_data[];", "extern const uint32_t edge_model_data_len;", "",
+             f"/* Arena bytes to give edge_init: {why}. */",
+             f"#define EDGE_MODEL_ARENA_BYTES {arena}u",
+             f"/* edge_init_ex's flags for that arena: the {'least-RAM' if memory == 'min' else 'layer-by-layer'} "
+             "plan (include edge.h first) */",
+             f"#define EDGE_MODEL_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if memory == 'min' else '0u'}", "",
+             f"#define EDGE_MODEL_NUM_INPUTS {len(inputs)}", f"#define EDGE_MODEL_NUM_OUTPUTS {len(outputs)}", ""]
+    for kind, rows in (("INPUT", inputs), ("OUTPUT", outputs)):
+        for k, r in enumerate(rows):
+            p = f"EDGE_MODEL_{kind}{k}"
+            shape = ", ".join(str(d) for d in r["shape"]) or "1"
+            lines += [f"/* {kind.lower()} {k}: {r['name']} {r['type']} {list(r['shape'])}"
+                      + (f", real = {r['scale'][0]!r} * (q - {r['zero_point'][0]})" if r["scale"] else "")
+                      + (" (per-channel: see edge_tensor_scale)" if len(r["scale"]) > 1 else "") + " */",
+                      f"#define {p}_NAME {_c_string(r['name'])}",
+                      f"#define {p}_TYPE {_EDGE_TYPES.get(r['type'], 'EDGE_' + r['type'])}",
+                      f"#define {p}_BYTES {r['bytes']}u",
+                      f"#define {p}_RANK {len(r['shape'])}",
+                      f"#define {p}_SHAPE {{{shape}}}"]
+            if r["scale"]:
+                lines += [f"#define {p}_SCALE {_c_float(r['scale'][0])}",
+                          f"#define {p}_ZERO_POINT {r['zero_point'][0] if r['zero_point'] else 0}"]
+            lines.append("")
+    lines += ['#ifdef __cplusplus\n}\n#endif', "", "#endif", ""]
+    return "\n".join(lines)
+
+
+_EXAMPLE_FILES = r'''/* edge_example - one inference of the exported model: edge_example IN.bin OUT.bin
+ * IN.bin: every input's raw bytes, input 0 first (EDGE_MODEL_INPUT<k>_BYTES each, the tensor's own type);
+ * OUT.bin: every output's raw bytes likewise. Exit status: 0, 1 (the runtime's error), 2 (bad arguments). */
+#include <stdio.h>
+#include <string.h>
+
+#include "edge.h"
+#include "edge_model.h"
+
+static edge_interp_t interp;
+static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+
+int main(int argc, char **argv) {
+    edge_status_t s;
+    FILE *f;
+    int32_t i;
+    size_t total = 0;
+    long size;
+
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s IN.bin OUT.bin\n", argv[0]);
+        return 2;
+    }
+    s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+    if (s != EDGE_OK) {
+        fprintf(stderr, "edge_init: %s\n", edge_status_str(s));
+        return 1;
+    }
+    for (i = 0; i < edge_num_inputs(&interp); i++) total += edge_input(&interp, i)->bytes;
+    f = fopen(argv[1], "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open\n", argv[1]);
+        return 2;
+    }
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size < 0 || (size_t)size != total) {
+        fprintf(stderr, "%s: %ld bytes, the model's inputs take %lu\n", argv[1], size, (unsigned long)total);
+        fclose(f);
+        return 2;
+    }
+    for (i = 0; i < edge_num_inputs(&interp); i++) {
+        edge_tensor_t *t = edge_input(&interp, i);
+        if (fread(t->data, 1, t->bytes, f) != t->bytes) {
+            fprintf(stderr, "%s: short read\n", argv[1]);
+            fclose(f);
+            return 2;
+        }
+    }
+    fclose(f);
+    s = edge_invoke(&interp);
+    if (s != EDGE_OK) {
+        fprintf(stderr, "edge_invoke: %s\n", edge_status_str(s));
+        return 1;
+    }
+    f = fopen(argv[2], "wb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot create\n", argv[2]);
+        return 2;
+    }
+    for (i = 0; i < edge_num_outputs(&interp); i++) {
+        const edge_tensor_t *t = edge_output(&interp, i);
+        if (fwrite(t->data, 1, t->bytes, f) != t->bytes) {
+            fprintf(stderr, "%s: write failed\n", argv[2]);
+            fclose(f);
+            return 1;
+        }
+    }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "%s: write failed\n", argv[2]);
+        return 1;
+    }
+    fprintf(stderr, "ok: %d inputs, %d outputs, arena %lu of %lu bytes\n", (int)edge_num_inputs(&interp),
+            (int)edge_num_outputs(&interp), (unsigned long)edge_arena_high_water(&interp), (unsigned long)sizeof arena);
+    return 0;
+}
+'''
+
+_EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the board, reported on its UART:
+ *     status S          edge_init's status (0: ok; the order of edge_status.def)
+ *     arena NEED        the most arena bytes in use at once (edge_arena_used, edge_arena_high_water; of
+ *                       EDGE_MODEL_ARENA_BYTES)
+ *     out K HASH        FNV-1a (32 bit) of output K's bytes
+ *     done
+ * then board_exit(status) (QEMU with -semihosting-config enable=on,target=native exits with it).
+ * The inputs are filled from a fixed sequence: byte k of all inputs (input 0 first) is the top byte of the
+ * k+1-th step of the LCG seed = seed * 1664525 + 1013904223 from seed 12345. Replace that loop with your
+ * sensor data. */
+#include <stdint.h>
+
+#include "board.h"
+#include "edge.h"
+#include "edge_model.h"
+
+static edge_interp_t interp;
+static uint8_t arena[EDGE_MODEL_ARENA_BYTES] BOARD_LARGE_BSS;
+
+static void line(const char *key, uint32_t v) {
+    board_print(key);
+    board_print(" ");
+    board_print_u32(v);
+    board_print("\r\n");
+}
+
+int main(void) {
+    edge_status_t s;
+    uint32_t k, seed = 12345u;
+    int32_t i;
+
+    board_init();
+#ifdef EDGE_EXAMPLE_WAIT_START
+    (void)board_uart_getc(); /* QEMU's TCP serial drops output sent before the host connects */
+#endif
+    s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+    line("status", (uint32_t)s);
+    if (s == EDGE_OK) {
+        for (i = 0; i < edge_num_inputs(&interp); i++) {
+            edge_tensor_t *t = edge_input(&interp, i);
+            uint8_t *p = (uint8_t *)t->data;
+            for (k = 0; k < t->bytes; k++) {
+                seed = seed * 1664525u + 1013904223u;
+                p[k] = (uint8_t)(seed >> 24);
+            }
+        }
+        s = edge_invoke(&interp);
+        if (s != EDGE_OK) line("status", (uint32_t)s);
+    }
+    if (s == EDGE_OK) {
+        size_t used = edge_arena_used(&interp), hw = edge_arena_high_water(&interp);
+        line("arena", (uint32_t)(used > hw ? used : hw));
+        for (i = 0; i < edge_num_outputs(&interp); i++) {
+            const edge_tensor_t *t = edge_output(&interp, i);
+            const uint8_t *p = (const uint8_t *)t->data;
+            uint32_t h = 2166136261u;
+            for (k = 0; k < t->bytes; k++) h = (h ^ p[k]) * 16777619u;
+            board_print("out ");
+            board_print_u32((uint32_t)i);
+            board_print(" ");
+            board_print_u32(h);
+            board_print("\r\n");
+        }
+    }
+    board_print("done\r\n");
+    board_exit((int)s);
+}
+'''
+
+_EXAMPLE_LIBRARY = r'''/* edge_example.c - one inference of the exported model (this target has no board support in edge-sdk: call
+ * edge_example_run() from your own main after your clock and UART setup). Returns edge_init's or edge_invoke's
+ * status; the outputs are then at edge_output(edge_example_interp(), k)->data. */
+#include <string.h>
+
+#include "edge.h"
+#include "edge_model.h"
+
+static edge_interp_t interp;
+static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+
+edge_interp_t *edge_example_interp(void);
+edge_status_t edge_example_run(const void *const *inputs);
+
+edge_interp_t *edge_example_interp(void) { return &interp; }
+
+/* inputs[k]: input k's bytes (EDGE_MODEL_INPUT<k>_BYTES); inputs NULL: zeros */
+edge_status_t edge_example_run(const void *const *inputs) {
+    int32_t i;
+    edge_status_t s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+    if (s != EDGE_OK) return s;
+    for (i = 0; i < edge_num_inputs(&interp); i++) {
+        edge_tensor_t *t = edge_input(&interp, i);
+        if (inputs) memcpy(t->data, inputs[i], t->bytes);
+        else memset(t->data, 0, t->bytes);
+    }
+    return edge_invoke(&interp);
+}
+'''
+
+
+# ------------------------------------------------------------------------------------------------ build files
+def _cmake_list(items) -> str:
+    return " ".join(f'"{x}"' if " " in x else x for x in items)
+
+
+def _toolchain_cmake(t: _Target) -> str:
+    system = "Linux" if t.hosted else "Generic"
+    proc = "arm" if "arm" in t.triple else (t.triple.split("-")[0] or "unknown")
+    lines = [f"# Toolchain file for {t.profile.name}: {t.compiler} (generated by `edge export`).",
+             f"set(CMAKE_SYSTEM_NAME {system})", f"set(CMAKE_SYSTEM_PROCESSOR {proc})",
+             f"set(CMAKE_C_COMPILER {t.compiler})"]
+    if not t.hosted:
+        lines += ["# no OS: CMake's compiler check links a static library instead of a program",
+                  "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)"]
+    lines += [f'set(CMAKE_C_FLAGS_INIT "{" ".join(t.cflags)}")',
+              "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)", "set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)",
+              "set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)", ""]
+    return "\n".join(lines)
+
+
+def _cmake(t: _Target, srcs: list[str], defs: list[str], name: str) -> str:
+    toolchain = f"cmake/{t.triple or 'cross'}.cmake"
+    lines = [f"# {name} with edge-sdk's C runtime for {t.profile.name} (generated by `edge export`).",
+             "#   cmake -S . -B build && cmake --build build", "cmake_minimum_required(VERSION 3.13)"]
+    if t.cross:
+        lines += ["# a cross target: this export's own toolchain file unless you give one",
+                  "if(NOT CMAKE_TOOLCHAIN_FILE)",
+                  f"  set(CMAKE_TOOLCHAIN_FILE ${{CMAKE_CURRENT_SOURCE_DIR}}/{toolchain})", "endif()"]
+    lines += ["project(edge_model C)", ""]
+    if not t.cross:
+        lines += [f'set(CMAKE_C_FLAGS "${{CMAKE_C_FLAGS}} {" ".join(t.cflags)}")', ""]
+    lines += ["# the runtime + the model: link edge_model into your firmware",
+              "add_library(edge_model STATIC", *[f"  {s}" for s in srcs], ")",
+              "target_include_directories(edge_model PUBLIC include model PRIVATE src)",
+              f"target_compile_options(edge_model PRIVATE {_cmake_list(WARN_FLAGS + t.board_cflags)})"]
+    if defs:
+        lines.append(f"target_compile_definitions(edge_model PRIVATE {' '.join(d[2:] for d in defs)})")
+    lines.append("target_link_libraries(edge_model PUBLIC m)")
+    lines.append("")
+    if t.example == "files":
+        lines += ["add_executable(edge_example example/main.c)",
+                  f"target_compile_options(edge_example PRIVATE {_cmake_list(WARN_FLAGS)})",
+                  "target_link_libraries(edge_example edge_model)"]
+    elif t.example == "uart":
+        board_srcs = [f"board/{p.name}" for p in t.board_files if p.suffix == ".c"]
+        lines += ["# the example firmware: the board's start-up, UART and linker script (board/)",
+                  "add_executable(edge_example example/main.c", *[f"  {s}" for s in board_srcs], ")",
+                  "set_target_properties(edge_example PROPERTIES SUFFIX .elf)",
+                  "target_include_directories(edge_example PRIVATE board)",
+                  f"target_compile_options(edge_example PRIVATE {_cmake_list(WARN_FLAGS + t.board_cflags)})",
+                  f"target_link_options(edge_example PRIVATE -T${{CMAKE_CURRENT_SOURCE_DIR}}/board/{t.ldscript.name} "
+                  f"-L${{CMAKE_CURRENT_SOURCE_DIR}}/board {_cmake_list(t.board_ldflags)} "
+                  "-Wl,-Map,${CMAKE_CURRENT_BINARY_DIR}/edge_example.map)",
+                  "target_link_libraries(edge_example edge_model)"]
+    else:
+        lines += ["# no board support for this target in edge-sdk: example/edge_example.c is a function to call",
+                  "target_sources(edge_model PRIVATE example/edge_example.c)"]
+    return "\n".join(lines) + "\n"
+
+
+def _makefile(t: _Target, srcs: list[str], defs: list[str], name: str) -> str:
+    ex = {"files": "edge_example", "uart": "edge_example.elf", "none": ""}[t.example]
+    lines = [f"# {name} with edge-sdk's C runtime for {t.profile.name} (generated by `edge export`).",
+             "#   make            build/libedge_model.a" + (f" and build/{ex}" if ex else ""),
+             "#   make CC=...     another compiler; BUILD=dir another output folder", "",
+             f"CC := {t.compiler}", "AR := " + (f"{t.triple}-ar" if t.cross and t.triple else "ar"),
+             "BUILD ?= build", f"CPU_FLAGS := {' '.join(t.cflags)}",
+             f"CFLAGS := {' '.join(WARN_FLAGS)} $(CPU_FLAGS) {' '.join(t.board_cflags)} -Iinclude -Imodel -Isrc",
+             f"DEFS := {' '.join(defs)}", f"SRCS := {' '.join(srcs)}",
+             "OBJS := $(patsubst %.c,$(BUILD)/%.o,$(SRCS))", "",
+             f".PHONY: all clean\nall: $(BUILD)/libedge_model.a{' $(BUILD)/' + ex if ex else ''}", "",
+             "$(BUILD)/%.o: %.c $(wildcard include/*.h include/*.def src/*.h model/*.h)", "\t@mkdir -p $(dir $@)",
+             "\t$(CC) $(CFLAGS) $(DEFS) -c $< -o $@", "",
+             "$(BUILD)/libedge_model.a: $(OBJS)", "\trm -f $@", "\t$(AR) rcs $@ $^", ""]
+    if t.example == "files":
+        lines += ["$(BUILD)/edge_example: $(BUILD)/example/main.o $(BUILD)/libedge_model.a",
+                  "\t$(CC) $(CPU_FLAGS) -o $@ $^ -lm", ""]
+    elif t.example == "uart":
+        board_srcs = [f"board/{p.name}" for p in t.board_files if p.suffix == ".c"]
+        lines += [f"BOARD_SRCS := {' '.join(board_srcs)}",
+                  "BOARD_OBJS := $(patsubst %.c,$(BUILD)/%.o,$(BOARD_SRCS))",
+                  "$(BUILD)/example/main.o $(BOARD_OBJS): CFLAGS += -Iboard", "",
+                  f"$(BUILD)/edge_example.elf: $(BUILD)/example/main.o $(BOARD_OBJS) $(BUILD)/libedge_model.a "
+                  f"board/{t.ldscript.name}",
+                  f"\t$(CC) $(CPU_FLAGS) -o $@ $(filter %.o %.a,$^) -Tboard/{t.ldscript.name} -Lboard "
+                  f"{' '.join(t.board_ldflags)} -Wl,-Map,$(BUILD)/edge_example.map", ""]
+    lines += ["clean:", "\trm -rf $(BUILD)", ""]
+    return "\n".join(lines)
+
+
+def _zephyr(srcs: list[str], defs: list[str], name: str) -> dict[str, str]:
+    cm = [f"# {name} with edge-sdk's C runtime as a Zephyr module (generated by `edge export`).",
+          "if(CONFIG_EDGE_MODEL)", "  zephyr_library()", *[f"  zephyr_library_sources({s})" for s in srcs],
+          "  zephyr_include_directories(include model)", "  zephyr_library_include_directories(src)"]
+    if defs:
+        cm.append(f"  zephyr_library_compile_definitions({' '.join(d[2:] for d in defs)})")
+    cm += ["endif()", ""]
+    kconfig = ("config EDGE_MODEL\n\tbool \"edge-sdk C runtime and the exported model\"\n"
+               "\tselect REQUIRES_FULL_LIBC\n"
+               "\thelp\n\t  edge-sdk's C micro-runtime (no malloc) with the model exported by `edge export`;\n"
+               "\t  include edge.h and edge_model.h, give edge_init an arena of EDGE_MODEL_ARENA_BYTES.\n")
+    module = "name: edge_model\nbuild:\n  cmake: .\n  kconfig: Kconfig\n"
+    sample_cm = ("cmake_minimum_required(VERSION 3.20.0)\nfind_package(Zephyr REQUIRED HINTS $ENV{ZEPHYR_BASE})\n"
+                 "project(edge_example)\ntarget_sources(app PRIVATE src/main.c)\n")
+    sample_main = _EXAMPLE_LIBRARY.replace("call\n * edge_example_run() from your own main after your clock and "
+                                           "UART setup", "Zephyr's\n * main below calls edge_example_run()")
+    sample_main += ("\n#include <zephyr/kernel.h>\n\nint main(void) {\n"
+                    "    edge_status_t s = edge_example_run(0); /* zeros: give your inputs' bytes */\n"
+                    "    printk(\"edge_example: %s\\n\", edge_status_str(s));\n    return 0;\n}\n")
+    return {"CMakeLists.txt": "\n".join(cm), "Kconfig": kconfig, "zephyr/module.yml": module,
+            "samples/edge_example/CMakeLists.txt": sample_cm,
+            "samples/edge_example/prj.conf": "CONFIG_EDGE_MODEL=y\nCONFIG_PRINTK=y\n",
+            "samples/edge_example/src/main.c": sample_main}
+
+
+def _arduino(name: str, sha: str) -> dict[str, str]:
+    props = ("name=EdgeModel\nversion=1.0.0\nauthor=edge-sdk export\nmaintainer=edge-sdk export\n"
+             f"sentence=edge-sdk's C runtime with the model {name}.\n"
+             f"paragraph=No malloc: give edge_init an arena of EDGE_MODEL_ARENA_BYTES. Model sha256 {sha[:16]}.\n"
+             "category=Data Processing\nurl=https://github.com/edge-sdk/edge-sdk\narchitectures=*\n"
+             "includes=EdgeModel.h\n")
+    header = ("/* EdgeModel.h - the Arduino library's header: the runtime's API and the exported model. */\n"
+              "#ifndef EDGE_MODEL_ARDUINO_H\n#define EDGE_MODEL_ARDUINO_H\n"
+              '#include "edge.h"\n#include "edge_model.h"\n#endif\n')
+    sketch = ('#include <EdgeModel.h>\n\nstatic edge_interp_t interp;\n'
+              "alignas(16) static uint8_t arena[EDGE_MODEL_ARENA_BYTES];\n\n"
+              "void setup() {\n  Serial.begin(115200);\n"
+              "  edge_status_t s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);\n"
+              "  if (s == EDGE_OK) {\n    memset(edge_input(&interp, 0)->data, 0, edge_input(&interp, 0)->bytes);"
+              "  // your sensor data here\n    s = edge_invoke(&interp);\n  }\n"
+              "  Serial.print(\"edge_example: \");\n  Serial.println(edge_status_str(s));\n}\n\n"
+              "void loop() {}\n")
+    return {"library.properties": props, "src/EdgeModel.h": header,
+            "examples/edge_example/edge_example.ino": sketch}
+
+
+def _readme(t: _Target, fmt: str, name: str, sha: str, arena: int, source: str, inputs, outputs, defs) -> str:
+    io = "\n".join(f"- {kind} {k}: `{r['name']}` {r['type']} {r['shape']}, {r['bytes']} bytes"
+                   + (f", scale {r['scale'][0]:.9g}, zero point {r['zero_point'][0]}" if r["scale"] else "")
+                   for kind, rows in (("input", inputs), ("output", outputs)) for k, r in enumerate(rows))
+    how = {
+        "cmake": "    cmake -S . -B build && cmake --build build\n"
+                 + ("\n(the cross toolchain file under cmake/ is selected automatically; pass your own with "
+                    "-DCMAKE_TOOLCHAIN_FILE=...)\n" if t.cross else ""),
+        "make": "    make            # build/libedge_model.a and the example\n",
+        "zephyr": "Add this folder to ZEPHYR_EXTRA_MODULES (or your west manifest), set CONFIG_EDGE_MODEL=y;\n"
+                  "samples/edge_example is an application using it. Needs a libc with libm (newlib or picolibc).\n"
+                  + (f"The type switches {' '.join(defs)} are compiler definitions of the module's library.\n"
+                     if defs else ""),
+        "arduino": "Copy this folder into your Arduino libraries folder (or Sketch > Include Library > Add .ZIP);\n"
+                   "examples/edge_example is a sketch. Arduino libraries cannot set compiler definitions: the\n"
+                   "runtime is compiled with every tensor type (the other formats leave unused ones out).\n",
+    }[fmt]
+    ex = {"files": "`edge_example IN.bin OUT.bin`: the inputs' raw bytes in (input 0 first), the outputs' raw "
+                   "bytes out.",
+          "uart": "`edge_example.elf` for the board: fills the inputs from a fixed pseudo-random sequence, runs "
+                  "once, prints `status`, `arena`, `out K FNV1A` and `done` on the UART"
+                  + (" (`qemu-system-arm -M mps2-an386 -nographic -monitor none -semihosting-config "
+                     "enable=on,target=native -kernel build/edge_example.elf`)" if t.board == "qemu-mps2-an386"
+                     else "") + ".",
+          "none": "`example/edge_example.c`: `edge_example_run(inputs)` to call from your own main."}[t.example]
+    if fmt in ("zephyr", "arduino"):
+        ex = "see the sample above."
+    return f"""# {name} with edge-sdk's C runtime ({t.profile.name}, {fmt})
+
+Generated by `edge export` from `{name}` (sha256 `{sha}`).
+
+## Build
+
+{how}
+## Use
+
+```c
+#include "edge.h"
+#include "edge_model.h"
+
+static edge_interp_t interp;
+static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+
+edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+memcpy(edge_input(&interp, 0)->data, x, edge_input(&interp, 0)->bytes);
+edge_invoke(&interp);
+y = edge_output(&interp, 0)->data;
+```
+
+The arena: {arena} bytes ({ARENA_SOURCES[source]}). Write the inputs before every `edge_invoke`: the arena
+reuses their bytes.
+
+{io}
+
+Example: {ex}
+
+Compiler flags of {t.profile.name}: `{' '.join(t.cflags)}`{(' ' + '`' + ' '.join(defs) + '`') if defs else ''}.
+Only the kernels of this model's ops are included (src/kernels/); the op table is src/edge_ops_generated.c.
+"""
+
+
+# ------------------------------------------------------------------------------------------------ export
+def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> ExportResult:
+    """Write the export folder ``out_dir`` (must not exist, or be empty) for ``model_path`` and the profile
+    ``target`` (name, path or Profile) in format ``fmt`` (one of FORMATS); see the module docstring."""
+    from edge_sdk.model import read_model
+    from edge_sdk.targets.profiles import load_profile
+
+    if memory not in ("layer", "min"):
+        raise EdgeError(f"unknown memory plan {memory!r} (plans: layer, min)")
+    if fmt not in FORMATS:
+        raise EdgeError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise EdgeError(f"the output folder {out} exists and is not empty (give a new or empty folder)")
+    profile = load_profile(target)
+    model_path = Path(model_path)
+    data = model_path.read_bytes()
+    model = read_model(data)
+    sha = hashlib.sha256(data).hexdigest()
+    kernels = _flash.kernel_files(model)  # UnsupportedOpError: an op the C runtime has no kernel for
+    t = _Target(profile)
+    gen_ops = _flash.gen_ops_module()
+    defs = gen_ops.type_defines([str(model_path)])
+    sg0 = model.subgraphs[0]
+    inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)
+    name = model_path.name
+    log.stage(f"exporting {name} for {profile.name} ({fmt}) to {out}")
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        files: dict[str, str | Path] = {}
+        arduino = fmt == "arduino"
+        inc = "src/" if arduino else "include/"
+        for h in sorted((_flash.FIRMWARE / "include").iterdir()):
+            if h.suffix in (".h", ".def"):
+                files[inc + h.name] = h
+        for h in sorted((_flash.FIRMWARE / "src").glob("*.h")):
+            files["src/" + h.name] = h
+        files["src/edge.c"] = _flash.FIRMWARE / "src" / "edge.c"
+        for k in kernels:
+            files[f"src/kernels/{k}"] = _flash.FIRMWARE / "src" / "kernels" / k
+        mdir = "src/" if arduino else "model/"
+        files[mdir + "edge_model_data.c"] = _flash.model_c_source(
+            data, "edge_model_data", section=".edge_model" if t.board and fmt in ("cmake", "make") else None).replace(
+            "#include <stdint.h>", '#include <stdint.h>\n#include "edge_model.h"', 1)
+        if fmt in ("cmake", "make"):
+            files["example/main.c"] = {"files": _EXAMPLE_FILES, "uart": _EXAMPLE_UART}.get(t.example, "")
+            if t.example == "none":
+                del files["example/main.c"]
+                files["example/edge_example.c"] = _EXAMPLE_LIBRARY
+            for p in t.board_files:
+                files[f"board/{p.name}"] = p
+            if t.ldscript is not None:
+                files[f"board/{t.ldscript.name}"] = t.ldscript
+        for rel, src in files.items():
+            dst = tmp / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(src, Path):
+                shutil.copyfile(src, dst)
+            else:
+                dst.write_text(src)
+        # the op table: gen_ops.py for exactly this model's ops
+        table = tmp / "src" / "edge_ops_generated.c"
+        if gen_ops.main([str(table), "--model", str(model_path)]) != 0 or not table.exists():
+            raise ModelError(f"gen_ops.py could not write the op table for {model_path}")
+        # the arena: measured on these very sources (for a 32-bit target: built for 32-bit Arm, run under qemu-arm)
+        # a CPU with the DSP extension takes the kernels' DSP paths (their scratch differs): emulated in C there
+        measure_defs = defs + (["-DEDGE_EMULATE_DSP"] if t.profile.cpu in DSP_CPUS else [])
+        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, measure_defs))
+        warnings = [] if source in ("target", "host") else [f"the arena size is {ARENA_SOURCES[source]}"]
+        (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
+                                                              memory))
+        srcs = sorted(str(p.relative_to(tmp)) for p in (tmp / "src").rglob("*.c"))
+        if fmt != "arduino":
+            srcs += [str(Path(mdir) / "edge_model_data.c")]
+        extra: dict[str, str] = {}
+        if fmt == "cmake":
+            extra["CMakeLists.txt"] = _cmake(t, srcs, defs, name)
+            if t.cross:
+                extra[f"cmake/{t.triple or 'cross'}.cmake"] = _toolchain_cmake(t)
+        elif fmt == "make":
+            extra["Makefile"] = _makefile(t, srcs, defs, name)
+        elif fmt == "zephyr":
+            extra.update(_zephyr(srcs, defs, name))
+        else:
+            extra.update(_arduino(name, sha))
+        extra["README.md"] = _readme(t, fmt, name, sha, arena, source, inputs, outputs, defs)
+        for rel, text in extra.items():
+            dst = tmp / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(text)
+        result = ExportResult(out_dir=str(out), format=fmt, profile=profile.name, model=str(model_path),
+                              model_sha256=sha, model_bytes=len(data), arena_bytes=arena,
+                              arena_source=source, memory=memory,
+                              board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
+                              inputs=inputs, outputs=outputs, warnings=warnings)
+        result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["export.json"]
+        (tmp / "export.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+        os.chmod(tmp, 0o755)  # mkdtemp's 0700 -> an ordinary folder
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return result
+
+
+def format_export(r: ExportResult) -> str:
+    how = {"cmake": f"cmake -S {r.out_dir} -B BUILD && cmake --build BUILD", "make": f"make -C {r.out_dir}",
+           "zephyr": f"add {r.out_dir} to ZEPHYR_EXTRA_MODULES, CONFIG_EDGE_MODEL=y",
+           "arduino": f"copy {r.out_dir} into your Arduino libraries folder"}[r.format]
+    lines = [f"exported {Path(r.model).name} for {r.profile} ({r.format}) to {r.out_dir}: {len(r.files)} files, "
+             f"{len(r.kernels)} kernel files",
+             f"arena {r.arena_bytes} B ({r.arena_source}, {'least-RAM' if r.memory == 'min' else 'layer-by-layer'}"
+             f" plan), model {r.model_bytes} B"
+             + (f", example: {r.example}" if r.format in ("cmake", "make") else ""),
+             f"build: {how}"]
+    lines += [f"warning: {w}" for w in r.warnings]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,381 @@
+"""`edge export` (edge_sdk/tools/export.py): the C runtime + one model as a folder for the user's firmware.
+
+The cmake export builds for the host (edge_example's outputs equal the Python interpreter's, bit for bit) and for
+the QEMU board (its own toolchain file; the ELF runs under qemu-system-arm and prints the outputs' checksums,
+equal to the host build's); the make export builds with arm-none-eabi-gcc (and runs too); the zephyr and
+arduino folders hold their required files (their toolchains cannot be installed here). Bad input: one-line
+errors and nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_model
+from tests.oprunner import T, image_main_hash, op_model
+
+from edge_sdk import Interpreter
+from edge_sdk.errors import DeviceError, EdgeError, UnsupportedOpError
+from edge_sdk.tools.export import export
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed (make system-deps)")
+needs_arm = pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None or shutil.which("qemu-system-arm") is None,
+                               reason="arm-none-eabi-gcc / qemu-system-arm not installed (make system-deps)")
+
+
+def _fc_int8() -> bytes:
+    rng = np.random.default_rng(21)
+    x = T((2, 12), "INT8", scale=0.05, zero_point=-3)
+    w = T((5, 12), "INT8", scale=[0.01, 0.02, 0.015, 0.03, 0.005], zero_point=0,
+          data=rng.integers(-127, 128, (5, 12)).astype(np.int8))
+    b = T((5,), "INT32", scale=5e-4, zero_point=0, data=rng.integers(-900, 900, 5).astype(np.int32))
+    y = T((2, 5), "INT8", scale=0.07, zero_point=4)
+    return op_model("FULLY_CONNECTED", [x, w, b], [y], options=dict(fused_activation_function="RELU"), version=5)
+
+
+def _add_f32() -> bytes:  # two inputs, float32
+    return op_model("ADD", [T((3, 4), "FLOAT32"), T((3, 4), "FLOAT32")], [T((3, 4), "FLOAT32")])
+
+
+def _model_file(tmp_path, data: bytes, name: str) -> Path:
+    p = tmp_path / name
+    p.write_bytes(data)
+    return p
+
+
+def _cmake_build(src: Path, build: Path) -> None:
+    for cmd in (["cmake", "-S", str(src), "-B", str(build)], ["cmake", "--build", str(build), "-j2"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert "warning:" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def _lcg_bytes(n: int) -> bytes:
+    """The example firmware's inputs: byte k is the top byte of the LCG's k+1-th step from seed 12345."""
+    seed, out = 12345, bytearray(n)
+    for k in range(n):
+        seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
+        out[k] = seed >> 24
+    return bytes(out)
+
+
+def _interpreter_outputs(model: Path, raw: bytes) -> bytes:
+    interp = Interpreter(model_path=str(model))
+    interp.allocate_tensors()
+    pos = 0
+    for d in interp.get_input_details():
+        n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
+        interp.set_tensor(d["index"], np.frombuffer(raw[pos:pos + n], d["dtype"]).reshape(d["shape"]))
+        pos += n
+    assert pos == len(raw)
+    interp.invoke()
+    return b"".join(np.ascontiguousarray(interp.get_tensor(d["index"])).tobytes()
+                    for d in interp.get_output_details())
+
+
+def _host_example(model: Path, tmp_path: Path, raw: bytes) -> tuple[bytes, dict]:
+    out = tmp_path / "export-host"
+    r = export(model, "host-linux", "cmake", out)
+    _cmake_build(out, tmp_path / "build-host")
+    (tmp_path / "in.bin").write_bytes(raw)
+    proc = subprocess.run([str(tmp_path / "build-host" / "edge_example"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return (tmp_path / "out.bin").read_bytes(), r.to_dict()
+
+
+def _run_qemu(elf: Path) -> dict:
+    proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none",
+                           "-semihosting-config", "enable=on,target=native", "-icount", "shift=0",
+                           "-serial", "stdio", "-kernel", str(elf)], capture_output=True, text=True, timeout=300)
+    text = proc.stdout
+    assert proc.returncode == 0 and "done" in text, (proc.returncode, text, proc.stderr)
+    status = int(re.search(r"^status (\d+)", text, re.M).group(1))
+    arena = int(re.search(r"^arena (\d+)", text, re.M).group(1))
+    hashes = [int(h) for _, h in re.findall(r"^out (\d+) (\d+)", text, re.M)]
+    return {"status": status, "arena": arena, "hashes": hashes}
+
+
+def _output_hashes(outputs: bytes, result: dict) -> list[int]:
+    out, pos = [], 0
+    for o in result["outputs"]:
+        out.append(image_main_hash(outputs[pos:pos + o["bytes"]]))
+        pos += o["bytes"]
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ host cmake
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.parametrize("make_model", [_fc_int8, _add_f32], ids=["fc_int8", "add_f32_two_inputs"])
+def test_cmake_host_example_equals_interpreter(tmp_path, make_model):
+    model = _model_file(tmp_path, make_model(), "m.tflite")
+    interp = Interpreter(model_path=str(model))
+    n_in = sum(int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize for d in interp.get_input_details())
+    rng = np.random.default_rng(5)
+    if make_model is _add_f32:
+        raw = rng.standard_normal(n_in // 4).astype(np.float32).tobytes()
+    else:
+        raw = rng.integers(0, 256, n_in, dtype=np.uint8).tobytes()
+    got, r = _host_example(model, tmp_path, raw)
+    assert got == _interpreter_outputs(model, raw)
+    # the header's arena is the C runtime's need: edge_example ran with exactly that many bytes
+    header = (tmp_path / "export-host" / "model" / "edge_model.h").read_text()
+    assert f"#define EDGE_MODEL_ARENA_BYTES {r['arena_bytes']}u" in header and r["arena_source"] == "host"
+    assert r["example"] == "files" and r["board"] is None
+    # only this model's kernels, the type switches of its tensor types
+    kernels = sorted(p.name for p in (tmp_path / "export-host" / "src" / "kernels").iterdir())
+    assert kernels == r["kernels"] == (["fully_connected.c"] if make_model is _fc_int8 else ["add.c"])
+    want_defs = ["-DEDGE_WITH_FLOAT32=0", "-DEDGE_WITH_INT16=0"] if make_model is _fc_int8 else ["-DEDGE_WITH_INT16=0"]
+    assert r["type_defs"] == want_defs
+    assert "EDGE_MODEL_INPUT0_SHAPE {" in header and ("EDGE_MODEL_INPUT1_BYTES 48u" in header) == (make_model is _add_f32)
+    if make_model is _fc_int8:  # input of the wrong size: exit 2, nothing written
+        _refuses_wrong_input_size(tmp_path)
+
+
+def _refuses_wrong_input_size(tmp_path):
+    (tmp_path / "short.bin").write_bytes(bytes(5))
+    proc = subprocess.run([str(tmp_path / "build-host" / "edge_example"), str(tmp_path / "short.bin"),
+                           str(tmp_path / "o.bin")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "5 bytes, the model's inputs take 24" in proc.stderr
+    assert not (tmp_path / "o.bin").exists()
+
+
+@pytest.mark.slow
+@needs_cmake
+@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None or shutil.which("qemu-aarch64") is None,
+                    reason="needs gcc-aarch64-linux-gnu and qemu-user (make system-deps)")
+@pytest.mark.parametrize("make_model", [_fc_int8, _add_f32], ids=["fc_int8", "add_f32"])
+def test_cmake_raspberry_pi_cross_export(tmp_path, make_model):
+    """A Linux cross target: the export's own toolchain file (aarch64-linux-gnu-gcc); the example run under
+    qemu-aarch64 gives the interpreter's outputs bit for bit (float too: no FMA contraction)."""
+    model = _model_file(tmp_path, make_model(), "m.tflite")
+    out = tmp_path / "pi"
+    r = export(model, "raspberry-pi-4", "cmake", out)
+    assert "CMAKE_C_COMPILER aarch64-linux-gnu-gcc" in (out / "cmake" / "aarch64-linux-gnu.cmake").read_text()
+    assert "-ffp-contract=off" in r.cflags
+    _cmake_build(out, tmp_path / "build")
+    rng = np.random.default_rng(8)
+    n = sum(i["bytes"] for i in r.inputs)
+    raw = (rng.standard_normal(n // 4).astype(np.float32).tobytes() if make_model is _add_f32
+           else rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+    (tmp_path / "in.bin").write_bytes(raw)
+    proc = subprocess.run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(tmp_path / "build" / "edge_example"),
+                           str(tmp_path / "in.bin"), str(tmp_path / "out.bin")], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.bin").read_bytes() == _interpreter_outputs(model, raw)
+
+
+# ------------------------------------------------------------------------------------------------ QEMU board
+@pytest.mark.slow
+@needs_cmake
+@needs_arm
+def test_cmake_qemu_board_matches_host(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    out = tmp_path / "export-qemu"
+    r = export(model, "qemu-mps2-an386", "cmake", out)
+    assert r.board == "qemu-mps2-an386" and r.example == "uart"
+    assert (out / "cmake" / "arm-none-eabi.cmake").exists() and (out / "board" / "board.ld").exists()
+    _cmake_build(out, tmp_path / "build-qemu")  # no arguments: the export picks its toolchain file
+    elf = tmp_path / "build-qemu" / "edge_example.elf"
+    head = subprocess.run(["arm-none-eabi-readelf", "-h", str(elf)], capture_output=True, text=True).stdout
+    assert "ARM" in head
+    board = _run_qemu(elf)
+    # the header's arena is the target's exact need (the 32-bit Arm measure), rounded up to 16
+    assert board["status"] == 0 and r.arena_source == "target" and r.arena_bytes == (board["arena"] + 15) // 16 * 16
+    raw = _lcg_bytes(sum(i["bytes"] for i in r.inputs))
+    host, hr = _host_example(model, tmp_path, raw)
+    assert board["hashes"] == _output_hashes(host, hr)
+
+
+@pytest.mark.slow
+@needs_arm
+def test_make_export_builds_with_arm_gcc_and_runs(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    out = tmp_path / "export-make"
+    r = export(model, "qemu-mps2-an386", "make", out)
+    proc = subprocess.run(["make", "-C", str(out), "-j2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "arm-none-eabi-gcc" in proc.stdout and "warning:" not in proc.stdout + proc.stderr
+    assert (out / "build" / "libedge_model.a").exists()
+    board = _run_qemu(out / "build" / "edge_example.elf")
+    want = image_main_hash(_interpreter_outputs(model, _lcg_bytes(r.inputs[0]["bytes"])))
+    assert board["status"] == 0 and board["hashes"] == [want]
+
+
+@pytest.mark.slow
+@needs_arm
+def test_make_export_library_only_for_a_cpu_without_board(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    out = tmp_path / "export-m0"
+    profile = tmp_path / "my-m0-board.toml"  # a user's own board: no board support in firmware_c/boards
+    profile.write_text('extends = "cortex-m0plus"\nclock_hz = 48_000_000\nram_arena_bytes = 32_768\n'
+                       'flash_model_bytes = 262_144\n[flash]\nmethod = "openocd"\n')
+    r = export(model, profile, "make", out)
+    assert r.board is None and r.example == "none" and (out / "example" / "edge_example.c").exists()
+    proc = subprocess.run(["make", "-C", str(out), "-j2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "-mcpu=cortex-m0plus" in proc.stdout
+    syms = subprocess.run(["arm-none-eabi-nm", str(out / "build" / "libedge_model.a")], capture_output=True,
+                          text=True).stdout
+    assert " T edge_init" in syms and " D edge_model_data" in syms.replace(" R ", " D ")
+
+
+# ------------------------------------------------------------------------------------------------ zephyr, arduino
+def test_zephyr_module_files(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    out = tmp_path / "z"
+    r = export(model, "qemu-mps2-an386", "zephyr", out)
+    module = (out / "zephyr" / "module.yml").read_text()
+    assert "cmake: ." in module and "kconfig: Kconfig" in module
+    assert "config EDGE_MODEL" in (out / "Kconfig").read_text()
+    cm = (out / "CMakeLists.txt").read_text()
+    assert "if(CONFIG_EDGE_MODEL)" in cm and "zephyr_library()" in cm
+    for src in re.findall(r"zephyr_library_sources\((\S+)\)", cm):
+        assert (out / src).is_file(), src
+    assert "zephyr_library_compile_definitions(EDGE_WITH_FLOAT32=0 EDGE_WITH_INT16=0)" in cm
+    assert (out / "samples" / "edge_example" / "prj.conf").read_text().startswith("CONFIG_EDGE_MODEL=y")
+    assert ".edge_model" not in (out / "model" / "edge_model_data.c").read_text()  # no board linker section
+    assert not (out / "board").exists() and r.format == "zephyr"
+
+
+def test_arduino_library_files(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    out = tmp_path / "a"
+    export(model, "qemu-mps2-an386", "arduino", out)
+    props = dict(line.split("=", 1) for line in (out / "library.properties").read_text().splitlines() if line)
+    for key in ("name", "version", "author", "maintainer", "sentence", "paragraph", "category", "url",
+                "architectures"):
+        assert props.get(key), key
+    src = out / "src"
+    for f in ("EdgeModel.h", "edge.h", "edge_kernel.h", "edge_model.h", "edge_model_data.c", "edge.c",
+              "edge_ops_generated.c", "kernels/fully_connected.c"):
+        assert (src / f).is_file(), f
+    assert (out / "examples" / "edge_example" / "edge_example.ino").is_file()
+    # Arduino puts only src/ on the include path: every quoted include resolves there
+    for c in src.rglob("*.[ch]"):
+        for inc in re.findall(r'#include "([^"]+)"', c.read_text()):
+            assert (c.parent / inc).exists() or (src / inc).exists(), (c, inc)  # the file's folder, then src/
+    # the sources compile for a Cortex-M as they are (the Arduino core's compiler is a gcc like this one)
+    if shutil.which("arm-none-eabi-gcc"):
+        for c in [src / "edge.c", src / "edge_model_data.c", src / "kernels" / "fully_connected.c"]:
+            proc = subprocess.run(["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-std=gnu11", "-Os",
+                                   f"-I{src}", "-c", str(c), "-o", str(tmp_path / "x.o")],
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------ bad input
+def _no_leftovers(parent: Path, keep: set[str]) -> None:
+    assert {p.name for p in parent.iterdir()} == keep
+
+
+def test_unknown_format_nonempty_dir_and_unsupported_op(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    with pytest.raises(EdgeError, match="unknown export format 'bazel'"):
+        export(model, "host-linux", "bazel", tmp_path / "o")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "mine.c").write_text("int x;\n")
+    with pytest.raises(EdgeError, match="exists and is not empty"):
+        export(model, "host-linux", "cmake", full)
+    assert [p.name for p in full.iterdir()] == ["mine.c"]
+    d2s = _model_file(tmp_path, op_model("DEPTH_TO_SPACE", [T((1, 2, 2, 4))], [T((1, 4, 4, 1))],
+                                         options=dict(block_size=2)), "d2s.tflite")
+    with pytest.raises(UnsupportedOpError, match="DEPTH_TO_SPACE"):
+        export(d2s, "host-linux", "cmake", tmp_path / "o")
+    with pytest.raises(DeviceError, match="android"):
+        export(model, "android-nnapi", "cmake", tmp_path / "o")
+    _no_leftovers(tmp_path, {"m.tflite", "full", "d2s.tflite"})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    export(model, "host-linux", "make", empty)  # an empty folder is fine
+    assert (empty / "Makefile").exists() and json.loads((empty / "export.json").read_text())["format"] == "make"
+
+
+def test_cli_export(tmp_path):
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    cli = [sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux"]
+    proc = subprocess.run(cli + ["--format", "cmake", "-o", str(tmp_path / "o"), "--json"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["format"] == "cmake" and "CMakeLists.txt" in r["files"] and (tmp_path / "o" / "CMakeLists.txt").exists()
+    proc = subprocess.run(cli + ["--format", "bazel", "-o", str(tmp_path / "p")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 2 and "invalid choice: 'bazel'" in proc.stderr
+    proc = subprocess.run(cli + ["--format", "make", "-o", str(tmp_path / "o")], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 5 and proc.stderr.count("\n") == 1 and "exists and is not empty" in proc.stderr
+    assert not (tmp_path / "p").exists()
+
+
+# ------------------------------------------------------------------------------------------------ a real model
+@pytest.mark.slow
+@needs_cmake
+@needs_arm
+def test_person_detect_host_and_qemu_exports_agree(tmp_path):
+    model = shared_model("tflite-micro/person_detect.tflite")
+    raw = _lcg_bytes(96 * 96)
+    host, hr = _host_example(model, tmp_path, raw)
+    assert host == _interpreter_outputs(model, raw)
+    out = tmp_path / "export-qemu"
+    r = export(model, "qemu-mps2-an386", "cmake", out)
+    assert r.arena_source == "target" and r.arena_bytes < hr["arena_bytes"]  # 4-byte pointers on the target
+    _cmake_build(out, tmp_path / "build-qemu")
+    board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
+    assert board["status"] == 0 and r.arena_bytes == (board["arena"] + 15) // 16 * 16
+    assert board["hashes"] == _output_hashes(host, hr)
+
+
+@pytest.mark.slow
+@needs_cmake
+def test_cmake_host_export_least_ram_plan(tmp_path):
+    """--memory min: the header's arena is the least-RAM plan's measured need (smaller here: an in-place PAD),
+    the example initialises with EDGE_INIT_MEMORY_MIN, and its outputs still equal the interpreter's."""
+    from tests.test_memory_min import _chain_model
+
+    model = _model_file(tmp_path, _chain_model(shape=(1, 16, 16, 8)), "chain.tflite")  # the plan, not the
+    # planner's temporary memory (16 bytes more per tensor with --memory min), dominates the need
+    layer = export(model, "host-linux", "make", tmp_path / "layer")
+    out = tmp_path / "min"
+    r = export(model, "host-linux", "cmake", out, memory="min")
+    assert r.memory == "min" and r.arena_bytes < layer.arena_bytes
+    assert "#define EDGE_MODEL_INIT_FLAGS EDGE_INIT_MEMORY_MIN" in (out / "model" / "edge_model.h").read_text()
+    _cmake_build(out, tmp_path / "build")
+    raw = np.random.default_rng(3).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
+    (tmp_path / "in.bin").write_bytes(raw)
+    proc = subprocess.run([str(tmp_path / "build" / "edge_example"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out.bin").read_bytes() == _interpreter_outputs(model, raw)
+
+
+@pytest.mark.slow
+@needs_cmake
+@needs_arm
+def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
+    """MobileNetV2 224x224 exported with --memory min runs on the QEMU board in its exact least-RAM arena and its
+    output equals the Python interpreter's with the layer-by-layer plan, bit for bit."""
+    model = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
+    out = tmp_path / "export-qemu"
+    r = export(model, "qemu-mps2-an386", "cmake", out, memory="min")
+    layer = export(model, "qemu-mps2-an386", "zephyr", tmp_path / "z")  # the layer plan's exact arena
+    assert r.arena_source == layer.arena_source == "target" and r.arena_bytes < 0.7 * layer.arena_bytes
+    _cmake_build(out, tmp_path / "build-qemu")
+    board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
+    assert board["status"] == 0 and r.arena_bytes == (board["arena"] + 15) // 16 * 16
+    want = _interpreter_outputs(model, _lcg_bytes(r.inputs[0]["bytes"]))  # Interpreter: the layer plan
+    assert board["hashes"] == [image_main_hash(want)]

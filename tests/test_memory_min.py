@@ -1,0 +1,348 @@
+"""The least-RAM plan (memory="min"): in-place RESHAPE and PAD in both runtimes.
+
+A RESHAPE's output shares its input's bytes and a PAD writes its output over its input when the input dies at
+that node (edge_sdk.runtime.interpreter.inplace_aliases; firmware_c/src/edge.c inplace_groups). The outputs are
+bit-exact with the layer-by-layer plan in the Python interpreter and the C runtime, and the C plan is identical
+to Python's, entry by entry.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from edge_sdk import Interpreter
+from edge_sdk.model import schema
+from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
+from edge_sdk.model.writer import option_defaults, options_for, write_model
+from tests.conftest import shared_model
+
+needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                             reason="the C runtime needs gcc and make")
+
+
+def _chain_model(dtype: str = "INT8", shape=(1, 4, 5, 3), pads=((0, 0), (1, 1), (2, 1), (0, 0)),
+                 value: float | None = None) -> bytes:
+    """input -> RELU -> PAD (PADV2 with a value) -> RESHAPE -> output: the PAD and the RESHAPE run in place under
+    memory="min" (their inputs are no subgraph input and die there; an output may join a group)."""
+    q = Quantization(np.array([0.05], np.float32), np.array([3], np.int64)) if dtype == "INT8" else None
+    padded = tuple(d + a + b for d, (a, b) in zip(shape, pads))
+    flat = (1, int(np.prod(padded)))
+    np_t = np.int8 if dtype == "INT8" else np.float32
+    tensors = [Tensor("x", shape, dtype, 0, q), Tensor("r1", shape, dtype, 0, q),
+               Tensor("paddings", (len(shape), 2), "INT32", 1), Tensor("padded", padded, dtype, 0, q),
+               Tensor("new_shape", (2,), "INT32", 2), Tensor("flat", flat, dtype, 0, q)]
+    buffers = [Buffer(b""), Buffer(np.array(pads, np.int32).tobytes()), Buffer(np.array(flat, np.int32).tobytes())]
+    pad_inputs = [1, 2]
+    pad_op = "PAD"
+    if value is not None:
+        pad_op = "PADV2"
+        v = np.array([round(value / 0.05) + 3 if dtype == "INT8" else value], np_t)
+        tensors.append(Tensor("value", (1,), dtype, 3, q))
+        buffers.append(Buffer(v.tobytes()))
+        pad_inputs = [1, 2, 6]
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, 1) for n in ("RELU", pad_op, "RESHAPE")]
+
+    def op(code, name, inputs, outputs, options=None):
+        t = options_for(name)
+        opts = option_defaults(t) if t is not None else {}
+        opts.update(options or {})
+        return Operator(opcode_index=code, inputs=inputs, outputs=outputs, options_type=t, options=opts)
+
+    ops = [op(0, "RELU", [0], [1]), op(1, pad_op, pad_inputs, [3]),
+           op(2, "RESHAPE", [3, 4], [5], {"new_shape": list(flat)})]
+    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
+    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="memory=min test"))
+
+
+def _plan_tuples(plan):
+    return [(b.key, b.offset, b.size, b.first_use, b.last_use) for b in plan.buffers], plan.total
+
+
+def _run(data: bytes, memory: str, backend: str, feeds):
+    it = Interpreter(model_content=data, memory=memory, backend=backend)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return it, [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+
+
+def _feeds(data: bytes, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    it = Interpreter(model_content=data)
+    out = []
+    for d in it.get_input_details():
+        if d["dtype"] == np.float32:
+            out.append(rng.standard_normal(d["shape"]).astype(np.float32))
+        else:
+            info = np.iinfo(d["dtype"])
+            out.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
+    return out
+
+
+CASES = {
+    "int8_pad": dict(),
+    "float32_padv2_value": dict(dtype="FLOAT32", value=-1.5),
+    "int8_rank2": dict(shape=(6, 7), pads=((2, 3), (1, 0))),
+    "int8_no_padding": dict(shape=(1, 3, 3, 2), pads=((0, 0), (0, 0), (0, 0), (0, 0))),
+    "int8_padv2_channels": dict(shape=(1, 2, 3, 4), pads=((0, 0), (0, 1), (1, 0), (2, 3)), value=0.5),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_python_min_plan_in_place_and_bit_exact(case):
+    data = _chain_model(**CASES[case])
+    feeds = _feeds(data)
+    layer, want = _run(data, "layer", "python", feeds)
+    small, got = _run(data, "min", "python", feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    plan = small.arena_plan()
+    off = {b.name: b.offset for b in plan.buffers}
+    assert off["r1"] == off["padded"] == off["flat"]  # PAD over its input, RESHAPE an alias
+    # without padding the input's RELU step (x and r1) is the peak of both plans
+    assert small.arena_size < layer.arena_size or (case == "int8_no_padding" and small.arena_size == layer.arena_size)
+    # in the layer plan the three have bytes of their own
+    lay = {b.name: b.offset for b in layer.arena_plan().buffers}
+    assert len({lay["r1"], lay["padded"], lay["flat"]}) >= 2
+    assert np.any(want[0] != want[0].flat[0])  # a real result (the RELU of random data, padded), not a constant
+
+
+@needs_c
+@pytest.mark.parametrize("case", list(CASES))
+def test_c_min_plan_identical_to_python_and_bit_exact(case):
+    data = _chain_model(**CASES[case])
+    feeds = _feeds(data, 1)
+    _, want = _run(data, "layer", "python", feeds)
+    py, _ = _run(data, "min", "python", feeds)
+    c, got = _run(data, "min", "c", feeds)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    c_layer, got_layer = _run(data, "layer", "c", feeds)
+    for a, b in zip(got_layer, want):
+        np.testing.assert_array_equal(a, b)
+    assert c.plan_info()["tensor_total"] == py.arena_size <= c_layer.plan_info()["tensor_total"]
+
+
+def test_memory_argument_is_checked():
+    data = _chain_model()
+    with pytest.raises(ValueError, match="memory must be one of 'layer', 'min', not 'tiny'"):
+        Interpreter(model_content=data, memory="tiny")
+
+
+def test_model_input_and_output_never_in_place():
+    """A PAD reading the model's input (or writing into an output read later) keeps its own bytes: the caller's
+    input stays readable."""
+    data = _chain_model()
+    it = Interpreter(model_content=data, memory="min")
+    it.allocate_tensors()
+    model = it.model
+    # drop the first RELU: PAD now reads the model input
+    sg = model.subgraphs[0]
+    sg.operators = sg.operators[1:]
+    sg.operators[0].inputs[0] = 0
+    it2 = Interpreter(model=model, memory="min")
+    it2.allocate_tensors()
+    names = {b.name: b.offset for b in it2.arena_plan().buffers}
+    assert names["x"] != names["padded"] and names["padded"] == names["flat"]
+    feeds = _feeds(write_model(model))
+    it3 = Interpreter(model=model)
+    it3.allocate_tensors()
+    for run in (it2, it3):
+        run.set_tensor(run.get_input_details()[0]["index"], feeds[0])
+        run.invoke()
+    np.testing.assert_array_equal(it2.get_tensor(it2.get_output_details()[0]["index"]),
+                                  it3.get_tensor(it3.get_output_details()[0]["index"]))
+    np.testing.assert_array_equal(it2.get_tensor(it2.get_input_details()[0]["index"]), feeds[0])
+
+
+@pytest.mark.slow
+@needs_c
+def test_mobilenet_v2_min_plan():
+    """MobileNetV2 224x224 (PyTorch export: explicit PADs): the least-RAM plan is bit-exact with the layer plan
+    in both runtimes, identical between them, and needs about 0.63x the layer plan's tensor bytes."""
+    data = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite").read_bytes()
+    feeds = _feeds(data, 2)
+    layer, want = _run(data, "layer", "python", feeds)
+    py, got_py = _run(data, "min", "python", feeds)
+    c, got_c = _run(data, "min", "c", feeds)
+    for a, b, w in zip(got_py, got_c, want):
+        np.testing.assert_array_equal(a, w)
+        np.testing.assert_array_equal(b, w)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert py.arena_size <= 0.65 * layer.arena_size, (py.arena_size, layer.arena_size)
+
+
+def test_check_picks_the_least_ram_plan_when_the_layer_plan_does_not_fit(tmp_path):
+    from edge_sdk.targets.check import RUNS, check_model, format_check
+
+    data = _chain_model(shape=(1, 16, 16, 8))
+    layer = check_model(data, "qemu-mps2-an386", memory="layer")
+    small = check_model(data, "qemu-mps2-an386", memory="min")
+    assert layer.memory_plan == "layer" and small.memory_plan == "min" and small.arena_bytes < layer.arena_bytes
+    budget = (small.arena_bytes + layer.arena_bytes) // 2
+    profile = tmp_path / "tight.toml"
+    profile.write_text(f'extends = "qemu-mps2-an386"\nram_arena_bytes = {budget}\n')
+    auto = check_model(data, profile)
+    assert auto.verdict == RUNS and auto.memory_plan == "min" and auto.arena_bytes == small.arena_bytes
+    assert auto.plans == {"layer": layer.arena_bytes, "min": small.arena_bytes} and auto.extra_macs == 0
+    assert "least-RAM plan" in format_check(auto) and auto.to_dict()["memory_plan"] == "min"
+    forced = check_model(data, profile, memory="layer")
+    assert forced.verdict == "fails" and forced.memory_plan == "layer"
+    roomy = check_model(data, "qemu-mps2-an386")  # fits: the layer plan, nothing else computed
+    assert roomy.memory_plan == "layer" and list(roomy.plans) == ["layer"]
+
+
+def test_inspect_shows_both_plans():
+    from edge_sdk.tools.inspection import format_inspection, inspect_model
+
+    data = _chain_model(shape=(1, 16, 16, 8))
+    report = inspect_model(data)
+    layer = Interpreter(model_content=data)
+    layer.allocate_tensors()
+    small = Interpreter(model_content=data, memory="min")
+    small.allocate_tensors()
+    assert report["arena"]["bytes"] == layer.arena_size and report["arena"]["min_bytes"] == small.arena_size
+    assert f"least-RAM plan (--memory min: in-place ops, +0 MACs) {small.arena_size} bytes" in format_inspection(report)
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    qb.stop_board(all=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
+def test_flash_and_profile_least_ram_plan_on_the_qemu_board(state, tmp_path):
+    """edge flash --memory min builds the firmware with EDGE_INIT_MEMORY_MIN and a smaller arena; edge profile
+    runs it on the QEMU board and its outputs equal the host interpreter's (validated)."""
+    from edge_sdk.tools.flash import flash
+    from edge_sdk.tools.profile import profile_model
+
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(_chain_model(shape=(1, 32, 32, 8)))
+    layer = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw-layer", memory="layer")
+    from edge_sdk.device import qemu_board as qb
+
+    qb.stop_board(all=True)
+    small = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw-min", memory="min")
+    assert small.memory == "min" and layer.memory == "layer" and small.arena_bytes < layer.arena_bytes
+    assert "EDGE_INIT_MEMORY_MIN" in (tmp_path / "fw-min" / "gen" / "app_config.h").read_text()
+    r = profile_model(model, "qemu-mps2-an386", port=small.port, runs=2)
+    assert r["validated"] is True and r["mismatches"] == []
+    assert 0 < r["arena_high_water"] <= small.arena_bytes
+
+
+def test_memory_plan_property():
+    data = _chain_model()
+    layer = Interpreter(model_content=data)
+    small = Interpreter(model_content=data, memory="min")
+    assert layer.memory_plan is None and small.memory_plan is None  # before allocate_tensors
+    layer.allocate_tensors()
+    small.allocate_tensors()
+    assert layer.memory_plan == "layer" and small.memory_plan == "min"
+
+
+def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 6), batch: int = 1) -> bytes:
+    """input -> RELU -> DEPTHWISE_CONV_2D (int8, per-channel weights, bias) -> RELU -> output: the depthwise runs
+    in place under memory="min" (its input dies there)."""
+    rng = np.random.default_rng(stride * 10 + len(padding))
+    shape = (batch,) + tuple(shape[1:])
+    c = shape[3]
+    qx = Quantization(np.array([0.04], np.float32), np.array([-5], np.int64))
+    qy = Quantization(np.array([0.09], np.float32), np.array([7], np.int64))
+    qw = Quantization(rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64), 3)
+    qb = Quantization((0.04 * qw.scale).astype(np.float32), np.zeros(c, np.int64))
+    def out_dim(n):
+        return (n + stride - 1) // stride if padding == "SAME" else (n - 3) // stride + 1
+    oshape = (batch, out_dim(shape[1]), out_dim(shape[2]), c)
+    w = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+    b = rng.integers(-2000, 2000, c).astype(np.int32)
+    tensors = [Tensor("x", shape, "INT8", 0, qx), Tensor("r1", shape, "INT8", 0, qx),
+               Tensor("w", (1, 3, 3, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
+               Tensor("dw", oshape, "INT8", 0, qy), Tensor("y", oshape, "INT8", 0, qy)]
+    buffers = [Buffer(b""), Buffer(w.tobytes()), Buffer(b.tobytes())]
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, v) for n, v in (("RELU", 1),
+                                                                                   ("DEPTHWISE_CONV_2D", 3))]
+    t = options_for("DEPTHWISE_CONV_2D")
+    opts = option_defaults(t)
+    opts.update(padding=padding, stride_w=stride, stride_h=stride, depth_multiplier=1)
+    ops = [Operator(opcode_index=0, inputs=[0], outputs=[1], options_type=None, options={}),
+           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4], options_type=t, options=opts),
+           Operator(opcode_index=0, inputs=[4], outputs=[5], options_type=None, options={})]
+    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
+    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="dw in place"))
+
+
+@needs_c
+@pytest.mark.parametrize("stride,padding,batch", [(1, "SAME", 1), (2, "SAME", 1), (1, "VALID", 1), (2, "VALID", 2),
+                                                  (3, "SAME", 2)])
+def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
+    data = _dw_chain_model(stride, padding, batch=batch)
+    feeds = _feeds(data, 4)
+    _, want = _run(data, "layer", "python", feeds)
+    py, got_py = _run(data, "min", "python", feeds)
+    c, got_c = _run(data, "min", "c", feeds)
+    off = {b.name: b.offset for b in py.arena_plan().buffers}
+    assert off["r1"] == off["dw"]  # the depthwise output over its input
+    for a, b, w in zip(got_py, got_c, want):
+        np.testing.assert_array_equal(a, w)
+        np.testing.assert_array_equal(b, w)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert len(np.unique(want[0])) > 5  # a real convolution result
+
+
+def test_cli_check_memory_flag(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(_chain_model(shape=(1, 16, 16, 8)))
+    root = Path(__file__).resolve().parent.parent
+    env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
+    out = {}
+    for memory in ("layer", "min"):
+        proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target",
+                               "qemu-mps2-an386", "--memory", memory, "--json"], capture_output=True, text=True,
+                              env=env, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr
+        out[memory] = json.loads(proc.stdout)
+    assert out["layer"]["memory_plan"] == "layer" and out["min"]["memory_plan"] == "min"
+    assert out["min"]["arena_bytes"] < out["layer"]["arena_bytes"] and out["min"]["extra_macs"] == 0
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target", "qemu-mps2-an386",
+                           "--memory", "tiny"], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2 and "invalid choice: 'tiny'" in proc.stderr
+
+
+def test_depthwise_not_in_place_when_its_kernel_cannot():
+    """float32, or a depth multiplier above 1 (more output than input channels): the layer plan's placement."""
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+
+    data = _dw_chain_model(1, "SAME")
+    it = Interpreter(model_content=data, memory="min")
+    it.allocate_tensors()
+    model = it.model
+    spans: dict = {}
+    infos = it._p.infos
+    reqs = buffer_requests(model, infos, spans=spans)
+    assert (0, 4) in inplace_aliases(model, infos, reqs, spans)  # int8, M == 1: in place
+    wide = [list(row) for row in infos]
+    from dataclasses import replace
+
+    wide[0][4] = replace(infos[0][4], shape=(1, 9, 11, 12))  # M == 2
+    assert (0, 4) not in inplace_aliases(model, wide, buffer_requests(model, wide, spans=spans), spans)
+    flt = [list(row) for row in infos]
+    flt[0][1] = replace(infos[0][1], type="FLOAT32", dtype=np.dtype(np.float32))
+    flt[0][4] = replace(infos[0][4], type="FLOAT32", dtype=np.dtype(np.float32))
+    assert (0, 4) not in inplace_aliases(model, flt, buffer_requests(model, flt, spans=spans), spans)
