@@ -233,18 +233,27 @@ enum {
     EDGE_OPTS_SoftmaxOptions = 9,
     EDGE_OPTS_ConcatenationOptions = 10,
     EDGE_OPTS_AddOptions = 11,
+    EDGE_OPTS_ResizeBilinearOptions = 15,
     EDGE_OPTS_ReshapeOptions = 17,
+    EDGE_OPTS_SpaceToDepthOptions = 19,
     EDGE_OPTS_MulOptions = 21,
     EDGE_OPTS_PadOptions = 22,
     EDGE_OPTS_GatherOptions = 23,
+    EDGE_OPTS_ReducerOptions = 27,
     EDGE_OPTS_SubOptions = 28,
     EDGE_OPTS_DivOptions = 29,
+    EDGE_OPTS_SqueezeOptions = 30,
     EDGE_OPTS_TransposeConvOptions = 49,
+    EDGE_OPTS_PackOptions = 59,
+    EDGE_OPTS_UnpackOptions = 64,
+    EDGE_OPTS_ResizeNearestNeighborOptions = 74,
     EDGE_OPTS_LeakyReluOptions = 75,
+    EDGE_OPTS_MirrorPadOptions = 77,
     EDGE_OPTS_IfOptions = 92,
     EDGE_OPTS_WhileOptions = 93,
+    EDGE_OPTS_DepthToSpaceOptions = 94,
     EDGE_OPTS_BatchMatMulOptions = 101,
-    EDGE_OPTS_CallOnceOptions = 103
+    EDGE_OPTS_CallOnceOptions = 103,
 };
 
 /* Fused activations (schema ActivationFunctionType). */

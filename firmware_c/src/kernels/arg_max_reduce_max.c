@@ -16,7 +16,6 @@
 EDGE_KERNEL(ARG_MAX, arg_max, 3)
 EDGE_KERNEL(REDUCE_MAX, reduce_max, 3)
 
-enum { EDGE_OPTS_ReducerOptions = 27 };
 
 typedef struct {
     int64_t outer, n, inner;

@@ -12,7 +12,6 @@
 
 EDGE_KERNEL(MIRROR_PAD, mirror_pad, 2)
 
-enum { EDGE_OPTS_MirrorPadOptions = 77 };
 
 typedef struct {
     int32_t rank;

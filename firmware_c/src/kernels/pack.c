@@ -12,7 +12,6 @@
 EDGE_KERNEL(PACK, pack, 4)
 EDGE_KERNEL(UNPACK, unpack, 4)
 
-enum { EDGE_OPTS_PackOptions = 59, EDGE_OPTS_UnpackOptions = 64 };
 
 typedef struct {
     int64_t outer, inner; /* elements before / after the axis (of one slice) */

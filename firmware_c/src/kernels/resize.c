@@ -21,7 +21,6 @@
 EDGE_KERNEL(RESIZE_BILINEAR, resize_bilinear, 4)
 EDGE_KERNEL(RESIZE_NEAREST_NEIGHBOR, resize_nearest_neighbor, 4)
 
-enum { EDGE_OPTS_ResizeBilinearOptions = 15, EDGE_OPTS_ResizeNearestNeighborOptions = 74 };
 #define RESIZE_MAX_SIDE (1 << 20) /* Q10 positions of in * 1024 stay within int32 */
 
 typedef struct {

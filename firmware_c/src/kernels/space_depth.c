@@ -11,7 +11,6 @@
 EDGE_KERNEL(DEPTH_TO_SPACE, depth_to_space, 2)
 EDGE_KERNEL(SPACE_TO_DEPTH, space_to_depth, 2)
 
-enum { EDGE_OPTS_SpaceToDepthOptions = 19, EDGE_OPTS_DepthToSpaceOptions = 94 };
 
 static edge_status_t sd_setup(edge_node_t *node, edge_ctx_t *ctx, int32_t opts_type, int32_t *b) {
     const edge_tensor_t *x, *y;

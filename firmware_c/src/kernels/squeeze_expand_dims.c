@@ -12,7 +12,7 @@ EDGE_KERNEL(SQUEEZE, squeeze, 2)
 EDGE_KERNEL(EXPAND_DIMS, expand_dims, 2)
 EDGE_KERNEL(SHAPE, shape, 2)
 
-enum { EDGE_OPTS_SqueezeOptions = 30, SQ_MAX_RANK = 16 };
+enum { SQ_MAX_RANK = 16 };
 
 static int copy_type(int t) {
     return t == EDGE_FLOAT32 || t == EDGE_FLOAT16 || t == EDGE_INT8 || t == EDGE_UINT8 || t == EDGE_INT16 ||
