@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user clang libclang-rt-14-dev cmake
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup system-deps clean
+.PHONY: demo test setup system-deps clean tables
 
 demo: setup
 	$(PY) examples/demo.py
@@ -21,6 +21,12 @@ test: setup
 	exit $$status
 
 setup: $(VENV)/.installed system-deps
+
+# The generated tables, after adding an op (a C kernel's EDGE_KERNEL line, an op_table row): the op table's C side
+# (tests/test_op_table_c.py) and the README's ops table (tests/test_docs.py) say when they are stale.
+tables: $(VENV)/.installed
+	$(PY) firmware_c/tools/gen_ops.py --python edge_sdk/runtime/op_table_c.py
+	$(PY) -m edge_sdk.tools.docs --write README.md
 
 # pip's output goes to $(VENV)/install.log; it is shown only when an install fails.
 $(VENV)/.installed: pyproject.toml
