@@ -729,6 +729,10 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         for h in sorted((_flash.FIRMWARE / "src").glob("*.h")):
             files["src/" + h.name] = h
         files["src/edge.c"] = _flash.FIRMWARE / "src" / "edge.c"
+        # the kernels include src/simd/edge_simd.h; without -DEDGE_WITH_SIMD it turns the fast paths off (an
+        # export builds the portable kernels: the code that runs on every target, TFLM's arithmetic)
+        for h in sorted((_flash.FIRMWARE / "src" / "simd").glob("*.h")):
+            files["src/simd/" + h.name] = h
         for k in kernels:
             files[f"src/kernels/{k}"] = _flash.FIRMWARE / "src" / "kernels" / k
         mdir = "src/" if arduino else "model/"

@@ -262,16 +262,17 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
+    /* the least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not (so before the SIMD prepare) */
+    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1) {
+        s = edge_request_scratch(ctx, node, (size_t)d->h * (size_t)d->w, &d->plane);
+        if (s != EDGE_OK) return s;
+    }
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
     if (s != EDGE_OK || d->simd) return s;
 #endif
     if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
-        if (s != EDGE_OK) return s;
-    }
-    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1) { /* the planner may put y over x */
-        s = edge_request_scratch(ctx, node, (size_t)d->h * (size_t)d->w, &d->plane);
         if (s != EDGE_OK) return s;
     }
     return EDGE_OK;
