@@ -279,7 +279,8 @@ class _Importer:
                                       f"its shape with {_shape_flag(vi.name, dims)}")
             if open_dims:
                 note = (f"input '{vi.name}' [{', '.join(dims)}]: the dynamic batch dim '{dims[0]}' is set to 1 "
-                        f"(--input-shape {vi.name}:... to choose another)")
+                        f"(kept as -1 in the shape signature: resizable at run time, as LiteRT's converter does; "
+                        f"--input-shape {vi.name}:... to fix another)")
                 log.warning(note)
                 self.notes.append(note)
         for is_input, infos in ((True, graph.input), (False, graph.output)):
