@@ -492,7 +492,9 @@ def test_ctrl_c_during_flash_leaves_no_qemu(tmp_path):
                 assert len(survivors) == 1, (k, proc.returncode, err)
             else:  # interrupted before flash finished: nothing may survive
                 interrupted += 1
-                assert proc.returncode in (130, -signal.SIGTERM), (k, proc.returncode, err)
+                # 130, or death by the signal itself after "interrupted" (seen once in a CI run: a second
+                # KeyboardInterrupt at exit); the shell reports both as 128 + signal. What matters: no QEMU left.
+                assert proc.returncode in (130, -signal.SIGINT, -signal.SIGTERM), (k, proc.returncode, err)
                 assert "interrupted" in err, err
                 assert not survivors, (k, out, err)
             assert edge("board", "stop", "--all", env=env, timeout=60).returncode == 0

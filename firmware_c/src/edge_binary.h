@@ -107,6 +107,7 @@ static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_
     r = ea_bcast_prepare(bc, *a, *b, shape, &rank);
     if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shapes do not broadcast");
     if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "broadcasting beyond rank 6");
+    if (r == -3) return EDGE_FAIL(ctx, EDGE_LIMIT, "the broadcast output would hold more than 2^40 elements");
     s = edge_set_output_shape(ctx, node, 0, shape, rank);
     if (s != EDGE_OK) return s;
     if ((*out)->type != (*a)->type)

@@ -488,7 +488,9 @@ typedef struct {
 } ea_bcast_t;
 
 /* Output shape of broadcasting a and b into out_dims/out_rank (room for 8) and the coalesced loop.
- * Returns 0, -1 when the shapes do not broadcast, -2 when different shapes need a rank above 6. */
+ * Returns 0, -1 when the shapes do not broadcast, -2 when different shapes need a rank above 6, -3 when the
+ * output would hold more than 2^40 elements (the loader's cap on one tensor: each input passed it, their
+ * broadcast need not, and the product must not overflow int64). */
 static inline int ea_bcast_prepare(ea_bcast_t *bc, const edge_tensor_t *a, const edge_tensor_t *b,
                                    int32_t *out_dims, int32_t *out_rank) {
     int32_t rank = a->rank > b->rank ? a->rank : b->rank, k, same = a->rank == b->rank;
@@ -507,6 +509,7 @@ static inline int ea_bcast_prepare(ea_bcast_t *bc, const edge_tensor_t *a, const
         else if (db == 1) d = da;
         else return -1;
         out_dims[k] = d;
+        if (d > 0 && bc->count > ((int64_t)1 << 40) / d) return -3;
         bc->count *= d;
     }
     *out_rank = rank;

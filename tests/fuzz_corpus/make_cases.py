@@ -11,6 +11,11 @@ refused-shape-product-overflow.tflite  ADD whose tensors are 2^20 x 2^20 x (2^31
                                     passed the 2^40 cap check only after multiplying, so the next dimension
                                     overflowed int64 (UBSan). Fix: edge.c checks before multiplying. The model
                                     must be refused (files named refused-* are expected to fail to load).
+refused-broadcast-count-overflow.tflite  SUB of [917508, 1048576, 790888448, 0] and [64]: the 0 makes the first
+                                    input 0 bytes, so the loader takes it; the broadcast's element count
+                                    overflowed int64 in ea_bcast_prepare at the third dim (UBSan; a bounded fuzz
+                                    session's finding in session 3). Fix: the count is checked against 2^40
+                                    before each multiply (EDGE_LIMIT).
 conv16-huge-output-ratio.tflite     int16x8 CONV_2D whose input*weight/output scale is 2^20: shift 21, so the
                                     16x8 requantization's rounding shift 15 - shift is negative (shift by a
                                     negative count, UBSan). Fix: edge_mbqm64 shifts left for shift > 14.
@@ -81,6 +86,12 @@ def shape_product_overflow() -> bytes:
     return op_model("ADD", [a, b], [y])
 
 
+def broadcast_count_overflow() -> bytes:
+    # the fuzzer's case, rebuilt: a 0 in the last dim makes the first input 0 bytes, so its other dims pass
+    a, b = T((917508, 1048576, 790888448, 0), "FLOAT32"), T((64,), "FLOAT32")
+    return op_model("SUB", [a, b], [T((1, 2, 12, 64), "FLOAT32")])
+
+
 def _bias_near_min(op: str, rng) -> bytes:
     lim = np.iinfo(np.int64)
     bias = np.array([lim.min + 5, lim.min + 1000, lim.max - 5], np.int64)
@@ -116,6 +127,7 @@ def dwconv_bias_near_min() -> bytes:
 
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
          "refused-shape-product-overflow.tflite": shape_product_overflow,
+         "refused-broadcast-count-overflow.tflite": broadcast_count_overflow,
          "tconv16-int64-bias-near-min.tflite": tconv_bias_near_min,
          "conv16-int64-bias-near-min.tflite": conv_bias_near_min,
          "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min}

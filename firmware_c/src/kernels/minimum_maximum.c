@@ -42,6 +42,7 @@ static edge_status_t minmax_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t 
     r = ea_bcast_prepare(&d->bc, a, b, shape, &rank);
     if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MINIMUM/MAXIMUM: input shapes do not broadcast");
     if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MINIMUM/MAXIMUM: broadcasting beyond rank 6");
+    if (r == -3) return EDGE_FAIL(ctx, EDGE_LIMIT, "MINIMUM/MAXIMUM: the broadcast output would hold more than 2^40 elements");
     return edge_set_output_shape(ctx, node, 0, shape, rank);
 }
 

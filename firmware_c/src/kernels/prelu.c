@@ -37,6 +37,7 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     r = ea_bcast_prepare(&d->bc, x, alpha, shape, &rank);
     if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: input and alpha shapes do not broadcast");
     if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: broadcasting beyond rank 6");
+    if (r == -3) return EDGE_FAIL(ctx, EDGE_LIMIT, "PRELU: the broadcast output would hold more than 2^40 elements");
     s = edge_set_output_shape(ctx, node, 0, shape, rank);
     if (s != EDGE_OK) return s;
     d->type = x->type;
