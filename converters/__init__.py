@@ -214,7 +214,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     The accuracy guard (int8 / int16x8): every 5th calibration sample (at most ``HOLDOUT``) is held back;
     the quantized model runs on them beside the float one and each output's SNR (each joined part's too;
     argmax agreement for class distributions) is in ``report["guard"]``. precision="auto" (the default)
-    widens the ops that lose the most SNR to float32, round by round, until every output reaches
+    widens the ops that lose the most SNR, round by round, to int16x8 where the target's runtime has the op
+    in int16 (else float32 where the target runs float32; ``converters.quantize.widening_rule``), until every output reaches
     ``min_snr`` dB (``report["guard"]["widened"]`` and ``["cost"]``: bytes, MACs not in int8);
     precision="int8" keeps every op integer. An output still short of ``min_snr`` raises ConversionError
     naming it and by how much (nothing is written) unless ``allow_lossy``, which keeps the model and says so
@@ -297,7 +298,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         guarded = mode in _NEEDS_CALIBRATION
         result = _quantize(read_model(float_bytes), calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
-                           min_snr=min_snr)
+                           min_snr=min_snr, target=target)
         model = result.model
         guard = result.report.get("guard")
         if guard is not None and not guard["met"]:
@@ -307,9 +308,12 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                 if precision == "int8":
                     hint = "precision int8 widens no op"
                 elif guard.get("tried_widening"):
-                    hint = f"widening up to {guard['tried_widening']} op(s) to float32 was not enough"
+                    hint = f"widening up to {guard['tried_widening']} op(s) to int16x8 / float32 was not enough"
                 else:
                     hint = "no op left to widen"
+                if precision != "int8" and guard.get("cannot_widen"):
+                    hint += (f"; {len(guard['cannot_widen'])} op(s) cannot be widened on {guard['widening_for']}: "
+                             + "; ".join(f"{c['op']} '{c['output']}'" for c in guard["cannot_widen"][:4]))
                 raise ConversionError(
                     f"{name}: the {mode} model does not keep its outputs ({len(short)} below {min_snr:g} dB on "
                     f"{guard['samples']} {'held-back' if guard['held_back'] else 'calibration'} samples; {hint}); "

@@ -45,10 +45,16 @@ The report's ``layers`` list has, for every quantized activation, the SNR (dB) a
 dequantized value against the float model's, worst SNR first; a join's output also part by part
 (``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
 calibration samples. ``report["guard"]`` has each model output's SNR (its joined parts', argmax agreement
-for class distributions), whether all meet ``min_snr``, what ``precision="auto"`` widened to float32 (ops
-without an integer rule first, then the lowest-SNR ops round by round, each then tried back in integer),
-and the cost (bytes, MACs no longer in integer arithmetic). int16x8 widening is not done: widened ops are
-float32.
+for class distributions), whether all meet ``min_snr``, what ``precision="auto"`` widened (ops without an
+integer rule to float32 first, then the lowest-SNR ops round by round, each then tried back in int8) and
+to which type, chosen by the target (``widening_rule``): int16x8 (int16 activations, int8 weights, int64
+biases; QUANTIZE int8 -> int16 before the op and int16 -> int8 after it, chains of widened ops and the
+shape-only ops between them kept in int16) when the target's runtime has the op in int16
+(``INT16_OPS`` / ``INT16_MISSING``, probed against TFLM and both edge-sdk runtimes), else float32 when the
+target runs float32, else not at all (``cannot_widen``, with the reason). The cost: per widened op its
+constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs no
+longer in int8 (``macs_int16`` and ``macs_float32`` apart). A widened op's model output stays int16 with
+integer I/O.
 """
 
 from __future__ import annotations
@@ -114,6 +120,19 @@ _FIXED = {
 }
 # Ops TFLM (and we) have no int16-activation kernel for.
 _NO_INT16 = {"HARD_SWISH", "LOG_SOFTMAX", "RSQRT", "DIV", "PRELU"}
+# precision="auto" widens an op to int16x8 (int16 activations, int8 weights, int64 biases) when the op has an
+# int16 kernel in TFLM, in edge-sdk's interpreter and in the runtime the target runs; probed op by op on
+# single-op models by tests/test_quantize_widen.py (TFLM has no int16 REDUCE_MAX; the C runtime's BATCH_MATMUL
+# is float32 only).
+INT16_OPS = frozenset({
+    "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "ADD", "SUB", "MUL",
+    "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "MEAN", "SUM", "SOFTMAX", "LOGISTIC", "TANH", "RELU", "RELU6",
+    "LEAKY_RELU", "BATCH_MATMUL", "CONCATENATION", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+})
+INT16_MISSING = {"python": frozenset(), "c": frozenset({"BATCH_MATMUL"})}  # runtime -> ops without int16
+# Shape-only ops that carry an int16 tensor between widened ops (no requantization to int8 and back).
+_INT16_PASS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "PAD", "PADV2", "STRIDED_SLICE",
+                         "SPLIT", "SPLIT_V", "RESIZE_NEAREST_NEIGHBOR"})
 # Joins: a part whose range would get fewer than JOIN_LEVELS steps under the join's shared scale is crushed.
 _JOINS = {"CONCATENATION", "PACK"}
 JOIN_LEVELS = 16
@@ -325,6 +344,7 @@ class _Build:
         self.qt: dict[int, int] = {}  # source tensor -> its quantized (or non-float) copy
         self.ft: dict[int, int] = {}  # source tensor -> its float copy
         self.origin: dict[int, int] = {}  # new op index -> source op index (None for inserted Q/DQ)
+        self.qx: dict[tuple[int, str], int] = {}  # (source tensor, type) -> its copy in the other integer type
 
     # ---------------------------------------------------------------- tensors
     def add_tensor(self, src: Tensor, type: str, quant: Quantization | None, data: np.ndarray | None = None,
@@ -386,21 +406,38 @@ class _Build:
         row = op_table.OPS.get(name)
         return max(src_version, min(v, row.max_version if row else v))
 
-    def get_q(self, t: int, quant: Quantization | None = None) -> int:
-        """The quantized copy of source tensor t (QUANTIZE from its float copy when only that exists; with
-        ``quant``, a copy in exactly that quantization, requantizing when it differs)."""
+    def get_q(self, t: int, quant: Quantization | None = None, type: str | None = None) -> int:
+        """The quantized copy of source tensor t in ``type`` (default: the build's activation type):
+        QUANTIZE from its float copy when only that exists, or from its integer copy of the other type
+        (int8 <-> int16 around an op widened to int16x8); with ``quant``, a copy in exactly that
+        quantization, requantizing when it differs."""
+        type = type or self.act
+        if t not in self.qt and (t, type) in self.qx:
+            n = self.qx[(t, type)]
+            if quant is None or _same_quant(self.tensors[n].quantization, quant):
+                return n
         if t not in self.qt:
             f = self.ft[t]
-            q = quant if quant is not None else self.default_quant(t)
-            n = self.add_tensor(self.sg.tensors[t], self.act, q, suffix="_quant")
-            self.add_op("QUANTIZE", [f], [n], version=self.version("QUANTIZE", 1))
-            self.qt[t] = n
+            q = quant if quant is not None else self.default_quant(t, type)
+            n = self.add_tensor(self.sg.tensors[t], type, q, suffix="_quant" if type == self.act else "_quant16")
+            self.add_op("QUANTIZE", [f], [n], version=self.version("QUANTIZE", 1, type))
+            if type == self.act:
+                self.qt[t] = n
+            else:
+                self.qx[(t, type)] = n
             return n
         n = self.qt[t]
+        if self.tensors[n].type != type:
+            if (t, type) not in self.qx:
+                c = self.add_tensor(self.sg.tensors[t], type, self.default_quant(t, type),
+                                    suffix="_int16" if type == "INT16" else "_int8")
+                self.add_op("QUANTIZE", [n], [c], version=self.version("QUANTIZE", 1, "INT16"))
+                self.qx[(t, type)] = c
+            n = self.qx[(t, type)]
         if quant is None or _same_quant(self.tensors[n].quantization, quant):
             return n
-        r = self.add_tensor(self.sg.tensors[t], self.act, quant, suffix="_requant")
-        self.add_op("QUANTIZE", [n], [r], version=self.version("QUANTIZE", 1))
+        r = self.add_tensor(self.sg.tensors[t], type, quant, suffix="_requant")
+        self.add_op("QUANTIZE", [n], [r], version=self.version("QUANTIZE", 1, type))
         return r
 
     def get_f(self, t: int) -> int:
@@ -411,9 +448,10 @@ class _Build:
             self.ft[t] = n
         return self.ft[t]
 
-    def default_quant(self, t: int) -> Quantization:
+    def default_quant(self, t: int, type: str | None = None) -> Quantization:
+        type = type or self.act
         lo, hi = self.ranges[t]
-        return self.quant(*_affine(lo, hi, self.qmin, self.qmax, self.act == "INT16"))
+        return self.quant(*_affine(lo, hi, *_limits(type), type == "INT16"))
 
     def build(self, inputs: list[int], outputs: list[int]) -> Model:
         sg = SubGraph(tensors=self.tensors, inputs=inputs, outputs=outputs, operators=self.ops, name=self.sg.name)
@@ -426,6 +464,10 @@ class _Build:
                                  {k: self.io_map[v] for k, v in sd.outputs.items() if v in self.io_map}))
         return Model(operator_codes=self.codes, subgraphs=[sg], buffers=self.buffers, version=self.src.version,
                      description=self.src.description, signature_defs=sigs)
+
+
+def _limits(type: str) -> tuple[int, int]:
+    return (-128, 127) if type == "INT8" else (-32768, 32767)
 
 
 def _same_quant(a: Quantization | None, b: Quantization | None) -> bool:
@@ -557,9 +599,12 @@ def _wide_joins(model: Model, ranges: dict, act: str, excluded: set[int]) -> lis
 
 
 def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int],
-                   wide16: set[int] = frozenset()) -> tuple[Model, _Build]:
+                   wide16: set[int] = frozenset(), w16: set[int] = frozenset()) -> tuple[Model, _Build]:
     """The integer graph; ops in ``wide16`` (a wide join and the shape ops after it, int8 mode) run in int16:
-    each part requantized from its own int8 scale to the join's int16 one."""
+    each part requantized from its own int8 scale to the join's int16 one. Ops in ``w16`` (int8 mode) are
+    widened to int16x8: int16 activations (symmetric), int8 weights, int64 biases, with QUANTIZE int8 ->
+    int16 before them and int16 -> int8 after them; adjacent widened ops (and shape-only ops between them)
+    pass int16 tensors along, and a widened op's model output stays int16."""
     _check_ops(model, act, excluded)
     b = _Build(model, act)
     b.ranges = ranges
@@ -586,15 +631,16 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             b.qt[t] = b.ft.setdefault(t, n)
         return b.qt[t]
 
-    def const_quant(t, quant: Quantization | None = None) -> int:
+    def const_quant(t, quant: Quantization | None = None, type: str | None = None) -> int:
         """A float constant as an activation-typed constant (its own per-tensor params unless given)."""
+        type = type or act
         data = np.asarray(model.tensor_data(0, t), np.float64)
         if quant is None:
             lo, hi = (float(data.min()), float(data.max())) if data.size else (0.0, 0.0)
-            quant = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
-        q = _quantize_array(data, quant.scale[0], quant.zero_point[0], b.qmin, b.qmax,
-                            np.int8 if act == "INT8" else np.int16)
-        return b.add_tensor(sg.tensors[t], act, quant, q)
+            quant = b.quant(*_affine(lo, hi, *_limits(type), type == "INT16"))
+        q = _quantize_array(data, quant.scale[0], quant.zero_point[0], *_limits(type),
+                            np.int8 if type == "INT8" else np.int16)
+        return b.add_tensor(sg.tensors[t], type, quant, q)
 
     for i, op in enumerate(sg.operators):
         name = model.op_name(op)
@@ -623,23 +669,24 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
 
         ins: list[int] = []
         outs: list[int] = []
+        oact = "INT16" if i in w16 else act  # this op's activation type
         if name in _WEIGHTED:
             wi, bi, axis = _WEIGHTED[name]
             for k, t in enumerate(op.inputs):
                 if k in (wi, bi) or t < 0:
                     ins.append(t)
                 elif _is_float(model, t):
-                    ins.append(b.get_q(t) if not _is_const(model, t) else const_quant(t))
+                    ins.append(b.get_q(t, type=oact) if not _is_const(model, t) else const_quant(t, type=oact))
                 else:
                     ins.append(non_float_input(t))
             data_in = op.inputs[2] if name == "TRANSPOSE_CONV" else op.inputs[0]
-            in_scale = b.params_of(b.get_q(data_in))[0]
+            in_scale = b.params_of(b.get_q(data_in, type=oact))[0]
             w = np.asarray(model.tensor_data(0, op.inputs[wi]), np.float64)
             bias_t = op.inputs[bi] if bi < len(op.inputs) else -1
             bias = None
             if bias_t >= 0 and _is_const(model, bias_t) and _is_float(model, bias_t):
                 bias = np.asarray(model.tensor_data(0, bias_t), np.float64).reshape(-1)
-            bias_limit = INT32_MAX if act == "INT8" else 2**63 - 1
+            bias_limit = INT32_MAX if oact == "INT8" else 2**63 - 1
             scales = _weight_scales(w, axis, bias, in_scale, bias_limit)
             qw = _quantize_array(w, scales, 0, -127, 127, np.int8, axis=axis)
             ins[wi] = b.add_tensor(sg.tensors[op.inputs[wi]], "INT8", b.quant(scales, 0, axis), qw)
@@ -648,13 +695,13 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                     raise ConversionError("quantize: unsupported bias",
                                           [f"op {i} {name}: its bias is not a float constant"])
                 bscale = (np.float64(in_scale) * scales.astype(np.float64)).astype(np.float32)
-                btype, bdtype = ("INT32", np.int32) if act == "INT8" else ("INT64", np.int64)
+                btype, bdtype = ("INT32", np.int32) if oact == "INT8" else ("INT64", np.int64)
                 qb = np.clip(_round(bias / bscale.astype(np.float64)), -bias_limit - 1, bias_limit).astype(bdtype)
                 if bscale.size == 1 and qb.size > 1:
                     bscale = np.full(qb.size, bscale[0], np.float32)
                 ins[bi] = b.add_tensor(sg.tensors[bias_t], btype, b.quant(bscale, 0, 0), qb)
             for t in op.outputs:
-                b.qt[t] = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
+                b.qt[t] = b.add_tensor(sg.tensors[t], oact, b.default_quant(t, oact))
                 outs.append(b.qt[t])
         elif i in wide16 and name in _JOINS:
             parts = [t for t in op.inputs if t >= 0 and _is_float(model, t)]
@@ -693,16 +740,19 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                     ins.append(t)
                 elif k == di:
                     if _is_const(model, t):
-                        ins.append(const_quant(t))
+                        ins.append(const_quant(t, type=oact))
+                    elif t in b.qt and b.tensors[b.qt[t]].type == "INT16" and name in INT16_OPS | _INT16_PASS:
+                        ins.append(b.qt[t])  # int16 from a widened op: kept int16 through shape-only ops
                     else:
-                        ins.append(b.get_q(t))
+                        ins.append(b.get_q(t, type=oact))
                     data_q = b.tensors[ins[-1]].quantization
+                    oact = b.tensors[ins[-1]].type
                 elif _is_float(model, t):  # PADV2's pad value: the data's quantization
-                    ins.append(const_quant(t, data_q) if _is_const(model, t) else b.get_q(t, data_q))
+                    ins.append(const_quant(t, data_q, oact) if _is_const(model, t) else b.get_q(t, data_q, oact))
                 else:
                     ins.append(non_float_input(t))
             out_type = b.tensors[ins[di]].type if di < len(ins) and ins[di] >= 0 else act
-            if i in wide16:  # after an int16 join: the int16 op version
+            if i in wide16 or (out_type == "INT16" and act == "INT8"):  # int16 in an int8 model: its op version
                 src_version = b.version(name, src_version, "INT16")
             for t in op.outputs:
                 if _is_float(model, t):
@@ -719,18 +769,18 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                     d = np.asarray(model.tensor_data(0, t))
                     if d.size:
                         lo, hi = min(lo, float(d.min())), max(hi, float(d.max()))
-            shared = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+            shared = b.quant(*_affine(lo, hi, *_limits(oact), oact == "INT16"))
             for t in op.inputs:
                 if t < 0:
                     ins.append(t)
                 elif not _is_float(model, t):
                     ins.append(non_float_input(t))
                 elif _is_const(model, t):
-                    ins.append(const_quant(t, shared))
+                    ins.append(const_quant(t, shared, oact))
                 else:
-                    ins.append(b.get_q(t, shared))
+                    ins.append(b.get_q(t, shared, oact))
             for t in op.outputs:
-                b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(shared))
+                b.qt[t] = b.add_tensor(sg.tensors[t], oact, copy.deepcopy(shared))
                 outs.append(b.qt[t])
         else:  # own output, fixed output, non-float output
             for t in op.inputs:
@@ -739,18 +789,18 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                 elif not _is_float(model, t):
                     ins.append(non_float_input(t))
                 elif _is_const(model, t):
-                    ins.append(const_quant(t))
+                    ins.append(const_quant(t, type=oact))
                 else:
-                    ins.append(b.get_q(t))
+                    ins.append(b.get_q(t, type=oact))
             for t in op.outputs:
                 if not _is_float(model, t):
                     b.qt[t] = b.ft[t] = b.copy_tensor(t)
                 elif name in _FIXED:
-                    b.qt[t] = b.add_tensor(sg.tensors[t], act, b.quant(*_FIXED[name][act]))
+                    b.qt[t] = b.add_tensor(sg.tensors[t], oact, b.quant(*_FIXED[name][oact]))
                 else:
-                    b.qt[t] = b.add_tensor(sg.tensors[t], act, b.default_quant(t))
+                    b.qt[t] = b.add_tensor(sg.tensors[t], oact, b.default_quant(t, oact))
                 outs.append(b.qt[t])
-        b.add_op(name, ins, outs, op.options, op.options_type, b.version(name, src_version), origin=i)
+        b.add_op(name, ins, outs, op.options, op.options_type, b.version(name, src_version, oact), origin=i)
 
     new_outputs = []
     for t in sg.outputs:
@@ -758,8 +808,8 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             n = b.qt.get(t, b.ft.get(t))
         elif io == "float32":
             n = b.get_f(t)
-        else:
-            n = b.get_q(t)
+        else:  # integer I/O: the output's own integer copy (int16 after a widened op or a wide join)
+            n = b.qt[t] if t in b.qt else b.get_q(t)
         io_map[t] = n
         new_outputs.append(n)
     b.io_map = io_map
@@ -1063,13 +1113,72 @@ def _macs(model: Model, op: Operator) -> int:
     return 0
 
 
-def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: list[int], base_bytes, min_snr,
-                  precision: str, held: int, measured: int, no_rule=()) -> dict:
+def widening_rule(target=None, mode: str = "int8"):
+    """(rule, where): ``rule(op name) -> (type, why)`` says what precision="auto" widens an op to: "int16"
+    (int16x8) when the op has an int16 kernel in TFLM and in edge-sdk's interpreter and in the target's
+    runtime (``INT16_OPS``, ``INT16_MISSING``) and the target's profile takes int16 for it; else "float32"
+    when the profile takes float32 for it; else (None, why). Without a target: int16 when both edge-sdk
+    runtimes (the Python interpreter and the C runtime) have the kernel, else float32. ``target``: a profile
+    name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is wider."""
+    backend = None
+    runtimes = ("python", "c")
+    where = "the default runtimes (edge-sdk's interpreter and C runtime, TFLM)"
+    if target is not None:
+        from edge_sdk.targets.profiles import Profile, load_profile
+
+        prof = target if isinstance(target, Profile) else load_profile(target)
+        backend = prof.cpu_backend
+        runtimes = tuple(dict.fromkeys(("python", prof.runtime or "python")))
+        where = f"target {prof.name} (runtime {prof.runtime or 'python'})"
+
+    def rule(name: str, float_only: bool = False) -> tuple[str | None, str | None]:
+        int16_why = None
+        if mode == "int8" and not float_only:
+            missing = [rt for rt in runtimes if name in INT16_MISSING.get(rt, ())]
+            if name not in INT16_OPS:
+                int16_why = f"no int16x8 kernel for {name} (TFLM)"
+            elif missing:
+                int16_why = f"the {'/'.join(missing)} runtime has no int16 {name}"
+            elif backend is not None and backend.op_constraints(name, "int16") is None:
+                int16_why = f"the profile takes no int16 {name}"
+            else:
+                return "int16", None
+        if backend is None or backend.op_constraints(name, "float32") is not None:
+            return "float32", None
+        return None, f"{where}: {int16_why + '; ' if int16_why else ''}the profile takes no float32 {name}"
+
+    return rule, where
+
+
+def _widen_cost(model: Model, i: int, kind: str) -> dict:
+    """What widening op i to ``kind`` costs: constant bytes (weights stay int8 in int16x8, biases int32 ->
+    int64, other constants int8 -> int16; float32: everything 4 bytes), the extra bytes of its outputs
+    (activation memory), and its MACs (no longer int8)."""
+    sg = model.subgraphs[0]
+    op = sg.operators[i]
+    name = model.op_name(op)
+    wi, bi, _ = _WEIGHTED.get(name, (-1, -1, 0))
+    const = 0
+    for k, t in enumerate(op.inputs):
+        if t < 0 or not _is_float(model, t) or not _is_const(model, t):
+            continue
+        n = int(np.prod(sg.tensors[t].shape, dtype=np.int64))
+        if kind == "int16":
+            const += 4 * n if k == bi else 0 if k == wi else n
+        else:
+            const += 0 if k == bi else 3 * n
+    act = sum(int(np.prod(sg.tensors[t].shape, dtype=np.int64)) for t in op.outputs if _is_float(model, t))
+    return {"bytes": const, "activation_bytes": act * (1 if kind == "int16" else 3), "macs": _macs(model, op)}
+
+
+def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: dict, base_bytes, min_snr,
+                  precision: str, held: int, measured: int, no_rule=(), cannot=None, where: str = "") -> dict:
     from edge_sdk.model import write_model
 
     sg = model.subgraphs[0]
     total = sum(_macs(model, op) for op in sg.operators)
     wide_macs = sum(_macs(model, sg.operators[i]) for i in list(widened) + [i for i, _ in no_rule])
+    macs16 = sum(_macs(model, sg.operators[i]) for i, k in widened.items() if k == "int16")
     short = _short(outputs, min_snr)
     return {
         "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
@@ -1080,12 +1189,17 @@ def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: lis
                   for o in short],
         "widened": [{"op_index": i, "op": model.op_name(sg.operators[i]),
                      "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32",
-                     "reason": why} for i, why in no_rule]
+                     "reason": why, "cost": _widen_cost(model, i, "float32")} for i, why in no_rule]
                    + [{"op_index": i, "op": model.op_name(sg.operators[i]),
-                       "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": "float32",
-                       "reason": "loses SNR"} for i in widened],
+                       "output": sg.tensors[sg.operators[i].outputs[0]].name, "to": kind,
+                       "reason": "loses SNR", "cost": _widen_cost(model, i, kind)} for i, kind in widened.items()],
+        "cannot_widen": [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                          "output": sg.tensors[sg.operators[i].outputs[0]].name, "reason": why}
+                         for i, why in (cannot or {}).items()],
+        "widening_for": where,
         "cost": {"bytes": (len(write_model(qmodel)) - base_bytes) if widened and base_bytes else 0,
-                 "macs_total": total, "macs_not_int8": wide_macs},
+                 "macs_total": total, "macs_not_int8": wide_macs, "macs_int16": macs16,
+                 "macs_float32": wide_macs - macs16},
     }
 
 
@@ -1093,14 +1207,17 @@ def _guard_report(model: Model, qmodel: Model, outputs: list[dict], widened: lis
 def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
-             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS) -> QuantizationResult:
+             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
     ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8).
 
     holdout: at most this many calibration samples (every 5th) are held back from calibration and used to
     measure the result (the per-layer table and ``report["guard"]``); 0 measures on the calibration samples.
-    precision: "int8" (every op in the mode's type) or "auto" (the most sensitive ops widened to float32,
-    round by round, until every output's SNR reaches ``min_snr`` dB or ``max_rounds`` rounds are spent).
+    precision: "int8" (every op in the mode's type) or "auto" (the most sensitive ops widened, round by
+    round, until every output's SNR reaches ``min_snr`` dB or ``max_rounds`` rounds are spent): to int16x8
+    where the target's runtime has the op in int16, else to float32 where the target runs float32, else not
+    at all (``report["guard"]["cannot_widen"]``); see ``widening_rule``. ``target``: a device profile name,
+    .toml path or Profile (None: the Python interpreter and the C runtime both).
     """
     if mode not in MODES:
         raise ModelError(f"quantize: mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -1145,7 +1262,14 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         raise ModelError(f"quantize: mode {mode!r} needs calibration data")
     if precision not in PRECISIONS:
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
     no_rule = _unquantizable(model, act, excluded) if precision == "auto" else []
+    no_float = [f"op {i} {model.op_name(sg.operators[i])} (output '{sg.tensors[sg.operators[i].outputs[0]].name}'): "
+                f"{why}, and {rule(model.op_name(sg.operators[i]), True)[1]}"
+                for i, why in no_rule if rule(model.op_name(sg.operators[i]), True)[0] != "float32"]
+    if no_float:
+        raise ConversionError(f"quantize: {len(no_float)} op(s) have no {act.lower()} rule and cannot stay float32",
+                              no_float)
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     _check_ops(model, act, excluded)
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
@@ -1205,15 +1329,18 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     report["joins"] = joins
     log.stage(f"quantizing to {mode}")
 
-    def build(excl):
-        qm, bb = _integer_graph(model, ranges, act, io, excl, wide16)
+    def build(excl, w16=frozenset()):
+        qm, bb = _integer_graph(model, ranges, act, io, excl, wide16, w16)
         qm = _drop_unused_buffers(qm)
         _verify(qm)
         return qm, bb
 
     qmodel, b = build(excluded)
     layers = outputs = None
-    widened: list[int] = []
+    widened: dict[int, str] = {}  # op index -> the type it was widened to ("int16" / "float32"), in order
+    cannot: dict[int, str] = {}  # op index -> why it cannot be widened on this target
+    w16: set[int] = set()
+    base_excluded = set(excluded)
     base_bytes = None
     tried = 0
     if measure_error or precision == "auto":
@@ -1224,37 +1351,50 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
             from edge_sdk.model import write_model
 
             base_bytes = len(write_model(qmodel))
-        best = (_worst(outputs), qmodel, b, layers, outputs, list(widened))
+        best = (_worst(outputs), qmodel, b, layers, outputs, dict(widened))
         stale = tried = 0
         for rnd in range(max_rounds if precision == "auto" else 0):
             if not _short(outputs, min_snr) or stale >= STALE_ROUNDS:
                 break
-            take = _sensitive_ops(model, layers, excluded)[: 1 << rnd]
+            take = {}
+            for i in _sensitive_ops(model, layers, excluded | w16 | set(cannot)):
+                kind, why = rule(model.op_name(sg.operators[i]))
+                if kind is None:
+                    cannot[i] = why
+                    continue
+                take[i] = kind
+                if len(take) >= 1 << rnd:
+                    break
             if not take:
                 break
-            excluded = excluded | set(take)
-            widened += take
+            widened.update(take)
+            excluded = excluded | {i for i, k in take.items() if k == "float32"}
+            w16 = w16 | {i for i, k in take.items() if k == "int16"}
             tried = max(tried, len(widened))
-            log.stage(f"widening {len(widened)} op(s) to float32 (round {rnd + 1})")
-            qmodel, b = build(excluded)
+            n16 = sum(k == "int16" for k in widened.values())
+            log.stage(f"widening {len(widened)} op(s) ({n16} to int16x8, {len(widened) - n16} to float32; "
+                      f"round {rnd + 1})")
+            qmodel, b = build(excluded, w16)
             layers, outputs = _layer_errors(model, qmodel, b, measure, float_run, io)
             if _worst(outputs) > best[0] + 0.1:
-                best, stale = (_worst(outputs), qmodel, b, layers, outputs, list(widened)), 0
+                best, stale = (_worst(outputs), qmodel, b, layers, outputs, dict(widened)), 0
             else:
                 stale += 1
         if stale and _short(outputs, min_snr):  # the last rounds gained nothing: keep the smallest widening that gave the best result
             _, qmodel, b, layers, outputs, widened = best
+            w16 = {i for i, k in widened.items() if k == "int16"}
+            excluded = base_excluded | {i for i, k in widened.items() if k == "float32"}
         if widened and not _short(outputs, min_snr) and len(widened) <= MAX_PRUNE:
             for i in list(reversed(widened)):  # rounds widen in batches: give back each op not needed
-                trial = excluded - {i}
-                qm, bb = build(trial)
+                trial, trial16 = excluded - {i}, w16 - {i}
+                qm, bb = build(trial, trial16)
                 lay, outs = _layer_errors(model, qm, bb, measure, float_run, io)
                 if not _short(outs, min_snr):
-                    excluded, qmodel, b, layers, outputs = trial, qm, bb, lay, outs
-                    widened.remove(i)
+                    excluded, w16, qmodel, b, layers, outputs = trial, trial16, qm, bb, lay, outs
+                    del widened[i]
     if outputs is not None:
         report["guard"] = _guard_report(model, qmodel, outputs, widened, base_bytes, min_snr, precision,
-                                        len(held), len(measure), no_rule)
+                                        len(held), len(measure), no_rule, cannot, rule_target)
         report["guard"]["tried_widening"] = tried
 
     report["calibration"] = {"samples": calibrated, "held_back": len(held), "method": method,

@@ -198,9 +198,14 @@ def format_guard(guard: dict | None) -> list[str]:
         cost = guard.get("cost") or {}
         macs, total = cost.get("macs_not_int8", 0), cost.get("macs_total", 0)
         share = f" ({100 * macs / total:.1f}% of {total})" if total else ""
-        lines.append(f"widened    {len(wide)} op(s) to float32: " + ", ".join(f"{w['op']} {w['output']}" for w in wide[:8])
+        kinds = sorted({w.get("to", "float32") for w in wide})
+        lines.append(f"widened    {len(wide)} op(s) to {'/'.join(kinds)}: "
+                     + ", ".join(f"{w['op']} {w['output']} -> {w.get('to', 'float32')}" for w in wide[:8])
                      + (f" ... {len(wide) - 8} more" if len(wide) > 8 else ""))
-        lines.append(f"  cost {cost.get('bytes', 0):+d} bytes, {macs} MACs not in int8{share}")
+        lines.append(f"  cost {cost.get('bytes', 0):+d} bytes, {macs} MACs not in int8{share} "
+                     f"({cost.get('macs_int16', 0)} in int16, {cost.get('macs_float32', macs)} in float32)")
+    for c in guard.get("cannot_widen") or []:
+        lines.append(f"  cannot widen {c['op']} {c['output']}: {c['reason']}")
     for s in guard.get("lossy") or []:
         lines.append(f"  LOSSY (written with allow-lossy): {s}")
     return lines

@@ -73,10 +73,12 @@ def test_auto_widens_until_the_output_meets_the_threshold():
     res = convert(src, calibration=_calib())
     g = res.report["guard"]
     assert g["met"] and g["precision"] == "auto" and g["held_back"] and g["samples"] == 12
-    assert g["widened"] and all(w["to"] == "float32" for w in g["widened"])
+    # without a target, FULLY_CONNECTED widens to int16x8 (both edge-sdk runtimes and TFLM have it)
+    assert g["widened"] and all(w["to"] == "int16" for w in g["widened"])
     # the two FCs around the outlier tensor, not the harmless first one
     assert sorted(w["output"] for w in g["widened"]) == ["hidden", "y"]
     assert g["cost"]["bytes"] > 0 and g["cost"]["macs_not_int8"] == 16 * 16 + 16 * 8
+    assert g["cost"]["macs_int16"] == 16 * 16 + 16 * 8 and g["cost"]["macs_float32"] == 0
     assert g["cost"]["macs_total"] == 16 * 16 * 2 + 16 * 8
     assert res.report["manifest"]["quantization"]["widened"] == [w["output"] for w in g["widened"]]
     # what the guard measured is what the model does, on samples it has never seen

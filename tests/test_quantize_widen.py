@@ -1,0 +1,133 @@
+"""precision="auto" widens by the target profile: an op that loses SNR goes to int16x8 (int16 activations,
+int8 weights, int64 bias) where the target's runtime has the op in int16, else to float32 where the profile
+runs float32, else it cannot be widened (said so, and a model that stays short is not written). The table
+of ops with int16 kernels (converters.quantize.INT16_OPS / INT16_MISSING) is checked here against the
+runtimes themselves: edge-sdk's interpreter, the C runtime and TFLM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from converters import convert
+from converters.quantize import INT16_MISSING, INT16_OPS, quantize, widening_rule
+from edge_sdk import ConversionError
+from edge_sdk.model import read_model, write_model
+from edge_sdk.runtime.interpreter import Interpreter
+from tests import peers
+from tests.int16_probe import PROBED, single_op
+from tests.test_quantize import quantize_inputs
+from tests.test_quantize_guard import _calib, outlier_mlp
+
+PROFILES = __import__("pathlib").Path(__file__).resolve().parent.parent / "device_profiles"
+
+
+def _run(data: bytes, xs, backend="python"):
+    it = Interpreter(model_content=data, backend=backend)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), xs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+
+
+def _int16x8(op):
+    data, shape = single_op(op)
+    cal = [np.random.default_rng(k).standard_normal(shape).astype(np.float32) for k in range(6)]
+    q = quantize(read_model(data), cal, mode="int16x8", io="float32", measure_error=False)
+    return write_model(q.model), cal[0]
+
+
+@pytest.mark.parametrize("op", PROBED + ("REDUCE_MAX",))
+def test_int16_table_matches_the_runtimes(op):
+    model, x = _int16x8(op)
+    ours = _run(model, [x])[0]  # edge-sdk's interpreter runs every probed op in int16
+    if op in INT16_OPS:
+        np.testing.assert_array_equal(peers._tflm(model, [x])[0], ours)  # bit-exact with TFLM
+    else:  # left out because TFLM has no int16 kernel for it
+        with pytest.raises(Exception):
+            peers._tflm(model, [x])
+    if op in INT16_MISSING["c"]:
+        with pytest.raises(Exception, match="unsupported tensor type"):
+            _run(model, [x], backend="c")
+    else:
+        np.testing.assert_array_equal(_run(model, [x], backend="c")[0], ours)
+
+
+def test_rule_by_profile():
+    rule, _ = widening_rule()
+    assert rule("FULLY_CONNECTED") == ("int16", None)
+    assert rule("BATCH_MATMUL")[0] == "float32"  # the C runtime has no int16 BATCH_MATMUL
+    assert rule("HARD_SWISH")[0] == "float32"  # TFLM has no int16 HARD_SWISH
+    host, _ = widening_rule("host-linux")
+    assert host("BATCH_MATMUL") == ("int16", None)  # the Python interpreter has it
+    pico, where = widening_rule("rp2040-pico")  # Cortex-M0+: no float32 compute ops
+    assert pico("FULLY_CONNECTED") == ("int16", None)
+    kind, why = pico("HARD_SWISH")
+    assert kind is None and "rp2040-pico" in why and "no float32 HARD_SWISH" in why
+    assert widening_rule(None, "int16x8")[0]("FULLY_CONNECTED")[0] == "float32"
+
+
+def _profile(tmp_path, parent: str, body: str) -> str:
+    path = tmp_path / "custom.toml"
+    path.write_text(f'extends = "{PROFILES / parent}.toml"\ndescription = "test profile"\n{body}')
+    return str(path)
+
+
+def test_widens_to_int16_and_is_bit_exact_with_tflm():
+    src = outlier_mlp()
+    res = convert(src, calibration=_calib(), io="float32")
+    g = res.report["guard"]
+    assert g["met"] and {w["output"]: w["to"] for w in g["widened"]} == {"hidden": "int16", "y": "int16"}
+    for w in g["widened"]:  # per op: constant bytes (int64 bias), activation bytes, MACs
+        assert w["cost"]["bytes"] == 4 * (16 if w["output"] == "hidden" else 8) and w["cost"]["macs"] > 0
+    q = read_model(res.tflite)
+    sg = q.subgraphs[0]
+    types = {sg.tensors[op.outputs[0]].name: sg.tensors[op.outputs[0]].type for op in sg.operators}
+    assert types["first"] == "INT8" and types["hidden"] == "INT16" and types["y"] == "INT16"
+    ops = [q.op_name(op) for op in sg.operators]
+    assert ops.count("QUANTIZE") == 2  # the float input -> int8, the first FC's int8 -> int16; hidden stays int16
+    for k in range(5):
+        x = np.random.default_rng(20 + k).standard_normal((1, 16)).astype(np.float32)
+        ours = _run(res.tflite, [x])[0]
+        np.testing.assert_array_equal(peers._tflm(res.tflite, [x])[0], ours)
+        np.testing.assert_array_equal(_run(res.tflite, [x], backend="c")[0], ours)
+
+
+def test_int8_io_keeps_the_widened_output_int16():
+    res = convert(outlier_mlp(), calibration=_calib())
+    q = read_model(res.tflite)
+    sg = q.subgraphs[0]
+    assert sg.tensors[sg.outputs[0]].type == "INT16" and sg.tensors[sg.inputs[0]].type == "INT8"
+    x = _calib(1, seed=9)[0]
+    xq = quantize_inputs(q, [x])
+    np.testing.assert_array_equal(peers._tflm(res.tflite, xq)[0], _run(res.tflite, xq)[0])
+
+
+def test_float_only_extra_target_widens_to_float32(tmp_path):
+    target = _profile(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
+    res = convert(outlier_mlp(), calibration=_calib(), io="float32", target=target)
+    g = res.report["guard"]
+    assert g["met"] and g["widened"] and all(w["to"] == "float32" for w in g["widened"])
+    assert g["cost"]["macs_float32"] == g["cost"]["macs_not_int8"] > 0 and g["cost"]["macs_int16"] == 0
+    assert "custom" in g["widening_for"]
+
+
+def test_mcu_without_float_never_gets_float_ops(tmp_path):
+    res = convert(outlier_mlp(), calibration=_calib(), target="rp2040-pico")
+    g = res.report["guard"]
+    assert g["met"] and all(w["to"] == "int16" for w in g["widened"])
+    q = read_model(res.tflite)
+    sg = q.subgraphs[0]
+    float_ops = [q.op_name(op) for op in sg.operators
+                 if any(t >= 0 and sg.tensors[t].type == "FLOAT32" for t in list(op.inputs) + list(op.outputs))]
+    assert float_ops == []
+    # the same board without int16 FULLY_CONNECTED: nothing to widen to, said so, nothing written
+    target = _profile(tmp_path, "rp2040-pico", "[ops.int16]\nFULLY_CONNECTED = false\n")
+    with pytest.raises(ConversionError) as err:
+        convert(outlier_mlp(), calibration=_calib(), target=target)
+    assert "cannot be widened" in str(err.value) and "nothing was written" in str(err.value)
+    res = convert(outlier_mlp(), calibration=_calib(), target=target, allow_lossy=True)
+    cannot = res.report["guard"]["cannot_widen"]
+    assert cannot and all("no float32 FULLY_CONNECTED" in c["reason"] for c in cannot)
+    assert not res.report["guard"]["widened"]
