@@ -140,6 +140,20 @@ def _calibration(calibration, model, preprocess):
     return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating", where=where)
 
 
+def _runs_gelu(target) -> bool:
+    """Whether the GELU fusion may emit GELU: the target's runtime has the kernel and its profile takes the op
+    (no target: edge-sdk's interpreter and C runtime both have it; TFLM has none)."""
+    if target is None:
+        return True
+    from edge_sdk.runtime.op_table import runtime_refusal
+    from edge_sdk.targets.profiles import load_profile
+
+    prof = load_profile(target)
+    if runtime_refusal(prof.runtime or "python", "GELU", 2) is not None:
+        return False
+    return any(prof.cpu_backend.op_constraints("GELU", d) is not None for d in ("float32", "int8"))
+
+
 def _jsonable(value):
     from edge_sdk.model.manifest import jsonable as j
 
@@ -282,7 +296,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     log.stage("optimizing")
     from converters.passes import optimize
 
-    model = optimize(model, nhwc_io=nhwc_io)
+    model = optimize(model, nhwc_io=nhwc_io, fuse_gelu=_runs_gelu(target))
     opt_notes = dict(getattr(model, "conversion_notes", {}) or {})
     float_model = model
     float_bytes = write_model(float_model)

@@ -109,7 +109,7 @@ _SHARED = {"CONCATENATION", "PACK", "MAXIMUM", "MINIMUM"}
 # Ops with their own output range (from calibration); float constant inputs get their own per-tensor params.
 _OWN_OUTPUT = {
     "ADD", "SUB", "MUL", "SQUARED_DIFFERENCE", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "HARD_SWISH",
-    "PRELU", "MEAN", "SUM", "RSQRT", "DIV", "BATCH_MATMUL",
+    "PRELU", "MEAN", "SUM", "RSQRT", "DIV", "BATCH_MATMUL", "GELU",
 }
 # Fixed output quantization: op -> {activation type: (scale, zero point)}.
 _FIXED = {
@@ -119,7 +119,7 @@ _FIXED = {
     "LOG_SOFTMAX": {"INT8": (16 / 256, 127)},
 }
 # Ops TFLM (and we) have no int16-activation kernel for.
-_NO_INT16 = {"HARD_SWISH", "LOG_SOFTMAX", "RSQRT", "DIV", "PRELU"}
+_NO_INT16 = {"HARD_SWISH", "LOG_SOFTMAX", "RSQRT", "DIV", "PRELU", "GELU"}
 # precision="auto" widens an op to int16x8 (int16 activations, int8 weights, int64 biases) when the op has an
 # int16 kernel in TFLM, in edge-sdk's interpreter and in the runtime the target runs; probed op by op on
 # single-op models by tests/test_quantize_widen.py (TFLM has no int16 REDUCE_MAX; the C runtime's BATCH_MATMUL
@@ -150,7 +150,7 @@ _VERSIONS = {
              "GATHER": 2, "SPLIT": 2, "SPLIT_V": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
              "LEAKY_RELU": 2, "RELU": 2, "RELU6": 2, "PRELU": 1, "HARD_SWISH": 1, "ARG_MAX": 2,
              "LOG_SOFTMAX": 2, "SQUARED_DIFFERENCE": 2, "DEPTH_TO_SPACE": 2, "SPACE_TO_DEPTH": 2,
-             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1, "BATCH_MATMUL": 2},
+             "REDUCE_MAX": 2, "SUM": 1, "RSQRT": 2, "DIV": 1, "BATCH_MATMUL": 2, "GELU": 2},
     "INT16": {"CONV_2D": 4, "DEPTHWISE_CONV_2D": 5, "FULLY_CONNECTED": 7, "TRANSPOSE_CONV": 3, "ADD": 3,
               "SUB": 3, "MUL": 4, "SOFTMAX": 3, "LOGISTIC": 3, "TANH": 3, "CONCATENATION": 3, "MAX_POOL_2D": 3,
               "AVERAGE_POOL_2D": 3, "PAD": 4, "PADV2": 4, "STRIDED_SLICE": 4, "SLICE": 4, "TRANSPOSE": 5,

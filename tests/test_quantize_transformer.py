@@ -1,7 +1,8 @@
 """A transformer block (LayerNorm as ReduceMean / Sub / Pow / Sqrt / Div, single-head attention with
 MatMul / Softmax, GELU in its Erf form, residual adds) built with onnx.helper, as PyTorch exports it:
-converts at default settings (int8, precision auto) with no --exclude, meets the accuracy guard's
-threshold, and runs bit-exactly in ours and TFLM."""
+converts at default settings (int8, precision auto) with no --exclude, its GELU as one GELU op, meets the
+accuracy guard's threshold, and runs in ours as in LiteRT (TFLM has no GELU kernel; LiteRT's pip build
+requantizes with one rounding, a step apart on near-ties, which compound over the block's ops)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from onnx import helper, numpy_helper
 
 from converters import convert
 from edge_sdk.model import read_model
-from tests.peers import run_tflm
+from tests.peers import run_litert
 from tests.test_quantize import dequantize_outputs, quantize_inputs, run_ours
 
 T, D, H = 16, 32, 64
@@ -102,21 +103,22 @@ def test_transformer_block_quantizes_at_default_settings():
     g = res.report["guard"]
     assert g["met"] and g["outputs"][0]["snr_db"] >= 30, g["outputs"]
     qops = res.report["output"]["ops"]
-    assert qops["BATCH_MATMUL"] == 2 and qops["SOFTMAX"] == 1
+    assert qops["BATCH_MATMUL"] == 2 and qops["SOFTMAX"] == 1 and qops["GELU"] == 1
+    assert "DIV" not in qops and "MINIMUM" not in qops  # no Erf arithmetic left
     q = read_model(res.tflite)
     sg = q.subgraphs[0]
     types = {sg.tensors[op.outputs[0]].name: sg.tensors[op.outputs[0]].type for op in sg.operators}
-    # attention, LayerNorm and the MLP in int8; at most the GELU's Erf arithmetic widened to float32
-    for name in ("scores", "attn", "ctx", "ln1_mean", "ln1_var", "ln2_n", "fc1_out", "fc2_out"):
+    # attention, LayerNorm, the GELU and the MLP in int8, nothing widened
+    for name in ("scores", "attn", "ctx", "ln1_mean", "ln1_var", "ln2_n", "fc1_out", "gelu", "fc2_out"):
         assert types[name] == "INT8", (name, types[name])
-    widened = [w["output"] for w in g["widened"]]
-    assert len(widened) <= 8 and all(w.startswith(("Erf", "g_")) for w in widened), widened
-    # new samples: bit-exact with TFLM, and close to the float model
+    assert g["widened"] == []
+    # new samples: as LiteRT runs it, and close to the float model
     xs = _x(10, 9)
     snrs = []
     for x, ref in zip(xs, _onnx_run(model, xs)):
         feed = quantize_inputs(q, [x])
         ours = run_ours(res.tflite, feed)
-        np.testing.assert_array_equal(ours[0], run_tflm(res.tflite, feed)[0].reshape(ours[0].shape))
+        theirs = run_litert(res.tflite, feed)[0].reshape(ours[0].shape)
+        assert np.abs(ours[0].astype(int) - theirs.astype(int)).max() <= 2
         snrs.append(_snr(ref, dequantize_outputs(q, ours)[0]))
     assert np.mean(snrs) > 28, snrs

@@ -7,6 +7,7 @@ Each pass is a module with ``apply(model, sg) -> int`` (rewrites made in subgrap
 - ``fold_constants``  ops whose inputs are all constants, evaluated by our kernels
 - ``matmul``          BATCH_MATMUL with a constant rhs -> FULLY_CONNECTED; FC + ADD(const) -> FC with bias
 - ``arith``           DIV(x, SQRT(v)) -> MUL(x, RSQRT(v)); DIV by a constant -> MUL by its reciprocal
+- ``gelu``            GELU written out (erf or tanh form, any order) -> one GELU op (skipped with fuse_gelu=False)
 - ``layout``          TRANSPOSEs sunk through layout-agnostic ops, merged and cancelled
 - ``batchnorm``       MUL/ADD per-channel constants folded into CONV_2D/DEPTHWISE_CONV_2D/FC/TRANSPOSE_CONV
 - ``activation``      clamps canonicalized, RELU/RELU6/RELU_N1_TO_1 fused into their producer
@@ -26,6 +27,7 @@ from converters.passes import (
     arith,
     batchnorm,
     fold_constants,
+    gelu,
     identity,
     layout,
     matmul,
@@ -38,6 +40,7 @@ PIPELINE = (
     ("fold_constants", fold_constants),
     ("matmul", matmul),
     ("arith", arith),
+    ("gelu", gelu),
     ("layout", layout),
     ("batchnorm", batchnorm),
     ("activation", activation),
@@ -50,10 +53,12 @@ def notes(model: Model) -> dict:
     return getattr(model, "conversion_notes", {})
 
 
-def _rounds(model: Model, counts: dict) -> None:
+def _rounds(model: Model, counts: dict, skip=()) -> None:
     for _ in range(MAX_ROUNDS):
         changed = 0
         for name, module in PIPELINE:
+            if name in skip:
+                continue
             for sg in range(len(model.subgraphs)):
                 n = module.apply(model, sg)
                 counts[name] = counts.get(name, 0) + n
@@ -63,16 +68,18 @@ def _rounds(model: Model, counts: dict) -> None:
             return
 
 
-def optimize(model: Model, nhwc_io: bool = False) -> Model:
-    """Run the pipeline to a fixed point (in place; the same model is returned)."""
+def optimize(model: Model, nhwc_io: bool = False, fuse_gelu: bool = True) -> Model:
+    """Run the pipeline to a fixed point (in place; the same model is returned). ``fuse_gelu=False`` keeps
+    GELU decompositions (for a target whose runtime has no GELU kernel)."""
     counts: dict[str, int] = {}
+    skip = () if fuse_gelu else ("gelu",)
     G.make_names_unique(model)
     G.eliminate_dead_code(model)
-    _rounds(model, counts)
+    _rounds(model, counts, skip)
     io = {"inputs": [], "outputs": []}
     if nhwc_io:
         io = layout.to_nhwc_io(model)
-        _rounds(model, counts)
+        _rounds(model, counts, skip)
     for sg in range(len(model.subgraphs)):
         problems = G.topological_problems(model, sg)
         if problems:

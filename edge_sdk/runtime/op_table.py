@@ -104,6 +104,8 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2),
     OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2),
     OpRow("PRELU",                        "activations:prepare_prelu",        2),
+    # GELU (float32; int8 by a 256-entry table as LiteRT's): emitted by converters.passes.gelu
+    OpRow("GELU",                         "gelu:prepare_gelu",                2),
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        3),
     OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      6),

@@ -25,6 +25,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'EXPAND_DIMS': (2, 'squeeze_expand_dims.c'),
     'FULLY_CONNECTED': (13, 'fully_connected.c'),
     'GATHER': (7, 'gather.c'),
+    'GELU': (2, 'gelu.c'),
     'HARD_SWISH': (2, 'hard_swish.c'),
     'LEAKY_RELU': (2, 'leaky_relu.c'),
     'LOG': (2, 'math_unary.c'),

@@ -256,6 +256,9 @@ enum {
     EDGE_OPTS_CallOnceOptions = 103,
 };
 
+/* BuiltinOptions union code of GELU (gelu.c). */
+enum { EDGE_OPTS_GeluOptions = 116 };
+
 /* Fused activations (schema ActivationFunctionType). */
 enum {
     EDGE_ACT_NONE = 0,

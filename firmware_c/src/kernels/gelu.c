@@ -1,0 +1,92 @@
+/* GELU (builtin 150, GeluOptions.approximate): y = x * Phi(x).
+ *
+ * As edge_sdk/runtime/kernels/gelu.py prepare_gelu (LiteRT gelu.cc and its reference header; TFLM has no GELU):
+ *  - exact: 0.5f * x * erfc(-x * sqrt(1/2)); approximate: 0.5f * x * (1 + tanh(sqrt(2/pi) * x * (1 + 0.044715 x^2))),
+ *    in float arithmetic with erfc / tanh evaluated in double and rounded to float (erfc by Numerical Recipes'
+ *    Chebyshev-fitted erfcc, fractional error below 1.2e-7, the same formula as the Python kernel's);
+ *  - int8: a 256-entry table built in prepare as LiteRT's LUTPopulate: the input dequantized in float, the
+ *    formula, times 1 / output scale, rounded half away from zero, plus the output zero point, clamped.
+ */
+#include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
+
+EDGE_KERNEL(GELU, gelu, 2)
+
+typedef struct {
+    int32_t type, approximate;
+    int8_t lut[256];
+} gelu_data_t;
+
+typedef struct {
+    float in_scale, inv_out;
+    int32_t in_zp, out_zp, approximate;
+} gelu_params_t;
+
+static double gelu_erfc(double x) {
+    static const double c[10] = {-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                                 0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+    double z = x < 0 ? -x : x, t = 1.0 / (1.0 + 0.5 * z), poly = c[9], ans;
+    int k;
+    for (k = 8; k >= 0; k--) poly = c[k] + t * poly;
+    ans = t * exp(-z * z + poly);
+    return x >= 0 ? ans : 2.0 - ans;
+}
+
+static float gelu_value(float v, int32_t approximate) {
+    if (approximate) {
+        float inner = 0.79788456080286535588f * v * (1.0f + 0.044715f * v * v);
+        float t = (float)tanh((double)inner);
+        return 0.5f * v * (1.0f + t);
+    }
+    return 0.5f * v * (float)gelu_erfc((double)(v * -0.70710678118654752440f));
+}
+
+static int32_t gelu_q(const void *params, int32_t v) {
+    const gelu_params_t *p = (const gelu_params_t *)params;
+    float deq = p->in_scale * (float)(v - p->in_zp);
+    float r = gelu_value(deq, p->approximate) * p->inv_out;
+    float whole = truncf(r);
+    int64_t q;
+    if (r - whole >= 0.5f) whole += 1.0f; /* std::round: halves away from zero */
+    else if (r - whole <= -0.5f) whole -= 1.0f;
+    if (whole > 1e9f) whole = 1e9f;
+    if (whole < -1e9f) whole = -1e9f;
+    q = (int64_t)whole + p->out_zp;
+    return (int32_t)ea_clamp(q, -128, 127);
+}
+
+edge_status_t edge_prepare_gelu(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *out;
+    gelu_data_t *d;
+    edge_status_t s;
+    gelu_params_t p;
+
+    if ((s = ea_unary_begin(node, ctx, 0, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    d = (gelu_data_t *)node->user_data;
+    d->type = x->type;
+    d->approximate = node->options_type == EDGE_OPTS_GeluOptions ? (edge_opt_int(node, 0, 1, 0) != 0) : 0;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
+    p.in_scale = x->scale;
+    p.inv_out = 1.0f / out->scale;
+    p.in_zp = x->zero_point;
+    p.out_zp = out->zero_point;
+    p.approximate = d->approximate;
+    ea_lut8_build(d->lut, gelu_q, &p);
+    return EDGE_OK;
+}
+
+void edge_eval_gelu(const edge_node_t *node, edge_ctx_t *ctx) {
+    const gelu_data_t *d = (const gelu_data_t *)node->user_data;
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, x->data, out->data, n);
+    } else if (EDGE_WITH_FLOAT32) {
+        const float *xf = (const float *)x->data;
+        float *y = (float *)out->data;
+        for (i = 0; i < n; i++) y[i] = gelu_value(xf[i], d->approximate);
+    }
+}
