@@ -14,7 +14,8 @@ Sources:
 - a ``.npy`` file or an array: either one sample (the input's shape, with or without its batch axis of one)
   or a batch along axis 0, values exactly as the model takes them. A ``uint8`` array for a float image
   input holds 0..255 pictures ([N, H, W, C] or [H, W, C], or channels first as the input is): each is
-  pre-processed like an image file of a folder (resized, scaled to 0..1, mean/std).
+  pre-processed like an image file of a folder (resized, scaled to 0..1, mean/std), one at a time as
+  the samples are read (an array source's samples are otherwise views of the array, not copies).
 - every value must be finite: a NaN or inf is refused, naming the file and the sample index.
 - a ``.npz`` file: one array per input (named as the model's inputs, else in order), each a batch or a sample.
 - a folder of ``.npy`` / ``.npz`` files: each file as above (a batch or one sample).
@@ -27,6 +28,7 @@ Sources:
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -74,6 +76,18 @@ class CalibrationData:
         self._limit = limit
         self.label = label
 
+    @property
+    def reiterable(self) -> bool:
+        """Whether iterating again gives the same samples (files, arrays, lists; not a one-shot iterator):
+        the quantizer then reads held-back samples again instead of keeping them in memory."""
+        return self._chunks is not None or isinstance(self._stream, (list, tuple))
+
+    def relabeled(self, label: str | None) -> "CalibrationData":
+        """The same samples with another progress label (None: no progress bar, the caller shows its own)."""
+        other = copy.copy(self)
+        other.label = label
+        return other
+
     def __len__(self) -> int:
         n = self.known_length()
         if n is None:
@@ -101,6 +115,12 @@ class CalibrationData:
                     yield from _item_samples(item, self._specs, f"item {k}")
 
     def __iter__(self) -> Iterator[list[np.ndarray]]:
+        if self.label is None:  # no progress bar (the caller shows its own)
+            for n, sample in enumerate(self._raw()):
+                if self._limit is not None and n >= self._limit:
+                    break
+                yield sample
+            return
         total = self.known_length()
         if total is None:  # a guess for the bar only: items of a plain iterable may be batches
             total = len(self._stream) if hasattr(self._stream, "__len__") else (self._limit or 1)
@@ -183,9 +203,10 @@ def _item_samples(item, specs, where: str) -> list[list[np.ndarray]]:
     return _split_batch([np.asarray(a) for a in arrays], specs, where)
 
 
-def _uint8_images(a: np.ndarray, specs, preprocess: Preprocess | None, where: str) -> list[np.ndarray] | None:
-    """A uint8 array of 0..255 pictures for a one-input float image model -> the input tensors (one per
-    picture, batch axis of one), pre-processed as image files are; None when ``a`` is not that."""
+def _uint8_images(a: np.ndarray, specs, preprocess: Preprocess | None, where: str) -> list | None:
+    """A uint8 array of 0..255 pictures for a one-input float image model -> one function per picture giving
+    its input tensor (batch axis of one), pre-processed as image files are, when called (so calibration holds
+    one pre-processed picture at a time); None when ``a`` is not that."""
     if a.dtype != np.uint8 or len(specs) != 1:
         return None
     shape, dtype, _ = specs[0]
@@ -204,7 +225,10 @@ def _uint8_images(a: np.ndarray, specs, preprocess: Preprocess | None, where: st
                          f"{c} channel(s) (give [N, H, W, {c}] or [N, {c}, H, W])")
     from PIL import Image
 
-    return [pp.apply(Image.fromarray(img[..., 0] if c == 1 else img)) for img in a]
+    def one(img):
+        return lambda: pp.apply(Image.fromarray(img[..., 0] if c == 1 else img))
+
+    return [one(img) for img in a]
 
 
 def _load_array_file(path: Path, specs, preprocess: Preprocess | None = None) -> list[list[np.ndarray]]:
@@ -225,7 +249,7 @@ def _load_array_file(path: Path, specs, preprocess: Preprocess | None = None) ->
         images = _uint8_images(arrays[0], specs, preprocess, where)
         if images is not None:
             log.info(f"calibration {where}: {len(images)} uint8 image(s), pre-processed like image files")
-            return [[_fit(x, specs[0], f"{where} sample {i}")] for i, x in enumerate(images)]
+            return [[_fit(x(), specs[0], f"{where} sample {i}")] for i, x in enumerate(images)]
     return _split_batch(arrays, specs, where)
 
 
@@ -296,8 +320,11 @@ def calibration_data(source, inputs=None, preprocess: Preprocess | None = None, 
         raise ModelError(f"calibration: {path} is neither a folder, an image, nor a .npy/.npz file")
     if isinstance(source, np.ndarray):
         images = _uint8_images(source, specs, preprocess, where)
-        if images is not None:
-            samples = [[_fit(x, specs[0], f"{where} sample {i}")] for i, x in enumerate(images)]
+        if images is not None:  # pre-processed one at a time, as they are read
+            if shuffle:
+                images = [images[i] for i in rng.permutation(len(images))]
+            chunks = [(lambda f=f, i=i: [[_fit(f(), specs[0], f"{where} sample {i}")]]) for i, f in enumerate(images)]
+            return CalibrationData(chunks, None, specs, limit, label, counts=[1] * len(chunks))
         else:
             samples = _split_batch([source], specs, where)
         return _from_list(samples, specs, limit, label, shuffle, rng)

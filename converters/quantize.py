@@ -25,8 +25,14 @@ Modes:
 - "dynamic": int8 weights for CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED with float activations, which
   LiteRT's hybrid kernels quantize on the fly. Hosts only: edge-sdk's interpreter and TFLM refuse it.
 
-Calibration (int8 / int16x8): the float model runs in edge-sdk's interpreter with every intermediate tensor
-made a model output (outputs are never reused by the arena plan), sample by sample. Ranges per tensor:
+Calibration (int8 / int16x8) streams: the float model runs in edge-sdk's interpreter with every intermediate
+tensor made a model output (outputs are never reused by the arena plan), one sample at a time, and each
+tensor's statistics (extremes, the thinned subsample below) are updated from views of that run's memory,
+which the next sample overwrites: memory holds one sample's activations, not all samples'. Held-back
+samples of a re-readable source (files, arrays) are read again for each measurement instead of being
+kept; a one-shot iterator's are kept (at most ``holdout``), and without held-back samples the error is
+measured on at most ``MEASURE_SAMPLES`` calibration samples. Calibration and each measurement pass show a
+progress bar (``edge_sdk.log``). Ranges per tensor:
 "minmax" (the observed extremes), "percentile" (clip at ``percentile`` and 100 - ``percentile`` of the
 values), "mse" (the clipping range whose fake-quantization has the least mean squared error on the values).
 Percentile and MSE work on a seeded subsample of each tensor's values (at most ``MAX_VALUES`` kept).
@@ -65,7 +71,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from converters.calibration import calibration_data
+from converters.calibration import CalibrationData, calibration_data
 from edge_sdk import log
 from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.runtime.kernels.quant import tflite_round
@@ -87,6 +93,7 @@ MAX_WIDEN_ROUNDS = 8  # precision="auto": rounds of widening (1, 2, 4, ... ops p
 MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most this many were widened)
 STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB on the worst output
 METHODS = ("minmax", "percentile", "mse")
+MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
 INT32_MAX = 2**31 - 1
 
@@ -221,21 +228,58 @@ def _exposed(model: Model) -> tuple[Model, list[int]]:
 
 
 def _runner(model: Model):
+    """run(sample) -> {tensor: value} for every tensor an op writes. The values are views of the
+    interpreter's memory, valid until the next run (callers fold them into statistics and drop them)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
     exposed, outs = _exposed(model)
     interp = Interpreter(model=exposed)
     interp.allocate_tensors()
     ins = [d["index"] for d in interp.get_input_details()]
+    views = {t: interp.tensor(t) for t in outs}
 
     def run(sample):
         interp.reset_all_variables()  # each sample starts from the model's initial state
         for i, x in zip(ins, sample):
             interp.set_tensor(i, x)
         interp.invoke()
-        return {t: np.array(interp.get_tensor(t)) for t in outs}
+        return {t: view() for t, view in views.items()}
 
     return run, exposed
+
+
+class _Samples:
+    """The samples the error is measured on, read again on each pass: the held-back ones (every 5th, at
+    most ``holdout``) or, without any, the first calibration ones, from a re-readable source; else the
+    ones kept in memory. Each pass shows a progress bar."""
+
+    def __init__(self, data, kept: list, holdout: int, n_held: int, count: int):
+        self.data, self.kept, self.holdout, self.n_held, self.count = data, kept, holdout, n_held, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _read(self):
+        if self.data is None:
+            yield from self.kept
+            return
+        h = c = 0
+        for k, sample in enumerate(self.data.relabeled(None)):
+            if self.holdout and k % 5 == 4 and h < self.holdout:
+                h += 1
+                if self.n_held:
+                    yield sample
+            elif not self.n_held:
+                c += 1
+                yield sample
+            if (self.n_held and h >= self.n_held) or (not self.n_held and c >= self.count):
+                return
+
+    def __iter__(self):
+        with log.progress(self.count, "measuring (accuracy guard)") as bar:
+            for sample in self._read():
+                yield sample
+                bar.advance()
 
 
 def _clip_range(stats: _Stats, method: str, percentile: float, qmin: int, qmax: int,
@@ -1278,14 +1322,20 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     float_tensors = [t for t in range(len(sg.tensors)) if _is_float(model, t) and not _is_const(model, t)]
     stats = {t: _Stats(seed + t) for t in float_tensors}
     keep = method != "minmax"
+    # Streaming: each sample's activations are folded into the per-tensor statistics and dropped. A source
+    # that can be read again (files, arrays) is read again for the held-back samples; a one-shot iterator's
+    # held-back samples (at most ``holdout``) and a few calibration samples are kept.
+    reiter = isinstance(data, CalibrationData) and data.reiterable
     samples, held = [], []
-    calibrated = 0
+    calibrated = n_held = 0
     for k, sample in enumerate(data):
-        if holdout and k % 5 == 4 and len(held) < holdout:
-            held.append(sample)
+        if holdout and k % 5 == 4 and n_held < holdout:
+            n_held += 1
+            if not reiter:
+                held.append(sample)
             continue
         calibrated += 1
-        if not holdout or len(samples) < 4:  # with held-back samples, keep only a fallback few in memory
+        if not reiter and len(samples) < (4 if holdout else MEASURE_SAMPLES):
             samples.append(sample)
         values = float_run(sample)
         for k, t in enumerate(sg.inputs):
@@ -1294,10 +1344,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         for t, v in values.items():
             if t in stats:
                 stats[t].add(v, keep)
-    if not samples:
+        del values
+    if not calibrated:
         raise ModelError("quantize: the calibration data gave no samples")
     qmin, qmax = (-128, 127) if act == "INT8" else (-32768, 32767)
-    measure = held or samples
+    measure = _Samples(data if reiter else None, held or samples, holdout, n_held,
+                       n_held or min(calibrated, MEASURE_SAMPLES))
     ranges = {}
     for t, s in stats.items():
         if s.min == math.inf:
@@ -1345,7 +1397,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     tried = 0
     if measure_error or precision == "auto":
         log.stage(f"measuring the quantization error on {len(measure)} "
-                  f"{'held-back' if held else 'calibration'} sample(s)")
+                  f"{'held-back' if n_held else 'calibration'} sample(s)")
         layers, outputs = _layer_errors(model, qmodel, b, measure, float_run, io)
         if precision == "auto" and _short(outputs, min_snr):
             from edge_sdk.model import write_model
@@ -1394,10 +1446,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                     del widened[i]
     if outputs is not None:
         report["guard"] = _guard_report(model, qmodel, outputs, widened, base_bytes, min_snr, precision,
-                                        len(held), len(measure), no_rule, cannot, rule_target)
+                                        n_held, len(measure), no_rule, cannot, rule_target)
         report["guard"]["tried_widening"] = tried
 
-    report["calibration"] = {"samples": calibrated, "held_back": len(held), "method": method,
+    report["calibration"] = {"samples": calibrated, "held_back": n_held, "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     tensors = []
     for t in float_tensors:

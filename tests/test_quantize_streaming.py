@@ -1,0 +1,72 @@
+"""Streaming calibration: per-tensor statistics are accumulated sample by sample and each sample's
+activations dropped; held-back samples of a re-readable source are read again rather than kept, and
+uint8 pictures are pre-processed one at a time. So the quantizer's memory does not grow with the number of
+samples (tracemalloc peak with 16 vs 64 samples), and a one-shot iterator gives the same result as the
+re-readable array holding the same samples."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+
+from converters import convert
+from converters.quantize import quantize
+from edge_sdk.model import read_model, write_model
+from edge_sdk.model.builder import GraphBuilder
+
+SIZE = 64
+
+
+def small_cnn(seed=0):
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, SIZE, SIZE, 3))
+    y = g.tensor("conv", (1, SIZE // 2, SIZE // 2, 8))
+    g.op("CONV_2D", [x, g.constant("w", (r.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)),
+                     g.constant("b", np.zeros(8, np.float32))], [y], padding="SAME", stride_w=2, stride_h=2,
+         fused_activation_function="RELU")
+    z = g.tensor("pool", (1, 1, 1, 8))
+    g.op("MEAN", [y, g.constant("axes", np.array([1, 2], np.int32))], [z], keep_dims=True)
+    g.output(z)
+    return write_model(g.build())
+
+
+def _peak(fn) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_does_not_grow_with_samples():
+    src = small_cnn()
+    pictures = {n: np.random.default_rng(n).integers(0, 256, (n, SIZE, SIZE, 3), dtype=np.uint8) for n in (16, 64)}
+    arrays = {n: np.random.default_rng(n).standard_normal((n, 1, SIZE, SIZE, 3)).astype(np.float32)
+              for n in (16, 64)}
+    one = SIZE * SIZE * 3 * 4  # one pre-processed sample: 48 KB
+    convert(src, calibration=pictures[16][:6])  # warm up (first-use caches would count as growth)
+    quantize(read_model(src), arrays[16][:6], holdout=2)
+    peaks = {}
+    for n in (16, 64):
+        peaks["uint8", n] = _peak(lambda: convert(src, calibration=pictures[n]))  # pictures, 1/5 held back
+        peaks["array", n] = _peak(lambda: quantize(read_model(src), arrays[n], holdout=8))
+    for kind in ("uint8", "array"):
+        growth = peaks[kind, 64] - peaks[kind, 16]
+        # holding the 48 more samples (or their pre-processed pictures) would add 48 * 48 KB = 2.3 MB
+        assert growth < 8 * one, (kind, peaks[kind, 16], peaks[kind, 64])
+
+
+def test_one_shot_iterator_gives_the_same_result():
+    src = small_cnn()
+    xs = np.random.default_rng(3).standard_normal((30, 1, SIZE, SIZE, 3)).astype(np.float32)
+    a = quantize(read_model(src), xs, holdout=4)
+    b = quantize(read_model(src), (x for x in xs), holdout=4)  # not re-readable: held-back samples kept
+    assert a.report["calibration"] == b.report["calibration"] and a.report["calibration"]["held_back"] == 4
+    assert a.report["guard"] == b.report["guard"]
+    assert a.report["layers"] == b.report["layers"] and write_model(a.model) == write_model(b.model)
+    c = quantize(read_model(src), xs)  # no holdout: measured on (at most 32) calibration samples
+    d = quantize(read_model(src), (x for x in xs))
+    assert c.report["layers"] == d.report["layers"]
