@@ -125,9 +125,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from converters import convert
-    from edge_sdk import log
 
-    log.configure()  # stages and progress bars on stderr
     model = detector(args.size, args.width)
     images = np.random.default_rng(1).integers(0, 256, (args.samples, args.size, args.size, 3), dtype=np.uint8)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
@@ -150,4 +148,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from edge_sdk import log
+
+    log.configure()  # stages and progress bars on stderr
     raise SystemExit(main())

@@ -1444,6 +1444,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                 if not _short(outs, min_snr):
                     excluded, w16, qmodel, b, layers, outputs = trial, trial16, qm, bb, lay, outs
                     del widened[i]
+    if io != "float32" and act == "INT8" and w16:
+        produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+        for t in sg.outputs:
+            if produced.get(t) in w16 and b.tensors[b.io_map[t]].type == "INT16":
+                report["notes"].append(f"output '{sg.tensors[t].name}' is INT16: its op was widened to int16x8 "
+                                       "(dequantize it with its own scale)")
     if outputs is not None:
         report["guard"] = _guard_report(model, qmodel, outputs, widened, base_bytes, min_snr, precision,
                                         n_held, len(measure), no_rule, cannot, rule_target)

@@ -128,3 +128,15 @@ def test_fuse_gelu_false_keeps_the_decomposition():
     fused = optimize(import_onnx(_model(erf_pytorch)))
     assert "GELU" in {fused.op_name(op) for op in fused.subgraphs[0].operators}
     assert fused.conversion_notes["passes"]["gelu"] == 1
+
+
+def test_target_without_gelu_keeps_the_decomposition(tmp_path):
+    from pathlib import Path
+
+    parent = Path(__file__).resolve().parent.parent / "device_profiles" / "host-linux.toml"
+    profile = tmp_path / "no-gelu.toml"
+    profile.write_text(f'extends = "{parent}"\ndescription = "no GELU"\n[ops.float32]\n"*" = {{}}\nGELU = false\n')
+    model = _model(erf_pytorch)
+    res = convert(model, quantize="none", target=str(profile))
+    assert "GELU" not in _ops(res) and res.report["check"]["verdict"] != "fails"
+    assert _ops(convert(model, quantize="none", target="host-linux")).get("GELU") == 1

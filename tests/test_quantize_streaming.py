@@ -70,3 +70,19 @@ def test_one_shot_iterator_gives_the_same_result():
     c = quantize(read_model(src), xs)  # no holdout: measured on (at most 32) calibration samples
     d = quantize(read_model(src), (x for x in xs))
     assert c.report["layers"] == d.report["layers"]
+
+
+def test_memory_benchmark_runs(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "convert_memory.py"
+    spec = importlib.util.spec_from_file_location("bench_convert_memory", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    model = bench.detector(64, 0.5)
+    outputs = {o.name: [d.dim_value for d in o.type.tensor_type.shape.dim] for o in model.graph.output}
+    assert list(outputs.values()) == [[1, 84, 8 * 8 + 4 * 4 + 2 * 2]]  # boxes and scores of every anchor
+    assert bench.main(["--samples", "6", "--size", "64", "--width", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "peak RSS: " in out and "ratio to the 1.5 GB goal" in out

@@ -99,6 +99,7 @@ def test_int8_io_keeps_the_widened_output_int16():
     q = read_model(res.tflite)
     sg = q.subgraphs[0]
     assert sg.tensors[sg.outputs[0]].type == "INT16" and sg.tensors[sg.inputs[0]].type == "INT8"
+    assert any("output 'y' is INT16" in n for n in res.report["quantization"]["report"]["notes"])
     x = _calib(1, seed=9)[0]
     xq = quantize_inputs(q, [x])
     np.testing.assert_array_equal(peers._tflm(res.tflite, xq)[0], _run(res.tflite, xq)[0])
