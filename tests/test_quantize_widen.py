@@ -132,3 +132,45 @@ def test_mcu_without_float_never_gets_float_ops(tmp_path):
     cannot = res.report["guard"]["cannot_widen"]
     assert cannot and all("no float32 FULLY_CONNECTED" in c["reason"] for c in cannot)
     assert not res.report["guard"]["widened"]
+
+
+def _outlier_with_reshapes(seed=0):
+    """outlier_mlp with RESHAPE [1, 16] -> [1, 4, 4] -> [1, 16] between the outlier FC and the last FC."""
+    from edge_sdk.model.builder import GraphBuilder
+
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16))
+    f = g.tensor("first", (1, 16))
+    g.op("FULLY_CONNECTED", [x, g.constant("w0", (r.standard_normal((16, 16)) * 0.3).astype(np.float32)),
+                             g.constant("b0", np.full(16, 0.1, np.float32))], [f], fused_activation_function="RELU")
+    w1 = (r.standard_normal((16, 16)) * 0.3).astype(np.float32)
+    w1[0] *= 400
+    h = g.tensor("hidden", (1, 16))
+    g.op("FULLY_CONNECTED", [f, g.constant("w1", w1), g.constant("b1", np.zeros(16, np.float32))], [h])
+    sq = g.tensor("square", (1, 4, 4))
+    g.op("RESHAPE", [h, g.constant("s1", np.array([1, 4, 4], np.int32))], [sq], new_shape=[1, 4, 4])
+    flat = g.tensor("flat", (1, 16))
+    g.op("RESHAPE", [sq, g.constant("s2", np.array([1, 16], np.int32))], [flat], new_shape=[1, 16])
+    w2 = (r.standard_normal((8, 16)) * 0.3).astype(np.float32)
+    w2[:, 0] = 0.0
+    y = g.tensor("y", (1, 8))
+    g.op("FULLY_CONNECTED", [flat, g.constant("w2", w2), g.constant("b2", np.zeros(8, np.float32))], [y])
+    g.output(y)
+    return g.build()
+
+
+def test_widened_chain_keeps_int16_through_shape_ops():
+    cal = list(_calib(40))
+    res = quantize(_outlier_with_reshapes(), cal, io="float32", precision="auto", holdout=8)
+    g = res.report["guard"]
+    assert g["met"] and {w["output"]: w["to"] for w in g["widened"]} == {"hidden": "int16", "y": "int16"}
+    sg = res.model.subgraphs[0]
+    types = {sg.tensors[op.outputs[0]].name: sg.tensors[op.outputs[0]].type for op in sg.operators}
+    assert types["square"] == types["flat"] == "INT16"  # no int8 round trip between the widened FCs
+    data = write_model(res.model)
+    for k in range(4):
+        x = _calib(1, seed=30 + k)[0]
+        ours = _run(data, [x])[0]
+        np.testing.assert_array_equal(peers._tflm(data, [x])[0], ours)
+        np.testing.assert_array_equal(_run(data, [x], backend="c")[0], ours)
