@@ -344,6 +344,8 @@ def _cmd_deploy(args) -> int:
 
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
+    if args.ship_c_library and args.no_c_backend:
+        raise UsageError("--ship-c-library and --no-c-backend contradict each other: give one")
     if args.host and args.hosts or not (args.host or args.hosts or args.target):
         raise UsageError("give one of --host USER@HOST[:PORT] and --hosts FILE (or a --target whose [flash] names a host)")
     hosts = d.read_hosts(args.hosts) if args.hosts else [args.host]  # None: the profile's host
@@ -366,7 +368,7 @@ def _cmd_deploy(args) -> int:
     if not args.model:
         raise UsageError("edge deploy needs a MODEL (or --status)")
     kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages,
-                  build_c=not args.no_c_backend, **conn)
+                  build_c=not args.no_c_backend, ship_c="always" if args.ship_c_library else "auto", **conn)
     if args.hosts:
         results = d.deploy_fleet(args.model, hosts, max_workers=args.jobs, **kwargs)
     else:
@@ -381,6 +383,9 @@ def _cmd_deploy(args) -> int:
         m = r.manifest["model"]
         sys.stdout.write(f"deployed {m['name']} to {r.target.label}:{m['path']} (sha256 {m['sha256'][:12]}, "
                          f"runtime {r.manifest['runtime']['venv']}, {r.seconds:.1f} s)\n")
+        rc = r.manifest.get("runtime_choice") or {}
+        if rc:
+            sys.stdout.write(f"runtime: {rc.get('runtime')} ({rc.get('runtime_reason')})\n")
         for note in r.notes:
             sys.stdout.write(f"note: {note}\n")
     return 0 if all(r.ok for r in results) else _exit_code(DeviceError())
@@ -639,7 +644,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true", help="print what is deployed (the device's manifest)")
     p.add_argument("--python", help="the device's Python (default: the profile's, else python3)")
     p.add_argument("--system-site-packages", action="store_true", help="let the device venv see system packages")
-    p.add_argument("--no-c-backend", action="store_true", help="do not build the C backend on the device")
+    p.add_argument("--no-c-backend", action="store_true", help="no C backend on the device (neither built nor shipped)")
+    p.add_argument("--ship-c-library", action="store_true",
+                   help="build the C library here for the device's CPU (cross-compiled for aarch64 / armv7l) and "
+                        "ship it, even when the device has a compiler (default: only when it has none)")
     p.add_argument("--jobs", type=_positive, default=8, help="hosts deployed at once with --hosts (default 8)")
     p.add_argument("--connect-timeout", type=_seconds, default=T.SSH_CONNECT_TIMEOUT,
                    help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
