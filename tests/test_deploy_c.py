@@ -175,3 +175,19 @@ def test_cli_ship_flag_help():
     r = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "deploy", "--help"], capture_output=True, text=True,
                        timeout=60, check=False)
     assert r.returncode == 0 and "--ship-c-library" in r.stdout
+
+
+@pytest.mark.slow
+def test_deploy_to_a_device_without_a_compiler_ships_the_library(lab, tmp_path):
+    """The default (no flag): the device's PATH has no cc, gcc or make, so the deploy ships the library built
+    here instead of skipping the C backend; the device runs the model on it."""
+    d = lab.start("pi1", path=lab.bare_path(tmp_path / "bare-bin"))
+    probe = lab.ssh(d, "command -v cc gcc make; echo end")
+    assert probe.stdout.strip() == "end", probe.stdout  # no compiler, no make on the device
+    model = tiny_model(tmp_path / "model.tflite")
+    result = deploy(model, "pi1")
+    assert result.ok, result.notes
+    c = result.manifest["c_backend"]
+    assert c["built"] is True and c["shipped"] is True and Path(c["library"]).is_file(), c
+    assert result.manifest["runtime_choice"]["runtime"] == "c"
+    assert not any("no cc" in n for n in result.notes)
