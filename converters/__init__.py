@@ -197,12 +197,12 @@ def _model_figures(model, data: bytes) -> dict:
     return figures
 
 
-def _check(model, target: str) -> dict:
+def _check(model, target: str, memory: str | None = None) -> dict:
     """The device-profile check (``edge_sdk.targets.check.check_model``) as plain data, plus ``reasons``: the message of
     every error (what makes the verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
     from edge_sdk.targets.check import check_model
 
-    result = check_model(model, target)
+    result = check_model(model, target, memory=memory)
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     problems = data.get("problems") or []
     data["reasons"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in problems
@@ -212,7 +212,7 @@ def _check(model, target: str) -> dict:
 
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
-            allow_lossy=False, input_shapes=None) -> ConversionResult:
+            allow_lossy=False, input_shapes=None, memory=None) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
@@ -222,6 +222,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     preprocess: an ``edge_sdk.tasks.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
     recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
     target: a device profile name; a model that cannot run there raises ConversionError with every reason.
+    memory: with ``target``, the arena plan that check uses ("layer", "min" = least RAM, None = auto: layer,
+    or min when the layer plan does not fit the profile's RAM budget), as `edge check --memory`.
     eval_data: evaluation data (.npz with x, y or a folder of class folders): accuracy, ECE, NLL of the
     result and of the float model, and their agreement, in ``report["accuracy"]`` and the manifest.
 
@@ -261,6 +263,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
     if mode in _NEEDS_CALIBRATION and calibration is None:
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
+    if memory not in (None, "layer", "min"):
+        problems.append(f"memory must be 'layer', 'min' or None (auto), not {memory!r}")
+    elif memory is not None and target is None:
+        problems.append("memory chooses the arena plan of the target check: give a target too")
     if target is not None:
         from edge_sdk.errors import ProfileError
         from edge_sdk.targets.profiles import load_profile
@@ -368,7 +374,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     check = None
     if target is not None:
         log.stage(f"checking against {target}")
-        check = _check(model, target)
+        check = _check(model, target, memory)
         if check.get("verdict") == "fails":
             raise ConversionError(f"{name}: the converted model cannot run on {target}; nothing was written",
                                   check["reasons"] or ["the device-profile check failed (no reason given)"])

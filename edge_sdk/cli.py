@@ -115,6 +115,24 @@ def _detection_options(args) -> dict | None:
     return {"outputs": outputs} if outputs else None
 
 
+def _memory_option(p, default=None, when: str = "") -> None:
+    """--memory layer|min: the one definition `edge check`, `flash`, `profile`, `export` and `convert --target`
+    share (default None: auto, the layer plan unless it does not fit the profile's RAM budget)."""
+    auto = "default: layer, or min when the layer plan does not fit the profile's RAM budget"
+    p.add_argument("--memory", choices=("layer", "min"), default=default,
+                   help=f"{when}the arena plan: layer (layer by layer) or min (least RAM: in-place ops); "
+                        + (f"default {default}" if default else auto))
+
+
+def _backend_option(p, litert: bool = False) -> None:
+    """--backend auto|python|c (bench: and litert) for `edge run`, `edge bench`, `edge serve`."""
+    choices = ["auto", "python", "c"] + (["litert"] if litert else [])
+    p.add_argument("--backend", default="auto", choices=choices,
+                   help="the runtime: auto (default: on Linux the C runtime when it runs the model, else the Python "
+                        "interpreter; the output says which and why), python, c" +
+                        (", litert (LiteRT with its XNNPACK delegate)" if litert else ""))
+
+
 def _print_json(obj) -> None:
     """A command's --json output: the object, indented, and a final newline."""
     json.dump(obj, sys.stdout, indent=2)
@@ -150,7 +168,8 @@ def _cmd_convert(args) -> int:
                          calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
                          exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
                          eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
-                         allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape))
+                         allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
+                         memory=args.memory)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -189,6 +208,8 @@ def _check_convert_args(args) -> None:
         load_profile(args.target)  # ProfileError (exit 7) names the unknown profile and the known ones
     if args.input_shape:
         _input_shapes(args.input_shape)
+    if args.memory is not None and not args.target:
+        raise UsageError("--memory chooses the arena plan of the --target check: give --target PROFILE too")
 
 
 def _cmd_evaluate(args) -> int:
@@ -266,15 +287,33 @@ def _threads_arg(text: str) -> int:
     return n
 
 
-def _cmd_run(args) -> int:
-    from edge_sdk.tasks.pipeline import format_results, run_inputs
+def _model_bytes(path: str) -> bytes:
+    """A model file's bytes (FileNotFoundError / IsADirectoryError: exit 6, naming it)."""
+    from pathlib import Path
 
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(21, "Is a directory", str(p))
+    return p.read_bytes()
+
+
+def _cmd_run(args) -> int:
+    from edge_sdk.tasks.pipeline import check_labels_file, format_results, run_inputs
+    from edge_sdk.tools.run_backend import choose_runtime
+    from pathlib import Path
+
+    for p in args.inputs:  # every file is there before the model is even read (and the C runtime tried)
+        if not Path(p).is_file():
+            raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
+    check_labels_file(args.labels)
+    choice = choose_runtime(_model_bytes(args.model), args.backend, num_threads=args.threads)
     results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
-                         frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads)
+                         frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
+                         backend=choice.name)
     if args.json:
-        _print_json(results)
+        _print_json([{**r, **choice.to_dict()} for r in results])
     else:
-        sys.stdout.write(format_results(results))
+        sys.stdout.write(choice.line() + "\n" + format_results(results))
     return 0
 
 
@@ -286,6 +325,7 @@ def _cmd_serve(args) -> int:
     def ready(server):
         sys.stdout.write(f"serving {server.name} on {server.url} (max batch {server.max_batch}, "
                          f"{server.instances} instance(s))\n")
+        sys.stdout.write(server.runtime.line() + "\n")
         if server.batch_note:
             sys.stdout.write(f"note: {server.batch_note}\n")
         sys.stdout.flush()
@@ -293,7 +333,7 @@ def _cmd_serve(args) -> int:
     try:
         serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
               max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
-              task=args.task, detection=detection, num_threads=args.threads)
+              task=args.task, detection=detection, num_threads=args.threads, backend=args.backend)
     except KeyboardInterrupt:
         pass
     return 0
@@ -304,6 +344,8 @@ def _cmd_deploy(args) -> int:
 
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
+    if args.ship_c_library and args.no_c_backend:
+        raise UsageError("--ship-c-library and --no-c-backend contradict each other: give one")
     if args.host and args.hosts or not (args.host or args.hosts or args.target):
         raise UsageError("give one of --host USER@HOST[:PORT] and --hosts FILE (or a --target whose [flash] names a host)")
     hosts = d.read_hosts(args.hosts) if args.hosts else [args.host]  # None: the profile's host
@@ -326,7 +368,7 @@ def _cmd_deploy(args) -> int:
     if not args.model:
         raise UsageError("edge deploy needs a MODEL (or --status)")
     kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages,
-                  build_c=not args.no_c_backend, **conn)
+                  build_c=not args.no_c_backend, ship_c="always" if args.ship_c_library else "auto", **conn)
     if args.hosts:
         results = d.deploy_fleet(args.model, hosts, max_workers=args.jobs, **kwargs)
     else:
@@ -341,6 +383,9 @@ def _cmd_deploy(args) -> int:
         m = r.manifest["model"]
         sys.stdout.write(f"deployed {m['name']} to {r.target.label}:{m['path']} (sha256 {m['sha256'][:12]}, "
                          f"runtime {r.manifest['runtime']['venv']}, {r.seconds:.1f} s)\n")
+        rc = r.manifest.get("runtime_choice") or {}
+        if rc:
+            sys.stdout.write(f"runtime: {rc.get('runtime')} ({rc.get('runtime_reason')})\n")
         for note in r.notes:
             sys.stdout.write(f"note: {note}\n")
     return 0 if all(r.ok for r in results) else _exit_code(DeviceError())
@@ -513,6 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="the source model (.onnx or float .tflite)")
     p.add_argument("-o", "--output", required=True, help="the .tflite to write (only when conversion succeeds)")
     p.add_argument("--target", help="device profile to check against before writing (default: none)")
+    _memory_option(p, when="with --target: the check's ")
     p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"],
                    help="quantization (default int8)")
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
@@ -561,9 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(3: the model cannot be read, 7: the profile is malformed or unknown).")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
-    p.add_argument("--memory", choices=("layer", "min"), default=None,
-                   help="the arena plan: layer (layer by layer) or min (least RAM: in-place ops); default: layer, "
-                        "or min when the layer plan does not fit the RAM budget")
+    _memory_option(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--link", action="store_true",
                    help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")
@@ -600,7 +644,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true", help="print what is deployed (the device's manifest)")
     p.add_argument("--python", help="the device's Python (default: the profile's, else python3)")
     p.add_argument("--system-site-packages", action="store_true", help="let the device venv see system packages")
-    p.add_argument("--no-c-backend", action="store_true", help="do not build the C backend on the device")
+    p.add_argument("--no-c-backend", action="store_true", help="no C backend on the device (neither built nor shipped)")
+    p.add_argument("--ship-c-library", action="store_true",
+                   help="build the C library here for the device's CPU (cross-compiled for aarch64 / armv7l) and "
+                        "ship it, even when the device has a compiler (default: only when it has none)")
     p.add_argument("--jobs", type=_positive, default=8, help="hosts deployed at once with --hosts (default 8)")
     p.add_argument("--connect-timeout", type=_seconds, default=T.SSH_CONNECT_TIMEOUT,
                    help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
@@ -613,7 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--warmup", type=_non_negative, default=5, help="untimed inferences first (default 5)")
     p.add_argument("--threads", type=_threads_arg,
                    help="interpreter threads (litert; c: its conv / depthwise / FC fast paths)")
-    p.add_argument("--backend", default="python", choices=["python", "c", "litert"], help="(default python)")
+    _backend_option(p, litert=True)
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     op_table_outputs(p)
     p.set_defaults(func=_cmd_bench)
@@ -643,6 +690,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--frontend", help="audio feature model run per frame before the model (e.g. a preprocessor)")
     detection_outputs(p)
     p.add_argument("--threads", type=_threads_arg, help="interpreter threads (default 1)")
+    _backend_option(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=_cmd_run)
 
@@ -662,6 +710,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", choices=["classify", "detect"], help="override the manifest / the guess")
     detection_outputs(p)
     p.add_argument("--threads", type=_threads_arg, help="threads of each interpreter instance (default 1)")
+    _backend_option(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("flash", help="build the serial-protocol firmware for a model and flash it (QEMU or a board)")
@@ -671,9 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
-    p.add_argument("--memory", choices=("layer", "min"), default=None,
-                   help="the arena plan: layer or min (least RAM: in-place ops); default: layer, or min when the "
-                        "layer plan does not fit the profile's RAM budget")
+    _memory_option(p)
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 
@@ -685,8 +732,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
                         "arduino: a library")
     p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
-    p.add_argument("--memory", choices=("layer", "min"), default="layer",
-                   help="the arena plan: layer (layer by layer, default) or min (least RAM: in-place ops)")
+    _memory_option(p, default="layer")
     p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
     p.set_defaults(func=_cmd_export)
 
@@ -711,8 +757,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=_non_negative, default=T.SERIAL_RETRIES,
                    help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
-    p.add_argument("--memory", choices=("layer", "min"), default=None,
-                   help="when it flashes: the arena plan (layer, or min: least RAM); default: auto as `edge flash`")
+    _memory_option(p, when="when it flashes: ")
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)

@@ -98,6 +98,7 @@ class Device:
     def __init__(self, lab: SSHLab, alias: str, port: int, home: Path, host_key: Path):
         self.lab, self.alias, self.port, self.home, self.host_key = lab, alias, port, home, host_key
         self.proc: subprocess.Popen | None = None
+        self.path: str | None = None  # the device's PATH when not the lab's (e.g. a board without a compiler)
 
     @property
     def spec(self) -> str:
@@ -182,10 +183,23 @@ class SSHLab:
         with open(self.known_hosts, "a") as f:
             f.write(f"[127.0.0.1]:{d.port} {pub[0]} {pub[1]}\n")
 
-    def start(self, alias: str, **kwargs) -> Device:
+    def start(self, alias: str, path: str | None = None, **kwargs) -> Device:
+        """``add`` and ``launch``; ``path``: the device's PATH instead of the lab's."""
         d = self.add(alias, **kwargs)
+        d.path = path
         self.launch(d)
         return d
+
+    def bare_path(self, folder: Path, tools=("python3", "sh", "rm", "touch", "mkdir", "cat", "env", "tar", "ls",
+                                              "gzip", "uname")) -> str:
+        """A PATH holding only these tools (symlinks in ``folder``; python3 the lab's): a device without a C
+        compiler or make."""
+        folder.mkdir(parents=True, exist_ok=True)
+        for tool in tools:
+            src = (self.root / "device-bin" / "python3").resolve() if tool == "python3" else shutil.which(tool)
+            if src and not (folder / tool).exists():
+                (folder / tool).symlink_to(src)
+        return str(folder)
 
     def launch(self, d: Device) -> None:
         os.makedirs("/run/sshd", exist_ok=True)
@@ -196,7 +210,7 @@ class SSHLab:
             "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
             f"PidFile {d.home.parent / 'sshd.pid'}\nStrictModes no\nUsePAM no\nLogLevel ERROR\n"
             "Subsystem sftp internal-sftp\nMaxStartups 50:30:100\nMaxSessions 50\n"
-            f'SetEnv HOME={d.home} PATH={self.device_path} PYTHONPATH={self.device_pythonpath}\n'
+            f'SetEnv HOME={d.home} PATH={d.path or self.device_path} PYTHONPATH={self.device_pythonpath}\n'
         )
         with open(d.home.parent / "sshd.log", "wb") as log:  # the child keeps its own copy of the handle
             d.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=log)

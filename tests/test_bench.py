@@ -66,8 +66,9 @@ def test_local_benchmark_report(tmp_path):
     from edge_sdk import Interpreter
 
     model = two_op_model(tmp_path / "m.tflite")
-    r = run_benchmark(model, runs=20, warmup=3)
+    r = run_benchmark(model, runs=20, warmup=3, backend="python")
     assert KEYS <= set(r) and r["host"] == "local" and r["backend"] == "python"
+    assert (r["runtime"], r["runtime_reason"]) == ("python", "--backend python")
     lat = r["latency_us"]
     assert 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
     assert lat["min"] <= lat["mean"] <= lat["max"] and len(r["warmup_us"]) == 3 and r["runs"] == 20
@@ -206,7 +207,7 @@ def test_backends_litert_and_c(tmp_path):
     try:
         r = bench(model, runs=5, warmup=1, backend="c", profile_runs=2, trace=trace, csv=table, plot=plot)
     except DeviceError as exc:  # no edge_sdk.runtime.backend_c, or no compiler: a clear error naming the backend
-        assert "backend 'c'" in str(exc)
+        assert "backend c" in str(exc)
     else:  # the C runtime's own op timer
         assert r["backend"] == "c" and r["latency_us"]["p50"] > 0 and r["arena_bytes"] > 0
         assert [(o["index"], o["op"], o["output_shape"]) for o in r["ops"]] == [(0, "ADD", [1, 8]), (1, "MUL", [1, 8])]

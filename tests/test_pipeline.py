@@ -378,6 +378,8 @@ def test_edge_run_text_and_json(tmp_path, images, capsys):
     model.write_bytes(classifier_model(False, MANIFEST))
     assert main(["run", str(model), str(images["red"]), str(images["blue"]), "--top-k", "2"]) == 0
     out = capsys.readouterr().out.splitlines()
+    # which runtime ran it comes first (edge_sdk.tools.run_backend; tests/test_run_backend.py)
+    assert out.pop(0).startswith(("runtime: c (", "runtime: python ("))
     # the logit model's scores are a softmax edge run applied, and it says so under each input
     assert out[0] == f"{images['red']}:" and out[1].split()[0] == "red" and len(out) == 8
     assert out[3] == out[7] == "  (scores: softmax of the model's outputs)"

@@ -144,13 +144,51 @@ def _load_pyfast():
     return module
 
 
+# A library built elsewhere for this machine's CPU (`edge deploy` cross-builds it on the host for a board without
+# a compiler and copies it here, into the installed package): used instead of building when the package is an
+# installed copy (not a checkout, which always builds its own) and it loads.
+PREBUILT = resources.PACKAGE_DIR / "_prebuilt" / "libedge.so"
+
+
+def _prebuilt() -> Path | None:
+    return PREBUILT if HOST_TREE != FIRMWARE and PREBUILT.is_file() else None
+
+
+def available() -> tuple[bool, str]:
+    """Whether the C runtime can be used here without running it: (True, how) when its library is built (or
+    shipped prebuilt) or can be built (make and a C compiler on PATH), else (False, why not). Cheap: nothing is
+    built or loaded (``library()`` does that, and may still fail: a build error)."""
+    if _lib is not None:
+        return True, "loaded"
+    if _prebuilt() is not None:
+        return True, f"prebuilt {PREBUILT}"
+    if LIBRARY.is_file():
+        return True, f"built {LIBRARY}"
+    missing = [tool for tool in ("make", os.environ.get("CC", "gcc")) if shutil.which(tool) is None]
+    if missing:
+        return False, f"not built and {', '.join(missing)} not found on PATH to build it"
+    return True, "buildable"
+
+
+def library_path() -> Path:
+    """The library ``library()`` loads: the prebuilt copy (``PREBUILT``) when there is one, else the host build."""
+    return _prebuilt() or LIBRARY
+
+
 def library() -> ctypes.CDLL:
-    """The loaded host library (built first if needed)."""
+    """The loaded host library (built first if needed; a prebuilt copy that does not load here is ignored)."""
     global _lib
     with _lock:
         if _lib is None:
-            build()
-            lib = ctypes.CDLL(str(LIBRARY))
+            lib = None
+            if _prebuilt() is not None:
+                try:
+                    lib = ctypes.CDLL(str(PREBUILT))
+                except OSError:  # built for another CPU (a copied venv): build our own
+                    lib = None
+            if lib is None:
+                build()
+                lib = ctypes.CDLL(str(LIBRARY))
             c = ctypes
             p = c.c_void_p
             lib.edge_host_interp_size.restype = c.c_size_t

@@ -124,25 +124,34 @@ class Detection(NamedTuple):
 # ------------------------------------------------------------------------------------------------- model
 
 
-def open_interpreter(model, arena_size=None, num_threads=None):
-    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model`` or an Interpreter, and a name."""
+def _is_c_interpreter(obj) -> bool:
+    """An edge_sdk.runtime.backend_c.CInterpreter (what ``Interpreter(backend="c")`` returns), without importing
+    the C binding for the check."""
+    return any(c.__name__ == "CInterpreter" and c.__module__ == "edge_sdk.runtime.backend_c" for c in type(obj).__mro__)
+
+
+def open_interpreter(model, arena_size=None, num_threads=None, backend: str = "python"):
+    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model`` or an Interpreter, and a name.
+    ``backend``: "python" or "c" (``Interpreter(backend=...)``: the C runtime's CInterpreter, the same API)."""
     from edge_sdk.runtime.interpreter import Interpreter
     from edge_sdk.model.types import Model
 
-    if isinstance(model, Interpreter):
+    if isinstance(model, Interpreter) or _is_c_interpreter(model):
         model.allocate_tensors()
         return model, "<interpreter>"
     if isinstance(model, Model):
-        it, name = Interpreter(model=model, arena_size=arena_size, num_threads=num_threads), "<model>"
+        it, name = Interpreter(model=model, arena_size=arena_size, num_threads=num_threads, backend=backend), "<model>"
     elif isinstance(model, (bytes, bytearray, memoryview)):
-        it, name = Interpreter(model_content=bytes(model), arena_size=arena_size, num_threads=num_threads), "<bytes>"
+        it, name = (Interpreter(model_content=bytes(model), arena_size=arena_size, num_threads=num_threads,
+                                backend=backend), "<bytes>")
     elif isinstance(model, (str, Path)):
         path = Path(model)
         if not path.exists():
             raise FileNotFoundError(2, "No such file or directory", str(path))
         if path.is_dir():
             raise IsADirectoryError(21, "Is a directory", str(path))
-        it, name = Interpreter(model_path=str(path), arena_size=arena_size, num_threads=num_threads), str(path)
+        it, name = (Interpreter(model_path=str(path), arena_size=arena_size, num_threads=num_threads,
+                                backend=backend), str(path))
     else:
         raise ModelError(f"model must be a path, .tflite bytes, a Model or an Interpreter, not {type(model).__name__}")
     it.allocate_tensors()
@@ -222,10 +231,10 @@ def to_input(x, detail: dict, what: str = "input") -> np.ndarray:
 class ModelRunner:
     """An interpreter with its manifest: set inputs, invoke, read outputs (not thread-safe)."""
 
-    def __init__(self, model, arena_size=None, num_threads=None):
+    def __init__(self, model, arena_size=None, num_threads=None, backend: str = "python"):
         from edge_sdk.model.manifest import read_manifest
 
-        self.interpreter, self.name = open_interpreter(model, arena_size, num_threads)
+        self.interpreter, self.name = open_interpreter(model, arena_size, num_threads, backend)
         self.manifest = read_manifest(self.interpreter.model) or {}
         self.inputs = self.interpreter.get_input_details()
         self.outputs = self.interpreter.get_output_details()
@@ -1030,17 +1039,19 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
 
 
 def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
-               preprocess=None, detection: dict | None = None, num_threads=None) -> list[dict]:
+               preprocess=None, detection: dict | None = None, num_threads=None,
+               backend: str = "python") -> list[dict]:
     """What ``edge run`` prints: per input ``{"input", "predictions": [{"label", "score"}]}`` or
     ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers).
     ``detection``: Detector options (e.g. ``{"outputs": {"boxes": "loc", "scores": 1}}``; they make the model a
-    detector unless ``task`` says otherwise)."""
+    detector unless ``task`` says otherwise). ``backend``: the interpreter, "python" or "c" (`edge run` picks it:
+    edge_sdk.tools.run_backend)."""
     paths = [str(p) for p in inputs]
     for p in paths:  # every file is there before the model is even read
         if not Path(p).is_file():
             raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
     check_labels_file(labels)
-    runner = ModelRunner(model, num_threads=num_threads)
+    runner = ModelRunner(model, num_threads=num_threads, backend=backend)
     detection = {k: v for k, v in (detection or {}).items() if v is not None}
     kind = model_task(runner, task or ("detect" if detection else None))
     if detection and kind != "detect":

@@ -27,7 +27,8 @@ JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``f
 edge_sdk.tools.op_report: index, subgraph, op, output_shape, macs, time, time_min, time_max, unit "us", pct,
 cum_pct, macs_per_unit), ``profile_runs``, ``op_profile`` (report_ops.OpProfile.to_dict(): every profiled
 run's time per op, or None), ``ops_note`` (why there are no per-op times, or None), ``arena_bytes``,
-``peak_rss_bytes``, ``backend``, ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
+``peak_rss_bytes``, ``backend`` (the one that ran: "auto" resolves to c or python), ``runtime`` and
+``runtime_reason`` (which, and why: edge_sdk.tools.run_backend), ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
 ``edge_sdk_version``.
 """
 
@@ -45,7 +46,7 @@ from edge_sdk.errors import DeviceError, EdgeError, ModelError, UsageError
 from edge_sdk import timeouts as T
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
-BACKENDS = ("python", "c", "litert")
+BACKENDS = ("auto", "python", "c", "litert")
 LITERT_NOTE = ("no per-op times with backend litert: LiteRT's Python API (ai_edge_litert.interpreter) does not "
                "expose per-op timings; use --backend python or c for a per-op profile (or LiteRT's benchmark_model "
                "tool with --enable_op_profiling=true)")
@@ -215,7 +216,7 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
     return OpProfile(ops=ops, unit="us", run_totals=totals, us_per_unit=1.0), None
 
 
-def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "python",
+def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "auto",
                   profile_runs: int | None = None, seed: int = 0) -> dict:
     """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring)."""
     from edge_sdk import __version__
@@ -234,8 +235,17 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         content, name = bytes(model), "<bytes>"
     else:
         content, name = Path(model).read_bytes(), Path(model).name
+    read_ns = clock() - t0
+    if backend == "litert":
+        choice = {"runtime": "litert", "runtime_reason": "--backend litert"}
+    else:  # auto: the C runtime when it runs the model (edge_sdk.tools.run_backend); not part of init_us
+        from edge_sdk.tools.run_backend import choose_runtime
+
+        picked = choose_runtime(content, backend, num_threads=threads)
+        backend, choice = picked.name, picked.to_dict()
+    t0 = clock()
     runner = _Runner(backend, content, threads, name)
-    init_us = (clock() - t0) / 1e3
+    init_us = (read_ns + clock() - t0) / 1e3
     runner.set_inputs(_random_inputs(runner.interp.get_input_details(), seed))
 
     def timed() -> float:
@@ -260,6 +270,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     return {
         "host": "local",
         "backend": backend,
+        **choice,
         "model": {"name": name, "sha256": hashlib.sha256(content).hexdigest(), "size": len(content)},
         "runs": runs,
         "warmup": warmup,
@@ -304,7 +315,7 @@ print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv"
 
 
 def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
-          backend: str = "python", identity: str | None = None, accept_new_host_key: bool = False,
+          backend: str = "auto", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
           connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
@@ -410,6 +421,7 @@ def format_bench(report: dict) -> str:
         f"model:     {report['model']['name']} ({report['model']['size']} bytes)",
         f"host:      {report['host']} ({report.get('machine', '?')}, Python {report.get('python', '?')}), "
         f"backend {report['backend']}" + (f", {report['threads']} threads" if report.get("threads") else ""),
+        *([f"runtime:   {report['runtime']} ({report['runtime_reason']})"] if report.get("runtime_reason") else []),
         f"init:      {ms(report['init_us'])}",
         f"first:     {ms(report['first_inference_us'])}",
         f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
@@ -438,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int)
-    p.add_argument("--backend", default="python", choices=BACKENDS)
+    p.add_argument("--backend", default="auto", choices=BACKENDS)
     p.add_argument("--profile-runs", type=int)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)

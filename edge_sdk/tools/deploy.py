@@ -21,11 +21,20 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    and installed with ``--no-index``). Only when that venv imports edge_sdk does the symlink
    ``remote_dir/venv`` switch to it (a symlink renamed over the old one: atomic). The previous venv stays
    (rollback by hand; older ones are pruned). A venv already built for this wheel is reused.
-3. C backend (optional): when the device has ``cc`` and ``make``, the new venv builds its C host library
+3. C backend (optional): the library built for the board's CPU. When the device has no ``cc``/``make`` (or
+   always, with ``ship_c="always"``: `--ship-c-library`), it is built here — cross-compiled for the device's
+   ``uname -m`` (aarch64: ``make aarch64`` with aarch64-linux-gnu-gcc; armv7l: ``make armhf`` with
+   arm-linux-gnueabihf-gcc; the host's own arch: ``make host``; ``c_library_for``) — copied into the new venv as
+   ``edge_sdk/_prebuilt/libedge.so`` (a temporary name, sha256-checked, renamed: atomic), where
+   ``backend_c`` loads it instead of building, and checked to load there (one ``python -c``); the manifest's
+   ``c_backend`` records it (shipped, arch, compiler, sha256). Otherwise, when the device has ``cc`` and
+   ``make``, the new venv builds its C host library
    (``edge_sdk.runtime.backend_c.build()``: the wheel carries firmware_c as ``edge_sdk/_bundled/firmware_c``, built
    out of tree under the device's ``resources.cache_dir()/c-runtime/``). A wheel without the bundle (an older
    one passed as ``wheel=``) gets firmware_c shipped into site-packages and built there, as before. A
-   failure is a note in the result, never fatal.
+   failure is a note in the result, never fatal. Then the device's own ``edge_sdk.tools.run_backend`` says which
+   runtime `edge run/bench/serve` will use for the model there (the C runtime when it runs it): the manifest's
+   ``runtime_choice`` ({runtime, runtime_reason}), printed by `edge deploy`.
 4. Model: streamed to a temporary name in ``remote_dir/models/``, fsync'ed and its sha256 checked there,
    then in one remote step renamed over the old model and the manifest ``remote_dir/manifest.json`` rewritten
    the same way (temp, fsync, rename). An interrupted deploy therefore leaves the previous model, runtime and
@@ -446,7 +455,7 @@ def _version_tuple(text: str | None) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _normalize_arch(arch: str | None) -> str | None:
+def normalize_arch(arch: str | None) -> str | None:
     return None if arch is None else _ARCH_ALIASES.get(arch.lower(), arch.lower())
 
 
@@ -496,12 +505,18 @@ def deploy(
     python: str | None = None,
     system_site_packages: bool = False,
     build_c: bool = True,
+    ship_c: str = "auto",
     connect_timeout: float = T.SSH_CONNECT_TIMEOUT,
     copy_timeout: float | None = None,
     install_timeout: float = T.DEPLOY_INSTALL_TIMEOUT,
     wheel: str | Path | None = None,
 ) -> DeployResult:
-    """Deploy ``model`` and the runtime to one device (see the module docstring); raises DeviceError."""
+    """Deploy ``model`` and the runtime to one device (see the module docstring); raises DeviceError.
+    ``ship_c``: "auto" (ship the C library built here when the device cannot build it), "always" (ship it
+    even when the device has a compiler), "never" (build on the device or skip); ``build_c=False``: no C
+    library at all."""
+    if ship_c not in SHIP_C:
+        raise ValueError(f"ship_c must be one of {', '.join(SHIP_C)}, not {ship_c!r}")
     start = time.monotonic()
     model = Path(model)
     if not model.is_file():
@@ -516,12 +531,13 @@ def deploy(
                           connect_timeout=connect_timeout, profile=profile)
     with conn.session():
         return _deploy(conn, model, profile, offline=offline, remote_dir=remote_dir, python=python,
-                       system_site_packages=system_site_packages, build_c=build_c, connect_timeout=connect_timeout,
+                       system_site_packages=system_site_packages, build_c=build_c, ship_c=ship_c,
+                       connect_timeout=connect_timeout,
                        copy_timeout=copy_timeout, install_timeout=install_timeout, wheel=wheel, start=start)
 
 
-def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_packages, build_c, connect_timeout,
-            copy_timeout, install_timeout, wheel, start) -> DeployResult:
+def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_packages, build_c, ship_c,
+            connect_timeout, copy_timeout, install_timeout, wheel, start) -> DeployResult:
     result = DeployResult(conn.target)
     label = conn.target.label
     python = python or (getattr(profile, "flash", {}) or {}).get("python") or "python3"
@@ -541,11 +557,11 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
     if version < MIN_PYTHON:
         raise DeviceError(f"{label}: the device's {python} is Python {info['python']}; edge-sdk needs "
                           f">= {'.'.join(map(str, MIN_PYTHON))}")
-    arch = _normalize_arch(info["machine"])
+    arch = normalize_arch(info["machine"])
     if info.get("system") != "Linux" or arch not in SUPPORTED_ARCHES:
         raise DeviceError(f"{label}: unsupported device {info.get('system')} {info['machine']} "
                           f"(edge deploy supports Linux on {', '.join(SUPPORTED_ARCHES)})")
-    if profile is not None and _normalize_arch(profile.arch) != arch:
+    if profile is not None and normalize_arch(profile.arch) != arch:
         note = f"profile {profile.name} is for {profile.arch}, but {label} is {arch}"
         log.warning(note)
         result.notes.append(note)
@@ -607,7 +623,12 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
             raise DeviceError(f"{label}: installing the runtime failed{hint}: {' | '.join(err[-4:])}")
 
     # --- optional C backend
-    c_backend = _build_c_backend(conn, info, base, venv_name, python, runtime_new, whl) if build_c else None
+    c_backend = None
+    if build_c:
+        if ships_c_library(info, ship_c):
+            c_backend = _ship_c_library(conn, info, base, venv_name, python, arch)
+        else:
+            c_backend = _build_c_backend(conn, info, base, venv_name, python, runtime_new, whl)
     if c_backend and c_backend.get("note"):
         result.notes.append(c_backend["note"])
 
@@ -619,6 +640,7 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
     final = f"{base}/models/{model.name}"
     tmp = f"{base}/models/.{model.name}.{os.getpid()}-{threading.get_ident() % 100000}.part"
     conn.upload(model, tmp, python=python, sha256=digest, timeout=copy_timeout)
+    choice = _runtime_choice(conn, base, venv_name, tmp, c_backend)
     manifest = {
         "model": {"name": model.name, "path": final, "sha256": digest, "size": size},
         "edge_sdk_version": __version__,
@@ -630,6 +652,7 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
         "device": {"machine": info["machine"], "arch": arch, "glibc": info.get("glibc"), "home": info["home"]},
         "profile": getattr(profile, "name", None),
         "c_backend": c_backend,
+        "runtime_choice": choice,
         "deployed_from": {"host": _local_hostname(), "source": str(SOURCE_ROOT)},
     }
     conn.run_python(_COMMIT, tmp, final, f"{base}/manifest.json", json.dumps(manifest, indent=2),
@@ -638,6 +661,131 @@ def _deploy(conn, model, profile, *, offline, remote_dir, python, system_site_pa
     result.seconds = time.monotonic() - start
     log.stage(f"{label}: deployed {model.name} ({result.seconds:.1f} s)")
     return result
+
+
+SHIP_C = ("auto", "always", "never")
+# The device's `uname -m` (normalized) -> firmware_c's make target for it and the compiler that target uses
+# (firmware_c/cross.mk); the machine's own arch builds `make host` with its cc.
+CROSS_TARGETS = {"aarch64": ("aarch64", "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu libc6-dev-arm64-cross"),
+                 "armv7l": ("armhf", "arm-linux-gnueabihf-gcc", "gcc-arm-linux-gnueabihf libc6-dev-armhf-cross")}
+
+
+def ships_c_library(info: dict, ship_c: str = "auto") -> bool:
+    """Whether the deploy builds the C library here and ships it (else the device builds it): "always", or
+    "auto" on a device whose probe found no C compiler or no make."""
+    return ship_c == "always" or (ship_c == "auto" and not (info.get("cc") and info.get("make")))
+
+
+def c_library_for(arch: str) -> dict:
+    """The C host library built here for a device of ``arch`` (``uname -m``: aarch64, armv7l, x86_64):
+    {"path", "arch", "make_target", "compiler", "sha256"}. The machine's own arch: the host build
+    (backend_c.build()); another: firmware_c's cross target (``make aarch64`` / ``make armhf``), in the same
+    tree the host build uses. DeviceError when the compiler is missing here or the build fails."""
+    from edge_sdk.runtime import backend_c
+
+    arch = normalize_arch(arch)
+    here = normalize_arch(os.uname().machine)
+    if arch == here:
+        try:
+            path = backend_c.build()
+        except backend_c.BuildError as exc:
+            raise DeviceError(f"building the C library for {arch} here failed: {' '.join(str(exc).split())[:400]}") \
+                from None
+        return {"path": str(path), "arch": arch, "make_target": "host", "compiler": os.environ.get("CC", "gcc"),
+                "sha256": sha256_file(path)}
+    if arch not in CROSS_TARGETS:
+        raise DeviceError(f"no cross build of the C library for {arch} (this machine is {here}; cross builds: "
+                          f"{', '.join(CROSS_TARGETS)})")
+    target, cc, packages = CROSS_TARGETS[arch]
+    missing = [t for t in (cc, "make") if shutil.which(t) is None]
+    if missing:
+        raise DeviceError(f"cross-building the C library for {arch} needs {' and '.join(missing)} here "
+                          f"(apt-get install {packages} make)")
+    try:
+        tree = resources.ensure_host_tree(backend_c.FIRMWARE)
+    except OSError as exc:
+        raise DeviceError(f"cannot copy the C runtime's sources for the {arch} build: {exc}") from None
+    lock = tree / "build" / target if tree == backend_c.FIRMWARE else tree
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with resources.build_lock(lock):
+        proc = subprocess.run(["make", "-s", "-C", str(tree), target, f"PYTHON={sys.executable}"],
+                              capture_output=True, text=True, timeout=T.DEPLOY_C_BUILD_TIMEOUT, check=False)
+    path = tree / "build" / target / "libedge.so"
+    if proc.returncode != 0 or not path.is_file():
+        err = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        raise DeviceError(f"cross-building the C library for {arch} (make {target}) failed: {err}")
+    return {"path": str(path), "arch": arch, "make_target": target, "compiler": cc, "sha256": sha256_file(path)}
+
+
+# argv: none; prints the path where backend_c looks for a shipped library (in this venv's edge_sdk)
+_PREBUILT_PATH = "from edge_sdk.runtime import backend_c; print(backend_c.PREBUILT)"
+# argv: none; loads the shipped library the way backend_c does and prints its path and kernel count
+_CHECK_PREBUILT = ("from edge_sdk.runtime import backend_c as b; assert b.library_path() == b.PREBUILT, "
+                   "'not used: ' + str(b.library_path()); b.library(); print(b.PREBUILT, len(b.c_supported_ops()))")
+
+
+def _ship_c_library(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, arch: str) -> dict:
+    """Build the C library here for the device's CPU (``c_library_for``), copy it into the venv where
+    backend_c finds it (temporary name, sha256 checked, renamed), and check it loads there. Optional: a
+    failure is a note (the shipped file is removed again), never fatal."""
+    label = conn.target.label
+    vpy = f"{base}/venvs/{venv_name}/bin/python"
+    no_cc = not (info.get("cc") and info.get("make"))
+    why = "the device has no compiler" if no_cc else "--ship-c-library"
+    try:
+        log.stage(f"{label}: building the C library for {arch} here ({why})")
+        lib = c_library_for(arch)
+    except DeviceError as exc:
+        return {"built": False, "shipped": False, "note": f"C backend: {exc} (optional; skipped)"}
+    proc = conn.run(remote_command(vpy, "-c", _PREBUILT_PATH), timeout=T.DEPLOY_STATUS_TIMEOUT, check=False,
+                    what="locating the venv's edge_sdk")
+    lines = (proc.stdout or "").strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        err = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])
+        return {"built": False, "shipped": False, "note": f"C backend: the device's edge_sdk has no place for a "
+                                                          f"shipped library (optional; skipped): {err}"}
+    dest = lines[-1].strip()
+    folder = os.path.dirname(dest)
+    log.stage(f"{label}: copying the C library ({lib['make_target']}, {Path(lib['path']).stat().st_size} bytes)")
+    conn.run_python(PREPARE_SCRIPT, folder, ".", python=python, what="preparing folders")
+    tmp = f"{folder}/.libedge.so.{os.getpid()}-{threading.get_ident() % 100000}.part"
+    conn.upload(lib["path"], tmp, python=python, sha256=lib["sha256"])
+    conn.run_python(RENAME_SCRIPT, tmp, dest, python=python, what="installing the C library")
+    check = conn.run(remote_command(vpy, "-c", _CHECK_PREBUILT), timeout=T.DEPLOY_STATUS_TIMEOUT, check=False,
+                     what="loading the C library")
+    words = (check.stdout or "").strip().split()
+    record = {"shipped": True, "arch": lib["arch"], "make_target": lib["make_target"], "compiler": lib["compiler"],
+              "sha256": lib["sha256"], "library": dest, "venv": f"{base}/venvs/{venv_name}",
+              "built_on": _local_hostname()}
+    if check.returncode != 0 or len(words) != 2 or words[0] != dest:
+        conn.run(remote_command("rm", "-f", dest), timeout=T.DEPLOY_STATUS_TIMEOUT, check=False,
+                 what="removing the C library")
+        err = " | ".join((check.stderr or check.stdout).strip().splitlines()[-2:])
+        return {**record, "built": False, "shipped": False,
+                "note": f"C backend: the library built for {lib['arch']} does not load on the device (removed; "
+                        f"optional): {err}"}
+    return {**record, "built": True, "kernels": int(words[1]), "note": None}
+
+
+# argv: model path; the device's choice of runtime for it (edge_sdk.tools.run_backend), as JSON
+_CHOOSE = ("import json, sys; from edge_sdk.tools.run_backend import choose_runtime; "
+           "print(json.dumps(choose_runtime(open(sys.argv[1], 'rb').read()).to_dict()))")
+
+
+def _runtime_choice(conn: SSHConnection, base: str, venv_name: str, model_path: str, c_backend: dict | None) -> dict:
+    """Which runtime `edge run/bench/serve` use for the model on the device ({runtime, runtime_reason}): asked
+    of the device's runtime when it has a C library; else the Python interpreter, saying why."""
+    if not c_backend or not c_backend.get("built"):
+        why = (c_backend or {}).get("note") or "C backend: not deployed (--no-c-backend)"
+        return {"runtime": "python", "runtime_reason": f"no C library on the device ({why})"}
+    proc = conn.run(remote_command(f"{base}/venvs/{venv_name}/bin/python", "-c", _CHOOSE, model_path),
+                    timeout=T.DEPLOY_STATUS_TIMEOUT, check=False, what="choosing the runtime")
+    try:
+        return parse_json(proc.stdout, "choosing the runtime", conn.target.label) if proc.returncode == 0 else \
+            {"runtime": "python", "runtime_reason": "the device could not choose: " +
+             " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-2:])}
+    except DeviceError as exc:
+        return {"runtime": "python", "runtime_reason": str(exc)}
 
 
 def _local_hostname() -> str:
@@ -792,11 +940,14 @@ def format_status(manifest: dict | None, host: str = "") -> str:
          f"{'ok' if manifest.get('runtime_ok') else 'BROKEN'}"),
         f"device:      {(manifest.get('device') or {}).get('arch')}",
         f"profile:     {manifest.get('profile') or '-'}",
-        f"C backend:   {'built' if c.get('built') else 'not built'}",
+        f"C backend:   {'built' if c.get('built') else 'not built'}"
+        + (f" (shipped: built here for {c.get('arch')} with {c.get('compiler')})" if c.get("shipped") else ""),
+        *([f"runs on:     {rc.get('runtime')} ({rc.get('runtime_reason')})"] if (rc := manifest.get("runtime_choice"))
+          else []),
         f"deployed at: {manifest.get('deployed_at')}",
     ]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["DeployResult", "build_wheel", "deploy", "deploy_fleet", "download_dependencies", "format_results",
+__all__ = ["DeployResult", "build_wheel", "c_library_for", "deploy", "deploy_fleet", "download_dependencies", "format_results",
            "format_status", "read_hosts", "sha256_file", "status"]

@@ -400,66 +400,47 @@ _EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the
  *     done
  * then board_exit(status) (QEMU with -semihosting-config enable=on,target=native exits with it).
  * The inputs are filled from a fixed sequence: byte k of all inputs (input 0 first) is the top byte of the
- * k+1-th step of the LCG seed = seed * 1664525 + 1013904223 from seed 12345. Replace that loop with your
- * sensor data. */
+ * k+1-th step of the LCG seed = seed * 1664525 + 1013904223 from seed 12345. Replace that call with your
+ * sensor data. The inputs, the hash and the UART lines are edge_image_report.h's (firmware_c/tools/, the same
+ * code as edge-sdk's own firmware image). */
 #include <stdint.h>
 
 #include "board.h"
 #include "edge.h"
 #include "edge_model.h"
+#include "edge_image_report.h"
 
 static edge_interp_t interp;
 static uint8_t arena[EDGE_MODEL_ARENA_BYTES] BOARD_LARGE_BSS;
 
-static void line(const char *key, uint32_t v) {
-    board_print(key);
-    board_print(" ");
-    board_print_u32(v);
-    board_print("\r\n");
-}
-
 int main(void) {
     edge_status_t s;
-    uint32_t k, seed = 12345u;
-    int32_t i;
+    uint32_t seed = EDGE_REPORT_SEED;
 
     board_init();
 #ifdef EDGE_EXAMPLE_WAIT_START
     (void)board_uart_getc(); /* QEMU's TCP serial drops output sent before the host connects */
 #endif
     s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
-    line("status", (uint32_t)s);
+    edge_report_line("status", (uint32_t)s);
     if (s == EDGE_OK) {
-        for (i = 0; i < edge_num_inputs(&interp); i++) {
-            edge_tensor_t *t = edge_input(&interp, i);
-            uint8_t *p = (uint8_t *)t->data;
-            for (k = 0; k < t->bytes; k++) {
-                seed = seed * 1664525u + 1013904223u;
-                p[k] = (uint8_t)(seed >> 24);
-            }
-        }
+        edge_report_fill_inputs(&interp, &seed);
         s = edge_invoke(&interp);
-        if (s != EDGE_OK) line("status", (uint32_t)s);
+        if (s != EDGE_OK) edge_report_line("status", (uint32_t)s);
     }
     if (s == EDGE_OK) {
         size_t used = edge_arena_used(&interp), hw = edge_arena_high_water(&interp);
-        line("arena", (uint32_t)(used > hw ? used : hw));
-        for (i = 0; i < edge_num_outputs(&interp); i++) {
-            const edge_tensor_t *t = edge_output(&interp, i);
-            const uint8_t *p = (const uint8_t *)t->data;
-            uint32_t h = 2166136261u;
-            for (k = 0; k < t->bytes; k++) h = (h ^ p[k]) * 16777619u;
-            board_print("out ");
-            board_print_u32((uint32_t)i);
-            board_print(" ");
-            board_print_u32(h);
-            board_print("\r\n");
-        }
+        edge_report_line("arena", (uint32_t)(used > hw ? used : hw));
+        edge_report_outputs(&interp);
     }
     board_print("done\r\n");
     board_exit((int)s);
 }
 '''
+
+# The example firmware's report (inputs, output hash, UART lines): firmware_c's own, shared with tools/image_main.c
+REPORT_HEADER = "edge_image_report.h"
+
 
 _EXAMPLE_LIBRARY = r'''/* edge_example.c - one inference of the exported model (this target has no board support in edge-sdk: call
  * edge_example_run() from your own main after your clock and UART setup). Returns edge_init's or edge_invoke's
@@ -744,6 +725,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
             if t.example == "none":
                 del files["example/main.c"]
                 files["example/edge_example.c"] = _EXAMPLE_LIBRARY
+            if t.example == "uart":
+                files[f"example/{REPORT_HEADER}"] = _flash.FIRMWARE / "tools" / REPORT_HEADER
             for p in t.board_files:
                 files[f"board/{p.name}"] = p
             if t.ldscript is not None:

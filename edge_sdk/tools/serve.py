@@ -32,6 +32,11 @@ is run at that size, padded). A worker keeps one interpreter per batch size it u
 ``max_batch``; a smaller batch is padded up to the next). Models without a usable batch axis run one
 request at a time (``/health`` says ``"batching": false``).
 
+Runtime: ``backend`` "auto" (default) runs the model on the C runtime when it runs it (on Linux; the Python
+interpreter otherwise: edge_sdk.tools.run_backend), "python" or "c"; ``Server.runtime`` says which and why (and
+``/health``: runtime, runtime_reason). Batching by resizing the batch axis needs the Python interpreter: with
+``max_batch`` > 1 on such a model auto picks it (forced "c" serves one at a time and says so).
+
 Bounds: request body (``max_request_bytes``: 413), queued requests (``max_queue``: 503 with Retry-After),
 open connections (``max_connections``: 503), socket reads (``socket_timeout_s``), the wait for a result
 (``request_timeout_s``: 504). Bad requests get 4xx with ``{"error": reason}``; an error inside a run is a
@@ -111,11 +116,12 @@ def _model_bytes(model) -> tuple[bytes, str]:
     return path.read_bytes(), str(path)
 
 
-def _new_interpreter(content: bytes, batch: int | None = None, num_threads: int | None = None):
+def _new_interpreter(content: bytes, batch: int | None = None, num_threads: int | None = None,
+                     backend: str = "python"):
     from edge_sdk.runtime.interpreter import Interpreter
 
-    it = Interpreter(model_content=content, num_threads=num_threads)
-    if batch is not None:
+    it = Interpreter(model_content=content, num_threads=num_threads, backend=backend)
+    if batch is not None:  # the C runtime has no resize: Server never asks it for one (batch_mode "resize")
         for d in it.get_input_details():
             it.resize_tensor_input(d["index"], [batch] + [int(v) for v in d["shape"][1:]])
     it.allocate_tensors()
@@ -181,7 +187,7 @@ class Server:
                  max_request_bytes: int = 16 << 20, max_connections: int = 64,
                  request_timeout_s: float = T.SERVE_REQUEST_TIMEOUT,
                  socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None,
-                 detection: dict | None = None, num_threads: int | None = None):
+                 detection: dict | None = None, num_threads: int | None = None, backend: str = "auto"):
         for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
                             ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
             if not isinstance(v, (int, np.integer)) or v < lo:
@@ -203,7 +209,10 @@ class Server:
         self.request_timeout_s = float(request_timeout_s)
         self.socket_timeout_s = float(socket_timeout_s)
         self.num_threads = num_threads  # each interpreter's (Interpreter's checks)
+        from edge_sdk.tools.run_backend import C, RuntimeChoice, choose_runtime
 
+        # the runtime (issue 16 point 5): auto = the C runtime when it runs the model; said at start-up, in /health
+        self.runtime = choose_runtime(self.content, backend, num_threads=num_threads)
         probe = _new_interpreter(self.content, num_threads=num_threads)  # fails here (ModelError) on a model we cannot run
         self.inputs = probe.get_input_details()
         self.outputs = probe.get_output_details()
@@ -217,6 +226,15 @@ class Server:
                 self.batch_note = f"max batch {fixed}, not {max_batch}: the model's batch axis is fixed at {fixed}"
         else:
             self.batch_mode, fixed = "none", 1
+        if self.batch_mode == "resize" and self.runtime.name == C:  # batches resize the inputs: Python only
+            if backend == C:
+                self.batch_mode = "none"
+                self.batch_note = (f"max batch 1, not {max_batch}: batching resizes the batch axis, which the C "
+                                   "runtime cannot (--backend c); --backend python batches")
+                log.warning(f"serve: {self.batch_note}")
+            else:
+                self.runtime = RuntimeChoice("python", f"--max-batch {max_batch} resizes the batch axis, which the C "
+                                             "runtime cannot", backend)
         if self.batch_mode == "fixed":
             self.max_batch = min(int(max_batch), fixed)
             self.fixed_batch = fixed
@@ -412,7 +430,8 @@ class Server:
         try:
             it = interpreters.get(size)
             if it is None:
-                it = _new_interpreter(self.content, size if self.batch_mode == "resize" else None, self.num_threads)
+                it = _new_interpreter(self.content, size if self.batch_mode == "resize" else None, self.num_threads,
+                                      self.runtime.name)
                 interpreters[size] = it
             xs = []
             for j in range(len(self.inputs)):
@@ -492,6 +511,7 @@ class Server:
             "max_batch": self.max_batch,
             "instances": self.instances,
             "pipeline": type(self.pipeline).__name__ if self.pipeline is not None else None,
+            **self.runtime.to_dict(),
         }
 
     # ------------------------------------------------------------------ requests

@@ -15,6 +15,8 @@
  *     subtracts this image to get the runtime's own .text/.data/.bss.
  * EDGE_IMAGE_WAIT_START: wait for one byte from the host before starting (QEMU's TCP serial drops output
  * sent before the host connects; not needed with -serial stdio).
+ * The inputs, the output hash and the UART lines are tools/edge_image_report.h's, the same code `edge export`'s
+ * example firmware includes (tests/oprunner.py image_main_inputs / image_main_hash: their host-side twin).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -28,14 +30,11 @@
 #define EDGE_IMAGE_TRACE 64
 #endif
 
-static void line(const char *key, uint32_t v) {
-    board_print(key);
-    board_print(" ");
-    board_print_u32(v);
-    board_print("\r\n");
-}
-
 #ifdef EDGE_IMAGE_BASELINE
+
+#include "edge_image_report.h"
+
+#define line edge_report_line
 
 int main(void) {
     board_init();
@@ -51,6 +50,9 @@ int main(void) {
 #else
 
 #include "edge.h"
+#include "edge_image_report.h"
+
+#define line edge_report_line
 
 #ifdef EDGE_IMAGE_HAS_MODEL
 extern const unsigned char edge_image_model[];
@@ -72,8 +74,8 @@ static edge_trace_entry_t trace[EDGE_IMAGE_TRACE];
 int main(void) {
     edge_timer_t timer;
     edge_status_t s;
-    uint32_t k, seed = 12345u;
-    int32_t i, round;
+    uint32_t k, seed = EDGE_REPORT_SEED;
+    int32_t round;
 
     board_init();
 #ifdef EDGE_IMAGE_WAIT_START
@@ -91,14 +93,7 @@ int main(void) {
     timer.units = board_timer_units();
     timer.user = 0;
     for (round = 0; round < 2; round++) { /* the second invoke is the one reported (warm) */
-        for (i = 0; i < edge_num_inputs(&interp); i++) {
-            edge_tensor_t *t = edge_input(&interp, i);
-            uint8_t *p = (uint8_t *)t->data;
-            for (k = 0; k < t->bytes; k++) {
-                seed = seed * 1664525u + 1013904223u;
-                p[k] = (uint8_t)(seed >> 24);
-            }
-        }
+        edge_report_fill_inputs(&interp, &seed); /* the second round's inputs continue the sequence */
         if (round == 1) edge_set_timer(&interp, &timer, trace, EDGE_IMAGE_TRACE);
         s = edge_invoke(&interp);
         if (s != EDGE_OK) {
@@ -116,17 +111,7 @@ int main(void) {
         board_print_u32(trace[k].ticks);
         board_print("\r\n");
     }
-    for (i = 0; i < edge_num_outputs(&interp); i++) {
-        const edge_tensor_t *t = edge_output(&interp, i);
-        const uint8_t *p = (const uint8_t *)t->data;
-        uint32_t h = 2166136261u;
-        for (k = 0; k < t->bytes; k++) h = (h ^ p[k]) * 16777619u;
-        board_print("out ");
-        board_print_u32((uint32_t)i);
-        board_print(" ");
-        board_print_u32(h);
-        board_print("\r\n");
-    }
+    edge_report_outputs(&interp);
     board_print("done\r\n");
     board_exit(0);
 }

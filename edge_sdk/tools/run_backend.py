@@ -1,0 +1,112 @@
+"""Which runtime `edge run`, `edge bench` and `edge serve` use (issue 16 point 5: the Linux default).
+
+    choice = choose_runtime(content)                 # "auto": the C runtime when it runs the model
+    choice.name, choice.reason                       # "c", "C runtime runs all 64 nodes"
+    choice.line()                                    # "runtime: c (C runtime runs all 64 nodes)"
+    choice.to_dict()                                 # {"runtime": "c", "runtime_reason": "..."}
+
+``requested``:
+
+- ``"auto"`` (the tools' default): on Linux, the C runtime (edge_sdk.runtime.backend_c) when its library is
+  available — built, shipped prebuilt by `edge deploy`, or buildable with make and the host's C compiler — and
+  its loader and prepare accept the model (every node: kernel, types, options); the Python interpreter
+  otherwise, with the reason ("C runtime refuses node 3 SELECT_V2: ..."). Both compute the same results (the
+  integer kernels bit-exact, float within the tests' tolerance), the C runtime faster.
+- ``"c"``: the C runtime, or an error in one line when it is not available (DeviceError) or refuses the model
+  (ModelError), naming the node.
+- ``"python"``: the Python interpreter (it runs every op of the op table; delegates are the Python API's).
+
+The Python API (``edge_sdk.Interpreter``) keeps its own default, ``backend="python"``: this is the tools'.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+
+from edge_sdk.errors import DeviceError, ModelError
+
+AUTO, PYTHON, C = "auto", "python", "c"
+CHOICES = (AUTO, PYTHON, C)
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    """The runtime a tool runs a model with, and why (printed, and in the JSON as runtime / runtime_reason)."""
+
+    name: str  # "c" or "python"
+    reason: str
+    requested: str = AUTO
+
+    def line(self) -> str:
+        return f"runtime: {self.name} ({self.reason})"
+
+    def to_dict(self) -> dict:
+        return {"runtime": self.name, "runtime_reason": self.reason}
+
+
+_NODE = re.compile(r"^node (\d+) \((\S+)[^)]*\): (.*?)(?: \[EDGE_[A-Z_]+\])?$", re.S)
+
+
+def c_refusal(exc: Exception) -> str:
+    """'C runtime refuses node N OP: why' from the C runtime's error (CInterpreter's UnsupportedOpError /
+    ModelError text "C runtime: node N (OP code X vV): why [STATUS]")."""
+    text = " ".join(str(exc).split())
+    text = text[len("C runtime: "):] if text.startswith("C runtime: ") else text
+    m = _NODE.match(text)
+    if m:
+        return f"C runtime refuses node {m.group(1)} {m.group(2)}: {m.group(3)}"
+    return f"C runtime refuses the model: {text}"
+
+
+def _node_count(model) -> int:
+    return sum(len(sg.operators) for sg in model.subgraphs)
+
+
+def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "layer"):
+    """(the allocated CInterpreter, None) when the C runtime loads and prepares ``content``, else (None, why
+    not) — why: the library is not available here, or the node it refuses."""
+    from edge_sdk.errors import EdgeError
+    from edge_sdk.runtime import backend_c
+
+    ok, why = backend_c.available()
+    if not ok:
+        return None, f"C runtime not available here: {why}"
+    try:
+        it = backend_c.CInterpreter(model_content=content, num_threads=num_threads, memory=memory)
+    except backend_c.BuildError as exc:
+        return None, f"C runtime not available here: {' '.join(str(exc).split())[:300]}"
+    except (EdgeError, ValueError) as exc:
+        return None, c_refusal(exc)
+    try:
+        it.allocate_tensors()
+    except EdgeError as exc:
+        return None, c_refusal(exc)
+    return it, None
+
+
+def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | None = None,
+                   memory: str = "layer") -> RuntimeChoice:
+    """The runtime for ``content`` (a .tflite's bytes) under ``requested`` (module docstring). Forcing "c" on a
+    model the C runtime refuses raises ModelError; on a machine where it cannot be built, DeviceError."""
+    if requested not in CHOICES:
+        raise ValueError(f"backend must be one of {', '.join(CHOICES)}, not {requested!r}")
+    if requested == PYTHON:
+        return RuntimeChoice(PYTHON, "--backend python", requested)
+    if requested == AUTO and not sys.platform.startswith("linux"):
+        return RuntimeChoice(PYTHON, f"the C runtime is the default on Linux only (this is {sys.platform}; "
+                                     "--backend c forces it)", requested)
+    it, why = c_accepts(content, num_threads, memory)
+    if it is None:
+        if requested == C:
+            if why.startswith("C runtime not available"):
+                raise DeviceError(f"--backend c: {why}")
+            raise ModelError(f"--backend c: {why} (--backend python runs it)")
+        return RuntimeChoice(PYTHON, why, requested)
+    n = _node_count(it.model)
+    what = f"C runtime runs all {n} node{'s' if n != 1 else ''}"
+    return RuntimeChoice(C, what if requested == AUTO else f"--backend c: {what}", requested)
+
+
+__all__ = ["AUTO", "C", "CHOICES", "PYTHON", "RuntimeChoice", "c_accepts", "c_refusal", "choose_runtime"]

@@ -1,0 +1,49 @@
+"""`edge convert --target PROFILE --memory layer|min` (issue 17 point 3): the same --memory flag as `edge check`,
+passed to the target check that runs before the model is written; the report names the plan and its RAM."""
+
+from __future__ import annotations
+
+import json
+
+from edge_sdk.cli import main
+from tests.test_memory_min import _chain_model
+
+
+def _float_chain(tmp_path):
+    src = tmp_path / "chain_float.tflite"
+    src.write_bytes(_chain_model(dtype="FLOAT32", shape=(1, 16, 16, 8), value=-1.5))
+    return src
+
+
+def test_convert_target_memory_min_and_layer(tmp_path, capsys):
+    src = _float_chain(tmp_path)
+    checks = {}
+    for memory in ("layer", "min"):
+        out = tmp_path / f"out_{memory}.tflite"
+        assert main(["convert", str(src), "-o", str(out), "--quantize", "none", "--target", "qemu-mps2-an386",
+                     "--memory", memory, "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert out.is_file() and report["written"] == str(out)
+        checks[memory] = report["check"]
+    assert checks["layer"]["memory_plan"] == "layer" and checks["min"]["memory_plan"] == "min"
+    # the in-place PAD and RESHAPE: the least-RAM plan is smaller, at no extra MACs
+    assert checks["min"]["arena_bytes"] < checks["layer"]["arena_bytes"]
+    assert checks["min"]["extra_macs"] == 0
+    # the same figures `edge check --memory` gives for the written model
+    for memory in ("layer", "min"):
+        assert main(["check", str(tmp_path / f"out_{memory}.tflite"), "--target", "qemu-mps2-an386", "--memory",
+                     memory, "--json"]) == 0
+        check = json.loads(capsys.readouterr().out)
+        assert check["arena_bytes"] == checks[memory]["arena_bytes"]
+
+
+def test_convert_memory_flag_misuse(tmp_path, capsys):
+    src = _float_chain(tmp_path)
+    out = tmp_path / "out.tflite"
+    assert main(["convert", str(src), "-o", str(out), "--quantize", "none", "--memory", "min"]) == 2
+    assert "--memory" in capsys.readouterr().err and not out.exists()
+    try:
+        main(["convert", str(src), "-o", str(out), "--target", "qemu-mps2-an386", "--memory", "tiny"])
+    except SystemExit as exc:
+        assert exc.code == 2
+    assert "invalid choice: 'tiny'" in capsys.readouterr().err and not out.exists()
