@@ -650,8 +650,11 @@ class _Importer:
         if len(node.input) > 2 and node.input[2] and b is None:
             raise _Unsupported("bias must be a constant")
         xs = self.shape(x)
+        if len(xs) == 5:
+            self._conv3d(node, a, x, w, b)
+            return
         if len(xs) not in (3, 4):
-            raise _Unsupported(f"{len(xs) - 2}-D convolution (only 1-D and 2-D are supported)")
+            raise _Unsupported(f"{len(xs) - 2}-D convolution (only 1-D, 2-D and 3-D are supported)")
         group = int(a.get("group", 1))
         cin, cout = xs[1], w.shape[0]
         if w.shape[1] * group != cin:
@@ -694,6 +697,61 @@ class _Importer:
             self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
         self._from_nhwc(conv_out, out)
 
+    def _conv3d(self, node, a, x, w, b):
+        """3-D Conv: NCDHW -> NDHWC (a TRANSPOSE the layout pass moves), CONV_3D with DHWIO weights (LiteRT's
+        layout), explicit pads as a PAD where TFLite's SAME / VALID differ from ONNX's; groups as a SPLIT over
+        the channels, one CONV_3D per group, a CONCATENATION (CONV_3D itself has no groups)."""
+        xs = self.shape(x)
+        n, cin = xs[0], xs[1]
+        size, k = list(xs[2:]), [int(v) for v in w.shape[2:]]
+        group, cout = int(a.get("group", 1)), w.shape[0]
+        if group < 1 or cin % group or cout % group or w.shape[1] * group != cin:
+            raise _Unsupported(f"weights {w.shape} do not match {cin} input channels in {group} groups")
+        strides = [int(v) for v in a.get("strides", [1, 1, 1])]
+        dil = [int(v) for v in a.get("dilations", [1, 1, 1])]
+        pads = [int(v) for v in a.get("pads", [0] * 6)]
+        auto = a.get("auto_pad", "NOTSET")
+        same = [_same_pads(size[d], k[d], strides[d], dil[d]) for d in range(3)]
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pp = same if auto == "SAME_UPPER" else [(hi, lo) for lo, hi in same]
+        elif auto == "VALID":
+            pp = [(0, 0)] * 3
+        else:
+            pp = [(pads[d], pads[d + 3]) for d in range(3)]
+        out = self.out(node)
+        osz = list(self.shape(out)[2:])
+        t = self.transpose(x, [0, 2, 3, 4, 1], "to_ndhwc")
+        if all(p == (0, 0) for p in pp):
+            mode = "VALID"
+        elif list(pp) == list(same):
+            mode = "SAME"
+        else:
+            mode = "VALID"
+            padded = self._tmp("pad", (n, *(size[d] + sum(pp[d]) for d in range(3)), cin))
+            self._op("PAD", [t, self._i32("paddings", [[0, 0]] + [list(p) for p in pp] + [[0, 0]])], [padded])
+            t = padded
+        opts = {"padding": mode, "stride_d": strides[0], "stride_h": strides[1], "stride_w": strides[2],
+                "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+                "fused_activation_function": "NONE"}
+        bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        conv_out = self._tmp("conv_ndhwc", (n, *osz, cout))
+        wt = w.transpose(2, 3, 4, 1, 0)  # [O, C/g, kd, kh, kw] -> [kd, kh, kw, C/g, O]
+        if group == 1:
+            self._op("CONV_3D", [t, self._f32("weights", wt), self._f32("bias", bias)], [conv_out], **opts)
+        else:
+            gin, gout = cin // group, cout // group
+            ts = self.shape(t)
+            parts = [self._tmp(f"group{g}", ts[:4] + (gin,)) for g in range(group)]
+            self._op("SPLIT", [self._i32("split_axis", 4), t], parts, num_splits=group)
+            outs = []
+            for g in range(group):
+                o = self._tmp(f"group{g}_conv", (n, *osz, gout))
+                self._op("CONV_3D", [parts[g], self._f32(f"weights{g}", wt[..., g * gout:(g + 1) * gout]),
+                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
+                outs.append(o)
+            self._op("CONCATENATION", outs, [conv_out], axis=4, fused_activation_function="NONE")
+        self.transpose(conv_out, [0, 4, 1, 2, 3], "to_ncdhw", out=out)
+
     def _op_ConvTranspose(self, node, a):
         x = self.float_input(node)
         w = self.need_const(node.input[1], "weights").astype(np.float32)
@@ -732,9 +790,17 @@ class _Importer:
                 begin[0] = 0
         elif auto == "VALID":
             begin = [0, 0]
-        for d in range(2):
-            if begin[d] + osz[d] > full[d]:
-                raise _Unsupported("output_padding / output_shape beyond the transposed convolution's full output")
+        if any(begin[d] < 0 for d in range(2)):
+            raise _Unsupported(f"output_shape {list(osz)} is larger than the transposed convolution's full output "
+                               f"{full} plus output_padding")
+        # output_padding (or an output_shape past the full output) adds rows / columns at the end that only the
+        # bias reaches: TRANSPOSE_CONV's output_shape may exceed the full output by less than the stride
+        # (LiteRT's kernel then derives padding 0 and leaves those cells at the bias; it refuses a larger one).
+        ext = [max(0, begin[d] + osz[d] - full[d]) for d in range(2)]
+        if any(ext[d] >= strides[d] for d in range(2)):
+            raise _Unsupported(f"output_padding / output_shape {ext} past the full output, not below the strides "
+                               f"{strides} (TFLite's TRANSPOSE_CONV refuses that)")
+        full = [full[d] + ext[d] for d in range(2)]
         t = self._to_nhwc(x)
         conv_out = self._tmp("tconv_nhwc", (n, full[0], full[1], cout))
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)

@@ -15,6 +15,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'CAST': (7, 'cast.c'),
     'CONCATENATION': (4, 'concatenation.c'),
     'CONV_2D': (8, 'conv_2d.c'),
+    'CONV_3D': (1, 'conv_3d.c'),
     'Convolution2DTransposeBias': (1, 'mediapipe_transpose_conv_bias.c'),
     'DENSIFY': (1, 'densify.c'),
     'DEPTHWISE_CONV_2D': (7, 'depthwise_conv_2d.c'),

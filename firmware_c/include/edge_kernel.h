@@ -256,6 +256,14 @@ enum {
     EDGE_OPTS_CallOnceOptions = 103,
 };
 
+/* BuiltinOptions union codes of CONV_3D, TOPK_V2 and NON_MAX_SUPPRESSION_V4/V5 (schema.fbs union order). */
+enum {
+    EDGE_OPTS_TopKV2Options = 34,
+    EDGE_OPTS_NonMaxSuppressionV4Options = 95,
+    EDGE_OPTS_NonMaxSuppressionV5Options = 96,
+    EDGE_OPTS_Conv3DOptions = 106,
+};
+
 /* Fused activations (schema ActivationFunctionType). */
 enum {
     EDGE_ACT_NONE = 0,
