@@ -1558,6 +1558,55 @@ class _Importer:
         else:
             self._op("ARG_MAX", [x, self._i32("axis", [axis])], [out], output_type="INT64")
 
+    # ------------------------------------------------------------------ top-k and non-max suppression
+    def _op_TopK(self, node, a):
+        """TOPK_V2 over the last axis (another axis: a TRANSPOSE swapping it with the last, and back), sorted
+        descending with equal values in index order (ONNX's and LiteRT's rule); largest=0 as the top k of the
+        negated input, negated back (exact in float32); int32 indices CAST to ONNX's int64."""
+        x = self.value(node.input[0])
+        xt = self.ttype(x)
+        if xt not in ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64"):
+            raise _Unsupported(f"input type {xt} (TOPK_V2 runs FLOAT32, INT8, UINT8, INT16, INT32, INT64)")
+        if self.opset < 10:
+            k = int(a.get("k", 0))
+        else:
+            kv = np.asarray(self.need_const(node.input[1], "K")).reshape(-1)
+            if kv.size != 1:
+                raise _Unsupported(f"K holds {kv.size} values, not one")
+            k = int(kv[0])
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", -1)], len(xs))[0]
+        if not 0 <= k <= xs[axis]:
+            raise _Unsupported(f"K = {k} is not within 0..{xs[axis]} (the size of axis {axis})")
+        largest = int(a.get("largest", 1))
+        if not largest and xt != "FLOAT32":
+            raise _Unsupported(f"largest=0 (the k smallest) on a {xt} input: taken as the top k of the negated "
+                               "input, which is exact only in float (the type's lowest value has no negation)")
+        last = len(xs) - 1
+        perm = list(range(len(xs)))
+        perm[axis], perm[last] = last, axis
+        t = x
+        if axis != last:
+            t = self.transpose(t, perm, "to_last")
+        if not largest:
+            t = self.unary("NEG", t, "negate")
+        rows = self.shape(t)[:-1] + (k,)
+        out_v = self.out(node, 0, type=xt)
+        direct = axis == last
+        values = out_v if direct and largest else self._tmp("values", rows, xt)
+        index32 = self._tmp("indices", rows, "INT32")
+        self._op("TOPK_V2", [t, self._const("k", np.array(k, np.int32), "INT32")], [values, index32])
+        if not largest:
+            values = self.unary("NEG", values, "negate_back", out=out_v if direct else None)
+        if not direct:
+            self.transpose(values, perm, "values_back", out=out_v)
+        if len(node.output) > 1 and node.output[1]:
+            out_i = self.out(node, 1, type="INT64")
+            wide = out_i if direct else self._tmp("indices64", rows, "INT64")
+            self._op("CAST", [index32], [wide], in_data_type="INT32", out_data_type="INT64")
+            if not direct:
+                self.transpose(wide, perm, "indices_back", out=out_i)
+
     # ------------------------------------------------------------------ shape and data movement
     def _reshape_node(self, node, a=None):
         x = self.value(node.input[0])

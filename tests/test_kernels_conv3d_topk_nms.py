@@ -74,3 +74,109 @@ def test_conv_3d_refuses_groups_and_int8():
                      [T((1, 2, 2, 2, 4), "INT8", 0.1, 0)], {"padding": "VALID"})
     with pytest.raises(ModelError, match="FLOAT32"):
         run_ours(model, [np.zeros((1, 2, 2, 2, 4), np.int8)])
+
+
+# ------------------------------------------------------------------------------------------------ TOPK_V2
+
+_TOPK_Q = {"INT8": dict(scale=0.1, zero_point=-3), "UINT8": dict(scale=0.1, zero_point=120),
+           "INT16": dict(scale=0.01, zero_point=0)}
+
+
+def _topk_feed(shape, type_, ties):
+    if type_ == "FLOAT32":
+        v = RNG.integers(-3, 4, shape).astype(np.float32) if ties else RNG.standard_normal(shape).astype(np.float32)
+        return v
+    dt = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64}[type_]
+    info = np.iinfo(dt)
+    lo, hi = (0, 3) if ties else (info.min, info.max)
+    return RNG.integers(lo, hi, shape, endpoint=True).astype(dt)
+
+
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64"])
+@pytest.mark.parametrize("shape,k", [((7,), 3), ((3, 4, 9), 9), ((2, 20), 1), ((5, 6), 0)])
+@pytest.mark.parametrize("ties", [False, True])
+def test_topk_v2(type_, shape, k, ties):
+    q = _TOPK_Q.get(type_, {})
+    out = shape[:-1] + (k,)
+    version = 2 if type_ == "INT8" else 3 if type_ == "INT16" else 1
+    model = op_model("TOPK_V2", [T(shape, type_, **q), T((), "INT32", data=np.array(k, np.int32))],
+                     [T(out, type_, **q), T(out, "INT32")], version=version)
+    peer = compare(model, [_topk_feed(shape, type_, ties)])
+    assert peer[1].shape == out
+
+
+def test_topk_v2_int16_indices_and_k():
+    shape, k = (4, 50), 7
+    model = op_model("TOPK_V2", [T(shape, "FLOAT32"), T((), "INT16", data=np.array(k, np.int16))],
+                     [T((4, k), "FLOAT32"), T((4, k), "INT16")], version=3)
+    compare(model, [_topk_feed(shape, "FLOAT32", True)])
+
+
+def test_topk_v2_refuses_k_past_the_row():
+    model = op_model("TOPK_V2", [T((2, 5), "FLOAT32"), T((), "INT32", data=np.array(6, np.int32))],
+                     [T((2, 6), "FLOAT32"), T((2, 6), "INT32")])
+    with pytest.raises(ModelError, match="k = 6 is not within 0..5"):
+        run_ours(model, [np.zeros((2, 5), np.float32)])
+
+
+# ------------------------------------------------------------------------------------------------ ONNX import
+
+
+def _onnx_run(nodes, inputs, outputs, inits, feeds, opset=17):
+    """The one-graph ONNX model through onnxruntime and through convert() + our interpreter (and the C runtime
+    when gcc is here): (onnxruntime's outputs, [ours per runtime])."""
+    import onnxruntime as ort
+    from onnx import helper, numpy_helper
+
+    from converters import convert
+    from edge_sdk import Interpreter
+
+    vi = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+          for n, v in zip(inputs, feeds)]
+    vo = [helper.make_tensor_value_info(n, t, None) for n, t in outputs]
+    graph = helper.make_graph(nodes, "g", vi, vo, [numpy_helper.from_array(v, n) for n, v in inits.items()])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, dict(zip(inputs, feeds)))
+    tflite = convert(proto.SerializeToString(), quantize="none").tflite
+    got = []
+    for backend in ("python", "c") if HAVE_C else ("python",):
+        it = Interpreter(model_content=tflite, backend=backend)
+        it.allocate_tensors()
+        for d, v in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], v)
+        it.invoke()
+        got.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+    return want, got
+
+
+@pytest.mark.parametrize("shape,k,axis,largest,dtype,ties", [
+    ((3, 10), 4, -1, 1, np.float32, False),
+    ((3, 10, 5), 3, 1, 1, np.float32, True),
+    ((3, 10, 5), 3, 1, 0, np.float32, True),
+    ((2, 9), 9, 1, 0, np.float32, False),
+    ((6, 4), 6, 0, 1, np.int32, True),
+])
+def test_onnx_topk(shape, k, axis, largest, dtype, ties):
+    from onnx import TensorProto, helper
+
+    x = (RNG.integers(-2, 3, shape) if ties else RNG.standard_normal(shape)).astype(dtype)
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)
+    want, got = _onnx_run([node], ["x"], [("v", helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
+                                          ("i", TensorProto.INT64)], {"k": np.array([k], np.int64)}, [x])
+    for ours in got:
+        for g, w in zip(ours, want):
+            assert g.dtype == w.dtype and np.array_equal(g, w), (g, w)
+
+
+def test_onnx_topk_refusals():
+    from onnx import TensorProto, helper
+
+    from edge_sdk import ConversionError
+
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    node = helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=0)
+    with pytest.raises(ConversionError) as err:
+        _onnx_run([node], ["x"], [("v", TensorProto.INT32), ("i", TensorProto.INT64)],
+                  {"k": np.array([2], np.int64)}, [x])
+    assert "largest=0 (the k smallest) on a INT32 input" in "\n".join(err.value.problems)

@@ -163,6 +163,7 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("Landmarks2TransformMatrix",    "mediapipe:prepare_landmarks_to_transform_matrix", 2, custom=True),
     # 3-D convolution, top-k and non-max suppression (LiteRT builtins TFLM lacks; issue 15 point 3)
     OpRow("CONV_3D",                      "conv_3d:prepare_conv_3d",          1, "conv_3d:macs_conv_3d"),
+    OpRow("TOPK_V2",                      "topk:prepare_topk_v2",             3),
 )
 # fmt: on
 

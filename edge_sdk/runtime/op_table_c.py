@@ -78,6 +78,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'SignalWindow': (1, 'signal_window.c'),
     'TANH': (3, 'tanh.c'),
     'TILE': (3, 'tile.c'),
+    'TOPK_V2': (3, 'topk.c'),
     'TRANSPOSE': (6, 'transpose.c'),
     'TRANSPOSE_CONV': (5, 'transpose_conv.c'),
     'TransformLandmarks': (2, 'mediapipe_transform.c'),
