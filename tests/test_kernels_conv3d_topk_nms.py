@@ -180,3 +180,60 @@ def test_onnx_topk_refusals():
         _onnx_run([node], ["x"], [("v", TensorProto.INT32), ("i", TensorProto.INT64)],
                   {"k": np.array([2], np.int64)}, [x])
     assert "largest=0 (the k smallest) on a INT32 input" in "\n".join(err.value.problems)
+
+
+# ------------------------------------------------------------------------------------------------ NMS V4 / V5
+
+
+def _boxes(rng, n, ties):
+    centre, size = rng.uniform(0, 10, (n, 2)), rng.uniform(0.5, 3, (n, 2))
+    b = np.concatenate([centre - size / 2, centre + size / 2], 1).astype(np.float32)
+    flip = rng.random(n) < 0.3
+    b[flip] = b[flip][:, [2, 3, 0, 1]]  # either corner first
+    scores = (rng.integers(0, 2, n) / 2 if ties else rng.random(n)).astype(np.float32)
+    return b, scores
+
+
+def _nms_model(n, max_output, iou, score, sigma=None):
+    f = lambda v: T((), "FLOAT32", data=np.array(v, np.float32))  # noqa: E731
+    ins = [T((n, 4), "FLOAT32"), T((n,), "FLOAT32"), T((), "INT32", data=np.array(max_output, np.int32)), f(iou),
+           f(score)]
+    if sigma is None:
+        return op_model("NON_MAX_SUPPRESSION_V4", ins, [T((max_output,), "INT32"), T((), "INT32")])
+    return op_model("NON_MAX_SUPPRESSION_V5", ins + [f(sigma)],
+                    [T((max_output,), "INT32"), T((max_output,), "FLOAT32"), T((), "INT32")])
+
+
+@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("soft", [False, True])
+def test_non_max_suppression(seed, soft):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 60))
+    max_output = int(rng.integers(0, n + 3))
+    iou = float(rng.choice([0.0, 0.3, 0.5, 1.0]))
+    score = float(rng.choice([-1.0, 0.0, 0.2, 0.5]))
+    sigma = float(rng.choice([0.0, 0.5, 2.0])) if soft else None
+    boxes, scores = _boxes(rng, n, ties=seed % 2 == 0)
+    peer = compare(_nms_model(n, max_output, iou, score, sigma), [boxes, scores], float_tol=0)
+    assert int(peer[-1]) <= max_output
+
+
+def test_non_max_suppression_equal_scores_in_heap_order():
+    # 12 disjoint boxes of one score: LiteRT's priority queue returns them in its heap's order, not by index
+    n = 12
+    boxes = np.array([[0, 0, 1, 1]], np.float32) + 3 * np.arange(n, dtype=np.float32)[:, None]
+    peer = compare(_nms_model(n, n, 0.5, 0.0), [boxes, np.full(n, 0.5, np.float32)])
+    assert list(peer[0]) == [0, 2, 6, 11, 10, 9, 8, 7, 5, 4, 3, 1] and int(peer[1]) == n
+
+
+def test_non_max_suppression_refusals():
+    with pytest.raises(ModelError, match=r"iou_threshold 1.5 is not within \[0, 1\]"):
+        run_ours(_nms_model(3, 2, 1.5, 0.0), [np.zeros((3, 4), np.float32), np.zeros(3, np.float32)])
+    with pytest.raises(ModelError, match="soft_nms_sigma -1.0 is negative"):
+        run_ours(_nms_model(3, 2, 0.5, 0.0, -1.0), [np.zeros((3, 4), np.float32), np.zeros(3, np.float32)])
+    model = op_model("NON_MAX_SUPPRESSION_V4", [T((3, 4), "FLOAT32"), T((3,), "FLOAT32"), T((), "INT32"),
+                                                T((), "FLOAT32", data=np.array(0.5, np.float32)),
+                                                T((), "FLOAT32", data=np.array(0, np.float32))],
+                     [T((2,), "INT32"), T((), "INT32")])
+    with pytest.raises(ModelError, match="max_output_size .* is computed at run time"):
+        run_ours(model, [np.zeros((3, 4), np.float32), np.zeros(3, np.float32), np.array(2, np.int32)])

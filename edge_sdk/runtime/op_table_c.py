@@ -39,6 +39,8 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'MIRROR_PAD': (2, 'mirror_pad.c'),
     'MUL': (7, 'mul.c'),
     'NEG': (1, 'math_unary.c'),
+    'NON_MAX_SUPPRESSION_V4': (1, 'nms.c'),
+    'NON_MAX_SUPPRESSION_V5': (1, 'nms.c'),
     'PACK': (4, 'pack.c'),
     'PAD': (4, 'pad.c'),
     'PADV2': (4, 'pad.c'),
