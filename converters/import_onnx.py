@@ -44,6 +44,8 @@ _ONNX_TYPES = {1: "FLOAT32", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "
                11: "FLOAT32", 16: "FLOAT32", 4: "UINT16", 12: "UINT32"}
 _FLOAT_ONNX = {1, 10, 11, 16}
 _LOWEST = float(np.finfo(np.float32).min)
+# ops whose output size depends on the data; their handlers emit a fixed-size output (and a note) or refuse
+_PADDED_OUTPUT_OPS = {"NonMaxSuppression"}
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
 # Erf(x) ~= x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside): the rational form Eigen and XLA use for float.
@@ -198,6 +200,8 @@ class _Importer:
                 if handler is None:
                     raise _Unsupported("no mapping to TFLite builtins for this op")
                 for o in node.output:
+                    if node.op_type in _PADDED_OUTPUT_OPS:
+                        break  # the handler gives the data-dependent output a fixed size (and says so)
                     if o and o in self.used and not _static(self.shapes.get(o)):
                         raise _Unsupported(f"output '{o}' has no static shape (it depends on the data, or on an "
                                            "input dim: give the inputs' shapes with --input-shape NAME:D0,D1,...)")
@@ -1606,6 +1610,80 @@ class _Importer:
             self._op("CAST", [index32], [wide], in_data_type="INT32", out_data_type="INT64")
             if not direct:
                 self.transpose(wide, perm, "indices_back", out=out_i)
+
+    def _op_NonMaxSuppression(self, node, a):
+        """One batch, one class: NON_MAX_SUPPRESSION_V4 on boxes [N, 4] (center_point_box=1 converted to corners
+        first) and scores [N]. ONNX's result [num_selected, 3] (batch, class, box) has a data-dependent size; a
+        TFLite graph's shapes are static, so it becomes min(max_output_boxes_per_class, N) rows, those past the
+        selected count -1 (said in the import notes), and only as a graph output (refused when other nodes read
+        it). ONNX suppresses at IoU > iou_threshold, TFLite at >=: the threshold passed is the next float32 up."""
+        if len(node.input) < 2 or not node.input[1]:
+            raise _Unsupported(f"needs boxes and scores inputs, has {len(node.input)} input(s)")
+        boxes, scores = self.float_input(node, 0), self.float_input(node, 1)
+        bs, ss = self.shape(boxes), self.shape(scores)
+        if len(bs) != 3 or bs[2] != 4 or len(ss) != 3 or ss[2] != bs[1] or ss[0] != bs[0]:
+            raise _Unsupported(f"boxes {bs} / scores {ss} are not [B, N, 4] / [B, C, N]")
+        if bs[0] != 1 or ss[1] != 1:
+            raise _Unsupported(f"{bs[0]} batches and {ss[1]} classes: only one batch and one class map to TFLite's "
+                               "NON_MAX_SUPPRESSION_V4 (its result has one row per selected box of one class)")
+        n = bs[1]
+
+        def scalar(i, what, default):
+            if len(node.input) <= i or not node.input[i]:
+                return default
+            v = np.asarray(self.need_const(node.input[i], what)).reshape(-1)
+            if v.size != 1:
+                raise _Unsupported(f"{what} holds {v.size} values, not one")
+            return v[0]
+
+        max_out = int(scalar(2, "max_output_boxes_per_class", 0))
+        iou = float(np.float32(scalar(3, "iou_threshold", 0.0)))
+        score = float(np.float32(scalar(4, "score_threshold", -np.inf)))
+        if max_out <= 0:
+            raise _Unsupported("max_output_boxes_per_class is absent or <= 0: ONNX selects no box (an empty result)")
+        if not 0.0 <= iou < 1.0:
+            raise _Unsupported(f"iou_threshold {iou} outside [0, 1) (ONNX suppresses at IoU > it; TFLite's NMS takes "
+                               "thresholds up to 1 and suppresses at IoU >= it)")
+        readers = [n2.name or n2.op_type for n2 in self.proto.graph.node if node.output[0] in n2.input]
+        if readers:
+            raise _Unsupported(f"its [num_selected, 3] result feeds other nodes ({', '.join(readers[:3])}): TFLite "
+                               "shapes are static, so it would have a fixed row count padded with -1")
+        m = min(max_out, n)
+        b = self.reshape(boxes, (n, 4), "boxes")
+        if int(a.get("center_point_box", 0)):  # [x_center, y_center, width, height] -> [y1, x1, y2, x2]
+            xc, yc, w, h = (self._tmp(f"box_{c}", (n, 1)) for c in ("xc", "yc", "w", "h"))
+            self._op("SPLIT", [self._i32("split_axis", 1), b], [xc, yc, w, h], num_splits=4)
+            half = self._f32("half", 0.5)
+            hw = self.binary("MUL", w, half, "half_w", fused_activation_function="NONE")
+            hh = self.binary("MUL", h, half, "half_h", fused_activation_function="NONE")
+            corners = [self.binary("SUB", yc, hh, "y1", fused_activation_function="NONE"),
+                       self.binary("SUB", xc, hw, "x1", fused_activation_function="NONE"),
+                       self.binary("ADD", yc, hh, "y2", fused_activation_function="NONE"),
+                       self.binary("ADD", xc, hw, "x2", fused_activation_function="NONE")]
+            b = self._tmp("corners", (n, 4))
+            self._op("CONCATENATION", corners, [b], axis=1, fused_activation_function="NONE")
+        s = self.reshape(scores, (n,), "scores")
+        sel, count = self._tmp("selected", (m,), "INT32"), self._tmp("count", (), "INT32")
+        above = float(np.nextafter(np.float32(iou), np.float32(np.inf)))
+        self._op("NON_MAX_SUPPRESSION_V4", [b, s, self._const("max_output", np.array(m, np.int32), "INT32"),
+                                            self._const("iou_threshold", np.array(above, np.float32), "FLOAT32"),
+                                            self._const("score_threshold", np.array(score, np.float32), "FLOAT32")],
+                 [sel, count])
+        # row r is kept when r < count: keep = clamp(count - r, 0, 1) - 1 is 0 there and -1 past the count
+        left = self.binary("SUB", count, self._i32("rows", np.arange(m)), "left", fused_activation_function="NONE")
+        valid = self.binary("MAXIMUM", self.binary("MINIMUM", left, self._i32("one", 1), "at_most_one"),
+                            self._i32("zero", 0), "valid")
+        keep = self.binary("ADD", valid, self._i32("minus_one", -1), "keep", fused_activation_function="NONE")
+        column = self.binary("ADD", sel, keep, "box_column", fused_activation_function="NONE")  # unused slots are 0
+        rows = self._tmp("rows32", (m, 3), "INT32")
+        self._op("PACK", [keep, keep, column], [rows], values_count=3, axis=1)
+        self.shapes[node.output[0]] = (m, 3)
+        out = self.out(node, 0, type="INT64")
+        self._op("CAST", [rows], [out], in_data_type="INT32", out_data_type="INT64")
+        note = (f"NonMaxSuppression '{self.node_name}': output '{node.output[0]}' has a fixed {m} rows (TFLite shapes "
+                "are static; ONNX gives one row per selected box): rows past the selected count are -1; equal "
+                "scores are taken in LiteRT's order (its priority queue), not by box index as onnxruntime")
+        self.notes.append(note)
 
     # ------------------------------------------------------------------ shape and data movement
     def _reshape_node(self, node, a=None):

@@ -237,3 +237,76 @@ def test_non_max_suppression_refusals():
                      [T((2,), "INT32"), T((), "INT32")])
     with pytest.raises(ModelError, match="max_output_size .* is computed at run time"):
         run_ours(model, [np.zeros((3, 4), np.float32), np.zeros(3, np.float32), np.array(2, np.int32)])
+
+
+def _onnx_nms(n, max_out, iou, score, center, seed, classes=1, batches=1, reader=False):
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    centre, size = rng.uniform(0, 10, (batches, n, 2)), rng.uniform(0.5, 3, (batches, n, 2))
+    boxes = np.concatenate([centre[..., ::-1], size] if center else [centre - size / 2, centre + size / 2], -1)
+    boxes = boxes.astype(np.float32)
+    scores = rng.random((batches, classes, n)).astype(np.float32)  # distinct scores (see the note on ties)
+    inits = {"mo": np.array([max_out], np.int64), "iou": np.array([iou], np.float32)}
+    names = ["boxes", "scores", "mo", "iou"]
+    if score is not None:
+        inits["st"] = np.array([score], np.float32)
+        names.append("st")
+    nodes = [helper.make_node("NonMaxSuppression", names, ["sel"], center_point_box=center)]
+    out = "sel"
+    if reader:
+        nodes.append(helper.make_node("Identity", ["sel"], ["after"], name="reader"))
+        out = "after"
+    vi = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in (("boxes", boxes), ("scores", scores))]
+    graph = helper.make_graph(nodes, "g", vi, [helper.make_tensor_value_info(out, TensorProto.INT64, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), [boxes, scores]
+
+
+@pytest.mark.parametrize("n,max_out,iou,score,center,seed", [
+    (30, 10, 0.3, 0.2, 0, 0), (30, 50, 0.0, None, 1, 1), (40, 5, 0.5, 0.9, 0, 2), (40, 40, 0.2, 0.1, 1, 4),
+    (25, 25, 0.6, None, 0, 5),
+])
+def test_onnx_non_max_suppression(n, max_out, iou, score, center, seed):
+    import onnxruntime as ort
+
+    from converters import convert
+    from edge_sdk import Interpreter
+
+    proto, feeds = _onnx_nms(n, max_out, iou, score, center, seed)
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"boxes": feeds[0], "scores": feeds[1]})[0]
+    result = convert(proto.SerializeToString(), quantize="none")
+    rows = min(max_out, n)
+    assert any(f"has a fixed {rows} rows" in note and "past the selected count are -1" in note
+               for note in result.report["notes"]), result.report["notes"]
+    for backend in ("python", "c") if HAVE_C else ("python",):
+        it = Interpreter(model_content=result.tflite, backend=backend)
+        it.allocate_tensors()
+        for d, v in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], v)
+        it.invoke()
+        got = it.get_tensor(it.get_output_details()[0]["index"])
+        assert got.dtype == np.int64 and got.shape == (rows, 3), (backend, got.shape)
+        k = len(want)
+        np.testing.assert_array_equal(got[:k], want, err_msg=backend)
+        assert (got[k:] == -1).all(), backend
+
+
+@pytest.mark.parametrize("kwargs,reason", [
+    (dict(classes=2), "2 classes: only one batch and one class"),
+    (dict(batches=2), "2 batches and 1 classes"),
+    (dict(reader=True), "its [num_selected, 3] result feeds other nodes (reader)"),
+    (dict(iou=1.0), "iou_threshold 1.0 outside [0, 1)"),
+    (dict(max_out=0), "max_output_boxes_per_class is absent or <= 0"),
+])
+def test_onnx_non_max_suppression_refusals(kwargs, reason):
+    from converters import convert
+    from edge_sdk import ConversionError
+
+    args = dict(n=10, max_out=4, iou=0.5, score=0.1, center=0, seed=0)
+    args.update(kwargs)
+    proto, _ = _onnx_nms(**args)
+    with pytest.raises(ConversionError) as err:
+        convert(proto.SerializeToString(), quantize="none")
+    assert reason in "\n".join(err.value.problems), err.value.problems
