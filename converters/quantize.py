@@ -1054,6 +1054,9 @@ def _macs(model: Model, op: Operator) -> int:
         if name == "TRANSPOSE_CONV":
             w = sg.tensors[op.inputs[1]].shape
             return int(np.prod(sg.tensors[op.inputs[2]].shape, dtype=np.int64)) * int(w[0] * w[1] * w[2])
+        if name == "CONV_3D":  # filter [kd, kh, kw, C, O]
+            w = sg.tensors[op.inputs[1]].shape
+            return out * int(np.prod(w[:4], dtype=np.int64))
         if name == "BATCH_MATMUL":
             a = sg.tensors[op.inputs[0]].shape
             adj = (op.options or {}).get("adj_x", False)

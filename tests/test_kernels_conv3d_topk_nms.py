@@ -310,3 +310,47 @@ def test_onnx_non_max_suppression_refusals(kwargs, reason):
     with pytest.raises(ConversionError) as err:
         convert(proto.SerializeToString(), quantize="none")
     assert reason in "\n".join(err.value.problems), err.value.problems
+
+
+def _conv3d_chain():
+    from onnx import TensorProto, helper, numpy_helper
+
+    w1 = RNG.standard_normal((4, 3, 3, 3, 3)).astype(np.float32)
+    w2 = RNG.standard_normal((6, 2, 1, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1, 1, 1]), helper.make_node("Relu", ["a"], ["b"]),
+             helper.make_node("Conv", ["b", "w2"], ["c"], group=2, strides=[1, 2, 2]),
+             helper.make_node("MaxPool", ["c"], ["d"], kernel_shape=[2, 2, 2])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 8, 9, 10))],
+                              [helper.make_tensor_value_info("d", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_onnx_conv3d_chain_layout_and_int8_report():
+    """Conv3d -> Relu -> grouped Conv3d -> MaxPool3d: the layout pass leaves TRANSPOSE only at the input and
+    the output, the result equals onnxruntime; under int8 the CONV_3Ds stay float and the report says so,
+    with their MACs counted as not int8."""
+    import onnxruntime as ort
+
+    from converters import convert
+    from edge_sdk import Interpreter
+
+    proto = _conv3d_chain()
+    x = RNG.standard_normal((1, 3, 8, 9, 10)).astype(np.float32)
+    want = ort.InferenceSession(proto, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    result = convert(proto, quantize="none")
+    ops = result.report["output"]["ops"]
+    assert ops["CONV_3D"] == 3 and ops["TRANSPOSE"] == 2, ops
+    it = Interpreter(model_content=result.tflite)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
+
+    calib = [[RNG.standard_normal((1, 3, 8, 9, 10)).astype(np.float32)] for _ in range(8)]
+    guard = convert(proto, quantize="int8", calibration=calib).report["quantization"]["report"]["guard"]
+    assert [w["op"] for w in guard["widened"]] == ["CONV_3D"] * 3
+    assert all("no int8 rule" in w["reason"] for w in guard["widened"])
+    # 8*9*10*4 outputs x 3*3*3*3 taps + 2 groups x 8*4*4*3 outputs x 1*3*3*2 taps
+    assert guard["cost"]["macs_not_int8"] == guard["cost"]["macs_total"] == 233280 + 13824
