@@ -354,3 +354,13 @@ def test_onnx_conv3d_chain_layout_and_int8_report():
     assert all("no int8 rule" in w["reason"] for w in guard["widened"])
     # 8*9*10*4 outputs x 3*3*3*3 taps + 2 groups x 8*4*4*3 outputs x 1*3*3*2 taps
     assert guard["cost"]["macs_not_int8"] == guard["cost"]["macs_total"] == 233280 + 13824
+
+
+@pytest.mark.parametrize("sigma", [None, 0.5])
+def test_non_max_suppression_many_boxes(sigma):
+    # an SSD-sized input: 2000 boxes, 100 kept
+    rng = np.random.default_rng(7)
+    centre, size = rng.uniform(0, 100, (2000, 2)), rng.uniform(1, 10, (2000, 2))
+    boxes = np.concatenate([centre - size / 2, centre + size / 2], 1).astype(np.float32)
+    peer = compare(_nms_model(2000, 100, 0.5, 0.1, sigma), [boxes, rng.random(2000).astype(np.float32)], float_tol=0)
+    assert int(peer[-1]) == 100

@@ -91,13 +91,14 @@ def non_max_suppression(boxes, scores, max_output: int, iou_threshold, score_thr
     zero = _F(0)
     iou_t, score_t = _F(iou_threshold), _F(score_threshold)
 
-    def iou(i: int, j: int):
-        if area[i] <= 0 or area[j] <= 0:
-            return zero
-        h = max(_F(min(ymax[i], ymax[j]) - max(ymin[i], ymin[j])), zero)
-        w = max(_F(min(xmax[i], xmax[j]) - max(xmin[i], xmin[j])), zero)
-        inter = _F(h * w)
-        return _F(inter / _F(_F(area[i] + area[j]) - inter))
+    def ious(i: int, others: np.ndarray) -> np.ndarray:
+        """IoU of box i with each of `others`, elementwise in float32 (the scalar formula's roundings)."""
+        h = np.maximum(np.minimum(ymax[i], ymax[others]) - np.maximum(ymin[i], ymin[others]), zero)
+        w = np.maximum(np.minimum(xmax[i], xmax[others]) - np.maximum(xmin[i], xmin[others]), zero)
+        inter = h * w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            o = inter / ((area[i] + area[others]) - inter)
+        return np.where((area[i] <= 0) | (area[others] <= 0), zero, o).astype(_F)
 
     heap = _Heap()
     sc = np.asarray(scores, _F).reshape(-1)
@@ -112,15 +113,18 @@ def non_max_suppression(boxes, scores, max_output: int, iou_threshold, score_thr
         score, index, begin = heap.pop()
         original = score
         hard = False
-        for j in range(len(selected) - 1, begin - 1, -1):
-            o = iou(index, selected[j])
-            if o >= iou_t:
-                hard = True
-                break
+        if begin < len(selected):
+            o = ious(index, np.asarray(selected[begin:][::-1], np.int64))  # newest selection first
             if sigma > 0:
-                score = _F(score * _F(math.exp(float(_F(_F(scale * o) * o)))))
-            if score <= score_t:
-                break
+                for v in o:
+                    if v >= iou_t:
+                        hard = True
+                        break
+                    score = _F(score * _F(math.exp(float(_F(_F(scale * v) * v)))))
+                    if score <= score_t:
+                        break
+            else:
+                hard = bool((o >= iou_t).any())  # the score never changes without soft NMS
         begin = len(selected)
         if not hard:
             if score == original:
