@@ -364,3 +364,57 @@ def test_non_max_suppression_many_boxes(sigma):
     boxes = np.concatenate([centre - size / 2, centre + size / 2], 1).astype(np.float32)
     peer = compare(_nms_model(2000, 100, 0.5, 0.1, sigma), [boxes, rng.random(2000).astype(np.float32)], float_tol=0)
     assert int(peer[-1]) == 100
+
+
+# ------------------------------------------------------------------------------------------------ int8 rules
+
+
+def test_int8_topk_keeps_the_input_quantization():
+    """Conv -> Flatten -> TopK: TOPK_V2 runs in int8 (its values keep the input's scale, the int32 indices are
+    copied) and the indices' CAST to int64 is left alone (no float tensor: not 'widened')."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from converters import convert
+    from edge_sdk import Interpreter
+
+    w = RNG.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["a"]), helper.make_node("Flatten", ["a"], ["f"]),
+             helper.make_node("TopK", ["f", "k"], ["v", "i"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 8, 8))],
+                              [helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("i", TensorProto.INT64, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([5], np.int64), "k")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    calib = [[RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)] for _ in range(8)]
+    result = convert(proto, quantize="int8", calibration=calib)
+    ops = result.report["output"]["ops"]
+    assert ops.get("TOPK_V2") == 1 and "DEQUANTIZE" not in ops, ops
+    assert result.report["quantization"]["report"]["guard"]["widened"] == []
+    it = Interpreter(model_content=result.tflite)
+    it.allocate_tensors()
+    topk = [d for d in it.get_tensor_details() if d["name"] == "v"]
+    assert topk and topk[0]["dtype"] == np.int8
+
+
+def test_int8_onnx_non_max_suppression_converts():
+    """The NMS mapping's int32 row arithmetic (SUB / MINIMUM / MAXIMUM / ADD / PACK / CAST on the count) has no
+    float tensor: the quantizer leaves it as it is; only NON_MAX_SUPPRESSION_V4 itself stays float."""
+    from converters import convert
+    from edge_sdk import Interpreter
+
+    proto, feeds = _onnx_nms(30, 10, 0.3, 0.2, 1, 0)
+    rng = np.random.default_rng(3)
+    calib = [[feeds[0] + rng.normal(0, 0.01, feeds[0].shape).astype(np.float32), feeds[1]] for _ in range(8)]
+    result = convert(proto.SerializeToString(), quantize="int8", calibration=calib)
+    widened = result.report["quantization"]["report"]["guard"]["widened"]
+    assert [w["op"] for w in widened] == ["NON_MAX_SUPPRESSION_V4"], widened
+    it = Interpreter(model_content=result.tflite)
+    it.allocate_tensors()
+    for d, v in zip(it.get_input_details(), feeds):
+        scale, zp = d["quantization"]
+        it.set_tensor(d["index"], np.clip(np.round(v / scale) + zp, -128, 127).astype(np.int8))
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    assert got.dtype == np.int64 and got.shape == (10, 3)
+    count = int((got[:, 2] >= 0).sum())
+    assert count > 0 and (got[:count, :2] == 0).all() and (got[count:] == -1).all()
