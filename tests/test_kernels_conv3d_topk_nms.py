@@ -105,6 +105,15 @@ def test_topk_v2(type_, shape, k, ties):
     assert peer[1].shape == out
 
 
+def test_topk_v2_int64_extremes():
+    lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    x = np.array([[3, lo, hi, lo, 0, hi, -1]], np.int64)
+    model = op_model("TOPK_V2", [T(x.shape, "INT64"), T((), "INT32", data=np.array(7, np.int32))],
+                     [T(x.shape, "INT64"), T(x.shape, "INT32")])
+    peer = compare(model, [x])
+    assert list(peer[1][0]) == [2, 5, 0, 4, 6, 1, 3]
+
+
 def test_topk_v2_int16_indices_and_k():
     shape, k = (4, 50), 7
     model = op_model("TOPK_V2", [T(shape, "FLOAT32"), T((), "INT16", data=np.array(k, np.int16))],

@@ -37,12 +37,14 @@ def prepare_topk_v2(node: Node) -> Eval:
     shape = tuple(x.shape[:-1]) + (k,)
     node.set_output_shape(0, shape)
     node.set_output_shape(1, shape)
-    wide = np.float64 if x.type == "FLOAT32" else np.int64  # exact negation of every value of the type
+    last = n - 1
 
     def run(inputs, outputs):
         v = inputs[0]
-        # a stable ascending sort of the negated values: descending, equal values in index order
-        order = np.argsort(-v.astype(wide), axis=-1, kind="stable")[..., :k]
+        # descending with equal values in index order, without negating (INT64's lowest value has no
+        # negation): a stable ascending sort of the reversed row puts equal values in reversed-index order;
+        # read backwards and mapped back, they come in index order
+        order = last - np.argsort(v[..., ::-1], axis=-1, kind="stable")[..., ::-1][..., :k]
         outputs[0][...] = np.take_along_axis(v, order, axis=-1)
         outputs[1][...] = order
 
