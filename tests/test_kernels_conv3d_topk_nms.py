@@ -427,3 +427,49 @@ def test_int8_onnx_non_max_suppression_converts():
     assert got.dtype == np.int64 and got.shape == (10, 3)
     count = int((got[:, 2] >= 0).sum())
     assert count > 0 and (got[:count, :2] == 0).all() and (got[count:] == -1).all()
+
+
+# ------------------------------------------------------------------------------------------------ ConvTranspose
+
+
+@pytest.mark.parametrize("xshape,attrs", [
+    ((2, 3, 4, 5), dict(strides=[3, 3], pads=[1, 1, 1, 1], output_padding=[2, 2])),
+    ((1, 3, 4, 5), dict(strides=[2, 3], output_padding=[1, 2])),
+    ((1, 3, 4, 5), dict(strides=[2, 2], output_shape=[10, 11])),  # one row past the full 9 x 11
+    ((1, 3, 7), dict(strides=[2], pads=[1, 0], output_padding=[1])),
+])
+def test_onnx_conv_transpose_output_padding(xshape, attrs):
+    """output_padding / output_shape past the full output: rows and columns only the bias reaches, as
+    onnxruntime computes them (TRANSPOSE_CONV's output_shape grown by less than the stride, then the crop)."""
+    from onnx import TensorProto, helper
+
+    cin, cout, k = xshape[1], 2, [3] * (len(xshape) - 2)
+    w = RNG.standard_normal((cin, cout, *k)).astype(np.float32)
+    bias = RNG.standard_normal(cout).astype(np.float32)
+    x = RNG.standard_normal(xshape).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=k, **attrs)
+    want, got = _onnx_run([node], ["x"], [("y", TensorProto.FLOAT)], {"w": w, "b": bias}, [x])
+    for ours in got:
+        assert ours[0].shape == want[0].shape
+        np.testing.assert_allclose(ours[0], want[0], rtol=0, atol=1e-5 * float(np.abs(want[0]).max()))
+
+
+@pytest.mark.parametrize("attrs,reason", [
+    (dict(output_shape=[12, 9]), "output_shape [12, 9] is larger than the transposed convolution's full output [9, 9]"),
+    (dict(output_padding=[2, 0]), "output_padding / output_shape [2, 0] past the full output, not below the strides"),
+])
+def test_onnx_conv_transpose_refuses_an_output_past_the_stride(attrs, reason):
+    # (onnxruntime rejects both models too: 12 rows need an input of 5; output_padding must be below the stride)
+    from onnx import TensorProto, helper, numpy_helper
+
+    from converters import convert
+    from edge_sdk import ConversionError
+
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[3, 3], strides=[2, 2], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 4, 4))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.ones((3, 2, 3, 3), np.float32), "w")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ConversionError) as err:
+        convert(proto.SerializeToString(), quantize="none")
+    assert reason in "\n".join(err.value.problems), err.value.problems
