@@ -256,11 +256,8 @@ enum {
     EDGE_OPTS_CallOnceOptions = 103,
 };
 
-/* BuiltinOptions union codes of CONV_3D, TOPK_V2 and NON_MAX_SUPPRESSION_V4/V5 (schema.fbs union order). */
+/* BuiltinOptions union code of CONV_3D (schema.fbs union order; TOPK_V2 and NMS V4/V5 read no options). */
 enum {
-    EDGE_OPTS_TopKV2Options = 34,
-    EDGE_OPTS_NonMaxSuppressionV4Options = 95,
-    EDGE_OPTS_NonMaxSuppressionV5Options = 96,
     EDGE_OPTS_Conv3DOptions = 106,
 };
 
