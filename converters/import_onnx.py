@@ -1682,7 +1682,9 @@ class _Importer:
         self._op("CAST", [rows], [out], in_data_type="INT32", out_data_type="INT64")
         note = (f"NonMaxSuppression '{self.node_name}': output '{node.output[0]}' has a fixed {m} rows (TFLite shapes "
                 "are static; ONNX gives one row per selected box): rows past the selected count are -1; equal "
-                "scores are taken in LiteRT's order (its priority queue), not by box index as onnxruntime")
+                "scores are taken in LiteRT's order (its priority queue), not by box index as onnxruntime; a box "
+                "with no area is selected repeatedly while it has the best score (LiteRT's NMS re-queues "
+                "selected boxes; onnxruntime selects it once)")
         self.notes.append(note)
 
     # ------------------------------------------------------------------ shape and data movement

@@ -235,6 +235,15 @@ def test_non_max_suppression_equal_scores_in_heap_order():
     assert list(peer[0]) == [0, 2, 6, 11, 10, 9, 8, 7, 5, 4, 3, 1] and int(peer[1]) == n
 
 
+def test_non_max_suppression_zero_area_box_repeats_as_litert():
+    # LiteRT re-queues selected boxes; box 1 (no area: IoU 0 even with itself) is selected until the output is
+    # full, box 3 (a copy of box 0) is suppressed by it
+    boxes = np.array([[0, 0, 1, 1], [2, 2, 2, 3], [5, 5, 6, 6], [0, 0, 1, 1]], np.float32)
+    scores = np.array([0.9, 0.8, 0.7, 0.6], np.float32)
+    peer = compare(_nms_model(4, 4, 0.5, 0.0), [boxes, scores])
+    assert list(peer[0]) == [0, 1, 1, 1] and int(peer[1]) == 4
+
+
 def test_non_max_suppression_refusals():
     with pytest.raises(ModelError, match=r"iou_threshold 1.5 is not within \[0, 1\]"):
         run_ours(_nms_model(3, 2, 1.5, 0.0), [np.zeros((3, 4), np.float32), np.zeros(3, np.float32)])
@@ -473,3 +482,80 @@ def test_onnx_conv_transpose_refuses_an_output_past_the_stride(attrs, reason):
     with pytest.raises(ConversionError) as err:
         convert(proto.SerializeToString(), quantize="none")
     assert reason in "\n".join(err.value.problems), err.value.problems
+
+
+# ------------------------------------------------------------------------------------------------ Cortex-M4
+
+
+@pytest.mark.slow
+def test_kernels_on_cortex_m4_under_qemu(tmp_path):
+    """One model with CONV_3D (on a dequantized int8 input), int8 TOPK_V2 and NMS V4 + V5 (on dequantized boxes
+    and scores) linked into the QEMU mps2-an386 image: every output's hash equals the host C runtime's on the
+    image's inputs (the same float operations in the same order), and the Python interpreter's except
+    CONV_3D's, whose GEMM sums in another order (within 1e-5 there)."""
+    import re
+    import subprocess
+    import sys
+
+    from edge_sdk import Interpreter
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+    from tests.oprunner import image_main_hash, image_main_inputs
+
+    rng = np.random.default_rng(4)
+    g = GraphBuilder()
+    x = g.input("x", (1, 4, 5, 6, 2), "INT8", scale=[0.05], zero_point=[0])
+    xf = g.tensor("xf", (1, 4, 5, 6, 2))
+    g.op("DEQUANTIZE", [x], [xf])
+    w = g.constant("w", rng.standard_normal((2, 3, 3, 2, 3)).astype(np.float32))
+    b = g.constant("b", rng.standard_normal(3).astype(np.float32))
+    y = g.tensor("y", (1, 4, 3, 6, 3))
+    g.op("CONV_3D", [xf, w, b], [y], padding="SAME", stride_d=1, stride_h=2, stride_w=1, dilation_d_factor=2,
+         fused_activation_function="RELU")
+    t = g.input("t", (3, 40), "INT8", scale=[0.1], zero_point=[0])
+    tv, ti = g.tensor("tv", (3, 6), "INT8", scale=[0.1], zero_point=[0]), g.tensor("ti", (3, 6), "INT32")
+    g.op("TOPK_V2", [t, g.constant("k", np.array(6, np.int32))], [tv, ti], version=2)
+    bq = g.input("bq", (64, 4), "INT8", scale=[0.05], zero_point=[0])
+    sq = g.input("sq", (64,), "INT8", scale=[1 / 256], zero_point=[-128])
+    bf, sf = g.tensor("bf", (64, 4)), g.tensor("sf", (64,))
+    g.op("DEQUANTIZE", [bq], [bf])
+    g.op("DEQUANTIZE", [sq], [sf])
+    scalars = [g.constant("mo", np.array(20, np.int32)), g.constant("iou", np.array(0.4, np.float32)),
+               g.constant("st", np.array(0.1, np.float32))]
+    s4, c4 = g.tensor("s4", (20,), "INT32"), g.tensor("c4", (), "INT32")
+    g.op("NON_MAX_SUPPRESSION_V4", [bf, sf, *scalars], [s4, c4])
+    s5, p5, c5 = g.tensor("s5", (20,), "INT32"), g.tensor("p5", (20,)), g.tensor("c5", (), "INT32")
+    g.op("NON_MAX_SUPPRESSION_V5", [bf, sf, *scalars, g.constant("sigma", np.array(0.5, np.float32))], [s5, p5, c5])
+    g.output(y, tv, ti, s4, c4, s5, p5, c5)
+    model = write_model(g.build())
+    path = tmp_path / "m.tflite"
+    path.write_bytes(model)
+    from edge_sdk import resources
+
+    fw = resources.firmware_dir()
+    proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "cortex-m4", "BOARD=qemu-mps2-an386",
+                           f"MODEL={path}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=", f"PYTHON={sys.executable}"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                          str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                          "enable=on,target=native"], capture_output=True, text=True, timeout=120)
+    out = run.stdout.replace("\r", "")
+    assert run.returncode == 0 and "status 0" in out and "done" in out, out + run.stderr
+    hashes = dict(re.findall(r"^out (\d+) (\d+)$", out, re.M))
+    py = Interpreter(model_content=model)
+    py.allocate_tensors()
+    feeds = image_main_inputs(py)
+    for d, v in zip(py.get_input_details(), feeds):
+        py.set_tensor(d["index"], v)
+    py.invoke()
+    ours = [np.array(py.get_tensor(d["index"])) for d in py.get_output_details()]
+    host = run_c(model, feeds)
+    assert int(ours[4]) == 20 and int(ours[7]) > 0  # NMS kept boxes: the comparison is not of empty outputs
+    for i, (p, c) in enumerate(zip(ours, host)):
+        assert hashes[str(i)] == str(image_main_hash(c.tobytes())), f"output {i}: M4 differs from the host C runtime"
+        if i == 0:
+            np.testing.assert_allclose(p, c, rtol=0, atol=1e-5 * max(1.0, float(np.abs(c).max())))
+        else:
+            assert hashes[str(i)] == str(image_main_hash(p.tobytes())), f"output {i}: M4 differs from Python"

@@ -14,6 +14,11 @@ elements); the best candidate is compared with the boxes selected since it was l
 an IoU >= iou_threshold suppresses it; with soft_nms_sigma > 0 every IoU scales its score by
 exp(-0.5 / sigma * iou^2), and a candidate whose score changed goes back into the queue (if still above
 score_threshold) instead of being selected. IoU in float32 as LiteRT: 0 when either box has no area.
+
+LiteRT's quirk, kept: a selected candidate also goes back into the queue (LiteRT re-queues every candidate
+still above score_threshold, selected or not); popped again, it meets itself among the selections and its
+IoU of 1 suppresses it, except for a box with no area (IoU 0, even with itself): such a box is selected
+again and again, up to max_output_size times, while it has the best score.
 """
 
 from __future__ import annotations

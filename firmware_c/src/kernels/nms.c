@@ -6,7 +6,9 @@
  * selected_scores FLOAT32 [max_output_size], valid_outputs); slots past the count are 0.
  * The candidates' max-priority queue lives in scratch (N entries) and moves elements as libstdc++'s
  * push_heap / pop_heap do, so equal scores come out in LiteRT's order; the selected indices are kept in the
- * output itself. IoU and the soft-NMS decay in float32 as LiteRT (expf).
+ * output itself. IoU and the soft-NMS decay in float32 as LiteRT (expf). As LiteRT, a selected candidate goes
+ * back into the queue too (it is suppressed by itself when popped again, except a box with no area: LiteRT
+ * selects that one repeatedly, and so does this kernel).
  */
 #include <math.h>
 #include <string.h>
