@@ -178,6 +178,16 @@ def test_onnx_topk(shape, k, axis, largest, dtype, ties):
             assert g.dtype == w.dtype and np.array_equal(g, w), (g, w)
 
 
+def test_onnx_topk_opset9_attribute_k():
+    from onnx import TensorProto, helper
+
+    x = RNG.integers(-2, 3, (4, 7)).astype(np.float32)
+    node = helper.make_node("TopK", ["x"], ["v", "i"], k=3, axis=0)
+    want, got = _onnx_run([node], ["x"], [("v", TensorProto.FLOAT), ("i", TensorProto.INT64)], {}, [x], opset=9)
+    for ours in got:
+        assert all(np.array_equal(g, w) for g, w in zip(ours, want))
+
+
 def test_onnx_topk_refusals():
     from onnx import TensorProto, helper
 
