@@ -1685,6 +1685,9 @@ class _Importer:
                 "scores are taken in LiteRT's order (its priority queue), not by box index as onnxruntime; a box "
                 "with no area is selected repeatedly while it has the best score (LiteRT's NMS re-queues "
                 "selected boxes; onnxruntime selects it once)")
+        from edge_sdk import log
+
+        log.warning(note)  # (the convert summary does not print import notes; the report's "notes" holds it)
         self.notes.append(note)
 
     # ------------------------------------------------------------------ shape and data movement
