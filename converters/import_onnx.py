@@ -44,6 +44,8 @@ _ONNX_TYPES = {1: "FLOAT32", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "
                11: "FLOAT32", 16: "FLOAT32", 4: "UINT16", 12: "UINT32"}
 _FLOAT_ONNX = {1, 10, 11, 16}
 _LOWEST = float(np.finfo(np.float32).min)
+# ops whose output size depends on the data; their handlers emit a fixed-size output (and a note) or refuse
+_PADDED_OUTPUT_OPS = {"NonMaxSuppression"}
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
 # Erf(x) ~= x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside): the rational form Eigen and XLA use for float.
@@ -198,6 +200,8 @@ class _Importer:
                 if handler is None:
                     raise _Unsupported("no mapping to TFLite builtins for this op")
                 for o in node.output:
+                    if node.op_type in _PADDED_OUTPUT_OPS:
+                        break  # the handler gives the data-dependent output a fixed size (and says so)
                     if o and o in self.used and not _static(self.shapes.get(o)):
                         raise _Unsupported(f"output '{o}' has no static shape (it depends on the data, or on an "
                                            "input dim: give the inputs' shapes with --input-shape NAME:D0,D1,...)")
@@ -650,8 +654,11 @@ class _Importer:
         if len(node.input) > 2 and node.input[2] and b is None:
             raise _Unsupported("bias must be a constant")
         xs = self.shape(x)
+        if len(xs) == 5:
+            self._conv3d(node, a, x, w, b)
+            return
         if len(xs) not in (3, 4):
-            raise _Unsupported(f"{len(xs) - 2}-D convolution (only 1-D and 2-D are supported)")
+            raise _Unsupported(f"{len(xs) - 2}-D convolution (only 1-D, 2-D and 3-D are supported)")
         group = int(a.get("group", 1))
         cin, cout = xs[1], w.shape[0]
         if w.shape[1] * group != cin:
@@ -694,6 +701,61 @@ class _Importer:
             self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
         self._from_nhwc(conv_out, out)
 
+    def _conv3d(self, node, a, x, w, b):
+        """3-D Conv: NCDHW -> NDHWC (a TRANSPOSE the layout pass moves), CONV_3D with DHWIO weights (LiteRT's
+        layout), explicit pads as a PAD where TFLite's SAME / VALID differ from ONNX's; groups as a SPLIT over
+        the channels, one CONV_3D per group, a CONCATENATION (CONV_3D itself has no groups)."""
+        xs = self.shape(x)
+        n, cin = xs[0], xs[1]
+        size, k = list(xs[2:]), [int(v) for v in w.shape[2:]]
+        group, cout = int(a.get("group", 1)), w.shape[0]
+        if group < 1 or cin % group or cout % group or w.shape[1] * group != cin:
+            raise _Unsupported(f"weights {w.shape} do not match {cin} input channels in {group} groups")
+        strides = [int(v) for v in a.get("strides", [1, 1, 1])]
+        dil = [int(v) for v in a.get("dilations", [1, 1, 1])]
+        pads = [int(v) for v in a.get("pads", [0] * 6)]
+        auto = a.get("auto_pad", "NOTSET")
+        same = [_same_pads(size[d], k[d], strides[d], dil[d]) for d in range(3)]
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            pp = same if auto == "SAME_UPPER" else [(hi, lo) for lo, hi in same]
+        elif auto == "VALID":
+            pp = [(0, 0)] * 3
+        else:
+            pp = [(pads[d], pads[d + 3]) for d in range(3)]
+        out = self.out(node)
+        osz = list(self.shape(out)[2:])
+        t = self.transpose(x, [0, 2, 3, 4, 1], "to_ndhwc")
+        if all(p == (0, 0) for p in pp):
+            mode = "VALID"
+        elif list(pp) == list(same):
+            mode = "SAME"
+        else:
+            mode = "VALID"
+            padded = self._tmp("pad", (n, *(size[d] + sum(pp[d]) for d in range(3)), cin))
+            self._op("PAD", [t, self._i32("paddings", [[0, 0]] + [list(p) for p in pp] + [[0, 0]])], [padded])
+            t = padded
+        opts = {"padding": mode, "stride_d": strides[0], "stride_h": strides[1], "stride_w": strides[2],
+                "dilation_d_factor": dil[0], "dilation_h_factor": dil[1], "dilation_w_factor": dil[2],
+                "fused_activation_function": "NONE"}
+        bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
+        conv_out = self._tmp("conv_ndhwc", (n, *osz, cout))
+        wt = w.transpose(2, 3, 4, 1, 0)  # [O, C/g, kd, kh, kw] -> [kd, kh, kw, C/g, O]
+        if group == 1:
+            self._op("CONV_3D", [t, self._f32("weights", wt), self._f32("bias", bias)], [conv_out], **opts)
+        else:
+            gin, gout = cin // group, cout // group
+            ts = self.shape(t)
+            parts = [self._tmp(f"group{g}", ts[:4] + (gin,)) for g in range(group)]
+            self._op("SPLIT", [self._i32("split_axis", 4), t], parts, num_splits=group)
+            outs = []
+            for g in range(group):
+                o = self._tmp(f"group{g}_conv", (n, *osz, gout))
+                self._op("CONV_3D", [parts[g], self._f32(f"weights{g}", wt[..., g * gout:(g + 1) * gout]),
+                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
+                outs.append(o)
+            self._op("CONCATENATION", outs, [conv_out], axis=4, fused_activation_function="NONE")
+        self.transpose(conv_out, [0, 4, 1, 2, 3], "to_ncdhw", out=out)
+
     def _op_ConvTranspose(self, node, a):
         x = self.float_input(node)
         w = self.need_const(node.input[1], "weights").astype(np.float32)
@@ -732,9 +794,17 @@ class _Importer:
                 begin[0] = 0
         elif auto == "VALID":
             begin = [0, 0]
-        for d in range(2):
-            if begin[d] + osz[d] > full[d]:
-                raise _Unsupported("output_padding / output_shape beyond the transposed convolution's full output")
+        if any(begin[d] < 0 for d in range(2)):
+            raise _Unsupported(f"output_shape {list(osz)} is larger than the transposed convolution's full output "
+                               f"{full} plus output_padding")
+        # output_padding (or an output_shape past the full output) adds rows / columns at the end that only the
+        # bias reaches: TRANSPOSE_CONV's output_shape may exceed the full output by less than the stride
+        # (LiteRT's kernel then derives padding 0 and leaves those cells at the bias; it refuses a larger one).
+        ext = [max(0, begin[d] + osz[d] - full[d]) for d in range(2)]
+        if any(ext[d] >= strides[d] for d in range(2)):
+            raise _Unsupported(f"output_padding / output_shape {ext} past the full output, not below the strides "
+                               f"{strides} (TFLite's TRANSPOSE_CONV refuses that)")
+        full = [full[d] + ext[d] for d in range(2)]
         t = self._to_nhwc(x)
         conv_out = self._tmp("tconv_nhwc", (n, full[0], full[1], cout))
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
@@ -1491,6 +1561,134 @@ class _Importer:
             self.reshape(t, self.shape(out), out=out)
         else:
             self._op("ARG_MAX", [x, self._i32("axis", [axis])], [out], output_type="INT64")
+
+    # ------------------------------------------------------------------ top-k and non-max suppression
+    def _op_TopK(self, node, a):
+        """TOPK_V2 over the last axis (another axis: a TRANSPOSE swapping it with the last, and back), sorted
+        descending with equal values in index order (ONNX's and LiteRT's rule); largest=0 as the top k of the
+        negated input, negated back (exact in float32); int32 indices CAST to ONNX's int64."""
+        x = self.value(node.input[0])
+        xt = self.ttype(x)
+        if xt not in ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64"):
+            raise _Unsupported(f"input type {xt} (TOPK_V2 runs FLOAT32, INT8, UINT8, INT16, INT32, INT64)")
+        if self.opset < 10:
+            k = int(a.get("k", 0))
+        else:
+            kv = np.asarray(self.need_const(node.input[1], "K")).reshape(-1)
+            if kv.size != 1:
+                raise _Unsupported(f"K holds {kv.size} values, not one")
+            k = int(kv[0])
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", -1)], len(xs))[0]
+        if not 0 <= k <= xs[axis]:
+            raise _Unsupported(f"K = {k} is not within 0..{xs[axis]} (the size of axis {axis})")
+        largest = int(a.get("largest", 1))
+        if not largest and xt != "FLOAT32":
+            raise _Unsupported(f"largest=0 (the k smallest) on a {xt} input: taken as the top k of the negated "
+                               "input, which is exact only in float (the type's lowest value has no negation)")
+        last = len(xs) - 1
+        perm = list(range(len(xs)))
+        perm[axis], perm[last] = last, axis
+        t = x
+        if axis != last:
+            t = self.transpose(t, perm, "to_last")
+        if not largest:
+            t = self.unary("NEG", t, "negate")
+        rows = self.shape(t)[:-1] + (k,)
+        out_v = self.out(node, 0, type=xt)
+        direct = axis == last
+        values = out_v if direct and largest else self._tmp("values", rows, xt)
+        index32 = self._tmp("indices", rows, "INT32")
+        self._op("TOPK_V2", [t, self._const("k", np.array(k, np.int32), "INT32")], [values, index32])
+        if not largest:
+            values = self.unary("NEG", values, "negate_back", out=out_v if direct else None)
+        if not direct:
+            self.transpose(values, perm, "values_back", out=out_v)
+        if len(node.output) > 1 and node.output[1]:
+            out_i = self.out(node, 1, type="INT64")
+            wide = out_i if direct else self._tmp("indices64", rows, "INT64")
+            self._op("CAST", [index32], [wide], in_data_type="INT32", out_data_type="INT64")
+            if not direct:
+                self.transpose(wide, perm, "indices_back", out=out_i)
+
+    def _op_NonMaxSuppression(self, node, a):
+        """One batch, one class: NON_MAX_SUPPRESSION_V4 on boxes [N, 4] (center_point_box=1 converted to corners
+        first) and scores [N]. ONNX's result [num_selected, 3] (batch, class, box) has a data-dependent size; a
+        TFLite graph's shapes are static, so it becomes min(max_output_boxes_per_class, N) rows, those past the
+        selected count -1 (said in the import notes), and only as a graph output (refused when other nodes read
+        it). ONNX suppresses at IoU > iou_threshold, TFLite at >=: the threshold passed is the next float32 up."""
+        if len(node.input) < 2 or not node.input[1]:
+            raise _Unsupported(f"needs boxes and scores inputs, has {len(node.input)} input(s)")
+        boxes, scores = self.float_input(node, 0), self.float_input(node, 1)
+        bs, ss = self.shape(boxes), self.shape(scores)
+        if len(bs) != 3 or bs[2] != 4 or len(ss) != 3 or ss[2] != bs[1] or ss[0] != bs[0]:
+            raise _Unsupported(f"boxes {bs} / scores {ss} are not [B, N, 4] / [B, C, N]")
+        if bs[0] != 1 or ss[1] != 1:
+            raise _Unsupported(f"{bs[0]} batches and {ss[1]} classes: only one batch and one class map to TFLite's "
+                               "NON_MAX_SUPPRESSION_V4 (its result has one row per selected box of one class)")
+        n = bs[1]
+
+        def scalar(i, what, default):
+            if len(node.input) <= i or not node.input[i]:
+                return default
+            v = np.asarray(self.need_const(node.input[i], what)).reshape(-1)
+            if v.size != 1:
+                raise _Unsupported(f"{what} holds {v.size} values, not one")
+            return v[0]
+
+        max_out = int(scalar(2, "max_output_boxes_per_class", 0))
+        iou = float(np.float32(scalar(3, "iou_threshold", 0.0)))
+        score = float(np.float32(scalar(4, "score_threshold", -np.inf)))
+        if max_out <= 0:
+            raise _Unsupported("max_output_boxes_per_class is absent or <= 0: ONNX selects no box (an empty result)")
+        if not 0.0 <= iou < 1.0:
+            raise _Unsupported(f"iou_threshold {iou} outside [0, 1) (ONNX suppresses at IoU > it; TFLite's NMS takes "
+                               "thresholds up to 1 and suppresses at IoU >= it)")
+        readers = [n2.name or n2.op_type for n2 in self.proto.graph.node if node.output[0] in n2.input]
+        if readers:
+            raise _Unsupported(f"its [num_selected, 3] result feeds other nodes ({', '.join(readers[:3])}): TFLite "
+                               "shapes are static, so it would have a fixed row count padded with -1")
+        m = min(max_out, n)
+        b = self.reshape(boxes, (n, 4), "boxes")
+        if int(a.get("center_point_box", 0)):  # [x_center, y_center, width, height] -> [y1, x1, y2, x2]
+            xc, yc, w, h = (self._tmp(f"box_{c}", (n, 1)) for c in ("xc", "yc", "w", "h"))
+            self._op("SPLIT", [self._i32("split_axis", 1), b], [xc, yc, w, h], num_splits=4)
+            half = self._f32("half", 0.5)
+            hw = self.binary("MUL", w, half, "half_w", fused_activation_function="NONE")
+            hh = self.binary("MUL", h, half, "half_h", fused_activation_function="NONE")
+            corners = [self.binary("SUB", yc, hh, "y1", fused_activation_function="NONE"),
+                       self.binary("SUB", xc, hw, "x1", fused_activation_function="NONE"),
+                       self.binary("ADD", yc, hh, "y2", fused_activation_function="NONE"),
+                       self.binary("ADD", xc, hw, "x2", fused_activation_function="NONE")]
+            b = self._tmp("corners", (n, 4))
+            self._op("CONCATENATION", corners, [b], axis=1, fused_activation_function="NONE")
+        s = self.reshape(scores, (n,), "scores")
+        sel, count = self._tmp("selected", (m,), "INT32"), self._tmp("count", (), "INT32")
+        above = float(np.nextafter(np.float32(iou), np.float32(np.inf)))
+        self._op("NON_MAX_SUPPRESSION_V4", [b, s, self._const("max_output", np.array(m, np.int32), "INT32"),
+                                            self._const("iou_threshold", np.array(above, np.float32), "FLOAT32"),
+                                            self._const("score_threshold", np.array(score, np.float32), "FLOAT32")],
+                 [sel, count])
+        # row r is kept when r < count: keep = clamp(count - r, 0, 1) - 1 is 0 there and -1 past the count
+        left = self.binary("SUB", count, self._i32("rows", np.arange(m)), "left", fused_activation_function="NONE")
+        valid = self.binary("MAXIMUM", self.binary("MINIMUM", left, self._i32("one", 1), "at_most_one"),
+                            self._i32("zero", 0), "valid")
+        keep = self.binary("ADD", valid, self._i32("minus_one", -1), "keep", fused_activation_function="NONE")
+        column = self.binary("ADD", sel, keep, "box_column", fused_activation_function="NONE")  # unused slots are 0
+        rows = self._tmp("rows32", (m, 3), "INT32")
+        self._op("PACK", [keep, keep, column], [rows], values_count=3, axis=1)
+        self.shapes[node.output[0]] = (m, 3)
+        out = self.out(node, 0, type="INT64")
+        self._op("CAST", [rows], [out], in_data_type="INT32", out_data_type="INT64")
+        note = (f"NonMaxSuppression '{self.node_name}': output '{node.output[0]}' has a fixed {m} rows (TFLite shapes "
+                "are static; ONNX gives one row per selected box): rows past the selected count are -1; equal "
+                "scores are taken in LiteRT's order (its priority queue), not by box index as onnxruntime; a box "
+                "with no area is selected repeatedly while it has the best score (LiteRT's NMS re-queues "
+                "selected boxes; onnxruntime selects it once)")
+        from edge_sdk import log
+
+        log.warning(note)  # (the convert summary does not print import notes; the report's "notes" holds it)
+        self.notes.append(note)
 
     # ------------------------------------------------------------------ shape and data movement
     def _reshape_node(self, node, a=None):

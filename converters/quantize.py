@@ -110,6 +110,7 @@ _SAME_AS_INPUT = {
     "PAD": 0, "PADV2": 0, "STRIDED_SLICE": 0, "SLICE": 0, "GATHER": 0, "DEPTH_TO_SPACE": 0,
     "SPACE_TO_DEPTH": 0, "SPLIT": 1, "SPLIT_V": 0, "UNPACK": 0, "RESIZE_NEAREST_NEIGHBOR": 0,
     "RESIZE_BILINEAR": 0, "REDUCE_MAX": 0,
+    "TOPK_V2": 0,  # the values keep the input's quantization; the int32 indices are copied
 }
 # Ops whose inputs and output all share one quantization.
 _SHARED = {"CONCATENATION", "PACK", "MAXIMUM", "MINIMUM"}
@@ -166,6 +167,9 @@ _VERSIONS = {
               "LEAKY_RELU": 2, "RELU": 3, "RELU6": 3, "ARG_MAX": 2, "REDUCE_MAX": 3, "SUM": 2,
               "BATCH_MATMUL": 3},
 }
+
+_VERSIONS["INT8"]["TOPK_V2"] = 2  # LiteRT's op versions: int8 input 2, int16 input 3
+_VERSIONS["INT16"]["TOPK_V2"] = 3
 
 
 @dataclass
@@ -555,9 +559,16 @@ def _resolve_exclude(model: Model, exclude) -> set[int]:
     return out
 
 
+def _integer_only(model: Model, op: Operator) -> bool:
+    """No float tensor in or out (a CAST of int32 indices, int32 arithmetic on a count): nothing to quantize."""
+    return not any(t >= 0 and _is_float(model, t) for t in list(op.inputs) + list(op.outputs))
+
+
 def _quantizable(model: Model, i: int, op: Operator) -> str | None:
     """None when the quantizer has a rule for this op, else why not."""
     name = model.op_name(op)
+    if _integer_only(model, op):
+        return None
     if name in _WEIGHTED:
         w = op.inputs[_WEIGHTED[name][0]]
         if not _is_const(model, w):
@@ -709,6 +720,15 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
                 outs.append(n)
             b.add_op(name, ins, outs, op.options, op.options_type, src_version, origin=i,
                      custom_options=op.custom_options)
+            continue
+
+        if _integer_only(model, op):  # indices, counts, shapes: quantization leaves the op as it is
+            outs = []
+            for t in op.outputs:
+                b.qt[t] = b.ft[t] = b.copy_tensor(t)
+                outs.append(b.qt[t])
+            b.add_op(name, [t if t < 0 else non_float_input(t) for t in op.inputs], outs, op.options,
+                     op.options_type, src_version, origin=i, custom_options=op.custom_options)
             continue
 
         ins: list[int] = []
@@ -1148,6 +1168,9 @@ def _macs(model: Model, op: Operator) -> int:
         if name == "TRANSPOSE_CONV":
             w = sg.tensors[op.inputs[1]].shape
             return int(np.prod(sg.tensors[op.inputs[2]].shape, dtype=np.int64)) * int(w[0] * w[1] * w[2])
+        if name == "CONV_3D":  # filter [kd, kh, kw, C, O]
+            w = sg.tensors[op.inputs[1]].shape
+            return out * int(np.prod(w[:4], dtype=np.int64))
         if name == "BATCH_MATMUL":
             a = sg.tensors[op.inputs[0]].shape
             adj = (op.options or {}).get("adj_x", False)

@@ -163,6 +163,11 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("TransformTensor",              "mediapipe:prepare_transform_tensor_bilinear", 1, custom=True),
     OpRow("TransformLandmarks",           "mediapipe:prepare_transform_landmarks", 2, custom=True),
     OpRow("Landmarks2TransformMatrix",    "mediapipe:prepare_landmarks_to_transform_matrix", 2, custom=True),
+    # 3-D convolution, top-k and non-max suppression (LiteRT builtins TFLM lacks; issue 15 point 3)
+    OpRow("CONV_3D",                      "conv_3d:prepare_conv_3d",          1, "conv_3d:macs_conv_3d"),
+    OpRow("TOPK_V2",                      "topk:prepare_topk_v2",             3),
+    OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
+    OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
 )
 # fmt: on
 

@@ -259,6 +259,11 @@ enum {
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 
+/* BuiltinOptions union code of CONV_3D (schema.fbs union order; TOPK_V2 and NMS V4/V5 read no options). */
+enum {
+    EDGE_OPTS_Conv3DOptions = 106,
+};
+
 /* Fused activations (schema ActivationFunctionType). */
 enum {
     EDGE_ACT_NONE = 0,
