@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_sdk.runtime.delegates.base import plan_partitions
@@ -370,8 +370,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             problem["runtime_error"] = text  # the runtime's own message, as it raises it
             out.append(problem)
         for v in profile.violations(node, CPU):
-            if is_c and v.constraint == "dtype" and exc is None and c_plan is not None:
-                continue  # the C runtime's type switches decide which types it holds (it prepared this node)
+            if is_c and v.constraint == "dtype" and exc is None:
+                continue  # the C runtime decides which types it runs (its prepare, or its kernels' registrations)
             out.append(_op_problem(node, CPU, "error", v.constraint, v.value, v.limit, v.message))
         return out
 
@@ -486,99 +486,30 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     return result
 
 
-_CONTEXT_OPS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "WHILE", "IF", "CALL")
-_ALONE_LIMIT = 256  # distinct nodes re-prepared alone after a refusal
-
-
-def _single_node_model(model: Model, s: int, i: int) -> bytes | None:
-    """Node i of subgraph s as a model of its own (its constants kept, its other inputs the model's inputs),
-    or None when the node needs the rest of the model (control flow, resource variables)."""
-    from edge_sdk.model.types import Buffer, Operator, SubGraph
-
-    sg = model.subgraphs[s]
-    op = sg.operators[i]
-    code = model.operator_codes[op.opcode_index]
-    if code.name in _CONTEXT_OPS:
-        return None
-    used = [t for t in dict.fromkeys([*op.inputs, *op.outputs, *op.intermediates]) if t != -1]
-    remap = {t: k for k, t in enumerate(used)}
-    buffers = [Buffer(b"")]
-    tensors = []
-    inputs = []
-    for t in used:
-        tensor = sg.tensors[t]
-        data = model.buffers[tensor.buffer].data if 0 <= tensor.buffer < len(model.buffers) else b""
-        if data and not tensor.is_variable:
-            buffers.append(Buffer(bytes(data)))
-            tensors.append(replace(tensor, buffer=len(buffers) - 1))
-        else:
-            tensors.append(replace(tensor, buffer=0))
-            if t in op.inputs and not tensor.is_variable:
-                inputs.append(remap[t])
-    node = Operator(opcode_index=0, inputs=[remap.get(t, -1) for t in op.inputs],
-                    outputs=[remap[t] for t in op.outputs], options_type=op.options_type,
-                    options=dict(op.options or {}), custom_options=op.custom_options,
-                    intermediates=[remap[t] for t in op.intermediates])
-    alone = Model(operator_codes=[code], subgraphs=[SubGraph(tensors, inputs, [remap[t] for t in op.outputs],
-                                                            [node])], buffers=buffers)
-    try:
-        return write_model(alone)
-    except ModelError:
-        return None
-
-
-def _c_failures_alone(model: Model, nodes, c_plan, known: dict) -> dict[tuple[int, int], Exception]:
-    """After the C prepare stopped at one node, every other node of subgraph 0 prepared alone by the C runtime
-    (same build, same layout): the C runtime stops at its first refusal, the report names them all."""
-    from edge_sdk.runtime import backend_c
-
-    out: dict[tuple[int, int], Exception] = {}
-    seen: dict[tuple, str | None] = {}
-    for node in nodes[0] if nodes else []:
-        key = (0, node.index)
-        if key in known:
-            continue
-        op = model.subgraphs[0].operators[node.index]
-        sig = (node.op, node.version, tuple((t.type, tuple(t.shape), t.data is not None) if t else None
-                                            for t in (*node.inputs, *node.outputs)),
-               repr(sorted((op.options or {}).items())), bytes(op.custom_options or b""))
-        if sig not in seen:
-            if len(seen) >= _ALONE_LIMIT:
-                break
-            data = _single_node_model(model, 0, node.index)
-            verdict = None
-            if data is not None:
-                try:
-                    alone = backend_c.target_plan(data, c_plan.layout, _type_defines(model))
-                except (backend_c.BuildError, ModelError):
-                    alone = None
-                if alone is not None and not alone.ok and alone.error.get("node", -1) == 0:
-                    verdict = f"C runtime: {alone.message} [{alone.status_name}] (this node prepared alone)"
-            seen[sig] = verdict
-        if seen[sig]:
-            text = seen[sig].replace("node 0 (", f"node {node.index} (", 1)
-            out[key] = (UnsupportedOpError if "UNSUPPORTED" in text else ModelError)(text)
-    return out
-
-
 def _c_failures(model: Model, nodes, c_plan) -> dict[tuple[int, int], Exception]:
     """Per node, why the C runtime refuses it: every node without a C kernel (the op table's C side, as the
-    C loader checks them all before preparing), and the node the C runtime's own prepare stopped at."""
+    C loader checks them all before preparing) and, from the C runtime's one plan-only run, every node its
+    prepare refused (``TargetPlan.refusals``: the runner records a refusal and prepares the next node).
+    Without a C runtime here (``c_plan`` None) the kernels' registered dtypes answer: a node whose dtype its
+    C kernel does not list is refused, naming op, dtype and node."""
     from edge_sdk.runtime import op_table
 
     out: dict[tuple[int, int], Exception] = {}
     for sg_nodes in nodes:
         for node in sg_nodes:
-            reason = op_table.c_refusal(node.op, node.version)
+            # without the C runtime here, its kernels' registered types answer for it (never a guess)
+            dtype = op_table.c_data_type(node) if c_plan is None else None
+            reason = op_table.c_refusal(node.op, node.version, dtype)
             if reason:
                 out[(node.subgraph, node.index)] = UnsupportedOpError(f"{node.where()}: {reason}")
     if c_plan is not None and not c_plan.ok:
-        at = _c_node(model, c_plan.error)
-        if at is not None and at not in out:
-            exc_type = UnsupportedOpError if c_plan.status_name.startswith("EDGE_UNSUPPORTED") else ModelError
-            out[at] = exc_type(f"C runtime: {c_plan.message} [{c_plan.status_name}]")
-        if at is not None and c_plan.status_name != "EDGE_UNSUPPORTED_OP":  # a prepare refused it: the others?
-            out.update(_c_failures_alone(model, nodes, c_plan, out))
+        refusals = c_plan.refusals or [{"status": c_plan.status_name, "message": c_plan.message, **c_plan.error}]
+        for ref in refusals:
+            at = _c_node(model, ref)
+            if at is None or at in out:
+                continue
+            exc_type = UnsupportedOpError if ref["status"].startswith("EDGE_UNSUPPORTED") else ModelError
+            out[at] = exc_type(f"C runtime: {ref['message']} [{ref['status']}]")
     return out
 
 
