@@ -45,3 +45,96 @@ def test_flash_kernel_selection_reads_the_same_registrations():
     g.op("RELU", [x], [y])
     g.output(y)
     assert kernel_files(g.build()) == [op_table.C_KERNELS["RELU"][1]]
+
+
+# ---- the registered dtypes are the kernels' own: one-node models of every probe type, against both prepares
+_UNARY = ("ABS", "EXP", "LOG", "SQRT", "NEG", "RSQRT", "RELU", "RELU6", "RELU_N1_TO_1", "HARD_SWISH", "LEAKY_RELU",
+          "LOGISTIC", "TANH", "LOG_SOFTMAX", "SOFTMAX")
+_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "POW")
+_PROBE_TYPES = ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL")
+
+
+def _one_node(op: str, dtype: str) -> bytes:
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    quant = {"scale": 0.125, "zero_point": 0} if dtype in ("INT8", "UINT8", "INT16") else {}
+    g = GraphBuilder()
+    ins = [g.input(f"x{k}", (1, 4), dtype, **quant) for k in range(2 if op in _BINARY else 1)]
+    y = g.tensor("y", (1, 4), dtype, **quant)
+    g.op(op, ins, [y])
+    g.output(y)
+    return write_model(g.build())
+
+
+def _python_type_refusal(data: bytes) -> bool:
+    from edge_sdk.runtime.interpreter import Interpreter
+    from edge_sdk.errors import UnsupportedOpError
+
+    _, failures, _ = Interpreter(model_content=data).prepare_report()
+    exc = failures.get((0, 0))
+    return isinstance(exc, UnsupportedOpError) and " has type " in str(exc)
+
+
+def test_registered_dtypes_are_what_the_c_and_python_prepares_take():
+    """For each probe op and type: the table refuses the type exactly when the C kernel's prepare says
+    EDGE_UNSUPPORTED_TYPE (the real C runtime, host build), and the Python row's dtypes exactly when the
+    interpreter's prepare refuses the type. A wrong registration fails here, naming the op and the type."""
+    from edge_sdk.runtime import backend_c
+
+    wrong = []
+    for op in _UNARY + _BINARY:
+        for dtype in _PROBE_TYPES:
+            data = _one_node(op, dtype)
+            plan = backend_c.target_plan(data, backend_c.HOST)
+            c_refuses = plan.status_name == "EDGE_UNSUPPORTED_TYPE" and plan.error.get("node") == 0
+            table = op_table.c_refusal(op, 1, dtype) is not None
+            if c_refuses != table:
+                wrong.append(f"C {op} {dtype}: kernel {'refuses' if c_refuses else 'takes'} it, table says "
+                             f"{'refuse' if table else 'take'} ({plan.message})")
+            py_refuses = _python_type_refusal(data)
+            py_table = op_table.runtime_refusal("python", op, 1, dtype) is not None
+            if py_refuses != py_table:
+                wrong.append(f"Python {op} {dtype}: kernel {'refuses' if py_refuses else 'takes'} it, row says "
+                             f"{'refuse' if py_table else 'take'}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_registration_grammar_errors_name_file_and_line(tmp_path):
+    """A kernel from before the types field (or with an unknown type) is a generation error naming the file and
+    line, never a kernel silently dropped or a guessed type."""
+    import pytest
+
+    gen = gen_ops_module()
+    (tmp_path / "old.c").write_text('#include "edge_kernel.h"\n\nEDGE_KERNEL(ADD, add, 5)\n')
+    with pytest.raises(gen.RegistrationError, match=r"old\.c:3: malformed kernel registration.*TYPES"):
+        gen.scan(tmp_path)
+    (tmp_path / "old.c").write_text('EDGE_KERNEL(ADD, add, 5, "INT8 INT9", "")\n')
+    with pytest.raises(gen.RegistrationError, match=r"old\.c:1: types 'INT8 INT9': unknown type 'INT9'"):
+        gen.scan(tmp_path)
+    (tmp_path / "old.c").write_text('EDGE_KERNEL(ADD, add, 5, "input 1: INT8 INT16/INT8", "x")\n')
+    row = gen.scan(tmp_path)[0]
+    assert row["types"] == ("INT8", "INT16/INT8") and row["data_input"] == 1 and row["constraints"] == "x"
+
+
+def test_every_c_kernel_declares_types():
+    gen = gen_ops_module()
+    rows = gen.scan()
+    assert all(r["types"] for r in rows)
+    assert op_table.C_TYPES["TRANSPOSE_CONV"][1] == 2
+    assert op_table.OPS["RSQRT"].c_dtypes == ("FLOAT32",)
+    assert "per-channel" in op_table.OPS["CONV_2D"].c_constraints
+    assert op_table.c_refusal("FULLY_CONNECTED", 1, "FLOAT32/INT8") is not None  # hybrid: the C kernel refuses
+    assert op_table.c_refusal("FULLY_CONNECTED", 1, "INT16/INT8") is None
+
+
+def test_flash_kernel_selection_refuses_a_type_the_c_kernel_does_not_register():
+    import pytest
+
+    from edge_sdk.errors import UnsupportedOpError
+    from edge_sdk.model import read_model
+    from edge_sdk.tools.flash import kernel_files
+
+    with pytest.raises(UnsupportedOpError, match=r"RSQRT kernel does not take INT8 .*\(node 0\)"):
+        kernel_files(read_model(_one_node("RSQRT", "INT8")))
+    assert kernel_files(read_model(_one_node("RSQRT", "FLOAT32"))) == ["rsqrt.c"]
