@@ -7,7 +7,7 @@ import pytest
 
 from edge_sdk.device import qemu_board as qb
 from edge_sdk.runtime import backend_c
-from edge_sdk.targets.check import FAILS, RUNS, check_model
+from edge_sdk.targets.check import FAILS, RUNS, check_model, format_check
 from tests.conftest import SHARED_MODELS, shared_model, shared_models
 
 MODELS = shared_models()
@@ -184,6 +184,10 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     assert "RSQRT" in plan.refusals[0]["message"] and "EXP" in plan.refusals[1]["message"]
     r = check_model(data, "qemu-mps2-an386", stack=False)
     assert sorted(p["node"] for p in r.errors if "runtime_error" in p) == [0, 2, 3]
+    table = check_model(data, "qemu-mps2-an386", c_runtime=False)  # no C compiler: the registrations say the same
+    msgs = {p["node"]: p["message"] for p in table.errors if "runtime_error" in p}
+    assert sorted(msgs) == [0, 2, 3] and "node 2 (EXP v1) INT8" in msgs[2] and "does not take INT8" in msgs[2], msgs
+    assert "the C runtime's kernels" in format_check(table) or "C kernel table" in format_check(table)
     bad = bytearray(data)
     bad[0:4] = b"\xff\xff\xff\x7f"  # the root table offset past the end: the loader refuses the file
     broken = backend_c.target_plan(bytes(bad), backend_c.HOST)
