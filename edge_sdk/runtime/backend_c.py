@@ -919,6 +919,13 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
 _stack_folders: dict[tuple, Path] = {}
 
 
+def runtime_objects(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ...] = ()) -> Path:
+    """The folder of edge.o and every kernel's .o compiled by ``compiler`` with ``cflags`` (``stack_graph``'s
+    build, cached); BuildError when they do not compile."""
+    stack_graph(compiler, tuple(cflags), tuple(type_defs))
+    return _stack_folders[(compiler, tuple(cflags), tuple(type_defs))]
+
+
 def runtime_code_bytes(compiler: str, cflags: tuple[str, ...], kernel_files: list[str],
                        type_defs: tuple[str, ...] = ()) -> dict:
     """Flash the runtime's code and read-only data take for an op set: the text+data of edge.o and of the

@@ -118,6 +118,18 @@ class CheckResult:
 
 
     @property
+    def flash_source(self) -> str:
+        """How the firmware's flash is known: "linked" (a real link), "compiled objects" (the target compiler's
+        objects for this op set, an upper bound), "estimate from the size table" (no compiler here), or
+        "model only" (the runtime's share unknown, or not a C target)."""
+        if self.link.get("linked"):
+            return "linked"
+        if self.runtime_code.get("bytes"):
+            return ("estimate from the size table" if self.runtime_code.get("source") == "size table"
+                    else "compiled objects")
+        return "model only"
+
+    @property
     def fallback_nodes(self) -> list[int]:
         return [i for p in self.partitions if p.backend != self.backend for i in p.nodes]
 
@@ -143,6 +155,7 @@ class CheckResult:
             "link": self.link,
             "stack": self.stack,
             "runtime_code": self.runtime_code,
+            "flash_source": self.flash_source,
             "memory_plan": self.memory_plan,
             "plans": self.plans,
             "extra_macs": self.extra_macs,
@@ -294,11 +307,19 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
 
     from edge_sdk.runtime import backend_c, op_table
 
+    from edge_sdk.targets import size_table
+
     compiler = profile.toolchain.get("compiler", "")
-    if not compiler or shutil.which(compiler) is None:
-        return {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
-    flags = tuple(f for f in profile.toolchain.get("cflags", []) if f.startswith(("-m", "-O", "-f")))
+    flags = size_table.code_flags(profile)
     used = {(c.name if not c.is_custom else c.custom_code) for c in model.operator_codes}
+    if not compiler or shutil.which(compiler) is None:
+        out = {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
+        files = sorted({f for op, (_, f) in op_table.C_KERNELS.items() if op in used})
+        code = size_table.lookup(profile, files)
+        out["runtime_code"] = code if code is not None else {
+            "error": f"the size table (firmware_c/{size_table.TABLE_NAME}) has no entry for {profile.name}'s "
+                     f"toolchain ({compiler or '?'} {' '.join(flags)}): the runtime's flash is not known"}
+        return out
     try:
         rows = op_table.gen_ops_module().scan()
         names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
@@ -306,7 +327,8 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
                            lambda: backend_c.runtime_stack(compiler, flags, names)))
         files = sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used})
         try:
-            out["runtime_code"] = backend_c.runtime_code_bytes(compiler, flags, files)
+            out["runtime_code"] = {**backend_c.runtime_code_bytes(compiler, flags, files),
+                                   "source": "compiled objects"}
         except backend_c.BuildError as exc:
             out["runtime_code"] = {"error": str(exc).splitlines()[0]}
         return out
@@ -635,11 +657,20 @@ def format_check(result: CheckResult) -> str:
     lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
                  f"{'  OVER' if over else ''}")
     code = r.runtime_code
-    if code.get("bytes"):
+    if r.link.get("linked"):
+        pass  # the firmware line below: linked
+    elif code.get("bytes") and code.get("source") == "size table":
+        stale = f"; stale for {', '.join(code['stale'])}: sources changed since" if code.get("stale") else ""
+        lines.append(f"         + runtime code {_kib(code['bytes'])} for this op set: {_kib(r.model_bytes + code['bytes'])}"
+                     f" in all (flash: estimate from the size table, {code.get('compiler')} not installed here"
+                     f"{stale})")
+    elif code.get("bytes"):
         lines.append(f"         + runtime code {_kib(code['bytes'])} for this op set (compiled objects, an upper "
                      f"bound; `--link` links): {_kib(r.model_bytes + code['bytes'])} in all")
+    elif code.get("error"):
+        lines.append(f"         + runtime code ?: {code['error']}")
     if r.link.get("linked"):
-        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash (model + runtime code "
+        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash, linked (model + runtime code "
                      f"{_kib(r.link['runtime_flash_bytes'])}), RAM data+bss {_kib(r.link['data_bytes'] + r.link['bss_bytes'])}"
                      f" + arena {_kib(r.link['arena_bytes'])} (a real link)")
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):
