@@ -21,8 +21,11 @@ How it decides:
    planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
    `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
    the host's layout when only a host compiler is there. Every node without a C kernel (the op table's C
-   side, generated from the kernels' registrations) and the node the C prepare stopped at are problems.
-   Without any C compiler the op table answers alone and the report says so (``checked_by = "c-table"``).
+   side, generated from the kernels' registrations) and every node a C prepare refused (one run: the runner
+   records each refusal and prepares the next node, ``TargetPlan.refusals``) are problems. Without any C
+   compiler the op table answers alone and the report says so (``checked_by = "c-table"``): a node is refused
+   when its C kernel is missing, too old, or does not register the node's dtype (data/weights pair for the
+   convolutions: ``op_table.c_dtype_refusal``), naming op, dtype and node.
 3. Each node of subgraph 0 goes to the profile's preferred backend when that backend takes it
    (``profile.supports``); otherwise it falls back to the CPU (a "fallback" problem naming the constraint).
    A delegate with ``max_partitions`` takes at most that many runs of nodes. Nodes of other subgraphs run on
@@ -32,8 +35,9 @@ How it decides:
    board's own high-water mark to the byte (tests/test_check_c.py); ``ram`` breaks it down and ``ram_source``
    says measured or estimate. On a Python target it is the interpreter's arena plan. It must fit
    ``ram_arena_bytes``; the model's bytes must fit ``flash_model_bytes``. C targets also get the runtime's
-   stack (the target compiler's -fcallgraph-info) and, with ``apply_link`` (`edge check --link`), a real
-   firmware link's flash and RAM.
+   stack (the target compiler's -fcallgraph-info), the runtime's code for the model's op set (the target
+   compiler's objects, or without that compiler firmware_c/size_table.json: ``size_table.lookup``) and, with
+   ``apply_link`` (`edge check --link`), a real firmware link's flash and RAM; ``flash_source`` says which.
    ``memory``: "layer" (layer by layer), "min" (the least-RAM plan: in-place RESHAPE, PAD and int8 depthwise,
    ``Interpreter(memory="min")`` / EDGE_INIT_MEMORY_MIN; no extra MACs) or None (auto: "layer", or "min" when
    the layer plan exceeds the budget and "min" is smaller); ``memory_plan`` says which plan the figure is, and
