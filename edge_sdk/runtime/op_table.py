@@ -219,6 +219,8 @@ PY_DTYPES: dict[str, tuple[str, ...]] = {
     "ADD": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
     "SUB": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
     "RSQRT": ("FLOAT32", "INT8"),
+    "CAST": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64", "FLOAT32", "FLOAT64", "BOOL",
+             "FLOAT16"),
 }
 
 # Ops the C runtime has a kernel for that the interpreter lacks (a row each would have no Python side).
