@@ -81,7 +81,7 @@ def ops_table() -> str:
     text = [(f"{len(rows)} ops: the Python interpreter (`edge_sdk.Interpreter`, Linux/Raspberry Pi) runs "
              f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions; "
              "dtypes are those of the tensor the op computes on (its first data input unless named), "
-             "`INT16/INT8` a data type with its weights' type; `edge check` refuses any other on that runtime."),
+             "`INT16/INT8` a data type with its weights' type; that runtime refuses any other (`edge check` names op, dtype and node)."),
             "",
             _table(("op", "kind", "interpreter", "interpreter dtypes", "C runtime", "C dtypes", "C constraints",
                     "MACs counted"), rows),
