@@ -115,8 +115,8 @@ def _one_node(op: str, dtype: str) -> bytes:
 
 
 def _python_type_refusal(data: bytes) -> bool:
-    from edge_sdk.runtime.interpreter import Interpreter
     from edge_sdk.errors import UnsupportedOpError
+    from edge_sdk.runtime.interpreter import Interpreter
 
     _, failures, _ = Interpreter(model_content=data).prepare_report()
     exc = failures.get((0, 0))

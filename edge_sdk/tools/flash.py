@@ -139,8 +139,8 @@ def kernel_files(model) -> list[str]:
         raise UnsupportedOpError(f"the C runtime (firmware_c/src/kernels) has no kernel for: {', '.join(missing)}")
     refused: dict[str, list[str]] = {}
     for s, sg in enumerate(model.subgraphs):
-        def tensor(t):
-            return SimpleNamespace(type=sg.tensors[t].type) if 0 <= t < len(sg.tensors) else None
+        def tensor(t, tensors=sg.tensors):
+            return SimpleNamespace(type=tensors[t].type) if 0 <= t < len(tensors) else None
 
         for i, op in enumerate(sg.operators):
             code = model.operator_codes[op.opcode_index]
