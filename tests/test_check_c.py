@@ -7,7 +7,7 @@ import pytest
 
 from edge_sdk.device import qemu_board as qb
 from edge_sdk.runtime import backend_c
-from edge_sdk.targets.check import FAILS, RUNS, check_model
+from edge_sdk.targets.check import FAILS, RUNS, check_model, format_check
 from tests.conftest import SHARED_MODELS, shared_model, shared_models
 
 MODELS = shared_models()
@@ -114,6 +114,7 @@ def test_check_link_reports_the_real_firmware_size(state, capsys):
     assert link["linked"] is True and link["flash_bytes"] == link["text_bytes"] + link["data_bytes"]
     assert link["runtime_flash_bytes"] == link["flash_bytes"] - d["model_bytes"] > 0
     assert link["arena_bytes"] >= d["arena_bytes"]  # the firmware's arena holds what the board needs
+    assert d["flash_source"] == "linked"
     assert main(["check", str(path), "--target", "host-linux", "--link"]) == 2
     assert "--link" in capsys.readouterr().err
 
@@ -132,7 +133,8 @@ def test_c_target_reports_the_runtimes_stack_and_code():
 
 
 def test_every_node_the_c_prepare_refuses_is_named_not_only_the_first():
-    """The C runtime stops at its first refusal; check prepares the other nodes alone with the same build."""
+    """One plan-only run of the C runtime names every node its prepare refuses (edge-run-c --all-refusals), each
+    with its own status and message; without the C runtime the kernels' registered dtypes refuse the same nodes."""
     import numpy as np
 
     from edge_sdk.model.builder import GraphBuilder
@@ -152,4 +154,43 @@ def test_every_node_the_c_prepare_refuses_is_named_not_only_the_first():
     assert r.verdict == FAILS and r.checked_by == "c-runtime"
     refused = sorted(p["node"] for p in r.errors if "runtime_error" in p)
     assert refused == [0, 2], r.problems
-    assert "prepared alone" in next(p["runtime_error"] for p in r.errors if p["node"] == 2)
+    for node in (0, 2):
+        text = next(p["runtime_error"] for p in r.errors if p["node"] == node)
+        assert text.startswith(f"C runtime: node {node} (FULLY_CONNECTED") and "[EDGE_UNSUPPORTED_TYPE]" in text, text
+    table = check_model(g.build(), "qemu-mps2-an386", c_runtime=False)
+    assert table.checked_by == "c-table" and table.verdict == FAILS
+    found = {p["node"]: p["message"] for p in table.errors if "runtime_error" in p}
+    assert sorted(found) == [0, 2] and "FLOAT32/INT8" in found[2] and "FULLY_CONNECTED" in found[2], found
+
+
+def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusals_fatal(tmp_path):
+    """target_plan: one run, every refused node (status, message), a node without a builtin kernel among them;
+    a malformed model is still the loader's one fatal error."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "INT8", scale=0.1, zero_point=0)
+    t = [g.tensor(f"t{k}", (1, 4), "INT8", scale=0.1, zero_point=0) for k in range(4)]
+    g.op("RSQRT", [x], [t[0]])          # refused: FLOAT32 only
+    g.op("RELU", [t[0]], [t[1]])        # runs
+    g.op("EXP", [t[1]], [t[2]])         # refused: FLOAT32 only
+    g.op("CONV_3D", [t[2]], [t[3]])     # no C kernel
+    g.output(t[3])
+    data = write_model(g.build())
+    plan = backend_c.target_plan(data, backend_c.HOST)
+    assert not plan.ok and plan.status_name == "EDGE_UNSUPPORTED_TYPE" and plan.error["node"] == 0
+    got = [(r["node"], r["status"]) for r in plan.refusals]
+    assert got == [(0, "EDGE_UNSUPPORTED_TYPE"), (2, "EDGE_UNSUPPORTED_TYPE"), (3, "EDGE_UNSUPPORTED_OP")], got
+    assert "RSQRT" in plan.refusals[0]["message"] and "EXP" in plan.refusals[1]["message"]
+    r = check_model(data, "qemu-mps2-an386", stack=False)
+    assert sorted(p["node"] for p in r.errors if "runtime_error" in p) == [0, 2, 3]
+    table = check_model(data, "qemu-mps2-an386", c_runtime=False)  # no C compiler: the registrations say the same
+    msgs = {p["node"]: p["message"] for p in table.errors if "runtime_error" in p}
+    assert sorted(msgs) == [0, 2, 3] and "node 2 (EXP v1) INT8" in msgs[2] and "does not take INT8" in msgs[2], msgs
+    assert "the C runtime's kernels" in format_check(table) or "C kernel table" in format_check(table)
+    bad = bytearray(data)
+    bad[0:4] = b"\xff\xff\xff\x7f"  # the root table offset past the end: the loader refuses the file
+    broken = backend_c.target_plan(bytes(bad), backend_c.HOST)
+    assert not broken.ok and broken.refusals == [] and broken.status_name.startswith("EDGE_MODEL"), \
+        broken.to_dict()

@@ -1,6 +1,7 @@
 """`edge check` agrees with the runtime the profile names, on every model in ../shared/models and every profile:
 an op problem from the runtime on a C target exactly when the C runtime refuses the model, on a Python target
-exactly when the interpreter refuses it."""
+exactly when the interpreter refuses it. Without a C compiler (the op-table fallback, ``c_runtime=False``) the C
+kernels' registered versions and dtypes give the same verdict on every C profile."""
 
 import pytest
 
@@ -48,3 +49,25 @@ def test_check_agrees_with_the_runtime_on_every_profile(path):
         r = check_model(path, name)
         ops = [p for p in r.errors if p["kind"] in ("op", "model")]
         assert bool(ops) == (refusal[runtime] is not None), (name, refusal[runtime], ops)
+
+
+@pytest.mark.skipif(not MODELS, reason=f"{SHARED_MODELS} is absent in this checkout")
+@pytest.mark.parametrize("path", MODELS, ids=lambda p: str(p.relative_to(SHARED_MODELS)))
+def test_op_table_fallback_agrees_with_the_c_runtime_on_every_c_profile(path):
+    refusal = _refuses(path, "c")
+    for name in PROFILES:
+        profile = load_profile(name)
+        if profile.runtime != "c":
+            continue
+        r = check_model(path, profile, c_runtime=False, stack=False)
+        assert r.checked_by == "c-table" and r.ram_source.startswith("estimate")
+        found = _runtime_problems(r)
+        assert bool(found) == (refusal is not None), (name, refusal, found)
+        if refusal is not None:  # the same nodes the C runtime names
+            real = check_model(path, profile, stack=False)
+            assert {(p["subgraph"], p["node"]) for p in found} == \
+                {(p["subgraph"], p["node"]) for p in _runtime_problems(real)}, name
+    # the embedded default: no op problem but the C kernels' own (no profile dtype policy guessed there)
+    r = check_model(path, "qemu-mps2-an386", c_runtime=False, stack=False)
+    ops = [p for p in r.errors if p["kind"] in ("op", "model")]
+    assert bool(ops) == (refusal is not None), (refusal, ops)

@@ -28,11 +28,20 @@ def test_ops_table_lists_every_op_with_both_runtimes():
         line = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
         cells = [x.strip() for x in line.strip("|").split("|")]
         assert cells[2] == (f"v1–v{row.max_version}" if row.max_version > 1 else "v1")
-        assert (cells[3] == "-") == (name not in c), name
-    assert "| `CONV_2D` | builtin | v1–v8 | v1–v8 | yes |" in table
-    assert "| `DEPTH_TO_SPACE` | builtin | v1–v2 | v1–v2 | - |" in table  # in C since issue 16
-    assert "| `Convolution2DTransposeBias` | custom | v1 | v1 | yes |" in table  # a MediaPipe op in both
-    assert "| `SignalRfft` | custom | v1 | v1 | - |" in table  # a custom op in both
+        assert (cells[4] == "-") == (name not in c), name
+        # a dtype column per runtime, from the row's dtypes and the C kernel's registration
+        def types(cell):
+            return cell.split(": ")[-1].replace(" (no data tensor)", "").split()
+
+        assert types(cells[3]) == [t.lower() for t in row.dtypes], name
+        if row.c_dtypes:
+            assert types(cells[5]) == [t.lower() for t in row.c_dtypes], name
+            assert cells[6] == (row.c_constraints or "-"), name
+    assert "| `CONV_2D` | builtin | v1–v8 | float32/float32 int8/int8 int16/int8 | v1–v8 | " in table
+    assert "| `DEPTH_TO_SPACE` | builtin | v1–v2 | " in table  # in C since issue 16
+    assert "| `Convolution2DTransposeBias` | custom | v1 | float32 | v1 | float32 | - | yes |" in table
+    assert "| `SignalRfft` | custom | v1 | int16 int32 float32 | v1 | int16 | " in table  # the FFT: int16 in C
+    assert "| `TRANSPOSE_CONV` | builtin | v1–v5 | input 2: " in table
     assert f"runs {len(OPS)}" in table
 
 
@@ -42,14 +51,15 @@ def test_c_kernels_parsed_from_sources_by_the_one_parser(tmp_path):
     from edge_sdk.errors import ModelError
     from edge_sdk.runtime.op_table import gen_ops_module
 
-    (tmp_path / "a.c").write_text('#include "edge_kernel.h"\n\nEDGE_KERNEL(ADD, add, 5)\nEDGE_KERNEL(SUB, sub, 2)\n'
+    (tmp_path / "a.c").write_text('#include "edge_kernel.h"\n\nEDGE_KERNEL(ADD, add, 5, "INT8", "")\n'
+                                  'EDGE_KERNEL(SUB, sub, 2, "INT8", "")\n'
                                   '/* EDGE_KERNEL(MUL, mul, 7) in a comment line is not a registration */\n'
-                                  'EDGE_CUSTOM_KERNEL("SignalRfft", rfft, 1)\n')
-    (tmp_path / "b.c").write_text("EDGE_KERNEL(ADD, add_v2, 3)\n")
+                                  'EDGE_CUSTOM_KERNEL("SignalRfft", rfft, 1, "INT16", "")\n')
+    (tmp_path / "b.c").write_text('EDGE_KERNEL(ADD, add_v2, 3, "INT8", "")\n')
     assert docs.c_kernels(tmp_path) == {"ADD": 5, "SUB": 2, "SignalRfft": 1}
     gen = gen_ops_module()
     assert gen.kernel_versions(gen.scan(tmp_path)) == docs.c_kernels(tmp_path)
-    (tmp_path / "c.c").write_text("EDGE_KERNEL(MUL, mul, 7)\nEDGE_CUSTOM_KERNEL(SignalWindow, window, 1)\n")
+    (tmp_path / "c.c").write_text('EDGE_KERNEL(MUL, mul, 7, "INT8", "")\nEDGE_CUSTOM_KERNEL(SignalWindow, window, 1, "INT16", "")\n')
     with pytest.raises(ModelError, match=r"c\.c:2: malformed kernel registration"):
         docs.c_kernels(tmp_path)
     with pytest.raises(gen.RegistrationError, match=r"c\.c:2:"):

@@ -45,3 +45,146 @@ def test_flash_kernel_selection_reads_the_same_registrations():
     g.op("RELU", [x], [y])
     g.output(y)
     assert kernel_files(g.build()) == [op_table.C_KERNELS["RELU"][1]]
+
+
+# ---- the registered dtypes are the kernels' own: one-node models of every probe type, against both prepares
+_UNARY = ("ABS", "EXP", "LOG", "SQRT", "NEG", "RSQRT", "RELU", "RELU6", "RELU_N1_TO_1", "HARD_SWISH", "LEAKY_RELU",
+          "LOGISTIC", "TANH", "LOG_SOFTMAX", "SOFTMAX")
+_BINARY = ("ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "POW")
+_PROBE_TYPES = ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL")
+
+
+# ops with more operands: (input shape, output shape, output type or None for the input's, constant operands
+# as (numpy data, type), options)
+_I32 = "INT32"
+_SHAPED = {
+    "SQUEEZE": ((1, 4), (4,), None, [], {}),
+    "EXPAND_DIMS": ((1, 4), (1, 1, 4), None, [([0], _I32)], {}),
+    "RESHAPE": ((1, 4), (4,), None, [([4], _I32)], {"new_shape": [4]}),
+    "TRANSPOSE": ((1, 4), (4, 1), None, [([1, 0], _I32)], {}),
+    "TILE": ((1, 4), (1, 8), None, [([1, 2], _I32)], {}),
+    "BROADCAST_TO": ((1, 4), (2, 4), None, [([2, 4], _I32)], {}),
+    "PAD": ((1, 4), (1, 6), None, [([[0, 0], [1, 1]], _I32)], {}),
+    "MIRROR_PAD": ((1, 4), (1, 6), None, [([[0, 0], [1, 1]], _I32)], {"mode": "REFLECT"}),
+    "SLICE": ((1, 4), (1, 2), None, [([0, 0], _I32), ([1, 2], _I32)], {}),
+    "STRIDED_SLICE": ((1, 4), (1, 2), None, [([0, 0], _I32), ([1, 2], _I32), ([1, 1], _I32)], {}),
+    "GATHER": ((4,), (2,), None, [([0, 1], _I32)], {"axis": 0}),
+    "CONCATENATION": ((1, 4), (1, 4), None, [], {"axis": 1}),
+    "PACK": ((4,), (1, 4), None, [], {"values_count": 1, "axis": 0}),
+    "MEAN": ((1, 4), (1,), None, [([1], _I32)], {}),
+    "SUM": ((1, 4), (1,), None, [([1], _I32)], {}),
+    "REDUCE_MAX": ((1, 4), (1,), None, [([1], _I32)], {}),
+    "ARG_MAX": ((1, 4), (1,), "INT32", [([1], _I32)], {"output_type": "INT32"}),
+    "SHAPE": ((1, 4), (2,), "INT32", [], {"out_type": "INT32"}),
+    "DEQUANTIZE": ((1, 4), (1, 4), "FLOAT32", [], {}),
+    "CAST": ((1, 4), (1, 4), "FLOAT32", [], {}),
+    "MAX_POOL_2D": ((1, 2, 2, 1), (1, 2, 2, 1), None, [], {"padding": "VALID", "stride_w": 1, "stride_h": 1,
+                                                             "filter_width": 1, "filter_height": 1}),
+    "AVERAGE_POOL_2D": ((1, 2, 2, 1), (1, 2, 2, 1), None, [], {"padding": "VALID", "stride_w": 1, "stride_h": 1,
+                                                                 "filter_width": 1, "filter_height": 1}),
+    "RESIZE_NEAREST_NEIGHBOR": ((1, 2, 2, 1), (1, 4, 4, 1), None, [([4, 4], _I32)], {}),
+    "RESIZE_BILINEAR": ((1, 2, 2, 1), (1, 4, 4, 1), None, [([4, 4], _I32)], {}),
+    "SPACE_TO_DEPTH": ((1, 2, 2, 1), (1, 1, 1, 4), None, [], {"block_size": 2}),
+    "DEPTH_TO_SPACE": ((1, 1, 1, 4), (1, 2, 2, 1), None, [], {"block_size": 2}),
+}
+
+
+def _one_node(op: str, dtype: str) -> bytes:
+    import numpy as np
+
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    def quant(t):
+        return {"scale": 0.125, "zero_point": 0} if t in ("INT8", "UINT8", "INT16") else {}
+
+    g = GraphBuilder()
+    if op in _SHAPED:
+        shape, out_shape, out_type, consts, options = _SHAPED[op]
+        ins = [g.input("x", shape, dtype, **quant(dtype))]
+        ins += [g.constant(f"c{k}", np.asarray(data, np.int32), t) for k, (data, t) in enumerate(consts)]
+        out_type = out_type or dtype
+        y = g.tensor("y", out_shape, out_type, **quant(out_type))
+        g.op(op, ins, [y], **options)
+    else:
+        ins = [g.input(f"x{k}", (1, 4), dtype, **quant(dtype)) for k in range(2 if op in _BINARY else 1)]
+        y = g.tensor("y", (1, 4), dtype, **quant(dtype))
+        g.op(op, ins, [y])
+    g.output(y)
+    return write_model(g.build())
+
+
+def _python_type_refusal(data: bytes) -> bool:
+    from edge_sdk.errors import UnsupportedOpError
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    _, failures, _ = Interpreter(model_content=data).prepare_report()
+    exc = failures.get((0, 0))
+    return isinstance(exc, UnsupportedOpError) and " has type " in str(exc)
+
+
+def test_registered_dtypes_are_what_the_c_and_python_prepares_take():
+    """For each probe op (49) and type (8): the table refuses the type exactly when the C kernel's prepare says
+    EDGE_UNSUPPORTED_TYPE (the real C runtime, host build), and the Python row's dtypes exactly when the
+    interpreter's prepare refuses the type. A wrong registration fails here, naming the op and the type."""
+    from edge_sdk.runtime import backend_c
+
+    wrong = []
+    for op in (*_UNARY, *_BINARY, *_SHAPED):
+        for dtype in _PROBE_TYPES:
+            data = _one_node(op, dtype)
+            plan = backend_c.target_plan(data, backend_c.HOST)
+            c_refuses = plan.status_name == "EDGE_UNSUPPORTED_TYPE" and plan.error.get("node") == 0
+            table = op_table.c_refusal(op, 1, dtype) is not None
+            if c_refuses != table:
+                wrong.append(f"C {op} {dtype}: kernel {'refuses' if c_refuses else 'takes'} it, table says "
+                             f"{'refuse' if table else 'take'} ({plan.message})")
+            elif not table and not plan.ok and "output" not in plan.message:
+                # a taken type prepares (the probe is a real model), or stops at a later output-scale rule
+                wrong.append(f"C {op} {dtype}: probe refused after the type check: {plan.message}")
+            py_refuses = _python_type_refusal(data)
+            py_table = op_table.runtime_refusal("python", op, 1, dtype) is not None
+            if py_refuses != py_table:
+                wrong.append(f"Python {op} {dtype}: kernel {'refuses' if py_refuses else 'takes'} it, row says "
+                             f"{'refuse' if py_table else 'take'}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_registration_grammar_errors_name_file_and_line(tmp_path):
+    """A kernel from before the types field (or with an unknown type) is a generation error naming the file and
+    line, never a kernel silently dropped or a guessed type."""
+    import pytest
+
+    gen = gen_ops_module()
+    (tmp_path / "old.c").write_text('#include "edge_kernel.h"\n\nEDGE_KERNEL(ADD, add, 5)\n')
+    with pytest.raises(gen.RegistrationError, match=r"old\.c:3: malformed kernel registration.*TYPES"):
+        gen.scan(tmp_path)
+    (tmp_path / "old.c").write_text('EDGE_KERNEL(ADD, add, 5, "INT8 INT9", "")\n')
+    with pytest.raises(gen.RegistrationError, match=r"old\.c:1: types 'INT8 INT9': unknown type 'INT9'"):
+        gen.scan(tmp_path)
+    (tmp_path / "old.c").write_text('EDGE_KERNEL(ADD, add, 5, "input 1: INT8 INT16/INT8", "x")\n')
+    row = gen.scan(tmp_path)[0]
+    assert row["types"] == ("INT8", "INT16/INT8") and row["data_input"] == 1 and row["constraints"] == "x"
+
+
+def test_every_c_kernel_declares_types():
+    gen = gen_ops_module()
+    rows = gen.scan()
+    assert all(r["types"] for r in rows)
+    assert op_table.C_TYPES["TRANSPOSE_CONV"][1] == 2
+    assert op_table.OPS["RSQRT"].c_dtypes == ("FLOAT32",)
+    assert "per-channel" in op_table.OPS["CONV_2D"].c_constraints
+    assert op_table.c_refusal("FULLY_CONNECTED", 1, "FLOAT32/INT8") is not None  # hybrid: the C kernel refuses
+    assert op_table.c_refusal("FULLY_CONNECTED", 1, "INT16/INT8") is None
+
+
+def test_flash_kernel_selection_refuses_a_type_the_c_kernel_does_not_register():
+    import pytest
+
+    from edge_sdk.errors import UnsupportedOpError
+    from edge_sdk.model import read_model
+    from edge_sdk.tools.flash import kernel_files
+
+    with pytest.raises(UnsupportedOpError, match=r"RSQRT kernel does not take INT8 .*\(node 0\)"):
+        kernel_files(read_model(_one_node("RSQRT", "INT8")))
+    assert kernel_files(read_model(_one_node("RSQRT", "FLOAT32"))) == ["rsqrt.c"]

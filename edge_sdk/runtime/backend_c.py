@@ -21,6 +21,7 @@ without one, through ctypes (~0.5 us more per invoke).
 equal byte for byte to the Python interpreter's plan.
 
 For `edge check` on a microcontroller: ``target_plan(data)`` runs the C runtime's loader, prepare and planner
+once, naming every node a prepare refuses (``TargetPlan.refusals``),
 built with the board's 32-bit struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
 qemu-arm; the host build when those are missing, said so in ``TargetPlan.layout``): its high-water mark is the
 board's to the byte. ``runtime_stack`` / ``runtime_code_bytes`` compile the runtime with the target's compiler
@@ -722,6 +723,9 @@ class TargetPlan:
         self.error = error  # subgraph, node, tensor, op, version, offset, required, given, exact (-1: none)
         self.figures = figures  # arena_used, high_water, persistent, tensor_total, head_total, lower_bound
         self.runner = runner
+        # every node its prepare refused, in order (one run: edge-run-c --all-refusals): dicts with status
+        # (name), subgraph, node, op (code), version, message; [] when it loaded or the loader refused it
+        self.refusals: list[dict] = []
 
     @property
     def ok(self) -> bool:
@@ -734,7 +738,7 @@ class TargetPlan:
 
     def to_dict(self) -> dict:
         return {"layout": self.layout, "status": self.status_name, "message": self.message, "error": self.error,
-                **self.figures}
+                "refusals": self.refusals, **self.figures}
 
 
 def target_layouts() -> list[str]:
@@ -765,7 +769,9 @@ def _source_key(tree: Path) -> str:
 
 def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
     """edge-run-c built for ``layout`` with these type switches (cached under the cache folder; every kernel in
-    its op table: a firmware links the model's ops only, the same kernels, so the verdict and the sizes agree)."""
+    its op table: a firmware links the model's ops only, the same kernels, so the verdict and the sizes agree).
+    Its op table is `gen_ops.py --check`'s: with --all-refusals every refused prepare is recorded and the next
+    node prepared (host/edge_run.c)."""
     key = (layout, tuple(type_defs))
     if key in _runners and _runners[key].is_file():
         return _runners[key]
@@ -783,7 +789,7 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
         with resources.build_lock(folder / "x"):
             if not exe.is_file():
                 gen = folder / "edge_ops_generated.c"
-                proc = subprocess.run([sys.executable, str(tree / "tools" / "gen_ops.py"), str(gen)],
+                proc = subprocess.run([sys.executable, str(tree / "tools" / "gen_ops.py"), "--check", str(gen)],
                                       capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     raise BuildError(f"gen_ops.py failed: {(proc.stderr or proc.stdout)[-2000:]}")
@@ -798,6 +804,18 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
                 os.replace(str(exe) + ".tmp", exe)
     _runners[key] = exe
     return exe
+
+
+def _parse_refusals(out: str) -> list[dict]:
+    """The "refused STATUS SUBGRAPH NODE OP VERSION MESSAGE" lines of edge-run-c --all-refusals."""
+    found = []
+    for line in out.splitlines():
+        parts = line.split(" ", 6)
+        if parts[0] == "refused" and len(parts) == 7 and all(p.lstrip("-").isdigit() for p in parts[1:6]):
+            status, sg, node, op, version = map(int, parts[1:6])
+            found.append({"status": status_name(status), "subgraph": sg, "node": node, "op": op,
+                          "version": version, "message": parts[6]})
+    return found
 
 
 def _parse_run(out: str) -> tuple[dict, dict]:
@@ -835,12 +853,19 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         model = Path(tmp) / "model.tflite"
         model.write_bytes(data)
         arena = 64 << 20
-        for _ in range(6):
+        all_refusals = ["--all-refusals"]
+        for _ in range(7):
             try:
-                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", *memory_flag, "--arena", str(arena)],
+                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", *all_refusals, *memory_flag,
+                                       "--arena", str(arena)],
                                       capture_output=True, text=True, timeout=timeout, check=False)
             except subprocess.TimeoutExpired:
                 raise ModelError(f"the C runtime's prepare did not finish within {timeout:g} s") from None
+            if proc.returncode not in (0, 3) and all_refusals:
+                # a prepare after a refused node tripped over that node's unprepared state: the C runtime as
+                # it runs on the board (stop at the first refusal) still answers
+                all_refusals = []
+                continue
             if proc.returncode not in (0, 3):
                 raise ModelError(f"the C runtime's check runner failed (exit {proc.returncode}): "
                                  f"{proc.stderr.strip()[-500:]}")
@@ -862,7 +887,9 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
                                            capture_output=True, text=True, timeout=timeout, check=False)
                 if plan_only.returncode == 0:
                     figures = {f"plan_only_{k}": v for k, v in _parse_run(plan_only.stdout)[0].items()}
-    return TargetPlan(layout, status, message, error, figures, str(exe))
+    plan = TargetPlan(layout, status, message, error, figures, str(exe))
+    plan.refusals = _parse_refusals(proc.stdout) if status else []
+    return plan
 
 
 # ------------------------------------------------------------------------------------------------ stack
@@ -928,6 +955,13 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
 
 
 _stack_folders: dict[tuple, Path] = {}
+
+
+def runtime_objects(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ...] = ()) -> Path:
+    """The folder of edge.o and every kernel's .o compiled by ``compiler`` with ``cflags`` (``stack_graph``'s
+    build, cached); BuildError when they do not compile."""
+    stack_graph(compiler, tuple(cflags), tuple(type_defs))
+    return _stack_folders[(compiler, tuple(cflags), tuple(type_defs))]
 
 
 def runtime_code_bytes(compiler: str, cflags: tuple[str, ...], kernel_files: list[str],

@@ -2,11 +2,14 @@
 
 `edge inspect` (MACs), the interpreter's prepare step (kernel, versions), `edge check`, `edge flash`'s kernel
 selection and the README's ops table all read these rows. Each row has both runtimes' sides: the Python
-interpreter's (``kernel``, ``max_version``) and the C runtime's (``c_max_version``, ``c_file``), the latter from
-``op_table_c.C_KERNELS``, generated from the C kernels' own ``EDGE_KERNEL`` registrations by
+interpreter's (``kernel``, ``max_version``, ``dtypes``) and the C runtime's (``c_max_version``, ``c_file``,
+``c_dtypes``, ``c_constraints``), the latter from ``op_table_c.C_KERNELS`` / ``C_TYPES``, generated from the C
+kernels' own ``EDGE_KERNEL(OP, name, max_version, "TYPES", "constraints")`` registrations by
 ``firmware_c/tools/gen_ops.py --python`` (tests/test_op_table_c.py fails when the two disagree). ``C_ONLY`` lists
-ops only the C runtime has (none today). ``runtime_refusal(runtime, op, version)`` says why a runtime has no
-kernel for an op (None when it has one). Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
+ops only the C runtime has (none today). ``runtime_refusal(runtime, op, version, dtype)`` says why a runtime has
+no kernel for an op, or none for that tensor type (None when it has one). The dtypes are those of the tensor the
+op computes on (``node_data_type``: the first non-handle input unless the C registration names another input),
+the same convention as the device profiles' op lists. Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
 its test against a peer.
 
 ``kernel`` and ``macs`` name functions as "module:function" inside ``edge_sdk.runtime.kernels``; they are imported
@@ -19,7 +22,10 @@ import importlib
 from dataclasses import dataclass
 
 from edge_sdk.errors import UnsupportedOpError
-from edge_sdk.runtime.op_table_c import C_KERNELS, TYPE_SWITCHES
+from edge_sdk.runtime.op_table_c import C_KERNELS, C_TYPES, TYPE_SWITCHES
+
+HANDLE_TYPES = ("RESOURCE", "VARIANT")  # tensors that carry a handle, not data
+NO_DTYPE = "NONE"  # the dtype of a node without any data tensor (VAR_HANDLE, CALL_ONCE)
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,24 @@ class OpRow:
     @property
     def in_c(self) -> bool:
         return self.name in C_KERNELS
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The tensor types the Python interpreter's kernel takes (of ``node_data_type``)."""
+        return PY_DTYPES.get(self.name) or C_TYPES.get(self.name, ((), -1, ""))[0]
+
+    @property
+    def c_dtypes(self) -> tuple[str, ...] | None:
+        """The tensor types the C kernel's prepare takes (its EDGE_KERNEL line; "INT16/INT8": data type / weights
+        type); None without a C kernel."""
+        entry = C_TYPES.get(self.name)
+        return entry[0] if entry else None
+
+    @property
+    def c_constraints(self) -> str:
+        """The C kernel's key constraints, in words (its EDGE_KERNEL line; "" when none are stated)."""
+        entry = C_TYPES.get(self.name)
+        return entry[2] if entry else ""
 
     def prepare_function(self):
         return _resolve(self.kernel, self.name)
@@ -193,15 +217,68 @@ def lookup(name: str, version: int) -> OpRow:
     return row
 
 
+# The Python interpreter's dtypes where they differ from its C twin's registration (the kernels in
+# edge_sdk/runtime/kernels mirror the C ones type for type otherwise: their expect_types lists).
+PY_DTYPES: dict[str, tuple[str, ...]] = {
+    "RESHAPE": ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL", "UINT32", "UINT16"),
+    "SignalRfft": ("INT16", "INT32", "FLOAT32"),
+    # the interpreter runs these types, the C kernels do not (yet): `edge check` on a C target refuses them
+    "ADD": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
+    "SUB": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
+    "RSQRT": ("FLOAT32", "INT8"),
+    "CAST": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64", "FLOAT32", "FLOAT64", "BOOL",
+             "FLOAT16"),
+}
+
 # Ops the C runtime has a kernel for that the interpreter lacks (a row each would have no Python side).
 C_ONLY: tuple[str, ...] = tuple(sorted(set(C_KERNELS) - set(OPS)))
 
 PYTHON, C = "python", "c"
 
 
-def c_refusal(name: str, version: int) -> str | None:
+def node_data_type(node, data_input: int = -1) -> str:
+    """The dtype an op's types are declared for: input ``data_input`` when >= 0 (and present), else the first
+    present input that is not a handle (RESOURCE, VARIANT), else the first such output; NO_DTYPE without any."""
+    if 0 <= data_input < len(node.inputs) and node.inputs[data_input] is not None:
+        return node.inputs[data_input].type
+    for t in (*node.inputs, *node.outputs):
+        if t is not None and t.type not in HANDLE_TYPES:
+            return t.type
+    return NO_DTYPE
+
+
+def c_data_type(node) -> str:
+    """The dtype the C kernel's registration is about: ``node_data_type`` at the input it names (TRANSPOSE_CONV:
+    input 2), with "/WEIGHTS" (input 1's type) when the registration lists data/weights pairs."""
+    entry = C_TYPES.get(node.op)
+    dtype = node_data_type(node, entry[1] if entry else -1)
+    if entry and any("/" in t for t in entry[0]) and len(node.inputs) > 1 and node.inputs[1] is not None:
+        dtype += "/" + node.inputs[1].type
+    return dtype
+
+
+def takes_dtype(types: tuple[str, ...], dtype: str) -> bool:
+    """Whether a row's types take ``dtype``: listed as is, or (a bare data type) as the data part of a listed
+    "DATA/WEIGHTS" pair."""
+    return dtype in types or ("/" not in dtype and any(t.split("/", 1)[0] == dtype for t in types))
+
+
+def c_dtype_refusal(name: str, dtype: str) -> str | None:
+    """Why the C kernel of ``name`` does not take ``dtype`` ("INT8", or "FLOAT32/INT8" for a data type with its
+    weights' type) by its registration's types, or None when it does (or when there is no C kernel:
+    ``c_refusal`` says that)."""
+    entry = C_TYPES.get(name)
+    if entry is None or takes_dtype(entry[0], dtype):
+        return None
+    which = f"input {entry[1]}" if entry[1] >= 0 else "data"
+    if "/" in dtype:
+        which += "/weights"
+    return f"the C runtime's {name} kernel does not take {dtype} ({which}; it takes {', '.join(entry[0])})"
+
+
+def c_refusal(name: str, version: int, dtype: str | None = None) -> str | None:
     """Why the C runtime has no kernel for (op, version) — the test its loader applies to every node before
-    preparing any — or None when it has one."""
+    preparing any — or, with ``dtype``, none for that type (its registration's types); None when it has one."""
     entry = C_KERNELS.get(name)
     if entry is None:
         if name in ACCELERATOR_CUSTOM_OPS:
@@ -209,17 +286,20 @@ def c_refusal(name: str, version: int) -> str | None:
         return f"the C runtime has no kernel for {name}"
     if version > entry[0]:
         return f"the C runtime's {name} kernel runs versions up to {entry[0]}, the model has v{version}"
-    return None
+    return c_dtype_refusal(name, dtype) if dtype is not None else None
 
 
-def runtime_refusal(runtime: str, name: str, version: int) -> str | None:
-    """Why ``runtime`` ("python" or "c") has no kernel for (op, version); None when it has one."""
+def runtime_refusal(runtime: str, name: str, version: int, dtype: str | None = None) -> str | None:
+    """Why ``runtime`` ("python" or "c") has no kernel for (op, version), or with ``dtype`` none for that tensor
+    type (the row's ``dtypes`` / ``c_dtypes``); None when it has one."""
     if runtime == C:
-        return c_refusal(name, version)
+        return c_refusal(name, version, dtype)
     try:
-        lookup(name, version)
+        row = lookup(name, version)
     except UnsupportedOpError as exc:
         return str(exc)
+    if dtype is not None and row.dtypes and not takes_dtype(row.dtypes, dtype):
+        return f"the interpreter's {name} kernel does not take {dtype} (it takes {', '.join(row.dtypes)})"
     return None
 
 

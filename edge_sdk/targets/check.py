@@ -21,8 +21,11 @@ How it decides:
    planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
    `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
    the host's layout when only a host compiler is there. Every node without a C kernel (the op table's C
-   side, generated from the kernels' registrations) and the node the C prepare stopped at are problems.
-   Without any C compiler the op table answers alone and the report says so (``checked_by = "c-table"``).
+   side, generated from the kernels' registrations) and every node a C prepare refused (one run: the runner
+   records each refusal and prepares the next node, ``TargetPlan.refusals``) are problems. Without any C
+   compiler the op table answers alone and the report says so (``checked_by = "c-table"``): a node is refused
+   when its C kernel is missing, too old, or does not register the node's dtype (data/weights pair for the
+   convolutions: ``op_table.c_dtype_refusal``), naming op, dtype and node.
 3. Each node of subgraph 0 goes to the profile's preferred backend when that backend takes it
    (``profile.supports``); otherwise it falls back to the CPU (a "fallback" problem naming the constraint).
    A delegate with ``max_partitions`` takes at most that many runs of nodes. Nodes of other subgraphs run on
@@ -32,8 +35,9 @@ How it decides:
    board's own high-water mark to the byte (tests/test_check_c.py); ``ram`` breaks it down and ``ram_source``
    says measured or estimate. On a Python target it is the interpreter's arena plan. It must fit
    ``ram_arena_bytes``; the model's bytes must fit ``flash_model_bytes``. C targets also get the runtime's
-   stack (the target compiler's -fcallgraph-info) and, with ``apply_link`` (`edge check --link`), a real
-   firmware link's flash and RAM.
+   stack (the target compiler's -fcallgraph-info), the runtime's code for the model's op set (the target
+   compiler's objects, or without that compiler firmware_c/size_table.json: ``size_table.lookup``) and, with
+   ``apply_link`` (`edge check --link`), a real firmware link's flash and RAM; ``flash_source`` says which.
    ``memory``: "layer" (layer by layer), "min" (the least-RAM plan: in-place RESHAPE, PAD and int8 depthwise,
    ``Interpreter(memory="min")`` / EDGE_INIT_MEMORY_MIN; no extra MACs) or None (auto: "layer", or "min" when
    the layer plan exceeds the budget and "min" is smaller); ``memory_plan`` says which plan the figure is, and
@@ -50,7 +54,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_sdk.runtime.delegates.base import plan_partitions
@@ -118,6 +122,18 @@ class CheckResult:
 
 
     @property
+    def flash_source(self) -> str:
+        """How the firmware's flash is known: "linked" (a real link), "compiled objects" (the target compiler's
+        objects for this op set, an upper bound), "estimate from the size table" (no compiler here), or
+        "model only" (the runtime's share unknown, or not a C target)."""
+        if self.link.get("linked"):
+            return "linked"
+        if self.runtime_code.get("bytes"):
+            return ("estimate from the size table" if self.runtime_code.get("source") == "size table"
+                    else "compiled objects")
+        return "model only"
+
+    @property
     def fallback_nodes(self) -> list[int]:
         return [i for p in self.partitions if p.backend != self.backend for i in p.nodes]
 
@@ -143,6 +159,7 @@ class CheckResult:
             "link": self.link,
             "stack": self.stack,
             "runtime_code": self.runtime_code,
+            "flash_source": self.flash_source,
             "memory_plan": self.memory_plan,
             "plans": self.plans,
             "extra_macs": self.extra_macs,
@@ -294,11 +311,19 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
 
     from edge_sdk.runtime import backend_c, op_table
 
+    from edge_sdk.targets import size_table
+
     compiler = profile.toolchain.get("compiler", "")
-    if not compiler or shutil.which(compiler) is None:
-        return {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
-    flags = tuple(f for f in profile.toolchain.get("cflags", []) if f.startswith(("-m", "-O", "-f")))
+    flags = size_table.code_flags(profile)
     used = {(c.name if not c.is_custom else c.custom_code) for c in model.operator_codes}
+    if not compiler or shutil.which(compiler) is None:
+        out = {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
+        files = sorted({f for op, (_, f) in op_table.C_KERNELS.items() if op in used})
+        code = size_table.lookup(profile, files)
+        out["runtime_code"] = code if code is not None else {
+            "error": f"the size table (firmware_c/{size_table.TABLE_NAME}) has no entry for {profile.name}'s "
+                     f"toolchain ({compiler or '?'} {' '.join(flags)}): the runtime's flash is not known"}
+        return out
     try:
         rows = op_table.gen_ops_module().scan()
         names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
@@ -306,7 +331,8 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
                            lambda: backend_c.runtime_stack(compiler, flags, names)))
         files = sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used})
         try:
-            out["runtime_code"] = backend_c.runtime_code_bytes(compiler, flags, files)
+            out["runtime_code"] = {**backend_c.runtime_code_bytes(compiler, flags, files),
+                                   "source": "compiled objects"}
         except backend_c.BuildError as exc:
             out["runtime_code"] = {"error": str(exc).splitlines()[0]}
         return out
@@ -370,8 +396,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             problem["runtime_error"] = text  # the runtime's own message, as it raises it
             out.append(problem)
         for v in profile.violations(node, CPU):
-            if is_c and v.constraint == "dtype" and exc is None and c_plan is not None:
-                continue  # the C runtime's type switches decide which types it holds (it prepared this node)
+            if is_c and v.constraint == "dtype" and exc is None:
+                continue  # the C runtime decides which types it runs (its prepare, or its kernels' registrations)
             out.append(_op_problem(node, CPU, "error", v.constraint, v.value, v.limit, v.message))
         return out
 
@@ -486,99 +512,30 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     return result
 
 
-_CONTEXT_OPS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "WHILE", "IF", "CALL")
-_ALONE_LIMIT = 256  # distinct nodes re-prepared alone after a refusal
-
-
-def _single_node_model(model: Model, s: int, i: int) -> bytes | None:
-    """Node i of subgraph s as a model of its own (its constants kept, its other inputs the model's inputs),
-    or None when the node needs the rest of the model (control flow, resource variables)."""
-    from edge_sdk.model.types import Buffer, Operator, SubGraph
-
-    sg = model.subgraphs[s]
-    op = sg.operators[i]
-    code = model.operator_codes[op.opcode_index]
-    if code.name in _CONTEXT_OPS:
-        return None
-    used = [t for t in dict.fromkeys([*op.inputs, *op.outputs, *op.intermediates]) if t != -1]
-    remap = {t: k for k, t in enumerate(used)}
-    buffers = [Buffer(b"")]
-    tensors = []
-    inputs = []
-    for t in used:
-        tensor = sg.tensors[t]
-        data = model.buffers[tensor.buffer].data if 0 <= tensor.buffer < len(model.buffers) else b""
-        if data and not tensor.is_variable:
-            buffers.append(Buffer(bytes(data)))
-            tensors.append(replace(tensor, buffer=len(buffers) - 1))
-        else:
-            tensors.append(replace(tensor, buffer=0))
-            if t in op.inputs and not tensor.is_variable:
-                inputs.append(remap[t])
-    node = Operator(opcode_index=0, inputs=[remap.get(t, -1) for t in op.inputs],
-                    outputs=[remap[t] for t in op.outputs], options_type=op.options_type,
-                    options=dict(op.options or {}), custom_options=op.custom_options,
-                    intermediates=[remap[t] for t in op.intermediates])
-    alone = Model(operator_codes=[code], subgraphs=[SubGraph(tensors, inputs, [remap[t] for t in op.outputs],
-                                                            [node])], buffers=buffers)
-    try:
-        return write_model(alone)
-    except ModelError:
-        return None
-
-
-def _c_failures_alone(model: Model, nodes, c_plan, known: dict) -> dict[tuple[int, int], Exception]:
-    """After the C prepare stopped at one node, every other node of subgraph 0 prepared alone by the C runtime
-    (same build, same layout): the C runtime stops at its first refusal, the report names them all."""
-    from edge_sdk.runtime import backend_c
-
-    out: dict[tuple[int, int], Exception] = {}
-    seen: dict[tuple, str | None] = {}
-    for node in nodes[0] if nodes else []:
-        key = (0, node.index)
-        if key in known:
-            continue
-        op = model.subgraphs[0].operators[node.index]
-        sig = (node.op, node.version, tuple((t.type, tuple(t.shape), t.data is not None) if t else None
-                                            for t in (*node.inputs, *node.outputs)),
-               repr(sorted((op.options or {}).items())), bytes(op.custom_options or b""))
-        if sig not in seen:
-            if len(seen) >= _ALONE_LIMIT:
-                break
-            data = _single_node_model(model, 0, node.index)
-            verdict = None
-            if data is not None:
-                try:
-                    alone = backend_c.target_plan(data, c_plan.layout, _type_defines(model))
-                except (backend_c.BuildError, ModelError):
-                    alone = None
-                if alone is not None and not alone.ok and alone.error.get("node", -1) == 0:
-                    verdict = f"C runtime: {alone.message} [{alone.status_name}] (this node prepared alone)"
-            seen[sig] = verdict
-        if seen[sig]:
-            text = seen[sig].replace("node 0 (", f"node {node.index} (", 1)
-            out[key] = (UnsupportedOpError if "UNSUPPORTED" in text else ModelError)(text)
-    return out
-
-
 def _c_failures(model: Model, nodes, c_plan) -> dict[tuple[int, int], Exception]:
     """Per node, why the C runtime refuses it: every node without a C kernel (the op table's C side, as the
-    C loader checks them all before preparing), and the node the C runtime's own prepare stopped at."""
+    C loader checks them all before preparing) and, from the C runtime's one plan-only run, every node its
+    prepare refused (``TargetPlan.refusals``: the runner records a refusal and prepares the next node).
+    Without a C runtime here (``c_plan`` None) the kernels' registered dtypes answer: a node whose dtype its
+    C kernel does not list is refused, naming op, dtype and node."""
     from edge_sdk.runtime import op_table
 
     out: dict[tuple[int, int], Exception] = {}
     for sg_nodes in nodes:
         for node in sg_nodes:
-            reason = op_table.c_refusal(node.op, node.version)
+            # without the C runtime here, its kernels' registered types answer for it (never a guess)
+            dtype = op_table.c_data_type(node) if c_plan is None else None
+            reason = op_table.c_refusal(node.op, node.version, dtype)
             if reason:
                 out[(node.subgraph, node.index)] = UnsupportedOpError(f"{node.where()}: {reason}")
     if c_plan is not None and not c_plan.ok:
-        at = _c_node(model, c_plan.error)
-        if at is not None and at not in out:
-            exc_type = UnsupportedOpError if c_plan.status_name.startswith("EDGE_UNSUPPORTED") else ModelError
-            out[at] = exc_type(f"C runtime: {c_plan.message} [{c_plan.status_name}]")
-        if at is not None and c_plan.status_name != "EDGE_UNSUPPORTED_OP":  # a prepare refused it: the others?
-            out.update(_c_failures_alone(model, nodes, c_plan, out))
+        refusals = c_plan.refusals or [{"status": c_plan.status_name, "message": c_plan.message, **c_plan.error}]
+        for ref in refusals:
+            at = _c_node(model, ref)
+            if at is None or at in out:
+                continue
+            exc_type = UnsupportedOpError if ref["status"].startswith("EDGE_UNSUPPORTED") else ModelError
+            out[at] = exc_type(f"C runtime: {ref['message']} [{ref['status']}]")
     return out
 
 
@@ -704,11 +661,20 @@ def format_check(result: CheckResult) -> str:
     lines.append(f"  flash  {_kib(r.model_bytes):>10} of {_kib(r.flash_budget)} model budget{pct}"
                  f"{'  OVER' if over else ''}")
     code = r.runtime_code
-    if code.get("bytes"):
+    if r.link.get("linked"):
+        pass  # the firmware line below: linked
+    elif code.get("bytes") and code.get("source") == "size table":
+        stale = f"; stale for {', '.join(code['stale'])}: sources changed since" if code.get("stale") else ""
+        lines.append(f"         + runtime code {_kib(code['bytes'])} for this op set: {_kib(r.model_bytes + code['bytes'])}"
+                     f" in all (flash: estimate from the size table, {code.get('compiler')} not installed here"
+                     f"{stale})")
+    elif code.get("bytes"):
         lines.append(f"         + runtime code {_kib(code['bytes'])} for this op set (compiled objects, an upper "
                      f"bound; `--link` links): {_kib(r.model_bytes + code['bytes'])} in all")
+    elif code.get("error"):
+        lines.append(f"         + runtime code ?: {code['error']}")
     if r.link.get("linked"):
-        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash (model + runtime code "
+        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash, linked (model + runtime code "
                      f"{_kib(r.link['runtime_flash_bytes'])}), RAM data+bss {_kib(r.link['data_bytes'] + r.link['bss_bytes'])}"
                      f" + arena {_kib(r.link['arena_bytes'])} (a real link)")
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):

@@ -4,9 +4,10 @@
     python -m edge_sdk.tools.docs --write README.md   # replace the generated sections in place
     python -m edge_sdk.tools.docs --check README.md   # exit 1 when the README's sections are not current
 
-Sources: the op table (``edge_sdk.runtime.op_table.OPS``: the Python interpreter's kernels and highest op versions),
-the op table's C side (``op_table.C_KERNELS``, generated from the ``EDGE_KERNEL(OP, name, max_version)`` /
-``EDGE_CUSTOM_KERNEL`` registrations of ``firmware_c/src/kernels/*.c`` by gen_ops.py) and the device profiles
+Sources: the op table (``edge_sdk.runtime.op_table.OPS``: the Python interpreter's kernels, highest op versions and
+dtypes), the op table's C side (``op_table.C_KERNELS`` / ``C_TYPES``, generated from the
+``EDGE_KERNEL(OP, name, max_version, "TYPES", "constraints")`` / ``EDGE_CUSTOM_KERNEL`` registrations of
+``firmware_c/src/kernels/*.c`` by gen_ops.py) and the device profiles
 (``edge_sdk.targets.profiles.list_profiles`` / ``load_profile``).
 
 A generated section sits between ``<!-- BEGIN GENERATED: NAME -->`` and ``<!-- END GENERATED: NAME -->``
@@ -45,6 +46,13 @@ def _size(n: int | None) -> str:
     return f"{n / 1024:g} KiB"
 
 
+def _types(types: tuple[str, ...], data_input: int = -1) -> str:
+    if not types:
+        return "-"
+    text = " ".join(t.lower() if t != "NONE" else "none (no data tensor)" for t in types)
+    return f"input {data_input}: {text}" if data_input >= 0 else text
+
+
 def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
@@ -55,6 +63,8 @@ def ops_table() -> str:
     """Every op the interpreter runs (sorted by name), with the C runtime's coverage."""
     from edge_sdk.runtime.op_table import ACCELERATOR_CUSTOM_OPS, OPS
 
+    from edge_sdk.runtime.op_table import C_TYPES
+
     c = c_kernels()
     rows = []
     for name in sorted(set(OPS) | set(c)):
@@ -64,12 +74,17 @@ def ops_table() -> str:
         in_c = "-" if cv is None else (f"v1–v{cv}" if cv > 1 else "v1")
         kind = "custom" if row is not None and row.custom else "builtin"
         macs = "yes" if row is not None and row.macs else "-"
-        rows.append((f"`{name}`", kind, py, in_c, macs))
-    n_c = sum(1 for r in rows if r[3] != "-")
+        c_types, c_input, c_constraints = C_TYPES.get(name, ((), -1, ""))
+        py_types = _types(row.dtypes if row else (), c_input)
+        rows.append((f"`{name}`", kind, py, py_types, in_c, _types(c_types, c_input), c_constraints or "-", macs))
+    n_c = sum(1 for r in rows if r[4] != "-")
     text = [(f"{len(rows)} ops: the Python interpreter (`edge_sdk.Interpreter`, Linux/Raspberry Pi) runs "
-             f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions."),
+             f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions; "
+             "dtypes are those of the tensor the op computes on (its first data input unless named), "
+             "`INT16/INT8` a data type with its weights' type; that runtime refuses any other (`edge check` names op, dtype and node)."),
             "",
-            _table(("op", "kind", "interpreter", "C runtime", "MACs counted"), rows),
+            _table(("op", "kind", "interpreter", "interpreter dtypes", "C runtime", "C dtypes", "C constraints",
+                    "MACs counted"), rows),
             ""]
     if ACCELERATOR_CUSTOM_OPS:
         text.append("Refused with a message naming the hardware they need: "

@@ -120,9 +120,12 @@ def gen_ops_module():
 
 
 def kernel_files(model) -> list[str]:
-    """The src/kernels/ files the model's ops need, from the op table's C side (``op_table.C_KERNELS``, generated
-    from those files' registrations); UnsupportedOpError names ops the C runtime lacks."""
-    from edge_sdk.runtime.op_table import C_KERNELS
+    """The src/kernels/ files the model's ops need, from the op table's C side (``op_table.C_KERNELS`` and
+    ``C_TYPES``, generated from those files' registrations); UnsupportedOpError names ops the C runtime lacks
+    and every node whose tensor type (data/weights pair) its C kernel does not register."""
+    from types import SimpleNamespace
+
+    from edge_sdk.runtime.op_table import C_KERNELS, c_data_type, c_dtype_refusal
 
     files, missing = set(), []
     for code in model.operator_codes:
@@ -134,6 +137,23 @@ def kernel_files(model) -> list[str]:
             files.add(entry[1])
     if missing:
         raise UnsupportedOpError(f"the C runtime (firmware_c/src/kernels) has no kernel for: {', '.join(missing)}")
+    refused: dict[str, list[str]] = {}
+    for s, sg in enumerate(model.subgraphs):
+        def tensor(t, tensors=sg.tensors):
+            return SimpleNamespace(type=tensors[t].type) if 0 <= t < len(tensors) else None
+
+        for i, op in enumerate(sg.operators):
+            code = model.operator_codes[op.opcode_index]
+            name = code.custom_code if code.is_custom else code.name
+            node = SimpleNamespace(op=name, inputs=[tensor(t) for t in op.inputs],
+                                   outputs=[tensor(t) for t in op.outputs])
+            reason = c_dtype_refusal(name, c_data_type(node))
+            if reason:
+                refused.setdefault(reason, []).append(f"{s}:{i}" if s else str(i))
+    if refused:
+        raise UnsupportedOpError("the C runtime's kernels do not take these types: " + "; ".join(
+            f"{reason} (node {', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''})"
+            for reason, nodes in refused.items()))
     return sorted(files)
 
 

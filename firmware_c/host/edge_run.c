@@ -2,8 +2,12 @@
  *
  *   edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]
  *       IN.bin: the input tensors' raw bytes, concatenated in input order; OUT.bin gets the outputs likewise.
- *   edge-run-c MODEL --plan [--plan-only] [--memory-min] [--arena BYTES]
+ *   edge-run-c MODEL --plan [--plan-only] [--memory-min] [--all-refusals] [--arena BYTES]
  *       print the arena plan: "entry SUBGRAPH TENSOR NODE FIRST LAST OFFSET SIZE" lines and a summary.
+ *       --all-refusals (a runner built with `gen_ops.py --check`, as edge check builds it): a node whose
+ *       prepare refuses it is recorded and the next one prepared, so one run names every refused node:
+ *       "refused STATUS SUBGRAPH NODE OP VERSION MESSAGE" per node on stdout, then the first one's error
+ *       record, exit 3. The loader's refusals (a malformed model, a custom op without a kernel) stay fatal.
  *   edge-run-c --fuzz CASES.bin [--arena BYTES]      (default arena: the harness's, EDGE_FUZZ_ARENA)
  *       CASES.bin holds models as [uint32 length][bytes]...: the corpus replay. Each is loaded first in
  *       plan-only mode, then fully, and when it loads it is invoked exactly as the libFuzzer harness does it
@@ -23,6 +27,7 @@
 
 #include "edge.h"
 #include "edge_host.h"
+#include "edge_kernel.h"
 #include "../fuzz/edge_fuzz_inputs.h"
 
 static void *alloc16(size_t n) {
@@ -54,6 +59,51 @@ static int print_init_error(const edge_interp_t *it) {
            (int)e->required_exact);
     return 3;
 }
+
+/* ---- edge check: every refused node in one run (the op table of `gen_ops.py --check` calls these) ---- */
+static int all_refusals;           /* --all-refusals */
+static int32_t n_refused;
+static edge_error_t first_refusal;
+
+static void clear_error(edge_interp_t *it) {
+    it->error.status = EDGE_OK;
+    it->error.subgraph = it->error.node = it->error.tensor = -1;
+    it->error.op_code = it->error.op_version = -1;
+    it->error.offset = -1;
+    it->error.what = 0;
+    it->error.custom_code = 0;
+}
+
+edge_status_t edge_check_prepared(edge_node_t *node, edge_ctx_t *ctx, edge_status_t s);
+edge_status_t edge_check_prepared(edge_node_t *node, edge_ctx_t *ctx, edge_status_t s) {
+    edge_interp_t *it = ctx->interp;
+    char msg[256];
+    /* an exhausted arena is no verdict on the node: init stops and edge check retries with more */
+    if (s == EDGE_OK || s == EDGE_ARENA_TOO_SMALL || !all_refusals) return s;
+    it->error.status = s;
+    it->error.subgraph = ctx->subgraph;
+    it->error.node = node->index;
+    it->error.op_code = node->op;
+    it->error.op_version = node->version;
+    if (node->op == EDGE_OP_CUSTOM) it->error.custom_code = edge_custom_code(ctx, node);
+    edge_error_message(it, msg, sizeof msg);
+    printf("refused %d %d %d %d %d %s\n", (int)s, (int)ctx->subgraph, (int)node->index, (int)node->op,
+           (int)node->version, msg);
+    if (n_refused++ == 0) first_refusal = it->error;
+    clear_error(it);
+    return EDGE_OK;
+}
+
+edge_status_t edge_check_no_kernel(edge_node_t *node, edge_ctx_t *ctx);
+edge_status_t edge_check_no_kernel(edge_node_t *node, edge_ctx_t *ctx) {
+    /* a builtin op without a kernel: recorded as the loader words it (no kernel for this op and version) */
+    if (!all_refusals) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_OP, "no kernel for this op and version");
+    ctx->interp->error.what = "no kernel for this op and version";
+    return edge_check_prepared(node, ctx, EDGE_UNSUPPORTED_OP);
+}
+
+void edge_check_no_eval(const edge_node_t *node, edge_ctx_t *ctx);
+void edge_check_no_eval(const edge_node_t *node, edge_ctx_t *ctx) { (void)node; (void)ctx; }
 
 static void print_plan(const edge_interp_t *it) {
     int32_t k, n = edge_plan_count(it);
@@ -123,6 +173,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--plan")) plan = 1;
         else if (!strcmp(argv[a], "--plan-only")) plan = plan_only = 1;
         else if (!strcmp(argv[a], "--memory-min")) memory_min = 1;
+        else if (!strcmp(argv[a], "--all-refusals")) all_refusals = 1;
         else if (!strcmp(argv[a], "--arena") && a + 1 < argc) { arena_len = (size_t)strtoull(argv[++a], NULL, 0); arena_set = 1; }
         else if (!strcmp(argv[a], "--invocations") && a + 1 < argc) invocations = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--fuzz") && a + 1 < argc) fuzz_path = argv[++a];
@@ -135,7 +186,7 @@ int main(int argc, char **argv) {
     if (fuzz_path) return fuzz(fuzz_path, arena_set ? arena_len : (size_t)EDGE_FUZZ_ARENA);
     if (!model_path || (!plan && (!in_path || !out_path))) {
         fprintf(stderr, "usage: edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]\n"
-                        "       edge-run-c MODEL --plan [--plan-only] [--memory-min] [--arena BYTES]\n"
+                        "       edge-run-c MODEL --plan [--plan-only] [--memory-min] [--all-refusals] [--arena BYTES]\n"
                         "       edge-run-c --fuzz CASES.bin [--arena BYTES]\n");
         return 1;
     }
@@ -145,6 +196,12 @@ int main(int argc, char **argv) {
     if (!arena) { fprintf(stderr, "edge-run-c: cannot allocate a %zu byte arena\n", arena_len); return 1; }
     s = edge_init_ex(&it, model, model_len, arena, arena_len,
                      (plan_only ? EDGE_INIT_PLAN_ONLY : 0) | (memory_min ? EDGE_INIT_MEMORY_MIN : 0));
+    if (n_refused && s != EDGE_ARENA_TOO_SMALL) {
+        /* the refused nodes decide (an arena shortfall is reported as such: the caller retries with more, and
+         * the nodes after the shortfall get prepared too) */
+        it.error = first_refusal;
+        return print_init_error(&it);
+    }
     if (s != EDGE_OK) return print_init_error(&it);
     if (plan) { print_plan(&it); return 0; }
 

@@ -7,10 +7,25 @@
  *
  * plus one registration line the op-table generator (firmware_c/tools/gen_ops.py) reads from the file:
  *
- *     EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 11)     // builtin op, C name, highest version
- *     EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1)   // a custom op by its custom_code
+ *     EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32/FLOAT32 INT8/INT8", "no hybrid")
+ *         // builtin op, C name, highest version, the tensor types prepare takes, key constraints (may be "")
+ *     EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1, "INT16", "")   // a custom op by its custom_code
  *     EDGE_KERNEL_RESET(signal_window)                        // optional: edge_reset_<name>() is called
  *                                                             //   by edge_reset_state (kernels with state)
+ *
+ * The types: schema TensorType names (edge_types.def) separated by spaces, of the tensor the op computes on:
+ * the node's first input that is not a resource handle (else its first output), as edge_sdk's
+ * targets.profiles.node_dtype; "input N: TYPES" names another input (TRANSPOSE_CONV: input 2), "NONE" a node
+ * with no data tensor (VAR_HANDLE, CALL_ONCE), "INT16/INT8" a data type with the type of its weights (input
+ * 1: the filter of CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED). List exactly the types prepare
+ * accepts there (the build's EDGE_WITH_<TYPE> switches aside): `edge check` without a C compiler and
+ * `edge flash`'s kernel selection refuse any other type from this list, the README's ops table shows it
+ * (tests/test_op_table_c.py probes many ops with one-node models of each type against prepare). The
+ * constraints are one short line for people (the README's ops table, op_table.OpRow.c_constraints), e.g.
+ * "NHWC 4-D; per-channel INT8 filter"; they are not checked. All five arguments on one line; the old
+ * three-argument form is an error of both the compiler (the macro takes five) and gen_ops.py (naming the
+ * file and line). Then `make tables` regenerates edge_sdk/runtime/op_table_c.py and the README's ops table
+ * (and `make -C firmware_c size-table` the flash size table, firmware_c/size_table.json).
  *
  * In C the macros only declare those functions; the generator writes edge_ops_generated.c (the op table), listing
  * every kernel file's ops, or with --model only the ops a model uses, so nothing else is linked.
@@ -52,10 +67,11 @@ struct edge_node;
 struct edge_ctx;
 /* Registration lines for tools/gen_ops.py; in C they declare the kernel's functions (so a kernel file
  * and the generated table agree on the signatures). */
-#define EDGE_KERNEL(OP, name, max_version)                                                        \
+#define EDGE_KERNEL(OP, name, max_version, types, constraints)                                    \
     edge_status_t edge_prepare_##name(struct edge_node *node, struct edge_ctx *ctx);             \
     void edge_eval_##name(const struct edge_node *node, struct edge_ctx *ctx);
-#define EDGE_CUSTOM_KERNEL(custom_code, name, max_version) EDGE_KERNEL(CUSTOM, name, max_version)
+#define EDGE_CUSTOM_KERNEL(custom_code, name, max_version, types, constraints)                    \
+    EDGE_KERNEL(CUSTOM, name, max_version, types, constraints)
 #define EDGE_KERNEL_RESET(name) void edge_reset_##name(const struct edge_node *node, struct edge_ctx *ctx);
 
 

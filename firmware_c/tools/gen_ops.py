@@ -7,12 +7,17 @@
 
 Every kernel file firmware_c/src/kernels/*.c registers its ops with lines the C preprocessor ignores:
 
-    EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)      -> edge_prepare_fully_connected / edge_eval_...
-    EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1)
+    EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32 INT8 INT16", "INT8 weights")
+        -> edge_prepare_fully_connected / edge_eval_...; the tensor types prepare takes; key constraints
+    EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1, "INT16", "")
     EDGE_KERNEL_RESET(signal_window)                         -> edge_reset_signal_window (optional)
 
+(include/edge_kernel.h documents the fields: the types are TensorType names of edge_types.def, of the node's
+first non-handle input unless "input N: " says which, or NONE; "INT16/INT8" is a data type with its weights'
+type, input 1.)
 A line that starts a registration but does not match that grammar exactly (an unquoted custom code, a
-missing version) is an error naming the file and line: every reader of the registrations (this tool, the
+missing version, the old form without types and constraints, an unknown type name) is an error naming the
+file and line: every reader of the registrations (this tool, the
 op table's C side edge_sdk/runtime/op_table_c.py written by --python, `edge flash`'s kernel selection, the
 README's ops table) goes through ``scan`` here, so they cannot disagree.
 
@@ -38,14 +43,40 @@ HERE = Path(__file__).resolve().parent
 KERNELS = HERE.parent / "src" / "kernels"
 OPS_DEF = HERE.parent / "include" / "edge_ops.def"
 
-_KERNEL = re.compile(r"EDGE_KERNEL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\d+)\s*\)")
-_CUSTOM = re.compile(r'EDGE_CUSTOM_KERNEL\(\s*"([^"\\]+)"\s*,\s*(\w+)\s*,\s*(\d+)\s*\)')
+_STR = r'\s*,\s*"([^"\\]*)"'
+_KERNEL = re.compile(r"EDGE_KERNEL\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(\d+)" + _STR + _STR + r"\s*\)")
+_CUSTOM = re.compile(r'EDGE_CUSTOM_KERNEL\(\s*"([^"\\]+)"\s*,\s*(\w+)\s*,\s*(\d+)' + _STR + _STR + r"\s*\)")
 _RESET = re.compile(r"EDGE_KERNEL_RESET\(\s*(\w+)\s*\)")
 _START = re.compile(r"^\s*(EDGE_KERNEL_RESET|EDGE_CUSTOM_KERNEL|EDGE_KERNEL)\s*\(")
-_GRAMMAR = {"EDGE_KERNEL": (_KERNEL, "EDGE_KERNEL(OP, c_name, max_version)"),
-            "EDGE_CUSTOM_KERNEL": (_CUSTOM, 'EDGE_CUSTOM_KERNEL("CustomCode", c_name, max_version)'),
+_GRAMMAR = {"EDGE_KERNEL": (_KERNEL, 'EDGE_KERNEL(OP, c_name, max_version, "TYPES", "constraints")'),
+            "EDGE_CUSTOM_KERNEL": (_CUSTOM, 'EDGE_CUSTOM_KERNEL("CustomCode", c_name, max_version, "TYPES", '
+                                            '"constraints")'),
             "EDGE_KERNEL_RESET": (_RESET, "EDGE_KERNEL_RESET(c_name)")}
 _OPDEF = re.compile(r"^EDGE_OP\((\w+), (\d+)\)", re.M)
+TYPES_DEF = HERE.parent / "include" / "edge_types.def"
+_TYPEDEF = re.compile(r"^EDGE_TYPE\((\w+),\s*(\d+),\s*(\d+)\)", re.M)
+_INPUT = re.compile(r"^input (\d+):\s*")
+NO_DTYPE = "NONE"  # a node without a data tensor (VAR_HANDLE, CALL_ONCE): targets.profiles.NO_DTYPE
+
+
+def type_names() -> list[str]:
+    """The TensorType names of include/edge_types.def (schema order)."""
+    return [m.group(1) for m in _TYPEDEF.finditer(TYPES_DEF.read_text())]
+
+
+def parse_types(text: str, where: str) -> tuple[int, tuple[str, ...]]:
+    """A registration's types field -> (data input index, -1 = the first non-handle input; type names)."""
+    m = _INPUT.match(text)
+    data_input = int(m.group(1)) if m else -1
+    names = tuple(text[m.end():].split() if m else text.split())
+    known = set(type_names()) | {NO_DTYPE}
+    bad = [part for n in names for part in n.split("/", 1) if part not in known]
+    if not names or bad:
+        raise RegistrationError(f"{where}: types {text!r}: " + (f"unknown type {bad[0]!r} (edge_types.def names)"
+                                                               if bad else "no type listed"))
+    if len(set(names)) != len(names):
+        raise RegistrationError(f"{where}: types {text!r} lists a type twice")
+    return data_input, names
 
 
 def op_codes() -> dict[str, int]:
@@ -71,13 +102,17 @@ def registrations(text: str, where: str = "<text>") -> list[tuple[str, tuple[str
         rest = line.strip()[full.end():].strip() if full else ""
         if not full or (rest and not rest.startswith(("//", "/*", ";"))):
             raise RegistrationError(f"{where}:{lineno}: malformed kernel registration {line.strip()!r} "
-                                    f"(expected {grammar})")
-        out.append((macro, full.groups()))
+                                    f"(expected {grammar}: see include/edge_kernel.h)")
+        groups = full.groups()
+        if macro != "EDGE_KERNEL_RESET":
+            parse_types(groups[3], f"{where}:{lineno}")
+        out.append((macro, groups))
     return out
 
 
 def scan(kernels: Path = KERNELS) -> list[dict]:
-    """Registered kernels: dicts with op (name), code, custom (str or None), name, max_version, reset, file."""
+    """Registered kernels: dicts with op (name), code, custom (str or None), name, max_version, reset, file,
+    types (type names), data_input (-1: the first non-handle input), constraints."""
     codes = op_codes()
     rows = []
     for path in sorted(Path(kernels).glob("*.c")):
@@ -85,16 +120,20 @@ def scan(kernels: Path = KERNELS) -> list[dict]:
         resets = {g[0] for macro, g in regs if macro == "EDGE_KERNEL_RESET"}
         for macro, g in regs:
             if macro == "EDGE_KERNEL":
-                op, name, ver = g
+                op, name, ver, types, constraints = g
                 if op not in codes:
                     raise RegistrationError(f"{path}: EDGE_KERNEL names unknown op {op}")
+                data_input, names = parse_types(types, str(path))
                 rows.append(dict(op=op, code=codes[op], custom=None, name=name, max_version=int(ver),
-                                 reset=name in resets, file=path.name))
+                                 reset=name in resets, file=path.name, types=names, data_input=data_input,
+                                 constraints=constraints))
         for macro, g in regs:
             if macro == "EDGE_CUSTOM_KERNEL":
-                custom, name, ver = g
+                custom, name, ver, types, constraints = g
+                data_input, names = parse_types(types, str(path))
                 rows.append(dict(op="CUSTOM", code=codes["CUSTOM"], custom=custom, name=name, max_version=int(ver),
-                                 reset=name in resets, file=path.name))
+                                 reset=name in resets, file=path.name, types=names, data_input=data_input,
+                                 constraints=constraints))
     return rows
 
 
@@ -121,6 +160,19 @@ def render_python(rows: list[dict]) -> str:
             seen[key] = (r["max_version"], r["file"])
     for key in sorted(seen):
         lines.append(f"    {key!r}: ({seen[key][0]}, {seen[key][1]!r}),")
+    lines.append("}")
+    lines.append("")
+    lines.append("# op name -> (the tensor types its prepare takes, the input they are of (-1: the first non-handle")
+    lines.append("# input, as targets.profiles.node_dtype), key constraints): the EDGE_KERNEL line's last fields")
+    lines.append("C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {")
+    best = {}
+    for r in rows:
+        key = r["custom"] or r["op"]
+        if key not in best or r["max_version"] > best[key]["max_version"]:
+            best[key] = r
+    for key in sorted(best):
+        r = best[key]
+        lines.append(f"    {key!r}: ({tuple(r['types'])!r}, {r['data_input']}, {r['constraints']!r}),")
     lines.append("}")
     lines.append("")
     lines.append("# the C build's type switches (include/edge_kernel.h): tensor type -> macro")
@@ -229,28 +281,46 @@ def type_defines(paths: list[str]) -> list[str]:
     return [f"-D{macro}=0" for code, macro in TYPE_SWITCHES.values() if code not in used]
 
 
-def render(rows: list[dict]) -> str:
+def render(rows: list[dict], check: bool = False) -> str:
+    """The op table's C source. ``check``: the table of `edge check`'s runner (host/edge_run.c --plan
+    --all-refusals): every prepare goes through edge_check_prepared (a refusal is recorded and the next node
+    prepared, so one run names every refused node), and every builtin op without a kernel gets a row whose
+    prepare records that refusal (the loader refuses a custom op without a kernel as before)."""
     lines = [
         "/* GENERATED by firmware_c/tools/gen_ops.py: the op table (do not edit). */",
         '#include "edge_kernel.h"',
         "",
     ]
+    if check:
+        lines.append("edge_status_t edge_check_prepared(edge_node_t *node, edge_ctx_t *ctx, edge_status_t s);")
+        lines.append("edge_status_t edge_check_no_kernel(edge_node_t *node, edge_ctx_t *ctx);")
+        lines.append("void edge_check_no_eval(const edge_node_t *node, edge_ctx_t *ctx);")
     for r in rows:
         lines.append(f"edge_status_t edge_prepare_{r['name']}(edge_node_t *node, edge_ctx_t *ctx);")
         lines.append(f"void edge_eval_{r['name']}(const edge_node_t *node, edge_ctx_t *ctx);")
         if r["reset"]:
             lines.append(f"void edge_reset_{r['name']}(const edge_node_t *node, edge_ctx_t *ctx);")
+        if check:
+            lines.append(f"static edge_status_t check_prepare_{r['name']}(edge_node_t *node, edge_ctx_t *ctx) "
+                         f"{{ return edge_check_prepared(node, ctx, edge_prepare_{r['name']}(node, ctx)); }}")
     lines.append("")
     lines.append("const edge_kernel_t edge_kernels[] = {")
     for r in rows:
         custom = f'"{r["custom"]}"' if r["custom"] else "0"
         reset = f"edge_reset_{r['name']}" if r["reset"] else "0"
-        lines.append(f"    {{{r['code']}, {r['max_version']}, {custom}, edge_prepare_{r['name']}, "
+        prepare = f"check_prepare_{r['name']}" if check else f"edge_prepare_{r['name']}"
+        lines.append(f"    {{{r['code']}, {r['max_version']}, {custom}, {prepare}, "
                      f"edge_eval_{r['name']}, {reset}}}, /* {r['op']} */")
-    if not rows:
+    n_rows = len(rows)
+    if check:  # after the real rows: find_kernel takes the first row that matches
+        for name, code in sorted(op_codes().items(), key=lambda kv: kv[1]):
+            if name != "CUSTOM":
+                lines.append(f"    {{{code}, 0xffff, 0, edge_check_no_kernel, edge_check_no_eval, 0}}, /* {name} */")
+                n_rows += 1
+    if not n_rows:
         lines.append("    {0, 0, 0, 0, 0, 0}")
     lines.append("};")
-    lines.append(f"const int32_t edge_kernel_count = {len(rows)};")
+    lines.append(f"const int32_t edge_kernel_count = {n_rows};")
     return "\n".join(lines) + "\n"
 
 
@@ -260,6 +330,8 @@ def main(argv=None) -> int:
     ap.add_argument("--kernels", default=str(KERNELS))
     ap.add_argument("--model", action="append", default=[])
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--check", action="store_true",
+                    help="the table of edge check's runner: every refused prepare recorded (host/edge_run.c)")
     ap.add_argument("--type-defs", action="store_true",
                     help="print the -DEDGE_WITH_<TYPE>=0 switches for the --model files (nothing without models)")
     ap.add_argument("--schema-ops", metavar="EDGE_OPS_DEF")
@@ -301,7 +373,7 @@ def main(argv=None) -> int:
         rows = [r for r in rows if (r["code"], r["custom"]) in used]
     if not a.out:
         ap.error("OUT.c is required")
-    text = render(rows)
+    text = render(rows, check=a.check)
     out = Path(a.out)
     if not out.exists() or out.read_text() != text:  # keep the timestamp when nothing changed
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(ABS, abs, 5)
+EDGE_KERNEL(ABS, abs, 5, "FLOAT32 INT8 INT32 INT64", "quantized: one scale, zero points 0")
 
 edge_status_t edge_prepare_abs(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;

@@ -12,8 +12,8 @@
 #include "../edge_binary.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(ADD, add, 5)
-EDGE_KERNEL(SUB, sub, 5)
+EDGE_KERNEL(ADD, add, 5, "FLOAT32 INT8 INT16 INT32", "inputs of one type; broadcast up to rank 6")
+EDGE_KERNEL(SUB, sub, 5, "FLOAT32 INT8 INT16 INT32", "inputs of one type; broadcast up to rank 6")
 
 
 /* What a row reads, copied once per row (edge_binary.h). */

@@ -13,8 +13,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(ARG_MAX, arg_max, 3)
-EDGE_KERNEL(REDUCE_MAX, reduce_max, 3)
+EDGE_KERNEL(ARG_MAX, arg_max, 3, "FLOAT32 INT8 UINT8 INT16 INT32 BOOL", "INT32/INT64 output and axis")
+EDGE_KERNEL(REDUCE_MAX, reduce_max, 3, "FLOAT32 INT8 INT16 INT32", "")
 
 
 typedef struct {

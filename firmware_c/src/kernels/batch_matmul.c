@@ -9,7 +9,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4)
+EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4, "FLOAT32", "float operands only (no quantized or hybrid)")
 
 enum { BMM_MAX_BATCH = 3 };
 

@@ -11,7 +11,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(CAST, cast, 7)
+EDGE_KERNEL(CAST, cast, 7, "INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 UINT64 FLOAT32 FLOAT64 BOOL", "output: one of the same types")
 
 typedef struct {
     int32_t src, dst;

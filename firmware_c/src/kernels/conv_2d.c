@@ -27,7 +27,7 @@
 #include "../edge_fixedpoint.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(CONV_2D, conv_2d, 8)
+EDGE_KERNEL(CONV_2D, conv_2d, 8, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel)")
 
 enum { CONV_FLOAT = 0, CONV_INT8 = 1, CONV_INT16_32 = 2, CONV_INT16_64 = 3 };
 

@@ -12,7 +12,7 @@
 #include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(CONV_3D, conv_3d, 1)
+EDGE_KERNEL(CONV_3D, conv_3d, 1, "FLOAT32/FLOAT32", "NDHWC 5-D input, DHWIO filter; float32 only")
 
 typedef struct {
     int32_t n, d, h, w, c, o, kd, kh, kw;

@@ -14,7 +14,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(DENSIFY, densify, 1)
+EDGE_KERNEL(DENSIFY, densify, 1, "FLOAT32 FLOAT16 INT8", "sparse constant input")
 
 typedef struct {
     const edge_sparsity_t *sp;

@@ -27,7 +27,7 @@
 #include "../edge_fixedpoint.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7)
+EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel)")
 
 enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
 

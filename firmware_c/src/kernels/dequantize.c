@@ -11,7 +11,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(DEQUANTIZE, dequantize, 6)
+EDGE_KERNEL(DEQUANTIZE, dequantize, 6, "INT8 INT16 UINT8 FLOAT16", "FLOAT32 output")
 
 typedef struct {
     int32_t type, per_channel, exact_float;

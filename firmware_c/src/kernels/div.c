@@ -14,7 +14,7 @@
 #include "edge_kernel.h"
 #include "../edge_binary.h"
 
-EDGE_KERNEL(DIV, div, 2)
+EDGE_KERNEL(DIV, div, 2, "FLOAT32 INT8 INT32", "")
 
 
 typedef struct {

@@ -19,7 +19,7 @@
 #include "../edge_float.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13)
+EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "no hybrid (FLOAT32 input with INT8 weights); weights per-tensor or per-unit scales")
 
 typedef struct {
     int32_t batches, depth, units;

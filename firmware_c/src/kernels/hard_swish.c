@@ -9,7 +9,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(HARD_SWISH, hard_swish, 2)
+EDGE_KERNEL(HARD_SWISH, hard_swish, 2, "FLOAT32 INT8", "")
 
 typedef struct {
     int32_t type;

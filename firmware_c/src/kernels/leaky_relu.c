@@ -9,7 +9,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(LEAKY_RELU, leaky_relu, 2)
+EDGE_KERNEL(LEAKY_RELU, leaky_relu, 2, "FLOAT32 INT8 INT16", "")
 
 
 typedef struct {

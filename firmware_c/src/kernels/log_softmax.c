@@ -10,7 +10,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(LOG_SOFTMAX, log_softmax, 2)
+EDGE_KERNEL(LOG_SOFTMAX, log_softmax, 2, "FLOAT32 INT8", "")
 
 typedef struct {
     int32_t multiplier, shift, rev_m, rev_s, diff_min;

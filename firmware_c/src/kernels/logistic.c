@@ -11,7 +11,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(LOGISTIC, logistic, 3)
+EDGE_KERNEL(LOGISTIC, logistic, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0, output scale 2^-15")
 
 static int32_t logistic_int8(const void *params, int32_t v) {
     int saturated;

@@ -8,10 +8,10 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(EXP, exp, 2)
-EDGE_KERNEL(LOG, log, 2)
-EDGE_KERNEL(SQRT, sqrt, 1)
-EDGE_KERNEL(NEG, neg, 1)
+EDGE_KERNEL(EXP, exp, 2, "FLOAT32", "")
+EDGE_KERNEL(LOG, log, 2, "FLOAT32", "")
+EDGE_KERNEL(SQRT, sqrt, 1, "FLOAT32", "")
+EDGE_KERNEL(NEG, neg, 1, "FLOAT32 INT32 INT64", "")
 
 static edge_status_t unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int ints) {
     edge_tensor_t *x, *out;

@@ -14,8 +14,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(MEAN, mean, 3)
-EDGE_KERNEL(SUM, sum, 2)
+EDGE_KERNEL(MEAN, mean, 3, "FLOAT32 INT8 INT16", "")
+EDGE_KERNEL(SUM, sum, 2, "FLOAT32 INT8 INT16", "")
 
 #define REDUCER_OPTS 27 /* ReducerOptions: 0 keep_dims */
 #define MEAN_MAX_RANK 8

@@ -16,7 +16,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("Landmarks2TransformMatrix", landmarks_to_transform_matrix, 2)
+EDGE_CUSTOM_KERNEL("Landmarks2TransformMatrix", landmarks_to_transform_matrix, 2, "FLOAT32", "")
 
 #define L2T_MAX_SUBSET 64 /* landmark pairs (face models use a handful) */
 

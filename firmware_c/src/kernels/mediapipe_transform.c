@@ -15,9 +15,9 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("TransformTensorBilinear", transform_tensor_bilinear, 2)
-EDGE_CUSTOM_KERNEL("TransformTensor", transform_tensor, 1)
-EDGE_CUSTOM_KERNEL("TransformLandmarks", transform_landmarks, 2)
+EDGE_CUSTOM_KERNEL("TransformTensorBilinear", transform_tensor_bilinear, 2, "FLOAT32", "")
+EDGE_CUSTOM_KERNEL("TransformTensor", transform_tensor, 1, "FLOAT32", "")
+EDGE_CUSTOM_KERNEL("TransformLandmarks", transform_landmarks, 2, "FLOAT32", "")
 
 typedef struct {
     int32_t v2;

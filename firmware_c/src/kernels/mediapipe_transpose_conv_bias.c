@@ -12,7 +12,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_CUSTOM_KERNEL("Convolution2DTransposeBias", transpose_conv_bias, 1)
+EDGE_CUSTOM_KERNEL("Convolution2DTransposeBias", transpose_conv_bias, 1, "FLOAT32", "")
 
 typedef struct {
     int32_t stride_w, stride_h, pad_w, pad_h;

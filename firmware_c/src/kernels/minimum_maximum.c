@@ -10,8 +10,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(MINIMUM, minimum, 4)
-EDGE_KERNEL(MAXIMUM, maximum, 4)
+EDGE_KERNEL(MINIMUM, minimum, 4, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type")
+EDGE_KERNEL(MAXIMUM, maximum, 4, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type")
 
 typedef struct {
     ea_bcast_t bc;

@@ -9,7 +9,7 @@
 #include "edge_kernel.h"
 #include "../edge_binary.h"
 
-EDGE_KERNEL(MUL, mul, 7)
+EDGE_KERNEL(MUL, mul, 7, "FLOAT32 INT8 INT16 INT32", "INT16: zero points 0; broadcast up to rank 6")
 
 
 /* What a row reads, copied once per row (edge_binary.h). */

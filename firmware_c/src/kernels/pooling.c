@@ -17,8 +17,8 @@
 #include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(AVERAGE_POOL_2D, average_pool_2d, 3)
-EDGE_KERNEL(MAX_POOL_2D, max_pool_2d, 3)
+EDGE_KERNEL(AVERAGE_POOL_2D, average_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
+EDGE_KERNEL(MAX_POOL_2D, max_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
 
 typedef struct {
     int32_t type;               /* EDGE_FLOAT32 / EDGE_INT8 / EDGE_INT16 */

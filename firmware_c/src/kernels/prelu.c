@@ -9,7 +9,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(PRELU, prelu, 2)
+EDGE_KERNEL(PRELU, prelu, 2, "FLOAT32 INT8 INT16", "alpha FLOAT32 (float) or INT8 (quantized)")
 
 typedef struct {
     ea_bcast_t bc;

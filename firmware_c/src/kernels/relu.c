@@ -9,9 +9,9 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(RELU, relu, 3)
-EDGE_KERNEL(RELU6, relu6, 3)
-EDGE_KERNEL(RELU_N1_TO_1, relu_n1_to_1, 2)
+EDGE_KERNEL(RELU, relu, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0")
+EDGE_KERNEL(RELU6, relu6, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0")
+EDGE_KERNEL(RELU_N1_TO_1, relu_n1_to_1, 2, "FLOAT32 INT8 INT16", "INT16: zero points 0")
 
 enum { KIND_RELU = 0, KIND_RELU6 = 1, KIND_N1 = 2 };
 

@@ -18,8 +18,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(RESIZE_BILINEAR, resize_bilinear, 4)
-EDGE_KERNEL(RESIZE_NEAREST_NEIGHBOR, resize_nearest_neighbor, 4)
+EDGE_KERNEL(RESIZE_BILINEAR, resize_bilinear, 4, "FLOAT32 INT8 INT16", "NHWC 4-D")
+EDGE_KERNEL(RESIZE_NEAREST_NEIGHBOR, resize_nearest_neighbor, 4, "FLOAT32 INT8 UINT8 INT16 INT32", "NHWC 4-D")
 
 #define RESIZE_MAX_SIDE (1 << 20) /* Q10 positions of in * 1024 stay within int32 */
 

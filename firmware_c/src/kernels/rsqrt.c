@@ -9,7 +9,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(RSQRT, rsqrt, 3)
+EDGE_KERNEL(RSQRT, rsqrt, 3, "FLOAT32", "")
 
 edge_status_t edge_prepare_rsqrt(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;

@@ -10,7 +10,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalEnergy", signal_energy, 1)
+EDGE_CUSTOM_KERNEL("SignalEnergy", signal_energy, 1, "INT16", "UINT32 output")
 
 typedef struct {
     int32_t start, end, bins;

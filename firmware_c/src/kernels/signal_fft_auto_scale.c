@@ -10,7 +10,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_CUSTOM_KERNEL("SignalFftAutoScale", signal_fft_auto_scale, 1)
+EDGE_CUSTOM_KERNEL("SignalFftAutoScale", signal_fft_auto_scale, 1, "INT16", "")
 
 edge_status_t edge_prepare_signal_fft_auto_scale(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *y, *bits;

@@ -16,7 +16,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalFilterBank", signal_filter_bank, 1)
+EDGE_CUSTOM_KERNEL("SignalFilterBank", signal_filter_bank, 1, "UINT32", "UINT64 output")
 
 edge_status_t edge_prepare_signal_filter_bank(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *y, *t[5];

@@ -11,7 +11,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalFilterBankLog", signal_filter_bank_log, 1)
+EDGE_CUSTOM_KERNEL("SignalFilterBankLog", signal_filter_bank_log, 1, "UINT32", "INT16 output")
 
 typedef struct {
     int32_t bits;

@@ -18,7 +18,7 @@
 #include "edge_kernel.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalFilterBankSpectralSubtraction", signal_filter_bank_spectral_subtraction, 1)
+EDGE_CUSTOM_KERNEL("SignalFilterBankSpectralSubtraction", signal_filter_bank_spectral_subtraction, 1, "UINT32", "")
 EDGE_KERNEL_RESET(signal_filter_bank_spectral_subtraction)
 
 typedef struct {

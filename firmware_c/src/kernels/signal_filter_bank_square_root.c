@@ -11,7 +11,7 @@
 
 #include "edge_kernel.h"
 
-EDGE_CUSTOM_KERNEL("SignalFilterBankSquareRoot", signal_filter_bank_square_root, 1)
+EDGE_CUSTOM_KERNEL("SignalFilterBankSquareRoot", signal_filter_bank_square_root, 1, "UINT64", "UINT32 output")
 
 edge_status_t edge_prepare_signal_filter_bank_square_root(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *bits, *y;

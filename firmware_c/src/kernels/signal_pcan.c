@@ -15,7 +15,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalPCAN", signal_pcan, 1)
+EDGE_CUSTOM_KERNEL("SignalPCAN", signal_pcan, 1, "UINT32", "INT16 gain LUT")
 
 enum { PCAN_LUT_LEN = 4 * 32 - 6 + 3 };
 

@@ -18,7 +18,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalRfft", signal_rfft, 1)
+EDGE_CUSTOM_KERNEL("SignalRfft", signal_rfft, 1, "INT16", "int16 fixed-point FFT only")
 
 #define SIGNAL_RFFT_MAX_STAGES 32
 #define SIGNAL_RFFT_MAX_LENGTH (1 << 28)

@@ -10,7 +10,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1)
+EDGE_CUSTOM_KERNEL("SignalWindow", signal_window, 1, "INT16", "")
 
 typedef struct {
     int32_t shift;

@@ -18,7 +18,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(SOFTMAX, softmax, 3)
+EDGE_KERNEL(SOFTMAX, softmax, 3, "FLOAT32 INT8 INT16", "INT8 input: INT8 or INT16 output")
 
 typedef struct {
     int32_t in_type, out_type;

@@ -8,8 +8,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(DEPTH_TO_SPACE, depth_to_space, 2)
-EDGE_KERNEL(SPACE_TO_DEPTH, space_to_depth, 2)
+EDGE_KERNEL(DEPTH_TO_SPACE, depth_to_space, 2, "FLOAT32 INT8 UINT8 INT16 INT32 INT64", "NHWC 4-D")
+EDGE_KERNEL(SPACE_TO_DEPTH, space_to_depth, 2, "FLOAT32 INT8 UINT8 INT16 INT32 INT64", "NHWC 4-D")
 
 
 static edge_status_t sd_setup(edge_node_t *node, edge_ctx_t *ctx, int32_t opts_type, int32_t *b) {

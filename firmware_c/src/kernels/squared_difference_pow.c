@@ -12,8 +12,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(SQUARED_DIFFERENCE, squared_difference, 2)
-EDGE_KERNEL(POW, pow, 1)
+EDGE_KERNEL(SQUARED_DIFFERENCE, squared_difference, 2, "FLOAT32 INT8 INT16 INT32", "inputs of one type")
+EDGE_KERNEL(POW, pow, 1, "FLOAT32 INT32", "inputs of one type")
 
 typedef struct {
     ea_bcast_t bc;

@@ -10,7 +10,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(STRIDED_SLICE, strided_slice, 8)
+EDGE_KERNEL(STRIDED_SLICE, strided_slice, 8, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
 
 #define SS_OPTS 32 /* StridedSliceOptions: 0 begin_mask, 1 end_mask, 2 ellipsis_mask, 3 new_axis_mask,
                       4 shrink_axis_mask, 5 offset */

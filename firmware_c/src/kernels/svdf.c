@@ -15,7 +15,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(SVDF, svdf, 4)
+EDGE_KERNEL(SVDF, svdf, 4, "FLOAT32 INT8", "INT8: weights_time and state INT8 or INT16")
 
 #define SVDF_OPTS 6 /* SVDFOptions: 0 rank, 1 fused_activation_function, 2 asymmetric_quantize_inputs */
 

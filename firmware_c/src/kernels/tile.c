@@ -10,8 +10,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(TILE, tile, 3)
-EDGE_KERNEL(BROADCAST_TO, broadcast_to, 3)
+EDGE_KERNEL(TILE, tile, 3, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
+EDGE_KERNEL(BROADCAST_TO, broadcast_to, 3, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
 
 typedef struct {
     int32_t rank;

@@ -12,7 +12,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(TOPK_V2, topk_v2, 3)
+EDGE_KERNEL(TOPK_V2, topk_v2, 3, "FLOAT32 INT8 UINT8 INT16 INT32 INT64", "last axis; k a constant INT32/INT16 scalar; INT32 or INT16 indices")
 
 typedef struct {
     int64_t rows;

@@ -17,7 +17,7 @@
 #include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(TRANSPOSE_CONV, transpose_conv, 5)
+EDGE_KERNEL(TRANSPOSE_CONV, transpose_conv, 5, "input 2: FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel")
 
 enum { TC_FLOAT = 0, TC_INT8 = 1, TC_INT16 = 2 };
 

@@ -25,7 +25,7 @@
 #include "../edge_fixedpoint_act.h"
 #include "../edge_float.h"
 
-EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4)
+EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "quantized: INT8 weights; no hybrid (float input, quantized weights)")
 
 #define LSTM_OPTS 71 /* UnidirectionalSequenceLSTMOptions: 0 fused_activation_function, 1 cell_clip,
                         2 proj_clip, 3 time_major, 4 asymmetric_quantize_inputs */
