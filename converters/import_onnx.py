@@ -1667,10 +1667,10 @@ class _Importer:
 
     def _op_Where(self, node, a):
         """A constant condition (masks that shape arithmetic folded): both branches broadcast to the output,
-        stacked, and one GATHER picks each element from its branch."""
+        stacked, and one GATHER picks each element from its branch. A run-time condition: SELECT_V2."""
         cond = self.const(node.input[0])
         if cond is None:
-            raise _Unsupported("a run-time condition (constant conditions only: no SELECT kernel here)")
+            return self._where_select(node)
         x, y = self.value(node.input[1]), self.value(node.input[2])
         if self.ttype(x) != self.ttype(y):
             raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
@@ -1937,6 +1937,74 @@ class _Importer:
 
     def _op_GRU(self, node, a):
         self._recurrent(node, a, "GRU")
+
+    # ------------------------------------------------------------------ comparisons, logical ops, run-time Where
+    # Comparisons give BOOL tensors (EQUAL .. GREATER_EQUAL, numpy broadcasting); And / Or / Not map to the
+    # LOGICAL ops, Xor to NOT_EQUAL on BOOL; a Where whose condition is computed at run time is one SELECT_V2.
+    def _compare_node(self, node, op):
+        a_, b_ = self.value(node.input[0]), self.value(node.input[1])
+        ta, tb = self.ttype(a_), self.ttype(b_)
+        if ta != tb:
+            raise _Unsupported(f"operand types differ ({ta}, {tb})")
+        allowed = ("FLOAT32", "INT8", "INT16", "INT32", "INT64") + (("BOOL",) if op in ("EQUAL", "NOT_EQUAL") else ())
+        if ta not in allowed:
+            raise _Unsupported(f"operands of type {ta} (TFLite's {op} takes {', '.join(allowed)})")
+        out = self.out(node, type="BOOL")
+        if self.shape(a_) != self.shape(b_) and len(self.shape(out)) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        self._op(op, [a_, b_], [out])
+
+    def _op_Less(self, node, a):
+        self._compare_node(node, "LESS")
+
+    def _op_LessOrEqual(self, node, a):
+        self._compare_node(node, "LESS_EQUAL")
+
+    def _op_Greater(self, node, a):
+        self._compare_node(node, "GREATER")
+
+    def _op_GreaterOrEqual(self, node, a):
+        self._compare_node(node, "GREATER_EQUAL")
+
+    def _op_Equal(self, node, a):
+        self._compare_node(node, "EQUAL")
+
+    def _logical_node(self, node, op):
+        ins = [self.value(i) for i in node.input]
+        for k, t in enumerate(ins):
+            if self.ttype(t) != "BOOL":
+                raise _Unsupported(f"input {k} has type {self.ttype(t)}; {node.op_type} takes BOOL tensors")
+        out = self.out(node, type="BOOL")
+        if len(ins) == 2 and self.shape(ins[0]) != self.shape(ins[1]) and len(self.shape(out)) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        self._op(op, ins, [out])
+
+    def _op_And(self, node, a):
+        self._logical_node(node, "LOGICAL_AND")
+
+    def _op_Or(self, node, a):
+        self._logical_node(node, "LOGICAL_OR")
+
+    def _op_Xor(self, node, a):
+        self._logical_node(node, "NOT_EQUAL")
+
+    def _op_Not(self, node, a):
+        self._logical_node(node, "LOGICAL_NOT")
+
+    def _where_select(self, node):
+        """Where with a run-time condition: SELECT_V2 broadcasts the condition and both branches."""
+        c, x, y = (self.value(i) for i in node.input[:3])
+        if self.ttype(c) != "BOOL":
+            raise _Unsupported(f"condition of type {self.ttype(c)} (BOOL expected)")
+        if self.ttype(x) != self.ttype(y):
+            raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
+        allowed = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
+        if self.ttype(x) not in allowed:
+            raise _Unsupported(f"branches of type {self.ttype(x)} (SELECT_V2 takes {', '.join(allowed)})")
+        out = self.out(node, type=self.ttype(x))
+        if len({tuple(self.shape(t)) for t in (c, x, y)}) > 1 and len(self.shape(out)) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        self._op("SELECT_V2", [c, x, y], [out])
 
 
 def _np_type(dtype) -> str:

@@ -142,6 +142,18 @@ _VERSIONS = {
 }
 
 
+# Comparisons, logical ops and selection (BOOL tensors). A comparison's float inputs keep their own quantization
+# in int8 (TFLM rescales both sides to a common scale; each scale must be below 1, else the comparison runs in
+# float32 on dequantized inputs) and share one in int16x8 (the int16 kernels compare raw values); its BOOL output
+# is copied. Logical ops only see BOOL tensors. SELECT / SELECT_V2 copy values: both value inputs and the output
+# share one quantization (as CONCATENATION's parts do), the condition stays BOOL.
+_COMPARISONS = {"EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}
+_LOGICAL = {"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}
+_SELECTS = {"SELECT", "SELECT_V2"}
+_NON_FLOAT_OUTPUT |= _COMPARISONS | _LOGICAL | _SELECTS  # _quantizable: these have a rule (the branch below)
+_VERSIONS["INT8"].update({op: 2 for op in _COMPARISONS} | {"SELECT": 2})
+
+
 @dataclass
 class QuantizationResult:
     model: Model
@@ -732,6 +744,8 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             for t in op.outputs:
                 b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(shared))
                 outs.append(b.qt[t])
+        elif name in _COMPARISONS or name in _SELECTS:
+            ins, outs = _compare_select_io(model, b, op, name, ranges, act, non_float_input, const_quant)
         else:  # own output, fixed output, non-float output
             for t in op.inputs:
                 if t < 0:
@@ -764,6 +778,59 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
         new_outputs.append(n)
     b.io_map = io_map
     return b.build(new_inputs, new_outputs), b
+
+
+def _compare_select_io(model: Model, b: "_Build", op: Operator, name: str, ranges: dict, act: str,
+                       non_float_input, const_quant) -> tuple[list[int], list[int]]:
+    """Inputs and outputs of a comparison or SELECT / SELECT_V2 in the integer graph (see _COMPARISONS)."""
+    sg = model.subgraphs[0]
+    values = [t for k, t in enumerate(op.inputs)
+              if t >= 0 and _is_float(model, t) and (name in _COMPARISONS or k > 0)]
+
+    def const_range(t):
+        d = np.asarray(model.tensor_data(0, t))
+        return (float(d.min()), float(d.max())) if d.size else (0.0, 0.0)
+
+    shared = None
+    if name in _SELECTS or act == "INT16":
+        lo, hi = 0.0, 0.0
+        for t in values + ([t for t in op.outputs if t >= 0] if name in _SELECTS else []):
+            r = const_range(t) if _is_const(model, t) else ranges.get(t)
+            if r is not None:
+                lo, hi = min(lo, r[0]), max(hi, r[1])
+        shared = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+    elif name in _COMPARISONS:
+        # int8, own quantization per input: TFLM's rescaling needs each scale below 1
+        def scale_of(t):
+            if _is_const(model, t):
+                return _affine(*const_range(t), b.qmin, b.qmax, False)[0]
+            return b.params_of(b.qt[t])[0] if t in b.qt else float(b.default_quant(t).scale[0])
+        if any(not 0.0 < scale_of(t) < 1.0 for t in values):
+            ins = []
+            for t in op.inputs:
+                if t < 0 or t not in values:
+                    ins.append(t if t < 0 else non_float_input(t))
+                elif _is_const(model, t):
+                    ins.append(b.ft.setdefault(t, b.copy_tensor(t)))
+                else:
+                    ins.append(b.get_f(t))
+            return ins, [b.qt.setdefault(t, b.ft.setdefault(t, b.copy_tensor(t))) for t in op.outputs]
+    ins = []
+    for t in op.inputs:
+        if t < 0 or t not in values:
+            ins.append(t if t < 0 else non_float_input(t))
+        elif _is_const(model, t):
+            ins.append(const_quant(t, shared))
+        else:
+            ins.append(b.get_q(t, shared))
+    outs = []
+    for t in op.outputs:
+        if _is_float(model, t):  # a SELECT's values
+            b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(shared))
+        else:
+            b.qt[t] = b.ft[t] = b.copy_tensor(t)
+        outs.append(b.qt[t])
+    return ins, outs
 
 
 # ================================================================================================ fp16 / dynamic
