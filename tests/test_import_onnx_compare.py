@@ -232,3 +232,24 @@ def test_int8_comparison_of_a_wide_range_runs_in_float():
 
     got = run_bytes(result.tflite, [x])[0]
     np.testing.assert_array_equal(got != 0, x * 400 > 100)
+
+
+def test_int16x8_comparisons_share_one_scale():
+    """int16x8: the int16 comparison kernels compare raw values, so both inputs of a comparison get one scale;
+    the model equals LiteRT's reference kernels (TFLM's int16 comparisons are no reference) and the C runtime."""
+    calib = np.random.default_rng(21).standard_normal((40, 1, 2, 8, 8)).astype(np.float32)
+    result = convert(leaky_where_model(), quantize="int16x8", calibration=calib, io="int8", precision="int8",
+                     allow_lossy=True)
+    model = read_model(result.tflite)
+    sg = model.subgraphs[0]
+    compared = [op for op in sg.operators if model.op_name(op) in ("GREATER", "LESS")]
+    assert len(compared) == 2
+    for op in compared:
+        a, b = (sg.tensors[i] for i in op.inputs)
+        assert a.type == b.type == "INT16" and a.quantization.scale[0] == b.quantization.scale[0]
+    x = np.random.default_rng(25).integers(-3000, 3000, sg.tensors[sg.inputs[0]].shape).astype(np.int16)
+    from tests.oprunner import run_ours as run_bytes
+
+    ours = run_bytes(result.tflite, [x])[0]
+    np.testing.assert_array_equal(ours, run_litert(result.tflite, [x])[0])
+    np.testing.assert_array_equal(ours, run_c(result.tflite, [x])[0])
