@@ -1650,7 +1650,7 @@ class _Importer:
         xs = self.shape(x)
         idx = self.const(node.input[1])
         if idx is None:
-            raise _Unsupported("run-time indices (constant indices only)")
+            return self._gather_elements_runtime(node, a)
         axis = self.axes([a.get("axis", 0)], len(xs))[0]
         idx = np.asarray(idx, np.int64)
         if idx.ndim != len(xs) or any(idx.shape[d] > xs[d] for d in range(len(xs)) if d != axis):
@@ -1990,6 +1990,44 @@ class _Importer:
 
     def _op_Not(self, node, a):
         self._logical_node(node, "LOGICAL_NOT")
+
+    def _gather_elements_runtime(self, node, a):
+        """GatherElements with indices computed at run time: take-along-axis is a GATHER over the last axis with
+        every other axis a batch dim (batch_dims = rank - 1), so the axis is swapped to last (TRANSPOSE) when it
+        is not, and the data sliced first where the indices are shorter on another axis. Run-time indices must
+        lie in 0..dim-1: a negative one (allowed by ONNX) is not wrapped (recorded in the import notes)."""
+        x, it = self.value(node.input[0]), self.value(node.input[1])
+        xs, js = tuple(self.shape(x)), tuple(self.shape(it))
+        rank = len(xs)
+        axis = self.axes([a.get("axis", 0)], rank)[0]
+        if self.ttype(it) not in ("INT32", "INT64"):
+            raise _Unsupported(f"indices of type {self.ttype(it)} (INT32 or INT64)")
+        if len(js) != rank or any(js[d] > xs[d] for d in range(rank) if d != axis):
+            raise _Unsupported(f"indices of shape {js} for data of shape {xs}")
+        if rank > 6:
+            raise _Unsupported("run-time indices on data of rank above 6")
+        if rank == 0 or 0 in js:
+            raise _Unsupported("empty or 0-d run-time indices")
+        out = self.out(node, type=self.ttype(x))
+        want = tuple(js[d] if d != axis else xs[d] for d in range(rank))
+        if want != xs:
+            sliced = self._tmp("sliced", want, self.ttype(x))
+            self._op("STRIDED_SLICE", [x, self._i32("begin", [0] * rank), self._i32("end", list(want)),
+                                       self._i32("strides", [1] * rank)], [sliced])
+            x = sliced
+        last = rank - 1
+        if axis != last:
+            perm = list(range(rank))
+            perm[axis], perm[last] = last, axis
+            xt, jt = self.transpose(x, perm, "data_t"), self.transpose(it, perm, "indices_t")
+            g = self._tmp("gathered_t", [js[p] for p in perm], self.ttype(x))
+            self._op("GATHER", [xt, jt], [g], axis=last, batch_dims=last)
+            self.transpose(g, perm, "gathered", out=out)
+        else:
+            self._op("GATHER", [x, it], [out], axis=last, batch_dims=last)
+        note = (f"GatherElements '{self.node_name}': run-time indices must lie in 0..{xs[axis] - 1} "
+                "(negative indices are not wrapped)")
+        self.notes.append(note)
 
     def _where_select(self, node):
         """Where with a run-time condition: SELECT_V2 broadcasts the condition and both branches."""

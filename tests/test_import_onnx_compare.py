@@ -253,3 +253,28 @@ def test_int16x8_comparisons_share_one_scale():
     ours = run_bytes(result.tflite, [x])[0]
     np.testing.assert_array_equal(ours, run_litert(result.tflite, [x])[0])
     np.testing.assert_array_equal(ours, run_c(result.tflite, [x])[0])
+
+
+@pytest.mark.parametrize("axis,xshape,ishape", [(0, (4, 3), (2, 3)), (1, (4, 3), (4, 5)), (-1, (2, 3, 4), (2, 3, 6)),
+                                                (1, (2, 5, 3), (1, 4, 2)), (0, (3, 2, 2), (5, 2, 1))])
+def test_gather_elements_runtime_indices(axis, xshape, ishape):
+    """take-along-axis with indices computed at run time: GATHER over the (swapped-to-last) axis with batch_dims."""
+    x = np.random.default_rng(26).standard_normal(xshape).astype(np.float32)
+    idx = np.random.default_rng(27).integers(0, xshape[axis], ishape).astype(np.int64)
+    proto = make([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=axis)], {"x": x, "i": idx},
+                 {"y": np.float32})
+    model = check(proto, {"x": x, "i": idx})
+    assert "GATHER" in op_names(model)
+    assert any("negative indices are not wrapped" in n for n in model.import_warnings)
+    from tests.oprunner import run_ours as run_bytes
+
+    tfl = write_model(model)
+    np.testing.assert_array_equal(run_c(tfl, [x, idx])[0], run_bytes(tfl, [x, idx])[0])
+
+
+def test_gather_elements_of_argmax_positions():
+    """The usual source of run-time indices: positions an ArgMax (or TopK) found, picking values elsewhere."""
+    scores = np.random.default_rng(28).standard_normal((2, 6, 4)).astype(np.float32)
+    nodes = [helper.make_node("ArgMax", ["s"], ["best"], axis=1, keepdims=1),
+             helper.make_node("GatherElements", ["s", "best"], ["y"], axis=1)]
+    check(make(nodes, {"s": scores}, {"y": np.float32}), {"s": scores})
