@@ -1666,33 +1666,20 @@ class _Importer:
                  axis=0, batch_dims=0)
 
     def _op_Where(self, node, a):
-        """A constant condition (masks that shape arithmetic folded): both branches broadcast to the output,
-        stacked, and one GATHER picks each element from its branch. A run-time condition: SELECT_V2."""
+        """SELECT_V2 (the condition, constant or computed at run time, and both branches broadcast); a constant
+        condition that picks one branch everywhere leaves just that branch (broadcast to the output)."""
         cond = self.const(node.input[0])
-        if cond is None:
+        if cond is None or cond.size == 0 or (cond.any() and not cond.all()):
             return self._where_select(node)
         x, y = self.value(node.input[1]), self.value(node.input[2])
         if self.ttype(x) != self.ttype(y):
             raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
-        out = self.out(node, type=self.ttype(x))
-        shape = tuple(self.shape(out))
-        n = int(np.prod(shape, dtype=np.int64))
-
-        def full(t, tag):
-            if tuple(self.shape(t)) == shape:
-                return t
-            b = self._tmp(tag, shape, self.ttype(t))
-            self._op("BROADCAST_TO", [t, self._i32("shape", list(shape))], [b], version=2)
-            return b
-
-        c = np.broadcast_to(np.asarray(cond, bool), shape).reshape(-1)
-        both = self._tmp("branches", (2,) + shape, self.ttype(x))
-        self._op("PACK", [full(x, "then"), full(y, "else")], [both], values_count=2, axis=0)
-        flat = self.reshape(both, (2 * n,), "branches_flat")
-        pick = (np.arange(n) + n * (~c)).astype(np.int32)
-        g = self._tmp("picked", (n,), self.ttype(x))
-        self._op("GATHER", [flat, self._i32("pick", pick)], [g], axis=0, batch_dims=0)
-        self.reshape(g, shape, out=out)
+        pick = x if cond.all() else y
+        if tuple(self.shape(pick)) == tuple(self.shapes[node.output[0]]):
+            self.alias(node, pick)
+            return
+        out = self.out(node, type=self.ttype(pick))
+        self._op("BROADCAST_TO", [pick, self._i32("shape", list(self.shape(out)))], [out], version=2)
 
     def _op_Expand(self, node, a):
         x = self.value(node.input[0])

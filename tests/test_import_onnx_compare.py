@@ -278,3 +278,12 @@ def test_gather_elements_of_argmax_positions():
     nodes = [helper.make_node("ArgMax", ["s"], ["best"], axis=1, keepdims=1),
              helper.make_node("GatherElements", ["s", "best"], ["y"], axis=1)]
     check(make(nodes, {"s": scores}, {"y": np.float32}), {"s": scores})
+
+
+@pytest.mark.parametrize("fill", ["mixed", "all_true", "all_false"])
+def test_where_constant_condition_is_select_v2_or_one_branch(fill):
+    x, y = floats((2, 3, 4), 29), floats((3, 1), 30)
+    cond = {"mixed": ints((3, 4), 31) > 0, "all_true": np.ones((3, 4), bool), "all_false": np.zeros((1, 4), bool)}[fill]
+    proto = make([helper.make_node("Where", ["c", "x", "y"], ["z"])], {"x": x, "y": y}, {"z": np.float32}, {"c": cond})
+    model = check(proto, {"x": x, "y": y})
+    assert op_names(model) == {"mixed": ["SELECT_V2"], "all_true": ["RESHAPE"], "all_false": ["BROADCAST_TO"]}[fill]
