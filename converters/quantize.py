@@ -45,7 +45,8 @@ The report's ``layers`` list has, for every quantized activation, the SNR (dB) a
 dequantized value against the float model's, worst SNR first; a join's output also part by part
 (``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
 calibration samples. ``report["guard"]`` has each model output's SNR (its joined parts', argmax agreement
-for class distributions), whether all meet ``min_snr``, what ``precision="auto"`` widened to float32 (ops
+for class distributions; a BOOL output, a comparison's mask, is measured as its 0/1 values: true elements over
+flipped ones, with the fraction that agrees), whether all meet ``min_snr``, what ``precision="auto"`` widened to float32 (ops
 without an integer rule first, then the lowest-SNR ops round by round, each then tried back in integer),
 and the cost (bytes, MACs no longer in integer arithmetic). int16x8 widening is not done: widened ops are
 float32.
@@ -981,6 +982,8 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
     out_acc = {t: np.zeros(4) for t in sg.outputs if _is_float(model, t)}
     out_agree = {t: [0, 0] for t in out_acc if _is_distribution(model, t, produced)}
+    # BOOL outputs (comparison masks): the SNR of the 0/1 values (true count over flipped count) and agreement
+    bool_acc = {t: [0, 0, 0] for t in sg.outputs if sg.tensors[t].type == "BOOL"}  # trues, flips, elements
     pairs = {t: n for t, n in b.qt.items() if _is_float(model, t) and not _is_const(model, t)
              and b.tensors[n].type in ("INT8", "INT16")}
     joined = {}  # output tensor of a join -> (its new tensor, parts)
@@ -1018,6 +1021,13 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
                 out_agree[t][0] += int((fa == qa).sum())
                 out_agree[t][1] += int(fa.size)
+        for t in bool_acc:
+            n = b.io_map[t]
+            if t in ref and n in got:
+                f, q = ref[t].reshape(-1), got[n].reshape(-1)
+                bool_acc[t][0] += int(f.sum())
+                bool_acc[t][1] += int((f != q).sum())
+                bool_acc[t][2] += int(f.size)
         for t, n in pairs.items():
             if t not in ref or n not in got:
                 continue
@@ -1072,6 +1082,11 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
             entry["argmax_agreement"] = out_agree[t][0] / out_agree[t][1]
         entry["worst_snr_db"] = min([entry["snr_db"]] + [p["snr_db"] for p in entry.get("parts", [])])
         outputs.append(entry)
+    for t, (trues, flips, size) in bool_acc.items():
+        if size:
+            snr = _snr(float(trues), float(flips))
+            outputs.append({"name": sg.tensors[t].name, "snr_db": snr, "agreement": 1.0 - flips / size,
+                            "worst_snr_db": snr})
     return layers, outputs
 
 

@@ -287,3 +287,24 @@ def test_where_constant_condition_is_select_v2_or_one_branch(fill):
     proto = make([helper.make_node("Where", ["c", "x", "y"], ["z"])], {"x": x, "y": y}, {"z": np.float32}, {"c": cond})
     model = check(proto, {"x": x, "y": y})
     assert op_names(model) == {"mixed": ["SELECT_V2"], "all_true": ["RESHAPE"], "all_false": ["BROADCAST_TO"]}[fill]
+
+
+def test_bool_outputs_are_measured_by_the_accuracy_guard():
+    """A mask output (Relu(x) > 0.5): int8 flips the elements that sit within a quantization step of the
+    threshold; the guard measures the mask as 0/1 values (trues over flips) with its agreement, and a mask below
+    the threshold stops the conversion like any other output (allow_lossy keeps it and says so)."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Greater", ["r", "t"], ["g"])]
+    proto = make(nodes, {"x": np.zeros((1, 16), np.float32)}, {"g": np.bool_, "r": np.float32},
+                 {"t": np.array(0.5, np.float32)})
+    calib = np.random.default_rng(1).standard_normal((20, 1, 16)).astype(np.float32)
+    result = convert(proto, quantize="int8", calibration=calib, io="float32", precision="int8", allow_lossy=True)
+    mask = next(o for o in result.report["guard"]["outputs"] if o["name"] == "g")
+    assert 0.9 < mask["agreement"] < 1.0 and mask["snr_db"] < 30
+    from converters.report import format_guard
+
+    assert any(line.strip().startswith("g: SNR") and "of elements agree" in line
+               for line in format_guard(result.report["guard"]))
+    with pytest.raises(ConversionError, match="output 'g'"):
+        convert(proto, quantize="int8", calibration=calib, io="float32", precision="int8")
+    lenient = convert(proto, quantize="int8", calibration=calib, io="float32", precision="int8", min_snr=5)
+    assert next(o for o in lenient.report["guard"]["outputs"] if o["name"] == "g")["snr_db"] >= 5
