@@ -807,6 +807,7 @@ def _compare_select_io(model: Model, b: "_Build", op: Operator, name: str, range
                 return _affine(*const_range(t), b.qmin, b.qmax, False)[0]
             return b.params_of(b.qt[t])[0] if t in b.qt else float(b.default_quant(t).scale[0])
         if any(not 0.0 < scale_of(t) < 1.0 for t in values):
+            b.__dict__.setdefault("float_comparisons", []).append(sg.tensors[op.outputs[0]].name)
             ins = []
             for t in op.inputs:
                 if t < 0 or t not in values:
@@ -1339,6 +1340,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                         len(held), len(measure), no_rule)
         report["guard"]["tried_widening"] = tried
 
+    for name in getattr(b, "float_comparisons", []):
+        report["notes"].append(f"comparison '{name}' reads float32 (dequantized) inputs: an int8 input scale would "
+                               "reach 1, and TFLM's int8 comparison needs scales below 1")
     report["calibration"] = {"samples": calibrated, "held_back": len(held), "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     tensors = []

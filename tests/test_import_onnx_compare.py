@@ -227,6 +227,8 @@ def test_int8_comparison_of_a_wide_range_runs_in_float():
     sg = model.subgraphs[0]
     greater = next(op for op in sg.operators if model.op_name(op) == "GREATER")
     assert [sg.tensors[i].type for i in greater.inputs] == ["FLOAT32", "FLOAT32"]
+    notes = result.report["quantization"]["report"]["notes"]
+    assert any("comparison 'g' reads float32" in n for n in notes), notes
     x = calib[0]
     from tests.oprunner import run_ours as run_bytes
 
