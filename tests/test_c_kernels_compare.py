@@ -155,3 +155,43 @@ def test_select_refusals(backend):
             [np.ones(3, bool), np.zeros((2, 3), np.int8), np.zeros((2, 3), np.int8)], ModelError, "condition")
     refused(op_model("SELECT_V2", [T((2,) * 7, "BOOL"), T((1,), "INT8"), T((1,), "INT8")], [T((2,) * 7, "INT8")]),
             [np.ones((2,) * 7, bool), np.zeros(1, np.int8), np.zeros(1, np.int8)], UnsupportedOpError, "rank 6")
+
+
+@pytest.mark.slow
+def test_int8_comparisons_and_select_run_on_the_m4_image_under_qemu(tmp_path):
+    """An int8 conversion with GREATER, LESS and two SELECT_V2 (tests/test_import_onnx_compare.py's model), linked
+    into the Cortex-M4 image for QEMU's mps2-an386: its output hash equals our Python interpreter's."""
+    import re
+    import subprocess
+
+    pytest.importorskip("onnx")
+    from converters import convert
+    from tests.oprunner import image_main_hash, image_main_inputs
+    from tests.test_c_builds import _make, _need
+    from tests.test_import_onnx_compare import leaky_where_model
+
+    _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
+    calib = np.random.default_rng(21).standard_normal((20, 1, 2, 8, 8)).astype(np.float32)
+    result = convert(leaky_where_model(), quantize="int8", calibration=calib, io="int8", precision="int8",
+                     allow_lossy=True)
+    model = tmp_path / "leaky_where.tflite"
+    model.write_bytes(result.tflite)
+    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=")
+    board = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386"
+    table = (board / "edge_ops_generated.c").read_text()
+    assert {"GREATER", "LESS", "SELECT_V2"} <= set(re.findall(r"/\* (\w+) \*/", table))
+    proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                           str(board / "edge-image.elf"), "-icount", "shift=0", "-serial", "stdio",
+                           "-semihosting-config", "enable=on,target=native"], capture_output=True, text=True,
+                          timeout=60)
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0 and "status 0" in out, out + proc.stderr
+    from edge_sdk import Interpreter
+
+    py = Interpreter(model_content=result.tflite)
+    py.allocate_tensors()
+    for d, x in zip(py.get_input_details(), image_main_inputs(py)):
+        py.set_tensor(d["index"], x)
+    py.invoke()
+    want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+    assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(want)
