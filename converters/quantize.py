@@ -153,6 +153,7 @@ _LOGICAL = {"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}
 _SELECTS = {"SELECT", "SELECT_V2"}
 _NON_FLOAT_OUTPUT |= _COMPARISONS | _LOGICAL | _SELECTS  # _quantizable: these have a rule (the branch below)
 _VERSIONS["INT8"].update({op: 2 for op in _COMPARISONS} | {"SELECT": 2})
+_VERSIONS["INT16"].update({"LESS": 3, "GREATER_EQUAL": 3})  # op_version.cc: int16 LESS / GREATER_EQUAL are v3
 
 
 @dataclass

@@ -99,7 +99,7 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("LESS",                         "compare:prepare_less",             3),
     OpRow("LESS_EQUAL",                   "compare:prepare_less_equal",       2),
     OpRow("GREATER",                      "compare:prepare_greater",          2),
-    OpRow("GREATER_EQUAL",                "compare:prepare_greater_equal",    2),
+    OpRow("GREATER_EQUAL",                "compare:prepare_greater_equal",    3),
     OpRow("LOGICAL_AND",                  "compare:prepare_logical_and",      1),
     OpRow("LOGICAL_OR",                   "compare:prepare_logical_or",       1),
     OpRow("LOGICAL_NOT",                  "compare:prepare_logical_not",      1),

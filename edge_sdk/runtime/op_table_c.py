@@ -27,7 +27,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'FULLY_CONNECTED': (13, 'fully_connected.c'),
     'GATHER': (7, 'gather.c'),
     'GREATER': (2, 'comparisons.c'),
-    'GREATER_EQUAL': (2, 'comparisons.c'),
+    'GREATER_EQUAL': (3, 'comparisons.c'),
     'HARD_SWISH': (2, 'hard_swish.c'),
     'LEAKY_RELU': (2, 'leaky_relu.c'),
     'LESS': (3, 'comparisons.c'),

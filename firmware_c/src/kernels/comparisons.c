@@ -18,7 +18,7 @@ EDGE_KERNEL(NOT_EQUAL, not_equal, 3)
 EDGE_KERNEL(LESS, less, 3)
 EDGE_KERNEL(LESS_EQUAL, less_equal, 2)
 EDGE_KERNEL(GREATER, greater, 2)
-EDGE_KERNEL(GREATER_EQUAL, greater_equal, 2)
+EDGE_KERNEL(GREATER_EQUAL, greater_equal, 3)
 
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE };
 
