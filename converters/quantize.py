@@ -794,7 +794,28 @@ def _compare_select_io(model: Model, b: "_Build", op: Operator, name: str, range
         return (float(d.min()), float(d.max())) if d.size else (0.0, 0.0)
 
     shared = None
-    if name in _SELECTS or act == "INT16":
+    if name in _SELECTS and any(not _is_const(model, t) for t in values):
+        # the run-time values set the range; a constant branch widens it only while the run-time part keeps at
+        # least 1/JOIN_LEVELS of it, else it saturates to the range's end (a mask fill such as -1e9 or -inf
+        # before a SOFTMAX), said in the report notes
+        lo, hi = 0.0, 0.0
+        for t in values:
+            if not _is_const(model, t) and t in ranges:
+                lo, hi = min(lo, ranges[t][0]), max(hi, ranges[t][1])
+        span = hi - lo
+        for t in values:
+            if not _is_const(model, t):
+                continue
+            d = np.asarray(model.tensor_data(0, t), np.float64)
+            if not d.size:
+                continue
+            clo, chi = min(lo, float(d.min())), max(hi, float(d.max()))
+            if math.isfinite(clo) and math.isfinite(chi) and (span <= 0 or chi - clo <= JOIN_LEVELS * span):
+                lo, hi = clo, chi
+            else:
+                b.__dict__.setdefault("select_saturated", []).append((op.outputs[0], t, float(d.min()), float(d.max())))
+        shared = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+    elif name in _SELECTS or act == "INT16":
         lo, hi = 0.0, 0.0
         for t in values + ([t for t in op.outputs if t >= 0] if name in _SELECTS else []):
             r = const_range(t) if _is_const(model, t) else ranges.get(t)
@@ -1341,6 +1362,14 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                         len(held), len(measure), no_rule)
         report["guard"]["tried_widening"] = tried
 
+    for out_t, const_t, cmin, cmax in getattr(b, "select_saturated", []):
+        scale, zp = b.params_of(b.qt[out_t])
+        lo_q, hi_q = b.qmin, b.qmax
+        report["notes"].append(
+            f"'{sg.tensors[out_t].name}' (SELECT): the constant branch '{sg.tensors[const_t].name}' ({cmin:g}..{cmax:g}) "
+            "lies far outside the "
+            f"run-time values and saturates to {scale * (lo_q - zp):g}..{scale * (hi_q - zp):g} in {b.act.lower()} "
+            "(a mask fill: a following SOFTMAX still gives those elements almost no weight)")
     for name in getattr(b, "float_comparisons", []):
         report["notes"].append(f"comparison '{name}' reads float32 (dequantized) inputs: an int8 input scale would "
                                "reach 1, and TFLM's int8 comparison needs scales below 1")

@@ -310,3 +310,31 @@ def test_bool_outputs_are_measured_by_the_accuracy_guard():
         convert(proto, quantize="int8", calibration=calib, io="float32", precision="int8")
     lenient = convert(proto, quantize="int8", calibration=calib, io="float32", precision="int8", min_snr=5)
     assert next(o for o in lenient.report["guard"]["outputs"] if o["name"] == "g")["snr_db"] >= 5
+
+
+@pytest.mark.parametrize("fill", [-1e9, -np.inf])
+def test_int8_attention_mask_fill_saturates_instead_of_crushing_the_scores(fill):
+    """masked_fill before SOFTMAX (PyTorch's attention-mask export): Where(mask, fill, scores). Under one int8
+    scale covering -1e9 every score would be 0; the fill instead saturates to the scores' range (said in the
+    notes) and the attention weights keep their accuracy at default settings."""
+    r = np.random.default_rng(32)
+    mask = np.zeros((1, 6, 6), bool)
+    mask[..., 4:] = True  # the last two keys are padding
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["scores"]),
+             helper.make_node("Where", ["mask", "fill", "scores"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["p"], axis=-1)]
+    proto = make(nodes, {"x": np.zeros((1, 6, 8), np.float32)}, {"p": np.float32},
+                 {"w": (r.standard_normal((8, 6)) * 0.5).astype(np.float32), "mask": mask,
+                  "fill": np.array(fill, np.float32)})
+    calib = r.standard_normal((40, 1, 6, 8)).astype(np.float32)
+    result = convert(proto, quantize="int8", calibration=calib, io="float32")
+    notes = result.report["quantization"]["report"]["notes"]
+    assert any("(SELECT): the constant branch" in n and "saturates" in n for n in notes), notes
+    out = next(o for o in result.report["guard"]["outputs"] if o["name"] == "p")
+    assert out["snr_db"] >= 30 and not result.report["guard"]["widened"], result.report["guard"]
+    x = calib[0]
+    from tests.oprunner import run_ours as run_bytes
+
+    got = run_bytes(result.tflite, [x])[0]
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert np.abs(got - want).max() < 0.02 and got[..., 4:].max() < 0.01
