@@ -1956,6 +1956,21 @@ class _Importer:
     def _op_Equal(self, node, a):
         self._compare_node(node, "EQUAL")
 
+    def _op_IsNaN(self, node, a):  # x != x holds exactly for NaN
+        x = self.float_input(node)
+        self._op("NOT_EQUAL", [x, x], [self.out(node, type="BOOL")])
+
+    def _op_IsInf(self, node, a):
+        x = self.float_input(node)
+        pos, neg = int(a.get("detect_positive", 1)), int(a.get("detect_negative", 1))
+        out = self.out(node, type="BOOL")
+        if pos and neg:
+            self._op("EQUAL", [self.unary("ABS", x, "abs"), self._f32("inf", np.inf)], [out])
+        elif pos or neg:
+            self._op("EQUAL", [x, self._f32("inf", np.inf if pos else -np.inf)], [out])
+        else:  # detects nothing: all false
+            self._op("LESS", [x, self._f32("neg_inf", -np.inf)], [out])
+
     def _logical_node(self, node, op):
         ins = [self.value(i) for i in node.input]
         for k, t in enumerate(ins):

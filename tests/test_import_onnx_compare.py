@@ -338,3 +338,12 @@ def test_int8_attention_mask_fill_saturates_instead_of_crushing_the_scores(fill)
     got = run_bytes(result.tflite, [x])[0]
     want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     assert np.abs(got - want).max() < 0.02 and got[..., 4:].max() < 0.01
+
+
+@pytest.mark.parametrize("op,attrs", [("IsNaN", {}), ("IsInf", {}), ("IsInf", {"detect_negative": 0}),
+                                      ("IsInf", {"detect_positive": 0}),
+                                      ("IsInf", {"detect_positive": 0, "detect_negative": 0})])
+def test_isnan_isinf(op, attrs):
+    x = np.array([[0.0, np.nan, np.inf, -np.inf, 1e38, -3.5]], np.float32)
+    model = check(make([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, {"y": np.bool_}, opset=20), {"x": x})
+    assert set(op_names(model)) <= {"NOT_EQUAL", "EQUAL", "ABS", "LESS"}
