@@ -5,6 +5,8 @@ inputs and output share one scale, and the quantized model runs bit-exact in TFL
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -347,3 +349,36 @@ def test_isnan_isinf(op, attrs):
     x = np.array([[0.0, np.nan, np.inf, -np.inf, 1e38, -3.5]], np.float32)
     model = check(make([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, {"y": np.bool_}, opset=20), {"x": x})
     assert set(op_names(model)) <= {"NOT_EQUAL", "EQUAL", "ABS", "LESS"}
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_int8_runtime_padding_mask_with_inf_fill_matches_tflm():
+    """The mask as a run-time int64 input (Equal(mask, 0) -> Where(pad, -inf, scores) -> Softmax): EQUAL on INT64
+    stays integer in the int8 model, the -inf fill saturates, the per-layer error skips the -inf elements (no
+    NaN, no warning), and the model is bit-exact with TFLM and the C runtime."""
+    r = np.random.default_rng(33)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["scores"]),
+             helper.make_node("Equal", ["mask", "zero"], ["pad"]),
+             helper.make_node("Where", ["pad", "fill", "scores"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["p"], axis=-1)]
+    proto = make(nodes, {"x": np.zeros((1, 6, 8), np.float32), "mask": np.zeros((1, 1, 6), np.int64)},
+                 {"p": np.float32}, {"w": (r.standard_normal((8, 6)) * 0.5).astype(np.float32),
+                                     "zero": np.array(0, np.int64), "fill": np.array(-np.inf, np.float32)})
+    samples = []
+    for k in range(30):
+        m = np.ones((1, 1, 6), np.int64)
+        m[..., 5 - k % 3:] = 0
+        samples.append([r.standard_normal((1, 6, 8)).astype(np.float32), m])
+    result = convert(proto, quantize="int8", calibration=samples, io="int8")
+    model = read_model(result.tflite)
+    assert [model.op_name(op) for op in model.subgraphs[0].operators] == ["FULLY_CONNECTED", "EQUAL", "SELECT_V2",
+                                                                          "SOFTMAX"]
+    assert all(math.isfinite(layer["snr_db"]) or layer["snr_db"] == math.inf
+               for layer in result.report["layers"] if "snr_db" in layer)
+    x = r.integers(-128, 128, (1, 6, 8)).astype(np.int8)
+    mask = np.array([[[1, 1, 1, 1, 0, 0]]], np.int64)
+    from tests.oprunner import run_ours as run_bytes
+
+    ours = run_bytes(result.tflite, [x, mask])[0]
+    np.testing.assert_array_equal(ours, run_tflm(result.tflite, [x, mask])[0])
+    np.testing.assert_array_equal(ours, run_c(result.tflite, [x, mask])[0])
