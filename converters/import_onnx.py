@@ -1848,7 +1848,7 @@ class _Importer:
         xs = self.shape(x)
         idx = self.const(node.input[1])
         if idx is None:
-            raise _Unsupported("run-time indices (constant indices only)")
+            return self._gather_elements_runtime(node, a)
         axis = self.axes([a.get("axis", 0)], len(xs))[0]
         idx = np.asarray(idx, np.int64)
         if idx.ndim != len(xs) or any(idx.shape[d] > xs[d] for d in range(len(xs)) if d != axis):
@@ -1864,33 +1864,20 @@ class _Importer:
                  axis=0, batch_dims=0)
 
     def _op_Where(self, node, a):
-        """A constant condition (masks that shape arithmetic folded): both branches broadcast to the output,
-        stacked, and one GATHER picks each element from its branch."""
+        """SELECT_V2 (the condition, constant or computed at run time, and both branches broadcast); a constant
+        condition that picks one branch everywhere leaves just that branch (broadcast to the output)."""
         cond = self.const(node.input[0])
-        if cond is None:
-            raise _Unsupported("a run-time condition (constant conditions only: no SELECT kernel here)")
+        if cond is None or cond.size == 0 or (cond.any() and not cond.all()):
+            return self._where_select(node)
         x, y = self.value(node.input[1]), self.value(node.input[2])
         if self.ttype(x) != self.ttype(y):
             raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
-        out = self.out(node, type=self.ttype(x))
-        shape = tuple(self.shape(out))
-        n = int(np.prod(shape, dtype=np.int64))
-
-        def full(t, tag):
-            if tuple(self.shape(t)) == shape:
-                return t
-            b = self._tmp(tag, shape, self.ttype(t))
-            self._op("BROADCAST_TO", [t, self._i32("shape", list(shape))], [b], version=2)
-            return b
-
-        c = np.broadcast_to(np.asarray(cond, bool), shape).reshape(-1)
-        both = self._tmp("branches", (2,) + shape, self.ttype(x))
-        self._op("PACK", [full(x, "then"), full(y, "else")], [both], values_count=2, axis=0)
-        flat = self.reshape(both, (2 * n,), "branches_flat")
-        pick = (np.arange(n) + n * (~c)).astype(np.int32)
-        g = self._tmp("picked", (n,), self.ttype(x))
-        self._op("GATHER", [flat, self._i32("pick", pick)], [g], axis=0, batch_dims=0)
-        self.reshape(g, shape, out=out)
+        pick = x if cond.all() else y
+        if tuple(self.shape(pick)) == tuple(self.shapes[node.output[0]]):
+            self.alias(node, pick)
+            return
+        out = self.out(node, type=self.ttype(pick))
+        self._op("BROADCAST_TO", [pick, self._i32("shape", list(self.shape(out)))], [out], version=2)
 
     def _op_Expand(self, node, a):
         x = self.value(node.input[0])
@@ -2135,6 +2122,127 @@ class _Importer:
 
     def _op_GRU(self, node, a):
         self._recurrent(node, a, "GRU")
+
+    # ------------------------------------------------------------------ comparisons, logical ops, run-time Where
+    # Comparisons give BOOL tensors (EQUAL .. GREATER_EQUAL, numpy broadcasting); And / Or / Not map to the
+    # LOGICAL ops, Xor to NOT_EQUAL on BOOL; a Where whose condition is computed at run time is one SELECT_V2.
+    def _compare_node(self, node, op):
+        a_, b_ = self.value(node.input[0]), self.value(node.input[1])
+        ta, tb = self.ttype(a_), self.ttype(b_)
+        if ta != tb:
+            raise _Unsupported(f"operand types differ ({ta}, {tb})")
+        allowed = ("FLOAT32", "INT8", "INT16", "INT32", "INT64") + (("BOOL",) if op in ("EQUAL", "NOT_EQUAL") else ())
+        if ta not in allowed:
+            raise _Unsupported(f"operands of type {ta} (TFLite's {op} takes {', '.join(allowed)})")
+        out = self.out(node, type="BOOL")
+        if self.shape(a_) != self.shape(b_) and len(self.shape(out)) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        self._op(op, [a_, b_], [out])
+
+    def _op_Less(self, node, a):
+        self._compare_node(node, "LESS")
+
+    def _op_LessOrEqual(self, node, a):
+        self._compare_node(node, "LESS_EQUAL")
+
+    def _op_Greater(self, node, a):
+        self._compare_node(node, "GREATER")
+
+    def _op_GreaterOrEqual(self, node, a):
+        self._compare_node(node, "GREATER_EQUAL")
+
+    def _op_Equal(self, node, a):
+        self._compare_node(node, "EQUAL")
+
+    def _op_IsNaN(self, node, a):  # x != x holds exactly for NaN
+        x = self.float_input(node)
+        self._op("NOT_EQUAL", [x, x], [self.out(node, type="BOOL")])
+
+    def _op_IsInf(self, node, a):
+        x = self.float_input(node)
+        pos, neg = int(a.get("detect_positive", 1)), int(a.get("detect_negative", 1))
+        out = self.out(node, type="BOOL")
+        if pos and neg:
+            self._op("EQUAL", [self.unary("ABS", x, "abs"), self._f32("inf", np.inf)], [out])
+        elif pos or neg:
+            self._op("EQUAL", [x, self._f32("inf", np.inf if pos else -np.inf)], [out])
+        else:  # detects nothing: all false
+            self._op("LESS", [x, self._f32("neg_inf", -np.inf)], [out])
+
+    def _logical_node(self, node, op):
+        ins = [self.value(i) for i in node.input]
+        for k, t in enumerate(ins):
+            if self.ttype(t) != "BOOL":
+                raise _Unsupported(f"input {k} has type {self.ttype(t)}; {node.op_type} takes BOOL tensors")
+        out = self.out(node, type="BOOL")
+        if len(ins) == 2 and self.shape(ins[0]) != self.shape(ins[1]) and len(self.shape(out)) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        self._op(op, ins, [out])
+
+    def _op_And(self, node, a):
+        self._logical_node(node, "LOGICAL_AND")
+
+    def _op_Or(self, node, a):
+        self._logical_node(node, "LOGICAL_OR")
+
+    def _op_Xor(self, node, a):
+        self._logical_node(node, "NOT_EQUAL")
+
+    def _op_Not(self, node, a):
+        self._logical_node(node, "LOGICAL_NOT")
+
+    def _gather_elements_runtime(self, node, a):
+        """GatherElements with indices computed at run time: take-along-axis is a GATHER over the last axis with
+        every other axis a batch dim (batch_dims = rank - 1), so the axis is swapped to last (TRANSPOSE) when it
+        is not, and the data sliced first where the indices are shorter on another axis. Run-time indices must
+        lie in 0..dim-1: a negative one (allowed by ONNX) is not wrapped (recorded in the import notes)."""
+        x, it = self.value(node.input[0]), self.value(node.input[1])
+        xs, js = tuple(self.shape(x)), tuple(self.shape(it))
+        rank = len(xs)
+        axis = self.axes([a.get("axis", 0)], rank)[0]
+        if self.ttype(it) not in ("INT32", "INT64"):
+            raise _Unsupported(f"indices of type {self.ttype(it)} (INT32 or INT64)")
+        if len(js) != rank or any(js[d] > xs[d] for d in range(rank) if d != axis):
+            raise _Unsupported(f"indices of shape {js} for data of shape {xs}")
+        if rank > 6:
+            raise _Unsupported("run-time indices on data of rank above 6")
+        if rank == 0 or 0 in js:
+            raise _Unsupported("empty or 0-d run-time indices")
+        out = self.out(node, type=self.ttype(x))
+        want = tuple(js[d] if d != axis else xs[d] for d in range(rank))
+        if want != xs:
+            sliced = self._tmp("sliced", want, self.ttype(x))
+            self._op("STRIDED_SLICE", [x, self._i32("begin", [0] * rank), self._i32("end", list(want)),
+                                       self._i32("strides", [1] * rank)], [sliced])
+            x = sliced
+        last = rank - 1
+        if axis != last:
+            perm = list(range(rank))
+            perm[axis], perm[last] = last, axis
+            xt, jt = self.transpose(x, perm, "data_t"), self.transpose(it, perm, "indices_t")
+            g = self._tmp("gathered_t", [js[p] for p in perm], self.ttype(x))
+            self._op("GATHER", [xt, jt], [g], axis=last, batch_dims=last)
+            self.transpose(g, perm, "gathered", out=out)
+        else:
+            self._op("GATHER", [x, it], [out], axis=last, batch_dims=last)
+        note = (f"GatherElements '{self.node_name}': run-time indices must lie in 0..{xs[axis] - 1} "
+                "(negative indices are not wrapped)")
+        self.notes.append(note)
+
+    def _where_select(self, node):
+        """Where with a run-time condition: SELECT_V2 broadcasts the condition and both branches."""
+        c, x, y = (self.value(i) for i in node.input[:3])
+        if self.ttype(c) != "BOOL":
+            raise _Unsupported(f"condition of type {self.ttype(c)} (BOOL expected)")
+        if self.ttype(x) != self.ttype(y):
+            raise _Unsupported(f"branch types differ ({self.ttype(x)}, {self.ttype(y)})")
+        allowed = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
+        if self.ttype(x) not in allowed:
+            raise _Unsupported(f"branches of type {self.ttype(x)} (SELECT_V2 takes {', '.join(allowed)})")
+        out = self.out(node, type=self.ttype(x))
+        if len({tuple(self.shape(t)) for t in (c, x, y)}) > 1 and len(self.shape(out)) > 6:
+            raise _Unsupported("broadcasting beyond rank 6")
+        self._op("SELECT_V2", [c, x, y], [out])
 
 
 def _np_type(dtype) -> str:

@@ -51,7 +51,8 @@ The report's ``layers`` list has, for every quantized activation, the SNR (dB) a
 dequantized value against the float model's, worst SNR first; a join's output also part by part
 (``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
 calibration samples. ``report["guard"]`` has each model output's SNR (its joined parts', argmax agreement
-for class distributions), whether all meet ``min_snr``, what ``precision="auto"`` widened (ops without an
+for class distributions; a BOOL output, a comparison's mask, is measured as its 0/1 values: true elements over
+flipped ones, with the fraction that agrees), whether all meet ``min_snr``, what ``precision="auto"`` widened (ops without an
 integer rule to float32 first, then the lowest-SNR ops round by round, each then tried back in int8) and
 to which type, chosen by the target (``widening_rule``): int16x8 (int16 activations, int8 weights, int64
 biases; QUANTIZE int8 -> int16 before the op and int16 -> int8 after it, chains of widened ops and the
@@ -170,6 +171,19 @@ _VERSIONS = {
 
 _VERSIONS["INT8"]["TOPK_V2"] = 2  # LiteRT's op versions: int8 input 2, int16 input 3
 _VERSIONS["INT16"]["TOPK_V2"] = 3
+
+
+# Comparisons, logical ops and selection (BOOL tensors). A comparison's float inputs keep their own quantization
+# in int8 (TFLM rescales both sides to a common scale; each scale must be below 1, else the comparison runs in
+# float32 on dequantized inputs) and share one in int16x8 (the int16 kernels compare raw values); its BOOL output
+# is copied. Logical ops only see BOOL tensors. SELECT / SELECT_V2 copy values: both value inputs and the output
+# share one quantization (as CONCATENATION's parts do), the condition stays BOOL.
+_COMPARISONS = {"EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL"}
+_LOGICAL = {"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}
+_SELECTS = {"SELECT", "SELECT_V2"}
+_NON_FLOAT_OUTPUT |= _COMPARISONS | _LOGICAL | _SELECTS  # _quantizable: these have a rule (the branch below)
+_VERSIONS["INT8"].update({op: 2 for op in _COMPARISONS} | {"SELECT": 2})
+_VERSIONS["INT16"].update({"LESS": 3, "GREATER_EQUAL": 3})  # op_version.cc: int16 LESS / GREATER_EQUAL are v3
 
 
 @dataclass
@@ -846,6 +860,8 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
             for t in op.outputs:
                 b.qt[t] = b.add_tensor(sg.tensors[t], oact, copy.deepcopy(shared))
                 outs.append(b.qt[t])
+        elif name in _COMPARISONS or name in _SELECTS:
+            ins, outs = _compare_select_io(model, b, op, name, ranges, act, non_float_input, const_quant)
         else:  # own output, fixed output, non-float output
             for t in op.inputs:
                 if t < 0:
@@ -878,6 +894,81 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
         new_outputs.append(n)
     b.io_map = io_map
     return b.build(new_inputs, new_outputs), b
+
+
+def _compare_select_io(model: Model, b: "_Build", op: Operator, name: str, ranges: dict, act: str,
+                       non_float_input, const_quant) -> tuple[list[int], list[int]]:
+    """Inputs and outputs of a comparison or SELECT / SELECT_V2 in the integer graph (see _COMPARISONS)."""
+    sg = model.subgraphs[0]
+    values = [t for k, t in enumerate(op.inputs)
+              if t >= 0 and _is_float(model, t) and (name in _COMPARISONS or k > 0)]
+
+    def const_range(t):
+        d = np.asarray(model.tensor_data(0, t))
+        return (float(d.min()), float(d.max())) if d.size else (0.0, 0.0)
+
+    shared = None
+    if name in _SELECTS and any(not _is_const(model, t) for t in values):
+        # the run-time values set the range; a constant branch widens it only while the run-time part keeps at
+        # least 1/JOIN_LEVELS of it, else it saturates to the range's end (a mask fill such as -1e9 or -inf
+        # before a SOFTMAX), said in the report notes
+        lo, hi = 0.0, 0.0
+        for t in values:
+            if not _is_const(model, t) and t in ranges:
+                lo, hi = min(lo, ranges[t][0]), max(hi, ranges[t][1])
+        span = hi - lo
+        for t in values:
+            if not _is_const(model, t):
+                continue
+            d = np.asarray(model.tensor_data(0, t), np.float64)
+            if not d.size:
+                continue
+            clo, chi = min(lo, float(d.min())), max(hi, float(d.max()))
+            if math.isfinite(clo) and math.isfinite(chi) and (span <= 0 or chi - clo <= JOIN_LEVELS * span):
+                lo, hi = clo, chi
+            else:
+                b.__dict__.setdefault("select_saturated", []).append((op.outputs[0], t, float(d.min()), float(d.max())))
+        shared = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+    elif name in _SELECTS or act == "INT16":
+        lo, hi = 0.0, 0.0
+        for t in values + ([t for t in op.outputs if t >= 0] if name in _SELECTS else []):
+            r = const_range(t) if _is_const(model, t) else ranges.get(t)
+            if r is not None:
+                lo, hi = min(lo, r[0]), max(hi, r[1])
+        shared = b.quant(*_affine(lo, hi, b.qmin, b.qmax, act == "INT16"))
+    elif name in _COMPARISONS:
+        # int8, own quantization per input: TFLM's rescaling needs each scale below 1
+        def scale_of(t):
+            if _is_const(model, t):
+                return _affine(*const_range(t), b.qmin, b.qmax, False)[0]
+            return b.params_of(b.qt[t])[0] if t in b.qt else float(b.default_quant(t).scale[0])
+        if any(not 0.0 < scale_of(t) < 1.0 for t in values):
+            b.__dict__.setdefault("float_comparisons", []).append(sg.tensors[op.outputs[0]].name)
+            ins = []
+            for t in op.inputs:
+                if t < 0 or t not in values:
+                    ins.append(t if t < 0 else non_float_input(t))
+                elif _is_const(model, t):
+                    ins.append(b.ft.setdefault(t, b.copy_tensor(t)))
+                else:
+                    ins.append(b.get_f(t))
+            return ins, [b.qt.setdefault(t, b.ft.setdefault(t, b.copy_tensor(t))) for t in op.outputs]
+    ins = []
+    for t in op.inputs:
+        if t < 0 or t not in values:
+            ins.append(t if t < 0 else non_float_input(t))
+        elif _is_const(model, t):
+            ins.append(const_quant(t, shared))
+        else:
+            ins.append(b.get_q(t, shared))
+    outs = []
+    for t in op.outputs:
+        if _is_float(model, t):  # a SELECT's values
+            b.qt[t] = b.add_tensor(sg.tensors[t], act, copy.deepcopy(shared))
+        else:
+            b.qt[t] = b.ft[t] = b.copy_tensor(t)
+        outs.append(b.qt[t])
+    return ins, outs
 
 
 # ================================================================================================ fp16 / dynamic
@@ -1028,6 +1119,8 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
     out_acc = {t: np.zeros(4) for t in sg.outputs if _is_float(model, t)}
     out_agree = {t: [0, 0] for t in out_acc if _is_distribution(model, t, produced)}
+    # BOOL outputs (comparison masks): the SNR of the 0/1 values (true count over flipped count) and agreement
+    bool_acc = {t: [0, 0, 0] for t in sg.outputs if sg.tensors[t].type == "BOOL"}  # trues, flips, elements
     pairs = {t: n for t, n in b.qt.items() if _is_float(model, t) and not _is_const(model, t)
              and b.tensors[n].type in ("INT8", "INT16")}
     joined = {}  # output tensor of a join -> (its new tensor, parts)
@@ -1065,11 +1158,21 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
                 out_agree[t][0] += int((fa == qa).sum())
                 out_agree[t][1] += int(fa.size)
+        for t in bool_acc:
+            n = b.io_map[t]
+            if t in ref and n in got:
+                f, q = ref[t].reshape(-1), got[n].reshape(-1)
+                bool_acc[t][0] += int(f.sum())
+                bool_acc[t][1] += int((f != q).sum())
+                bool_acc[t][2] += int(f.size)
         for t, n in pairs.items():
             if t not in ref or n not in got:
                 continue
             f = ref[t].astype(np.float64).reshape(-1)
             q = _dequantize(got[n], b.tensors[n].quantization).reshape(-1)
+            finite = np.isfinite(f)
+            if not finite.all():  # a -inf mask fill (SELECT): measured on the finite elements
+                f, q = f[finite], q[finite]
             d = f - q
             acc[t] += (f @ f, d @ d, f @ q, q @ q)
             seen.add(t)
@@ -1119,6 +1222,11 @@ def _layer_errors(model: Model, qmodel: Model, b: _Build, samples, float_run, io
             entry["argmax_agreement"] = out_agree[t][0] / out_agree[t][1]
         entry["worst_snr_db"] = min([entry["snr_db"]] + [p["snr_db"] for p in entry.get("parts", [])])
         outputs.append(entry)
+    for t, (trues, flips, size) in bool_acc.items():
+        if size:
+            snr = _snr(float(trues), float(flips))
+            outputs.append({"name": sg.tensors[t].name, "snr_db": snr, "agreement": 1.0 - flips / size,
+                            "worst_snr_db": snr})
     return layers, outputs
 
 
@@ -1478,6 +1586,17 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                         n_held, len(measure), no_rule, cannot, rule_target)
         report["guard"]["tried_widening"] = tried
 
+    for out_t, const_t, cmin, cmax in getattr(b, "select_saturated", []):
+        scale, zp = b.params_of(b.qt[out_t])
+        lo_q, hi_q = b.qmin, b.qmax
+        report["notes"].append(
+            f"'{sg.tensors[out_t].name}' (SELECT): the constant branch '{sg.tensors[const_t].name}' ({cmin:g}..{cmax:g}) "
+            "lies far outside the "
+            f"run-time values and saturates to {scale * (lo_q - zp):g}..{scale * (hi_q - zp):g} in {b.act.lower()} "
+            "(a mask fill: a following SOFTMAX still gives those elements almost no weight)")
+    for name in getattr(b, "float_comparisons", []):
+        report["notes"].append(f"comparison '{name}' reads float32 (dequantized) inputs: an int8 input scale would "
+                               "reach 1, and TFLM's int8 comparison needs scales below 1")
     report["calibration"] = {"samples": calibrated, "held_back": n_held, "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     tensors = []

@@ -192,6 +192,8 @@ def format_guard(guard: dict | None) -> list[str]:
             extra += " parts " + ", ".join(f"{p['input']} {_db(p['snr_db'])}" for p in o["parts"])
         if o.get("argmax_agreement") is not None:
             extra += f" argmax agreement {100 * o['argmax_agreement']:.1f}%"
+        if o.get("agreement") is not None:  # a BOOL output (mask)
+            extra += f" (mask) {100 * o['agreement']:.2f}% of elements agree"
         lines.append(f"  {o['name']}: SNR {_db(o['snr_db'])} dB" + extra)
     wide = guard.get("widened") or []
     if wide:

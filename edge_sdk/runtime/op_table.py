@@ -117,6 +117,18 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("TILE",                         "math:prepare_tile",                3),
     OpRow("BROADCAST_TO",                 "math:prepare_broadcast_to",        3),
     OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          2),
+    # comparisons, logical ops and selection (BOOL tensors)
+    OpRow("EQUAL",                        "compare:prepare_equal",            4),
+    OpRow("NOT_EQUAL",                    "compare:prepare_not_equal",        3),
+    OpRow("LESS",                         "compare:prepare_less",             3),
+    OpRow("LESS_EQUAL",                   "compare:prepare_less_equal",       2),
+    OpRow("GREATER",                      "compare:prepare_greater",          2),
+    OpRow("GREATER_EQUAL",                "compare:prepare_greater_equal",    3),
+    OpRow("LOGICAL_AND",                  "compare:prepare_logical_and",      1),
+    OpRow("LOGICAL_OR",                   "compare:prepare_logical_or",       1),
+    OpRow("LOGICAL_NOT",                  "compare:prepare_logical_not",      1),
+    OpRow("SELECT",                       "compare:prepare_select",           4),
+    OpRow("SELECT_V2",                    "compare:prepare_select_v2",        2),
     # activations
     OpRow("SOFTMAX",                      "activations:prepare_softmax",      3),
     OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2),

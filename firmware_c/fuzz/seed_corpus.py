@@ -135,6 +135,15 @@ def writer_models() -> dict[str, bytes]:
     m["squared_difference"] = op_model("SQUARED_DIFFERENCE", [q((2, 3)), q((3,), 0.03, -2)], [q((2, 3), 0.3, -100)])
     m["exp"] = op_model("EXP", [T((4,), "FLOAT32")], [T((4,), "FLOAT32")])
     m["pow"] = op_model("POW", [T((2, 2), "INT32"), T((2,), "INT32")], [T((2, 2), "INT32")])
+    # comparisons, logical ops, selection (BOOL tensors)
+    b8 = lambda shape: T(shape, "BOOL")  # noqa: E731
+    m["less_int8"] = op_model("LESS", [q((2, 3)), q((3,), 0.02, -7)], [b8((2, 3))], version=2)
+    m["equal_bool"] = op_model("EQUAL", [b8((2, 1)), b8((1, 3))], [b8((2, 3))])
+    m["greater_int64"] = op_model("GREATER", [T((3,), "INT64"), T((1,), "INT64")], [b8((3,))])
+    m["logical_or"] = op_model("LOGICAL_OR", [b8((2, 3)), b8((3,))], [b8((2, 3))])
+    m["logical_not"] = op_model("LOGICAL_NOT", [b8((4,))], [b8((4,))])
+    m["select_v2"] = op_model("SELECT_V2", [b8((2, 1)), q((1, 3)), q((2, 3))], [q((2, 3))])
+    m["select"] = op_model("SELECT", [b8((2,)), T((2, 3), "INT16"), T((2, 3), "INT16")], [T((2, 3), "INT16")])
     return m
 
 
