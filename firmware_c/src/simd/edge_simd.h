@@ -42,7 +42,10 @@ enum {
     EDGE_SIMD_ARM_DOTPROD = 2    /* ARMv8.2 dot product: SDOT */
 };
 
-/* The level this CPU runs (0: none), at most the cap set by edge_simd_set. */
+/* What this CPU can run (0: none): the per-arch probe (edge_simd_x86.c: cpuid; edge_simd_arm.c: hwcaps). */
+int32_t edge_simd_cpu_level(void);
+/* The level the kernels use (src/simd/edge_simd.c): the probe's, read once, capped by EDGE_SIMD_LEVEL=n in the
+ * environment and by edge_simd_set. */
 int32_t edge_simd_level(void);
 /* Cap the level (tests run every level the CPU has; -1: no cap). Returns the detected level. Takes effect for
  * models prepared afterwards. Exported from libedge.so. */
@@ -58,6 +61,13 @@ typedef struct {
 
 /* Bytes edge_simd_qgemm_pack needs at `level` (0 when the level has no int8 GEMM). */
 size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k);
+/* For the per-arch edge_simd_qgemm_pack (src/simd/edge_simd.c): fills g and the packed block's bias (with
+ * off * sum_k w folded in: the arch's own input offset), multipliers and shifts (rs_sign * rs: arm's SRSHL
+ * shifts right by a negative count) for npad channels; returns where the packed weights start. */
+void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
+                           int32_t kstride, const int32_t *bias, int32_t off, const int32_t *mul, int32_t mul_stride,
+                           const int32_t *rs, int32_t rs_stride, int32_t rs_sign, int32_t zp, int32_t lo, int32_t hi,
+                           int32_t npad, int32_t kpad, void *dst);
 /* Work bytes edge_simd_qgemm needs (per thread). */
 size_t edge_simd_qgemm_work(int32_t level, int32_t k);
 /* Fill g (its packed block of edge_simd_qgemm_bytes at dst): w is n int8 rows of k (value i of row c at

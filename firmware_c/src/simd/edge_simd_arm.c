@@ -12,7 +12,6 @@
 
 #if EDGE_SIMD && defined(__aarch64__)
 #include <arm_neon.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 
@@ -26,31 +25,10 @@
 #define T_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
 #define INLINE __attribute__((always_inline)) inline
 
-static int32_t simd_cap = -1;
-
-static int32_t simd_detect(void) {
-    static int32_t level = -1;
-    if (level < 0) {
-        const unsigned long hw = getauxval(AT_HWCAP);
-        level = EDGE_SIMD_NONE;
-        if (hw & HWCAP_ASIMD) level = EDGE_SIMD_ARM_NEON;
-        if ((hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP)) level = EDGE_SIMD_ARM_DOTPROD;
-        {   /* EDGE_SIMD_LEVEL=n in the environment caps it (tests run edge-run-c at every level, under qemu-user) */
-            const char *env = getenv("EDGE_SIMD_LEVEL");
-            if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < level) level = env[0] - '0';
-        }
-    }
-    return level;
-}
-
-int32_t edge_simd_level(void) {
-    const int32_t l = simd_detect();
-    return simd_cap >= 0 && simd_cap < l ? simd_cap : l;
-}
-
-int32_t edge_simd_set(int32_t cap) {
-    simd_cap = cap;
-    return simd_detect();
+int32_t edge_simd_cpu_level(void) {
+    const unsigned long hw = getauxval(AT_HWCAP);
+    if (!(hw & HWCAP_ASIMD)) return EDGE_SIMD_NONE;
+    return (hw & HWCAP_ASIMDDP) ? EDGE_SIMD_ARM_DOTPROD : EDGE_SIMD_ARM_NEON;
 }
 
 #define NB 8      /* channels per block (both levels) */
@@ -77,33 +55,11 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
                           void *dst) {
     const int dot = level == EDGE_SIMD_ARM_DOTPROD;
     const int32_t npad = round_up(n, NB), kpad = round_up(k, kstep(level));
-    int32_t *b = (int32_t *)dst, *m = b + npad, *r = m + npad;
     int32_t c, i;
-    g->level = level;
-    g->n = n;
-    g->k = k;
-    g->zp = zp;
-    g->lo = lo;
-    g->hi = hi;
-    g->npad = npad;
-    g->kpad = kpad;
-    g->packed = dst;
-    for (c = 0; c < npad; c++) {
-        uint32_t s = 0;
-        if (c < n) {
-            const int8_t *wr = w + (int64_t)c * ldw;
-            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
-            b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)input_offset);
-            m[c] = mul[(int64_t)c * mul_stride];
-            r[c] = -rs[(int64_t)c * rs_stride]; /* SRSHL shifts right by a negative count */
-        } else {
-            b[c] = 0;
-            m[c] = 0;
-            r[c] = -2;
-        }
-    }
+    void *const pack = edge_simd_qgemm_head(g, level, w, n, k, ldw, kstride, bias, input_offset, mul, mul_stride, rs, rs_stride, -1, zp, lo, hi,
+                         npad, kpad, dst);
     if (dot) { /* per block, per 4 values of k: 8 channels x 4 int8 (two SDOT operands of 4 channels) */
-        int8_t *pw = (int8_t *)(r + npad);
+        int8_t *pw = (int8_t *)pack;
         memset(pw, 0, (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
@@ -111,7 +67,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
             for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 32 + (i % 4)] = wr[(int64_t)i * kstride];
         }
     } else { /* per block, per value of k: 8 channels as int16 */
-        int16_t *pw = (int16_t *)(r + npad);
+        int16_t *pw = (int16_t *)pack;
         memset(pw, 0, 2 * (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;

@@ -15,41 +15,21 @@
 
 #if EDGE_SIMD && defined(__x86_64__)
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
 #define T_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #define INLINE __attribute__((always_inline)) inline
 
-static int32_t simd_cap = -1;
-
-static int32_t simd_detect(void) {
-    static int32_t level = -1;
-    if (level < 0) {
-        __builtin_cpu_init();
-        level = EDGE_SIMD_NONE;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = EDGE_SIMD_X86_AVX2;
-        if (level && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512vnni"))
-            level = EDGE_SIMD_X86_AVX512VNNI;
-        {   /* EDGE_SIMD_LEVEL=n in the environment caps it (tests run edge-run-c at every level, under qemu-user) */
-            const char *env = getenv("EDGE_SIMD_LEVEL");
-            if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < level) level = env[0] - '0';
-        }
-    }
+int32_t edge_simd_cpu_level(void) {
+    int32_t level = EDGE_SIMD_NONE;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = EDGE_SIMD_X86_AVX2;
+    if (level && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vnni"))
+        level = EDGE_SIMD_X86_AVX512VNNI;
     return level;
-}
-
-int32_t edge_simd_level(void) {
-    const int32_t l = simd_detect();
-    return simd_cap >= 0 && simd_cap < l ? simd_cap : l;
-}
-
-int32_t edge_simd_set(int32_t cap) {
-    simd_cap = cap;
-    return simd_detect();
 }
 
 /* ------------------------------------------------------------------------------------- scalar helpers */
@@ -96,33 +76,11 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
     const int32_t npad = round_up(n, nb), kpad = round_up(k, step);
     /* VNNI multiplies unsigned activations: a + 128 (a ^ 0x80), so the bias takes (input_offset - 128) */
     const int32_t off = vnni ? input_offset - 128 : input_offset;
-    int32_t *b = (int32_t *)dst, *m = b + npad, *r = m + npad;
     int32_t c, i;
-    g->level = level;
-    g->n = n;
-    g->k = k;
-    g->zp = zp;
-    g->lo = lo;
-    g->hi = hi;
-    g->npad = npad;
-    g->kpad = kpad;
-    g->packed = dst;
-    for (c = 0; c < npad; c++) {
-        uint32_t s = 0;
-        if (c < n) {
-            const int8_t *wr = w + (int64_t)c * ldw;
-            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
-            b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)off); /* wraps as int32 sums do */
-            m[c] = mul[(int64_t)c * mul_stride];
-            r[c] = rs[(int64_t)c * rs_stride];
-        } else {
-            b[c] = 0;
-            m[c] = 0;
-            r[c] = 2;
-        }
-    }
+    void *const pack = edge_simd_qgemm_head(g, level, w, n, k, ldw, kstride, bias, off, mul, mul_stride, rs, rs_stride, 1, zp, lo, hi,
+                         npad, kpad, dst);
     if (vnni) {
-        int8_t *pw = (int8_t *)(r + npad);
+        int8_t *pw = (int8_t *)pack;
         memset(pw, 0, (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
@@ -130,7 +88,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
             for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 64 + (i % 4)] = wr[(int64_t)i * kstride];
         }
     } else {
-        int16_t *pw = (int16_t *)(r + npad);
+        int16_t *pw = (int16_t *)pack;
         memset(pw, 0, 2 * (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
