@@ -275,7 +275,7 @@ def aarch64_runner():
 def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, tmp_path):
     """NEON (qemu -cpu cortex-a53: a Pi 3 / 4 core, no SDOT), SDOT (-cpu max) and the portable kernels
     (EDGE_SIMD_LEVEL=0) give the bytes of the x86-64 host build (its own SIMD level) on random int8 conv /
-    depthwise / FC layers and on person_detect."""
+    depthwise / FC / ADD / SUB / MUL / pooling layers and on person_detect."""
     from tests.test_c_cross import HOST_RUNNER, _run
 
     qemu, sysroot, runner = aarch64_runner
@@ -288,6 +288,17 @@ def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, t
            data=rng.integers(-127, 128, (37, 300), dtype=np.int8))
     models.append((op_model("FULLY_CONNECTED", [_q((3, 300), rng, 0.05), wt, None], [_q((3, 37), rng, 0.05)]),
                    [rng.integers(-128, 128, (3, 300), dtype=np.int8)]))
+    for seed in range(6):  # ADD / SUB / MUL (same shapes and broadcasts) and both pools
+        rng = np.random.default_rng(6100 + seed)
+        if seed < 4:
+            sa_shape, sb_shape = _binary_shapes(rng, seed)
+            ins = [T(sa_shape, "INT8", 0.05, -3), T(sb_shape, "INT8", 0.07, 11)]
+            op = ("ADD", "SUB", "MUL", "MUL")[seed]
+            so = 0.004 if op == "MUL" else 0.09
+            models.append((op_model(op, ins, [T(np.broadcast_shapes(sa_shape, sb_shape), "INT8", so, 5)]),
+                           [rng.integers(-128, 128, sh, dtype=np.int8) for sh in (sa_shape, sb_shape)]))
+        else:
+            models.append(_pool_case(rng, "AVERAGE_POOL_2D" if seed == 4 else "MAX_POOL_2D"))
     try:
         pd = shared_model("tflite-micro/person_detect.tflite")
         models.append((pd.read_bytes(), [rng.integers(-128, 128, (1, 96, 96, 1), dtype=np.int8)]))
@@ -348,3 +359,101 @@ def test_add_sub_int8_simd_equals_portable_and_tflm(backend, levels, seed):
     feeds = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(2)]
     ref = _same_at_every_level(backend, levels, model, feeds)
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+def _binary_shapes(rng, seed):
+    """Same shapes (odd lengths) for even seeds, broadcasts for odd ones: a scalar, a per-channel vector, a
+    middle dimension of 1 (rows of step 0 and 1 on either side)."""
+    shape = (1, int(rng.integers(1, 30)), int(rng.integers(1, 30)), int(rng.choice([1, 3, 8, 17, 40])))
+    if seed % 2 == 0:
+        return shape, shape
+    kind = (seed // 2) % 4
+    other = {0: (1,), 1: (shape[-1],), 2: (1, shape[1], 1, shape[3]), 3: (1, 1, shape[2], 1)}[kind]
+    return (shape, other) if seed % 4 == 1 else (other, shape)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_add_sub_broadcast_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 ADD / SUB over broadcasts (each broadcast row through the fast path, operand steps 0 and 1)."""
+    rng = np.random.default_rng(8500 + seed)
+    op = "ADD" if seed % 3 else "SUB"
+    sa_shape, sb_shape = _binary_shapes(rng, seed)
+    out_shape = np.broadcast_shapes(sa_shape, sb_shape)
+    sa, sb, so = (float(v) for v in rng.uniform(0.01, 0.2, 3))
+    a = T(sa_shape, "INT8", sa, int(rng.integers(-128, 128)))
+    b = T(sb_shape, "INT8", sb, int(rng.integers(-128, 128)))
+    y = T(out_shape, "INT8", so, int(rng.integers(-128, 128)))
+    model = op_model(op, [a, b], [y], options={"fused_activation_function": str(rng.choice(["NONE", "RELU"]))})
+    feeds = [rng.integers(-128, 128, sa_shape, dtype=np.int8), rng.integers(-128, 128, sb_shape, dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_mul_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 MUL, same shapes and broadcasts, scales whose multiplier shifts left or right, zero points at
+    the extremes, activations: every SIMD level == the portable kernel == TFLM."""
+    rng = np.random.default_rng(8800 + seed)
+    sa_shape, sb_shape = _binary_shapes(rng, seed)
+    out_shape = np.broadcast_shapes(sa_shape, sb_shape)
+    sa, sb = (float(v) for v in rng.uniform(0.005, 0.5, 2))
+    so = float(sa * sb * rng.choice([0.3, 2.0, 40.0, 600.0]))  # a multiplier > 1 (left shift) and < 1
+    zps = [int(v) for v in rng.integers(-128, 128, 3)]
+    if seed % 5 == 0:
+        zps = [-128, 127, 0]
+    a = T(sa_shape, "INT8", sa, zps[0])
+    b = T(sb_shape, "INT8", sb, zps[1])
+    y = T(out_shape, "INT8", so, zps[2])
+    act = "NONE" if seed % 5 == 0 else str(rng.choice(["NONE", "RELU", "RELU6"]))  # (x - -128) * (y - 127) <= 0
+    model = op_model("MUL", [a, b], [y], options={"fused_activation_function": act})
+    feeds = [rng.integers(-128, 128, sa_shape, dtype=np.int8), rng.integers(-128, 128, sb_shape, dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    if act == "NONE" and (1,) not in (sa_shape, sb_shape):  # not all one value (RELU6 at a large scale may be)
+        assert np.unique(ref[0]).size > 1
+
+
+def _pool_case(rng, op):
+    fh, fw = (int(v) for v in rng.choice([1, 2, 3, 5, 7], 2))
+    sh, sw = (int(v) for v in rng.choice([1, 2, 3], 2))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    h, w = int(rng.integers(fh, 16)), int(rng.integers(fw, 16))
+    n = int(rng.choice([1, 1, 2]))
+    c = int(rng.choice([1, 3, 8, 15, 16, 17, 32, 33, 64, 70]))
+    oh, ow = _out(padding, sh, 1, h, fh), _out(padding, sw, 1, w, fw)
+    q = (float(rng.uniform(0.01, 0.1)), int(rng.integers(-128, 128)))
+    model = op_model(op, [T((n, h, w, c), "INT8", *q)], [T((n, oh, ow, c), "INT8", *q)],
+                     options={"padding": padding, "stride_w": sw, "stride_h": sh, "filter_width": fw,
+                              "filter_height": fh, "fused_activation_function": str(rng.choice(["NONE", "RELU", "RELU6"]))})
+    return model, [rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pooling_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 AVERAGE_POOL_2D / MAX_POOL_2D: windows cut by the padding (fewer cells, other counts), odd channel
+    counts, strides, activations; a global 7x7 average as mobilenet's last pool."""
+    rng = np.random.default_rng(9100 + seed)
+    op = "AVERAGE_POOL_2D" if seed % 2 == 0 else "MAX_POOL_2D"
+    if seed == 0:
+        q = (0.02, -5)
+        model = op_model(op, [T((1, 7, 7, 1280), "INT8", *q)], [T((1, 1, 1, 1280), "INT8", *q)],
+                         options={"padding": "VALID", "stride_w": 1, "stride_h": 1, "filter_width": 7,
+                                  "filter_height": 7})
+        feeds = [rng.integers(-128, 128, (1, 7, 7, 1280), dtype=np.int8)]
+    else:
+        model, feeds = _pool_case(rng, op)
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+def test_average_pool_rounds_halves_away_from_zero(backend, levels):
+    """Sums that sit exactly on a half (count 2 and 4, both signs): the double division truncates as C's."""
+    q = (0.05, 0)
+    model = op_model("AVERAGE_POOL_2D", [T((1, 2, 2, 16), "INT8", *q)], [T((1, 1, 2, 16), "INT8", *q)],
+                     options={"padding": "SAME", "stride_w": 1, "stride_h": 2, "filter_width": 2, "filter_height": 2})
+    x = np.zeros((1, 2, 2, 16), np.int8)
+    x[0, :, 0, :] = np.array([[1, -1, 3, -3, 5, -5, 127, -128, 2, -2, 0, 1, -1, 126, -127, 7]] * 2, np.int8)
+    x[0, 0, 1, :] = np.arange(-8, 8)
+    x[0, 1, 1, :] = np.arange(-8, 8) + 1
+    ref = _same_at_every_level(backend, levels, model, [x])
+    np.testing.assert_array_equal(ref[0], run_tflm(model, [x])[0])

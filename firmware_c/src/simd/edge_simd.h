@@ -89,10 +89,21 @@ void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, con
                         int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
                         const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y);
 
-/* int8 ADD / SUB of two same-shape inputs (TFLM's arithmetic, as kernels/add.c): p holds zp1, zp2, m1, r1, m2,
- * r2 (the inputs' multipliers and right shifts), sign (+1 ADD, -1 SUB), mo, left_o, right_o (the output's),
- * off_out, lo, hi. Returns 1 when it ran, 0 when this level has no such path (the caller runs its own). */
-int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p);
+/* One broadcast row (edge_fixedpoint_act.h's ea_row_fn: n elements, each operand's step 0 or 1) of int8 ADD /
+ * SUB (TFLM's arithmetic, as kernels/add.c): p holds zp1, zp2, m1, r1, m2, r2 (the inputs' multipliers and right
+ * shifts), sign (+1 ADD, -1 SUB), mo, left_o, right_o (the output's), off_out, lo, hi. Returns 1 when it ran, 0
+ * when this level has no such path (the caller runs its own). */
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                            int32_t n, const int32_t *p);
+/* One broadcast row of int8 MUL (as kernels/mul.c): p holds zp1, zp2, m, left, right, off_out, lo, hi. */
+int32_t edge_simd_mul_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                         int32_t n, const int32_t *p);
+/* One output pixel of int8 AVERAGE_POOL_2D (average 1) / MAX_POOL_2D (0), as kernels/pooling.c: the window's
+ * cells inside the input at x + r * row + j * c (r < rows, j < cols), c channels each; the average is the sum
+ * divided by rows * cols, halves away from zero; the max starts from -128; then clamped to [lo, hi]. acc: c
+ * int32 of scratch. Returns 1 when it ran, 0 when this level has no such path. */
+int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64_t row, int32_t rows, int32_t cols,
+                          int32_t c, int32_t lo, int32_t hi, int32_t *acc, int8_t *y);
 
 /* Threads (src/simd/edge_threads.c). The count for nodes prepared from now on (1..64; 1 by default): a node keeps
  * it in its op data, so set it before edge_init. Returns the previous count. Exported from libedge.so. */
