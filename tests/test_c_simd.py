@@ -71,7 +71,7 @@ def _q(shape, rng, scale):
     return T(shape, "INT8", scale, int(rng.integers(-128, 128)))
 
 
-def _conv_case(rng, depthwise=False):
+def _conv_case(rng, depthwise=False, multiplier=None):
     kh, kw = (int(v) for v in rng.choice([1, 1, 2, 3, 3, 5], 2))
     sh, sw = (int(v) for v in rng.choice([1, 1, 2, 3], 2))
     dh, dw = (int(v) for v in rng.choice([1, 1, 2], 2)) if rng.random() < 0.3 else (1, 1)
@@ -83,6 +83,9 @@ def _conv_case(rng, depthwise=False):
     if depthwise and rng.random() < 0.4:  # one input channel, several outputs (micro_speech's first layer)
         c = 1
     mult = int(rng.choice([1, 4, 8, 17])) if depthwise and c == 1 else (int(rng.choice([1, 1, 1, 2])) if depthwise else 1)
+    if multiplier:  # several input channels, depth multiplier > 1
+        c = max(c, 2)
+        mult = multiplier
     o = c * mult if depthwise else int(rng.choice([1, 2, 7, 8, 15, 16, 17, 32, 33, 40, 64, 65]))
     oh, ow = _out(padding, sh, dh, h, kh), _out(padding, sw, dw, w, kw)
     pc = bool(rng.random() < 0.7)
@@ -116,6 +119,15 @@ def test_depthwise_simd_equals_portable(backend, levels, seed):
     rng = np.random.default_rng(2000 + seed)
     model, feeds = _conv_case(rng, depthwise=True)
     _same_at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_depthwise_multiplier_above_one_simd_equals_portable_and_tflm(backend, levels, seed):
+    """Depth multiplier 2, 3, 4, 8 on several input channels (the fast path's m passes over one pixel's taps)."""
+    rng = np.random.default_rng(2500 + seed)
+    model, feeds = _conv_case(rng, depthwise=True, multiplier=(2, 3, 4, 8)[seed % 4])
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -283,6 +295,8 @@ def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, t
     for seed in range(8):
         rng = np.random.default_rng(5000 + seed)
         models.append(_conv_case(rng, depthwise=seed % 2 == 1))
+    for seed in (0, 1, 2):  # depth multiplier > 1 on several channels (seeds whose multipliers take the fast path)
+        models.append(_conv_case(np.random.default_rng(2500 + seed), depthwise=True, multiplier=(2, 3, 4)[seed]))
     rng = np.random.default_rng(6000)
     wt = T((37, 300), "INT8", list(rng.uniform(0.001, 0.004, 37)), 0,
            data=rng.integers(-127, 128, (37, 300), dtype=np.int8))
