@@ -219,6 +219,63 @@ def test_threads_give_the_same_bytes(backend, seed):
             np.testing.assert_array_equal(b, a, err_msg=f"{n} threads")
 
 
+def test_pool_runs_every_part_once_in_its_slots(backend):
+    """edge_simd_parallel (src/simd/edge_threads.c): every part of every job runs exactly once, in a slot below
+    the job's own count even when more workers exist (a 7-slot job first starts 6 of them), one job after
+    another with and without pauses (workers spinning, then asleep)."""
+    import ctypes
+    import time
+
+    lib = backend.library()
+    fn_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
+    lib.edge_simd_parallel.argtypes = [ctypes.c_int32, ctypes.c_int32, fn_t, ctypes.c_void_p]
+    lib.edge_simd_parallel.restype = None
+    runs = []
+    cb = fn_t(lambda _ctx, t, n, slot: runs.append((t, n, slot)))
+    for i, (parts, slots) in enumerate([(14, 7), (8, 2), (5, 3), (1, 4), (9, 1), (64, 2), (3, 7), (6, 2)] * 3):
+        runs.clear()
+        lib.edge_simd_parallel(parts, slots, cb, None)
+        assert sorted(t for t, _, _ in runs) == list(range(parts)), (parts, slots, runs)
+        top = slots if parts > 1 and slots > 1 else 1  # one part or one slot: all in the caller's slot 0
+        assert all(n == parts and 0 <= slot < top for _, n, slot in runs), (parts, slots, runs)
+        if i % 4 == 3:
+            time.sleep(0.002)  # past the spin: the workers sleep
+
+
+def test_two_interpreters_invoked_from_two_threads(backend):
+    """Two 2-thread interpreters invoked at once from two Python threads (the pool is one per process: the
+    second caller runs its parts itself): each gives its one-thread bytes, every time."""
+    import threading
+
+    rng = np.random.default_rng(77)
+    wt = T((64, 3, 3, 32), "INT8", 0.002, 0, data=rng.integers(-127, 128, (64, 3, 3, 32), dtype=np.int8))
+    model = op_model("CONV_2D", [_q((1, 30, 30, 32), rng, 0.05), wt, None], [_q((1, 30, 30, 64), rng, 0.05)],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=3)
+    feeds = [[rng.integers(-128, 128, (1, 30, 30, 32), dtype=np.int8)] for _ in range(2)]
+    want = [_threaded(backend, model, f, 1)[0] for f in feeds]
+    its = []
+    for f in feeds:
+        it = backend.CInterpreter(model_content=model, num_threads=2)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], f[0])
+        its.append(it)
+    bad = []
+
+    def loop(k):
+        for _ in range(30):
+            its[k].invoke()
+            if not np.array_equal(its[k].get_tensor(its[k].get_output_details()[0]["index"]), want[k]):
+                bad.append(k)
+
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and not bad
+
+
 def test_num_threads_checked_like_litert(backend):
     model = op_model("FULLY_CONNECTED", [T((1, 4), "INT8", 0.1, 0),
                                          T((2, 4), "INT8", 0.1, 0, data=np.ones((2, 4), np.int8)), None],

@@ -120,10 +120,11 @@ static inline void edge_simd_split(int32_t total, int32_t align, int32_t t, int3
     *lo = a < total ? a : total;
     *hi = b < total ? b : total;
 }
-/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 64K MACs each); the
+/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 256K MACs each: some
+ * microseconds on x86-64, tens on a Cortex-A53, well above what handing a part to a spinning worker costs); the
  * kernels split into twice as many parts (claimed one at a time: a thread the OS runs late holds up nobody). */
 static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
-    const int64_t most = work >> 16;
+    const int64_t most = work >> 18;
     return most < 1 ? 1 : (most < prepared ? (int32_t)most : prepared);
 }
 #endif
