@@ -71,7 +71,7 @@ def _q(shape, rng, scale):
     return T(shape, "INT8", scale, int(rng.integers(-128, 128)))
 
 
-def _conv_case(rng, depthwise=False):
+def _conv_case(rng, depthwise=False, multiplier=None):
     kh, kw = (int(v) for v in rng.choice([1, 1, 2, 3, 3, 5], 2))
     sh, sw = (int(v) for v in rng.choice([1, 1, 2, 3], 2))
     dh, dw = (int(v) for v in rng.choice([1, 1, 2], 2)) if rng.random() < 0.3 else (1, 1)
@@ -83,6 +83,9 @@ def _conv_case(rng, depthwise=False):
     if depthwise and rng.random() < 0.4:  # one input channel, several outputs (micro_speech's first layer)
         c = 1
     mult = int(rng.choice([1, 4, 8, 17])) if depthwise and c == 1 else (int(rng.choice([1, 1, 1, 2])) if depthwise else 1)
+    if multiplier:  # several input channels, depth multiplier > 1
+        c = max(c, 2)
+        mult = multiplier
     o = c * mult if depthwise else int(rng.choice([1, 2, 7, 8, 15, 16, 17, 32, 33, 40, 64, 65]))
     oh, ow = _out(padding, sh, dh, h, kh), _out(padding, sw, dw, w, kw)
     pc = bool(rng.random() < 0.7)
@@ -116,6 +119,15 @@ def test_depthwise_simd_equals_portable(backend, levels, seed):
     rng = np.random.default_rng(2000 + seed)
     model, feeds = _conv_case(rng, depthwise=True)
     _same_at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_depthwise_multiplier_above_one_simd_equals_portable_and_tflm(backend, levels, seed):
+    """Depth multiplier 2, 3, 4, 8 on several input channels (the fast path's m passes over one pixel's taps)."""
+    rng = np.random.default_rng(2500 + seed)
+    model, feeds = _conv_case(rng, depthwise=True, multiplier=(2, 3, 4, 8)[seed % 4])
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -185,7 +197,7 @@ def test_threads_give_the_same_bytes(backend, seed):
     rng = np.random.default_rng(4000 + seed)
     kind = seed % 3
     if kind == 2:
-        depth, units, batch = 600, 257, int(rng.choice([1, 9, 33]))
+        depth, units, batch = 2100, 257, int(rng.choice([1, 9, 33]))  # batch 1: 540K MACs, still 2 threads
         wt = T((units, depth), "INT8", 0.002, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
         model = op_model("FULLY_CONNECTED", [_q((batch, depth), rng, 0.05), wt, None], [_q((batch, units), rng, 0.05)])
         feeds = [rng.integers(-128, 128, (batch, depth), dtype=np.int8)]
@@ -205,6 +217,63 @@ def test_threads_give_the_same_bytes(backend, seed):
     for n in (2, 3, 7):
         for a, b in zip(one, _threaded(backend, model, feeds, n)):
             np.testing.assert_array_equal(b, a, err_msg=f"{n} threads")
+
+
+def test_pool_runs_every_part_once_in_its_slots(backend):
+    """edge_simd_parallel (src/simd/edge_threads.c): every part of every job runs exactly once, in a slot below
+    the job's own count even when more workers exist (a 7-slot job first starts 6 of them), one job after
+    another with and without pauses (workers spinning, then asleep)."""
+    import ctypes
+    import time
+
+    lib = backend.library()
+    fn_t = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)
+    lib.edge_simd_parallel.argtypes = [ctypes.c_int32, ctypes.c_int32, fn_t, ctypes.c_void_p]
+    lib.edge_simd_parallel.restype = None
+    runs = []
+    cb = fn_t(lambda _ctx, t, n, slot: runs.append((t, n, slot)))
+    for i, (parts, slots) in enumerate([(14, 7), (8, 2), (5, 3), (1, 4), (9, 1), (64, 2), (3, 7), (6, 2)] * 3):
+        runs.clear()
+        lib.edge_simd_parallel(parts, slots, cb, None)
+        assert sorted(t for t, _, _ in runs) == list(range(parts)), (parts, slots, runs)
+        top = slots if parts > 1 and slots > 1 else 1  # one part or one slot: all in the caller's slot 0
+        assert all(n == parts and 0 <= slot < top for _, n, slot in runs), (parts, slots, runs)
+        if i % 4 == 3:
+            time.sleep(0.002)  # past the spin: the workers sleep
+
+
+def test_two_interpreters_invoked_from_two_threads(backend):
+    """Two 2-thread interpreters invoked at once from two Python threads (the pool is one per process: the
+    second caller runs its parts itself): each gives its one-thread bytes, every time."""
+    import threading
+
+    rng = np.random.default_rng(77)
+    wt = T((64, 3, 3, 32), "INT8", 0.002, 0, data=rng.integers(-127, 128, (64, 3, 3, 32), dtype=np.int8))
+    model = op_model("CONV_2D", [_q((1, 30, 30, 32), rng, 0.05), wt, None], [_q((1, 30, 30, 64), rng, 0.05)],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=3)
+    feeds = [[rng.integers(-128, 128, (1, 30, 30, 32), dtype=np.int8)] for _ in range(2)]
+    want = [_threaded(backend, model, f, 1)[0] for f in feeds]
+    its = []
+    for f in feeds:
+        it = backend.CInterpreter(model_content=model, num_threads=2)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], f[0])
+        its.append(it)
+    bad = []
+
+    def loop(k):
+        for _ in range(30):
+            its[k].invoke()
+            if not np.array_equal(its[k].get_tensor(its[k].get_output_details()[0]["index"]), want[k]):
+                bad.append(k)
+
+    threads = [threading.Thread(target=loop, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and not bad
 
 
 def test_num_threads_checked_like_litert(backend):
@@ -275,7 +344,7 @@ def aarch64_runner():
 def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, tmp_path):
     """NEON (qemu -cpu cortex-a53: a Pi 3 / 4 core, no SDOT), SDOT (-cpu max) and the portable kernels
     (EDGE_SIMD_LEVEL=0) give the bytes of the x86-64 host build (its own SIMD level) on random int8 conv /
-    depthwise / FC layers and on person_detect."""
+    depthwise / FC / ADD / SUB / MUL / pooling layers and on person_detect."""
     from tests.test_c_cross import HOST_RUNNER, _run
 
     qemu, sysroot, runner = aarch64_runner
@@ -283,11 +352,24 @@ def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, t
     for seed in range(8):
         rng = np.random.default_rng(5000 + seed)
         models.append(_conv_case(rng, depthwise=seed % 2 == 1))
+    for seed in (0, 1, 2):  # depth multiplier > 1 on several channels (seeds whose multipliers take the fast path)
+        models.append(_conv_case(np.random.default_rng(2500 + seed), depthwise=True, multiplier=(2, 3, 4)[seed]))
     rng = np.random.default_rng(6000)
     wt = T((37, 300), "INT8", list(rng.uniform(0.001, 0.004, 37)), 0,
            data=rng.integers(-127, 128, (37, 300), dtype=np.int8))
     models.append((op_model("FULLY_CONNECTED", [_q((3, 300), rng, 0.05), wt, None], [_q((3, 37), rng, 0.05)]),
                    [rng.integers(-128, 128, (3, 300), dtype=np.int8)]))
+    for seed in range(6):  # ADD / SUB / MUL (same shapes and broadcasts) and both pools
+        rng = np.random.default_rng(6100 + seed)
+        if seed < 4:
+            sa_shape, sb_shape = _binary_shapes(rng, seed)
+            ins = [T(sa_shape, "INT8", 0.05, -3), T(sb_shape, "INT8", 0.07, 11)]
+            op = ("ADD", "SUB", "MUL", "MUL")[seed]
+            so = 0.004 if op == "MUL" else 0.09
+            models.append((op_model(op, ins, [T(np.broadcast_shapes(sa_shape, sb_shape), "INT8", so, 5)]),
+                           [rng.integers(-128, 128, sh, dtype=np.int8) for sh in (sa_shape, sb_shape)]))
+        else:
+            models.append(_pool_case(rng, "AVERAGE_POOL_2D" if seed == 4 else "MAX_POOL_2D"))
     try:
         pd = shared_model("tflite-micro/person_detect.tflite")
         models.append((pd.read_bytes(), [rng.integers(-128, 128, (1, 96, 96, 1), dtype=np.int8)]))
@@ -348,3 +430,101 @@ def test_add_sub_int8_simd_equals_portable_and_tflm(backend, levels, seed):
     feeds = [rng.integers(-128, 128, shape, dtype=np.int8) for _ in range(2)]
     ref = _same_at_every_level(backend, levels, model, feeds)
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+def _binary_shapes(rng, seed):
+    """Same shapes (odd lengths) for even seeds, broadcasts for odd ones: a scalar, a per-channel vector, a
+    middle dimension of 1 (rows of step 0 and 1 on either side)."""
+    shape = (1, int(rng.integers(1, 30)), int(rng.integers(1, 30)), int(rng.choice([1, 3, 8, 17, 40])))
+    if seed % 2 == 0:
+        return shape, shape
+    kind = (seed // 2) % 4
+    other = {0: (1,), 1: (shape[-1],), 2: (1, shape[1], 1, shape[3]), 3: (1, 1, shape[2], 1)}[kind]
+    return (shape, other) if seed % 4 == 1 else (other, shape)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_add_sub_broadcast_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 ADD / SUB over broadcasts (each broadcast row through the fast path, operand steps 0 and 1)."""
+    rng = np.random.default_rng(8500 + seed)
+    op = "ADD" if seed % 3 else "SUB"
+    sa_shape, sb_shape = _binary_shapes(rng, seed)
+    out_shape = np.broadcast_shapes(sa_shape, sb_shape)
+    sa, sb, so = (float(v) for v in rng.uniform(0.01, 0.2, 3))
+    a = T(sa_shape, "INT8", sa, int(rng.integers(-128, 128)))
+    b = T(sb_shape, "INT8", sb, int(rng.integers(-128, 128)))
+    y = T(out_shape, "INT8", so, int(rng.integers(-128, 128)))
+    model = op_model(op, [a, b], [y], options={"fused_activation_function": str(rng.choice(["NONE", "RELU"]))})
+    feeds = [rng.integers(-128, 128, sa_shape, dtype=np.int8), rng.integers(-128, 128, sb_shape, dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_mul_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 MUL, same shapes and broadcasts, scales whose multiplier shifts left or right, zero points at
+    the extremes, activations: every SIMD level == the portable kernel == TFLM."""
+    rng = np.random.default_rng(8800 + seed)
+    sa_shape, sb_shape = _binary_shapes(rng, seed)
+    out_shape = np.broadcast_shapes(sa_shape, sb_shape)
+    sa, sb = (float(v) for v in rng.uniform(0.005, 0.5, 2))
+    so = float(sa * sb * rng.choice([0.3, 2.0, 40.0, 600.0]))  # a multiplier > 1 (left shift) and < 1
+    zps = [int(v) for v in rng.integers(-128, 128, 3)]
+    if seed % 5 == 0:
+        zps = [-128, 127, 0]
+    a = T(sa_shape, "INT8", sa, zps[0])
+    b = T(sb_shape, "INT8", sb, zps[1])
+    y = T(out_shape, "INT8", so, zps[2])
+    act = "NONE" if seed % 5 == 0 else str(rng.choice(["NONE", "RELU", "RELU6"]))  # (x - -128) * (y - 127) <= 0
+    model = op_model("MUL", [a, b], [y], options={"fused_activation_function": act})
+    feeds = [rng.integers(-128, 128, sa_shape, dtype=np.int8), rng.integers(-128, 128, sb_shape, dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    if act == "NONE" and (1,) not in (sa_shape, sb_shape):  # not all one value (RELU6 at a large scale may be)
+        assert np.unique(ref[0]).size > 1
+
+
+def _pool_case(rng, op):
+    fh, fw = (int(v) for v in rng.choice([1, 2, 3, 5, 7], 2))
+    sh, sw = (int(v) for v in rng.choice([1, 2, 3], 2))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    h, w = int(rng.integers(fh, 16)), int(rng.integers(fw, 16))
+    n = int(rng.choice([1, 1, 2]))
+    c = int(rng.choice([1, 3, 8, 15, 16, 17, 32, 33, 64, 70]))
+    oh, ow = _out(padding, sh, 1, h, fh), _out(padding, sw, 1, w, fw)
+    q = (float(rng.uniform(0.01, 0.1)), int(rng.integers(-128, 128)))
+    model = op_model(op, [T((n, h, w, c), "INT8", *q)], [T((n, oh, ow, c), "INT8", *q)],
+                     options={"padding": padding, "stride_w": sw, "stride_h": sh, "filter_width": fw,
+                              "filter_height": fh, "fused_activation_function": str(rng.choice(["NONE", "RELU", "RELU6"]))})
+    return model, [rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_pooling_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    """int8 AVERAGE_POOL_2D / MAX_POOL_2D: windows cut by the padding (fewer cells, other counts), odd channel
+    counts, strides, activations; a global 7x7 average as mobilenet's last pool."""
+    rng = np.random.default_rng(9100 + seed)
+    op = "AVERAGE_POOL_2D" if seed % 2 == 0 else "MAX_POOL_2D"
+    if seed == 0:
+        q = (0.02, -5)
+        model = op_model(op, [T((1, 7, 7, 1280), "INT8", *q)], [T((1, 1, 1, 1280), "INT8", *q)],
+                         options={"padding": "VALID", "stride_w": 1, "stride_h": 1, "filter_width": 7,
+                                  "filter_height": 7})
+        feeds = [rng.integers(-128, 128, (1, 7, 7, 1280), dtype=np.int8)]
+    else:
+        model, feeds = _pool_case(rng, op)
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+def test_average_pool_rounds_halves_away_from_zero(backend, levels):
+    """Sums that sit exactly on a half (count 2 and 4, both signs): the double division truncates as C's."""
+    q = (0.05, 0)
+    model = op_model("AVERAGE_POOL_2D", [T((1, 2, 2, 16), "INT8", *q)], [T((1, 1, 2, 16), "INT8", *q)],
+                     options={"padding": "SAME", "stride_w": 1, "stride_h": 2, "filter_width": 2, "filter_height": 2})
+    x = np.zeros((1, 2, 2, 16), np.int8)
+    x[0, :, 0, :] = np.array([[1, -1, 3, -3, 5, -5, 127, -128, 2, -2, 0, 1, -1, 126, -127, 7]] * 2, np.int8)
+    x[0, 0, 1, :] = np.arange(-8, 8)
+    x[0, 1, 1, :] = np.arange(-8, 8) + 1
+    ref = _same_at_every_level(backend, levels, model, [x])
+    np.testing.assert_array_equal(ref[0], run_tflm(model, [x])[0])

@@ -1,4 +1,5 @@
-/* edge_binary.h - what ADD/SUB and MUL share: the per-type row loops over a broadcast (edge_fixedpoint_act.h's
+/* edge_binary.h - what the broadcasting two-input kernels (ADD/SUB, MUL, DIV, SQUARED_DIFFERENCE, POW, PRELU)
+ * share: the two-input prepare, the per-type row loops over a broadcast (edge_fixedpoint_act.h's
  * ea_bcast_t), the eval dispatch on the tensor type, and a requantization step whose parameters are fixed at
  * prepare.
  *
@@ -81,14 +82,26 @@ typedef struct {
     static const eb_rows_t table = {prefix##_row_int8, EDGE_WITH_INT16 ? prefix##_row_int16 : 0,                  \
                                     prefix##_row_int32, EDGE_WITH_FLOAT32 ? prefix##_row_float : 0};
 
-/* Prepare's common part: two inputs and one output of one type (FLOAT32, INT8, INT16, INT32; float32 and int16
- * only when built in), the fused activation one of NONE..RELU6, op data of `bytes` (starting with its
- * ea_bcast_t) in node->user_data, the broadcast planned and the output's shape set. */
-static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, int32_t act,
-                                       edge_tensor_t **a, edge_tensor_t **b, edge_tensor_t **out) {
+/* The input types a binary kernel runs: a mask of 1 << EDGE_<type>, some of FLOAT32, INT8, INT16, INT32 (the
+ * test below is written per type so that a constant mask folds to plain compares). */
+#define EB_TYPE(t) (1u << (t))
+#define EB_TYPES_ALL (EB_TYPE(EDGE_FLOAT32) | EB_TYPE(EDGE_INT8) | EB_TYPE(EDGE_INT16) | EB_TYPE(EDGE_INT32))
+static inline int eb_type_in(int32_t t, uint32_t types) {
+    return (t == EDGE_FLOAT32 && (types & EB_TYPE(EDGE_FLOAT32))) || (t == EDGE_INT8 && (types & EB_TYPE(EDGE_INT8))) ||
+           (t == EDGE_INT16 && (types & EB_TYPE(EDGE_INT16))) || (t == EDGE_INT32 && (types & EB_TYPE(EDGE_INT32)));
+}
+
+/* The two-input prepare every broadcasting binary kernel shares: two inputs and one output, the first input of
+ * a type in `types` (types_msg names them; float32 and int16 only when built in), the second of the same type
+ * when same_b (else the kernel checks it: PRELU's alpha), the output of the first input's type, op data of
+ * `bytes` (starting with its ea_bcast_t) in node->user_data, the broadcast planned and the output's shape set. */
+static inline edge_status_t eb_prepare_io(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, uint32_t types,
+                                          const char *types_msg, int same_b, edge_tensor_t **a, edge_tensor_t **b,
+                                          edge_tensor_t **out) {
     int32_t shape[8], rank, r;
     edge_status_t s;
     ea_bcast_t *bc;
+    (void)types_msg; /* unused when the status strings are stripped */
     *a = *b = *out = (edge_tensor_t *)0;
     if (node->n_inputs != 2 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 2 inputs and 1 output");
@@ -96,10 +109,10 @@ static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_
     *b = edge_in(ctx, node, 1);
     *out = edge_out(ctx, node, 0);
     if (!*a || !*b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "both inputs are required");
-    if ((*a)->type != EDGE_FLOAT32 && (*a)->type != EDGE_INT8 && (*a)->type != EDGE_INT16 && (*a)->type != EDGE_INT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16, INT32");
+    if (!eb_type_in((*a)->type, types))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, types_msg);
     if ((s = edge_type_built(ctx, (*a)->type)) != EDGE_OK) return s;
-    if ((*b)->type != (*a)->type)
+    if (same_b && (*b)->type != (*a)->type)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "inputs have different types");
     bc = (ea_bcast_t *)edge_alloc_persistent(ctx, bytes);
     if (!bc) return EDGE_ARENA_TOO_SMALL;
@@ -112,6 +125,16 @@ static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_
     if (s != EDGE_OK) return s;
     if ((*out)->type != (*a)->type)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    return EDGE_OK;
+}
+
+/* ADD / SUB / MUL / DIV: eb_prepare_io for FLOAT32, INT8, INT16, INT32 with the fused activation one of
+ * NONE..RELU6. */
+static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, int32_t act,
+                                       edge_tensor_t **a, edge_tensor_t **b, edge_tensor_t **out) {
+    const edge_status_t s = eb_prepare_io(node, ctx, bytes, EB_TYPES_ALL, "C kernel runs FLOAT32, INT8, INT16, INT32",
+                                          1, a, b, out);
+    if (s != EDGE_OK) return s;
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     return EDGE_OK;
 }

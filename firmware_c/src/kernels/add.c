@@ -94,8 +94,10 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
         q[10] = d->p.off_out;
         q[11] = d->p.lo;
         q[12] = d->p.hi;
-        /* the input steps take no left shift (ratios <= 1/2, addsub_in's assumption) */
+        /* the input steps take no left shift (ratios <= 1/2, addsub_in's assumption); a level runs it only
+         * when it has the path (a call with n = 0 asks) */
         d->simd = d->p.q1.left == 0 && d->p.q2.left == 0 ? edge_simd_level() : 0;
+        if (d->simd && !edge_simd_addsub_q8(d->simd, 0, 0, 0, 0, 0, 0, q)) d->simd = 0;
     }
 #endif
     return EDGE_OK;
@@ -159,6 +161,13 @@ static inline int32_t sub_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
 EB_ROWS(add_rows, add, addsub_p_t, add_q8, add_q16, add_i32, add_f)
 EB_ROWS(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f)
 
+#if EDGE_SIMD
+static void addsub_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    const addsub_data_t *d = (const addsub_data_t *)op;
+    (void)edge_simd_addsub_q8(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p);
+}
+#endif
+
 /* n bytes at p and at q do not overlap (compared as addresses: they may lie in different objects). */
 static int disjoint(const void *p, const void *q, int32_t n) {
     const uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
@@ -171,9 +180,10 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     void *y = edge_out(ctx, node, 0)->data;
     const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
 #if EDGE_SIMD
-    if (d->simd && d->bc.rank == 1 && d->bc.a_stride[0] && d->bc.b_stride[0] &&
-        edge_simd_addsub_q8(d->simd, (const int8_t *)a, (const int8_t *)b, (int8_t *)y, d->bc.dims[0], d->simd_p))
+    if (d->simd) { /* int8 rows of any broadcast, vectorized */
+        ea_bcast_run(&d->bc, d, a, 1, b, 1, y, 1, addsub_row_simd);
         return;
+    }
 #endif
     if (d->type == EDGE_INT8 && d->bc.rank == 1 && d->bc.a_stride[0] && d->bc.b_stride[0] &&
         d->bc.count >= ADDSUB_TABLE_MIN && disjoint(y, a, d->bc.dims[0]) && disjoint(y, b, d->bc.dims[0])) {

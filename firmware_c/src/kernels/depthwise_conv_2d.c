@@ -44,10 +44,12 @@ typedef struct {
     int32_t plane;              /* the least-RAM plan (EDGE_INIT_MEMORY_MIN), int8, M == 1: one input channel's
                                  * h * w bytes, for running with the output over the input (-1: none) */
 #if EDGE_SIMD
-    int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none) */
-    int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] (multiplier 1) */
+    int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int16_t *simd_w;            /* persistent: the filter widened to int16 [m, kh * kw, c] (output channel
+                                 * ic * m + j of tap t at [j, t, ic]; several input channels) */
     edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
-    int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc] */
+    int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc]; several input channels:
+                                 * per j < m, bias, mul, rs of the output channels ic * m + j (3 * c each) */
     int32_t simd_scratch;       /* per thread: the taps inside one pixel's window (kh * kw offsets and weight
                                  * rows), or (one input channel) DW_SIMD_MB im2col rows + the GEMM's work */
     int32_t simd_threads;       /* threads at prepare: parts of the output rows / pixels */
@@ -58,24 +60,28 @@ typedef struct {
 #if EDGE_SIMD
 #define DW_SIMD_MB 16 /* output pixels per im2col block (one input channel) */
 
-/* int8, constant filter, multipliers edge_rq covers, and either depth multiplier 1 (the filter as int16 rows
- * per tap, all channels of a pixel at once) or one input channel (a convolution with one input channel: the
- * packed GEMM of the taps against the oc filters). */
+/* int8, constant filter, multipliers edge_rq covers, and either several input channels (the filter as int16
+ * rows per tap, all channels of a pixel at once; a depth multiplier m > 1 as m such passes, pass j the output
+ * channels ic * m + j) or one input channel (a convolution with one input channel: the packed GEMM of the taps
+ * against the oc filters). */
 static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d, const edge_tensor_t *w,
                                      const edge_tensor_t *bias) {
     const int32_t level = edge_simd_level(), taps = d->kh * d->kw, oc = d->oc;
     int32_t i;
     d->simd = 0;
-    if (!level || d->kind != DW_INT8 || (d->m != 1 && d->c != 1) || d->rq_generic || !w->is_const ||
+    if (!level || d->kind != DW_INT8 || d->rq_generic || !w->is_const ||
         (bias && !bias->is_const) || (int64_t)taps * oc > 0x3fffffff)
         return EDGE_OK;
     d->simd_q = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * 3u * (size_t)oc);
     if (!d->simd_q) return EDGE_ARENA_TOO_SMALL;
     for (i = 0; i < oc; i++) {
         const edge_rq_t q = edge_rq_at(d->rq, oc, i);
-        d->simd_q[i] = bias ? ((const int32_t *)bias->data)[i] : 0;
-        d->simd_q[oc + i] = q.mul;
-        d->simd_q[2 * oc + i] = q.rnd;
+        /* one input channel: [bias oc][mul oc][rs oc]; else pass j = i % m holds channel ic = i / m */
+        int32_t *at = d->c == 1 ? d->simd_q + i : d->simd_q + (int64_t)(i % d->m) * 3 * d->c + i / d->m;
+        const int32_t step = d->c == 1 ? oc : d->c;
+        at[0] = bias ? ((const int32_t *)bias->data)[i] : 0;
+        at[step] = q.mul;
+        at[2 * step] = q.rnd;
     }
     if (d->c == 1) {
         const size_t bytes = edge_simd_qgemm_bytes(level, oc, taps);
@@ -95,10 +101,15 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
     }
     d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)oc);
     if (!d->simd_w) return EDGE_ARENA_TOO_SMALL;
-    for (i = 0; i < taps * oc; i++) d->simd_w[i] = ((const int8_t *)w->data)[i];
+    for (i = 0; i < taps * oc; i++) { /* tap t, output channel o = ic * m + j -> [j, t, ic] */
+        const int32_t t = i / oc, o = i % oc;
+        d->simd_w[((int64_t)(o % d->m) * taps + t) * d->c + o / d->m] = ((const int8_t *)w->data)[i];
+    }
     d->simd = level;
     d->simd_threads = edge_simd_threads();
-    d->simd_part_bytes = (uint32_t)(((sizeof(int32_t) + sizeof(void *)) * (size_t)taps + 63) & ~(size_t)63);
+    /* the taps' weight rows and offsets, and (m > 1) one pass's c outputs before they are spread */
+    d->simd_part_bytes = (uint32_t)(((sizeof(int32_t) + sizeof(void *)) * (size_t)taps +
+                                     (d->m > 1 ? (size_t)d->c : 0) + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
 
@@ -160,12 +171,15 @@ static void dw_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     }
 }
 
-/* Every output pixel: the taps inside the input, then all channels at once (src/simd). */
+/* Every output pixel: the taps inside the input, then all channels at once (src/simd); a depth multiplier
+ * m > 1 in m passes over the same taps, pass j's c outputs spread to channels ic * m + j. */
 static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr, int32_t oy0, int32_t oy1) {
+    const int32_t taps = d->kh * d->kw;
     const int16_t **wtap = (const int16_t **)scr;
-    int32_t *xoff = (int32_t *)(wtap + d->kh * d->kw);
-    const int32_t c = d->c, *q = d->simd_q;
-    int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
+    int32_t *xoff = (int32_t *)(wtap + taps);
+    int8_t *pass = (int8_t *)(xoff + taps);
+    const int32_t c = d->c, m = d->m, oc = d->oc, *q = d->simd_q;
+    int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1, j, t, ic;
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->h * d->w * c;
         for (oy = oy0; oy < oy1; oy++) {
@@ -173,6 +187,7 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
             edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
             for (ox = 0; ox < d->ow; ox++) {
                 const int32_t ix0 = ox * d->sw - d->pl;
+                int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * oc;
                 int32_t nt = 0;
                 edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
                 for (fy = fy0; fy < fy1; fy++)
@@ -180,8 +195,19 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
                         xoff[nt] = ((iy0 + fy * d->dh) * d->w + ix0 + fx * d->dw) * c;
                         wtap[nt] = d->simd_w + (int64_t)(fy * d->kw + fx) * c;
                     }
-                edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, q, q + c, q + 2 * c,
-                                   d->output_offset, d->lo, d->hi, y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+                if (m == 1) {
+                    edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, q, q + c, q + 2 * c,
+                                       d->output_offset, d->lo, d->hi, yp);
+                    continue;
+                }
+                for (j = 0; j < m; j++) {
+                    const int32_t *qj = q + (int64_t)j * 3 * c;
+                    if (j)
+                        for (t = 0; t < nt; t++) wtap[t] += (int64_t)taps * c; /* pass j's rows of the same taps */
+                    edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, qj, qj + c, qj + 2 * c,
+                                       d->output_offset, d->lo, d->hi, pass);
+                    for (ic = 0; ic < c; ic++) yp[ic * m + j] = pass[ic];
+                }
             }
         }
     }

@@ -16,6 +16,7 @@
 #include "edge_kernel.h"
 #include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(AVERAGE_POOL_2D, average_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
 EDGE_KERNEL(MAX_POOL_2D, max_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
@@ -26,6 +27,9 @@ typedef struct {
     int32_t lo, hi;
     float flo, fhi;
     int32_t scratch;            /* c int32 (or float) accumulators */
+#if EDGE_SIMD
+    int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+#endif
 } pool_data_t;
 
 /* Window cells [*lo, *hi) inside the input for an origin along one axis. */
@@ -108,6 +112,10 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
                                   out->scale, out->zero_point, &d->lo, &d->hi) != 0)
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     }
+#if EDGE_SIMD
+    d->simd = in->type == EDGE_INT8 ? edge_simd_level() : 0;
+    if (d->simd && !edge_simd_pool_q8(d->simd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) d->simd = 0; /* has the level it? */
+#endif
     return edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->c, &d->scratch);
 }
 
@@ -192,11 +200,38 @@ static void pool_float(const pool_data_t *d, const float *x, float *y, float *ac
     }
 }
 
+#if EDGE_SIMD
+/* int8 on a fast path: each output pixel's window (its cells inside the input) to edge_simd_pool_q8. */
+static void pool_int8_simd(const pool_data_t *d, const int8_t *x, int8_t *y, int32_t *acc, int average) {
+    const int32_t c = d->c;
+    int32_t b, oy, ox, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            pool_range(iy0, d->h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                pool_range(ix0, d->w, d->fw, &fx0, &fx1);
+                (void)edge_simd_pool_q8(d->simd, average, x + (((int64_t)b * d->h + iy0 + fy0) * d->w + ix0 + fx0) * c,
+                                        (int64_t)d->w * c, fy1 - fy0, fx1 - fx0, c, d->lo, d->hi, acc,
+                                        y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+            }
+        }
+    }
+}
+#endif
+
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const pool_data_t *d = (const pool_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     void *scratch = edge_scratch(ctx, node, d->scratch);
+#if EDGE_SIMD
+    if (d->simd) {
+        pool_int8_simd(d, (const int8_t *)in->data, (int8_t *)out->data, (int32_t *)scratch, average);
+        return;
+    }
+#endif
     if (EDGE_WITH_FLOAT32 && d->type == EDGE_FLOAT32) pool_float(d, (const float *)in->data, (float *)out->data, (float *)scratch, average);
     else pool_int(d, in->data, out->data, (int32_t *)scratch, average);
 }

@@ -7,7 +7,7 @@
  * kernel): x >= 0 ? x : x * alpha.
  */
 #include "edge_kernel.h"
-#include "../edge_fixedpoint_act.h"
+#include "../edge_binary.h"
 
 EDGE_KERNEL(PRELU, prelu, 2, "FLOAT32 INT8 INT16", "alpha FLOAT32 (float) or INT8 (quantized)")
 
@@ -20,35 +20,18 @@ typedef struct {
 edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *alpha, *out;
     prelu_data_t *d;
-    int32_t shape[8], rank, r;
-    edge_status_t s;
-
-    if (node->n_inputs != 2 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU expects 2 inputs and 1 output");
-    x = edge_in(ctx, node, 0);
-    alpha = edge_in(ctx, node, 1);
-    out = edge_out(ctx, node, 0);
-    if (!x || !alpha) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: input and alpha are required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: C kernel runs FLOAT32, INT8, INT16");
-    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
-    d = (prelu_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
-    r = ea_bcast_prepare(&d->bc, x, alpha, shape, &rank);
-    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: input and alpha shapes do not broadcast");
-    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: broadcasting beyond rank 6");
-    if (r == -3) return EDGE_FAIL(ctx, EDGE_LIMIT, "PRELU: the broadcast output would hold more than 2^40 elements");
-    s = edge_set_output_shape(ctx, node, 0, shape, rank);
+    const edge_status_t s = eb_prepare_io(node, ctx, sizeof *d,
+                                          EB_TYPE(EDGE_FLOAT32) | EB_TYPE(EDGE_INT8) | EB_TYPE(EDGE_INT16),
+                                          "C kernel runs FLOAT32, INT8, INT16", 0, &x, &alpha, &out);
     if (s != EDGE_OK) return s;
+    d = (prelu_data_t *)node->user_data;
     d->type = x->type;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
         if (alpha->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: float alpha must be FLOAT32");
-        if (rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
-        if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: output type differs from input");
+        if (out->rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
         return EDGE_OK;
     }
     if (alpha->type != EDGE_INT8) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: alpha must be INT8");
-    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: output type differs from input");
     if (!x->quantized || !alpha->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PRELU: tensors need quantization parameters");
     if (!ea_good_scale(x) || !ea_good_scale(alpha) || !ea_good_scale(out))

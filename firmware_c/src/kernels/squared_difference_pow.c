@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
-#include "../edge_fixedpoint_act.h"
+#include "../edge_binary.h"
 
 EDGE_KERNEL(SQUARED_DIFFERENCE, squared_difference, 2, "FLOAT32 INT8 INT16 INT32", "inputs of one type")
 EDGE_KERNEL(POW, pow, 1, "FLOAT32 INT32", "inputs of one type")
@@ -21,44 +21,16 @@ typedef struct {
     int32_t m1, s1, m2, s2, mo, so;
 } sqd_data_t;
 
-static edge_status_t bin_prepare(edge_node_t *node, edge_ctx_t *ctx, sqd_data_t **out_d, int pow_op) {
+edge_status_t edge_prepare_squared_difference(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *a, *b, *out;
     sqd_data_t *d;
-    int32_t shape[8], rank, r;
-    edge_status_t s;
-    if (node->n_inputs != 2 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 2 inputs and 1 output");
-    a = edge_in(ctx, node, 0);
-    b = edge_in(ctx, node, 1);
-    out = edge_out(ctx, node, 0);
-    if (!a || !b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "both inputs are required");
-    if (pow_op ? (a->type != EDGE_FLOAT32 && a->type != EDGE_INT32)
-               : (a->type != EDGE_FLOAT32 && a->type != EDGE_INT8 && a->type != EDGE_INT16 && a->type != EDGE_INT32))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, pow_op ? "C kernel runs FLOAT32, INT32" : "C kernel runs FLOAT32, INT8, INT16, INT32");
-    if ((s = edge_type_built(ctx, a->type)) != EDGE_OK) return s;
-    if (b->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "inputs have different types");
-    if (out->type != a->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
-    d = (sqd_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
-    d->type = a->type;
-    r = ea_bcast_prepare(&d->bc, a, b, shape, &rank);
-    if (r == -1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shapes do not broadcast");
-    if (r == -2) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "broadcasting beyond rank 6");
-    if (r == -3) return EDGE_FAIL(ctx, EDGE_LIMIT, "the broadcast output would hold more than 2^40 elements");
-    *out_d = d;
-    return edge_set_output_shape(ctx, node, 0, shape, rank);
-}
-
-edge_status_t edge_prepare_squared_difference(edge_node_t *node, edge_ctx_t *ctx) {
-    sqd_data_t *d;
-    const edge_tensor_t *a, *b, *out;
-    edge_status_t s;
     double twice_max;
-    if ((s = bin_prepare(node, ctx, &d, 0)) != EDGE_OK) return s;
+    const edge_status_t s = eb_prepare_io(node, ctx, sizeof *d, EB_TYPES_ALL, "C kernel runs FLOAT32, INT8, INT16, INT32",
+                                          1, &a, &b, &out);
+    if (s != EDGE_OK) return s;
+    d = (sqd_data_t *)node->user_data;
+    d->type = a->type;
     if (d->type != EDGE_INT8 && d->type != EDGE_INT16) return EDGE_OK;
-    a = edge_in(ctx, node, 0);
-    b = edge_in(ctx, node, 1);
-    out = edge_out(ctx, node, 0);
     if (!ea_per_tensor(a) || !ea_per_tensor(b) || !ea_per_tensor(out))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "quantized SQUARED_DIFFERENCE needs per-tensor quantization parameters");
     d->qmin = ea_type_min(d->type);
@@ -139,8 +111,11 @@ void edge_eval_squared_difference(const edge_node_t *node, edge_ctx_t *ctx) {
 }
 
 edge_status_t edge_prepare_pow(edge_node_t *node, edge_ctx_t *ctx) {
-    sqd_data_t *d;
-    return bin_prepare(node, ctx, &d, 1);
+    edge_tensor_t *a, *b, *out;
+    const edge_status_t s = eb_prepare_io(node, ctx, sizeof(sqd_data_t), EB_TYPE(EDGE_FLOAT32) | EB_TYPE(EDGE_INT32),
+                                          "C kernel runs FLOAT32, INT32", 1, &a, &b, &out);
+    if (s == EDGE_OK) ((sqd_data_t *)node->user_data)->type = a->type;
+    return s;
 }
 
 static int32_t ipow(int32_t base, int32_t e) {

@@ -42,7 +42,10 @@ enum {
     EDGE_SIMD_ARM_DOTPROD = 2    /* ARMv8.2 dot product: SDOT */
 };
 
-/* The level this CPU runs (0: none), at most the cap set by edge_simd_set. */
+/* What this CPU can run (0: none): the per-arch probe (edge_simd_x86.c: cpuid; edge_simd_arm.c: hwcaps). */
+int32_t edge_simd_cpu_level(void);
+/* The level the kernels use (src/simd/edge_simd.c): the probe's, read once, capped by EDGE_SIMD_LEVEL=n in the
+ * environment and by edge_simd_set. */
 int32_t edge_simd_level(void);
 /* Cap the level (tests run every level the CPU has; -1: no cap). Returns the detected level. Takes effect for
  * models prepared afterwards. Exported from libedge.so. */
@@ -58,6 +61,13 @@ typedef struct {
 
 /* Bytes edge_simd_qgemm_pack needs at `level` (0 when the level has no int8 GEMM). */
 size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k);
+/* For the per-arch edge_simd_qgemm_pack (src/simd/edge_simd.c): fills g and the packed block's bias (with
+ * off * sum_k w folded in: the arch's own input offset), multipliers and shifts (rs_sign * rs: arm's SRSHL
+ * shifts right by a negative count) for npad channels; returns where the packed weights start. */
+void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
+                           int32_t kstride, const int32_t *bias, int32_t off, const int32_t *mul, int32_t mul_stride,
+                           const int32_t *rs, int32_t rs_stride, int32_t rs_sign, int32_t zp, int32_t lo, int32_t hi,
+                           int32_t npad, int32_t kpad, void *dst);
 /* Work bytes edge_simd_qgemm needs (per thread). */
 size_t edge_simd_qgemm_work(int32_t level, int32_t k);
 /* Fill g (its packed block of edge_simd_qgemm_bytes at dst): w is n int8 rows of k (value i of row c at
@@ -79,10 +89,21 @@ void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, con
                         int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
                         const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y);
 
-/* int8 ADD / SUB of two same-shape inputs (TFLM's arithmetic, as kernels/add.c): p holds zp1, zp2, m1, r1, m2,
- * r2 (the inputs' multipliers and right shifts), sign (+1 ADD, -1 SUB), mo, left_o, right_o (the output's),
- * off_out, lo, hi. Returns 1 when it ran, 0 when this level has no such path (the caller runs its own). */
-int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p);
+/* One broadcast row (edge_fixedpoint_act.h's ea_row_fn: n elements, each operand's step 0 or 1) of int8 ADD /
+ * SUB (TFLM's arithmetic, as kernels/add.c): p holds zp1, zp2, m1, r1, m2, r2 (the inputs' multipliers and right
+ * shifts), sign (+1 ADD, -1 SUB), mo, left_o, right_o (the output's), off_out, lo, hi. Returns 1 when it ran, 0
+ * when this level has no such path (the caller runs its own). */
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                            int32_t n, const int32_t *p);
+/* One broadcast row of int8 MUL (as kernels/mul.c): p holds zp1, zp2, m, left, right, off_out, lo, hi. */
+int32_t edge_simd_mul_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                         int32_t n, const int32_t *p);
+/* One output pixel of int8 AVERAGE_POOL_2D (average 1) / MAX_POOL_2D (0), as kernels/pooling.c: the window's
+ * cells inside the input at x + r * row + j * c (r < rows, j < cols), c channels each; the average is the sum
+ * divided by rows * cols, halves away from zero; the max starts from -128; then clamped to [lo, hi]. acc: c
+ * int32 of scratch. Returns 1 when it ran, 0 when this level has no such path. */
+int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64_t row, int32_t rows, int32_t cols,
+                          int32_t c, int32_t lo, int32_t hi, int32_t *acc, int8_t *y);
 
 /* Threads (src/simd/edge_threads.c). The count for nodes prepared from now on (1..64; 1 by default): a node keeps
  * it in its op data, so set it before edge_init. Returns the previous count. Exported from libedge.so. */
@@ -99,10 +120,11 @@ static inline void edge_simd_split(int32_t total, int32_t align, int32_t t, int3
     *lo = a < total ? a : total;
     *hi = b < total ? b : total;
 }
-/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 64K MACs each); the
+/* Threads worth using for `work` multiply-adds prepared with `prepared` threads (at least 256K MACs each: some
+ * microseconds on x86-64, tens on a Cortex-A53, well above what handing a part to a spinning worker costs); the
  * kernels split into twice as many parts (claimed one at a time: a thread the OS runs late holds up nobody). */
 static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
-    const int64_t most = work >> 16;
+    const int64_t most = work >> 18;
     return most < 1 ? 1 : (most < prepared ? (int32_t)most : prepared);
 }
 #endif

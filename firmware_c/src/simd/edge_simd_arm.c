@@ -12,7 +12,6 @@
 
 #if EDGE_SIMD && defined(__aarch64__)
 #include <arm_neon.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 
@@ -26,31 +25,10 @@
 #define T_DOT __attribute__((target("arch=armv8.2-a+dotprod")))
 #define INLINE __attribute__((always_inline)) inline
 
-static int32_t simd_cap = -1;
-
-static int32_t simd_detect(void) {
-    static int32_t level = -1;
-    if (level < 0) {
-        const unsigned long hw = getauxval(AT_HWCAP);
-        level = EDGE_SIMD_NONE;
-        if (hw & HWCAP_ASIMD) level = EDGE_SIMD_ARM_NEON;
-        if ((hw & HWCAP_ASIMD) && (hw & HWCAP_ASIMDDP)) level = EDGE_SIMD_ARM_DOTPROD;
-        {   /* EDGE_SIMD_LEVEL=n in the environment caps it (tests run edge-run-c at every level, under qemu-user) */
-            const char *env = getenv("EDGE_SIMD_LEVEL");
-            if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < level) level = env[0] - '0';
-        }
-    }
-    return level;
-}
-
-int32_t edge_simd_level(void) {
-    const int32_t l = simd_detect();
-    return simd_cap >= 0 && simd_cap < l ? simd_cap : l;
-}
-
-int32_t edge_simd_set(int32_t cap) {
-    simd_cap = cap;
-    return simd_detect();
+int32_t edge_simd_cpu_level(void) {
+    const unsigned long hw = getauxval(AT_HWCAP);
+    if (!(hw & HWCAP_ASIMD)) return EDGE_SIMD_NONE;
+    return (hw & HWCAP_ASIMDDP) ? EDGE_SIMD_ARM_DOTPROD : EDGE_SIMD_ARM_NEON;
 }
 
 #define NB 8      /* channels per block (both levels) */
@@ -77,33 +55,11 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
                           void *dst) {
     const int dot = level == EDGE_SIMD_ARM_DOTPROD;
     const int32_t npad = round_up(n, NB), kpad = round_up(k, kstep(level));
-    int32_t *b = (int32_t *)dst, *m = b + npad, *r = m + npad;
     int32_t c, i;
-    g->level = level;
-    g->n = n;
-    g->k = k;
-    g->zp = zp;
-    g->lo = lo;
-    g->hi = hi;
-    g->npad = npad;
-    g->kpad = kpad;
-    g->packed = dst;
-    for (c = 0; c < npad; c++) {
-        uint32_t s = 0;
-        if (c < n) {
-            const int8_t *wr = w + (int64_t)c * ldw;
-            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
-            b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)input_offset);
-            m[c] = mul[(int64_t)c * mul_stride];
-            r[c] = -rs[(int64_t)c * rs_stride]; /* SRSHL shifts right by a negative count */
-        } else {
-            b[c] = 0;
-            m[c] = 0;
-            r[c] = -2;
-        }
-    }
+    void *const pack = edge_simd_qgemm_head(g, level, w, n, k, ldw, kstride, bias, input_offset, mul, mul_stride, rs, rs_stride, -1, zp, lo, hi,
+                         npad, kpad, dst);
     if (dot) { /* per block, per 4 values of k: 8 channels x 4 int8 (two SDOT operands of 4 channels) */
-        int8_t *pw = (int8_t *)(r + npad);
+        int8_t *pw = (int8_t *)pack;
         memset(pw, 0, (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
@@ -111,7 +67,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
             for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 32 + (i % 4)] = wr[(int64_t)i * kstride];
         }
     } else { /* per block, per value of k: 8 channels as int16 */
-        int16_t *pw = (int16_t *)(r + npad);
+        int16_t *pw = (int16_t *)pack;
         memset(pw, 0, 2 * (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
@@ -244,9 +200,169 @@ void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int
     else neon_gemm(g, a, m, lda, n0, n1, y, ldy, work);
 }
 
-int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
-    (void)level, (void)a, (void)b, (void)y, (void)n, (void)p;
-    return 0; /* no NEON ADD yet: kernels/add.c runs its own */
+/* ------------------------------------------------------------------------------------- ADD / SUB / MUL int8 */
+
+/* edge_rdbpot by e (0..31) on 4 lanes: x >> e, plus one when the remainder is above half (halves away) */
+static INLINE int32x4_t rdbpot4(int32x4_t x, int32_t e) {
+    const int32x4_t mask = vdupq_n_s32((int32_t)(((int64_t)1 << e) - 1));
+    const int32x4_t thr = vsubq_s32(vshrq_n_s32(mask, 1), vshrq_n_s32(x, 31));
+    const int32x4_t rem = vandq_s32(x, mask);
+    return vsubq_s32(vshlq_s32(x, vdupq_n_s32(-e)), vreinterpretq_s32_u32(vcgtq_s32(rem, thr)));
+}
+
+/* eb_srdhm: (x * m + 2^30) >> 31 = SQRDMULH for m >= 0 (its saturating case needs m = INT32_MIN) */
+static INLINE int32x4_t srdhm4(int32x4_t x, int32x4_t m) { return vqrdmulhq_s32(x, m); }
+
+/* 8 int8 of a row (step 1) or its one value (step 0), as two int32x4. */
+static INLINE void load8(const int8_t *x, int32_t step, int32_t i, int32x4_t *lo, int32x4_t *hi) {
+    const int16x8_t v = step ? vmovl_s8(vld1_s8(x + i)) : vdupq_n_s16(x[0]);
+    *lo = vmovl_s16(vget_low_s16(v));
+    *hi = vmovl_high_s16(v);
+}
+
+static INLINE void store8n(int32x4_t q0, int32x4_t q1, int8_t *y, int32_t n) {
+    const int8x8_t v = vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1)));
+    if (n >= 8) {
+        vst1_s8(y, v);
+    } else {
+        int8_t t[8];
+        vst1_s8(t, v);
+        memcpy(y, t, (size_t)n);
+    }
+}
+
+static INLINE int32x4_t addsub_in4(int32x4_t x, int32x4_t zp, int32x4_t m, int32_t r) {
+    return rdbpot4(srdhm4(vshlq_n_s32(vsubq_s32(x, zp), 20), m), r);
+}
+
+static INLINE int32x4_t addsub_out4(int32x4_t x1, int32x4_t x2, const int32_t *p, int32_t sub) {
+    const int32x4_t s = sub ? vsubq_s32(x1, x2) : vaddq_s32(x1, x2);
+    const int32x4_t q = rdbpot4(srdhm4(vshlq_s32(s, vdupq_n_s32(p[8])), vdupq_n_s32(p[7])), p[9]);
+    return vminq_s32(vmaxq_s32(vaddq_s32(q, vdupq_n_s32(p[10])), vdupq_n_s32(p[11])), vdupq_n_s32(p[12]));
+}
+
+static void addsub_block(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int32_t i, int8_t *y, int32_t n,
+                         const int32_t *p) {
+    const int32x4_t zp1 = vdupq_n_s32(p[0]), zp2 = vdupq_n_s32(p[1]), m1 = vdupq_n_s32(p[2]), m2 = vdupq_n_s32(p[4]);
+    const int32_t sub = p[6] < 0;
+    int32x4_t a0, a1, b0, b1;
+    load8(a, sa, i, &a0, &a1);
+    load8(b, sb, i, &b0, &b1);
+    a0 = addsub_in4(a0, zp1, m1, p[3]);
+    a1 = addsub_in4(a1, zp1, m1, p[3]);
+    b0 = addsub_in4(b0, zp2, m2, p[5]);
+    b1 = addsub_in4(b1, zp2, m2, p[5]);
+    store8n(addsub_out4(a0, b0, p, sub), addsub_out4(a1, b1, p, sub), y, n);
+}
+
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                            int32_t n, const int32_t *p) {
+    int32_t i;
+    if (level < EDGE_SIMD_ARM_NEON) return 0; /* (n = 0: the caller asks whether the level has the path) */
+    for (i = 0; i + 8 <= n; i += 8) addsub_block(a, sa, b, sb, i, y + i, 8, p);
+    if (i < n) { /* the n % 8 last elements: the same lanes on a zero-padded copy */
+        int8_t ta[8] = {0}, tb[8] = {0};
+        memcpy(ta, sa ? a + i : a, (size_t)(sa ? n - i : 1));
+        memcpy(tb, sb ? b + i : b, (size_t)(sb ? n - i : 1));
+        addsub_block(ta, sa, tb, sb, 0, y + i, n - i, p);
+    }
+    return 1;
+}
+
+static INLINE int32x4_t mul_out4(int32x4_t x1, int32x4_t x2, const int32_t *p) {
+    const int32x4_t prod = vmulq_s32(vsubq_s32(x1, vdupq_n_s32(p[0])), vsubq_s32(x2, vdupq_n_s32(p[1])));
+    const int32x4_t q = rdbpot4(srdhm4(vshlq_s32(prod, vdupq_n_s32(p[3])), vdupq_n_s32(p[2])), p[4]);
+    return vminq_s32(vmaxq_s32(vaddq_s32(q, vdupq_n_s32(p[5])), vdupq_n_s32(p[6])), vdupq_n_s32(p[7]));
+}
+
+static void mul_block(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int32_t i, int8_t *y, int32_t n,
+                      const int32_t *p) {
+    int32x4_t a0, a1, b0, b1;
+    load8(a, sa, i, &a0, &a1);
+    load8(b, sb, i, &b0, &b1);
+    store8n(mul_out4(a0, b0, p), mul_out4(a1, b1, p), y, n);
+}
+
+int32_t edge_simd_mul_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                         int32_t n, const int32_t *p) {
+    int32_t i;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    for (i = 0; i + 8 <= n; i += 8) mul_block(a, sa, b, sb, i, y + i, 8, p);
+    if (i < n) {
+        int8_t ta[8] = {0}, tb[8] = {0};
+        memcpy(ta, sa ? a + i : a, (size_t)(sa ? n - i : 1));
+        memcpy(tb, sb ? b + i : b, (size_t)(sb ? n - i : 1));
+        mul_block(ta, sa, tb, sb, 0, y + i, n - i, p);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- pooling int8 */
+
+int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64_t row, int32_t rows, int32_t cols,
+                          int32_t c, int32_t lo, int32_t hi, int32_t *acc, int8_t *y) {
+    int32_t r, j, i = 0;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    if (!average) {
+        const int8x16_t vlo = vdupq_n_s8((int8_t)lo), vhi = vdupq_n_s8((int8_t)hi);
+        for (; i + 16 <= c; i += 16) {
+            int8x16_t m = vdupq_n_s8(-128);
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) m = vmaxq_s8(m, vld1q_s8(x + r * row + (int64_t)j * c + i));
+            vst1q_s8(y + i, vminq_s8(vmaxq_s8(m, vlo), vhi));
+        }
+        for (; i < c; i++) {
+            int32_t m = -128;
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) {
+                    const int32_t v = x[r * row + (int64_t)j * c + i];
+                    m = v > m ? v : m;
+                }
+            y[i] = (int8_t)(m < lo ? lo : (m > hi ? hi : m));
+        }
+        return 1;
+    }
+    {
+        const int32_t count = rows * cols, half = count / 2;
+        const int32x4_t vhalf = vdupq_n_s32(half), vlo = vdupq_n_s32(lo), vhi = vdupq_n_s32(hi);
+        const float64x2_t dcount = vdupq_n_f64((double)count);
+        for (; i + 8 <= c; i += 8) {
+            int32x4_t s0 = vdupq_n_s32(0), s1 = vdupq_n_s32(0);
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) {
+                    const int16x8_t v = vmovl_s8(vld1_s8(x + r * row + (int64_t)j * c + i));
+                    s0 = vaddw_s16(s0, vget_low_s16(v));
+                    s1 = vaddw_high_s16(s1, v);
+                }
+            vst1q_s32(acc + i, s0);
+            vst1q_s32(acc + i + 4, s1);
+        }
+        for (; i < c; i++) {
+            int32_t s = 0;
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) s += x[r * row + (int64_t)j * c + i];
+            acc[i] = s;
+        }
+        /* (s +- half) / count truncated, in double (exact for integers below 2^31: see edge_simd_x86.c) */
+        for (i = 0; i + 8 <= c; i += 8) {
+            int32x4_t q[2];
+            int32_t h;
+            for (h = 0; h < 2; h++) {
+                const int32x4_t s = vld1q_s32(acc + i + 4 * h);
+                const int32x4_t neg = vreinterpretq_s32_u32(vcltq_s32(s, vdupq_n_s32(0)));
+                const int32x4_t t = vsubq_s32(vaddq_s32(s, vhalf), vandq_s32(neg, vaddq_s32(vhalf, vhalf)));
+                const int64x2_t q0 = vcvtq_s64_f64(vdivq_f64(vcvtq_f64_s64(vmovl_s32(vget_low_s32(t))), dcount));
+                const int64x2_t q1 = vcvtq_s64_f64(vdivq_f64(vcvtq_f64_s64(vmovl_high_s32(t)), dcount));
+                q[h] = vminq_s32(vmaxq_s32(vcombine_s32(vmovn_s64(q0), vmovn_s64(q1)), vlo), vhi);
+            }
+            store8n(q[0], q[1], y + i, 8);
+        }
+        for (; i < c; i++) {
+            const int32_t s = acc[i], v = s > 0 ? (s + half) / count : (s - half) / count;
+            y[i] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        }
+    }
+    return 1;
 }
 
 void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, const int16_t *const *wtap,

@@ -15,41 +15,21 @@
 
 #if EDGE_SIMD && defined(__x86_64__)
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
 #define T_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 #define INLINE __attribute__((always_inline)) inline
 
-static int32_t simd_cap = -1;
-
-static int32_t simd_detect(void) {
-    static int32_t level = -1;
-    if (level < 0) {
-        __builtin_cpu_init();
-        level = EDGE_SIMD_NONE;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = EDGE_SIMD_X86_AVX2;
-        if (level && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512vnni"))
-            level = EDGE_SIMD_X86_AVX512VNNI;
-        {   /* EDGE_SIMD_LEVEL=n in the environment caps it (tests run edge-run-c at every level, under qemu-user) */
-            const char *env = getenv("EDGE_SIMD_LEVEL");
-            if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < level) level = env[0] - '0';
-        }
-    }
+int32_t edge_simd_cpu_level(void) {
+    int32_t level = EDGE_SIMD_NONE;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) level = EDGE_SIMD_X86_AVX2;
+    if (level && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vnni"))
+        level = EDGE_SIMD_X86_AVX512VNNI;
     return level;
-}
-
-int32_t edge_simd_level(void) {
-    const int32_t l = simd_detect();
-    return simd_cap >= 0 && simd_cap < l ? simd_cap : l;
-}
-
-int32_t edge_simd_set(int32_t cap) {
-    simd_cap = cap;
-    return simd_detect();
 }
 
 /* ------------------------------------------------------------------------------------- scalar helpers */
@@ -96,33 +76,11 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
     const int32_t npad = round_up(n, nb), kpad = round_up(k, step);
     /* VNNI multiplies unsigned activations: a + 128 (a ^ 0x80), so the bias takes (input_offset - 128) */
     const int32_t off = vnni ? input_offset - 128 : input_offset;
-    int32_t *b = (int32_t *)dst, *m = b + npad, *r = m + npad;
     int32_t c, i;
-    g->level = level;
-    g->n = n;
-    g->k = k;
-    g->zp = zp;
-    g->lo = lo;
-    g->hi = hi;
-    g->npad = npad;
-    g->kpad = kpad;
-    g->packed = dst;
-    for (c = 0; c < npad; c++) {
-        uint32_t s = 0;
-        if (c < n) {
-            const int8_t *wr = w + (int64_t)c * ldw;
-            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
-            b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)off); /* wraps as int32 sums do */
-            m[c] = mul[(int64_t)c * mul_stride];
-            r[c] = rs[(int64_t)c * rs_stride];
-        } else {
-            b[c] = 0;
-            m[c] = 0;
-            r[c] = 2;
-        }
-    }
+    void *const pack = edge_simd_qgemm_head(g, level, w, n, k, ldw, kstride, bias, off, mul, mul_stride, rs, rs_stride, 1, zp, lo, hi,
+                         npad, kpad, dst);
     if (vnni) {
-        int8_t *pw = (int8_t *)(r + npad);
+        int8_t *pw = (int8_t *)pack;
         memset(pw, 0, (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
@@ -130,7 +88,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
             for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 64 + (i % 4)] = wr[(int64_t)i * kstride];
         }
     } else {
-        int16_t *pw = (int16_t *)(r + npad);
+        int16_t *pw = (int16_t *)pack;
         memset(pw, 0, 2 * (size_t)npad * (size_t)kpad);
         for (c = 0; c < n; c++) {
             const int8_t *wr = w + (int64_t)c * ldw;
@@ -364,41 +322,154 @@ T_AVX2 static INLINE __m256i rdbpot256(__m256i x, int32_t e) {
     return _mm256_sub_epi32(_mm256_sra_epi32(x, _mm_cvtsi32_si128(e)), _mm256_cmpgt_epi32(rem, thr));
 }
 
-T_AVX2 static void addsub_q8_avx2(const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+/* 8 int8 of a row (step 1) or its one value (step 0) as int32 lanes. */
+T_AVX2 static INLINE __m256i load8(const int8_t *x, int32_t step, int32_t i) {
+    int64_t v;
+    if (!step) return _mm256_set1_epi32(x[0]);
+    memcpy(&v, x + i, 8);
+    return _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(v));
+}
+
+/* An input of ADD / SUB on the common scale: ((x - zp) << 20) scaled by m (a right shift r only). */
+T_AVX2 static INLINE __m256i addsub_in256(__m256i x, __m256i zp, __m256i m, int32_t r) {
+    return rdbpot256(srdhm256(_mm256_slli_epi32(_mm256_sub_epi32(x, zp), 20), m), r);
+}
+
+T_AVX2 static INLINE __m256i addsub_8(__m256i x1, __m256i x2, const int32_t *p, int32_t sub) {
+    const __m256i s = sub ? _mm256_sub_epi32(x1, x2) : _mm256_add_epi32(x1, x2);
+    const __m256i q = rdbpot256(srdhm256(_mm256_sll_epi32(s, _mm_cvtsi32_si128(p[8])), _mm256_set1_epi32(p[7])), p[9]);
+    return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, _mm256_set1_epi32(p[10])), _mm256_set1_epi32(p[11])),
+                            _mm256_set1_epi32(p[12]));
+}
+
+T_AVX2 static void addsub_q8_avx2(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
+                                  const int32_t *p) {
     const __m256i zp1 = _mm256_set1_epi32(p[0]), zp2 = _mm256_set1_epi32(p[1]);
-    const __m256i m1 = _mm256_set1_epi32(p[2]), m2 = _mm256_set1_epi32(p[4]), mo = _mm256_set1_epi32(p[7]);
-    const __m256i off = _mm256_set1_epi32(p[10]), lo = _mm256_set1_epi32(p[11]), hi = _mm256_set1_epi32(p[12]);
-    const __m128i left = _mm_cvtsi32_si128(p[8]);
-    const int32_t r1 = p[3], r2 = p[5], ro = p[9], sub = p[6] < 0;
+    const __m256i m1 = _mm256_set1_epi32(p[2]), m2 = _mm256_set1_epi32(p[4]);
+    const int32_t r1 = p[3], r2 = p[5], sub = p[6] < 0;
+    /* a broadcast operand's scaled value once */
+    const __m256i c1 = addsub_in256(load8(a, 0, 0), zp1, m1, r1), c2 = addsub_in256(load8(b, 0, 0), zp2, m2, r2);
     int32_t i;
     for (i = 0; i + 8 <= n; i += 8) {
-        int64_t va, vb;
-        __m256i x1, x2, s;
-        memcpy(&va, a + i, 8);
-        memcpy(&vb, b + i, 8);
-        x1 = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(va)), zp1), 20);
-        x2 = _mm256_slli_epi32(_mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(vb)), zp2), 20);
-        x1 = rdbpot256(srdhm256(x1, m1), r1);
-        x2 = rdbpot256(srdhm256(x2, m2), r2);
-        s = sub ? _mm256_sub_epi32(x1, x2) : _mm256_add_epi32(x1, x2);
-        s = rdbpot256(srdhm256(_mm256_sll_epi32(s, left), mo), ro);
-        s = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(s, off), lo), hi);
-        store8(s, y + i, 8);
+        const __m256i x1 = sa ? addsub_in256(load8(a, 1, i), zp1, m1, r1) : c1;
+        const __m256i x2 = sb ? addsub_in256(load8(b, 1, i), zp2, m2, r2) : c2;
+        store8(addsub_8(x1, x2, p, sub), y + i, 8);
     }
-    for (; i < n; i++) { /* the n % 8 last elements: the same steps on one lane */
-        int32_t t1 = (int32_t)((uint32_t)(a[i] - p[0]) << 20), t2 = (int32_t)((uint32_t)(b[i] - p[1]) << 20), r;
-        __m256i v = _mm256_setr_epi32(t1, t2, 0, 0, 0, 0, 0, 0);
-        t1 = _mm256_extract_epi32(rdbpot256(srdhm256(v, m1), r1), 0);
-        t2 = _mm256_extract_epi32(rdbpot256(srdhm256(v, m2), r2), 1);
-        v = _mm256_set1_epi32((int32_t)((uint32_t)(sub ? t1 - t2 : t1 + t2)));
-        r = _mm256_extract_epi32(rdbpot256(srdhm256(_mm256_sll_epi32(v, left), mo), ro), 0) + p[10];
-        y[i] = (int8_t)(r < p[11] ? p[11] : (r > p[12] ? p[12] : r));
+    if (i < n) { /* the n % 8 last elements: the same lanes on a zero-padded copy */
+        int8_t ta[8] = {0}, tb[8] = {0};
+        if (sa) memcpy(ta, a + i, (size_t)(n - i));
+        if (sb) memcpy(tb, b + i, (size_t)(n - i));
+        store8(addsub_8(sa ? addsub_in256(load8(ta, 1, 0), zp1, m1, r1) : c1,
+                        sb ? addsub_in256(load8(tb, 1, 0), zp2, m2, r2) : c2, p, sub), y + i, n - i);
     }
 }
 
-int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, const int8_t *b, int8_t *y, int32_t n, const int32_t *p) {
+int32_t edge_simd_addsub_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                            int32_t n, const int32_t *p) {
     if (level < EDGE_SIMD_X86_AVX2) return 0;
-    addsub_q8_avx2(a, b, y, n, p);
+    if (n > 0) addsub_q8_avx2(a, sa, b, sb, y, n, p); /* n = 0: the caller asks whether the level has the path */
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- MUL int8 */
+
+T_AVX2 static INLINE __m256i mul_8(__m256i x1, __m256i x2, const int32_t *p) {
+    const __m256i prod = _mm256_mullo_epi32(x1, x2); /* |x - zp| <= 255: exact */
+    const __m256i q = rdbpot256(srdhm256(_mm256_sll_epi32(prod, _mm_cvtsi32_si128(p[3])), _mm256_set1_epi32(p[2])), p[4]);
+    return _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, _mm256_set1_epi32(p[5])), _mm256_set1_epi32(p[6])),
+                            _mm256_set1_epi32(p[7]));
+}
+
+T_AVX2 static void mul_q8_avx2(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
+                               const int32_t *p) {
+    const __m256i zp1 = _mm256_set1_epi32(p[0]), zp2 = _mm256_set1_epi32(p[1]);
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8)
+        store8(mul_8(_mm256_sub_epi32(load8(a, sa, i), zp1), _mm256_sub_epi32(load8(b, sb, i), zp2), p), y + i, 8);
+    if (i < n) {
+        int8_t ta[8] = {0}, tb[8] = {0};
+        memcpy(ta, sa ? a + i : a, (size_t)(sa ? n - i : 1));
+        memcpy(tb, sb ? b + i : b, (size_t)(sb ? n - i : 1));
+        store8(mul_8(_mm256_sub_epi32(load8(ta, sa, 0), zp1), _mm256_sub_epi32(load8(tb, sb, 0), zp2), p), y + i, n - i);
+    }
+}
+
+int32_t edge_simd_mul_q8(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                         int32_t n, const int32_t *p) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (n > 0) mul_q8_avx2(a, sa, b, sb, y, n, p); /* n = 0: the caller asks whether the level has the path */
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- pooling int8 */
+
+T_AVX2 static void pool_q8_avx2(int32_t average, const int8_t *x, int64_t row, int32_t rows, int32_t cols,
+                                int32_t c, int32_t lo, int32_t hi, int32_t *acc, int8_t *y) {
+    int32_t r, j, i = 0;
+    if (!average) {
+        const __m256i vlo = _mm256_set1_epi8((char)lo), vhi = _mm256_set1_epi8((char)hi);
+        for (; i + 32 <= c; i += 32) {
+            __m256i m = _mm256_set1_epi8((char)-128);
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++)
+                    m = _mm256_max_epi8(m, _mm256_loadu_si256((const __m256i *)(x + r * row + (int64_t)j * c + i)));
+            _mm256_storeu_si256((__m256i *)(y + i), _mm256_min_epi8(_mm256_max_epi8(m, vlo), vhi));
+        }
+        for (; i < c; i++) {
+            int32_t m = -128;
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) {
+                    const int32_t v = x[r * row + (int64_t)j * c + i];
+                    m = v > m ? v : m;
+                }
+            y[i] = (int8_t)(m < lo ? lo : (m > hi ? hi : m));
+        }
+        return;
+    }
+    {
+        const int32_t count = rows * cols, half = count / 2;
+        const __m256i vhalf = _mm256_set1_epi32(half), vlo = _mm256_set1_epi32(lo), vhi = _mm256_set1_epi32(hi);
+        const __m256d dcount = _mm256_set1_pd((double)count);
+        for (; i + 16 <= c; i += 16) {
+            __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) {
+                    const __m128i v = _mm_loadu_si128((const __m128i *)(x + r * row + (int64_t)j * c + i));
+                    s0 = _mm256_add_epi32(s0, _mm256_cvtepi8_epi32(v));
+                    s1 = _mm256_add_epi32(s1, _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8)));
+                }
+            _mm256_storeu_si256((__m256i *)(acc + i), s0);
+            _mm256_storeu_si256((__m256i *)(acc + i + 8), s1);
+        }
+        for (; i < c; i++) {
+            int32_t s = 0;
+            for (r = 0; r < rows; r++)
+                for (j = 0; j < cols; j++) s += x[r * row + (int64_t)j * c + i];
+            acc[i] = s;
+        }
+        /* (s +- half) / count truncated: in double the quotient of two integers below 2^31 truncates as the
+         * integer division does (the gap to the next integer, 1/count, is far above the double's rounding) */
+        for (i = 0; i + 8 <= c; i += 8) {
+            const __m256i s = _mm256_loadu_si256((const __m256i *)(acc + i));
+            const __m256i neg = _mm256_cmpgt_epi32(_mm256_setzero_si256(), s);
+            const __m256i t = _mm256_sub_epi32(_mm256_add_epi32(s, vhalf),
+                                               _mm256_and_si256(neg, _mm256_add_epi32(vhalf, vhalf)));
+            const __m128i q0 = _mm256_cvttpd_epi32(_mm256_div_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(t)), dcount));
+            const __m128i q1 = _mm256_cvttpd_epi32(_mm256_div_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(t, 1)), dcount));
+            const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
+            store8(_mm256_min_epi32(_mm256_max_epi32(q, vlo), vhi), y + i, 8);
+        }
+        for (; i < c; i++) {
+            const int32_t s = acc[i], v = s > 0 ? (s + half) / count : (s - half) / count;
+            y[i] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+        }
+    }
+}
+
+int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64_t row, int32_t rows, int32_t cols,
+                          int32_t c, int32_t lo, int32_t hi, int32_t *acc, int8_t *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    pool_q8_avx2(average, x, row, rows, cols, c, lo, hi, acc, y);
     return 1;
 }
 

@@ -1,0 +1,64 @@
+/* edge_simd.c - the level every fast path asks for, the same on every 64-bit CPU: the CPU's own level (the probe
+ * of edge_simd_x86.c / edge_simd_arm.c, edge_simd_cpu_level), read once, capped by EDGE_SIMD_LEVEL=n in the
+ * environment (tests run edge-run-c at every level, under qemu-user) and by edge_simd_set.
+ */
+#include "edge_simd.h"
+
+#if EDGE_SIMD
+#include <stdlib.h>
+
+static int32_t simd_cap = -1;
+
+static int32_t simd_detect(void) {
+    static int32_t level = -1;
+    if (level < 0) {
+        const char *env = getenv("EDGE_SIMD_LEVEL");
+        int32_t l = edge_simd_cpu_level();
+        if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < l) l = env[0] - '0';
+        level = l;
+    }
+    return level;
+}
+
+int32_t edge_simd_level(void) {
+    const int32_t l = simd_detect();
+    return simd_cap >= 0 && simd_cap < l ? simd_cap : l;
+}
+
+int32_t edge_simd_set(int32_t cap) {
+    simd_cap = cap;
+    return simd_detect();
+}
+
+void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
+                           int32_t kstride, const int32_t *bias, int32_t off, const int32_t *mul, int32_t mul_stride,
+                           const int32_t *rs, int32_t rs_stride, int32_t rs_sign, int32_t zp, int32_t lo, int32_t hi,
+                           int32_t npad, int32_t kpad, void *dst) {
+    int32_t *b = (int32_t *)dst, *m = b + npad, *r = m + npad;
+    int32_t c, i;
+    g->level = level;
+    g->n = n;
+    g->k = k;
+    g->zp = zp;
+    g->lo = lo;
+    g->hi = hi;
+    g->npad = npad;
+    g->kpad = kpad;
+    g->packed = dst;
+    for (c = 0; c < npad; c++) {
+        uint32_t s = 0;
+        if (c < n) {
+            const int8_t *wr = w + (int64_t)c * ldw;
+            for (i = 0; i < k; i++) s += (uint32_t)(int32_t)wr[(int64_t)i * kstride];
+            b[c] = (int32_t)((bias ? (uint32_t)bias[c] : 0u) + s * (uint32_t)off); /* wraps as int32 sums do */
+            m[c] = mul[(int64_t)c * mul_stride];
+            r[c] = rs_sign * rs[(int64_t)c * rs_stride];
+        } else { /* padding channels: zero multiplier, any valid shift */
+            b[c] = 0;
+            m[c] = 0;
+            r[c] = rs_sign * 2;
+        }
+    }
+    return r + npad;
+}
+#endif
