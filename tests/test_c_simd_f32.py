@@ -192,6 +192,25 @@ def test_batch_matmul_f32_simd_close_to_portable(backend, levels, seed):
     _close(ref[0], want.astype(np.float32), "portable vs numpy")
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_prelu_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float PRELU rows (alpha per channel, per pixel, one value, or the whole shape; NaN and -0 inputs): one
+    multiply per negative element at every level, so the same bits as the portable kernel."""
+    rng = np.random.default_rng(17000 + seed)
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.choice([1, 3, 8, 17, 32, 33])))
+    ashape = [shape[1:], (1, 1, shape[3]), (1,), (shape[3],)][seed % 4]
+    model = op_model("PRELU", [F(shape), F(ashape, rng.uniform(-1, 1, ashape))], [F(shape)])
+    x = rng.uniform(-3, 3, shape).astype(np.float32)
+    x.reshape(-1)[:: 7] = np.nan
+    x.reshape(-1)[3:: 11] = -0.0
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, [x])[0]
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, [x])[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+    np.testing.assert_array_equal(ref, run_litert(model, [x])[0])
+
+
 def test_nan_and_inf_pass_like_the_portable_kernels(backend, levels):
     """A NaN or an infinity in the input reaches the outputs it feeds at every level, with any activation."""
     rng = np.random.default_rng(3)

@@ -153,6 +153,10 @@ typedef struct {
  * level has no float depthwise (the caller runs its own). */
 int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                          int32_t oy0, int32_t oy1, float *y);
+
+/* float32 PRELU of one row: y[i] = x[i] >= 0 ? x[i] : x[i] * alpha[i * astep] (astep 0 or 1; the portable
+ * kernel's one multiply: the same bits). Returns 0 when this level has no such path. */
+int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n);
 #endif
 
 #endif /* EDGE_SIMD_H */

@@ -222,79 +222,105 @@ static INLINE void dwf_pixel(const edge_simd_dwf_t *p, const float *x, const flo
     }
 }
 
-static INLINE void dwf_row3x3(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
-                              int32_t iy0, int32_t ox0, int32_t ox1, float32x4_t lo, float32x4_t hi, float *yrow) {
-    const int32_t c = p->c, c4 = c & ~3;
-    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c, xstep = (int64_t)p->sw * c;
-    int32_t ch, ox, t;
-    for (ch = 0; ch < c4; ch += 4) {
-        float32x4_t wv[9], bv = vdupq_n_f32(0.0f);
-        const float *xp = x + ((int64_t)iy0 * p->w + (int64_t)ox0 * p->sw - p->pl) * c + ch;
-        float *yp = yrow + (int64_t)ox0 * c + ch;
-        for (t = 0; t < 9; t++) wv[t] = vld1q_f32(wt + (int64_t)t * c + ch);
-        if (bias) bv = vld1q_f32(bias + ch);
-        for (ox = ox0; ox < ox1; ox++, xp += xstep, yp += c) {
-            float32x4_t acc = vdupq_n_f32(0.0f);
-            int32_t fy;
-            for (fy = 0; fy < 3; fy++) {
-                const float *xr = xp + fy * xrow;
-                acc = vfmaq_f32(acc, vld1q_f32(xr), wv[3 * fy]);
-                acc = vfmaq_f32(acc, vld1q_f32(xr + xs), wv[3 * fy + 1]);
-                acc = vfmaq_f32(acc, vld1q_f32(xr + 2 * xs), wv[3 * fy + 2]);
-            }
-            if (bias) acc = vaddq_f32(acc, bv);
-            vst1q_f32(yp, f32_clamp(acc, lo, hi));
+static INLINE void dwf_put(float *y, float32x4_t acc, float32x4_t bv, int has_bias, float32x4_t lo, float32x4_t hi) {
+    if (has_bias) acc = vaddq_f32(acc, bv);
+    vst1q_f32(y, f32_clamp(acc, lo, hi));
+}
+
+/* Four output pixels whose windows lie inside the input columns (rows fy0..fy1 inside), four channels at ch: per tap one weight load for the
+ * four pixels (four independent sums, each the same FMAs in the same (fy, fx) order as dwf_pixel). */
+static INLINE void dwf_quad(const edge_simd_dwf_t *p, const float *xq, int64_t xstep, const float *wc, const float *bc,
+                            int32_t fy0, int32_t fy1, float32x4_t lo, float32x4_t hi, float *yq) {
+    const int32_t c = p->c;
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *x1 = xq + xstep, *x2 = x1 + xstep, *x3 = x2 + xstep;
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+    int32_t fy, fx;
+    wc += (int64_t)fy0 * p->kw * c;
+    for (fy = fy0; fy < fy1; fy++) {
+        const int64_t r = fy * xrow;
+        for (fx = 0; fx < p->kw; fx++, wc += c) {
+            const int64_t o = r + fx * xs;
+            const float32x4_t wv = vld1q_f32(wc);
+            a0 = vfmaq_f32(a0, vld1q_f32(xq + o), wv);
+            a1 = vfmaq_f32(a1, vld1q_f32(x1 + o), wv);
+            a2 = vfmaq_f32(a2, vld1q_f32(x2 + o), wv);
+            a3 = vfmaq_f32(a3, vld1q_f32(x3 + o), wv);
         }
     }
-    if (c4 < c) { /* the last c % 4 channels: one pixel at a time, the same FMAs */
-        for (ox = ox0; ox < ox1; ox++) {
-            const int32_t ix0 = ox * p->sw - p->pl;
-            float *yp = yrow + (int64_t)ox * c;
-            for (ch = c4; ch < c; ch++) {
-                float acc = 0.0f;
-                int32_t fy, fx;
-                for (fy = 0; fy < 3; fy++)
-                    for (fx = 0; fx < 3; fx++)
-                        acc = __builtin_fmaf(x[((int64_t)(iy0 + fy * p->dh) * p->w + ix0 + fx * p->dw) * c + ch],
-                                             wt[(int64_t)(fy * 3 + fx) * c + ch], acc);
-                if (bias) acc += bias[ch];
-                yp[ch] = f32_clamp1(acc, p->lo, p->hi);
-            }
-        }
-    }
+    if (bc) bv = vld1q_f32(bc);
+    dwf_put(yq, a0, bv, bc != 0, lo, hi);
+    dwf_put(yq + c, a1, bv, bc != 0, lo, hi);
+    dwf_put(yq + 2 * c, a2, bv, bc != 0, lo, hi);
+    dwf_put(yq + 3 * c, a3, bv, bc != 0, lo, hi);
+}
+
+/* Channel ch of one output pixel whose window lies inside the input columns (the last c % 4 channels). */
+static inline float dwf_one(const edge_simd_dwf_t *p, const float *xq, const float *wc, const float *bias, int32_t fy0,
+                            int32_t fy1, int32_t ch) {
+    const int32_t c = p->c;
+    float acc = 0.0f;
+    int32_t fy, fx;
+    wc += (int64_t)fy0 * p->kw * c;
+    for (fy = fy0; fy < fy1; fy++)
+        for (fx = 0; fx < p->kw; fx++, wc += c)
+            acc = __builtin_fmaf(xq[((int64_t)fy * p->dh * p->w + (int64_t)fx * p->dw) * c + ch], wc[ch], acc);
+    if (bias) acc += bias[ch];
+    return f32_clamp1(acc, p->lo, p->hi);
 }
 
 int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                          int32_t oy0, int32_t oy1, float *y) {
     const float32x4_t lo = vdupq_n_f32(p->lo), hi = vdupq_n_f32(p->hi);
-    const int32_t c = p->c;
-    int32_t oy, ox, fy0, fy1, fx0, fx1, oxa = 0, oxb = 0;
+    const int32_t c = p->c, c4 = c & ~3;
+    const int64_t xstep = (int64_t)p->sw * c;
+    int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch, j;
     if (level < EDGE_SIMD_ARM_NEON) return 0;
-    if (p->kh == 3 && p->kw == 3) {
-        for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
-        }
-        for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + 2 * p->dw < p->w; oxb++) {
-        }
+    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
+    }
+    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
     }
     for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * p->sh - p->pt;
         float *yrow = y + (int64_t)oy * p->ow * c;
         int32_t a = 0, b = 0;
         f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
-        if (fy0 == 0 && fy1 == 3 && p->kw == 3) {
+        if (fy0 < fy1) {
             a = oxa;
-            b = oxb;
+            b = oxa + (oxb - oxa) / 4 * 4;
         }
         for (ox = 0; ox < p->ow; ox++) {
             const int32_t ix0 = ox * p->sw - p->pl;
             if (ox == a && a < b) {
-                dwf_row3x3(p, x, wt, bias, iy0, a, b, lo, hi, yrow);
+                for (; ox < b; ox += 4) {
+                    const float *xq = x + ((int64_t)iy0 * p->w + ox * p->sw - p->pl) * c;
+                    float *yq = yrow + (int64_t)ox * c;
+                    for (ch = 0; ch < c4; ch += 4) dwf_quad(p, xq + ch, xstep, wt + ch, bias ? bias + ch : 0, fy0, fy1, lo, hi, yq + ch);
+                    for (j = 0; j < 4 && c4 < c; j++)
+                        for (ch = c4; ch < c; ch++) yq[(int64_t)j * c + ch] = dwf_one(p, xq + j * xstep, wt, bias, fy0, fy1, ch);
+                }
                 ox = b - 1;
                 continue;
             }
             f32_taps(ix0, p->dw, p->w, p->kw, &fx0, &fx1);
             dwf_pixel(p, x, wt, bias, iy0, ix0, fy0, fy1, fx0, fx1, lo, hi, yrow + (int64_t)ox * c);
         }
+    }
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- elementwise */
+
+int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
+    const float32x4_t zero = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(alpha[0]);
+    int32_t i;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    for (i = 0; i + 4 <= n; i += 4) {
+        const float32x4_t v = vld1q_f32(x + i), a = astep ? vld1q_f32(alpha + i) : a1;
+        vst1q_f32(y + i, vbslq_f32(vcgeq_f32(v, zero), v, vmulq_f32(v, a))); /* a NaN: v * alpha, as the portable */
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        y[i] = v >= 0.0f ? v : v * alpha[i * astep];
     }
     return 1;
 }

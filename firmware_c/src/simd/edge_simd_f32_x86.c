@@ -224,43 +224,46 @@ static INLINE T_AVX2 void dwf_pixel(const edge_simd_dwf_t *p, const float *x, co
     }
 }
 
-/* Output pixels [ox0, ox1) of row oy of a 3x3 filter, all inside the input: per eight channels the nine weight
- * vectors stay in registers along the row (the same FMAs in the same order as dwf_pixel). */
-static INLINE T_AVX2 void dwf_row3x3(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
-                                     int32_t iy0, int32_t ox0, int32_t ox1, __m256i tail, __m256 lo, __m256 hi,
-                                     float *yrow) {
+/* Eight channels at x (all eight, or the first c % 8 by the mask). */
+static INLINE T_AVX2 __m256 dwf_load(const float *x, int full, __m256i tail) {
+    return full ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, tail);
+}
+
+static INLINE T_AVX2 void dwf_put(float *y, __m256 acc, __m256 bv, int has_bias, int full, __m256i tail, __m256 lo,
+                                  __m256 hi) {
+    if (has_bias) acc = _mm256_add_ps(acc, bv);
+    acc = f32_clamp(acc, lo, hi);
+    if (full) _mm256_storeu_ps(y, acc);
+    else _mm256_maskstore_ps(y, tail, acc);
+}
+
+/* Four output pixels whose windows lie inside the input columns (rows fy0..fy1 inside), eight channels (the first c % 8 when !full) at ch: per tap
+ * one weight load for the four pixels (four independent sums, each the same FMAs in the same (fy, fx) order as
+ * dwf_pixel). xq: pixel 0's window origin at channel ch; xstep: floats between the pixels. */
+static INLINE T_AVX2 void dwf_quad(const edge_simd_dwf_t *p, const float *xq, int64_t xstep, const float *wc,
+                                   const float *bc, int32_t fy0, int32_t fy1, const int full, __m256i tail, __m256 lo, __m256 hi, float *yq) {
     const int32_t c = p->c;
-    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c, xstep = (int64_t)p->sw * c;
-    int32_t ch, ox, t;
-    for (ch = 0; ch < c; ch += 8) {
-        const int full = ch + 8 <= c;
-        __m256 wv[9], bv = _mm256_setzero_ps();
-        const float *xp = x + ((int64_t)iy0 * p->w + (int64_t)ox0 * p->sw - p->pl) * c + ch;
-        float *yp = yrow + (int64_t)ox0 * c + ch;
-        for (t = 0; t < 9; t++)
-            wv[t] = full ? _mm256_loadu_ps(wt + (int64_t)t * c + ch) : _mm256_maskload_ps(wt + (int64_t)t * c + ch, tail);
-        if (bias) bv = full ? _mm256_loadu_ps(bias + ch) : _mm256_maskload_ps(bias + ch, tail);
-        for (ox = ox0; ox < ox1; ox++, xp += xstep, yp += c) {
-            __m256 acc = _mm256_setzero_ps();
-            int32_t fy;
-            for (fy = 0; fy < 3; fy++) {
-                const float *xr = xp + fy * xrow;
-                if (full) {
-                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(xr), wv[3 * fy], acc);
-                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(xr + xs), wv[3 * fy + 1], acc);
-                    acc = _mm256_fmadd_ps(_mm256_loadu_ps(xr + 2 * xs), wv[3 * fy + 2], acc);
-                } else {
-                    acc = _mm256_fmadd_ps(_mm256_maskload_ps(xr, tail), wv[3 * fy], acc);
-                    acc = _mm256_fmadd_ps(_mm256_maskload_ps(xr + xs, tail), wv[3 * fy + 1], acc);
-                    acc = _mm256_fmadd_ps(_mm256_maskload_ps(xr + 2 * xs, tail), wv[3 * fy + 2], acc);
-                }
-            }
-            if (bias) acc = _mm256_add_ps(acc, bv);
-            acc = f32_clamp(acc, lo, hi);
-            if (full) _mm256_storeu_ps(yp, acc);
-            else _mm256_maskstore_ps(yp, tail, acc);
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *x1 = xq + xstep, *x2 = x1 + xstep, *x3 = x2 + xstep;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+    int32_t fy, fx;
+    wc += (int64_t)fy0 * p->kw * c;
+    for (fy = fy0; fy < fy1; fy++) {
+        const int64_t r = fy * xrow;
+        for (fx = 0; fx < p->kw; fx++, wc += c) {
+            const int64_t o = r + fx * xs;
+            const __m256 wv = dwf_load(wc, full, tail);
+            a0 = _mm256_fmadd_ps(dwf_load(xq + o, full, tail), wv, a0);
+            a1 = _mm256_fmadd_ps(dwf_load(x1 + o, full, tail), wv, a1);
+            a2 = _mm256_fmadd_ps(dwf_load(x2 + o, full, tail), wv, a2);
+            a3 = _mm256_fmadd_ps(dwf_load(x3 + o, full, tail), wv, a3);
         }
     }
+    if (bc) bv = dwf_load(bc, full, tail);
+    dwf_put(yq, a0, bv, bc != 0, full, tail, lo, hi);
+    dwf_put(yq + c, a1, bv, bc != 0, full, tail, lo, hi);
+    dwf_put(yq + 2 * c, a2, bv, bc != 0, full, tail, lo, hi);
+    dwf_put(yq + 3 * c, a3, bv, bc != 0, full, tail, lo, hi);
 }
 
 static T_AVX2 void dwf_avx2(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias, int32_t oy0,
@@ -268,27 +271,34 @@ static T_AVX2 void dwf_avx2(const edge_simd_dwf_t *p, const float *x, const floa
     static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
     const __m256i tail = _mm256_loadu_si256((const __m256i *)(ones + 8 - (p->c & 7)));
     const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
-    const int32_t c = p->c;
-    int32_t oy, ox, fy0, fy1, fx0, fx1, oxa = 0, oxb = 0;
-    if (p->kh == 3 && p->kw == 3) { /* the output columns whose window lies inside the input's columns */
-        for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
-        }
-        for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + 2 * p->dw < p->w; oxb++) {
-        }
+    const int32_t c = p->c, c8 = c & ~7;
+    const int64_t xstep = (int64_t)p->sw * c;
+    int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch;
+    /* the output columns whose window lies inside the input's columns */
+    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
+    }
+    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
     }
     for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * p->sh - p->pt;
         float *yrow = y + (int64_t)oy * p->ow * c;
         int32_t a = 0, b = 0;
         f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
-        if (fy0 == 0 && fy1 == 3 && p->kw == 3) {
+        if (fy0 < fy1) { /* four pixels at a time along [oxa, oxb), the rows [fy0, fy1) of their windows */
             a = oxa;
-            b = oxb;
+            b = oxa + (oxb - oxa) / 4 * 4;
         }
         for (ox = 0; ox < p->ow; ox++) {
             const int32_t ix0 = ox * p->sw - p->pl;
             if (ox == a && a < b) {
-                dwf_row3x3(p, x, wt, bias, iy0, a, b, tail, lo, hi, yrow);
+                for (; ox < b; ox += 4) {
+                    const float *xq = x + ((int64_t)iy0 * p->w + ox * p->sw - p->pl) * c;
+                    float *yq = yrow + (int64_t)ox * c;
+                    for (ch = 0; ch < c8; ch += 8)
+                        dwf_quad(p, xq + ch, xstep, wt + ch, bias ? bias + ch : 0, fy0, fy1, 1, tail, lo, hi, yq + ch);
+                    if (c8 < c)
+                        dwf_quad(p, xq + c8, xstep, wt + c8, bias ? bias + c8 : 0, fy0, fy1, 0, tail, lo, hi, yq + c8);
+                }
                 ox = b - 1;
                 continue;
             }
@@ -302,6 +312,27 @@ int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x
                          int32_t oy0, int32_t oy1, float *y) {
     if (level < EDGE_SIMD_X86_AVX2) return 0;
     dwf_avx2(p, x, wt, bias, oy0, oy1, y);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- elementwise */
+
+static T_AVX2 void prelu_avx2(const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
+    const __m256 zero = _mm256_setzero_ps(), a1 = _mm256_set1_ps(alpha[0]);
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i), a = astep ? _mm256_loadu_ps(alpha + i) : a1;
+        /* v >= 0 (ordered: a NaN takes v * alpha, a NaN, as the portable compare) */
+        _mm256_storeu_ps(y + i, _mm256_blendv_ps(_mm256_mul_ps(v, a), v, _mm256_cmp_ps(v, zero, _CMP_GE_OQ)));
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        y[i] = v >= 0.0f ? v : v * alpha[i * astep];
+    }
+}
+
+int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    prelu_avx2(x, alpha, astep, y, n);
     return 1;
 }
 #endif
