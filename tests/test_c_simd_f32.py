@@ -211,6 +211,29 @@ def test_prelu_f32_simd_same_bits_as_portable(backend, levels, seed):
     np.testing.assert_array_equal(ref, run_litert(model, [x])[0])
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_add_sub_mul_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float ADD / SUB / MUL, same shapes or broadcast (a row, a scalar, either side), every activation, NaN and inf
+    inputs: one rounding and the clamp at every level, the same bits as the portable rows (and LiteRT's values on
+    finite and NaN inputs)."""
+    rng = np.random.default_rng(18000 + seed)
+    op = ["ADD", "SUB", "MUL"][seed % 3]
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.choice([1, 3, 8, 17, 33])))
+    other = [shape, (shape[3],), (1,), (1, shape[1], 1, 1)][(seed // 3) % 4]
+    shapes = (shape, other) if seed % 2 == 0 else (other, shape)
+    model = op_model(op, [F(shapes[0]), F(shapes[1])], [F(shape)],
+                     options={"fused_activation_function": str(rng.choice(ACTS))})
+    feeds = [rng.uniform(-3, 3, sh).astype(np.float32) for sh in shapes]
+    feeds[0].reshape(-1)[::5] = np.nan
+    lib, lv = levels
+    np.testing.assert_array_equal(_run(backend, lib, 0, model, feeds)[0], run_litert(model, feeds)[0])
+    feeds[1].reshape(-1)[1::7] = np.inf  # (LiteRT clamps an unbounded float activation to +-FLT_MAX: not compared)
+    ref = _run(backend, lib, 0, model, feeds)[0]
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, feeds)[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+
+
 def test_nan_and_inf_pass_like_the_portable_kernels(backend, levels):
     """A NaN or an infinity in the input reaches the outputs it feeds at every level, with any activation."""
     rng = np.random.default_rng(3)

@@ -8,6 +8,7 @@
  */
 #include "edge_kernel.h"
 #include "../edge_binary.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(MUL, mul, 7)
 
@@ -24,6 +25,9 @@ typedef struct {
     ea_bcast_t bc;
     int32_t type;
     mul_p_t p;
+#if EDGE_SIMD
+    int32_t fsimd;              /* float32 on a 64-bit Linux CPU: its SIMD level for the rows (0: the portable rows) */
+#endif
 } mul_data_t;
 
 edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
@@ -36,6 +40,9 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
     d->type = a->type;
     if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
+#if EDGE_SIMD
+        d->fsimd = edge_simd_level();
+#endif
         return EDGE_OK;
     }
     if (a->type == EDGE_INT32) {
@@ -80,6 +87,18 @@ EB_ROWS(mul_rows, mul, mul_p_t, mul_q, mul_q, mul_i32, mul_f)
 
 void edge_eval_mul(const edge_node_t *node, edge_ctx_t *ctx) {
     const mul_data_t *d = (const mul_data_t *)node->user_data;
+#if EDGE_SIMD
+    if (d->type == EDGE_FLOAT32 && d->fsimd) { /* float32: the SIMD rows (the same bits) */
+        edge_simd_binf_t f;
+        f.level = d->fsimd;
+        f.kind = EDGE_SIMD_F32_MUL;
+        f.lo = d->p.flo;
+        f.hi = d->p.fhi;
+        ea_bcast_run(&d->bc, &f, edge_in(ctx, node, 0)->data, 4, edge_in(ctx, node, 1)->data, 4,
+                     edge_out(ctx, node, 0)->data, 4, edge_simd_binary_f32_row);
+        return;
+    }
+#endif
     eb_eval(&d->bc, &d->p, d->type, &mul_rows, edge_in(ctx, node, 0)->data, edge_in(ctx, node, 1)->data,
             edge_out(ctx, node, 0)->data);
 }

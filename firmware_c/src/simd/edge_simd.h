@@ -157,6 +157,16 @@ int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x
 /* float32 PRELU of one row: y[i] = x[i] >= 0 ? x[i] : x[i] * alpha[i * astep] (astep 0 or 1; the portable
  * kernel's one multiply: the same bits). Returns 0 when this level has no such path. */
 int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n);
+
+/* float32 ADD / SUB / MUL rows: y[i] = clamp(a[i * sa] op b[i * sb], lo, hi), steps 0 or 1 (edge_fixedpoint_act.h's
+ * ea_row_fn, for ea_bcast_run; op points to an edge_simd_binf_t whose level is one this CPU runs). One rounding
+ * and the clamp, as the portable rows: the same bits. */
+enum { EDGE_SIMD_F32_ADD = 0, EDGE_SIMD_F32_SUB = 1, EDGE_SIMD_F32_MUL = 2 };
+typedef struct {
+    int32_t level, kind;
+    float lo, hi;
+} edge_simd_binf_t;
+void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n);
 #endif
 
 #endif /* EDGE_SIMD_H */

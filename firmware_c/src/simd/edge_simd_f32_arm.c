@@ -324,4 +324,39 @@ int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, i
     }
     return 1;
 }
+static INLINE void binf_neon(const int32_t kind, const int32_t sa, const int32_t sb, const float *a, const float *b,
+                             float *y, int32_t n, float lo, float hi) {
+    const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi), a1 = vdupq_n_f32(a[0]), b1 = vdupq_n_f32(b[0]);
+    int32_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        const float32x4_t u = sa ? vld1q_f32(a + i) : a1, v = sb ? vld1q_f32(b + i) : b1;
+        const float32x4_t r = kind == EDGE_SIMD_F32_ADD ? vaddq_f32(u, v)
+                              : kind == EDGE_SIMD_F32_SUB ? vsubq_f32(u, v) : vmulq_f32(u, v);
+        vst1q_f32(y + i, f32_clamp(r, vlo, vhi));
+    }
+    for (; i < n; i++) {
+        const float u = a[i * sa], v = b[i * sb];
+        const float r = kind == EDGE_SIMD_F32_ADD ? u + v : kind == EDGE_SIMD_F32_SUB ? u - v : u * v;
+        y[i] = f32_clamp1(r, lo, hi);
+    }
+}
+
+#define BINF_STEPS(kind)                                                                                     \
+    if (sa && sb) binf_neon(kind, 1, 1, x, z, o, n, f->lo, f->hi);                                           \
+    else if (sa) binf_neon(kind, 1, 0, x, z, o, n, f->lo, f->hi);                                            \
+    else if (sb) binf_neon(kind, 0, 1, x, z, o, n, f->lo, f->hi);                                            \
+    else binf_neon(kind, 0, 0, x, z, o, n, f->lo, f->hi);
+
+void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    const edge_simd_binf_t *f = (const edge_simd_binf_t *)op;
+    const float *x = (const float *)a, *z = (const float *)b;
+    float *o = (float *)y;
+    if (f->kind == EDGE_SIMD_F32_ADD) {
+        BINF_STEPS(EDGE_SIMD_F32_ADD)
+    } else if (f->kind == EDGE_SIMD_F32_SUB) {
+        BINF_STEPS(EDGE_SIMD_F32_SUB)
+    } else {
+        BINF_STEPS(EDGE_SIMD_F32_MUL)
+    }
+}
 #endif

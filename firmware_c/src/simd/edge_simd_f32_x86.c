@@ -335,4 +335,42 @@ int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, i
     prelu_avx2(x, alpha, astep, y, n);
     return 1;
 }
+static INLINE T_AVX2 void binf_avx2(const int32_t kind, const int32_t sa, const int32_t sb, const float *a,
+                                    const float *b, float *y, int32_t n, float lo, float hi) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), a1 = _mm256_set1_ps(a[0]),
+                 b1 = _mm256_set1_ps(b[0]);
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 u = sa ? _mm256_loadu_ps(a + i) : a1, v = sb ? _mm256_loadu_ps(b + i) : b1;
+        const __m256 r = kind == EDGE_SIMD_F32_ADD ? _mm256_add_ps(u, v)
+                         : kind == EDGE_SIMD_F32_SUB ? _mm256_sub_ps(u, v) : _mm256_mul_ps(u, v);
+        _mm256_storeu_ps(y + i, f32_clamp(r, vlo, vhi));
+    }
+    for (; i < n; i++) {
+        const float u = a[i * sa], v = b[i * sb];
+        const float r = kind == EDGE_SIMD_F32_ADD ? u + v : kind == EDGE_SIMD_F32_SUB ? u - v : u * v;
+        y[i] = r < lo ? lo : (r > hi ? hi : r);
+    }
+}
+
+#define BINF_STEPS(kind)                                                                                     \
+    if (sa && sb) binf_avx2(kind, 1, 1, a, b, y, n, f->lo, f->hi);                                           \
+    else if (sa) binf_avx2(kind, 1, 0, a, b, y, n, f->lo, f->hi);                                            \
+    else if (sb) binf_avx2(kind, 0, 1, a, b, y, n, f->lo, f->hi);                                            \
+    else binf_avx2(kind, 0, 0, a, b, y, n, f->lo, f->hi);
+
+static T_AVX2 void binary_f32_avx2(const edge_simd_binf_t *f, const float *a, int32_t sa, const float *b, int32_t sb,
+                                   float *y, int32_t n) {
+    if (f->kind == EDGE_SIMD_F32_ADD) {
+        BINF_STEPS(EDGE_SIMD_F32_ADD)
+    } else if (f->kind == EDGE_SIMD_F32_SUB) {
+        BINF_STEPS(EDGE_SIMD_F32_SUB)
+    } else {
+        BINF_STEPS(EDGE_SIMD_F32_MUL)
+    }
+}
+
+void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    binary_f32_avx2((const edge_simd_binf_t *)op, (const float *)a, sa, (const float *)b, sb, (float *)y, n);
+}
 #endif
