@@ -234,6 +234,22 @@ def test_add_sub_mul_f32_simd_same_bits_as_portable(backend, levels, seed):
                                       err_msg=f"SIMD level {level}")
 
 
+def test_dequantize_float16_simd_same_bits_as_portable(backend, levels):
+    """Every float16 bit pattern (subnormals, infinities, quiet and signaling NaNs with their payloads) widens to
+    the portable kernel's bits at every level."""
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    rng = np.random.default_rng(4)
+    h = np.concatenate([h, rng.permutation(h)[:1001]])  # odd length: the tail too
+    model = op_model("DEQUANTIZE", [T(h.shape, "FLOAT16", data=h.view(np.float16))], [F(h.shape)])
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, [])[0]
+    np.testing.assert_array_equal(ref[:65536][np.isfinite(ref[:65536])],
+                                  h[:65536].view(np.float16).astype(np.float32)[np.isfinite(ref[:65536])])
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, [])[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+
+
 def test_nan_and_inf_pass_like_the_portable_kernels(backend, levels):
     """A NaN or an infinity in the input reaches the outputs it feeds at every level, with any activation."""
     rng = np.random.default_rng(3)
@@ -370,7 +386,8 @@ def arm64_runner():
 @pytest.mark.slow
 def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
     """The NEON float paths (qemu -cpu cortex-a53) run the same fused multiply-adds in the same order as AVX2: the
-    same bits as the x86-64 host build; the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
+    same bits as the x86-64 host build (conv, depthwise, FC, BATCH_MATMUL, float16 DEQUANTIZE, PRELU, ADD / SUB /
+    MUL); the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
     from tests.test_c_cross import HOST_RUNNER, _run as run_cmd
 
     qemu, sysroot, runner = arm64_runner
@@ -385,6 +402,15 @@ def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
                             [F((1, 70))]), [rng.standard_normal((1, 200)).astype(np.float32)]))
     models.append((op_model("BATCH_MATMUL", [F((2, 9, 20)), F((20, 19), rng.standard_normal((20, 19)))],
                             [F((2, 9, 19))]), [rng.standard_normal((2, 9, 20)).astype(np.float32)]))
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16)[::3]
+    models.append((op_model("DEQUANTIZE", [T(h.shape, "FLOAT16", data=h.view(np.float16))], [F(h.shape)]), []))
+    sh = (1, 5, 7, 19)
+    x = rng.standard_normal(sh).astype(np.float32)
+    x.reshape(-1)[::9] = np.nan
+    models.append((op_model("PRELU", [F(sh), F((19,), rng.standard_normal(19))], [F(sh)]), [x]))
+    for op, other in (("ADD", (19,)), ("SUB", sh), ("MUL", (1,))):
+        models.append((op_model(op, [F(sh), F(other)], [F(sh)], options={"fused_activation_function": "RELU6"}),
+                       [x, rng.standard_normal(other).astype(np.float32)]))
     for i, (model, feeds) in enumerate(models):
         path = tmp_path / f"m{i}.tflite"
         path.write_bytes(model)
@@ -393,4 +419,7 @@ def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
         assert neon == host, f"model {i}: aarch64 NEON differs from the x86-64 AVX2 bits"
         plain = run_cmd([qemu, "-cpu", "cortex-a53", "-E", "EDGE_SIMD_LEVEL=0", "-L", sysroot, str(runner)], path,
                         feeds, tmp_path, 1)
-        _close(np.frombuffer(plain, np.float32), np.frombuffer(host, np.float32), f"model {i}: aarch64 portable vs SIMD")
+        p32, h32 = np.frombuffer(plain, np.float32), np.frombuffer(host, np.float32)
+        fin = np.isfinite(h32)
+        np.testing.assert_array_equal(p32[~fin], h32[~fin], err_msg=f"model {i}: NaNs / infinities")
+        _close(np.where(fin, p32, 0), np.where(fin, h32, 0), f"model {i}: aarch64 portable vs SIMD")

@@ -167,6 +167,11 @@ typedef struct {
     float lo, hi;
 } edge_simd_binf_t;
 void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n);
+
+/* float16 -> float32 (DEQUANTIZE of float16 weights): exact, the portable widening's bits (a block holding an
+ * infinity or a NaN is widened in C: the instructions quiet a signaling NaN). Returns 0 when this level (or this
+ * x86-64 CPU: F16C) has no such path. */
+int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n);
 #endif
 
 #endif /* EDGE_SIMD_H */

@@ -269,6 +269,58 @@ static inline float dwf_one(const edge_simd_dwf_t *p, const float *xq, const flo
     return f32_clamp1(acc, p->lo, p->hi);
 }
 
+/* Four output pixels of one row with windows cut by the input's left / right edge: the union of their column
+ * ranges, each pixel's FMA only where the tap lies inside for it (each sum the same FMAs in the same order as
+ * dwf_pixel); the last c % 4 channels one pixel at a time. */
+static INLINE void dwf_quad_edge(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                                 int32_t iy0, int32_t ox, int32_t fy0, int32_t fy1, float32x4_t lo, float32x4_t hi,
+                                 float *yq) {
+    const int32_t c = p->c, c4 = c & ~3;
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *xp[4];
+    int32_t f0[4], f1[4], j, fy, fx, fxa, fxb, ch;
+    for (j = 0; j < 4; j++) {
+        const int32_t ix0 = (ox + j) * p->sw - p->pl;
+        f32_taps(ix0, p->dw, p->w, p->kw, &f0[j], &f1[j]);
+        xp[j] = x + ((int64_t)iy0 * p->w + ix0) * c;
+    }
+    fxa = f0[0];
+    fxb = f1[0];
+    for (j = 1; j < 4; j++) { /* the union of the four ranges */
+        if (f0[j] < fxa) fxa = f0[j];
+        if (f1[j] > fxb) fxb = f1[j];
+    }
+    for (ch = 0; ch < c4; ch += 4) {
+        float32x4_t a0 = vdupq_n_f32(0.0f), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+        for (fy = fy0; fy < fy1; fy++) {
+            const float *wr = wt + (int64_t)fy * p->kw * c + ch;
+            for (fx = fxa; fx < fxb; fx++) {
+                const int64_t o = fy * xrow + fx * xs + ch;
+                const float32x4_t wv = vld1q_f32(wr + (int64_t)fx * c);
+                if (fx >= f0[0] && fx < f1[0]) a0 = vfmaq_f32(a0, vld1q_f32(xp[0] + o), wv);
+                if (fx >= f0[1] && fx < f1[1]) a1 = vfmaq_f32(a1, vld1q_f32(xp[1] + o), wv);
+                if (fx >= f0[2] && fx < f1[2]) a2 = vfmaq_f32(a2, vld1q_f32(xp[2] + o), wv);
+                if (fx >= f0[3] && fx < f1[3]) a3 = vfmaq_f32(a3, vld1q_f32(xp[3] + o), wv);
+            }
+        }
+        if (bias) bv = vld1q_f32(bias + ch);
+        dwf_put(yq + ch, a0, bv, bias != 0, lo, hi);
+        dwf_put(yq + c + ch, a1, bv, bias != 0, lo, hi);
+        dwf_put(yq + 2 * c + ch, a2, bv, bias != 0, lo, hi);
+        dwf_put(yq + 3 * c + ch, a3, bv, bias != 0, lo, hi);
+    }
+    for (j = 0; j < 4 && c4 < c; j++) {
+        for (ch = c4; ch < c; ch++) {
+            float acc = 0.0f;
+            for (fy = fy0; fy < fy1; fy++)
+                for (fx = f0[j]; fx < f1[j]; fx++)
+                    acc = __builtin_fmaf(xp[j][fy * xrow + fx * xs + ch], wt[(int64_t)(fy * p->kw + fx) * c + ch], acc);
+            if (bias) acc += bias[ch];
+            yq[(int64_t)j * c + ch] = f32_clamp1(acc, p->lo, p->hi);
+        }
+    }
+}
+
 int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                          int32_t oy0, int32_t oy1, float *y) {
     const float32x4_t lo = vdupq_n_f32(p->lo), hi = vdupq_n_f32(p->hi);
@@ -300,6 +352,11 @@ int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x
                         for (ch = c4; ch < c; ch++) yq[(int64_t)j * c + ch] = dwf_one(p, xq + j * xstep, wt, bias, fy0, fy1, ch);
                 }
                 ox = b - 1;
+                continue;
+            }
+            if (fy0 < fy1 && ox + 4 <= p->ow && (ox + 4 <= a || ox >= b)) { /* four pixels at an edge */
+                dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, lo, hi, yrow + (int64_t)ox * c);
+                ox += 3;
                 continue;
             }
             f32_taps(ix0, p->dw, p->w, p->kw, &fx0, &fx1);
@@ -358,5 +415,45 @@ void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const v
     } else {
         BINF_STEPS(EDGE_SIMD_F32_MUL)
     }
+}
+/* ------------------------------------------------------------------------------------- float16 */
+
+static float f16_scalar(uint16_t h) { /* the portable kernel's widening: NaN payloads kept as they are */
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, bits;
+    float f;
+    if (e == 0x1F) {
+        bits = sign | 0x7F800000u | (m << 13);
+    } else if (e != 0) {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    } else if (m == 0) {
+        bits = sign;
+    } else {
+        e = 113;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n) {
+    const uint16x8_t expo = vdupq_n_u16(0x7C00);
+    int64_t i, j;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const uint16x8_t v = vld1q_u16(h + i);
+        if (vmaxvq_u16(vceqq_u16(vandq_u16(v, expo), expo))) { /* an inf / NaN: in C */
+            for (j = i; j < i + 8; j++) y[j] = f16_scalar(h[j]);
+        } else {
+            vst1q_f32(y + i, vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(v))));
+            vst1q_f32(y + i + 4, vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(v))));
+        }
+    }
+    for (; i < n; i++) y[i] = f16_scalar(h[i]);
+    return 1;
 }
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
+#define T_F16C __attribute__((target("avx2,fma,f16c")))
 #define INLINE __attribute__((always_inline)) inline
 
 #define NR EDGE_SIMD_F32_NR
@@ -266,6 +267,46 @@ static INLINE T_AVX2 void dwf_quad(const edge_simd_dwf_t *p, const float *xq, in
     dwf_put(yq + 3 * c, a3, bv, bc != 0, full, tail, lo, hi);
 }
 
+/* Four output pixels of one row with windows cut by the input's left / right edge: the union of their column
+ * ranges, each pixel's FMA only where the tap lies inside for it (each sum the same FMAs in the same order as
+ * dwf_pixel, the taps in the padding skipped). */
+static INLINE T_AVX2 void dwf_quad_edge(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                                        int32_t iy0, int32_t ox, int32_t fy0, int32_t fy1, const int full, int32_t ch,
+                                        __m256i tail, __m256 lo, __m256 hi, float *yq) {
+    const int32_t c = p->c;
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *xp[4];
+    int32_t f0[4], f1[4], j, fy, fx, fxa, fxb;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+    for (j = 0; j < 4; j++) {
+        const int32_t ix0 = (ox + j) * p->sw - p->pl;
+        f32_taps(ix0, p->dw, p->w, p->kw, &f0[j], &f1[j]);
+        xp[j] = x + ((int64_t)iy0 * p->w + ix0) * c + ch;
+    }
+    fxa = f0[0];
+    fxb = f1[0];
+    for (j = 1; j < 4; j++) { /* the union of the four ranges */
+        if (f0[j] < fxa) fxa = f0[j];
+        if (f1[j] > fxb) fxb = f1[j];
+    }
+    for (fy = fy0; fy < fy1; fy++) {
+        const float *wr = wt + (int64_t)fy * p->kw * c + ch;
+        for (fx = fxa; fx < fxb; fx++) {
+            const int64_t o = fy * xrow + fx * xs;
+            const __m256 wv = dwf_load(wr + (int64_t)fx * c, full, tail);
+            if (fx >= f0[0] && fx < f1[0]) a0 = _mm256_fmadd_ps(dwf_load(xp[0] + o, full, tail), wv, a0);
+            if (fx >= f0[1] && fx < f1[1]) a1 = _mm256_fmadd_ps(dwf_load(xp[1] + o, full, tail), wv, a1);
+            if (fx >= f0[2] && fx < f1[2]) a2 = _mm256_fmadd_ps(dwf_load(xp[2] + o, full, tail), wv, a2);
+            if (fx >= f0[3] && fx < f1[3]) a3 = _mm256_fmadd_ps(dwf_load(xp[3] + o, full, tail), wv, a3);
+        }
+    }
+    if (bias) bv = dwf_load(bias + ch, full, tail);
+    dwf_put(yq + ch, a0, bv, bias != 0, full, tail, lo, hi);
+    dwf_put(yq + c + ch, a1, bv, bias != 0, full, tail, lo, hi);
+    dwf_put(yq + 2 * c + ch, a2, bv, bias != 0, full, tail, lo, hi);
+    dwf_put(yq + 3 * c + ch, a3, bv, bias != 0, full, tail, lo, hi);
+}
+
 static T_AVX2 void dwf_avx2(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias, int32_t oy0,
                             int32_t oy1, float *y) {
     static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -300,6 +341,14 @@ static T_AVX2 void dwf_avx2(const edge_simd_dwf_t *p, const float *x, const floa
                         dwf_quad(p, xq + c8, xstep, wt + c8, bias ? bias + c8 : 0, fy0, fy1, 0, tail, lo, hi, yq + c8);
                 }
                 ox = b - 1;
+                continue;
+            }
+            if (fy0 < fy1 && ox + 4 <= p->ow && (ox + 4 <= a || ox >= b)) { /* four pixels at an edge */
+                for (ch = 0; ch < c8; ch += 8)
+                    dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, 1, ch, tail, lo, hi, yrow + (int64_t)ox * c);
+                if (c8 < c)
+                    dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, 0, c8, tail, lo, hi, yrow + (int64_t)ox * c);
+                ox += 3;
                 continue;
             }
             f32_taps(ix0, p->dw, p->w, p->kw, &fx0, &fx1);
@@ -372,5 +421,55 @@ static T_AVX2 void binary_f32_avx2(const edge_simd_binf_t *f, const float *a, in
 
 void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     binary_f32_avx2((const edge_simd_binf_t *)op, (const float *)a, sa, (const float *)b, sb, (float *)y, n);
+}
+/* ------------------------------------------------------------------------------------- float16 */
+
+/* The portable kernel's widening (kernels/dequantize.c): every half exactly, NaN payloads kept as they are. */
+static float f16_scalar(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, bits;
+    float f;
+    if (e == 0x1F) {
+        bits = sign | 0x7F800000u | (m << 13);
+    } else if (e != 0) {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    } else if (m == 0) {
+        bits = sign;
+    } else {
+        e = 113;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static T_F16C void f16_avx2(const uint16_t *h, float *y, int64_t n) {
+    const __m128i expo = _mm_set1_epi16(0x7C00);
+    int64_t i, j;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(h + i));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(v, expo), expo))) { /* an inf / NaN: in C */
+            for (j = i; j < i + 8; j++) y[j] = f16_scalar(h[j]);
+        } else {
+            _mm256_storeu_ps(y + i, _mm256_cvtph_ps(v));
+        }
+    }
+    for (; i < n; i++) y[i] = f16_scalar(h[i]);
+}
+
+int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n) {
+    static int32_t f16c = -1;
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (f16c < 0) {
+        __builtin_cpu_init();
+        f16c = __builtin_cpu_supports("f16c") ? 1 : 0;
+    }
+    if (!f16c) return 0;
+    f16_avx2(h, y, n);
+    return 1;
 }
 #endif
