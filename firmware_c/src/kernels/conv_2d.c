@@ -55,9 +55,8 @@ typedef struct {
     uint32_t simd_part_bytes;   /* one thread's scratch */
     edge_simd_sgemm_t *fsimd;   /* float32, one group, on a CPU with a float GEMM: the packed filter (its packed
                                  * block in persistent memory for a constant filter, else repacked per invoke
-                                 * into fsimd_pack); NULL: the portable kernel */
-    int32_t fsimd_pack;         /* scratch for the per-invoke packing (-1: the filter is constant) */
-    int32_t fsimd_mb;           /* im2col rows per block (0: a 1x1 filter, the input rows as they are) */
+                                 * into its pack_scratch); its rows: im2col rows per block (0: a 1x1 filter, the
+                                 * input rows as they are); NULL: the portable kernel */
 #endif
 } conv_data_t;
 
@@ -90,7 +89,7 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
 
 #if EDGE_SIMD
 /* float32, one group: the filter as GEMM panels [o, kh * kw * cg] (packed here when constant, else at every
- * invoke: a filter that a DEQUANTIZE computes), im2col rows of fsimd_mb pixels per thread unless the filter is 1x1
+ * invoke: a filter that a DEQUANTIZE computes), im2col rows of fsimd->rows pixels per thread unless the filter is 1x1
  * without padding (then every output row is ow input pixels sw * c floats apart). */
 static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, conv_data_t *d, const edge_tensor_t *w,
                                            const edge_tensor_t *bias) {
@@ -100,12 +99,12 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
     float flo, fhi;
     edge_status_t s;
     d->fsimd = 0;
-    d->fsimd_pack = -1;
     if (!bytes) return EDGE_OK;
     memcpy(&flo, &d->lo, 4);
     memcpy(&fhi, &d->hi, 4);
     d->fsimd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->fsimd);
     if (!d->fsimd) return EDGE_ARENA_TOO_SMALL;
+    d->fsimd->pack_scratch = -1;
     if (constant) {
         void *packed = edge_alloc_persistent(ctx, bytes);
         if (!packed) return EDGE_ARENA_TOO_SMALL;
@@ -116,17 +115,17 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
         d->fsimd->lo = flo;
         d->fsimd->hi = fhi;
         d->fsimd->packed = 0;
-        s = edge_request_scratch(ctx, node, bytes, &d->fsimd_pack);
+        s = edge_request_scratch(ctx, node, bytes, &d->fsimd->pack_scratch);
         if (s != EDGE_OK) return s;
     }
     d->simd_threads = edge_simd_threads();
     if (d->kh == 1 && d->kw == 1 && d->pt == 0 && d->pl == 0) {
-        d->fsimd_mb = 0;
+        d->fsimd->rows = 0;
         return EDGE_OK;
     }
-    d->fsimd_mb = (int32_t)(16384 / d->k) / 6 * 6;
-    d->fsimd_mb = d->fsimd_mb < 6 ? 6 : (d->fsimd_mb > 48 ? 48 : d->fsimd_mb);
-    d->simd_part_bytes = (uint32_t)((sizeof(float) * (size_t)d->fsimd_mb * (size_t)d->k + 63) & ~(size_t)63);
+    d->fsimd->rows = (int32_t)(16384 / d->k) / 6 * 6;
+    d->fsimd->rows = d->fsimd->rows < 6 ? 6 : (d->fsimd->rows > 48 ? 48 : d->fsimd->rows);
+    d->simd_part_bytes = (uint32_t)((sizeof(float) * (size_t)d->fsimd->rows * (size_t)d->k + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
 #endif
@@ -671,7 +670,7 @@ typedef struct {
 static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const convf_job_t *j = (const convf_job_t *)arg;
     const conv_data_t *d = j->d;
-    const int32_t k = d->k, c = d->c, o = d->o, mb = d->fsimd_mb;
+    const int32_t k = d->k, c = d->c, o = d->o, mb = d->fsimd->rows;
     int32_t p0, p1, p, q, fy, fx;
     if (!mb) {
         if (d->sh == 1 && d->sw == 1) { /* the input is the GEMM's rows */
@@ -726,12 +725,12 @@ static void conv_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const conv
     edge_simd_sgemm_t g = *d->fsimd;
     convf_job_t j;
     int32_t b;
-    if (d->fsimd_pack >= 0)
-        edge_simd_sgemm_pack(&g, g.level, wt, d->o, d->k, d->k, 1, bias, d->fsimd->lo, d->fsimd->hi,
-                             edge_scratch(ctx, node, d->fsimd_pack));
+    if (g.pack_scratch >= 0)
+        edge_simd_sgemm_pack(&g, g.level, wt, d->o, d->k, d->k, 1, bias, g.lo, g.hi,
+                             edge_scratch(ctx, node, g.pack_scratch));
     j.d = d;
     j.g = &g;
-    j.scr = d->fsimd_mb ? (float *)edge_scratch(ctx, node, d->simd_scratch) : 0;
+    j.scr = g.rows ? (float *)edge_scratch(ctx, node, d->simd_scratch) : 0;
     for (b = 0; b < d->n; b++) {
         j.xb = x + (int64_t)b * d->h * d->w * d->c;
         j.yb = y + (int64_t)b * npix * d->o;

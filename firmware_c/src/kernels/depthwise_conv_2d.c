@@ -44,7 +44,9 @@ typedef struct {
     int32_t plane;              /* the least-RAM plan (EDGE_INIT_MEMORY_MIN), int8, M == 1: one input channel's
                                  * h * w bytes, for running with the output over the input (-1: none) */
 #if EDGE_SIMD
-    int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int32_t simd;               /* int8, multiplier 1, on a 64-bit Linux CPU with a fast path: its level (0: none);
+                                 * float32, multiplier 1: the level of edge_simd_dw_f32 (which reads the filter as
+                                 * the model stores it, [kh, kw, c]) */
     int16_t *simd_w;            /* persistent: the filter widened to int16 [kh * kw, c] (multiplier 1) */
     edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
     int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc] */
@@ -52,8 +54,6 @@ typedef struct {
                                  * rows), or (one input channel) DW_SIMD_MB im2col rows + the GEMM's work */
     int32_t simd_threads;       /* threads at prepare: parts of the output rows / pixels */
     uint32_t simd_part_bytes;
-    int32_t fsimd;              /* float32, multiplier 1, on a CPU with a float depthwise: its level (0: none);
-                                 * the filter is read as the model stores it ([kh, kw, c]: channels innermost) */
 #endif
 } dw_data_t;
 
@@ -157,7 +157,7 @@ static void dwf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     (void)slot;
     edge_simd_split(d->oh, 1, t, n, &a, &b);
     for (bt = 0; bt < d->n && a < b; bt++)
-        edge_simd_dw_f32(d->fsimd, &j->p, j->x + (int64_t)bt * d->h * d->w * d->c, j->w, j->bias, a, b,
+        edge_simd_dw_f32(d->simd, &j->p, j->x + (int64_t)bt * d->h * d->w * d->c, j->w, j->bias, a, b,
                          j->y + (int64_t)bt * d->oh * d->ow * d->c);
 }
 
@@ -297,7 +297,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         memcpy(&d->lo, &flo, 4);
         memcpy(&d->hi, &fhi, 4);
 #if EDGE_SIMD
-        d->fsimd = d->m == 1 ? edge_simd_level() : 0; /* every level has edge_simd_dw_f32 */
+        d->simd = d->m == 1 ? edge_simd_level() : 0; /* every level has edge_simd_dw_f32 */
         d->simd_threads = edge_simd_threads();
 #endif
         return EDGE_OK;
@@ -882,7 +882,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         break;
     default:
 #if EDGE_SIMD
-        if (d->fsimd) {
+        if (d->simd) {
             dw_float_simd(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
                           (float *)out->data);
             break;

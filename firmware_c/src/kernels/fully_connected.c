@@ -37,8 +37,7 @@ typedef struct {
     int32_t simd_threads;      /* threads at prepare: parts of the rows (>= 8 of them) or of the units */
     uint32_t simd_part_bytes;  /* one thread's GEMM work */
     edge_simd_sgemm_t *fsimd;  /* float32 on a CPU with a float GEMM: the packed weights (persistent when
-                                * constant, else repacked per invoke into fsimd_pack); NULL: the portable loop */
-    int32_t fsimd_pack;        /* -1: constant weights */
+                                * constant, else repacked per invoke into its pack_scratch); NULL: the portable loop */
 #endif
 } fc_data_t;
 
@@ -91,10 +90,10 @@ static edge_status_t fc_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, fc_
     const int32_t level = edge_simd_level();
     const size_t bytes = level ? edge_simd_sgemm_bytes(level, d->units, d->depth) : 0;
     d->fsimd = 0;
-    d->fsimd_pack = -1;
     if (!bytes) return EDGE_OK;
     d->fsimd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->fsimd);
     if (!d->fsimd) return EDGE_ARENA_TOO_SMALL;
+    d->fsimd->pack_scratch = -1;
     d->simd_threads = edge_simd_threads();
     if (w->is_const && (!bias || bias->is_const)) {
         void *packed = edge_alloc_persistent(ctx, bytes);
@@ -105,7 +104,7 @@ static edge_status_t fc_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, fc_
     }
     d->fsimd->level = level; /* the rest at every invoke */
     d->fsimd->packed = 0;
-    return edge_request_scratch(ctx, node, bytes, &d->fsimd_pack);
+    return edge_request_scratch(ctx, node, bytes, &d->fsimd->pack_scratch);
 }
 
 typedef struct {
@@ -137,9 +136,9 @@ static void fc_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const fc_dat
     const int32_t parts = edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads);
     edge_simd_sgemm_t g = *d->fsimd;
     fcf_job_t j;
-    if (d->fsimd_pack >= 0)
+    if (g.pack_scratch >= 0)
         edge_simd_sgemm_pack(&g, g.level, w, d->units, d->depth, d->depth, 1, bias, d->flo, d->fhi,
-                             edge_scratch(ctx, node, d->fsimd_pack));
+                             edge_scratch(ctx, node, g.pack_scratch));
     j.d = d;
     j.g = &g;
     j.x = x;

@@ -130,6 +130,8 @@ typedef struct {
     int32_t level, n, k, npad;
     float lo, hi;
     float *packed;              /* bias[npad], then npad / NR panels of k x NR floats */
+    int32_t pack_scratch;       /* the caller's: its scratch for packing at every invoke (-1: packed at prepare) */
+    int32_t rows;               /* the caller's: e.g. im2col rows per block (edge_simd_sgemm_pack leaves both) */
 } edge_simd_sgemm_t;
 
 /* Bytes edge_simd_sgemm_pack needs at `level` (0 when the level has no float GEMM). */
