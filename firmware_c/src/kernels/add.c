@@ -31,6 +31,7 @@ typedef struct {
 #if EDGE_SIMD
     int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level, and its parameters */
     int32_t simd_p[13];
+    int32_t fsimd;              /* float32 on a 64-bit Linux CPU: its SIMD level for the rows (0: the portable rows) */
 #endif
 } addsub_data_t;
 
@@ -46,6 +47,9 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     d->sign = sign;
     if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
+#if EDGE_SIMD
+        d->fsimd = edge_simd_level();
+#endif
         return EDGE_OK;
     }
     if (a->type == EDGE_INT32) {
@@ -180,6 +184,15 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     void *y = edge_out(ctx, node, 0)->data;
     const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
 #if EDGE_SIMD
+    if (d->type == EDGE_FLOAT32 && d->fsimd) { /* float32: the SIMD rows (the same bits) */
+        edge_simd_binf_t f;
+        f.level = d->fsimd;
+        f.kind = d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB;
+        f.lo = d->p.flo;
+        f.hi = d->p.fhi;
+        ea_bcast_run(&d->bc, &f, a, 4, b, 4, y, 4, edge_simd_binary_f32_row);
+        return;
+    }
     if (d->simd) { /* int8 rows of any broadcast, vectorized */
         ea_bcast_run(&d->bc, d, a, 1, b, 1, y, 1, addsub_row_simd);
         return;

@@ -8,6 +8,7 @@
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4, "FLOAT32", "float operands only (no quantized or hybrid)")
 
@@ -18,7 +19,55 @@ typedef struct {
     int32_t batch[BMM_MAX_BATCH];             /* output batch dims */
     int64_t l_step[BMM_MAX_BATCH], r_step[BMM_MAX_BATCH]; /* elements per index; 0 where broadcast */
     int32_t rows, cols, depth, adj_x, adj_y;
+#if EDGE_SIMD
+    edge_simd_sgemm_t *simd;                  /* on a CPU with a float GEMM: one per distinct rhs matrix when the
+                                               * rhs is constant (packed here), else one repacked per product into
+                                               * simd_pack; NULL: the portable loop */
+    int32_t simd_nrhs;                        /* constant rhs: its matrices (0: packed per product) */
+    int32_t simd_pack, simd_lhs;              /* scratch: the packed rhs (-1: constant), lhs transposed (adj_x) */
+    int32_t simd_threads;
+#endif
 } bmm_data_t;
+
+#if EDGE_SIMD
+/* The rhs [K, C] (adj_y: [C, K]) as GEMM panels: column j's value k at rhs[k * rk + j * rj]. */
+static void bmm_pack(const bmm_data_t *d, edge_simd_sgemm_t *g, int32_t level, const float *rhs, void *dst) {
+    const int64_t rk = d->adj_y ? 1 : d->cols, rj = d->adj_y ? d->depth : 1;
+    edge_simd_sgemm_pack(g, level, rhs, d->cols, d->depth, rj, rk, 0, -INFINITY, INFINITY, dst);
+}
+
+static edge_status_t bmm_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, bmm_data_t *d, const edge_tensor_t *r) {
+    const int32_t level = edge_simd_level();
+    const size_t bytes = level ? edge_simd_sgemm_bytes(level, d->cols, d->depth) : 0;
+    const int64_t per = (int64_t)d->depth * d->cols;
+    edge_status_t s;
+    int32_t i;
+    d->simd = 0;
+    d->simd_nrhs = 0;
+    d->simd_pack = d->simd_lhs = -1;
+    if (!bytes || per <= 0 || (int64_t)d->rows * d->depth > 0x3fffffff) return EDGE_OK;
+    d->simd_threads = edge_simd_threads();
+    if (r->is_const && edge_tensor_elements(r) / per <= 4096) {
+        const int32_t nr = (int32_t)(edge_tensor_elements(r) / per);
+        d->simd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd * (size_t)nr);
+        if (!d->simd) return EDGE_ARENA_TOO_SMALL;
+        for (i = 0; i < nr; i++) {
+            void *packed = edge_alloc_persistent(ctx, bytes);
+            if (!packed) return EDGE_ARENA_TOO_SMALL;
+            bmm_pack(d, &d->simd[i], level, (const float *)r->data + (int64_t)i * per, packed);
+        }
+        d->simd_nrhs = nr;
+    } else {
+        d->simd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
+        if (!d->simd) return EDGE_ARENA_TOO_SMALL;
+        d->simd->level = level;
+        s = edge_request_scratch(ctx, node, bytes, &d->simd_pack);
+        if (s != EDGE_OK) return s;
+    }
+    if (d->adj_x) return edge_request_scratch(ctx, node, sizeof(float) * (size_t)d->rows * (size_t)d->depth, &d->simd_lhs);
+    return EDGE_OK;
+}
+#endif
 
 edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *l, *r, *out;
@@ -74,7 +123,11 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     }
     shape[nb] = d->rows;
     shape[nb + 1] = d->cols;
-    return edge_set_output_shape(ctx, node, 0, shape, rank);
+    s = edge_set_output_shape(ctx, node, 0, shape, rank);
+#if EDGE_SIMD
+    if (s == EDGE_OK) s = bmm_prepare_simd(node, ctx, d, r);
+#endif
+    return s;
 }
 
 /* One [rows, cols] product: lhs element (i, k) at lhs[i * li + k * lk], rhs (k, j) at rhs[k * rk + j * rj]. */
@@ -95,6 +148,58 @@ static void bmm_one(const bmm_data_t *d, const float *lhs, const float *rhs, flo
     }
 }
 
+#if EDGE_SIMD
+typedef struct {
+    const bmm_data_t *d;
+    const edge_simd_sgemm_t *g;
+    const float *a;
+    float *y;
+} bmm_job_t;
+
+/* Part t of n of one product: its share of the rows (8 or more of them), else of the columns. */
+static void bmm_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const bmm_job_t *j = (const bmm_job_t *)arg;
+    const bmm_data_t *d = j->d;
+    int32_t a, b;
+    (void)slot;
+    if (d->rows >= 8) {
+        edge_simd_split(d->rows, 6, t, n, &a, &b);
+        if (a < b)
+            edge_simd_sgemm(j->g, j->a + (int64_t)a * d->depth, b - a, d->depth, 0, d->cols, j->y + (int64_t)a * d->cols,
+                            d->cols);
+    } else {
+        edge_simd_split(d->cols, EDGE_SIMD_F32_NR, t, n, &a, &b);
+        if (a < b) edge_simd_sgemm(j->g, j->a, d->rows, d->depth, a, b, j->y, d->cols);
+    }
+}
+
+/* One [rows, cols] product through the GEMM: the rhs packed (constant: at prepare; else now), the lhs transposed
+ * for adj_x. */
+static void bmm_one_simd(const edge_node_t *node, edge_ctx_t *ctx, const bmm_data_t *d, const float *lhs,
+                         const float *rhs, int64_t ro, float *y) {
+    const int32_t parts = edge_simd_parts((int64_t)d->rows * d->cols * d->depth, d->simd_threads);
+    edge_simd_sgemm_t g;
+    bmm_job_t j;
+    if (d->simd_nrhs) {
+        g = d->simd[ro / ((int64_t)d->depth * d->cols)];
+    } else {
+        bmm_pack(d, &g, d->simd->level, rhs + ro, edge_scratch(ctx, node, d->simd_pack));
+    }
+    if (d->adj_x) { /* lhs [K, R] -> [R, K] */
+        float *t = (float *)edge_scratch(ctx, node, d->simd_lhs);
+        int32_t i, k;
+        for (k = 0; k < d->depth; k++)
+            for (i = 0; i < d->rows; i++) t[(int64_t)i * d->depth + k] = lhs[(int64_t)k * d->rows + i];
+        lhs = t;
+    }
+    j.d = d;
+    j.g = &g;
+    j.a = lhs;
+    j.y = y;
+    edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, bmm_job, &j);
+}
+#endif
+
 void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     const bmm_data_t *d = (const bmm_data_t *)node->user_data;
     const float *lhs = (const float *)edge_in(ctx, node, 0)->data;
@@ -105,7 +210,11 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t lo = 0, ro = 0;
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
     for (;;) {
-        bmm_one(d, lhs + lo, rhs + ro, y);
+#if EDGE_SIMD
+        if (d->simd) bmm_one_simd(node, ctx, d, lhs + lo, rhs, ro, y);
+        else
+#endif
+            bmm_one(d, lhs + lo, rhs + ro, y);
         y += per;
         for (k = d->n_batch - 1; k >= 0; k--) {
             idx[k]++;

@@ -53,6 +53,10 @@ typedef struct {
     int32_t simd_direct;        /* a 1x1 stride-1 filter: the input is the GEMM's rows as they are */
     int32_t simd_threads;       /* threads at prepare (edge_simd_threads): parts of the pixels, scratch each */
     uint32_t simd_part_bytes;   /* one thread's scratch */
+    edge_simd_sgemm_t *fsimd;   /* float32, one group, on a CPU with a float GEMM: the packed filter (its packed
+                                 * block in persistent memory for a constant filter, else repacked per invoke
+                                 * into its pack_scratch); its rows: im2col rows per block (0: a 1x1 filter, the
+                                 * input rows as they are); NULL: the portable kernel */
 #endif
 } conv_data_t;
 
@@ -79,6 +83,49 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     d->simd_threads = edge_simd_threads();
     d->simd_part_bytes = (uint32_t)(((d->simd_direct ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
                                      edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
+    return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
+}
+#endif
+
+#if EDGE_SIMD
+/* float32, one group: the filter as GEMM panels [o, kh * kw * cg] (packed here when constant, else at every
+ * invoke: a filter that a DEQUANTIZE computes), im2col rows of fsimd->rows pixels per thread unless the filter is 1x1
+ * without padding (then every output row is ow input pixels sw * c floats apart). */
+static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, conv_data_t *d, const edge_tensor_t *w,
+                                           const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level();
+    const size_t bytes = level && d->groups == 1 ? edge_simd_sgemm_bytes(level, d->o, d->k) : 0;
+    const int constant = w->is_const && (!bias || bias->is_const);
+    float flo, fhi;
+    edge_status_t s;
+    d->fsimd = 0;
+    if (!bytes) return EDGE_OK;
+    memcpy(&flo, &d->lo, 4);
+    memcpy(&fhi, &d->hi, 4);
+    d->fsimd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->fsimd);
+    if (!d->fsimd) return EDGE_ARENA_TOO_SMALL;
+    d->fsimd->pack_scratch = -1;
+    if (constant) {
+        void *packed = edge_alloc_persistent(ctx, bytes);
+        if (!packed) return EDGE_ARENA_TOO_SMALL;
+        edge_simd_sgemm_pack(d->fsimd, level, (const float *)w->data, d->o, d->k, d->k, 1,
+                             bias ? (const float *)bias->data : 0, flo, fhi, packed);
+    } else {
+        d->fsimd->level = level; /* the rest at every invoke (conv_float_simd) */
+        d->fsimd->lo = flo;
+        d->fsimd->hi = fhi;
+        d->fsimd->packed = 0;
+        s = edge_request_scratch(ctx, node, bytes, &d->fsimd->pack_scratch);
+        if (s != EDGE_OK) return s;
+    }
+    d->simd_threads = edge_simd_threads();
+    if (d->kh == 1 && d->kw == 1 && d->pt == 0 && d->pl == 0) {
+        d->fsimd->rows = 0;
+        return EDGE_OK;
+    }
+    d->fsimd->rows = (int32_t)(16384 / d->k) / 6 * 6;
+    d->fsimd->rows = d->fsimd->rows < 6 ? 6 : (d->fsimd->rows > 48 ? 48 : d->fsimd->rows);
+    d->simd_part_bytes = (uint32_t)((sizeof(float) * (size_t)d->fsimd->rows * (size_t)d->k + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
 #endif
@@ -144,7 +191,11 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
         edge_activation_range_float(op.act, &flo, &fhi);
         memcpy(&d->lo, &flo, 4);
         memcpy(&d->hi, &fhi, 4);
+#if EDGE_SIMD
+        return conv_prepare_simd_f32(node, ctx, d, w, bias);
+#else
         return EDGE_OK;
+#endif
     }
 
     if (in->type == EDGE_INT8) {
@@ -607,6 +658,87 @@ static void conv_job(void *arg, int32_t t, int32_t n, int32_t slot) {
 }
 #endif
 
+#if EDGE_SIMD
+typedef struct {
+    const conv_data_t *d;
+    const edge_simd_sgemm_t *g;
+    const float *xb;
+    float *yb, *scr;
+} convf_job_t;
+
+/* float32, part t of n: its share of the output pixels (of the output rows for a strided 1x1 filter). */
+static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const convf_job_t *j = (const convf_job_t *)arg;
+    const conv_data_t *d = j->d;
+    const int32_t k = d->k, c = d->c, o = d->o, mb = d->fsimd->rows;
+    int32_t p0, p1, p, q, fy, fx;
+    if (!mb) {
+        if (d->sh == 1 && d->sw == 1) { /* the input is the GEMM's rows */
+            edge_simd_split(d->oh * d->ow, 6, t, n, &p0, &p1);
+            if (p0 < p1) edge_simd_sgemm(j->g, j->xb + (int64_t)p0 * c, p1 - p0, c, 0, o, j->yb + (int64_t)p0 * o, o);
+        } else { /* output row oy: ow input pixels sw * c floats apart */
+            edge_simd_split(d->oh, 1, t, n, &p0, &p1);
+            for (p = p0; p < p1; p++)
+                edge_simd_sgemm(j->g, j->xb + (int64_t)p * d->sh * d->w * c, d->ow, (int64_t)d->sw * c, 0, o,
+                                j->yb + (int64_t)p * d->ow * o, o);
+        }
+        return;
+    }
+    edge_simd_split(d->oh * d->ow, mb, t, n, &p0, &p1);
+    for (p = p0; p < p1; p += mb) {
+        float *rows = j->scr + (size_t)slot * (d->simd_part_bytes / sizeof(float));
+        const int32_t m = p1 - p < mb ? p1 - p : mb;
+        for (q = 0; q < m; q++) { /* the window of pixel p + q, 0 in the padding */
+            const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
+            const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+            float *row = rows + (int64_t)q * k;
+            int32_t fx0, fx1;
+            edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+            for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
+                const int32_t iy = iy0 + fy * d->dh;
+                if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                    memset(row, 0, sizeof(float) * (size_t)d->kw * (size_t)c);
+                    continue;
+                }
+                if (fx0 > 0) memset(row, 0, sizeof(float) * (size_t)fx0 * (size_t)c);
+                if (d->dw == 1) {
+                    memcpy(row + (int64_t)fx0 * c, j->xb + ((int64_t)iy * d->w + ix0 + fx0) * c,
+                           sizeof(float) * (size_t)(fx1 - fx0) * (size_t)c);
+                } else {
+                    for (fx = fx0; fx < fx1; fx++)
+                        memcpy(row + (int64_t)fx * c, j->xb + ((int64_t)iy * d->w + ix0 + fx * d->dw) * c,
+                               sizeof(float) * (size_t)c);
+                }
+                if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, 0, sizeof(float) * (size_t)(d->kw - fx1) * (size_t)c);
+            }
+        }
+        edge_simd_sgemm(j->g, rows, m, k, 0, o, j->yb + (int64_t)p * o, o);
+    }
+}
+
+/* float32 through the GEMM: the filter repacked first when it is not constant, then every batch's pixels split
+ * across the threads. */
+static void conv_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const conv_data_t *d, const float *x,
+                            const float *wt, const float *bias, float *y) {
+    const int32_t npix = d->oh * d->ow;
+    const int32_t parts = edge_simd_parts((int64_t)npix * d->o * d->k, d->simd_threads);
+    edge_simd_sgemm_t g = *d->fsimd;
+    convf_job_t j;
+    int32_t b;
+    if (g.pack_scratch >= 0)
+        edge_simd_sgemm_pack(&g, g.level, wt, d->o, d->k, d->k, 1, bias, g.lo, g.hi,
+                             edge_scratch(ctx, node, g.pack_scratch));
+    j.d = d;
+    j.g = &g;
+    j.scr = g.rows ? (float *)edge_scratch(ctx, node, d->simd_scratch) : 0;
+    for (b = 0; b < d->n; b++) {
+        j.xb = x + (int64_t)b * d->h * d->w * d->c;
+        j.yb = y + (int64_t)b * npix * d->o;
+        edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, convf_job, &j);
+    }
+}
+#endif
+
 /* ------------------------------------------------------------------------------------- int16, float */
 
 static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt, const void *bias, int16_t *y) {
@@ -720,6 +852,13 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
                   (int8_t *)out->data, (int16_t *)edge_scratch(ctx, node, d->scratch));
         break;
     case CONV_FLOAT:
+#if EDGE_SIMD
+        if (d->fsimd) {
+            conv_float_simd(node, ctx, d, (const float *)in->data, (const float *)w->data,
+                            bt ? (const float *)bt->data : 0, (float *)out->data);
+            break;
+        }
+#endif
         if (EDGE_WITH_FLOAT32)
             conv_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
                        (float *)out->data);

@@ -44,8 +44,10 @@ typedef struct {
     int32_t plane;              /* the least-RAM plan (EDGE_INIT_MEMORY_MIN), int8, M == 1: one input channel's
                                  * h * w bytes, for running with the output over the input (-1: none) */
 #if EDGE_SIMD
-    int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level (0: none) */
-    int16_t *simd_w;            /* persistent: the filter widened to int16 [m, kh * kw, c] (output channel
+    int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level (0: none); float32,
+                                 * multiplier 1: the level of edge_simd_dw_f32 (which reads the filter as the
+                                 * model stores it, [kh, kw, c]) */
+    int16_t *simd_w;            /* persistent, int8: the filter widened to int16 [m, kh * kw, c] (output channel
                                  * ic * m + j of tap t at [j, t, ic]; several input channels) */
     edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
     int32_t *simd_q;            /* persistent: bias[oc] (0 without one), mul[oc], rs[oc]; several input channels:
@@ -150,6 +152,51 @@ static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8
 }
 
 static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *scr, int32_t oy0, int32_t oy1);
+
+typedef struct {
+    const dw_data_t *d;
+    edge_simd_dwf_t p;
+    const float *x, *w, *bias;
+    float *y;
+} dwf_job_t;
+
+/* float32, part t of n: its share of the output rows of every batch. */
+static void dwf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const dwf_job_t *j = (const dwf_job_t *)arg;
+    const dw_data_t *d = j->d;
+    int32_t a, b, bt;
+    (void)slot;
+    edge_simd_split(d->oh, 1, t, n, &a, &b);
+    for (bt = 0; bt < d->n && a < b; bt++)
+        edge_simd_dw_f32(d->simd, &j->p, j->x + (int64_t)bt * d->h * d->w * d->c, j->w, j->bias, a, b,
+                         j->y + (int64_t)bt * d->oh * d->ow * d->c);
+}
+
+static void dw_float_simd(const dw_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
+    const int32_t parts = edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads);
+    dwf_job_t j;
+    j.d = d;
+    j.p.h = d->h;
+    j.p.w = d->w;
+    j.p.c = d->c;
+    j.p.oh = d->oh;
+    j.p.ow = d->ow;
+    j.p.kh = d->kh;
+    j.p.kw = d->kw;
+    j.p.sh = d->sh;
+    j.p.sw = d->sw;
+    j.p.dh = d->dh;
+    j.p.dw = d->dw;
+    j.p.pt = d->pt;
+    j.p.pl = d->pl;
+    memcpy(&j.p.lo, &d->lo, 4);
+    memcpy(&j.p.hi, &d->hi, 4);
+    j.x = x;
+    j.w = wt;
+    j.bias = bias;
+    j.y = y;
+    edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, dwf_job, &j);
+}
 
 typedef struct {
     const dw_data_t *d;
@@ -275,6 +322,10 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         edge_activation_range_float(op.act, &flo, &fhi);
         memcpy(&d->lo, &flo, 4);
         memcpy(&d->hi, &fhi, 4);
+#if EDGE_SIMD
+        d->simd = d->m == 1 ? edge_simd_level() : 0; /* every level has edge_simd_dw_f32 */
+        d->simd_threads = edge_simd_threads();
+#endif
         return EDGE_OK;
     }
     d->kind = in->type == EDGE_INT8 ? DW_INT8 : DW_INT16;
@@ -856,6 +907,13 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
                      (int16_t *)out->data);
         break;
     default:
+#if EDGE_SIMD
+        if (d->simd) {
+            dw_float_simd(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
+                          (float *)out->data);
+            break;
+        }
+#endif
         if (EDGE_WITH_FLOAT32)
             dw_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
                      (float *)out->data);

@@ -10,6 +10,7 @@
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(DEQUANTIZE, dequantize, 6, "INT8 INT16 UINT8 FLOAT16", "FLOAT32 output")
 
@@ -20,6 +21,9 @@ typedef struct {
     int32_t outer, channels, inner; /* per channel: the shape around quantized_dimension */
     float *scales;                  /* per channel (persistent copies) */
     int32_t *zero_points;
+#if EDGE_SIMD
+    int32_t simd;                   /* float16 on a 64-bit Linux CPU: the SIMD level (0: the portable loop) */
+#endif
 } dequantize_data_t;
 
 static float half_to_float(uint16_t h) {
@@ -63,7 +67,12 @@ edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
     d->type = x->type;
-    if (x->type == EDGE_FLOAT16) return EDGE_OK;
+    if (x->type == EDGE_FLOAT16) {
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+#endif
+        return EDGE_OK;
+    }
     if (x->type != EDGE_INT8 && x->type != EDGE_INT16 && x->type != EDGE_UINT8)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEQUANTIZE: input must be INT8, INT16, UINT8 or FLOAT16");
     if (!x->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEQUANTIZE: input needs quantization parameters");
@@ -108,6 +117,9 @@ void edge_eval_dequantize(const edge_node_t *node, edge_ctx_t *ctx) {
     if (!EDGE_WITH_FLOAT32) return; /* refused at prepare */
     if (d->type == EDGE_FLOAT16) {
         const uint16_t *h = (const uint16_t *)x->data;
+#if EDGE_SIMD
+        if (d->simd && edge_simd_f16_f32(d->simd, h, y, n)) return;
+#endif
         for (i = 0; i < n; i++) y[i] = half_to_float(h[i]);
     } else if (d->per_channel) {
         int32_t o, c, k;

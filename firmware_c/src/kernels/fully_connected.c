@@ -36,6 +36,8 @@ typedef struct {
     int32_t simd_scratch;
     int32_t simd_threads;      /* threads at prepare: parts of the rows (>= 8 of them) or of the units */
     uint32_t simd_part_bytes;  /* one thread's GEMM work */
+    edge_simd_sgemm_t *fsimd;  /* float32 on a CPU with a float GEMM: the packed weights (persistent when
+                                * constant, else repacked per invoke into its pack_scratch); NULL: the portable loop */
 #endif
 } fc_data_t;
 
@@ -79,6 +81,71 @@ static edge_status_t fc_multipliers(edge_ctx_t *ctx, fc_data_t *d, const edge_te
     }
     return EDGE_OK;
 }
+
+#if EDGE_SIMD
+/* float32: the weights [units, depth] as GEMM panels, packed here when constant, else at every invoke (weights
+ * that a DEQUANTIZE computes). */
+static edge_status_t fc_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, fc_data_t *d, const edge_tensor_t *w,
+                                         const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level();
+    const size_t bytes = level ? edge_simd_sgemm_bytes(level, d->units, d->depth) : 0;
+    d->fsimd = 0;
+    if (!bytes) return EDGE_OK;
+    d->fsimd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->fsimd);
+    if (!d->fsimd) return EDGE_ARENA_TOO_SMALL;
+    d->fsimd->pack_scratch = -1;
+    d->simd_threads = edge_simd_threads();
+    if (w->is_const && (!bias || bias->is_const)) {
+        void *packed = edge_alloc_persistent(ctx, bytes);
+        if (!packed) return EDGE_ARENA_TOO_SMALL;
+        edge_simd_sgemm_pack(d->fsimd, level, (const float *)w->data, d->units, d->depth, d->depth, 1,
+                             bias ? (const float *)bias->data : 0, d->flo, d->fhi, packed);
+        return EDGE_OK;
+    }
+    d->fsimd->level = level; /* the rest at every invoke */
+    d->fsimd->packed = 0;
+    return edge_request_scratch(ctx, node, bytes, &d->fsimd->pack_scratch);
+}
+
+typedef struct {
+    const fc_data_t *d;
+    const edge_simd_sgemm_t *g;
+    const float *x;
+    float *y;
+} fcf_job_t;
+
+/* float32, part t of n: its share of the rows (8 or more of them), else of the units. */
+static void fcf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
+    const fcf_job_t *j = (const fcf_job_t *)arg;
+    const fc_data_t *d = j->d;
+    int32_t a, b;
+    (void)slot;
+    if (d->batches >= 8) {
+        edge_simd_split(d->batches, 6, t, n, &a, &b);
+        if (a < b)
+            edge_simd_sgemm(j->g, j->x + (int64_t)a * d->depth, b - a, d->depth, 0, d->units,
+                            j->y + (int64_t)a * d->units, d->units);
+    } else {
+        edge_simd_split(d->units, EDGE_SIMD_F32_NR, t, n, &a, &b);
+        if (a < b) edge_simd_sgemm(j->g, j->x, d->batches, d->depth, a, b, j->y, d->units);
+    }
+}
+
+static void fc_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const fc_data_t *d, const float *x,
+                          const float *w, const float *bias, float *y) {
+    const int32_t parts = edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads);
+    edge_simd_sgemm_t g = *d->fsimd;
+    fcf_job_t j;
+    if (g.pack_scratch >= 0)
+        edge_simd_sgemm_pack(&g, g.level, w, d->units, d->depth, d->depth, 1, bias, d->flo, d->fhi,
+                             edge_scratch(ctx, node, g.pack_scratch));
+    j.d = d;
+    j.g = &g;
+    j.x = x;
+    j.y = y;
+    edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, fcf_job, &j);
+}
+#endif
 
 /* FullyConnectedOptions: 0 fused_activation_function, 1 weights_format, 2 keep_num_dims. */
 edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
@@ -146,7 +213,11 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != units))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias must be FLOAT32 with one value per unit");
         edge_activation_range_float(act, &d->flo, &d->fhi);
+#if EDGE_SIMD
+        return fc_prepare_simd_f32(node, ctx, d, w, bias);
+#else
         return EDGE_OK;
+#endif
     }
     if (in->type == EDGE_INT16) return fc_prepare_int16(node, ctx, d, in, w, bias, out, act);
 
@@ -387,6 +458,13 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     const uint32_t in_off = (uint32_t)d->input_offset, f_off = (uint32_t)d->filter_offset; /* int32 wrap */
 
     if (EDGE_WITH_FLOAT32 && in->type == EDGE_FLOAT32) {
+#if EDGE_SIMD
+        if (d->fsimd) {
+            fc_float_simd(node, ctx, d, (const float *)in->data, (const float *)w->data,
+                          bt ? (const float *)bt->data : 0, (float *)out->data);
+            return;
+        }
+#endif
         fc_float(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
                  (float *)out->data);
         return;

@@ -28,6 +28,7 @@ typedef struct {
 #if EDGE_SIMD
     int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level, and its parameters */
     int32_t simd_p[8];
+    int32_t fsimd;              /* float32 on a 64-bit Linux CPU: its SIMD level for the rows (0: the portable rows) */
 #endif
 } mul_data_t;
 
@@ -41,6 +42,9 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
     d->type = a->type;
     if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
+#if EDGE_SIMD
+        d->fsimd = edge_simd_level();
+#endif
         return EDGE_OK;
     }
     if (a->type == EDGE_INT32) {
@@ -108,6 +112,16 @@ static void mul_row_simd(const void *op, const void *a, int32_t sa, const void *
 void edge_eval_mul(const edge_node_t *node, edge_ctx_t *ctx) {
     const mul_data_t *d = (const mul_data_t *)node->user_data;
 #if EDGE_SIMD
+    if (d->type == EDGE_FLOAT32 && d->fsimd) { /* float32: the SIMD rows (the same bits) */
+        edge_simd_binf_t f;
+        f.level = d->fsimd;
+        f.kind = EDGE_SIMD_F32_MUL;
+        f.lo = d->p.flo;
+        f.hi = d->p.fhi;
+        ea_bcast_run(&d->bc, &f, edge_in(ctx, node, 0)->data, 4, edge_in(ctx, node, 1)->data, 4,
+                     edge_out(ctx, node, 0)->data, 4, edge_simd_binary_f32_row);
+        return;
+    }
     if (d->simd) { /* int8 rows of any broadcast, vectorized */
         ea_bcast_run(&d->bc, d, edge_in(ctx, node, 0)->data, 1, edge_in(ctx, node, 1)->data, 1,
                      edge_out(ctx, node, 0)->data, 1, mul_row_simd);

@@ -8,6 +8,7 @@
  */
 #include "edge_kernel.h"
 #include "../edge_binary.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(PRELU, prelu, 2, "FLOAT32 INT8 INT16", "alpha FLOAT32 (float) or INT8 (quantized)")
 
@@ -15,6 +16,9 @@ typedef struct {
     ea_bcast_t bc;
     int32_t type;
     int32_t in_off, a_off, out_off, m1, s1, m2, s2, qmin, qmax;
+#if EDGE_SIMD
+    int32_t simd;               /* float32 on a 64-bit Linux CPU: the SIMD level for contiguous rows (0: none) */
+#endif
 } prelu_data_t;
 
 edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
@@ -29,6 +33,9 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
         if (alpha->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: float alpha must be FLOAT32");
         if (out->rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+#endif
         return EDGE_OK;
     }
     if (alpha->type != EDGE_INT8) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "PRELU: alpha must be INT8");
@@ -76,6 +83,11 @@ static void row_float(const void *op, const void *a, int32_t sa, const void *b, 
     float *o = (float *)y;
     int32_t i;
     (void)op;
+#if EDGE_SIMD
+    if (sa && ((const prelu_data_t *)op)->simd &&
+        edge_simd_prelu_f32(((const prelu_data_t *)op)->simd, x, al, sb ? 1 : 0, o, n))
+        return;
+#endif
     for (i = 0; i < n; i++) {
         const float v = x[i * sa];
         o[i] = v >= 0.0f ? v : v * al[i * sb];

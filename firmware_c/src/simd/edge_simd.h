@@ -129,4 +129,73 @@ static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
 }
 #endif
 
+/* ============================================================================================== float32
+ * src/simd/edge_simd_f32_x86.c (AVX2 + FMA, at both x86-64 levels) and src/simd/edge_simd_f32_arm.c (NEON, at
+ * both aarch64 levels). CONV_2D (one group: 1x1 filters on the input rows as they are, else im2col rows),
+ * FULLY_CONNECTED and BATCH_MATMUL run one packed-panel SGEMM; DEPTHWISE_CONV_2D (multiplier 1) runs channel
+ * vectors per output pixel.
+ *
+ * Numerics: every output is one sum in k order (a conv's taps in (fy, fx, i) order, as the portable kernels),
+ * each step one fused multiply-add, from 0; then + bias, then the clamp to [lo, hi] (a NaN passes, as in the
+ * portable kernels). The portable kernels round the product and the sum separately, so the two differ by
+ * rounding only (the tests hold them to a relative tolerance); x86-64 and aarch64 run the same sequence of
+ * FMAs and give the same bits. Threads split the outputs (rows, pixels or columns), never k: the same bits for
+ * any count.
+ *
+ * SGEMM: y[m, n] = clamp(sum_k a[m, k] * w[n, k] + bias[n], lo, hi); a is M rows of K floats (stride lda), w is
+ * packed by edge_simd_sgemm_pack (after the bias, npad floats) into panels of EDGE_SIMD_F32_NR columns, k-major
+ * within a panel, zeros past n. */
+#if EDGE_SIMD
+#define EDGE_SIMD_F32_NR 16
+
+typedef struct {
+    int32_t level, n, k, npad;
+    float lo, hi;
+    float *packed;              /* bias[npad], then npad / NR panels of k x NR floats */
+    int32_t pack_scratch;       /* the caller's: its scratch for packing at every invoke (-1: packed at prepare) */
+    int32_t rows;               /* the caller's: e.g. im2col rows per block (edge_simd_sgemm_pack leaves both) */
+} edge_simd_sgemm_t;
+
+/* Bytes edge_simd_sgemm_pack needs at `level` (0 when the level has no float GEMM). */
+size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k);
+/* Fill g and its packed block at dst (edge_simd_sgemm_bytes): column c's value i at w[c * ldn + i * ldk], bias
+ * n floats or NULL, the clamp [lo, hi]. */
+void edge_simd_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const float *w, int32_t n, int32_t k, int64_t ldn,
+                          int64_t ldk, const float *bias, float lo, float hi, void *dst);
+/* Rows [0, m) of a (stride lda) against columns [n0, n1) (n0 a multiple of EDGE_SIMD_F32_NR) into y[m, ldy] at
+ * columns n0..n1. */
+void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
+                     float *y, int64_t ldy);
+
+/* Float depthwise geometry (multiplier 1): input [h, w, c], filter [kh, kw, c] (the model's own layout), output
+ * [oh, ow, c]. */
+typedef struct {
+    int32_t h, w, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
+    float lo, hi;
+} edge_simd_dwf_t;
+/* Output rows [oy0, oy1) of one batch: x its input, y its output, bias c floats or NULL. Returns 0 when this
+ * level has no float depthwise (the caller runs its own). */
+int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                         int32_t oy0, int32_t oy1, float *y);
+
+/* float32 PRELU of one row: y[i] = x[i] >= 0 ? x[i] : x[i] * alpha[i * astep] (astep 0 or 1; the portable
+ * kernel's one multiply: the same bits). Returns 0 when this level has no such path. */
+int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n);
+
+/* float32 ADD / SUB / MUL rows: y[i] = clamp(a[i * sa] op b[i * sb], lo, hi), steps 0 or 1 (edge_fixedpoint_act.h's
+ * ea_row_fn, for ea_bcast_run; op points to an edge_simd_binf_t whose level is one this CPU runs). One rounding
+ * and the clamp, as the portable rows: the same bits. */
+enum { EDGE_SIMD_F32_ADD = 0, EDGE_SIMD_F32_SUB = 1, EDGE_SIMD_F32_MUL = 2 };
+typedef struct {
+    int32_t level, kind;
+    float lo, hi;
+} edge_simd_binf_t;
+void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n);
+
+/* float16 -> float32 (DEQUANTIZE of float16 weights): exact, the portable widening's bits (a block holding an
+ * infinity or a NaN is widened in C: the instructions quiet a signaling NaN). Returns 0 when this level (or this
+ * x86-64 CPU: F16C) has no such path. */
+int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n);
+#endif
+
 #endif /* EDGE_SIMD_H */

@@ -1,0 +1,566 @@
+/* edge_simd_f32_x86.c - x86-64 float32 fast paths: AVX2 + FMA (both x86-64 levels run these; see edge_simd.h's
+ * float32 section for the numerics).
+ *
+ * SGEMM: a 6 x 16 register tile (12 ymm sums; per k two loads of the packed panel, six broadcasts of a), over
+ * blocks of rows sized so that they stay in L2 while each 16-column panel (k x 64 bytes) is reused from L1/L2.
+ * A single row (FULLY_CONNECTED with one batch) runs four panels at once instead (eight independent sums).
+ * Depthwise: eight channels per ymm (a masked load / store for the last c % 8), the taps of each output pixel in
+ * (fy, fx) order; a 3x3 window wholly inside the input keeps its nine weight vectors in registers along the row.
+ * Every function with wider instructions than the x86-64 baseline carries the target attribute.
+ */
+#include "edge_simd.h"
+
+#if EDGE_SIMD && defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#define T_AVX2 __attribute__((target("avx2,fma")))
+#define T_F16C __attribute__((target("avx2,fma,f16c")))
+#define INLINE __attribute__((always_inline)) inline
+
+#define NR EDGE_SIMD_F32_NR
+#define MR 6
+
+static int32_t f32_round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
+
+size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
+    const size_t npad = (size_t)f32_round_up(n, NR);
+    if (level < EDGE_SIMD_X86_AVX2 || n <= 0 || k <= 0) return 0;
+    return sizeof(float) * (npad + npad * (size_t)k);
+}
+
+void edge_simd_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const float *w, int32_t n, int32_t k, int64_t ldn,
+                          int64_t ldk, const float *bias, float lo, float hi, void *dst) {
+    float *p = (float *)dst, *panel;
+    int32_t c, i;
+    g->level = level;
+    g->n = n;
+    g->k = k;
+    g->npad = f32_round_up(n, NR);
+    g->lo = lo;
+    g->hi = hi;
+    g->packed = p;
+    for (c = 0; c < g->npad; c++) p[c] = bias && c < n ? bias[c] : 0.0f;
+    panel = p + g->npad;
+    for (c = 0; c < g->npad; c += NR, panel += (size_t)NR * (size_t)k) {
+        int32_t j;
+        for (j = 0; j < NR; j++) {
+            const float *src = w + (int64_t)(c + j) * ldn;
+            if (c + j >= n) {
+                for (i = 0; i < k; i++) panel[(size_t)i * NR + j] = 0.0f;
+            } else {
+                for (i = 0; i < k; i++) panel[(size_t)i * NR + j] = src[(int64_t)i * ldk];
+            }
+        }
+    }
+}
+
+/* The clamp: max(lo, v) then min(hi, .) with v second, so that a NaN v passes (MAXPS / MINPS return their
+ * second operand when one is a NaN), as the portable kernels' compares let it. */
+static INLINE T_AVX2 __m256 f32_clamp(__m256 v, __m256 lo, __m256 hi) {
+    return _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+}
+
+/* Store the 16 values of one tile row, or its first `cols` (the last panel). */
+static INLINE T_AVX2 void f32_store16(float *y, __m256 v0, __m256 v1, int32_t cols) {
+    if (cols >= NR) {
+        _mm256_storeu_ps(y, v0);
+        _mm256_storeu_ps(y + 8, v1);
+    } else {
+        float t[NR];
+        _mm256_storeu_ps(t, v0);
+        _mm256_storeu_ps(t + 8, v1);
+        memcpy(y, t, sizeof(float) * (size_t)cols);
+    }
+}
+
+/* mr (<= MR, a constant after inlining) rows of a against one panel: sums from 0 in k order, + bias, clamp. The
+ * sums are named variables (GCC keeps arrays of vectors indexed in a loop in memory). */
+#define SG_ROW(r)                                                                                            \
+    if (mr > r) {                                                                                            \
+        const __m256 av = _mm256_broadcast_ss(a##r + kk);                                                    \
+        s##r##0 = _mm256_fmadd_ps(av, b0, s##r##0);                                                          \
+        s##r##1 = _mm256_fmadd_ps(av, b1, s##r##1);                                                          \
+    }
+#define SG_OUT(r)                                                                                            \
+    if (mr > r)                                                                                              \
+        f32_store16(y + r * ldy, f32_clamp(_mm256_add_ps(s##r##0, bv0), lo, hi),                             \
+                    f32_clamp(_mm256_add_ps(s##r##1, bv1), lo, hi), cols);
+static INLINE T_AVX2 void sg_tile(const int32_t mr, const float *a, int64_t lda, const float *pb, const float *bias,
+                                  int32_t k, __m256 lo, __m256 hi, float *y, int64_t ldy, int32_t cols) {
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+    __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+    const float *a0 = a, *a1 = a0 + (mr > 1 ? lda : 0), *a2 = a1 + (mr > 2 ? lda : 0), *a3 = a2 + (mr > 3 ? lda : 0);
+    const float *a4 = a3 + (mr > 4 ? lda : 0), *a5 = a4 + (mr > 5 ? lda : 0);
+    int32_t kk;
+    for (kk = 0; kk < k; kk++, pb += NR) {
+        const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+        SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5)
+    }
+    {
+        const __m256 bv0 = _mm256_loadu_ps(bias), bv1 = _mm256_loadu_ps(bias + 8);
+        SG_OUT(0) SG_OUT(1) SG_OUT(2) SG_OUT(3) SG_OUT(4) SG_OUT(5)
+    }
+}
+
+/* One row against four panels at once (eight independent sums; the same k-order sum per output). */
+#define SG_PANEL(j)                                                                                          \
+    {                                                                                                        \
+        const int32_t left = cols - j * NR;                                                                  \
+        if (left > 0)                                                                                        \
+            f32_store16(y + j * NR, f32_clamp(_mm256_add_ps(s##j##0, _mm256_loadu_ps(bias + j * NR)), lo, hi),  \
+                        f32_clamp(_mm256_add_ps(s##j##1, _mm256_loadu_ps(bias + j * NR + 8)), lo, hi), left);  \
+    }
+static INLINE T_AVX2 void sg_row4(const float *a, const float *pb, int64_t pstride, const float *bias, int32_t k,
+                                  __m256 lo, __m256 hi, float *y, int32_t cols) {
+    __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+    const float *p0 = pb, *p1 = pb + pstride, *p2 = p1 + pstride, *p3 = p2 + pstride;
+    int32_t kk;
+    for (kk = 0; kk < k; kk++) {
+        const __m256 av = _mm256_broadcast_ss(a + kk);
+        const int64_t o = (int64_t)kk * NR;
+        s00 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p0 + o), s00);
+        s01 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p0 + o + 8), s01);
+        s10 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p1 + o), s10);
+        s11 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p1 + o + 8), s11);
+        s20 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p2 + o), s20);
+        s21 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p2 + o + 8), s21);
+        s30 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p3 + o), s30);
+        s31 = _mm256_fmadd_ps(av, _mm256_loadu_ps(p3 + o + 8), s31);
+    }
+    SG_PANEL(0) SG_PANEL(1) SG_PANEL(2) SG_PANEL(3)
+}
+
+static T_AVX2 void sgemm_avx2(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,
+                              int32_t n1, float *y, int64_t ldy) {
+    const int32_t k = g->k;
+    const int64_t pstride = (int64_t)NR * k;
+    const __m256 lo = _mm256_set1_ps(g->lo), hi = _mm256_set1_ps(g->hi);
+    const float *bias = g->packed, *panels = g->packed + g->npad;
+    int32_t mc, i0, i, c;
+    if (m == 1) {
+        for (c = n0; c < n1; c += 4 * NR) {
+            const float *pb = panels + (int64_t)(c / NR) * pstride;
+            if (n1 - c > 2 * NR && g->npad - c >= 4 * NR) { /* three or four needed, four exist (zeros past n) */
+                sg_row4(a, pb, pstride, bias + c, k, lo, hi, y + c, n1 - c);
+            } else {
+                int32_t cc;
+                for (cc = c; cc < n1; cc += NR)
+                    sg_tile(1, a, lda, panels + (int64_t)(cc / NR) * pstride, bias + cc, k, lo, hi, y + cc, ldy,
+                            n1 - cc);
+            }
+        }
+        return;
+    }
+    /* rows per block: about 128 KB of a, in whole tiles */
+    mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1));
+    mc = mc < MR ? MR : (mc > 768 ? 768 : mc / MR * MR);
+    for (i0 = 0; i0 < m; i0 += mc) {
+        const int32_t i1 = m - i0 < mc ? m : i0 + mc;
+        for (c = n0; c < n1; c += NR) {
+            const float *pb = panels + (int64_t)(c / NR) * pstride;
+            const int32_t cols = n1 - c;
+            for (i = i0; i < i1; i += MR) {
+                const float *ai = a + (int64_t)i * lda;
+                float *yi = y + (int64_t)i * ldy + c;
+                switch (i1 - i < MR ? i1 - i : MR) {
+                case 6: sg_tile(6, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
+                case 5: sg_tile(5, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
+                case 4: sg_tile(4, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
+                case 3: sg_tile(3, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
+                case 2: sg_tile(2, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
+                default: sg_tile(1, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
+                }
+            }
+        }
+    }
+}
+
+void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
+                     float *y, int64_t ldy) {
+    if (m > 0 && n0 < n1) sgemm_avx2(g, a, m, lda, n0, n1, y, ldy);
+}
+
+/* ------------------------------------------------------------------------------------- depthwise */
+
+/* The taps [lo, hi) of a window starting at `origin` that land inside [0, size) (edge_conv.h's edge_conv_taps). */
+static inline void f32_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
+    int32_t a = 0, b = k;
+    if (origin < 0) a = (-origin + dil - 1) / dil;
+    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+
+/* One output pixel, every channel: taps [fy0, fy1) x [fx0, fx1). */
+static INLINE T_AVX2 void dwf_pixel(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                                    int32_t iy0, int32_t ix0, int32_t fy0, int32_t fy1, int32_t fx0, int32_t fx1,
+                                    __m256i tail, __m256 lo, __m256 hi, float *y) {
+    const int32_t c = p->c, c8 = c & ~7;
+    int32_t ch, fy, fx;
+    for (ch = 0; ch < c8; ch += 8) {
+        __m256 acc = _mm256_setzero_ps();
+        for (fy = fy0; fy < fy1; fy++) {
+            const float *xr = x + ((int64_t)(iy0 + fy * p->dh) * p->w + ix0) * c + ch;
+            const float *wr = wt + (int64_t)fy * p->kw * c + ch;
+            for (fx = fx0; fx < fx1; fx++)
+                acc = _mm256_fmadd_ps(_mm256_loadu_ps(xr + (int64_t)fx * p->dw * c), _mm256_loadu_ps(wr + (int64_t)fx * c),
+                                      acc);
+        }
+        if (bias) acc = _mm256_add_ps(acc, _mm256_loadu_ps(bias + ch));
+        _mm256_storeu_ps(y + ch, f32_clamp(acc, lo, hi));
+    }
+    if (c8 < c) {
+        __m256 acc = _mm256_setzero_ps();
+        for (fy = fy0; fy < fy1; fy++) {
+            const float *xr = x + ((int64_t)(iy0 + fy * p->dh) * p->w + ix0) * c + c8;
+            const float *wr = wt + (int64_t)fy * p->kw * c + c8;
+            for (fx = fx0; fx < fx1; fx++)
+                acc = _mm256_fmadd_ps(_mm256_maskload_ps(xr + (int64_t)fx * p->dw * c, tail),
+                                      _mm256_maskload_ps(wr + (int64_t)fx * c, tail), acc);
+        }
+        if (bias) acc = _mm256_add_ps(acc, _mm256_maskload_ps(bias + c8, tail));
+        _mm256_maskstore_ps(y + c8, tail, f32_clamp(acc, lo, hi));
+    }
+}
+
+/* Eight channels at x (all eight, or the first c % 8 by the mask). */
+static INLINE T_AVX2 __m256 dwf_load(const float *x, int full, __m256i tail) {
+    return full ? _mm256_loadu_ps(x) : _mm256_maskload_ps(x, tail);
+}
+
+static INLINE T_AVX2 void dwf_put(float *y, __m256 acc, __m256 bv, int has_bias, int full, __m256i tail, __m256 lo,
+                                  __m256 hi) {
+    if (has_bias) acc = _mm256_add_ps(acc, bv);
+    acc = f32_clamp(acc, lo, hi);
+    if (full) _mm256_storeu_ps(y, acc);
+    else _mm256_maskstore_ps(y, tail, acc);
+}
+
+/* Four output pixels whose windows lie inside the input columns (rows fy0..fy1 inside), eight channels (the first c % 8 when !full) at ch: per tap
+ * one weight load for the four pixels (four independent sums, each the same FMAs in the same (fy, fx) order as
+ * dwf_pixel). xq: pixel 0's window origin at channel ch; xstep: floats between the pixels. */
+static INLINE T_AVX2 void dwf_quad(const edge_simd_dwf_t *p, const float *xq, int64_t xstep, const float *wc,
+                                   const float *bc, int32_t fy0, int32_t fy1, const int full, __m256i tail, __m256 lo, __m256 hi, float *yq) {
+    const int32_t c = p->c;
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *x1 = xq + xstep, *x2 = x1 + xstep, *x3 = x2 + xstep;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+    int32_t fy, fx;
+    wc += (int64_t)fy0 * p->kw * c;
+    for (fy = fy0; fy < fy1; fy++) {
+        const int64_t r = fy * xrow;
+        for (fx = 0; fx < p->kw; fx++, wc += c) {
+            const int64_t o = r + fx * xs;
+            const __m256 wv = dwf_load(wc, full, tail);
+            a0 = _mm256_fmadd_ps(dwf_load(xq + o, full, tail), wv, a0);
+            a1 = _mm256_fmadd_ps(dwf_load(x1 + o, full, tail), wv, a1);
+            a2 = _mm256_fmadd_ps(dwf_load(x2 + o, full, tail), wv, a2);
+            a3 = _mm256_fmadd_ps(dwf_load(x3 + o, full, tail), wv, a3);
+        }
+    }
+    if (bc) bv = dwf_load(bc, full, tail);
+    dwf_put(yq, a0, bv, bc != 0, full, tail, lo, hi);
+    dwf_put(yq + c, a1, bv, bc != 0, full, tail, lo, hi);
+    dwf_put(yq + 2 * c, a2, bv, bc != 0, full, tail, lo, hi);
+    dwf_put(yq + 3 * c, a3, bv, bc != 0, full, tail, lo, hi);
+}
+
+/* Four output pixels of one row with windows cut by the input's left / right edge: the union of their column
+ * ranges, each pixel's FMA only where the tap lies inside for it (each sum the same FMAs in the same order as
+ * dwf_pixel, the taps in the padding skipped). */
+static INLINE T_AVX2 void dwf_quad_edge(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                                        int32_t iy0, int32_t ox, int32_t fy0, int32_t fy1, const int full, int32_t ch,
+                                        __m256i tail, __m256 lo, __m256 hi, float *yq) {
+    const int32_t c = p->c;
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *xp[4];
+    int32_t f0[4], f1[4], j, fy, fx, fxa, fxb;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+    for (j = 0; j < 4; j++) {
+        const int32_t ix0 = (ox + j) * p->sw - p->pl;
+        f32_taps(ix0, p->dw, p->w, p->kw, &f0[j], &f1[j]);
+        xp[j] = x + ((int64_t)iy0 * p->w + ix0) * c + ch;
+    }
+    fxa = f0[0];
+    fxb = f1[0];
+    for (j = 1; j < 4; j++) { /* the union of the four ranges */
+        if (f0[j] < fxa) fxa = f0[j];
+        if (f1[j] > fxb) fxb = f1[j];
+    }
+    for (fy = fy0; fy < fy1; fy++) {
+        const float *wr = wt + (int64_t)fy * p->kw * c + ch;
+        for (fx = fxa; fx < fxb; fx++) {
+            const int64_t o = fy * xrow + fx * xs;
+            const __m256 wv = dwf_load(wr + (int64_t)fx * c, full, tail);
+            if (fx >= f0[0] && fx < f1[0]) a0 = _mm256_fmadd_ps(dwf_load(xp[0] + o, full, tail), wv, a0);
+            if (fx >= f0[1] && fx < f1[1]) a1 = _mm256_fmadd_ps(dwf_load(xp[1] + o, full, tail), wv, a1);
+            if (fx >= f0[2] && fx < f1[2]) a2 = _mm256_fmadd_ps(dwf_load(xp[2] + o, full, tail), wv, a2);
+            if (fx >= f0[3] && fx < f1[3]) a3 = _mm256_fmadd_ps(dwf_load(xp[3] + o, full, tail), wv, a3);
+        }
+    }
+    if (bias) bv = dwf_load(bias + ch, full, tail);
+    dwf_put(yq + ch, a0, bv, bias != 0, full, tail, lo, hi);
+    dwf_put(yq + c + ch, a1, bv, bias != 0, full, tail, lo, hi);
+    dwf_put(yq + 2 * c + ch, a2, bv, bias != 0, full, tail, lo, hi);
+    dwf_put(yq + 3 * c + ch, a3, bv, bias != 0, full, tail, lo, hi);
+}
+
+static T_AVX2 void dwf_avx2(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias, int32_t oy0,
+                            int32_t oy1, float *y) {
+    static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m256i tail = _mm256_loadu_si256((const __m256i *)(ones + 8 - (p->c & 7)));
+    const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
+    const int32_t c = p->c, c8 = c & ~7;
+    const int64_t xstep = (int64_t)p->sw * c;
+    int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch;
+    /* the output columns whose window lies inside the input's columns */
+    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
+    }
+    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
+    }
+    for (oy = oy0; oy < oy1; oy++) {
+        const int32_t iy0 = oy * p->sh - p->pt;
+        float *yrow = y + (int64_t)oy * p->ow * c;
+        int32_t a = 0, b = 0;
+        f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
+        if (fy0 < fy1) { /* four pixels at a time along [oxa, oxb), the rows [fy0, fy1) of their windows */
+            a = oxa;
+            b = oxa + (oxb - oxa) / 4 * 4;
+        }
+        for (ox = 0; ox < p->ow; ox++) {
+            const int32_t ix0 = ox * p->sw - p->pl;
+            if (ox == a && a < b) {
+                for (; ox < b; ox += 4) {
+                    const float *xq = x + ((int64_t)iy0 * p->w + ox * p->sw - p->pl) * c;
+                    float *yq = yrow + (int64_t)ox * c;
+                    for (ch = 0; ch < c8; ch += 8)
+                        dwf_quad(p, xq + ch, xstep, wt + ch, bias ? bias + ch : 0, fy0, fy1, 1, tail, lo, hi, yq + ch);
+                    if (c8 < c)
+                        dwf_quad(p, xq + c8, xstep, wt + c8, bias ? bias + c8 : 0, fy0, fy1, 0, tail, lo, hi, yq + c8);
+                }
+                ox = b - 1;
+                continue;
+            }
+            if (fy0 < fy1 && ox + 4 <= p->ow && (ox + 4 <= a || ox >= b)) { /* four pixels at an edge */
+                for (ch = 0; ch < c8; ch += 8)
+                    dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, 1, ch, tail, lo, hi, yrow + (int64_t)ox * c);
+                if (c8 < c)
+                    dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, 0, c8, tail, lo, hi, yrow + (int64_t)ox * c);
+                ox += 3;
+                continue;
+            }
+            f32_taps(ix0, p->dw, p->w, p->kw, &fx0, &fx1);
+            dwf_pixel(p, x, wt, bias, iy0, ix0, fy0, fy1, fx0, fx1, tail, lo, hi, yrow + (int64_t)ox * c);
+        }
+    }
+}
+
+/* AVX-512 (the level 2 CPUs): the interior quads sixteen channels per zmm (the last c % 16 by a mask); the border
+ * pixels as in dwf_avx2. Each lane the same FMAs in the same order: the same bits. */
+#define T_512 __attribute__((target("avx2,fma,avx512f,avx512vl")))
+static INLINE T_512 void dwf_quad512(const edge_simd_dwf_t *p, const float *xq, int64_t xstep, const float *wc,
+                                     const float *bc, int32_t fy0, int32_t fy1, __mmask16 m, __m512 lo, __m512 hi,
+                                     float *yq) {
+    const int32_t c = p->c;
+    const int64_t xs = (int64_t)p->dw * c, xrow = (int64_t)p->dh * p->w * c;
+    const float *x1 = xq + xstep, *x2 = x1 + xstep, *x3 = x2 + xstep;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, bv = a0;
+    int32_t fy, fx;
+    wc += (int64_t)fy0 * p->kw * c;
+    for (fy = fy0; fy < fy1; fy++) {
+        const int64_t r = fy * xrow;
+        for (fx = 0; fx < p->kw; fx++, wc += c) {
+            const int64_t o = r + fx * xs;
+            const __m512 wv = _mm512_maskz_loadu_ps(m, wc);
+            a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, xq + o), wv, a0);
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x1 + o), wv, a1);
+            a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x2 + o), wv, a2);
+            a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x3 + o), wv, a3);
+        }
+    }
+    if (bc) {
+        bv = _mm512_maskz_loadu_ps(m, bc);
+        a0 = _mm512_add_ps(a0, bv);
+        a1 = _mm512_add_ps(a1, bv);
+        a2 = _mm512_add_ps(a2, bv);
+        a3 = _mm512_add_ps(a3, bv);
+    }
+    _mm512_mask_storeu_ps(yq, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a0)));
+    _mm512_mask_storeu_ps(yq + c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a1)));
+    _mm512_mask_storeu_ps(yq + 2 * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a2)));
+    _mm512_mask_storeu_ps(yq + 3 * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, a3)));
+}
+
+static T_512 void dwf_512(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias, int32_t oy0,
+                          int32_t oy1, float *y) {
+    static const int32_t ones[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const __m256i tail = _mm256_loadu_si256((const __m256i *)(ones + 8 - (p->c & 7)));
+    const __m256 lo = _mm256_set1_ps(p->lo), hi = _mm256_set1_ps(p->hi);
+    const __m512 lo5 = _mm512_set1_ps(p->lo), hi5 = _mm512_set1_ps(p->hi);
+    const int32_t c = p->c, c8 = c & ~7, c16 = c & ~15;
+    const __mmask16 m16 = (__mmask16)((1u << (c & 15)) - 1u);
+    const int64_t xstep = (int64_t)p->sw * c;
+    int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch;
+    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
+    }
+    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
+    }
+    for (oy = oy0; oy < oy1; oy++) {
+        const int32_t iy0 = oy * p->sh - p->pt;
+        float *yrow = y + (int64_t)oy * p->ow * c;
+        int32_t a = 0, b = 0;
+        f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
+        if (fy0 < fy1) {
+            a = oxa;
+            b = oxa + (oxb - oxa) / 4 * 4;
+        }
+        for (ox = 0; ox < p->ow; ox++) {
+            const int32_t ix0 = ox * p->sw - p->pl;
+            if (ox == a && a < b) {
+                for (; ox < b; ox += 4) {
+                    const float *xq = x + ((int64_t)iy0 * p->w + ox * p->sw - p->pl) * c;
+                    float *yq = yrow + (int64_t)ox * c;
+                    for (ch = 0; ch < c16; ch += 16)
+                        dwf_quad512(p, xq + ch, xstep, wt + ch, bias ? bias + ch : 0, fy0, fy1, (__mmask16)0xFFFF, lo5,
+                                    hi5, yq + ch);
+                    if (c16 < c)
+                        dwf_quad512(p, xq + c16, xstep, wt + c16, bias ? bias + c16 : 0, fy0, fy1, m16, lo5, hi5,
+                                    yq + c16);
+                }
+                ox = b - 1;
+                continue;
+            }
+            if (fy0 < fy1 && ox + 4 <= p->ow && (ox + 4 <= a || ox >= b)) {
+                for (ch = 0; ch < c8; ch += 8)
+                    dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, 1, ch, tail, lo, hi, yrow + (int64_t)ox * c);
+                if (c8 < c)
+                    dwf_quad_edge(p, x, wt, bias, iy0, ox, fy0, fy1, 0, c8, tail, lo, hi, yrow + (int64_t)ox * c);
+                ox += 3;
+                continue;
+            }
+            f32_taps(ix0, p->dw, p->w, p->kw, &fx0, &fx1);
+            dwf_pixel(p, x, wt, bias, iy0, ix0, fy0, fy1, fx0, fx1, tail, lo, hi, yrow + (int64_t)ox * c);
+        }
+    }
+}
+
+int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                         int32_t oy0, int32_t oy1, float *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) dwf_512(p, x, wt, bias, oy0, oy1, y);
+    else dwf_avx2(p, x, wt, bias, oy0, oy1, y);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- elementwise */
+
+static T_AVX2 void prelu_avx2(const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
+    const __m256 zero = _mm256_setzero_ps(), a1 = _mm256_set1_ps(alpha[0]);
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i), a = astep ? _mm256_loadu_ps(alpha + i) : a1;
+        /* v >= 0 (ordered: a NaN takes v * alpha, a NaN, as the portable compare) */
+        _mm256_storeu_ps(y + i, _mm256_blendv_ps(_mm256_mul_ps(v, a), v, _mm256_cmp_ps(v, zero, _CMP_GE_OQ)));
+    }
+    for (; i < n; i++) {
+        const float v = x[i];
+        y[i] = v >= 0.0f ? v : v * alpha[i * astep];
+    }
+}
+
+int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    prelu_avx2(x, alpha, astep, y, n);
+    return 1;
+}
+static INLINE T_AVX2 void binf_avx2(const int32_t kind, const int32_t sa, const int32_t sb, const float *a,
+                                    const float *b, float *y, int32_t n, float lo, float hi) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), a1 = _mm256_set1_ps(a[0]),
+                 b1 = _mm256_set1_ps(b[0]);
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 u = sa ? _mm256_loadu_ps(a + i) : a1, v = sb ? _mm256_loadu_ps(b + i) : b1;
+        const __m256 r = kind == EDGE_SIMD_F32_ADD ? _mm256_add_ps(u, v)
+                         : kind == EDGE_SIMD_F32_SUB ? _mm256_sub_ps(u, v) : _mm256_mul_ps(u, v);
+        _mm256_storeu_ps(y + i, f32_clamp(r, vlo, vhi));
+    }
+    for (; i < n; i++) {
+        const float u = a[i * sa], v = b[i * sb];
+        const float r = kind == EDGE_SIMD_F32_ADD ? u + v : kind == EDGE_SIMD_F32_SUB ? u - v : u * v;
+        y[i] = r < lo ? lo : (r > hi ? hi : r);
+    }
+}
+
+#define BINF_STEPS(kind)                                                                                     \
+    if (sa && sb) binf_avx2(kind, 1, 1, a, b, y, n, f->lo, f->hi);                                           \
+    else if (sa) binf_avx2(kind, 1, 0, a, b, y, n, f->lo, f->hi);                                            \
+    else if (sb) binf_avx2(kind, 0, 1, a, b, y, n, f->lo, f->hi);                                            \
+    else binf_avx2(kind, 0, 0, a, b, y, n, f->lo, f->hi);
+
+static T_AVX2 void binary_f32_avx2(const edge_simd_binf_t *f, const float *a, int32_t sa, const float *b, int32_t sb,
+                                   float *y, int32_t n) {
+    if (f->kind == EDGE_SIMD_F32_ADD) {
+        BINF_STEPS(EDGE_SIMD_F32_ADD)
+    } else if (f->kind == EDGE_SIMD_F32_SUB) {
+        BINF_STEPS(EDGE_SIMD_F32_SUB)
+    } else {
+        BINF_STEPS(EDGE_SIMD_F32_MUL)
+    }
+}
+
+void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    binary_f32_avx2((const edge_simd_binf_t *)op, (const float *)a, sa, (const float *)b, sb, (float *)y, n);
+}
+/* ------------------------------------------------------------------------------------- float16 */
+
+/* The portable kernel's widening (kernels/dequantize.c): every half exactly, NaN payloads kept as they are. */
+static float f16_scalar(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, bits;
+    float f;
+    if (e == 0x1F) {
+        bits = sign | 0x7F800000u | (m << 13);
+    } else if (e != 0) {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    } else if (m == 0) {
+        bits = sign;
+    } else {
+        e = 113;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+static T_F16C void f16_avx2(const uint16_t *h, float *y, int64_t n) {
+    const __m128i expo = _mm_set1_epi16(0x7C00);
+    int64_t i, j;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(h + i));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(v, expo), expo))) { /* an inf / NaN: in C */
+            for (j = i; j < i + 8; j++) y[j] = f16_scalar(h[j]);
+        } else {
+            _mm256_storeu_ps(y + i, _mm256_cvtph_ps(v));
+        }
+    }
+    for (; i < n; i++) y[i] = f16_scalar(h[i]);
+}
+
+int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n) {
+    static int32_t f16c = -1;
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (f16c < 0) {
+        __builtin_cpu_init();
+        f16c = __builtin_cpu_supports("f16c") ? 1 : 0;
+    }
+    if (!f16c) return 0;
+    f16_avx2(h, y, n);
+    return 1;
+}
+#endif

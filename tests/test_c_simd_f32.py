@@ -1,0 +1,427 @@
+"""The C runtime's float32 fast paths (firmware_c/src/simd/edge_simd_f32_*.c): at every SIMD level this CPU has
+(edge_simd_set caps the level picked at prepare) CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and BATCH_MATMUL
+give the portable kernels' values (level 0) within float rounding — the fast paths fuse each multiply-add (FMA), the
+portable loops round twice, so the bits may differ: held to 1e-5 of the output's range — on random shapes (odd
+channel counts, padding, strides, dilations, every fused activation, bias or none, constant weights or weights
+computed at run time), the same bits for any thread count, and LiteRT's reference kernels' values within 1e-5 of
+the output's range on the float models in ../shared.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.conftest import shared_model
+from tests.oprunner import T, op_model
+from tests.peers import run_litert
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                reason="the C runtime needs gcc and make")
+
+ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from edge_sdk.runtime import backend_c
+    backend_c.build()
+    return backend_c
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    lib = backend.library()
+    lib.edge_simd_set.argtypes = [ctypes.c_int32]
+    lib.edge_simd_set.restype = ctypes.c_int32
+    top = lib.edge_simd_set(-1)
+    yield lib, list(range(1, top + 1))
+    lib.edge_simd_set(-1)
+
+
+def _run(backend, lib, level, model, feeds, **kw):
+    lib.edge_simd_set(level)
+    try:
+        c = backend.CInterpreter(model_content=model, **kw) if isinstance(model, bytes) else \
+            backend.CInterpreter(model_path=str(model), **kw)
+        c.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+def _close(got, want, what, tol=1e-5):
+    """got within tol of want relative to want's range (its magnitude when the range is 0: one value)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    span = float(np.max(want) - np.min(want)) if want.size else 0.0
+    if span == 0.0 and want.size:
+        span = float(np.max(np.abs(want)))
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    assert err <= tol * max(span, 1e-30) + 1e-30, f"{what}: max error {err:.3g} vs output range {span:.3g}"
+
+
+def _at_every_level(backend, levels, model, feeds):
+    """The portable kernel's outputs, after checking that every SIMD level is within rounding of them."""
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, feeds)
+    for level in lv:
+        for r, g in zip(ref, _run(backend, lib, level, model, feeds)):
+            _close(g, r, f"SIMD level {level} vs the portable kernel")
+    return ref
+
+
+def _out(padding, stride, dil, size, k):
+    eff = (k - 1) * dil + 1
+    return (size + stride - 1) // stride if padding == "SAME" else (size + stride - eff) // stride
+
+
+def F(shape, data=None):
+    return T(shape, "FLOAT32", data=None if data is None else np.asarray(data, np.float32))
+
+
+def _conv_case(rng, depthwise=False, runtime_weights=False):
+    """A random float conv / depthwise layer; runtime_weights: the filter and bias are model inputs (as the
+    outputs of a DEQUANTIZE are: packed at every invoke)."""
+    kh, kw = (int(v) for v in rng.choice([1, 1, 2, 3, 3, 5], 2))
+    sh, sw = (int(v) for v in rng.choice([1, 1, 2, 3], 2))
+    dh, dw = (int(v) for v in rng.choice([1, 1, 2], 2)) if rng.random() < 0.3 else (1, 1)
+    padding = str(rng.choice(["SAME", "VALID"]))
+    h = int(rng.integers((kh - 1) * dh + 1, 14))
+    w = int(rng.integers((kw - 1) * dw + 1, 14))
+    n = int(rng.choice([1, 1, 2]))
+    c = int(rng.choice([1, 3, 4, 5, 8, 9, 16, 17, 31, 33, 64, 70]))
+    o = c if depthwise else int(rng.choice([1, 2, 7, 8, 15, 16, 17, 32, 33, 40, 64, 65]))
+    oh, ow = _out(padding, sh, dh, h, kh), _out(padding, sw, dw, w, kw)
+    wshape = (1, kh, kw, o) if depthwise else (o, kh, kw, c)
+    wdata = rng.standard_normal(wshape).astype(np.float32)
+    bdata = rng.standard_normal(o).astype(np.float32)
+    has_bias = rng.random() < 0.8
+    if runtime_weights:
+        wt, b = F(wshape), (F((o,)) if has_bias else None)
+    else:
+        wt, b = F(wshape, wdata), (F((o,), bdata) if has_bias else None)
+    opts = {"padding": padding, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh, "dilation_w_factor": dw,
+            "fused_activation_function": str(rng.choice(ACTS))}
+    if depthwise:
+        opts["depth_multiplier"] = 1
+    op = "DEPTHWISE_CONV_2D" if depthwise else "CONV_2D"
+    model = op_model(op, [F((n, h, w, c)), wt, b], [F((n, oh, ow, o))], options=opts, version=1)
+    feeds = [rng.uniform(-2, 2, (n, h, w, c)).astype(np.float32)]
+    if runtime_weights:
+        feeds += [wdata] + ([bdata] if has_bias else [])
+    return model, feeds
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_conv_2d_f32_simd_close_to_portable(backend, levels, seed):
+    rng = np.random.default_rng(11000 + seed)
+    model, feeds = _conv_case(rng, runtime_weights=seed % 5 == 4)
+    _at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_depthwise_f32_simd_close_to_portable(backend, levels, seed):
+    rng = np.random.default_rng(12000 + seed)
+    model, feeds = _conv_case(rng, depthwise=True, runtime_weights=seed % 5 == 4)
+    _at_every_level(backend, levels, model, feeds)
+
+
+@pytest.mark.parametrize("k,stride,c,pad", [(3, 1, 32, "SAME"), (3, 2, 20, "SAME"), (3, 1, 13, "VALID"),
+                                             (5, 1, 24, "SAME"), (5, 2, 7, "VALID"), (3, 2, 64, "VALID")])
+def test_depthwise_f32_mobilenet_shapes(backend, levels, k, stride, c, pad):
+    """The layers MobileNet-class float models are made of (whole 3x3 / 5x5 windows along most of each row)."""
+    rng = np.random.default_rng(k * 1000 + stride * 100 + c)
+    h, w = 17, 22
+    oh, ow = _out(pad, stride, 1, h, k), _out(pad, stride, 1, w, k)
+    model = op_model("DEPTHWISE_CONV_2D", [F((1, h, w, c)), F((1, k, k, c), rng.standard_normal((1, k, k, c))),
+                                           F((c,), rng.standard_normal(c))], [F((1, oh, ow, c))],
+                     options={"padding": pad, "stride_h": stride, "stride_w": stride, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1, "depth_multiplier": 1, "fused_activation_function": "RELU6"},
+                     version=1)
+    feeds = [rng.uniform(-2, 2, (1, h, w, c)).astype(np.float32)]
+    ref = _at_every_level(backend, levels, model, feeds)
+    _close(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference")
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_fully_connected_f32_simd_close_to_portable(backend, levels, seed):
+    rng = np.random.default_rng(13000 + seed)
+    batch = int(rng.choice([1, 1, 2, 3, 5, 7, 9, 13]))
+    depth = int(rng.choice([1, 3, 8, 15, 16, 64, 100, 257]))
+    units = int(rng.choice([1, 2, 10, 16, 17, 33, 48, 65, 128]))
+    wdata = rng.standard_normal((units, depth)).astype(np.float32)
+    bdata = rng.standard_normal(units).astype(np.float32) if rng.random() < 0.8 else None
+    runtime = seed % 4 == 3
+    wt = F((units, depth)) if runtime else F((units, depth), wdata)
+    b = None if bdata is None else (F((units,)) if runtime else F((units,), bdata))
+    model = op_model("FULLY_CONNECTED", [F((batch, depth)), wt, b], [F((batch, units))],
+                     options={"fused_activation_function": str(rng.choice(ACTS))})
+    feeds = [rng.uniform(-1, 1, (batch, depth)).astype(np.float32)]
+    if runtime:
+        feeds += [wdata] + ([] if bdata is None else [bdata])
+    ref = _at_every_level(backend, levels, model, feeds)
+    _close(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_batch_matmul_f32_simd_close_to_portable(backend, levels, seed):
+    """Constant rhs (packed once per distinct matrix, batch dims broadcast) or a run-time one (packed per
+    product), adj_x / adj_y."""
+    rng = np.random.default_rng(14000 + seed)
+    rows, depth, cols = (int(rng.choice(v)) for v in ([1, 2, 7, 8, 13, 30], [1, 5, 16, 33, 64], [1, 3, 16, 17, 40]))
+    adj_x, adj_y = bool(seed & 1), bool(seed & 2)
+    lb = [int(v) for v in rng.choice([1, 2, 3], int(rng.integers(0, 3)))]
+    rb = [int(rng.choice([1, v])) for v in lb]
+    lshape = (*lb, depth, rows) if adj_x else (*lb, rows, depth)
+    rshape = (*rb, cols, depth) if adj_y else (*rb, depth, cols)
+    rdata = rng.standard_normal(rshape).astype(np.float32)
+    const = seed % 3 != 2
+    out_shape = (*lb, rows, cols)
+    model = op_model("BATCH_MATMUL", [F(lshape), F(rshape, rdata) if const else F(rshape)], [F(out_shape)],
+                     options={"adj_x": adj_x, "adj_y": adj_y})
+    feeds = [rng.uniform(-1, 1, lshape).astype(np.float32)] + ([] if const else [rdata])
+    ref = _at_every_level(backend, levels, model, feeds)
+    want = np.matmul(np.swapaxes(feeds[0], -1, -2) if adj_x else feeds[0],
+                     np.swapaxes(rdata, -1, -2) if adj_y else rdata)
+    _close(ref[0], want.astype(np.float32), "portable vs numpy")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_prelu_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float PRELU rows (alpha per channel, per pixel, one value, or the whole shape; NaN and -0 inputs): one
+    multiply per negative element at every level, so the same bits as the portable kernel."""
+    rng = np.random.default_rng(17000 + seed)
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.choice([1, 3, 8, 17, 32, 33])))
+    ashape = [shape[1:], (1, 1, shape[3]), (1,), (shape[3],)][seed % 4]
+    model = op_model("PRELU", [F(shape), F(ashape, rng.uniform(-1, 1, ashape))], [F(shape)])
+    x = rng.uniform(-3, 3, shape).astype(np.float32)
+    x.reshape(-1)[:: 7] = np.nan
+    x.reshape(-1)[3:: 11] = -0.0
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, [x])[0]
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, [x])[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+    np.testing.assert_array_equal(ref, run_litert(model, [x])[0])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_add_sub_mul_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float ADD / SUB / MUL, same shapes or broadcast (a row, a scalar, either side), every activation, NaN and inf
+    inputs: one rounding and the clamp at every level, the same bits as the portable rows (and LiteRT's values on
+    finite and NaN inputs)."""
+    rng = np.random.default_rng(18000 + seed)
+    op = ["ADD", "SUB", "MUL"][seed % 3]
+    shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.choice([1, 3, 8, 17, 33])))
+    other = [shape, (shape[3],), (1,), (1, shape[1], 1, 1)][(seed // 3) % 4]
+    shapes = (shape, other) if seed % 2 == 0 else (other, shape)
+    model = op_model(op, [F(shapes[0]), F(shapes[1])], [F(shape)],
+                     options={"fused_activation_function": str(rng.choice(ACTS))})
+    feeds = [rng.uniform(-3, 3, sh).astype(np.float32) for sh in shapes]
+    feeds[0].reshape(-1)[::5] = np.nan
+    lib, lv = levels
+    np.testing.assert_array_equal(_run(backend, lib, 0, model, feeds)[0], run_litert(model, feeds)[0])
+    feeds[1].reshape(-1)[1::7] = np.inf  # (LiteRT clamps an unbounded float activation to +-FLT_MAX: not compared)
+    ref = _run(backend, lib, 0, model, feeds)[0]
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, feeds)[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+
+
+def test_dequantize_float16_simd_same_bits_as_portable(backend, levels):
+    """Every float16 bit pattern (subnormals, infinities, quiet and signaling NaNs with their payloads) widens to
+    the portable kernel's bits at every level."""
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    rng = np.random.default_rng(4)
+    h = np.concatenate([h, rng.permutation(h)[:1001]])  # odd length: the tail too
+    model = op_model("DEQUANTIZE", [T(h.shape, "FLOAT16", data=h.view(np.float16))], [F(h.shape)])
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, [])[0]
+    np.testing.assert_array_equal(ref[:65536][np.isfinite(ref[:65536])],
+                                  h[:65536].view(np.float16).astype(np.float32)[np.isfinite(ref[:65536])])
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, [])[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+
+
+def test_nan_and_inf_pass_like_the_portable_kernels(backend, levels):
+    """A NaN or an infinity in the input reaches the outputs it feeds at every level, with any activation."""
+    rng = np.random.default_rng(3)
+    for act in ACTS:
+        wt = F((8, 3, 3, 5), rng.standard_normal((8, 3, 3, 5)))
+        model = op_model("CONV_2D", [F((1, 6, 6, 5)), wt, F((8,), np.zeros(8))], [F((1, 6, 6, 8))],
+                         options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                                  "dilation_w_factor": 1, "fused_activation_function": act}, version=1)
+        x = rng.uniform(-1, 1, (1, 6, 6, 5)).astype(np.float32)
+        x[0, 2, 3, 1] = np.nan
+        x[0, 5, 0, 4] = np.inf
+        lib, lv = levels
+        ref = _run(backend, lib, 0, model, [x])[0]
+        for level in lv:
+            got = _run(backend, lib, level, model, [x])[0]
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=f"NaNs at level {level}, {act}")
+            fin = np.isfinite(ref)
+            np.testing.assert_array_equal(got[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)])
+            _close(np.where(fin, got, 0), np.where(fin, ref, 0), f"level {level} {act}")
+
+
+def _threaded(backend, model, feeds, threads):
+    c = backend.CInterpreter(model_content=model, num_threads=threads)
+    c.allocate_tensors()
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+@pytest.mark.parametrize("kind", ["conv3x3", "conv1x1s2", "depthwise", "fc", "fc_batch", "bmm"])
+def test_f32_threads_give_the_same_bits(backend, levels, kind):
+    """Large float layers split across 2, 3 and 7 threads: the bits of one thread (k is never split)."""
+    rng = np.random.default_rng(hash(kind) % 1000)
+    conv = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+    if kind.startswith("conv"):
+        k, s = (3, 1) if kind == "conv3x3" else (1, 2)
+        wt = F((48, k, k, 40), rng.standard_normal((48, k, k, 40)))
+        model = op_model("CONV_2D", [F((1, 37, 29, 40)), wt, F((48,), rng.standard_normal(48))],
+                         [F((1, (37 + s - 1) // s, (29 + s - 1) // s, 48))],
+                         options={**conv, "stride_h": s, "stride_w": s}, version=1)
+        feeds = [rng.standard_normal((1, 37, 29, 40)).astype(np.float32)]
+    elif kind == "depthwise":
+        wt = F((1, 3, 3, 96), rng.standard_normal((1, 3, 3, 96)))
+        model = op_model("DEPTHWISE_CONV_2D", [F((1, 37, 29, 96)), wt, None], [F((1, 37, 29, 96))],
+                         options={**conv, "depth_multiplier": 1}, version=1)
+        feeds = [rng.standard_normal((1, 37, 29, 96)).astype(np.float32)]
+    elif kind == "bmm":
+        model = op_model("BATCH_MATMUL", [F((2, 70, 300)), F((300, 130), rng.standard_normal((300, 130)))],
+                         [F((2, 70, 130))])
+        feeds = [rng.standard_normal((2, 70, 300)).astype(np.float32)]
+    else:
+        batch = 1 if kind == "fc" else 33
+        wt = F((257, 600), rng.standard_normal((257, 600)))
+        model = op_model("FULLY_CONNECTED", [F((batch, 600)), wt, None], [F((batch, 257))])
+        feeds = [rng.standard_normal((batch, 600)).astype(np.float32)]
+    one = _threaded(backend, model, feeds, 1)
+    lib, _ = levels
+    for a, b in zip(one, _run(backend, lib, 0, model, feeds)):
+        _close(a, b, "one thread vs the portable kernel")
+    for n in (2, 3, 7):
+        for a, b in zip(one, _threaded(backend, model, feeds, n)):
+            np.testing.assert_array_equal(b, a, err_msg=f"{n} threads")
+
+
+def test_f32_packed_weights_are_counted_in_the_arena(backend, levels):
+    """The float GEMM's packed filter lives in the arena's persistent part: more arena than level 0, and exactly
+    arena_used bytes are enough at that level (one byte less is refused). (A CPU without a fast path: level 0
+    only, and nothing packed.)"""
+    from edge_sdk.errors import ArenaTooSmallError
+
+    lib, lv = levels
+    top = lv[-1] if lv else 0
+    rng = np.random.default_rng(12)
+    wt = F((64, 3, 3, 32), rng.standard_normal((64, 3, 3, 32)))
+    model = op_model("CONV_2D", [F((1, 10, 10, 32)), wt, None], [F((1, 10, 10, 64))],
+                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                              "dilation_w_factor": 1}, version=1)
+    used, persistent = {}, {}
+    for level in sorted({0, top}):
+        lib.edge_simd_set(level)
+        try:
+            it = backend.CInterpreter(model_content=model)
+            it.allocate_tensors()
+            info = it.plan_info()
+            used[level] = max(info["arena_used"], info["high_water"])
+            persistent[level] = info["persistent"]
+            backend.CInterpreter(model_content=model, arena_size=used[level]).allocate_tensors()
+            with pytest.raises(ArenaTooSmallError):
+                backend.CInterpreter(model_content=model, arena_size=used[level] - 1).allocate_tensors()
+        finally:
+            lib.edge_simd_set(-1)
+    assert persistent[0] < 4 * 64 * 3 * 3 * 32  # the portable kernel reads the model's filter in place
+    if top:
+        assert persistent[top] >= persistent[0] + 4 * 64 * 3 * 3 * 32 and used[top] > used[0]
+
+
+@pytest.mark.parametrize("name", ["mediapipe/palm_detection_lite.tflite", "tflite-micro/hello_world_float.tflite"])
+def test_real_float_models_close_to_litert_reference(backend, levels, name):
+    """Every level within 1e-5 of LiteRT's reference kernels relative to each output's range (palm detection's
+    weights are float16 behind DEQUANTIZE: repacked at every invoke)."""
+    path = shared_model(name)
+    rng = np.random.default_rng(5)
+    lib, lv = levels
+    c = backend.CInterpreter(model_path=str(path))
+    c.allocate_tensors()
+    feeds = [rng.uniform(-1, 1, d["shape"]).astype(np.float32) for d in c.get_input_details()]
+    want = run_litert(path.read_bytes(), feeds, isolate=True)
+    for level in [0, *lv]:
+        for i, (g, w) in enumerate(zip(_run(backend, lib, level, path, feeds), want)):
+            _close(g, w, f"SIMD level {level} vs LiteRT reference on {name}, output {i}")
+
+
+# ------------------------------------------------------------------------------------------------ aarch64 (qemu-user)
+
+@pytest.fixture(scope="module")
+def arm64_runner():
+    """firmware_c built for aarch64 (make aarch64, under the cross builds' lock), run under qemu-user; skips where
+    the cross tools are absent (as tests/test_c_simd.py's)."""
+    import fcntl
+    import subprocess
+
+    from tests.test_c_cross import ARCHES, FW, _missing_tools
+
+    reason = _missing_tools("aarch64")
+    if reason:
+        pytest.skip(reason)
+    with open(FW / "build" / ".cross.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(["make", "-C", str(FW), "-j2", "aarch64"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    _, qemu, sysroot, _, _, _, _ = ARCHES["aarch64"]
+    return qemu, sysroot, FW / "build" / "aarch64" / "edge-run-c"
+
+
+@pytest.mark.slow
+def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
+    """The NEON float paths (qemu -cpu cortex-a53) run the same fused multiply-adds in the same order as AVX2: the
+    same bits as the x86-64 host build (conv, depthwise, FC, BATCH_MATMUL, float16 DEQUANTIZE, PRELU, ADD / SUB /
+    MUL); the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
+    from tests.test_c_cross import HOST_RUNNER, _run as run_cmd
+
+    qemu, sysroot, runner = arm64_runner
+    models = []
+    for seed in range(8):
+        rng = np.random.default_rng(15000 + seed)
+        models.append(_conv_case(rng, depthwise=seed % 2 == 1, runtime_weights=seed == 6))
+    rng = np.random.default_rng(16000)
+    models.append((op_model("FULLY_CONNECTED", [F((3, 300)), F((37, 300), rng.standard_normal((37, 300))), None],
+                            [F((3, 37))]), [rng.standard_normal((3, 300)).astype(np.float32)]))
+    models.append((op_model("FULLY_CONNECTED", [F((1, 200)), F((70, 200), rng.standard_normal((70, 200))), None],
+                            [F((1, 70))]), [rng.standard_normal((1, 200)).astype(np.float32)]))
+    models.append((op_model("BATCH_MATMUL", [F((2, 9, 20)), F((20, 19), rng.standard_normal((20, 19)))],
+                            [F((2, 9, 19))]), [rng.standard_normal((2, 9, 20)).astype(np.float32)]))
+    h = np.arange(65536, dtype=np.uint32).astype(np.uint16)[::3]
+    models.append((op_model("DEQUANTIZE", [T(h.shape, "FLOAT16", data=h.view(np.float16))], [F(h.shape)]), []))
+    sh = (1, 5, 7, 19)
+    x = rng.standard_normal(sh).astype(np.float32)
+    x.reshape(-1)[::9] = np.nan
+    models.append((op_model("PRELU", [F(sh), F((19,), rng.standard_normal(19))], [F(sh)]), [x]))
+    for op, other in (("ADD", (19,)), ("SUB", sh), ("MUL", (1,))):
+        models.append((op_model(op, [F(sh), F(other)], [F(sh)], options={"fused_activation_function": "RELU6"}),
+                       [x, rng.standard_normal(other).astype(np.float32)]))
+    for i, (model, feeds) in enumerate(models):
+        path = tmp_path / f"m{i}.tflite"
+        path.write_bytes(model)
+        host = run_cmd([str(HOST_RUNNER)], path, feeds, tmp_path, 1)
+        neon = run_cmd([qemu, "-cpu", "cortex-a53", "-L", sysroot, str(runner)], path, feeds, tmp_path, 1)
+        assert neon == host, f"model {i}: aarch64 NEON differs from the x86-64 AVX2 bits"
+        plain = run_cmd([qemu, "-cpu", "cortex-a53", "-E", "EDGE_SIMD_LEVEL=0", "-L", sysroot, str(runner)], path,
+                        feeds, tmp_path, 1)
+        p32, h32 = np.frombuffer(plain, np.float32), np.frombuffer(host, np.float32)
+        fin = np.isfinite(h32)
+        np.testing.assert_array_equal(p32[~fin], h32[~fin], err_msg=f"model {i}: NaNs / infinities")
+        _close(np.where(fin, p32, 0), np.where(fin, h32, 0), f"model {i}: aarch64 portable vs SIMD")
