@@ -260,6 +260,9 @@ class CInterpreter:
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
                  plan_only: bool = False, memory: str = "layer"):
+        if memory == "patch":
+            raise ValueError("memory='patch' (patch-based execution) runs in the Python interpreter only: the C "
+                             "runtime has no patch plan yet (use 'min')")
         if memory not in ("layer", "min"):
             raise ValueError(f"memory must be one of 'layer', 'min', not {memory!r}")
         self._memory = memory
