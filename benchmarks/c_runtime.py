@@ -374,6 +374,7 @@ def main(argv=None) -> int:
     ap.add_argument("--child-litert", metavar="MODEL")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="section 0: N threads (default: CPUs)")
     ap.add_argument("--only-litert", action="store_true", help="run section 0 (C vs LiteRT) alone")
+    ap.add_argument("--only-memory", action="store_true", help="run sections 3-5 (arena bytes per plan) alone")
     a = ap.parse_args(argv)
     if a.child_litert:
         print(json.dumps(child_vs_litert(a.child_litert, a.seconds, a.threads)))
@@ -398,6 +399,9 @@ def main(argv=None) -> int:
     for p, missing in lacking:
         print(f"  {p.name}: {', '.join(missing)}")
 
+    if a.only_memory:
+        memory_sections(runnable)
+        return 0
     vs_litert([p for p, _ in runnable], a.seconds, a.threads)
     if a.only_litert:
         return 0
@@ -444,6 +448,14 @@ def main(argv=None) -> int:
 
     instructions_per_mac(a)
 
+    memory_sections(runnable)
+    return 0
+
+
+def memory_sections(runnable) -> None:
+    """Sections 3-5: arena bytes per runtime and per plan (--only-memory runs these alone)."""
+    from edge_sdk.runtime import backend_c
+
     print("\n3. Arena bytes: C (tensor plan + scratch | persistent: structs + op data; total = max(used, high water))"
           " vs TFLM (head | tail; total = print_allocations' 'Arena allocation total')")
     tflm = tflm_arena_split([p for p, _ in runnable])
@@ -477,7 +489,32 @@ def main(argv=None) -> int:
         t = tflm.get(str(p))
         print(f"{p.name:<40} {totals[0]:>9} {totals[1]:>9} {totals[1] / totals[0]:>9.3f} "
               f"{t[0] if t else 'n/a':>9} {(f'{totals[1] / t[0]:8.3f}' if t else f'{chr(45):>8}')}")
-    return 0
+
+    print("\n5. Patch-based execution (memory='patch', edge_sdk.runtime.patching; the Python interpreter only: the C "
+          "runtime has no patch plan yet, so no C arena and no QEMU instruction count for it). Tensor-plan bytes of "
+          "the Python plans (no C structs / scratch), extra MACs of the patch plan over the whole model's, and the "
+          "patch plan's tensor bytes against TFLM's whole arena (TFLM's figure includes its own overhead).")
+    print(f"{'model':<40} {'layer':>9} {'min':>9} {'patch':>9} {'patch/lay':>9} {'+MACs':>7} {'TFLM tot':>9} "
+          f"{'patch/TFLM':>10}  plan")
+    from edge_sdk.runtime.interpreter import Interpreter as PyInterpreter
+
+    for p, _ in runnable:
+        sizes = {}
+        plan = macs = None
+        for memory in ("layer", "min", "patch"):
+            it = PyInterpreter(model_content=p.read_bytes(), memory=memory)
+            it.allocate_tensors()
+            sizes[memory] = it.arena_size
+            if memory == "patch":
+                plan, macs = it.patch_plan(), sum(m or 0 for m in it.op_macs(0))
+        t = tflm.get(str(p))
+        extra = f"{100.0 * plan.extra_macs / macs:6.1f}%" if plan is not None and macs else f"{'-':>7}"
+        ratio = f"{sizes['patch'] / t[0]:10.3f}" if t else f"{'-':>10}"
+        where = (f"nodes {plan.nodes[0]}..{plan.nodes[-1]} grid {plan.grid[0]}x{plan.grid[1]}" if plan is not None
+                 else "none (no stage needs less)")
+        lay = sizes["layer"] or 1
+        print(f"{p.name:<40} {sizes['layer']:>9} {sizes['min']:>9} {sizes['patch']:>9} {sizes['patch'] / lay:>9.3f} "
+              f"{extra} {t[0] if t else 'n/a':>9} {ratio}  {where}")
 
 
 if __name__ == "__main__":

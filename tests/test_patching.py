@@ -282,3 +282,23 @@ def test_mobilenet_v2_patch_plan():
     """MobileNetV2 224x224 int8: 301056 tensor bytes (the layer plan 2451840, TFLM's arena about 2.6 MB); the
     floor here is the model's first node (a transpose of the 150 KB input into a second 150 KB tensor)."""
     _real("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite", 0.15)
+
+
+def test_inspect_shows_the_patch_plan():
+    from edge_sdk.tools.inspection import format_inspection, inspect_model
+
+    data = chain_model(CHAINS["residual"])
+    report = inspect_model(data)
+    it = Interpreter(model_content=data, memory="patch")
+    it.allocate_tensors()
+    plan = it.patch_plan()
+    patch = report["arena"]["patch"]
+    assert patch["ram"] == it.arena_size and patch["grid"] == list(plan.grid)
+    assert patch["extra_macs"] == plan.extra_macs > 0
+    text = format_inspection(report)
+    assert f"patch plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}" in text
+    b = _Builder("FLOAT32", 0)
+    b.tensor("x", (1, 8))
+    b.tensor("y", (1, 8))
+    b.op("RELU", [0], [1])
+    assert "patch plan: none" in format_inspection(inspect_model(b.model([0], [1])))
