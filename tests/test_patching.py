@@ -9,6 +9,8 @@ GEMM in another order), every grid shape forced one at a time, and the real mode
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -251,10 +253,65 @@ def test_patch_plan_is_printable():
     assert "input" in plan.render() and "buffer" in plan.render()
 
 
-def test_c_backend_refuses_patch_clearly():
-    data = chain_model(CHAINS["same_s1_s2"])
-    with pytest.raises(ValueError, match="runs in the Python interpreter only"):
-        Interpreter(model_content=data, memory="patch", backend="c")
+needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                             reason="the C runtime needs gcc and make")
+
+
+def _plan_tuples(plan):
+    return [(b.key, b.offset, b.size, b.first_use, b.last_use) for b in plan.buffers], plan.total
+
+
+def _c_chain(chain):
+    """The chain without the ops the C runtime's patch stage does not cover yet (PAD, ADD, standalone RELU6)."""
+    return [layer for layer in CHAINS[chain] if layer[0] not in ("pad", "add", "relu6")]
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", ["INT8", "FLOAT32"])
+@pytest.mark.parametrize("chain", ["same_s1_s2", "valid_dilated", "pools_stride3", "residual"])
+def test_c_patch_plan_identical_to_python_and_bit_exact(chain, dtype):
+    """edge_init_patch: the C plan equals the Python planner's (over C_PATCH_OPS) entry by entry, the cut window
+    buffer included, and the C outputs equal the layer plan's (int8 bit for bit; float32 to a few ulp)."""
+    data = chain_model(_c_chain(chain), shape=(1, 27, 25, 3), dtype=dtype, seed=11)
+    x = _feed(data, 2)
+    _, want = _run(data, "layer", x)
+    py = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
+    py.allocate_tensors()
+    c = Interpreter(model_content=data, memory="patch", backend="c")
+    c.allocate_tensors()
+    c.set_tensor(c.get_input_details()[0]["index"], x)
+    c.invoke()
+    got = c.get_tensor(c.get_output_details()[0]["index"])
+    if dtype == "INT8":
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    plan = c.patch_plan()
+    assert plan is not None and plan.grid == py.patch_plan().grid and plan.nodes == py.patch_plan().nodes
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert (0, patching.CUT_KEY) in c.arena_plan()
+    assert c.plan_info()["tensor_total"] == py.arena_size < _run(data, "layer", x)[0].arena_size
+
+
+@needs_c
+def test_c_refuses_a_bad_patch_stage():
+    """A stage that is not a closed chain of window ops, or a grid finer than the cut, is refused with the
+    node named (EDGE_BAD_ARGUMENT), never run."""
+    from edge_sdk.errors import ModelError
+    from edge_sdk.runtime.backend_c import CInterpreter
+
+    data = chain_model(CHAINS["residual"], seed=2)  # node 3 is an ADD
+    it = Interpreter(model_content=data, memory="patch")
+    it.allocate_tensors()
+    good = it.patch_plan()
+    cases = [((0, 3), (2, 2), "not a CONV_2D"), ((0, 1), (2, 2), "an output leaves it"),
+             ((1, 2), (99, 2), "out of range"), ((1, 2), (40, 2), "more patches than the cut")]
+    for (first, last), grid, message in cases:
+        bad = patching.PatchPlan(0, tuple(range(first, last + 1)), good.input, good.output, grid, [], {}, {}, {}, 0,
+                                 0)
+        c = CInterpreter(model_content=data, memory="patch", patch_plan=bad)
+        with pytest.raises(ModelError, match=message):
+            c.allocate_tensors()
 
 
 def _real(path, memory_ratio_vs_layer):

@@ -142,6 +142,8 @@ class Interpreter:
         if backend == "c":
             from edge_sdk.runtime.backend_c import CInterpreter
 
+            if kwargs.get("memory") == "patch" and "patch_plan" not in kwargs:
+                kwargs["patch_plan"] = _c_patch_plan(args, kwargs)
             return CInterpreter(*args, **kwargs)
         if backend != "python":
             raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
@@ -159,10 +161,12 @@ class Interpreter:
         model: Model | None = None,
         backend: str = "python",
         memory: str = "layer",
+        patch_ops=None,
     ):
         if memory not in MEMORY_PLANS:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
         self._memory = memory
+        self._patch_ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
         self._memory_plan = "layer"
         self._delegates: list = []
         if delegates:
@@ -299,7 +303,7 @@ class Interpreter:
                 patch, patched = _patching.choose(
                     self._model, p.infos, requests, spans,
                     lambda reqs, skip: inplace_aliases(self._model, p.infos, reqs, spans, skip),
-                    plan, _arena.plan(requests).total)
+                    plan, _arena.plan(requests).total, ops=self._patch_ops)
                 if patch is not None:
                     plan, p.patch, self._memory_plan = patched, patch, "patch"
         else:
@@ -570,7 +574,8 @@ class Interpreter:
                     views.append(info.data)
                 elif key in held:
                     views.append(None)  # lives inside a delegate
-                elif p.patch is not None and s == p.patch.subgraph and info.index in p.patch.buffer_bytes:
+                elif (p.patch is not None and s == p.patch.subgraph and info.index in p.patch.buffer_bytes
+                      and info.index != p.patch.output):
                     # a patch stage's intermediate: only per-patch windows exist (in its arena slot); what
                     # get_tensor sees is a private array (as after a layer plan reused the bytes)
                     views.append(np.zeros(info.shape, info.dtype))
@@ -720,7 +725,7 @@ class Interpreter:
         plan = p.patch
         s = plan.subgraph
         infos, views, nodes = p.infos[s], p.views[s], p.nodes[s]
-        slots = {t: p.plan[(s, t)] for t in plan.buffer_bytes}
+        slots = {t: p.plan[(s, t)] for t in plan.buffer_bytes if t != plan.output}
         cache: dict = {}
         work = []
         for r, c in plan.patches:
@@ -753,8 +758,8 @@ class Interpreter:
                 key = (sn.index, tuple(shapes), window)
                 if key not in cache:
                     cache[key] = _prepare_window(node, shapes, out_shape, window)
-                if sn.output == plan.output:
-                    tmp = np.zeros(out_shape, out_info.dtype)
+                if sn.output == plan.output:  # through the cut's window buffer, as in the C runtime
+                    tmp = _slot_view(p.arena, p.plan[(s, _patching.CUT_KEY)], out_info, orow, ocol)
                     dst = views[sn.output][:, orow[0]:orow[1], ocol[0]:ocol[1], :]
                     work.append((cache[key], ins, [tmp], (dst, tmp)))
                 else:
@@ -1221,6 +1226,16 @@ def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans
                 continue
             root[kb] = root.get(ka, ka)
     return root
+
+
+def _c_patch_plan(args, kwargs):
+    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="patch"): this planner's, over
+    the ops the C runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""
+    model_args = {k: kwargs[k] for k in ("model_path", "model_content", "model") if k in kwargs}
+    ops = kwargs.get("patch_ops") or _patching.C_PATCH_OPS
+    py = Interpreter(*args[:2], **model_args, memory="patch", patch_ops=ops)
+    py.allocate_tensors()
+    return py.patch_plan()
 
 
 def _no_step(_inputs, _outputs) -> None:

@@ -32,7 +32,12 @@ PAD_OPS = ("PAD", "PADV2")
 ELEMENTWISE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
                    "LEAKY_RELU")
 PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
+# what the C runtime's patch execution covers so far (firmware_c/src/edge.c, EDGE_INIT_PATCH): window kernels only
+C_PATCH_OPS = WINDOW_OPS
 MAX_GRID = 8
+# the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
+# then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
+CUT_KEY = -2
 
 
 def grids(max_grid: int = MAX_GRID):
@@ -109,7 +114,8 @@ class PatchPlan:
     stage: list[StageNode]
     rows: dict[int, list[tuple[int, int]]]
     cols: dict[int, list[tuple[int, int]]]
-    buffer_bytes: dict[int, int]  # per intermediate tensor: its per-patch buffer (largest window)
+    buffer_bytes: dict[int, int]  # per stage tensor but the input: its per-patch buffer (largest window); the
+    # cut's is the window buffer its patches go through (CUT_KEY), the others are the tensors' own slots
     layer_macs: int  # the stage's MACs layer by layer
     patch_macs: int  # ... patch by patch
     ram: int = 0  # the arena the plan needs (set by choose)
@@ -159,13 +165,13 @@ class PatchPlan:
         return "\n".join(lines)
 
 
-def _stage_node(model, s: int, i: int, infos) -> StageNode | None:
+def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None:
     """The node as a patch-stage member, or None when it cannot be one."""
     from edge_sdk.runtime.kernels.conv import window_geometry
 
     op = model.subgraphs[s].operators[i]
     name = model.op_name(op)
-    if name not in PATCH_OPS or len(op.outputs) != 1 or op.intermediates:
+    if name not in ops or len(op.outputs) != 1 or op.intermediates:
         return None
     out = infos[op.outputs[0]]
     if out.dtype is None or len(out.shape) != 4 or out.is_variable:
@@ -259,26 +265,25 @@ def _axis_windows(stage: list[StageNode], cut: int, extent: int, parts: int, axi
     return win
 
 
-def stages(model, infos, s: int = 0):
+def stages(model, infos, s: int = 0, ops=PATCH_OPS):
     """Every candidate stage: (first, last, stage input, stage nodes) for runs of patchable nodes where the
     only tensor coming in is one whole tensor and the only one going out is the last node's output."""
     sg = model.subgraphs[s]
-    ops = sg.operators
     readers: dict[int, set[int]] = {}
-    for i, op in enumerate(ops):
+    for i, op in enumerate(sg.operators):
         for t in op.inputs:
             if t >= 0:
                 readers.setdefault(t, set()).add(i)
     outputs = set(sg.outputs)
-    members = [_stage_node(model, s, i, infos) for i in range(len(ops))]
+    members = [_stage_node(model, s, i, infos, ops) for i in range(len(sg.operators))]
     out = []
-    for a in range(len(ops)):
+    for a in range(len(sg.operators)):
         if members[a] is None:
             continue
         produced: set[int] = set()
         external: set[int] = set()
         stage: list[StageNode] = []
-        for b in range(a, len(ops)):
+        for b in range(a, len(sg.operators)):
             sn = members[b]
             if sn is None:
                 break
@@ -313,7 +318,7 @@ def build(model, infos, s: int, a: int, b: int, x: int, stage: list[StageNode], 
 def _assemble(model, infos, s, a, b, x, stage, grid, rows, cols) -> PatchPlan:
     cut = stage[-1].output
     buffers = {}
-    for sn in stage[:-1]:
+    for sn in stage:
         t = sn.output
         info = infos[t]
         mr = max(hi - lo for lo, hi in rows[t])
@@ -337,6 +342,7 @@ def patched_requests(requests, plan: PatchPlan, spans) -> list:
     first = spans[(s, plan.nodes[0])][0]
     last = spans[(s, plan.nodes[-1])][1]
     out = []
+    b_first, b_last = spans[(s, plan.nodes[-1])]
     for r in requests:
         if r.key == (s, plan.input):
             r = _arena.BufferRequest(r.key, r.size, r.first_use, max(r.last_use, last), r.name)
@@ -345,6 +351,8 @@ def patched_requests(requests, plan: PatchPlan, spans) -> list:
         elif r.key[0] == s and r.key[1] in plan.buffer_bytes:
             r = _arena.BufferRequest(r.key, plan.buffer_bytes[r.key[1]], r.first_use, r.last_use, r.name)
         out.append(r)
+    out.append(_arena.BufferRequest((s, CUT_KEY), plan.buffer_bytes[plan.output], b_first, b_last,
+                                    f"patch window of '{plan.names.get(plan.output, plan.output)}'"))
     return out
 
 
@@ -361,10 +369,10 @@ def _merged_bound(requests, aliases) -> int:
 
 
 def choose(model, infos, requests, spans, aliases_for, base: _arena.ArenaPlan, layer_total: int,
-           max_full_plans: int = 48):
+           max_full_plans: int = 48, ops=PATCH_OPS):
     """The best patch plan and its arena plan, or (None, None) when none beats both ``base`` (the in-place plan)
     and ``layer_total`` (the layer-by-layer plan's bytes). ``aliases_for(requests, skip_nodes)`` gives the in-place aliases for a request list
-    (stage nodes never run in place)."""
+    (stage nodes never run in place). ``ops``: the ops a stage may hold (C_PATCH_OPS for the C runtime)."""
     s = 0
     if not model.subgraphs or not requests:
         return None, None
@@ -378,7 +386,7 @@ def choose(model, infos, requests, spans, aliases_for, base: _arena.ArenaPlan, l
     hot = node_at.get(busiest)
     bar = min(base.total, layer_total)  # a patch plan must beat both plans without patches
     candidates = []
-    for a, b, x, stage in stages(model, infos[s], s):
+    for a, b, x, stage in stages(model, infos[s], s, ops):
         if hot is not None and not a <= hot <= b:
             continue
         cut = stage[-1].output

@@ -269,7 +269,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     }
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
-    if (s != EDGE_OK || d->simd) return s;
+    if (s != EDGE_OK || (d->simd && !edge_in_patch_stage(ctx->interp, node))) return s;
 #endif
     if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
@@ -573,7 +573,7 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
     run.xrow = xrow;
     run.wrow = wrow;
     /* output columns [oxa, oxb) have the whole window inside the input horizontally */
-    oxa = (pl + sw - 1) / sw;
+    oxa = pl > 0 ? (pl + sw - 1) / sw : 0; /* a patch window's padding may be negative (edge_window_t) */
     oxb = (w - 1 - (kw - 1) * dwx + pl) >= 0 ? (w - 1 - (kw - 1) * dwx + pl) / sw + 1 : 0;
     if (oxb > ow) oxb = ow;
     if (oxa > oxb) oxa = oxb;
@@ -801,6 +801,16 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const dw_data_t *d = (const dw_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+    dw_data_t patch; /* a patch window (edge_window_t): its geometry, the portable loops */
+    if (ctx->window) {
+        patch = *d;
+        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
+        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
+#if EDGE_SIMD
+        patch.simd = 0;
+#endif
+        d = &patch;
+    }
     switch (d->kind) {
     case DW_INT8:
         if (d->plane >= 0 && (const void *)out->data == in->data) {

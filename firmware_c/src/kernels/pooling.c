@@ -194,6 +194,13 @@ static void pool_float(const pool_data_t *d, const float *x, float *y, float *ac
 
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const pool_data_t *d = (const pool_data_t *)node->user_data;
+    pool_data_t patch; /* a patch window (edge_window_t): its geometry */
+    if (ctx->window) {
+        patch = *d;
+        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
+        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
+        d = &patch;
+    }
     const edge_tensor_t *in = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     void *scratch = edge_scratch(ctx, node, d->scratch);
