@@ -816,10 +816,11 @@ def _parse_run(out: str) -> tuple[dict, dict]:
 
 
 def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
-                timeout: float = 300.0, memory: str = "layer") -> TargetPlan:
+                timeout: float = 300.0, memory: str = "layer", patch=None) -> TargetPlan:
     """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
     best of ``target_layouts()``) and the type switches ``type_defs`` (gen_ops.type_defines); never invokes.
-    ``memory``: the plan, "layer" or "min" (EDGE_INIT_MEMORY_MIN). BuildError when no layout can be built here."""
+    ``memory``: the plan, "layer", "min" (EDGE_INIT_MEMORY_MIN) or "patch" (edge_init_patch with ``patch``, an
+    edge_sdk.runtime.patching.PatchPlan; None: "min"). BuildError when no layout can be built here."""
     import tempfile
 
     layouts = target_layouts()
@@ -829,7 +830,9 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         layout = layouts[0]
     exe = check_runner(layout, tuple(type_defs))
     prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
-    memory_flag = ["--memory-min"] if memory == "min" else []
+    memory_flag = ["--memory-min"] if memory in ("min", "patch") else []
+    if memory == "patch" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
+        memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]
     with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
         model = Path(tmp) / "model.tflite"
         model.write_bytes(data)
@@ -856,7 +859,7 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
             if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"],
                           STATUS["EDGE_BAD_NODE"]):
                 # the loader and planner alone (declared shapes, no kernels): the RAM it can still tell
-                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", *memory_flag, "--arena",
+                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", *memory_flag[:1], "--arena",
                                             str(arena)],
                                            capture_output=True, text=True, timeout=timeout, check=False)
                 if plan_only.returncode == 0:
