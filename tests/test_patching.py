@@ -262,13 +262,13 @@ def _plan_tuples(plan):
 
 
 def _c_chain(chain):
-    """The chain without the ops the C runtime's patch stage does not cover yet (PAD, ADD, standalone RELU6)."""
-    return [layer for layer in CHAINS[chain] if layer[0] not in ("pad", "add", "relu6")]
+    """The chain without the ops the C runtime's patch stage does not cover yet (ADD, standalone RELU6)."""
+    return [layer for layer in CHAINS[chain] if layer[0] not in ("add", "relu6")]
 
 
 @needs_c
 @pytest.mark.parametrize("dtype", ["INT8", "FLOAT32"])
-@pytest.mark.parametrize("chain", ["same_s1_s2", "valid_dilated", "pools_stride3", "residual"])
+@pytest.mark.parametrize("chain", ["same_s1_s2", "valid_dilated", "pools_stride3", "residual", "pad_then_valid"])
 def test_c_patch_plan_identical_to_python_and_bit_exact(chain, dtype):
     """edge_init_patch: the C plan equals the Python planner's (over C_PATCH_OPS) entry by entry, the cut window
     buffer included, and the C outputs equal the layer plan's (int8 bit for bit; float32 to a few ulp)."""
@@ -304,7 +304,7 @@ def test_c_refuses_a_bad_patch_stage():
     it = Interpreter(model_content=data, memory="patch")
     it.allocate_tensors()
     good = it.patch_plan()
-    cases = [((0, 3), (2, 2), "not a CONV_2D"), ((0, 1), (2, 2), "an output leaves it"),
+    cases = [((0, 3), (2, 2), "not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool or PAD"), ((0, 1), (2, 2), "an output leaves it"),
              ((1, 2), (99, 2), "out of range"), ((1, 2), (40, 2), "more patches than the cut")]
     for (first, last), grid, message in cases:
         bad = patching.PatchPlan(0, tuple(range(first, last + 1)), good.input, good.output, grid, [], {}, {}, {}, 0,

@@ -32,8 +32,8 @@ PAD_OPS = ("PAD", "PADV2")
 ELEMENTWISE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
                    "LEAKY_RELU")
 PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
-# what the C runtime's patch execution covers so far (firmware_c/src/edge.c, EDGE_INIT_PATCH): window kernels only
-C_PATCH_OPS = WINDOW_OPS
+# what the C runtime's patch execution covers so far (firmware_c/src/edge.c, edge_init_patch): no elementwise ops
+C_PATCH_OPS = WINDOW_OPS + PAD_OPS
 MAX_GRID = 8
 # the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
 # then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
@@ -216,7 +216,7 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
         if pads.data is None or pads.data.size != 8:
             return None
         p = pads.data.reshape(4, 2).astype(int)
-        if (p < 0).any() or p[0].any():
+        if (p < 0).any() or p[0].any() or p[3].any():  # H and W only
             return None
         if (oh, ow) != (h + p[1].sum(), w + p[2].sum()):
             return None

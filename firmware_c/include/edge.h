@@ -245,7 +245,7 @@ edge_status_t edge_init_ex(edge_interp_t *interp, const void *model, size_t mode
 /* edge_init_ex with the least-RAM plan (EDGE_INIT_MEMORY_MIN, implied) plus patch-based execution of a stage
  * (edge_sdk.runtime.patching, Interpreter(memory="patch"); the host chooses the stage and the grid, e.g.
  * Interpreter(...).patch_plan()): nodes plan->first..plan->last of subgraph 0, CONV_2D / DEPTHWISE_CONV_2D /
- * AVERAGE_POOL_2D / MAX_POOL_2D reading one whole tensor and writing the cut, run patch by patch over a
+ * AVERAGE_POOL_2D / MAX_POOL_2D / PAD (of H and W) reading one whole tensor and writing the cut, run patch by patch over a
  * rows x cols grid of the cut, each patch from its receptive field (halos recomputed). Inside the stage only
  * per-patch windows exist; the plan is byte-identical to the Python interpreter's. A stage that is not such a
  * chain is refused (EDGE_BAD_ARGUMENT, naming the node); plan NULL or rows 0: edge_init_ex's plan. */

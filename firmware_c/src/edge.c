@@ -14,6 +14,7 @@
 #include "edge.h"
 #include "edge_kernel.h"
 #include "edge_conv.h"
+#include "edge_index.h"
 
 #define ALIGN 16
 #define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.runtime.arena) */
@@ -1114,11 +1115,11 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         const edge_node_t *nd = &it->nodes[sg->node_base + idx];
         patch_node_t *pn = &P->nodes[k];
         const edge_tensor_t *x, *y;
-        int32_t kh, kw, oh, ow, pt, pl, in;
-        edge_conv_opts_t o;
+        int32_t kh = 1, kw = 1, oh = 0, ow = 0, pt = 0, pl = 0, in;
+        edge_conv_opts_t o = {EDGE_PAD_VALID, 1, 1, 0, 1, 1};
         if (nd->op != EDGE_OP_CONV_2D && nd->op != EDGE_OP_DEPTHWISE_CONV_2D && nd->op != EDGE_OP_AVERAGE_POOL_2D &&
-            nd->op != EDGE_OP_MAX_POOL_2D)
-            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D or 2-D pool"));
+            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2)
+            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool or PAD"));
         if (nd->n_outputs != 1 || nd->n_inputs < 1 || nd->inputs[0] < 0)
             return patch_fail(it, idx, WHAT("patch stage: a node needs one input and one output"));
         for (j = 1; j < nd->n_inputs; j++)
@@ -1130,7 +1131,20 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         if (x->is_const || x->is_variable || y->is_variable || x->rank != 4 || y->rank != 4 ||
             x->dims[0] != y->dims[0] || !edge_type_bytes(y->type))
             return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
-        if (nd->op == EDGE_OP_AVERAGE_POOL_2D || nd->op == EDGE_OP_MAX_POOL_2D) {
+        if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
+            const edge_tensor_t *p = &it->tensors[tb + nd->inputs[1]];
+            if (nd->n_inputs < 2 || nd->inputs[1] < 0 || !p->is_const || edge_tensor_elements(p) != 8 ||
+                edge_const_int(p, 0) || edge_const_int(p, 1) || edge_const_int(p, 6) || edge_const_int(p, 7) ||
+                y->dims[1] != x->dims[1] + edge_const_int(p, 2) + edge_const_int(p, 3) ||
+                y->dims[2] != x->dims[2] + edge_const_int(p, 4) + edge_const_int(p, 5) || y->dims[3] != x->dims[3])
+                return patch_fail(it, idx, WHAT("patch stage: a PAD of more than H and W"));
+            o.sh = o.sw = o.dh = o.dw = 1;
+            kh = kw = 1;
+            oh = y->dims[1];
+            ow = y->dims[2];
+            pt = (int32_t)edge_const_int(p, 2);
+            pl = (int32_t)edge_const_int(p, 4);
+        } else if (nd->op == EDGE_OP_AVERAGE_POOL_2D || nd->op == EDGE_OP_MAX_POOL_2D) {
             const int has = nd->options_type == EDGE_OPTS_Pool2DOptions;
             o.padding = has ? edge_opt_int(nd, 0, 1, 0) : EDGE_PAD_SAME;
             o.sw = has ? edge_opt_int(nd, 1, 4, 0) : 1;
@@ -1146,8 +1160,9 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             kh = f->dims[1];
             kw = f->dims[2];
         }
-        if (edge_conv_window(o.padding, o.sh, o.dh, x->dims[1], kh, &oh, &pt) ||
-            edge_conv_window(o.padding, o.sw, o.dw, x->dims[2], kw, &ow, &pl) || oh != y->dims[1] || ow != y->dims[2])
+        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+            (edge_conv_window(o.padding, o.sh, o.dh, x->dims[1], kh, &oh, &pt) ||
+             edge_conv_window(o.padding, o.sw, o.dw, x->dims[2], kw, &ow, &pl) || oh != y->dims[1] || ow != y->dims[2]))
             return patch_fail(it, idx, WHAT("patch stage: window geometry"));
         pn->node = sg->node_base + idx;
         pn->out = tb + nd->outputs[0];
