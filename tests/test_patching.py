@@ -262,8 +262,8 @@ def _plan_tuples(plan):
 
 
 def _c_chain(chain):
-    """The chain without the ops the C runtime's patch stage does not cover yet (ADD, standalone RELU6)."""
-    return [layer for layer in CHAINS[chain] if layer[0] not in ("add", "relu6")]
+    """The chain without the ops the C runtime's patch stage does not cover yet (standalone activations)."""
+    return [layer for layer in CHAINS[chain] if layer[0] != "relu6"]
 
 
 @needs_c
@@ -290,6 +290,9 @@ def test_c_patch_plan_identical_to_python_and_bit_exact(chain, dtype):
     assert plan is not None and plan.grid == py.patch_plan().grid and plan.nodes == py.patch_plan().nodes
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
     assert (0, patching.CUT_KEY) in c.arena_plan()
+    ops = {sn.op for sn in plan.stage}
+    assert {"residual": "ADD", "pad_then_valid": "PAD", "pools_stride3": "AVERAGE_POOL_2D",
+            "valid_dilated": "DEPTHWISE_CONV_2D", "same_s1_s2": "DEPTHWISE_CONV_2D"}[chain] in ops, ops
     assert c.plan_info()["tensor_total"] == py.arena_size < _run(data, "layer", x)[0].arena_size
 
 
@@ -300,11 +303,11 @@ def test_c_refuses_a_bad_patch_stage():
     from edge_sdk.errors import ModelError
     from edge_sdk.runtime.backend_c import CInterpreter
 
-    data = chain_model(CHAINS["residual"], seed=2)  # node 3 is an ADD
+    data = chain_model(CHAINS["residual"], seed=2)  # node 3 is an ADD, node 4 a RELU6
     it = Interpreter(model_content=data, memory="patch")
     it.allocate_tensors()
     good = it.patch_plan()
-    cases = [((0, 3), (2, 2), "not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool or PAD"), ((0, 1), (2, 2), "an output leaves it"),
+    cases = [((0, 4), (2, 2), "not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD or ADD"), ((0, 1), (2, 2), "an output leaves it"),
              ((1, 2), (99, 2), "out of range"), ((1, 2), (40, 2), "more patches than the cut")]
     for (first, last), grid, message in cases:
         bad = patching.PatchPlan(0, tuple(range(first, last + 1)), good.input, good.output, grid, [], {}, {}, {}, 0,

@@ -33,7 +33,7 @@ ELEMENTWISE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGIST
                    "LEAKY_RELU")
 PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
 # what the C runtime's patch execution covers so far (firmware_c/src/edge.c, edge_init_patch): no elementwise ops
-C_PATCH_OPS = WINDOW_OPS + PAD_OPS
+C_PATCH_OPS = WINDOW_OPS + PAD_OPS + ("ADD",)
 MAX_GRID = 8
 # the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
 # then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
@@ -222,7 +222,10 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
             return None
         return StageNode(i, name, tuple(ins), op.outputs[0],
                          (AxisRule("pad", pad=int(p[1, 0]), size=h), AxisRule("pad", pad=int(p[2, 0]), size=w)), 0)
-    # elementwise: every non-constant input has the output's shape; constants broadcast along no spatial axis
+    # elementwise: every non-constant input has the output's shape; constants broadcast along no spatial axis;
+    # a binary op's two inputs are both computed (as the C runtime's patch ADD takes them)
+    if name in ("ADD", "SUB", "MUL") and (len(op.inputs) != 2 or len(ins) != 2):
+        return None
     for t in ins:
         if tuple(infos[t].shape) != tuple(out.shape):
             return None

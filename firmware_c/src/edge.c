@@ -1063,7 +1063,7 @@ typedef struct patch_axis {
 
 typedef struct patch_node {
     int32_t node;       /* flat node index */
-    int32_t src;        /* the stage node whose output is input 0; -1: the stage input */
+    int32_t src, src1;  /* the stage node whose output is input 0 (ADD: and input 1); -1: the stage input */
     int32_t out;        /* flat index of the output */
     patch_axis_t ax[2]; /* H, W */
     int64_t bytes;      /* the output's per-patch buffer: N x largest rows x largest columns x C */
@@ -1118,11 +1118,11 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         int32_t kh = 1, kw = 1, oh = 0, ow = 0, pt = 0, pl = 0, in;
         edge_conv_opts_t o = {EDGE_PAD_VALID, 1, 1, 0, 1, 1};
         if (nd->op != EDGE_OP_CONV_2D && nd->op != EDGE_OP_DEPTHWISE_CONV_2D && nd->op != EDGE_OP_AVERAGE_POOL_2D &&
-            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2)
-            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool or PAD"));
+            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 && nd->op != EDGE_OP_ADD)
+            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD or ADD"));
         if (nd->n_outputs != 1 || nd->n_inputs < 1 || nd->inputs[0] < 0)
             return patch_fail(it, idx, WHAT("patch stage: a node needs one input and one output"));
-        for (j = 1; j < nd->n_inputs; j++)
+        for (j = nd->op == EDGE_OP_ADD ? 2 : 1; j < nd->n_inputs; j++)
             if (nd->inputs[j] >= 0 && !it->tensors[tb + nd->inputs[j]].is_const)
                 return patch_fail(it, idx, WHAT("patch stage: weights computed at run time"));
         in = tb + nd->inputs[0];
@@ -1131,7 +1131,23 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         if (x->is_const || x->is_variable || y->is_variable || x->rank != 4 || y->rank != 4 ||
             x->dims[0] != y->dims[0] || !edge_type_bytes(y->type))
             return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
-        if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
+        pn->src1 = -2;
+        if (nd->op == EDGE_OP_ADD) { /* two run-time inputs of the output's shape: the same window, stride 1 */
+            const edge_tensor_t *x1 = nd->n_inputs == 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
+            if (!x1 || x1->is_const || x1->is_variable || x1->rank != 4 || memcmp(x->dims, y->dims, 16) ||
+                memcmp(x1->dims, y->dims, 16))
+                return patch_fail(it, idx, WHAT("patch stage: an ADD of two run-time tensors of its output's shape"));
+            oh = y->dims[1];
+            ow = y->dims[2];
+            pn->src1 = -1;
+            for (j = 0; j < k; j++)
+                if (P->nodes[j].out == tb + nd->inputs[1]) pn->src1 = j;
+            if (pn->src1 < 0) {
+                if (P->input >= 0 && P->input != tb + nd->inputs[1])
+                    return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
+                P->input = tb + nd->inputs[1];
+            }
+        } else if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
             const edge_tensor_t *p = &it->tensors[tb + nd->inputs[1]];
             if (nd->n_inputs < 2 || nd->inputs[1] < 0 || !p->is_const || edge_tensor_elements(p) != 8 ||
                 edge_const_int(p, 0) || edge_const_int(p, 1) || edge_const_int(p, 6) || edge_const_int(p, 7) ||
@@ -1160,7 +1176,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             kh = f->dims[1];
             kw = f->dims[2];
         }
-        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 && nd->op != EDGE_OP_ADD &&
             (edge_conv_window(o.padding, o.sh, o.dh, x->dims[1], kh, &oh, &pt) ||
              edge_conv_window(o.padding, o.sw, o.dw, x->dims[2], kw, &ow, &pl) || oh != y->dims[1] || ow != y->dims[2]))
             return patch_fail(it, idx, WHAT("patch stage: window geometry"));
@@ -1227,6 +1243,11 @@ static edge_status_t patch_setup(edge_interp_t *it) {
                 if (s[0] < 0 || lo < s[0]) s[0] = lo;
                 if (s[1] < 0 || hi > s[1]) s[1] = hi;
             }
+            if (pn->src1 >= 0) {
+                int32_t *s = P->win + (int64_t)pn->src1 * per + 2 * r;
+                if (s[0] < 0 || lo < s[0]) s[0] = lo;
+                if (s[1] < 0 || hi > s[1]) s[1] = hi;
+            }
         }
     }
     for (k = 0; k < n; k++) {
@@ -1285,6 +1306,18 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
                     ix = s[2 * R + 2 * c];
                     win.h = s[2 * r + 1] - iy;
                     win.w = s[2 * R + 2 * c + 1] - ix;
+                }
+                if (pn->src1 == -1) {
+                    win.h1 = x->dims[1];
+                    win.w1 = x->dims[2];
+                    win.pt1 = -o[2 * r];
+                    win.pl1 = -o[2 * R + 2 * c];
+                } else if (pn->src1 >= 0) {
+                    const int32_t *s = P->win + (int64_t)pn->src1 * per;
+                    win.h1 = s[2 * r + 1] - s[2 * r];
+                    win.w1 = s[2 * R + 2 * c + 1] - s[2 * R + 2 * c];
+                    win.pt1 = s[2 * r] - o[2 * r];
+                    win.pl1 = s[2 * R + 2 * c] - o[2 * R + 2 * c];
                 }
                 win.oh = o[2 * r + 1] - o[2 * r];
                 win.ow = o[2 * R + 2 * c + 1] - o[2 * R + 2 * c];

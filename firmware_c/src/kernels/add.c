@@ -170,6 +170,11 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
     void *y = edge_out(ctx, node, 0)->data;
     const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
+    if (ctx->window) { /* a patch window (edge_init_patch): row by row */
+        const edge_tensor_t *t = edge_out(ctx, node, 0);
+        eb_eval_window(ctx->window, t->dims[0], t->dims[3], &d->p, d->type, rows, a, b, y);
+        return;
+    }
 #if EDGE_SIMD
     if (d->simd && d->bc.rank == 1 && d->bc.a_stride[0] && d->bc.b_stride[0] &&
         edge_simd_addsub_q8(d->simd, (const int8_t *)a, (const int8_t *)b, (int8_t *)y, d->bc.dims[0], d->simd_p))
