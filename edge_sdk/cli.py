@@ -671,9 +671,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
-    p.add_argument("--memory", choices=("layer", "min"), default=None,
-                   help="the arena plan: layer or min (least RAM: in-place ops); default: layer, or min when the "
-                        "layer plan does not fit the profile's RAM budget")
+    p.add_argument("--memory", choices=("layer", "min", "patch"), default=None,
+                   help="the arena plan: layer, min (least RAM: in-place ops) or patch (min plus patch-based "
+                        "execution of a stage: less RAM, extra MACs); default: layer, or min when the layer plan "
+                        "does not fit the profile's RAM budget")
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 
@@ -711,8 +712,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=_non_negative, default=T.SERIAL_RETRIES,
                    help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
-    p.add_argument("--memory", choices=("layer", "min"), default=None,
-                   help="when it flashes: the arena plan (layer, or min: least RAM); default: auto as `edge flash`")
+    p.add_argument("--memory", choices=("layer", "min", "patch"), default=None,
+                   help="when it flashes: the arena plan (layer, min: least RAM, or patch: min plus patch-based "
+                        "execution); default: auto as `edge flash`")
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)

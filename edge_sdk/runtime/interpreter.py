@@ -1228,6 +1228,13 @@ def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans
     return root
 
 
+def c_patch_plan(data: bytes):
+    """The patch stage the C runtime runs for a model under memory="patch" (edge_init_patch; edge flash, edge
+    check): this planner's over the ops the C runtime's patch execution covers (patching.C_PATCH_OPS), an
+    edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan."""
+    return _c_patch_plan((), {"model_content": data})
+
+
 def _c_patch_plan(args, kwargs):
     """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="patch"): this planner's, over
     the ops the C runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""

@@ -139,14 +139,10 @@ def kernel_files(model) -> list[str]:
 
 
 def patch_plan_for(data: bytes):
-    """The patch stage the firmware runs for memory="patch": the Python planner's over the ops the C runtime's
-    patch execution covers (edge_sdk.runtime.patching.C_PATCH_OPS), or None when no stage needs less."""
-    from edge_sdk.runtime import patching
-    from edge_sdk.runtime.interpreter import Interpreter
+    """The patch stage the firmware runs for memory="patch" (edge_sdk.runtime.interpreter.c_patch_plan)."""
+    from edge_sdk.runtime.interpreter import c_patch_plan
 
-    interp = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
-    interp.allocate_tensors()
-    return interp.patch_plan()
+    return c_patch_plan(data)
 
 
 def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:

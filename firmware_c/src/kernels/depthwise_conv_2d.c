@@ -271,7 +271,9 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     s = dw_prepare_simd(node, ctx, d, w, bias);
     if (s != EDGE_OK || (d->simd && !edge_in_patch_stage(ctx->interp, node))) return s;
 #endif
-    if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
+    /* the DSP path keeps its sums in registers; a patch stage's node asks for them anyway, so that edge check's
+     * 32-bit runner (no DSP) plans the very bytes the board does */
+    if (d->kind == DW_INT8 && (!(EDGE_DSP && d->m == 1) || edge_in_patch_stage(ctx->interp, node))) {
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
         if (s != EDGE_OK) return s;
     }
