@@ -362,3 +362,52 @@ def test_inspect_shows_the_patch_plan():
     b.tensor("y", (1, 8))
     b.op("RELU", [0], [1])
     assert "patch plan: none" in format_inspection(inspect_model(b.model([0], [1])))
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    qb.stop_board(all=True)
+
+
+def _board_figure(data: bytes, memory: str, patch=None) -> int:
+    """What edge check reports for the board: the 32-bit check runner's max(high water, arena used)."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime.op_table import c_type_switches
+
+    used = {t.type for sg in read_model(data).subgraphs for t in sg.tensors}
+    defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
+    figures = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory, patch=patch).figures
+    return max(figures["high_water"], figures["arena_used"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
+@pytest.mark.skipif(not (shutil.which("arm-linux-gnueabihf-gcc") and shutil.which("qemu-arm")),
+                    reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf qemu-user) "
+                           "for the board's struct layout")
+def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
+    """edge flash --memory patch: the firmware runs edge_init_patch with the host's stage (APP_PATCH_PLAN); edge
+    profile's outputs equal the host interpreter's bit for bit; the board's high-water mark is the 32-bit check
+    runner's figure (edge check's), below 0.6x the in-place plan's and 0.6x TFLM's whole arena (85264 bytes)."""
+    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.tools.flash import flash
+    from edge_sdk.tools.profile import profile_model
+
+    model = shared_model("tflite-micro/person_detect.tflite")
+    data = model.read_bytes()
+    plan = c_patch_plan(data)
+    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="patch")
+    config = (tmp_path / "fw" / "gen" / "app_config.h").read_text()
+    assert r.memory == "patch"
+    assert f"APP_PATCH_PLAN {{{plan.nodes[0]}, {plan.nodes[-1]}, {plan.grid[0]}, {plan.grid[1]}}}" in config
+    p = profile_model(model, "qemu-mps2-an386", port=r.port, runs=1)
+    assert p["validated"] is True and p["mismatches"] == []
+    assert p["arena_high_water"] == _board_figure(data, "patch", plan)
+    assert p["arena_high_water"] < 0.6 * _board_figure(data, "min")
+    assert p["arena_high_water"] < 0.6 * 85264
