@@ -561,9 +561,10 @@ def build_parser() -> argparse.ArgumentParser:
         "(3: the model cannot be read, 7: the profile is malformed or unknown).")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
-    p.add_argument("--memory", choices=("layer", "min"), default=None,
-                   help="the arena plan: layer (layer by layer) or min (least RAM: in-place ops); default: layer, "
-                        "or min when the layer plan does not fit the RAM budget")
+    p.add_argument("--memory", choices=("layer", "min", "patch"), default=None,
+                   help="the arena plan: layer (layer by layer), min (least RAM: in-place ops) or patch (min plus "
+                        "patch-based execution of a stage, extra MACs); default: layer, or min (then patch) when "
+                        "the plan does not fit the RAM budget")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--link", action="store_true",
                    help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")

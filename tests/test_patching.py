@@ -411,3 +411,27 @@ def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
     assert p["arena_high_water"] == _board_figure(data, "patch", plan)
     assert p["arena_high_water"] < 0.6 * _board_figure(data, "min")
     assert p["arena_high_water"] < 0.6 * 85264
+
+
+def test_check_reports_and_picks_the_patch_plan(tmp_path):
+    """edge check --memory patch names the stage, its RAM and extra MACs; without --memory it takes the patch
+    plan itself when neither the layer nor the least-RAM plan fits the budget and the patch plan does."""
+    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.targets.check import RUNS, check_model, format_check
+
+    data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
+    plan = c_patch_plan(data)
+    assert plan is not None
+    forced = check_model(data, "qemu-mps2-an386", memory="patch")
+    small = check_model(data, "qemu-mps2-an386", memory="min")
+    assert forced.memory_plan == "patch" and forced.extra_macs == plan.extra_macs > 0
+    assert forced.arena_bytes < small.arena_bytes
+    text = format_check(forced)
+    assert f"patch plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}, " \
+           f"RAM {forced.arena_bytes} B (layer plan " in text and "(patch-based plan)" in text
+    assert forced.to_dict()["patch"] == forced.patch and forced.to_dict()["memory_plan"] == "patch"
+    profile = tmp_path / "tight.toml"
+    profile.write_text(f'extends = "qemu-mps2-an386"\nram_arena_bytes = {(forced.arena_bytes + small.arena_bytes) // 2}\n')
+    auto = check_model(data, profile)
+    assert auto.verdict == RUNS and auto.memory_plan == "patch" and auto.arena_bytes == forced.arena_bytes
+    assert set(auto.plans) == {"layer", "min", "patch"} and "patch-based execution" in " ".join(auto.notes)

@@ -131,13 +131,16 @@ class PatchPlan:
     def patches(self) -> list[tuple[int, int]]:
         return [(r, c) for r in range(self.grid[0]) for c in range(self.grid[1])]
 
-    def describe(self, total_macs: int | None = None) -> str:
+    def describe(self, total_macs: int | None = None, ram: int | None = None, layer_ram: int | None = None) -> str:
         """``patch plan: stage nodes a..b, grid RxC, RAM N B (layer plan M B), +X% MACs``; X relative to the
-        whole model's MACs when given, else to the stage's."""
+        whole model's MACs when given, else to the stage's; N and M the tensor plans' bytes unless given (a
+        runtime's whole arenas, e.g. edge check's C figures)."""
         base = total_macs if total_macs else self.layer_macs
         pct = 100.0 * self.extra_macs / base if base else 0.0
+        ram = self.ram if ram is None else ram
+        layer_ram = self.layer_ram if layer_ram is None else layer_ram
         return (f"patch plan: stage nodes {self.nodes[0]}..{self.nodes[-1]}, grid {self.grid[0]}x{self.grid[1]}, "
-                f"RAM {self.ram} B (layer plan {self.layer_ram} B), +{pct:.1f}% MACs")
+                f"RAM {ram} B (layer plan {layer_ram} B), +{pct:.1f}% MACs")
 
     def to_dict(self) -> dict:
         return {
