@@ -241,6 +241,8 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
     # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...): smaller firmware
     type_defs = gen_ops_module().type_defines([str(model_path)])
+    if patch is None:  # no patch stage: its code compiled out (edge_init_patch refuses plans then)
+        type_defs = [*type_defs, "-DEDGE_WITH_PATCH=0"]
     return {"kernels": files, "arena_bytes": arena, "memory": plan, "patch": None if patch is None else patch.to_dict(),
             "input_bytes": input_bytes,
             "trace_cap": trace_cap, "ops": len(sg0.operators), "gen_state_bytes": gen_state, "type_defs": type_defs}

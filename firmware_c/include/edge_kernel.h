@@ -43,6 +43,11 @@
 #ifndef EDGE_WITH_INT16
 #define EDGE_WITH_INT16 1
 #endif
+/* Patch-based execution (edge_init_patch): 0 compiles it out (edge flash builds a firmware without a patch plan
+ * so: edge_init_patch then refuses a plan with EDGE_BAD_ARGUMENT). */
+#ifndef EDGE_WITH_PATCH
+#define EDGE_WITH_PATCH 1
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -136,7 +141,7 @@ struct edge_ctx {
 };
 
 static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge_node *node) {
-    return it->patch_plan.rows > 0 && node->subgraph == 0 && node->index >= it->patch_plan.first &&
+    return EDGE_WITH_PATCH && it->patch_plan.rows > 0 && node->subgraph == 0 && node->index >= it->patch_plan.first &&
            node->index <= it->patch_plan.last;
 }
 

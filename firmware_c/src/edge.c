@@ -1268,14 +1268,14 @@ static edge_status_t patch_setup(edge_interp_t *it) {
 static int64_t plan_bytes(const edge_interp_t *it, int32_t k) {
     const struct edge_patch *P = it->patch;
     int32_t j;
-    if (P)
+    if (EDGE_WITH_PATCH && P)
         for (j = 0; j + 1 < P->n; j++)
             if (P->nodes[j].out == k) return P->nodes[j].bytes;
     return it->tensors[k].bytes;
 }
 
 static int32_t in_patch_stage(const edge_interp_t *it, int32_t s, int32_t i) {
-    return it->patch && s == 0 && i >= it->patch_plan.first && i <= it->patch_plan.last;
+    return EDGE_WITH_PATCH && it->patch && s == 0 && i >= it->patch_plan.first && i <= it->patch_plan.last;
 }
 
 /* Run the stage patch by patch (edge_sdk.runtime.interpreter._patch_runner): every stage node's kernel on its
@@ -1419,7 +1419,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     for (k = 0; k < it->n_tensors_total; k++) L.t_first[k] = L.t_last[k] = -1;
     for (k = 0; k < it->n_nodes_total; k++) L.n_first[k] = L.n_last[k] = -1;
     if ((st = lifetimes(it, &L, &end)) != EDGE_OK) return st;
-    if (it->patch) { /* the stage input lives through the stage, the cut from its start */
+    if (EDGE_WITH_PATCH && it->patch) { /* the stage input lives through the stage, the cut from its start */
         const int32_t ga = it->subgraphs[0].node_base + it->patch_plan.first;
         const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
         if (L.t_last[it->patch->input] < L.n_last[gb]) L.t_last[it->patch->input] = L.n_last[gb];
@@ -1440,7 +1440,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         for (k = 0; k < it->n_tensors_total; k++) n_alias += root[k] != k;
         n_t -= n_alias; /* one request per group */
     }
-    if (it->patch) n_t++; /* the cut window buffer, after the tensors */
+    if (EDGE_WITH_PATCH && it->patch) n_t++; /* the cut window buffer, after the tensors */
     for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].scratch_bytes > 0;
 
     w.n = n_t + n_s;
@@ -1466,7 +1466,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         w.last[r] = root ? glast[k] : L.t_last[k];
         r++;
     }
-    if (it->patch) {
+    if (EDGE_WITH_PATCH && it->patch) {
         const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
         w.size[r] = align_up(it->patch->nodes[it->patch->n - 1].bytes);
         w.first[r] = L.n_first[gb];
@@ -1531,7 +1531,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         if (root && root[k] != k) continue; /* below, once every root has its bytes */
         t->data = it->base + w.off[r++];
     }
-    if (it->patch) it->patch->cut_offset = w.off[r++];
+    if (EDGE_WITH_PATCH && it->patch) it->patch->cut_offset = w.off[r++];
     for (k = 0; root && k < it->n_tensors_total; k++)
         if (root[k] != k && (it->tensors[k].flags_ & EDGE_TENSOR_PLANNED_))
             it->tensors[k].data = it->tensors[root[k]].data;
@@ -1697,8 +1697,9 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
     }
     (void)flags;
     if (it->patch_plan.rows) {
+        if (!EDGE_WITH_PATCH) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("patch plans are compiled out (EDGE_WITH_PATCH=0)"), -1);
         if (it->plan_only) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("a patch plan needs the kernels (not PLAN_ONLY)"), -1);
-        if ((s = patch_setup(it)) != EDGE_OK) return s;
+        if (EDGE_WITH_PATCH && (s = patch_setup(it)) != EDGE_OK) return s;
     }
     if ((s = plan_arena(it)) != EDGE_OK) return s;
 
@@ -1993,7 +1994,7 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
                 lifetime_of(it, sg->tensor_base + i, -1, &e->first_use, &e->last_use);
                 e->offset = (const uint8_t *)t->data - it->base;
                 e->size = plan_bytes(it, sg->tensor_base + i);
-                if (it->patch && s == 0) { /* as plan_arena: the stage input and the cut span the stage */
+                if (EDGE_WITH_PATCH && it->patch && s == 0) { /* as plan_arena: the stage input and the cut span the stage */
                     int32_t f, l;
                     if (sg->tensor_base + i == it->patch->input) {
                         lifetime_of(it, -1, sg->node_base + it->patch_plan.last, &f, &l);
@@ -2008,7 +2009,7 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
             }
         }
     }
-    if (it->patch && seen++ == k) {
+    if (EDGE_WITH_PATCH && it->patch && seen++ == k) {
         e->subgraph = 0;
         e->tensor = EDGE_PLAN_PATCH_CUT;
         e->node = -1;

@@ -804,7 +804,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     dw_data_t patch; /* a patch window (edge_window_t): its geometry, the portable loops */
-    if (ctx->window) {
+    if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
         patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
         patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;

@@ -171,7 +171,7 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
     int64_t r, pos;
 
-    if (ctx->window) {
+    if (EDGE_WITH_PATCH && ctx->window) {
         pad_window(d, ctx->window, in, out, value);
         return;
     }

@@ -195,7 +195,7 @@ static void pool_float(const pool_data_t *d, const float *x, float *y, float *ac
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const pool_data_t *d = (const pool_data_t *)node->user_data;
     pool_data_t patch; /* a patch window (edge_window_t): its geometry */
-    if (ctx->window) {
+    if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
         patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
         patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
