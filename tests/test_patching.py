@@ -452,3 +452,35 @@ def test_mobilenet_v2_patch_plan_on_the_qemu_board(state, tmp_path):
     p = profile_model(model, "qemu-mps2-an386", port=r.port, runs=1)
     assert p["validated"] is True and p["mismatches"] == []
     assert 0 < p["arena_high_water"] <= 0.3 * 2607168 and p["arena_high_water"] <= r.arena_bytes
+
+
+def _c_parity(path):
+    data = shared_model(path).read_bytes()
+    x = _feed(data, 6)
+    _, want = _run(data, "layer", x)
+    py = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
+    py.allocate_tensors()
+    c = Interpreter(model_content=data, memory="patch", backend="c")
+    c.allocate_tensors()
+    c.set_tensor(c.get_input_details()[0]["index"], x)
+    c.invoke()
+    np.testing.assert_array_equal(c.get_tensor(c.get_output_details()[0]["index"]), want)
+    assert c.patch_plan() is not None and _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    return c
+
+
+@needs_c
+def test_c_patch_plan_of_person_detect():
+    """person_detect in the C runtime under memory="patch": the Python planner's stage (0..7, 6x6), the same plan
+    entry by entry, outputs bit-exact with the layer plan."""
+    c = _c_parity("tflite-micro/person_detect.tflite")
+    assert c.plan_info()["tensor_total"] == 19232
+
+
+@pytest.mark.slow
+@needs_c
+def test_c_patch_plan_of_mobilenet_v2():
+    """MobileNetV2 224 int8 (PADs and residual ADDs inside the stage) in the C runtime: the same plan as Python's,
+    bit-exact."""
+    c = _c_parity("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
+    assert {"PAD", "ADD"} <= {sn.op for sn in c.patch_plan().stage}
