@@ -484,3 +484,23 @@ def test_c_patch_plan_of_mobilenet_v2():
     bit-exact."""
     c = _c_parity("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
     assert {"PAD", "ADD"} <= {sn.op for sn in c.patch_plan().stage}
+
+
+def test_flash_sources_pick_the_patch_plan_when_nothing_else_fits(tmp_path):
+    """edge flash's generated sources: without --memory, patch-based execution when neither the layer nor the
+    least-RAM arena fits the RAM budget (APP_PATCH_PLAN, patch code compiled in); a firmware without a patch
+    plan compiles it out (-DEDGE_WITH_PATCH=0)."""
+    from edge_sdk.tools.flash import generate, measure_arena
+
+    path = tmp_path / "chain.tflite"
+    data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
+    path.write_bytes(data)
+    layer, small, patched = (measure_arena(data, None, m) for m in ("layer", "min", "patch"))
+    assert patched < min(small, layer) // 2  # the budget below: the patch arena fits, the others' needs do not
+    info = generate(path, data, tmp_path / "auto", patched, None)
+    config = (tmp_path / "auto" / "app_config.h").read_text()
+    assert info["memory"] == "patch" and info["arena_bytes"] == patched and "#define APP_PATCH_PLAN {" in config
+    assert "-DEDGE_WITH_PATCH=0" not in info["type_defs"] and info["patch"]["grid"]
+    info = generate(path, data, tmp_path / "min", None, "min")
+    assert "APP_PATCH_PLAN" not in (tmp_path / "min" / "app_config.h").read_text()
+    assert "-DEDGE_WITH_PATCH=0" in info["type_defs"] and info["patch"] is None

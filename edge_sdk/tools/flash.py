@@ -196,8 +196,8 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
 def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None,
              memory: str | None = "layer") -> dict:
     """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used.
-    ``memory``: the arena plan ("layer", "min"; None: "layer" unless its arena exceeds ``arena_budget`` and the
-    least-RAM plan's is smaller)."""
+    ``memory``: the arena plan ("layer", "min", "patch"; None: "layer" unless its arena exceeds ``arena_budget``
+    and the least-RAM plan's is smaller, then "patch" when that is over too and a patch plan is smaller)."""
     from edge_sdk.model import read_model
 
     model = read_model(data)
@@ -213,6 +213,12 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         if small < arena:
             plan, arena = "min", small
             log.stage(f"the layer-by-layer arena does not fit the RAM budget: using the least-RAM plan ({arena} B)")
+    if memory is None and arena_budget is not None and arena > arena_budget and patch_plan_for(data) is not None:
+        smaller = measure_arena(data, arena_budget, "patch")
+        if smaller < arena:
+            plan, arena = "patch", smaller
+            log.stage(f"the least-RAM arena does not fit the RAM budget either: using patch-based execution "
+                      f"({arena} B)")
     from edge_sdk.device.generation import state_bytes
 
     gen_state = state_bytes(model)  # the KV-cache store of the GENERATE command (0: not a generation model)
