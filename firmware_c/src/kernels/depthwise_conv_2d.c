@@ -262,8 +262,9 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
-    /* the least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not (so before the SIMD prepare) */
-    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1) {
+    /* the least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not (so before the SIMD prepare);
+     * never in a patch stage */
+    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1 && !edge_in_patch_stage(ctx->interp, node)) {
         s = edge_request_scratch(ctx, node, (size_t)d->h * (size_t)d->w, &d->plane);
         if (s != EDGE_OK) return s;
     }
