@@ -1231,8 +1231,19 @@ def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans
 def c_patch_plan(data: bytes):
     """The patch stage the C runtime runs for a model under memory="patch" (edge_init_patch; edge flash, edge
     check): this planner's over the ops the C runtime's patch execution covers (patching.C_PATCH_OPS), an
-    edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan."""
-    return _c_patch_plan((), {"model_content": data})
+    edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan. Remembered for
+    the last few models (edge flash and edge check ask several times)."""
+    import hashlib
+
+    key = hashlib.sha256(data).digest()
+    if key not in _C_PATCH_PLANS:
+        if len(_C_PATCH_PLANS) >= 8:
+            _C_PATCH_PLANS.pop(next(iter(_C_PATCH_PLANS)))
+        _C_PATCH_PLANS[key] = _c_patch_plan((), {"model_content": bytes(data)})
+    return _C_PATCH_PLANS[key]
+
+
+_C_PATCH_PLANS: dict = {}
 
 
 def _c_patch_plan(args, kwargs):
