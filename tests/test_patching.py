@@ -504,3 +504,35 @@ def test_flash_sources_pick_the_patch_plan_when_nothing_else_fits(tmp_path):
     info = generate(path, data, tmp_path / "min", None, "min")
     assert "APP_PATCH_PLAN" not in (tmp_path / "min" / "app_config.h").read_text()
     assert "-DEDGE_WITH_PATCH=0" in info["type_defs"] and info["patch"] is None
+
+
+@needs_c
+@pytest.mark.parametrize("chain", ["residual", "pad_then_valid"])
+def test_c_runs_any_valid_stage_and_grid_bit_exact(chain):
+    """Every stage (first..last) and grid edge_init_patch accepts gives the layer plan's outputs: stages from the
+    model input or from a tensor inside the graph, one patch row or column, more patches than the choice would
+    take; the ones it refuses are refused cleanly (a ModelError naming the reason)."""
+    from edge_sdk.errors import ModelError
+    from edge_sdk.runtime.backend_c import CInterpreter
+
+    data = chain_model(_c_chain(chain), shape=(1, 21, 19, 3), seed=9)
+    x = _feed(data, 8)
+    _, want = _run(data, "layer", x)
+    n_ops = len(Interpreter(model_content=data).model.subgraphs[0].operators)
+    ran = refused = 0
+    for first in range(n_ops):
+        for last in range(first, n_ops):
+            for grid in ((1, 2), (2, 1), (3, 3), (5, 2), (8, 8)):
+                plan = patching.PatchPlan(0, tuple(range(first, last + 1)), 0, 0, grid, [], {}, {}, {}, 0, 0)
+                c = CInterpreter(model_content=data, memory="patch", patch_plan=plan)
+                try:
+                    c.allocate_tensors()
+                except ModelError as exc:
+                    assert "patch" in str(exc)
+                    refused += 1
+                    continue
+                c.set_tensor(c.get_input_details()[0]["index"], x)
+                c.invoke()
+                np.testing.assert_array_equal(c.get_tensor(c.get_output_details()[0]["index"]), want)
+                ran += 1
+    assert ran >= 20 and refused >= 5, (ran, refused)

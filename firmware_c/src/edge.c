@@ -1148,8 +1148,8 @@ static edge_status_t patch_setup(edge_interp_t *it) {
                 P->input = tb + nd->inputs[1];
             }
         } else if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
-            const edge_tensor_t *p = &it->tensors[tb + nd->inputs[1]];
-            if (nd->n_inputs < 2 || nd->inputs[1] < 0 || !p->is_const || edge_tensor_elements(p) != 8 ||
+            const edge_tensor_t *p = nd->n_inputs >= 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
+            if (!p || !p->is_const || edge_tensor_elements(p) != 8 ||
                 edge_const_int(p, 0) || edge_const_int(p, 1) || edge_const_int(p, 6) || edge_const_int(p, 7) ||
                 y->dims[1] != x->dims[1] + edge_const_int(p, 2) + edge_const_int(p, 3) ||
                 y->dims[2] != x->dims[2] + edge_const_int(p, 4) + edge_const_int(p, 5) || y->dims[3] != x->dims[3])
