@@ -28,8 +28,12 @@
    RecordingMicroAllocator reports it ("Arena allocation total" = head: planned tensors + scratch, + tail:
    TfLiteEvalTensors, persistent buffers, node structs, variable buffers, ...), with both split into head and
    the rest.
+4.-5. Arena bytes per plan (layer by layer, the least-RAM in-place plan, patch-based execution of a stage) in the
+   Python plans and the C runtime with the board's 32-bit layout, against TFLM's; the patch plan's extra MACs;
+   on the QEMU board each plan's emulated instructions per inference and high water (--only-memory: 3-5 alone).
 Prints ratios against the issue's aims: faster than TFLM on every model on the host; <= 2 instructions per
-MAC for int8 conv on M4; arena <= TFLM. (.text <= 32 KB: `make -C firmware_c size`.)
+MAC for int8 conv on M4; arena <= TFLM; person_detect <= 0.5x and MobileNetV2 <= 0.3x TFLM's arena with patches.
+(.text <= 32 KB: `make -C firmware_c size`.)
 """
 
 from __future__ import annotations
@@ -374,6 +378,7 @@ def main(argv=None) -> int:
     ap.add_argument("--child-litert", metavar="MODEL")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="section 0: N threads (default: CPUs)")
     ap.add_argument("--only-litert", action="store_true", help="run section 0 (C vs LiteRT) alone")
+    ap.add_argument("--only-memory", action="store_true", help="run sections 3-5 (arena bytes per plan) alone")
     a = ap.parse_args(argv)
     if a.child_litert:
         print(json.dumps(child_vs_litert(a.child_litert, a.seconds, a.threads)))
@@ -398,6 +403,9 @@ def main(argv=None) -> int:
     for p, missing in lacking:
         print(f"  {p.name}: {', '.join(missing)}")
 
+    if a.only_memory:
+        memory_sections(runnable)
+        return 0
     vs_litert([p for p, _ in runnable], a.seconds, a.threads)
     if a.only_litert:
         return 0
@@ -444,6 +452,14 @@ def main(argv=None) -> int:
 
     instructions_per_mac(a)
 
+    memory_sections(runnable)
+    return 0
+
+
+def memory_sections(runnable) -> None:
+    """Sections 3-5: arena bytes per runtime and per plan (--only-memory runs these alone)."""
+    from edge_sdk.runtime import backend_c
+
     print("\n3. Arena bytes: C (tensor plan + scratch | persistent: structs + op data; total = max(used, high water))"
           " vs TFLM (head | tail; total = print_allocations' 'Arena allocation total')")
     tflm = tflm_arena_split([p for p, _ in runnable])
@@ -477,7 +493,91 @@ def main(argv=None) -> int:
         t = tflm.get(str(p))
         print(f"{p.name:<40} {totals[0]:>9} {totals[1]:>9} {totals[1] / totals[0]:>9.3f} "
               f"{t[0] if t else 'n/a':>9} {(f'{totals[1] / t[0]:8.3f}' if t else f'{chr(45):>8}')}")
-    return 0
+
+    print("\n5. Patch-based execution (memory='patch', edge_sdk.runtime.patching) per plan: layer / min (in-place) / "
+          "patch. Python tensor-plan bytes (no structs / scratch); the C runtime's whole arena with the board's "
+          "32-bit layout (the check runner, = the QEMU board's high water; patch: the stage the C runtime runs, over "
+          "patching.C_PATCH_OPS) against TFLM's whole arena; the patch plan's extra MACs over the model's.")
+    print(f"{'model':<40} {'py layer':>9} {'py min':>9} {'py patch':>9} {'C min':>9} {'C patch':>9} {'TFLM tot':>9} "
+          f"{'Cpatch/TFLM':>11} {'+MACs':>7}  C plan")
+    from edge_sdk.runtime.interpreter import Interpreter as PyInterpreter, c_patch_plan
+
+    patched = []
+    for p, _ in runnable:
+        data = p.read_bytes()
+        sizes = {}
+        macs = 0
+        for memory in ("layer", "min", "patch"):
+            it = PyInterpreter(model_content=data, memory=memory)
+            it.allocate_tensors()
+            sizes[memory] = it.arena_size
+            if memory == "patch":
+                macs = sum(m or 0 for m in it.op_macs(0))
+        plan = c_patch_plan(data)
+        board = {"min": board_arena(data, "min"), "patch": board_arena(data, "patch", plan) if plan else None}
+        t = tflm.get(str(p))
+        extra = f"{100.0 * plan.extra_macs / macs:6.1f}%" if plan is not None and macs else f"{'-':>7}"
+        c_patch = board["patch"] if board["patch"] is not None else board["min"]
+        ratio = f"{c_patch / t[0]:11.3f}" if t and c_patch else f"{'-':>11}"
+        where = (f"nodes {plan.nodes[0]}..{plan.nodes[-1]} grid {plan.grid[0]}x{plan.grid[1]}" if plan is not None
+                 else "none (no stage needs less)")
+        print(f"{p.name:<40} {sizes['layer']:>9} {sizes['min']:>9} {sizes['patch']:>9} {board['min'] or '-':>9} "
+              f"{board['patch'] or '-':>9} {t[0] if t else 'n/a':>9} {ratio} {extra}  {where}")
+        if plan is not None:
+            patched.append((p, plan))
+    aims = {"person_detect.tflite": 0.5, "mobilenet_v2_quantized_1x3x224x224.tflite": 0.3}
+    for p, plan in patched:
+        t = tflm.get(str(p))
+        if p.name in aims and t:
+            c = board_arena(p.read_bytes(), "patch", plan)
+            print(f"aim '{p.name} <= {aims[p.name]}x TFLM': {'met' if c and c <= aims[p.name] * t[0] else 'NOT met'} "
+                  f"({c} / {t[0]} = {c / t[0]:.3f})" if c else f"aim for {p.name}: no 32-bit figure")
+    qemu_instructions([p for p, _ in patched])
+
+
+def board_arena(data: bytes, memory: str, patch=None) -> int | None:
+    """The C runtime's whole arena with the board's 32-bit layout (backend_c.target_plan), None without it."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime.op_table import c_type_switches
+
+    if backend_c.ILP32 not in backend_c.target_layouts():
+        return None
+    used = {t.type for sg in read_model(data).subgraphs for t in sg.tensors}
+    defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
+    plan = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory, patch=patch)
+    return max(plan.figures["high_water"], plan.figures["arena_used"]) if plan.ok else None
+
+
+def qemu_instructions(paths) -> None:
+    """Emulated instructions per inference on the QEMU board (-icount shift=0; SysTick ticks x TICK_INSTRUCTIONS)
+    and the board's high water, min vs patch, each firmware flashed and profiled (outputs checked vs the host)."""
+    print("\n   On the QEMU board (edge flash --memory min | patch, edge profile --runs 1: emulated instructions, "
+          f"SysTick ticks x {TICK_INSTRUCTIONS}; high water as the board reports it; validated = bit-exact vs host)")
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        print("   skipped (qemu-system-arm / arm-none-eabi-gcc missing)")
+        return
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools.flash import flash
+    from edge_sdk.tools.profile import profile_model
+
+    print(f"   {'model':<40} {'plan':>5} {'instructions':>13} {'x min':>6} {'high water':>10} validated")
+    for p in paths:
+        base = None
+        for memory in ("min", "patch"):
+            with tempfile.TemporaryDirectory() as tmp:
+                try:
+                    r = flash(p, "qemu-mps2-an386", build_dir=Path(tmp) / "fw", memory=memory)
+                    prof = profile_model(p, "qemu-mps2-an386", port=r.port, runs=1)
+                except Exception as exc:  # noqa: BLE001 - a model the board cannot hold: say so, go on
+                    print(f"   {p.name:<40} {memory:>5} {type(exc).__name__}: {str(exc)[:80]}")
+                    continue
+                finally:
+                    qb.stop_board(all=True)
+            instr = int(prof["total"]["mean"]) * TICK_INSTRUCTIONS
+            base = base or instr
+            print(f"   {p.name:<40} {memory:>5} {instr:>13} {instr / base:>6.2f} {prof['arena_high_water']:>10} "
+                  f"{prof['validated']}")
 
 
 if __name__ == "__main__":

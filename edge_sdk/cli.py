@@ -115,13 +115,16 @@ def _detection_options(args) -> dict | None:
     return {"outputs": outputs} if outputs else None
 
 
-def _memory_option(p, default=None, when: str = "") -> None:
-    """--memory layer|min: the one definition `edge check`, `flash`, `profile`, `export` and `convert --target`
-    share (default None: auto, the layer plan unless it does not fit the profile's RAM budget)."""
-    auto = "default: layer, or min when the layer plan does not fit the profile's RAM budget"
-    p.add_argument("--memory", choices=("layer", "min"), default=default,
-                   help=f"{when}the arena plan: layer (layer by layer) or min (least RAM: in-place ops); "
-                        + (f"default {default}" if default else auto))
+def _memory_option(p, default=None, when: str = "", patch: bool = False) -> None:
+    """--memory layer|min[|patch]: the one definition `edge check`, `flash`, `profile`, `export` and `convert
+    --target` share (default None: auto, the layer plan unless it does not fit the profile's RAM budget; check,
+    flash and profile also take patch: min plus patch-based execution of a stage)."""
+    auto = ("default: layer, or min (then patch) when the plan does not fit the profile's RAM budget" if patch
+            else "default: layer, or min when the layer plan does not fit the profile's RAM budget")
+    p.add_argument("--memory", choices=("layer", "min", "patch") if patch else ("layer", "min"), default=default,
+                   help=f"{when}the arena plan: layer (layer by layer), min (least RAM: in-place ops)"
+                        + (" or patch (min plus patch-based execution of a stage: less RAM, extra MACs)" if patch
+                           else "") + "; " + (f"default {default}" if default else auto))
 
 
 def _backend_option(p, litert: bool = False) -> None:
@@ -607,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(3: the model cannot be read, 7: the profile is malformed or unknown).")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
-    _memory_option(p)
+    _memory_option(p, patch=True)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--link", action="store_true",
                    help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")
@@ -720,7 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
-    _memory_option(p)
+    _memory_option(p, patch=True)
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 
@@ -757,7 +760,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=_non_negative, default=T.SERIAL_RETRIES,
                    help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
-    _memory_option(p, when="when it flashes: ")
+    _memory_option(p, when="when it flashes: ", patch=True)
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)

@@ -130,7 +130,7 @@ def test_c_min_plan_identical_to_python_and_bit_exact(case):
 
 def test_memory_argument_is_checked():
     data = _chain_model()
-    with pytest.raises(ValueError, match="memory must be one of 'layer', 'min', not 'tiny'"):
+    with pytest.raises(ValueError, match="memory must be one of 'layer', 'min', 'patch', not 'tiny'"):
         Interpreter(model_content=data, memory="tiny")
 
 

@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from edge_sdk.runtime import arena as _arena
+from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.c_status import STATUS, status_name, status_names  # noqa: F401 (re-exported)
 from edge_sdk import resources
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
@@ -57,6 +58,9 @@ _ORDERINGS = ("size", "first_use", "lifetime", "area")
 DEFAULT_ARENA = 1 << 20
 PLAN_ONLY = 1
 MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: the least-RAM plan (Interpreter(memory="min"))
+# EDGE_PLAN_PATCH_CUT, a plan entry's tensor for the patch stage's cut window buffer, is patching.CUT_KEY; the ops
+# a patch stage may hold in the C runtime (edge_init_patch) are patching.C_PATCH_OPS
+PATCH_CUT = CUT_KEY
 
 _lock = threading.Lock()
 _threads_lock = threading.Lock()
@@ -195,6 +199,8 @@ def library() -> ctypes.CDLL:
             lib.edge_host_interp_size.restype = c.c_size_t
             lib.edge_init_ex.argtypes = [p, p, c.c_size_t, p, c.c_size_t, c.c_uint32]
             lib.edge_init_ex.restype = c.c_int
+            lib.edge_init_patch.argtypes = [p, p, c.c_size_t, p, c.c_size_t, c.c_uint32, c.POINTER(_PatchPlan)]
+            lib.edge_init_patch.restype = c.c_int
             lib.edge_invoke.argtypes = [p]
             lib.edge_invoke.restype = c.c_int
             lib.edge_host_invoke_copies.argtypes = [p, p, c.c_int32]
@@ -239,6 +245,11 @@ def library() -> ctypes.CDLL:
             _pyfast = _load_pyfast()
             _lib = lib
         return _lib
+
+
+class _PatchPlan(ctypes.Structure):  # edge_patch_plan_t
+    _fields_ = [("first", ctypes.c_int32), ("last", ctypes.c_int32), ("rows", ctypes.c_int32),
+                ("cols", ctypes.c_int32)]
 
 
 class _PlanEntry(ctypes.Structure):
@@ -298,10 +309,16 @@ class CInterpreter:
 
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
-                 plan_only: bool = False, memory: str = "layer"):
-        if memory not in ("layer", "min"):
-            raise ValueError(f"memory must be one of 'layer', 'min', not {memory!r}")
+                 plan_only: bool = False, memory: str = "layer", patch_ops=None, patch_plan=None):
+        if memory not in ("layer", "min", "patch"):
+            raise ValueError(f"memory must be one of 'layer', 'min', 'patch', not {memory!r}")
+        if patch_ops is not None and not set(patch_ops) <= set(C_PATCH_OPS):
+            raise ValueError(f"the C runtime runs patch stages of {', '.join(C_PATCH_OPS)} only, not "
+                             f"{', '.join(sorted(set(patch_ops) - set(C_PATCH_OPS)))}")
         self._memory = memory
+        # memory="patch": the stage and grid (an edge_sdk.runtime.patching.PatchPlan, chosen by the Python planner
+        # over C_PATCH_OPS: Interpreter(..., backend="c") passes it), None: no stage beats the in-place plan
+        self._patch = patch_plan if memory == "patch" else None
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -371,16 +388,31 @@ class CInterpreter:
     # ------------------------------------------------------------------ allocate
     def _init(self, nbytes: int) -> int:
         self._arena_owner, addr = _aligned(nbytes)
-        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory == "min" else 0)
+        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory in ("min", "patch") else 0)
+        plan = None
+        if self._patch is not None:
+            plan = _PatchPlan(self._patch.nodes[0], self._patch.nodes[-1], *self._patch.grid)
+
+        def init():
+            if plan is None:
+                return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+            return self._lib.edge_init_patch(self._interp, self._model_addr, self._model_len, addr, nbytes, flags,
+                                             ctypes.byref(plan))
+
         set_threads = _set_threads(self._lib)
         if set_threads is None:  # a build without the Linux fast paths: one thread
-            return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+            return init()
         with _threads_lock:  # the count is read by every node's prepare (process-wide setting): held around init
             previous = set_threads(self._threads)
             try:
-                return self._lib.edge_init_ex(self._interp, self._model_addr, self._model_len, addr, nbytes, flags)
+                return init()
             finally:
                 set_threads(previous)
+
+    def patch_plan(self):
+        """memory="patch": the stage the C runtime runs patch by patch (edge_sdk.runtime.patching.PatchPlan, the
+        Python planner's over C_PATCH_OPS), or None."""
+        return self._patch
 
     @property
     def num_threads(self) -> int:
@@ -614,6 +646,11 @@ class CInterpreter:
         model = self.model
         buffers = []
         for e in self.plan_entries():
+            if e["tensor"] == PATCH_CUT:  # the patch stage's cut window buffer (edge_sdk.runtime.patching.CUT_KEY)
+                cut = model.subgraphs[0].tensors[self._patch.output].name
+                buffers.append(_arena.PlannedBuffer((e["subgraph"], PATCH_CUT), f"patch window of '{cut}'",
+                                                    e["offset"], e["size"], e["first_use"], e["last_use"]))
+                continue
             if e["tensor"] < 0:
                 continue
             name = model.subgraphs[e["subgraph"]].tensors[e["tensor"]].name
@@ -835,10 +872,11 @@ def _parse_run(out: str) -> tuple[dict, dict]:
 
 
 def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
-                timeout: float = 300.0, memory: str = "layer") -> TargetPlan:
+                timeout: float = 300.0, memory: str = "layer", patch=None) -> TargetPlan:
     """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
     best of ``target_layouts()``) and the type switches ``type_defs`` (gen_ops.type_defines); never invokes.
-    ``memory``: the plan, "layer" or "min" (EDGE_INIT_MEMORY_MIN). BuildError when no layout can be built here."""
+    ``memory``: the plan, "layer", "min" (EDGE_INIT_MEMORY_MIN) or "patch" (edge_init_patch with ``patch``, an
+    edge_sdk.runtime.patching.PatchPlan; None: "min"). BuildError when no layout can be built here."""
     import tempfile
 
     layouts = target_layouts()
@@ -848,7 +886,9 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         layout = layouts[0]
     exe = check_runner(layout, tuple(type_defs))
     prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
-    memory_flag = ["--memory-min"] if memory == "min" else []
+    memory_flag = ["--memory-min"] if memory in ("min", "patch") else []
+    if memory == "patch" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
+        memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]
     with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
         model = Path(tmp) / "model.tflite"
         model.write_bytes(data)
@@ -882,7 +922,7 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
             if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"],
                           STATUS["EDGE_BAD_NODE"]):
                 # the loader and planner alone (declared shapes, no kernels): the RAM it can still tell
-                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", *memory_flag, "--arena",
+                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", *memory_flag[:1], "--arena",
                                             str(arena)],
                                            capture_output=True, text=True, timeout=timeout, check=False)
                 if plan_only.returncode == 0:

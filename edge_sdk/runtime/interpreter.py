@@ -11,7 +11,8 @@ dicts, same ValueError messages from set_tensor). Our own additions: ``arena_siz
 ``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
 which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more;
 ``memory="min"`` plans the least RAM (in-place RESHAPE / PAD / int8 depthwise, ``inplace_aliases``; ``memory_plan`` says which
-plan was made), bit-exact with the default layer-by-layer plan.
+plan was made), bit-exact with the default layer-by-layer plan; ``memory="patch"`` adds patch-based execution of a
+stage of the graph when that needs less still (``patch_plan()``; edge_sdk.runtime.patching).
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
 invoke and restored after it, so numpy outside invoke keeps its own setting).
@@ -69,6 +70,7 @@ import numpy as np
 from edge_sdk import log
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
+from edge_sdk.runtime import patching as _patching
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
@@ -127,6 +129,7 @@ class _Prepared:
         # and the bytes their outputs hold outside the arena.
         self.folded: set[tuple[int, int]] = set()
         self.folded_bytes: int = 0
+        self.patch: _patching.PatchPlan | None = None  # the least-RAM plan's patch stage (memory="min")
 
 
 class Interpreter:
@@ -139,6 +142,8 @@ class Interpreter:
         if backend == "c":
             from edge_sdk.runtime.backend_c import CInterpreter
 
+            if kwargs.get("memory") == "patch" and "patch_plan" not in kwargs:
+                kwargs["patch_plan"] = _c_patch_plan(args, kwargs)
             return CInterpreter(*args, **kwargs)
         if backend != "python":
             raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
@@ -156,10 +161,12 @@ class Interpreter:
         model: Model | None = None,
         backend: str = "python",
         memory: str = "layer",
+        patch_ops=None,
     ):
         if memory not in MEMORY_PLANS:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
         self._memory = memory
+        self._patch_ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
         self._memory_plan = "layer"
         self._delegates: list = []
         if delegates:
@@ -227,8 +234,15 @@ class Interpreter:
     @property
     def memory_plan(self) -> str | None:
         """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
-        RESHAPE / PAD / int8 depthwise; see inplace_aliases). None before allocate_tensors."""
+        RESHAPE / PAD / int8 depthwise, see inplace_aliases) or "patch" (memory="patch" found a patch stage that
+        needs less than "min": see patch_plan). None before allocate_tensors."""
         return None if self._p is None else self._memory_plan
+
+    def patch_plan(self) -> _patching.PatchPlan | None:
+        """The least-RAM plan's patch stage (edge_sdk.runtime.patching.PatchPlan: nodes, grid, windows, RAM,
+        extra MACs), or None when it has none (memory other than "patch", or no stage beats the in-place plan)."""
+        self._require_allocated("patch_plan")
+        return self._p.patch
 
     def arena_plan(self) -> _arena.ArenaPlan:
         if self._p is None:
@@ -281,12 +295,20 @@ class Interpreter:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
         self._memory_plan = "layer"
-        if self._memory == "min" and not delegated:
+        p.patch = None
+        if self._memory in ("min", "patch") and not delegated:
             plan = _arena.plan_aliased(requests, inplace_aliases(self._model, p.infos, requests, spans))
             self._memory_plan = "min"
+            if self._memory == "patch":
+                patch, patched = _patching.choose(
+                    self._model, p.infos, requests, spans,
+                    lambda reqs, skip: inplace_aliases(self._model, p.infos, reqs, spans, skip),
+                    plan, _arena.plan(requests).total, ops=self._patch_ops)
+                if patch is not None:
+                    plan, p.patch, self._memory_plan = patched, patch, "patch"
         else:
-            if self._memory == "min":  # delegates run whole partitions over their boundary tensors
-                log.warning("memory='min' with delegate partitions: using the layer-by-layer plan")
+            if self._memory != "layer":  # delegates run whole partitions over their boundary tensors
+                log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
             plan = _arena.plan(requests)
         if self._budget is not None and plan.total > self._budget:
             raise ArenaTooSmallError(plan.total, self._budget)
@@ -552,6 +574,11 @@ class Interpreter:
                     views.append(info.data)
                 elif key in held:
                     views.append(None)  # lives inside a delegate
+                elif (p.patch is not None and s == p.patch.subgraph and info.index in p.patch.buffer_bytes
+                      and info.index != p.patch.output):
+                    # a patch stage's intermediate: only per-patch windows exist (in its arena slot); what
+                    # get_tensor sees is a private array (as after a layer plan reused the bytes)
+                    views.append(np.zeros(info.shape, info.dtype))
                 elif key in plan:
                     b = plan[key]
                     views.append(p.arena[b.offset : b.offset + b.size].view(info.dtype).reshape(info.shape))
@@ -658,6 +685,7 @@ class Interpreter:
             views = p.views[s]
             steps = []
             where = []
+            stage = p.patch.nodes if p.patch is not None and p.patch.subgraph == s else ()
             for part in p.partitions[s]:
                 delegate = delegated.get(id(part))
                 if delegate is None:
@@ -665,6 +693,12 @@ class Interpreter:
                         if (s, i) in p.folded:
                             continue
                         node = nodes[i]
+                        if i in stage:  # the whole stage runs at its first node, patch by patch
+                            run = self._patch_runner(p) if i == stage[0] else _no_step
+                            steps.append((run, [], []))
+                            where.append(node.where() if i != stage[0] else
+                                         f"patch stage of nodes {stage[0]}..{stage[-1]} (at {node.where()})")
+                            continue
                         ins = [None if info is None else views[info.index] for info in node.inputs]
                         outs = [views[info.index] for info in node.outputs]
                         steps.append((node._eval, ins, outs))
@@ -680,6 +714,65 @@ class Interpreter:
                 where.append(f"{sgw}{delegate.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}")
             p.steps.append(steps)
             p.step_where.append(where)
+
+    def _patch_runner(self, p: _Prepared):
+        """The step running p.patch's stage: for every patch, every stage node's kernel on its windows.
+
+        Each (node, window) gets its own kernel prepared here (the same prepare function, on TensorInfos of
+        the window's shape; window kernels get Node.window), so eval runs blind. Per-patch buffers are views
+        of their arena slots; a window of the stage input is a view of the whole input; the cut's window is
+        computed into a private array and copied into the cut."""
+        plan = p.patch
+        s = plan.subgraph
+        infos, views, nodes = p.infos[s], p.views[s], p.nodes[s]
+        slots = {t: p.plan[(s, t)] for t in plan.buffer_bytes if t != plan.output}
+        cache: dict = {}
+        work = []
+        for r, c in plan.patches:
+            for sn in plan.stage:
+                node = nodes[sn.index]
+                rule_h, rule_w = sn.rules
+                orow, ocol = plan.rows[sn.output][r], plan.cols[sn.output][c]
+                out_info = infos[sn.output]
+                out_shape = _patching.local_shape(out_info, orow, ocol)
+                ins, shapes = [], []
+                for info in node.inputs:
+                    if info is None or info.is_const:
+                        ins.append(None if info is None else views[info.index])
+                        shapes.append(None)
+                        continue
+                    t = info.index
+                    nr, nc = rule_h.needs(*orow), rule_w.needs(*ocol)
+                    if t == plan.input:
+                        src, (r0, c0) = views[t], (0, 0)
+                    else:
+                        src = _slot_view(p.arena, slots[t], infos[t], plan.rows[t][r], plan.cols[t][c])
+                        r0, c0 = plan.rows[t][r][0], plan.cols[t][c][0]
+                    ins.append(src[:, nr[0] - r0:nr[1] - r0, nc[0] - c0:nc[1] - c0, :])
+                    shapes.append(_patching.local_shape(info, nr, nc))
+                window = None
+                if sn.op in _patching.WINDOW_OPS:
+                    window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]), out_shape[1], out_shape[2])
+                elif sn.op in _patching.PAD_OPS:
+                    window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]))
+                key = (sn.index, tuple(shapes), window)
+                if key not in cache:
+                    cache[key] = _prepare_window(node, shapes, out_shape, window)
+                if sn.output == plan.output:  # through the cut's window buffer, as in the C runtime
+                    tmp = _slot_view(p.arena, p.plan[(s, _patching.CUT_KEY)], out_info, orow, ocol)
+                    dst = views[sn.output][:, orow[0]:orow[1], ocol[0]:ocol[1], :]
+                    work.append((cache[key], ins, [tmp], (dst, tmp)))
+                else:
+                    out = _slot_view(p.arena, slots[sn.output], out_info, orow, ocol)
+                    work.append((cache[key], ins, [out], None))
+
+        def run_patches(_inputs, _outputs):
+            for fn, ins, outs, copy in work:
+                fn(ins, outs)
+                if copy is not None:
+                    copy[0][...] = copy[1]
+
+        return run_patches
 
     def _reset_variable_tensors(self) -> None:
         for view, init in self._p.variables:
@@ -1089,9 +1182,10 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=(), s
     return requests
 
 
-# memory= plans: "layer" (layer by layer: every tensor its own bytes, TFLM's plan) and "min" (the least-RAM plan:
-# in-place nodes, see inplace_aliases)
-MEMORY_PLANS = ("layer", "min")
+# memory= plans: "layer" (layer by layer: every tensor its own bytes, TFLM's plan), "min" (the least-RAM plan:
+# in-place nodes, see inplace_aliases; both runtimes) and "patch" ("min" plus patch-based execution of a stage when
+# that needs less, edge_sdk.runtime.patching; the Python interpreter only so far)
+MEMORY_PLANS = ("layer", "min", "patch")
 # ops whose output may take over its input's bytes: RESHAPE (the same bytes), PAD / PADV2 (the C kernel writes the
 # output over the input back to front; the Python kernel copies the input first when they share memory), int8
 # DEPTHWISE_CONV_2D with equal channel counts (the C kernel goes channel by channel through an h x w plane
@@ -1099,18 +1193,21 @@ MEMORY_PLANS = ("layer", "min")
 INPLACE_OPS = ("RESHAPE", "PAD", "PADV2", "DEPTHWISE_CONV_2D")  # DEPTHWISE_CONV_2D: int8, channels in == out
 
 
-def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans) -> dict:
+def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans, skip_nodes=()) -> dict:
     """The least-RAM plan's in-place nodes, as {output key: root key} for edge_sdk.runtime.arena.plan_aliased.
     In subgraph and node order: an INPLACE_OPS node's output 0 joins the group of its input 0 when both are
     planned buffers, neither is variable, the input is no input or output of its subgraph, and the input's last
     use is that node's last step. The C runtime applies the same rule (firmware_c/src/edge.c, inplace_groups;
-    EDGE_INIT_MEMORY_MIN), so the plans stay identical."""
+    EDGE_INIT_MEMORY_MIN), so the plans stay identical. ``skip_nodes``: subgraph 0 nodes never in place (a
+    patch stage's, edge_sdk.runtime.patching)."""
     by_key = {r.key: r for r in requests}
     root: dict = {}
     for s, sg in enumerate(model.subgraphs):
         io = set(sg.inputs) | set(sg.outputs)
         for i, op in enumerate(sg.operators):
             if model.op_name(op) not in INPLACE_OPS or not op.inputs or not op.outputs:
+                continue
+            if s == 0 and i in skip_nodes:
                 continue
             a, b = op.inputs[0], op.outputs[0]
             if a < 0 or b < 0 or a == b or a in io:
@@ -1129,6 +1226,71 @@ def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans
                 continue
             root[kb] = root.get(ka, ka)
     return root
+
+
+def c_patch_plan(data: bytes):
+    """The patch stage the C runtime runs for a model under memory="patch" (edge_init_patch; edge flash, edge
+    check): this planner's over the ops the C runtime's patch execution covers (patching.C_PATCH_OPS), an
+    edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan. Remembered for
+    the last few models (edge flash and edge check ask several times)."""
+    import hashlib
+
+    key = hashlib.sha256(data).digest()
+    if key not in _C_PATCH_PLANS:
+        if len(_C_PATCH_PLANS) >= 8:
+            _C_PATCH_PLANS.pop(next(iter(_C_PATCH_PLANS)))
+        _C_PATCH_PLANS[key] = _c_patch_plan((), {"model_content": bytes(data)})
+    return _C_PATCH_PLANS[key]
+
+
+_C_PATCH_PLANS: dict = {}
+
+
+def _c_patch_plan(args, kwargs):
+    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="patch"): this planner's, over
+    the ops the C runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""
+    model_args = {k: kwargs[k] for k in ("model_path", "model_content", "model") if k in kwargs}
+    ops = kwargs.get("patch_ops") or _patching.C_PATCH_OPS
+    py = Interpreter(*args[:2], **model_args, memory="patch", patch_ops=ops)
+    py.allocate_tensors()
+    return py.patch_plan()
+
+
+def _no_step(_inputs, _outputs) -> None:
+    """A patch stage's nodes after its first (the stage runs as one step there)."""
+
+
+def _slot_view(arena: np.ndarray, slot, info: TensorInfo, rows, cols) -> np.ndarray:
+    """A per-patch buffer: the window (rows x cols) of tensor ``info`` at the start of its arena slot."""
+    shape = _patching.local_shape(info, rows, cols)
+    n = _patching.nbytes(shape, info.dtype)
+    return arena[slot.offset:slot.offset + n].view(info.dtype).reshape(shape)
+
+
+def _prepare_window(node, shapes, out_shape, window):
+    """``node``'s kernel prepared for one patch window: inputs of ``shapes`` (None: unchanged), the output of
+    ``out_shape``; ``window`` is Node.window for window kernels, (pad_top, pad_left) for PAD."""
+    from dataclasses import replace
+
+    ins = [info if shape is None else replace(info, shape=tuple(shape)) for info, shape in zip(node.inputs, shapes)]
+    sub_window = None
+    if node.op in _patching.WINDOW_OPS:
+        sub_window = window
+    elif node.op in _patching.PAD_OPS:
+        pads = np.array(node.inputs[1].data).reshape(4, 2).copy()
+        in_shape = shapes[0]
+        pads[1] = (window[0], out_shape[1] - window[0] - in_shape[1])
+        pads[2] = (window[1], out_shape[2] - window[1] - in_shape[2])
+        ins[1] = replace(node.inputs[1], data=pads.astype(np.asarray(node.inputs[1].data).dtype))
+    outs = [replace(node.outputs[0], shape=tuple(out_shape))]
+    sub = Node(index=node.index, subgraph=node.subgraph, op=node.op, version=node.version,
+               options=dict(node.options), custom_options=node.custom_options, inputs=ins, outputs=outs,
+               intermediates=[], runtime=node.runtime, window=sub_window)
+    run = op_table.lookup(node.op, node.version).prepare_function()(sub)
+    if tuple(sub.outputs[0].shape) != tuple(out_shape):
+        raise ModelError(f"{node.where()}: a patch window of output {tuple(out_shape)} came out "
+                         f"{tuple(sub.outputs[0].shape)}")
+    return run
 
 
 def static_plan(model: Model) -> _arena.ArenaPlan:

@@ -107,9 +107,10 @@ class CheckResult:
     link: dict = field(default_factory=dict)  # a real firmware link's sizes (apply_link), when one was made
     stack: dict = field(default_factory=dict)  # C targets: the runtime's deepest call chain (bytes, chain, ...)
     runtime_code: dict = field(default_factory=dict)  # C targets: flash of the runtime's code for this op set
-    memory_plan: str = "layer"  # which plan arena_bytes is: "layer" or "min"
+    memory_plan: str = "layer"  # which plan arena_bytes is: "layer", "min" or "patch"
     plans: dict = field(default_factory=dict)  # plan name -> its arena bytes (the ones computed)
     extra_macs: int = 0  # MACs the chosen plan adds over the layer plan (in-place execution adds none)
+    patch: str = ""  # memory_plan "patch": the stage (edge_sdk.runtime.patching.PatchPlan.describe)
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -163,6 +164,7 @@ class CheckResult:
             "memory_plan": self.memory_plan,
             "plans": self.plans,
             "extra_macs": self.extra_macs,
+            "patch": self.patch or None,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -211,12 +213,40 @@ def prepare_nodes(model: Model):
     return Interpreter(model=model).prepare_report()
 
 
+def _patch_plan(data: bytes):
+    """The stage the C runtime runs under memory="patch" (edge_sdk.runtime.interpreter.c_patch_plan), or None."""
+    from edge_sdk.runtime.interpreter import c_patch_plan
+
+    return c_patch_plan(data)
+
+
+def _macs_of(nodes) -> list[int]:
+    """MACs of subgraph 0's prepared nodes (the op table's MACs functions; 0 where there is none)."""
+    from edge_sdk.runtime import op_table
+
+    out = []
+    for node in nodes[0] if nodes else []:
+        try:
+            row = op_table.lookup(node.op, node.version)
+            fn = row.macs_function() if row.macs else None
+            out.append(int(fn(node)) if fn else 0)
+        except Exception:  # noqa: BLE001 - a node its kernel refused: no MACs figure
+            out.append(0)
+    return out
+
+
 def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
     """Our interpreter's arena plan total for these (prepared) tensor infos; ``memory="min"``: the least-RAM
     plan's (edge_sdk.runtime.interpreter.inplace_aliases)."""
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
 
+    if memory == "patch":
+        from edge_sdk.runtime.interpreter import Interpreter
+
+        interp = Interpreter(model=model, memory="patch")
+        interp.allocate_tensors()
+        return interp.arena_size
     spans: dict = {}
     requests = buffer_requests(model, infos, spans=spans)
     if memory == "min":
@@ -347,8 +377,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
     answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack;
     ``memory``: the arena plan ("layer", "min", or None: auto)."""
-    if memory not in (None, "layer", "min"):
-        raise ValueError(f"memory must be 'layer', 'min' or None (auto), not {memory!r}")
+    if memory not in (None, "layer", "min", "patch"):
+        raise ValueError(f"memory must be 'layer', 'min', 'patch' or None (auto), not {memory!r}")
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
     digest = hashlib.sha256(data).hexdigest()
@@ -371,7 +401,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             try:
                 plan_kind = memory or "layer"
                 c_plan = _cached(("c", digest, plan_kind), lambda: backend_c.target_plan(
-                    data, type_defs=_type_defines(model), memory=plan_kind))
+                    data, type_defs=_type_defines(model), memory=plan_kind,
+                    patch=_patch_plan(data) if plan_kind == "patch" else None))
             except backend_c.BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
@@ -450,6 +481,44 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                     result.notes.append(f"the layer-by-layer plan needs {layer_need} bytes, above the RAM budget: "
                                         f"using the least-RAM plan (--memory min, {result.plans['min']} bytes; "
                                         "in-place execution, no extra MACs)")
+            need = result.plans.get("min", layer_need)
+            patch = _patch_plan(data) if need > profile.ram_arena_bytes else None
+            if patch is not None:  # still over: patch-based execution of a stage
+                try:
+                    c_patch = _cached(("c-patch", digest), lambda: backend_c.target_plan(
+                        data, c_plan.layout, _type_defines(model), memory="patch", patch=patch))
+                except (backend_c.BuildError, ModelError):
+                    c_patch = None
+                if c_patch is not None and c_patch.ok:
+                    result.plans["patch"] = max(c_patch.figures["high_water"], c_patch.figures["arena_used"])
+                    if result.plans["patch"] < need:
+                        result.memory_plan, c_plan = "patch", c_patch
+                        result.notes.append(f"the least-RAM plan needs {need} bytes, above the RAM budget: using "
+                                            f"patch-based execution (--memory patch, {result.plans['patch']} bytes)")
+    if result.memory_plan == "patch":
+        patch = _patch_plan(data)
+        if patch is None:
+            result.memory_plan = "min"
+            result.notes.append("--memory patch: no patch stage needs less than the least-RAM plan; using it")
+        else:
+            result.extra_macs = patch.extra_macs
+            ram = layer = None
+            if c_plan is not None and c_plan.ok:  # the C runtime's whole arenas, not the tensor plans
+                from edge_sdk.runtime import backend_c
+
+                ram = max(c_plan.figures["high_water"], c_plan.figures["arena_used"])
+                layer = result.plans.get("layer")
+                if layer is None:
+                    try:
+                        c_layer = _cached(("c", digest, "layer"), lambda: backend_c.target_plan(
+                            data, c_plan.layout, _type_defines(model), memory="layer"))
+                        if c_layer.ok:
+                            layer = max(c_layer.figures["high_water"], c_layer.figures["arena_used"])
+                    except (backend_c.BuildError, ModelError):
+                        layer = None
+                if layer is None:
+                    ram = None  # compare like with like: the tensor plans
+            result.patch = patch.describe(sum(_macs_of(nodes)), ram=ram, layer_ram=layer)
     if c_plan is not None and c_plan.ok:
         f = c_plan.figures
         result.arena_bytes = max(f["high_water"], f["arena_used"])
@@ -641,7 +710,7 @@ def format_check(result: CheckResult) -> str:
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
     over = r.arena_bytes is not None and r.ram_budget and r.arena_bytes > r.ram_budget
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
-    plan = "least-RAM plan, +0 MACs" if r.memory_plan == "min" else "layer-by-layer plan"
+    plan = {"min": "least-RAM plan, +0 MACs", "patch": "patch-based plan"}.get(r.memory_plan, "layer-by-layer plan")
     lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} arena budget{pct} ({plan})"
                  f"{'  OVER' if over else ''}")
     if r.ram:
@@ -650,6 +719,8 @@ def format_check(result: CheckResult) -> str:
                      "data, resource variables; high water)")
     if r.ram_source:
         lines.append(f"         {r.ram_source}")
+    if r.patch:
+        lines.append(f"         {r.patch}")
     if r.stack.get("bytes"):
         st = r.stack
         lines.append(f"  stack  {st['bytes']:>8} B  the runtime's deepest call chain ({' -> '.join(st['chain'][:5])}"

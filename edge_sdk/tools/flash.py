@@ -75,7 +75,8 @@ class FlashResult:
     flash_bytes: int
     ram_bytes: int
     build_dir: str
-    memory: str = "layer"  # the arena plan the firmware uses: "layer" or "min" (EDGE_INIT_MEMORY_MIN)
+    memory: str = "layer"  # the arena plan the firmware uses: "layer", "min" (EDGE_INIT_MEMORY_MIN) or "patch"
+    # (edge_init_patch: the least-RAM plan plus a patch stage, edge_sdk.runtime.patching)
     command: list[str] = field(default_factory=list)
     pid: int | None = None
     reused: bool = False
@@ -157,6 +158,13 @@ def kernel_files(model) -> list[str]:
     return sorted(files)
 
 
+def patch_plan_for(data: bytes):
+    """The patch stage the firmware runs for memory="patch" (edge_sdk.runtime.interpreter.c_patch_plan)."""
+    from edge_sdk.runtime.interpreter import c_patch_plan
+
+    return c_patch_plan(data)
+
+
 def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:
     """Arena bytes to give the C runtime on the target: its high-water mark plus ARENA_MARGIN and ARENA_SLACK (at
     most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
@@ -173,7 +181,8 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             model = read_model(data)
             used = {t.type for sg in model.subgraphs for t in sg.tensors}
             defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
-            plan = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory)
+            plan = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory,
+                                         patch=patch_plan_for(data) if memory == "patch" else None)
         except backend_c.BuildError as exc:
             log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
             plan = None
@@ -184,7 +193,8 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
                 size = budget
             return (size + 15) // 16 * 16
     try:
-        interp = backend_c.CInterpreter(model_content=data, memory=memory)
+        interp = backend_c.CInterpreter(model_content=data, memory=memory,
+                                        patch_plan=patch_plan_for(data) if memory == "patch" else None)
         interp.allocate_tensors()
         info = interp.plan_info()
         need = max(info["high_water"], info["arena_used"])
@@ -206,8 +216,8 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
 def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None,
              memory: str | None = "layer") -> dict:
     """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used.
-    ``memory``: the arena plan ("layer", "min"; None: "layer" unless its arena exceeds ``arena_budget`` and the
-    least-RAM plan's is smaller)."""
+    ``memory``: the arena plan ("layer", "min", "patch"; None: "layer" unless its arena exceeds ``arena_budget``
+    and the least-RAM plan's is smaller, then "patch" when that is over too and a patch plan is smaller)."""
     from edge_sdk.model import read_model
 
     model = read_model(data)
@@ -223,9 +233,21 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         if small < arena:
             plan, arena = "min", small
             log.stage(f"the layer-by-layer arena does not fit the RAM budget: using the least-RAM plan ({arena} B)")
+    if memory is None and arena_budget is not None and arena > arena_budget and patch_plan_for(data) is not None:
+        smaller = measure_arena(data, arena_budget, "patch")
+        if smaller < arena:
+            plan, arena = "patch", smaller
+            log.stage(f"the least-RAM arena does not fit the RAM budget either: using patch-based execution "
+                      f"({arena} B)")
     from edge_sdk.device.generation import state_bytes
 
     gen_state = state_bytes(model)  # the KV-cache store of the GENERATE command (0: not a generation model)
+    patch_line, patch = "", None
+    if plan == "patch":
+        patch = patch_plan_for(data)
+        if patch is not None:  # edge_init_patch's stage and grid (main.c)
+            patch_line = (f"#define APP_PATCH_PLAN {{{patch.nodes[0]}, {patch.nodes[-1]}, {patch.grid[0]}, "
+                          f"{patch.grid[1]}}} /* {patch.describe()} */\n")
     gen_dir.mkdir(parents=True, exist_ok=True)
     _write_if_changed(gen_dir / "model_data.c", model_c_source(data))
     config = (
@@ -234,7 +256,8 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         f"#define APP_ARENA_BYTES {arena}u\n#define APP_INPUT_BYTES {input_bytes}u\n"
         f"#define APP_TRACE_CAP {trace_cap}u\n#define APP_SG0_OPS {len(sg0.operators)}u\n"
         f"#define APP_GEN_STATE_BYTES {gen_state}u\n"
-        f"#define APP_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if plan == 'min' else '0u'} /* the arena plan: {plan} */\n"
+        f"#define APP_INIT_FLAGS {'0u' if plan == 'layer' else 'EDGE_INIT_MEMORY_MIN'} /* the arena plan: {plan} */\n"
+        f"{patch_line}"
         "#endif\n"
     )
     _write_if_changed(gen_dir / "app_config.h", config)
@@ -244,7 +267,10 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
     # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...): smaller firmware
     type_defs = gen_ops_module().type_defines([str(model_path)])
-    return {"kernels": files, "arena_bytes": arena, "memory": plan, "input_bytes": input_bytes,
+    if patch is None:  # no patch stage: its code compiled out (edge_init_patch refuses plans then)
+        type_defs = [*type_defs, "-DEDGE_WITH_PATCH=0"]
+    return {"kernels": files, "arena_bytes": arena, "memory": plan, "patch": None if patch is None else patch.to_dict(),
+            "input_bytes": input_bytes,
             "trace_cap": trace_cap, "ops": len(sg0.operators), "gen_state_bytes": gen_state, "type_defs": type_defs}
 
 
@@ -479,8 +505,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     profile is returned instead of starting another."""
     from edge_sdk.targets.profiles import Profile, load_profile
 
-    if memory not in (None, "layer", "min"):
-        raise ValueError(f"memory must be 'layer', 'min' or None (auto), not {memory!r}")
+    if memory not in (None, "layer", "min", "patch"):
+        raise ValueError(f"memory must be 'layer', 'min', 'patch' or None (auto), not {memory!r}")
     profile = target if isinstance(target, Profile) else load_profile(target)
     model_path = Path(model_path)
     method = profile.flash.get("method")
@@ -545,9 +571,12 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     return result
 
 
+_PLAN_WORDS = {"layer": "layer-by-layer", "min": "least-RAM", "patch": "least-RAM patch-based"}
+
+
 def format_flash(r: FlashResult) -> str:
     lines = [(f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
-              f"arena {r.arena_bytes} B ({'least-RAM' if r.memory == 'min' else 'layer-by-layer'} plan; "
+              f"arena {r.arena_bytes} B ({_PLAN_WORDS.get(r.memory, r.memory)} plan; "
               f"model {r.model_bytes} B)")]
     if r.method == "qemu":
         lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")

@@ -98,9 +98,15 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
     plan = interp.arena_plan()
     small = Interpreter(model=interp.model, memory="min")  # the least-RAM plan (in-place ops), for comparison
     small.allocate_tensors()
+    patched = Interpreter(model=interp.model, memory="patch")  # ... plus patch-based execution of a stage
+    patched.allocate_tensors()
+    patch = patched.patch_plan()
     report["arena"] = {
         "bytes": interp.arena_size,
         "min_bytes": small.arena_size,
+        # the patch plan (Python interpreter only so far): None when no stage beats the plans without patches
+        "patch": None if patch is None else {**patch.to_dict(), "model_macs": total,
+                                             "summary": patch.describe(total)},
         "lower_bound": plan.lower_bound,
         "buffers": [
             {"tensor": b.name, "offset": b.offset, "size": b.size, "first_use": b.first_use, "last_use": b.last_use}
@@ -142,6 +148,12 @@ def format_inspection(report: dict) -> str:
         if arena.get("min_bytes") is not None:
             lines.append(f"           least-RAM plan (--memory min: in-place ops, +0 MACs) {arena['min_bytes']} bytes "
                          f"({arena['min_bytes'] / arena['bytes']:.2f}x)" if arena["bytes"] else "")
+        patch = arena.get("patch")
+        if patch is not None:
+            ratio = f" ({patch['ram'] / arena['bytes']:.2f}x)" if arena["bytes"] else ""
+            lines.append(f"           {patch['summary']}{ratio}; --memory patch, Python interpreter only")
+        elif "patch" in arena:
+            lines.append("           patch plan: none (no patch stage needs less than the plans above)")
     if report["signatures"]:
         lines.append("signatures " + ", ".join(f"{s['key']} (subgraph {s['subgraph']})" for s in report["signatures"]))
     if report["metadata"]:

@@ -523,7 +523,14 @@ int main(void)
 
     board_init();
     app_sha256(app_model, app_model_len, model_sha);
+#ifdef APP_PATCH_PLAN
+    { /* patch-based execution of a stage (edge_init_patch), chosen on the host by edge flash --memory patch */
+        static const edge_patch_plan_t patch = APP_PATCH_PLAN;
+        s = edge_init_patch(&interp, app_model, app_model_len, arena, sizeof arena, APP_INIT_FLAGS, &patch);
+    }
+#else
     s = edge_init_ex(&interp, app_model, app_model_len, arena, sizeof arena, APP_INIT_FLAGS);
+#endif
     if (s == EDGE_OK) {
         for (k = 0; k < (uint32_t)edge_num_inputs(&interp); ++k) need += edge_input(&interp, (int32_t)k)->bytes;
         if (need > sizeof inputs) {

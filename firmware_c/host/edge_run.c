@@ -2,7 +2,8 @@
  *
  *   edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]
  *       IN.bin: the input tensors' raw bytes, concatenated in input order; OUT.bin gets the outputs likewise.
- *   edge-run-c MODEL --plan [--plan-only] [--memory-min] [--all-refusals] [--arena BYTES]
+ *   edge-run-c MODEL --plan [--plan-only] [--memory-min] [--all-refusals] [--patch FIRST,LAST,ROWS,COLS]
+ *              [--arena BYTES]
  *       print the arena plan: "entry SUBGRAPH TENSOR NODE FIRST LAST OFFSET SIZE" lines and a summary.
  *       --all-refusals (a runner built with `gen_ops.py --check`, as edge check builds it): a node whose
  *       prepare refuses it is recorded and the next one prepared, so one run names every refused node:
@@ -165,6 +166,7 @@ int main(int argc, char **argv) {
     uint8_t *model, *arena, *in = NULL;
     static edge_interp_t it;
     static edge_trace_entry_t entries[4096];
+    edge_patch_plan_t patch = {0, 0, 0, 0};
     edge_status_t s;
     FILE *out;
 
@@ -174,6 +176,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--plan-only")) plan = plan_only = 1;
         else if (!strcmp(argv[a], "--memory-min")) memory_min = 1;
         else if (!strcmp(argv[a], "--all-refusals")) all_refusals = 1;
+        else if (!strcmp(argv[a], "--patch") && a + 1 < argc) { /* edge_init_patch's stage and grid */
+            if (sscanf(argv[++a], "%d,%d,%d,%d", &patch.first, &patch.last, &patch.rows, &patch.cols) != 4) {
+                fprintf(stderr, "edge-run-c: --patch needs FIRST,LAST,ROWS,COLS\n");
+                return 1;
+            }
+        }
         else if (!strcmp(argv[a], "--arena") && a + 1 < argc) { arena_len = (size_t)strtoull(argv[++a], NULL, 0); arena_set = 1; }
         else if (!strcmp(argv[a], "--invocations") && a + 1 < argc) invocations = atoi(argv[++a]);
         else if (!strcmp(argv[a], "--fuzz") && a + 1 < argc) fuzz_path = argv[++a];
@@ -186,7 +194,7 @@ int main(int argc, char **argv) {
     if (fuzz_path) return fuzz(fuzz_path, arena_set ? arena_len : (size_t)EDGE_FUZZ_ARENA);
     if (!model_path || (!plan && (!in_path || !out_path))) {
         fprintf(stderr, "usage: edge-run-c MODEL IN.bin OUT.bin [--trace] [--arena BYTES] [--invocations N]\n"
-                        "       edge-run-c MODEL --plan [--plan-only] [--memory-min] [--all-refusals] [--arena BYTES]\n"
+                        "       edge-run-c MODEL --plan [--plan-only] [--memory-min] [--all-refusals] [--patch F,L,R,C] [--arena BYTES]\n"
                         "       edge-run-c --fuzz CASES.bin [--arena BYTES]\n");
         return 1;
     }
@@ -194,8 +202,8 @@ int main(int argc, char **argv) {
     if (!model) { fprintf(stderr, "edge-run-c: cannot read %s\n", model_path); return 1; }
     arena = alloc16((arena_len + 15) / 16 * 16 + 16);
     if (!arena) { fprintf(stderr, "edge-run-c: cannot allocate a %zu byte arena\n", arena_len); return 1; }
-    s = edge_init_ex(&it, model, model_len, arena, arena_len,
-                     (plan_only ? EDGE_INIT_PLAN_ONLY : 0) | (memory_min ? EDGE_INIT_MEMORY_MIN : 0));
+    s = edge_init_patch(&it, model, model_len, arena, arena_len,
+                        (plan_only ? EDGE_INIT_PLAN_ONLY : 0) | (memory_min ? EDGE_INIT_MEMORY_MIN : 0), &patch);
     if (n_refused && s != EDGE_ARENA_TOO_SMALL) {
         /* the refused nodes decide (an arena shortfall is reported as such: the caller retries with more, and
          * the nodes after the shortfall get prepared too) */

@@ -134,9 +134,12 @@ typedef struct edge_trace_entry {
 /* ------------------------------------------------------------------------------------------ plan */
 
 /* One planned arena buffer (a tensor, or a kernel's scratch buffer when tensor == -1). */
+enum { EDGE_PLAN_PATCH_CUT = -2 };
+
 typedef struct edge_plan_entry {
     int32_t subgraph;
-    int32_t tensor;             /* -1: scratch of (subgraph, node) */
+    int32_t tensor;             /* -1: scratch of (subgraph, node); EDGE_PLAN_PATCH_CUT: the patch stage's cut window
+                                 * buffer (edge_init_patch; edge_sdk.runtime.patching.CUT_KEY) */
     int32_t node;               /* scratch only */
     int32_t first_use, last_use; /* steps: 0 = before subgraph 0's first op, op i of subgraph 0 = i + 1, ... */
     int64_t offset;             /* from the (16-aligned) start of the arena */
@@ -173,6 +176,13 @@ typedef struct edge_error {
 
 struct edge_subgraph;
 struct edge_node;
+
+/* A patch stage (edge_init_patch): nodes first..last of subgraph 0 over a rows x cols grid of the cut. */
+typedef struct edge_patch_plan {
+    int32_t first, last;
+    int32_t rows, cols;         /* 0: no patch stage */
+} edge_patch_plan_t;
+struct edge_patch;
 
 /* The interpreter. Allocate it anywhere (static is typical); edge_init fills it. Fields are readable;
  * change nothing directly. */
@@ -211,6 +221,9 @@ typedef struct edge_interp {
     /* signatures: the model's SignatureDef vector (verified at load; read with edge_signature_*) */
     int64_t signature_defs_;
     int32_t n_signatures;
+    /* patch-based execution (edge_init_patch): the stage as asked, and its windows (persistent; NULL: none) */
+    edge_patch_plan_t patch_plan;
+    struct edge_patch *patch;
 } edge_interp_t;
 
 /* Flags for edge_init_ex. */
@@ -229,6 +242,15 @@ enum {
 edge_status_t edge_init(edge_interp_t *interp, const void *model, size_t model_len, void *arena, size_t arena_len);
 edge_status_t edge_init_ex(edge_interp_t *interp, const void *model, size_t model_len, void *arena,
                            size_t arena_len, uint32_t flags);
+/* edge_init_ex with the least-RAM plan (EDGE_INIT_MEMORY_MIN, implied) plus patch-based execution of a stage
+ * (edge_sdk.runtime.patching, Interpreter(memory="patch"); the host chooses the stage and the grid, e.g.
+ * Interpreter(...).patch_plan()): nodes plan->first..plan->last of subgraph 0, CONV_2D / DEPTHWISE_CONV_2D /
+ * AVERAGE_POOL_2D / MAX_POOL_2D / PAD (of H and W) reading one whole tensor and writing the cut, run patch by patch over a
+ * rows x cols grid of the cut, each patch from its receptive field (halos recomputed). Inside the stage only
+ * per-patch windows exist; the plan is byte-identical to the Python interpreter's. A stage that is not such a
+ * chain is refused (EDGE_BAD_ARGUMENT, naming the node); plan NULL or rows 0: edge_init_ex's plan. */
+edge_status_t edge_init_patch(edge_interp_t *interp, const void *model, size_t model_len, void *arena,
+                              size_t arena_len, uint32_t flags, const edge_patch_plan_t *plan);
 
 /* Run subgraph 0 once. Returns EDGE_NOT_READY unless edge_init succeeded (without PLAN_ONLY). */
 edge_status_t edge_invoke(edge_interp_t *interp);

@@ -58,6 +58,11 @@
 #ifndef EDGE_WITH_INT16
 #define EDGE_WITH_INT16 1
 #endif
+/* Patch-based execution (edge_init_patch): 0 compiles it out (edge flash builds a firmware without a patch plan
+ * so: edge_init_patch then refuses a plan with EDGE_BAD_ARGUMENT). */
+#ifndef EDGE_WITH_PATCH
+#define EDGE_WITH_PATCH 1
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -128,13 +133,33 @@ enum { EDGE_NO_KERNEL_ = 0xffff };
 const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len);
 const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node);
 
+/* Patch-based execution (edge_init_patch): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools, PAD, ADD) runs on
+ * a window. Its input is h x w (a per-patch buffer, or the whole stage input), its output oh x ow, and pt / pl
+ * (possibly negative) place the output window's first receptive field in the input: output (oy, ox) reads
+ * input rows oy * stride + fy * dilation - pt, as the kernel's own padding would. The kernel uses these
+ * instead of its prepared geometry and its portable loops (no SIMD fast path); batch and channels are whole. */
+typedef struct edge_window {
+    int32_t h, w, oh, ow, pt, pl;
+    int32_t h1, w1, pt1, pl1;   /* a binary elementwise op (ADD): input 1's window, as input 0's (stride 1) */
+} edge_window_t;
+
+/* Prepare-time: whether the node runs in edge_init_patch's stage (its eval then also gets window calls, which
+ * take the portable loops: a kernel that picked a fast path asks for the portable path's scratch too). */
+static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge_node *node);
+
 /* The per-call context (lives in the interpreter; the subgraph being run selects the tensor array). */
 struct edge_ctx {
     edge_interp_t *interp;
     edge_tensor_t *tensors;     /* the current subgraph's tensors */
     int32_t n_tensors;
     int32_t subgraph;
+    const edge_window_t *window; /* eval of a patch window (see edge_window_t); NULL: the whole tensors */
 };
+
+static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge_node *node) {
+    return EDGE_WITH_PATCH && it->patch_plan.rows > 0 && node->subgraph == 0 && node->index >= it->patch_plan.first &&
+           node->index <= it->patch_plan.last;
+}
 
 /* ---- tensors of a node (inline: the hot path) ---- */
 static inline edge_tensor_t *edge_in(const edge_ctx_t *ctx, const edge_node_t *node, int32_t i) {

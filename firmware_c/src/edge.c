@@ -13,6 +13,8 @@
 
 #include "edge.h"
 #include "edge_kernel.h"
+#include "edge_conv.h"
+#include "edge_index.h"
 
 #define ALIGN 16
 #define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.runtime.arena) */
@@ -1049,6 +1051,292 @@ static int64_t first_fit(plan_work_t *w, int ordering, int32_t *head) {
     return total;
 }
 
+/* ============================================================ 5b. patch-based execution (edge_init_patch) */
+
+/* edge_sdk/runtime/patching.py, for the window kernels: a stage of nodes first..last of subgraph 0 reads one
+ * whole tensor (the stage input) and writes the cut (the last node's output); the cut's H x W is split into
+ * rows x cols near-equal ranges, and going backwards every stage node's output gets, per patch row and column,
+ * the window its stage readers need (clipped to the tensor). Its per-patch buffer holds its largest window. */
+typedef struct patch_axis {
+    int32_t stride, eff, pad, size; /* output range [lo, hi) reads input [lo * stride - pad, (hi - 1) * stride + eff - pad) */
+} patch_axis_t;
+
+typedef struct patch_node {
+    int32_t node;       /* flat node index */
+    int32_t src, src1;  /* the stage node whose output is input 0 (ADD: and input 1); -1: the stage input */
+    int32_t out;        /* flat index of the output */
+    patch_axis_t ax[2]; /* H, W */
+    int64_t bytes;      /* the output's per-patch buffer: N x largest rows x largest columns x C */
+} patch_node_t;
+
+struct edge_patch {
+    int32_t n, rows, cols;
+    int32_t input, output; /* flat tensor indices: the stage input and the cut */
+    patch_node_t *nodes;
+    int32_t *win;          /* node k: rows (lo, hi) pairs, then cols (lo, hi) pairs, 2 * (rows + cols) int32 */
+    int64_t cut_offset;    /* the cut window buffer (the last node's patches, copied into the cut) */
+};
+
+static void patch_needs(const patch_axis_t *a, int32_t lo, int32_t hi, int32_t *nlo, int32_t *nhi) {
+    int64_t x = (int64_t)lo * a->stride - a->pad, y = (int64_t)(hi - 1) * a->stride + a->eff - a->pad;
+    *nlo = (int32_t)(x < 0 ? 0 : x);
+    *nhi = (int32_t)(y > a->size ? a->size : y);
+}
+
+static edge_status_t patch_fail(edge_interp_t *it, int32_t node, const char *what) {
+    it->error.subgraph = 0;
+    it->error.node = node;
+    return fail_at(it, EDGE_BAD_ARGUMENT, what, -1);
+}
+
+/* Check it->patch_plan's stage and compute its windows into persistent memory (it->patch). */
+static edge_status_t patch_setup(edge_interp_t *it) {
+    const edge_patch_plan_t *pp = &it->patch_plan;
+    const edge_subgraph_t *sg = &it->subgraphs[0];
+    const int32_t tb = sg->tensor_base;
+    struct edge_patch *P;
+    int32_t n, k, j, i, r, per;
+    if (pp->first < 0 || pp->last < pp->first || pp->last >= sg->n_nodes || pp->rows < 1 || pp->cols < 1 ||
+        pp->rows > 64 || pp->cols > 64)
+        return patch_fail(it, -1, WHAT("patch plan: node range or grid out of range"));
+    n = pp->last - pp->first + 1;
+    per = 2 * (pp->rows + pp->cols);
+    P = (struct edge_patch *)tail_alloc(it, sizeof *P);
+    if (!P) return EDGE_ARENA_TOO_SMALL;
+    P->nodes = (patch_node_t *)tail_alloc(it, sizeof(patch_node_t) * (size_t)n);
+    P->win = (int32_t *)tail_alloc(it, sizeof(int32_t) * (size_t)n * (size_t)per);
+    if (!P->nodes || !P->win) return EDGE_ARENA_TOO_SMALL;
+    P->n = n;
+    P->rows = pp->rows;
+    P->cols = pp->cols;
+    P->input = -1;
+    for (k = 0; k < n; k++) {
+        const int32_t idx = pp->first + k;
+        const edge_node_t *nd = &it->nodes[sg->node_base + idx];
+        patch_node_t *pn = &P->nodes[k];
+        const edge_tensor_t *x, *y;
+        int32_t kh = 1, kw = 1, oh = 0, ow = 0, pt = 0, pl = 0, in;
+        edge_conv_opts_t o = {EDGE_PAD_VALID, 1, 1, 0, 1, 1};
+        if (nd->op != EDGE_OP_CONV_2D && nd->op != EDGE_OP_DEPTHWISE_CONV_2D && nd->op != EDGE_OP_AVERAGE_POOL_2D &&
+            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 && nd->op != EDGE_OP_ADD)
+            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD or ADD"));
+        if (nd->n_outputs != 1 || nd->n_inputs < 1 || nd->inputs[0] < 0)
+            return patch_fail(it, idx, WHAT("patch stage: a node needs one input and one output"));
+        for (j = nd->op == EDGE_OP_ADD ? 2 : 1; j < nd->n_inputs; j++)
+            if (nd->inputs[j] >= 0 && !it->tensors[tb + nd->inputs[j]].is_const)
+                return patch_fail(it, idx, WHAT("patch stage: weights computed at run time"));
+        in = tb + nd->inputs[0];
+        x = &it->tensors[in];
+        y = &it->tensors[tb + nd->outputs[0]];
+        if (x->is_const || x->is_variable || y->is_variable || x->rank != 4 || y->rank != 4 ||
+            x->dims[0] != y->dims[0] || !edge_type_bytes(y->type))
+            return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
+        pn->src1 = -2;
+        if (nd->op == EDGE_OP_ADD) { /* two run-time inputs of the output's shape: the same window, stride 1 */
+            const edge_tensor_t *x1 = nd->n_inputs == 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
+            if (!x1 || x1->is_const || x1->is_variable || x1->rank != 4 || memcmp(x->dims, y->dims, 16) ||
+                memcmp(x1->dims, y->dims, 16))
+                return patch_fail(it, idx, WHAT("patch stage: an ADD of two run-time tensors of its output's shape"));
+            oh = y->dims[1];
+            ow = y->dims[2];
+            pn->src1 = -1;
+            for (j = 0; j < k; j++)
+                if (P->nodes[j].out == tb + nd->inputs[1]) pn->src1 = j;
+            if (pn->src1 < 0) {
+                if (P->input >= 0 && P->input != tb + nd->inputs[1])
+                    return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
+                P->input = tb + nd->inputs[1];
+            }
+        } else if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
+            const edge_tensor_t *p = nd->n_inputs >= 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
+            if (!p || !p->is_const || edge_tensor_elements(p) != 8 ||
+                edge_const_int(p, 0) || edge_const_int(p, 1) || edge_const_int(p, 6) || edge_const_int(p, 7) ||
+                y->dims[1] != x->dims[1] + edge_const_int(p, 2) + edge_const_int(p, 3) ||
+                y->dims[2] != x->dims[2] + edge_const_int(p, 4) + edge_const_int(p, 5) || y->dims[3] != x->dims[3])
+                return patch_fail(it, idx, WHAT("patch stage: a PAD of more than H and W"));
+            o.sh = o.sw = o.dh = o.dw = 1;
+            kh = kw = 1;
+            oh = y->dims[1];
+            ow = y->dims[2];
+            pt = (int32_t)edge_const_int(p, 2);
+            pl = (int32_t)edge_const_int(p, 4);
+        } else if (nd->op == EDGE_OP_AVERAGE_POOL_2D || nd->op == EDGE_OP_MAX_POOL_2D) {
+            const int has = nd->options_type == EDGE_OPTS_Pool2DOptions;
+            o.padding = has ? edge_opt_int(nd, 0, 1, 0) : EDGE_PAD_SAME;
+            o.sw = has ? edge_opt_int(nd, 1, 4, 0) : 1;
+            o.sh = has ? edge_opt_int(nd, 2, 4, 0) : 1;
+            kw = has ? edge_opt_int(nd, 3, 4, 0) : 1;
+            kh = has ? edge_opt_int(nd, 4, 4, 0) : 1;
+            o.dw = o.dh = 1;
+        } else {
+            const edge_tensor_t *f = nd->n_inputs > 1 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
+            if (!f || f->rank != 4) return patch_fail(it, idx, WHAT("patch stage: the filter must be 4-D"));
+            o = nd->op == EDGE_OP_CONV_2D ? edge_conv_opts(nd, EDGE_OPTS_Conv2DOptions, 3, 4)
+                                          : edge_conv_opts(nd, EDGE_OPTS_DepthwiseConv2DOptions, 4, 5);
+            kh = f->dims[1];
+            kw = f->dims[2];
+        }
+        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 && nd->op != EDGE_OP_ADD &&
+            (edge_conv_window(o.padding, o.sh, o.dh, x->dims[1], kh, &oh, &pt) ||
+             edge_conv_window(o.padding, o.sw, o.dw, x->dims[2], kw, &ow, &pl) || oh != y->dims[1] || ow != y->dims[2]))
+            return patch_fail(it, idx, WHAT("patch stage: window geometry"));
+        pn->node = sg->node_base + idx;
+        pn->out = tb + nd->outputs[0];
+        pn->ax[0].stride = o.sh;
+        pn->ax[0].eff = (kh - 1) * o.dh + 1;
+        pn->ax[0].pad = pt;
+        pn->ax[0].size = x->dims[1];
+        pn->ax[1].stride = o.sw;
+        pn->ax[1].eff = (kw - 1) * o.dw + 1;
+        pn->ax[1].pad = pl;
+        pn->ax[1].size = x->dims[2];
+        pn->src = -1;
+        for (j = 0; j < k; j++)
+            if (P->nodes[j].out == in) pn->src = j;
+        if (pn->src < 0) {
+            if (P->input >= 0 && P->input != in)
+                return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
+            P->input = in;
+        }
+    }
+    P->output = P->nodes[n - 1].out;
+    /* closed: what the stage makes before the cut is read only inside it and is no subgraph output */
+    for (k = 0; k + 1 < n; k++) {
+        const int32_t t = P->nodes[k].out - tb;
+        for (j = 0; j < sg->n_outputs; j++)
+            if (sg->outputs[j] == t) return patch_fail(it, pp->first + k, WHAT("patch stage: an output leaves it"));
+        for (i = 0; i < sg->n_nodes; i++) {
+            const edge_node_t *nd = &it->nodes[sg->node_base + i];
+            if (i >= pp->first && i <= pp->last) continue;
+            for (j = 0; j < nd->n_inputs; j++)
+                if (nd->inputs[j] == t) return patch_fail(it, pp->first + k, WHAT("patch stage: an output leaves it"));
+        }
+    }
+    /* the windows, backwards from the cut's grid; -1: not read yet */
+    for (k = 0; k < n * per; k++) P->win[k] = -1;
+    {
+        const edge_tensor_t *c = &it->tensors[P->output];
+        int32_t *w = P->win + (int64_t)(n - 1) * per;
+        if (pp->rows > c->dims[1] || pp->cols > c->dims[2])
+            return patch_fail(it, pp->last, WHAT("patch plan: more patches than the cut has rows or columns"));
+        for (r = 0; r < pp->rows; r++) {
+            w[2 * r] = c->dims[1] / pp->rows * r + (r < c->dims[1] % pp->rows ? r : c->dims[1] % pp->rows);
+            w[2 * r + 1] = w[2 * r] + c->dims[1] / pp->rows + (r < c->dims[1] % pp->rows);
+        }
+        for (r = 0; r < pp->cols; r++) {
+            int32_t *q = w + 2 * pp->rows;
+            q[2 * r] = c->dims[2] / pp->cols * r + (r < c->dims[2] % pp->cols ? r : c->dims[2] % pp->cols);
+            q[2 * r + 1] = q[2 * r] + c->dims[2] / pp->cols + (r < c->dims[2] % pp->cols);
+        }
+    }
+    for (k = n - 1; k >= 0; k--) {
+        const patch_node_t *pn = &P->nodes[k];
+        const int32_t *w = P->win + (int64_t)k * per;
+        if (w[0] < 0) return patch_fail(it, pp->first + k, WHAT("patch stage: an output no stage node reads"));
+        for (r = 0; r < pp->rows + pp->cols; r++) {
+            const int32_t axis = r < pp->rows ? 0 : 1;
+            int32_t lo, hi;
+            patch_needs(&pn->ax[axis], w[2 * r], w[2 * r + 1], &lo, &hi);
+            if (lo >= hi) return patch_fail(it, pp->first + k, WHAT("patch stage: an empty window"));
+            if (pn->src >= 0) {
+                int32_t *s = P->win + (int64_t)pn->src * per + 2 * r;
+                if (s[0] < 0 || lo < s[0]) s[0] = lo;
+                if (s[1] < 0 || hi > s[1]) s[1] = hi;
+            }
+            if (pn->src1 >= 0) {
+                int32_t *s = P->win + (int64_t)pn->src1 * per + 2 * r;
+                if (s[0] < 0 || lo < s[0]) s[0] = lo;
+                if (s[1] < 0 || hi > s[1]) s[1] = hi;
+            }
+        }
+    }
+    for (k = 0; k < n; k++) {
+        const int32_t *w = P->win + (int64_t)k * per;
+        const edge_tensor_t *t = &it->tensors[P->nodes[k].out];
+        int64_t mr = 0, mc = 0;
+        for (r = 0; r < pp->rows; r++) if (w[2 * r + 1] - w[2 * r] > mr) mr = w[2 * r + 1] - w[2 * r];
+        for (r = 0; r < pp->cols; r++)
+            if (w[2 * pp->rows + 2 * r + 1] - w[2 * pp->rows + 2 * r] > mc)
+                mc = w[2 * pp->rows + 2 * r + 1] - w[2 * pp->rows + 2 * r];
+        P->nodes[k].bytes = (int64_t)t->dims[0] * mr * mc * t->dims[3] * edge_type_bytes(t->type);
+    }
+    it->patch = P;
+    return EDGE_OK;
+}
+
+/* A planned tensor's request size: its bytes, or a patch stage intermediate's per-patch buffer. */
+static int64_t plan_bytes(const edge_interp_t *it, int32_t k) {
+    const struct edge_patch *P = it->patch;
+    int32_t j;
+    if (EDGE_WITH_PATCH && P)
+        for (j = 0; j + 1 < P->n; j++)
+            if (P->nodes[j].out == k) return P->nodes[j].bytes;
+    return it->tensors[k].bytes;
+}
+
+static int32_t in_patch_stage(const edge_interp_t *it, int32_t s, int32_t i) {
+    return EDGE_WITH_PATCH && it->patch && s == 0 && i >= it->patch_plan.first && i <= it->patch_plan.last;
+}
+
+/* Run the stage patch by patch (edge_sdk.runtime.interpreter._patch_runner): every stage node's kernel on its
+ * windows; the last node writes into the cut window buffer, copied into the cut after each patch. */
+static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
+    const struct edge_patch *P = it->patch;
+    const int32_t R = P->rows, C = P->cols, per = 2 * (R + C);
+    edge_tensor_t *cut = &it->tensors[P->output];
+    const edge_tensor_t *x = &it->tensors[P->input];
+    void *keep = cut->data;
+    uint8_t *buf = it->base + P->cut_offset;
+    const int64_t px = (int64_t)cut->dims[3] * edge_type_bytes(cut->type);
+    edge_window_t win;
+    int32_t r, c, k, b, y;
+    for (r = 0; r < R; r++) {
+        for (c = 0; c < C; c++) {
+            const int32_t *o = 0;
+            for (k = 0; k < P->n; k++) {
+                const patch_node_t *pn = &P->nodes[k];
+                int32_t iy = 0, ix = 0;
+                o = P->win + (int64_t)k * per;
+                if (pn->src < 0) {
+                    win.h = x->dims[1];
+                    win.w = x->dims[2];
+                } else {
+                    const int32_t *s = P->win + (int64_t)pn->src * per;
+                    iy = s[2 * r];
+                    ix = s[2 * R + 2 * c];
+                    win.h = s[2 * r + 1] - iy;
+                    win.w = s[2 * R + 2 * c + 1] - ix;
+                }
+                if (pn->src1 == -1) {
+                    win.h1 = x->dims[1];
+                    win.w1 = x->dims[2];
+                    win.pt1 = -o[2 * r];
+                    win.pl1 = -o[2 * R + 2 * c];
+                } else if (pn->src1 >= 0) {
+                    const int32_t *s = P->win + (int64_t)pn->src1 * per;
+                    win.h1 = s[2 * r + 1] - s[2 * r];
+                    win.w1 = s[2 * R + 2 * c + 1] - s[2 * R + 2 * c];
+                    win.pt1 = s[2 * r] - o[2 * r];
+                    win.pl1 = s[2 * R + 2 * c] - o[2 * R + 2 * c];
+                }
+                win.oh = o[2 * r + 1] - o[2 * r];
+                win.ow = o[2 * R + 2 * c + 1] - o[2 * R + 2 * c];
+                win.pt = pn->ax[0].pad + iy - o[2 * r] * pn->ax[0].stride;
+                win.pl = pn->ax[1].pad + ix - o[2 * R + 2 * c] * pn->ax[1].stride;
+                if (k == P->n - 1) cut->data = buf;
+                ctx->window = &win;
+                edge_kernels[it->nodes[pn->node].kernel_].eval(&it->nodes[pn->node], ctx);
+                ctx->window = 0;
+            }
+            cut->data = keep;
+            for (b = 0; b < cut->dims[0]; b++)
+                for (y = 0; y < win.oh; y++)
+                    memcpy((uint8_t *)keep + (((int64_t)b * cut->dims[1] + o[2 * r] + y) * cut->dims[2] + o[2 * R + 2 * c]) * px,
+                           buf + (((int64_t)b * win.oh + y) * win.ow) * px, (size_t)(win.ow * px));
+        }
+    }
+}
+
 /* The least-RAM plan's in-place nodes (edge_sdk.runtime.interpreter.inplace_aliases, the same rule, the same
  * order): for RESHAPE, PAD, PADV2 and int8 DEPTHWISE_CONV_2D with as many output channels as input channels
  * (its kernel then runs channel by channel with a plane buffer) whose input 0 is planned, not variable, no input or output of its subgraph,
@@ -1065,7 +1353,7 @@ static void inplace_groups(edge_interp_t *it, const life_t *L, int32_t *root, in
     int32_t s, i, k;
     for (k = 0; k < it->n_tensors_total; k++) {
         root[k] = k;
-        gsize[k] = align_up(it->tensors[k].bytes);
+        gsize[k] = align_up(plan_bytes(it, k));
         glast[k] = L->t_last[k];
     }
     for (s = 0; s < it->n_subgraphs; s++) {
@@ -1076,6 +1364,7 @@ static void inplace_groups(edge_interp_t *it, const life_t *L, int32_t *root, in
             int32_t a, b, r;
             if (nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
                 nd->op != EDGE_OP_DEPTHWISE_CONV_2D) continue;
+            if (in_patch_stage(it, s, i)) continue; /* a patch stage's nodes never run in place */
             if (nd->n_inputs < 1 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->outputs[0] < 0) continue;
             if (nd->inputs[0] == nd->outputs[0] || is_io(sg, nd->inputs[0])) continue;
             a = sg->tensor_base + nd->inputs[0];
@@ -1130,6 +1419,12 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     for (k = 0; k < it->n_tensors_total; k++) L.t_first[k] = L.t_last[k] = -1;
     for (k = 0; k < it->n_nodes_total; k++) L.n_first[k] = L.n_last[k] = -1;
     if ((st = lifetimes(it, &L, &end)) != EDGE_OK) return st;
+    if (EDGE_WITH_PATCH && it->patch) { /* the stage input lives through the stage, the cut from its start */
+        const int32_t ga = it->subgraphs[0].node_base + it->patch_plan.first;
+        const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
+        if (L.t_last[it->patch->input] < L.n_last[gb]) L.t_last[it->patch->input] = L.n_last[gb];
+        if (L.t_first[it->patch->output] > L.n_first[ga]) L.t_first[it->patch->output] = L.n_first[ga];
+    }
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
         if (t->is_const || L.t_first[k] < 0) continue;
@@ -1145,6 +1440,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         for (k = 0; k < it->n_tensors_total; k++) n_alias += root[k] != k;
         n_t -= n_alias; /* one request per group */
     }
+    if (EDGE_WITH_PATCH && it->patch) n_t++; /* the cut window buffer, after the tensors */
     for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].scratch_bytes > 0;
 
     w.n = n_t + n_s;
@@ -1165,9 +1461,16 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         edge_tensor_t *t = &it->tensors[k];
         if (t->is_const || L.t_first[k] < 0 || t->bytes == 0) continue;
         if (root && root[k] != k) continue; /* a group member: planned with its root */
-        w.size[r] = root ? gsize[k] : align_up(t->bytes);
+        w.size[r] = root ? gsize[k] : align_up(plan_bytes(it, k));
         w.first[r] = L.t_first[k];
         w.last[r] = root ? glast[k] : L.t_last[k];
+        r++;
+    }
+    if (EDGE_WITH_PATCH && it->patch) {
+        const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
+        w.size[r] = align_up(it->patch->nodes[it->patch->n - 1].bytes);
+        w.first[r] = L.n_first[gb];
+        w.last[r] = L.n_last[gb];
         r++;
     }
     for (k = 0; k < it->n_nodes_total; k++) {
@@ -1228,6 +1531,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         if (root && root[k] != k) continue; /* below, once every root has its bytes */
         t->data = it->base + w.off[r++];
     }
+    if (EDGE_WITH_PATCH && it->patch) it->patch->cut_offset = w.off[r++];
     for (k = 0; root && k < it->n_tensors_total; k++)
         if (root[k] != k && (it->tensors[k].flags_ & EDGE_TENSOR_PLANNED_))
             it->tensors[k].data = it->tensors[root[k]].data;
@@ -1367,6 +1671,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
         }
         /* prepare, subgraph by subgraph, in execution order */
         ctx.interp = it;
+        ctx.window = 0;
         it->in_prepare = 1;
         for (g = 0; g < it->n_subgraphs; g++) {
             edge_subgraph_t *sg = &it->subgraphs[g];
@@ -1391,6 +1696,11 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
         it->in_prepare = 0;
     }
     (void)flags;
+    if (it->patch_plan.rows) {
+        if (!EDGE_WITH_PATCH) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("patch plans are compiled out (EDGE_WITH_PATCH=0)"), -1);
+        if (it->plan_only) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("a patch plan needs the kernels (not PLAN_ONLY)"), -1);
+        if (EDGE_WITH_PATCH && (s = patch_setup(it)) != EDGE_OK) return s;
+    }
     if ((s = plan_arena(it)) != EDGE_OK) return s;
 
     /* tensors get their arena bytes; the head region starts zeroed (a tensor nobody writes reads zeros) */
@@ -1400,12 +1710,16 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
     return EDGE_OK;
 }
 
-edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
-                           uint32_t flags) {
+static edge_status_t start(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
+                           uint32_t flags, const edge_patch_plan_t *patch) {
     uintptr_t a;
     edge_status_t s;
     if (!it) return EDGE_BAD_ARGUMENT;
     memset(it, 0, sizeof *it);
+    if (patch && patch->rows) {
+        it->patch_plan = *patch;
+        flags |= EDGE_INIT_MEMORY_MIN; /* patches come on top of the least-RAM plan */
+    }
     it->error.subgraph = it->error.node = it->error.tensor = -1;
     it->error.op_code = it->error.op_version = -1;
     it->error.offset = -1;
@@ -1441,6 +1755,16 @@ edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_le
     return s;
 }
 
+edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
+                           uint32_t flags) {
+    return start(it, model, model_len, arena, arena_len, flags, 0);
+}
+
+edge_status_t edge_init_patch(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
+                              uint32_t flags, const edge_patch_plan_t *plan) {
+    return start(it, model, model_len, arena, arena_len, flags, plan);
+}
+
 edge_status_t edge_init(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len) {
     return edge_init_ex(it, model, model_len, arena, arena_len, 0);
 }
@@ -1456,9 +1780,14 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
     ctx.tensors = it->tensors + sg->tensor_base;
     ctx.n_tensors = sg->n_tensors;
     ctx.subgraph = s;
+    ctx.window = 0;
     if (!timer) {
         for (k = 0; k < sg->n_nodes; k++) {
             const edge_node_t *nd = &it->nodes[sg->node_base + k];
+            if (in_patch_stage(it, s, k)) { /* the stage runs at its first node, patch by patch */
+                if (k == it->patch_plan.first) run_patch_stage(it, &ctx);
+                continue;
+            }
             edge_kernels[nd->kernel_].eval(nd, &ctx);
         }
         return EDGE_OK;
@@ -1466,7 +1795,11 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
     for (k = 0; k < sg->n_nodes; k++) {
         const edge_node_t *nd = &it->nodes[sg->node_base + k];
         uint32_t t0 = timer->now(timer->user), t1;
-        edge_kernels[nd->kernel_].eval(nd, &ctx);
+        if (in_patch_stage(it, s, k)) { /* the whole stage's time at its first node, 0 at the others */
+            if (k == it->patch_plan.first) run_patch_stage(it, &ctx);
+        } else {
+            edge_kernels[nd->kernel_].eval(nd, &ctx);
+        }
         t1 = timer->now(timer->user);
         if (it->trace && it->trace_count < it->trace_capacity) {
             edge_trace_entry_t *e = &it->trace[it->trace_count];
@@ -1586,6 +1919,7 @@ edge_status_t edge_reset_state(edge_interp_t *it) {
     reset_variables(it, 0);
     for (k = 0; k < it->n_resources; k++) it->resources[k].held = 0;
     ctx.interp = it;
+    ctx.window = 0;
     for (k = 0; k < it->n_nodes_total; k++) {
         const edge_node_t *nd = &it->nodes[k];
         const edge_subgraph_t *sg = &it->subgraphs[nd->subgraph];
@@ -1659,10 +1993,30 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
                 e->node = -1;
                 lifetime_of(it, sg->tensor_base + i, -1, &e->first_use, &e->last_use);
                 e->offset = (const uint8_t *)t->data - it->base;
-                e->size = t->bytes;
+                e->size = plan_bytes(it, sg->tensor_base + i);
+                if (EDGE_WITH_PATCH && it->patch && s == 0) { /* as plan_arena: the stage input and the cut span the stage */
+                    int32_t f, l;
+                    if (sg->tensor_base + i == it->patch->input) {
+                        lifetime_of(it, -1, sg->node_base + it->patch_plan.last, &f, &l);
+                        if (e->last_use < l) e->last_use = l;
+                    }
+                    if (sg->tensor_base + i == it->patch->output) {
+                        lifetime_of(it, -1, sg->node_base + it->patch_plan.first, &f, &l);
+                        if (e->first_use > f) e->first_use = f;
+                    }
+                }
                 return EDGE_OK;
             }
         }
+    }
+    if (EDGE_WITH_PATCH && it->patch && seen++ == k) {
+        e->subgraph = 0;
+        e->tensor = EDGE_PLAN_PATCH_CUT;
+        e->node = -1;
+        lifetime_of(it, -1, it->subgraphs[0].node_base + it->patch_plan.last, &e->first_use, &e->last_use);
+        e->offset = it->patch->cut_offset;
+        e->size = it->patch->nodes[it->patch->n - 1].bytes;
+        return EDGE_OK;
     }
     for (i = 0; i < it->n_nodes_total; i++) {
         const edge_node_t *nd = &it->nodes[i];

@@ -153,4 +153,24 @@ static inline void eb_eval(const ea_bcast_t *bc, const void *op, int32_t type, c
     ea_bcast_run(bc, op, a, size, b, size, y, size, row);
 }
 
+/* Eval of a binary kernel on a patch window (edge_init_patch; both inputs of the output's shape): per output row
+ * of ow * c elements, input 0's row oy - pt from column -pl of its h x w window, input 1's likewise. */
+static inline void eb_eval_window(const edge_window_t *w, int32_t n, int32_t c, const void *op, int32_t type,
+                                  const eb_rows_t *rows, const void *a, const void *b, void *y) {
+    ea_row_fn row;
+    int64_t size;
+    int32_t bi, j;
+    switch (type) {
+    case EDGE_INT8: row = rows->int8; size = 1; break;
+    case EDGE_INT16: row = rows->int16; size = 2; break;
+    case EDGE_INT32: row = rows->int32; size = 4; break;
+    default: row = rows->f32; size = 4; break;
+    }
+    for (bi = 0; bi < n; bi++)
+        for (j = 0; j < w->oh; j++)
+            row(op, (const uint8_t *)a + (((int64_t)bi * w->h + j - w->pt) * w->w - w->pl) * c * size, 1,
+                (const uint8_t *)b + (((int64_t)bi * w->h1 + j - w->pt1) * w->w1 - w->pl1) * c * size, 1,
+                (uint8_t *)y + ((int64_t)bi * w->oh + j) * w->ow * c * size, w->ow * c);
+}
+
 #endif /* EDGE_BINARY_H */

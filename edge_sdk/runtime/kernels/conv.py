@@ -58,6 +58,19 @@ def window_geometry(node: Node, padding: str, stride: int, dilation: int, in_siz
     return out, total // 2
 
 
+def patch_window(node: Node, oh: int, pt: int, ow: int, pl: int) -> tuple[int, int, int, int]:
+    """The geometry a window kernel uses: its own (output height, pad top, output width, pad left), or, for a
+    patch of patch-based execution, ``node.window``'s: the input is a window of the whole tensor, ``pad_top`` /
+    ``pad_left`` place its first row / column relative to the first output's receptive field (never negative:
+    the window starts at or before it), and out_h x out_w is the output window."""
+    if node.window is None:
+        return oh, pt, ow, pl
+    pt, pl, oh, ow = node.window
+    if min(pt, pl) < 0 or min(oh, ow) <= 0:
+        raise node.error(f"patch window {node.window} is invalid")
+    return oh, pt, ow, pl
+
+
 def check_activation(node: Node, options: dict) -> str:
     act = options.get("fused_activation_function", "NONE") or "NONE"
     if act not in _ACTIVATIONS:
@@ -230,6 +243,7 @@ def prepare_conv_2d(node: Node):
     dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
     oh, pt = window_geometry(node, opts.get("padding", "SAME"), sh, dh, h, kh)
     ow, pl = window_geometry(node, opts.get("padding", "SAME"), sw, dw, w, kw)
+    oh, pt, ow, pl = patch_window(node, oh, pt, ow, pl)
     node.set_output_shape(0, (n, oh, ow, o))
 
     if kind == "int16":
@@ -336,6 +350,7 @@ def prepare_depthwise_conv_2d(node: Node):
     dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
     oh, pt = window_geometry(node, opts.get("padding", "SAME"), sh, dh, h, kh)
     ow, pl = window_geometry(node, opts.get("padding", "SAME"), sw, dw, w, kw)
+    oh, pt, ow, pl = patch_window(node, oh, pt, ow, pl)
     node.set_output_shape(0, (n, oh, ow, oc))
 
     if kind == "int16":

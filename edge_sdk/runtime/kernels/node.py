@@ -97,6 +97,10 @@ class Node:
     runtime: Runtime | None = None
     # Output shapes prepare computed (index -> shape); the interpreter applies them before planning.
     output_shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    # Patch-based execution (edge_sdk.runtime.patching): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D
+    # pools) runs on a window of its input; (pad_top, pad_left, out_h, out_w) replace the geometry its padding
+    # option gives (see edge_sdk.runtime.kernels.conv.patch_window). None: the whole tensor.
+    window: tuple[int, int, int, int] | None = None
 
     def set_output_shape(self, i: int, shape) -> None:
         shape = tuple(int(d) for d in shape)

@@ -11,7 +11,7 @@ import numpy as np
 
 from edge_sdk.model.types import numpy_dtype
 from edge_sdk.runtime.kernels import quant
-from edge_sdk.runtime.kernels.conv import check_activation, window_geometry
+from edge_sdk.runtime.kernels.conv import check_activation, patch_window, window_geometry
 from edge_sdk.runtime.kernels.node import Node
 
 _LOWEST = {"FLOAT32": -np.inf, "INT8": -128, "INT16": -32768}
@@ -33,6 +33,7 @@ def _pool_setup(node: Node):
     padding = opts.get("padding", "SAME")
     oh, pt = window_geometry(node, padding, sh, 1, h, fh)
     ow, pl = window_geometry(node, padding, sw, 1, w, fw)
+    oh, pt, ow, pl = patch_window(node, oh, pt, ow, pl)
     node.set_output_shape(0, (n, oh, ow, c))
     if inp.type == "FLOAT32":
         lo, hi = quant.activation_range_float(act)

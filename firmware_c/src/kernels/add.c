@@ -183,6 +183,11 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
     void *y = edge_out(ctx, node, 0)->data;
     const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
+    if (EDGE_WITH_PATCH && ctx->window) { /* a patch window (edge_init_patch): row by row */
+        const edge_tensor_t *t = edge_out(ctx, node, 0);
+        eb_eval_window(ctx->window, t->dims[0], t->dims[3], &d->p, d->type, rows, a, b, y);
+        return;
+    }
 #if EDGE_SIMD
     if (d->type == EDGE_FLOAT32 && d->fsimd) { /* float32: the SIMD rows (the same bits) */
         edge_simd_binf_t f;

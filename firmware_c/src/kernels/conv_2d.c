@@ -234,7 +234,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     }
 #if EDGE_SIMD
     s = conv_prepare_simd(node, ctx, d, w, bias);
-    if (s != EDGE_OK || d->simd) return s;
+    if (s != EDGE_OK || (d->simd && !edge_in_patch_stage(ctx->interp, node))) return s;
 #endif
     return edge_request_scratch(ctx, node, sizeof(int16_t) * 2u * (size_t)d->groups * (size_t)d->k, &d->scratch);
 }
@@ -830,6 +830,17 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const conv_data_t *d = (const conv_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+    conv_data_t patch; /* a patch window (edge_window_t): its geometry, the portable loops */
+    if (EDGE_WITH_PATCH && ctx->window) {
+        patch = *d;
+        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
+        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
+#if EDGE_SIMD
+        patch.simd = 0; /* the fast paths' packing and scratch are sized for the whole tensor */
+        patch.fsimd = 0;
+#endif
+        d = &patch;
+    }
     switch (d->kind) {
     case CONV_INT8:
 #if EDGE_SIMD

@@ -339,16 +339,19 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
-    /* the least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not (so before the SIMD prepare) */
-    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1) {
+    /* the least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not (so before the SIMD prepare);
+     * never in a patch stage */
+    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1 && !edge_in_patch_stage(ctx->interp, node)) {
         s = edge_request_scratch(ctx, node, (size_t)d->h * (size_t)d->w, &d->plane);
         if (s != EDGE_OK) return s;
     }
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
-    if (s != EDGE_OK || d->simd) return s;
+    if (s != EDGE_OK || (d->simd && !edge_in_patch_stage(ctx->interp, node))) return s;
 #endif
-    if (d->kind == DW_INT8 && !(EDGE_DSP && d->m == 1)) { /* the DSP path keeps its sums in registers */
+    /* the DSP path keeps its sums in registers; a patch stage's node asks for them anyway, so that edge check's
+     * 32-bit runner (no DSP) plans the very bytes the board does */
+    if (d->kind == DW_INT8 && (!(EDGE_DSP && d->m == 1) || edge_in_patch_stage(ctx->interp, node))) {
         s = edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->oc, &d->scratch);
         if (s != EDGE_OK) return s;
     }
@@ -650,7 +653,7 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
     run.xrow = xrow;
     run.wrow = wrow;
     /* output columns [oxa, oxb) have the whole window inside the input horizontally */
-    oxa = (pl + sw - 1) / sw;
+    oxa = pl > 0 ? (pl + sw - 1) / sw : 0; /* a patch window's padding may be negative (edge_window_t) */
     oxb = (w - 1 - (kw - 1) * dwx + pl) >= 0 ? (w - 1 - (kw - 1) * dwx + pl) / sw + 1 : 0;
     if (oxb > ow) oxb = ow;
     if (oxa > oxb) oxa = oxb;
@@ -878,6 +881,16 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const dw_data_t *d = (const dw_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+    dw_data_t patch; /* a patch window (edge_window_t): its geometry, the portable loops */
+    if (EDGE_WITH_PATCH && ctx->window) {
+        patch = *d;
+        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
+        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
+#if EDGE_SIMD
+        patch.simd = 0;
+#endif
+        d = &patch;
+    }
     switch (d->kind) {
     case DW_INT8:
         if (d->plane >= 0 && (const void *)out->data == in->data) {

@@ -136,6 +136,30 @@ static void pad_in_place(const pad_data_t *d, uint8_t *buf, size_t out_bytes, co
     pad_fill(buf, end, value, d->elem);
 }
 
+/* A patch window (edge_init_patch; a 4-D PAD of H and W only): output (oy, ox) of the oh x ow window is input
+ * (oy - pt, ox - pl) of the h x w input window when that lies inside it, else the value. */
+static void pad_window(const pad_data_t *d, const edge_window_t *win, const uint8_t *in, uint8_t *out,
+                       const uint8_t *value) {
+    const size_t px = (size_t)d->in_dims[3] * (size_t)d->elem;
+    const int32_t x0 = win->pl > 0 ? win->pl : 0, x1 = win->w + win->pl < win->ow ? win->w + win->pl : win->ow;
+    int32_t b, oy;
+    for (b = 0; b < d->in_dims[0]; b++) {
+        for (oy = 0; oy < win->oh; oy++) {
+            uint8_t *row = out + ((size_t)b * (size_t)win->oh + (size_t)oy) * (size_t)win->ow * px;
+            const int32_t iy = oy - win->pt;
+            if (iy < 0 || iy >= win->h || x0 >= x1) {
+                pad_fill(row, (size_t)win->ow * px, value, d->elem);
+                continue;
+            }
+            pad_fill(row, (size_t)x0 * px, value, d->elem);
+            memcpy(row + (size_t)x0 * px,
+                   in + (((size_t)b * (size_t)win->h + (size_t)iy) * (size_t)win->w + (size_t)(x0 - win->pl)) * px,
+                   (size_t)(x1 - x0) * px);
+            pad_fill(row + (size_t)x1 * px, (size_t)(win->ow - x1) * px, value, d->elem);
+        }
+    }
+}
+
 void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     const pad_data_t *d = (const pad_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
@@ -146,6 +170,11 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     const size_t row_bytes = (size_t)d->in_dims[d->rank - 1] * (size_t)d->elem;
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
     int64_t r, pos;
+
+    if (EDGE_WITH_PATCH && ctx->window) {
+        pad_window(d, ctx->window, in, out, value);
+        return;
+    }
 
     if (out == in) {
         pad_in_place(d, out, y->bytes, value, row_bytes);

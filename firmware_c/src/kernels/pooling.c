@@ -223,6 +223,16 @@ static void pool_int8_simd(const pool_data_t *d, const int8_t *x, int8_t *y, int
 
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const pool_data_t *d = (const pool_data_t *)node->user_data;
+    pool_data_t patch; /* a patch window (edge_window_t): its geometry */
+    if (EDGE_WITH_PATCH && ctx->window) {
+        patch = *d;
+        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
+        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
+#if EDGE_SIMD
+        patch.simd = 0; /* the portable loops, as the other kernels of a patch stage */
+#endif
+        d = &patch;
+    }
     const edge_tensor_t *in = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     void *scratch = edge_scratch(ctx, node, d->scratch);

@@ -1,0 +1,448 @@
+"""Patch-based execution (MCUNetV2, Lin et al. 2021): the least-RAM plan's way past the layer-by-layer floor.
+
+A *stage* is a run of consecutive nodes ``a..b`` of subgraph 0 that reads one whole tensor (the stage input,
+usually the model input) and writes one whole tensor (the cut, node b's output), every other tensor it makes
+being read only inside the stage. The cut's H x W is split into a grid of R x C patches (near-equal row and
+column ranges). For each patch, going backwards node by node, every stage tensor gets the window (rows x
+columns, clipped to the tensor) its readers need: a CONV_2D / DEPTHWISE_CONV_2D / pool output window
+``[y0, y1)`` needs input rows ``y0 * s - pad .. (y1 - 1) * s + (k - 1) * d + 1 - pad``, a PAD shifts by its
+leading padding, an elementwise op needs the same window of each input. Each patch then runs the same kernels
+on those windows (``Node.window`` gives a window kernel its local padding and output size), writing its part
+of the cut. Inside the stage only per-patch buffers exist (the largest window of each tensor over the
+patches); overlapping halos are recomputed (``extra_macs``).
+
+The plan is data (``PatchPlan``): the stage's nodes, the grid, per tensor the row and column windows of every
+patch row / column and the per-patch buffer bytes. ``choose`` enumerates stages (every run of patchable nodes
+containing the least-RAM plan's busiest step) and grids (R, C in 1..8, |R - C| <= 1, not 1 x 1) and keeps the
+plan with the smallest arena (ties: fewest extra MACs, then the earlier candidate), only when it beats the
+plan without patches. Candidates are visited by their lower bound, so only a few are planned in full.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from edge_sdk.runtime import arena as _arena
+
+# ops with a spatial window (Node.window support in the kernels)
+WINDOW_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
+PAD_OPS = ("PAD", "PADV2")
+# elementwise ops run on the patch windows as they are (every non-constant input of the output's shape)
+ELEMENTWISE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
+                   "LEAKY_RELU")
+PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
+# what the C runtime's patch execution covers so far (firmware_c/src/edge.c, edge_init_patch): no elementwise ops
+C_PATCH_OPS = WINDOW_OPS + PAD_OPS + ("ADD",)
+MAX_GRID = 8
+# the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
+# then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
+CUT_KEY = -2
+
+
+def grids(max_grid: int = MAX_GRID):
+    """The grids ``choose`` tries, in order: R x C with R, C in 1..max_grid, |R - C| <= 1, not 1 x 1."""
+    out = []
+    for r in range(1, max_grid + 1):
+        for c in range(max(1, r - 1), min(max_grid, r + 1) + 1):
+            if (r, c) != (1, 1):
+                out.append((r, c))
+    return out
+
+
+def split(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` near-equal ranges covering [0, n): the first ``n % parts`` are one longer."""
+    base, extra = divmod(n, parts)
+    out, start = [], 0
+    for k in range(parts):
+        size = base + (1 if k < extra else 0)
+        out.append((start, start + size))
+        start += size
+    return out
+
+
+@dataclass(frozen=True)
+class AxisRule:
+    """How a node maps an output range to the input range it reads, along one spatial axis."""
+
+    kind: str  # "window", "pad", "same"
+    stride: int = 1
+    effective: int = 1  # (k - 1) * d + 1
+    pad: int = 0  # padding before (window) or leading pad (PAD)
+    size: int = 0  # the input's extent along the axis
+
+    def needs(self, lo: int, hi: int) -> tuple[int, int]:
+        """Input range read for output range [lo, hi), clipped to the input."""
+        if self.kind == "window":
+            a, b = lo * self.stride - self.pad, (hi - 1) * self.stride + self.effective - self.pad
+        elif self.kind == "pad":
+            a, b = lo - self.pad, hi - self.pad
+        else:
+            a, b = lo, hi
+        return max(a, 0), min(b, self.size)
+
+    def local_pad(self, lo: int) -> int:
+        """The window kernel's padding before for an output range starting at ``lo`` (>= 0), or a PAD's
+        leading padding."""
+        if self.kind == "window":
+            return max(0, self.pad - lo * self.stride)
+        if self.kind == "pad":
+            return max(0, self.pad - lo)
+        return 0
+
+
+@dataclass
+class StageNode:
+    index: int
+    op: str
+    inputs: tuple[int, ...]  # non-constant spatial inputs (tensor indices), in input order
+    output: int
+    rules: tuple[AxisRule, AxisRule]  # H, W
+    macs_per_pixel: int  # MACs per output (row, column) position
+
+
+@dataclass
+class PatchPlan:
+    """A patch stage and its grid (see the module docstring). Windows are [lo, hi) in each tensor's own
+    coordinates; ``rows[t][r]`` is tensor t's window along H in patch row r, ``cols[t][c]`` along W."""
+
+    subgraph: int
+    nodes: tuple[int, ...]
+    input: int  # the stage input tensor (whole)
+    output: int  # the cut tensor (whole)
+    grid: tuple[int, int]
+    stage: list[StageNode]
+    rows: dict[int, list[tuple[int, int]]]
+    cols: dict[int, list[tuple[int, int]]]
+    buffer_bytes: dict[int, int]  # per stage tensor but the input: its per-patch buffer (largest window); the
+    # cut's is the window buffer its patches go through (CUT_KEY), the others are the tensors' own slots
+    layer_macs: int  # the stage's MACs layer by layer
+    patch_macs: int  # ... patch by patch
+    ram: int = 0  # the arena the plan needs (set by choose)
+    base_ram: int = 0  # the least-RAM plan without patches
+    layer_ram: int = 0  # the layer-by-layer plan
+    names: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def extra_macs(self) -> int:
+        return self.patch_macs - self.layer_macs
+
+    @property
+    def patches(self) -> list[tuple[int, int]]:
+        return [(r, c) for r in range(self.grid[0]) for c in range(self.grid[1])]
+
+    def describe(self, total_macs: int | None = None, ram: int | None = None, layer_ram: int | None = None) -> str:
+        """``patch plan: stage nodes a..b, grid RxC, RAM N B (layer plan M B), +X% MACs``; X relative to the
+        whole model's MACs when given, else to the stage's; N and M the tensor plans' bytes unless given (a
+        runtime's whole arenas, e.g. edge check's C figures)."""
+        base = total_macs if total_macs else self.layer_macs
+        pct = 100.0 * self.extra_macs / base if base else 0.0
+        ram = self.ram if ram is None else ram
+        layer_ram = self.layer_ram if layer_ram is None else layer_ram
+        return (f"patch plan: stage nodes {self.nodes[0]}..{self.nodes[-1]}, grid {self.grid[0]}x{self.grid[1]}, "
+                f"RAM {ram} B (layer plan {layer_ram} B), +{pct:.1f}% MACs")
+
+    def to_dict(self) -> dict:
+        return {
+            "nodes": [self.nodes[0], self.nodes[-1]],
+            "grid": list(self.grid),
+            "input": self.input,
+            "output": self.output,
+            "ram": self.ram,
+            "layer_ram": self.layer_ram,
+            "base_ram": self.base_ram,
+            "layer_macs": self.layer_macs,
+            "patch_macs": self.patch_macs,
+            "extra_macs": self.extra_macs,
+            "buffers": {self.names.get(t, str(t)): b for t, b in sorted(self.buffer_bytes.items())},
+        }
+
+    def render(self) -> str:
+        lines = [self.describe()]
+        for t in sorted(set(self.rows)):
+            rows = " ".join(f"{a}:{b}" for a, b in self.rows[t])
+            cols = " ".join(f"{a}:{b}" for a, b in self.cols[t])
+            kind = ("input" if t == self.input else "output" if t == self.output
+                    else f"buffer {self.buffer_bytes.get(t, 0)} B")
+            lines.append(f"  tensor {t} '{self.names.get(t, '')}' ({kind}): rows {rows} | cols {cols}")
+        return "\n".join(lines)
+
+
+def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None:
+    """The node as a patch-stage member, or None when it cannot be one."""
+    from edge_sdk.runtime.kernels.conv import window_geometry
+
+    op = model.subgraphs[s].operators[i]
+    name = model.op_name(op)
+    if name not in ops or len(op.outputs) != 1 or op.intermediates:
+        return None
+    out = infos[op.outputs[0]]
+    if out.dtype is None or len(out.shape) != 4 or out.is_variable:
+        return None
+    n, oh, ow, oc = out.shape
+    ins = [t for t in op.inputs if t >= 0 and not infos[t].is_const]
+    if not ins or any(infos[t].is_variable or infos[t].dtype is None for t in ins):
+        return None
+    x = infos[ins[0]]
+    if len(x.shape) != 4 or x.shape[0] != n:
+        return None
+    h, w = x.shape[1], x.shape[2]
+    opts = op.options or {}
+    if name in WINDOW_OPS:
+        if len(ins) != 1 or op.inputs[0] != ins[0]:
+            return None  # weights computed at run time: keep it simple
+        if name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            flt = infos[op.inputs[1]]
+            if len(flt.shape) != 4:
+                return None
+            kh, kw = flt.shape[1], flt.shape[2]
+            dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
+            per = kh * kw * (flt.shape[0] * flt.shape[3] if name == "CONV_2D" else flt.shape[3]) * n
+        else:
+            kh, kw = int(opts.get("filter_height", 1)), int(opts.get("filter_width", 1))
+            dh = dw = 1
+            per = 0
+        sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
+        try:
+            gh, pt = window_geometry(_NoNode, opts.get("padding", "SAME"), sh, dh, h, kh)
+            gw, pl = window_geometry(_NoNode, opts.get("padding", "SAME"), sw, dw, w, kw)
+        except ValueError:
+            return None
+        if (gh, gw) != (oh, ow):
+            return None
+        rules = (AxisRule("window", sh, (kh - 1) * dh + 1, pt, h), AxisRule("window", sw, (kw - 1) * dw + 1, pl, w))
+        return StageNode(i, name, tuple(ins), op.outputs[0], rules, per)
+    if name in PAD_OPS:
+        if len(ins) != 1 or op.inputs[0] != ins[0] or len(op.inputs) < 2 or op.inputs[1] < 0:
+            return None
+        pads = infos[op.inputs[1]]
+        if pads.data is None or pads.data.size != 8:
+            return None
+        p = pads.data.reshape(4, 2).astype(int)
+        if (p < 0).any() or p[0].any() or p[3].any():  # H and W only
+            return None
+        if (oh, ow) != (h + p[1].sum(), w + p[2].sum()):
+            return None
+        return StageNode(i, name, tuple(ins), op.outputs[0],
+                         (AxisRule("pad", pad=int(p[1, 0]), size=h), AxisRule("pad", pad=int(p[2, 0]), size=w)), 0)
+    # elementwise: every non-constant input has the output's shape; constants broadcast along no spatial axis;
+    # a binary op's two inputs are both computed (as the C runtime's patch ADD takes them)
+    if name in ("ADD", "SUB", "MUL") and (len(op.inputs) != 2 or len(ins) != 2):
+        return None
+    for t in ins:
+        if tuple(infos[t].shape) != tuple(out.shape):
+            return None
+    for t in op.inputs:
+        if t >= 0 and infos[t].is_const:
+            shape = tuple(infos[t].shape)
+            if len(shape) >= 3 and (shape[-3] != 1 or shape[-2] != 1):
+                return None
+    return StageNode(i, name, tuple(ins), op.outputs[0], (AxisRule("same", size=h), AxisRule("same", size=w)), 0)
+
+
+class _NoNodeType:
+    """window_geometry's node for errors while planning (a ValueError instead of a node's ModelError)."""
+
+    def error(self, message):
+        return ValueError(message)
+
+
+_NoNode = _NoNodeType()
+
+
+def _axis_windows(stage: list[StageNode], cut: int, extent: int, parts: int, axis: int):
+    """Per stage tensor, its window along ``axis`` for each of ``parts`` ranges of the cut, or None when some
+    range would be empty."""
+    if parts > extent:
+        return None
+    ranges = split(extent, parts)
+    win: dict[int, list[tuple[int, int]]] = {cut: ranges}
+    for sn in reversed(stage):
+        outw = win.get(sn.output)
+        if outw is None:
+            return None  # a stage tensor nobody in the stage reads
+        rule = sn.rules[axis]
+        for t in sn.inputs:
+            needs = [rule.needs(lo, hi) for lo, hi in outw]
+            have = win.get(t)
+            win[t] = needs if have is None else [(min(a, c), max(b, d)) for (a, b), (c, d) in zip(have, needs)]
+    if any(lo >= hi for ws in win.values() for lo, hi in ws):
+        return None
+    return win
+
+
+def stages(model, infos, s: int = 0, ops=PATCH_OPS):
+    """Every candidate stage: (first, last, stage input, stage nodes) for runs of patchable nodes where the
+    only tensor coming in is one whole tensor and the only one going out is the last node's output."""
+    sg = model.subgraphs[s]
+    readers: dict[int, set[int]] = {}
+    for i, op in enumerate(sg.operators):
+        for t in op.inputs:
+            if t >= 0:
+                readers.setdefault(t, set()).add(i)
+    outputs = set(sg.outputs)
+    members = [_stage_node(model, s, i, infos, ops) for i in range(len(sg.operators))]
+    out = []
+    for a in range(len(sg.operators)):
+        if members[a] is None:
+            continue
+        produced: set[int] = set()
+        external: set[int] = set()
+        stage: list[StageNode] = []
+        for b in range(a, len(sg.operators)):
+            sn = members[b]
+            if sn is None:
+                break
+            for t in sn.inputs:
+                if t not in produced:
+                    external.add(t)
+            if len(external) != 1:
+                break
+            stage.append(sn)
+            produced.add(sn.output)
+            # closed: every tensor made before the cut is read only inside the stage and is no output
+            inner = produced - {sn.output}
+            if any(t in outputs or any(r > b for r in readers.get(t, ())) for t in inner):
+                continue
+            x = next(iter(external))
+            if len(infos[x].shape) != 4:
+                break
+            out.append((a, b, x, list(stage)))
+    return out
+
+
+def build(model, infos, s: int, a: int, b: int, x: int, stage: list[StageNode], grid) -> PatchPlan | None:
+    cut = stage[-1].output
+    n, h, w, _ = infos[cut].shape
+    rows = _axis_windows(stage, cut, h, grid[0], 0)
+    cols = _axis_windows(stage, cut, w, grid[1], 1)
+    if rows is None or cols is None:
+        return None
+    return _assemble(model, infos, s, a, b, x, stage, grid, rows, cols)
+
+
+def _assemble(model, infos, s, a, b, x, stage, grid, rows, cols) -> PatchPlan:
+    cut = stage[-1].output
+    buffers = {}
+    for sn in stage:
+        t = sn.output
+        info = infos[t]
+        mr = max(hi - lo for lo, hi in rows[t])
+        mc = max(hi - lo for lo, hi in cols[t])
+        buffers[t] = info.shape[0] * mr * mc * info.shape[3] * info.dtype.itemsize
+    layer = patch = 0
+    for sn in stage:
+        _, oh, ow, _ = infos[sn.output].shape
+        layer += sn.macs_per_pixel * oh * ow
+        patch += (sn.macs_per_pixel * sum(hi - lo for lo, hi in rows[sn.output])
+                  * sum(hi - lo for lo, hi in cols[sn.output]))
+    names = {t: infos[t].name for t in rows}
+    return PatchPlan(s, tuple(range(a, b + 1)), x, cut, tuple(grid), stage, rows, cols, buffers, layer, patch,
+                     names=names)
+
+
+def patched_requests(requests, plan: PatchPlan, spans) -> list:
+    """The arena requests under ``plan``: the stage input lives until the stage's last step, the cut from its
+    first, every intermediate is its per-patch buffer."""
+    s = plan.subgraph
+    first = spans[(s, plan.nodes[0])][0]
+    last = spans[(s, plan.nodes[-1])][1]
+    out = []
+    b_first, b_last = spans[(s, plan.nodes[-1])]
+    for r in requests:
+        if r.key == (s, plan.input):
+            r = _arena.BufferRequest(r.key, r.size, r.first_use, max(r.last_use, last), r.name)
+        elif r.key == (s, plan.output):
+            r = _arena.BufferRequest(r.key, r.size, min(r.first_use, first), r.last_use, r.name)
+        elif r.key[0] == s and r.key[1] in plan.buffer_bytes:
+            r = _arena.BufferRequest(r.key, plan.buffer_bytes[r.key[1]], r.first_use, r.last_use, r.name)
+        out.append(r)
+    out.append(_arena.BufferRequest((s, CUT_KEY), plan.buffer_bytes[plan.output], b_first, b_last,
+                                    f"patch window of '{plan.names.get(plan.output, plan.output)}'"))
+    return out
+
+
+def _merged_bound(requests, aliases) -> int:
+    size: dict = {}
+    first: dict = {}
+    last: dict = {}
+    for r in requests:
+        root = aliases.get(r.key, r.key)
+        size[root] = max(size.get(root, 0), _arena.align_up(r.size))
+        first[root] = min(first.get(root, r.first_use), r.first_use)
+        last[root] = max(last.get(root, r.last_use), r.last_use)
+    return _arena.lower_bound([_arena.BufferRequest(k, size[k], first[k], last[k]) for k in size])
+
+
+def choose(model, infos, requests, spans, aliases_for, base: _arena.ArenaPlan, layer_total: int,
+           max_full_plans: int = 48, ops=PATCH_OPS):
+    """The best patch plan and its arena plan, or (None, None) when none beats both ``base`` (the in-place plan)
+    and ``layer_total`` (the layer-by-layer plan's bytes). ``aliases_for(requests, skip_nodes)`` gives the in-place aliases for a request list
+    (stage nodes never run in place). ``ops``: the ops a stage may hold (C_PATCH_OPS for the C runtime)."""
+    s = 0
+    if not model.subgraphs or not requests:
+        return None, None
+    # the busiest step of the plan without patches: a useful stage contains it
+    busiest = _busiest_step(base)
+    node_at = {}
+    for (sg, i), (lo, hi) in spans.items():
+        if sg == s:
+            for t in range(lo, hi + 1):
+                node_at.setdefault(t, i)
+    hot = node_at.get(busiest)
+    bar = min(base.total, layer_total)  # a patch plan must beat both plans without patches
+    candidates = []
+    for a, b, x, stage in stages(model, infos[s], s, ops):
+        if hot is not None and not a <= hot <= b:
+            continue
+        cut = stage[-1].output
+        _, h, w, _ = infos[s][cut].shape
+        row_w = {r: _axis_windows(stage, cut, h, r, 0) for r in range(1, MAX_GRID + 1)}
+        col_w = {c: _axis_windows(stage, cut, w, c, 1) for c in range(1, MAX_GRID + 1)}
+        for g in grids():
+            rows, cols = row_w[g[0]], col_w[g[1]]
+            if rows is None or cols is None:
+                continue
+            plan = _assemble(model, infos[s], s, a, b, x, stage, g, rows, cols)
+            reqs = patched_requests(requests, plan, spans)
+            aliases = aliases_for(reqs, set(plan.nodes))
+            bound = _merged_bound(reqs, aliases)
+            if bound >= bar:
+                continue
+            candidates.append((bound, plan.extra_macs, len(candidates), plan, reqs, aliases))
+    candidates.sort(key=lambda c: c[:3])
+    best = None
+    for k, (bound, extra, _, plan, reqs, aliases) in enumerate(candidates):
+        if best is not None and (bound > best[0] or (bound == best[0] and extra >= best[1]) or k >= max_full_plans):
+            break
+        ap = _arena.plan_aliased(reqs, aliases)
+        if ap.total < bar and (best is None or (ap.total, extra) < (best[0], best[1])):
+            best = (ap.total, extra, plan, ap)
+    if best is None:
+        return None, None
+    plan, ap = best[2], best[3]
+    plan.ram, plan.base_ram, plan.layer_ram = ap.total, base.total, layer_total
+    return plan, ap
+
+
+def _busiest_step(p: _arena.ArenaPlan) -> int | None:
+    live: dict[int, int] = {}
+    for b in p.buffers:
+        for t in range(b.first_use, b.last_use + 1):
+            live[t] = live.get(t, 0) + _arena.align_up(b.size)
+    if not live:
+        return None
+    top = max(live.values())
+    return min(t for t, v in live.items() if v == top)
+
+
+def total_macs(interp) -> int:
+    return sum(m or 0 for m in interp.op_macs(0))
+
+
+def local_shape(info, rows: tuple[int, int], cols: tuple[int, int]) -> tuple[int, ...]:
+    return (info.shape[0], rows[1] - rows[0], cols[1] - cols[0], info.shape[3])
+
+
+def nbytes(shape, dtype) -> int:
+    return math.prod(shape) * dtype.itemsize
