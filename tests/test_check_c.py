@@ -175,7 +175,7 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     g.op("RSQRT", [x], [t[0]])          # refused: FLOAT32 only
     g.op("RELU", [t[0]], [t[1]])        # runs
     g.op("EXP", [t[1]], [t[2]])         # refused: FLOAT32 only
-    g.op("CONV_3D", [t[2]], [t[3]])     # no C kernel
+    g.op("CONV_3D_TRANSPOSE", [t[2]], [t[3]])  # no C kernel
     g.output(t[3])
     data = write_model(g.build())
     plan = backend_c.target_plan(data, backend_c.HOST)
