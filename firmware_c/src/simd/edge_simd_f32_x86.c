@@ -513,6 +513,182 @@ static T_AVX2 void binary_f32_avx2(const edge_simd_binf_t *f, const float *a, in
 void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     binary_f32_avx2((const edge_simd_binf_t *)op, (const float *)a, sa, (const float *)b, sb, (float *)y, n);
 }
+/* ------------------------------------------------------------------------------------- activations */
+
+/* exp(x) for x in [-87, 88.5]: x = n ln2 + r (Cody-Waite, ln2 in two parts), exp(r) by Cephes' degree-5
+ * polynomial, times 2^n built in the exponent field (n >= -126: a normal float). */
+static INLINE T_AVX2 __m256 f32_exp(__m256 x) {
+    const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x), p, z;
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    z = _mm256_mul_ps(r, r);
+    p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_fmadd_ps(p, z, r), _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* 1: the vector runs the polynomial path (no NaN; LOGISTIC: no x < -87, whose exp(x) would be subnormal). */
+static INLINE T_AVX2 int act_vector_ok(const int32_t kind, __m256 v) {
+    if (kind == EDGE_SIMD_ACT_LOGISTIC) return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_GE_OQ)) == 0xFF;
+    return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_ORD_Q)) == 0xFF;
+}
+
+static INLINE T_AVX2 __m256 act_vec(const int32_t kind, __m256 v, __m256 p0, __m256 p1) {
+    const __m256 zero = _mm256_setzero_ps();
+    if (kind == EDGE_SIMD_ACT_RELU) return _mm256_blendv_ps(v, zero, _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    if (kind == EDGE_SIMD_ACT_CLAMP) {
+        const __m256 r = _mm256_blendv_ps(v, p0, _mm256_cmp_ps(v, p0, _CMP_LT_OQ));
+        return _mm256_blendv_ps(r, p1, _mm256_cmp_ps(v, p1, _CMP_GT_OQ));
+    }
+    if (kind == EDGE_SIMD_ACT_LEAKY) return _mm256_blendv_ps(_mm256_mul_ps(v, p0), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
+    if (kind == EDGE_SIMD_ACT_HARD_SWISH) {
+        const __m256 six = _mm256_set1_ps(6.0f);
+        __m256 t = _mm256_add_ps(v, _mm256_set1_ps(3.0f));
+        t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps(t, zero, _CMP_LT_OQ));
+        t = _mm256_blendv_ps(t, six, _mm256_cmp_ps(t, six, _CMP_GT_OQ));
+        return _mm256_div_ps(_mm256_mul_ps(v, t), six);
+    }
+    if (kind == EDGE_SIMD_ACT_LOGISTIC) {
+        const __m256 one = _mm256_set1_ps(1.0f);
+        const __m256 small = _mm256_cmp_ps(v, _mm256_set1_ps(-9.0f), _CMP_LT_OQ);
+        const __m256 big = _mm256_cmp_ps(v, _mm256_set1_ps(16.619047164916992188f), _CMP_GT_OQ);
+        const __m256 t = _mm256_max_ps(_mm256_blendv_ps(_mm256_sub_ps(zero, v), v, small), _mm256_set1_ps(-87.0f));
+        const __m256 e = f32_exp(t);
+        return _mm256_blendv_ps(_mm256_blendv_ps(_mm256_div_ps(one, _mm256_add_ps(one, e)), e, small), one, big);
+    }
+    {   /* TANH: |x| < 0.625 Cephes' odd polynomial; beyond, 1 - 2 / (exp(2|x|) + 1) with x's sign */
+        const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+        const __m256 a = _mm256_andnot_ps(sign, v), z = _mm256_mul_ps(v, v);
+        __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(-5.70498872745e-3f), z, _mm256_set1_ps(2.06390887954e-2f)), e, l;
+        p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+        p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+        p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+        p = _mm256_fmadd_ps(_mm256_mul_ps(p, z), v, v);
+        e = f32_exp(_mm256_add_ps(_mm256_min_ps(a, _mm256_set1_ps(9.5f)), _mm256_min_ps(a, _mm256_set1_ps(9.5f))));
+        l = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+        l = _mm256_or_ps(l, _mm256_and_ps(v, sign));
+        return _mm256_blendv_ps(l, p, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+    }
+}
+
+static INLINE T_AVX2 void act_avx2(const int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    const __m256 v0 = _mm256_set1_ps(p0), v1 = _mm256_set1_ps(p1);
+    const int check = kind == EDGE_SIMD_ACT_LOGISTIC || kind == EDGE_SIMD_ACT_TANH;
+    int64_t i, j;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        if (check && !act_vector_ok(kind, v)) {
+            for (j = i; j < i + 8; j++) y[j] = edge_simd_act_f32_one(kind, x[j], p0, p1);
+        } else {
+            _mm256_storeu_ps(y + i, act_vec(kind, v, v0, v1));
+        }
+    }
+    if (i < n) { /* the tail through a zero-padded vector (the same lanes' arithmetic) */
+        float buf[8] = {0};
+        memcpy(buf, x + i, sizeof(float) * (size_t)(n - i));
+        {
+            const __m256 v = _mm256_loadu_ps(buf);
+            if (check && !act_vector_ok(kind, v)) {
+                for (j = i; j < n; j++) y[j] = edge_simd_act_f32_one(kind, x[j], p0, p1);
+                return;
+            }
+            _mm256_storeu_ps(buf, act_vec(kind, v, v0, v1));
+        }
+        memcpy(y + i, buf, sizeof(float) * (size_t)(n - i));
+    }
+}
+
+static T_AVX2 void act_f32_avx2(int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    switch (kind) {
+    case EDGE_SIMD_ACT_RELU: act_avx2(EDGE_SIMD_ACT_RELU, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_CLAMP: act_avx2(EDGE_SIMD_ACT_CLAMP, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_LEAKY: act_avx2(EDGE_SIMD_ACT_LEAKY, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_HARD_SWISH: act_avx2(EDGE_SIMD_ACT_HARD_SWISH, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_LOGISTIC: act_avx2(EDGE_SIMD_ACT_LOGISTIC, x, y, n, p0, p1); break;
+    default: act_avx2(EDGE_SIMD_ACT_TANH, x, y, n, p0, p1); break;
+    }
+}
+
+int32_t edge_simd_act_f32(int32_t level, int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    if (level < EDGE_SIMD_X86_AVX2 || kind < EDGE_SIMD_ACT_RELU || kind > EDGE_SIMD_ACT_TANH) return 0;
+    if (x && n > 0) act_f32_avx2(kind, x, y, n, p0, p1);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- pooling */
+
+static INLINE T_AVX2 __m256 poolf_clamp(__m256 v, __m256 lo, __m256 hi) {
+    const __m256 r = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+    return _mm256_blendv_ps(r, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+}
+
+static T_AVX2 void pool_f32_avx2(int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols, int32_t c,
+                                 float lo, float hi, float *y) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), count = _mm256_set1_ps((float)(rows * cols));
+    const __m256 start = _mm256_set1_ps(average ? 0.0f : -3.40282347e+38f);
+    int32_t i = 0, r, j;
+    for (; i + 32 <= c; i += 32) {
+        __m256 a0 = start, a1 = start, a2 = start, a3 = start;
+        for (r = 0; r < rows; r++) {
+            for (j = 0; j < cols; j++) {
+                const float *p = x + r * row + (int64_t)j * c + i;
+                if (average) {
+                    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p));
+                    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + 8));
+                    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + 16));
+                    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + 24));
+                } else { /* MAXPS(p, a) = p > a ? p : a, the portable compare exactly */
+                    a0 = _mm256_max_ps(_mm256_loadu_ps(p), a0);
+                    a1 = _mm256_max_ps(_mm256_loadu_ps(p + 8), a1);
+                    a2 = _mm256_max_ps(_mm256_loadu_ps(p + 16), a2);
+                    a3 = _mm256_max_ps(_mm256_loadu_ps(p + 24), a3);
+                }
+            }
+        }
+        if (average) {
+            a0 = _mm256_div_ps(a0, count), a1 = _mm256_div_ps(a1, count);
+            a2 = _mm256_div_ps(a2, count), a3 = _mm256_div_ps(a3, count);
+        }
+        _mm256_storeu_ps(y + i, poolf_clamp(a0, vlo, vhi));
+        _mm256_storeu_ps(y + i + 8, poolf_clamp(a1, vlo, vhi));
+        _mm256_storeu_ps(y + i + 16, poolf_clamp(a2, vlo, vhi));
+        _mm256_storeu_ps(y + i + 24, poolf_clamp(a3, vlo, vhi));
+    }
+    for (; i + 8 <= c; i += 8) {
+        __m256 a0 = start;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const __m256 v = _mm256_loadu_ps(x + r * row + (int64_t)j * c + i);
+                a0 = average ? _mm256_add_ps(a0, v) : _mm256_max_ps(v, a0);
+            }
+        if (average) a0 = _mm256_div_ps(a0, count);
+        _mm256_storeu_ps(y + i, poolf_clamp(a0, vlo, vhi));
+    }
+    for (; i < c; i++) {
+        float a = average ? 0.0f : -3.40282347e+38f, v;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const float u = x[r * row + (int64_t)j * c + i];
+                if (average) a += u;
+                else a = u > a ? u : a;
+            }
+        v = average ? a / (float)(rows * cols) : a;
+        y[i] = v < lo ? lo : (v > hi ? hi : v);
+    }
+}
+
+int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
+                           int32_t c, float lo, float hi, float *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (x) pool_f32_avx2(average, x, row, rows, cols, c, lo, hi, y);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------- float16 */
 
 /* The portable kernel's widening (kernels/dequantize.c): every half exactly, NaN payloads kept as they are. */
