@@ -433,9 +433,11 @@ static INLINE float32x4_t f32_exp(float32x4_t x) {
     return vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-static INLINE int act_vector_ok(const int32_t kind, float32x4_t v) {
-    if (kind == EDGE_SIMD_ACT_LOGISTIC) return vminvq_u32(vcgeq_f32(v, vdupq_n_f32(-87.0f))) != 0;
-    return vminvq_u32(vceqq_f32(v, v)) != 0;
+/* edge_simd_f32_x86.c's act_lanes_ok: a bit per lane the polynomial path covers. */
+static INLINE int act_lanes_ok(const int32_t kind, float32x4_t v) {
+    static const uint32_t bit[4] = {1, 2, 4, 8};
+    const uint32x4_t m = kind == EDGE_SIMD_ACT_LOGISTIC ? vcgeq_f32(v, vdupq_n_f32(-87.0f)) : vceqq_f32(v, v);
+    return (int)vaddvq_u32(vandq_u32(m, vld1q_u32(bit)));
 }
 
 static INLINE float32x4_t act_vec(const int32_t kind, float32x4_t v, float32x4_t p0, float32x4_t p1) {
@@ -459,45 +461,47 @@ static INLINE float32x4_t act_vec(const int32_t kind, float32x4_t v, float32x4_t
         return vbslq_f32(big, one, vbslq_f32(small, e, vdivq_f32(one, vaddq_f32(one, e))));
     }
     {
-        const float32x4_t one = vdupq_n_f32(1.0f), a = vabsq_f32(v), z = vmulq_f32(v, v);
+        const float32x4_t one = vdupq_n_f32(1.0f), a = vabsq_f32(v), z = vmulq_f32(a, a);
         const float32x4_t ac = vminq_f32(a, vdupq_n_f32(9.5f));
         float32x4_t p = vfmaq_f32(vdupq_n_f32(2.06390887954e-2f), vdupq_n_f32(-5.70498872745e-3f), z), e, l;
         p = vfmaq_f32(vdupq_n_f32(-5.37397155531e-2f), p, z);
         p = vfmaq_f32(vdupq_n_f32(1.33314422036e-1f), p, z);
         p = vfmaq_f32(vdupq_n_f32(-3.33332819422e-1f), p, z);
-        p = vfmaq_f32(v, vmulq_f32(p, z), v);
+        p = vfmaq_f32(a, vmulq_f32(p, z), a);
         e = f32_exp(vaddq_f32(ac, ac));
         l = vsubq_f32(one, vdivq_f32(vdupq_n_f32(2.0f), vaddq_f32(e, one)));
-        l = vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(l),
-                                            vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x80000000u))));
-        return vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.625f)), p, l);
+        l = vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.625f)), p, l);
+        return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(l),
+                                               vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x80000000u))));
     }
 }
 
 static INLINE void act_neon(const int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
     const float32x4_t v0 = vdupq_n_f32(p0), v1 = vdupq_n_f32(p1);
     const int check = kind == EDGE_SIMD_ACT_LOGISTIC || kind == EDGE_SIMD_ACT_TANH;
-    int64_t i, j;
-    for (i = 0; i + 4 <= n; i += 4) {
-        const float32x4_t v = vld1q_f32(x + i);
-        if (check && !act_vector_ok(kind, v)) {
-            for (j = i; j < i + 4; j++) y[j] = edge_simd_act_f32_one(kind, x[j], p0, p1);
+    float in[4], out[4];
+    int64_t i;
+    int32_t j, lanes;
+    for (i = 0; i < n; i += 4) {
+        const int32_t m = n - i < 4 ? (int32_t)(n - i) : 4;
+        float32x4_t v;
+        if (m == 4) {
+            v = vld1q_f32(x + i);
         } else {
+            memset(in, 0, sizeof in);
+            memcpy(in, x + i, sizeof(float) * (size_t)m);
+            v = vld1q_f32(in);
+        }
+        lanes = check ? act_lanes_ok(kind, v) : 0xF;
+        if (m == 4 && lanes == 0xF) {
             vst1q_f32(y + i, act_vec(kind, v, v0, v1));
+            continue;
         }
-    }
-    if (i < n) {
-        float buf[4] = {0};
-        memcpy(buf, x + i, sizeof(float) * (size_t)(n - i));
-        {
-            const float32x4_t v = vld1q_f32(buf);
-            if (check && !act_vector_ok(kind, v)) {
-                for (j = i; j < n; j++) y[j] = edge_simd_act_f32_one(kind, x[j], p0, p1);
-                return;
-            }
-            vst1q_f32(buf, act_vec(kind, v, v0, v1));
-        }
-        memcpy(y + i, buf, sizeof(float) * (size_t)(n - i));
+        vst1q_f32(in, v); /* (y may be x: keep the inputs) */
+        vst1q_f32(out, act_vec(kind, v, v0, v1));
+        for (j = 0; j < 4; j++)
+            if (!(lanes >> j & 1)) out[j] = edge_simd_act_f32_one(kind, in[j], p0, p1);
+        memcpy(y + i, out, sizeof(float) * (size_t)m);
     }
 }
 

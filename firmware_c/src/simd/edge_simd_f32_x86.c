@@ -532,10 +532,11 @@ static INLINE T_AVX2 __m256 f32_exp(__m256 x) {
                                 _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
-/* 1: the vector runs the polynomial path (no NaN; LOGISTIC: no x < -87, whose exp(x) would be subnormal). */
-static INLINE T_AVX2 int act_vector_ok(const int32_t kind, __m256 v) {
-    if (kind == EDGE_SIMD_ACT_LOGISTIC) return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_GE_OQ)) == 0xFF;
-    return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_ORD_Q)) == 0xFF;
+/* The lanes the polynomial path covers (a bit each: no NaN; LOGISTIC: not x < -87, whose exp(x) would be
+ * subnormal); the others take the portable formula, lane by lane (the same result at any vector width). */
+static INLINE T_AVX2 int act_lanes_ok(const int32_t kind, __m256 v) {
+    if (kind == EDGE_SIMD_ACT_LOGISTIC) return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_GE_OQ));
+    return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_ORD_Q));
 }
 
 static INLINE T_AVX2 __m256 act_vec(const int32_t kind, __m256 v, __m256 p0, __m256 p1) {
@@ -561,45 +562,47 @@ static INLINE T_AVX2 __m256 act_vec(const int32_t kind, __m256 v, __m256 p0, __m
         const __m256 e = f32_exp(t);
         return _mm256_blendv_ps(_mm256_blendv_ps(_mm256_div_ps(one, _mm256_add_ps(one, e)), e, small), one, big);
     }
-    {   /* TANH: |x| < 0.625 Cephes' odd polynomial; beyond, 1 - 2 / (exp(2|x|) + 1) with x's sign */
+    {   /* TANH of |x|: below 0.625 Cephes' odd polynomial, beyond 1 - 2 / (exp(2|x|) + 1); then x's sign (-0: -0) */
         const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
-        const __m256 a = _mm256_andnot_ps(sign, v), z = _mm256_mul_ps(v, v);
+        const __m256 a = _mm256_andnot_ps(sign, v), z = _mm256_mul_ps(a, a);
         __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(-5.70498872745e-3f), z, _mm256_set1_ps(2.06390887954e-2f)), e, l;
         p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
         p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
         p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
-        p = _mm256_fmadd_ps(_mm256_mul_ps(p, z), v, v);
+        p = _mm256_fmadd_ps(_mm256_mul_ps(p, z), a, a);
         e = f32_exp(_mm256_add_ps(_mm256_min_ps(a, _mm256_set1_ps(9.5f)), _mm256_min_ps(a, _mm256_set1_ps(9.5f))));
         l = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
-        l = _mm256_or_ps(l, _mm256_and_ps(v, sign));
-        return _mm256_blendv_ps(l, p, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+        l = _mm256_blendv_ps(l, p, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+        return _mm256_or_ps(l, _mm256_and_ps(v, sign));
     }
 }
 
 static INLINE T_AVX2 void act_avx2(const int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
     const __m256 v0 = _mm256_set1_ps(p0), v1 = _mm256_set1_ps(p1);
     const int check = kind == EDGE_SIMD_ACT_LOGISTIC || kind == EDGE_SIMD_ACT_TANH;
-    int64_t i, j;
-    for (i = 0; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        if (check && !act_vector_ok(kind, v)) {
-            for (j = i; j < i + 8; j++) y[j] = edge_simd_act_f32_one(kind, x[j], p0, p1);
-        } else {
+    float in[8], out[8];
+    int64_t i;
+    int32_t j, lanes;
+    for (i = 0; i < n; i += 8) {
+        const int32_t m = n - i < 8 ? (int32_t)(n - i) : 8;
+        __m256 v;
+        if (m == 8) {
+            v = _mm256_loadu_ps(x + i);
+        } else { /* the tail through a zero-padded vector (the same lanes' arithmetic) */
+            memset(in, 0, sizeof in);
+            memcpy(in, x + i, sizeof(float) * (size_t)m);
+            v = _mm256_loadu_ps(in);
+        }
+        lanes = check ? act_lanes_ok(kind, v) : 0xFF;
+        if (m == 8 && lanes == 0xFF) {
             _mm256_storeu_ps(y + i, act_vec(kind, v, v0, v1));
+            continue;
         }
-    }
-    if (i < n) { /* the tail through a zero-padded vector (the same lanes' arithmetic) */
-        float buf[8] = {0};
-        memcpy(buf, x + i, sizeof(float) * (size_t)(n - i));
-        {
-            const __m256 v = _mm256_loadu_ps(buf);
-            if (check && !act_vector_ok(kind, v)) {
-                for (j = i; j < n; j++) y[j] = edge_simd_act_f32_one(kind, x[j], p0, p1);
-                return;
-            }
-            _mm256_storeu_ps(buf, act_vec(kind, v, v0, v1));
-        }
-        memcpy(y + i, buf, sizeof(float) * (size_t)(n - i));
+        _mm256_storeu_ps(in, v); /* (y may be x: keep the inputs) */
+        _mm256_storeu_ps(out, act_vec(kind, v, v0, v1));
+        for (j = 0; j < 8; j++)
+            if (!(lanes >> j & 1)) out[j] = edge_simd_act_f32_one(kind, in[j], p0, p1);
+        memcpy(y + i, out, sizeof(float) * (size_t)m);
     }
 }
 
