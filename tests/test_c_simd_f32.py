@@ -380,6 +380,30 @@ def test_pool_f32_simd_same_bits_as_portable(backend, levels, seed):
     _same_bits_at_every_level(backend, levels, model, [x])
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_mean_sum_over_hw_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float MEAN / SUM of NHWC over H and W (keep_dims or not, axes as given or negative, channel counts around the
+    vector widths, NaN / inf / -0): each channel's sum in double in pixel order, the same bits at every level; other
+    axes keep the portable loop (checked too); LiteRT's reference values on finite inputs."""
+    rng = np.random.default_rng(22000 + seed)
+    op = ["MEAN", "SUM"][seed % 2]
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = [4, 15, 16, 17, 8, 33, 64, 3][seed]  # every block width of both architectures and their tails
+    keep = bool(seed % 4 < 2)
+    axes = [[1, 2], [-3, -2], [2, 1], [1, 3]][seed % 4 if seed < 4 else (seed - 4) % 3]
+    kept = [d for i, d in enumerate((n, h, w, c)) if i not in {a % 4 for a in axes}]
+    oshape = tuple(1 if i in {a % 4 for a in axes} else d for i, d in enumerate((n, h, w, c))) if keep else tuple(kept)
+    model = op_model(op, [F((n, h, w, c)), T((len(axes),), "INT32", data=np.array(axes, np.int32))], [F(oshape)],
+                     options={"keep_dims": keep})
+    x = rng.uniform(-3, 3, (n, h, w, c)).astype(np.float32)
+    ref = _same_bits_at_every_level(backend, levels, model, [x])
+    np.testing.assert_allclose(ref[0], run_litert(model, [x])[0], rtol=1e-5, atol=1e-6)
+    x.reshape(-1)[:: 37] = np.nan
+    x.reshape(-1)[3:: 41] = np.inf
+    x.reshape(-1)[5:: 11] = -0.0
+    _same_bits_at_every_level(backend, levels, model, [x])
+
+
 def _threaded(backend, model, feeds, threads):
     c = backend.CInterpreter(model_content=model, num_threads=threads)
     c.allocate_tensors()
@@ -498,7 +522,7 @@ def arm64_runner():
 def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
     """The NEON float paths (qemu -cpu cortex-a53) run the same fused multiply-adds in the same order as AVX2: the
     same bits as the x86-64 host build (conv, depthwise, FC, BATCH_MATMUL, float16 DEQUANTIZE, PRELU, ADD / SUB /
-    MUL, the RELU family, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, AVERAGE / MAX_POOL_2D); the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
+    MUL, the RELU family, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, AVERAGE / MAX_POOL_2D, MEAN over H, W); the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
     from tests.test_c_cross import HOST_RUNNER, _run as run_cmd
 
     qemu, sysroot, runner = arm64_runner
@@ -537,6 +561,9 @@ def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
         models.append((op_model(op, [F(px.shape)], [F((1, oh, ow, 37))],
                                 options={"padding": pad, "stride_h": st, "stride_w": st, "filter_height": fh,
                                          "filter_width": fw, "fused_activation_function": "RELU6"}), [px]))
+    mx = rng.standard_normal((2, 5, 6, 21)).astype(np.float32)
+    models.append((op_model("MEAN", [F(mx.shape), T((2,), "INT32", data=np.array([1, 2], np.int32))], [F((2, 21))],
+                            options={"keep_dims": False}), [mx]))
     for i, (model, feeds) in enumerate(models):
         path = tmp_path / f"m{i}.tflite"
         path.write_bytes(model)
