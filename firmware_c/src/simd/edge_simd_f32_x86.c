@@ -11,6 +11,7 @@
 #include "edge_simd.h"
 
 #if EDGE_SIMD && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -778,9 +779,9 @@ static T_F16C void f16_avx2(const uint16_t *h, float *y, int64_t n) {
 int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n) {
     static int32_t f16c = -1;
     if (level < EDGE_SIMD_X86_AVX2) return 0;
-    if (f16c < 0) {
-        __builtin_cpu_init();
-        f16c = __builtin_cpu_supports("f16c") ? 1 : 0;
+    if (f16c < 0) { /* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c") */
+        unsigned int eax, ebx, ecx = 0, edx;
+        f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1u) ? 1 : 0;
     }
     if (!f16c) return 0;
     f16_avx2(h, y, n);
