@@ -271,6 +271,139 @@ def test_nan_and_inf_pass_like_the_portable_kernels(backend, levels):
             _close(np.where(fin, got, 0), np.where(fin, ref, 0), f"level {level} {act}")
 
 
+def _special_values(rng, n):
+    """n float32 inputs: uniform in [-12, 12], the activations' corners (0, -0, -+1, -+3, -+6 and their
+    neighbours), NaN, -+inf, large magnitudes and subnormals."""
+    x = rng.uniform(-12, 12, n).astype(np.float32)
+    corners = np.array([0.0, -0.0, 1, -1, 3, -3, 6, -6, np.nan, np.inf, -np.inf, 3e38, -3e38, 1e-40, -1e-40], np.float32)
+    corners = np.concatenate([corners, np.nextafter(corners[2:8], np.float32(np.inf)),
+                              np.nextafter(corners[2:8], np.float32(-np.inf))])
+    x[rng.choice(n, min(n, corners.size), replace=False)] = corners[: min(n, corners.size)]
+    return x
+
+
+def _same_bits_at_every_level(backend, levels, model, feeds):
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, feeds)
+    for level in lv:
+        for r, g in zip(ref, _run(backend, lib, level, model, feeds)):
+            np.testing.assert_array_equal(g.view(np.uint32), r.view(np.uint32), err_msg=f"SIMD level {level}")
+    return ref
+
+
+@pytest.mark.parametrize("op,opts", [("RELU", None), ("RELU6", None), ("RELU_N1_TO_1", None),
+                                     ("LEAKY_RELU", {"alpha": 0.2}), ("LEAKY_RELU", {"alpha": -1.5}),
+                                     ("HARD_SWISH", None)])
+@pytest.mark.parametrize("n", [1, 7, 8, 33, 1000])
+def test_activations_f32_simd_same_bits_as_portable(backend, levels, op, opts, n):
+    """float RELU / RELU6 / RELU_N1_TO_1 / LEAKY_RELU / HARD_SWISH: the portable loop's compares and roundings lane
+    by lane (NaN, -0, infinities, the corners, odd tails): the same bits at every level, and LiteRT's reference
+    values on finite inputs."""
+    rng = np.random.default_rng(19000 + n)
+    model = op_model(op, [F((1, n))], [F((1, n))], options=opts)
+    x = _special_values(rng, n)[None]
+    _same_bits_at_every_level(backend, levels, model, [x])
+    fin = np.isfinite(x) & (np.abs(x) < 1e38)
+    xf = np.where(fin, x, np.float32(0.5))
+    np.testing.assert_allclose(_run(backend, levels[0], 0, model, [xf])[0], run_litert(model, [xf])[0],
+                               rtol=1e-6, atol=1e-7)
+
+
+def _dense_grid():
+    """Every 4099th float32 of magnitude below 120 (both signs: tiny to large, ~1M values), a fine uniform grid
+    over [-20, 20], and NaN, infinities, -0, subnormals, beyond-range values."""
+    mags = np.arange(0, np.float32(120).view(np.uint32), 4099, dtype=np.uint32).view(np.float32)
+    return np.concatenate([mags, -mags, np.linspace(-20, 20, 200001, dtype=np.float32),
+                           np.array([np.nan, np.inf, -np.inf, -0.0, 1e-45, -1e-45, 1e30, -1e30, -87.0, -87.01,
+                                     16.619047, 16.619049, -9.0, -9.000001, 0.625, -0.625, 0.62499994],
+                                    np.float32)])[None]
+
+
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_logistic_tanh_f32_simd_within_1e6_relative_of_portable(backend, levels, op):
+    """The vectorized exp / tanh against the portable kernel (exp / tanh in double) over a dense grid including
+    large |x|, the cut-offs and NaN / inf: within 1e-6 relative, exactly where the portable result is 0, +-1, NaN or
+    infinite; then within 1e-6 relative of LiteRT's reference kernel on a random tensor."""
+    x = _dense_grid()
+    x[0, 5::1013] = np.nan  # NaNs beside ordinary lanes: each lane its own result
+    model = op_model(op, [F(x.shape)], [F(x.shape)])
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, [x])[0]
+    assert np.isnan(ref[np.isnan(x)]).all()
+    for level in lv:
+        got = _run(backend, lib, level, model, [x])[0]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=f"NaNs at level {level}")
+        ok = ~np.isnan(ref)
+        g, r = got[ok].astype(np.float64), ref[ok].astype(np.float64)
+        rel = np.abs(g - r) / np.maximum(np.abs(r), 1e-300)
+        worst = int(np.argmax(rel))
+        assert rel[worst] <= 1e-6, f"level {level}: {op}({x[0][ok][worst]!r}) = {g[worst]!r}, portable {r[worst]!r}"
+        exact = (r == 0) | (np.abs(r) == 1) | np.isinf(r)
+        np.testing.assert_array_equal(got[ok][exact].view(np.uint32), ref[ok][exact].view(np.uint32),
+                                      err_msg=f"level {level}: zeros (their signs), +-1, infinities")
+        # the least-RAM plan (the output may overwrite the input in place): the same bits
+        np.testing.assert_array_equal(_run(backend, lib, level, model, [x], memory="min")[0].view(np.uint32),
+                                      got.view(np.uint32), err_msg=f"level {level}, memory='min'")
+    rng = np.random.default_rng(20000)
+    xs = (rng.standard_normal((2, 9, 11, 13)) * 4).astype(np.float32)
+    small = op_model(op, [F(xs.shape)], [F(xs.shape)])
+    want = run_litert(small, [xs])[0].astype(np.float64)
+    for level in [0, *lv]:
+        got = _run(backend, lib, level, small, [xs])[0]
+        assert np.max(np.abs(got - want) / np.abs(want)) <= 1e-6, f"level {level} vs LiteRT reference"
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_pool_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float AVERAGE_POOL_2D / MAX_POOL_2D (windows cut by SAME padding, strides, channel counts around the vector
+    widths, every fused activation, NaN / inf / -0 cells): the portable pool's sum order and compares, the same bits
+    at every level, and LiteRT's reference values on finite inputs."""
+    rng = np.random.default_rng(21000 + seed)
+    op = ["AVERAGE_POOL_2D", "MAX_POOL_2D"][seed % 2]
+    fh, fw = (int(v) for v in rng.choice([1, 2, 3, 5], 2))
+    sh, sw = (int(v) for v in rng.choice([1, 2, 3], 2))
+    padding = str(rng.choice(["SAME", "VALID"]))
+    h, w = int(rng.integers(fh, 12)), int(rng.integers(fw, 12))
+    n, c = int(rng.choice([1, 2])), int(rng.choice([1, 3, 4, 8, 13, 16, 31, 32, 33, 40, 64, 67]))
+    oh, ow = _out(padding, sh, 1, h, fh), _out(padding, sw, 1, w, fw)
+    model = op_model(op, [F((n, h, w, c))], [F((n, oh, ow, c))],
+                     options={"padding": padding, "stride_h": sh, "stride_w": sw, "filter_height": fh,
+                              "filter_width": fw, "fused_activation_function": str(rng.choice(ACTS))})
+    x = rng.uniform(-3, 3, (n, h, w, c)).astype(np.float32)
+    _same_bits_at_every_level(backend, levels, model, [x])
+    np.testing.assert_allclose(_run(backend, levels[0], 0, model, [x])[0], run_litert(model, [x])[0],
+                               rtol=1e-6, atol=1e-6)
+    x.reshape(-1)[:: 13] = np.nan
+    x.reshape(-1)[5:: 17] = -0.0
+    x.reshape(-1)[7:: 29] = np.inf
+    x.reshape(-1)[3:: 31] = -np.inf
+    _same_bits_at_every_level(backend, levels, model, [x])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mean_sum_over_hw_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """float MEAN / SUM of NHWC over H and W (keep_dims or not, axes as given or negative, channel counts around the
+    vector widths, NaN / inf / -0): each channel's sum in double in pixel order, the same bits at every level; other
+    axes keep the portable loop (checked too); LiteRT's reference values on finite inputs."""
+    rng = np.random.default_rng(22000 + seed)
+    op = ["MEAN", "SUM"][seed % 2]
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 14)), int(rng.integers(1, 14))
+    c = [4, 15, 16, 17, 8, 33, 64, 3][seed]  # every block width of both architectures and their tails
+    keep = bool(seed % 4 < 2)
+    axes = [[1, 2], [-3, -2], [2, 1], [1, 3]][seed % 4 if seed < 4 else (seed - 4) % 3]
+    kept = [d for i, d in enumerate((n, h, w, c)) if i not in {a % 4 for a in axes}]
+    oshape = tuple(1 if i in {a % 4 for a in axes} else d for i, d in enumerate((n, h, w, c))) if keep else tuple(kept)
+    model = op_model(op, [F((n, h, w, c)), T((len(axes),), "INT32", data=np.array(axes, np.int32))], [F(oshape)],
+                     options={"keep_dims": keep})
+    x = rng.uniform(-3, 3, (n, h, w, c)).astype(np.float32)
+    ref = _same_bits_at_every_level(backend, levels, model, [x])
+    np.testing.assert_allclose(ref[0], run_litert(model, [x])[0], rtol=1e-5, atol=1e-6)
+    x.reshape(-1)[:: 37] = np.nan
+    x.reshape(-1)[3:: 41] = np.inf
+    x.reshape(-1)[5:: 11] = -0.0
+    _same_bits_at_every_level(backend, levels, model, [x])
+
+
 def _threaded(backend, model, feeds, threads):
     c = backend.CInterpreter(model_content=model, num_threads=threads)
     c.allocate_tensors()
@@ -389,7 +522,7 @@ def arm64_runner():
 def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
     """The NEON float paths (qemu -cpu cortex-a53) run the same fused multiply-adds in the same order as AVX2: the
     same bits as the x86-64 host build (conv, depthwise, FC, BATCH_MATMUL, float16 DEQUANTIZE, PRELU, ADD / SUB /
-    MUL); the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
+    MUL, the RELU family, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, AVERAGE / MAX_POOL_2D, MEAN over H, W); the portable aarch64 kernels (EDGE_SIMD_LEVEL=0) within rounding."""
     from tests.test_c_cross import HOST_RUNNER, _run as run_cmd
 
     qemu, sysroot, runner = arm64_runner
@@ -413,6 +546,24 @@ def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
     for op, other in (("ADD", (19,)), ("SUB", sh), ("MUL", (1,))):
         models.append((op_model(op, [F(sh), F(other)], [F(sh)], options={"fused_activation_function": "RELU6"}),
                        [x, rng.standard_normal(other).astype(np.float32)]))
+    for op, opts in (("RELU", None), ("RELU6", None), ("RELU_N1_TO_1", None), ("LEAKY_RELU", {"alpha": 0.3}),
+                     ("HARD_SWISH", None)):
+        models.append((op_model(op, [F(sh)], [F(sh)], options=opts), [x * 4]))
+    grid = np.concatenate([np.linspace(-30, 30, 20001, dtype=np.float32), [np.nan, np.inf, -np.inf, -0.0, -100.0]])
+    grid = grid.astype(np.float32)[None]
+    for op in ("LOGISTIC", "TANH"):
+        models.append((op_model(op, [F(grid.shape)], [F(grid.shape)]), [grid]))
+    for op, (fh, fw, st, pad) in (("AVERAGE_POOL_2D", (3, 3, 1, "SAME")), ("MAX_POOL_2D", (3, 2, 2, "SAME")),
+                                  ("AVERAGE_POOL_2D", (2, 2, 2, "VALID"))):
+        px = rng.standard_normal((1, 7, 9, 37)).astype(np.float32)
+        px.reshape(-1)[::23] = np.nan
+        oh, ow = _out(pad, st, 1, 7, fh), _out(pad, st, 1, 9, fw)
+        models.append((op_model(op, [F(px.shape)], [F((1, oh, ow, 37))],
+                                options={"padding": pad, "stride_h": st, "stride_w": st, "filter_height": fh,
+                                         "filter_width": fw, "fused_activation_function": "RELU6"}), [px]))
+    mx = rng.standard_normal((2, 5, 6, 21)).astype(np.float32)
+    models.append((op_model("MEAN", [F(mx.shape), T((2,), "INT32", data=np.array([1, 2], np.int32))], [F((2, 21))],
+                            options={"keep_dims": False}), [mx]))
     for i, (model, feeds) in enumerate(models):
         path = tmp_path / f"m{i}.tflite"
         path.write_bytes(model)

@@ -21,6 +21,7 @@
 
 #include "edge_kernel.h"
 #include "edge_fixedpoint.h"
+#include "simd/edge_simd.h"
 
 /* ------------------------------------------------------------------------------------ rounding, ranges */
 
@@ -418,6 +419,9 @@ typedef struct {
     int32_t left_shift16;  /* int16 */
     int64_t multiplier16;  /* int16 */
     int8_t lut[256];       /* int8: the output of every input */
+#if EDGE_SIMD
+    int32_t simd;          /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+#endif
 } ea_sigmoid_data_t;
 
 static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_tanh, ea_lut8_fn int8_value) {
@@ -428,7 +432,13 @@ static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ct
     if (s != EDGE_OK) return s;
     d = (ea_sigmoid_data_t *)node->user_data;
     d->type = x->type;
-    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+        if (d->simd && !edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_LOGISTIC, NULL, NULL, 0, 0.0f, 0.0f)) d->simd = 0;
+#endif
+        return EDGE_OK;
+    }
     if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     if (x->type == EDGE_INT8) {
         ea_radius_t radius;
@@ -464,6 +474,12 @@ static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int
     } else if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
+#if EDGE_SIMD
+        /* within 1e-6 relative of the loop below (edge_simd.h); not in a patch window (the portable loops) */
+        if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
+            edge_simd_act_f32(d->simd, is_tanh ? EDGE_SIMD_ACT_TANH : EDGE_SIMD_ACT_LOGISTIC, xf, y, n, 0.0f, 0.0f))
+            return;
+#endif
         for (i = 0; i < n; i++) {
             const float v = xf[i];
             if (is_tanh) y[i] = (float)tanh((double)v);

@@ -8,12 +8,16 @@
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(HARD_SWISH, hard_swish, 2, "FLOAT32 INT8", "")
 
 typedef struct {
     int32_t type;
     int8_t lut[256];
+#if EDGE_SIMD
+    int32_t simd;               /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+#endif
 } hard_swish_data_t;
 
 static int32_t downscale_to_int16(int32_t m) {
@@ -55,7 +59,13 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     if ((s = ea_unary_begin(node, ctx, 0, sizeof *d, &x, &out)) != EDGE_OK) return s;
     d = (hard_swish_data_t *)node->user_data;
     d->type = x->type;
-    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+        if (d->simd && !edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_HARD_SWISH, NULL, NULL, 0, 0.0f, 0.0f)) d->simd = 0;
+#endif
+        return EDGE_OK;
+    }
     if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     hires_input_scale = (1.0f / 128.0f) * x->scale;
     reluish_scale = 3.0f / 32768.0f;
@@ -84,6 +94,11 @@ void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
     } else if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
+#if EDGE_SIMD
+        if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
+            edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_HARD_SWISH, xf, y, n, 0.0f, 0.0f))
+            return;
+#endif
         for (i = 0; i < n; i++) {
             float v = xf[i], t = v + 3.0f;
             if (t < 0.0f) t = 0.0f;

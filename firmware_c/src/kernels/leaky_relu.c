@@ -8,6 +8,7 @@
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(LEAKY_RELU, leaky_relu, 2, "FLOAT32 INT8 INT16", "")
 
@@ -18,6 +19,9 @@ typedef struct {
     int32_t in_zp, out_zp, m_id, s_id, s_alpha, negative_alpha, qmin, qmax;
     int64_t m_alpha; /* |alpha multiplier|: may be 2^31 when the mantissa was -2^31 */
     int8_t lut[256];
+#if EDGE_SIMD
+    int32_t simd;               /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+#endif
 } leaky_data_t;
 
 /* MultiplyByQuantizedMultiplier with a non-negative multiplier up to 2^31 (Python's int64 arithmetic). */
@@ -53,7 +57,13 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     d = (leaky_data_t *)node->user_data;
     d->type = x->type;
     d->alpha = node->options_type == EDGE_OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;
-    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+        if (d->simd && !edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_LEAKY, NULL, NULL, 0, 0.0f, 0.0f)) d->simd = 0;
+#endif
+        return EDGE_OK;
+    }
     if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     if (edge_quantize_multiplier((double)x->scale * (double)d->alpha / (double)out->scale, &m_alpha, &d->s_alpha) ||
         edge_quantize_multiplier((double)x->scale / (double)out->scale, &d->m_id, &d->s_id))
@@ -85,6 +95,11 @@ void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
         const float alpha = d->alpha;
+#if EDGE_SIMD
+        if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
+            edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_LEAKY, xf, y, n, alpha, 0.0f))
+            return;
+#endif
         for (i = 0; i < n; i++) y[i] = xf[i] > 0.0f ? xf[i] : xf[i] * alpha;
     }
 }

@@ -13,6 +13,7 @@
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(MEAN, mean, 3, "FLOAT32 INT8 INT16", "")
 EDGE_KERNEL(SUM, sum, 2, "FLOAT32 INT8 INT16", "")
@@ -29,6 +30,9 @@ typedef struct {
     int64_t kept_stride[MEAN_MAX_RANK], red_stride[MEAN_MAX_RANK]; /* input elements */
     int32_t multiplier, shift, in_zp, out_zp, lo, hi;
     uint32_t offset;                      /* in_zp * n, wrapped to 32 bits */
+#if EDGE_SIMD
+    int32_t simd;                         /* float32 NHWC over H, W on a 64-bit Linux CPU: its level (0: none) */
+#endif
 } mean_data_t;
 
 static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_mean) {
@@ -91,7 +95,13 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
         }
     }
     if (edge_tensor_elements(x) == 0) d->n_red = 0; /* eval fills zeros */
-    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
+#if EDGE_SIMD
+        d->simd = rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] && d->n_red > 0 ? edge_simd_level() : 0;
+        if (d->simd && !edge_simd_mean_hw_f32(d->simd, is_mean, NULL, 0, 0, NULL)) d->simd = 0;
+#endif
+        return EDGE_OK;
+    }
 
     if (!x->quantized || !y->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: needs quantized input and output");
     if (x->n_scales != 1 || y->n_scales != 1) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "MEAN/SUM: per-channel quantization");
@@ -131,6 +141,14 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
         memset(y->data, 0, y->bytes);
         return;
     }
+#if EDGE_SIMD
+    if (d->simd && !(EDGE_WITH_PATCH && ctx->window)) { /* NHWC over H, W: kept_dims = {N, C} */
+        for (o = 0; o < d->kept_dims[0]; o++)
+            (void)edge_simd_mean_hw_f32(d->simd, d->is_mean, (const float *)x->data + o * d->n_red * d->kept_dims[1],
+                                        d->n_red, d->kept_dims[1], (float *)y->data + o * d->kept_dims[1]);
+        return;
+    }
+#endif
     for (o = 0; o < d->n_out; o++) {
         int32_t ridx[MEAN_MAX_RANK] = {0};
         int64_t r, pos = base;

@@ -28,7 +28,7 @@ typedef struct {
     float flo, fhi;
     int32_t scratch;            /* c int32 (or float) accumulators */
 #if EDGE_SIMD
-    int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int32_t simd;               /* int8 / float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
 #endif
 } pool_data_t;
 
@@ -113,8 +113,10 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     }
 #if EDGE_SIMD
-    d->simd = in->type == EDGE_INT8 ? edge_simd_level() : 0;
-    if (d->simd && !edge_simd_pool_q8(d->simd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) d->simd = 0; /* has the level it? */
+    d->simd = in->type == EDGE_INT8 || in->type == EDGE_FLOAT32 ? edge_simd_level() : 0;
+    if (d->simd && (in->type == EDGE_INT8 ? !edge_simd_pool_q8(d->simd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                                          : !edge_simd_pool_f32(d->simd, 0, NULL, 0, 0, 0, 0, 0.0f, 0.0f, NULL)))
+        d->simd = 0; /* has the level it? */
 #endif
     return edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->c, &d->scratch);
 }
@@ -219,6 +221,25 @@ static void pool_int8_simd(const pool_data_t *d, const int8_t *x, int8_t *y, int
         }
     }
 }
+
+/* float32 on a fast path: each output pixel's window to edge_simd_pool_f32 (pool_float's sum order: the same bits). */
+static void pool_float_simd(const pool_data_t *d, const float *x, float *y, int average) {
+    const int32_t c = d->c;
+    int32_t b, oy, ox, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->pt;
+            pool_range(iy0, d->h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->pl;
+                pool_range(ix0, d->w, d->fw, &fx0, &fx1);
+                (void)edge_simd_pool_f32(d->simd, average, x + (((int64_t)b * d->h + iy0 + fy0) * d->w + ix0 + fx0) * c,
+                                         (int64_t)d->w * c, fy1 - fy0, fx1 - fx0, c, d->flo, d->fhi,
+                                         y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+            }
+        }
+    }
+}
 #endif
 
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
@@ -237,8 +258,12 @@ static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
     void *scratch = edge_scratch(ctx, node, d->scratch);
 #if EDGE_SIMD
-    if (d->simd) {
+    if (d->simd && d->type == EDGE_INT8) {
         pool_int8_simd(d, (const int8_t *)in->data, (int8_t *)out->data, (int32_t *)scratch, average);
+        return;
+    }
+    if (EDGE_WITH_FLOAT32 && d->simd && d->type == EDGE_FLOAT32) {
+        pool_float_simd(d, (const float *)in->data, (float *)out->data, average);
         return;
     }
 #endif

@@ -8,6 +8,7 @@
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(RELU, relu, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0")
 EDGE_KERNEL(RELU6, relu6, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0")
@@ -19,6 +20,9 @@ typedef struct {
     int32_t type, kind;
     int32_t in_zp, out_zp, multiplier, shift, lo, hi; /* RELU6: lo = in_zp, hi = six */
     int8_t lut[256];
+#if EDGE_SIMD
+    int32_t simd;               /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+#endif
 } relu_data_t;
 
 static int32_t relu_q(const void *params, int32_t v) {
@@ -38,7 +42,13 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     d = (relu_data_t *)node->user_data;
     d->type = x->type;
     d->kind = kind;
-    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
+    if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+        if (d->simd && !edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_RELU, NULL, NULL, 0, 0.0f, 0.0f)) d->simd = 0;
+#endif
+        return EDGE_OK;
+    }
     if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
     qmin = ea_type_min(x->type);
     qmax = ea_type_max(x->type);
@@ -82,6 +92,12 @@ static void relu_eval(const edge_node_t *node, edge_ctx_t *ctx) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
         const float lo = d->kind == KIND_N1 ? -1.0f : 0.0f, hi = d->kind == KIND_RELU6 ? 6.0f : 1.0f;
+#if EDGE_SIMD
+        /* not in a patch window (the portable loops, as the other kernels of a patch stage) */
+        if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
+            edge_simd_act_f32(d->simd, d->kind == KIND_RELU ? EDGE_SIMD_ACT_RELU : EDGE_SIMD_ACT_CLAMP, xf, y, n, lo, hi))
+            return;
+#endif
         if (d->kind == KIND_RELU)
             for (i = 0; i < n; i++) y[i] = xf[i] < 0.0f ? 0.0f : xf[i];
         else

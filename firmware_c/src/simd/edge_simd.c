@@ -5,6 +5,7 @@
 #include "edge_simd.h"
 
 #if EDGE_SIMD
+#include <math.h>
 #include <stdlib.h>
 
 static int32_t simd_cap = -1;
@@ -28,6 +29,25 @@ int32_t edge_simd_level(void) {
 int32_t edge_simd_set(int32_t cap) {
     simd_cap = cap;
     return simd_detect();
+}
+
+float edge_simd_act_f32_one(int32_t kind, float v, float p0, float p1) {
+    float t;
+    switch (kind) {
+    case EDGE_SIMD_ACT_RELU: return v < 0.0f ? 0.0f : v;
+    case EDGE_SIMD_ACT_CLAMP: return v > p1 ? p1 : (v < p0 ? p0 : v);
+    case EDGE_SIMD_ACT_LEAKY: return v > 0.0f ? v : v * p0;
+    case EDGE_SIMD_ACT_HARD_SWISH:
+        t = v + 3.0f;
+        if (t < 0.0f) t = 0.0f;
+        if (t > 6.0f) t = 6.0f;
+        return v * t / 6.0f;
+    case EDGE_SIMD_ACT_LOGISTIC:
+        if (v > 16.619047164916992188f) return 1.0f;
+        if (v < -9.0f) return (float)exp((double)v);
+        return 1.0f / (1.0f + (float)exp(-(double)v));
+    default: return (float)tanh((double)v);
+    }
 }
 
 void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,

@@ -192,6 +192,44 @@ typedef struct {
 } edge_simd_binf_t;
 void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n);
 
+/* float32 activations over n contiguous elements, the portable loops' formulas lane by lane:
+ *   EDGE_SIMD_ACT_RELU        y = x < 0 ? 0 : x                          (RELU: a -0 and a NaN pass)
+ *   EDGE_SIMD_ACT_CLAMP       y = x > p1 ? p1 : (x < p0 ? p0 : x)        (RELU6, RELU_N1_TO_1)
+ *   EDGE_SIMD_ACT_LEAKY       y = x > 0 ? x : x * p0                     (LEAKY_RELU, alpha p0)
+ *   EDGE_SIMD_ACT_HARD_SWISH  t = min(6, max(0, x + 3)) (compares, a NaN passes), y = x * t / 6
+ *   EDGE_SIMD_ACT_LOGISTIC    1 / (1 + exp(-x)); x > 16.619047 -> 1, x < -9 -> exp(x)
+ *   EDGE_SIMD_ACT_TANH        tanh(x)
+ * RELU / CLAMP / LEAKY / HARD_SWISH: the same operations with one rounding each: the same bits. LOGISTIC / TANH
+ * (the portable kernels round exp / tanh in double to float): a float exp (Cody-Waite reduction, degree-5
+ * polynomial, FMAs) and for |x| < 0.625 an odd tanh polynomial, within 1e-6 relative (tests/test_c_simd_f32.py
+ * over a dense grid); a vector holding a NaN or an input whose exp would be subnormal (LOGISTIC x < -87, TANH
+ * none) runs the portable formula in double. x86-64 and aarch64 run the same FMAs: the same bits. Returns 0 when
+ * this level has no such path. */
+enum {
+    EDGE_SIMD_ACT_RELU = 0,
+    EDGE_SIMD_ACT_CLAMP = 1,
+    EDGE_SIMD_ACT_LEAKY = 2,
+    EDGE_SIMD_ACT_HARD_SWISH = 3,
+    EDGE_SIMD_ACT_LOGISTIC = 4,
+    EDGE_SIMD_ACT_TANH = 5
+};
+int32_t edge_simd_act_f32(int32_t level, int32_t kind, const float *x, float *y, int64_t n, float p0, float p1);
+/* One element by the portable formula (src/simd/edge_simd.c): the fast paths' fallback and tail. */
+float edge_simd_act_f32_one(int32_t kind, float v, float p0, float p1);
+
+/* One output pixel of float32 AVERAGE_POOL_2D (average 1) / MAX_POOL_2D (0), as kernels/pooling.c's pool_float:
+ * the window's cells inside the input at x + r * row + j * c (r < rows, j < cols), c channels each; the average
+ * sums in (r, j) order from 0 and divides by rows * cols (the same bits); the max starts from -FLT_MAX and takes
+ * a cell when it is greater (a NaN never is); then v < lo ? lo : (v > hi ? hi : v). Returns 0 when this level
+ * has no such path (x NULL: only asks). */
+int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
+                           int32_t c, float lo, float hi, float *y);
+
+/* float32 MEAN (is_mean 1) / SUM (0) of [hw, c] over hw, as kernels/mean.c: each channel's sum in double in
+ * pixel order from 0, divided by hw (MEAN), rounded to float: the same bits. Returns 0 when this level has no
+ * such path (x NULL: only asks). */
+int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y);
+
 /* float16 -> float32 (DEQUANTIZE of float16 weights): exact, the portable widening's bits (a block holding an
  * infinity or a NaN is widened in C: the instructions quiet a signaling NaN). Returns 0 when this level (or this
  * x86-64 CPU: F16C) has no such path. */

@@ -416,6 +416,209 @@ void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const v
         BINF_STEPS(EDGE_SIMD_F32_MUL)
     }
 }
+/* ------------------------------------------------------------------------------------- activations */
+
+/* edge_simd_f32_x86.c's f32_exp, FMA for FMA (the same bits). */
+static INLINE float32x4_t f32_exp(float32x4_t x) {
+    const float32x4_t n = vrndmq_f32(vfmaq_f32(vdupq_n_f32(0.5f), x, vdupq_n_f32(1.44269504088896341f)));
+    float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f)), p, z;
+    r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+    z = vmulq_f32(r, r);
+    p = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), vdupq_n_f32(1.9875691500e-4f), r);
+    p = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), p, r);
+    p = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), p, r);
+    p = vaddq_f32(vfmaq_f32(r, p, z), vdupq_n_f32(1.0f));
+    return vmulq_f32(p, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)));
+}
+
+/* edge_simd_f32_x86.c's act_lanes_ok: a bit per lane the polynomial path covers. */
+static INLINE int act_lanes_ok(const int32_t kind, float32x4_t v) {
+    static const uint32_t bit[4] = {1, 2, 4, 8};
+    const uint32x4_t m = kind == EDGE_SIMD_ACT_LOGISTIC ? vcgeq_f32(v, vdupq_n_f32(-87.0f)) : vceqq_f32(v, v);
+    return (int)vaddvq_u32(vandq_u32(m, vld1q_u32(bit)));
+}
+
+static INLINE float32x4_t act_vec(const int32_t kind, float32x4_t v, float32x4_t p0, float32x4_t p1) {
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    if (kind == EDGE_SIMD_ACT_RELU) return vbslq_f32(vcltq_f32(v, zero), zero, v);
+    if (kind == EDGE_SIMD_ACT_CLAMP) return vbslq_f32(vcgtq_f32(v, p1), p1, vbslq_f32(vcltq_f32(v, p0), p0, v));
+    if (kind == EDGE_SIMD_ACT_LEAKY) return vbslq_f32(vcgtq_f32(v, zero), v, vmulq_f32(v, p0));
+    if (kind == EDGE_SIMD_ACT_HARD_SWISH) {
+        const float32x4_t six = vdupq_n_f32(6.0f);
+        float32x4_t t = vaddq_f32(v, vdupq_n_f32(3.0f));
+        t = vbslq_f32(vcltq_f32(t, zero), zero, t);
+        t = vbslq_f32(vcgtq_f32(t, six), six, t);
+        return vdivq_f32(vmulq_f32(v, t), six);
+    }
+    if (kind == EDGE_SIMD_ACT_LOGISTIC) {
+        const float32x4_t one = vdupq_n_f32(1.0f), floor87 = vdupq_n_f32(-87.0f);
+        const uint32x4_t small = vcltq_f32(v, vdupq_n_f32(-9.0f)), big = vcgtq_f32(v, vdupq_n_f32(16.619047164916992188f));
+        float32x4_t t = vbslq_f32(small, v, vsubq_f32(zero, v)), e;
+        t = vbslq_f32(vcgtq_f32(t, floor87), t, floor87); /* MAXPS(t, -87) */
+        e = f32_exp(t);
+        return vbslq_f32(big, one, vbslq_f32(small, e, vdivq_f32(one, vaddq_f32(one, e))));
+    }
+    {
+        const float32x4_t one = vdupq_n_f32(1.0f), a = vabsq_f32(v), z = vmulq_f32(a, a);
+        const float32x4_t ac = vminq_f32(a, vdupq_n_f32(9.5f));
+        float32x4_t p = vfmaq_f32(vdupq_n_f32(2.06390887954e-2f), vdupq_n_f32(-5.70498872745e-3f), z), e, l;
+        p = vfmaq_f32(vdupq_n_f32(-5.37397155531e-2f), p, z);
+        p = vfmaq_f32(vdupq_n_f32(1.33314422036e-1f), p, z);
+        p = vfmaq_f32(vdupq_n_f32(-3.33332819422e-1f), p, z);
+        p = vfmaq_f32(a, vmulq_f32(p, z), a);
+        e = f32_exp(vaddq_f32(ac, ac));
+        l = vsubq_f32(one, vdivq_f32(vdupq_n_f32(2.0f), vaddq_f32(e, one)));
+        l = vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.625f)), p, l);
+        return vreinterpretq_f32_u32(vorrq_u32(vreinterpretq_u32_f32(l),
+                                               vandq_u32(vreinterpretq_u32_f32(v), vdupq_n_u32(0x80000000u))));
+    }
+}
+
+static INLINE void act_neon(const int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    const float32x4_t v0 = vdupq_n_f32(p0), v1 = vdupq_n_f32(p1);
+    const int check = kind == EDGE_SIMD_ACT_LOGISTIC || kind == EDGE_SIMD_ACT_TANH;
+    float in[4], out[4];
+    int64_t i;
+    int32_t j, lanes;
+    for (i = 0; i < n; i += 4) {
+        const int32_t m = n - i < 4 ? (int32_t)(n - i) : 4;
+        float32x4_t v;
+        if (m == 4) {
+            v = vld1q_f32(x + i);
+        } else {
+            memset(in, 0, sizeof in);
+            memcpy(in, x + i, sizeof(float) * (size_t)m);
+            v = vld1q_f32(in);
+        }
+        lanes = check ? act_lanes_ok(kind, v) : 0xF;
+        if (m == 4 && lanes == 0xF) {
+            vst1q_f32(y + i, act_vec(kind, v, v0, v1));
+            continue;
+        }
+        vst1q_f32(in, v); /* (y may be x: keep the inputs) */
+        vst1q_f32(out, act_vec(kind, v, v0, v1));
+        for (j = 0; j < 4; j++)
+            if (!(lanes >> j & 1)) out[j] = edge_simd_act_f32_one(kind, in[j], p0, p1);
+        memcpy(y + i, out, sizeof(float) * (size_t)m);
+    }
+}
+
+int32_t edge_simd_act_f32(int32_t level, int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    if (level < EDGE_SIMD_ARM_NEON || kind < EDGE_SIMD_ACT_RELU || kind > EDGE_SIMD_ACT_TANH) return 0;
+    if (!x || n <= 0) return 1;
+    switch (kind) {
+    case EDGE_SIMD_ACT_RELU: act_neon(EDGE_SIMD_ACT_RELU, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_CLAMP: act_neon(EDGE_SIMD_ACT_CLAMP, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_LEAKY: act_neon(EDGE_SIMD_ACT_LEAKY, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_HARD_SWISH: act_neon(EDGE_SIMD_ACT_HARD_SWISH, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_LOGISTIC: act_neon(EDGE_SIMD_ACT_LOGISTIC, x, y, n, p0, p1); break;
+    default: act_neon(EDGE_SIMD_ACT_TANH, x, y, n, p0, p1); break;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- pooling */
+
+static INLINE float32x4_t poolf_clamp(float32x4_t v, float32x4_t lo, float32x4_t hi) {
+    return vbslq_f32(vcltq_f32(v, lo), lo, vbslq_f32(vcgtq_f32(v, hi), hi, v));
+}
+
+/* p > a ? p : a (a NaN cell is never taken, as the portable compare; FMAX would take it) */
+static INLINE float32x4_t poolf_max(float32x4_t p, float32x4_t a) { return vbslq_f32(vcgtq_f32(p, a), p, a); }
+
+int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
+                           int32_t c, float lo, float hi, float *y) {
+    const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi), count = vdupq_n_f32((float)(rows * cols));
+    const float32x4_t start = vdupq_n_f32(average ? 0.0f : -3.40282347e+38f);
+    int32_t i = 0, r, j;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    if (!x) return 1;
+    for (; i + 16 <= c; i += 16) {
+        float32x4_t a0 = start, a1 = start, a2 = start, a3 = start;
+        for (r = 0; r < rows; r++) {
+            for (j = 0; j < cols; j++) {
+                const float *p = x + r * row + (int64_t)j * c + i;
+                if (average) {
+                    a0 = vaddq_f32(a0, vld1q_f32(p));
+                    a1 = vaddq_f32(a1, vld1q_f32(p + 4));
+                    a2 = vaddq_f32(a2, vld1q_f32(p + 8));
+                    a3 = vaddq_f32(a3, vld1q_f32(p + 12));
+                } else {
+                    a0 = poolf_max(vld1q_f32(p), a0);
+                    a1 = poolf_max(vld1q_f32(p + 4), a1);
+                    a2 = poolf_max(vld1q_f32(p + 8), a2);
+                    a3 = poolf_max(vld1q_f32(p + 12), a3);
+                }
+            }
+        }
+        if (average) {
+            a0 = vdivq_f32(a0, count), a1 = vdivq_f32(a1, count);
+            a2 = vdivq_f32(a2, count), a3 = vdivq_f32(a3, count);
+        }
+        vst1q_f32(y + i, poolf_clamp(a0, vlo, vhi));
+        vst1q_f32(y + i + 4, poolf_clamp(a1, vlo, vhi));
+        vst1q_f32(y + i + 8, poolf_clamp(a2, vlo, vhi));
+        vst1q_f32(y + i + 12, poolf_clamp(a3, vlo, vhi));
+    }
+    for (; i + 4 <= c; i += 4) {
+        float32x4_t a0 = start;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const float32x4_t v = vld1q_f32(x + r * row + (int64_t)j * c + i);
+                a0 = average ? vaddq_f32(a0, v) : poolf_max(v, a0);
+            }
+        if (average) a0 = vdivq_f32(a0, count);
+        vst1q_f32(y + i, poolf_clamp(a0, vlo, vhi));
+    }
+    for (; i < c; i++) {
+        float a = average ? 0.0f : -3.40282347e+38f, v;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const float u = x[r * row + (int64_t)j * c + i];
+                if (average) a += u;
+                else a = u > a ? u : a;
+            }
+        v = average ? a / (float)(rows * cols) : a;
+        y[i] = v < lo ? lo : (v > hi ? hi : v);
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- MEAN over H, W */
+
+int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
+    const float64x2_t nd = vdupq_n_f64((double)hw);
+    int32_t i = 0;
+    int64_t p;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    if (!x) return 1;
+    for (; i + 8 <= c; i += 8) {
+        float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0, s2 = s0, s3 = s0;
+        for (p = 0; p < hw; p++) {
+            const float32x4_t a = vld1q_f32(x + p * c + i), b = vld1q_f32(x + p * c + i + 4);
+            s0 = vaddq_f64(s0, vcvt_f64_f32(vget_low_f32(a)));
+            s1 = vaddq_f64(s1, vcvt_high_f64_f32(a));
+            s2 = vaddq_f64(s2, vcvt_f64_f32(vget_low_f32(b)));
+            s3 = vaddq_f64(s3, vcvt_high_f64_f32(b));
+        }
+        if (is_mean) {
+            s0 = vdivq_f64(s0, nd), s1 = vdivq_f64(s1, nd);
+            s2 = vdivq_f64(s2, nd), s3 = vdivq_f64(s3, nd);
+        }
+        vst1q_f32(y + i, vcvt_high_f32_f64(vcvt_f32_f64(s0), s1));
+        vst1q_f32(y + i + 4, vcvt_high_f32_f64(vcvt_f32_f64(s2), s3));
+    }
+    for (; i < c; i++) {
+        double s = 0.0;
+        for (p = 0; p < hw; p++) s += (double)x[p * c + i];
+        if (is_mean) s /= (double)hw;
+        y[i] = (float)s;
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------- float16 */
 
 static float f16_scalar(uint16_t h) { /* the portable kernel's widening: NaN payloads kept as they are */

@@ -11,6 +11,7 @@
 #include "edge_simd.h"
 
 #if EDGE_SIMD && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
@@ -513,6 +514,229 @@ static T_AVX2 void binary_f32_avx2(const edge_simd_binf_t *f, const float *a, in
 void edge_simd_binary_f32_row(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     binary_f32_avx2((const edge_simd_binf_t *)op, (const float *)a, sa, (const float *)b, sb, (float *)y, n);
 }
+/* ------------------------------------------------------------------------------------- activations */
+
+/* exp(x) for x in [-87, 88.5]: x = n ln2 + r (Cody-Waite, ln2 in two parts), exp(r) by Cephes' degree-5
+ * polynomial, times 2^n built in the exponent field (n >= -126: a normal float). */
+static INLINE T_AVX2 __m256 f32_exp(__m256 x) {
+    const __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x), p, z;
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    z = _mm256_mul_ps(r, r);
+    p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_fmadd_ps(p, z, r), _mm256_set1_ps(1.0f));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(
+                                _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* The lanes the polynomial path covers (a bit each: no NaN; LOGISTIC: not x < -87, whose exp(x) would be
+ * subnormal); the others take the portable formula, lane by lane (the same result at any vector width). */
+static INLINE T_AVX2 int act_lanes_ok(const int32_t kind, __m256 v) {
+    if (kind == EDGE_SIMD_ACT_LOGISTIC) return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_set1_ps(-87.0f), _CMP_GE_OQ));
+    return _mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_ORD_Q));
+}
+
+static INLINE T_AVX2 __m256 act_vec(const int32_t kind, __m256 v, __m256 p0, __m256 p1) {
+    const __m256 zero = _mm256_setzero_ps();
+    if (kind == EDGE_SIMD_ACT_RELU) return _mm256_blendv_ps(v, zero, _mm256_cmp_ps(v, zero, _CMP_LT_OQ));
+    if (kind == EDGE_SIMD_ACT_CLAMP) {
+        const __m256 r = _mm256_blendv_ps(v, p0, _mm256_cmp_ps(v, p0, _CMP_LT_OQ));
+        return _mm256_blendv_ps(r, p1, _mm256_cmp_ps(v, p1, _CMP_GT_OQ));
+    }
+    if (kind == EDGE_SIMD_ACT_LEAKY) return _mm256_blendv_ps(_mm256_mul_ps(v, p0), v, _mm256_cmp_ps(v, zero, _CMP_GT_OQ));
+    if (kind == EDGE_SIMD_ACT_HARD_SWISH) {
+        const __m256 six = _mm256_set1_ps(6.0f);
+        __m256 t = _mm256_add_ps(v, _mm256_set1_ps(3.0f));
+        t = _mm256_blendv_ps(t, zero, _mm256_cmp_ps(t, zero, _CMP_LT_OQ));
+        t = _mm256_blendv_ps(t, six, _mm256_cmp_ps(t, six, _CMP_GT_OQ));
+        return _mm256_div_ps(_mm256_mul_ps(v, t), six);
+    }
+    if (kind == EDGE_SIMD_ACT_LOGISTIC) {
+        const __m256 one = _mm256_set1_ps(1.0f);
+        const __m256 small = _mm256_cmp_ps(v, _mm256_set1_ps(-9.0f), _CMP_LT_OQ);
+        const __m256 big = _mm256_cmp_ps(v, _mm256_set1_ps(16.619047164916992188f), _CMP_GT_OQ);
+        const __m256 t = _mm256_max_ps(_mm256_blendv_ps(_mm256_sub_ps(zero, v), v, small), _mm256_set1_ps(-87.0f));
+        const __m256 e = f32_exp(t);
+        return _mm256_blendv_ps(_mm256_blendv_ps(_mm256_div_ps(one, _mm256_add_ps(one, e)), e, small), one, big);
+    }
+    {   /* TANH of |x|: below 0.625 Cephes' odd polynomial, beyond 1 - 2 / (exp(2|x|) + 1); then x's sign (-0: -0) */
+        const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+        const __m256 a = _mm256_andnot_ps(sign, v), z = _mm256_mul_ps(a, a);
+        __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(-5.70498872745e-3f), z, _mm256_set1_ps(2.06390887954e-2f)), e, l;
+        p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+        p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+        p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+        p = _mm256_fmadd_ps(_mm256_mul_ps(p, z), a, a);
+        e = f32_exp(_mm256_add_ps(_mm256_min_ps(a, _mm256_set1_ps(9.5f)), _mm256_min_ps(a, _mm256_set1_ps(9.5f))));
+        l = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+        l = _mm256_blendv_ps(l, p, _mm256_cmp_ps(a, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+        return _mm256_or_ps(l, _mm256_and_ps(v, sign));
+    }
+}
+
+static INLINE T_AVX2 void act_avx2(const int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    const __m256 v0 = _mm256_set1_ps(p0), v1 = _mm256_set1_ps(p1);
+    const int check = kind == EDGE_SIMD_ACT_LOGISTIC || kind == EDGE_SIMD_ACT_TANH;
+    float in[8], out[8];
+    int64_t i;
+    int32_t j, lanes;
+    for (i = 0; i < n; i += 8) {
+        const int32_t m = n - i < 8 ? (int32_t)(n - i) : 8;
+        __m256 v;
+        if (m == 8) {
+            v = _mm256_loadu_ps(x + i);
+        } else { /* the tail through a zero-padded vector (the same lanes' arithmetic) */
+            memset(in, 0, sizeof in);
+            memcpy(in, x + i, sizeof(float) * (size_t)m);
+            v = _mm256_loadu_ps(in);
+        }
+        lanes = check ? act_lanes_ok(kind, v) : 0xFF;
+        if (m == 8 && lanes == 0xFF) {
+            _mm256_storeu_ps(y + i, act_vec(kind, v, v0, v1));
+            continue;
+        }
+        _mm256_storeu_ps(in, v); /* (y may be x: keep the inputs) */
+        _mm256_storeu_ps(out, act_vec(kind, v, v0, v1));
+        for (j = 0; j < 8; j++)
+            if (!(lanes >> j & 1)) out[j] = edge_simd_act_f32_one(kind, in[j], p0, p1);
+        memcpy(y + i, out, sizeof(float) * (size_t)m);
+    }
+}
+
+static T_AVX2 void act_f32_avx2(int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    switch (kind) {
+    case EDGE_SIMD_ACT_RELU: act_avx2(EDGE_SIMD_ACT_RELU, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_CLAMP: act_avx2(EDGE_SIMD_ACT_CLAMP, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_LEAKY: act_avx2(EDGE_SIMD_ACT_LEAKY, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_HARD_SWISH: act_avx2(EDGE_SIMD_ACT_HARD_SWISH, x, y, n, p0, p1); break;
+    case EDGE_SIMD_ACT_LOGISTIC: act_avx2(EDGE_SIMD_ACT_LOGISTIC, x, y, n, p0, p1); break;
+    default: act_avx2(EDGE_SIMD_ACT_TANH, x, y, n, p0, p1); break;
+    }
+}
+
+int32_t edge_simd_act_f32(int32_t level, int32_t kind, const float *x, float *y, int64_t n, float p0, float p1) {
+    if (level < EDGE_SIMD_X86_AVX2 || kind < EDGE_SIMD_ACT_RELU || kind > EDGE_SIMD_ACT_TANH) return 0;
+    if (x && n > 0) act_f32_avx2(kind, x, y, n, p0, p1);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- pooling */
+
+static INLINE T_AVX2 __m256 poolf_clamp(__m256 v, __m256 lo, __m256 hi) {
+    const __m256 r = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+    return _mm256_blendv_ps(r, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+}
+
+static T_AVX2 void pool_f32_avx2(int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols, int32_t c,
+                                 float lo, float hi, float *y) {
+    const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi), count = _mm256_set1_ps((float)(rows * cols));
+    const __m256 start = _mm256_set1_ps(average ? 0.0f : -3.40282347e+38f);
+    int32_t i = 0, r, j;
+    for (; i + 32 <= c; i += 32) {
+        __m256 a0 = start, a1 = start, a2 = start, a3 = start;
+        for (r = 0; r < rows; r++) {
+            for (j = 0; j < cols; j++) {
+                const float *p = x + r * row + (int64_t)j * c + i;
+                if (average) {
+                    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p));
+                    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + 8));
+                    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + 16));
+                    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + 24));
+                } else { /* MAXPS(p, a) = p > a ? p : a, the portable compare exactly */
+                    a0 = _mm256_max_ps(_mm256_loadu_ps(p), a0);
+                    a1 = _mm256_max_ps(_mm256_loadu_ps(p + 8), a1);
+                    a2 = _mm256_max_ps(_mm256_loadu_ps(p + 16), a2);
+                    a3 = _mm256_max_ps(_mm256_loadu_ps(p + 24), a3);
+                }
+            }
+        }
+        if (average) {
+            a0 = _mm256_div_ps(a0, count), a1 = _mm256_div_ps(a1, count);
+            a2 = _mm256_div_ps(a2, count), a3 = _mm256_div_ps(a3, count);
+        }
+        _mm256_storeu_ps(y + i, poolf_clamp(a0, vlo, vhi));
+        _mm256_storeu_ps(y + i + 8, poolf_clamp(a1, vlo, vhi));
+        _mm256_storeu_ps(y + i + 16, poolf_clamp(a2, vlo, vhi));
+        _mm256_storeu_ps(y + i + 24, poolf_clamp(a3, vlo, vhi));
+    }
+    for (; i + 8 <= c; i += 8) {
+        __m256 a0 = start;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const __m256 v = _mm256_loadu_ps(x + r * row + (int64_t)j * c + i);
+                a0 = average ? _mm256_add_ps(a0, v) : _mm256_max_ps(v, a0);
+            }
+        if (average) a0 = _mm256_div_ps(a0, count);
+        _mm256_storeu_ps(y + i, poolf_clamp(a0, vlo, vhi));
+    }
+    for (; i < c; i++) {
+        float a = average ? 0.0f : -3.40282347e+38f, v;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const float u = x[r * row + (int64_t)j * c + i];
+                if (average) a += u;
+                else a = u > a ? u : a;
+            }
+        v = average ? a / (float)(rows * cols) : a;
+        y[i] = v < lo ? lo : (v > hi ? hi : v);
+    }
+}
+
+int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
+                           int32_t c, float lo, float hi, float *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (x) pool_f32_avx2(average, x, row, rows, cols, c, lo, hi, y);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- MEAN over H, W */
+
+static T_AVX2 void mean_hw_avx2(int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
+    const __m256d nd = _mm256_set1_pd((double)hw);
+    int32_t i = 0;
+    int64_t p;
+    for (; i + 16 <= c; i += 16) {
+        __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+        for (p = 0; p < hw; p++) {
+            const float *q = x + p * c + i;
+            s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(q)));
+            s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(q + 4)));
+            s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(q + 8)));
+            s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm_loadu_ps(q + 12)));
+        }
+        if (is_mean) {
+            s0 = _mm256_div_pd(s0, nd), s1 = _mm256_div_pd(s1, nd);
+            s2 = _mm256_div_pd(s2, nd), s3 = _mm256_div_pd(s3, nd);
+        }
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(s0));
+        _mm_storeu_ps(y + i + 4, _mm256_cvtpd_ps(s1));
+        _mm_storeu_ps(y + i + 8, _mm256_cvtpd_ps(s2));
+        _mm_storeu_ps(y + i + 12, _mm256_cvtpd_ps(s3));
+    }
+    for (; i + 4 <= c; i += 4) {
+        __m256d s0 = _mm256_setzero_pd();
+        for (p = 0; p < hw; p++) s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(x + p * c + i)));
+        if (is_mean) s0 = _mm256_div_pd(s0, nd);
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(s0));
+    }
+    for (; i < c; i++) {
+        double s = 0.0;
+        for (p = 0; p < hw; p++) s += (double)x[p * c + i];
+        if (is_mean) s /= (double)hw;
+        y[i] = (float)s;
+    }
+}
+
+int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (x) mean_hw_avx2(is_mean, x, hw, c, y);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------- float16 */
 
 /* The portable kernel's widening (kernels/dequantize.c): every half exactly, NaN payloads kept as they are. */
@@ -555,9 +779,9 @@ static T_F16C void f16_avx2(const uint16_t *h, float *y, int64_t n) {
 int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n) {
     static int32_t f16c = -1;
     if (level < EDGE_SIMD_X86_AVX2) return 0;
-    if (f16c < 0) {
-        __builtin_cpu_init();
-        f16c = __builtin_cpu_supports("f16c") ? 1 : 0;
+    if (f16c < 0) { /* CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports has no "f16c") */
+        unsigned int eax, ebx, ecx = 0, edx;
+        f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx >> 29 & 1u) ? 1 : 0;
     }
     if (!f16c) return 0;
     f16_avx2(h, y, n);
