@@ -20,7 +20,10 @@ How it decides:
 2. On a C target (``runtime = "c"``: the microcontrollers) the C runtime judges: its own loader, prepare and
    planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
    `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
-   the host's layout when only a host compiler is there. Every node without a C kernel (the op table's C
+   the host's layout when only a host compiler is there. A C-runtime profile for 64-bit Linux (x86-64 /
+   aarch64) is measured with the library as it runs there, SIMD fast paths and their packed weights in
+   (``backend_c.linux_layout``: the host build on the host's architecture, the aarch64 build under
+   qemu-aarch64 emulating the profile's CPU; else the host's portable build, an estimate). Every node without a C kernel (the op table's C
    side, generated from the kernels' registrations) and every node a C prepare refused (one run: the runner
    records each refusal and prepares the next node, ``TargetPlan.refusals``) are problems. Without any C
    compiler the op table answers alone and the report says so (``checked_by = "c-table"``): a node is refused
