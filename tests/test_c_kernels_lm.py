@@ -297,3 +297,79 @@ def test_generate_c_backend_same_greedy_tokens(backend, name):
     out = {b: Generator(LM / name, backend=b).generate("The interpreter", max_tokens=40) for b in ("python", "c")}
     assert out["c"]["tokens"] == out["python"]["tokens"]
     assert len(out["c"]["tokens"]) == 40 and out["c"]["backend"] == "c"
+
+
+# ------------------------------------------------------------------------------------------ the types Python ran
+# alone until issue 16 point 3's follow-up: RSQRT int8, CAST from / to FLOAT16, ADD / SUB int64 (and MUL int64,
+# new in both, for ONNX int64 graphs)
+@pytest.mark.parametrize("scale_in, zp_in, scale_out, zp_out", [
+    (0.05, -128, 0.02, -128), (0.5, -20, 0.01, 3), (0.003, 10, 0.4, -100), (2.0, -128, 0.001, 0),
+])
+def test_rsqrt_int8_every_input(backend, scale_in, zp_in, scale_out, zp_out):
+    x = np.arange(zp_in, 128, dtype=np.int8)  # every non-negative value (below the zero point is undefined)
+    model = op_model("RSQRT", [T(x.shape, "INT8", scale=scale_in, zero_point=zp_in)],
+                     [T(x.shape, "INT8", scale=scale_out, zero_point=zp_out)])
+    (y,) = check(backend, model, [x])  # bit-exact with python and TFLM
+    assert y[0] == 127  # x at the zero point
+
+
+def test_rsqrt_int8_refuses_an_output_of_another_type(backend):
+    model = op_model("RSQRT", [T((4,), "INT8", scale=0.1, zero_point=0)], [T((4,), "INT16", scale=0.1, zero_point=0)])
+    with pytest.raises((ModelError, UnsupportedOpError), match="output"):
+        run_c(backend, model, [np.zeros(4, np.int8)])
+
+
+@pytest.mark.parametrize("src, dst", [
+    ("FLOAT16", "FLOAT32"), ("FLOAT16", "INT32"), ("FLOAT16", "INT8"), ("FLOAT16", "BOOL"), ("FLOAT16", "FLOAT64"),
+    ("FLOAT32", "FLOAT16"), ("FLOAT64", "FLOAT16"), ("INT32", "FLOAT16"), ("INT64", "FLOAT16"), ("UINT8", "FLOAT16"),
+    ("BOOL", "FLOAT16"), ("FLOAT16", "FLOAT16"),
+])
+def test_cast_float16(backend, src, dst):
+    rng = np.random.default_rng(len(src) * 7 + len(dst))
+    dt = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64, "INT8": np.int8, "INT32": np.int32,
+          "INT64": np.int64, "UINT8": np.uint8, "BOOL": np.bool_}
+    if src == "FLOAT16":  # every half: normals, subnormals, zeros, infinities, NaNs
+        x = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    elif src in ("FLOAT32", "FLOAT64"):
+        # around half's steps (ties both ways), its subnormals and past its range, and NaN / inf
+        h = np.arange(0, 65536, 7, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+        h = h[np.isfinite(h)]
+        step = np.abs(np.spacing(h.astype(np.float16)).astype(np.float64))
+        x = np.concatenate([h, h + step / 2, h - step / 2, h + step / 3, rng.standard_normal(500) * 1e5,
+                            rng.standard_normal(500) * 1e-6, [65504, 65519.99, 65520, 1e9, -1e9, 2.0 ** -25,
+                                                              2.0 ** -25 * 1.0001, 2.0 ** -26, np.inf, -np.inf, np.nan]])
+        x = x.astype(dt[src])
+    elif src == "BOOL":
+        x = rng.integers(0, 2, 64).astype(np.bool_)
+    else:
+        info = np.iinfo(dt[src])
+        x = np.concatenate([rng.integers(max(info.min, -70000), min(info.max, 70000), 4000, endpoint=True),
+                            [0, info.min, info.max, 2049, 2051, 4097, 65519, 65520]]).astype(dt[src])
+    model = op_model("CAST", [T(x.shape, src)], [T(x.shape, dst)], options={"in_data_type": src, "out_data_type": dst})
+    with np.errstate(all="ignore"):
+        (y,) = check(backend, model, [x], peer=None)  # the interpreter (numpy's conversions) is the reference
+        if dst == "FLOAT16":  # bit for bit, NaNs included
+            np.testing.assert_array_equal(y.view(np.uint16), x.astype(np.float16).view(np.uint16))
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
+@pytest.mark.parametrize("sa, sb", [((3, 5), (3, 5)), ((2, 1, 4), (3, 1)), ((1,), (6,))])
+def test_add_sub_mul_int64(backend, op, act, sa, sb):
+    rng = np.random.default_rng(len(sa) * 3 + len(sb) + len(act))
+    info = np.iinfo(np.int64)
+    a = rng.integers(info.min, info.max, sa, dtype=np.int64, endpoint=True)
+    b = rng.integers(info.min, info.max, sb, dtype=np.int64, endpoint=True)
+    a.flat[0], b.flat[0] = info.max, info.max  # the sum wraps
+    if a.size > 1:
+        a.flat[1] = -3
+    if b.size > 1:
+        b.flat[1] = 2
+    shape = np.broadcast_shapes(sa, sb)
+    model = op_model(op, [T(sa, "INT64"), T(sb, "INT64")], [T(shape, "INT64")],
+                     options={"fused_activation_function": act})
+    (y,) = check(backend, model, [a, b], peer="litert")  # TFLM has no int64 ADD / SUB
+    with np.errstate(over="ignore"):
+        raw = a + b if op == "ADD" else a - b if op == "SUB" else a * b
+    lo, hi = {"NONE": (info.min, info.max), "RELU": (0, info.max), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
+    np.testing.assert_array_equal(y, np.clip(raw, lo, hi))

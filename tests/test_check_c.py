@@ -172,7 +172,7 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     g = GraphBuilder()
     x = g.input("x", (1, 4), "INT8", scale=0.1, zero_point=0)
     t = [g.tensor(f"t{k}", (1, 4), "INT8", scale=0.1, zero_point=0) for k in range(4)]
-    g.op("RSQRT", [x], [t[0]])          # refused: FLOAT32 only
+    g.op("SQRT", [x], [t[0]])           # refused: FLOAT32 only
     g.op("RELU", [t[0]], [t[1]])        # runs
     g.op("EXP", [t[1]], [t[2]])         # refused: FLOAT32 only
     g.op("CONV_3D_TRANSPOSE", [t[2]], [t[3]])  # no C kernel
@@ -182,7 +182,7 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     assert not plan.ok and plan.status_name == "EDGE_UNSUPPORTED_TYPE" and plan.error["node"] == 0
     got = [(r["node"], r["status"]) for r in plan.refusals]
     assert got == [(0, "EDGE_UNSUPPORTED_TYPE"), (2, "EDGE_UNSUPPORTED_TYPE"), (3, "EDGE_UNSUPPORTED_OP")], got
-    assert "RSQRT" in plan.refusals[0]["message"] and "EXP" in plan.refusals[1]["message"]
+    assert "SQRT" in plan.refusals[0]["message"] and "EXP" in plan.refusals[1]["message"]
     r = check_model(data, "qemu-mps2-an386", stack=False)
     assert sorted(p["node"] for p in r.errors if "runtime_error" in p) == [0, 2, 3]
     table = check_model(data, "qemu-mps2-an386", c_runtime=False)  # no C compiler: the registrations say the same

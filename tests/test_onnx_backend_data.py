@@ -26,7 +26,6 @@ _F64 = "its float64 test data lies outside the float32 range (the converter work
 REFUSED = {
     "test_operator_add_broadcast": _F64, "test_operator_add_size1_right_broadcast": _F64,
     "test_operator_add_size1_singleton_broadcast": _F64, "test_operator_addconstant": _F64,
-    "test_operator_non_float_params": "INT64 ADD/SUB (TFLM has no int64 kernel)",
 }
 
 
@@ -99,3 +98,31 @@ def test_pytorch_export_cases():
     for name, why in REFUSED.items():
         assert why in refused[name], (name, refused[name])
     assert len(passed) >= 112, len(passed)
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None or __import__("shutil").which("make") is None,
+                    reason="the C runtime needs gcc and make")
+def test_int64_graph_runs_in_both_runtimes():
+    """test_operator_non_float_params (int64 Add and Mul) converts (float conversion of an int64 graph) and runs
+    in the interpreter, the C runtime and LiteRT's reference kernels with the expected outputs, exactly."""
+    from edge_sdk.runtime import backend_c
+    from tests.peers import run_litert
+
+    case = os.path.join(DATA, "pytorch-operator", "test_operator_non_float_params")
+    ins, expected = _load(case, "input"), _load(case, "output")
+    assert ins and all(x.dtype == np.int64 for x in ins)
+    tflite = convert(os.path.join(case, "model.onnx"), quantize="none").tflite
+    backend_c.build()
+    runs = {}
+    for name, it in (("python", Interpreter(model_content=tflite)), ("c", backend_c.CInterpreter(model_content=tflite))):
+        it.allocate_tensors()
+        for d, x in zip(it.get_input_details(), ins):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        runs[name] = [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
+    runs["litert"] = run_litert(tflite, ins)
+    for name, got in runs.items():
+        assert len(got) == len(expected), name
+        for g, e in zip(got, expected):
+            assert g.dtype == np.int64, name
+            np.testing.assert_array_equal(g.reshape(e.shape), e, err_msg=name)

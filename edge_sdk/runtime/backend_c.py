@@ -747,6 +747,36 @@ ILP32_CC = "arm-linux-gnueabihf-gcc"
 QEMU_USER = "qemu-arm"
 ILP32 = "ilp32-arm"  # measured with the board's struct layout
 HOST = "host"  # measured with the host's struct layout (an estimate of the board's RAM)
+# A 64-bit Linux target (a C-runtime profile on x86-64 / aarch64 Linux) runs the library built with the SIMD fast
+# paths (EDGE_WITH_SIMD), whose packed weights are persistent arena memory: its check runner is built the same way.
+# On this machine's own CPU the host build answers (the library's own figures); an aarch64 target is measured by
+# an aarch64 build under qemu-aarch64 emulating the profile's CPU (its features pick the fast paths, as on the
+# board), as tests/test_c_cross.py runs the library.
+LINUX_HOST = "linux-host"  # the host's build with the fast paths: a Linux target of this machine's architecture
+LINUX_AARCH64 = "linux-aarch64"  # the aarch64 build with the fast paths, under qemu-aarch64
+AARCH64_CC = "aarch64-linux-gnu-gcc"
+QEMU_AARCH64 = "qemu-aarch64"
+QEMU_AARCH64_CPUS = ("cortex-a35", "cortex-a53", "cortex-a57", "cortex-a72", "cortex-a76", "neoverse-n1", "a64fx")
+_LINUX_LAYOUTS = (LINUX_HOST, LINUX_AARCH64)
+
+
+def host_arch() -> str:
+    """This machine's architecture in the profiles' spelling ("x86_64", "aarch64", ...)."""
+    import platform
+
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def linux_layout(arch: str) -> str | None:
+    """The layout that measures a 64-bit Linux target of ``arch`` as its library runs (fast paths in): LINUX_HOST
+    on this machine's architecture, LINUX_AARCH64 for aarch64 with aarch64-linux-gnu-gcc and qemu-aarch64 here;
+    None when neither can be built (the caller says its figure is an estimate)."""
+    if arch == host_arch() and shutil.which(os.environ.get("CC", "gcc")):
+        return LINUX_HOST
+    if arch == "aarch64" and shutil.which(AARCH64_CC) and shutil.which(QEMU_AARCH64):
+        return LINUX_AARCH64
+    return None
 
 
 class TargetPlan:
@@ -770,8 +800,9 @@ class TargetPlan:
 
     @property
     def exact(self) -> bool:
-        """The RAM figures are the target's own (its struct layout), not the host's."""
-        return self.layout == ILP32
+        """The RAM figures are the target's own (its struct layout, and on a Linux target its fast paths' packed
+        weights), not the host's."""
+        return self.layout in (ILP32, *_LINUX_LAYOUTS)
 
     def to_dict(self) -> dict:
         return {"layout": self.layout, "status": self.status_name, "message": self.message, "error": self.error,
@@ -813,7 +844,7 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
     if key in _runners and _runners[key].is_file():
         return _runners[key]
     tree = FIRMWARE
-    cc = ILP32_CC if layout == ILP32 else os.environ.get("CC", "gcc")
+    cc = ILP32_CC if layout == ILP32 else AARCH64_CC if layout == LINUX_AARCH64 else os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
         raise BuildError(f"cannot build the C runtime's check runner: {cc} not found on PATH")
     import hashlib
@@ -830,11 +861,14 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
                                       capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     raise BuildError(f"gen_ops.py failed: {(proc.stderr or proc.stdout)[-2000:]}")
+                simd = layout in _LINUX_LAYOUTS  # the library as a Linux target runs it: fast paths in
                 sources = [tree / "host" / "edge_run.c", tree / "src" / "edge.c",
-                           *sorted((tree / "src" / "kernels").glob("*.c")), tree / "host" / "edge_host.c", gen]
-                cmd = [cc, "-std=c99", "-O1", *(["-static"] if layout == ILP32 else []), *type_defs,
+                           *sorted((tree / "src" / "kernels").glob("*.c")), tree / "host" / "edge_host.c",
+                           *(sorted((tree / "src" / "simd").glob("*.c")) if simd else []), gen]
+                cmd = [cc, "-std=c99", "-O1", *(["-static"] if layout in (ILP32, LINUX_AARCH64) else []),
+                       *(["-DEDGE_WITH_SIMD=1"] if simd else []), *type_defs,
                        f"-I{tree / 'include'}", f"-I{tree / 'src'}", f"-I{tree / 'host'}",
-                       "-o", str(exe) + ".tmp", *map(str, sources), "-lm"]
+                       "-o", str(exe) + ".tmp", *map(str, sources), "-lm", *(["-pthread"] if simd else [])]
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 if proc.returncode != 0:
                     raise BuildError(f"building the check runner failed ({cc}):\n{proc.stderr[-3000:]}")
@@ -872,9 +906,11 @@ def _parse_run(out: str) -> tuple[dict, dict]:
 
 
 def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
-                timeout: float = 300.0, memory: str = "layer", patch=None) -> TargetPlan:
+                timeout: float = 300.0, memory: str = "layer", patch=None, cpu: str | None = None) -> TargetPlan:
     """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
-    best of ``target_layouts()``) and the type switches ``type_defs`` (gen_ops.type_defines); never invokes.
+    best of ``target_layouts()``; LINUX_HOST / LINUX_AARCH64 for a 64-bit Linux target, ``linux_layout``) and
+    the type switches ``type_defs`` (gen_ops.type_defines); never invokes. ``cpu``: LINUX_AARCH64's emulated CPU
+    (a QEMU_AARCH64_CPUS name; else qemu's "max").
     ``memory``: the plan, "layer", "min" (EDGE_INIT_MEMORY_MIN) or "patch" (edge_init_patch with ``patch``, an
     edge_sdk.runtime.patching.PatchPlan; None: "min"). BuildError when no layout can be built here."""
     import tempfile
@@ -886,6 +922,8 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         layout = layouts[0]
     exe = check_runner(layout, tuple(type_defs))
     prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
+    if layout == LINUX_AARCH64:
+        prefix = [shutil.which(QEMU_AARCH64) or QEMU_AARCH64, "-cpu", cpu if cpu in QEMU_AARCH64_CPUS else "max"]
     memory_flag = ["--memory-min"] if memory in ("min", "patch") else []
     if memory == "patch" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
         memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]

@@ -234,12 +234,6 @@ def lookup(name: str, version: int) -> OpRow:
 PY_DTYPES: dict[str, tuple[str, ...]] = {
     "RESHAPE": ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL", "UINT32", "UINT16"),
     "SignalRfft": ("INT16", "INT32", "FLOAT32"),
-    # the interpreter runs these types, the C kernels do not (yet): `edge check` on a C target refuses them
-    "ADD": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
-    "SUB": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
-    "RSQRT": ("FLOAT32", "INT8"),
-    "CAST": ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32", "INT64", "UINT64", "FLOAT32", "FLOAT64", "BOOL",
-             "FLOAT16"),
 }
 
 # Ops the C runtime has a kernel for that the interpreter lacks (a row each would have no Python side).

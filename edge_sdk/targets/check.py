@@ -20,7 +20,10 @@ How it decides:
 2. On a C target (``runtime = "c"``: the microcontrollers) the C runtime judges: its own loader, prepare and
    planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
    `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
-   the host's layout when only a host compiler is there. Every node without a C kernel (the op table's C
+   the host's layout when only a host compiler is there. A C-runtime profile for 64-bit Linux (x86-64 /
+   aarch64) is measured with the library as it runs there, SIMD fast paths and their packed weights in
+   (``backend_c.linux_layout``: the host build on the host's architecture, the aarch64 build under
+   qemu-aarch64 emulating the profile's CPU; else the host's portable build, an estimate). Every node without a C kernel (the op table's C
    side, generated from the kernels' registrations) and every node a C prepare refused (one run: the runner
    records each refusal and prepares the next node, ``TargetPlan.refusals``) are problems. Without any C
    compiler the op table answers alone and the report says so (``checked_by = "c-table"``): a node is refused
@@ -393,6 +396,9 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
 
     # ---- the runtime's own verdict on every node
     c_plan = None
+    # a C-runtime profile on 64-bit Linux: measured with the library as it runs there (backend_c.linux_layout)
+    linux_c = is_c and profile.kind in ("linux", "host") and profile.arch in ("x86_64", "aarch64")
+    c_layout, c_cpu = None, (profile.cpu if linux_c and profile.arch == "aarch64" else None)
     if is_c:
         result.checked_by = "c-table"
         if c_runtime:
@@ -400,9 +406,17 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
 
             try:
                 plan_kind = memory or "layer"
-                c_plan = _cached(("c", digest, plan_kind), lambda: backend_c.target_plan(
-                    data, type_defs=_type_defines(model), memory=plan_kind,
-                    patch=_patch_plan(data) if plan_kind == "patch" else None))
+                if linux_c:  # the library a 64-bit Linux target runs: fast paths (and their packed weights) in
+                    c_layout = backend_c.linux_layout(profile.arch)
+                    if c_layout is None:
+                        c_layout = backend_c.HOST if backend_c.HOST in backend_c.target_layouts() else None
+                        result.notes.append(
+                            f"no build of the C runtime for {profile.arch} Linux here (needs "
+                            f"{backend_c.AARCH64_CC} and {backend_c.QEMU_AARCH64} for aarch64): RAM measured "
+                            "without the SIMD fast paths, whose packed weights are not counted (an estimate)")
+                c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu), lambda: backend_c.target_plan(
+                    data, c_layout, type_defs=_type_defines(model), memory=plan_kind,
+                    patch=_patch_plan(data) if plan_kind == "patch" else None, cpu=c_cpu))
             except backend_c.BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
@@ -470,8 +484,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             from edge_sdk.runtime import backend_c
 
             try:
-                c_min = _cached(("c-min", digest), lambda: backend_c.target_plan(
-                    data, c_plan.layout, _type_defines(model), memory="min"))
+                c_min = _cached(("c-min", digest, c_plan.layout, c_cpu), lambda: backend_c.target_plan(
+                    data, c_plan.layout, _type_defines(model), memory="min", cpu=c_cpu))
             except (backend_c.BuildError, ModelError):
                 c_min = None
             if c_min is not None and c_min.ok:
@@ -485,8 +499,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             patch = _patch_plan(data) if need > profile.ram_arena_bytes else None
             if patch is not None:  # still over: patch-based execution of a stage
                 try:
-                    c_patch = _cached(("c-patch", digest), lambda: backend_c.target_plan(
-                        data, c_plan.layout, _type_defines(model), memory="patch", patch=patch))
+                    c_patch = _cached(("c-patch", digest, c_plan.layout, c_cpu), lambda: backend_c.target_plan(
+                        data, c_plan.layout, _type_defines(model), memory="patch", patch=patch, cpu=c_cpu))
                 except (backend_c.BuildError, ModelError):
                     c_patch = None
                 if c_patch is not None and c_patch.ok:
@@ -510,8 +524,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                 layer = result.plans.get("layer")
                 if layer is None:
                     try:
-                        c_layer = _cached(("c", digest, "layer"), lambda: backend_c.target_plan(
-                            data, c_plan.layout, _type_defines(model), memory="layer"))
+                        c_layer = _cached(("c", digest, "layer", c_plan.layout, c_cpu), lambda: backend_c.target_plan(
+                            data, c_plan.layout, _type_defines(model), memory="layer", cpu=c_cpu))
                         if c_layer.ok:
                             layer = max(c_layer.figures["high_water"], c_layer.figures["arena_used"])
                     except (backend_c.BuildError, ModelError):
@@ -526,7 +540,15 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                       "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
                       "persistent_bytes": f.get("persistent"), "high_water": f["high_water"],
                       "layout": c_plan.layout}
-        result.ram_source = (("measured: the C runtime's prepare and planner built with the board's 32-bit "
+        from edge_sdk.runtime import backend_c
+
+        emulated = c_cpu if c_cpu in backend_c.QEMU_AARCH64_CPUS else "max"
+        result.ram_source = (("measured: the C runtime's prepare and planner as this Linux target's library runs "
+                              "them (SIMD fast paths and their packed weights in; "
+                              + ("this machine's CPU)" if c_plan.layout == backend_c.LINUX_HOST else
+                                 f"the aarch64 build under qemu-aarch64 emulating {emulated})"))
+                             if c_plan.layout in (backend_c.LINUX_HOST, backend_c.LINUX_AARCH64) else
+                             ("measured: the C runtime's prepare and planner built with the board's 32-bit "
                               "struct layout" if profile.arch.startswith("arm") else
                               f"measured with a 32-bit ARM build of the C runtime ({profile.arch}'s ILP32 struct "
                               "layout assumed the same)") if c_plan.exact else

@@ -67,9 +67,10 @@ static inline int32_t eb_rq(eb_rq_t q, int32_t x) {
 
 static inline float eb_clampf(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-/* The rows of one kernel, by tensor type; NULL for a type the kernel has no row for. */
+/* The rows of one kernel, by tensor type; NULL for a type the kernel has no row for (int64: ADD/SUB only, their
+ * own table; EB_ROWS leaves it NULL). */
 typedef struct {
-    ea_row_fn int8, int16, int32, f32;
+    ea_row_fn int8, int16, int32, f32, int64;
 } eb_rows_t;
 
 /* A kernel's four row functions (prefix##_row_int8 ...) from its element functions, and their table `table`
@@ -80,15 +81,16 @@ typedef struct {
     EB_ROW(prefix##_row_int32, int32_t, op_t, elem32)                                                            \
     EB_ROW(prefix##_row_float, float, op_t, elemf)                                                               \
     static const eb_rows_t table = {prefix##_row_int8, EDGE_WITH_INT16 ? prefix##_row_int16 : 0,                  \
-                                    prefix##_row_int32, EDGE_WITH_FLOAT32 ? prefix##_row_float : 0};
+                                    prefix##_row_int32, EDGE_WITH_FLOAT32 ? prefix##_row_float : 0, 0};
 
-/* The input types a binary kernel runs: a mask of 1 << EDGE_<type>, some of FLOAT32, INT8, INT16, INT32 (the
- * test below is written per type so that a constant mask folds to plain compares). */
+/* The input types a binary kernel runs: a mask of 1 << EDGE_<type>, some of FLOAT32, INT8, INT16, INT32, INT64
+ * (ADD/SUB only; the test below is written per type so that a constant mask folds to plain compares). */
 #define EB_TYPE(t) (1u << (t))
 #define EB_TYPES_ALL (EB_TYPE(EDGE_FLOAT32) | EB_TYPE(EDGE_INT8) | EB_TYPE(EDGE_INT16) | EB_TYPE(EDGE_INT32))
 static inline int eb_type_in(int32_t t, uint32_t types) {
     return (t == EDGE_FLOAT32 && (types & EB_TYPE(EDGE_FLOAT32))) || (t == EDGE_INT8 && (types & EB_TYPE(EDGE_INT8))) ||
-           (t == EDGE_INT16 && (types & EB_TYPE(EDGE_INT16))) || (t == EDGE_INT32 && (types & EB_TYPE(EDGE_INT32)));
+           (t == EDGE_INT16 && (types & EB_TYPE(EDGE_INT16))) || (t == EDGE_INT32 && (types & EB_TYPE(EDGE_INT32))) ||
+           (t == EDGE_INT64 && (types & EB_TYPE(EDGE_INT64)));
 }
 
 /* The two-input prepare every broadcasting binary kernel shares: two inputs and one output, the first input of
@@ -128,15 +130,21 @@ static inline edge_status_t eb_prepare_io(edge_node_t *node, edge_ctx_t *ctx, si
     return EDGE_OK;
 }
 
-/* ADD / SUB / MUL / DIV: eb_prepare_io for FLOAT32, INT8, INT16, INT32 with the fused activation one of
- * NONE..RELU6. */
-static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, int32_t act,
-                                       edge_tensor_t **a, edge_tensor_t **b, edge_tensor_t **out) {
-    const edge_status_t s = eb_prepare_io(node, ctx, bytes, EB_TYPES_ALL, "C kernel runs FLOAT32, INT8, INT16, INT32",
-                                          1, a, b, out);
+/* ADD / SUB / MUL / DIV: eb_prepare_io for `types` (EB_TYPES_ALL: FLOAT32, INT8, INT16, INT32; ADD/SUB add
+ * INT64) with the fused activation one of NONE..RELU6. */
+static inline edge_status_t eb_prepare_types(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, int32_t act,
+                                             uint32_t types, const char *types_msg, edge_tensor_t **a,
+                                             edge_tensor_t **b, edge_tensor_t **out) {
+    const edge_status_t s = eb_prepare_io(node, ctx, bytes, types, types_msg, 1, a, b, out);
     if (s != EDGE_OK) return s;
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     return EDGE_OK;
+}
+
+static inline edge_status_t eb_prepare(edge_node_t *node, edge_ctx_t *ctx, size_t bytes, int32_t act,
+                                       edge_tensor_t **a, edge_tensor_t **b, edge_tensor_t **out) {
+    return eb_prepare_types(node, ctx, bytes, act, EB_TYPES_ALL, "C kernel runs FLOAT32, INT8, INT16, INT32", a, b,
+                            out);
 }
 
 /* Eval of a binary kernel: the row function of the type, over the broadcast loop. */
@@ -148,6 +156,7 @@ static inline void eb_eval(const ea_bcast_t *bc, const void *op, int32_t type, c
     case EDGE_INT8: row = rows->int8; size = 1; break;
     case EDGE_INT16: row = rows->int16; size = 2; break;
     case EDGE_INT32: row = rows->int32; size = 4; break;
+    case EDGE_INT64: row = rows->int64; size = 8; break;
     default: row = rows->f32; size = 4; break;
     }
     ea_bcast_run(bc, op, a, size, b, size, y, size, row);
@@ -164,6 +173,7 @@ static inline void eb_eval_window(const edge_window_t *w, int32_t n, int32_t c, 
     case EDGE_INT8: row = rows->int8; size = 1; break;
     case EDGE_INT16: row = rows->int16; size = 2; break;
     case EDGE_INT32: row = rows->int32; size = 4; break;
+    case EDGE_INT64: row = rows->int64; size = 8; break;
     default: row = rows->f32; size = 4; break;
     }
     for (bi = 0; bi < n; bi++)

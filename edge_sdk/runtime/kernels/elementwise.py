@@ -75,6 +75,11 @@ def _int32_clamp(act: str):
     return {"NONE": None, "RELU": (0, INT32_MAX), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
 
 
+def _int64_clamp(act: str):
+    # LiteRT's int64 ADD / SUB / MUL (TFLM has none): CalculateActivationRange<int64_t>
+    return {"NONE": None, "RELU": (0, np.iinfo(np.int64).max), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
+
+
 def _run_direct(op, clamp, store_clamped):
     """Eval of an op numpy computes directly on the inputs; ``clamp``: None or (lo, hi), applied as the result is
     stored by ``store_clamped(out, y, lo, hi)``."""
@@ -170,7 +175,8 @@ def _prepare_add_sub(node: Node, sign: int):
         # TFLM's int32 ADD ignores the fused activation; SUB applies it.
         return _run_int(np.add if sign > 0 else np.subtract, None if sign > 0 else _int32_clamp(act))
     if a.type == "INT64":
-        raise node.unsupported("INT64 ADD/SUB (TFLM has no int64 kernel)")
+        # TFLM has no int64 ADD/SUB; LiteRT's (add.cc / sub.cc) wraps and clamps to the activation's int64 range
+        return _run_int(np.add if sign > 0 else np.subtract, _int64_clamp(act))
     _quantized(node, a, b, out)
     left_shift, q1, q2, qo, lo, hi = _add_sub_params(node, a, b, out, float_scales=False)
     return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, left_shift, q1, q2, qo), lo, hi)
@@ -187,11 +193,14 @@ def prepare_sub(node: Node):
 # ---------------------------------------------------------------- MUL
 
 def prepare_mul(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32"))
+    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
     act = _activation(node)
     if a.type == "FLOAT32":
         node.expect_types(out, ("FLOAT32",), "output")
         return _run_float(np.multiply, _float_clamp(node))
+    if a.type == "INT64":  # TFLM has none; LiteRT's mul.cc: the wrapping product, clamped to the activation
+        node.expect_types(out, ("INT64",), "output")
+        return _run_int(np.multiply, _int64_clamp(act))
     if a.type == "INT32":
         node.expect_types(out, ("INT32",), "output")
         return _run_int(np.multiply, _int32_clamp(act))

@@ -5,15 +5,17 @@
  * multipliers (ratios to twice the larger input scale, formed in double as the tflite-micro wheel does for
  * both ADD and SUB), summed (or subtracted) in wrapping int32, scaled to the output, offset by the output zero
  * point and clamped to the fused activation's range. float32: plain sum, clamped. int32: wrapping sum; ADD
- * ignores the fused activation, SUB clamps to its integer bounds. Prepare computes the broadcast loop and
+ * ignores the fused activation, SUB clamps to its integer bounds. int64 (TFLM has none; LiteRT's add.cc /
+ * sub.cc, as the Python kernel): wrapping sum or difference, both clamped to the activation's int64 range.
+ * Prepare computes the broadcast loop and
  * the multipliers (split into eb_rq_t steps); eval walks coalesced rows (edge_binary.h).
  */
 #include "edge_kernel.h"
 #include "../edge_binary.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(ADD, add, 5, "FLOAT32 INT8 INT16 INT32", "inputs of one type; broadcast up to rank 6")
-EDGE_KERNEL(SUB, sub, 5, "FLOAT32 INT8 INT16 INT32", "inputs of one type; broadcast up to rank 6")
+EDGE_KERNEL(ADD, add, 5, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type; broadcast up to rank 6")
+EDGE_KERNEL(SUB, sub, 5, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type; broadcast up to rank 6")
 
 
 /* What a row reads, copied once per row (edge_binary.h). */
@@ -22,6 +24,7 @@ typedef struct {
     int32_t off_out, lo, hi;
     eb_rq_t q1, q2, qo;
     float flo, fhi;
+    int64_t lo64, hi64;         /* int64: the activation's bounds */
 } addsub_p_t;
 
 typedef struct {
@@ -40,7 +43,8 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     const int32_t act = node->options_type == opts ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
     addsub_data_t *d;
-    const edge_status_t s = eb_prepare(node, ctx, sizeof *d, act, &a, &b, &out);
+    const edge_status_t s = eb_prepare_types(node, ctx, sizeof *d, act, EB_TYPES_ALL | EB_TYPE(EDGE_INT64),
+                                             "C kernel runs FLOAT32, INT8, INT16, INT32, INT64", &a, &b, &out);
     if (s != EDGE_OK) return s;
     d = (addsub_data_t *)node->user_data;
     d->type = a->type;
@@ -50,6 +54,11 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
 #if EDGE_SIMD
         d->fsimd = edge_simd_level();
 #endif
+        return EDGE_OK;
+    }
+    if (a->type == EDGE_INT64) {
+        d->p.lo64 = act == EDGE_ACT_NONE ? INT64_MIN : act == EDGE_ACT_RELU_N1_TO_1 ? -1 : 0;
+        d->p.hi64 = act == EDGE_ACT_NONE || act == EDGE_ACT_RELU ? INT64_MAX : act == EDGE_ACT_RELU6 ? 6 : 1;
         return EDGE_OK;
     }
     if (a->type == EDGE_INT32) {
@@ -162,8 +171,33 @@ static inline int32_t sub_i32(const addsub_p_t d, int32_t x1, int32_t x2) {
     return (int32_t)ea_clamp(edge_wrap32((int64_t)x1 - x2), d.lo, d.hi);
 }
 
-EB_ROWS(add_rows, add, addsub_p_t, add_q8, add_q16, add_i32, add_f)
-EB_ROWS(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f)
+/* int64: the sum / difference wraps (computed on the unsigned bits), then clamps */
+static inline int64_t addsub_i64(const addsub_p_t d, uint64_t v) {
+    const int64_t x = v <= (uint64_t)INT64_MAX ? (int64_t)v : (int64_t)(v - ((uint64_t)1 << 63)) + INT64_MIN;
+    return x < d.lo64 ? d.lo64 : x > d.hi64 ? d.hi64 : x;
+}
+static inline int64_t add_i64(const addsub_p_t d, int64_t x1, int64_t x2) {
+    return addsub_i64(d, (uint64_t)x1 + (uint64_t)x2);
+}
+static inline int64_t sub_i64(const addsub_p_t d, int64_t x1, int64_t x2) {
+    return addsub_i64(d, (uint64_t)x1 - (uint64_t)x2);
+}
+EB_ROW(add_row_int64, int64_t, addsub_p_t, add_i64)
+EB_ROW(sub_row_int64, int64_t, addsub_p_t, sub_i64)
+
+/* EB_ROWS's rows, with the int64 ones */
+EB_ROW(add_row_int8, int8_t, addsub_p_t, add_q8)
+EB_ROW(add_row_int16, int16_t, addsub_p_t, add_q16)
+EB_ROW(add_row_int32, int32_t, addsub_p_t, add_i32)
+EB_ROW(add_row_float, float, addsub_p_t, add_f)
+EB_ROW(sub_row_int8, int8_t, addsub_p_t, sub_q8)
+EB_ROW(sub_row_int16, int16_t, addsub_p_t, sub_q16)
+EB_ROW(sub_row_int32, int32_t, addsub_p_t, sub_i32)
+EB_ROW(sub_row_float, float, addsub_p_t, sub_f)
+static const eb_rows_t add_rows = {add_row_int8, EDGE_WITH_INT16 ? add_row_int16 : 0, add_row_int32,
+                                   EDGE_WITH_FLOAT32 ? add_row_float : 0, add_row_int64};
+static const eb_rows_t sub_rows = {sub_row_int8, EDGE_WITH_INT16 ? sub_row_int16 : 0, sub_row_int32,
+                                   EDGE_WITH_FLOAT32 ? sub_row_float : 0, sub_row_int64};
 
 #if EDGE_SIMD
 static void addsub_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {

@@ -1,17 +1,20 @@
 /* CAST: element-wise type conversion.
  *
  * As edge_sdk/runtime/kernels/quantize.py prepare_cast, for INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64,
- * FLOAT32, FLOAT64 and BOOL (FLOAT16 is refused): to BOOL, x != 0; integer to integer wraps to the output's
+ * FLOAT16, FLOAT32, FLOAT64 and BOOL: to BOOL, x != 0; integer to integer wraps to the output's
  * width (numpy astype); integer to float is one C conversion from the source type (correctly rounded, as
  * numpy); float to integer truncates toward zero and saturates, NaN gives 0 (the TFLM build we compare
- * with); float to float converts. BOOL reads as 0 / 1.
+ * with); float to float converts. BOOL reads as 0 / 1. FLOAT16 widens exactly; to FLOAT16 is one rounding
+ * (to nearest, ties to even, past 65504 to infinity, NaN keeping its top payload bits) from the double of the
+ * source value, as numpy's double-to-half (an integer's double is exact below 2^53, far beyond half's range;
+ * a float32's is exact, so this is also numpy's float-to-half).
  */
 #include <string.h>
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(CAST, cast, 7, "INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 UINT64 FLOAT32 FLOAT64 BOOL", "output: one of the same types")
+EDGE_KERNEL(CAST, cast, 7, "INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 UINT64 FLOAT16 FLOAT32 FLOAT64 BOOL", "output: one of the same types")
 
 typedef struct {
     int32_t src, dst;
@@ -19,11 +22,99 @@ typedef struct {
 
 static int cast_type_ok(int t) {
     return t == EDGE_INT8 || t == EDGE_UINT8 || t == EDGE_INT16 || t == EDGE_UINT16 || t == EDGE_INT32 ||
-           t == EDGE_UINT32 || t == EDGE_INT64 || t == EDGE_UINT64 || t == EDGE_FLOAT32 || t == EDGE_FLOAT64 ||
-           t == EDGE_BOOL;
+           t == EDGE_UINT32 || t == EDGE_INT64 || t == EDGE_UINT64 || t == EDGE_FLOAT16 || t == EDGE_FLOAT32 ||
+           t == EDGE_FLOAT64 || t == EDGE_BOOL;
 }
 
-static int cast_is_float(int t) { return t == EDGE_FLOAT32 || t == EDGE_FLOAT64; }
+static int cast_is_float(int t) { return t == EDGE_FLOAT16 || t == EDGE_FLOAT32 || t == EDGE_FLOAT64; }
+
+/* a half's bits widened to float32's (exact; NaN payloads kept bit for bit, as numpy's half conversions) */
+static uint32_t half_to_float_bits(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
+    if (exponent == 0x1F) return sign | 0x7F800000u | (mantissa << 13); /* inf / NaN */
+    if (exponent != 0) return sign | ((exponent + 112u) << 23) | (mantissa << 13);
+    if (mantissa == 0) return sign;
+    exponent = 113; /* subnormal half: normalize */
+    while (!(mantissa & 0x400u)) {
+        mantissa <<= 1;
+        exponent--;
+    }
+    return sign | (exponent << 23) | ((mantissa & 0x3FFu) << 13);
+}
+
+/* float32 bits widened to float64's by hand (exact; a NaN's payload kept, where the FPU would quiet it) */
+static uint64_t float_bits_to_double_bits(uint32_t f) {
+    const uint64_t sign = (uint64_t)(f >> 31) << 63;
+    uint32_t exponent = (f >> 23) & 0xFFu, mantissa = f & 0x7FFFFFu;
+    if (exponent == 0xFF) return sign | ((uint64_t)0x7FF << 52) | ((uint64_t)mantissa << 29);
+    if (exponent != 0) return sign | ((uint64_t)(exponent + 896u) << 52) | ((uint64_t)mantissa << 29);
+    if (mantissa == 0) return sign;
+    exponent = 897; /* subnormal float: normalize */
+    while (!(mantissa & 0x800000u)) {
+        mantissa <<= 1;
+        exponent--;
+    }
+    return sign | ((uint64_t)exponent << 52) | ((uint64_t)(mantissa & 0x7FFFFFu) << 29);
+}
+
+static double bits_to_double(uint64_t b) {
+    double v;
+    memcpy(&v, &b, 8);
+    return v;
+}
+
+/* q (a half's magnitude bits before rounding) rounded by its dropped bits rem of `shift` bits: ties to even */
+static uint16_t half_round(uint64_t q, uint64_t rem, int shift) {
+    const uint64_t half = (uint64_t)1 << (shift - 1);
+    return (uint16_t)(rem > half || (rem == half && (q & 1)) ? q + 1 : q);
+}
+
+/* float64 bits rounded to half (numpy's npy_doublebits_to_halfbits; its float32 one gives the same for a
+ * float32 widened by float_bits_to_double_bits) */
+static uint16_t double_bits_to_half(uint64_t b) {
+    const uint16_t sign = (uint16_t)((b >> 48) & 0x8000u);
+    int64_t e = (int64_t)((b >> 52) & 0x7FFu);
+    const uint64_t sig = b & (((uint64_t)1 << 52) - 1);
+    if (e == 0x7FF) {
+        uint16_t r = (uint16_t)(0x7C00u + (sig >> 42));
+        if (sig && r == 0x7C00u) r++; /* a NaN stays a NaN */
+        return (uint16_t)(sign | r);
+    }
+    e -= 1023 - 15; /* half's biased exponent */
+    if (e >= 31) return (uint16_t)(sign | 0x7C00u);
+    if (e <= 0) { /* a subnormal half (or 0): units of 2^-24 */
+        const int shift = (int)(43 - e);
+        const uint64_t m = sig | ((uint64_t)1 << 52);
+        if (shift > 53) return sign; /* below 2^-25: rounds to 0 */
+        return (uint16_t)(sign | half_round(m >> shift, m & (((uint64_t)1 << shift) - 1), shift));
+    }
+    /* normal: a carry out of the mantissa steps the exponent (up to infinity), as it should */
+    return (uint16_t)(sign | half_round(((uint64_t)e << 10) | (sig >> 42), sig & (((uint64_t)1 << 42) - 1), 42));
+}
+
+static uint16_t double_to_half(double v) {
+    uint64_t b;
+    memcpy(&b, &v, 8);
+    return double_bits_to_half(b);
+}
+
+/* element k of a float tensor as float64 bits, exact (payloads kept) */
+static uint64_t load_float_bits(const uint8_t *p, int type, int64_t k) {
+    if (type == EDGE_FLOAT16) {
+        uint16_t h;
+        memcpy(&h, p + 2 * k, 2);
+        return float_bits_to_double_bits(half_to_float_bits(h));
+    } else if (type == EDGE_FLOAT32) {
+        uint32_t f;
+        memcpy(&f, p + 4 * k, 4);
+        return float_bits_to_double_bits(f);
+    } else {
+        uint64_t v;
+        memcpy(&v, p + 8 * k, 8);
+        return v;
+    }
+}
 
 edge_status_t edge_prepare_cast(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
@@ -33,7 +124,7 @@ edge_status_t edge_prepare_cast(edge_node_t *node, edge_ctx_t *ctx) {
     out = edge_out(ctx, node, 0);
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CAST: input is required");
     if (!cast_type_ok(x->type) || !cast_type_ok(out->type))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CAST: C kernel converts between integer, FLOAT32, FLOAT64, BOOL");
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CAST: C kernel converts between integer, FLOAT16, FLOAT32, FLOAT64, BOOL");
     if (edge_type_built(ctx, x->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     if (edge_type_built(ctx, out->type) != EDGE_OK) return EDGE_UNSUPPORTED_TYPE; /* compiled out */
     d = (cast_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -58,7 +149,9 @@ static uint64_t load_bits(const uint8_t *p, int type, int64_t k) {
 }
 
 static double load_float(const uint8_t *p, int type, int64_t k) {
-    if (type == EDGE_FLOAT32) {
+    if (type == EDGE_FLOAT16) {
+        return bits_to_double(load_float_bits(p, type, k));
+    } else if (type == EDGE_FLOAT32) {
         float v;
         memcpy(&v, p + 4 * k, 4);
         return v;
@@ -160,6 +253,20 @@ void edge_eval_cast(const edge_node_t *node, edge_ctx_t *ctx) {
         cast_integers(x, d->src, y, d->dst, n);
         return;
     }
+    if (d->src == d->dst) { /* a float type to itself: the same bits */
+        memmove(y, x, (size_t)n * edge_type_bytes(d->src));
+        return;
+    }
+    if (d->src == EDGE_FLOAT16 && d->dst == EDGE_FLOAT32) { /* half widens by its bits (payloads kept) */
+        for (k = 0; k < n; k++) {
+            uint16_t h;
+            uint32_t f;
+            memcpy(&h, x + 2 * k, 2);
+            f = half_to_float_bits(h);
+            memcpy(y + 4 * k, &f, 4);
+        }
+        return;
+    }
     for (k = 0; k < n; k++) {
         if (d->dst == EDGE_BOOL) {
             y[k] = src_float ? load_float(x, d->src, k) != 0.0 : load_bits(x, d->src, k) != 0;
@@ -169,9 +276,15 @@ void edge_eval_cast(const edge_node_t *node, edge_ctx_t *ctx) {
             else if (src_unsigned) f = (float)load_bits(x, d->src, k);
             else f = (float)(int64_t)load_bits(x, d->src, k);
             memcpy(y + 4 * k, &f, 4);
+        } else if (d->dst == EDGE_FLOAT16) {
+            uint16_t h;
+            if (src_float) h = double_bits_to_half(load_float_bits(x, d->src, k));
+            else if (src_unsigned) h = double_to_half((double)load_bits(x, d->src, k));
+            else h = double_to_half((double)(int64_t)load_bits(x, d->src, k));
+            memcpy(y + 2 * k, &h, 2);
         } else if (d->dst == EDGE_FLOAT64) {
             double f;
-            if (src_float) f = load_float(x, d->src, k);
+            if (src_float) f = bits_to_double(load_float_bits(x, d->src, k));
             else if (src_unsigned) f = (double)load_bits(x, d->src, k);
             else f = (double)(int64_t)load_bits(x, d->src, k);
             memcpy(y + 8 * k, &f, 8);

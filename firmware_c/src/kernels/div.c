@@ -98,7 +98,7 @@ static inline int32_t div_i32(const div_p_t d, int32_t x1, int32_t x2) {
 EB_ROW(div_row_int8, int8_t, div_p_t, div_q)
 EB_ROW(div_row_int32, int32_t, div_p_t, div_i32)
 EB_ROW(div_row_float, float, div_p_t, div_f)
-static const eb_rows_t div_rows = {div_row_int8, 0, div_row_int32, EDGE_WITH_FLOAT32 ? div_row_float : 0};
+static const eb_rows_t div_rows = {div_row_int8, 0, div_row_int32, EDGE_WITH_FLOAT32 ? div_row_float : 0, 0};
 
 void edge_eval_div(const edge_node_t *node, edge_ctx_t *ctx) {
     const div_data_t *d = (const div_data_t *)node->user_data;

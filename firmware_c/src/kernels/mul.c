@@ -3,14 +3,15 @@
  * int8 / int16 as edge_sdk/runtime/kernels/elementwise.py prepare_mul (TFLM mul.cc): (a - za) * (b - zb) in wrapping
  * int32, scaled by one multiplier (sa * sb / so, in double), plus the output zero point, clamped to the fused
  * activation's range; int16 needs zero points of 0. float32: product, clamped. int32: wrapping product
- * clamped to the activation's integer bounds. The rows and the eval dispatch are edge_binary.h's (shared with
+ * clamped to the activation's integer bounds; int64 (TFLM has none; LiteRT's mul.cc, as the Python kernel)
+ * likewise in int64. The rows and the eval dispatch are edge_binary.h's (shared with
  * ADD/SUB).
  */
 #include "edge_kernel.h"
 #include "../edge_binary.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(MUL, mul, 7, "FLOAT32 INT8 INT16 INT32", "INT16: zero points 0; broadcast up to rank 6")
+EDGE_KERNEL(MUL, mul, 7, "FLOAT32 INT8 INT16 INT32 INT64", "INT16: zero points 0; broadcast up to rank 6")
 
 
 /* What a row reads, copied once per row (edge_binary.h). */
@@ -19,6 +20,7 @@ typedef struct {
     int32_t off_out, lo, hi;
     eb_rq_t q;
     float flo, fhi;
+    int64_t lo64, hi64;         /* int64: the activation's bounds */
 } mul_p_t;
 
 typedef struct {
@@ -36,7 +38,8 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t act = node->options_type == EDGE_OPTS_MulOptions ? edge_opt_int(node, 0, 1, 0) : 0;
     edge_tensor_t *a, *b, *out;
     mul_data_t *d;
-    const edge_status_t s = eb_prepare(node, ctx, sizeof *d, act, &a, &b, &out);
+    const edge_status_t s = eb_prepare_types(node, ctx, sizeof *d, act, EB_TYPES_ALL | EB_TYPE(EDGE_INT64),
+                                             "C kernel runs FLOAT32, INT8, INT16, INT32, INT64", &a, &b, &out);
     if (s != EDGE_OK) return s;
     d = (mul_data_t *)node->user_data;
     d->type = a->type;
@@ -45,6 +48,11 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
 #if EDGE_SIMD
         d->fsimd = edge_simd_level();
 #endif
+        return EDGE_OK;
+    }
+    if (a->type == EDGE_INT64) {
+        d->p.lo64 = act == EDGE_ACT_NONE ? INT64_MIN : act == EDGE_ACT_RELU_N1_TO_1 ? -1 : 0;
+        d->p.hi64 = act == EDGE_ACT_NONE || act == EDGE_ACT_RELU ? INT64_MAX : act == EDGE_ACT_RELU6 ? 6 : 1;
         return EDGE_OK;
     }
     if (a->type == EDGE_INT32) {
@@ -100,7 +108,21 @@ static inline int32_t mul_i32(const mul_p_t d, int32_t x1, int32_t x2) {
     return (int32_t)ea_clamp(edge_wrap32((int64_t)((uint32_t)x1 * (uint32_t)x2)), d.lo, d.hi);
 }
 
-EB_ROWS(mul_rows, mul, mul_p_t, mul_q, mul_q, mul_i32, mul_f)
+/* int64: the wrapping product (on the unsigned bits), clamped */
+static inline int64_t mul_i64(const mul_p_t d, int64_t x1, int64_t x2) {
+    const uint64_t v = (uint64_t)x1 * (uint64_t)x2;
+    const int64_t x = v <= (uint64_t)INT64_MAX ? (int64_t)v : (int64_t)(v - ((uint64_t)1 << 63)) + INT64_MIN;
+    return x < d.lo64 ? d.lo64 : x > d.hi64 ? d.hi64 : x;
+}
+
+/* EB_ROWS's rows, with the int64 one */
+EB_ROW(mul_row_int8, int8_t, mul_p_t, mul_q)
+EB_ROW(mul_row_int16, int16_t, mul_p_t, mul_q)
+EB_ROW(mul_row_int32, int32_t, mul_p_t, mul_i32)
+EB_ROW(mul_row_float, float, mul_p_t, mul_f)
+EB_ROW(mul_row_int64, int64_t, mul_p_t, mul_i64)
+static const eb_rows_t mul_rows = {mul_row_int8, EDGE_WITH_INT16 ? mul_row_int16 : 0, mul_row_int32,
+                                   EDGE_WITH_FLOAT32 ? mul_row_float : 0, mul_row_int64};
 
 #if EDGE_SIMD
 static void mul_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
