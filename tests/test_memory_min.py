@@ -346,3 +346,59 @@ def test_depthwise_not_in_place_when_its_kernel_cannot():
     flt[0][1] = replace(infos[0][1], type="FLOAT32", dtype=np.dtype(np.float32))
     flt[0][4] = replace(infos[0][4], type="FLOAT32", dtype=np.dtype(np.float32))
     assert (0, 4) not in inplace_aliases(model, flt, buffer_requests(model, flt, spans=spans), spans)
+
+
+@needs_c
+def test_min_plan_never_larger_than_the_layer_plan():
+    """When in-place groups make the greedy placement larger than the layer plan's (this conv chain: the
+    depthwise convolutions' groups), both runtimes use the layer plan under memory="min", say so in
+    memory_plan, plan byte-identically and stay bit-exact."""
+    from tests.test_patching import _c_chain, chain_model
+
+    from edge_sdk.runtime import arena as _arena
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+
+    data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
+    layer = Interpreter(model_content=data)
+    layer.allocate_tensors()
+    p = layer._p  # the grouped plan alone is larger here (what the fallback guards against)
+    spans: dict = {}
+    reqs = buffer_requests(layer._model, p.infos, spans=spans)
+    grouped = _arena.plan_aliased(reqs, inplace_aliases(layer._model, p.infos, reqs, spans))
+    assert grouped.total > layer.arena_size
+    feeds = _feeds(data, 2)
+    _, want = _run(data, "layer", "python", feeds)
+    py, got = _run(data, "min", "python", feeds)
+    assert py.memory_plan == "layer" and py.arena_size == layer.arena_size
+    c, got_c = _run(data, "min", "c", feeds)
+    c_layer, _ = _run(data, "layer", "c", feeds)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    info, layer_info = c.plan_info(), c_layer.plan_info()
+    assert max(info["high_water"], info["arena_used"]) <= max(layer_info["high_water"], layer_info["arena_used"])
+    for a, b, d in zip(got, got_c, want):
+        np.testing.assert_array_equal(a, d)
+        np.testing.assert_array_equal(b, d)
+    from edge_sdk.targets.check import check_model
+
+    checked = {m: check_model(data, "qemu-mps2-an386", memory=m) for m in ("layer", "min")}
+    assert checked["min"].arena_bytes <= checked["layer"].arena_bytes
+    assert any("keep the layer-by-layer placement" in n for n in checked["min"].notes)
+    assert not any("keep the layer-by-layer placement" in n for n in checked["layer"].notes)
+
+
+@needs_c
+@pytest.mark.parametrize("name", ["hello_world_float", "hello_world_int8", "audio_preprocessor_int8"])
+def test_c_min_need_never_above_the_layer_need(name):
+    """The C runtime's least-RAM plan keeps its in-place groups in the lifetimes (no planner memory of its own):
+    its whole need (planner memory included) is never above the layer plan's (it was, on these, by 16 bytes
+    per tensor)."""
+    from edge_sdk.runtime import backend_c
+
+    data = shared_model(f"tflite-micro/{name}.tflite").read_bytes()
+    need = {}
+    for memory in ("layer", "min"):
+        c = backend_c.CInterpreter(model_content=data, memory=memory)
+        c.allocate_tensors()
+        f = c.plan_info()
+        need[memory] = max(f["high_water"], f["arena_used"])
+    assert need["min"] <= need["layer"]

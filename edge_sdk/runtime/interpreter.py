@@ -297,13 +297,19 @@ class Interpreter:
         self._memory_plan = "layer"
         p.patch = None
         if self._memory in ("min", "patch") and not delegated:
-            plan = _arena.plan_aliased(requests, inplace_aliases(self._model, p.infos, requests, spans))
+            aliases = inplace_aliases(self._model, p.infos, requests, spans)
+            plan = _arena.plan_aliased(requests, aliases)
             self._memory_plan = "min"
+            layer_plan = _arena.plan(requests) if aliases else plan
+            if plan.total > layer_plan.total:  # in-place groups made the greedy placement worse: the layer
+                plan, self._memory_plan = layer_plan, "layer"  # plan (the C runtime's rule too, edge.c plan_arena)
+                log.debug(f"memory={self._memory!r}: the in-place plan needs more than the layer-by-layer plan; "
+                          "using the layer plan")
             if self._memory == "patch":
                 patch, patched = _patching.choose(
                     self._model, p.infos, requests, spans,
                     lambda reqs, skip: inplace_aliases(self._model, p.infos, reqs, spans, skip),
-                    plan, _arena.plan(requests).total, ops=self._patch_ops)
+                    plan, layer_plan.total, ops=self._patch_ops)
                 if patch is not None:
                     plan, p.patch, self._memory_plan = patched, patch, "patch"
         else:
