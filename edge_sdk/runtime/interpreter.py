@@ -301,9 +301,11 @@ class Interpreter:
             plan = _arena.plan_aliased(requests, aliases)
             self._memory_plan = "min"
             layer_plan = _arena.plan(requests) if aliases else plan
-            if plan.total > layer_plan.total:  # in-place groups made the greedy placement worse: the layer
-                plan, self._memory_plan = layer_plan, "layer"  # plan (the C runtime's rule too, edge.c plan_arena)
-                log.debug(f"memory={self._memory!r}: the in-place plan needs more than the layer-by-layer plan; "
+            if aliases and plan.total >= layer_plan.total:  # in place only when that makes the plan smaller (the
+                # greedy placement of the groups can be worse; the C runtime's in-place depthwise adds a plane
+                # buffer): else the layer plan, the C runtime's rule too (edge.c plan_arena)
+                plan, self._memory_plan = layer_plan, "layer"
+                log.debug(f"memory={self._memory!r}: the in-place plan needs no less than the layer-by-layer plan; "
                           "using the layer plan")
             if self._memory == "patch":
                 patch, patched = _patching.choose(

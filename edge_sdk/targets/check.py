@@ -256,7 +256,7 @@ def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
 
 
 def min_falls_back(model: Model, infos) -> bool:
-    """Whether the least-RAM plan's in-place groups give a larger tensor plan than the layer plan, so that both
+    """Whether the least-RAM plan's in-place groups give no smaller tensor plan than the layer plan, so that both
     runtimes use the layer plan under memory="min" (edge_sdk.runtime.interpreter, edge.c plan_arena)."""
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
@@ -264,7 +264,7 @@ def min_falls_back(model: Model, infos) -> bool:
     spans: dict = {}
     requests = buffer_requests(model, infos, spans=spans)
     aliases = inplace_aliases(model, infos, requests, spans)
-    return bool(aliases) and _arena.plan_aliased(requests, aliases).total > _arena.plan(requests).total
+    return bool(aliases) and _arena.plan_aliased(requests, aliases).total >= _arena.plan(requests).total
 
 
 # ----------------------------------------------------------------------------------------------- partitions
@@ -511,8 +511,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     if result.memory_plan == "min":
         try:
             if min_falls_back(model, infos):
-                result.notes.append("--memory min: in-place execution would need more than the layer-by-layer plan "
-                                    "here; both runtimes keep the layer-by-layer placement (no in-place nodes)")
+                result.notes.append("--memory min: in-place execution would need no less than the layer-by-layer "
+                                    "plan here; both runtimes keep the layer-by-layer placement (no in-place nodes)")
         except Exception:  # noqa: BLE001 - a model the planner cannot plan: its problem is reported below
             pass
     if result.memory_plan == "patch":

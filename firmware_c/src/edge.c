@@ -1530,16 +1530,16 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     w.next = (int32_t *)(void *)p;
     if (it->memory_min) n_alias = inplace_groups(it, &L);
     if (n_alias && !(EDGE_WITH_PATCH && it->patch)) {
-        /* the least-RAM plan only when its tensor plan is no larger than the layer plan's (in-place groups can
-         * make the greedy placement worse), the rule of edge_sdk.runtime.interpreter; a patch plan keeps its
-         * groups (patching.choose planned it so) */
+        /* the least-RAM plan only when its tensor plan is smaller than the layer plan's (in-place groups can
+         * make the greedy placement worse; an in-place depthwise adds its plane buffer), the rule of
+         * edge_sdk.runtime.interpreter; a patch plan keeps its groups (patching.choose planned it so) */
         int64_t grouped_best, layer_best;
         w.n_tensors = fill_requests(it, &L, &w, 1);
         grouped_best = best_plan(&w, &best_ordering, &bound);
         if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
         w.n_tensors = fill_requests(it, &L, &w, 0);
         layer_best = best_plan(&w, &best_ordering, &bound);
-        if (grouped_best > layer_best) {
+        if (grouped_best >= layer_best) {
             n_alias = 0; /* L holds the layer plan's lifetimes: the layer plan */
         } else {
             (void)inplace_groups(it, &L);
