@@ -235,7 +235,8 @@ class Interpreter:
     def memory_plan(self) -> str | None:
         """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
         RESHAPE / PAD / int8 depthwise, see inplace_aliases) or "patch" (memory="patch" found a patch stage that
-        needs less than "min": see patch_plan). None before allocate_tensors."""
+        needs less than "min": see patch_plan). "layer" under memory="min" too when running in place would not make
+        the plan smaller (the C runtime's rule as well). None before allocate_tensors."""
         return None if self._p is None else self._memory_plan
 
     def patch_plan(self) -> _patching.PatchPlan | None:
