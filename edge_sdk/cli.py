@@ -118,7 +118,7 @@ def _detection_options(args) -> dict | None:
 def _memory_option(p, default=None, when: str = "", patch: bool = False) -> None:
     """--memory layer|min[|patch]: the one definition `edge check`, `flash`, `profile`, `export` and `convert
     --target` share (default None: auto, the layer plan unless it does not fit the profile's RAM budget; check,
-    flash and profile also take patch: min plus patch-based execution of a stage)."""
+    flash, profile, export and convert pass patch=True: min plus patch-based execution of a stage)."""
     auto = ("default: layer, or min (then patch) when the plan does not fit the profile's RAM budget" if patch
             else "default: layer, or min when the layer plan does not fit the profile's RAM budget")
     p.add_argument("--memory", choices=("layer", "min", "patch") if patch else ("layer", "min"), default=default,
@@ -561,7 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="the source model (.onnx or float .tflite)")
     p.add_argument("-o", "--output", required=True, help="the .tflite to write (only when conversion succeeds)")
     p.add_argument("--target", help="device profile to check against before writing (default: none)")
-    _memory_option(p, when="with --target: the check's ")
+    _memory_option(p, when="with --target: the check's ", patch=True)
     p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"],
                    help="quantization (default int8)")
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
@@ -735,7 +735,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
                         "arduino: a library")
     p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
-    _memory_option(p, default="layer")
+    _memory_option(p, default="layer", patch=True)
     p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
     p.set_defaults(func=_cmd_export)
 

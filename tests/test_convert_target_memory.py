@@ -1,4 +1,4 @@
-"""`edge convert --target PROFILE --memory layer|min` (issue 17 point 3): the same --memory flag as `edge check`,
+"""`edge convert --target PROFILE --memory layer|min|patch` (issue 17 point 3): the same --memory flag as `edge check`,
 passed to the target check that runs before the model is written; the report names the plan and its RAM."""
 
 from __future__ import annotations
@@ -47,3 +47,24 @@ def test_convert_memory_flag_misuse(tmp_path, capsys):
     except SystemExit as exc:
         assert exc.code == 2
     assert "invalid choice: 'tiny'" in capsys.readouterr().err and not out.exists()
+
+
+def test_convert_target_memory_patch(tmp_path, capsys):
+    """--memory patch: the target check runs the patch plan (its stage, RAM and extra MACs in the report), as
+    `edge check --memory patch` does for the written model."""
+    from tests.test_patching import _c_chain, chain_model
+
+    src = tmp_path / "patch_chain_float.tflite"
+    src.write_bytes(chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), dtype="FLOAT32", seed=4))
+    checks = {}
+    for memory in ("min", "patch"):
+        out = tmp_path / f"out_{memory}.tflite"
+        assert main(["convert", str(src), "-o", str(out), "--quantize", "none", "--target", "qemu-mps2-an386",
+                     "--memory", memory, "--json"]) == 0
+        checks[memory] = json.loads(capsys.readouterr().out)["check"]
+    assert checks["patch"]["memory_plan"] == "patch" and checks["patch"]["extra_macs"] > 0
+    assert checks["patch"]["patch"].startswith("patch plan: stage nodes ")
+    assert checks["patch"]["arena_bytes"] < checks["min"]["arena_bytes"]
+    assert main(["check", str(tmp_path / "out_patch.tflite"), "--target", "qemu-mps2-an386", "--memory", "patch",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["arena_bytes"] == checks["patch"]["arena_bytes"]

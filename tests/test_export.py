@@ -380,3 +380,89 @@ def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
     assert board["status"] == 0 and r.arena_bytes == (board["arena"] + 15) // 16 * 16
     want = _interpreter_outputs(model, _lcg_bytes(r.inputs[0]["bytes"]))  # Interpreter: the layer plan
     assert board["hashes"] == [image_main_hash(want)]
+
+
+# ------------------------------------------------------------------------------------------------ --memory patch
+def _patch_chain(tmp_path) -> tuple[Path, object]:
+    from tests.test_patching import _c_chain, chain_model
+
+    from edge_sdk.runtime.interpreter import c_patch_plan
+
+    data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
+    plan = c_patch_plan(data)
+    assert plan is not None
+    return _model_file(tmp_path, data, "patch_chain.tflite"), plan
+
+
+@pytest.mark.slow
+@needs_cmake
+def test_cmake_host_export_patch_plan(tmp_path):
+    """--memory patch: the header carries edge_init_patch's stage (the one edge check and edge flash run) and the
+    arena that plan measures, smaller than the least-RAM plan's; the example's outputs equal the interpreter's."""
+    model, plan = _patch_chain(tmp_path)
+    small = export(model, "host-linux", "make", tmp_path / "min", memory="min")
+    out = tmp_path / "patch"
+    r = export(model, "host-linux", "cmake", out, memory="patch")
+    assert r.memory == "patch" and r.arena_source == "host" and r.arena_bytes < small.arena_bytes
+    assert r.patch["nodes"] == [plan.nodes[0], plan.nodes[-1]] and r.patch["grid"] == list(plan.grid)
+    header = (out / "model" / "edge_model.h").read_text()
+    assert "#define EDGE_MODEL_INIT_FLAGS EDGE_INIT_MEMORY_MIN" in header
+    assert f"#define EDGE_MODEL_PATCH_PLAN {{{plan.nodes[0]}, {plan.nodes[-1]}, {plan.grid[0]}, {plan.grid[1]}}}" \
+        in header
+    assert "EDGE_MODEL_PATCH_PLAN" in (out / "example" / "main.c").read_text()
+    assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "min" / "model" / "edge_model.h").read_text()
+    _cmake_build(out, tmp_path / "build")
+    raw = np.random.default_rng(5).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
+    (tmp_path / "in.bin").write_bytes(raw)
+    proc = subprocess.run([str(tmp_path / "build" / "edge_example"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    used = int(re.search(r"arena (\d+) of", proc.stderr).group(1))
+    assert used <= r.arena_bytes  # it ran in the header's arena (host: the figure of the host library's build)
+    assert (tmp_path / "out.bin").read_bytes() == _interpreter_outputs(model, raw)
+
+
+@pytest.mark.slow
+@needs_cmake
+@needs_arm
+def test_qemu_board_export_patch_plan_equals_check_and_host(tmp_path):
+    """--memory patch for the QEMU board: edge_model.h's arena is `edge check --memory patch`'s figure, the ELF
+    runs in it under qemu-system-arm (high water == that figure) and its outputs equal the host export's."""
+    from edge_sdk.targets.check import check_model
+
+    model, plan = _patch_chain(tmp_path)
+    check = check_model(model.read_bytes(), "qemu-mps2-an386", memory="patch")
+    out = tmp_path / "export-qemu"
+    r = export(model, "qemu-mps2-an386", "cmake", out, memory="patch")
+    assert check.memory_plan == r.memory == "patch" and r.arena_source == "target"
+    assert r.arena_bytes == (check.arena_bytes + 15) // 16 * 16
+    _cmake_build(out, tmp_path / "build-qemu")
+    board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
+    assert board["status"] == 0 and board["arena"] == check.arena_bytes
+    want = _interpreter_outputs(model, _lcg_bytes(r.inputs[0]["bytes"]))
+    assert board["hashes"] == [image_main_hash(want)]
+
+
+def test_export_patch_without_a_stage_falls_back_to_min(tmp_path):
+    """A model with nothing spatial has no patch stage: --memory patch exports the least-RAM plan and says so."""
+    model = _model_file(tmp_path, _fc_int8(), "fc.tflite")
+    r = export(model, "host-linux", "zephyr", tmp_path / "z", memory="patch")
+    assert r.memory == "min" and r.patch is None
+    assert any("no patch stage" in w for w in r.warnings)
+    assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "z" / "model" / "edge_model.h").read_text()
+
+
+def test_cli_export_memory_patch(tmp_path):
+    model, plan = _patch_chain(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux",
+                           "--format", "zephyr", "-o", str(tmp_path / "z"), "--memory", "patch", "--json"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["memory"] == "patch" and r["patch"]["grid"] == list(plan.grid) and r["patch"]["extra_macs"] > 0
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux",
+                           "--format", "zephyr", "-o", str(tmp_path / "z2"), "--memory", "patch"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and "least-RAM patch-based plan" in proc.stdout
+    assert f"patch stage: nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}" in proc.stdout

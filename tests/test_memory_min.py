@@ -102,9 +102,12 @@ def test_python_min_plan_in_place_and_bit_exact(case):
         np.testing.assert_array_equal(a, b)
     plan = small.arena_plan()
     off = {b.name: b.offset for b in plan.buffers}
-    assert off["r1"] == off["padded"] == off["flat"]  # PAD over its input, RESHAPE an alias
-    # without padding the input's RELU step (x and r1) is the peak of both plans
-    assert small.arena_size < layer.arena_size or (case == "int8_no_padding" and small.arena_size == layer.arena_size)
+    if case == "int8_no_padding":  # the input's RELU step (x and r1) is the peak of both plans: in place would
+        # save nothing, so memory="min" keeps the layer plan
+        assert small.memory_plan == "layer" and _plan_tuples(plan) == _plan_tuples(layer.arena_plan())
+        return
+    assert small.memory_plan == "min" and off["r1"] == off["padded"] == off["flat"]  # PAD over its input, RESHAPE
+    assert small.arena_size < layer.arena_size  # an alias
     # in the layer plan the three have bytes of their own
     lay = {b.name: b.offset for b in layer.arena_plan().buffers}
     assert len({lay["r1"], lay["padded"], lay["flat"]}) >= 2
@@ -252,9 +255,10 @@ def test_memory_plan_property():
     assert layer.memory_plan == "layer" and small.memory_plan == "min"
 
 
-def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 6), batch: int = 1) -> bytes:
-    """input -> RELU -> DEPTHWISE_CONV_2D (int8, per-channel weights, bias) -> RELU -> output: the depthwise runs
-    in place under memory="min" (its input dies there)."""
+def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int = 1) -> bytes:
+    """input (one channel) -> CONCATENATION of C copies -> DEPTHWISE_CONV_2D (int8, per-channel weights,
+    bias) -> MAX_POOL_2D 2x2 / 2 -> output: the depthwise step is the layer plan's peak, so memory="min" runs it in
+    place (its input dies there) and needs less."""
     rng = np.random.default_rng(stride * 10 + len(padding))
     shape = (batch,) + tuple(shape[1:])
     c = shape[3]
@@ -267,18 +271,27 @@ def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 6), batch: int =
     oshape = (batch, out_dim(shape[1]), out_dim(shape[2]), c)
     w = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
     b = rng.integers(-2000, 2000, c).astype(np.int32)
-    tensors = [Tensor("x", shape, "INT8", 0, qx), Tensor("r1", shape, "INT8", 0, qx),
+    pshape = (batch, oshape[1] // 2, oshape[2] // 2, c)
+    tensors = [Tensor("x", shape[:3] + (1,), "INT8", 0, qx), Tensor("r1", shape, "INT8", 0, qx),
                Tensor("w", (1, 3, 3, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
-               Tensor("dw", oshape, "INT8", 0, qy), Tensor("y", oshape, "INT8", 0, qy)]
+               Tensor("dw", oshape, "INT8", 0, qy), Tensor("y", pshape, "INT8", 0, qy)]
     buffers = [Buffer(b""), Buffer(w.tobytes()), Buffer(b.tobytes())]
-    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, v) for n, v in (("RELU", 1),
-                                                                                   ("DEPTHWISE_CONV_2D", 3))]
-    t = options_for("DEPTHWISE_CONV_2D")
-    opts = option_defaults(t)
-    opts.update(padding=padding, stride_w=stride, stride_h=stride, depth_multiplier=1)
-    ops = [Operator(opcode_index=0, inputs=[0], outputs=[1], options_type=None, options={}),
-           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4], options_type=t, options=opts),
-           Operator(opcode_index=0, inputs=[4], outputs=[5], options_type=None, options={})]
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, v)
+             for n, v in (("CONCATENATION", 1), ("DEPTHWISE_CONV_2D", 3), ("MAX_POOL_2D", 1))]
+
+    def options(name, **kw):
+        t = options_for(name)
+        opts = option_defaults(t)
+        opts.update(kw)
+        return dict(options_type=t, options=opts)
+
+    ops = [Operator(opcode_index=0, inputs=[0] * c, outputs=[1], **options("CONCATENATION", axis=3)),
+           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4],
+                    **options("DEPTHWISE_CONV_2D", padding=padding, stride_w=stride, stride_h=stride,
+                              depth_multiplier=1)),
+           Operator(opcode_index=2, inputs=[4], outputs=[5],
+                    **options("MAX_POOL_2D", padding="VALID", stride_w=2, stride_h=2, filter_width=2,
+                              filter_height=2))]
     sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
     return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="dw in place"))
 
@@ -293,7 +306,7 @@ def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
     py, got_py = _run(data, "min", "python", feeds)
     c, got_c = _run(data, "min", "c", feeds)
     off = {b.name: b.offset for b in py.arena_plan().buffers}
-    assert off["r1"] == off["dw"]  # the depthwise output over its input
+    assert py.memory_plan == "min" and off["r1"] == off["dw"]  # the depthwise output over its input
     for a, b, w in zip(got_py, got_c, want):
         np.testing.assert_array_equal(a, w)
         np.testing.assert_array_equal(b, w)
@@ -340,9 +353,65 @@ def test_depthwise_not_in_place_when_its_kernel_cannot():
     wide = [list(row) for row in infos]
     from dataclasses import replace
 
-    wide[0][4] = replace(infos[0][4], shape=(1, 9, 11, 12))  # M == 2
+    wide[0][4] = replace(infos[0][4], shape=(1, 9, 11, 24))  # M == 2
     assert (0, 4) not in inplace_aliases(model, wide, buffer_requests(model, wide, spans=spans), spans)
     flt = [list(row) for row in infos]
     flt[0][1] = replace(infos[0][1], type="FLOAT32", dtype=np.dtype(np.float32))
     flt[0][4] = replace(infos[0][4], type="FLOAT32", dtype=np.dtype(np.float32))
     assert (0, 4) not in inplace_aliases(model, flt, buffer_requests(model, flt, spans=spans), spans)
+
+
+@needs_c
+def test_min_plan_never_larger_than_the_layer_plan():
+    """When in-place groups make the greedy placement larger than the layer plan's (this conv chain: the
+    depthwise convolutions' groups), both runtimes use the layer plan under memory="min", say so in
+    memory_plan, plan byte-identically and stay bit-exact."""
+    from tests.test_patching import _c_chain, chain_model
+
+    from edge_sdk.runtime import arena as _arena
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+
+    data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
+    layer = Interpreter(model_content=data)
+    layer.allocate_tensors()
+    p = layer._p  # the grouped plan alone is larger here (what the fallback guards against)
+    spans: dict = {}
+    reqs = buffer_requests(layer._model, p.infos, spans=spans)
+    grouped = _arena.plan_aliased(reqs, inplace_aliases(layer._model, p.infos, reqs, spans))
+    assert grouped.total > layer.arena_size
+    feeds = _feeds(data, 2)
+    _, want = _run(data, "layer", "python", feeds)
+    py, got = _run(data, "min", "python", feeds)
+    assert py.memory_plan == "layer" and py.arena_size == layer.arena_size
+    c, got_c = _run(data, "min", "c", feeds)
+    c_layer, _ = _run(data, "layer", "c", feeds)
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    info, layer_info = c.plan_info(), c_layer.plan_info()
+    assert max(info["high_water"], info["arena_used"]) <= max(layer_info["high_water"], layer_info["arena_used"])
+    for a, b, d in zip(got, got_c, want):
+        np.testing.assert_array_equal(a, d)
+        np.testing.assert_array_equal(b, d)
+    from edge_sdk.targets.check import check_model
+
+    checked = {m: check_model(data, "qemu-mps2-an386", memory=m) for m in ("layer", "min")}
+    assert checked["min"].arena_bytes <= checked["layer"].arena_bytes
+    assert any("keep the layer-by-layer placement" in n for n in checked["min"].notes)
+    assert not any("keep the layer-by-layer placement" in n for n in checked["layer"].notes)
+
+
+@needs_c
+@pytest.mark.parametrize("name", ["hello_world_float", "hello_world_int8", "audio_preprocessor_int8", "person_detect"])
+def test_c_min_need_never_above_the_layer_need(name):
+    """The C runtime's least-RAM plan keeps its in-place groups in the lifetimes (no planner memory of its own):
+    its whole need (planner memory included) is never above the layer plan's (it was, on these, by 16 bytes
+    per tensor)."""
+    from edge_sdk.runtime import backend_c
+
+    data = shared_model(f"tflite-micro/{name}.tflite").read_bytes()
+    need = {}
+    for memory in ("layer", "min"):
+        c = backend_c.CInterpreter(model_content=data, memory=memory)
+        c.allocate_tensors()
+        f = c.plan_info()
+        need[memory] = max(f["high_water"], f["arena_used"])
+    assert need["min"] <= need["layer"]

@@ -235,7 +235,8 @@ class Interpreter:
     def memory_plan(self) -> str | None:
         """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
         RESHAPE / PAD / int8 depthwise, see inplace_aliases) or "patch" (memory="patch" found a patch stage that
-        needs less than "min": see patch_plan). None before allocate_tensors."""
+        needs less than "min": see patch_plan). "layer" under memory="min" too when running in place would not make
+        the plan smaller (the C runtime's rule as well). None before allocate_tensors."""
         return None if self._p is None else self._memory_plan
 
     def patch_plan(self) -> _patching.PatchPlan | None:
@@ -297,13 +298,21 @@ class Interpreter:
         self._memory_plan = "layer"
         p.patch = None
         if self._memory in ("min", "patch") and not delegated:
-            plan = _arena.plan_aliased(requests, inplace_aliases(self._model, p.infos, requests, spans))
+            aliases = inplace_aliases(self._model, p.infos, requests, spans)
+            plan = _arena.plan_aliased(requests, aliases)
             self._memory_plan = "min"
+            layer_plan = _arena.plan(requests) if aliases else plan
+            if aliases and plan.total >= layer_plan.total:  # in place only when that makes the plan smaller (the
+                # greedy placement of the groups can be worse; the C runtime's in-place depthwise adds a plane
+                # buffer): else the layer plan, the C runtime's rule too (edge.c plan_arena)
+                plan, self._memory_plan = layer_plan, "layer"
+                log.debug(f"memory={self._memory!r}: the in-place plan needs no less than the layer-by-layer plan; "
+                          "using the layer plan")
             if self._memory == "patch":
                 patch, patched = _patching.choose(
                     self._model, p.infos, requests, spans,
                     lambda reqs, skip: inplace_aliases(self._model, p.infos, reqs, spans, skip),
-                    plan, _arena.plan(requests).total, ops=self._patch_ops)
+                    plan, layer_plan.total, ops=self._patch_ops)
                 if patch is not None:
                     plan, p.patch, self._memory_plan = patched, patch, "patch"
         else:

@@ -252,9 +252,22 @@ def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
         return interp.arena_size
     spans: dict = {}
     requests = buffer_requests(model, infos, spans=spans)
-    if memory == "min":
-        return _arena.plan_aliased(requests, inplace_aliases(model, infos, requests, spans)).total
-    return _arena.plan(requests).total
+    layer = _arena.plan(requests).total
+    if memory == "min":  # never above the layer plan: both runtimes fall back to it (min_falls_back)
+        return min(layer, _arena.plan_aliased(requests, inplace_aliases(model, infos, requests, spans)).total)
+    return layer
+
+
+def min_falls_back(model: Model, infos) -> bool:
+    """Whether the least-RAM plan's in-place groups give no smaller tensor plan than the layer plan, so that both
+    runtimes use the layer plan under memory="min" (edge_sdk.runtime.interpreter, edge.c plan_arena)."""
+    from edge_sdk.runtime import arena as _arena
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+
+    spans: dict = {}
+    requests = buffer_requests(model, infos, spans=spans)
+    aliases = inplace_aliases(model, infos, requests, spans)
+    return bool(aliases) and _arena.plan_aliased(requests, aliases).total >= _arena.plan(requests).total
 
 
 # ----------------------------------------------------------------------------------------------- partitions
@@ -509,6 +522,13 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                         result.memory_plan, c_plan = "patch", c_patch
                         result.notes.append(f"the least-RAM plan needs {need} bytes, above the RAM budget: using "
                                             f"patch-based execution (--memory patch, {result.plans['patch']} bytes)")
+    if result.memory_plan == "min":
+        try:
+            if min_falls_back(model, infos):
+                result.notes.append("--memory min: in-place execution would need no less than the layer-by-layer "
+                                    "plan here; both runtimes keep the layer-by-layer placement (no in-place nodes)")
+        except Exception:  # noqa: BLE001 - a model the planner cannot plan: its problem is reported below
+            pass
     if result.memory_plan == "patch":
         patch = _patch_plan(data)
         if patch is None:

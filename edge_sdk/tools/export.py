@@ -65,7 +65,8 @@ class ExportResult:
     model_bytes: int
     arena_bytes: int
     arena_source: str  # a key of ARENA_SOURCES: "target", "host", "host-upper-bound" or "estimate"
-    memory: str  # the arena plan: "layer" (layer by layer) or "min" (least RAM, EDGE_INIT_MEMORY_MIN)
+    memory: str  # the arena plan: "layer" (layer by layer), "min" (least RAM, EDGE_INIT_MEMORY_MIN) or "patch"
+    # (min plus patch-based execution of a stage: edge_init_patch with EDGE_MODEL_PATCH_PLAN)
     board: str | None
     example: str  # "files" (edge_example IN.bin OUT.bin), "uart" (checksums on the board's UART) or "none"
     kernels: list[str] = field(default_factory=list)
@@ -75,6 +76,7 @@ class ExportResult:
     inputs: list[dict] = field(default_factory=list)
     outputs: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    patch: dict | None = None  # memory "patch": the stage (edge_sdk.runtime.patching.PatchPlan.to_dict); None: none
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,7 +91,8 @@ ARENA_SOURCES = {
                         "target (install gcc-arm-linux-gnueabihf and qemu-user for the exact figure)",
     "estimate": "an ESTIMATE: the host C runtime could not be built (Python plan plus a margin)",
 }
-_MEASURE_MAIN = r"""/* edge export's arena measure: edge_init_ex on the model file, then the need (max of used and high water) */
+_MEASURE_MAIN = r"""/* edge export's arena measure: edge_init_patch on the model file (MODEL ARENA FLAGS FIRST LAST ROWS COLS; rows 0:
+ * no patch stage), then the need (max of used and high water) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,12 +104,15 @@ int main(int argc, char **argv) {
     void *model, *raw, *arena;
     size_t len = (size_t)strtoul(argv[2], 0, 10), used, hw;
     edge_status_t s;
-    if (argc != 4 || !f) return 2;
+    edge_patch_plan_t plan;
+    if (argc != 8 || !f) return 2;
+    plan.first = (int32_t)strtol(argv[4], 0, 10); plan.last = (int32_t)strtol(argv[5], 0, 10);
+    plan.rows = (int32_t)strtol(argv[6], 0, 10); plan.cols = (int32_t)strtol(argv[7], 0, 10);
     fseek(f, 0, SEEK_END); n = ftell(f); fseek(f, 0, SEEK_SET);
     model = malloc((size_t)n + 16); raw = malloc(len + 16);
     if (!model || !raw || fread(model, 1, (size_t)n, f) != (size_t)n) return 2;
     arena = (void *)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u); /* 16-aligned, as the examples' arrays */
-    s = edge_init_ex(&it, model, (size_t)n, arena, len, (uint32_t)strtoul(argv[3], 0, 10));
+    s = edge_init_patch(&it, model, (size_t)n, arena, len, (uint32_t)strtoul(argv[3], 0, 10), &plan);
     if (s != EDGE_OK) { printf("status %d required %lld\n", (int)s, (long long)it.error.required); return 1; }
     used = edge_arena_used(&it); hw = edge_arena_high_water(&it);
     printf("need %lu\n", (unsigned long)(used > hw ? used : hw));
@@ -115,16 +121,22 @@ int main(int argc, char **argv) {
 """
 
 
-def _host_need(data: bytes, memory: str) -> int:
+def _plan_numbers(patch) -> tuple[int, int, int, int]:
+    """edge_patch_plan_t's fields (first, last, rows, cols) for a patching.PatchPlan; zeros: no patch stage."""
+    return (0, 0, 0, 0) if patch is None else (patch.nodes[0], patch.nodes[-1], patch.grid[0], patch.grid[1])
+
+
+def _host_need(data: bytes, memory: str, patch=None) -> int:
     from edge_sdk.runtime import backend_c
 
-    interp = backend_c.CInterpreter(model_content=data, memory=memory)
+    interp = backend_c.CInterpreter(model_content=data, memory=memory, patch_plan=patch)
     interp.allocate_tensors()
     info = interp.plan_info()
     return max(info["high_water"], info["arena_used"])
 
 
-def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, host_need: int) -> int | None:
+def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, host_need: int,
+                   patch=None) -> int | None:
     """The exported sources (tree: include/ src/) with a measuring main, built for 32-bit Arm Linux and run under
     qemu-arm; None when the cross compiler or qemu-arm is missing or the run fails."""
     cc, qemu = shutil.which("arm-linux-gnueabihf-gcc"), shutil.which("qemu-arm")
@@ -144,9 +156,10 @@ def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, h
             if proc.returncode != 0:
                 log.debug(f"arena measure build failed: {proc.stderr[-500:]}")
                 return None
-            flags = "2" if memory == "min" else "0"  # EDGE_INIT_MEMORY_MIN
+            flags = "2" if memory in ("min", "patch") else "0"  # EDGE_INIT_MEMORY_MIN
             run = subprocess.run([qemu, "-L", str(sysroot), str(exe), str(model_path), str(host_need + 65536),
-                                  flags], capture_output=True, text=True, timeout=900, check=False)
+                                  flags, *(str(v) for v in _plan_numbers(patch))],
+                                 capture_output=True, text=True, timeout=900, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.debug(f"arena measure failed: {exc}")
             return None
@@ -156,14 +169,15 @@ def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, h
         return int(run.stdout.split()[1])
 
 
-def arena_need(data: bytes, memory: str = "layer", target32: tuple | None = None) -> tuple[int, str]:
+def arena_need(data: bytes, memory: str = "layer", target32: tuple | None = None, patch=None) -> tuple[int, str]:
     """(bytes, source): the arena the C runtime needs for this model: the most bytes ``edge_init`` and
     ``edge_invoke`` use at once (planned tensors, scratch, persistent data and init's temporary planner
     memory), rounded up to 16. Measured on the host build of the runtime (backend_c); for a 32-bit target
     (``target32`` = (export tree, model path, type defines)) on the exported sources built for 32-bit Arm and
-    run under qemu-arm, else the host figure, an upper bound there. ``source``: a key of ARENA_SOURCES."""
+    run under qemu-arm, else the host figure, an upper bound there. ``source``: a key of ARENA_SOURCES.
+    ``patch``: memory "patch"'s stage (a patching.PatchPlan, edge_init_patch's), None: none."""
     try:
-        need = _host_need(data, memory)
+        need = _host_need(data, memory, patch)
     except ModelError:
         raise
     except Exception as exc:  # noqa: BLE001 - no host compiler, or the host library did not build
@@ -171,7 +185,7 @@ def arena_need(data: bytes, memory: str = "layer", target32: tuple | None = None
         return _flash.measure_arena(data, memory=memory), "estimate"
     source = "host"
     if target32 is not None:
-        exact = _target32_need(*target32, memory, need)
+        exact = _target32_need(*target32, memory, need, patch)
         if exact is not None:
             need, source = exact, "target"
         else:
@@ -279,9 +293,15 @@ def _c_float(x: float) -> str:
     return repr(float(x)) + "f"
 
 
+_PLAN_WORDS = {"layer": "layer-by-layer", "min": "least-RAM", "patch": "least-RAM patch-based"}
+
+
 def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
-                 size: int, memory: str = "layer") -> str:
+                 size: int, memory: str = "layer", patch=None) -> str:
     why = ARENA_SOURCES[source]
+    first, last, rows, cols = _plan_numbers(patch)
+    stage = (f"nodes {first}..{last} of subgraph 0 run patch by patch over a {rows}x{cols} grid, +{patch.extra_macs} "
+             "MACs" if patch is not None else "none (rows 0): the plan of the flags alone")
     lines = [f"/* edge_model.h - generated by `edge export` for {name} (sha256 {sha[:16]}..., {size} bytes). */",
              "#ifndef EDGE_MODEL_H", "#define EDGE_MODEL_H", "", "#include <stdint.h>", "",
              '#ifdef __cplusplus\nextern "C" {\n#endif', "",
@@ -289,9 +309,11 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
              "extern const uint8_t edge_model_data[];", "extern const uint32_t edge_model_data_len;", "",
              f"/* Arena bytes to give edge_init: {why}. */",
              f"#define EDGE_MODEL_ARENA_BYTES {arena}u",
-             f"/* edge_init_ex's flags for that arena: the {'least-RAM' if memory == 'min' else 'layer-by-layer'} "
-             "plan (include edge.h first) */",
-             f"#define EDGE_MODEL_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if memory == 'min' else '0u'}", "",
+             f"/* edge_init_patch's flags for that arena: the {_PLAN_WORDS[memory]} plan (include edge.h first) */",
+             f"#define EDGE_MODEL_INIT_FLAGS {'0u' if memory == 'layer' else 'EDGE_INIT_MEMORY_MIN'}",
+             "/* edge_init_patch's patch stage for that arena, an edge_patch_plan_t initialiser {first node, last node,",
+             f" * grid rows, grid cols}}: {stage} */",
+             f"#define EDGE_MODEL_PATCH_PLAN {{{first}, {last}, {rows}, {cols}}}", "",
              f"#define EDGE_MODEL_NUM_INPUTS {len(inputs)}", f"#define EDGE_MODEL_NUM_OUTPUTS {len(outputs)}", ""]
     for kind, rows in (("INPUT", inputs), ("OUTPUT", outputs)):
         for k, r in enumerate(rows):
@@ -324,6 +346,7 @@ _EXAMPLE_FILES = r'''/* edge_example - one inference of the exported model: edge
 
 static edge_interp_t interp;
 static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+static const edge_patch_plan_t plan = EDGE_MODEL_PATCH_PLAN; /* the patch stage, if any */
 
 int main(int argc, char **argv) {
     edge_status_t s;
@@ -336,7 +359,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s IN.bin OUT.bin\n", argv[0]);
         return 2;
     }
-    s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+    s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);
     if (s != EDGE_OK) {
         fprintf(stderr, "edge_init: %s\n", edge_status_str(s));
         return 1;
@@ -412,6 +435,7 @@ _EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the
 
 static edge_interp_t interp;
 static uint8_t arena[EDGE_MODEL_ARENA_BYTES] BOARD_LARGE_BSS;
+static const edge_patch_plan_t plan = EDGE_MODEL_PATCH_PLAN; /* the patch stage, if any */
 
 int main(void) {
     edge_status_t s;
@@ -421,7 +445,7 @@ int main(void) {
 #ifdef EDGE_EXAMPLE_WAIT_START
     (void)board_uart_getc(); /* QEMU's TCP serial drops output sent before the host connects */
 #endif
-    s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+    s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);
     edge_report_line("status", (uint32_t)s);
     if (s == EDGE_OK) {
         edge_report_fill_inputs(&interp, &seed);
@@ -452,6 +476,7 @@ _EXAMPLE_LIBRARY = r'''/* edge_example.c - one inference of the exported model (
 
 static edge_interp_t interp;
 static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+static const edge_patch_plan_t plan = EDGE_MODEL_PATCH_PLAN; /* the patch stage, if any */
 
 edge_interp_t *edge_example_interp(void);
 edge_status_t edge_example_run(const void *const *inputs);
@@ -461,7 +486,7 @@ edge_interp_t *edge_example_interp(void) { return &interp; }
 /* inputs[k]: input k's bytes (EDGE_MODEL_INPUT<k>_BYTES); inputs NULL: zeros */
 edge_status_t edge_example_run(const void *const *inputs) {
     int32_t i;
-    edge_status_t s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+    edge_status_t s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);
     if (s != EDGE_OK) return s;
     for (i = 0; i < edge_num_inputs(&interp); i++) {
         edge_tensor_t *t = edge_input(&interp, i);
@@ -598,9 +623,10 @@ def _arduino(name: str, sha: str) -> dict[str, str]:
               "#ifndef EDGE_MODEL_ARDUINO_H\n#define EDGE_MODEL_ARDUINO_H\n"
               '#include "edge.h"\n#include "edge_model.h"\n#endif\n')
     sketch = ('#include <EdgeModel.h>\n\nstatic edge_interp_t interp;\n'
-              "alignas(16) static uint8_t arena[EDGE_MODEL_ARENA_BYTES];\n\n"
+              "alignas(16) static uint8_t arena[EDGE_MODEL_ARENA_BYTES];\n"
+              "static const edge_patch_plan_t plan = EDGE_MODEL_PATCH_PLAN;  // the patch stage, if any\n\n"
               "void setup() {\n  Serial.begin(115200);\n"
-              "  edge_status_t s = edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);\n"
+              "  edge_status_t s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);\n"
               "  if (s == EDGE_OK) {\n    memset(edge_input(&interp, 0)->data, 0, edge_input(&interp, 0)->bytes);"
               "  // your sensor data here\n    s = edge_invoke(&interp);\n  }\n"
               "  Serial.print(\"edge_example: \");\n  Serial.println(edge_status_str(s));\n}\n\n"
@@ -651,8 +677,9 @@ Generated by `edge export` from `{name}` (sha256 `{sha}`).
 
 static edge_interp_t interp;
 static uint8_t arena[EDGE_MODEL_ARENA_BYTES] __attribute__((aligned(16)));
+static const edge_patch_plan_t plan = EDGE_MODEL_PATCH_PLAN;  /* the patch stage ({..., 0, 0}: none) */
 
-edge_init_ex(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS);
+edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);
 memcpy(edge_input(&interp, 0)->data, x, edge_input(&interp, 0)->bytes);
 edge_invoke(&interp);
 y = edge_output(&interp, 0)->data;
@@ -677,8 +704,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     from edge_sdk.model import read_model
     from edge_sdk.targets.profiles import load_profile
 
-    if memory not in ("layer", "min"):
-        raise EdgeError(f"unknown memory plan {memory!r} (plans: layer, min)")
+    if memory not in ("layer", "min", "patch"):
+        raise EdgeError(f"unknown memory plan {memory!r} (plans: layer, min, patch)")
     if fmt not in FORMATS:
         raise EdgeError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     out = Path(out_dir)
@@ -696,6 +723,14 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     sg0 = model.subgraphs[0]
     inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)
     name = model_path.name
+    patch, plan_warnings = None, []
+    if memory == "patch":  # the stage edge check and edge flash run (interpreter.c_patch_plan), as edge_init_patch's
+        from edge_sdk.runtime.interpreter import c_patch_plan
+
+        patch = c_patch_plan(data)
+        if patch is None:  # as edge check: the least-RAM plan then
+            memory = "min"
+            plan_warnings.append("--memory patch: no patch stage needs less than the least-RAM plan; using it")
     log.stage(f"exporting {name} for {profile.name} ({fmt}) to {out}")
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -745,10 +780,11 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         # the arena: measured on these very sources (for a 32-bit target: built for 32-bit Arm, run under qemu-arm)
         # a CPU with the DSP extension takes the kernels' DSP paths (their scratch differs): emulated in C there
         measure_defs = defs + (["-DEDGE_EMULATE_DSP"] if t.profile.cpu in DSP_CPUS else [])
-        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, measure_defs))
-        warnings = [] if source in ("target", "host") else [f"the arena size is {ARENA_SOURCES[source]}"]
+        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, measure_defs), patch)
+        warnings = plan_warnings + ([] if source in ("target", "host") else
+                                    [f"the arena size is {ARENA_SOURCES[source]}"])
         (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
-                                                              memory))
+                                                              memory, patch))
         srcs = sorted(str(p.relative_to(tmp)) for p in (tmp / "src").rglob("*.c"))
         if fmt != "arduino":
             srcs += [str(Path(mdir) / "edge_model_data.c")]
@@ -772,7 +808,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
                               model_sha256=sha, model_bytes=len(data), arena_bytes=arena,
                               arena_source=source, memory=memory,
                               board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
-                              inputs=inputs, outputs=outputs, warnings=warnings)
+                              inputs=inputs, outputs=outputs, warnings=warnings,
+                              patch=None if patch is None else patch.to_dict())
         result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["export.json"]
         (tmp / "export.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp's 0700 -> an ordinary folder
@@ -791,9 +828,12 @@ def format_export(r: ExportResult) -> str:
            "arduino": f"copy {r.out_dir} into your Arduino libraries folder"}[r.format]
     lines = [f"exported {Path(r.model).name} for {r.profile} ({r.format}) to {r.out_dir}: {len(r.files)} files, "
              f"{len(r.kernels)} kernel files",
-             f"arena {r.arena_bytes} B ({r.arena_source}, {'least-RAM' if r.memory == 'min' else 'layer-by-layer'}"
-             f" plan), model {r.model_bytes} B"
+             f"arena {r.arena_bytes} B ({r.arena_source}, {_PLAN_WORDS[r.memory]} plan), model {r.model_bytes} B"
              + (f", example: {r.example}" if r.format in ("cmake", "make") else ""),
              f"build: {how}"]
+    if r.patch:
+        (first, last), (rows, cols) = r.patch["nodes"], r.patch["grid"]
+        lines.insert(2, f"patch stage: nodes {first}..{last}, grid {rows}x{cols}, +{r.patch['extra_macs']} MACs "
+                        "(edge_init_patch with EDGE_MODEL_PATCH_PLAN)")
     lines += [f"warning: {w}" for w in r.warnings]
     return "\n".join(lines) + "\n"

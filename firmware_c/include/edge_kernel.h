@@ -147,6 +147,11 @@ typedef struct edge_window {
  * take the portable loops: a kernel that picked a fast path asks for the portable path's scratch too). */
 static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge_node *node);
 
+/* Prepare-time: the bytes of a DEPTHWISE_CONV_2D's in-place plane buffer under the least-RAM plan (int8, as many
+ * output as input channels, not in a patch stage; 0: none). The kernel asks for them as its LAST scratch request;
+ * the planner drops them again when the node does not run in place. */
+size_t edge_inplace_plane_bytes(const edge_interp_t *it, const struct edge_node *node);
+
 /* The per-call context (lives in the interpreter; the subgraph being run selects the tensor array). */
 struct edge_ctx {
     edge_interp_t *interp;

@@ -1341,7 +1341,7 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
  * order): for RESHAPE, PAD, PADV2 and int8 DEPTHWISE_CONV_2D with as many output channels as input channels
  * (its kernel then runs channel by channel with a plane buffer) whose input 0 is planned, not variable, no input or output of its subgraph,
  * and last used at the node, the output joins the input's group (root[out] = root[in]). A group is planned as
- * one request: its root's first use, its members' largest aligned size and last use (gsize, glast). */
+ * one request: its root's first use, its members' largest aligned size and last use (kept in the lifetimes, below). */
 static int32_t is_io(const edge_subgraph_t *sg, int32_t t) {
     int32_t k;
     for (k = 0; k < sg->n_inputs; k++) if (sg->inputs[k] == t) return 1;
@@ -1349,13 +1349,29 @@ static int32_t is_io(const edge_subgraph_t *sg, int32_t t) {
     return 0;
 }
 
-static void inplace_groups(edge_interp_t *it, const life_t *L, int32_t *root, int64_t *gsize, int32_t *glast) {
-    int32_t s, i, k;
-    for (k = 0; k < it->n_tensors_total; k++) {
-        root[k] = k;
-        gsize[k] = align_up(plan_bytes(it, k));
-        glast[k] = L->t_last[k];
-    }
+size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node) {
+    const edge_tensor_t *x, *y;
+    int32_t tb;
+    if (!it->memory_min || node->op != EDGE_OP_DEPTHWISE_CONV_2D || edge_in_patch_stage(it, node) ||
+        node->n_inputs < 1 || node->n_outputs < 1 || node->inputs[0] < 0 || node->outputs[0] < 0)
+        return 0;
+    tb = it->subgraphs[node->subgraph].tensor_base;
+    x = &it->tensors[tb + node->inputs[0]];
+    y = &it->tensors[tb + node->outputs[0]];
+    if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 || x->dims[3] != y->dims[3])
+        return 0;
+    return (size_t)x->dims[1] * (size_t)x->dims[2];
+}
+
+/* The groups need no memory of their own: a member's t_first becomes ROOT_OF(its root) (<= -2; -1 still means
+ * "not planned"), a root's t_last its group's last use; a group's size, its members' largest, is taken when the
+ * requests are filled (fill_requests). Returns the number of members. */
+#define ROOT_OF(r) (-2 - (r))
+#define IS_MEMBER(L, k) ((L)->t_first[k] <= -2)
+#define ROOT(L, k) (IS_MEMBER(L, k) ? -2 - (L)->t_first[k] : (k))
+
+static int32_t inplace_groups(edge_interp_t *it, life_t *L) {
+    int32_t s, i, n_alias = 0;
     for (s = 0; s < it->n_subgraphs; s++) {
         const edge_subgraph_t *sg = &it->subgraphs[s];
         for (i = 0; i < sg->n_nodes; i++) {
@@ -1376,32 +1392,109 @@ static void inplace_groups(edge_interp_t *it, const life_t *L, int32_t *root, in
             }
             if (it->tensors[a].is_const || it->tensors[b].is_const || it->tensors[a].is_variable ||
                 it->tensors[b].is_variable || !it->tensors[a].bytes || !it->tensors[b].bytes) continue;
-            if (L->t_first[a] < 0 || L->t_first[b] < 0 || root[b] != b) continue;
+            if (L->t_first[a] == -1 || L->t_first[b] < 0) continue; /* b <= -2: a member already */
+            /* a's own last use (a root's t_last only grows after its one in-place reader was checked here) */
             if (L->t_last[a] != L->n_last[g]) continue;
-            r = root[a];
-            root[b] = r;
-            if (gsize[b] > gsize[r]) gsize[r] = gsize[b];
-            if (glast[b] > glast[r]) glast[r] = glast[b];
+            r = ROOT(L, a);
+            if (L->t_last[b] > L->t_last[r]) L->t_last[r] = L->t_last[b];
+            L->t_first[b] = ROOT_OF(r);
+            n_alias++;
         }
     }
+    return n_alias;
+}
+
+/* The tensor requests in (subgraph, tensor) order (grouped: a group as its root's one request, its members'
+ * largest size), then the patch stage's cut window buffer. Returns their count. */
+static int32_t fill_requests(edge_interp_t *it, const life_t *L, plan_work_t *w, int grouped) {
+    int32_t k, r = 0;
+    for (k = 0; k < it->n_tensors_total; k++) {
+        edge_tensor_t *t = &it->tensors[k];
+        if (t->is_const || L->t_first[k] == -1 || t->bytes == 0) continue;
+        if (grouped && IS_MEMBER(L, k)) continue; /* a group member: planned with its root */
+        w->size[r] = align_up(plan_bytes(it, k));
+        w->first[r] = L->t_first[k];
+        w->last[r] = L->t_last[k];
+        w->off[r] = k; /* the tensor, until placed: members find their root's request (ascending) */
+        r++;
+    }
+    for (k = 0; grouped && k < it->n_tensors_total; k++) {
+        int32_t lo = 0, hi = r - 1, root, mid;
+        int64_t sz;
+        if (it->tensors[k].is_const || it->tensors[k].bytes == 0 || !IS_MEMBER(L, k)) continue;
+        root = ROOT(L, k);
+        while (lo < hi) {
+            mid = (lo + hi) / 2;
+            if (w->off[mid] < root) lo = mid + 1;
+            else hi = mid;
+        }
+        sz = align_up(plan_bytes(it, k));
+        if (sz > w->size[lo]) w->size[lo] = sz;
+    }
+    if (EDGE_WITH_PATCH && it->patch) {
+        const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
+        w->size[r] = align_up(it->patch->nodes[it->patch->n - 1].bytes);
+        w->first[r] = L->n_first[gb];
+        w->last[r] = L->n_last[gb];
+        r++;
+    }
+    return r;
+}
+
+/* The tensor plan of w's n_tensors requests, as edge_sdk/runtime/arena.py's plan: the smallest total of the
+ * four orderings, stopping at the lower bound (the most aligned bytes live at one step, reached at some first
+ * use). */
+static int64_t best_plan(plan_work_t *w, int32_t *best_ordering, int64_t *bound_out) {
+    int32_t k, j, ordering, head = -1;
+    int64_t best = -1, bound = 0, total;
+    for (k = 0; k < w->n_tensors; k++) {
+        int64_t live = 0;
+        for (j = 0; j < w->n_tensors; j++)
+            if (w->first[j] <= w->first[k] && w->first[k] <= w->last[j]) live += w->size[j];
+        if (live > bound) bound = live;
+    }
+    *best_ordering = 0;
+    for (ordering = 0; ordering < 4; ordering++) {
+        total = first_fit(w, ordering, &head);
+        if (best < 0 || total < best) {
+            best = total;
+            *best_ordering = ordering;
+        }
+        if (best == bound) break;
+    }
+    *bound_out = bound;
+    return best < 0 ? 0 : best;
+}
+
+/* Every tensor's and node's lifetime into L (reset first), the patch stage's stretched. */
+static edge_status_t plan_lifetimes(edge_interp_t *it, life_t *L, int32_t *end) {
+    edge_status_t st;
+    int32_t k;
+    L->tensor = L->node = -1;
+    for (k = 0; k < it->n_tensors_total; k++) L->t_first[k] = L->t_last[k] = -1;
+    for (k = 0; k < it->n_nodes_total; k++) L->n_first[k] = L->n_last[k] = -1;
+    if ((st = lifetimes(it, L, end)) != EDGE_OK) return st;
+    if (EDGE_WITH_PATCH && it->patch) { /* the stage input lives through the stage, the cut from its start */
+        const int32_t ga = it->subgraphs[0].node_base + it->patch_plan.first;
+        const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
+        if (L->t_last[it->patch->input] < L->n_last[gb]) L->t_last[it->patch->input] = L->n_last[gb];
+        if (L->t_first[it->patch->output] > L->n_first[ga]) L->t_first[it->patch->output] = L->n_first[ga];
+    }
+    return EDGE_OK;
 }
 
 static edge_status_t plan_arena(edge_interp_t *it) {
     plan_work_t w;
     life_t L;
     edge_status_t st;
-    int32_t end, k, n_t = 0, n_s = 0, r, ordering, best_ordering = 0, head = -1;
-    int64_t temp_bytes, life_bytes, best = -1, bound = 0, total, head_total, pad = it->base - it->arena, required;
+    int32_t end, k, n_t = 0, n_s = 0, r, best_ordering = 0, head = -1, n_alias = 0;
+    int64_t temp_bytes, life_bytes, best, bound = 0, total, head_total, pad = it->base - it->arena, required;
     uint8_t *p;
     size_t free_bytes = it->base_len - it->tail_used;
 
-    int32_t *root = 0, *glast = 0, n_alias = 0;
-    int64_t *gsize = 0;
-
-    /* the lifetimes (and the least-RAM plan's groups), then the planner's arrays: temporary, from the free
-     * head region */
+    /* the lifetimes (the least-RAM plan's groups live in them), then the planner's arrays: temporary, from the
+     * free head region */
     life_bytes = 8 * ((int64_t)it->n_tensors_total + it->n_nodes_total);
-    if (it->memory_min) life_bytes += 16 * (int64_t)it->n_tensors_total;
     if (life_bytes + 64 > (int64_t)free_bytes)
         return too_small(it, pad + (int64_t)it->tail_used + life_bytes + 64, 0, WHAT("planner memory"));
     p = it->base;
@@ -1409,22 +1502,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     L.t_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
     L.n_first = (int32_t *)(void *)p; p += 4 * (size_t)it->n_nodes_total;
     L.n_last = (int32_t *)(void *)p; p += 4 * (size_t)it->n_nodes_total;
-    if (it->memory_min) {
-        p = it->base + ((8 * ((int64_t)it->n_tensors_total + it->n_nodes_total) + 7) / 8) * 8;
-        gsize = (int64_t *)(void *)p; p += 8 * (size_t)it->n_tensors_total;
-        root = (int32_t *)(void *)p; p += 4 * (size_t)it->n_tensors_total;
-        glast = (int32_t *)(void *)p;
-    }
-    L.tensor = L.node = -1;
-    for (k = 0; k < it->n_tensors_total; k++) L.t_first[k] = L.t_last[k] = -1;
-    for (k = 0; k < it->n_nodes_total; k++) L.n_first[k] = L.n_last[k] = -1;
-    if ((st = lifetimes(it, &L, &end)) != EDGE_OK) return st;
-    if (EDGE_WITH_PATCH && it->patch) { /* the stage input lives through the stage, the cut from its start */
-        const int32_t ga = it->subgraphs[0].node_base + it->patch_plan.first;
-        const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
-        if (L.t_last[it->patch->input] < L.n_last[gb]) L.t_last[it->patch->input] = L.n_last[gb];
-        if (L.t_first[it->patch->output] > L.n_first[ga]) L.t_first[it->patch->output] = L.n_first[ga];
-    }
+    if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
     for (k = 0; k < it->n_tensors_total; k++) {
         edge_tensor_t *t = &it->tensors[k];
         if (t->is_const || L.t_first[k] < 0) continue;
@@ -1435,16 +1513,10 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         if (t->bytes == 0) continue;
         n_t++;
     }
-    if (it->memory_min) {
-        inplace_groups(it, &L, root, gsize, glast);
-        for (k = 0; k < it->n_tensors_total; k++) n_alias += root[k] != k;
-        n_t -= n_alias; /* one request per group */
-    }
     if (EDGE_WITH_PATCH && it->patch) n_t++; /* the cut window buffer, after the tensors */
     for (k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].scratch_bytes > 0;
 
-    w.n = n_t + n_s;
-    w.n_tensors = n_t;
+    w.n = n_t + n_s; /* the layer plan's count (a grouped plan has fewer requests) */
     temp_bytes = align_persist(life_bytes + (int64_t)w.n * (8 + 8 + 4 * 5) + 64);
     if (temp_bytes > (int64_t)free_bytes)
         return too_small(it, pad + (int64_t)it->tail_used + temp_bytes, 0, WHAT("planner memory"));
@@ -1456,23 +1528,36 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     w.order = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
     w.tmp = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
     w.next = (int32_t *)(void *)p;
-    r = 0;
-    for (k = 0; k < it->n_tensors_total; k++) {
-        edge_tensor_t *t = &it->tensors[k];
-        if (t->is_const || L.t_first[k] < 0 || t->bytes == 0) continue;
-        if (root && root[k] != k) continue; /* a group member: planned with its root */
-        w.size[r] = root ? gsize[k] : align_up(plan_bytes(it, k));
-        w.first[r] = L.t_first[k];
-        w.last[r] = root ? glast[k] : L.t_last[k];
-        r++;
+    if (it->memory_min) n_alias = inplace_groups(it, &L);
+    if (n_alias && !(EDGE_WITH_PATCH && it->patch)) {
+        /* the least-RAM plan only when its tensor plan is smaller than the layer plan's (in-place groups can
+         * make the greedy placement worse; an in-place depthwise adds its plane buffer), the rule of
+         * edge_sdk.runtime.interpreter; a patch plan keeps its groups (patching.choose planned it so) */
+        int64_t grouped_best, layer_best;
+        w.n_tensors = fill_requests(it, &L, &w, 1);
+        grouped_best = best_plan(&w, &best_ordering, &bound);
+        if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
+        w.n_tensors = fill_requests(it, &L, &w, 0);
+        layer_best = best_plan(&w, &best_ordering, &bound);
+        if (grouped_best >= layer_best) {
+            n_alias = 0; /* L holds the layer plan's lifetimes: the layer plan */
+        } else {
+            (void)inplace_groups(it, &L);
+        }
     }
-    if (EDGE_WITH_PATCH && it->patch) {
-        const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
-        w.size[r] = align_up(it->patch->nodes[it->patch->n - 1].bytes);
-        w.first[r] = L.n_first[gb];
-        w.last[r] = L.n_last[gb];
-        r++;
+    /* a depthwise convolution that does not run in place drops its plane buffer (its last scratch request) */
+    for (k = 0; it->memory_min && !it->plan_only && k < it->n_nodes_total; k++) {
+        edge_node_t *nd = &it->nodes[k];
+        const int64_t plane = align_up((int64_t)edge_inplace_plane_bytes(it, nd));
+        if (!plane || nd->scratch_bytes < plane) continue;
+        if (n_alias && IS_MEMBER(&L, it->subgraphs[nd->subgraph].tensor_base + nd->outputs[0])) continue;
+        nd->scratch_bytes -= (uint32_t)plane;
     }
+    for (n_s = 0, k = 0; k < it->n_nodes_total; k++) n_s += it->nodes[k].scratch_bytes > 0;
+    w.n_tensors = fill_requests(it, &L, &w, n_alias > 0);
+    n_t = w.n_tensors;
+    w.n = n_t + n_s;
+    r = n_t;
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
         if (!nd->scratch_bytes) continue;
@@ -1481,23 +1566,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         w.last[r] = L.n_last[k];
         r++;
     }
-    /* lower bound: the most aligned bytes live at one step (the maximum is reached at some first use) */
-    for (k = 0; k < n_t; k++) {
-        int64_t live = 0;
-        int32_t j;
-        for (j = 0; j < n_t; j++)
-            if (w.first[j] <= w.first[k] && w.first[k] <= w.last[j]) live += w.size[j];
-        if (live > bound) bound = live;
-    }
-    for (ordering = 0; ordering < 4; ordering++) {
-        total = first_fit(&w, ordering, &head);
-        if (best < 0 || total < best) {
-            best = total;
-            best_ordering = ordering;
-        }
-        if (best == bound) break;
-    }
-    if (best < 0) best = 0;
+    best = best_plan(&w, &best_ordering, &bound);
     /* redo the winner to rebuild its placed list, then fit scratch into its gaps */
     total = first_fit(&w, best_ordering, &head);
     head_total = total;
@@ -1523,18 +1592,18 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         edge_tensor_t *t = &it->tensors[k];
         t->flags_ &= ~(unsigned)EDGE_TENSOR_PLANNED_;
         if (t->is_const) continue;
-        if (L.t_first[k] < 0 || t->bytes == 0) {
+        if (L.t_first[k] == -1 || t->bytes == 0) {
             t->data = it->base;
             continue;
         }
         t->flags_ |= EDGE_TENSOR_PLANNED_;
-        if (root && root[k] != k) continue; /* below, once every root has its bytes */
+        if (n_alias && IS_MEMBER(&L, k)) continue; /* below, once every root has its bytes */
         t->data = it->base + w.off[r++];
     }
     if (EDGE_WITH_PATCH && it->patch) it->patch->cut_offset = w.off[r++];
-    for (k = 0; root && k < it->n_tensors_total; k++)
-        if (root[k] != k && (it->tensors[k].flags_ & EDGE_TENSOR_PLANNED_))
-            it->tensors[k].data = it->tensors[root[k]].data;
+    for (k = 0; n_alias && k < it->n_tensors_total; k++)
+        if (IS_MEMBER(&L, k) && (it->tensors[k].flags_ & EDGE_TENSOR_PLANNED_))
+            it->tensors[k].data = it->tensors[ROOT(&L, k)].data;
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
         if (nd->scratch_bytes) nd->scratch_offset = (uint32_t)w.off[r++];

@@ -263,7 +263,7 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
 
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
  * 5 dilation_w_factor, 6 dilation_h_factor. */
-edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
+static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_conv_opts_t op = edge_conv_opts(node, EDGE_OPTS_DepthwiseConv2DOptions, 4, 5);
     const int32_t depth_multiplier =
         node->options_type == EDGE_OPTS_DepthwiseConv2DOptions ? edge_opt_int(node, 3, 4, 0) : 0;
@@ -339,12 +339,6 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
-    /* the least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not (so before the SIMD prepare);
-     * never in a patch stage */
-    if (ctx->interp->memory_min && d->kind == DW_INT8 && d->m == 1 && !edge_in_patch_stage(ctx->interp, node)) {
-        s = edge_request_scratch(ctx, node, (size_t)d->h * (size_t)d->w, &d->plane);
-        if (s != EDGE_OK) return s;
-    }
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
     if (s != EDGE_OK || (d->simd && !edge_in_patch_stage(ctx->interp, node))) return s;
@@ -356,6 +350,19 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
         if (s != EDGE_OK) return s;
     }
     return EDGE_OK;
+}
+
+/* The least-RAM plan may put y over x: eval's in-place path runs then, SIMD or not. Its plane buffer is the
+ * node's last scratch request (edge_inplace_plane_bytes: the planner drops it again when the node does not run
+ * in place); never in a patch stage. */
+edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_status_t s = dw_prepare(node, ctx);
+    dw_data_t *d = (dw_data_t *)node->user_data;
+    size_t plane;
+    if (s != EDGE_OK) return s;
+    plane = edge_inplace_plane_bytes(ctx->interp, node);
+    if (plane && d->kind == DW_INT8 && d->m == 1) s = edge_request_scratch(ctx, node, plane, &d->plane);
+    return s;
 }
 
 static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
