@@ -11,14 +11,12 @@
 
 #if EDGE_SIMD && defined(__aarch64__)
 #include <arm_neon.h>
-#include <string.h>
+#include "edge_simd_f32_scalar.h"
 
 #define INLINE __attribute__((always_inline)) inline
 
 #define NR EDGE_SIMD_F32_NR
 #define MR 6
-
-static int32_t f32_round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
 
 size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
     const size_t npad = (size_t)f32_round_up(n, NR);
@@ -28,28 +26,7 @@ size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
 
 void edge_simd_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const float *w, int32_t n, int32_t k, int64_t ldn,
                           int64_t ldk, const float *bias, float lo, float hi, void *dst) {
-    float *p = (float *)dst, *panel;
-    int32_t c, i;
-    g->level = level;
-    g->n = n;
-    g->k = k;
-    g->npad = f32_round_up(n, NR);
-    g->lo = lo;
-    g->hi = hi;
-    g->packed = p;
-    for (c = 0; c < g->npad; c++) p[c] = bias && c < n ? bias[c] : 0.0f;
-    panel = p + g->npad;
-    for (c = 0; c < g->npad; c += NR, panel += (size_t)NR * (size_t)k) {
-        int32_t j;
-        for (j = 0; j < NR; j++) {
-            const float *src = w + (int64_t)(c + j) * ldn;
-            if (c + j >= n) {
-                for (i = 0; i < k; i++) panel[(size_t)i * NR + j] = 0.0f;
-            } else {
-                for (i = 0; i < k; i++) panel[(size_t)i * NR + j] = src[(int64_t)i * ldk];
-            }
-        }
-    }
+    f32_sgemm_pack(g, level, w, n, k, ldn, ldk, bias, lo, hi, dst);
 }
 
 /* FMAX / FMIN return a NaN when either operand is one: a NaN sum passes, as in the portable kernels. */
@@ -183,16 +160,6 @@ void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int6
 
 /* ------------------------------------------------------------------------------------- depthwise */
 
-static inline void f32_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
-    int32_t a = 0, b = k;
-    if (origin < 0) a = (-origin + dil - 1) / dil;
-    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
-}
-
-static inline float f32_clamp1(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 static INLINE void dwf_pixel(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias, int32_t iy0,
                              int32_t ix0, int32_t fy0, int32_t fy1, int32_t fx0, int32_t fx1, float32x4_t lo,
@@ -375,10 +342,7 @@ int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, i
         const float32x4_t v = vld1q_f32(x + i), a = astep ? vld1q_f32(alpha + i) : a1;
         vst1q_f32(y + i, vbslq_f32(vcgeq_f32(v, zero), v, vmulq_f32(v, a))); /* a NaN: v * alpha, as the portable */
     }
-    for (; i < n; i++) {
-        const float v = x[i];
-        y[i] = v >= 0.0f ? v : v * alpha[i * astep];
-    }
+    f32_prelu_tail(x, alpha, astep, y, i, n);
     return 1;
 }
 static INLINE void binf_neon(const int32_t kind, const int32_t sa, const int32_t sb, const float *a, const float *b,
@@ -391,11 +355,7 @@ static INLINE void binf_neon(const int32_t kind, const int32_t sa, const int32_t
                               : kind == EDGE_SIMD_F32_SUB ? vsubq_f32(u, v) : vmulq_f32(u, v);
         vst1q_f32(y + i, f32_clamp(r, vlo, vhi));
     }
-    for (; i < n; i++) {
-        const float u = a[i * sa], v = b[i * sb];
-        const float r = kind == EDGE_SIMD_F32_ADD ? u + v : kind == EDGE_SIMD_F32_SUB ? u - v : u * v;
-        y[i] = f32_clamp1(r, lo, hi);
-    }
+    f32_binary_tail(kind, sa, sb, a, b, y, i, n, lo, hi);
 }
 
 #define BINF_STEPS(kind)                                                                                     \
@@ -572,17 +532,7 @@ int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64
         if (average) a0 = vdivq_f32(a0, count);
         vst1q_f32(y + i, poolf_clamp(a0, vlo, vhi));
     }
-    for (; i < c; i++) {
-        float a = average ? 0.0f : -3.40282347e+38f, v;
-        for (r = 0; r < rows; r++)
-            for (j = 0; j < cols; j++) {
-                const float u = x[r * row + (int64_t)j * c + i];
-                if (average) a += u;
-                else a = u > a ? u : a;
-            }
-        v = average ? a / (float)(rows * cols) : a;
-        y[i] = v < lo ? lo : (v > hi ? hi : v);
-    }
+    f32_pool_tail(average, x, row, rows, cols, c, i, lo, hi, y);
     return 1;
 }
 
@@ -610,38 +560,12 @@ int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, in
         vst1q_f32(y + i, vcvt_high_f32_f64(vcvt_f32_f64(s0), s1));
         vst1q_f32(y + i + 4, vcvt_high_f32_f64(vcvt_f32_f64(s2), s3));
     }
-    for (; i < c; i++) {
-        double s = 0.0;
-        for (p = 0; p < hw; p++) s += (double)x[p * c + i];
-        if (is_mean) s /= (double)hw;
-        y[i] = (float)s;
-    }
+    f32_mean_hw_tail(is_mean, x, hw, c, i, y);
     return 1;
 }
 
 /* ------------------------------------------------------------------------------------- float16 */
 
-static float f16_scalar(uint16_t h) { /* the portable kernel's widening: NaN payloads kept as they are */
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, bits;
-    float f;
-    if (e == 0x1F) {
-        bits = sign | 0x7F800000u | (m << 13);
-    } else if (e != 0) {
-        bits = sign | ((e + 112u) << 23) | (m << 13);
-    } else if (m == 0) {
-        bits = sign;
-    } else {
-        e = 113;
-        while (!(m & 0x400u)) {
-            m <<= 1;
-            e--;
-        }
-        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
-    }
-    memcpy(&f, &bits, 4);
-    return f;
-}
 
 int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n) {
     const uint16x8_t expo = vdupq_n_u16(0x7C00);

@@ -13,7 +13,7 @@
 #if EDGE_SIMD && defined(__x86_64__)
 #include <cpuid.h>
 #include <immintrin.h>
-#include <string.h>
+#include "edge_simd_f32_scalar.h"
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
 #define T_F16C __attribute__((target("avx2,fma,f16c")))
@@ -21,8 +21,6 @@
 
 #define NR EDGE_SIMD_F32_NR
 #define MR 6
-
-static int32_t f32_round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
 
 size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
     const size_t npad = (size_t)f32_round_up(n, NR);
@@ -32,28 +30,7 @@ size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
 
 void edge_simd_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const float *w, int32_t n, int32_t k, int64_t ldn,
                           int64_t ldk, const float *bias, float lo, float hi, void *dst) {
-    float *p = (float *)dst, *panel;
-    int32_t c, i;
-    g->level = level;
-    g->n = n;
-    g->k = k;
-    g->npad = f32_round_up(n, NR);
-    g->lo = lo;
-    g->hi = hi;
-    g->packed = p;
-    for (c = 0; c < g->npad; c++) p[c] = bias && c < n ? bias[c] : 0.0f;
-    panel = p + g->npad;
-    for (c = 0; c < g->npad; c += NR, panel += (size_t)NR * (size_t)k) {
-        int32_t j;
-        for (j = 0; j < NR; j++) {
-            const float *src = w + (int64_t)(c + j) * ldn;
-            if (c + j >= n) {
-                for (i = 0; i < k; i++) panel[(size_t)i * NR + j] = 0.0f;
-            } else {
-                for (i = 0; i < k; i++) panel[(size_t)i * NR + j] = src[(int64_t)i * ldk];
-            }
-        }
-    }
+    f32_sgemm_pack(g, level, w, n, k, ldn, ldk, bias, lo, hi, dst);
 }
 
 /* The clamp: max(lo, v) then min(hi, .) with v second, so that a NaN v passes (MAXPS / MINPS return their
@@ -184,15 +161,6 @@ void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int6
 
 /* ------------------------------------------------------------------------------------- depthwise */
 
-/* The taps [lo, hi) of a window starting at `origin` that land inside [0, size) (edge_conv.h's edge_conv_taps). */
-static inline void f32_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
-    int32_t a = 0, b = k;
-    if (origin < 0) a = (-origin + dil - 1) / dil;
-    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
-}
 
 /* One output pixel, every channel: taps [fy0, fy1) x [fx0, fx1). */
 static INLINE T_AVX2 void dwf_pixel(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
@@ -465,10 +433,7 @@ static T_AVX2 void prelu_avx2(const float *x, const float *alpha, int32_t astep,
         /* v >= 0 (ordered: a NaN takes v * alpha, a NaN, as the portable compare) */
         _mm256_storeu_ps(y + i, _mm256_blendv_ps(_mm256_mul_ps(v, a), v, _mm256_cmp_ps(v, zero, _CMP_GE_OQ)));
     }
-    for (; i < n; i++) {
-        const float v = x[i];
-        y[i] = v >= 0.0f ? v : v * alpha[i * astep];
-    }
+    f32_prelu_tail(x, alpha, astep, y, i, n);
 }
 
 int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
@@ -487,11 +452,7 @@ static INLINE T_AVX2 void binf_avx2(const int32_t kind, const int32_t sa, const 
                          : kind == EDGE_SIMD_F32_SUB ? _mm256_sub_ps(u, v) : _mm256_mul_ps(u, v);
         _mm256_storeu_ps(y + i, f32_clamp(r, vlo, vhi));
     }
-    for (; i < n; i++) {
-        const float u = a[i * sa], v = b[i * sb];
-        const float r = kind == EDGE_SIMD_F32_ADD ? u + v : kind == EDGE_SIMD_F32_SUB ? u - v : u * v;
-        y[i] = r < lo ? lo : (r > hi ? hi : r);
-    }
+    f32_binary_tail(kind, sa, sb, a, b, y, i, n, lo, hi);
 }
 
 #define BINF_STEPS(kind)                                                                                     \
@@ -673,17 +634,7 @@ static T_AVX2 void pool_f32_avx2(int32_t average, const float *x, int64_t row, i
         if (average) a0 = _mm256_div_ps(a0, count);
         _mm256_storeu_ps(y + i, poolf_clamp(a0, vlo, vhi));
     }
-    for (; i < c; i++) {
-        float a = average ? 0.0f : -3.40282347e+38f, v;
-        for (r = 0; r < rows; r++)
-            for (j = 0; j < cols; j++) {
-                const float u = x[r * row + (int64_t)j * c + i];
-                if (average) a += u;
-                else a = u > a ? u : a;
-            }
-        v = average ? a / (float)(rows * cols) : a;
-        y[i] = v < lo ? lo : (v > hi ? hi : v);
-    }
+    f32_pool_tail(average, x, row, rows, cols, c, i, lo, hi, y);
 }
 
 int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
@@ -723,12 +674,7 @@ static T_AVX2 void mean_hw_avx2(int32_t is_mean, const float *x, int64_t hw, int
         if (is_mean) s0 = _mm256_div_pd(s0, nd);
         _mm_storeu_ps(y + i, _mm256_cvtpd_ps(s0));
     }
-    for (; i < c; i++) {
-        double s = 0.0;
-        for (p = 0; p < hw; p++) s += (double)x[p * c + i];
-        if (is_mean) s /= (double)hw;
-        y[i] = (float)s;
-    }
+    f32_mean_hw_tail(is_mean, x, hw, c, i, y);
 }
 
 int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
@@ -739,28 +685,6 @@ int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, in
 
 /* ------------------------------------------------------------------------------------- float16 */
 
-/* The portable kernel's widening (kernels/dequantize.c): every half exactly, NaN payloads kept as they are. */
-static float f16_scalar(uint16_t h) {
-    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, bits;
-    float f;
-    if (e == 0x1F) {
-        bits = sign | 0x7F800000u | (m << 13);
-    } else if (e != 0) {
-        bits = sign | ((e + 112u) << 23) | (m << 13);
-    } else if (m == 0) {
-        bits = sign;
-    } else {
-        e = 113;
-        while (!(m & 0x400u)) {
-            m <<= 1;
-            e--;
-        }
-        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
-    }
-    memcpy(&f, &bits, 4);
-    return f;
-}
 
 static T_F16C void f16_avx2(const uint16_t *h, float *y, int64_t n) {
     const __m128i expo = _mm_set1_epi16(0x7C00);

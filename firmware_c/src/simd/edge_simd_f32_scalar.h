@@ -1,0 +1,123 @@
+/* edge_simd_f32_scalar.h - the scalar pieces of the float32 fast paths that edge_simd_f32_arm.c and
+ * edge_simd_f32_x86.c share: weight packing, tap ranges, and the per-element tails each vector loop ends with.
+ * Only those two files include it (after their own #if); everything here is static inline so that it compiles
+ * into the caller's context (on x86-64 inside the AVX2 + FMA functions, as the loops were before). None of these
+ * expressions holds a multiply feeding an add, so no FMA contraction can change a result.
+ */
+#ifndef EDGE_SIMD_F32_SCALAR_H
+#define EDGE_SIMD_F32_SCALAR_H
+
+#include "edge_simd.h"
+#include <string.h>
+
+static inline int32_t f32_round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
+
+static inline float f32_clamp1(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+/* The SGEMM panels at dst: npad bias floats, then NR-column panels k x NR (columns past n zero). */
+static inline void f32_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const float *w, int32_t n, int32_t k,
+                                  int64_t ldn, int64_t ldk, const float *bias, float lo, float hi, void *dst) {
+    float *p = (float *)dst, *panel;
+    int32_t c, i;
+    g->level = level;
+    g->n = n;
+    g->k = k;
+    g->npad = f32_round_up(n, EDGE_SIMD_F32_NR);
+    g->lo = lo;
+    g->hi = hi;
+    g->packed = p;
+    for (c = 0; c < g->npad; c++) p[c] = bias && c < n ? bias[c] : 0.0f;
+    panel = p + g->npad;
+    for (c = 0; c < g->npad; c += EDGE_SIMD_F32_NR, panel += (size_t)EDGE_SIMD_F32_NR * (size_t)k) {
+        int32_t j;
+        for (j = 0; j < EDGE_SIMD_F32_NR; j++) {
+            const float *src = w + (int64_t)(c + j) * ldn;
+            if (c + j >= n) {
+                for (i = 0; i < k; i++) panel[(size_t)i * EDGE_SIMD_F32_NR + j] = 0.0f;
+            } else {
+                for (i = 0; i < k; i++) panel[(size_t)i * EDGE_SIMD_F32_NR + j] = src[(int64_t)i * ldk];
+            }
+        }
+    }
+}
+
+/* The taps [lo, hi) of a window starting at `origin` that land inside [0, size) (edge_conv.h's edge_conv_taps). */
+static inline void f32_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {
+    int32_t a = 0, b = k;
+    if (origin < 0) a = (-origin + dil - 1) / dil;
+    if (origin + (int64_t)(k - 1) * dil >= size) b = (size - origin + dil - 1) / dil;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+
+/* PRELU, elements [i, n). */
+static inline void f32_prelu_tail(const float *x, const float *alpha, int32_t astep, float *y, int32_t i, int32_t n) {
+    for (; i < n; i++) {
+        const float v = x[i];
+        y[i] = v >= 0.0f ? v : v * alpha[i * astep];
+    }
+}
+
+/* ADD / SUB / MUL (kind: EDGE_SIMD_F32_*) with the clamp, elements [i, n); sa / sb 0 broadcast element 0. */
+static inline void f32_binary_tail(const int32_t kind, const int32_t sa, const int32_t sb, const float *a,
+                                   const float *b, float *y, int32_t i, int32_t n, float lo, float hi) {
+    for (; i < n; i++) {
+        const float u = a[i * sa], v = b[i * sb];
+        const float r = kind == EDGE_SIMD_F32_ADD ? u + v : kind == EDGE_SIMD_F32_SUB ? u - v : u * v;
+        y[i] = f32_clamp1(r, lo, hi);
+    }
+}
+
+/* Average / max pooling, channels [i, c) one at a time. */
+static inline void f32_pool_tail(int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
+                                 int32_t c, int32_t i, float lo, float hi, float *y) {
+    int32_t r, j;
+    for (; i < c; i++) {
+        float a = average ? 0.0f : -3.40282347e+38f, v;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const float u = x[r * row + (int64_t)j * c + i];
+                if (average) a += u;
+                else a = u > a ? u : a;
+            }
+        v = average ? a / (float)(rows * cols) : a;
+        y[i] = f32_clamp1(v, lo, hi);
+    }
+}
+
+/* MEAN / SUM over H, W in double, channels [i, c) one at a time. */
+static inline void f32_mean_hw_tail(int32_t is_mean, const float *x, int64_t hw, int32_t c, int32_t i, float *y) {
+    int64_t p;
+    for (; i < c; i++) {
+        double s = 0.0;
+        for (p = 0; p < hw; p++) s += (double)x[p * c + i];
+        if (is_mean) s /= (double)hw;
+        y[i] = (float)s;
+    }
+}
+
+/* The portable kernel's widening of one half (kernels/dequantize.c): every half exactly, NaN payloads kept. */
+static inline float f16_scalar(uint16_t h) {
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, bits;
+    float f;
+    if (e == 0x1F) {
+        bits = sign | 0x7F800000u | (m << 13);
+    } else if (e != 0) {
+        bits = sign | ((e + 112u) << 23) | (m << 13);
+    } else if (m == 0) {
+        bits = sign;
+    } else {
+        e = 113;
+        while (!(m & 0x400u)) {
+            m <<= 1;
+            e--;
+        }
+        bits = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+#endif
