@@ -12,6 +12,7 @@
 
 #if EDGE_SIMD && defined(__aarch64__)
 #include <arm_neon.h>
+#include "edge_simd_q8_scalar.h"
 #include <string.h>
 #include <sys/auxv.h>
 
@@ -311,15 +312,7 @@ int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64
                 for (j = 0; j < cols; j++) m = vmaxq_s8(m, vld1q_s8(x + r * row + (int64_t)j * c + i));
             vst1q_s8(y + i, vminq_s8(vmaxq_s8(m, vlo), vhi));
         }
-        for (; i < c; i++) {
-            int32_t m = -128;
-            for (r = 0; r < rows; r++)
-                for (j = 0; j < cols; j++) {
-                    const int32_t v = x[r * row + (int64_t)j * c + i];
-                    m = v > m ? v : m;
-                }
-            y[i] = (int8_t)(m < lo ? lo : (m > hi ? hi : m));
-        }
+        q8_pool_max_tail(x, row, rows, cols, c, i, lo, hi, y);
         return 1;
     }
     {
@@ -337,12 +330,7 @@ int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64
             vst1q_s32(acc + i, s0);
             vst1q_s32(acc + i + 4, s1);
         }
-        for (; i < c; i++) {
-            int32_t s = 0;
-            for (r = 0; r < rows; r++)
-                for (j = 0; j < cols; j++) s += x[r * row + (int64_t)j * c + i];
-            acc[i] = s;
-        }
+        q8_pool_sum_tail(x, row, rows, cols, c, i, acc);
         /* (s +- half) / count truncated, in double (exact for integers below 2^31: see edge_simd_x86.c) */
         for (i = 0; i + 8 <= c; i += 8) {
             int32x4_t q[2];
@@ -357,10 +345,7 @@ int32_t edge_simd_pool_q8(int32_t level, int32_t average, const int8_t *x, int64
             }
             store8n(q[0], q[1], y + i, 8);
         }
-        for (; i < c; i++) {
-            const int32_t s = acc[i], v = s > 0 ? (s + half) / count : (s - half) / count;
-            y[i] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
-        }
+        q8_pool_avg_tail(acc, c, i, count, half, lo, hi, y);
     }
     return 1;
 }

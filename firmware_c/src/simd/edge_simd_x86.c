@@ -15,6 +15,7 @@
 
 #if EDGE_SIMD && defined(__x86_64__)
 #include <immintrin.h>
+#include "edge_simd_q8_scalar.h"
 #include <string.h>
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
@@ -415,15 +416,7 @@ T_AVX2 static void pool_q8_avx2(int32_t average, const int8_t *x, int64_t row, i
                     m = _mm256_max_epi8(m, _mm256_loadu_si256((const __m256i *)(x + r * row + (int64_t)j * c + i)));
             _mm256_storeu_si256((__m256i *)(y + i), _mm256_min_epi8(_mm256_max_epi8(m, vlo), vhi));
         }
-        for (; i < c; i++) {
-            int32_t m = -128;
-            for (r = 0; r < rows; r++)
-                for (j = 0; j < cols; j++) {
-                    const int32_t v = x[r * row + (int64_t)j * c + i];
-                    m = v > m ? v : m;
-                }
-            y[i] = (int8_t)(m < lo ? lo : (m > hi ? hi : m));
-        }
+        q8_pool_max_tail(x, row, rows, cols, c, i, lo, hi, y);
         return;
     }
     {
@@ -441,12 +434,7 @@ T_AVX2 static void pool_q8_avx2(int32_t average, const int8_t *x, int64_t row, i
             _mm256_storeu_si256((__m256i *)(acc + i), s0);
             _mm256_storeu_si256((__m256i *)(acc + i + 8), s1);
         }
-        for (; i < c; i++) {
-            int32_t s = 0;
-            for (r = 0; r < rows; r++)
-                for (j = 0; j < cols; j++) s += x[r * row + (int64_t)j * c + i];
-            acc[i] = s;
-        }
+        q8_pool_sum_tail(x, row, rows, cols, c, i, acc);
         /* (s +- half) / count truncated: in double the quotient of two integers below 2^31 truncates as the
          * integer division does (the gap to the next integer, 1/count, is far above the double's rounding) */
         for (i = 0; i + 8 <= c; i += 8) {
@@ -459,10 +447,7 @@ T_AVX2 static void pool_q8_avx2(int32_t average, const int8_t *x, int64_t row, i
             const __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
             store8(_mm256_min_epi32(_mm256_max_epi32(q, vlo), vhi), y + i, 8);
         }
-        for (; i < c; i++) {
-            const int32_t s = acc[i], v = s > 0 ? (s + half) / count : (s - half) / count;
-            y[i] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
-        }
+        q8_pool_avg_tail(acc, c, i, count, half, lo, hi, y);
     }
 }
 
