@@ -377,6 +377,18 @@ static inline void ea_lut8_apply(const int8_t lut[256], const void *x, void *y, 
     for (i = 0; i < n; i++) yo[i] = lut[xi[i]];
 }
 
+/* The start of a table kernel's eval: the node's input and output and the element count; an INT8 node runs its
+ * table here and returns 1 (done), any other type returns 0 for the kernel's own int16 / float32 loop. */
+static inline int ea_lut8_eval(const edge_node_t *node, edge_ctx_t *ctx, int32_t type, const int8_t lut[256],
+                               const edge_tensor_t **x, edge_tensor_t **out, int64_t *n) {
+    *x = edge_in(ctx, node, 0);
+    *out = edge_out(ctx, node, 0);
+    *n = edge_tensor_elements(*out);
+    if (type != EDGE_INT8) return 0;
+    ea_lut8_apply(lut, (*x)->data, (*out)->data, *n);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------ one-input kernels */
 
 /* The start every one-input elementwise prepare shares (RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH,
@@ -456,13 +468,11 @@ static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ct
 
 static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int is_tanh) {
     const ea_sigmoid_data_t *d = (const ea_sigmoid_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
-    const int64_t n = edge_tensor_elements(out);
-    int64_t i;
-    if (d->type == EDGE_INT8) {
-        ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+    const edge_tensor_t *x;
+    edge_tensor_t *out;
+    int64_t n, i;
+    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
+    if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;
         const int32_t ls = d->left_shift16;

@@ -45,10 +45,8 @@ static int32_t gelu_q(const void *params, int32_t v) {
     const gelu_params_t *p = (const gelu_params_t *)params;
     float deq = p->in_scale * (float)(v - p->in_zp);
     float r = gelu_value(deq, p->approximate) * p->inv_out;
-    float whole = truncf(r);
+    float whole = ea_round_f32(r); /* std::round: halves away from zero */
     int64_t q;
-    if (r - whole >= 0.5f) whole += 1.0f; /* std::round: halves away from zero */
-    else if (r - whole <= -0.5f) whole -= 1.0f;
     if (whole > 1e9f) whole = 1e9f;
     if (whole < -1e9f) whole = -1e9f;
     q = (int64_t)whole + p->out_zp;
@@ -78,13 +76,11 @@ edge_status_t edge_prepare_gelu(edge_node_t *node, edge_ctx_t *ctx) {
 
 void edge_eval_gelu(const edge_node_t *node, edge_ctx_t *ctx) {
     const gelu_data_t *d = (const gelu_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
-    const int64_t n = edge_tensor_elements(out);
-    int64_t i;
-    if (d->type == EDGE_INT8) {
-        ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else if (EDGE_WITH_FLOAT32) {
+    const edge_tensor_t *x;
+    edge_tensor_t *out;
+    int64_t n, i;
+    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
+    if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
         for (i = 0; i < n; i++) y[i] = gelu_value(xf[i], d->approximate);

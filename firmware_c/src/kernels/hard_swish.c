@@ -85,13 +85,11 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
 
 void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
     const hard_swish_data_t *d = (const hard_swish_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
-    const int64_t n = edge_tensor_elements(out);
-    int64_t i;
-    if (d->type == EDGE_INT8) {
-        ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else if (EDGE_WITH_FLOAT32) {
+    const edge_tensor_t *x;
+    edge_tensor_t *out;
+    int64_t n, i;
+    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
+    if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
 #if EDGE_SIMD

@@ -81,13 +81,11 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
 
 void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
     const leaky_data_t *d = (const leaky_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
-    const int64_t n = edge_tensor_elements(out);
-    int64_t i;
-    if (d->type == EDGE_INT8) {
-        ea_lut8_apply(d->lut, x->data, out->data, n);
-    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+    const edge_tensor_t *x;
+    edge_tensor_t *out;
+    int64_t n, i;
+    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
+    if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)x->data;
         int16_t *y = (int16_t *)out->data;
         for (i = 0; i < n; i++) y[i] = (int16_t)leaky_q(d, xi[i]);
