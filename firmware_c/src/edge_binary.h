@@ -162,6 +162,27 @@ static inline void eb_eval(const ea_bcast_t *bc, const void *op, int32_t type, c
     ea_bcast_run(bc, op, a, size, b, size, y, size, row);
 }
 
+#if EDGE_SIMD
+/* The fast rows of ADD / SUB / MUL over any broadcast: float32 (fsimd set) through edge_simd_binary_f32_row with
+ * kind (EDGE_SIMD_F32_*) and the clamp [lo, hi], the same bits as the portable rows; int8 (simd set) through
+ * row_q8 with op. 1 when they ran, 0 for the portable rows. */
+static inline int eb_eval_simd(const ea_bcast_t *bc, int32_t type, int32_t fsimd, int32_t kind, float lo, float hi,
+                               int32_t simd, const void *op, ea_row_fn row_q8, const void *a, const void *b, void *y) {
+    if (type == EDGE_FLOAT32 && fsimd) {
+        edge_simd_binf_t f;
+        f.level = fsimd;
+        f.kind = kind;
+        f.lo = lo;
+        f.hi = hi;
+        ea_bcast_run(bc, &f, a, 4, b, 4, y, 4, edge_simd_binary_f32_row);
+        return 1;
+    }
+    if (!simd) return 0;
+    ea_bcast_run(bc, op, a, 1, b, 1, y, 1, row_q8);
+    return 1;
+}
+#endif
+
 /* Eval of a binary kernel on a patch window (edge_init_patch; both inputs of the output's shape): per output row
  * of ow * c elements, input 0's row oy - pt from column -pl of its h x w window, input 1's likewise. */
 static inline void eb_eval_window(const edge_window_t *w, int32_t n, int32_t c, const void *op, int32_t type,

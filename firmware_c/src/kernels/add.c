@@ -223,19 +223,9 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
         return;
     }
 #if EDGE_SIMD
-    if (d->type == EDGE_FLOAT32 && d->fsimd) { /* float32: the SIMD rows (the same bits) */
-        edge_simd_binf_t f;
-        f.level = d->fsimd;
-        f.kind = d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB;
-        f.lo = d->p.flo;
-        f.hi = d->p.fhi;
-        ea_bcast_run(&d->bc, &f, a, 4, b, 4, y, 4, edge_simd_binary_f32_row);
+    if (eb_eval_simd(&d->bc, d->type, d->fsimd, d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB, d->p.flo,
+                     d->p.fhi, d->simd, d, addsub_row_simd, a, b, y))
         return;
-    }
-    if (d->simd) { /* int8 rows of any broadcast, vectorized */
-        ea_bcast_run(&d->bc, d, a, 1, b, 1, y, 1, addsub_row_simd);
-        return;
-    }
 #endif
     if (d->type == EDGE_INT8 && d->bc.rank == 1 && d->bc.a_stride[0] && d->bc.b_stride[0] &&
         d->bc.count >= ADDSUB_TABLE_MIN && disjoint(y, a, d->bc.dims[0]) && disjoint(y, b, d->bc.dims[0])) {

@@ -133,23 +133,12 @@ static void mul_row_simd(const void *op, const void *a, int32_t sa, const void *
 
 void edge_eval_mul(const edge_node_t *node, edge_ctx_t *ctx) {
     const mul_data_t *d = (const mul_data_t *)node->user_data;
+    const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
+    void *y = edge_out(ctx, node, 0)->data;
 #if EDGE_SIMD
-    if (d->type == EDGE_FLOAT32 && d->fsimd) { /* float32: the SIMD rows (the same bits) */
-        edge_simd_binf_t f;
-        f.level = d->fsimd;
-        f.kind = EDGE_SIMD_F32_MUL;
-        f.lo = d->p.flo;
-        f.hi = d->p.fhi;
-        ea_bcast_run(&d->bc, &f, edge_in(ctx, node, 0)->data, 4, edge_in(ctx, node, 1)->data, 4,
-                     edge_out(ctx, node, 0)->data, 4, edge_simd_binary_f32_row);
+    if (eb_eval_simd(&d->bc, d->type, d->fsimd, EDGE_SIMD_F32_MUL, d->p.flo, d->p.fhi, d->simd, d, mul_row_simd, a,
+                     b, y))
         return;
-    }
-    if (d->simd) { /* int8 rows of any broadcast, vectorized */
-        ea_bcast_run(&d->bc, d, edge_in(ctx, node, 0)->data, 1, edge_in(ctx, node, 1)->data, 1,
-                     edge_out(ctx, node, 0)->data, 1, mul_row_simd);
-        return;
-    }
 #endif
-    eb_eval(&d->bc, &d->p, d->type, &mul_rows, edge_in(ctx, node, 0)->data, edge_in(ctx, node, 1)->data,
-            edge_out(ctx, node, 0)->data);
+    eb_eval(&d->bc, &d->p, d->type, &mul_rows, a, b, y);
 }
