@@ -9,51 +9,30 @@ the output's range on the float models in ../shared.
 
 from __future__ import annotations
 
-import ctypes
-import shutil
-
 import numpy as np
 import pytest
 
 from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_litert
+from tests.simd_common import NEEDS_GCC_MAKE, aarch64_build, build_backend, run_at_level, simd_levels
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = NEEDS_GCC_MAKE
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
-    backend_c.build()
-    return backend_c
+    return build_backend()
 
 
 @pytest.fixture(scope="module")
 def levels(backend):
-    lib = backend.library()
-    lib.edge_simd_set.argtypes = [ctypes.c_int32]
-    lib.edge_simd_set.restype = ctypes.c_int32
-    top = lib.edge_simd_set(-1)
-    yield lib, list(range(1, top + 1))
-    lib.edge_simd_set(-1)
+    yield from simd_levels(backend)
 
 
-def _run(backend, lib, level, model, feeds, **kw):
-    lib.edge_simd_set(level)
-    try:
-        c = backend.CInterpreter(model_content=model, **kw) if isinstance(model, bytes) else \
-            backend.CInterpreter(model_path=str(model), **kw)
-        c.allocate_tensors()
-    finally:
-        lib.edge_simd_set(-1)
-    for d, x in zip(c.get_input_details(), feeds):
-        c.set_tensor(d["index"], x)
-    c.invoke()
-    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+_run = run_at_level
 
 
 def _close(got, want, what, tol=1e-5):
@@ -502,20 +481,7 @@ def test_real_float_models_close_to_litert_reference(backend, levels, name):
 def arm64_runner():
     """firmware_c built for aarch64 (make aarch64, under the cross builds' lock), run under qemu-user; skips where
     the cross tools are absent (as tests/test_c_simd.py's)."""
-    import fcntl
-    import subprocess
-
-    from tests.test_c_cross import ARCHES, FW, _missing_tools
-
-    reason = _missing_tools("aarch64")
-    if reason:
-        pytest.skip(reason)
-    with open(FW / "build" / ".cross.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        proc = subprocess.run(["make", "-C", str(FW), "-j2", "aarch64"], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    _, qemu, sysroot, _, _, _, _ = ARCHES["aarch64"]
-    return qemu, sysroot, FW / "build" / "aarch64" / "edge-run-c"
+    return aarch64_build()
 
 
 @pytest.mark.slow

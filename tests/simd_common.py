@@ -1,0 +1,65 @@
+"""What tests/test_c_simd.py (int8) and tests/test_c_simd_f32.py (float32) share: the C runtime built for this
+host, every SIMD level this CPU runs (edge_simd_set caps the level picked at prepare), a model run at one level,
+and firmware_c built for aarch64 to run under qemu-user."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+
+import numpy as np
+import pytest
+
+NEEDS_GCC_MAKE = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
+                                    reason="the C runtime needs gcc and make")
+
+
+def build_backend():
+    from edge_sdk.runtime import backend_c
+    backend_c.build()
+    return backend_c
+
+
+def simd_levels(backend):
+    """Yields (lib, the SIMD levels to compare with level 0: every one this CPU runs, none on a CPU without a fast
+    path); the level is uncapped again afterwards."""
+    lib = backend.library()
+    lib.edge_simd_set.argtypes = [ctypes.c_int32]
+    lib.edge_simd_set.restype = ctypes.c_int32
+    top = lib.edge_simd_set(-1)
+    yield lib, list(range(1, top + 1))
+    lib.edge_simd_set(-1)
+
+
+def run_at_level(backend, lib, level, model, feeds, **kw):
+    """The outputs of model (bytes or a path) on feeds, prepared at SIMD level `level` (0: the portable kernels)."""
+    lib.edge_simd_set(level)
+    try:
+        c = backend.CInterpreter(model_content=model, **kw) if isinstance(model, bytes) else \
+            backend.CInterpreter(model_path=str(model), **kw)
+        c.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    for d, x in zip(c.get_input_details(), feeds):
+        c.set_tensor(d["index"], x)
+    c.invoke()
+    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+
+
+def aarch64_build():
+    """firmware_c built for aarch64 (make aarch64, under the cross builds' lock): (qemu, sysroot, edge-run-c);
+    skips where the cross tools are absent."""
+    import fcntl
+    import subprocess
+
+    from tests.test_c_cross import ARCHES, FW, _missing_tools
+
+    reason = _missing_tools("aarch64")
+    if reason:
+        pytest.skip(reason)
+    with open(FW / "build" / ".cross.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(["make", "-C", str(FW), "-j2", "aarch64"], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    _, qemu, sysroot, _, _, _, _ = ARCHES["aarch64"]
+    return qemu, sysroot, FW / "build" / "aarch64" / "edge-run-c"
