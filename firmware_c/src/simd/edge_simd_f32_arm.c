@@ -295,10 +295,7 @@ int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x
     const int64_t xstep = (int64_t)p->sw * c;
     int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch, j;
     if (level < EDGE_SIMD_ARM_NEON) return 0;
-    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
-    }
-    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
-    }
+    f32_dw_inner_cols(p, &oxa, &oxb);
     for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * p->sh - p->pt;
         float *yrow = y + (int64_t)oy * p->ow * c;

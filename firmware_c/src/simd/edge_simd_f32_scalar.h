@@ -51,6 +51,17 @@ static inline void f32_taps(int32_t origin, int32_t dil, int32_t size, int32_t k
     *hi = b;
 }
 
+/* The output columns [*oxa, *oxb) of a depthwise layer whose windows lie inside the input's columns. */
+static inline void f32_dw_inner_cols(const edge_simd_dwf_t *p, int32_t *oxa, int32_t *oxb) {
+    int32_t a, b;
+    for (a = 0; a < p->ow && a * p->sw - p->pl < 0; a++) {
+    }
+    for (b = a; b < p->ow && b * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; b++) {
+    }
+    *oxa = a;
+    *oxb = b;
+}
+
 /* PRELU, elements [i, n). */
 static inline void f32_prelu_tail(const float *x, const float *alpha, int32_t astep, float *y, int32_t i, int32_t n) {
     for (; i < n; i++) {

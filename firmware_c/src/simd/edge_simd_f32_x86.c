@@ -284,11 +284,7 @@ static T_AVX2 void dwf_avx2(const edge_simd_dwf_t *p, const float *x, const floa
     const int32_t c = p->c, c8 = c & ~7;
     const int64_t xstep = (int64_t)p->sw * c;
     int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch;
-    /* the output columns whose window lies inside the input's columns */
-    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
-    }
-    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
-    }
+    f32_dw_inner_cols(p, &oxa, &oxb);
     for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * p->sh - p->pt;
         float *yrow = y + (int64_t)oy * p->ow * c;
@@ -372,10 +368,7 @@ static T_512 void dwf_512(const edge_simd_dwf_t *p, const float *x, const float 
     const __mmask16 m16 = (__mmask16)((1u << (c & 15)) - 1u);
     const int64_t xstep = (int64_t)p->sw * c;
     int32_t oy, ox, fy0, fy1, fx0, fx1, oxa, oxb, ch;
-    for (oxa = 0; oxa < p->ow && oxa * p->sw - p->pl < 0; oxa++) {
-    }
-    for (oxb = oxa; oxb < p->ow && oxb * p->sw - p->pl + (int64_t)(p->kw - 1) * p->dw < p->w; oxb++) {
-    }
+    f32_dw_inner_cols(p, &oxa, &oxb);
     for (oy = oy0; oy < oy1; oy++) {
         const int32_t iy0 = oy * p->sh - p->pt;
         float *yrow = y + (int64_t)oy * p->ow * c;
