@@ -1466,10 +1466,56 @@ static int64_t best_plan(plan_work_t *w, int32_t *best_ordering, int64_t *bound_
     return best < 0 ? 0 : best;
 }
 
+/* The interpreter's dataflow rules (edge_sdk.runtime.interpreter._prepare_node), checked once before planning
+ * with L->t_first as scratch (the writing node per tensor): a node's output is no constant, no subgraph input
+ * and written by no other node; a node reads no tensor that it or a later node writes (variables and subgraph
+ * inputs aside). Else a tensor would be planned over itself (a CONCATENATION reading its own output: found
+ * by the fuzzer as an overlapping memcpy). */
+static edge_status_t check_writers(edge_interp_t *it, life_t *L) {
+    enum { SUBGRAPH_INPUT = -2 };
+    int32_t s, i, k;
+    for (k = 0; k < it->n_tensors_total; k++) L->t_first[k] = -1;
+    for (s = 0; s < it->n_subgraphs; s++) {
+        const edge_subgraph_t *sg = &it->subgraphs[s];
+        const int32_t tb = sg->tensor_base;
+        for (k = 0; k < sg->n_inputs; k++) L->t_first[tb + sg->inputs[k]] = SUBGRAPH_INPUT;
+        for (i = 0; i < sg->n_nodes; i++) {
+            const edge_node_t *nd = &it->nodes[sg->node_base + i];
+            it->error.subgraph = s;
+            it->error.node = i;
+            for (k = 0; k < nd->n_outputs; k++) {
+                const int32_t g = tb + nd->outputs[k];
+                if (it->tensors[g].is_const)
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("a node's output is a constant"), -1);
+                if (L->t_first[g] == SUBGRAPH_INPUT)
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("a node's output is a subgraph input"), -1);
+                if (L->t_first[g] >= 0)
+                    return fail_at(it, EDGE_MODEL_INVALID, WHAT("a tensor is written by two nodes"), -1);
+                L->t_first[g] = i;
+            }
+        }
+        for (i = 0; i < sg->n_nodes; i++) {
+            const edge_node_t *nd = &it->nodes[sg->node_base + i];
+            it->error.subgraph = s;
+            it->error.node = i;
+            for (k = 0; k < nd->n_inputs; k++) {
+                const int32_t g = nd->inputs[k] >= 0 ? tb + nd->inputs[k] : -1;
+                if (g >= 0 && L->t_first[g] >= i && !it->tensors[g].is_variable)
+                    return fail_at(it, EDGE_MODEL_INVALID,
+                                   WHAT("a node reads a tensor before a node writes it (its own output or a later one's)"),
+                                   -1);
+            }
+        }
+    }
+    it->error.subgraph = it->error.node = -1;
+    return EDGE_OK;
+}
+
 /* Every tensor's and node's lifetime into L (reset first), the patch stage's stretched. */
 static edge_status_t plan_lifetimes(edge_interp_t *it, life_t *L, int32_t *end) {
     edge_status_t st;
     int32_t k;
+    if ((st = check_writers(it, L)) != EDGE_OK) return st;
     L->tensor = L->node = -1;
     for (k = 0; k < it->n_tensors_total; k++) L->t_first[k] = L->t_last[k] = -1;
     for (k = 0; k < it->n_nodes_total; k++) L->n_first[k] = L->n_last[k] = -1;

@@ -16,6 +16,11 @@ refused-broadcast-count-overflow.tflite  SUB of [917508, 1048576, 790888448, 0] 
                                     overflowed int64 in ea_bcast_prepare at the third dim (UBSan; a bounded fuzz
                                     session's finding in session 3). Fix: the count is checked against 2^40
                                     before each multiply (EDGE_LIMIT).
+refused-concat-reads-own-output.tflite  CONCATENATION of the model input and its own output tensor (the bounded fuzz
+                                    session's finding in session 4): the C loader did not check the dataflow the
+                                    interpreter checks (use before write, two writers), so the plan put the input
+                                    over the output and the kernel's memcpy overlapped (ASan). Fix: edge.c's
+                                    check_writers refuses it before planning, as the interpreter does.
 conv16-huge-output-ratio.tflite     int16x8 CONV_2D whose input*weight/output scale is 2^20: shift 21, so the
                                     16x8 requantization's rounding shift 15 - shift is negative (shift by a
                                     negative count, UBSan). Fix: edge_mbqm64 shifts left for shift > 14.
@@ -38,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from edge_sdk.model import writer as W  # noqa: E402
-from tests.oprunner import T, op_model  # noqa: E402
+from tests.oprunner import T, op_model, op_model_object  # noqa: E402
 
 BIAS = np.array([1234567, -7654321, 55555], np.int64)
 
@@ -92,6 +97,16 @@ def broadcast_count_overflow() -> bytes:
     return op_model("SUB", [a, b], [T((1, 2, 12, 64), "FLOAT32")])
 
 
+def concat_reads_own_output() -> bytes:
+    # the fuzzer's case, rebuilt: node 0's second input is its own output (the second model input goes unused)
+    a, b = T((1, 2, 3), "INT8", 0.05, 3), T((1, 2, 2), "INT8", 0.05, 3)
+    y = T((1, 2, 5), "INT8", 0.05, 3)
+    model = op_model_object("CONCATENATION", [a, b], [y], options={"axis": 2})
+    op = model.subgraphs[0].operators[0]
+    op.inputs = [op.inputs[0], op.outputs[0]]
+    return W.write_model(model)
+
+
 def _bias_near_min(op: str, rng) -> bytes:
     lim = np.iinfo(np.int64)
     bias = np.array([lim.min + 5, lim.min + 1000, lim.max - 5], np.int64)
@@ -128,6 +143,7 @@ def dwconv_bias_near_min() -> bytes:
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
          "refused-shape-product-overflow.tflite": shape_product_overflow,
          "refused-broadcast-count-overflow.tflite": broadcast_count_overflow,
+         "refused-concat-reads-own-output.tflite": concat_reads_own_output,
          "tconv16-int64-bias-near-min.tflite": tconv_bias_near_min,
          "conv16-int64-bias-near-min.tflite": conv_bias_near_min,
          "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min}
