@@ -74,14 +74,20 @@ typedef struct {
 } eb_rows_t;
 
 /* A kernel's four row functions (prefix##_row_int8 ...) from its element functions, and their table `table`
- * (the int16 and float32 rows only in builds with those types). */
-#define EB_ROWS(table, prefix, op_t, elem8, elem16, elem32, elemf)                                               \
+ * (the int16 and float32 rows only in builds with those types; int64: `row64`, 0 for none). */
+#define EB_ROWS_WITH(table, prefix, op_t, elem8, elem16, elem32, elemf, row64)                                   \
     EB_ROW(prefix##_row_int8, int8_t, op_t, elem8)                                                               \
     EB_ROW(prefix##_row_int16, int16_t, op_t, elem16)                                                            \
     EB_ROW(prefix##_row_int32, int32_t, op_t, elem32)                                                            \
     EB_ROW(prefix##_row_float, float, op_t, elemf)                                                               \
     static const eb_rows_t table = {prefix##_row_int8, EDGE_WITH_INT16 ? prefix##_row_int16 : 0,                  \
-                                    prefix##_row_int32, EDGE_WITH_FLOAT32 ? prefix##_row_float : 0, 0};
+                                    prefix##_row_int32, EDGE_WITH_FLOAT32 ? prefix##_row_float : 0, row64};
+#define EB_ROWS(table, prefix, op_t, elem8, elem16, elem32, elemf)                                               \
+    EB_ROWS_WITH(table, prefix, op_t, elem8, elem16, elem32, elemf, 0)
+/* The same with an int64 row too (prefix##_row_int64 from elem64). */
+#define EB_ROWS64(table, prefix, op_t, elem8, elem16, elem32, elemf, elem64)                                     \
+    EB_ROW(prefix##_row_int64, int64_t, op_t, elem64)                                                            \
+    EB_ROWS_WITH(table, prefix, op_t, elem8, elem16, elem32, elemf, prefix##_row_int64)
 
 /* The input types a binary kernel runs: a mask of 1 << EDGE_<type>, some of FLOAT32, INT8, INT16, INT32, INT64
  * (ADD/SUB only; the test below is written per type so that a constant mask folds to plain compares). */

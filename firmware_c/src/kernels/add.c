@@ -182,22 +182,8 @@ static inline int64_t add_i64(const addsub_p_t d, int64_t x1, int64_t x2) {
 static inline int64_t sub_i64(const addsub_p_t d, int64_t x1, int64_t x2) {
     return addsub_i64(d, (uint64_t)x1 - (uint64_t)x2);
 }
-EB_ROW(add_row_int64, int64_t, addsub_p_t, add_i64)
-EB_ROW(sub_row_int64, int64_t, addsub_p_t, sub_i64)
-
-/* EB_ROWS's rows, with the int64 ones */
-EB_ROW(add_row_int8, int8_t, addsub_p_t, add_q8)
-EB_ROW(add_row_int16, int16_t, addsub_p_t, add_q16)
-EB_ROW(add_row_int32, int32_t, addsub_p_t, add_i32)
-EB_ROW(add_row_float, float, addsub_p_t, add_f)
-EB_ROW(sub_row_int8, int8_t, addsub_p_t, sub_q8)
-EB_ROW(sub_row_int16, int16_t, addsub_p_t, sub_q16)
-EB_ROW(sub_row_int32, int32_t, addsub_p_t, sub_i32)
-EB_ROW(sub_row_float, float, addsub_p_t, sub_f)
-static const eb_rows_t add_rows = {add_row_int8, EDGE_WITH_INT16 ? add_row_int16 : 0, add_row_int32,
-                                   EDGE_WITH_FLOAT32 ? add_row_float : 0, add_row_int64};
-static const eb_rows_t sub_rows = {sub_row_int8, EDGE_WITH_INT16 ? sub_row_int16 : 0, sub_row_int32,
-                                   EDGE_WITH_FLOAT32 ? sub_row_float : 0, sub_row_int64};
+EB_ROWS64(add_rows, add, addsub_p_t, add_q8, add_q16, add_i32, add_f, add_i64)
+EB_ROWS64(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f, sub_i64)
 
 #if EDGE_SIMD
 static void addsub_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {

@@ -115,14 +115,7 @@ static inline int64_t mul_i64(const mul_p_t d, int64_t x1, int64_t x2) {
     return x < d.lo64 ? d.lo64 : x > d.hi64 ? d.hi64 : x;
 }
 
-/* EB_ROWS's rows, with the int64 one */
-EB_ROW(mul_row_int8, int8_t, mul_p_t, mul_q)
-EB_ROW(mul_row_int16, int16_t, mul_p_t, mul_q)
-EB_ROW(mul_row_int32, int32_t, mul_p_t, mul_i32)
-EB_ROW(mul_row_float, float, mul_p_t, mul_f)
-EB_ROW(mul_row_int64, int64_t, mul_p_t, mul_i64)
-static const eb_rows_t mul_rows = {mul_row_int8, EDGE_WITH_INT16 ? mul_row_int16 : 0, mul_row_int32,
-                                   EDGE_WITH_FLOAT32 ? mul_row_float : 0, mul_row_int64};
+EB_ROWS64(mul_rows, mul, mul_p_t, mul_q, mul_q, mul_i32, mul_f, mul_i64)
 
 #if EDGE_SIMD
 static void mul_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
