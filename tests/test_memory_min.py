@@ -415,3 +415,61 @@ def test_c_min_need_never_above_the_layer_need(name):
         f = c.plan_info()
         need[memory] = max(f["high_water"], f["arena_used"])
     assert need["min"] <= need["layer"]
+
+
+def _conv_int8_case(rng, generic: bool):
+    """One int8 CONV_2D with o output channels (odd counts: conv_gemm's lone last channel), per-channel or
+    per-tensor weights; ``generic``: multipliers edge_rq does not cover (above 0.25: the edge_mbqm form)."""
+    from tests.oprunner import T, op_model
+
+    kh, kw = (int(v) for v in rng.choice([1, 3], 2))
+    c = int(rng.choice([1, 3, 8, 17]))
+    o = int(rng.choice([1, 5, 8, 17, 33]))
+    h, w = int(rng.integers(kh, 9)), int(rng.integers(kw, 9))
+    k = kh * kw * c
+    pc = bool(rng.random() < 0.7)
+    wscale = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(k))) if pc else float(1 / (20 * np.sqrt(k)))
+    wt = T((o, kh, kw, c), "INT8", wscale, 0, quantized_dimension=0, data=rng.integers(-127, 128, (o, kh, kw, c),
+                                                                                       dtype=np.int8))
+    b = T((o,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, o).astype(np.int32))
+    x = T((1, h, w, c), "INT8", 0.05, int(rng.integers(-128, 128)))
+    y = T((1, h, w, o), "INT8", 0.0004 if generic else 0.02, int(rng.integers(-128, 128)))
+    opts = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1,
+            "fused_activation_function": str(rng.choice(["NONE", "RELU"]))}
+    return op_model("CONV_2D", [x, wt, b], [y], options=opts, version=3), o, \
+        [rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)]
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(10))
+def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
+    """Under memory="min" CONV_2D keeps its int8 requantization in 5 bytes a channel instead of 8 where no SIMD
+    fast path packs it (the Cortex-M builds; here SIMD level 0): outputs bit-exact with the layer plan and TFLM,
+    the persistent part 3 bytes a channel smaller (rounded to the 8-byte steps)."""
+    from tests.peers import run_tflm
+    from tests.simd_common import build_backend, run_at_level, simd_levels
+
+    rng = np.random.default_rng(7000 + seed)
+    data, o, feeds = _conv_int8_case(rng, generic=seed % 3 == 2)
+    backend = build_backend()
+    for lib, _ in simd_levels(backend):
+        layer = run_at_level(backend, lib, 0, data, feeds, memory="layer")
+        small = run_at_level(backend, lib, 0, data, feeds, memory="min")
+        persistent = {}
+        for memory in ("layer", "min"):
+            lib.edge_simd_set(0)
+            try:
+                c = backend.CInterpreter(model_content=data, memory=memory)
+                c.allocate_tensors()
+            finally:
+                lib.edge_simd_set(-1)
+            persistent[memory] = c.plan_info()["persistent"]
+    want = run_tflm(data, feeds)
+    np.testing.assert_array_equal(small[0], layer[0])
+    np.testing.assert_array_equal(small[0], want[0])
+    assert len(np.unique(want[0])) > 1  # a real result, not a clamped constant
+
+    def up8(n):
+        return (n + 7) // 8 * 8
+
+    assert persistent["layer"] - persistent["min"] == up8(8 * o) - up8(5 * o)

@@ -394,7 +394,8 @@ def _board_figure(data: bytes, memory: str, patch=None) -> int:
 def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
     """edge flash --memory patch: the firmware runs edge_init_patch with the host's stage (APP_PATCH_PLAN); edge
     profile's outputs equal the host interpreter's bit for bit; the board's high-water mark is the 32-bit check
-    runner's figure (edge check's), below 0.6x the in-place plan's and 0.6x TFLM's whole arena (85264 bytes)."""
+    runner's figure (edge check's), below 0.6x the in-place plan's and at most 0.5x TFLM's whole arena (85264
+    bytes: issue 17's goal; measured 41136, 0.48x)."""
     from edge_sdk.runtime.interpreter import c_patch_plan
     from edge_sdk.tools.flash import flash
     from edge_sdk.tools.profile import profile_model
@@ -410,7 +411,7 @@ def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
     assert p["validated"] is True and p["mismatches"] == []
     assert p["arena_high_water"] == _board_figure(data, "patch", plan)
     assert p["arena_high_water"] < 0.6 * _board_figure(data, "min")
-    assert p["arena_high_water"] < 0.6 * 85264
+    assert p["arena_high_water"] <= 0.5 * 85264
 
 
 def test_check_reports_and_picks_the_patch_plan(tmp_path):
@@ -442,7 +443,7 @@ def test_check_reports_and_picks_the_patch_plan(tmp_path):
                     reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
 def test_mobilenet_v2_patch_plan_on_the_qemu_board(state, tmp_path):
     """MobileNetV2 224x224 int8 with --memory patch on the QEMU board: bit-exact with the host interpreter, in at
-    most 0.3x TFLM's whole arena (2607168 bytes; measured 438328, 0.17x)."""
+    most 0.3x TFLM's whole arena (2607168 bytes; measured 409008, 0.16x)."""
     from edge_sdk.tools.flash import flash
     from edge_sdk.tools.profile import profile_model
 

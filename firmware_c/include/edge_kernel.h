@@ -147,6 +147,10 @@ typedef struct edge_window {
  * take the portable loops: a kernel that picked a fast path asks for the portable path's scratch too). */
 static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge_node *node);
 
+/* Prepare-time: the least-RAM plan was asked for (EDGE_INIT_MEMORY_MIN, or edge_init_patch): a kernel keeps its
+ * persistent tables in their compact form there, a few instructions per use for bytes of RAM. */
+static inline int edge_least_ram(const edge_interp_t *it);
+
 /* Prepare-time: the bytes of a DEPTHWISE_CONV_2D's in-place plane buffer under the least-RAM plan (int8, as many
  * output as input channels, not in a patch stage; 0: none). The kernel asks for them as its LAST scratch request;
  * the planner drops them again when the node does not run in place. */
@@ -165,6 +169,8 @@ static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge
     return EDGE_WITH_PATCH && it->patch_plan.rows > 0 && node->subgraph == 0 && node->index >= it->patch_plan.first &&
            node->index <= it->patch_plan.last;
 }
+
+static inline int edge_least_ram(const edge_interp_t *it) { return it->memory_min; }
 
 /* ---- tensors of a node (inline: the hot path) ---- */
 static inline edge_tensor_t *edge_in(const edge_ctx_t *ctx, const edge_node_t *node, int32_t i) {

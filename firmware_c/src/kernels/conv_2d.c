@@ -43,7 +43,9 @@ typedef struct {
     int32_t input_offset, output_offset, lo, hi;
     int32_t *rq16;              /* int16: edge_mbqm's multiplier and shift per output channel (edge_conv_rq) */
     edge_rq_t *rq;              /* int8: per output channel (persistent); with rq_generic the raw multiplier
-                                 * and shift (mul, rnd) for edge_mbqm */
+                                 * and shift (mul, rnd) for edge_mbqm. NULL under the least-RAM plan: rqc */
+    int32_t *rqc;               /* int8 under the least-RAM plan without fast paths: the same values in
+                                 * edge_conv_rq's 5 bytes a channel (conv_gemm unpacks a chunk at a time) */
     int32_t rq_generic;
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
 #if EDGE_SIMD
@@ -63,16 +65,23 @@ typedef struct {
 #if EDGE_SIMD
 #define CONV_SIMD_MB 16 /* output pixels per im2col block */
 
-/* int8, one group, constant filter, multipliers edge_rq covers: the filter packed for the CPU's level. */
+/* Whether an int8 layer gets the CPU's fast path (one group, constant filter and bias, a level that packs this
+ * shape), given multipliers edge_rq covers. */
+static int conv_simd_int8(const conv_data_t *d, const edge_tensor_t *w, const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level();
+    return level && d->groups == 1 && w->is_const && (!bias || bias->is_const) &&
+           edge_simd_qgemm_bytes(level, d->o, d->k) != 0;
+}
+
+/* int8, conv_simd_int8, multipliers edge_rq covers: the filter packed for the CPU's level. */
 static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_data_t *d, const edge_tensor_t *w,
                                        const edge_tensor_t *bias) {
     const int32_t level = edge_simd_level();
     size_t bytes;
     void *packed;
     d->simd = 0;
-    if (!level || d->groups != 1 || d->rq_generic || !w->is_const || (bias && !bias->is_const)) return EDGE_OK;
+    if (d->rq_generic || !conv_simd_int8(d, w, bias)) return EDGE_OK;
     bytes = edge_simd_qgemm_bytes(level, d->o, d->k);
-    if (!bytes) return EDGE_OK;
     d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
     packed = edge_alloc_persistent(ctx, bytes);
     if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
@@ -84,6 +93,11 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     d->simd_part_bytes = (uint32_t)(((d->simd_direct ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
                                      edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
+}
+#else
+static int conv_simd_int8(const conv_data_t *d, const edge_tensor_t *w, const edge_tensor_t *bias) {
+    (void)d, (void)w, (void)bias;
+    return 0;
 }
 #endif
 
@@ -218,7 +232,13 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
         return edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rq16, &generic);
     }
     /* int8: edge_rq_t per channel, 8 bytes (the store reads each with one LDRD; the 5-byte form of
-     * edge_conv_rq measured +0.1 instr/MAC on the M4 1x1 conv, over 2) */
+     * edge_conv_rq measured +0.1 instr/MAC on the M4 1x1 conv, over 2), except under the least-RAM plan: there
+     * the 5-byte form (3 bytes a channel less) unless a fast path packs its own copy from rq */
+    if (edge_least_ram(ctx->interp) && !conv_simd_int8(d, w, bias)) {
+        s = edge_conv_rq(ctx, in, w, out, d->o, 1, &d->rqc, &d->rq_generic);
+        if (s != EDGE_OK) return s;
+        return edge_request_scratch(ctx, node, sizeof(int16_t) * 2u * (size_t)d->groups * (size_t)d->k, &d->scratch);
+    }
     d->rq = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)d->o);
     if (!d->rq) return EDGE_ARENA_TOO_SMALL;
     for (k = 0; k < d->o; k++) {
@@ -536,7 +556,21 @@ static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col
                 }
             }
         }
-        conv_store(d, acc, npairs, d->rq + oc, koff ? 1 : 0, y0 + oc, y1 + oc);
+        if (d->rq) {
+            conv_store(d, acc, npairs, d->rq + oc, koff ? 1 : 0, y0 + oc, y1 + oc);
+        } else { /* the chunk's channels from the compact form, as conv_store reads them */
+            edge_rq_t rq[2 * CONV_CHUNK];
+            const int32_t n = koff ? 2 * npairs : 1;
+            for (i = 0; i < n; i++) {
+                if (d->rq_generic) {
+                    rq[i].mul = edge_conv_mult(d->rqc, oc + i);
+                    rq[i].rnd = edge_conv_shift(d->rqc, d->o, oc + i);
+                } else {
+                    rq[i] = edge_rq_at(d->rqc, d->o, oc + i);
+                }
+            }
+            conv_store(d, acc, npairs, rq, koff ? 1 : 0, y0 + oc, y1 + oc);
+        }
         oc += koff ? 2 * npairs : 1;
     }
 }
