@@ -473,3 +473,83 @@ def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
         return (n + 7) // 8 * 8
 
     assert persistent["layer"] - persistent["min"] == up8(8 * o) - up8(5 * o)
+
+
+# Elementwise ops in place: model input x -> RELU -> r -> OP -> y, output = ADD(y, x). r is no subgraph input and
+# dies at OP (x lives on, so the layer plan holds three buffers there), so under memory="min" y takes over r's bytes (a binary OP: input 0 is r, or with "swap" input 1 is r and
+# input 0 a second model input, which is never taken over). (output scale, zero point) per type where the op's
+# kernels need particular ones (LOGISTIC / TANH); None: the common 0.05 / 3 (int16: 1/512, 0).
+_EW_OUT_Q = {("LOGISTIC", "INT8"): (1 / 256, -128), ("TANH", "INT8"): (1 / 128, 0),
+             ("LOGISTIC", "INT16"): (2 ** -15, 0), ("TANH", "INT16"): (2 ** -15, 0)}
+_EW_CASES = [(op, t) for op in ("RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU", "LOGISTIC", "TANH")
+             for t in ("INT8", "INT16", "FLOAT32")] + \
+            [("HARD_SWISH", "INT8"), ("HARD_SWISH", "FLOAT32"), ("QUANTIZE", "INT8"), ("QUANTIZE", "INT16")] + \
+            [(op, t) for op in ("ADD", "SUB", "MUL") for t in ("INT8", "INT16", "FLOAT32")]
+
+
+def _elementwise_model(op_name: str, dtype: str, shape=(1, 5, 7, 3), swap: bool = False,
+                       broadcast: bool = False) -> bytes:
+    def quant(scale, zp):
+        return Quantization(np.array([scale], np.float32), np.array([zp], np.int64)) if dtype != "FLOAT32" else None
+
+    common = (1 / 512, 0) if dtype == "INT16" else (0.05, 3)
+    q = quant(*common)
+    out_q = quant(*_EW_OUT_Q.get((op_name, dtype), (0.07, -5) if dtype == "INT8" else common))
+    other_shape = (1, 1, 1, shape[3]) if broadcast else shape
+    tensors = [Tensor("x", shape, dtype, 0, q), Tensor("r", shape, dtype, 0, q), Tensor("y", shape, dtype, 0, out_q),
+               Tensor("out", shape, dtype, 0, out_q), Tensor("x2", other_shape, dtype, 0, q)]
+    binary = op_name in ("ADD", "SUB", "MUL")
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, 1) for n in ("RELU", op_name, "ADD")]
+
+    def op(code, name, inputs, outputs, options=None):
+        t = options_for(name)
+        opts = option_defaults(t) if t is not None else {}
+        opts.update(options or {})
+        return Operator(opcode_index=code, inputs=inputs, outputs=outputs, options_type=t, options=opts)
+
+    mid_inputs = ([4, 1] if swap else [1, 4]) if binary else [1]
+    options = {"alpha": 0.2} if op_name == "LEAKY_RELU" else None
+    ops = [op(0, "RELU", [0], [1]), op(1, op_name, mid_inputs, [2], options), op(2, "ADD", [2, 0], [3])]
+    sg = SubGraph(tensors=tensors, inputs=[0, 4] if binary else [0], outputs=[3], operators=ops, name="main")
+    if not binary:
+        sg.tensors = tensors[:4]
+    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=[Buffer(b"")],
+                             description="elementwise in place"))
+
+
+@pytest.mark.parametrize("case", [f"{op}-{t}" for op, t in _EW_CASES] + ["ADD-INT8-swap", "MUL-INT8-swap-broadcast",
+                                                                         "SUB-FLOAT32-broadcast"])
+@pytest.mark.parametrize("shape", [(1, 5, 7, 3), (1, 9, 13, 35)])  # the second: whole SIMD vectors and a tail
+def test_elementwise_ops_in_place_in_both_runtimes(case, shape):
+    """Under memory="min" an elementwise op's output takes over its input (binary ops: input 0, else input 1, of
+    the output's element count and size): Python and C outputs bit-exact with the layer plan, the C plan identical
+    to Python's entry by entry, and the output at its input's offset."""
+    op_name, dtype, *flags = case.split("-")
+    data = _elementwise_model(op_name, dtype, shape, swap="swap" in flags, broadcast="broadcast" in flags)
+    feeds = _feeds(data, 3)
+    layer, want = _run(data, "layer", "python", feeds)
+    small, got = _run(data, "min", "python", feeds)
+    np.testing.assert_array_equal(got[0], want[0])
+    off = {b.name: b.offset for b in small.arena_plan().buffers}
+    assert small.memory_plan == "min" and off["r"] == off["y"], off
+    assert np.any(want[0] != want[0].flat[0])  # not a constant
+    if shutil.which("gcc") is None or shutil.which("make") is None:
+        return
+    c, got_c = _run(data, "min", "c", feeds)
+    _, got_c_layer = _run(data, "layer", "c", feeds)
+    np.testing.assert_array_equal(got_c[0], got_c_layer[0])
+    if dtype == "FLOAT32":  # the C runtime's float math (vector exp / tanh) is held to LiteRT's tolerance elsewhere
+        np.testing.assert_allclose(got_c[0], want[0], rtol=1e-5, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(got_c[0], want[0])
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(small.arena_plan())
+
+
+def test_elementwise_in_place_only_over_an_input_of_the_output_size():
+    """A broadcast input (fewer elements than the output) is never taken over: MUL(x2 broadcast, r) takes r (input
+    1); a QUANTIZE from float32 to int8 (other element size) keeps its own bytes."""
+    data = _elementwise_model("MUL", "INT8", swap=False, broadcast=True)
+    it = Interpreter(model_content=data, memory="min")
+    it.allocate_tensors()
+    off = {b.name: b.offset for b in it.arena_plan().buffers}
+    assert off["r"] == off["y"] and off["x2"] != off["y"]

@@ -298,19 +298,16 @@ class Interpreter:
         self._memory_plan = "layer"
         p.patch = None
         if self._memory in ("min", "patch") and not delegated:
-            aliases = inplace_aliases(self._model, p.infos, requests, spans)
-            plan = _arena.plan_aliased(requests, aliases)
-            self._memory_plan = "min"
-            layer_plan = _arena.plan(requests) if aliases else plan
-            if aliases and plan.total >= layer_plan.total:  # in place only when that makes the plan smaller (the
-                # greedy placement of the groups can be worse; the C runtime's in-place depthwise adds a plane
-                # buffer): else the layer plan, the C runtime's rule too (edge.c plan_arena)
-                plan, self._memory_plan = layer_plan, "layer"
-                log.debug(f"memory={self._memory!r}: the in-place plan needs no less than the layer-by-layer plan; "
+            plan, aliases = least_ram_plan(self._model, p.infos, requests, spans)
+            layer_plan = _arena.plan(requests)
+            self._memory_plan = "min" if aliases else "layer"
+            if not aliases:
+                log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
                           "using the layer plan")
             if self._memory == "patch":
                 patch, patched = _patching.choose(
                     self._model, p.infos, requests, spans,
+                    lambda reqs, skip: least_ram_plan(self._model, p.infos, reqs, spans, skip),
                     lambda reqs, skip: inplace_aliases(self._model, p.infos, reqs, spans, skip),
                     plan, layer_plan.total, ops=self._patch_ops)
                 if patch is not None:
@@ -1198,43 +1195,81 @@ MEMORY_PLANS = ("layer", "min", "patch")
 # ops whose output may take over its input's bytes: RESHAPE (the same bytes), PAD / PADV2 (the C kernel writes the
 # output over the input back to front; the Python kernel copies the input first when they share memory), int8
 # DEPTHWISE_CONV_2D with equal channel counts (the C kernel goes channel by channel through an h x w plane
-# buffer; the Python kernel copies its input into its padded buffer first)
+# buffer; the Python kernel copies its input into its padded buffer first), and the elementwise ops below
 INPLACE_OPS = ("RESHAPE", "PAD", "PADV2", "DEPTHWISE_CONV_2D")  # DEPTHWISE_CONV_2D: int8, channels in == out
+# elementwise ops: output element i depends on input element i alone (and, for the binary ones, on the other
+# input's element i or its broadcast), and every kernel reads it before it writes output element i, so the output
+# may take over an input of the same element count and element size (a binary op: input 0, else input 1)
+ELEMENTWISE_INPLACE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU",
+                           "HARD_SWISH", "LOGISTIC", "TANH", "QUANTIZE")
+BINARY_INPLACE_OPS = ("ADD", "SUB", "MUL")
 
 
-def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans, skip_nodes=()) -> dict:
+def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans, skip_nodes=(),
+                    elementwise: bool = True) -> dict:
     """The least-RAM plan's in-place nodes, as {output key: root key} for edge_sdk.runtime.arena.plan_aliased.
     In subgraph and node order: an INPLACE_OPS node's output 0 joins the group of its input 0 when both are
     planned buffers, neither is variable, the input is no input or output of its subgraph, and the input's last
-    use is that node's last step. The C runtime applies the same rule (firmware_c/src/edge.c, inplace_groups;
-    EDGE_INIT_MEMORY_MIN), so the plans stay identical. ``skip_nodes``: subgraph 0 nodes never in place (a
-    patch stage's, edge_sdk.runtime.patching)."""
+    use is that node's last step; an ELEMENTWISE_INPLACE_OPS node's output likewise, when the input has the
+    output's element count and element size (ADD / SUB / MUL: input 0, else input 1). The C runtime applies the
+    same rule (firmware_c/src/edge.c, inplace_groups; EDGE_INIT_MEMORY_MIN), so the plans stay identical.
+    ``skip_nodes``: subgraph 0 nodes never in place (a patch stage's, edge_sdk.runtime.patching);
+    ``elementwise=False``: the ELEMENTWISE_INPLACE_OPS nodes neither."""
     by_key = {r.key: r for r in requests}
+    flag_elementwise = elementwise
     root: dict = {}
     for s, sg in enumerate(model.subgraphs):
         io = set(sg.inputs) | set(sg.outputs)
         for i, op in enumerate(sg.operators):
-            if model.op_name(op) not in INPLACE_OPS or not op.inputs or not op.outputs:
+            name = model.op_name(op)
+            elementwise = name in ELEMENTWISE_INPLACE_OPS
+            if (name not in INPLACE_OPS and not (elementwise and flag_elementwise)) or not op.inputs or not op.outputs:
                 continue
             if s == 0 and i in skip_nodes:
                 continue
-            a, b = op.inputs[0], op.outputs[0]
-            if a < 0 or b < 0 or a == b or a in io:
-                continue
-            ka, kb = (s, a), (s, b)
-            if ka not in by_key or kb not in by_key or kb in root:
-                continue
-            if infos[s][a].is_variable or infos[s][b].is_variable:
-                continue
-            if model.op_name(op) == "DEPTHWISE_CONV_2D":  # the C kernel's channel-by-channel in-place path
-                x, y = infos[s][a], infos[s][b]
-                if (x.type != "INT8" or y.type != "INT8" or len(x.shape) != 4 or len(y.shape) != 4
-                        or x.shape[3] != y.shape[3] or by_key[kb].size > by_key[ka].size):
-                    continue
-            if by_key[ka].last_use != spans[(s, i)][1]:
-                continue
-            root[kb] = root.get(ka, ka)
+            b = op.outputs[0]
+            for a in op.inputs[:2 if name in BINARY_INPLACE_OPS else 1]:
+                if _joins_input(model, infos, by_key, spans, root, io, s, i, op, a, b, elementwise):
+                    root[(s, b)] = root.get((s, a), (s, a))
+                    break
     return root
+
+
+def least_ram_plan(model: Model, infos: list[list[TensorInfo]], requests, spans, skip_nodes=()):
+    """The least-RAM plan of these requests and its in-place aliases: of the layer plan (no aliases), the in-place
+    groups without the elementwise ops and all of them (inplace_aliases), the smallest tensor plan, ties to the
+    fewer groups (a group's longer lifetime can make the greedy placement worse than its bytes save; the C
+    runtime's in-place depthwise adds a plane buffer). The C runtime plans the same three (edge.c plan_arena)."""
+    best_plan, best_aliases = _arena.plan(requests), {}
+    tried: list[dict] = [{}]
+    for elementwise in (False, True):
+        aliases = inplace_aliases(model, infos, requests, spans, skip_nodes, elementwise)
+        if aliases in tried:
+            continue
+        tried.append(aliases)
+        plan = _arena.plan_aliased(requests, aliases)
+        if plan.total < best_plan.total:
+            best_plan, best_aliases = plan, aliases
+    return best_plan, best_aliases
+
+
+def _joins_input(model, infos, by_key, spans, root, io, s, i, op, a, b, elementwise) -> bool:
+    """Whether node ``i``'s output ``b`` may take over its input ``a``'s bytes (inplace_aliases' rule)."""
+    if a < 0 or b < 0 or a == b or a in io:
+        return False
+    ka, kb = (s, a), (s, b)
+    if ka not in by_key or kb not in by_key or kb in root:
+        return False
+    x, y = infos[s][a], infos[s][b]
+    if x.is_variable or y.is_variable:
+        return False
+    if elementwise and (math.prod(x.shape) != math.prod(y.shape) or x.dtype.itemsize != y.dtype.itemsize):
+        return False
+    if model.op_name(op) == "DEPTHWISE_CONV_2D":  # the C kernel's channel-by-channel in-place path
+        if (x.type != "INT8" or y.type != "INT8" or len(x.shape) != 4 or len(y.shape) != 4
+                or x.shape[3] != y.shape[3] or by_key[kb].size > by_key[ka].size):
+            return False
+    return by_key[ka].last_use == spans[(s, i)][1]
 
 
 def c_patch_plan(data: bytes):

@@ -374,11 +374,13 @@ def _merged_bound(requests, aliases) -> int:
     return _arena.lower_bound([_arena.BufferRequest(k, size[k], first[k], last[k]) for k in size])
 
 
-def choose(model, infos, requests, spans, aliases_for, base: _arena.ArenaPlan, layer_total: int,
+def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.ArenaPlan, layer_total: int,
            max_full_plans: int = 48, ops=PATCH_OPS):
     """The best patch plan and its arena plan, or (None, None) when none beats both ``base`` (the in-place plan)
-    and ``layer_total`` (the layer-by-layer plan's bytes). ``aliases_for(requests, skip_nodes)`` gives the in-place aliases for a request list
-    (stage nodes never run in place). ``ops``: the ops a stage may hold (C_PATCH_OPS for the C runtime)."""
+    and ``layer_total`` (the layer-by-layer plan's bytes). ``plan_for(requests, skip_nodes)`` plans a request list
+    the least-RAM way (edge_sdk.runtime.interpreter.least_ram_plan: (plan, aliases); stage nodes never run in place),
+    ``aliases_for(requests, skip_nodes)`` gives its most in-place aliases (for the lower bound). ``ops``: the ops a
+    stage may hold (C_PATCH_OPS for the C runtime)."""
     s = 0
     if not model.subgraphs or not requests:
         return None, None
@@ -405,17 +407,16 @@ def choose(model, infos, requests, spans, aliases_for, base: _arena.ArenaPlan, l
                 continue
             plan = _assemble(model, infos[s], s, a, b, x, stage, g, rows, cols)
             reqs = patched_requests(requests, plan, spans)
-            aliases = aliases_for(reqs, set(plan.nodes))
-            bound = _merged_bound(reqs, aliases)
+            bound = _merged_bound(reqs, aliases_for(reqs, set(plan.nodes)))  # the most aliases: the lowest bound
             if bound >= bar:
                 continue
-            candidates.append((bound, plan.extra_macs, len(candidates), plan, reqs, aliases))
+            candidates.append((bound, plan.extra_macs, len(candidates), plan, reqs))
     candidates.sort(key=lambda c: c[:3])
     best = None
-    for k, (bound, extra, _, plan, reqs, aliases) in enumerate(candidates):
+    for k, (bound, extra, _, plan, reqs) in enumerate(candidates):
         if best is not None and (bound > best[0] or (bound == best[0] and extra >= best[1]) or k >= max_full_plans):
             break
-        ap = _arena.plan_aliased(reqs, aliases)
+        ap, _aliases = plan_for(reqs, set(plan.nodes))
         if ap.total < bar and (best is None or (ap.total, extra) < (best[0], best[1])):
             best = (ap.total, extra, plan, ap)
     if best is None:

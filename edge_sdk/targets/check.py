@@ -242,7 +242,7 @@ def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
     """Our interpreter's arena plan total for these (prepared) tensor infos; ``memory="min"``: the least-RAM
     plan's (edge_sdk.runtime.interpreter.inplace_aliases)."""
     from edge_sdk.runtime import arena as _arena
-    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+    from edge_sdk.runtime.interpreter import buffer_requests, least_ram_plan
 
     if memory == "patch":
         from edge_sdk.runtime.interpreter import Interpreter
@@ -254,20 +254,18 @@ def arena_bytes(model: Model, infos, memory: str = "layer") -> int:
     requests = buffer_requests(model, infos, spans=spans)
     layer = _arena.plan(requests).total
     if memory == "min":  # never above the layer plan: both runtimes fall back to it (min_falls_back)
-        return min(layer, _arena.plan_aliased(requests, inplace_aliases(model, infos, requests, spans)).total)
+        return least_ram_plan(model, infos, requests, spans)[0].total
     return layer
 
 
 def min_falls_back(model: Model, infos) -> bool:
     """Whether the least-RAM plan's in-place groups give no smaller tensor plan than the layer plan, so that both
     runtimes use the layer plan under memory="min" (edge_sdk.runtime.interpreter, edge.c plan_arena)."""
-    from edge_sdk.runtime import arena as _arena
-    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases, least_ram_plan
 
     spans: dict = {}
     requests = buffer_requests(model, infos, spans=spans)
-    aliases = inplace_aliases(model, infos, requests, spans)
-    return bool(aliases) and _arena.plan_aliased(requests, aliases).total >= _arena.plan(requests).total
+    return bool(inplace_aliases(model, infos, requests, spans)) and not least_ram_plan(model, infos, requests, spans)[1]
 
 
 # ----------------------------------------------------------------------------------------------- partitions

@@ -1370,35 +1370,66 @@ size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node
 #define IS_MEMBER(L, k) ((L)->t_first[k] <= -2)
 #define ROOT(L, k) (IS_MEMBER(L, k) ? -2 - (L)->t_first[k] : (k))
 
-static int32_t inplace_groups(edge_interp_t *it, life_t *L) {
-    int32_t s, i, n_alias = 0;
+/* An elementwise op (edge_sdk.runtime.interpreter.ELEMENTWISE_INPLACE_OPS): output element i depends on input
+ * element i alone (binary: and on the other input's element i or its broadcast), read before output element i is
+ * written, in every kernel and fast path; *binary: ADD, SUB, MUL (either input may be taken over). */
+static int inplace_elementwise(int32_t op, int *binary) {
+    *binary = op == EDGE_OP_ADD || op == EDGE_OP_SUB || op == EDGE_OP_MUL;
+    return *binary || op == EDGE_OP_RELU || op == EDGE_OP_RELU6 || op == EDGE_OP_RELU_N1_TO_1 ||
+           op == EDGE_OP_LEAKY_RELU || op == EDGE_OP_HARD_SWISH ||
+           op == EDGE_OP_LOGISTIC || op == EDGE_OP_TANH || op == EDGE_OP_QUANTIZE;
+}
+
+/* Whether node g's output b (global tensor indices) may take over its input a's bytes (inplace_groups' rule). */
+static int inplace_joins(const edge_interp_t *it, const life_t *L, const edge_subgraph_t *sg, int32_t g, int32_t ia,
+                         int elementwise) {
+    const edge_node_t *nd = &it->nodes[g];
+    const int32_t ib = nd->outputs[0];
+    const edge_tensor_t *x, *y;
+    int32_t a, b;
+    if (ia < 0 || ib < 0 || ia == ib || is_io(sg, ia)) return 0;
+    a = sg->tensor_base + ia;
+    b = sg->tensor_base + ib;
+    x = &it->tensors[a];
+    y = &it->tensors[b];
+    if (elementwise && (x->bytes != y->bytes || edge_type_bytes(x->type) != edge_type_bytes(y->type)))
+        return 0;
+    if (nd->op == EDGE_OP_DEPTHWISE_CONV_2D) { /* int8, as many output channels as input channels */
+        if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 || x->dims[3] != y->dims[3] ||
+            y->bytes > x->bytes)
+            return 0;
+    }
+    if (x->is_const || y->is_const || x->is_variable || y->is_variable || !x->bytes || !y->bytes) return 0;
+    if (L->t_first[a] == -1 || L->t_first[b] < 0) return 0; /* b <= -2: a member already */
+    /* a's own last use (a root's t_last only grows after its one in-place reader was checked here) */
+    return L->t_last[a] == L->n_last[g];
+}
+
+static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise) {
+    int32_t s, i, j, n_alias = 0;
     for (s = 0; s < it->n_subgraphs; s++) {
         const edge_subgraph_t *sg = &it->subgraphs[s];
         for (i = 0; i < sg->n_nodes; i++) {
             const int32_t g = sg->node_base + i;
             const edge_node_t *nd = &it->nodes[g];
-            int32_t a, b, r;
-            if (nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+            int binary = 0;
+            const int elementwise = inplace_elementwise(nd->op, &binary);
+            if (elementwise && !with_elementwise) continue;
+            if (!elementwise && nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
                 nd->op != EDGE_OP_DEPTHWISE_CONV_2D) continue;
             if (in_patch_stage(it, s, i)) continue; /* a patch stage's nodes never run in place */
-            if (nd->n_inputs < 1 || nd->n_outputs < 1 || nd->inputs[0] < 0 || nd->outputs[0] < 0) continue;
-            if (nd->inputs[0] == nd->outputs[0] || is_io(sg, nd->inputs[0])) continue;
-            a = sg->tensor_base + nd->inputs[0];
-            b = sg->tensor_base + nd->outputs[0];
-            if (nd->op == EDGE_OP_DEPTHWISE_CONV_2D) { /* int8, as many output channels as input channels */
-                const edge_tensor_t *x = &it->tensors[a], *y = &it->tensors[b];
-                if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 ||
-                    x->dims[3] != y->dims[3] || y->bytes > x->bytes) continue;
+            if (nd->n_inputs < 1 || nd->n_outputs < 1) continue;
+            for (j = 0; j < (binary && nd->n_inputs > 1 ? 2 : 1); j++) {
+                int32_t a, b, r;
+                if (!inplace_joins(it, L, sg, g, nd->inputs[j], elementwise)) continue;
+                a = sg->tensor_base + nd->inputs[j];
+                b = sg->tensor_base + nd->outputs[0];
+                r = ROOT(L, a);
+                if (L->t_last[b] > L->t_last[r]) L->t_last[r] = L->t_last[b];
+                L->t_first[b] = ROOT_OF(r);
+                n_alias++;
+                break;
             }
-            if (it->tensors[a].is_const || it->tensors[b].is_const || it->tensors[a].is_variable ||
-                it->tensors[b].is_variable || !it->tensors[a].bytes || !it->tensors[b].bytes) continue;
-            if (L->t_first[a] == -1 || L->t_first[b] < 0) continue; /* b <= -2: a member already */
-            /* a's own last use (a root's t_last only grows after its one in-place reader was checked here) */
-            if (L->t_last[a] != L->n_last[g]) continue;
-            r = ROOT(L, a);
-            if (L->t_last[b] > L->t_last[r]) L->t_last[r] = L->t_last[b];
-            L->t_first[b] = ROOT_OF(r);
-            n_alias++;
         }
     }
     return n_alias;
@@ -1574,22 +1605,27 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     w.order = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
     w.tmp = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
     w.next = (int32_t *)(void *)p;
-    if (it->memory_min) n_alias = inplace_groups(it, &L);
-    if (n_alias && !(EDGE_WITH_PATCH && it->patch)) {
-        /* the least-RAM plan only when its tensor plan is smaller than the layer plan's (in-place groups can
-         * make the greedy placement worse; an in-place depthwise adds its plane buffer), the rule of
-         * edge_sdk.runtime.interpreter; a patch plan keeps its groups (patching.choose planned it so) */
-        int64_t grouped_best, layer_best;
-        w.n_tensors = fill_requests(it, &L, &w, 1);
-        grouped_best = best_plan(&w, &best_ordering, &bound);
-        if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
-        w.n_tensors = fill_requests(it, &L, &w, 0);
-        layer_best = best_plan(&w, &best_ordering, &bound);
-        if (grouped_best >= layer_best) {
-            n_alias = 0; /* L holds the layer plan's lifetimes: the layer plan */
-        } else {
-            (void)inplace_groups(it, &L);
+    if (it->memory_min) {
+        /* the least-RAM plan (edge_sdk.runtime.interpreter.least_ram_plan, the same rule): of the layer plan, the
+         * in-place groups without the elementwise ops and all of them, the smallest tensor plan, ties to the fewer
+         * groups (a group's longer lifetime can make the greedy placement worse than its bytes save; an in-place
+         * depthwise adds its plane buffer). L ends holding the winner's lifetimes. */
+        int64_t plan_total, least = -1;
+        int32_t tier, n_tier, n_prev = 0, least_tier = 0;
+        for (tier = 0; tier < 3; tier++) {
+            if (tier == 2 && (st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
+            n_tier = tier ? inplace_groups(it, &L, tier == 2) : 0;
+            if (tier && (n_tier == 0 || n_tier == n_prev)) continue; /* the same groups as the tier before */
+            n_prev = n_tier;
+            w.n_tensors = fill_requests(it, &L, &w, tier > 0);
+            plan_total = best_plan(&w, &best_ordering, &bound);
+            if (least < 0 || plan_total < least) {
+                least = plan_total;
+                least_tier = tier;
+            }
         }
+        if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
+        n_alias = least_tier ? inplace_groups(it, &L, least_tier == 2) : 0;
     }
     /* a depthwise convolution that does not run in place drops its plane buffer (its last scratch request) */
     for (k = 0; it->memory_min && !it->plan_only && k < it->n_nodes_total; k++) {

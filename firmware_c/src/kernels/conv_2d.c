@@ -41,11 +41,11 @@ typedef struct {
     int32_t pt, pl;             /* padding before (top, left) */
     int32_t k;                  /* kh * kw * cg: one output channel's weights */
     int32_t input_offset, output_offset, lo, hi;
-    int32_t *rq16;              /* int16: edge_mbqm's multiplier and shift per output channel (edge_conv_rq) */
+    int32_t *rqc;               /* edge_conv_rq's 5 bytes a channel: int16 layers (edge_mbqm's multiplier and
+                                 * shift), and int8 layers under the least-RAM plan without a fast path (rq NULL;
+                                 * conv_gemm unpacks a chunk of channels at a time) */
     edge_rq_t *rq;              /* int8: per output channel (persistent); with rq_generic the raw multiplier
-                                 * and shift (mul, rnd) for edge_mbqm. NULL under the least-RAM plan: rqc */
-    int32_t *rqc;               /* int8 under the least-RAM plan without fast paths: the same values in
-                                 * edge_conv_rq's 5 bytes a channel (conv_gemm unpacks a chunk at a time) */
+                                 * and shift (mul, rnd) for edge_mbqm */
     int32_t rq_generic;
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
 #if EDGE_SIMD
@@ -229,7 +229,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->output_offset = in->type == EDGE_INT8 ? out->zero_point : 0;
     if (d->kind != CONV_INT8) {
         int32_t generic;
-        return edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rq16, &generic);
+        return edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rqc, &generic);
     }
     /* int8: edge_rq_t per channel, 8 bytes (the store reads each with one LDRD; the 5-byte form of
      * edge_conv_rq measured +0.1 instr/MAC on the M4 1x1 conv, over 2), except under the least-RAM plan: there
@@ -814,11 +814,11 @@ static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt,
                     }
                     if (wide) {
                         if (b64) acc64 = edge_conv_add64(acc64, b64[oc]);
-                        r = edge_mbqm64(acc64, edge_conv_mult(d->rq16, oc), edge_conv_shift(d->rq16, d->o, oc));
+                        r = edge_mbqm64(acc64, edge_conv_mult(d->rqc, oc), edge_conv_shift(d->rqc, d->o, oc));
                     } else {
                         if (b32) acc32 += (uint32_t)b32[oc];
-                        r = edge_mbqm(edge_wrap32((int64_t)acc32), edge_conv_mult(d->rq16, oc),
-                                      edge_conv_shift(d->rq16, d->o, oc));
+                        r = edge_mbqm(edge_wrap32((int64_t)acc32), edge_conv_mult(d->rqc, oc),
+                                      edge_conv_shift(d->rqc, d->o, oc));
                     }
                     yp[oc] = (int16_t)edge_clamp32(r, d->lo, d->hi);
                 }
