@@ -133,14 +133,16 @@ enum { EDGE_NO_KERNEL_ = 0xffff };
 const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len);
 const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node);
 
-/* Patch-based execution (edge_init_patch): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools, PAD, ADD) runs on
- * a window. Its input is h x w (a per-patch buffer, or the whole stage input), its output oh x ow, and pt / pl
- * (possibly negative) place the output window's first receptive field in the input: output (oy, ox) reads
- * input rows oy * stride + fy * dilation - pt, as the kernel's own padding would. The kernel uses these
- * instead of its prepared geometry and its portable loops (no SIMD fast path); batch and channels are whole. */
+/* Patch-based execution (edge_init_patch): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools, PAD, the
+ * elementwise ADD, SUB, MUL and standalone activations) runs on a window. Its input is h x w (a per-patch buffer,
+ * or the whole stage input), its output oh x ow, and pt / pl (possibly negative) place the output window's first
+ * receptive field in the input: output (oy, ox) reads input rows oy * stride + fy * dilation - pt, as the
+ * kernel's own padding would (an elementwise op: stride 1, its input row oy - pt). The kernel uses these instead
+ * of its prepared geometry and its portable loops (no SIMD fast path); batch and channels are whole. A constant
+ * input of an elementwise op has no window (h = w = 0 for input 0): it broadcasts along no spatial axis. */
 typedef struct edge_window {
     int32_t h, w, oh, ow, pt, pl;
-    int32_t h1, w1, pt1, pl1;   /* a binary elementwise op (ADD): input 1's window, as input 0's (stride 1) */
+    int32_t h1, w1, pt1, pl1;   /* a binary elementwise op (ADD, SUB, MUL): input 1's window, as input 0's */
 } edge_window_t;
 
 /* Prepare-time: whether the node runs in edge_init_patch's stage (its eval then also gets window calls, which

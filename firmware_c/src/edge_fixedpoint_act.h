@@ -413,6 +413,33 @@ static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, i
     return node->user_data ? EDGE_OK : EDGE_ARENA_TOO_SMALL;
 }
 
+/* A one-input elementwise kernel's eval: span(node, ctx, x, y, n) computes n contiguous elements (its int8 table,
+ * its int16 / float32 loop). On a patch window (edge_init_patch; batch and channels whole) the output window's
+ * rows of ow * c elements, each from the input window's row oy - pt at column -pl (the input's window may be
+ * larger than the output's when another stage node reads it too), or all at once when the windows coincide;
+ * span keeps its fast paths off there (ctx->window set), as the other kernels of a patch stage do. */
+typedef void (*ea_span_fn)(const edge_node_t *node, edge_ctx_t *ctx, const void *x, void *y, int64_t n);
+
+static inline void ea_unary_eval(const edge_node_t *node, edge_ctx_t *ctx, ea_span_fn span) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const edge_window_t *w = EDGE_WITH_PATCH ? ctx->window : 0;
+    if (w) {
+        const int64_t c = out->dims[3], px = c * (int64_t)edge_type_bytes(out->type);
+        int32_t bi, j;
+        if (w->h == w->oh && w->w == w->ow && !w->pt && !w->pl) {
+            span(node, ctx, x->data, out->data, (int64_t)out->dims[0] * w->oh * w->ow * c);
+            return;
+        }
+        for (bi = 0; bi < out->dims[0]; bi++)
+            for (j = 0; j < w->oh; j++)
+                span(node, ctx, (const uint8_t *)x->data + (((int64_t)bi * w->h + j - w->pt) * w->w - w->pl) * px,
+                     (uint8_t *)out->data + ((int64_t)bi * w->oh + j) * w->ow * px, (int64_t)w->ow * c);
+        return;
+    }
+    span(node, ctx, x->data, out->data, edge_tensor_elements(out));
+}
+
 /* Quantized one-input kernels: both tensors quantized with positive finite scales. */
 static inline edge_status_t ea_unary_quantized(edge_ctx_t *ctx, const edge_tensor_t *x, const edge_tensor_t *out) {
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
@@ -466,15 +493,16 @@ static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ct
     return EDGE_OK;
 }
 
-static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int is_tanh) {
+static inline void ea_sigmoid_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n,
+                                   int is_tanh) {
     const ea_sigmoid_data_t *d = (const ea_sigmoid_data_t *)node->user_data;
-    const edge_tensor_t *x;
-    edge_tensor_t *out;
-    int64_t n, i;
-    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
-    if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
-        const int16_t *xi = (const int16_t *)x->data;
-        int16_t *y = (int16_t *)out->data;
+    int64_t i;
+    (void)ctx;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, xv, yv, n);
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)xv;
+        int16_t *y = (int16_t *)yv;
         const int32_t ls = d->left_shift16;
         const int64_t rnd = ls > 0 ? ((int64_t)1 << (ls - 1)) : 0;
         for (i = 0; i < n; i++) {
@@ -482,8 +510,8 @@ static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int
             y[i] = (int16_t)(is_tanh ? ea_tanh16_lookup(v) : ea_sigmoid16_lookup(v));
         }
     } else if (EDGE_WITH_FLOAT32) {
-        const float *xf = (const float *)x->data;
-        float *y = (float *)out->data;
+        const float *xf = (const float *)xv;
+        float *y = (float *)yv;
 #if EDGE_SIMD
         /* within 1e-6 relative of the loop below (edge_simd.h); not in a patch window (the portable loops) */
         if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
