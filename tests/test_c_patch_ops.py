@@ -234,7 +234,7 @@ def test_planner_takes_a_binary_op_with_a_constant_only_without_spatial_broadcas
 def test_c_patch_stage_with_activations_sub_mul(net, dtype):
     """The planner picks a stage holding the net's activations / SUB / MUL for the C runtime; the C plan equals the
     Python planner's entry by entry and beats the plans without patches; the C outputs under it equal the C layer
-    plan's, the Python interpreter's and (int8, int16) TFLM's."""
+    plan's, the Python interpreter's (layer and patch plans) and (int8, int16) TFLM's."""
     data = NETS[net](dtype, seed=len(net))
     x = _feed(data, 3)
     py = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
@@ -254,14 +254,18 @@ def test_c_patch_stage_with_activations_sub_mul(net, dtype):
     assert c.plan_info()["tensor_total"] == py.arena_size < min(layer_c.plan_info()["tensor_total"],
                                                               min_c.plan_info()["tensor_total"])
     _, want_py = _run(data, "layer", x)
+    py_patched, got_py = _run(data, "patch", x)  # the Python interpreter runs the same stage
+    assert py_patched.patch_plan().nodes == plan.nodes
     assert len(np.unique(want_py)) > 3  # a real result
     if dtype == "FLOAT32":
-        np.testing.assert_allclose(got, want_c, rtol=1e-5, atol=1e-5)
+        for y in (got, got_py, want_min):
+            np.testing.assert_allclose(y, want_c, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(got, want_py, rtol=1e-5, atol=1e-5)
         return
     np.testing.assert_array_equal(got, want_c)
     np.testing.assert_array_equal(want_min, want_c)
     np.testing.assert_array_equal(got, want_py)
+    np.testing.assert_array_equal(got_py, want_py)
     np.testing.assert_array_equal(got, run_tflm(data, [x], isolate=True)[0])
 
 

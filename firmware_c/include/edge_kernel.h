@@ -149,6 +149,15 @@ typedef struct edge_window {
  * take the portable loops: a kernel that picked a fast path asks for the portable path's scratch too). */
 static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge_node *node);
 
+/* Eval of a one-input elementwise kernel (RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH):
+ * span(node, ctx, x, y, n) computes n contiguous elements of input 0 into output 0 (its int8 table, its int16 /
+ * float32 loop). edge_unary_run calls it once for the whole tensors, or on a patch window (ctx->window: batch
+ * and channels whole) once per output row of ow * c elements, from the input window's row oy - pt at column
+ * -pl (the input's window is larger when another stage node reads it too), or once when the windows coincide;
+ * span keeps its fast paths off while ctx->window is set. One copy in edge.c for all of them. */
+typedef void (*edge_span_fn)(const struct edge_node *node, edge_ctx_t *ctx, const void *x, void *y, int64_t n);
+void edge_unary_run(const struct edge_node *node, edge_ctx_t *ctx, edge_span_fn span);
+
 /* Prepare-time: the bytes of a DEPTHWISE_CONV_2D's in-place plane buffer under the least-RAM plan (int8, as many
  * output as input channels, not in a patch stage; 0: none). The kernel asks for them as its LAST scratch request;
  * the planner drops them again when the node does not run in place. */

@@ -1379,6 +1379,24 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
     }
 }
 
+void edge_unary_run(const edge_node_t *node, edge_ctx_t *ctx, edge_span_fn span) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const edge_window_t *w = EDGE_WITH_PATCH ? ctx->window : 0;
+    if (w && (w->h != w->oh || w->w != w->ow || w->pt || w->pl)) { /* a sub-window of the input, row by row */
+        const ptrdiff_t px = (ptrdiff_t)out->dims[3] * (ptrdiff_t)edge_type_bytes(out->type), step = w->w * px;
+        const uint8_t *in = (const uint8_t *)x->data + (-(ptrdiff_t)w->pt * w->w - w->pl) * px;
+        uint8_t *o = (uint8_t *)out->data;
+        int32_t bi, j;
+        for (bi = 0; bi < out->dims[0]; bi++, in += w->h * step)
+            for (j = 0; j < w->oh; j++, o += w->ow * px)
+                span(node, ctx, in + j * step, o, (int64_t)w->ow * out->dims[3]);
+        return;
+    }
+    span(node, ctx, x->data, out->data,
+         w ? (int64_t)out->dims[0] * w->oh * w->ow * out->dims[3] : edge_tensor_elements(out));
+}
+
 /* The least-RAM plan's in-place nodes (edge_sdk.runtime.interpreter.inplace_aliases, the same rule, the same
  * order): for RESHAPE, PAD, PADV2 and int8 DEPTHWISE_CONV_2D with as many output channels as input channels
  * (its kernel then runs channel by channel with a plane buffer) whose input 0 is planned, not variable, no input or output of its subgraph,

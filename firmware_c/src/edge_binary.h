@@ -215,13 +215,17 @@ static inline void eb_window_prepare(eb_win_t *bw, const edge_tensor_t *a, const
 }
 
 /* Eval of a binary kernel on a patch window (batch and channels whole): per output row of ow * c elements, a
- * run-time input's row oy - pt from column -pl of its h x w window; a constant broadcast over the row (cc 0)
- * or along each pixel's c channels. */
+ * run-time input's row oy - pt from column -pl of its h x w window; a scalar constant broadcast over the row, a
+ * per-channel one along each pixel's c channels (one row call per pixel). Offsets are address differences
+ * (ptrdiff_t: the windows lie in memory). */
 static inline void eb_eval_window(const edge_window_t *w, const eb_win_t *bw, int32_t n, int32_t c, const void *op,
                                   int32_t type, const eb_rows_t *rows, const void *a, const void *b, void *y) {
     ea_row_fn row;
-    int64_t size, px;
-    int32_t bi, j, x;
+    ptrdiff_t size, px;
+    int32_t bi, j, x, pixels, len, sa, sb;
+    const uint8_t *pa, *pb;
+    ptrdiff_t ra, rb, na, nb, xa, xb;
+    uint8_t *o = (uint8_t *)y;
     switch (type) {
     case EDGE_INT8: row = rows->int8; size = 1; break;
     case EDGE_INT16: row = rows->int16; size = 2; break;
@@ -229,20 +233,25 @@ static inline void eb_eval_window(const edge_window_t *w, const eb_win_t *bw, in
     case EDGE_INT64: row = rows->int64; size = 8; break;
     default: row = rows->f32; size = 4; break;
     }
-    px = (int64_t)c * size;
+    px = (ptrdiff_t)c * size;
+    /* per input: its first row, its step per output row, per batch, per pixel, and its element step */
+    pa = (const uint8_t *)a + (bw->konst == 0 ? 0 : (-(ptrdiff_t)w->pt * w->w - w->pl) * px);
+    pb = (const uint8_t *)b + (bw->konst == 1 ? 0 : (-(ptrdiff_t)w->pt1 * w->w1 - w->pl1) * px);
+    ra = bw->konst == 0 ? 0 : (ptrdiff_t)w->w * px;
+    rb = bw->konst == 1 ? 0 : (ptrdiff_t)w->w1 * px;
+    na = bw->konst == 0 ? (ptrdiff_t)bw->cn * size : (ptrdiff_t)w->h * ra;
+    nb = bw->konst == 1 ? (ptrdiff_t)bw->cn * size : (ptrdiff_t)w->h1 * rb;
+    xa = bw->konst == 0 ? 0 : px;
+    xb = bw->konst == 1 ? 0 : px;
+    sa = bw->konst == 0 ? bw->cc : 1;
+    sb = bw->konst == 1 ? bw->cc : 1;
+    pixels = bw->konst >= 0 && bw->cc ? w->ow : 1;
+    len = pixels > 1 ? c : w->ow * c;
     for (bi = 0; bi < n; bi++)
         for (j = 0; j < w->oh; j++) {
-            const uint8_t *pa = (const uint8_t *)a + (bw->konst == 0 ? (int64_t)bi * bw->cn * size
-                                                                       : (((int64_t)bi * w->h + j - w->pt) * w->w - w->pl) * px);
-            const uint8_t *pb = (const uint8_t *)b + (bw->konst == 1 ? (int64_t)bi * bw->cn * size
-                                                                       : (((int64_t)bi * w->h1 + j - w->pt1) * w->w1 - w->pl1) * px);
-            uint8_t *o = (uint8_t *)y + ((int64_t)bi * w->oh + j) * w->ow * px;
-            if (bw->konst < 0 || !bw->cc) {
-                row(op, pa, bw->konst == 0 ? 0 : 1, pb, bw->konst == 1 ? 0 : 1, o, w->ow * c);
-                continue;
-            }
-            for (x = 0; x < w->ow; x++) /* a per-channel constant: pixel by pixel */
-                row(op, pa + (bw->konst == 0 ? 0 : x * px), 1, pb + (bw->konst == 1 ? 0 : x * px), 1, o + x * px, c);
+            const uint8_t *qa = pa + bi * na + j * ra, *qb = pb + bi * nb + j * rb;
+            for (x = 0; x < pixels; x++) row(op, qa + x * xa, sa, qb + x * xb, sb, o + x * px, len);
+            o += (ptrdiff_t)w->ow * px;
         }
 }
 

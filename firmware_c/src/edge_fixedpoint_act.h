@@ -413,33 +413,6 @@ static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, i
     return node->user_data ? EDGE_OK : EDGE_ARENA_TOO_SMALL;
 }
 
-/* A one-input elementwise kernel's eval: span(node, ctx, x, y, n) computes n contiguous elements (its int8 table,
- * its int16 / float32 loop). On a patch window (edge_init_patch; batch and channels whole) the output window's
- * rows of ow * c elements, each from the input window's row oy - pt at column -pl (the input's window may be
- * larger than the output's when another stage node reads it too), or all at once when the windows coincide;
- * span keeps its fast paths off there (ctx->window set), as the other kernels of a patch stage do. */
-typedef void (*ea_span_fn)(const edge_node_t *node, edge_ctx_t *ctx, const void *x, void *y, int64_t n);
-
-static inline void ea_unary_eval(const edge_node_t *node, edge_ctx_t *ctx, ea_span_fn span) {
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
-    const edge_window_t *w = EDGE_WITH_PATCH ? ctx->window : 0;
-    if (w) {
-        const int64_t c = out->dims[3], px = c * (int64_t)edge_type_bytes(out->type);
-        int32_t bi, j;
-        if (w->h == w->oh && w->w == w->ow && !w->pt && !w->pl) {
-            span(node, ctx, x->data, out->data, (int64_t)out->dims[0] * w->oh * w->ow * c);
-            return;
-        }
-        for (bi = 0; bi < out->dims[0]; bi++)
-            for (j = 0; j < w->oh; j++)
-                span(node, ctx, (const uint8_t *)x->data + (((int64_t)bi * w->h + j - w->pt) * w->w - w->pl) * px,
-                     (uint8_t *)out->data + ((int64_t)bi * w->oh + j) * w->ow * px, (int64_t)w->ow * c);
-        return;
-    }
-    span(node, ctx, x->data, out->data, edge_tensor_elements(out));
-}
-
 /* Quantized one-input kernels: both tensors quantized with positive finite scales. */
 static inline edge_status_t ea_unary_quantized(edge_ctx_t *ctx, const edge_tensor_t *x, const edge_tensor_t *out) {
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");

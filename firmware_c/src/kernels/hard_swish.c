@@ -83,7 +83,7 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-/* n contiguous elements (ea_unary_eval: the whole tensor, or a patch window's rows) */
+/* n contiguous elements (edge_unary_run: the whole tensor, or a patch window's rows) */
 static void hard_swish_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n) {
     const hard_swish_data_t *d = (const hard_swish_data_t *)node->user_data;
     int64_t i;
@@ -107,4 +107,4 @@ static void hard_swish_span(const edge_node_t *node, edge_ctx_t *ctx, const void
     }
 }
 
-void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, hard_swish_span); }
+void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, hard_swish_span); }

@@ -79,7 +79,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-/* n contiguous elements (ea_unary_eval: the whole tensor, or a patch window's rows) */
+/* n contiguous elements (edge_unary_run: the whole tensor, or a patch window's rows) */
 static void leaky_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n) {
     const leaky_data_t *d = (const leaky_data_t *)node->user_data;
     int64_t i;
@@ -103,4 +103,4 @@ static void leaky_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv,
     }
 }
 
-void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, leaky_span); }
+void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, leaky_span); }

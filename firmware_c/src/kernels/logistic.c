@@ -28,4 +28,4 @@ static void logistic_span(const edge_node_t *node, edge_ctx_t *ctx, const void *
     ea_sigmoid_span(node, ctx, x, y, n, 0);
 }
 
-void edge_eval_logistic(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, logistic_span); }
+void edge_eval_logistic(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, logistic_span); }

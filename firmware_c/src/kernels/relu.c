@@ -76,7 +76,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     return EDGE_OK;
 }
 
-/* n contiguous elements (ea_unary_eval: the whole tensor, or a patch window's rows) */
+/* n contiguous elements (edge_unary_run: the whole tensor, or a patch window's rows) */
 static void relu_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n) {
     const relu_data_t *d = (const relu_data_t *)node->user_data;
     int64_t i;
@@ -107,6 +107,6 @@ static void relu_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, 
 edge_status_t edge_prepare_relu(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU); }
 edge_status_t edge_prepare_relu6(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU6); }
 edge_status_t edge_prepare_relu_n1_to_1(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_N1); }
-void edge_eval_relu(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, relu_span); }
-void edge_eval_relu6(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, relu_span); }
-void edge_eval_relu_n1_to_1(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, relu_span); }
+void edge_eval_relu(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
+void edge_eval_relu6(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
+void edge_eval_relu_n1_to_1(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }

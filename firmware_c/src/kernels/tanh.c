@@ -26,4 +26,4 @@ static void tanh_span(const edge_node_t *node, edge_ctx_t *ctx, const void *x, v
     ea_sigmoid_span(node, ctx, x, y, n, 1);
 }
 
-void edge_eval_tanh(const edge_node_t *node, edge_ctx_t *ctx) { ea_unary_eval(node, ctx, tanh_span); }
+void edge_eval_tanh(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, tanh_span); }
