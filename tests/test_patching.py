@@ -88,8 +88,8 @@ def _out_size(n, k, s, d, padding):
 
 def chain_model(layers, shape=(1, 23, 19, 3), dtype="INT8", seed=0) -> bytes:
     """input -> layers -> output. Layers: ("conv", k, s, d, padding, channels[, act]), ("dw", k, s, d, padding[,
-    act]), ("max" | "avg", k, s, padding), ("pad", top, bottom, left, right), ("relu6",), ("add", back): ADD of
-    the current tensor and the one ``back`` layers earlier (same shape)."""
+    act]), ("max" | "avg", k, s, padding), ("pad", top, bottom, left, right), ("relu6",), ("gelu",), ("add", back):
+    ADD of the current tensor and the one ``back`` layers earlier (same shape)."""
     b = _Builder(dtype, seed)
     x = b.tensor("input", shape)
     history = [x]
@@ -124,9 +124,9 @@ def chain_model(layers, shape=(1, 23, 19, 3), dtype="INT8", seed=0) -> bytes:
             pi = b.tensor(f"p{k}", (4, 2), None, pads, "INT32")
             y = b.tensor(f"t{k}", (n, h + t + bo, w + le + r, c), b.quant[x])
             b.op("PAD", [x, pi], [y])
-        elif kind == "relu6":
+        elif kind in ("relu6", "gelu"):  # GELU: an op no patch stage takes
             y = b.tensor(f"t{k}", (n, h, w, c), b.quant[x])
-            b.op("RELU6", [x], [y])
+            b.op(kind.upper(), [x], [y])
         elif kind == "add":
             other = history[-1 - layer[1]]
             assert b.shapes[other] == b.shapes[x]
@@ -262,8 +262,9 @@ def _plan_tuples(plan):
 
 
 def _c_chain(chain):
-    """The chain without the ops the C runtime's patch stage does not cover yet (standalone activations)."""
-    return [layer for layer in CHAINS[chain] if layer[0] != "relu6"]
+    """The chain as the C runtime's patch stage takes it (since it runs the standalone activations: all of it)."""
+    assert set(patching.C_PATCH_OPS) == set(patching.PATCH_OPS)
+    return CHAINS[chain]
 
 
 @needs_c
@@ -303,11 +304,12 @@ def test_c_refuses_a_bad_patch_stage():
     from edge_sdk.errors import ModelError
     from edge_sdk.runtime.backend_c import CInterpreter
 
-    data = chain_model(CHAINS["residual"], seed=2)  # node 3 is an ADD, node 4 a RELU6
+    data = chain_model(CHAINS["residual"] + [("gelu",)], seed=2)  # node 3 is an ADD, node 7 a GELU
     it = Interpreter(model_content=data, memory="patch")
     it.allocate_tensors()
     good = it.patch_plan()
-    cases = [((0, 4), (2, 2), "not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD or ADD"), ((0, 1), (2, 2), "an output leaves it"),
+    cases = [((5, 7), (2, 2), "not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD, ADD, SUB, MUL or standalone activation"),
+             ((0, 1), (2, 2), "an output leaves it"),
              ((1, 2), (99, 2), "out of range"), ((1, 2), (40, 2), "more patches than the cut")]
     for (first, last), grid, message in cases:
         bad = patching.PatchPlan(0, tuple(range(first, last + 1)), good.input, good.output, grid, [], {}, {}, {}, 0,

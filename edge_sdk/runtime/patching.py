@@ -25,15 +25,17 @@ from dataclasses import dataclass, field
 
 from edge_sdk.runtime import arena as _arena
 
-# ops with a spatial window (Node.window support in the kernels)
+# ops with a spatial window (Node.window support in the kernels; in C edge_window_t)
 WINDOW_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
 PAD_OPS = ("PAD", "PADV2")
-# elementwise ops run on the patch windows as they are (every non-constant input of the output's shape)
+# elementwise ops run on the patch windows as they are (every non-constant input of the output's shape, every
+# constant broadcast along no spatial axis)
 ELEMENTWISE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
                    "LEAKY_RELU")
 PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
-# what the C runtime's patch execution covers so far (firmware_c/src/edge.c, edge_init_patch): no elementwise ops
-C_PATCH_OPS = WINDOW_OPS + PAD_OPS + ("ADD",)
+# what the C runtime's patch execution covers (firmware_c/src/edge.c, patch_setup): all of them, so both runtimes
+# choose the same stages (kept as its own name: the C planner's entry point, and what backend_c checks against)
+C_PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
 MAX_GRID = 8
 # the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
 # then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
@@ -225,9 +227,10 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
             return None
         return StageNode(i, name, tuple(ins), op.outputs[0],
                          (AxisRule("pad", pad=int(p[1, 0]), size=h), AxisRule("pad", pad=int(p[2, 0]), size=w)), 0)
-    # elementwise: every non-constant input has the output's shape; constants broadcast along no spatial axis;
-    # a binary op's two inputs are both computed (as the C runtime's patch ADD takes them)
-    if name in ("ADD", "SUB", "MUL") and (len(op.inputs) != 2 or len(ins) != 2):
+    # elementwise: every non-constant input has the output's shape; constants broadcast along no spatial axis (their
+    # H and W, aligned right, are 1: a per-channel scale or bias, a scalar); a binary op has two inputs, one or both
+    # computed (edge.c's patch_setup, the same rule)
+    if name in ("ADD", "SUB", "MUL") and (len(op.inputs) != 2 or any(t < 0 for t in op.inputs)):
         return None
     for t in ins:
         if tuple(infos[t].shape) != tuple(out.shape):
@@ -235,7 +238,7 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
     for t in op.inputs:
         if t >= 0 and infos[t].is_const:
             shape = tuple(infos[t].shape)
-            if len(shape) >= 3 and (shape[-3] != 1 or shape[-2] != 1):
+            if len(shape) > 4 or (len(shape) >= 2 and shape[-2] != 1) or (len(shape) >= 3 and shape[-3] != 1):
                 return None
     return StageNode(i, name, tuple(ins), op.outputs[0], (AxisRule("same", size=h), AxisRule("same", size=w)), 0)
 

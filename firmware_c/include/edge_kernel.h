@@ -133,14 +133,16 @@ enum { EDGE_NO_KERNEL_ = 0xffff };
 const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len);
 const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node);
 
-/* Patch-based execution (edge_init_patch): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools, PAD, ADD) runs on
- * a window. Its input is h x w (a per-patch buffer, or the whole stage input), its output oh x ow, and pt / pl
- * (possibly negative) place the output window's first receptive field in the input: output (oy, ox) reads
- * input rows oy * stride + fy * dilation - pt, as the kernel's own padding would. The kernel uses these
- * instead of its prepared geometry and its portable loops (no SIMD fast path); batch and channels are whole. */
+/* Patch-based execution (edge_init_patch): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools, PAD, the
+ * elementwise ADD, SUB, MUL and standalone activations) runs on a window. Its input is h x w (a per-patch buffer,
+ * or the whole stage input), its output oh x ow, and pt / pl (possibly negative) place the output window's first
+ * receptive field in the input: output (oy, ox) reads input rows oy * stride + fy * dilation - pt, as the
+ * kernel's own padding would (an elementwise op: stride 1, its input row oy - pt). The kernel uses these instead
+ * of its prepared geometry and its portable loops (no SIMD fast path); batch and channels are whole. A constant
+ * input of an elementwise op has no window (h = w = 0 for input 0): it broadcasts along no spatial axis. */
 typedef struct edge_window {
     int32_t h, w, oh, ow, pt, pl;
-    int32_t h1, w1, pt1, pl1;   /* a binary elementwise op (ADD): input 1's window, as input 0's (stride 1) */
+    int32_t h1, w1, pt1, pl1;   /* a binary elementwise op (ADD, SUB, MUL): input 1's window, as input 0's */
 } edge_window_t;
 
 /* Prepare-time: whether the node runs in edge_init_patch's stage (its eval then also gets window calls, which
@@ -150,6 +152,15 @@ static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge
 /* Prepare-time: the least-RAM plan was asked for (EDGE_INIT_MEMORY_MIN, or edge_init_patch): a kernel keeps its
  * persistent tables in their compact form there, a few instructions per use for bytes of RAM. */
 static inline int edge_least_ram(const edge_interp_t *it);
+
+/* Eval of a one-input elementwise kernel (RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH):
+ * span(node, ctx, x, y, n) computes n contiguous elements of input 0 into output 0 (its int8 table, its int16 /
+ * float32 loop). edge_unary_run calls it once for the whole tensors, or on a patch window (ctx->window: batch
+ * and channels whole) once per output row of ow * c elements, from the input window's row oy - pt at column
+ * -pl (the input's window is larger when another stage node reads it too), or once when the windows coincide;
+ * span keeps its fast paths off while ctx->window is set. One copy in edge.c for all of them. */
+typedef void (*edge_span_fn)(const struct edge_node *node, edge_ctx_t *ctx, const void *x, void *y, int64_t n);
+void edge_unary_run(const struct edge_node *node, edge_ctx_t *ctx, edge_span_fn span);
 
 /* Prepare-time: the bytes of a DEPTHWISE_CONV_2D's in-place plane buffer under the least-RAM plan (int8, as many
  * output as input channels, not in a patch stage; 0: none). The kernel asks for them as its LAST scratch request;

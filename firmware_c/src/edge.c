@@ -1063,7 +1063,8 @@ typedef struct patch_axis {
 
 typedef struct patch_node {
     int32_t node;       /* flat node index */
-    int32_t src, src1;  /* the stage node whose output is input 0 (ADD: and input 1); -1: the stage input */
+    int32_t src, src1;  /* the stage node whose output is input 0 (a binary op: and input 1); -1: the stage input;
+                         * -2: a constant (an elementwise op's) or no input 1 */
     int32_t out;        /* flat index of the output */
     patch_axis_t ax[2]; /* H, W */
     int64_t bytes;      /* the output's per-patch buffer: N x largest rows x largest columns x C */
@@ -1087,6 +1088,26 @@ static edge_status_t patch_fail(edge_interp_t *it, int32_t node, const char *wha
     it->error.subgraph = 0;
     it->error.node = node;
     return fail_at(it, EDGE_BAD_ARGUMENT, what, -1);
+}
+
+/* The elementwise ops a stage may hold (patching.ELEMENTWISE_OPS): binary ones take input 1 from its own window
+ * (edge_window_t's h1..pl1), the standalone activations are 1:1 on the window. */
+static int patch_binary(int32_t op) { return op == EDGE_OP_ADD || op == EDGE_OP_SUB || op == EDGE_OP_MUL; }
+static int patch_elementwise(int32_t op) {
+    return patch_binary(op) || op == EDGE_OP_RELU || op == EDGE_OP_RELU6 || op == EDGE_OP_RELU_N1_TO_1 ||
+           op == EDGE_OP_LOGISTIC || op == EDGE_OP_TANH || op == EDGE_OP_HARD_SWISH || op == EDGE_OP_LEAKY_RELU;
+}
+
+/* Input tensor t (flat) of stage node k: the earlier stage node writing it, or -1 for the stage input (the one
+ * tensor coming in: P->input); -3: a second tensor coming in. */
+static int32_t patch_source(struct edge_patch *P, int32_t k, int32_t t) {
+    int32_t j, src = -1;
+    for (j = 0; j < k; j++)
+        if (P->nodes[j].out == t) src = j;
+    if (src >= 0) return src;
+    if (P->input >= 0 && P->input != t) return -3;
+    P->input = t;
+    return -1;
 }
 
 /* Check it->patch_plan's stage and compute its windows into persistent memory (it->patch). */
@@ -1118,11 +1139,54 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         int32_t kh = 1, kw = 1, oh = 0, ow = 0, pt = 0, pl = 0, in;
         edge_conv_opts_t o = {EDGE_PAD_VALID, 1, 1, 0, 1, 1};
         if (nd->op != EDGE_OP_CONV_2D && nd->op != EDGE_OP_DEPTHWISE_CONV_2D && nd->op != EDGE_OP_AVERAGE_POOL_2D &&
-            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 && nd->op != EDGE_OP_ADD)
-            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD or ADD"));
+            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+            !patch_elementwise(nd->op))
+            return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD, ADD, SUB, MUL "
+                                            "or standalone activation"));
         if (nd->n_outputs != 1 || nd->n_inputs < 1 || nd->inputs[0] < 0)
             return patch_fail(it, idx, WHAT("patch stage: a node needs one input and one output"));
-        for (j = nd->op == EDGE_OP_ADD ? 2 : 1; j < nd->n_inputs; j++)
+        pn->node = sg->node_base + idx;
+        pn->out = tb + nd->outputs[0];
+        pn->src1 = -2;
+        if (patch_elementwise(nd->op)) {
+            /* patching._stage_node: every run-time input has the output's shape (4-D), every constant broadcasts
+             * along no spatial axis (its H and W, aligned right, are 1); a binary op has two inputs, at least one
+             * run-time. The window is the output's (stride 1, no padding). */
+            int32_t run = 0;
+            y = &it->tensors[pn->out];
+            if (y->is_variable || y->rank != 4 || !edge_type_bytes(y->type))
+                return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
+            if (patch_binary(nd->op) && nd->n_inputs != 2)
+                return patch_fail(it, idx, WHAT("patch stage: a binary op needs two inputs"));
+            for (j = 0; j < nd->n_inputs && j < 2; j++) {
+                const edge_tensor_t *t = nd->inputs[j] >= 0 ? &it->tensors[tb + nd->inputs[j]] : 0;
+                int32_t src;
+                if (!t) return patch_fail(it, idx, WHAT("patch stage: an elementwise op's input is missing"));
+                if (t->is_const) {
+                    if (t->rank > 4 || (t->rank >= 2 && t->dims[t->rank - 2] != 1) ||
+                        (t->rank >= 3 && t->dims[t->rank - 3] != 1))
+                        return patch_fail(it, idx, WHAT("patch stage: a constant that broadcasts along H or W"));
+                    if (j == 0) pn->src = -2;
+                    continue;
+                }
+                if (t->is_variable || t->rank != 4 || memcmp(t->dims, y->dims, 16))
+                    return patch_fail(it, idx, WHAT("patch stage: an elementwise op's run-time inputs need its output's shape"));
+                if ((src = patch_source(P, k, tb + nd->inputs[j])) == -3)
+                    return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
+                if (j == 0) pn->src = src;
+                else pn->src1 = src;
+                run++;
+            }
+            if (nd->n_inputs > 2 || !run)
+                return patch_fail(it, idx, WHAT("patch stage: an elementwise op needs one or two inputs, one run-time"));
+            for (j = 0; j < 2; j++) {
+                pn->ax[j].stride = pn->ax[j].eff = 1;
+                pn->ax[j].pad = 0;
+                pn->ax[j].size = y->dims[1 + j];
+            }
+            continue;
+        }
+        for (j = 1; j < nd->n_inputs; j++)
             if (nd->inputs[j] >= 0 && !it->tensors[tb + nd->inputs[j]].is_const)
                 return patch_fail(it, idx, WHAT("patch stage: weights computed at run time"));
         in = tb + nd->inputs[0];
@@ -1131,23 +1195,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         if (x->is_const || x->is_variable || y->is_variable || x->rank != 4 || y->rank != 4 ||
             x->dims[0] != y->dims[0] || !edge_type_bytes(y->type))
             return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
-        pn->src1 = -2;
-        if (nd->op == EDGE_OP_ADD) { /* two run-time inputs of the output's shape: the same window, stride 1 */
-            const edge_tensor_t *x1 = nd->n_inputs == 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
-            if (!x1 || x1->is_const || x1->is_variable || x1->rank != 4 || memcmp(x->dims, y->dims, 16) ||
-                memcmp(x1->dims, y->dims, 16))
-                return patch_fail(it, idx, WHAT("patch stage: an ADD of two run-time tensors of its output's shape"));
-            oh = y->dims[1];
-            ow = y->dims[2];
-            pn->src1 = -1;
-            for (j = 0; j < k; j++)
-                if (P->nodes[j].out == tb + nd->inputs[1]) pn->src1 = j;
-            if (pn->src1 < 0) {
-                if (P->input >= 0 && P->input != tb + nd->inputs[1])
-                    return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
-                P->input = tb + nd->inputs[1];
-            }
-        } else if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
+        if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
             const edge_tensor_t *p = nd->n_inputs >= 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
             if (!p || !p->is_const || edge_tensor_elements(p) != 8 ||
                 edge_const_int(p, 0) || edge_const_int(p, 1) || edge_const_int(p, 6) || edge_const_int(p, 7) ||
@@ -1176,12 +1224,10 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             kh = f->dims[1];
             kw = f->dims[2];
         }
-        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 && nd->op != EDGE_OP_ADD &&
+        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
             (edge_conv_window(o.padding, o.sh, o.dh, x->dims[1], kh, &oh, &pt) ||
              edge_conv_window(o.padding, o.sw, o.dw, x->dims[2], kw, &ow, &pl) || oh != y->dims[1] || ow != y->dims[2]))
             return patch_fail(it, idx, WHAT("patch stage: window geometry"));
-        pn->node = sg->node_base + idx;
-        pn->out = tb + nd->outputs[0];
         pn->ax[0].stride = o.sh;
         pn->ax[0].eff = (kh - 1) * o.dh + 1;
         pn->ax[0].pad = pt;
@@ -1190,14 +1236,8 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         pn->ax[1].eff = (kw - 1) * o.dw + 1;
         pn->ax[1].pad = pl;
         pn->ax[1].size = x->dims[2];
-        pn->src = -1;
-        for (j = 0; j < k; j++)
-            if (P->nodes[j].out == in) pn->src = j;
-        if (pn->src < 0) {
-            if (P->input >= 0 && P->input != in)
-                return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
-            P->input = in;
-        }
+        if ((pn->src = patch_source(P, k, in)) == -3)
+            return patch_fail(it, idx, WHAT("patch stage: more than one tensor comes in"));
     }
     P->output = P->nodes[n - 1].out;
     /* closed: what the stage makes before the cut is read only inside it and is no subgraph output */
@@ -1297,7 +1337,9 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
                 const patch_node_t *pn = &P->nodes[k];
                 int32_t iy = 0, ix = 0;
                 o = P->win + (int64_t)k * per;
-                if (pn->src < 0) {
+                if (pn->src == -2) { /* a constant input 0 (the kernel broadcasts it): no window */
+                    win.h = win.w = 0;
+                } else if (pn->src < 0) {
                     win.h = x->dims[1];
                     win.w = x->dims[2];
                 } else {
@@ -1335,6 +1377,24 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
                            buf + (((int64_t)b * win.oh + y) * win.ow) * px, (size_t)(win.ow * px));
         }
     }
+}
+
+void edge_unary_run(const edge_node_t *node, edge_ctx_t *ctx, edge_span_fn span) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const edge_window_t *w = EDGE_WITH_PATCH ? ctx->window : 0;
+    if (w && (w->h != w->oh || w->w != w->ow || w->pt || w->pl)) { /* a sub-window of the input, row by row */
+        const ptrdiff_t px = (ptrdiff_t)out->dims[3] * (ptrdiff_t)edge_type_bytes(out->type), step = w->w * px;
+        const uint8_t *in = (const uint8_t *)x->data + (-(ptrdiff_t)w->pt * w->w - w->pl) * px;
+        uint8_t *o = (uint8_t *)out->data;
+        int32_t bi, j;
+        for (bi = 0; bi < out->dims[0]; bi++, in += w->h * step)
+            for (j = 0; j < w->oh; j++, o += w->ow * px)
+                span(node, ctx, in + j * step, o, (int64_t)w->ow * out->dims[3]);
+        return;
+    }
+    span(node, ctx, x->data, out->data,
+         w ? (int64_t)out->dims[0] * w->oh * w->ow * out->dims[3] : edge_tensor_elements(out));
 }
 
 /* The least-RAM plan's in-place nodes (edge_sdk.runtime.interpreter.inplace_aliases, the same rule, the same

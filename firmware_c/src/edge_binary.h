@@ -189,13 +189,43 @@ static inline int eb_eval_simd(const ea_bcast_t *bc, int32_t type, int32_t fsimd
 }
 #endif
 
-/* Eval of a binary kernel on a patch window (edge_init_patch; both inputs of the output's shape): per output row
- * of ow * c elements, input 0's row oy - pt from column -pl of its h x w window, input 1's likewise. */
-static inline void eb_eval_window(const edge_window_t *w, int32_t n, int32_t c, const void *op, int32_t type,
-                                  const eb_rows_t *rows, const void *a, const void *b, void *y) {
+/* ------------------------------------------------------------ patch windows (edge_init_patch) */
+
+/* How a binary kernel of a patch stage (ADD, SUB, MUL) reads its inputs on a window, fixed at prepare
+ * (eb_window_prepare): both run-time tensors of the output's shape, each from its own window (edge_window_t's
+ * h, w, pt, pl for input 0, h1, w1, pt1, pl1 for input 1), or one of them a constant that broadcasts along no
+ * spatial axis (shape [N or 1, 1, 1, C or 1] aligned right: a scalar, [C], [1, 1, C], ...; the squeeze-excite
+ * scale, a hard-swish's 1/6, a bias): its element of batch b and channel ch at b * cn + ch * cc. edge.c's
+ * patch_setup admits no other stage node, so eval runs blind. */
+typedef struct {
+    int32_t konst;  /* -1: both inputs run-time; 0 or 1: that input is the constant */
+    int32_t cn, cc; /* the constant's batch and channel steps in elements (0: broadcast) */
+} eb_win_t;
+
+static inline void eb_window_prepare(eb_win_t *bw, const edge_tensor_t *a, const edge_tensor_t *b) {
+    const edge_tensor_t *k = a->is_const && !b->is_const ? a : !a->is_const && b->is_const ? b : 0;
+    int32_t d0 = 1, d3 = 1;
+    bw->konst = k == a ? 0 : k == b ? 1 : -1;
+    bw->cn = bw->cc = 0;
+    if (!k || k->rank < 1 || k->rank > 4) return; /* a scalar, or refused by patch_setup */
+    d3 = k->dims[k->rank - 1];
+    if (k->rank == 4) d0 = k->dims[0];
+    bw->cc = d3 > 1 ? 1 : 0;
+    bw->cn = d0 > 1 ? d3 : 0;
+}
+
+/* Eval of a binary kernel on a patch window (batch and channels whole): per output row of ow * c elements, a
+ * run-time input's row oy - pt from column -pl of its h x w window; a scalar constant broadcast over the row, a
+ * per-channel one along each pixel's c channels (one row call per pixel). Offsets are address differences
+ * (ptrdiff_t: the windows lie in memory). */
+static inline void eb_eval_window(const edge_window_t *w, const eb_win_t *bw, int32_t n, int32_t c, const void *op,
+                                  int32_t type, const eb_rows_t *rows, const void *a, const void *b, void *y) {
     ea_row_fn row;
-    int64_t size;
-    int32_t bi, j;
+    ptrdiff_t size, px;
+    int32_t bi, j, x, pixels, len, sa, sb;
+    const uint8_t *pa, *pb;
+    ptrdiff_t ra, rb, na, nb, xa, xb;
+    uint8_t *o = (uint8_t *)y;
     switch (type) {
     case EDGE_INT8: row = rows->int8; size = 1; break;
     case EDGE_INT16: row = rows->int16; size = 2; break;
@@ -203,11 +233,37 @@ static inline void eb_eval_window(const edge_window_t *w, int32_t n, int32_t c, 
     case EDGE_INT64: row = rows->int64; size = 8; break;
     default: row = rows->f32; size = 4; break;
     }
+    px = (ptrdiff_t)c * size;
+    /* per input: its first row, its step per output row, per batch, per pixel, and its element step */
+    pa = (const uint8_t *)a + (bw->konst == 0 ? 0 : (-(ptrdiff_t)w->pt * w->w - w->pl) * px);
+    pb = (const uint8_t *)b + (bw->konst == 1 ? 0 : (-(ptrdiff_t)w->pt1 * w->w1 - w->pl1) * px);
+    ra = bw->konst == 0 ? 0 : (ptrdiff_t)w->w * px;
+    rb = bw->konst == 1 ? 0 : (ptrdiff_t)w->w1 * px;
+    na = bw->konst == 0 ? (ptrdiff_t)bw->cn * size : (ptrdiff_t)w->h * ra;
+    nb = bw->konst == 1 ? (ptrdiff_t)bw->cn * size : (ptrdiff_t)w->h1 * rb;
+    xa = bw->konst == 0 ? 0 : px;
+    xb = bw->konst == 1 ? 0 : px;
+    sa = bw->konst == 0 ? bw->cc : 1;
+    sb = bw->konst == 1 ? bw->cc : 1;
+    pixels = bw->konst >= 0 && bw->cc ? w->ow : 1;
+    len = pixels > 1 ? c : w->ow * c;
     for (bi = 0; bi < n; bi++)
-        for (j = 0; j < w->oh; j++)
-            row(op, (const uint8_t *)a + (((int64_t)bi * w->h + j - w->pt) * w->w - w->pl) * c * size, 1,
-                (const uint8_t *)b + (((int64_t)bi * w->h1 + j - w->pt1) * w->w1 - w->pl1) * c * size, 1,
-                (uint8_t *)y + ((int64_t)bi * w->oh + j) * w->ow * c * size, w->ow * c);
+        for (j = 0; j < w->oh; j++) {
+            const uint8_t *qa = pa + bi * na + j * ra, *qb = pb + bi * nb + j * rb;
+            for (x = 0; x < pixels; x++) row(op, qa + x * xa, sa, qb + x * xb, sb, o + x * px, len);
+            o += (ptrdiff_t)w->ow * px;
+        }
+}
+
+/* The window branch every binary kernel's eval starts with: on a patch window (ctx->window) the row function of
+ * the type over the window (the portable rows: no fast path), and 1; 0 for a whole-tensor call. */
+static inline int eb_window_eval(const edge_node_t *node, edge_ctx_t *ctx, const eb_win_t *bw, const void *op,
+                                 int32_t type, const eb_rows_t *rows, const void *a, const void *b, void *y) {
+    const edge_tensor_t *t;
+    if (!(EDGE_WITH_PATCH && ctx->window)) return 0;
+    t = edge_out(ctx, node, 0);
+    eb_eval_window(ctx->window, bw, t->dims[0], t->dims[3], op, type, rows, a, b, y);
+    return 1;
 }
 
 #endif /* EDGE_BINARY_H */

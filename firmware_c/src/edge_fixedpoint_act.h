@@ -466,15 +466,16 @@ static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ct
     return EDGE_OK;
 }
 
-static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int is_tanh) {
+static inline void ea_sigmoid_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n,
+                                   int is_tanh) {
     const ea_sigmoid_data_t *d = (const ea_sigmoid_data_t *)node->user_data;
-    const edge_tensor_t *x;
-    edge_tensor_t *out;
-    int64_t n, i;
-    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
-    if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
-        const int16_t *xi = (const int16_t *)x->data;
-        int16_t *y = (int16_t *)out->data;
+    int64_t i;
+    (void)ctx;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, xv, yv, n);
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)xv;
+        int16_t *y = (int16_t *)yv;
         const int32_t ls = d->left_shift16;
         const int64_t rnd = ls > 0 ? ((int64_t)1 << (ls - 1)) : 0;
         for (i = 0; i < n; i++) {
@@ -482,8 +483,8 @@ static inline void ea_sigmoid_eval(const edge_node_t *node, edge_ctx_t *ctx, int
             y[i] = (int16_t)(is_tanh ? ea_tanh16_lookup(v) : ea_sigmoid16_lookup(v));
         }
     } else if (EDGE_WITH_FLOAT32) {
-        const float *xf = (const float *)x->data;
-        float *y = (float *)out->data;
+        const float *xf = (const float *)xv;
+        float *y = (float *)yv;
 #if EDGE_SIMD
         /* within 1e-6 relative of the loop below (edge_simd.h); not in a patch window (the portable loops) */
         if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&

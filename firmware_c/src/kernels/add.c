@@ -31,6 +31,9 @@ typedef struct {
     ea_bcast_t bc;
     int32_t type, sign;
     addsub_p_t p;
+#if EDGE_WITH_PATCH
+    eb_win_t win;               /* how a patch window reads the inputs (edge_binary.h) */
+#endif
 #if EDGE_SIMD
     int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level, and its parameters */
     int32_t simd_p[13];
@@ -49,6 +52,9 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     d = (addsub_data_t *)node->user_data;
     d->type = a->type;
     d->sign = sign;
+#if EDGE_WITH_PATCH
+    eb_window_prepare(&d->win, a, b);
+#endif
     if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
 #if EDGE_SIMD
@@ -203,11 +209,9 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
     void *y = edge_out(ctx, node, 0)->data;
     const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
-    if (EDGE_WITH_PATCH && ctx->window) { /* a patch window (edge_init_patch): row by row */
-        const edge_tensor_t *t = edge_out(ctx, node, 0);
-        eb_eval_window(ctx->window, t->dims[0], t->dims[3], &d->p, d->type, rows, a, b, y);
-        return;
-    }
+#if EDGE_WITH_PATCH
+    if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, rows, a, b, y)) return; /* a patch window */
+#endif
 #if EDGE_SIMD
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB, d->p.flo,
                      d->p.fhi, d->simd, d, addsub_row_simd, a, b, y))

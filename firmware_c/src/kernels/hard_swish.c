@@ -83,15 +83,16 @@ edge_status_t edge_prepare_hard_swish(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
+/* n contiguous elements (edge_unary_run: the whole tensor, or a patch window's rows) */
+static void hard_swish_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n) {
     const hard_swish_data_t *d = (const hard_swish_data_t *)node->user_data;
-    const edge_tensor_t *x;
-    edge_tensor_t *out;
-    int64_t n, i;
-    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
-    if (EDGE_WITH_FLOAT32) {
-        const float *xf = (const float *)x->data;
-        float *y = (float *)out->data;
+    int64_t i;
+    (void)ctx;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, xv, yv, n);
+    } else if (EDGE_WITH_FLOAT32) {
+        const float *xf = (const float *)xv;
+        float *y = (float *)yv;
 #if EDGE_SIMD
         if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
             edge_simd_act_f32(d->simd, EDGE_SIMD_ACT_HARD_SWISH, xf, y, n, 0.0f, 0.0f))
@@ -105,3 +106,5 @@ void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) {
         }
     }
 }
+
+void edge_eval_hard_swish(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, hard_swish_span); }

@@ -79,19 +79,20 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
+/* n contiguous elements (edge_unary_run: the whole tensor, or a patch window's rows) */
+static void leaky_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n) {
     const leaky_data_t *d = (const leaky_data_t *)node->user_data;
-    const edge_tensor_t *x;
-    edge_tensor_t *out;
-    int64_t n, i;
-    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
-    if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
-        const int16_t *xi = (const int16_t *)x->data;
-        int16_t *y = (int16_t *)out->data;
+    int64_t i;
+    (void)ctx;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, xv, yv, n);
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)xv;
+        int16_t *y = (int16_t *)yv;
         for (i = 0; i < n; i++) y[i] = (int16_t)leaky_q(d, xi[i]);
     } else if (EDGE_WITH_FLOAT32) {
-        const float *xf = (const float *)x->data;
-        float *y = (float *)out->data;
+        const float *xf = (const float *)xv;
+        float *y = (float *)yv;
         const float alpha = d->alpha;
 #if EDGE_SIMD
         if (d->simd && !(EDGE_WITH_PATCH && ctx->window) &&
@@ -101,3 +102,5 @@ void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) {
         for (i = 0; i < n; i++) y[i] = xf[i] > 0.0f ? xf[i] : xf[i] * alpha;
     }
 }
+
+void edge_eval_leaky_relu(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, leaky_span); }

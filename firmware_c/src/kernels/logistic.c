@@ -24,4 +24,8 @@ edge_status_t edge_prepare_logistic(edge_node_t *node, edge_ctx_t *ctx) {
     return ea_sigmoid_prepare(node, ctx, 0, logistic_int8);
 }
 
-void edge_eval_logistic(const edge_node_t *node, edge_ctx_t *ctx) { ea_sigmoid_eval(node, ctx, 0); }
+static void logistic_span(const edge_node_t *node, edge_ctx_t *ctx, const void *x, void *y, int64_t n) {
+    ea_sigmoid_span(node, ctx, x, y, n, 0);
+}
+
+void edge_eval_logistic(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, logistic_span); }

@@ -27,6 +27,9 @@ typedef struct {
     ea_bcast_t bc;
     int32_t type;
     mul_p_t p;
+#if EDGE_WITH_PATCH
+    eb_win_t win;               /* how a patch window reads the inputs (edge_binary.h) */
+#endif
 #if EDGE_SIMD
     int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level, and its parameters */
     int32_t simd_p[8];
@@ -43,6 +46,9 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK) return s;
     d = (mul_data_t *)node->user_data;
     d->type = a->type;
+#if EDGE_WITH_PATCH
+    eb_window_prepare(&d->win, a, b);
+#endif
     if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
 #if EDGE_SIMD
@@ -128,6 +134,9 @@ void edge_eval_mul(const edge_node_t *node, edge_ctx_t *ctx) {
     const mul_data_t *d = (const mul_data_t *)node->user_data;
     const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
     void *y = edge_out(ctx, node, 0)->data;
+#if EDGE_WITH_PATCH
+    if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, &mul_rows, a, b, y)) return; /* a patch window */
+#endif
 #if EDGE_SIMD
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, EDGE_SIMD_F32_MUL, d->p.flo, d->p.fhi, d->simd, d, mul_row_simd, a,
                      b, y))

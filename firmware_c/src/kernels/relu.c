@@ -76,19 +76,20 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     return EDGE_OK;
 }
 
-static void relu_eval(const edge_node_t *node, edge_ctx_t *ctx) {
+/* n contiguous elements (edge_unary_run: the whole tensor, or a patch window's rows) */
+static void relu_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n) {
     const relu_data_t *d = (const relu_data_t *)node->user_data;
-    const edge_tensor_t *x;
-    edge_tensor_t *out;
-    int64_t n, i;
-    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
-    if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
-        const int16_t *xi = (const int16_t *)x->data;
-        int16_t *y = (int16_t *)out->data;
+    int64_t i;
+    (void)ctx;
+    if (d->type == EDGE_INT8) {
+        ea_lut8_apply(d->lut, xv, yv, n);
+    } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
+        const int16_t *xi = (const int16_t *)xv;
+        int16_t *y = (int16_t *)yv;
         for (i = 0; i < n; i++) y[i] = (int16_t)relu_q(d, xi[i]);
     } else if (EDGE_WITH_FLOAT32) {
-        const float *xf = (const float *)x->data;
-        float *y = (float *)out->data;
+        const float *xf = (const float *)xv;
+        float *y = (float *)yv;
         const float lo = d->kind == KIND_N1 ? -1.0f : 0.0f, hi = d->kind == KIND_RELU6 ? 6.0f : 1.0f;
 #if EDGE_SIMD
         /* not in a patch window (the portable loops, as the other kernels of a patch stage) */
@@ -106,6 +107,6 @@ static void relu_eval(const edge_node_t *node, edge_ctx_t *ctx) {
 edge_status_t edge_prepare_relu(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU); }
 edge_status_t edge_prepare_relu6(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU6); }
 edge_status_t edge_prepare_relu_n1_to_1(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_N1); }
-void edge_eval_relu(const edge_node_t *node, edge_ctx_t *ctx) { relu_eval(node, ctx); }
-void edge_eval_relu6(const edge_node_t *node, edge_ctx_t *ctx) { relu_eval(node, ctx); }
-void edge_eval_relu_n1_to_1(const edge_node_t *node, edge_ctx_t *ctx) { relu_eval(node, ctx); }
+void edge_eval_relu(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
+void edge_eval_relu6(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
+void edge_eval_relu_n1_to_1(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }

@@ -22,4 +22,8 @@ static int32_t tanh_int8(const void *params, int32_t v) {
 
 edge_status_t edge_prepare_tanh(edge_node_t *node, edge_ctx_t *ctx) { return ea_sigmoid_prepare(node, ctx, 1, tanh_int8); }
 
-void edge_eval_tanh(const edge_node_t *node, edge_ctx_t *ctx) { ea_sigmoid_eval(node, ctx, 1); }
+static void tanh_span(const edge_node_t *node, edge_ctx_t *ctx, const void *x, void *y, int64_t n) {
+    ea_sigmoid_span(node, ctx, x, y, n, 1);
+}
+
+void edge_eval_tanh(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, tanh_span); }
