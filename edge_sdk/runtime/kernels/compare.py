@@ -32,13 +32,20 @@ _ORDERED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 _EQUALITY_TYPES = _ORDERED_TYPES + ("BOOL",)
 _SELECT_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
 
-_COMPARE = {
-    "EQUAL": np.equal,
-    "NOT_EQUAL": np.not_equal,
-    "LESS": np.less,
-    "LESS_EQUAL": np.less_equal,
-    "GREATER": np.greater,
-    "GREATER_EQUAL": np.greater_equal,
+# The comparisons prepare_compare runs: op -> (numpy comparison, the input types it takes).
+COMPARISONS = {
+    "EQUAL": (np.equal, _EQUALITY_TYPES),
+    "NOT_EQUAL": (np.not_equal, _EQUALITY_TYPES),
+    "LESS": (np.less, _ORDERED_TYPES),
+    "LESS_EQUAL": (np.less_equal, _ORDERED_TYPES),
+    "GREATER": (np.greater, _ORDERED_TYPES),
+    "GREATER_EQUAL": (np.greater_equal, _ORDERED_TYPES),
+}
+# The logical ops prepare_logical runs: op -> (number of BOOL inputs, numpy function).
+LOGICAL_OPS = {
+    "LOGICAL_AND": (2, np.logical_and),
+    "LOGICAL_OR": (2, np.logical_or),
+    "LOGICAL_NOT": (1, np.logical_not),
 }
 
 
@@ -74,7 +81,9 @@ def int8_rescaled_table(scale: float, zero_point: int, where: str = "") -> np.nd
     return multiply_by_quantized_multiplier((x + offset) << INT8_LEFT_SHIFT, multiplier, shift)
 
 
-def _prepare_compare(node: Node, types: tuple[str, ...]):
+def prepare_compare(node: Node):
+    """EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL: the op's row of ``COMPARISONS``."""
+    fn, types = COMPARISONS[node.op]
     node.expect_counts(2, 1)
     a, b, out = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(a, types)
@@ -82,7 +91,6 @@ def _prepare_compare(node: Node, types: tuple[str, ...]):
         raise node.unsupported(f"inputs have different types {a.type} and {b.type}")
     node.expect_types(out, ("BOOL",), "output")
     node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
-    fn = _COMPARE[node.op]
     if a.type == "INT8" and (a.quantized or b.quantized):
         for t in (a, b):
             if not t.quantized:
@@ -108,62 +116,20 @@ def _prepare_compare(node: Node, types: tuple[str, ...]):
     return run
 
 
-def prepare_equal(node: Node):
-    return _prepare_compare(node, _EQUALITY_TYPES)
-
-
-def prepare_not_equal(node: Node):
-    return _prepare_compare(node, _EQUALITY_TYPES)
-
-
-def prepare_less(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
-def prepare_less_equal(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
-def prepare_greater(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
-def prepare_greater_equal(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
 # ---------------------------------------------------------------- logical
 
-def _prepare_logical_binary(node: Node, fn):
-    node.expect_counts(2, 1)
-    a, b, out = node.input(0), node.input(1), node.outputs[0]
-    for t in (a, b):
+def prepare_logical(node: Node):
+    """LOGICAL_AND, LOGICAL_OR (two BOOL inputs, broadcast), LOGICAL_NOT (one): the op's row of ``LOGICAL_OPS``."""
+    arity, fn = LOGICAL_OPS[node.op]
+    node.expect_counts(arity, 1)
+    ins, out = [node.input(i) for i in range(arity)], node.outputs[0]
+    for t in ins:
         node.expect_types(t, ("BOOL",))
     node.expect_types(out, ("BOOL",), "output")
-    node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
+    node.set_output_shape(0, broadcast_shape(node, *(t.shape for t in ins)))
 
     def run(inputs, outputs):
-        fn(inputs[0], inputs[1], out=outputs[0])
-    return run
-
-
-def prepare_logical_and(node: Node):
-    return _prepare_logical_binary(node, np.logical_and)
-
-
-def prepare_logical_or(node: Node):
-    return _prepare_logical_binary(node, np.logical_or)
-
-
-def prepare_logical_not(node: Node):
-    node.expect_counts(1, 1)
-    x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, ("BOOL",))
-    node.expect_types(out, ("BOOL",), "output")
-    node.set_output_shape(0, x.shape)
-
-    def run(inputs, outputs):
-        np.logical_not(inputs[0], out=outputs[0])
+        fn(*inputs, out=outputs[0])
     return run
 
 
