@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.elementwise import binary_inputs, broadcast_shape
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
-MAX_BROADCAST_RANK = 6
 INT8_LEFT_SHIFT = 8  # comparisons_common.cc kLeftShift
 
 _ORDERED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
@@ -49,20 +49,6 @@ LOGICAL_OPS = {
 }
 
 
-def broadcast_shape(node: Node, *shapes) -> tuple[int, ...]:
-    """numpy broadcast of the shapes, or a ModelError / UnsupportedOpError naming them."""
-    shapes = [tuple(s) for s in shapes]
-    if all(s == shapes[0] for s in shapes):
-        return shapes[0]
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise node.error(f"input shapes {', '.join(map(str, shapes))} do not broadcast") from None
-    if len(shape) > MAX_BROADCAST_RANK:
-        raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {shapes})")
-    return tuple(int(d) for d in shape)
-
-
 def int8_rescale_params(scale: float, zero_point: int, where: str = "") -> tuple[int, int, int]:
     """(offset, multiplier, shift) of one int8 comparison input: QuantizeMultiplierSmallerThanOneExp(scale).
 
@@ -84,13 +70,7 @@ def int8_rescaled_table(scale: float, zero_point: int, where: str = "") -> np.nd
 def prepare_compare(node: Node):
     """EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL: the op's row of ``COMPARISONS``."""
     fn, types = COMPARISONS[node.op]
-    node.expect_counts(2, 1)
-    a, b, out = node.input(0), node.input(1), node.outputs[0]
-    node.expect_types(a, types)
-    if b.type != a.type:
-        raise node.unsupported(f"inputs have different types {a.type} and {b.type}")
-    node.expect_types(out, ("BOOL",), "output")
-    node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
+    a, b, out = binary_inputs(node, types, ("BOOL",))
     if a.type == "INT8" and (a.quantized or b.quantized):
         for t in (a, b):
             if not t.quantized:

@@ -31,22 +31,33 @@ _INT8_DOMAIN = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)  # 
 
 # ---------------------------------------------------------------- shared prepare helpers
 
-def _binary_setup(node: Node, allowed: tuple[str, ...]):
+def broadcast_shape(node: Node, *shapes) -> tuple[int, ...]:
+    """numpy broadcast of the shapes (up to rank MAX_BROADCAST_RANK, as the C kernels), or a ModelError /
+    UnsupportedOpError naming them."""
+    shapes = [tuple(s) for s in shapes]
+    if all(s == shapes[0] for s in shapes):
+        return shapes[0]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise node.error(f"input shapes {', '.join(map(str, shapes))} do not broadcast") from None
+    if len(shape) > MAX_BROADCAST_RANK:
+        raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {', '.join(map(str, shapes))})")
+    return tuple(int(d) for d in shape)
+
+
+def binary_inputs(node: Node, allowed: tuple[str, ...], output_types: tuple[str, ...] | None = None):
+    """A two-input op with numpy broadcasting (arithmetic, comparisons): two inputs of one type in ``allowed``,
+    one output (of a type in ``output_types`` when given), the output shape set to the broadcast shape.
+    Returns (a, b, out)."""
     node.expect_counts(2, 1)
     a, b, out = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(a, allowed)
     if b.type != a.type:
         raise node.unsupported(f"inputs have different types {a.type} and {b.type}")
-    if a.shape == b.shape:
-        shape = a.shape
-    else:
-        try:
-            shape = np.broadcast_shapes(a.shape, b.shape)
-        except ValueError:
-            raise node.error(f"input shapes {a.shape} and {b.shape} do not broadcast") from None
-        if len(shape) > MAX_BROADCAST_RANK:
-            raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {a.shape}, {b.shape})")
-    node.set_output_shape(0, shape)
+    if output_types is not None:
+        node.expect_types(out, output_types, "output")
+    node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
     return a, b, out
 
 
@@ -165,7 +176,7 @@ def _add_sub_formula(sign: int, a, b, out, left_shift, q1, q2, qo):
 
 
 def _prepare_add_sub(node: Node, sign: int):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
     act = _activation(node)
@@ -193,7 +204,7 @@ def prepare_sub(node: Node):
 # ---------------------------------------------------------------- MUL
 
 def prepare_mul(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
     act = _activation(node)
     if a.type == "FLOAT32":
         node.expect_types(out, ("FLOAT32",), "output")
@@ -244,7 +255,7 @@ def _rounding_divide_by_pot_c(x, exponent):
 
 
 def prepare_div(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT32"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
     act = _activation(node)
@@ -276,7 +287,7 @@ def prepare_div(node: Node):
 # ---------------------------------------------------------------- SQUARED_DIFFERENCE
 
 def prepare_squared_difference(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
     if a.type == "FLOAT32":
@@ -312,7 +323,7 @@ _MAXMIN_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
 
 def prepare_maximum(node: Node):
-    a, b, out = _binary_setup(node, _MAXMIN_TYPES)
+    a, b, out = binary_inputs(node, _MAXMIN_TYPES)
     node.expect_types(out, (a.type,), "output")
 
     def run(inputs, outputs):
@@ -322,7 +333,7 @@ def prepare_maximum(node: Node):
 
 
 def prepare_minimum(node: Node):
-    a, b, out = _binary_setup(node, _MAXMIN_TYPES)
+    a, b, out = binary_inputs(node, _MAXMIN_TYPES)
     node.expect_types(out, (a.type,), "output")
 
     def run(inputs, outputs):
