@@ -322,24 +322,23 @@ def prepare_squared_difference(node: Node):
 _MAXMIN_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
 
-def prepare_maximum(node: Node):
+def _prepare_max_min(node: Node, picks_first):
+    """maximum_minimum.cc: ``picks_first(x, y) ? x : y`` element by element (NaN: y, as the C ternary)."""
     a, b, out = binary_inputs(node, _MAXMIN_TYPES)
     node.expect_types(out, (a.type,), "output")
 
     def run(inputs, outputs):
         x, y = inputs[0], inputs[1]
-        outputs[0][...] = np.where(x > y, x, y)
+        outputs[0][...] = np.where(picks_first(x, y), x, y)
     return run
+
+
+def prepare_maximum(node: Node):
+    return _prepare_max_min(node, np.greater)
 
 
 def prepare_minimum(node: Node):
-    a, b, out = binary_inputs(node, _MAXMIN_TYPES)
-    node.expect_types(out, (a.type,), "output")
-
-    def run(inputs, outputs):
-        x, y = inputs[0], inputs[1]
-        outputs[0][...] = np.where(x < y, x, y)
-    return run
+    return _prepare_max_min(node, np.less)
 
 
 # ---------------------------------------------------------------- RSQRT
