@@ -25,13 +25,12 @@ from numpy.lib.stride_tricks import as_strided
 
 from edge_sdk.runtime.kernels import quant
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
-from edge_sdk.runtime.kernels.quant import Requantizer, clip_into
+from edge_sdk.runtime.kernels.quant import Requantizer, check_activation, clip_into, float_clamp
 
 # BLAS threads: the interpreter limits them once per invoke (edge_sdk.runtime.kernels.blas; one thread by default, as
 # the small GEMMs here run several times slower on OpenBLAS's thread pool when the machine is busy).
 
 _F32 = np.float32
-_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 _INT32_LIMIT = 1 << 31
 
 
@@ -69,13 +68,6 @@ def patch_window(node: Node, oh: int, pt: int, ow: int, pl: int) -> tuple[int, i
     if min(pt, pl) < 0 or min(oh, ow) <= 0:
         raise node.error(f"patch window {node.window} is invalid")
     return oh, pt, ow, pl
-
-
-def check_activation(node: Node, options: dict) -> str:
-    act = options.get("fused_activation_function", "NONE") or "NONE"
-    if act not in _ACTIVATIONS:
-        raise node.unsupported(f"fused activation {act} is not supported")
-    return act
 
 
 def quantized_clamp(node: Node, act: str, out: TensorInfo) -> tuple[int, int]:
@@ -125,15 +117,10 @@ def _bias_value(node: Node, bias: TensorInfo | None, channels: int, allowed: tup
     return bias
 
 
-def _float_clamp(act: str):
-    lo, hi = quant.activation_range_float(act)
-    return None if act == "NONE" else (_F32(lo), _F32(hi))
-
-
 def _float_run(compute, bias: TensorInfo | None, bias_index: int, act: str):
     """Eval of a float kernel: ``compute(inputs)`` gives a fresh float32 product (channel axis last), then the
     bias (constant, or input ``bias_index``), the activation clamp and the store."""
-    clamp = _float_clamp(act)
+    clamp = float_clamp(act)
     b_const = bias.data.astype(np.float32) if bias is not None and bias.is_const else None
 
     def run_float(inputs, outputs):
@@ -231,7 +218,7 @@ def prepare_conv_2d(node: Node):
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     n, h, w, c = inp.shape
     o, kh, kw, cg = flt.shape
     if cg <= 0 or c % cg:
@@ -338,7 +325,7 @@ def prepare_depthwise_conv_2d(node: Node):
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     n, h, w, c = inp.shape
     one, kh, kw, oc = flt.shape
     if one != 1:
@@ -414,7 +401,7 @@ def prepare_depthwise_conv_2d(node: Node):
         return acc
 
     if kind == "float":
-        clamp = _float_clamp(act)
+        clamp = float_clamp(act)
 
         def run_float(inputs, outputs):
             a = accumulate(inputs)
@@ -451,7 +438,7 @@ def prepare_fully_connected(node: Node):
     inp, flt, out = node.input(0), node.input(1), node.outputs[0]
     bias = node.inputs[2] if node.has_input(2) else None
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     if opts.get("weights_format", "DEFAULT") not in ("DEFAULT", None):
         raise node.unsupported(f"weights_format {opts.get('weights_format')} is not supported (only DEFAULT)")
     if inp.type == "FLOAT32" and flt.type in ("INT8", "INT4", "UINT8"):
@@ -559,7 +546,7 @@ def prepare_transpose_conv(node: Node):
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     n, h, w, cin = inp.shape
     o, kh, kw, fc = flt.shape
     if fc != cin:

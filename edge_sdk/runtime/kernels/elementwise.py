@@ -16,15 +16,15 @@ from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     INT32_MAX,
     TYPE_RANGES,
-    activation_range_float,
     activation_range_quantized,
+    check_activation,
     clip_into,
+    float_clamp,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
 )
 
 MAX_BROADCAST_RANK = 6
-ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 
 _INT8_DOMAIN = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)  # index = uint8 view of the value
 
@@ -61,24 +61,10 @@ def binary_inputs(node: Node, allowed: tuple[str, ...], output_types: tuple[str,
     return a, b, out
 
 
-def _activation(node: Node) -> str:
-    act = node.options.get("fused_activation_function", "NONE") or "NONE"
-    if act not in ACTIVATIONS:
-        raise node.unsupported(f"fused activation {act}")
-    return act
-
-
 def _quantized(node: Node, *tensors) -> None:
     for t in tensors:
         if not t.quantized:
             raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
-
-
-def _float_clamp(node: Node):
-    lo, hi = activation_range_float(_activation(node))
-    if lo == -np.inf and hi == np.inf:
-        return None
-    return np.float32(lo), np.float32(hi)
 
 
 def _int32_clamp(act: str):
@@ -161,7 +147,7 @@ def _add_sub_params(node: Node, a, b, out, float_scales: bool):
         m2 = float(b.s) / twice_max
         mo = twice_max / ((1 << left_shift) * float(out.s))
     q1, q2, qo = quantize_multiplier(m1), quantize_multiplier(m2), quantize_multiplier(mo)
-    lo, hi = activation_range_quantized(_activation(node), out.type, out.s, out.zp)
+    lo, hi = activation_range_quantized(check_activation(node), out.type, out.s, out.zp)
     return left_shift, q1, q2, qo, lo, hi
 
 
@@ -179,9 +165,9 @@ def _prepare_add_sub(node: Node, sign: int):
     a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
-    act = _activation(node)
+    act = check_activation(node)
     if a.type == "FLOAT32":
-        return _run_float(np.add if sign > 0 else np.subtract, _float_clamp(node))
+        return _run_float(np.add if sign > 0 else np.subtract, float_clamp(act))
     if a.type == "INT32":
         # TFLM's int32 ADD ignores the fused activation; SUB applies it.
         return _run_int(np.add if sign > 0 else np.subtract, None if sign > 0 else _int32_clamp(act))
@@ -205,10 +191,10 @@ def prepare_sub(node: Node):
 
 def prepare_mul(node: Node):
     a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
-    act = _activation(node)
+    act = check_activation(node)
     if a.type == "FLOAT32":
         node.expect_types(out, ("FLOAT32",), "output")
-        return _run_float(np.multiply, _float_clamp(node))
+        return _run_float(np.multiply, float_clamp(act))
     if a.type == "INT64":  # TFLM has none; LiteRT's mul.cc: the wrapping product, clamped to the activation
         node.expect_types(out, ("INT64",), "output")
         return _run_int(np.multiply, _int64_clamp(act))
@@ -258,9 +244,9 @@ def prepare_div(node: Node):
     a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
-    act = _activation(node)
+    act = check_activation(node)
     if a.type == "FLOAT32":
-        return _run_float(np.divide, _float_clamp(node))
+        return _run_float(np.divide, float_clamp(act))
     if a.type == "INT32":
         return _run_int(_int_div_trunc, _int32_clamp(act))
     _quantized(node, a, b, out)
