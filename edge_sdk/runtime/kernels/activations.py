@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.lut import int8_pair_table_run, table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     TYPE_RANGES,
@@ -20,11 +21,6 @@ from edge_sdk.runtime.kernels.quant import (
     quantize_value,
     tflite_round,
 )
-
-_DOMAIN = {
-    "INT8": (np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64), np.uint8, np.int8),
-    "INT16": (np.arange(65536, dtype=np.uint16).view(np.int16).astype(np.int64), np.uint16, np.int16),
-}
 
 
 def _unary_setup(node: Node, allowed: tuple[str, ...]):
@@ -39,16 +35,6 @@ def _need_quant(node: Node, *tensors):
     for t in tensors:
         if not t.quantized:
             raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
-
-
-def _table_run(type_name: str, f):
-    """Tabulate f (int64 array -> int64 array, already clamped) over every input of the type."""
-    domain, index_dtype, out_dtype = _DOMAIN[type_name]
-    table = f(domain).astype(out_dtype)
-
-    def run(inputs, outputs):
-        outputs[0][...] = table[inputs[0].view(index_dtype)]
-    return run
 
 
 def _float_run(f):
@@ -77,7 +63,7 @@ def _relu_like(node: Node, act_min: float, act_max: float | None, float_fn):
     lo = max(qmin, quantize_value(act_min, out.s, out.zp))
     hi = qmax if act_max is None else min(qmax, quantize_value(act_max, out.s, out.zp))
     in_zp, out_zp = x.zp, out.zp
-    return _table_run(x.type, lambda v: np.clip(out_zp + multiply_by_quantized_multiplier(v - in_zp, *mult), lo, hi))
+    return table_run(x.type, lambda v: np.clip(out_zp + multiply_by_quantized_multiplier(v - in_zp, *mult), lo, hi))
 
 
 def prepare_relu(node: Node):
@@ -101,7 +87,7 @@ def prepare_relu6(node: Node):
     qmin, qmax = TYPE_RANGES[x.type]
     zero = x.zp
     six = int(np.clip(int(tflite_round(np.float32(6.0) / np.float32(x.s))) + x.zp, qmin, qmax))
-    return _table_run(x.type, lambda v: np.where(v > six, six, np.where(v < zero, zero, v)))
+    return table_run(x.type, lambda v: np.where(v > six, six, np.where(v < zero, zero, v)))
 
 
 # ---------------------------------------------------------------- LEAKY_RELU
@@ -128,7 +114,7 @@ def prepare_leaky_relu(node: Node):
         if negative_alpha:
             neg = -neg
         return np.clip(out_zp + np.where(d >= 0, pos, neg), qmin, qmax)
-    return _table_run(x.type, f)
+    return table_run(x.type, f)
 
 
 # ---------------------------------------------------------------- HARD_SWISH
@@ -180,7 +166,7 @@ def prepare_hard_swish(node: Node):
         result = fp.wrap16(fp.rdivpot(high, -out_e))
         result = fp.wrap16(result + out_zp)
         return np.clip(result, -128, 127)
-    return _table_run("INT8", f)
+    return table_run("INT8", f)
 
 
 # ---------------------------------------------------------------- LOGISTIC / TANH
@@ -212,7 +198,7 @@ def _int8_sigmoid_run(x, finish):
         d = v - in_zp
         r = finish(multiply_by_quantized_multiplier(d, multiplier, shift))
         return np.where(d <= -radius, -128, np.where(d >= radius, 127, r))
-    return _table_run("INT8", f)
+    return table_run("INT8", f)
 
 
 def _int16_sigmoid_params(node: Node, x, out, tanh: bool):
@@ -252,7 +238,7 @@ def prepare_logistic(node: Node):
         node.expect(out.zp == -128, "int8 LOGISTIC needs an output zero point of -128")
         return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.logistic(q4, 4), 23) - 128, -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=False)
-    return _table_run("INT16", lambda v: fp.logistic_int16(v, multiplier, left_shift))
+    return table_run("INT16", lambda v: fp.logistic_int16(v, multiplier, left_shift))
 
 
 def prepare_tanh(node: Node):
@@ -264,7 +250,7 @@ def prepare_tanh(node: Node):
     if x.type == "INT8":
         return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.tanh(q4, 4), 24), -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=True)
-    return _table_run("INT16", lambda v: fp.tanh_int16(v, multiplier, left_shift))
+    return table_run("INT16", lambda v: fp.tanh_int16(v, multiplier, left_shift))
 
 
 # ---------------------------------------------------------------- SOFTMAX / LOG_SOFTMAX
@@ -567,12 +553,7 @@ def prepare_prelu(node: Node):
         return np.clip(np.where(iv >= 0, pos, neg) + out_off, qmin, qmax)
 
     if x.type == "INT8":
-        d = _DOMAIN["INT8"][0]
-        table = f(d[:, None], d[None, :]).astype(np.int8).ravel()
-
-        def run8(inputs, outputs):
-            outputs[0][...] = table[(inputs[0].view(np.uint8).astype(np.intp) << 8) | inputs[1].view(np.uint8)]
-        return run8
+        return int8_pair_table_run(f)
 
     def run16(inputs, outputs):
         outputs[0][...] = f(inputs[0].astype(np.int64), inputs[1].astype(np.int64))

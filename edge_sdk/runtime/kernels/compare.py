@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels.elementwise import binary_inputs, broadcast_shape
+from edge_sdk.runtime.kernels.lut import INT8_VALUES
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
@@ -63,8 +64,7 @@ def int8_rescale_params(scale: float, zero_point: int, where: str = "") -> tuple
 def int8_rescaled_table(scale: float, zero_point: int, where: str = "") -> np.ndarray:
     """The rescaled value of every int8 input (index = the uint8 view of the value), as int64."""
     offset, multiplier, shift = int8_rescale_params(scale, zero_point, where)
-    x = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)
-    return multiply_by_quantized_multiplier((x + offset) << INT8_LEFT_SHIFT, multiplier, shift)
+    return multiply_by_quantized_multiplier((INT8_VALUES + offset) << INT8_LEFT_SHIFT, multiplier, shift)
 
 
 def prepare_compare(node: Node):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.lut import INT8_VALUES, int8_pair_table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     INT32_MAX,
@@ -25,8 +26,6 @@ from edge_sdk.runtime.kernels.quant import (
 )
 
 MAX_BROADCAST_RANK = 6
-
-_INT8_DOMAIN = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)  # index = uint8 view of the value
 
 
 # ---------------------------------------------------------------- shared prepare helpers
@@ -105,21 +104,11 @@ def _run_int(op, clamp):
     return _run_direct(op, clamp, clip_into)
 
 
-def _run_int8_table(f):
-    """Tabulate f over all int8 pairs; eval is one gather."""
-    table = f(_INT8_DOMAIN[:, None], _INT8_DOMAIN[None, :]).astype(np.int8).ravel()
-
-    def run(inputs, outputs):
-        a = inputs[0].view(np.uint8).astype(np.intp)
-        outputs[0][...] = table[(a << 8) | inputs[1].view(np.uint8)]
-    return run
-
-
 def _run_quantized(out_type: str, f, lo: int, hi: int):
     """f: the int64 formula of a quantized op before its output clamp [lo, hi]. int8: a table of the clamped
     values; int16: the formula at run time, clamped as it is stored."""
     if out_type == "INT8":
-        return _run_int8_table(lambda x1, x2: np.clip(f(x1, x2), lo, hi))
+        return int8_pair_table_run(lambda x1, x2: np.clip(f(x1, x2), lo, hi))
 
     def run(inputs, outputs):
         clip_into(outputs[0], f(inputs[0].astype(np.int64), inputs[1].astype(np.int64)), lo, hi)
@@ -331,7 +320,7 @@ def prepare_minimum(node: Node):
 
 def rsqrt_int8_table(input_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
     """RsqrtEvalQuantized for every int8 input (index = uint8 view); invalid inputs (< zero point) map to 0."""
-    x = _INT8_DOMAIN
+    x = INT8_VALUES
     value = x - input_zp
     k_shift = 20
     inv, inv_shift = fp.get_inv_sqrt_quantized_multiplier_exp(np.maximum(value, 0), -1)
