@@ -450,3 +450,15 @@ def eliminate_dead_code(model: Model) -> int:
         removed += len(dead)
     compact(model)
     return removed
+
+
+def apply_everywhere(model: Model, apply, dce: bool = True) -> int:
+    """Run a pass's ``apply(model, sg) -> rewrites`` on every subgraph, then (unless ``dce=False``)
+    ``eliminate_dead_code``; returns the rewrites made. Each pass's ``run`` and ``passes.optimize``'s rounds
+    go through here."""
+    rewrites = 0
+    for sg in range(len(model.subgraphs)):
+        rewrites += apply(model, sg)
+    if dce:
+        eliminate_dead_code(model)
+    return rewrites
