@@ -31,12 +31,6 @@ def _unary_setup(node: Node, allowed: tuple[str, ...]):
     return x, out
 
 
-def _need_quant(node: Node, *tensors):
-    for t in tensors:
-        if not t.quantized:
-            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
-
-
 def _float_run(f):
     def run(inputs, outputs):
         outputs[0][...] = f(inputs[0])
@@ -55,7 +49,7 @@ def _relu_like(node: Node, act_min: float, act_max: float | None, float_fn):
     _same_type(node, x, out)
     if x.type == "FLOAT32":
         return _float_run(float_fn)
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT16":
         node.expect(x.zp == 0 and out.zp == 0, "int16 activations need zero points of 0")
     qmin, qmax = TYPE_RANGES[x.type]
@@ -83,7 +77,7 @@ def prepare_relu6(node: Node):
     lo_f, hi_f = np.float32(0), np.float32(6)
     if x.type == "FLOAT32":
         return _float_run(lambda v: np.where(v > hi_f, hi_f, np.where(v < lo_f, lo_f, v)))
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     qmin, qmax = TYPE_RANGES[x.type]
     zero = x.zp
     six = int(np.clip(int(tflite_round(np.float32(6.0) / np.float32(x.s))) + x.zp, qmin, qmax))
@@ -99,7 +93,7 @@ def prepare_leaky_relu(node: Node):
     if x.type == "FLOAT32":
         zero = np.float32(0)
         return _float_run(lambda v: np.where(v > zero, v, v * alpha))
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     qmin, qmax = TYPE_RANGES[x.type]
     m_alpha, s_alpha = quantize_multiplier(float(x.s) * float(alpha) / float(out.s))
     m_id, s_id = quantize_multiplier(float(x.s) / float(out.s))  # double, as the TFLM wheel
@@ -134,7 +128,7 @@ def prepare_hard_swish(node: Node):
         def hs(v):
             return (v * np.minimum(f32(6), np.maximum(f32(0), v + f32(3))) / f32(6)).astype(np.float32)
         return _float_run(hs)
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     f32 = np.float32
     hires_input_scale = f32(1.0 / 128.0) * f32(x.s)
     reluish_scale = f32(3.0 / 32768.0)
@@ -233,7 +227,7 @@ def prepare_logistic(node: Node):
             small = np.exp(v.astype(np.float64)).astype(np.float32)
             return np.where(v > upper, np.float32(1), np.where(v < lower, small, mid))
         return _float_run(lg)
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT8":
         node.expect(out.zp == -128, "int8 LOGISTIC needs an output zero point of -128")
         return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.logistic(q4, 4), 23) - 128, -128, 127))
@@ -246,7 +240,7 @@ def prepare_tanh(node: Node):
     _same_type(node, x, out)
     if x.type == "FLOAT32":
         return _float_run(lambda v: np.tanh(v.astype(np.float64)).astype(np.float32))
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT8":
         return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.tanh(q4, 4), 24), -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=True)
@@ -439,7 +433,7 @@ def prepare_softmax(node: Node):
             e = _exp_float32((v - v.max(axis=-1, keepdims=True)) * fbeta)
             outputs[0][...] = e / e.sum(axis=-1, keepdims=True, dtype=np.float32)
         return run
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT8":
         if out.type == "INT8":
             node.expect(out.zp == -128 and np.float32(out.s) == np.float32(1 / 256),
@@ -507,7 +501,7 @@ def prepare_log_softmax(node: Node):
             s = _exp_float32(shifted).sum(axis=-1, keepdims=True, dtype=np.float32)
             outputs[0][...] = shifted - np.log(s.astype(np.float64)).astype(np.float32)
         return run
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     node.expect(np.float32(out.s) == np.float32(16.0 / 256) and out.zp == 127,
                 "int8 LOG_SOFTMAX output needs scale 16/256 and zero point 127")
     multiplier, shift = _softmax_scaling(1.0, float(np.float32(x.s)))
@@ -540,7 +534,7 @@ def prepare_prelu(node: Node):
         return run
     node.expect_types(alpha, ("INT8",) if x.type == "INT16" else ("INT8",), "alpha")
     _same_type(node, x, out)
-    _need_quant(node, x, alpha, out)
+    node.expect_quantized(x, alpha, out)
     m1 = quantize_multiplier(float(x.s) / float(out.s))
     m2 = quantize_multiplier(float(x.s) * float(alpha.s) / float(out.s))
     in_off, a_off, out_off = -x.zp, -alpha.zp, out.zp

@@ -76,12 +76,6 @@ def quantized_clamp(node: Node, act: str, out: TensorInfo) -> tuple[int, int]:
     return quant.activation_range_quantized(act, out.type, out.s, out.zp)
 
 
-def _require_quantized(node: Node, *tensors: TensorInfo) -> None:
-    for t in tensors:
-        if t is not None and not t.quantized:
-            raise node.error(f"tensor '{t.name}' ({t.type}) has no quantization parameters")
-
-
 def _f64(x) -> float:
     return float(np.float32(x))
 
@@ -248,12 +242,12 @@ def prepare_conv_2d(node: Node):
     dtype = np.float32 if kind == "float" else np.float64
 
     if kind == "int8":
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         offset = inp.zp
     else:
         offset = 0
         if kind == "int16":
-            _require_quantized(node, inp, flt, out)
+            node.expect_quantized(inp, flt, out)
     padded = _PaddedInput(n, h, w, c, pt, pl, need_h, need_w, dtype, offset)
     buf = padded.buf
     st = buf.strides
@@ -343,11 +337,11 @@ def prepare_depthwise_conv_2d(node: Node):
     if kind == "int16":
         # TFLM's 16x8 depthwise reads the bias as int64 only.
         bias = _bias_value(node, bias, oc, ("INT64",))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         offset, dtype = 0, np.int64
     elif kind == "int8":
         bias = _bias_value(node, bias, oc, ("INT32",))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         offset, dtype = inp.zp, np.int32
     else:
         bias = _bias_value(node, bias, oc, ("FLOAT32",))
@@ -470,7 +464,7 @@ def prepare_fully_connected(node: Node):
         bias = _bias_value(node, bias, units, ("FLOAT32",))
         dtype = np.float32
     else:
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         if per_channel and flt.type == "INT4":
             raise node.unsupported("per-channel INT4 weights are not supported by TFLite Micro's FULLY_CONNECTED")
         bias = _bias_value(node, bias, units, ("INT32",) if kind == "int8" else ("INT32", "INT64"))
@@ -568,11 +562,11 @@ def prepare_transpose_conv(node: Node):
     if kind == "int16":
         # TFLM widens an int16 bias to int64 and reads any other as int64.
         bias = _bias_value(node, bias, o, ("INT64", "INT16"))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         dtype, offset = np.float64, 0
     elif kind == "int8":
         bias = _bias_value(node, bias, o, ("INT32",))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         dtype, offset = np.float64, inp.zp
     else:
         bias = _bias_value(node, bias, o, ("FLOAT32",))
@@ -659,7 +653,7 @@ def prepare_batch_matmul(node: Node):
     dtype = np.float32 if kind == "FLOAT32" else np.float64
     l_off = r_off = 0
     if kind != "FLOAT32":
-        _require_quantized(node, lhs, rhs, out)
+        node.expect_quantized(lhs, rhs, out)
         if lhs.scale.size > 1 or rhs.scale.size > 1:
             raise node.unsupported("per-channel quantized BATCH_MATMUL operands are not supported")
         l_off, r_off = lhs.zp, rhs.zp

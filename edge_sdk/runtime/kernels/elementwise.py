@@ -60,12 +60,6 @@ def binary_inputs(node: Node, allowed: tuple[str, ...], output_types: tuple[str,
     return a, b, out
 
 
-def _quantized(node: Node, *tensors) -> None:
-    for t in tensors:
-        if not t.quantized:
-            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
-
-
 def _int32_clamp(act: str):
     # CalculateActivationRange<int32_t>: the float bounds of the activation, as int32
     return {"NONE": None, "RELU": (0, INT32_MAX), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
@@ -163,7 +157,7 @@ def _prepare_add_sub(node: Node, sign: int):
     if a.type == "INT64":
         # TFLM has no int64 ADD/SUB; LiteRT's (add.cc / sub.cc) wraps and clamps to the activation's int64 range
         return _run_int(np.add if sign > 0 else np.subtract, _int64_clamp(act))
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     left_shift, q1, q2, qo, lo, hi = _add_sub_params(node, a, b, out, float_scales=False)
     return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, left_shift, q1, q2, qo), lo, hi)
 
@@ -192,7 +186,7 @@ def prepare_mul(node: Node):
         return _run_int(np.multiply, _int32_clamp(act))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} with {a.type} inputs")
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     if a.type == "INT16" and (a.zp or b.zp or out.zp):
         raise node.error("int16 MUL needs zero points of 0")
     lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
@@ -238,7 +232,7 @@ def prepare_div(node: Node):
         return _run_float(np.divide, float_clamp(act))
     if a.type == "INT32":
         return _run_int(_int_div_trunc, _int32_clamp(act))
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
     # The checkout's div.cc forms this ratio in float32; the TFLM build we compare with (the tflite-micro wheel)
     # forms it in double, and exhaustive tests agree only with double.
@@ -269,7 +263,7 @@ def prepare_squared_difference(node: Node):
         return _run_float(lambda x, y: np.square(x - y), None)
     if a.type == "INT32":
         return _run_int(lambda x, y: (x - y) * (x - y), None)
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     qmin, qmax = TYPE_RANGES[a.type]
     if a.type == "INT8":
         for t in (a, b, out):
@@ -342,7 +336,7 @@ def prepare_rsqrt(node: Node):
         def run(inputs, outputs):
             outputs[0][...] = one / np.sqrt(inputs[0])
         return run
-    _quantized(node, x, out)
+    node.expect_quantized(x, out)
     scale = 1.0 / float(np.float32(np.sqrt(np.float32(x.s))) * np.float32(out.s))
     multiplier, shift = quantize_multiplier(scale)
     table = rsqrt_int8_table(x.zp, out.zp, multiplier, shift)

@@ -69,9 +69,7 @@ def prepare_gelu(node: Node):
         def run(inputs, outputs):
             outputs[0][...] = gelu_float(inputs[0], approximate)
         return run
-    for t in (x, out):
-        if not t.quantized:
-            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
+    node.expect_quantized(x, out)
     table = gelu_table(x.s, x.zp, out.s, out.zp, approximate)
 
     def run_int8(inputs, outputs):

@@ -146,6 +146,12 @@ class Node:
         if tensor.type not in allowed:
             raise self.unsupported(f"{what} '{tensor.name}' has type {tensor.type}; supported: {', '.join(allowed)}")
 
+    def expect_quantized(self, *tensors: TensorInfo | None) -> None:
+        """Each tensor given (None: an omitted optional input, skipped) carries a scale and zero point."""
+        for t in tensors:
+            if t is not None and not t.quantized:
+                raise self.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
+
     def constant_values(self, i: int, what: str, allowed: tuple[str, ...]) -> np.ndarray:
         """The values of input ``i`` (flattened) when prepare needs them (axes, sizes, paddings, thresholds): a
         constant of a type in ``allowed``; a tensor computed at run time is an UnsupportedOpError."""
