@@ -111,37 +111,37 @@ def _run_quantized(out_type: str, f, lo: int, hi: int):
 
 # ---------------------------------------------------------------- ADD / SUB
 
-def _add_sub_params(node: Node, a, b, out, float_scales: bool):
-    """CalculateOpDataAdd / CalculateOpDataSub.
+def _rescaled_inputs(a, b, left_shift: int):
+    """The input side of quantized ADD / SUB / SQUARED_DIFFERENCE (TFLM's CalculateOpDataAdd / Sub and
+    squared_difference.cc): each input less its zero point, shifted left by ``left_shift`` and rescaled to twice
+    the larger input scale. Returns (twice_max, rescale) with rescale(x1, x2) -> (s1, s2), int64.
 
-    The checkout's sub_common.cc forms the ratios in float32; the seanet SUB goldens (TFLM's own) and the
-    tflite-micro wheel agree only with the double arithmetic ADD uses, so both use double by default.
+    The ratios are formed in double: the checkout's sub_common.cc forms them in float32, but the seanet SUB
+    goldens (TFLM's own) and the tflite-micro wheel agree only with the double arithmetic ADD uses.
     """
-    left_shift = 15 if out.type == "INT16" else 20
-    if float_scales:
-        f = np.float32
-        twice_max = f(2) * max(f(a.s), f(b.s))
-        m1 = float(f(a.s) / twice_max)
-        m2 = float(f(b.s) / twice_max)
-        mo = float(twice_max / (f(1 << left_shift) * f(out.s)))
-    else:
-        twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
-        m1 = float(a.s) / twice_max
-        m2 = float(b.s) / twice_max
-        mo = twice_max / ((1 << left_shift) * float(out.s))
-    q1, q2, qo = quantize_multiplier(m1), quantize_multiplier(m2), quantize_multiplier(mo)
-    lo, hi = activation_range_quantized(check_activation(node), out.type, out.s, out.zp)
-    return left_shift, q1, q2, qo, lo, hi
+    twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
+    q1 = quantize_multiplier(float(a.s) / twice_max)
+    q2 = quantize_multiplier(float(b.s) / twice_max)
+    off1, off2 = -a.zp, -b.zp
 
-
-def _add_sub_formula(sign: int, a, b, out, left_shift, q1, q2, qo):
-    off1, off2, off_out = -a.zp, -b.zp, out.zp
-
-    def f(x1, x2):
+    def rescale(x1, x2):
         s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
         s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
+        return s1, s2
+    return twice_max, rescale
+
+
+def _add_sub_quantized(node: Node, sign: int, a, b, out):
+    left_shift = 15 if out.type == "INT16" else 20
+    twice_max, rescale = _rescaled_inputs(a, b, left_shift)
+    qo = quantize_multiplier(twice_max / ((1 << left_shift) * float(out.s)))
+    lo, hi = activation_range_quantized(check_activation(node), out.type, out.s, out.zp)
+    off_out = out.zp
+
+    def f(x1, x2):
+        s1, s2 = rescale(x1, x2)
         return multiply_by_quantized_multiplier(fp.wrap32(s1 + sign * s2), *qo) + off_out
-    return f
+    return _run_quantized(out.type, f, lo, hi)
 
 
 def _prepare_add_sub(node: Node, sign: int):
@@ -158,8 +158,7 @@ def _prepare_add_sub(node: Node, sign: int):
         # TFLM has no int64 ADD/SUB; LiteRT's (add.cc / sub.cc) wraps and clamps to the activation's int64 range
         return _run_int(np.add if sign > 0 else np.subtract, _int64_clamp(act))
     node.expect_quantized(a, b, out)
-    left_shift, q1, q2, qo, lo, hi = _add_sub_params(node, a, b, out, float_scales=False)
-    return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, left_shift, q1, q2, qo), lo, hi)
+    return _add_sub_quantized(node, sign, a, b, out)
 
 
 def prepare_add(node: Node):
@@ -272,15 +271,12 @@ def prepare_squared_difference(node: Node):
     else:
         node.expect(a.zp == 0 and b.zp == 0 and out.zp == 0, "int16 SQUARED_DIFFERENCE needs zero points of 0")
         left_shift = 0
-    twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
-    q1 = quantize_multiplier(float(a.s) / twice_max)
-    q2 = quantize_multiplier(float(b.s) / twice_max)
+    twice_max, rescale = _rescaled_inputs(a, b, left_shift)
     qo = quantize_multiplier(twice_max * twice_max / float(np.float32(1 << (2 * left_shift)) * np.float32(out.s)))
-    off1, off2, off_out = -a.zp, -b.zp, out.zp
+    off_out = out.zp
 
     def f(x1, x2):
-        s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
-        s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
+        s1, s2 = rescale(x1, x2)
         d = fp.wrap32(s1 - s2)
         return multiply_by_quantized_multiplier(fp.wrap32(d * d), *qo) + off_out
     return _run_quantized(a.type, f, qmin, qmax)
