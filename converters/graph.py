@@ -36,6 +36,14 @@ from edge_sdk.model.types import (
 )
 from edge_sdk.model.writer import option_defaults, options_for
 
+# Weighted layers: op -> (weights input, bias input, output-channel axis of the weights), as TFLite lays them
+# out (conv filters [out, kh, kw, in], depthwise [1, kh, kw, out], FC [out, in], TRANSPOSE_CONV's bias last).
+WEIGHTED_LAYERS = {
+    "CONV_2D": (1, 2, 0),
+    "DEPTHWISE_CONV_2D": (1, 2, 3),
+    "FULLY_CONNECTED": (1, 2, 0),
+    "TRANSPOSE_CONV": (1, 3, 0),
+}
 # Ops that act on something besides their outputs (resource variables, called subgraphs): never dead.
 SIDE_EFFECT_OPS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "WHILE", "IF"})
 
