@@ -76,7 +76,7 @@ from converters.calibration import CalibrationData, calibration_data
 from converters.graph import WEIGHTED_LAYERS
 from edge_sdk import log
 from edge_sdk.errors import ConversionError, ModelError
-from edge_sdk.runtime.kernels.quant import tflite_round
+from edge_sdk.runtime.kernels.quant import INT32_MAX, tflite_round
 from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
 from edge_sdk.model.types import (
     Buffer,
@@ -97,7 +97,6 @@ STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB o
 METHODS = ("minmax", "percentile", "mse")
 MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
-INT32_MAX = 2**31 - 1
 
 # Ops whose output keeps the quantization of one data input (index given); other inputs are int32 params.
 _SAME_AS_INPUT = {

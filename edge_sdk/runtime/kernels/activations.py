@@ -15,6 +15,8 @@ from edge_sdk.runtime.kernels import fixedpoint as fp
 from edge_sdk.runtime.kernels.lut import int8_pair_table_run, table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
+    INT32_MAX,
+    INT32_MIN,
     TYPE_RANGES,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -267,12 +269,9 @@ def _exp_float32(v):
     return np.exp(v.astype(np.float64)).astype(np.float32)
 
 
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-
 def _py_srdhm(a: int, b: int) -> int:
-    if a == b == _I32_MIN:
-        return _I32_MAX
+    if a == b == INT32_MIN:
+        return INT32_MAX
     ab = a * b
     ab += (1 << 30) if ab >= 0 else 1 - (1 << 30)
     return ab >> 31 if ab >= 0 else -((-ab) >> 31)
@@ -285,9 +284,9 @@ def _py_wrap32(x: int) -> int:
 def _py_sat_shift_left(x: int, exponent: int) -> int:
     threshold = (1 << (31 - exponent)) - 1
     if x > threshold:
-        return _I32_MAX
+        return INT32_MAX
     if x < -threshold:
-        return _I32_MIN
+        return INT32_MIN
     return _py_wrap32(x << exponent)
 
 
@@ -297,7 +296,7 @@ def _py_reciprocal(total: int, integer_bits: int) -> tuple[int, int]:
     headroom_plus_one = 32 - x.bit_length()
     shifted = (x << headroom_plus_one) & 0xFFFFFFFF
     a = _py_wrap32(shifted - (1 << 31))
-    s = a + _I32_MAX  # rounding half sum with one
+    s = a + INT32_MAX  # rounding half sum with one
     half_denominator = (s + 1) // 2 if s >= 0 else -((-(s - 1)) // 2)
     r = _py_wrap32(1515870810 + _py_srdhm(half_denominator, -1010580540))
     for _ in range(3):
