@@ -687,19 +687,27 @@ class _Importer:
             self._op("DEPTHWISE_CONV_2D", [t, self._f32("weights", w.transpose(1, 2, 3, 0)), self._f32("bias", bias)],
                      [conv_out], depth_multiplier=cout // cin, **opts)
         else:
-            gin, gout = cin // group, cout // group
-            ts = self.shape(t)
-            parts = [self._tmp(f"group{g}", ts[:3] + (gin,)) for g in range(group)]
-            self._op("SPLIT", [self._i32("split_axis", 3), t], parts, num_splits=group)
-            outs = []
-            for g in range(group):
-                o = self._tmp(f"group{g}_conv", (n, oh, ow, gout))
-                wg = w[g * gout:(g + 1) * gout].transpose(0, 2, 3, 1)
-                self._op("CONV_2D", [parts[g], self._f32(f"weights{g}", wg),
-                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
-                outs.append(o)
-            self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
+            self._grouped_conv("CONV_2D", t, conv_out, group, bias, opts,
+                               lambda lo, hi: w[lo:hi].transpose(0, 2, 3, 1))
         self._from_nhwc(conv_out, out)
+
+    def _grouped_conv(self, op, t, conv_out, group, bias, opts, group_weights):
+        """A grouped convolution of channels-last ``t`` into ``conv_out``: a SPLIT over the channels (last axis),
+        one ``op`` per group with the weights ``group_weights(lo, hi)`` of output channels lo..hi and that
+        slice of the bias, and a CONCATENATION of the results (TFLite's CONV_2D / CONV_3D take no groups)."""
+        ts, os_ = self.shape(t), self.shape(conv_out)
+        axis = len(ts) - 1
+        gin, gout = ts[axis] // group, os_[axis] // group
+        parts = [self._tmp(f"group{g}", ts[:axis] + (gin,)) for g in range(group)]
+        self._op("SPLIT", [self._i32("split_axis", axis), t], parts, num_splits=group)
+        outs = []
+        for g in range(group):
+            lo, hi = g * gout, (g + 1) * gout
+            o = self._tmp(f"group{g}_conv", os_[:axis] + (gout,))
+            self._op(op, [parts[g], self._f32(f"weights{g}", group_weights(lo, hi)),
+                          self._f32(f"bias{g}", bias[lo:hi])], [o], **opts)
+            outs.append(o)
+        self._op("CONCATENATION", outs, [conv_out], axis=axis, fused_activation_function="NONE")
 
     def _conv3d(self, node, a, x, w, b):
         """3-D Conv: NCDHW -> NDHWC (a TRANSPOSE the layout pass moves), CONV_3D with DHWIO weights (LiteRT's
@@ -743,17 +751,7 @@ class _Importer:
         if group == 1:
             self._op("CONV_3D", [t, self._f32("weights", wt), self._f32("bias", bias)], [conv_out], **opts)
         else:
-            gin, gout = cin // group, cout // group
-            ts = self.shape(t)
-            parts = [self._tmp(f"group{g}", ts[:4] + (gin,)) for g in range(group)]
-            self._op("SPLIT", [self._i32("split_axis", 4), t], parts, num_splits=group)
-            outs = []
-            for g in range(group):
-                o = self._tmp(f"group{g}_conv", (n, *osz, gout))
-                self._op("CONV_3D", [parts[g], self._f32(f"weights{g}", wt[..., g * gout:(g + 1) * gout]),
-                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
-                outs.append(o)
-            self._op("CONCATENATION", outs, [conv_out], axis=4, fused_activation_function="NONE")
+            self._grouped_conv("CONV_3D", t, conv_out, group, bias, opts, lambda lo, hi: wt[..., lo:hi])
         self.transpose(conv_out, [0, 4, 1, 2, 3], "to_ncdhw", out=out)
 
     def _op_ConvTranspose(self, node, a):
