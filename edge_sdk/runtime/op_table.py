@@ -160,7 +160,7 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("STRIDED_SLICE",                "shape:prepare_strided_slice",      8),
     OpRow("SLICE",                        "shape:prepare_slice",              6),
     OpRow("PAD",                          "shape:prepare_pad",                4),
-    OpRow("PADV2",                        "shape:prepare_padv2",              4),
+    OpRow("PADV2",                        "shape:prepare_pad",                4),
     OpRow("GATHER",                       "shape:prepare_gather",             7),
     OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2),
     OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2),

@@ -450,7 +450,8 @@ def prepare_slice(node: Node) -> Eval:
 # ----------------------------------------------------------------------------------------------- pad
 
 
-def _prepare_pad(node: Node) -> Eval:
+def prepare_pad(node: Node) -> Eval:
+    """PAD and PADV2 (input 2, when present, holds the pad value)."""
     node.expect_counts((2, 3), 1)
     x, y = node.input(0), node.outputs[0]
     node.expect_types(x, _PAD_TYPES)
@@ -502,14 +503,6 @@ def _prepare_pad(node: Node) -> Eval:
             out[inner] = x
 
     return run
-
-
-def prepare_pad(node: Node) -> Eval:
-    return _prepare_pad(node)
-
-
-def prepare_padv2(node: Node) -> Eval:
-    return _prepare_pad(node)
 
 
 # -------------------------------------------------------------------------------------------- gather
