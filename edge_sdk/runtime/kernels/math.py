@@ -31,16 +31,19 @@ def _unary_float(node: Node, fn, int_types: tuple[str, ...] = ()):
     return run
 
 
-def prepare_exp(node: Node):
-    return _unary_float(node, np.exp)
+# The unary ops prepare_unary runs: op -> (numpy function, integer types taken besides FLOAT32).
+UNARY_OPS = {
+    "EXP": (np.exp, ()),
+    "LOG": (np.log, ()),
+    "SQRT": (np.sqrt, ()),
+    "NEG": (np.negative, ("INT32", "INT64")),
+}
 
 
-def prepare_log(node: Node):
-    return _unary_float(node, np.log)
-
-
-def prepare_sqrt(node: Node):
-    return _unary_float(node, np.sqrt)
+def prepare_unary(node: Node):
+    """EXP, LOG, SQRT, NEG: the op's row of ``UNARY_OPS``."""
+    fn, int_types = UNARY_OPS[node.op]
+    return _unary_float(node, fn, int_types)
 
 
 def prepare_abs(node: Node):
@@ -49,10 +52,6 @@ def prepare_abs(node: Node):
             out[...] = np.minimum(np.abs(v.astype(np.int16)), 127)
         return _unary_float(node, saturating_abs, ("INT8",))
     return _unary_float(node, np.abs, ("INT32", "INT64"))
-
-
-def prepare_neg(node: Node):
-    return _unary_float(node, np.negative, ("INT32", "INT64"))
 
 
 def prepare_pow(node: Node):
