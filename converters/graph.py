@@ -36,6 +36,14 @@ from edge_sdk.model.types import (
 )
 from edge_sdk.model.writer import option_defaults, options_for
 
+# Weighted layers: op -> (weights input, bias input, output-channel axis of the weights), as TFLite lays them
+# out (conv filters [out, kh, kw, in], depthwise [1, kh, kw, out], FC [out, in], TRANSPOSE_CONV's bias last).
+WEIGHTED_LAYERS = {
+    "CONV_2D": (1, 2, 0),
+    "DEPTHWISE_CONV_2D": (1, 2, 3),
+    "FULLY_CONNECTED": (1, 2, 0),
+    "TRANSPOSE_CONV": (1, 3, 0),
+}
 # Ops that act on something besides their outputs (resource variables, called subgraphs): never dead.
 SIDE_EFFECT_OPS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "WHILE", "IF"})
 
@@ -450,3 +458,15 @@ def eliminate_dead_code(model: Model) -> int:
         removed += len(dead)
     compact(model)
     return removed
+
+
+def apply_everywhere(model: Model, apply, dce: bool = True) -> int:
+    """Run a pass's ``apply(model, sg) -> rewrites`` on every subgraph, then (unless ``dce=False``)
+    ``eliminate_dead_code``; returns the rewrites made. Each pass's ``run`` and ``passes.optimize``'s rounds
+    go through here."""
+    rewrites = 0
+    for sg in range(len(model.subgraphs)):
+        rewrites += apply(model, sg)
+    if dce:
+        eliminate_dead_code(model)
+    return rewrites

@@ -156,6 +156,42 @@ def _shape_flag(name: str, dims: list[str]) -> str:
     return f"--input-shape {name}:{example} (input_shapes={{'{name}': (...)}} in convert())"
 
 
+# ONNX ops that map one to one onto a TFLite op through a shared builder: op_type -> (builder method, TFLite op);
+# the builder is called as builder(node, attrs, op). An op with more to do has its own _op_<OpType> method.
+_ONE_TO_ONE = {
+    "Add": ("_binary_node", "ADD"),
+    "Sub": ("_binary_node", "SUB"),
+    "Mul": ("_binary_node", "MUL"),
+    "Div": ("_binary_node", "DIV"),
+    "Min": ("_variadic", "MINIMUM"),
+    "Max": ("_variadic", "MAXIMUM"),
+    "Sqrt": ("_unary_node", "SQRT"),
+    "Exp": ("_unary_node", "EXP"),
+    "Log": ("_unary_node", "LOG"),
+    "Relu": ("_unary_node", "RELU"),
+    "Sigmoid": ("_unary_node", "LOGISTIC"),
+    "Tanh": ("_unary_node", "TANH"),
+    "HardSwish": ("_unary_node", "HARD_SWISH"),
+    "Sum": ("_variadic", "ADD"),
+    "Softmax": ("_softmax", "SOFTMAX"),
+    "LogSoftmax": ("_softmax", "LOG_SOFTMAX"),
+    "ReduceMean": ("_reduce", "MEAN"),
+    "ReduceSum": ("_reduce", "SUM"),
+    "ReduceMax": ("_reduce", "REDUCE_MAX"),
+    "RNN": ("_recurrent", "RNN"),
+    "GRU": ("_recurrent", "GRU"),
+    "Less": ("_compare_node", "LESS"),
+    "LessOrEqual": ("_compare_node", "LESS_EQUAL"),
+    "Greater": ("_compare_node", "GREATER"),
+    "GreaterOrEqual": ("_compare_node", "GREATER_EQUAL"),
+    "Equal": ("_compare_node", "EQUAL"),
+    "And": ("_logical_node", "LOGICAL_AND"),
+    "Or": ("_logical_node", "LOGICAL_OR"),
+    "Xor": ("_logical_node", "NOT_EQUAL"),
+    "Not": ("_logical_node", "LOGICAL_NOT"),
+}
+
+
 class _Importer:
     def __init__(self, proto, input_shapes=None):
         import onnx
@@ -196,7 +232,7 @@ class _Importer:
             if any(i and i not in self.values and i not in self.consts for i in node.input):
                 continue  # an input comes from a node that already failed: that node is the reported problem
             try:
-                handler = getattr(self, f"_op_{node.op_type}", None)
+                handler = self._handler(node.op_type)
                 if handler is None:
                     raise _Unsupported("no mapping to TFLite builtins for this op")
                 for o in node.output:
@@ -216,6 +252,15 @@ class _Importer:
         self._verify(model)
         model.import_warnings = list(self.notes)
         return model
+
+    def _handler(self, op_type: str):
+        """handler(node, attrs) for an ONNX op: its _op_<OpType> method, or its builder in _ONE_TO_ONE; None."""
+        method = getattr(self, f"_op_{op_type}", None)
+        if method is not None or op_type not in _ONE_TO_ONE:
+            return method
+        builder, op = _ONE_TO_ONE[op_type]
+        build = getattr(self, builder)
+        return lambda node, a: build(node, a, op)
 
     def _problem(self, name, node, reason):
         self.problems.append(f"node '{name}' ({node.op_type}, opset {self.opset}): {reason}")
@@ -687,19 +732,27 @@ class _Importer:
             self._op("DEPTHWISE_CONV_2D", [t, self._f32("weights", w.transpose(1, 2, 3, 0)), self._f32("bias", bias)],
                      [conv_out], depth_multiplier=cout // cin, **opts)
         else:
-            gin, gout = cin // group, cout // group
-            ts = self.shape(t)
-            parts = [self._tmp(f"group{g}", ts[:3] + (gin,)) for g in range(group)]
-            self._op("SPLIT", [self._i32("split_axis", 3), t], parts, num_splits=group)
-            outs = []
-            for g in range(group):
-                o = self._tmp(f"group{g}_conv", (n, oh, ow, gout))
-                wg = w[g * gout:(g + 1) * gout].transpose(0, 2, 3, 1)
-                self._op("CONV_2D", [parts[g], self._f32(f"weights{g}", wg),
-                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
-                outs.append(o)
-            self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
+            self._grouped_conv("CONV_2D", t, conv_out, group, bias, opts,
+                               lambda lo, hi: w[lo:hi].transpose(0, 2, 3, 1))
         self._from_nhwc(conv_out, out)
+
+    def _grouped_conv(self, op, t, conv_out, group, bias, opts, group_weights):
+        """A grouped convolution of channels-last ``t`` into ``conv_out``: a SPLIT over the channels (last axis),
+        one ``op`` per group with the weights ``group_weights(lo, hi)`` of output channels lo..hi and that
+        slice of the bias, and a CONCATENATION of the results (TFLite's CONV_2D / CONV_3D take no groups)."""
+        ts, os_ = self.shape(t), self.shape(conv_out)
+        axis = len(ts) - 1
+        gin, gout = ts[axis] // group, os_[axis] // group
+        parts = [self._tmp(f"group{g}", ts[:axis] + (gin,)) for g in range(group)]
+        self._op("SPLIT", [self._i32("split_axis", axis), t], parts, num_splits=group)
+        outs = []
+        for g in range(group):
+            lo, hi = g * gout, (g + 1) * gout
+            o = self._tmp(f"group{g}_conv", os_[:axis] + (gout,))
+            self._op(op, [parts[g], self._f32(f"weights{g}", group_weights(lo, hi)),
+                          self._f32(f"bias{g}", bias[lo:hi])], [o], **opts)
+            outs.append(o)
+        self._op("CONCATENATION", outs, [conv_out], axis=axis, fused_activation_function="NONE")
 
     def _conv3d(self, node, a, x, w, b):
         """3-D Conv: NCDHW -> NDHWC (a TRANSPOSE the layout pass moves), CONV_3D with DHWIO weights (LiteRT's
@@ -743,17 +796,7 @@ class _Importer:
         if group == 1:
             self._op("CONV_3D", [t, self._f32("weights", wt), self._f32("bias", bias)], [conv_out], **opts)
         else:
-            gin, gout = cin // group, cout // group
-            ts = self.shape(t)
-            parts = [self._tmp(f"group{g}", ts[:4] + (gin,)) for g in range(group)]
-            self._op("SPLIT", [self._i32("split_axis", 4), t], parts, num_splits=group)
-            outs = []
-            for g in range(group):
-                o = self._tmp(f"group{g}_conv", (n, *osz, gout))
-                self._op("CONV_3D", [parts[g], self._f32(f"weights{g}", wt[..., g * gout:(g + 1) * gout]),
-                                     self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
-                outs.append(o)
-            self._op("CONCATENATION", outs, [conv_out], axis=4, fused_activation_function="NONE")
+            self._grouped_conv("CONV_3D", t, conv_out, group, bias, opts, lambda lo, hi: wt[..., lo:hi])
         self.transpose(conv_out, [0, 4, 1, 2, 3], "to_ncdhw", out=out)
 
     def _op_ConvTranspose(self, node, a):
@@ -1125,7 +1168,7 @@ class _Importer:
         arrange(full, "".join(order), rhs, "einsum_out", final=out)
 
     # ------------------------------------------------------------------ element-wise
-    def _binary_node(self, node, op):
+    def _binary_node(self, node, a, op):
         a_, b_ = self.value(node.input[0]), self.value(node.input[1])
         if self.ttype(a_) != self.ttype(b_):
             raise _Unsupported(f"operand types differ ({self.ttype(a_)}, {self.ttype(b_)})")
@@ -1135,19 +1178,7 @@ class _Importer:
         extra = {"fused_activation_function": "NONE"} if op in ("ADD", "SUB", "MUL", "DIV") else {}
         self._op(op, [a_, b_], [out], **extra)
 
-    def _op_Add(self, node, a):
-        self._binary_node(node, "ADD")
-
-    def _op_Sub(self, node, a):
-        self._binary_node(node, "SUB")
-
-    def _op_Mul(self, node, a):
-        self._binary_node(node, "MUL")
-
-    def _op_Div(self, node, a):
-        self._binary_node(node, "DIV")
-
-    def _variadic(self, node, op):
+    def _variadic(self, node, a, op):
         ins = [self.value(i) for i in node.input if i]
         out = self.out(node)
         if len(ins) == 1:
@@ -1157,12 +1188,6 @@ class _Importer:
         extra = {"fused_activation_function": "NONE"} if op in ("ADD", "MUL") else {}
         for k, t in enumerate(ins[1:]):
             acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None, **extra)
-
-    def _op_Min(self, node, a):
-        self._variadic(node, "MINIMUM")
-
-    def _op_Max(self, node, a):
-        self._variadic(node, "MAXIMUM")
 
     def _op_Pow(self, node, a):
         x = self.float_input(node)
@@ -1195,17 +1220,8 @@ class _Importer:
             raise _Unsupported(f"exponent of type {self.ttype(y)}")
         self._op("POW", [x, y], [out])
 
-    def _unary_node(self, node, op, **options):
+    def _unary_node(self, node, a, op, **options):
         self._op(op, [self.float_input(node)], [self.out(node)], **options)
-
-    def _op_Sqrt(self, node, a):
-        self._unary_node(node, "SQRT")
-
-    def _op_Exp(self, node, a):
-        self._unary_node(node, "EXP")
-
-    def _op_Log(self, node, a):
-        self._unary_node(node, "LOG")
 
     def _op_Abs(self, node, a):
         self._op("ABS", [self.value(node.input[0])], [self.out(node)])
@@ -1213,20 +1229,8 @@ class _Importer:
     def _op_Neg(self, node, a):
         self._op("NEG", [self.value(node.input[0])], [self.out(node)])
 
-    def _op_Relu(self, node, a):
-        self._unary_node(node, "RELU")
-
-    def _op_Sigmoid(self, node, a):
-        self._unary_node(node, "LOGISTIC")
-
-    def _op_Tanh(self, node, a):
-        self._unary_node(node, "TANH")
-
-    def _op_HardSwish(self, node, a):
-        self._unary_node(node, "HARD_SWISH")
-
     def _op_LeakyRelu(self, node, a):
-        self._unary_node(node, "LEAKY_RELU", alpha=float(a.get("alpha", 0.01)))
+        self._unary_node(node, a, "LEAKY_RELU", alpha=float(a.get("alpha", 0.01)))
 
     def _op_Clip(self, node, a):
         x = self.float_input(node)
@@ -1314,13 +1318,10 @@ class _Importer:
         self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
                     fused_activation_function="NONE")
 
-    def _op_Sum(self, node, a):
-        self._variadic(node, "ADD")
-
     def _op_Mean(self, node, a):
         ins = [i for i in node.input if i]
         if len(ins) == 1:
-            self._variadic(node, "ADD")
+            self._variadic(node, a, "ADD")
             return
         out = self.out(node)
         acc = self.value(ins[0])
@@ -1406,12 +1407,6 @@ class _Importer:
         self._op(op, [t], [s], **opts)
         self.reshape(s, xs, out=out)
 
-    def _op_Softmax(self, node, a):
-        self._softmax(node, a, "SOFTMAX")
-
-    def _op_LogSoftmax(self, node, a):
-        self._softmax(node, a, "LOG_SOFTMAX")
-
     # ------------------------------------------------------------------ normalization
     def _normalize(self, x: int, axes: list[int], eps: float, scale: int | None, bias: int | None, out: int):
         xs = self.shape(x)
@@ -1489,15 +1484,6 @@ class _Importer:
             axes = list(range(rank))
         axes = sorted(set(self.axes(axes, rank)))
         self._op(op, [x, self._i32("axes", axes)], [out], keep_dims=bool(a.get("keepdims", 1)))
-
-    def _op_ReduceMean(self, node, a):
-        self._reduce(node, a, "MEAN")
-
-    def _op_ReduceSum(self, node, a):
-        self._reduce(node, a, "SUM")
-
-    def _op_ReduceMax(self, node, a):
-        self._reduce(node, a, "REDUCE_MAX")
 
     def _reduced_tmp(self, node, suffix):
         return self._tmp(suffix, self.shape(self.out(node)))
@@ -2117,16 +2103,10 @@ class _Importer:
             yh = self.out(node, 1)
             self.reshape(cur, self.shape(yh), out=yh)
 
-    def _op_RNN(self, node, a):
-        self._recurrent(node, a, "RNN")
-
-    def _op_GRU(self, node, a):
-        self._recurrent(node, a, "GRU")
-
     # ------------------------------------------------------------------ comparisons, logical ops, run-time Where
     # Comparisons give BOOL tensors (EQUAL .. GREATER_EQUAL, numpy broadcasting); And / Or / Not map to the
     # LOGICAL ops, Xor to NOT_EQUAL on BOOL; a Where whose condition is computed at run time is one SELECT_V2.
-    def _compare_node(self, node, op):
+    def _compare_node(self, node, a, op):
         a_, b_ = self.value(node.input[0]), self.value(node.input[1])
         ta, tb = self.ttype(a_), self.ttype(b_)
         if ta != tb:
@@ -2138,21 +2118,6 @@ class _Importer:
         if self.shape(a_) != self.shape(b_) and len(self.shape(out)) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         self._op(op, [a_, b_], [out])
-
-    def _op_Less(self, node, a):
-        self._compare_node(node, "LESS")
-
-    def _op_LessOrEqual(self, node, a):
-        self._compare_node(node, "LESS_EQUAL")
-
-    def _op_Greater(self, node, a):
-        self._compare_node(node, "GREATER")
-
-    def _op_GreaterOrEqual(self, node, a):
-        self._compare_node(node, "GREATER_EQUAL")
-
-    def _op_Equal(self, node, a):
-        self._compare_node(node, "EQUAL")
 
     def _op_IsNaN(self, node, a):  # x != x holds exactly for NaN
         x = self.float_input(node)
@@ -2169,7 +2134,7 @@ class _Importer:
         else:  # detects nothing: all false
             self._op("LESS", [x, self._f32("neg_inf", -np.inf)], [out])
 
-    def _logical_node(self, node, op):
+    def _logical_node(self, node, a, op):
         ins = [self.value(i) for i in node.input]
         for k, t in enumerate(ins):
             if self.ttype(t) != "BOOL":
@@ -2178,18 +2143,6 @@ class _Importer:
         if len(ins) == 2 and self.shape(ins[0]) != self.shape(ins[1]) and len(self.shape(out)) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         self._op(op, ins, [out])
-
-    def _op_And(self, node, a):
-        self._logical_node(node, "LOGICAL_AND")
-
-    def _op_Or(self, node, a):
-        self._logical_node(node, "LOGICAL_OR")
-
-    def _op_Xor(self, node, a):
-        self._logical_node(node, "NOT_EQUAL")
-
-    def _op_Not(self, node, a):
-        self._logical_node(node, "LOGICAL_NOT")
 
     def _gather_elements_runtime(self, node, a):
         """GatherElements with indices computed at run time: take-along-axis is a GATHER over the last axis with

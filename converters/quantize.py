@@ -73,9 +73,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from converters.calibration import CalibrationData, calibration_data
+from converters.graph import WEIGHTED_LAYERS
 from edge_sdk import log
 from edge_sdk.errors import ConversionError, ModelError
-from edge_sdk.runtime.kernels.quant import tflite_round
+from edge_sdk.runtime.kernels.quant import INT32_MAX, tflite_round
 from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
 from edge_sdk.model.types import (
     Buffer,
@@ -96,15 +97,7 @@ STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB o
 METHODS = ("minmax", "percentile", "mse")
 MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
-INT32_MAX = 2**31 - 1
 
-# Weighted ops: (weights input, bias input, weights' channel axis).
-_WEIGHTED = {
-    "CONV_2D": (1, 2, 0),
-    "DEPTHWISE_CONV_2D": (1, 2, 3),
-    "FULLY_CONNECTED": (1, 2, 0),
-    "TRANSPOSE_CONV": (1, 3, 0),
-}
 # Ops whose output keeps the quantization of one data input (index given); other inputs are int32 params.
 _SAME_AS_INPUT = {
     "RESHAPE": 0, "SQUEEZE": 0, "EXPAND_DIMS": 0, "TRANSPOSE": 0, "MAX_POOL_2D": 0, "AVERAGE_POOL_2D": 0,
@@ -583,8 +576,8 @@ def _quantizable(model: Model, i: int, op: Operator) -> str | None:
     name = model.op_name(op)
     if _integer_only(model, op):
         return None
-    if name in _WEIGHTED:
-        w = op.inputs[_WEIGHTED[name][0]]
+    if name in WEIGHTED_LAYERS:
+        w = op.inputs[WEIGHTED_LAYERS[name][0]]
         if not _is_const(model, w):
             return "its weights are not constant"
         return None
@@ -748,8 +741,8 @@ def _integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[
         ins: list[int] = []
         outs: list[int] = []
         oact = "INT16" if i in w16 else act  # this op's activation type
-        if name in _WEIGHTED:
-            wi, bi, axis = _WEIGHTED[name]
+        if name in WEIGHTED_LAYERS:
+            wi, bi, axis = WEIGHTED_LAYERS[name]
             for k, t in enumerate(op.inputs):
                 if k in (wi, bi) or t < 0:
                     ins.append(t)
@@ -1332,7 +1325,7 @@ def _widen_cost(model: Model, i: int, kind: str) -> dict:
     sg = model.subgraphs[0]
     op = sg.operators[i]
     name = model.op_name(op)
-    wi, bi, _ = _WEIGHTED.get(name, (-1, -1, 0))
+    wi, bi, _ = WEIGHTED_LAYERS.get(name, (-1, -1, 0))
     const = 0
     for k, t in enumerate(op.inputs):
         if t < 0 or not _is_float(model, t) or not _is_const(model, t):

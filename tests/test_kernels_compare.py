@@ -120,6 +120,19 @@ def test_comparison_refusals():
                  [np.zeros(2, np.int32), np.zeros(3, np.int32)])
 
 
+def test_one_prepare_serves_the_comparisons_and_the_logical_ops():
+    """Each op_table row naming compare:prepare_compare / prepare_logical has its row in the kernel's table (a
+    missing one would fail at prepare), and every table row is reachable from the op table."""
+    from edge_sdk.runtime import op_table
+    from edge_sdk.runtime.kernels import compare
+
+    tables = {"compare:prepare_compare": compare.COMPARISONS, "compare:prepare_logical": compare.LOGICAL_OPS}
+    for kernel, table in tables.items():
+        rows = {name for name, row in op_table.OPS.items() if row.kernel == kernel}
+        assert rows == set(table), kernel
+    assert set(compare.COMPARISONS) == set(COMPARISONS)
+
+
 # ---------------------------------------------------------------- logical
 
 @pytest.mark.parametrize("op", ["LOGICAL_AND", "LOGICAL_OR"])

@@ -64,3 +64,12 @@ def test_mirror_pad(mode, type_):
                      [T((1, 6, 7, 2), type_, **q)], options={"mode": mode})
     ours = check_op(model, [x], peer=["litert", "tflm"])
     np.testing.assert_array_equal(ours[0], np.pad(x, pads.tolist(), mode=mode.lower()))
+
+
+def test_one_prepare_serves_the_unary_ops():
+    """Each op_table row naming math:prepare_unary has its row in math.UNARY_OPS and every row is in the table."""
+    from edge_sdk.runtime import op_table
+    from edge_sdk.runtime.kernels import math as kmath
+
+    rows = {name for name, row in op_table.OPS.items() if row.kernel == "math:prepare_unary"}
+    assert rows == set(kmath.UNARY_OPS) == {"EXP", "LOG", "SQRT", "NEG"}

@@ -25,7 +25,7 @@ PREPARE = {
     "SHAPE": K.prepare_shape, "CONCATENATION": K.prepare_concatenation, "PACK": K.prepare_pack,
     "UNPACK": K.prepare_unpack, "SPLIT": K.prepare_split, "SPLIT_V": K.prepare_split_v,
     "TRANSPOSE": K.prepare_transpose, "STRIDED_SLICE": K.prepare_strided_slice, "SLICE": K.prepare_slice,
-    "PAD": K.prepare_pad, "PADV2": K.prepare_padv2, "GATHER": K.prepare_gather,
+    "PAD": K.prepare_pad, "PADV2": K.prepare_pad, "GATHER": K.prepare_gather,
     "DEPTH_TO_SPACE": K.prepare_depth_to_space, "SPACE_TO_DEPTH": K.prepare_space_to_depth,
     "DENSIFY": K.prepare_densify,
 }

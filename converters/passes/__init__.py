@@ -59,11 +59,9 @@ def _rounds(model: Model, counts: dict, skip=()) -> None:
         for name, module in PIPELINE:
             if name in skip:
                 continue
-            for sg in range(len(model.subgraphs)):
-                n = module.apply(model, sg)
-                counts[name] = counts.get(name, 0) + n
-                changed += n
-            G.eliminate_dead_code(model)
+            n = G.apply_everywhere(model, module.apply)
+            counts[name] = counts.get(name, 0) + n
+            changed += n
         if not changed:
             return
 

@@ -19,14 +19,6 @@ import numpy as np
 from converters import graph as G
 from edge_sdk.model.types import Model
 
-# op -> (weights input, bias input, output-channel axis of the weights)
-LAYERS = {
-    "CONV_2D": (1, 2, 0),
-    "DEPTHWISE_CONV_2D": (1, 2, 3),
-    "FULLY_CONNECTED": (1, 2, 0),
-    "TRANSPOSE_CONV": (1, 3, 0),
-}
-
 
 def _per_channel(value: np.ndarray, channels: int, out_rank: int) -> np.ndarray | None:
     """The constant as a [channels] vector when it is per-channel along the last axis, else None."""
@@ -40,8 +32,8 @@ def _per_channel(value: np.ndarray, channels: int, out_rank: int) -> np.ndarray 
 
 
 def fold(model: Model, sg: int = 0, layers=None) -> int:
-    """Fold every MUL/ADD/SUB-by-constant that follows a layer in ``layers`` (default: all of LAYERS)."""
-    layers = LAYERS if layers is None else {k: LAYERS[k] for k in layers}
+    """Fold every MUL/ADD/SUB-by-constant that follows a layer in ``layers`` (default: graph.WEIGHTED_LAYERS)."""
+    layers = G.WEIGHTED_LAYERS if layers is None else {k: G.WEIGHTED_LAYERS[k] for k in layers}
     sub = model.subgraphs[sg]
     folded = 0
     i = 0
@@ -121,7 +113,5 @@ def apply(model: Model, sg: int = 0) -> int:
 
 
 def run(model: Model) -> Model:
-    for sg in range(len(model.subgraphs)):
-        apply(model, sg)
-    G.eliminate_dead_code(model)
+    G.apply_everywhere(model, apply)
     return model

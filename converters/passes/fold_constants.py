@@ -95,6 +95,5 @@ def apply(model: Model, sg: int = 0) -> int:
 
 
 def run(model: Model) -> Model:
-    for sg in range(len(model.subgraphs)):
-        apply(model, sg)
+    G.apply_everywhere(model, apply, dce=False)
     return model

@@ -433,9 +433,7 @@ def apply(model: Model, sg: int = 0) -> int:
 
 
 def run(model: Model) -> Model:
-    for sg in range(len(model.subgraphs)):
-        apply(model, sg)
-    G.eliminate_dead_code(model)
+    G.apply_everywhere(model, apply)
     return model
 
 

@@ -12,19 +12,17 @@ import math
 import numpy as np
 
 from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.lut import int8_pair_table_run, table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
+    INT32_MAX,
+    INT32_MIN,
     TYPE_RANGES,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     quantize_value,
     tflite_round,
 )
-
-_DOMAIN = {
-    "INT8": (np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64), np.uint8, np.int8),
-    "INT16": (np.arange(65536, dtype=np.uint16).view(np.int16).astype(np.int64), np.uint16, np.int16),
-}
 
 
 def _unary_setup(node: Node, allowed: tuple[str, ...]):
@@ -33,22 +31,6 @@ def _unary_setup(node: Node, allowed: tuple[str, ...]):
     node.expect_types(x, allowed)
     node.set_output_shape(0, x.shape)
     return x, out
-
-
-def _need_quant(node: Node, *tensors):
-    for t in tensors:
-        if not t.quantized:
-            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
-
-
-def _table_run(type_name: str, f):
-    """Tabulate f (int64 array -> int64 array, already clamped) over every input of the type."""
-    domain, index_dtype, out_dtype = _DOMAIN[type_name]
-    table = f(domain).astype(out_dtype)
-
-    def run(inputs, outputs):
-        outputs[0][...] = table[inputs[0].view(index_dtype)]
-    return run
 
 
 def _float_run(f):
@@ -69,7 +51,7 @@ def _relu_like(node: Node, act_min: float, act_max: float | None, float_fn):
     _same_type(node, x, out)
     if x.type == "FLOAT32":
         return _float_run(float_fn)
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT16":
         node.expect(x.zp == 0 and out.zp == 0, "int16 activations need zero points of 0")
     qmin, qmax = TYPE_RANGES[x.type]
@@ -77,7 +59,7 @@ def _relu_like(node: Node, act_min: float, act_max: float | None, float_fn):
     lo = max(qmin, quantize_value(act_min, out.s, out.zp))
     hi = qmax if act_max is None else min(qmax, quantize_value(act_max, out.s, out.zp))
     in_zp, out_zp = x.zp, out.zp
-    return _table_run(x.type, lambda v: np.clip(out_zp + multiply_by_quantized_multiplier(v - in_zp, *mult), lo, hi))
+    return table_run(x.type, lambda v: np.clip(out_zp + multiply_by_quantized_multiplier(v - in_zp, *mult), lo, hi))
 
 
 def prepare_relu(node: Node):
@@ -97,11 +79,11 @@ def prepare_relu6(node: Node):
     lo_f, hi_f = np.float32(0), np.float32(6)
     if x.type == "FLOAT32":
         return _float_run(lambda v: np.where(v > hi_f, hi_f, np.where(v < lo_f, lo_f, v)))
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     qmin, qmax = TYPE_RANGES[x.type]
     zero = x.zp
     six = int(np.clip(int(tflite_round(np.float32(6.0) / np.float32(x.s))) + x.zp, qmin, qmax))
-    return _table_run(x.type, lambda v: np.where(v > six, six, np.where(v < zero, zero, v)))
+    return table_run(x.type, lambda v: np.where(v > six, six, np.where(v < zero, zero, v)))
 
 
 # ---------------------------------------------------------------- LEAKY_RELU
@@ -113,7 +95,7 @@ def prepare_leaky_relu(node: Node):
     if x.type == "FLOAT32":
         zero = np.float32(0)
         return _float_run(lambda v: np.where(v > zero, v, v * alpha))
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     qmin, qmax = TYPE_RANGES[x.type]
     m_alpha, s_alpha = quantize_multiplier(float(x.s) * float(alpha) / float(out.s))
     m_id, s_id = quantize_multiplier(float(x.s) / float(out.s))  # double, as the TFLM wheel
@@ -128,7 +110,7 @@ def prepare_leaky_relu(node: Node):
         if negative_alpha:
             neg = -neg
         return np.clip(out_zp + np.where(d >= 0, pos, neg), qmin, qmax)
-    return _table_run(x.type, f)
+    return table_run(x.type, f)
 
 
 # ---------------------------------------------------------------- HARD_SWISH
@@ -148,7 +130,7 @@ def prepare_hard_swish(node: Node):
         def hs(v):
             return (v * np.minimum(f32(6), np.maximum(f32(0), v + f32(3))) / f32(6)).astype(np.float32)
         return _float_run(hs)
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     f32 = np.float32
     hires_input_scale = f32(1.0 / 128.0) * f32(x.s)
     reluish_scale = f32(3.0 / 32768.0)
@@ -180,7 +162,7 @@ def prepare_hard_swish(node: Node):
         result = fp.wrap16(fp.rdivpot(high, -out_e))
         result = fp.wrap16(result + out_zp)
         return np.clip(result, -128, 127)
-    return _table_run("INT8", f)
+    return table_run("INT8", f)
 
 
 # ---------------------------------------------------------------- LOGISTIC / TANH
@@ -212,7 +194,7 @@ def _int8_sigmoid_run(x, finish):
         d = v - in_zp
         r = finish(multiply_by_quantized_multiplier(d, multiplier, shift))
         return np.where(d <= -radius, -128, np.where(d >= radius, 127, r))
-    return _table_run("INT8", f)
+    return table_run("INT8", f)
 
 
 def _int16_sigmoid_params(node: Node, x, out, tanh: bool):
@@ -247,12 +229,12 @@ def prepare_logistic(node: Node):
             small = np.exp(v.astype(np.float64)).astype(np.float32)
             return np.where(v > upper, np.float32(1), np.where(v < lower, small, mid))
         return _float_run(lg)
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT8":
         node.expect(out.zp == -128, "int8 LOGISTIC needs an output zero point of -128")
         return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.logistic(q4, 4), 23) - 128, -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=False)
-    return _table_run("INT16", lambda v: fp.logistic_int16(v, multiplier, left_shift))
+    return table_run("INT16", lambda v: fp.logistic_int16(v, multiplier, left_shift))
 
 
 def prepare_tanh(node: Node):
@@ -260,11 +242,11 @@ def prepare_tanh(node: Node):
     _same_type(node, x, out)
     if x.type == "FLOAT32":
         return _float_run(lambda v: np.tanh(v.astype(np.float64)).astype(np.float32))
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT8":
         return _int8_sigmoid_run(x, lambda q4: np.clip(fp.rdivpot(fp.tanh(q4, 4), 24), -128, 127))
     multiplier, left_shift = _int16_sigmoid_params(node, x, out, tanh=True)
-    return _table_run("INT16", lambda v: fp.tanh_int16(v, multiplier, left_shift))
+    return table_run("INT16", lambda v: fp.tanh_int16(v, multiplier, left_shift))
 
 
 # ---------------------------------------------------------------- SOFTMAX / LOG_SOFTMAX
@@ -287,12 +269,9 @@ def _exp_float32(v):
     return np.exp(v.astype(np.float64)).astype(np.float32)
 
 
-_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
-
-
 def _py_srdhm(a: int, b: int) -> int:
-    if a == b == _I32_MIN:
-        return _I32_MAX
+    if a == b == INT32_MIN:
+        return INT32_MAX
     ab = a * b
     ab += (1 << 30) if ab >= 0 else 1 - (1 << 30)
     return ab >> 31 if ab >= 0 else -((-ab) >> 31)
@@ -305,9 +284,9 @@ def _py_wrap32(x: int) -> int:
 def _py_sat_shift_left(x: int, exponent: int) -> int:
     threshold = (1 << (31 - exponent)) - 1
     if x > threshold:
-        return _I32_MAX
+        return INT32_MAX
     if x < -threshold:
-        return _I32_MIN
+        return INT32_MIN
     return _py_wrap32(x << exponent)
 
 
@@ -317,7 +296,7 @@ def _py_reciprocal(total: int, integer_bits: int) -> tuple[int, int]:
     headroom_plus_one = 32 - x.bit_length()
     shifted = (x << headroom_plus_one) & 0xFFFFFFFF
     a = _py_wrap32(shifted - (1 << 31))
-    s = a + _I32_MAX  # rounding half sum with one
+    s = a + INT32_MAX  # rounding half sum with one
     half_denominator = (s + 1) // 2 if s >= 0 else -((-(s - 1)) // 2)
     r = _py_wrap32(1515870810 + _py_srdhm(half_denominator, -1010580540))
     for _ in range(3):
@@ -453,7 +432,7 @@ def prepare_softmax(node: Node):
             e = _exp_float32((v - v.max(axis=-1, keepdims=True)) * fbeta)
             outputs[0][...] = e / e.sum(axis=-1, keepdims=True, dtype=np.float32)
         return run
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     if x.type == "INT8":
         if out.type == "INT8":
             node.expect(out.zp == -128 and np.float32(out.s) == np.float32(1 / 256),
@@ -521,7 +500,7 @@ def prepare_log_softmax(node: Node):
             s = _exp_float32(shifted).sum(axis=-1, keepdims=True, dtype=np.float32)
             outputs[0][...] = shifted - np.log(s.astype(np.float64)).astype(np.float32)
         return run
-    _need_quant(node, x, out)
+    node.expect_quantized(x, out)
     node.expect(np.float32(out.s) == np.float32(16.0 / 256) and out.zp == 127,
                 "int8 LOG_SOFTMAX output needs scale 16/256 and zero point 127")
     multiplier, shift = _softmax_scaling(1.0, float(np.float32(x.s)))
@@ -554,7 +533,7 @@ def prepare_prelu(node: Node):
         return run
     node.expect_types(alpha, ("INT8",) if x.type == "INT16" else ("INT8",), "alpha")
     _same_type(node, x, out)
-    _need_quant(node, x, alpha, out)
+    node.expect_quantized(x, alpha, out)
     m1 = quantize_multiplier(float(x.s) / float(out.s))
     m2 = quantize_multiplier(float(x.s) * float(alpha.s) / float(out.s))
     in_off, a_off, out_off = -x.zp, -alpha.zp, out.zp
@@ -567,12 +546,7 @@ def prepare_prelu(node: Node):
         return np.clip(np.where(iv >= 0, pos, neg) + out_off, qmin, qmax)
 
     if x.type == "INT8":
-        d = _DOMAIN["INT8"][0]
-        table = f(d[:, None], d[None, :]).astype(np.int8).ravel()
-
-        def run8(inputs, outputs):
-            outputs[0][...] = table[(inputs[0].view(np.uint8).astype(np.intp) << 8) | inputs[1].view(np.uint8)]
-        return run8
+        return int8_pair_table_run(f)
 
     def run16(inputs, outputs):
         outputs[0][...] = f(inputs[0].astype(np.int64), inputs[1].astype(np.int64))

@@ -22,38 +22,32 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.elementwise import binary_inputs, broadcast_shape
+from edge_sdk.runtime.kernels.lut import INT8_VALUES
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
-MAX_BROADCAST_RANK = 6
 INT8_LEFT_SHIFT = 8  # comparisons_common.cc kLeftShift
 
 _ORDERED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 _EQUALITY_TYPES = _ORDERED_TYPES + ("BOOL",)
 _SELECT_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
 
-_COMPARE = {
-    "EQUAL": np.equal,
-    "NOT_EQUAL": np.not_equal,
-    "LESS": np.less,
-    "LESS_EQUAL": np.less_equal,
-    "GREATER": np.greater,
-    "GREATER_EQUAL": np.greater_equal,
+# The comparisons prepare_compare runs: op -> (numpy comparison, the input types it takes).
+COMPARISONS = {
+    "EQUAL": (np.equal, _EQUALITY_TYPES),
+    "NOT_EQUAL": (np.not_equal, _EQUALITY_TYPES),
+    "LESS": (np.less, _ORDERED_TYPES),
+    "LESS_EQUAL": (np.less_equal, _ORDERED_TYPES),
+    "GREATER": (np.greater, _ORDERED_TYPES),
+    "GREATER_EQUAL": (np.greater_equal, _ORDERED_TYPES),
 }
-
-
-def broadcast_shape(node: Node, *shapes) -> tuple[int, ...]:
-    """numpy broadcast of the shapes, or a ModelError / UnsupportedOpError naming them."""
-    shapes = [tuple(s) for s in shapes]
-    if all(s == shapes[0] for s in shapes):
-        return shapes[0]
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise node.error(f"input shapes {', '.join(map(str, shapes))} do not broadcast") from None
-    if len(shape) > MAX_BROADCAST_RANK:
-        raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {shapes})")
-    return tuple(int(d) for d in shape)
+# The logical ops prepare_logical runs: op -> (number of BOOL inputs, numpy function).
+LOGICAL_OPS = {
+    "LOGICAL_AND": (2, np.logical_and),
+    "LOGICAL_OR": (2, np.logical_or),
+    "LOGICAL_NOT": (1, np.logical_not),
+}
 
 
 def int8_rescale_params(scale: float, zero_point: int, where: str = "") -> tuple[int, int, int]:
@@ -70,19 +64,13 @@ def int8_rescale_params(scale: float, zero_point: int, where: str = "") -> tuple
 def int8_rescaled_table(scale: float, zero_point: int, where: str = "") -> np.ndarray:
     """The rescaled value of every int8 input (index = the uint8 view of the value), as int64."""
     offset, multiplier, shift = int8_rescale_params(scale, zero_point, where)
-    x = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)
-    return multiply_by_quantized_multiplier((x + offset) << INT8_LEFT_SHIFT, multiplier, shift)
+    return multiply_by_quantized_multiplier((INT8_VALUES + offset) << INT8_LEFT_SHIFT, multiplier, shift)
 
 
-def _prepare_compare(node: Node, types: tuple[str, ...]):
-    node.expect_counts(2, 1)
-    a, b, out = node.input(0), node.input(1), node.outputs[0]
-    node.expect_types(a, types)
-    if b.type != a.type:
-        raise node.unsupported(f"inputs have different types {a.type} and {b.type}")
-    node.expect_types(out, ("BOOL",), "output")
-    node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
-    fn = _COMPARE[node.op]
+def prepare_compare(node: Node):
+    """EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL: the op's row of ``COMPARISONS``."""
+    fn, types = COMPARISONS[node.op]
+    a, b, out = binary_inputs(node, types, ("BOOL",))
     if a.type == "INT8" and (a.quantized or b.quantized):
         for t in (a, b):
             if not t.quantized:
@@ -108,62 +96,20 @@ def _prepare_compare(node: Node, types: tuple[str, ...]):
     return run
 
 
-def prepare_equal(node: Node):
-    return _prepare_compare(node, _EQUALITY_TYPES)
-
-
-def prepare_not_equal(node: Node):
-    return _prepare_compare(node, _EQUALITY_TYPES)
-
-
-def prepare_less(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
-def prepare_less_equal(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
-def prepare_greater(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
-def prepare_greater_equal(node: Node):
-    return _prepare_compare(node, _ORDERED_TYPES)
-
-
 # ---------------------------------------------------------------- logical
 
-def _prepare_logical_binary(node: Node, fn):
-    node.expect_counts(2, 1)
-    a, b, out = node.input(0), node.input(1), node.outputs[0]
-    for t in (a, b):
+def prepare_logical(node: Node):
+    """LOGICAL_AND, LOGICAL_OR (two BOOL inputs, broadcast), LOGICAL_NOT (one): the op's row of ``LOGICAL_OPS``."""
+    arity, fn = LOGICAL_OPS[node.op]
+    node.expect_counts(arity, 1)
+    ins, out = [node.input(i) for i in range(arity)], node.outputs[0]
+    for t in ins:
         node.expect_types(t, ("BOOL",))
     node.expect_types(out, ("BOOL",), "output")
-    node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
+    node.set_output_shape(0, broadcast_shape(node, *(t.shape for t in ins)))
 
     def run(inputs, outputs):
-        fn(inputs[0], inputs[1], out=outputs[0])
-    return run
-
-
-def prepare_logical_and(node: Node):
-    return _prepare_logical_binary(node, np.logical_and)
-
-
-def prepare_logical_or(node: Node):
-    return _prepare_logical_binary(node, np.logical_or)
-
-
-def prepare_logical_not(node: Node):
-    node.expect_counts(1, 1)
-    x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, ("BOOL",))
-    node.expect_types(out, ("BOOL",), "output")
-    node.set_output_shape(0, x.shape)
-
-    def run(inputs, outputs):
-        np.logical_not(inputs[0], out=outputs[0])
+        fn(*inputs, out=outputs[0])
     return run
 
 

@@ -25,13 +25,12 @@ from numpy.lib.stride_tricks import as_strided
 
 from edge_sdk.runtime.kernels import quant
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
-from edge_sdk.runtime.kernels.quant import Requantizer, clip_into
+from edge_sdk.runtime.kernels.quant import Requantizer, check_activation, clip_into, float_clamp
 
 # BLAS threads: the interpreter limits them once per invoke (edge_sdk.runtime.kernels.blas; one thread by default, as
 # the small GEMMs here run several times slower on OpenBLAS's thread pool when the machine is busy).
 
 _F32 = np.float32
-_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
 _INT32_LIMIT = 1 << 31
 
 
@@ -71,23 +70,10 @@ def patch_window(node: Node, oh: int, pt: int, ow: int, pl: int) -> tuple[int, i
     return oh, pt, ow, pl
 
 
-def check_activation(node: Node, options: dict) -> str:
-    act = options.get("fused_activation_function", "NONE") or "NONE"
-    if act not in _ACTIVATIONS:
-        raise node.unsupported(f"fused activation {act} is not supported")
-    return act
-
-
 def quantized_clamp(node: Node, act: str, out: TensorInfo) -> tuple[int, int]:
     if out.type not in ("INT8", "INT16"):
         raise node.unsupported(f"output type {out.type}")
     return quant.activation_range_quantized(act, out.type, out.s, out.zp)
-
-
-def _require_quantized(node: Node, *tensors: TensorInfo) -> None:
-    for t in tensors:
-        if t is not None and not t.quantized:
-            raise node.error(f"tensor '{t.name}' ({t.type}) has no quantization parameters")
 
 
 def _f64(x) -> float:
@@ -125,15 +111,10 @@ def _bias_value(node: Node, bias: TensorInfo | None, channels: int, allowed: tup
     return bias
 
 
-def _float_clamp(act: str):
-    lo, hi = quant.activation_range_float(act)
-    return None if act == "NONE" else (_F32(lo), _F32(hi))
-
-
 def _float_run(compute, bias: TensorInfo | None, bias_index: int, act: str):
     """Eval of a float kernel: ``compute(inputs)`` gives a fresh float32 product (channel axis last), then the
     bias (constant, or input ``bias_index``), the activation clamp and the store."""
-    clamp = _float_clamp(act)
+    clamp = float_clamp(act)
     b_const = bias.data.astype(np.float32) if bias is not None and bias.is_const else None
 
     def run_float(inputs, outputs):
@@ -231,7 +212,7 @@ def prepare_conv_2d(node: Node):
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     n, h, w, c = inp.shape
     o, kh, kw, cg = flt.shape
     if cg <= 0 or c % cg:
@@ -261,12 +242,12 @@ def prepare_conv_2d(node: Node):
     dtype = np.float32 if kind == "float" else np.float64
 
     if kind == "int8":
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         offset = inp.zp
     else:
         offset = 0
         if kind == "int16":
-            _require_quantized(node, inp, flt, out)
+            node.expect_quantized(inp, flt, out)
     padded = _PaddedInput(n, h, w, c, pt, pl, need_h, need_w, dtype, offset)
     buf = padded.buf
     st = buf.strides
@@ -338,7 +319,7 @@ def prepare_depthwise_conv_2d(node: Node):
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     n, h, w, c = inp.shape
     one, kh, kw, oc = flt.shape
     if one != 1:
@@ -356,11 +337,11 @@ def prepare_depthwise_conv_2d(node: Node):
     if kind == "int16":
         # TFLM's 16x8 depthwise reads the bias as int64 only.
         bias = _bias_value(node, bias, oc, ("INT64",))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         offset, dtype = 0, np.int64
     elif kind == "int8":
         bias = _bias_value(node, bias, oc, ("INT32",))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         offset, dtype = inp.zp, np.int32
     else:
         bias = _bias_value(node, bias, oc, ("FLOAT32",))
@@ -414,7 +395,7 @@ def prepare_depthwise_conv_2d(node: Node):
         return acc
 
     if kind == "float":
-        clamp = _float_clamp(act)
+        clamp = float_clamp(act)
 
         def run_float(inputs, outputs):
             a = accumulate(inputs)
@@ -451,7 +432,7 @@ def prepare_fully_connected(node: Node):
     inp, flt, out = node.input(0), node.input(1), node.outputs[0]
     bias = node.inputs[2] if node.has_input(2) else None
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     if opts.get("weights_format", "DEFAULT") not in ("DEFAULT", None):
         raise node.unsupported(f"weights_format {opts.get('weights_format')} is not supported (only DEFAULT)")
     if inp.type == "FLOAT32" and flt.type in ("INT8", "INT4", "UINT8"):
@@ -483,7 +464,7 @@ def prepare_fully_connected(node: Node):
         bias = _bias_value(node, bias, units, ("FLOAT32",))
         dtype = np.float32
     else:
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         if per_channel and flt.type == "INT4":
             raise node.unsupported("per-channel INT4 weights are not supported by TFLite Micro's FULLY_CONNECTED")
         bias = _bias_value(node, bias, units, ("INT32",) if kind == "int8" else ("INT32", "INT64"))
@@ -559,7 +540,7 @@ def prepare_transpose_conv(node: Node):
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = check_activation(node)
     n, h, w, cin = inp.shape
     o, kh, kw, fc = flt.shape
     if fc != cin:
@@ -581,11 +562,11 @@ def prepare_transpose_conv(node: Node):
     if kind == "int16":
         # TFLM widens an int16 bias to int64 and reads any other as int64.
         bias = _bias_value(node, bias, o, ("INT64", "INT16"))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         dtype, offset = np.float64, 0
     elif kind == "int8":
         bias = _bias_value(node, bias, o, ("INT32",))
-        _require_quantized(node, inp, flt, out)
+        node.expect_quantized(inp, flt, out)
         dtype, offset = np.float64, inp.zp
     else:
         bias = _bias_value(node, bias, o, ("FLOAT32",))
@@ -672,7 +653,7 @@ def prepare_batch_matmul(node: Node):
     dtype = np.float32 if kind == "FLOAT32" else np.float64
     l_off = r_off = 0
     if kind != "FLOAT32":
-        _require_quantized(node, lhs, rhs, out)
+        node.expect_quantized(lhs, rhs, out)
         if lhs.scale.size > 1 or rhs.scale.size > 1:
             raise node.unsupported("per-channel quantized BATCH_MATMUL operands are not supported")
         l_off, r_off = lhs.zp, rhs.zp

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from edge_sdk.runtime.kernels import quant
-from edge_sdk.runtime.kernels.conv import check_activation, window_geometry
+from edge_sdk.runtime.kernels.conv import window_geometry
 from edge_sdk.runtime.kernels.node import Node
 
 
@@ -38,7 +38,7 @@ def prepare_conv_3d(node: Node):
     if bias is not None and bias.size != o:
         raise node.error(f"bias '{bias.name}' has {bias.size} values for {o} output channels")
     opts = node.options
-    act = check_activation(node, opts)
+    act = quant.check_activation(node)
     padding = opts.get("padding", "SAME")
     sd, sh, sw = (int(opts.get(k, 1)) for k in ("stride_d", "stride_h", "stride_w"))
     dd, dh, dw = (int(opts.get(k, 1)) for k in ("dilation_d_factor", "dilation_h_factor", "dilation_w_factor"))
@@ -67,8 +67,7 @@ def prepare_conv_3d(node: Node):
     w_const = weights_matrix(flt.data) if flt.is_const else None
 
     b_const = bias.data.astype(np.float32).ravel() if bias is not None and bias.is_const else None
-    lo, hi = quant.activation_range_float(act)
-    clamp = act != "NONE"
+    clamp = quant.float_clamp(act)
 
     def run(inputs, outputs):
         dst[...] = inputs[0][:, :keep[0], :keep[1], :keep[2], :]
@@ -76,8 +75,8 @@ def prepare_conv_3d(node: Node):
         y = window.reshape(m, k) @ wm
         if bias is not None:
             y += b_const if b_const is not None else inputs[2].ravel()
-        if clamp:
-            np.clip(y, np.float32(lo), np.float32(hi), out=y)
+        if clamp is not None:
+            np.clip(y, clamp[0], clamp[1], out=y)
         outputs[0][...] = y.reshape(outputs[0].shape)
 
     return run

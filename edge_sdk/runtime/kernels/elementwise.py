@@ -12,62 +12,52 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.lut import INT8_VALUES, int8_pair_table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     INT32_MAX,
     TYPE_RANGES,
-    activation_range_float,
     activation_range_quantized,
+    check_activation,
     clip_into,
+    float_clamp,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
 )
 
 MAX_BROADCAST_RANK = 6
-ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")
-
-_INT8_DOMAIN = np.arange(256, dtype=np.uint8).view(np.int8).astype(np.int64)  # index = uint8 view of the value
 
 
 # ---------------------------------------------------------------- shared prepare helpers
 
-def _binary_setup(node: Node, allowed: tuple[str, ...]):
+def broadcast_shape(node: Node, *shapes) -> tuple[int, ...]:
+    """numpy broadcast of the shapes (up to rank MAX_BROADCAST_RANK, as the C kernels), or a ModelError /
+    UnsupportedOpError naming them."""
+    shapes = [tuple(s) for s in shapes]
+    if all(s == shapes[0] for s in shapes):
+        return shapes[0]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise node.error(f"input shapes {', '.join(map(str, shapes))} do not broadcast") from None
+    if len(shape) > MAX_BROADCAST_RANK:
+        raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {', '.join(map(str, shapes))})")
+    return tuple(int(d) for d in shape)
+
+
+def binary_inputs(node: Node, allowed: tuple[str, ...], output_types: tuple[str, ...] | None = None):
+    """A two-input op with numpy broadcasting (arithmetic, comparisons): two inputs of one type in ``allowed``,
+    one output (of a type in ``output_types`` when given), the output shape set to the broadcast shape.
+    Returns (a, b, out)."""
     node.expect_counts(2, 1)
     a, b, out = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(a, allowed)
     if b.type != a.type:
         raise node.unsupported(f"inputs have different types {a.type} and {b.type}")
-    if a.shape == b.shape:
-        shape = a.shape
-    else:
-        try:
-            shape = np.broadcast_shapes(a.shape, b.shape)
-        except ValueError:
-            raise node.error(f"input shapes {a.shape} and {b.shape} do not broadcast") from None
-        if len(shape) > MAX_BROADCAST_RANK:
-            raise node.unsupported(f"broadcasting beyond rank {MAX_BROADCAST_RANK} (shapes {a.shape}, {b.shape})")
-    node.set_output_shape(0, shape)
+    if output_types is not None:
+        node.expect_types(out, output_types, "output")
+    node.set_output_shape(0, broadcast_shape(node, a.shape, b.shape))
     return a, b, out
-
-
-def _activation(node: Node) -> str:
-    act = node.options.get("fused_activation_function", "NONE") or "NONE"
-    if act not in ACTIVATIONS:
-        raise node.unsupported(f"fused activation {act}")
-    return act
-
-
-def _quantized(node: Node, *tensors) -> None:
-    for t in tensors:
-        if not t.quantized:
-            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
-
-
-def _float_clamp(node: Node):
-    lo, hi = activation_range_float(_activation(node))
-    if lo == -np.inf and hi == np.inf:
-        return None
-    return np.float32(lo), np.float32(hi)
 
 
 def _int32_clamp(act: str):
@@ -108,21 +98,11 @@ def _run_int(op, clamp):
     return _run_direct(op, clamp, clip_into)
 
 
-def _run_int8_table(f):
-    """Tabulate f over all int8 pairs; eval is one gather."""
-    table = f(_INT8_DOMAIN[:, None], _INT8_DOMAIN[None, :]).astype(np.int8).ravel()
-
-    def run(inputs, outputs):
-        a = inputs[0].view(np.uint8).astype(np.intp)
-        outputs[0][...] = table[(a << 8) | inputs[1].view(np.uint8)]
-    return run
-
-
 def _run_quantized(out_type: str, f, lo: int, hi: int):
     """f: the int64 formula of a quantized op before its output clamp [lo, hi]. int8: a table of the clamped
     values; int16: the formula at run time, clamped as it is stored."""
     if out_type == "INT8":
-        return _run_int8_table(lambda x1, x2: np.clip(f(x1, x2), lo, hi))
+        return int8_pair_table_run(lambda x1, x2: np.clip(f(x1, x2), lo, hi))
 
     def run(inputs, outputs):
         clip_into(outputs[0], f(inputs[0].astype(np.int64), inputs[1].astype(np.int64)), lo, hi)
@@ -131,55 +111,54 @@ def _run_quantized(out_type: str, f, lo: int, hi: int):
 
 # ---------------------------------------------------------------- ADD / SUB
 
-def _add_sub_params(node: Node, a, b, out, float_scales: bool):
-    """CalculateOpDataAdd / CalculateOpDataSub.
+def _rescaled_inputs(a, b, left_shift: int):
+    """The input side of quantized ADD / SUB / SQUARED_DIFFERENCE (TFLM's CalculateOpDataAdd / Sub and
+    squared_difference.cc): each input less its zero point, shifted left by ``left_shift`` and rescaled to twice
+    the larger input scale. Returns (twice_max, rescale) with rescale(x1, x2) -> (s1, s2), int64.
 
-    The checkout's sub_common.cc forms the ratios in float32; the seanet SUB goldens (TFLM's own) and the
-    tflite-micro wheel agree only with the double arithmetic ADD uses, so both use double by default.
+    The ratios are formed in double: the checkout's sub_common.cc forms them in float32, but the seanet SUB
+    goldens (TFLM's own) and the tflite-micro wheel agree only with the double arithmetic ADD uses.
     """
-    left_shift = 15 if out.type == "INT16" else 20
-    if float_scales:
-        f = np.float32
-        twice_max = f(2) * max(f(a.s), f(b.s))
-        m1 = float(f(a.s) / twice_max)
-        m2 = float(f(b.s) / twice_max)
-        mo = float(twice_max / (f(1 << left_shift) * f(out.s)))
-    else:
-        twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
-        m1 = float(a.s) / twice_max
-        m2 = float(b.s) / twice_max
-        mo = twice_max / ((1 << left_shift) * float(out.s))
-    q1, q2, qo = quantize_multiplier(m1), quantize_multiplier(m2), quantize_multiplier(mo)
-    lo, hi = activation_range_quantized(_activation(node), out.type, out.s, out.zp)
-    return left_shift, q1, q2, qo, lo, hi
+    twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
+    q1 = quantize_multiplier(float(a.s) / twice_max)
+    q2 = quantize_multiplier(float(b.s) / twice_max)
+    off1, off2 = -a.zp, -b.zp
 
-
-def _add_sub_formula(sign: int, a, b, out, left_shift, q1, q2, qo):
-    off1, off2, off_out = -a.zp, -b.zp, out.zp
-
-    def f(x1, x2):
+    def rescale(x1, x2):
         s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
         s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
+        return s1, s2
+    return twice_max, rescale
+
+
+def _add_sub_quantized(node: Node, sign: int, a, b, out):
+    left_shift = 15 if out.type == "INT16" else 20
+    twice_max, rescale = _rescaled_inputs(a, b, left_shift)
+    qo = quantize_multiplier(twice_max / ((1 << left_shift) * float(out.s)))
+    lo, hi = activation_range_quantized(check_activation(node), out.type, out.s, out.zp)
+    off_out = out.zp
+
+    def f(x1, x2):
+        s1, s2 = rescale(x1, x2)
         return multiply_by_quantized_multiplier(fp.wrap32(s1 + sign * s2), *qo) + off_out
-    return f
+    return _run_quantized(out.type, f, lo, hi)
 
 
 def _prepare_add_sub(node: Node, sign: int):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
-    act = _activation(node)
+    act = check_activation(node)
     if a.type == "FLOAT32":
-        return _run_float(np.add if sign > 0 else np.subtract, _float_clamp(node))
+        return _run_float(np.add if sign > 0 else np.subtract, float_clamp(act))
     if a.type == "INT32":
         # TFLM's int32 ADD ignores the fused activation; SUB applies it.
         return _run_int(np.add if sign > 0 else np.subtract, None if sign > 0 else _int32_clamp(act))
     if a.type == "INT64":
         # TFLM has no int64 ADD/SUB; LiteRT's (add.cc / sub.cc) wraps and clamps to the activation's int64 range
         return _run_int(np.add if sign > 0 else np.subtract, _int64_clamp(act))
-    _quantized(node, a, b, out)
-    left_shift, q1, q2, qo, lo, hi = _add_sub_params(node, a, b, out, float_scales=False)
-    return _run_quantized(out.type, _add_sub_formula(sign, a, b, out, left_shift, q1, q2, qo), lo, hi)
+    node.expect_quantized(a, b, out)
+    return _add_sub_quantized(node, sign, a, b, out)
 
 
 def prepare_add(node: Node):
@@ -193,11 +172,11 @@ def prepare_sub(node: Node):
 # ---------------------------------------------------------------- MUL
 
 def prepare_mul(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
-    act = _activation(node)
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32", "INT64"))
+    act = check_activation(node)
     if a.type == "FLOAT32":
         node.expect_types(out, ("FLOAT32",), "output")
-        return _run_float(np.multiply, _float_clamp(node))
+        return _run_float(np.multiply, float_clamp(act))
     if a.type == "INT64":  # TFLM has none; LiteRT's mul.cc: the wrapping product, clamped to the activation
         node.expect_types(out, ("INT64",), "output")
         return _run_int(np.multiply, _int64_clamp(act))
@@ -206,7 +185,7 @@ def prepare_mul(node: Node):
         return _run_int(np.multiply, _int32_clamp(act))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} with {a.type} inputs")
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     if a.type == "INT16" and (a.zp or b.zp or out.zp):
         raise node.error("int16 MUL needs zero points of 0")
     lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
@@ -244,15 +223,15 @@ def _rounding_divide_by_pot_c(x, exponent):
 
 
 def prepare_div(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT32"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
-    act = _activation(node)
+    act = check_activation(node)
     if a.type == "FLOAT32":
-        return _run_float(np.divide, _float_clamp(node))
+        return _run_float(np.divide, float_clamp(act))
     if a.type == "INT32":
         return _run_int(_int_div_trunc, _int32_clamp(act))
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     lo, hi = activation_range_quantized(act, out.type, out.s, out.zp)
     # The checkout's div.cc forms this ratio in float32; the TFLM build we compare with (the tflite-micro wheel)
     # forms it in double, and exhaustive tests agree only with double.
@@ -276,14 +255,14 @@ def prepare_div(node: Node):
 # ---------------------------------------------------------------- SQUARED_DIFFERENCE
 
 def prepare_squared_difference(node: Node):
-    a, b, out = _binary_setup(node, ("FLOAT32", "INT8", "INT16", "INT32"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
     if a.type == "FLOAT32":
         return _run_float(lambda x, y: np.square(x - y), None)
     if a.type == "INT32":
         return _run_int(lambda x, y: (x - y) * (x - y), None)
-    _quantized(node, a, b, out)
+    node.expect_quantized(a, b, out)
     qmin, qmax = TYPE_RANGES[a.type]
     if a.type == "INT8":
         for t in (a, b, out):
@@ -292,15 +271,12 @@ def prepare_squared_difference(node: Node):
     else:
         node.expect(a.zp == 0 and b.zp == 0 and out.zp == 0, "int16 SQUARED_DIFFERENCE needs zero points of 0")
         left_shift = 0
-    twice_max = 2.0 * float(max(np.float32(a.s), np.float32(b.s)))
-    q1 = quantize_multiplier(float(a.s) / twice_max)
-    q2 = quantize_multiplier(float(b.s) / twice_max)
+    twice_max, rescale = _rescaled_inputs(a, b, left_shift)
     qo = quantize_multiplier(twice_max * twice_max / float(np.float32(1 << (2 * left_shift)) * np.float32(out.s)))
-    off1, off2, off_out = -a.zp, -b.zp, out.zp
+    off_out = out.zp
 
     def f(x1, x2):
-        s1 = multiply_by_quantized_multiplier(fp.wrap32((x1 + off1) << left_shift), *q1)
-        s2 = multiply_by_quantized_multiplier(fp.wrap32((x2 + off2) << left_shift), *q2)
+        s1, s2 = rescale(x1, x2)
         d = fp.wrap32(s1 - s2)
         return multiply_by_quantized_multiplier(fp.wrap32(d * d), *qo) + off_out
     return _run_quantized(a.type, f, qmin, qmax)
@@ -311,31 +287,30 @@ def prepare_squared_difference(node: Node):
 _MAXMIN_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 
 
-def prepare_maximum(node: Node):
-    a, b, out = _binary_setup(node, _MAXMIN_TYPES)
+def _prepare_max_min(node: Node, picks_first):
+    """maximum_minimum.cc: ``picks_first(x, y) ? x : y`` element by element (NaN: y, as the C ternary)."""
+    a, b, out = binary_inputs(node, _MAXMIN_TYPES)
     node.expect_types(out, (a.type,), "output")
 
     def run(inputs, outputs):
         x, y = inputs[0], inputs[1]
-        outputs[0][...] = np.where(x > y, x, y)
+        outputs[0][...] = np.where(picks_first(x, y), x, y)
     return run
+
+
+def prepare_maximum(node: Node):
+    return _prepare_max_min(node, np.greater)
 
 
 def prepare_minimum(node: Node):
-    a, b, out = _binary_setup(node, _MAXMIN_TYPES)
-    node.expect_types(out, (a.type,), "output")
-
-    def run(inputs, outputs):
-        x, y = inputs[0], inputs[1]
-        outputs[0][...] = np.where(x < y, x, y)
-    return run
+    return _prepare_max_min(node, np.less)
 
 
 # ---------------------------------------------------------------- RSQRT
 
 def rsqrt_int8_table(input_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
     """RsqrtEvalQuantized for every int8 input (index = uint8 view); invalid inputs (< zero point) map to 0."""
-    x = _INT8_DOMAIN
+    x = INT8_VALUES
     value = x - input_zp
     k_shift = 20
     inv, inv_shift = fp.get_inv_sqrt_quantized_multiplier_exp(np.maximum(value, 0), -1)
@@ -357,7 +332,7 @@ def prepare_rsqrt(node: Node):
         def run(inputs, outputs):
             outputs[0][...] = one / np.sqrt(inputs[0])
         return run
-    _quantized(node, x, out)
+    node.expect_quantized(x, out)
     scale = 1.0 / float(np.float32(np.sqrt(np.float32(x.s))) * np.float32(out.s))
     multiplier, shift = quantize_multiplier(scale)
     table = rsqrt_int8_table(x.zp, out.zp, multiplier, shift)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.lut import INT8_VALUES
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import tflite_round
 
@@ -49,14 +50,11 @@ def gelu_float(v: np.ndarray, approximate: bool) -> np.ndarray:
 
 def gelu_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int, approximate: bool) -> np.ndarray:
     """The int8 table: entry (q & 0xff) is the output for input q."""
-    q = np.arange(-128, 128, dtype=np.int64)
+    q = INT8_VALUES
     deq = (np.float32(in_scale) * (q - in_zp).astype(np.float32)).astype(np.float32)
     inv = np.float32(np.float32(1) / np.float32(out_scale))
     rescaled = tflite_round((gelu_float(deq, approximate) * inv).astype(np.float32))
-    out = np.clip(rescaled.astype(np.int64) + out_zp, -128, 127).astype(np.int8)
-    table = np.empty(256, np.int8)
-    table[q.astype(np.uint8)] = out  # indexed by the input's byte
-    return table
+    return np.clip(rescaled.astype(np.int64) + out_zp, -128, 127).astype(np.int8)
 
 
 def prepare_gelu(node: Node):
@@ -71,9 +69,7 @@ def prepare_gelu(node: Node):
         def run(inputs, outputs):
             outputs[0][...] = gelu_float(inputs[0], approximate)
         return run
-    for t in (x, out):
-        if not t.quantized:
-            raise node.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
+    node.expect_quantized(x, out)
     table = gelu_table(x.s, x.zp, out.s, out.zp, approximate)
 
     def run_int8(inputs, outputs):

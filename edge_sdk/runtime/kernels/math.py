@@ -31,16 +31,19 @@ def _unary_float(node: Node, fn, int_types: tuple[str, ...] = ()):
     return run
 
 
-def prepare_exp(node: Node):
-    return _unary_float(node, np.exp)
+# The unary ops prepare_unary runs: op -> (numpy function, integer types taken besides FLOAT32).
+UNARY_OPS = {
+    "EXP": (np.exp, ()),
+    "LOG": (np.log, ()),
+    "SQRT": (np.sqrt, ()),
+    "NEG": (np.negative, ("INT32", "INT64")),
+}
 
 
-def prepare_log(node: Node):
-    return _unary_float(node, np.log)
-
-
-def prepare_sqrt(node: Node):
-    return _unary_float(node, np.sqrt)
+def prepare_unary(node: Node):
+    """EXP, LOG, SQRT, NEG: the op's row of ``UNARY_OPS``."""
+    fn, int_types = UNARY_OPS[node.op]
+    return _unary_float(node, fn, int_types)
 
 
 def prepare_abs(node: Node):
@@ -49,10 +52,6 @@ def prepare_abs(node: Node):
             out[...] = np.minimum(np.abs(v.astype(np.int16)), 127)
         return _unary_float(node, saturating_abs, ("INT8",))
     return _unary_float(node, np.abs, ("INT32", "INT64"))
-
-
-def prepare_neg(node: Node):
-    return _unary_float(node, np.negative, ("INT32", "INT64"))
 
 
 def prepare_pow(node: Node):
@@ -78,12 +77,10 @@ def prepare_pow(node: Node):
 
 
 def _int_constant(node: Node, i: int, what: str) -> np.ndarray:
-    t = node.input(i)
-    node.expect_types(t, ("INT32", "INT64"), what)
-    if not t.is_const:
-        raise node.unsupported(f"{what} tensor '{t.name}' is computed at run time; only a constant is supported")
-    node.expect(len(t.shape) == 1, f"{what} must be 1-D, has shape {t.shape}")
-    return np.asarray(t.data, np.int64)
+    values = node.constant_values(i, what, ("INT32", "INT64")).astype(np.int64)
+    shape = node.input(i).shape
+    node.expect(len(shape) == 1, f"{what} must be 1-D, has shape {shape}")
+    return values
 
 
 def _data_and_operand(node: Node):
@@ -130,11 +127,7 @@ def prepare_broadcast_to(node: Node):
 def prepare_mirror_pad(node: Node):
     """MIRROR_PAD: REFLECT (edge not repeated, numpy 'reflect') or SYMMETRIC (edge repeated)."""
     x = _data_and_operand(node)
-    p = node.input(1)
-    node.expect_types(p, ("INT32", "INT64"), "paddings")
-    if not p.is_const:
-        raise node.unsupported("paddings computed at run time; only constant paddings are supported")
-    pads = np.asarray(p.data, np.int64).reshape(-1, 2)
+    pads = node.constant_values(1, "paddings", ("INT32", "INT64")).astype(np.int64).reshape(-1, 2)
     node.expect(pads.shape[0] == len(x.shape), f"paddings {pads.tolist()} do not match input rank {len(x.shape)}")
     mode = node.options.get("mode", "REFLECT")
     limit = 0 if mode == "SYMMETRIC" else 1

@@ -32,16 +32,6 @@ from edge_sdk.runtime.kernels.node import Eval, Node
 _F = np.float32
 
 
-def _scalar(node: Node, i: int, types: tuple[str, ...], what: str):
-    t = node.input(i)
-    node.expect_types(t, types, what)
-    if not t.is_const:
-        raise node.unsupported(f"{what} ('{t.name}') is computed at run time; only a constant is supported")
-    if t.size != 1:
-        raise node.error(f"{what} must hold one value, holds {t.size}")
-    return np.asarray(t.data).reshape(-1)[0]
-
-
 class _Heap:
     """std::priority_queue<Candidate> with `a.score < b.score`, element moves as libstdc++'s heap algorithms."""
 
@@ -150,10 +140,10 @@ def _prepare(node: Node, soft: bool) -> Eval:
         raise node.error(f"boxes {boxes.shape} must be [num_boxes, 4]")
     if len(scores.shape) != 1 or scores.shape[0] != boxes.shape[0]:
         raise node.error(f"scores {scores.shape} must be [{boxes.shape[0]}] (one per box)")
-    max_output = int(_scalar(node, 2, ("INT32",), "max_output_size"))
-    iou_t = float(_scalar(node, 3, ("FLOAT32",), "iou_threshold"))
-    score_t = float(_scalar(node, 4, ("FLOAT32",), "score_threshold"))
-    sigma = float(_scalar(node, 5, ("FLOAT32",), "soft_nms_sigma")) if soft else 0.0
+    max_output = int(node.constant_scalar(2, "max_output_size", ("INT32",)))
+    iou_t = float(node.constant_scalar(3, "iou_threshold", ("FLOAT32",)))
+    score_t = float(node.constant_scalar(4, "score_threshold", ("FLOAT32",)))
+    sigma = float(node.constant_scalar(5, "soft_nms_sigma", ("FLOAT32",))) if soft else 0.0
     if max_output < 0:
         raise node.error(f"max_output_size {max_output} is negative")
     if not 0.0 <= iou_t <= 1.0:

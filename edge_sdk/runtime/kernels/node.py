@@ -145,3 +145,26 @@ class Node:
     def expect_types(self, tensor: TensorInfo, allowed: tuple[str, ...], what: str = "input") -> None:
         if tensor.type not in allowed:
             raise self.unsupported(f"{what} '{tensor.name}' has type {tensor.type}; supported: {', '.join(allowed)}")
+
+    def expect_quantized(self, *tensors: TensorInfo | None) -> None:
+        """Each tensor given (None: an omitted optional input, skipped) carries a scale and zero point."""
+        for t in tensors:
+            if t is not None and not t.quantized:
+                raise self.error(f"tensor '{t.name}' of type {t.type} needs quantization parameters")
+
+    def constant_values(self, i: int, what: str, allowed: tuple[str, ...]) -> np.ndarray:
+        """The values of input ``i`` (flattened) when prepare needs them (axes, sizes, paddings, thresholds): a
+        constant of a type in ``allowed``; a tensor computed at run time is an UnsupportedOpError."""
+        t = self.input(i)
+        self.expect_types(t, allowed, what)
+        if not t.is_const:
+            raise self.unsupported(f"{what} tensor '{t.name}' is computed at run time; only a constant tensor is "
+                                   "supported")
+        return np.asarray(t.data).reshape(-1)
+
+    def constant_scalar(self, i: int, what: str, allowed: tuple[str, ...]):
+        """The one value of constant input ``i`` (``constant_values``; holding another count is a model error)."""
+        values = self.constant_values(i, what, allowed)
+        if values.size != 1:
+            raise self.error(f"{what} must hold one value, holds {values.size}")
+        return values[0]

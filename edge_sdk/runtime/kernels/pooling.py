@@ -11,7 +11,7 @@ import numpy as np
 
 from edge_sdk.model.types import numpy_dtype
 from edge_sdk.runtime.kernels import quant
-from edge_sdk.runtime.kernels.conv import check_activation, patch_window, window_geometry
+from edge_sdk.runtime.kernels.conv import patch_window, window_geometry
 from edge_sdk.runtime.kernels.node import Node
 
 _LOWEST = {"FLOAT32": -np.inf, "INT8": -128, "INT16": -32768}
@@ -26,7 +26,7 @@ def _pool_setup(node: Node):
     if len(inp.shape) != 4:
         raise node.error(f"input {inp.shape} must be 4-D")
     opts = node.options
-    act = check_activation(node, opts)
+    act = quant.check_activation(node)
     n, h, w, c = inp.shape
     fh, fw = int(opts.get("filter_height", 1)), int(opts.get("filter_width", 1))
     sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
@@ -36,8 +36,7 @@ def _pool_setup(node: Node):
     oh, pt, ow, pl = patch_window(node, oh, pt, ow, pl)
     node.set_output_shape(0, (n, oh, ow, c))
     if inp.type == "FLOAT32":
-        lo, hi = quant.activation_range_float(act)
-        clamp = None if act == "NONE" else (np.float32(lo), np.float32(hi))
+        clamp = quant.float_clamp(act)
     else:
         if not (inp.quantized and out.quantized):
             raise node.error("quantized pooling needs scale and zero point on input and output")

@@ -239,3 +239,22 @@ def activation_range_float(activation: str) -> tuple[float, float]:
         "RELU6": (0.0, 6.0),
         "RELU_N1_TO_1": (-1.0, 1.0),
     }[activation]
+
+
+FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")  # the fused activations our kernels apply
+
+
+def check_activation(node) -> str:
+    """The node's fused_activation_function ("NONE" when absent), or its UnsupportedOpError for any other."""
+    act = node.options.get("fused_activation_function", "NONE") or "NONE"
+    if act not in FUSED_ACTIVATIONS:
+        raise node.unsupported(f"fused activation {act} is not supported")
+    return act
+
+
+def float_clamp(activation: str) -> tuple[np.float32, np.float32] | None:
+    """The float32 (lo, hi) clamp of a fused activation on float output; None for NONE (no clamp)."""
+    if activation in (None, "NONE"):
+        return None
+    lo, hi = activation_range_float(activation)
+    return np.float32(lo), np.float32(hi)

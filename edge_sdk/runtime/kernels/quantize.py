@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.model.types import numpy_dtype
+from edge_sdk.runtime.kernels.lut import DOMAINS
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     TYPE_RANGES,
@@ -69,8 +70,7 @@ def prepare_quantize(node: Node):
     mult = quantize_multiplier(float(x.s) / float(out.s))
     in_zp = x.zp
     if x.type in ("INT8", "UINT8"):
-        domain = np.arange(256, dtype=np.uint8)
-        values = domain.view(np.int8).astype(np.int64) if x.type == "INT8" else domain.astype(np.int64)
+        values = DOMAINS[x.type][0]
         table = np.clip(multiply_by_quantized_multiplier(values - in_zp, *mult) + out_zp, qmin, qmax)
         table = table.astype(out.dtype)
 

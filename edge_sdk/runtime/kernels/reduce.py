@@ -27,14 +27,11 @@ def _wrap32(x):
 def _reduce_axes(node: Node) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(resolved axes, output shape, output shape with kept dims) from the constant axis input."""
     node.expect_counts(2, 1)
-    x, a = node.input(0), node.input(1)
-    if a.type not in ("INT32", "INT64"):
-        raise node.unsupported(f"axis tensor '{a.name}' has type {a.type}; supported: INT32")
-    if not a.is_const:
-        raise node.unsupported(f"axis tensor '{a.name}' is computed at run time; only a constant axis is supported")
+    x = node.input(0)
+    values = node.constant_values(1, "axis", ("INT32", "INT64"))
     rank = len(x.shape)
     axes: list[int] = []
-    for v in np.asarray(a.data).reshape(-1):
+    for v in values:
         d = int(v) + rank if int(v) < 0 else int(v)
         if not 0 <= d < max(rank, 1):
             raise node.error(f"axis {int(v)} is out of range for rank {rank}")
@@ -128,20 +125,14 @@ def prepare_reduce_max(node: Node) -> Eval:
 
 def prepare_arg_max(node: Node) -> Eval:
     node.expect_counts(2, 1)
-    x, a, y = node.input(0), node.input(1), node.outputs[0]
+    x, y = node.input(0), node.outputs[0]
     node.expect_types(x, ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "BOOL"))
     node.expect_types(y, ("INT32", "INT64"), "output")
-    if a.type not in ("INT32", "INT64"):
-        raise node.unsupported(f"axis tensor '{a.name}' has type {a.type}; supported: INT32, INT64")
-    if not a.is_const:
-        raise node.unsupported(f"axis tensor '{a.name}' is computed at run time; only a constant axis is supported")
-    values = np.asarray(a.data).reshape(-1)
-    if values.size != 1:
-        raise node.error(f"axis must hold one value, holds {values.size}")
+    given = int(node.constant_scalar(1, "axis", ("INT32", "INT64")))
     rank = len(x.shape)
-    axis = int(values[0]) + rank if int(values[0]) < 0 else int(values[0])
+    axis = given + rank if given < 0 else given
     if not 0 <= axis < rank:
-        raise node.error(f"axis {int(values[0])} is out of range for rank {rank}")
+        raise node.error(f"axis {given} is out of range for rank {rank}")
     if x.shape[axis] == 0:
         raise node.error(f"cannot take ARG_MAX over an empty dimension {axis}")
     out_shape = x.shape[:axis] + x.shape[axis + 1 :]

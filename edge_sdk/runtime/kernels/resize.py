@@ -18,14 +18,10 @@ _F = np.float32
 
 def _size(node: Node) -> tuple[int, int]:
     node.expect_counts(2, 1)
-    x, s = node.input(0), node.input(1)
+    x = node.input(0)
     if len(x.shape) != 4:
         raise node.error(f"input must be 4-D (NHWC), is {x.shape}")
-    if s.type != "INT32":
-        raise node.unsupported(f"size tensor '{s.name}' has type {s.type}; supported: INT32")
-    if not s.is_const:
-        raise node.unsupported(f"size tensor '{s.name}' is computed at run time; only a constant size is supported")
-    v = np.asarray(s.data).reshape(-1)
+    v = node.constant_values(1, "size", ("INT32",))
     if v.size != 2:
         raise node.error(f"size must hold 2 values (height, width), holds {v.size}")
     h, w = int(v[0]), int(v[1])

@@ -27,22 +27,17 @@ _INDEX_TYPES = ("INT32", "INT64")
 # --------------------------------------------------------------------------------------------- helpers
 
 
+_INDEX_TYPES = ("INT32", "INT64", "INT16")  # of the constant operands (perm, begin, axis, ...)
+
+
 def _const_ints(node: Node, i: int, what: str) -> np.ndarray:
     """Input ``i`` as a flat int64 array; it must be a constant (the output shape depends on it)."""
-    t = node.input(i)
-    if t.type not in ("INT32", "INT64", "INT16"):
-        raise node.unsupported(f"{what} tensor '{t.name}' has type {t.type}; supported: INT32, INT64")
-    if not t.is_const:
-        raise node.unsupported(f"{what} tensor '{t.name}' is computed at run time; only a constant {what} is supported")
-    return np.asarray(t.data, dtype=np.int64).reshape(-1)
+    return node.constant_values(i, what, _INDEX_TYPES).astype(np.int64)
 
 
 def _const_axis(node: Node, i: int) -> int:
     """The one value of the constant axis tensor at input ``i`` (not yet checked against a rank)."""
-    axis_values = _const_ints(node, i, "axis")
-    if axis_values.size != 1:
-        raise node.error(f"axis must hold one value, holds {axis_values.size}")
-    return int(axis_values[0])
+    return int(node.constant_scalar(i, "axis", _INDEX_TYPES))
 
 
 def _axis(node: Node, axis: int, rank: int, what: str = "axis") -> int:
@@ -455,7 +450,8 @@ def prepare_slice(node: Node) -> Eval:
 # ----------------------------------------------------------------------------------------------- pad
 
 
-def _prepare_pad(node: Node) -> Eval:
+def prepare_pad(node: Node) -> Eval:
+    """PAD and PADV2 (input 2, when present, holds the pad value)."""
     node.expect_counts((2, 3), 1)
     x, y = node.input(0), node.outputs[0]
     node.expect_types(x, _PAD_TYPES)
@@ -507,14 +503,6 @@ def _prepare_pad(node: Node) -> Eval:
             out[inner] = x
 
     return run
-
-
-def prepare_pad(node: Node) -> Eval:
-    return _prepare_pad(node)
-
-
-def prepare_padv2(node: Node) -> Eval:
-    return _prepare_pad(node)
 
 
 # -------------------------------------------------------------------------------------------- gather

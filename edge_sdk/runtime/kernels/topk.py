@@ -18,20 +18,16 @@ _TYPES = ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64")
 
 def prepare_topk_v2(node: Node) -> Eval:
     node.expect_counts(2, 2)
-    x, kt = node.input(0), node.input(1)
+    x = node.input(0)
     values, indices = node.outputs
     node.expect_types(x, _TYPES)
     if values.type != x.type:
         raise node.error(f"values output type {values.type} differs from the input type {x.type}")
     node.expect_types(indices, ("INT32", "INT16"), "indices output")
-    node.expect_types(kt, ("INT32", "INT16"), "k")
-    if not kt.is_const:
-        raise node.unsupported(f"k ('{kt.name}') is computed at run time; only a constant k is supported")
-    if kt.size != 1:
-        raise node.error(f"k must hold one value, holds {kt.size}")
+    k = int(node.constant_scalar(1, "k", ("INT32", "INT16")))
     if not x.shape:
         raise node.error("input must have at least one dimension")
-    k, n = int(np.asarray(kt.data).reshape(-1)[0]), int(x.shape[-1])
+    n = int(x.shape[-1])
     if not 0 <= k <= n:
         raise node.error(f"k = {k} is not within 0..{n} (the input's last dimension)")
     shape = tuple(x.shape[:-1]) + (k,)
