@@ -523,3 +523,30 @@ def test_cli_export_memory_patch(tmp_path):
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "least-RAM patch-based plan" in proc.stdout
     assert f"patch stage: nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}" in proc.stdout
+
+
+def test_arena_source_is_honest_without_the_target_tools(tmp_path, monkeypatch):
+    """Without the tools to build and run the target's own build, the header says which figure it carries and why:
+    a 32-bit board measured on this 64-bit machine is an UPPER BOUND (bigger pointers), no C compiler at all an
+    ESTIMATE; both are warnings in the JSON too. With the tools: the exact figure, no warning."""
+    model = _model_file(tmp_path, _fc_int8(), "m.tflite")
+    exact = export(model, "qemu-mps2-an386", "zephyr", tmp_path / "exact")
+    real_which = shutil.which
+    hidden: set[str] = set()
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if Path(name).name in hidden
+                        else real_which(name, *a, **k))
+    results = {}
+    for what, names in (("no-cross", {"arm-linux-gnueabihf-gcc", "qemu-arm"}),
+                        ("no-compiler", {"arm-linux-gnueabihf-gcc", "qemu-arm", "gcc", "cc", "clang"})):
+        hidden.clear()
+        hidden.update(names)
+        r = results[what] = export(model, "qemu-mps2-an386", "zephyr", tmp_path / what)
+        header = (tmp_path / what / "model" / "edge_model.h").read_text().replace("\n * ", " ")  # one line
+        word = {"no-cross": "UPPER BOUND", "no-compiler": "ESTIMATE"}[what]
+        assert word in header and any(word in w for w in r.warnings), (header, r.warnings)
+        assert word in (tmp_path / what / "README.md").read_text().replace("\n", " ")
+    assert exact.arena_source == "target" and not exact.warnings
+    assert results["no-cross"].arena_source == "host-upper-bound" and "install gcc-arm-linux-gnueabihf" in \
+        (tmp_path / "no-cross" / "model" / "edge_model.h").read_text().replace("\n * ", " ")
+    assert results["no-cross"].arena_bytes > exact.arena_bytes  # 8-byte pointers: more persistent bytes
+    assert results["no-compiler"].arena_source == "estimate" and results["no-compiler"].arena_bytes > exact.arena_bytes
