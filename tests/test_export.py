@@ -24,7 +24,7 @@ from tests.conftest import shared_model
 from tests.oprunner import T, image_main_hash, op_model
 
 from edge_sdk import Interpreter
-from edge_sdk.errors import DeviceError, EdgeError, UnsupportedOpError
+from edge_sdk.errors import DeviceError, EdgeError, ModelError, UnsupportedOpError
 from edge_sdk.tools.export import export
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -312,7 +312,15 @@ def test_unknown_format_nonempty_dir_and_unsupported_op(tmp_path):
         export(vela, "host-linux", "cmake", tmp_path / "o")
     with pytest.raises(DeviceError, match="android"):
         export(model, "android-nnapi", "cmake", tmp_path / "o")
-    _no_leftovers(tmp_path, {"m.tflite", "full", "d2s.tflite"})
+    # a model the exported runtime's prepare refuses (the arena measure runs it): its one-line message, by node
+    x, y = T((2, 12), "INT8", scale=0.05, zero_point=-3), T((2, 5), "INT8", scale=0.07, zero_point=4)
+    w = T((5, 13), "INT8", scale=0.01, zero_point=0, data=np.ones((5, 13), np.int8))
+    bad = _model_file(tmp_path, op_model("FULLY_CONNECTED", [x, w, T((5,), "INT32", scale=5e-4, zero_point=0,
+                                                                     data=np.zeros(5, np.int32))], [y], version=5),
+                      "bad.tflite")
+    with pytest.raises(ModelError, match=r"refuses bad.tflite: node 0 \(FULLY_CONNECTED.*input size vs weights"):
+        export(bad, "host-linux", "make", tmp_path / "o")
+    _no_leftovers(tmp_path, {"m.tflite", "full", "d2s.tflite", "bad.tflite"})
     empty = tmp_path / "empty"
     empty.mkdir()
     export(model, "host-linux", "make", empty)  # an empty folder is fine
