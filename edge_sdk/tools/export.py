@@ -251,7 +251,9 @@ def arena_need(data: bytes, memory: str = "layer", build: tuple | None = None, p
     ``edge_init_patch`` uses at once (planned tensors, scratch, persistent data and init's temporary planner
     memory), exactly, for a 16-byte aligned arena; no margin, no rounding. ``build`` = (export tree, model path,
     _Target, type defines): measured on those sources (_measure_builds: built for the target and run where it
-    can, else on this machine); without it, or when no build runs here, the Python plan's estimate. ``source``:
+    can, else on this machine); without it, or when no build runs here, an estimate (edge flash's sizing, with
+    its margin). The measure also checks that exactly that many bytes initialise (and logs it when one byte less
+    would too: the high-water mark then over-counts; the figure stays the runtime's own). ``source``:
     a key of ARENA_SOURCES; ``how``: the build measured. ``memory``: "layer", "min" or "patch" (``patch``: the
     stage, a patching.PatchPlan; None: none)."""
     if build is not None:
