@@ -332,12 +332,20 @@ def _op_problem(node: Node, backend: str, severity: str, constraint: str, value,
     }
 
 
-def _type_defines(model: Model) -> tuple[str, ...]:
-    """The C build's type switches for this model (as `edge flash` builds it: gen_ops.type_defines)."""
+# Cortex-M cores with the DSP extension (__ARM_FEATURE_DSP): their kernels take the DSP paths, whose scratch differs
+# (an int8 depthwise convolution keeps its sums in registers); the 32-bit runner emulates them (EDGE_EMULATE_DSP)
+DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
+
+
+def _type_defines(model: Model, profile: Profile | None = None) -> tuple[str, ...]:
+    """The C build's type switches for this model (as `edge flash` builds it: gen_ops.type_defines), and for a
+    Cortex-M core with the DSP extension EDGE_EMULATE_DSP: the runner then plans the scratch the board's DSP
+    kernel paths ask for (edge export measures the same; tests/test_export.py compares both with the board)."""
     from edge_sdk.runtime.op_table import c_type_switches
 
     used = {t.type for sg in model.subgraphs for t in sg.tensors}
-    return tuple(f"-D{macro}=0" for name, macro in c_type_switches().items() if name not in used)
+    dsp = ("-DEDGE_EMULATE_DSP",) if profile is not None and profile.cpu in DSP_CPUS else ()
+    return tuple(f"-D{macro}=0" for name, macro in c_type_switches().items() if name not in used) + dsp
 
 
 def _c_node(model: Model, error: dict):
@@ -410,6 +418,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     # a C-runtime profile on 64-bit Linux: measured with the library as it runs there (backend_c.linux_layout)
     linux_c = is_c and profile.kind in ("linux", "host") and profile.arch in ("x86_64", "aarch64")
     c_layout, c_cpu = None, (profile.cpu if linux_c and profile.arch == "aarch64" else None)
+    c_defs = _type_defines(model, profile)  # the C build's type switches (and DSP emulation) for this target
     if is_c:
         result.checked_by = "c-table"
         if c_runtime:
@@ -425,8 +434,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                             f"no build of the C runtime for {profile.arch} Linux here (needs "
                             f"{backend_c.AARCH64_CC} and {backend_c.QEMU_AARCH64} for aarch64): RAM measured "
                             "without the SIMD fast paths, whose packed weights are not counted (an estimate)")
-                c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu), lambda: backend_c.target_plan(
-                    data, c_layout, type_defs=_type_defines(model), memory=plan_kind,
+                c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu, c_defs), lambda: backend_c.target_plan(
+                    data, c_layout, type_defs=c_defs, memory=plan_kind,
                     patch=_patch_plan(data) if plan_kind == "patch" else None, cpu=c_cpu))
             except backend_c.BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
@@ -495,8 +504,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             from edge_sdk.runtime import backend_c
 
             try:
-                c_min = _cached(("c-min", digest, c_plan.layout, c_cpu), lambda: backend_c.target_plan(
-                    data, c_plan.layout, _type_defines(model), memory="min", cpu=c_cpu))
+                c_min = _cached(("c-min", digest, c_plan.layout, c_cpu, c_defs), lambda: backend_c.target_plan(
+                    data, c_plan.layout, c_defs, memory="min", cpu=c_cpu))
             except (backend_c.BuildError, ModelError):
                 c_min = None
             if c_min is not None and c_min.ok:
@@ -510,8 +519,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             patch = _patch_plan(data) if need > profile.ram_arena_bytes else None
             if patch is not None:  # still over: patch-based execution of a stage
                 try:
-                    c_patch = _cached(("c-patch", digest, c_plan.layout, c_cpu), lambda: backend_c.target_plan(
-                        data, c_plan.layout, _type_defines(model), memory="patch", patch=patch, cpu=c_cpu))
+                    c_patch = _cached(("c-patch", digest, c_plan.layout, c_cpu, c_defs), lambda: backend_c.target_plan(
+                        data, c_plan.layout, c_defs, memory="patch", patch=patch, cpu=c_cpu))
                 except (backend_c.BuildError, ModelError):
                     c_patch = None
                 if c_patch is not None and c_patch.ok:
@@ -542,8 +551,9 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                 layer = result.plans.get("layer")
                 if layer is None:
                     try:
-                        c_layer = _cached(("c", digest, "layer", c_plan.layout, c_cpu), lambda: backend_c.target_plan(
-                            data, c_plan.layout, _type_defines(model), memory="layer", cpu=c_cpu))
+                        c_layer = _cached(("c", digest, "layer", c_plan.layout, c_cpu, c_defs),
+                                          lambda: backend_c.target_plan(data, c_plan.layout, c_defs, memory="layer",
+                                                                        cpu=c_cpu))
                         if c_layer.ok:
                             layer = max(c_layer.figures["high_water"], c_layer.figures["arena_used"])
                     except (backend_c.BuildError, ModelError):

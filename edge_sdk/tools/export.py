@@ -10,9 +10,9 @@ The folder holds (every format):
   the op table for them (firmware_c/tools/gen_ops.py), compiled without the float32 / int16 paths no tensor
   of the model has (gen_ops.py's type switches, as compiler definitions);
 - ``model/``: the model as a 16-byte aligned const array (``edge_model_data.c``, flash.py's
-  ``model_c_source``) and ``edge_model.h``: the array, ``EDGE_MODEL_ARENA_BYTES`` (the C runtime's measured
-  need for this model: ``edge_init``'s high-water mark in the host build, see ``arena_need``) and every input
-  and output (shape, type, quantization);
+  ``model_c_source``) and ``edge_model.h``: the array, ``EDGE_MODEL_ARENA_BYTES`` (the exact need of these
+  sources for this model and plan: ``edge_init_patch``'s high-water mark with the exported sources built for the
+  target and run, see ``arena_need``) and every input and output (shape, type, quantization);
 - ``example/``: a minimal program running one inference: on a Linux profile ``edge_example IN.bin OUT.bin``
   (the inputs' raw bytes in, the outputs' raw bytes out); on a microcontroller board (firmware_c/boards)
   ``edge_example.elf``, which fills the inputs from a fixed pseudo-random sequence and prints each output's
@@ -34,20 +34,20 @@ import os
 import shutil
 import subprocess
 import tempfile
+import textwrap
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from edge_sdk import log
 from edge_sdk.errors import DeviceError, EdgeError, ModelError
 from edge_sdk.model.types import tensor_nbytes
+from edge_sdk.targets.check import DSP_CPUS  # the arena measure emulates their DSP paths, as edge check does
 from edge_sdk.targets.registry import BOARD_LIST
 from edge_sdk.tools import flash as _flash
 
 FORMATS = ("cmake", "make", "zephyr", "arduino")
 HOSTED_KINDS = ("host", "linux")  # profiles whose example reads and writes files
 NATIVE_COMPILERS = ("gcc", "cc", "clang")
-# Cortex-M cores with the DSP extension (__ARM_FEATURE_DSP): the arena measure emulates it (EDGE_EMULATE_DSP)
-DSP_CPUS = ("cortex-m4", "cortex-m7", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85")
 WARN_FLAGS = ["-std=c99", "-Wall", "-Wextra"]
 # EDGE_<type> names of include/edge_types.def by TensorType name (edge_model.h uses them)
 _EDGE_TYPES = {"FLOAT32": "EDGE_FLOAT32", "FLOAT16": "EDGE_FLOAT16", "INT32": "EDGE_INT32", "UINT8": "EDGE_UINT8",
@@ -65,6 +65,7 @@ class ExportResult:
     model_bytes: int
     arena_bytes: int
     arena_source: str  # a key of ARENA_SOURCES: "target", "host", "host-upper-bound" or "estimate"
+    arena_build: str  # the build of these sources that measured it (compiler, flags, where it ran)
     memory: str  # the arena plan: "layer" (layer by layer), "min" (least RAM, EDGE_INIT_MEMORY_MIN) or "patch"
     # (min plus patch-based execution of a stage: edge_init_patch with EDGE_MODEL_PATCH_PLAN)
     board: str | None
@@ -83,42 +84,86 @@ class ExportResult:
 
 
 # ------------------------------------------------------------------------------------------------ sizes
+# EDGE_MODEL_ARENA_BYTES is measured on the exported sources themselves (the export's edge.c, its kernels and its
+# op table, with the export's type switches): the portable kernels, as the user builds them. Not the host library
+# of `edge run` / backend_c, which is built with the SIMD fast paths (-DEDGE_WITH_SIMD=1) whose packed weights and
+# im2col scratch live in the arena: person_detect --memory patch needs 304720 B there, 47168 B in the export.
 ARENA_SOURCES = {
-    "target": "measured: edge_init's need for this model, the exported sources built for a 32-bit Arm target "
-              "(arm-linux-gnueabihf-gcc, run under qemu-arm: the same struct layout as a Cortex-M)",
-    "host": "measured: edge_init's need for this model on the host build of the runtime",
-    "host-upper-bound": "measured on the 64-bit host build (8-byte pointers): an UPPER BOUND for this 32-bit "
-                        "target (install gcc-arm-linux-gnueabihf and qemu-user for the exact figure)",
-    "estimate": "an ESTIMATE: the host C runtime could not be built (Python plan plus a margin)",
+    "target": "measured: edge_init_patch's exact need for this model with these sources as exported, built for the "
+              "target and run",
+    "host": "measured on these sources built for this machine, which has the target's 64-bit data model but not its "
+            "compiler: exact unless that compiler lays the runtime's structs out differently (install the target's "
+            "cross compiler and qemu-user for the figure of the target's own build)",
+    "host-upper-bound": "measured on these sources built for this 64-bit machine (8-byte pointers): an UPPER BOUND "
+                        "for this 32-bit target (install gcc-arm-linux-gnueabihf and qemu-user for the exact figure)",
+    "estimate": "an ESTIMATE: no C compiler here could build these sources to measure them (edge flash's sizing: "
+                "another build's need, or the Python plan, plus a margin)",
 }
-_MEASURE_MAIN = r"""/* edge export's arena measure: edge_init_patch on the model file (MODEL ARENA FLAGS FIRST LAST ROWS COLS; rows 0:
- * no patch stage), then the need (max of used and high water) */
+_MEASURE_MAIN = r"""/* edge export's arena measure: MODEL ARENA FLAGS FIRST LAST ROWS COLS (rows 0: no patch stage).
+ * edge_init_patch on the model file from a 16-aligned arena of ARENA bytes, grown while it is too small; the need N
+ * is the max of edge_arena_used and edge_arena_high_water. Then again with exactly N bytes (must initialise) and
+ * with N - 1 (its status is printed: ARENA_TOO_SMALL when N is the least arena). Prints "need N below STATUS", or
+ * "refused STATUS MESSAGE" when edge_init_patch refuses the model (exit 3). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "edge.h"
-int main(int argc, char **argv) {
-    static edge_interp_t it;
-    FILE *f = fopen(argv[1], "rb");
-    long n;
-    void *model, *raw, *arena;
-    size_t len = (size_t)strtoul(argv[2], 0, 10), used, hw;
+static edge_interp_t it;
+static edge_patch_plan_t plan;
+static void *model;
+static size_t model_len;
+static uint32_t flags;
+static edge_status_t init_with(size_t len) {
     edge_status_t s;
-    edge_patch_plan_t plan;
-    if (argc != 8 || !f) return 2;
+    void *raw = malloc(len + 16);
+    if (!raw) exit(2);
+    s = edge_init_patch(&it, model, model_len, (void *)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u), len, flags,
+                        &plan);
+    free(raw);
+    return s;
+}
+int main(int argc, char **argv) {
+    FILE *f;
+    long n;
+    size_t len, need;
+    int tries;
+    char msg[256];
+    edge_status_t s;
+    if (argc != 8 || !(f = fopen(argv[1], "rb"))) return 2;
+    len = (size_t)strtoull(argv[2], 0, 10);
+    flags = (uint32_t)strtoul(argv[3], 0, 10);
     plan.first = (int32_t)strtol(argv[4], 0, 10); plan.last = (int32_t)strtol(argv[5], 0, 10);
     plan.rows = (int32_t)strtol(argv[6], 0, 10); plan.cols = (int32_t)strtol(argv[7], 0, 10);
     fseek(f, 0, SEEK_END); n = ftell(f); fseek(f, 0, SEEK_SET);
-    model = malloc((size_t)n + 16); raw = malloc(len + 16);
-    if (!model || !raw || fread(model, 1, (size_t)n, f) != (size_t)n) return 2;
-    arena = (void *)(((uintptr_t)raw + 15u) & ~(uintptr_t)15u); /* 16-aligned, as the examples' arrays */
-    s = edge_init_patch(&it, model, (size_t)n, arena, len, (uint32_t)strtoul(argv[3], 0, 10), &plan);
-    if (s != EDGE_OK) { printf("status %d required %lld\n", (int)s, (long long)it.error.required); return 1; }
-    used = edge_arena_used(&it); hw = edge_arena_high_water(&it);
-    printf("need %lu\n", (unsigned long)(used > hw ? used : hw));
+    if (n <= 0 || !(model = malloc((size_t)n))) return 2;
+    model_len = (size_t)n;
+    if (fread(model, 1, model_len, f) != model_len) return 2;
+    fclose(f);
+    for (tries = 0; (s = init_with(len)) == EDGE_ARENA_TOO_SMALL && tries < 12; tries++) {
+        size_t more = it.error.required_exact ? (size_t)it.error.required : 4 * len;
+        if (more <= len || more > ((size_t)1 << 31)) break;
+        len = more;
+    }
+    if (s != EDGE_OK) {
+        printf("refused %d %s\n", (int)s, edge_error_message(&it, msg, sizeof msg));
+        return 3;
+    }
+    need = edge_arena_used(&it) > edge_arena_high_water(&it) ? edge_arena_used(&it) : edge_arena_high_water(&it);
+    if ((s = init_with(need)) != EDGE_OK) {
+        printf("refused %d with exactly the need (%lu bytes): %s\n", (int)s, (unsigned long)need,
+               edge_error_message(&it, msg, sizeof msg));
+        return 4;
+    }
+    printf("need %lu below %d\n", (unsigned long)need, (int)init_with(need - 1));
     return 0;
 }
 """
+# qemu-user per the first word of a Linux target's triple; 64-bit architectures (their data model: LP64)
+_QEMU_USER = {"aarch64": "qemu-aarch64", "arm": "qemu-arm", "armv7l": "qemu-arm", "x86_64": "qemu-x86_64",
+              "i686": "qemu-i386", "riscv64": "qemu-riscv64"}
+_ARCH64 = ("x86_64", "aarch64", "arm64", "riscv64", "ppc64le", "s390x", "loongarch64")
+# a Cortex-M's struct layout (ILP32, AAPCS) on a runnable stand-in: 32-bit Arm Linux under qemu-arm
+_ARMHF_CC, _ARMHF_FLAGS = "arm-linux-gnueabihf-gcc", ["-O1", "-march=armv7-a", "-mfpu=vfpv3-d16", "-mfloat-abi=hard"]
 
 
 def _plan_numbers(patch) -> tuple[int, int, int, int]:
@@ -126,71 +171,99 @@ def _plan_numbers(patch) -> tuple[int, int, int, int]:
     return (0, 0, 0, 0) if patch is None else (patch.nodes[0], patch.nodes[-1], patch.grid[0], patch.grid[1])
 
 
-def _host_need(data: bytes, memory: str, patch=None) -> int:
-    from edge_sdk.runtime import backend_c
+def _measure_builds(t, defs: list[str]) -> list[tuple[str, str, list[str], list[str], str]]:
+    """The ways to build and run the arena measure here, best first: (source, compiler, flags, run prefix, how).
+    A Linux target: its own compiler and the export's flags, run here (natively, or under qemu-user with the
+    cross sysroot). A microcontroller: arm-linux-gnueabihf-gcc under qemu-arm (a Cortex-M's ILP32/AAPCS layout;
+    its DSP kernel paths, which take other scratch, emulated in C). Then this machine's compiler (source "host",
+    or "host-upper-bound" for a 32-bit target)."""
+    import struct
 
-    interp = backend_c.CInterpreter(model_content=data, memory=memory, patch_plan=patch)
-    interp.allocate_tensors()
-    info = interp.plan_info()
-    return max(info["high_water"], info["arena_used"])
+    out = []
+    dsp = [] if t.hosted or t.profile.cpu not in DSP_CPUS else ["-DEDGE_EMULATE_DSP"]
+    if t.hosted:
+        arch = t.triple.split("-")[0] if t.cross and t.triple else t.profile.arch
+        target64 = arch in _ARCH64 or (not t.cross and struct.calcsize("P") == 8)
+        flags = [*t.cflags, *defs]
+        words = f"{Path(t.compiler).name} {' '.join(t.cflags)} (the export's compiler and flags)"
+        if not t.cross:
+            if shutil.which(t.compiler):
+                out.append(("target", t.compiler, flags, [], f"built by {words}, run on this machine"))
+        else:
+            qemu, sysroot = shutil.which(_QEMU_USER.get(arch, f"qemu-{arch}")), Path("/usr") / t.triple
+            if shutil.which(t.compiler) and qemu and sysroot.is_dir():
+                out.append(("target", t.compiler, flags, [qemu, "-L", str(sysroot)],
+                            f"built by {words}, run under {Path(qemu).name}"))
+    else:
+        target64 = False
+        qemu, sysroot = shutil.which("qemu-arm"), Path("/usr/arm-linux-gnueabihf")
+        if shutil.which(_ARMHF_CC) and qemu and sysroot.is_dir():
+            out.append(("target", _ARMHF_CC, [*_ARMHF_FLAGS, *defs, *dsp], [qemu, "-L", str(sysroot)],
+                        f"built by {_ARMHF_CC} {' '.join(_ARMHF_FLAGS)}, run under qemu-arm: the 32-bit struct "
+                        "layout (AAPCS) of a Cortex-M" + (", its DSP-extension kernel paths emulated in C "
+                                                           "(-DEDGE_EMULATE_DSP)" if dsp else "")))
+    native = next((c for c in (os.environ.get("CC"), "gcc", "cc", "clang") if c and shutil.which(c)), None)
+    host64 = struct.calcsize("P") == 8
+    if native and (host64 or not target64) and not (t.hosted and not t.cross and native == t.compiler):
+        source = "host" if target64 == host64 else "host-upper-bound"
+        out.append((source, native, ["-O1", *defs, *dsp], [], f"built by {native} -O1 for this machine, run here"))
+    return out
 
 
-def _target32_need(tree: Path, model_path: Path, defs: list[str], memory: str, host_need: int,
-                   patch=None) -> int | None:
-    """The exported sources (tree: include/ src/) with a measuring main, built for 32-bit Arm Linux and run under
-    qemu-arm; None when the cross compiler or qemu-arm is missing or the run fails."""
-    cc, qemu = shutil.which("arm-linux-gnueabihf-gcc"), shutil.which("qemu-arm")
-    sysroot = Path("/usr/arm-linux-gnueabihf")
-    if not cc or not qemu or not sysroot.is_dir():
-        return None
+def _built_need(tree: Path, model_path: Path, cc: str, flags: list[str], prefix: list[str], memory: str,
+                patch=None) -> int | None:
+    """The exported sources (tree: include/ src/, or src/ alone) with _MEASURE_MAIN, built by ``cc flags`` and run
+    (under ``prefix``): edge_init_patch's need for the plan. None when the build or the run fails; ModelError when
+    these sources refuse the model."""
     with tempfile.TemporaryDirectory(prefix="edge-export-measure-") as work:
         main = Path(work) / "measure.c"
         main.write_text(_MEASURE_MAIN)
         exe = Path(work) / "measure"
         srcs = [str(p) for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c"]
         inc = tree / ("include" if (tree / "include").is_dir() else "src")
-        cmd = [cc, "-std=c99", "-O1", "-march=armv7-a", "-mfpu=vfpv3-d16", "-mfloat-abi=hard", *defs,
-               f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
+        cmd = [cc, "-std=c99", *flags, f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
+        init_flags = "2" if memory in ("min", "patch") else "0"  # EDGE_INIT_MEMORY_MIN
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
             if proc.returncode != 0:
-                log.debug(f"arena measure build failed: {proc.stderr[-500:]}")
+                log.debug(f"arena measure build failed ({cc}): {proc.stderr[-500:]}")
                 return None
-            flags = "2" if memory in ("min", "patch") else "0"  # EDGE_INIT_MEMORY_MIN
-            run = subprocess.run([qemu, "-L", str(sysroot), str(exe), str(model_path), str(host_need + 65536),
-                                  flags, *(str(v) for v in _plan_numbers(patch))],
+            run = subprocess.run([*prefix, str(exe), str(model_path), str(1 << 20), init_flags,
+                                  *(str(v) for v in _plan_numbers(patch))],
                                  capture_output=True, text=True, timeout=900, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.debug(f"arena measure failed: {exc}")
             return None
-        if run.returncode != 0 or not run.stdout.startswith("need "):
-            log.debug(f"arena measure run failed: {run.stdout} {run.stderr[-300:]}")
-            return None
-        return int(run.stdout.split()[1])
+    words = run.stdout.split()
+    if run.returncode == 3 and words[:1] == ["refused"]:
+        raise ModelError(f"the exported C runtime refuses {model_path.name}: {' '.join(words[2:])}")
+    if run.returncode != 0 or len(words) != 4 or words[0] != "need":
+        log.debug(f"arena measure run failed (exit {run.returncode}): {run.stdout} {run.stderr[-300:]}")
+        return None
+    need, below = int(words[1]), int(words[3])
+    if below == 0:  # the runtime initialised with fewer bytes than its own high-water mark: not the least arena
+        log.debug(f"arena measure: {need - 1} bytes initialise too (the high water over-counts)")
+    return need
 
 
-def arena_need(data: bytes, memory: str = "layer", target32: tuple | None = None, patch=None) -> tuple[int, str]:
-    """(bytes, source): the arena the C runtime needs for this model: the most bytes ``edge_init`` and
-    ``edge_invoke`` use at once (planned tensors, scratch, persistent data and init's temporary planner
-    memory), rounded up to 16. Measured on the host build of the runtime (backend_c); for a 32-bit target
-    (``target32`` = (export tree, model path, type defines)) on the exported sources built for 32-bit Arm and
-    run under qemu-arm, else the host figure, an upper bound there. ``source``: a key of ARENA_SOURCES.
-    ``patch``: memory "patch"'s stage (a patching.PatchPlan, edge_init_patch's), None: none."""
-    try:
-        need = _host_need(data, memory, patch)
-    except ModelError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - no host compiler, or the host library did not build
-        log.debug(f"host C runtime unavailable ({exc}); the arena is an estimate")
-        return _flash.measure_arena(data, memory=memory), "estimate"
-    source = "host"
-    if target32 is not None:
-        exact = _target32_need(*target32, memory, need, patch)
-        if exact is not None:
-            need, source = exact, "target"
-        else:
-            source = "host-upper-bound"
-    return (need + 15) // 16 * 16, source
+def arena_need(data: bytes, memory: str = "layer", build: tuple | None = None, patch=None) -> tuple[int, str, str]:
+    """(bytes, source, how): the arena the exported C runtime needs for this model: the most bytes
+    ``edge_init_patch`` uses at once (planned tensors, scratch, persistent data and init's temporary planner
+    memory), exactly, for a 16-byte aligned arena; no margin, no rounding. ``build`` = (export tree, model path,
+    _Target, type defines): measured on those sources (_measure_builds: built for the target and run where it
+    can, else on this machine); without it, or when no build runs here, an estimate (edge flash's sizing, with
+    its margin). The measure also checks that exactly that many bytes initialise (and logs it when one byte less
+    would too: the high-water mark then over-counts; the figure stays the runtime's own). ``source``:
+    a key of ARENA_SOURCES; ``how``: the build measured. ``memory``: "layer", "min" or "patch" (``patch``: the
+    stage, a patching.PatchPlan; None: none)."""
+    if build is not None:
+        tree, model_path, t, defs = build
+        for source, cc, flags, prefix, how in _measure_builds(t, defs):
+            need = _built_need(tree, Path(model_path), cc, flags, prefix, memory, patch)
+            if need is not None:
+                return need, source, how
+    log.debug("no build of the exported sources ran here; the arena is an estimate")
+    return _flash.measure_arena(data, memory=memory), "estimate", "sized as edge flash sizes it (measure_arena)"
 
 
 def _io(model, indices) -> list[dict]:
@@ -297,8 +370,11 @@ _PLAN_WORDS = {"layer": "layer-by-layer", "min": "least-RAM", "patch": "least-RA
 
 
 def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
-                 size: int, memory: str = "layer", patch=None) -> str:
-    why = ARENA_SOURCES[source]
+                 size: int, memory: str = "layer", patch=None, arena_how: str = "") -> str:
+    why = ARENA_SOURCES[source] + (f"; {arena_how}" if arena_how else "")
+    arena_doc = textwrap.wrap(f"Arena bytes to give edge_init_patch (a 16-byte aligned array, with "
+                              f"EDGE_MODEL_INIT_FLAGS and EDGE_MODEL_PATCH_PLAN): {why}.", 108,
+                              break_on_hyphens=False)
     first, last, rows, cols = _plan_numbers(patch)
     stage = (f"nodes {first}..{last} of subgraph 0 run patch by patch over a {rows}x{cols} grid, +{patch.extra_macs} "
              "MACs" if patch is not None else "none (rows 0): the plan of the flags alone")
@@ -307,7 +383,7 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
              '#ifdef __cplusplus\nextern "C" {\n#endif', "",
              "/* The model: 16-byte aligned, read in place (keep it in flash). */",
              "extern const uint8_t edge_model_data[];", "extern const uint32_t edge_model_data_len;", "",
-             f"/* Arena bytes to give edge_init: {why}. */",
+             "/* " + "\n * ".join(arena_doc) + " */",
              f"#define EDGE_MODEL_ARENA_BYTES {arena}u",
              f"/* edge_init_patch's flags for that arena: the {_PLAN_WORDS[memory]} plan (include edge.h first) */",
              f"#define EDGE_MODEL_INIT_FLAGS {'0u' if memory == 'layer' else 'EDGE_INIT_MEMORY_MIN'}",
@@ -335,10 +411,14 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
     return "\n".join(lines)
 
 
-_EXAMPLE_FILES = r'''/* edge_example - one inference of the exported model: edge_example IN.bin OUT.bin
+_EXAMPLE_FILES = r'''/* edge_example - one inference of the exported model: edge_example IN.bin OUT.bin [ARENA_BYTES]
  * IN.bin: every input's raw bytes, input 0 first (EDGE_MODEL_INPUT<k>_BYTES each, the tensor's own type);
- * OUT.bin: every output's raw bytes likewise. Exit status: 0, 1 (the runtime's error), 2 (bad arguments). */
+ * OUT.bin: every output's raw bytes likewise. ARENA_BYTES: give edge_init_patch only the arena's first ARENA_BYTES
+ * (at most EDGE_MODEL_ARENA_BYTES, the default): fewer than the model needs are refused ("arena too small").
+ * On success it prints "ok: ..., arena NEED of GIVEN bytes" (NEED: the most bytes in use at once, edge_arena_used /
+ * edge_arena_high_water). Exit status: 0, 1 (the runtime's error), 2 (bad arguments). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "edge.h"
@@ -352,16 +432,27 @@ int main(int argc, char **argv) {
     edge_status_t s;
     FILE *f;
     int32_t i;
-    size_t total = 0;
+    size_t total = 0, arena_len = sizeof arena, used, hw;
     long size;
+    char msg[256];
 
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s IN.bin OUT.bin\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s IN.bin OUT.bin [ARENA_BYTES]\n", argv[0]);
         return 2;
     }
-    s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);
+    if (argc == 4) {
+        char *end;
+        unsigned long n = strtoul(argv[3], &end, 10);
+        if (argv[3][0] < '0' || argv[3][0] > '9' || *end || n > sizeof arena) {
+            fprintf(stderr, "ARENA_BYTES %s: give a number of bytes up to %lu (EDGE_MODEL_ARENA_BYTES)\n", argv[3],
+                    (unsigned long)sizeof arena);
+            return 2;
+        }
+        arena_len = (size_t)n;
+    }
+    s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, arena_len, EDGE_MODEL_INIT_FLAGS, &plan);
     if (s != EDGE_OK) {
-        fprintf(stderr, "edge_init: %s\n", edge_status_str(s));
+        fprintf(stderr, "edge_init: %s\n", edge_error_message(&interp, msg, sizeof msg));
         return 1;
     }
     for (i = 0; i < edge_num_inputs(&interp); i++) total += edge_input(&interp, i)->bytes;
@@ -409,14 +500,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: write failed\n", argv[2]);
         return 1;
     }
+    used = edge_arena_used(&interp);
+    hw = edge_arena_high_water(&interp);
     fprintf(stderr, "ok: %d inputs, %d outputs, arena %lu of %lu bytes\n", (int)edge_num_inputs(&interp),
-            (int)edge_num_outputs(&interp), (unsigned long)edge_arena_high_water(&interp), (unsigned long)sizeof arena);
+            (int)edge_num_outputs(&interp), (unsigned long)(used > hw ? used : hw), (unsigned long)arena_len);
     return 0;
 }
 '''
 
 _EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the board, reported on its UART:
  *     status S          edge_init's status (0: ok; the order of edge_status.def)
+ *     required N        (arena too small only) the bytes edge_init needs
  *     arena NEED        the most arena bytes in use at once (edge_arena_used, edge_arena_high_water; of
  *                       EDGE_MODEL_ARENA_BYTES)
  *     out K HASH        FNV-1a (32 bit) of output K's bytes
@@ -425,7 +519,8 @@ _EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the
  * The inputs are filled from a fixed sequence: byte k of all inputs (input 0 first) is the top byte of the
  * k+1-th step of the LCG seed = seed * 1664525 + 1013904223 from seed 12345. Replace that call with your
  * sensor data. The inputs, the hash and the UART lines are edge_image_report.h's (firmware_c/tools/, the same
- * code as edge-sdk's own firmware image). */
+ * code as edge-sdk's own firmware image). Build with -DEDGE_EXAMPLE_ARENA_BYTES=N to give edge_init an arena of N
+ * bytes instead of EDGE_MODEL_ARENA_BYTES (fewer than the model needs: status of EDGE_ARENA_TOO_SMALL). */
 #include <stdint.h>
 
 #include "board.h"
@@ -434,7 +529,10 @@ _EXAMPLE_UART = r'''/* edge_example - one inference of the exported model on the
 #include "edge_image_report.h"
 
 static edge_interp_t interp;
-static uint8_t arena[EDGE_MODEL_ARENA_BYTES] BOARD_LARGE_BSS;
+#ifndef EDGE_EXAMPLE_ARENA_BYTES
+#define EDGE_EXAMPLE_ARENA_BYTES EDGE_MODEL_ARENA_BYTES
+#endif
+static uint8_t arena[EDGE_EXAMPLE_ARENA_BYTES] BOARD_LARGE_BSS;
 static const edge_patch_plan_t plan = EDGE_MODEL_PATCH_PLAN; /* the patch stage, if any */
 
 int main(void) {
@@ -447,6 +545,7 @@ int main(void) {
 #endif
     s = edge_init_patch(&interp, edge_model_data, edge_model_data_len, arena, sizeof arena, EDGE_MODEL_INIT_FLAGS, &plan);
     edge_report_line("status", (uint32_t)s);
+    if (s == EDGE_ARENA_TOO_SMALL) edge_report_line("required", (uint32_t)interp.error.required);
     if (s == EDGE_OK) {
         edge_report_fill_inputs(&interp, &seed);
         s = edge_invoke(&interp);
@@ -551,7 +650,11 @@ def _cmake(t: _Target, srcs: list[str], defs: list[str], name: str) -> str:
                   f"target_link_options(edge_example PRIVATE -T${{CMAKE_CURRENT_SOURCE_DIR}}/board/{t.ldscript.name} "
                   f"-L${{CMAKE_CURRENT_SOURCE_DIR}}/board {_cmake_list(t.board_ldflags)} "
                   "-Wl,-Map,${CMAKE_CURRENT_BINARY_DIR}/edge_example.map)",
-                  "target_link_libraries(edge_example edge_model)"]
+                  "target_link_libraries(edge_example edge_model)",
+                  "# cmake -DEDGE_EXAMPLE_ARENA_BYTES=N: the example's arena is N bytes (default EDGE_MODEL_ARENA_BYTES)",
+                  "if(EDGE_EXAMPLE_ARENA_BYTES)",
+                  "  target_compile_definitions(edge_example PRIVATE EDGE_EXAMPLE_ARENA_BYTES=${EDGE_EXAMPLE_ARENA_BYTES})",
+                  "endif()"]
     else:
         lines += ["# no board support for this target in edge-sdk: example/edge_example.c is a function to call",
                   "target_sources(edge_model PRIVATE example/edge_example.c)"]
@@ -635,7 +738,8 @@ def _arduino(name: str, sha: str) -> dict[str, str]:
             "examples/edge_example/edge_example.ino": sketch}
 
 
-def _readme(t: _Target, fmt: str, name: str, sha: str, arena: int, source: str, inputs, outputs, defs) -> str:
+def _readme(t: _Target, fmt: str, name: str, sha: str, arena: int, source: str, inputs, outputs, defs,
+            arena_how: str = "") -> str:
     io = "\n".join(f"- {kind} {k}: `{r['name']}` {r['type']} {r['shape']}, {r['bytes']} bytes"
                    + (f", scale {r['scale'][0]:.9g}, zero point {r['zero_point'][0]}" if r["scale"] else "")
                    for kind, rows in (("input", inputs), ("output", outputs)) for k, r in enumerate(rows))
@@ -652,16 +756,21 @@ def _readme(t: _Target, fmt: str, name: str, sha: str, arena: int, source: str, 
                    "examples/edge_example is a sketch. Arduino libraries cannot set compiler definitions: the\n"
                    "runtime is compiled with every tensor type (the other formats leave unused ones out).\n",
     }[fmt]
-    ex = {"files": "`edge_example IN.bin OUT.bin`: the inputs' raw bytes in (input 0 first), the outputs' raw "
-                   "bytes out.",
+    ex = {"files": "`edge_example IN.bin OUT.bin [ARENA_BYTES]`: the inputs' raw bytes in (input 0 first), the "
+                   "outputs' raw bytes out; prints the arena it used (ARENA_BYTES: try a smaller arena).",
           "uart": "`edge_example.elf` for the board: fills the inputs from a fixed pseudo-random sequence, runs "
-                  "once, prints `status`, `arena`, `out K FNV1A` and `done` on the UART"
+                  "once, prints `status`, `arena`, `out K FNV1A` and `done` on the UART (build with "
+                  "-DEDGE_EXAMPLE_ARENA_BYTES=N to try a smaller arena)"
                   + (" (`qemu-system-arm -M mps2-an386 -nographic -monitor none -semihosting-config "
                      "enable=on,target=native -kernel build/edge_example.elf`)" if t.board == "qemu-mps2-an386"
                      else "") + ".",
           "none": "`example/edge_example.c`: `edge_example_run(inputs)` to call from your own main."}[t.example]
     if fmt in ("zephyr", "arduino"):
         ex = "see the sample above."
+    arena_text = "\n".join(textwrap.wrap(
+        f"The arena: {arena} bytes, {ARENA_SOURCES[source]}{'; ' + arena_how if arena_how else ''}. Give it 16-byte "
+        "aligned (an unaligned arena loses up to 15 bytes). Write the inputs before every `edge_invoke`: the arena "
+        "reuses their bytes.", 110, break_on_hyphens=False))
     return f"""# {name} with edge-sdk's C runtime ({t.profile.name}, {fmt})
 
 Generated by `edge export` from `{name}` (sha256 `{sha}`).
@@ -685,8 +794,7 @@ edge_invoke(&interp);
 y = edge_output(&interp, 0)->data;
 ```
 
-The arena: {arena} bytes ({ARENA_SOURCES[source]}). Write the inputs before every `edge_invoke`: the arena
-reuses their bytes.
+{arena_text}
 
 {io}
 
@@ -777,14 +885,21 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         table = tmp / "src" / "edge_ops_generated.c"
         if gen_ops.main([str(table), "--model", str(model_path)]) != 0 or not table.exists():
             raise ModelError(f"gen_ops.py could not write the op table for {model_path}")
-        # the arena: measured on these very sources (for a 32-bit target: built for 32-bit Arm, run under qemu-arm)
-        # a CPU with the DSP extension takes the kernels' DSP paths (their scratch differs): emulated in C there
-        measure_defs = defs + (["-DEDGE_EMULATE_DSP"] if t.profile.cpu in DSP_CPUS else [])
-        arena, source = arena_need(data, memory, None if t.hosted else (tmp, model_path, measure_defs), patch)
-        warnings = plan_warnings + ([] if source in ("target", "host") else
-                                    [f"the arena size is {ARENA_SOURCES[source]}"])
+        # the arena: measured on these very sources, built for the target and run (arena_need)
+        # (Arduino builds every tensor type: no type switches there)
+        arena, source, arena_how = arena_need(data, memory, (tmp, model_path, t, [] if arduino else defs), patch)
+        flag = "" if memory == "layer" else f" --memory {memory}"
+        if t.hosted:  # what a user compares it with on a Linux target: other builds, other figures
+            arena_note = ("These sources build the portable kernels (no SIMD fast paths). "
+                          f"`edge check --target {profile.name}` reports the Python interpreter's tensor plan, and "
+                          "the C backend of `edge run` (edge-sdk's host library, built with the SIMD fast paths, "
+                          "whose packed weights live in the arena) needs more: other builds, not these sources")
+        else:
+            arena_note = (f"`edge check --target {profile.name}{flag}` measures the same build (its 32-bit runner) "
+                          "and reports this figure")
+        warnings = plan_warnings + ([] if source == "target" else [f"the arena size is {ARENA_SOURCES[source]}"])
         (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
-                                                              memory, patch))
+                                                              memory, patch, f"{arena_how}. {arena_note}"))
         srcs = sorted(str(p.relative_to(tmp)) for p in (tmp / "src").rglob("*.c"))
         if fmt != "arduino":
             srcs += [str(Path(mdir) / "edge_model_data.c")]
@@ -799,14 +914,15 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
             extra.update(_zephyr(srcs, defs, name))
         else:
             extra.update(_arduino(name, sha))
-        extra["README.md"] = _readme(t, fmt, name, sha, arena, source, inputs, outputs, defs)
+        extra["README.md"] = _readme(t, fmt, name, sha, arena, source, inputs, outputs, defs,
+                                     f"{arena_how}. {arena_note}")
         for rel, text in extra.items():
             dst = tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(text)
         result = ExportResult(out_dir=str(out), format=fmt, profile=profile.name, model=str(model_path),
                               model_sha256=sha, model_bytes=len(data), arena_bytes=arena,
-                              arena_source=source, memory=memory,
+                              arena_source=source, arena_build=arena_how, memory=memory,
                               board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
                               inputs=inputs, outputs=outputs, warnings=warnings,
                               patch=None if patch is None else patch.to_dict())
