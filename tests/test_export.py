@@ -343,17 +343,17 @@ def test_person_detect_host_and_qemu_exports_agree(tmp_path):
 
 @pytest.mark.slow
 @needs_cmake
-def test_cmake_host_export_least_ram_plan(tmp_path):
-    """--memory min: the header's arena is the least-RAM plan's measured need (smaller here: an in-place PAD),
+def test_cmake_host_export_inplace_plan(tmp_path):
+    """--memory inplace: the header's arena is the in-place plan's measured need (smaller here: an in-place PAD),
     the example initialises with EDGE_INIT_MEMORY_MIN, and its outputs still equal the interpreter's."""
     from tests.test_memory_min import _chain_model
 
     model = _model_file(tmp_path, _chain_model(shape=(1, 16, 16, 8)), "chain.tflite")  # the plan, not the
-    # planner's temporary memory (16 bytes more per tensor with --memory min), dominates the need
+    # planner's temporary memory (16 bytes more per tensor with --memory inplace), dominates the need
     layer = export(model, "host-linux", "make", tmp_path / "layer")
-    out = tmp_path / "min"
-    r = export(model, "host-linux", "cmake", out, memory="min")
-    assert r.memory == "min" and r.arena_bytes < layer.arena_bytes
+    out = tmp_path / "inplace"
+    r = export(model, "host-linux", "cmake", out, memory="inplace")
+    assert r.memory == "inplace" and r.arena_bytes < layer.arena_bytes
     assert "#define EDGE_MODEL_INIT_FLAGS EDGE_INIT_MEMORY_MIN" in (out / "model" / "edge_model.h").read_text()
     _cmake_build(out, tmp_path / "build")
     raw = np.random.default_rng(3).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
@@ -367,12 +367,12 @@ def test_cmake_host_export_least_ram_plan(tmp_path):
 @pytest.mark.slow
 @needs_cmake
 @needs_arm
-def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
-    """MobileNetV2 224x224 exported with --memory min runs on the QEMU board in its exact least-RAM arena and its
+def test_mobilenet_v2_inplace_plan_on_the_qemu_board(tmp_path):
+    """MobileNetV2 224x224 exported with --memory inplace runs on the QEMU board in its exact in-place arena and its
     output equals the Python interpreter's with the layer-by-layer plan, bit for bit."""
     model = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
     out = tmp_path / "export-qemu"
-    r = export(model, "qemu-mps2-an386", "cmake", out, memory="min")
+    r = export(model, "qemu-mps2-an386", "cmake", out, memory="inplace")
     layer = export(model, "qemu-mps2-an386", "zephyr", tmp_path / "z")  # the layer plan's exact arena
     assert r.arena_source == layer.arena_source == "target" and r.arena_bytes < 0.7 * layer.arena_bytes
     _cmake_build(out, tmp_path / "build-qemu")
@@ -382,7 +382,7 @@ def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
     assert board["hashes"] == [image_main_hash(want)]
 
 
-# ------------------------------------------------------------------------------------------------ --memory patch
+# ------------------------------------------------------------------------------------------------ --memory min
 def _patch_chain(tmp_path) -> tuple[Path, object]:
     from tests.test_patching import _c_chain, chain_model
 
@@ -397,12 +397,12 @@ def _patch_chain(tmp_path) -> tuple[Path, object]:
 @pytest.mark.slow
 @needs_cmake
 def test_cmake_host_export_patch_plan(tmp_path):
-    """--memory patch: the header carries edge_init_patch's stage (the one edge check and edge flash run) and the
-    arena that plan measures, smaller than the least-RAM plan's; the example's outputs equal the interpreter's."""
+    """--memory min: the header carries edge_init_patch's stage (the one edge check and edge flash run) and the
+    arena that plan measures, smaller than the in-place plan's; the example's outputs equal the interpreter's."""
     model, plan = _patch_chain(tmp_path)
-    small = export(model, "host-linux", "make", tmp_path / "min", memory="min")
+    small = export(model, "host-linux", "make", tmp_path / "inplace", memory="inplace")
     out = tmp_path / "patch"
-    r = export(model, "host-linux", "cmake", out, memory="patch")
+    r = export(model, "host-linux", "cmake", out, memory="min")
     assert r.memory == "patch" and r.arena_source == "host" and r.arena_bytes < small.arena_bytes
     assert r.patch["nodes"] == [plan.nodes[0], plan.nodes[-1]] and r.patch["grid"] == list(plan.grid)
     header = (out / "model" / "edge_model.h").read_text()
@@ -410,7 +410,7 @@ def test_cmake_host_export_patch_plan(tmp_path):
     assert f"#define EDGE_MODEL_PATCH_PLAN {{{plan.nodes[0]}, {plan.nodes[-1]}, {plan.grid[0]}, {plan.grid[1]}}}" \
         in header
     assert "EDGE_MODEL_PATCH_PLAN" in (out / "example" / "main.c").read_text()
-    assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "min" / "model" / "edge_model.h").read_text()
+    assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "inplace" / "model" / "edge_model.h").read_text()
     _cmake_build(out, tmp_path / "build")
     raw = np.random.default_rng(5).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
     (tmp_path / "in.bin").write_bytes(raw)
@@ -426,14 +426,14 @@ def test_cmake_host_export_patch_plan(tmp_path):
 @needs_cmake
 @needs_arm
 def test_qemu_board_export_patch_plan_equals_check_and_host(tmp_path):
-    """--memory patch for the QEMU board: edge_model.h's arena is `edge check --memory patch`'s figure, the ELF
+    """--memory min for the QEMU board: edge_model.h's arena is `edge check --memory min`'s figure, the ELF
     runs in it under qemu-system-arm (high water == that figure) and its outputs equal the host export's."""
     from edge_sdk.targets.check import check_model
 
     model, plan = _patch_chain(tmp_path)
-    check = check_model(model.read_bytes(), "qemu-mps2-an386", memory="patch")
+    check = check_model(model.read_bytes(), "qemu-mps2-an386", memory="min")
     out = tmp_path / "export-qemu"
-    r = export(model, "qemu-mps2-an386", "cmake", out, memory="patch")
+    r = export(model, "qemu-mps2-an386", "cmake", out, memory="min")
     assert check.memory_plan == r.memory == "patch" and r.arena_source == "target"
     assert r.arena_bytes == (check.arena_bytes + 15) // 16 * 16
     _cmake_build(out, tmp_path / "build-qemu")
@@ -443,26 +443,26 @@ def test_qemu_board_export_patch_plan_equals_check_and_host(tmp_path):
     assert board["hashes"] == [image_main_hash(want)]
 
 
-def test_export_patch_without_a_stage_falls_back_to_min(tmp_path):
-    """A model with nothing spatial has no patch stage: --memory patch exports the least-RAM plan and says so."""
+def test_export_min_without_a_stage_is_the_inplace_plan(tmp_path):
+    """A model with nothing spatial has no patch stage: --memory min exports the in-place plan and says so."""
     model = _model_file(tmp_path, _fc_int8(), "fc.tflite")
-    r = export(model, "host-linux", "zephyr", tmp_path / "z", memory="patch")
-    assert r.memory == "min" and r.patch is None
+    r = export(model, "host-linux", "zephyr", tmp_path / "z", memory="min")
+    assert r.memory == "inplace" and r.patch is None
     assert any("no patch stage" in w for w in r.warnings)
     assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "z" / "model" / "edge_model.h").read_text()
 
 
-def test_cli_export_memory_patch(tmp_path):
+def test_cli_export_memory_min(tmp_path):
     model, plan = _patch_chain(tmp_path)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux",
-                           "--format", "zephyr", "-o", str(tmp_path / "z"), "--memory", "patch", "--json"],
+                           "--format", "zephyr", "-o", str(tmp_path / "z"), "--memory", "min", "--json"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     assert r["memory"] == "patch" and r["patch"]["grid"] == list(plan.grid) and r["patch"]["extra_macs"] > 0
     proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux",
-                           "--format", "zephyr", "-o", str(tmp_path / "z2"), "--memory", "patch"],
+                           "--format", "zephyr", "-o", str(tmp_path / "z2"), "--memory", "min"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "least-RAM patch-based plan" in proc.stdout
     assert f"patch stage: nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}" in proc.stdout
