@@ -401,17 +401,20 @@ def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
     profile's outputs equal the host interpreter's bit for bit; the board's high-water mark is the 32-bit check
     runner's figure (edge check's), below 0.6x the in-place plan's and 0.6x TFLM's whole arena (85264 bytes)."""
     from edge_sdk.runtime.interpreter import c_patch_plan
-    from edge_sdk.tools.flash import flash
-    from edge_sdk.tools.profile import profile_model
+    from edge_sdk.tools.flash import flash, format_flash
+    from edge_sdk.tools.profile import format_profile, profile_model
 
     model = shared_model("tflite-micro/person_detect.tflite")
     data = model.read_bytes()
     plan = c_patch_plan(data)
     r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="min")
     config = (tmp_path / "fw" / "gen" / "app_config.h").read_text()
-    assert r.memory == "patch"
+    assert r.memory == "patch" and r.patch["grid"] == list(plan.grid) and r.patch["extra_macs"] == plan.extra_macs
+    assert f"least-RAM patch-based plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid " in format_flash(r)
     assert f"APP_PATCH_PLAN {{{plan.nodes[0]}, {plan.nodes[-1]}, {plan.grid[0]}, {plan.grid[1]}}}" in config
-    p = profile_model(model, "qemu-mps2-an386", port=r.port, runs=1)
+    p = profile_model(model, "qemu-mps2-an386", runs=1)  # no port: the board just flashed, its plan on record
+    assert p["port"] == r.port and p["memory_plan"] == "patch" and p["patch"] == r.patch
+    assert "arena plan: least-RAM patch-based plan: stage nodes" in format_profile(p)
     assert p["validated"] is True and p["mismatches"] == []
     assert p["arena_high_water"] == _board_figure(data, "min", plan)
     assert p["arena_high_water"] < 0.6 * _board_figure(data, "inplace")
