@@ -443,12 +443,13 @@ def test_qemu_board_export_patch_plan_equals_check_and_host(tmp_path):
     assert board["hashes"] == [image_main_hash(want)]
 
 
-def test_export_min_without_a_stage_is_the_inplace_plan(tmp_path):
-    """A model with nothing spatial has no patch stage: --memory min exports the in-place plan and says so."""
+def test_export_min_without_a_stage_or_inplace_node(tmp_path):
+    """A model with nothing spatial has no patch stage (and nothing in place): --memory min exports the in-place
+    plan, here the layer placement, and says so."""
     model = _model_file(tmp_path, _fc_int8(), "fc.tflite")
     r = export(model, "host-linux", "zephyr", tmp_path / "z", memory="min")
-    assert r.memory == "inplace" and r.patch is None
-    assert any("no patch stage" in w for w in r.warnings)
+    assert r.memory == "layer" and r.patch is None
+    assert any("no patch stage" in w for w in r.warnings) and any("no node runs in place" in w for w in r.warnings)
     assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "z" / "model" / "edge_model.h").read_text()
 
 

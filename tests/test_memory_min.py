@@ -126,7 +126,9 @@ def test_c_inplace_plan_identical_to_python_and_bit_exact(case):
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert c.memory_plan == py.memory_plan == ("layer" if case == "int8_no_padding" else "inplace")
     c_layer, got_layer = _run(data, "layer", "c", feeds)
+    assert c_layer.memory_plan == "layer"
     for a, b in zip(got_layer, want):
         np.testing.assert_array_equal(a, b)
     assert c.plan_info()["tensor_total"] == py.arena_size <= c_layer.plan_info()["tensor_total"]
@@ -386,7 +388,7 @@ def test_inplace_plan_never_larger_than_the_layer_plan():
     assert py.memory_plan == "layer" and py.arena_size == layer.arena_size
     c, got_c = _run(data, "inplace", "c", feeds)
     c_layer, _ = _run(data, "layer", "c", feeds)
-    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan()) and c.memory_plan == "layer"
     info, layer_info = c.plan_info(), c_layer.plan_info()
     assert max(info["high_water"], info["arena_used"]) <= max(layer_info["high_water"], layer_info["arena_used"])
     for a, b, d in zip(got, got_c, want):

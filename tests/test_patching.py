@@ -230,7 +230,8 @@ def test_split_and_windows():
 
 
 def test_no_patch_plan_when_nothing_is_spatial():
-    """A model without a patchable stage keeps the in-place plan under memory="min"."""
+    """A model without a patchable stage keeps the in-place plan under memory="min" (here that is the layer plan:
+    no node can run in place either)."""
     b = _Builder("FLOAT32", 0)
     x = b.tensor("x", (1, 8))
     y = b.tensor("y", (1, 8))
@@ -238,7 +239,7 @@ def test_no_patch_plan_when_nothing_is_spatial():
     data = b.model([0], [1])
     it = Interpreter(model_content=data, memory="min")
     it.allocate_tensors()
-    assert it.patch_plan() is None and it.memory_plan == "inplace"
+    assert it.patch_plan() is None and it.memory_plan == "layer"
 
 
 def test_patch_plan_is_printable():
@@ -475,6 +476,7 @@ def _c_parity(path):
     c.invoke()
     np.testing.assert_array_equal(c.get_tensor(c.get_output_details()[0]["index"]), want)
     assert c.patch_plan() is not None and _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert c.memory_plan == py.memory_plan == "patch"
     return c
 
 

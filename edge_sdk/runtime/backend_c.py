@@ -632,6 +632,28 @@ class CInterpreter:
         """Bytes of the C arena in use (alignment padding + planned tensors and scratch + persistent data)."""
         return self.plan_info()["arena_used"] if self._ready else None
 
+    @property
+    def memory_plan(self) -> str | None:
+        """The arena plan the C runtime built (edge_sdk.runtime.interpreter.REALISED_PLANS, as
+        Interpreter.memory_plan): "patch" (memory="min" with a stage, see patch_plan), "inplace" (some tensor took
+        over its input's bytes: two planned tensors share bytes while both are live, which only an in-place group
+        does) or "layer". None before allocate_tensors."""
+        if not self._ready:
+            return None
+        if self._patch is not None:
+            return "patch"
+        if self._memory == "layer":
+            return "layer"
+        spans = sorted((b.offset, b.offset + b.size, b.first_use, b.last_use) for b in self.arena_plan().buffers
+                       if b.size and b.key[1] != PATCH_CUT)
+        for i, (a0, a1, f0, l0) in enumerate(spans):
+            for b0, b1, f1, l1 in spans[i + 1:]:
+                if b0 >= a1:
+                    break
+                if f1 <= l0 and f0 <= l1:  # the same bytes, both live at one step: an in-place group
+                    return "inplace"
+        return "layer"
+
     def plan_entries(self) -> list[dict]:
         """Every planned buffer (tensors, then kernels' scratch) as dicts."""
         self._require_ready("plan_entries")

@@ -237,8 +237,8 @@ class Interpreter:
         """The arena plan allocate_tensors built (REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
         RESHAPE / PAD / int8 depthwise, see inplace_aliases; +0 MACs) or "patch" (memory="min" found a patch stage
         that needs less than "inplace": see patch_plan for its stage, grid, RAM and extra MACs). "layer" under
-        memory="inplace" or "min" too when running in place would not make the plan smaller (the C runtime's rule
-        as well). None before allocate_tensors."""
+        memory="inplace" or "min" too when no node can run in place or running in place would not make the plan
+        smaller (the C runtime's rule as well). None before allocate_tensors."""
         return None if self._p is None else self._memory_plan
 
     def patch_plan(self) -> _patching.PatchPlan | None:
@@ -304,9 +304,11 @@ class Interpreter:
             plan = _arena.plan_aliased(requests, aliases)
             self._memory_plan = "inplace"
             layer_plan = _arena.plan(requests) if aliases else plan
-            if aliases and plan.total >= layer_plan.total:  # in place only when that makes the plan smaller (the
-                # greedy placement of the groups can be worse; the C runtime's in-place depthwise adds a plane
-                # buffer): else the layer plan, the C runtime's rule too (edge.c plan_arena)
+            if not aliases:  # no node can run in place: what is built is the layer plan
+                self._memory_plan = "layer"
+            elif plan.total >= layer_plan.total:  # in place only when that makes the plan smaller (the greedy
+                # placement of the groups can be worse; the C runtime's in-place depthwise adds a plane buffer):
+                # else the layer plan, the C runtime's rule too (edge.c plan_arena)
                 plan, self._memory_plan = layer_plan, "layer"
                 log.debug(f"memory={self._memory!r}: the in-place plan needs no less than the layer-by-layer plan; "
                           "using the layer plan")
@@ -1208,7 +1210,8 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=(), s
 # What was built (REALISED_PLANS: Interpreter.memory_plan, check's "memory_plan" and "plans" keys, edge inspect,
 # export's header and flash/profile reports): "layer", "inplace" (no stage, or memory="inplace") or "patch" (a
 # patch stage: its nodes, grid, exact RAM and extra MACs are reported beside it). "inplace" and "min" realise
-# "layer" when running in place would not make the plan smaller, and "min" realises "inplace" when no stage beats it.
+# "layer" when no node can run in place or that would not make the plan smaller, and "min" realises "inplace" when
+# no stage beats it.
 MEMORY_PLANS = ("layer", "inplace", "min")
 REALISED_PLANS = ("layer", "inplace", "patch")
 PLAN_WORDS = {"layer": "layer-by-layer", "inplace": "in-place", "patch": "least-RAM patch-based"}  # in reports

@@ -285,15 +285,16 @@ def arena_bytes(model: Model, infos, memory: str = "layer", patch_ops=None) -> i
 
 
 def min_falls_back(model: Model, infos) -> bool:
-    """Whether the in-place plan's groups give no smaller tensor plan than the layer plan, so that both
-    runtimes use the layer plan under memory="inplace" or "min" (edge_sdk.runtime.interpreter, edge.c plan_arena)."""
+    """Whether the in-place plan is the layer plan: no node can run in place, or its groups give no smaller tensor
+    plan than the layer plan, so that both runtimes use the layer plan under memory="inplace" or "min"
+    (edge_sdk.runtime.interpreter, edge.c plan_arena)."""
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
 
     spans: dict = {}
     requests = buffer_requests(model, infos, spans=spans)
     aliases = inplace_aliases(model, infos, requests, spans)
-    return bool(aliases) and _arena.plan_aliased(requests, aliases).total >= _arena.plan(requests).total
+    return not aliases or _arena.plan_aliased(requests, aliases).total >= _arena.plan(requests).total
 
 
 # ----------------------------------------------------------------------------------------------- partitions
@@ -528,9 +529,9 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
         try:
             if min_falls_back(model, infos):
                 result.memory_plan = "layer"
-                result.notes.append(f"--memory {memory}: in-place execution would need no less than the "
-                                    "layer-by-layer plan here; both runtimes keep the layer-by-layer placement (no "
-                                    "in-place nodes)")
+                result.notes.append(f"--memory {memory}: no node runs in place here (none can, or in-place "
+                                    "execution would need no less than the layer-by-layer plan); both runtimes keep "
+                                    "the layer-by-layer placement")
         except Exception:  # noqa: BLE001 - a model the planner cannot plan: its problem is reported below
             pass
     if c_plan is not None and c_plan.ok:

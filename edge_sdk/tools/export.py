@@ -739,8 +739,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
         plan_warnings.append("--memory min: no patch stage needs less than the in-place plan here; the least-RAM "
                              "plan is the in-place plan (+0 MACs)")
     if memory != "layer" and plan == "layer":
-        plan_warnings.append(f"--memory {memory}: in-place execution would need no less than the layer-by-layer "
-                             "plan here; the C runtime keeps the layer-by-layer placement")
+        plan_warnings.append(f"--memory {memory}: no node runs in place here (none can, or in-place execution "
+                             "would need no less than the layer-by-layer plan): the layer-by-layer placement")
     log.stage(f"exporting {name} for {profile.name} ({fmt}) to {out}")
 
     out.parent.mkdir(parents=True, exist_ok=True)
