@@ -29,8 +29,8 @@
    TfLiteEvalTensors, persistent buffers, node structs, variable buffers, ...), with both split into head and
    the rest.
 4.-5. Arena bytes per plan (--memory layer: layer by layer; inplace: in-place nodes; min: the least-RAM plan,
-   in place plus patch-based execution of a stage) in the Python plans and the C runtime with the board's 32-bit layout, against TFLM's; the patch plan's extra MACs;
-   on the QEMU board each plan's emulated instructions per inference and high water (--only-memory: 3-5 alone).
+   in place plus patch-based execution of a stage) in the Python plans and the C runtime with the board's 32-bit
+   layout, against TFLM's; the patch plan's extra MACs; on the QEMU board each plan's emulated instructions per inference and high water (--only-memory: 3-5 alone).
 Prints ratios against the issue's aims: faster than TFLM on every model on the host; <= 2 instructions per
 MAC for int8 conv on M4; arena <= TFLM; person_detect <= 0.5x and MobileNetV2 <= 0.3x TFLM's arena with patches.
 (.text <= 32 KB: `make -C firmware_c size`.)
@@ -534,8 +534,8 @@ def memory_sections(runnable) -> None:
               f"{t[0] if t else 'n/a':>9} {(f'{totals[1] / t[0]:9.3f}' if t else f'{chr(45):>9}')}")
 
     print("\n5. The least-RAM plan (memory='min': in place plus patch-based execution of a stage, "
-          "edge_sdk.runtime.patching) per plan: layer / inplace / min. Python tensor-plan bytes (no structs / scratch); the C runtime's whole arena with the board's "
-          "32-bit layout (the check runner, = the QEMU board's high water; patch: the stage the C runtime runs, over "
+          "edge_sdk.runtime.patching) per plan: layer / inplace / min. Python tensor-plan bytes (no structs / "
+          "scratch); the C runtime's whole arena with the board's 32-bit layout (the check runner, = the QEMU board's high water; patch: the stage the C runtime runs, over "
           "patching.C_PATCH_OPS) against TFLM's whole arena; the patch plan's extra MACs over the model's.")
     print(f"{'model':<40} {'py layer':>9} {'py inpl':>9} {'py min':>9} {'C inpl':>9} {'C min':>9} {'TFLM tot':>9} "
           f"{'Cmin/TFLM':>11} {'+MACs':>7}  C plan")

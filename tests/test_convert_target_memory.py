@@ -1,5 +1,5 @@
-"""`edge convert --target PROFILE --memory layer|inplace|min` (issue 17 point 3): the same --memory flag as `edge check`,
-passed to the target check that runs before the model is written; the report names the plan and its RAM."""
+"""`edge convert --target PROFILE --memory layer|inplace|min` (issue 17 point 3): the same --memory flag as
+`edge check`, passed to the target check that runs before the model is written; the report names the plan and its RAM."""
 
 from __future__ import annotations
 

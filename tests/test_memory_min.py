@@ -213,7 +213,8 @@ def test_inspect_shows_both_plans():
     small = Interpreter(model_content=data, memory="inplace")
     small.allocate_tensors()
     assert report["arena"]["bytes"] == layer.arena_size and report["arena"]["inplace_bytes"] == small.arena_size
-    assert f"in-place plan (--memory inplace: in-place ops, +0 MACs) {small.arena_size} bytes" in format_inspection(report)
+    text = format_inspection(report)
+    assert f"in-place plan (--memory inplace: in-place ops, +0 MACs) {small.arena_size} bytes" in text
 
 
 @pytest.fixture

@@ -1278,8 +1278,8 @@ _C_PATCH_PLANS: dict = {}
 def c_memory_plan(data: bytes, memory: str):
     """What the C runtime builds for ``memory`` (MEMORY_PLANS) on this model: ``(plan, stage)``, the realised plan
     (REALISED_PLANS: "layer", "inplace" or "patch") and the patch stage edge_init_patch gets (c_patch_plan; None
-    unless "patch"). In place falls back to "layer" when it would not make the plan smaller (the rule both
-    runtimes share, decided by this planner)."""
+    unless "patch"). In place falls back to "layer" when no node can run in place or that would not make the plan
+    smaller (the rule both runtimes share, decided by this planner)."""
     if memory not in MEMORY_PLANS:
         raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
     if memory == "layer":
