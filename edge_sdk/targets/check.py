@@ -225,6 +225,12 @@ def _patch_plan(data: bytes):
     return c_patch_plan(data)
 
 
+def _base_words(plan: str) -> str:
+    """The plan auto selection moves on from, in words: the in-place plan, or the layer plan when in place saved
+    nothing."""
+    return "the in-place plan" if plan == "inplace" else "the layer-by-layer plan (in place saves nothing here)"
+
+
 def _patch_ops(is_c: bool):
     """The ops a patch stage may hold: the C runtime's (patching.C_PATCH_OPS) or the interpreter's (all)."""
     from edge_sdk.runtime import patching
@@ -552,7 +558,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                     result.notes.append(f"the layer-by-layer plan needs {layer_need} bytes, above the RAM budget: "
                                         f"using the in-place plan (--memory inplace, {result.plans['inplace']} bytes; "
                                         "no extra MACs)")
-            need = result.plans.get("inplace", layer_need)
+            need = result.plans[result.memory_plan]  # the smaller of the layer and in-place figures
             stage = _stage(model, data, is_c) if need > profile.ram_arena_bytes else None
             if stage is not None:  # still over: the least-RAM plan, patch-based execution of a stage
                 try:
@@ -563,10 +569,10 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                 if c_patch is not None and c_patch.ok:
                     result.plans["patch"] = max(c_patch.figures["high_water"], c_patch.figures["arena_used"])
                     if result.plans["patch"] < need:
+                        result.notes.append(f"{_base_words(result.memory_plan)} needs {need} bytes, above the RAM "
+                                            "budget: using the least-RAM plan (--memory min: patch-based execution "
+                                            f"of a stage, {result.plans['patch']} bytes)")
                         result.memory_plan, c_plan = "patch", c_patch
-                        result.notes.append(f"the in-place plan needs {need} bytes, above the RAM budget: using the "
-                                            f"least-RAM plan (--memory min: patch-based execution of a stage, "
-                                            f"{result.plans['patch']} bytes)")
     if result.memory_plan == "patch":
         result.extra_macs = stage.extra_macs
         ram = layer = None
@@ -630,9 +636,9 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                 if stage is not None:
                     result.plans["patch"] = arena_bytes(model, infos, "min", _patch_ops(is_c))
                     if result.plans["patch"] < result.arena_bytes:
-                        result.notes.append(f"the in-place plan needs {result.arena_bytes} bytes, above the RAM "
-                                            f"budget: using the least-RAM plan (--memory min: patch-based execution "
-                                            f"of a stage, {result.plans['patch']} bytes)")
+                        result.notes.append(f"{_base_words(result.memory_plan)} needs {result.arena_bytes} bytes, "
+                                            "above the RAM budget: using the least-RAM plan (--memory min: "
+                                            f"patch-based execution of a stage, {result.plans['patch']} bytes)")
                         result.memory_plan, result.arena_bytes = "patch", result.plans["patch"]
                         result.extra_macs = stage.extra_macs
                         result.patch = stage.describe(sum(_macs_of(nodes)))
