@@ -537,7 +537,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
                                ram_bytes=usage.get("ram_bytes", 0), build_dir=str(Path(b["elf"]).parent),
                                command=b.get("command", []), pid=b["pid"], reused=True,
-                               memory=b.get("memory", "layer"), patch=b.get("patch"))
+                               memory=b.get("memory") or "unknown (a board started before plans were recorded)",
+                               patch=b.get("patch"))
     elf, info = build(model_path, profile, build_dir, memory)
     usage = link_usage(elf)
     arena = usage["large_bytes"] or info["arena_bytes"]

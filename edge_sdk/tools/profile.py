@@ -160,7 +160,7 @@ def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=Non
                 board = None  # built for another --memory: flash the plan asked for
             if board is not None:
                 port, note = board["url"], f"reused the running board {board['url']}"
-                plan = {"memory_plan": board.get("memory", "layer"), "patch": board.get("patch")}
+                plan = {"memory_plan": board.get("memory"), "patch": board.get("patch")}  # None: not on record
             else:
                 r = fl.flash(model_path, profile, build_dir=build_dir, memory=memory)
                 port, note = r.port, f"flashed and started {r.port} (stop it with: edge board stop {r.port})"
