@@ -497,6 +497,7 @@ def test_cli_check_memory_min_is_the_least_ram_plan_of_person_detect():
         out[memory] = json.loads(proc.stdout)
     r = out["min"]
     assert r["memory_plan"] == "patch" and r["extra_macs"] > 0 and r["patch"].startswith("patch plan: stage nodes ")
+    assert r["memory_request"] == "min" and r["plans"] == {"patch": r["arena_bytes"]}
     # (person_detect's in-place groups save nothing: both runtimes keep the layer placement, and say so)
     assert out["inplace"]["memory_plan"] in ("inplace", "layer") and out["inplace"]["extra_macs"] == 0
     assert not r["arena_estimate"] and r["arena_bytes"] < out["inplace"]["arena_bytes"]

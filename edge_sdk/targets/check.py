@@ -116,6 +116,7 @@ class CheckResult:
     plans: dict = field(default_factory=dict)  # realised plan name -> its arena bytes (the ones computed)
     extra_macs: int = 0  # MACs the chosen plan adds over the layer plan (in-place execution adds none)
     patch: str = ""  # memory_plan "patch": the stage (edge_sdk.runtime.patching.PatchPlan.describe)
+    memory_request: str | None = None  # the plan asked for (MEMORY_PLANS: --memory layer, inplace, min; None: auto)
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -167,6 +168,7 @@ class CheckResult:
             "runtime_code": self.runtime_code,
             "flash_source": self.flash_source,
             "memory_plan": self.memory_plan,
+            "memory_request": self.memory_request,
             "plans": self.plans,
             "extra_macs": self.extra_macs,
             "patch": self.patch or None,
@@ -526,6 +528,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
 
     # ---- RAM (and which plan: layer by layer, or in place / least RAM when asked or when the layer plan is over).
     # result.memory_plan is the plan built (REALISED_PLANS: "layer", "inplace", "patch"), result.plans its figures.
+    result.memory_request = memory
     stage = _stage(model, data, is_c) if memory == "min" else None
     result.memory_plan = ("patch" if stage is not None else "inplace") if memory == "min" else memory or "layer"
     if memory == "min" and stage is None:
