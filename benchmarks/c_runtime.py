@@ -28,9 +28,9 @@
    RecordingMicroAllocator reports it ("Arena allocation total" = head: planned tensors + scratch, + tail:
    TfLiteEvalTensors, persistent buffers, node structs, variable buffers, ...), with both split into head and
    the rest.
-4.-5. Arena bytes per plan (layer by layer, the least-RAM in-place plan, patch-based execution of a stage) in the
-   Python plans and the C runtime with the board's 32-bit layout, against TFLM's; the patch plan's extra MACs;
-   on the QEMU board each plan's emulated instructions per inference and high water (--only-memory: 3-5 alone).
+4.-5. Arena bytes per plan (--memory layer: layer by layer; inplace: in-place nodes; min: the least-RAM plan,
+   in place plus patch-based execution of a stage) in the Python plans and the C runtime with the board's 32-bit
+   layout, against TFLM's; the patch plan's extra MACs; on the QEMU board each plan's emulated instructions per inference and high water (--only-memory: 3-5 alone).
 Prints ratios against the issue's aims: faster than TFLM on every model on the host; <= 2 instructions per
 MAC for int8 conv on M4; arena <= TFLM; person_detect <= 0.5x and MobileNetV2 <= 0.3x TFLM's arena with patches.
 (.text <= 32 KB: `make -C firmware_c size`.)
@@ -518,27 +518,27 @@ def memory_sections(runnable) -> None:
         print(f"{p.name:<40} {info['head_total']:>9} {info['persistent']:>8} {c_total:>9} {th} {tt} {tot} {r}")
     print(f"aim 'arena <= TFLM' (whole arenas): {'met' if not over else 'NOT met on ' + ', '.join(over)}")
 
-    print("\n4. Arena bytes per plan: layer by layer vs the least-RAM plan (memory='min': in-place RESHAPE, PAD, "
+    print("\n4. Arena bytes per plan: layer by layer vs the in-place plan (memory='inplace': in-place RESHAPE, PAD, "
           "int8 depthwise; the same arithmetic, +0 MACs; PAD copies back to front, depthwise goes channel by "
           "channel), C total as in 3.")
-    print(f"{'model':<40} {'layer':>9} {'min':>9} {'min/layer':>9} {'TFLM tot':>9} {'min/TFLM':>8}")
+    print(f"{'model':<40} {'layer':>9} {'inplace':>9} {'inpl/layer':>10} {'TFLM tot':>9} {'inpl/TFLM':>9}")
     for p, _ in runnable:
         totals = []
-        for memory in ("layer", "min"):
+        for memory in ("layer", "inplace"):
             it = backend_c.CInterpreter(model_content=p.read_bytes(), memory=memory)
             it.allocate_tensors()
             info = it.plan_info()
             totals.append(max(info["arena_used"], info["high_water"]))
         t = tflm.get(str(p))
-        print(f"{p.name:<40} {totals[0]:>9} {totals[1]:>9} {totals[1] / totals[0]:>9.3f} "
-              f"{t[0] if t else 'n/a':>9} {(f'{totals[1] / t[0]:8.3f}' if t else f'{chr(45):>8}')}")
+        print(f"{p.name:<40} {totals[0]:>9} {totals[1]:>9} {totals[1] / totals[0]:>10.3f} "
+              f"{t[0] if t else 'n/a':>9} {(f'{totals[1] / t[0]:9.3f}' if t else f'{chr(45):>9}')}")
 
-    print("\n5. Patch-based execution (memory='patch', edge_sdk.runtime.patching) per plan: layer / min (in-place) / "
-          "patch. Python tensor-plan bytes (no structs / scratch); the C runtime's whole arena with the board's "
-          "32-bit layout (the check runner, = the QEMU board's high water; patch: the stage the C runtime runs, over "
+    print("\n5. The least-RAM plan (memory='min': in place plus patch-based execution of a stage, "
+          "edge_sdk.runtime.patching) per plan: layer / inplace / min. Python tensor-plan bytes (no structs / "
+          "scratch); the C runtime's whole arena with the board's 32-bit layout (the check runner, = the QEMU board's high water; patch: the stage the C runtime runs, over "
           "patching.C_PATCH_OPS) against TFLM's whole arena; the patch plan's extra MACs over the model's.")
-    print(f"{'model':<40} {'py layer':>9} {'py min':>9} {'py patch':>9} {'C min':>9} {'C patch':>9} {'TFLM tot':>9} "
-          f"{'Cpatch/TFLM':>11} {'+MACs':>7}  C plan")
+    print(f"{'model':<40} {'py layer':>9} {'py inpl':>9} {'py min':>9} {'C inpl':>9} {'C min':>9} {'TFLM tot':>9} "
+          f"{'Cmin/TFLM':>11} {'+MACs':>7}  C plan")
     from edge_sdk.runtime.interpreter import Interpreter as PyInterpreter, c_patch_plan
 
     patched = []
@@ -546,29 +546,29 @@ def memory_sections(runnable) -> None:
         data = p.read_bytes()
         sizes = {}
         macs = 0
-        for memory in ("layer", "min", "patch"):
+        for memory in ("layer", "inplace", "min"):
             it = PyInterpreter(model_content=data, memory=memory)
             it.allocate_tensors()
             sizes[memory] = it.arena_size
-            if memory == "patch":
+            if memory == "min":
                 macs = sum(m or 0 for m in it.op_macs(0))
         plan = c_patch_plan(data)
-        board = {"min": board_arena(data, "min"), "patch": board_arena(data, "patch", plan) if plan else None}
+        board = {"inplace": board_arena(data, "inplace"), "min": board_arena(data, "min", plan) if plan else None}
         t = tflm.get(str(p))
         extra = f"{100.0 * plan.extra_macs / macs:6.1f}%" if plan is not None and macs else f"{'-':>7}"
-        c_patch = board["patch"] if board["patch"] is not None else board["min"]
+        c_patch = board["min"] if board["min"] is not None else board["inplace"]
         ratio = f"{c_patch / t[0]:11.3f}" if t and c_patch else f"{'-':>11}"
         where = (f"nodes {plan.nodes[0]}..{plan.nodes[-1]} grid {plan.grid[0]}x{plan.grid[1]}" if plan is not None
                  else "none (no stage needs less)")
-        print(f"{p.name:<40} {sizes['layer']:>9} {sizes['min']:>9} {sizes['patch']:>9} {board['min'] or '-':>9} "
-              f"{board['patch'] or '-':>9} {t[0] if t else 'n/a':>9} {ratio} {extra}  {where}")
+        print(f"{p.name:<40} {sizes['layer']:>9} {sizes['inplace']:>9} {sizes['min']:>9} {board['inplace'] or '-':>9} "
+              f"{board['min'] or '-':>9} {t[0] if t else 'n/a':>9} {ratio} {extra}  {where}")
         if plan is not None:
             patched.append((p, plan))
     aims = {"person_detect.tflite": 0.5, "mobilenet_v2_quantized_1x3x224x224.tflite": 0.3}
     for p, plan in patched:
         t = tflm.get(str(p))
         if p.name in aims and t:
-            c = board_arena(p.read_bytes(), "patch", plan)
+            c = board_arena(p.read_bytes(), "min", plan)
             print(f"aim '{p.name} <= {aims[p.name]}x TFLM': {'met' if c and c <= aims[p.name] * t[0] else 'NOT met'} "
                   f"({c} / {t[0]} = {c / t[0]:.3f})" if c else f"aim for {p.name}: no 32-bit figure")
     qemu_instructions([p for p, _ in patched])
@@ -590,8 +590,8 @@ def board_arena(data: bytes, memory: str, patch=None) -> int | None:
 
 def qemu_instructions(paths) -> None:
     """Emulated instructions per inference on the QEMU board (-icount shift=0; SysTick ticks x TICK_INSTRUCTIONS)
-    and the board's high water, min vs patch, each firmware flashed and profiled (outputs checked vs the host)."""
-    print("\n   On the QEMU board (edge flash --memory min | patch, edge profile --runs 1: emulated instructions, "
+    and the board's high water, inplace vs min, each firmware flashed and profiled (outputs checked vs the host)."""
+    print("\n   On the QEMU board (edge flash --memory inplace | min, edge profile --runs 1: emulated instructions, "
           f"SysTick ticks x {TICK_INSTRUCTIONS}; high water as the board reports it; validated = bit-exact vs host)")
     if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
         print("   skipped (qemu-system-arm / arm-none-eabi-gcc missing)")
@@ -600,22 +600,22 @@ def qemu_instructions(paths) -> None:
     from edge_sdk.tools.flash import flash
     from edge_sdk.tools.profile import profile_model
 
-    print(f"   {'model':<40} {'plan':>5} {'instructions':>13} {'x min':>6} {'high water':>10} validated")
+    print(f"   {'model':<40} {'plan':>7} {'instructions':>13} {'x inpl':>6} {'high water':>10} validated")
     for p in paths:
         base = None
-        for memory in ("min", "patch"):
+        for memory in ("inplace", "min"):
             with tempfile.TemporaryDirectory() as tmp:
                 try:
                     r = flash(p, "qemu-mps2-an386", build_dir=Path(tmp) / "fw", memory=memory)
                     prof = profile_model(p, "qemu-mps2-an386", port=r.port, runs=1)
                 except Exception as exc:  # noqa: BLE001 - a model the board cannot hold: say so, go on
-                    print(f"   {p.name:<40} {memory:>5} {type(exc).__name__}: {str(exc)[:80]}")
+                    print(f"   {p.name:<40} {memory:>7} {type(exc).__name__}: {str(exc)[:80]}")
                     continue
                 finally:
                     qb.stop_board(all=True)
             instr = int(prof["total"]["mean"]) * TICK_INSTRUCTIONS
             base = base or instr
-            print(f"   {p.name:<40} {memory:>5} {instr:>13} {instr / base:>6.2f} {prof['arena_high_water']:>10} "
+            print(f"   {p.name:<40} {memory:>7} {instr:>13} {instr / base:>6.2f} {prof['arena_high_water']:>10} "
                   f"{prof['validated']}")
 
 

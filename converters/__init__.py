@@ -222,9 +222,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     preprocess: an ``edge_sdk.tasks.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
     recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
     target: a device profile name; a model that cannot run there raises ConversionError with every reason.
-    memory: with ``target``, the arena plan that check uses ("layer", "min" = least RAM, "patch" = min plus
-    patch-based execution of a stage, None = auto: layer, or min (then patch) when the plan does not fit the
-    profile's RAM budget), as `edge check --memory`.
+    memory: with ``target``, the arena plan that check uses (edge_sdk.runtime.interpreter.MEMORY_PLANS: "layer",
+    "inplace" = in-place ops, "min" = least RAM, in place plus patch-based execution of a stage; None = auto:
+    layer, else inplace, else min, while the plan does not fit the profile's RAM budget), as `edge check --memory`;
+    the plan built is the check's ``memory_plan``.
     eval_data: evaluation data (.npz with x, y or a folder of class folders): accuracy, ECE, NLL of the
     result and of the float model, and their agreement, in ``report["accuracy"]`` and the manifest.
 
@@ -264,8 +265,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
     if mode in _NEEDS_CALIBRATION and calibration is None:
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
-    if memory not in (None, "layer", "min", "patch"):
-        problems.append(f"memory must be 'layer', 'min', 'patch' or None (auto), not {memory!r}")
+    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+
+    if memory is not None and memory not in MEMORY_PLANS:
+        problems.append(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))} or None (auto), not {memory!r}")
     elif memory is not None and target is None:
         problems.append("memory chooses the arena plan of the target check: give a target too")
     if target is not None:

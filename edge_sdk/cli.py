@@ -115,16 +115,20 @@ def _detection_options(args) -> dict | None:
     return {"outputs": outputs} if outputs else None
 
 
-def _memory_option(p, default=None, when: str = "", patch: bool = False) -> None:
-    """--memory layer|min[|patch]: the one definition `edge check`, `flash`, `profile`, `export` and `convert
-    --target` share (default None: auto, the layer plan unless it does not fit the profile's RAM budget; check,
-    flash, profile, export and convert pass patch=True: min plus patch-based execution of a stage)."""
-    auto = ("default: layer, or min (then patch) when the plan does not fit the profile's RAM budget" if patch
-            else "default: layer, or min when the layer plan does not fit the profile's RAM budget")
-    p.add_argument("--memory", choices=("layer", "min", "patch") if patch else ("layer", "min"), default=default,
-                   help=f"{when}the arena plan: layer (layer by layer), min (least RAM: in-place ops)"
-                        + (" or patch (min plus patch-based execution of a stage: less RAM, extra MACs)" if patch
-                           else "") + "; " + (f"default {default}" if default else auto))
+# edge_sdk.runtime.interpreter.MEMORY_PLANS (documented there), not imported so that building the parser stays cheap;
+# tests/test_memory_min.py checks the two agree
+MEMORY_CHOICES = ("layer", "inplace", "min")
+
+
+def _memory_option(p, default=None, when: str = "") -> None:
+    """--memory layer|inplace|min: the one definition `edge check`, `flash`, `profile`, `export` and `convert
+    --target` share (edge_sdk.runtime.interpreter.MEMORY_PLANS; default None: auto, the layer plan unless it does
+    not fit the profile's RAM budget, then the in-place plan, then the least-RAM plan)."""
+    p.add_argument("--memory", choices=MEMORY_CHOICES, default=default,
+                   help=f"{when}the arena plan: layer (layer by layer), inplace (in-place ops, +0 MACs) or min (least "
+                        "RAM: in place plus patch-based execution of a stage, extra MACs); "
+                        + (f"default {default}" if default else
+                           "default: layer, else inplace, else min, the first that fits the profile's RAM budget"))
 
 
 def _backend_option(p, litert: bool = False) -> None:
@@ -561,7 +565,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("src", help="the source model (.onnx or float .tflite)")
     p.add_argument("-o", "--output", required=True, help="the .tflite to write (only when conversion succeeds)")
     p.add_argument("--target", help="device profile to check against before writing (default: none)")
-    _memory_option(p, when="with --target: the check's ", patch=True)
+    _memory_option(p, when="with --target: the check's ")
     p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"],
                    help="quantization (default int8)")
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
@@ -610,7 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(3: the model cannot be read, 7: the profile is malformed or unknown).")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
-    _memory_option(p, patch=True)
+    _memory_option(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--link", action="store_true",
                    help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")
@@ -723,7 +727,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
-    _memory_option(p, patch=True)
+    _memory_option(p)
     p.add_argument("--json", action="store_true", help="print port, elf, text/data/bss/arena bytes as JSON")
     p.set_defaults(func=_cmd_flash)
 
@@ -735,7 +739,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
                         "arduino: a library")
     p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
-    _memory_option(p, default="layer", patch=True)
+    _memory_option(p, default="layer")
     p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
     p.set_defaults(func=_cmd_export)
 
@@ -760,7 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retries", type=_non_negative, default=T.SERIAL_RETRIES,
                    help=f"retransmissions before giving up (default {T.SERIAL_RETRIES})")
     p.add_argument("--build-dir", help="firmware build folder when it flashes")
-    _memory_option(p, when="when it flashes: ", patch=True)
+    _memory_option(p, when="when it flashes: ")
     op_table_outputs(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_profile)

@@ -237,24 +237,24 @@ def test_c_patch_stage_with_activations_sub_mul(net, dtype):
     plan's, the Python interpreter's (layer and patch plans) and (int8, int16) TFLM's."""
     data = NETS[net](dtype, seed=len(net))
     x = _feed(data, 3)
-    py = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
+    py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
     py.allocate_tensors()
     plan = py.patch_plan()
     assert plan is not None
     ops = {sn.op for sn in plan.stage}
     want = WANT16.get(net, WANT[net]) if dtype == "INT16" else WANT[net]
     assert want <= ops, (want, ops, plan.nodes)
-    c, got = _c_run(data, "patch", x)
+    c, got = _c_run(data, "min", x)
     cplan = c.patch_plan()
     assert cplan.nodes == plan.nodes and cplan.grid == plan.grid
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
     assert (0, patching.CUT_KEY) in c.arena_plan()
     layer_c, want_c = _c_run(data, "layer", x)
-    min_c, want_min = _c_run(data, "min", x)
+    min_c, want_min = _c_run(data, "inplace", x)
     assert c.plan_info()["tensor_total"] == py.arena_size < min(layer_c.plan_info()["tensor_total"],
                                                               min_c.plan_info()["tensor_total"])
     _, want_py = _run(data, "layer", x)
-    py_patched, got_py = _run(data, "patch", x)  # the Python interpreter runs the same stage
+    py_patched, got_py = _run(data, "min", x)  # the Python interpreter runs the same stage
     assert py_patched.patch_plan().nodes == plan.nodes
     assert len(np.unique(want_py)) > 3  # a real result
     if dtype == "FLOAT32":
@@ -291,7 +291,7 @@ def test_c_runs_any_valid_stage_and_grid_of_elementwise_nets(net, dtype):
             for grid in ((1, 2), (3, 1), (3, 3), (8, 7)):
                 plan = patching.PatchPlan(0, tuple(range(first, last + 1)), 0, 0, grid, [], {}, {}, {}, 0, 0)
                 try:
-                    _, got = _c_run(data, "patch", x, patch_plan=plan)
+                    _, got = _c_run(data, "min", x, patch_plan=plan)
                 except ModelError as exc:
                     assert "patch" in str(exc), exc
                     refused += 1
@@ -319,9 +319,9 @@ def test_c_refuses_a_constant_broadcast_along_w():
     x = _feed(data, 1)
     plan = patching.PatchPlan(0, (0, 1, 2), 0, 0, (2, 2), [], {}, {}, {}, 0, 0)
     with pytest.raises(ModelError, match="a constant that broadcasts along H or W"):
-        _c_run(data, "patch", x, patch_plan=plan)
+        _c_run(data, "min", x, patch_plan=plan)
     plan = patching.PatchPlan(0, (0,), 0, 0, (2, 2), [], {}, {}, {}, 0, 0)  # the conv alone is fine
-    np.testing.assert_array_equal(_c_run(data, "patch", x, patch_plan=plan)[1], _c_run(data, "layer", x)[1])
+    np.testing.assert_array_equal(_c_run(data, "min", x, patch_plan=plan)[1], _c_run(data, "layer", x)[1])
 
 
 @pytest.fixture
@@ -340,7 +340,7 @@ def state(tmp_path, monkeypatch):
                     reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf qemu-user) "
                            "for the board's struct layout")
 def test_swish_se_patch_plan_on_the_qemu_board(state, tmp_path):
-    """edge flash --memory patch of the swish / squeeze-excite net: the Cortex-M4 firmware (the new window code
+    """edge flash --memory min of the swish / squeeze-excite net: the Cortex-M4 firmware (the new window code
     compiled for the board) runs the stage with LOGISTIC, MUL and RELU; edge profile's outputs equal the host
     interpreter's bit for bit, in less arena than the least-RAM plan without patches."""
     from edge_sdk.runtime.interpreter import c_patch_plan
@@ -352,11 +352,11 @@ def test_swish_se_patch_plan_on_the_qemu_board(state, tmp_path):
     model.write_bytes(data)
     plan = c_patch_plan(data)
     assert plan is not None and {"LOGISTIC", "MUL", "RELU"} <= {sn.op for sn in plan.stage}
-    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="patch")
+    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="min")
     config = (tmp_path / "fw" / "gen" / "app_config.h").read_text()
     assert r.memory == "patch"
     assert f"APP_PATCH_PLAN {{{plan.nodes[0]}, {plan.nodes[-1]}, {plan.grid[0]}, {plan.grid[1]}}}" in config
     p = profile_model(model, "qemu-mps2-an386", port=r.port, runs=1)
     assert p["validated"] is True and p["mismatches"] == []
     # the board's high water is the 32-bit check runner's figure (edge check's), below the least-RAM plan's
-    assert 0 < p["arena_high_water"] == _board_figure(data, "patch", plan) < _board_figure(data, "min")
+    assert 0 < p["arena_high_water"] == _board_figure(data, "min", plan) < _board_figure(data, "inplace")

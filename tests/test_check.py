@@ -10,6 +10,7 @@ from edge_sdk.targets.check import (
     PARTIAL,
     RUNS,
     check_model,
+    format_check,
     partition_nodes,
     prepare_nodes,
 )
@@ -275,10 +276,36 @@ def test_shared_models_that_do_not_fit():
     # either, so check takes patch-based execution (about 0.44 MB), which does
     r = check_model(mobilenet, "stm32h743")
     assert r.verdict == FAILS and {p["kind"] for p in r.errors} == {"flash"}
-    assert r.memory_plan == "patch" and r.plans["patch"] < r.ram_budget < r.plans["min"] < r.plans["layer"]
+    assert r.memory_plan == "patch" and r.plans["patch"] < r.ram_budget < r.plans["inplace"] < r.plans["layer"]
     assert check_model(mobilenet, "qemu-mps2-an386").verdict == RUNS  # model and arena in the board's PSRAM
     r = check_model(shared_model("tflite-micro/person_detect_vela.tflite"), "host-linux")
     assert r.verdict == FAILS and "Ethos-U" in r.errors[0]["message"]
+
+
+def test_python_target_takes_the_least_ram_plan_when_nothing_else_fits(tmp_path):
+    """A Python-runtime target (the interpreter's own plans and patch stage): without --memory, the least-RAM plan
+    when neither the layer nor the in-place plan fits the budget, and the report says which plan, its RAM and
+    its extra MACs; --memory min asks for it directly."""
+    from edge_sdk.runtime.interpreter import Interpreter
+    from tests.test_patching import CHAINS, chain_model
+
+    data = chain_model(CHAINS["residual"])
+    least = Interpreter(model_content=data, memory="min")
+    least.allocate_tensors()
+    stage = least.patch_plan()
+    assert least.memory_plan == "patch" and stage is not None
+    layer = check_model(data, "host-linux")
+    assert layer.memory_plan == "layer" and list(layer.plans) == ["layer"] and layer.extra_macs == 0
+    profile = tmp_path / "tight.toml"
+    profile.write_text(f'extends = "host-linux"\nram_arena_bytes = {(least.arena_size + layer.arena_bytes) // 2}\n')
+    auto = check_model(data, profile)
+    assert auto.verdict == RUNS and auto.memory_plan == "patch" and auto.arena_bytes == least.arena_size
+    assert auto.extra_macs == stage.extra_macs > 0 and auto.patch.startswith("patch plan: stage nodes ")
+    assert auto.plans["patch"] == least.arena_size < auto.plans["layer"] == layer.arena_bytes
+    assert any("using the least-RAM plan (--memory min" in n for n in auto.notes)
+    assert f"(least-RAM patch-based plan, +{stage.extra_macs} MACs)" in format_check(auto)
+    asked = check_model(data, "host-linux", memory="min")
+    assert (asked.memory_plan, asked.arena_bytes, asked.patch) == ("patch", least.arena_size, auto.patch)
 
 
 # ----------------------------------------------------------------------------------------------- CLI
@@ -371,7 +398,7 @@ def test_stateful_wake_word_model_runs_on_every_profile_the_interpreter_runs_it(
 def test_report_budgets_first_then_one_line_per_op_and_reason_and_json_keeps_every_node():
     import json
 
-    from edge_sdk.targets.check import format_check, group_problems
+    from edge_sdk.targets.check import group_problems
 
     g = GraphBuilder()
     t = g.input("x", (1, 8), "FLOAT32")

@@ -349,16 +349,16 @@ def test_cli_export(tmp_path):
 @pytest.mark.slow
 @needs_cmake
 def test_cmake_host_export_least_ram_plan(tmp_path):
-    """--memory min: the header's arena is the least-RAM plan's measured need (smaller here: an in-place PAD),
+    """--memory inplace: the header's arena is the in-place plan's measured need (smaller here: an in-place PAD),
     the example initialises with EDGE_INIT_MEMORY_MIN, and its outputs still equal the interpreter's."""
     from tests.test_memory_min import _chain_model
 
     model = _model_file(tmp_path, _chain_model(shape=(1, 16, 16, 8)), "chain.tflite")  # the plan, not the
-    # planner's temporary memory (16 bytes more per tensor with --memory min), dominates the need
+    # planner's temporary memory (16 bytes more per tensor with --memory inplace), dominates the need
     layer = export(model, "host-linux", "make", tmp_path / "layer")
-    out = tmp_path / "min"
-    r = export(model, "host-linux", "cmake", out, memory="min")
-    assert r.memory == "min" and r.arena_bytes < layer.arena_bytes
+    out = tmp_path / "inplace"
+    r = export(model, "host-linux", "cmake", out, memory="inplace")
+    assert r.memory == "inplace" and r.arena_bytes < layer.arena_bytes
     assert "#define EDGE_MODEL_INIT_FLAGS EDGE_INIT_MEMORY_MIN" in (out / "model" / "edge_model.h").read_text()
     _cmake_build(out, tmp_path / "build")
     raw = np.random.default_rng(3).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
@@ -373,12 +373,12 @@ def test_cmake_host_export_least_ram_plan(tmp_path):
 @pytest.mark.slow
 @needs_cmake
 @needs_arm
-def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
-    """MobileNetV2 224x224 exported with --memory min runs on the QEMU board in its exact least-RAM arena and its
+def test_mobilenet_v2_inplace_plan_on_the_qemu_board(tmp_path):
+    """MobileNetV2 224x224 exported with --memory inplace runs on the QEMU board in its exact in-place arena and its
     output equals the Python interpreter's with the layer-by-layer plan, bit for bit."""
     model = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
     out = tmp_path / "export-qemu"
-    r = export(model, "qemu-mps2-an386", "cmake", out, memory="min")
+    r = export(model, "qemu-mps2-an386", "cmake", out, memory="inplace")
     layer = export(model, "qemu-mps2-an386", "zephyr", tmp_path / "z")  # the layer plan's exact arena
     assert r.arena_source == layer.arena_source == "target" and r.arena_bytes < 0.7 * layer.arena_bytes
     _cmake_build(out, tmp_path / "build-qemu")
@@ -393,7 +393,8 @@ def test_mobilenet_v2_least_ram_plan_on_the_qemu_board(tmp_path):
 # water (edge_arena_used / edge_arena_high_water after invoking) and one 16-byte step less is refused, for every
 # plan, on the host (the portable kernels the export builds, not the host library's SIMD build) and on the board
 # (where it is also `edge check`'s figure).
-EXACT_PLANS = ["layer", "min", "patch"]
+EXACT_PLANS = ["layer", "inplace", "min"]  # --memory; built: layer, layer or inplace, patch
+BUILT = {"layer": ("layer",), "inplace": ("layer", "inplace"), "min": ("patch",)}
 EXACT_MODELS = ["person_detect", "dw_chain"]
 
 
@@ -418,10 +419,11 @@ def _header_plan_checks(r, header: str, plan: str, data: bytes) -> None:
     flash run)."""
     from edge_sdk.runtime.interpreter import c_patch_plan
 
-    assert r.memory == plan and f"#define EDGE_MODEL_ARENA_BYTES {r.arena_bytes}u" in header
+    assert r.memory in BUILT[plan] and r.memory_request == plan
+    assert f"#define EDGE_MODEL_ARENA_BYTES {r.arena_bytes}u" in header
     assert f"#define EDGE_MODEL_INIT_FLAGS {'0u' if plan == 'layer' else 'EDGE_INIT_MEMORY_MIN'}" in header
     assert "UPPER BOUND" not in header and "ESTIMATE" not in header and not r.warnings
-    stage = c_patch_plan(data) if plan == "patch" else None
+    stage = c_patch_plan(data) if plan == "min" else None
     numbers = (stage.nodes[0], stage.nodes[-1], *stage.grid) if stage else (0, 0, 0, 0)
     assert f"#define EDGE_MODEL_PATCH_PLAN {{{', '.join(map(str, numbers))}}}" in header
     assert (r.patch is None) == (stage is None)
@@ -440,8 +442,9 @@ def test_host_export_arena_is_the_examples_exact_need(tmp_path, which, plan):
     header = (out / "model" / "edge_model.h").read_text()
     _header_plan_checks(r, header, plan, model.read_bytes())
     assert "EDGE_MODEL_PATCH_PLAN" in (out / "example" / "main.c").read_text()
-    if plan == "patch":  # patch-based execution needs less than the least-RAM plan alone
-        assert r.arena_bytes < export(model, "host-linux", "zephyr", tmp_path / "min", memory="min").arena_bytes
+    if plan == "min":  # patch-based execution needs less than the in-place plan alone
+        assert r.arena_bytes < export(model, "host-linux", "zephyr", tmp_path / "inplace",
+                                      memory="inplace").arena_bytes
     _cmake_build(out, tmp_path / "build")
     raw = np.random.default_rng(5).integers(0, 256, r.inputs[0]["bytes"], dtype=np.uint8).tobytes()
     (tmp_path / "in.bin").write_bytes(raw)
@@ -496,7 +499,7 @@ def test_qemu_board_export_arena_is_the_boards_exact_need_and_edge_checks(tmp_pa
     assert small["arena"] is None and small["hashes"] == []
 
 
-# ------------------------------------------------------------------------------------------------ --memory patch
+# ------------------------------------------------------------------------------------------------ --memory min
 def _patch_chain(tmp_path) -> tuple[Path, object]:
     from tests.test_patching import _c_chain, chain_model
 
@@ -508,26 +511,27 @@ def _patch_chain(tmp_path) -> tuple[Path, object]:
     return _model_file(tmp_path, data, "patch_chain.tflite"), plan
 
 
-def test_export_patch_without_a_stage_falls_back_to_min(tmp_path):
-    """A model with nothing spatial has no patch stage: --memory patch exports the least-RAM plan and says so."""
+def test_export_min_without_a_stage_or_inplace_node(tmp_path):
+    """A model with nothing spatial has no patch stage (and nothing in place): --memory min exports the in-place
+    plan, here the layer placement, and says so."""
     model = _model_file(tmp_path, _fc_int8(), "fc.tflite")
-    r = export(model, "host-linux", "zephyr", tmp_path / "z", memory="patch")
-    assert r.memory == "min" and r.patch is None
-    assert any("no patch stage" in w for w in r.warnings)
+    r = export(model, "host-linux", "zephyr", tmp_path / "z", memory="min")
+    assert r.memory == "layer" and r.patch is None
+    assert any("no patch stage" in w for w in r.warnings) and any("no node runs in place" in w for w in r.warnings)
     assert "#define EDGE_MODEL_PATCH_PLAN {0, 0, 0, 0}" in (tmp_path / "z" / "model" / "edge_model.h").read_text()
 
 
-def test_cli_export_memory_patch(tmp_path):
+def test_cli_export_memory_min(tmp_path):
     model, plan = _patch_chain(tmp_path)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux",
-                           "--format", "zephyr", "-o", str(tmp_path / "z"), "--memory", "patch", "--json"],
+                           "--format", "zephyr", "-o", str(tmp_path / "z"), "--memory", "min", "--json"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     r = json.loads(proc.stdout)
     assert r["memory"] == "patch" and r["patch"]["grid"] == list(plan.grid) and r["patch"]["extra_macs"] > 0
     proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "export", str(model), "--target", "host-linux",
-                           "--format", "zephyr", "-o", str(tmp_path / "z2"), "--memory", "patch"],
+                           "--format", "zephyr", "-o", str(tmp_path / "z2"), "--memory", "min"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0 and "least-RAM patch-based plan" in proc.stdout
     assert f"patch stage: nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}" in proc.stdout

@@ -1,4 +1,5 @@
-"""The least-RAM plan (memory="min"): in-place RESHAPE and PAD in both runtimes.
+"""The in-place plan (memory="inplace"; the least-RAM plan memory="min" without a patch stage): in-place RESHAPE,
+PAD and int8 depthwise in both runtimes.
 
 A RESHAPE's output shares its input's bytes and a PAD writes its output over its input when the input dies at
 that node (edge_sdk.runtime.interpreter.inplace_aliases; firmware_c/src/edge.c inplace_groups). The outputs are
@@ -26,7 +27,7 @@ needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make")
 def _chain_model(dtype: str = "INT8", shape=(1, 4, 5, 3), pads=((0, 0), (1, 1), (2, 1), (0, 0)),
                  value: float | None = None) -> bytes:
     """input -> RELU -> PAD (PADV2 with a value) -> RESHAPE -> output: the PAD and the RESHAPE run in place under
-    memory="min" (their inputs are no subgraph input and die there; an output may join a group)."""
+    memory="inplace" (their inputs are no subgraph input and die there; an output may join a group)."""
     q = Quantization(np.array([0.05], np.float32), np.array([3], np.int64)) if dtype == "INT8" else None
     padded = tuple(d + a + b for d, (a, b) in zip(shape, pads))
     flat = (1, int(np.prod(padded)))
@@ -54,7 +55,7 @@ def _chain_model(dtype: str = "INT8", shape=(1, 4, 5, 3), pads=((0, 0), (1, 1), 
     ops = [op(0, "RELU", [0], [1]), op(1, pad_op, pad_inputs, [3]),
            op(2, "RESHAPE", [3, 4], [5], {"new_shape": list(flat)})]
     sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
-    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="memory=min test"))
+    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="memory=inplace test"))
 
 
 def _plan_tuples(plan):
@@ -93,20 +94,20 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_python_min_plan_in_place_and_bit_exact(case):
+def test_python_inplace_plan_in_place_and_bit_exact(case):
     data = _chain_model(**CASES[case])
     feeds = _feeds(data)
     layer, want = _run(data, "layer", "python", feeds)
-    small, got = _run(data, "min", "python", feeds)
+    small, got = _run(data, "inplace", "python", feeds)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     plan = small.arena_plan()
     off = {b.name: b.offset for b in plan.buffers}
     if case == "int8_no_padding":  # the input's RELU step (x and r1) is the peak of both plans: in place would
-        # save nothing, so memory="min" keeps the layer plan
+        # save nothing, so memory="inplace" keeps the layer plan
         assert small.memory_plan == "layer" and _plan_tuples(plan) == _plan_tuples(layer.arena_plan())
         return
-    assert small.memory_plan == "min" and off["r1"] == off["padded"] == off["flat"]  # PAD over its input, RESHAPE
+    assert small.memory_plan == "inplace" and off["r1"] == off["padded"] == off["flat"]  # PAD over its input, RESHAPE
     assert small.arena_size < layer.arena_size  # an alias
     # in the layer plan the three have bytes of their own
     lay = {b.name: b.offset for b in layer.arena_plan().buffers}
@@ -116,16 +117,18 @@ def test_python_min_plan_in_place_and_bit_exact(case):
 
 @needs_c
 @pytest.mark.parametrize("case", list(CASES))
-def test_c_min_plan_identical_to_python_and_bit_exact(case):
+def test_c_inplace_plan_identical_to_python_and_bit_exact(case):
     data = _chain_model(**CASES[case])
     feeds = _feeds(data, 1)
     _, want = _run(data, "layer", "python", feeds)
-    py, _ = _run(data, "min", "python", feeds)
-    c, got = _run(data, "min", "c", feeds)
+    py, _ = _run(data, "inplace", "python", feeds)
+    c, got = _run(data, "inplace", "c", feeds)
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert c.memory_plan == py.memory_plan == ("layer" if case == "int8_no_padding" else "inplace")
     c_layer, got_layer = _run(data, "layer", "c", feeds)
+    assert c_layer.memory_plan == "layer"
     for a, b in zip(got_layer, want):
         np.testing.assert_array_equal(a, b)
     assert c.plan_info()["tensor_total"] == py.arena_size <= c_layer.plan_info()["tensor_total"]
@@ -133,7 +136,7 @@ def test_c_min_plan_identical_to_python_and_bit_exact(case):
 
 def test_memory_argument_is_checked():
     data = _chain_model()
-    with pytest.raises(ValueError, match="memory must be one of 'layer', 'min', 'patch', not 'tiny'"):
+    with pytest.raises(ValueError, match="memory must be one of 'layer', 'inplace', 'min', not 'tiny'"):
         Interpreter(model_content=data, memory="tiny")
 
 
@@ -141,14 +144,14 @@ def test_model_input_and_output_never_in_place():
     """A PAD reading the model's input (or writing into an output read later) keeps its own bytes: the caller's
     input stays readable."""
     data = _chain_model()
-    it = Interpreter(model_content=data, memory="min")
+    it = Interpreter(model_content=data, memory="inplace")
     it.allocate_tensors()
     model = it.model
     # drop the first RELU: PAD now reads the model input
     sg = model.subgraphs[0]
     sg.operators = sg.operators[1:]
     sg.operators[0].inputs[0] = 0
-    it2 = Interpreter(model=model, memory="min")
+    it2 = Interpreter(model=model, memory="inplace")
     it2.allocate_tensors()
     names = {b.name: b.offset for b in it2.arena_plan().buffers}
     assert names["x"] != names["padded"] and names["padded"] == names["flat"]
@@ -165,14 +168,14 @@ def test_model_input_and_output_never_in_place():
 
 @pytest.mark.slow
 @needs_c
-def test_mobilenet_v2_min_plan():
-    """MobileNetV2 224x224 (PyTorch export: explicit PADs): the least-RAM plan is bit-exact with the layer plan
+def test_mobilenet_v2_inplace_plan():
+    """MobileNetV2 224x224 (PyTorch export: explicit PADs): the in-place plan is bit-exact with the layer plan
     in both runtimes, identical between them, and needs about 0.63x the layer plan's tensor bytes."""
     data = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite").read_bytes()
     feeds = _feeds(data, 2)
     layer, want = _run(data, "layer", "python", feeds)
-    py, got_py = _run(data, "min", "python", feeds)
-    c, got_c = _run(data, "min", "c", feeds)
+    py, got_py = _run(data, "inplace", "python", feeds)
+    c, got_c = _run(data, "inplace", "c", feeds)
     for a, b, w in zip(got_py, got_c, want):
         np.testing.assert_array_equal(a, w)
         np.testing.assert_array_equal(b, w)
@@ -180,20 +183,20 @@ def test_mobilenet_v2_min_plan():
     assert py.arena_size <= 0.65 * layer.arena_size, (py.arena_size, layer.arena_size)
 
 
-def test_check_picks_the_least_ram_plan_when_the_layer_plan_does_not_fit(tmp_path):
+def test_check_picks_the_inplace_plan_when_the_layer_plan_does_not_fit(tmp_path):
     from edge_sdk.targets.check import RUNS, check_model, format_check
 
     data = _chain_model(shape=(1, 16, 16, 8))
     layer = check_model(data, "qemu-mps2-an386", memory="layer")
-    small = check_model(data, "qemu-mps2-an386", memory="min")
-    assert layer.memory_plan == "layer" and small.memory_plan == "min" and small.arena_bytes < layer.arena_bytes
+    small = check_model(data, "qemu-mps2-an386", memory="inplace")
+    assert layer.memory_plan == "layer" and small.memory_plan == "inplace" and small.arena_bytes < layer.arena_bytes
     budget = (small.arena_bytes + layer.arena_bytes) // 2
     profile = tmp_path / "tight.toml"
     profile.write_text(f'extends = "qemu-mps2-an386"\nram_arena_bytes = {budget}\n')
     auto = check_model(data, profile)
-    assert auto.verdict == RUNS and auto.memory_plan == "min" and auto.arena_bytes == small.arena_bytes
-    assert auto.plans == {"layer": layer.arena_bytes, "min": small.arena_bytes} and auto.extra_macs == 0
-    assert "least-RAM plan" in format_check(auto) and auto.to_dict()["memory_plan"] == "min"
+    assert auto.verdict == RUNS and auto.memory_plan == "inplace" and auto.arena_bytes == small.arena_bytes
+    assert auto.plans == {"layer": layer.arena_bytes, "inplace": small.arena_bytes} and auto.extra_macs == 0
+    assert "in-place plan, +0 MACs" in format_check(auto) and auto.to_dict()["memory_plan"] == "inplace"
     forced = check_model(data, profile, memory="layer")
     assert forced.verdict == "fails" and forced.memory_plan == "layer"
     roomy = check_model(data, "qemu-mps2-an386")  # fits: the layer plan, nothing else computed
@@ -207,10 +210,11 @@ def test_inspect_shows_both_plans():
     report = inspect_model(data)
     layer = Interpreter(model_content=data)
     layer.allocate_tensors()
-    small = Interpreter(model_content=data, memory="min")
+    small = Interpreter(model_content=data, memory="inplace")
     small.allocate_tensors()
-    assert report["arena"]["bytes"] == layer.arena_size and report["arena"]["min_bytes"] == small.arena_size
-    assert f"least-RAM plan (--memory min: in-place ops, +0 MACs) {small.arena_size} bytes" in format_inspection(report)
+    assert report["arena"]["bytes"] == layer.arena_size and report["arena"]["inplace_bytes"] == small.arena_size
+    text = format_inspection(report)
+    assert f"in-place plan (--memory inplace: in-place ops, +0 MACs) {small.arena_size} bytes" in text
 
 
 @pytest.fixture
@@ -225,8 +229,8 @@ def state(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
                     reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
-def test_flash_and_profile_least_ram_plan_on_the_qemu_board(state, tmp_path):
-    """edge flash --memory min builds the firmware with EDGE_INIT_MEMORY_MIN and a smaller arena; edge profile
+def test_flash_and_profile_inplace_plan_on_the_qemu_board(state, tmp_path):
+    """edge flash --memory inplace builds the firmware with EDGE_INIT_MEMORY_MIN and a smaller arena; edge profile
     runs it on the QEMU board and its outputs equal the host interpreter's (validated)."""
     from edge_sdk.tools.flash import flash
     from edge_sdk.tools.profile import profile_model
@@ -237,8 +241,8 @@ def test_flash_and_profile_least_ram_plan_on_the_qemu_board(state, tmp_path):
     from edge_sdk.device import qemu_board as qb
 
     qb.stop_board(all=True)
-    small = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw-min", memory="min")
-    assert small.memory == "min" and layer.memory == "layer" and small.arena_bytes < layer.arena_bytes
+    small = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw-min", memory="inplace")
+    assert small.memory == "inplace" and layer.memory == "layer" and small.arena_bytes < layer.arena_bytes
     assert "EDGE_INIT_MEMORY_MIN" in (tmp_path / "fw-min" / "gen" / "app_config.h").read_text()
     r = profile_model(model, "qemu-mps2-an386", port=small.port, runs=2)
     assert r["validated"] is True and r["mismatches"] == []
@@ -248,16 +252,16 @@ def test_flash_and_profile_least_ram_plan_on_the_qemu_board(state, tmp_path):
 def test_memory_plan_property():
     data = _chain_model()
     layer = Interpreter(model_content=data)
-    small = Interpreter(model_content=data, memory="min")
+    small = Interpreter(model_content=data, memory="inplace")
     assert layer.memory_plan is None and small.memory_plan is None  # before allocate_tensors
     layer.allocate_tensors()
     small.allocate_tensors()
-    assert layer.memory_plan == "layer" and small.memory_plan == "min"
+    assert layer.memory_plan == "layer" and small.memory_plan == "inplace"
 
 
 def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int = 1) -> bytes:
     """input (one channel) -> CONCATENATION of C copies -> DEPTHWISE_CONV_2D (int8, per-channel weights,
-    bias) -> MAX_POOL_2D 2x2 / 2 -> output: the depthwise step is the layer plan's peak, so memory="min" runs it in
+    bias) -> MAX_POOL_2D 2x2 / 2 -> output: the depthwise step is the layer plan's peak, so memory="inplace" runs it in
     place (its input dies there) and needs less."""
     rng = np.random.default_rng(stride * 10 + len(padding))
     shape = (batch,) + tuple(shape[1:])
@@ -303,10 +307,10 @@ def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
     data = _dw_chain_model(stride, padding, batch=batch)
     feeds = _feeds(data, 4)
     _, want = _run(data, "layer", "python", feeds)
-    py, got_py = _run(data, "min", "python", feeds)
-    c, got_c = _run(data, "min", "c", feeds)
+    py, got_py = _run(data, "inplace", "python", feeds)
+    c, got_c = _run(data, "inplace", "c", feeds)
     off = {b.name: b.offset for b in py.arena_plan().buffers}
-    assert py.memory_plan == "min" and off["r1"] == off["dw"]  # the depthwise output over its input
+    assert py.memory_plan == "inplace" and off["r1"] == off["dw"]  # the depthwise output over its input
     for a, b, w in zip(got_py, got_c, want):
         np.testing.assert_array_equal(a, w)
         np.testing.assert_array_equal(b, w)
@@ -325,14 +329,14 @@ def test_cli_check_memory_flag(tmp_path):
     root = Path(__file__).resolve().parent.parent
     env = {"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}
     out = {}
-    for memory in ("layer", "min"):
+    for memory in ("layer", "inplace"):
         proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target",
                                "qemu-mps2-an386", "--memory", memory, "--json"], capture_output=True, text=True,
                               env=env, timeout=120, check=False)
         assert proc.returncode == 0, proc.stderr
         out[memory] = json.loads(proc.stdout)
-    assert out["layer"]["memory_plan"] == "layer" and out["min"]["memory_plan"] == "min"
-    assert out["min"]["arena_bytes"] < out["layer"]["arena_bytes"] and out["min"]["extra_macs"] == 0
+    assert out["layer"]["memory_plan"] == "layer" and out["inplace"]["memory_plan"] == "inplace"
+    assert out["inplace"]["arena_bytes"] < out["layer"]["arena_bytes"] and out["inplace"]["extra_macs"] == 0
     proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target", "qemu-mps2-an386",
                            "--memory", "tiny"], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert proc.returncode == 2 and "invalid choice: 'tiny'" in proc.stderr
@@ -343,7 +347,7 @@ def test_depthwise_not_in_place_when_its_kernel_cannot():
     from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
 
     data = _dw_chain_model(1, "SAME")
-    it = Interpreter(model_content=data, memory="min")
+    it = Interpreter(model_content=data, memory="inplace")
     it.allocate_tensors()
     model = it.model
     spans: dict = {}
@@ -362,9 +366,9 @@ def test_depthwise_not_in_place_when_its_kernel_cannot():
 
 
 @needs_c
-def test_min_plan_never_larger_than_the_layer_plan():
+def test_inplace_plan_never_larger_than_the_layer_plan():
     """When in-place groups make the greedy placement larger than the layer plan's (this conv chain: the
-    depthwise convolutions' groups), both runtimes use the layer plan under memory="min", say so in
+    depthwise convolutions' groups), both runtimes use the layer plan under memory="inplace", say so in
     memory_plan, plan byte-identically and stay bit-exact."""
     from tests.test_patching import _c_chain, chain_model
 
@@ -381,11 +385,11 @@ def test_min_plan_never_larger_than_the_layer_plan():
     assert grouped.total > layer.arena_size
     feeds = _feeds(data, 2)
     _, want = _run(data, "layer", "python", feeds)
-    py, got = _run(data, "min", "python", feeds)
+    py, got = _run(data, "inplace", "python", feeds)
     assert py.memory_plan == "layer" and py.arena_size == layer.arena_size
-    c, got_c = _run(data, "min", "c", feeds)
+    c, got_c = _run(data, "inplace", "c", feeds)
     c_layer, _ = _run(data, "layer", "c", feeds)
-    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan()) and c.memory_plan == "layer"
     info, layer_info = c.plan_info(), c_layer.plan_info()
     assert max(info["high_water"], info["arena_used"]) <= max(layer_info["high_water"], layer_info["arena_used"])
     for a, b, d in zip(got, got_c, want):
@@ -393,28 +397,113 @@ def test_min_plan_never_larger_than_the_layer_plan():
         np.testing.assert_array_equal(b, d)
     from edge_sdk.targets.check import check_model
 
-    checked = {m: check_model(data, "qemu-mps2-an386", memory=m) for m in ("layer", "min")}
-    assert checked["min"].arena_bytes <= checked["layer"].arena_bytes
-    assert any("keep the layer-by-layer placement" in n for n in checked["min"].notes)
+    checked = {m: check_model(data, "qemu-mps2-an386", memory=m) for m in ("layer", "inplace")}
+    assert checked["inplace"].arena_bytes <= checked["layer"].arena_bytes
+    assert any("keep the layer-by-layer placement" in n for n in checked["inplace"].notes)
+    assert checked["inplace"].memory_plan == "layer"
     assert not any("keep the layer-by-layer placement" in n for n in checked["layer"].notes)
 
 
 @needs_c
 @pytest.mark.parametrize("name", ["hello_world_float", "hello_world_int8", "audio_preprocessor_int8", "person_detect"])
-def test_c_min_need_never_above_the_layer_need(name):
-    """The C runtime's least-RAM plan keeps its in-place groups in the lifetimes (no planner memory of its own):
+def test_c_inplace_need_never_above_the_layer_need(name):
+    """The C runtime's in-place plan keeps its in-place groups in the lifetimes (no planner memory of its own):
     its whole need (planner memory included) is never above the layer plan's (it was, on these, by 16 bytes
     per tensor)."""
     from edge_sdk.runtime import backend_c
 
     data = shared_model(f"tflite-micro/{name}.tflite").read_bytes()
     need = {}
-    for memory in ("layer", "min"):
+    for memory in ("layer", "inplace"):
         c = backend_c.CInterpreter(model_content=data, memory=memory)
         c.allocate_tensors()
         f = c.plan_info()
         need[memory] = max(f["high_water"], f["arena_used"])
-    assert need["min"] <= need["layer"]
+    assert need["inplace"] <= need["layer"]
+
+
+# ------------------------------------------------------------------------------------------------ plan names
+def test_memory_plan_names_are_one_vocabulary():
+    """--memory and memory= take layer / inplace / min everywhere (the CLI's choices, both backends, check, flash,
+    export, convert); "patch" is no choice any more (it names the plan built with a patch stage)."""
+    from edge_sdk.cli import MEMORY_CHOICES
+    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime.interpreter import MEMORY_PLANS, REALISED_PLANS
+    from edge_sdk.targets.check import check_model
+    from edge_sdk.tools.flash import flash
+
+    assert MEMORY_CHOICES == backend_c.MEMORY_PLANS == MEMORY_PLANS == ("layer", "inplace", "min")
+    assert REALISED_PLANS == ("layer", "inplace", "patch")
+    data = _chain_model()
+    for make in (lambda: Interpreter(model_content=data, memory="patch"),
+                 lambda: backend_c.CInterpreter(model_content=data, memory="patch"),
+                 lambda: check_model(data, "qemu-mps2-an386", memory="patch"),
+                 lambda: flash("unused.tflite", "qemu-mps2-an386", memory="patch")):
+        with pytest.raises(ValueError, match="memory must be one of 'layer', 'inplace', 'min'.*not 'patch'"):
+            make()
+
+
+def test_inplace_is_the_old_min_plan():
+    """memory="inplace" is the in-place plan (memory="min" before the rename, now with elementwise ops in place),
+    byte for byte: the layer requests with the in-place groups (least_ram_plan: of no groups, the groups without the
+    elementwise ops and all of them, the smallest plan); and memory="min" with no op allowed in a patch stage makes
+    exactly that plan too."""
+    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases, least_ram_plan
+
+    models = {"chain": _chain_model(shape=(1, 16, 16, 8)), "dw": _dw_chain_model(1, "SAME"),
+              "person_detect": shared_model("tflite-micro/person_detect.tflite").read_bytes()}
+    for name, data in models.items():
+        layer = Interpreter(model_content=data)
+        layer.allocate_tensors()
+        spans: dict = {}
+        infos = layer._p.infos
+        reqs = buffer_requests(layer.model, infos, spans=spans)
+        assert inplace_aliases(layer.model, infos, reqs, spans), name  # every one of these has in-place nodes
+        want, aliases = least_ram_plan(layer.model, infos, reqs, spans)
+        small = Interpreter(model_content=data, memory="inplace")
+        small.allocate_tensors()
+        assert _plan_tuples(small.arena_plan()) == _plan_tuples(want), name
+        assert small.memory_plan == ("inplace" if aliases else "layer")
+        assert small.patch_plan() is None
+        no_stage = Interpreter(model_content=data, memory="min", patch_ops=())
+        no_stage.allocate_tensors()
+        assert _plan_tuples(no_stage.arena_plan()) == _plan_tuples(want) and no_stage.patch_plan() is None, name
+        assert no_stage.memory_plan == small.memory_plan
+
+
+@pytest.mark.slow
+def test_cli_check_memory_min_is_the_least_ram_plan_of_person_detect():
+    """Issue 17's own command: `edge check person_detect.tflite --target qemu-mps2-an386 --memory min --json` reports
+    the patch plan (its stage, grid and extra MACs) in less than 0.6x TFLM's whole arena, below the in-place
+    plan's figure (the board's exact figure: test_patching's QEMU test); `--memory patch` is refused (exit 2)."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.test_c_arena import tflm_totals
+
+    model = shared_model("tflite-micro/person_detect.tflite")
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
+    out = {}
+    for memory in ("inplace", "min"):
+        proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target",
+                               "qemu-mps2-an386", "--memory", memory, "--json"], capture_output=True, text=True,
+                              env=env, timeout=600, check=False)
+        assert proc.returncode == 0, proc.stderr
+        out[memory] = json.loads(proc.stdout)
+    r = out["min"]
+    assert r["memory_plan"] == "patch" and r["extra_macs"] > 0 and r["patch"].startswith("patch plan: stage nodes ")
+    assert r["memory_request"] == "min" and r["plans"] == {"patch": r["arena_bytes"]}
+    # (person_detect's in-place groups save nothing: both runtimes keep the layer placement, and say so)
+    assert out["inplace"]["memory_plan"] in ("inplace", "layer") and out["inplace"]["extra_macs"] == 0
+    assert not r["arena_estimate"] and r["arena_bytes"] < out["inplace"]["arena_bytes"]
+    tflm = tflm_totals([model])[str(model)]
+    assert r["arena_bytes"] < 0.6 * tflm, (r["arena_bytes"], tflm)
+    proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target", "qemu-mps2-an386",
+                           "--memory", "patch", "--json"], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert proc.returncode == 2 and "invalid choice: 'patch'" in proc.stderr and not proc.stdout
 
 
 def _conv_int8_case(rng, generic: bool):
@@ -443,8 +532,8 @@ def _conv_int8_case(rng, generic: bool):
 @needs_c
 @pytest.mark.parametrize("seed", range(10))
 def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
-    """Under memory="min" CONV_2D keeps its int8 requantization in 5 bytes a channel instead of 8 where no SIMD
-    fast path packs it (the Cortex-M builds; here SIMD level 0): outputs bit-exact with the layer plan and TFLM,
+    """Under memory="inplace" (and "min") CONV_2D keeps its int8 requantization in 5 bytes a channel instead of 8
+    where no SIMD fast path packs it (the Cortex-M builds; here SIMD level 0): outputs bit-exact with the layer plan and TFLM,
     the persistent part 3 bytes a channel smaller (rounded to the 8-byte steps)."""
     from tests.peers import run_tflm
     from tests.simd_common import build_backend, run_at_level, simd_levels
@@ -454,9 +543,9 @@ def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
     backend = build_backend()
     for lib, _ in simd_levels(backend):
         layer = run_at_level(backend, lib, 0, data, feeds, memory="layer")
-        small = run_at_level(backend, lib, 0, data, feeds, memory="min")
+        small = run_at_level(backend, lib, 0, data, feeds, memory="inplace")
         persistent = {}
-        for memory in ("layer", "min"):
+        for memory in ("layer", "inplace"):
             lib.edge_simd_set(0)
             try:
                 c = backend.CInterpreter(model_content=data, memory=memory)
@@ -472,11 +561,11 @@ def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
     def up8(n):
         return (n + 7) // 8 * 8
 
-    assert persistent["layer"] - persistent["min"] == up8(8 * o) - up8(5 * o)
+    assert persistent["layer"] - persistent["inplace"] == up8(8 * o) - up8(5 * o)
 
 
 # Elementwise ops in place: model input x -> RELU -> r -> OP -> y, output = ADD(y, x). r is no subgraph input and
-# dies at OP (x lives on, so the layer plan holds three buffers there), so under memory="min" y takes over r's bytes (a binary OP: input 0 is r, or with "swap" input 1 is r and
+# dies at OP (x lives on, so the layer plan holds three buffers there), so under memory="inplace" y takes over r's bytes (a binary OP: input 0 is r, or with "swap" input 1 is r and
 # input 0 a second model input, which is never taken over). (output scale, zero point) per type where the op's
 # kernels need particular ones (LOGISTIC / TANH); None: the common 0.05 / 3 (int16: 1/512, 0).
 _EW_OUT_Q = {("LOGISTIC", "INT8"): (1 / 256, -128), ("TANH", "INT8"): (1 / 128, 0),
@@ -521,21 +610,21 @@ def _elementwise_model(op_name: str, dtype: str, shape=(1, 5, 7, 3), swap: bool 
                                                                          "SUB-FLOAT32-broadcast"])
 @pytest.mark.parametrize("shape", [(1, 5, 7, 3), (1, 9, 13, 35)])  # the second: whole SIMD vectors and a tail
 def test_elementwise_ops_in_place_in_both_runtimes(case, shape):
-    """Under memory="min" an elementwise op's output takes over its input (binary ops: input 0, else input 1, of
+    """Under memory="inplace" an elementwise op's output takes over its input (binary ops: input 0, else input 1, of
     the output's element count and size): Python and C outputs bit-exact with the layer plan, the C plan identical
     to Python's entry by entry, and the output at its input's offset."""
     op_name, dtype, *flags = case.split("-")
     data = _elementwise_model(op_name, dtype, shape, swap="swap" in flags, broadcast="broadcast" in flags)
     feeds = _feeds(data, 3)
     layer, want = _run(data, "layer", "python", feeds)
-    small, got = _run(data, "min", "python", feeds)
+    small, got = _run(data, "inplace", "python", feeds)
     np.testing.assert_array_equal(got[0], want[0])
     off = {b.name: b.offset for b in small.arena_plan().buffers}
-    assert small.memory_plan == "min" and off["r"] == off["y"], off
+    assert small.memory_plan == "inplace" and off["r"] == off["y"], off
     assert np.any(want[0] != want[0].flat[0])  # not a constant
     if shutil.which("gcc") is None or shutil.which("make") is None:
         return
-    c, got_c = _run(data, "min", "c", feeds)
+    c, got_c = _run(data, "inplace", "c", feeds)
     _, got_c_layer = _run(data, "layer", "c", feeds)
     np.testing.assert_array_equal(got_c[0], got_c_layer[0])
     if dtype == "FLOAT32":  # the C runtime's float math (vector exp / tanh) is held to LiteRT's tolerance elsewhere
@@ -549,7 +638,7 @@ def test_elementwise_in_place_only_over_an_input_of_the_output_size():
     """A broadcast input (fewer elements than the output) is never taken over: MUL(x2 broadcast, r) takes r (input
     1); a QUANTIZE from float32 to int8 (other element size) keeps its own bytes."""
     data = _elementwise_model("MUL", "INT8", swap=False, broadcast=True)
-    it = Interpreter(model_content=data, memory="min")
+    it = Interpreter(model_content=data, memory="inplace")
     it.allocate_tensors()
     off = {b.name: b.offset for b in it.arena_plan().buffers}
     assert off["r"] == off["y"] and off["x2"] != off["y"]

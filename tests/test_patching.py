@@ -1,5 +1,6 @@
-"""Patch-based execution (memory="patch", edge_sdk.runtime.patching): a stage of the graph runs patch by patch on
-sub-windows with the same kernels, bit-exact with the layer-by-layer plan, in less RAM.
+"""Patch-based execution (the least-RAM plan, memory="min", built as plan "patch"; edge_sdk.runtime.patching): a
+stage of the graph runs patch by patch on sub-windows with the same kernels, bit-exact with the layer-by-layer
+plan, in less RAM.
 
 Random conv chains (SAME / VALID padding, strides 1 / 2 / 3, dilation, odd sizes, explicit PADs, pools with
 padding, residual ADDs, standalone activations; int8 bit-exact, float32 within a few ulp: BLAS sums a smaller
@@ -176,8 +177,8 @@ def test_random_chains_bit_exact_and_smaller(chain, dtype):
     data = chain_model(CHAINS[chain], dtype=dtype, seed=len(chain))
     x = _feed(data)
     layer, want = _run(data, "layer", x)
-    small, got = _run(data, "min", x)
-    patched, got_patch = _run(data, "patch", x)
+    small, got = _run(data, "inplace", x)
+    patched, got_patch = _run(data, "min", x)
     np.testing.assert_array_equal(got, want)
     if dtype == "INT8":
         np.testing.assert_array_equal(got_patch, want)
@@ -203,7 +204,7 @@ def test_every_grid_is_bit_exact(chain, grid, monkeypatch):
     x = _feed(data, 3)
     _, want = _run(data, "layer", x)
     monkeypatch.setattr(patching, "grids", lambda max_grid=patching.MAX_GRID: [grid])
-    it, got = _run(data, "patch", x)
+    it, got = _run(data, "min", x)
     plan = it.patch_plan()
     np.testing.assert_array_equal(got, want)
     if plan is not None:  # a grid finer than the cut, or one that saves nothing, leaves no patch plan
@@ -214,7 +215,7 @@ def test_every_grid_is_bit_exact(chain, grid, monkeypatch):
         assert rows[0][0] == 0 and rows[-1][1] == h and all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
         assert cols[0][0] == 0 and cols[-1][1] == w and all(a[1] == b[0] for a, b in zip(cols, cols[1:]))
     else:
-        assert it.memory_plan == "min"
+        assert it.memory_plan == "inplace"
 
 
 def test_split_and_windows():
@@ -229,20 +230,21 @@ def test_split_and_windows():
 
 
 def test_no_patch_plan_when_nothing_is_spatial():
-    """A model without a patchable stage keeps the in-place plan under memory="patch"."""
+    """A model without a patchable stage keeps the in-place plan under memory="min" (here that is the layer plan:
+    no node can run in place either)."""
     b = _Builder("FLOAT32", 0)
     x = b.tensor("x", (1, 8))
     y = b.tensor("y", (1, 8))
     b.op("RELU", [x], [y])
     data = b.model([0], [1])
-    it = Interpreter(model_content=data, memory="patch")
+    it = Interpreter(model_content=data, memory="min")
     it.allocate_tensors()
     assert it.patch_plan() is None and it.memory_plan == "layer"  # nothing runs in place either
 
 
 def test_patch_plan_is_printable():
     data = chain_model(CHAINS["same_s1_s2"])
-    it = Interpreter(model_content=data, memory="patch")
+    it = Interpreter(model_content=data, memory="min")
     it.allocate_tensors()
     plan = it.patch_plan()
     text = plan.describe()
@@ -276,9 +278,9 @@ def test_c_patch_plan_identical_to_python_and_bit_exact(chain, dtype):
     data = chain_model(_c_chain(chain), shape=(1, 27, 25, 3), dtype=dtype, seed=11)
     x = _feed(data, 2)
     _, want = _run(data, "layer", x)
-    py = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
+    py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
     py.allocate_tensors()
-    c = Interpreter(model_content=data, memory="patch", backend="c")
+    c = Interpreter(model_content=data, memory="min", backend="c")
     c.allocate_tensors()
     c.set_tensor(c.get_input_details()[0]["index"], x)
     c.invoke()
@@ -305,7 +307,7 @@ def test_c_refuses_a_bad_patch_stage():
     from edge_sdk.runtime.backend_c import CInterpreter
 
     data = chain_model(CHAINS["residual"] + [("gelu",)], seed=2)  # node 3 is an ADD, node 7 a GELU
-    it = Interpreter(model_content=data, memory="patch")
+    it = Interpreter(model_content=data, memory="min")
     it.allocate_tensors()
     good = it.patch_plan()
     cases = [((5, 7), (2, 2), "not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD, ADD, SUB, MUL or standalone activation"),
@@ -314,7 +316,7 @@ def test_c_refuses_a_bad_patch_stage():
     for (first, last), grid, message in cases:
         bad = patching.PatchPlan(0, tuple(range(first, last + 1)), good.input, good.output, grid, [], {}, {}, {}, 0,
                                  0)
-        c = CInterpreter(model_content=data, memory="patch", patch_plan=bad)
+        c = CInterpreter(model_content=data, memory="min", patch_plan=bad)
         with pytest.raises(ModelError, match=message):
             c.allocate_tensors()
 
@@ -326,7 +328,7 @@ def _real(path, memory_ratio_vs_layer):
     d = it.get_input_details()[0]
     x = rng.integers(-128, 128, d["shape"]).astype(d["dtype"])
     layer, want = _run(data, "layer", x)
-    patched, got = _run(data, "patch", x)
+    patched, got = _run(data, "min", x)
     np.testing.assert_array_equal(got, want)
     plan = patched.patch_plan()
     assert plan is not None and patched.arena_size == plan.ram
@@ -351,19 +353,23 @@ def test_inspect_shows_the_patch_plan():
 
     data = chain_model(CHAINS["residual"])
     report = inspect_model(data)
-    it = Interpreter(model_content=data, memory="patch")
+    it = Interpreter(model_content=data, memory="min")
     it.allocate_tensors()
     plan = it.patch_plan()
     patch = report["arena"]["patch"]
     assert patch["ram"] == it.arena_size and patch["grid"] == list(plan.grid)
     assert patch["extra_macs"] == plan.extra_macs > 0
+    assert report["arena"]["min_bytes"] == it.arena_size and report["arena"]["min_plan"] == "patch"
     text = format_inspection(report)
-    assert f"patch plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}" in text
+    assert f"least-RAM plan (--memory min): patch plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid " \
+           f"{plan.grid[0]}x{plan.grid[1]}" in text
     b = _Builder("FLOAT32", 0)
     b.tensor("x", (1, 8))
     b.tensor("y", (1, 8))
     b.op("RELU", [0], [1])
-    assert "patch plan: none" in format_inspection(inspect_model(b.model([0], [1])))
+    report = inspect_model(b.model([0], [1]))
+    assert report["arena"]["patch"] is None and report["arena"]["min_plan"] != "patch"
+    assert "least-RAM plan (--memory min): the in-place plan (no patch stage needs less)" in format_inspection(report)
 
 
 @pytest.fixture
@@ -394,63 +400,67 @@ def _board_figure(data: bytes, memory: str, patch=None) -> int:
                     reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf qemu-user) "
                            "for the board's struct layout")
 def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
-    """edge flash --memory patch: the firmware runs edge_init_patch with the host's stage (APP_PATCH_PLAN); edge
+    """edge flash --memory min: the firmware runs edge_init_patch with the host's stage (APP_PATCH_PLAN); edge
     profile's outputs equal the host interpreter's bit for bit; the board's high-water mark is the 32-bit check
     runner's figure (edge check's), below 0.6x the in-place plan's and at most 0.5x TFLM's whole arena (85264
     bytes: issue 17's goal; measured 41136, 0.48x)."""
     from edge_sdk.runtime.interpreter import c_patch_plan
-    from edge_sdk.tools.flash import flash
-    from edge_sdk.tools.profile import profile_model
+    from edge_sdk.tools.flash import flash, format_flash
+    from edge_sdk.tools.profile import format_profile, profile_model
 
     model = shared_model("tflite-micro/person_detect.tflite")
     data = model.read_bytes()
     plan = c_patch_plan(data)
-    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="patch")
+    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="min")
     config = (tmp_path / "fw" / "gen" / "app_config.h").read_text()
-    assert r.memory == "patch"
+    assert r.memory == "patch" and r.patch["grid"] == list(plan.grid) and r.patch["extra_macs"] == plan.extra_macs
+    assert f"least-RAM patch-based plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid " in format_flash(r)
     assert f"APP_PATCH_PLAN {{{plan.nodes[0]}, {plan.nodes[-1]}, {plan.grid[0]}, {plan.grid[1]}}}" in config
-    p = profile_model(model, "qemu-mps2-an386", port=r.port, runs=1)
+    p = profile_model(model, "qemu-mps2-an386", runs=1)  # no port: the board just flashed, its plan on record
+    assert p["port"] == r.port and p["memory_plan"] == "patch" and p["patch"] == r.patch
+    assert "arena plan: least-RAM patch-based plan: stage nodes" in format_profile(p)
     assert p["validated"] is True and p["mismatches"] == []
-    assert p["arena_high_water"] == _board_figure(data, "patch", plan)
-    assert p["arena_high_water"] < 0.6 * _board_figure(data, "min")
+    assert p["arena_high_water"] == _board_figure(data, "min", plan)
+    assert p["arena_high_water"] < 0.6 * _board_figure(data, "inplace")
     assert p["arena_high_water"] <= 0.5 * 85264
 
 
 def test_check_reports_and_picks_the_patch_plan(tmp_path):
-    """edge check --memory patch names the stage, its RAM and extra MACs; without --memory it takes the patch
-    plan itself when neither the layer nor the least-RAM plan fits the budget and the patch plan does."""
+    """edge check --memory min names the stage, its RAM and extra MACs; without --memory it takes the patch
+    plan itself when neither the layer nor the in-place plan fits the budget and the patch plan does."""
     from edge_sdk.runtime.interpreter import c_patch_plan
     from edge_sdk.targets.check import RUNS, check_model, format_check
 
     data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
     plan = c_patch_plan(data)
     assert plan is not None
-    forced = check_model(data, "qemu-mps2-an386", memory="patch")
-    small = check_model(data, "qemu-mps2-an386", memory="min")
+    forced = check_model(data, "qemu-mps2-an386", memory="min")
+    small = check_model(data, "qemu-mps2-an386", memory="inplace")
     assert forced.memory_plan == "patch" and forced.extra_macs == plan.extra_macs > 0
     assert forced.arena_bytes < small.arena_bytes
     text = format_check(forced)
     assert f"patch plan: stage nodes {plan.nodes[0]}..{plan.nodes[-1]}, grid {plan.grid[0]}x{plan.grid[1]}, " \
-           f"RAM {forced.arena_bytes} B (layer plan " in text and "(patch-based plan)" in text
+           f"RAM {forced.arena_bytes} B (layer plan " in text
+    assert f"(least-RAM patch-based plan, +{plan.extra_macs} MACs)" in text
     assert forced.to_dict()["patch"] == forced.patch and forced.to_dict()["memory_plan"] == "patch"
     profile = tmp_path / "tight.toml"
     profile.write_text(f'extends = "qemu-mps2-an386"\nram_arena_bytes = {(forced.arena_bytes + small.arena_bytes) // 2}\n')
     auto = check_model(data, profile)
     assert auto.verdict == RUNS and auto.memory_plan == "patch" and auto.arena_bytes == forced.arena_bytes
-    assert set(auto.plans) == {"layer", "min", "patch"} and "patch-based execution" in " ".join(auto.notes)
+    assert set(auto.plans) == {"layer", "inplace", "patch"} and "patch-based execution" in " ".join(auto.notes)
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
                     reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
 def test_mobilenet_v2_patch_plan_on_the_qemu_board(state, tmp_path):
-    """MobileNetV2 224x224 int8 with --memory patch on the QEMU board: bit-exact with the host interpreter, in at
+    """MobileNetV2 224x224 int8 with --memory min on the QEMU board: bit-exact with the host interpreter, in at
     most 0.3x TFLM's whole arena (2607168 bytes; measured 409008, 0.16x)."""
     from edge_sdk.tools.flash import flash
     from edge_sdk.tools.profile import profile_model
 
     model = shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite")
-    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="patch")
+    r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="min")
     assert "APP_PATCH_PLAN" in (tmp_path / "fw" / "gen" / "app_config.h").read_text()
     p = profile_model(model, "qemu-mps2-an386", port=r.port, runs=1)
     assert p["validated"] is True and p["mismatches"] == []
@@ -461,20 +471,21 @@ def _c_parity(path):
     data = shared_model(path).read_bytes()
     x = _feed(data, 6)
     _, want = _run(data, "layer", x)
-    py = Interpreter(model_content=data, memory="patch", patch_ops=patching.C_PATCH_OPS)
+    py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
     py.allocate_tensors()
-    c = Interpreter(model_content=data, memory="patch", backend="c")
+    c = Interpreter(model_content=data, memory="min", backend="c")
     c.allocate_tensors()
     c.set_tensor(c.get_input_details()[0]["index"], x)
     c.invoke()
     np.testing.assert_array_equal(c.get_tensor(c.get_output_details()[0]["index"]), want)
     assert c.patch_plan() is not None and _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
+    assert c.memory_plan == py.memory_plan == "patch"
     return c
 
 
 @needs_c
 def test_c_patch_plan_of_person_detect():
-    """person_detect in the C runtime under memory="patch": the Python planner's stage (0..7, 6x6), the same plan
+    """person_detect in the C runtime under memory="min": the Python planner's stage (0..7, 6x6), the same plan
     entry by entry, outputs bit-exact with the layer plan."""
     c = _c_parity("tflite-micro/person_detect.tflite")
     assert c.plan_info()["tensor_total"] == 19232
@@ -491,21 +502,21 @@ def test_c_patch_plan_of_mobilenet_v2():
 
 def test_flash_sources_pick_the_patch_plan_when_nothing_else_fits(tmp_path):
     """edge flash's generated sources: without --memory, patch-based execution when neither the layer nor the
-    least-RAM arena fits the RAM budget (APP_PATCH_PLAN, patch code compiled in); a firmware without a patch
+    in-place arena fits the RAM budget (APP_PATCH_PLAN, patch code compiled in); a firmware without a patch
     plan compiles it out (-DEDGE_WITH_PATCH=0)."""
     from edge_sdk.tools.flash import generate, measure_arena
 
     path = tmp_path / "chain.tflite"
     data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
     path.write_bytes(data)
-    layer, small, patched = (measure_arena(data, None, m) for m in ("layer", "min", "patch"))
+    layer, small, patched = (measure_arena(data, None, m) for m in ("layer", "inplace", "min"))
     assert patched < min(small, layer) // 2  # the budget below: the patch arena fits, the others' needs do not
     info = generate(path, data, tmp_path / "auto", patched, None)
     config = (tmp_path / "auto" / "app_config.h").read_text()
     assert info["memory"] == "patch" and info["arena_bytes"] == patched and "#define APP_PATCH_PLAN {" in config
     assert "-DEDGE_WITH_PATCH=0" not in info["type_defs"] and info["patch"]["grid"]
-    info = generate(path, data, tmp_path / "min", None, "min")
-    assert "APP_PATCH_PLAN" not in (tmp_path / "min" / "app_config.h").read_text()
+    info = generate(path, data, tmp_path / "inplace", None, "inplace")
+    assert "APP_PATCH_PLAN" not in (tmp_path / "inplace" / "app_config.h").read_text()
     assert "-DEDGE_WITH_PATCH=0" in info["type_defs"] and info["patch"] is None
 
 
@@ -527,7 +538,7 @@ def test_c_runs_any_valid_stage_and_grid_bit_exact(chain):
         for last in range(first, n_ops):
             for grid in ((1, 2), (2, 1), (3, 3), (5, 2), (8, 8)):
                 plan = patching.PatchPlan(0, tuple(range(first, last + 1)), 0, 0, grid, [], {}, {}, {}, 0, 0)
-                c = CInterpreter(model_content=data, memory="patch", patch_plan=plan)
+                c = CInterpreter(model_content=data, memory="min", patch_plan=plan)
                 try:
                     c.allocate_tensors()
                 except ModelError as exc:

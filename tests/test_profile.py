@@ -80,6 +80,7 @@ def test_profile_person_detect_end_to_end(state, tmp_path):
     assert r["total"]["min"] <= r["total"]["p50"] <= r["total"]["max"]
     assert abs(r["total"]["ops_sum"] - r["total"]["mean"]) < 0.01 * r["total"]["mean"]  # ops cover the run
     assert 0 < r["arena_used"] <= r["arena_high_water"] <= r["arena_size"]
+    assert r["memory_plan"] == "layer" and r["patch"] is None  # it fits the board's RAM layer by layer
     doc = json.loads(trace.read_text())
     events = [e for e in doc["traceEvents"] if e.get("cat") == "op"]
     assert len(events) == 31 * 2 and all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
@@ -93,6 +94,7 @@ def test_profile_person_detect_end_to_end(state, tmp_path):
     assert len(boards) == 1
     code, out = _cli("profile", str(model), "--target", "qemu-mps2-an386", "--runs", "1", "--json")
     assert code == 0 and json.loads(out)["port"] == boards[0]["url"] and len(qb.list_boards()) == 1
+    assert json.loads(out)["memory_plan"] == "layer"  # the running board's plan, from its record
 
 
 @needs_qemu

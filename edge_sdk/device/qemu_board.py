@@ -173,7 +173,8 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
         url = f"socket://127.0.0.1:{port}"
         board = {"url": url, "tcp_port": port, "pid": 0, "pgid": 0, "elf": str(elf), "profile": profile.name,
                  "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
-                 "command": cmd}
+                 "command": cmd, "memory": (info or {}).get("memory"),
+                 "memory_request": (info or {}).get("memory_request"), "patch": (info or {}).get("patch")}
         # Ctrl-C / SIGTERM cannot land between the fork and the state file: both are held back until the board
         # is recorded, and any interruption after that stops it (it is in its own session: the terminal's
         # SIGINT never reaches it, so nobody else would).

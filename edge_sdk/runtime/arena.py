@@ -207,7 +207,7 @@ def plan_aliased(
     requests: Sequence[BufferRequest], aliases: dict, orderings: Sequence[str] | None = None,
     alignment: int = ALIGNMENT
 ) -> ArenaPlan:
-    """The least-RAM plan's placement: ``aliases`` maps a request's key to the key of its group's root (an
+    """The in-place plan's placement: ``aliases`` maps a request's key to the key of its group's root (an
     in-place node's output to the input whose bytes it takes over, edge_sdk.runtime.interpreter.inplace_aliases).
     Each group is planned as one request, in its root's place in the order: the root's first use, the largest
     aligned size and the last use of its members. Every member is then reported at its root's offset with its

@@ -57,10 +57,13 @@ RUNNER = HOST_TREE / "build" / "host" / "edge-run-c"
 _ORDERINGS = ("size", "first_use", "lifetime", "area")
 DEFAULT_ARENA = 1 << 20
 PLAN_ONLY = 1
-MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: the least-RAM plan (Interpreter(memory="min"))
+MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: in-place nodes (memory="inplace", and under "min"'s patch stage)
 # EDGE_PLAN_PATCH_CUT, a plan entry's tensor for the patch stage's cut window buffer, is patching.CUT_KEY; the ops
 # a patch stage may hold in the C runtime (edge_init_patch) are patching.C_PATCH_OPS
 PATCH_CUT = CUT_KEY
+# the memory= plans, edge_sdk.runtime.interpreter.MEMORY_PLANS (documented there; importing it here would make an
+# import cycle: tests/test_memory_min.py checks the two are the same)
+MEMORY_PLANS = ("layer", "inplace", "min")
 
 _lock = threading.Lock()
 _threads_lock = threading.Lock()
@@ -310,15 +313,15 @@ class CInterpreter:
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
                  plan_only: bool = False, memory: str = "layer", patch_ops=None, patch_plan=None):
-        if memory not in ("layer", "min", "patch"):
-            raise ValueError(f"memory must be one of 'layer', 'min', 'patch', not {memory!r}")
+        if memory not in MEMORY_PLANS:
+            raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
         if patch_ops is not None and not set(patch_ops) <= set(C_PATCH_OPS):
             raise ValueError(f"the C runtime runs patch stages of {', '.join(C_PATCH_OPS)} only, not "
                              f"{', '.join(sorted(set(patch_ops) - set(C_PATCH_OPS)))}")
         self._memory = memory
-        # memory="patch": the stage and grid (an edge_sdk.runtime.patching.PatchPlan, chosen by the Python planner
+        # memory="min": the stage and grid (an edge_sdk.runtime.patching.PatchPlan, chosen by the Python planner
         # over C_PATCH_OPS: Interpreter(..., backend="c") passes it), None: no stage beats the in-place plan
-        self._patch = patch_plan if memory == "patch" else None
+        self._patch = patch_plan if memory == "min" else None
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -388,7 +391,7 @@ class CInterpreter:
     # ------------------------------------------------------------------ allocate
     def _init(self, nbytes: int) -> int:
         self._arena_owner, addr = _aligned(nbytes)
-        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory in ("min", "patch") else 0)
+        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory in ("inplace", "min") else 0)
         plan = None
         if self._patch is not None:
             plan = _PatchPlan(self._patch.nodes[0], self._patch.nodes[-1], *self._patch.grid)
@@ -410,7 +413,7 @@ class CInterpreter:
                 set_threads(previous)
 
     def patch_plan(self):
-        """memory="patch": the stage the C runtime runs patch by patch (edge_sdk.runtime.patching.PatchPlan, the
+        """memory="min": the stage the C runtime runs patch by patch (edge_sdk.runtime.patching.PatchPlan, the
         Python planner's over C_PATCH_OPS), or None."""
         return self._patch
 
@@ -628,6 +631,28 @@ class CInterpreter:
     def arena_size(self) -> int | None:
         """Bytes of the C arena in use (alignment padding + planned tensors and scratch + persistent data)."""
         return self.plan_info()["arena_used"] if self._ready else None
+
+    @property
+    def memory_plan(self) -> str | None:
+        """The arena plan the C runtime built (edge_sdk.runtime.interpreter.REALISED_PLANS, as
+        Interpreter.memory_plan): "patch" (memory="min" with a stage, see patch_plan), "inplace" (some tensor took
+        over its input's bytes: two planned tensors share bytes while both are live, which only an in-place group
+        does) or "layer". None before allocate_tensors."""
+        if not self._ready:
+            return None
+        if self._patch is not None:
+            return "patch"
+        if self._memory == "layer":
+            return "layer"
+        spans = sorted((b.offset, b.offset + b.size, b.first_use, b.last_use) for b in self.arena_plan().buffers
+                       if b.size and b.key[1] != PATCH_CUT)
+        for i, (a0, a1, f0, l0) in enumerate(spans):
+            for b0, b1, f1, l1 in spans[i + 1:]:
+                if b0 >= a1:
+                    break
+                if f1 <= l0 and f0 <= l1:  # the same bytes, both live at one step: an in-place group
+                    return "inplace"
+        return "layer"
 
     def plan_entries(self) -> list[dict]:
         """Every planned buffer (tensors, then kernels' scratch) as dicts."""
@@ -911,8 +936,9 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
     best of ``target_layouts()``; LINUX_HOST / LINUX_AARCH64 for a 64-bit Linux target, ``linux_layout``) and
     the type switches ``type_defs`` (gen_ops.type_defines); never invokes. ``cpu``: LINUX_AARCH64's emulated CPU
     (a QEMU_AARCH64_CPUS name; else qemu's "max").
-    ``memory``: the plan, "layer", "min" (EDGE_INIT_MEMORY_MIN) or "patch" (edge_init_patch with ``patch``, an
-    edge_sdk.runtime.patching.PatchPlan; None: "min"). BuildError when no layout can be built here."""
+    ``memory``: the plan (edge_sdk.runtime.interpreter.MEMORY_PLANS), "layer", "inplace" (EDGE_INIT_MEMORY_MIN) or
+    "min" (edge_init_patch with ``patch``, an edge_sdk.runtime.patching.PatchPlan; None: no stage, as "inplace").
+    BuildError when no layout can be built here."""
     import tempfile
 
     layouts = target_layouts()
@@ -924,8 +950,10 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
     prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
     if layout == LINUX_AARCH64:
         prefix = [shutil.which(QEMU_AARCH64) or QEMU_AARCH64, "-cpu", cpu if cpu in QEMU_AARCH64_CPUS else "max"]
-    memory_flag = ["--memory-min"] if memory in ("min", "patch") else []
-    if memory == "patch" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
+    if memory not in MEMORY_PLANS:
+        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
+    memory_flag = ["--memory-min"] if memory in ("inplace", "min") else []
+    if memory == "min" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
         memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]
     with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
         model = Path(tmp) / "model.tflite"

@@ -10,9 +10,10 @@ The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the com
 dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
 ``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
 which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more;
-``memory="min"`` plans the least RAM (in-place RESHAPE / PAD / int8 depthwise, ``inplace_aliases``; ``memory_plan`` says which
-plan was made), bit-exact with the default layer-by-layer plan; ``memory="patch"`` adds patch-based execution of a
-stage of the graph when that needs less still (``patch_plan()``; edge_sdk.runtime.patching).
+``memory=`` picks the arena plan (MEMORY_PLANS below): "layer" (the default, layer by layer), "inplace" (in-place
+RESHAPE / PAD / int8 depthwise, ``inplace_aliases``; +0 MACs) or "min" (the least RAM: "inplace" plus patch-based
+execution of a stage of the graph when that needs less still, ``patch_plan()``; edge_sdk.runtime.patching), all
+bit-exact with the layer-by-layer plan; ``memory_plan`` says which plan was built ("layer", "inplace" or "patch").
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
 invoke and restored after it, so numpy outside invoke keeps its own setting).
@@ -129,7 +130,7 @@ class _Prepared:
         # and the bytes their outputs hold outside the arena.
         self.folded: set[tuple[int, int]] = set()
         self.folded_bytes: int = 0
-        self.patch: _patching.PatchPlan | None = None  # the least-RAM plan's patch stage (memory="min")
+        self.patch: _patching.PatchPlan | None = None  # the least-RAM plan's patch stage (memory="min", plan "patch")
 
 
 class Interpreter:
@@ -142,7 +143,7 @@ class Interpreter:
         if backend == "c":
             from edge_sdk.runtime.backend_c import CInterpreter
 
-            if kwargs.get("memory") == "patch" and "patch_plan" not in kwargs:
+            if kwargs.get("memory") == "min" and "patch_plan" not in kwargs:
                 kwargs["patch_plan"] = _c_patch_plan(args, kwargs)
             return CInterpreter(*args, **kwargs)
         if backend != "python":
@@ -233,15 +234,16 @@ class Interpreter:
 
     @property
     def memory_plan(self) -> str | None:
-        """The arena plan allocate_tensors made: "layer" (layer by layer) or "min" (the least-RAM plan: in-place
-        RESHAPE / PAD / int8 depthwise, see inplace_aliases) or "patch" (memory="patch" found a patch stage that
-        needs less than "min": see patch_plan). "layer" under memory="min" too when running in place would not make
-        the plan smaller (the C runtime's rule as well). None before allocate_tensors."""
+        """The arena plan allocate_tensors built (REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
+        RESHAPE / PAD / int8 depthwise, see inplace_aliases; +0 MACs) or "patch" (memory="min" found a patch stage
+        that needs less than "inplace": see patch_plan for its stage, grid, RAM and extra MACs). "layer" under
+        memory="inplace" or "min" too when no node can run in place or running in place would not make the plan
+        smaller (the C runtime's rule as well). None before allocate_tensors."""
         return None if self._p is None else self._memory_plan
 
     def patch_plan(self) -> _patching.PatchPlan | None:
         """The least-RAM plan's patch stage (edge_sdk.runtime.patching.PatchPlan: nodes, grid, windows, RAM,
-        extra MACs), or None when it has none (memory other than "patch", or no stage beats the in-place plan)."""
+        extra MACs), or None when it has none (memory other than "min", or no stage beats the in-place plan)."""
         self._require_allocated("patch_plan")
         return self._p.patch
 
@@ -297,14 +299,14 @@ class Interpreter:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
         self._memory_plan = "layer"
         p.patch = None
-        if self._memory in ("min", "patch") and not delegated:
+        if self._memory in ("inplace", "min") and not delegated:
             plan, aliases = least_ram_plan(self._model, p.infos, requests, spans)
             layer_plan = _arena.plan(requests)
-            self._memory_plan = "min" if aliases else "layer"
-            if not aliases:
+            self._memory_plan = "inplace" if aliases else "layer"
+            if not aliases:  # no node can run in place, or running in place saves nothing: the layer plan is built
                 log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
                           "using the layer plan")
-            if self._memory == "patch":
+            if self._memory == "min":
                 patch, patched = _patching.choose(
                     self._model, p.infos, requests, spans,
                     lambda reqs, skip: least_ram_plan(self._model, p.infos, reqs, spans, skip),
@@ -1188,10 +1190,26 @@ def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=(), s
     return requests
 
 
-# memory= plans: "layer" (layer by layer: every tensor its own bytes, TFLM's plan), "min" (the least-RAM plan:
-# in-place nodes, see inplace_aliases; both runtimes) and "patch" ("min" plus patch-based execution of a stage when
-# that needs less, edge_sdk.runtime.patching; the Python interpreter only so far)
-MEMORY_PLANS = ("layer", "min", "patch")
+# The memory plans: one vocabulary for the Python API (Interpreter/CInterpreter(memory=...), check_model, flash,
+# export, convert) and the CLI (--memory on edge check / flash / profile / export / convert --target).
+# What you ask for (MEMORY_PLANS, memory=...):
+#   "layer"    layer by layer: every tensor its own bytes (TFLM's plan); the default.
+#   "inplace"  "layer" plus in-place nodes (inplace_aliases: RESHAPE, PAD, int8 depthwise); +0 MACs. Both runtimes
+#              (the C runtime's EDGE_INIT_MEMORY_MIN flag).
+#   "min"      the least-RAM plan: "inplace" plus patch-based execution of a prefix stage of the graph when
+#              edge_sdk.runtime.patching.choose finds one that needs less (which layers and which patch grid are
+#              chosen automatically; costs extra MACs). The C runtime runs the stage edge_init_patch gets, chosen
+#              over patching.C_PATCH_OPS (c_patch_plan).
+#   None       (check, flash, profile, convert --target; no --memory) auto: "layer", else "inplace" when that fits
+#              the profile's RAM budget, else "min"; the output and the JSON say which plan and why.
+# What was built (REALISED_PLANS: Interpreter.memory_plan, check's "memory_plan" and "plans" keys, edge inspect,
+# export's header and flash/profile reports): "layer", "inplace" (no stage, or memory="inplace") or "patch" (a
+# patch stage: its nodes, grid, exact RAM and extra MACs are reported beside it). "inplace" and "min" realise
+# "layer" when no node can run in place or that would not make the plan smaller, and "min" realises "inplace" when
+# no stage beats it.
+MEMORY_PLANS = ("layer", "inplace", "min")
+REALISED_PLANS = ("layer", "inplace", "patch")
+PLAN_WORDS = {"layer": "layer-by-layer", "inplace": "in-place", "patch": "least-RAM patch-based"}  # in reports
 # ops whose output may take over its input's bytes: RESHAPE (the same bytes), PAD / PADV2 (the C kernel writes the
 # output over the input back to front; the Python kernel copies the input first when they share memory), int8
 # DEPTHWISE_CONV_2D with equal channel counts (the C kernel goes channel by channel through an h x w plane
@@ -1273,7 +1291,7 @@ def _joins_input(model, infos, by_key, spans, root, io, s, i, op, a, b, elementw
 
 
 def c_patch_plan(data: bytes):
-    """The patch stage the C runtime runs for a model under memory="patch" (edge_init_patch; edge flash, edge
+    """The patch stage the C runtime runs for a model under memory="min" (edge_init_patch; edge flash, edge
     check): this planner's over the ops the C runtime's patch execution covers (patching.C_PATCH_OPS), an
     edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan. Remembered for
     the last few models (edge flash and edge check ask several times)."""
@@ -1290,12 +1308,29 @@ def c_patch_plan(data: bytes):
 _C_PATCH_PLANS: dict = {}
 
 
+def c_memory_plan(data: bytes, memory: str):
+    """What the C runtime builds for ``memory`` (MEMORY_PLANS) on this model: ``(plan, stage)``, the realised plan
+    (REALISED_PLANS: "layer", "inplace" or "patch") and the patch stage edge_init_patch gets (c_patch_plan; None
+    unless "patch"). In place falls back to "layer" when no node can run in place or that would not make the plan
+    smaller (the rule both runtimes share, decided by this planner)."""
+    if memory not in MEMORY_PLANS:
+        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
+    if memory == "layer":
+        return "layer", None
+    stage = c_patch_plan(data) if memory == "min" else None
+    if stage is not None:
+        return "patch", stage
+    interp = Interpreter(model_content=bytes(data), memory="inplace")
+    interp.allocate_tensors()
+    return interp.memory_plan, None
+
+
 def _c_patch_plan(args, kwargs):
-    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="patch"): this planner's, over
+    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="min"): this planner's, over
     the ops the C runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""
     model_args = {k: kwargs[k] for k in ("model_path", "model_content", "model") if k in kwargs}
     ops = kwargs.get("patch_ops") or _patching.C_PATCH_OPS
-    py = Interpreter(*args[:2], **model_args, memory="patch", patch_ops=ops)
+    py = Interpreter(*args[:2], **model_args, memory="min", patch_ops=ops)
     py.allocate_tensors()
     return py.patch_plan()
 

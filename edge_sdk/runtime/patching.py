@@ -13,7 +13,7 @@ patches); overlapping halos are recomputed (``extra_macs``).
 
 The plan is data (``PatchPlan``): the stage's nodes, the grid, per tensor the row and column windows of every
 patch row / column and the per-patch buffer bytes. ``choose`` enumerates stages (every run of patchable nodes
-containing the least-RAM plan's busiest step) and grids (R, C in 1..8, |R - C| <= 1, not 1 x 1) and keeps the
+containing the in-place plan's busiest step) and grids (R, C in 1..8, |R - C| <= 1, not 1 x 1) and keeps the
 plan with the smallest arena (ties: fewest extra MACs, then the earlier candidate), only when it beats the
 plan without patches. Candidates are visited by their lower bound, so only a few are planned in full.
 """
@@ -121,7 +121,7 @@ class PatchPlan:
     layer_macs: int  # the stage's MACs layer by layer
     patch_macs: int  # ... patch by patch
     ram: int = 0  # the arena the plan needs (set by choose)
-    base_ram: int = 0  # the least-RAM plan without patches
+    base_ram: int = 0  # the in-place plan (memory="inplace": no patches)
     layer_ram: int = 0  # the layer-by-layer plan
     names: dict[int, str] = field(default_factory=dict)
 

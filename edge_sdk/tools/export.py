@@ -66,8 +66,8 @@ class ExportResult:
     arena_bytes: int
     arena_source: str  # a key of ARENA_SOURCES: "target", "host", "host-upper-bound" or "estimate"
     arena_build: str  # the build of these sources that measured it (compiler, flags, where it ran)
-    memory: str  # the arena plan: "layer" (layer by layer), "min" (least RAM, EDGE_INIT_MEMORY_MIN) or "patch"
-    # (min plus patch-based execution of a stage: edge_init_patch with EDGE_MODEL_PATCH_PLAN)
+    memory: str  # the arena plan built (interpreter.REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
+    # nodes, EDGE_INIT_MEMORY_MIN) or "patch" (in place plus a patch stage: edge_init_patch, EDGE_MODEL_PATCH_PLAN)
     board: str | None
     example: str  # "files" (edge_example IN.bin OUT.bin), "uart" (checksums on the board's UART) or "none"
     kernels: list[str] = field(default_factory=list)
@@ -78,6 +78,7 @@ class ExportResult:
     outputs: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     patch: dict | None = None  # memory "patch": the stage (edge_sdk.runtime.patching.PatchPlan.to_dict); None: none
+    memory_request: str = "layer"  # the plan asked for (interpreter.MEMORY_PLANS: --memory layer, inplace or min)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -222,7 +223,7 @@ def _built_need(tree: Path, model_path: Path, cc: str, flags: list[str], prefix:
         srcs = [str(p) for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c"]
         inc = tree / ("include" if (tree / "include").is_dir() else "src")
         cmd = [cc, "-std=c99", *flags, f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
-        init_flags = "2" if memory in ("min", "patch") else "0"  # EDGE_INIT_MEMORY_MIN
+        init_flags = "2" if memory in ("inplace", "min") else "0"  # EDGE_INIT_MEMORY_MIN
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
             if proc.returncode != 0:
@@ -254,7 +255,7 @@ def arena_need(data: bytes, memory: str = "layer", build: tuple | None = None, p
     can, else on this machine); without it, or when no build runs here, an estimate (edge flash's sizing, with
     its margin). The measure also checks that exactly that many bytes initialise (and logs it when one byte less
     would too: the high-water mark then over-counts; the figure stays the runtime's own). ``source``:
-    a key of ARENA_SOURCES; ``how``: the build measured. ``memory``: "layer", "min" or "patch" (``patch``: the
+    a key of ARENA_SOURCES; ``how``: the build measured. ``memory``: "layer", "inplace" or "min" (``patch``: the
     stage, a patching.PatchPlan; None: none)."""
     if build is not None:
         tree, model_path, t, defs = build
@@ -366,11 +367,16 @@ def _c_float(x: float) -> str:
     return repr(float(x)) + "f"
 
 
-_PLAN_WORDS = {"layer": "layer-by-layer", "min": "least-RAM", "patch": "least-RAM patch-based"}
-
-
 def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
-                 size: int, memory: str = "layer", patch=None, arena_how: str = "") -> str:
+                 size: int, memory: str = "layer", patch=None, init_min: bool | None = None,
+                 arena_how: str = "") -> str:
+    """edge_model.h; ``memory``: the plan built (interpreter.REALISED_PLANS), ``patch`` its stage (a PatchPlan);
+    ``init_min``: EDGE_INIT_MEMORY_MIN in the flags (the arena was measured with it; None: unless "layer");
+    ``arena_how``: the build that measured the arena."""
+    if init_min is None:
+        init_min = memory != "layer"
+    from edge_sdk.runtime.interpreter import PLAN_WORDS
+
     why = ARENA_SOURCES[source] + (f"; {arena_how}" if arena_how else "")
     arena_doc = textwrap.wrap(f"Arena bytes to give edge_init_patch (a 16-byte aligned array, with "
                               f"EDGE_MODEL_INIT_FLAGS and EDGE_MODEL_PATCH_PLAN): {why}.", 108,
@@ -385,8 +391,9 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
              "extern const uint8_t edge_model_data[];", "extern const uint32_t edge_model_data_len;", "",
              "/* " + "\n * ".join(arena_doc) + " */",
              f"#define EDGE_MODEL_ARENA_BYTES {arena}u",
-             f"/* edge_init_patch's flags for that arena: the {_PLAN_WORDS[memory]} plan (include edge.h first) */",
-             f"#define EDGE_MODEL_INIT_FLAGS {'0u' if memory == 'layer' else 'EDGE_INIT_MEMORY_MIN'}",
+             f"/* edge_init_patch's flags for that arena: the {PLAN_WORDS[memory]} plan (\"{memory}\"; include "
+             "edge.h first) */",
+             f"#define EDGE_MODEL_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if init_min else '0u'}",
              "/* edge_init_patch's patch stage for that arena, an edge_patch_plan_t initialiser {first node, last node,",
              f" * grid rows, grid cols}}: {stage} */",
              f"#define EDGE_MODEL_PATCH_PLAN {{{first}, {last}, {rows}, {cols}}}", "",
@@ -812,8 +819,10 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     from edge_sdk.model import read_model
     from edge_sdk.targets.profiles import load_profile
 
-    if memory not in ("layer", "min", "patch"):
-        raise EdgeError(f"unknown memory plan {memory!r} (plans: layer, min, patch)")
+    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+
+    if memory not in MEMORY_PLANS:
+        raise EdgeError(f"unknown memory plan {memory!r} (plans: {', '.join(MEMORY_PLANS)})")
     if fmt not in FORMATS:
         raise EdgeError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
     out = Path(out_dir)
@@ -831,14 +840,17 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     sg0 = model.subgraphs[0]
     inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)
     name = model_path.name
-    patch, plan_warnings = None, []
-    if memory == "patch":  # the stage edge check and edge flash run (interpreter.c_patch_plan), as edge_init_patch's
-        from edge_sdk.runtime.interpreter import c_patch_plan
+    # the plan built: "min"'s stage is the one edge check and edge flash run (interpreter.c_patch_plan)
+    from edge_sdk.runtime.interpreter import c_memory_plan
 
-        patch = c_patch_plan(data)
-        if patch is None:  # as edge check: the least-RAM plan then
-            memory = "min"
-            plan_warnings.append("--memory patch: no patch stage needs less than the least-RAM plan; using it")
+    plan, patch = c_memory_plan(data, memory)
+    plan_warnings = []
+    if memory == "min" and patch is None:  # as edge check: the in-place plan is the least-RAM plan then
+        plan_warnings.append("--memory min: no patch stage needs less than the in-place plan here; the least-RAM "
+                             "plan is the in-place plan (+0 MACs)")
+    if memory != "layer" and plan == "layer":
+        plan_warnings.append(f"--memory {memory}: no node runs in place here (none can, or in-place execution "
+                             "would need no less than the layer-by-layer plan): the layer-by-layer placement")
     log.stage(f"exporting {name} for {profile.name} ({fmt}) to {out}")
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -899,7 +911,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
                           "and reports this figure")
         warnings = plan_warnings + ([] if source == "target" else [f"the arena size is {ARENA_SOURCES[source]}"])
         (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
-                                                              memory, patch, f"{arena_how}. {arena_note}"))
+                                                              plan, patch, memory != "layer",
+                                                              f"{arena_how}. {arena_note}"))
         srcs = sorted(str(p.relative_to(tmp)) for p in (tmp / "src").rglob("*.c"))
         if fmt != "arduino":
             srcs += [str(Path(mdir) / "edge_model_data.c")]
@@ -922,7 +935,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
             dst.write_text(text)
         result = ExportResult(out_dir=str(out), format=fmt, profile=profile.name, model=str(model_path),
                               model_sha256=sha, model_bytes=len(data), arena_bytes=arena,
-                              arena_source=source, arena_build=arena_how, memory=memory,
+                              arena_source=source, arena_build=arena_how, memory=plan, memory_request=memory,
                               board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
                               inputs=inputs, outputs=outputs, warnings=warnings,
                               patch=None if patch is None else patch.to_dict())
@@ -939,12 +952,14 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
 
 
 def format_export(r: ExportResult) -> str:
+    from edge_sdk.runtime.interpreter import PLAN_WORDS
+
     how = {"cmake": f"cmake -S {r.out_dir} -B BUILD && cmake --build BUILD", "make": f"make -C {r.out_dir}",
            "zephyr": f"add {r.out_dir} to ZEPHYR_EXTRA_MODULES, CONFIG_EDGE_MODEL=y",
            "arduino": f"copy {r.out_dir} into your Arduino libraries folder"}[r.format]
     lines = [f"exported {Path(r.model).name} for {r.profile} ({r.format}) to {r.out_dir}: {len(r.files)} files, "
              f"{len(r.kernels)} kernel files",
-             f"arena {r.arena_bytes} B ({r.arena_source}, {_PLAN_WORDS[r.memory]} plan), model {r.model_bytes} B"
+             f"arena {r.arena_bytes} B ({r.arena_source}, {PLAN_WORDS[r.memory]} plan), model {r.model_bytes} B"
              + (f", example: {r.example}" if r.format in ("cmake", "make") else ""),
              f"build: {how}"]
     if r.patch:

@@ -75,8 +75,9 @@ class FlashResult:
     flash_bytes: int
     ram_bytes: int
     build_dir: str
-    memory: str = "layer"  # the arena plan the firmware uses: "layer", "min" (EDGE_INIT_MEMORY_MIN) or "patch"
-    # (edge_init_patch: the least-RAM plan plus a patch stage, edge_sdk.runtime.patching)
+    memory: str = "layer"  # the arena plan the firmware runs (interpreter.REALISED_PLANS): "layer", "inplace"
+    # (EDGE_INIT_MEMORY_MIN) or "patch" (edge_init_patch: in place plus a patch stage, edge_sdk.runtime.patching)
+    patch: dict | None = None  # memory "patch": the stage (patching.PatchPlan.to_dict: nodes, grid, RAM, extra MACs)
     command: list[str] = field(default_factory=list)
     pid: int | None = None
     reused: bool = False
@@ -159,7 +160,7 @@ def kernel_files(model) -> list[str]:
 
 
 def patch_plan_for(data: bytes):
-    """The patch stage the firmware runs for memory="patch" (edge_sdk.runtime.interpreter.c_patch_plan)."""
+    """The patch stage the firmware runs for memory="min" (edge_sdk.runtime.interpreter.c_patch_plan)."""
     from edge_sdk.runtime.interpreter import c_patch_plan
 
     return c_patch_plan(data)
@@ -170,7 +171,8 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
     most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
     can be built with the board's 32-bit layout here (``backend_c.target_plan``, what `edge check` reports),
     else the host build's (64-bit structs: more than the board needs), else the Python plan. ``memory``: the
-    plan ("layer", or "min": EDGE_INIT_MEMORY_MIN)."""
+    plan (interpreter.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
+    patch_plan_for gives)."""
     from edge_sdk.runtime import backend_c
 
     if backend_c.ILP32 in backend_c.target_layouts():
@@ -182,7 +184,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             used = {t.type for sg in model.subgraphs for t in sg.tensors}
             defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
             plan = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory,
-                                         patch=patch_plan_for(data) if memory == "patch" else None)
+                                         patch=patch_plan_for(data) if memory == "min" else None)
         except backend_c.BuildError as exc:
             log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
             plan = None
@@ -194,7 +196,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             return (size + 15) // 16 * 16
     try:
         interp = backend_c.CInterpreter(model_content=data, memory=memory,
-                                        patch_plan=patch_plan_for(data) if memory == "patch" else None)
+                                        patch_plan=patch_plan_for(data) if memory == "min" else None)
         interp.allocate_tensors()
         info = interp.plan_info()
         need = max(info["high_water"], info["arena_used"])
@@ -216,8 +218,9 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
 def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None,
              memory: str | None = "layer") -> dict:
     """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used.
-    ``memory``: the arena plan ("layer", "min", "patch"; None: "layer" unless its arena exceeds ``arena_budget``
-    and the least-RAM plan's is smaller, then "patch" when that is over too and a patch plan is smaller)."""
+    ``memory``: the arena plan asked for (interpreter.MEMORY_PLANS: "layer", "inplace", "min"; None: "layer"
+    unless its arena exceeds ``arena_budget`` and the in-place plan's is smaller, then "min" when that is over
+    too and a patch stage is smaller). The returned "memory" is the plan built ("layer", "inplace", "patch")."""
     from edge_sdk.model import read_model
 
     model = read_model(data)
@@ -226,28 +229,29 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     input_bytes = sum(tensor_nbytes(sg0.tensors[i]) for i in sg0.inputs)
     total_ops = sum(len(sg.operators) for sg in model.subgraphs)
     trace_cap = min(4096, max(64, 2 * total_ops + 16))
-    plan = memory or "layer"
-    arena = measure_arena(data, arena_budget, plan)
+    from edge_sdk.runtime.interpreter import c_memory_plan
+
+    asked = memory or "layer"
+    arena = measure_arena(data, arena_budget, asked)
     if memory is None and arena_budget is not None and arena > arena_budget:
-        small = measure_arena(data, arena_budget, "min")
+        small = measure_arena(data, arena_budget, "inplace")
         if small < arena:
-            plan, arena = "min", small
-            log.stage(f"the layer-by-layer arena does not fit the RAM budget: using the least-RAM plan ({arena} B)")
+            asked, arena = "inplace", small
+            log.stage(f"the layer-by-layer arena does not fit the RAM budget: using the in-place plan ({arena} B)")
     if memory is None and arena_budget is not None and arena > arena_budget and patch_plan_for(data) is not None:
-        smaller = measure_arena(data, arena_budget, "patch")
+        smaller = measure_arena(data, arena_budget, "min")
         if smaller < arena:
-            plan, arena = "patch", smaller
-            log.stage(f"the least-RAM arena does not fit the RAM budget either: using patch-based execution "
-                      f"({arena} B)")
+            asked, arena = "min", smaller
+            log.stage(f"the in-place arena does not fit the RAM budget either: using the least-RAM plan "
+                      f"(patch-based execution of a stage, {arena} B)")
+    plan, patch = c_memory_plan(data, asked)
     from edge_sdk.device.generation import state_bytes
 
     gen_state = state_bytes(model)  # the KV-cache store of the GENERATE command (0: not a generation model)
-    patch_line, patch = "", None
-    if plan == "patch":
-        patch = patch_plan_for(data)
-        if patch is not None:  # edge_init_patch's stage and grid (main.c)
-            patch_line = (f"#define APP_PATCH_PLAN {{{patch.nodes[0]}, {patch.nodes[-1]}, {patch.grid[0]}, "
-                          f"{patch.grid[1]}}} /* {patch.describe()} */\n")
+    patch_line = ""
+    if patch is not None:  # edge_init_patch's stage and grid (main.c)
+        patch_line = (f"#define APP_PATCH_PLAN {{{patch.nodes[0]}, {patch.nodes[-1]}, {patch.grid[0]}, "
+                      f"{patch.grid[1]}}} /* {patch.describe()} */\n")
     gen_dir.mkdir(parents=True, exist_ok=True)
     _write_if_changed(gen_dir / "model_data.c", model_c_source(data))
     config = (
@@ -256,7 +260,7 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         f"#define APP_ARENA_BYTES {arena}u\n#define APP_INPUT_BYTES {input_bytes}u\n"
         f"#define APP_TRACE_CAP {trace_cap}u\n#define APP_SG0_OPS {len(sg0.operators)}u\n"
         f"#define APP_GEN_STATE_BYTES {gen_state}u\n"
-        f"#define APP_INIT_FLAGS {'0u' if plan == 'layer' else 'EDGE_INIT_MEMORY_MIN'} /* the arena plan: {plan} */\n"
+        f"#define APP_INIT_FLAGS {'0u' if asked == 'layer' else 'EDGE_INIT_MEMORY_MIN'} /* the arena plan: {plan} */\n"
         f"{patch_line}"
         "#endif\n"
     )
@@ -269,7 +273,8 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     type_defs = gen_ops_module().type_defines([str(model_path)])
     if patch is None:  # no patch stage: its code compiled out (edge_init_patch refuses plans then)
         type_defs = [*type_defs, "-DEDGE_WITH_PATCH=0"]
-    return {"kernels": files, "arena_bytes": arena, "memory": plan, "patch": None if patch is None else patch.to_dict(),
+    return {"kernels": files, "arena_bytes": arena, "memory": plan, "memory_request": memory,
+            "patch": None if patch is None else patch.to_dict(),
             "input_bytes": input_bytes,
             "trace_cap": trace_cap, "ops": len(sg0.operators), "gen_state_bytes": gen_state, "type_defs": type_defs}
 
@@ -505,8 +510,10 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     profile is returned instead of starting another."""
     from edge_sdk.targets.profiles import Profile, load_profile
 
-    if memory not in (None, "layer", "min", "patch"):
-        raise ValueError(f"memory must be 'layer', 'min', 'patch' or None (auto), not {memory!r}")
+    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+
+    if memory is not None and memory not in MEMORY_PLANS:
+        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))} or None (auto), not {memory!r}")
     profile = target if isinstance(target, Profile) else load_profile(target)
     model_path = Path(model_path)
     method = profile.flash.get("method")
@@ -518,6 +525,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     if reuse and method == "qemu" and port is None:
         sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
         b = find_board(sha, profile.name)
+        if b is not None and memory is not None and b.get("memory_request") != memory:
+            b = None  # built for another --memory: flash the plan asked for
         if b is not None:
             log.stage(f"reusing the running board {b['url']} (same model)")
             usage = link_usage(Path(b["elf"])) if Path(b["elf"]).exists() else {}
@@ -527,7 +536,9 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                                data_bytes=usage.get("data_bytes", 0), bss_bytes=usage.get("bss_bytes", 0),
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
                                ram_bytes=usage.get("ram_bytes", 0), build_dir=str(Path(b["elf"]).parent),
-                               command=b.get("command", []), pid=b["pid"], reused=True)
+                               command=b.get("command", []), pid=b["pid"], reused=True,
+                               memory=b.get("memory") or "unknown (a board started before plans were recorded)",
+                               patch=b.get("patch"))
     elf, info = build(model_path, profile, build_dir, memory)
     usage = link_usage(elf)
     arena = usage["large_bytes"] or info["arena_bytes"]
@@ -536,7 +547,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                          model=str(model_path), model_sha256=info["sha256"], model_bytes=info["model_bytes"],
                          text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
-                         build_dir=str(elf.parent), memory=info["memory"])
+                         build_dir=str(elf.parent), memory=info["memory"], patch=info["patch"])
     if method == "qemu":
         b = None
         try:  # a failed check or a Ctrl-C before flash returns stops the board (nothing half-started stays)
@@ -571,12 +582,24 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     return result
 
 
-_PLAN_WORDS = {"layer": "layer-by-layer", "min": "least-RAM", "patch": "least-RAM patch-based"}
+def plan_words(memory: str, patch: dict | None) -> str:
+    """The realised plan in words, as flash and profile report it: its name and, for a patch stage, the stage,
+    grid, the stage's RAM and the extra MACs (patching.PatchPlan.to_dict)."""
+    from edge_sdk.runtime.interpreter import PLAN_WORDS
+
+    text = f"{PLAN_WORDS.get(memory, memory)} plan"
+    if patch:
+        text += (f": stage nodes {patch['nodes'][0]}..{patch['nodes'][1]}, grid {patch['grid'][0]}x"
+                 f"{patch['grid'][1]}, tensor plan {patch['ram']} B (layer plan {patch['layer_ram']} B), "
+                 f"+{patch['extra_macs']} MACs")
+    elif memory == "inplace":
+        text += ", +0 MACs"
+    return text
 
 
 def format_flash(r: FlashResult) -> str:
     lines = [(f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
-              f"arena {r.arena_bytes} B ({_PLAN_WORDS.get(r.memory, r.memory)} plan; "
+              f"arena {r.arena_bytes} B ({plan_words(r.memory, r.patch)}; "
               f"model {r.model_bytes} B)")]
     if r.method == "qemu":
         lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")

@@ -96,15 +96,17 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
             t["shape"] = list(shape)
     report["macs"] = total
     plan = interp.arena_plan()
-    small = Interpreter(model=interp.model, memory="min")  # the least-RAM plan (in-place ops), for comparison
+    small = Interpreter(model=interp.model, memory="inplace")  # the in-place plan, for comparison
     small.allocate_tensors()
-    patched = Interpreter(model=interp.model, memory="patch")  # ... plus patch-based execution of a stage
-    patched.allocate_tensors()
-    patch = patched.patch_plan()
+    least = Interpreter(model=interp.model, memory="min")  # the least-RAM plan: in place plus a patch stage
+    least.allocate_tensors()
+    patch = least.patch_plan()
     report["arena"] = {
-        "bytes": interp.arena_size,
-        "min_bytes": small.arena_size,
-        # the patch plan (Python interpreter only so far): None when no stage beats the plans without patches
+        "bytes": interp.arena_size,  # the layer-by-layer plan's ("layer")
+        "inplace_bytes": small.arena_size,  # --memory inplace (+0 MACs)
+        "min_bytes": least.arena_size,  # --memory min, the least-RAM plan; which plan it is: min_plan
+        "min_plan": least.memory_plan,  # interpreter.REALISED_PLANS: "patch", or "inplace" (no stage beats it)
+        # its patch stage (the interpreter's, over every op it patches): None when no stage beats the in-place plan
         "patch": None if patch is None else {**patch.to_dict(), "model_macs": total,
                                              "summary": patch.describe(total)},
         "lower_bound": plan.lower_bound,
@@ -145,15 +147,15 @@ def format_inspection(report: dict) -> str:
         lb = arena["lower_bound"]
         ratio = f" ({arena['bytes'] / lb:.2f}x)" if lb else ""
         lines.append(f"arena      {arena['bytes']} bytes planned; liveness lower bound {lb} bytes{ratio}")
-        if arena.get("min_bytes") is not None:
-            lines.append(f"           least-RAM plan (--memory min: in-place ops, +0 MACs) {arena['min_bytes']} bytes "
-                         f"({arena['min_bytes'] / arena['bytes']:.2f}x)" if arena["bytes"] else "")
+        if arena.get("inplace_bytes") is not None:
+            lines.append(f"           in-place plan (--memory inplace: in-place ops, +0 MACs) {arena['inplace_bytes']} "
+                         f"bytes ({arena['inplace_bytes'] / arena['bytes']:.2f}x)" if arena["bytes"] else "")
         patch = arena.get("patch")
         if patch is not None:
             ratio = f" ({patch['ram'] / arena['bytes']:.2f}x)" if arena["bytes"] else ""
-            lines.append(f"           {patch['summary']}{ratio}; --memory patch, Python interpreter only")
+            lines.append(f"           least-RAM plan (--memory min): {patch['summary']}{ratio}")
         elif "patch" in arena:
-            lines.append("           patch plan: none (no patch stage needs less than the plans above)")
+            lines.append("           least-RAM plan (--memory min): the in-place plan (no patch stage needs less)")
     if report["signatures"]:
         lines.append("signatures " + ", ".join(f"{s['key']} (subgraph {s['subgraph']})" for s in report["signatures"]))
     if report["metadata"]:

@@ -150,23 +150,27 @@ def compare_outputs(device: list[np.ndarray], host: list[np.ndarray], model) -> 
 def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=None):
     from edge_sdk.tools import flash as fl
 
-    note = None
+    note, plan = None, None
     if port is None:
         method = profile.flash.get("method")
         if method == "qemu":
             sha = hashlib.sha256(data).hexdigest()
             board = fl.find_board(sha, profile.name)
+            if board is not None and memory is not None and board.get("memory_request") != memory:
+                board = None  # built for another --memory: flash the plan asked for
             if board is not None:
                 port, note = board["url"], f"reused the running board {board['url']}"
+                plan = {"memory_plan": board.get("memory"), "patch": board.get("patch")}  # None: not on record
             else:
                 r = fl.flash(model_path, profile, build_dir=build_dir, memory=memory)
                 port, note = r.port, f"flashed and started {r.port} (stop it with: edge board stop {r.port})"
+                plan = {"memory_plan": r.memory, "patch": r.patch}
         else:
             port = profile.serial.get("port")
             if not port:
                 raise DeviceError(f"no --port: give the serial port of the {profile.name} (e.g. /dev/ttyACM0), "
                                   f"after `edge flash {model_path} --target {profile.name}`")
-    return port, note
+    return port, note, plan
 
 
 def profile_model(model_path, target, port: str | None = None, runs: int = 10, inputs=None, seed: int = 0,
@@ -190,13 +194,18 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     host = Interpreter(model_content=data)
     host.allocate_tensors()
     model = host.model
-    port, note = _connect(model_path, data, profile, port, build_dir, memory)
+    port, note, plan = _connect(model_path, data, profile, port, build_dir, memory)
     log.stage(f"profiling {model_path.name} on {port}")
     link = SerialLink(port, timeout=timeout, retries=retries, invoke_timeout=invoke_timeout)
     try:
-        return _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE)
+        report = _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE)
     finally:
         link.close()
+    # the arena plan the firmware runs (interpreter.REALISED_PLANS), when this call flashed it or found its board;
+    # None: a device flashed another way (its plan is not known here)
+    report["memory_plan"] = None if plan is None else plan["memory_plan"]
+    report["patch"] = None if plan is None else plan["patch"]
+    return report
 
 
 def _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, cap_reset) -> dict:
@@ -296,6 +305,10 @@ def format_profile(r: dict) -> str:
         lines.append(f"mean time: {t['mean_us']:.1f} us at {r['clock_hz'] / 1e6:g} MHz")
     lines.append(f"arena: high water {r['arena_high_water']:,} bytes, model uses {r['arena_used']:,} of "
                  f"{r['arena_size']:,}")
+    if r.get("memory_plan"):
+        from edge_sdk.tools.flash import plan_words
+
+        lines.append(f"arena plan: {plan_words(r['memory_plan'], r.get('patch'))}")
     if r["validated"]:
         lines.append("outputs: identical to the host interpreter (bit for bit)")
     else:

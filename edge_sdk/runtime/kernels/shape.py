@@ -488,7 +488,7 @@ def prepare_pad(node: Node) -> Eval:
 
         def run(inputs, outputs):
             out, x = outputs[0], inputs[0]
-            if np.may_share_memory(out, x):  # the least-RAM plan puts the output over the input
+            if np.may_share_memory(out, x):  # the in-place plan puts the output over the input
                 x = x.copy()
             out.fill(const_value)
             out[inner] = x
