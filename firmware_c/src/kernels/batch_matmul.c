@@ -149,37 +149,11 @@ static void bmm_one(const bmm_data_t *d, const float *lhs, const float *rhs, flo
 }
 
 #if EDGE_SIMD
-typedef struct {
-    const bmm_data_t *d;
-    const edge_simd_sgemm_t *g;
-    const float *a;
-    float *y;
-} bmm_job_t;
-
-/* Part t of n of one product: its share of the rows (8 or more of them), else of the columns. */
-static void bmm_job(void *arg, int32_t t, int32_t n, int32_t slot) {
-    const bmm_job_t *j = (const bmm_job_t *)arg;
-    const bmm_data_t *d = j->d;
-    int32_t a, b;
-    (void)slot;
-    if (d->rows >= 8) {
-        edge_simd_split(d->rows, 6, t, n, &a, &b);
-        if (a < b)
-            edge_simd_sgemm(j->g, j->a + (int64_t)a * d->depth, b - a, d->depth, 0, d->cols, j->y + (int64_t)a * d->cols,
-                            d->cols);
-    } else {
-        edge_simd_split(d->cols, EDGE_SIMD_F32_NR, t, n, &a, &b);
-        if (a < b) edge_simd_sgemm(j->g, j->a, d->rows, d->depth, a, b, j->y, d->cols);
-    }
-}
-
 /* One [rows, cols] product through the GEMM: the rhs packed (constant: at prepare; else now), the lhs transposed
  * for adj_x. */
 static void bmm_one_simd(const edge_node_t *node, edge_ctx_t *ctx, const bmm_data_t *d, const float *lhs,
                          const float *rhs, int64_t ro, float *y) {
-    const int32_t parts = edge_simd_parts((int64_t)d->rows * d->cols * d->depth, d->simd_threads);
     edge_simd_sgemm_t g;
-    bmm_job_t j;
     if (d->simd_nrhs) {
         g = d->simd[ro / ((int64_t)d->depth * d->cols)];
     } else {
@@ -192,11 +166,7 @@ static void bmm_one_simd(const edge_node_t *node, edge_ctx_t *ctx, const bmm_dat
             for (i = 0; i < d->rows; i++) t[(int64_t)i * d->depth + k] = lhs[(int64_t)k * d->rows + i];
         lhs = t;
     }
-    j.d = d;
-    j.g = &g;
-    j.a = lhs;
-    j.y = y;
-    edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, bmm_job, &j);
+    edge_simd_sgemm_threads(&g, lhs, d->rows, d->depth, y, d->cols, d->simd_threads);
 }
 #endif
 

@@ -107,43 +107,15 @@ static edge_status_t fc_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, fc_
     return edge_request_scratch(ctx, node, bytes, &d->fsimd->pack_scratch);
 }
 
-typedef struct {
-    const fc_data_t *d;
-    const edge_simd_sgemm_t *g;
-    const float *x;
-    float *y;
-} fcf_job_t;
-
-/* float32, part t of n: its share of the rows (8 or more of them), else of the units. */
-static void fcf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
-    const fcf_job_t *j = (const fcf_job_t *)arg;
-    const fc_data_t *d = j->d;
-    int32_t a, b;
-    (void)slot;
-    if (d->batches >= 8) {
-        edge_simd_split(d->batches, 6, t, n, &a, &b);
-        if (a < b)
-            edge_simd_sgemm(j->g, j->x + (int64_t)a * d->depth, b - a, d->depth, 0, d->units,
-                            j->y + (int64_t)a * d->units, d->units);
-    } else {
-        edge_simd_split(d->units, EDGE_SIMD_F32_NR, t, n, &a, &b);
-        if (a < b) edge_simd_sgemm(j->g, j->x, d->batches, d->depth, a, b, j->y, d->units);
-    }
-}
-
+/* float32 through the GEMM on the threads prepared (edge_simd_sgemm_threads), the weights repacked first when they
+ * are not constant. */
 static void fc_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const fc_data_t *d, const float *x,
                           const float *w, const float *bias, float *y) {
-    const int32_t parts = edge_simd_parts((int64_t)d->batches * d->units * d->depth, d->simd_threads);
     edge_simd_sgemm_t g = *d->fsimd;
-    fcf_job_t j;
     if (g.pack_scratch >= 0)
         edge_simd_sgemm_pack(&g, g.level, w, d->units, d->depth, d->depth, 1, bias, d->flo, d->fhi,
                              edge_scratch(ctx, node, g.pack_scratch));
-    j.d = d;
-    j.g = &g;
-    j.x = x;
-    j.y = y;
-    edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, fcf_job, &j);
+    edge_simd_sgemm_threads(&g, x, d->batches, d->depth, y, d->units, d->simd_threads);
 }
 #endif
 

@@ -1,6 +1,7 @@
 /* edge_simd.c - the level every fast path asks for, the same on every 64-bit CPU: the CPU's own level (the probe
  * of edge_simd_x86.c / edge_simd_arm.c, edge_simd_cpu_level), read once, capped by EDGE_SIMD_LEVEL=n in the
- * environment (tests run edge-run-c at every level, under qemu-user) and by edge_simd_set.
+ * environment (tests run edge-run-c at every level, under qemu-user) and by edge_simd_set; and how the float
+ * kernels split one SGEMM across threads (edge_simd_sgemm_part / edge_simd_sgemm_threads).
  */
 #include "edge_simd.h"
 
@@ -29,6 +30,45 @@ int32_t edge_simd_level(void) {
 int32_t edge_simd_set(int32_t cap) {
     simd_cap = cap;
     return simd_detect();
+}
+
+void edge_simd_sgemm_part(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, float *y, int64_t ldy,
+                          int32_t t, int32_t parts) {
+    int32_t lo, hi;
+    if (m >= 8) {
+        edge_simd_split(m, EDGE_SIMD_F32_MR, t, parts, &lo, &hi);
+        if (lo < hi) edge_simd_sgemm(g, a + (int64_t)lo * lda, hi - lo, lda, 0, g->n, y + (int64_t)lo * ldy, ldy);
+    } else {
+        edge_simd_split(g->n, EDGE_SIMD_F32_NR, t, parts, &lo, &hi);
+        if (lo < hi) edge_simd_sgemm(g, a, m, lda, lo, hi, y, ldy);
+    }
+}
+
+typedef struct {
+    const edge_simd_sgemm_t *g;
+    const float *a;
+    float *y;
+    int64_t lda, ldy;
+    int32_t m;
+} sgemm_job_t;
+
+static void sgemm_job(void *arg, int32_t t, int32_t parts, int32_t slot) {
+    const sgemm_job_t *j = (const sgemm_job_t *)arg;
+    (void)slot;
+    edge_simd_sgemm_part(j->g, j->a, j->m, j->lda, j->y, j->ldy, t, parts);
+}
+
+void edge_simd_sgemm_threads(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, float *y, int64_t ldy,
+                             int32_t threads) {
+    const int32_t slots = edge_simd_parts((int64_t)m * g->n * g->k, threads);
+    sgemm_job_t j;
+    j.g = g;
+    j.a = a;
+    j.y = y;
+    j.lda = lda;
+    j.ldy = ldy;
+    j.m = m;
+    edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, sgemm_job, &j);
 }
 
 float edge_simd_act_f32_one(int32_t kind, float v, float p0, float p1) {

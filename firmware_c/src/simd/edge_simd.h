@@ -146,7 +146,8 @@ static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
  * packed by edge_simd_sgemm_pack (after the bias, npad floats) into panels of EDGE_SIMD_F32_NR columns, k-major
  * within a panel, zeros past n. */
 #if EDGE_SIMD
-#define EDGE_SIMD_F32_NR 16
+#define EDGE_SIMD_F32_NR 16 /* columns per packed panel (and per register tile) */
+#define EDGE_SIMD_F32_MR 6  /* rows per register tile: a thread's share of the rows is whole tiles */
 
 typedef struct {
     int32_t level, n, k, npad;
@@ -166,6 +167,16 @@ void edge_simd_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const float *w, i
  * columns n0..n1. */
 void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
                      float *y, int64_t ldy);
+/* Part t of `parts` (an edge_simd_job_fn's t, n) of the SGEMM of a's m rows (stride lda) against every column of g
+ * into y (stride ldy), as the float kernels split a GEMM across threads: with 8 rows or more a share of the rows
+ * in whole tiles (EDGE_SIMD_F32_MR), else a share of the columns in whole panels (EDGE_SIMD_F32_NR). Any split
+ * gives the same bits (k is never split). src/simd/edge_simd.c. */
+void edge_simd_sgemm_part(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, float *y, int64_t ldy,
+                          int32_t t, int32_t parts);
+/* The whole SGEMM (as edge_simd_sgemm_part) on up to `threads` threads: edge_simd_parts of its m * n * k
+ * multiply-adds, split into twice as many parts. */
+void edge_simd_sgemm_threads(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, float *y, int64_t ldy,
+                             int32_t threads);
 
 /* Float depthwise geometry (multiplier 1): input [h, w, c], filter [kh, kw, c] (the model's own layout), output
  * [oh, ow, c]. */

@@ -16,7 +16,6 @@
 #define INLINE __attribute__((always_inline)) inline
 
 #define NR EDGE_SIMD_F32_NR
-#define MR 6
 
 size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
     const size_t npad = (size_t)f32_round_up(n, NR);
@@ -50,8 +49,8 @@ static INLINE void f32_store16(float *y, const float32x4_t v[4], int32_t cols) {
     }
 }
 
-/* mr (<= MR, a constant after inlining) rows against one panel; the 24 sums are named variables (GCC keeps
- * arrays of vectors indexed in a loop in memory). */
+/* mr (<= EDGE_SIMD_F32_MR, a constant after inlining) rows against one panel; the 24 sums are named variables (GCC
+ * keeps arrays of vectors indexed in a loop in memory). */
 #define SG_ROW(r)                                                                                            \
     if (mr > r) {                                                                                            \
         const float32x4_t av = vld1q_dup_f32(a##r + kk);                                                     \
@@ -86,6 +85,9 @@ static INLINE void sg_tile(const int32_t mr, const float *a, int64_t lda, const 
         SG_OUT(0) SG_OUT(1) SG_OUT(2) SG_OUT(3) SG_OUT(4) SG_OUT(5)
     }
 }
+
+/* More rows: blocks of them in sg_tile's tiles (edge_simd_f32_scalar.h). */
+F32_SGEMM_BLOCKS(sg_blocks, INLINE, float32x4_t, sg_tile)
 
 /* One row against two panels at once (eight independent sums). */
 static INLINE void sg_row2(const float *a, const float *pb, int64_t pstride, const float *bias, int32_t k,
@@ -125,7 +127,7 @@ void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int6
     const int64_t pstride = (int64_t)NR * k;
     const float32x4_t lo = vdupq_n_f32(g->lo), hi = vdupq_n_f32(g->hi);
     const float *bias = g->packed, *panels = g->packed + g->npad;
-    int32_t mc, i0, i, c;
+    int32_t c;
     if (m <= 0 || n0 >= n1) return;
     if (m == 1) {
         for (c = n0; c < n1; c += 2 * NR) {
@@ -135,27 +137,7 @@ void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int6
         }
         return;
     }
-    mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1));
-    mc = mc < MR ? MR : (mc > 768 ? 768 : mc / MR * MR);
-    for (i0 = 0; i0 < m; i0 += mc) {
-        const int32_t i1 = m - i0 < mc ? m : i0 + mc;
-        for (c = n0; c < n1; c += NR) {
-            const float *pb = panels + (int64_t)(c / NR) * pstride;
-            const int32_t cols = n1 - c;
-            for (i = i0; i < i1; i += MR) {
-                const float *ai = a + (int64_t)i * lda;
-                float *yi = y + (int64_t)i * ldy + c;
-                switch (i1 - i < MR ? i1 - i : MR) {
-                case 6: sg_tile(6, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 5: sg_tile(5, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 4: sg_tile(4, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 3: sg_tile(3, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 2: sg_tile(2, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                default: sg_tile(1, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                }
-            }
-        }
-    }
+    sg_blocks(g, a, m, lda, n0, n1, y, ldy, lo, hi);
 }
 
 /* ------------------------------------------------------------------------------------- depthwise */

@@ -1,5 +1,6 @@
 /* edge_simd_f32_scalar.h - the scalar pieces of the float32 fast paths that edge_simd_f32_arm.c and
- * edge_simd_f32_x86.c share: weight packing, tap ranges, and the per-element tails each vector loop ends with.
+ * edge_simd_f32_x86.c share: weight packing, the SGEMM's row blocking (a macro over the arch's tile), tap ranges,
+ * and the per-element tails each vector loop ends with.
  * Only those two files include it (after their own #if); everything here is static inline so that it compiles
  * into the caller's context (on x86-64 inside the AVX2 + FMA functions, as the loops were before). None of these
  * expressions holds a multiply feeding an add, so no FMA contraction can change a result.
@@ -40,6 +41,46 @@ static inline void f32_sgemm_pack(edge_simd_sgemm_t *g, int32_t level, const flo
         }
     }
 }
+
+/* F32_SGEMM_BLOCKS(NAME, ATTRS, VEC, TILE) defines edge_simd_sgemm's row blocking for one arch:
+ *     static ATTRS void NAME(g, a, m, lda, n0, n1, y, ldy, VEC lo, VEC hi)
+ * runs rows [0, m) of a in blocks of about 128 KB (whole tiles, 6 to 768 rows), each block against every panel of
+ * columns [n0, n1) in tiles of EDGE_SIMD_F32_MR rows (a block's last one shorter) by the arch's register tile
+ *     TILE(mr, a, lda, pb, bias, k, lo, hi, y, ldy, cols)
+ * (lo / hi: the clamp as the arch's vectors, VEC). Every call names mr as a constant, so that the tile inlines with
+ * the rows it does not have gone; a macro because the tile, its vector type and its target attribute are the
+ * arch's. */
+#define F32_SGEMM_BLOCKS(NAME, ATTRS, VEC, TILE)                                                                \
+    static ATTRS void NAME(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,       \
+                           int32_t n1, float *y, int64_t ldy, VEC lo, VEC hi) {                                 \
+        const int32_t k = g->k, mr = EDGE_SIMD_F32_MR;                                                          \
+        const int64_t pstride = (int64_t)EDGE_SIMD_F32_NR * k;                                                  \
+        const float *bias = g->packed, *panels = g->packed + g->npad;                                           \
+        int32_t mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1)), i0, i, c;                                  \
+        mc = mc < mr ? mr : (mc > 768 ? 768 : mc / mr * mr);                                                    \
+        for (i0 = 0; i0 < m; i0 += mc) {                                                                        \
+            const int32_t i1 = m - i0 < mc ? m : i0 + mc;                                                       \
+            for (c = n0; c < n1; c += EDGE_SIMD_F32_NR) {                                                       \
+                const float *pb = panels + (int64_t)(c / EDGE_SIMD_F32_NR) * pstride;                           \
+                const int32_t cols = n1 - c;                                                                    \
+                for (i = i0; i < i1; i += mr) {                                                                 \
+                    const float *ai = a + (int64_t)i * lda;                                                     \
+                    float *yi = y + (int64_t)i * ldy + c;                                                       \
+                    switch (i1 - i < mr ? i1 - i : mr) {                                                        \
+                    case 6: TILE(6, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;                    \
+                    case 5: TILE(5, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;                    \
+                    case 4: TILE(4, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;                    \
+                    case 3: TILE(3, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;                    \
+                    case 2: TILE(2, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;                    \
+                    default: TILE(1, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;                   \
+                    }                                                                                           \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+#if EDGE_SIMD_F32_MR != 6
+#error "F32_SGEMM_BLOCKS's switch names the tile's rows 1..6"
+#endif
 
 /* The taps [lo, hi) of a window starting at `origin` that land inside [0, size) (edge_conv.h's edge_conv_taps). */
 static inline void f32_taps(int32_t origin, int32_t dil, int32_t size, int32_t k, int32_t *lo, int32_t *hi) {

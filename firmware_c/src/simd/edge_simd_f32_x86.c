@@ -20,7 +20,6 @@
 #define INLINE __attribute__((always_inline)) inline
 
 #define NR EDGE_SIMD_F32_NR
-#define MR 6
 
 size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
     const size_t npad = (size_t)f32_round_up(n, NR);
@@ -52,8 +51,8 @@ static INLINE T_AVX2 void f32_store16(float *y, __m256 v0, __m256 v1, int32_t co
     }
 }
 
-/* mr (<= MR, a constant after inlining) rows of a against one panel: sums from 0 in k order, + bias, clamp. The
- * sums are named variables (GCC keeps arrays of vectors indexed in a loop in memory). */
+/* mr (<= EDGE_SIMD_F32_MR, a constant after inlining) rows of a against one panel: sums from 0 in k order, + bias,
+ * clamp. The sums are named variables (GCC keeps arrays of vectors indexed in a loop in memory). */
 #define SG_ROW(r)                                                                                            \
     if (mr > r) {                                                                                            \
         const __m256 av = _mm256_broadcast_ss(a##r + kk);                                                    \
@@ -80,6 +79,9 @@ static INLINE T_AVX2 void sg_tile(const int32_t mr, const float *a, int64_t lda,
         SG_OUT(0) SG_OUT(1) SG_OUT(2) SG_OUT(3) SG_OUT(4) SG_OUT(5)
     }
 }
+
+/* More rows: blocks of them in sg_tile's tiles (edge_simd_f32_scalar.h). */
+F32_SGEMM_BLOCKS(sg_blocks, INLINE T_AVX2, __m256, sg_tile)
 
 /* One row against four panels at once (eight independent sums; the same k-order sum per output). */
 #define SG_PANEL(j)                                                                                          \
@@ -115,7 +117,7 @@ static T_AVX2 void sgemm_avx2(const edge_simd_sgemm_t *g, const float *a, int32_
     const int64_t pstride = (int64_t)NR * k;
     const __m256 lo = _mm256_set1_ps(g->lo), hi = _mm256_set1_ps(g->hi);
     const float *bias = g->packed, *panels = g->packed + g->npad;
-    int32_t mc, i0, i, c;
+    int32_t c;
     if (m == 1) {
         for (c = n0; c < n1; c += 4 * NR) {
             const float *pb = panels + (int64_t)(c / NR) * pstride;
@@ -130,28 +132,7 @@ static T_AVX2 void sgemm_avx2(const edge_simd_sgemm_t *g, const float *a, int32_
         }
         return;
     }
-    /* rows per block: about 128 KB of a, in whole tiles */
-    mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1));
-    mc = mc < MR ? MR : (mc > 768 ? 768 : mc / MR * MR);
-    for (i0 = 0; i0 < m; i0 += mc) {
-        const int32_t i1 = m - i0 < mc ? m : i0 + mc;
-        for (c = n0; c < n1; c += NR) {
-            const float *pb = panels + (int64_t)(c / NR) * pstride;
-            const int32_t cols = n1 - c;
-            for (i = i0; i < i1; i += MR) {
-                const float *ai = a + (int64_t)i * lda;
-                float *yi = y + (int64_t)i * ldy + c;
-                switch (i1 - i < MR ? i1 - i : MR) {
-                case 6: sg_tile(6, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 5: sg_tile(5, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 4: sg_tile(4, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 3: sg_tile(3, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                case 2: sg_tile(2, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                default: sg_tile(1, ai, lda, pb, bias + c, k, lo, hi, yi, ldy, cols); break;
-                }
-            }
-        }
-    }
+    sg_blocks(g, a, m, lda, n0, n1, y, ldy, lo, hi);
 }
 
 void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
