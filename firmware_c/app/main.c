@@ -524,7 +524,7 @@ int main(void)
     board_init();
     app_sha256(app_model, app_model_len, model_sha);
 #ifdef APP_PATCH_PLAN
-    { /* patch-based execution of a stage (edge_init_patch), chosen on the host by edge flash --memory patch */
+    { /* patch-based execution of a stage (edge_init_patch), chosen on the host by edge flash --memory min */
         static const edge_patch_plan_t patch = APP_PATCH_PLAN;
         s = edge_init_patch(&interp, app_model, app_model_len, arena, sizeof arena, APP_INIT_FLAGS, &patch);
     }

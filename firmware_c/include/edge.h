@@ -231,11 +231,12 @@ enum {
     /* Verify and plan from the model's declared shapes only, without kernels (like edge_sdk.runtime.interpreter.
      * static_plan): works for models with ops this build lacks; edge_invoke then refuses to run. */
     EDGE_INIT_PLAN_ONLY = 1u << 0,
-    /* The least-RAM plan (edge_sdk.runtime.arena.plan_aliased, Interpreter(memory="min")): a RESHAPE's output
-     * shares its input's bytes, a PAD writes its output over its input (back to front), an int8 depthwise
+    /* The in-place plan (edge_sdk.runtime.interpreter.least_ram_plan, Interpreter(memory="inplace")): a RESHAPE's
+     * output shares its input's bytes, a PAD writes its output over its input (back to front), an int8 depthwise
      * convolution with as many output as input channels writes its output over its input channel by channel
-     * (an h x w plane of scratch), when the input dies at that node and is no subgraph's input or output. The
-     * default is the layer-by-layer plan. */
+     * (an h x w plane of scratch), an elementwise op over an input of its size, when the input dies at that node
+     * and is no subgraph's input or output (of no groups, the groups without the elementwise ops and all of them,
+     * the smallest plan); kernels keep compact tables (edge_least_ram). The default is the layer-by-layer plan. */
     EDGE_INIT_MEMORY_MIN = 1u << 1
 };
 
@@ -243,7 +244,7 @@ edge_status_t edge_init(edge_interp_t *interp, const void *model, size_t model_l
 edge_status_t edge_init_ex(edge_interp_t *interp, const void *model, size_t model_len, void *arena,
                            size_t arena_len, uint32_t flags);
 /* edge_init_ex with the least-RAM plan (EDGE_INIT_MEMORY_MIN, implied) plus patch-based execution of a stage
- * (edge_sdk.runtime.patching, Interpreter(memory="patch"); the host chooses the stage and the grid, e.g.
+ * (edge_sdk.runtime.patching, Interpreter(memory="min"); the host chooses the stage and the grid, e.g.
  * Interpreter(...).patch_plan()): nodes plan->first..plan->last of subgraph 0, CONV_2D / DEPTHWISE_CONV_2D /
  * AVERAGE_POOL_2D / MAX_POOL_2D / PAD (of H and W) reading one whole tensor and writing the cut, run patch by patch over a
  * rows x cols grid of the cut, each patch from its receptive field (halos recomputed). Inside the stage only

@@ -1,7 +1,7 @@
 /* LOGICAL_AND, LOGICAL_OR (two BOOL inputs, numpy broadcasting up to rank 6) and LOGICAL_NOT (one BOOL input):
  * a BOOL output, one byte per element, 0 or 1 (any non-zero input byte counts as true).
  *
- * As edge_sdk/runtime/kernels/compare.py prepare_logical_and / _or / _not.
+ * As edge_sdk/runtime/kernels/compare.py prepare_logical (its LOGICAL_OPS table).
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"

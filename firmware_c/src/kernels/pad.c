@@ -1,4 +1,4 @@
-/* PAD and PADV2: the input placed inside a block of a constant value (edge_sdk/runtime/kernels/shape.py _prepare_pad,
+/* PAD and PADV2: the input placed inside a block of a constant value (edge_sdk/runtime/kernels/shape.py prepare_pad,
  * TFLM pad.cc). Paddings must be a constant [rank, 2] (non-negative); the value is PADV2's third input
  * (constant or computed), else the output zero point for int8, else 0. Eval fills the output with the value
  * and copies the input's rows (its last dimension) into place.
