@@ -1,4 +1,4 @@
-/* edge_conv.h - the window arithmetic shared by CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV.
+/* edge_conv.h - the window arithmetic shared by CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV and the 2-D pools.
  *
  * Output size and padding of a strided, dilated window (TFLite's ComputeOutSize and
  * ComputePaddingWithOffset), and the range of filter taps that land inside the input (so the loops need no
@@ -44,8 +44,8 @@ static inline int edge_conv_window(int32_t padding, int32_t stride, int32_t dil,
 
 /* The geometry CONV_2D, DEPTHWISE_CONV_2D and the 2-D pools run on (in their op data): input h x w, output
  * oh x ow, padding before pt (top) / pl (left; a patch window's may be negative), and where the build has
- * fast paths, fast: the one the kernel prepared (nonzero: its SIMD level, or 1 for a packed GEMM; the kernel
- * takes it only while fast is nonzero; 0: the portable loops). */
+ * fast paths (EDGE_SIMD), fast: the one the kernel prepared, which it takes only while fast is nonzero (the
+ * pools and DEPTHWISE_CONV_2D: its SIMD level; CONV_2D: CONV_FAST_*); 0: the portable loops. */
 typedef struct {
     int32_t h, w, oh, ow, pt, pl;
 #if EDGE_SIMD
