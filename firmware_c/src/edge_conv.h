@@ -1,8 +1,9 @@
-/* edge_conv.h - the window arithmetic shared by CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV.
+/* edge_conv.h - the window arithmetic shared by CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV and the 2-D pools.
  *
  * Output size and padding of a strided, dilated window (TFLite's ComputeOutSize and
  * ComputePaddingWithOffset), and the range of filter taps that land inside the input (so the loops need no
- * per-tap bounds checks).
+ * per-tap bounds checks); the geometry the window kernels run on, and a patch window's rule on it
+ * (edge_window_apply).
  */
 #ifndef EDGE_CONV_H
 #define EDGE_CONV_H
@@ -13,6 +14,7 @@
 #include "edge_kernel.h"
 #include "edge_dsp.h"
 #include "edge_fixedpoint.h"
+#include "simd/edge_simd.h"
 
 /* One spatial dimension: padding EDGE_PAD_SAME or EDGE_PAD_VALID; stride, dilation, input size, filter size. *out gets the
  * output size, *pad the padding before. Returns 0, or -1 when the window does not fit (or a value is not
@@ -38,6 +40,31 @@ static inline int edge_conv_window(int32_t padding, int32_t stride, int32_t dil,
     *out = (int32_t)o;
     *pad = (int32_t)(total >> 1);
     return 0;
+}
+
+/* The geometry CONV_2D, DEPTHWISE_CONV_2D and the 2-D pools run on (in their op data): input h x w, output
+ * oh x ow, padding before pt (top) / pl (left; a patch window's may be negative), and where the build has
+ * fast paths (EDGE_SIMD), fast: the one the kernel prepared, which it takes only while fast is nonzero (the
+ * pools and DEPTHWISE_CONV_2D: its SIMD level; CONV_2D: CONV_FAST_*); 0: the portable loops. */
+typedef struct {
+    int32_t h, w, oh, ow, pt, pl;
+#if EDGE_SIMD
+    int32_t fast;
+#endif
+} edge_conv_geom_t;
+
+/* A patch window (edge_window_t) on a copy of a kernel's prepared geometry: the window's input, output and
+ * padding, and the portable loops (a fast path's packing and scratch are sized for the whole tensor). */
+static inline void edge_window_apply(edge_conv_geom_t *g, const edge_window_t *win) {
+    g->h = win->h;
+    g->w = win->w;
+    g->oh = win->oh;
+    g->ow = win->ow;
+    g->pt = win->pt;
+    g->pl = win->pl;
+#if EDGE_SIMD
+    g->fast = 0;
+#endif
 }
 
 /* The filter taps f in [*lo, *hi) whose coordinate origin + f * dil lies in [0, size). */

@@ -33,12 +33,11 @@ enum { CONV_FLOAT = 0, CONV_INT8 = 1, CONV_INT16_32 = 2, CONV_INT16_64 = 3 };
 
 typedef struct {
     int32_t kind;
-    int32_t n, h, w, c;         /* input */
-    int32_t oh, ow, o;          /* output */
+    int32_t n, c;               /* input batch, channels (its height and width: geo) */
+    int32_t o;                  /* output channels */
     int32_t kh, kw, cg;         /* filter: [o, kh, kw, cg] */
     int32_t groups, opg;        /* groups and output channels per group */
     int32_t sh, sw, dh, dw;     /* strides, dilations */
-    int32_t pt, pl;             /* padding before (top, left) */
     int32_t k;                  /* kh * kw * cg: one output channel's weights */
     int32_t input_offset, output_offset, lo, hi;
     int32_t *rqc;               /* edge_conv_rq's 5 bytes a channel: int16 layers (edge_mbqm's multiplier and
@@ -48,13 +47,15 @@ typedef struct {
                                  * and shift (mul, rnd) for edge_mbqm */
     int32_t rq_generic;
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
+    edge_conv_geom_t geo;       /* input h x w, output oh x ow, padding before (top, left); geo.fast: simd's
+                                 * or fsimd's GEMM (CONV_FAST_*). Here and the pointers last: the int32 fields
+                                 * in even runs, no padding on a 64-bit CPU */
 #if EDGE_SIMD
-    edge_simd_qgemm_t *simd;    /* int8 on a 64-bit Linux CPU with a fast path (src/simd): the packed weights;
-                                 * NULL: the portable kernel */
     int32_t simd_scratch;       /* CONV_SIMD_MB im2col rows of k int8 + the GEMM's work */
-    int32_t simd_direct;        /* a 1x1 stride-1 filter: the input is the GEMM's rows as they are */
     int32_t simd_threads;       /* threads at prepare (edge_simd_threads): parts of the pixels, scratch each */
     uint32_t simd_part_bytes;   /* one thread's scratch */
+    edge_simd_qgemm_t *simd;    /* int8 on a 64-bit Linux CPU with a fast path (src/simd): the packed weights;
+                                 * NULL: the portable kernel */
     edge_simd_sgemm_t *fsimd;   /* float32, one group, on a CPU with a float GEMM: the packed filter (its packed
                                  * block in persistent memory for a constant filter, else repacked per invoke
                                  * into its pack_scratch); its rows: im2col rows per block (0: a 1x1 filter, the
@@ -64,6 +65,10 @@ typedef struct {
 
 #if EDGE_SIMD
 #define CONV_SIMD_MB 16 /* output pixels per im2col block */
+
+/* geo.fast: the packed GEMM on im2col rows, or (int8, a 1x1 stride-1 filter without padding) on the input rows
+ * as they are */
+enum { CONV_FAST_GEMM = 1, CONV_FAST_DIRECT = 2 };
 
 /* Whether an int8 layer gets the CPU's fast path (one group, constant filter and bias, a level that packs this
  * shape), given multipliers edge_rq covers. */
@@ -88,9 +93,11 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, d->o, d->k, d->k, 1,
                          bias ? (const int32_t *)bias->data : 0, d->input_offset, &d->rq[0].mul, 2, &d->rq[0].rnd, 2,
                          d->output_offset, d->lo, d->hi, packed);
-    d->simd_direct = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->pt == 0 && d->pl == 0;
+    d->geo.fast = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->geo.pt == 0 && d->geo.pl == 0
+                      ? CONV_FAST_DIRECT
+                      : CONV_FAST_GEMM;
     d->simd_threads = edge_simd_threads();
-    d->simd_part_bytes = (uint32_t)(((d->simd_direct ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
+    d->simd_part_bytes = (uint32_t)(((d->geo.fast == CONV_FAST_DIRECT ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
                                      edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
@@ -119,6 +126,7 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
     d->fsimd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->fsimd);
     if (!d->fsimd) return EDGE_ARENA_TOO_SMALL;
     d->fsimd->pack_scratch = -1;
+    d->geo.fast = CONV_FAST_GEMM;
     if (constant) {
         void *packed = edge_alloc_persistent(ctx, bytes);
         if (!packed) return EDGE_ARENA_TOO_SMALL;
@@ -133,7 +141,7 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
         if (s != EDGE_OK) return s;
     }
     d->simd_threads = edge_simd_threads();
-    if (d->kh == 1 && d->kw == 1 && d->pt == 0 && d->pl == 0) {
+    if (d->kh == 1 && d->kw == 1 && d->geo.pt == 0 && d->geo.pl == 0) {
         d->fsimd->rows = 0;
         return EDGE_OK;
     }
@@ -168,8 +176,8 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
     d->n = in->dims[0];
-    d->h = in->dims[1];
-    d->w = in->dims[2];
+    d->geo.h = in->dims[1];
+    d->geo.w = in->dims[2];
     d->c = in->dims[3];
     d->o = w->dims[0];
     d->kh = w->dims[1];
@@ -185,14 +193,14 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->groups = d->c / d->cg;
     if (d->o % d->groups) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: filters do not split into the groups");
     d->opg = d->o / d->groups;
-    if (edge_conv_window(op.padding, op.sh, op.dh, d->h, d->kh, &d->oh, &d->pt) ||
-        edge_conv_window(op.padding, op.sw, op.dw, d->w, d->kw, &d->ow, &d->pl))
+    if (edge_conv_window(op.padding, op.sh, op.dh, d->geo.h, d->kh, &d->geo.oh, &d->geo.pt) ||
+        edge_conv_window(op.padding, op.sw, op.dw, d->geo.w, d->kw, &d->geo.ow, &d->geo.pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: padding, strides, dilations or window do not fit the input");
     if ((int64_t)d->kh * d->kw * d->cg > 0x3fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "CONV_2D: filter too large");
     d->k = d->kh * d->kw * d->cg;
     shape[0] = d->n;
-    shape[1] = d->oh;
-    shape[2] = d->ow;
+    shape[1] = d->geo.oh;
+    shape[2] = d->geo.ow;
     shape[3] = d->o;
     s = edge_set_output_shape(ctx, node, 0, shape, 4);
     if (s != EDGE_OK) return s;
@@ -282,7 +290,7 @@ static inline int32_t conv_slot(int32_t k, int32_t kk, int32_t p) { return p * k
 
 /* Pixel p (0 or 1) of the pair: its window, every group, into the interleaved buffer. */
 static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int32_t ox, int32_t p, int16_t *col) {
-    const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+    const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
     const int32_t off = d->input_offset, k = d->k;
     int32_t g, fy, fx, i;
     for (g = 0; g < d->groups; g++) {
@@ -292,8 +300,8 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
             const int32_t iy = iy0 + fy * d->dh;
             for (fx = 0; fx < d->kw; fx++) {
                 const int32_t ix = ix0 + fx * d->dw;
-                const int8_t *src = xb + ((int64_t)iy * d->w + ix) * d->c + (int64_t)g * d->cg;
-                const int inside = iy >= 0 && iy < d->h && ix >= 0 && ix < d->w;
+                const int8_t *src = xb + ((int64_t)iy * d->geo.w + ix) * d->c + (int64_t)g * d->cg;
+                const int inside = iy >= 0 && iy < d->geo.h && ix >= 0 && ix < d->geo.w;
 #if EDGE_DSP
                 if ((d->cg & 3) == 0) { /* whole chunks of four: two 32-bit stores each */
                     int16_t *o = dst + 2 * kk + 2 * p;
@@ -610,11 +618,11 @@ static void conv_im2col_1x1(const conv_data_t *d, const int8_t *s0, const int8_t
 
 static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                       int16_t *cols) {
-    const int32_t npix = d->oh * d->ow;
-    const int pointwise = d->kh == 1 && d->kw == 1 && (d->cg & 3) == 0 && d->pt == 0 && d->pl == 0;
+    const int32_t npix = d->geo.oh * d->geo.ow;
+    const int pointwise = d->kh == 1 && d->kw == 1 && (d->cg & 3) == 0 && d->geo.pt == 0 && d->geo.pl == 0;
     int32_t b, p, g;
     for (b = 0; b < d->n; b++) {
-        const int8_t *xb = x + (int64_t)b * d->h * d->w * d->c;
+        const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * d->c;
         int8_t *yb = y + (int64_t)b * npix * d->o;
         for (p = 0; p < npix; p += 2) {
             const int two = p + 1 < npix;
@@ -622,11 +630,13 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
             /* a lone last pixel runs as a pair with itself (its second copy is not stored) */
             if (pointwise) {
                 const int32_t q = p + two;
-                conv_im2col_1x1(d, xb + ((int64_t)(p / d->ow) * d->sh * d->w + (p % d->ow) * d->sw) * d->c,
-                                xb + ((int64_t)(q / d->ow) * d->sh * d->w + (q % d->ow) * d->sw) * d->c, cols);
+                conv_im2col_1x1(d,
+                                xb + ((int64_t)(p / d->geo.ow) * d->sh * d->geo.w + (p % d->geo.ow) * d->sw) * d->c,
+                                xb + ((int64_t)(q / d->geo.ow) * d->sh * d->geo.w + (q % d->geo.ow) * d->sw) * d->c,
+                                cols);
             } else {
-                conv_im2col(d, xb, p / d->ow, p % d->ow, 0, cols);
-                conv_im2col(d, xb, (p + two) / d->ow, (p + two) % d->ow, 1, cols);
+                conv_im2col(d, xb, p / d->geo.ow, p % d->geo.ow, 0, cols);
+                conv_im2col(d, xb, (p + two) / d->geo.ow, (p + two) % d->geo.ow, 1, cols);
             }
             for (g = 0; g < d->groups; g++)
                 conv_gemm(d, wt, cols + (int64_t)g * 2 * d->k, bias, g * d->opg, (g + 1) * d->opg, y0,
@@ -641,34 +651,35 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
  * zero point, which adds nothing). */
 static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, int32_t p0, int32_t p1, int8_t *scr) {
     const int32_t k = d->k, c = d->c, zp = -d->input_offset;
-    int8_t *rows = scr, *work = d->simd_direct ? scr : scr + (size_t)CONV_SIMD_MB * (size_t)k;
+    const int direct = d->geo.fast == CONV_FAST_DIRECT;
+    int8_t *rows = scr, *work = direct ? scr : scr + (size_t)CONV_SIMD_MB * (size_t)k;
     int32_t p, q, fy, fx;
-    if (d->simd_direct) {
+    if (direct) {
         edge_simd_qgemm(d->simd, xb + (int64_t)p0 * c, p1 - p0, c, 0, d->o, yb + (int64_t)p0 * d->o, d->o, work);
         return;
     }
     for (p = p0; p < p1; p += CONV_SIMD_MB) {
         const int32_t mb = p1 - p < CONV_SIMD_MB ? p1 - p : CONV_SIMD_MB;
         for (q = 0; q < mb; q++) {
-            const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
-            const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+            const int32_t oy = (p + q) / d->geo.ow, ox = (p + q) % d->geo.ow;
+            const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
             int8_t *row = rows + (int64_t)q * k;
             int32_t fx0, fx1;
-            edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+            edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
             for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
                 const int32_t iy = iy0 + fy * d->dh;
-                if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                if (iy < 0 || iy >= d->geo.h || fx0 >= fx1) {
                     memset(row, zp, (size_t)d->kw * (size_t)c);
                     continue;
                 }
                 /* taps [fx0, fx1) inside the row, the others in the padding */
                 if (fx0 > 0) memset(row, zp, (size_t)fx0 * (size_t)c);
                 if (d->dw == 1) { /* one run of (fx1 - fx0) * c bytes */
-                    memcpy(row + (int64_t)fx0 * c, xb + ((int64_t)iy * d->w + ix0 + fx0) * c,
+                    memcpy(row + (int64_t)fx0 * c, xb + ((int64_t)iy * d->geo.w + ix0 + fx0) * c,
                            (size_t)(fx1 - fx0) * (size_t)c);
                 } else {
                     for (fx = fx0; fx < fx1; fx++)
-                        memcpy(row + (int64_t)fx * c, xb + ((int64_t)iy * d->w + ix0 + fx * d->dw) * c, (size_t)c);
+                        memcpy(row + (int64_t)fx * c, xb + ((int64_t)iy * d->geo.w + ix0 + fx * d->dw) * c, (size_t)c);
                 }
                 if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, zp, (size_t)(d->kw - fx1) * (size_t)c);
             }
@@ -687,7 +698,7 @@ typedef struct {
 static void conv_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const conv_job_t *j = (const conv_job_t *)arg;
     int32_t p0, p1;
-    edge_simd_split(j->d->oh * j->d->ow, j->d->simd_direct ? 4 : CONV_SIMD_MB, t, n, &p0, &p1);
+    edge_simd_split(j->d->geo.oh * j->d->geo.ow, j->d->geo.fast == CONV_FAST_DIRECT ? 4 : CONV_SIMD_MB, t, n, &p0, &p1);
     if (p0 < p1) conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr + (size_t)slot * j->d->simd_part_bytes);
 }
 #endif
@@ -708,39 +719,39 @@ static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     int32_t p0, p1, p, q, fy, fx;
     if (!mb) {
         if (d->sh == 1 && d->sw == 1) { /* the input is the GEMM's rows */
-            edge_simd_split(d->oh * d->ow, 6, t, n, &p0, &p1);
+            edge_simd_split(d->geo.oh * d->geo.ow, 6, t, n, &p0, &p1);
             if (p0 < p1) edge_simd_sgemm(j->g, j->xb + (int64_t)p0 * c, p1 - p0, c, 0, o, j->yb + (int64_t)p0 * o, o);
         } else { /* output row oy: ow input pixels sw * c floats apart */
-            edge_simd_split(d->oh, 1, t, n, &p0, &p1);
+            edge_simd_split(d->geo.oh, 1, t, n, &p0, &p1);
             for (p = p0; p < p1; p++)
-                edge_simd_sgemm(j->g, j->xb + (int64_t)p * d->sh * d->w * c, d->ow, (int64_t)d->sw * c, 0, o,
-                                j->yb + (int64_t)p * d->ow * o, o);
+                edge_simd_sgemm(j->g, j->xb + (int64_t)p * d->sh * d->geo.w * c, d->geo.ow, (int64_t)d->sw * c, 0, o,
+                                j->yb + (int64_t)p * d->geo.ow * o, o);
         }
         return;
     }
-    edge_simd_split(d->oh * d->ow, mb, t, n, &p0, &p1);
+    edge_simd_split(d->geo.oh * d->geo.ow, mb, t, n, &p0, &p1);
     for (p = p0; p < p1; p += mb) {
         float *rows = j->scr + (size_t)slot * (d->simd_part_bytes / sizeof(float));
         const int32_t m = p1 - p < mb ? p1 - p : mb;
         for (q = 0; q < m; q++) { /* the window of pixel p + q, 0 in the padding */
-            const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
-            const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+            const int32_t oy = (p + q) / d->geo.ow, ox = (p + q) % d->geo.ow;
+            const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
             float *row = rows + (int64_t)q * k;
             int32_t fx0, fx1;
-            edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+            edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
             for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
                 const int32_t iy = iy0 + fy * d->dh;
-                if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                if (iy < 0 || iy >= d->geo.h || fx0 >= fx1) {
                     memset(row, 0, sizeof(float) * (size_t)d->kw * (size_t)c);
                     continue;
                 }
                 if (fx0 > 0) memset(row, 0, sizeof(float) * (size_t)fx0 * (size_t)c);
                 if (d->dw == 1) {
-                    memcpy(row + (int64_t)fx0 * c, j->xb + ((int64_t)iy * d->w + ix0 + fx0) * c,
+                    memcpy(row + (int64_t)fx0 * c, j->xb + ((int64_t)iy * d->geo.w + ix0 + fx0) * c,
                            sizeof(float) * (size_t)(fx1 - fx0) * (size_t)c);
                 } else {
                     for (fx = fx0; fx < fx1; fx++)
-                        memcpy(row + (int64_t)fx * c, j->xb + ((int64_t)iy * d->w + ix0 + fx * d->dw) * c,
+                        memcpy(row + (int64_t)fx * c, j->xb + ((int64_t)iy * d->geo.w + ix0 + fx * d->dw) * c,
                                sizeof(float) * (size_t)c);
                 }
                 if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, 0, sizeof(float) * (size_t)(d->kw - fx1) * (size_t)c);
@@ -754,7 +765,7 @@ static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
  * across the threads. */
 static void conv_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const conv_data_t *d, const float *x,
                             const float *wt, const float *bias, float *y) {
-    const int32_t npix = d->oh * d->ow;
+    const int32_t npix = d->geo.oh * d->geo.ow;
     const int32_t parts = edge_simd_parts((int64_t)npix * d->o * d->k, d->simd_threads);
     edge_simd_sgemm_t g = *d->fsimd;
     convf_job_t j;
@@ -766,7 +777,7 @@ static void conv_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const conv
     j.g = &g;
     j.scr = g.rows ? (float *)edge_scratch(ctx, node, d->simd_scratch) : 0;
     for (b = 0; b < d->n; b++) {
-        j.xb = x + (int64_t)b * d->h * d->w * d->c;
+        j.xb = x + (int64_t)b * d->geo.h * d->geo.w * d->c;
         j.yb = y + (int64_t)b * npix * d->o;
         edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, convf_job, &j);
     }
@@ -781,13 +792,13 @@ static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt,
     const int32_t *b32 = (const int32_t *)bias;
     int32_t b, oy, ox, oc, fy, fx, i, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                int16_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->o;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                int16_t *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * d->o;
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 for (oc = 0; oc < d->o; oc++) {
                     const int32_t g = oc / d->opg;
                     int64_t acc64 = 0;
@@ -797,7 +808,8 @@ static void conv_int16(const conv_data_t *d, const int16_t *x, const int8_t *wt,
                         const int32_t iy = iy0 + fy * d->dh;
                         for (fx = fx0; fx < fx1; fx++) {
                             const int32_t ix = ix0 + fx * d->dw;
-                            const int16_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * d->c + (int64_t)g * d->cg;
+                            const int16_t *xp =
+                                x + (((int64_t)b * d->geo.h + iy) * d->geo.w + ix) * d->c + (int64_t)g * d->cg;
                             const int8_t *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * d->cg;
                             int32_t part = 0; /* cg products of |v| <= 2^22: summed in int64 when cg is large */
                             if (d->cg <= 256) {
@@ -833,13 +845,13 @@ static void conv_float(const conv_data_t *d, const float *x, const float *wt, co
     memcpy(&flo, &d->lo, 4);
     memcpy(&fhi, &d->hi, 4);
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->o;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                float *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * d->o;
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 for (oc = 0; oc < d->o; oc++) {
                     const int32_t g = oc / d->opg;
                     float acc = 0.0f;
@@ -847,7 +859,8 @@ static void conv_float(const conv_data_t *d, const float *x, const float *wt, co
                         const int32_t iy = iy0 + fy * d->dh;
                         for (fx = fx0; fx < fx1; fx++) {
                             const int32_t ix = ix0 + fx * d->dw;
-                            const float *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * d->c + (int64_t)g * d->cg;
+                            const float *xp =
+                                x + (((int64_t)b * d->geo.h + iy) * d->geo.w + ix) * d->c + (int64_t)g * d->cg;
                             const float *wp = wt + (((int64_t)oc * d->kh + fy) * d->kw + fx) * d->cg;
                             for (i = 0; i < d->cg; i++) acc += xp[i] * wp[i];
                         }
@@ -864,29 +877,24 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const conv_data_t *d = (const conv_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
-    conv_data_t patch; /* a patch window (edge_window_t): its geometry, the portable loops */
+    conv_data_t patch; /* a patch window (edge_window_t) */
     if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
-        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
-        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
-#if EDGE_SIMD
-        patch.simd = 0; /* the fast paths' packing and scratch are sized for the whole tensor */
-        patch.fsimd = 0;
-#endif
+        edge_window_apply(&patch.geo, ctx->window);
         d = &patch;
     }
     switch (d->kind) {
     case CONV_INT8:
 #if EDGE_SIMD
-        if (d->simd) {
-            const int32_t npix = d->oh * d->ow;
+        if (d->geo.fast) { /* d->simd */
+            const int32_t npix = d->geo.oh * d->geo.ow;
             const int32_t parts = edge_simd_parts((int64_t)npix * d->o * d->k, d->simd_threads);
             int32_t b;
             conv_job_t j;
             j.d = d;
             j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
             for (b = 0; b < d->n; b++) {
-                j.xb = (const int8_t *)in->data + (int64_t)b * d->h * d->w * d->c;
+                j.xb = (const int8_t *)in->data + (int64_t)b * d->geo.h * d->geo.w * d->c;
                 j.yb = (int8_t *)out->data + (int64_t)b * npix * d->o;
                 edge_simd_parallel(parts > 1 ? 2 * parts : 1, parts, conv_job, &j);
             }
@@ -898,7 +906,7 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         break;
     case CONV_FLOAT:
 #if EDGE_SIMD
-        if (d->fsimd) {
+        if (d->geo.fast) { /* d->fsimd */
             conv_float_simd(node, ctx, d, (const float *)in->data, (const float *)w->data,
                             bt ? (const float *)bt->data : 0, (float *)out->data);
             break;

@@ -33,9 +33,13 @@ enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
 
 typedef struct {
     int32_t kind;
-    int32_t n, h, w, c, m, oc;  /* input NHWC, depth multiplier, output channels */
-    int32_t oh, ow, kh, kw;
-    int32_t sh, sw, dh, dw, pt, pl;
+    edge_conv_geom_t geo;       /* input h x w, output oh x ow, padding before (top, left); geo.fast: int8 on
+                                 * a 64-bit Linux CPU with a fast path: its level (0: none); float32, multiplier
+                                 * 1: the level of edge_simd_dw_f32 (which reads the filter as the model stores
+                                 * it, [kh, kw, c]) */
+    int32_t n, c, m, oc;        /* input batch, channels, depth multiplier, output channels */
+    int32_t kh, kw;
+    int32_t sh, sw, dh, dw;
     int32_t input_offset, output_offset, lo, hi;
     int32_t *rq;                /* per output channel, 5 bytes each (edge_conv_rq): edge_rq's form, or with
                                  * rq_generic (always for int16) edge_mbqm's multiplier and shift */
@@ -44,9 +48,6 @@ typedef struct {
     int32_t plane;              /* the least-RAM plan (EDGE_INIT_MEMORY_MIN), int8, M == 1: one input channel's
                                  * h * w bytes, for running with the output over the input (-1: none) */
 #if EDGE_SIMD
-    int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level (0: none); float32,
-                                 * multiplier 1: the level of edge_simd_dw_f32 (which reads the filter as the
-                                 * model stores it, [kh, kw, c]) */
     int16_t *simd_w;            /* persistent, int8: the filter widened to int16 [m, kh * kw, c] (output channel
                                  * ic * m + j of tap t at [j, t, ic]; several input channels) */
     edge_simd_qgemm_t *simd_g;  /* persistent: the packed filter of a one-input-channel layer (NULL: none) */
@@ -70,7 +71,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
                                      const edge_tensor_t *bias) {
     const int32_t level = edge_simd_level(), taps = d->kh * d->kw, oc = d->oc;
     int32_t i;
-    d->simd = 0;
+    d->geo.fast = 0;
     if (!level || d->kind != DW_INT8 || d->rq_generic || !w->is_const ||
         (bias && !bias->is_const) || (int64_t)taps * oc > 0x3fffffff)
         return EDGE_OK;
@@ -94,7 +95,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
         if (!d->simd_g || !packed) return EDGE_ARENA_TOO_SMALL;
         edge_simd_qgemm_pack(d->simd_g, level, (const int8_t *)w->data, oc, taps, 1, oc, d->simd_q, d->input_offset,
                              d->simd_q + oc, 1, d->simd_q + 2 * oc, 1, d->output_offset, d->lo, d->hi, packed);
-        d->simd = level;
+        d->geo.fast = level;
         d->simd_threads = edge_simd_threads();
         d->simd_part_bytes =
             (uint32_t)(((size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps) + 63) & ~(size_t)63);
@@ -107,7 +108,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
         const int32_t t = i / oc, o = i % oc;
         d->simd_w[((int64_t)(o % d->m) * taps + t) * d->c + o / d->m] = ((const int8_t *)w->data)[i];
     }
-    d->simd = level;
+    d->geo.fast = level;
     d->simd_threads = edge_simd_threads();
     /* the taps' weight rows and offsets, and (m > 1) one pass's c outputs before they are spread */
     d->simd_part_bytes = (uint32_t)(((sizeof(int32_t) + sizeof(void *)) * (size_t)taps +
@@ -117,28 +118,28 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
 
 /* One input channel: DW_SIMD_MB pixels' windows (the input zero point in the padding) through the GEMM. */
 static void dw_int8_simd_c1(const dw_data_t *d, const int8_t *x, int8_t *y, int8_t *scr, int32_t p0, int32_t p1) {
-    const int32_t taps = d->kh * d->kw, npix = d->oh * d->ow, zp = -d->input_offset;
+    const int32_t taps = d->kh * d->kw, npix = d->geo.oh * d->geo.ow, zp = -d->input_offset;
     int8_t *work = scr + (size_t)DW_SIMD_MB * (size_t)taps;
     int32_t b, p, q, fy, fx;
     for (b = 0; b < d->n; b++) {
-        const int8_t *xb = x + (int64_t)b * d->h * d->w;
+        const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w;
         int8_t *yb = y + (int64_t)b * npix * d->oc;
         for (p = p0; p < p1; p += DW_SIMD_MB) {
             const int32_t mb = p1 - p < DW_SIMD_MB ? p1 - p : DW_SIMD_MB;
             for (q = 0; q < mb; q++) {
-                const int32_t oy = (p + q) / d->ow, ox = (p + q) % d->ow;
-                const int32_t iy0 = oy * d->sh - d->pt, ix0 = ox * d->sw - d->pl;
+                const int32_t oy = (p + q) / d->geo.ow, ox = (p + q) % d->geo.ow;
+                const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
                 int8_t *row = scr + (int64_t)q * taps;
                 int32_t fx0, fx1;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 for (fy = 0; fy < d->kh; fy++, row += d->kw) {
                     const int32_t iy = iy0 + fy * d->dh;
                     const int8_t *src;
-                    if (iy < 0 || iy >= d->h || fx0 >= fx1) {
+                    if (iy < 0 || iy >= d->geo.h || fx0 >= fx1) {
                         memset(row, zp, (size_t)d->kw);
                         continue;
                     }
-                    src = xb + (int64_t)iy * d->w + ix0; /* + fx * dw: inside the row for fx in [fx0, fx1) */
+                    src = xb + (int64_t)iy * d->geo.w + ix0; /* + fx * dw: inside the row for fx in [fx0, fx1) */
                     if (fx0 > 0) memset(row, zp, (size_t)fx0);
                     if (d->dw == 1) memcpy(row + fx0, src + fx0, (size_t)(fx1 - fx0));
                     else
@@ -166,29 +167,30 @@ static void dwf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const dw_data_t *d = j->d;
     int32_t a, b, bt;
     (void)slot;
-    edge_simd_split(d->oh, 1, t, n, &a, &b);
+    edge_simd_split(d->geo.oh, 1, t, n, &a, &b);
     for (bt = 0; bt < d->n && a < b; bt++)
-        edge_simd_dw_f32(d->simd, &j->p, j->x + (int64_t)bt * d->h * d->w * d->c, j->w, j->bias, a, b,
-                         j->y + (int64_t)bt * d->oh * d->ow * d->c);
+        edge_simd_dw_f32(d->geo.fast, &j->p, j->x + (int64_t)bt * d->geo.h * d->geo.w * d->c, j->w, j->bias, a, b,
+                         j->y + (int64_t)bt * d->geo.oh * d->geo.ow * d->c);
 }
 
 static void dw_float_simd(const dw_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
-    const int32_t parts = edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads);
+    const int32_t parts =
+        edge_simd_parts((int64_t)d->n * d->geo.oh * d->geo.ow * d->oc * d->kh * d->kw, d->simd_threads);
     dwf_job_t j;
     j.d = d;
-    j.p.h = d->h;
-    j.p.w = d->w;
+    j.p.h = d->geo.h;
+    j.p.w = d->geo.w;
     j.p.c = d->c;
-    j.p.oh = d->oh;
-    j.p.ow = d->ow;
+    j.p.oh = d->geo.oh;
+    j.p.ow = d->geo.ow;
     j.p.kh = d->kh;
     j.p.kw = d->kw;
     j.p.sh = d->sh;
     j.p.sw = d->sw;
     j.p.dh = d->dh;
     j.p.dw = d->dw;
-    j.p.pt = d->pt;
-    j.p.pl = d->pl;
+    j.p.pt = d->geo.pt;
+    j.p.pl = d->geo.pl;
     memcpy(&j.p.lo, &d->lo, 4);
     memcpy(&j.p.hi, &d->hi, 4);
     j.x = x;
@@ -210,10 +212,10 @@ static void dw_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     int8_t *scr = j->scr + (size_t)slot * j->d->simd_part_bytes;
     int32_t a, b;
     if (j->d->simd_g) {
-        edge_simd_split(j->d->oh * j->d->ow, DW_SIMD_MB, t, n, &a, &b);
+        edge_simd_split(j->d->geo.oh * j->d->geo.ow, DW_SIMD_MB, t, n, &a, &b);
         if (a < b) dw_int8_simd_c1(j->d, j->x, j->y, scr, a, b);
     } else {
-        edge_simd_split(j->d->oh, 1, t, n, &a, &b);
+        edge_simd_split(j->d->geo.oh, 1, t, n, &a, &b);
         if (a < b) dw_int8_simd(j->d, j->x, j->y, scr, a, b);
     }
 }
@@ -228,22 +230,22 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
     const int32_t c = d->c, m = d->m, oc = d->oc, *q = d->simd_q;
     int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1, j, t, ic;
     for (b = 0; b < d->n; b++) {
-        const int8_t *xb = x + (int64_t)b * d->h * d->w * c;
+        const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * c;
         for (oy = oy0; oy < oy1; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * oc;
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                int8_t *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * oc;
                 int32_t nt = 0;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 for (fy = fy0; fy < fy1; fy++)
                     for (fx = fx0; fx < fx1; fx++, nt++) {
-                        xoff[nt] = ((iy0 + fy * d->dh) * d->w + ix0 + fx * d->dw) * c;
+                        xoff[nt] = ((iy0 + fy * d->dh) * d->geo.w + ix0 + fx * d->dw) * c;
                         wtap[nt] = d->simd_w + (int64_t)(fy * d->kw + fx) * c;
                     }
                 if (m == 1) {
-                    edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, q, q + c, q + 2 * c,
+                    edge_simd_dw_pixel(d->geo.fast, xb, xoff, wtap, nt, c, d->input_offset, q, q + c, q + 2 * c,
                                        d->output_offset, d->lo, d->hi, yp);
                     continue;
                 }
@@ -251,7 +253,7 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
                     const int32_t *qj = q + (int64_t)j * 3 * c;
                     if (j)
                         for (t = 0; t < nt; t++) wtap[t] += (int64_t)taps * c; /* pass j's rows of the same taps */
-                    edge_simd_dw_pixel(d->simd, xb, xoff, wtap, nt, c, d->input_offset, qj, qj + c, qj + 2 * c,
+                    edge_simd_dw_pixel(d->geo.fast, xb, xoff, wtap, nt, c, d->input_offset, qj, qj + c, qj + 2 * c,
                                        d->output_offset, d->lo, d->hi, pass);
                     for (ic = 0; ic < c; ic++) yp[ic * m + j] = pass[ic];
                 }
@@ -287,8 +289,8 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
     d->n = in->dims[0];
-    d->h = in->dims[1];
-    d->w = in->dims[2];
+    d->geo.h = in->dims[1];
+    d->geo.w = in->dims[2];
     d->c = in->dims[3];
     d->kh = w->dims[1];
     d->kw = w->dims[2];
@@ -303,13 +305,13 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     d->m = d->oc / d->c;
     if (depth_multiplier != 0 && depth_multiplier != d->m)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: depth_multiplier differs from filter / input channels");
-    if (edge_conv_window(op.padding, op.sh, op.dh, d->h, d->kh, &d->oh, &d->pt) ||
-        edge_conv_window(op.padding, op.sw, op.dw, d->w, d->kw, &d->ow, &d->pl))
+    if (edge_conv_window(op.padding, op.sh, op.dh, d->geo.h, d->kh, &d->geo.oh, &d->geo.pt) ||
+        edge_conv_window(op.padding, op.sw, op.dw, d->geo.w, d->kw, &d->geo.ow, &d->geo.pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE,
                          "DEPTHWISE_CONV_2D: padding, strides, dilations or window do not fit the input");
     shape[0] = d->n;
-    shape[1] = d->oh;
-    shape[2] = d->ow;
+    shape[1] = d->geo.oh;
+    shape[2] = d->geo.ow;
     shape[3] = d->oc;
     s = edge_set_output_shape(ctx, node, 0, shape, 4);
     if (s != EDGE_OK) return s;
@@ -323,7 +325,7 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
         memcpy(&d->lo, &flo, 4);
         memcpy(&d->hi, &fhi, 4);
 #if EDGE_SIMD
-        d->simd = d->m == 1 ? edge_simd_level() : 0; /* every level has edge_simd_dw_f32 */
+        d->geo.fast = d->m == 1 ? edge_simd_level() : 0; /* every level has edge_simd_dw_f32 */
         d->simd_threads = edge_simd_threads();
 #endif
         return EDGE_OK;
@@ -341,7 +343,7 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK) return s;
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
-    if (s != EDGE_OK || (d->simd && !edge_in_patch_stage(ctx->interp, node))) return s;
+    if (s != EDGE_OK || (d->geo.fast && !edge_in_patch_stage(ctx->interp, node))) return s;
 #endif
     /* the DSP path keeps its sums in registers; a patch stage's node asks for them anyway, so that edge check's
      * 32-bit runner (no DSP) plans the very bytes the board does */
@@ -642,7 +644,8 @@ static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
     /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
     const int32_t c = d->c, c4 = d->rq_generic ? 0 : c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
-    const int32_t n = d->n, h = d->h, w = d->w, oh = d->oh, ow = d->ow, sh = d->sh, sw = d->sw, pt = d->pt, pl = d->pl;
+    const int32_t n = d->n, h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, sh = d->sh, sw = d->sw;
+    const int32_t pt = d->geo.pt, pl = d->geo.pl;
     const int32_t dh = d->dh, dwx = d->dw;
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
@@ -705,20 +708,20 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
     }
     for (; ch < c; ch++) { /* the c % 4 channels (and rq_generic layers): the reference loop */
         for (b = 0; b < d->n; b++) {
-            for (oy = 0; oy < d->oh; oy++) {
-                const int32_t iy0 = oy * d->sh - d->pt;
-                edge_conv_taps(iy0, d->dh, d->h, kh, &fy0, &fy1);
-                for (ox = 0; ox < d->ow; ox++) {
-                    const int32_t ix0 = ox * d->sw - d->pl;
+            for (oy = 0; oy < d->geo.oh; oy++) {
+                const int32_t iy0 = oy * d->sh - d->geo.pt;
+                edge_conv_taps(iy0, d->dh, d->geo.h, kh, &fy0, &fy1);
+                for (ox = 0; ox < d->geo.ow; ox++) {
+                    const int32_t ix0 = ox * d->sw - d->geo.pl;
                     uint32_t acc = bias ? (uint32_t)bias[ch] : 0;
-                    edge_conv_taps(ix0, d->dw, d->w, kw, &fx0, &fx1);
+                    edge_conv_taps(ix0, d->dw, d->geo.w, kw, &fx0, &fx1);
                     for (fy = fy0; fy < fy1; fy++) {
-                        const int64_t xo = (((int64_t)b * d->h + iy0 + fy * d->dh) * d->w + ix0) * c + ch;
+                        const int64_t xo = (((int64_t)b * d->geo.h + iy0 + fy * d->dh) * d->geo.w + ix0) * c + ch;
                         const int8_t *wr = wt + (int64_t)fy * kw * c + ch;
                         for (fx = fx0; fx < fx1; fx++)
                             acc += (uint32_t)((x[xo + (int64_t)fx * xstep] + off) * wr[(int64_t)fx * c]);
                     }
-                    y[(((int64_t)b * d->oh + oy) * d->ow + ox) * c + ch] = dw_out8(d, acc, ch);
+                    y[(((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * c + ch] = dw_out8(d, acc, ch);
                 }
             }
         }
@@ -750,13 +753,13 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
     }
 #endif
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                int8_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * oc;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                int8_t *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * oc;
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 /* every channel at once, one tap at a time (contiguous, vectorizable loops) */
                 if (bias) {
                     for (j = 0; j < oc; j++) acc[j] = (uint32_t)bias[j];
@@ -767,7 +770,7 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
                     const int32_t iy = iy0 + fy * d->dh;
                     for (fx = fx0; fx < fx1; fx++) {
                         const int32_t ix = ix0 + fx * d->dw;
-                        const int8_t *xp = x + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                        const int8_t *xp = x + (((int64_t)b * d->geo.h + iy) * d->geo.w + ix) * c;
                         const int8_t *wp = wt + ((int64_t)fy * d->kw + fx) * oc;
                         if (m == 1) {
                             dw_tap(acc, xp, wp, c, off);
@@ -788,13 +791,13 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
 static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, const int64_t *bias, int16_t *y) {
     int32_t b, oy, ox, ic, j, fy, fx, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                int16_t *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->oc;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                int16_t *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * d->oc;
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 for (ic = 0; ic < d->c; ic++) {
                     for (j = 0; j < d->m; j++) {
                         const int32_t ch = ic * d->m + j;
@@ -802,7 +805,7 @@ static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, con
                         int32_t r;
                         for (fy = fy0; fy < fy1; fy++) {
                             const int32_t iy = iy0 + fy * d->dh;
-                            const int16_t *xr = x + ((int64_t)b * d->h + iy) * d->w * d->c + ic;
+                            const int16_t *xr = x + ((int64_t)b * d->geo.h + iy) * d->geo.w * d->c + ic;
                             const int8_t *wr = wt + (int64_t)fy * d->kw * d->oc + ch;
                             for (fx = fx0; fx < fx1; fx++)
                                 acc += (int32_t)xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
@@ -823,20 +826,20 @@ static void dw_float(const dw_data_t *d, const float *x, const float *wt, const 
     memcpy(&flo, &d->lo, 4);
     memcpy(&fhi, &d->hi, 4);
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * d->oc;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                float *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * d->oc;
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                 for (ic = 0; ic < d->c; ic++) {
                     for (j = 0; j < d->m; j++) {
                         const int32_t ch = ic * d->m + j;
                         float acc = 0.0f;
                         for (fy = fy0; fy < fy1; fy++) {
                             const int32_t iy = iy0 + fy * d->dh;
-                            const float *xr = x + ((int64_t)b * d->h + iy) * d->w * d->c + ic;
+                            const float *xr = x + ((int64_t)b * d->geo.h + iy) * d->geo.w * d->c + ic;
                             const float *wr = wt + (int64_t)fy * d->kw * d->oc + ch;
                             for (fx = fx0; fx < fx1; fx++)
                                 acc += xr[(int64_t)(ix0 + fx * d->dw) * d->c] * wr[(int64_t)fx * d->oc];
@@ -861,23 +864,23 @@ static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, 
     int32_t b, ch, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
     int64_t k;
     for (b = 0; b < d->n; b++) {
-        const int8_t *xb = buf + (int64_t)b * d->h * d->w * c;
-        int8_t *yb = buf + (int64_t)b * d->oh * d->ow * c;
+        const int8_t *xb = buf + (int64_t)b * d->geo.h * d->geo.w * c;
+        int8_t *yb = buf + (int64_t)b * d->geo.oh * d->geo.ow * c;
         for (ch = 0; ch < c; ch++) {
-            for (k = 0; k < (int64_t)d->h * d->w; k++) plane[k] = xb[k * c + ch];
-            for (oy = 0; oy < d->oh; oy++) {
-                const int32_t iy0 = oy * d->sh - d->pt;
-                edge_conv_taps(iy0, d->dh, d->h, d->kh, &fy0, &fy1);
-                for (ox = 0; ox < d->ow; ox++) {
-                    const int32_t ix0 = ox * d->sw - d->pl;
+            for (k = 0; k < (int64_t)d->geo.h * d->geo.w; k++) plane[k] = xb[k * c + ch];
+            for (oy = 0; oy < d->geo.oh; oy++) {
+                const int32_t iy0 = oy * d->sh - d->geo.pt;
+                edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+                for (ox = 0; ox < d->geo.ow; ox++) {
+                    const int32_t ix0 = ox * d->sw - d->geo.pl;
                     uint32_t acc = bias ? (uint32_t)bias[ch] : 0u;
-                    edge_conv_taps(ix0, d->dw, d->w, d->kw, &fx0, &fx1);
+                    edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
                     for (fy = fy0; fy < fy1; fy++) {
-                        const int8_t *row = plane + (int64_t)(iy0 + fy * d->dh) * d->w;
+                        const int8_t *row = plane + (int64_t)(iy0 + fy * d->dh) * d->geo.w;
                         for (fx = fx0; fx < fx1; fx++)
                             acc += (uint32_t)((row[ix0 + fx * d->dw] + off) * wt[((int64_t)fy * d->kw + fx) * c + ch]);
                     }
-                    yb[((int64_t)oy * d->ow + ox) * c + ch] = dw_out8(d, acc, ch);
+                    yb[((int64_t)oy * d->geo.ow + ox) * c + ch] = dw_out8(d, acc, ch);
                 }
             }
         }
@@ -888,14 +891,10 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const dw_data_t *d = (const dw_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
-    dw_data_t patch; /* a patch window (edge_window_t): its geometry, the portable loops */
+    dw_data_t patch; /* a patch window (edge_window_t) */
     if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
-        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
-        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
-#if EDGE_SIMD
-        patch.simd = 0;
-#endif
+        edge_window_apply(&patch.geo, ctx->window);
         d = &patch;
     }
     switch (d->kind) {
@@ -906,14 +905,14 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
             break;
         }
 #if EDGE_SIMD
-        if (d->simd) {
+        if (d->geo.fast) {
             dw_job_t j;
             j.d = d;
             j.x = (const int8_t *)in->data;
             j.y = (int8_t *)out->data;
             j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
             const int32_t slots =
-                edge_simd_parts((int64_t)d->n * d->oh * d->ow * d->oc * d->kh * d->kw, d->simd_threads);
+                edge_simd_parts((int64_t)d->n * d->geo.oh * d->geo.ow * d->oc * d->kh * d->kw, d->simd_threads);
             edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, dw_job, &j);
             break;
         }
@@ -928,7 +927,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         break;
     default:
 #if EDGE_SIMD
-        if (d->simd) {
+        if (d->geo.fast) {
             dw_float_simd(d, (const float *)in->data, (const float *)w->data, bt ? (const float *)bt->data : 0,
                           (float *)out->data);
             break;

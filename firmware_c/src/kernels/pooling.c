@@ -23,13 +23,12 @@ EDGE_KERNEL(MAX_POOL_2D, max_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
 
 typedef struct {
     int32_t type;               /* EDGE_FLOAT32 / EDGE_INT8 / EDGE_INT16 */
-    int32_t n, h, w, c, oh, ow, fh, fw, sh, sw, pt, pl;
+    edge_conv_geom_t geo;       /* input h x w, output oh x ow, padding before (top, left); geo.fast: int8 /
+                                 * float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int32_t n, c, fh, fw, sh, sw;
     int32_t lo, hi;
     float flo, fhi;
     int32_t scratch;            /* c int32 (or float) accumulators */
-#if EDGE_SIMD
-    int32_t simd;               /* int8 / float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
-#endif
 } pool_data_t;
 
 /* Window cells [*lo, *hi) inside the input for an origin along one axis. */
@@ -71,30 +70,30 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     node->user_data = d;
     d->type = in->type;
     d->n = in->dims[0];
-    d->h = in->dims[1];
-    d->w = in->dims[2];
+    d->geo.h = in->dims[1];
+    d->geo.w = in->dims[2];
     d->c = in->dims[3];
     d->fh = fh;
     d->fw = fw;
     d->sh = sh;
     d->sw = sw;
     if (d->n < 0 || d->c <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shape");
-    if (edge_conv_window(padding, sh, 1, d->h, fh, &d->oh, &d->pt) ||
-        edge_conv_window(padding, sw, 1, d->w, fw, &d->ow, &d->pl))
+    if (edge_conv_window(padding, sh, 1, d->geo.h, fh, &d->geo.oh, &d->geo.pt) ||
+        edge_conv_window(padding, sw, 1, d->geo.w, fw, &d->geo.ow, &d->geo.pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "padding, strides or filter size do not fit the input");
     if (average) {
-        for (k = 0; k < d->oh; k++) {
-            pool_range(k * sh - d->pt, d->h, fh, &lo, &hi);
+        for (k = 0; k < d->geo.oh; k++) {
+            pool_range(k * sh - d->geo.pt, d->geo.h, fh, &lo, &hi);
             if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "a window lies entirely in the padding");
         }
-        for (k = 0; k < d->ow; k++) {
-            pool_range(k * sw - d->pl, d->w, fw, &lo, &hi);
+        for (k = 0; k < d->geo.ow; k++) {
+            pool_range(k * sw - d->geo.pl, d->geo.w, fw, &lo, &hi);
             if (hi <= lo) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "a window lies entirely in the padding");
         }
     }
     shape[0] = d->n;
-    shape[1] = d->oh;
-    shape[2] = d->ow;
+    shape[1] = d->geo.oh;
+    shape[2] = d->geo.ow;
     shape[3] = d->c;
     s = edge_set_output_shape(ctx, node, 0, shape, 4);
     if (s != EDGE_OK) return s;
@@ -113,10 +112,10 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
     }
 #if EDGE_SIMD
-    d->simd = in->type == EDGE_INT8 || in->type == EDGE_FLOAT32 ? edge_simd_level() : 0;
-    if (d->simd && (in->type == EDGE_INT8 ? !edge_simd_pool_q8(d->simd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-                                          : !edge_simd_pool_f32(d->simd, 0, NULL, 0, 0, 0, 0, 0.0f, 0.0f, NULL)))
-        d->simd = 0; /* has the level it? */
+    d->geo.fast = in->type == EDGE_INT8 || in->type == EDGE_FLOAT32 ? edge_simd_level() : 0;
+    if (d->geo.fast && (in->type == EDGE_INT8 ? !edge_simd_pool_q8(d->geo.fast, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+                                          : !edge_simd_pool_f32(d->geo.fast, 0, NULL, 0, 0, 0, 0, 0.0f, 0.0f, NULL)))
+        d->geo.fast = 0; /* has the level it? */
 #endif
     return edge_request_scratch(ctx, node, sizeof(int32_t) * (size_t)d->c, &d->scratch);
 }
@@ -130,20 +129,20 @@ edge_status_t edge_prepare_max_pool_2d(edge_node_t *node, edge_ctx_t *ctx) { ret
         const T *x = (const T *)xv;                                                                          \
         T *y = (T *)yv;                                                                                      \
         for (b = 0; b < d->n; b++) {                                                                         \
-            for (oy = 0; oy < d->oh; oy++) {                                                                 \
-                const int32_t iy0 = oy * d->sh - d->pt;                                                      \
-                pool_range(iy0, d->h, d->fh, &fy0, &fy1);                                                    \
-                for (ox = 0; ox < d->ow; ox++) {                                                             \
-                    const int32_t ix0 = ox * d->sw - d->pl;                                                  \
-                    T *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c;                                \
+            for (oy = 0; oy < d->geo.oh; oy++) {                                                                 \
+                const int32_t iy0 = oy * d->sh - d->geo.pt;                                                      \
+                pool_range(iy0, d->geo.h, d->fh, &fy0, &fy1);                                                    \
+                for (ox = 0; ox < d->geo.ow; ox++) {                                                             \
+                    const int32_t ix0 = ox * d->sw - d->geo.pl;                                                  \
+                    T *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * c;                                \
                     int32_t count, half;                                                                     \
-                    pool_range(ix0, d->w, d->fw, &fx0, &fx1);                                                \
+                    pool_range(ix0, d->geo.w, d->fw, &fx0, &fx1);                                                \
                     count = (fy1 - fy0) * (fx1 - fx0);                                                       \
                     half = count / 2;                                                                        \
                     for (i = 0; i < c; i++) acc[i] = average ? 0 : lowest;                                   \
                     for (fy = fy0; fy < fy1; fy++) {                                                         \
                         for (fx = fx0; fx < fx1; fx++) {                                                     \
-                            const T *xp = x + (((int64_t)b * d->h + iy0 + fy) * d->w + ix0 + fx) * c;        \
+                            const T *xp = x + (((int64_t)b * d->geo.h + iy0 + fy) * d->geo.w + ix0 + fx) * c;        \
                             if (average) {                                                                   \
                                 for (i = 0; i < c; i++) acc[i] += xp[i];                                     \
                             } else {                                                                         \
@@ -173,19 +172,19 @@ static void pool_float(const pool_data_t *d, const float *x, float *y, float *ac
     const int32_t c = d->c;
     int32_t b, oy, ox, fy, fx, i, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            pool_range(iy0, d->h, d->fh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                float *yp = y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c;
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            pool_range(iy0, d->geo.h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                float *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * c;
                 float count;
-                pool_range(ix0, d->w, d->fw, &fx0, &fx1);
+                pool_range(ix0, d->geo.w, d->fw, &fx0, &fx1);
                 count = (float)((fy1 - fy0) * (fx1 - fx0));
                 for (i = 0; i < c; i++) acc[i] = average ? 0.0f : -3.40282347e+38f; /* float lowest, as the reference */
                 for (fy = fy0; fy < fy1; fy++) {
                     for (fx = fx0; fx < fx1; fx++) {
-                        const float *xp = x + (((int64_t)b * d->h + iy0 + fy) * d->w + ix0 + fx) * c;
+                        const float *xp = x + (((int64_t)b * d->geo.h + iy0 + fy) * d->geo.w + ix0 + fx) * c;
                         if (average) {
                             for (i = 0; i < c; i++) acc[i] += xp[i];
                         } else {
@@ -208,15 +207,16 @@ static void pool_int8_simd(const pool_data_t *d, const int8_t *x, int8_t *y, int
     const int32_t c = d->c;
     int32_t b, oy, ox, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            pool_range(iy0, d->h, d->fh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                pool_range(ix0, d->w, d->fw, &fx0, &fx1);
-                (void)edge_simd_pool_q8(d->simd, average, x + (((int64_t)b * d->h + iy0 + fy0) * d->w + ix0 + fx0) * c,
-                                        (int64_t)d->w * c, fy1 - fy0, fx1 - fx0, c, d->lo, d->hi, acc,
-                                        y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            pool_range(iy0, d->geo.h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                pool_range(ix0, d->geo.w, d->fw, &fx0, &fx1);
+                (void)edge_simd_pool_q8(d->geo.fast, average,
+                                        x + (((int64_t)b * d->geo.h + iy0 + fy0) * d->geo.w + ix0 + fx0) * c,
+                                        (int64_t)d->geo.w * c, fy1 - fy0, fx1 - fx0, c, d->lo, d->hi, acc,
+                                        y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * c);
             }
         }
     }
@@ -227,15 +227,16 @@ static void pool_float_simd(const pool_data_t *d, const float *x, float *y, int 
     const int32_t c = d->c;
     int32_t b, oy, ox, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            pool_range(iy0, d->h, d->fh, &fy0, &fy1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                pool_range(ix0, d->w, d->fw, &fx0, &fx1);
-                (void)edge_simd_pool_f32(d->simd, average, x + (((int64_t)b * d->h + iy0 + fy0) * d->w + ix0 + fx0) * c,
-                                         (int64_t)d->w * c, fy1 - fy0, fx1 - fx0, c, d->flo, d->fhi,
-                                         y + (((int64_t)b * d->oh + oy) * d->ow + ox) * c);
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            pool_range(iy0, d->geo.h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                pool_range(ix0, d->geo.w, d->fw, &fx0, &fx1);
+                (void)edge_simd_pool_f32(d->geo.fast, average,
+                                         x + (((int64_t)b * d->geo.h + iy0 + fy0) * d->geo.w + ix0 + fx0) * c,
+                                         (int64_t)d->geo.w * c, fy1 - fy0, fx1 - fx0, c, d->flo, d->fhi,
+                                         y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * c);
             }
         }
     }
@@ -244,25 +245,21 @@ static void pool_float_simd(const pool_data_t *d, const float *x, float *y, int 
 
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const pool_data_t *d = (const pool_data_t *)node->user_data;
-    pool_data_t patch; /* a patch window (edge_window_t): its geometry */
+    pool_data_t patch; /* a patch window (edge_window_t) */
     if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
-        patch.h = ctx->window->h, patch.w = ctx->window->w, patch.oh = ctx->window->oh, patch.ow = ctx->window->ow;
-        patch.pt = ctx->window->pt, patch.pl = ctx->window->pl;
-#if EDGE_SIMD
-        patch.simd = 0; /* the portable loops, as the other kernels of a patch stage */
-#endif
+        edge_window_apply(&patch.geo, ctx->window);
         d = &patch;
     }
     const edge_tensor_t *in = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     void *scratch = edge_scratch(ctx, node, d->scratch);
 #if EDGE_SIMD
-    if (d->simd && d->type == EDGE_INT8) {
+    if (d->geo.fast && d->type == EDGE_INT8) {
         pool_int8_simd(d, (const int8_t *)in->data, (int8_t *)out->data, (int32_t *)scratch, average);
         return;
     }
-    if (EDGE_WITH_FLOAT32 && d->simd && d->type == EDGE_FLOAT32) {
+    if (EDGE_WITH_FLOAT32 && d->geo.fast && d->type == EDGE_FLOAT32) {
         pool_float_simd(d, (const float *)in->data, (float *)out->data, average);
         return;
     }
