@@ -194,3 +194,21 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     broken = backend_c.target_plan(bytes(bad), backend_c.HOST)
     assert not broken.ok and broken.refusals == [] and broken.status_name.startswith("EDGE_MODEL"), \
         broken.to_dict()
+
+
+def test_board_figure_does_not_depend_on_the_patch_code_switch():
+    """edge flash compiles the patch code out when the plan has no stage (-DEDGE_WITH_PATCH=0); edge check's
+    runner has it in. The arena must not differ: a model with residual ADDs (ADD / SUB / MUL op data holds the
+    patch-window fields) plans the same bytes, persistent part included, either way (the QEMU board's
+    MobileNetV2 high water was 160 bytes below check's figure, 16 per ADD, before the fields were unconditional)."""
+    from edge_sdk.runtime import backend_c
+    from tests.test_patching import chain_model
+
+    data = chain_model([("conv", 3, 1, 1, "SAME", 8), ("conv", 1, 1, 1, "SAME", 8), ("add", 1), ("add", 2),
+                        ("conv", 1, 1, 1, "SAME", 4)], shape=(1, 8, 8, 3), seed=3)
+    layout = backend_c.ILP32 if backend_c.ILP32 in backend_c.target_layouts() else backend_c.HOST
+    for memory in ("layer", "inplace"):
+        on = backend_c.target_plan(data, layout, (), memory=memory)
+        off = backend_c.target_plan(data, layout, ("-DEDGE_WITH_PATCH=0",), memory=memory)
+        assert on.ok and off.ok, (on.message, off.message)
+        assert on.figures == off.figures, memory

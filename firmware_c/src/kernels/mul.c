@@ -27,9 +27,9 @@ typedef struct {
     ea_bcast_t bc;
     int32_t type;
     mul_p_t p;
-#if EDGE_WITH_PATCH
-    eb_win_t win;               /* how a patch window reads the inputs (edge_binary.h) */
-#endif
+    eb_win_t win;               /* how a patch window reads the inputs (edge_binary.h); there with the patch code
+                                 * compiled out too (EDGE_WITH_PATCH=0: edge flash's build without a stage), so that
+                                 * the op data, and the arena, are the bytes edge check's runner counts */
 #if EDGE_SIMD
     int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level, and its parameters */
     int32_t simd_p[8];
