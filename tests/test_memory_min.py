@@ -642,3 +642,21 @@ def test_elementwise_in_place_only_over_an_input_of_the_output_size():
     it.allocate_tensors()
     off = {b.name: b.offset for b in it.arena_plan().buffers}
     assert off["r"] == off["y"] and off["x2"] != off["y"]
+
+
+@pytest.mark.parametrize("name", ["tflite-micro/dtln_noise_suppression.tflite", "mediapipe/palm_detection_lite.tflite",
+                                  "pymicro-wakeword/hey_jarvis.tflite", "tflite-micro/micro_speech_lstm.tflite"])
+def test_real_models_bit_exact_under_every_plan_in_both_runtimes(name):
+    """Real models (LSTM state, MediaPipe float16 weights, a streaming wake word, an audio denoiser with in-place
+    nodes): memory="inplace" and "min" give the layer plan's outputs bit for bit in the Python interpreter and in
+    the C runtime, and the plan built is one of the plans the request allows."""
+    data = shared_model(name).read_bytes()
+    feeds = _feeds(data, 11)
+    backends = ["python"] + ([] if shutil.which("gcc") is None or shutil.which("make") is None else ["c"])
+    for backend in backends:
+        _, want = _run(data, "layer", backend, feeds)
+        for memory, built in (("inplace", ("layer", "inplace")), ("min", ("layer", "inplace", "patch"))):
+            it, got = _run(data, memory, backend, feeds)
+            assert it.memory_plan in built, (backend, memory, it.memory_plan)
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b, err_msg=f"{name} {backend} memory={memory}")
