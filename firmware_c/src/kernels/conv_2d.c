@@ -718,9 +718,8 @@ static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const int32_t k = d->k, c = d->c, o = d->o, mb = d->fsimd->rows;
     int32_t p0, p1, p, q, fy, fx;
     if (!mb) {
-        if (d->sh == 1 && d->sw == 1) { /* the input is the GEMM's rows */
-            edge_simd_split(d->geo.oh * d->geo.ow, 6, t, n, &p0, &p1);
-            if (p0 < p1) edge_simd_sgemm(j->g, j->xb + (int64_t)p0 * c, p1 - p0, c, 0, o, j->yb + (int64_t)p0 * o, o);
+        if (d->sh == 1 && d->sw == 1) { /* the input is the GEMM's rows: split as FULLY_CONNECTED / BATCH_MATMUL */
+            edge_simd_sgemm_part(j->g, j->xb, d->geo.oh * d->geo.ow, c, j->yb, o, t, n);
         } else { /* output row oy: ow input pixels sw * c floats apart */
             edge_simd_split(d->geo.oh, 1, t, n, &p0, &p1);
             for (p = p0; p < p1; p++)
