@@ -38,3 +38,16 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    """A private edge state folder (EDGE_STATE_DIR: the QEMU boards' records) for one test; afterwards every board
+    it recorded is killed and stopped, whatever the test did (never a QEMU left behind)."""
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    yield tmp_path / "state"
+    for b in qb._read_state():
+        qb._kill_group(int(b["pid"]), b.get("pgid"))
+    qb.stop_board(all=True)

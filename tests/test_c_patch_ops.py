@@ -324,15 +324,6 @@ def test_c_refuses_a_constant_broadcast_along_w():
     np.testing.assert_array_equal(_c_run(data, "min", x, patch_plan=plan)[1], _c_run(data, "layer", x)[1])
 
 
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    from edge_sdk.device import qemu_board as qb
-
-    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    qb.stop_board(all=True)
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
                     reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")

@@ -5,7 +5,6 @@ import shutil
 
 import pytest
 
-from edge_sdk.device import qemu_board as qb
 from edge_sdk.runtime import backend_c
 from edge_sdk.targets.check import FAILS, RUNS, check_model, format_check
 from tests.conftest import SHARED_MODELS, shared_model, shared_models
@@ -43,15 +42,6 @@ needs_ilp32 = pytest.mark.skipif(backend_c.ILP32 not in backend_c.target_layouts
 # the SIMD and least-RAM merges (the depthwise node data grew by a field)
 BOARD_HIGH_WATER = {"pymicro-wakeword/hey_jarvis.tflite": 17_528, "tflite-micro/person_detect.tflite": 80_296,
                     "tflite-micro/micro_speech_quantized.tflite": 6_736}
-
-
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    for b in qb._read_state():
-        qb._kill_group(int(b["pid"]), b.get("pgid"))
-    qb.stop_board(all=True)
 
 
 @needs_ilp32

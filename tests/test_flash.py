@@ -26,15 +26,6 @@ needs_qemu = pytest.mark.skipif(not (HAVE_ARM and HAVE_QEMU), reason=f"needs QEM
 PROFILES = Path(__file__).resolve().parent.parent / "device_profiles"
 
 
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    for b in qb._read_state():  # never leave a QEMU behind, whatever the test did
-        qb._kill_group(int(b["pid"]), b.get("pgid"))
-    qb.stop_board(all=True)
-
-
 def _cli(*argv) -> tuple[int, str]:
     from edge_sdk.cli import main
 

@@ -217,15 +217,6 @@ def test_inspect_shows_both_plans():
     assert f"in-place plan (--memory inplace: in-place ops, +0 MACs) {small.arena_size} bytes" in text
 
 
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    from edge_sdk.device import qemu_board as qb
-
-    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    qb.stop_board(all=True)
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
                     reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")

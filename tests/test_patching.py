@@ -372,15 +372,6 @@ def test_inspect_shows_the_patch_plan():
     assert "least-RAM plan (--memory min): the in-place plan (no patch stage needs less)" in format_inspection(report)
 
 
-@pytest.fixture
-def state(tmp_path, monkeypatch):
-    from edge_sdk.device import qemu_board as qb
-
-    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
-    yield tmp_path / "state"
-    qb.stop_board(all=True)
-
-
 def _board_figure(data: bytes, memory: str, patch=None) -> int:
     """What edge check reports for the board: the 32-bit check runner's max(high water, arena used)."""
     from edge_sdk.model import read_model
