@@ -28,13 +28,61 @@ HANDLE_TYPES = ("RESOURCE", "VARIANT")  # tensors that carry a handle, not data
 NO_DTYPE = "NONE"  # the dtype of a node without any data tensor (VAR_HANDLE, CALL_ONCE)
 
 
+# The values a row's graph facts take (tests/test_op_facts.py holds every row to them).
+FAMILIES = ("", "conv", "pool", "reduce", "pad", "reshape", "unary", "binary", "last_axis")
+EFFECTS = ("", "state", "calls")
+INPLACE_RULES = ("", "same", "pad", "depthwise", "unary", "binary")
+PATCH_RULES = ("", "window", "pad", "elementwise")
+QUANT_RULES = ("", "own", "shared", "fixed", "index", "compare", "logical", "select")  # and "same:<input>"
+INT16_RULES = ("", "op", "pass", "none")
+
+
 @dataclass(frozen=True)
 class OpRow:
     name: str  # builtin schema name, or a custom op's custom_code
-    kernel: str  # "module:prepare_function"
+    kernel: str | None  # "module:prepare_function"; None: an op known by its facts only, no kernel here
     max_version: int  # highest op version our kernel runs (TFLite's op versioning)
     macs: str | None = None  # "module:function(node) -> int", counted after prepare
     custom: bool = False  # a custom op (matched by custom_code)
+    # --- graph facts: what the planner, the converter and its passes, check and profile know of the op ---
+    # family: how output elements relate to input elements. "unary": element i of the output from element i of
+    # input 0; "binary": from element i of each input, broadcast (comparisons, logical ops and SELECT too);
+    # "reduce" over axes given by input 1; "last_axis": along the last axis (SOFTMAX); "reshape": the same values
+    # in another shape (RESHAPE, SQUEEZE, EXPAND_DIMS); "conv" / "pool": a spatial window; "pad": PAD and kin.
+    family: str = ""
+    # effects: "state" (reads or writes resource variables) or "calls" (runs other subgraphs): never dead, never
+    # computed ahead of time, a delegate boundary; "" for a pure op.
+    effects: str = ""
+    subgraphs: tuple[str, ...] = ()  # the option fields that name the subgraphs a "calls" op runs
+    # inplace: the least-RAM plan's rule for letting output 0 take over an input's bytes. "same": the same bytes
+    # (RESHAPE); "pad": written back to front over input 0 (PAD); "depthwise": int8, channels in == out, channel
+    # by channel; "unary": elementwise over input 0; "binary": elementwise over input 0, else input 1, of the
+    # output's element count and size. "": never in place.
+    inplace: str = ""
+    # patch: how a patch stage (MCUNetV2) runs the op on windows: "window" (a spatial window: its receptive field
+    # grows the halo), "pad" (a shift of the window), "elementwise" (as it is); "": the op ends a stage.
+    patch: str = ""
+    weights: tuple[int, int | None, int | None] | None = None  # (weights input, bias input, output-channel axis)
+    dynamic: tuple[int | None, int] | None = None  # dynamic-range quantization: (weights' channel axis, op version)
+    # quant: how the integer graph quantizes the op's float outputs. "same:N": output keeps data input N's
+    # quantization; "shared": inputs and output share one; "own": its own calibrated range; "fixed": the range in
+    # quant_fixed; "index": outputs are not activations (indices, shapes; copied); "compare" / "logical" /
+    # "select": the comparison, logical and selection rules; "": not quantizable (weighted layers: ``weights``).
+    quant: str = ""
+    quant_fixed: tuple[tuple[str, float, int], ...] = ()  # ((activation type, scale, zero point), ...)
+    # int16: "op": TFLM and the interpreter have an int16-activation kernel (int16x8 widening may pick it); "pass":
+    # shape-only, carries an int16 tensor between widened ops; "none": no int16 kernel anywhere
+    int16: str = ""
+    int16_missing: tuple[str, ...] = ()  # runtimes ("python", "c") without the int16 kernel of an "op" row
+    q_versions: tuple[int | None, int | None] = (None, None)  # op version of the quantized op: int8, int16
+    join: bool = False  # joins parts under one scale (CONCATENATION, PACK): a part may be crushed
+    moves_values: bool = False  # values unchanged, only their positions (RESHAPE, TRANSPOSE, ...)
+    random: bool = False  # draws random numbers: never computed ahead of time
+
+    @property
+    def runs(self) -> bool:
+        """Whether the interpreter has a kernel for the op (else the row holds its graph facts only)."""
+        return self.kernel is not None
 
     @property
     def c_max_version(self) -> int | None:
@@ -90,98 +138,177 @@ def _rows(*rows: OpRow) -> dict[str, OpRow]:
 
 
 # fmt: off
-OPS: dict[str, OpRow] = _rows(
+ROWS: dict[str, OpRow] = _rows(
     # convolution and matrix products
-    OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d"),
-    OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d"),
-    OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    13, "conv:macs_fully_connected"),
-    OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv"),
-    OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul"),
-    OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3),
-    OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3),
+    OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d",
+          family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4)),
+    OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d",
+          family='conv', inplace='depthwise', patch='window', weights=(1, 2, 3), dynamic=(3, 6), int16='op',
+          q_versions=(3, 5)),
+    OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    13, "conv:macs_fully_connected",
+          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7)),
+    OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
+          family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3)),
+    OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul",
+          weights=(1, None, None), quant='own', int16='op', int16_missing=('c',), q_versions=(2, 3)),
+    OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3,
+          family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3)),
+    OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3,
+          family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3)),
     # element-wise arithmetic
-    OpRow("ADD",                          "elementwise:prepare_add",          5),
-    OpRow("SUB",                          "elementwise:prepare_sub",          5),
-    OpRow("MUL",                          "elementwise:prepare_mul",          7),
-    OpRow("DIV",                          "elementwise:prepare_div",          2),
-    OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2),
-    OpRow("MAXIMUM",                      "elementwise:prepare_maximum",      4),
-    OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4),
-    OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3),
-    OpRow("EXP",                          "math:prepare_unary",               2),
-    OpRow("LOG",                          "math:prepare_unary",               2),
-    OpRow("SQRT",                         "math:prepare_unary",               1),
-    OpRow("ABS",                          "math:prepare_abs",                 5),
-    OpRow("NEG",                          "math:prepare_unary",               1),
-    OpRow("POW",                          "math:prepare_pow",                 1),
+    OpRow("ADD",                          "elementwise:prepare_add",          5,
+          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+    OpRow("SUB",                          "elementwise:prepare_sub",          5,
+          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+    OpRow("MUL",                          "elementwise:prepare_mul",          7,
+          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 4)),
+    OpRow("DIV",                          "elementwise:prepare_div",          2,
+          family='binary', quant='own', int16='none', q_versions=(1, None)),
+    OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2,
+          family='binary', quant='own', int16='op', q_versions=(2, None)),
+    OpRow("MAXIMUM",                      "elementwise:prepare_maximum",      4,
+          family='binary', quant='shared', int16='op', q_versions=(2, 4)),
+    OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4,
+          family='binary', quant='shared', int16='op', q_versions=(2, 4)),
+    OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
+          family='unary', quant='own', int16='none', q_versions=(2, None)),
+    OpRow("EXP",                          "math:prepare_unary",               2,
+          family='unary'),
+    OpRow("LOG",                          "math:prepare_unary",               2,
+          family='unary'),
+    OpRow("SQRT",                         "math:prepare_unary",               1,
+          family='unary'),
+    OpRow("ABS",                          "math:prepare_abs",                 5,
+          family='unary'),
+    OpRow("NEG",                          "math:prepare_unary",               1,
+          family='unary'),
+    OpRow("POW",                          "math:prepare_pow",                 1,
+          family='binary'),
     OpRow("TILE",                         "math:prepare_tile",                3),
     OpRow("BROADCAST_TO",                 "math:prepare_broadcast_to",        3),
-    OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          2),
+    OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          2,
+          family='pad'),
     # comparisons, logical ops and selection (BOOL tensors)
-    OpRow("EQUAL",                        "compare:prepare_compare",          4),
-    OpRow("NOT_EQUAL",                    "compare:prepare_compare",          3),
-    OpRow("LESS",                         "compare:prepare_compare",          3),
-    OpRow("LESS_EQUAL",                   "compare:prepare_compare",          2),
-    OpRow("GREATER",                      "compare:prepare_compare",          2),
-    OpRow("GREATER_EQUAL",                "compare:prepare_compare",          3),
-    OpRow("LOGICAL_AND",                  "compare:prepare_logical",          1),
-    OpRow("LOGICAL_OR",                   "compare:prepare_logical",          1),
-    OpRow("LOGICAL_NOT",                  "compare:prepare_logical",          1),
-    OpRow("SELECT",                       "compare:prepare_select",           4),
-    OpRow("SELECT_V2",                    "compare:prepare_select_v2",        2),
+    OpRow("EQUAL",                        "compare:prepare_compare",          4,
+          family='binary', quant='compare', q_versions=(2, None)),
+    OpRow("NOT_EQUAL",                    "compare:prepare_compare",          3,
+          family='binary', quant='compare', q_versions=(2, None)),
+    OpRow("LESS",                         "compare:prepare_compare",          3,
+          family='binary', quant='compare', q_versions=(2, 3)),
+    OpRow("LESS_EQUAL",                   "compare:prepare_compare",          2,
+          family='binary', quant='compare', q_versions=(2, None)),
+    OpRow("GREATER",                      "compare:prepare_compare",          2,
+          family='binary', quant='compare', q_versions=(2, None)),
+    OpRow("GREATER_EQUAL",                "compare:prepare_compare",          3,
+          family='binary', quant='compare', q_versions=(2, 3)),
+    OpRow("LOGICAL_AND",                  "compare:prepare_logical",          1,
+          family='binary', quant='logical'),
+    OpRow("LOGICAL_OR",                   "compare:prepare_logical",          1,
+          family='binary', quant='logical'),
+    OpRow("LOGICAL_NOT",                  "compare:prepare_logical",          1,
+          family='unary', quant='logical'),
+    OpRow("SELECT",                       "compare:prepare_select",           4,
+          family='binary', quant='select', q_versions=(2, None)),
+    OpRow("SELECT_V2",                    "compare:prepare_select_v2",        2,
+          family='binary', quant='select'),
     # activations
-    OpRow("SOFTMAX",                      "activations:prepare_softmax",      3),
-    OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2),
-    OpRow("LOGISTIC",                     "activations:prepare_logistic",     3),
-    OpRow("TANH",                         "activations:prepare_tanh",         3),
-    OpRow("RELU",                         "activations:prepare_relu",         3),
-    OpRow("RELU6",                        "activations:prepare_relu6",        3),
-    OpRow("RELU_N1_TO_1",                 "activations:prepare_relu_n1_to_1", 2),
-    OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2),
-    OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2),
-    OpRow("PRELU",                        "activations:prepare_prelu",        2),
+    OpRow("SOFTMAX",                      "activations:prepare_softmax",      3,
+          family='last_axis', quant='fixed',
+          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
+    OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2,
+          family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0625, 127),), int16='none', q_versions=(2, None)),
+    OpRow("LOGISTIC",                     "activations:prepare_logistic",     3,
+          family='unary', inplace='unary', patch='elementwise', quant='fixed',
+          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
+    OpRow("TANH",                         "activations:prepare_tanh",         3,
+          family='unary', inplace='unary', patch='elementwise', quant='fixed',
+          quant_fixed=(('INT8', 0.0078125, 0), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
+    OpRow("RELU",                         "activations:prepare_relu",         3,
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+    OpRow("RELU6",                        "activations:prepare_relu6",        3,
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+    OpRow("RELU_N1_TO_1",                 "activations:prepare_relu_n1_to_1", 2,
+          family='unary', inplace='unary', patch='elementwise', quant='own'),
+    OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2,
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='none', q_versions=(1, None)),
+    OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2,
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 2)),
+    OpRow("PRELU",                        "activations:prepare_prelu",        2,
+          family='binary', quant='own', int16='none', q_versions=(1, None)),
     # GELU (float32; int8 by a 256-entry table as LiteRT's): emitted by converters.passes.gelu
-    OpRow("GELU",                         "gelu:prepare_gelu",                2),
+    OpRow("GELU",                         "gelu:prepare_gelu",                2,
+          family='unary', quant='own', int16='none', q_versions=(2, None)),
     # type conversion
-    OpRow("QUANTIZE",                     "quantize:prepare_quantize",        3),
-    OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      6),
-    OpRow("CAST",                         "quantize:prepare_cast",            7),
+    OpRow("QUANTIZE",                     "quantize:prepare_quantize",        3,
+          family='unary', inplace='unary', q_versions=(2, 3)),
+    OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      6,
+          family='unary', q_versions=(2, 4)),
+    OpRow("CAST",                         "quantize:prepare_cast",            7,
+          family='unary'),
     # shape and data movement
-    OpRow("RESHAPE",                      "shape:prepare_reshape",            2),
-    OpRow("SQUEEZE",                      "shape:prepare_squeeze",            2),
-    OpRow("EXPAND_DIMS",                  "shape:prepare_expand_dims",        2),
-    OpRow("SHAPE",                        "shape:prepare_shape",              2),
-    OpRow("CONCATENATION",                "shape:prepare_concatenation",      4),
-    OpRow("PACK",                         "shape:prepare_pack",               4),
-    OpRow("UNPACK",                       "shape:prepare_unpack",             4),
-    OpRow("SPLIT",                        "shape:prepare_split",              4),
-    OpRow("SPLIT_V",                      "shape:prepare_split_v",            2),
-    OpRow("TRANSPOSE",                    "shape:prepare_transpose",          6),
-    OpRow("STRIDED_SLICE",                "shape:prepare_strided_slice",      8),
-    OpRow("SLICE",                        "shape:prepare_slice",              6),
-    OpRow("PAD",                          "shape:prepare_pad",                4),
-    OpRow("PADV2",                        "shape:prepare_pad",                4),
-    OpRow("GATHER",                       "shape:prepare_gather",             7),
-    OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2),
-    OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2),
+    OpRow("RESHAPE",                      "shape:prepare_reshape",            2,
+          family='reshape', inplace='same', quant='same:0', int16='pass', moves_values=True),
+    OpRow("SQUEEZE",                      "shape:prepare_squeeze",            2,
+          family='reshape', quant='same:0', int16='pass', moves_values=True),
+    OpRow("EXPAND_DIMS",                  "shape:prepare_expand_dims",        2,
+          family='reshape', quant='same:0', int16='pass', moves_values=True),
+    OpRow("SHAPE",                        "shape:prepare_shape",              2,
+          quant='index'),
+    OpRow("CONCATENATION",                "shape:prepare_concatenation",      4,
+          quant='shared', int16='op', q_versions=(2, 3), join=True),
+    OpRow("PACK",                         "shape:prepare_pack",               4,
+          quant='shared', q_versions=(2, 3), join=True),
+    OpRow("UNPACK",                       "shape:prepare_unpack",             4,
+          quant='same:0', q_versions=(2, 4)),
+    OpRow("SPLIT",                        "shape:prepare_split",              4,
+          quant='same:1', int16='pass', q_versions=(2, 4)),
+    OpRow("SPLIT_V",                      "shape:prepare_split_v",            2,
+          quant='same:0', int16='pass', q_versions=(2, 2)),
+    OpRow("TRANSPOSE",                    "shape:prepare_transpose",          6,
+          quant='same:0', int16='pass', q_versions=(2, 5), moves_values=True),
+    OpRow("STRIDED_SLICE",                "shape:prepare_strided_slice",      8,
+          quant='same:0', int16='pass', q_versions=(2, 4)),
+    OpRow("SLICE",                        "shape:prepare_slice",              6,
+          quant='same:0', q_versions=(2, 4)),
+    OpRow("PAD",                          "shape:prepare_pad",                4,
+          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4)),
+    OpRow("PADV2",                        "shape:prepare_pad",                4,
+          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4)),
+    OpRow("GATHER",                       "shape:prepare_gather",             7,
+          quant='same:0', q_versions=(2, 2)),
+    OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2,
+          quant='same:0', q_versions=(2, None)),
+    OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2,
+          quant='same:0', q_versions=(2, None)),
     OpRow("DENSIFY",                      "shape:prepare_densify",            1),
     # reductions
-    OpRow("MEAN",                         "reduce:prepare_mean",              3),
-    OpRow("SUM",                          "reduce:prepare_sum",               2),
-    OpRow("REDUCE_MAX",                   "reduce:prepare_reduce_max",        3),
-    OpRow("ARG_MAX",                      "reduce:prepare_arg_max",           3),
+    OpRow("MEAN",                         "reduce:prepare_mean",              3,
+          family='reduce', quant='own', int16='op', q_versions=(2, 3)),
+    OpRow("SUM",                          "reduce:prepare_sum",               2,
+          family='reduce', quant='own', int16='op', q_versions=(1, 2)),
+    OpRow("REDUCE_MAX",                   "reduce:prepare_reduce_max",        3,
+          family='reduce', quant='same:0', q_versions=(2, 3)),
+    OpRow("ARG_MAX",                      "reduce:prepare_arg_max",           3,
+          quant='index', q_versions=(2, 2)),
     # resampling
-    OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4),
-    OpRow("RESIZE_BILINEAR",              "resize:prepare_resize_bilinear",   4),
+    OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4,
+          quant='same:0', int16='pass', q_versions=(2, 4)),
+    OpRow("RESIZE_BILINEAR",              "resize:prepare_resize_bilinear",   4,
+          quant='same:0', q_versions=(2, 4)),
     # sequence models
-    OpRow("SVDF",                         "sequence:prepare_svdf",            4, "sequence:macs_svdf"),
-    OpRow("UNIDIRECTIONAL_SEQUENCE_LSTM", "sequence:prepare_unidirectional_sequence_lstm", 4,
-          "sequence:macs_unidirectional_sequence_lstm"),
+    OpRow("SVDF",                         "sequence:prepare_svdf",            4, "sequence:macs_svdf",
+          weights=(1, None, None)),
+    OpRow("UNIDIRECTIONAL_SEQUENCE_LSTM", "sequence:prepare_unidirectional_sequence_lstm", 4, "sequence:macs_unidirectional_sequence_lstm",
+          weights=(1, None, None)),
     # state and control flow
-    OpRow("VAR_HANDLE",                   "stateful:prepare_var_handle",      1),
-    OpRow("READ_VARIABLE",                "stateful:prepare_read_variable",   1),
-    OpRow("ASSIGN_VARIABLE",              "stateful:prepare_assign_variable", 1),
-    OpRow("CALL_ONCE",                    "stateful:prepare_call_once",       1),
+    OpRow("VAR_HANDLE",                   "stateful:prepare_var_handle",      1,
+          effects='state'),
+    OpRow("READ_VARIABLE",                "stateful:prepare_read_variable",   1,
+          effects='state'),
+    OpRow("ASSIGN_VARIABLE",              "stateful:prepare_assign_variable", 1,
+          effects='state'),
+    OpRow("CALL_ONCE",                    "stateful:prepare_call_once",       1,
+          effects='calls', subgraphs=('init_subgraph_index',)),
     # TFLM's audio front-end ("signal" library) custom ops
     OpRow("SignalWindow",                 "signal:prepare_window",            1, custom=True),
     OpRow("SignalFftAutoScale",           "signal:prepare_fft_auto_scale",    1, custom=True),
@@ -193,19 +320,56 @@ OPS: dict[str, OpRow] = _rows(
     OpRow("SignalPCAN",                   "signal:prepare_pcan",              1, custom=True),
     OpRow("SignalFilterBankLog",          "signal:prepare_filter_bank_log",   1, custom=True),
     # MediaPipe's custom ops (mediapipe/util/tflite/operations)
-    OpRow("Convolution2DTransposeBias",   "mediapipe:prepare_transpose_conv_bias", 1,
-          "mediapipe:macs_transpose_conv_bias", custom=True),
+    OpRow("Convolution2DTransposeBias",   "mediapipe:prepare_transpose_conv_bias", 1, "mediapipe:macs_transpose_conv_bias", custom=True),
     OpRow("TransformTensorBilinear",      "mediapipe:prepare_transform_tensor_bilinear", 2, custom=True),
     OpRow("TransformTensor",              "mediapipe:prepare_transform_tensor_bilinear", 1, custom=True),
     OpRow("TransformLandmarks",           "mediapipe:prepare_transform_landmarks", 2, custom=True),
     OpRow("Landmarks2TransformMatrix",    "mediapipe:prepare_landmarks_to_transform_matrix", 2, custom=True),
     # 3-D convolution, top-k and non-max suppression (LiteRT builtins TFLM lacks; issue 15 point 3)
-    OpRow("CONV_3D",                      "conv_3d:prepare_conv_3d",          1, "conv_3d:macs_conv_3d"),
-    OpRow("TOPK_V2",                      "topk:prepare_topk_v2",             3),
+    OpRow("CONV_3D",                      "conv_3d:prepare_conv_3d",          1, "conv_3d:macs_conv_3d",
+          family='conv', weights=(1, None, None)),
+    OpRow("TOPK_V2",                      "topk:prepare_topk_v2",             3,
+          quant='same:0', q_versions=(2, 3)),
     OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
     OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
+    # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
+    OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
+    OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
+    OpRow("CALL", None, 0, effects='calls'),
+    OpRow("L2_POOL_2D", None, 0, family='pool'),
+    OpRow("REDUCE_MIN", None, 0, family='reduce'),
+    OpRow("REDUCE_PROD", None, 0, family='reduce'),
+    OpRow("REDUCE_ANY", None, 0, family='reduce'),
+    OpRow("REDUCE_ALL", None, 0, family='reduce'),
+    OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv'),
+    OpRow("RELU_0_TO_1", None, 0, family='unary'),
+    OpRow("ELU", None, 0, family='unary'),
+    OpRow("SQUARE", None, 0, family='unary'),
+    OpRow("SIN", None, 0, family='unary'),
+    OpRow("COS", None, 0, family='unary'),
+    OpRow("FLOOR", None, 0, family='unary'),
+    OpRow("CEIL", None, 0, family='unary'),
+    OpRow("ROUND", None, 0, family='unary'),
+    OpRow("SIGN", None, 0, family='unary'),
+    OpRow("ZEROS_LIKE", None, 0, family='unary'),
+    OpRow("ONES_LIKE", None, 0, family='unary'),
+    OpRow("FLOOR_DIV", None, 0, family='binary'),
+    OpRow("FLOOR_MOD", None, 0, family='binary'),
+    OpRow("RANDOM_UNIFORM", None, 0, random=True),
+    OpRow("RANDOM_STANDARD_NORMAL", None, 0, random=True),
+    OpRow("MULTINOMIAL", None, 0, random=True),
 )
 # fmt: on
+
+# The ops the interpreter runs (a row with a kernel); ROWS also holds ops known only by their graph facts.
+OPS: dict[str, OpRow] = {name: r for name, r in ROWS.items() if r.kernel is not None}
+
+
+def row(name: str) -> OpRow:
+    """The row of op ``name`` for reading its graph facts; an op the table does not know gets a row with no kernel
+    and no facts (every fact at its default: no family, no side effects, not in place, not patchable, ...)."""
+    r = ROWS.get(name)
+    return r if r is not None else OpRow(name, None, 0)
 
 # Custom ops that need an accelerator: a CPU runtime must refuse them and say which hardware they need.
 ACCELERATOR_CUSTOM_OPS: dict[str, str] = {
