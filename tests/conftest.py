@@ -1,4 +1,5 @@
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,22 @@ from tests.skip_policy import pytest_configure  # noqa: F401  (a pytest hook, fo
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_MODELS = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
+
+
+# The C runtime's binding builds libedge with gcc and make: without them every C case of the runtime grid skips,
+# for this one reason (allow-listed in tests/skip_policy.py only where CI lacks them: it never does).
+C_RUNTIME_REASON = "the C runtime needs gcc and make"
+HAVE_C_RUNTIME = shutil.which("gcc") is not None and shutil.which("make") is not None
+RUNTIMES = ("python", "c")
+
+
+@pytest.fixture(params=RUNTIMES)
+def runtime(request) -> str:
+    """The runtime grid: a test taking ``runtime`` runs once on the Python interpreter and once on the C runtime
+    (``tests.oprunner.run_on(runtime, model, inputs)``)."""
+    if request.param == "c" and not HAVE_C_RUNTIME:
+        pytest.skip(C_RUNTIME_REASON)
+    return request.param
 
 
 # ../shared models the C runtime cannot run, by file name, and why. Tests that run every shared model through

@@ -251,3 +251,10 @@ def run_c(model: bytes, inputs) -> list[np.ndarray]:
         interp.set_tensor(d["index"], np.array(x, order="C"))
     interp.invoke()
     return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+
+
+def run_on(runtime: str, model: bytes, inputs) -> list[np.ndarray]:
+    """One invoke of ``model`` on ``runtime`` ("python": run_ours, "c": run_c; the conftest ``runtime`` grid)."""
+    if runtime not in ("python", "c"):
+        raise ValueError(f"runtime must be 'python' or 'c', not {runtime!r}")
+    return run_c(model, inputs) if runtime == "c" else run_ours(model, inputs)
