@@ -536,10 +536,11 @@ def memory_sections(runnable) -> None:
     print("\n5. The least-RAM plan (memory='min': in place plus patch-based execution of a stage, "
           "edge_sdk.runtime.patching) per plan: layer / inplace / min. Python tensor-plan bytes (no structs / "
           "scratch); the C runtime's whole arena with the board's 32-bit layout (the check runner, = the QEMU board's high water; patch: the stage the C runtime runs, over "
-          "patching.C_PATCH_OPS) against TFLM's whole arena; the patch plan's extra MACs over the model's.")
+          "planner.c_patch_stage) against TFLM's whole arena; the patch plan's extra MACs over the model's.")
     print(f"{'model':<40} {'py layer':>9} {'py inpl':>9} {'py min':>9} {'C inpl':>9} {'C min':>9} {'TFLM tot':>9} "
           f"{'Cmin/TFLM':>11} {'+MACs':>7}  C plan")
-    from edge_sdk.runtime.interpreter import Interpreter as PyInterpreter, c_patch_plan
+    from edge_sdk.runtime.interpreter import Interpreter as PyInterpreter
+    from edge_sdk.runtime.planner import c_patch_stage
 
     patched = []
     for p, _ in runnable:
@@ -552,7 +553,7 @@ def memory_sections(runnable) -> None:
             sizes[memory] = it.arena_size
             if memory == "min":
                 macs = sum(m or 0 for m in it.op_macs(0))
-        plan = c_patch_plan(data)
+        plan = c_patch_stage(data)
         board = {"inplace": board_arena(data, "inplace"), "min": board_arena(data, "min", plan) if plan else None}
         t = tflm.get(str(p))
         extra = f"{100.0 * plan.extra_macs / macs:6.1f}%" if plan is not None and macs else f"{'-':>7}"

@@ -265,7 +265,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
     if mode in _NEEDS_CALIBRATION and calibration is None:
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
-    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+    from edge_sdk.runtime.planner import MEMORY_PLANS
 
     if memory is not None and memory not in MEMORY_PLANS:
         problems.append(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))} or None (auto), not {memory!r}")

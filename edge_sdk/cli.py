@@ -13,6 +13,7 @@ import sys
 from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk.errors import DeviceError, EdgeError, ModelError, ProfileError, UsageError
+from edge_sdk.runtime.planner import MEMORY_PLANS  # documented there; a cheap import (no numpy)
 
 # One place maps error types to exit codes (most specific first). 2 is argparse's usage error (UsageError: an
 # argument the library found out of range or contradictory, named in the message).
@@ -115,16 +116,13 @@ def _detection_options(args) -> dict | None:
     return {"outputs": outputs} if outputs else None
 
 
-# edge_sdk.runtime.interpreter.MEMORY_PLANS (documented there), not imported so that building the parser stays cheap;
-# tests/test_memory_min.py checks the two agree
-MEMORY_CHOICES = ("layer", "inplace", "min")
 
 
 def _memory_option(p, default=None, when: str = "") -> None:
     """--memory layer|inplace|min: the one definition `edge check`, `flash`, `profile`, `export` and `convert
-    --target` share (edge_sdk.runtime.interpreter.MEMORY_PLANS; default None: auto, the layer plan unless it does
+    --target` share (edge_sdk.runtime.planner.MEMORY_PLANS; default None: auto, the layer plan unless it does
     not fit the profile's RAM budget, then the in-place plan, then the least-RAM plan)."""
-    p.add_argument("--memory", choices=MEMORY_CHOICES, default=default,
+    p.add_argument("--memory", choices=MEMORY_PLANS, default=default,
                    help=f"{when}the arena plan: layer (layer by layer), inplace (in-place ops, +0 MACs) or min (least "
                         "RAM: in place plus patch-based execution of a stage, extra MACs); "
                         + (f"default {default}" if default else

@@ -119,7 +119,7 @@ def _models():
 
 
 def test_never_larger_than_tflm_on_reference_models():
-    from edge_sdk.runtime.interpreter import static_plan
+    from edge_sdk.runtime.planner import static_plan
     from edge_sdk.model import read_model
 
     paths = _models()
@@ -141,7 +141,8 @@ def test_never_larger_than_tflm_on_reference_models():
 
 
 def test_interpreter_plan_matches_static_plan():
-    from edge_sdk.runtime.interpreter import Interpreter, static_plan
+    from edge_sdk.runtime.interpreter import Interpreter
+    from edge_sdk.runtime.planner import static_plan
     from edge_sdk.model import read_model
 
     path = shared_model("tflite-micro/hello_world_int8.tflite")

@@ -334,14 +334,14 @@ def test_swish_se_patch_plan_on_the_qemu_board(state, tmp_path):
     """edge flash --memory min of the swish / squeeze-excite net: the Cortex-M4 firmware (the new window code
     compiled for the board) runs the stage with LOGISTIC, MUL and RELU; edge profile's outputs equal the host
     interpreter's bit for bit, in less arena than the least-RAM plan without patches."""
-    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.runtime.planner import c_patch_stage
     from edge_sdk.tools.flash import flash
     from edge_sdk.tools.profile import profile_model
 
     data = swish_se_net("INT8", seed=2, shape=(1, 40, 40, 3))
     model = tmp_path / "swish_se.tflite"
     model.write_bytes(data)
-    plan = c_patch_plan(data)
+    plan = c_patch_stage(data)
     assert plan is not None and {"LOGISTIC", "MUL", "RELU"} <= {sn.op for sn in plan.stage}
     r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="min")
     config = (tmp_path / "fw" / "gen" / "app_config.h").read_text()

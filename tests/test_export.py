@@ -417,7 +417,7 @@ def _exact_model(tmp_path, which: str) -> Path:
 def _header_plan_checks(r, header: str, plan: str, data: bytes) -> None:
     """The header's flags and patch stage are the plan's (edge_init_patch's stage: the one edge check and edge
     flash run)."""
-    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.runtime.planner import c_patch_stage
 
     assert r.memory in BUILT[plan] and r.memory_request == plan
     assert f"#define EDGE_MODEL_ARENA_BYTES {r.arena_bytes}u" in header
@@ -425,7 +425,7 @@ def _header_plan_checks(r, header: str, plan: str, data: bytes) -> None:
     assert "UPPER BOUND" not in header and "ESTIMATE" not in header
     # no warning but the plan's own (inplace on person_detect: nothing runs in place, said so)
     assert all(w.startswith(f"--memory {plan}: ") for w in r.warnings) and (r.memory == BUILT[plan][-1]) == (not r.warnings)
-    stage = c_patch_plan(data) if plan == "min" else None
+    stage = c_patch_stage(data) if plan == "min" else None
     numbers = (stage.nodes[0], stage.nodes[-1], *stage.grid) if stage else (0, 0, 0, 0)
     assert f"#define EDGE_MODEL_PATCH_PLAN {{{', '.join(map(str, numbers))}}}" in header
     assert (r.patch is None) == (stage is None)
@@ -505,10 +505,10 @@ def test_qemu_board_export_arena_is_the_boards_exact_need_and_edge_checks(tmp_pa
 def _patch_chain(tmp_path) -> tuple[Path, object]:
     from tests.test_patching import _c_chain, chain_model
 
-    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.runtime.planner import c_patch_stage
 
     data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
-    plan = c_patch_plan(data)
+    plan = c_patch_stage(data)
     assert plan is not None
     return _model_file(tmp_path, data, "patch_chain.tflite"), plan
 

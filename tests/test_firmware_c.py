@@ -16,7 +16,7 @@ import pytest
 
 from edge_sdk import Interpreter
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
-from edge_sdk.runtime.interpreter import static_plan
+from edge_sdk.runtime.planner import static_plan
 from edge_sdk.model import read_model, write_model
 
 from tests.conftest import shared_model, shared_models

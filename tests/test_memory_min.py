@@ -2,7 +2,7 @@
 PAD and int8 depthwise in both runtimes.
 
 A RESHAPE's output shares its input's bytes and a PAD writes its output over its input when the input dies at
-that node (edge_sdk.runtime.interpreter.inplace_aliases; firmware_c/src/edge.c inplace_groups). The outputs are
+that node (edge_sdk.runtime.planner.inplace_aliases; firmware_c/src/edge.c inplace_groups). The outputs are
 bit-exact with the layer-by-layer plan in the Python interpreter and the C runtime, and the C plan is identical
 to Python's, entry by entry.
 """
@@ -335,7 +335,7 @@ def test_cli_check_memory_flag(tmp_path):
 
 def test_depthwise_not_in_place_when_its_kernel_cannot():
     """float32, or a depth multiplier above 1 (more output than input channels): the layer plan's placement."""
-    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+    from edge_sdk.runtime.planner import buffer_requests, inplace_aliases
 
     data = _dw_chain_model(1, "SAME")
     it = Interpreter(model_content=data, memory="inplace")
@@ -364,7 +364,7 @@ def test_inplace_plan_never_larger_than_the_layer_plan():
     from tests.test_patching import _c_chain, chain_model
 
     from edge_sdk.runtime import arena as _arena
-    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases
+    from edge_sdk.runtime.planner import buffer_requests, inplace_aliases
 
     data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
     layer = Interpreter(model_content=data)
@@ -416,14 +416,16 @@ def test_c_inplace_need_never_above_the_layer_need(name):
 # ------------------------------------------------------------------------------------------------ plan names
 def test_memory_plan_names_are_one_vocabulary():
     """--memory and memory= take layer / inplace / min everywhere (the CLI's choices, both backends, check, flash,
-    export, convert); "patch" is no choice any more (it names the plan built with a patch stage)."""
-    from edge_sdk.cli import MEMORY_CHOICES
-    from edge_sdk.runtime import backend_c
-    from edge_sdk.runtime.interpreter import MEMORY_PLANS, REALISED_PLANS
+    export, convert); "patch" is no choice any more (it names the plan built with a patch stage). The names are
+    written once, in the planner: the CLI and both backends take that tuple itself."""
+    from edge_sdk import cli
+    from edge_sdk.runtime import backend_c, interpreter
+    from edge_sdk.runtime.planner import MEMORY_PLANS, REALISED_PLANS
     from edge_sdk.targets.check import check_model
     from edge_sdk.tools.flash import flash
 
-    assert MEMORY_CHOICES == backend_c.MEMORY_PLANS == MEMORY_PLANS == ("layer", "inplace", "min")
+    assert cli.MEMORY_PLANS is backend_c.MEMORY_PLANS is interpreter.MEMORY_PLANS is MEMORY_PLANS
+    assert MEMORY_PLANS == ("layer", "inplace", "min")
     assert REALISED_PLANS == ("layer", "inplace", "patch")
     data = _chain_model()
     for make in (lambda: Interpreter(model_content=data, memory="patch"),
@@ -439,7 +441,7 @@ def test_inplace_is_the_old_min_plan():
     byte for byte: the layer requests with the in-place groups (least_ram_plan: of no groups, the groups without the
     elementwise ops and all of them, the smallest plan); and memory="min" with no op allowed in a patch stage makes
     exactly that plan too."""
-    from edge_sdk.runtime.interpreter import buffer_requests, inplace_aliases, least_ram_plan
+    from edge_sdk.runtime.planner import buffer_requests, inplace_aliases, least_ram_plan
 
     models = {"chain": _chain_model(shape=(1, 16, 16, 8)), "dw": _dw_chain_model(1, "SAME"),
               "person_detect": shared_model("tflite-micro/person_detect.tflite").read_bytes()}

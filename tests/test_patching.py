@@ -395,13 +395,13 @@ def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
     profile's outputs equal the host interpreter's bit for bit; the board's high-water mark is the 32-bit check
     runner's figure (edge check's), below 0.6x the in-place plan's and at most 0.5x TFLM's whole arena (85264
     bytes: issue 17's goal; measured 41136, 0.48x)."""
-    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.runtime.planner import c_patch_stage
     from edge_sdk.tools.flash import flash, format_flash
     from edge_sdk.tools.profile import format_profile, profile_model
 
     model = shared_model("tflite-micro/person_detect.tflite")
     data = model.read_bytes()
-    plan = c_patch_plan(data)
+    plan = c_patch_stage(data)
     r = flash(model, "qemu-mps2-an386", build_dir=tmp_path / "fw", memory="min")
     config = (tmp_path / "fw" / "gen" / "app_config.h").read_text()
     assert r.memory == "patch" and r.patch["grid"] == list(plan.grid) and r.patch["extra_macs"] == plan.extra_macs
@@ -419,11 +419,11 @@ def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
 def test_check_reports_and_picks_the_patch_plan(tmp_path):
     """edge check --memory min names the stage, its RAM and extra MACs; without --memory it takes the patch
     plan itself when neither the layer nor the in-place plan fits the budget and the patch plan does."""
-    from edge_sdk.runtime.interpreter import c_patch_plan
+    from edge_sdk.runtime.planner import c_patch_stage
     from edge_sdk.targets.check import RUNS, check_model, format_check
 
     data = chain_model(_c_chain("same_s1_s2"), shape=(1, 40, 40, 3), seed=4)
-    plan = c_patch_plan(data)
+    plan = c_patch_stage(data)
     assert plan is not None
     forced = check_model(data, "qemu-mps2-an386", memory="min")
     small = check_model(data, "qemu-mps2-an386", memory="inplace")

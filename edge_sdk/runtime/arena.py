@@ -208,7 +208,7 @@ def plan_aliased(
     alignment: int = ALIGNMENT
 ) -> ArenaPlan:
     """The in-place plan's placement: ``aliases`` maps a request's key to the key of its group's root (an
-    in-place node's output to the input whose bytes it takes over, edge_sdk.runtime.interpreter.inplace_aliases).
+    in-place node's output to the input whose bytes it takes over, edge_sdk.runtime.planner.inplace_aliases).
     Each group is planned as one request, in its root's place in the order: the root's first use, the largest
     aligned size and the last use of its members. Every member is then reported at its root's offset with its
     own size and lifetime (members of one group overlap in time by design: the in-place node's step)."""

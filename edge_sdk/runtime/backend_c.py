@@ -44,6 +44,7 @@ import numpy as np
 
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
+from edge_sdk.runtime.planner import MEMORY_PLANS, c_patch_stage  # the memory= plans (documented there)
 from edge_sdk.runtime.c_status import STATUS, status_name, status_names  # noqa: F401 (re-exported)
 from edge_sdk import resources
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
@@ -61,9 +62,6 @@ MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: in-place nodes (memory="inplace", and un
 # EDGE_PLAN_PATCH_CUT, a plan entry's tensor for the patch stage's cut window buffer, is patching.CUT_KEY; the ops
 # a patch stage may hold in the C runtime (edge_init_patch) are patching.C_PATCH_OPS
 PATCH_CUT = CUT_KEY
-# the memory= plans, edge_sdk.runtime.interpreter.MEMORY_PLANS (documented there; importing it here would make an
-# import cycle: tests/test_memory_min.py checks the two are the same)
-MEMORY_PLANS = ("layer", "inplace", "min")
 
 _lock = threading.Lock()
 _threads_lock = threading.Lock()
@@ -337,6 +335,8 @@ class CInterpreter:
             data = bytes(model_content)
         else:
             raise ValueError("Exactly one of model_path and model_content must be given")
+        if memory == "min" and patch_plan is None:  # the planner's stage: the model file's shapes, no interpreter
+            self._patch = c_patch_stage(data, patch_ops)
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
         if num_threads is not None:  # LiteRT's checks and messages (as the Python interpreter); None means 1

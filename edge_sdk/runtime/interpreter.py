@@ -10,9 +10,10 @@ The public methods mirror ``ai_edge_litert.interpreter.Interpreter`` for the com
 dicts, same ValueError messages from set_tensor). Our own additions: ``arena_size`` (bytes the plan uses),
 ``arena_plan()`` (an ``edge_sdk.runtime.arena.ArenaPlan`` you can print) and ``Interpreter(..., arena_size=N)``,
 which makes ``allocate_tensors`` raise ``ArenaTooSmallError(required, given)`` when the plan needs more;
-``memory=`` picks the arena plan (MEMORY_PLANS below): "layer" (the default, layer by layer), "inplace" (in-place
-RESHAPE / PAD / int8 depthwise, ``inplace_aliases``; +0 MACs) or "min" (the least RAM: "inplace" plus patch-based
-execution of a stage of the graph when that needs less still, ``patch_plan()``; edge_sdk.runtime.patching), all
+``memory=`` picks the arena plan (edge_sdk.runtime.planner.MEMORY_PLANS): "layer" (the default, layer by layer),
+"inplace" (in-place RESHAPE / PAD / int8 depthwise / elementwise ops, planner.inplace_aliases; +0 MACs) or "min"
+(the least RAM: "inplace" plus patch-based execution of a stage of the graph when that needs less still,
+``patch_plan()``; edge_sdk.runtime.patching), the planner deciding which (planner.plan_tensors), all
 bit-exact with the layer-by-layer plan; ``memory_plan`` says which plan was built ("layer", "inplace" or "patch").
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
@@ -63,7 +64,6 @@ is available where the delegates cannot execute.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -72,23 +72,13 @@ from edge_sdk import log
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime import patching as _patching
+from edge_sdk.runtime import planner as _planner
+from edge_sdk.runtime.planner import MAX_ARENA_BYTES, MEMORY_PLANS, buffer_requests
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import TENSOR_TYPES, Model
-
-# Refuse plans above this before allocating anything (a corrupt shape must not become a MemoryError).
-MAX_ARENA_BYTES = 1 << 31
-
-# Builtin ops that run other subgraphs, and the option fields that name them.
-_CALLED_SUBGRAPHS = {
-    "CALL_ONCE": ("init_subgraph_index",),
-    "IF": ("then_subgraph_index", "else_subgraph_index"),
-    "WHILE": ("cond_subgraph_index", "body_subgraph_index"),
-}
-# Ops never computed at allocate even with constant inputs: state, side effects, other subgraphs.
-_NOT_FOLDED = frozenset({"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE", "IF", "WHILE", "CALL"})
 
 _NUMPY_TO_TFLITE: dict[np.dtype, str] = {}
 for _name, (_code, _dt) in TENSOR_TYPES.items():
@@ -300,20 +290,12 @@ class Interpreter:
         self._memory_plan = "layer"
         p.patch = None
         if self._memory in ("inplace", "min") and not delegated:
-            plan, aliases = least_ram_plan(self._model, p.infos, requests, spans)
-            layer_plan = _arena.plan(requests)
-            self._memory_plan = "inplace" if aliases else "layer"
-            if not aliases:  # no node can run in place, or running in place saves nothing: the layer plan is built
+            chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
+                                           spans=spans)
+            plan, p.patch, self._memory_plan = chosen.arena, chosen.stage, chosen.memory_plan
+            if chosen.memory_plan == "layer":  # no node can run in place, or running in place saves nothing
                 log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
                           "using the layer plan")
-            if self._memory == "min":
-                patch, patched = _patching.choose(
-                    self._model, p.infos, requests, spans,
-                    lambda reqs, skip: least_ram_plan(self._model, p.infos, reqs, spans, skip),
-                    lambda reqs, skip: inplace_aliases(self._model, p.infos, reqs, spans, skip),
-                    plan, layer_plan.total, ops=self._patch_ops)
-                if patch is not None:
-                    plan, p.patch, self._memory_plan = patched, patch, "patch"
         else:
             if self._memory != "layer":  # delegates run whole partitions over their boundary tensors
                 log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
@@ -325,7 +307,7 @@ class Interpreter:
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         for d, part in delegated:
-            for k in _internal_keys(self._model, part, d.holds_internal_tensors):
+            for k in _planner.internal_keys(self._model, part, d.holds_internal_tensors):
                 p.held[k] = f"{d.name} partition of nodes {part.nodes[0]}..{part.nodes[-1]}"
         self._make_views(p, set(p.held))
         self._stage_inputs(p)
@@ -402,55 +384,9 @@ class Interpreter:
         return list(self._delegates)
 
     def tensor_infos(self, s: int) -> list[TensorInfo]:
-        model = self._model
-        sg = model.subgraphs[s]
-        infos = []
-        for t, tensor in enumerate(sg.tensors):
-            where = f"{'subgraph %d ' % s if s else ''}tensor {t} '{tensor.name}'"
-            if tensor.type not in TENSOR_TYPES:
-                raise ModelError(f"{where}: unknown type {tensor.type!r}")
-            if not 0 <= tensor.buffer < len(model.buffers):
-                raise ModelError(f"{where}: buffer {tensor.buffer} out of range (model has {len(model.buffers)})")
-            shape = self._resized.get((s, t), tuple(tensor.shape))
-            try:
-                shape = tuple(int(d) for d in shape)
-            except (TypeError, ValueError):
-                raise ModelError(f"{where}: shape {shape!r} is not a list of ints") from None
-            if any(d < 0 for d in shape):
-                raise ModelError(f"{where}: negative dimension in shape {shape}")
-            data = None
-            if not tensor.is_variable and model.buffers[tensor.buffer].data:
-                data = model.tensor_data(s, t)
-            q = tensor.quantization
-            scale = zero_point = None
-            qdim = 0
-            if q is not None and q.scale is not None and np.size(q.scale) > 0:
-                scale = np.asarray(q.scale, np.float32).reshape(-1)
-                zp = q.zero_point if q.zero_point is not None else np.zeros(0)
-                zero_point = np.asarray(zp, np.int64).reshape(-1)
-                if zero_point.size == 0:
-                    zero_point = np.zeros(scale.size, np.int64)
-                qdim = int(q.quantized_dimension)
-            infos.append(
-                TensorInfo(
-                    index=t,
-                    name=tensor.name,
-                    type=tensor.type,
-                    dtype=tensor.dtype,
-                    shape=shape if data is None or tensor.sparsity is not None else tuple(data.shape),
-                    scale=scale,
-                    zero_point=zero_point,
-                    quantized_dimension=qdim,
-                    data=data,
-                    is_variable=tensor.is_variable,
-                    sparsity=tensor.sparsity,
-                )
-            )
-            if data is None and tensor.dtype is not None:
-                nbytes = math.prod(shape) * tensor.dtype.itemsize
-                if nbytes > MAX_ARENA_BYTES:
-                    raise ModelError(f"{where}: shape {shape} needs {nbytes} bytes, above the {MAX_ARENA_BYTES} limit")
-        return infos
+        """Subgraph ``s``'s tensor infos before prepare: the model file's shapes, or resize_tensor_input's
+        (edge_sdk.runtime.planner.tensor_infos, the planner's light pass over the model)."""
+        return _planner.tensor_infos(self._model, s, self._resized)
 
     def prepare_report(self) -> tuple[list[list[Node]], dict[tuple[int, int], Exception], list[list[TensorInfo]]]:
         """Prepare every node exactly as ``allocate_tensors`` does, but a node that fails does not stop the
@@ -534,7 +470,7 @@ class Interpreter:
         model = self._model
         name, version, i = node.op, node.version, node.index
         outs = node.outputs
-        for field in _CALLED_SUBGRAPHS.get(name, ()):
+        for field in op_table.row(name).subgraphs:
             callee = node.options.get(field)
             if not isinstance(callee, (int, np.integer)) or not 0 <= callee < len(model.subgraphs):
                 raise node.error(f"{field} {callee!r} is not a subgraph of this model")
@@ -629,7 +565,7 @@ class Interpreter:
             views = p.views[s]
             const = {info.index for info in p.infos[s] if info.is_const}
             for i, node in enumerate(nodes):
-                if p.assignments[s][i][0] != CPU or node.op in _NOT_FOLDED or hasattr(node._eval, "reset"):
+                if p.assignments[s][i][0] != CPU or op_table.row(node.op).effects or hasattr(node._eval, "reset"):
                     continue
                 ins = [info for info in node.inputs if info is not None]
                 if not ins or any(info.index not in const for info in ins):
@@ -759,9 +695,10 @@ class Interpreter:
                     ins.append(src[:, nr[0] - r0:nr[1] - r0, nc[0] - c0:nc[1] - c0, :])
                     shapes.append(_patching.local_shape(info, nr, nc))
                 window = None
-                if sn.op in _patching.WINDOW_OPS:
+                patch_rule = op_table.row(sn.op).patch
+                if patch_rule == "window":
                     window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]), out_shape[1], out_shape[2])
-                elif sn.op in _patching.PAD_OPS:
+                elif patch_rule == "pad":
                     window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]))
                 key = (sn.index, tuple(shapes), window)
                 if key not in cache:
@@ -1077,262 +1014,24 @@ def _sparsity_details(sp) -> dict:
     }
 
 
-def _callees(model: Model, op) -> list[int]:
-    fields = _CALLED_SUBGRAPHS.get(model.op_name(op), ())
-    return [int(op.options[f]) for f in fields]
-
-
-def _internal_keys(model: Model, part, held: bool) -> list[tuple[int, int]]:
-    """(subgraph, tensor) keys a delegate partition keeps to itself (none unless the delegate holds them)."""
-    if not held:
-        return []
-    sg = model.subgraphs[part.subgraph]
-    boundary = set(part.inputs) | set(part.outputs)
-    keys = []
-    for i in part.nodes:
-        op = sg.operators[i]
-        for t in [*op.outputs, *op.intermediates]:
-            if t >= 0 and t not in boundary:
-                keys.append((part.subgraph, int(t)))
-    return keys
-
-
-def buffer_requests(model: Model, infos: list[list[TensorInfo]], delegated=(), spans: dict | None = None
-                    ) -> list[_arena.BufferRequest]:
-    """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
-
-    ``infos[s][t]`` gives each tensor's (prepared) shape and dtype. Tensor and subgraph indices must already
-    be valid (allocate_tensors checks them first). See the module docstring for the time axis.
-    ``delegated``: ``(partition, holds_internal_tensors)`` for each delegate partition: it runs as one step
-    spanning its nodes' steps, so its boundary tensors stay live across the whole span, and (when the
-    delegate holds them) its internal tensors need no arena space. ``spans``: a dict to receive every node's
-    (first step, last step) by (subgraph, node).
-    """
-    first: dict[tuple[int, int], int] = {}
-    last: dict[tuple[int, int], int] = {}
-    span: dict[tuple[int, int], tuple[int, int]] = {} if spans is None else spans  # (subgraph, node) -> steps
-    clock = 0
-    marked: set[int] = set()
-
-    def use(key, step):
-        first.setdefault(key, step)
-        last[key] = step
-
-    def mark(s: int, stack: tuple[int, ...]):
-        nonlocal clock
-        if s in stack:
-            raise ModelError(f"subgraph {s} calls itself (through {' -> '.join(map(str, stack + (s,)))})")
-        marked.add(s)
-        sg = model.subgraphs[s]
-        for t in sg.inputs:
-            use((s, t), clock)
-        for i, op in enumerate(sg.operators):
-            clock += 1
-            start = clock
-            for t in op.outputs:
-                first.setdefault((s, t), start)
-            for callee in _callees(model, op):
-                clock += 1
-                mark(callee, stack + (s,))
-            for t in op.inputs:
-                if t >= 0:
-                    use((s, t), clock)
-            for t in op.outputs:
-                use((s, t), clock)
-            for t in op.intermediates:
-                use((s, t), start)
-                use((s, t), clock)
-            lo, hi = span.get((s, i), (start, clock))
-            span[(s, i)] = (min(lo, start), max(hi, clock))
-        for t in sg.outputs:
-            use((s, t), clock)
-
-    mark(0, ())
-    for s in range(len(model.subgraphs)):
-        if s not in marked:
-            clock += 1
-            mark(s, ())
-    end = clock
-    for t in model.subgraphs[0].outputs:
-        last[(0, t)] = end  # the primary outputs stay readable after invoke, whatever else runs
-    skip: set[tuple[int, int]] = set()
-    for part, held in delegated:
-        s = part.subgraph
-        if not part.nodes or (s, part.nodes[0]) not in span:
-            continue
-        lo = min(span[(s, i)][0] for i in part.nodes)
-        hi = max(span[(s, i)][1] for i in part.nodes)
-        for t in (*part.inputs, *part.outputs):
-            key = (s, t)
-            first[key] = min(first.get(key, lo), lo)
-            last[key] = max(last.get(key, hi), hi)
-        skip.update(_internal_keys(model, part, held))
-    requests = []
-    for s, sg_infos in enumerate(infos):
-        for info in sg_infos:
-            key = (s, info.index)
-            if info.is_const:
-                continue
-            if info.is_variable:
-                first[key], last[key] = 0, end
-            if key not in first or key in skip:
-                continue  # nothing reads or writes it, or a delegate holds it
-            if info.dtype is None:
-                raise UnsupportedOpError(
-                    f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
-                    f"{info.type}, which this interpreter cannot hold"
-                )
-            size = math.prod(info.shape) * info.dtype.itemsize
-            if size == 0:
-                continue
-            name = info.name if s == 0 else f"[{s}] {info.name}"
-            requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
-    return requests
-
-
-# The memory plans: one vocabulary for the Python API (Interpreter/CInterpreter(memory=...), check_model, flash,
-# export, convert) and the CLI (--memory on edge check / flash / profile / export / convert --target).
-# What you ask for (MEMORY_PLANS, memory=...):
-#   "layer"    layer by layer: every tensor its own bytes (TFLM's plan); the default.
-#   "inplace"  "layer" plus in-place nodes (inplace_aliases: RESHAPE, PAD, int8 depthwise); +0 MACs. Both runtimes
-#              (the C runtime's EDGE_INIT_MEMORY_MIN flag).
-#   "min"      the least-RAM plan: "inplace" plus patch-based execution of a prefix stage of the graph when
-#              edge_sdk.runtime.patching.choose finds one that needs less (which layers and which patch grid are
-#              chosen automatically; costs extra MACs). The C runtime runs the stage edge_init_patch gets, chosen
-#              over patching.C_PATCH_OPS (c_patch_plan).
-#   None       (check, flash, profile, convert --target; no --memory) auto: "layer", else "inplace" when that fits
-#              the profile's RAM budget, else "min"; the output and the JSON say which plan and why.
-# What was built (REALISED_PLANS: Interpreter.memory_plan, check's "memory_plan" and "plans" keys, edge inspect,
-# export's header and flash/profile reports): "layer", "inplace" (no stage, or memory="inplace") or "patch" (a
-# patch stage: its nodes, grid, exact RAM and extra MACs are reported beside it). "inplace" and "min" realise
-# "layer" when no node can run in place or that would not make the plan smaller, and "min" realises "inplace" when
-# no stage beats it.
-MEMORY_PLANS = ("layer", "inplace", "min")
-REALISED_PLANS = ("layer", "inplace", "patch")
-PLAN_WORDS = {"layer": "layer-by-layer", "inplace": "in-place", "patch": "least-RAM patch-based"}  # in reports
-# ops whose output may take over its input's bytes: RESHAPE (the same bytes), PAD / PADV2 (the C kernel writes the
-# output over the input back to front; the Python kernel copies the input first when they share memory), int8
-# DEPTHWISE_CONV_2D with equal channel counts (the C kernel goes channel by channel through an h x w plane
-# buffer; the Python kernel copies its input into its padded buffer first), and the elementwise ops below
-INPLACE_OPS = ("RESHAPE", "PAD", "PADV2", "DEPTHWISE_CONV_2D")  # DEPTHWISE_CONV_2D: int8, channels in == out
-# elementwise ops: output element i depends on input element i alone (and, for the binary ones, on the other
-# input's element i or its broadcast), and every kernel reads it before it writes output element i, so the output
-# may take over an input of the same element count and element size (a binary op: input 0, else input 1)
-ELEMENTWISE_INPLACE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LEAKY_RELU",
-                           "HARD_SWISH", "LOGISTIC", "TANH", "QUANTIZE")
-BINARY_INPLACE_OPS = ("ADD", "SUB", "MUL")
-
-
-def inplace_aliases(model: Model, infos: list[list[TensorInfo]], requests, spans, skip_nodes=(),
-                    elementwise: bool = True) -> dict:
-    """The least-RAM plan's in-place nodes, as {output key: root key} for edge_sdk.runtime.arena.plan_aliased.
-    In subgraph and node order: an INPLACE_OPS node's output 0 joins the group of its input 0 when both are
-    planned buffers, neither is variable, the input is no input or output of its subgraph, and the input's last
-    use is that node's last step; an ELEMENTWISE_INPLACE_OPS node's output likewise, when the input has the
-    output's element count and element size (ADD / SUB / MUL: input 0, else input 1). The C runtime applies the
-    same rule (firmware_c/src/edge.c, inplace_groups; EDGE_INIT_MEMORY_MIN), so the plans stay identical.
-    ``skip_nodes``: subgraph 0 nodes never in place (a patch stage's, edge_sdk.runtime.patching);
-    ``elementwise=False``: the ELEMENTWISE_INPLACE_OPS nodes neither."""
-    by_key = {r.key: r for r in requests}
-    flag_elementwise = elementwise
-    root: dict = {}
-    for s, sg in enumerate(model.subgraphs):
-        io = set(sg.inputs) | set(sg.outputs)
-        for i, op in enumerate(sg.operators):
-            name = model.op_name(op)
-            elementwise = name in ELEMENTWISE_INPLACE_OPS
-            if (name not in INPLACE_OPS and not (elementwise and flag_elementwise)) or not op.inputs or not op.outputs:
-                continue
-            if s == 0 and i in skip_nodes:
-                continue
-            b = op.outputs[0]
-            for a in op.inputs[:2 if name in BINARY_INPLACE_OPS else 1]:
-                if _joins_input(model, infos, by_key, spans, root, io, s, i, op, a, b, elementwise):
-                    root[(s, b)] = root.get((s, a), (s, a))
-                    break
-    return root
-
-
-def least_ram_plan(model: Model, infos: list[list[TensorInfo]], requests, spans, skip_nodes=()):
-    """The least-RAM plan of these requests and its in-place aliases: of the layer plan (no aliases), the in-place
-    groups without the elementwise ops and all of them (inplace_aliases), the smallest tensor plan, ties to the
-    fewer groups (a group's longer lifetime can make the greedy placement worse than its bytes save; the C
-    runtime's in-place depthwise adds a plane buffer). The C runtime plans the same three (edge.c plan_arena)."""
-    best_plan, best_aliases = _arena.plan(requests), {}
-    tried: list[dict] = [{}]
-    for elementwise in (False, True):
-        aliases = inplace_aliases(model, infos, requests, spans, skip_nodes, elementwise)
-        if aliases in tried:
-            continue
-        tried.append(aliases)
-        plan = _arena.plan_aliased(requests, aliases)
-        if plan.total < best_plan.total:
-            best_plan, best_aliases = plan, aliases
-    return best_plan, best_aliases
-
-
-def _joins_input(model, infos, by_key, spans, root, io, s, i, op, a, b, elementwise) -> bool:
-    """Whether node ``i``'s output ``b`` may take over its input ``a``'s bytes (inplace_aliases' rule)."""
-    if a < 0 or b < 0 or a == b or a in io:
-        return False
-    ka, kb = (s, a), (s, b)
-    if ka not in by_key or kb not in by_key or kb in root:
-        return False
-    x, y = infos[s][a], infos[s][b]
-    if x.is_variable or y.is_variable:
-        return False
-    if elementwise and (math.prod(x.shape) != math.prod(y.shape) or x.dtype.itemsize != y.dtype.itemsize):
-        return False
-    if model.op_name(op) == "DEPTHWISE_CONV_2D":  # the C kernel's channel-by-channel in-place path
-        if (x.type != "INT8" or y.type != "INT8" or len(x.shape) != 4 or len(y.shape) != 4
-                or x.shape[3] != y.shape[3] or by_key[kb].size > by_key[ka].size):
-            return False
-    return by_key[ka].last_use == spans[(s, i)][1]
-
-
-def c_patch_plan(data: bytes):
-    """The patch stage the C runtime runs for a model under memory="min" (edge_init_patch; edge flash, edge
-    check): this planner's over the ops the C runtime's patch execution covers (patching.C_PATCH_OPS), an
-    edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan. Remembered for
-    the last few models (edge flash and edge check ask several times)."""
-    import hashlib
-
-    key = hashlib.sha256(data).digest()
-    if key not in _C_PATCH_PLANS:
-        if len(_C_PATCH_PLANS) >= 8:
-            _C_PATCH_PLANS.pop(next(iter(_C_PATCH_PLANS)))
-        _C_PATCH_PLANS[key] = _c_patch_plan((), {"model_content": bytes(data)})
-    return _C_PATCH_PLANS[key]
-
-
-_C_PATCH_PLANS: dict = {}
-
-
-def c_memory_plan(data: bytes, memory: str):
-    """What the C runtime builds for ``memory`` (MEMORY_PLANS) on this model: ``(plan, stage)``, the realised plan
-    (REALISED_PLANS: "layer", "inplace" or "patch") and the patch stage edge_init_patch gets (c_patch_plan; None
-    unless "patch"). In place falls back to "layer" when no node can run in place or that would not make the plan
-    smaller (the rule both runtimes share, decided by this planner)."""
-    if memory not in MEMORY_PLANS:
-        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
-    if memory == "layer":
-        return "layer", None
-    stage = c_patch_plan(data) if memory == "min" else None
-    if stage is not None:
-        return "patch", stage
-    interp = Interpreter(model_content=bytes(data), memory="inplace")
-    interp.allocate_tensors()
-    return interp.memory_plan, None
-
-
 def _c_patch_plan(args, kwargs):
-    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="min"): this planner's, over
-    the ops the C runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""
-    model_args = {k: kwargs[k] for k in ("model_path", "model_content", "model") if k in kwargs}
-    ops = kwargs.get("patch_ops") or _patching.C_PATCH_OPS
-    py = Interpreter(*args[:2], **model_args, memory="min", patch_ops=ops)
-    py.allocate_tensors()
-    return py.patch_plan()
+    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="min"): the planner's
+    (edge_sdk.runtime.planner.c_patch_stage: the model file's shapes, no Python interpreter), over the ops the C
+    runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""
+    from pathlib import Path
+
+    model = kwargs.get("model")
+    path = kwargs.get("model_path", args[0] if args else None)
+    content = kwargs.get("model_content", args[1] if len(args) > 1 else None)
+    if model is None and content is None and path is not None:
+        try:
+            content = Path(path).read_bytes()
+        except OSError as e:
+            raise ModelError(f"cannot read model file {path}: {e.strerror or e}") from e
+    source = model if model is not None else content
+    if source is None:
+        raise ValueError("Exactly one of model_path and model_content must be given")
+    return _planner.c_patch_stage(source, kwargs.get("patch_ops"))
 
 
 def _no_step(_inputs, _outputs) -> None:
@@ -1353,9 +1052,10 @@ def _prepare_window(node, shapes, out_shape, window):
 
     ins = [info if shape is None else replace(info, shape=tuple(shape)) for info, shape in zip(node.inputs, shapes)]
     sub_window = None
-    if node.op in _patching.WINDOW_OPS:
+    patch_rule = op_table.row(node.op).patch
+    if patch_rule == "window":
         sub_window = window
-    elif node.op in _patching.PAD_OPS:
+    elif patch_rule == "pad":
         pads = np.array(node.inputs[1].data).reshape(4, 2).copy()
         in_shape = shapes[0]
         pads[1] = (window[0], out_shape[1] - window[0] - in_shape[1])
@@ -1370,26 +1070,3 @@ def _prepare_window(node, shapes, out_shape, window):
         raise ModelError(f"{node.where()}: a patch window of output {tuple(out_shape)} came out "
                          f"{tuple(sub.outputs[0].shape)}")
     return run
-
-
-def static_plan(model: Model) -> _arena.ArenaPlan:
-    """The arena plan from the model's declared shapes alone (no kernels needed).
-
-    Equals ``Interpreter.arena_plan()`` when every kernel's computed shapes agree with the declared ones;
-    useful for models with ops we cannot run, and for comparing with TFLM's planner.
-    """
-    interp = Interpreter(model=model)
-    infos = [interp.tensor_infos(s) for s in range(len(model.subgraphs))]
-    for s, sg in enumerate(model.subgraphs):
-        n = len(infos[s])
-        for i, op in enumerate(sg.operators):
-            for t in [*op.inputs, *op.outputs, *op.intermediates, *sg.inputs, *sg.outputs]:
-                if not -1 <= t < n:
-                    raise ModelError(f"{'subgraph %d ' % s if s else ''}node {i}: tensor index {t} out of range")
-            if not 0 <= op.opcode_index < len(model.operator_codes):
-                raise ModelError(f"node {i}: opcode index {op.opcode_index} out of range")
-            for callee in _CALLED_SUBGRAPHS.get(model.op_name(op), ()):
-                c = op.options.get(callee)
-                if not isinstance(c, (int, np.integer)) or not 0 <= c < len(model.subgraphs):
-                    raise ModelError(f"node {i}: {callee} {c!r} is not a subgraph of this model")
-    return _arena.plan(buffer_requests(model, infos))

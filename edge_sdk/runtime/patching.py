@@ -24,18 +24,15 @@ import math
 from dataclasses import dataclass, field
 
 from edge_sdk.runtime import arena as _arena
+from edge_sdk.runtime import op_table
 
-# ops with a spatial window (Node.window support in the kernels; in C edge_window_t)
-WINDOW_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D")
-PAD_OPS = ("PAD", "PADV2")
-# elementwise ops run on the patch windows as they are (every non-constant input of the output's shape, every
-# constant broadcast along no spatial axis)
-ELEMENTWISE_OPS = ("ADD", "SUB", "MUL", "RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH",
-                   "LEAKY_RELU")
-PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
+# The ops a stage may hold: every op whose op-table row has a ``patch`` rule ("window": a spatial window, Node.window
+# in the kernels, edge_window_t in C; "pad": a shift of the window; "elementwise": as it is, every non-constant
+# input of the output's shape, every constant broadcast along no spatial axis). Read from the rows, never listed.
+PATCH_OPS = tuple(name for name, r in op_table.ROWS.items() if r.patch)
 # what the C runtime's patch execution covers (firmware_c/src/edge.c, patch_setup): all of them, so both runtimes
-# choose the same stages (kept as its own name: the C planner's entry point, and what backend_c checks against)
-C_PATCH_OPS = WINDOW_OPS + PAD_OPS + ELEMENTWISE_OPS
+# choose the same stages (its own name: the ops edge_sdk.runtime.backend_c checks a caller's patch_ops against)
+C_PATCH_OPS = PATCH_OPS
 MAX_GRID = 8
 # the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
 # then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
@@ -176,7 +173,8 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
 
     op = model.subgraphs[s].operators[i]
     name = model.op_name(op)
-    if name not in ops or len(op.outputs) != 1 or op.intermediates:
+    row = op_table.row(name)
+    if not row.patch or name not in ops or len(op.outputs) != 1 or op.intermediates:
         return None
     out = infos[op.outputs[0]]
     if out.dtype is None or len(out.shape) != 4 or out.is_variable:
@@ -190,10 +188,10 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
         return None
     h, w = x.shape[1], x.shape[2]
     opts = op.options or {}
-    if name in WINDOW_OPS:
+    if row.patch == "window":
         if len(ins) != 1 or op.inputs[0] != ins[0]:
             return None  # weights computed at run time: keep it simple
-        if name in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        if row.family == "conv":  # a filter input (CONV_2D, DEPTHWISE_CONV_2D); else a pool's options
             flt = infos[op.inputs[1]]
             if len(flt.shape) != 4:
                 return None
@@ -214,7 +212,7 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
             return None
         rules = (AxisRule("window", sh, (kh - 1) * dh + 1, pt, h), AxisRule("window", sw, (kw - 1) * dw + 1, pl, w))
         return StageNode(i, name, tuple(ins), op.outputs[0], rules, per)
-    if name in PAD_OPS:
+    if row.patch == "pad":
         if len(ins) != 1 or op.inputs[0] != ins[0] or len(op.inputs) < 2 or op.inputs[1] < 0:
             return None
         pads = infos[op.inputs[1]]
@@ -230,7 +228,7 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
     # elementwise: every non-constant input has the output's shape; constants broadcast along no spatial axis (their
     # H and W, aligned right, are 1: a per-channel scale or bias, a scalar); a binary op has two inputs, one or both
     # computed (edge.c's patch_setup, the same rule)
-    if name in ("ADD", "SUB", "MUL") and (len(op.inputs) != 2 or any(t < 0 for t in op.inputs)):
+    if row.family == "binary" and (len(op.inputs) != 2 or any(t < 0 for t in op.inputs)):
         return None
     for t in ins:
         if tuple(infos[t].shape) != tuple(out.shape):
@@ -381,7 +379,7 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
            max_full_plans: int = 48, ops=PATCH_OPS):
     """The best patch plan and its arena plan, or (None, None) when none beats both ``base`` (the in-place plan)
     and ``layer_total`` (the layer-by-layer plan's bytes). ``plan_for(requests, skip_nodes)`` plans a request list
-    the least-RAM way (edge_sdk.runtime.interpreter.least_ram_plan: (plan, aliases); stage nodes never run in place),
+    the least-RAM way (edge_sdk.runtime.planner.least_ram_plan: (plan, aliases); stage nodes never run in place),
     ``aliases_for(requests, skip_nodes)`` gives its most in-place aliases (for the lower bound). ``ops``: the ops a
     stage may hold (C_PATCH_OPS for the C runtime)."""
     s = 0

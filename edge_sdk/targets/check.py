@@ -41,7 +41,7 @@ How it decides:
    stack (the target compiler's -fcallgraph-info), the runtime's code for the model's op set (the target
    compiler's objects, or without that compiler firmware_c/size_table.json: ``size_table.lookup``) and, with
    ``apply_link`` (`edge check --link`), a real firmware link's flash and RAM; ``flash_source`` says which.
-   ``memory`` (edge_sdk.runtime.interpreter.MEMORY_PLANS): "layer" (layer by layer), "inplace" (in-place RESHAPE,
+   ``memory`` (edge_sdk.runtime.planner.MEMORY_PLANS): "layer" (layer by layer), "inplace" (in-place RESHAPE,
    PAD and int8 depthwise, EDGE_INIT_MEMORY_MIN; no extra MACs), "min" (the least-RAM plan: in place plus
    patch-based execution of a stage when one needs less; the stage, grid and extra MACs in ``patch`` and
    ``extra_macs``) or None (auto: "layer", else "inplace" when that is smaller, else "min" while the plan still
@@ -220,42 +220,6 @@ def prepare_nodes(model: Model):
     return Interpreter(model=model).prepare_report()
 
 
-def _patch_plan(data: bytes):
-    """The stage the C runtime runs under memory="min" (edge_sdk.runtime.interpreter.c_patch_plan), or None."""
-    from edge_sdk.runtime.interpreter import c_patch_plan
-
-    return c_patch_plan(data)
-
-
-def _base_words(plan: str) -> str:
-    """The plan auto selection moves on from, in words: the in-place plan, or the layer plan when in place saved
-    nothing."""
-    return "the in-place plan" if plan == "inplace" else "the layer-by-layer plan (in place saves nothing here)"
-
-
-def _patch_ops(is_c: bool):
-    """The ops a patch stage may hold: the C runtime's (patching.C_PATCH_OPS) or the interpreter's (all)."""
-    from edge_sdk.runtime import patching
-
-    return patching.C_PATCH_OPS if is_c else patching.PATCH_OPS
-
-
-def _stage(model: Model, data: bytes, is_c: bool):
-    """The least-RAM plan's patch stage (edge_sdk.runtime.patching.PatchPlan) the target's runtime runs under
-    memory="min": the C runtime's (c_patch_plan) or the interpreter's; None when no stage beats the in-place plan."""
-    if is_c:
-        return _patch_plan(data)
-
-    def python_stage():
-        from edge_sdk.runtime.interpreter import Interpreter
-
-        interp = Interpreter(model=model, memory="min")
-        interp.allocate_tensors()
-        return interp.patch_plan()
-
-    return _cached(("stage", hashlib.sha256(data).hexdigest()), python_stage)
-
-
 def _macs_of(nodes) -> list[int]:
     """MACs of subgraph 0's prepared nodes (the op table's MACs functions; 0 where there is none)."""
     from edge_sdk.runtime import op_table
@@ -269,38 +233,6 @@ def _macs_of(nodes) -> list[int]:
         except Exception:  # noqa: BLE001 - a node its kernel refused: no MACs figure
             out.append(0)
     return out
-
-
-def arena_bytes(model: Model, infos, memory: str = "layer", patch_ops=None) -> int:
-    """Our interpreter's arena plan total for these (prepared) tensor infos under ``memory`` (MEMORY_PLANS):
-    "inplace" the in-place plan's (edge_sdk.runtime.interpreter.inplace_aliases), "min" the least-RAM plan's (a
-    patch stage over ``patch_ops`` when one needs less; None: every op the interpreter patches)."""
-    from edge_sdk.runtime import arena as _arena
-    from edge_sdk.runtime.interpreter import buffer_requests, least_ram_plan
-
-    if memory == "min":
-        from edge_sdk.runtime.interpreter import Interpreter
-
-        interp = Interpreter(model=model, memory="min", patch_ops=patch_ops)
-        interp.allocate_tensors()
-        return interp.arena_size
-    spans: dict = {}
-    requests = buffer_requests(model, infos, spans=spans)
-    layer = _arena.plan(requests).total
-    if memory == "inplace":  # never above the layer plan: both runtimes fall back to it (min_falls_back)
-        return least_ram_plan(model, infos, requests, spans)[0].total
-    return layer
-
-
-def min_falls_back(model: Model, infos) -> bool:
-    """Whether the in-place plan is the layer plan: no node can run in place, or no in-place grouping gives a
-    smaller tensor plan than the layer plan (edge_sdk.runtime.interpreter.least_ram_plan), so that both runtimes
-    use the layer plan under memory="inplace" or "min" (edge_sdk.runtime.interpreter, edge.c plan_arena)."""
-    from edge_sdk.runtime.interpreter import buffer_requests, least_ram_plan
-
-    spans: dict = {}
-    requests = buffer_requests(model, infos, spans=spans)
-    return not least_ram_plan(model, infos, requests, spans)[1]
 
 
 # ----------------------------------------------------------------------------------------------- partitions
@@ -433,12 +365,11 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
 
     ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
     answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack;
-    ``memory``: the arena plan asked for (edge_sdk.runtime.interpreter.MEMORY_PLANS: "layer", "inplace", "min"; or
+    ``memory``: the arena plan asked for (edge_sdk.runtime.planner.MEMORY_PLANS: "layer", "inplace", "min"; or
     None: auto)."""
-    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+    from edge_sdk.runtime import planner
 
-    if memory is not None and memory not in MEMORY_PLANS:
-        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))} or None (auto), not {memory!r}")
+    planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
     digest = hashlib.sha256(data).hexdigest()
@@ -474,7 +405,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                             "without the SIMD fast paths, whose packed weights are not counted (an estimate)")
                 c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu, c_defs), lambda: backend_c.target_plan(
                     data, c_layout, type_defs=c_defs, memory=plan_kind,
-                    patch=_patch_plan(data) if plan_kind == "min" else None, cpu=c_cpu))
+                    patch=planner.c_patch_stage(data) if plan_kind == "min" else None, cpu=c_cpu))
             except backend_c.BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
@@ -534,74 +465,53 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
         result.runtime_code = result.stack.pop("runtime_code", {})
 
     # ---- RAM (and which plan: layer by layer, or in place / least RAM when asked or when the layer plan is over).
+    # The planner decides (planner.choose_plan: the plan asked for, else the auto rule over the budget) from the
+    # figures of the target's runtime: the C runtime's measured arenas, else the interpreter's tensor plans.
     # result.memory_plan is the plan built (REALISED_PLANS: "layer", "inplace", "patch"), result.plans its figures.
     result.memory_request = memory
-    stage = _stage(model, data, is_c) if memory == "min" else None
-    result.memory_plan = ("patch" if stage is not None else "inplace") if memory == "min" else memory or "layer"
-    if memory == "min" and stage is None:
-        result.notes.append("--memory min: no patch stage needs less than the in-place plan here; the least-RAM "
-                            "plan is the in-place plan (+0 MACs)")
-    if result.memory_plan == "inplace":
-        try:
-            if min_falls_back(model, infos):
-                result.memory_plan = "layer"
-                result.notes.append(f"--memory {memory}: no node runs in place here (none can, or in-place "
-                                    "execution would need no less than the layer-by-layer plan); both runtimes keep "
-                                    "the layer-by-layer placement")
-        except Exception:  # noqa: BLE001 - a model the planner cannot plan: its problem is reported below
-            pass
+    runtime = "c" if is_c else "python"
     if c_plan is not None and c_plan.ok:
-        layer_need = max(c_plan.figures["high_water"], c_plan.figures["arena_used"])
-        result.plans[result.memory_plan] = layer_need
-        if memory is None and layer_need > profile.ram_arena_bytes:
-            from edge_sdk.runtime import backend_c
+        from edge_sdk.runtime import backend_c
 
-            try:
-                c_min = _cached(("c-inplace", digest, c_plan.layout, c_cpu, c_defs), lambda: backend_c.target_plan(
-                    data, c_plan.layout, c_defs, memory="inplace", cpu=c_cpu))
-            except (backend_c.BuildError, ModelError):
-                c_min = None
-            if c_min is not None and c_min.ok:
-                result.plans["inplace"] = max(c_min.figures["high_water"], c_min.figures["arena_used"])
-                if result.plans["inplace"] < layer_need:
-                    result.memory_plan, c_plan = "inplace", c_min
-                    result.notes.append(f"the layer-by-layer plan needs {layer_need} bytes, above the RAM budget: "
-                                        f"using the in-place plan (--memory inplace, {result.plans['inplace']} bytes; "
-                                        "no extra MACs)")
-            need = result.plans[result.memory_plan]  # the smaller of the layer and in-place figures
-            stage = _stage(model, data, is_c) if need > profile.ram_arena_bytes else None
-            if stage is not None:  # still over: the least-RAM plan, patch-based execution of a stage
-                try:
-                    c_patch = _cached(("c-patch", digest, c_plan.layout, c_cpu, c_defs), lambda: backend_c.target_plan(
-                        data, c_plan.layout, c_defs, memory="min", patch=stage, cpu=c_cpu))
-                except (backend_c.BuildError, ModelError):
-                    c_patch = None
-                if c_patch is not None and c_patch.ok:
-                    result.plans["patch"] = max(c_patch.figures["high_water"], c_patch.figures["arena_used"])
-                    if result.plans["patch"] < need:
-                        result.notes.append(f"{_base_words(result.memory_plan)} needs {need} bytes, above the RAM "
-                                            "budget: using the least-RAM plan (--memory min: patch-based execution "
-                                            f"of a stage, {result.plans['patch']} bytes)")
-                        result.memory_plan, c_plan = "patch", c_patch
-    if result.memory_plan == "patch":
-        result.extra_macs = stage.extra_macs
-        ram = layer = None
-        if c_plan is not None and c_plan.ok:  # the C runtime's whole arenas, not the tensor plans
-            from edge_sdk.runtime import backend_c
+        measured = {memory or "layer": c_plan}  # by the memory= each was measured with
 
-            ram = max(c_plan.figures["high_water"], c_plan.figures["arena_used"])
-            layer = result.plans.get("layer")
-            if layer is None:
+        def c_need(asked: str):
+            """The C runtime's whole arena for the plan ``asked`` builds (its high water), or None."""
+            if asked not in measured:
                 try:
-                    c_layer = _cached(("c", digest, "layer", c_plan.layout, c_cpu, c_defs), lambda: backend_c.target_plan(
-                        data, c_plan.layout, c_defs, memory="layer", cpu=c_cpu))
-                    if c_layer.ok:
-                        layer = max(c_layer.figures["high_water"], c_layer.figures["arena_used"])
+                    measured[asked] = _cached(("c", digest, asked, c_plan.layout, c_cpu, c_defs),
+                                              lambda: backend_c.target_plan(
+                                                  data, c_plan.layout, c_defs, memory=asked,
+                                                  patch=planner.c_patch_stage(data) if asked == "min" else None,
+                                                  cpu=c_cpu))
                 except (backend_c.BuildError, ModelError):
-                    layer = None
-            if layer is None:
-                ram = None  # compare like with like: the tensor plans
-        result.patch = stage.describe(sum(_macs_of(nodes)), ram=ram, layer_ram=layer)
+                    measured[asked] = None
+            got = measured[asked]
+            return max(got.figures["high_water"], got.figures["arena_used"]) if got is not None and got.ok else None
+
+        choice = planner.choose_plan(data, memory, profile.ram_arena_bytes, runtime, need=c_need)
+        if memory is None:  # auto: the figures of the plan chosen (measured while choosing)
+            c_plan = measured[choice.memory]
+    elif c_plan is not None and "plan_only_high_water" in c_plan.figures:  # the refused model's loader figures
+        choice = planner.choose_plan(data, memory, profile.ram_arena_bytes, runtime, need=lambda asked: None)
+    else:
+        try:
+            choice = planner.choose_plan(model, memory, profile.ram_arena_bytes, runtime, infos=infos)
+        except ModelError as exc:
+            choice = None
+            problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
+                             "message": f"the arena cannot be planned: {exc}"})
+    if choice is not None:
+        result.memory_plan, result.plans = choice.plan, dict(choice.figures)
+        result.notes.extend(choice.notes)
+        if choice.plan == "patch":
+            result.extra_macs = choice.stage.extra_macs
+            ram = layer = None
+            if c_plan is not None and c_plan.ok:  # the C runtime's whole arenas, not the tensor plans
+                ram, layer = choice.need, c_need("layer")
+                if layer is None:
+                    ram = None  # compare like with like: the tensor plans
+            result.patch = choice.stage.describe(sum(_macs_of(nodes)), ram=ram, layer_ram=layer)
     if c_plan is not None and c_plan.ok:
         f = c_plan.figures
         result.arena_bytes = max(f["high_water"], f["arena_used"])
@@ -632,29 +542,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
         result.ram_source = ("estimate: the C runtime refused the model, so its loader and planner ran without "
                              "kernels (declared shapes; kernel data and scratch not counted)")
     else:
-        try:
-            asked = {"layer": "layer", "inplace": "inplace", "patch": "min"}[result.memory_plan]
-            result.arena_bytes = result.plans[result.memory_plan] = arena_bytes(model, infos, asked, _patch_ops(is_c))
-            if memory is None and result.arena_bytes > profile.ram_arena_bytes:  # auto: in place, then least RAM
-                result.plans["inplace"] = arena_bytes(model, infos, "inplace")
-                if result.plans["inplace"] < result.arena_bytes:
-                    result.memory_plan, result.arena_bytes = "inplace", result.plans["inplace"]
-                    result.notes.append(f"the layer-by-layer plan needs {result.plans['layer']} bytes, above the "
-                                        f"RAM budget: using the in-place plan (--memory inplace, "
-                                        f"{result.arena_bytes} bytes; no extra MACs)")
-                stage = _stage(model, data, is_c) if result.arena_bytes > profile.ram_arena_bytes else None
-                if stage is not None:
-                    result.plans["patch"] = arena_bytes(model, infos, "min", _patch_ops(is_c))
-                    if result.plans["patch"] < result.arena_bytes:
-                        result.notes.append(f"{_base_words(result.memory_plan)} needs {result.arena_bytes} bytes, "
-                                            "above the RAM budget: using the least-RAM plan (--memory min: "
-                                            f"patch-based execution of a stage, {result.plans['patch']} bytes)")
-                        result.memory_plan, result.arena_bytes = "patch", result.plans["patch"]
-                        result.extra_macs = stage.extra_macs
-                        result.patch = stage.describe(sum(_macs_of(nodes)))
-        except ModelError as exc:
-            problems.append({"kind": "arena", "severity": "error", "value": None, "limit": profile.ram_arena_bytes,
-                             "message": f"the arena cannot be planned: {exc}"})
+        result.arena_bytes = None if choice is None else choice.need
         if is_c and c_plan is not None:
             result.ram_source = ("estimate: the tensor plan only (the C runtime refused the model, so its "
                                  "persistent part and scratch were not measured)")
@@ -812,7 +700,7 @@ def format_check(result: CheckResult) -> str:
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
     over = r.arena_bytes is not None and r.ram_budget and r.arena_bytes > r.ram_budget
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
-    from edge_sdk.runtime.interpreter import PLAN_WORDS
+    from edge_sdk.runtime.planner import PLAN_WORDS
 
     plan = f"{PLAN_WORDS.get(r.memory_plan, r.memory_plan)} plan"
     if r.memory_plan != "layer":

@@ -66,7 +66,7 @@ class ExportResult:
     arena_bytes: int
     arena_source: str  # a key of ARENA_SOURCES: "target", "host", "host-upper-bound" or "estimate"
     arena_build: str  # the build of these sources that measured it (compiler, flags, where it ran)
-    memory: str  # the arena plan built (interpreter.REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
+    memory: str  # the arena plan built (planner.REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
     # nodes, EDGE_INIT_MEMORY_MIN) or "patch" (in place plus a patch stage: edge_init_patch, EDGE_MODEL_PATCH_PLAN)
     board: str | None
     example: str  # "files" (edge_example IN.bin OUT.bin), "uart" (checksums on the board's UART) or "none"
@@ -78,7 +78,7 @@ class ExportResult:
     outputs: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     patch: dict | None = None  # memory "patch": the stage (edge_sdk.runtime.patching.PatchPlan.to_dict); None: none
-    memory_request: str = "layer"  # the plan asked for (interpreter.MEMORY_PLANS: --memory layer, inplace or min)
+    memory_request: str = "layer"  # the plan asked for (planner.MEMORY_PLANS: --memory layer, inplace or min)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -370,12 +370,12 @@ def _c_float(x: float) -> str:
 def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs: list[dict], sha: str,
                  size: int, memory: str = "layer", patch=None, init_min: bool | None = None,
                  arena_how: str = "") -> str:
-    """edge_model.h; ``memory``: the plan built (interpreter.REALISED_PLANS), ``patch`` its stage (a PatchPlan);
+    """edge_model.h; ``memory``: the plan built (planner.REALISED_PLANS), ``patch`` its stage (a PatchPlan);
     ``init_min``: EDGE_INIT_MEMORY_MIN in the flags (the arena was measured with it; None: unless "layer");
     ``arena_how``: the build that measured the arena."""
     if init_min is None:
         init_min = memory != "layer"
-    from edge_sdk.runtime.interpreter import PLAN_WORDS
+    from edge_sdk.runtime.planner import PLAN_WORDS
 
     why = ARENA_SOURCES[source] + (f"; {arena_how}" if arena_how else "")
     arena_doc = textwrap.wrap(f"Arena bytes to give edge_init_patch (a 16-byte aligned array, with "
@@ -819,7 +819,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     from edge_sdk.model import read_model
     from edge_sdk.targets.profiles import load_profile
 
-    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+    from edge_sdk.runtime.planner import MEMORY_PLANS, choose_plan
 
     if memory not in MEMORY_PLANS:
         raise EdgeError(f"unknown memory plan {memory!r} (plans: {', '.join(MEMORY_PLANS)})")
@@ -840,17 +840,10 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     sg0 = model.subgraphs[0]
     inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)
     name = model_path.name
-    # the plan built: "min"'s stage is the one edge check and edge flash run (interpreter.c_patch_plan)
-    from edge_sdk.runtime.interpreter import c_memory_plan
-
-    plan, patch = c_memory_plan(data, memory)
-    plan_warnings = []
-    if memory == "min" and patch is None:  # as edge check: the in-place plan is the least-RAM plan then
-        plan_warnings.append("--memory min: no patch stage needs less than the in-place plan here; the least-RAM "
-                             "plan is the in-place plan (+0 MACs)")
-    if memory != "layer" and plan == "layer":
-        plan_warnings.append(f"--memory {memory}: no node runs in place here (none can, or in-place execution "
-                             "would need no less than the layer-by-layer plan): the layer-by-layer placement")
+    # the plan built, and why not the one asked for (the planner's words, as edge check and edge flash say them):
+    # "min"'s stage is the one they run (planner.c_patch_stage)
+    choice = choose_plan(data, memory, runtime="c", need=lambda asked: None)
+    plan, patch, plan_warnings = choice.plan, choice.stage, list(choice.notes)
     log.stage(f"exporting {name} for {profile.name} ({fmt}) to {out}")
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -952,7 +945,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
 
 
 def format_export(r: ExportResult) -> str:
-    from edge_sdk.runtime.interpreter import PLAN_WORDS
+    from edge_sdk.runtime.planner import PLAN_WORDS
 
     how = {"cmake": f"cmake -S {r.out_dir} -B BUILD && cmake --build BUILD", "make": f"make -C {r.out_dir}",
            "zephyr": f"add {r.out_dir} to ZEPHYR_EXTRA_MODULES, CONFIG_EDGE_MODEL=y",

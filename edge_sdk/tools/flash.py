@@ -75,7 +75,7 @@ class FlashResult:
     flash_bytes: int
     ram_bytes: int
     build_dir: str
-    memory: str = "layer"  # the arena plan the firmware runs (interpreter.REALISED_PLANS): "layer", "inplace"
+    memory: str = "layer"  # the arena plan the firmware runs (planner.REALISED_PLANS): "layer", "inplace"
     # (EDGE_INIT_MEMORY_MIN) or "patch" (edge_init_patch: in place plus a patch stage, edge_sdk.runtime.patching)
     patch: dict | None = None  # memory "patch": the stage (patching.PatchPlan.to_dict: nodes, grid, RAM, extra MACs)
     command: list[str] = field(default_factory=list)
@@ -160,10 +160,10 @@ def kernel_files(model) -> list[str]:
 
 
 def patch_plan_for(data: bytes):
-    """The patch stage the firmware runs for memory="min" (edge_sdk.runtime.interpreter.c_patch_plan)."""
-    from edge_sdk.runtime.interpreter import c_patch_plan
+    """The patch stage the firmware runs for memory="min" (edge_sdk.runtime.planner.c_patch_stage)."""
+    from edge_sdk.runtime.planner import c_patch_stage
 
-    return c_patch_plan(data)
+    return c_patch_stage(data)
 
 
 def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:
@@ -171,7 +171,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
     most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
     can be built with the board's 32-bit layout here (``backend_c.target_plan``, what `edge check` reports),
     else the host build's (64-bit structs: more than the board needs), else the Python plan. ``memory``: the
-    plan (interpreter.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
+    plan (planner.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
     patch_plan_for gives)."""
     from edge_sdk.runtime import backend_c
 
@@ -218,9 +218,9 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
 def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None,
              memory: str | None = "layer") -> dict:
     """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used.
-    ``memory``: the arena plan asked for (interpreter.MEMORY_PLANS: "layer", "inplace", "min"; None: "layer"
-    unless its arena exceeds ``arena_budget`` and the in-place plan's is smaller, then "min" when that is over
-    too and a patch stage is smaller). The returned "memory" is the plan built ("layer", "inplace", "patch")."""
+    ``memory``: the arena plan asked for (planner.MEMORY_PLANS: "layer", "inplace", "min"; None: auto, the planner's
+    rule over ``arena_budget`` with measure_arena's figures: planner.choose_plan). The returned "memory" is the plan
+    built ("layer", "inplace", "patch")."""
     from edge_sdk.model import read_model
 
     model = read_model(data)
@@ -229,22 +229,14 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     input_bytes = sum(tensor_nbytes(sg0.tensors[i]) for i in sg0.inputs)
     total_ops = sum(len(sg.operators) for sg in model.subgraphs)
     trace_cap = min(4096, max(64, 2 * total_ops + 16))
-    from edge_sdk.runtime.interpreter import c_memory_plan
+    from edge_sdk.runtime.planner import choose_plan
 
-    asked = memory or "layer"
-    arena = measure_arena(data, arena_budget, asked)
-    if memory is None and arena_budget is not None and arena > arena_budget:
-        small = measure_arena(data, arena_budget, "inplace")
-        if small < arena:
-            asked, arena = "inplace", small
-            log.stage(f"the layer-by-layer arena does not fit the RAM budget: using the in-place plan ({arena} B)")
-    if memory is None and arena_budget is not None and arena > arena_budget and patch_plan_for(data) is not None:
-        smaller = measure_arena(data, arena_budget, "min")
-        if smaller < arena:
-            asked, arena = "min", smaller
-            log.stage(f"the in-place arena does not fit the RAM budget either: using the least-RAM plan "
-                      f"(patch-based execution of a stage, {arena} B)")
-    plan, patch = c_memory_plan(data, asked)
+    choice = choose_plan(data, memory, arena_budget, "c", need=lambda asked: measure_arena(data, arena_budget, asked))
+    for note in choice.notes:  # why this plan and not the one asked for (or the layer plan)
+        log.stage(note)
+    # the memory= the firmware initialises with: the one asked for (the C runtime realises the plan itself), else
+    # the one the auto rule chose; arena: its measured figure
+    asked, arena, plan, patch = memory or choice.memory, choice.need, choice.plan, choice.stage
     from edge_sdk.device.generation import state_bytes
 
     gen_state = state_bytes(model)  # the KV-cache store of the GENERATE command (0: not a generation model)
@@ -510,10 +502,9 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     profile is returned instead of starting another."""
     from edge_sdk.targets.profiles import Profile, load_profile
 
-    from edge_sdk.runtime.interpreter import MEMORY_PLANS
+    from edge_sdk.runtime.planner import check_memory
 
-    if memory is not None and memory not in MEMORY_PLANS:
-        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))} or None (auto), not {memory!r}")
+    check_memory(memory, auto=True)
     profile = target if isinstance(target, Profile) else load_profile(target)
     model_path = Path(model_path)
     method = profile.flash.get("method")
@@ -585,7 +576,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
 def plan_words(memory: str, patch: dict | None) -> str:
     """The realised plan in words, as flash and profile report it: its name and, for a patch stage, the stage,
     grid, the stage's RAM and the extra MACs (patching.PatchPlan.to_dict)."""
-    from edge_sdk.runtime.interpreter import PLAN_WORDS
+    from edge_sdk.runtime.planner import PLAN_WORDS
 
     text = f"{PLAN_WORDS.get(memory, memory)} plan"
     if patch:

@@ -201,7 +201,7 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
         report = _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE)
     finally:
         link.close()
-    # the arena plan the firmware runs (interpreter.REALISED_PLANS), when this call flashed it or found its board;
+    # the arena plan the firmware runs (planner.REALISED_PLANS), when this call flashed it or found its board;
     # None: a device flashed another way (its plan is not known here)
     report["memory_plan"] = None if plan is None else plan["memory_plan"]
     report["patch"] = None if plan is None else plan["patch"]

@@ -1,0 +1,588 @@
+"""The memory planner: which arena plan a model gets, and why (TFLM style: the plan is data you can print; the
+interpreter runs it, ``edge_sdk.runtime.arena`` places its buffers, this module decides which buffers there are).
+
+    from edge_sdk.runtime import planner
+    choice = planner.choose_plan(data, memory=None, budget=256 * 1024, runtime="c")
+    choice.plan, choice.memory, choice.reason, choice.figures, choice.stage
+
+The memory plans: one vocabulary for the Python API (Interpreter/CInterpreter(memory=...), check_model, flash,
+export, convert) and the CLI (--memory on edge check / flash / profile / export / convert --target).
+What you ask for (MEMORY_PLANS, memory=...):
+  "layer"    layer by layer: every tensor its own bytes (TFLM's plan); the default.
+  "inplace"  "layer" plus in-place nodes (``inplace_aliases``: an op whose op-table row has an ``inplace`` rule:
+             RESHAPE, PAD, int8 depthwise, elementwise ops); +0 MACs. Both runtimes (the C runtime's
+             EDGE_INIT_MEMORY_MIN flag).
+  "min"      the least-RAM plan: "inplace" plus patch-based execution of a prefix stage of the graph when
+             edge_sdk.runtime.patching.choose finds one that needs less (which layers and which patch grid are
+             chosen automatically; costs extra MACs). The C runtime runs the stage edge_init_patch gets
+             (``c_patch_stage``, planned here from the model file without an interpreter).
+  None       (check, flash, profile, convert --target; no --memory) auto: "layer", else "inplace" when that needs
+             less, else "min" when that needs less still, stopping at the first that fits the RAM budget; the
+             output and the JSON say which plan and why (``choose_plan``, ``PlanChoice.notes``).
+What was built (REALISED_PLANS: Interpreter.memory_plan, check's "memory_plan" and "plans" keys, edge inspect,
+export's header and flash/profile reports): "layer", "inplace" (no stage, or memory="inplace") or "patch" (a patch
+stage: its nodes, grid, exact RAM and extra MACs are reported beside it). "inplace" and "min" realise "layer" when
+no node can run in place or that would not make the plan smaller, and "min" realises "inplace" when no stage beats
+it.
+
+The plan needs each tensor's shape, type and lifetime. ``tensor_infos`` reads shapes from the model file (what the
+C runtime plans with: its kernels check shapes, they never change them); the interpreter's prepare may refine
+them (its kernels compute output shapes) and passes its own infos. ``buffer_requests`` gives the lifetimes.
+Importing this module is cheap (no numpy): the CLI takes MEMORY_PLANS from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where used: the CLI imports this module for MEMORY_PLANS, and stays quick to start
+    from edge_sdk.runtime import arena as _arena
+    from edge_sdk.runtime import patching as _patching
+
+MEMORY_PLANS = ("layer", "inplace", "min")
+REALISED_PLANS = ("layer", "inplace", "patch")
+PLAN_WORDS = {"layer": "layer-by-layer", "inplace": "in-place", "patch": "least-RAM patch-based"}  # in reports
+# the memory= that builds a realised plan
+BUILT_BY = {"layer": "layer", "inplace": "inplace", "patch": "min"}
+RUNTIMES = ("python", "c")
+
+# Refuse plans above this before allocating anything (a corrupt shape must not become a MemoryError).
+MAX_ARENA_BYTES = 1 << 31
+
+
+def check_memory(memory, auto: bool = False) -> None:
+    """ValueError unless ``memory`` is one of MEMORY_PLANS (or None, auto, where ``auto`` allows it)."""
+    if memory in MEMORY_PLANS or (auto and memory is None):
+        return
+    raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}"
+                     f"{' or None (auto)' if auto else ''}, not {memory!r}")
+
+
+# ------------------------------------------------------------------------------------ shapes and lifetimes
+def tensor_infos(model, s: int, resized: dict | None = None) -> list:
+    """Subgraph ``s``'s tensors as ``TensorInfo``: shapes from the model file (or ``resized[(s, t)]``), types,
+    quantization; constants carry their value, variable tensors do not (they live in the arena). ModelError for a
+    tensor the model describes wrongly (unknown type, buffer out of range, negative or huge shape)."""
+    import numpy as np
+
+    from edge_sdk.errors import ModelError
+    from edge_sdk.model.types import TENSOR_TYPES
+    from edge_sdk.runtime.kernels.node import TensorInfo
+
+    resized = resized or {}
+    sg = model.subgraphs[s]
+    infos = []
+    for t, tensor in enumerate(sg.tensors):
+        where = f"{'subgraph %d ' % s if s else ''}tensor {t} '{tensor.name}'"
+        if tensor.type not in TENSOR_TYPES:
+            raise ModelError(f"{where}: unknown type {tensor.type!r}")
+        if not 0 <= tensor.buffer < len(model.buffers):
+            raise ModelError(f"{where}: buffer {tensor.buffer} out of range (model has {len(model.buffers)})")
+        shape = resized.get((s, t), tuple(tensor.shape))
+        try:
+            shape = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise ModelError(f"{where}: shape {shape!r} is not a list of ints") from None
+        if any(d < 0 for d in shape):
+            raise ModelError(f"{where}: negative dimension in shape {shape}")
+        data = None
+        if not tensor.is_variable and model.buffers[tensor.buffer].data:
+            data = model.tensor_data(s, t)
+        q = tensor.quantization
+        scale = zero_point = None
+        qdim = 0
+        if q is not None and q.scale is not None and np.size(q.scale) > 0:
+            scale = np.asarray(q.scale, np.float32).reshape(-1)
+            zp = q.zero_point if q.zero_point is not None else np.zeros(0)
+            zero_point = np.asarray(zp, np.int64).reshape(-1)
+            if zero_point.size == 0:
+                zero_point = np.zeros(scale.size, np.int64)
+            qdim = int(q.quantized_dimension)
+        infos.append(
+            TensorInfo(
+                index=t,
+                name=tensor.name,
+                type=tensor.type,
+                dtype=tensor.dtype,
+                shape=shape if data is None or tensor.sparsity is not None else tuple(data.shape),
+                scale=scale,
+                zero_point=zero_point,
+                quantized_dimension=qdim,
+                data=data,
+                is_variable=tensor.is_variable,
+                sparsity=tensor.sparsity,
+            )
+        )
+        if data is None and tensor.dtype is not None:
+            nbytes = math.prod(shape) * tensor.dtype.itemsize
+            if nbytes > MAX_ARENA_BYTES:
+                raise ModelError(f"{where}: shape {shape} needs {nbytes} bytes, above the {MAX_ARENA_BYTES} limit")
+    return infos
+
+
+def declared_infos(model) -> list[list]:
+    """Every subgraph's tensor infos from the model file, after checking the indices ``buffer_requests`` follows
+    (tensors, opcodes, called subgraphs): the shapes the C runtime plans with. ModelError for a malformed model."""
+    from edge_sdk.runtime import op_table
+    from edge_sdk.errors import ModelError
+
+    if not model.subgraphs:
+        raise ModelError("model has no subgraphs")
+    infos = [tensor_infos(model, s) for s in range(len(model.subgraphs))]
+    for s, sg in enumerate(model.subgraphs):
+        n = len(infos[s])
+        for i, op in enumerate(sg.operators):
+            for t in [*op.inputs, *op.outputs, *op.intermediates, *sg.inputs, *sg.outputs]:
+                if not -1 <= t < n:
+                    raise ModelError(f"{'subgraph %d ' % s if s else ''}node {i}: tensor index {t} out of range")
+            if not 0 <= op.opcode_index < len(model.operator_codes):
+                raise ModelError(f"node {i}: opcode index {op.opcode_index} out of range")
+            for callee in op_table.row(model.op_name(op)).subgraphs:
+                c = (op.options or {}).get(callee)
+                if not isinstance(c, numbers.Integral) or not 0 <= c < len(model.subgraphs):
+                    raise ModelError(f"node {i}: {callee} {c!r} is not a subgraph of this model")
+    return infos
+
+
+def callees(model, op) -> list[int]:
+    """The subgraphs an op runs (its op-table row's ``subgraphs`` option fields)."""
+    from edge_sdk.runtime import op_table
+    return [int(op.options[f]) for f in op_table.row(model.op_name(op)).subgraphs]
+
+
+def internal_keys(model, part, held: bool) -> list[tuple[int, int]]:
+    """(subgraph, tensor) keys a delegate partition keeps to itself (none unless the delegate holds them)."""
+    if not held:
+        return []
+    sg = model.subgraphs[part.subgraph]
+    boundary = set(part.inputs) | set(part.outputs)
+    keys = []
+    for i in part.nodes:
+        op = sg.operators[i]
+        for t in [*op.outputs, *op.intermediates]:
+            if t >= 0 and t not in boundary:
+                keys.append((part.subgraph, int(t)))
+    return keys
+
+
+def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None) -> list:
+    """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
+
+    ``infos[s][t]`` gives each tensor's shape and dtype (``tensor_infos``, or the interpreter's prepared ones).
+    Tensor and subgraph indices must already be valid (``declared_infos`` / allocate_tensors check them first).
+    See edge_sdk.runtime.interpreter's docstring for the time axis. ``delegated``: ``(partition,
+    holds_internal_tensors)`` for each delegate partition: it runs as one step spanning its nodes' steps, so its
+    boundary tensors stay live across the whole span, and (when the delegate holds them) its internal tensors need
+    no arena space. ``spans``: a dict to receive every node's (first step, last step) by (subgraph, node).
+    """
+    from edge_sdk.runtime import arena as _arena
+    from edge_sdk.errors import ModelError, UnsupportedOpError
+
+    first: dict[tuple[int, int], int] = {}
+    last: dict[tuple[int, int], int] = {}
+    span: dict[tuple[int, int], tuple[int, int]] = {} if spans is None else spans  # (subgraph, node) -> steps
+    clock = 0
+    marked: set[int] = set()
+
+    def use(key, step):
+        first.setdefault(key, step)
+        last[key] = step
+
+    def mark(s: int, stack: tuple[int, ...]):
+        nonlocal clock
+        if s in stack:
+            raise ModelError(f"subgraph {s} calls itself (through {' -> '.join(map(str, stack + (s,)))})")
+        marked.add(s)
+        sg = model.subgraphs[s]
+        for t in sg.inputs:
+            use((s, t), clock)
+        for i, op in enumerate(sg.operators):
+            clock += 1
+            start = clock
+            for t in op.outputs:
+                first.setdefault((s, t), start)
+            for callee in callees(model, op):
+                clock += 1
+                mark(callee, stack + (s,))
+            for t in op.inputs:
+                if t >= 0:
+                    use((s, t), clock)
+            for t in op.outputs:
+                use((s, t), clock)
+            for t in op.intermediates:
+                use((s, t), start)
+                use((s, t), clock)
+            lo, hi = span.get((s, i), (start, clock))
+            span[(s, i)] = (min(lo, start), max(hi, clock))
+        for t in sg.outputs:
+            use((s, t), clock)
+
+    mark(0, ())
+    for s in range(len(model.subgraphs)):
+        if s not in marked:
+            clock += 1
+            mark(s, ())
+    end = clock
+    for t in model.subgraphs[0].outputs:
+        last[(0, t)] = end  # the primary outputs stay readable after invoke, whatever else runs
+    skip: set[tuple[int, int]] = set()
+    for part, held in delegated:
+        s = part.subgraph
+        if not part.nodes or (s, part.nodes[0]) not in span:
+            continue
+        lo = min(span[(s, i)][0] for i in part.nodes)
+        hi = max(span[(s, i)][1] for i in part.nodes)
+        for t in (*part.inputs, *part.outputs):
+            key = (s, t)
+            first[key] = min(first.get(key, lo), lo)
+            last[key] = max(last.get(key, hi), hi)
+        skip.update(internal_keys(model, part, held))
+    requests = []
+    for s, sg_infos in enumerate(infos):
+        for info in sg_infos:
+            key = (s, info.index)
+            if info.is_const:
+                continue
+            if info.is_variable:
+                first[key], last[key] = 0, end
+            if key not in first or key in skip:
+                continue  # nothing reads or writes it, or a delegate holds it
+            if info.dtype is None:
+                raise UnsupportedOpError(
+                    f"{'subgraph %d ' % s if s else ''}tensor {info.index} '{info.name}' has type "
+                    f"{info.type}, which this interpreter cannot hold"
+                )
+            size = math.prod(info.shape) * info.dtype.itemsize
+            if size == 0:
+                continue
+            name = info.name if s == 0 else f"[{s}] {info.name}"
+            requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
+    return requests
+
+
+def static_plan(model) -> _arena.ArenaPlan:
+    """The arena plan from the model's declared shapes alone (no kernels needed).
+
+    Equals ``Interpreter.arena_plan()`` when every kernel's computed shapes agree with the declared ones;
+    useful for models with ops we cannot run, and for comparing with TFLM's planner.
+    """
+    from edge_sdk.runtime import arena as _arena
+    return _arena.plan(buffer_requests(model, declared_infos(model)))
+
+
+# ------------------------------------------------------------------------------------------------ in place
+def inplace_aliases(model, infos: list[list], requests, spans, skip_nodes=(), elementwise: bool = True) -> dict:
+    """The least-RAM plan's in-place nodes, as {output key: root key} for edge_sdk.runtime.arena.plan_aliased.
+    In subgraph and node order, for a node whose op-table row has an ``inplace`` rule: its output 0 joins the group
+    of its input 0 when both are planned buffers, neither is variable, the input is no input or output of its
+    subgraph, and the input's last use is that node's last step; "depthwise": only int8 with channels in == out
+    (the C kernel's channel-by-channel path); "unary" / "binary" (elementwise: output element i from input element
+    i alone, read before it is written) only when the input has the output's element count and element size, a
+    binary op's input 0, else input 1. The C runtime applies the same rule (firmware_c/src/edge.c, inplace_groups;
+    EDGE_INIT_MEMORY_MIN), so the plans stay identical. ``skip_nodes``: subgraph 0 nodes never in place (a patch
+    stage's, edge_sdk.runtime.patching); ``elementwise=False``: the elementwise nodes neither."""
+    from edge_sdk.runtime import op_table
+    by_key = {r.key: r for r in requests}
+    root: dict = {}
+    for s, sg in enumerate(model.subgraphs):
+        io = set(sg.inputs) | set(sg.outputs)
+        for i, op in enumerate(sg.operators):
+            rule = op_table.row(model.op_name(op)).inplace
+            by_element = rule in ("unary", "binary")
+            if not rule or (by_element and not elementwise) or not op.inputs or not op.outputs:
+                continue
+            if s == 0 and i in skip_nodes:
+                continue
+            b = op.outputs[0]
+            for a in op.inputs[:2 if rule == "binary" else 1]:
+                if _joins_input(infos, by_key, spans, root, io, s, i, rule, a, b):
+                    root[(s, b)] = root.get((s, a), (s, a))
+                    break
+    return root
+
+
+def _joins_input(infos, by_key, spans, root, io, s, i, rule, a, b) -> bool:
+    """Whether node ``i``'s output ``b`` may take over its input ``a``'s bytes (inplace_aliases' rule)."""
+    if a < 0 or b < 0 or a == b or a in io:
+        return False
+    ka, kb = (s, a), (s, b)
+    if ka not in by_key or kb not in by_key or kb in root:
+        return False
+    x, y = infos[s][a], infos[s][b]
+    if x.is_variable or y.is_variable:
+        return False
+    if rule in ("unary", "binary") and (math.prod(x.shape) != math.prod(y.shape)
+                                        or x.dtype.itemsize != y.dtype.itemsize):
+        return False
+    if rule == "depthwise":  # the C kernel's channel-by-channel in-place path
+        if (x.type != "INT8" or y.type != "INT8" or len(x.shape) != 4 or len(y.shape) != 4
+                or x.shape[3] != y.shape[3] or by_key[kb].size > by_key[ka].size):
+            return False
+    return by_key[ka].last_use == spans[(s, i)][1]
+
+
+def least_ram_plan(model, infos: list[list], requests, spans, skip_nodes=(), layer: _arena.ArenaPlan | None = None):
+    """The least-RAM plan of these requests and its in-place aliases: of the layer plan (no aliases; ``layer`` when
+    the caller planned it already), the in-place groups without the elementwise ops and all of them
+    (inplace_aliases), the smallest tensor plan, ties to the fewer groups (a group's longer lifetime can make the
+    greedy placement worse than its bytes save; the C runtime's in-place depthwise adds a plane buffer). The C
+    runtime plans the same three (edge.c plan_arena)."""
+    from edge_sdk.runtime import arena as _arena
+    best_plan, best_aliases = (_arena.plan(requests) if layer is None else layer), {}
+    tried: list[dict] = [{}]
+    for elementwise in (False, True):
+        aliases = inplace_aliases(model, infos, requests, spans, skip_nodes, elementwise)
+        if aliases in tried:
+            continue
+        tried.append(aliases)
+        plan = _arena.plan_aliased(requests, aliases)
+        if plan.total < best_plan.total:
+            best_plan, best_aliases = plan, aliases
+    return best_plan, best_aliases
+
+
+# ---------------------------------------------------------------------------------------- the tensor plan
+@dataclass
+class TensorPlan:
+    """The arena plan one memory request builds over a set of tensor infos (what allocate_tensors places)."""
+
+    memory_plan: str  # REALISED_PLANS: "layer", "inplace" or "patch"
+    arena: _arena.ArenaPlan
+    layer_total: int  # the layer-by-layer plan's bytes
+    stage: _patching.PatchPlan | None = None  # memory_plan "patch": the stage and grid
+
+    @property
+    def total(self) -> int:
+        return self.arena.total
+
+
+def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None, *, requests=None,
+                 spans: dict | None = None) -> TensorPlan:
+    """The tensor plan ``memory`` (MEMORY_PLANS) builds over ``infos``: the layer plan is planned once (the
+    in-place plan's baseline and patching.choose's bar), the in-place plan falls back to it when it saves nothing,
+    the least-RAM plan adds the patch stage patching.choose finds over ``patch_ops`` (None: every op whose row has
+    a ``patch`` rule) when it needs less. ``requests`` / ``spans``: buffer_requests' when the caller has them."""
+    from edge_sdk.runtime import arena as _arena
+    from edge_sdk.runtime import patching as _patching
+    check_memory(memory)
+    if requests is None:
+        spans = {}
+        requests = buffer_requests(model, infos, spans=spans)
+    layer = _arena.plan(requests)
+    if memory == "layer":
+        return TensorPlan("layer", layer, layer.total)
+    plan, aliases = least_ram_plan(model, infos, requests, spans, layer=layer)
+    out = TensorPlan("inplace" if aliases else "layer", plan, layer.total)
+    if memory == "min":
+        ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
+        stage, patched = _patching.choose(
+            model, infos, requests, spans,
+            lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
+            lambda reqs, skip: inplace_aliases(model, infos, reqs, spans, skip),
+            plan, layer.total, ops=ops)
+        if stage is not None:
+            out = TensorPlan("patch", patched, layer.total, stage)
+    return out
+
+
+class _Facts:
+    """One model's tensor plans over one set of infos, each planned once, on demand. ``load()`` gives
+    ``(model, infos)`` the first time a plan is needed (a malformed model raises only then)."""
+
+    def __init__(self, load: Callable[[], tuple], patch_ops=None):
+        self._load, self.patch_ops = load, patch_ops
+        self.model = self.infos = self._requests = None
+        self._spans: dict = {}
+        self._plans: dict[str, TensorPlan] = {}
+
+    def plan(self, memory: str) -> TensorPlan:
+        if memory not in self._plans:
+            if self._requests is None:
+                self.model, self.infos = self._load()
+                self._requests = buffer_requests(self.model, self.infos, spans=self._spans)
+            self._plans[memory] = plan_tensors(self.model, self.infos, memory, self.patch_ops,
+                                               requests=self._requests, spans=self._spans)
+        return self._plans[memory]
+
+    def stage(self):
+        return self.plan("min").stage
+
+    def falls_back(self) -> bool:
+        return self.plan("inplace").memory_plan == "layer"
+
+
+_C_FACTS: dict = {}
+
+
+def _c_facts(model_or_data, patch_ops=None) -> _Facts:
+    """The C runtime's view of a model (bytes or Model): its declared shapes (the C runtime plans with them),
+    remembered for the last few models by their bytes (check, flash and export ask several times)."""
+    from edge_sdk.model import Model, write_model
+    from edge_sdk.runtime import patching as _patching
+
+    data = write_model(model_or_data) if isinstance(model_or_data, Model) else bytes(model_or_data)
+    ops = None if patch_ops is None else tuple(patch_ops)
+    key = (hashlib.sha256(data).digest(), ops)
+    if key not in _C_FACTS:
+        if len(_C_FACTS) >= 8:
+            _C_FACTS.pop(next(iter(_C_FACTS)))
+
+        def load():
+            from edge_sdk.model import read_model
+
+            model = read_model(data)  # the bytes' own model: what the C runtime loads
+            return model, declared_infos(model)
+
+        _C_FACTS[key] = _Facts(load, _patching.C_PATCH_OPS if ops is None else ops)
+    return _C_FACTS[key]
+
+
+def c_patch_stage(model_or_data, patch_ops=None):
+    """The patch stage the C runtime runs for a model (bytes or Model) under memory="min" (edge_init_patch; edge
+    flash, edge check, export, Interpreter(..., backend="c")): planned over the model file's shapes and the ops the
+    C runtime's patch execution covers (patching.C_PATCH_OPS, or ``patch_ops``), without an interpreter; an
+    edge_sdk.runtime.patching.PatchPlan, or None when no stage needs less than the in-place plan."""
+    return _c_facts(model_or_data, patch_ops).stage()
+
+
+# ------------------------------------------------------------------------------------------------ the choice
+@dataclass
+class PlanChoice:
+    """Which arena plan a model gets and why: what check, flash, export, profile and convert --target report."""
+
+    request: str | None  # the plan asked for (MEMORY_PLANS), None: auto
+    plan: str  # the plan built (REALISED_PLANS)
+    stage: _patching.PatchPlan | None = None  # plan "patch": its stage and grid (edge_init_patch's)
+    figures: dict[str, int] = field(default_factory=dict)  # bytes of each plan looked at, by REALISED name
+    notes: list[str] = field(default_factory=list)  # why, one line per step away from the plan asked for
+
+    @property
+    def memory(self) -> str:
+        """The memory= (MEMORY_PLANS) that builds this plan."""
+        return BUILT_BY[self.plan]
+
+    @property
+    def need(self) -> int | None:
+        """The bytes of the plan built (None: not measured)."""
+        return self.figures.get(self.plan)
+
+    @property
+    def reason(self) -> str:
+        """Why this plan, in words."""
+        if self.notes:
+            return "; ".join(self.notes)
+        if self.request is None:
+            return f"the {PLAN_WORDS[self.plan]} plan fits the RAM budget" if self.need is not None else \
+                f"the {PLAN_WORDS[self.plan]} plan (the default)"
+        return f"--memory {self.request}"
+
+
+def base_words(plan: str) -> str:
+    """The plan auto selection moves on from, in words: the in-place plan, or the layer plan when in place saved
+    nothing."""
+    return "the in-place plan" if plan == "inplace" else "the layer-by-layer plan (in place saves nothing here)"
+
+
+def choose_plan(model, memory: str | None, budget: int | None = None, runtime: str = "c", *,
+                need: Callable[[str], int | None] | None = None, infos=None, patch_ops=None) -> PlanChoice:
+    """Which plan ``model`` (bytes or Model) gets under ``memory`` (MEMORY_PLANS, None: auto) on ``runtime``
+    ("c": planned over the model file's shapes, as the C runtime plans; "python": over ``infos``, the
+    interpreter's prepared tensor infos, needed then), and why.
+
+    ``need(memory)``: the bytes the plan ``memory`` needs as the caller measures them (the C runtime's high water,
+    flash's arena with its margins) or None when it cannot; default: this planner's tensor plans. Asked for a
+    plan: "min" builds "patch" when a stage beats the in-place plan, else "inplace"; "inplace" builds "layer" when
+    no node runs in place or that saves nothing. Auto: "layer"; when its need is over ``budget``, "inplace" if that
+    needs less; when still over, "min" if it has a stage and needs less still. Each step away from the plan asked
+    for is a note."""
+    from edge_sdk.runtime import patching as _patching
+    check_memory(memory, auto=True)
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(map(repr, RUNTIMES))}, not {runtime!r}")
+    if runtime == "c" and infos is None:
+        facts = _c_facts(model, patch_ops)
+    else:
+        if infos is None:
+            raise ValueError("choose_plan for the Python runtime needs the interpreter's prepared tensor infos")
+        def load():
+            from edge_sdk.model import Model, read_model
+
+            return (model if isinstance(model, Model) else read_model(bytes(model))), infos
+
+        facts = _Facts(load, patch_ops if patch_ops is not None else
+                       (_patching.C_PATCH_OPS if runtime == "c" else _patching.PATCH_OPS))
+    if need is None:
+        def need(m: str) -> int:
+            return facts.plan(m).total
+
+    choice = PlanChoice(memory, "layer")
+    if memory is not None:
+        choice.plan = memory if memory != "min" else "inplace"
+        if memory == "min":
+            choice.stage = facts.stage()
+            if choice.stage is not None:
+                choice.plan = "patch"
+            else:
+                choice.notes.append("--memory min: no patch stage needs less than the in-place plan here; the "
+                                    "least-RAM plan is the in-place plan (+0 MACs)")
+        if choice.plan == "inplace" and _falls_back(facts):
+            choice.plan = "layer"
+            choice.notes.append(f"--memory {memory}: no node runs in place here (none can, or in-place execution "
+                                "would need no less than the layer-by-layer plan); both runtimes keep the "
+                                "layer-by-layer placement")
+        figure = need(memory)
+        if figure is not None:
+            choice.figures[choice.plan] = figure
+        return choice
+    layer = need("layer")
+    if layer is None:
+        return choice
+    choice.figures["layer"] = layer
+    if budget is None or layer <= budget:
+        return choice
+    inplace = need("inplace")
+    if inplace is not None:
+        choice.figures["inplace"] = inplace
+        if inplace < layer:
+            choice.plan = "inplace"
+            choice.notes.append(f"the layer-by-layer plan needs {layer} bytes, above the RAM budget: using the "
+                                f"in-place plan (--memory inplace, {inplace} bytes; no extra MACs)")
+    now = choice.figures[choice.plan]
+    stage = facts.stage() if now > budget else None
+    if stage is not None:  # still over: the least-RAM plan, patch-based execution of a stage
+        patched = need("min")
+        if patched is not None:
+            choice.figures["patch"] = patched
+            if patched < now:
+                choice.notes.append(f"{base_words(choice.plan)} needs {now} bytes, above the RAM budget: using the "
+                                    f"least-RAM plan (--memory min: patch-based execution of a stage, {patched} "
+                                    "bytes)")
+                choice.plan, choice.stage = "patch", stage
+    return choice
+
+
+def _falls_back(facts: _Facts) -> bool:
+    """Whether the in-place plan is the layer plan here; False for a model the planner cannot plan (its problem
+    is reported by whoever plans its arena)."""
+    from edge_sdk.errors import ModelError, UnsupportedOpError
+
+    try:
+        return facts.falls_back()
+    except (ModelError, UnsupportedOpError):
+        return False
+
+
+def c_memory_plan(data, memory: str):
+    """What the C runtime builds for ``memory`` (MEMORY_PLANS) on this model: ``(plan, stage)``, the realised plan
+    (REALISED_PLANS) and the patch stage edge_init_patch gets (None unless "patch"); choose_plan's rule."""
+    check_memory(memory)
+    if memory == "layer":
+        return "layer", None
+    choice = choose_plan(data, memory, runtime="c", need=lambda m: None)
+    return choice.plan, choice.stage

@@ -1,0 +1,198 @@
+"""The memory planner (edge_sdk.runtime.planner): one function answers which arena plan a model gets under a memory
+request, a RAM budget and a runtime, and why (planner.choose_plan); the C runtime's patch stage is planned from the
+model file without a Python interpreter, and equals the interpreter's."""
+
+from __future__ import annotations
+
+import pytest
+
+from edge_sdk import Interpreter
+from edge_sdk.runtime import patching, planner
+from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
+from tests.test_memory_min import _chain_model
+from tests.test_patching import CHAINS, chain_model
+
+
+def _python_choice(data: bytes, memory, budget):
+    """The choice for the Python runtime over the interpreter's prepared tensor infos (as edge check makes it)."""
+    nodes, failures, infos = Interpreter(model_content=data).prepare_report()
+    assert not failures
+    return planner.choose_plan(data, memory, budget, "python", infos=infos)
+
+
+def _arena(data: bytes, memory: str) -> Interpreter:
+    it = Interpreter(model_content=data, memory=memory)
+    it.allocate_tensors()
+    return it
+
+
+@pytest.fixture(scope="module")
+def conv_chain():
+    """A conv chain with an explicit PAD in place and a patch stage: layer > inplace > min."""
+    data = chain_model(CHAINS["pad_then_valid"], dtype="INT8")
+    sizes = {m: _arena(data, m) for m in planner.MEMORY_PLANS}
+    assert sizes["min"].memory_plan == "patch"
+    assert sizes["min"].arena_size < sizes["inplace"].arena_size < sizes["layer"].arena_size
+    return data, {m: it.arena_size for m, it in sizes.items()}
+
+
+def test_auto_keeps_the_layer_plan_when_it_fits(conv_chain):
+    data, need = conv_chain
+    choice = _python_choice(data, None, need["layer"])
+    assert (choice.plan, choice.memory, choice.stage, choice.notes) == ("layer", "layer", None, [])
+    assert choice.figures == {"layer": need["layer"]} and choice.need == need["layer"]
+    assert "fits the RAM budget" in choice.reason
+    no_budget = _python_choice(data, None, None)
+    assert no_budget.plan == "layer" and no_budget.figures == {"layer": need["layer"]}
+
+
+def test_auto_takes_the_inplace_plan_when_the_layer_plan_is_over(conv_chain):
+    data, need = conv_chain
+    choice = _python_choice(data, None, need["layer"] - 1)
+    assert (choice.plan, choice.memory, choice.stage) == ("inplace", "inplace", None)
+    assert choice.figures == {"layer": need["layer"], "inplace": need["inplace"]}
+    assert choice.reason == (f"the layer-by-layer plan needs {need['layer']} bytes, above the RAM budget: using the "
+                             f"in-place plan (--memory inplace, {need['inplace']} bytes; no extra MACs)")
+
+
+def test_auto_takes_the_least_ram_plan_when_the_inplace_plan_is_over(conv_chain):
+    data, need = conv_chain
+    least = _arena(data, "min")
+    choice = _python_choice(data, None, need["inplace"] - 1)
+    assert (choice.plan, choice.memory) == ("patch", "min")
+    assert choice.figures == {"layer": need["layer"], "inplace": need["inplace"], "patch": need["min"]}
+    assert choice.stage.nodes == least.patch_plan().nodes and choice.stage.grid == least.patch_plan().grid
+    assert len(choice.notes) == 2 and choice.notes[1] == (
+        f"the in-place plan needs {need['inplace']} bytes, above the RAM budget: using the least-RAM plan "
+        f"(--memory min: patch-based execution of a stage, {need['min']} bytes)")
+
+
+def test_auto_when_nothing_fits_takes_the_smallest_and_says_so(conv_chain):
+    """Nothing fits a budget below the least-RAM plan: the choice is still the smallest plan (the caller reports
+    the budget problem with its figure)."""
+    data, need = conv_chain
+    choice = _python_choice(data, None, 16)
+    assert choice.plan == "patch" and choice.need == need["min"] > 16
+    assert len(choice.notes) == 2
+
+
+def test_auto_goes_from_the_layer_plan_to_the_least_ram_plan_when_in_place_saves_nothing():
+    data = chain_model(CHAINS["same_s1_s2"], dtype="INT8")
+    layer, least = _arena(data, "layer"), _arena(data, "min")
+    assert _arena(data, "inplace").memory_plan == "layer"
+    choice = _python_choice(data, None, layer.arena_size - 1)
+    assert choice.plan == "patch" and choice.figures == {"layer": layer.arena_size, "inplace": layer.arena_size,
+                                                         "patch": least.arena_size}
+    assert choice.notes == [f"the layer-by-layer plan (in place saves nothing here) needs {layer.arena_size} bytes, "
+                            "above the RAM budget: using the least-RAM plan (--memory min: patch-based execution of "
+                            f"a stage, {least.arena_size} bytes)"]
+
+
+def test_a_plan_asked_for_is_realised_or_says_why():
+    """--memory inplace on a model where nothing runs in place builds the layer plan; --memory min without a patch
+    stage builds the in-place plan; each says so."""
+    data = _chain_model(shape=(1, 4, 5, 3))  # RELU -> PAD -> RESHAPE: in place, nothing spatial to patch
+    it = _arena(data, "min")
+    choice = _python_choice(data, "min", None)
+    assert choice.plan == it.memory_plan == "inplace" and choice.stage is None
+    assert choice.figures == {"inplace": it.arena_size}
+    assert choice.notes == ["--memory min: no patch stage needs less than the in-place plan here; the least-RAM "
+                            "plan is the in-place plan (+0 MACs)"]
+    conv = chain_model([("conv", 3, 1, 1, "SAME", 4)], dtype="INT8")  # one conv: nothing in place
+    choice = _python_choice(conv, "inplace", 1)
+    assert choice.plan == _arena(conv, "inplace").memory_plan == "layer" and choice.memory == "layer"
+    assert choice.notes[0].startswith("--memory inplace: no node runs in place here")
+
+
+def test_choose_plan_takes_the_callers_figures():
+    """A caller measuring its runtime (the C runtime's high water, flash's margins) gives the figures; the rule is
+    the same, and a figure it cannot measure (None) stops the rule there."""
+    data = chain_model(CHAINS["same_s1_s2"], dtype="INT8")
+    figures = {"layer": 1000, "inplace": 900, "min": 500}
+    asked = []
+
+    def need(memory):
+        asked.append(memory)
+        return figures[memory]
+
+    choice = planner.choose_plan(data, None, 950, "c", need=need)
+    assert (choice.plan, asked, choice.figures) == ("inplace", ["layer", "inplace"], {"layer": 1000, "inplace": 900})
+    asked.clear()
+    choice = planner.choose_plan(data, None, 600, "c", need=need)
+    assert choice.plan == "patch" and asked == ["layer", "inplace", "min"] and choice.stage is not None
+    assert planner.choose_plan(data, None, 600, "c", need=lambda m: None).plan == "layer"
+    with pytest.raises(ValueError, match="memory must be one of 'layer', 'inplace', 'min' or None"):
+        planner.choose_plan(data, "patch", None, "c")
+
+
+@pytest.mark.parametrize("chain", ["same_s1_s2", "residual", "pad_then_valid"])
+def test_c_stage_without_a_python_interpreter(chain, monkeypatch):
+    """The C runtime's stage (Interpreter(..., backend="c", memory="min") and every C caller) is planned from the
+    model file's shapes, never by constructing an Interpreter, and equals the interpreter's stage over the same
+    ops."""
+    data = chain_model(CHAINS[chain], dtype="INT8", seed=3)
+    py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
+    py.allocate_tensors()
+    want = py.patch_plan()
+    assert want is not None
+    planner._C_FACTS.clear()
+
+    def no_interpreter(*args, **kwargs):
+        raise AssertionError("the C stage must not construct a Python Interpreter")
+
+    monkeypatch.setattr(Interpreter, "__init__", no_interpreter)
+    got = planner.c_patch_stage(data)
+    assert (got.nodes, got.grid, got.input, got.output) == (want.nodes, want.grid, want.input, want.output)
+    assert (got.rows, got.cols, got.buffer_bytes, got.ram) == (want.rows, want.cols, want.buffer_bytes, want.ram)
+    assert planner.c_memory_plan(data, "min") == ("patch", got)
+
+
+@pytest.mark.skipif(not HAVE_C_RUNTIME, reason=C_RUNTIME_REASON)
+def test_c_backend_min_gets_the_planner_stage_without_an_interpreter(monkeypatch):
+    """Interpreter(backend="c", memory="min") and CInterpreter(memory="min") run the planner's stage, the same as
+    the Python interpreter's, without constructing a Python Interpreter on the way; the outputs are the layer
+    plan's."""
+    import numpy as np
+
+    from edge_sdk.runtime import backend_c
+
+    data = chain_model(CHAINS["same_s1_s2"], dtype="INT8", seed=5)
+    py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
+    py.allocate_tensors()
+    want = py.patch_plan()
+    layer = Interpreter(model_content=data)
+    layer.allocate_tensors()
+    x = np.random.default_rng(5).integers(-128, 128, layer.get_input_details()[0]["shape"]).astype(np.int8)
+    layer.set_tensor(layer.get_input_details()[0]["index"], x)
+    layer.invoke()
+    expected = layer.get_tensor(layer.get_output_details()[0]["index"])
+    planner._C_FACTS.clear()
+
+    def no_interpreter(*args, **kwargs):
+        raise AssertionError("the C backend must not construct a Python Interpreter")
+
+    monkeypatch.setattr(Interpreter, "__init__", no_interpreter)
+    for make in (lambda: Interpreter(model_content=data, memory="min", backend="c"),
+                 lambda: backend_c.CInterpreter(model_content=data, memory="min")):
+        c = make()
+        got = c.patch_plan()
+        assert (got.nodes, got.grid, got.ram, got.buffer_bytes) == (want.nodes, want.grid, want.ram,
+                                                                     want.buffer_bytes)
+        c.allocate_tensors()
+        assert c.memory_plan == "patch"
+        c.set_tensor(c.get_input_details()[0]["index"], x)
+        c.invoke()
+        np.testing.assert_array_equal(c.get_tensor(c.get_output_details()[0]["index"]), expected)
+
+
+def test_the_plan_facts_come_from_the_op_table():
+    """The in-place rule and the patch stage read op-table rows (inplace, patch), no lists of their own."""
+    from edge_sdk.runtime import op_table
+
+    assert set(patching.PATCH_OPS) == {n for n, r in op_table.ROWS.items() if r.patch}
+    assert patching.C_PATCH_OPS == patching.PATCH_OPS
+    for name in ("INPLACE_OPS", "ELEMENTWISE_INPLACE_OPS", "BINARY_INPLACE_OPS", "_CALLED_SUBGRAPHS", "_NOT_FOLDED"):
+        assert not hasattr(planner, name) and not hasattr(__import__("edge_sdk.runtime.interpreter", fromlist=["x"]),
+                                                          name)
+    for name in ("WINDOW_OPS", "PAD_OPS", "ELEMENTWISE_OPS"):
+        assert not hasattr(patching, name)
