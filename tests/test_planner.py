@@ -196,3 +196,31 @@ def test_the_plan_facts_come_from_the_op_table():
                                                           name)
     for name in ("WINDOW_OPS", "PAD_OPS", "ELEMENTWISE_OPS"):
         assert not hasattr(patching, name)
+
+
+def test_the_plan_names_are_written_once():
+    """MEMORY_PLANS and REALISED_PLANS are tuples in edge_sdk/runtime/planner.py only: the CLI, both backends,
+    check, flash, export and convert import them (no copy held equal by a test)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    names = {tuple(planner.MEMORY_PLANS), tuple(planner.REALISED_PLANS)}
+    found = []
+    for folder in (root / "edge_sdk", root / "converters"):
+        for path in sorted(folder.rglob("*.py")):
+            if "_bundled" in path.parts or "build" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts) \
+                        and tuple(e.value for e in node.elts) in names:
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == ["edge_sdk/runtime/planner.py:" + str(n) for n in _tuple_lines(root)], found
+
+
+def _tuple_lines(root):
+    import ast
+
+    tree = ast.parse((root / "edge_sdk" / "runtime" / "planner.py").read_text())
+    return [n.value.lineno for n in tree.body if isinstance(n, ast.Assign)
+            and n.targets[0].id in ("MEMORY_PLANS", "REALISED_PLANS")]
