@@ -289,11 +289,11 @@ class Interpreter:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
         self._memory_plan = "layer"
         p.patch = None
-        if self._memory in ("inplace", "min") and not delegated:
+        if not delegated:  # the planner's tensor plan for memory= (the layer plan, planned once, under every plan)
             chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
                                            spans=spans)
             plan, p.patch, self._memory_plan = chosen.arena, chosen.stage, chosen.memory_plan
-            if chosen.memory_plan == "layer":  # no node can run in place, or running in place saves nothing
+            if self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
                 log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
                           "using the layer plan")
         else:
