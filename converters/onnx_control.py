@@ -1,0 +1,359 @@
+"""ONNX control flow resolved at import time: ``If`` with a condition known at convert time is replaced by the
+taken branch's nodes, ``Loop`` with a constant trip count and ``Scan`` are unrolled. Used by
+``converters.import_onnx`` during constant folding (a folded condition or trip count may only become known
+after other nodes fold, so the importer calls these in every folding pass).
+
+Inlining copies a subgraph's nodes into the outer graph with every value the subgraph defines renamed to a
+fresh name (``<node>/<branch>/<name>``); names the subgraph reads from the outer scope keep their names, and
+nested subgraphs (an ``If`` inside a ``Loop`` body) have their references renamed too. A subgraph's outputs
+are bound to the control node's outputs with ``Identity`` nodes.
+
+Each ``resolve_*`` returns ``(nodes, constants, note)`` when it resolved the node (the nodes replace it, the
+constants are new initializers) or ``None`` when it cannot (yet); ``*_blocker`` says why a node that is still
+there at the end cannot be converted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# an unrolled Loop / Scan longer than this is refused (the model would grow by this many body copies)
+MAX_UNROLL = 1024
+
+
+class Namer:
+    """Fresh value names: never one already used anywhere in the model (nested subgraphs included)."""
+
+    def __init__(self, graph):
+        self.taken: set[str] = set()
+        _collect_names(graph, self.taken)
+
+    def fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken or not name:
+            name = f"{base}_{k}"
+            k += 1
+        self.taken.add(name)
+        return name
+
+
+def _collect_names(graph, out: set[str]):
+    out.update(v.name for v in graph.input)
+    out.update(v.name for v in graph.output)
+    out.update(i.name for i in graph.initializer)
+    for node in graph.node:
+        out.update(node.input)
+        out.update(node.output)
+        if node.name:
+            out.add(node.name)
+        for sub in _subgraphs(node):
+            _collect_names(sub, out)
+
+
+def _subgraphs(node):
+    from onnx import AttributeProto
+
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            yield a.g
+        elif a.type == AttributeProto.GRAPHS:
+            yield from a.graphs
+
+
+def _defined(graph) -> set[str]:
+    """Names a (sub)graph defines itself: its inputs, initializers and node outputs (these shadow outer ones)."""
+    names = {v.name for v in graph.input} | {i.name for i in graph.initializer}
+    for node in graph.node:
+        names.update(o for o in node.output if o)
+    return names
+
+
+def _rename_refs(graph, rename: dict[str, str]):
+    """Rename, in place, a nested subgraph's references to outer-scope values (names it defines shadow)."""
+    local = _defined(graph)
+    live = {k: v for k, v in rename.items() if k not in local}
+    if not live:
+        return
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name in live:
+                node.input[k] = live[name]
+        for sub in _subgraphs(node):
+            _rename_refs(sub, live)
+    for out in graph.output:
+        if out.name in live:  # an output that is an outer-scope value (outputs are positional: rename it)
+            out.name = live[out.name]
+
+
+def inline(body, prefix: str, bind: dict[str, str], namer: Namer, targets=None):
+    """The nodes of subgraph ``body`` for the outer graph: its inputs read the outer values ``bind`` names
+    (body input name -> outer name), everything it defines is renamed. Returns (nodes, constants, outputs):
+    the new nodes, ``{name: array}`` for the body's initializers, and the outer names of the body's outputs.
+    ``targets``: outer names for the body's outputs (None / "" for none); an output a body node computes
+    takes its target's name directly (so the control node's outputs keep their names)."""
+    from onnx import numpy_helper
+
+    rename = dict(bind)
+    produced = {o for n in body.node for o in n.output if o}
+    direct = {}
+    for out, target in zip(body.output, targets or []):
+        if target and out.name in produced and out.name not in direct and target not in direct.values():
+            direct[out.name] = target
+    consts = {}
+    for init in body.initializer:
+        new = namer.fresh(prefix + init.name)
+        rename[init.name] = new
+        consts[new] = numpy_helper.to_array(init)
+    nodes = []
+    for index, node in enumerate(body.node):
+        copy = type(node)()
+        copy.CopyFrom(node)
+        for k, name in enumerate(copy.input):
+            if name:
+                copy.input[k] = rename.get(name, name)
+        for sub in _subgraphs(copy):
+            _rename_refs(sub, rename)
+        for k, name in enumerate(copy.output):
+            if name:
+                new = direct[name] if name in direct else namer.fresh(prefix + name)
+                rename[name] = new
+                copy.output[k] = new
+        copy.name = namer.fresh(prefix + (node.name or f"{node.op_type}_{index}"))
+        nodes.append(copy)
+    outputs = [rename.get(o.name, o.name) for o in body.output]
+    return nodes, consts, outputs
+
+
+def _bind_outputs(sources: list[str], targets, prefix: str, namer: Namer):
+    from onnx import helper
+
+    return [helper.make_node("Identity", [s], [t], name=namer.fresh(f"{prefix}output{k}"))
+            for k, (s, t) in enumerate(zip(sources, targets)) if t and s != t]
+
+
+def _attr(node, name):
+    from onnx import helper
+
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- If
+def resolve_if(node, name: str, consts: dict, namer: Namer):
+    """``If`` whose condition is a known constant: the taken branch, inlined."""
+    cond = consts.get(node.input[0])
+    if cond is None:
+        return None
+    cond = np.asarray(cond)
+    if cond.size != 1:
+        return None  # ONNX wants a single element; the handler reports it
+    taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+    body = _attr(node, taken)
+    prefix = f"{name}/{taken.split('_')[0]}/"
+    nodes, new_consts, outs = inline(body, prefix, {}, namer, list(node.output))
+    if len(outs) != len(node.output):
+        return None
+    nodes += _bind_outputs(outs, node.output, prefix, namer)
+    note = f"If '{name}': condition '{node.input[0]}' is {bool(cond.reshape(-1)[0])} at convert time; " \
+           f"{taken} inlined ({len(body.node)} nodes)"
+    return nodes, new_consts, note
+
+
+def if_blocker(node, cond_inputs: list[str], consts: dict) -> str:
+    cond = consts.get(node.input[0])
+    if cond is not None and np.asarray(cond).size != 1:
+        return f"condition '{node.input[0]}' has {np.asarray(cond).size} elements (one expected)"
+    if cond_inputs:
+        names = ", ".join(f"'{i}'" for i in cond_inputs)
+        flags = " ".join(f"--input-value {i}=VALUE" for i in cond_inputs)
+        pinned = ", ".join(f"'{i}': ..." for i in cond_inputs)
+        return (f"condition '{node.input[0]}' is known only at run time (it depends on input {names}); pin it with "
+                f"{flags} (input_values={{{pinned}}}) to keep one branch (run-time IF subgraphs are not emitted)")
+    return (f"condition '{node.input[0]}' is computed at run time and could not be folded (run-time IF subgraphs "
+            "are not emitted)")
+
+
+# ---------------------------------------------------------------------------------------------- Loop
+def _passes_cond_through(body) -> bool:
+    """The body's condition output is its condition input (directly or through Identity) or a constant true."""
+    from onnx import numpy_helper
+
+    want = body.output[0].name
+    cond_in = body.input[1].name if len(body.input) > 1 else None
+    producers = {o: n for n in body.node for o in n.output}
+    inits = {i.name: i for i in body.initializer}
+    for _ in range(len(body.node) + 1):
+        if want == cond_in:
+            return True
+        if want in inits:
+            return bool(np.all(numpy_helper.to_array(inits[want])))
+        node = producers.get(want)
+        if node is None:
+            return False
+        if node.op_type == "Identity":
+            want = node.input[0]
+            continue
+        if node.op_type == "Constant":
+            value = _attr(node, "value")
+            return value is not None and bool(np.all(numpy_helper.to_array(value)))
+        return False
+    return False
+
+
+def loop_blocker(node, consts: dict) -> str | None:
+    """Why this Loop cannot be unrolled now (None: it can)."""
+    inp = list(node.input) + [""] * (2 - len(node.input))
+    if not inp[0]:
+        return "no trip count M (a while loop: WHILE is not emitted)"
+    trip = consts.get(inp[0])
+    if trip is None:
+        return f"trip count M ('{inp[0]}') is computed at run time (only a constant trip count is unrolled)"
+    if inp[1] and inp[1] not in consts:
+        return f"loop condition ('{inp[1]}') is computed at run time (data-dependent termination)"
+    body = _attr(node, "body")
+    if not _passes_cond_through(body):
+        return "the body computes its own termination condition (data-dependent termination: WHILE is not emitted)"
+    if int(np.asarray(trip).reshape(-1)[0]) > MAX_UNROLL:
+        return f"trip count {int(np.asarray(trip).reshape(-1)[0])} is above {MAX_UNROLL} (too long to unroll)"
+    return None
+
+
+def _stack(values: list[str], axis: int, out: str, prefix: str, opset: int, namer: Namer, consts: dict):
+    """ONNX nodes stacking ``values`` along a new axis ``axis`` into ``out`` (Unsqueeze each, Concat)."""
+    from onnx import helper
+
+    nodes, parts = [], []
+    axes_name = None
+    if opset >= 13:
+        axes_name = namer.fresh(f"{prefix}stack_axes")
+        consts[axes_name] = np.array([axis], np.int64)
+    for k, v in enumerate(values):
+        part = namer.fresh(f"{prefix}stack{k}")
+        if opset >= 13:
+            nodes.append(helper.make_node("Unsqueeze", [v, axes_name], [part], name=namer.fresh(part)))
+        else:
+            nodes.append(helper.make_node("Unsqueeze", [v], [part], axes=[axis], name=namer.fresh(part)))
+        parts.append(part)
+    nodes.append(helper.make_node("Concat", parts, [out], axis=axis, name=namer.fresh(f"{prefix}concat")))
+    return nodes
+
+
+def resolve_loop(node, name: str, consts: dict, namer: Namer, opset: int):
+    if loop_blocker(node, consts) is not None:
+        return None
+    inp = list(node.input) + [""] * (2 - len(node.input))
+    trip = int(np.asarray(consts[inp[0]]).reshape(-1)[0])
+    if inp[1] and not bool(np.asarray(consts[inp[1]]).reshape(-1)[0]):
+        trip = 0
+    body = _attr(node, "body")
+    carried = [v for v in node.input[2:]]
+    n_carried = len(carried)
+    n_scan = len(body.output) - 1 - n_carried
+    if trip == 0 and n_scan:
+        return None  # empty scan outputs: the handler refuses
+    new_consts: dict = {}
+    nodes = []
+    true_name = namer.fresh(f"{name}/cond_true")
+    new_consts[true_name] = np.array(True)
+    scans: list[list[str]] = [[] for _ in range(n_scan)]
+    for t in range(trip):
+        prefix = f"{name}/iter{t}/"
+        it_name = namer.fresh(f"{prefix}iteration")
+        new_consts[it_name] = np.array(t, np.int64)
+        bind = {body.input[0].name: it_name, body.input[1].name: true_name}
+        for k, v in enumerate(carried):
+            bind[body.input[2 + k].name] = v
+        last = [""] + list(node.output[:n_carried]) if t == trip - 1 else None
+        body_nodes, body_consts, outs = inline(body, prefix, bind, namer, last)
+        nodes += body_nodes
+        new_consts.update(body_consts)
+        carried = outs[1:1 + n_carried]
+        for k in range(n_scan):
+            scans[k].append(outs[1 + n_carried + k])
+    nodes += _bind_outputs(carried, node.output[:n_carried], f"{name}/", namer)
+    for k in range(n_scan):
+        out = node.output[n_carried + k] if n_carried + k < len(node.output) else ""
+        if out:
+            nodes += _stack(scans[k], 0, out, f"{name}/scan{k}/", opset, namer, new_consts)
+    note = f"Loop '{name}': constant trip count {trip}, unrolled ({len(body.node)} body nodes each)"
+    return nodes, new_consts, note
+
+
+# ---------------------------------------------------------------------------------------------- Scan
+def scan_blocker(node, shapes: dict, opset: int) -> str | None:
+    if opset < 9:
+        return "Scan before opset 9 (batched, with sequence_lens) is not unrolled"
+    n_scan = int(_attr(node, "num_scan_inputs"))
+    body = _attr(node, "body")
+    scan_in = list(node.input)[len(node.input) - n_scan:]
+    axes = list(_attr(node, "scan_input_axes") or [0] * n_scan)
+    lengths = set()
+    for v, ax in zip(scan_in, axes):
+        shape = shapes.get(v)
+        if shape is None or any(not isinstance(d, int) for d in shape):
+            return f"scan input '{v}' has no static shape (its length must be known to unroll)"
+        lengths.add(shape[ax % len(shape)])
+    if len(lengths) != 1:
+        return f"scan inputs of different lengths {sorted(lengths)}"
+    length = lengths.pop()
+    if length == 0 and len(body.output) > len(node.input) - n_scan:
+        return "scan of length 0 with scan outputs"
+    if length > MAX_UNROLL:
+        return f"scan length {length} is above {MAX_UNROLL} (too long to unroll)"
+    return None
+
+
+def resolve_scan(node, name: str, shapes: dict, namer: Namer, opset: int):
+    if scan_blocker(node, shapes, opset) is not None:
+        return None
+    from onnx import helper
+
+    n_scan = int(_attr(node, "num_scan_inputs"))
+    body = _attr(node, "body")
+    n_state = len(node.input) - n_scan
+    scan_in = list(node.input)[n_state:]
+    in_axes = list(_attr(node, "scan_input_axes") or [0] * n_scan)
+    in_dirs = list(_attr(node, "scan_input_directions") or [0] * n_scan)
+    n_out = len(body.output) - n_state
+    out_axes = list(_attr(node, "scan_output_axes") or [0] * n_out)
+    out_dirs = list(_attr(node, "scan_output_directions") or [0] * n_out)
+    ranks = [len(shapes[v]) for v in scan_in]
+    in_axes = [a % r for a, r in zip(in_axes, ranks)]
+    length = shapes[scan_in[0]][in_axes[0]]
+    new_consts: dict = {}
+    nodes = []
+    state = list(node.input[:n_state])
+    outs_per_step: list[list[str]] = [[] for _ in range(n_out)]
+    for t in range(length):
+        prefix = f"{name}/iter{t}/"
+        bind = {body.input[k].name: v for k, v in enumerate(state)}
+        for k, v in enumerate(scan_in):
+            index = t if not in_dirs[k] else length - 1 - t
+            idx_name = namer.fresh(f"{prefix}index{k}")
+            new_consts[idx_name] = np.array(index, np.int64)
+            sliced = namer.fresh(f"{prefix}slice{k}")
+            nodes.append(helper.make_node("Gather", [v, idx_name], [sliced], axis=in_axes[k],
+                                          name=namer.fresh(sliced)))
+            bind[body.input[n_state + k].name] = sliced
+        last = list(node.output[:n_state]) if t == length - 1 else None
+        body_nodes, body_consts, outs = inline(body, prefix, bind, namer, last)
+        nodes += body_nodes
+        new_consts.update(body_consts)
+        state = outs[:n_state]
+        for k in range(n_out):
+            outs_per_step[k].append(outs[n_state + k])
+    nodes += _bind_outputs(state, node.output[:n_state], f"{name}/", namer)
+    for k in range(n_out):
+        out = node.output[n_state + k] if n_state + k < len(node.output) else ""
+        if not out:
+            continue
+        values = outs_per_step[k][::-1] if out_dirs[k] else outs_per_step[k]
+        axis = out_axes[k]
+        if axis < 0:
+            rank = len(body.output[n_state + k].type.tensor_type.shape.dim) + 1
+            axis += rank
+        nodes += _stack(values, axis, out, f"{name}/scan{k}/", opset, namer, new_consts)
+    note = f"Scan '{name}': length {length}, unrolled ({len(body.node)} body nodes each)"
+    return nodes, new_consts, note
