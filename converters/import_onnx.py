@@ -24,8 +24,19 @@ What comes out:
   ``edge_sdk.ConversionError``; nothing is produced then. The result is finally prepared by edge-sdk's own
   interpreter, so a model this function returns is one our interpreter runs.
 
-Sequence state: ONNX LSTM starts every run from its initial state; TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM
-keeps its state in variable tensors across invokes. Call ``reset_all_variables()`` between sequences.
+Sequence state: ONNX LSTM starts every run from its initial state. An LSTM with no state in or out (no
+initial_h / initial_c, or zeros; Y_c unused) becomes TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM, which keeps its
+state in variable tensors across invokes: call ``reset_all_variables()`` between sequences. A streaming LSTM
+-- initial_h / initial_c computed at run time (graph inputs), or Y_c read -- is unrolled over its (short)
+sequence into FULLY_CONNECTED / ADD / SPLIT / LOGISTIC / TANH / MUL, so h and c are ordinary tensors: the
+state inputs stay model inputs and Y_h / Y_c model outputs, and the caller carries them from chunk to chunk
+(GRU and RNN are always unrolled so). ``model.import_notes["state"]`` lists which inputs / outputs hold state.
+
+Control flow and pinned inputs: ``input_values`` turns graph inputs into constants (a sample rate, a mode
+flag); an ``If`` whose condition folds (from constants, shapes or pinned inputs) is replaced by the taken
+branch, a ``Loop`` with a constant trip count and a ``Scan`` over a static length are unrolled
+(``converters.onnx_control``). A run-time condition, trip count or termination is refused with the input to
+pin: TFLite IF / WHILE subgraphs are not emitted.
 """
 
 from __future__ import annotations
@@ -46,6 +57,7 @@ _FLOAT_ONNX = {1, 10, 11, 16}
 _LOWEST = float(np.finfo(np.float32).min)
 # ops whose output size depends on the data; their handlers emit a fixed-size output (and a note) or refuse
 _PADDED_OUTPUT_OPS = {"NonMaxSuppression"}
+_MAX_UNROLLED_STEPS = 1024  # an LSTM with state in / out is unrolled: at most this many steps per invoke
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
 # Erf(x) ~= x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside): the rational form Eigen and XLA use for float.
@@ -272,7 +284,7 @@ class _Importer:
             self.import_notes["state"] = self._state_report()
         model.import_warnings = list(self.notes)
         if self.pinned:
-            self.import_notes["pinned_inputs"] = {k: (v.tolist()) for k, v in self.pinned.items()}
+            self.import_notes["pinned_inputs"] = {k: _pinned_summary(v) for k, v in self.pinned.items()}
         if self.control_notes:
             self.import_notes["control_flow"] = list(self.control_notes)
         model.import_notes = dict(self.import_notes)
@@ -343,7 +355,7 @@ class _Importer:
             graph.input.extend(keep)
             graph.initializer.append(numpy_helper.from_array(array, name))
             self.pinned[name] = array
-            shown = array.tolist() if array.size <= 8 else f"array {list(array.shape)}"
+            shown = _pinned_summary(array)
             note = (f"input '{name}' pinned to {shown} ({array.dtype.name}"
                     f"{' ' + 'x'.join(map(str, array.shape)) if array.ndim else ' scalar'}): it is a constant "
                     "of the converted model, not an input")
@@ -2099,9 +2111,9 @@ class _Importer:
         w = np.asarray(self.need_const(inp[1], "W"), np.float32)[0]
         r = np.asarray(self.need_const(inp[2], "R"), np.float32)[0]
         hidden = int(a.get("hidden_size", r.shape[-1]))
-        b = np.asarray(self.const(inp[3]), np.float32)[0] if inp[3] else np.zeros(8 * hidden, np.float32)
         if inp[3] and self.const(inp[3]) is None:
             raise _Unsupported("B must be a constant")
+        b = np.asarray(self.const(inp[3]), np.float32)[0] if inp[3] else np.zeros(8 * hidden, np.float32)
         xs = self.shape(x)
         steps, batch = (xs[0], xs[1]) if layout == 0 else (xs[1], xs[0])
         if inp[4]:
@@ -2112,6 +2124,9 @@ class _Importer:
         if stateful or (len(node.output) > 2 and node.output[2] and node.output[2] in self.used) or \
                 a.get("clip") is not None:
             # state given or read: unrolled, so h / c are ordinary tensors (graph inputs in, outputs out)
+            if steps > _MAX_UNROLLED_STEPS:
+                raise _Unsupported(f"{steps} time steps with state in / out (or clip, peepholes): unrolled, at most "
+                                   f"{_MAX_UNROLLED_STEPS} steps per invoke (stream shorter chunks)")
             self._lstm_unrolled(node, a, x, w, r, b, hidden, layout, steps, batch)
             return
         for k, what in ((5, "initial_h"), (6, "initial_c"), (7, "P (peepholes)")):
@@ -2457,6 +2472,16 @@ class _Importer:
         self._op("SELECT_V2", [c, x, y], [out])
 
 
+def _pinned_summary(array: np.ndarray):
+    """A pinned value for notes: the value (a scalar or up to 8 elements), else its fill or its shape."""
+    if array.size <= 8:
+        return array.tolist()
+    first = array.reshape(-1)[0].item()
+    if np.all(array == first):
+        return f"{first} (every element of {list(array.shape)})"
+    return f"an array of shape {list(array.shape)}"
+
+
 def _parse_number(text: str, dtype: np.dtype):
     low = text.lower()
     if dtype == np.bool_ and low in ("true", "false"):
@@ -2507,12 +2532,16 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
     dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim]
     shown = "[" + ", ".join(_dim_text(d) for d in tt.shape.dim) + "]"
     if all(d is not None for d in dims):
+        if tuple(array.shape) != tuple(dims) and array.ndim == 0:
+            return np.full(dims, array, dtype)  # a scalar fills the declared shape
         if tuple(array.shape) != tuple(dims):
             if array.size != int(np.prod(dims, dtype=np.int64)) or array.ndim > 1:
                 raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape "
                                       f"{list(array.shape)} does not fit it")
             array = array.reshape(dims)
         return array
+    if array.size == 1 and array.ndim < len(dims) and all(d in (None, 1) for d in dims):
+        array = array.reshape([1] * len(dims))  # a scalar for [N] / [1, N]: one element each
     if array.ndim != len(dims) or any(d is not None and d != g for d, g in zip(dims, array.shape)):
         raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape {list(array.shape)} does "
                               "not fit it (give an array of that rank, static dims kept)")

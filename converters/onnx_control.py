@@ -165,6 +165,9 @@ def if_blocker(node, cond_inputs: list[str], consts: dict) -> str:
     cond = consts.get(node.input[0])
     if cond is not None and np.asarray(cond).size != 1:
         return f"condition '{node.input[0]}' has {np.asarray(cond).size} elements (one expected)"
+    if cond is not None:
+        return (f"condition '{node.input[0]}' is known, but the taken branch could not be inlined (its outputs "
+                "do not match the node's)")
     if cond_inputs:
         names = ", ".join(f"'{i}'" for i in cond_inputs)
         flags = " ".join(f"--input-value {i}=VALUE" for i in cond_inputs)

@@ -503,3 +503,32 @@ def test_silero_like_vad_without_pinned_rate_names_the_input():
         import_onnx(_vad_model())
     (problem,) = err.value.problems
     assert "(If, opset 16)" in problem and "--input-value sr=VALUE" in problem
+
+
+def test_lstm_batch_major_state_streamed_against_the_reference_evaluator():
+    """layout 1 (batch-major x, state and Y_h / Y_c); onnxruntime runs only layout 0: onnx's evaluator checks."""
+    from onnx.reference import ReferenceEvaluator
+
+    proto = _recurrent_model("LSTM", batch=2, layout=1)
+    ours = Ours(import_onnx(proto))
+    ref = ReferenceEvaluator(proto)
+    h = c = np.zeros((2, 1, 5), np.float32)
+    hg, cg = h, c
+    for k in range(3):
+        x = f32(2, 4, 3, seed=30 + k)
+        want = ref.run(None, {"x": x, "h": h, "c": c})
+        got = ours(x, hg, cg)
+        close(got, want, f"chunk {k}")
+        (_, h, c), (_, hg, cg) = want, got
+
+
+def test_pinned_scalar_fills_a_state_input():
+    """state pinned to 0 (one scalar fills [1, 1, 5]): the model starts from zeros and has x as its only input."""
+    proto = _recurrent_model("LSTM", outputs=("y", "yh"))
+    model = import_onnx(proto, input_values={"h": 0, "c": "0"})
+    ours = Ours(model)
+    assert ours.input_names == ["x"]
+    x = f32(4, 1, 3, seed=5)
+    zeros = np.zeros((1, 1, 5), np.float32)
+    close(ours(x), ort_run(proto, {"x": x, "h": zeros, "c": zeros}))
+    assert model.import_notes["pinned_inputs"] == {"h": [[[0.0] * 5]], "c": [[[0.0] * 5]]}
