@@ -85,12 +85,13 @@ def _rename_refs(graph, rename: dict[str, str]):
             out.name = live[out.name]
 
 
-def inline(body, prefix: str, bind: dict[str, str], namer: Namer, targets=None):
+def inline(body, prefix: str, bind: dict[str, str], namer: Namer, targets=None, keep_node_names=False):
     """The nodes of subgraph ``body`` for the outer graph: its inputs read the outer values ``bind`` names
     (body input name -> outer name), everything it defines is renamed. Returns (nodes, constants, outputs):
     the new nodes, ``{name: array}`` for the body's initializers, and the outer names of the body's outputs.
     ``targets``: outer names for the body's outputs (None / "" for none); an output a body node computes
-    takes its target's name directly (so the control node's outputs keep their names)."""
+    takes its target's name directly (so the control node's outputs keep their names). ``keep_node_names``:
+    nodes keep their names (an If's branch is inlined once: messages name the nodes as the ONNX file does)."""
     from onnx import numpy_helper
 
     rename = dict(bind)
@@ -118,7 +119,8 @@ def inline(body, prefix: str, bind: dict[str, str], namer: Namer, targets=None):
                 new = direct[name] if name in direct else namer.fresh(prefix + name)
                 rename[name] = new
                 copy.output[k] = new
-        copy.name = namer.fresh(prefix + (node.name or f"{node.op_type}_{index}"))
+        if not (keep_node_names and node.name):
+            copy.name = namer.fresh(prefix + (node.name or f"{node.op_type}_{index}"))
         nodes.append(copy)
     outputs = [rename.get(o.name, o.name) for o in body.output]
     return nodes, consts, outputs
@@ -152,7 +154,7 @@ def resolve_if(node, name: str, consts: dict, namer: Namer):
     taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
     body = _attr(node, taken)
     prefix = f"{name}/{taken.split('_')[0]}/"
-    nodes, new_consts, outs = inline(body, prefix, {}, namer, list(node.output))
+    nodes, new_consts, outs = inline(body, prefix, {}, namer, list(node.output), keep_node_names=True)
     if len(outs) != len(node.output):
         return None
     nodes += _bind_outputs(outs, node.output, prefix, namer)

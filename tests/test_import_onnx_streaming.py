@@ -532,3 +532,89 @@ def test_pinned_scalar_fills_a_state_input():
     zeros = np.zeros((1, 1, 5), np.float32)
     close(ours(x), ort_run(proto, {"x": x, "h": zeros, "c": zeros}))
     assert model.import_notes["pinned_inputs"] == {"h": [[[0.0] * 5]], "c": [[[0.0] * 5]]}
+
+
+def _v4_branch(tag, seed, samples, hidden):
+    """input [1, samples] -> 4 steps of features -> two stacked LSTMs from h[l], c[l] -> probability; hn, cn."""
+    r = np.random.default_rng(seed)
+    p = f"{tag}_"
+    w = {p + "feat": (r.standard_normal((samples, 4 * hidden)) * 0.05).astype(np.float32),
+         p + "out": (r.standard_normal((hidden, 1)) * 0.5).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["input", p + "feat"], [p + "f"]),
+             helper.make_node("Reshape", [p + "f", "seq_shape"], [p + "seq0"])]  # [4, 1, H]
+    hs, cs, x = [], [], p + "seq0"
+    for layer in range(2):
+        q = f"{p}l{layer}_"
+        w.update({q + "w": (r.standard_normal((1, 4 * hidden, hidden)) * 0.4).astype(np.float32),
+                  q + "r": (r.standard_normal((1, 4 * hidden, hidden)) * 0.4).astype(np.float32),
+                  q + "b": (r.standard_normal((1, 8 * hidden)) * 0.2).astype(np.float32)})
+        nodes += [helper.make_node("Slice", ["h", f"s{layer}", f"e{layer}", "ax0"], [q + "h0"]),
+                  helper.make_node("Slice", ["c", f"s{layer}", f"e{layer}", "ax0"], [q + "c0"]),
+                  helper.make_node("LSTM", [x, q + "w", q + "r", q + "b", "", q + "h0", q + "c0"],
+                                   [q + "y", q + "hn", q + "cn"], hidden_size=hidden, name=f"/{tag}/rnn/LSTM_{layer}"),
+                  helper.make_node("Squeeze", [q + "y", "ax1"], [q + "ys"])]
+        x = q + "ys"
+        hs.append(q + "hn")
+        cs.append(q + "cn")
+    nodes += [helper.make_node("Concat", hs, [p + "hn"], axis=0), helper.make_node("Concat", cs, [p + "cn"], axis=0),
+              helper.make_node("Squeeze", [hs[-1], "ax0"], [p + "last"]),
+              helper.make_node("MatMul", [p + "last", p + "out"], [p + "logit"]),
+              helper.make_node("Sigmoid", [p + "logit"], [p + "prob"])]
+    graph = helper.make_graph(nodes, tag, [], [vi(p + "prob", TP.FLOAT, None), vi(p + "hn", TP.FLOAT, None),
+                                               vi(p + "cn", TP.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in w.items()])
+    return graph
+
+
+def test_v4_like_vad_with_h_c_inputs_dynamic_dims_and_pinned_rate():
+    """silero v4's interface: input [batch, samples], sr int64 [1], h / c [2, batch, H] (two stacked LSTM layers,
+    the state sliced per layer, hn / cn concatenated): shapes given by input_shapes, sr by input_values."""
+    hidden, samples = 8, 512
+    sr_if = helper.make_node("If", ["is16k"], ["output", "hn", "cn"], name="If_0",
+                             then_branch=_v4_branch("k16", 1, samples, hidden),
+                             else_branch=_v4_branch("k8", 2, samples, hidden))
+    nodes = [helper.make_node("Equal", ["sr", "k16000"], ["is16k_1"]),
+             helper.make_node("Squeeze", ["is16k_1", "ax0"], ["is16k"]), sr_if]
+    inits = {"k16000": np.array([16000], np.int64), "seq_shape": np.array([4, -1, hidden], np.int64),
+             "ax0": np.array([0], np.int64), "ax1": np.array([1], np.int64), "s0": np.array([0], np.int64),
+             "e0": np.array([1], np.int64), "s1": np.array([1], np.int64), "e1": np.array([2], np.int64)}
+    proto = model_of(nodes, [vi("input", TP.FLOAT, ["batch", "samples"]), vi("sr", TP.INT64, [1]),
+                             vi("h", TP.FLOAT, [2, "batch", hidden]), vi("c", TP.FLOAT, [2, "batch", hidden])],
+                     [vi("output", TP.FLOAT, None), vi("hn", TP.FLOAT, None), vi("cn", TP.FLOAT, None)], inits)
+    with pytest.raises(ConversionError, match="--input-shape"):
+        import_onnx(proto, input_values={"sr": 16000})
+    model = import_onnx(proto, input_shapes={"input": (1, samples), "h": (2, 1, hidden), "c": (2, 1, hidden)},
+                        input_values={"sr": 16000})
+    ours = Ours(model)
+    assert ours.input_names == ["input", "h", "c"] and ours.output_names == ["output", "hn", "cn"]
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    hw = cw = np.zeros((2, 1, hidden), np.float32)
+    hg, cg = hw, cw
+    for k in range(3):
+        x = f32(1, samples, seed=40 + k)
+        want = sess.run(None, {"input": x, "sr": np.array([16000], np.int64), "h": hw, "c": cw})
+        got = ours(x, hg, cg)
+        close(got, want, f"chunk {k}")
+        (_, hw, cw), (_, hg, cg) = want, got
+    states = model.import_notes["state"]
+    assert [s["node"] for s in states] == ["/k16/rnn/LSTM_0", "/k16/rnn/LSTM_1"]
+    assert all(s["state_inputs"] == {"initial_h": ["h"], "initial_c": ["c"]} for s in states)
+    assert states[0]["state_outputs"] == {"Y_h": ["hn"], "Y_c": ["cn"]}
+    assert states[1]["state_outputs"] == {"Y_h": ["hn", "output"], "Y_c": ["cn"]}
+
+
+def test_a_node_of_the_inlined_branch_is_reported_by_its_own_name():
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t_r"]),
+                                helper.make_node("Mystery", ["t_r"], ["t_y"], domain="com.example",
+                                                 name="/branch/mystery")], "then", [], [vi("t_y", TP.FLOAT, [1, 4])])
+    else_g = helper.make_graph([helper.make_node("Relu", ["x"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [1, 4])])
+    nodes = [helper.make_node("Equal", ["sr", "k16000"], ["is16k"]),
+             helper.make_node("If", ["is16k"], ["y"], then_branch=then_g, else_branch=else_g)]
+    proto = model_of(nodes, [vi("x", TP.FLOAT, [1, 4]), vi("sr", TP.INT64, [])], [vi("y", TP.FLOAT, [1, 4])],
+                     {"k16000": np.array(16000, np.int64)})
+    proto.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(ConversionError) as err:
+        import_onnx(proto, input_values={"sr": 16000})
+    (problem,) = err.value.problems
+    assert problem.startswith("node '/branch/mystery' (Mystery, opset 16): custom domain 'com.example'")
+    Ours(import_onnx(proto, input_values={"sr": 8000}))  # the other branch converts
