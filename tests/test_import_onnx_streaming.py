@@ -618,3 +618,28 @@ def test_a_node_of_the_inlined_branch_is_reported_by_its_own_name():
     (problem,) = err.value.problems
     assert problem.startswith("node '/branch/mystery' (Mystery, opset 16): custom domain 'com.example'")
     Ours(import_onnx(proto, input_values={"sr": 8000}))  # the other branch converts
+
+
+@pytest.mark.parametrize("trip,cond", [(0, True), (2, False), (2, True)])
+def test_loop_without_scan_outputs_zero_and_false_condition(trip, cond):
+    """Only loop-carried values: M = 0 or a false initial condition give the initial values back."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond"], ["cond_out"]), helper.make_node("Add", ["acc", "x"], ["acc_out"])],
+        "body", [vi("i", TP.INT64, []), vi("cond", TP.BOOL, []), vi("acc", TP.FLOAT, [1, 4])],
+        [vi("cond_out", TP.BOOL, []), vi("acc_out", TP.FLOAT, [1, 4])])
+    node = helper.make_node("Loop", ["M", "c0", "acc0"], ["acc"], name="loop", body=body)
+    proto = model_of([node], [vi("x", TP.FLOAT, [1, 4]), vi("acc0", TP.FLOAT, [1, 4])], [vi("acc", TP.FLOAT, [1, 4])],
+                     {"M": np.array(trip, np.int64), "c0": np.array(cond)})
+    x, acc0 = f32(1, 4, seed=1), f32(1, 4, seed=2)
+    close(Ours(import_onnx(proto))(x, acc0), ort_run(proto, {"x": x, "acc0": acc0}))
+
+
+@pytest.mark.parametrize("flag", ["true", "false", True, 0])
+def test_if_on_a_pinned_bool_input(flag):
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t_y"])], "then", [], [vi("t_y", TP.FLOAT, [1, 4])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [1, 4])])
+    proto = model_of([helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)],
+                     [vi("x", TP.FLOAT, [1, 4]), vi("flag", TP.BOOL, [])], [vi("y", TP.FLOAT, [1, 4])])
+    x = f32(1, 4, seed=1)
+    value = np.array(flag in ("true", True, 1))
+    close(Ours(import_onnx(proto, input_values={"flag": flag}))(x), ort_run(proto, {"x": x, "flag": value}))
