@@ -375,12 +375,11 @@ H = 16  # LSTM width
 CHUNK = 576
 
 
-def _vad_branch(tag, win, hop, w, local):
+def _vad_branch(tag, hop, w, local):
     """The per-sample-rate network: conv "STFT" (win, hop) -> magnitude -> conv encoder -> mean over time ->
     LSTM from the outer-scope state -> ReLU, 1x1 conv, sigmoid; and the new state (h, c). ``w`` holds this
     branch's weights: as branch-local initializers (``local``) or read from the outer scope by name."""
     p = f"{tag}_"
-    bins = w[p + "stft"].shape[0] // 2
     nodes = [
         helper.make_node("Unsqueeze", ["audio", "ax1"], [p + "a3"]),  # [1, 1, N]
         helper.make_node("Conv", [p + "a3", p + "stft"], [p + "spec"], strides=[hop]),  # [1, 2B, L]
@@ -409,7 +408,6 @@ def _vad_branch(tag, win, hop, w, local):
         helper.make_node("Reshape", [p + "prob3", "out_shape"], [p + "prob"]),  # [1, 1]
     ]
     inits = [numpy_helper.from_array(v, k) for k, v in w.items()] if local else []
-    del bins, win
     return helper.make_graph(nodes, tag, [], [vi(p + "prob", TP.FLOAT, [1, 1]), vi(p + "state_out", TP.FLOAT,
                                                                                    [2, 1, H])], inits)
 
@@ -442,12 +440,12 @@ def _vad_model():
     rank_if = helper.make_node(
         "If", ["is_1d"], ["audio"],
         then_branch=helper.make_graph([helper.make_node("Unsqueeze", ["input", "ax0"], ["a_b"])], "add_batch", [],
-                                      [vi("a_b", TP.FLOAT, [1, CHUNK])]),
+                                      [vi("a_b", TP.FLOAT, None)]),
         else_branch=helper.make_graph([helper.make_node("Identity", ["input"], ["a_i"])], "keep", [],
                                       [vi("a_i", TP.FLOAT, [1, CHUNK])]))
     sr_if = helper.make_node("If", ["is_16k"], ["output", "stateN"], name="If_0",
-                             then_branch=_vad_branch("k16", 128, 64, w16, local=False),
-                             else_branch=_vad_branch("k8", 64, 32, w8, local=True))
+                             then_branch=_vad_branch("k16", 64, w16, local=False),
+                             else_branch=_vad_branch("k8", 32, w8, local=True))
     nodes = [helper.make_node("Shape", ["input"], ["in_shape"]), helper.make_node("Size", ["in_shape"], ["in_rank"]),
              helper.make_node("Equal", ["in_rank", "one"], ["is_1d"]), rank_if,
              helper.make_node("Equal", ["sr", "k16000"], ["is_16k"]), sr_if]
