@@ -34,7 +34,8 @@ state inputs stay model inputs and Y_h / Y_c model outputs, and the caller carri
 
 Control flow and pinned inputs: ``input_values`` turns graph inputs into constants (a sample rate, a mode
 flag); an ``If`` whose condition folds (from constants, shapes or pinned inputs) is replaced by the taken
-branch, a ``Loop`` with a constant trip count and a ``Scan`` over a static length are unrolled
+branch, a ``Loop`` whose iteration count is known at convert time (a constant trip count; a condition that
+stays true or depends only on the iteration number / constant counters) and a ``Scan`` are unrolled
 (``converters.onnx_control``). A run-time condition, trip count or termination is refused with the input to
 pin: TFLite IF / WHILE subgraphs are not emitted.
 """
@@ -499,7 +500,7 @@ class _Importer:
         if node.op_type == "If":
             return onnx_control.if_blocker(node, self._input_ancestors(node.input[0]), self.consts)
         if node.op_type == "Loop":
-            reason = onnx_control.loop_blocker(node, self.consts)
+            reason = onnx_control.loop_blocker(node, self.consts, self.opset)
             if reason is None:
                 return "loop of 0 iterations with scan outputs (empty outputs)"
             deps = self._input_ancestors(node.input[0]) if node.input and node.input[0] not in self.consts else []

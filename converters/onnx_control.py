@@ -1,5 +1,8 @@
 """ONNX control flow resolved at import time: ``If`` with a condition known at convert time is replaced by the
-taken branch's nodes, ``Loop`` with a constant trip count and ``Scan`` are unrolled. Used by
+taken branch's nodes, ``Loop`` and ``Scan`` are unrolled when their iteration count is known at convert time
+(a constant trip count M, and a condition the body passes through unchanged or computes from the iteration
+number, constants and counters it carries: the condition is then evaluated here, iteration by iteration, with
+onnx's reference evaluator; at most ``MAX_UNROLL`` iterations). Used by
 ``converters.import_onnx`` during constant folding (a folded condition or trip count may only become known
 after other nodes fold, so the importer calls these in every folding pass).
 
@@ -207,22 +210,113 @@ def _passes_cond_through(body) -> bool:
     return False
 
 
-def loop_blocker(node, consts: dict) -> str | None:
-    """Why this Loop cannot be unrolled now (None: it can)."""
-    inp = list(node.input) + [""] * (2 - len(node.input))
-    if not inp[0]:
-        return "no trip count M (a while loop: WHILE is not emitted)"
-    trip = consts.get(inp[0])
-    if trip is None:
-        return f"trip count M ('{inp[0]}') is computed at run time (only a constant trip count is unrolled)"
-    if inp[1] and inp[1] not in consts:
-        return f"loop condition ('{inp[1]}') is computed at run time (data-dependent termination)"
+def _outer_refs(graph) -> set[str]:
+    """Names a subgraph (with its nested ones) reads from its enclosing scopes."""
+    local = _defined(graph)
+    refs = set()
+    for node in graph.node:
+        refs.update(_node_refs(node))
+    refs |= {o.name for o in graph.output}
+    return {r for r in refs if r and r not in local}
+
+
+def _node_refs(node) -> set[str]:
+    """A node's inputs and what its subgraphs read from outside them."""
+    refs = {i for i in node.input if i}
+    for sub in _subgraphs(node):
+        refs |= _outer_refs(sub)
+    return refs
+
+
+def _condition_slice(body):
+    """The body nodes that compute its condition output, and the loop-carried values (indices) it depends
+    on, transitively through their own updates."""
+    producers = {o: n for n in body.node for o in n.output if o}
+    carried_in = [v.name for v in body.input[2:]]
+    outs = [v.name for v in body.output]
+    picked, carried, todo, seen = set(), set(), [outs[0]], set()
+    while todo:
+        v = todo.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in carried_in:
+            k = carried_in.index(v)
+            carried.add(k)
+            todo.append(outs[1 + k])
+        elif v in producers:
+            n = producers[v]
+            picked.add(id(n))
+            todo.extend(_node_refs(n))
+    return [n for n in body.node if id(n) in picked], sorted(carried)
+
+
+def _simulated_trips(node, consts: dict, trip_max, opset: int):
+    """Iterations of a Loop whose condition the body computes from the iteration number, constants and
+    loop-carried values that are themselves computed so (a counter): (count, None), or (None, reason)."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
     body = _attr(node, "body")
-    if not _passes_cond_through(body):
-        return "the body computes its own termination condition (data-dependent termination: WHILE is not emitted)"
-    if int(np.asarray(trip).reshape(-1)[0]) > MAX_UNROLL:
-        return f"trip count {int(np.asarray(trip).reshape(-1)[0])} is above {MAX_UNROLL} (too long to unroll)"
-    return None
+    nodes, carried = _condition_slice(body)
+    local = {v.name for v in body.input} | {i.name for i in body.initializer}
+    local |= {o for n in nodes for o in n.output}
+    outer = sorted({i for n in nodes for i in _node_refs(n) if i not in local})
+    initial = [node.input[2 + k] for k in carried]
+    runtime = [v for v in outer + initial if v not in consts]
+    if runtime:
+        return None, (f"the body computes its termination condition from run-time values ({', '.join(runtime[:3])}): "
+                      "data-dependent termination (WHILE is not emitted)")
+    inits = list(body.initializer) + [numpy_helper.from_array(np.asarray(consts[v]), v) for v in outer]
+    ins = [body.input[0], body.input[1]] + [body.input[2 + k] for k in carried]
+    outs = [body.output[0]] + [body.output[1 + k] for k in carried]
+    graph = helper.make_graph(nodes, "condition", list(ins), [helper.make_empty_tensor_value_info(o.name)
+                                                               for o in outs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    evaluator = ReferenceEvaluator(model)
+    cond = bool(np.asarray(consts[node.input[1]]).reshape(-1)[0]) if len(node.input) > 1 and node.input[1] else True
+    values = [np.asarray(consts[v]) for v in initial]
+    count = 0
+    limit = MAX_UNROLL if trip_max is None else min(trip_max, MAX_UNROLL + 1)
+    while cond and count < limit:
+        feeds = {ins[0].name: np.array(count, np.int64), ins[1].name: np.array(cond)}
+        feeds.update({v.name: x for v, x in zip(ins[2:], values)})
+        result = evaluator.run(None, feeds)
+        cond, values = bool(np.asarray(result[0]).reshape(-1)[0]), result[1:]
+        count += 1
+    if count > MAX_UNROLL or (cond and (trip_max is None or count < trip_max)):
+        return None, f"the loop runs more than {MAX_UNROLL} iterations (too long to unroll; WHILE is not emitted)"
+    return count, None
+
+
+def loop_trips(node, consts: dict, opset: int = 17):
+    """(iterations, None) for a Loop that can be unrolled now, else (None, why not)."""
+    inp = list(node.input) + [""] * (2 - len(node.input))
+    trip = None
+    if inp[0]:
+        if inp[0] not in consts:
+            return None, f"trip count M ('{inp[0]}') is computed at run time (only a constant trip count is unrolled)"
+        trip = int(np.asarray(consts[inp[0]]).reshape(-1)[0])
+    if inp[1] and inp[1] not in consts:
+        return None, f"loop condition ('{inp[1]}') is computed at run time (data-dependent termination)"
+    if inp[1] and not bool(np.asarray(consts[inp[1]]).reshape(-1)[0]):
+        return 0, None
+    body = _attr(node, "body")
+    if _passes_cond_through(body):
+        if trip is None:
+            return None, "no trip count M and a condition that stays true (an endless while loop)"
+        if trip > MAX_UNROLL:
+            return None, f"trip count {trip} is above {MAX_UNROLL} (too long to unroll)"
+        return trip, None
+    try:
+        return _simulated_trips(node, consts, trip, opset)
+    except Exception as exc:  # noqa: BLE001 -- the condition could not be evaluated at convert time
+        return None, f"the body's termination condition could not be evaluated at convert time ({exc})"
+
+
+def loop_blocker(node, consts: dict, opset: int = 17) -> str | None:
+    """Why this Loop cannot be unrolled now (None: it can)."""
+    return loop_trips(node, consts, opset)[1]
 
 
 def _stack(values: list[str], axis: int, out: str, prefix: str, opset: int, namer: Namer, consts: dict):
@@ -246,12 +340,9 @@ def _stack(values: list[str], axis: int, out: str, prefix: str, opset: int, name
 
 
 def resolve_loop(node, name: str, consts: dict, namer: Namer, opset: int):
-    if loop_blocker(node, consts) is not None:
+    trip, _ = loop_trips(node, consts, opset)
+    if trip is None:
         return None
-    inp = list(node.input) + [""] * (2 - len(node.input))
-    trip = int(np.asarray(consts[inp[0]]).reshape(-1)[0])
-    if inp[1] and not bool(np.asarray(consts[inp[1]]).reshape(-1)[0]):
-        trip = 0
     body = _attr(node, "body")
     carried = [v for v in node.input[2:]]
     n_carried = len(carried)
@@ -282,7 +373,7 @@ def resolve_loop(node, name: str, consts: dict, namer: Namer, opset: int):
         out = node.output[n_carried + k] if n_carried + k < len(node.output) else ""
         if out:
             nodes += _stack(scans[k], 0, out, f"{name}/scan{k}/", opset, namer, new_consts)
-    note = f"Loop '{name}': constant trip count {trip}, unrolled ({len(body.node)} body nodes each)"
+    note = f"Loop '{name}': trip count {trip} known at convert time, unrolled ({len(body.node)} body nodes each)"
     return nodes, new_consts, note
 
 

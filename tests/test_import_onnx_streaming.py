@@ -208,8 +208,11 @@ def _loop_body(cond_out="identity"):
              helper.make_node("Mul", ["acc_out", "two_f"], ["scan_out"])]
     if cond_out == "identity":
         nodes.append(helper.make_node("Identity", ["cond"], ["cond_out"]))
-    else:  # data-dependent: stop when i >= 2
+    elif cond_out == "counter":  # stop after i == 2: known at convert time
         nodes.append(helper.make_node("Less", ["i", "two_i"], ["cond_out"]))
+    else:  # data-dependent: go on while sum(acc) < 2
+        nodes += [helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+                  helper.make_node("Less", ["total", "two_f"], ["cond_out"])]
     return helper.make_graph(
         nodes, "body", [vi("i", TP.INT64, []), vi("cond", TP.BOOL, []), vi("acc", TP.FLOAT, [1, 4])],
         [vi("cond_out", TP.BOOL, []), vi("acc_out", TP.FLOAT, [1, 4]), vi("scan_out", TP.FLOAT, [1, 4])],
@@ -246,7 +249,7 @@ def test_loop_with_constant_trip_count_unrolled():
     ("data_dependent", "data-dependent termination"),
 ])
 def test_loop_that_cannot_be_unrolled_is_refused_in_one_line(kind, words):
-    proto = _loop_model(trip_input=kind == "trip_input", cond_out="less" if kind == "data_dependent" else "identity",
+    proto = _loop_model(trip_input=kind == "trip_input", cond_out="data" if kind == "data_dependent" else "identity",
                         with_m=kind != "while")
     with pytest.raises(ConversionError) as err:
         import_onnx(proto)
@@ -258,6 +261,36 @@ def test_loop_that_cannot_be_unrolled_is_refused_in_one_line(kind, words):
         x, acc0 = f32(1, 4, seed=1), f32(1, 4, seed=2)
         got = Ours(import_onnx(proto, input_values={"M": 3}))(x, acc0)
         close(got, ort_run(proto, {"x": x, "acc0": acc0, "M": np.array(3, np.int64)}))
+
+
+@pytest.mark.parametrize("with_m", [True, False])
+def test_loop_ending_on_a_counter_is_unrolled(with_m):
+    """The body's condition is i < 2 (a while loop without M, or with M = 3): 3 iterations, known at convert time."""
+    proto = _loop_model(cond_out="counter", with_m=with_m)
+    x, acc0 = f32(1, 4, seed=1), f32(1, 4, seed=2)
+    model = import_onnx(proto)
+    close(Ours(model)(x, acc0), ort_run(proto, {"x": x, "acc0": acc0}))
+    assert any("Loop 'loop'" in n and "trip count 3" in n for n in model.import_notes["control_flow"])
+
+
+def test_loop_with_a_carried_counter_and_huge_m_is_unrolled():
+    """As TorchScript writes `while j < 4: j += 1; ...`: M = INT64_MAX, a loop-carried counter j (initial 0)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["j", "one"], ["j_out"]), helper.make_node("Less", ["j_out", "four"], ["cond_out"]),
+         helper.make_node("Mul", ["acc", "x"], ["acc_out"])],
+        "body", [vi("i", TP.INT64, []), vi("cond", TP.BOOL, []), vi("j", TP.INT64, []), vi("acc", TP.FLOAT, [1, 4])],
+        [vi("cond_out", TP.BOOL, []), vi("j_out", TP.INT64, []), vi("acc_out", TP.FLOAT, [1, 4])],
+        [numpy_helper.from_array(np.array(1, np.int64), "one"), numpy_helper.from_array(np.array(4, np.int64), "four")])
+    node = helper.make_node("Loop", ["M", "c0", "j0", "acc0"], ["j_final", "acc"], name="loop", body=body)
+    proto = model_of([node], [vi("x", TP.FLOAT, [1, 4]), vi("acc0", TP.FLOAT, [1, 4])],
+                     [vi("j_final", TP.INT64, []), vi("acc", TP.FLOAT, [1, 4])],
+                     {"M": np.array(np.iinfo(np.int64).max, np.int64), "c0": np.array(True), "j0": np.array(0, np.int64)})
+    x, acc0 = f32(1, 4, seed=1), f32(1, 4, seed=2)
+    model = import_onnx(proto)
+    got, want = Ours(model)(x, acc0), ort_run(proto, {"x": x, "acc0": acc0})
+    assert int(got[0]) == int(want[0]) == 4
+    close(got[1:], want[1:])
+    assert ops(model).count("MUL") == 4
 
 
 @pytest.mark.parametrize("direction", [0, 1])
