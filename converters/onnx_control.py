@@ -9,7 +9,8 @@ after other nodes fold, so the importer calls these in every folding pass).
 Inlining copies a subgraph's nodes into the outer graph with every value the subgraph defines renamed to a
 fresh name (``<node>/<branch>/<name>``); names the subgraph reads from the outer scope keep their names, and
 nested subgraphs (an ``If`` inside a ``Loop`` body) have their references renamed too. A subgraph's outputs
-are bound to the control node's outputs with ``Identity`` nodes.
+take the control node's output names (an inlined If branch keeps its node names, so problems name them as the
+ONNX file does); an output the subgraph does not compute itself is bound with an ``Identity`` node.
 
 Each ``resolve_*`` returns ``(nodes, constants, note)`` when it resolved the node (the nodes replace it, the
 constants are new initializers) or ``None`` when it cannot (yet); ``*_blocker`` says why a node that is still

@@ -313,6 +313,19 @@ def test_scan_unrolled(direction):
     assert any("Scan 'scan'" in n for n in model.import_notes["control_flow"])
 
 
+def test_scan_over_axis_1_with_output_axis_1():
+    body = helper.make_graph([helper.make_node("Add", ["s", "xt"], ["s_out"]),
+                              helper.make_node("Sigmoid", ["s_out"], ["y_t"])], "body",
+                             [vi("s", TP.FLOAT, [2]), vi("xt", TP.FLOAT, [2])],
+                             [vi("s_out", TP.FLOAT, [2]), vi("y_t", TP.FLOAT, [2])])
+    node = helper.make_node("Scan", ["s0", "xs"], ["s_final", "ys"], body=body, num_scan_inputs=1,
+                            scan_input_axes=[1], scan_output_axes=[-1])
+    proto = model_of([node], [vi("s0", TP.FLOAT, [2]), vi("xs", TP.FLOAT, [2, 6])],
+                     [vi("s_final", TP.FLOAT, [2]), vi("ys", TP.FLOAT, [2, 6])])
+    s0, xs = f32(2, seed=1), f32(2, 6, seed=2)
+    close(Ours(import_onnx(proto))(s0, xs), ort_run(proto, {"s0": s0, "xs": xs}))
+
+
 # ---------------------------------------------------------------------------------------------- recurrent state
 def _recurrent_model(op, steps=4, batch=1, feat=3, hidden=5, layout=0, outputs=("y", "yh", "yc"), peep=False,
                      clip=None, seed=0):
