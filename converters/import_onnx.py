@@ -24,8 +24,20 @@ What comes out:
   ``edge_sdk.ConversionError``; nothing is produced then. The result is finally prepared by edge-sdk's own
   interpreter, so a model this function returns is one our interpreter runs.
 
-Sequence state: ONNX LSTM starts every run from its initial state; TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM
-keeps its state in variable tensors across invokes. Call ``reset_all_variables()`` between sequences.
+Sequence state: ONNX LSTM starts every run from its initial state. An LSTM with no state in or out (no
+initial_h / initial_c, or zeros; Y_c unused) becomes TFLite's UNIDIRECTIONAL_SEQUENCE_LSTM, which keeps its
+state in variable tensors across invokes: call ``reset_all_variables()`` between sequences. A streaming LSTM
+-- initial_h / initial_c computed at run time (graph inputs), or Y_c read -- is unrolled over its (short)
+sequence into FULLY_CONNECTED / ADD / SPLIT / LOGISTIC / TANH / MUL, so h and c are ordinary tensors: the
+state inputs stay model inputs and Y_h / Y_c model outputs, and the caller carries them from chunk to chunk
+(GRU and RNN are always unrolled so). ``model.import_notes["state"]`` lists which inputs / outputs hold state.
+
+Control flow and pinned inputs: ``input_values`` turns graph inputs into constants (a sample rate, a mode
+flag); an ``If`` whose condition folds (from constants, shapes or pinned inputs) is replaced by the taken
+branch, a ``Loop`` whose iteration count is known at convert time (a constant trip count; a condition that
+stays true or depends only on the iteration number / constant counters) and a ``Scan`` are unrolled
+(``converters.onnx_control``). A run-time condition, trip count or termination is refused with the input to
+pin: TFLite IF / WHILE subgraphs are not emitted.
 """
 
 from __future__ import annotations
@@ -46,6 +58,7 @@ _FLOAT_ONNX = {1, 10, 11, 16}
 _LOWEST = float(np.finfo(np.float32).min)
 # ops whose output size depends on the data; their handlers emit a fixed-size output (and a note) or refuse
 _PADDED_OUTPUT_OPS = {"NonMaxSuppression"}
+_MAX_UNROLLED_STEPS = 1024  # an LSTM with state in / out is unrolled: at most this many steps per invoke
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
 # Erf(x) ~= x * P(x^2) / Q(x^2) on [-4, 4] (clamped outside): the rational form Eigen and XLA use for float.
@@ -59,7 +72,7 @@ class _Unsupported(Exception):
     """One node cannot be mapped; the message is the reason."""
 
 
-def import_onnx(source, input_shapes=None) -> Model:
+def import_onnx(source, input_shapes=None, input_values=None) -> Model:
     """An ONNX model (path, bytes or ``onnx.ModelProto``) as a float32 TFLite-semantics ``Model``.
 
     ``input_shapes``: ``{input name: shape}`` (or one shape for a one-input model) for inputs with dynamic
@@ -67,11 +80,21 @@ def import_onnx(source, input_shapes=None) -> Model:
     before anything else is done -- except a dynamic batch dim (axis 0), which becomes 1 with a warning (and a
     note in ``model.import_warnings``).
 
+    ``input_values``: ``{input name: value}`` pins graph inputs to constants (a number, a list / array, or the
+    text of one as the CLI gives it: ``"16000"``, ``"1,2,3"``, ``"true"``); the value takes the input's declared
+    element type, and its shape is the declared one (a scalar or a flat list of the right size fills it) or the
+    given array's. A pinned input leaves the model's signature, and everything computed from it folds -- an
+    ``If`` on a sample-rate input keeps one branch. Recorded in ``model.import_notes["pinned_inputs"]`` and
+    ``model.import_warnings``.
+
+    What else the import resolved is in ``model.import_notes``: ``"control_flow"`` (If inlined, Loop / Scan
+    unrolled) and ``"state"`` (recurrent nodes whose state comes from / goes to graph inputs / outputs).
+
     Raises ``edge_sdk.ConversionError`` listing every node that cannot be converted, and ``ModelError`` for a
     file that is not a valid ONNX model.
     """
     proto = _load(source)
-    return _Importer(proto, input_shapes).run()
+    return _Importer(proto, input_shapes, input_values).run()
 
 
 def _load(source):
@@ -193,11 +216,16 @@ _ONE_TO_ONE = {
 
 
 class _Importer:
-    def __init__(self, proto, input_shapes=None):
+    def __init__(self, proto, input_shapes=None, input_values=None):
         import onnx
 
         self.input_shapes = input_shapes
+        self.input_values = input_values
         self.notes: list[str] = []
+        self.import_notes: dict = {}
+        self.pinned: dict[str, np.ndarray] = {}
+        self.control_notes: list[str] = []
+        self.state_nodes: list[dict] = []
         self.onnx = onnx
         self.proto = proto
         self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 1)
@@ -214,6 +242,7 @@ class _Importer:
     # ------------------------------------------------------------------ driver
     def run(self) -> Model:
         graph = self.proto.graph
+        self._pin_inputs()
         self._fix_inputs()
         self._fold_and_infer()
         self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
@@ -232,6 +261,8 @@ class _Importer:
             if any(i and i not in self.values and i not in self.consts for i in node.input):
                 continue  # an input comes from a node that already failed: that node is the reported problem
             try:
+                if node.op_type in ("If", "Loop", "Scan"):
+                    raise _Unsupported(self._control_blocker(node))
                 handler = self._handler(node.op_type)
                 if handler is None:
                     raise _Unsupported("no mapping to TFLite builtins for this op")
@@ -250,7 +281,14 @@ class _Importer:
         self._outputs()
         model = self.g.build(description="edge-sdk import_onnx")
         self._verify(model)
+        if self.state_nodes:
+            self.import_notes["state"] = self._state_report()
         model.import_warnings = list(self.notes)
+        if self.pinned:
+            self.import_notes["pinned_inputs"] = {k: _pinned_summary(v) for k, v in self.pinned.items()}
+        if self.control_notes:
+            self.import_notes["control_flow"] = list(self.control_notes)
+        model.import_notes = dict(self.import_notes)
         return model
 
     def _handler(self, op_type: str):
@@ -290,6 +328,40 @@ class _Importer:
                 raise ConversionError(f"input_shapes: input '{name}': dims must be positive, not {list(dims)}")
             out[name] = dims
         return out
+
+    def _pin_inputs(self):
+        """``input_values``: each named graph input becomes an initializer holding its value (so it leaves the
+        signature, and what is computed from it folds)."""
+        from edge_sdk import log
+        from onnx import numpy_helper
+
+        if not self.input_values:
+            return
+        if not isinstance(self.input_values, dict):
+            raise ConversionError(f"input_values: a dict {{input name: value}} is expected, not "
+                                  f"{type(self.input_values).__name__}")
+        graph = self.proto.graph
+        names = self._graph_inputs()
+        given_shapes = self.input_shapes if isinstance(self.input_shapes, dict) else {}
+        for name, value in self.input_values.items():
+            if name not in names:
+                raise ConversionError(f"input_values: the model has no input '{name}' (inputs: {', '.join(names)})")
+            if name in given_shapes:
+                raise ConversionError(f"input_values: input '{name}' is pinned to a value; give it no shape "
+                                      "(input_shapes) as well")
+            vi = next(v for v in graph.input if v.name == name)
+            array = _pinned_value(name, value, vi)
+            keep = [v for v in graph.input if v.name != name]
+            del graph.input[:]
+            graph.input.extend(keep)
+            graph.initializer.append(numpy_helper.from_array(array, name))
+            self.pinned[name] = array
+            shown = _pinned_summary(array)
+            note = (f"input '{name}' pinned to {shown} ({array.dtype.name}"
+                    f"{' ' + 'x'.join(map(str, array.shape)) if array.ndim else ' scalar'}): it is a constant "
+                    "of the converted model, not an input")
+            log.info(note)
+            self.notes.append(note)
 
     def _fix_inputs(self):
         """Given shapes (``input_shapes``) replace the inputs' declared ones (their static dims must agree);
@@ -360,11 +432,29 @@ class _Importer:
         graph = self.proto.graph
         for init in graph.initializer:
             self.consts[init.name] = numpy_helper.to_array(init)
-        for _ in range(12):
+        from converters import onnx_control
+
+        namer = None
+        has_control = any(n.op_type in ("If", "Loop", "Scan") for n in graph.node)
+        for _ in range(48 if has_control else 12):
             self._infer()
             changed = False
             keep = []
-            for node in graph.node:
+            for index, node in enumerate(graph.node):
+                if node.op_type in ("If", "Loop", "Scan") and node.domain in ("", "ai.onnx"):
+                    namer = namer or onnx_control.Namer(graph)
+                    resolved = self._resolve_control(node, index, namer)
+                    if resolved is None:
+                        keep.append(node)
+                        continue
+                    nodes, consts, note = resolved
+                    keep.extend(nodes)
+                    for name, v in consts.items():
+                        self.consts[name] = np.asarray(v)
+                        self.shapes[name] = tuple(np.shape(v))
+                    self.control_notes.append(note)
+                    changed = True
+                    continue
                 value = self._try_fold(node)
                 if value is None:
                     keep.append(node)
@@ -388,6 +478,52 @@ class _Importer:
         if missing:
             self._measure_shapes(missing)
         del onnx
+
+    def _resolve_control(self, node, index, namer):
+        """If / Loop / Scan replaced by ONNX nodes (a branch inlined, a body unrolled), or None."""
+        from converters import onnx_control
+
+        name = node.name or f"{node.op_type}_{index}"
+        try:
+            if node.op_type == "If":
+                return onnx_control.resolve_if(node, name, self.consts, namer)
+            if node.op_type == "Loop":
+                return onnx_control.resolve_loop(node, name, self.consts, namer, self.opset)
+            return onnx_control.resolve_scan(node, name, self.shapes, namer, self.opset)
+        except Exception:  # noqa: BLE001 -- a malformed control node stays; its handler reports it
+            return None
+
+    def _control_blocker(self, node) -> str:
+        """Why an If / Loop / Scan is still in the graph after folding (one line)."""
+        from converters import onnx_control
+
+        if node.op_type == "If":
+            return onnx_control.if_blocker(node, self._input_ancestors(node.input[0]), self.consts)
+        if node.op_type == "Loop":
+            reason = onnx_control.loop_blocker(node, self.consts, self.opset)
+            if reason is None:
+                return "loop of 0 iterations with scan outputs (empty outputs)"
+            deps = self._input_ancestors(node.input[0]) if node.input and node.input[0] not in self.consts else []
+            if deps and "trip count" in reason:
+                reason += f" (it depends on input {', '.join(repr(d) for d in deps)}: pin it with --input-value)"
+            return reason
+        return onnx_control.scan_blocker(node, self.shapes, self.opset) or "the Scan could not be unrolled"
+
+    def _input_ancestors(self, name: str) -> list[str]:
+        """The graph inputs value ``name`` is computed from."""
+        producers = {o: n for n in self.proto.graph.node for o in n.output if o}
+        inputs = set(self._graph_inputs())
+        seen, todo, found = set(), [name], []
+        while todo:
+            v = todo.pop()
+            if v in seen or not v:
+                continue
+            seen.add(v)
+            if v in inputs:
+                found.append(v)
+            elif v in producers:
+                todo.extend(producers[v].input)
+        return sorted(found)
 
     def _infer(self):
         onnx = self.onnx
@@ -608,6 +744,10 @@ class _Importer:
                 self.node_name = o.name
                 self.reshape(src, self.shape(src), "copy", out=t)
             seen.add(t)
+            if self.g.tensors[t].name != o.name and o.name not in self.names:
+                # an alias (Identity, an inlined If branch): the model's output keeps the ONNX output's name
+                self.names.add(o.name)
+                self.g.tensors[t].name = o.name
             flags = self.dynamic.get(o.name, [])
             if any(flags) and len(flags) == len(self.shape(t)):
                 self.g.tensors[t].shape_signature = tuple(-1 if d else s for d, s in zip(flags, self.shape(t)))
@@ -1972,15 +2112,24 @@ class _Importer:
         w = np.asarray(self.need_const(inp[1], "W"), np.float32)[0]
         r = np.asarray(self.need_const(inp[2], "R"), np.float32)[0]
         hidden = int(a.get("hidden_size", r.shape[-1]))
-        b = np.asarray(self.const(inp[3]), np.float32)[0] if inp[3] else np.zeros(8 * hidden, np.float32)
         if inp[3] and self.const(inp[3]) is None:
             raise _Unsupported("B must be a constant")
+        b = np.asarray(self.const(inp[3]), np.float32)[0] if inp[3] else np.zeros(8 * hidden, np.float32)
         xs = self.shape(x)
         steps, batch = (xs[0], xs[1]) if layout == 0 else (xs[1], xs[0])
         if inp[4]:
             lens = self.need_const(inp[4], "sequence_lens")
             if not np.all(lens == steps):
                 raise _Unsupported("sequence_lens shorter than the sequence")
+        stateful = any(inp[k] and (self.const(inp[k]) is None or np.any(self.const(inp[k]) != 0)) for k in (5, 6, 7))
+        if stateful or (len(node.output) > 2 and node.output[2] and node.output[2] in self.used) or \
+                a.get("clip") is not None:
+            # state given or read: unrolled, so h / c are ordinary tensors (graph inputs in, outputs out)
+            if steps > _MAX_UNROLLED_STEPS:
+                raise _Unsupported(f"{steps} time steps with state in / out (or clip, peepholes): unrolled, at most "
+                                   f"{_MAX_UNROLLED_STEPS} steps per invoke (stream shorter chunks)")
+            self._lstm_unrolled(node, a, x, w, r, b, hidden, layout, steps, batch)
+            return
         for k, what in ((5, "initial_h"), (6, "initial_c"), (7, "P (peepholes)")):
             if inp[k]:
                 v = self.need_const(inp[k], what)
@@ -2018,6 +2167,130 @@ class _Importer:
             end = [steps, batch, h] if layout == 0 else [batch, steps, h]
             self._op("STRIDED_SLICE", [seq, self._i32("last_begin", begin), self._i32("last_end", end),
                                        self._i32("last_strides", [1, 1, 1])], [yh])
+
+    def _lstm_unrolled(self, node, a, x, w, r, b, h, layout, steps, batch):
+        """ONNX LSTM (forward) unrolled over its static sequence, for streaming models: the initial state comes
+        from any tensor (a graph input) and the final h / c are ordinary tensors (Y_h, Y_c: graph outputs).
+        The input projection of every step is one FULLY_CONNECTED (all four gates, both biases folded in);
+        per step one FULLY_CONNECTED of h, an ADD, SPLIT into the gates (ONNX order i, o, f, c), peepholes,
+        clip, LOGISTIC / TANH and c = f * c + i * g, h = o * tanh(c)."""
+        inp = list(node.input) + [""] * (8 - len(node.input))
+        feat = self.shape(x)[2]
+        none = {"fused_activation_function": "NONE"}
+
+        def state(k, what):
+            if not inp[k]:
+                return self._f32(what, np.zeros((batch, h), np.float32))
+            t = self.float_input(node, k)
+            if int(np.prod(self.shape(t))) != batch * h:
+                raise _Unsupported(f"{what} of shape {list(self.shape(t))} (expected {batch * h} values)")
+            return self.reshape(t, (batch, h), what)
+
+        h_cur, c_cur = state(5, "initial_h"), state(6, "initial_c")
+        p = None
+        if inp[7]:
+            p = np.asarray(self.need_const(inp[7], "P (peepholes)"), np.float32).reshape(-1)[:3 * h]
+        clip = a.get("clip")
+        if layout == 1:
+            x = self.transpose(x, [1, 0, 2], "time_major")
+        flat = self.reshape(x, (steps * batch, feat), "steps_rows")
+        proj = self._tmp("x_proj", (steps * batch, 4 * h))
+        self._op("FULLY_CONNECTED", [flat, self._f32("w", w), self._f32("bias", b[:4 * h] + b[4 * h:])], [proj],
+                 keep_num_dims=False, **none)
+        if steps == 1:
+            xg = [self.reshape(proj, (batch, 4 * h), "x_step0")]
+        else:
+            proj = self.reshape(proj, (steps, batch, 4 * h), "x_proj_steps")
+            xg = [self._tmp(f"x_step{t}", (batch, 4 * h)) for t in range(steps)]
+            self._op("UNPACK", [proj], xg, num=steps, axis=0)
+        rw = self._f32("r", r)
+        split_axis = self._i32("gate_axis", 1)
+        if p is not None:
+            p_i, p_o, p_f = (self._f32(f"p_{g}", p[k * h:(k + 1) * h]) for k, g in enumerate("iof"))
+        if clip is not None:
+            lo, hi = self._f32("clip_lo", -float(clip)), self._f32("clip_hi", float(clip))
+        hs = []
+        for t in range(steps):
+            rec = self._tmp("h_proj", (batch, 4 * h))
+            self._op("FULLY_CONNECTED", [h_cur, rw, -1], [rec], keep_num_dims=False, **none)
+            pre = self.binary("ADD", xg[t], rec, "gates", **none)
+            if clip is not None:
+                pre = self.binary("MINIMUM", self.binary("MAXIMUM", pre, lo, "clip_low"), hi, "clipped")
+            gi, go, gf, gc = (self._tmp(f"gate_{g}", (batch, h)) for g in "iofc")
+            self._op("SPLIT", [split_axis, pre], [gi, go, gf, gc], num_splits=4)
+            if p is not None:
+                gi = self.binary("ADD", gi, self.binary("MUL", p_i, c_cur, "peep_i", **none), "gate_i_p", **none)
+                gf = self.binary("ADD", gf, self.binary("MUL", p_f, c_cur, "peep_f", **none), "gate_f_p", **none)
+            i = self.unary("LOGISTIC", gi, "i")
+            f = self.unary("LOGISTIC", gf, "f")
+            g = self.unary("TANH", gc, "g")
+            c_cur = self.binary("ADD", self.binary("MUL", f, c_cur, "f_c", **none),
+                                self.binary("MUL", i, g, "i_g", **none), "c", **none)
+            if p is not None:
+                go = self.binary("ADD", go, self.binary("MUL", p_o, c_cur, "peep_o", **none), "gate_o_p", **none)
+            o = self.unary("LOGISTIC", go, "o")
+            h_cur = self.binary("MUL", o, self.unary("TANH", c_cur, "tanh_c"), "h", **none)
+            hs.append(h_cur)
+        outs = list(node.output) + [""] * (3 - len(node.output))
+        if outs[0]:
+            y = self.out(node, 0)
+            if steps == 1:
+                self.reshape(hs[0], self.shape(y), out=y)
+            else:
+                packed = self._tmp("sequence", (steps, batch, h) if layout == 0 else (batch, steps, h))
+                self._op("PACK", hs, [packed], values_count=steps, axis=0 if layout == 0 else 1)
+                self.reshape(packed, self.shape(y), out=y)
+        for k, v in ((1, h_cur), (2, c_cur)):
+            if outs[k]:
+                yk = self.out(node, k)
+                self.reshape(v, self.shape(yk), out=yk)
+        self._record_state(node, "LSTM", steps, {"initial_h": inp[5], "initial_c": inp[6]},
+                           {"Y_h": outs[1], "Y_c": outs[2]})
+
+    def _record_state(self, node, op, steps, ins: dict, outs: dict):
+        """A recurrent node whose state enters or leaves the model (for ``import_notes["state"]``)."""
+        ins = {k: v for k, v in ins.items() if v and self.const(v) is None}
+        outs = {k: v for k, v in outs.items() if v and v in self.used}
+        if ins or outs:
+            self.state_nodes.append({"node": self.node_name, "op": op, "steps": steps, "in": ins, "out": outs})
+
+    def _state_report(self) -> list[dict]:
+        """Per recurrent node with state in / out: which graph inputs feed its initial state, which graph outputs
+        its final state reaches (and a note line each)."""
+        graph = self.proto.graph
+        consumers: dict[str, list] = {}
+        for n in graph.node:
+            for i in n.input:
+                consumers.setdefault(i, []).append(n)
+        outputs = {o.name for o in graph.output}
+
+        def reaches(name):
+            seen, todo, found = set(), [name], []
+            while todo:
+                v = todo.pop()
+                if v in seen:
+                    continue
+                seen.add(v)
+                if v in outputs:
+                    found.append(v)
+                for n in consumers.get(v, []):
+                    todo.extend(o for o in n.output if o)
+            return sorted(found)
+
+        report = []
+        for rec in self.state_nodes:
+            entry = {"node": rec["node"], "op": rec["op"], "steps": rec["steps"],
+                     "state_inputs": {k: self._input_ancestors(v) for k, v in rec["in"].items()},
+                     "state_outputs": {k: reaches(v) for k, v in rec["out"].items()}}
+            report.append(entry)
+            parts = [f"{k} from input {', '.join(repr(i) for i in v) or '(computed)'}"
+                     for k, v in entry["state_inputs"].items()]
+            parts += [f"{k} to output {', '.join(repr(o) for o in v) or '(internal)'}"
+                      for k, v in entry["state_outputs"].items()]
+            self.notes.append(f"{rec['op']} '{rec['node']}': streaming state, {'; '.join(parts)} (unrolled over "
+                              f"{rec['steps']} step(s) per invoke: feed each output state back as the next "
+                              "chunk's input)")
+        return report
 
     def _recurrent(self, node, a, kind):
         """ONNX RNN / GRU, forward, unrolled over the (static) sequence: the input projections of all steps
@@ -2102,6 +2375,8 @@ class _Importer:
         if len(node.output) > 1 and node.output[1]:
             yh = self.out(node, 1)
             self.reshape(cur, self.shape(yh), out=yh)
+        self._record_state(node, kind, steps, {"initial_h": inp[5]},
+                           {"Y_h": node.output[1] if len(node.output) > 1 else ""})
 
     # ------------------------------------------------------------------ comparisons, logical ops, run-time Where
     # Comparisons give BOOL tensors (EQUAL .. GREATER_EQUAL, numpy broadcasting); And / Or / Not map to the
@@ -2196,6 +2471,82 @@ class _Importer:
         if len({tuple(self.shape(t)) for t in (c, x, y)}) > 1 and len(self.shape(out)) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         self._op("SELECT_V2", [c, x, y], [out])
+
+
+def _pinned_summary(array: np.ndarray):
+    """A pinned value for notes: the value (a scalar or up to 8 elements), else its fill or its shape."""
+    if array.size <= 8:
+        return array.tolist()
+    first = array.reshape(-1)[0].item()
+    if np.all(array == first):
+        return f"{first} (every element of {list(array.shape)})"
+    return f"an array of shape {list(array.shape)}"
+
+
+def _parse_number(text: str, dtype: np.dtype):
+    low = text.lower()
+    if dtype == np.bool_ and low in ("true", "false"):
+        return low == "true"
+    if dtype.kind == "f":
+        return float(text)
+    try:
+        return int(text, 16) if low.lstrip("+-").startswith("0x") else int(text)
+    except ValueError:
+        return float(text)  # "16000.0": checked to be whole below
+
+
+def _pinned_value(name: str, value, vi) -> np.ndarray:
+    """``value`` for graph input ``vi`` (ValueInfoProto) as an array of its element type and shape."""
+    from onnx import helper
+
+    tt = vi.type.tensor_type
+    if not vi.type.HasField("tensor_type") or tt.elem_type not in _ONNX_TYPES:
+        raise ConversionError(f"input_values: input '{name}' is not a numeric tensor; it cannot be pinned")
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
+    what = repr(value)
+    if isinstance(value, str):
+        tokens = [t.strip() for t in value.replace(";", ",").split(",") if t.strip()]
+        try:
+            parsed = [_parse_number(t, dtype) for t in tokens]
+        except ValueError:
+            raise ConversionError(f"input_values: input '{name}' ({dtype.name}): {what} is not a "
+                                  f"{'number' if dtype.kind != 'b' else 'boolean'} or a comma-separated list of them"
+                                  ) from None
+        value = parsed[0] if len(parsed) == 1 else parsed
+    try:
+        raw = np.asarray(value)
+    except (TypeError, ValueError):
+        raise ConversionError(f"input_values: input '{name}': {what} is not a number or an array") from None
+    if raw.dtype == object and all(isinstance(v, int) for v in raw.reshape(-1)):
+        raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is out of its range")
+    if raw.dtype.kind not in "biuf" or raw.size == 0:
+        raise ConversionError(f"input_values: input '{name}': {what} is not a number or an array of numbers")
+    if dtype.kind in "iub" and raw.dtype.kind == "f" and not np.all(np.isfinite(raw) & (raw == np.round(raw))):
+        raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is not a whole number")
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if raw.min() < info.min or raw.max() > info.max:
+            raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is out of its range")
+    array = raw.astype(dtype)
+    if not tt.HasField("shape"):
+        return array
+    dims = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in tt.shape.dim]
+    shown = "[" + ", ".join(_dim_text(d) for d in tt.shape.dim) + "]"
+    if all(d is not None for d in dims):
+        if tuple(array.shape) != tuple(dims) and array.ndim == 0:
+            return np.full(dims, array, dtype)  # a scalar fills the declared shape
+        if tuple(array.shape) != tuple(dims):
+            if array.size != int(np.prod(dims, dtype=np.int64)) or array.ndim > 1:
+                raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape "
+                                      f"{list(array.shape)} does not fit it")
+            array = array.reshape(dims)
+        return array
+    if array.size == 1 and array.ndim < len(dims) and all(d in (None, 1) for d in dims):
+        array = array.reshape([1] * len(dims))  # a scalar for [N] / [1, N]: one element each
+    if array.ndim != len(dims) or any(d is not None and d != g for d, g in zip(dims, array.shape)):
+        raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape {list(array.shape)} does "
+                              "not fit it (give an array of that rank, static dims kept)")
+    return array
 
 
 def _np_type(dtype) -> str:
