@@ -89,7 +89,8 @@ def keep_wide_joins(model: Model, ranges: dict, act: str, io: str, excluded: set
 
 
 def join_parts(model: Model, op: Operator) -> list[tuple[int, tuple]]:
-    """(input tensor, index into the join's output selecting that input's part) for a CONCATENATION / PACK."""
+    """(input tensor, index into the join's output selecting that input's part) for a join: a part of the output's
+    rank is a slice along the axis (CONCATENATION), a part of one rank less is entry k of it (PACK)."""
     sg = model.subgraphs[0]
     out_rank = len(sg.tensors[op.outputs[0]].shape)
     axis = int((op.options or {}).get("axis", 0))
@@ -99,7 +100,7 @@ def join_parts(model: Model, op: Operator) -> list[tuple[int, tuple]]:
         if t < 0:
             continue
         index = [slice(None)] * out_rank
-        if model.op_name(op) == "PACK":
+        if len(sg.tensors[t].shape) < out_rank:
             index[axis] = k
         else:
             size = int(sg.tensors[t].shape[axis])

@@ -22,10 +22,11 @@ def snr_db(ff: float, dd: float) -> float:
 
 
 def is_distribution(model: Model, t: int, produced: dict) -> bool:
-    """A class distribution (argmax is meaningful): a SOFTMAX / LOG_SOFTMAX output, or (batch, classes)."""
+    """A class distribution (argmax is meaningful): the output of an op whose row says ``distribution`` (SOFTMAX,
+    LOG_SOFTMAX), or (batch, classes)."""
     sg = model.subgraphs[0]
     shape = tuple(sg.tensors[t].shape)
-    if t in produced and model.op_name(sg.operators[produced[t]]) in ("SOFTMAX", "LOG_SOFTMAX"):
+    if t in produced and op_table.row(model.op_name(sg.operators[produced[t]])).distribution:
         return len(shape) >= 1 and shape[-1] >= 2
     return len(shape) == 2 and shape[-1] >= 2
 
