@@ -223,7 +223,8 @@ def format_conversion(report: dict) -> str:
     lines.append(f"params     {out.get('parameters', '?')} ({out.get('parameter_bytes', '?')} bytes)")
     lines.append(f"model      {out.get('bytes', '?')} bytes")
     if out.get("arena_bytes") is not None:  # the target's runtime arena (the check's figure), else the interpreter's
-        lines.append(f"arena      {out['arena_bytes']} bytes" + (f" ({out['arena_source']})" if out.get("arena_source") else ""))
+        source = f" ({out['arena_source']})" if out.get("arena_source") else ""
+        lines.append(f"arena      {out['arena_bytes']} bytes{source}")
     q = report.get("quantization") or {}
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"
                                                         if q.get("mode") not in (None, "none", "fp16") else ""))

@@ -99,7 +99,8 @@ def test_arena_line_without_target_is_the_interpreters_plan(source):
     interp.allocate_tensors()
     assert out["arena_bytes"] == interp.arena_size
     assert "Python interpreter" in out["arena_source"] and "no target" in out["arena_source"]
-    assert f"arena      {interp.arena_size} bytes (no target: edge-sdk's Python interpreter" in format_conversion(res.report)
+    text = format_conversion(res.report)
+    assert f"arena      {interp.arena_size} bytes (no target: edge-sdk's Python interpreter" in text
 
 
 def test_a_loaded_profile_is_taken_as_it_is(source, monkeypatch):

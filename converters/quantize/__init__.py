@@ -54,7 +54,7 @@ from converters.quantize.builder import drop_unused_buffers, verify
 from converters.quantize.calibrate import MAX_VALUES, MEASURE_SAMPLES, calibrate
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.rules import check_ops, integer_graph, resolve_exclude
-from converters.quantize.summary import build_notes, graph_notes, tensor_table, weight_table
+from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
     MAX_PRUNE,
@@ -135,10 +135,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if measure_error or precision == "auto":
         kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io)
         qmodel, g = kept.qmodel, kept.graph
-        report["notes"] += graph_notes(model, g, io, kept.w16)
+        report["notes"] += int16_output_notes(model, g, io, kept.w16)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
                                        len(cal.measure), no_rule, rule_target)
-    report["notes"] += build_notes(model, g)
+    report["notes"] += rule_notes(model, g)
     report["calibration"] = {"samples": cal.samples, "held_back": cal.held_back, "method": method,
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)

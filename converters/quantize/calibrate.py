@@ -75,8 +75,8 @@ def _exposed(model: Model) -> tuple[Model, list[int]]:
 
 
 class Runner:
-    """A model runnable on one sample at a time: run(sample) -> {tensor: value} for every tensor an op writes. The values are views of the
-    interpreter's memory, valid until the next run (callers fold them into statistics and drop them)."""
+    """A model run one sample at a time: run(sample) -> {tensor: value} for every tensor an op writes. The values
+    are views of the interpreter's memory, valid until the next run (callers fold them into statistics and drop them)."""
 
     def __init__(self, model: Model):
         from edge_sdk.runtime.interpreter import Interpreter

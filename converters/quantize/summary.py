@@ -9,7 +9,8 @@ from converters.quantize.calibrate import Calibration
 from edge_sdk.model.types import Model
 
 
-def graph_notes(model: Model, g: QuantGraph, io: str, w16: set[int]) -> list[str]:
+def int16_output_notes(model: Model, g: QuantGraph, io: str, w16: set[int]) -> list[str]:
+    """A model output left INT16 by an op widened to int16x8 (integer I/O in an int8 model)."""
     sg = model.subgraphs[0]
     notes = []
     if io != "float32" and g.act == "INT8" and w16:
@@ -21,7 +22,8 @@ def graph_notes(model: Model, g: QuantGraph, io: str, w16: set[int]) -> list[str
     return notes
 
 
-def build_notes(model: Model, g: QuantGraph) -> list[str]:
+def rule_notes(model: Model, g: QuantGraph) -> list[str]:
+    """What the rules did that changes values: a SELECT's constant branch saturated, a comparison in float32."""
     sg = model.subgraphs[0]
     notes = []
     for out_t, const_t, cmin, cmax in g.select_saturated:

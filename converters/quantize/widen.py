@@ -69,9 +69,9 @@ def float32_fallbacks(model: Model, act: str, excluded: set[int], rule) -> list[
     """precision="auto": (op index, why) of the ops without an integer rule, which stay float32; ConversionError
     naming every one the target cannot run in float32."""
     no_rule = unquantizable(model, act, excluded)
-    name = lambda i: model.op_name(model.subgraphs[0].operators[i])  # noqa: E731
-    no_float = [f"{op_label(model, i)}: {why}, and {rule(name(i), True)[1]}"
-                for i, why in no_rule if rule(name(i), True)[0] != "float32"]
+    ops = model.subgraphs[0].operators
+    no_float = [f"{op_label(model, i)}: {why}, and {rule(model.op_name(ops[i]), True)[1]}"
+                for i, why in no_rule if rule(model.op_name(ops[i]), True)[0] != "float32"]
     if no_float:
         raise ConversionError(f"quantize: {len(no_float)} op(s) have no {act.lower()} rule and cannot stay float32",
                               no_float)
@@ -166,7 +166,8 @@ def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: s
         qm, g = build(trial, trial16)
         layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
         if not short(outputs, min_snr):
-            excluded, kept.w16, kept.qmodel, kept.graph, kept.layers, kept.outputs = trial, trial16, qm, g, layers, outputs
+            excluded, kept.w16 = trial, trial16
+            kept.qmodel, kept.graph, kept.layers, kept.outputs = qm, g, layers, outputs
             del kept.widened[i]
 
 
@@ -225,7 +226,8 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
     missing = short(outputs, min_snr)
 
     def named(i: int) -> dict:
-        return {"op_index": i, "op": model.op_name(sg.operators[i]), "output": sg.tensors[sg.operators[i].outputs[0]].name}
+        op = sg.operators[i]
+        return {"op_index": i, "op": model.op_name(op), "output": sg.tensors[op.outputs[0]].name}
 
     if widened and kept.base_bytes:
         from edge_sdk.model import write_model
