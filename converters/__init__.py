@@ -9,7 +9,7 @@
 The pipeline: import (``converters.import_onnx`` / ``converters.import_tflite``) -> ``converters.passes.optimize``
 -> ``converters.quantize.quantize`` with calibration samples from ``converters.calibration`` -> the package
 manifest (``edge_sdk.model.manifest``) -> with ``target``, ``edge_sdk.targets.check.check_model`` against the device
-profile: a model that cannot run there raises ``ConversionError`` listing every reason, and nothing is
+profile (loaded once): a model that cannot run there raises ``ConversionError`` listing every reason, and nothing is
 written -> with ``eval_data``, accuracy and calibration of the result beside the float model
 (``converters.evaluate``), recorded in the report and the manifest.
 """
@@ -68,7 +68,7 @@ def _read_source(src) -> tuple[str, bytes, str, object]:
     """(format, bytes, display name, object to import) for a path, bytes, onnx.ModelProto or Model."""
     from edge_sdk.model import Model, write_model
 
-    if isinstance(src, Model):
+    if isinstance(src, Model):  # its bytes: the source's sha256, and a private copy (the importer changes its model)
         data = write_model(src)
         return "tflite", data, "<Model>", data
     if hasattr(src, "SerializeToString") and hasattr(src, "graph"):
@@ -140,15 +140,14 @@ def _calibration(calibration, model, preprocess):
     return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating", where=where)
 
 
-def _runs_gelu(target) -> bool:
-    """Whether the GELU fusion may emit GELU: the target's runtime has the kernel and its profile takes the op
-    (no target: edge-sdk's interpreter and C runtime both have it; TFLM has none)."""
-    if target is None:
+def _runs_gelu(profile) -> bool:
+    """Whether the GELU fusion may emit GELU: the target's runtime has the kernel and its profile (a loaded
+    ``Profile``) takes the op (no target: edge-sdk's interpreter and C runtime both have it; TFLM has none)."""
+    if profile is None:
         return True
     from edge_sdk.runtime.op_table import runtime_refusal
-    from edge_sdk.targets.profiles import load_profile
 
-    prof = load_profile(target)
+    prof = profile
     if runtime_refusal(prof.runtime or "python", "GELU", 2) is not None:
         return False
     return any(prof.cpu_backend.op_constraints("GELU", d) is not None for d in ("float32", "int8"))
@@ -175,8 +174,8 @@ def _io_spec(model) -> dict:
     return {"inputs": [spec(t) for t in sg.inputs], "outputs": [spec(t) for t in sg.outputs]}
 
 
-def _model_figures(model, data: bytes) -> dict:
-    ops = Counter(model.op_name(op) for sg in model.subgraphs for op in sg.operators)
+def _parameters(model) -> dict:
+    """The constant tensors of ``model``: how many values, how many stored bytes."""
     params = 0
     param_bytes = 0
     for sg in model.subgraphs:
@@ -184,25 +183,43 @@ def _model_figures(model, data: bytes) -> dict:
             if 0 < t.buffer < len(model.buffers) and model.buffers[t.buffer].data:
                 params += int(np.prod(t.shape, dtype=np.int64))
                 param_bytes += len(model.buffers[t.buffer].data)
-    figures = {"bytes": len(data), "ops": dict(ops), "parameters": params, "parameter_bytes": param_bytes,
-               "arena_bytes": None}
+    return {"parameters": params, "parameter_bytes": param_bytes}
+
+
+def _model_figures(model, data: bytes, check: dict | None) -> dict:
+    """Size, ops, parameters and the RAM the model's arena needs: with a target, the check's figure (that target's
+    runtime, the plan the check chose, measured or estimated as ``arena_source`` says); without one, the plan of
+    edge-sdk's Python interpreter (layer by layer)."""
+    ops = Counter(model.op_name(op) for sg in model.subgraphs for op in sg.operators)
+    figures = {"bytes": len(data), "ops": dict(ops), **_parameters(model), "arena_bytes": None, "arena_source": None}
+    if check is not None:
+        figures["arena_bytes"] = check.get("arena_bytes")
+        runtime = _RUNTIME_WORDS.get(check.get("runtime"), check.get("runtime"))
+        figures["arena_source"] = (f"target {check.get('target')}: the {runtime}'s arena, {check.get('memory_plan')} "
+                                   f"plan; {check.get('ram_source') or 'as the check found it'}")
+        return figures
     try:
         from edge_sdk.runtime.interpreter import Interpreter
 
-        interp = Interpreter(model_content=data)
+        interp = Interpreter(model=model)
         interp.allocate_tensors()
         figures["arena_bytes"] = int(interp.arena_size)
+        figures["arena_source"] = "no target: edge-sdk's Python interpreter's arena plan (layer by layer)"
     except ModelError as exc:
         figures["problems"] = [str(exc)]
     return figures
 
 
-def _check(model, target: str, memory: str | None = None) -> dict:
-    """The device-profile check (``edge_sdk.targets.check.check_model``) as plain data, plus ``reasons``: the message of
-    every error (what makes the verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
+_RUNTIME_WORDS = {"c": "C runtime", "python": "Python interpreter"}
+
+
+def _check(model, profile, memory: str | None = None) -> dict:
+    """The device-profile check (``edge_sdk.targets.check.check_model``) of ``model`` (.tflite bytes or a Model)
+    against a loaded ``profile``, as plain data, plus ``reasons``: the message of every error (what makes the
+    verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
     from edge_sdk.targets.check import check_model
 
-    result = check_model(model, target, memory=memory)
+    result = check_model(model, profile, memory=memory)
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     problems = data.get("problems") or []
     data["reasons"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in problems
@@ -221,7 +238,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
     preprocess: an ``edge_sdk.tasks.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
     recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
-    target: a device profile name; a model that cannot run there raises ConversionError with every reason.
+    target: a device profile (a name, a .toml path or a loaded ``Profile``: loaded once, and that one profile serves
+    the GELU fusion, the widening rule and the check); a model that cannot run there raises ConversionError with
+    every reason. ``report["output"]["arena_bytes"]`` is then the check's figure, the RAM of that target's runtime
+    arena (``arena_source`` says which runtime, plan and how it was found); without a target it is edge-sdk's
+    Python interpreter's plan, and ``arena_source`` says so.
     memory: with ``target``, the arena plan that check uses (edge_sdk.runtime.interpreter.MEMORY_PLANS: "layer",
     "inplace" = in-place ops, "min" = least RAM, in place plus patch-based execution of a stage; None = auto:
     layer, else inplace, else min, while the plan does not fit the profile's RAM budget), as `edge check --memory`;
@@ -241,10 +262,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     input_shapes: ``{input name: shape}`` (or one shape for a one-input model) fixing an ONNX model's dynamic
     input dims; a dynamic dim (other than the batch axis) left open is an error before any work is done.
     Every setting (the target profile too) is checked before the model is imported.
+
+    The model travels as a ``Model`` object from import to the end; it becomes .tflite bytes once (the check
+    measures those bytes and they are the result), or twice when ``eval_data`` adds its accuracy to the manifest
+    after the check.
     """
     from converters.report import per_layer_table, strip_bins
     from edge_sdk import log
-    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model import write_model
     from edge_sdk.model.manifest import write_manifest
 
     mode = "none" if quantize in (None, False) else str(quantize).lower()
@@ -271,14 +296,17 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         problems.append(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))} or None (auto), not {memory!r}")
     elif memory is not None and target is None:
         problems.append("memory chooses the arena plan of the target check: give a target too")
+    profile = None  # the target's profile, loaded once here and passed to every step that needs it
     if target is not None:
         from edge_sdk.errors import ProfileError
-        from edge_sdk.targets.profiles import load_profile
+        from edge_sdk.targets.profiles import Profile, load_profile
 
         try:
-            load_profile(target)
+            profile = load_profile(target)
         except ProfileError as exc:
             problems.append(f"target: {exc}")
+        if isinstance(target, Profile):
+            target = target.name  # the manifest and the messages name it
     for what, path in (("calibration", calibration), ("eval_data", eval_data)):
         if isinstance(path, (str, os.PathLike)) and not Path(path).exists():
             problems.append(f"{what}: {path} does not exist")
@@ -306,10 +334,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     log.stage("optimizing")
     from converters.passes import optimize
 
-    model = optimize(model, nhwc_io=nhwc_io, fuse_gelu=_runs_gelu(target))
+    model = optimize(model, nhwc_io=nhwc_io, fuse_gelu=_runs_gelu(profile))
     opt_notes = dict(getattr(model, "conversion_notes", {}) or {})
-    float_model = model
-    float_bytes = write_model(float_model)
+    float_model = model  # quantize reads it and builds a new Model; evaluation runs it as the reference
+    float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)
 
     qreport = None
@@ -320,9 +348,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
         calib = _calibration(calibration, float_model, pre) if calibration is not None else None
         guarded = mode in _NEEDS_CALIBRATION
-        result = _quantize(read_model(float_bytes), calib, mode=mode, method=calib_method, io=io, exclude=exclude,
+        result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
-                           min_snr=min_snr, target=target)
+                           min_snr=min_snr, target=profile)
         model = result.model
         guard = result.report.get("guard")
         if guard is not None and not guard["met"]:
@@ -375,10 +403,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     }
     write_manifest(model, manifest)
 
+    # The model becomes bytes once: the check measures these bytes (the C runtime reads them), and they are the
+    # result unless evaluation adds its accuracy to the manifest (then the model is written once more, at the end).
+    tflite = None
     check = None
     if target is not None:
         log.stage(f"checking against {target}")
-        check = _check(model, target, memory)
+        tflite = write_model(model)
+        check = _check(tflite, profile, memory)
         if check.get("verdict") == "fails":
             raise ConversionError(f"{name}: the converted model cannot run on {target}; nothing was written",
                                   check["reasons"] or ["the device-profile check failed (no reason given)"])
@@ -388,19 +420,21 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         log.stage("evaluating")
         from converters.evaluate import evaluate
 
-        accuracy = evaluate(write_model(model), eval_data, reference=float_bytes if mode != "none" else None,
+        accuracy = evaluate(model, eval_data, reference=float_model if mode != "none" else None,
                             labels=label_list, preprocess=pre)
         manifest["accuracy"] = strip_bins(accuracy)
         write_manifest(model, manifest)
+        tflite = None
 
-    tflite = write_model(model)
+    if tflite is None:
+        tflite = write_model(model)
     from edge_sdk.model.manifest import read_manifest
 
     manifest = read_manifest(model)  # as embedded (with its format number)
     report = {
         "source": {"path": name, "format": kind, "sha256": sha256, "bytes": len(data)},
-        "output": _model_figures(model, tflite),
-        "float": {"bytes": len(float_bytes)},
+        "output": _model_figures(model, tflite, check),
+        "float": float_figures,
         "import": import_notes,
         "passes": opt_notes.get("passes"),
         "notes": notes,

@@ -253,10 +253,12 @@ def fit_samples(x: np.ndarray, input_shape) -> np.ndarray:
 
 
 class _TFLiteRunner:
-    def __init__(self, model_bytes: bytes):
+    def __init__(self, model):
+        """``model``: a ``Model`` (run as it is, not serialized) or .tflite bytes."""
+        from edge_sdk.model import Model
         from edge_sdk.runtime.interpreter import Interpreter
 
-        self.interp = Interpreter(model_content=bytes(model_bytes))
+        self.interp = Interpreter(model=model) if isinstance(model, Model) else Interpreter(model_content=bytes(model))
         self.interp.allocate_tensors()
         ins = self.interp.get_input_details()
         if len(ins) != 1:
@@ -318,22 +320,24 @@ def _is_onnx(source) -> bool:
     return isinstance(source, (str, Path)) and str(source).lower().endswith(".onnx")
 
 
-def _model_bytes(source) -> bytes:
-    from edge_sdk.model import Model, write_model
+def _model_source(source):
+    """A ``Model`` as it is (our interpreter runs it without a serialization), else the .tflite bytes."""
+    from edge_sdk.model import Model
 
     if isinstance(source, Model):
-        return write_model(source)
+        return source
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source)
     return Path(source).read_bytes()
 
 
 def runner(source):
-    """An object with ``input_shape`` and ``run(x) -> (N, K) float outputs`` for a .tflite (our interpreter;
-    int8 I/O is quantized / dequantized with the tensors' parameters) or an ONNX model (onnxruntime)."""
+    """An object with ``input_shape`` and ``run(x) -> (N, K) float outputs`` for a .tflite or ``Model`` (our
+    interpreter; int8 I/O is quantized / dequantized with the tensors' parameters) or an ONNX model
+    (onnxruntime)."""
     if _is_onnx(source):
         return _OnnxRunner(source)
-    return _TFLiteRunner(_model_bytes(source))
+    return _TFLiteRunner(_model_source(source))
 
 
 def predict(source, x: np.ndarray) -> np.ndarray:

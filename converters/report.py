@@ -222,8 +222,9 @@ def format_conversion(report: dict) -> str:
         lines.append(f"ops        {sum(ops.values())}: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items())))
     lines.append(f"params     {out.get('parameters', '?')} ({out.get('parameter_bytes', '?')} bytes)")
     lines.append(f"model      {out.get('bytes', '?')} bytes")
-    if out.get("arena_bytes") is not None:
-        lines.append(f"arena      {out['arena_bytes']} bytes")
+    if out.get("arena_bytes") is not None:  # the target's runtime arena (the check's figure), else the interpreter's
+        source = f" ({out['arena_source']})" if out.get("arena_source") else ""
+        lines.append(f"arena      {out['arena_bytes']} bytes{source}")
     q = report.get("quantization") or {}
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"
                                                         if q.get("mode") not in (None, "none", "fp16") else ""))

@@ -1,6 +1,6 @@
 """Single-op float models for the int16x8 kernel probe (tests/test_quantize_widen.py): each op the
 quantizer can widen, built with the GraphBuilder, so the table of ops with int16 kernels
-(converters.quantize.INT16_KERNELS) is checked against the runtimes themselves."""
+(the op table rows' ``int16`` and ``int16_missing`` facts) is checked against the runtimes themselves."""
 
 from __future__ import annotations
 

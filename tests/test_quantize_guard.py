@@ -116,6 +116,30 @@ def test_class_distribution_reports_argmax_agreement():
     assert out["name"] == "probs" and out["argmax_agreement"] == pytest.approx(np.mean(same))
 
 
+def test_a_softmax_over_rows_is_a_distribution_by_its_row():
+    """A (1, rows, classes) SOFTMAX output is not (batch, classes): the op's row (``distribution``) makes the
+    guard report its argmax agreement, row by row; the same values through ADD are not a distribution."""
+    from edge_sdk.model.builder import GraphBuilder
+    from edge_sdk.runtime import op_table
+
+    assert {n for n, r in op_table.ROWS.items() if r.distribution} == {"SOFTMAX", "LOG_SOFTMAX"}
+    outputs = {}
+    for op in ("SOFTMAX", "ADD"):
+        g = GraphBuilder()
+        x = g.input("x", (1, 4, 6))
+        y = g.tensor("y", (1, 4, 6))
+        if op == "SOFTMAX":
+            g.op(op, [x], [y], beta=1.0)
+        else:
+            g.op(op, [x, g.constant("zero", np.zeros((1, 1, 6), np.float32))], [y])
+        g.output(y)
+        calib = np.random.default_rng(3).standard_normal((20, 1, 4, 6)).astype(np.float32)
+        (outputs[op],) = convert(write_model(g.build()), calibration=calib, precision="int8",
+                                 allow_lossy=True).report["guard"]["outputs"]
+    assert 0.5 <= outputs["SOFTMAX"]["argmax_agreement"] <= 1.0
+    assert "argmax_agreement" not in outputs["ADD"]
+
+
 def test_cli_flags_and_summary(tmp_path, capsys):
     src = tmp_path / "mlp.tflite"
     src.write_bytes(outlier_mlp())

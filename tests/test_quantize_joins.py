@@ -127,19 +127,15 @@ def test_yolo_head_keeps_detections(io):
     assert parts["scores"]["snr_db"] > 25
 
 
-def test_without_range_awareness_scores_are_crushed():
+def test_without_range_awareness_scores_are_crushed(monkeypatch):
     """The same head with the join forced to one int8 scale (what happened before): the scores part's SNR
     collapses, and the report shows it part by part, so the problem is visible."""
-    from converters import quantize as Q
+    from converters.quantize import joins
 
     model = yolo_head()
     calib = _images(32, 1)[:, 0]
-    saved = Q.JOIN_LEVELS
-    Q.JOIN_LEVELS = 0  # no join counts as wide
-    try:
-        res = convert(model, calibration=calib, io="float32", precision="int8", allow_lossy=True)
-    finally:
-        Q.JOIN_LEVELS = saved
+    monkeypatch.setattr(joins, "JOIN_LEVELS", 0)  # no join counts as wide
+    res = convert(model, calibration=calib, io="float32", precision="int8", allow_lossy=True)
     layers = res.report["quantization"]["report"]["layers"]
     parts = {r["input"]: r for r in layers if r.get("part_of") == "output0"}
     assert parts["scores"]["snr_db"] < 10 < parts["boxes"]["snr_db"]

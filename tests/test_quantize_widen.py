@@ -1,8 +1,9 @@
 """precision="auto" widens by the target profile: an op that loses SNR goes to int16x8 (int16 activations,
 int8 weights, int64 bias) where the target's runtime has the op in int16, else to float32 where the profile
-runs float32, else it cannot be widened (said so, and a model that stays short is not written). The table
-of ops with int16 kernels (converters.quantize.INT16_OPS / INT16_MISSING) is checked here against the
-runtimes themselves: edge-sdk's interpreter, the C runtime and TFLM."""
+runs float32, else it cannot be widened (said so, and a model that stays short is not written). The int16
+facts of the op table's rows (``int16`` "op": TFLM and edge-sdk's interpreter have an int16-activation
+kernel; ``int16_missing``: the edge-sdk runtimes without it) are checked here against the runtimes
+themselves: edge-sdk's interpreter, the C runtime and TFLM."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import numpy as np
 import pytest
 
 from converters import convert
-from converters.quantize import INT16_MISSING, INT16_OPS, quantize, widening_rule
+from converters.quantize import quantize, widening_rule
 from edge_sdk import ConversionError
 from edge_sdk.model import read_model, write_model
+from edge_sdk.runtime import op_table
 from edge_sdk.runtime.interpreter import Interpreter
 from tests import peers
 from tests.int16_probe import PROBED, single_op
@@ -42,16 +44,23 @@ def _int16x8(op):
 def test_int16_table_matches_the_runtimes(op):
     model, x = _int16x8(op)
     ours = _run(model, [x])[0]  # edge-sdk's interpreter runs every probed op in int16
-    if op in INT16_OPS:
+    row = op_table.row(op)
+    if row.int16 == "op":
         np.testing.assert_array_equal(peers._tflm(model, [x])[0], ours)  # bit-exact with TFLM
     else:  # left out because TFLM has no int16 kernel for it
         with pytest.raises(Exception):
             peers._tflm(model, [x])
-    if op in INT16_MISSING["c"]:
+    if "c" in row.int16_missing:
         with pytest.raises(Exception, match="unsupported tensor type"):
             _run(model, [x], backend="c")
     else:
         np.testing.assert_array_equal(_run(model, [x], backend="c")[0], ours)
+
+
+def test_every_int16_row_is_probed():
+    """Each row that says it has int16 kernels is among the probed ops (the probe above checks the fact)."""
+    claimed = {name for name, row in op_table.ROWS.items() if row.int16 == "op"}
+    assert claimed and claimed <= set(PROBED), sorted(claimed - set(PROBED))
 
 
 def test_rule_by_profile():

@@ -78,6 +78,9 @@ class OpRow:
     join: bool = False  # joins parts under one scale (CONCATENATION, PACK): a part may be crushed
     moves_values: bool = False  # values unchanged, only their positions (RESHAPE, TRANSPOSE, ...)
     random: bool = False  # draws random numbers: never computed ahead of time
+    # distribution: output 0 is a probability distribution (or its log) over the last axis (SOFTMAX, LOG_SOFTMAX):
+    # the quantizer's accuracy guard compares its argmax beside its SNR
+    distribution: bool = False
 
     @property
     def runs(self) -> bool:
@@ -214,9 +217,11 @@ ROWS: dict[str, OpRow] = _rows(
     # activations
     OpRow("SOFTMAX",                      "activations:prepare_softmax",      3,
           family='last_axis', quant='fixed',
-          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
+          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3),
+          distribution=True),
     OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2,
-          family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0625, 127),), int16='none', q_versions=(2, None)),
+          family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0625, 127),), int16='none', q_versions=(2, None),
+          distribution=True),
     OpRow("LOGISTIC",                     "activations:prepare_logistic",     3,
           family='unary', inplace='unary', patch='elementwise', quant='fixed',
           quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),

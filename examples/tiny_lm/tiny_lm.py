@@ -28,7 +28,7 @@ v, o, the two MLP layers, the output head) is an int16x8 FULLY_CONNECTED with pe
 weights, an int64 bias and symmetric int16 activations in and out (QUANTIZE before, DEQUANTIZE after; ranges
 calibrated on the training text); the token and position embeddings are per-tensor int8 tables (GATHER in
 int8, then DEQUANTIZE). Normalisation, attention (BATCH_MATMUL, SOFTMAX), the residual stream and the KV
-cache stay float32 — converters/quantize.py has no integer rule for BATCH_MATMUL with two run-time operands
+cache stay float32 — converters/quantize/ has no integer rule for BATCH_MATMUL with two run-time operands
 and handles single-subgraph models only, so the exporter places the quantization itself. int16 rather than
 int8 activations: with int8 ones, LiteRT's FULLY_CONNECTED (single-rounding requantization) differs from
 TFLM's (and ours) by one step on near-ties; a step of an int8 logit is ~0.09, enough to flip greedy picks

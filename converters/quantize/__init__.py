@@ -1,0 +1,196 @@
+"""Post-training quantization of a float ``Model``: int8, int16x8, fp16 and dynamic-range.
+
+    result = quantize(model, calibration, mode="int8", method="minmax", io="int8", exclude=())
+    result.model        # the quantized Model (write it with edge_sdk.model.write_model)
+    result.report       # ranges/scales per tensor, calibration summary, per-layer error worst first
+
+Modes:
+
+- "int8": full-integer. Weights of the weighted layers (CONV_2D / FULLY_CONNECTED / TRANSPOSE_CONV per output
+  channel, quantized_dimension 0; DEPTHWISE_CONV_2D's along its channel axis 3) are symmetric int8 over [-127, 127],
+  zero point 0. Activations are per-tensor asymmetric int8 from the calibration ranges (always containing zero).
+  Biases are int32 with scale input_scale * weight_scale (a weight scale is raised where a bias would overflow).
+  Every other op follows its quantization rule (``converters.quantize.rules``): fixed output quantization where
+  TFLM's kernels need it (SOFTMAX / LOGISTIC 1/256 zp -128, TANH 1/128 zp 0, LOG_SOFTMAX 16/256 zp 127), the
+  input's quantization for pools, reshapes, transposes, pads, slices, gathers, resizes, REDUCE_MAX, one shared
+  quantization for CONCATENATION / PACK / MAXIMUM / MINIMUM (an input quantized differently is requantized).
+  ``io="int8"`` gives integer model inputs/outputs (int16 ones in int16x8 mode); ``io="float32"`` keeps
+  float I/O with QUANTIZE after each input and DEQUANTIZE before each output.
+  The result is verified by preparing it in edge-sdk's interpreter (whose kernels check what TFLM checks).
+  Its integer outputs equal TFLM's bit for bit; LiteRT's pip build requantizes with a single rounding and
+  may differ by one step on near-ties (tests/test_quantize.py shows it).
+- "int16x8": the same with int16 activations (symmetric, zero point 0) and int64 biases; fixed outputs
+  SOFTMAX / LOGISTIC / TANH at 1/32768 zp 0.
+- "fp16" and "dynamic" (int8 weights, float activations; hosts only): ``converters.quantize.weights_only``.
+
+Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.runtime.op_table``: its rule
+(``weights``, ``quant``, ``quant_fixed``), its quantized op versions (``q_versions``), its int16 kernels (``int16``,
+``int16_missing``), whether it joins parts (``join``) or only moves values (``moves_values``), its dynamic-range
+weights (``dynamic``).
+
+The steps, a module each: calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
+"percentile" / "mse"), joins of very different ranges (``joins``), the integer graph (``rules``, built in a
+``builder.QuantGraph``), the accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's
+tables (``summary``).
+
+``exclude`` names operators (op index, or the name of one of their output tensors) that stay float, with
+DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
+``ConversionError``; pass them in ``exclude`` to keep them float.
+
+The report's ``layers`` list has, for every quantized activation, the SNR (dB) and cosine similarity of its
+dequantized value against the float model's, worst SNR first; a join's output also part by part
+(``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
+calibration samples. ``report["guard"]`` has each model output's SNR, whether all meet ``min_snr``, what
+``precision="auto"`` widened (ops without an integer rule to float32 first, then the lowest-SNR ops round by
+round, each then tried back in int8) and to which type, chosen by the target (``widening_rule``), and the cost.
+A widened op's model output stays int16 with integer I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from converters.quantize.builder import drop_unused_buffers, verify
+from converters.quantize.calibrate import MAX_VALUES, MEASURE_SAMPLES, calibrate
+from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
+from converters.quantize.rules import check_ops, integer_graph, resolve_exclude
+from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
+from converters.quantize.weights_only import dynamic_graph, fp16_graph
+from converters.quantize.widen import (
+    MAX_PRUNE,
+    MAX_WIDEN_ROUNDS,
+    STALE_ROUNDS,
+    float32_fallbacks,
+    guard,
+    guard_report,
+    widening_rule,
+)
+from edge_sdk import log
+from edge_sdk.errors import ModelError
+from edge_sdk.model.types import Model
+
+MODES = ("int8", "int16x8", "fp16", "dynamic")
+PRECISIONS = ("int8", "auto")
+MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
+METHODS = ("minmax", "percentile", "mse")
+
+
+@dataclass
+class QuantizationResult:
+    model: Model
+    report: dict = field(default_factory=dict)
+
+    def tflite(self) -> bytes:
+        from edge_sdk.model import write_model
+
+        return write_model(self.model)
+
+
+def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
+             exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
+             measure_error: bool = True, holdout: int = 0, precision: str = "int8",
+             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None) -> QuantizationResult:
+    """Quantize a float model (see the module docstring). ``calibration`` is anything
+    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8).
+
+    holdout: at most this many calibration samples (every 5th) are held back from calibration and used to
+    measure the result (the per-layer table and ``report["guard"]``); 0 measures on the calibration samples.
+    precision: "int8" (every op in the mode's type) or "auto" (the most sensitive ops widened, round by
+    round, until every output's SNR reaches ``min_snr`` dB or ``max_rounds`` rounds are spent): to int16x8
+    where the target's runtime has the op in int16, else to float32 where the target runs float32, else not
+    at all (``report["guard"]["cannot_widen"]``); see ``widening_rule``. ``target``: a device profile name,
+    .toml path or Profile (None: the Python interpreter and the C runtime both).
+    """
+    _check_settings(model, mode, method, io, percentile)
+    excluded = resolve_exclude(model, exclude)
+    report = _new_report(model, mode, io, excluded)
+    if mode == "fp16":
+        return _fp16(model, report)
+    if mode == "dynamic":
+        return _dynamic(model, excluded, report)
+
+    act = "INT8" if mode == "int8" else "INT16"
+    io = "int8" if io == "int16" else io  # "integer I/O": the activation type
+    if calibration is None:
+        raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+    if precision not in PRECISIONS:
+        raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
+    no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
+    excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
+    check_ops(model, act, excluded)
+
+    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout)
+    report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
+    log.stage(f"quantizing to {mode}")
+
+    def build(excl, w16=frozenset()):
+        qm, g = integer_graph(model, cal.ranges, act, io, excl, wide16, w16)
+        qm = drop_unused_buffers(qm)
+        verify(qm)
+        return qm, g
+
+    qmodel, g = first = build(excluded)
+    kept = None
+    if measure_error or precision == "auto":
+        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io)
+        qmodel, g = kept.qmodel, kept.graph
+        report["notes"] += int16_output_notes(model, g, io, kept.w16)
+        report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
+                                       len(cal.measure), no_rule, rule_target)
+    report["notes"] += rule_notes(model, g)
+    report["calibration"] = {"samples": cal.samples, "held_back": cal.held_back, "method": method,
+                             **({"percentile": float(percentile)} if method == "percentile" else {})}
+    report["tensors"] = tensor_table(model, g, cal)
+    report["weights"] = weight_table(qmodel)
+    if measure_error:
+        report["layers"] = kept.layers
+    return QuantizationResult(qmodel, report)
+
+
+def _check_settings(model, mode: str, method: str, io: str, percentile: float) -> None:
+    if mode not in MODES:
+        raise ModelError(f"quantize: mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if method not in METHODS:
+        raise ModelError(f"quantize: method must be one of {', '.join(METHODS)}, not {method!r}")
+    if io not in ("int8", "float32", "int16"):
+        raise ModelError(f"quantize: io must be 'int8' or 'float32', not {io!r}")
+    if not 50.0 < float(percentile) <= 100.0:
+        raise ModelError(f"quantize: percentile must be in (50, 100], not {percentile}")
+    if not isinstance(model, Model) or not model.subgraphs:
+        raise ModelError("quantize: expected an edge_sdk Model with a subgraph")
+    if len(model.subgraphs) > 1:
+        raise ModelError(f"quantize: models with {len(model.subgraphs)} subgraphs are not supported (one only)")
+    sg = model.subgraphs[0]
+    already = sorted({model.op_name(op) for op in sg.operators} & {"QUANTIZE", "DEQUANTIZE"})
+    if already or any(t.type in ("INT8", "INT16", "UINT8") and t.quantization is not None for t in sg.tensors):
+        raise ModelError("quantize: the model is already quantized (it has quantized tensors or "
+                         f"{'/'.join(already) or 'quantization parameters'}); give the float model")
+
+
+def _new_report(model: Model, mode: str, io: str, excluded: set[int]) -> dict:
+    sg = model.subgraphs[0]
+    return {"mode": mode, "io": io if mode in ("int8", "int16x8") else "float32", "notes": [],
+            "excluded": [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                          "output": sg.tensors[sg.operators[i].outputs[0]].name} for i in sorted(excluded)]}
+
+
+def _fp16(model: Model, report: dict) -> QuantizationResult:
+    log.stage("quantizing weights to float16")
+    q = drop_unused_buffers(fp16_graph(model))
+    report["notes"].append("float16 weights feed DEQUANTIZE ops: LiteRT runs this model, TFLM cannot "
+                           "(no float16 DEQUANTIZE)")
+    return QuantizationResult(q, report)
+
+
+def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResult:
+    log.stage("quantizing weights to int8 (dynamic range)")
+    qm, weights = dynamic_graph(model, excluded)
+    report["weights"] = weights
+    report["notes"].append("dynamic-range model (int8 weights, float activations): hosts only. LiteRT's "
+                           "hybrid kernels run it; edge-sdk's interpreter and TFLM refuse hybrid kernels")
+    return QuantizationResult(drop_unused_buffers(qm), report)
+
+
+__all__ = ["JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
+           "PRECISIONS", "STALE_ROUNDS", "QuantizationResult", "quantize", "widening_rule"]

@@ -1,0 +1,235 @@
+"""Calibration: the float model runs in edge-sdk's interpreter with every intermediate tensor made a model output
+(outputs are never reused by the arena plan), one sample at a time, and each tensor's statistics (extremes, a
+thinned subsample) are updated from views of that run's memory, which the next sample overwrites: memory holds one
+sample's activations, not all samples'. Held-back samples of a re-readable source (files, arrays) are read again for
+each measurement instead of being kept; a one-shot iterator's are kept (at most ``holdout``), and without held-back
+samples the error is measured on at most ``MEASURE_SAMPLES`` calibration samples. Ranges per tensor: "minmax" (the
+observed extremes), "percentile" (clip at ``percentile`` and 100 - ``percentile`` of the values), "mse" (the
+clipping range whose fake-quantization has the least mean squared error on the values); percentile and MSE work on
+a seeded subsample of each tensor's values (at most ``MAX_VALUES`` kept)."""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from converters.calibration import CalibrationData, calibration_data
+from converters.quantize.builder import is_const, is_float
+from converters.quantize.scales import affine, limits, round_away
+from edge_sdk import log
+from edge_sdk.errors import ModelError
+from edge_sdk.model.types import Model
+
+MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
+MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
+
+
+class Stats:
+    """Running extremes of one tensor plus a seeded, thinned subsample of its values."""
+
+    def __init__(self, seed: int):
+        self.min, self.max = math.inf, -math.inf
+        self.parts: list[np.ndarray] = []
+        self.kept = 0
+        self.rate = 1.0
+        self.rng = np.random.default_rng(seed)
+
+    def add(self, x: np.ndarray, keep_values: bool) -> None:
+        if x.size == 0:
+            return
+        self.min = min(self.min, float(x.min()))
+        self.max = max(self.max, float(x.max()))
+        if not keep_values:
+            return
+        v = x.reshape(-1)
+        if self.rate < 1.0:
+            v = v[self.rng.random(v.size) < self.rate]
+        self.parts.append(v.astype(np.float32, copy=True))
+        self.kept += v.size
+        if self.kept > MAX_VALUES:
+            all_v = np.concatenate(self.parts)
+            all_v = all_v[self.rng.random(all_v.size) < 0.5]
+            self.parts, self.kept, self.rate = [all_v], all_v.size, self.rate / 2
+
+    def values(self) -> np.ndarray:
+        return np.concatenate(self.parts) if self.parts else np.zeros(0, np.float32)
+
+
+def _exposed(model: Model) -> tuple[Model, list[int]]:
+    """A copy of the model whose outputs are every tensor an operator writes (the original outputs first)."""
+    sg = model.subgraphs[0]
+    outs = list(sg.outputs)
+    seen = set(outs)
+    for op in sg.operators:
+        for t in op.outputs:
+            if t >= 0 and t not in seen:
+                seen.add(t)
+                outs.append(t)
+    m = copy.copy(model)
+    m.subgraphs = [copy.copy(s) for s in model.subgraphs]
+    m.subgraphs[0].outputs = outs
+    return m, outs
+
+
+class Runner:
+    """A model run one sample at a time: run(sample) -> {tensor: value} for every tensor an op writes. The values
+    are views of the interpreter's memory, valid until the next run (callers fold them into statistics and drop them)."""
+
+    def __init__(self, model: Model):
+        from edge_sdk.runtime.interpreter import Interpreter
+
+        exposed, outs = _exposed(model)
+        self.interp = Interpreter(model=exposed)
+        self.interp.allocate_tensors()
+        self.ins = [d["index"] for d in self.interp.get_input_details()]
+        self.views = {t: self.interp.tensor(t) for t in outs}
+
+    def __call__(self, sample) -> dict:
+        self.interp.reset_all_variables()  # each sample starts from the model's initial state
+        for i, x in zip(self.ins, sample):
+            self.interp.set_tensor(i, x)
+        self.interp.invoke()
+        return {t: view() for t, view in self.views.items()}
+
+    def op_macs(self) -> list[int]:
+        """Multiply-accumulates per op (the op table's MACs functions; 0 for ops without one)."""
+        return [m or 0 for m in self.interp.op_macs()]
+
+
+class Samples:
+    """The samples the error is measured on, read again on each pass: the held-back ones (every 5th, at
+    most ``holdout``) or, without any, the first calibration ones, from a re-readable source; else the
+    ones kept in memory. Each pass shows a progress bar."""
+
+    def __init__(self, data, kept: list, holdout: int, n_held: int, count: int):
+        self.data, self.kept, self.holdout, self.n_held, self.count = data, kept, holdout, n_held, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _read(self):
+        if self.data is None:
+            yield from self.kept
+            return
+        h = c = 0
+        for k, sample in enumerate(self.data.relabeled(None)):
+            if self.holdout and k % 5 == 4 and h < self.holdout:
+                h += 1
+                if self.n_held:
+                    yield sample
+            elif not self.n_held:
+                c += 1
+                yield sample
+            if (self.n_held and h >= self.n_held) or (not self.n_held and c >= self.count):
+                return
+
+    def __iter__(self):
+        with log.progress(self.count, "measuring (accuracy guard)") as bar:
+            for sample in self._read():
+                yield sample
+                bar.advance()
+
+
+@dataclass
+class Calibration:
+    """What calibration found: each float activation's statistics and clipped range, and how to run the float
+    model and on which samples to measure the quantized one."""
+
+    float_run: Runner  # the float model, every activation exposed
+    float_tensors: list[int]  # the float activations (model inputs and op outputs), in tensor order
+    stats: dict[int, Stats]
+    ranges: dict[int, tuple[float, float]]
+    samples: int  # calibration samples used
+    held_back: int  # samples held back to measure the result
+    measure: Samples
+
+
+def calibrate(model: Model, calibration, act: str, method: str, percentile: float, limit: int | None, seed: int,
+              holdout: int) -> Calibration:
+    """Run the float model over the calibration samples (every 5th held back, at most ``holdout``) and clip each
+    float activation's observed range by ``method``."""
+    sg = model.subgraphs[0]
+    data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
+    log.stage(f"calibrating ({method})")
+    float_run = Runner(model)
+    float_tensors = [t for t in range(len(sg.tensors)) if is_float(model, t) and not is_const(model, t)]
+    stats = {t: Stats(seed + t) for t in float_tensors}
+    keep = method != "minmax"
+    # Streaming: each sample's activations are folded into the per-tensor statistics and dropped. A source
+    # that can be read again (files, arrays) is read again for the held-back samples; a one-shot iterator's
+    # held-back samples (at most ``holdout``) and a few calibration samples are kept.
+    reiter = isinstance(data, CalibrationData) and data.reiterable
+    samples, held = [], []
+    calibrated = n_held = 0
+    for k, sample in enumerate(data):
+        if holdout and k % 5 == 4 and n_held < holdout:
+            n_held += 1
+            if not reiter:
+                held.append(sample)
+            continue
+        calibrated += 1
+        if not reiter and len(samples) < (4 if holdout else MEASURE_SAMPLES):
+            samples.append(sample)
+        values = float_run(sample)
+        for j, t in enumerate(sg.inputs):
+            if t in stats:
+                stats[t].add(np.asarray(sample[j]), keep)
+        for t, v in values.items():
+            if t in stats:
+                stats[t].add(v, keep)
+        del values
+    if not calibrated:
+        raise ModelError("quantize: the calibration data gave no samples")
+    qmin, qmax = limits(act)
+    ranges = {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, method, float(percentile), qmin, qmax,
+                                                                   act == "INT16") for t, s in stats.items()}
+    measure = Samples(data if reiter else None, held or samples, holdout, n_held,
+                      n_held or min(calibrated, MEASURE_SAMPLES))
+    return Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
+
+
+def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: int,
+               symmetric: bool) -> tuple[float, float]:
+    """The range a tensor is quantized over, by ``method`` (see the module docstring)."""
+    lo, hi = stats.min, stats.max
+    if method == "minmax" or not stats.parts:
+        return lo, hi
+    v = stats.values()
+    if method == "percentile":
+        if symmetric:
+            r = float(np.percentile(np.abs(v), percentile))
+            return max(lo, -r), min(hi, r)
+        a, b = np.percentile(v, [100.0 - percentile, percentile])
+        return float(a), float(b)
+    # mse: a grid over the clipping range, minimizing the fake-quantization error of the kept values
+    if v.size > 1 << 15:
+        v = v[np.random.default_rng(0).choice(v.size, 1 << 15, replace=False)]
+    v = v.astype(np.float64)
+
+    def err(a, b):
+        s, z = affine(a, b, qmin, qmax, symmetric)
+        q = np.clip(round_away(v / s) + z, qmin, qmax)
+        return float(np.mean((v - (q - z) * s) ** 2))
+
+    best = (err(lo, hi), lo, hi)
+    for t in np.linspace(0.05, 1.0, 40):
+        e = err(lo * t, hi * t)
+        if e < best[0]:
+            best = (e, lo * t, hi * t)
+    if not symmetric:  # refine each end alone
+        _, a0, b0 = best
+        for t in np.linspace(0.5, 1.5, 21):
+            a = max(lo, a0 * t)
+            e = err(a, b0)
+            if e < best[0]:
+                best = (e, a, b0)
+        _, a0, b0 = best
+        for t in np.linspace(0.5, 1.5, 21):
+            b = min(hi, b0 * t)
+            e = err(a0, b)
+            if e < best[0]:
+                best = (e, a0, b)
+    return best[1], best[2]

@@ -1,0 +1,161 @@
+"""The accuracy guard's measurements: the quantized model beside the float one on the same samples, per activation
+(SNR and cosine of its dequantized value, worst first; a join's output also part by part) and per model output (its
+SNR, its joined parts', argmax agreement for class distributions; a BOOL output, a comparison's mask, as its 0/1
+values: true elements over flipped ones, with the fraction that agrees)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from converters.quantize.builder import QuantGraph, is_const, is_float
+from converters.quantize.calibrate import Runner
+from converters.quantize.joins import join_parts, output_join
+from converters.quantize.scales import dequantize, quantize_array
+from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
+
+
+def snr_db(ff: float, dd: float) -> float:
+    return math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+
+
+def is_distribution(model: Model, t: int, produced: dict) -> bool:
+    """A class distribution (argmax is meaningful): the output of an op whose row says ``distribution`` (SOFTMAX,
+    LOG_SOFTMAX), or (batch, classes)."""
+    sg = model.subgraphs[0]
+    shape = tuple(sg.tensors[t].shape)
+    if t in produced and op_table.row(model.op_name(sg.operators[produced[t]])).distribution:
+        return len(shape) >= 1 and shape[-1] >= 2
+    return len(shape) == 2 and shape[-1] >= 2
+
+
+def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run, io: str) -> tuple[list, list]:
+    """SNR and cosine of every quantized activation against the float model, worst SNR first; the output of
+    a CONCATENATION / PACK also part by part (``part_of``: the joined tensor, ``input``: the part's source),
+    so a small-range part is not hidden by a large-range one. Second: per model output, its SNR (and its
+    joined parts' SNRs, and argmax agreement for class distributions)."""
+    qrun = Runner(qmodel)
+    sg = model.subgraphs[0]
+    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    out_acc = {t: np.zeros(4) for t in sg.outputs if is_float(model, t)}
+    out_agree = {t: [0, 0] for t in out_acc if is_distribution(model, t, produced)}
+    # BOOL outputs (comparison masks): the SNR of the 0/1 values (true count over flipped count) and agreement
+    bool_acc = {t: [0, 0, 0] for t in sg.outputs if sg.tensors[t].type == "BOOL"}  # trues, flips, elements
+    pairs = {t: n for t, n in b.qt.items() if is_float(model, t) and not is_const(model, t)
+             and b.tensors[n].type in ("INT8", "INT16")}
+    joined = {}  # output tensor of a join -> (its new tensor, parts)
+    for op in sg.operators:
+        if op_table.row(model.op_name(op)).join and op.outputs and is_float(model, op.outputs[0]):
+            t = op.outputs[0]
+            n = b.qt.get(t, b.ft.get(t))
+            if n is not None:
+                joined[t] = (n, join_parts(model, op))
+    part_acc = {(t, k): np.zeros(4) for t, (_, parts) in joined.items() for k in range(len(parts))}
+    part_max = dict.fromkeys(part_acc, 0.0)
+    acc = {t: np.zeros(4) for t in pairs}  # sum f^2, sum (f-q)^2, sum f*q, sum q^2
+    max_err = dict.fromkeys(pairs, 0.0)
+    seen = set()
+    in_quant = [b.tensors[n].quantization for n in (b.io_map[t] for t in sg.inputs)]
+    for sample in samples:
+        ref = float_run(sample)
+        feed = []
+        for x, t, q in zip(sample, sg.inputs, in_quant):
+            n = b.io_map[t]
+            if b.tensors[n].type in ("INT8", "INT16") and np.asarray(x).dtype.kind == "f":
+                lim = (-128, 127) if b.tensors[n].type == "INT8" else (-32768, 32767)
+                x = quantize_array(np.asarray(x), q.scale[0], q.zero_point[0], *lim, b.tensors[n].dtype)
+            feed.append(x)
+        got = qrun(feed)
+        for t in out_acc:
+            n = b.io_map[t]
+            if t not in ref or n not in got:
+                continue
+            f = ref[t].astype(np.float64)
+            q = dequantize(got[n], b.tensors[n].quantization).reshape(f.shape)
+            d = (f - q).reshape(-1)
+            out_acc[t] += (f.reshape(-1) @ f.reshape(-1), d @ d, 0.0, 0.0)
+            if t in out_agree and f.size:
+                fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
+                out_agree[t][0] += int((fa == qa).sum())
+                out_agree[t][1] += int(fa.size)
+        for t in bool_acc:
+            n = b.io_map[t]
+            if t in ref and n in got:
+                f, q = ref[t].reshape(-1), got[n].reshape(-1)
+                bool_acc[t][0] += int(f.sum())
+                bool_acc[t][1] += int((f != q).sum())
+                bool_acc[t][2] += int(f.size)
+        for t, n in pairs.items():
+            if t not in ref or n not in got:
+                continue
+            f = ref[t].astype(np.float64).reshape(-1)
+            q = dequantize(got[n], b.tensors[n].quantization).reshape(-1)
+            finite = np.isfinite(f)
+            if not finite.all():  # a -inf mask fill (SELECT): measured on the finite elements
+                f, q = f[finite], q[finite]
+            d = f - q
+            acc[t] += (f @ f, d @ d, f @ q, q @ q)
+            seen.add(t)
+            if d.size:
+                max_err[t] = max(max_err[t], float(np.abs(d).max()))
+        for t, (n, parts) in joined.items():
+            if t not in ref or n not in got:
+                continue
+            fo = ref[t].astype(np.float64)
+            qo = dequantize(got[n], b.tensors[n].quantization).reshape(fo.shape)
+            seen.add(t)
+            for k, (_, index) in enumerate(parts):
+                f, q = fo[index].reshape(-1), qo[index].reshape(-1)
+                d = f - q
+                part_acc[(t, k)] += (f @ f, d @ d, f @ q, q @ q)
+                if d.size:
+                    part_max[(t, k)] = max(part_max[(t, k)], float(np.abs(d).max()))
+    layers = []
+    for (t, k), (ff, dd, fq, qq) in part_acc.items():
+        if t not in seen:
+            continue
+        src = joined[t][1][k][0]
+        i = produced.get(t)
+        cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
+        layers.append({"tensor": f"{sg.tensors[t].name} [part {k}: {sg.tensors[src].name}]",
+                       "part_of": sg.tensors[t].name, "input": sg.tensors[src].name, "op_index": i,
+                       "op": model.op_name(sg.operators[i]), "snr_db": snr_db(ff, dd), "cosine": float(cos),
+                       "max_abs_error": part_max[(t, k)]})
+    for t, (ff, dd, fq, qq) in acc.items():
+        if t not in seen:
+            continue
+        snr = snr_db(ff, dd)
+        cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
+        i = produced.get(t)
+        layers.append({"tensor": sg.tensors[t].name, "op_index": i,
+                       "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
+                       "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]})
+    layers.sort(key=lambda r: (r["snr_db"], r["cosine"]))
+    outputs = []
+    for t, (ff, dd, _, _) in out_acc.items():
+        entry = {"name": sg.tensors[t].name, "snr_db": snr_db(ff, dd)}
+        j = output_join(model, t, produced)
+        if j is not None:
+            entry["parts"] = [{"input": r["input"], "snr_db": r["snr_db"]} for r in layers
+                              if r.get("part_of") == sg.tensors[j].name]
+        if t in out_agree and out_agree[t][1]:
+            entry["argmax_agreement"] = out_agree[t][0] / out_agree[t][1]
+        entry["worst_snr_db"] = min([entry["snr_db"]] + [p["snr_db"] for p in entry.get("parts", [])])
+        outputs.append(entry)
+    for t, (trues, flips, size) in bool_acc.items():
+        if size:
+            snr = snr_db(float(trues), float(flips))
+            outputs.append({"name": sg.tensors[t].name, "snr_db": snr, "agreement": 1.0 - flips / size,
+                            "worst_snr_db": snr})
+    return layers, outputs
+
+
+def worst(outputs) -> float:
+    return min([o["worst_snr_db"] for o in outputs or []] or [math.inf])
+
+
+def short(outputs, min_snr: float) -> list[dict]:
+    """The outputs (or joined parts) whose SNR is below ``min_snr``."""
+    return [o for o in outputs or [] if o["worst_snr_db"] < min_snr]

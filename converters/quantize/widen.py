@@ -1,0 +1,254 @@
+"""The accuracy guard and precision="auto": measure the quantized model against the float one (``measure``) and, while
+an output is short of ``min_snr`` dB, widen the ops that lose the most SNR, round by round (1, 2, 4, ... ops), each
+to the type the target takes (``widening_rule``): int16x8 (int16 activations, int8 weights, int64 biases; QUANTIZE
+int8 -> int16 before the op and int16 -> int8 after it) where the target's runtime has the op in int16 (the row's
+``int16`` "op" and ``int16_missing``, probed against TFLM and both edge-sdk runtimes by
+tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). Then
+each widened op is tried back in int8. The cost: per widened op its constant bytes, extra activation bytes and
+MACs; in total the model's growth in bytes and the MACs no longer in int8."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from converters.quantize.builder import QuantGraph, is_const, is_float
+from converters.quantize.calibrate import Calibration
+from converters.quantize.measure import layer_errors, short, worst
+from converters.quantize.rules import is_weighted, op_label, unquantizable
+from edge_sdk import log
+from edge_sdk.errors import ConversionError
+from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
+
+MAX_WIDEN_ROUNDS = 8  # precision="auto": rounds of widening (1, 2, 4, ... ops per round)
+MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most this many were widened)
+STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB on the worst output
+
+
+def widening_rule(target=None, mode: str = "int8"):
+    """(rule, where): ``rule(op name) -> (type, why)`` says what precision="auto" widens an op to: "int16"
+    (int16x8) when the op has an int16 kernel in TFLM and in edge-sdk's interpreter and in the target's
+    runtime (the row's ``int16`` "op", no runtime in its ``int16_missing``) and the target's profile takes int16
+    for it; else "float32" when the profile takes float32 for it; else (None, why). Without a target: int16 when
+    both edge-sdk runtimes (the Python interpreter and the C runtime) have the kernel, else float32. ``target``: a
+    profile name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is wider."""
+    backend = None
+    runtimes = ("python", "c")
+    where = "the default runtimes (edge-sdk's interpreter and C runtime, TFLM)"
+    if target is not None:
+        from edge_sdk.targets.profiles import load_profile
+
+        prof = load_profile(target)  # a Profile is taken as it is
+        backend = prof.cpu_backend
+        runtimes = tuple(dict.fromkeys(("python", prof.runtime or "python")))
+        where = f"target {prof.name} (runtime {prof.runtime or 'python'})"
+
+    def rule(name: str, float_only: bool = False) -> tuple[str | None, str | None]:
+        int16_why = None
+        if mode == "int8" and not float_only:
+            row = op_table.row(name)
+            missing = [rt for rt in runtimes if rt in row.int16_missing]
+            if row.int16 != "op":
+                int16_why = f"no int16x8 kernel for {name} (TFLM)"
+            elif missing:
+                int16_why = f"the {'/'.join(missing)} runtime has no int16 {name}"
+            elif backend is not None and backend.op_constraints(name, "int16") is None:
+                int16_why = f"the profile takes no int16 {name}"
+            else:
+                return "int16", None
+        if backend is None or backend.op_constraints(name, "float32") is not None:
+            return "float32", None
+        return None, f"{where}: {int16_why + '; ' if int16_why else ''}the profile takes no float32 {name}"
+
+    return rule, where
+
+
+def float32_fallbacks(model: Model, act: str, excluded: set[int], rule) -> list[tuple[int, str]]:
+    """precision="auto": (op index, why) of the ops without an integer rule, which stay float32; ConversionError
+    naming every one the target cannot run in float32."""
+    no_rule = unquantizable(model, act, excluded)
+    ops = model.subgraphs[0].operators
+    no_float = [f"{op_label(model, i)}: {why}, and {rule(model.op_name(ops[i]), True)[1]}"
+                for i, why in no_rule if rule(model.op_name(ops[i]), True)[0] != "float32"]
+    if no_float:
+        raise ConversionError(f"quantize: {len(no_float)} op(s) have no {act.lower()} rule and cannot stay float32",
+                              no_float)
+    return no_rule
+
+
+@dataclass
+class Guarded:
+    """The model the guard keeps and what it measured: per layer and per output, what was widened (op index ->
+    "int16" / "float32", in order), what could not be, and the integer graph's bookkeeping."""
+
+    qmodel: Model
+    graph: QuantGraph
+    layers: list
+    outputs: list
+    widened: dict = field(default_factory=dict)
+    cannot: dict = field(default_factory=dict)  # op index -> why it cannot be widened on this target
+    w16: set = field(default_factory=set)  # ops widened to int16x8
+    base_bytes: int | None = None  # the unwidened model's size, when widening was needed
+    tried: int = 0  # the most ops widened at once
+
+
+def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
+          precision: str, min_snr: float, max_rounds: int, io: str) -> Guarded:
+    """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
+    output is short of ``min_snr``; ``build(excluded, w16) -> (qmodel, graph)``."""
+    measure = cal.measure
+    log.stage(f"measuring the quantization error on {len(measure)} "
+              f"{'held-back' if cal.held_back else 'calibration'} sample(s)")
+    qmodel, g = first
+    layers, outputs = layer_errors(model, qmodel, g, measure, cal.float_run, io)
+    kept = Guarded(qmodel, g, layers, outputs)
+    if precision != "auto" or not short(outputs, min_snr):
+        return kept
+    from edge_sdk.model import write_model
+
+    kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
+    kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, min_snr, max_rounds, io)
+    if kept.widened and not short(kept.outputs, min_snr) and len(kept.widened) <= MAX_PRUNE:
+        _give_back(model, build, cal, kept, excluded, min_snr, io)
+    return kept
+
+
+def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], rule, min_snr: float,
+                  max_rounds: int, io: str) -> tuple[Guarded, set[int]]:
+    """Round k widens up to 2**k more of the lowest-SNR ops; after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB
+    the smallest widening that gave the best result is kept. Returns it and the ops then kept float32."""
+    sg = model.subgraphs[0]
+    base_excluded = set(excluded)
+    widened, cannot, w16 = kept.widened, kept.cannot, kept.w16
+    best = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened))
+    stale = 0
+    for rnd in range(max_rounds):
+        if not short(kept.outputs, min_snr) or stale >= STALE_ROUNDS:
+            break
+        take = {}
+        for i in sensitive_ops(model, kept.layers, excluded | w16 | set(cannot)):
+            kind, why = rule(model.op_name(sg.operators[i]))
+            if kind is None:
+                cannot[i] = why
+                continue
+            take[i] = kind
+            if len(take) >= 1 << rnd:
+                break
+        if not take:
+            break
+        widened.update(take)
+        excluded = excluded | {i for i, k in take.items() if k == "float32"}
+        w16 |= {i for i, k in take.items() if k == "int16"}
+        kept.tried = max(kept.tried, len(widened))
+        n16 = sum(k == "int16" for k in widened.values())
+        log.stage(f"widening {len(widened)} op(s) ({n16} to int16x8, {len(widened) - n16} to float32; "
+                  f"round {rnd + 1})")
+        kept.qmodel, kept.graph = build(excluded, w16)
+        kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
+        if worst(kept.outputs) > best[0] + 0.1:
+            best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
+        else:
+            stale += 1
+    if stale and short(kept.outputs, min_snr):  # the last rounds gained nothing: keep the best
+        _, kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = best
+        kept.w16 = {i for i, k in kept.widened.items() if k == "int16"}
+        excluded = base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
+    return kept, excluded
+
+
+def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], min_snr: float,
+               io: str) -> None:
+    """Rounds widen in batches: each widened op the outputs do not need is given back to int8 (last first)."""
+    for i in list(reversed(kept.widened)):
+        trial, trial16 = excluded - {i}, kept.w16 - {i}
+        qm, g = build(trial, trial16)
+        layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
+        if not short(outputs, min_snr):
+            excluded, kept.w16 = trial, trial16
+            kept.qmodel, kept.graph, kept.layers, kept.outputs = qm, g, layers, outputs
+            del kept.widened[i]
+
+
+def sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
+    """Quantized ops ranked by the per-layer error: lowest output SNR first (ties: the one that loses more
+    SNR itself first). Ops whose output keeps their input's quantization ("same:N") are never widened."""
+    sg = model.subgraphs[0]
+    cap = 120.0
+    snr = {r["tensor"]: min(r["snr_db"], cap) for r in layers if "part_of" not in r}
+    ranked = []
+    for i, op in enumerate(sg.operators):
+        if i in excluded or not op.outputs or op.outputs[0] < 0 \
+                or op_table.row(model.op_name(op)).quant.startswith("same:"):
+            continue
+        out = snr.get(sg.tensors[op.outputs[0]].name)
+        if out is None:
+            continue
+        ins = [snr.get(sg.tensors[t].name, cap) for t in op.inputs
+               if is_float(model, t) and not is_const(model, t)]
+        ranked.append((out, out - (min(ins) if ins else cap), i))
+    ranked.sort()
+    return [i for _, _, i in ranked]
+
+
+def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
+    """What widening op i to ``kind`` costs: constant bytes (weights stay int8 in int16x8, biases int32 ->
+    int64, other constants int8 -> int16; float32: everything 4 bytes), the extra bytes of its outputs
+    (activation memory), and its MACs (no longer int8)."""
+    sg = model.subgraphs[0]
+    op = sg.operators[i]
+    row = op_table.row(model.op_name(op))
+    wi, bi, _ = row.weights if is_weighted(row) else (-1, -1, 0)
+    const = 0
+    for k, t in enumerate(op.inputs):
+        if t < 0 or not is_float(model, t) or not is_const(model, t):
+            continue
+        n = int(np.prod(sg.tensors[t].shape, dtype=np.int64))
+        if kind == "int16":
+            const += 4 * n if k == bi else 0 if k == wi else n
+        else:
+            const += 0 if k == bi else 3 * n
+    act = sum(int(np.prod(sg.tensors[t].shape, dtype=np.int64)) for t in op.outputs if is_float(model, t))
+    return {"bytes": const, "activation_bytes": act * (1 if kind == "int16" else 3), "macs": macs[i]}
+
+
+def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, precision: str, held: int,
+                 measured: int, no_rule=(), where: str = "") -> dict:
+    """``report["guard"]``: each output's SNR, whether all meet ``min_snr``, what was widened and at what cost,
+    what could not be widened and why."""
+    sg = model.subgraphs[0]
+    widened = kept.widened
+    total = sum(macs)
+    wide_macs = sum(macs[i] for i in list(widened) + [i for i, _ in no_rule])
+    macs16 = sum(macs[i] for i, k in widened.items() if k == "int16")
+    outputs = kept.outputs
+    missing = short(outputs, min_snr)
+
+    def named(i: int) -> dict:
+        op = sg.operators[i]
+        return {"op_index": i, "op": model.op_name(op), "output": sg.tensors[op.outputs[0]].name}
+
+    if widened and kept.base_bytes:
+        from edge_sdk.model import write_model
+
+        grown = len(write_model(kept.qmodel)) - kept.base_bytes  # the widened model's growth, serialized
+    else:
+        grown = 0
+    return {
+        "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
+        "outputs": outputs, "met": not missing,
+        "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"],
+                   **({"part": min(o["parts"], key=lambda p: p["snr_db"])["input"]}
+                      if o.get("parts") and min(p["snr_db"] for p in o["parts"]) < o["snr_db"] else {})}
+                  for o in missing],
+        "widened": [{**named(i), "to": "float32", "reason": why, "cost": widen_cost(model, i, "float32", macs)}
+                    for i, why in no_rule]
+                   + [{**named(i), "to": kind, "reason": "loses SNR", "cost": widen_cost(model, i, kind, macs)}
+                      for i, kind in widened.items()],
+        "cannot_widen": [{**named(i), "reason": why} for i, why in kept.cannot.items()],
+        "widening_for": where,
+        "cost": {"bytes": grown, "macs_total": total, "macs_not_int8": wide_macs, "macs_int16": macs16,
+                 "macs_float32": wide_macs - macs16},
+        "tried_widening": kept.tried,
+    }
