@@ -75,3 +75,39 @@ def test_a_known_op_without_kernel_is_refused_as_before():
     assert known, "the table keeps facts of ops without a kernel"
     with pytest.raises(UnsupportedOpError, match="has no kernel here"):
         op_table.lookup(known[0], 1)
+
+
+def test_the_c_runtime_reads_the_rows_facts_from_a_fresh_header():
+    """firmware_c/include/edge_op_facts.h is generated from the rows (gen_ops.py --facts): this fails when the rows
+    changed and the header was not regenerated, and the header lists exactly the builtin ops with an in-place rule,
+    a patch rule or effects, with those values."""
+    import re
+    from pathlib import Path
+
+    gen = op_table.gen_ops_module()
+    header = Path(__file__).resolve().parent.parent / "firmware_c" / "include" / "edge_op_facts.h"
+    assert header.read_text() == gen.render_facts(), (
+        "firmware_c/include/edge_op_facts.h is stale: run python firmware_c/tools/gen_ops.py --facts "
+        "firmware_c/include/edge_op_facts.h")
+    rows = re.findall(r"\{EDGE_OP_(\w+), EDGE_FAMILY_(\w+), EDGE_EFFECTS_(\w+), EDGE_INPLACE_(\w+), "
+                      r"EDGE_PATCH_(\w+), (\d), EDGE_OPTS_(\w+)\}", header.read_text())
+    expect = {n for n, r in ROWS.items() if r.inplace or r.patch or r.effects}
+    assert {r[0] for r in rows} == expect and len(rows) == len(expect)
+    for name, family, effects, inplace, patch, callees, _ in rows:
+        r = ROWS[name]
+        assert (family, effects, inplace, patch) == tuple((v or "none").upper() for v in (
+            r.family, r.effects, r.inplace, r.patch)), name
+        assert int(callees) == len(r.subgraphs), name
+
+
+def test_facts_header_generation_refuses_what_edge_c_cannot_read(monkeypatch):
+    """A control-flow row naming more than two subgraphs (edge.c's callees holds two) is a generation error."""
+    import dataclasses
+
+    import pytest
+
+    gen = op_table.gen_ops_module()
+    wide = dataclasses.replace(ROWS["IF"], subgraphs=("then_subgraph_index", "else_subgraph_index", "x"))
+    monkeypatch.setitem(ROWS, "IF", wide)
+    with pytest.raises(gen.RegistrationError, match="IF: subgraphs"):
+        gen.render_facts()
