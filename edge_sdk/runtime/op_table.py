@@ -12,6 +12,11 @@ op computes on (``node_data_type``: the first non-handle input unless the C regi
 the same convention as the device profiles' op lists. Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
 its test against a peer.
 
+Every per-op fact is a field of the op's row (the graph facts below: family, effects, in-place and patch rules,
+weights, quantization, ...) and nowhere else (tests/test_op_lists.py): Python reads ``row(name).<fact>``; the C
+runtime reads the facts it needs from firmware_c/include/edge_op_facts.h, generated from these rows by
+``firmware_c/tools/gen_ops.py --facts`` (``make tables``; tests/test_op_facts.py fails when it is stale).
+
 ``kernel`` and ``macs`` name functions as "module:function" inside ``edge_sdk.runtime.kernels``; they are imported
 only when a model uses the op, so a missing kernel is an UnsupportedOpError at allocate time, never at import.
 """
