@@ -23,16 +23,10 @@ import math
 from converters import graph as G
 from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
+from edge_sdk.runtime.kernels.quant import activation_range  # fused activation (or op of that name) -> [lo, hi]
 
 INF = math.inf
 NO_ACTIVATION = "NONE"
-
-
-def activation_range(name: str) -> tuple[float, float] | None:
-    """The [lo, hi] the fused activation ``name`` (or the op of that name) clamps float values to: everything for
-    NONE, the op table row's ``activation_range`` for RELU, RELU6 and RELU_N1_TO_1; None for any other."""
-    return (-INF, INF) if name == NO_ACTIVATION else op_table.row(name).activation_range
-
 
 # clamp range -> the activation (op) that is that clamp
 _BY_RANGE = {(-INF, INF): NO_ACTIVATION} | {r.activation_range: name for name, r in op_table.ROWS.items()
