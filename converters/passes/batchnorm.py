@@ -33,7 +33,8 @@ def _per_channel(value: np.ndarray, channels: int, out_rank: int) -> np.ndarray 
 
 
 def fold(model: Model, sg: int = 0, layers=None) -> int:
-    """Fold every MUL/ADD/SUB-by-constant (the op table rows with an ``affine`` rule) that follows a layer in ``layers`` (default: graph.WEIGHTED_LAYERS)."""
+    """Fold every MUL/ADD/SUB-by-constant (the op table rows with an ``affine`` rule) that follows a layer in
+    ``layers`` (default: graph.WEIGHTED_LAYERS)."""
     layers = G.WEIGHTED_LAYERS if layers is None else {k: G.WEIGHTED_LAYERS[k] for k in layers}
     sub = model.subgraphs[sg]
     folded = 0
