@@ -23,9 +23,11 @@ test: setup
 setup: $(VENV)/.installed system-deps
 
 # The generated tables, after adding an op (a C kernel's EDGE_KERNEL line, an op_table row): the op table's C side
-# (tests/test_op_table_c.py) and the README's ops table (tests/test_docs.py) say when they are stale.
+# (tests/test_op_table_c.py), the rows' facts the C runtime reads (tests/test_op_facts.py) and the README's ops
+# table (tests/test_docs.py) say when they are stale.
 tables: $(VENV)/.installed
 	$(PY) firmware_c/tools/gen_ops.py --python edge_sdk/runtime/op_table_c.py
+	$(PY) firmware_c/tools/gen_ops.py --facts firmware_c/include/edge_op_facts.h
 	$(PY) -m edge_sdk.tools.docs --write README.md
 
 # pip's output goes to $(VENV)/install.log; it is shown only when an install fails.

@@ -35,17 +35,19 @@ from edge_sdk.model.types import (
     Tensor,
 )
 from edge_sdk.model.writer import option_defaults, options_for
+from edge_sdk.runtime import op_table
 
-# Weighted layers: op -> (weights input, bias input, output-channel axis of the weights), as TFLite lays them
-# out (conv filters [out, kh, kw, in], depthwise [1, kh, kw, out], FC [out, in], TRANSPOSE_CONV's bias last).
-WEIGHTED_LAYERS = {
-    "CONV_2D": (1, 2, 0),
-    "DEPTHWISE_CONV_2D": (1, 2, 3),
-    "FULLY_CONNECTED": (1, 2, 0),
-    "TRANSPOSE_CONV": (1, 3, 0),
-}
-# Ops that act on something besides their outputs (resource variables, called subgraphs): never dead.
-SIDE_EFFECT_OPS = frozenset({"ASSIGN_VARIABLE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "WHILE", "IF"})
+# Weighted layers with a bias and per-output-channel weights: op -> (weights input, bias input, output-channel
+# axis of the weights), as TFLite lays them out. A view of the op table rows' ``weights`` (those with a bias and
+# a channel axis), for converters.quantize until it reads the rows itself.
+WEIGHTED_LAYERS = {name: r.weights for name, r in op_table.ROWS.items()
+                   if r.weights is not None and r.weights[1] is not None and r.weights[2] is not None}
+
+
+def has_effects(name: str) -> bool:
+    """Whether op ``name`` acts on something besides its outputs (resource variables, called subgraphs: the op
+    table row's ``effects``): never dead, never computed ahead of time."""
+    return bool(op_table.row(name).effects)
 
 
 # ------------------------------------------------------------------------------------------------ queries
@@ -385,7 +387,7 @@ def dead_ops(model: Model, sg: int = 0) -> list[int]:
     for i in range(len(sub.operators) - 1, -1, -1):
         op = sub.operators[i]
         name = op_name(model, op)
-        keep = (name in SIDE_EFFECT_OPS or not op.outputs or any(t in live for t in op.outputs)
+        keep = (has_effects(name) or not op.outputs or any(t in live for t in op.outputs)
                 or any(t >= 0 and sub.tensors[t].is_variable for t in op.inputs))
         if keep:
             live.update(t for t in op.inputs if t >= 0)

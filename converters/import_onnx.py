@@ -50,6 +50,7 @@ import numpy as np
 from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
 
 # ONNX TensorProto element type -> TFLite type name (every float width becomes FLOAT32).
 _ONNX_TYPES = {1: "FLOAT32", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "INT64", 9: "BOOL", 10: "FLOAT32",
@@ -1315,7 +1316,7 @@ class _Importer:
         if len(self.shape(self.out(node))) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         out = self.values[node.output[0]]
-        extra = {"fused_activation_function": "NONE"} if op in ("ADD", "SUB", "MUL", "DIV") else {}
+        extra = {"fused_activation_function": "NONE"} if op_table.row(op).fused_activation else {}
         self._op(op, [a_, b_], [out], **extra)
 
     def _variadic(self, node, a, op):
@@ -1325,7 +1326,7 @@ class _Importer:
             self.reshape(ins[0], self.shape(out), out=out)
             return
         acc = ins[0]
-        extra = {"fused_activation_function": "NONE"} if op in ("ADD", "MUL") else {}
+        extra = {"fused_activation_function": "NONE"} if op_table.row(op).fused_activation else {}
         for k, t in enumerate(ins[1:]):
             acc = self.binary(op, acc, t, f"{op.lower()}{k}", out=out if k == len(ins) - 2 else None, **extra)
 

@@ -120,17 +120,18 @@ def test_comparison_refusals():
                  [np.zeros(2, np.int32), np.zeros(3, np.int32)])
 
 
-def test_one_prepare_serves_the_comparisons_and_the_logical_ops():
-    """Each op_table row naming compare:prepare_compare / prepare_logical has its row in the kernel's table (a
-    missing one would fail at prepare), and every table row is reachable from the op table."""
+def test_each_comparison_and_logical_op_has_its_own_prepare():
+    """Each op_table row naming a compare kernel names a prepare function of its own op (no dispatch on the op
+    name inside a shared prepare), and every prepare function of the module is some row's kernel."""
     from edge_sdk.runtime import op_table
     from edge_sdk.runtime.kernels import compare
 
-    tables = {"compare:prepare_compare": compare.COMPARISONS, "compare:prepare_logical": compare.LOGICAL_OPS}
-    for kernel, table in tables.items():
-        rows = {name for name, row in op_table.OPS.items() if row.kernel == kernel}
-        assert rows == set(table), kernel
-    assert set(compare.COMPARISONS) == set(COMPARISONS)
+    rows = {name: row for name, row in op_table.OPS.items() if row.kernel.startswith("compare:")}
+    assert set(COMPARISONS) | {"LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT", "SELECT", "SELECT_V2"} == set(rows)
+    for name, row in rows.items():
+        assert row.kernel == f"compare:prepare_{name.lower()}", name
+        assert callable(row.prepare_function()), name
+    assert {f"compare:{f}" for f in dir(compare) if f.startswith("prepare_")} == {r.kernel for r in rows.values()}
 
 
 # ---------------------------------------------------------------- logical

@@ -17,6 +17,47 @@ def test_every_fact_takes_a_documented_value():
         assert bool(r.subgraphs) <= (r.effects == "calls"), name
         assert set(r.int16_missing) <= {op_table.PYTHON, op_table.C}, name
         assert not r.int16_missing or r.int16 == "op", name
+        assert r.axis in op_table.AXIS_RULES, name
+        assert r.affine in op_table.AFFINE_RULES, name
+        assert not r.affine or r.family == "binary", name
+
+
+def test_options_tables_are_the_schemas():
+    """A row's ``options`` names a builtin options table of the schema that is not the op's regular one (the
+    writer derives that), and the writer takes it."""
+    from edge_sdk.model import schema
+    from edge_sdk.model.writer import options_for
+
+    members = {m for u in ("BuiltinOptions", "BuiltinOptions2") for m in schema.UNIONS[u].values()}
+    for name, r in ROWS.items():
+        if r.options:
+            assert r.options in members and r.options in schema.TABLES, name
+            assert r.options.replace("Options", "").lower() != name.replace("_", "").lower(), name
+            assert options_for(name) == r.options, name
+    assert options_for("MAX_POOL_2D") == "Pool2DOptions" and options_for("REDUCE_PROD") == "ReducerOptions"
+    assert options_for("CONV_2D") == "Conv2DOptions" and options_for("CUSTOM") is None
+
+
+def test_activation_ranges_are_the_fused_activations_and_the_kernels_clamps():
+    """A row with an ``activation_range`` is named like an ActivationFunctionType value, its kernel clamps float
+    values to that range, and a producer with ``fused_activation`` applies it as its fused activation."""
+    import numpy as np
+
+    from edge_sdk.model.schema import ENUMS
+    from tests.oprunner import T, op_model, run_ours
+
+    acts = set(ENUMS["ActivationFunctionType"][1].values())
+    ranged = {n: r.activation_range for n, r in ROWS.items() if r.activation_range is not None}
+    assert set(ranged) == {"RELU", "RELU6", "RELU_N1_TO_1"} and set(ranged) <= acts
+    x = np.linspace(-9, 9, 37, dtype=np.float32).reshape(1, 37)
+    for name, (lo, hi) in ranged.items():
+        y = run_ours(op_model(name, [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")]), [x])[0]
+        np.testing.assert_array_equal(y, np.clip(x, lo, hi), err_msg=name)
+        fused = run_ours(op_model("ADD", [T(x.shape, "FLOAT32"), T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")],
+                                  options={"fused_activation_function": name}), [x, np.zeros_like(x)])[0]
+        np.testing.assert_array_equal(fused, y, err_msg=name)
+    assert all(ROWS[n].fused_activation for n in ("CONV_2D", "FULLY_CONNECTED", "ADD", "MAX_POOL_2D"))
+    assert not ROWS["CONCATENATION"].fused_activation  # TFLM refuses a fused activation on it
 
 
 def test_ops_are_the_rows_with_a_kernel():
@@ -34,3 +75,39 @@ def test_a_known_op_without_kernel_is_refused_as_before():
     assert known, "the table keeps facts of ops without a kernel"
     with pytest.raises(UnsupportedOpError, match="has no kernel here"):
         op_table.lookup(known[0], 1)
+
+
+def test_the_c_runtime_reads_the_rows_facts_from_a_fresh_header():
+    """firmware_c/include/edge_op_facts.h is generated from the rows (gen_ops.py --facts): this fails when the rows
+    changed and the header was not regenerated, and the header lists exactly the builtin ops with an in-place rule,
+    a patch rule or effects, with those values."""
+    import re
+    from pathlib import Path
+
+    gen = op_table.gen_ops_module()
+    header = Path(__file__).resolve().parent.parent / "firmware_c" / "include" / "edge_op_facts.h"
+    assert header.read_text() == gen.render_facts(), (
+        "firmware_c/include/edge_op_facts.h is stale: run python firmware_c/tools/gen_ops.py --facts "
+        "firmware_c/include/edge_op_facts.h")
+    rows = re.findall(r"\{EDGE_OP_(\w+), EDGE_FAMILY_(\w+), EDGE_EFFECTS_(\w+), EDGE_INPLACE_(\w+), "
+                      r"EDGE_PATCH_(\w+), (\d), EDGE_OPTS_(\w+)\}", header.read_text())
+    expect = {n for n, r in ROWS.items() if r.inplace or r.patch or r.effects}
+    assert {r[0] for r in rows} == expect and len(rows) == len(expect)
+    for name, family, effects, inplace, patch, callees, _ in rows:
+        r = ROWS[name]
+        assert (family, effects, inplace, patch) == tuple((v or "none").upper() for v in (
+            r.family, r.effects, r.inplace, r.patch)), name
+        assert int(callees) == len(r.subgraphs), name
+
+
+def test_facts_header_generation_refuses_what_edge_c_cannot_read(monkeypatch):
+    """A control-flow row naming more than two subgraphs (edge.c's callees holds two) is a generation error."""
+    import dataclasses
+
+    import pytest
+
+    gen = op_table.gen_ops_module()
+    wide = dataclasses.replace(ROWS["IF"], subgraphs=("then_subgraph_index", "else_subgraph_index", "x"))
+    monkeypatch.setitem(ROWS, "IF", wide)
+    with pytest.raises(gen.RegistrationError, match="IF: subgraphs"):
+        gen.render_facts()

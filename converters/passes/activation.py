@@ -6,9 +6,10 @@ of clamps are turned into the one activation op they equal: MAXIMUM(x, 0) -> REL
 MINIMUM(MAXIMUM(x, 0), 6) -> RELU6, MINIMUM(MAXIMUM(x, -1), 1) -> RELU_N1_TO_1 (either order, and clamps
 after an already fused activation compose: RELU then RELU6 is RELU6).
 
-Producers that take a fused activation (as TFLM's kernels allow): CONV_2D, DEPTHWISE_CONV_2D,
-TRANSPOSE_CONV, FULLY_CONNECTED, ADD, SUB, MUL, DIV, AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D.
-CONCATENATION is not one: TFLM refuses a fused activation on it.
+Producers that take a fused activation (as TFLM's kernels allow) are the op table rows with
+``fused_activation``: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, FULLY_CONNECTED, ADD, SUB, MUL, DIV and the
+2-D pools. CONCATENATION is not one: TFLM refuses a fused activation on it. The clamp of each activation is its
+row's ``activation_range``.
 
 Then hard-swish written out (Paddle's and Keras' exports: x * relu6(x + 3) / 6, the division by 6 already
 a multiplication by 1/6 from ``passes.arith``, in either order) becomes one HARD_SWISH op, which has int8
@@ -21,12 +22,15 @@ import math
 
 from converters import graph as G
 from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
+from edge_sdk.runtime.kernels.quant import activation_range  # fused activation (or op of that name) -> [lo, hi]
 
 INF = math.inf
-RANGES = {"NONE": (-INF, INF), "RELU": (0.0, INF), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0)}
-_BY_RANGE = {v: k for k, v in RANGES.items()}
-FUSABLE_PRODUCERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "FULLY_CONNECTED", "ADD", "SUB",
-                               "MUL", "DIV", "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"})
+NO_ACTIVATION = "NONE"
+
+# clamp range -> the activation (op) that is that clamp
+_BY_RANGE = {(-INF, INF): NO_ACTIVATION} | {r.activation_range: name for name, r in op_table.ROWS.items()
+                                            if r.activation_range is not None}
 
 
 def clamp_range(model: Model, index: int, sg: int = 0) -> tuple[float, float] | None:
@@ -36,8 +40,8 @@ def clamp_range(model: Model, index: int, sg: int = 0) -> tuple[float, float] | 
     name = G.op_name(model, op)
     if not op.outputs or sub.tensors[op.outputs[0]].type != "FLOAT32":
         return None
-    if name in RANGES:
-        return RANGES[name]
+    if activation_range(name) is not None:
+        return activation_range(name)
     if name in ("MAXIMUM", "MINIMUM") and len(op.inputs) == 2:
         x, c = op.inputs
         value = G.constant_value(model, c, sg)
@@ -105,7 +109,7 @@ def fuse(model: Model, sg: int = 0) -> int:
     while i < len(sub.operators):
         op = sub.operators[i]
         name = G.op_name(model, op)
-        if name not in RANGES or name == "NONE" or not op.inputs:
+        if op_table.row(name).activation_range is None or not op.inputs:
             i += 1
             continue
         x = op.inputs[0]
@@ -116,15 +120,15 @@ def fuse(model: Model, sg: int = 0) -> int:
             continue
         p = sub.operators[j]
         pname = G.op_name(model, p)
-        if pname not in FUSABLE_PRODUCERS or len(p.outputs) != 1 or sub.tensors[x].type != "FLOAT32":
+        if not op_table.row(pname).fused_activation or len(p.outputs) != 1 or sub.tensors[x].type != "FLOAT32":
             i += 1
             continue
         opts = G.options(model, p)
-        current = opts.get("fused_activation_function", "NONE")
-        if current not in RANGES:
+        current = opts.get("fused_activation_function", NO_ACTIVATION)
+        a, b = activation_range(current), op_table.row(name).activation_range
+        if a is None:
             i += 1
             continue
-        a, b = RANGES[current], RANGES[name]
         merged = (max(a[0], b[0]), min(a[1], b[1]))
         if merged not in _BY_RANGE:
             i += 1

@@ -18,6 +18,7 @@ import numpy as np
 
 from converters import graph as G
 from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
 
 
 def _per_channel(value: np.ndarray, channels: int, out_rank: int) -> np.ndarray | None:
@@ -32,7 +33,8 @@ def _per_channel(value: np.ndarray, channels: int, out_rank: int) -> np.ndarray 
 
 
 def fold(model: Model, sg: int = 0, layers=None) -> int:
-    """Fold every MUL/ADD/SUB-by-constant that follows a layer in ``layers`` (default: graph.WEIGHTED_LAYERS)."""
+    """Fold every MUL/ADD/SUB-by-constant (the op table rows with an ``affine`` rule) that follows a layer in
+    ``layers`` (default: graph.WEIGHTED_LAYERS)."""
     layers = G.WEIGHTED_LAYERS if layers is None else {k: G.WEIGHTED_LAYERS[k] for k in layers}
     sub = model.subgraphs[sg]
     folded = 0
@@ -40,7 +42,8 @@ def fold(model: Model, sg: int = 0, layers=None) -> int:
     while i < len(sub.operators):
         op = sub.operators[i]
         name = G.op_name(model, op)
-        if name not in ("MUL", "ADD", "SUB") or len(op.inputs) != 2:
+        affine = op_table.row(name).affine  # "scale" (MUL), "add" (ADD), "subtract" (SUB)
+        if not affine or len(op.inputs) != 2:
             i += 1
             continue
         if G.options(model, op).get("fused_activation_function", "NONE") != "NONE":
@@ -49,7 +52,7 @@ def fold(model: Model, sg: int = 0, layers=None) -> int:
         else:
             act = "NONE"
         a, b = op.inputs
-        if G.is_constant(model, a, sg) and name != "SUB":
+        if G.is_constant(model, a, sg) and affine != "subtract":
             a, b = b, a
         c = G.constant_value(model, b, sg)
         prod = G.producers(model, sg)
@@ -83,7 +86,7 @@ def fold(model: Model, sg: int = 0, layers=None) -> int:
             i += 1
             continue
         bias = bias.reshape(channels)
-        if name == "MUL":
+        if affine == "scale":
             shape = [1] * weights.ndim
             shape[axis] = channels
             weights = weights * vec.reshape(shape)
@@ -92,7 +95,7 @@ def fold(model: Model, sg: int = 0, layers=None) -> int:
             inputs = list(layer.inputs)
             inputs[w_in] = w_new
         else:
-            bias = bias + vec if name == "ADD" else bias - vec
+            bias = bias + vec if affine == "add" else bias - vec
             inputs = list(layer.inputs)
         b_new = G.add_constant(model, f"{sub.tensors[op.outputs[0]].name}_bias", bias.astype(np.float32), sg=sg)
         while len(inputs) <= b_in:

@@ -17,9 +17,17 @@ import numpy as np
 from converters import graph as G
 from edge_sdk.errors import ModelError
 from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, SubGraph, Tensor
+from edge_sdk.runtime import op_table
 
 MAX_FOLDED_BYTES = 1 << 20
-NEVER_FOLD = G.SIDE_EFFECT_OPS | {"DEQUANTIZE", "CUSTOM", "RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL"}
+# Besides ops with effects or random draws (their op table rows say so): DEQUANTIZE (a float16 / int8 weight
+# behind it is deliberate compression) and CUSTOM ops.
+KEEP_OPS = ("DEQUANTIZE", "CUSTOM")
+
+
+def never_folded(name: str) -> bool:
+    r = op_table.row(name)
+    return bool(r.effects) or r.random or name in KEEP_OPS
 
 
 def evaluate(model: Model, index: int, sg: int = 0) -> list[np.ndarray] | None:
@@ -62,7 +70,7 @@ def foldable(model: Model, index: int, sg: int = 0) -> bool:
     op = sub.operators[index]
     name = G.op_name(model, op)
     real = [t for t in op.inputs if t >= 0]
-    if name in NEVER_FOLD or not real or not op.outputs or op.intermediates:
+    if never_folded(name) or not real or not op.outputs or op.intermediates:
         return False
     if any(sub.tensors[t].is_variable for t in real + list(op.outputs)):
         return False

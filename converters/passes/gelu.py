@@ -6,9 +6,11 @@ turns Erf into a clamped rational function, ``/ sqrt(2)`` becomes ``* 1/sqrt(2)`
 Gelu op as the same, the tanh form ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` with the cube as
 ``x * x * x`` or ``POW(x, 3)``, in any order of the multiplications. The pass does not match one spelling:
 for each MUL it takes the candidate input x (an input of the MUL or of the MULs feeding it), collects the
-ops between x and the MUL (element-wise ops with scalar constants only, every intermediate value read only
-inside, all of x's shape), evaluates that subgraph numerically on a grid of x in [-10, 10] and fuses it when
-it equals GELU (the erf form or the tanh form) within ``TOLERANCE`` (times max(1, |x|)).
+ops between x and the MUL (element-wise ops, the op table rows of family "unary" / "binary" our kernels run,
+with scalar constants only, every intermediate value read only inside, all of x's shape), evaluates that
+subgraph on a grid of x in [-10, 10] with edge-sdk's own kernels (the ops copied into a small model run by
+``edge_sdk.Interpreter``, as ``passes.fold_constants`` does) and fuses it when it equals GELU (the erf form or
+the tanh form) within ``TOLERANCE`` (times max(1, |x|)).
 
 ``optimize(model, fuse_gelu=False)`` keeps the decomposition (for a target whose runtime has no GELU).
 """
@@ -18,22 +20,22 @@ from __future__ import annotations
 import numpy as np
 
 from converters import graph as G
+from edge_sdk.errors import ModelError
+from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.gelu import gelu_float
 
 TOLERANCE = 2e-5  # the importer's Erf is within 5e-7; the erf and tanh forms differ by up to 4.7e-4
 MAX_OPS = 80  # ops in one GELU decomposition (the importer's Erf alone is about 30)
 _GRID = np.concatenate([np.linspace(-10, 10, 2001), [-1e-3, 1e-3, 0.0]]).astype(np.float32)
+_ARITY = {"unary": 1, "binary": 2}  # the op table families a decomposition is made of: inputs per op
 
-_BINARY = {
-    "ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide, "MINIMUM": np.minimum,
-    "MAXIMUM": np.maximum, "POW": np.power, "SQUARED_DIFFERENCE": lambda a, b: (a - b) * (a - b),
-}
-_UNARY = {
-    "TANH": lambda v: np.tanh(v.astype(np.float64)), "LOGISTIC": lambda v: 1.0 / (1.0 + np.exp(-v.astype(np.float64))),
-    "EXP": lambda v: np.exp(v.astype(np.float64)), "SQRT": lambda v: np.sqrt(np.abs(v.astype(np.float64))),
-    "RSQRT": lambda v: 1.0 / np.sqrt(np.abs(v.astype(np.float64)) + 1e-30), "NEG": np.negative, "ABS": np.abs,
-}
+
+def _arity(name: str) -> int | None:
+    """Inputs of an element-wise op our kernels run (its op table row), None for any other op."""
+    r = op_table.row(name)
+    return _ARITY.get(r.family) if r.runs else None
 
 
 def _region(model: Model, sg: int, end: int, x: int, prod: dict) -> list[int] | None:
@@ -50,11 +52,12 @@ def _region(model: Model, sg: int, end: int, x: int, prod: dict) -> list[int] | 
             return None
         op = sub.operators[i]
         name = G.op_name(model, op)
-        if name not in _BINARY and name not in _UNARY or len(op.outputs) != 1:
+        arity = _arity(name)
+        if arity is None or len(op.outputs) != 1:
             return None
         if G.options(model, op).get("fused_activation_function", "NONE") != "NONE":
             return None
-        if len(op.inputs) != (1 if name in _UNARY else 2):
+        if len(op.inputs) != arity:
             return None
         for t in op.inputs:
             if t == x:
@@ -74,22 +77,39 @@ def _region(model: Model, sg: int, end: int, x: int, prod: dict) -> list[int] | 
 
 
 def _evaluate(model: Model, sg: int, ops: list[int], x: int) -> np.ndarray | None:
+    """The ops' last output for x = the grid, computed by our kernels: the ops copied into a one-subgraph model
+    (x its input of the grid's shape, each scalar constant a float32 [1], every value float32 of x's new shape),
+    run by the interpreter. None when the kernels refuse it or a value is not finite."""
+    from edge_sdk import Interpreter
+
     sub = model.subgraphs[sg]
-    values = {x: _GRID}
-    with np.errstate(all="ignore"):
-        for i in ops:
-            op = sub.operators[i]
-            name = G.op_name(model, op)
-            args = []
-            for t in op.inputs:
-                if t in values:
-                    args.append(values[t])
-                else:
-                    args.append(np.float32(G.constant_value(model, t, sg).reshape(-1)[0]))
-            f = _BINARY.get(name) or _UNARY[name]
-            values[op.outputs[0]] = np.asarray(f(*args)).astype(np.float32)
-    y = values.get(sub.operators[ops[-1]].outputs[0])
-    return y if y is not None and np.all(np.isfinite(y)) else None
+    g = GraphBuilder()
+    n = (_GRID.size,)
+    tensors = {x: g.input("x", n)}
+    for i in ops:
+        op = sub.operators[i]
+        ins = []
+        for t in op.inputs:
+            if t not in tensors:  # a scalar constant (_region checked)
+                value = np.float32(G.constant_value(model, t, sg).reshape(-1)[0])
+                tensors[t] = g.constant(f"c{t}", np.array([value], np.float32))
+            ins.append(tensors[t])
+        y = op.outputs[0]
+        tensors[y] = g.tensor(f"t{y}", n)
+        code = model.operator_codes[op.opcode_index]
+        g.op(G.op_name(model, op), ins, [tensors[y]], version=code.version, options_type=op.options_type,
+             **op.options)
+    g.output(tensors[sub.operators[ops[-1]].outputs[0]])
+    try:
+        it = Interpreter(model=g.build())
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], _GRID)
+        with np.errstate(all="ignore"):
+            it.invoke()
+        y = np.array(it.get_tensor(it.get_output_details()[0]["index"]))
+    except (ModelError, RuntimeError, ValueError):
+        return None
+    return y if y.dtype == np.float32 and np.all(np.isfinite(y)) else None
 
 
 def _which_gelu(y: np.ndarray) -> bool | None:

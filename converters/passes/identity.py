@@ -14,8 +14,12 @@ import numpy as np
 
 from converters import graph as G
 from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
 
-_SAME_SHAPE_OPS = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS"}
+
+def _family(name: str) -> str:
+    """The op table row's ``family``: "reshape" (RESHAPE, SQUEEZE, EXPAND_DIMS), "pad" (PAD and kin), ..."""
+    return op_table.row(name).family
 
 
 def _same_quant(a, b) -> bool:
@@ -35,7 +39,7 @@ def is_identity(model: Model, index: int, sg: int = 0) -> bool:
     src, dst = sub.tensors[op.inputs[0]], sub.tensors[op.outputs[0]]
     if src.shape != dst.shape or src.type != dst.type:
         return False
-    if name in _SAME_SHAPE_OPS:
+    if _family(name) == "reshape":
         return True
     if name == "CAST":
         return True
@@ -44,7 +48,7 @@ def is_identity(model: Model, index: int, sg: int = 0) -> bool:
         return perm is not None and list(perm.reshape(-1)) == list(range(perm.size))
     if name == "CONCATENATION":
         return len(op.inputs) == 1
-    if name in ("PAD", "PADV2", "MIRROR_PAD"):
+    if _family(name) == "pad":
         pads = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
         return pads is not None and not pads.any()
     if name in ("SLICE", "STRIDED_SLICE"):
@@ -69,13 +73,13 @@ def merge_reshapes(model: Model, sg: int = 0) -> int:
     sub = model.subgraphs[sg]
     prod = G.producers(model, sg)
     for i, op in enumerate(sub.operators):
-        if G.op_name(model, op) not in _SAME_SHAPE_OPS or not op.inputs:
+        if _family(G.op_name(model, op)) != "reshape" or not op.inputs:
             continue
         src = op.inputs[0]
         if src not in prod:
             continue
         first = sub.operators[prod[src]]
-        if G.op_name(model, first) not in _SAME_SHAPE_OPS:
+        if _family(G.op_name(model, first)) != "reshape":
             continue
         out = op.outputs[0]
         shape = G.add_constant(model, sub.tensors[out].name + "_shape",

@@ -5,12 +5,13 @@ TRANSPOSE([0,2,3,1]) -> NHWC op -> TRANSPOSE([0,3,1,2]). This pass:
 
 1. merges TRANSPOSE -> TRANSPOSE into one (perm composition), dropping it when the composition is the
    identity;
-2. sinks a TRANSPOSE below an op that does not care about layout, so  op(T(a)) -> T(op'(a)):
+2. sinks a TRANSPOSE below an op that does not care about layout (its op table row's ``family`` says which),
+   so  op(T(a)) -> T(op'(a)):
    element-wise unary ops and activations, QUANTIZE/DEQUANTIZE (per-tensor), element-wise binary ops whose
    other inputs are the same TRANSPOSE or constants (re-laid out, broadcast shapes expanded first), PAD/PADV2
    (paddings permuted), CONCATENATION (axis permuted; every input transposed the same way or constant),
    SPLIT / SPLIT_V (axis permuted; each part transposed after),
-   MEAN/SUM/REDUCE_MAX/REDUCE_MIN/REDUCE_PROD (axes permuted; without keep_dims the transpose left over acts
+   the reductions, MEAN/SUM/REDUCE_* (axes permuted; without keep_dims the transpose left over acts
    on the kept axes, or vanishes), SOFTMAX/LOG_SOFTMAX only when the last axis stays last;
 3. turns a TRANSPOSE that moves only size-1 dimensions into a RESHAPE (then RESHAPE chains merge).
 
@@ -26,19 +27,13 @@ import numpy as np
 
 from converters import graph as G
 from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
 
-UNARY = frozenset({
-    "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LOGISTIC", "TANH", "HARD_SWISH", "LEAKY_RELU", "ELU", "GELU",
-    "ABS", "NEG", "EXP", "LOG", "SQRT", "RSQRT", "SQUARE", "SIN", "COS", "FLOOR", "CEIL", "ROUND", "SIGN",
-    "CAST", "LOGICAL_NOT", "ZEROS_LIKE", "ONES_LIKE", "QUANTIZE", "DEQUANTIZE",
-})
-BINARY = frozenset({
-    "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "POW", "SQUARED_DIFFERENCE", "FLOOR_DIV", "FLOOR_MOD",
-    "PRELU", "EQUAL", "NOT_EQUAL", "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "LOGICAL_AND",
-    "LOGICAL_OR", "SELECT", "SELECT_V2",
-})
-REDUCE = frozenset({"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"})
-LAST_AXIS = frozenset({"SOFTMAX", "LOG_SOFTMAX"})
+
+def _family(name: str) -> str:
+    """How the op's output elements relate to its input elements (the op table row's ``family``): "unary",
+    "binary" (broadcast), "reduce", "last_axis", "reshape", "pad", ... ("" for anything else)."""
+    return op_table.row(name).family
 
 
 def transpose_perm(model: Model, index: int, sg: int = 0) -> list[int] | None:
@@ -206,7 +201,8 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
     rank = len(out_t.shape)
     opts = G.options(model, op)
 
-    if name in UNARY or name in LAST_AXIS or name == "PAD" or name == "PADV2" or name in REDUCE:
+    family = _family(name)
+    if family in ("unary", "last_axis", "reduce") or name == "PAD" or name == "PADV2":
         src = _transposed_source(model, op.inputs[0], prod, sg)
         if src is None:
             return False
@@ -216,9 +212,9 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
                 q = sub.tensors[t].quantization
                 if q is not None and q.scale.size > 1:
                     return False
-        if name in LAST_AXIS and perm[-1] != len(perm) - 1:
+        if family == "last_axis" and perm[-1] != len(perm) - 1:
             return False
-        if name == "LEAKY_RELU" or name in UNARY or name in LAST_AXIS:
+        if family in ("unary", "last_axis"):
             new_inputs = [a] + list(op.inputs[1:])
             out_perm = perm
             new_shape = _permuted(out_t.shape, inverse(perm))
@@ -254,7 +250,7 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
                 new_shape = tuple(a_shape[k] for k in kept_a)
         return _rewrite(model, index, new_inputs, out_perm, new_shape, sg)
 
-    if name in BINARY or name == "CONCATENATION":
+    if family == "binary" or name == "CONCATENATION":
         perm = None
         for t in op.inputs:
             if t < 0:
@@ -360,7 +356,7 @@ def sink_reshapes(model: Model, sg: int = 0) -> int:
         name = G.op_name(model, op)
         if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
             continue
-        if name in ("QUANTIZE", "DEQUANTIZE") or not (name in UNARY or name in BINARY):
+        if name in ("QUANTIZE", "DEQUANTIZE") or _family(name) not in ("unary", "binary"):
             continue
         others = [t for t in op.inputs[1:] if t >= 0]
         if any(G.constant_value(model, t, sg) is None or G.constant_value(model, t, sg).size != 1
@@ -368,7 +364,7 @@ def sink_reshapes(model: Model, sg: int = 0) -> int:
             continue
         prod = G.producers(model, sg)
         j = prod.get(op.inputs[0])
-        if j is None or G.op_name(model, sub.operators[j]) not in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS"):
+        if j is None or _family(G.op_name(model, sub.operators[j])) != "reshape":
             continue
         a = sub.operators[j].inputs[0]
         y = op.outputs[0]

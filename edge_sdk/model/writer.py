@@ -56,33 +56,6 @@ _SCALARS: dict[str, tuple] = {
     "float64": (N.Float64Flags, np.float64, None),
 }
 
-# Builtin ops whose options table is not named after the op (from flatbuffer_conversions.cc's parsers).
-_IRREGULAR_OPTIONS: dict[str, str | None] = {
-    "AVERAGE_POOL_2D": "Pool2DOptions",
-    "MAX_POOL_2D": "Pool2DOptions",
-    "L2_POOL_2D": "Pool2DOptions",
-    "MEAN": "ReducerOptions",
-    "SUM": "ReducerOptions",
-    "REDUCE_MAX": "ReducerOptions",
-    "REDUCE_MIN": "ReducerOptions",
-    "REDUCE_PROD": "ReducerOptions",
-    "REDUCE_ANY": "ReducerOptions",
-    "REDUCE_ALL": "ReducerOptions",
-    "MAXIMUM": "MaximumMinimumOptions",
-    "MINIMUM": "MaximumMinimumOptions",
-    "L2_NORMALIZATION": "L2NormOptions",
-    "UNIDIRECTIONAL_SEQUENCE_RNN": "SequenceRNNOptions",
-    "CONV_3D_TRANSPOSE": "Conv3DOptions",
-    "RANDOM_STANDARD_NORMAL": "RandomOptions",
-    "RANDOM_UNIFORM": "RandomOptions",
-    "MULTINOMIAL": "RandomOptions",
-    "REDUCE_WINDOW": None,  # its options table is deprecated in the schema
-    "CUSTOM": None,
-    "DELEGATE": None,
-    "PLACEHOLDER_FOR_GREATER_OP_CODES": None,
-}
-
-
 def _norm(name: str) -> str:
     return name.replace("_", "").lower()
 
@@ -105,11 +78,15 @@ _UNION_OF: dict[str, tuple[str, int]] = {
 
 
 def options_for(op_name: str) -> str | None:
-    """The builtin options table an op carries ("CONV_2D" -> "Conv2DOptions"), or None when it has none."""
-    if op_name in _IRREGULAR_OPTIONS:
-        return _IRREGULAR_OPTIONS[op_name]
-    if op_name not in schema.BUILTIN_OPERATOR_CODES:
+    """The builtin options table an op carries ("CONV_2D" -> "Conv2DOptions"), or None when it has none: the op
+    table row's ``options`` where the table is not named after the op (flatbuffer_conversions.cc's parsers)."""
+    from edge_sdk.runtime.op_table import row  # the op's facts (a data module: errors and op_table_c only)
+
+    if op_name not in schema.BUILTIN_OPERATOR_CODES or op_name == "CUSTOM":
         return None
+    irregular = row(op_name).options
+    if irregular:
+        return irregular
     return _OPTIONS_BY_NORM.get(_norm(op_name))
 
 

@@ -12,6 +12,11 @@ op computes on (``node_data_type``: the first non-handle input unless the C regi
 the same convention as the device profiles' op lists. Adding an op: its kernel in ``edge_sdk/runtime/kernels/<module>.py``, its row here,
 its test against a peer.
 
+Every per-op fact is a field of the op's row (the graph facts below: family, effects, in-place and patch rules,
+weights, quantization, ...) and nowhere else (tests/test_op_lists.py): Python reads ``row(name).<fact>``; the C
+runtime reads the facts it needs from firmware_c/include/edge_op_facts.h, generated from these rows by
+``firmware_c/tools/gen_ops.py --facts`` (``make tables``; tests/test_op_facts.py fails when it is stale).
+
 ``kernel`` and ``macs`` name functions as "module:function" inside ``edge_sdk.runtime.kernels``; they are imported
 only when a model uses the op, so a missing kernel is an UnsupportedOpError at allocate time, never at import.
 """
@@ -19,6 +24,7 @@ only when a model uses the op, so a missing kernel is an UnsupportedOpError at a
 from __future__ import annotations
 
 import importlib
+import math
 from dataclasses import dataclass
 
 from edge_sdk.errors import UnsupportedOpError
@@ -35,6 +41,8 @@ INPLACE_RULES = ("", "same", "pad", "depthwise", "unary", "binary")
 PATCH_RULES = ("", "window", "pad", "elementwise")
 QUANT_RULES = ("", "own", "shared", "fixed", "index", "compare", "logical", "select")  # and "same:<input>"
 INT16_RULES = ("", "op", "pass", "none")
+AXIS_RULES = ("", "input", "output")
+AFFINE_RULES = ("", "scale", "add", "subtract")
 
 
 @dataclass(frozen=True)
@@ -81,6 +89,22 @@ class OpRow:
     # distribution: output 0 is a probability distribution (or its log) over the last axis (SOFTMAX, LOG_SOFTMAX):
     # the quantizer's accuracy guard compares its argmax beside its SNR
     distribution: bool = False
+    # axis: the op joins or splits whole slices along its "axis" option, counted in the dims of input 0 ("input":
+    # CONCATENATION, UNPACK) or of output 0 ("output": PACK); "": no such option
+    axis: str = ""
+    # fused_activation: the op applies its fused_activation_function option in TFLM's kernels (a RELU / RELU6 /
+    # RELU_N1_TO_1 after it may fold into it; the ONNX importer writes the option as NONE)
+    fused_activation: bool = False
+    # activation_range: the op is the fused activation of its own name (an ActivationFunctionType value): the
+    # [lo, hi] it clamps float values to (RELU (0, inf), RELU6 (0, 6), RELU_N1_TO_1 (-1, 1)); None otherwise
+    activation_range: tuple[float, float] | None = None
+    # options: the schema's builtin options table where it is not named after the op ("<CamelCase>Options":
+    # writer.options_for), e.g. "Pool2DOptions" for the pools; "" when named after the op or when it has none
+    options: str = ""
+    # affine: the op with a constant operand c is an affine map of its data input x: "scale" (x * c, MUL), "add"
+    # (x + c, ADD), "subtract" (x - c with c second, SUB); a per-channel one folds into the weights and bias of the
+    # weighted layer before it (converters.passes.batchnorm)
+    affine: str = ""
 
     @property
     def runs(self) -> bool:
@@ -144,46 +168,52 @@ def _rows(*rows: OpRow) -> dict[str, OpRow]:
 ROWS: dict[str, OpRow] = _rows(
     # convolution and matrix products
     OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d",
-          family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4)),
+          family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4),
+          fused_activation=True),
     OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d",
           family='conv', inplace='depthwise', patch='window', weights=(1, 2, 3), dynamic=(3, 6), int16='op',
-          q_versions=(3, 5)),
+          q_versions=(3, 5), fused_activation=True),
     OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    13, "conv:macs_fully_connected",
-          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7)),
+          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True),
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
-          family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3)),
+          family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3), fused_activation=True),
     OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul",
           weights=(1, None, None), quant='own', int16='op', int16_missing=('c',), q_versions=(2, 3)),
     OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3,
-          family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3)),
+          family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
+          fused_activation=True, options='Pool2DOptions'),
     OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3,
-          family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3)),
+          family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
+          fused_activation=True, options='Pool2DOptions'),
     # element-wise arithmetic
     OpRow("ADD",                          "elementwise:prepare_add",          5,
-          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
+          fused_activation=True, affine='add'),
     OpRow("SUB",                          "elementwise:prepare_sub",          5,
-          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
+          fused_activation=True, affine='subtract'),
     OpRow("MUL",                          "elementwise:prepare_mul",          7,
-          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 4)),
+          family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 4),
+          fused_activation=True, affine='scale'),
     OpRow("DIV",                          "elementwise:prepare_div",          2,
-          family='binary', quant='own', int16='none', q_versions=(1, None)),
+          family='binary', quant='own', int16='none', q_versions=(1, None), fused_activation=True),
     OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2,
           family='binary', quant='own', int16='op', q_versions=(2, None)),
     OpRow("MAXIMUM",                      "elementwise:prepare_maximum",      4,
-          family='binary', quant='shared', int16='op', q_versions=(2, 4)),
+          family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions'),
     OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4,
-          family='binary', quant='shared', int16='op', q_versions=(2, 4)),
+          family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions'),
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
-    OpRow("EXP",                          "math:prepare_unary",               2,
+    OpRow("EXP",                          "math:prepare_exp",                 2,
           family='unary'),
-    OpRow("LOG",                          "math:prepare_unary",               2,
+    OpRow("LOG",                          "math:prepare_log",                 2,
           family='unary'),
-    OpRow("SQRT",                         "math:prepare_unary",               1,
+    OpRow("SQRT",                         "math:prepare_sqrt",                1,
           family='unary'),
     OpRow("ABS",                          "math:prepare_abs",                 5,
           family='unary'),
-    OpRow("NEG",                          "math:prepare_unary",               1,
+    OpRow("NEG",                          "math:prepare_neg",                 1,
           family='unary'),
     OpRow("POW",                          "math:prepare_pow",                 1,
           family='binary'),
@@ -192,23 +222,23 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          2,
           family='pad'),
     # comparisons, logical ops and selection (BOOL tensors)
-    OpRow("EQUAL",                        "compare:prepare_compare",          4,
+    OpRow("EQUAL",                        "compare:prepare_equal",            4,
           family='binary', quant='compare', q_versions=(2, None)),
-    OpRow("NOT_EQUAL",                    "compare:prepare_compare",          3,
+    OpRow("NOT_EQUAL",                    "compare:prepare_not_equal",        3,
           family='binary', quant='compare', q_versions=(2, None)),
-    OpRow("LESS",                         "compare:prepare_compare",          3,
+    OpRow("LESS",                         "compare:prepare_less",             3,
           family='binary', quant='compare', q_versions=(2, 3)),
-    OpRow("LESS_EQUAL",                   "compare:prepare_compare",          2,
+    OpRow("LESS_EQUAL",                   "compare:prepare_less_equal",       2,
           family='binary', quant='compare', q_versions=(2, None)),
-    OpRow("GREATER",                      "compare:prepare_compare",          2,
+    OpRow("GREATER",                      "compare:prepare_greater",          2,
           family='binary', quant='compare', q_versions=(2, None)),
-    OpRow("GREATER_EQUAL",                "compare:prepare_compare",          3,
+    OpRow("GREATER_EQUAL",                "compare:prepare_greater_equal",    3,
           family='binary', quant='compare', q_versions=(2, 3)),
-    OpRow("LOGICAL_AND",                  "compare:prepare_logical",          1,
+    OpRow("LOGICAL_AND",                  "compare:prepare_logical_and",      1,
           family='binary', quant='logical'),
-    OpRow("LOGICAL_OR",                   "compare:prepare_logical",          1,
+    OpRow("LOGICAL_OR",                   "compare:prepare_logical_or",       1,
           family='binary', quant='logical'),
-    OpRow("LOGICAL_NOT",                  "compare:prepare_logical",          1,
+    OpRow("LOGICAL_NOT",                  "compare:prepare_logical_not",      1,
           family='unary', quant='logical'),
     OpRow("SELECT",                       "compare:prepare_select",           4,
           family='binary', quant='select', q_versions=(2, None)),
@@ -229,11 +259,13 @@ ROWS: dict[str, OpRow] = _rows(
           family='unary', inplace='unary', patch='elementwise', quant='fixed',
           quant_fixed=(('INT8', 0.0078125, 0), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
     OpRow("RELU",                         "activations:prepare_relu",         3,
-          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
+          activation_range=(0.0, math.inf)),
     OpRow("RELU6",                        "activations:prepare_relu6",        3,
-          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
+          activation_range=(0.0, 6.0)),
     OpRow("RELU_N1_TO_1",                 "activations:prepare_relu_n1_to_1", 2,
-          family='unary', inplace='unary', patch='elementwise', quant='own'),
+          family='unary', inplace='unary', patch='elementwise', quant='own', activation_range=(-1.0, 1.0)),
     OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='none', q_versions=(1, None)),
     OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2,
@@ -260,11 +292,11 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SHAPE",                        "shape:prepare_shape",              2,
           quant='index'),
     OpRow("CONCATENATION",                "shape:prepare_concatenation",      4,
-          quant='shared', int16='op', q_versions=(2, 3), join=True),
+          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input'),
     OpRow("PACK",                         "shape:prepare_pack",               4,
-          quant='shared', q_versions=(2, 3), join=True),
+          quant='shared', q_versions=(2, 3), join=True, axis='output'),
     OpRow("UNPACK",                       "shape:prepare_unpack",             4,
-          quant='same:0', q_versions=(2, 4)),
+          quant='same:0', q_versions=(2, 4), axis='input'),
     OpRow("SPLIT",                        "shape:prepare_split",              4,
           quant='same:1', int16='pass', q_versions=(2, 4)),
     OpRow("SPLIT_V",                      "shape:prepare_split_v",            2,
@@ -288,11 +320,11 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("DENSIFY",                      "shape:prepare_densify",            1),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
-          family='reduce', quant='own', int16='op', q_versions=(2, 3)),
+          family='reduce', quant='own', int16='op', q_versions=(2, 3), options='ReducerOptions'),
     OpRow("SUM",                          "reduce:prepare_sum",               2,
-          family='reduce', quant='own', int16='op', q_versions=(1, 2)),
+          family='reduce', quant='own', int16='op', q_versions=(1, 2), options='ReducerOptions'),
     OpRow("REDUCE_MAX",                   "reduce:prepare_reduce_max",        3,
-          family='reduce', quant='same:0', q_versions=(2, 3)),
+          family='reduce', quant='same:0', q_versions=(2, 3), options='ReducerOptions'),
     OpRow("ARG_MAX",                      "reduce:prepare_arg_max",           3,
           quant='index', q_versions=(2, 2)),
     # resampling
@@ -341,12 +373,12 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
     OpRow("CALL", None, 0, effects='calls'),
-    OpRow("L2_POOL_2D", None, 0, family='pool'),
-    OpRow("REDUCE_MIN", None, 0, family='reduce'),
-    OpRow("REDUCE_PROD", None, 0, family='reduce'),
-    OpRow("REDUCE_ANY", None, 0, family='reduce'),
-    OpRow("REDUCE_ALL", None, 0, family='reduce'),
-    OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv'),
+    OpRow("L2_POOL_2D", None, 0, family='pool', fused_activation=True, options='Pool2DOptions'),
+    OpRow("REDUCE_MIN", None, 0, family='reduce', options='ReducerOptions'),
+    OpRow("REDUCE_PROD", None, 0, family='reduce', options='ReducerOptions'),
+    OpRow("REDUCE_ANY", None, 0, family='reduce', options='ReducerOptions'),
+    OpRow("REDUCE_ALL", None, 0, family='reduce', options='ReducerOptions'),
+    OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv', options='Conv3DOptions'),
     OpRow("RELU_0_TO_1", None, 0, family='unary'),
     OpRow("ELU", None, 0, family='unary'),
     OpRow("SQUARE", None, 0, family='unary'),
@@ -360,9 +392,11 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("ONES_LIKE", None, 0, family='unary'),
     OpRow("FLOOR_DIV", None, 0, family='binary'),
     OpRow("FLOOR_MOD", None, 0, family='binary'),
-    OpRow("RANDOM_UNIFORM", None, 0, random=True),
-    OpRow("RANDOM_STANDARD_NORMAL", None, 0, random=True),
-    OpRow("MULTINOMIAL", None, 0, random=True),
+    OpRow("RANDOM_UNIFORM", None, 0, random=True, options='RandomOptions'),
+    OpRow("RANDOM_STANDARD_NORMAL", None, 0, random=True, options='RandomOptions'),
+    OpRow("MULTINOMIAL", None, 0, random=True, options='RandomOptions'),
+    OpRow("L2_NORMALIZATION", None, 0, options='L2NormOptions'),
+    OpRow("UNIDIRECTIONAL_SEQUENCE_RNN", None, 0, options='SequenceRNNOptions'),
 )
 # fmt: on
 

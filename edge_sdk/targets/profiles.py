@@ -40,6 +40,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from edge_sdk import resources
 from edge_sdk.errors import ProfileError
+from edge_sdk.runtime import op_table
+from edge_sdk.runtime.op_table import NO_DTYPE, node_data_type
 from edge_sdk.targets.registry import FLASH_METHODS
 
 PROFILE_DIR = resources.profiles_dir()  # $EDGE_PROFILE_DIR, the installed copy, or the checkout's device_profiles/
@@ -602,28 +604,9 @@ def _validate(data: dict, path: Path, partial: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- constraints
-_CONV_LIKE = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "CONV_3D", "CONV_3D_TRANSPOSE")
-_POOLS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D")
-_WEIGHTS_INPUT = {"CONV_2D": 1, "DEPTHWISE_CONV_2D": 1, "TRANSPOSE_CONV": 1, "FULLY_CONNECTED": 1,
-                  "SVDF": 1, "UNIDIRECTIONAL_SEQUENCE_LSTM": 1, "BATCH_MATMUL": 1, "CONV_3D": 1}
-_REDUCERS = ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL")
-_PADS = ("PAD", "PADV2", "MIRROR_PAD")
-_AXIS_OPTION = ("PACK", "CONCATENATION", "UNPACK")
-
-
-# Handle types: a tensor of these carries no data a backend computes on (resource variables, TensorList handles)
-HANDLE_TYPES = ("RESOURCE", "VARIANT")
-NO_DTYPE = "NONE"
-
-
-def node_dtype(node) -> str:
-    """The dtype a backend's op list is looked up under: the first present input's type (else the first
-    output's), skipping handle tensors (RESOURCE, VARIANT); "NONE" for a node with no data tensor at all
-    (CALL_ONCE, VAR_HANDLE)."""
-    for t in (*node.inputs, *node.outputs):
-        if t is not None and t.type not in HANDLE_TYPES:
-            return t.type
-    return NO_DTYPE
+# Op facts (which ops are convolutions, pools, reducers, pads, where the weights are) are the op table's rows;
+# check.py reads node_dtype under this name.
+node_dtype = node_data_type
 
 
 def _jsonable(v):
@@ -642,13 +625,14 @@ def _tensors(node):
 
 
 def _kernel_hw(node) -> tuple[int, int] | None:
-    if node.op in _CONV_LIKE:
+    family = op_table.row(node.op).family
+    if family == "conv":
         w = node.inputs[1] if len(node.inputs) > 1 else None
         if w is not None and len(w.shape) == 4:
             return int(w.shape[1]), int(w.shape[2])
         if w is not None and len(w.shape) == 5:  # CONV_3D: [d, h, w, in, out]
             return int(w.shape[1]), int(w.shape[2])
-    if node.op in _POOLS:
+    if family == "pool":
         o = node.options
         if "filter_height" in o:
             return int(o.get("filter_height", 1)), int(o.get("filter_width", 1))
@@ -674,9 +658,10 @@ def _dilations(node) -> list[int] | None:
 
 
 def _weights(node):
-    i = _WEIGHTS_INPUT.get(node.op)
-    if i is None:
+    weights = op_table.row(node.op).weights
+    if weights is None:
         return None
+    i = weights[0]
     if node.op == "UNIDIRECTIONAL_SEQUENCE_LSTM":
         return next((t for t in node.inputs[1:5] if t is not None), None)
     return node.inputs[i] if i < len(node.inputs) else None
@@ -684,14 +669,15 @@ def _weights(node):
 
 def _touches_batch(node) -> bool | None:
     """Whether the node works along dim 0 (None when that cannot be told from the node)."""
-    if node.op in _REDUCERS and len(node.inputs) > 1 and node.inputs[1] is not None and node.inputs[1].data is not None:
+    r = op_table.row(node.op)
+    if r.family == "reduce" and len(node.inputs) > 1 and node.inputs[1] is not None and node.inputs[1].data is not None:
         rank = len(node.inputs[0].shape)
         return any(int(a) % max(rank, 1) == 0 for a in node.inputs[1].data.reshape(-1))
-    if node.op in _PADS and len(node.inputs) > 1 and node.inputs[1] is not None and node.inputs[1].data is not None:
+    if r.family == "pad" and len(node.inputs) > 1 and node.inputs[1] is not None and node.inputs[1].data is not None:
         pads = node.inputs[1].data.reshape(-1, 2)
         return bool(len(pads) and (pads[0] != 0).any())
-    if node.op in _AXIS_OPTION and "axis" in node.options:
-        rank = len(node.outputs[0].shape) if node.op == "PACK" else len(node.inputs[0].shape)
+    if r.axis and "axis" in node.options:
+        rank = len(node.outputs[0].shape) if r.axis == "output" else len(node.inputs[0].shape)
         return int(node.options["axis"]) % max(rank, 1) == 0
     return None
 

@@ -30,10 +30,8 @@ from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk.tools import op_report as report_ops
 from edge_sdk.errors import DeviceError, ModelError, UsageError
+from edge_sdk.runtime import op_table
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
-
-STATEFUL_OPS = {"VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE"}
-
 
 # ------------------------------------------------------------------------------------------------ inputs
 def _coerce(a: np.ndarray, spec, where: str) -> np.ndarray:
@@ -219,8 +217,10 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     info = link.info()
     in_details = host.get_input_details()
     arrays, source = make_inputs(info.inputs, inputs, [d["name"] for d in in_details], seed)
+    # variables, or an op with effects (resource variables, called subgraphs): each run may differ from the last
     stateful = any(t.is_variable for s in model.subgraphs for t in s.tensors) or any(
-        model.operator_codes[op.opcode_index].name in STATEFUL_OPS for s in model.subgraphs for op in s.operators)
+        op_table.row(model.operator_codes[op.opcode_index].name).effects
+        for s in model.subgraphs for op in s.operators)
 
     per_op: dict[tuple[int, int], list[int]] = {}
     op_codes: dict[tuple[int, int], int] = {}

@@ -13,6 +13,7 @@
 
 #include "edge.h"
 #include "edge_kernel.h"
+#include "edge_op_facts.h"
 #include "edge_conv.h"
 #include "edge_index.h"
 
@@ -110,6 +111,16 @@ const char *edge_op_name(int op_code) {
     default: return "?";
     }
 #endif
+}
+
+/* The op table row's graph facts of an op (include/edge_op_facts.h, generated from edge_sdk/runtime/op_table.py):
+ * its family, effects, in-place and patch rules; all zero for an op without any. */
+static const edge_op_facts_t *edge_op_facts(int32_t op) {
+    static const edge_op_facts_t none = {0, 0, 0, 0, 0, 0, 0};
+    size_t k;
+    for (k = 0; k < sizeof edge_op_facts_rows / sizeof edge_op_facts_rows[0]; k++)
+        if (edge_op_facts_rows[k].op == op) return &edge_op_facts_rows[k];
+    return &none;
 }
 
 /* Record an arena shortfall: `required` bytes from the arena's start (exact, or a lower bound). */
@@ -845,18 +856,16 @@ static edge_table_t model_node_options(edge_interp_t *it, const edge_node_t *nd)
     return t;
 }
 
-/* The subgraphs a control-flow node runs (CALL_ONCE / IF / WHILE options), at most 2. */
+/* The subgraphs a control-flow node runs (its row's effects "calls": the subgraph indices in the first fields of
+ * its options, CALL_ONCE / IF / WHILE), at most 2 (gen_ops.py --facts refuses a row with more). */
 static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t out[2], int32_t *n) {
-    int32_t k, expect_type, count;
+    const edge_op_facts_t *facts = edge_op_facts(nd->op);
+    const int32_t count = facts->callees;
+    int32_t k;
     edge_table_t opts;
     *n = 0;
-    switch (nd->op) {
-    case EDGE_OP_CALL_ONCE: expect_type = EDGE_OPTS_CallOnceOptions; count = 1; break;
-    case EDGE_OP_IF: expect_type = EDGE_OPTS_IfOptions; count = 2; break;
-    case EDGE_OP_WHILE: expect_type = EDGE_OPTS_WhileOptions; count = 2; break;
-    default: return EDGE_OK;
-    }
-    if (nd->options_type != expect_type)
+    if (facts->effects != EDGE_EFFECTS_CALLS || !count) return EDGE_OK;
+    if (nd->options_type != facts->callee_options)
         return fail_at(it, EDGE_MODEL_INVALID, WHAT("control-flow op without its options"), -1);
     opts = model_node_options(it, nd);
     for (k = 0; k < count; k++) {
@@ -1090,14 +1099,6 @@ static edge_status_t patch_fail(edge_interp_t *it, int32_t node, const char *wha
     return fail_at(it, EDGE_BAD_ARGUMENT, what, -1);
 }
 
-/* The elementwise ops a stage may hold (patching.ELEMENTWISE_OPS): binary ones take input 1 from its own window
- * (edge_window_t's h1..pl1), the standalone activations are 1:1 on the window. */
-static int patch_binary(int32_t op) { return op == EDGE_OP_ADD || op == EDGE_OP_SUB || op == EDGE_OP_MUL; }
-static int patch_elementwise(int32_t op) {
-    return patch_binary(op) || op == EDGE_OP_RELU || op == EDGE_OP_RELU6 || op == EDGE_OP_RELU_N1_TO_1 ||
-           op == EDGE_OP_LOGISTIC || op == EDGE_OP_TANH || op == EDGE_OP_HARD_SWISH || op == EDGE_OP_LEAKY_RELU;
-}
-
 /* Input tensor t (flat) of stage node k: the earlier stage node writing it, or -1 for the stage input (the one
  * tensor coming in: P->input); -3: a second tensor coming in. */
 static int32_t patch_source(struct edge_patch *P, int32_t k, int32_t t) {
@@ -1134,13 +1135,14 @@ static edge_status_t patch_setup(edge_interp_t *it) {
     for (k = 0; k < n; k++) {
         const int32_t idx = pp->first + k;
         const edge_node_t *nd = &it->nodes[sg->node_base + idx];
+        /* the row's patch rule: "window" (conv / pool), "pad" (a shift) or "elementwise" (binary ones take input 1
+         * from its own window, edge_window_t's h1..pl1; the standalone activations are 1:1 on the window) */
+        const edge_op_facts_t *facts = edge_op_facts(nd->op);
         patch_node_t *pn = &P->nodes[k];
         const edge_tensor_t *x, *y;
         int32_t kh = 1, kw = 1, oh = 0, ow = 0, pt = 0, pl = 0, in;
         edge_conv_opts_t o = {EDGE_PAD_VALID, 1, 1, 0, 1, 1};
-        if (nd->op != EDGE_OP_CONV_2D && nd->op != EDGE_OP_DEPTHWISE_CONV_2D && nd->op != EDGE_OP_AVERAGE_POOL_2D &&
-            nd->op != EDGE_OP_MAX_POOL_2D && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
-            !patch_elementwise(nd->op))
+        if (facts->patch == EDGE_PATCH_NONE)
             return patch_fail(it, idx, WHAT("patch stage: not a CONV_2D, DEPTHWISE_CONV_2D, 2-D pool, PAD, ADD, SUB, MUL "
                                             "or standalone activation"));
         if (nd->n_outputs != 1 || nd->n_inputs < 1 || nd->inputs[0] < 0)
@@ -1148,7 +1150,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         pn->node = sg->node_base + idx;
         pn->out = tb + nd->outputs[0];
         pn->src1 = -2;
-        if (patch_elementwise(nd->op)) {
+        if (facts->patch == EDGE_PATCH_ELEMENTWISE) {
             /* patching._stage_node: every run-time input has the output's shape (4-D), every constant broadcasts
              * along no spatial axis (its H and W, aligned right, are 1); a binary op has two inputs, at least one
              * run-time. The window is the output's (stride 1, no padding). */
@@ -1156,7 +1158,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             y = &it->tensors[pn->out];
             if (y->is_variable || y->rank != 4 || !edge_type_bytes(y->type))
                 return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
-            if (patch_binary(nd->op) && nd->n_inputs != 2)
+            if (facts->family == EDGE_FAMILY_BINARY && nd->n_inputs != 2)
                 return patch_fail(it, idx, WHAT("patch stage: a binary op needs two inputs"));
             for (j = 0; j < nd->n_inputs && j < 2; j++) {
                 const edge_tensor_t *t = nd->inputs[j] >= 0 ? &it->tensors[tb + nd->inputs[j]] : 0;
@@ -1195,7 +1197,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         if (x->is_const || x->is_variable || y->is_variable || x->rank != 4 || y->rank != 4 ||
             x->dims[0] != y->dims[0] || !edge_type_bytes(y->type))
             return patch_fail(it, idx, WHAT("patch stage: input and output must be 4-D run-time tensors"));
-        if (nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) { /* H and W only: a shift, stride 1 */
+        if (facts->patch == EDGE_PATCH_PAD) { /* H and W only: a shift, stride 1 */
             const edge_tensor_t *p = nd->n_inputs >= 2 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
             if (!p || !p->is_const || edge_tensor_elements(p) != 8 ||
                 edge_const_int(p, 0) || edge_const_int(p, 1) || edge_const_int(p, 6) || edge_const_int(p, 7) ||
@@ -1208,7 +1210,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             ow = y->dims[2];
             pt = (int32_t)edge_const_int(p, 2);
             pl = (int32_t)edge_const_int(p, 4);
-        } else if (nd->op == EDGE_OP_AVERAGE_POOL_2D || nd->op == EDGE_OP_MAX_POOL_2D) {
+        } else if (facts->family == EDGE_FAMILY_POOL) {
             const int has = nd->options_type == EDGE_OPTS_Pool2DOptions;
             o.padding = has ? edge_opt_int(nd, 0, 1, 0) : EDGE_PAD_SAME;
             o.sw = has ? edge_opt_int(nd, 1, 4, 0) : 1;
@@ -1224,7 +1226,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             kh = f->dims[1];
             kw = f->dims[2];
         }
-        if (nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
+        if (facts->patch != EDGE_PATCH_PAD &&
             (edge_conv_window(o.padding, o.sh, o.dh, x->dims[1], kh, &oh, &pt) ||
              edge_conv_window(o.padding, o.sw, o.dw, x->dims[2], kw, &ow, &pl) || oh != y->dims[1] || ow != y->dims[2]))
             return patch_fail(it, idx, WHAT("patch stage: window geometry"));
@@ -1412,8 +1414,9 @@ static int32_t is_io(const edge_subgraph_t *sg, int32_t t) {
 size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node) {
     const edge_tensor_t *x, *y;
     int32_t tb;
-    if (!it->memory_min || node->op != EDGE_OP_DEPTHWISE_CONV_2D || edge_in_patch_stage(it, node) ||
-        node->n_inputs < 1 || node->n_outputs < 1 || node->inputs[0] < 0 || node->outputs[0] < 0)
+    if (!it->memory_min || edge_op_facts(node->op)->inplace != EDGE_INPLACE_DEPTHWISE ||
+        edge_in_patch_stage(it, node) || node->n_inputs < 1 || node->n_outputs < 1 || node->inputs[0] < 0 ||
+        node->outputs[0] < 0)
         return 0;
     tb = it->subgraphs[node->subgraph].tensor_base;
     x = &it->tensors[tb + node->inputs[0]];
@@ -1430,16 +1433,6 @@ size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node
 #define IS_MEMBER(L, k) ((L)->t_first[k] <= -2)
 #define ROOT(L, k) (IS_MEMBER(L, k) ? -2 - (L)->t_first[k] : (k))
 
-/* An elementwise op (edge_sdk.runtime.interpreter.ELEMENTWISE_INPLACE_OPS): output element i depends on input
- * element i alone (binary: and on the other input's element i or its broadcast), read before output element i is
- * written, in every kernel and fast path; *binary: ADD, SUB, MUL (either input may be taken over). */
-static int inplace_elementwise(int32_t op, int *binary) {
-    *binary = op == EDGE_OP_ADD || op == EDGE_OP_SUB || op == EDGE_OP_MUL;
-    return *binary || op == EDGE_OP_RELU || op == EDGE_OP_RELU6 || op == EDGE_OP_RELU_N1_TO_1 ||
-           op == EDGE_OP_LEAKY_RELU || op == EDGE_OP_HARD_SWISH ||
-           op == EDGE_OP_LOGISTIC || op == EDGE_OP_TANH || op == EDGE_OP_QUANTIZE;
-}
-
 /* Whether node g's output b (global tensor indices) may take over its input a's bytes (inplace_groups' rule). */
 static int inplace_joins(const edge_interp_t *it, const life_t *L, const edge_subgraph_t *sg, int32_t g, int32_t ia,
                          int elementwise) {
@@ -1454,7 +1447,7 @@ static int inplace_joins(const edge_interp_t *it, const life_t *L, const edge_su
     y = &it->tensors[b];
     if (elementwise && (x->bytes != y->bytes || edge_type_bytes(x->type) != edge_type_bytes(y->type)))
         return 0;
-    if (nd->op == EDGE_OP_DEPTHWISE_CONV_2D) { /* int8, as many output channels as input channels */
+    if (edge_op_facts(nd->op)->inplace == EDGE_INPLACE_DEPTHWISE) { /* int8, channels in == channels out */
         if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 || x->dims[3] != y->dims[3] ||
             y->bytes > x->bytes)
             return 0;
@@ -1472,11 +1465,14 @@ static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise
         for (i = 0; i < sg->n_nodes; i++) {
             const int32_t g = sg->node_base + i;
             const edge_node_t *nd = &it->nodes[g];
-            int binary = 0;
-            const int elementwise = inplace_elementwise(nd->op, &binary);
-            if (elementwise && !with_elementwise) continue;
-            if (!elementwise && nd->op != EDGE_OP_RESHAPE && nd->op != EDGE_OP_PAD && nd->op != EDGE_OP_PADV2 &&
-                nd->op != EDGE_OP_DEPTHWISE_CONV_2D) continue;
+            /* the row's in-place rule; an elementwise one ("unary", "binary": output element i depends on input
+             * element i alone, and on the other input's element i or its broadcast, read before output element i
+             * is written, in every kernel and fast path) only with with_elementwise; "binary": either input may
+             * be taken over */
+            const int32_t rule = edge_op_facts(nd->op)->inplace;
+            const int binary = rule == EDGE_INPLACE_BINARY;
+            const int elementwise = binary || rule == EDGE_INPLACE_UNARY;
+            if (rule == EDGE_INPLACE_NONE || (elementwise && !with_elementwise)) continue;
             if (in_patch_stage(it, s, i)) continue; /* a patch stage's nodes never run in place */
             if (nd->n_inputs < 1 || nd->n_outputs < 1) continue;
             for (j = 0; j < (binary && nd->n_inputs > 1 ? 2 : 1); j++) {

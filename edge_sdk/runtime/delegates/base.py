@@ -32,15 +32,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.model.types import Model
 
 CPU = "cpu"
 
 Run = Callable[[list, list], None]
-
-_CALLS_SUBGRAPHS = ("CALL_ONCE", "IF", "WHILE")
-_RESOURCE_OPS = ("VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
 
 
 class Boundary(NamedTuple):
@@ -132,9 +130,10 @@ class Delegate:
 
 def cpu_only_reason(node: Node) -> str | None:
     """Why a node must run on the interpreter's own kernels whatever a delegate says, or None."""
-    if node.op in _CALLS_SUBGRAPHS:
+    effects = op_table.row(node.op).effects
+    if effects == "calls":
         return f"{node.op} calls other subgraphs"
-    if node.op in _RESOURCE_OPS:
+    if effects == "state":
         return f"{node.op} uses resource variables, which the interpreter holds"
     for info in [*node.inputs, *node.outputs]:
         if info is not None and info.is_variable:

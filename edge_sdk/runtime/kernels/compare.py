@@ -33,22 +33,6 @@ _ORDERED_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64")
 _EQUALITY_TYPES = _ORDERED_TYPES + ("BOOL",)
 _SELECT_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "BOOL")
 
-# The comparisons prepare_compare runs: op -> (numpy comparison, the input types it takes).
-COMPARISONS = {
-    "EQUAL": (np.equal, _EQUALITY_TYPES),
-    "NOT_EQUAL": (np.not_equal, _EQUALITY_TYPES),
-    "LESS": (np.less, _ORDERED_TYPES),
-    "LESS_EQUAL": (np.less_equal, _ORDERED_TYPES),
-    "GREATER": (np.greater, _ORDERED_TYPES),
-    "GREATER_EQUAL": (np.greater_equal, _ORDERED_TYPES),
-}
-# The logical ops prepare_logical runs: op -> (number of BOOL inputs, numpy function).
-LOGICAL_OPS = {
-    "LOGICAL_AND": (2, np.logical_and),
-    "LOGICAL_OR": (2, np.logical_or),
-    "LOGICAL_NOT": (1, np.logical_not),
-}
-
 
 def int8_rescale_params(scale: float, zero_point: int, where: str = "") -> tuple[int, int, int]:
     """(offset, multiplier, shift) of one int8 comparison input: QuantizeMultiplierSmallerThanOneExp(scale).
@@ -67,9 +51,8 @@ def int8_rescaled_table(scale: float, zero_point: int, where: str = "") -> np.nd
     return multiply_by_quantized_multiplier((INT8_VALUES + offset) << INT8_LEFT_SHIFT, multiplier, shift)
 
 
-def prepare_compare(node: Node):
-    """EQUAL, NOT_EQUAL, LESS, LESS_EQUAL, GREATER, GREATER_EQUAL: the op's row of ``COMPARISONS``."""
-    fn, types = COMPARISONS[node.op]
+def _compare(node: Node, fn, types: tuple[str, ...]):
+    """A comparison: ``fn`` (a numpy comparison) on two inputs of one of ``types``, broadcast, into BOOL."""
     a, b, out = binary_inputs(node, types, ("BOOL",))
     if a.type == "INT8" and (a.quantized or b.quantized):
         for t in (a, b):
@@ -96,11 +79,34 @@ def prepare_compare(node: Node):
     return run
 
 
+def prepare_equal(node: Node):
+    return _compare(node, np.equal, _EQUALITY_TYPES)
+
+
+def prepare_not_equal(node: Node):
+    return _compare(node, np.not_equal, _EQUALITY_TYPES)
+
+
+def prepare_less(node: Node):
+    return _compare(node, np.less, _ORDERED_TYPES)
+
+
+def prepare_less_equal(node: Node):
+    return _compare(node, np.less_equal, _ORDERED_TYPES)
+
+
+def prepare_greater(node: Node):
+    return _compare(node, np.greater, _ORDERED_TYPES)
+
+
+def prepare_greater_equal(node: Node):
+    return _compare(node, np.greater_equal, _ORDERED_TYPES)
+
+
 # ---------------------------------------------------------------- logical
 
-def prepare_logical(node: Node):
-    """LOGICAL_AND, LOGICAL_OR (two BOOL inputs, broadcast), LOGICAL_NOT (one): the op's row of ``LOGICAL_OPS``."""
-    arity, fn = LOGICAL_OPS[node.op]
+def _logical(node: Node, arity: int, fn):
+    """``fn`` (a numpy logical function) on ``arity`` BOOL inputs, broadcast."""
     node.expect_counts(arity, 1)
     ins, out = [node.input(i) for i in range(arity)], node.outputs[0]
     for t in ins:
@@ -111,6 +117,18 @@ def prepare_logical(node: Node):
     def run(inputs, outputs):
         fn(*inputs, out=outputs[0])
     return run
+
+
+def prepare_logical_and(node: Node):
+    return _logical(node, 2, np.logical_and)
+
+
+def prepare_logical_or(node: Node):
+    return _logical(node, 2, np.logical_or)
+
+
+def prepare_logical_not(node: Node):
+    return _logical(node, 1, np.logical_not)
 
 
 # ---------------------------------------------------------------- SELECT / SELECT_V2

@@ -17,6 +17,7 @@ from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     INT32_MAX,
     TYPE_RANGES,
+    activation_range_float,
     activation_range_quantized,
     check_activation,
     clip_into,
@@ -60,14 +61,22 @@ def binary_inputs(node: Node, allowed: tuple[str, ...], output_types: tuple[str,
     return a, b, out
 
 
+def _int_clamp(act: str, top: int):
+    """CalculateActivationRange<int>: the float bounds of the activation as integers, an unbounded top as ``top``;
+    None for NONE (no clamp)."""
+    if act == "NONE":
+        return None
+    lo, hi = activation_range_float(act)
+    return int(lo), top if hi == np.inf else int(hi)
+
+
 def _int32_clamp(act: str):
-    # CalculateActivationRange<int32_t>: the float bounds of the activation, as int32
-    return {"NONE": None, "RELU": (0, INT32_MAX), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
+    return _int_clamp(act, INT32_MAX)
 
 
 def _int64_clamp(act: str):
     # LiteRT's int64 ADD / SUB / MUL (TFLM has none): CalculateActivationRange<int64_t>
-    return {"NONE": None, "RELU": (0, np.iinfo(np.int64).max), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
+    return _int_clamp(act, int(np.iinfo(np.int64).max))
 
 
 def _run_direct(op, clamp, store_clamped):

@@ -31,19 +31,20 @@ def _unary_float(node: Node, fn, int_types: tuple[str, ...] = ()):
     return run
 
 
-# The unary ops prepare_unary runs: op -> (numpy function, integer types taken besides FLOAT32).
-UNARY_OPS = {
-    "EXP": (np.exp, ()),
-    "LOG": (np.log, ()),
-    "SQRT": (np.sqrt, ()),
-    "NEG": (np.negative, ("INT32", "INT64")),
-}
+def prepare_exp(node: Node):
+    return _unary_float(node, np.exp)
 
 
-def prepare_unary(node: Node):
-    """EXP, LOG, SQRT, NEG: the op's row of ``UNARY_OPS``."""
-    fn, int_types = UNARY_OPS[node.op]
-    return _unary_float(node, fn, int_types)
+def prepare_log(node: Node):
+    return _unary_float(node, np.log)
+
+
+def prepare_sqrt(node: Node):
+    return _unary_float(node, np.sqrt)
+
+
+def prepare_neg(node: Node):
+    return _unary_float(node, np.negative, ("INT32", "INT64"))
 
 
 def prepare_abs(node: Node):

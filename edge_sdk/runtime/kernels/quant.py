@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from edge_sdk.runtime import op_table
+
 INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 
@@ -216,38 +218,39 @@ def quantize_value(f: float, scale: float, zero_point: int) -> int:
     return int(zero_point) + int(tflite_round(np.float32(f) / np.float32(scale)))
 
 
-def activation_range_quantized(activation: str, type_name: str, scale: float, zero_point: int) -> tuple[int, int]:
-    """TFLM CalculateActivationRangeQuantized: the clamp [min, max] of a fused activation on quantized output."""
-    qmin, qmax = TYPE_RANGES[type_name]
+def activation_range(activation: str | None) -> tuple[float, float] | None:
+    """The float [lo, hi] a fused activation clamps to: everything for NONE (or absent), the op table row's
+    ``activation_range`` of the op named like it (RELU, RELU6, RELU_N1_TO_1); None for one our kernels do not
+    apply (TANH, SIGN_BIT)."""
     if activation in (None, "NONE"):
-        return qmin, qmax
-    if activation == "RELU":
-        return max(qmin, quantize_value(0.0, scale, zero_point)), qmax
-    if activation == "RELU6":
-        return max(qmin, quantize_value(0.0, scale, zero_point)), min(qmax, quantize_value(6.0, scale, zero_point))
-    if activation == "RELU_N1_TO_1":
-        return max(qmin, quantize_value(-1.0, scale, zero_point)), min(qmax, quantize_value(1.0, scale, zero_point))
-    raise ValueError(f"fused activation {activation} has no quantized range")
+        return -math.inf, math.inf
+    return op_table.row(activation).activation_range
+
+
+def activation_range_quantized(activation: str, type_name: str, scale: float, zero_point: int) -> tuple[int, int]:
+    """TFLM CalculateActivationRangeQuantized: the clamp [min, max] of a fused activation on quantized output
+    (each finite bound quantized, then held to the type's range)."""
+    qmin, qmax = TYPE_RANGES[type_name]
+    bounds = activation_range(activation)
+    if bounds is None:
+        raise ValueError(f"fused activation {activation} has no quantized range")
+    lo, hi = bounds
+    return (qmin if lo == -math.inf else max(qmin, quantize_value(lo, scale, zero_point)),
+            qmax if hi == math.inf else min(qmax, quantize_value(hi, scale, zero_point)))
 
 
 def activation_range_float(activation: str) -> tuple[float, float]:
     """The clamp of a fused activation on float output."""
-    return {
-        None: (-np.inf, np.inf),
-        "NONE": (-np.inf, np.inf),
-        "RELU": (0.0, np.inf),
-        "RELU6": (0.0, 6.0),
-        "RELU_N1_TO_1": (-1.0, 1.0),
-    }[activation]
-
-
-FUSED_ACTIVATIONS = ("NONE", "RELU", "RELU6", "RELU_N1_TO_1")  # the fused activations our kernels apply
+    bounds = activation_range(activation)
+    if bounds is None:
+        raise ValueError(f"fused activation {activation} has no float range")
+    return bounds
 
 
 def check_activation(node) -> str:
     """The node's fused_activation_function ("NONE" when absent), or its UnsupportedOpError for any other."""
     act = node.options.get("fused_activation_function", "NONE") or "NONE"
-    if act not in FUSED_ACTIVATIONS:
+    if activation_range(act) is None:
         raise node.unsupported(f"fused activation {act} is not supported")
     return act
 
