@@ -5,13 +5,9 @@ and firmware_c built for aarch64 to run under qemu-user."""
 from __future__ import annotations
 
 import ctypes
-import shutil
 
 import numpy as np
 import pytest
-
-NEEDS_GCC_MAKE = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                    reason="the C runtime needs gcc and make")
 
 
 def build_backend():

@@ -8,16 +8,14 @@ scratch never shares bytes with a tensor live at the same step."""
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import C_RUNTIME_CANNOT_RUN, shared_model, shared_models
+from tests.conftest import C_RUNTIME_CANNOT_RUN, needs_c_runtime, shared_model, shared_models
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 _TFLM_TOTALS = r"""
 import sys

@@ -21,7 +21,7 @@ import pytest
 
 from edge_sdk import Interpreter
 from edge_sdk.model import read_model, write_model
-from tests.conftest import C_RUNTIME_CANNOT_RUN, shared_models
+from tests.conftest import C_RUNTIME_CANNOT_RUN, needs_c_runtime, shared_models
 from tests.oprunner import T, op_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,8 +29,7 @@ FW = ROOT / "firmware_c"
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                       reason="the C runtime needs gcc and make (apt-get install gcc make)"),
+    needs_c_runtime,
 ]
 
 # arch: (compiler, qemu, sysroot (-L), dynamic loader in it, Debian packages, ELF e_machine, emulated CPU: the

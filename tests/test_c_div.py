@@ -9,18 +9,16 @@ included), C == Python == TFLM. Refusals: int16, an unsupported activation, scal
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.test_c_signal import check  # the shared C vs Python vs TFLM check
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 I32_CORNERS = [-(1 << 31), -(1 << 31) + 1, -1, 0, 1, 2, 7, (1 << 31) - 1, -7]

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_c_runtime
+
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
 SHARED = ROOT.parent / "shared" / "models"
 STATUS_COUNT = 13  # edge_status.def
 
-pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="the C runtime needs make")
+pytestmark = needs_c_runtime
 
 
 SHARED_HEADER = "fuzz/edge_fuzz_inputs.h"  # the harness's invoke sequence, included by host/edge_run.c
@@ -40,8 +42,6 @@ def _make_runner(fw: Path) -> list[str]:
 
 
 def _asan_runner(fw: Path = FW) -> Path:
-    if shutil.which("gcc") is None:
-        pytest.skip("gcc is not installed")
     proc = subprocess.run(_make_runner(fw), capture_output=True, text=True)
     runner = fw / "build" / "host-asan" / "edge-run-c"
     if proc.returncode != 0 or not runner.exists():

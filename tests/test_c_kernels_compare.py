@@ -4,12 +4,11 @@ comparisons over all 65536 input pairs, broadcasts up to rank 6, and the same re
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, assert_same, op_model, run_c, run_ours
 from tests.peers import run_tflm
 from tests.test_kernels_compare import (
@@ -23,8 +22,7 @@ from tests.test_kernels_compare import (
     values,
 )
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 @pytest.fixture(scope="module")

@@ -15,15 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.conftest import shared_model
+from tests.conftest import needs_c_runtime, shared_model
 from tests.oprunner import T, op_model, run_ours
 from tests.peers import PeerCrashed, run_tflm
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,6 @@ a sparse float16 weight behind DEQUANTIZE (how MediaPipe ships them); malformed 
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -14,10 +12,10 @@ from edge_sdk.errors import ModelError
 from edge_sdk.model import schema
 from edge_sdk.model.types import DimensionMetadata, Operator, OperatorCode, Sparsity, Tensor
 from edge_sdk.model.writer import write_model
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, assert_same, op_model_object, run_c, run_ours
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 RNG = np.random.default_rng(1602)
 

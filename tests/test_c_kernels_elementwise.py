@@ -10,19 +10,17 @@ by (1, 256) broadcast). Integer outputs must equal the Python interpreter's and 
 from __future__ import annotations
 
 import csv
-import shutil
 
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
 
-from tests.conftest import shared_models
+from tests.conftest import needs_c_runtime, shared_models
 from tests.oprunner import T, assert_same, op_model, run_c, run_ours
 from tests.peers import run_tflm
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 FLOAT_RTOL = 1e-5
 FLOAT_ATOL = 1e-6

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, image_main_hash, image_main_inputs, op_model, run_ours
 from tests.peers import PeerCrashed, run_tflm
 from tests.test_c_kernels_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
@@ -27,8 +28,7 @@ from tests.test_c_kernels_conv import _run_c, _run_exe, backend, dsp_runner  # n
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 def _out(padding, stride, dil, size, k):

@@ -5,18 +5,17 @@ Then the C signature runner on examples/tiny_lm against the Python one."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model, run_ours
 from tests.peers import run_litert, run_tflm
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make (apt-get install gcc make)")
+pytestmark = needs_c_runtime
 
 LM = Path(__file__).resolve().parent.parent / "examples" / "tiny_lm"
 

@@ -6,17 +6,15 @@ and with TFLM (LiteRT's reference kernels for ops TFLM lacks), float within 1e-5
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError
+from tests.conftest import needs_c_runtime
 from tests.nodes import random_full_range
 from tests.oprunner import T, assert_same, op_model, run_c, run_ours, run_peer
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 RNG = np.random.default_rng(1605)
 Q = {"INT8": dict(scale=0.05, zero_point=3), "INT16": dict(scale=0.001, zero_point=0)}

@@ -5,17 +5,15 @@ align_corners and half_pixel_centers; refusals named."""
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError
+from tests.conftest import needs_c_runtime
 from tests.nodes import random_full_range
 from tests.oprunner import T, assert_same, op_model, run_c, run_ours, run_peer
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 RNG = np.random.default_rng(1601)
 SIZES = [((4, 4), (8, 8)), ((5, 3), (2, 7)), ((3, 5), (3, 5)), ((6, 6), (4, 4)), ((2, 3), (9, 1)), ((1, 1), (3, 2))]

@@ -5,21 +5,20 @@ edge_reset_state restoring the first invoke's result; then the real models that 
 
 from __future__ import annotations
 
-import shutil
 import zlib
 
 import numpy as np
 import pytest
 
 from edge_sdk import Interpreter
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.test_kernels_sequence import LSTM_CASES, _feed, _lstm_specs, _real_ops, _svdf_specs, run_interpreter
 from tests.test_kernels_stateful import accumulator_model, tflm_stream
 from tests.test_kernels_stateful import run_ours as stateful_run_ours
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 @pytest.fixture(scope="module")

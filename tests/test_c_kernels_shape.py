@@ -6,19 +6,17 @@ integration models against TFLM's golden outputs."""
 from __future__ import annotations
 
 import csv
-import shutil
 import zlib
 
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from tests.conftest import shared_models
+from tests.conftest import needs_c_runtime, shared_models
 from tests.oprunner import T, op_model, run_ours
 from tests.peers import run_tflm
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 _DT = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "FLOAT32": np.float32, "INT64": np.int64,
        "UINT8": np.uint8, "BOOL": np.bool_}

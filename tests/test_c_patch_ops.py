@@ -21,11 +21,9 @@ import pytest
 from edge_sdk import Interpreter
 from edge_sdk.model.types import Quantization
 from edge_sdk.runtime import patching
+from tests.conftest import needs_c_runtime
 from tests.peers import run_tflm
 from tests.test_patching import _board_figure, _Builder, _plan_tuples, _run
-
-needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                             reason="the C runtime needs gcc and make")
 
 
 class _Net(_Builder):
@@ -228,7 +226,7 @@ def test_planner_takes_a_binary_op_with_a_constant_only_without_spatial_broadcas
             assert sn.inputs == (t,) and sn.output == y
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("dtype", ["INT8", "INT16", "FLOAT32"])
 @pytest.mark.parametrize("net", list(NETS))
 def test_c_patch_stage_with_activations_sub_mul(net, dtype):
@@ -269,7 +267,7 @@ def test_c_patch_stage_with_activations_sub_mul(net, dtype):
     np.testing.assert_array_equal(got, run_tflm(data, [x], isolate=True)[0])
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("net,dtype", [("swish_se", "INT8"), ("sub_leaky", "INT8"), ("hardswish_n1", "INT16"),
                                        ("hardswish_n1", "INT8"), ("sub_leaky", "FLOAT32")])
 def test_c_runs_any_valid_stage_and_grid_of_elementwise_nets(net, dtype):
@@ -306,7 +304,7 @@ def test_c_runs_any_valid_stage_and_grid_of_elementwise_nets(net, dtype):
     assert ran >= 40 and (refused >= 5 if net == "swish_se" else refused == 0), (ran, refused)
 
 
-@needs_c
+@needs_c_runtime
 def test_c_refuses_a_constant_broadcast_along_w():
     """A stage SUB whose constant varies along W (the window would need a slice of it) is refused by name."""
     from edge_sdk.errors import ModelError

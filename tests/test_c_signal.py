@@ -10,7 +10,6 @@ problem, also under the ASan/UBSan runner (edge-run-c --fuzz).
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 
@@ -19,11 +18,11 @@ import pytest
 from flatbuffers import flexbuffers  # test-only: an encoder independent of our readers
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, assert_same, op_model, run_c
 from tests.peers import run_tflm
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 def opts(**kw) -> bytes:

@@ -10,18 +10,16 @@ reset_all_variables (C, Python and TFLM each reset), every output compared exact
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers  # test-only: an encoder independent of our readers
 
 from edge_sdk.errors import ModelError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, assert_same, op_model
 from tests.peers import TFLM_ARENA
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 def opts(**kw) -> bytes:

@@ -8,17 +8,15 @@ short zero-padded frames. Bad fft_length values are refused at load with a reaso
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from edge_sdk.errors import UnsupportedOpError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.test_c_signal import check, opts, refusal
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 INT16, INT32, FLOAT32 = 7, 2, 0
 

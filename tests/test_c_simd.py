@@ -12,9 +12,10 @@ import pytest
 from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
-from tests.simd_common import NEEDS_GCC_MAKE, aarch64_build, build_backend, run_at_level, simd_levels
+from tests.conftest import needs_c_runtime
+from tests.simd_common import aarch64_build, build_backend, run_at_level, simd_levels
 
-pytestmark = NEEDS_GCC_MAKE
+pytestmark = needs_c_runtime
 
 
 @pytest.fixture(scope="module")

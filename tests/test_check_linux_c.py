@@ -5,14 +5,11 @@ profile: the aarch64 build under qemu-aarch64 emulating the profile's CPU."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from tests.conftest import shared_model
+from tests.conftest import needs_c_runtime, shared_model
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 MODEL = "tflite-micro/person_detect.tflite"  # int8 conv / depthwise / FC: every int8 fast path packs weights
 

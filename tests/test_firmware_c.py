@@ -19,15 +19,14 @@ from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.planner import static_plan
 from edge_sdk.model import read_model, write_model
 
-from tests.conftest import shared_model, shared_models
+from tests.conftest import needs_c_runtime, shared_model, shared_models
 from tests.oprunner import T, op_model, run_ours
 from tests.peers import run_tflm
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                                reason="the C runtime needs gcc and make")
+pytestmark = needs_c_runtime
 
 
 @pytest.fixture(scope="module")

@@ -59,14 +59,14 @@ def test_nodes_reading_inputs_are_not_folded():
 
 def test_the_plan_is_kept_and_c_agrees():
     # the arena plan is the C runtime's (which runs these nodes every invoke): folding does not change it
-    import shutil
+    from tests.conftest import HAVE_C_RUNTIME
 
     w16 = RNG.standard_normal((5, 4)).astype(np.float16)
     blob = _weights_model(w16)
     py = Interpreter(model_content=blob)
     py.allocate_tensors()
     assert py.folded_nodes
-    if shutil.which("gcc") and shutil.which("make"):
+    if HAVE_C_RUNTIME:
         c = Interpreter(model_content=blob, backend="c")
         c.allocate_tensors()
         assert [(b.key, b.offset, b.size) for b in c.arena_plan().buffers] == \

@@ -4,23 +4,21 @@ reference kernels: float within 1e-5 of the output's range, indices and counts e
 
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError
+from tests.conftest import HAVE_C_RUNTIME
 from tests.oprunner import T, assert_same, op_model, run_c, run_ours, run_peer
 
 RNG = np.random.default_rng(1503)
-HAVE_C = shutil.which("gcc") is not None and shutil.which("make") is not None
 
 
 def compare(model, feeds, float_tol=1e-5):
     """Ours (Python, and C when gcc is here) against LiteRT; returns LiteRT's outputs."""
     peer = run_peer(model, feeds, "litert")
     runs = [("Python", run_ours(model, feeds))]
-    if HAVE_C:
+    if HAVE_C_RUNTIME:
         runs.append(("C", run_c(model, feeds)))
     for what, got in runs:
         assert len(got) == len(peer)
@@ -149,7 +147,7 @@ def _onnx_run(nodes, inputs, outputs, inits, feeds, opset=17):
         None, dict(zip(inputs, feeds)))
     tflite = convert(proto.SerializeToString(), quantize="none").tflite
     got = []
-    for backend in ("python", "c") if HAVE_C else ("python",):
+    for backend in ("python", "c") if HAVE_C_RUNTIME else ("python",):
         it = Interpreter(model_content=tflite, backend=backend)
         it.allocate_tensors()
         for d, v in zip(it.get_input_details(), feeds):
@@ -308,7 +306,7 @@ def test_onnx_non_max_suppression(n, max_out, iou, score, center, seed):
     rows = min(max_out, n)
     assert any(f"has a fixed {rows} rows" in note and "past the selected count are -1" in note
                for note in result.report["notes"]), result.report["notes"]
-    for backend in ("python", "c") if HAVE_C else ("python",):
+    for backend in ("python", "c") if HAVE_C_RUNTIME else ("python",):
         it = Interpreter(model_content=result.tflite, backend=backend)
         it.allocate_tensors()
         for d, v in zip(it.get_input_details(), feeds):

@@ -8,7 +8,6 @@ runs it), and bad options are refused by name in both."""
 from __future__ import annotations
 
 import math
-import shutil
 import struct
 
 import numpy as np
@@ -16,10 +15,10 @@ import pytest
 from flatbuffers import flexbuffers  # test-only: an encoder independent of our readers
 
 from edge_sdk.errors import ModelError
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, assert_same, op_model, run_c, run_ours, run_peer
 
-needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                             reason="the C runtime needs gcc and make")
+
 RNG = np.random.default_rng(1603)
 
 
@@ -78,7 +77,7 @@ def tcb_model(xs, ws, padding, sw, sh, out_shape=None):
     return op_model("Convolution2DTransposeBias", [x, w, b], [y], custom_options=opts), w.data, b.data
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("xs,ws,padding,stride", [
     ((1, 5, 6, 3), (4, 3, 3, 3), 1, (2, 2)),
     ((1, 4, 4, 8), (6, 4, 4, 8), 1, (2, 2)),   # MediaPipe's 4x4 / stride 2 upsampler
@@ -95,7 +94,7 @@ def test_transpose_conv_bias(xs, ws, padding, stride):
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
 
 
-@needs_c
+@needs_c_runtime
 def test_transpose_conv_bias_vs_litert_xnnpack():
     xs, ws = (1, 6, 6, 8), (4, 4, 4, 8)
     model, _, _ = tcb_model(xs, ws, 1, 2, 2, out_shape=(1, 12, 12, 4))
@@ -105,7 +104,7 @@ def test_transpose_conv_bias_vs_litert_xnnpack():
     assert_same(run_ours(model, [x]), theirs, rtol=1e-5, atol=1e-5, what="Python vs LiteRT XNNPACK")
 
 
-@needs_c
+@needs_c_runtime
 def test_transpose_conv_bias_refusals():
     model, _, _ = tcb_model((1, 3, 3, 2), (2, 3, 3, 2), 0, 1, 1)
     for run in (run_ours, run_c):
@@ -162,7 +161,7 @@ def _affine(sx, sy, angle, tx, ty):
                     np.float32).reshape(1, 4, 4)
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("version,name", [(2, "TransformTensorBilinear"), (1, "TransformTensor"),
                                           (1, "TransformTensorBilinear")])
 @pytest.mark.parametrize("matrix", [_affine(1, 1, 0, 0, 0), _affine(0.7, 1.3, 0.4, 2.5, -1.0),
@@ -176,7 +175,7 @@ def test_transform_tensor_bilinear(version, name, matrix):
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
 
 
-@needs_c
+@needs_c_runtime
 def test_transform_tensor_identity_copies_and_outside_is_zero():
     a = RNG.standard_normal((1, 5, 6, 2)).astype(np.float32)
     out = both(ttb_model((1, 5, 6, 2), (5, 6), 1, "TransformTensor"), [a, _affine(1, 1, 0, 0, 0)])
@@ -185,7 +184,7 @@ def test_transform_tensor_identity_copies_and_outside_is_zero():
     np.testing.assert_array_equal(far, np.zeros((1, 3, 3, 2), np.float32))
 
 
-@needs_c
+@needs_c_runtime
 def test_transform_tensor_refusals():
     bad_mode = ttb_model((1, 4, 4, 1), (2, 2), 1, "TransformTensor", options=flex(mode="nearest"))
     wrong_size = ttb_model((1, 4, 4, 1), (2, 2), 2, options=flex(output_height=3, output_width=2))
@@ -200,7 +199,7 @@ def test_transform_tensor_refusals():
 # ------------------------------------------------------------------------------ TransformLandmarks
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("version,shape,options,dims,scale", [
     (2, (1, 21, 3), None, 3, 1.0),
     (2, (1, 9, 2), None, 2, 1.0),
@@ -222,7 +221,7 @@ def test_transform_landmarks(version, shape, options, dims, scale):
     np.testing.assert_allclose(ours.reshape(-1, dims), ref, rtol=1e-5, atol=1e-4)
 
 
-@needs_c
+@needs_c_runtime
 def test_transform_landmarks_refusals():
     x, m, y = T((1, 1, 1, 6), "FLOAT32"), T((1, 4, 4), "FLOAT32"), T((1, 1, 1, 6), "FLOAT32")
     feeds = [np.zeros((1, 1, 1, 6), np.float32), np.zeros((1, 4, 4), np.float32)]
@@ -245,7 +244,7 @@ V2_OPTS = dict(subset_idxs=[0, 1, 2, 3, 4], left_rotation_idx=5, right_rotation_
                target_rotation_radians=0.0, output_height=256, output_width=192, scale_x=1.5, scale_y=1.25)
 
 
-@needs_c
+@needs_c_runtime
 def test_landmarks_matrix_v2_axis_aligned_box():
     # rotation landmarks on a horizontal line, target 0: no rotation; the crop is the subset's bounding box
     pts = np.zeros((1, 8, 3), np.float32)
@@ -258,7 +257,7 @@ def test_landmarks_matrix_v2_axis_aligned_box():
     np.testing.assert_allclose(out[0], want, rtol=1e-6, atol=1e-5)
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("target", [0.0, math.pi / 2, -0.7])
 def test_landmarks_matrix_v2_random(target):
     pts = (RNG.standard_normal((1, 12, 3)) * 60 + 100).astype(np.float32)
@@ -278,7 +277,7 @@ V1_OPTS = dict(input_hw=[480, 640], output_hw=[256, 256], dimensions=3, landmark
                bbox_size_multiplier=1.5, left_rotation_idx=0, right_rotation_idx=1, subset=[0, 1, 2, 3, 4])
 
 
-@needs_c
+@needs_c_runtime
 def test_landmarks_matrix_v1():
     pts = (RNG.standard_normal((1, 1, 1, 30)) * 40 + 128).astype(np.float32)
     out = both(l2t_model((1, 1, 1, 30), flex(**V1_OPTS), 1), [pts], exact=False)
@@ -295,7 +294,7 @@ def test_landmarks_matrix_v1():
     np.testing.assert_allclose(out[0, 1, 1], 239.5 * by * 2 / 255, rtol=1e-5)
 
 
-@needs_c
+@needs_c_runtime
 def test_landmarks_matrix_refusals():
     feeds = [np.zeros((1, 8, 3), np.float32)]
     for opts, why in ((dict(V2_OPTS, subset_idxs=[0, 9]), "outside"), (dict(V2_OPTS, scale_x=0.0), "scale_x"),

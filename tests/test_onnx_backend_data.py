@@ -17,6 +17,7 @@ from onnx import numpy_helper
 
 from converters import convert
 from edge_sdk import ConversionError, Interpreter
+from tests.conftest import needs_c_runtime
 
 DATA = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
 SUITES = ("pytorch-converted", "pytorch-operator", "node")
@@ -100,8 +101,7 @@ def test_pytorch_export_cases():
     assert len(passed) >= 112, len(passed)
 
 
-@pytest.mark.skipif(__import__("shutil").which("gcc") is None or __import__("shutil").which("make") is None,
-                    reason="the C runtime needs gcc and make")
+@needs_c_runtime
 def test_int64_graph_runs_in_both_runtimes():
     """test_operator_non_float_params (int64 Add and Mul) converts (float conversion of an int64 graph) and runs
     in the interpreter, the C runtime and LiteRT's reference kernels with the expected outputs, exactly."""
