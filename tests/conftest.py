@@ -31,6 +31,27 @@ def runtime(request) -> str:
     return request.param
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _peer_outputs_per_module():
+    """The peers' outputs cached per case (tests.oprunner.peer_outputs) live as long as the module's tests."""
+    yield
+    from tests import oprunner
+
+    oprunner.PEER_OUTPUTS.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _peer_outputs_shared_by_workers(tmp_path_factory):
+    """Under xdist a grid case's two runtimes may run on two workers: they share the peer's outputs through a
+    folder of the session's base temp (each worker's basetemp is a child of it)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        from tests import oprunner
+
+        oprunner.PEER_CACHE_DIR = tmp_path_factory.getbasetemp().parent / "peer-outputs"
+        oprunner.PEER_CACHE_DIR.mkdir(exist_ok=True)
+    yield
+
+
 # ../shared models the C runtime cannot run, by file name, and why. Tests that run every shared model through
 # the C runtime leave these out; tests/test_c_arena.py checks that every other shared model has all its ops.
 C_RUNTIME_CANNOT_RUN = {

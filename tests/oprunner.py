@@ -13,7 +13,10 @@ the same ``T`` object twice makes both operator inputs one tensor.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -175,6 +178,51 @@ def run_peer(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = Fal
     raise ValueError(f"unknown peer {peer!r} (tflm, litert, litert_opt)")
 
 
+# The peers' outputs per case, keyed by (peer, model bytes, inputs): a test on the runtime grid runs its case on
+# each runtime, the peer once (whichever runtime asks first). tests/conftest.py empties the dict after each module
+# and, under xdist, points PEER_CACHE_DIR at a folder the session's workers share, so a case whose two runtimes
+# land on two workers still runs its peer once (a lock per case: the second worker waits for the first's answer).
+PEER_OUTPUTS: dict[str, list[np.ndarray]] = {}
+PEER_CACHE_DIR: Path | None = None
+
+
+def case_key(model_bytes: bytes, inputs, peer: str) -> str:
+    """A digest of what a peer's outputs depend on: the peer, the model, each input's dtype, shape and bytes."""
+    h = hashlib.sha256(f"{peer}\0".encode())
+    h.update(bytes(model_bytes))
+    for x in inputs:
+        x = np.ascontiguousarray(x)
+        h.update(f"\0{x.dtype.str}{x.shape}\0".encode())
+        h.update(x.tobytes())
+    return h.hexdigest()
+
+
+def peer_outputs(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False) -> list[np.ndarray]:
+    """``run_peer``'s outputs, computed once per (peer, model, inputs) in a session (copies: callers may write)."""
+    key = case_key(model_bytes, inputs, peer)
+    if key not in PEER_OUTPUTS:
+        PEER_OUTPUTS[key] = _shared_peer_outputs(key, model_bytes, inputs, peer, isolate)
+    return [a.copy() for a in PEER_OUTPUTS[key]]
+
+
+def _shared_peer_outputs(key: str, model_bytes: bytes, inputs, peer: str, isolate: bool) -> list[np.ndarray]:
+    if PEER_CACHE_DIR is None:
+        return run_peer(model_bytes, inputs, peer, isolate=isolate)
+    import fcntl
+    import pickle
+
+    done = PEER_CACHE_DIR / f"{key}.pkl"
+    with open(PEER_CACHE_DIR / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if done.exists():
+            return pickle.loads(done.read_bytes())
+        outputs = run_peer(model_bytes, inputs, peer, isolate=isolate)
+        partial = done.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(outputs))
+        partial.replace(done)
+        return outputs
+
+
 def assert_same(ours, theirs, rtol: float = 0.0, atol: float = 0.0, what: str = "ours vs peer") -> None:
     """Same count, shapes, dtypes; values equal (exactly when both tolerances are 0)."""
     assert len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs {len(theirs)}"
@@ -209,6 +257,24 @@ def check_op(model_bytes: bytes, inputs, peer: str = "tflm", rtol: float = 0.0, 
         theirs = run_peer(model_bytes, inputs, p, isolate=isolate)
         assert_same(ours, theirs, rtol, atol, what=f"ours vs {p}")
     return ours
+
+
+def check_on(runtime: str, model_bytes: bytes, inputs, peer: str | list[str] = "tflm", rtol: float = 0.0,
+             atol: float = 0.0, isolate: bool = False) -> list[np.ndarray]:
+    """``check_op`` on the runtime grid: ``runtime``'s outputs ("python" or "c") against each peer's, the peer run
+    once per case (``peer_outputs``). Returns the runtime's outputs."""
+    ours = run_on(runtime, model_bytes, inputs)
+    for p in [peer] if isinstance(peer, str) else list(peer):
+        assert_same(ours, peer_outputs(model_bytes, inputs, p, isolate=isolate), rtol, atol, what=f"{runtime} vs {p}")
+    return ours
+
+
+def refused_on(runtime: str, model_bytes: bytes, inputs, error: type[Exception], match: str | None = None):
+    """The runtime refuses the model (at allocate_tensors or invoke) with ``error`` whose message matches."""
+    import pytest
+
+    with pytest.raises(error, match=match):
+        run_on(runtime, model_bytes, inputs)
 
 
 # ------------------------------------------------------------------------- what firmware_c/tools/image_main.c does
