@@ -167,15 +167,19 @@ def run_ours(model_bytes: bytes, inputs) -> list[np.ndarray]:
 
 
 def run_peer(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False) -> list[np.ndarray]:
+    """A peer's outputs: "tflm", "litert" (reference kernels), "litert_opt", or "python" (our interpreter, the
+    reference of a C case where no peer runs the op or a tolerance hides what bit-exactness would show)."""
     from tests import peers
 
+    if peer == "python":
+        return run_ours(model_bytes, inputs)
     if peer == "tflm":
         return peers.run_tflm(model_bytes, inputs, isolate=isolate)
     if peer in ("litert", "litert_ref"):
         return peers.run_litert(model_bytes, inputs, reference=True, isolate=isolate)
     if peer == "litert_opt":
         return peers.run_litert(model_bytes, inputs, reference=False, isolate=isolate)
-    raise ValueError(f"unknown peer {peer!r} (tflm, litert, litert_opt)")
+    raise ValueError(f"unknown peer {peer!r} (tflm, litert, litert_opt, python)")
 
 
 # The peers' outputs per case, keyed by (peer, model bytes, inputs): a test on the runtime grid runs its case on
@@ -260,12 +264,18 @@ def check_op(model_bytes: bytes, inputs, peer: str = "tflm", rtol: float = 0.0, 
 
 
 def check_on(runtime: str, model_bytes: bytes, inputs, peer: str | list[str] = "tflm", rtol: float = 0.0,
-             atol: float = 0.0, isolate: bool = False) -> list[np.ndarray]:
+             atol: float = 0.0, isolate: bool = False, c_equals_python: bool = False) -> list[np.ndarray]:
     """``check_op`` on the runtime grid: ``runtime``'s outputs ("python" or "c") against each peer's, the peer run
-    once per case (``peer_outputs``). Returns the runtime's outputs."""
+    once per case (``peer_outputs``). With ``c_equals_python`` the C case also equals the Python interpreter's
+    outputs bit for bit (what a tolerance against the peer does not imply: float kernels that keep Python's order
+    of operations); the Python case leaves its outputs for it. Returns the runtime's outputs."""
     ours = run_on(runtime, model_bytes, inputs)
+    if runtime == "python" and c_equals_python:
+        PEER_OUTPUTS.setdefault(case_key(model_bytes, inputs, "python"), [a.copy() for a in ours])
     for p in [peer] if isinstance(peer, str) else list(peer):
         assert_same(ours, peer_outputs(model_bytes, inputs, p, isolate=isolate), rtol, atol, what=f"{runtime} vs {p}")
+    if runtime == "c" and c_equals_python:
+        assert_same(ours, peer_outputs(model_bytes, inputs, "python"), what="c vs python")
     return ours
 
 
