@@ -166,19 +166,21 @@ def run_ours(model_bytes: bytes, inputs) -> list[np.ndarray]:
     return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
 
 
-def run_peer(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False) -> list[np.ndarray]:
-    """A peer's outputs: "tflm", "litert" (reference kernels), "litert_opt", or "python" (our interpreter, the
-    reference of a C case where no peer runs the op or a tolerance hides what bit-exactness would show)."""
+def run_peer(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False,
+             invocations: int = 1) -> list[np.ndarray]:
+    """A peer's outputs after ``invocations`` invokes with the same inputs: "tflm", "litert" (reference kernels),
+    "litert_opt", or "python" (our interpreter: the reference of a C case where no peer runs the op or a
+    tolerance hides what bit-exactness would show)."""
     from tests import peers
 
     if peer == "python":
-        return run_ours(model_bytes, inputs)
+        return run_invokes("python", model_bytes, inputs, invocations, check_reset=False)
     if peer == "tflm":
-        return peers.run_tflm(model_bytes, inputs, isolate=isolate)
+        return peers.run_tflm(model_bytes, inputs, isolate=isolate, invocations=invocations)
     if peer in ("litert", "litert_ref"):
-        return peers.run_litert(model_bytes, inputs, reference=True, isolate=isolate)
+        return peers.run_litert(model_bytes, inputs, reference=True, isolate=isolate, invocations=invocations)
     if peer == "litert_opt":
-        return peers.run_litert(model_bytes, inputs, reference=False, isolate=isolate)
+        return peers.run_litert(model_bytes, inputs, reference=False, isolate=isolate, invocations=invocations)
     raise ValueError(f"unknown peer {peer!r} (tflm, litert, litert_opt, python)")
 
 
@@ -190,9 +192,10 @@ PEER_OUTPUTS: dict[str, list[np.ndarray]] = {}
 PEER_CACHE_DIR: Path | None = None
 
 
-def case_key(model_bytes: bytes, inputs, peer: str) -> str:
-    """A digest of what a peer's outputs depend on: the peer, the model, each input's dtype, shape and bytes."""
-    h = hashlib.sha256(f"{peer}\0".encode())
+def case_key(model_bytes: bytes, inputs, peer: str, invocations: int = 1) -> str:
+    """A digest of what a peer's outputs depend on: the peer, the invokes, the model, each input's dtype, shape
+    and bytes."""
+    h = hashlib.sha256(f"{peer}\0{invocations}\0".encode())
     h.update(bytes(model_bytes))
     for x in inputs:
         x = np.ascontiguousarray(x)
@@ -201,17 +204,25 @@ def case_key(model_bytes: bytes, inputs, peer: str) -> str:
     return h.hexdigest()
 
 
-def peer_outputs(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False) -> list[np.ndarray]:
-    """``run_peer``'s outputs, computed once per (peer, model, inputs) in a session (copies: callers may write)."""
-    key = case_key(model_bytes, inputs, peer)
+def peer_outputs(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = False,
+                 invocations: int = 1) -> list[np.ndarray]:
+    """``run_peer``'s outputs, computed once per (peer, invokes, model, inputs) in a session (copies: callers
+    may write)."""
+    key = case_key(model_bytes, inputs, peer, invocations)
     if key not in PEER_OUTPUTS:
-        PEER_OUTPUTS[key] = _shared_peer_outputs(key, model_bytes, inputs, peer, isolate)
+        PEER_OUTPUTS[key] = _shared_peer_outputs(key, model_bytes, inputs, peer, isolate, invocations)
     return [a.copy() for a in PEER_OUTPUTS[key]]
 
 
-def _shared_peer_outputs(key: str, model_bytes: bytes, inputs, peer: str, isolate: bool) -> list[np.ndarray]:
+def keep_python_outputs(model_bytes: bytes, inputs, outputs, invocations: int = 1) -> None:
+    """The Python case's own outputs, left as the "python" peer's for the C case of the same grid case."""
+    PEER_OUTPUTS.setdefault(case_key(model_bytes, inputs, "python", invocations), [np.array(a) for a in outputs])
+
+
+def _shared_peer_outputs(key: str, model_bytes: bytes, inputs, peer: str, isolate: bool,
+                         invocations: int) -> list[np.ndarray]:
     if PEER_CACHE_DIR is None:
-        return run_peer(model_bytes, inputs, peer, isolate=isolate)
+        return run_peer(model_bytes, inputs, peer, isolate=isolate, invocations=invocations)
     import fcntl
     import pickle
 
@@ -220,7 +231,7 @@ def _shared_peer_outputs(key: str, model_bytes: bytes, inputs, peer: str, isolat
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if done.exists():
             return pickle.loads(done.read_bytes())
-        outputs = run_peer(model_bytes, inputs, peer, isolate=isolate)
+        outputs = run_peer(model_bytes, inputs, peer, isolate=isolate, invocations=invocations)
         partial = done.with_suffix(f".{os.getpid()}.tmp")
         partial.write_bytes(pickle.dumps(outputs))
         partial.replace(done)
@@ -271,12 +282,39 @@ def check_on(runtime: str, model_bytes: bytes, inputs, peer: str | list[str] = "
     of operations); the Python case leaves its outputs for it. Returns the runtime's outputs."""
     ours = run_on(runtime, model_bytes, inputs)
     if runtime == "python" and c_equals_python:
-        PEER_OUTPUTS.setdefault(case_key(model_bytes, inputs, "python"), [a.copy() for a in ours])
+        keep_python_outputs(model_bytes, inputs, ours)
     for p in [peer] if isinstance(peer, str) else list(peer):
         assert_same(ours, peer_outputs(model_bytes, inputs, p, isolate=isolate), rtol, atol, what=f"{runtime} vs {p}")
     if runtime == "c" and c_equals_python:
         assert_same(ours, peer_outputs(model_bytes, inputs, "python"), what="c vs python")
     return ours
+
+
+def run_invokes(runtime: str, model_bytes: bytes, inputs, invocations: int = 1,
+                check_reset: bool = True) -> list[np.ndarray]:
+    """``runtime``'s outputs after ``invocations`` invokes with the same inputs (state kept between invokes);
+    with ``check_reset``, reset_all_variables then one invoke must give the first invoke's outputs again."""
+    from edge_sdk import Interpreter
+
+    if runtime not in ("python", "c"):
+        raise ValueError(f"runtime must be 'python' or 'c', not {runtime!r}")
+    interp = Interpreter(model_content=bytes(model_bytes), backend=runtime)
+    interp.allocate_tensors()
+
+    def invoke():
+        for d, x in zip(interp.get_input_details(), inputs):
+            interp.set_tensor(d["index"], np.ascontiguousarray(x))
+        interp.invoke()
+        return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+
+    first = outputs = invoke()
+    for _ in range(invocations - 1):
+        outputs = invoke()
+    if check_reset:
+        interp.reset_all_variables()
+        for a, b in zip(first, invoke()):
+            assert np.array_equal(a, b), f"{runtime}: reset_all_variables did not restore the first invoke's result"
+    return outputs
 
 
 def refused_on(runtime: str, model_bytes: bytes, inputs, error: type[Exception], match: str | None = None):

@@ -302,7 +302,7 @@ def _unary(op, kind):
 
 
 def _lstm(kind, rng):
-    from tests.test_kernels_sequence import _lstm_specs
+    from tests.test_ops_sequence import _lstm_specs
 
     ins, outs = _lstm_specs(rng, {"int8": "INT8", "int16": "INT16", "float": "FLOAT32"}[kind])
     return op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs,

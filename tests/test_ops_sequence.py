@@ -1,12 +1,18 @@
-"""SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM against TFLite Micro, bit for bit (float within 1e-5).
+"""SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM (and FULLY_CONNECTED's int16x8 path) on both runtimes (the ``runtime``
+grid: our Python kernels and firmware_c's svdf.c / unidirectional_sequence_lstm.c) against TFLite Micro, bit for bit
+(float within 1e-5; the C runtime also within 1e-5 of Python, bit for bit for integers).
 
-Single-op models are built with tests.oprunner and run in TFLM for 1 and 3 invokes: the state variables carry
-over between invokes, so the third invoke's output proves the state handling. Our side runs the kernel
-directly (a Node built from the same specs, state arrays kept across evals) and, through our interpreter, the
-same models and the real sequence models of ../shared.
+Single-op models are built with tests.oprunner and run for 1 and 3 invokes: the state variables carry over between
+invokes, so the third invoke's output proves the state handling, and reset_all_variables (edge_reset_state in C)
+must give the first invoke's result again. TFLM runs once per case (tests.oprunner.peer_outputs), whichever runtime
+asks first. Python alone: the kernels run directly (a Node built from the same specs, state arrays kept across
+evals), the table paths against the step paths, prepare's refusals. C alone: resource variables against our
+interpreter (their Python side is tests/test_kernels_stateful.py), the tensor plan of the whole models.
 """
 
 from __future__ import annotations
+
+import zlib
 
 import numpy as np
 import pytest
@@ -15,9 +21,10 @@ from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import sequence
 from edge_sdk.runtime.kernels.fixedpoint_lstm import SIGMOID_TABLE_UINT16, logistic_int16, tanh_int16
 from edge_sdk.model.types import numpy_dtype
+from tests.conftest import needs_c_runtime
 from tests.nodes import make_node
-from tests.oprunner import T, op_model
-from tests.peers import run_litert, run_tflm
+from tests.oprunner import T, keep_python_outputs, op_model, peer_outputs, run_invokes
+from tests.peers import run_tflm
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -51,40 +58,30 @@ def run_kernel(op, inputs, outputs, options, feeds, invocations=1):
     return outs, node
 
 
-def run_interpreter(model: bytes, feeds, invocations: int) -> list[np.ndarray]:
-    """Our interpreter after ``invocations`` invokes; also checks that reset_all_variables restarts the state."""
-    from edge_sdk import Interpreter
-
-    interp = Interpreter(model_content=model)
-    interp.allocate_tensors()
-
-    def invoke():
-        for d, x in zip(interp.get_input_details(), feeds):
-            interp.set_tensor(d["index"], np.ascontiguousarray(x))
-        interp.invoke()
-        return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
-
-    first = invoke()
-    outs = first
-    for _ in range(invocations - 1):
-        outs = invoke()
-    saved = outs
-    interp.reset_all_variables()
-    again = invoke()
-    for a, b in zip(first, again):
-        assert np.array_equal(a, b), "reset_all_variables did not restore the first invoke's result"
-    return saved
-
-
-def _same(ours, theirs, float_tol=False):
-    assert len(ours) == len(theirs)
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+def _same(ours, theirs, float_tol=False, what=""):
+    assert len(ours) == len(theirs), what
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, i, a.shape, a.dtype, b.shape, b.dtype)
         if float_tol:
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"{what} output {i}")
         else:
             diff = a.astype(np.int64) - b.astype(np.int64)
-            assert not diff.any(), f"{int((diff != 0).sum())} of {a.size} differ, max {int(np.abs(diff).max())}"
+            assert not diff.any(), \
+                f"{what} output {i}: {int((diff != 0).sum())} of {a.size} differ, max {int(np.abs(diff).max())}"
+
+
+def check_invokes(runtime, model: bytes, feeds, invocations: int, float_tol: bool, peers=("tflm",),
+                  isolate: bool = False, check_reset: bool = True) -> list[np.ndarray]:
+    """``runtime``'s outputs after ``invocations`` invokes (the reset checked) against each peer's after as many,
+    and the C case against the Python case's outputs (bit for bit for integers, 1e-5 for float)."""
+    ours = run_invokes(runtime, model, feeds, invocations, check_reset=check_reset)
+    for peer in peers:
+        _same(ours, peer_outputs(model, feeds, peer, isolate=isolate, invocations=invocations), float_tol, peer)
+    if runtime == "python":
+        keep_python_outputs(model, feeds, ours, invocations)
+    else:
+        _same(ours, peer_outputs(model, feeds, "python", invocations=invocations), float_tol, "python")
+    return ours
 
 
 # --------------------------------------------------------------------- int16 sigmoid / tanh (all inputs)
@@ -175,9 +172,8 @@ def _svdf_specs(rng, state_type, batch=2, n_input=12, n_filter=8, n_memory=5, ra
     return ins, [T((batch, n_unit), "INT8", 0.2 if wide else 0.5, -3)]
 
 
-@pytest.mark.parametrize("state_type", ["INT16", "INT8", "FLOAT32"])
-@pytest.mark.parametrize("rank", [1, 2])
-def test_svdf_single_op_matches_tflm_over_invokes(state_type, rank):
+def _svdf_case(state_type, rank):
+    """(input specs, output specs, options, model, feed) of the SVDF grid case."""
     rng = np.random.default_rng(7 + rank)
     ins, outs = _svdf_specs(rng, state_type, rank=rank)
     opts = {"rank": rank, "fused_activation_function": "RELU"}
@@ -186,14 +182,49 @@ def test_svdf_single_op_matches_tflm_over_invokes(state_type, rank):
         feed = rng.standard_normal(ins[0].shape).astype(np.float32)
     else:
         feed = rng.integers(-128, 128, ins[0].shape, dtype=np.int8)
+    return ins, outs, opts, model, feed
+
+
+@pytest.mark.parametrize("state_type", ["INT16", "INT8", "FLOAT32"])
+@pytest.mark.parametrize("rank", [1, 2])
+def test_svdf_single_op_matches_tflm_over_invokes(runtime, state_type, rank):
+    _, _, _, model, feed = _svdf_case(state_type, rank)
+    is_float = state_type == "FLOAT32"
+    for k in (1, 3):
+        ours = check_invokes(runtime, model, [feed], k, is_float)
+    if is_float:
+        _same(ours, peer_outputs(model, [feed], "litert", invocations=3), True, "litert")
+    assert np.any(ours[0] != ours[0].flat[0])  # not a constant output
+
+
+@pytest.mark.parametrize("state_type", ["INT16", "INT8", "FLOAT32"])
+@pytest.mark.parametrize("rank", [1, 2])
+def test_svdf_kernel_alone_matches_tflm_over_invokes(state_type, rank):
+    ins, outs, opts, model, feed = _svdf_case(state_type, rank)
     for k in (1, 3):
         ours, _ = run_kernel("SVDF", ins, outs, opts, [feed], invocations=k)
-        theirs = run_tflm(model, [feed], invocations=k)
-        _same(ours, theirs, float_tol=state_type == "FLOAT32")
-    _same(run_interpreter(model, [feed], 3), theirs, float_tol=state_type == "FLOAT32")
+        _same(ours, peer_outputs(model, [feed], "tflm", invocations=k), state_type == "FLOAT32", "tflm")
     if state_type == "FLOAT32":
-        _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
-    assert np.any(ours[0] != ours[0].flat[0])  # not a constant output
+        _same(ours, peer_outputs(model, [feed], "litert", invocations=3), True, "litert")
+    assert np.any(ours[0] != ours[0].flat[0])
+
+
+@pytest.mark.parametrize("state_type", ["INT16", "INT8", "FLOAT32"])
+@pytest.mark.parametrize("n_input,n_memory,rank", [(37, 19, 1), (33, 1, 3), (16, 8, 2)])
+def test_svdf_dot_blocks_and_tails(runtime, state_type, n_input, n_memory, rank):
+    # the C integer dot products run in blocks of 16 (int8) / 8 (int16) elements plus a tail, and the state
+    # moves one step in a single shift of the whole buffer (n_memory 1: every slot is replaced)
+    rng = np.random.default_rng(n_input + n_memory)
+    ins, outs = _svdf_specs(rng, state_type, batch=2, n_input=n_input, n_filter=6, n_memory=n_memory, rank=rank)
+    if state_type == "INT16":  # a wider output scale: these sums saturate _svdf_specs' int8 output
+        outs = [T(outs[0].shape, "INT8", 20.0, -3)]
+    model = op_model("SVDF", ins, outs, options={"rank": rank, "fused_activation_function": "NONE"})
+    if state_type == "FLOAT32":
+        feed = rng.standard_normal(ins[0].shape).astype(np.float32)
+    else:
+        feed = rng.integers(-128, 128, ins[0].shape, dtype=np.int8)
+    got = check_invokes(runtime, model, [feed], 4, state_type == "FLOAT32")
+    assert len(np.unique(got[0])) > 2
 
 
 SVDF_TABLE_CASES = [  # state type, rank, batch, input zp, state zp, output zp, bias shift (big biases wrap the int32 sum)
@@ -289,8 +320,8 @@ LSTM_CASES = [  # activations, time major, cell clip, cell state scale (its log2
 ]
 
 
-@pytest.mark.parametrize("act_type,time_major,cell_clip,cell_scale", LSTM_CASES)
-def test_lstm_single_op_matches_tflm_over_invokes(act_type, time_major, cell_clip, cell_scale):
+def _lstm_case(act_type, time_major, cell_clip, cell_scale):
+    """(input specs, output specs, options, model, feed) of the LSTM grid case."""
     rng = np.random.default_rng(11)
     ins, outs = _lstm_specs(rng, act_type, time_major=time_major, cell_scale=cell_scale)
     opts = {"fused_activation_function": "TANH", "cell_clip": cell_clip, "time_major": time_major}
@@ -300,14 +331,39 @@ def test_lstm_single_op_matches_tflm_over_invokes(act_type, time_major, cell_cli
     else:
         lim = 20000 if act_type == "INT16" else 127
         feed = rng.integers(-lim, lim + 1, ins[0].shape).astype(numpy_dtype(act_type))
+    return ins, outs, opts, model, feed
+
+
+@pytest.mark.parametrize("act_type,time_major,cell_clip,cell_scale", LSTM_CASES)
+def test_lstm_single_op_matches_tflm_over_invokes(runtime, act_type, time_major, cell_clip, cell_scale):
+    _, _, _, model, feed = _lstm_case(act_type, time_major, cell_clip, cell_scale)
+    is_float = act_type == "FLOAT32"
+    for k in (1, 3):
+        ours = check_invokes(runtime, model, [feed], k, is_float)
+    if is_float:  # LiteRT's reference float LSTM agrees too
+        _same(ours, peer_outputs(model, [feed], "litert", invocations=3), True, "litert")
+    assert len(np.unique(ours[0])) > 5
+
+
+@pytest.mark.parametrize("act_type,time_major,cell_clip,cell_scale", LSTM_CASES)
+def test_lstm_kernel_alone_matches_tflm_over_invokes(act_type, time_major, cell_clip, cell_scale):
+    ins, outs, opts, model, feed = _lstm_case(act_type, time_major, cell_clip, cell_scale)
     for k in (1, 3):
         ours, _ = run_kernel("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, opts, [feed], invocations=k)
-        theirs = run_tflm(model, [feed], invocations=k)
-        _same(ours, theirs, float_tol=act_type == "FLOAT32")
-    _same(run_interpreter(model, [feed], 3), theirs, float_tol=act_type == "FLOAT32")
-    if act_type == "FLOAT32":  # LiteRT's reference float LSTM agrees too
-        _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
+        _same(ours, peer_outputs(model, [feed], "tflm", invocations=k), act_type == "FLOAT32", "tflm")
+    if act_type == "FLOAT32":
+        _same(ours, peer_outputs(model, [feed], "litert", invocations=3), True, "litert")
     assert len(np.unique(ours[0])) > 5
+
+
+def test_lstm_refuses_a_peephole_variant(runtime):
+    from tests.oprunner import refused_on
+
+    rng = np.random.default_rng(13)
+    ins, outs = _lstm_specs(rng, "FLOAT32")
+    ins[9] = T((5,), "FLOAT32", data=np.zeros(5, np.float32))
+    model = op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, options={"fused_activation_function": "TANH"})
+    refused_on(runtime, model, [np.zeros(ins[0].shape, np.float32)], UnsupportedOpError, "peephole")
 
 
 # The integer LSTM runs from whole-domain tables and float64 GEMMs with folded multipliers when its bounds allow
@@ -476,8 +532,8 @@ REAL_SEQUENCE_OPS = [
 ]
 
 
-@pytest.mark.parametrize("name,op", REAL_SEQUENCE_OPS)
-def test_real_model_sequence_ops_alone_match_tflm(name, op):
+def _real_op_cases(name, op):
+    """Each ``op`` layer of a real model alone: (input specs, output specs, options, model, feed)."""
     from tests.conftest import shared_model
 
     path = shared_model(f"tflite-micro/{name}")
@@ -491,20 +547,35 @@ def test_real_model_sequence_ops_alone_match_tflm(name, op):
             quiet = list(ins)
             quiet[3] = T(ins[3].shape, "INT32", ins[3].scale, 0, data=ins[3].data.astype(np.int64) >> 22)
             ops.append((quiet, outs, opts))
+    return [(ins, outs, opts, op_model(op, ins, outs, options=opts), _feed(ins[0], rng)) for ins, outs, opts in ops]
+
+
+@pytest.mark.parametrize("name,op", REAL_SEQUENCE_OPS)
+def test_real_model_sequence_ops_alone_match_tflm(runtime, name, op):
+    """Through the runtime: state kept across invokes, reset_all_variables starts over."""
     seen = []
-    for ins, outs, opts in ops:
-        feed = _feed(ins[0], rng)
-        model = op_model(op, ins, outs, options=opts)
-        theirs = {k: run_tflm(model, [feed], invocations=k) for k in (1, 3)}
+    for ins, _, _, model, feed in _real_op_cases(name, op):
+        is_float = ins[0].type == "FLOAT32"
         for k in (1, 3):
-            ours, _ = run_kernel(op, ins, outs, opts, [feed], invocations=k)
-            _same(ours, theirs[k], float_tol=ins[0].type == "FLOAT32")
-        # the same through our interpreter: state kept across invokes, reset_all_variables starts over
-        _same(run_interpreter(model, [feed], 3), theirs[3], float_tol=ins[0].type == "FLOAT32")
-        if ins[0].type == "FLOAT32":
-            _same(ours, run_litert(model, [feed], invocations=3), float_tol=True)
+            ours = check_invokes(runtime, model, [feed], k, is_float, check_reset=k == 3)
+        if is_float:
+            _same(ours, peer_outputs(model, [feed], "litert", invocations=3), True, "litert")
         seen.append(ours[0].ravel())
     assert len(np.unique(np.concatenate(seen))) > 8  # the comparison saw more than saturated outputs
+
+
+@pytest.mark.parametrize("name,op", REAL_SEQUENCE_OPS)
+def test_real_model_sequence_ops_kernel_alone_match_tflm(name, op):
+    seen = []
+    for ins, outs, opts, model, feed in _real_op_cases(name, op):
+        is_float = ins[0].type == "FLOAT32"
+        for k in (1, 3):
+            ours, _ = run_kernel(op, ins, outs, opts, [feed], invocations=k)
+            _same(ours, peer_outputs(model, [feed], "tflm", invocations=k), is_float, f"tflm k={k}")
+        if is_float:
+            _same(ours, peer_outputs(model, [feed], "litert", invocations=3), True, "litert")
+        seen.append(ours[0].ravel())
+    assert len(np.unique(np.concatenate(seen))) > 8
 
 
 # ------------------------------------------------------------------------ the whole real models
@@ -519,9 +590,9 @@ def _whole_model_feed(name, detail, rng):
     return rng.integers(max(info.min, -span), min(info.max, span) + 1, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("name", sorted({n for n, _ in REAL_SEQUENCE_OPS}))
-def test_real_models_match_tflm_after_one_and_three_invokes(name):
-    """Whole models; every SVDF/LSTM output is made a model output too (the classifiers' softmax saturates)."""
+def _whole_model(name):
+    """A real model with every SVDF / LSTM output made a model output too (the classifiers' softmax saturates):
+    (its bytes, the feeds, whether it is a float model)."""
     from edge_sdk import Interpreter
     from edge_sdk.model import read_model, write_model
     from tests.conftest import shared_model
@@ -536,16 +607,40 @@ def test_real_models_match_tflm_after_one_and_three_invokes(name):
     probe.allocate_tensors()
     rng = np.random.default_rng(5)
     feeds = [_whole_model_feed(name, d, rng) for d in probe.get_input_details()]
-    float_model = probe.get_output_details()[0]["dtype"] == np.float32
+    return data, feeds, probe.get_output_details()[0]["dtype"] == np.float32
+
+
+WHOLE = sorted({n for n, _ in REAL_SEQUENCE_OPS})
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_real_models_match_tflm_after_one_and_three_invokes(runtime, name):
+    data, feeds, is_float = _whole_model(name)
     for k in (1, 3):
-        theirs = run_tflm(data, feeds, isolate=True, invocations=k)
-        assert len(theirs) > 1
-        _same(run_interpreter(data, feeds, k), theirs, float_tol=float_model)
+        ours = check_invokes(runtime, data, feeds, k, is_float, isolate=True)
+        assert len(ours) > 1
+
+
+@needs_c_runtime
+@pytest.mark.parametrize("name", WHOLE)
+def test_whole_models_have_every_op_and_the_python_plan_in_c(name):
+    from edge_sdk import Interpreter
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import backend_c
+
+    data, _, _ = _whole_model(name)
+    assert backend_c.missing_ops(read_model(data)) == []
+    c = Interpreter(model_content=data, backend="c")
+    c.allocate_tensors()
+    py = Interpreter(model_content=data)
+    py.allocate_tensors()
+    plan = lambda p: ([(b.key, b.offset, b.size, b.first_use, b.last_use) for b in p.buffers], p.total)  # noqa: E731
+    assert plan(c.arena_plan()) == plan(py.arena_plan())  # the same tensor plan as the Python interpreter
 
 
 @pytest.mark.parametrize("name", ["micro_speech_lstm.tflite", "trained_lstm_int8.tflite", "trained_lstm.tflite",
                                   "dtln_noise_suppression.tflite"])
-def test_real_lstm_models_cut_after_their_lstm_layers_match_tflm(name):
+def test_real_lstm_models_cut_after_their_lstm_layers_match_tflm(runtime, name):
     """The real graphs (intermediates, variable tensors, tensor layout as converted) up to the last LSTM."""
     from edge_sdk.model import read_model, write_model
     from tests.conftest import shared_model
@@ -564,5 +659,80 @@ def test_real_lstm_models_cut_after_their_lstm_layers_match_tflm(name):
     feed = _feed(T(x.shape, x.type, None if x.quantization is None else x.quantization.scale,
                    None if x.quantization is None else x.quantization.zero_point), rng)
     for k in (1, 3):
-        theirs = run_tflm(data, [feed], isolate=True, invocations=k)
-        _same(run_interpreter(data, [feed], k), theirs, float_tol=x.type == "FLOAT32")
+        check_invokes(runtime, data, [feed], k, x.type == "FLOAT32", isolate=True)
+
+
+# ------------------------------------------------------------------------------------------------ FC int16x8
+
+FC16_CASES = [  # shape, units, per_channel, bias type, act
+    ((2, 12), 5, False, "INT64", "NONE"),
+    ((3, 20), 7, True, "INT64", "RELU"),
+    ((1, 9), 4, False, None, "NONE"),
+    ((2, 16), 6, True, "INT32", "NONE"),
+]
+
+
+@pytest.mark.parametrize("case", FC16_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-pc{int(c[2])}-{c[3]}-{c[4]}")
+def test_fully_connected_int16x8(runtime, case):
+    shape, units, pc, btype, act = case
+    rng = np.random.default_rng(zlib.crc32(repr(case).encode()))
+    depth = shape[-1]
+    wscale = rng.uniform(0.002, 0.02, units) if pc else 0.01
+    x = T(shape, "INT16", scale=0.001, zero_point=0)
+    w = T((units, depth), "INT8", scale=wscale, zero_point=0,
+          data=rng.integers(-127, 128, (units, depth)).astype(np.int8))
+    b = None
+    if btype:
+        bdt = np.int64 if btype == "INT64" else np.int32
+        b = T((units,), btype, scale=0.001 * 0.01, zero_point=0, data=rng.integers(-20000, 20000, units).astype(bdt))
+    y = T((shape[0], units), "INT16", scale=0.004, zero_point=0)
+    opts = {"fused_activation_function": act}
+    if btype is None:
+        opts["quantized_bias_type"] = "INT64"
+    model = op_model("FULLY_CONNECTED", [x, w, b], [y], options=opts, version=7)
+    feed = rng.integers(-30000, 30000, shape).astype(np.int16)
+    got = check_invokes(runtime, model, [feed], 1, False, check_reset=False)
+    assert len(np.unique(got[0])) > 3
+
+
+# ------------------------------------------------------------------------------------------------ resource variables
+
+def _c_stream(model, xs, reset_after=None):
+    from edge_sdk import Interpreter
+
+    c = Interpreter(model_content=model, backend="c")
+    c.allocate_tensors()
+    outs = []
+    for k, x in enumerate(xs):
+        if reset_after is not None and k == reset_after:
+            c.reset_all_variables()
+        c.set_tensor(c.get_input_details()[0]["index"], x)
+        c.invoke()
+        outs.append(np.array(c.get_tensor(c.get_output_details()[0]["index"])))
+    return outs
+
+
+@needs_c_runtime
+@pytest.mark.parametrize("kw", [dict(), dict(type="INT8", q=(0.5, 3)), dict(type="INT16", q=(0.5, 0)),
+                                dict(call_once=False)], ids=["float", "int8", "int16", "no-call-once"])
+def test_c_resource_variables_accumulate_across_invokes(kw):
+    """VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE / CALL_ONCE in C against our interpreter and TFLM (the Python
+    side: tests/test_kernels_stateful.py)."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import backend_c
+    from tests.test_kernels_stateful import accumulator_model, tflm_stream
+    from tests.test_kernels_stateful import run_ours as stateful_run_ours
+
+    model = accumulator_model(**kw)
+    assert backend_c.missing_ops(read_model(model)) == []
+    dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16}[kw.get("type", "FLOAT32")]
+    xs = [np.array(v, dt) for v in ([1, -2], [3, 4], [1, 1], [5, 6])]
+    for reset_after in (None, 2):
+        got = _c_stream(model, xs, reset_after)
+        want = stateful_run_ours(model, xs, reset_after)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    got = _c_stream(model, xs)
+    for g, t in zip(got, tflm_stream(model, xs)):
+        np.testing.assert_array_equal(g, t)
+    assert not np.array_equal(got[0], got[1])  # the state moved
