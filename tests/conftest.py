@@ -33,11 +33,13 @@ def runtime(request) -> str:
 
 @pytest.fixture(scope="module", autouse=True)
 def _peer_outputs_per_module():
-    """The peers' outputs cached per case (tests.oprunner.peer_outputs) live as long as the module's tests."""
+    """The peers' outputs cached per case (tests.oprunner.peer_outputs) and the one-op models built per case
+    (tests.oprunner.op_model) live as long as the module's tests."""
     yield
     from tests import oprunner
 
     oprunner.PEER_OUTPUTS.clear()
+    oprunner.MODELS.clear()
 
 
 @pytest.fixture(scope="session", autouse=True)

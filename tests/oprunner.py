@@ -83,9 +83,44 @@ def _constant_bytes(spec: TensorSpec) -> bytes:
     return np.ascontiguousarray(spec.data, dtype=dtype.newbyteorder("<")).tobytes()
 
 
+# Models built by op_model, by what they were built from: a grid case builds its model once per runtime, and the
+# flatbuffers writer costs more than running a small model; tests/conftest.py empties this after each module.
+MODELS: dict[tuple, bytes] = {}
+
+
+def _frozen(value):
+    """A hashable, exact stand-in for an op_model argument (arrays by dtype, shape and bytes: no repr rounding)."""
+    if isinstance(value, np.ndarray) or isinstance(value, np.generic):
+        value = np.asarray(value)
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    if isinstance(value, (bytes, bytearray)):
+        return ("bytes", bytes(value))
+    return (type(value).__name__, value)
+
+
+def _model_key(op, inputs, outputs, options, version, custom_options, options_type) -> tuple:
+    first_use: dict[int, int] = {}  # the same T object twice is one tensor: the key keeps which repeat which
+    specs = []
+    for spec in list(inputs) + list(outputs):
+        if spec is None:
+            specs.append(None)
+            continue
+        position = first_use.setdefault(id(spec), len(first_use))
+        specs.append((position, spec.shape, spec.type, _frozen(spec.scale), _frozen(spec.zero_point),
+                      spec.quantized_dimension, _frozen(spec.data), spec.name, spec.is_variable))
+    return (op, len(inputs), tuple(specs), _frozen(options), version, _frozen(custom_options), options_type)
+
+
 def op_model(op, inputs, outputs, options=None, version=1, custom_options=None, options_type=None) -> bytes:
     """A .tflite model holding one operator ``op`` (a builtin name like "CONV_2D", or a custom op's code)."""
-    return write_model(op_model_object(op, inputs, outputs, options, version, custom_options, options_type))
+    key = _model_key(op, inputs, outputs, options, version, custom_options, options_type)
+    if key not in MODELS:
+        MODELS[key] = write_model(op_model_object(op, inputs, outputs, options, version, custom_options, options_type))
+    return MODELS[key]
 
 
 def op_model_object(op, inputs, outputs, options=None, version=1, custom_options=None, options_type=None) -> Model:
