@@ -39,6 +39,7 @@ def _peer_outputs_per_module():
     from tests import oprunner
 
     oprunner.PEER_OUTPUTS.clear()
+    oprunner.PEER_CRASHES.clear()
     oprunner.MODELS.clear()
 
 
@@ -52,6 +53,14 @@ def _peer_outputs_shared_by_workers(tmp_path_factory):
         oprunner.PEER_CACHE_DIR = tmp_path_factory.getbasetemp().parent / "peer-outputs"
         oprunner.PEER_CACHE_DIR.mkdir(exist_ok=True)
     yield
+
+
+def grid_cases(cases, c_runs=lambda case: True, ids=str) -> list:
+    """``(runtime, case)`` pairs for ``@pytest.mark.parametrize(("runtime", "case"), grid_cases(...),
+    indirect=["runtime"])``: every case on the Python interpreter, and on the C runtime those ``c_runs`` accepts
+    (a case the C runtime has no kernel for is no skip: its refusal is tested on its own)."""
+    return [pytest.param(runtime, case, id=f"{runtime}-{ids(case)}")
+            for case in cases for runtime in RUNTIMES if runtime == "python" or c_runs(case)]
 
 
 # ../shared models the C runtime cannot run, by file name, and why. Tests that run every shared model through

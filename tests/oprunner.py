@@ -224,6 +224,7 @@ def run_peer(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool = Fal
 # and, under xdist, points PEER_CACHE_DIR at a folder the session's workers share, so a case whose two runtimes
 # land on two workers still runs its peer once (a lock per case: the second worker waits for the first's answer).
 PEER_OUTPUTS: dict[str, list[np.ndarray]] = {}
+PEER_CRASHES: dict[str, Exception] = {}
 PEER_CACHE_DIR: Path | None = None
 
 
@@ -243,9 +244,17 @@ def peer_outputs(model_bytes: bytes, inputs, peer: str = "tflm", isolate: bool =
                  invocations: int = 1) -> list[np.ndarray]:
     """``run_peer``'s outputs, computed once per (peer, invokes, model, inputs) in a session (copies: callers
     may write)."""
+    from tests.peers import PeerCrashed
+
     key = case_key(model_bytes, inputs, peer, invocations)
+    if key in PEER_CRASHES:  # a peer that crashed on this case crashes again: not run twice
+        raise PEER_CRASHES[key]
     if key not in PEER_OUTPUTS:
-        PEER_OUTPUTS[key] = _shared_peer_outputs(key, model_bytes, inputs, peer, isolate, invocations)
+        try:
+            PEER_OUTPUTS[key] = _shared_peer_outputs(key, model_bytes, inputs, peer, isolate, invocations)
+        except PeerCrashed as crash:
+            PEER_CRASHES[key] = crash
+            raise
     return [a.copy() for a in PEER_OUTPUTS[key]]
 
 

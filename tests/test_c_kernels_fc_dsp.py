@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, image_main_hash, image_main_inputs, op_model, run_ours
 from tests.peers import PeerCrashed, run_tflm
-from tests.test_c_kernels_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
+from tests.test_ops_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
