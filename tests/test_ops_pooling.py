@@ -4,7 +4,9 @@ The cases cover SAME padding (averages over windows that overlap the border coun
 input), VALID padding, strides that differ from the filter size, every fused activation, and a window sum
 whose rounding is exercised on both signs. A direct check of the average's rounding rule against a literal
 transcription of TFLM's integer formula needs no peer.
-"""
+
+Both runtimes (the ``runtime`` grid: our Python kernels and firmware_c's), the peer run once per case
+(tests.oprunner.check_on); inputs from the test's ``rng`` (the same on both runtimes)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from edge_sdk.errors import ModelError
 from edge_sdk.runtime.kernels import pooling
 from edge_sdk.runtime.kernels.conv import window_geometry
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
-from tests.oprunner import T, check_op, op_model, run_ours
+from tests.oprunner import T, check_on, op_model, run_on
 
 CASES = [
     # type, (h, w, c), (fh, fw), (sh, sw), padding, activation
@@ -55,21 +57,21 @@ def _feed(case, rng):
 
 @pytest.mark.parametrize("op", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[4]}-f{c[2]}-s{c[3]}-{c[5]}")
-def test_pool_matches_tflm(op, case):
+def test_pool_matches_tflm(runtime, op, case):
     rng = np.random.default_rng(zlib.crc32(repr((op, case)).encode()))
     model = _model(op, case)
     tol = dict(rtol=1e-5, atol=1e-6) if case[0] == "FLOAT32" else {}
     for _ in range(2):
-        check_op(model, [_feed(case, rng)], **tol)
+        check_on(runtime, model, [_feed(case, rng)], **tol)
 
 
-def test_quantized_pool_needs_matching_quantization():
+def test_quantized_pool_needs_matching_quantization(runtime):
     x = T((1, 4, 4, 1), "INT8", scale=0.1, zero_point=0)
     y = T((1, 2, 2, 1), "INT8", scale=0.2, zero_point=0)
     model = op_model("AVERAGE_POOL_2D", [x], [y], options=dict(padding="VALID", stride_h=2, stride_w=2,
                                                                 filter_height=2, filter_width=2))
     with pytest.raises(ModelError, match="must match"):
-        run_ours(model, [np.zeros((1, 4, 4, 1), np.int8)])
+        run_on(runtime, model, [np.zeros((1, 4, 4, 1), np.int8)])
 
 
 def test_average_rounding_is_half_away_from_zero():
