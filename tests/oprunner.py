@@ -400,9 +400,16 @@ def image_main_hash(data: bytes) -> int:
 
 def run_c(model: bytes, inputs) -> list[np.ndarray]:
     """The model through the C runtime's binding (Interpreter(backend="c")): its outputs, as copies. Inputs keep
-    their shapes, 0-d included."""
+    their shapes, 0-d included. Without gcc / make the calling test skips for conftest's one reason (a test that
+    checks the C runtime beside other things: tests/test_import_onnx_compare.py)."""
     from edge_sdk import Interpreter
     from edge_sdk.runtime.backend_c import CInterpreter
+    from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
+
+    if not HAVE_C_RUNTIME:
+        import pytest
+
+        pytest.skip(C_RUNTIME_REASON)
 
     interp = Interpreter(model_content=model, backend="c")
     assert isinstance(interp, CInterpreter)
