@@ -1,6 +1,7 @@
 """CONV_3D, TOPK_V2 and NON_MAX_SUPPRESSION_V4 / V5 (LiteRT builtins TFLM lacks; issue 15 point 3): single-op
-models through our Python interpreter and the C runtime (Interpreter(backend="c")) against LiteRT's
-reference kernels: float within 1e-5 of the output's range, indices and counts exact."""
+models on both runtimes (the ``runtime`` grid: our Python interpreter and the C runtime) against LiteRT's
+reference kernels: float within 1e-5 of the output's range, indices and counts exact; LiteRT runs once per case.
+Inputs from the test's ``rng`` (was a module RNG: the two runtimes of a case see the same inputs)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,14 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError
-from tests.conftest import HAVE_C_RUNTIME
-from tests.oprunner import T, assert_same, op_model, run_c, run_ours, run_peer
-
-RNG = np.random.default_rng(1503)
+from tests.conftest import needs_c_runtime
+from tests.oprunner import T, assert_same, op_model, peer_outputs, run_c, run_on, run_ours
 
 
-def compare(model, feeds, float_tol=1e-5):
-    """Ours (Python, and C when gcc is here) against LiteRT; returns LiteRT's outputs."""
-    peer = run_peer(model, feeds, "litert")
-    runs = [("Python", run_ours(model, feeds))]
-    if HAVE_C_RUNTIME:
-        runs.append(("C", run_c(model, feeds)))
+def compare(runtime, model, feeds, float_tol=1e-5):
+    """``runtime`` against LiteRT (run once per case); returns LiteRT's outputs."""
+    peer = peer_outputs(model, feeds, "litert")
+    runs = [(runtime, run_on(runtime, model, feeds))]
     for what, got in runs:
         assert len(got) == len(peer)
         for g, p in zip(got, peer):
@@ -47,18 +44,18 @@ def _out_size(padding, size, k, stride, dil):
     ("VALID", (2, 2, 3), (1, 2, 1), "RELU6", True),
     ("SAME", (3, 3, 3), (1, 1, 1), "RELU_N1_TO_1", True),
 ])
-def test_conv_3d(padding, strides, dilations, act, bias):
+def test_conv_3d(runtime, padding, strides, dilations, act, bias, rng):
     n, d, h, w, c, o, k = 2, 6, 7, 5, 3, 4, (3, 2, 3)
-    wv = RNG.standard_normal(k + (c, o)).astype(np.float32)
+    wv = rng.standard_normal(k + (c, o)).astype(np.float32)
     out = tuple(_out_size(padding, s, kk, st, dl) for s, kk, st, dl in zip((d, h, w), k, strides, dilations))
     inputs = [T((n, d, h, w, c), "FLOAT32"), T(wv.shape, "FLOAT32", data=wv)]
     if bias:
-        inputs.append(T((o,), "FLOAT32", data=RNG.standard_normal(o).astype(np.float32)))
+        inputs.append(T((o,), "FLOAT32", data=rng.standard_normal(o).astype(np.float32)))
     opts = {"padding": padding, "stride_d": strides[0], "stride_h": strides[1], "stride_w": strides[2],
             "dilation_d_factor": dilations[0], "dilation_h_factor": dilations[1],
             "dilation_w_factor": dilations[2], "fused_activation_function": act}
     model = op_model("CONV_3D", inputs, [T((n,) + out + (o,), "FLOAT32")], opts)
-    compare(model, [RNG.standard_normal((n, d, h, w, c)).astype(np.float32)])
+    compare(runtime, model, [rng.standard_normal((n, d, h, w, c)).astype(np.float32)])
 
 
 def test_conv_3d_refuses_groups_and_int8():
@@ -80,43 +77,43 @@ _TOPK_Q = {"INT8": dict(scale=0.1, zero_point=-3), "UINT8": dict(scale=0.1, zero
            "INT16": dict(scale=0.01, zero_point=0)}
 
 
-def _topk_feed(shape, type_, ties):
+def _topk_feed(rng, shape, type_, ties):
     if type_ == "FLOAT32":
-        v = RNG.integers(-3, 4, shape).astype(np.float32) if ties else RNG.standard_normal(shape).astype(np.float32)
+        v = rng.integers(-3, 4, shape).astype(np.float32) if ties else rng.standard_normal(shape).astype(np.float32)
         return v
     dt = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64}[type_]
     info = np.iinfo(dt)
     lo, hi = (0, 3) if ties else (info.min, info.max)
-    return RNG.integers(lo, hi, shape, endpoint=True).astype(dt)
+    return rng.integers(lo, hi, shape, endpoint=True).astype(dt)
 
 
 @pytest.mark.parametrize("type_", ["FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64"])
 @pytest.mark.parametrize("shape,k", [((7,), 3), ((3, 4, 9), 9), ((2, 20), 1), ((5, 6), 0)])
 @pytest.mark.parametrize("ties", [False, True])
-def test_topk_v2(type_, shape, k, ties):
+def test_topk_v2(runtime, type_, shape, k, ties, rng):
     q = _TOPK_Q.get(type_, {})
     out = shape[:-1] + (k,)
     version = 2 if type_ == "INT8" else 3 if type_ == "INT16" else 1
     model = op_model("TOPK_V2", [T(shape, type_, **q), T((), "INT32", data=np.array(k, np.int32))],
                      [T(out, type_, **q), T(out, "INT32")], version=version)
-    peer = compare(model, [_topk_feed(shape, type_, ties)])
+    peer = compare(runtime, model, [_topk_feed(rng, shape, type_, ties)])
     assert peer[1].shape == out
 
 
-def test_topk_v2_int64_extremes():
+def test_topk_v2_int64_extremes(runtime):
     lo, hi = np.iinfo(np.int64).min, np.iinfo(np.int64).max
     x = np.array([[3, lo, hi, lo, 0, hi, -1]], np.int64)
     model = op_model("TOPK_V2", [T(x.shape, "INT64"), T((), "INT32", data=np.array(7, np.int32))],
                      [T(x.shape, "INT64"), T(x.shape, "INT32")])
-    peer = compare(model, [x])
+    peer = compare(runtime, model, [x])
     assert list(peer[1][0]) == [2, 5, 0, 4, 6, 1, 3]
 
 
-def test_topk_v2_int16_indices_and_k():
+def test_topk_v2_int16_indices_and_k(runtime, rng):
     shape, k = (4, 50), 7
     model = op_model("TOPK_V2", [T(shape, "FLOAT32"), T((), "INT16", data=np.array(k, np.int16))],
                      [T((4, k), "FLOAT32"), T((4, k), "INT16")], version=3)
-    compare(model, [_topk_feed(shape, "FLOAT32", True)])
+    compare(runtime, model, [_topk_feed(rng, shape, "FLOAT32", True)])
 
 
 def test_topk_v2_refuses_k_past_the_row():
@@ -129,9 +126,12 @@ def test_topk_v2_refuses_k_past_the_row():
 # ------------------------------------------------------------------------------------------------ ONNX import
 
 
-def _onnx_run(nodes, inputs, outputs, inits, feeds, opset=17):
-    """The one-graph ONNX model through onnxruntime and through convert() + our interpreter (and the C runtime
-    when gcc is here): (onnxruntime's outputs, [ours per runtime])."""
+_CONVERTED: dict[bytes, tuple] = {}  # ONNX model bytes -> (onnxruntime's outputs, the .tflite): once per case
+
+
+def _onnx_run(runtime, nodes, inputs, outputs, inits, feeds, opset=17):
+    """The one-graph ONNX model through onnxruntime and through convert() + ``runtime`` (both once per case, the
+    runtimes of a case sharing them): (onnxruntime's outputs, [the runtime's])."""
     import onnxruntime as ort
     from onnx import helper, numpy_helper
 
@@ -143,11 +143,14 @@ def _onnx_run(nodes, inputs, outputs, inits, feeds, opset=17):
     vo = [helper.make_tensor_value_info(n, t, None) for n, t in outputs]
     graph = helper.make_graph(nodes, "g", vi, vo, [numpy_helper.from_array(v, n) for n, v in inits.items()])
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-        None, dict(zip(inputs, feeds)))
-    tflite = convert(proto.SerializeToString(), quantize="none").tflite
+    key = proto.SerializeToString() + b"".join(np.ascontiguousarray(v).tobytes() for v in feeds)
+    if key not in _CONVERTED:
+        want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, dict(zip(inputs, feeds)))
+        _CONVERTED[key] = (want, convert(proto.SerializeToString(), quantize="none").tflite)
+    want, tflite = _CONVERTED[key]
     got = []
-    for backend in ("python", "c") if HAVE_C_RUNTIME else ("python",):
+    for backend in (runtime,):
         it = Interpreter(model_content=tflite, backend=backend)
         it.allocate_tensors()
         for d, v in zip(it.get_input_details(), feeds):
@@ -164,24 +167,24 @@ def _onnx_run(nodes, inputs, outputs, inits, feeds, opset=17):
     ((2, 9), 9, 1, 0, np.float32, False),
     ((6, 4), 6, 0, 1, np.int32, True),
 ])
-def test_onnx_topk(shape, k, axis, largest, dtype, ties):
+def test_onnx_topk(runtime, shape, k, axis, largest, dtype, ties, rng):
     from onnx import TensorProto, helper
 
-    x = (RNG.integers(-2, 3, shape) if ties else RNG.standard_normal(shape)).astype(dtype)
+    x = (rng.integers(-2, 3, shape) if ties else rng.standard_normal(shape)).astype(dtype)
     node = helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=axis, largest=largest)
-    want, got = _onnx_run([node], ["x"], [("v", helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
+    want, got = _onnx_run(runtime, [node], ["x"], [("v", helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
                                           ("i", TensorProto.INT64)], {"k": np.array([k], np.int64)}, [x])
     for ours in got:
         for g, w in zip(ours, want):
             assert g.dtype == w.dtype and np.array_equal(g, w), (g, w)
 
 
-def test_onnx_topk_opset9_attribute_k():
+def test_onnx_topk_opset9_attribute_k(runtime, rng):
     from onnx import TensorProto, helper
 
-    x = RNG.integers(-2, 3, (4, 7)).astype(np.float32)
+    x = rng.integers(-2, 3, (4, 7)).astype(np.float32)
     node = helper.make_node("TopK", ["x"], ["v", "i"], k=3, axis=0)
-    want, got = _onnx_run([node], ["x"], [("v", TensorProto.FLOAT), ("i", TensorProto.INT64)], {}, [x], opset=9)
+    want, got = _onnx_run(runtime, [node], ["x"], [("v", TensorProto.FLOAT), ("i", TensorProto.INT64)], {}, [x], opset=9)
     for ours in got:
         assert all(np.array_equal(g, w) for g, w in zip(ours, want))
 
@@ -194,7 +197,7 @@ def test_onnx_topk_refusals():
     x = np.arange(12, dtype=np.int32).reshape(3, 4)
     node = helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=0)
     with pytest.raises(ConversionError) as err:
-        _onnx_run([node], ["x"], [("v", TensorProto.INT32), ("i", TensorProto.INT64)],
+        _onnx_run("python", [node], ["x"], [("v", TensorProto.INT32), ("i", TensorProto.INT64)],
                   {"k": np.array([2], np.int64)}, [x])
     assert "largest=0 (the k smallest) on a INT32 input" in "\n".join(err.value.problems)
 
@@ -223,7 +226,7 @@ def _nms_model(n, max_output, iou, score, sigma=None):
 
 @pytest.mark.parametrize("seed", range(24))
 @pytest.mark.parametrize("soft", [False, True])
-def test_non_max_suppression(seed, soft):
+def test_non_max_suppression(runtime, seed, soft):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 60))
     max_output = int(rng.integers(0, n + 3))
@@ -231,24 +234,24 @@ def test_non_max_suppression(seed, soft):
     score = float(rng.choice([-1.0, 0.0, 0.2, 0.5]))
     sigma = float(rng.choice([0.0, 0.5, 2.0])) if soft else None
     boxes, scores = _boxes(rng, n, ties=seed % 2 == 0)
-    peer = compare(_nms_model(n, max_output, iou, score, sigma), [boxes, scores], float_tol=0)
+    peer = compare(runtime, _nms_model(n, max_output, iou, score, sigma), [boxes, scores], float_tol=0)
     assert int(peer[-1]) <= max_output
 
 
-def test_non_max_suppression_equal_scores_in_heap_order():
+def test_non_max_suppression_equal_scores_in_heap_order(runtime):
     # 12 disjoint boxes of one score: LiteRT's priority queue returns them in its heap's order, not by index
     n = 12
     boxes = np.array([[0, 0, 1, 1]], np.float32) + 3 * np.arange(n, dtype=np.float32)[:, None]
-    peer = compare(_nms_model(n, n, 0.5, 0.0), [boxes, np.full(n, 0.5, np.float32)])
+    peer = compare(runtime, _nms_model(n, n, 0.5, 0.0), [boxes, np.full(n, 0.5, np.float32)])
     assert list(peer[0]) == [0, 2, 6, 11, 10, 9, 8, 7, 5, 4, 3, 1] and int(peer[1]) == n
 
 
-def test_non_max_suppression_zero_area_box_repeats_as_litert():
+def test_non_max_suppression_zero_area_box_repeats_as_litert(runtime):
     # LiteRT re-queues selected boxes; box 1 (no area: IoU 0 even with itself) is selected until the output is
     # full, box 3 (a copy of box 0) is suppressed by it
     boxes = np.array([[0, 0, 1, 1], [2, 2, 2, 3], [5, 5, 6, 6], [0, 0, 1, 1]], np.float32)
     scores = np.array([0.9, 0.8, 0.7, 0.6], np.float32)
-    peer = compare(_nms_model(4, 4, 0.5, 0.0), [boxes, scores])
+    peer = compare(runtime, _nms_model(4, 4, 0.5, 0.0), [boxes, scores])
     assert list(peer[0]) == [0, 1, 1, 1] and int(peer[1]) == 4
 
 
@@ -293,7 +296,7 @@ def _onnx_nms(n, max_out, iou, score, center, seed, classes=1, batches=1, reader
     (30, 10, 0.3, 0.2, 0, 0), (30, 50, 0.0, None, 1, 1), (40, 5, 0.5, 0.9, 0, 2), (40, 40, 0.2, 0.1, 1, 4),
     (25, 25, 0.6, None, 0, 5),
 ])
-def test_onnx_non_max_suppression(n, max_out, iou, score, center, seed):
+def test_onnx_non_max_suppression(runtime, n, max_out, iou, score, center, seed):
     import onnxruntime as ort
 
     from converters import convert
@@ -302,11 +305,14 @@ def test_onnx_non_max_suppression(n, max_out, iou, score, center, seed):
     proto, feeds = _onnx_nms(n, max_out, iou, score, center, seed)
     want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
         None, {"boxes": feeds[0], "scores": feeds[1]})[0]
-    result = convert(proto.SerializeToString(), quantize="none")
+    key = proto.SerializeToString()
+    if key not in _CONVERTED:  # the conversion once per case, for both runtimes
+        _CONVERTED[key] = convert(key, quantize="none")
+    result = _CONVERTED[key]
     rows = min(max_out, n)
     assert any(f"has a fixed {rows} rows" in note and "past the selected count are -1" in note
                for note in result.report["notes"]), result.report["notes"]
-    for backend in ("python", "c") if HAVE_C_RUNTIME else ("python",):
+    for backend in (runtime,):
         it = Interpreter(model_content=result.tflite, backend=backend)
         it.allocate_tensors()
         for d, v in zip(it.get_input_details(), feeds):
@@ -338,11 +344,11 @@ def test_onnx_non_max_suppression_refusals(kwargs, reason):
     assert reason in "\n".join(err.value.problems), err.value.problems
 
 
-def _conv3d_chain():
+def _conv3d_chain(rng):
     from onnx import TensorProto, helper, numpy_helper
 
-    w1 = RNG.standard_normal((4, 3, 3, 3, 3)).astype(np.float32)
-    w2 = RNG.standard_normal((6, 2, 1, 3, 3)).astype(np.float32)
+    w1 = rng.standard_normal((4, 3, 3, 3, 3)).astype(np.float32)
+    w2 = rng.standard_normal((6, 2, 1, 3, 3)).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1, 1, 1]), helper.make_node("Relu", ["a"], ["b"]),
              helper.make_node("Conv", ["b", "w2"], ["c"], group=2, strides=[1, 2, 2]),
              helper.make_node("MaxPool", ["c"], ["d"], kernel_shape=[2, 2, 2])]
@@ -352,7 +358,7 @@ def _conv3d_chain():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
-def test_onnx_conv3d_chain_layout_and_int8_report():
+def test_onnx_conv3d_chain_layout_and_int8_report(rng):
     """Conv3d -> Relu -> grouped Conv3d -> MaxPool3d: the layout pass leaves TRANSPOSE only at the input and
     the output, the result equals onnxruntime; under int8 the CONV_3Ds stay float and the report says so,
     with their MACs counted as not int8."""
@@ -361,8 +367,8 @@ def test_onnx_conv3d_chain_layout_and_int8_report():
     from converters import convert
     from edge_sdk import Interpreter
 
-    proto = _conv3d_chain()
-    x = RNG.standard_normal((1, 3, 8, 9, 10)).astype(np.float32)
+    proto = _conv3d_chain(rng)
+    x = rng.standard_normal((1, 3, 8, 9, 10)).astype(np.float32)
     want = ort.InferenceSession(proto, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     result = convert(proto, quantize="none")
     ops = result.report["output"]["ops"]
@@ -374,7 +380,7 @@ def test_onnx_conv3d_chain_layout_and_int8_report():
     got = it.get_tensor(it.get_output_details()[0]["index"])
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * float(np.abs(want).max()))
 
-    calib = [[RNG.standard_normal((1, 3, 8, 9, 10)).astype(np.float32)] for _ in range(8)]
+    calib = [[rng.standard_normal((1, 3, 8, 9, 10)).astype(np.float32)] for _ in range(8)]
     guard = convert(proto, quantize="int8", calibration=calib).report["quantization"]["report"]["guard"]
     assert [w["op"] for w in guard["widened"]] == ["CONV_3D"] * 3
     assert all("no int8 rule" in w["reason"] for w in guard["widened"])
@@ -383,19 +389,19 @@ def test_onnx_conv3d_chain_layout_and_int8_report():
 
 
 @pytest.mark.parametrize("sigma", [None, 0.5])
-def test_non_max_suppression_many_boxes(sigma):
+def test_non_max_suppression_many_boxes(runtime, sigma):
     # an SSD-sized input: 2000 boxes, 100 kept
     rng = np.random.default_rng(7)
     centre, size = rng.uniform(0, 100, (2000, 2)), rng.uniform(1, 10, (2000, 2))
     boxes = np.concatenate([centre - size / 2, centre + size / 2], 1).astype(np.float32)
-    peer = compare(_nms_model(2000, 100, 0.5, 0.1, sigma), [boxes, rng.random(2000).astype(np.float32)], float_tol=0)
+    peer = compare(runtime, _nms_model(2000, 100, 0.5, 0.1, sigma), [boxes, rng.random(2000).astype(np.float32)], float_tol=0)
     assert int(peer[-1]) == 100
 
 
 # ------------------------------------------------------------------------------------------------ int8 rules
 
 
-def test_int8_topk_keeps_the_input_quantization():
+def test_int8_topk_keeps_the_input_quantization(rng):
     """Conv -> Flatten -> TopK: TOPK_V2 runs in int8 (its values keep the input's scale, the int32 indices are
     copied) and the indices' CAST to int64 is left alone (no float tensor: not 'widened')."""
     from onnx import TensorProto, helper, numpy_helper
@@ -403,7 +409,7 @@ def test_int8_topk_keeps_the_input_quantization():
     from converters import convert
     from edge_sdk import Interpreter
 
-    w = RNG.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w"], ["a"]), helper.make_node("Flatten", ["a"], ["f"]),
              helper.make_node("TopK", ["f", "k"], ["v", "i"])]
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 8, 8))],
@@ -411,7 +417,7 @@ def test_int8_topk_keeps_the_input_quantization():
                                helper.make_tensor_value_info("i", TensorProto.INT64, None)],
                               [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([5], np.int64), "k")])
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
-    calib = [[RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)] for _ in range(8)]
+    calib = [[rng.standard_normal((1, 3, 8, 8)).astype(np.float32)] for _ in range(8)]
     result = convert(proto, quantize="int8", calibration=calib)
     ops = result.report["output"]["ops"]
     assert ops.get("TOPK_V2") == 1 and "DEQUANTIZE" not in ops, ops
@@ -455,17 +461,17 @@ def test_int8_onnx_non_max_suppression_converts():
     ((1, 3, 4, 5), dict(strides=[2, 2], output_shape=[10, 11])),  # one row past the full 9 x 11
     ((1, 3, 7), dict(strides=[2], pads=[1, 0], output_padding=[1])),
 ])
-def test_onnx_conv_transpose_output_padding(xshape, attrs):
+def test_onnx_conv_transpose_output_padding(runtime, xshape, attrs, rng):
     """output_padding / output_shape past the full output: rows and columns only the bias reaches, as
     onnxruntime computes them (TRANSPOSE_CONV's output_shape grown by less than the stride, then the crop)."""
     from onnx import TensorProto, helper
 
     cin, cout, k = xshape[1], 2, [3] * (len(xshape) - 2)
-    w = RNG.standard_normal((cin, cout, *k)).astype(np.float32)
-    bias = RNG.standard_normal(cout).astype(np.float32)
-    x = RNG.standard_normal(xshape).astype(np.float32)
+    w = rng.standard_normal((cin, cout, *k)).astype(np.float32)
+    bias = rng.standard_normal(cout).astype(np.float32)
+    x = rng.standard_normal(xshape).astype(np.float32)
     node = helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=k, **attrs)
-    want, got = _onnx_run([node], ["x"], [("y", TensorProto.FLOAT)], {"w": w, "b": bias}, [x])
+    want, got = _onnx_run(runtime, [node], ["x"], [("y", TensorProto.FLOAT)], {"w": w, "b": bias}, [x])
     for ours in got:
         assert ours[0].shape == want[0].shape
         np.testing.assert_allclose(ours[0], want[0], rtol=0, atol=1e-5 * float(np.abs(want[0]).max()))
@@ -495,6 +501,7 @@ def test_onnx_conv_transpose_refuses_an_output_past_the_stride(attrs, reason):
 # ------------------------------------------------------------------------------------------------ Cortex-M4
 
 
+@needs_c_runtime
 @pytest.mark.slow
 def test_kernels_on_cortex_m4_under_qemu(tmp_path):
     """One model with CONV_3D (on a dequantized int8 input), int8 TOPK_V2 and NMS V4 + V5 (on dequantized boxes
