@@ -780,3 +780,93 @@ def test_seanet_goldens(runtime, family):
                                       err_msg=path.name)
         checked += 1
     assert checked >= 10
+
+
+# ------------------------------------------------------- DENSIFY models (from the C runtime's file), both runtimes
+# CSR and block-sparse constants of FLOAT32, FLOAT16 and INT8, expanded once at prepare: equal to the dense original
+# (so the two runtimes equal each other), LiteRT's reference kernels for float32 / int8 (TFLM cannot DENSIFY); a
+# sparse float16 weight behind DEQUANTIZE (how MediaPipe ships them); malformed structures refused by name.
+
+
+def _sparse_dense(rng, shape, dtype, density=0.3, blocks=None):
+    dense = rng.standard_normal(shape) * 4
+    if blocks:
+        bh, bw = blocks
+        mask = rng.random((shape[0] // bh, shape[1] // bw)) < density
+        dense = dense * np.kron(mask, np.ones(blocks))
+    else:
+        dense = dense * (rng.random(shape) < density)
+    return dense.astype(dtype)
+
+
+def _densify_model(vals, sp, shape, type_, declared_flat=True):
+    from tests.oprunner import op_model_object
+    from edge_sdk.model.writer import write_model
+
+    model = op_model_object("DENSIFY", [T((vals.size,), type_, data=vals)], [T(shape, type_)])
+    t = model.subgraphs[0].tensors[0]
+    if not declared_flat:
+        t.shape = tuple(shape)
+    t.sparsity = sp
+    return write_model(model)
+
+
+@pytest.mark.parametrize("type_,dtype", [("FLOAT32", np.float32), ("FLOAT16", np.float16), ("INT8", np.int8)])
+@pytest.mark.parametrize("layout", ["csr", "blocks"])
+@pytest.mark.parametrize("declared_flat", [True, False])
+def test_densify_equals_the_dense_original(runtime, rng, type_, dtype, layout, declared_flat):
+    shape = (12, 40)
+    if layout == "csr":
+        dense = _sparse_dense(rng, shape, dtype)
+        vals, sp = _csr_2d(dense)
+    else:
+        dense = _sparse_dense(rng, shape, dtype, 0.4, (4, 4))
+        vals, sp = _block_2d(dense, 4, 4)
+    ours = run_on(runtime, _densify_model(vals, sp, shape, type_, declared_flat), [])
+    assert ours[0].dtype == dense.dtype
+    np.testing.assert_array_equal(ours[0], dense)
+
+
+@pytest.mark.parametrize("type_,dtype", [("FLOAT32", np.float32), ("INT8", np.int8)])
+def test_densify_vs_litert_reference(runtime, rng, type_, dtype):
+    dense = _sparse_dense(rng, (8, 6), dtype, 0.5, (2, 2))
+    vals, sp = _block_2d(dense, 2, 2)
+    check_on(runtime, _densify_model(vals, sp, dense.shape, type_, declared_flat=False), [], peer="litert",
+             isolate=True)
+
+
+def test_sparse_float16_weights_behind_dequantize_and_add(runtime, rng):
+    # DENSIFY(float16) -> DEQUANTIZE -> ADD(x, w): how MediaPipe's float models store pruned weights.
+    from edge_sdk.model import schema
+    from edge_sdk.model.types import Operator, OperatorCode, Tensor
+    from edge_sdk.model.writer import write_model
+    from tests.oprunner import op_model_object
+
+    dense = _sparse_dense(rng, (6, 10), np.float16, 0.25)
+    vals, sp = _csr_2d(dense)
+    model = op_model_object("DENSIFY", [T((vals.size,), "FLOAT16", data=vals)], [T((6, 10), "FLOAT16")])
+    sub = model.subgraphs[0]
+    sub.tensors[0].sparsity = sp
+    sub.tensors += [Tensor("w", (6, 10), "FLOAT32"), Tensor("x", (6, 10), "FLOAT32"), Tensor("y", (6, 10), "FLOAT32")]
+    model.operator_codes += [OperatorCode(schema.BUILTIN_OPERATOR_CODES["DEQUANTIZE"], None, 3),
+                             OperatorCode(schema.BUILTIN_OPERATOR_CODES["ADD"], None, 1)]
+    sub.operators += [Operator(1, [1], [2]),
+                      Operator(2, [3, 2], [4], options_type="AddOptions", options={"fused_activation_function": "NONE"})]
+    sub.inputs, sub.outputs = [3], [4]
+    x = rng.standard_normal((6, 10)).astype(np.float32)
+    np.testing.assert_array_equal(run_on(runtime, write_model(model), [x])[0], x + dense.astype(np.float32))
+
+
+def test_malformed_sparsity_is_refused_by_name(runtime, rng):
+    dense = _sparse_dense(rng, (4, 6), np.float32, 0.5)
+    vals, sp = _csr_2d(dense)
+    bad = Sparsity(sp.traversal_order, sp.block_map,
+                   [sp.dim_metadata[0], DimensionMetadata("SPARSE_CSR", 0, sp.dim_metadata[1].array_segments,
+                                                          sp.dim_metadata[1].array_indices + 6)])
+    refused_on(runtime, _densify_model(vals, bad, (4, 6), "FLOAT32"), [], ModelError,
+               {"python": "sparse index out of range", "c": "sparse index outside the dense shape"}[runtime])
+    refused_on(runtime, _densify_model(vals[: vals.size - 1], sp, (4, 6), "FLOAT32"), [], ModelError,
+               {"python": "names 14 values but stores 13", "c": "more values than it stores"}[runtime])
+    if runtime == "c":  # a traversal order that is no permutation: the C runtime refuses it (Python does not check)
+        refused_on(runtime, _densify_model(vals, Sparsity([1, 1], [], sp.dim_metadata), (4, 6), "FLOAT32"), [],
+                   ModelError, "not a permutation")
