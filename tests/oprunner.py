@@ -186,6 +186,14 @@ def op_model_object(op, inputs, outputs, options=None, version=1, custom_options
     return Model(operator_codes=[code], subgraphs=[subgraph], buffers=buffers, description="edge-sdk op test")
 
 
+def _fed(x, detail) -> np.ndarray:
+    """An input as set_tensor takes it: C-contiguous; a 0-d value stays 0-d for a scalar input (np.ascontiguousarray
+    alone makes it shape (1,), which a (1,) input takes and a () input refuses)."""
+    if np.ndim(x) == 0 and len(detail["shape"]) == 0:
+        return np.array(x)
+    return np.ascontiguousarray(x)
+
+
 def run_ours(model_bytes: bytes, inputs) -> list[np.ndarray]:
     """Outputs of our interpreter (edge_sdk.Interpreter, the LiteRT-style API) for one invoke."""
     from edge_sdk import Interpreter
@@ -196,7 +204,7 @@ def run_ours(model_bytes: bytes, inputs) -> list[np.ndarray]:
     if len(details) != len(inputs):
         raise AssertionError(f"the model has {len(details)} inputs, {len(inputs)} given")
     for d, x in zip(details, inputs):
-        interp.set_tensor(d["index"], np.ascontiguousarray(x))
+        interp.set_tensor(d["index"], _fed(x, d))
     interp.invoke()
     return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
 
@@ -349,7 +357,7 @@ def run_invokes(runtime: str, model_bytes: bytes, inputs, invocations: int = 1,
 
     def invoke():
         for d, x in zip(interp.get_input_details(), inputs):
-            interp.set_tensor(d["index"], np.ascontiguousarray(x))
+            interp.set_tensor(d["index"], _fed(x, d))
         interp.invoke()
         return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
 

@@ -641,3 +641,94 @@ def test_whole_models_bit_exact(runtime, rel):
     rng = np.random.default_rng(7)
     xs = [rand(rng, tuple(d["shape"]), np.dtype(d["dtype"])) for d in interp.get_input_details()]
     check(runtime, data, xs, isolate=True)
+
+
+# ---------------------------------------------------------------------- DIV (from the C runtime's test_c_div.py)
+# int32: seeded values with the extremes (INT32_MIN, -1, 0, INT32_MAX), broadcast shapes, every fused activation;
+# zero divisors give 0 and INT32_MIN / -1 wraps (no TFLM there: it traps on both). float32: exact quotients.
+# int8: every input pair for several scale / zero-point sets (the large-quotient shifts past 31 included).
+# Refusals: int16, an unsupported activation, scales out of range. Bit for bit everywhere (float too).
+
+I32_CORNERS = [-(1 << 31), -(1 << 31) + 1, -1, 0, 1, 2, 7, (1 << 31) - 1, -7]
+
+
+
+
+def check_exact(runtime, model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
+    """``runtime`` == TFLM (where it runs the case) and the C case == the Python case, bit for bit, float too."""
+    return check_on(runtime, model, inputs, peer=["tflm"] if tflm else [], c_equals_python=True)
+
+
+def div_model(sa, sb, type_, act="NONE", qa=None, qb=None, qo=None):
+    def spec(shape, q):
+        return T(shape, type_, *q) if q else T(shape, type_)
+    out = np.broadcast_shapes(sa, sb)
+    return op_model("DIV", [spec(sa, qa), spec(sb, qb)], [spec(out, qo)], options={"fused_activation_function": act},
+                    version=2 if type_ == "INT8" else 1)
+
+
+def i32(rng, shape, bits=31):
+    return rng.integers(-(1 << bits), 1 << bits, shape).astype(np.int32)
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((2, 3, 4), (4,)), ((5,), ()), ((), (6,)), ((2, 1, 3), (1, 4, 1))])
+def test_div_int32(runtime, rng, act, shapes):
+    sa, sb = shapes
+    a, b = i32(rng, sa), i32(rng, sb, bits=int(rng.integers(2, 31)))
+    b[b == 0] = 3
+    b[b == -1] = 5
+    m = div_model(sa, sb, "INT32", act)
+    check_exact(runtime, m, [a, b])  # no zero divisor, no INT32_MIN / -1: TFLM runs it
+
+
+def test_div_int32_extremes_and_zero_divisor(runtime, rng):
+    a = np.array([c for c in I32_CORNERS for _ in I32_CORNERS] + list(i32(rng, 19)), np.int32)
+    b = np.array([c for _ in I32_CORNERS for c in I32_CORNERS] + list(i32(rng, 19, bits=4)), np.int32)
+    m = div_model(a.shape, b.shape, "INT32")
+    y = check_exact(runtime, m, [a, b], tflm=False)[0]
+    assert (y[b == 0] == 0).all()
+    assert y[(a == -(1 << 31)) & (b == -1)].tolist() == [-(1 << 31)]
+    ok = (b != 0) & ~((a == -(1 << 31)) & (b == -1))
+    np.testing.assert_array_equal(y[ok], peer_outputs(div_model((int(ok.sum()),), (int(ok.sum()),), "INT32"),
+                                                      [a[ok], b[ok]], "tflm")[0])
+    # a scalar zero divisor (as a constant would be): zeros, no crash
+    m = div_model((4,), (), "INT32")
+    assert not check_exact(runtime, m, [a[:4], np.array(0, np.int32)], tflm=False)[0].any()
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_div_float32(runtime, rng, act):
+    a = (rng.standard_normal((4, 6)) * 10).astype(np.float32)
+    b = (rng.standard_normal((6,)) * 3).astype(np.float32)
+    a[0, :3] = [0.0, 1e30, -1e-30]
+    check_exact(runtime, div_model((4, 6), (6,), "FLOAT32", act), [a, b])
+
+
+DIV_INT8_QUANT = [  # (scale, zp) of a, b, out
+    ((0.05, -3), (0.02, 7), (0.06, 1)),        # numerators 0, -1: rounding exponent 32
+    ((0.5, 100), (0.0001, -128), (0.3, -20)),  # scale ratio 1.7e4
+    ((0.01, 0), (0.5, 0), (0.00002, 0)),       # scale ratio 1e3
+    ((1.0, 127), (1.0, -128), (1.0, 0)),
+]
+
+
+@pytest.mark.parametrize("act", ["NONE", "RELU"])
+@pytest.mark.parametrize("q", DIV_INT8_QUANT, ids=str)
+def test_div_int8_every_pair(runtime, act, q):
+    qa, qb, qo = q
+    m = div_model((256, 1), (1, 256), "INT8", act, qa, qb, qo)
+    check_exact(runtime, m, [ALL_INT8.reshape(256, 1), ALL_INT8.reshape(1, 256)])
+
+
+def test_div_refusals(runtime):
+    z16, zf, z8 = np.zeros(3, np.int16), np.zeros(3, np.float32), np.zeros(3, np.int8)
+    refused_on(runtime, div_model((3,), (3,), "INT16", "NONE", (0.1, 0), (0.1, 0), (0.1, 0)), [z16, z16],
+               UnsupportedOpError)
+    refused_on(runtime, div_model((3,), (3,), "FLOAT32", "TANH"), [zf, zf], UnsupportedOpError,
+               {"python": "TANH", "c": "activation"}[runtime])
+    bad = op_model("DIV", [T((2, 3), "INT32"), T((4, 3), "INT32")], [T((2, 3), "INT32")])
+    refused_on(runtime, bad, [np.zeros((2, 3), np.int32), np.zeros((4, 3), np.int32)], ModelError, "broadcast")
+    if runtime == "c":  # scales out of the C kernel's range (sa / (sb * so) = 1e8): the Python kernel runs them
+        huge = div_model((3,), (3,), "INT8", "NONE", (1.0, 0), (1e-4, 0), (1e-4, 0))
+        refused_on(runtime, huge, [z8, z8], UnsupportedOpError, "scale ratio")
