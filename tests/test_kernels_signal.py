@@ -314,7 +314,7 @@ def test_audio_signal_chain_matches_tflm_frame_by_frame():
 def test_spectral_subtraction_reset_matches_tflm_reset(rng):
     """TFLM's reset() zeroes the noise estimate; our reset_all_variables() does the same (kernel reset hook)."""
     from edge_sdk import Interpreter
-    from tests.test_kernels_stateful import tflm_stream
+    from tests.test_ops_stateful import tflm_stream
 
     o = dict(alternate_one_minus_smoothing=15401, alternate_smoothing=983, clamping=False,
              min_signal_remaining=819, num_channels=12, one_minus_smoothing=15975, smoothing=409,

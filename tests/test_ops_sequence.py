@@ -6,8 +6,8 @@ Single-op models are built with tests.oprunner and run for 1 and 3 invokes: the 
 invokes, so the third invoke's output proves the state handling, and reset_all_variables (edge_reset_state in C)
 must give the first invoke's result again. TFLM runs once per case (tests.oprunner.peer_outputs), whichever runtime
 asks first. Python alone: the kernels run directly (a Node built from the same specs, state arrays kept across
-evals), the table paths against the step paths, prepare's refusals. C alone: resource variables against our
-interpreter (their Python side is tests/test_kernels_stateful.py), the tensor plan of the whole models.
+evals), the table paths against the step paths, prepare's refusals. C alone: every op and the tensor plan of
+the whole models. (Resource variables: tests/test_ops_stateful.py.)
 """
 
 from __future__ import annotations
@@ -693,46 +693,3 @@ def test_fully_connected_int16x8(runtime, case):
     feed = rng.integers(-30000, 30000, shape).astype(np.int16)
     got = check_invokes(runtime, model, [feed], 1, False, check_reset=False)
     assert len(np.unique(got[0])) > 3
-
-
-# ------------------------------------------------------------------------------------------------ resource variables
-
-def _c_stream(model, xs, reset_after=None):
-    from edge_sdk import Interpreter
-
-    c = Interpreter(model_content=model, backend="c")
-    c.allocate_tensors()
-    outs = []
-    for k, x in enumerate(xs):
-        if reset_after is not None and k == reset_after:
-            c.reset_all_variables()
-        c.set_tensor(c.get_input_details()[0]["index"], x)
-        c.invoke()
-        outs.append(np.array(c.get_tensor(c.get_output_details()[0]["index"])))
-    return outs
-
-
-@needs_c_runtime
-@pytest.mark.parametrize("kw", [dict(), dict(type="INT8", q=(0.5, 3)), dict(type="INT16", q=(0.5, 0)),
-                                dict(call_once=False)], ids=["float", "int8", "int16", "no-call-once"])
-def test_c_resource_variables_accumulate_across_invokes(kw):
-    """VAR_HANDLE / READ_VARIABLE / ASSIGN_VARIABLE / CALL_ONCE in C against our interpreter and TFLM (the Python
-    side: tests/test_kernels_stateful.py)."""
-    from edge_sdk.model import read_model
-    from edge_sdk.runtime import backend_c
-    from tests.test_kernels_stateful import accumulator_model, tflm_stream
-    from tests.test_kernels_stateful import run_ours as stateful_run_ours
-
-    model = accumulator_model(**kw)
-    assert backend_c.missing_ops(read_model(model)) == []
-    dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16}[kw.get("type", "FLOAT32")]
-    xs = [np.array(v, dt) for v in ([1, -2], [3, 4], [1, 1], [5, 6])]
-    for reset_after in (None, 2):
-        got = _c_stream(model, xs, reset_after)
-        want = stateful_run_ours(model, xs, reset_after)
-        for g, w in zip(got, want):
-            np.testing.assert_array_equal(g, w)
-    got = _c_stream(model, xs)
-    for g, t in zip(got, tflm_stream(model, xs)):
-        np.testing.assert_array_equal(g, t)
-    assert not np.array_equal(got[0], got[1])  # the state moved
