@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.oprunner import T, check_on, op_model, run_on
+from tests.oprunner import T, check_on, op_model
 
 INT8_ALL = np.arange(-128, 128, dtype=np.int8)
 INT16_SAMPLE = np.concatenate([np.arange(-32768, 32768, 97), [-32768, -1, 0, 1, 32767]]).astype(np.int16)

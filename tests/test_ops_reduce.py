@@ -16,7 +16,7 @@ import pytest
 from edge_sdk.errors import UnsupportedOpError
 from edge_sdk.runtime.kernels import reduce as R
 from tests.nodes import make_node, random_full_range
-from tests.oprunner import T, check_on, op_model, run_on
+from tests.oprunner import T, check_on, op_model
 
 PREPARE = {"MEAN": R.prepare_mean, "SUM": R.prepare_sum, "REDUCE_MAX": R.prepare_reduce_max,
            "ARG_MAX": R.prepare_arg_max}

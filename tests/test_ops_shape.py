@@ -23,7 +23,7 @@ from edge_sdk.runtime.kernels import shape as K
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import DimensionMetadata, Sparsity, numpy_dtype
 from tests.nodes import make_node
-from tests.oprunner import T, assert_same, check_on, op_model, refused_on, run_on
+from tests.oprunner import T, check_on, op_model, refused_on, run_on
 PREPARE = {
     "RESHAPE": K.prepare_reshape, "SQUEEZE": K.prepare_squeeze, "EXPAND_DIMS": K.prepare_expand_dims,
     "SHAPE": K.prepare_shape, "CONCATENATION": K.prepare_concatenation, "PACK": K.prepare_pack,
