@@ -242,7 +242,7 @@ def run_c(model: bytes, inputs) -> list[np.ndarray]:
     """The model through the C runtime's binding (Interpreter(backend="c")): its outputs, as copies. Inputs keep
     their shapes, 0-d included."""
     from edge_sdk import Interpreter
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     interp = Interpreter(model_content=model, backend="c")
     assert isinstance(interp, CInterpreter)

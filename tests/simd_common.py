@@ -15,9 +15,9 @@ NEEDS_GCC_MAKE = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which(
 
 
 def build_backend():
-    from edge_sdk.runtime import backend_c
-    backend_c.build()
-    return backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
+    c_build.build()
+    return c_interpreter
 
 
 def simd_levels(backend):

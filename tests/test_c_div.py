@@ -28,10 +28,10 @@ I32_CORNERS = [-(1 << 31), -(1 << 31) + 1, -1, 0, 1, 2, 7, (1 << 31) - 1, -7]
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def div_model(sa, sb, type_, act="NONE", qa=None, qb=None, qo=None):
@@ -97,7 +97,7 @@ def test_div_int8_every_pair(act, q):
 
 
 def test_div_refusals():
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     with pytest.raises(UnsupportedOpError):
         CInterpreter(model_content=div_model((3,), (3,), "INT16", "NONE", (0.1, 0), (0.1, 0), (0.1, 0))).allocate_tensors()

@@ -29,10 +29,10 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def check(model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
@@ -45,7 +45,7 @@ def check(model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
 
 def refused(model: bytes, inputs, error, match: str) -> None:
     """Both runtimes refuse the model with the same kind of error."""
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     with pytest.raises(error, match=match):
         CInterpreter(model_content=model).allocate_tensors()

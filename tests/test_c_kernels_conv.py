@@ -28,10 +28,10 @@ pytestmark = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("mak
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 @pytest.fixture(scope="module")

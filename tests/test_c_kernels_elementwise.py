@@ -31,10 +31,10 @@ ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def check(model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
@@ -166,7 +166,7 @@ def test_binary_multiplier_shifts_out_of_reach(backend, op, type_, rng):
 
 
 def test_binary_refusals(backend):
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     bad_shapes = op_model("ADD", [T((2, 3), "FLOAT32"), T((4, 3), "FLOAT32")], [T((2, 3), "FLOAT32")])
     with pytest.raises(ModelError, match="broadcast"):
@@ -248,7 +248,7 @@ def test_unary_float32(backend, op, options, rng):
 
 
 def test_unary_refusals(backend):
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     cases = [
         (op_model("LOGISTIC", [T((4,), "INT16", 1e-3, 0)], [T((4,), "INT16", 1e-3, 0)]), UnsupportedOpError),
@@ -385,7 +385,7 @@ def test_softmax(backend, case, shape, rng):
 
 
 def test_softmax_refusals(backend):
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     wrong_out = op_model("SOFTMAX", [T((4,), "INT8", 0.1, 0)], [T((4,), "INT8", 1 / 128, 0)], options={"beta": 1.0})
     with pytest.raises(ModelError, match="1/256"):

@@ -26,10 +26,10 @@ _DT = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "FLOAT32": np.floa
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def _q(type_, scale=0.05, zp=0):

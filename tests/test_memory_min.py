@@ -401,12 +401,12 @@ def test_c_inplace_need_never_above_the_layer_need(name):
     """The C runtime's in-place plan keeps its in-place groups in the lifetimes (no planner memory of its own):
     its whole need (planner memory included) is never above the layer plan's (it was, on these, by 16 bytes
     per tensor)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     data = shared_model(f"tflite-micro/{name}.tflite").read_bytes()
     need = {}
     for memory in ("layer", "inplace"):
-        c = backend_c.CInterpreter(model_content=data, memory=memory)
+        c = c_interpreter.CInterpreter(model_content=data, memory=memory)
         c.allocate_tensors()
         f = c.plan_info()
         need[memory] = max(f["high_water"], f["arena_used"])
@@ -418,16 +418,16 @@ def test_memory_plan_names_are_one_vocabulary():
     """--memory and memory= take layer / inplace / min everywhere (the CLI's choices, both backends, check, flash,
     export, convert); "patch" is no choice any more (it names the plan built with a patch stage)."""
     from edge_sdk.cli import MEMORY_CHOICES
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
     from edge_sdk.runtime.interpreter import MEMORY_PLANS, REALISED_PLANS
     from edge_sdk.targets.check import check_model
     from edge_sdk.tools.flash import flash
 
-    assert MEMORY_CHOICES == backend_c.MEMORY_PLANS == MEMORY_PLANS == ("layer", "inplace", "min")
+    assert MEMORY_CHOICES == c_interpreter.MEMORY_PLANS == MEMORY_PLANS == ("layer", "inplace", "min")
     assert REALISED_PLANS == ("layer", "inplace", "patch")
     data = _chain_model()
     for make in (lambda: Interpreter(model_content=data, memory="patch"),
-                 lambda: backend_c.CInterpreter(model_content=data, memory="patch"),
+                 lambda: c_interpreter.CInterpreter(model_content=data, memory="patch"),
                  lambda: check_model(data, "qemu-mps2-an386", memory="patch"),
                  lambda: flash("unused.tflite", "qemu-mps2-an386", memory="patch")):
         with pytest.raises(ValueError, match="memory must be one of 'layer', 'inplace', 'min'.*not 'patch'"):

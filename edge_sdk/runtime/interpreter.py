@@ -136,12 +136,12 @@ class _Prepared:
 class Interpreter:
     """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring).
 
-    ``backend="c"`` returns an ``edge_sdk.runtime.backend_c.CInterpreter`` instead: the same API over the C
+    ``backend="c"`` returns an ``edge_sdk.runtime.c_interpreter.CInterpreter`` instead: the same API over the C
     micro-runtime in firmware_c/ (built on first use)."""
 
     def __new__(cls, *args, backend: str = "python", **kwargs):
         if backend == "c":
-            from edge_sdk.runtime.backend_c import CInterpreter
+            from edge_sdk.runtime.c_interpreter import CInterpreter
 
             if kwargs.get("memory") == "min" and "patch_plan" not in kwargs:
                 kwargs["patch_plan"] = _c_patch_plan(args, kwargs)

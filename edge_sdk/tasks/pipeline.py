@@ -125,9 +125,9 @@ class Detection(NamedTuple):
 
 
 def _is_c_interpreter(obj) -> bool:
-    """An edge_sdk.runtime.backend_c.CInterpreter (what ``Interpreter(backend="c")`` returns), without importing
+    """An edge_sdk.runtime.c_interpreter.CInterpreter (what ``Interpreter(backend="c")`` returns), without importing
     the C binding for the check."""
-    return any(c.__name__ == "CInterpreter" and c.__module__ == "edge_sdk.runtime.backend_c" for c in type(obj).__mro__)
+    return any(c.__name__ == "CInterpreter" and c.__module__ == "edge_sdk.runtime.c_interpreter" for c in type(obj).__mro__)
 
 
 def open_interpreter(model, arena_size=None, num_threads=None, backend: str = "python"):

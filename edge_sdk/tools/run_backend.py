@@ -7,7 +7,7 @@
 
 ``requested``:
 
-- ``"auto"`` (the tools' default): on Linux, the C runtime (edge_sdk.runtime.backend_c) when its library is
+- ``"auto"`` (the tools' default): on Linux, the C runtime (edge_sdk.runtime.c_interpreter) when its library is
   available — built, shipped prebuilt by `edge deploy`, or buildable with make and the host's C compiler — and
   its loader and prepare accept the model (every node: kernel, types, options); the Python interpreter
   otherwise, with the reason ("C runtime refuses node 3 SELECT_V2: ..."). Both compute the same results (the
@@ -25,7 +25,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk.errors import BuildError, DeviceError, ModelError
 
 AUTO, PYTHON, C = "auto", "python", "c"
 CHOICES = (AUTO, PYTHON, C)
@@ -68,14 +68,14 @@ def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "lay
     """(the allocated CInterpreter, None) when the C runtime loads and prepares ``content``, else (None, why
     not) — why: the library is not available here, or the node it refuses."""
     from edge_sdk.errors import EdgeError
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
-    ok, why = backend_c.available()
+    ok, why = c_interpreter.available()
     if not ok:
         return None, f"C runtime not available here: {why}"
     try:
-        it = backend_c.CInterpreter(model_content=content, num_threads=num_threads, memory=memory)
-    except backend_c.BuildError as exc:
+        it = c_interpreter.CInterpreter(model_content=content, num_threads=num_threads, memory=memory)
+    except BuildError as exc:
         return None, f"C runtime not available here: {' '.join(str(exc).split())[:300]}"
     except (EdgeError, ValueError) as exc:
         return None, c_refusal(exc)
