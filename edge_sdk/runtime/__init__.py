@@ -12,3 +12,7 @@ ctypes: ``Interpreter(..., backend="c")``) and ``c_status`` (its status names).
 May import: the standard library, numpy, edge_sdk.errors / log / resources / timeouts, edge_sdk.model.
 Nothing from targets, device, tasks, tools, the CLI or converters.
 """
+
+# Interpreter(..., backend="c") finds its class registered: imported with the package, so whoever imports
+# edge_sdk.runtime.interpreter can construct it (the subclass imports the interpreter; the reverse would be a cycle).
+from edge_sdk.runtime import c_interpreter  # noqa: E402,F401

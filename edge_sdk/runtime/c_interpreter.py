@@ -22,11 +22,14 @@ equal byte for byte to the Python interpreter's plan.
 
 from __future__ import annotations
 
+import copy
 import ctypes
+import dataclasses
 import os
 import shutil
 import threading
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -34,6 +37,8 @@ from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import c_build
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.c_status import STATUS, status_name
+from edge_sdk.runtime.delegates.base import Partition
+from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
@@ -44,9 +49,11 @@ MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: in-place nodes (memory="inplace", and un
 # EDGE_PLAN_PATCH_CUT, a plan entry's tensor for the patch stage's cut window buffer, is patching.CUT_KEY; the ops
 # a patch stage may hold in the C runtime (edge_init_patch) are patching.C_PATCH_OPS
 PATCH_CUT = CUT_KEY
-# the memory= plans, edge_sdk.runtime.interpreter.MEMORY_PLANS (documented there; importing it here would make an
-# import cycle: tests/test_memory_min.py checks the two are the same)
+# the memory= plans, edge_sdk.runtime.interpreter.MEMORY_PLANS (documented there; tests/test_memory_min.py checks
+# the two are the same)
 MEMORY_PLANS = ("layer", "inplace", "min")
+# patch_plan not given (see CInterpreter)
+_UNSET = object()
 
 _lock = threading.Lock()
 _threads_lock = threading.Lock()
@@ -212,21 +219,31 @@ def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
     return owner, addr + pad
 
 
-class CInterpreter:
-    """A LiteRT-style interpreter over the C runtime (see the module docstring)."""
+class CInterpreter(Interpreter, backend="c"):
+    """``Interpreter(..., backend="c")``: the same Interpreter type, over the C runtime (see the module docstring).
+    Every public method of the Python Interpreter is here, run by the C runtime (tests/test_c_interpreter_type.py
+    lists them); the Python Interpreter's constructor never runs for it. Facts only the Python planner knows
+    (``op_macs``, ``tensor_infos``, ``prepare_report``) come from a Python Interpreter of the same model at the
+    same input shapes.
+
+    ``patch_plan`` (memory="min"): the stage the C runtime runs patch by patch (an
+    edge_sdk.runtime.patching.PatchPlan). ``Interpreter(..., backend="c", memory="min")`` without it lets the
+    Python planner choose it over C_PATCH_OPS (or ``patch_ops``); ``CInterpreter(...)`` itself runs no stage
+    unless given one."""
 
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
-                 plan_only: bool = False, memory: str = "layer", patch_ops=None, patch_plan=None):
+                 backend: str | None = None, plan_only: bool = False, memory: str = "layer", patch_ops=None,
+                 patch_plan=_UNSET):
+        if backend not in (None, "c"):
+            raise ValueError(f"CInterpreter runs the C runtime: backend must be 'c', not {backend!r}")
         if memory not in MEMORY_PLANS:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
         if patch_ops is not None and not set(patch_ops) <= set(C_PATCH_OPS):
             raise ValueError(f"the C runtime runs patch stages of {', '.join(C_PATCH_OPS)} only, not "
                              f"{', '.join(sorted(set(patch_ops) - set(C_PATCH_OPS)))}")
         self._memory = memory
-        # memory="min": the stage and grid (an edge_sdk.runtime.patching.PatchPlan, chosen by the Python planner
-        # over C_PATCH_OPS: Interpreter(..., backend="c") passes it), None: no stage beats the in-place plan
-        self._patch = patch_plan if memory == "min" else None
+        self._patch_ops = patch_ops
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -242,6 +259,13 @@ class CInterpreter:
             data = bytes(model_content)
         else:
             raise ValueError("Exactly one of model_path and model_content must be given")
+        # memory="min": the stage and grid (a PatchPlan; None: no stage beats the in-place plan). Interpreter(...,
+        # backend="c") asks the Python planner when the caller gave none; resize_tensor_input asks it again.
+        self._planner_stage = backend == "c" and memory == "min" and patch_plan is _UNSET
+        if self._planner_stage:
+            self._patch = self._stage_for(data if model is None else model)
+        else:
+            self._patch = patch_plan if memory == "min" and patch_plan is not _UNSET else None
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
         if num_threads is not None:  # LiteRT's checks and messages (as the Python interpreter); None means 1
@@ -251,25 +275,42 @@ class CInterpreter:
                 raise ValueError("num_threads should >= 1")
         self._threads = 1 if num_threads is None else min(int(num_threads), MAX_THREADS)
         self._lib = library()
-        self._model_owner, self._model_addr = _aligned(len(data))
-        ctypes.memmove(self._model_addr, data, len(data))
-        self._model_len = len(data)
         self._budget = None if arena_size is None else int(arena_size)
         self._plan_only = plan_only
         self._interp = ctypes.create_string_buffer(self._lib.edge_host_interp_size() + 16)
         self._handle = ctypes.c_void_p(ctypes.addressof(self._interp))
-        self._ready = False
         self._views: dict[tuple[int, int], np.ndarray] = {}
         # Inputs whose arena bytes other planned buffers reuse during invoke keep their value here (set_tensor
         # writes it) and edge_host_invoke_copies copies it in before every invoke: LiteRT semantics, an input
         # keeps its value until set again. Other inputs are written straight into the arena.
         self._staged: dict[int, np.ndarray] = {}
+        self._load(data)
+        self._parsed: Model | None = model
+        self._resized: dict[tuple[int, int], tuple[int, ...]] = {}  # (subgraph, input) -> shape (resize_tensor_input)
+        self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
+
+    def _load(self, data: bytes) -> None:
+        """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
+        allocation: allocate_tensors prepares and plans afresh."""
+        self._model_owner, self._model_addr = _aligned(len(data))
+        ctypes.memmove(self._model_addr, data, len(data))
+        self._model_len = len(data)
+        self._ready = False
+        self._views.clear()
+        self._staged.clear()
         self._targets: dict[int, np.ndarray] = {}  # input index -> where set_tensor writes (staged or arena)
         self._copies, self._n_copies = None, 0
         self._run, self._run_args = self._not_ready, ()  # edge_host_invoke_copies once allocated (not plan-only)
         self._inputs: tuple[int, ...] = ()
-        self._parsed: Model | None = model
         self._trace_buf = None
+
+    def _stage_for(self, source) -> object:
+        """The patch stage the Python planner chooses for ``source`` (bytes or a Model) over the ops the C runtime
+        runs in a stage (C_PATCH_OPS, or this interpreter's patch_ops)."""
+        model_arg = {"model": source} if isinstance(source, Model) else {"model_content": source}
+        planner = Interpreter(**model_arg, memory="min", patch_ops=self._patch_ops or C_PATCH_OPS)
+        planner.allocate_tensors()
+        return planner.patch_plan()
 
     # ------------------------------------------------------------------ errors
     def error(self) -> tuple[dict, str]:
@@ -436,7 +477,7 @@ class CInterpreter:
     def _details(self, t: int, subgraph: int = 0) -> dict:
         tensor = self.model.subgraphs[subgraph].tensors[t]
         info = self._tensor(2 + subgraph, t) if self._ready else None
-        shape = info["shape"] if info else tuple(tensor.shape)
+        shape = info["shape"] if info else self._resized.get((subgraph, t), tuple(tensor.shape))
         q = tensor.quantization
         if q is not None and q.scale is not None and np.size(q.scale):
             scales = np.asarray(q.scale, np.float32).reshape(-1)
@@ -464,9 +505,9 @@ class CInterpreter:
     def get_output_details(self) -> list[dict]:
         return [self._details(t) for t in self._io_indices(1)]
 
-    def set_tensor(self, tensor_index, value) -> None:
+    def set_tensor(self, tensor_index, value, subgraph_index: int = 0) -> None:
         # fast path: a model input after allocate_tensors, given as an ndarray of exactly its dtype and shape
-        view = self._targets.get(tensor_index)
+        view = self._targets.get(tensor_index) if not subgraph_index else None
         if (view is not None and type(value) is np.ndarray and value.dtype is view.dtype
                 and value.shape == view.shape):
             view[...] = value
@@ -474,7 +515,7 @@ class CInterpreter:
         if view is None:
             if not self._ready:
                 raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
-            view = self._view(int(tensor_index))
+            view = self._view(int(tensor_index), int(subgraph_index))
         value = np.asarray(value)
         if value.dtype != view.dtype:
             raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected type {view.dtype} "
@@ -484,13 +525,13 @@ class CInterpreter:
                              f"for input {tensor_index}.")
         view[...] = value
 
-    def get_tensor(self, tensor_index) -> np.ndarray:
+    def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         if not self._ready:
             raise ValueError(f"Tensor data is null for tensor {tensor_index}: call allocate_tensors() first")
-        t = int(tensor_index)
-        if t in self._staged:
+        t, s = int(tensor_index), int(subgraph_index)
+        if s == 0 and t in self._staged:
             return np.array(self._staged[t])
-        return np.array(self._view(t))
+        return np.array(self._view(t, s))
 
     def invoke(self) -> None:
         status = self._run(*self._run_args)
@@ -612,6 +653,188 @@ class CInterpreter:
     def _require_ready(self, what: str) -> None:
         if not self._ready:
             raise RuntimeError(f"allocate_tensors() must be called before {what}()")
+
+    # ------------------------------------------------------------------ resize
+    def resize_tensor_input(self, input_index, tensor_size, strict: bool = False, subgraph_index: int = 0) -> None:
+        """As Interpreter.resize_tensor_input (same checks and messages). The C runtime's loader takes shapes from
+        the model bytes, so the input's shape is rewritten in a copy of the model (the model you gave stays as
+        it is: ``model``, the details' shape_signature); allocate_tensors then prepares and plans afresh."""
+        model = self.model
+        t, s = self._index(input_index, subgraph_index)
+        sg = model.subgraphs[s]
+        if t not in sg.inputs:
+            raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
+        try:
+            shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
+        except (TypeError, ValueError):
+            raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
+        tensor = sg.tensors[t]
+        if strict:
+            sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+            if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
+                raise ValueError(
+                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
+                    f"(signature {tuple(sig)}, requested {shape})"
+                )
+        now = self._tensor(2 + s, t)["shape"] if self._ready else self._resized.get((s, t), tuple(tensor.shape))
+        if shape == tuple(now):
+            return
+        from edge_sdk.model import write_model
+
+        self._resized[(s, t)] = shape
+        data = write_model(_with_shapes(model, self._resized))
+        self._load(data)
+        self._shadow = None
+        if self._planner_stage:  # the stage was chosen for the old shapes
+            self._patch = self._stage_for(data)
+
+    def _index(self, tensor_index, subgraph_index: int = 0) -> tuple[int, int]:
+        """(tensor, subgraph) checked against the model, with the Python Interpreter's messages."""
+        s = self._subgraph_index(subgraph_index)
+        n = len(self.model.subgraphs[s].tensors)
+        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n}")
+        return int(tensor_index), s
+
+    def _subgraph_index(self, subgraph_index) -> int:
+        n = len(self.model.subgraphs)
+        if not 0 <= int(subgraph_index) < n:
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                             f"{n} subgraphs.")
+        return int(subgraph_index)
+
+    # ------------------------------------------------------------------ the rest of the Interpreter API
+    def num_subgraphs(self) -> int:
+        return len(self.model.subgraphs)
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict]:
+        s = self._subgraph_index(subgraph_index)
+        return [self._details(t, s) for t in range(len(self.model.subgraphs[s].tensors))]
+
+    def tensor(self, tensor_index) -> Callable[[], np.ndarray]:
+        """A function returning a numpy view of the tensor's current memory (the staging array of an input whose
+        arena bytes are reused; don't keep the view across allocate_tensors(), keep the function)."""
+        t, _ = self._index(tensor_index)
+
+        def view() -> np.ndarray:
+            if not self._ready:
+                raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            return self._staged[t] if t in self._staged else self._view(t)
+
+        return view
+
+    def tensor_shapes(self, subgraph_index: int = 0) -> list[tuple[int, ...]]:
+        """Every tensor's shape after the C runtime's prepare, in tensor order."""
+        self._require_ready("tensor_shapes")
+        n = len(self.model.subgraphs[subgraph_index].tensors)
+        return [tuple(self._tensor(2 + subgraph_index, t)["shape"]) for t in range(n)]
+
+    def invoke_subgraph(self, subgraph_index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Run one subgraph on ``inputs`` (written into its input tensors) with edge_invoke_at; its outputs, as
+        copies."""
+        self._require_ready("invoke_subgraph")
+        sg = self.model.subgraphs[subgraph_index]
+        for t, x in zip(sg.inputs, inputs):
+            self._view(t, subgraph_index)[...] = x
+        status = self._lib.edge_invoke_at(self._interp, subgraph_index)
+        if status != 0:
+            raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
+        return [np.array(self._view(t, subgraph_index)) for t in sg.outputs]
+
+    def invoke_profiled(self) -> list[tuple[int, str, float]]:
+        """invoke(), timing each op of subgraph 0 with the C runtime's op timer (host clock): ``[(node_index, op,
+        seconds)]`` in execution order, as Interpreter.invoke_profiled. A trace enabled before stays enabled."""
+        if not self._ready:
+            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+        earlier = self._trace_buf
+        n_ops = sum(len(sg.operators) for sg in self.model.subgraphs)
+        self.enable_trace(max(4096, 4 * n_ops))
+        try:
+            self.invoke()
+            steps = [(e["node"], e["op"], e["ns"] / 1e9) for e in self.trace() if e["subgraph"] == 0]
+        finally:
+            if earlier is None:
+                self._lib.edge_set_timer(self._interp, None, None, 0)
+            else:
+                self._lib.edge_set_timer(self._interp, self._lib.edge_host_timer(), earlier, len(earlier))
+            self._trace_buf = earlier
+        return steps
+
+    def resource_id(self, container: str, shared_name: str) -> int:
+        """The Runtime protocol's id of a resource variable (Python kernels ask it). The C runtime keeps its
+        resource variables itself (edge.c); here the ids number the (container, shared name) pairs asked for."""
+        ids = self.__dict__.setdefault("_resource_ids", {})
+        return ids.setdefault((container, shared_name), len(ids))
+
+    @property
+    def delegates(self) -> list:
+        return []  # the C runtime runs every op itself
+
+    def partitions(self, subgraph_index: int = 0) -> list:
+        """One partition per subgraph, backend "c": the C runtime runs every node (no delegates). Works before
+        allocate_tensors, like Interpreter.partitions."""
+        if not 0 <= int(subgraph_index) < len(self.model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return [Partition("c", part.nodes, part.boundary, part.subgraph)
+                for part in self._python(allocate=False).partitions(subgraph_index)]
+
+    def node_backends(self, subgraph_index: int = 0) -> list[tuple[str, str]]:
+        if not 0 <= int(subgraph_index) < len(self.model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return [("c", "the C runtime runs every node")] * len(self.model.subgraphs[subgraph_index].operators)
+
+    @property
+    def folded_nodes(self) -> list[tuple[int, int]]:
+        """[]: the C runtime folds no constant-only nodes (it runs every node at every invoke)."""
+        return []
+
+    @property
+    def folded_bytes(self) -> int:
+        return 0
+
+    @property
+    def input_staging_bytes(self) -> int:
+        """Bytes outside the arena that keep inputs whose arena bytes the plan reuses (0 before allocate)."""
+        return sum(a.nbytes for a in self._staged.values())
+
+    def op_macs(self, subgraph_index: int = 0) -> list[int | None]:
+        """Multiply-accumulates per operator (the op table's MACs functions on the Python planner's prepared
+        nodes, at this interpreter's input shapes)."""
+        self._require_ready("op_macs")
+        return self._python().op_macs(subgraph_index)
+
+    def tensor_infos(self, s: int) -> list:
+        """The Python planner's TensorInfo per tensor of subgraph ``s`` (at this interpreter's input shapes)."""
+        return self._python(allocate=False).tensor_infos(s)
+
+    def prepare_report(self) -> tuple[list, dict, list]:
+        """The Python prepare's report (Interpreter.prepare_report) at this interpreter's input shapes; what the
+        C runtime's own prepare refuses is edge_sdk.targets.c_check.target_plan's ``refusals``."""
+        return self._python(allocate=False).prepare_report()
+
+    def _python(self, allocate: bool = True) -> Interpreter:
+        """A Python Interpreter of the same model at the same input shapes (made once per shape)."""
+        if self._shadow is None:
+            shadow = Interpreter(model=self.model)
+            for (s, t), shape in self._resized.items():
+                shadow.resize_tensor_input(t, shape, subgraph_index=s)
+            self._shadow = shadow
+        if allocate:
+            self._shadow.allocate_tensors()
+        return self._shadow
+
+
+def _with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
+    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
+    out = copy.copy(model)
+    out.subgraphs = list(model.subgraphs)
+    for (s, t), shape in shapes.items():
+        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
+        sg.tensors = list(sg.tensors)
+        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
+    return out
 
 
 class CSignatureRunner:

@@ -136,18 +136,25 @@ class _Prepared:
 class Interpreter:
     """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring).
 
-    ``backend="c"`` returns an ``edge_sdk.runtime.c_interpreter.CInterpreter`` instead: the same API over the C
-    micro-runtime in firmware_c/ (built on first use)."""
+    ``backend="c"`` makes the same type over the C micro-runtime in firmware_c/ (built on first use): an
+    ``edge_sdk.runtime.c_interpreter.CInterpreter``, the subclass registered for "c" (edge_sdk.runtime imports
+    it), with every public method of this class."""
+
+    # backend name -> the subclass that runs it (`class CInterpreter(Interpreter, backend="c")` registers itself)
+    _BACKENDS: dict[str, type] = {}
+
+    def __init_subclass__(cls, backend: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if backend is not None:
+            Interpreter._BACKENDS[backend] = cls
 
     def __new__(cls, *args, backend: str = "python", **kwargs):
-        if backend == "c":
-            from edge_sdk.runtime.c_interpreter import CInterpreter
-
-            if kwargs.get("memory") == "min" and "patch_plan" not in kwargs:
-                kwargs["patch_plan"] = _c_patch_plan(args, kwargs)
-            return CInterpreter(*args, **kwargs)
-        if backend != "python":
-            raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
+        # Interpreter(..., backend="c") is an instance of the registered subclass; Python then runs that class's
+        # __init__ with the same arguments (never this class's).
+        if cls is Interpreter and backend != "python":
+            if backend not in Interpreter._BACKENDS:
+                raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
+            cls = Interpreter._BACKENDS[backend]
         return super().__new__(cls)
 
     def __init__(
