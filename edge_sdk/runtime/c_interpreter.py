@@ -1,4 +1,5 @@
-"""The C micro-runtime (firmware_c/) as a Python interpreter, through ctypes.
+"""The C micro-runtime (firmware_c/) as the Interpreter's "c" backend, through ctypes: ``CInterpreter`` is an
+``edge_sdk.runtime.interpreter.Interpreter`` (the subclass registered for backend="c") with all of its public methods.
 
     from edge_sdk.runtime.c_interpreter import CInterpreter
     interp = CInterpreter(model_path="net.tflite")       # or edge_sdk.Interpreter(..., backend="c")
@@ -17,7 +18,8 @@ Most inputs are written straight into the arena; the few whose bytes the C plan 
 tiny CPython extension (host/edge_pyfast.c, built beside the library when Python's headers are installed) or,
 without one, through ctypes (~0.5 us more per invoke).
 ``arena_plan()`` returns the C planner's result as an ``edge_sdk.runtime.arena.ArenaPlan`` (tensor buffers only),
-equal byte for byte to the Python interpreter's plan.
+equal byte for byte to the Python interpreter's plan. ``resize_tensor_input`` rewrites the input's shape in a copy
+of the model (the C loader reads shapes from the model bytes) and the next allocate_tensors prepares and plans it.
 """
 
 from __future__ import annotations
