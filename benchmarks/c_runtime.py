@@ -12,11 +12,11 @@
 
 (--only-mac: section 2 alone, optionally --mac-ops NAME-PREFIX ... to run only some of its one-op models.)
 
-1. Host latency per invoke: edge_sdk.runtime.backend_c.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
+1. Host latency per invoke: edge_sdk.runtime.c_interpreter.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
    vs LiteRT (ai-edge-litert, default optimized kernels, 1 thread), same model and same seeded inputs. Every
    (runtime, model) pair is timed in its own child process (a peer that crashes on a model costs one cell),
    median of repeated invokes after a warm-up. Models: ../shared/models (top level) that the C runtime
-   supports; the ones it lacks ops for are listed with backend_c.missing_ops.
+   supports; the ones it lacks ops for are listed with c_interpreter.missing_ops.
 2. Instructions per MAC of int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED on Cortex-M4 under QEMU
    (mps2-an386, -icount shift=0): one firmware image per one-op model (make image MODEL=...,
    tools/image_main.c) times the op with SysTick and prints ticks. With -icount shift=0 each guest instruction
@@ -94,7 +94,7 @@ def child(runtime: str, path: str, seconds: float) -> dict:
     ref.allocate_tensors()
     feeds = _inputs([(tuple(d["shape"]), d["dtype"]) for d in ref.get_input_details()])
     if runtime == "c":
-        from edge_sdk.runtime.backend_c import CInterpreter
+        from edge_sdk.runtime.c_interpreter import CInterpreter
 
         it = CInterpreter(model_content=data)
         it.allocate_tensors()
@@ -133,7 +133,7 @@ def child_vs_litert(path: str, seconds: float, threads: int, only: str = "") -> 
     timed in interleaved bursts."""
     data = Path(path).read_bytes()
     from edge_sdk import Interpreter
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
     from ai_edge_litert.interpreter import Interpreter as Lite, OpResolverType
 
     ref = Interpreter(model_content=data)
@@ -267,7 +267,7 @@ def vs_litert(paths, seconds: float, threads: int) -> None:
 def time_native(path: Path, seconds: float) -> dict | str:
     """edge-run-c's own invoke loop (no Python, no ctypes): (t(n) - t(1)) / (n - 1) over the process wall time."""
     from edge_sdk import Interpreter
-    from edge_sdk.runtime.backend_c import RUNNER
+    from edge_sdk.runtime.c_build import RUNNER
 
     ref = Interpreter(model_content=path.read_bytes())
     ref.allocate_tensors()
@@ -429,14 +429,14 @@ def main(argv=None) -> int:
         instructions_per_mac(a)
         return 0
 
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
     from edge_sdk.model import read_model
 
-    backend_c.build()
+    c_build.build()
     paths = [Path(p) for p in a.models] if a.models else sorted(SHARED.glob("*/*.tflite")) if SHARED.is_dir() else []
     runnable, lacking = [], []
     for p in paths:
-        missing = backend_c.missing_ops(read_model(p.read_bytes()))
+        missing = c_interpreter.missing_ops(read_model(p.read_bytes()))
         (lacking if missing else runnable).append((p, missing))
     print("C runtime lacks ops for:" if lacking else "C runtime supports every model given.")
     for p, missing in lacking:
@@ -450,7 +450,7 @@ def main(argv=None) -> int:
         return 0
 
     print(f"\n1. Host latency per invoke (median, ms; {a.seconds} s per cell, each in its own process)")
-    print("   C = edge_sdk.runtime.backend_c.CInterpreter from Python (set_tensor + invoke through the binding); C-native = "
+    print("   C = edge_sdk.runtime.c_interpreter.CInterpreter from Python (set_tensor + invoke through the binding); C-native = "
           "edge-run-c's own loop (the runtime alone)")
     print(f"{'model':<40} {'C':>9} {'C-native':>9} {'TFLM':>9} {'LiteRT':>9} {'TFLM/C':>7} {'LiteRT/C':>8} "
           f"{'TFLM/Cn':>8}")
@@ -497,7 +497,7 @@ def main(argv=None) -> int:
 
 def memory_sections(runnable) -> None:
     """Sections 3-5: arena bytes per runtime and per plan (--only-memory runs these alone)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     print("\n3. Arena bytes: C (tensor plan + scratch | persistent: structs + op data; total = max(used, high water))"
           " vs TFLM (head | tail; total = print_allocations' 'Arena allocation total')")
@@ -506,7 +506,7 @@ def memory_sections(runnable) -> None:
           f"{'TFLM tot':>9} {'C/TFLM':>7}")
     over = []
     for p, _ in runnable:
-        it = backend_c.CInterpreter(model_content=p.read_bytes())
+        it = c_interpreter.CInterpreter(model_content=p.read_bytes())
         it.allocate_tensors()
         info = it.plan_info()
         c_total = max(info["arena_used"], info["high_water"])
@@ -525,7 +525,7 @@ def memory_sections(runnable) -> None:
     for p, _ in runnable:
         totals = []
         for memory in ("layer", "inplace"):
-            it = backend_c.CInterpreter(model_content=p.read_bytes(), memory=memory)
+            it = c_interpreter.CInterpreter(model_content=p.read_bytes(), memory=memory)
             it.allocate_tensors()
             info = it.plan_info()
             totals.append(max(info["arena_used"], info["high_water"]))
@@ -576,16 +576,16 @@ def memory_sections(runnable) -> None:
 
 
 def board_arena(data: bytes, memory: str, patch=None) -> int | None:
-    """The C runtime's whole arena with the board's 32-bit layout (backend_c.target_plan), None without it."""
+    """The C runtime's whole arena with the board's 32-bit layout (c_check.target_plan), None without it."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.targets import c_check
     from edge_sdk.runtime.op_table import c_type_switches
 
-    if backend_c.ILP32 not in backend_c.target_layouts():
+    if c_check.ILP32 not in c_check.target_layouts():
         return None
     used = {t.type for sg in read_model(data).subgraphs for t in sg.tensors}
     defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
-    plan = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory, patch=patch)
+    plan = c_check.target_plan(data, c_check.ILP32, defs, memory=memory, patch=patch)
     return max(plan.figures["high_water"], plan.figures["arena_used"]) if plan.ok else None
 
 

@@ -12,7 +12,7 @@ import sys
 
 from edge_sdk import log
 from edge_sdk import timeouts as T
-from edge_sdk.errors import DeviceError, EdgeError, ModelError, ProfileError, UsageError
+from edge_sdk.errors import BuildError, DeviceError, EdgeError, ModelError, ProfileError, UsageError
 from edge_sdk.runtime.planner import MEMORY_PLANS  # documented there; a cheap import (no numpy)
 
 # One place maps error types to exit codes (most specific first). 2 is argparse's usage error (UsageError: an
@@ -22,11 +22,27 @@ EXIT_CODES: list[tuple[type[BaseException], int]] = [
     (ModelError, 3),
     (DeviceError, 4),
     (ProfileError, 7),
+    (BuildError, 8),
     (EdgeError, 5),
     (FileNotFoundError, 6),
     (PermissionError, 6),
     (IsADirectoryError, 6),
 ]
+# What each exit status means (`edge --help`; tests/test_cli_exit_codes.py checks every code above is here).
+EXIT_STATUS_HELP = """\
+exit status:
+  0    done (edge check: the model runs, or runs partly on a delegate)
+  1    the command's own "no" (edge check: the model fails on the target; edge profile: the device's outputs
+       differ from the host's), or an internal error (a bug: please report it; -vv shows the traceback)
+  2    argument misuse (one line naming the flag)
+  3    the model cannot be read, converted or run
+  4    a device, board or link failed
+  5    any other edge-sdk error
+  6    a file is missing or cannot be read
+  7    a device profile is malformed or unknown
+  8    the C runtime cannot be built here (a tool is missing, or its build failed)
+  130  interrupted (Ctrl-C, SIGTERM)
+"""
 
 
 # ------------------------------------------------------------------ argument types (bad values exit 2, naming the flag)
@@ -157,6 +173,25 @@ def _cmd_inspect(args) -> int:
 
 def _exit_code(exc: BaseException) -> int:
     return next((c for t, c in EXIT_CODES if isinstance(exc, t)), 1)
+
+
+BUILD_PREFIX = "cannot build the C runtime: "
+
+
+def _build_error_line(exc: BuildError) -> str:
+    """A BuildError as one line (its message may carry the build's output): the first line, and when there is
+    more, the compiler's first "error:" line (the cause; make's closing "Error 1" only repeats that it failed),
+    else the last line of the output."""
+    lines = [" ".join(line.split()) for line in str(exc).splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return type(exc).__name__
+    head = lines[0][len(BUILD_PREFIX):] if lines[0].startswith(BUILD_PREFIX) else lines[0]
+    output = lines[1:]
+    if output:
+        cause = next((line for line in output if "error:" in line.lower()), output[-1])
+        head = f"{head} {cause}"
+    return head[:500]
 
 
 def _cmd_convert(args) -> int:
@@ -546,7 +581,8 @@ HTTP requests:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.")
+    parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_STATUS_HELP)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -844,6 +880,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except BuildError as exc:  # one line, whatever the build printed
+        sys.stderr.write(f"edge {args.command}: {BUILD_PREFIX}{_build_error_line(exc)}\n")
+        return _exit_code(exc)
     except tuple(t for t, _ in EXIT_CODES) as exc:
         code = next(c for t, c in EXIT_CODES if isinstance(exc, t))
         message = str(exc)

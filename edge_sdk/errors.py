@@ -1,7 +1,8 @@
 """One error type per boundary.
 
 Everything wrong with a model — malformed bytes, an op we cannot run, an arena that is too small — is a
-``ModelError`` (a ``ValueError``), so callers catch one type. Links and boards raise ``DeviceError``.
+``ModelError`` (a ``ValueError``), so callers catch one type. Links and boards raise ``DeviceError``;
+a C runtime that cannot be built here raises ``BuildError``.
 The CLI maps these to exit codes in one place (``edge_sdk.cli``); library code never prints or exits.
 """
 
@@ -48,3 +49,8 @@ class ProfileError(EdgeError):
 
 class DeviceError(EdgeError):
     """A device, board or link failed (serial, QEMU, SSH)."""
+
+
+class BuildError(EdgeError, RuntimeError):
+    """The C runtime (its host library, a check runner, a target's objects) could not be built here: a tool is
+    missing or the build failed. Still a ``RuntimeError``, as it was before it joined this hierarchy."""

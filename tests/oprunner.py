@@ -411,7 +411,7 @@ def run_c(model: bytes, inputs) -> list[np.ndarray]:
     their shapes, 0-d included. Without gcc / make the calling test skips for conftest's one reason (a test that
     checks the C runtime beside other things: tests/test_import_onnx_compare.py)."""
     from edge_sdk import Interpreter
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
     from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
 
     if not HAVE_C_RUNTIME:

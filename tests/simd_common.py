@@ -11,9 +11,9 @@ import pytest
 
 
 def build_backend():
-    from edge_sdk.runtime import backend_c
-    backend_c.build()
-    return backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
+    c_build.build()
+    return c_interpreter
 
 
 def simd_levels(backend):

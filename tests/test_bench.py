@@ -206,7 +206,7 @@ def test_backends_litert_and_c(tmp_path):
     trace, table, plot = tmp_path / "c.json", tmp_path / "c.csv", tmp_path / "c.png"
     try:
         r = bench(model, runs=5, warmup=1, backend="c", profile_runs=2, trace=trace, csv=table, plot=plot)
-    except DeviceError as exc:  # no edge_sdk.runtime.backend_c, or no compiler: a clear error naming the backend
+    except DeviceError as exc:  # no edge_sdk.runtime.c_interpreter, or no compiler: a clear error naming the backend
         assert "backend c" in str(exc)
     else:  # the C runtime's own op timer
         assert r["backend"] == "c" and r["latency_us"]["p50"] > 0 and r["arena_bytes"] > 0

@@ -44,10 +44,10 @@ def tflm_totals(paths) -> dict[str, int]:
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def _runnable():
@@ -133,14 +133,14 @@ def test_scratch_never_overlaps_a_live_tensor(backend):
 def test_runtime_structs_stay_small(tmp_path):
     """One edge_tensor_t per tensor and one edge_node_t per op live in the persistent part: 40 and 48 bytes with
     8-byte pointers (TFLM's per-tensor TfLiteEvalTensor is 24, its per-op NodeAndRegistration 64)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build
 
     src = tmp_path / "sizes.c"
     src.write_text('#include <stdio.h>\n#include "edge_kernel.h"\nint main(void) { printf("%u %u %u\\n", '
                    '(unsigned)sizeof(void *), (unsigned)sizeof(edge_tensor_t), (unsigned)sizeof(edge_node_t)); '
                    'return 0; }\n')
     exe = tmp_path / "sizes"
-    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{backend_c.FIRMWARE / 'include'}",
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{c_build.FIRMWARE / 'include'}",
                     "-o", str(exe), str(src)], check=True, capture_output=True)
     ptr, tensor, node = map(int, subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split())
     assert tensor <= 3 * ptr + 16 and node <= 3 * ptr + 24, (ptr, tensor, node)

@@ -3,7 +3,7 @@ firmware_c/cross.mk) and its runner edge-run-c run under qemu-user give the same
 host build (float32 within a few ulps, since libm differs between the CPUs), and the same values as our Python
 interpreter (integers exactly, float32 within 1e-5).
 
-Models: the ../shared models the C runtime runs whole (backend_c.missing_ops picks them; every operator's
+Models: the ../shared models the C runtime runs whole (c_interpreter.missing_ops picks them; every operator's
 output is made a model output too, so each intermediate tensor is compared, not only a saturated softmax) and
 one-operator models from our writer (int8/int16/float CONV_2D, DEPTHWISE_CONV_2D, pooling, FULLY_CONNECTED,
 SOFTMAX, LOGISTIC/TANH, LSTM over several invokes). Inputs are seeded."""
@@ -57,13 +57,13 @@ def _missing_tools(arch: str) -> str | None:
 def builds():
     """Builds the host runner and every cross runner whose tools are present (once; a lock keeps parallel
     workers from compiling into the same directory). {arch: runner path, or the skip reason as a str}."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build
 
     (FW / "build").mkdir(exist_ok=True)
     out: dict[str, Path | str] = {}
     with open(FW / "build" / ".cross.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        backend_c.build()
+        c_build.build()
         for arch in ARCHES:
             reason = _missing_tools(arch)
             if reason:
@@ -227,10 +227,10 @@ def _model_id(p: Path) -> str:
 
 @pytest.mark.parametrize("path", _whole_models(), ids=_model_id)
 def test_shared_model_same_bytes_as_x86_64(arch, builds, path, tmp_path):
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     model = read_model(path.read_bytes())
-    assert backend_c.missing_ops(model) == []
+    assert c_interpreter.missing_ops(model) == []
     _check(arch, builds[arch], _expose_all(model), tmp_path, zlib.crc32(path.name.encode()), _invocations(model))
 
 

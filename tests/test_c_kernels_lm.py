@@ -22,10 +22,10 @@ LM = Path(__file__).resolve().parent.parent / "examples" / "tiny_lm"
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def run_c(backend, model: bytes, feeds):

@@ -189,7 +189,7 @@ def _feed(data, seed):
 
 
 def _c_run(data, memory, x, patch_plan=None):
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     if patch_plan is None:
         c = Interpreter(model_content=data, memory=memory, backend="c")

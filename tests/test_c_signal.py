@@ -2,7 +2,7 @@
 
 SignalWindow, SignalEnergy, SignalFftAutoScale and SignalFilterBankSquareRoot as one-op models (custom options
 encoded by flatbuffers' own FlexBuffers encoder, independently of both our readers), run through
-edge_sdk.runtime.backend_c.CInterpreter and compared exactly with our Python interpreter and TFLM on seeded inputs
+edge_sdk.runtime.c_interpreter.CInterpreter and compared exactly with our Python interpreter and TFLM on seeded inputs
 including the wrap-around corners (-32768, uint32/uint64 extremes). Malformed custom options (truncated,
 garbage, missing keys, wrong value types) must be refused at load with a status and a reason naming the
 problem, also under the ASan/UBSan runner (edge-run-c --fuzz).
@@ -31,10 +31,10 @@ def opts(**kw) -> bytes:
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def run_py(model: bytes, inputs) -> list[np.ndarray]:

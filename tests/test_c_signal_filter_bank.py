@@ -28,10 +28,10 @@ def opts(**kw) -> bytes:
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 class Runners:
@@ -39,7 +39,7 @@ class Runners:
 
     def __init__(self, model: bytes, tflm: bool = True):
         from edge_sdk import Interpreter
-        from edge_sdk.runtime.backend_c import CInterpreter
+        from edge_sdk.runtime.c_interpreter import CInterpreter
         from tflite_micro.python.tflite_micro import runtime
 
         self.c = Interpreter(model_content=model, backend="c")

@@ -25,10 +25,10 @@ def opts(**kw) -> bytes:
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def run(model: bytes, inputs, backend: str) -> list[np.ndarray]:

@@ -23,10 +23,10 @@ INT16, INT32, FLOAT32 = 7, 2, 0
 
 @pytest.fixture(scope="module", autouse=True)
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def rfft_model(shape, fft_length, t=INT16, in_type="INT16", out_type="INT16"):

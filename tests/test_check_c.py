@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from edge_sdk.runtime import backend_c
+from edge_sdk.targets import c_check
 from edge_sdk.targets.check import FAILS, RUNS, check_model, format_check
 from tests.conftest import SHARED_MODELS, shared_model, shared_models
 
@@ -34,7 +34,7 @@ BOARD_MODELS = _board_models(MODELS)
 NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
 needs_qemu = pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
                                 reason=f"needs QEMU and the Arm GCC toolchain: {NEEDS}")
-needs_ilp32 = pytest.mark.skipif(backend_c.ILP32 not in backend_c.target_layouts(),
+needs_ilp32 = pytest.mark.skipif(c_check.ILP32 not in c_check.target_layouts(),
                                  reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf "
                                         "qemu-user) for the board's struct layout")
 
@@ -51,7 +51,7 @@ def test_c_target_arena_is_the_boards_high_water(name):
     assert r.verdict == RUNS and r.checked_by == "c-runtime"
     assert r.arena_bytes == BOARD_HIGH_WATER[name]
     ram = r.ram
-    assert ram["layout"] == backend_c.ILP32 and ram["persistent_bytes"] > 0
+    assert ram["layout"] == c_check.ILP32 and ram["persistent_bytes"] > 0
     assert ram["plan_bytes"] == ram["tensor_bytes"] + ram["scratch_bytes"]
     assert not r.to_dict()["arena_estimate"] and "measured" in r.ram_source
 
@@ -168,7 +168,7 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     g.op("CONV_3D_TRANSPOSE", [t[2]], [t[3]])  # no C kernel
     g.output(t[3])
     data = write_model(g.build())
-    plan = backend_c.target_plan(data, backend_c.HOST)
+    plan = c_check.target_plan(data, c_check.HOST)
     assert not plan.ok and plan.status_name == "EDGE_UNSUPPORTED_TYPE" and plan.error["node"] == 0
     got = [(r["node"], r["status"]) for r in plan.refusals]
     assert got == [(0, "EDGE_UNSUPPORTED_TYPE"), (2, "EDGE_UNSUPPORTED_TYPE"), (3, "EDGE_UNSUPPORTED_OP")], got
@@ -181,7 +181,7 @@ def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusa
     assert "the C runtime's kernels" in format_check(table) or "C kernel table" in format_check(table)
     bad = bytearray(data)
     bad[0:4] = b"\xff\xff\xff\x7f"  # the root table offset past the end: the loader refuses the file
-    broken = backend_c.target_plan(bytes(bad), backend_c.HOST)
+    broken = c_check.target_plan(bytes(bad), c_check.HOST)
     assert not broken.ok and broken.refusals == [] and broken.status_name.startswith("EDGE_MODEL"), \
         broken.to_dict()
 
@@ -191,14 +191,13 @@ def test_board_figure_does_not_depend_on_the_patch_code_switch():
     runner has it in. The arena must not differ: a model with residual ADDs (ADD / SUB / MUL op data holds the
     patch-window fields) plans the same bytes, persistent part included, either way (the QEMU board's
     MobileNetV2 high water was 160 bytes below check's figure, 16 per ADD, before the fields were unconditional)."""
-    from edge_sdk.runtime import backend_c
     from tests.test_patching import chain_model
 
     data = chain_model([("conv", 3, 1, 1, "SAME", 8), ("conv", 1, 1, 1, "SAME", 8), ("add", 1), ("add", 2),
                         ("conv", 1, 1, 1, "SAME", 4)], shape=(1, 8, 8, 3), seed=3)
-    layout = backend_c.ILP32 if backend_c.ILP32 in backend_c.target_layouts() else backend_c.HOST
+    layout = c_check.ILP32 if c_check.ILP32 in c_check.target_layouts() else c_check.HOST
     for memory in ("layer", "inplace"):
-        on = backend_c.target_plan(data, layout, (), memory=memory)
-        off = backend_c.target_plan(data, layout, ("-DEDGE_WITH_PATCH=0",), memory=memory)
+        on = c_check.target_plan(data, layout, (), memory=memory)
+        off = c_check.target_plan(data, layout, ("-DEDGE_WITH_PATCH=0",), memory=memory)
         assert on.ok and off.ok, (on.message, off.message)
         assert on.figures == off.figures, memory

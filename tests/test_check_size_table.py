@@ -5,8 +5,8 @@ import shutil
 
 import pytest
 
-from edge_sdk.runtime import backend_c, op_table
-from edge_sdk.targets import size_table
+from edge_sdk.runtime import op_table
+from edge_sdk.targets import c_footprint, size_table
 from edge_sdk.targets.check import check_model, format_check
 from edge_sdk.targets.profiles import load_profile
 
@@ -39,7 +39,7 @@ def test_table_is_what_the_installed_compiler_measures_now():
         assert fresh == current, "firmware_c/size_table.json is stale: run make -C firmware_c size-table"
         p = load_profile("qemu-mps2-an386")
         entry = size_table.lookup(p, ["conv_2d.c", "softmax.c"])
-        measured = backend_c.runtime_code_bytes(ARM, size_table.code_flags(p), ["conv_2d.c", "softmax.c"])
+        measured = c_footprint.runtime_code_bytes(ARM, size_table.code_flags(p), ["conv_2d.c", "softmax.c"])
         assert entry["per_file"] == measured["per_file"] and entry["bytes"] == measured["bytes"]
     else:
         entry = size_table.lookup(load_profile("qemu-mps2-an386"), sorted(f for _, f in op_table.C_KERNELS.values()))

@@ -1,6 +1,6 @@
 """`edge deploy` ships the C library built for the board's CPU (issue 16 point 5): cross-built here for the
 device's `uname -m` (aarch64, armv7l) or the host build for the machine's own arch, copied into the new venv
-where backend_c loads it, checked to load there, recorded in the manifest; and the deploy says which runtime
+where the C binding (edge_sdk.runtime.c_interpreter) loads it, checked to load there, recorded in the manifest; and the deploy says which runtime
 the device runs the model with. The aarch64 / armhf libraries are loaded under qemu-user; the whole ship step
 runs against a real sshd on 127.0.0.1 (tests/sshd.py), an x86-64 "device"."""
 
@@ -94,7 +94,7 @@ def test_cross_built_library_is_the_devices_and_loads_under_qemu(arch, tmp_path)
     assert proc.returncode == 0, proc.stderr
     run = subprocess.run([*QEMU[arch], str(exe), lib["path"]], capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr
-    from edge_sdk.runtime.backend_c import c_supported_ops, library
+    from edge_sdk.runtime.c_interpreter import c_supported_ops, library
 
     k = 0
     import ctypes
@@ -106,11 +106,11 @@ def test_cross_built_library_is_the_devices_and_loads_under_qemu(arch, tmp_path)
 
 
 def test_the_machines_own_arch_is_the_host_build():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build
 
     here = normalize_arch(os.uname().machine)
     lib = c_library_for(here)
-    assert lib["make_target"] == "host" and Path(lib["path"]) == backend_c.build()
+    assert lib["make_target"] == "host" and Path(lib["path"]) == c_build.build()
     assert _elf(lib["path"])[1] == EM.get(here, _elf(lib["path"])[1])
 
 
@@ -133,7 +133,7 @@ def test_deploy_ships_the_library_and_the_device_runs_the_c_runtime(lab, tmp_pat
     shipped = Path(c["library"])
     assert shipped.parent.name == "_prebuilt" and shipped.parent.parent.name == "edge_sdk"
     assert venv in shipped.parents and shipped.is_file() and sha(shipped) == c["sha256"] == here["sha256"]
-    from edge_sdk.runtime.backend_c import c_supported_ops
+    from edge_sdk.runtime.c_interpreter import c_supported_ops
 
     assert c["kernels"] == len(c_supported_ops()) and not list(shipped.parent.glob(".*.part"))
     assert manifest["runtime_choice"] == {"runtime": "c", "runtime_reason": "C runtime runs all 1 node"}
@@ -141,8 +141,8 @@ def test_deploy_ships_the_library_and_the_device_runs_the_c_runtime(lab, tmp_pat
     # the device's runtime uses the shipped file (no build of its own in the device's cache)
     x = tmp_path / "x.npy"
     np.save(x, np.array([[1, 2, 3, 4]], np.float32))
-    check = lab.ssh(d, remote_command(f"{base}/venv/bin/python", "-c", "from edge_sdk.runtime import backend_c as b; "
-                                      "b.library(); print(b.library_path())"))
+    check = lab.ssh(d, remote_command(f"{base}/venv/bin/python", "-c", "from edge_sdk.runtime import c_build, c_interpreter; "
+                                      "c_interpreter.library(); print(c_build.library_path())"))
     assert check.returncode == 0 and check.stdout.strip() == str(shipped), check.stderr
     run = lab.ssh(d, remote_command(f"{base}/venv/bin/python", "-m", "edge_sdk.cli", "run",
                                     manifest["model"]["path"], str(x), "--json"), timeout=120)

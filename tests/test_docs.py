@@ -72,10 +72,10 @@ def test_c_kernels_parsed_from_sources_by_the_one_parser(tmp_path):
 
 
 def test_c_kernels_equal_the_built_library():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    assert docs.c_kernels() == backend_c.c_supported_ops()
+    c_build.build()
+    assert docs.c_kernels() == c_interpreter.c_supported_ops()
 
 
 def test_devices_table_lists_every_profile():

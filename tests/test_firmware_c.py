@@ -16,6 +16,7 @@ import pytest
 
 from edge_sdk import Interpreter
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.runtime import c_build
 from edge_sdk.runtime.planner import static_plan
 from edge_sdk.model import read_model, write_model
 
@@ -31,10 +32,10 @@ pytestmark = needs_c_runtime
 
 @pytest.fixture(scope="module")
 def backend():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 def _plan_tuples(plan):
@@ -267,7 +268,7 @@ def test_hello_world_int8_through_edge_run_c(backend, tmp_path):
     for v in (-128, -40, 0, 13, 127):
         x = np.array([[v]], np.int8)
         (tmp_path / "in.bin").write_bytes(x.tobytes())
-        proc = subprocess.run([str(backend.RUNNER), str(path), str(tmp_path / "in.bin"), str(tmp_path / "out.bin"),
+        proc = subprocess.run([str(c_build.RUNNER), str(path), str(tmp_path / "in.bin"), str(tmp_path / "out.bin"),
                                "--trace"], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0, proc.stderr
         py.set_tensor(i, x)
@@ -330,7 +331,7 @@ def test_unsupported_op_is_refused_naming_it(backend, tmp_path):
     with pytest.raises(UnsupportedOpError, match=r"node 0 \(FLOOR code 8 v1\)"):
         backend.CInterpreter(model_path=path).allocate_tensors()
     assert "FLOOR v1" in " ".join(backend.missing_ops(model))
-    proc = subprocess.run([str(backend.RUNNER), str(path), "/dev/null", str(tmp_path / "o.bin")],
+    proc = subprocess.run([str(c_build.RUNNER), str(path), "/dev/null", str(tmp_path / "o.bin")],
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 3 and "FLOOR" in proc.stderr
 
@@ -382,7 +383,7 @@ def _fuzz_runner(backend) -> str:
     asan = FW / "build" / "host-asan" / "edge-run-c"
     if proc.returncode == 0 and asan.exists():
         return str(asan)
-    return str(backend.RUNNER)
+    return str(c_build.RUNNER)
 
 
 def test_fuzzed_models_never_crash_the_loader(backend, tmp_path):

@@ -199,11 +199,11 @@ def test_cli_json_keys(capsys):
 
 
 def test_c_backend_names_missing_ops(monkeypatch):
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     # the C runtime has every op of tiny_lm now: pretend it lacks one
 
-    monkeypatch.setattr(backend_c, "missing_ops", lambda model: ["BATCH_MATMUL v1"])
+    monkeypatch.setattr(c_interpreter, "missing_ops", lambda model: ["BATCH_MATMUL v1"])
     with pytest.raises(UnsupportedOpError, match="BATCH_MATMUL"):
         Generator(FLOAT, backend="c")
 

@@ -401,12 +401,12 @@ def test_c_inplace_need_never_above_the_layer_need(name):
     """The C runtime's in-place plan keeps its in-place groups in the lifetimes (no planner memory of its own):
     its whole need (planner memory included) is never above the layer plan's (it was, on these, by 16 bytes
     per tensor)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     data = shared_model(f"tflite-micro/{name}.tflite").read_bytes()
     need = {}
     for memory in ("layer", "inplace"):
-        c = backend_c.CInterpreter(model_content=data, memory=memory)
+        c = c_interpreter.CInterpreter(model_content=data, memory=memory)
         c.allocate_tensors()
         f = c.plan_info()
         need[memory] = max(f["high_water"], f["arena_used"])
@@ -419,17 +419,17 @@ def test_memory_plan_names_are_one_vocabulary():
     export, convert); "patch" is no choice any more (it names the plan built with a patch stage). The names are
     written once, in the planner: the CLI and both backends take that tuple itself."""
     from edge_sdk import cli
-    from edge_sdk.runtime import backend_c, interpreter
+    from edge_sdk.runtime import c_interpreter, interpreter
     from edge_sdk.runtime.planner import MEMORY_PLANS, REALISED_PLANS
     from edge_sdk.targets.check import check_model
     from edge_sdk.tools.flash import flash
 
-    assert cli.MEMORY_PLANS is backend_c.MEMORY_PLANS is interpreter.MEMORY_PLANS is MEMORY_PLANS
+    assert cli.MEMORY_PLANS is c_interpreter.MEMORY_PLANS is interpreter.MEMORY_PLANS is MEMORY_PLANS
     assert MEMORY_PLANS == ("layer", "inplace", "min")
     assert REALISED_PLANS == ("layer", "inplace", "patch")
     data = _chain_model()
     for make in (lambda: Interpreter(model_content=data, memory="patch"),
-                 lambda: backend_c.CInterpreter(model_content=data, memory="patch"),
+                 lambda: c_interpreter.CInterpreter(model_content=data, memory="patch"),
                  lambda: check_model(data, "qemu-mps2-an386", memory="patch"),
                  lambda: flash("unused.tflite", "qemu-mps2-an386", memory="patch")):
         with pytest.raises(ValueError, match="memory must be one of 'layer', 'inplace', 'min'.*not 'patch'"):

@@ -47,11 +47,11 @@ def test_status_table_is_the_def_file():
 @pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
                     reason="the C runtime needs gcc and make")
 def test_status_texts_match_edge_status_str():
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    lib = backend_c.library()
-    assert backend_c.STATUS is c_status.STATUS
+    c_build.build()
+    lib = c_interpreter.library()
+    assert c_interpreter.STATUS is c_status.STATUS
     for value, (_, text) in enumerate(c_status.table()):
         assert lib.edge_status_str(value).decode() == text
     assert lib.edge_status_str(len(c_status.table())).decode() == c_status.status_text(len(c_status.table()))

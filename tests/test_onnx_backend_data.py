@@ -105,16 +105,16 @@ def test_pytorch_export_cases():
 def test_int64_graph_runs_in_both_runtimes():
     """test_operator_non_float_params (int64 Add and Mul) converts (float conversion of an int64 graph) and runs
     in the interpreter, the C runtime and LiteRT's reference kernels with the expected outputs, exactly."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
     from tests.peers import run_litert
 
     case = os.path.join(DATA, "pytorch-operator", "test_operator_non_float_params")
     ins, expected = _load(case, "input"), _load(case, "output")
     assert ins and all(x.dtype == np.int64 for x in ins)
     tflite = convert(os.path.join(case, "model.onnx"), quantize="none").tflite
-    backend_c.build()
+    c_build.build()
     runs = {}
-    for name, it in (("python", Interpreter(model_content=tflite)), ("c", backend_c.CInterpreter(model_content=tflite))):
+    for name, it in (("python", Interpreter(model_content=tflite)), ("c", c_interpreter.CInterpreter(model_content=tflite))):
         it.allocate_tensors()
         for d, x in zip(it.get_input_details(), ins):
             it.set_tensor(d["index"], x)

@@ -127,13 +127,13 @@ def test_registered_dtypes_are_what_the_c_and_python_prepares_take():
     """For each probe op (49) and type (8): the table refuses the type exactly when the C kernel's prepare says
     EDGE_UNSUPPORTED_TYPE (the real C runtime, host build), and the Python row's dtypes exactly when the
     interpreter's prepare refuses the type. A wrong registration fails here, naming the op and the type."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.targets import c_check
 
     wrong = []
     for op in (*_UNARY, *_BINARY, *_SHAPED):
         for dtype in _PROBE_TYPES:
             data = _one_node(op, dtype)
-            plan = backend_c.target_plan(data, backend_c.HOST)
+            plan = c_check.target_plan(data, c_check.HOST)
             c_refuses = plan.status_name == "EDGE_UNSUPPORTED_TYPE" and plan.error.get("node") == 0
             table = op_table.c_refusal(op, 1, dtype) is not None
             if c_refuses != table:

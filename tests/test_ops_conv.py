@@ -443,10 +443,10 @@ def test_macs_counts():
 @pytest.fixture(scope="module")
 def backend():
     """The C runtime's binding, built (the C-only tests below: DSP path, build switches, Cortex-M4 asm)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    backend_c.build()
-    return backend_c
+    c_build.build()
+    return c_interpreter
 
 
 @pytest.fixture(scope="module")

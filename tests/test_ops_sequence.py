@@ -626,10 +626,10 @@ def test_real_models_match_tflm_after_one_and_three_invokes(runtime, name):
 def test_whole_models_have_every_op_and_the_python_plan_in_c(name):
     from edge_sdk import Interpreter
     from edge_sdk.model import read_model
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     data, _, _ = _whole_model(name)
-    assert backend_c.missing_ops(read_model(data)) == []
+    assert c_interpreter.missing_ops(read_model(data)) == []
     c = Interpreter(model_content=data, backend="c")
     c.allocate_tensors()
     py = Interpreter(model_content=data)

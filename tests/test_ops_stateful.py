@@ -225,11 +225,11 @@ def test_resource_variables_accumulate_across_invokes(runtime, kw):
     invokes, with and without a reset before the third: TFLM's stream without the reset, the C case equal to the
     Python case in both."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     model = accumulator_model(**kw)
     if runtime == "c":
-        assert backend_c.missing_ops(read_model(model)) == []
+        assert c_interpreter.missing_ops(read_model(model)) == []
     dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16}[kw.get("type", "FLOAT32")]
     xs = [np.array(v, dt) for v in ([1, -2], [3, 4], [1, 1], [5, 6])]
     _python_and_c_agree(runtime, model, xs, 2, run_stream(runtime, model, xs, reset_after=2))

@@ -56,10 +56,10 @@ def test_checkout_locations():
     assert resources.firmware_dir() == ROOT / "firmware_c"
     assert resources.data_dir("device_profiles") == ROOT / "device_profiles"
     assert resources.builds_in_place() and resources.host_tree() == ROOT / "firmware_c"
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build
     from edge_sdk.tools import flash
 
-    assert backend_c.LIBRARY == ROOT / "firmware_c" / "build" / "host" / "libedge.so"
+    assert c_build.LIBRARY == ROOT / "firmware_c" / "build" / "host" / "libedge.so"
     assert flash.APP == ROOT / "firmware_c" / "app"
 
 
@@ -140,7 +140,7 @@ import json, sys
 import numpy as np
 import edge_sdk
 from edge_sdk import Interpreter, resources
-from edge_sdk.runtime import backend_c
+from edge_sdk.runtime import c_build
 x = np.arange(-4, 4, dtype=np.int8).reshape(1, 8)
 outs = {}
 for backend in ("python", "c"):
@@ -149,7 +149,7 @@ for backend in ("python", "c"):
     it.set_tensor(it.get_input_details()[0]["index"], x)
     it.invoke()
     outs[backend] = it.get_tensor(it.get_output_details()[0]["index"]).tolist()
-print(json.dumps({"outs": outs, "library": str(backend_c.LIBRARY), "package": edge_sdk.__file__,
+print(json.dumps({"outs": outs, "library": str(c_build.LIBRARY), "package": edge_sdk.__file__,
                   "firmware": str(resources.firmware_dir()), "sys_path": sys.path}))
 """
 

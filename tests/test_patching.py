@@ -304,7 +304,7 @@ def test_c_refuses_a_bad_patch_stage():
     """A stage that is not a closed chain of window ops, or a grid finer than the cut, is refused with the
     node named (EDGE_BAD_ARGUMENT), never run."""
     from edge_sdk.errors import ModelError
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     data = chain_model(CHAINS["residual"] + [("gelu",)], seed=2)  # node 3 is an ADD, node 7 a GELU
     it = Interpreter(model_content=data, memory="min")
@@ -375,12 +375,12 @@ def test_inspect_shows_the_patch_plan():
 def _board_figure(data: bytes, memory: str, patch=None) -> int:
     """What edge check reports for the board: the 32-bit check runner's max(high water, arena used)."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.targets import c_check
     from edge_sdk.runtime.op_table import c_type_switches
 
     used = {t.type for sg in read_model(data).subgraphs for t in sg.tensors}
     defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
-    figures = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory, patch=patch).figures
+    figures = c_check.target_plan(data, c_check.ILP32, defs, memory=memory, patch=patch).figures
     return max(figures["high_water"], figures["arena_used"])
 
 
@@ -518,7 +518,7 @@ def test_c_runs_any_valid_stage_and_grid_bit_exact(chain):
     model input or from a tensor inside the graph, one patch row or column, more patches than the choice would
     take; the ones it refuses are refused cleanly (a ModelError naming the reason)."""
     from edge_sdk.errors import ModelError
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
 
     data = chain_model(_c_chain(chain), shape=(1, 21, 19, 3), seed=9)
     x = _feed(data, 8)

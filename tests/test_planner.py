@@ -154,7 +154,7 @@ def test_c_backend_min_gets_the_planner_stage_without_an_interpreter(monkeypatch
     plan's."""
     import numpy as np
 
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     data = chain_model(CHAINS["same_s1_s2"], dtype="INT8", seed=5)
     py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
@@ -173,7 +173,7 @@ def test_c_backend_min_gets_the_planner_stage_without_an_interpreter(monkeypatch
 
     monkeypatch.setattr(Interpreter, "__init__", no_interpreter)
     for make in (lambda: Interpreter(model_content=data, memory="min", backend="c"),
-                 lambda: backend_c.CInterpreter(model_content=data, memory="min")):
+                 lambda: c_interpreter.CInterpreter(model_content=data, memory="min")):
         c = make()
         got = c.patch_plan()
         assert (got.nodes, got.grid, got.ram, got.buffer_bytes) == (want.nodes, want.grid, want.ram,

@@ -113,27 +113,27 @@ def _stateful(model) -> bool:
 
 
 def _host_library() -> None:
-    """Build/load the C host library under a lock between processes: backend_c builds a checkout's library in
+    """Build/load the C host library under a lock between processes: edge_sdk.runtime.c_build builds a checkout's library in
     place (make writes libedge.so directly), so two xdist workers building it at once can load a half-written
     file ("file too short")."""
     import fcntl
     import hashlib
     import tempfile
 
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build, c_interpreter
 
-    key = hashlib.sha256(str(backend_c.HOST_TREE).encode()).hexdigest()[:12]
+    key = hashlib.sha256(str(c_build.HOST_TREE).encode()).hexdigest()[:12]
     with open(Path(tempfile.gettempdir()) / f"edge-sdk-host-{key}.lock", "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
-            backend_c.library()
+            c_interpreter.library()
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _skip_reason(name: str, data: bytes, model) -> str | None:
     """Why this model is not run on the board (None: run it)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
     from edge_sdk.targets.profiles import load_profile
 
     _host_library()
@@ -142,7 +142,7 @@ def _skip_reason(name: str, data: bytes, model) -> str | None:
     io_types = {t.type for t in ins + outs}
     if io_types & {"FLOAT32", "FLOAT16", "FLOAT64"} or not io_types & {"INT8", "INT16"}:
         return f"{name}: not an int8/int16 model (inputs/outputs {sorted(io_types)})"
-    missing = backend_c.missing_ops(model)
+    missing = c_interpreter.missing_ops(model)
     if missing:
         return f"{name}: the C runtime has no kernel for {', '.join(missing)}"
     profile = load_profile(PROFILE)

@@ -59,9 +59,9 @@ def test_choose_runtime():
 @linux
 def test_choose_runtime_without_the_c_library(monkeypatch):
     """No library and nothing to build it with: auto says so and runs Python; forcing c is a device error."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
-    monkeypatch.setattr(backend_c, "available", lambda: (False, "not built and gcc not found on PATH to build it"))
+    monkeypatch.setattr(c_interpreter, "available", lambda: (False, "not built and gcc not found on PATH to build it"))
     choice = choose_runtime(classifier_model())
     assert choice.name == "python"
     assert choice.reason == "C runtime not available here: not built and gcc not found on PATH to build it"

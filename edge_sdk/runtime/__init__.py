@@ -6,9 +6,14 @@
 What lives here: ``interpreter`` (prepare validates, eval runs blind), ``planner`` (which arena plan a model gets
 and why: layer, in place, patch stage; the auto rule), ``arena`` (the one plan: offset, size,
 first and last use per tensor), ``op_table`` (one row per op), ``kernels/`` (the Python kernels, one
-``prepare_<op>`` each), ``delegates/`` (partitions handed to LiteRT, an external .so, NNAPI plans) and
-``backend_c`` (the C runtime in firmware_c/ through ctypes).
+``prepare_<op>`` each), ``delegates/`` (partitions handed to LiteRT, an external .so, NNAPI plans),
+``c_build`` (building the C runtime in firmware_c/ for this machine), ``c_interpreter`` (the C runtime through
+ctypes: ``Interpreter(..., backend="c")``) and ``c_status`` (its status names).
 
 May import: the standard library, numpy, edge_sdk.errors / log / resources / timeouts, edge_sdk.model.
 Nothing from targets, device, tasks, tools, the CLI or converters.
 """
+
+# Interpreter(..., backend="c") finds its class registered: imported with the package, so whoever imports
+# edge_sdk.runtime.interpreter can construct it (the subclass imports the interpreter; the reverse would be a cycle).
+from edge_sdk.runtime import c_interpreter  # noqa: E402,F401

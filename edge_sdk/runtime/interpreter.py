@@ -126,18 +126,25 @@ class _Prepared:
 class Interpreter:
     """A LiteRT-compatible interpreter over edge-sdk's kernels (see the module docstring).
 
-    ``backend="c"`` returns an ``edge_sdk.runtime.backend_c.CInterpreter`` instead: the same API over the C
-    micro-runtime in firmware_c/ (built on first use)."""
+    ``backend="c"`` makes the same type over the C micro-runtime in firmware_c/ (built on first use): an
+    ``edge_sdk.runtime.c_interpreter.CInterpreter``, the subclass registered for "c" (edge_sdk.runtime imports
+    it), with every public method of this class."""
+
+    # backend name -> the subclass that runs it (`class CInterpreter(Interpreter, backend="c")` registers itself)
+    _BACKENDS: dict[str, type] = {}
+
+    def __init_subclass__(cls, backend: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if backend is not None:
+            Interpreter._BACKENDS[backend] = cls
 
     def __new__(cls, *args, backend: str = "python", **kwargs):
-        if backend == "c":
-            from edge_sdk.runtime.backend_c import CInterpreter
-
-            if kwargs.get("memory") == "min" and "patch_plan" not in kwargs:
-                kwargs["patch_plan"] = _c_patch_plan(args, kwargs)
-            return CInterpreter(*args, **kwargs)
-        if backend != "python":
-            raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
+        # Interpreter(..., backend="c") is an instance of the registered subclass; Python then runs that class's
+        # __init__ with the same arguments (never this class's).
+        if cls is Interpreter and backend != "python":
+            if backend not in Interpreter._BACKENDS:
+                raise ValueError(f"backend must be 'python' or 'c', not {backend!r}")
+            cls = Interpreter._BACKENDS[backend]
         return super().__new__(cls)
 
     def __init__(
@@ -1012,26 +1019,6 @@ def _sparsity_details(sp) -> dict:
         "block_map": np.array(sp.block_map, np.int32),
         "dim_metadata": dims,
     }
-
-
-def _c_patch_plan(args, kwargs):
-    """The patch stage the C runtime runs for Interpreter(..., backend="c", memory="min"): the planner's
-    (edge_sdk.runtime.planner.c_patch_stage: the model file's shapes, no Python interpreter), over the ops the C
-    runtime's patch execution covers (patching.C_PATCH_OPS, or the caller's patch_ops)."""
-    from pathlib import Path
-
-    model = kwargs.get("model")
-    path = kwargs.get("model_path", args[0] if args else None)
-    content = kwargs.get("model_content", args[1] if len(args) > 1 else None)
-    if model is None and content is None and path is not None:
-        try:
-            content = Path(path).read_bytes()
-        except OSError as e:
-            raise ModelError(f"cannot read model file {path}: {e.strerror or e}") from e
-    source = model if model is not None else content
-    if source is None:
-        raise ValueError("Exactly one of model_path and model_content must be given")
-    return _planner.c_patch_stage(source, kwargs.get("patch_ops"))
 
 
 def _no_step(_inputs, _outputs) -> None:

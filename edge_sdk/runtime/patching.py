@@ -31,7 +31,7 @@ from edge_sdk.runtime import op_table
 # input of the output's shape, every constant broadcast along no spatial axis). Read from the rows, never listed.
 PATCH_OPS = tuple(name for name, r in op_table.ROWS.items() if r.patch)
 # what the C runtime's patch execution covers (firmware_c/src/edge.c, patch_setup): all of them, so both runtimes
-# choose the same stages (its own name: the ops edge_sdk.runtime.backend_c checks a caller's patch_ops against)
+# choose the same stages (its own name: the ops edge_sdk.runtime.c_interpreter checks a caller's patch_ops against)
 C_PATCH_OPS = PATCH_OPS
 MAX_GRID = 8
 # the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,

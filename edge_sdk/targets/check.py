@@ -18,11 +18,11 @@ How it decides:
    (``runtime = "python"``), the verdict: the interpreter's own errors (use before def, double writers,
    missing kernels, ...) are the node's problems.
 2. On a C target (``runtime = "c"``: the microcontrollers) the C runtime judges: its own loader, prepare and
-   planner run once (``edge_sdk.runtime.backend_c.target_plan``), built with the model's type switches as
+   planner run once (``edge_sdk.targets.c_check.target_plan``), built with the model's type switches as
    `edge flash` builds it and with the board's 32-bit struct layout (arm-linux-gnueabihf-gcc + qemu-arm), or
    the host's layout when only a host compiler is there. A C-runtime profile for 64-bit Linux (x86-64 /
    aarch64) is measured with the library as it runs there, SIMD fast paths and their packed weights in
-   (``backend_c.linux_layout``: the host build on the host's architecture, the aarch64 build under
+   (``c_check.linux_layout``: the host build on the host's architecture, the aarch64 build under
    qemu-aarch64 emulating the profile's CPU; else the host's portable build, an estimate). Every node without a C kernel (the op table's C
    side, generated from the kernels' registrations) and every node a C prepare refused (one run: the runner
    records each refusal and prepares the next node, ``TargetPlan.refusals``) are problems. Without any C
@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from edge_sdk.runtime.delegates.base import plan_partitions
-from edge_sdk.errors import ModelError, UnsupportedOpError
+from edge_sdk.errors import BuildError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.model import Model, read_model, write_model
 from edge_sdk.targets.profiles import CPU, Profile, Violation, load_profile, node_dtype
@@ -324,13 +324,12 @@ def _c_node(model: Model, error: dict):
 
 
 def _runtime_stack(model: Model, profile: Profile) -> dict:
-    """The C runtime's stack on this target for this model's kernels (backend_c.runtime_stack: the target's
+    """The C runtime's stack on this target for this model's kernels (c_footprint.runtime_stack: the target's
     compiler with -fcallgraph-info=su), or {"error": why not}."""
     import shutil
 
-    from edge_sdk.runtime import backend_c, op_table
-
-    from edge_sdk.targets import size_table
+    from edge_sdk.runtime import op_table
+    from edge_sdk.targets import c_footprint, size_table
 
     compiler = profile.toolchain.get("compiler", "")
     flags = size_table.code_flags(profile)
@@ -347,15 +346,15 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         rows = op_table.gen_ops_module().scan()
         names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
         out = dict(_cached(("stack", compiler, flags, tuple(names)),
-                           lambda: backend_c.runtime_stack(compiler, flags, names)))
+                           lambda: c_footprint.runtime_stack(compiler, flags, names)))
         files = sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used})
         try:
-            out["runtime_code"] = {**backend_c.runtime_code_bytes(compiler, flags, files),
+            out["runtime_code"] = {**c_footprint.runtime_code_bytes(compiler, flags, files),
                                    "source": "compiled objects"}
-        except backend_c.BuildError as exc:
+        except BuildError as exc:
             out["runtime_code"] = {"error": str(exc).splitlines()[0]}
         return out
-    except (backend_c.BuildError, OSError) as exc:
+    except (BuildError, OSError) as exc:
         return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
 
 
@@ -384,29 +383,29 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
 
     # ---- the runtime's own verdict on every node
     c_plan = None
-    # a C-runtime profile on 64-bit Linux: measured with the library as it runs there (backend_c.linux_layout)
+    # a C-runtime profile on 64-bit Linux: measured with the library as it runs there (c_check.linux_layout)
     linux_c = is_c and profile.kind in ("linux", "host") and profile.arch in ("x86_64", "aarch64")
     c_layout, c_cpu = None, (profile.cpu if linux_c and profile.arch == "aarch64" else None)
     c_defs = _type_defines(model, profile)  # the C build's type switches (and DSP emulation) for this target
     if is_c:
         result.checked_by = "c-table"
         if c_runtime:
-            from edge_sdk.runtime import backend_c
+            from edge_sdk.targets import c_check
 
             try:
                 plan_kind = memory or "layer"
                 if linux_c:  # the library a 64-bit Linux target runs: fast paths (and their packed weights) in
-                    c_layout = backend_c.linux_layout(profile.arch)
+                    c_layout = c_check.linux_layout(profile.arch)
                     if c_layout is None:
-                        c_layout = backend_c.HOST if backend_c.HOST in backend_c.target_layouts() else None
+                        c_layout = c_check.HOST if c_check.HOST in c_check.target_layouts() else None
                         result.notes.append(
                             f"no build of the C runtime for {profile.arch} Linux here (needs "
-                            f"{backend_c.AARCH64_CC} and {backend_c.QEMU_AARCH64} for aarch64): RAM measured "
+                            f"{c_check.AARCH64_CC} and {c_check.QEMU_AARCH64} for aarch64): RAM measured "
                             "without the SIMD fast paths, whose packed weights are not counted (an estimate)")
-                c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu, c_defs), lambda: backend_c.target_plan(
+                c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu, c_defs), lambda: c_check.target_plan(
                     data, c_layout, type_defs=c_defs, memory=plan_kind,
                     patch=planner.c_patch_stage(data) if plan_kind == "min" else None, cpu=c_cpu))
-            except backend_c.BuildError as exc:
+            except BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
         if c_plan is not None:
@@ -471,7 +470,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     result.memory_request = memory
     runtime = "c" if is_c else "python"
     if c_plan is not None and c_plan.ok:
-        from edge_sdk.runtime import backend_c
+        from edge_sdk.targets import c_check
 
         measured = {memory or "layer": c_plan}  # by the memory= each was measured with
 
@@ -480,11 +479,11 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             if asked not in measured:
                 try:
                     measured[asked] = _cached(("c", digest, asked, c_plan.layout, c_cpu, c_defs),
-                                              lambda: backend_c.target_plan(
+                                              lambda: c_check.target_plan(
                                                   data, c_plan.layout, c_defs, memory=asked,
                                                   patch=planner.c_patch_stage(data) if asked == "min" else None,
                                                   cpu=c_cpu))
-                except (backend_c.BuildError, ModelError):
+                except (BuildError, ModelError):
                     measured[asked] = None
             got = measured[asked]
             return max(got.figures["high_water"], got.figures["arena_used"]) if got is not None and got.ok else None
@@ -519,14 +518,14 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                       "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
                       "persistent_bytes": f.get("persistent"), "high_water": f["high_water"],
                       "layout": c_plan.layout}
-        from edge_sdk.runtime import backend_c
+        from edge_sdk.targets import c_check
 
-        emulated = c_cpu if c_cpu in backend_c.QEMU_AARCH64_CPUS else "max"
+        emulated = c_cpu if c_cpu in c_check.QEMU_AARCH64_CPUS else "max"
         result.ram_source = (("measured: the C runtime's prepare and planner as this Linux target's library runs "
                               "them (SIMD fast paths and their packed weights in; "
-                              + ("this machine's CPU)" if c_plan.layout == backend_c.LINUX_HOST else
+                              + ("this machine's CPU)" if c_plan.layout == c_check.LINUX_HOST else
                                  f"the aarch64 build under qemu-aarch64 emulating {emulated})"))
-                             if c_plan.layout in (backend_c.LINUX_HOST, backend_c.LINUX_AARCH64) else
+                             if c_plan.layout in (c_check.LINUX_HOST, c_check.LINUX_AARCH64) else
                              ("measured: the C runtime's prepare and planner built with the board's 32-bit "
                               "struct layout" if profile.arch.startswith("arm") else
                               f"measured with a 32-bit ARM build of the C runtime ({profile.arch}'s ILP32 struct "

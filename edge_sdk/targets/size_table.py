@@ -5,7 +5,7 @@
     python -m edge_sdk.targets.size_table --check firmware_c/size_table.json   # exit 1 when stale
 
 For every distinct (compiler, code-generation flags) of the C profiles whose compiler is installed when the
-table is made, edge.c and every src/kernels/*.c file are compiled exactly as ``backend_c.runtime_code_bytes``
+table is made, edge.c and every src/kernels/*.c file are compiled exactly as ``c_footprint.runtime_code_bytes``
 compiles them (the profile's -m/-O/-f flags, every type path compiled in) and each object's sections are summed:
 ``text`` (.text*), ``rodata`` (.rodata*), ``data`` (.data*: flash too, copied to RAM at start-up). A file's
 ``bytes`` is their sum, the figure ``runtime_code_bytes`` gives for it, so the table is what `edge check`
@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 
 from edge_sdk import resources
+from edge_sdk.errors import BuildError
 
 FORMAT = 1
 TABLE_NAME = "size_table.json"
@@ -58,19 +59,19 @@ def _compiler_version(compiler: str) -> str:
 
 def measure(compiler: str, flags: tuple[str, ...]) -> dict[str, dict]:
     """{file stem: {"text", "rodata", "data", "bytes", "source"}} for edge.c and every kernel file, compiled by
-    ``compiler`` with ``flags`` (the objects ``backend_c.stack_graph`` builds). BuildError when it cannot."""
-    from edge_sdk.runtime import backend_c
+    ``compiler`` with ``flags`` (the objects ``c_footprint.stack_graph`` builds). BuildError when it cannot."""
+    from edge_sdk.targets import c_footprint
 
-    folder = backend_c.runtime_objects(compiler, tuple(flags))
+    folder = c_footprint.runtime_objects(compiler, tuple(flags))
     size_tool = compiler[: -len("gcc")] + "size" if compiler.endswith("gcc") else "size"
     if shutil.which(size_tool) is None:
-        raise backend_c.BuildError(f"{size_tool} not found on PATH")
+        raise BuildError(f"{size_tool} not found on PATH")
     out = {}
     for src in _sources():
         obj = folder / (src.stem + ".o")
         proc = subprocess.run([size_tool, "-A", str(obj)], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
-            raise backend_c.BuildError(f"{size_tool} -A {obj.name} failed: {proc.stderr.strip()[-300:]}")
+            raise BuildError(f"{size_tool} -A {obj.name} failed: {proc.stderr.strip()[-300:]}")
         sums = {"text": 0, "rodata": 0, "data": 0}
         for line in proc.stdout.splitlines():
             parts = line.split()
@@ -148,7 +149,6 @@ def main(argv=None) -> int:
     group.add_argument("--write", metavar="PATH", help="measure and write the table")
     group.add_argument("--check", metavar="PATH", help="measure and exit 1 when PATH differs")
     a = ap.parse_args(argv)
-    from edge_sdk.runtime.backend_c import BuildError
 
     try:
         text = render(generate())

@@ -26,7 +26,7 @@ top-p (the smallest set of most likely tokens whose probability reaches p), then
 ``numpy.random.default_rng(seed)`` stream: the same seed gives the same text.
 
 Backends: ``python`` (edge_sdk.Interpreter), ``litert`` (ai_edge_litert's Interpreter), ``c`` (the C
-runtime through edge_sdk.runtime.backend_c and its signature runner; an UnsupportedOpError names the ops it lacks).
+runtime through edge_sdk.runtime.c_interpreter and its signature runner; an UnsupportedOpError names the ops it lacks).
 On a microcontroller board the same loop runs on the device: ``edge_sdk.device.generation``.
 """
 
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edge_sdk.errors import ModelError, UnsupportedOpError
+from edge_sdk.errors import BuildError, ModelError, UnsupportedOpError
 
 METADATA_NAME = "edge_generate"
 BACKENDS = ("python", "litert", "c")
@@ -301,16 +301,16 @@ class Generator:
 
 def _c_interpreter(model, data: bytes):
     """The C runtime on this model (UnsupportedOpError naming the ops it lacks, or why it cannot be built)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
     try:
-        missing = backend_c.missing_ops(model)
-    except backend_c.BuildError as exc:
+        missing = c_interpreter.missing_ops(model)
+    except BuildError as exc:
         raise UnsupportedOpError(f"backend c: {exc}") from None
     if missing:
         raise UnsupportedOpError(f"backend c: the C runtime has no kernel for {', '.join(missing)} "
                                  "(use --backend python or litert)")
-    return backend_c.CInterpreter(model_content=data)
+    return c_interpreter.CInterpreter(model_content=data)
 
 
 def format_stats(result: dict) -> str:

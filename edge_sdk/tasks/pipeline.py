@@ -124,19 +124,13 @@ class Detection(NamedTuple):
 # ------------------------------------------------------------------------------------------------- model
 
 
-def _is_c_interpreter(obj) -> bool:
-    """An edge_sdk.runtime.backend_c.CInterpreter (what ``Interpreter(backend="c")`` returns), without importing
-    the C binding for the check."""
-    return any(c.__name__ == "CInterpreter" and c.__module__ == "edge_sdk.runtime.backend_c" for c in type(obj).__mro__)
-
-
 def open_interpreter(model, arena_size=None, num_threads=None, backend: str = "python"):
     """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model`` or an Interpreter, and a name.
-    ``backend``: "python" or "c" (``Interpreter(backend=...)``: the C runtime's CInterpreter, the same API)."""
+    ``backend``: "python" or "c" (``Interpreter(backend=...)``: the C runtime's CInterpreter, the same type)."""
     from edge_sdk.runtime.interpreter import Interpreter
     from edge_sdk.model.types import Model
 
-    if isinstance(model, Interpreter) or _is_c_interpreter(model):
+    if isinstance(model, Interpreter):  # either backend: Interpreter(backend="c") is an Interpreter too
         model.allocate_tensors()
         return model, "<interpreter>"
     if isinstance(model, Model):

@@ -127,16 +127,16 @@ class _Runner:
             return
         elif backend == "c":
             try:
-                from edge_sdk.runtime import backend_c
+                from edge_sdk.runtime import c_interpreter
             except ImportError as exc:
-                raise DeviceError("backend 'c' needs edge_sdk.runtime.backend_c (the C runtime's Python binding), which "
+                raise DeviceError("backend 'c' needs edge_sdk.runtime.c_interpreter (the C runtime's Python binding), which "
                                   f"this edge-sdk does not have ({exc}); use --backend python or litert") from exc
-            make = getattr(backend_c, "CInterpreter", None) or getattr(backend_c, "Interpreter", None)
+            make = getattr(c_interpreter, "CInterpreter", None) or getattr(c_interpreter, "Interpreter", None)
             if make is None:
-                raise DeviceError("edge_sdk.runtime.backend_c has no interpreter class; use --backend python or litert")
+                raise DeviceError("edge_sdk.runtime.c_interpreter has no interpreter class; use --backend python or litert")
             try:
                 self.interp = make(model_content=content, num_threads=threads)
-            except (RuntimeError, OSError) as exc:  # backend_c.BuildError: no compiler, or the build failed
+            except (RuntimeError, OSError) as exc:  # BuildError: no compiler, or the build failed
                 raise DeviceError(f"backend 'c' is not usable here: {exc}") from exc
         else:
             raise ValueError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
@@ -180,7 +180,7 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
             names.update(((0, index), op) for index, op, _ in steps)
     else:  # c: the runtime's own op timer (host clock, ns)
         if not hasattr(interp, "enable_trace"):
-            return None, "no per-op times with backend c: this edge_sdk.runtime.backend_c has no op trace"
+            return None, "no per-op times with backend c: this edge_sdk.runtime.c_interpreter has no op trace"
         interp.enable_trace()
         for _ in range(n):
             t = clock()

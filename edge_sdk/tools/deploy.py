@@ -26,10 +26,10 @@ What happens on the device (``remote_dir``, default ``~/.edge-sdk``):
    ``uname -m`` (aarch64: ``make aarch64`` with aarch64-linux-gnu-gcc; armv7l: ``make armhf`` with
    arm-linux-gnueabihf-gcc; the host's own arch: ``make host``; ``c_library_for``) — copied into the new venv as
    ``edge_sdk/_prebuilt/libedge.so`` (a temporary name, sha256-checked, renamed: atomic), where
-   ``backend_c`` loads it instead of building, and checked to load there (one ``python -c``); the manifest's
+   ``edge_sdk.runtime.c_interpreter`` loads it instead of building, and checked to load there (one ``python -c``); the manifest's
    ``c_backend`` records it (shipped, arch, compiler, sha256). Otherwise, when the device has ``cc`` and
    ``make``, the new venv builds its C host library
-   (``edge_sdk.runtime.backend_c.build()``: the wheel carries firmware_c as ``edge_sdk/_bundled/firmware_c``, built
+   (``edge_sdk.runtime.c_build.build()``: the wheel carries firmware_c as ``edge_sdk/_bundled/firmware_c``, built
    out of tree under the device's ``resources.cache_dir()/c-runtime/``). A wheel without the bundle (an older
    one passed as ``wheel=``) gets firmware_c shipped into site-packages and built there, as before. A
    failure is a note in the result, never fatal. Then the device's own ``edge_sdk.tools.run_backend`` says which
@@ -70,7 +70,7 @@ from edge_sdk.device.ssh import (
     remote_command,
     require_openssh,
 )
-from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.errors import BuildError, DeviceError, EdgeError, ModelError
 
 REMOTE_DIR = "~/.edge-sdk"
 MIN_PYTHON = (3, 10)
@@ -679,16 +679,16 @@ def ships_c_library(info: dict, ship_c: str = "auto") -> bool:
 def c_library_for(arch: str) -> dict:
     """The C host library built here for a device of ``arch`` (``uname -m``: aarch64, armv7l, x86_64):
     {"path", "arch", "make_target", "compiler", "sha256"}. The machine's own arch: the host build
-    (backend_c.build()); another: firmware_c's cross target (``make aarch64`` / ``make armhf``), in the same
+    (c_build.build()); another: firmware_c's cross target (``make aarch64`` / ``make armhf``), in the same
     tree the host build uses. DeviceError when the compiler is missing here or the build fails."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_build
 
     arch = normalize_arch(arch)
     here = normalize_arch(os.uname().machine)
     if arch == here:
         try:
-            path = backend_c.build()
-        except backend_c.BuildError as exc:
+            path = c_build.build()
+        except BuildError as exc:
             raise DeviceError(f"building the C library for {arch} here failed: {' '.join(str(exc).split())[:400]}") \
                 from None
         return {"path": str(path), "arch": arch, "make_target": "host", "compiler": os.environ.get("CC", "gcc"),
@@ -702,10 +702,10 @@ def c_library_for(arch: str) -> dict:
         raise DeviceError(f"cross-building the C library for {arch} needs {' and '.join(missing)} here "
                           f"(apt-get install {packages} make)")
     try:
-        tree = resources.ensure_host_tree(backend_c.FIRMWARE)
+        tree = resources.ensure_host_tree(c_build.FIRMWARE)
     except OSError as exc:
         raise DeviceError(f"cannot copy the C runtime's sources for the {arch} build: {exc}") from None
-    lock = tree / "build" / target if tree == backend_c.FIRMWARE else tree
+    lock = tree / "build" / target if tree == c_build.FIRMWARE else tree
     lock.parent.mkdir(parents=True, exist_ok=True)
     with resources.build_lock(lock):
         proc = subprocess.run(["make", "-s", "-C", str(tree), target, f"PYTHON={sys.executable}"],
@@ -717,16 +717,17 @@ def c_library_for(arch: str) -> dict:
     return {"path": str(path), "arch": arch, "make_target": target, "compiler": cc, "sha256": sha256_file(path)}
 
 
-# argv: none; prints the path where backend_c looks for a shipped library (in this venv's edge_sdk)
-_PREBUILT_PATH = "from edge_sdk.runtime import backend_c; print(backend_c.PREBUILT)"
-# argv: none; loads the shipped library the way backend_c does and prints its path and kernel count
-_CHECK_PREBUILT = ("from edge_sdk.runtime import backend_c as b; assert b.library_path() == b.PREBUILT, "
-                   "'not used: ' + str(b.library_path()); b.library(); print(b.PREBUILT, len(b.c_supported_ops()))")
+# argv: none; prints the path where the C binding looks for a shipped library (in this venv's edge_sdk)
+_PREBUILT_PATH = "from edge_sdk.runtime import c_build; print(c_build.PREBUILT)"
+# argv: none; loads the shipped library the way the C binding does and prints its path and kernel count
+_CHECK_PREBUILT = ("from edge_sdk.runtime import c_build as b, c_interpreter as c; "
+                   "assert b.library_path() == b.PREBUILT, 'not used: ' + str(b.library_path()); c.library(); "
+                   "print(b.PREBUILT, len(c.c_supported_ops()))")
 
 
 def _ship_c_library(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, arch: str) -> dict:
     """Build the C library here for the device's CPU (``c_library_for``), copy it into the venv where
-    backend_c finds it (temporary name, sha256 checked, renamed), and check it loads there. Optional: a
+    the C binding finds it (temporary name, sha256 checked, renamed), and check it loads there. Optional: a
     failure is a note (the shipped file is removed again), never fatal."""
     label = conn.target.label
     vpy = f"{base}/venvs/{venv_name}/bin/python"
@@ -807,12 +808,12 @@ def wheel_bundles_firmware(wheel: str | Path) -> bool:
 
 # argv: none; builds the installed runtime's C host library (out of tree, in the device's cache) and prints
 # its path as the last line
-_BUILD_C = "from edge_sdk.runtime import backend_c; print(backend_c.build())"
+_BUILD_C = "from edge_sdk.runtime import c_build; print(c_build.build())"
 
 
 def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str, python: str, fresh: bool,
                      wheel: str | Path | None = None) -> dict:
-    """Build the C host library for the new venv: with ``edge_sdk.runtime.backend_c.build()`` in that venv when the
+    """Build the C host library for the new venv: with ``edge_sdk.runtime.c_build.build()`` in that venv when the
     wheel carries firmware_c (it builds in the device's cache folder), else by shipping firmware_c
     (everything but build/) next to edge_sdk in the venv's site-packages and running ``make host`` there.
     Optional: never fatal."""
@@ -827,7 +828,7 @@ def _build_c_backend(conn: SSHConnection, info: dict, base: str, venv_name: str,
                 return previous
             return {"built": False,
                     "note": "C backend: runtime reused without a C build; deploy a new runtime to build it"}
-        log.stage(f"{conn.target.label}: building the C backend on the device (backend_c.build)")
+        log.stage(f"{conn.target.label}: building the C backend on the device (c_build.build)")
         proc = conn.run(remote_command("env", f"CC={info['cc']}", f"{vdir}/bin/python", "-c", _BUILD_C),
                         timeout=T.DEPLOY_C_BUILD_TIMEOUT, check=False, what="building the C backend")
         lines = (proc.stdout or "").strip().splitlines()

@@ -87,7 +87,7 @@ class ExportResult:
 # ------------------------------------------------------------------------------------------------ sizes
 # EDGE_MODEL_ARENA_BYTES is measured on the exported sources themselves (the export's edge.c, its kernels and its
 # op table, with the export's type switches): the portable kernels, as the user builds them. Not the host library
-# of `edge run` / backend_c, which is built with the SIMD fast paths (-DEDGE_WITH_SIMD=1) whose packed weights and
+# of `edge run` / the C binding (edge_sdk.runtime.c_interpreter), which is built with the SIMD fast paths (-DEDGE_WITH_SIMD=1) whose packed weights and
 # im2col scratch live in the arena: person_detect --memory patch needs 304720 B there, 47168 B in the export.
 ARENA_SOURCES = {
     "target": "measured: edge_init_patch's exact need for this model with these sources as exported, built for the "

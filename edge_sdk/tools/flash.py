@@ -44,7 +44,7 @@ from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, 
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import ARM_PACKAGES, BOARD_LIST, FIRMWARE_FLASH_METHODS, INSTALL_HINTS
-from edge_sdk.errors import ArenaTooSmallError, DeviceError, ModelError, UnsupportedOpError
+from edge_sdk.errors import ArenaTooSmallError, BuildError, DeviceError, ModelError, UnsupportedOpError
 
 FIRMWARE = resources.firmware_dir()  # the checkout's firmware_c/, or the installed copy (read only: builds go elsewhere)
 APP = FIRMWARE / "app"
@@ -169,13 +169,14 @@ def patch_plan_for(data: bytes):
 def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:
     """Arena bytes to give the C runtime on the target: its high-water mark plus ARENA_MARGIN and ARENA_SLACK (at
     most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
-    can be built with the board's 32-bit layout here (``backend_c.target_plan``, what `edge check` reports),
+    can be built with the board's 32-bit layout here (``c_check.target_plan``, what `edge check` reports),
     else the host build's (64-bit structs: more than the board needs), else the Python plan. ``memory``: the
     plan (planner.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
     patch_plan_for gives)."""
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
+    from edge_sdk.targets import c_check
 
-    if backend_c.ILP32 in backend_c.target_layouts():
+    if c_check.ILP32 in c_check.target_layouts():
         try:
             from edge_sdk.model import read_model
             from edge_sdk.runtime.op_table import c_type_switches
@@ -183,9 +184,9 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             model = read_model(data)
             used = {t.type for sg in model.subgraphs for t in sg.tensors}
             defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
-            plan = backend_c.target_plan(data, backend_c.ILP32, defs, memory=memory,
-                                         patch=patch_plan_for(data) if memory == "min" else None)
-        except backend_c.BuildError as exc:
+            plan = c_check.target_plan(data, c_check.ILP32, defs, memory=memory,
+                                       patch=patch_plan_for(data) if memory == "min" else None)
+        except BuildError as exc:
             log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
             plan = None
         if plan is not None and plan.ok:
@@ -195,8 +196,8 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
                 size = budget
             return (size + 15) // 16 * 16
     try:
-        interp = backend_c.CInterpreter(model_content=data, memory=memory,
-                                        patch_plan=patch_plan_for(data) if memory == "min" else None)
+        interp = c_interpreter.CInterpreter(model_content=data, memory=memory,
+                                            patch_plan=patch_plan_for(data) if memory == "min" else None)
         interp.allocate_tensors()
         info = interp.plan_info()
         need = max(info["high_water"], info["arena_used"])

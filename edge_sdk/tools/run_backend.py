@@ -7,13 +7,13 @@
 
 ``requested``:
 
-- ``"auto"`` (the tools' default): on Linux, the C runtime (edge_sdk.runtime.backend_c) when its library is
+- ``"auto"`` (the tools' default): on Linux, the C runtime (edge_sdk.runtime.c_interpreter) when its library is
   available — built, shipped prebuilt by `edge deploy`, or buildable with make and the host's C compiler — and
   its loader and prepare accept the model (every node: kernel, types, options); the Python interpreter
   otherwise, with the reason ("C runtime refuses node 3 SELECT_V2: ..."). Both compute the same results (the
   integer kernels bit-exact, float within the tests' tolerance), the C runtime faster.
-- ``"c"``: the C runtime, or an error in one line when it is not available (DeviceError) or refuses the model
-  (ModelError), naming the node.
+- ``"c"``: the C runtime, or an error in one line when it is not available (DeviceError), its build fails
+  (BuildError) or it refuses the model (ModelError), naming the node.
 - ``"python"``: the Python interpreter (it runs every op of the op table; delegates are the Python API's).
 
 The Python API (``edge_sdk.Interpreter``) keeps its own default, ``backend="python"``: this is the tools'.
@@ -25,7 +25,7 @@ import re
 import sys
 from dataclasses import dataclass
 
-from edge_sdk.errors import DeviceError, ModelError
+from edge_sdk.errors import BuildError, DeviceError, ModelError
 
 AUTO, PYTHON, C = "auto", "python", "c"
 CHOICES = (AUTO, PYTHON, C)
@@ -64,18 +64,22 @@ def _node_count(model) -> int:
     return sum(len(sg.operators) for sg in model.subgraphs)
 
 
-def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "layer"):
+def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "layer", *,
+              raise_build_error: bool = False):
     """(the allocated CInterpreter, None) when the C runtime loads and prepares ``content``, else (None, why
-    not) — why: the library is not available here, or the node it refuses."""
+    not) — why: the library is not available here, or the node it refuses. ``raise_build_error``: a library that
+    should build here but does not (its build failed, the compiler is gone) raises its BuildError instead."""
     from edge_sdk.errors import EdgeError
-    from edge_sdk.runtime import backend_c
+    from edge_sdk.runtime import c_interpreter
 
-    ok, why = backend_c.available()
+    ok, why = c_interpreter.available()
     if not ok:
         return None, f"C runtime not available here: {why}"
     try:
-        it = backend_c.CInterpreter(model_content=content, num_threads=num_threads, memory=memory)
-    except backend_c.BuildError as exc:
+        it = c_interpreter.CInterpreter(model_content=content, num_threads=num_threads, memory=memory)
+    except BuildError as exc:
+        if raise_build_error:
+            raise
         return None, f"C runtime not available here: {' '.join(str(exc).split())[:300]}"
     except (EdgeError, ValueError) as exc:
         return None, c_refusal(exc)
@@ -89,7 +93,8 @@ def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "lay
 def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | None = None,
                    memory: str = "layer") -> RuntimeChoice:
     """The runtime for ``content`` (a .tflite's bytes) under ``requested`` (module docstring). Forcing "c" on a
-    model the C runtime refuses raises ModelError; on a machine where it cannot be built, DeviceError."""
+    model the C runtime refuses raises ModelError; on a machine without its library or the tools to build it,
+    DeviceError; when its build fails, BuildError (the CLI's own exit status for it)."""
     if requested not in CHOICES:
         raise ValueError(f"backend must be one of {', '.join(CHOICES)}, not {requested!r}")
     if requested == PYTHON:
@@ -97,7 +102,7 @@ def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | Non
     if requested == AUTO and not sys.platform.startswith("linux"):
         return RuntimeChoice(PYTHON, f"the C runtime is the default on Linux only (this is {sys.platform}; "
                                      "--backend c forces it)", requested)
-    it, why = c_accepts(content, num_threads, memory)
+    it, why = c_accepts(content, num_threads, memory, raise_build_error=requested == C)
     if it is None:
         if requested == C:
             if why.startswith("C runtime not available"):

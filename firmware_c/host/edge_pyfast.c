@@ -1,9 +1,9 @@
-/* edge_pyfast.c - one CPython function for edge_sdk.runtime.backend_c's hot path: invoke without ctypes.
+/* edge_pyfast.c - one CPython function for edge_sdk.runtime.c_interpreter's hot path: invoke without ctypes.
  *
  * ctypes spends ~0.5 us converting arguments on every call, which is most of an invoke of a tiny model. This
  * module is independent of the runtime (no link to libedge.so): Python hands it the address of
  * edge_host_invoke_copies (from ctypes) with the interpreter's arguments, and it calls that with the GIL
- * released. backend_c builds it beside the host library when Python's headers are installed and falls back
+ * released. edge_sdk.runtime.c_build builds it beside the host library when Python's headers are installed and falls back
  * to ctypes otherwise.
  *
  *     invoke(function_address, interp_address, copies_address, n_copies) -> status (int)
@@ -46,7 +46,7 @@ static PyMethodDef edge_pyfast_methods[] = {
 };
 
 static struct PyModuleDef edge_pyfast_module = {
-    PyModuleDef_HEAD_INIT, "_edge_pyfast", "edge_sdk.runtime.backend_c's invoke without ctypes", -1, edge_pyfast_methods,
+    PyModuleDef_HEAD_INIT, "_edge_pyfast", "edge_sdk.runtime.c_interpreter's invoke without ctypes", -1, edge_pyfast_methods,
     NULL, NULL, NULL, NULL,
 };
 

@@ -1,16 +1,16 @@
-"""The C micro-runtime (firmware_c/) as a Python backend, through ctypes.
+"""The C micro-runtime (firmware_c/) as the Interpreter's "c" backend, through ctypes: ``CInterpreter`` is an
+``edge_sdk.runtime.interpreter.Interpreter`` (the subclass registered for backend="c") with all of its public methods.
 
-    from edge_sdk.runtime.backend_c import CInterpreter
+    from edge_sdk.runtime.c_interpreter import CInterpreter
     interp = CInterpreter(model_path="net.tflite")       # or edge_sdk.Interpreter(..., backend="c")
     interp.allocate_tensors()                            # edge_init: verify, prepare, plan
     interp.set_tensor(interp.get_input_details()[0]["index"], x)
     interp.invoke()
     y = interp.get_tensor(interp.get_output_details()[0]["index"])
 
-The host library (firmware_c/build/host/libedge.so) is built on first use with ``make -C firmware_c host``
-(gcc and make must be on PATH; the error says which one is missing). An installed copy builds out of tree:
-in a copy of its bundled sources under the cache folder (``edge_sdk.resources.host_tree``). Results are bit-identical to the
-Python kernels for the ops the C runtime has (``c_supported_ops()``; ``missing_ops(model)`` names the rest).
+The host library is built on first use (``edge_sdk.runtime.c_build``; a ``BuildError`` says why it cannot be).
+Results are bit-identical to the Python kernels for the ops the C runtime has (``c_supported_ops()``;
+``missing_ops(model)`` names the rest).
 
 LiteRT semantics on top of the C runtime: an input keeps the value ``set_tensor`` gave it until it is set again.
 Most inputs are written straight into the arena; the few whose bytes the C plan reuses after their last reader
@@ -18,42 +18,32 @@ Most inputs are written straight into the arena; the few whose bytes the C plan 
 tiny CPython extension (host/edge_pyfast.c, built beside the library when Python's headers are installed) or,
 without one, through ctypes (~0.5 us more per invoke).
 ``arena_plan()`` returns the C planner's result as an ``edge_sdk.runtime.arena.ArenaPlan`` (tensor buffers only),
-equal byte for byte to the Python interpreter's plan.
-
-For `edge check` on a microcontroller: ``target_plan(data)`` runs the C runtime's loader, prepare and planner
-once, naming every node a prepare refuses (``TargetPlan.refusals``),
-built with the board's 32-bit struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
-qemu-arm; the host build when those are missing, said so in ``TargetPlan.layout``): its high-water mark is the
-board's to the byte. ``runtime_stack`` / ``runtime_code_bytes`` compile the runtime with the target's compiler
-(-fcallgraph-info=su) for the stack of the deepest call chain and the code of an op set.
+equal byte for byte to the Python interpreter's plan. ``resize_tensor_input`` rewrites the input's shape in a copy
+of the model (the C loader reads shapes from the model bytes) and the next allocate_tensors prepares and plans it.
 """
 
 from __future__ import annotations
 
+import copy
 import ctypes
-import importlib.util
+import dataclasses
 import os
 import shutil
-import subprocess
-import sys
-import sysconfig
 import threading
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
 from edge_sdk.runtime import arena as _arena
+from edge_sdk.runtime import c_build
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import MEMORY_PLANS, c_patch_stage  # the memory= plans (documented there)
-from edge_sdk.runtime.c_status import STATUS, status_name, status_names  # noqa: F401 (re-exported)
-from edge_sdk import resources
+from edge_sdk.runtime.c_status import STATUS, status_name
+from edge_sdk.runtime.delegates.base import Partition
+from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
-
-FIRMWARE = resources.firmware_dir()  # the sources (the checkout's firmware_c/, or the installed copy)
-HOST_TREE = resources.host_tree(FIRMWARE)  # where `make host` runs: FIRMWARE itself, or its copy in the cache
-LIBRARY = HOST_TREE / "build" / "host" / "libedge.so"
-RUNNER = HOST_TREE / "build" / "host" / "edge-run-c"
 
 _ORDERINGS = ("size", "first_use", "lifetime", "area")
 DEFAULT_ARENA = 1 << 20
@@ -62,6 +52,8 @@ MEMORY_MIN = 2  # EDGE_INIT_MEMORY_MIN: in-place nodes (memory="inplace", and un
 # EDGE_PLAN_PATCH_CUT, a plan entry's tensor for the patch stage's cut window buffer, is patching.CUT_KEY; the ops
 # a patch stage may hold in the C runtime (edge_init_patch) are patching.C_PATCH_OPS
 PATCH_CUT = CUT_KEY
+# patch_plan not given (see CInterpreter)
+_UNSET = object()
 
 _lock = threading.Lock()
 _threads_lock = threading.Lock()
@@ -81,83 +73,10 @@ def _set_threads(lib):
             fn.restype = ctypes.c_int32
         lib._edge_set_threads = fn
     return fn or None
+
+
 _lib: ctypes.CDLL | None = None
-_pyfast = None  # the extension module when it loaded (see _load_pyfast)
-
-
-class BuildError(RuntimeError):
-    """The host library could not be built (a tool is missing or the build failed)."""
-
-
-def build() -> Path:
-    """Build firmware_c's host library and runner (make -C firmware_c host; a no-op when up to date);
-    returns the library's path."""
-    missing = [tool for tool in ("make", os.environ.get("CC", "gcc")) if shutil.which(tool) is None]
-    if missing:
-        raise BuildError(
-            f"cannot build the C runtime: {', '.join(missing)} not found on PATH "
-            f"(install make and a C compiler, e.g. `apt-get install make gcc`)"
-        )
-    cmd = ["make", "-C", str(HOST_TREE), "host", f"PYTHON={sys.executable}"]
-    if HOST_TREE != FIRMWARE:  # an installed copy: its sources copied into the cache once, built there
-        try:
-            resources.ensure_host_tree(FIRMWARE)
-        except OSError as exc:
-            raise BuildError(f"cannot copy the C runtime's sources from {FIRMWARE} to {HOST_TREE}: {exc}") from exc
-    # One build at a time (test workers, parallel users): the lock lives in the (ignored) build folder.
-    lock_tree = HOST_TREE / "build" / "host" if HOST_TREE == FIRMWARE else HOST_TREE
-    lock_tree.parent.mkdir(parents=True, exist_ok=True)
-    with resources.build_lock(lock_tree):
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-        _build_pyfast()
-    return LIBRARY
-
-
-PYFAST = LIBRARY.parent / f"_edge_pyfast{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
-
-
-def _build_pyfast() -> Path | None:
-    """Compile host/edge_pyfast.c for this Python when it is missing or older than its source; None when it
-    cannot be built here (no Python headers, no compiler): the ctypes path is used then."""
-    src = HOST_TREE / "host" / "edge_pyfast.c"
-    include = sysconfig.get_paths().get("include")
-    if not src.is_file() or not include or not (Path(include) / "Python.h").is_file():
-        return None
-    if PYFAST.is_file() and PYFAST.stat().st_mtime >= src.stat().st_mtime:
-        return PYFAST
-    tmp = PYFAST.with_name(PYFAST.name + f".{os.getpid()}.tmp")
-    proc = subprocess.run([os.environ.get("CC", "gcc"), "-O2", "-shared", "-fPIC", f"-I{include}", str(src), "-o",
-                           str(tmp)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        return None
-    os.replace(tmp, PYFAST)  # whole file or nothing: a concurrent loader never sees half of it
-    return PYFAST
-
-
-def _load_pyfast():
-    """The extension module, or None (not built / does not load: ctypes serves)."""
-    if not PYFAST.is_file():
-        return None
-    try:
-        spec = importlib.util.spec_from_file_location("_edge_pyfast", PYFAST)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except (ImportError, OSError):
-        return None
-    return module
-
-
-# A library built elsewhere for this machine's CPU (`edge deploy` cross-builds it on the host for a board without
-# a compiler and copies it here, into the installed package): used instead of building when the package is an
-# installed copy (not a checkout, which always builds its own) and it loads.
-PREBUILT = resources.PACKAGE_DIR / "_prebuilt" / "libedge.so"
-
-
-def _prebuilt() -> Path | None:
-    return PREBUILT if HOST_TREE != FIRMWARE and PREBUILT.is_file() else None
+_pyfast = None  # the extension module when it loaded (see edge_sdk.runtime.c_build.load_pyfast)
 
 
 def available() -> tuple[bool, str]:
@@ -166,19 +85,14 @@ def available() -> tuple[bool, str]:
     built or loaded (``library()`` does that, and may still fail: a build error)."""
     if _lib is not None:
         return True, "loaded"
-    if _prebuilt() is not None:
-        return True, f"prebuilt {PREBUILT}"
-    if LIBRARY.is_file():
-        return True, f"built {LIBRARY}"
+    if c_build.prebuilt() is not None:
+        return True, f"prebuilt {c_build.PREBUILT}"
+    if c_build.LIBRARY.is_file():
+        return True, f"built {c_build.LIBRARY}"
     missing = [tool for tool in ("make", os.environ.get("CC", "gcc")) if shutil.which(tool) is None]
     if missing:
         return False, f"not built and {', '.join(missing)} not found on PATH to build it"
     return True, "buildable"
-
-
-def library_path() -> Path:
-    """The library ``library()`` loads: the prebuilt copy (``PREBUILT``) when there is one, else the host build."""
-    return _prebuilt() or LIBRARY
 
 
 def library() -> ctypes.CDLL:
@@ -187,14 +101,14 @@ def library() -> ctypes.CDLL:
     with _lock:
         if _lib is None:
             lib = None
-            if _prebuilt() is not None:
+            if c_build.prebuilt() is not None:
                 try:
-                    lib = ctypes.CDLL(str(PREBUILT))
+                    lib = ctypes.CDLL(str(c_build.PREBUILT))
                 except OSError:  # built for another CPU (a copied venv): build our own
                     lib = None
             if lib is None:
-                build()
-                lib = ctypes.CDLL(str(LIBRARY))
+                c_build.build()
+                lib = ctypes.CDLL(str(c_build.LIBRARY))
             c = ctypes
             p = c.c_void_p
             lib.edge_host_interp_size.restype = c.c_size_t
@@ -243,7 +157,7 @@ def library() -> ctypes.CDLL:
             lib.edge_status_str.argtypes = [c.c_int]
             lib.edge_status_str.restype = c.c_char_p
             global _pyfast
-            _pyfast = _load_pyfast()
+            _pyfast = c_build.load_pyfast()
             _lib = lib
         return _lib
 
@@ -305,21 +219,30 @@ def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
     return owner, addr + pad
 
 
-class CInterpreter:
-    """A LiteRT-style interpreter over the C runtime (see the module docstring)."""
+class CInterpreter(Interpreter, backend="c"):
+    """``Interpreter(..., backend="c")``: the same Interpreter type, over the C runtime (see the module docstring).
+    Every public method of the Python Interpreter is here, run by the C runtime (tests/test_c_interpreter_type.py
+    lists them); the Python Interpreter's constructor never runs for it. Facts only the Python planner knows
+    (``op_macs``, ``tensor_infos``, ``prepare_report``) come from a Python Interpreter of the same model at the
+    same input shapes.
+
+    ``patch_plan`` (memory="min"): the stage the C runtime runs patch by patch (an
+    edge_sdk.runtime.patching.PatchPlan; None: no stage). Not given, the planner chooses it over C_PATCH_OPS (or
+    ``patch_ops``) from the model file's shapes (planner.c_patch_stage)."""
 
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
-                 plan_only: bool = False, memory: str = "layer", patch_ops=None, patch_plan=None):
+                 backend: str | None = None, plan_only: bool = False, memory: str = "layer", patch_ops=None,
+                 patch_plan=_UNSET):
+        if backend not in (None, "c"):
+            raise ValueError(f"CInterpreter runs the C runtime: backend must be 'c', not {backend!r}")
         if memory not in MEMORY_PLANS:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
         if patch_ops is not None and not set(patch_ops) <= set(C_PATCH_OPS):
             raise ValueError(f"the C runtime runs patch stages of {', '.join(C_PATCH_OPS)} only, not "
                              f"{', '.join(sorted(set(patch_ops) - set(C_PATCH_OPS)))}")
         self._memory = memory
-        # memory="min": the stage and grid (an edge_sdk.runtime.patching.PatchPlan, chosen by the Python planner
-        # over C_PATCH_OPS: Interpreter(..., backend="c") passes it), None: no stage beats the in-place plan
-        self._patch = patch_plan if memory == "min" else None
+        self._patch_ops = patch_ops
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -335,8 +258,13 @@ class CInterpreter:
             data = bytes(model_content)
         else:
             raise ValueError("Exactly one of model_path and model_content must be given")
-        if memory == "min" and patch_plan is None:  # the planner's stage: the model file's shapes, no interpreter
-            self._patch = c_patch_stage(data, patch_ops)
+        # memory="min": the stage and grid (a PatchPlan; None: no stage). Not given: the planner's stage over the
+        # model file's shapes, no interpreter (planner.c_patch_stage); resize_tensor_input asks it again.
+        self._planner_stage = memory == "min" and patch_plan is _UNSET
+        if self._planner_stage:
+            self._patch = self._stage_for(data if model is None else model)
+        else:
+            self._patch = patch_plan if memory == "min" and patch_plan is not _UNSET else None
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
         if num_threads is not None:  # LiteRT's checks and messages (as the Python interpreter); None means 1
@@ -346,25 +274,39 @@ class CInterpreter:
                 raise ValueError("num_threads should >= 1")
         self._threads = 1 if num_threads is None else min(int(num_threads), MAX_THREADS)
         self._lib = library()
-        self._model_owner, self._model_addr = _aligned(len(data))
-        ctypes.memmove(self._model_addr, data, len(data))
-        self._model_len = len(data)
         self._budget = None if arena_size is None else int(arena_size)
         self._plan_only = plan_only
         self._interp = ctypes.create_string_buffer(self._lib.edge_host_interp_size() + 16)
         self._handle = ctypes.c_void_p(ctypes.addressof(self._interp))
-        self._ready = False
         self._views: dict[tuple[int, int], np.ndarray] = {}
         # Inputs whose arena bytes other planned buffers reuse during invoke keep their value here (set_tensor
         # writes it) and edge_host_invoke_copies copies it in before every invoke: LiteRT semantics, an input
         # keeps its value until set again. Other inputs are written straight into the arena.
         self._staged: dict[int, np.ndarray] = {}
+        self._load(data)
+        self._parsed: Model | None = model
+        self._resized: dict[tuple[int, int], tuple[int, ...]] = {}  # (subgraph, input) -> shape (resize_tensor_input)
+        self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
+
+    def _load(self, data: bytes) -> None:
+        """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
+        allocation: allocate_tensors prepares and plans afresh."""
+        self._model_owner, self._model_addr = _aligned(len(data))
+        ctypes.memmove(self._model_addr, data, len(data))
+        self._model_len = len(data)
+        self._ready = False
+        self._views.clear()
+        self._staged.clear()
         self._targets: dict[int, np.ndarray] = {}  # input index -> where set_tensor writes (staged or arena)
         self._copies, self._n_copies = None, 0
         self._run, self._run_args = self._not_ready, ()  # edge_host_invoke_copies once allocated (not plan-only)
         self._inputs: tuple[int, ...] = ()
-        self._parsed: Model | None = model
         self._trace_buf = None
+
+    def _stage_for(self, source) -> object:
+        """The patch stage the planner chooses for ``source`` (bytes or a Model) over the ops the C runtime runs in
+        a stage (C_PATCH_OPS, or this interpreter's patch_ops)."""
+        return c_patch_stage(source, self._patch_ops)
 
     # ------------------------------------------------------------------ errors
     def error(self) -> tuple[dict, str]:
@@ -531,7 +473,7 @@ class CInterpreter:
     def _details(self, t: int, subgraph: int = 0) -> dict:
         tensor = self.model.subgraphs[subgraph].tensors[t]
         info = self._tensor(2 + subgraph, t) if self._ready else None
-        shape = info["shape"] if info else tuple(tensor.shape)
+        shape = info["shape"] if info else self._resized.get((subgraph, t), tuple(tensor.shape))
         q = tensor.quantization
         if q is not None and q.scale is not None and np.size(q.scale):
             scales = np.asarray(q.scale, np.float32).reshape(-1)
@@ -559,9 +501,9 @@ class CInterpreter:
     def get_output_details(self) -> list[dict]:
         return [self._details(t) for t in self._io_indices(1)]
 
-    def set_tensor(self, tensor_index, value) -> None:
+    def set_tensor(self, tensor_index, value, subgraph_index: int = 0) -> None:
         # fast path: a model input after allocate_tensors, given as an ndarray of exactly its dtype and shape
-        view = self._targets.get(tensor_index)
+        view = self._targets.get(tensor_index) if not subgraph_index else None
         if (view is not None and type(value) is np.ndarray and value.dtype is view.dtype
                 and value.shape == view.shape):
             view[...] = value
@@ -569,7 +511,7 @@ class CInterpreter:
         if view is None:
             if not self._ready:
                 raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
-            view = self._view(int(tensor_index))
+            view = self._view(int(tensor_index), int(subgraph_index))
         value = np.asarray(value)
         if value.dtype != view.dtype:
             raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected type {view.dtype} "
@@ -579,13 +521,13 @@ class CInterpreter:
                              f"for input {tensor_index}.")
         view[...] = value
 
-    def get_tensor(self, tensor_index) -> np.ndarray:
+    def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         if not self._ready:
             raise ValueError(f"Tensor data is null for tensor {tensor_index}: call allocate_tensors() first")
-        t = int(tensor_index)
-        if t in self._staged:
+        t, s = int(tensor_index), int(subgraph_index)
+        if s == 0 and t in self._staged:
             return np.array(self._staged[t])
-        return np.array(self._view(t))
+        return np.array(self._view(t, s))
 
     def invoke(self) -> None:
         status = self._run(*self._run_args)
@@ -708,6 +650,188 @@ class CInterpreter:
         if not self._ready:
             raise RuntimeError(f"allocate_tensors() must be called before {what}()")
 
+    # ------------------------------------------------------------------ resize
+    def resize_tensor_input(self, input_index, tensor_size, strict: bool = False, subgraph_index: int = 0) -> None:
+        """As Interpreter.resize_tensor_input (same checks and messages). The C runtime's loader takes shapes from
+        the model bytes, so the input's shape is rewritten in a copy of the model (the model you gave stays as
+        it is: ``model``, the details' shape_signature); allocate_tensors then prepares and plans afresh."""
+        model = self.model
+        t, s = self._index(input_index, subgraph_index)
+        sg = model.subgraphs[s]
+        if t not in sg.inputs:
+            raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
+        try:
+            shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
+        except (TypeError, ValueError):
+            raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
+        if any(d < 0 for d in shape):
+            raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
+        tensor = sg.tensors[t]
+        if strict:
+            sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+            if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
+                raise ValueError(
+                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
+                    f"(signature {tuple(sig)}, requested {shape})"
+                )
+        now = self._tensor(2 + s, t)["shape"] if self._ready else self._resized.get((s, t), tuple(tensor.shape))
+        if shape == tuple(now):
+            return
+        from edge_sdk.model import write_model
+
+        self._resized[(s, t)] = shape
+        data = write_model(_with_shapes(model, self._resized))
+        self._load(data)
+        self._shadow = None
+        if self._planner_stage:  # the stage was chosen for the old shapes
+            self._patch = self._stage_for(data)
+
+    def _index(self, tensor_index, subgraph_index: int = 0) -> tuple[int, int]:
+        """(tensor, subgraph) checked against the model, with the Python Interpreter's messages."""
+        s = self._subgraph_index(subgraph_index)
+        n = len(self.model.subgraphs[s].tensors)
+        if not isinstance(tensor_index, (int, np.integer)) or not 0 <= tensor_index < n:
+            raise ValueError(f"Invalid tensor index {tensor_index} exceeds max tensor index {n}")
+        return int(tensor_index), s
+
+    def _subgraph_index(self, subgraph_index) -> int:
+        n = len(self.model.subgraphs)
+        if not 0 <= int(subgraph_index) < n:
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                             f"{n} subgraphs.")
+        return int(subgraph_index)
+
+    # ------------------------------------------------------------------ the rest of the Interpreter API
+    def num_subgraphs(self) -> int:
+        return len(self.model.subgraphs)
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict]:
+        s = self._subgraph_index(subgraph_index)
+        return [self._details(t, s) for t in range(len(self.model.subgraphs[s].tensors))]
+
+    def tensor(self, tensor_index) -> Callable[[], np.ndarray]:
+        """A function returning a numpy view of the tensor's current memory (the staging array of an input whose
+        arena bytes are reused; don't keep the view across allocate_tensors(), keep the function)."""
+        t, _ = self._index(tensor_index)
+
+        def view() -> np.ndarray:
+            if not self._ready:
+                raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            return self._staged[t] if t in self._staged else self._view(t)
+
+        return view
+
+    def tensor_shapes(self, subgraph_index: int = 0) -> list[tuple[int, ...]]:
+        """Every tensor's shape after the C runtime's prepare, in tensor order."""
+        self._require_ready("tensor_shapes")
+        n = len(self.model.subgraphs[subgraph_index].tensors)
+        return [tuple(self._tensor(2 + subgraph_index, t)["shape"]) for t in range(n)]
+
+    def invoke_subgraph(self, subgraph_index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        """Run one subgraph on ``inputs`` (written into its input tensors) with edge_invoke_at; its outputs, as
+        copies."""
+        self._require_ready("invoke_subgraph")
+        sg = self.model.subgraphs[subgraph_index]
+        for t, x in zip(sg.inputs, inputs):
+            self._view(t, subgraph_index)[...] = x
+        status = self._lib.edge_invoke_at(self._interp, subgraph_index)
+        if status != 0:
+            raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
+        return [np.array(self._view(t, subgraph_index)) for t in sg.outputs]
+
+    def invoke_profiled(self) -> list[tuple[int, str, float]]:
+        """invoke(), timing each op of subgraph 0 with the C runtime's op timer (host clock): ``[(node_index, op,
+        seconds)]`` in execution order, as Interpreter.invoke_profiled. A trace enabled before stays enabled."""
+        if not self._ready:
+            raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
+        earlier = self._trace_buf
+        n_ops = sum(len(sg.operators) for sg in self.model.subgraphs)
+        self.enable_trace(max(4096, 4 * n_ops))
+        try:
+            self.invoke()
+            steps = [(e["node"], e["op"], e["ns"] / 1e9) for e in self.trace() if e["subgraph"] == 0]
+        finally:
+            if earlier is None:
+                self._lib.edge_set_timer(self._interp, None, None, 0)
+            else:
+                self._lib.edge_set_timer(self._interp, self._lib.edge_host_timer(), earlier, len(earlier))
+            self._trace_buf = earlier
+        return steps
+
+    def resource_id(self, container: str, shared_name: str) -> int:
+        """The Runtime protocol's id of a resource variable (Python kernels ask it). The C runtime keeps its
+        resource variables itself (edge.c); here the ids number the (container, shared name) pairs asked for."""
+        ids = self.__dict__.setdefault("_resource_ids", {})
+        return ids.setdefault((container, shared_name), len(ids))
+
+    @property
+    def delegates(self) -> list:
+        return []  # the C runtime runs every op itself
+
+    def partitions(self, subgraph_index: int = 0) -> list:
+        """One partition per subgraph, backend "c": the C runtime runs every node (no delegates). Works before
+        allocate_tensors, like Interpreter.partitions."""
+        if not 0 <= int(subgraph_index) < len(self.model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return [Partition("c", part.nodes, part.boundary, part.subgraph)
+                for part in self._python(allocate=False).partitions(subgraph_index)]
+
+    def node_backends(self, subgraph_index: int = 0) -> list[tuple[str, str]]:
+        if not 0 <= int(subgraph_index) < len(self.model.subgraphs):
+            raise ValueError(f"subgraph_index is out of range: {subgraph_index}")
+        return [("c", "the C runtime runs every node")] * len(self.model.subgraphs[subgraph_index].operators)
+
+    @property
+    def folded_nodes(self) -> list[tuple[int, int]]:
+        """[]: the C runtime folds no constant-only nodes (it runs every node at every invoke)."""
+        return []
+
+    @property
+    def folded_bytes(self) -> int:
+        return 0
+
+    @property
+    def input_staging_bytes(self) -> int:
+        """Bytes outside the arena that keep inputs whose arena bytes the plan reuses (0 before allocate)."""
+        return sum(a.nbytes for a in self._staged.values())
+
+    def op_macs(self, subgraph_index: int = 0) -> list[int | None]:
+        """Multiply-accumulates per operator (the op table's MACs functions on the Python planner's prepared
+        nodes, at this interpreter's input shapes)."""
+        self._require_ready("op_macs")
+        return self._python().op_macs(subgraph_index)
+
+    def tensor_infos(self, s: int) -> list:
+        """The Python planner's TensorInfo per tensor of subgraph ``s`` (at this interpreter's input shapes)."""
+        return self._python(allocate=False).tensor_infos(s)
+
+    def prepare_report(self) -> tuple[list, dict, list]:
+        """The Python prepare's report (Interpreter.prepare_report) at this interpreter's input shapes; what the
+        C runtime's own prepare refuses is edge_sdk.targets.c_check.target_plan's ``refusals``."""
+        return self._python(allocate=False).prepare_report()
+
+    def _python(self, allocate: bool = True) -> Interpreter:
+        """A Python Interpreter of the same model at the same input shapes (made once per shape)."""
+        if self._shadow is None:
+            shadow = Interpreter(model=self.model)
+            for (s, t), shape in self._resized.items():
+                shadow.resize_tensor_input(t, shape, subgraph_index=s)
+            self._shadow = shadow
+        if allocate:
+            self._shadow.allocate_tensors()
+        return self._shadow
+
+
+def _with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
+    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
+    out = copy.copy(model)
+    out.subgraphs = list(model.subgraphs)
+    for (s, t), shape in shapes.items():
+        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
+        sg.tensors = list(sg.tensors)
+        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
+    return out
+
 
 class CSignatureRunner:
     """One SignatureDef on the C runtime: ``runner(name=array, ...) -> {output name: array}`` (copies), like
@@ -758,394 +882,3 @@ class CSignatureRunner:
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
         return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
-
-
-# ------------------------------------------------------------------------------------------------ target plan
-# `edge check` on a C target: the C runtime's own loader, prepare and planner, built as that target (its type
-# switches, its pointer size and struct layout) and run once without invoking. A 32-bit microcontroller's
-# layout (ILP32, AAPCS: 4-byte pointers, 8-byte aligned int64) comes from a 32-bit ARM Linux build run under
-# qemu-arm (user mode): its persistent part (tensor/node/subgraph structs, kernel data, resource variables),
-# its plan and its high-water mark equal the board's to the byte (measured on the QEMU board, tests/
-# test_check_c.py). Without that cross toolchain the host build answers: the same verdict, but the persistent
-# part at the host's (64-bit) struct sizes, so the RAM figure is an estimate (said so in the result).
-ILP32_CC = "arm-linux-gnueabihf-gcc"
-QEMU_USER = "qemu-arm"
-ILP32 = "ilp32-arm"  # measured with the board's struct layout
-HOST = "host"  # measured with the host's struct layout (an estimate of the board's RAM)
-# A 64-bit Linux target (a C-runtime profile on x86-64 / aarch64 Linux) runs the library built with the SIMD fast
-# paths (EDGE_WITH_SIMD), whose packed weights are persistent arena memory: its check runner is built the same way.
-# On this machine's own CPU the host build answers (the library's own figures); an aarch64 target is measured by
-# an aarch64 build under qemu-aarch64 emulating the profile's CPU (its features pick the fast paths, as on the
-# board), as tests/test_c_cross.py runs the library.
-LINUX_HOST = "linux-host"  # the host's build with the fast paths: a Linux target of this machine's architecture
-LINUX_AARCH64 = "linux-aarch64"  # the aarch64 build with the fast paths, under qemu-aarch64
-AARCH64_CC = "aarch64-linux-gnu-gcc"
-QEMU_AARCH64 = "qemu-aarch64"
-QEMU_AARCH64_CPUS = ("cortex-a35", "cortex-a53", "cortex-a57", "cortex-a72", "cortex-a76", "neoverse-n1", "a64fx")
-_LINUX_LAYOUTS = (LINUX_HOST, LINUX_AARCH64)
-
-
-def host_arch() -> str:
-    """This machine's architecture in the profiles' spelling ("x86_64", "aarch64", ...)."""
-    import platform
-
-    m = platform.machine().lower()
-    return {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}.get(m, m)
-
-
-def linux_layout(arch: str) -> str | None:
-    """The layout that measures a 64-bit Linux target of ``arch`` as its library runs (fast paths in): LINUX_HOST
-    on this machine's architecture, LINUX_AARCH64 for aarch64 with aarch64-linux-gnu-gcc and qemu-aarch64 here;
-    None when neither can be built (the caller says its figure is an estimate)."""
-    if arch == host_arch() and shutil.which(os.environ.get("CC", "gcc")):
-        return LINUX_HOST
-    if arch == "aarch64" and shutil.which(AARCH64_CC) and shutil.which(QEMU_AARCH64):
-        return LINUX_AARCH64
-    return None
-
-
-class TargetPlan:
-    """The C runtime's answer for one model on one target layout (``target_plan``)."""
-
-    def __init__(self, layout: str, status: int, message: str, error: dict, figures: dict, runner: str):
-        self.layout = layout  # ILP32 or HOST
-        self.status = status  # 0 (loaded, prepared, planned) or an edge_status.def code
-        self.status_name = status_name(status)
-        self.message = message  # the C runtime's one-line message ("" when it loaded)
-        self.error = error  # subgraph, node, tensor, op, version, offset, required, given, exact (-1: none)
-        self.figures = figures  # arena_used, high_water, persistent, tensor_total, head_total, lower_bound
-        self.runner = runner
-        # every node its prepare refused, in order (one run: edge-run-c --all-refusals): dicts with status
-        # (name), subgraph, node, op (code), version, message; [] when it loaded or the loader refused it
-        self.refusals: list[dict] = []
-
-    @property
-    def ok(self) -> bool:
-        return self.status == 0
-
-    @property
-    def exact(self) -> bool:
-        """The RAM figures are the target's own (its struct layout, and on a Linux target its fast paths' packed
-        weights), not the host's."""
-        return self.layout in (ILP32, *_LINUX_LAYOUTS)
-
-    def to_dict(self) -> dict:
-        return {"layout": self.layout, "status": self.status_name, "message": self.message, "error": self.error,
-                "refusals": self.refusals, **self.figures}
-
-
-def target_layouts() -> list[str]:
-    """The layouts ``target_plan`` can measure here, best first (ILP32 needs arm-linux-gnueabihf-gcc and
-    qemu-arm; HOST needs a C compiler)."""
-    out = []
-    if shutil.which(ILP32_CC) and shutil.which(QEMU_USER):
-        out.append(ILP32)
-    if shutil.which(os.environ.get("CC", "gcc")):
-        out.append(HOST)
-    return out
-
-
-_runners: dict[tuple[str, tuple[str, ...]], Path] = {}
-
-
-def _source_key(tree: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for path in sorted([*tree.glob("include/*"), *tree.glob("src/*.h"), *tree.glob("src/*.c"),
-                        *tree.glob("src/kernels/*.c"), *tree.glob("host/*.[ch]"), *tree.glob("fuzz/*.h"),
-                        tree / "tools" / "gen_ops.py"]):
-        h.update(path.name.encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
-    """edge-run-c built for ``layout`` with these type switches (cached under the cache folder; every kernel in
-    its op table: a firmware links the model's ops only, the same kernels, so the verdict and the sizes agree).
-    Its op table is `gen_ops.py --check`'s: with --all-refusals every refused prepare is recorded and the next
-    node prepared (host/edge_run.c)."""
-    key = (layout, tuple(type_defs))
-    if key in _runners and _runners[key].is_file():
-        return _runners[key]
-    tree = FIRMWARE
-    cc = ILP32_CC if layout == ILP32 else AARCH64_CC if layout == LINUX_AARCH64 else os.environ.get("CC", "gcc")
-    if shutil.which(cc) is None:
-        raise BuildError(f"cannot build the C runtime's check runner: {cc} not found on PATH")
-    import hashlib
-
-    tag = hashlib.sha256(" ".join([layout, cc, *type_defs, _source_key(tree), str(tree)]).encode()).hexdigest()[:12]
-    folder = resources.cache_dir() / "check" / f"{layout}-{tag}"
-    exe = folder / "edge-run-c"
-    if not exe.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        with resources.build_lock(folder / "x"):
-            if not exe.is_file():
-                gen = folder / "edge_ops_generated.c"
-                proc = subprocess.run([sys.executable, str(tree / "tools" / "gen_ops.py"), "--check", str(gen)],
-                                      capture_output=True, text=True, check=False)
-                if proc.returncode != 0:
-                    raise BuildError(f"gen_ops.py failed: {(proc.stderr or proc.stdout)[-2000:]}")
-                simd = layout in _LINUX_LAYOUTS  # the library as a Linux target runs it: fast paths in
-                sources = [tree / "host" / "edge_run.c", tree / "src" / "edge.c",
-                           *sorted((tree / "src" / "kernels").glob("*.c")), tree / "host" / "edge_host.c",
-                           *(sorted((tree / "src" / "simd").glob("*.c")) if simd else []), gen]
-                cmd = [cc, "-std=c99", "-O1", *(["-static"] if layout in (ILP32, LINUX_AARCH64) else []),
-                       *(["-DEDGE_WITH_SIMD=1"] if simd else []), *type_defs,
-                       f"-I{tree / 'include'}", f"-I{tree / 'src'}", f"-I{tree / 'host'}",
-                       "-o", str(exe) + ".tmp", *map(str, sources), "-lm", *(["-pthread"] if simd else [])]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                if proc.returncode != 0:
-                    raise BuildError(f"building the check runner failed ({cc}):\n{proc.stderr[-3000:]}")
-                os.replace(str(exe) + ".tmp", exe)
-    _runners[key] = exe
-    return exe
-
-
-def _parse_refusals(out: str) -> list[dict]:
-    """The "refused STATUS SUBGRAPH NODE OP VERSION MESSAGE" lines of edge-run-c --all-refusals."""
-    found = []
-    for line in out.splitlines():
-        parts = line.split(" ", 6)
-        if parts[0] == "refused" and len(parts) == 7 and all(p.lstrip("-").isdigit() for p in parts[1:6]):
-            status, sg, node, op, version = map(int, parts[1:6])
-            found.append({"status": status_name(status), "subgraph": sg, "node": node, "op": op,
-                          "version": version, "message": parts[6]})
-    return found
-
-
-def _parse_run(out: str) -> tuple[dict, dict]:
-    figures, error = {}, {}
-    for line in out.splitlines():
-        parts = line.split()
-        if not parts:
-            continue
-        if parts[0] == "plan":
-            figures.update({parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)})
-        elif parts[:2] == ["arena", "used"]:
-            figures.update(arena_used=int(parts[2]), high_water=int(parts[4]), persistent=int(parts[6]))
-        elif parts[0] == "error":
-            error = {parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)}
-    figures.pop("ordering", None)
-    return figures, error
-
-
-def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
-                timeout: float = 300.0, memory: str = "layer", patch=None, cpu: str | None = None) -> TargetPlan:
-    """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
-    best of ``target_layouts()``; LINUX_HOST / LINUX_AARCH64 for a 64-bit Linux target, ``linux_layout``) and
-    the type switches ``type_defs`` (gen_ops.type_defines); never invokes. ``cpu``: LINUX_AARCH64's emulated CPU
-    (a QEMU_AARCH64_CPUS name; else qemu's "max").
-    ``memory``: the plan (edge_sdk.runtime.interpreter.MEMORY_PLANS), "layer", "inplace" (EDGE_INIT_MEMORY_MIN) or
-    "min" (edge_init_patch with ``patch``, an edge_sdk.runtime.patching.PatchPlan; None: no stage, as "inplace").
-    BuildError when no layout can be built here."""
-    import tempfile
-
-    layouts = target_layouts()
-    if layout is None:
-        if not layouts:
-            raise BuildError("no C compiler found: cannot run the C runtime's prepare and planner")
-        layout = layouts[0]
-    exe = check_runner(layout, tuple(type_defs))
-    prefix = [shutil.which(QEMU_USER) or QEMU_USER] if layout == ILP32 else []
-    if layout == LINUX_AARCH64:
-        prefix = [shutil.which(QEMU_AARCH64) or QEMU_AARCH64, "-cpu", cpu if cpu in QEMU_AARCH64_CPUS else "max"]
-    if memory not in MEMORY_PLANS:
-        raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
-    memory_flag = ["--memory-min"] if memory in ("inplace", "min") else []
-    if memory == "min" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
-        memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]
-    with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
-        model = Path(tmp) / "model.tflite"
-        model.write_bytes(data)
-        arena = 64 << 20
-        all_refusals = ["--all-refusals"]
-        for _ in range(7):
-            try:
-                proc = subprocess.run([*prefix, str(exe), str(model), "--plan", *all_refusals, *memory_flag,
-                                       "--arena", str(arena)],
-                                      capture_output=True, text=True, timeout=timeout, check=False)
-            except subprocess.TimeoutExpired:
-                raise ModelError(f"the C runtime's prepare did not finish within {timeout:g} s") from None
-            if proc.returncode not in (0, 3) and all_refusals:
-                # a prepare after a refused node tripped over that node's unprepared state: the C runtime as
-                # it runs on the board (stop at the first refusal) still answers
-                all_refusals = []
-                continue
-            if proc.returncode not in (0, 3):
-                raise ModelError(f"the C runtime's check runner failed (exit {proc.returncode}): "
-                                 f"{proc.stderr.strip()[-500:]}")
-            figures, error = _parse_run(proc.stdout)
-            status = error.get("status", 0) if proc.returncode == 3 else 0
-            if status == STATUS["EDGE_ARENA_TOO_SMALL"] and arena < (1 << 31) - 1:
-                arena = min(max(error["required"] if error.get("exact") else 0, 4 * arena), (1 << 31) - 1)
-                continue
-            break
-        message = ""
-        if status:
-            message = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-            message = message.split(": ", 2)[-1] if message.startswith("edge-run-c: status") else message
-            if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"],
-                          STATUS["EDGE_BAD_NODE"]):
-                # the loader and planner alone (declared shapes, no kernels): the RAM it can still tell
-                plan_only = subprocess.run([*prefix, str(exe), str(model), "--plan-only", *memory_flag[:1], "--arena",
-                                            str(arena)],
-                                           capture_output=True, text=True, timeout=timeout, check=False)
-                if plan_only.returncode == 0:
-                    figures = {f"plan_only_{k}": v for k, v in _parse_run(plan_only.stdout)[0].items()}
-    plan = TargetPlan(layout, status, message, error, figures, str(exe))
-    plan.refusals = _parse_refusals(proc.stdout) if status else []
-    return plan
-
-
-# ------------------------------------------------------------------------------------------------ stack
-# The stack the runtime needs on a target: every runtime source compiled with the target's compiler and flags
-# and GCC's -fcallgraph-info=su (per-function frame sizes and the call graph), then the deepest call chain
-# from the entry points. Kernels are reached through the op table (indirect calls): those edges go to the
-# model's kernels' prepare/eval/reset functions. A chain that comes back to a function already on it (a
-# kernel running a subgraph: CALL_ONCE) is counted once; C library frames (memcpy, expf) are not known.
-STACK_ENTRIES = ("edge_init_ex", "edge_invoke_at", "edge_reset_state")
-_stack_graphs: dict[tuple, tuple[dict, dict]] = {}
-
-
-def _parse_ci(text: str, frames: dict, edges: dict, dynamic: set, files: dict) -> None:
-    import re
-
-    for m in re.finditer(r'node: \{ title: "([^"]+)" label: "([^"]*)"', text):
-        title, label = m.groups()
-        sm = re.search(r"\\n(\d+) bytes \(([^)]*)\)", label)
-        if sm:
-            frames[title] = int(sm.group(1))
-            files[title] = label.split("\\n")[1].split(":")[0] if "\\n" in label else ""
-            if "dynamic" in sm.group(2) and "bounded" not in sm.group(2):
-                dynamic.add(title)
-    for m in re.finditer(r'edge: \{ sourcename: "([^"]+)" targetname: "([^"]+)"', text):
-        edges.setdefault(m.group(1), set()).add(m.group(2))
-
-
-def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ...] = ()) -> tuple:
-    """(frame bytes per function, callees per function, functions with unbounded dynamic frames, source file
-    per function) of the whole
-    runtime compiled by ``compiler`` with ``cflags`` (cached). BuildError when it does not compile."""
-    import hashlib
-
-    key = (compiler, tuple(cflags), tuple(type_defs))
-    if key in _stack_graphs:
-        return _stack_graphs[key]
-    if shutil.which(compiler) is None:
-        raise BuildError(f"{compiler} not found on PATH: the runtime's stack cannot be measured")
-    tree = FIRMWARE
-    tag = hashlib.sha256(" ".join([*key[:1], *key[1], *key[2], _source_key(tree)]).encode()).hexdigest()[:12]
-    folder = resources.cache_dir() / "check" / f"stack-{tag}"
-    done = folder / "done"
-    if not done.is_file():
-        folder.mkdir(parents=True, exist_ok=True)
-        with resources.build_lock(folder / "x"):
-            if not done.is_file():
-                sources = [tree / "src" / "edge.c", *sorted((tree / "src" / "kernels").glob("*.c"))]
-                cmd = [compiler, "-std=c99", *cflags, *type_defs, f"-I{tree / 'include'}", f"-I{tree / 'src'}",
-                       "-fcallgraph-info=su", "-c", *map(str, sources)]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=folder)
-                if proc.returncode != 0:
-                    raise BuildError(f"compiling the runtime for its stack usage failed:\n{proc.stderr[-2000:]}")
-                done.write_text("ok\n")
-    frames: dict[str, int] = {}
-    edges: dict[str, set] = {}
-    dynamic: set = set()
-    files: dict[str, str] = {}
-    for ci in sorted(folder.glob("*.ci")):
-        _parse_ci(ci.read_text(errors="replace"), frames, edges, dynamic, files)
-    _stack_graphs[key] = (frames, edges, dynamic, files)
-    _stack_folders[key] = folder
-    return _stack_graphs[key]
-
-
-_stack_folders: dict[tuple, Path] = {}
-
-
-def runtime_objects(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ...] = ()) -> Path:
-    """The folder of edge.o and every kernel's .o compiled by ``compiler`` with ``cflags`` (``stack_graph``'s
-    build, cached); BuildError when they do not compile."""
-    stack_graph(compiler, tuple(cflags), tuple(type_defs))
-    return _stack_folders[(compiler, tuple(cflags), tuple(type_defs))]
-
-
-def runtime_code_bytes(compiler: str, cflags: tuple[str, ...], kernel_files: list[str],
-                       type_defs: tuple[str, ...] = ()) -> dict:
-    """Flash the runtime's code and read-only data take for an op set: the text+data of edge.o and of the
-    kernel files' objects as the target compiler builds them (the objects ``stack_graph`` compiled). An upper
-    bound of the linked figure: the linker drops the functions nothing calls (`edge check --link` links)."""
-    stack_graph(compiler, tuple(cflags), tuple(type_defs))
-    folder = _stack_folders[(compiler, tuple(cflags), tuple(type_defs))]
-    size_tool = compiler[: -len("gcc")] + "size" if compiler.endswith("gcc") else "size"
-    if shutil.which(size_tool) is None:
-        raise BuildError(f"{size_tool} not found on PATH")
-    objects = [folder / "edge.o", *(folder / (Path(f).stem + ".o") for f in kernel_files)]
-    proc = subprocess.run([size_tool, *map(str, objects)], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise BuildError(f"{size_tool} failed: {proc.stderr.strip()[-500:]}")
-    per_file = {}
-    for line in proc.stdout.splitlines()[1:]:
-        parts = line.split()
-        if len(parts) >= 6 and parts[0].isdigit():
-            per_file[Path(parts[-1]).stem] = int(parts[0]) + int(parts[1])
-    return {"bytes": sum(per_file.values()), "per_file": per_file}
-
-
-def runtime_stack(compiler: str, cflags: tuple[str, ...], kernel_names: list[str],
-                  type_defs: tuple[str, ...] = ()) -> dict:
-    """The deepest call chain's stack bytes from the runtime's entry points (``STACK_ENTRIES``) with the op
-    table holding ``kernel_names`` (gen_ops names: edge_prepare_<name> / edge_eval_<name> / edge_reset_<name>).
-    Returns {"bytes", "entry", "chain" (function names), "unknown" (callees without a frame size: the C
-    library), "dynamic" (functions on the chain with unbounded frames), "recursion" (bool)}."""
-    frames, edges, dynamic, files = stack_graph(compiler, tuple(cflags), tuple(type_defs))
-    kernels = [f"edge_{kind}_{n}" for n in kernel_names for kind in ("prepare", "eval", "reset")]
-    kernels = [f for f in kernels if f in frames]
-    entry_points = {f for f in frames if f.startswith(("edge_prepare_", "edge_eval_", "edge_reset_"))}
-    called = {c for cs in edges.values() for c in cs}
-
-    def indirect_targets(fn: str) -> list[str]:
-        """The runtime's own dispatch (edge.c) calls kernels through the op table; an indirect call inside a
-        kernel file calls one of that file's functions whose address is taken (never called directly)."""
-        where = files.get(fn, "")
-        if where.endswith("edge.c"):  # init prepares (and resets), edge_reset_state resets, the rest evaluates
-            name = fn.split(":")[-1]
-            kinds = ("prepare", "reset") if "init" in name else ("reset",) if "reset" in name else ("eval",)
-            return [f for f in kernels if f.startswith(tuple(f"edge_{k}_" for k in kinds))]
-        return [f for f, w in files.items() if w == where and f not in called and f not in entry_points and f != fn]
-    unknown: set = set()
-    recursion = False
-    memo: dict[str, tuple[int, list[str]]] = {}
-
-    def deepest(fn: str, path: tuple[str, ...]) -> tuple[int, list[str]]:
-        nonlocal recursion
-        if fn in memo:
-            return memo[fn]
-        callees = []
-        for c in edges.get(fn, ()):
-            callees.extend(indirect_targets(fn) if c == "__indirect_call" else [c])
-        best, chain = 0, []
-        for c in callees:
-            if c in path:
-                recursion = True
-                continue
-            if c not in frames:
-                unknown.add(c.split(":")[-1])
-                continue
-            d, ch = deepest(c, (*path, c))
-            if d > best:
-                best, chain = d, ch
-        out = (frames.get(fn, 0) + best, [fn.split(":")[-1], *chain])
-        if not any(c in path for c in callees):  # memoize only results that do not depend on the path
-            memo[fn] = out
-        return out
-
-    best = (0, [], "")
-    for entry in STACK_ENTRIES:
-        if entry in frames:
-            d, chain = deepest(entry, (entry,))
-            if d > best[0]:
-                best = (d, chain, entry)
-    on_chain_dynamic = sorted(f for f in dynamic if f.split(":")[-1] in best[1])
-    return {"bytes": best[0], "entry": best[2], "chain": best[1], "unknown": sorted(unknown),
-            "dynamic": on_chain_dynamic, "recursion": recursion}
