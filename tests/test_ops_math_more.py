@@ -1,0 +1,151 @@
+"""LiteRT builtins added by issue 23 point 1, in both runtimes (the conftest ``runtime`` grid), against LiteRT's
+reference kernels (its builtin kernels without the XNNPACK delegate where the reference resolver lacks the op:
+CEIL, ROUND, ELU) for every tensor type LiteRT takes, and against TFLM where TFLM has the op.
+
+Exactness, op by op: SQUARE, FLOOR, CEIL, ROUND, SIGN are bit-exact everywhere (one rounding or none). SIN and COS
+call the C library's sinf / cosf in LiteRT, TFLM and our C runtime, and round the double result in the Python
+kernel: held to one ulp of float32 (bit-exact where the peers' libm is the host's)."""
+
+import numpy as np
+import pytest
+
+from tests.oprunner import T, assert_same, op_model, run_on, run_peer
+
+RNG = np.random.default_rng(23)
+
+# special values every float case carries besides random ones: signed zeros, halves (ROUND's ties), infinities,
+# NaN, integers beyond 2^23 and 2^31
+FLOAT_SPECIALS = [0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 3.5, -3.49999976, 0.49999997, np.inf, -np.inf, np.nan,
+                  8388609.0, -8388609.5, 3.0e9, -1.0e30, 1.0e-40]
+
+# op -> peers that have its builtin kernel ("litert": LiteRT's reference resolver; "litert_builtin": its builtin
+# resolver without default delegates: XNNPACK flushes subnormals)
+FLOAT_UNARY_PEERS = {
+    "SQUARE": ("litert", "tflm"),
+    "FLOOR": ("litert", "tflm"),
+    "CEIL": ("litert_builtin", "tflm"),
+    "ROUND": ("litert_builtin", "tflm"),
+    "SIN": ("litert", "tflm"),
+    "COS": ("litert", "tflm"),
+    "SIGN": ("litert",),
+}
+
+
+def float_values(shape, dtype=np.float32, scale=4.0) -> np.ndarray:
+    """Random normals times ``scale`` with FLOAT_SPECIALS in front (as many as fit)."""
+    n = int(np.prod(shape))
+    x = (RNG.standard_normal(n) * scale).astype(dtype)
+    specials = np.array(FLOAT_SPECIALS, dtype)[:n]
+    x[: specials.size] = specials
+    return x.reshape(shape)
+
+
+def assert_within_ulp(ours: np.ndarray, theirs: np.ndarray, ulps: int, what: str) -> None:
+    """Same shape and dtype; NaN where the peer has NaN; elsewhere at most ``ulps`` float steps apart."""
+    assert ours.shape == theirs.shape and ours.dtype == theirs.dtype, what
+    nan = np.isnan(theirs)
+    assert np.array_equal(np.isnan(ours), nan), f"{what}: NaN at other places"
+    bits = {np.dtype(np.float32): np.int32, np.dtype(np.float16): np.int16}[ours.dtype]
+    a = ours[~nan].view(bits).astype(np.int64)
+    b = theirs[~nan].view(bits).astype(np.int64)
+    a = np.where(a < 0, np.iinfo(bits).min - a, a)  # sign-magnitude to a monotone integer line
+    b = np.where(b < 0, np.iinfo(bits).min - b, b)
+    worst = int(np.max(np.abs(a - b))) if a.size else 0
+    assert worst <= ulps, f"{what}: {worst} ulps apart (at most {ulps})"
+
+
+def run_litert_builtin(model: bytes, inputs) -> list[np.ndarray]:
+    """LiteRT's builtin (optimized) kernels, no delegate: the peer of ops its reference resolver lacks."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(model_content=bytes(model), num_threads=1,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    interp.allocate_tensors()
+    for d, x in zip(interp.get_input_details(), inputs):
+        interp.set_tensor(d["index"], np.asarray(x, order="C"))
+    interp.invoke()
+    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+
+
+def compare(runtime, model, inputs, peers, ulps=0):
+    ours = run_on(runtime, model, inputs)
+    for peer in peers:
+        theirs = run_litert_builtin(model, inputs) if peer == "litert_builtin" else run_peer(model, inputs, peer)
+        if ulps:
+            assert len(ours) == len(theirs)
+            for a, b in zip(ours, theirs):
+                assert_within_ulp(a, b, ulps, f"{runtime} vs {peer}")
+        else:
+            assert_same(ours, theirs, what=f"{runtime} vs {peer}")
+    return ours
+
+
+# ------------------------------------------------------------------------------------- SQUARE ... SIGN
+
+@pytest.mark.parametrize("op", sorted(FLOAT_UNARY_PEERS))
+def test_float_unary_float32(runtime, op):
+    x = float_values((3, 4, 5))
+    model = op_model(op, [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+    ours = compare(runtime, model, [x], FLOAT_UNARY_PEERS[op], ulps=1 if op in ("SIN", "COS") else 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = {"SQUARE": np.square(x), "FLOOR": np.floor(x), "CEIL": np.ceil(x), "ROUND": np.rint(x),
+                "SIN": np.sin(x.astype(np.float64)).astype(np.float32),
+                "COS": np.cos(x.astype(np.float64)).astype(np.float32),
+                "SIGN": np.where(np.isnan(x), x, np.sign(x) + np.float32(0.0))}[op]
+    if op == "ROUND":  # TFLite's ties-to-even gives +0.0 for -0.5 (floor -1 plus 1), numpy's rint -0.0
+        want = want + np.float32(0.0)
+        ours = [ours[0] + np.float32(0.0)]
+    if op in ("SIN", "COS"):
+        assert_within_ulp(ours[0], want, 1, "vs float64 math")
+    else:
+        np.testing.assert_array_equal(ours[0], want)
+
+
+@pytest.mark.parametrize("op", ["FLOOR", "ROUND", "SIN", "COS"])
+def test_float_unary_float16(runtime, op):
+    """LiteRT's FLOOR, ROUND, SIN, COS take FLOAT16 (its CEIL does not)."""
+    with np.errstate(over="ignore"):
+        x = float_values((2, 9), np.float16, scale=3.0)
+    x[np.abs(x) > 60000] = 1.25  # finite halves
+    model = op_model(op, [T(x.shape, "FLOAT16")], [T(x.shape, "FLOAT16")])  # the reference resolver: version 1
+    peer = "litert_builtin" if op == "ROUND" else "litert"
+    compare(runtime, model, [x], [peer], ulps=1 if op in ("SIN", "COS") else 0)
+
+
+def test_sign_types(runtime):
+    """SIGN on LiteRT's other types, FLOAT64 and INT32 (version 2)."""
+    i = RNG.integers(-5, 6, (4, 6)).astype(np.int32)
+    i[0, :3] = [np.iinfo(np.int32).min, np.iinfo(np.int32).max, 0]
+    compare(runtime, op_model("SIGN", [T(i.shape, "INT32")], [T(i.shape, "INT32")], version=2), [i], ["litert"])
+    d = float_values((4, 6), np.float64)
+    out = compare(runtime, op_model("SIGN", [T(d.shape, "FLOAT64")], [T(d.shape, "FLOAT64")], version=2), [d],
+                  ["litert"])
+    np.testing.assert_array_equal(out[0], np.where(np.isnan(d), d, np.sign(d) + 0.0))
+
+
+def test_float_unary_refuses_quantized_and_other_types():
+    from edge_sdk.errors import UnsupportedOpError
+    from tests.oprunner import run_ours
+
+    x = np.zeros((2, 3), np.int8)
+    q = {"scale": 0.1, "zero_point": 0}
+    with pytest.raises(UnsupportedOpError, match="SQUARE"):
+        run_ours(op_model("SQUARE", [T(x.shape, "INT8", **q)], [T(x.shape, "INT8", **q)]), [x])
+    with pytest.raises(UnsupportedOpError, match="FLOAT32"):
+        run_ours(op_model("FLOOR", [T(x.shape, "INT32")], [T(x.shape, "INT32")]), [x.astype(np.int32)])
+
+
+def test_op_table_rows_of_the_new_ops():
+    """The rows run in both runtimes, with LiteRT's versions and the types the kernels take."""
+    from edge_sdk.runtime import op_table
+
+    for op in FLOAT_UNARY_PEERS:
+        r = op_table.ROWS[op]
+        assert r.runs and r.in_c and r.family == "unary", op
+        assert op_table.runtime_refusal("c", op, 1, "FLOAT32") is None, op
+        assert op_table.runtime_refusal("python", op, 1, "FLOAT32") is None, op
+        assert op_table.runtime_refusal("python", op, 1, "INT8") is not None, op
+    for runtime in ("python", "c"):
+        assert op_table.runtime_refusal(runtime, "SIN", 2, "FLOAT16") is None
+        assert op_table.runtime_refusal(runtime, "CEIL", 1, "FLOAT16") is not None
+    assert op_table.runtime_refusal("c", "SIGN", 2, "INT32") is None
