@@ -149,3 +149,56 @@ def test_op_table_rows_of_the_new_ops():
         assert op_table.runtime_refusal(runtime, "SIN", 2, "FLOAT16") is None
         assert op_table.runtime_refusal(runtime, "CEIL", 1, "FLOAT16") is not None
     assert op_table.runtime_refusal("c", "SIGN", 2, "INT32") is None
+
+
+# ------------------------------------------------------------------------------------- ELU, RELU_0_TO_1
+
+def test_elu_float32(runtime):
+    """ELU float32: TFLM and LiteRT's builtin kernel; within an ulp (expm1 of the C library / in double)."""
+    x = float_values((4, 25), scale=3.0)
+    x[0, :4] = [-1e-8, -20.0, -88.0, 1e-40]
+    model = op_model("ELU", [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+    ours = compare(runtime, model, [x], ["tflm", "litert_builtin"], ulps=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = np.where(x < 0, np.expm1(x.astype(np.float64)), x).astype(np.float32)
+    assert_within_ulp(ours[0], want, 1, "vs float64 math")
+
+
+@pytest.mark.parametrize("in_q,out_q", [((0.05, 3), (0.04, -20)), ((0.1, -128), (0.02, 60)), ((0.2, 100), (1e-4, 0))])
+def test_elu_int8(runtime, in_q, out_q):
+    """ELU int8: every input value, bit-exact with TFLM (LiteRT's builtin within one quantum)."""
+    x = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
+    model = op_model("ELU", [T(x.shape, "INT8", scale=in_q[0], zero_point=in_q[1])],
+                     [T(x.shape, "INT8", scale=out_q[0], zero_point=out_q[1])])
+    ours = compare(runtime, model, [x], ["tflm"])
+    theirs = run_litert_builtin(model, [x])[0]
+    assert np.max(np.abs(ours[0].astype(np.int32) - theirs.astype(np.int32))) <= 1
+
+
+def test_relu_0_to_1_float32(runtime):
+    x = float_values((3, 20), scale=1.0)
+    x = x[:, :]
+    x[np.isnan(x)] = 0.75  # NaN: LiteRT's std::min/max order decides, not a case any model has
+    model = op_model("RELU_0_TO_1", [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+    ours = compare(runtime, model, [x], ["litert"])
+    np.testing.assert_array_equal(ours[0], np.clip(x, 0, 1))
+
+
+@pytest.mark.parametrize("type_", ["INT8", "UINT8"])
+@pytest.mark.parametrize("in_q,out_q", [((0.02, 0), (0.02, 0)), ((0.01, -5), (1 / 255, -128)), ((0.03, 10), (0.005, 3))])
+def test_relu_0_to_1_quantized(runtime, type_, in_q, out_q):
+    """RELU_0_TO_1 int8 / uint8 (LiteRT's types; TFLM has no RELU_0_TO_1): every input value, as LiteRT's
+    reference kernel (its single-rounding requantization may differ by one quantum: see NOTES)."""
+    lo = -128 if type_ == "INT8" else 0
+    dtype = np.int8 if type_ == "INT8" else np.uint8
+    shift = 0 if type_ == "INT8" else 128  # uint8 zero points sit 128 higher
+    x = np.arange(lo, lo + 256).astype(dtype).reshape(4, 64)
+    model = op_model("RELU_0_TO_1", [T(x.shape, type_, scale=in_q[0], zero_point=in_q[1] + shift)],
+                     [T(x.shape, type_, scale=out_q[0], zero_point=out_q[1] + shift)])
+    ours = run_on(runtime, model, [x])[0]
+    theirs = run_peer(model, [x], "litert")[0]
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert np.max(np.abs(ours.astype(np.int32) - theirs.astype(np.int32))) <= 1
+    # the clamp itself is exact: 0 and 1.0 land where the output quantization puts them
+    deq = (ours.astype(np.float64) - (out_q[1] + shift)) * out_q[0]
+    assert deq.min() >= -out_q[0] / 2 and deq.max() <= 1.0 + out_q[0] / 2
