@@ -158,7 +158,7 @@ def run_ours(model_bytes: bytes, inputs) -> list[np.ndarray]:
     if len(details) != len(inputs):
         raise AssertionError(f"the model has {len(details)} inputs, {len(inputs)} given")
     for d, x in zip(details, inputs):
-        interp.set_tensor(d["index"], np.ascontiguousarray(x))
+        interp.set_tensor(d["index"], np.array(x, order="C"))  # keeps 0-d inputs 0-d (ascontiguousarray does not)
     interp.invoke()
     return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
 

@@ -202,3 +202,68 @@ def test_relu_0_to_1_quantized(runtime, type_, in_q, out_q):
     # the clamp itself is exact: 0 and 1.0 land where the output quantization puts them
     deq = (ours.astype(np.float64) - (out_q[1] + shift)) * out_q[0]
     assert deq.min() >= -out_q[0] / 2 and deq.max() <= 1.0 + out_q[0] / 2
+
+
+# ------------------------------------------------------------------------------------- ZEROS_LIKE, FILL, RANGE, RANK
+
+NUMPY_OF = {"FLOAT32": np.float32, "FLOAT16": np.float16, "FLOAT64": np.float64, "INT8": np.int8, "UINT8": np.uint8,
+            "INT16": np.int16, "UINT16": np.uint16, "INT32": np.int32, "UINT32": np.uint32, "INT64": np.int64,
+            "BOOL": np.bool_}
+
+
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32", "INT64", "INT8"])
+def test_zeros_like(runtime, type_):
+    """LiteRT's types FLOAT32, INT32, INT64 (TFLM's INT8 too, quantized: stored zeros)."""
+    x = (RNG.standard_normal((2, 3, 4)) * 50).astype(NUMPY_OF[type_])
+    q = {"scale": 0.5, "zero_point": 7} if type_ == "INT8" else {}
+    model = op_model("ZEROS_LIKE", [T(x.shape, type_, **q)], [T(x.shape, type_, **q)])
+    ours = compare(runtime, model, [x], ["tflm"] + ([] if type_ == "INT8" else ["litert"]))
+    assert not ours[0].any() and ours[0].shape == x.shape
+
+
+@pytest.mark.parametrize("type_", sorted(NUMPY_OF))
+def test_fill(runtime, type_):
+    """Every value type LiteRT's FILL takes (TFLM's FLOAT32, INT32, INT8 too); dims INT32 and INT64."""
+    value = np.array(RNG.standard_normal() * 40).astype(NUMPY_OF[type_])
+    q = {"scale": 0.25, "zero_point": -3 if type_ == "INT8" else 0} if type_ in ("INT8", "INT16") else {}
+    dims_type = "INT64" if type_ in ("INT64", "FLOAT64", "UINT16") else "INT32"
+    dims = np.array([2, 3, 1, 4], NUMPY_OF[dims_type])
+    model = op_model("FILL", [T((4,), dims_type, data=dims), T((), type_, **q)], [T((2, 3, 1, 4), type_, **q)],
+                     version=4)
+    peers = ["litert"] + (["tflm"] if type_ in ("FLOAT32", "INT32", "INT8") and dims_type == "INT32" else [])
+    ours = compare(runtime, model, [value], peers)
+    np.testing.assert_array_equal(ours[0], np.full((2, 3, 1, 4), value))
+
+
+@pytest.mark.parametrize("start,limit,delta,type_", [
+    (0, 10, 3, "INT32"), (7, -5, -2, "INT32"), (-3, 4, 1, "INT64"), (2 ** 40, 2 ** 40 + 9, 4, "INT64"),
+    (0.1, 1.7, 0.1, "FLOAT32"), (3.0, -2.5, -0.7, "FLOAT32"), (0.0, 1.0, 1e-3, "FLOAT32")])
+def test_range(runtime, start, limit, delta, type_):
+    """LiteRT's RANGE (TFLM has none): its count, its accumulated values (float32 drifts from start + i * delta)."""
+    dtype = NUMPY_OF[type_]
+    ins = [T((), type_, data=np.array(v, dtype)) for v in (start, limit, delta)]
+    n = len(np.arange(dtype(start), dtype(limit), dtype(delta)))
+    model = op_model("RANGE", ins, [T((n,), type_)])  # LiteRT's reference resolver: version 1 (INT64 too)
+    ours = compare(runtime, model, [], ["litert"])
+    assert ours[0].shape[0] >= 1
+
+
+@pytest.mark.parametrize("shape,type_", [((2, 3, 4), "FLOAT32"), ((5,), "INT8"), ((), "BOOL"), ((1, 1, 1, 1, 2), "INT64")])
+def test_rank(runtime, shape, type_):
+    x = np.zeros(shape, NUMPY_OF[type_])
+    model = op_model("RANK", [T(shape, type_)], [T((), "INT32")])
+    ours = compare(runtime, model, [x], ["litert"])
+    assert int(ours[0]) == len(shape)
+
+
+def test_fill_and_range_need_constants():
+    from edge_sdk.errors import UnsupportedOpError
+    from tests.oprunner import run_ours
+
+    model = op_model("FILL", [T((2,), "INT32"), T((), "FLOAT32")], [T((2, 3), "FLOAT32")])
+    with pytest.raises(UnsupportedOpError, match="dims"):
+        run_ours(model, [np.array([2, 3], np.int32), np.array(1.0, np.float32)])
+    model = op_model("RANGE", [T((), "INT32"), T((), "INT32", data=np.array(5, np.int32)),
+                               T((), "INT32", data=np.array(1, np.int32))], [T((5,), "INT32")])
+    with pytest.raises(UnsupportedOpError, match="start"):
+        run_ours(model, [np.array(0, np.int32)])

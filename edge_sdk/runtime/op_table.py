@@ -300,6 +300,13 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2,
           quant='same:0', q_versions=(2, None)),
     OpRow("DENSIFY",                      "shape:prepare_densify",            1),
+    # outputs whose values do not come from the data input's values (shapes fixed at prepare: constant operands)
+    OpRow("ZEROS_LIKE",                   "fill:prepare_zeros_like",          1,
+          family='unary'),
+    OpRow("FILL",                         "fill:prepare_fill",                5),
+    OpRow("RANGE",                        "fill:prepare_range",               2),
+    OpRow("RANK",                         "fill:prepare_rank",                1,
+          quant='index'),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),
@@ -361,7 +368,6 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("REDUCE_ANY", None, 0, family='reduce'),
     OpRow("REDUCE_ALL", None, 0, family='reduce'),
     OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv'),
-    OpRow("ZEROS_LIKE", None, 0, family='unary'),
     OpRow("ONES_LIKE", None, 0, family='unary'),
     OpRow("FLOOR_DIV", None, 0, family='binary'),
     OpRow("FLOOR_MOD", None, 0, family='binary'),

@@ -28,6 +28,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'EQUAL': (4, 'comparisons.c'),
     'EXP': (2, 'math_unary.c'),
     'EXPAND_DIMS': (2, 'squeeze_expand_dims.c'),
+    'FILL': (5, 'fill.c'),
     'FLOOR': (1, 'float_unary.c'),
     'FULLY_CONNECTED': (13, 'fully_connected.c'),
     'GATHER': (7, 'gather.c'),
@@ -61,6 +62,8 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'POW': (1, 'squared_difference_pow.c'),
     'PRELU': (2, 'prelu.c'),
     'QUANTIZE': (3, 'quantize.c'),
+    'RANGE': (2, 'fill.c'),
+    'RANK': (1, 'fill.c'),
     'READ_VARIABLE': (1, 'stateful.c'),
     'REDUCE_MAX': (3, 'arg_max_reduce_max.c'),
     'RELU': (3, 'relu.c'),
@@ -110,6 +113,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'UNIDIRECTIONAL_SEQUENCE_LSTM': (4, 'unidirectional_sequence_lstm.c'),
     'UNPACK': (4, 'pack.c'),
     'VAR_HANDLE': (1, 'stateful.c'),
+    'ZEROS_LIKE': (1, 'fill.c'),
 }
 
 # op name -> (the tensor types its prepare takes, the input they are of (-1: the first non-handle
@@ -139,6 +143,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'EQUAL': (('FLOAT32', 'INT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, 'both inputs one type; BOOL output; INT8 input scales below 1'),
     'EXP': (('FLOAT32',), -1, ''),
     'EXPAND_DIMS': (('FLOAT32', 'FLOAT16', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL', 'UINT32', 'UINT16'), -1, ''),
+    'FILL': (('FLOAT32', 'FLOAT16', 'FLOAT64', 'INT8', 'UINT8', 'INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'BOOL'), 1, 'constant dims'),
     'FLOOR': (('FLOAT32', 'FLOAT16'), -1, ''),
     'FULLY_CONNECTED': (('FLOAT32/FLOAT32', 'INT8/INT8', 'INT16/INT8'), -1, 'no hybrid (FLOAT32 input with INT8 weights); weights per-tensor or per-unit scales'),
     'GATHER': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, 'INT16/INT32/INT64 positions'),
@@ -172,6 +177,8 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'POW': (('FLOAT32', 'INT32'), -1, 'inputs of one type'),
     'PRELU': (('FLOAT32', 'INT8', 'INT16'), -1, 'alpha FLOAT32 (float) or INT8 (quantized)'),
     'QUANTIZE': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32'), -1, 'output INT8/UINT8/INT16 (INT32 from integer input)'),
+    'RANGE': (('FLOAT32', 'INT32', 'INT64'), -1, 'constant start, limit, delta'),
+    'RANK': (('FLOAT32', 'FLOAT16', 'FLOAT64', 'INT8', 'UINT8', 'INT16', 'UINT16', 'INT32', 'UINT32', 'INT64', 'BOOL'), -1, 'INT32 output'),
     'READ_VARIABLE': (('FLOAT32', 'FLOAT16', 'INT32', 'UINT8', 'INT64', 'BOOL', 'INT16', 'COMPLEX64', 'INT8', 'FLOAT64', 'COMPLEX128', 'UINT64', 'UINT32', 'UINT16'), -1, ''),
     'REDUCE_MAX': (('FLOAT32', 'INT8', 'INT16', 'INT32'), -1, ''),
     'RELU': (('FLOAT32', 'INT8', 'INT16'), -1, 'INT16: zero points 0'),
@@ -221,6 +228,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'UNIDIRECTIONAL_SEQUENCE_LSTM': (('FLOAT32', 'INT8', 'INT16'), -1, 'quantized: INT8 weights; no hybrid (float input, quantized weights)'),
     'UNPACK': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, ''),
     'VAR_HANDLE': (('NONE',), -1, ''),
+    'ZEROS_LIKE': (('FLOAT32', 'INT32', 'INT64', 'INT8'), -1, ''),
 }
 
 # the C build's type switches (include/edge_kernel.h): tensor type -> macro
