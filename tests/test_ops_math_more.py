@@ -35,7 +35,8 @@ def float_values(shape, dtype=np.float32, scale=4.0) -> np.ndarray:
     """Random normals times ``scale`` with FLOAT_SPECIALS in front (as many as fit)."""
     n = int(np.prod(shape))
     x = (RNG.standard_normal(n) * scale).astype(dtype)
-    specials = np.array(FLOAT_SPECIALS, dtype)[:n]
+    with np.errstate(over="ignore"):  # float16: 3e9 and 1e30 become infinities
+        specials = np.array(FLOAT_SPECIALS, dtype)[:n]
     x[: specials.size] = specials
     return x.reshape(shape)
 
@@ -104,8 +105,7 @@ def test_float_unary_float32(runtime, op):
 @pytest.mark.parametrize("op", ["FLOOR", "ROUND", "SIN", "COS"])
 def test_float_unary_float16(runtime, op):
     """LiteRT's FLOOR, ROUND, SIN, COS take FLOAT16 (its CEIL does not)."""
-    with np.errstate(over="ignore"):
-        x = float_values((2, 9), np.float16, scale=3.0)
+    x = float_values((2, 9), np.float16, scale=3.0)
     x[np.abs(x) > 60000] = 1.25  # finite halves
     model = op_model(op, [T(x.shape, "FLOAT16")], [T(x.shape, "FLOAT16")])  # the reference resolver: version 1
     peer = "litert_builtin" if op == "ROUND" else "litert"
@@ -267,3 +267,95 @@ def test_fill_and_range_need_constants():
                                T((), "INT32", data=np.array(1, np.int32))], [T((5,), "INT32")])
     with pytest.raises(UnsupportedOpError, match="start"):
         run_ours(model, [np.array(0, np.int32)])
+
+
+# ------------------------------------------------------------------------------------- FLOOR_DIV ... RIGHT_SHIFT, ADD_N
+
+BINARY_TYPES = {
+    "FLOOR_DIV": ["FLOAT32", "INT8", "INT16", "INT32"],
+    "FLOOR_MOD": ["FLOAT32", "INT8", "INT16", "INT32", "INT64"],
+    "ATAN2": ["FLOAT32", "FLOAT16", "FLOAT64"],
+    "BITWISE_XOR": ["INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"],
+    "RIGHT_SHIFT": ["INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32"],
+}
+BINARY_CASES = [(op, t) for op, types in BINARY_TYPES.items() for t in types]
+
+
+def binary_operands(op, type_):
+    """(a of shape (2, 3, 4), b of shape (3, 1)): broadcast, with the type's extremes, signs both ways; no zero
+    divisor (LiteRT stops there)."""
+    dtype = NUMPY_OF[type_]
+    if dtype(0).dtype.kind == "f":
+        a = float_values((2, 3, 4), dtype, scale=20.0)
+        b = float_values((3, 1), dtype, scale=5.0)
+        if op in ("FLOOR_DIV", "FLOOR_MOD"):
+            a[np.isnan(a) | np.isinf(a)] = 7.5
+            b[(b == 0) | np.isnan(b) | np.isinf(b)] = -2.25
+        return a, b
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, int(info.max) + 1, (2, 3, 4), dtype=np.int64)
+    a[0, 0, :4] = [info.min, info.max, 0, -1 if info.min < 0 else 1]
+    if op == "RIGHT_SHIFT":
+        b = np.array([[0], [3], [200 if info.bits == 8 else 40]])
+        if info.min < 0:
+            b[0, 0] = -2  # negative amounts shift by 0
+    elif op == "BITWISE_XOR":
+        b = RNG.integers(info.min, int(info.max) + 1, (3, 1), dtype=np.int64)
+    else:
+        b = np.array([[7], [-3 if info.min < 0 else 3], [-1 if info.min < 0 else 1]])
+    return a.astype(dtype), b.astype(dtype)
+
+
+@pytest.mark.parametrize("op,type_", BINARY_CASES)
+def test_binary_math(runtime, op, type_):
+    """LiteRT's reference kernels on every type they take (TFLM's FLOAT32 FLOOR_DIV / FLOOR_MOD too):
+    bit-exact, ATAN2's float32 / float16 within an ulp (atan2f of the C library vs double rounded once)."""
+    a, b = binary_operands(op, type_)
+    if op == "ATAN2":  # LiteRT's atan2.cc takes equal shapes only (ours broadcast: test_atan2_broadcasts)
+        b = np.ascontiguousarray(np.broadcast_to(b, a.shape))
+    model = op_model(op, [T(a.shape, type_), T(b.shape, type_)], [T((2, 3, 4), type_)])
+    peers = ["litert"] + (["tflm"] if op in ("FLOOR_DIV", "FLOOR_MOD") and type_ == "FLOAT32" else [])
+    ulps = 1 if op == "ATAN2" and type_ != "FLOAT64" else 0
+    ours = compare(runtime, model, [a, b], peers, ulps=ulps)
+    if a.dtype.kind in "iu" and op in ("FLOOR_DIV", "FLOOR_MOD"):  # the numpy meaning, exactly
+        x, y = np.broadcast_arrays(a.astype(np.int64), b.astype(np.int64))
+        want = (x // y) if op == "FLOOR_DIV" else (x % y)
+        np.testing.assert_array_equal(ours[0], want.astype(a.dtype))
+
+
+def test_integer_division_by_zero_gives_zero(runtime):
+    """Where LiteRT stops ("Division by 0") both runtimes give 0: their eval cannot fail."""
+    a = np.array([5, -7, np.iinfo(np.int32).min, 9], np.int32)
+    b = np.array([0, 2, -1, 0], np.int32)
+    for op, want in (("FLOOR_DIV", [0, -4, np.iinfo(np.int32).min, 0]), ("FLOOR_MOD", [0, 1, 0, 0])):
+        model = op_model(op, [T((4,), "INT32"), T((4,), "INT32")], [T((4,), "INT32")])
+        np.testing.assert_array_equal(run_on(runtime, model, [a, b])[0], np.array(want, np.int32))
+
+
+def test_atan2_broadcasts(runtime):
+    a = float_values((2, 3, 4), scale=3.0)
+    b = float_values((3, 1), scale=3.0)
+    model = op_model("ATAN2", [T(a.shape, "FLOAT32"), T(b.shape, "FLOAT32")], [T(a.shape, "FLOAT32")])
+    ours = run_on(runtime, model, [a, b])[0]
+    x, y = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64))
+    assert_within_ulp(ours, np.arctan2(x, y).astype(np.float32), 1, "vs float64 math")
+
+
+@pytest.mark.parametrize("type_,n", [("FLOAT32", 2), ("FLOAT32", 3), ("INT32", 4)])
+def test_add_n(runtime, type_, n):
+    """LiteRT's types (TFLM's FLOAT32 too): the sum from 0 in input order, bit-exact with TFLM (int32 wraps) and
+    with LiteRT but where a float sum is infinite: TFLM keeps it, LiteRT clamps it to +-FLT_MAX."""
+    dtype = NUMPY_OF[type_]
+    if type_ == "FLOAT32":
+        xs = [float_values((2, 5, 3), scale=1000.0) for _ in range(n)]
+        xs[0][0, 0, 0] = -0.0  # 0 + -0.0 is +0.0: the reference's sum starts from 0
+    else:
+        xs = [RNG.integers(-2 ** 31, 2 ** 31, (2, 5, 3)).astype(dtype) for _ in range(n)]
+    model = op_model("ADD_N", [T(x.shape, type_) for x in xs], [T(xs[0].shape, type_)])
+    ours = compare(runtime, model, xs, ["tflm"] if type_ == "FLOAT32" else ["litert"])[0]
+    if type_ == "FLOAT32":
+        litert = run_peer(model, xs, "litert")[0]
+        big = np.float32(np.finfo(np.float32).max)
+        assert np.isinf(ours).any()  # the specials reach the clamp
+        clamped = np.where(np.isinf(ours), np.sign(ours) * big, ours).astype(np.float32)
+        assert_same([clamped], [litert], what="ours (infinities as FLT_MAX) vs litert")

@@ -1,0 +1,115 @@
+"""Two-input elementwise ops of LiteRT beyond ADD / SUB / MUL / DIV: FLOOR_DIV, FLOOR_MOD, ATAN2, BITWISE_XOR,
+RIGHT_SHIFT (numpy broadcasting), and ADD_N (n inputs of one shape).
+
+As LiteRT's kernels (floor_div.cc, floor_mod.cc, atan2.cc, bitwise_xor.cc, right_shift.cc, add_n.cc), on the types
+they take; integer tensors are plain integers (a quantized int8 / int16 is computed on its stored values, as
+LiteRT does). Where LiteRT stops with "Division by 0" (an integer FLOOR_DIV / FLOOR_MOD by zero, or a float
+FLOOR_DIV by zero) these kernels cannot fail at run time: an integer result is 0, a float one follows IEEE
+(floor(x / 0) is +-inf or NaN).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge_sdk.runtime.kernels.node import Node
+
+_INTS = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32")
+
+# op -> the tensor types LiteRT's kernel takes
+BINARY_TYPES = {
+    "FLOOR_DIV": ("FLOAT32", "INT8", "INT16", "INT32"),
+    "FLOOR_MOD": ("FLOAT32", "INT8", "INT16", "INT32", "INT64"),
+    "ATAN2": ("FLOAT32", "FLOAT16", "FLOAT64"),
+    "BITWISE_XOR": _INTS,
+    "RIGHT_SHIFT": _INTS,
+}
+
+
+def _floor_div(a, b):
+    if a.dtype.kind == "f":  # floor of the double quotient, rounded to float32 once
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.floor(a.astype(np.float64) / b.astype(np.float64)).astype(a.dtype)
+    # integers: the double quotient of two int32s floors to the exact floor quotient (|a| < 2^53)
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    q = np.floor_divide(a64, np.where(b64 == 0, 1, b64))
+    return np.where(b64 == 0, 0, q).astype(a.dtype)  # wraps: int8 -128 // -1 is -128, as the C conversion
+
+
+def _floor_mod(a, b):
+    if a.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            m = np.fmod(a, b)  # exact, as fmodf
+        return np.where((m != 0) & ((b < 0) != (m < 0)), m + b, m).astype(a.dtype)  # one float32 addition
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    if a.dtype == np.int64:  # no wider type: C's % with INT64_MIN % -1 taken as 0
+        a64, b64 = a, b
+    safe = np.where((b64 == 0) | (b64 == -1), 1, b64)  # x % -1 is 0 (INT_MIN % -1 traps in C)
+    m = np.fmod(a64, safe)  # C's truncated remainder
+    m = np.where((m != 0) & ((safe < 0) != (m < 0)), m + safe, m)
+    return np.where(b64 == 0, 0, m).astype(a.dtype)
+
+
+def _atan2(a, b):
+    if a.dtype == np.float64:
+        return np.arctan2(a, b)
+    # float32 / float16: atan2 in double, rounded to float32 (within an ulp of atan2f), then to half
+    return np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(np.float32).astype(a.dtype)
+
+
+def _right_shift(a, b):
+    bits = a.dtype.itemsize * 8
+    shift = np.clip(b.astype(np.int64), 0, bits - 1)  # right_shift.cc clamps the amount to [0, bits - 1]
+    return np.right_shift(a, shift.astype(a.dtype))  # arithmetic for signed types
+
+
+BINARY_FUNCTIONS = {
+    "FLOOR_DIV": _floor_div,
+    "FLOOR_MOD": _floor_mod,
+    "ATAN2": _atan2,
+    "BITWISE_XOR": np.bitwise_xor,
+    "RIGHT_SHIFT": _right_shift,
+}
+
+
+def prepare_binary_math(node: Node):
+    """FLOOR_DIV, FLOOR_MOD, ATAN2, BITWISE_XOR, RIGHT_SHIFT: two inputs of one type, broadcast; output of it."""
+    node.expect_counts(2, 1)
+    a, b, out = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(a, BINARY_TYPES[node.op])
+    node.expect_types(b, (a.type,), "input 1")
+    node.expect_types(out, (a.type,), "output")
+    try:
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise node.error(f"shapes {a.shape} and {b.shape} do not broadcast") from None
+    node.set_output_shape(0, shape)
+    fn = BINARY_FUNCTIONS[node.op]
+
+    def run(inputs, outputs):
+        x1, x2 = np.broadcast_arrays(inputs[0], inputs[1])
+        outputs[0][...] = fn(x1, x2)
+    return run
+
+
+def prepare_add_n(node: Node):
+    """ADD_N: the sum of n >= 2 inputs of one shape and type (FLOAT32, INT32 as LiteRT), element by element from
+    0 in input order (float32: each addition rounded, infinities kept as TFLM and this runtime's ADD keep them,
+    where LiteRT clamps to +-FLT_MAX; int32 wraps)."""
+    node.expect(len(node.inputs) >= 2 and len(node.outputs) == 1, "expects 2 or more inputs and 1 output")
+    first, out = node.input(0), node.outputs[0]
+    node.expect_types(first, ("FLOAT32", "INT32"))
+    for i in range(1, len(node.inputs)):
+        t = node.input(i)
+        node.expect_types(t, (first.type,), f"input {i}")
+        node.expect(tuple(t.shape) == tuple(first.shape), f"input {i} has shape {t.shape}, input 0 {first.shape}")
+    node.expect_types(out, (first.type,), "output")
+    node.set_output_shape(0, first.shape)
+
+    def run(inputs, outputs):
+        acc = np.zeros(outputs[0].shape, outputs[0].dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for x in inputs:
+                acc += x
+        outputs[0][...] = acc
+    return run
