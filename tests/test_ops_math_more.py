@@ -359,3 +359,43 @@ def test_add_n(runtime, type_, n):
         assert np.isinf(ours).any()  # the specials reach the clamp
         clamped = np.where(np.isinf(ours), np.sign(ours) * big, ours).astype(np.float32)
         assert_same([clamped], [litert], what="ours (infinities as FLT_MAX) vs litert")
+
+
+# ------------------------------------------------------------------------------------- BITCAST, FAKE_QUANT
+
+@pytest.mark.parametrize("src,dst,shape", [
+    ("FLOAT32", "INT32", (2, 3)), ("FLOAT32", "UINT8", (2, 3)), ("UINT8", "FLOAT32", (2, 3, 4)),
+    ("INT16", "FLOAT16", (5,)), ("FLOAT64", "INT16", (3,)), ("INT8", "BOOL", (4,)), ("INT64", "UINT64", (2, 2))])
+def test_bitcast(runtime, src, dst, shape):
+    """LiteRT's shape rule and bytes (TFLM has no BITCAST)."""
+    dtype = NUMPY_OF.get(src, np.uint64)
+    raw = RNG.integers(0, 256, int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    if dst == "BOOL":
+        raw = raw % 2  # BOOL bytes are 0 / 1
+    x = raw.view(dtype).reshape(shape)
+    size_in, size_out = np.dtype(dtype).itemsize, np.dtype(NUMPY_OF.get(dst, np.uint64)).itemsize
+    out_shape = shape + (size_in // size_out,) if size_in > size_out else (shape[:-1] if size_in < size_out else shape)
+    model = op_model("BITCAST", [T(shape, src)], [T(out_shape, dst)])
+    ours = compare(runtime, model, [x], ["litert"])
+    assert ours[0].tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("rmin,rmax,bits", [(-6.0, 6.0, 8), (-0.3, 1.7, 8), (0.0, 1.0, 4), (-2.5, 0.0, 16), (0.5, 3.0, 8),
+                                            (-1.0, -0.25, 8), (-10.0, 3.0, 2)])
+def test_fake_quant(runtime, rmin, rmax, bits):
+    """LiteRT's reference FakeQuant (TFLM has none), bit-exact: nudged ranges with 0 inside and outside [min, max]."""
+    x = float_values((4, 30), scale=4.0)
+    model = op_model("FAKE_QUANT", [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")], version=2,
+                     options={"min": rmin, "max": rmax, "num_bits": bits, "narrow_range": False})
+    ours = compare(runtime, model, [x], ["litert"])
+    assert len(np.unique(ours[0])) <= 2 ** bits
+
+
+def test_fake_quant_refuses_narrow_range():
+    from edge_sdk.errors import UnsupportedOpError
+    from tests.oprunner import run_ours
+
+    model = op_model("FAKE_QUANT", [T((2,), "FLOAT32")], [T((2,), "FLOAT32")],
+                     options={"min": -1.0, "max": 1.0, "num_bits": 8, "narrow_range": True})
+    with pytest.raises(UnsupportedOpError, match="narrow_range"):
+        run_ours(model, [np.zeros(2, np.float32)])

@@ -276,6 +276,9 @@ ROWS: dict[str, OpRow] = _rows(
           family='unary', q_versions=(2, 4)),
     OpRow("CAST",                         "quantize:prepare_cast",            7,
           family='unary'),
+    OpRow("BITCAST",                      "bitcast:prepare_bitcast",          1),
+    OpRow("FAKE_QUANT",                   "fake_quant:prepare_fake_quant",    2,
+          family='unary'),
     # shape and data movement
     OpRow("RESHAPE",                      "shape:prepare_reshape",            2,
           family='reshape', inplace='same', quant='same:0', int16='pass', moves_values=True),
