@@ -399,3 +399,22 @@ def test_fake_quant_refuses_narrow_range():
                      options={"min": -1.0, "max": 1.0, "num_bits": 8, "narrow_range": True})
     with pytest.raises(UnsupportedOpError, match="narrow_range"):
         run_ours(model, [np.zeros(2, np.float32)])
+
+
+# ------------------------------------------------------------------------------------- DILATE
+
+@pytest.mark.parametrize("type_,shape,dilations", [
+    ("FLOAT32", (2, 3), (2, 3)), ("INT8", (3, 1, 4), (1, 5, 2)), ("INT64", (2, 2, 2), (1, 1, 3)),
+    ("BOOL", (4,), (3,)), ("FLOAT16", (2, 3, 2, 2), (2, 1, 1, 1)), ("UINT16", (1, 2), (1, 1)),
+    ("FLOAT64", (2, 2), (4, 2)), ("UINT32", (3, 2), (2, 2))])
+def test_dilate(runtime, type_, shape, dilations):
+    """LiteRT's DILATE (TFLM has none) on its types, the padding value a run-time input: bit-exact."""
+    dtype = NUMPY_OF[type_]
+    x = (RNG.integers(0, 100, shape) % (2 if type_ == "BOOL" else 100)).astype(dtype)
+    pad = np.array(1 if type_ == "BOOL" else 77, dtype)
+    out_shape = tuple((d - 1) * k + 1 for d, k in zip(shape, dilations))
+    model = op_model("DILATE", [T(shape, type_), T((len(shape),), "INT32", data=np.array(dilations, np.int32)),
+                                T((), type_)], [T(out_shape, type_)])
+    ours = compare(runtime, model, [x, pad], ["litert"])
+    spread = tuple(slice(None, None, k) for k in dilations)
+    np.testing.assert_array_equal(ours[0][spread], x)

@@ -315,6 +315,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2,
           quant='same:0', q_versions=(2, None)),
     OpRow("DENSIFY",                      "shape:prepare_densify",            1),
+    OpRow("DILATE",                       "dilate:prepare_dilate",            1),
     # outputs whose values do not come from the data input's values (shapes fixed at prepare: constant operands)
     OpRow("ZEROS_LIKE",                   "fill:prepare_zeros_like",          1,
           family='unary'),
