@@ -399,8 +399,6 @@ static inline int ea_lut8_eval(const edge_node_t *node, edge_ctx_t *ctx, int32_t
 enum { EA_ALSO_INT16 = 1, EA_ALSO_UINT8 = 2 };
 static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, int also, size_t bytes,
                                            edge_tensor_t **x, edge_tensor_t **out) {
-    static const char *const refusal[] = {"C kernel runs FLOAT32, INT8", "C kernel runs FLOAT32, INT8, INT16",
-                                          "C kernel runs FLOAT32, INT8, UINT8", "C kernel runs FLOAT32, INT8, INT16, UINT8"};
     edge_status_t s;
     edge_tensor_t *in;
     *x = *out = (edge_tensor_t *)0;
@@ -410,7 +408,11 @@ static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, i
     if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && !((also & EA_ALSO_INT16) && in->type == EDGE_INT16) &&
         !((also & EA_ALSO_UINT8) && in->type == EDGE_UINT8))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, refusal[also & 3]);
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         also == EA_ALSO_INT16   ? "C kernel runs FLOAT32, INT8, INT16"
+                         : also == EA_ALSO_UINT8 ? "C kernel runs FLOAT32, INT8, UINT8"
+                         : also                  ? "C kernel runs FLOAT32, INT8, INT16, UINT8"
+                                                 : "C kernel runs FLOAT32, INT8");
     if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
     if ((s = edge_set_output_shape(ctx, node, 0, in->dims, in->rank)) != EDGE_OK) return s;
     if ((*out)->type != in->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");

@@ -48,11 +48,6 @@ static const uint8_t int_types[] = {EDGE_INT8, EDGE_UINT8, EDGE_INT16, EDGE_UINT
 static edge_status_t binary_math_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t op) {
     static const uint8_t *const types[] = {floor_div_types, floor_mod_types, atan2_types, int_types, int_types};
     static const int n_types[] = {4, 5, 3, 6, 6};
-    static const char *const refusal[] = {"C kernel runs FLOAT32, INT8, INT16, INT32",
-                                          "C kernel runs FLOAT32, INT8, INT16, INT32, INT64",
-                                          "C kernel runs FLOAT32, FLOAT16, FLOAT64",
-                                          "C kernel runs INT8, UINT8, INT16, UINT16, INT32, UINT32",
-                                          "C kernel runs INT8, UINT8, INT16, UINT16, INT32, UINT32"};
     const edge_tensor_t *a, *b;
     edge_tensor_t *out;
     binary_math_data_t *d;
@@ -63,7 +58,12 @@ static edge_status_t binary_math_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     b = edge_in(ctx, node, 1);
     out = edge_out(ctx, node, 0);
     if (!a || !b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "both inputs are required");
-    if (!type_in(a->type, types[op], n_types[op])) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, refusal[op]);
+    if (!type_in(a->type, types[op], n_types[op]))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         op == OP_FLOOR_DIV   ? "C kernel runs FLOAT32, INT8, INT16, INT32"
+                         : op == OP_FLOOR_MOD ? "C kernel runs FLOAT32, INT8, INT16, INT32, INT64"
+                         : op == OP_ATAN2     ? "C kernel runs FLOAT32, FLOAT16, FLOAT64"
+                                              : "C kernel runs INT8, UINT8, INT16, UINT16, INT32, UINT32");
     if ((s = edge_type_built(ctx, a->type)) != EDGE_OK) return s;
     if (b->type != a->type || out->type != a->type)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "inputs and output must have one type");

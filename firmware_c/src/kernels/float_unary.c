@@ -30,8 +30,6 @@ enum { TAKES_FLOAT32 = 0, TAKES_FLOAT16 = 1, TAKES_SIGN_TYPES = 2 };
 /* One input, one output of its type and shape, neither quantized; FLOAT32, and FLOAT16 or SIGN's FLOAT64 and
  * INT32 as `takes` says. */
 static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int takes) {
-    static const char *const refusal[] = {"C kernel runs FLOAT32", "C kernel runs FLOAT32, FLOAT16",
-                                          "C kernel runs FLOAT32, FLOAT64, INT32"};
     edge_tensor_t *x, *out;
     edge_status_t s;
     if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
@@ -40,7 +38,10 @@ static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (x->type != EDGE_FLOAT32 && !(takes == TAKES_FLOAT16 && x->type == EDGE_FLOAT16) &&
         !(takes == TAKES_SIGN_TYPES && (x->type == EDGE_FLOAT64 || x->type == EDGE_INT32)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, refusal[takes]);
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         takes == TAKES_FLOAT16      ? "C kernel runs FLOAT32, FLOAT16"
+                         : takes == TAKES_SIGN_TYPES ? "C kernel runs FLOAT32, FLOAT64, INT32"
+                                                     : "C kernel runs FLOAT32");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
     if (x->quantized || out->quantized) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "takes no quantized tensors");
