@@ -418,3 +418,82 @@ def test_dilate(runtime, type_, shape, dilations):
     ours = compare(runtime, model, [x, pad], ["litert"])
     spread = tuple(slice(None, None, k) for k in dilations)
     np.testing.assert_array_equal(ours[0][spread], x)
+
+
+# ------------------------------------------------------------------------------------- on a Cortex-M4 (QEMU)
+
+def _mcu_model() -> bytes:
+    """One graph through the new ops whose results are exact in IEEE arithmetic (no libm approximations), so a
+    Cortex-M4 image must give the Python interpreter's bytes: float rounding ops, SIGN, SQUARE, ADD_N,
+    FAKE_QUANT, RANGE on the float input; shifts, XOR, floor division / modulo, DILATE, FILL, RANK, BITCAST on the
+    int32 one."""
+    from edge_sdk.model.builder import GraphBuilder
+    from edge_sdk.model.writer import write_model
+
+    g = GraphBuilder()
+    x = g.input("x", (4, 6), "FLOAT32")
+    i = g.input("i", (4, 6), "INT32")
+
+    def t(name, shape, type_="FLOAT32"):
+        return g.tensor(name, shape, type_)
+
+    r, c, f, s, q, total, fq = (t(n, (4, 6)) for n in ("round", "ceil", "floor", "sign", "square", "sum", "fq"))
+    for op, out in (("ROUND", r), ("CEIL", c), ("FLOOR", f), ("SIGN", s), ("SQUARE", q)):
+        g.op(op, [x], [out])
+    g.op("ADD_N", [r, c, f], [total])
+    g.op("FAKE_QUANT", [x], [fq], version=2, min=-3.0, max=5.0, num_bits=8, narrow_range=False)
+    rng_out = t("range", (23,))
+    g.op("RANGE", [g.constant("start", np.array(-1.5, np.float32)), g.constant("limit", np.array(2.0, np.float32)),
+                   g.constant("delta", np.array(0.15, np.float32))], [rng_out])
+    sh, xo, fm, fd, bc = (t(n, (4, 6), "INT32") for n in ("shift", "xor", "mod", "div", "bitcast"))
+    g.op("RIGHT_SHIFT", [i, g.constant("amounts", np.array([[0, 3, 31, 40, -2, 7]], np.int32))], [sh])
+    g.op("BITWISE_XOR", [sh, g.constant("mask", np.array([[0x5A5A5A5A]], np.int32))], [xo])
+    g.op("FLOOR_MOD", [xo, g.constant("m", np.array([97], np.int32))], [fm], version=2)
+    g.op("FLOOR_DIV", [i, g.constant("d", np.array([-13], np.int32))], [fd], version=2)
+    dl = t("dilated", (7, 6), "INT32")
+    g.op("DILATE", [fm, g.constant("dilations", np.array([2, 1], np.int32)), g.constant("pad", np.array(-7, np.int32))],
+         [dl])
+    g.op("BITCAST", [x], [bc])
+    filled, rank = t("filled", (2, 3), "INT32"), t("rank", (), "INT32")
+    g.op("FILL", [g.constant("dims", np.array([2, 3], np.int32)), g.constant("value", np.array(11, np.int32))], [filled])
+    g.op("RANK", [dl], [rank])
+    g.output(total, s, q, fq, rng_out, fd, dl, bc, filled, rank)
+    return write_model(g.build())
+
+
+@pytest.mark.slow
+def test_new_ops_run_on_a_cortex_m4_under_qemu(tmp_path):
+    """The C kernels built for the QEMU board (arm-none-eabi-gcc, newlib) give the Python interpreter's bytes."""
+    import re
+    import shutil
+    import subprocess
+
+    from edge_sdk import Interpreter
+    from tests.oprunner import image_main_hash, image_main_inputs
+
+    missing = [x for x in ("make", "arm-none-eabi-gcc", "qemu-system-arm") if shutil.which(x) is None]
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed")
+    fw = __import__("pathlib").Path(__file__).resolve().parent.parent / "firmware_c"
+    model = tmp_path / "ops.tflite"
+    model.write_bytes(_mcu_model())
+    make = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "cortex-m4", "BOARD=qemu-mps2-an386",
+                           f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS="],
+                          capture_output=True, text=True, timeout=600)
+    assert make.returncode == 0, make.stdout[-3000:] + make.stderr[-3000:]
+    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                           str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                           "enable=on,target=native"], capture_output=True, text=True, timeout=120)
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0 and "status 0" in out, out + proc.stderr
+    py = Interpreter(model_content=model.read_bytes())
+    py.allocate_tensors()
+    for d, x in zip(py.get_input_details(), image_main_inputs(py)):
+        py.set_tensor(d["index"], x)
+    py.invoke()
+    got = dict(re.findall(r"^out (\d+) (\d+)$", out, re.M))
+    names = [d["name"] for d in py.get_output_details()]
+    wrong = [names[k] for k, d in enumerate(py.get_output_details())
+             if got.get(str(k)) != str(image_main_hash(py.get_tensor(d["index"]).tobytes()))]
+    assert len(got) == len(names) and not wrong, f"outputs differing on the M4: {wrong}"

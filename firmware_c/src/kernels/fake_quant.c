@@ -63,7 +63,9 @@ void edge_eval_fake_quant(const edge_node_t *node, edge_ctx_t *ctx) {
         v = v < d->nudged_max ? v : d->nudged_max;             /* std::min(nudged_max, v) */
         {
             const float steps = ea_round_f32((v - d->nudged_min) * d->inverse_scale);
-            const float scaled = steps * d->scale; /* a separate rounding before the addition, as the reference */
+            /* the product rounded before the addition, as the reference (the M4's VMLA rounds it too; a compiler
+             * contracting this into a fused multiply-add would differ in the last bit) */
+            const float scaled = steps * d->scale;
             y[i] = scaled + d->nudged_min;
         }
     }
