@@ -135,10 +135,26 @@ def test_float_unary_refuses_quantized_and_other_types():
         run_ours(op_model("FLOOR", [T(x.shape, "INT32")], [T(x.shape, "INT32")]), [x.astype(np.int32)])
 
 
+# every op this file adds, with LiteRT's highest version and one tensor type its kernel takes
+NEW_OPS = {"SQUARE": (1, "FLOAT32"), "FLOOR": (1, "FLOAT16"), "CEIL": (1, "FLOAT32"), "ROUND": (1, "FLOAT16"),
+           "SIN": (2, "FLOAT16"), "COS": (2, "FLOAT32"), "SIGN": (2, "INT32"), "ELU": (1, "INT8"),
+           "RELU_0_TO_1": (1, "UINT8"), "ZEROS_LIKE": (1, "INT64"), "FLOOR_DIV": (3, "INT16"),
+           "FLOOR_MOD": (2, "INT64"), "ADD_N": (1, "INT32"), "FILL": (5, "BOOL"), "RANGE": (2, "INT64"),
+           "RANK": (1, "UINT8"), "ATAN2": (1, "FLOAT64"), "BITWISE_XOR": (1, "UINT16"), "RIGHT_SHIFT": (1, "INT8"),
+           "BITCAST": (1, "UINT64"), "FAKE_QUANT": (2, "FLOAT32"), "DILATE": (1, "BOOL")}
+
+
 def test_op_table_rows_of_the_new_ops():
-    """The rows run in both runtimes, with LiteRT's versions and the types the kernels take."""
+    """The rows run in both runtimes, with LiteRT's versions and the types the kernels take; the newer version is
+    refused by both."""
     from edge_sdk.runtime import op_table
 
+    for op, (version, dtype) in NEW_OPS.items():
+        r = op_table.ROWS[op]
+        assert r.runs and r.in_c and r.max_version == r.c_max_version == version, op
+        for runtime in ("python", "c"):
+            assert op_table.runtime_refusal(runtime, op, version, dtype) is None, (op, runtime)
+            assert op_table.runtime_refusal(runtime, op, version + 1, dtype) is not None, (op, runtime)
     for op in FLOAT_UNARY_PEERS:
         r = op_table.ROWS[op]
         assert r.runs and r.in_c and r.family == "unary", op
@@ -459,6 +475,16 @@ def _mcu_model() -> bytes:
     g.op("RANK", [dl], [rank])
     g.output(total, s, q, fq, rng_out, fd, dl, bc, filled, rank)
     return write_model(g.build())
+
+
+def test_edge_check_finds_every_kernel_on_the_qemu_board():
+    """edge check (the C runtime's own prepare, as check runs it): the graph of _mcu_model RUNS on the board."""
+    from edge_sdk.model import read_model
+    from edge_sdk.targets.check import RUNS, check_model, format_check
+
+    r = check_model(read_model(_mcu_model()), "qemu-mps2-an386")
+    assert r.verdict == RUNS and not r.errors, format_check(r)
+    assert {c.name for c in read_model(_mcu_model()).operator_codes} <= set(NEW_OPS)
 
 
 @pytest.mark.slow
