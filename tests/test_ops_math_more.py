@@ -139,7 +139,7 @@ def test_float_unary_refuses_quantized_and_other_types():
 NEW_OPS = {"SQUARE": (1, "FLOAT32"), "FLOOR": (1, "FLOAT16"), "CEIL": (1, "FLOAT32"), "ROUND": (1, "FLOAT16"),
            "SIN": (2, "FLOAT16"), "COS": (2, "FLOAT32"), "SIGN": (2, "INT32"), "ELU": (1, "INT8"),
            "RELU_0_TO_1": (1, "UINT8"), "ZEROS_LIKE": (1, "INT64"), "FLOOR_DIV": (3, "INT16"),
-           "FLOOR_MOD": (2, "INT64"), "ADD_N": (1, "INT32"), "FILL": (5, "BOOL"), "RANGE": (2, "INT64"),
+           "FLOOR_MOD": (2, "INT64"), "ADD_N": (1, "INT8"), "FILL": (5, "BOOL"), "RANGE": (2, "INT64"),
            "RANK": (1, "UINT8"), "ATAN2": (1, "FLOAT64"), "BITWISE_XOR": (1, "UINT16"), "RIGHT_SHIFT": (1, "INT8"),
            "BITCAST": (1, "UINT64"), "FAKE_QUANT": (2, "FLOAT32"), "DILATE": (1, "BOOL")}
 
@@ -346,6 +346,21 @@ def test_integer_division_by_zero_gives_zero(runtime):
     for op, want in (("FLOOR_DIV", [0, -4, np.iinfo(np.int32).min, 0]), ("FLOOR_MOD", [0, 1, 0, 0])):
         model = op_model(op, [T((4,), "INT32"), T((4,), "INT32")], [T((4,), "INT32")])
         np.testing.assert_array_equal(run_on(runtime, model, [a, b])[0], np.array(want, np.int32))
+
+
+@pytest.mark.parametrize("n,in_q,out_q", [(2, (0.05, -3), (0.1, 5)), (3, (0.02, 100), (0.07, -128)),
+                                          (5, (0.5, 0), (0.3, 0)), (2, (1e-3, -128), (2e-3, 127))])
+def test_add_n_int8(runtime, n, in_q, out_q):
+    """ADD_N int8: TFLM's kernel (LiteRT has none), bit-exact over the whole int8 range. TFLM's sum starts from
+    the input offset's own term (-zp * scale; its comment says "x = 0"): the real values carry it too."""
+    xs = [RNG.integers(-128, 128, (4, 64)).astype(np.int8) for _ in range(n)]
+    xs[0] = np.arange(-128, 128, dtype=np.int8).reshape(4, 64)
+    specs = [T(x.shape, "INT8", scale=in_q[0], zero_point=in_q[1]) for x in xs]
+    model = op_model("ADD_N", specs, [T(xs[0].shape, "INT8", scale=out_q[0], zero_point=out_q[1])])
+    ours = compare(runtime, model, xs, ["tflm"])
+    real = sum((x.astype(np.float64) - in_q[1]) * in_q[0] for x in xs) - in_q[1] * in_q[0]
+    want = np.clip(np.round(real / out_q[0]) + out_q[1], -128, 127)
+    assert np.max(np.abs(ours[0].astype(np.int32) - want)) <= 1
 
 
 def test_atan2_broadcasts(runtime):

@@ -130,7 +130,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
 C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'ABS': (('FLOAT32', 'INT8', 'INT32', 'INT64'), -1, 'quantized: one scale, zero points 0'),
     'ADD': (('FLOAT32', 'INT8', 'INT16', 'INT32', 'INT64'), -1, 'inputs of one type; broadcast up to rank 6'),
-    'ADD_N': (('FLOAT32', 'INT32'), -1, 'inputs of one shape'),
+    'ADD_N': (('FLOAT32', 'INT32', 'INT8'), -1, 'inputs of one shape; INT8: one input scale'),
     'ARG_MAX': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'BOOL'), -1, 'INT32/INT64 output and axis'),
     'ASSIGN_VARIABLE': (('FLOAT32', 'FLOAT16', 'INT32', 'UINT8', 'INT64', 'BOOL', 'INT16', 'COMPLEX64', 'INT8', 'FLOAT64', 'COMPLEX128', 'UINT64', 'UINT32', 'UINT16'), -1, ''),
     'ATAN2': (('FLOAT32', 'FLOAT16', 'FLOAT64'), -1, ''),

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels import fixedpoint as fp
 from edge_sdk.runtime.kernels.node import Node
+from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier
 
 _INTS = ("INT8", "UINT8", "INT16", "UINT16", "INT32", "UINT32")
 
@@ -92,19 +94,29 @@ def prepare_binary_math(node: Node):
     return run
 
 
+ADD_N_INTEGER_SHIFT = 20  # TFLM add_n.cc's kAddNIntegerShift: inputs are scaled up by 2^20 before rescaling
+
+
 def prepare_add_n(node: Node):
-    """ADD_N: the sum of n >= 2 inputs of one shape and type (FLOAT32, INT32 as LiteRT), element by element from
-    0 in input order (float32: each addition rounded, infinities kept as TFLM and this runtime's ADD keep them,
-    where LiteRT clamps to +-FLT_MAX; int32 wraps)."""
+    """ADD_N: the sum of n >= 2 inputs of one shape and type, element by element. FLOAT32 and INT32 as LiteRT:
+    from 0 in input order (float32: each addition rounded, infinities kept as TFLM and this runtime's ADD keep
+    them, where LiteRT clamps to +-FLT_MAX; int32 wraps). INT8 as TFLM (LiteRT has none): inputs of one scale and
+    zero point, each (q - zp) * 2^20 halved by a Q31 multiplier and summed from the zero point's own term, then
+    rescaled by 2 * scale / (2^20 * output scale) to the output's zero point, clamped."""
     node.expect(len(node.inputs) >= 2 and len(node.outputs) == 1, "expects 2 or more inputs and 1 output")
     first, out = node.input(0), node.outputs[0]
-    node.expect_types(first, ("FLOAT32", "INT32"))
+    node.expect_types(first, ("FLOAT32", "INT32", "INT8"))
     for i in range(1, len(node.inputs)):
         t = node.input(i)
         node.expect_types(t, (first.type,), f"input {i}")
         node.expect(tuple(t.shape) == tuple(first.shape), f"input {i} has shape {t.shape}, input 0 {first.shape}")
+        if first.type == "INT8":
+            node.expect(t.quantized and t.s == first.s and t.zp == first.zp,
+                        f"input {i}: int8 inputs need one scale and zero point")
     node.expect_types(out, (first.type,), "output")
     node.set_output_shape(0, first.shape)
+    if first.type == "INT8":
+        return _add_n_int8(node, first, out)
 
     def run(inputs, outputs):
         acc = np.zeros(outputs[0].shape, outputs[0].dtype)
@@ -112,4 +124,25 @@ def prepare_add_n(node: Node):
             for x in inputs:
                 acc += x
         outputs[0][...] = acc
+    return run
+
+
+def _add_n_int8(node: Node, first, out):
+    node.expect_quantized(first, out)
+    twice_input_scale = 2 * float(first.s)
+    input_mult = quantize_multiplier(float(first.s) / twice_input_scale)
+    real_output = twice_input_scale / ((1 << ADD_N_INTEGER_SHIFT) * float(out.s))
+    node.expect(real_output < 1, f"output scale {out.s} is too small for input scale {first.s}")
+    output_mult = quantize_multiplier(real_output)
+    input_offset, output_offset = -first.zp, out.zp
+
+    def scaled(q):  # MultiplyByQuantizedMultiplierSmallerThanOneExp((q + offset) << 20, input multiplier)
+        return multiply_by_quantized_multiplier(fp.wrap32((q + input_offset) << ADD_N_INTEGER_SHIFT), *input_mult)
+
+    def run(inputs, outputs):
+        acc = scaled(np.zeros(outputs[0].shape, np.int64))  # the reference starts from the offset's own term
+        for x in inputs:
+            acc = fp.wrap32(acc + scaled(x.astype(np.int64)))
+        raw = multiply_by_quantized_multiplier(acc, *output_mult) + output_offset
+        outputs[0][...] = np.clip(raw, -128, 127)
     return run

@@ -7,8 +7,10 @@
  *  - a zero integer divisor gives 0 (LiteRT stops with "Division by 0"; eval here cannot fail), x % -1 is 0;
  *  - ATAN2: atan2f / atan2 of the C library (FLOAT16 through float, rounded to half once);
  *  - BITWISE_XOR: a ^ b; RIGHT_SHIFT: a >> b with b clamped to [0, bits - 1], arithmetic for signed types;
- *  - ADD_N: the sum from 0 in input order (float32 rounding each addition, infinities kept as TFLM keeps them
- *    where LiteRT clamps to +-FLT_MAX; int32 wraps); 2 or more inputs as LiteRT.
+ *  - ADD_N: 2 or more inputs. FLOAT32 / INT32: the sum from 0 in input order (float32 rounding each addition,
+ *    infinities kept as TFLM keeps them where LiteRT clamps to +-FLT_MAX; int32 wraps). INT8 as TFLM's add_n.cc
+ *    (LiteRT has none): inputs of one scale and zero point, each (q - zp) * 2^20 through a Q31 multiplier of 0.5,
+ *    summed from the zero point's own term, rescaled by 2 * scale / (2^20 * output scale), clamped.
  * Integer tensors are plain integers (quantization parameters are not read, as LiteRT).
  */
 #include <math.h>
@@ -23,7 +25,7 @@ EDGE_KERNEL(FLOOR_MOD, floor_mod, 2, "FLOAT32 INT8 INT16 INT32 INT64", "integer 
 EDGE_KERNEL(ATAN2, atan2, 1, "FLOAT32 FLOAT16 FLOAT64", "")
 EDGE_KERNEL(BITWISE_XOR, bitwise_xor, 1, "INT8 UINT8 INT16 UINT16 INT32 UINT32", "")
 EDGE_KERNEL(RIGHT_SHIFT, right_shift, 1, "INT8 UINT8 INT16 UINT16 INT32 UINT32", "")
-EDGE_KERNEL(ADD_N, add_n, 1, "FLOAT32 INT32", "inputs of one shape")
+EDGE_KERNEL(ADD_N, add_n, 1, "FLOAT32 INT32 INT8", "inputs of one shape; INT8: one input scale")
 
 enum { OP_FLOOR_DIV, OP_FLOOR_MOD, OP_ATAN2, OP_XOR, OP_RIGHT_SHIFT };
 
@@ -194,6 +196,13 @@ void edge_eval_right_shift(const edge_node_t *node, edge_ctx_t *ctx) { binary_ma
 
 /* ---------------------------------------------------------------------------------------------------- ADD_N */
 
+enum { ADD_N_INTEGER_SHIFT = 20 }; /* TFLM's kAddNIntegerShift */
+
+typedef struct {
+    int32_t input_offset, output_offset;
+    int32_t input_multiplier, input_shift, output_multiplier, output_shift;
+} add_n_data_t;
+
 edge_status_t edge_prepare_add_n(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *first;
     edge_tensor_t *out;
@@ -203,8 +212,8 @@ edge_status_t edge_prepare_add_n(edge_node_t *node, edge_ctx_t *ctx) {
     first = edge_in(ctx, node, 0);
     out = edge_out(ctx, node, 0);
     if (!first) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "every input is required");
-    if (first->type != EDGE_FLOAT32 && first->type != EDGE_INT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT32");
+    if (first->type != EDGE_FLOAT32 && first->type != EDGE_INT32 && first->type != EDGE_INT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT32, INT8");
     if ((s = edge_type_built(ctx, first->type)) != EDGE_OK) return s;
     for (i = 1; i < node->n_inputs; i++) {
         const edge_tensor_t *t = edge_in(ctx, node, i);
@@ -213,8 +222,27 @@ edge_status_t edge_prepare_add_n(edge_node_t *node, edge_ctx_t *ctx) {
         if (t->rank != first->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "inputs differ in shape");
         for (k = 0; k < t->rank; k++)
             if (t->dims[k] != first->dims[k]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "inputs differ in shape");
+        if (first->type == EDGE_INT8 &&
+            !(t->quantized && t->scale == first->scale && t->zero_point == first->zero_point))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "int8 inputs need one scale and zero point");
     }
     if (out->type != first->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    if (first->type == EDGE_INT8) {
+        add_n_data_t *d;
+        double twice_input_scale, real_output;
+        if ((s = ea_unary_quantized(ctx, first, out)) != EDGE_OK) return s;
+        d = (add_n_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+        if (!d) return EDGE_ARENA_TOO_SMALL;
+        node->user_data = d;
+        twice_input_scale = 2.0 * (double)first->scale;
+        real_output = twice_input_scale / ((double)(1 << ADD_N_INTEGER_SHIFT) * (double)out->scale);
+        if (!(real_output < 1.0)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "output scale too small for the input scale");
+        if (edge_quantize_multiplier((double)first->scale / twice_input_scale, &d->input_multiplier, &d->input_shift) ||
+            edge_quantize_multiplier(real_output, &d->output_multiplier, &d->output_shift))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "scales give no multiplier");
+        d->input_offset = -first->zero_point;
+        d->output_offset = out->zero_point;
+    }
     return edge_set_output_shape(ctx, node, 0, first->dims, first->rank);
 }
 
@@ -224,7 +252,21 @@ void edge_eval_add_n(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t e;
     int32_t i;
     /* element by element, the sum from 0 (0 + -0.0 is +0.0, as the reference's) */
-    if (out->type == EDGE_INT32) {
+    if (out->type == EDGE_INT8) {
+        const add_n_data_t *d = (const add_n_data_t *)node->user_data;
+        const int32_t offset_term = ea_mbqm(d->input_offset * (1 << ADD_N_INTEGER_SHIFT), d->input_multiplier, d->input_shift);
+        int8_t *y = (int8_t *)out->data;
+        for (e = 0; e < n; e++) {
+            int32_t acc = offset_term;
+            for (i = 0; i < node->n_inputs; i++) {
+                const int32_t q = ((const int8_t *)edge_in(ctx, node, i)->data)[e];
+                acc = ea_add(acc, ea_mbqm((q + d->input_offset) * (1 << ADD_N_INTEGER_SHIFT), d->input_multiplier,
+                                          d->input_shift));
+            }
+            y[e] = (int8_t)ea_clamp((int64_t)ea_mbqm(acc, d->output_multiplier, d->output_shift) + d->output_offset, -128,
+                                    127);
+        }
+    } else if (out->type == EDGE_INT32) {
         uint32_t *y = (uint32_t *)out->data;
         for (e = 0; e < n; e++) {
             uint32_t acc = 0;
