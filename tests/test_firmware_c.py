@@ -317,23 +317,23 @@ def test_unsupported_op_is_refused_naming_it(backend, tmp_path):
     too_new = _fc_model(rng, version=99)
     with pytest.raises(UnsupportedOpError, match=r"FULLY_CONNECTED code 9 v99"):
         backend.CInterpreter(model_content=too_new).allocate_tensors()
-    # FLOOR: a builtin the C runtime has no kernel for (nor plans one: MCU models do not use it).
+    # SKIP_GRAM: a builtin the C runtime has no kernel for (a string op: nor plans one).
     from edge_sdk.model.builder import GraphBuilder
 
     g = GraphBuilder()
     x = g.input("x", (1, 4), "FLOAT32")
     y = g.tensor("y", (1, 4), "FLOAT32")
-    g.op("FLOOR", [x], [y])
+    g.op("SKIP_GRAM", [x], [y])
     g.output(y)
     model = g.build()
-    path = tmp_path / "floor.tflite"
+    path = tmp_path / "skip_gram.tflite"
     write_model(model, path)
-    with pytest.raises(UnsupportedOpError, match=r"node 0 \(FLOOR code 8 v1\)"):
+    with pytest.raises(UnsupportedOpError, match=r"node 0 \(SKIP_GRAM code 30 v1\)"):
         backend.CInterpreter(model_path=path).allocate_tensors()
-    assert "FLOOR v1" in " ".join(backend.missing_ops(model))
+    assert "SKIP_GRAM v1" in " ".join(backend.missing_ops(model))
     proc = subprocess.run([str(c_build.RUNNER), str(path), "/dev/null", str(tmp_path / "o.bin")],
                           capture_output=True, text=True, timeout=30)
-    assert proc.returncode == 3 and "FLOOR" in proc.stderr
+    assert proc.returncode == 3 and "SKIP_GRAM" in proc.stderr
 
 
 def test_malformed_headers_are_refused(backend):

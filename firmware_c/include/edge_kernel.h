@@ -319,6 +319,9 @@ enum {
     EDGE_OPTS_CallOnceOptions = 103,
 };
 
+/* BuiltinOptions union code of FAKE_QUANT (fake_quant.c). */
+enum { EDGE_OPTS_FakeQuantOptions = 58 };
+
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 

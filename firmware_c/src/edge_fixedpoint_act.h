@@ -391,11 +391,13 @@ static inline int ea_lut8_eval(const edge_node_t *node, edge_ctx_t *ctx, int32_t
 
 /* ------------------------------------------------------------------------------------ one-input kernels */
 
-/* The start every one-input elementwise prepare shares (RELU, RELU6, RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH,
- * LOGISTIC, TANH): one input and one output, the input FLOAT32 / INT8 (/ INT16 with allow_int16) and built in
- * (edge_type_built), the output given the input's shape and of its type, and `bytes` of zeroed op data in
- * node->user_data. Reasons leave the op's name to the error message's node prefix. */
-static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, int allow_int16, size_t bytes,
+/* The start every one-input elementwise prepare shares (RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, LEAKY_RELU,
+ * HARD_SWISH, LOGISTIC, TANH, ELU): one input and one output, the input FLOAT32 / INT8 (/ INT16 with EA_ALSO_INT16,
+ * / UINT8 with EA_ALSO_UINT8 in `also`) and built in (edge_type_built), the output given the input's shape and of
+ * its type, and `bytes` of zeroed op data in node->user_data. Reasons leave the op's name to the error message's
+ * node prefix. */
+enum { EA_ALSO_INT16 = 1, EA_ALSO_UINT8 = 2 };
+static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, int also, size_t bytes,
                                            edge_tensor_t **x, edge_tensor_t **out) {
     edge_status_t s;
     edge_tensor_t *in;
@@ -404,8 +406,13 @@ static inline edge_status_t ea_unary_begin(edge_node_t *node, edge_ctx_t *ctx, i
     in = *x = edge_in(ctx, node, 0);
     *out = edge_out(ctx, node, 0);
     if (!in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
-    if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && !(allow_int16 && in->type == EDGE_INT16))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, allow_int16 ? "C kernel runs FLOAT32, INT8, INT16" : "C kernel runs FLOAT32, INT8");
+    if (in->type != EDGE_FLOAT32 && in->type != EDGE_INT8 && !((also & EA_ALSO_INT16) && in->type == EDGE_INT16) &&
+        !((also & EA_ALSO_UINT8) && in->type == EDGE_UINT8))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         also == EA_ALSO_INT16   ? "C kernel runs FLOAT32, INT8, INT16"
+                         : also == EA_ALSO_UINT8 ? "C kernel runs FLOAT32, INT8, UINT8"
+                         : also                  ? "C kernel runs FLOAT32, INT8, INT16, UINT8"
+                                                 : "C kernel runs FLOAT32, INT8");
     if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
     if ((s = edge_set_output_shape(ctx, node, 0, in->dims, in->rank)) != EDGE_OK) return s;
     if ((*out)->type != in->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
@@ -439,7 +446,7 @@ typedef struct {
 static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_tanh, ea_lut8_fn int8_value) {
     edge_tensor_t *x, *out;
     ea_sigmoid_data_t *d;
-    edge_status_t s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out);
+    edge_status_t s = ea_unary_begin(node, ctx, EA_ALSO_INT16, sizeof *d, &x, &out);
 
     if (s != EDGE_OK) return s;
     d = (ea_sigmoid_data_t *)node->user_data;

@@ -1,4 +1,5 @@
-"""Activations: SOFTMAX, LOG_SOFTMAX, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1, HARD_SWISH, LEAKY_RELU, PRELU.
+"""Activations: SOFTMAX, LOG_SOFTMAX, LOGISTIC, TANH, RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, HARD_SWISH, LEAKY_RELU,
+PRELU, ELU.
 
 Integer paths follow TFLite Micro's kernels and the reference headers they call. Unary int8 and int16 ops
 run through a table over every possible input (256 or 65536 entries) that prepare fills by evaluating the
@@ -46,8 +47,9 @@ def _same_type(node: Node, x, out):
 
 # ---------------------------------------------------------------- RELU family
 
-def _relu_like(node: Node, act_min: float, act_max: float | None, float_fn):
-    x, out = _unary_setup(node, ("FLOAT32", "INT8", "INT16"))
+def _relu_like(node: Node, act_min: float, act_max: float | None, float_fn,
+               types: tuple[str, ...] = ("FLOAT32", "INT8", "INT16")):
+    x, out = _unary_setup(node, types)
     _same_type(node, x, out)
     if x.type == "FLOAT32":
         return _float_run(float_fn)
@@ -73,6 +75,13 @@ def prepare_relu_n1_to_1(node: Node):
     return _relu_like(node, -1.0, 1.0, lambda v: np.where(v > hi, hi, np.where(v < lo, lo, v)))
 
 
+def prepare_relu_0_to_1(node: Node):
+    # Not in TFLM; LiteRT's kernel requantizes like RELU with the range [0, 1], on FLOAT32, INT8 and UINT8.
+    lo, hi = np.float32(0), np.float32(1)
+    return _relu_like(node, 0.0, 1.0, lambda v: np.where(v > hi, hi, np.where(v < lo, lo, v)),
+                      ("FLOAT32", "INT8", "UINT8"))
+
+
 def prepare_relu6(node: Node):
     x, out = _unary_setup(node, ("FLOAT32", "INT8", "INT16"))
     _same_type(node, x, out)
@@ -84,6 +93,36 @@ def prepare_relu6(node: Node):
     zero = x.zp
     six = int(np.clip(int(tflite_round(np.float32(6.0) / np.float32(x.s))) + x.zp, qmin, qmax))
     return table_run(x.type, lambda v: np.where(v > six, six, np.where(v < zero, zero, v)))
+
+
+# ---------------------------------------------------------------- ELU
+
+def prepare_elu(node: Node):
+    """ELU: x < 0 ? exp(x) - 1 : x. FLOAT32 through expm1 (in double, rounded once: within an ulp of the C
+    library's expm1f that TFLM and LiteRT call); INT8 through TFLM's table: dequantize in float32, exp(v) - 1 in
+    float32, times 1 / output scale, rounded half away, plus the zero point, clamped."""
+    x, out = _unary_setup(node, ("FLOAT32", "INT8"))
+    _same_type(node, x, out)
+    if x.type == "FLOAT32":
+        def elu(v):
+            with np.errstate(over="ignore"):
+                negative = np.expm1(v.astype(np.float64)).astype(np.float32)
+            return np.where(v < 0, negative, v)
+        return _float_run(elu)
+    node.expect_quantized(x, out)
+    in_scale, out_zp = np.float32(x.s), out.zp
+    inverse_scale = np.float32(1) / np.float32(out.s)
+    qmin, qmax = TYPE_RANGES["INT8"]
+
+    def table(v):
+        dequantized = in_scale * (v - x.zp).astype(np.float32)
+        with np.errstate(over="ignore"):
+            exp = np.exp(dequantized.astype(np.float64)).astype(np.float32)
+            transformed = np.where(dequantized < 0, exp - np.float32(1), dequantized)
+            rescaled = tflite_round(transformed * inverse_scale)
+        # rescaled + zero point in float32 (TFLM's order), clamped before the integer conversion
+        return np.clip(rescaled + np.float32(out_zp), np.float32(qmin), np.float32(qmax)).astype(np.int64)
+    return table_run("INT8", table)
 
 
 # ---------------------------------------------------------------- LEAKY_RELU

@@ -1,5 +1,5 @@
 """Float math and data-movement ops the ONNX importer emits: EXP, LOG, SQRT, ABS, NEG, POW, TILE, BROADCAST_TO,
-MIRROR_PAD.
+MIRROR_PAD; and LiteRT's elementwise SQUARE, FLOOR, CEIL, ROUND, SIN, COS, SIGN.
 
 The unary ops run on FLOAT32 (ABS and NEG also on INT32 / INT64 / INT8 without quantization change, as
 TFLite's reference kernels do for integer tensors). POW takes two tensors with numpy broadcasting (float32 or
@@ -45,6 +45,83 @@ def prepare_sqrt(node: Node):
 
 def prepare_neg(node: Node):
     return _unary_float(node, np.negative, ("INT32", "INT64"))
+
+
+def _round_half_even(v, out):
+    """ROUND as TFLite's reference RoundToNearest: floor, then up past .5 and at .5 onto the even neighbour (-0.5
+    gives +0.0: floor -1.0 plus 1)."""
+    floor = np.floor(v)
+    diff = v - floor  # exact: the fractional bits of v (0 from 2^23 on)
+    keep = (diff < 0.5) | ((diff == 0.5) & (np.fmod(floor, 2) == 0))
+    out[...] = np.where(keep, floor, floor + 1)
+
+
+def _sign(v, out):
+    """SIGN as LiteRT's: (0 < x) - (x < 0), so +0.0 for either zero (numpy's sign keeps -0.0); NaN passes as it
+    is (its bits)."""
+    sign = (v > 0).astype(out.dtype) - (v < 0).astype(out.dtype)
+    out[...] = np.where(v != v, v, sign)
+
+
+def _float64_rounded(fn):
+    """sin / cos of float32 values computed in double and rounded once (glibc's sinf / cosf, which LiteRT and
+    TFLM call, are within an ulp of that; numpy's float32 loops are not always)."""
+    def run(v, out):
+        out[...] = fn(v.astype(np.float64))
+    return run
+
+
+def _float_unary(node: Node, fn, types: tuple[str, ...]):
+    """LiteRT's elementwise builtins of one float input: ``fn(x, out=)`` over the tensor ``types`` LiteRT's kernel
+    takes; input and output of one type, not quantized (LiteRT has no integer kernel of these but SIGN's INT32, a
+    plain integer)."""
+    node.expect_counts(1, 1)
+    x, out = node.input(0), node.outputs[0]
+    node.expect_types(x, types)
+    node.expect_types(out, (x.type,), "output")
+    if x.quantized or out.quantized:
+        raise node.unsupported("takes no quantized tensors")
+    node.set_output_shape(0, x.shape)
+    if x.type == "FLOAT16":
+        def run_half(inputs, outputs):  # computed in float32, rounded to half once (LiteRT's Eigen half does so)
+            wide = np.empty(inputs[0].shape, np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):
+                fn(inputs[0].astype(np.float32), out=wide)
+            outputs[0][...] = wide.astype(np.float16)
+        return run_half
+
+    def run(inputs, outputs):
+        with np.errstate(over="ignore", invalid="ignore"):  # SQUARE overflows to inf, SIN(inf) is NaN: as LiteRT
+            fn(inputs[0], out=outputs[0])
+    return run
+
+
+def prepare_square(node: Node):
+    return _float_unary(node, np.square, ("FLOAT32",))  # one rounding of x * x: bit-exact
+
+
+def prepare_floor(node: Node):
+    return _float_unary(node, np.floor, ("FLOAT32", "FLOAT16"))
+
+
+def prepare_ceil(node: Node):
+    return _float_unary(node, np.ceil, ("FLOAT32",))  # ceil.cc: FLOAT32 only (XNNPACK's CEIL takes FLOAT16 too)
+
+
+def prepare_round(node: Node):
+    return _float_unary(node, _round_half_even, ("FLOAT32", "FLOAT16"))
+
+
+def prepare_sin(node: Node):
+    return _float_unary(node, _float64_rounded(np.sin), ("FLOAT32", "FLOAT16"))
+
+
+def prepare_cos(node: Node):
+    return _float_unary(node, _float64_rounded(np.cos), ("FLOAT32", "FLOAT16"))
+
+
+def prepare_sign(node: Node):
+    return _float_unary(node, _sign, ("FLOAT32", "FLOAT64", "INT32"))
 
 
 def prepare_abs(node: Node):

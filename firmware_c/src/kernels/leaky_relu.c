@@ -53,7 +53,7 @@ edge_status_t edge_prepare_leaky_relu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_status_t s;
     int32_t m_alpha;
 
-    if ((s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    if ((s = ea_unary_begin(node, ctx, EA_ALSO_INT16, sizeof *d, &x, &out)) != EDGE_OK) return s;
     d = (leaky_data_t *)node->user_data;
     d->type = x->type;
     d->alpha = node->options_type == EDGE_OPTS_LeakyReluOptions ? edge_opt_float(node, 0, 0.0f) : 0.0f;

@@ -1,8 +1,9 @@
-/* RELU, RELU6, RELU_N1_TO_1 (one file, three registrations).
+/* RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1 (one file, four registrations).
  *
- * As edge_sdk/runtime/kernels/activations.py: RELU and RELU_N1_TO_1 requantize, out_zp + MultiplyByQuantizedMultiplier
- * (x - in_zp, in_scale / out_scale with the ratio in float32), clamped to the quantized bounds of [0, inf) or
- * [-1, 1] on the output (int16 needs zero points of 0); RELU6 clamps x itself to [in_zp, round(6 / in_scale) +
+ * As edge_sdk/runtime/kernels/activations.py: RELU, RELU_N1_TO_1 and RELU_0_TO_1 requantize, out_zp +
+ * MultiplyByQuantizedMultiplier(x - in_zp, in_scale / out_scale with the ratio in float32), clamped to the quantized
+ * bounds of [0, inf), [-1, 1] or [0, 1] on the output (int16 needs zero points of 0; RELU_0_TO_1 takes LiteRT's
+ * UINT8 instead of INT16, per element); RELU6 clamps x itself to [in_zp, round(6 / in_scale) +
  * in_zp] without requantizing (TFLM's Relu6 int8/int16). int8 runs through a 256-entry table built in prepare
  * from the same integer formula; int16 evaluates it per element; float32 clamps.
  */
@@ -13,8 +14,9 @@
 EDGE_KERNEL(RELU, relu, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0")
 EDGE_KERNEL(RELU6, relu6, 3, "FLOAT32 INT8 INT16", "INT16: zero points 0")
 EDGE_KERNEL(RELU_N1_TO_1, relu_n1_to_1, 2, "FLOAT32 INT8 INT16", "INT16: zero points 0")
+EDGE_KERNEL(RELU_0_TO_1, relu_0_to_1, 1, "FLOAT32 INT8 UINT8", "")
 
-enum { KIND_RELU = 0, KIND_RELU6 = 1, KIND_N1 = 2 };
+enum { KIND_RELU = 0, KIND_RELU6 = 1, KIND_N1 = 2, KIND_0_TO_1 = 3 };
 
 typedef struct {
     int32_t type, kind;
@@ -38,7 +40,9 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     edge_status_t s;
     int32_t qmin, qmax;
 
-    if ((s = ea_unary_begin(node, ctx, 1, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    if ((s = ea_unary_begin(node, ctx, kind == KIND_0_TO_1 ? EA_ALSO_UINT8 : EA_ALSO_INT16, sizeof *d, &x, &out)) !=
+        EDGE_OK)
+        return s;
     d = (relu_data_t *)node->user_data;
     d->type = x->type;
     d->kind = kind;
@@ -60,7 +64,7 @@ static edge_status_t relu_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ki
     } else {
         int ok = 1;
         int64_t lo = edge_quantize_value(kind == KIND_N1 ? -1.0f : 0.0f, out->scale, out->zero_point, &ok);
-        int64_t hi = kind == KIND_N1 ? edge_quantize_value(1.0f, out->scale, out->zero_point, &ok) : qmax;
+        int64_t hi = kind == KIND_RELU ? qmax : edge_quantize_value(1.0f, out->scale, out->zero_point, &ok);
         if (EDGE_WITH_INT16 && x->type == EDGE_INT16 && (x->zero_point || out->zero_point))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: int16 activations need zero points of 0");
         if (!ok) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "RELU: output scale");
@@ -87,6 +91,10 @@ static void relu_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, 
         const int16_t *xi = (const int16_t *)xv;
         int16_t *y = (int16_t *)yv;
         for (i = 0; i < n; i++) y[i] = (int16_t)relu_q(d, xi[i]);
+    } else if (d->type == EDGE_UINT8) {
+        const uint8_t *xi = (const uint8_t *)xv;
+        uint8_t *y = (uint8_t *)yv;
+        for (i = 0; i < n; i++) y[i] = (uint8_t)relu_q(d, xi[i]);
     } else if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)xv;
         float *y = (float *)yv;
@@ -107,6 +115,8 @@ static void relu_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, 
 edge_status_t edge_prepare_relu(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU); }
 edge_status_t edge_prepare_relu6(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_RELU6); }
 edge_status_t edge_prepare_relu_n1_to_1(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_N1); }
+edge_status_t edge_prepare_relu_0_to_1(edge_node_t *node, edge_ctx_t *ctx) { return relu_prepare(node, ctx, KIND_0_TO_1); }
 void edge_eval_relu(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
 void edge_eval_relu6(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
 void edge_eval_relu_n1_to_1(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }
+void edge_eval_relu_0_to_1(const edge_node_t *node, edge_ctx_t *ctx) { edge_unary_run(node, ctx, relu_span); }

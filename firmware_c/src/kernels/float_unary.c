@@ -1,0 +1,116 @@
+/* SQUARE, FLOOR, CEIL, ROUND, SIN, COS and SIGN, element-wise, as edge_sdk/runtime/kernels/math.py's
+ * prepare_float_unary: LiteRT's builtins of one float input, none quantized.
+ *  - SQUARE x * x (one rounding: bit-exact), FLOOR floorf, CEIL ceilf (exact);
+ *  - ROUND as TFLite's RoundToNearest: floor, then up past .5 and at .5 onto the even neighbour (-0.5 gives
+ *    +0.0: floor -1 plus 1), bit-exact;
+ *  - SIN, COS sinf / cosf of the C library (glibc's and newlib's are within an ulp of the exact value, as
+ *    LiteRT's and TFLM's std::sin);
+ *  - SIGN (0 < x) - (x < 0) as LiteRT's (+0.0 for either zero; a NaN passes bit for bit), on FLOAT32, FLOAT64
+ *    and INT32.
+ * FLOOR, ROUND, SIN and COS also take FLOAT16 (as LiteRT; CEIL does not there): computed on the float value,
+ * rounded once to half (edge_half.h, as numpy).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "edge_kernel.h"
+#include "../edge_fixedpoint.h"
+#include "../edge_half.h"
+
+EDGE_KERNEL(SQUARE, square, 1, "FLOAT32", "")
+EDGE_KERNEL(FLOOR, floor, 1, "FLOAT32 FLOAT16", "")
+EDGE_KERNEL(CEIL, ceil, 1, "FLOAT32", "")
+EDGE_KERNEL(ROUND, round, 1, "FLOAT32 FLOAT16", "")
+EDGE_KERNEL(SIN, sin, 2, "FLOAT32 FLOAT16", "")
+EDGE_KERNEL(COS, cos, 2, "FLOAT32 FLOAT16", "")
+EDGE_KERNEL(SIGN, sign, 2, "FLOAT32 FLOAT64 INT32", "")
+
+enum { TAKES_FLOAT32 = 0, TAKES_FLOAT16 = 1, TAKES_SIGN_TYPES = 2 };
+
+/* One input, one output of its type and shape, neither quantized; FLOAT32, and FLOAT16 or SIGN's FLOAT64 and
+ * INT32 as `takes` says. */
+static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int takes) {
+    edge_tensor_t *x, *out;
+    edge_status_t s;
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
+    if (x->type != EDGE_FLOAT32 && !(takes == TAKES_FLOAT16 && x->type == EDGE_FLOAT16) &&
+        !(takes == TAKES_SIGN_TYPES && (x->type == EDGE_FLOAT64 || x->type == EDGE_INT32)))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
+                         takes == TAKES_FLOAT16      ? "C kernel runs FLOAT32, FLOAT16"
+                         : takes == TAKES_SIGN_TYPES ? "C kernel runs FLOAT32, FLOAT64, INT32"
+                                                     : "C kernel runs FLOAT32");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
+    if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    if (x->quantized || out->quantized) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "takes no quantized tensors");
+    return edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+}
+
+edge_status_t edge_prepare_square(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
+edge_status_t edge_prepare_floor(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT16); }
+edge_status_t edge_prepare_ceil(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
+edge_status_t edge_prepare_round(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT16); }
+edge_status_t edge_prepare_sin(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT16); }
+edge_status_t edge_prepare_cos(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT16); }
+edge_status_t edge_prepare_sign(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_SIGN_TYPES); }
+
+static float square_f32(float v) { return v * v; }
+
+static float round_half_even_f32(float v) {
+    const float floor_v = floorf(v);
+    const float diff = v - floor_v; /* exact: v's fractional bits (0 from 2^23 on, NaN for NaN and inf) */
+    if (diff < 0.5f || (diff == 0.5f && fmodf(floor_v, 2.0f) == 0.0f)) return floor_v;
+    return floor_v + 1.0f;
+}
+
+/* FLOAT16 elements: the float of each half through expr, rounded to half once */
+#define FLOAT_UNARY(name, expr)                                                                  \
+    void edge_eval_##name(const edge_node_t *node, edge_ctx_t *ctx) {                            \
+        const edge_tensor_t *x = edge_in(ctx, node, 0);                                          \
+        edge_tensor_t *out = edge_out(ctx, node, 0);                                             \
+        const int64_t n = edge_tensor_elements(out);                                             \
+        int64_t i;                                                                               \
+        if (x->type == EDGE_FLOAT16) {                                                           \
+            const uint16_t *a = (const uint16_t *)x->data;                                       \
+            uint16_t *y = (uint16_t *)out->data;                                                 \
+            for (i = 0; i < n; i++) y[i] = double_to_half((double)expr(half_to_float(a[i])));    \
+        } else if (EDGE_WITH_FLOAT32) {                                                          \
+            const float *a = (const float *)x->data;                                             \
+            float *y = (float *)out->data;                                                       \
+            for (i = 0; i < n; i++) y[i] = expr(a[i]);                                           \
+        }                                                                                        \
+    }
+
+FLOAT_UNARY(square, square_f32)
+FLOAT_UNARY(floor, floorf)
+FLOAT_UNARY(ceil, ceilf)
+FLOAT_UNARY(round, round_half_even_f32)
+FLOAT_UNARY(sin, sinf)
+FLOAT_UNARY(cos, cosf)
+
+void edge_eval_sign(const edge_node_t *node, edge_ctx_t *ctx) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (x->type == EDGE_INT32) {
+        const int32_t *a = (const int32_t *)x->data;
+        int32_t *y = (int32_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (a[i] > 0) - (a[i] < 0);
+    } else if (x->type == EDGE_FLOAT64) {
+        const uint8_t *a = (const uint8_t *)x->data; /* 8-byte elements at 4-aligned offsets: memcpy */
+        uint8_t *y = (uint8_t *)out->data;
+        for (i = 0; i < n; i++) {
+            double v;
+            memcpy(&v, a + 8 * i, 8);
+            if (v == v) v = (double)((v > 0.0) - (v < 0.0));
+            memcpy(y + 8 * i, &v, 8);
+        }
+    } else if (EDGE_WITH_FLOAT32) {
+        const float *a = (const float *)x->data;
+        float *y = (float *)out->data;
+        for (i = 0; i < n; i++) y[i] = a[i] == a[i] ? (float)((a[i] > 0.0f) - (a[i] < 0.0f)) : a[i];
+    }
+}
