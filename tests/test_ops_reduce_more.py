@@ -1,0 +1,178 @@
+"""REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL and ARG_MIN in both runtimes (the conftest ``runtime`` grid),
+against LiteRT's reference kernels for every input type LiteRT takes, and bit for bit against TFLM where TFLM has
+the op (REDUCE_MIN float32 / int8, ARG_MIN). Every comparison is exact, float32 included: the min and the arg-min
+pick an input value, and the float32 product is folded in the reference kernels' order (input row-major order
+within each output's block), so the same float32 multiplications round the same way.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk.errors import UnsupportedOpError
+from tests.oprunner import T, assert_same, op_model, run_on, run_peer
+
+RNG = np.random.default_rng(23)
+NP = {"FLOAT32": np.float32, "INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32,
+      "INT64": np.int64, "BOOL": np.bool_}
+QUANT = {"INT8": (0.05, -3), "UINT8": (0.05, 120), "INT16": (0.002, 0)}
+
+# (input shape, axes, keep_dims): one axis, several (with a duplicate and a negative), all, keep_dims both ways
+SHAPES = [
+    ((2, 3, 4), [1], False),
+    ((2, 3, 4), [0, 2], True),
+    ((2, 3, 4), [-1, 2], False),  # a duplicate given as negative and positive: reduced once
+    ((3, 5), [0, 1], False),  # every axis: one output
+    ((1, 4, 4, 3), [1, 2], True),  # a global pool shape
+]
+
+
+def values(shape, type_, small=False):
+    dt = NP[type_]
+    if type_ == "BOOL":
+        return RNG.random(shape) < 0.6
+    if type_ == "FLOAT32":
+        return RNG.standard_normal(shape).astype(np.float32) * (1.5 if small else 10)
+    if small:  # products of a few factors stay near the type's range (and wrap there: compared too)
+        lo = 0 if type_ == "UINT8" else -4
+        return RNG.integers(lo, 5, shape).astype(dt)
+    info = np.iinfo(dt)
+    return RNG.integers(info.min, info.max, shape, endpoint=True).astype(dt)
+
+
+def reduce_model(op, shape, axes, keep, type_, quant=None, out_quant=None, version=1):
+    q = quant if quant is not None else ((None, None) if type_ not in QUANT else QUANT[type_])
+    oq = out_quant if out_quant is not None else q
+    x = T(shape, type_, *q)
+    a = T((len(axes),), "INT32", data=np.array(axes, np.int32))
+    resolved = {d % len(shape) for d in axes}
+    out_shape = tuple(1 if d in resolved else n for d, n in enumerate(shape) if keep or d not in resolved)
+    return op_model(op, [x, a], [T(out_shape, type_, *oq)], {"keep_dims": keep}, version=version)
+
+
+def check(runtime, model, feeds, peers):
+    ours = run_on(runtime, model, feeds)
+    for p in peers:
+        assert_same(ours, run_peer(model, feeds, p), what=f"{runtime} vs {p}")
+    return ours
+
+
+MIN_TYPES = ["FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL"]
+
+
+@pytest.mark.parametrize("shape,axes,keep", SHAPES)
+@pytest.mark.parametrize("type_", MIN_TYPES)
+def test_reduce_min(runtime, shape, axes, keep, type_):
+    version = {"INT8": 2, "INT16": 3}.get(type_, 1)
+    model = reduce_model("REDUCE_MIN", shape, axes, keep, type_, version=version)
+    x = values(shape, type_)
+    peers = ["litert"] + (["tflm"] if type_ in ("FLOAT32", "INT8") else [])
+    (ours,) = check(runtime, model, [x], peers)
+    ax = tuple(sorted({d % len(shape) for d in axes}))
+    np.testing.assert_array_equal(ours, x.min(axis=ax, keepdims=keep))
+
+
+def test_reduce_min_float_nan_and_inf(runtime):
+    # '(in < current) ? in : current' from FLT_MAX: a NaN never wins, an all-NaN or all-+inf block gives FLT_MAX
+    x = np.array([[np.nan, 2.0, -1.0], [np.nan, np.nan, np.nan], [np.inf, np.inf, np.inf], [-np.inf, np.nan, 3.0]],
+                 np.float32)
+    model = reduce_model("REDUCE_MIN", x.shape, [1], False, "FLOAT32")
+    (ours,) = check(runtime, model, [x], ["tflm"])
+    big = np.finfo(np.float32).max
+    np.testing.assert_array_equal(ours, np.array([-1.0, big, big, -np.inf], np.float32))
+
+
+def test_reduce_min_refuses_requantization(runtime):
+    model = reduce_model("REDUCE_MIN", (2, 3), [1], False, "INT8", quant=(0.1, 0), out_quant=(0.2, 0))
+    with pytest.raises(UnsupportedOpError if runtime == "python" else Exception, match="quantization differ"):
+        run_on(runtime, model, [values((2, 3), "INT8")])
+
+
+PROD_TYPES = ["FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL"]
+
+
+@pytest.mark.parametrize("shape,axes,keep", SHAPES)
+@pytest.mark.parametrize("type_", PROD_TYPES)
+def test_reduce_prod_unquantized(runtime, shape, axes, keep, type_):
+    model = reduce_model("REDUCE_PROD", shape, axes, keep, type_, quant=(None, None))
+    x = values(shape, type_, small=True)
+    (ours,) = check(runtime, model, [x], ["litert"])
+    if type_ == "BOOL":
+        ax = tuple(sorted({d % len(shape) for d in axes}))
+        np.testing.assert_array_equal(ours, x.all(axis=ax, keepdims=keep))
+
+
+# (input scale, zero point, output scale, zero point): LiteRT scales each step by s_in / s_out^(1/n)
+PROD_QUANT = {"INT8": [(0.05, -3, 0.05, -3), (0.1, 4, 0.02, -10), (0.02, 0, 0.5, 7)],
+              "INT16": [(0.002, 0, 0.002, 0), (0.01, 0, 0.003, 0)]}
+
+
+@pytest.mark.parametrize("shape,axes,keep", SHAPES[:4])
+@pytest.mark.parametrize("type_,case", [(t, k) for t in PROD_QUANT for k in range(len(PROD_QUANT[t]))])
+def test_reduce_prod_quantized(runtime, shape, axes, keep, type_, case):
+    si, zi, so, zo = PROD_QUANT[type_][case]
+    model = reduce_model("REDUCE_PROD", shape, axes, keep, type_, quant=(si, zi), out_quant=(so, zo), version=2)
+    x = values(shape, type_)
+    if type_ == "INT16":  # moderate values: a product of full-range int16 values saturates at once
+        x = (x // 64).astype(np.int16)
+    check(runtime, model, [x], ["litert"])
+
+
+def test_reduce_prod_refuses_quantized_uint8(runtime):
+    model = reduce_model("REDUCE_PROD", (2, 3), [1], False, "UINT8", quant=(0.1, 128))
+    with pytest.raises(UnsupportedOpError if runtime == "python" else Exception, match="UINT8"):
+        run_on(runtime, model, [values((2, 3), "UINT8")])
+
+
+@pytest.mark.parametrize("op,fold", [("REDUCE_ANY", np.any), ("REDUCE_ALL", np.all)])
+@pytest.mark.parametrize("shape,axes,keep", SHAPES)
+def test_reduce_any_all(runtime, op, fold, shape, axes, keep):
+    model = reduce_model(op, shape, axes, keep, "BOOL")
+    x = values(shape, "BOOL")
+    (ours,) = check(runtime, model, [x], ["litert"])
+    np.testing.assert_array_equal(ours, fold(x, axis=tuple(sorted({d % len(shape) for d in axes})), keepdims=keep))
+
+
+@pytest.mark.parametrize("op", ["REDUCE_ANY", "REDUCE_ALL"])
+def test_reduce_any_all_take_bool_only(runtime, op):
+    model = reduce_model(op, (2, 3), [1], False, "FLOAT32")
+    with pytest.raises(Exception, match="type"):
+        run_on(runtime, model, [values((2, 3), "FLOAT32")])
+
+
+ARG_TYPES = ["FLOAT32", "INT8", "UINT8", "INT16", "INT32", "BOOL"]
+
+
+def arg_min_model(shape, axis, type_, out_type="INT32", axis_type="INT32"):
+    x = T(shape, type_, *((None, None) if type_ not in QUANT else QUANT[type_]))
+    a = T((1,), axis_type, data=np.array([axis], NP[axis_type]))
+    out_shape = tuple(n for d, n in enumerate(shape) if d != axis % len(shape))
+    return op_model("ARG_MIN", [x, a], [T(out_shape, out_type)], {"output_type": out_type}, version=2)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("type_", ARG_TYPES)
+def test_arg_min(runtime, axis, type_):
+    shape = (3, 4, 5)
+    x = values(shape, type_)
+    if type_ in ("INT8", "UINT8", "INT16", "INT32"):
+        x = (x // (np.iinfo(NP[type_]).max // 3)).astype(NP[type_])  # many ties: the first index wins
+    model = arg_min_model(shape, axis, type_)
+    # LiteRT's arg_min_max.cc takes no INT16 (ours does, as ARG_MAX: numpy is the reference there)
+    peers = (["litert"] if type_ != "INT16" else []) + (["tflm"] if type_ in ("FLOAT32", "INT8") else [])
+    (ours,) = check(runtime, model, [x], peers)
+    np.testing.assert_array_equal(ours, np.argmin(x, axis=axis))
+
+
+def test_arg_min_int64_output_and_axis(runtime):
+    model = arg_min_model((2, 6), 1, "FLOAT32", out_type="INT64", axis_type="INT64")
+    (ours,) = check(runtime, model, [values((2, 6), "FLOAT32")], ["litert"])
+    assert ours.dtype == np.int64
+
+
+def test_arg_min_nan(runtime):
+    x = np.array([[np.nan, 1.0, -3.0, -3.0], [np.nan] * 4, [np.nan, np.inf, np.nan, np.inf], [2.0, np.nan, -5.0, np.nan]],
+                 np.float32)
+    (ours,) = check(runtime, arg_min_model(x.shape, 1, "FLOAT32"), [x], ["tflm"])
+    np.testing.assert_array_equal(ours, [0, 0, 0, 2])  # a plain '<': a NaN never replaces, a leading NaN stays
