@@ -176,3 +176,38 @@ def test_arg_min_nan(runtime):
                  np.float32)
     (ours,) = check(runtime, arg_min_model(x.shape, 1, "FLOAT32"), [x], ["tflm"])
     np.testing.assert_array_equal(ours, [0, 0, 0, 2])  # a plain '<': a NaN never replaces, a leading NaN stays
+
+
+# ---- L2_NORMALIZATION: a reduction along the last axis (sum of squares), then a rescale of the row
+L2_QUANT = {"FLOAT32": ((None, None), (None, None), 1), "INT8": ((0.05, 3), (1 / 128, 0), 2),
+            "UINT8": ((0.05, 130), (1 / 128, 128), 2)}
+
+
+@pytest.mark.parametrize("shape", [(7,), (2, 5), (2, 3, 7), (1, 2, 2, 16)])
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT8", "UINT8"])
+def test_l2_normalization(runtime, shape, type_):
+    q, oq, version = L2_QUANT[type_]
+    model = op_model("L2_NORMALIZATION", [T(shape, type_, *q)], [T(shape, type_, *oq)], version=version)
+    x = values(shape, type_)
+    if type_ == "FLOAT32":
+        x[..., 0] = 0.0  # a zero row: the norm's 1e-6 floor
+        x.reshape(-1, shape[-1])[0] = 0.0
+    # TFLM has float32 and int8 (bit-exact); LiteRT's reference kernels take uint8 too. Float32 is exact: the sum of
+    # squares in the reference's order, then one sqrt and one division, each correctly rounded.
+    (ours,) = check(runtime, model, [x], ["litert"] + (["tflm"] if type_ != "UINT8" else []))
+    if type_ == "FLOAT32":
+        norm = np.sqrt((x.astype(np.float64) ** 2).sum(axis=-1, keepdims=True))
+        np.testing.assert_allclose(ours, x / np.maximum(norm, 1e-6), rtol=1e-5, atol=1e-6)
+
+
+def test_l2_normalization_refuses_other_output_scale(runtime):
+    model = op_model("L2_NORMALIZATION", [T((1, 4), "INT8", 0.05, 0)], [T((1, 4), "INT8", 0.01, 0)], version=2)
+    with pytest.raises(Exception, match="1/128"):
+        run_on(runtime, model, [values((1, 4), "INT8")])
+
+
+def test_l2_normalization_refuses_fused_activation(runtime):
+    model = op_model("L2_NORMALIZATION", [T((1, 4), "FLOAT32")], [T((1, 4), "FLOAT32")],
+                     {"fused_activation_function": "RELU"})
+    with pytest.raises(Exception, match="activation"):
+        run_on(runtime, model, [values((1, 4), "FLOAT32")])

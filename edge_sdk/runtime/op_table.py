@@ -238,6 +238,10 @@ ROWS: dict[str, OpRow] = _rows(
     # GELU (float32; int8 by a 256-entry table as LiteRT's): emitted by converters.passes.gelu
     OpRow("GELU",                         "gelu:prepare_gelu",                2,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
+    # normalization along the last axis
+    OpRow("L2_NORMALIZATION",             "normalization:prepare_l2_normalization", 2,
+          family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0078125, 0),), int16='none',
+          q_versions=(2, None)),
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        3,
           family='unary', inplace='unary', q_versions=(2, 3)),

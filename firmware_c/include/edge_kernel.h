@@ -319,6 +319,9 @@ enum {
     EDGE_OPTS_CallOnceOptions = 103,
 };
 
+/* BuiltinOptions union code of L2_NORMALIZATION (l2_normalization.c). */
+enum { EDGE_OPTS_L2NormOptions = 12 };
+
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 
