@@ -155,6 +155,8 @@ ROWS: dict[str, OpRow] = _rows(
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3)),
     OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3,
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3)),
+    OpRow("L2_POOL_2D",                   "pooling:prepare_l2_pool_2d",       1,
+          family='pool'),
     # element-wise arithmetic
     OpRow("ADD",                          "elementwise:prepare_add",          5,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3)),
@@ -350,7 +352,6 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
     OpRow("CALL", None, 0, effects='calls'),
-    OpRow("L2_POOL_2D", None, 0, family='pool'),
     OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv'),
     OpRow("RELU_0_TO_1", None, 0, family='unary'),
     OpRow("ELU", None, 0, family='unary'),

@@ -1,0 +1,71 @@
+"""Window and data-movement ops added for issue 23 (L2_POOL_2D, ...) in both runtimes (the conftest ``runtime``
+grid), against LiteRT's reference kernels for every type LiteRT takes, and bit for bit against TFLM where TFLM has
+the op. Float32 comparisons are exact: the kernels fold in the reference's order and round each step as it does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.oprunner import T, assert_same, op_model, run_on, run_peer
+
+RNG = np.random.default_rng(2301)
+NP = {"FLOAT32": np.float32, "INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32,
+      "INT64": np.int64, "BOOL": np.bool_}
+QUANT = {"INT8": (0.05, -3), "UINT8": (0.05, 120), "INT16": (0.002, 0)}
+
+
+def values(shape, type_):
+    if type_ == "BOOL":
+        return RNG.random(shape) < 0.5
+    if type_ == "FLOAT32":
+        return RNG.standard_normal(shape).astype(np.float32) * 4
+    info = np.iinfo(NP[type_])
+    return RNG.integers(info.min, info.max, shape, endpoint=True).astype(NP[type_])
+
+
+def q(type_):
+    return QUANT.get(type_, (None, None))
+
+
+def check(runtime, model, feeds, peers):
+    ours = run_on(runtime, model, feeds)
+    for p in peers:
+        assert_same(ours, run_peer(model, feeds, p), what=f"{runtime} vs {p}")
+    return ours
+
+
+# ---- L2_POOL_2D (float32 only in LiteRT and TFLM)
+L2_POOLS = [  # input shape, filter (h, w), strides (h, w), padding, activation
+    ((1, 5, 5, 3), (2, 2), (2, 2), "VALID", "NONE"),
+    ((1, 5, 5, 3), (3, 3), (2, 2), "SAME", "NONE"),
+    ((2, 4, 6, 2), (2, 3), (1, 2), "SAME", "RELU6"),
+    ((1, 7, 3, 1), (3, 1), (1, 1), "VALID", "RELU_N1_TO_1"),
+]
+
+
+@pytest.mark.parametrize("shape,filt,strides,padding,act", L2_POOLS)
+def test_l2_pool_2d(runtime, shape, filt, strides, padding, act):
+    n, h, w, c = shape
+    oh = (h + strides[0] - 1) // strides[0] if padding == "SAME" else (h - filt[0]) // strides[0] + 1
+    ow = (w + strides[1] - 1) // strides[1] if padding == "SAME" else (w - filt[1]) // strides[1] + 1
+    opts = {"padding": padding, "stride_h": strides[0], "stride_w": strides[1], "filter_height": filt[0],
+            "filter_width": filt[1], "fused_activation_function": act}
+    model = op_model("L2_POOL_2D", [T(shape, "FLOAT32")], [T((n, oh, ow, c), "FLOAT32")], opts)
+    x = values(shape, "FLOAT32")
+    (ours,) = check(runtime, model, [x], ["litert", "tflm"])
+    if padding == "VALID" and act == "NONE":  # an independent reading: sqrt(mean(x^2)) over each window
+        want = np.empty_like(ours)
+        for oy in range(oh):
+            for ox in range(ow):
+                win = x[:, oy * strides[0]:oy * strides[0] + filt[0], ox * strides[1]:ox * strides[1] + filt[1]]
+                want[:, oy, ox] = np.sqrt((win.astype(np.float64) ** 2).mean(axis=(1, 2)))
+        np.testing.assert_allclose(ours, want, rtol=1e-6)
+
+
+def test_l2_pool_2d_takes_float32_only(runtime):
+    model = op_model("L2_POOL_2D", [T((1, 2, 2, 1), "INT8", 0.1, 0)], [T((1, 1, 1, 1), "INT8", 0.1, 0)],
+                     {"padding": "VALID", "filter_height": 2, "filter_width": 2, "stride_h": 1, "stride_w": 1})
+    with pytest.raises(Exception, match="FLOAT32"):
+        run_on(runtime, model, [values((1, 2, 2, 1), "INT8")])
