@@ -69,3 +69,65 @@ def test_l2_pool_2d_takes_float32_only(runtime):
                      {"padding": "VALID", "filter_height": 2, "filter_width": 2, "stride_h": 1, "stride_w": 1})
     with pytest.raises(Exception, match="FLOAT32"):
         run_on(runtime, model, [values((1, 2, 2, 1), "INT8")])
+
+
+# ---- SPACE_TO_BATCH_ND / BATCH_TO_SPACE_ND: every type LiteRT takes; TFLM has float32 and int8
+MOVE_TYPES = ["FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL"]
+S2B_CASES = [  # input shape, block_shape, paddings
+    ((1, 4, 4, 1), [2, 2], [[0, 0], [0, 0]]),
+    ((2, 3, 5, 2), [2, 3], [[1, 0], [0, 1]]),  # padded with the fill value (the zero point when quantized)
+    ((1, 5, 3), [3], [[1, 0]]),  # rank 3: one spatial dimension
+]
+
+
+def i32(values):
+    values = np.asarray(values, np.int32)
+    return T(values.shape, "INT32", data=values)
+
+
+def s2b_shape(shape, block, pads):
+    padded = [s + p[0] + p[1] for s, p in zip(shape[1:], pads)]
+    return (shape[0] * int(np.prod(block)), *[p // b for p, b in zip(padded, block)], *shape[1 + len(block):])
+
+
+@pytest.mark.parametrize("shape,block,pads", S2B_CASES)
+@pytest.mark.parametrize("type_", MOVE_TYPES)
+def test_space_to_batch_nd(runtime, shape, block, pads, type_):
+    out = s2b_shape(shape, block, pads)
+    model = op_model("SPACE_TO_BATCH_ND", [T(shape, type_, *q(type_)), i32(block), i32(pads)], [T(out, type_, *q(type_))],
+                     version=2 if type_ == "INT8" else 1)
+    # TFLM pads with a raw 0 whatever the zero point (its SpaceToBatchParams.output_offset is never set); LiteRT pads
+    # with the output zero point (the real value 0.0), as we do: TFLM is compared where they agree
+    tflm = type_ == "FLOAT32" or (type_ == "INT8" and not np.any(pads))
+    (ours,) = check(runtime, model, [values(shape, type_)], ["litert"] + (["tflm"] if tflm else []))
+    assert ours.shape == out
+
+
+def test_space_to_batch_nd_int8_padding_vs_tflm(runtime):
+    shape, block, pads = (2, 3, 5, 2), [2, 3], [[1, 0], [0, 1]]
+    out = s2b_shape(shape, block, pads)
+    model = op_model("SPACE_TO_BATCH_ND", [T(shape, "INT8", 0.05, 0), i32(block), i32(pads)], [T(out, "INT8", 0.05, 0)],
+                     version=2)
+    check(runtime, model, [values(shape, "INT8")], ["litert", "tflm"])  # zero point 0: both peers pad with 0
+
+
+@pytest.mark.parametrize("shape,block,pads", S2B_CASES)
+@pytest.mark.parametrize("type_", MOVE_TYPES)
+def test_batch_to_space_nd(runtime, shape, block, pads, type_):
+    # the inverse geometry: SPACE_TO_BATCH_ND's output shape in, its paddings as crops, its input shape out
+    inner = s2b_shape(shape, block, pads)
+    model = op_model("BATCH_TO_SPACE_ND", [T(inner, type_, *q(type_)), i32(block), i32(pads)],
+                     [T(shape, type_, *q(type_))], version=2 if type_ == "INT8" else 1)
+    (ours,) = check(runtime, model, [values(inner, type_)], ["litert"] + (["tflm"] if type_ in ("FLOAT32", "INT8") else []))
+    assert ours.shape == shape
+
+
+def test_space_to_batch_round_trip(runtime):
+    shape, block, pads = (2, 3, 5, 2), [2, 3], [[1, 0], [0, 1]]
+    inner = s2b_shape(shape, block, pads)
+    x = values(shape, "FLOAT32")
+    (packed,) = run_on(runtime, op_model("SPACE_TO_BATCH_ND", [T(shape, "FLOAT32"), i32(block), i32(pads)],
+                                         [T(inner, "FLOAT32")]), [x])
+    (back,) = run_on(runtime, op_model("BATCH_TO_SPACE_ND", [T(inner, "FLOAT32"), i32(block), i32(pads)],
+                                       [T(shape, "FLOAT32")]), [packed])
+    np.testing.assert_array_equal(back, x)

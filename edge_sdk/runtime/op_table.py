@@ -287,6 +287,10 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SPACE_TO_DEPTH",               "shape:prepare_space_to_depth",     2,
           quant='same:0', q_versions=(2, None)),
     OpRow("DENSIFY",                      "shape:prepare_densify",            1),
+    OpRow("SPACE_TO_BATCH_ND",            "movement:prepare_space_to_batch_nd", 4,
+          quant='same:0', q_versions=(2, 4), moves_values=True),
+    OpRow("BATCH_TO_SPACE_ND",            "movement:prepare_batch_to_space_nd", 4,
+          quant='same:0', q_versions=(2, 4), moves_values=True),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

@@ -1,0 +1,89 @@
+"""Data-movement ops from LiteRT's builtin set (issue 23): values copied to other places, never computed on.
+
+- SPACE_TO_BATCH_ND: input [batch, spatial_1..spatial_M, rest...], constant INT32 block_shape [M] and paddings
+  [M, 2]; each spatial dimension padded (with 0, or the output zero point for quantized types), cut into blocks,
+  the block offsets moved into the batch: output [batch * prod(block), padded_i / block_i..., rest...], output
+  batch index = block offset (row-major over the M block dimensions) * batch + input batch.
+- BATCH_TO_SPACE_ND: its inverse with constant INT32 crops [M, 2] in place of paddings.
+Quantized inputs and outputs share their quantization (the values are copied).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge_sdk.runtime.kernels.node import Eval, Node
+
+MOVE_TYPES = ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL")
+
+
+def _same_quantization(node: Node) -> None:
+    x, y = node.input(0), node.outputs[0]
+    node.expect_types(y, (x.type,), "output")
+    if x.quantized or y.quantized:
+        if not (x.quantized and y.quantized) or np.float32(x.s) != np.float32(y.s) or x.zp != y.zp:
+            raise node.unsupported("input and output quantization differ (the op copies values)")
+
+
+def _block_operands(node: Node, what: str) -> tuple[list[int], np.ndarray]:
+    """block_shape [M] (each >= 1) and paddings / crops [M, 2] (each >= 0), constant INT32."""
+    node.expect_counts(3, 1)
+    x = node.input(0)
+    node.expect_types(x, MOVE_TYPES)
+    _same_quantization(node)
+    block = [int(v) for v in node.constant_values(1, "block_shape", ("INT32",))]
+    edges = node.constant_values(2, what, ("INT32",)).astype(np.int64)
+    m = len(block)
+    if edges.size != 2 * m:
+        raise node.error(f"{what} holds {edges.size} values, block_shape {m} needs {2 * m}")
+    if m < 1 or len(x.shape) < m + 1:
+        raise node.error(f"input rank {len(x.shape)} needs a batch and {m} spatial dimensions")
+    if any(b < 1 for b in block) or (edges < 0).any():
+        raise node.error(f"block_shape {block} must be >= 1 and {what} >= 0")
+    return block, edges.reshape(m, 2)
+
+
+def prepare_space_to_batch_nd(node: Node) -> Eval:
+    block, pads = _block_operands(node, "paddings")
+    x, m = node.input(0), len(block)
+    batch, spatial, rest = x.shape[0], x.shape[1 : m + 1], x.shape[m + 1 :]
+    padded = [s + int(p[0]) + int(p[1]) for s, p in zip(spatial, pads)]
+    if any(p % b for p, b in zip(padded, block)):
+        raise node.error(f"padded spatial shape {padded} is not a multiple of block_shape {block}")
+    out_shape = (batch * int(np.prod(block)), *[p // b for p, b in zip(padded, block)], *rest)
+    node.set_output_shape(0, out_shape)
+    fill = node.outputs[0].zp if node.outputs[0].quantized else 0
+    # [batch, o_1, b_1, ..., o_M, b_M, rest] -> [b_1..b_M, batch, o_1..o_M, rest]
+    split = [batch] + [d for p, b in zip(padded, block) for d in (p // b, b)] + list(rest)
+    order = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)] + list(range(2 * m + 1, len(split)))
+    pad_width = [(0, 0)] + [(int(p[0]), int(p[1])) for p in pads] + [(0, 0)] * len(rest)
+
+    def run(inputs, outputs):
+        v = np.pad(inputs[0], pad_width, constant_values=fill)
+        outputs[0][...] = v.reshape(split).transpose(order).reshape(out_shape)
+
+    return run
+
+
+def prepare_batch_to_space_nd(node: Node) -> Eval:
+    block, crops = _block_operands(node, "crops")
+    x, m = node.input(0), len(block)
+    nb = int(np.prod(block))
+    if x.shape[0] % nb:
+        raise node.error(f"batch {x.shape[0]} is not a multiple of the block count {nb}")
+    batch, spatial, rest = x.shape[0] // nb, x.shape[1 : m + 1], x.shape[m + 1 :]
+    full = [s * b for s, b in zip(spatial, block)]
+    out_spatial = [f - int(c[0]) - int(c[1]) for f, c in zip(full, crops)]
+    if any(o < 0 for o in out_spatial):
+        raise node.error(f"crops {crops.tolist()} exceed the spatial shape {full}")
+    node.set_output_shape(0, (batch, *out_spatial, *rest))
+    # [b_1..b_M, batch, s_1..s_M, rest] -> [batch, s_1, b_1, ..., s_M, b_M, rest]
+    split = [*block, batch, *spatial, *rest]
+    order = [m] + [d for i in range(m) for d in (m + 1 + i, i)] + list(range(2 * m + 1, len(split)))
+    cut = (slice(None),) + tuple(slice(int(c[0]), int(c[0]) + o) for c, o in zip(crops, out_spatial))
+
+    def run(inputs, outputs):
+        v = inputs[0].reshape(split).transpose(order).reshape(batch, *full, *rest)
+        outputs[0][...] = v[cut]
+
+    return run
