@@ -131,3 +131,33 @@ def test_space_to_batch_round_trip(runtime):
     (back,) = run_on(runtime, op_model("BATCH_TO_SPACE_ND", [T(inner, "FLOAT32"), i32(block), i32(pads)],
                                        [T(shape, "FLOAT32")]), [packed])
     np.testing.assert_array_equal(back, x)
+
+
+# ---- GATHER_ND: every params type and indices type LiteRT takes; TFLM has float32 / int8 params, int32 indices
+GATHER_ND_CASES = [  # params shape, indices
+    ((2, 3, 2), [[1, 0], [0, 2]]),  # K = 2 of 3: rows of 2
+    ((4, 3), [[3], [0], [3]]),  # K = 1: whole rows, repeated
+    ((2, 3, 2), [[[1, 2, 1]], [[0, 0, 0]]]),  # K = rank: scalars, indices of rank 3
+]
+
+
+@pytest.mark.parametrize("shape,indices", GATHER_ND_CASES)
+@pytest.mark.parametrize("index_type", ["INT32", "INT64", "INT16"])
+@pytest.mark.parametrize("type_", MOVE_TYPES)
+def test_gather_nd(runtime, shape, indices, index_type, type_):
+    ind = np.array(indices, NP[index_type])
+    k = ind.shape[-1]
+    out = ind.shape[:-1] + shape[k:]
+    model = op_model("GATHER_ND", [T(shape, type_, *q(type_)), T(ind.shape, index_type)], [T(out, type_, *q(type_))])
+    x = values(shape, type_)
+    tflm = type_ in ("FLOAT32", "INT8") and index_type == "INT32"
+    (ours,) = check(runtime, model, [x, ind], ["litert"] + (["tflm"] if tflm else []))
+    np.testing.assert_array_equal(ours, x[tuple(np.moveaxis(ind.astype(np.int64), -1, 0))])
+
+
+def test_gather_nd_out_of_range_gives_zeros(runtime):
+    # LiteRT and TFLM fail the invoke; our eval has no failure path in either runtime: the slice is zeros
+    model = op_model("GATHER_ND", [T((2, 3), "FLOAT32"), T((3, 2), "INT32")], [T((3,), "FLOAT32")])
+    x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
+    (ours,) = run_on(runtime, model, [x, np.array([[1, 2], [0, 3], [-1, 0]], np.int32)])
+    np.testing.assert_array_equal(ours, [6.0, 0.0, 0.0])

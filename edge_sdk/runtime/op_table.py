@@ -288,9 +288,11 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, None)),
     OpRow("DENSIFY",                      "shape:prepare_densify",            1),
     OpRow("SPACE_TO_BATCH_ND",            "movement:prepare_space_to_batch_nd", 4,
-          quant='same:0', q_versions=(2, 4), moves_values=True),
+          quant='same:0', q_versions=(2, 4)),
     OpRow("BATCH_TO_SPACE_ND",            "movement:prepare_batch_to_space_nd", 4,
-          quant='same:0', q_versions=(2, 4), moves_values=True),
+          quant='same:0', q_versions=(2, 4)),
+    OpRow("GATHER_ND",                    "movement:prepare_gather_nd",       4,
+          quant='same:0', q_versions=(2, None)),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

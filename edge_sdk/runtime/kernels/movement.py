@@ -5,6 +5,7 @@
   the block offsets moved into the batch: output [batch * prod(block), padded_i / block_i..., rest...], output
   batch index = block offset (row-major over the M block dimensions) * batch + input batch.
 - BATCH_TO_SPACE_ND: its inverse with constant INT32 crops [M, 2] in place of paddings.
+- GATHER_ND: slices of params picked by index vectors (prepare_gather_nd).
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -85,5 +86,42 @@ def prepare_batch_to_space_nd(node: Node) -> Eval:
     def run(inputs, outputs):
         v = inputs[0].reshape(split).transpose(order).reshape(batch, *full, *rest)
         outputs[0][...] = v[cut]
+
+    return run
+
+
+# ---- GATHER_ND: output[i..., :] = params[indices[i..., 0], ..., indices[i..., K-1], :]
+
+def prepare_gather_nd(node: Node) -> Eval:
+    """params of any MOVE_TYPES type, indices INT16 / INT32 / INT64 [..., K] with 1 <= K <= rank(params): output
+    indices.shape[:-1] + params.shape[K:]. An index vector with a coordinate outside its dimension gives a slice of
+    zeros (LiteRT and TFLM fail the invoke there; this runtime's eval, as the C one's, has no failure path);
+    constant indices are checked in prepare."""
+    node.expect_counts(2, 1)
+    x, idx, y = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(x, MOVE_TYPES)
+    node.expect_types(idx, ("INT16", "INT32", "INT64"), "indices")
+    _same_quantization(node)
+    if not idx.shape or not 1 <= idx.shape[-1] <= len(x.shape):
+        raise node.error(f"indices {idx.shape} must end in K with 1 <= K <= params rank {len(x.shape)}")
+    k = idx.shape[-1]
+    outer, inner = x.shape[:k], x.shape[k:]
+    out_shape = idx.shape[:-1] + inner
+    node.set_output_shape(0, out_shape)
+    bounds = np.array(outer, np.int64)
+    if idx.is_const:
+        v = np.asarray(idx.data).reshape(-1, k)
+        if ((v < 0) | (v >= bounds)).any():
+            raise node.error(f"GATHER_ND indices out of range for params dimensions {outer}")
+    n_rows = int(np.prod(outer, dtype=np.int64))
+    row = int(np.prod(inner, dtype=np.int64))
+
+    def run(inputs, outputs):
+        ind = inputs[1].reshape(-1, k).astype(np.int64)
+        valid = ((ind >= 0) & (ind < bounds)).all(axis=1)
+        flat = np.ravel_multi_index(tuple(np.where(valid[:, None], ind, 0).T), outer) if ind.size else ind[:, 0]
+        rows = inputs[0].reshape(n_rows, row)[flat]
+        rows[~valid] = 0
+        outputs[0][...] = rows.reshape(out_shape)
 
     return run
