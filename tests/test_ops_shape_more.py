@@ -161,3 +161,22 @@ def test_gather_nd_out_of_range_gives_zeros(runtime):
     x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
     (ours,) = run_on(runtime, model, [x, np.array([[1, 2], [0, 3], [-1, 0]], np.int32)])
     np.testing.assert_array_equal(ours, [6.0, 0.0, 0.0])
+
+
+# ---- REVERSE_V2: every type LiteRT and TFLM take (both the same seven); they take contiguous axes only
+@pytest.mark.parametrize("shape,axes", [((2, 3, 2), [1]), ((2, 3, 2), [-1]), ((2, 3, 4), [0, 1]), ((5,), [0]),
+                                        ((1, 2, 3, 4), [1, 2, 3])])
+@pytest.mark.parametrize("type_", MOVE_TYPES)
+def test_reverse_v2(runtime, shape, axes, type_):
+    model = op_model("REVERSE_V2", [T(shape, type_, *q(type_)), i32(axes)], [T(shape, type_, *q(type_))],
+                     version=2 if type_ in ("INT8", "UINT8") else 1)
+    x = values(shape, type_)
+    (ours,) = check(runtime, model, [x], ["litert", "tflm"])
+    np.testing.assert_array_equal(ours, np.flip(x, axis=tuple(axes)))
+
+
+def test_reverse_v2_non_contiguous_axes(runtime):
+    # the peers refuse [0, 2] ("Non-contiguous axes not supported"); ours reverse each axis given
+    x = values((2, 3, 2), "INT16")
+    (ours,) = run_on(runtime, op_model("REVERSE_V2", [T(x.shape, "INT16"), i32([0, 2])], [T(x.shape, "INT16")]), [x])
+    np.testing.assert_array_equal(ours, x[::-1, :, ::-1])

@@ -293,6 +293,8 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 4)),
     OpRow("GATHER_ND",                    "movement:prepare_gather_nd",       4,
           quant='same:0', q_versions=(2, None)),
+    OpRow("REVERSE_V2",                   "movement:prepare_reverse_v2",      3,
+          quant='same:0', q_versions=(2, 3), moves_values=True),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

@@ -6,6 +6,7 @@
   batch index = block offset (row-major over the M block dimensions) * batch + input batch.
 - BATCH_TO_SPACE_ND: its inverse with constant INT32 crops [M, 2] in place of paddings.
 - GATHER_ND: slices of params picked by index vectors (prepare_gather_nd).
+- REVERSE_V2: the order along given axes reversed (prepare_reverse_v2).
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -123,5 +124,30 @@ def prepare_gather_nd(node: Node) -> Eval:
         rows = inputs[0].reshape(n_rows, row)[flat]
         rows[~valid] = 0
         outputs[0][...] = rows.reshape(out_shape)
+
+    return run
+
+
+# ---- REVERSE_V2: the input with the order of the given axes reversed
+
+def prepare_reverse_v2(node: Node) -> Eval:
+    """Any MOVE_TYPES input, constant INT32 axes (negatives count from the end, duplicates once; LiteRT and TFLM
+    take contiguous axes only, any set runs here)."""
+    node.expect_counts(2, 1)
+    x = node.input(0)
+    node.expect_types(x, MOVE_TYPES)
+    _same_quantization(node)
+    rank = len(x.shape)
+    axes = set()
+    for v in node.constant_values(1, "axis", ("INT32",)):
+        d = int(v) + rank if int(v) < 0 else int(v)
+        if not 0 <= d < rank:
+            raise node.error(f"axis {int(v)} is out of range for rank {rank}")
+        axes.add(d)
+    node.set_output_shape(0, x.shape)
+    axes = tuple(sorted(axes))
+
+    def run(inputs, outputs):
+        outputs[0][...] = np.flip(inputs[0], axis=axes)
 
     return run
