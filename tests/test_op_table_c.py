@@ -86,6 +86,7 @@ _SHAPED = {
     "BATCH_TO_SPACE_ND": ((1, 2, 2, 1), (1, 2, 2, 1), None, [([1, 1], _I32), ([[0, 0], [0, 0]], _I32)], {}),
     "GATHER_ND": ((4,), (2,), None, [([[0], [1]], _I32)], {}),
     "REVERSE_V2": ((1, 4), (1, 4), None, [([1], _I32)], {}),
+    "CUMSUM": ((1, 4), (1, 4), None, [(1, _I32)], {}),
     "SHAPE": ((1, 4), (2,), "INT32", [], {"out_type": "INT32"}),
     "DEQUANTIZE": ((1, 4), (1, 4), "FLOAT32", [], {}),
     "CAST": ((1, 4), (1, 4), "FLOAT32", [], {}),
@@ -135,7 +136,7 @@ def _python_type_refusal(data: bytes) -> bool:
 
 
 def test_registered_dtypes_are_what_the_c_and_python_prepares_take():
-    """For each probe op (59) and type (8): the table refuses the type exactly when the C kernel's prepare says
+    """For each probe op (60) and type (8): the table refuses the type exactly when the C kernel's prepare says
     EDGE_UNSUPPORTED_TYPE (the real C runtime, host build), and the Python row's dtypes exactly when the
     interpreter's prepare refuses the type. A wrong registration fails here, naming the op and the type."""
     from edge_sdk.runtime import backend_c

@@ -211,3 +211,36 @@ def test_l2_normalization_refuses_fused_activation(runtime):
                      {"fused_activation_function": "RELU"})
     with pytest.raises(Exception, match="activation"):
         run_on(runtime, model, [values((1, 4), "FLOAT32")])
+
+
+# ---- CUMSUM: LiteRT takes FLOAT32, INT32, INT64; TFLM FLOAT32 and INT8 (LiteRT refuses INT8)
+CUMSUM_CASES = [((2, 3, 4), 1), ((2, 3, 4), -1), ((5,), 0), ((3, 4), 0)]
+
+
+@pytest.mark.parametrize("exclusive", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("shape,axis", CUMSUM_CASES)
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32", "INT64", "INT8"])
+def test_cumsum(runtime, shape, axis, reverse, exclusive, type_):
+    qi, qo = ((0.05, -3), (0.2, 5)) if type_ == "INT8" else ((None, None), (None, None))
+    model = op_model("CUMSUM", [T(shape, type_, *qi), T((), "INT32", data=np.array(axis, np.int32))],
+                     [T(shape, type_, *qo)], {"exclusive": exclusive, "reverse": reverse})
+    x = values(shape, type_, small=type_ != "INT8")
+    # float32 exact: one running float32 sum per line in the reference's order. INT8: TFLM is the only peer (its
+    # sum starts from the rescaled -zp_in, an offset we reproduce bit for bit: see kernels/cumsum.py).
+    peers = {"FLOAT32": ["litert", "tflm"], "INT8": ["tflm"]}.get(type_, ["litert"])
+    (ours,) = check(runtime, model, [x], peers)
+    if type_ != "INT8":
+        want = np.flip(np.cumsum(np.flip(x, axis) if reverse else x, axis=axis, dtype=x.dtype), axis) if reverse \
+            else np.cumsum(x, axis=axis, dtype=x.dtype)
+        if exclusive:
+            want = want - x
+        np.testing.assert_allclose(ours, want, rtol=1e-5, atol=1e-5)
+
+
+def test_cumsum_int8_zero_point_zero_is_the_plain_sum(runtime):
+    x = np.array([[1, 2, 3, -4]], np.int8)
+    model = op_model("CUMSUM", [T(x.shape, "INT8", 0.1, 0), T((), "INT32", data=np.array(1, np.int32))],
+                     [T(x.shape, "INT8", 0.1, 0)])
+    (ours,) = check(runtime, model, [x], ["tflm"])
+    np.testing.assert_array_equal(ours, [[1, 3, 6, 2]])

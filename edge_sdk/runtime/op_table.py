@@ -314,6 +314,8 @@ ROWS: dict[str, OpRow] = _rows(
           family='reduce', quant='logical'),
     OpRow("ARG_MIN",                      "reduce:prepare_arg_min",           3,
           quant='index', q_versions=(2, 2)),
+    OpRow("CUMSUM",                       "cumsum:prepare_cumsum",            1,
+          quant='own', q_versions=(1, None)),
     # resampling
     OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4,
           quant='same:0', int16='pass', q_versions=(2, 4)),

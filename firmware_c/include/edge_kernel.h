@@ -322,6 +322,9 @@ enum {
 /* BuiltinOptions union code of L2_NORMALIZATION (l2_normalization.c). */
 enum { EDGE_OPTS_L2NormOptions = 12 };
 
+/* BuiltinOptions union code of CUMSUM (cumsum.c). */
+enum { EDGE_OPTS_CumsumOptions = 102 };
+
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 
