@@ -244,3 +244,20 @@ def test_cumsum_int8_zero_point_zero_is_the_plain_sum(runtime):
                      [T(x.shape, "INT8", 0.1, 0)])
     (ours,) = check(runtime, model, [x], ["tflm"])
     np.testing.assert_array_equal(ours, [[1, 3, 6, 2]])
+
+
+# ---- LOCAL_RESPONSE_NORMALIZATION (float32 only; LiteRT has it, TFLM has not)
+@pytest.mark.parametrize("radius,bias,alpha,beta", [(2, 1.0, 0.5, 0.75), (1, 2.0, 1e-4, 0.5), (5, 0.5, 0.1, 1.3),
+                                                    (0, 1.0, 1.0, 1.0)])
+def test_local_response_normalization(runtime, radius, bias, alpha, beta):
+    shape = (2, 4, 3, 9)
+    model = op_model("LOCAL_RESPONSE_NORMALIZATION", [T(shape, "FLOAT32")], [T(shape, "FLOAT32")],
+                     {"radius": radius, "bias": bias, "alpha": alpha, "beta": beta})
+    x = values(shape, "FLOAT32") * 0.3
+    ours = run_on(runtime, model, [x])
+    # The sums of squares follow the reference's order; the power is not correctly rounded in any of the three
+    # (LiteRT's build, glibc's powf in C, numpy's vectorized float32 power in Python): they differ by an ulp on some
+    # inputs, so each is held to 4 float32 ulp (relative 5e-7) of LiteRT and of each other.
+    assert_same(ours, run_peer(model, [x], "litert"), rtol=5e-7, atol=1e-30, what=f"{runtime} vs litert")
+    if runtime == "c":
+        assert_same(ours, run_on("python", model, [x]), rtol=5e-7, atol=1e-30, what="c vs python")

@@ -244,6 +244,8 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("L2_NORMALIZATION",             "normalization:prepare_l2_normalization", 2,
           family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0078125, 0),), int16='none',
           q_versions=(2, None)),
+    OpRow("LOCAL_RESPONSE_NORMALIZATION", "normalization:prepare_local_response_normalization", 1,
+          family='last_axis'),
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        3,
           family='unary', inplace='unary', q_versions=(2, 3)),

@@ -319,8 +319,9 @@ enum {
     EDGE_OPTS_CallOnceOptions = 103,
 };
 
-/* BuiltinOptions union code of L2_NORMALIZATION (l2_normalization.c). */
-enum { EDGE_OPTS_L2NormOptions = 12 };
+/* BuiltinOptions union codes of L2_NORMALIZATION (l2_normalization.c) and LOCAL_RESPONSE_NORMALIZATION
+ * (local_response_normalization.c). */
+enum { EDGE_OPTS_L2NormOptions = 12, EDGE_OPTS_LocalResponseNormalizationOptions = 13 };
 
 /* BuiltinOptions union code of CUMSUM (cumsum.c). */
 enum { EDGE_OPTS_CumsumOptions = 102 };

@@ -1,5 +1,5 @@
-"""L2_NORMALIZATION (and its kin): normalization along the last axis, as LiteRT's l2norm.cc reference kernels and
-TFLM's l2norm.cc.
+"""L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION: normalization along the last axis. L2_NORMALIZATION as
+LiteRT's l2norm.cc reference kernels and TFLM's l2norm.cc:
 
 - FLOAT32: per row (all axes but the last), the float32 sum of squares in order, its float32 square root raised to
   at least 1e-6, then each value divided by it.
@@ -65,3 +65,35 @@ def prepare_l2_normalization(node: Node) -> Eval:
         outputs[0][...] = v.reshape(x.shape)
 
     return run_quant
+
+
+def prepare_local_response_normalization(node: Node) -> Eval:
+    """LOCAL_RESPONSE_NORMALIZATION (LiteRT's reference kernel, float32 only; TFLM has none): for channel c of each
+    row, the float32 sum of squares over channels [c - radius, c + radius) (the reference's window: its upper end
+    is exclusive), in order, then ``x * (bias + alpha * sum) ** -beta`` in float32 (numpy's power: within an ulp
+    of LiteRT's and the C kernel's powf, none of them correctly rounded)."""
+    node.expect_counts(1, 1)
+    x, y = node.input(0), node.outputs[0]
+    node.expect_types(x, ("FLOAT32",))
+    node.expect_types(y, ("FLOAT32",), "output")
+    if len(x.shape) != 4:
+        raise node.unsupported(f"input {x.shape} must be 4-D (LiteRT's LOCAL_RESPONSE_NORMALIZATION)")
+    radius = int(node.options.get("radius", 0))
+    bias = np.float32(node.options.get("bias", 0.0))
+    alpha = np.float32(node.options.get("alpha", 0.0))
+    neg_beta = -np.float32(node.options.get("beta", 0.0))
+    node.set_output_shape(0, x.shape)
+    depth = x.shape[-1]
+    windows = [(max(0, c - radius), min(depth, c + radius)) for c in range(depth)]
+
+    def run(inputs, outputs):
+        v = inputs[0].reshape(-1, depth)
+        sq = v * v
+        out = outputs[0].reshape(-1, depth)
+        for c, (lo, hi) in enumerate(windows):
+            acc = np.zeros(v.shape[0], np.float32)
+            for k in range(lo, hi):  # the reference's order
+                acc = acc + sq[:, k]
+            out[:, c] = v[:, c] * np.power(bias + alpha * acc, neg_beta)
+
+    return run
