@@ -180,3 +180,34 @@ def test_reverse_v2_non_contiguous_axes(runtime):
     x = values((2, 3, 2), "INT16")
     (ours,) = run_on(runtime, op_model("REVERSE_V2", [T(x.shape, "INT16"), i32([0, 2])], [T(x.shape, "INT16")]), [x])
     np.testing.assert_array_equal(ours, x[::-1, :, ::-1])
+
+
+# ---- ONE_HOT (LiteRT only): indices INT32 / INT64, output FLOAT32, INT8, UINT8, INT32, INT64, BOOL
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("index_type", ["INT32", "INT64"])
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT8", "UINT8", "INT32", "INT64", "BOOL"])
+def test_one_hot(runtime, axis, index_type, type_):
+    ind = np.array([[0, 3, 7], [-1, 2, 1]], NP[index_type])  # 7 and -1 lie outside the depth: all off
+    depth = 4
+    rank = ind.ndim
+    at = rank if axis == -1 else axis
+    out = ind.shape[:at] + (depth,) + ind.shape[at:]
+    on, off = np.array([5], NP[type_]), np.array([2], NP[type_])  # one value each
+    if type_ == "BOOL":
+        on, off = np.array([True]), np.array([False])
+    model = op_model("ONE_HOT", [T(ind.shape, index_type), T((), "INT32", data=np.array(depth, np.int32)),
+                                 T((1,), type_), T((1,), type_)], [T(out, type_)], {"axis": axis})
+    (ours,) = check(runtime, model, [ind, on, off], ["litert"])
+    hit = np.expand_dims(ind, at) == np.arange(depth).reshape((depth,) + (1,) * (rank - at))
+    np.testing.assert_array_equal(ours, np.where(hit, on[0], off[0]))
+
+
+# ---- BROADCAST_ARGS (LiteRT and TFLM): INT32 and INT64 shapes
+@pytest.mark.parametrize("a,b", [([2, 1, 3], [4, 1]), ([1], [5, 6, 1]), ([3, 4], [3, 4]), ([1, 0], [7, 1])])
+@pytest.mark.parametrize("type_", ["INT32", "INT64"])
+def test_broadcast_args(runtime, a, b, type_):
+    x0, x1 = np.array(a, NP[type_]), np.array(b, NP[type_])
+    n = max(len(a), len(b))
+    model = op_model("BROADCAST_ARGS", [T(x0.shape, type_), T(x1.shape, type_)], [T((n,), type_)])
+    (ours,) = check(runtime, model, [x0, x1], ["litert", "tflm"])
+    np.testing.assert_array_equal(ours, np.broadcast_shapes(tuple(a), tuple(b)))

@@ -297,6 +297,9 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, None)),
     OpRow("REVERSE_V2",                   "movement:prepare_reverse_v2",      3,
           quant='same:0', q_versions=(2, 3), moves_values=True),
+    OpRow("ONE_HOT",                      "movement:prepare_one_hot",         1),
+    OpRow("BROADCAST_ARGS",               "movement:prepare_broadcast_args",  1,
+          quant='index'),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

@@ -326,6 +326,9 @@ enum { EDGE_OPTS_L2NormOptions = 12, EDGE_OPTS_LocalResponseNormalizationOptions
 /* BuiltinOptions union code of CUMSUM (cumsum.c). */
 enum { EDGE_OPTS_CumsumOptions = 102 };
 
+/* BuiltinOptions union code of ONE_HOT (one_hot.c). */
+enum { EDGE_OPTS_OneHotOptions = 61 };
+
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 

@@ -7,6 +7,7 @@
 - BATCH_TO_SPACE_ND: its inverse with constant INT32 crops [M, 2] in place of paddings.
 - GATHER_ND: slices of params picked by index vectors (prepare_gather_nd).
 - REVERSE_V2: the order along given axes reversed (prepare_reverse_v2).
+- ONE_HOT and BROADCAST_ARGS: tensors built from indices and shapes.
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -149,5 +150,68 @@ def prepare_reverse_v2(node: Node) -> Eval:
 
     def run(inputs, outputs):
         outputs[0][...] = np.flip(inputs[0], axis=axes)
+
+    return run
+
+
+# ---- ONE_HOT and BROADCAST_ARGS: tensors built from indices and shapes
+
+ONE_HOT_TYPES = ("FLOAT32", "INT8", "UINT8", "INT32", "INT64", "BOOL")  # LiteRT's one_hot.cc (no INT16)
+
+
+def prepare_one_hot(node: Node) -> Eval:
+    """indices INT32 / INT64, a constant INT32 depth, scalar on_value and off_value of the output's type
+    (ONE_HOT_TYPES); OneHotOptions axis (-1: last) places the depth dimension. output[..., d, ...] is on_value
+    where the index equals d, else off_value (an index outside [0, depth) gives a row of off_value)."""
+    node.expect_counts(4, 1)
+    idx, y = node.input(0), node.outputs[0]
+    node.expect_types(idx, ("INT32", "INT64"), "indices")
+    node.expect_types(y, ONE_HOT_TYPES, "output")
+    for i, what in ((2, "on_value"), (3, "off_value")):
+        node.expect_types(node.input(i), (y.type,), what)
+        if node.input(i).size != 1:
+            raise node.error(f"{what} must hold one value")
+    depth = int(node.constant_scalar(1, "depth", ("INT32",)))
+    if depth < 0:
+        raise node.error(f"depth {depth} is negative")
+    rank = len(idx.shape)
+    given = int(node.options.get("axis", 0))  # the schema default
+    axis = rank if given == -1 else given
+    if not 0 <= axis <= rank:
+        raise node.error(f"axis {given} is out of range for indices of rank {rank}")
+    out_shape = idx.shape[:axis] + (depth,) + idx.shape[axis:]
+    node.set_output_shape(0, out_shape)
+    positions = np.arange(depth).reshape((depth,) + (1,) * (rank - axis))
+
+    def run(inputs, outputs):
+        hit = np.expand_dims(inputs[0], axis) == positions
+        outputs[0][...] = np.where(hit, inputs[2].reshape(()), inputs[3].reshape(()))
+
+    return run
+
+
+def prepare_broadcast_args(node: Node) -> Eval:
+    """Two 1-D shapes (INT32 / INT64, the same type) to the shape they broadcast to (right-aligned; a 1 takes the
+    other's size). Constant shapes are checked in prepare; an incompatible pair at run time gives input 0's size
+    (LiteRT and TFLM fail the invoke; our evals cannot)."""
+    node.expect_counts(2, 1)
+    a, b, y = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(a, ("INT32", "INT64"), "shape")
+    node.expect_types(b, (a.type,), "shape")
+    node.expect_types(y, (a.type,), "output")
+    if len(a.shape) != 1 or len(b.shape) != 1:
+        raise node.error(f"shapes must be 1-D, are {a.shape} and {b.shape}")
+    n = max(a.shape[0], b.shape[0])
+    node.set_output_shape(0, (n,))
+    if a.is_const and b.is_const:
+        try:
+            np.broadcast_shapes(tuple(int(v) for v in a.data), tuple(int(v) for v in b.data))
+        except ValueError:
+            raise node.error(f"shapes {list(a.data)} and {list(b.data)} do not broadcast") from None
+
+    def run(inputs, outputs):
+        x0 = np.concatenate([np.ones(n - inputs[0].size, y.dtype), inputs[0]])
+        x1 = np.concatenate([np.ones(n - inputs[1].size, y.dtype), inputs[1]])
+        outputs[0][...] = np.where(x0 == 1, x1, x0)
 
     return run
