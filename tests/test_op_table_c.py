@@ -89,6 +89,7 @@ _SHAPED = {
     "CUMSUM": ((1, 4), (1, 4), None, [(1, _I32)], {}),
     "LOCAL_RESPONSE_NORMALIZATION": ((1, 1, 1, 4), (1, 1, 1, 4), None, [], {"radius": 1, "bias": 1.0, "alpha": 1.0,
                                                                         "beta": 0.5}),
+    "MATRIX_DIAG": ((4,), (4, 4), None, [], {}),
     "SHAPE": ((1, 4), (2,), "INT32", [], {"out_type": "INT32"}),
     "DEQUANTIZE": ((1, 4), (1, 4), "FLOAT32", [], {}),
     "CAST": ((1, 4), (1, 4), "FLOAT32", [], {}),
@@ -138,7 +139,7 @@ def _python_type_refusal(data: bytes) -> bool:
 
 
 def test_registered_dtypes_are_what_the_c_and_python_prepares_take():
-    """For each probe op (61) and type (8): the table refuses the type exactly when the C kernel's prepare says
+    """For each probe op (62) and type (8): the table refuses the type exactly when the C kernel's prepare says
     EDGE_UNSUPPORTED_TYPE (the real C runtime, host build), and the Python row's dtypes exactly when the
     interpreter's prepare refuses the type. A wrong registration fails here, naming the op and the type."""
     from edge_sdk.runtime import backend_c

@@ -211,3 +211,38 @@ def test_broadcast_args(runtime, a, b, type_):
     model = op_model("BROADCAST_ARGS", [T(x0.shape, type_), T(x1.shape, type_)], [T((n,), type_)])
     (ours,) = check(runtime, model, [x0, x1], ["litert", "tflm"])
     np.testing.assert_array_equal(ours, np.broadcast_shapes(tuple(a), tuple(b)))
+
+
+# ---- MATRIX_DIAG / MATRIX_SET_DIAG (LiteRT only): the move types but BOOL (LiteRT takes it and writes wrong values)
+DIAG_TYPES = [t for t in MOVE_TYPES if t != "BOOL"]
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 4), (2, 1, 3)])
+@pytest.mark.parametrize("type_", DIAG_TYPES)
+def test_matrix_diag(runtime, shape, type_):
+    model = op_model("MATRIX_DIAG", [T(shape, type_, *q(type_))], [T(shape + (shape[-1],), type_, *q(type_))])
+    x = values(shape, type_)
+    (ours,) = check(runtime, model, [x], ["litert"])
+    want = np.zeros(shape + (shape[-1],), x.dtype)
+    i = np.arange(shape[-1])
+    want[..., i, i] = x
+    np.testing.assert_array_equal(ours, want)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (2, 3, 4), (2, 5, 2)])
+@pytest.mark.parametrize("type_", DIAG_TYPES)
+def test_matrix_set_diag(runtime, shape, type_):
+    k = min(shape[-2:])
+    dshape = shape[:-2] + (k,)
+    model = op_model("MATRIX_SET_DIAG", [T(shape, type_, *q(type_)), T(dshape, type_, *q(type_))],
+                     [T(shape, type_, *q(type_))])
+    x, dg = values(shape, type_), values(dshape, type_)
+    (ours,) = check(runtime, model, [x, dg], ["litert"])
+    want = x.copy()
+    want[..., np.arange(k), np.arange(k)] = dg
+    np.testing.assert_array_equal(ours, want)
+
+
+def test_matrix_diag_refuses_bool(runtime):
+    with pytest.raises(Exception, match="BOOL|tensor type"):
+        run_on(runtime, op_model("MATRIX_DIAG", [T((3,), "BOOL")], [T((3, 3), "BOOL")]), [values((3,), "BOOL")])

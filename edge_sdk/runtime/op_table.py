@@ -300,6 +300,10 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("ONE_HOT",                      "movement:prepare_one_hot",         1),
     OpRow("BROADCAST_ARGS",               "movement:prepare_broadcast_args",  1,
           quant='index'),
+    OpRow("MATRIX_DIAG",                  "movement:prepare_matrix_diag",     1,
+          quant='same:0'),
+    OpRow("MATRIX_SET_DIAG",              "movement:prepare_matrix_set_diag", 1,
+          quant='shared'),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

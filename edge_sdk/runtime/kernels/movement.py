@@ -8,6 +8,7 @@
 - GATHER_ND: slices of params picked by index vectors (prepare_gather_nd).
 - REVERSE_V2: the order along given axes reversed (prepare_reverse_v2).
 - ONE_HOT and BROADCAST_ARGS: tensors built from indices and shapes.
+- MATRIX_DIAG and MATRIX_SET_DIAG: the main diagonal of the innermost matrices.
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -213,5 +214,51 @@ def prepare_broadcast_args(node: Node) -> Eval:
         x0 = np.concatenate([np.ones(n - inputs[0].size, y.dtype), inputs[0]])
         x1 = np.concatenate([np.ones(n - inputs[1].size, y.dtype), inputs[1]])
         outputs[0][...] = np.where(x0 == 1, x1, x0)
+
+    return run
+
+
+# ---- MATRIX_DIAG and MATRIX_SET_DIAG: the main diagonal of the innermost matrices
+
+# LiteRT's kernels accept BOOL tensors but write wrong values (cells off the diagonal come out true): not taken here
+DIAG_TYPES = ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64")
+
+def prepare_matrix_diag(node: Node) -> Eval:
+    """diagonal [..., N] to matrices [..., N, N] with the values on the main diagonal, zeros elsewhere."""
+    node.expect_counts(1, 1)
+    x = node.input(0)
+    node.expect_types(x, DIAG_TYPES)
+    _same_quantization(node)
+    if not x.shape:
+        raise node.error("the diagonal must have rank 1 or more")
+    n = x.shape[-1]
+    node.set_output_shape(0, x.shape + (n,))
+    rows = np.arange(n)
+
+    def run(inputs, outputs):
+        outputs[0].fill(0)
+        outputs[0][..., rows, rows] = inputs[0]
+
+    return run
+
+
+def prepare_matrix_set_diag(node: Node) -> Eval:
+    """input [..., M, N] with its main diagonal replaced by diagonal [..., min(M, N)]."""
+    node.expect_counts(2, 1)
+    x, dg = node.input(0), node.input(1)
+    node.expect_types(x, DIAG_TYPES)
+    node.expect_types(dg, (x.type,), "diagonal")
+    _same_quantization(node)
+    if len(x.shape) < 2:
+        raise node.error(f"input {x.shape} must have rank 2 or more")
+    k = min(x.shape[-2], x.shape[-1])
+    if dg.shape != x.shape[:-2] + (k,):
+        raise node.error(f"diagonal {dg.shape} must be {x.shape[:-2] + (k,)}")
+    node.set_output_shape(0, x.shape)
+    rows = np.arange(k)
+
+    def run(inputs, outputs):
+        outputs[0][...] = inputs[0]
+        outputs[0][..., rows, rows] = inputs[1]
 
     return run
