@@ -246,3 +246,26 @@ def test_matrix_set_diag(runtime, shape, type_):
 def test_matrix_diag_refuses_bool(runtime):
     with pytest.raises(Exception, match="BOOL|tensor type"):
         run_on(runtime, op_model("MATRIX_DIAG", [T((3,), "BOOL")], [T((3, 3), "BOOL")]), [values((3,), "BOOL")])
+
+
+# ---- EMBEDDING_LOOKUP: every table type LiteRT copies (TFLM: FLOAT32, INT8), and the hybrid int8 / uint8 -> float32
+@pytest.mark.parametrize("type_", MOVE_TYPES)
+def test_embedding_lookup(runtime, type_):
+    table = values((5, 2, 3), type_)
+    ids = np.array([4, 0, 4, 2], np.int32)
+    model = op_model("EMBEDDING_LOOKUP", [T((4,), "INT32"), T(table.shape, type_, *q(type_), data=table)],
+                     [T((4, 2, 3), type_, *q(type_))])
+    (ours,) = check(runtime, model, [ids], ["litert"] + (["tflm"] if type_ in ("FLOAT32", "INT8") else []))
+    np.testing.assert_array_equal(ours, table[ids])
+
+
+@pytest.mark.parametrize("scales", [0.5, [0.5, 0.25, 2.0, 0.125, 1.0]])
+@pytest.mark.parametrize("type_", ["INT8", "UINT8"])
+def test_embedding_lookup_hybrid(runtime, type_, scales):
+    table = values((5, 4), type_)
+    ids = np.array([1, 3, 1], np.int32)
+    model = op_model("EMBEDDING_LOOKUP", [T((3,), "INT32"), T(table.shape, type_, scales, 0, data=table)],
+                     [T((3, 4), "FLOAT32")])
+    (ours,) = check(runtime, model, [ids], ["litert"])  # exact: one float32 product per value
+    s = np.broadcast_to(np.asarray(scales, np.float32), (5,))
+    np.testing.assert_array_equal(ours, table[ids].view(np.int8).astype(np.float32) * s[ids, None])

@@ -304,6 +304,8 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0'),
     OpRow("MATRIX_SET_DIAG",              "movement:prepare_matrix_set_diag", 1,
           quant='shared'),
+    OpRow("EMBEDDING_LOOKUP",             "movement:prepare_embedding_lookup", 3,
+          quant='same:1'),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

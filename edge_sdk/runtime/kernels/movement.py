@@ -9,6 +9,7 @@
 - REVERSE_V2: the order along given axes reversed (prepare_reverse_v2).
 - ONE_HOT and BROADCAST_ARGS: tensors built from indices and shapes.
 - MATRIX_DIAG and MATRIX_SET_DIAG: the main diagonal of the innermost matrices.
+- EMBEDDING_LOOKUP: rows of a table picked by ids (and the hybrid int8 table to float32 case).
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -260,5 +261,52 @@ def prepare_matrix_set_diag(node: Node) -> Eval:
     def run(inputs, outputs):
         outputs[0][...] = inputs[0]
         outputs[0][..., rows, rows] = inputs[1]
+
+    return run
+
+
+# ---- EMBEDDING_LOOKUP: rows of a table picked by INT32 ids
+
+def prepare_embedding_lookup(node: Node) -> Eval:
+    """ids INT32 [K], table [rows, ...]: output [K, ...] (LiteRT's embedding_lookup.cc; TFLM has FLOAT32 / INT8).
+    The output of the table's type: the rows copied (any MOVE_TYPES type, quantization shared). A FLOAT32 output of
+    an INT8 / UINT8 table with zero point 0 (the hybrid kernel): each stored byte read as int8 (UINT8 bytes too, as
+    LiteRT does) times the row's scale (one per tensor, or one per row), in float32. An id outside [0, rows) gives a
+    row of zeros (LiteRT and TFLM fail the invoke; our evals cannot); constant ids are checked in prepare."""
+    node.expect_counts(2, 1)
+    ids, table, y = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(ids, ("INT32",), "ids")
+    node.expect_types(table, MOVE_TYPES, "table")
+    if len(ids.shape) != 1 or len(table.shape) < 1:
+        raise node.error(f"ids {ids.shape} must be 1-D and the table {table.shape} at least 1-D")
+    rows = table.shape[0]
+    row = int(np.prod(table.shape[1:], dtype=np.int64))
+    node.set_output_shape(0, ids.shape + table.shape[1:])
+    if ids.is_const and ((np.asarray(ids.data) < 0) | (np.asarray(ids.data) >= rows)).any():
+        raise node.error(f"EMBEDDING_LOOKUP ids out of range [0, {rows})")
+    hybrid = y.type == "FLOAT32" and table.type in ("INT8", "UINT8")
+    if hybrid:
+        if not table.quantized or (table.zero_point != 0).any():
+            raise node.unsupported("a hybrid lookup needs the table quantized with zero point 0 (LiteRT)")
+        if table.scale.size not in (1, rows):
+            raise node.error(f"table has {table.scale.size} scales for {rows} rows")
+        scales = np.broadcast_to(table.scale.astype(np.float32), (rows,)).reshape(rows, 1)
+    else:
+        node.expect_types(y, (table.type,), "output")
+        if table.quantized or y.quantized:
+            if not (table.quantized and y.quantized) or np.float32(table.s) != np.float32(y.s) or table.zp != y.zp:
+                raise node.unsupported("table and output quantization differ (the op copies values)")
+
+    def run(inputs, outputs):
+        i = inputs[0].astype(np.int64)
+        valid = (i >= 0) & (i < rows)
+        at = np.where(valid, i, 0)
+        t = inputs[1].reshape(rows, row)
+        if hybrid:
+            out = t[at].view(np.int8).astype(np.float32) * scales[at]
+        else:
+            out = t[at]
+        out[~valid] = 0
+        outputs[0][...] = out.reshape(outputs[0].shape)
 
     return run
