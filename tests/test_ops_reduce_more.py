@@ -261,3 +261,29 @@ def test_local_response_normalization(runtime, radius, bias, alpha, beta):
     assert_same(ours, run_peer(model, [x], "litert"), rtol=5e-7, atol=1e-30, what=f"{runtime} vs litert")
     if runtime == "c":
         assert_same(ours, run_on("python", model, [x]), rtol=5e-7, atol=1e-30, what="c vs python")
+
+
+# ---- UNSORTED_SEGMENT_SUM / _PROD / _MAX / _MIN (LiteRT only): FLOAT32 and INT32 data, INT32 ids
+SEGMENT_OPS = ["UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_PROD", "UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN"]
+
+
+@pytest.mark.parametrize("data_shape,ids,num", [((6, 3), [2, 0, 2, -1, 3, 0], 4),  # -1 is skipped
+                                                ((2, 3, 2), [[1, 1, 0], [0, 2, 1]], 3),  # 2-D ids
+                                                ((5,), [0, 0, 0, 0, 0], 2)])  # segment 1 stays at its start
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32"])
+@pytest.mark.parametrize("op", SEGMENT_OPS)
+def test_unsorted_segment(runtime, op, type_, data_shape, ids, num):
+    ids = np.array(ids, np.int32)
+    out = (num,) + data_shape[ids.ndim:]
+    model = op_model(op, [T(data_shape, type_), T(ids.shape, "INT32"), T((), "INT32", data=np.array(num, np.int32))],
+                     [T(out, type_)])
+    x = values(data_shape, type_, small=True)
+    check(runtime, model, [x, ids], ["litert"])  # float32 exact: each segment folds its rows in input order
+
+
+def test_unsorted_segment_id_past_the_end_is_skipped(runtime):
+    # LiteRT fails the invoke on an id >= num_segments; our evals cannot fail: the row is skipped
+    model = op_model("UNSORTED_SEGMENT_SUM", [T((3,), "INT32"), T((3,), "INT32"), T((), "INT32", data=np.array(2, np.int32))],
+                     [T((2,), "INT32")])
+    (ours,) = run_on(runtime, model, [np.array([5, 7, 9], np.int32), np.array([1, 2, 1], np.int32)])
+    np.testing.assert_array_equal(ours, [0, 14])

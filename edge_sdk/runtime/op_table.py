@@ -327,6 +327,10 @@ ROWS: dict[str, OpRow] = _rows(
           quant='index', q_versions=(2, 2)),
     OpRow("CUMSUM",                       "cumsum:prepare_cumsum",            1,
           quant='own', q_versions=(1, None)),
+    OpRow("UNSORTED_SEGMENT_SUM",         "segment:prepare_unsorted_segment", 1),
+    OpRow("UNSORTED_SEGMENT_PROD",        "segment:prepare_unsorted_segment", 1),
+    OpRow("UNSORTED_SEGMENT_MAX",         "segment:prepare_unsorted_segment", 1),
+    OpRow("UNSORTED_SEGMENT_MIN",         "segment:prepare_unsorted_segment", 1),
     # resampling
     OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4,
           quant='same:0', int16='pass', q_versions=(2, 4)),

@@ -118,6 +118,10 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'TransformTensorBilinear': (2, 'mediapipe_transform.c'),
     'UNIDIRECTIONAL_SEQUENCE_LSTM': (4, 'unidirectional_sequence_lstm.c'),
     'UNPACK': (4, 'pack.c'),
+    'UNSORTED_SEGMENT_MAX': (1, 'unsorted_segment.c'),
+    'UNSORTED_SEGMENT_MIN': (1, 'unsorted_segment.c'),
+    'UNSORTED_SEGMENT_PROD': (1, 'unsorted_segment.c'),
+    'UNSORTED_SEGMENT_SUM': (1, 'unsorted_segment.c'),
     'VAR_HANDLE': (1, 'stateful.c'),
 }
 
@@ -238,6 +242,10 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'TransformTensorBilinear': (('FLOAT32',), -1, ''),
     'UNIDIRECTIONAL_SEQUENCE_LSTM': (('FLOAT32', 'INT8', 'INT16'), -1, 'quantized: INT8 weights; no hybrid (float input, quantized weights)'),
     'UNPACK': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, ''),
+    'UNSORTED_SEGMENT_MAX': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),
+    'UNSORTED_SEGMENT_MIN': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),
+    'UNSORTED_SEGMENT_PROD': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),
+    'UNSORTED_SEGMENT_SUM': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),
     'VAR_HANDLE': (('NONE',), -1, ''),
 }
 

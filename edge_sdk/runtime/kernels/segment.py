@@ -1,0 +1,50 @@
+"""UNSORTED_SEGMENT_SUM / _PROD / _MAX / _MIN (LiteRT's unsorted_segment.cc; TFLM has none): data [ids..., rest...]
+(FLOAT32 / INT32), segment ids INT32 of the data's leading shape, a constant INT32 num_segments: output
+[num_segments, rest...]. Each segment starts at the fold's initial value (sum 0, product 1, max the type's lowest,
+min its highest: FLT_MAX for float32, not infinity) and takes the rows of its ids in input order (float32 sums and
+products round in that order); a negative id is skipped, as is one from num_segments on (LiteRT
+fails the invoke there; our evals cannot). MAX and MIN never take a NaN
+(std::max / std::min against the running value).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from edge_sdk.runtime.kernels.node import Eval, Node
+
+_FOLDS = {  # op -> (numpy ufunc applied in order by .at, initial value of float32, of int32)
+    "UNSORTED_SEGMENT_SUM": (np.add, 0, 0),
+    "UNSORTED_SEGMENT_PROD": (np.multiply, 1, 1),
+    "UNSORTED_SEGMENT_MAX": (np.fmax, -np.finfo(np.float32).max, np.iinfo(np.int32).min),
+    "UNSORTED_SEGMENT_MIN": (np.fmin, np.finfo(np.float32).max, np.iinfo(np.int32).max),
+}
+
+
+def prepare_unsorted_segment(node: Node) -> Eval:
+    node.expect_counts(3, 1)
+    x, ids, y = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(x, ("FLOAT32", "INT32"))
+    node.expect_types(ids, ("INT32",), "segment_ids")
+    node.expect_types(y, (x.type,), "output")
+    num = int(node.constant_scalar(2, "num_segments", ("INT32",)))
+    if num < 0:
+        raise node.error(f"num_segments {num} is negative")
+    k = len(ids.shape)
+    if x.shape[:k] != ids.shape:
+        raise node.error(f"segment_ids {ids.shape} must be the leading shape of the data {x.shape}")
+    rest = x.shape[k:]
+    node.set_output_shape(0, (num,) + rest)
+    ufunc, init_float, init_int = _FOLDS[node.op]
+    init = init_float if x.type == "FLOAT32" else init_int
+    row = int(np.prod(rest, dtype=np.int64))
+
+    def run(inputs, outputs):
+        acc = np.full((num, row), init, x.dtype)
+        s = inputs[1].reshape(-1).astype(np.int64)
+        keep = (s >= 0) & (s < num)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ufunc.at(acc, s[keep], inputs[0].reshape(-1, row)[keep])  # row by row in input order
+        outputs[0][...] = acc.reshape(outputs[0].shape)
+
+    return run
