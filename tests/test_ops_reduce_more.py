@@ -287,3 +287,25 @@ def test_unsorted_segment_id_past_the_end_is_skipped(runtime):
                      [T((2,), "INT32")])
     (ours,) = run_on(runtime, model, [np.array([5, 7, 9], np.int32), np.array([1, 2, 1], np.int32)])
     np.testing.assert_array_equal(ours, [0, 14])
+
+
+# ---- SEGMENT_SUM: FLOAT32 / INT32 with constant sorted ids. LiteRT's reference resolver lacks it: its builtin
+# resolver's kernel (segment_sum.cc, the only implementation) is the peer.
+@pytest.mark.parametrize("data_shape,ids", [((4, 2), [0, 0, 1, 2]), ((5,), [0, 1, 1, 1, 2]), ((3, 2, 2), [0, 0, 0])])
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32"])
+def test_segment_sum(runtime, type_, data_shape, ids):
+    ids = np.array(ids, np.int32)
+    out = (int(ids[-1]) + 1,) + data_shape[1:]
+    model = op_model("SEGMENT_SUM", [T(data_shape, type_), T(ids.shape, "INT32", data=ids)], [T(out, type_)])
+    x = values(data_shape, type_, small=True)
+    (ours,) = check(runtime, model, [x], ["litert_opt"])
+    want = np.zeros(out, x.dtype)
+    np.add.at(want, ids, x)
+    np.testing.assert_array_equal(ours, want)
+
+
+def test_segment_sum_refuses_run_time_ids(runtime):
+    # the output's size comes from the ids' values: computed at run time they are refused, with that reason
+    model = op_model("SEGMENT_SUM", [T((3,), "FLOAT32"), T((3,), "INT32")], [T((2,), "FLOAT32")])
+    with pytest.raises(Exception, match="run time"):
+        run_on(runtime, model, [values((3,), "FLOAT32"), np.array([0, 0, 1], np.int32)])

@@ -327,6 +327,7 @@ ROWS: dict[str, OpRow] = _rows(
           quant='index', q_versions=(2, 2)),
     OpRow("CUMSUM",                       "cumsum:prepare_cumsum",            1,
           quant='own', q_versions=(1, None)),
+    OpRow("SEGMENT_SUM",                  "segment:prepare_segment_sum",      1),
     OpRow("UNSORTED_SEGMENT_SUM",         "segment:prepare_unsorted_segment", 1),
     OpRow("UNSORTED_SEGMENT_PROD",        "segment:prepare_unsorted_segment", 1),
     OpRow("UNSORTED_SEGMENT_MAX",         "segment:prepare_unsorted_segment", 1),

@@ -1,4 +1,4 @@
-"""UNSORTED_SEGMENT_SUM / _PROD / _MAX / _MIN (LiteRT's unsorted_segment.cc; TFLM has none): data [ids..., rest...]
+"""SEGMENT_SUM (prepare_segment_sum) and UNSORTED_SEGMENT_SUM / _PROD / _MAX / _MIN (LiteRT's unsorted_segment.cc; TFLM has none): data [ids..., rest...]
 (FLOAT32 / INT32), segment ids INT32 of the data's leading shape, a constant INT32 num_segments: output
 [num_segments, rest...]. Each segment starts at the fold's initial value (sum 0, product 1, max the type's lowest,
 min its highest: FLT_MAX for float32, not infinity) and takes the rows of its ids in input order (float32 sums and
@@ -45,6 +45,33 @@ def prepare_unsorted_segment(node: Node) -> Eval:
         keep = (s >= 0) & (s < num)
         with np.errstate(over="ignore", invalid="ignore"):
             ufunc.at(acc, s[keep], inputs[0].reshape(-1, row)[keep])  # row by row in input order
+        outputs[0][...] = acc.reshape(outputs[0].shape)
+
+    return run
+
+
+def prepare_segment_sum(node: Node) -> Eval:
+    """SEGMENT_SUM (LiteRT's segment_sum.cc; TFLM has none): data [n, rest...] FLOAT32 / INT32, segment ids INT32 [n]
+    sorted with steps of 0 or 1: output [ids[-1] + 1, rest...], the rows summed per segment in input order. The
+    output's size comes from the ids' values: constant ids only (ids computed at run time are refused)."""
+    node.expect_counts(2, 1)
+    x, ids, y = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(x, ("FLOAT32", "INT32"))
+    node.expect_types(y, (x.type,), "output")
+    s = node.constant_values(1, "segment_ids", ("INT32",)).astype(np.int64)
+    if len(ids.shape) != 1 or not x.shape or ids.shape[0] != x.shape[0]:
+        raise node.error(f"segment_ids {ids.shape} must be 1-D of the data's first dimension {x.shape}")
+    steps = np.diff(s)
+    if s.size and (s[0] < 0 or ((steps != 0) & (steps != 1)).any()):
+        raise node.error("segment_ids must be sorted, from 0 on, in steps of 0 or 1")
+    num = int(s[-1]) + 1 if s.size else 0
+    node.set_output_shape(0, (num,) + x.shape[1:])
+    row = int(np.prod(x.shape[1:], dtype=np.int64))
+
+    def run(inputs, outputs):
+        acc = np.zeros((num, row), x.dtype)
+        with np.errstate(over="ignore"):
+            np.add.at(acc, s, inputs[0].reshape(-1, row))  # row by row in input order
         outputs[0][...] = acc.reshape(outputs[0].shape)
 
     return run
