@@ -269,3 +269,22 @@ def test_embedding_lookup_hybrid(runtime, type_, scales):
     (ours,) = check(runtime, model, [ids], ["litert"])  # exact: one float32 product per value
     s = np.broadcast_to(np.asarray(scales, np.float32), (5,))
     np.testing.assert_array_equal(ours, table[ids].view(np.int8).astype(np.float32) * s[ids, None])
+
+
+# ---- REVERSE_SEQUENCE (LiteRT only): FLOAT32, UINT8, INT16, INT32, INT64; INT32 / INT64 lengths
+@pytest.mark.parametrize("shape,seq_dim,batch_dim,lengths", [((2, 3, 4), 2, 1, [4, 0, 2]), ((3, 5), 1, 0, [5, 1, 3]),
+                                                             ((4, 2, 3), 0, 2, [1, 4, 2])])
+@pytest.mark.parametrize("length_type", ["INT32", "INT64"])
+@pytest.mark.parametrize("type_", ["FLOAT32", "UINT8", "INT16", "INT32", "INT64"])
+def test_reverse_sequence(runtime, shape, seq_dim, batch_dim, lengths, length_type, type_):
+    ln = np.array(lengths, NP[length_type])
+    model = op_model("REVERSE_SEQUENCE", [T(shape, type_, *q(type_)), T(ln.shape, length_type)],
+                     [T(shape, type_, *q(type_))], {"seq_dim": seq_dim, "batch_dim": batch_dim})
+    x = values(shape, type_)
+    (ours,) = check(runtime, model, [x, ln], ["litert"])
+    want = x.copy()
+    for b, n in enumerate(lengths):
+        sl = [slice(None)] * len(shape)
+        sl[batch_dim], sl[seq_dim] = b, slice(0, n)
+        want[tuple(sl)] = np.flip(x[tuple(sl)], axis=seq_dim - (seq_dim > batch_dim))
+    np.testing.assert_array_equal(ours, want)

@@ -306,6 +306,8 @@ ROWS: dict[str, OpRow] = _rows(
           quant='shared'),
     OpRow("EMBEDDING_LOOKUP",             "movement:prepare_embedding_lookup", 3,
           quant='same:1'),
+    OpRow("REVERSE_SEQUENCE",             "movement:prepare_reverse_sequence", 1,
+          quant='same:0', moves_values=True),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

@@ -329,6 +329,9 @@ enum { EDGE_OPTS_CumsumOptions = 102 };
 /* BuiltinOptions union code of ONE_HOT (one_hot.c). */
 enum { EDGE_OPTS_OneHotOptions = 61 };
 
+/* BuiltinOptions union code of REVERSE_SEQUENCE (reverse_sequence.c). */
+enum { EDGE_OPTS_ReverseSequenceOptions = 87 };
+
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 

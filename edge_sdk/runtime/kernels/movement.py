@@ -10,6 +10,7 @@
 - ONE_HOT and BROADCAST_ARGS: tensors built from indices and shapes.
 - MATRIX_DIAG and MATRIX_SET_DIAG: the main diagonal of the innermost matrices.
 - EMBEDDING_LOOKUP: rows of a table picked by ids (and the hybrid int8 table to float32 case).
+- REVERSE_SEQUENCE: per batch entry, a prefix of the sequence axis reversed.
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -308,5 +309,38 @@ def prepare_embedding_lookup(node: Node) -> Eval:
             out = t[at]
         out[~valid] = 0
         outputs[0][...] = out.reshape(outputs[0].shape)
+
+    return run
+
+
+# ---- REVERSE_SEQUENCE: per batch entry, the first seq_lengths[b] elements along seq_dim reversed
+
+REVERSE_SEQUENCE_TYPES = ("FLOAT32", "UINT8", "INT16", "INT32", "INT64")  # LiteRT's reverse_sequence.cc
+
+
+def prepare_reverse_sequence(node: Node) -> Eval:
+    """input of REVERSE_SEQUENCE_TYPES, seq_lengths INT32 / INT64 [input.shape[batch_dim]]; ReverseSequenceOptions
+    seq_dim, batch_dim. A length above the sequence dimension reverses it whole, a negative one nothing (LiteRT fails
+    the invoke on either; our evals cannot)."""
+    node.expect_counts(2, 1)
+    x, lengths = node.input(0), node.input(1)
+    node.expect_types(x, REVERSE_SEQUENCE_TYPES)
+    node.expect_types(lengths, ("INT32", "INT64"), "seq_lengths")
+    _same_quantization(node)
+    rank = len(x.shape)
+    seq_dim, batch_dim = int(node.options.get("seq_dim", 0)), int(node.options.get("batch_dim", 0))
+    if not (0 <= seq_dim < rank and 0 <= batch_dim < rank) or seq_dim == batch_dim:
+        raise node.error(f"seq_dim {seq_dim} and batch_dim {batch_dim} must be two axes of rank {rank}")
+    if lengths.shape != (x.shape[batch_dim],):
+        raise node.error(f"seq_lengths {lengths.shape} must be [{x.shape[batch_dim]}]")
+    node.set_output_shape(0, x.shape)
+    n = x.shape[seq_dim]
+    pos = np.arange(n).reshape([n if d == seq_dim else 1 for d in range(rank)])
+    bshape = [x.shape[batch_dim] if d == batch_dim else 1 for d in range(rank)]
+
+    def run(inputs, outputs):
+        ln = np.clip(inputs[1].astype(np.int64), 0, n).reshape(bshape)
+        src = np.where(pos < ln, ln - 1 - pos, pos)  # the source position along seq_dim, per batch entry
+        outputs[0][...] = np.take_along_axis(inputs[0], np.broadcast_to(src, x.shape), axis=seq_dim)
 
     return run
