@@ -288,3 +288,30 @@ def test_reverse_sequence(runtime, shape, seq_dim, batch_dim, lengths, length_ty
         sl[batch_dim], sl[seq_dim] = b, slice(0, n)
         want[tuple(sl)] = np.flip(x[tuple(sl)], axis=seq_dim - (seq_dim > batch_dim))
     np.testing.assert_array_equal(ours, want)
+
+
+# ---- SCATTER_ND (LiteRT only): updates FLOAT32, INT8, UINT8, INT32, INT64, BOOL; INT32 indices and shape (LiteRT
+# refuses INT64 indices)
+SCATTER_CASES = [  # indices, output shape
+    ([[1], [3], [1]], (4, 2)),  # a repeated index: its updates add up
+    ([[0, 1], [2, 0]], (3, 2, 2)),
+    ([[[1, 2]], [[0, 0]]], (2, 3)),  # scalar slices, indices of rank 3
+]
+
+
+@pytest.mark.parametrize("indices,shape", SCATTER_CASES)
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT8", "UINT8", "INT32", "INT64", "BOOL"])
+def test_scatter_nd(runtime, indices, shape, type_):
+    index_type = "INT32"
+    ind = np.array(indices, NP[index_type])
+    k = ind.shape[-1]
+    ushape = ind.shape[:-1] + shape[k:]
+    model = op_model("SCATTER_ND", [T(ind.shape, index_type), T(ushape, type_),
+                                    T((len(shape),), index_type, data=np.array(shape, NP[index_type]))],
+                     [T(shape, type_)])
+    upd = values(ushape, type_)
+    (ours,) = check(runtime, model, [ind, upd], ["litert"])  # float32 exact: repeats add in input order
+    if type_ in ("INT32", "INT64"):
+        want = np.zeros(shape, upd.dtype)
+        np.add.at(want, tuple(np.moveaxis(ind.astype(np.int64), -1, 0)), upd)
+        np.testing.assert_array_equal(ours, want)

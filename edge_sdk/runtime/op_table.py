@@ -308,6 +308,7 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:1'),
     OpRow("REVERSE_SEQUENCE",             "movement:prepare_reverse_sequence", 1,
           quant='same:0', moves_values=True),
+    OpRow("SCATTER_ND",                   "movement:prepare_scatter_nd",      1),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

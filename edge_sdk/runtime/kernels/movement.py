@@ -11,6 +11,7 @@
 - MATRIX_DIAG and MATRIX_SET_DIAG: the main diagonal of the innermost matrices.
 - EMBEDDING_LOOKUP: rows of a table picked by ids (and the hybrid int8 table to float32 case).
 - REVERSE_SEQUENCE: per batch entry, a prefix of the sequence axis reversed.
+- SCATTER_ND: update slices added into zeros at index vectors.
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -342,5 +343,43 @@ def prepare_reverse_sequence(node: Node) -> Eval:
         ln = np.clip(inputs[1].astype(np.int64), 0, n).reshape(bshape)
         src = np.where(pos < ln, ln - 1 - pos, pos)  # the source position along seq_dim, per batch entry
         outputs[0][...] = np.take_along_axis(inputs[0], np.broadcast_to(src, x.shape), axis=seq_dim)
+
+    return run
+
+
+# ---- SCATTER_ND: zeros of a constant shape with update slices added at index vectors
+
+SCATTER_ND_TYPES = ("FLOAT32", "INT8", "UINT8", "INT32", "INT64", "BOOL")  # LiteRT's scatter_nd.cc updates
+
+
+def prepare_scatter_nd(node: Node) -> Eval:
+    """indices INT32 [..., K] (LiteRT takes no other), updates [..., slice] of SCATTER_ND_TYPES, an INT32 shape
+    (constant: it sets the output's size): output zeros of that shape, each update slice added (BOOL: or-ed) at its index
+    vector in input order, repeats accumulating. A vector outside the shape is skipped (LiteRT fails the invoke)."""
+    node.expect_counts(3, 1)
+    idx, upd, y = node.input(0), node.input(1), node.outputs[0]
+    node.expect_types(idx, ("INT32",), "indices")
+    node.expect_types(upd, SCATTER_ND_TYPES, "updates")
+    node.expect_types(y, (upd.type,), "output")
+    shape = tuple(int(v) for v in node.constant_values(2, "shape", ("INT32",)))
+    if not idx.shape or not 1 <= idx.shape[-1] <= len(shape) or any(d < 0 for d in shape):
+        raise node.error(f"indices {idx.shape} must end in K with 1 <= K <= rank of shape {shape}")
+    k = idx.shape[-1]
+    if upd.shape != idx.shape[:-1] + shape[k:]:
+        raise node.error(f"updates {upd.shape} must be {idx.shape[:-1] + shape[k:]}")
+    node.set_output_shape(0, shape)
+    outer = np.array(shape[:k], np.int64)
+    n_rows = int(np.prod(shape[:k], dtype=np.int64))
+    row = int(np.prod(shape[k:], dtype=np.int64))
+    fold = np.logical_or if upd.type == "BOOL" else np.add
+
+    def run(inputs, outputs):
+        ind = inputs[0].reshape(-1, k).astype(np.int64)
+        valid = ((ind >= 0) & (ind < outer)).all(axis=1)
+        flat = np.ravel_multi_index(tuple(ind[valid].T), shape[:k]) if valid.any() else np.zeros(0, np.int64)
+        acc = np.zeros((n_rows, row), upd.dtype)
+        with np.errstate(over="ignore"):
+            fold.at(acc, flat, inputs[1].reshape(-1, row)[valid])  # in input order
+        outputs[0][...] = acc.reshape(shape)
 
     return run
