@@ -315,3 +315,21 @@ def test_scatter_nd(runtime, indices, shape, type_):
         want = np.zeros(shape, upd.dtype)
         np.add.at(want, tuple(np.moveaxis(ind.astype(np.int64), -1, 0)), upd)
         np.testing.assert_array_equal(ours, want)
+
+
+# ---- SPARSE_TO_DENSE (LiteRT only): values FLOAT32, INT8, UINT8, INT32, INT64; INT32 / INT64 indices
+@pytest.mark.parametrize("indices,shape,n_values", [([[0, 1], [2, 0], [0, 1]], (3, 2), 3),  # repeated: the last wins
+                                                    ([4, 1], (6,), 2),  # 1-D indices of a 1-D output
+                                                    ([[1, 1, 0], [0, 2, 1]], (2, 3, 2), 1)])  # one value for all
+@pytest.mark.parametrize("index_type", ["INT32", "INT64"])
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT8", "UINT8", "INT32", "INT64"])
+def test_sparse_to_dense(runtime, indices, shape, n_values, index_type, type_):
+    ind = np.array(indices, NP[index_type])
+    vals = values((n_values,), type_)
+    # one value for all indices is a scalar in LiteRT (a constant here: 0-d model inputs do not round-trip)
+    v = T((), type_, data=vals.reshape(())) if n_values == 1 else T(vals.shape, type_)
+    model = op_model("SPARSE_TO_DENSE", [T(ind.shape, index_type),
+                                         T((len(shape),), index_type, data=np.array(shape, NP[index_type])),
+                                         v, T((), type_, data=np.array(3).astype(NP[type_]))],
+                     [T(shape, type_)])
+    check(runtime, model, [ind] + ([vals] if n_values > 1 else []), ["litert"])

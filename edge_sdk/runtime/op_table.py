@@ -309,6 +309,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("REVERSE_SEQUENCE",             "movement:prepare_reverse_sequence", 1,
           quant='same:0', moves_values=True),
     OpRow("SCATTER_ND",                   "movement:prepare_scatter_nd",      1),
+    OpRow("SPARSE_TO_DENSE",              "movement:prepare_sparse_to_dense", 3),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
           family='reduce', quant='own', int16='op', q_versions=(2, 3)),

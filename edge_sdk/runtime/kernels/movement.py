@@ -12,6 +12,7 @@
 - EMBEDDING_LOOKUP: rows of a table picked by ids (and the hybrid int8 table to float32 case).
 - REVERSE_SEQUENCE: per batch entry, a prefix of the sequence axis reversed.
 - SCATTER_ND: update slices added into zeros at index vectors.
+- SPARSE_TO_DENSE: values at indices over a default value.
 Quantized inputs and outputs share their quantization (the values are copied).
 """
 
@@ -381,5 +382,46 @@ def prepare_scatter_nd(node: Node) -> Eval:
         with np.errstate(over="ignore"):
             fold.at(acc, flat, inputs[1].reshape(-1, row)[valid])  # in input order
         outputs[0][...] = acc.reshape(shape)
+
+    return run
+
+
+# ---- SPARSE_TO_DENSE: default_value everywhere, values at the given indices
+
+SPARSE_TO_DENSE_TYPES = ("FLOAT32", "INT8", "UINT8", "INT32", "INT64")  # LiteRT's sparse_to_dense.cc values
+
+
+def prepare_sparse_to_dense(node: Node) -> Eval:
+    """indices INT32 / INT64 ([N, K], [N] for a 1-D output, or one scalar index), a constant output_shape of the
+    indices' type (it sets the output's size), values [N] or one value, a one-value default_value (values' type,
+    SPARSE_TO_DENSE_TYPES). The output holds default_value, then each value at its index in input order (a repeated
+    index keeps the last); an index outside the shape is skipped (LiteRT's validate_indices fails the invoke)."""
+    node.expect_counts(4, 1)
+    idx, vals, dflt, y = node.input(0), node.input(2), node.input(3), node.outputs[0]
+    node.expect_types(idx, ("INT32", "INT64"), "indices")
+    node.expect_types(vals, SPARSE_TO_DENSE_TYPES, "values")
+    node.expect_types(dflt, (vals.type,), "default_value")
+    node.expect_types(y, (vals.type,), "output")
+    shape = tuple(int(v) for v in node.constant_values(1, "output_shape", (idx.type,)))
+    if len(idx.shape) > 2 or any(d < 0 for d in shape) or dflt.size != 1:
+        raise node.error(f"indices {idx.shape} must be 0-D to 2-D, output_shape {shape} non-negative, one default")
+    k = idx.shape[1] if len(idx.shape) == 2 else 1
+    n = idx.shape[0] if idx.shape else 1
+    if k != len(shape) or vals.size not in (1, n):
+        raise node.error(f"indices {idx.shape} and values {vals.shape} do not fit output_shape {shape}")
+    node.set_output_shape(0, shape)
+    bounds = np.array(shape, np.int64)
+
+    def run(inputs, outputs):
+        ind = inputs[0].reshape(n, k).astype(np.int64)
+        v = np.broadcast_to(inputs[2].reshape(-1), (n,))
+        valid = ((ind >= 0) & (ind < bounds)).all(axis=1)
+        flat = np.ravel_multi_index(tuple(ind[valid].T), shape) if valid.any() else np.zeros(0, np.int64)
+        v = v[valid]
+        # the last of repeated indices wins: keep each index's last occurrence
+        last = len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1]
+        out = outputs[0].reshape(-1)
+        out.fill(inputs[3].reshape(-1)[0])
+        out[flat[last]] = v[last]
 
     return run
