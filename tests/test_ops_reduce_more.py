@@ -309,3 +309,33 @@ def test_segment_sum_refuses_run_time_ids(runtime):
     model = op_model("SEGMENT_SUM", [T((3,), "FLOAT32"), T((3,), "INT32")], [T((2,), "FLOAT32")])
     with pytest.raises(Exception, match="run time"):
         run_on(runtime, model, [values((3,), "FLOAT32"), np.array([0, 0, 1], np.int32)])
+
+
+@pytest.mark.slow
+def test_reduce_min_float_runs_on_the_m4_under_qemu(tmp_path):
+    """The pitch detector's op on a microcontroller: a REDUCE_MIN float32 image for the QEMU Cortex-M4 board gives
+    our Python interpreter's output bytes (image_main's inputs: random bytes, NaNs and infinities among them)."""
+    import re
+    import subprocess
+
+    from edge_sdk import Interpreter
+    from tests.oprunner import image_main_hash, image_main_inputs
+    from tests.test_c_builds import _make, _need
+
+    _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
+    model = tmp_path / "reduce_min.tflite"
+    model.write_bytes(reduce_model("REDUCE_MIN", (4, 8, 6), [1, -1], False, "FLOAT32"))
+    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=")
+    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                           str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                           "enable=on,target=native"], capture_output=True, text=True, timeout=60)
+    out = proc.stdout.replace("\r", "")
+    assert proc.returncode == 0 and "status 0" in out, out + proc.stderr
+    py = Interpreter(model_content=model.read_bytes())
+    py.allocate_tensors()
+    for d, x in zip(py.get_input_details(), image_main_inputs(py)):
+        py.set_tensor(d["index"], x)
+    py.invoke()
+    want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+    assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(want)
