@@ -75,6 +75,21 @@ _SHAPED = {
     "SUM": ((1, 4), (1,), None, [([1], _I32)], {}),
     "REDUCE_MAX": ((1, 4), (1,), None, [([1], _I32)], {}),
     "ARG_MAX": ((1, 4), (1,), "INT32", [([1], _I32)], {"output_type": "INT32"}),
+    "REDUCE_MIN": ((1, 4), (1,), None, [([1], _I32)], {}),
+    "REDUCE_ANY": ((1, 4), (1,), None, [([1], _I32)], {}),
+    "REDUCE_ALL": ((1, 4), (1,), None, [([1], _I32)], {}),
+    "ARG_MIN": ((1, 4), (1,), "INT32", [([1], _I32)], {"output_type": "INT32"}),
+    "L2_NORMALIZATION": ((1, 4), (1, 4), None, [], {}),
+    "L2_POOL_2D": ((1, 2, 2, 1), (1, 2, 2, 1), None, [], {"padding": "VALID", "stride_w": 1, "stride_h": 1,
+                                                        "filter_width": 1, "filter_height": 1}),
+    "SPACE_TO_BATCH_ND": ((1, 2, 2, 1), (1, 2, 2, 1), None, [([1, 1], _I32), ([[0, 0], [0, 0]], _I32)], {}),
+    "BATCH_TO_SPACE_ND": ((1, 2, 2, 1), (1, 2, 2, 1), None, [([1, 1], _I32), ([[0, 0], [0, 0]], _I32)], {}),
+    "GATHER_ND": ((4,), (2,), None, [([[0], [1]], _I32)], {}),
+    "REVERSE_V2": ((1, 4), (1, 4), None, [([1], _I32)], {}),
+    "CUMSUM": ((1, 4), (1, 4), None, [(1, _I32)], {}),
+    "LOCAL_RESPONSE_NORMALIZATION": ((1, 1, 1, 4), (1, 1, 1, 4), None, [], {"radius": 1, "bias": 1.0, "alpha": 1.0,
+                                                                        "beta": 0.5}),
+    "MATRIX_DIAG": ((4,), (4, 4), None, [], {}),
     "SHAPE": ((1, 4), (2,), "INT32", [], {"out_type": "INT32"}),
     "DEQUANTIZE": ((1, 4), (1, 4), "FLOAT32", [], {}),
     "CAST": ((1, 4), (1, 4), "FLOAT32", [], {}),
@@ -124,7 +139,7 @@ def _python_type_refusal(data: bytes) -> bool:
 
 
 def test_registered_dtypes_are_what_the_c_and_python_prepares_take():
-    """For each probe op (49) and type (8): the table refuses the type exactly when the C kernel's prepare says
+    """For each probe op (62) and type (8): the table refuses the type exactly when the C kernel's prepare says
     EDGE_UNSUPPORTED_TYPE (the real C runtime, host build), and the Python row's dtypes exactly when the
     interpreter's prepare refuses the type. A wrong registration fails here, naming the op and the type."""
     from edge_sdk.targets import c_check

@@ -322,6 +322,19 @@ enum {
 /* BuiltinOptions union code of FAKE_QUANT (fake_quant.c). */
 enum { EDGE_OPTS_FakeQuantOptions = 58 };
 
+/* BuiltinOptions union codes of L2_NORMALIZATION (l2_normalization.c) and LOCAL_RESPONSE_NORMALIZATION
+ * (local_response_normalization.c). */
+enum { EDGE_OPTS_L2NormOptions = 12, EDGE_OPTS_LocalResponseNormalizationOptions = 13 };
+
+/* BuiltinOptions union code of CUMSUM (cumsum.c). */
+enum { EDGE_OPTS_CumsumOptions = 102 };
+
+/* BuiltinOptions union code of ONE_HOT (one_hot.c). */
+enum { EDGE_OPTS_OneHotOptions = 61 };
+
+/* BuiltinOptions union code of REVERSE_SEQUENCE (reverse_sequence.c). */
+enum { EDGE_OPTS_ReverseSequenceOptions = 87 };
+
 /* BuiltinOptions union code of GELU (gelu.c). */
 enum { EDGE_OPTS_GeluOptions = 116 };
 

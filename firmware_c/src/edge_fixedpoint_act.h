@@ -181,6 +181,36 @@ static inline int32_t ea_get_reciprocal(int32_t x, int32_t x_integer_digits, int
     return ea_one_over_one_plus_x(edge_wrap32((int64_t)shifted - ((int64_t)1 << 31)));
 }
 
+/* gemmlowp / TFLite GetInvSqrtQuantizedMultiplierExp(x, reverse_shift -1), for x >= 0 (RSQRT, L2_NORMALIZATION). */
+static inline void ea_inv_sqrt_multiplier(int32_t x, int32_t *mult, int32_t *shift) {
+    int32_t s = 11, pairs, f3_half, v, i;
+    if (x <= 1) {
+        *mult = EDGE_INT32_MAX;
+        *shift = 0;
+        return;
+    }
+    while (x >= (1 << 29)) {
+        x /= 4;
+        s++;
+    }
+    pairs = (ea_clz32((uint32_t)x) - 1) / 2 - 1;
+    s -= pairs;
+    x <<= 2 * pairs;
+    f3_half = ea_mul_by_pot(x >> 1, -1);
+    v = (int32_t)1 << 28; /* F3 one */
+    for (i = 0; i < 5; i++) {
+        const int32_t v3 = ea_rescale(edge_srdhm(edge_srdhm(v, v), v), 9, 3);
+        v = ea_rescale(ea_sub(edge_srdhm((1 << 28) + (1 << 27), v), edge_srdhm(f3_half, v3)), 6, 3);
+    }
+    v = edge_srdhm(v, 1518500250); /* * sqrt(2) / 2 */
+    if (s < 0) {
+        v = edge_wrap32((int64_t)((uint64_t)(uint32_t)v << -s));
+        s = 0;
+    }
+    *mult = v;
+    *shift = -s;
+}
+
 /* ------------------------------------------------------------------------------------ int16 helpers */
 
 static inline int32_t ea_wrap16(int64_t x) { return (int32_t)(((x + 32768) & 0xFFFF) - 32768); }

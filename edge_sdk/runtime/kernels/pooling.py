@@ -1,4 +1,4 @@
-"""AVERAGE_POOL_2D and MAX_POOL_2D as TFLite Micro's reference kernels compute them.
+"""AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D as TFLite Micro's reference kernels compute them.
 
 Quantized pools work on the stored integers directly (TFLM requires input and output to share scale and zero
 point). The average divides the window sum by the number of window cells inside the input (padding does
@@ -141,5 +141,45 @@ def prepare_max_pool_2d(node: Node):
         if lo is not None:
             quant.clip_into(acc, acc, lo, hi)
         outputs[0][...] = acc
+
+    return run
+
+
+def prepare_l2_pool_2d(node: Node):
+    """L2_POOL_2D (LiteRT's and TFLM's reference L2Pool, float32 only): per window, the float32 sum of the squares
+    of the cells inside the input in (fy, fx) order, divided by their count, its square root, then the fused
+    activation's clamp. A window entirely in the padding gives 0 / 0 (NaN), as the reference."""
+    node.expect_counts(1, 1)
+    inp, out = node.input(0), node.outputs[0]
+    node.expect_types(inp, ("FLOAT32",))
+    node.expect_types(out, ("FLOAT32",), "output")
+    if len(inp.shape) != 4:
+        raise node.error(f"input {inp.shape} must be 4-D")
+    opts = node.options
+    clamp = quant.float_clamp(quant.check_activation(node))
+    n, h, w, c = inp.shape
+    fh, fw = int(opts.get("filter_height", 1)), int(opts.get("filter_width", 1))
+    sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
+    padding = opts.get("padding", "SAME")
+    oh, pt = window_geometry(node, padding, sh, 1, h, fh)
+    ow, pl = window_geometry(node, padding, sw, 1, w, fw)
+    node.set_output_shape(0, (n, oh, ow, c))
+    ch = _counts(h, oh, fh, sh, pt)
+    cw = _counts(w, ow, fw, sw, pl)
+    countf = (ch[:, None] * cw[None, :])[None, :, :, None].astype(np.float32)
+    # padding cells hold 0: adding 0 * 0 leaves a float32 sum as it was, so every tap can be added in order
+    win = _Windows((n, h, w, c), (oh, ow), (fh, fw), (sh, sw), (pt, pl), np.float32, 0.0)
+    acc = np.empty((n, oh, ow, c), dtype=np.float32)
+
+    def run(inputs, outputs):
+        win.fill(inputs[0])
+        acc.fill(0.0)
+        for t in win.taps:
+            acc[...] = acc + t * t
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = np.sqrt(acc / countf)
+        if clamp is not None:
+            y = np.minimum(np.maximum(y, clamp[0]), clamp[1])
+        outputs[0][...] = y
 
     return run

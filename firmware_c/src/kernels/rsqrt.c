@@ -21,36 +21,6 @@ typedef struct {
     int8_t lut[256]; /* INT8: the output of each input, by its uint8 view */
 } rsqrt_data_t;
 
-/* gemmlowp / TFLite GetInvSqrtQuantizedMultiplierExp(x, reverse_shift -1), for x >= 0. */
-static void rsqrt_inv_sqrt(int32_t x, int32_t *mult, int32_t *shift) {
-    int32_t s = 11, pairs, f3_half, v, i;
-    if (x <= 1) {
-        *mult = EDGE_INT32_MAX;
-        *shift = 0;
-        return;
-    }
-    while (x >= (1 << 29)) {
-        x /= 4;
-        s++;
-    }
-    pairs = (ea_clz32((uint32_t)x) - 1) / 2 - 1;
-    s -= pairs;
-    x <<= 2 * pairs;
-    f3_half = ea_mul_by_pot(x >> 1, -1);
-    v = (int32_t)1 << 28; /* F3 one */
-    for (i = 0; i < 5; i++) {
-        const int32_t v3 = ea_rescale(edge_srdhm(edge_srdhm(v, v), v), 9, 3);
-        v = ea_rescale(ea_sub(edge_srdhm((1 << 28) + (1 << 27), v), edge_srdhm(f3_half, v3)), 6, 3);
-    }
-    v = edge_srdhm(v, 1518500250); /* * sqrt(2) / 2 */
-    if (s < 0) {
-        v = edge_wrap32((int64_t)((uint64_t)(uint32_t)v << -s));
-        s = 0;
-    }
-    *mult = v;
-    *shift = -s;
-}
-
 edge_status_t edge_prepare_rsqrt(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
     rsqrt_data_t *d;
@@ -70,7 +40,7 @@ edge_status_t edge_prepare_rsqrt(edge_node_t *node, edge_ctx_t *ctx) {
     for (i = -128; i < 128; i++) {
         const int32_t value = i - x->zero_point;
         int32_t inv, inv_shift, data, raw;
-        rsqrt_inv_sqrt(value > 0 ? value : 0, &inv, &inv_shift);
+        ea_inv_sqrt_multiplier(value > 0 ? value : 0, &inv, &inv_shift);
         data = ea_mbqm(1, inv, inv_shift + 20);
         raw = ea_mbqm(data, multiplier, shift - 20) + out->zero_point;
         d->lut[(uint8_t)i] = (int8_t)(value == 0 ? 127 : raw < -128 ? -128 : raw > 127 ? 127 : raw);
