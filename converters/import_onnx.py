@@ -38,6 +38,28 @@ branch, a ``Loop`` whose iteration count is known at convert time (a constant tr
 stays true or depends only on the iteration number / constant counters) and a ``Scan`` are unrolled
 (``converters.onnx_control``). A run-time condition, trip count or termination is refused with the input to
 pin: TFLite IF / WHILE subgraphs are not emitted.
+
+Quantized ONNX and onnxruntime's fused ops (``converters.onnx_quantized``): a QDQ graph imports as its float
+graph, a dynamic-int8 graph (MatMulInteger / ConvInteger / DynamicQuantizeLSTM / QAttention) as float ops over
+its dequantized weights, and com.microsoft SkipLayerNormalization / FastGelu / BiasGelu / Gelu / QuickGelu /
+FusedMatMul / BiasAdd / Attention as their decompositions. What the source's quantization said is kept:
+
+- ``model.import_notes["quantized_source"]``: ``format`` ("qdq", "dynamic-int8", both, or float with fused ops
+  only), ``rewritten`` (op -> count), ``given_ranges`` (float tensor name -> the QDQ pair's scale, zero_point,
+  dtype, min, max) and ``weights`` (ONNX weight -> its int8 scale / zero point, summarised).
+- The float tensor each QDQ pair stood on carries the range as ``Tensor.quantization`` with an EMPTY scale /
+  zero_point and ``min`` / ``max`` = ``scale * (qmin - zp)``, ``scale * (qmax - zp)`` (TFLite's idiom for a
+  fake-quant range on a float tensor: every reader keeps treating it as float; the optimize passes carry it
+  to the tensors they derive). THE QUANTIZER'S SIDE: a FLOAT32 tensor whose quantization has no scale and a
+  min / max is an activation with a given range -- use ``[min, max]`` as its calibrated range instead of the
+  observed one (int8: ``scale = (max - min) / 255``, ``zero_point = -128 - round(min / scale)`` gives the source's
+  own parameters again; a uint8 source's zero point minus 128), calibrating only the tensors without one; and
+  clear these ranges from the tensors it leaves float. Weights need nothing: the source's symmetric int8
+  scales are ``max|w| / 127`` per channel of the dequantized weights, which per-channel max-abs reproduces.
+  Note that ``edge_sdk.model.reader`` drops a scale-less quantization, so the ranges reach the quantizer only
+  in the in-memory ``Model`` (``convert()`` hands it ``read_model(write_model(float_model))`` today).
+- ``model.given_quantization``: ONNX value name -> the full record (scale / zero_point arrays, axis, dtype,
+  kind "activation" | "weight", min, max).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ _QRANGE = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255), np.dtyp
            np.dtype(np.uint16): (0, 65535), np.dtype(np.int32): (-2 ** 31, 2 ** 31 - 1)}
 # onnxruntime contrib ops this module rewrites (others in com.microsoft stay and are refused by name)
 CONTRIB_OPS = ("SkipLayerNormalization", "FastGelu", "BiasGelu", "Gelu", "QuickGelu", "FusedMatMul", "BiasAdd",
-               "Attention", "DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")
+               "Attention", "QAttention", "DynamicQuantizeLSTM", "DynamicQuantizeMatMul", "MatMulIntegerToFloat")
 
 
 @dataclass
@@ -168,6 +168,15 @@ def _qdq(g: _Graph, r: Rewritten):
             r.source = r.source or "qdq"
             continue
         q = by_output.get(inp[0])
+        if q is not None and q.op_type == "Gather" and q.input[0] in g.consts and scale.size == 1:
+            # quantize_dynamic's embedding: Gather(int8 table, ids) -> DequantizeLinear == Gather(float table, ids)
+            table = g.consts[q.input[0]]
+            fname = g.add_const(f"{q.input[0]}_dequantized", _dequantized(table, scale, zp, 0))
+            r.given[fname] = given_entry(scale, zp, 0, "weight", table.dtype)
+            replace[id(n)] = helper.make_node("Gather", [fname, q.input[1]], [n.output[0]],
+                                              name=n.name or g.namer.fresh("Gather"), **_attrs(q))
+            r.source = "dynamic-int8" if r.source in (None, "dynamic-int8") else "qdq+dynamic-int8"
+            continue
         if q is None or q.op_type != "QuantizeLinear" or q.domain not in ("", "ai.onnx"):
             continue  # a run-time int8 tensor: DEQUANTIZE
         qin = list(q.input) + [""] * (3 - len(q.input))
@@ -186,10 +195,10 @@ def _qdq(g: _Graph, r: Rewritten):
     kept = [replace.get(id(n), n) for n in nodes]
     # a QuantizeLinear whose every reader was a replaced DequantizeLinear is gone with them
     read = {i for n in kept for i in n.input} | g.outputs
-    kept = [n for n in kept if not (n.op_type == "QuantizeLinear" and not any(o in read for o in n.output))]
+    kept = [n for n in kept if not (n.op_type in ("QuantizeLinear", "Gather") and not any(o in read for o in n.output))]
     del g.graph.node[:]
     g.graph.node.extend(kept)
-    r.count("QuantizeLinear/DequantizeLinear pair")
+    r.count("DequantizeLinear")
 
 
 # --------------------------------------------------------------------------------------------- dynamic int8
@@ -313,11 +322,12 @@ def _contrib(g: _Graph, r: Rewritten):
     nodes = list(g.graph.node)
     if not any(n.domain == MS for n in nodes):
         return
-    kept = []
+    kept, fed = [], set()
     for n in nodes:
         if n.domain != MS or n.op_type not in _CONTRIB:
             kept.append(n)
             continue
+        fed.update(n.input)
         new = []
         try:
             _CONTRIB[n.op_type](g, n, _attrs(n), list(n.input), new)
@@ -327,8 +337,17 @@ def _contrib(g: _Graph, r: Rewritten):
             continue
         kept.extend(new)
         r.count(n.op_type)
-        if n.op_type == "DynamicQuantizeLSTM":
+        if n.op_type in ("DynamicQuantizeLSTM", "QAttention"):
             r.source = "dynamic-int8" if r.source in (None, "dynamic-int8") else "qdq+dynamic-int8"
+    # what fed only a rewritten op and is read no more (DynamicQuantizeLinear, a Gather of an int8 table) goes
+    while True:
+        read = {i for n in kept for i in n.input} | g.outputs
+        dead = [k for k, n in enumerate(kept) if any(o in fed for o in n.output) and not any(o in read for o in n.output)]
+        if not dead:
+            break
+        for k in reversed(dead):
+            fed.update(kept[k].input)
+            del kept[k]
     del g.graph.node[:]
     g.graph.node.extend(kept)
 
@@ -493,6 +512,31 @@ def _attention(g, n, a, ins, new):
     g.node(new, "Reshape", [ctx, g.add_const("merge", np.array([0, 0, sizes[2]], np.int64))], [n.output[0]])
 
 
+def _float_source(g, new, name, scale, zp) -> str:
+    """A float ONNX value equal to dequantized ``name`` (a DynamicQuantizeLinear's output: its input; a Gather
+    of a constant int8 table: the Gather of the dequantized table; else a DequantizeLinear node)."""
+    prod = g.producer(name)
+    if prod is not None and prod.op_type == "DynamicQuantizeLinear" and prod.domain in ("", "ai.onnx"):
+        return prod.input[0]
+    s, z = g.const(scale), g.const(zp)
+    if prod is not None and prod.op_type == "Gather" and prod.input[0] in g.consts and s is not None \
+            and np.size(s) == 1:
+        table = g.add_const(f"{prod.input[0]}_dequantized", _dequantized(g.consts[prod.input[0]], s, z, 0))
+        return g.node(new, "Gather", [table, prod.input[1]], **_attrs(prod))
+    return g.node(new, "DequantizeLinear", [name, scale] + ([zp] if zp else []))
+
+
+def _q_attention(g, n, a, ins, new):
+    """QAttention (quantize_dynamic's Attention): Attention over the dequantized input and weights."""
+    ins = ins + [""] * (9 - len(ins))
+    w, ws, wz = g.const(ins[1]), g.const(ins[4]), g.const(ins[7])
+    if w is None or ws is None:
+        raise _Refuse("the weights and their scale must be constants")
+    x = _float_source(g, new, ins[0], ins[3], ins[6])
+    wname = g.add_const(f"{ins[1]}_dequantized", _dequantized(w, ws, wz, 1))
+    _attention(g, n, a, [x, wname, ins[2], ins[5], ins[8]], new)
+
+
 def _dynamic_quantize_lstm(g, n, a, ins, new):
     from onnx import helper
 
@@ -521,4 +565,4 @@ def _dynamic_quantize_lstm(g, n, a, ins, new):
 
 _CONTRIB = {"SkipLayerNormalization": _skip_layer_norm, "FastGelu": _fast_gelu, "BiasGelu": _bias_gelu,
             "Gelu": _gelu, "QuickGelu": _quick_gelu, "FusedMatMul": _fused_matmul, "BiasAdd": _bias_add,
-            "Attention": _attention, "DynamicQuantizeLSTM": _dynamic_quantize_lstm}
+            "Attention": _attention, "QAttention": _q_attention, "DynamicQuantizeLSTM": _dynamic_quantize_lstm}

@@ -69,8 +69,8 @@ def _conv_net():
                   [_f32("w1", w1), _f32("b1", b1), _f32("w2", w2), _f32("b2", b2)], opset=13)
 
 
-@pytest.fixture(scope="module")
-def qdq_conv(tmp_path_factory):
+@pytest.fixture(scope="module", params=["QInt8", "QUInt8"])
+def qdq_conv(tmp_path_factory, request):
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     d = tmp_path_factory.mktemp("qdq")
@@ -85,7 +85,7 @@ def qdq_conv(tmp_path_factory):
             return next(self.it, None)
 
     quantize_static(str(d / "f.onnx"), str(d / "q.onnx"), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+                    activation_type=getattr(QuantType, request.param), weight_type=QuantType.QInt8)
     return onnx.load(d / "f.onnx"), onnx.load(d / "q.onnx"), samples
 
 
@@ -112,6 +112,7 @@ def test_qdq_conv_net_imports_float_with_the_models_own_ranges(qdq_conv):
     for n in qdq.graph.node:
         if n.op_type == "QuantizeLinear":
             pairs[n.input[0]] = (float(inits[n.input[1]]), int(inits[n.input[2]]))
+            qmin, qmax = (-128, 127) if inits[n.input[2]].dtype == np.int8 else (0, 255)
     assert len(given) >= 3
     ranges = _ranges(m)
     for name, e in given.items():
@@ -119,7 +120,7 @@ def test_qdq_conv_net_imports_float_with_the_models_own_ranges(qdq_conv):
         q = ranges[name]
         assert q.scale.size == 0  # a recorded range, not a quantized tensor: readers keep treating it as float
         s, z = e["scale"], e["zero_point"]
-        assert q.min[0] == np.float32(s * (-128 - z)) and q.max[0] == np.float32(s * (127 - z))
+        assert q.min[0] == np.float32(s * (qmin - z)) and q.max[0] == np.float32(s * (qmax - z))
     assert given["x"]["scale"] == pairs["x"][0] and given["x"]["zero_point"] == pairs["x"][1]
     # the weights' per-channel scales: as in the ONNX file, and what max-abs / 127 gives again
     weights = m.import_notes["quantized_source"]["weights"]
@@ -339,3 +340,37 @@ def test_float_model_without_quantized_nodes_is_untouched():
     model = _model([h.make_node("Relu", ["x"], ["y"])], [_vi("x", [2, 3])], [_vi("y", [2, 3])])
     m = import_onnx(model)
     assert "quantized_source" not in m.import_notes and not _ranges(m)
+
+
+def test_dynamic_int8_qattention_over_an_int8_embedding_table(tmp_path):
+    """quantize_dynamic turns Gather(embedding) -> com.microsoft Attention into Gather(int8 table) -> QAttention:
+    imported as Gather of the dequantized table -> the attention decomposition over dequantized weights."""
+    from onnxruntime.quantization import QuantType
+
+    emb, w = RNG.standard_normal((50, 16)) * 0.5, RNG.standard_normal((16, 48)) * 0.3
+    nodes = [h.make_node("Gather", ["emb", "ids"], ["e"]), _ms("Attention", ["e", "w", "b"], ["y"], num_heads=4)]
+    float_model = _model(nodes, [_vi("ids", [1, 5], TP.INT64)], [_vi("y", [1, 5, 16])],
+                         [_f32("emb", emb), _f32("w", w), _f32("b", RNG.standard_normal(48) * 0.1)], ms=True)
+    q = _quantize_dynamic(tmp_path, float_model, weight_type=QuantType.QInt8)
+    assert "QAttention" in {n.op_type for n in q.graph.node}
+    ids = np.array([[3, 1, 49, 0, 7]], np.int64)
+    m, (got,) = _ours(q, {"ids": ids})
+    (dyn,) = _ort(q, {"ids": ids})
+    (ref,) = _ort(float_model, {"ids": ids})
+    assert np.abs(got - ref).max() < 0.05 and np.abs(got - dyn).max() < 0.05
+    assert m.import_notes["quantized_source"]["format"] == "dynamic-int8"
+    assert not {"QUANTIZE", "DEQUANTIZE"} & set(_ops(m))
+    assert all(t.type != "UINT8" for t in m.subgraphs[0].tensors)  # the int8 table went with its Gather
+
+
+def test_dynamic_int8_embedding_gather_then_dequantize_linear():
+    """Gather(int8 table) -> DequantizeLinear (quantize_dynamic's embeddings before a float op) is a float Gather."""
+    tq = RNG.integers(-127, 128, (20, 6)).astype(np.int8)
+    nodes = [h.make_node("Gather", ["tq", "ids"], ["eq"]), h.make_node("DequantizeLinear", ["eq", "s", "z"], ["e"]),
+             h.make_node("Relu", ["e"], ["y"])]
+    model = _model(nodes, [_vi("ids", [4], TP.INT64)], [_vi("y", [4, 6])],
+                   [nh.from_array(tq, "tq"), _f32("s", 0.02), nh.from_array(np.array(0, np.int8), "z")])
+    ids = np.array([0, 19, 5, 5], np.int64)
+    m, (got,) = _ours(model, {"ids": ids})
+    np.testing.assert_allclose(got, _ort(model, {"ids": ids})[0], rtol=1e-6)
+    assert _ops(m) == ["GATHER", "RELU"]
