@@ -180,6 +180,12 @@ def _qdq(g: _Graph, r: Rewritten):
         if q is None or q.op_type != "QuantizeLinear" or q.domain not in ("", "ai.onnx"):
             continue  # a run-time int8 tensor: DEQUANTIZE
         qin = list(q.input) + [""] * (3 - len(q.input))
+        if qin[0] in g.consts:  # fake-quantized float weights (Q -> DQ of a constant): both fold, scale recorded
+            w = g.consts[qin[0]]
+            dtype = np.asarray(zp).dtype if zp is not None else np.dtype(np.uint8)
+            r.given[n.output[0]] = given_entry(scale, zp, axis % w.ndim if scale.size > 1 else 0, "weight", dtype)
+            r.source = r.source or "qdq"
+            continue
         qzp = g.const(qin[2])
         if not _same(g.const(qin[1]), scale) or not (_same(qzp, zp) or (qzp is None and zp is None)) \
                 or scale.size != 1:

@@ -121,6 +121,10 @@ def test_qdq_conv_net_imports_float_with_the_models_own_ranges(qdq_conv):
         assert q.scale.size == 0  # a recorded range, not a quantized tensor: readers keep treating it as float
         s, z = e["scale"], e["zero_point"]
         assert q.min[0] == np.float32(s * (qmin - z)) and q.max[0] == np.float32(s * (qmax - z))
+        # what the quantizer gets back from min / max for int8: the source's scale and (int8) zero point
+        again = (float(q.max[0]) - float(q.min[0])) / 255
+        assert abs(again - s) <= 1e-6 * s
+        assert -128 - round(float(q.min[0]) / again) == (z if qmin == -128 else z - 128)
     assert given["x"]["scale"] == pairs["x"][0] and given["x"]["zero_point"] == pairs["x"][1]
     # the weights' per-channel scales: as in the ONNX file, and what max-abs / 127 gives again
     weights = m.import_notes["quantized_source"]["weights"]
@@ -361,6 +365,25 @@ def test_dynamic_int8_qattention_over_an_int8_embedding_table(tmp_path):
     assert m.import_notes["quantized_source"]["format"] == "dynamic-int8"
     assert not {"QUANTIZE", "DEQUANTIZE"} & set(_ops(m))
     assert all(t.type != "UINT8" for t in m.subgraphs[0].tensors)  # the int8 table went with its Gather
+
+
+def test_fake_quantized_constant_weights_fold_and_are_recorded():
+    """QuantizeLinear -> DequantizeLinear of a float constant (a fake-quant export's weights): the weights fold to
+    their rounded values, the scale recorded as a weight's; the activation pair on x stays a range."""
+    w = RNG.standard_normal((4, 3)).astype(np.float32)
+    nodes = [h.make_node("QuantizeLinear", ["w", "ws", "wz"], ["wq"]),
+             h.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"]),
+             h.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             h.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]), h.make_node("MatMul", ["xd", "wd"], ["y"])]
+    inits = [_f32("w", w), _f32("ws", 0.02), nh.from_array(np.array(0, np.int8), "wz"), _f32("xs", 0.03),
+             nh.from_array(np.array(-5, np.int8), "xz")]
+    model = _model(nodes, [_vi("x", [2, 4])], [_vi("y", [2, 3])], inits)
+    x = (RNG.standard_normal((2, 4)) * 0.5).astype(np.float32)
+    m, (got,) = _ours(model, {"x": x})
+    np.testing.assert_allclose(got, x @ (np.round(w / 0.02) * np.float32(0.02)), atol=1e-5)
+    assert np.abs(got - _ort(model, {"x": x})[0]).max() < 0.05
+    assert m.given_quantization["wd"]["kind"] == "weight" and m.given_quantization["xd"]["kind"] == "activation"
+    assert _ranges(m)["x"].min[0] == np.float32(0.03) * np.float32(-128 + 5)
 
 
 def test_dynamic_int8_embedding_gather_then_dequantize_linear():
