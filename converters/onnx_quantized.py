@@ -84,6 +84,19 @@ class _Graph:
             if tt.HasField("shape"):
                 self.ranks[vi.name] = len(tt.shape.dim)
 
+    def infer_ranks(self):
+        """Ranks from onnx shape inference (it passes over the com.microsoft nodes not rewritten yet)."""
+        import onnx
+
+        try:
+            inferred = onnx.shape_inference.infer_shapes(self.proto)
+        except Exception:  # noqa: BLE001 -- an aid: a rank still unknown is refused by name
+            return
+        for vi in list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output):
+            tt = vi.type.tensor_type
+            if tt.HasField("shape"):
+                self.ranks[vi.name] = len(tt.shape.dim)
+
     def consumers(self, name):
         return [n for n in self.graph.node if name in n.input]
 
@@ -325,26 +338,44 @@ def _drop_dead(nodes, g, op_types):
 
 # --------------------------------------------------------------------------------------------- com.microsoft
 def _contrib(g: _Graph, r: Rewritten):
-    nodes = list(g.graph.node)
-    if not any(n.domain == MS for n in nodes):
+    if not any(n.domain == MS for n in g.graph.node):
         return
-    kept, fed = [], set()
-    for n in nodes:
-        if n.domain != MS or n.op_type not in _CONTRIB:
-            kept.append(n)
-            continue
-        fed.update(n.input)
-        new = []
-        try:
-            _CONTRIB[n.op_type](g, n, _attrs(n), list(n.input), new)
-        except _Refuse as exc:
-            r.refused[n.output[0]] = str(exc)
-            kept.append(n)
-            continue
-        kept.extend(new)
-        r.count(n.op_type)
-        if n.op_type in ("DynamicQuantizeLSTM", "QAttention"):
-            r.source = "dynamic-int8" if r.source in (None, "dynamic-int8") else "qdq+dynamic-int8"
+    fed, inferred = set(), False
+    for _ in range(64):  # a pass rewrites what it can; a node waiting for a rank gets it from the next inference
+        kept, waiting, progress = [], {}, False
+        for n in list(g.graph.node):
+            if n.domain != MS or n.op_type not in _CONTRIB or n.output[0] in r.refused:
+                kept.append(n)
+                continue
+            new = []
+            try:
+                _CONTRIB[n.op_type](g, n, _attrs(n), list(n.input), new)
+            except _NeedRank as exc:
+                waiting[n.output[0]] = str(exc)
+                kept.append(n)
+                continue
+            except _Refuse as exc:
+                r.refused[n.output[0]] = str(exc)
+                kept.append(n)
+                continue
+            fed.update(n.input)
+            kept.extend(new)
+            progress = True
+            r.count(n.op_type)
+            if n.op_type in ("DynamicQuantizeLSTM", "QAttention"):
+                r.source = "dynamic-int8" if r.source in (None, "dynamic-int8") else "qdq+dynamic-int8"
+        del g.graph.node[:]
+        g.graph.node.extend(kept)
+        if not waiting:
+            break
+        if not progress and inferred:
+            r.refused.update(waiting)
+            break
+        g.infer_ranks()
+        inferred = True
+    else:
+        r.refused.update(waiting)
+    kept = list(g.graph.node)
     # what fed only a rewritten op and is read no more (DynamicQuantizeLinear, a Gather of an int8 table) goes
     while True:
         read = {i for n in kept for i in n.input} | g.outputs
@@ -360,6 +391,10 @@ def _contrib(g: _Graph, r: Rewritten):
 
 class _Refuse(Exception):
     pass
+
+
+class _NeedRank(_Refuse):
+    """The rewrite needs a value's rank, which shape inference gives once the nodes before it are rewritten."""
 
 
 def _used(g, name) -> bool:
@@ -436,7 +471,7 @@ def _swap_last(g, new, x, name) -> str:
         c = g.const(name)
         rank = None if c is None else c.ndim
     if rank is None:
-        raise _Refuse(f"transA / transB on '{name}' of unknown rank")
+        raise _NeedRank(f"transA / transB on '{name}', whose rank is not known")
     return g.node(new, "Transpose", [x], perm=list(range(rank - 2)) + [rank - 1, rank - 2])
 
 
@@ -491,6 +526,8 @@ def _attention(g, n, a, ins, new):
     mask = _arg(ins, 3)
     if mask:
         rank = g.ranks.get(mask, None if g.const(mask) is None else g.const(mask).ndim)
+        if rank is None:
+            raise _NeedRank(f"mask_index '{mask}' has no known rank")
         if rank not in (2, 3):
             raise _Refuse("mask_index is mapped as a 0/1 mask of shape (batch, total_length) or (batch, length, "
                           f"total_length); this one has {'an unknown rank' if rank is None else f'rank {rank}'} "

@@ -397,3 +397,20 @@ def test_dynamic_int8_embedding_gather_then_dequantize_linear():
     m, (got,) = _ours(model, {"ids": ids})
     np.testing.assert_allclose(got, _ort(model, {"ids": ids})[0], rtol=1e-6)
     assert _ops(m) == ["GATHER", "RELU"]
+
+
+def test_fused_matmul_on_computed_tensors_after_other_contrib_ops():
+    """An onnxruntime-optimized attention score: FusedMatMul(q, k, transB=1, alpha) on tensors computed after a
+    SkipLayerNormalization -- their rank comes from shape inference once the nodes before are rewritten."""
+    hid = 8
+    nodes = [_ms("SkipLayerNormalization", ["x", "skip", "g"], ["n"]),
+             h.make_node("MatMul", ["n", "wq"], ["q"]), h.make_node("MatMul", ["n", "wk"], ["k"]),
+             _ms("FusedMatMul", ["q", "k"], ["s"], transB=1, alpha=0.25), _ms("FastGelu", ["s"], ["y"])]
+    model = _model(nodes, [_vi("x", [2, 3, hid]), _vi("skip", [2, 3, hid])], [_vi("y", [2, 3, 3])],
+                   [_f32("g", RNG.random(hid) + 0.5), _f32("wq", RNG.standard_normal((hid, hid))),
+                    _f32("wk", RNG.standard_normal((hid, hid)))], ms=True)
+    feeds = {"x": RNG.standard_normal((2, 3, hid)).astype(np.float32),
+             "skip": RNG.standard_normal((2, 3, hid)).astype(np.float32)}
+    m = _compare(model, feeds, atol=1e-4)
+    assert m.import_notes["quantized_source"]["rewritten"] == {"SkipLayerNormalization": 1, "FusedMatMul": 1,
+                                                               "FastGelu": 1}
