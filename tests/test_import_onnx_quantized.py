@@ -4,6 +4,8 @@ interpreter against onnxruntime running the same ONNX file."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -414,3 +416,56 @@ def test_fused_matmul_on_computed_tensors_after_other_contrib_ops():
     m = _compare(model, feeds, atol=1e-4)
     assert m.import_notes["quantized_source"]["rewritten"] == {"SkipLayerNormalization": 1, "FusedMatMul": 1,
                                                                "FastGelu": 1}
+
+
+def _tts_like():
+    """LSTM -> feed-forward block with an erf Gelu -> residual LayerNorm -> a self-similarity MatMul with a
+    transposed operand: onnxruntime's extended optimizations fuse it into com.microsoft Gelu,
+    SkipLayerNormalization and FusedMatMul (and Gemm), quantize_dynamic then makes DynamicQuantizeLSTM and
+    DynamicQuantizeLinear -> MatMulInteger -- the node kinds of the TTS model of issue 24."""
+    d, ff, inp = 16, 32, 8
+    nodes = [h.make_node("LSTM", ["x", "W", "R", "B"], ["Y"], hidden_size=d),
+             h.make_node("Squeeze", ["Y", "ax1"], ["ys"]), h.make_node("Transpose", ["ys"], ["t"], perm=[1, 0, 2]),
+             h.make_node("MatMul", ["t", "w1"], ["m1"]), h.make_node("Add", ["m1", "b1"], ["a1"]),
+             h.make_node("Div", ["a1", "sq2"], ["dv"]), h.make_node("Erf", ["dv"], ["e"]),
+             h.make_node("Add", ["e", "one"], ["e1"]), h.make_node("Mul", ["a1", "e1"], ["g0"]),
+             h.make_node("Mul", ["g0", "half"], ["gl"]), h.make_node("MatMul", ["gl", "w2"], ["m2"]),
+             h.make_node("Add", ["m2", "b2"], ["a2"]), h.make_node("Add", ["a2", "t"], ["res"]),
+             h.make_node("LayerNormalization", ["res", "g", "bb"], ["ln"], axis=-1, epsilon=1e-5),
+             h.make_node("Transpose", ["ln"], ["lt"], perm=[0, 2, 1]), h.make_node("MatMul", ["ln", "lt"], ["y"])]
+    inits = [_f32("W", RNG.standard_normal((1, 4 * d, inp)) * .3), _f32("R", RNG.standard_normal((1, 4 * d, d)) * .3),
+             _f32("B", RNG.standard_normal((1, 8 * d)) * .1), nh.from_array(np.array([1], np.int64), "ax1"),
+             _f32("w1", RNG.standard_normal((d, ff)) * .3), _f32("b1", RNG.standard_normal(ff) * .1),
+             _f32("sq2", math.sqrt(2)), _f32("one", 1.0), _f32("half", 0.5),
+             _f32("w2", RNG.standard_normal((ff, d)) * .3), _f32("b2", RNG.standard_normal(d) * .1),
+             _f32("g", RNG.random(d) + .5), _f32("bb", RNG.standard_normal(d) * .1)]
+    return _model(nodes, [_vi("x", [6, 1, inp])], [_vi("y", [1, 6, 6])], inits)
+
+
+def test_tts_like_model_optimized_and_dynamically_quantized_by_onnxruntime(tmp_path):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from converters import convert
+
+    onnx.save(_tts_like(), tmp_path / "f.onnx")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
+    ort.InferenceSession(str(tmp_path / "f.onnx"), so, providers=["CPUExecutionProvider"])
+    quantize_dynamic(str(tmp_path / "opt.onnx"), str(tmp_path / "q.onnx"), weight_type=QuantType.QInt8,
+                     extra_options={"DefaultTensorType": TP.FLOAT})
+    q = onnx.load(tmp_path / "q.onnx")
+    kinds = {(n.domain, n.op_type) for n in q.graph.node}
+    assert {("com.microsoft", "DynamicQuantizeLSTM"), ("com.microsoft", "SkipLayerNormalization"),
+            ("com.microsoft", "Gelu"), ("com.microsoft", "FusedMatMul"), ("", "MatMulInteger"),
+            ("", "DynamicQuantizeLinear")} <= kinds
+    x = RNG.standard_normal((6, 1, 8)).astype(np.float32)
+    m, (got,) = _ours(q, {"x": x})
+    (dyn,) = _ort(q, {"x": x})
+    (ref,) = _ort(onnx.load(tmp_path / "f.onnx"), {"x": x})
+    scale = np.abs(ref).max()
+    assert np.abs(got - ref).max() < 0.02 * scale and np.abs(got - dyn).max() < 0.03 * scale
+    assert m.import_notes["quantized_source"]["rewritten"] == {
+        "MatMulInteger": 2, "DynamicQuantizeLSTM": 1, "Gelu": 1, "SkipLayerNormalization": 1, "FusedMatMul": 1}
+    result = convert(str(tmp_path / "q.onnx"), quantize="dynamic")
+    assert result.report["import"]["quantized_source"]["format"] == "dynamic-int8"
