@@ -97,9 +97,6 @@ class _Graph:
             if tt.HasField("shape"):
                 self.ranks[vi.name] = len(tt.shape.dim)
 
-    def consumers(self, name):
-        return [n for n in self.graph.node if name in n.input]
-
     def producer(self, name):
         return next((n for n in self.graph.node if name in n.output), None)
 
@@ -379,7 +376,8 @@ def _contrib(g: _Graph, r: Rewritten):
     # what fed only a rewritten op and is read no more (DynamicQuantizeLinear, a Gather of an int8 table) goes
     while True:
         read = {i for n in kept for i in n.input} | g.outputs
-        dead = [k for k, n in enumerate(kept) if any(o in fed for o in n.output) and not any(o in read for o in n.output)]
+        dead = [k for k, n in enumerate(kept)
+                if any(o in fed for o in n.output) and not any(o in read for o in n.output)]
         if not dead:
             break
         for k in reversed(dead):

@@ -271,7 +271,8 @@ def _compare(model, feeds, atol=2e-5):
 def test_skip_layer_normalization_with_bias_and_the_sum_output(opset):
     hid = 12
     nodes = [_ms("SkipLayerNormalization", ["x", "skip", "g", "b", "bias"], ["y", "", "", "sum"], epsilon=1e-5)]
-    inits = [_f32("g", RNG.random(hid) + 0.5), _f32("b", RNG.standard_normal(hid)), _f32("bias", RNG.standard_normal(hid))]
+    inits = [_f32("g", RNG.random(hid) + 0.5), _f32("b", RNG.standard_normal(hid)),
+             _f32("bias", RNG.standard_normal(hid))]
     model = _model(nodes, [_vi("x", [2, 3, hid]), _vi("skip", [2, 3, hid])], [_vi("y", [2, 3, hid]),
                    _vi("sum", [2, 3, hid])], inits, opset=opset, ms=True)
     feeds = {"x": RNG.standard_normal((2, 3, hid)).astype(np.float32),
