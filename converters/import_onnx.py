@@ -330,7 +330,8 @@ class _Importer:
 
         graph = self.proto.graph
         if not any(n.domain == onnx_quantized.MS or n.op_type in ("QuantizeLinear", "DequantizeLinear",
-                                                                  "MatMulInteger", "ConvInteger")
+                                                                  "MatMulInteger", "ConvInteger", "QLinearConv",
+                                                                  "QLinearMatMul")
                    for n in graph.node):
             return
         self.quantized = onnx_quantized.rewrite(self.proto, self.opset)

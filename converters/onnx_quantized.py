@@ -141,10 +141,20 @@ def _attrs(node) -> dict:
     return out
 
 
+_QOPERATOR = ("QLinearConv", "QLinearMatMul", "QGemm", "QLinearAdd", "QLinearMul", "QLinearSoftmax",
+              "QLinearSigmoid", "QLinearLeakyRelu", "QLinearConcat", "QLinearGlobalAveragePool",
+              "QLinearAveragePool", "QLinearReduceMean", "QLinearWhere", "QLinearConvTranspose")
+
+
 def rewrite(proto, opset) -> Rewritten:
     """Rewrite ``proto`` (in place) as described in the module docstring."""
     g = _Graph(proto, opset)
     r = Rewritten()
+    for n in g.graph.node:
+        if n.op_type in _QOPERATOR and n.output:
+            r.refused[n.output[0]] = ("a QOperator-format quantized op (integer in, integer out): re-export with "
+                                      "onnxruntime's quantize_static(..., quant_format=QuantFormat.QDQ) -- QDQ "
+                                      "graphs import with their own scales")
     _qdq(g, r)
     _dynamic(g, r)
     _contrib(g, r)
@@ -202,7 +212,7 @@ def _qdq(g: _Graph, r: Rewritten):
             continue  # a requantization (different scales) or per-axis activation: kept as QUANTIZE / DEQUANTIZE
         dtype = np.asarray(zp).dtype if zp is not None else np.dtype(np.uint8)
         entry = given_entry(scale, zp, 0, "activation", dtype)
-        op = "Relu" if float(entry["min"][0]) == 0.0 else "Identity"
+        op = "Relu" if float(entry["min"][0]) == 0.0 and not _non_negative(qin[0], g, by_output) else "Identity"
         replace[id(n)] = helper.make_node(op, [qin[0]], [n.output[0]], name=n.name or g.namer.fresh("qdq"))
         r.given[n.output[0]] = entry
         r.source = "qdq"
@@ -215,6 +225,42 @@ def _qdq(g: _Graph, r: Rewritten):
     del g.graph.node[:]
     g.graph.node.extend(kept)
     r.count("DequantizeLinear")
+
+
+# ops whose output is >= 0 whatever their input; ops that only move / select values (non-negative when their
+# data inputs are)
+_NON_NEGATIVE_OPS = {"Relu", "Sigmoid", "Softmax", "Exp", "Abs", "Sqrt", "HardSigmoid", "Softplus"}
+_MOVING_OPS = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Reshape", "Flatten", "Transpose",
+               "Squeeze", "Unsqueeze", "Concat", "Slice", "Gather", "Resize", "Identity", "DepthToSpace",
+               "SpaceToDepth", "Split", "ReduceMax", "ReduceMean"}
+
+
+def _non_negative(name, g, by_output, depth=0) -> bool:
+    """Value ``name`` of the source graph is >= 0 by construction: a QDQ pair with a range from 0 on it needs no
+    Relu (onnxruntime folds a Relu into the pair only after an op that can go negative)."""
+    if name in g.consts:
+        return bool((np.asarray(g.consts[name]) >= 0).all())
+    p = by_output.get(name)
+    if p is None or depth > 32 or p.domain not in ("", "ai.onnx"):
+        return False
+    if p.op_type in _NON_NEGATIVE_OPS:
+        return True
+    if p.op_type == "Clip":
+        low = g.const(p.input[1]) if len(p.input) > 1 and p.input[1] else _attrs(p).get("min")
+        return low is not None and float(np.asarray(low)) >= 0
+    if p.op_type == "DequantizeLinear":
+        zp, scale = g.const(p.input[2]) if len(p.input) > 2 else None, g.const(p.input[1])
+        if scale is None or np.size(scale) != 1:
+            return False
+        dtype = np.asarray(zp).dtype if zp is not None else np.dtype(np.uint8)
+        qmin = _QRANGE.get(dtype, (-128, 127))[0]
+        return int(np.asarray(0 if zp is None else zp)) == qmin or _non_negative(p.input[0], g, by_output, depth + 1)
+    if p.op_type == "QuantizeLinear":
+        return _non_negative(p.input[0], g, by_output, depth + 1)
+    if p.op_type in _MOVING_OPS:
+        data = [i for i in p.input if i] if p.op_type == "Concat" else p.input[:1]
+        return all(_non_negative(i, g, by_output, depth + 1) for i in data)
+    return False
 
 
 # --------------------------------------------------------------------------------------------- dynamic int8

@@ -470,3 +470,52 @@ def test_tts_like_model_optimized_and_dynamically_quantized_by_onnxruntime(tmp_p
         "MatMulInteger": 2, "DynamicQuantizeLSTM": 1, "Gelu": 1, "SkipLayerNormalization": 1, "FusedMatMul": 1}
     result = convert(str(tmp_path / "q.onnx"), quantize="dynamic")
     assert result.report["import"]["quantized_source"]["format"] == "dynamic-int8"
+
+
+def _classifier():
+    nodes = [h.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c"], ["r"]),
+             h.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             h.make_node("Flatten", ["p"], ["fl"]), h.make_node("Gemm", ["fl", "wf", "bf"], ["g"], transB=1),
+             h.make_node("Add", ["g", "g"], ["a"]), h.make_node("Softmax", ["a"], ["y"])]
+    inits = [_f32("w", RNG.standard_normal((4, 3, 3, 3)) * .3), _f32("b", RNG.standard_normal(4) * .1),
+             _f32("wf", RNG.standard_normal((10, 64)) * .2), _f32("bf", RNG.standard_normal(10) * .1)]
+    return _model(nodes, [_vi("x", [1, 3, 8, 8])], [_vi("y", [1, 10])], inits, opset=13)
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_qdq_classifier_converts_to_the_float_models_ops_and_qoperator_is_refused_with_the_way_out(tmp_path, fmt):
+    """A Q/DQ pair with a range from 0 after an op that is >= 0 anyway (MaxPool of a ReLU, Softmax) adds no
+    Relu: the QDQ model converts to the float model's ops. QOperator graphs (QLinearConv ...) are refused, naming
+    the QDQ export."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    from converters import convert
+
+    float_model = _classifier()
+    onnx.save(float_model, tmp_path / "f.onnx")
+    samples = [RNG.standard_normal((1, 3, 8, 8)).astype(np.float32) for _ in range(8)]
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{"x": s} for s in samples])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    quantize_static(str(tmp_path / "f.onnx"), str(tmp_path / "q.onnx"), Reader(),
+                    quant_format=getattr(QuantFormat, fmt))
+    q = onnx.load(tmp_path / "q.onnx")
+    if fmt == "QOperator":
+        with pytest.raises(ConversionError) as err:
+            import_onnx(q)
+        assert "QLinearConv" in str(err.value.problems) and "QuantFormat.QDQ" in str(err.value.problems)
+        return
+    def ops(src):
+        model = convert(src, quantize="none").model
+        return [model.op_name(o) for o in model.subgraphs[0].operators]
+
+    assert ops(q) == ops(float_model)
+    m, (got,) = _ours(q, {"x": samples[0]})
+    (want,) = _ort(q, {"x": samples[0]})
+    assert np.abs(got - want).max() < 0.03
+    assert len(m.import_notes["quantized_source"]["given_ranges"]) >= 6
