@@ -150,6 +150,7 @@ def rewrite(proto, opset) -> Rewritten:
     """Rewrite ``proto`` (in place) as described in the module docstring."""
     g = _Graph(proto, opset)
     r = Rewritten()
+    g.given = r.given  # the contrib rewrites record their dequantized weights here
     for n in g.graph.node:
         if n.op_type in _QOPERATOR and n.output:
             r.refused[n.output[0]] = ("a QOperator-format quantized op (integer in, integer out): re-export with "
@@ -621,6 +622,7 @@ def _q_attention(g, n, a, ins, new):
         raise _Refuse("the weights and their scale must be constants")
     x = _float_source(g, new, ins[0], ins[3], ins[6])
     wname = g.add_const(f"{ins[1]}_dequantized", _dequantized(w, ws, wz, 1))
+    g.given[wname] = given_entry(ws, wz, 1 if np.size(ws) > 1 else 0, "weight", w.dtype)
     _attention(g, n, a, [x, wname, ins[2], ins[5], ins[8]], new)
 
 
@@ -642,6 +644,8 @@ def _dynamic_quantize_lstm(g, n, a, ins, new):
 
     wname = g.add_const(f"{ins[1]}_dequantized", deq(w, ws, wz))
     rname = g.add_const(f"{ins[2]}_dequantized", deq(r, rs, rz))
+    for name, s, z, q in ((wname, ws, wz, w), (rname, rs, rz, r)):  # per direction, or per gate row (axis 1 now)
+        g.given[name] = given_entry(s, z, 1 if np.ndim(s) == 2 else 0, "weight", q.dtype)
     attrs = {k: v for k, v in a.items() if v not in (None, b"", "") or k == "direction"}
     lstm_inputs = [ins[0], wname, rname] + ins[3:8]
     while not lstm_inputs[-1]:

@@ -251,6 +251,12 @@ def test_dynamic_quantize_lstm(tmp_path):
     assert np.abs(got.reshape(ref.shape) - ref).max() < 0.03
     assert np.abs(got.reshape(dyn.shape) - dyn).max() < 0.05
     assert m.import_notes["quantized_source"]["rewritten"] == {"DynamicQuantizeLSTM": 1}
+    inits = {i.name: nh.to_array(i) for i in q.graph.initializer}
+    lstm = next(n for n in q.graph.node if n.op_type == "DynamicQuantizeLSTM")
+    recorded = {e["kind"]: e for e in m.given_quantization.values()}
+    assert len(m.given_quantization) == 2 and set(recorded) == {"weight"}
+    scales = sorted(np.asarray(e["scale"]).tolist() for e in m.given_quantization.values())
+    assert scales == sorted(inits[lstm.input[k]].reshape(-1).tolist() for k in (8, 10))
 
 
 # ------------------------------------------------------------------------------------------ com.microsoft
