@@ -6,8 +6,10 @@
 - QDQ (``quantize_static(..., quant_format=QuantFormat.QDQ)``): a ``QuantizeLinear -> DequantizeLinear`` pair
   with the same scale / zero point becomes the identity on the float tensor -- or a ``Relu`` when the range
   starts at exactly 0 (zero point = the type's minimum: onnxruntime folds a Relu into the pair, so the pair's
-  clamp is the model's ReLU). The pair's (scale, zero point) is recorded for the float tensor that replaces the
-  DequantizeLinear output. A ``DequantizeLinear`` of a constant (int8 weights, int32 biases) folds to its float
+  clamp is the model's ReLU) and the value is not >= 0 anyway (Softmax, MaxPool of a ReLU, ...). The clamp at
+  the range's top is not kept in the float graph (a folded Clip(0, 6) becomes a Relu): the quantized model
+  saturates there again. The pair's (scale, zero point) is recorded for the float tensor that replaces the
+  DequantizeLinear output. QOperator-format graphs (QLinearConv, QGemm, ...) are refused, naming the QDQ export. A ``DequantizeLinear`` of a constant (int8 weights, int32 biases) folds to its float
   value at import, its (scale, zero point, axis) recorded. A lone ``QuantizeLinear`` / ``DequantizeLinear``
   (a real int8 tensor at run time) stays and becomes TFLite QUANTIZE / DEQUANTIZE.
 - Dynamic int8 (``quantize_dynamic``): ``DynamicQuantizeLinear(x) -> MatMulInteger / ConvInteger(., W_q) ->
@@ -17,7 +19,8 @@
   ``DynamicQuantizeLSTM`` likewise become MatMul (+ bias) and LSTM over dequantized weights. The source is
   recorded as dynamic-int8 (dynamic-range quantization is its like-for-like TFLite form).
 - ``com.microsoft`` fused ops: SkipLayerNormalization, FastGelu, BiasGelu, Gelu, QuickGelu, FusedMatMul,
-  BiasAdd and Attention (packed QKV weights, no past state) become standard ops.
+  BiasAdd and Attention (packed QKV weights, no past state; QAttention over dequantized weights) become
+  standard ops.
 
 The given quantization (the hand-off to the quantizer) is ``Rewritten.given``: ONNX value name -> dict
 (scale, zero_point, axis, dtype, kind "activation" | "weight"); ``import_onnx`` puts it on the float
