@@ -38,6 +38,28 @@ branch, a ``Loop`` whose iteration count is known at convert time (a constant tr
 stays true or depends only on the iteration number / constant counters) and a ``Scan`` are unrolled
 (``converters.onnx_control``). A run-time condition, trip count or termination is refused with the input to
 pin: TFLite IF / WHILE subgraphs are not emitted.
+
+Quantized ONNX and onnxruntime's fused ops (``converters.onnx_quantized``): a QDQ graph imports as its float
+graph, a dynamic-int8 graph (MatMulInteger / ConvInteger / DynamicQuantizeLSTM / QAttention) as float ops over
+its dequantized weights, and com.microsoft SkipLayerNormalization / FastGelu / BiasGelu / Gelu / QuickGelu /
+FusedMatMul / BiasAdd / Attention as their decompositions. What the source's quantization said is kept:
+
+- ``model.import_notes["quantized_source"]``: ``format`` ("qdq", "dynamic-int8", both, or float with fused ops
+  only), ``rewritten`` (op -> count), ``given_ranges`` (float tensor name -> the QDQ pair's scale, zero_point,
+  dtype, min, max) and ``weights`` (ONNX weight -> its int8 scale / zero point, summarised).
+- The float tensor each QDQ pair stood on carries the range as ``Tensor.quantization`` with an EMPTY scale /
+  zero_point and ``min`` / ``max`` = ``scale * (qmin - zp)``, ``scale * (qmax - zp)`` (TFLite's idiom for a
+  fake-quant range on a float tensor: every reader keeps treating it as float; the optimize passes carry it
+  to the tensors they derive). THE QUANTIZER'S SIDE: a FLOAT32 tensor whose quantization has no scale and a
+  min / max is an activation with a given range -- use ``[min, max]`` as its calibrated range instead of the
+  observed one (int8: ``scale = (max - min) / 255``, ``zero_point = -128 - round(min / scale)`` gives the source's
+  own parameters again; a uint8 source's zero point minus 128), calibrating only the tensors without one; and
+  clear these ranges from the tensors it leaves float. Weights need nothing: the source's symmetric int8
+  scales are ``max|w| / 127`` per channel of the dequantized weights, which per-channel max-abs reproduces.
+  Note that ``edge_sdk.model.reader`` drops a scale-less quantization, so the ranges reach the quantizer only
+  in the in-memory ``Model`` (``convert()`` hands it ``read_model(write_model(float_model))`` today).
+- ``model.given_quantization``: ONNX value name -> the full record (scale / zero_point arrays, axis, dtype,
+  kind "activation" | "weight", min, max).
 """
 
 from __future__ import annotations
@@ -49,7 +71,7 @@ import numpy as np
 
 from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.model.builder import GraphBuilder
-from edge_sdk.model.types import Model
+from edge_sdk.model.types import Model, Quantization
 from edge_sdk.runtime import op_table
 
 # ONNX TensorProto element type -> TFLite type name (every float width becomes FLOAT32).
@@ -239,11 +261,13 @@ class _Importer:
         self.dynamic: dict[str, list[bool]] = {}  # ONNX graph input/output name -> which dims were dynamic
         self.problems: list[str] = []
         self.used: set[str] = set()
+        self.quantized = None  # converters.onnx_quantized.Rewritten for a quantized / onnxruntime-fused graph
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Model:
         graph = self.proto.graph
         self._pin_inputs()
+        self._rewrite_quantized()
         self._fix_inputs()
         self._fold_and_infer()
         self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
@@ -256,8 +280,12 @@ class _Importer:
                 self.g.tensors[t].shape_signature = tuple(-1 if d else s for d, s in zip(self.dynamic[name], shape))
         for index, node in enumerate(graph.node):
             name = node.name or f"{node.op_type}_{index}"
+            refused = self.quantized.refused.get(node.output[0]) if self.quantized and node.output else None
+            if refused:
+                self._problem(name, node, refused)
+                continue
             if node.domain not in ("", "ai.onnx"):
-                self._problem(name, node, f"custom domain '{node.domain}' has no mapping")
+                self._problem(name, node, self._custom_domain_reason(node))
                 continue
             if any(i and i not in self.values and i not in self.consts for i in node.input):
                 continue  # an input comes from a node that already failed: that node is the reported problem
@@ -289,8 +317,104 @@ class _Importer:
             self.import_notes["pinned_inputs"] = {k: _pinned_summary(v) for k, v in self.pinned.items()}
         if self.control_notes:
             self.import_notes["control_flow"] = list(self.control_notes)
+        if self.quantized is not None and (self.quantized.source or self.quantized.rewritten):
+            self.import_notes["quantized_source"] = self._given_quantization(model)
+            model.given_quantization = dict(self.quantized.given)  # full arrays by ONNX value name
         model.import_notes = dict(self.import_notes)
         return model
+
+    # ------------------------------------------------------------------ quantized ONNX (converters.onnx_quantized)
+    def _rewrite_quantized(self):
+        """QDQ pairs, dynamic-int8 MatMulInteger / ConvInteger and onnxruntime's com.microsoft fused ops become
+        float ONNX ops before folding (``converters.onnx_quantized``); a graph with none of them is not touched."""
+        from converters import onnx_quantized
+
+        graph = self.proto.graph
+        if not any(n.domain == onnx_quantized.MS or n.op_type in ("QuantizeLinear", "DequantizeLinear",
+                                                                  "MatMulInteger", "ConvInteger", "QLinearConv",
+                                                                  "QLinearMatMul")
+                   for n in graph.node):
+            return
+        self.quantized = onnx_quantized.rewrite(self.proto, self.opset)
+
+    def _qparams(self, node, what):
+        """(scale, zero point) of a per-tensor QuantizeLinear / DequantizeLinear (constants)."""
+        inp = list(node.input) + [""] * (3 - len(node.input))
+        scale = np.asarray(self.need_const(inp[1], f"{what} scale"), np.float32).reshape(-1)
+        zp = self.const(inp[2])
+        if scale.size != 1 or (zp is not None and np.size(zp) != 1):
+            raise _Unsupported(f"per-axis {what} on a run-time tensor (per-tensor only; per-axis weights are "
+                               "constants and fold)")
+        return scale, np.asarray(0 if zp is None else zp, np.int64).reshape(-1), \
+            np.asarray(zp).dtype if zp is not None else np.dtype(np.uint8)
+
+    def _op_QuantizeLinear(self, node, a):
+        """A QuantizeLinear not paired with a DequantizeLinear: the model hands a real int8 tensor on."""
+        x = self.float_input(node)
+        scale, zp, dtype = self._qparams(node, "QuantizeLinear")
+        type = {"int8": "INT8", "uint8": "UINT8", "int16": "INT16"}.get(dtype.name)
+        if type is None:
+            raise _Unsupported(f"quantizing to {dtype.name} (int8 / uint8 / int16 only)")
+        out = self.out(node, type=type)
+        self.g.tensors[out].quantization = Quantization(scale=scale, zero_point=zp)
+        self._op("QUANTIZE", [x], [out])
+
+    def _op_DequantizeLinear(self, node, a):
+        """A DequantizeLinear of a run-time int8 tensor (a DequantizeLinear of a constant folds at import)."""
+        x = self.value(node.input[0])
+        scale, zp, _ = self._qparams(node, "DequantizeLinear")
+        q = self.g.tensors[x].quantization
+        if q is None and self.g.tensors[x].type in ("INT8", "UINT8", "INT16"):
+            self.g.tensors[x].quantization = Quantization(scale=scale, zero_point=zp)
+        elif q is None or not (np.array_equal(q.scale, scale) and np.array_equal(q.zero_point, zp)):
+            raise _Unsupported(f"input '{node.input[0]}' ({self.ttype(x)}) already carries other quantization "
+                               "parameters (TFLite DEQUANTIZE reads its input tensor's)")
+        self._op("DEQUANTIZE", [x], [self.out(node, type="FLOAT32")])
+
+    def _custom_domain_reason(self, node) -> str:
+        from converters import onnx_quantized
+
+        if node.domain == onnx_quantized.MS:
+            return (f"onnxruntime contrib op '{node.op_type}' has no mapping (mapped: "
+                    f"{', '.join(onnx_quantized.CONTRIB_OPS)})")
+        return f"custom domain '{node.domain}' has no mapping"
+
+    def _given_quantization(self, model: Model) -> dict:
+        """The ranges a quantized ONNX source carried, put on the float tensors as ``Tensor.quantization``
+        (the hand-off to the quantizer, see the module docstring) and summarised for the convert report."""
+        q = self.quantized
+        tensors = model.subgraphs[0].tensors
+        on_tensors, weights = {}, {}
+        for name, e in q.given.items():
+            t = self.values.get(name)
+            if e["kind"] == "weight":
+                weights[name] = {"scale": e["scale"].tolist() if e["scale"].size <= 8 else
+                                 f"{e['scale'].size} per-channel scales along axis {e['axis']}",
+                                 "zero_point": e["zero_point"].tolist() if e["zero_point"].size <= 8 else "per channel",
+                                 "dtype": e["dtype"]}
+                if e["scale"].size > 1 and (t is None or tensors[t].shape[e["axis"]] != e["scale"].size):
+                    continue  # the weights were rearranged (transposed for FULLY_CONNECTED / CONV_2D): notes only
+            if t is None or tensors[t].type != "FLOAT32":
+                continue
+            # TFLite's idiom for a recorded range on a float tensor (as its converter leaves fake-quant ranges):
+            # min / max only, no scale -- readers do not take the tensor for a quantized one
+            tensors[t].quantization = Quantization(scale=np.zeros(0, np.float32), zero_point=np.zeros(0, np.int64),
+                                                   quantized_dimension=e["axis"], min=e["min"].copy(),
+                                                   max=e["max"].copy())
+            on_tensors[tensors[t].name] = {"scale": float(e["scale"][0]) if e["scale"].size == 1 else
+                                           e["scale"].tolist(),
+                                           "zero_point": int(e["zero_point"][0]) if e["zero_point"].size == 1 else
+                                           e["zero_point"].tolist(), "dtype": e["dtype"], "kind": e["kind"],
+                                           "min": e["min"].tolist(), "max": e["max"].tolist()}
+        out = {"format": q.source or "float (onnxruntime fused ops only)", "rewritten": dict(q.rewritten),
+               "given_ranges": on_tensors, "weights": weights}
+        if q.source and "dynamic" in q.source:
+            out["hint"] = ("the source was quantized dynamically (int8 weights, activations quantized at run time): "
+                           "--quantize dynamic is its like-for-like TFLite form")
+        if q.source and "qdq" in q.source:
+            out["hint_qdq"] = ("QDQ source: its activation ranges are on the float tensors (Tensor.quantization, "
+                               "min / max) for the quantizer to use instead of calibrating")
+        return out
 
     def _handler(self, op_type: str):
         """handler(node, attrs) for an ONNX op: its _op_<OpType> method, or its builder in _ONE_TO_ONE; None."""
