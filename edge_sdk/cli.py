@@ -199,12 +199,12 @@ def _cmd_convert(args) -> int:
     from converters.report import format_conversion
     from edge_sdk.errors import ConversionError
 
-    _check_convert_args(args)
+    target = _check_convert_args(args)  # the loaded Profile (or None): convert() takes it as it is
     preprocess = None
     if args.mean is not None or args.std is not None:
         preprocess = {k: v for k, v in (("mean", args.mean), ("std", args.std)) if v is not None}
     try:
-        result = convert(args.src, target=args.target, quantize=args.quantize, calibration=args.calib,
+        result = convert(args.src, target=target, quantize=args.quantize, calibration=args.calib,
                          calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
                          exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
                          eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
@@ -225,9 +225,10 @@ def _cmd_convert(args) -> int:
     return 0
 
 
-def _check_convert_args(args) -> None:
+def _check_convert_args(args):
     """Everything `edge convert` can check before minutes of work: paths exist, the output folder exists and is
-    writable, the target profile loads."""
+    writable, the target profile loads (returned, so that convert() does not load it again; None without
+    --target)."""
     import os
     from pathlib import Path
 
@@ -242,14 +243,16 @@ def _check_convert_args(args) -> None:
         raise UsageError(f"-o/--output {out}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"-o/--output {out}: the folder {folder} is not writable")
+    profile = None
     if args.target:
         from edge_sdk.targets.profiles import load_profile
 
-        load_profile(args.target)  # ProfileError (exit 7) names the unknown profile and the known ones
+        profile = load_profile(args.target)  # ProfileError (exit 7) names the unknown profile and the known ones
     if args.input_shape:
         _input_shapes(args.input_shape)
     if args.memory is not None and not args.target:
         raise UsageError("--memory chooses the arena plan of the --target check: give --target PROFILE too")
+    return profile
 
 
 def _cmd_evaluate(args) -> int:

@@ -110,3 +110,21 @@ def test_a_loaded_profile_is_taken_as_it_is(source, monkeypatch):
     res = convert(data, target=profile, calibration=calib, min_snr=10)
     assert seen["profiles"] == [] and res.report["check"]["target"] == "host-linux"
     assert res.manifest["target"] == "host-linux"
+
+
+def test_cli_convert_loads_the_profile_once(source, tmp_path, monkeypatch, capsys):
+    """`edge convert --target` checks the profile before the work starts and hands that Profile to convert():
+    one load for the whole command."""
+    from edge_sdk import cli
+
+    data, calib = source
+    src, out = tmp_path / "m.tflite", tmp_path / "q.tflite"
+    src.write_bytes(data)
+    import numpy as np
+
+    np.save(tmp_path / "calib.npy", np.stack([s[0] if isinstance(s, (list, tuple)) else s for s in calib]))
+    seen = _count(monkeypatch)
+    code = cli.main(["convert", str(src), "-o", str(out), "--target", "rp2040-pico", "--calib",
+                     str(tmp_path / "calib.npy"), "--min-snr", "10"])
+    assert code == 0, capsys.readouterr()
+    assert seen["profiles"] == ["rp2040-pico"] and out.exists()
