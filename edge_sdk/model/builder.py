@@ -7,6 +7,14 @@
     g.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_w=2, stride_h=2, fused_activation_function="RELU")
     g.output(y)
     model = g.build()
+
+Several subgraphs (the branches and loop bodies of IF / WHILE / CALL_ONCE): ``g.subgraph(name)`` is another
+GraphBuilder sharing the model's buffers and operator codes; its ``index`` is the subgraph index to put in the
+caller's options; ``g.build()`` writes the main subgraph first, then the others in the order they were made.
+
+    body = g.subgraph("body")
+    v = body.input("v", (1,), "FLOAT32"); ... body.output(...)
+    g.op("WHILE", [x], [y], cond_subgraph_index=cond.index, body_subgraph_index=body.index)
 """
 
 from __future__ import annotations
@@ -38,16 +46,29 @@ def _quantization(scale, zero_point, quantized_dimension) -> Quantization | None
 
 
 class GraphBuilder:
-    """One subgraph, built in execution order."""
+    """One subgraph, built in execution order (and, for the main one, the model's other subgraphs)."""
 
-    def __init__(self, name: str = "main"):
+    def __init__(self, name: str = "main", _parent: GraphBuilder | None = None):
         self.name = name
         self.tensors: list[Tensor] = []
-        self.buffers: list[Buffer] = [Buffer()]  # buffer 0: the empty buffer, by convention
         self.operators: list[Operator] = []
-        self.operator_codes: list[OperatorCode] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        if _parent is None:
+            self.buffers: list[Buffer] = [Buffer()]  # buffer 0: the empty buffer, by convention
+            self.operator_codes: list[OperatorCode] = []
+            self.index = 0
+            self._subgraphs: list[GraphBuilder] = [self]
+        else:  # another subgraph of the same model: one buffer and operator-code table for all
+            self.buffers = _parent.buffers
+            self.operator_codes = _parent.operator_codes
+            self.index = len(_parent._subgraphs)
+            self._subgraphs = _parent._subgraphs
+            self._subgraphs.append(self)
+
+    def subgraph(self, name: str) -> GraphBuilder:
+        """A new subgraph of this model (index ``.index``), built like this one."""
+        return GraphBuilder(name, _parent=self._subgraphs[0])
 
     def tensor(self, name, shape, type="FLOAT32", scale=None, zero_point=None, quantized_dimension=0,
                is_variable=False, data=None) -> int:
@@ -106,7 +127,9 @@ class GraphBuilder:
         )
 
     def build(self, description: str = "edge-sdk") -> Model:
-        subgraph = SubGraph(tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
-                            operators=self.operators, name=self.name)
-        return Model(operator_codes=self.operator_codes, subgraphs=[subgraph], buffers=self.buffers,
+        if self.index:
+            raise ModelError(f"subgraph '{self.name}' is part of a model: build the main subgraph's builder")
+        subgraphs = [SubGraph(tensors=g.tensors, inputs=g.inputs, outputs=g.outputs, operators=g.operators, name=g.name)
+                     for g in self._subgraphs]
+        return Model(operator_codes=self.operator_codes, subgraphs=subgraphs, buffers=self.buffers,
                      description=description)

@@ -86,6 +86,16 @@ for _name, (_code, _dt) in TENSOR_TYPES.items():
         _NUMPY_TO_TFLITE.setdefault(_dt, _name)
 
 
+def check_while_bound(bound) -> int | None:
+    """``max_while_iterations``: None (unbounded, as LiteRT) or an int >= 0, the most body runs one WHILE node
+    may make per invoke (one more is a ModelError naming the node, never a hang)."""
+    if bound is None:
+        return None
+    if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 0:
+        raise ValueError(f"max_while_iterations must be None or an int >= 0, not {bound!r}")
+    return int(bound)
+
+
 def _type_name(dtype: np.dtype) -> str:
     return _NUMPY_TO_TFLITE.get(np.dtype(dtype), str(np.dtype(dtype)).upper())
 
@@ -160,6 +170,7 @@ class Interpreter:
         backend: str = "python",
         memory: str = "layer",
         patch_ops=None,
+        max_while_iterations: int | None = None,
     ):
         if memory not in MEMORY_PLANS:
             raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
@@ -194,6 +205,10 @@ class Interpreter:
         # BLAS threads the kernels may use inside invoke (edge_sdk.runtime.kernels.blas, entered once per invoke).
         self._threads = 1 if num_threads is None else int(num_threads)
         self._model = model
+        # Control flow: subgraphs are prepared callees first; calls that form a cycle are refused here, at load.
+        self._call_order = _planner.call_order(model)
+        self.max_while_iterations = check_while_bound(max_while_iterations)
+        self._infos_in_prepare: list[list[TensorInfo]] | None = None  # subgraph_infos() while preparing
         self._budget = None if arena_size is None else int(arena_size)
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
         self._p: _Prepared | None = None
@@ -215,6 +230,11 @@ class Interpreter:
             views[t][...] = x
         self._run(subgraph_index)
         return [np.array(views[t]) for t in sg.outputs]
+
+    def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
+        """Subgraph ``subgraph_index``'s tensor infos while nodes are being prepared: a control-flow kernel reads its
+        callees' (prepared first, planner.call_order) input and output shapes and types."""
+        return self._infos_in_prepare[subgraph_index]
 
     # ------------------------------------------------------------------ model facts
     @property
@@ -333,8 +353,7 @@ class Interpreter:
         p = _Prepared()
         for s in range(len(model.subgraphs)):
             p.infos.append(self.tensor_infos(s))
-        for s in range(len(model.subgraphs)):
-            p.nodes.append(self._prepare_subgraph(s, p.infos[s]))
+        p.nodes = self._prepare_in_call_order(p.infos)
         for s, nodes in enumerate(p.nodes):
             sg = model.subgraphs[s]
             if self._delegates:
@@ -404,8 +423,20 @@ class Interpreter:
         subgraph index out of range) still raises ModelError: no node can be judged then."""
         infos = [self.tensor_infos(s) for s in range(len(self._model.subgraphs))]
         failures: dict[tuple[int, int], Exception] = {}
-        nodes = [self._prepare_subgraph(s, infos[s], failures) for s in range(len(self._model.subgraphs))]
+        nodes = self._prepare_in_call_order(infos, failures)
         return nodes, failures, infos
+
+    def _prepare_in_call_order(self, infos: list[list[TensorInfo]],
+                               failures: dict[tuple[int, int], Exception] | None = None) -> list[list[Node]]:
+        """Every subgraph's prepared nodes (by subgraph index), prepared callees first (planner.call_order)."""
+        nodes: list[list[Node]] = [[] for _ in infos]
+        self._infos_in_prepare = infos
+        try:
+            for s in self._call_order:
+                nodes[s] = self._prepare_subgraph(s, infos[s], failures)
+        finally:
+            self._infos_in_prepare = None
+        return nodes
 
     def _prepare_subgraph(self, s: int, infos: list[TensorInfo],
                           failures: dict[tuple[int, int], Exception] | None = None) -> list[Node]:

@@ -457,9 +457,12 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 3)),
     OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
     OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
+    # control flow: IF and WHILE with their subgraphs (issue 23 point 2; CALL_ONCE is with the state ops)
+    OpRow("IF",                           "control_flow:prepare_if",          1,
+          effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
+    OpRow("WHILE",                        "control_flow:prepare_while",       1,
+          effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
-    OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
-    OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
     OpRow("CALL", None, 0, effects='calls'),
     OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv', options='Conv3DOptions'),
     OpRow("ONES_LIKE", None, 0, family='unary'),

@@ -156,6 +156,57 @@ def callees(model, op) -> list[int]:
     return [int(op.options[f]) for f in op_table.row(model.op_name(op)).subgraphs]
 
 
+MAX_CALL_DEPTH = 8  # nested subgraph calls (CALL_ONCE / IF / WHILE): firmware_c/src/edge.c's EDGE_MAX_CALL_DEPTH
+
+
+def _valid_callees(model, op) -> list[int]:
+    """callees(), skipping what the loader's later checks refuse with their own message (a bad opcode or
+    subgraph index)."""
+    from edge_sdk.runtime import op_table
+
+    if not 0 <= op.opcode_index < len(model.operator_codes):
+        return []
+    out = []
+    for field in op_table.row(model.op_name(op)).subgraphs:
+        c = (op.options or {}).get(field)
+        if isinstance(c, numbers.Integral) and 0 <= c < len(model.subgraphs):
+            out.append(int(c))
+    return out
+
+
+def call_order(model) -> list[int]:
+    """Every subgraph index, each after the subgraphs its nodes call (a subgraph is prepared after its callees,
+    so an IF / WHILE sees its branches' prepared shapes; firmware_c/src/edge.c prepares in the same order).
+    The walk starts at subgraph 0, then the subgraphs nothing reached, in index order; callees in node order.
+    ModelError when calls form a cycle (naming it: the runtimes would recurse forever) or nest deeper than
+    MAX_CALL_DEPTH."""
+    from edge_sdk.errors import ModelError
+
+    order: list[int] = []
+    done: set[int] = set()
+
+    def visit(s: int, path: tuple[int, ...]):
+        if len(path) > MAX_CALL_DEPTH:
+            raise ModelError(f"subgraph calls nest deeper than {MAX_CALL_DEPTH} "
+                             f"({' -> '.join(map(str, path + (s,)))})")
+        for i, op in enumerate(model.subgraphs[s].operators):
+            for c in _valid_callees(model, op):
+                if c in path or c == s:
+                    cycle = path[path.index(c):] + (s, c) if c in path else (s, c)
+                    raise ModelError(
+                        f"subgraph {c} calls itself through a cycle of subgraph calls {' -> '.join(map(str, cycle))} "
+                        f"(subgraph {s} node {i}, {model.op_name(op)}, calls subgraph {c} again)")
+                if c not in done:
+                    visit(c, path + (s,))
+        done.add(s)
+        order.append(s)
+
+    for s in range(len(model.subgraphs)):
+        if s not in done:
+            visit(s, ())
+    return order
+
+
 def internal_keys(model, part, held: bool) -> list[tuple[int, int]]:
     """(subgraph, tensor) keys a delegate partition keeps to itself (none unless the delegate holds them)."""
     if not held:

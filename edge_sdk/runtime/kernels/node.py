@@ -80,6 +80,14 @@ class Runtime(Protocol):
     def invoke_subgraph(self, subgraph_index: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
         """Run another subgraph (CALL_ONCE, WHILE, IF) with these inputs; returns its outputs (copies)."""
 
+    # Control flow (IF / WHILE): the model, the most body runs a WHILE node may make per invoke (None: no bound),
+    # and, during prepare, a callee subgraph's tensor infos (callees are prepared before their callers).
+    model: Any
+    max_while_iterations: int | None
+
+    def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
+        """Subgraph ``subgraph_index``'s tensor infos, as prepared (prepare time only)."""
+
 
 @dataclass
 class Node:
