@@ -41,7 +41,7 @@ from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import MEMORY_PLANS, c_patch_stage  # the memory= plans (documented there)
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
-from edge_sdk.runtime.interpreter import Interpreter
+from edge_sdk.runtime.interpreter import Interpreter, check_while_bound
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
@@ -120,6 +120,7 @@ def library() -> ctypes.CDLL:
             lib.edge_invoke.restype = c.c_int
             lib.edge_host_invoke_copies.argtypes = [p, p, c.c_int32]
             lib.edge_host_invoke_copies.restype = c.c_int
+            lib.edge_set_max_while_iterations.argtypes = [p, c.c_int32]
             lib.edge_invoke_at.argtypes = [p, c.c_int32]
             lib.edge_invoke_at.restype = c.c_int
             lib.edge_signature_find.argtypes = [p, c.c_char_p]
@@ -233,7 +234,7 @@ class CInterpreter(Interpreter, backend="c"):
     def __init__(self, model_path=None, model_content=None, arena_size: int | None = None, num_threads=None,
                  experimental_op_resolver_type=None, delegates=None, *, model: Model | None = None,
                  backend: str | None = None, plan_only: bool = False, memory: str = "layer", patch_ops=None,
-                 patch_plan=_UNSET):
+                 patch_plan=_UNSET, max_while_iterations: int | None = None):
         if backend not in (None, "c"):
             raise ValueError(f"CInterpreter runs the C runtime: backend must be 'c', not {backend!r}")
         if memory not in MEMORY_PLANS:
@@ -243,6 +244,8 @@ class CInterpreter(Interpreter, backend="c"):
                              f"{', '.join(sorted(set(patch_ops) - set(C_PATCH_OPS)))}")
         self._memory = memory
         self._patch_ops = patch_ops
+        # WHILE's bound (edge_set_max_while_iterations after each edge_init; C's int32, so capped there)
+        self.max_while_iterations = check_while_bound(max_while_iterations)
         if delegates:
             raise ValueError("the C backend runs every op itself: delegates are not supported with backend='c'")
         if model is not None:
@@ -382,6 +385,8 @@ class CInterpreter(Interpreter, backend="c"):
                 status = self._init(size)
         if status != 0:
             self._raise(status)
+        bound = self.max_while_iterations
+        self._lib.edge_set_max_while_iterations(self._interp, -1 if bound is None else min(bound, 2**31 - 1))
         self._ready = True
         self._arena_len = len(self._arena_owner) - 16
         self._inputs = tuple(self._io_indices(0))
@@ -532,7 +537,13 @@ class CInterpreter(Interpreter, backend="c"):
     def invoke(self) -> None:
         status = self._run(*self._run_args)
         if status:
-            raise RuntimeError(f"C runtime: edge_invoke returned {status_name(status)}")
+            self._raise_invoke(status, "edge_invoke")
+
+    def _raise_invoke(self, status: int, call: str):
+        if status == STATUS["EDGE_LIMIT"]:  # a kernel stopped the invoke (WHILE's bound): the record names the node
+            _, msg = self.error()
+            raise ModelError(f"C runtime: {msg} (max_while_iterations={self.max_while_iterations})")
+        raise RuntimeError(f"C runtime: {call} returned {status_name(status)}")
 
     @staticmethod
     def _not_ready(*_args) -> int:
@@ -736,7 +747,7 @@ class CInterpreter(Interpreter, backend="c"):
             self._view(t, subgraph_index)[...] = x
         status = self._lib.edge_invoke_at(self._interp, subgraph_index)
         if status != 0:
-            raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
+            self._raise_invoke(status, "edge_invoke_at")
         return [np.array(self._view(t, subgraph_index)) for t in sg.outputs]
 
     def invoke_profiled(self) -> list[tuple[int, str, float]]:

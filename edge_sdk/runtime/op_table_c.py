@@ -50,6 +50,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'GREATER': (2, 'comparisons.c'),
     'GREATER_EQUAL': (3, 'comparisons.c'),
     'HARD_SWISH': (2, 'hard_swish.c'),
+    'IF': (1, 'control_flow.c'),
     'L2_NORMALIZATION': (2, 'l2_normalization.c'),
     'L2_POOL_2D': (1, 'l2_pool_2d.c'),
     'LEAKY_RELU': (2, 'leaky_relu.c'),
@@ -148,6 +149,7 @@ C_KERNELS: dict[str, tuple[int, str]] = {
     'UNSORTED_SEGMENT_PROD': (1, 'segment.c'),
     'UNSORTED_SEGMENT_SUM': (1, 'segment.c'),
     'VAR_HANDLE': (1, 'stateful.c'),
+    'WHILE': (1, 'control_flow.c'),
     'ZEROS_LIKE': (1, 'fill.c'),
 }
 
@@ -200,6 +202,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'GREATER': (('FLOAT32', 'INT8', 'INT16', 'INT32', 'INT64'), -1, 'both inputs one type; BOOL output; INT8 input scales below 1'),
     'GREATER_EQUAL': (('FLOAT32', 'INT8', 'INT16', 'INT32', 'INT64'), -1, 'both inputs one type; BOOL output; INT8 input scales below 1'),
     'HARD_SWISH': (('FLOAT32', 'INT8'), -1, ''),
+    'IF': (('BOOL',), -1, "BOOL condition of one element; branches with the node's static shapes"),
     'L2_NORMALIZATION': (('FLOAT32', 'INT8', 'UINT8'), -1, 'ranks 1-4; output scale 1/128'),
     'L2_POOL_2D': (('FLOAT32',), -1, 'NHWC 4-D'),
     'LEAKY_RELU': (('FLOAT32', 'INT8', 'INT16'), -1, ''),
@@ -298,6 +301,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'UNSORTED_SEGMENT_PROD': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),
     'UNSORTED_SEGMENT_SUM': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),
     'VAR_HANDLE': (('NONE',), -1, ''),
+    'WHILE': (('FLOAT32', 'FLOAT16', 'INT32', 'UINT8', 'INT64', 'BOOL', 'INT16', 'COMPLEX64', 'INT8', 'FLOAT64', 'COMPLEX128', 'UINT64', 'UINT32', 'UINT16'), -1, 'loop variables of static shapes; cond gives one BOOL'),
     'ZEROS_LIKE': (('FLOAT32', 'INT32', 'INT64', 'INT8'), -1, ''),
 }
 

@@ -214,6 +214,8 @@ typedef struct edge_interp {
     edge_trace_entry_t *trace;
     uint32_t trace_capacity;
     uint32_t trace_count;       /* entries written by the last edge_invoke (may exceed capacity: dropped) */
+    int32_t max_while_iterations; /* body runs one WHILE node may make per invoke; -1 (edge_init's): no bound */
+    edge_status_t halt;         /* private: a kernel stopped the invoke (edge_eval_fail); error says where */
     edge_error_t error;
     /* resource variables (VAR_HANDLE ids): one slot per VAR_HANDLE op, persistent (edge_kernel.h) */
     struct edge_resource *resources;
@@ -258,6 +260,11 @@ edge_status_t edge_invoke(edge_interp_t *interp);
 /* Run subgraph s once (a signature's; edge_invoke is edge_invoke_at(interp, 0)); EDGE_BAD_ARGUMENT when out of
  * range. Its inputs are its tensors edge_tensor(interp, s, i): write them first (the plan may reuse their bytes). */
 edge_status_t edge_invoke_at(edge_interp_t *interp, int32_t subgraph);
+
+/* Bound the body runs of each WHILE node per invoke (n < 0: no bound, edge_init's default, as LiteRT). One more
+ * stops the invoke: edge_invoke returns EDGE_LIMIT, interp->error names the WHILE node (never a hang). Call after
+ * edge_init. */
+void edge_set_max_while_iterations(edge_interp_t *interp, int32_t n);
 
 /* Signatures (Model.signature_defs, verified by edge_init): the count; the index of a signature key (-1: none);
  * signature k's key and subgraph (-1 when k is out of range); the tensor index, within that subgraph, of its

@@ -222,6 +222,14 @@ edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reaso
 
 /* Run another subgraph (CALL_ONCE / IF / WHILE kernels): its inputs must already hold the values. */
 edge_status_t edge_invoke_subgraph(edge_ctx_t *ctx, int32_t subgraph);
+/* Eval-time: stop the invoke (the one failure path eval has: WHILE's iteration bound). Records status and reason
+ * naming the node in interp->error; the running subgraphs return at once and edge_invoke returns status. */
+void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, const char *reason);
+#ifdef EDGE_NO_STATUS_STRINGS
+#define EDGE_EVAL_FAIL(ctx, node, status, reason) edge_eval_fail((ctx), (node), (status), (const char *)0)
+#else
+#define EDGE_EVAL_FAIL(ctx, node, status, reason) edge_eval_fail((ctx), (node), (status), (reason))
+#endif
 /* The tensors of another subgraph (for control-flow kernels to copy inputs/outputs). */
 edge_tensor_t *edge_subgraph_tensor(edge_ctx_t *ctx, int32_t subgraph, int32_t tensor);
 int32_t edge_subgraph_io(edge_ctx_t *ctx, int32_t subgraph, int32_t output, const int32_t **indices);

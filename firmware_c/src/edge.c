@@ -1847,9 +1847,60 @@ static edge_status_t reset_variables(edge_interp_t *it, int check) {
     return EDGE_OK;
 }
 
+/* Prepare subgraph g's nodes in execution order, after the subgraphs they call (edge_sdk.runtime.planner.call_order:
+ * an IF / WHILE kernel sees its callees prepared; the walk from subgraph 0, then the unreached ones, callees in
+ * node order). A call into a subgraph still on the walk is a cycle: EDGE_MODEL_INVALID naming the calling node.
+ * PLAN_ONLY walks the calls without preparing. */
+static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t depth) {
+    edge_subgraph_t *sg = &it->subgraphs[g];
+    edge_ctx_t ctx;
+    edge_status_t s;
+    int32_t k, c, callee[2], n_callees;
+    if (depth > EDGE_MAX_CALL_DEPTH) return fail_at(it, EDGE_LIMIT, WHAT("subgraph calls nest too deep"), -1);
+    sg->on_stack = 1;
+    for (k = 0; k < sg->n_nodes; k++) {
+        edge_node_t *nd = &it->nodes[sg->node_base + k];
+        it->error.subgraph = g;
+        it->error.node = k;
+        if ((s = callees(it, nd, callee, &n_callees)) != EDGE_OK) return s;
+        for (c = 0; c < n_callees; c++) {
+            if (it->subgraphs[callee[c]].on_stack) {
+                it->error.subgraph = g;
+                it->error.node = k;
+                it->error.op_code = nd->op;
+                it->error.op_version = nd->version;
+                return fail_at(it, EDGE_MODEL_INVALID,
+                               WHAT("calls a subgraph that is still running: the subgraph calls form a cycle"), -1);
+            }
+            if (!it->subgraphs[callee[c]].marked && (s = prepare_subgraph(it, callee[c], depth + 1)) != EDGE_OK)
+                return s;
+        }
+    }
+    ctx.interp = it;
+    ctx.window = 0;
+    ctx.tensors = it->tensors + sg->tensor_base;
+    ctx.n_tensors = sg->n_tensors;
+    ctx.subgraph = g;
+    for (k = 0; k < sg->n_nodes && !it->plan_only; k++) {
+        edge_node_t *nd = &it->nodes[sg->node_base + k];
+        it->error.what = 0;
+        s = edge_kernels[nd->kernel_].prepare(nd, &ctx);
+        if (s != EDGE_OK) {
+            it->error.status = s;
+            it->error.subgraph = g;
+            it->error.node = k;
+            it->error.op_code = nd->op;
+            it->error.op_version = nd->version;
+            return s;
+        }
+    }
+    sg->on_stack = 0;
+    sg->marked = 1;
+    return EDGE_OK;
+}
+
 static edge_status_t init(edge_interp_t *it, uint32_t flags) {
     edge_status_t s;
-    edge_ctx_t ctx;
     int32_t k, g;
 
     if ((uintptr_t)it->model % 4) return fail_at(it, EDGE_MODEL_UNALIGNED, WHAT("model address"), -1);
@@ -1876,32 +1927,19 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
             it->resources = (edge_resource_t *)tail_alloc(it, sizeof(edge_resource_t) * (size_t)it->max_resources);
             if (!it->resources) return EDGE_ARENA_TOO_SMALL;
         }
-        /* prepare, subgraph by subgraph, in execution order */
-        ctx.interp = it;
-        ctx.window = 0;
-        it->in_prepare = 1;
-        for (g = 0; g < it->n_subgraphs; g++) {
-            edge_subgraph_t *sg = &it->subgraphs[g];
-            ctx.tensors = it->tensors + sg->tensor_base;
-            ctx.n_tensors = sg->n_tensors;
-            ctx.subgraph = g;
-            for (k = 0; k < sg->n_nodes; k++) {
-                edge_node_t *nd = &it->nodes[sg->node_base + k];
-                it->error.what = 0;
-                s = edge_kernels[nd->kernel_].prepare(nd, &ctx);
-                if (s != EDGE_OK) {
-                    it->error.status = s;
-                    it->error.subgraph = g;
-                    it->error.node = k;
-                    it->error.op_code = nd->op;
-                    it->error.op_version = nd->version;
-                    it->in_prepare = 0;
-                    return s;
-                }
-            }
-        }
-        it->in_prepare = 0;
     }
+    /* prepare, subgraph by subgraph, each after the subgraphs it calls (a call cycle is refused here, at load) */
+    for (g = 0; g < it->n_subgraphs; g++) it->subgraphs[g].marked = it->subgraphs[g].on_stack = 0;
+    it->in_prepare = 1;
+    for (g = 0; g < it->n_subgraphs; g++) {
+        if (it->subgraphs[g].marked) continue;
+        if ((s = prepare_subgraph(it, g, 0)) != EDGE_OK) {
+            it->in_prepare = 0;
+            return s;
+        }
+    }
+    it->in_prepare = 0;
+    it->error.subgraph = it->error.node = -1;
     (void)flags;
     if (it->patch_plan.rows) {
         if (!EDGE_WITH_PATCH) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("patch plans are compiled out (EDGE_WITH_PATCH=0)"), -1);
@@ -1930,6 +1968,7 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
     it->error.subgraph = it->error.node = it->error.tensor = -1;
     it->error.op_code = it->error.op_version = -1;
     it->error.offset = -1;
+    it->max_while_iterations = -1;
     if (!model || (!arena && arena_len)) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("NULL model or arena"), -1);
     it->model = (const uint8_t *)model;
     it->model_len = model_len;
@@ -1996,6 +2035,7 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
                 continue;
             }
             edge_kernels[nd->kernel_].eval(nd, &ctx);
+            if (it->halt) return it->halt; /* a kernel stopped the invoke (edge_eval_fail) */
         }
         return EDGE_OK;
     }
@@ -2017,12 +2057,41 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
             e->ticks = t1 - t0;
         }
         it->trace_count++;
+        if (it->halt) return it->halt;
     }
     return EDGE_OK;
 }
 
+/* A new invoke after one a kernel stopped: the error record back to "ok" (it described that invoke). */
+static void clear_halt(edge_interp_t *it) {
+    if (!it->halt) return;
+    it->halt = EDGE_OK;
+    it->error.status = EDGE_OK;
+    it->error.subgraph = it->error.node = it->error.tensor = -1;
+    it->error.op_code = it->error.op_version = -1;
+    it->error.what = 0;
+}
+
+void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, const char *reason) {
+    edge_interp_t *it = ctx->interp;
+    it->error.status = status;
+    it->error.subgraph = node->subgraph;
+    it->error.node = node->index;
+    it->error.op_code = node->op;
+    it->error.op_version = node->version;
+    it->error.tensor = -1;
+    it->error.offset = -1;
+    it->error.what = reason;
+    it->halt = status;
+}
+
+void edge_set_max_while_iterations(edge_interp_t *it, int32_t n) {
+    if (it) it->max_while_iterations = n < 0 ? -1 : n;
+}
+
 edge_status_t edge_invoke(edge_interp_t *it) {
     if (!it || !it->ready) return EDGE_NOT_READY;
+    clear_halt(it);
     it->trace_count = 0;
     return run_subgraph(it, 0);
 }
@@ -2030,6 +2099,7 @@ edge_status_t edge_invoke(edge_interp_t *it) {
 edge_status_t edge_invoke_at(edge_interp_t *it, int32_t subgraph) {
     if (!it || !it->ready) return EDGE_NOT_READY;
     if (subgraph < 0 || subgraph >= it->n_subgraphs) return EDGE_BAD_ARGUMENT;
+    clear_halt(it);
     it->trace_count = 0;
     return run_subgraph(it, subgraph);
 }
