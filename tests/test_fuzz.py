@@ -111,7 +111,12 @@ def _built_models() -> dict[str, bytes]:
     b = T((3,), "INT32", scale=[0.001, 0.002, 0.003], zero_point=0, data=np.array([5, -7, 100], np.int32))
     yo = T((2, 3), "INT8", scale=0.2, zero_point=-3)
     fc = op_model("FULLY_CONNECTED", [xi, wf, b], [yo])
-    return {"built/add_int8": add, "built/fully_connected_int8": fc, "built/everything": everything_model()}
+    # control flow: subgraphs called by IF / WHILE (a mutated call may form a cycle, a mutated bound may not end)
+    from tests.test_control_flow import counting_while_model, if_model, nested_model
+
+    return {"built/add_int8": add, "built/fully_connected_int8": fc, "built/everything": everything_model(),
+            "built/if_int8": if_model("INT8"), "built/while_counting": counting_while_model(),
+            "built/while_if_nested": nested_model("FLOAT32")}
 
 
 def fuzz_models() -> dict[str, bytes]:
@@ -270,6 +275,9 @@ def test_fuzz_read(name):
 
 
 FUZZ_ARENA_BYTES = 4 << 20
+# WHILE's bound in the fuzz, as a device would set it (a mutated loop limit must not hang a case; nested loops
+# multiply, so it is small): past it the invoke is a ModelError naming the node
+FUZZ_WHILE_ITERATIONS = 100
 
 
 
@@ -280,7 +288,7 @@ def _run(model_or_bytes):
     model = model_or_bytes if not isinstance(model_or_bytes, bytes) else read_model(model_or_bytes)
     # A fixed budget, as on a device: a mutated shape can ask for a huge (valid) tensor, which must be refused
     # with ArenaTooSmallError (a ModelError) rather than taking seconds to compute (the fuzz models need < 64 KB).
-    interp = Interpreter(model=model, arena_size=FUZZ_ARENA_BYTES)
+    interp = Interpreter(model=model, arena_size=FUZZ_ARENA_BYTES, max_while_iterations=FUZZ_WHILE_ITERATIONS)
     interp.allocate_tensors()
     interp.invoke()
 

@@ -5,7 +5,8 @@
  *
  *   seed = edge_fuzz_seed(model, size);     FNV-1a-style hash over every 97th byte of the model file
  *   s = edge_fuzz_invoke(&interp, seed);    three rounds: fill the inputs (LCG seeded seed + round), invoke;
- *                                           edge_reset_state before the third; stops at the first status
+ *                                           edge_reset_state before the third (WHILE bounded to
+ *                                           EDGE_FUZZ_WHILE_ITERATIONS); stops at the first status
  *                                           that is not EDGE_OK, which it returns; then reads the last byte
  *                                           of every output (an out-of-bounds output is an ASan report)
  *
@@ -24,6 +25,10 @@
 #ifndef EDGE_FUZZ_ARENA
 #define EDGE_FUZZ_ARENA (512u * 1024u)
 #endif
+
+/* WHILE's bound (edge_set_max_while_iterations): a mutated loop limit stops at EDGE_LIMIT instead of hanging; small,
+ * as nested loops multiply (tests/test_fuzz.py FUZZ_WHILE_ITERATIONS) */
+#define EDGE_FUZZ_WHILE_ITERATIONS 100
 
 static inline uint32_t edge_fuzz_seed(const uint8_t *model, size_t size) {
     uint32_t h = 2166136261u;
@@ -52,6 +57,7 @@ static inline edge_status_t edge_fuzz_invoke(edge_interp_t *it, uint32_t seed) {
     edge_status_t s = EDGE_OK;
     int32_t round, k;
     volatile uint8_t sink = 0;
+    edge_set_max_while_iterations(it, EDGE_FUZZ_WHILE_ITERATIONS);
     for (round = 0; round < EDGE_FUZZ_ROUNDS && s == EDGE_OK; round++) {
         if (round == 2) (void)edge_reset_state(it);
         edge_fuzz_fill_inputs(it, seed + (uint32_t)round);

@@ -144,6 +144,13 @@ def writer_models() -> dict[str, bytes]:
     m["logical_not"] = op_model("LOGICAL_NOT", [b8((4,))], [b8((4,))])
     m["select_v2"] = op_model("SELECT_V2", [b8((2, 1)), q((1, 3)), q((2, 3))], [q((2, 3))])
     m["select"] = op_model("SELECT", [b8((2,)), T((2, 3), "INT16"), T((2, 3), "INT16")], [T((2, 3), "INT16")])
+    # control flow: IF / WHILE with their subgraphs (tests/test_control_flow.py's models)
+    from tests.test_control_flow import counting_while_model, halving_while_model, if_model, nested_model
+
+    m["if_int8"] = if_model("INT8")
+    m["while_counting"] = counting_while_model()
+    m["while_halving"] = halving_while_model()
+    m["while_if_nested"] = nested_model("INT8")
     return m
 
 
