@@ -6,6 +6,8 @@ Models are built with edge_sdk.model.builder.GraphBuilder (``g.subgraph(name)`` 
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -271,3 +273,99 @@ def test_arena_plans_agree_across_subgraphs(make):
     assert ours == theirs
     assert any(key[0] > 0 for key in ours)  # the callees' tensors are in the plan
     assert py.arena_plan().total == c.arena_plan().total
+
+
+# ------------------------------------------------------------------------------------------------ tools
+def _bad_branch_model() -> bytes:
+    """An IF whose else branch (subgraph 2) holds an op no runtime has: the problem is inside a subgraph."""
+    g = GraphBuilder()
+    cond, x = g.input("cond", (1,), "BOOL"), g.input("x", (1, 4), "FLOAT32")
+    y = g.tensor("y", (1, 4), "FLOAT32")
+    then, other = g.subgraph("then"), g.subgraph("else")
+    for sub, op in ((then, "ADD"), (other, "MyMadeUpOp")):
+        a = sub.input("a", (1, 4), "FLOAT32")
+        b = sub.tensor("b", (1, 4), "FLOAT32")
+        sub.op(op, [a, a], [b])
+        sub.output(b)
+    g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
+    g.output(y)
+    return write_model(g.build())
+
+
+@pytest.mark.parametrize("target", ["host-linux", "nrf52840-dk"])
+def test_check_runs_control_flow_and_names_nodes_inside_subgraphs(tmp_path, target):
+    from edge_sdk.targets.check import check_model
+
+    if target == "nrf52840-dk" and not HAVE_C_RUNTIME:
+        pytest.skip(C_RUNTIME_REASON)
+    good, bad = tmp_path / "nested.tflite", tmp_path / "bad.tflite"
+    good.write_bytes(nested_model("INT8"))
+    bad.write_bytes(_bad_branch_model())
+    assert check_model(good, target).verdict == "runs"
+    r = check_model(bad, target)
+    assert r.verdict == "fails"
+    assert [(p["subgraph"], p["node"], p["op"]) for p in r.problems if p["severity"] == "error"] == \
+        [(2, 0, "MyMadeUpOp")]
+    assert any(p["message"].startswith("subgraph 2 node 0 (MyMadeUpOp v1)") for p in r.problems)
+
+
+def test_inspect_lists_the_ops_of_every_subgraph(tmp_path):
+    from edge_sdk.tools.inspection import format_inspection, inspect_model
+
+    path = tmp_path / "nested.tflite"
+    path.write_bytes(nested_model("INT8"))
+    report = inspect_model(path)
+    assert [(sub["name"], [o["op"] for o in sub["ops"]]) for sub in report["subgraphs"]] == [
+        ("main", ["WHILE"]), ("cond", ["LESS"]), ("body", ["LESS", "IF", "ADD"]), ("then", ["ADD"]), ("else", ["MUL"])]
+    text = format_inspection(report)
+    assert "subgraph 2 'body'" in text and "subgraph 4 'else'" in text and not report["problems"]
+
+
+def test_profile_sums_a_nodes_runs_inside_called_subgraphs():
+    from types import SimpleNamespace as R
+
+    from edge_sdk.tools.profile import _run_op_ticks
+
+    # one run of WHILE (node 0) whose body (subgraph 2) ran twice and whose cond (subgraph 1) three times
+    records = [R(subgraph=1, index=0, ticks=3), R(subgraph=2, index=0, ticks=5), R(subgraph=1, index=0, ticks=3),
+               R(subgraph=2, index=0, ticks=6), R(subgraph=1, index=0, ticks=4), R(subgraph=0, index=0, ticks=30)]
+    assert _run_op_ticks(records) == [((1, 0), 10, 3), ((2, 0), 11, 2), ((0, 0), 30, 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi")
+def test_profile_on_qemu_has_rows_inside_subgraphs(tmp_path, monkeypatch):
+    from edge_sdk.device import qemu_board as qb
+    from edge_sdk.tools.profile import profile_model
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    path, data = tmp_path / "nested.tflite", tmp_path / "in.npz"
+    path.write_bytes(nested_model("INT8"))
+    np.savez(data, i=np.array([0], np.int32), x=X_INT8 // 8)
+    try:
+        r = profile_model(path, "qemu-mps2-an386", runs=2, inputs=data)
+    finally:
+        for b in qb._read_state():
+            qb.stop_board(b["url"])
+    assert r["validated"], r["mismatches"]
+    rows = {(o["subgraph"], o["index"]): o for o in r["ops"]}
+    # WHILE; cond 6 runs; body 5 runs (its IF: then twice, else three times)
+    assert [(k, rows[k]["op"]) for k in sorted(rows)] == [((0, 0), "WHILE"), ((1, 0), "LESS"), ((2, 0), "LESS"),
+                                                         ((2, 1), "IF"), ((2, 2), "ADD"), ((3, 0), "ADD"),
+                                                         ((4, 0), "MUL")]
+    assert all(o["time"] > 0 for o in r["ops"])
+    assert r["total"]["ops_sum"] == rows[(0, 0)]["time"]  # callees' time is inside the WHILE's
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cmake") is None, reason="cmake is not installed (make system-deps)")
+def test_export_runs_control_flow_like_the_interpreter(tmp_path):
+    from tests.test_export import _host_example, _interpreter_outputs
+
+    path = tmp_path / "nested.tflite"
+    path.write_bytes(nested_model("INT8"))
+    raw = np.array([0], np.int32).tobytes() + (X_INT8 // 8).tobytes()
+    got, r = _host_example(path, tmp_path, raw)
+    assert got == _interpreter_outputs(path, raw)
+    assert "control_flow.c" in r["kernels"]

@@ -106,6 +106,20 @@ def unit_label(hello, profile=None) -> tuple[str, bool, float | None]:
     return f"{hello.timer_units or src} ticks" + (" (emulated)" if emulated else ""), False, None
 
 
+# ------------------------------------------------------------------------------------------------ trace
+def _run_op_ticks(records) -> list[tuple[tuple[int, int], int, int]]:
+    """One run's trace records as ``((subgraph, node), ticks, times it ran)``, in first-run order: a node of a
+    subgraph that an IF / WHILE calls runs once per call (a WHILE body once per iteration), so its record
+    appears that many times in the run; its ticks add up. A node that calls subgraphs (IF, WHILE, CALL_ONCE)
+    is timed around the call: its ticks include its callees' (the rows of those nodes say how)."""
+    total: dict[tuple[int, int], list[int]] = {}
+    for rec in records:
+        entry = total.setdefault((rec.subgraph, rec.index), [0, 0])
+        entry[0] += int(rec.ticks)
+        entry[1] += 1
+    return [(key, ticks, n) for key, (ticks, n) in total.items()]
+
+
 # ------------------------------------------------------------------------------------------------ compare
 def _bits(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
@@ -223,6 +237,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
         for s in model.subgraphs for op in s.operators)
 
     per_op: dict[tuple[int, int], list[int]] = {}
+    calls: dict[tuple[int, int], int] = {}  # runs of a node inside called subgraphs (IF / WHILE): all runs together
     op_codes: dict[tuple[int, int], int] = {}
     run_ticks: list[int] = []
     high_water = arena_used = 0
@@ -237,10 +252,11 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
             r = link.invoke(1)
             trace = link.get_trace()
             run_ticks.append(int(r.last_ticks))
+            for key, ticks, n in _run_op_ticks(trace.ops):
+                per_op.setdefault(key, []).append(ticks)
+                calls[key] = calls.get(key, 0) + n
             for rec in trace.ops:
-                key = (rec.subgraph, rec.index)
-                per_op.setdefault(key, []).append(rec.ticks)
-                op_codes[key] = rec.op_code
+                op_codes[(rec.subgraph, rec.index)] = rec.op_code
             high_water, arena_used, dropped = trace.arena_high_water, trace.arena_used, trace.dropped
             bar.advance()
         device_out = [link.get_output(i) for i in range(len(info.outputs))]
@@ -254,24 +270,29 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     host_out = [host.get_tensor(d["index"]) for d in host.get_output_details()]
     mismatches = compare_outputs(device_out, host_out, model)
 
-    macs = host.op_macs()
-    shapes = host.tensor_shapes()
+    n_sub = len(model.subgraphs)
+    macs = [host.op_macs(s) for s in range(n_sub)]
+    shapes = [host.tensor_shapes(s) for s in range(n_sub)]
     timings = []
     for (s, k), ticks in sorted(per_op.items()):
-        m = macs[k] if s == 0 and k < len(macs) else None
+        m = macs[s][k] if s < n_sub and k < len(macs[s]) else None
+        if m and s:  # a node of a called subgraph: its MACs each time it ran, per run
+            m = m * calls[(s, k)] / max(len(ticks), 1)
         code = model.operator_codes[model.subgraphs[s].operators[k].opcode_index] \
-            if s < len(model.subgraphs) and k < len(model.subgraphs[s].operators) else None
+            if s < n_sub and k < len(model.subgraphs[s].operators) else None
         name = (code.custom_code if code is not None and code.name == "CUSTOM" else code.name) if code else \
             f"OP_{op_codes[(s, k)]}"
         out_t = model.subgraphs[s].operators[k].outputs if code is not None else []
-        shape = list(shapes[out_t[0]]) if s == 0 and out_t and out_t[0] >= 0 else None
+        shape = list(shapes[s][out_t[0]]) if out_t and out_t[0] >= 0 else None
         timings.append(OpTiming(index=k, op=name, samples=list(ticks), subgraph=s, output_shape=shape,
                                 macs=int(m) if m else 0))
     us_per_unit = _us_per_unit(label, real_time, hello.clock_hz)
     ops = OpProfile(ops=timings, unit=label, run_totals=run_ticks, us_per_unit=us_per_unit).rows()
     rt = np.array(run_ticks, dtype=np.float64)
+    # ops_sum: subgraph 0's rows (a called subgraph's time is inside its caller's, not added twice)
     total = {"mean": float(rt.mean()), "p50": float(np.percentile(rt, 50)), "p90": float(np.percentile(rt, 90)),
-             "min": int(rt.min()), "max": int(rt.max()), "ops_sum": float(sum(o["time"] for o in ops)),
+             "min": int(rt.min()), "max": int(rt.max()),
+             "ops_sum": float(sum(o["time"] for o in ops if not o["subgraph"])),
              "macs": int(sum(o["macs"] for o in ops))}
     if us_per_unit is not None and label == "cycles":
         total["mean_us"] = total["mean"] * us_per_unit
