@@ -812,6 +812,11 @@ class CInterpreter(Interpreter, backend="c"):
         self._require_ready("op_macs")
         return self._python().op_macs(subgraph_index)
 
+    def subgraph_infos(self, subgraph_index: int) -> list:
+        """The Runtime protocol's callee infos (Python IF / WHILE kernels ask while they prepare): the Python
+        interpreter's at this interpreter's input shapes, after its prepare (callees prepared)."""
+        return self._python(allocate=False).prepare_report()[2][subgraph_index]
+
     def tensor_infos(self, s: int) -> list:
         """The Python planner's TensorInfo per tensor of subgraph ``s`` (at this interpreter's input shapes)."""
         return self._python(allocate=False).tensor_infos(s)
