@@ -171,20 +171,27 @@ def test_if_nested_in_while(runtime, dtype):
 
 def test_while_iteration_bound(runtime):
     model = counting_while_model(limit=1 << 30)  # would take ages: the bound stops it
-    inputs = [np.array([0], np.int32), X_FLOAT[:, :3]]
+    x = X_FLOAT[:, :3]
     interp = Interpreter(model_content=model, backend=runtime, max_while_iterations=25)
     interp.allocate_tensors()
-    for d, v in zip(interp.get_input_details(), inputs):
-        interp.set_tensor(d["index"], v)
+    interp.set_tensor(0, np.array([0], np.int32))
+    interp.set_tensor(1, x)
     with pytest.raises(ModelError, match=r"node 0 \(WHILE( code \d+)? v1\).*max_while_iterations=25"):
         interp.invoke()
-    # a loop within the bound runs; the interpreter runs again after the refusal
+    # a loop within the bound runs, past it is refused, and the same interpreter runs again after the refusal
     interp = Interpreter(model_content=counting_while_model(limit=25), backend=runtime, max_while_iterations=25)
     interp.allocate_tensors()
-    for d, v in zip(interp.get_input_details(), inputs):
-        interp.set_tensor(d["index"], v)
-    interp.invoke()
-    assert interp.get_tensor(interp.get_output_details()[0]["index"]).tolist() == [25]
+    for start, runs in ((0, True), (-1, False), (5, True)):
+        interp.set_tensor(0, np.array([start], np.int32))
+        interp.set_tensor(1, x)
+        if runs:
+            interp.invoke()
+            assert interp.get_tensor(interp.get_output_details()[0]["index"]).tolist() == [25]
+            np.testing.assert_allclose(interp.get_tensor(interp.get_output_details()[1]["index"]),
+                                       x + 0.5 * (25 - start))
+        else:
+            with pytest.raises(ModelError, match="WHILE"):
+                interp.invoke()
     with pytest.raises(ValueError, match="max_while_iterations"):
         Interpreter(model_content=model, backend=runtime, max_while_iterations=-1)
 

@@ -18,6 +18,10 @@ bit-exact with the layer-by-layer plan; ``memory_plan`` says which plan was buil
 ``num_threads`` (LiteRT's checks: an int >= 1; None means 1, like LiteRT's single-threaded reference kernels)
 caps the BLAS threads the kernels' matrix products use during invoke (``edge_sdk.runtime.kernels.blas``, set once per
 invoke and restored after it, so numpy outside invoke keeps its own setting).
+Control flow (IF, WHILE, CALL_ONCE: edge_sdk.runtime.kernels.control_flow, stateful): the constructor refuses a model
+whose subgraph calls form a cycle (ModelError naming it, planner.call_order); allocate_tensors prepares each subgraph
+after the subgraphs it calls, so IF / WHILE hold their callees to static shapes. ``max_while_iterations`` (None: no
+bound, as LiteRT) bounds the body runs of each WHILE node per invoke: one more is a ModelError naming the node.
 
 allocate_tensors, step by step:
 

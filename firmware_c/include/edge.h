@@ -255,7 +255,8 @@ edge_status_t edge_init_ex(edge_interp_t *interp, const void *model, size_t mode
 edge_status_t edge_init_patch(edge_interp_t *interp, const void *model, size_t model_len, void *arena,
                               size_t arena_len, uint32_t flags, const edge_patch_plan_t *plan);
 
-/* Run subgraph 0 once. Returns EDGE_NOT_READY unless edge_init succeeded (without PLAN_ONLY). */
+/* Run subgraph 0 once. Returns EDGE_NOT_READY unless edge_init succeeded (without PLAN_ONLY); EDGE_LIMIT when a
+ * WHILE node ran past edge_set_max_while_iterations (interp->error names it; the next invoke starts afresh). */
 edge_status_t edge_invoke(edge_interp_t *interp);
 /* Run subgraph s once (a signature's; edge_invoke is edge_invoke_at(interp, 0)); EDGE_BAD_ARGUMENT when out of
  * range. Its inputs are its tensors edge_tensor(interp, s, i): write them first (the plan may reuse their bytes). */
