@@ -18,19 +18,25 @@ dynamic shapes (branches whose outputs differ, a loop variable that changes shap
 from __future__ import annotations
 
 from edge_sdk.errors import ModelError
+from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 
 
-def _callee(node: Node, field: str) -> tuple[int, list[TensorInfo], list[TensorInfo]]:
-    """(index, input infos, output infos) of the subgraph that option ``field`` names (checked in range by the
-    interpreter before prepare; prepared already)."""
+def _callees(node: Node) -> list[tuple[int, str, list[TensorInfo], list[TensorInfo]]]:
+    """Per subgraph the node calls (its op-table row's ``subgraphs`` option fields, in order: IF's then / else,
+    WHILE's cond / body): (index, what to call it in messages, input infos, output infos). The interpreter checked
+    the indices before prepare and prepared those subgraphs first."""
     runtime = node.runtime
     if runtime is None:
         raise node.error("needs an interpreter that runs subgraphs")
-    index = int(node.options[field])
-    infos = runtime.subgraph_infos(index)
-    sg = runtime.model.subgraphs[index]
-    return index, [infos[t] for t in sg.inputs], [infos[t] for t in sg.outputs]
+    out = []
+    for field in op_table.row(node.op).subgraphs:
+        index = int(node.options[field])
+        infos = runtime.subgraph_infos(index)
+        sg = runtime.model.subgraphs[index]
+        what = f"{field.removesuffix('_subgraph_index')} subgraph {index}"
+        out.append((index, what, [infos[t] for t in sg.inputs], [infos[t] for t in sg.outputs]))
+    return out
 
 
 def _expect_counts(node: Node, what: str, tensors: list, count: int, kind: str) -> None:
@@ -61,9 +67,7 @@ def prepare_if(node: Node):
     _expect_bool_scalar(node, cond, "condition")
     args = [node.input(k) for k in range(1, len(node.inputs))]
     branches = []
-    for field in ("then_subgraph_index", "else_subgraph_index"):
-        index, ins, outs = _callee(node, field)
-        what = f"{field.split('_')[0]} branch (subgraph {index})"
+    for index, what, ins, outs in _callees(node):  # then, else
         _expect_counts(node, what, ins, len(args), "input")
         _expect_counts(node, what, outs, len(node.outputs), "output")
         for k, (x, b) in enumerate(zip(args, ins)):
@@ -91,9 +95,7 @@ def prepare_while(node: Node):
     if len(node.outputs) != n:
         raise node.error(f"has {n} inputs and {len(node.outputs)} outputs: a WHILE's loop variables are both")
     variables = [node.input(k) for k in range(n)]
-    cond_index, cond_ins, cond_outs = _callee(node, "cond_subgraph_index")
-    body_index, body_ins, body_outs = _callee(node, "body_subgraph_index")
-    cond_what, body_what = f"cond (subgraph {cond_index})", f"body (subgraph {body_index})"
+    (cond_index, cond_what, cond_ins, cond_outs), (body_index, body_what, body_ins, body_outs) = _callees(node)
     _expect_counts(node, cond_what, cond_ins, n, "input")
     _expect_counts(node, cond_what, cond_outs, 1, "output")
     _expect_bool_scalar(node, cond_outs[0], f"{cond_what} output")
