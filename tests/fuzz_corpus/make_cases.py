@@ -31,6 +31,13 @@ dwconv16-int64-bias-near-min.tflite With the harness's inputs (edge-run-c --fuzz
                                     bias overflowed int64 (UBSan: signed integer overflow in tc_int16, the CI
                                     fuzz session's finding). Zero inputs do not trigger it. Fix: the int16
                                     kernels add the bias wrapping (edge_conv_add64).
+refused-tile-multiple-overflow.tflite  TILE of a [2, 3] tensor by multiples [2^62, 1] (INT64): prepare multiplied the
+                                    multiple by the dim before checking it (UBSan: signed integer overflow in
+                                    tile.c, the bounded fuzz session's finding once IF / WHILE seeds joined the
+                                    corpus). Fix: the multiple and each factor are checked before multiplying.
+split-empty-rows.tflite             SPLIT along an empty axis of a [67108866, 0] INT8 tensor: no bytes, but eval looped
+                                    over 67 M rows of empty copies (a libFuzzer timeout under ASan, same session).
+                                    Fix: split.c skips the loop when a row holds no bytes.
 """
 from __future__ import annotations
 
@@ -128,6 +135,19 @@ def _bias_near_min(op: str, rng) -> bytes:
     return op_model(op, [x, w, b], [y], options=opts, version=3)
 
 
+def tile_multiple_overflow() -> bytes:
+    x = T((2, 3), "FLOAT32")
+    multiples = T((2,), "INT64", data=np.array([1 << 62, 1], np.int64))
+    return op_model("TILE", [x, multiples], [T((4, 3), "FLOAT32")])
+
+
+def split_empty_rows() -> bytes:
+    axis = T((), "INT32", data=np.array(1, np.int32))
+    x = T((67108866, 0), "INT8", scale=0.5, zero_point=0)
+    ys = [T((67108866, 0), "INT8", scale=0.5, zero_point=0) for _ in range(2)]
+    return op_model("SPLIT", [axis, x], ys, options={"num_splits": 2})
+
+
 def tconv_bias_near_min() -> bytes:
     return _bias_near_min("TRANSPOSE_CONV", np.random.default_rng(5))
 
@@ -146,7 +166,9 @@ CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-out
          "refused-concat-reads-own-output.tflite": concat_reads_own_output,
          "tconv16-int64-bias-near-min.tflite": tconv_bias_near_min,
          "conv16-int64-bias-near-min.tflite": conv_bias_near_min,
-         "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min}
+         "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min,
+         "refused-tile-multiple-overflow.tflite": tile_multiple_overflow,
+         "split-empty-rows.tflite": split_empty_rows}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():

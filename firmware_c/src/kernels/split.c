@@ -45,6 +45,7 @@ static edge_status_t split_finish(edge_node_t *node, edge_ctx_t *ctx, const edge
     for (k = 0; k < axis; k++) d->outer *= x->dims[k];
     for (k = axis + 1; k < x->rank; k++) inner *= x->dims[k];
     d->in_block = inner * x->dims[axis];
+    if (!d->in_block) d->outer = 0; /* no bytes to copy: no loop over (up to 2^31) empty rows either */
     for (i = 0; i < node->n_outputs; i++) d->block[i] = (uint32_t)(inner * sizes[i]);
     return EDGE_OK;
 }

@@ -57,8 +57,10 @@ edge_status_t edge_prepare_tile(edge_node_t *node, edge_ctx_t *ctx) {
     for (k = x->rank - 1; k >= 0; k--) {
         int64_t r = edge_const_int(m, k);
         if (r < 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "negative multiples");
-        total *= r * x->dims[k];
-        if (r > 0x7fffffff || total > ((int64_t)1 << 31)) return EDGE_FAIL(ctx, EDGE_LIMIT, "output too large");
+        /* r first: a huge multiple times a dim (or the running total) would overflow int64 before the check */
+        if (r > 0x7fffffff || r * x->dims[k] > ((int64_t)1 << 31)) return EDGE_FAIL(ctx, EDGE_LIMIT, "output too large");
+        total *= r * x->dims[k]; /* both factors at most 2^31 */
+        if (total > ((int64_t)1 << 31)) return EDGE_FAIL(ctx, EDGE_LIMIT, "output too large");
         shape[k] = (int32_t)(r * x->dims[k]);
         d->dims[2 * k] = (int32_t)r;
         d->step[2 * k] = 0;
