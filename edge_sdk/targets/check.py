@@ -359,18 +359,26 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
 
 
 def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime: bool = True,
-                stack: bool = True) -> CheckResult:
+                stack: bool = True, input_shapes=None) -> CheckResult:
     """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
 
     ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
     answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack;
     ``memory``: the arena plan asked for (edge_sdk.runtime.planner.MEMORY_PLANS: "layer", "inplace", "min"; or
-    None: auto)."""
+    None: auto). ``input_shapes`` (`--input-shape`): the inputs' shapes to judge it at
+    (edge_sdk.model.input_shapes.shaped_model); a file or bytes with a -1 beyond the batch axis and no shape is a
+    UsageError naming the input. A ``Model`` object is judged at its stored shapes unless shapes are given (the
+    converter checks the graph it just built, at the shapes it was given)."""
+    from edge_sdk.model.input_shapes import shaped_model
     from edge_sdk.runtime import planner
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
+    if input_shapes is not None or not isinstance(model_or_path, Model):
+        shaped = shaped_model(data, input_shapes)
+        if shaped is not data:
+            model, model_bytes, data = read_model(shaped), len(shaped), shaped
     digest = hashlib.sha256(data).hexdigest()
     nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))
     preferred = profile.preferred_backend

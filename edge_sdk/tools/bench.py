@@ -217,9 +217,12 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
 
 
 def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "auto",
-                  profile_runs: int | None = None, seed: int = 0) -> dict:
-    """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring)."""
+                  profile_runs: int | None = None, seed: int = 0, input_shapes=None) -> dict:
+    """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring).
+    ``input_shapes`` (`--input-shape`): benchmarked with its inputs at these shapes (edge_sdk.model.input_shapes;
+    a -1 beyond the batch axis without one is a UsageError)."""
     from edge_sdk import __version__
+    from edge_sdk.model.input_shapes import shaped_model
 
     if runs < 1:
         raise UsageError(f"--runs must be >= 1, not {runs}")
@@ -236,6 +239,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     else:
         content, name = Path(model).read_bytes(), Path(model).name
     read_ns = clock() - t0
+    content = shaped_model(content, input_shapes)
     if backend == "litert":
         choice = {"runtime": "litert", "runtime_reason": "--backend litert"}
     else:  # auto: the C runtime when it runs the model (edge_sdk.tools.run_backend); not part of init_us
@@ -317,9 +321,14 @@ print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv"
 def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
           backend: str = "auto", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
-          connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
+          connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None,
+          input_shapes=None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
-    ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files)."""
+    ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files).
+    ``input_shapes`` (`--input-shape`): the model is shaped here (edge_sdk.model.input_shapes) and that copy
+    benchmarked (copied to the device when it runs there)."""
+    from edge_sdk.model.input_shapes import shaped_model, shaped_model_path
+
     if runs < 1:
         raise UsageError(f"--runs must be >= 1, not {runs}")
     if warmup < 0:
@@ -328,6 +337,10 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
         raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
         raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        model = shaped_model(bytes(model), input_shapes)
+    elif host is None or Path(model).is_file():  # a missing file: _bench names it as before
+        model = shaped_model_path(model, input_shapes)
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs)

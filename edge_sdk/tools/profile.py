@@ -173,9 +173,13 @@ def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=Non
 
 def profile_model(model_path, target, port: str | None = None, runs: int = 10, inputs=None, seed: int = 0,
                   timeout: float = T.SERIAL_ANSWER_TIMEOUT, retries: int = T.SERIAL_RETRIES,
-                  invoke_timeout: float = T.DEVICE_RUN_TIMEOUT, build_dir=None, memory: str | None = None) -> dict:
+                  invoke_timeout: float = T.DEVICE_RUN_TIMEOUT, build_dir=None, memory: str | None = None,
+                  input_shapes=None) -> dict:
     """Profile ``model_path`` on the device of profile ``target`` (see the module docstring); returns the
-    report (a JSON-able dict)."""
+    report (a JSON-able dict). ``input_shapes`` (`--input-shape`): the model profiled (and flashed) with its
+    inputs at these shapes (edge_sdk.model.input_shapes; a -1 beyond the batch axis without one is a
+    UsageError)."""
+    from edge_sdk.model.input_shapes import shaped_model_path
     from edge_sdk.device.serial_link import CAP_RESET_STATE, SerialLink
     from edge_sdk.runtime.interpreter import Interpreter
     from edge_sdk.targets.profiles import Profile, load_profile
@@ -187,7 +191,7 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     if retries < 0:
         raise UsageError(f"--retries must be >= 0, not {retries}")
     profile = target if isinstance(target, Profile) else load_profile(target)
-    model_path = Path(model_path)
+    model_path = shaped_model_path(model_path, input_shapes)
     data = model_path.read_bytes()
     host = Interpreter(model_content=data)
     host.allocate_tensors()
