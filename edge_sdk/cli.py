@@ -814,8 +814,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_board)
 
     p = sub.add_parser("profile", help="run a model on a device: per-op times, arena, outputs checked vs the host",
-                       description="Exit status: 0 when the device's outputs equal the host's bit for bit, 1 when "
-                       "they differ, 4 on a device or link error.")
+                       description="Exit status: 0 when the device's outputs equal the host's (integer outputs bit "
+                       "for bit, float outputs within a tolerance printed with the result), 1 when they differ, 4 on "
+                       "a device or link error.")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="the device's profile (qemu-mps2-an386: flashes QEMU if needed)")
     p.add_argument("--port", help="pyserial URL of the device (/dev/ttyACM0, socket://..., rfc2217://, faulty://...)")
