@@ -150,6 +150,14 @@ class _Runner:
         size = getattr(self.interp, "arena_size", None)
         return int(size) if isinstance(size, int) else None
 
+    def packed_weights_bytes(self) -> int | None:
+        """The C runtime's packed weight copies (not in arena_bytes, issue 23 point 5); 0 for the Python
+        interpreter (none), None for LiteRT (not known)."""
+        if self.backend == "python":
+            return 0
+        size = getattr(self.interp, "packed_weights_bytes", None)
+        return int(size) if isinstance(size, int) else None
+
 
 def _op_facts(interp) -> tuple[list, list]:
     """(MACs per node, shape per tensor) of subgraph 0 from an edge_sdk Interpreter ([] when it cannot say)."""
@@ -287,7 +295,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         "profile_runs": n if prof is not None else 0,
         "op_profile": prof.to_dict() if prof is not None else None,
         "ops_note": note,
-        "arena_bytes": runner.arena_bytes(),
+        "arena_bytes": runner.arena_bytes(), "packed_weights_bytes": runner.packed_weights_bytes(),
         "peak_rss_bytes": peak_rss,
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -440,7 +448,9 @@ def format_bench(report: dict) -> str:
         f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
         (f"latency:   {report['runs']} runs: mean {ms(lat['mean'])} ± {ms(lat['std'])}, p50 {ms(lat['p50'])}, "
          f"p90 {ms(lat['p90'])}, p99 {ms(lat['p99'])}, min {ms(lat['min'])}, max {ms(lat['max'])}"),
-        f"memory:    arena {size(report.get('arena_bytes'))}, peak RSS {size(report.get('peak_rss_bytes'))}",
+        f"memory:    arena {size(report.get('arena_bytes'))}"
+        + (f" + packed weights {size(report['packed_weights_bytes'])}" if report.get("packed_weights_bytes") else "")
+        + f", peak RSS {size(report.get('peak_rss_bytes'))}",
     ]
     ops = report.get("ops") or []
     if ops:
