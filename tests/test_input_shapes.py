@@ -21,7 +21,7 @@ BINS = 8
 def log_mel_like(signature=(-1, -1)) -> bytes:
     """A front end shaped like the issue's: x [frames, bins] with shape signature [-1, -1] (stored [1, 1]) ->
     RESHAPE [1, frames, 8, 1] -> CONV_2D 3x3 VALID (2 filters) -> RESHAPE [1, -1]. At the stored [1, 1] no
-    kernel can run it; at [4, 8] the output is [1, 2 * 6 * 2]."""
+    kernel can run it; at [4, 8] the output is [1, 2 * 6 * 2] = [1, 24]."""
     g = GraphBuilder()
     x = g.input("x", (1, 1), "FLOAT32")
     shape4 = g.constant("shape4", np.array([1, -1, BINS, 1], np.int32))
@@ -84,7 +84,18 @@ def test_the_python_api_keeps_litert_behaviour_and_allocates_at_the_stored_shape
     it = Interpreter(model_content=log_mel_like())
     with pytest.raises(ModelError, match="RESHAPE"):
         it.allocate_tensors()
+    assert list(it.get_input_details()[0]["shape"]) == [1, 1]
     assert list(it.get_input_details()[0]["shape_signature"]) == [-1, -1]
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    peer = litert.Interpreter(model_content=log_mel_like(),
+                              experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    assert list(peer.get_input_details()[0]["shape"]) == [1, 1]
+    assert list(peer.get_input_details()[0]["shape_signature"]) == [-1, -1]
+    with pytest.raises(RuntimeError, match="RESHAPE"):
+        peer.allocate_tensors()
+    peer.resize_tensor_input(0, [4, BINS], strict=True)  # as ours: the shape given, then it runs
+    peer.allocate_tensors()
+    assert list(peer.get_output_details()[0]["shape"]) == [1, 24]
 
 
 @pytest.mark.parametrize("given, needle", [
