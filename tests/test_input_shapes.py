@@ -242,3 +242,10 @@ def test_the_flag_is_on_every_command_and_not_twice():
         flags = [a for a in sub.choices[name]._actions if "--input-shape" in a.option_strings]
         assert len(flags) == 1, name
         assert flags[0].type is cli._shape_arg, name
+
+
+def test_an_unreadable_model_is_left_to_the_tool_unless_shapes_are_asked_for():
+    junk = b"\x00" * 64
+    assert shaped_model(junk) is junk
+    with pytest.raises(ModelError):
+        shaped_model(junk, {"x": (4, BINS)})
