@@ -510,13 +510,14 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
 
     check_memory(memory, auto=True)
     profile = target if isinstance(target, Profile) else load_profile(target)
-    model_path = shaped_model_path(model_path, input_shapes)
+    model_path = Path(model_path)
     method = profile.flash.get("method")
     if method not in FIRMWARE_FLASH_METHODS:
         raise DeviceError(f"profile {profile.name} flashes with {method!r}: `edge flash` builds firmware for "
                           f"microcontrollers (use `edge deploy` for Linux boards)")
     if method == "qemu":
         qemu_tcp_port(port)  # a bad --port is refused before the firmware is built
+    model_path = shaped_model_path(model_path, input_shapes)  # after the refusals that need no model
     if reuse and method == "qemu" and port is None:
         sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
         b = find_board(sha, profile.name)
