@@ -125,6 +125,16 @@ def _input_shapes(items) -> dict | tuple | None:
     return shapes
 
 
+def _input_shape_option(p) -> None:
+    """--input-shape NAME:D0,D1,... (repeatable): the one definition `edge convert` and the commands that run or
+    measure a model (run, bench, serve, check, flash, profile, export, deploy) share; parsed by _shape_arg and
+    _input_shapes, applied by the library (edge_sdk.model.input_shapes)."""
+    p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
+                   help="the shape of an input with dynamic (-1) dims in its shape signature; repeatable; a bare "
+                   "D0,D1,... for a one-input model (default: the model's static shape; a -1 dim without it is an "
+                   "error naming the input)")
+
+
 def _detection_options(args) -> dict | None:
     outputs = {k: (int(v) if v.isdigit() else v) for k, v in (("boxes", args.boxes), ("scores", args.scores)) if v}
     if args.scores and not args.boxes:
@@ -307,11 +317,13 @@ def _cmd_check(args) -> int:
         sys.stderr.write(f"edge check: error: --link builds microcontroller firmware; {profile.name} runs the "
                          "Python interpreter (no firmware to link)\n")
         return 2
-    result = check_model(args.model, profile, memory=args.memory)
+    input_shapes = _input_shapes(args.input_shape)
+    result = check_model(args.model, profile, memory=args.memory, input_shapes=input_shapes)
     if args.link:
+        from edge_sdk.model.input_shapes import shaped_model_path
         from edge_sdk.tools.flash import firmware_size
 
-        result.apply_link(firmware_size(args.model, profile))
+        result.apply_link(firmware_size(shaped_model_path(args.model, input_shapes), profile))
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -349,8 +361,11 @@ def _cmd_run(args) -> int:
         if not Path(p).is_file():
             raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
     check_labels_file(args.labels)
-    choice = choose_runtime(_model_bytes(args.model), args.backend, num_threads=args.threads)
-    results = run_inputs(args.model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
+    from edge_sdk.model.input_shapes import shaped_model_path
+
+    model = shaped_model_path(args.model, _input_shapes(args.input_shape))  # UsageError before the runtime is chosen
+    choice = choose_runtime(_model_bytes(model), args.backend, num_threads=args.threads)
+    results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
                          backend=choice.name)
     if args.json:
@@ -376,7 +391,8 @@ def _cmd_serve(args) -> int:
     try:
         serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
               max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
-              task=args.task, detection=detection, num_threads=args.threads, backend=args.backend)
+              task=args.task, detection=detection, num_threads=args.threads, backend=args.backend,
+              input_shapes=_input_shapes(args.input_shape))
     except KeyboardInterrupt:
         pass
     return 0
@@ -411,7 +427,8 @@ def _cmd_deploy(args) -> int:
     if not args.model:
         raise UsageError("edge deploy needs a MODEL (or --status)")
     kwargs = dict(target=args.target, offline=args.offline, system_site_packages=args.system_site_packages,
-                  build_c=not args.no_c_backend, ship_c="always" if args.ship_c_library else "auto", **conn)
+                  build_c=not args.no_c_backend, ship_c="always" if args.ship_c_library else "auto",
+                  input_shapes=_input_shapes(args.input_shape), **conn)
     if args.hosts:
         results = d.deploy_fleet(args.model, hosts, max_workers=args.jobs, **kwargs)
     else:
@@ -440,7 +457,7 @@ def _cmd_bench(args) -> int:
     report = bench(args.model, args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
                    remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
-                   plot=args.plot)
+                   plot=args.plot, input_shapes=_input_shapes(args.input_shape))
     if args.json:
         _print_json(report)
     else:
@@ -451,7 +468,8 @@ def _cmd_bench(args) -> int:
 def _cmd_flash(args) -> int:
     from edge_sdk.tools.flash import flash, format_flash
 
-    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir, memory=args.memory)
+    result = flash(args.model, args.target, port=args.port, build_dir=args.build_dir, memory=args.memory,
+                   input_shapes=_input_shapes(args.input_shape))
     try:
         if args.json:
             _print_json(result.to_dict())
@@ -470,7 +488,8 @@ def _cmd_flash(args) -> int:
 def _cmd_export(args) -> int:
     from edge_sdk.tools.export import export, format_export
 
-    result = export(args.model, args.target, args.format, args.output, memory=args.memory)
+    result = export(args.model, args.target, args.format, args.output, memory=args.memory,
+                    input_shapes=_input_shapes(args.input_shape))
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -505,7 +524,7 @@ def _cmd_profile(args) -> int:
 
     report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
                            seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir,
-                           memory=args.memory)
+                           memory=args.memory, input_shapes=_input_shapes(args.input_shape))
     for path, write in ((args.trace, write_trace), (args.csv, write_csv), (args.plot, write_plot)):
         if path:
             write(report, path)
@@ -653,6 +672,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", required=True, help="a profile name (see `edge targets`) or a path to a .toml")
     _memory_option(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    _input_shape_option(p)
     p.add_argument("--link", action="store_true",
                    help="C targets: also build and link the firmware (arm-none-eabi-gcc) for its real flash and RAM")
     p.set_defaults(func=_cmd_check)
@@ -692,6 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ship-c-library", action="store_true",
                    help="build the C library here for the device's CPU (cross-compiled for aarch64 / armv7l) and "
                         "ship it, even when the device has a compiler (default: only when it has none)")
+    _input_shape_option(p)
     p.add_argument("--jobs", type=_positive, default=8, help="hosts deployed at once with --hosts (default 8)")
     p.add_argument("--connect-timeout", type=_seconds, default=T.SSH_CONNECT_TIMEOUT,
                    help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
@@ -705,6 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=_threads_arg,
                    help="interpreter threads (litert; c: its conv / depthwise / FC fast paths)")
     _backend_option(p, litert=True)
+    _input_shape_option(p)
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     op_table_outputs(p)
     p.set_defaults(func=_cmd_bench)
@@ -728,6 +750,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run a model on image/WAV/.npy files: top-k labels and scores, or detections")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="image (JPEG/PNG/BMP), .wav or .npy files")
+    _input_shape_option(p)
     p.add_argument("--top-k", type=_non_negative, default=5, help="labels to show per input (default 5)")
     p.add_argument("--task", choices=["classify", "detect", "audio"], help="override the manifest / the guess")
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
@@ -746,6 +769,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-batch", type=_positive, default=1,
                    help="requests run as one batch at most (default 1; a model whose batch axis cannot be resized "
                    "serves one at a time, and says why at start-up)")
+    _input_shape_option(p)
     p.add_argument("--max-wait-ms", type=_float_above(0.0, inclusive=True), default=2.0,
                    help="how long a request waits for a batch (default 2)")
     p.add_argument("--instances", type=_positive, default=1, help="interpreter instances in worker threads (default 1)")
@@ -762,6 +786,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default=DEFAULT_FLASH_TARGET,
                    help=f"a microcontroller profile (default {DEFAULT_FLASH_TARGET}, the QEMU board)")
     p.add_argument("--port", help="QEMU: socket://127.0.0.1:PORT to listen on; silicon: the board's serial port")
+    _input_shape_option(p)
     p.add_argument("--build-dir", help="where the firmware is built (default: firmware/ in the cache folder: "
                    "$EDGE_CACHE_DIR, else $XDG_CACHE_HOME/edge-sdk, else ~/.cache/edge-sdk)")
     _memory_option(p)
@@ -775,6 +800,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", required=True, choices=("cmake", "make", "zephyr", "arduino"),
                    help="cmake: CMakeLists.txt (+ toolchain file); make: a Makefile; zephyr: a module; "
                         "arduino: a library")
+    _input_shape_option(p)
     p.add_argument("-o", "--output", required=True, help="the folder to write (new, or empty)")
     _memory_option(p, default="layer")
     p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
@@ -788,13 +814,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_board)
 
     p = sub.add_parser("profile", help="run a model on a device: per-op times, arena, outputs checked vs the host",
-                       description="Exit status: 0 when the device's outputs equal the host's bit for bit, 1 when "
-                       "they differ, 4 on a device or link error.")
+                       description="Exit status: 0 when the device's outputs equal the host's (integer outputs bit "
+                       "for bit, float outputs within a tolerance printed with the result), 1 when they differ, 4 on "
+                       "a device or link error.")
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("--target", required=True, help="the device's profile (qemu-mps2-an386: flashes QEMU if needed)")
     p.add_argument("--port", help="pyserial URL of the device (/dev/ttyACM0, socket://..., rfc2217://, faulty://...)")
     p.add_argument("--runs", type=_positive, default=10, help="inferences (default 10)")
     p.add_argument("--inputs", metavar="DATA", help="input data: .npy (one input) or .npz (default: seeded random)")
+    _input_shape_option(p)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--timeout", type=_seconds, default=T.SERIAL_ANSWER_TIMEOUT,
                    help=f"seconds to wait for each answer (default {T.SERIAL_ANSWER_TIMEOUT:g})")

@@ -176,3 +176,80 @@ def test_mismatch_names_output_op_and_count():
     from edge_sdk.tools.profile import _bits
 
     assert (_bits(f) != _bits(np.zeros(2, np.float32))).sum() == 1
+
+
+def _float_logistic_model(path):
+    """A float model ending in LOGISTIC (FULLY_CONNECTED 16 -> 8, then LOGISTIC): the board's expf and the host's
+    differ by ulps there (the issue's "1 of 1 elements differ", 4.77e-07)."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    rng = np.random.default_rng(11)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16), "FLOAT32")
+    w = g.constant("w", rng.standard_normal((8, 16)).astype(np.float32))
+    b = g.constant("b", rng.standard_normal(8).astype(np.float32))
+    h = g.tensor("h", (1, 8), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, w, b], [h])
+    y = g.tensor("y", (1, 8), "FLOAT32")
+    g.op("LOGISTIC", [h], [y])
+    g.output(y)
+    write_model(g.build(), path)
+    return path
+
+
+@needs_qemu
+def test_float_model_validates_on_the_qemu_board_within_the_printed_tolerance(state, tmp_path):
+    """Issue 23 point 4: a float model flashed to the QEMU board validates; the tolerance is printed with the
+    result and both figures are in --json."""
+    model = _float_logistic_model(tmp_path / "float_logistic.tflite")
+    code, out = _cli("profile", str(model), "--target", "qemu-mps2-an386", "--runs", "1", "--json")
+    assert code == 0, out
+    r = json.loads(out)
+    assert r["validated"] is True and r["mismatches"] == []
+    (f,) = r["float_outputs"]
+    assert f["output"] == 0 and f["tensor"] == "y" and f["within"] is True
+    assert f["tolerance"] == 1e-5  # LOGISTIC's outputs are <= 1: the tolerance is 1e-5 * max(1, max|host|)
+    assert f["max_abs_diff"] <= f["tolerance"] and f["bit_exact"] == (f["max_abs_diff"] == 0.0)
+    assert r["float_max_abs_diff"] == f["max_abs_diff"] and r["float_tolerance"] == f["tolerance"]
+    code, text = _cli("profile", str(model), "--target", "qemu-mps2-an386", "--runs", "1")  # the running board
+    assert code == 0, text
+    line = next(x for x in text.splitlines() if x.startswith("outputs: "))
+    if f["bit_exact"]:
+        assert line == "outputs: identical to the host interpreter (bit for bit)"
+    else:
+        assert line == (f"outputs: float outputs within {f['max_abs_diff']:.3g} (tolerance 1e-05) of the host "
+                        "interpreter")
+
+
+def test_float_outputs_compare_within_the_tolerance(tmp_path):
+    """compare_outputs: a float output a few ulps off passes and is recorded (integers stay bit for bit:
+    test_mismatch_names_output_op_and_count); past the tolerance, or a NaN where the host has a number, it is a
+    mismatch."""
+    from edge_sdk.model import read_model
+    from edge_sdk.tools.profile import validation_line
+
+    model = read_model(_float_logistic_model(tmp_path / "m.tflite"))
+    host = np.linspace(0, 1, 8, dtype=np.float32).reshape(1, 8)
+    near = host.copy()
+    near[0, 3] = np.nextafter(near[0, 3], np.float32(2))  # one ulp
+    near[0, 7] = np.float32(1.0) - np.float32(4.77e-7)
+    floats: list = []
+    assert compare_outputs([near], [host], model, floats) == []
+    (f,) = floats
+    assert f["within"] and not f["bit_exact"] and f["tolerance"] == 1e-5 and 4e-7 < f["max_abs_diff"] < 5e-7
+    r = {"outputs": [{}], "float_outputs": floats, "float_max_abs_diff": f["max_abs_diff"], "float_tolerance": 1e-5}
+    assert validation_line(r) == "outputs: float outputs within 4.77e-07 (tolerance 1e-05) of the host interpreter"
+    far = host.copy()
+    far[0, 2] += np.float32(1e-3)
+    (m,) = compare_outputs([far], [host], model)
+    assert m["differ"] == 1 and m["first_index"] == [0, 2] and "by more than 1e-05" in m["message"]
+    nan = host.copy()
+    nan[0, 0] = np.nan
+    assert compare_outputs([nan], [host], model)[0]["differ"] == 1
+    both_nan = host.copy()
+    both_nan[0, 0] = np.nan
+    assert compare_outputs([both_nan], [both_nan.copy()], model) == []
+    big = host * 1000  # the tolerance scales with the output's magnitude (ulps do)
+    floats = []
+    assert compare_outputs([big + np.float32(5e-3)], [big], model, floats) == [] and floats[0]["tolerance"] == 1e-2

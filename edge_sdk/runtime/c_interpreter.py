@@ -572,18 +572,38 @@ class CInterpreter(Interpreter, backend="c"):
 
     # ------------------------------------------------------------------ arena, plan, timing
     def plan_info(self) -> dict:
-        fields = (ctypes.c_int64 * 10)()
+        """The C plan's figures: n_tensors, n_scratch, tensor_total, lower_bound, head_total (tensors + scratch),
+        ordering, steps, arena_used, high_water, persistent (the arena's tail: structs, kernel data, variables and
+        packed weights), packed (of persistent: the fast paths' packed weight copies, edge_alloc_packed)."""
+        fields = (ctypes.c_int64 * 11)()
         self._lib.edge_host_plan_info(self._interp, fields)
         keys = ("n_tensors", "n_scratch", "tensor_total", "lower_bound", "head_total", "ordering", "steps",
-                "arena_used", "high_water", "persistent")
+                "arena_used", "high_water", "persistent", "packed")
         out = dict(zip(keys, (int(v) for v in fields)))
         out["ordering"] = _ORDERINGS[out["ordering"]]
         return out
 
     @property
     def arena_size(self) -> int | None:
-        """Bytes of the C arena in use (alignment padding + planned tensors and scratch + persistent data)."""
-        return self.plan_info()["arena_used"] if self._ready else None
+        """The model's arena (issue 23 point 5; the meaning Interpreter.arena_size and `edge check`'s arena_size
+        share): activations and scratch (the plan) + persistent state (the runtime's tensor/node structs, kernel
+        data, variables) + alignment padding, at the high water (init's planner working memory, when it exceeds
+        the plan, included: what the arena must hold), NOT the packed weight copies of the SIMD fast paths (a
+        copy of constant weights, a figure of its own: packed_weights_bytes; the buffer holds both). The Python
+        interpreter's figure is its tensor plan alone (its per-op state is Python objects, its variables live
+        outside the arena): this one is larger by the C runtime's structs, kernel data and scratch
+        (tests/test_arena_meaning.py states the difference to the byte). None before allocate_tensors."""
+        if not self._ready:
+            return None
+        info = self.plan_info()
+        return max(info["arena_used"], info["high_water"]) - info["packed"]
+
+    @property
+    def packed_weights_bytes(self) -> int | None:
+        """Bytes of the arena holding packed weight copies (the SIMD fast paths repack constant conv / depthwise /
+        fully-connected / batch-matmul weights at prepare); 0 on a build without them. None before
+        allocate_tensors."""
+        return self.plan_info()["packed"] if self._ready else None
 
     @property
     def memory_plan(self) -> str | None:

@@ -174,7 +174,8 @@ def _parse_run(out: str) -> tuple[dict, dict]:
         if parts[0] == "plan":
             figures.update({parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)})
         elif parts[:2] == ["arena", "used"]:
-            figures.update(arena_used=int(parts[2]), high_water=int(parts[4]), persistent=int(parts[6]))
+            figures.update(arena_used=int(parts[2]), high_water=int(parts[4]), persistent=int(parts[6]),
+                           packed=int(parts[8]) if len(parts) > 8 else 0)  # of persistent: packed weight copies
         elif parts[0] == "error":
             error = {parts[k]: int(parts[k + 1]) for k in range(1, len(parts) - 1, 2)}
     figures.pop("ordering", None)

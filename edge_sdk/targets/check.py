@@ -96,7 +96,12 @@ class CheckResult:
     backend: str  # the profile's preferred backend
     problems: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    arena_bytes: int | None = None
+    arena_bytes: int | None = None  # the RAM the arena buffer needs (compared with ram_budget): arena_size + packed
+    # the model's arena as Interpreter.arena_size / CInterpreter.arena_size mean it (issue 23 point 5):
+    # activations + scratch + persistent state, not the packed weight copies of the SIMD fast paths, which are
+    # packed_weights_bytes (measured on a 64-bit Linux C target; 0 elsewhere: no fast paths on a board)
+    arena_size: int | None = None
+    packed_weights_bytes: int = 0
     ram_budget: int = 0
     model_bytes: int = 0
     flash_budget: int = 0
@@ -159,6 +164,8 @@ class CheckResult:
             "runtime": self.runtime,
             "checked_by": self.checked_by,
             "arena_bytes": self.arena_bytes,
+            "arena_size": self.arena_size,
+            "packed_weights_bytes": self.packed_weights_bytes,
             "arena_estimate": self.ram_source.startswith("estimate"),
             "ram_source": self.ram_source,
             "ram": self.ram,
@@ -359,18 +366,26 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
 
 
 def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime: bool = True,
-                stack: bool = True) -> CheckResult:
+                stack: bool = True, input_shapes=None) -> CheckResult:
     """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
 
     ``c_runtime=False`` skips running the C runtime's prepare for a C target (the op table and an estimate
     answer, as on a machine without a C compiler); ``stack=False`` skips measuring the C runtime's stack;
     ``memory``: the arena plan asked for (edge_sdk.runtime.planner.MEMORY_PLANS: "layer", "inplace", "min"; or
-    None: auto)."""
+    None: auto). ``input_shapes`` (`--input-shape`): the inputs' shapes to judge it at
+    (edge_sdk.model.input_shapes.shaped_model); a file or bytes with a -1 beyond the batch axis and no shape is a
+    UsageError naming the input. A ``Model`` object is judged at its stored shapes unless shapes are given (the
+    converter checks the graph it just built, at the shapes it was given)."""
+    from edge_sdk.model.input_shapes import shaped_model
     from edge_sdk.runtime import planner
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
+    if input_shapes is not None or not isinstance(model_or_path, Model):
+        shaped = shaped_model(data, input_shapes)
+        if shaped is not data:
+            model, model_bytes, data = read_model(shaped), len(shaped), shaped
     digest = hashlib.sha256(data).hexdigest()
     nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))
     preferred = profile.preferred_backend
@@ -514,10 +529,11 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     if c_plan is not None and c_plan.ok:
         f = c_plan.figures
         result.arena_bytes = max(f["high_water"], f["arena_used"])
+        result.packed_weights_bytes = f.get("packed", 0)  # of the persistent part (edge_alloc_packed)
         result.ram = {"plan_bytes": f.get("head_total"), "tensor_bytes": f.get("tensor_total"),
                       "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
-                      "persistent_bytes": f.get("persistent"), "high_water": f["high_water"],
-                      "layout": c_plan.layout}
+                      "persistent_bytes": f.get("persistent"), "packed_weights_bytes": result.packed_weights_bytes,
+                      "high_water": f["high_water"], "layout": c_plan.layout}
         from edge_sdk.targets import c_check
 
         emulated = c_cpu if c_cpu in c_check.QEMU_AARCH64_CPUS else "max"
@@ -550,6 +566,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                                  "part and scratch are not counted)")
         else:
             result.ram_source = "the interpreter's arena plan (tensors)"
+    if result.arena_bytes is not None:
+        result.arena_size = result.arena_bytes - result.packed_weights_bytes
     if result.arena_bytes is not None and result.arena_bytes > profile.ram_arena_bytes:
         problems.append({
             "kind": "arena", "severity": "error", "value": result.arena_bytes, "limit": profile.ram_arena_bytes,
@@ -710,6 +728,10 @@ def format_check(result: CheckResult) -> str:
         lines.append(f"         = plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
                      f"{r.ram.get('scratch_bytes')}) + persistent {r.ram.get('persistent_bytes')} B (structs, kernel "
                      "data, resource variables; high water)")
+    if r.packed_weights_bytes and r.arena_size is not None:
+        lines.append(f"         = arena {r.arena_size} B (activations, scratch, persistent state: the figure "
+                     f"Interpreter.arena_size gives) + packed weight copies {r.packed_weights_bytes} B (the SIMD "
+                     "fast paths' repacked weights)")
     if r.ram_source:
         lines.append(f"         {r.ram_source}")
     if r.patch:

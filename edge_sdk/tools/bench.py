@@ -150,6 +150,14 @@ class _Runner:
         size = getattr(self.interp, "arena_size", None)
         return int(size) if isinstance(size, int) else None
 
+    def packed_weights_bytes(self) -> int | None:
+        """The C runtime's packed weight copies (not in arena_bytes, issue 23 point 5); 0 for the Python
+        interpreter (none), None for LiteRT (not known)."""
+        if self.backend == "python":
+            return 0
+        size = getattr(self.interp, "packed_weights_bytes", None)
+        return int(size) if isinstance(size, int) else None
+
 
 def _op_facts(interp) -> tuple[list, list]:
     """(MACs per node, shape per tensor) of subgraph 0 from an edge_sdk Interpreter ([] when it cannot say)."""
@@ -217,9 +225,12 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
 
 
 def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "auto",
-                  profile_runs: int | None = None, seed: int = 0) -> dict:
-    """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring)."""
+                  profile_runs: int | None = None, seed: int = 0, input_shapes=None) -> dict:
+    """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring).
+    ``input_shapes`` (`--input-shape`): benchmarked with its inputs at these shapes (edge_sdk.model.input_shapes;
+    a -1 beyond the batch axis without one is a UsageError)."""
     from edge_sdk import __version__
+    from edge_sdk.model.input_shapes import shaped_model
 
     if runs < 1:
         raise UsageError(f"--runs must be >= 1, not {runs}")
@@ -236,6 +247,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     else:
         content, name = Path(model).read_bytes(), Path(model).name
     read_ns = clock() - t0
+    content = shaped_model(content, input_shapes)
     if backend == "litert":
         choice = {"runtime": "litert", "runtime_reason": "--backend litert"}
     else:  # auto: the C runtime when it runs the model (edge_sdk.tools.run_backend); not part of init_us
@@ -283,7 +295,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         "profile_runs": n if prof is not None else 0,
         "op_profile": prof.to_dict() if prof is not None else None,
         "ops_note": note,
-        "arena_bytes": runner.arena_bytes(),
+        "arena_bytes": runner.arena_bytes(), "packed_weights_bytes": runner.packed_weights_bytes(),
         "peak_rss_bytes": peak_rss,
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -317,9 +329,14 @@ print(json.dumps({"base": base, "venv": os.path.exists(os.path.join(base, "venv"
 def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | None = None,
           backend: str = "auto", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
-          connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None) -> dict:
+          connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None,
+          input_shapes=None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
-    ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files)."""
+    ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files).
+    ``input_shapes`` (`--input-shape`): the model is shaped here (edge_sdk.model.input_shapes) and that copy
+    benchmarked (copied to the device when it runs there)."""
+    from edge_sdk.model.input_shapes import shaped_model, shaped_model_path
+
     if runs < 1:
         raise UsageError(f"--runs must be >= 1, not {runs}")
     if warmup < 0:
@@ -328,6 +345,10 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
         raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
         raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        model = shaped_model(bytes(model), input_shapes)
+    elif host is None or Path(model).is_file():  # a missing file: _bench names it as before
+        model = shaped_model_path(model, input_shapes)
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs)
@@ -427,7 +448,9 @@ def format_bench(report: dict) -> str:
         f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
         (f"latency:   {report['runs']} runs: mean {ms(lat['mean'])} ± {ms(lat['std'])}, p50 {ms(lat['p50'])}, "
          f"p90 {ms(lat['p90'])}, p99 {ms(lat['p99'])}, min {ms(lat['min'])}, max {ms(lat['max'])}"),
-        f"memory:    arena {size(report.get('arena_bytes'))}, peak RSS {size(report.get('peak_rss_bytes'))}",
+        f"memory:    arena {size(report.get('arena_bytes'))}"
+        + (f" + packed weights {size(report['packed_weights_bytes'])}" if report.get("packed_weights_bytes") else "")
+        + f", peak RSS {size(report.get('peak_rss_bytes'))}",
     ]
     ops = report.get("ops") or []
     if ops:

@@ -510,11 +510,15 @@ def deploy(
     copy_timeout: float | None = None,
     install_timeout: float = T.DEPLOY_INSTALL_TIMEOUT,
     wheel: str | Path | None = None,
+    input_shapes=None,
 ) -> DeployResult:
     """Deploy ``model`` and the runtime to one device (see the module docstring); raises DeviceError.
     ``ship_c``: "auto" (ship the C library built here when the device cannot build it), "always" (ship it
     even when the device has a compiler), "never" (build on the device or skip); ``build_c=False``: no C
-    library at all."""
+    library at all. ``input_shapes`` (`--input-shape`): the model is shipped with its inputs at these shapes
+    (edge_sdk.model.input_shapes.shaped_model_path; a -1 beyond the batch axis without one is a UsageError)."""
+    from edge_sdk.model.input_shapes import shaped_model_path
+
     if ship_c not in SHIP_C:
         raise ValueError(f"ship_c must be one of {', '.join(SHIP_C)}, not {ship_c!r}")
     start = time.monotonic()
@@ -525,6 +529,7 @@ def deploy(
         head = f.read(8)
     if len(head) < 8 or head[4:8] != b"TFL3":
         raise ModelError(f"{model}: not a .tflite model (no TFL3 identifier at byte 4)")
+    model = shaped_model_path(model, input_shapes)
     require_openssh()
     profile = _resolve_profile(target)
     conn = connection_for(host, identity=identity, accept_new_host_key=accept_new_host_key,
@@ -897,7 +902,10 @@ def status(host=None, *, target=None, identity=None, accept_new_host_key=False, 
 def deploy_fleet(model, hosts, *, max_workers: int = 8, **kwargs) -> list[DeployResult]:
     """``deploy`` to every host in parallel (at most ``max_workers`` at once). One host failing does not
     stop the others: its result has ``ok`` False and the error. Results are in the order of ``hosts``."""
+    from edge_sdk.model.input_shapes import shaped_model_path
+
     targets = [h if isinstance(h, SSHTarget) else SSHTarget.parse(str(h)) for h in hosts]
+    model = shaped_model_path(model, kwargs.pop("input_shapes", None))  # once, before the threads
     if "wheel" not in kwargs or kwargs["wheel"] is None:
         kwargs["wheel"] = build_wheel()  # once, before the threads
 

@@ -813,10 +813,13 @@ Only the kernels of this model's ops are included (src/kernels/); the op table i
 
 
 # ------------------------------------------------------------------------------------------------ export
-def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> ExportResult:
+def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_shapes=None) -> ExportResult:
     """Write the export folder ``out_dir`` (must not exist, or be empty) for ``model_path`` and the profile
-    ``target`` (name, path or Profile) in format ``fmt`` (one of FORMATS); see the module docstring."""
+    ``target`` (name, path or Profile) in format ``fmt`` (one of FORMATS); see the module docstring.
+    ``input_shapes`` (`--input-shape`): the model exported with its inputs at these shapes
+    (edge_sdk.model.input_shapes; a -1 beyond the batch axis without one is a UsageError)."""
     from edge_sdk.model import read_model
+    from edge_sdk.model.input_shapes import shaped_model_path
     from edge_sdk.targets.profiles import load_profile
 
     from edge_sdk.runtime.planner import MEMORY_PLANS, choose_plan
@@ -829,7 +832,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer") -> Expo
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise EdgeError(f"the output folder {out} exists and is not empty (give a new or empty folder)")
     profile = load_profile(target)
-    model_path = Path(model_path)
+    model_path = shaped_model_path(model_path, input_shapes)  # the file gen_ops and the builds read too
     data = model_path.read_bytes()
     model = read_model(data)
     sha = hashlib.sha256(data).hexdigest()

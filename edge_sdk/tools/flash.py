@@ -497,10 +497,13 @@ def flash_command(profile, elf, port: str | None = None) -> list[str]:
 
 
 def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bool = False,
-          memory: str | None = None) -> FlashResult:
+          memory: str | None = None, input_shapes=None) -> FlashResult:
     """Build the firmware for ``model_path`` and the profile ``target`` (name, path or Profile), check the fit,
     then flash it (see the module docstring). With ``reuse`` a running QEMU board with the same model and
-    profile is returned instead of starting another."""
+    profile is returned instead of starting another. ``input_shapes`` (`--input-shape`): the firmware embeds
+    the model with its inputs at these shapes (edge_sdk.model.input_shapes.shaped_model_path; a -1 beyond the
+    batch axis without one is a UsageError)."""
+    from edge_sdk.model.input_shapes import shaped_model_path
     from edge_sdk.targets.profiles import Profile, load_profile
 
     from edge_sdk.runtime.planner import check_memory
@@ -514,6 +517,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                           f"microcontrollers (use `edge deploy` for Linux boards)")
     if method == "qemu":
         qemu_tcp_port(port)  # a bad --port is refused before the firmware is built
+    model_path = shaped_model_path(model_path, input_shapes)  # after the refusals that need no model
     if reuse and method == "qemu" and port is None:
         sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
         b = find_board(sha, profile.name)

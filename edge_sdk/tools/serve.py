@@ -187,7 +187,8 @@ class Server:
                  max_request_bytes: int = 16 << 20, max_connections: int = 64,
                  request_timeout_s: float = T.SERVE_REQUEST_TIMEOUT,
                  socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None,
-                 detection: dict | None = None, num_threads: int | None = None, backend: str = "auto"):
+                 detection: dict | None = None, num_threads: int | None = None, backend: str = "auto",
+                 input_shapes=None):
         for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
                             ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
             if not isinstance(v, (int, np.integer)) or v < lo:
@@ -199,7 +200,11 @@ class Server:
         from edge_sdk.tasks.pipeline import check_labels_file
 
         check_labels_file(labels)
+        from edge_sdk.model.input_shapes import shaped_model
+
         self.content, self.name = _model_bytes(model)
+        # `--input-shape`: served at these input shapes (a -1 beyond the batch axis without one: UsageError)
+        self.content = shaped_model(self.content, input_shapes)
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
         self.instances = int(instances)

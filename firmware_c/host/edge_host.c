@@ -63,6 +63,7 @@ void edge_host_plan_info(const edge_interp_t *it, int64_t *fields) {
     fields[7] = (int64_t)edge_arena_used(it);
     fields[8] = (int64_t)edge_arena_high_water(it);
     fields[9] = (int64_t)it->tail_used;
+    fields[10] = (int64_t)it->packed_used;
 }
 
 int32_t edge_host_trace(const edge_interp_t *it, uint32_t k, int32_t *subgraph, int32_t *node, int32_t *op,

@@ -10,7 +10,8 @@ int32_t edge_host_tensor(edge_interp_t *it, int32_t kind, int32_t i, void **data
                          int32_t *rank, int32_t *dims, int32_t max_rank, float *scale, int32_t *zero_point);
 /* fields: status, subgraph, node, tensor, op_code, op_version, offset, required, given, required_exact */
 void edge_host_error(const edge_interp_t *it, int64_t *fields, char *msg, size_t len);
-/* fields: n_tensors, n_scratch, tensor_total, lower_bound, head_total, ordering, steps, used, high_water, tail */
+/* fields: n_tensors, n_scratch, tensor_total, lower_bound, head_total, ordering, steps, used, high_water, tail,
+ * packed (of tail: the fast paths' packed weight copies) */
 void edge_host_plan_info(const edge_interp_t *it, int64_t *fields);
 int32_t edge_host_trace(const edge_interp_t *it, uint32_t k, int32_t *subgraph, int32_t *node, int32_t *op,
                         uint32_t *ticks);

@@ -117,8 +117,8 @@ static void print_plan(const edge_interp_t *it) {
     printf("plan tensor_total %lld lower_bound %lld head_total %lld ordering %d steps %d\n",
            (long long)it->plan.tensor_total, (long long)it->plan.lower_bound, (long long)it->plan.head_total,
            it->plan.ordering, it->plan.steps);
-    printf("arena used %zu high_water %zu persistent %zu\n", edge_arena_used(it), edge_arena_high_water(it),
-           it->tail_used);
+    printf("arena used %zu high_water %zu persistent %zu packed %zu\n", edge_arena_used(it),
+           edge_arena_high_water(it), it->tail_used, it->packed_used);
 }
 
 static int fuzz(const char *path, size_t arena_len) {

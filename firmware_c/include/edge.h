@@ -202,6 +202,7 @@ typedef struct edge_interp {
     uint8_t *base;              /* arena rounded up to 16 */
     size_t base_len;
     size_t tail_used;           /* persistent bytes at the end of the arena */
+    size_t packed_used;         /* of tail_used: the SIMD paths' packed weight copies (edge_alloc_packed) */
     size_t head_used;           /* planned bytes at the start (tensors + scratch) */
     size_t high_water;          /* most bytes in use at once, init's temporary planner memory included */
     edge_plan_info_t plan;

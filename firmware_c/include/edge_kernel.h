@@ -196,6 +196,9 @@ static inline edge_tensor_t *edge_out(const edge_ctx_t *ctx, const edge_node_t *
 /* Persistent bytes from the arena's end, 8-aligned, zeroed; NULL when the arena is exhausted (return
  * EDGE_ARENA_TOO_SMALL then: the interpreter has recorded the shortfall). */
 void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes);
+/* The same, for a copy of constant weights repacked for a fast path (counted apart: edge_interp_t.packed_used,
+ * reported as its own figure, not as the model's arena) */
+void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes);
 
 /* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
  * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during

@@ -1754,6 +1754,12 @@ static edge_status_t plan_arena(edge_interp_t *it) {
 
 void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes) { return tail_alloc(ctx->interp, bytes); }
 
+void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes) {
+    void *p = tail_alloc(ctx->interp, bytes);
+    if (p) ctx->interp->packed_used += (size_t)align_persist((int64_t)bytes);
+    return p;
+}
+
 int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {
     edge_interp_t *it = ctx->interp;
     int32_t k;

@@ -52,7 +52,7 @@ static edge_status_t bmm_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, bmm_da
         d->simd = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd * (size_t)nr);
         if (!d->simd) return EDGE_ARENA_TOO_SMALL;
         for (i = 0; i < nr; i++) {
-            void *packed = edge_alloc_persistent(ctx, bytes);
+            void *packed = edge_alloc_packed(ctx, bytes);
             if (!packed) return EDGE_ARENA_TOO_SMALL;
             bmm_pack(d, &d->simd[i], level, (const float *)r->data + (int64_t)i * per, packed);
         }

@@ -88,7 +88,7 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     if (d->rq_generic || !conv_simd_int8(d, w, bias)) return EDGE_OK;
     bytes = edge_simd_qgemm_bytes(level, d->o, d->k);
     d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
-    packed = edge_alloc_persistent(ctx, bytes);
+    packed = edge_alloc_packed(ctx, bytes);
     if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
     edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, d->o, d->k, d->k, 1,
                          bias ? (const int32_t *)bias->data : 0, d->input_offset, &d->rq[0].mul, 2, &d->rq[0].rnd, 2,
@@ -128,7 +128,7 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
     d->fsimd->pack_scratch = -1;
     d->geo.fast = CONV_FAST_GEMM;
     if (constant) {
-        void *packed = edge_alloc_persistent(ctx, bytes);
+        void *packed = edge_alloc_packed(ctx, bytes);
         if (!packed) return EDGE_ARENA_TOO_SMALL;
         edge_simd_sgemm_pack(d->fsimd, level, (const float *)w->data, d->o, d->k, d->k, 1,
                              bias ? (const float *)bias->data : 0, flo, fhi, packed);

@@ -91,7 +91,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
         void *packed;
         if (!bytes) return EDGE_OK;
         d->simd_g = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd_g);
-        packed = edge_alloc_persistent(ctx, bytes);
+        packed = edge_alloc_packed(ctx, bytes);
         if (!d->simd_g || !packed) return EDGE_ARENA_TOO_SMALL;
         edge_simd_qgemm_pack(d->simd_g, level, (const int8_t *)w->data, oc, taps, 1, oc, d->simd_q, d->input_offset,
                              d->simd_q + oc, 1, d->simd_q + 2 * oc, 1, d->output_offset, d->lo, d->hi, packed);
@@ -102,7 +102,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
         return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
                                     &d->simd_scratch);
     }
-    d->simd_w = (int16_t *)edge_alloc_persistent(ctx, sizeof(int16_t) * (size_t)taps * (size_t)oc);
+    d->simd_w = (int16_t *)edge_alloc_packed(ctx, sizeof(int16_t) * (size_t)taps * (size_t)oc);
     if (!d->simd_w) return EDGE_ARENA_TOO_SMALL;
     for (i = 0; i < taps * oc; i++) { /* tap t, output channel o = ic * m + j -> [j, t, ic] */
         const int32_t t = i / oc, o = i % oc;

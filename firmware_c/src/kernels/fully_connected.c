@@ -96,7 +96,7 @@ static edge_status_t fc_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, fc_
     d->fsimd->pack_scratch = -1;
     d->simd_threads = edge_simd_threads();
     if (w->is_const && (!bias || bias->is_const)) {
-        void *packed = edge_alloc_persistent(ctx, bytes);
+        void *packed = edge_alloc_packed(ctx, bytes);
         if (!packed) return EDGE_ARENA_TOO_SMALL;
         edge_simd_sgemm_pack(d->fsimd, level, (const float *)w->data, d->units, d->depth, d->depth, 1,
                              bias ? (const float *)bias->data : 0, d->flo, d->fhi, packed);
@@ -234,7 +234,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
             d->simd = 0;
             if (level && bytes && w->is_const && (!bias || bias->is_const)) {
                 d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
-                packed = edge_alloc_persistent(ctx, bytes);
+                packed = edge_alloc_packed(ctx, bytes);
                 if (!d->simd || !packed) return EDGE_ARENA_TOO_SMALL;
                 edge_simd_qgemm_pack(d->simd, level, (const int8_t *)w->data, units, depth, depth, 1,
                                      bias ? (const int32_t *)bias->data : 0, d->input_offset,

@@ -1,0 +1,173 @@
+"""Input shapes a tool runs a model at: ``--input-shape NAME:D0,D1,...`` (issue 23 point 3).
+
+    data = shaped_model(data, {"x": (1, 49, 40)})    # bytes with input x at [1, 49, 40] (static from now on)
+    data = shaped_model(data, None)                  # unchanged; UsageError when an input's signature has -1
+    path = shaped_model_path("fe.tflite", {"x": (1, 400)})   # the same, as a file the tools can hand on
+
+A .tflite input may declare unknown sizes: its ``shape_signature`` holds -1 there and its stored ``shape`` a
+placeholder (often 1). LiteRT's Interpreter allocates at the stored shape, and so does ours (the Python API keeps
+that). The command line tools do not guess: a -1 without a given shape stops before anything runs, naming the
+input, its signature and the flag, instead of a kernel error at the placeholder shape. One exception, the
+convention of TF / Keras exports and of `edge convert` (a dynamic batch alone becomes 1): a -1 in the leading
+(batch) axis of an input of rank >= 2 runs at its stored size (hello_world's [-1, 1] at [1, 1]); every other -1
+(a time, length or image axis, whose stored size is only a placeholder) needs its shape.
+
+``input_shapes``: ``{name: shape}`` or one bare shape for a one-input model (``cli._input_shapes`` builds it from
+the flags). A name is an input tensor's name or its SignatureDef name (subgraph 0's signature). A given shape must
+keep the signature's rank and every dimension the signature fixes (-1 dims are free). The result sets the input's
+shape and its shape_signature to the shape given (a static model: the C runtime's loader, a board's firmware and
+`edge check` all see it as the shape to run). Misuse raises UsageError (the CLI's exit 2) naming the flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from pathlib import Path
+
+from edge_sdk.errors import UsageError
+
+FLAG = "--input-shape"
+
+
+def _dims(shape) -> str:
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def _input_names(model) -> list[tuple[int, str, set[str]]]:
+    """(tensor index, the name to print, every name that selects it) for each input of subgraph 0: its tensor
+    name, and its SignatureDef name when subgraph 0 has a signature (printed first: it is what users see)."""
+    sg = model.subgraphs[0]
+    by_tensor: dict[int, str] = {}
+    for sig in model.signature_defs or []:
+        if sig.subgraph_index == 0:
+            for name, t in sig.inputs.items():
+                by_tensor.setdefault(t, name)
+    out = []
+    for t in sg.inputs:
+        tensor_name = sg.tensors[t].name
+        shown = by_tensor.get(t, tensor_name)
+        out.append((t, shown, {tensor_name, shown}))
+    return out
+
+
+def _signature(tensor) -> tuple[int, ...]:
+    return tuple(tensor.shape_signature) if tensor.shape_signature is not None else tuple(tensor.shape)
+
+
+def _needs_shape(sig) -> bool:
+    """A -1 the stored shape cannot stand for: any but a leading batch axis of a rank >= 2 input."""
+    return any(d < 0 for i, d in enumerate(sig) if i > 0 or len(sig) < 2)
+
+
+def dynamic_inputs(model) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
+    """(name, shape signature, stored shape) of every subgraph-0 input that needs a given shape (a -1 beyond the
+    batch axis: module docstring)."""
+    sg = model.subgraphs[0]
+    return [(shown, _signature(sg.tensors[t]), tuple(sg.tensors[t].shape))
+            for t, shown, _ in _input_names(model) if _needs_shape(_signature(sg.tensors[t]))]
+
+
+def _example(name: str, sig) -> str:
+    return f"{name}:" + ",".join(f"D{i}" for i in range(len(sig)))
+
+
+def _resolve(model, input_shapes, flag: str) -> dict[int, tuple[int, ...]]:
+    """{input tensor index: shape} from ``input_shapes``, every name and shape checked against the model."""
+    inputs = _input_names(model)
+    shown = ", ".join(n for _, n, _ in inputs) or "none"
+    if isinstance(input_shapes, dict):
+        given = dict(input_shapes)
+    else:
+        if len(inputs) != 1:
+            raise UsageError(f"{flag}: a bare shape (no NAME:) is for a one-input model; this one has inputs {shown}")
+        given = {inputs[0][1]: input_shapes}
+    out: dict[int, tuple[int, ...]] = {}
+    sg = model.subgraphs[0]
+    for name, shape in given.items():
+        match = [(t, n) for t, n, names in inputs if name in names]
+        if not match:
+            raise UsageError(f"{flag}: the model has no input '{name}' (inputs: {shown})")
+        t, n = match[0]
+        try:
+            dims = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise UsageError(f"{flag}: input '{n}': {shape!r} is not a list of integers") from None
+        if not dims or any(d < 1 for d in dims):
+            raise UsageError(f"{flag}: input '{n}': dims must be positive integers, not {list(dims)}")
+        sig = _signature(sg.tensors[t])
+        if len(sig) != len(dims):
+            raise UsageError(f"{flag}: input '{n}' has shape signature {_dims(sig)} (rank {len(sig)}); "
+                             f"{_dims(dims)} has rank {len(dims)}")
+        fixed = [i for i, (s, d) in enumerate(zip(sig, dims)) if s >= 0 and s != d]
+        if fixed:
+            i = fixed[0]
+            raise UsageError(f"{flag}: input '{n}' has shape signature {_dims(sig)}: dim {i} is fixed at {sig[i]}, "
+                             f"not {dims[i]} (only -1 dims can be given)")
+        if t in out:
+            raise UsageError(f"{flag}: input '{n}' given twice")
+        out[t] = dims
+    return out
+
+
+def require_static_inputs(model, given: set[int] = frozenset(), flag: str = FLAG) -> None:
+    """UsageError naming the first input (not in ``given``) whose shape signature has a -1 that needs a shape
+    (beyond the batch axis), its signature, the stored shape and the flag that sets it."""
+    sg = model.subgraphs[0]
+    for t, shown, _ in _input_names(model):
+        sig = _signature(sg.tensors[t])
+        if t not in given and _needs_shape(sig):
+            raise UsageError(f"input '{shown}' has shape signature {_dims(sig)} (stored {_dims(sg.tensors[t].shape)})"
+                             f": give its shape with {flag} {_example(shown, sig)}")
+
+
+def shaped_model(data: bytes, input_shapes=None, flag: str = FLAG) -> bytes:
+    """``data`` (.tflite bytes) with the inputs at ``input_shapes`` (module docstring); unchanged when none is
+    given and every input is static. UsageError for misuse, or for an input with a -1 left without a shape."""
+    from edge_sdk.errors import ModelError
+    from edge_sdk.model import read_model, write_model
+
+    try:
+        model = read_model(data)
+    except ModelError:
+        if input_shapes:
+            raise
+        return data  # nothing asked: the tool reports the unreadable model its own way, as before
+    if not model.subgraphs:
+        if input_shapes:
+            raise UsageError(f"{flag}: the model has no subgraph (no inputs)")
+        return data
+    shapes = _resolve(model, input_shapes, flag) if input_shapes else {}
+    require_static_inputs(model, set(shapes), flag)
+    sg = model.subgraphs[0]
+    shapes = {t: s for t, s in shapes.items()
+              if s != tuple(sg.tensors[t].shape) or s != _signature(sg.tensors[t])}
+    if not shapes:
+        return data
+    sg = dataclasses.replace(sg, tensors=list(sg.tensors))
+    for t, shape in shapes.items():
+        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape, shape_signature=shape)
+    return write_model(dataclasses.replace(model, subgraphs=[sg] + list(model.subgraphs[1:])))
+
+
+def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
+    """``path`` itself when shaped_model leaves its bytes as they are; else the shaped model written once to
+    ``<cache>/shaped/<sha256[:16]>/<the same file name>`` (the name the tools print and ship stays the model's)."""
+    from edge_sdk.resources import cache_dir
+
+    path = Path(path)
+    data = path.read_bytes()
+    shaped = shaped_model(data, input_shapes, flag)
+    if shaped is data:
+        return path
+    folder = cache_dir() / "shaped" / hashlib.sha256(shaped).hexdigest()[:16]
+    out = folder / path.name
+    if not out.is_file() or out.read_bytes() != shaped:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{path.name}.tmp"
+        tmp.write_bytes(shaped)
+        tmp.replace(out)
+    return out
+
+
+__all__ = ["FLAG", "dynamic_inputs", "require_static_inputs", "shaped_model", "shaped_model_path"]

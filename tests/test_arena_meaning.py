@@ -1,0 +1,133 @@
+"""One meaning of arena_size (issue 23 point 5): activations + scratch + persistent state, the same for
+Interpreter (python), CInterpreter and `edge check`; the SIMD fast paths' packed weight copies are their own
+figure (packed_weights_bytes), not part of it.
+
+The issue measured 223,008 B for CInterpreter.arena_size against 12,288 B from the Python interpreter: the C
+figure held the packed weight copies. What still separates the two backends is stated here to the byte: the
+C runtime's tensor/node structs and kernel data (its persistent part less the packed copies), its kernels'
+scratch and the arena's 16-byte alignment; the tensor plan itself is the same plan."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk.runtime.interpreter import Interpreter
+from tests.conftest import needs_c_runtime
+from tests.oprunner import T, op_model
+from tests.simd_common import build_backend, simd_levels
+
+pytestmark = needs_c_runtime
+
+
+def float_model() -> bytes:
+    """A float CONV_2D 3x3 (32 -> 64 channels on 10x10) then LOGISTIC: the float GEMM fast path packs its
+    64 * 3 * 3 * 32 filter (73,728 bytes) at prepare."""
+    rng = np.random.default_rng(12)
+    w = T((64, 3, 3, 32), "FLOAT32", data=rng.standard_normal((64, 3, 3, 32)).astype(np.float32))
+    return op_model("CONV_2D", [T((1, 10, 10, 32), "FLOAT32"), w, None], [T((1, 10, 10, 64), "FLOAT32")],
+                    options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                             "dilation_w_factor": 1})
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return build_backend()
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    yield from simd_levels(backend)
+
+
+def _c(backend, data: bytes):
+    it = backend.CInterpreter(model_content=data)
+    it.allocate_tensors()
+    return it
+
+
+def test_python_and_c_arena_size_differ_only_by_the_c_runtimes_own_state(backend, levels):
+    data = float_model()
+    py = Interpreter(model_content=data)
+    py.allocate_tensors()
+    c = _c(backend, data)
+    info = c.plan_info()
+    packed = c.packed_weights_bytes
+    assert packed == info["packed"] and 0 <= packed <= info["persistent"]
+    _, lv = levels
+    if lv:  # a CPU with a fast path here: the float filter was packed
+        assert packed >= 4 * 64 * 3 * 3 * 32
+    # the same tensor plan
+    assert info["tensor_total"] == py.arena_size
+    # C = that plan + its kernels' scratch + its persistent state (structs, kernel data) + alignment, at the
+    # high water; the packed copies are not in it
+    need = max(info["arena_used"], info["high_water"])
+    assert c.arena_size == need - packed
+    pad = info["arena_used"] - info["head_total"] - info["persistent"]
+    assert 0 <= pad < 16
+    own_state = (info["head_total"] - info["tensor_total"]) + (info["persistent"] - packed) + pad
+    if info["high_water"] <= info["arena_used"]:
+        assert c.arena_size == py.arena_size + own_state
+    assert info["persistent"] - packed < 4096  # structs and kernel data: small next to the packed filter
+
+
+def test_packed_copies_leave_arena_size_as_the_portable_kernels_have_it(backend, levels):
+    """At the top SIMD level the buffer grows by the packed filter, arena_size does not: it stays within the fast
+    path's own scratch and kernel data of the portable build's (level 0, nothing packed)."""
+    lib, lv = levels
+    if not lv:
+        pytest.skip("this CPU runs no SIMD fast path: nothing is packed")
+    data = float_model()
+    figures = {}
+    for level in (0, lv[-1]):
+        lib.edge_simd_set(level)
+        try:
+            c = _c(backend, data)
+            figures[level] = (c.arena_size, c.packed_weights_bytes, c.plan_info())
+        finally:
+            lib.edge_simd_set(-1)
+    (size0, packed0, _), (size1, packed1, info1) = figures[0], figures[lv[-1]]
+    assert packed0 == 0 and packed1 >= 4 * 64 * 3 * 3 * 32
+    # what the fast path adds besides the packed copy: its scratch (head) and its small kernel data
+    extra = info1["head_total"] - info1["tensor_total"] + 4096
+    assert size0 - 4096 <= size1 <= size0 + extra < size0 + packed1
+
+
+def test_edge_check_reports_the_same_arena_size_and_the_packed_figure_apart(backend, tmp_path, capsys):
+    """A C-runtime profile for this machine's Linux (the host library, fast paths in): check's arena_size is
+    CInterpreter.arena_size to the byte, packed_weights_bytes its packed figure, and arena_bytes (the buffer,
+    compared with the RAM budget) their sum; the text says so in one line."""
+    import json
+
+    from edge_sdk import cli
+    from edge_sdk.targets import c_check
+    from edge_sdk.targets.check import check_model
+    from edge_sdk.targets.profiles import load_profile
+
+    if c_check.host_arch() != "x86_64":
+        pytest.skip("host-linux.toml says x86_64")
+    profile_path = tmp_path / "host-linux-c.toml"
+    profile_path.write_text('extends = "host-linux"\nruntime = "c"\n')
+    profile = load_profile(str(profile_path))
+    data = float_model()
+    c = _c(backend, data)
+    r = check_model(data, profile, stack=False)
+    assert r.ram["layout"] == c_check.LINUX_HOST
+    assert r.arena_size == c.arena_size
+    assert r.packed_weights_bytes == c.packed_weights_bytes == r.ram["packed_weights_bytes"]
+    assert r.arena_bytes == r.arena_size + r.packed_weights_bytes
+    d = r.to_dict()
+    assert (d["arena_size"], d["packed_weights_bytes"]) == (c.arena_size, c.packed_weights_bytes)
+    model = tmp_path / "conv.tflite"
+    model.write_bytes(data)
+    assert cli.main(["check", str(model), "--target", str(profile_path)]) == 0
+    text = capsys.readouterr().out
+    if c.packed_weights_bytes:
+        assert (f"= arena {c.arena_size} B (activations, scratch, persistent state: the figure "
+                f"Interpreter.arena_size gives) + packed weight copies {c.packed_weights_bytes} B") in text
+    # a Python-interpreter profile: the interpreter's plan, nothing packed
+    py = check_model(data, "host-linux", stack=False)
+    assert py.runtime == "python"
+    it = Interpreter(model_content=data)
+    it.allocate_tensors()
+    assert py.arena_size == py.arena_bytes == it.arena_size and py.packed_weights_bytes == 0
