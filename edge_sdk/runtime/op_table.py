@@ -457,6 +457,18 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 3)),
     OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
     OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
+    # recurrent ops beside the sequence LSTM, and the sparse embedding lookup (issue 23 point 1: rnn.py, lookup.py)
+    OpRow("RNN",                          "rnn:prepare_rnn",                  1,
+          weights=(1, None, None)),
+    OpRow("UNIDIRECTIONAL_SEQUENCE_RNN",  "rnn:prepare_unidirectional_sequence_rnn", 1,
+          weights=(1, None, None), options='SequenceRNNOptions'),
+    OpRow("BIDIRECTIONAL_SEQUENCE_RNN",   "rnn:prepare_bidirectional_sequence_rnn", 1,
+          weights=(1, None, None)),
+    OpRow("LSTM",                         "rnn:prepare_lstm",                 2,
+          weights=(1, None, None)),
+    OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 1,
+          weights=(1, None, None)),
+    OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
     OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
@@ -466,7 +478,6 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("RANDOM_UNIFORM", None, 0, random=True, options='RandomOptions'),
     OpRow("RANDOM_STANDARD_NORMAL", None, 0, random=True, options='RandomOptions'),
     OpRow("MULTINOMIAL", None, 0, random=True, options='RandomOptions'),
-    OpRow("UNIDIRECTIONAL_SEQUENCE_RNN", None, 0, options='SequenceRNNOptions'),
 )
 # fmt: on
 

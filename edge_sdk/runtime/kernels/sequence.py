@@ -730,14 +730,32 @@ def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
 
 
 def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
+    cell = lstm_float_cell([node.inputs[i].data for i in _IN_W], [node.inputs[i].data for i in _REC_W],
+                           [node.inputs[i].data for i in _BIAS], steps, batch, n_state, act, cell_clip)
+
+    def run(inputs, outputs):
+        xs = inputs[0]
+        seq = xs if time_major else xs.transpose(1, 0, 2)
+        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
+        cell(seq, inputs[18].reshape(batch, n_state), inputs[19].reshape(batch, n_state), out)
+
+    return run
+
+
+def lstm_float_cell(w_in, w_rec, bias, steps, batch, n_state, act, cell_clip):
+    """The float32 LSTM over ``steps`` time steps, shared by every float LSTM op (UNIDIRECTIONAL_SEQUENCE_LSTM here;
+    LSTM and BIDIRECTIONAL_SEQUENCE_LSTM in rnn.py): gate weights and biases in the order input, forget, cell,
+    output (w_in 4 x (S, I), w_rec 4 x (S, S), bias 4 x (S,)); ``act`` the cell gate's ("TANH" or "SIGMOID").
+
+    Returns ``cell(seq, h, c, out)``: seq (T, B, I) and out (T, B, S) views in the order the steps run (a reversed
+    view runs backwards), h and c (B, S) the state, read before the first step and written after the last.
+    """
     S, T, B = n_state, steps, batch
     # gate columns input, forget, output, cell: the three sigmoid gates side by side
     order = (0, 1, 3, 2)
-    w_in_t = np.ascontiguousarray(
-        np.concatenate([node.inputs[_IN_W[g]].data for g in order], axis=0).astype(np.float32).T)
-    w_rec_t = np.ascontiguousarray(
-        np.concatenate([node.inputs[_REC_W[g]].data for g in order], axis=0).astype(np.float32).T)
-    bias = np.concatenate([node.inputs[_BIAS[g]].data for g in order]).astype(np.float32)
+    w_in_t = np.ascontiguousarray(np.concatenate([w_in[g] for g in order], axis=0).astype(np.float32).T)
+    w_rec_t = np.ascontiguousarray(np.concatenate([w_rec[g] for g in order], axis=0).astype(np.float32).T)
+    bias = np.concatenate([bias[g] for g in order]).astype(np.float32)
     n_sig = 3 * S if act == "TANH" else 4 * S
     clip = _F32(cell_clip) if cell_clip > 0 else None
     hs = np.zeros((T + 1, B, S), np.float32)  # hidden state before each step, then the outputs
@@ -752,12 +770,10 @@ def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
     one, lower = _F32(1), _F32(-9)
     dot, add, multiply, negative, exp, reciprocal = np.dot, np.add, np.multiply, np.negative, np.exp, np.reciprocal
 
-    def run(inputs, outputs):
-        xs = inputs[0]
-        seq = xs if time_major else xs.transpose(1, 0, 2)
+    def cell(seq, h_state, c_state, out):
         pre = (seq.reshape(T * B, -1) @ w_in_t + bias).reshape(T, B, 4 * S)
-        hs[0] = inputs[18].reshape(B, S)
-        c[...] = inputs[19].reshape(B, S)
+        hs[0] = h_state
+        c[...] = c_state
         for (h_prev, h_next), pre_t in zip(views, pre):
             dot(h_prev, w_rec_t, out=g)
             add(g, pre_t, out=g)
@@ -778,12 +794,11 @@ def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
                 np.maximum(c, -clip, out=c)
             np.tanh(c, out=tmp)
             multiply(tmp, o_g, out=h_next)
-        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
         out[...] = hs[1:]
-        inputs[18].reshape(B, S)[...] = hs[T]
-        inputs[19].reshape(B, S)[...] = c
+        h_state[...] = hs[T]
+        c_state[...] = c
 
-    return run
+    return cell
 
 
 def macs_unidirectional_sequence_lstm(node: Node) -> int:

@@ -1,0 +1,206 @@
+"""RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, LSTM (full and basic kernel types),
+BIDIRECTIONAL_SEQUENCE_LSTM and EMBEDDING_LOOKUP_SPARSE on both runtimes (the ``runtime`` grid: rnn.py / lookup.py
+and firmware_c's rnn.c / lstm.c / embedding_lookup_sparse.c) against LiteRT's reference kernels (TFLM has none of
+these ops). Float32, within 1e-4 of the reference's range.
+
+The ops with state (variable tensors: the hidden state, the LSTM's cell state) run 1 and 3 invokes in a row with the
+same input, as LiteRT keeps the state across invokes: the third invoke's output differs from the first only through
+the carried state, and reset_all_variables must give the first invoke's result again (tests.oprunner.run_invokes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.oprunner import T, op_model, peer_outputs, refused_on, run_invokes
+
+RNG = np.random.default_rng(23)
+B, I, U, STEPS = 2, 3, 4, 5
+
+
+def f32(*shape, scale=0.6):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def near(ours, ref, what):
+    """Same shapes and dtypes, values within 1e-4 of the reference's range."""
+    assert len(ours) == len(ref), what
+    for k, (a, b) in enumerate(zip(ours, ref)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, k, a.shape, a.dtype, b.shape, b.dtype)
+        span = float(np.max(np.abs(b))) if b.size else 0.0
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-4 * max(span, 1e-3), err_msg=f"{what}: output {k}")
+
+
+def check_invokes(runtime, model, feeds, counts=(1, 3)):
+    """``runtime`` after each count of invokes against LiteRT's reference kernels after as many; the outputs of the
+    last count (which must differ from the first's where state carries)."""
+    outs = {}
+    for k in counts:
+        outs[k] = run_invokes(runtime, model, feeds, k, check_reset=k > 1)
+        near(outs[k], peer_outputs(model, feeds, "litert", isolate=True, invocations=k), f"{runtime} x{k} vs litert")
+    return outs
+
+
+def carried(outs) -> None:
+    """The state changed the output between the first and the third invoke (same input)."""
+    assert any(not np.allclose(a, b) for a, b in zip(outs[1], outs[3])), "the state did not carry across invokes"
+
+
+# ------------------------------------------------------------------------------------------------ RNN family
+
+
+def rnn_weights(n_input=I, units=U, batch=B):
+    return [T((units, n_input), "FLOAT32", data=f32(units, n_input)),
+            T((units, units), "FLOAT32", data=f32(units, units, scale=0.4)),
+            T((units,), "FLOAT32", data=f32(units, scale=0.2)),
+            T((batch, units), "FLOAT32", is_variable=True)]
+
+
+@pytest.mark.parametrize("act", ["TANH", "RELU"])
+def test_rnn(runtime, act):
+    model = op_model("RNN", [T((B, I), "FLOAT32")] + rnn_weights(), [T((B, U), "FLOAT32")],
+                     {"fused_activation_function": act})
+    carried(check_invokes(runtime, model, [f32(B, I)]))
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+def test_unidirectional_sequence_rnn(runtime, time_major):
+    shape = (STEPS, B, I) if time_major else (B, STEPS, I)
+    out = (STEPS, B, U) if time_major else (B, STEPS, U)
+    model = op_model("UNIDIRECTIONAL_SEQUENCE_RNN", [T(shape, "FLOAT32")] + rnn_weights(), [T(out, "FLOAT32")],
+                     {"fused_activation_function": "TANH", "time_major": time_major})
+    carried(check_invokes(runtime, model, [f32(*shape)]))
+
+
+@pytest.mark.parametrize("time_major,merge", [(False, False), (True, True)])
+def test_bidirectional_sequence_rnn(runtime, time_major, merge):
+    shape = (STEPS, B, I) if time_major else (B, STEPS, I)
+    bw_units = U + 1  # the two directions may differ in width
+    lead = shape[:2]
+    ins = [T(shape, "FLOAT32")] + rnn_weights() + rnn_weights(units=bw_units) + [None, None, None]
+    outs = [T(lead + (U + bw_units,), "FLOAT32")] if merge else [T(lead + (U,), "FLOAT32"),
+                                                                 T(lead + (bw_units,), "FLOAT32")]
+    model = op_model("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs,
+                     {"fused_activation_function": "TANH", "time_major": time_major, "merge_outputs": merge})
+    carried(check_invokes(runtime, model, [f32(*shape)]))
+
+
+def test_rnn_refusals(runtime):
+    # an integer input (LiteRT runs float and hybrid RNNs only)
+    ins = [T((B, I), "INT8", 0.1, 0)] + rnn_weights()
+    refused_on(runtime, op_model("RNN", ins, [T((B, U), "INT8", 0.1, 0)]), [np.zeros((B, I), np.int8)],
+               (UnsupportedOpError, ModelError), "RNN")
+    # a hidden state of the wrong width
+    ins = [T((B, STEPS, I), "FLOAT32")] + rnn_weights()[:3] + [T((B, U + 1), "FLOAT32", is_variable=True)]
+    refused_on(runtime, op_model("UNIDIRECTIONAL_SEQUENCE_RNN", ins, [T((B, STEPS, U), "FLOAT32")]),
+               [f32(B, STEPS, I)], ModelError, "UNIDIRECTIONAL_SEQUENCE_RNN")
+    # the bidirectional RNN's auxiliary input
+    aux = T((B, STEPS, I), "FLOAT32")
+    ins = ([T((B, STEPS, I), "FLOAT32")] + rnn_weights() + rnn_weights()
+           + [aux, T((U, I), "FLOAT32", data=f32(U, I)), T((U, I), "FLOAT32", data=f32(U, I))])
+    refused_on(runtime, op_model("BIDIRECTIONAL_SEQUENCE_RNN", ins,
+                                 [T((B, STEPS, U), "FLOAT32"), T((B, STEPS, U), "FLOAT32")]),
+               [f32(B, STEPS, I), f32(B, STEPS, I)], UnsupportedOpError, "BIDIRECTIONAL_SEQUENCE_RNN")
+
+
+# ----------------------------------------------------------------------------------------------- LSTM family
+
+
+def lstm_gates(n_input=I, units=U):
+    """Inputs 1..17 of an LSTM without peephole and projection: 4 input weights, 4 recurrent, 3 omitted, 4 biases,
+    2 omitted."""
+    return ([T((units, n_input), "FLOAT32", data=f32(units, n_input)) for _ in range(4)]
+            + [T((units, units), "FLOAT32", data=f32(units, units, scale=0.4)) for _ in range(4)]
+            + [None] * 3 + [T((units,), "FLOAT32", data=f32(units, scale=0.3)) for _ in range(4)] + [None] * 2)
+
+
+def lstm_states(batch=B, units=U):
+    return [T((batch, units), "FLOAT32", is_variable=True), T((batch, units), "FLOAT32", is_variable=True)]
+
+
+@pytest.mark.parametrize("cell_clip", [0.0, 0.4])
+def test_lstm_full(runtime, cell_clip):
+    ins = [T((B, I), "FLOAT32")] + lstm_gates() + lstm_states() + [None] * 4
+    model = op_model("LSTM", ins, [T((B, U), "FLOAT32")],
+                     {"fused_activation_function": "TANH", "cell_clip": cell_clip})
+    carried(check_invokes(runtime, model, [f32(B, I, scale=1.5)]))
+
+
+def test_lstm_basic(runtime):
+    """The basic kernel type: previous activation and state are inputs, the new ones outputs (no variables), beside
+    the concatenated input and the gate pre-activations."""
+    ins = [T((B, I), "FLOAT32"), T((B, U), "FLOAT32"), T((4 * U, I + U), "FLOAT32", data=f32(4 * U, I + U)),
+           T((4 * U,), "FLOAT32", data=f32(4 * U, scale=0.3)), T((B, U), "FLOAT32")]
+    outs = [T((B, U), "FLOAT32"), T((B, U), "FLOAT32"), T((B, I + U), "FLOAT32"), T((B, 4 * U), "FLOAT32")]
+    model = op_model("LSTM", ins, outs, {"fused_activation_function": "TANH", "kernel_type": "BASIC"}, version=2)
+    check_invokes(runtime, model, [f32(B, I), f32(B, U), f32(B, U)], counts=(1,))
+
+
+@pytest.mark.parametrize("time_major,merge", [(True, False), (False, True)])
+def test_bidirectional_sequence_lstm(runtime, time_major, merge):
+    shape = (STEPS, B, I) if time_major else (B, STEPS, I)
+    lead = shape[:2]
+    bw_units = U  # LiteRT takes one cell width for both directions
+    ins = ([T(shape, "FLOAT32")] + lstm_gates() + lstm_gates(units=bw_units) + lstm_states()
+           + lstm_states(units=bw_units) + [None] * 9)
+    outs = [T(lead + (U + bw_units,), "FLOAT32")] if merge else [T(lead + (U,), "FLOAT32"),
+                                                                 T(lead + (bw_units,), "FLOAT32")]
+    model = op_model("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs,
+                     {"fused_activation_function": "TANH", "time_major": time_major, "merge_outputs": merge,
+                      "cell_clip": 0.0})
+    carried(check_invokes(runtime, model, [f32(*shape, scale=1.2)]))
+
+
+def test_lstm_refusals(runtime):
+    # a peephole LSTM (input 9)
+    gates = lstm_gates()
+    gates[8] = T((U,), "FLOAT32", data=f32(U))
+    ins = [T((B, I), "FLOAT32")] + gates + lstm_states() + [None] * 4
+    refused_on(runtime, op_model("LSTM", ins, [T((B, U), "FLOAT32")], {"fused_activation_function": "TANH"}),
+               [f32(B, I)], UnsupportedOpError, "LSTM")
+    # a hidden state that is no variable
+    ins = [T((B, I), "FLOAT32")] + lstm_gates() + [T((B, U), "FLOAT32", data=np.zeros((B, U), np.float32)),
+                                                   lstm_states()[1]] + [None] * 4
+    refused_on(runtime, op_model("LSTM", ins, [T((B, U), "FLOAT32")], {"fused_activation_function": "TANH"}),
+               [f32(B, I)], ModelError, "LSTM")
+    # bidirectional: recurrent weights of the wrong shape
+    bad = lstm_gates()
+    bad[4] = T((U, U + 1), "FLOAT32", data=f32(U, U + 1))
+    ins = [T((STEPS, B, I), "FLOAT32")] + bad + lstm_gates() + lstm_states() + lstm_states() + [None] * 9
+    refused_on(runtime, op_model("BIDIRECTIONAL_SEQUENCE_LSTM", ins,
+                                 [T((STEPS, B, U), "FLOAT32"), T((STEPS, B, U), "FLOAT32")],
+                                 {"fused_activation_function": "TANH"}),
+               [f32(STEPS, B, I)], ModelError, "BIDIRECTIONAL_SEQUENCE_LSTM")
+
+
+# ----------------------------------------------------------------------------------- EMBEDDING_LOOKUP_SPARSE
+
+
+@pytest.mark.parametrize("combiner", ["SUM", "MEAN", "SQRTN"])
+def test_embedding_lookup_sparse(runtime, combiner):
+    """Three sparse rows over a (3, 4) dense shape (rank-3 indices: buckets over the first two coordinates), one
+    bucket left empty; params (6, 2, 3)."""
+    ids = np.array([0, 5, 2, 2, 4, 1], np.int32)
+    indices = np.array([[0, 0, 0], [0, 0, 2], [0, 2, 1], [1, 1, 0], [1, 1, 3], [2, 1, 1]], np.int32)
+    dense = np.array([3, 2, 4], np.int32)
+    weights = np.array([0.5, 2.0, -1.5, 1.0, 0.25, 3.0], np.float32)
+    ins = [T((6,), "INT32"), T((6, 3), "INT32"), T((3,), "INT32", data=dense), T((6,), "FLOAT32"),
+           T((6, 2, 3), "FLOAT32", data=f32(6, 2, 3))]
+    model = op_model("EMBEDDING_LOOKUP_SPARSE", ins, [T((3, 2, 2, 3), "FLOAT32")], {"combiner": combiner})
+    out = check_invokes(runtime, model, [ids, indices, weights], counts=(1,))[1][0]
+    assert not out[0, 1].any() and out[0, 0].any()  # the empty bucket stays zero
+
+
+def test_embedding_lookup_sparse_refusals(runtime):
+    ins = [T((2,), "INT32"), T((2, 2), "INT32"), T((2,), "INT32", data=np.array([2, 2], np.int32)),
+           T((2,), "FLOAT32"), T((3, 2), "INT8", 0.1, 0, data=np.zeros((3, 2), np.int8))]
+    refused_on(runtime, op_model("EMBEDDING_LOOKUP_SPARSE", ins, [T((2, 2), "FLOAT32")]),
+               [np.zeros(2, np.int32), np.zeros((2, 2), np.int32), np.ones(2, np.float32)],
+               UnsupportedOpError, "EMBEDDING_LOOKUP_SPARSE")
+    ins = [T((2,), "INT32"), T((2, 3), "INT32"), T((2,), "INT32", data=np.array([2, 2], np.int32)),
+           T((2,), "FLOAT32"), T((3, 2), "FLOAT32", data=np.zeros((3, 2), np.float32))]
+    refused_on(runtime, op_model("EMBEDDING_LOOKUP_SPARSE", ins, [T((2, 2), "FLOAT32")]),
+               [np.zeros(2, np.int32), np.zeros((2, 3), np.int32), np.ones(2, np.float32)],
+               ModelError, "EMBEDDING_LOOKUP_SPARSE")
