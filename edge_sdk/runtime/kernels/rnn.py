@@ -33,7 +33,10 @@ _F32 = np.float32
 def _rnn_cell(node: Node, w, r, b, steps: int, batch: int):
     """The float RNN over ``steps``: ``cell(seq (T, B, I), h (B, U), out (T, B, U))`` (views; a reversed view runs
     backwards), h read before the first step and written after the last."""
-    act = _float_activation(node, node.options.get("fused_activation_function", "NONE"))
+    name = node.options.get("fused_activation_function", "NONE")
+    if name == "SIGN_BIT":  # the C kernel's set: the clamps, TANH and SIGMOID
+        raise node.unsupported("fused activation SIGN_BIT")
+    act = _float_activation(node, name)
     w_t = np.ascontiguousarray(w.data.astype(np.float32).T)  # (I, U)
     r_t = np.ascontiguousarray(r.data.astype(np.float32).T)  # (U, U)
     bias = b.data.astype(np.float32).reshape(-1)
