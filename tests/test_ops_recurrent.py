@@ -51,40 +51,85 @@ def carried(outs) -> None:
 # ------------------------------------------------------------------------------------------------ RNN family
 
 
-def rnn_weights(n_input=I, units=U, batch=B):
-    return [T((units, n_input), "FLOAT32", data=f32(units, n_input)),
-            T((units, units), "FLOAT32", data=f32(units, units, scale=0.4)),
-            T((units,), "FLOAT32", data=f32(units, scale=0.2)),
-            T((batch, units), "FLOAT32", is_variable=True)]
+def rnn_weights(n_input=I, units=U, batch=B, hybrid=False):
+    """Weights, recurrent weights, bias, hidden state; ``hybrid``: int8 weights (per-tensor scales), LiteRT's hybrid
+    kernel (float input and state, each quantized per batch row at every step)."""
+    if hybrid:
+        weights = [T((units, n_input), "INT8", 0.011, 0, data=RNG.integers(-127, 128, (units, n_input), dtype=np.int8)),
+                   T((units, units), "INT8", 0.006, 0, data=RNG.integers(-127, 128, (units, units), dtype=np.int8))]
+    else:
+        weights = [T((units, n_input), "FLOAT32", data=f32(units, n_input)),
+                   T((units, units), "FLOAT32", data=f32(units, units, scale=0.4))]
+    return weights + [T((units,), "FLOAT32", data=f32(units, scale=0.2)), T((batch, units), "FLOAT32", is_variable=True)]
 
 
-@pytest.mark.parametrize("act", ["TANH", "RELU"])
-def test_rnn(runtime, act):
-    model = op_model("RNN", [T((B, I), "FLOAT32")] + rnn_weights(), [T((B, U), "FLOAT32")],
-                     {"fused_activation_function": act})
+# (fused activation, weights: "FLOAT32", "INT8" (hybrid, symmetric row quantization) or "INT8 asymmetric")
+RNN_CASES = [("TANH", "FLOAT32"), ("RELU", "FLOAT32"), ("TANH", "INT8"), ("RELU6", "INT8 asymmetric")]
+
+
+def hybrid_options(weights: str) -> tuple[dict, int]:
+    """(options, op version) of a case's weights: LiteRT's versions 1 float, 2 hybrid, 3 asymmetric hybrid."""
+    asym = weights.endswith("asymmetric")
+    return {"asymmetric_quantize_inputs": asym}, 3 if asym else 2 if weights.startswith("INT8") else 1
+
+
+@pytest.mark.parametrize("act,weights", RNN_CASES)
+def test_rnn(runtime, act, weights):
+    opts, version = hybrid_options(weights)
+    model = op_model("RNN", [T((B, I), "FLOAT32")] + rnn_weights(hybrid=version > 1), [T((B, U), "FLOAT32")],
+                     {"fused_activation_function": act, **opts}, version=version)
     carried(check_invokes(runtime, model, [f32(B, I)]))
 
 
-@pytest.mark.parametrize("time_major", [False, True])
-def test_unidirectional_sequence_rnn(runtime, time_major):
+@pytest.mark.parametrize("time_major,weights", [(False, "FLOAT32"), (True, "FLOAT32"), (False, "INT8"),
+                                                (True, "INT8 asymmetric")])
+def test_unidirectional_sequence_rnn(runtime, time_major, weights):
+    opts, version = hybrid_options(weights)
     shape = (STEPS, B, I) if time_major else (B, STEPS, I)
     out = (STEPS, B, U) if time_major else (B, STEPS, U)
-    model = op_model("UNIDIRECTIONAL_SEQUENCE_RNN", [T(shape, "FLOAT32")] + rnn_weights(), [T(out, "FLOAT32")],
-                     {"fused_activation_function": "TANH", "time_major": time_major})
+    model = op_model("UNIDIRECTIONAL_SEQUENCE_RNN", [T(shape, "FLOAT32")] + rnn_weights(hybrid=version > 1),
+                     [T(out, "FLOAT32")], {"fused_activation_function": "TANH", "time_major": time_major, **opts},
+                     version=version)
     carried(check_invokes(runtime, model, [f32(*shape)]))
 
 
-@pytest.mark.parametrize("time_major,merge", [(False, False), (True, True)])
-def test_bidirectional_sequence_rnn(runtime, time_major, merge):
+def bidirectional_rnn_model(time_major, merge, weights, ins_seed):
+    opts, version = hybrid_options(weights)
+    rng_state = RNG.bit_generator.state
+    RNG.bit_generator.state = ins_seed  # the same weights for a case's time-major and batch-major twins
     shape = (STEPS, B, I) if time_major else (B, STEPS, I)
     bw_units = U + 1  # the two directions may differ in width
     lead = shape[:2]
-    ins = [T(shape, "FLOAT32")] + rnn_weights() + rnn_weights(units=bw_units) + [None, None, None]
+    ins = ([T(shape, "FLOAT32")] + rnn_weights(hybrid=version > 1) + rnn_weights(units=bw_units, hybrid=version > 1)
+           + [None, None, None])
+    RNG.bit_generator.state = rng_state
     outs = [T(lead + (U + bw_units,), "FLOAT32")] if merge else [T(lead + (U,), "FLOAT32"),
                                                                  T(lead + (bw_units,), "FLOAT32")]
-    model = op_model("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs,
-                     {"fused_activation_function": "TANH", "time_major": time_major, "merge_outputs": merge})
-    carried(check_invokes(runtime, model, [f32(*shape)]))
+    return op_model("BIDIRECTIONAL_SEQUENCE_RNN", ins, outs,
+                    {"fused_activation_function": "TANH", "time_major": time_major, "merge_outputs": merge, **opts},
+                    version=version), shape
+
+
+@pytest.mark.parametrize("time_major,merge,weights", [(False, False, "FLOAT32"), (True, True, "FLOAT32"),
+                                                      (False, True, "INT8"), (True, False, "INT8 asymmetric")])
+def test_bidirectional_sequence_rnn(runtime, time_major, merge, weights):
+    """LiteRT's hybrid kernel runs a time-major sequence max_time times per invoke (an extra loop around both
+    directions in bidirectional_sequence_rnn.cc's EvalHybrid: one invoke there is max_time invokes here); its
+    batch-major path is right, so a time-major hybrid case is held to LiteRT on the batch-major twin (the same
+    weights, the input and outputs transposed)."""
+    seed = np.random.default_rng(5).bit_generator.state
+    model, shape = bidirectional_rnn_model(time_major, merge, weights, seed)
+    x = f32(*shape)
+    if not (time_major and weights != "FLOAT32"):
+        carried(check_invokes(runtime, model, [x]))
+        return
+    twin, _ = bidirectional_rnn_model(False, merge, weights, seed)
+    outs = {}
+    for k in (1, 3):
+        outs[k] = run_invokes(runtime, model, [x], k, check_reset=k > 1)
+        ref = peer_outputs(twin, [x.transpose(1, 0, 2).copy()], "litert", isolate=True, invocations=k)
+        near(outs[k], [r.transpose(1, 0, 2) for r in ref], f"{runtime} x{k} vs litert (batch-major twin)")
+    carried(outs)
 
 
 def test_rnn_refusals(runtime):

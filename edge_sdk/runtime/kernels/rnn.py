@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels.node import Eval, Node
+from edge_sdk.runtime.kernels.quant import tflite_round
 from edge_sdk.runtime.kernels.sequence import _float_activation, lstm_float_cell
 
 _F32 = np.float32
@@ -31,16 +32,20 @@ _F32 = np.float32
 
 
 def _rnn_cell(node: Node, w, r, b, steps: int, batch: int):
-    """The float RNN over ``steps``: ``cell(seq (T, B, I), h (B, U), out (T, B, U))`` (views; a reversed view runs
-    backwards), h read before the first step and written after the last."""
+    """The RNN over ``steps``: ``cell(seq (T, B, I), h (B, U), out (T, B, U))`` (views; a reversed view runs
+    backwards), h read before the first step and written after the last. Float weights: float products; INT8
+    weights (the hybrid kernel): each step quantizes x and h per batch row (``_quantize_rows``) and adds the int32
+    products times (row scale x weights scale) to the bias, as LiteRT's RnnBatchStep."""
     name = node.options.get("fused_activation_function", "NONE")
     if name == "SIGN_BIT":  # the C kernel's set: the clamps, TANH and SIGMOID
         raise node.unsupported("fused activation SIGN_BIT")
     act = _float_activation(node, name)
-    w_t = np.ascontiguousarray(w.data.astype(np.float32).T)  # (I, U)
-    r_t = np.ascontiguousarray(r.data.astype(np.float32).T)  # (U, U)
     bias = b.data.astype(np.float32).reshape(-1)
     units = bias.size
+    if w.type == "INT8":
+        return _hybrid_rnn_cell(node, w, r, bias, act, steps, batch)
+    w_t = np.ascontiguousarray(w.data.astype(np.float32).T)  # (I, U)
+    r_t = np.ascontiguousarray(r.data.astype(np.float32).T)  # (U, U)
 
     def cell(seq, h_state, out):
         pre = (seq.reshape(steps * batch, -1) @ w_t + bias).reshape(steps, batch, units)
@@ -55,11 +60,72 @@ def _rnn_cell(node: Node, w, r, b, steps: int, batch: int):
     return cell
 
 
+def _quantize_rows(v: np.ndarray, asymmetric: bool):
+    """LiteRT's BatchQuantizeFloats of float32 rows (B, n): (int8 values as int64, float32 scale per row, int64 zero
+    point per row). Symmetric: scale max|v| / 127, values round(v * 127 / max|v|) in [-127, 127]. Asymmetric: the
+    range [min(0, min v), max(0, max v)] over [-128, 127] in double, the nudged zero point, values
+    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0."""
+    lo, hi = v.min(axis=1), v.max(axis=1)
+    if not asymmetric:
+        span = np.maximum(np.abs(lo), np.abs(hi))
+        empty = span == 0
+        safe = np.where(empty, _F32(1), span)
+        scale = np.where(empty, _F32(1), safe / _F32(127)).astype(np.float32)
+        q = tflite_round(v * (_F32(127) / safe)[:, None])
+        q = np.clip(np.where(empty[:, None], 0, q), -127, 127).astype(np.int64)
+        return q, scale, np.zeros(v.shape[0], np.int64)
+    rmin = np.minimum(lo, _F32(0)).astype(np.float64)
+    rmax = np.maximum(hi, _F32(0)).astype(np.float64)
+    empty = rmin == rmax
+    dscale = np.where(empty, 1.0, (rmax - rmin) / 255.0)
+    from_min, from_max = -128.0 - rmin / dscale, 127.0 - rmax / dscale
+    zp_d = np.where(128.0 + np.abs(rmin / dscale) < 127.0 + np.abs(rmax / dscale), from_min, from_max)
+    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, tflite_round(zp_d))).astype(np.int64)
+    zp = np.where(empty, 0, zp)
+    scale = np.where(empty, _F32(1), dscale.astype(np.float32)).astype(np.float32)
+    inv = (_F32(1) / scale).astype(np.float32)
+    q = tflite_round(zp.astype(np.float32)[:, None] + v * inv[:, None])
+    q = np.clip(np.where(empty[:, None], 0, q), -128, 127).astype(np.int64)
+    return q, scale, zp
+
+
+def _hybrid_rnn_cell(node: Node, w, r, bias, act, steps: int, batch: int):
+    for t, what in ((w, "weights"), (r, "recurrent weights")):
+        node.expect_types(t, ("INT8",), what)
+        if not t.quantized or t.scale.size != 1:
+            raise node.unsupported(f"hybrid RNN {what} '{t.name}' must be quantized per tensor")
+    asymmetric = bool(node.options.get("asymmetric_quantize_inputs", False))
+    w64, r64 = w.data.astype(np.int64), r.data.astype(np.int64)
+    w_sums, r_sums = w64.sum(axis=1), r64.sum(axis=1)
+    w_scale, r_scale = _F32(w.s), _F32(r.s)
+    w_t, r_t = w64.T.astype(np.float64), r64.T.astype(np.float64)  # exact: |sums| < 2**31
+
+    def product(v, mat_t, sums, w_s):
+        """float32 (q . W - zp * rowsum(W)) * (row scale * weights scale) per row."""
+        q, scale, zp = _quantize_rows(v, asymmetric)
+        dot = (q.astype(np.float64) @ mat_t).astype(np.int64) - zp[:, None] * sums
+        return dot.astype(np.float32) * (scale * w_s)[:, None]
+
+    def cell(seq, h_state, out):
+        h = h_state.copy()
+        for t in range(steps):
+            y = bias + product(seq[t], w_t, w_sums, w_scale)
+            y = y + product(h, r_t, r_sums, r_scale)
+            h = y if act is None else act(y).astype(np.float32)
+            out[t] = h
+        h_state[...] = h
+
+    return cell
+
+
 def _rnn_weights(node: Node, first: int, n_input: int, batch: int, what: str = ""):
-    """Inputs first .. first+3 of an RNN (weights, recurrent weights, bias, hidden state) checked: float32 constant
-    weights and bias, a float32 variable state (batch, units). Returns them and the unit count."""
+    """Inputs first .. first+3 of an RNN (weights, recurrent weights, bias, hidden state) checked: constant weights
+    (float32, or int8 for the hybrid kernel) and float32 bias, a float32 variable state (batch, units). Returns them
+    and the unit count."""
     w, r, b, h = (node.input(first + k) for k in range(4))
-    for t, name in ((w, "weights"), (r, "recurrent weights"), (b, "bias"), (h, "hidden state")):
+    node.expect_types(w, ("FLOAT32", "INT8"), f"{what}weights")
+    node.expect_types(r, (w.type,), f"{what}recurrent weights")
+    for t, name in ((b, "bias"), (h, "hidden state")):
         node.expect_types(t, ("FLOAT32",), f"{what}{name}")
     node.expect(len(w.shape) == 2 and w.shape[1] == n_input,
                 f"{what}weights {w.shape} must be (units, {n_input})")

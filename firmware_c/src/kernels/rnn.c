@@ -7,6 +7,11 @@
  * (steps, batch, input) with time_major. The bidirectional op runs one direction forward with inputs 1-4 and one
  * backward with inputs 5-8 (negative step strides); merge_outputs writes both into one output, forward units first.
  * Fused activation: NONE, RELU, RELU_N1_TO_1, RELU6, TANH or SIGMOID. No auxiliary input.
+ *
+ * Hybrid (INT8 weights, per tensor; float input, state and output: LiteRT's RnnBatchStep): at every step each
+ * batch row of x, then of h, is quantized to int8 (quantize_row: symmetric, or asymmetric with a zero point), and
+ * out = bias + float(q . W[u] - zp * rowsum(W[u])) * (row scale * W scale), likewise for h and R, then the
+ * activation. The quantized row lives in a scratch of max(input, units) bytes.
  */
 #include <math.h>
 #include <string.h>
@@ -14,13 +19,14 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(RNN, rnn, 1, "FLOAT32", "float32; state a variable tensor")
-EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_RNN, unidirectional_sequence_rnn, 1, "FLOAT32", "float32; state a variable tensor")
-EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_RNN, bidirectional_sequence_rnn, 1, "FLOAT32", "float32; no auxiliary input")
+EDGE_KERNEL(RNN, rnn, 3, "FLOAT32", "float32 or INT8 weights (hybrid); state a variable tensor")
+EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_RNN, unidirectional_sequence_rnn, 3, "FLOAT32", "float32 or INT8 weights (hybrid); state a variable tensor")
+EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_RNN, bidirectional_sequence_rnn, 3, "FLOAT32", "float32 or INT8 weights (hybrid); no auxiliary input")
 
 typedef struct {
     int32_t steps, batch, n_input, n_fw, n_bw;
     int32_t time_major, merge, act;
+    int32_t asymmetric, scratch; /* hybrid: asymmetric_quantize_inputs; the quantized row's scratch (-1: float) */
     float lo, hi; /* the clamp of NONE / RELU / RELU_N1_TO_1 / RELU6 */
 } rnn_data_t;
 
@@ -40,8 +46,12 @@ static edge_status_t check_weights(edge_ctx_t *ctx, const edge_node_t *node, int
     const edge_tensor_t *b = edge_in(ctx, node, first + 2), *h = edge_in(ctx, node, first + 3);
     int32_t U;
     if (!w || !r || !b || !h) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "weights, recurrent weights, bias and state are required");
-    if (w->type != EDGE_FLOAT32 || r->type != EDGE_FLOAT32 || b->type != EDGE_FLOAT32 || h->type != EDGE_FLOAT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "weights, bias and state must be FLOAT32");
+    if ((w->type != EDGE_FLOAT32 && w->type != EDGE_INT8) || r->type != w->type)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "weights must be FLOAT32, or INT8 (hybrid) for both");
+    if (w->type == EDGE_INT8 && (!w->quantized || w->n_scales != 1 || !r->quantized || r->n_scales != 1))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "hybrid weights must be quantized per tensor");
+    if (b->type != EDGE_FLOAT32 || h->type != EDGE_FLOAT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "bias and state must be FLOAT32");
     if (w->rank != 2 || w->dims[1] != n_input) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "weights must be (units, input)");
     U = w->dims[0];
     if (r->rank != 2 || r->dims[0] != U || r->dims[1] != U) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "recurrent weights must be (units, units)");
@@ -93,6 +103,13 @@ static edge_status_t rnn_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t ran
     if (bidirectional && (s = check_weights(ctx, node, 5, d->n_input, d->batch, &d->n_bw)) != EDGE_OK) return s;
     if (bidirectional && node->n_outputs != (d->merge ? 1 : 2))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "merge_outputs takes 1 output, else 2");
+    d->scratch = -1;
+    d->asymmetric = has_opts && edge_opt_int(node, rank == 2 ? 1 : (bidirectional ? 3 : 2), 1, 0) != 0;
+    if (edge_in(ctx, node, 1)->type == EDGE_INT8 || (bidirectional && edge_in(ctx, node, 5)->type == EDGE_INT8)) {
+        int32_t n = d->n_input > d->n_fw ? d->n_input : d->n_fw;
+        n = n > d->n_bw ? n : d->n_bw;
+        if ((s = edge_request_scratch(ctx, node, (size_t)n, &d->scratch)) != EDGE_OK) return s;
+    }
     for (k = 0; k < rank - 1; k++) shape[k] = x->dims[k];
     shape[rank - 1] = d->merge ? d->n_fw + d->n_bw : d->n_fw;
     if ((s = edge_set_output_shape(ctx, node, 0, shape, rank)) != EDGE_OK) return s;
@@ -111,47 +128,120 @@ edge_status_t edge_prepare_bidirectional_sequence_rnn(edge_node_t *node, edge_ct
     return rnn_prepare(node, ctx, 3, 1, EDGE_OPTS_BidirectionalSequenceRNNOptions);
 }
 
+/* LiteRT's BatchQuantizeFloats of one row of n floats: q, its scale and zero point. Symmetric: scale max|v| / 127,
+ * q = round(v * 127 / max|v|) in [-127, 127]. Asymmetric: [min(0, min v), max(0, max v)] over [-128, 127] in
+ * double, the nudged zero point, q = round(zp + v / scale) in [-128, 127]. An all-zero row: 0, scale 1, zp 0. */
+static void quantize_row(const float *v, int32_t n, int32_t asymmetric, int8_t *q, float *scale, int32_t *zp) {
+    float lo = n > 0 ? v[0] : 0.0f, hi = lo, inv;
+    int32_t k;
+    for (k = 1; k < n; k++) {
+        lo = v[k] < lo ? v[k] : lo;
+        hi = v[k] > hi ? v[k] : hi;
+    }
+    *zp = 0;
+    *scale = 1.0f;
+    if (!asymmetric) {
+        const float span = fabsf(lo) > fabsf(hi) ? fabsf(lo) : fabsf(hi);
+        if (span == 0.0f) {
+            memset(q, 0, (size_t)n);
+            return;
+        }
+        *scale = span / 127.0f;
+        inv = 127.0f / span;
+        for (k = 0; k < n; k++) {
+            const int32_t x = (int32_t)roundf(v[k] * inv);
+            q[k] = (int8_t)(x < -127 ? -127 : (x > 127 ? 127 : x));
+        }
+        return;
+    }
+    {
+        const double rmin = (double)(lo < 0.0f ? lo : 0.0f), rmax = (double)(hi > 0.0f ? hi : 0.0f);
+        double ds, from_min, from_max, zd;
+        if (rmin == rmax) {
+            memset(q, 0, (size_t)n);
+            return;
+        }
+        ds = (rmax - rmin) / 255.0;
+        from_min = -128.0 - rmin / ds;
+        from_max = 127.0 - rmax / ds;
+        zd = 128.0 + fabs(rmin / ds) < 127.0 + fabs(rmax / ds) ? from_min : from_max;
+        *zp = zd <= -128.0 ? -128 : (zd >= 127.0 ? 127 : (int32_t)round(zd));
+        *scale = (float)ds;
+        inv = 1.0f / *scale;
+        for (k = 0; k < n; k++) {
+            const int32_t x = (int32_t)roundf((float)*zp + v[k] * inv);
+            q[k] = (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
+        }
+    }
+}
+
+/* y[u] += float(q . m[u] - zp * rowsum(m[u])) * scale for the quantized row of v (n values), u < U. */
+static void hybrid_accumulate(const float *v, int32_t n, const edge_tensor_t *m, int32_t U, int32_t asymmetric,
+                              int8_t *q, float *y) {
+    const int8_t *w = (const int8_t *)m->data;
+    float scale;
+    int32_t zp, u, k;
+    quantize_row(v, n, asymmetric, q, &scale, &zp);
+    scale *= m->scale;
+    for (u = 0; u < U; u++) {
+        const int8_t *wu = w + (int64_t)u * n;
+        int32_t dot = 0, sum = 0;
+        for (k = 0; k < n; k++) {
+            dot += (int32_t)wu[k] * (int32_t)q[k];
+            sum += wu[k];
+        }
+        y[u] += (float)(dot - sum * zp) * scale;
+    }
+}
+
+static float activate(const rnn_data_t *d, float v) {
+    if (d->act == EDGE_ACT_TANH) return tanhf(v);
+    if (d->act == 6) return 1.0f / (1.0f + expf(-v));
+    return v < d->lo ? d->lo : (v > d->hi ? d->hi : v);
+}
+
 /* One direction over the steps: rows of x and y at t * step + b * batch stride (t in the order the steps run). */
-static void rnn_run(const rnn_data_t *d, const float *w, const float *r, const float *bias, int32_t U, const float *x,
-                    float *h, float *y, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
-    const int32_t I = d->n_input;
+static void rnn_run(const rnn_data_t *d, edge_ctx_t *ctx, const edge_node_t *node, int32_t first, int32_t U,
+                    const float *x, float *y, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
+    const edge_tensor_t *tw = edge_in(ctx, node, first), *tr = edge_in(ctx, node, first + 1);
+    const float *bias = (const float *)edge_in(ctx, node, first + 2)->data;
+    float *h = (float *)edge_in(ctx, node, first + 3)->data;
+    const int32_t I = d->n_input, hybrid = tw->type == EDGE_INT8;
+    int8_t *q = hybrid ? (int8_t *)edge_scratch(ctx, node, d->scratch) : (int8_t *)0;
     int32_t t, b, u, k;
     for (t = 0; t < d->steps; t++)
         for (b = 0; b < d->batch; b++) {
             const float *xr = x + t * x_step + b * x_batch;
             float *hr = h + (int64_t)b * U, *yr = y + t * y_step + b * y_batch;
-            for (u = 0; u < U; u++) {
-                const float *wu = w + (int64_t)u * I, *ru = r + (int64_t)u * U;
-                float sx = 0.0f, sh = 0.0f, v;
-                for (k = 0; k < I; k++) sx += xr[k] * wu[k];
-                for (k = 0; k < U; k++) sh += hr[k] * ru[k];
-                v = sx + bias[u] + sh;
-                if (d->act == EDGE_ACT_TANH) v = tanhf(v);
-                else if (d->act == 6) v = 1.0f / (1.0f + expf(-v));
-                else v = v < d->lo ? d->lo : (v > d->hi ? d->hi : v);
-                yr[u] = v;
+            if (hybrid) {
+                memcpy(yr, bias, sizeof(float) * (size_t)U);
+                hybrid_accumulate(xr, I, tw, U, d->asymmetric, q, yr);
+                hybrid_accumulate(hr, U, tr, U, d->asymmetric, q, yr);
+                for (u = 0; u < U; u++) yr[u] = activate(d, yr[u]);
+            } else {
+                const float *w = (const float *)tw->data, *r = (const float *)tr->data;
+                for (u = 0; u < U; u++) {
+                    const float *wu = w + (int64_t)u * I, *ru = r + (int64_t)u * U;
+                    float sx = 0.0f, sh = 0.0f;
+                    for (k = 0; k < I; k++) sx += xr[k] * wu[k];
+                    for (k = 0; k < U; k++) sh += hr[k] * ru[k];
+                    yr[u] = activate(d, sx + bias[u] + sh);
+                }
             }
             memcpy(hr, yr, sizeof(float) * (size_t)U);
         }
 }
 
-static void direction(const rnn_data_t *d, const edge_node_t *node, edge_ctx_t *ctx, int32_t first, int32_t U,
-                      const float *x, float *y, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
-    rnn_run(d, (const float *)edge_in(ctx, node, first)->data, (const float *)edge_in(ctx, node, first + 1)->data,
-            (const float *)edge_in(ctx, node, first + 2)->data, U, x, (float *)edge_in(ctx, node, first + 3)->data,
-            y, x_step, x_batch, y_step, y_batch);
-}
-
 void edge_eval_rnn(const edge_node_t *node, edge_ctx_t *ctx) {
     const rnn_data_t *d = (const rnn_data_t *)node->user_data;
-    direction(d, node, ctx, 1, d->n_fw, (const float *)edge_in(ctx, node, 0)->data,
+    rnn_run(d, ctx, node, 1, d->n_fw, (const float *)edge_in(ctx, node, 0)->data,
               (float *)edge_out(ctx, node, 0)->data, 0, d->n_input, 0, d->n_fw);
 }
 
 void edge_eval_unidirectional_sequence_rnn(const edge_node_t *node, edge_ctx_t *ctx) {
     const rnn_data_t *d = (const rnn_data_t *)node->user_data;
     const int32_t T = d->steps, B = d->batch, I = d->n_input, U = d->n_fw;
-    direction(d, node, ctx, 1, U, (const float *)edge_in(ctx, node, 0)->data, (float *)edge_out(ctx, node, 0)->data,
+    rnn_run(d, ctx, node, 1, U, (const float *)edge_in(ctx, node, 0)->data, (float *)edge_out(ctx, node, 0)->data,
               d->time_major ? (int64_t)B * I : I, d->time_major ? I : (int64_t)T * I,
               d->time_major ? (int64_t)B * U : U, d->time_major ? U : (int64_t)T * U);
 }
@@ -167,7 +257,7 @@ void edge_eval_bidirectional_sequence_rnn(const edge_node_t *node, edge_ctx_t *c
     const int64_t fs = d->time_major ? (int64_t)B * w_fw : w_fw, fb = d->time_major ? w_fw : (int64_t)T * w_fw;
     const int64_t bs = d->time_major ? (int64_t)B * w_bw : w_bw, bb = d->time_major ? w_bw : (int64_t)T * w_bw;
     if (T == 0) return;
-    direction(d, node, ctx, 1, d->n_fw, x, y_fw, xs, xb, fs, fb);
+    rnn_run(d, ctx, node, 1, d->n_fw, x, y_fw, xs, xb, fs, fb);
     /* backward: from the last step, step strides negated */
-    direction(d, node, ctx, 5, d->n_bw, x + (int64_t)(T - 1) * xs, y_bw + (int64_t)(T - 1) * bs, -xs, xb, -bs, bb);
+    rnn_run(d, ctx, node, 5, d->n_bw, x + (int64_t)(T - 1) * xs, y_bw + (int64_t)(T - 1) * bs, -xs, xb, -bs, bb);
 }
