@@ -153,11 +153,15 @@ def test_rnn_refusals(runtime):
 # ----------------------------------------------------------------------------------------------- LSTM family
 
 
-def lstm_gates(n_input=I, units=U):
+def lstm_gates(n_input=I, units=U, hybrid=False):
     """Inputs 1..17 of an LSTM without peephole and projection: 4 input weights, 4 recurrent, 3 omitted, 4 biases,
-    2 omitted."""
-    return ([T((units, n_input), "FLOAT32", data=f32(units, n_input)) for _ in range(4)]
-            + [T((units, units), "FLOAT32", data=f32(units, units, scale=0.4)) for _ in range(4)]
+    2 omitted. ``hybrid``: INT8 weights, a scale per tensor (LiteRT's hybrid LSTM)."""
+    def weight(rows, cols, scale):
+        if hybrid:
+            return T((rows, cols), "INT8", float(RNG.uniform(0.004, 0.012)), 0,
+                     data=RNG.integers(-127, 128, (rows, cols), dtype=np.int8))
+        return T((rows, cols), "FLOAT32", data=f32(rows, cols, scale=scale))
+    return ([weight(units, n_input, 0.6) for _ in range(4)] + [weight(units, units, 0.4) for _ in range(4)]
             + [None] * 3 + [T((units,), "FLOAT32", data=f32(units, scale=0.3)) for _ in range(4)] + [None] * 2)
 
 
@@ -165,11 +169,16 @@ def lstm_states(batch=B, units=U):
     return [T((batch, units), "FLOAT32", is_variable=True), T((batch, units), "FLOAT32", is_variable=True)]
 
 
-@pytest.mark.parametrize("cell_clip", [0.0, 0.4])
-def test_lstm_full(runtime, cell_clip):
-    ins = [T((B, I), "FLOAT32")] + lstm_gates() + lstm_states() + [None] * 4
+# LSTM versions: 1 float, 3 hybrid, 4 hybrid with asymmetric_quantize_inputs (2 is the basic kernel)
+@pytest.mark.parametrize("cell_clip,weights", [(0.0, "FLOAT32"), (0.4, "FLOAT32"), (0.0, "INT8"),
+                                               (0.4, "INT8 asymmetric")])
+def test_lstm_full(runtime, cell_clip, weights):
+    asym = weights.endswith("asymmetric")
+    version = 4 if asym else 3 if weights.startswith("INT8") else 1
+    ins = [T((B, I), "FLOAT32")] + lstm_gates(hybrid=version > 1) + lstm_states() + [None] * 4
     model = op_model("LSTM", ins, [T((B, U), "FLOAT32")],
-                     {"fused_activation_function": "TANH", "cell_clip": cell_clip})
+                     {"fused_activation_function": "TANH", "cell_clip": cell_clip, "asymmetric_quantize_inputs": asym},
+                     version=version)
     carried(check_invokes(runtime, model, [f32(B, I, scale=1.5)]))
 
 
@@ -183,18 +192,21 @@ def test_lstm_basic(runtime):
     check_invokes(runtime, model, [f32(B, I), f32(B, U), f32(B, U)], counts=(1,))
 
 
-@pytest.mark.parametrize("time_major,merge", [(True, False), (False, True)])
-def test_bidirectional_sequence_lstm(runtime, time_major, merge):
+@pytest.mark.parametrize("time_major,merge,weights", [(True, False, "FLOAT32"), (False, True, "FLOAT32"),
+                                                      (True, True, "INT8"), (False, False, "INT8 asymmetric")])
+def test_bidirectional_sequence_lstm(runtime, time_major, merge, weights):
+    asym = weights.endswith("asymmetric")
+    version = 3 if asym else 2 if weights.startswith("INT8") else 1
     shape = (STEPS, B, I) if time_major else (B, STEPS, I)
     lead = shape[:2]
     bw_units = U  # LiteRT takes one cell width for both directions
-    ins = ([T(shape, "FLOAT32")] + lstm_gates() + lstm_gates(units=bw_units) + lstm_states()
-           + lstm_states(units=bw_units) + [None] * 9)
+    ins = ([T(shape, "FLOAT32")] + lstm_gates(hybrid=version > 1) + lstm_gates(units=bw_units, hybrid=version > 1)
+           + lstm_states() + lstm_states(units=bw_units) + [None] * 9)
     outs = [T(lead + (U + bw_units,), "FLOAT32")] if merge else [T(lead + (U,), "FLOAT32"),
                                                                  T(lead + (bw_units,), "FLOAT32")]
     model = op_model("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs,
                      {"fused_activation_function": "TANH", "time_major": time_major, "merge_outputs": merge,
-                      "cell_clip": 0.0})
+                      "cell_clip": 0.0, "asymmetric_quantize_inputs": asym}, version=version)
     carried(check_invokes(runtime, model, [f32(*shape, scale=1.2)]))
 
 

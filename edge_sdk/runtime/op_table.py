@@ -464,9 +464,9 @@ ROWS: dict[str, OpRow] = _rows(
           weights=(1, None, None), options='SequenceRNNOptions'),
     OpRow("BIDIRECTIONAL_SEQUENCE_RNN",   "rnn:prepare_bidirectional_sequence_rnn", 3,
           weights=(1, None, None)),
-    OpRow("LSTM",                         "rnn:prepare_lstm",                 2,
+    OpRow("LSTM",                         "rnn:prepare_lstm",                 4,
           weights=(1, None, None)),
-    OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 1,
+    OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 3,
           weights=(1, None, None)),
     OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)

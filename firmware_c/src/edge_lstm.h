@@ -10,11 +10,16 @@
  * (y likewise): time-major, batch-major, a backward pass (x and y at the last step, negative step strides) and
  * merged bidirectional outputs (y_step / y_batch over the merged width) all run the one loop. h and c: (batch,
  * n_state), read before the first step, updated at every step.
+ *
+ * Hybrid (qwi[0] set: LiteRT's hybrid LSTM, INT8 weights with a scale per gate matrix): each row of x and of h is
+ * quantized per row (edge_hybrid.h) into scratch (n_input + n_state bytes) and each gate is
+ * bias + float(qx . qwi) * (x scale * wi_scale) + float(qh . qwr) * (h scale * wr_scale); the cell is the float one.
  */
 #ifndef EDGE_LSTM_H
 #define EDGE_LSTM_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     const float *wi[4], *wr[4], *bias[4]; /* gates input, forget, cell, output */
@@ -22,6 +27,11 @@ typedef struct {
     int32_t n_input, n_state;
     int32_t cell_sigmoid;                 /* the cell gate through sigmoid instead of tanh */
     float cell_clip;                      /* 0: none */
+    /* hybrid: int8 weights in place of wi / wr (rows n_input / n_state apart), their scales, the quantized rows */
+    const int8_t *qwi[4], *qwr[4];
+    float wi_scale[4], wr_scale[4];
+    int32_t asymmetric;
+    int8_t *scratch;
 } edge_lstm_f32_t;
 
 void edge_lstm_f32_run(const edge_lstm_f32_t *p, const float *x, float *h, float *c, float *y, int32_t steps,

@@ -5,7 +5,10 @@ unidirectional_sequence_rnn.cc, bidirectional_sequence_rnn.cc, lstm.cc, bidirect
 RNN family: per step h = act(x W^T + h R^T + b) (W (units, input), R (units, units)); the hidden state is a
 variable tensor kept across invokes (the interpreter's persistent part) and the output of a step is its new hidden
 state. The bidirectional op runs a forward cell over the sequence and a backward cell over it reversed, each with
-its own weights and state; ``merge_outputs`` writes both into one output, forward units first.
+its own weights and state; ``merge_outputs`` writes both into one output, forward units first. INT8 weights (per
+tensor) select LiteRT's hybrid kernels (RNN family, full LSTM, bidirectional LSTM): the float input and state are
+quantized per batch row at every step (``sequence.batch_quantize_floats``; asymmetric_quantize_inputs picks the
+asymmetric form), the int32 products scaled back to float; everything else stays float.
 
 LSTM family: the float cell of the sequence LSTM (``sequence.lstm_float_cell``: gates input, forget, cell, output;
 the cell gate and the cell output through tanh; optional cell clip). The full LSTM is one step of it on a
@@ -22,8 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels.node import Eval, Node
-from edge_sdk.runtime.kernels.quant import tflite_round
-from edge_sdk.runtime.kernels.sequence import _float_activation, lstm_float_cell
+from edge_sdk.runtime.kernels.sequence import _float_activation, batch_quantize_floats, lstm_float_cell
 
 _F32 = np.float32
 
@@ -60,35 +62,6 @@ def _rnn_cell(node: Node, w, r, b, steps: int, batch: int):
     return cell
 
 
-def _quantize_rows(v: np.ndarray, asymmetric: bool):
-    """LiteRT's BatchQuantizeFloats of float32 rows (B, n): (int8 values as int64, float32 scale per row, int64 zero
-    point per row). Symmetric: scale max|v| / 127, values round(v * 127 / max|v|) in [-127, 127]. Asymmetric: the
-    range [min(0, min v), max(0, max v)] over [-128, 127] in double, the nudged zero point, values
-    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0."""
-    lo, hi = v.min(axis=1), v.max(axis=1)
-    if not asymmetric:
-        span = np.maximum(np.abs(lo), np.abs(hi))
-        empty = span == 0
-        safe = np.where(empty, _F32(1), span)
-        scale = np.where(empty, _F32(1), safe / _F32(127)).astype(np.float32)
-        q = tflite_round(v * (_F32(127) / safe)[:, None])
-        q = np.clip(np.where(empty[:, None], 0, q), -127, 127).astype(np.int64)
-        return q, scale, np.zeros(v.shape[0], np.int64)
-    rmin = np.minimum(lo, _F32(0)).astype(np.float64)
-    rmax = np.maximum(hi, _F32(0)).astype(np.float64)
-    empty = rmin == rmax
-    dscale = np.where(empty, 1.0, (rmax - rmin) / 255.0)
-    from_min, from_max = -128.0 - rmin / dscale, 127.0 - rmax / dscale
-    zp_d = np.where(128.0 + np.abs(rmin / dscale) < 127.0 + np.abs(rmax / dscale), from_min, from_max)
-    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, tflite_round(zp_d))).astype(np.int64)
-    zp = np.where(empty, 0, zp)
-    scale = np.where(empty, _F32(1), dscale.astype(np.float32)).astype(np.float32)
-    inv = (_F32(1) / scale).astype(np.float32)
-    q = tflite_round(zp.astype(np.float32)[:, None] + v * inv[:, None])
-    q = np.clip(np.where(empty[:, None], 0, q), -128, 127).astype(np.int64)
-    return q, scale, zp
-
-
 def _hybrid_rnn_cell(node: Node, w, r, bias, act, steps: int, batch: int):
     for t, what in ((w, "weights"), (r, "recurrent weights")):
         node.expect_types(t, ("INT8",), what)
@@ -102,7 +75,7 @@ def _hybrid_rnn_cell(node: Node, w, r, bias, act, steps: int, batch: int):
 
     def product(v, mat_t, sums, w_s):
         """float32 (q . W - zp * rowsum(W)) * (row scale * weights scale) per row."""
-        q, scale, zp = _quantize_rows(v, asymmetric)
+        q, scale, zp = batch_quantize_floats(v, asymmetric)
         dot = (q.astype(np.float64) @ mat_t).astype(np.int64) - zp[:, None] * sums
         return dot.astype(np.float32) * (scale * w_s)[:, None]
 
@@ -230,17 +203,23 @@ def prepare_bidirectional_sequence_rnn(node: Node) -> Eval:
 
 
 def _lstm_gates(node: Node, in_w, rec_w, bias, n_input: int, what: str = ""):
-    """The four gates' inputs (index tuples in the order input, forget, cell, output) checked: float32 constants of
-    shapes (S, I), (S, S), (S,). Returns (w_in, w_rec, bias) as lists of arrays, and S."""
+    """The four gates' inputs (index tuples in the order input, forget, cell, output) checked: constant weights of
+    shapes (S, I), (S, S), all FLOAT32 or all INT8 per tensor (LiteRT's hybrid LSTM), float32 constant biases (S,).
+    Returns (w_in, w_rec, bias) as lists of arrays, S, and the hybrid spec of ``sequence.lstm_float_cell`` (None
+    for float weights)."""
     missing = [i for i in (in_w[0], rec_w[0], bias[0]) if not node.has_input(i)]
     if missing:
         raise node.unsupported(f"{what}CIFG LSTM (no input gate: inputs {missing} omitted) is not supported")
     tensors = [node.input(i) for i in in_w + rec_w + bias]
     n_state = tensors[0].shape[0] if tensors[0].shape else 0
+    w_type = tensors[0].type
+    node.expect_types(tensors[0], ("FLOAT32", "INT8"), f"{what}input {in_w[0]} (gate weights)")
     for i, t in zip(in_w + rec_w + bias, tensors):
-        node.expect_types(t, ("FLOAT32",), f"{what}input {i} (gate weights / bias)")
+        node.expect_types(t, ("FLOAT32",) if i in bias else (w_type,), f"{what}input {i} (gate weights / bias)")
         if not t.is_const:
             raise node.unsupported(f"{what}input {i} (gate weights / bias) must be a constant tensor")
+        if i not in bias and w_type == "INT8" and (not t.quantized or t.scale.size != 1):
+            raise node.unsupported(f"{what}input {i}: hybrid LSTM weights must be quantized per tensor")
     for i in in_w:
         t = node.inputs[i]
         node.expect(tuple(t.shape) == (n_state, n_input), f"input {i} weights {t.shape} must be ({n_state}, {n_input})")
@@ -251,7 +230,11 @@ def _lstm_gates(node: Node, in_w, rec_w, bias, n_input: int, what: str = ""):
         t = node.inputs[i]
         node.expect(tuple(t.shape) == (n_state,), f"input {i} bias {t.shape} must be ({n_state},)")
     data = lambda idx: [node.inputs[i].data for i in idx]  # noqa: E731
-    return data(in_w), data(rec_w), data(bias), n_state
+    hybrid = None
+    if w_type == "INT8":
+        scales = lambda idx: [float(node.inputs[i].s) for i in idx]  # noqa: E731
+        hybrid = (scales(in_w), scales(rec_w), bool(node.options.get("asymmetric_quantize_inputs", False)))
+    return data(in_w), data(rec_w), data(bias), n_state, hybrid
 
 
 def _lstm_state(node: Node, i: int, batch: int, n_state: int, what: str):
@@ -291,12 +274,12 @@ def prepare_lstm(node: Node) -> Eval:
     _lstm_variants(node, _LSTM_VARIANTS)
     cell_clip = _lstm_tanh(node)
     batch, n_input = x.shape
-    w_in, w_rec, bias, n_state = _lstm_gates(node, _LSTM_IN_W, _LSTM_REC_W, _LSTM_BIAS, n_input)
+    w_in, w_rec, bias, n_state, hybrid = _lstm_gates(node, _LSTM_IN_W, _LSTM_REC_W, _LSTM_BIAS, n_input)
     _lstm_state(node, 18, batch, n_state, "output state")
     _lstm_state(node, 19, batch, n_state, "cell state")
     node.expect_types(node.outputs[0], ("FLOAT32",), "output")
     node.set_output_shape(0, (batch, n_state))
-    cell = lstm_float_cell(w_in, w_rec, bias, 1, batch, n_state, "TANH", cell_clip)
+    cell = lstm_float_cell(w_in, w_rec, bias, 1, batch, n_state, "TANH", cell_clip, hybrid)
 
     def run(inputs, outputs):
         cell(inputs[0][None], inputs[18].reshape(batch, n_state), inputs[19].reshape(batch, n_state), outputs[0][None])
@@ -368,10 +351,10 @@ def prepare_bidirectional_sequence_lstm(node: Node) -> Eval:
     steps, batch = _sequence_layout(node, x, time_major)
     cells, states = [], []
     for (in_w, rec_w, bias, h_i, c_i), what in ((_BI_FW, "forward "), (_BI_BW, "backward ")):
-        w_in, w_rec, b, n_state = _lstm_gates(node, in_w, rec_w, bias, x.shape[2], what)
+        w_in, w_rec, b, n_state, hybrid = _lstm_gates(node, in_w, rec_w, bias, x.shape[2], what)
         _lstm_state(node, h_i, batch, n_state, f"{what}output state")
         _lstm_state(node, c_i, batch, n_state, f"{what}cell state")
-        cells.append(lstm_float_cell(w_in, w_rec, b, steps, batch, n_state, "TANH", cell_clip))
+        cells.append(lstm_float_cell(w_in, w_rec, b, steps, batch, n_state, "TANH", cell_clip, hybrid))
         states.append((h_i, c_i, n_state))
     fw_cols, bw_cols, fw_out, bw_out = _bidirectional_outputs(node, x, states[0][2], states[1][2])
     (fw_h, fw_c, n_fw), (bw_h, bw_c, n_bw) = states

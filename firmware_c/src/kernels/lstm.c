@@ -12,6 +12,8 @@
  *    (1-8, 12-15) and state (35, 36), backward with the backward ones (18-25, 29-32; state 37, 38); time_major
  *    (default true); merge_outputs: one output, forward units first.
  * As the sequence LSTM: no peephole, projection, layer normalization, CIFG or auxiliary input; fused activation TANH.
+ * INT8 gate weights (per tensor) run LiteRT's hybrid LSTM (full and bidirectional; edge_lstm.h), with a scratch of
+ * input + units bytes for the quantized rows.
  */
 #include <string.h>
 
@@ -19,20 +21,21 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_lstm.h"
 
-EDGE_KERNEL(LSTM, lstm, 2, "FLOAT32", "full: no peephole/projection/layer norm/CIFG, TANH; basic: TANH, no clip")
-EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 1, "FLOAT32", "no peephole/projection/CIFG/aux input, TANH")
+EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; basic: float, TANH, no clip")
+EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 3, "FLOAT32", "float or INT8 weights (hybrid); no peephole/projection/CIFG/aux input, TANH")
 
 typedef struct {
     int32_t steps, batch, n_input, n_fw, n_bw;
-    int32_t basic, time_major, merge, scratch;
+    int32_t basic, time_major, merge, scratch; /* scratch: the basic kernel's h */
+    int32_t asymmetric, qscratch;               /* hybrid: asymmetric_quantize_inputs, the quantized rows (-1: float) */
     float cell_clip;
 } lstm_op_t;
 
 static const int32_t full_gates[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {12, 13, 14, 15}};
 static const int32_t bw_gates[3][4] = {{18, 19, 20, 21}, {22, 23, 24, 25}, {29, 30, 31, 32}};
 
-/* Gate weights (rows g[0]), recurrent weights (g[1]), biases (g[2]) of one direction: float32 constants of
- * (S, I), (S, S), (S); *n_state from the first. */
+/* Gate weights (rows g[0]), recurrent weights (g[1]), biases (g[2]) of one direction: constants of (S, I), (S, S),
+ * (S); weights all FLOAT32 or all INT8 per tensor (hybrid), biases FLOAT32; *n_state from the first. */
 static edge_status_t check_gates(edge_ctx_t *ctx, const edge_node_t *node, const int32_t g[3][4], int32_t n_input,
                                  int32_t *n_state) {
     const edge_tensor_t *w0;
@@ -46,8 +49,11 @@ static edge_status_t check_gates(edge_ctx_t *ctx, const edge_node_t *node, const
         const edge_tensor_t *wi = edge_in(ctx, node, g[0][k]), *wr = edge_in(ctx, node, g[1][k]);
         const edge_tensor_t *b = edge_in(ctx, node, g[2][k]);
         if (!wi || !wr || !b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "gate weights and biases are required");
-        if (wi->type != EDGE_FLOAT32 || wr->type != EDGE_FLOAT32 || b->type != EDGE_FLOAT32)
-            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "gate weights and biases must be FLOAT32");
+        if ((w0->type != EDGE_FLOAT32 && w0->type != EDGE_INT8) || wi->type != w0->type || wr->type != w0->type)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "gate weights must all be FLOAT32, or all INT8 (hybrid)");
+        if (w0->type == EDGE_INT8 && (!wi->quantized || wi->n_scales != 1 || !wr->quantized || wr->n_scales != 1))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "hybrid gate weights must be quantized per tensor");
+        if (b->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "gate biases must be FLOAT32");
         if (wi->rank != 2 || wi->dims[0] != S || wi->dims[1] != n_input) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input weights shape");
         if (wr->rank != 2 || wr->dims[0] != S || wr->dims[1] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "recurrent weights shape");
         if (b->rank != 1 || b->dims[0] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "bias shape");
@@ -75,18 +81,36 @@ static edge_status_t refuse_inputs(edge_ctx_t *ctx, const edge_node_t *node, con
     return EDGE_OK;
 }
 
-static void direction(edge_lstm_f32_t *p, const edge_node_t *node, edge_ctx_t *ctx, const int32_t g[3][4],
-                      int32_t n_input, int32_t S, float clip) {
+/* The quantized rows' scratch of a hybrid node (input + the wider state), when its weights are INT8. */
+static edge_status_t hybrid_scratch(edge_ctx_t *ctx, edge_node_t *node, lstm_op_t *d) {
+    const int32_t S = d->n_fw > d->n_bw ? d->n_fw : d->n_bw;
+    d->qscratch = -1;
+    if (edge_in(ctx, node, 1)->type != EDGE_INT8) return EDGE_OK;
+    return edge_request_scratch(ctx, node, (size_t)d->n_input + (size_t)S, &d->qscratch);
+}
+
+static void direction(const lstm_op_t *d, edge_lstm_f32_t *p, const edge_node_t *node, edge_ctx_t *ctx,
+                      const int32_t g[3][4], int32_t S) {
     int32_t k;
+    memset(p, 0, sizeof *p);
     for (k = 0; k < 4; k++) {
-        p->wi[k] = (const float *)edge_in(ctx, node, g[0][k])->data;
-        p->wr[k] = (const float *)edge_in(ctx, node, g[1][k])->data;
+        const edge_tensor_t *wi = edge_in(ctx, node, g[0][k]), *wr = edge_in(ctx, node, g[1][k]);
+        if (d->qscratch >= 0) {
+            p->qwi[k] = (const int8_t *)wi->data;
+            p->qwr[k] = (const int8_t *)wr->data;
+            p->wi_scale[k] = wi->scale;
+            p->wr_scale[k] = wr->scale;
+        } else {
+            p->wi[k] = (const float *)wi->data;
+            p->wr[k] = (const float *)wr->data;
+        }
         p->bias[k] = (const float *)edge_in(ctx, node, g[2][k])->data;
     }
-    p->w_stride = p->n_input = n_input;
+    if (d->qscratch >= 0) p->scratch = (int8_t *)edge_scratch(ctx, node, d->qscratch);
+    p->asymmetric = d->asymmetric;
+    p->w_stride = p->n_input = d->n_input;
     p->r_stride = p->n_state = S;
-    p->cell_sigmoid = 0;
-    p->cell_clip = clip;
+    p->cell_clip = d->cell_clip;
 }
 
 static edge_status_t prepare_basic(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d) {
@@ -145,7 +169,7 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     if (!d) return EDGE_ARENA_TOO_SMALL;
     memset(d, 0, sizeof *d);
     node->user_data = d;
-    d->scratch = -1;
+    d->scratch = d->qscratch = -1;
     d->cell_clip = edge_opt_float(node, 1, 0.0f);
     if (d->cell_clip < 0.0f) d->cell_clip = 0.0f;
     if (edge_opt_int(node, 3, 1, 0) == 1 /* LSTMKernelType BASIC */) return prepare_basic(node, ctx, d);
@@ -166,6 +190,8 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     d->batch = x->dims[0];
     d->n_input = x->dims[1];
     d->n_fw = S;
+    d->asymmetric = edge_opt_int(node, 4, 1, 0) != 0;
+    if ((s = hybrid_scratch(ctx, node, d)) != EDGE_OK) return s;
     shape[0] = d->batch;
     shape[1] = S;
     return edge_set_output_shape(ctx, node, 0, shape, 2);
@@ -181,6 +207,7 @@ static void eval_basic(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *
     float *h = (float *)edge_scratch(ctx, node, d->scratch);
     edge_lstm_f32_t p;
     int32_t b, k, j;
+    memset(&p, 0, sizeof p);
     for (b = 0; b < B; b++) {
         float *cr = concat + (int64_t)b * W;
         memcpy(cr, x + (int64_t)b * I, sizeof(float) * (size_t)I);
@@ -202,8 +229,6 @@ static void eval_basic(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *
     p.w_stride = p.r_stride = W;
     p.n_input = I;
     p.n_state = S;
-    p.cell_sigmoid = 0;
-    p.cell_clip = 0.0f;
     edge_lstm_f32_run(&p, x, h, state, act, 1, B, 0, I, 0, S);
 }
 
@@ -214,7 +239,7 @@ void edge_eval_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
         eval_basic(d, node, ctx);
         return;
     }
-    direction(&p, node, ctx, full_gates, d->n_input, d->n_fw, d->cell_clip);
+    direction(d, &p, node, ctx, full_gates, d->n_fw);
     edge_lstm_f32_run(&p, (const float *)edge_in(ctx, node, 0)->data, (float *)edge_in(ctx, node, 18)->data,
                       (float *)edge_in(ctx, node, 19)->data, (float *)edge_out(ctx, node, 0)->data, 1, d->batch, 0,
                       d->n_input, 0, d->n_fw);
@@ -244,7 +269,7 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
     if (!d) return EDGE_ARENA_TOO_SMALL;
     memset(d, 0, sizeof *d);
     node->user_data = d;
-    d->scratch = -1;
+    d->scratch = d->qscratch = -1;
     d->cell_clip = edge_opt_float(node, 1, 0.0f);
     if (d->cell_clip < 0.0f) d->cell_clip = 0.0f;
     d->merge = edge_opt_int(node, 3, 1, 0) != 0;
@@ -259,6 +284,10 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
     if ((s = check_state(ctx, node, 37, d->batch, d->n_bw)) != EDGE_OK) return s;
     if ((s = check_state(ctx, node, 38, d->batch, d->n_bw)) != EDGE_OK) return s;
     if (node->n_outputs != (d->merge ? 1 : 2)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "merge_outputs takes 1 output, else 2");
+    if (edge_in(ctx, node, 1)->type != edge_in(ctx, node, 18)->type)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "forward and backward weights must share a type");
+    d->asymmetric = edge_opt_int(node, 5, 1, 0) != 0;
+    if ((s = hybrid_scratch(ctx, node, d)) != EDGE_OK) return s;
     for (k = 0; k < node->n_outputs; k++)
         if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "outputs must be FLOAT32");
     shape[0] = x->dims[0];
@@ -282,11 +311,11 @@ void edge_eval_bidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t *
     const int64_t bs = d->time_major ? (int64_t)B * w_bw : w_bw, bb = d->time_major ? w_bw : (int64_t)T * w_bw;
     edge_lstm_f32_t p;
     if (T == 0) return;
-    direction(&p, node, ctx, full_gates, I, d->n_fw, d->cell_clip);
+    direction(d, &p, node, ctx, full_gates, d->n_fw);
     edge_lstm_f32_run(&p, x, (float *)edge_in(ctx, node, 35)->data, (float *)edge_in(ctx, node, 36)->data, y_fw, T, B,
                       xs, xb, fs, fb);
     /* backward: from the last step, strides negated */
-    direction(&p, node, ctx, bw_gates, I, d->n_bw, d->cell_clip);
+    direction(d, &p, node, ctx, bw_gates, d->n_bw);
     edge_lstm_f32_run(&p, x + (int64_t)(T - 1) * xs, (float *)edge_in(ctx, node, 37)->data,
                       (float *)edge_in(ctx, node, 38)->data, y_bw + (int64_t)(T - 1) * bs, T, B, -xs, xb, -bs, bb);
 }

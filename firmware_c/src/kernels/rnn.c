@@ -11,13 +11,14 @@
  * Hybrid (INT8 weights, per tensor; float input, state and output: LiteRT's RnnBatchStep): at every step each
  * batch row of x, then of h, is quantized to int8 (quantize_row: symmetric, or asymmetric with a zero point), and
  * out = bias + float(q . W[u] - zp * rowsum(W[u])) * (row scale * W scale), likewise for h and R, then the
- * activation. The quantized row lives in a scratch of max(input, units) bytes.
+ * activation (edge_hybrid.h). The quantized row lives in a scratch of max(input, units) bytes.
  */
 #include <math.h>
 #include <string.h>
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_hybrid.h"
 
 EDGE_KERNEL(RNN, rnn, 3, "FLOAT32", "float32 or INT8 weights (hybrid); state a variable tensor")
 EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_RNN, unidirectional_sequence_rnn, 3, "FLOAT32", "float32 or INT8 weights (hybrid); state a variable tensor")
@@ -128,70 +129,15 @@ edge_status_t edge_prepare_bidirectional_sequence_rnn(edge_node_t *node, edge_ct
     return rnn_prepare(node, ctx, 3, 1, EDGE_OPTS_BidirectionalSequenceRNNOptions);
 }
 
-/* LiteRT's BatchQuantizeFloats of one row of n floats: q, its scale and zero point. Symmetric: scale max|v| / 127,
- * q = round(v * 127 / max|v|) in [-127, 127]. Asymmetric: [min(0, min v), max(0, max v)] over [-128, 127] in
- * double, the nudged zero point, q = round(zp + v / scale) in [-128, 127]. An all-zero row: 0, scale 1, zp 0. */
-static void quantize_row(const float *v, int32_t n, int32_t asymmetric, int8_t *q, float *scale, int32_t *zp) {
-    float lo = n > 0 ? v[0] : 0.0f, hi = lo, inv;
-    int32_t k;
-    for (k = 1; k < n; k++) {
-        lo = v[k] < lo ? v[k] : lo;
-        hi = v[k] > hi ? v[k] : hi;
-    }
-    *zp = 0;
-    *scale = 1.0f;
-    if (!asymmetric) {
-        const float span = fabsf(lo) > fabsf(hi) ? fabsf(lo) : fabsf(hi);
-        if (span == 0.0f) {
-            memset(q, 0, (size_t)n);
-            return;
-        }
-        *scale = span / 127.0f;
-        inv = 127.0f / span;
-        for (k = 0; k < n; k++) {
-            const int32_t x = (int32_t)roundf(v[k] * inv);
-            q[k] = (int8_t)(x < -127 ? -127 : (x > 127 ? 127 : x));
-        }
-        return;
-    }
-    {
-        const double rmin = (double)(lo < 0.0f ? lo : 0.0f), rmax = (double)(hi > 0.0f ? hi : 0.0f);
-        double ds, from_min, from_max, zd;
-        if (rmin == rmax) {
-            memset(q, 0, (size_t)n);
-            return;
-        }
-        ds = (rmax - rmin) / 255.0;
-        from_min = -128.0 - rmin / ds;
-        from_max = 127.0 - rmax / ds;
-        zd = 128.0 + fabs(rmin / ds) < 127.0 + fabs(rmax / ds) ? from_min : from_max;
-        *zp = zd <= -128.0 ? -128 : (zd >= 127.0 ? 127 : (int32_t)round(zd));
-        *scale = (float)ds;
-        inv = 1.0f / *scale;
-        for (k = 0; k < n; k++) {
-            const int32_t x = (int32_t)roundf((float)*zp + v[k] * inv);
-            q[k] = (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
-        }
-    }
-}
-
 /* y[u] += float(q . m[u] - zp * rowsum(m[u])) * scale for the quantized row of v (n values), u < U. */
 static void hybrid_accumulate(const float *v, int32_t n, const edge_tensor_t *m, int32_t U, int32_t asymmetric,
                               int8_t *q, float *y) {
     const int8_t *w = (const int8_t *)m->data;
     float scale;
-    int32_t zp, u, k;
-    quantize_row(v, n, asymmetric, q, &scale, &zp);
+    int32_t zp, u;
+    eh_quantize_row(v, n, asymmetric, q, &scale, &zp);
     scale *= m->scale;
-    for (u = 0; u < U; u++) {
-        const int8_t *wu = w + (int64_t)u * n;
-        int32_t dot = 0, sum = 0;
-        for (k = 0; k < n; k++) {
-            dot += (int32_t)wu[k] * (int32_t)q[k];
-            sum += wu[k];
-        }
-        y[u] += (float)(dot - sum * zp) * scale;
-    }
+    for (u = 0; u < U; u++) y[u] += eh_product(q, w + (int64_t)u * n, n, zp, scale);
 }
 
 static float activate(const rnn_data_t *d, float v) {

@@ -24,6 +24,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 #include "../edge_float.h"
+#include "../edge_hybrid.h"
 #include "../edge_lstm.h"
 
 EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "quantized: INT8 weights; no hybrid (float input, quantized weights)")
@@ -212,30 +213,45 @@ static float sigmoid_f32(float v) {
 
 void edge_lstm_f32_run(const edge_lstm_f32_t *p, const float *x, float *hs, float *cs, float *y, int32_t steps,
                        int32_t batch, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
-    const int32_t S = p->n_state, I = p->n_input;
-    int32_t t, b, g, u;
+    const int32_t S = p->n_state, I = p->n_input, hybrid = p->qwi[0] != 0;
+    int8_t *qx = p->scratch, *qh = p->scratch + I;
+    float sx = 0.0f, sh = 0.0f;
+    int32_t t, b, g, u, zx = 0, zh = 0;
     for (t = 0; t < steps; t++)
         for (b = 0; b < batch; b++) {
             const float *xr = x + t * x_step + b * x_batch;
             float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S, *yr = y + t * y_step + b * y_batch;
+            if (hybrid) {
+                eh_quantize_row(xr, I, p->asymmetric, qx, &sx, &zx);
+                eh_quantize_row(h, S, p->asymmetric, qh, &sh, &zh);
+            }
             for (u = 0; u < S; u += 2) {
                 /* two units' four gates at once (ef_dot8); an odd last unit goes with itself */
                 const int32_t nu = S - u < 2 ? 1 : 2, u2 = u + nu - 1;
                 float gate[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
                 const float *rows[8];
                 int32_t j;
-                for (g = 0; g < 4; g++) {
-                    rows[g] = p->wi[g] + (int64_t)u * p->w_stride;
-                    rows[4 + g] = p->wi[g] + (int64_t)u2 * p->w_stride;
+                if (hybrid) { /* bias, then the input product, then the recurrent one (LiteRT's order) */
+                    for (j = 0; j < 8; j++) {
+                        const int32_t gj = j & 3, uj = j < 4 ? u : u2;
+                        gate[j] = p->bias[gj][uj];
+                        gate[j] += eh_product(qx, p->qwi[gj] + (int64_t)uj * I, I, zx, sx * p->wi_scale[gj]);
+                        gate[j] += eh_product(qh, p->qwr[gj] + (int64_t)uj * S, S, zh, sh * p->wr_scale[gj]);
+                    }
+                } else {
+                    for (g = 0; g < 4; g++) {
+                        rows[g] = p->wi[g] + (int64_t)u * p->w_stride;
+                        rows[4 + g] = p->wi[g] + (int64_t)u2 * p->w_stride;
+                    }
+                    ef_dot8(xr, rows, I, gate);
+                    for (g = 0; g < 4; g++) {
+                        gate[g] += p->bias[g][u];
+                        gate[4 + g] += p->bias[g][u2];
+                        rows[g] = p->wr[g] + (int64_t)u * p->r_stride;
+                        rows[4 + g] = p->wr[g] + (int64_t)u2 * p->r_stride;
+                    }
+                    ef_dot8(h, rows, S, gate);
                 }
-                ef_dot8(xr, rows, I, gate);
-                for (g = 0; g < 4; g++) {
-                    gate[g] += p->bias[g][u];
-                    gate[4 + g] += p->bias[g][u2];
-                    rows[g] = p->wr[g] + (int64_t)u * p->r_stride;
-                    rows[4 + g] = p->wr[g] + (int64_t)u2 * p->r_stride;
-                }
-                ef_dot8(h, rows, S, gate);
                 for (j = 0; j < nu; j++) {
                     const float *gj = gate + 4 * j;
                     const float ig = sigmoid_f32(gj[0]), fg = sigmoid_f32(gj[1]);
@@ -256,6 +272,7 @@ static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t
     const int32_t S = d->n_state, I = d->n_input;
     edge_lstm_f32_t p;
     int32_t g;
+    memset(&p, 0, sizeof p);
     for (g = 0; g < 4; g++) {
         p.wi[g] = (const float *)edge_in(ctx, node, in_w[g])->data;
         p.wr[g] = (const float *)edge_in(ctx, node, rec_w[g])->data;
