@@ -1,7 +1,10 @@
 """RNN, UNIDIRECTIONAL_SEQUENCE_RNN, BIDIRECTIONAL_SEQUENCE_RNN, LSTM (full and basic kernel types),
-BIDIRECTIONAL_SEQUENCE_LSTM and EMBEDDING_LOOKUP_SPARSE on both runtimes (the ``runtime`` grid: rnn.py / lookup.py
-and firmware_c's rnn.c / lstm.c / embedding_lookup_sparse.c) against LiteRT's reference kernels (TFLM has none of
-these ops). Float32, within 1e-4 of the reference's range.
+BIDIRECTIONAL_SEQUENCE_LSTM, EMBEDDING_LOOKUP_SPARSE, BUCKETIZE and DYNAMIC_UPDATE_SLICE on both runtimes (the
+``runtime`` grid: rnn.py / lookup.py / dynamic_update_slice.py and firmware_c's rnn.c / lstm.c /
+embedding_lookup_sparse.c / bucketize.c / dynamic_update_slice.c) against LiteRT's reference kernels (TFLM has none
+of these ops). Float32 within 1e-4 of the reference's range, LiteRT's hybrid kernels (INT8 weights) too; the
+integer outputs (BUCKETIZE) and the copies (DYNAMIC_UPDATE_SLICE) exactly. ONES_LIKE stays a facts-only row: LiteRT
+has no kernel for it (an unresolved op), so no peer could check one.
 
 The ops with state (variable tensors: the hidden state, the LSTM's cell state) run 1 and 3 invokes in a row with the
 same input, as LiteRT keeps the state across invokes: the third invoke's output differs from the first only through
@@ -14,7 +17,7 @@ import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
-from tests.oprunner import T, op_model, peer_outputs, refused_on, run_invokes
+from tests.oprunner import T, assert_same, op_model, peer_outputs, refused_on, run_invokes
 
 RNG = np.random.default_rng(23)
 B, I, U, STEPS = 2, 3, 4, 5
@@ -261,3 +264,62 @@ def test_embedding_lookup_sparse_refusals(runtime):
     refused_on(runtime, op_model("EMBEDDING_LOOKUP_SPARSE", ins, [T((2, 2), "FLOAT32")]),
                [np.zeros(2, np.int32), np.zeros((2, 3), np.int32), np.ones(2, np.float32)],
                ModelError, "EMBEDDING_LOOKUP_SPARSE")
+
+
+# ------------------------------------------------------------------------------ BUCKETIZE, DYNAMIC_UPDATE_SLICE
+
+
+@pytest.mark.parametrize("type_", ["FLOAT32", "INT32", "INT64"])
+def test_bucketize(runtime, type_):
+    """Values on, between and outside the boundaries (a value equal to a boundary goes above it)."""
+    boundaries = [-2.0, 0.0, 1.5, 3.0, 10.0]
+    x = np.array([[-5, -2, -1, 0], [1, 2, 3, 4], [9, 10, 11, 40]])
+    x = (x * np.float32(1.25)).astype(np.float32) if type_ == "FLOAT32" else x.astype(np.dtype(type_.lower()))
+    model = op_model("BUCKETIZE", [T(x.shape, type_)], [T(x.shape, "INT32")], {"boundaries": boundaries})
+    out = check_invokes(runtime, model, [x], counts=(1,))[1][0]
+    assert len(set(out.ravel().tolist())) >= 4
+
+
+def test_bucketize_refusals(runtime):
+    x = np.zeros((2, 3), np.int8)
+    refused_on(runtime, op_model("BUCKETIZE", [T(x.shape, "INT8", 0.1, 0)], [T(x.shape, "INT32")],
+                                 {"boundaries": [0.0, 1.0]}), [x], UnsupportedOpError, "BUCKETIZE")
+    refused_on(runtime, op_model("BUCKETIZE", [T(x.shape, "FLOAT32")], [T(x.shape, "INT32")],
+                                 {"boundaries": [1.0, 0.0]}), [x.astype(np.float32)], ModelError, "BUCKETIZE")
+
+
+DUS_CASES = [  # operand type, operand shape, update shape, start indices (clamped where out of range)
+    ("FLOAT32", (3, 4), (2, 2), np.array([1, 1], np.int32)),
+    ("FLOAT32", (2, 3, 4), (1, 2, 3), np.array([5, -1, 2], np.int64)),  # clamped to (1, 0, 1)
+    ("INT8", (4, 5), (2, 3), np.array([2, 2], np.int32)),
+    ("INT32", (6,), (6,), np.array([3], np.int32)),  # the whole operand: start clamped to 0
+    ("BOOL", (3, 3), (1, 2), np.array([2, 1], np.int64)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(DUS_CASES)))
+def test_dynamic_update_slice(runtime, case):
+    type_, shape, ushape, start = DUS_CASES[case]
+    q = (0.05, -3) if type_ == "INT8" else (None, None)
+    if type_ == "BOOL":
+        operand, update = RNG.random(shape) < 0.5, RNG.random(ushape) < 0.5
+    elif type_ == "FLOAT32":
+        operand, update = f32(*shape), f32(*ushape)
+    else:
+        dt = np.dtype(type_.lower())
+        operand, update = RNG.integers(-100, 100, shape).astype(dt), RNG.integers(-100, 100, ushape).astype(dt)
+    ins = [T(shape, type_, *q), T(ushape, type_, *q), T(start.shape, "INT32" if start.dtype == np.int32 else "INT64")]
+    model = op_model("DYNAMIC_UPDATE_SLICE", ins, [T(shape, type_, *q)])
+    out = run_invokes(runtime, model, [operand, update, start], 1, check_reset=False)
+    ref = peer_outputs(model, [operand, update, start], "litert", isolate=True)
+    assert_same(out, ref, what=f"{runtime} vs litert")
+
+
+def test_dynamic_update_slice_refusals(runtime):
+    ins = [T((2, 2), "FLOAT32"), T((3, 1), "FLOAT32"), T((2,), "INT32")]
+    refused_on(runtime, op_model("DYNAMIC_UPDATE_SLICE", ins, [T((2, 2), "FLOAT32")]),
+               [f32(2, 2), f32(3, 1), np.zeros(2, np.int32)], ModelError, "DYNAMIC_UPDATE_SLICE")
+    ins = [T((2, 2), "FLOAT32"), T((1, 1), "INT32"), T((2,), "INT32")]
+    refused_on(runtime, op_model("DYNAMIC_UPDATE_SLICE", ins, [T((2, 2), "FLOAT32")]),
+               [f32(2, 2), np.zeros((1, 1), np.int32), np.zeros(2, np.int32)], UnsupportedOpError,
+               "DYNAMIC_UPDATE_SLICE")

@@ -457,7 +457,8 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 3)),
     OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
     OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
-    # recurrent ops beside the sequence LSTM, and the sparse embedding lookup (issue 23 point 1: rnn.py, lookup.py)
+    # recurrent ops beside the sequence LSTM, the sparse embedding lookup, BUCKETIZE and DYNAMIC_UPDATE_SLICE
+    # (issue 23 point 1: rnn.py, lookup.py, dynamic_update_slice.py)
     OpRow("RNN",                          "rnn:prepare_rnn",                  3,
           weights=(1, None, None)),
     OpRow("UNIDIRECTIONAL_SEQUENCE_RNN",  "rnn:prepare_unidirectional_sequence_rnn", 3,
@@ -469,6 +470,8 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 3,
           weights=(1, None, None)),
     OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1),
+    OpRow("BUCKETIZE",                    "lookup:prepare_bucketize",         1),
+    OpRow("DYNAMIC_UPDATE_SLICE",         "dynamic_update_slice:prepare_dynamic_update_slice", 1),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
     OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
