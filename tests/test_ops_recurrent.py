@@ -63,7 +63,8 @@ def rnn_weights(n_input=I, units=U, batch=B, hybrid=False):
     else:
         weights = [T((units, n_input), "FLOAT32", data=f32(units, n_input)),
                    T((units, units), "FLOAT32", data=f32(units, units, scale=0.4))]
-    return weights + [T((units,), "FLOAT32", data=f32(units, scale=0.2)), T((batch, units), "FLOAT32", is_variable=True)]
+    return weights + [T((units,), "FLOAT32", data=f32(units, scale=0.2)),
+                      T((batch, units), "FLOAT32", is_variable=True)]
 
 
 # (fused activation, weights: "FLOAT32", "INT8" (hybrid, symmetric row quantization) or "INT8 asymmetric")

@@ -25,7 +25,15 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels.node import Eval, Node
-from edge_sdk.runtime.kernels.sequence import _float_activation, batch_quantize_floats, lstm_float_cell
+from edge_sdk.runtime.kernels.sequence import (
+    _BIAS,
+    _IN_W,
+    _REC_W,
+    _UNSUPPORTED_VARIANTS,
+    _float_activation,
+    batch_quantize_floats,
+    lstm_float_cell,
+)
 
 _F32 = np.float32
 
@@ -258,12 +266,6 @@ def _lstm_tanh(node: Node) -> float:
     return float(node.options.get("cell_clip", 0.0) or 0.0)
 
 
-_LSTM_IN_W, _LSTM_REC_W, _LSTM_BIAS = (1, 2, 3, 4), (5, 6, 7, 8), (12, 13, 14, 15)
-_LSTM_VARIANTS = {9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
-                  20: "layer normalization", 21: "layer normalization", 22: "layer normalization",
-                  23: "layer normalization"}
-
-
 def prepare_lstm(node: Node) -> Eval:
     if node.options.get("kernel_type", "FULL") == "BASIC":
         return _prepare_basic_lstm(node)
@@ -271,10 +273,10 @@ def prepare_lstm(node: Node) -> Eval:
     x = node.input(0)
     node.expect_types(x, ("FLOAT32",))
     node.expect(len(x.shape) == 2, f"input must be 2-D (batch, input), has shape {x.shape}")
-    _lstm_variants(node, _LSTM_VARIANTS)
+    _lstm_variants(node, _UNSUPPORTED_VARIANTS)
     cell_clip = _lstm_tanh(node)
     batch, n_input = x.shape
-    w_in, w_rec, bias, n_state, hybrid = _lstm_gates(node, _LSTM_IN_W, _LSTM_REC_W, _LSTM_BIAS, n_input)
+    w_in, w_rec, bias, n_state, hybrid = _lstm_gates(node, _IN_W, _REC_W, _BIAS, n_input)
     _lstm_state(node, 18, batch, n_state, "output state")
     _lstm_state(node, 19, batch, n_state, "cell state")
     node.expect_types(node.outputs[0], ("FLOAT32",), "output")
@@ -287,7 +289,8 @@ def prepare_lstm(node: Node) -> Eval:
     return run
 
 
-_BASIC_GATE = (0, 2, 1, 3)  # basic weight row blocks input, cell, forget, output -> cell order input, forget, cell, output
+# the basic weights' row blocks (input, cell, forget, output) in the cell's gate order (input, forget, cell, output)
+_BASIC_GATE = (0, 2, 1, 3)
 
 
 def _prepare_basic_lstm(node: Node) -> Eval:
