@@ -326,3 +326,33 @@ def test_dynamic_update_slice_refusals(runtime):
     refused_on(runtime, op_model("DYNAMIC_UPDATE_SLICE", ins, [T((2, 2), "FLOAT32")]),
                [f32(2, 2), np.zeros((1, 1), np.int32), np.zeros(2, np.int32)], UnsupportedOpError,
                "DYNAMIC_UPDATE_SLICE")
+
+
+def test_macs():
+    """The input and recurrent products per step, batch row and direction (plus the LSTM's 3 products per unit)."""
+    from edge_sdk.runtime.kernels import rnn
+    from tests.nodes import make_node
+
+    def macs(op, ins, outs, options, prepare, count):
+        node = make_node(op, ins, outs, options)
+        prepare(node)
+        return count(node)
+
+    seq = [T((B, STEPS, I), "FLOAT32")]
+    assert macs("RNN", [T((B, I), "FLOAT32")] + rnn_weights(), [T((B, U), "FLOAT32")], {}, rnn.prepare_rnn,
+                rnn.macs_rnn) == B * U * (I + U)
+    assert macs("UNIDIRECTIONAL_SEQUENCE_RNN", seq + rnn_weights(), [T((B, STEPS, U), "FLOAT32")], {},
+                rnn.prepare_unidirectional_sequence_rnn,
+                rnn.macs_unidirectional_sequence_rnn) == STEPS * B * U * (I + U)
+    assert macs("BIDIRECTIONAL_SEQUENCE_RNN", seq + rnn_weights() + rnn_weights(units=U + 1) + [None] * 3,
+                [T((B, STEPS, U), "FLOAT32"), T((B, STEPS, U + 1), "FLOAT32")], {},
+                rnn.prepare_bidirectional_sequence_rnn, rnn.macs_bidirectional_sequence_rnn) == \
+        STEPS * B * (U * (I + U) + (U + 1) * (I + U + 1))
+    lstm_step = 4 * U * (I + U) + 3 * U
+    assert macs("LSTM", [T((B, I), "FLOAT32")] + lstm_gates() + lstm_states() + [None] * 4, [T((B, U), "FLOAT32")],
+                {"fused_activation_function": "TANH"}, rnn.prepare_lstm, rnn.macs_lstm) == B * lstm_step
+    time_major = [T((STEPS, B, I), "FLOAT32")]
+    bi_ins = time_major + lstm_gates() + lstm_gates() + lstm_states() + lstm_states() + [None] * 9
+    assert macs("BIDIRECTIONAL_SEQUENCE_LSTM", bi_ins, [T((STEPS, B, U), "FLOAT32"), T((STEPS, B, U), "FLOAT32")],
+                {"fused_activation_function": "TANH"}, rnn.prepare_bidirectional_sequence_lstm,
+                rnn.macs_bidirectional_sequence_lstm) == 2 * STEPS * B * lstm_step

@@ -371,3 +371,50 @@ def prepare_bidirectional_sequence_lstm(node: Node) -> Eval:
            _time_first(outputs[bw_out], time_major)[::-1, ..., bw_cols])
 
     return run
+
+
+# --------------------------------------------------------------------------------------------------- MACs
+# Counted after prepare: each step's input and recurrent products (and the LSTM's three element-wise products per
+# unit), per batch row and direction.
+
+
+def _rnn_macs(steps: int, batch: int, n_input: int, units: int) -> int:
+    return int(steps * batch * units * (n_input + units))
+
+
+def _lstm_macs(steps: int, batch: int, n_input: int, n_state: int) -> int:
+    return int(steps * batch * (4 * n_state * (n_input + n_state) + 3 * n_state))
+
+
+def _steps_batch(node: Node, time_major_default: bool = False) -> tuple[int, int]:
+    x = node.inputs[0]
+    time_major = bool(node.options.get("time_major", time_major_default))
+    return (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
+
+
+def macs_rnn(node: Node) -> int:
+    batch, n_input = node.inputs[0].shape
+    return _rnn_macs(1, batch, n_input, node.inputs[1].shape[0])
+
+
+def macs_unidirectional_sequence_rnn(node: Node) -> int:
+    steps, batch = _steps_batch(node)
+    return _rnn_macs(steps, batch, node.inputs[0].shape[2], node.inputs[1].shape[0])
+
+
+def macs_bidirectional_sequence_rnn(node: Node) -> int:
+    steps, batch = _steps_batch(node)
+    n_input = node.inputs[0].shape[2]
+    return sum(_rnn_macs(steps, batch, n_input, node.inputs[i].shape[0]) for i in (1, 5))
+
+
+def macs_lstm(node: Node) -> int:
+    batch, n_input = node.inputs[0].shape
+    n_state = node.outputs[0].shape[-1]
+    return _lstm_macs(1, batch, n_input, n_state)
+
+
+def macs_bidirectional_sequence_lstm(node: Node) -> int:
+    steps, batch = _steps_batch(node, time_major_default=True)
+    n_input = node.inputs[0].shape[2]
+    return sum(_lstm_macs(steps, batch, n_input, node.inputs[i].shape[0]) for i in (_BI_FW[0][0], _BI_BW[0][0]))
