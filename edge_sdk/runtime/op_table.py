@@ -462,6 +462,21 @@ ROWS: dict[str, OpRow] = _rows(
           effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE",                        "control_flow:prepare_while",       1,
           effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
+    # recurrent ops beside the sequence LSTM, the sparse embedding lookup, BUCKETIZE and DYNAMIC_UPDATE_SLICE
+    # (issue 23 point 1: rnn.py, lookup.py, dynamic_update_slice.py)
+    OpRow("RNN",                          "rnn:prepare_rnn",                  3, "rnn:macs_rnn",
+          weights=(1, None, None)),
+    OpRow("UNIDIRECTIONAL_SEQUENCE_RNN",  "rnn:prepare_unidirectional_sequence_rnn", 3, "rnn:macs_unidirectional_sequence_rnn",
+          weights=(1, None, None), options='SequenceRNNOptions'),
+    OpRow("BIDIRECTIONAL_SEQUENCE_RNN",   "rnn:prepare_bidirectional_sequence_rnn", 3, "rnn:macs_bidirectional_sequence_rnn",
+          weights=(1, None, None)),
+    OpRow("LSTM",                         "rnn:prepare_lstm",                 4, "rnn:macs_lstm",
+          weights=(1, None, None)),
+    OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 3, "rnn:macs_bidirectional_sequence_lstm",
+          weights=(1, None, None)),
+    OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1),
+    OpRow("BUCKETIZE",                    "lookup:prepare_bucketize",         1),
+    OpRow("DYNAMIC_UPDATE_SLICE",         "dynamic_update_slice:prepare_dynamic_update_slice", 1),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
     OpRow("CALL", None, 0, effects='calls'),
     OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv', options='Conv3DOptions'),
@@ -469,7 +484,6 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("RANDOM_UNIFORM", None, 0, random=True, options='RandomOptions'),
     OpRow("RANDOM_STANDARD_NORMAL", None, 0, random=True, options='RandomOptions'),
     OpRow("MULTINOMIAL", None, 0, random=True, options='RandomOptions'),
-    OpRow("UNIDIRECTIONAL_SEQUENCE_RNN", None, 0, options='SequenceRNNOptions'),
 )
 # fmt: on
 

@@ -354,6 +354,18 @@ enum {
     EDGE_OPTS_Conv3DOptions = 106,
 };
 
+/* BuiltinOptions union codes of the recurrent ops, EMBEDDING_LOOKUP_SPARSE and BUCKETIZE (rnn.c, lstm.c,
+ * embedding_lookup_sparse.c, bucketize.c). */
+enum {
+    EDGE_OPTS_RNNOptions = 7,
+    EDGE_OPTS_LSTMOptions = 14,
+    EDGE_OPTS_EmbeddingLookupSparseOptions = 20,
+    EDGE_OPTS_SequenceRNNOptions = 31,
+    EDGE_OPTS_BidirectionalSequenceLSTMOptions = 69,
+    EDGE_OPTS_BidirectionalSequenceRNNOptions = 70,
+    EDGE_OPTS_BucketizeOptions = 115,
+};
+
 /* Fused activations (schema ActivationFunctionType). */
 enum {
     EDGE_ACT_NONE = 0,

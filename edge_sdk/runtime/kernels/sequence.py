@@ -42,6 +42,7 @@ from edge_sdk.runtime.kernels.quant import (
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
+    tflite_round,
 )
 
 _F32 = np.float32
@@ -729,15 +730,77 @@ def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
     return np.where(v > _F32(16.619047164916992), _F32(1), np.where(v < _F32(-9), np.exp(v), mid)).astype(np.float32)
 
 
+def batch_quantize_floats(v: np.ndarray, asymmetric: bool):
+    """LiteRT's BatchQuantizeFloats of float32 rows (B, n): (int8 values as int64, float32 scale per row, int64 zero
+    point per row). Symmetric: scale max|v| / 127, values round(v * 127 / max|v|) in [-127, 127]. Asymmetric: the
+    range [min(0, min v), max(0, max v)] over [-128, 127] in double, the nudged zero point, values
+    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0."""
+    lo, hi = v.min(axis=1), v.max(axis=1)
+    if not asymmetric:
+        span = np.maximum(np.abs(lo), np.abs(hi))
+        empty = span == 0
+        safe = np.where(empty, _F32(1), span)
+        scale = np.where(empty, _F32(1), safe / _F32(127)).astype(np.float32)
+        q = tflite_round(v * (_F32(127) / safe)[:, None])
+        q = np.clip(np.where(empty[:, None], 0, q), -127, 127).astype(np.int64)
+        return q, scale, np.zeros(v.shape[0], np.int64)
+    rmin = np.minimum(lo, _F32(0)).astype(np.float64)
+    rmax = np.maximum(hi, _F32(0)).astype(np.float64)
+    empty = rmin == rmax
+    dscale = np.where(empty, 1.0, (rmax - rmin) / 255.0)
+    from_min, from_max = -128.0 - rmin / dscale, 127.0 - rmax / dscale
+    zp_d = np.where(128.0 + np.abs(rmin / dscale) < 127.0 + np.abs(rmax / dscale), from_min, from_max)
+    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, tflite_round(zp_d))).astype(np.int64)
+    zp = np.where(empty, 0, zp)
+    scale = np.where(empty, _F32(1), dscale.astype(np.float32)).astype(np.float32)
+    inv = (_F32(1) / scale).astype(np.float32)
+    q = tflite_round(zp.astype(np.float32)[:, None] + v * inv[:, None])
+    q = np.clip(np.where(empty[:, None], 0, q), -128, 127).astype(np.int64)
+    return q, scale, zp
+
+
 def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
+    cell = lstm_float_cell([node.inputs[i].data for i in _IN_W], [node.inputs[i].data for i in _REC_W],
+                           [node.inputs[i].data for i in _BIAS], steps, batch, n_state, act, cell_clip)
+
+    def run(inputs, outputs):
+        xs = inputs[0]
+        seq = xs if time_major else xs.transpose(1, 0, 2)
+        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
+        cell(seq, inputs[18].reshape(batch, n_state), inputs[19].reshape(batch, n_state), out)
+
+    return run
+
+
+def lstm_float_cell(w_in, w_rec, bias, steps, batch, n_state, act, cell_clip, hybrid=None):
+    """The float32 LSTM over ``steps`` time steps, shared by every float LSTM op (UNIDIRECTIONAL_SEQUENCE_LSTM here;
+    LSTM and BIDIRECTIONAL_SEQUENCE_LSTM in rnn.py): gate weights and biases in the order input, forget, cell,
+    output (w_in 4 x (S, I), w_rec 4 x (S, S), bias 4 x (S,)); ``act`` the cell gate's ("TANH" or "SIGMOID").
+
+    Returns ``cell(seq, h, c, out)``: seq (T, B, I) and out (T, B, S) views in the order the steps run (a reversed
+    view runs backwards), h and c (B, S) the state, read before the first step and written after the last.
+
+    ``hybrid`` = (input weight scales (4,), recurrent weight scales (4,), asymmetric): INT8 weights, LiteRT's hybrid
+    LSTM: x and h are quantized per batch row (``batch_quantize_floats``) and each gate adds
+    float(q . W - zp * rowsum(W)) * (row scale x the gate's weight scale) to its bias; the cell is the float one.
+    """
     S, T, B = n_state, steps, batch
     # gate columns input, forget, output, cell: the three sigmoid gates side by side
     order = (0, 1, 3, 2)
-    w_in_t = np.ascontiguousarray(
-        np.concatenate([node.inputs[_IN_W[g]].data for g in order], axis=0).astype(np.float32).T)
-    w_rec_t = np.ascontiguousarray(
-        np.concatenate([node.inputs[_REC_W[g]].data for g in order], axis=0).astype(np.float32).T)
-    bias = np.concatenate([node.inputs[_BIAS[g]].data for g in order]).astype(np.float32)
+    w_type = np.float64 if hybrid else np.float32  # int8 products summed exactly in float64
+    w_in_t = np.ascontiguousarray(np.concatenate([w_in[g] for g in order], axis=0).astype(w_type).T)
+    w_rec_t = np.ascontiguousarray(np.concatenate([w_rec[g] for g in order], axis=0).astype(w_type).T)
+    bias = np.concatenate([bias[g] for g in order]).astype(np.float32)
+    if hybrid:
+        in_scales, rec_scales, asymmetric = hybrid
+        in_col = np.repeat(np.asarray(in_scales, np.float32)[list(order)], S)  # (4S,) the gate columns' scales
+        rec_col = np.repeat(np.asarray(rec_scales, np.float32)[list(order)], S)
+        in_sums, rec_sums = w_in_t.sum(axis=0).astype(np.int64), w_rec_t.sum(axis=0).astype(np.int64)
+
+        def product(v, w_t, sums, col):
+            q, scale, zp = batch_quantize_floats(v, asymmetric)
+            acc = (q.astype(np.float64) @ w_t).astype(np.int64) - zp[:, None] * sums
+            return acc.astype(np.float32) * (scale[:, None] * col)
     n_sig = 3 * S if act == "TANH" else 4 * S
     clip = _F32(cell_clip) if cell_clip > 0 else None
     hs = np.zeros((T + 1, B, S), np.float32)  # hidden state before each step, then the outputs
@@ -752,14 +815,16 @@ def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
     one, lower = _F32(1), _F32(-9)
     dot, add, multiply, negative, exp, reciprocal = np.dot, np.add, np.multiply, np.negative, np.exp, np.reciprocal
 
-    def run(inputs, outputs):
-        xs = inputs[0]
-        seq = xs if time_major else xs.transpose(1, 0, 2)
-        pre = (seq.reshape(T * B, -1) @ w_in_t + bias).reshape(T, B, 4 * S)
-        hs[0] = inputs[18].reshape(B, S)
-        c[...] = inputs[19].reshape(B, S)
+    def cell(seq, h_state, c_state, out):
+        rows = seq.reshape(T * B, -1)
+        pre = (bias + product(rows, w_in_t, in_sums, in_col) if hybrid else rows @ w_in_t + bias).reshape(T, B, 4 * S)
+        hs[0] = h_state
+        c[...] = c_state
         for (h_prev, h_next), pre_t in zip(views, pre):
-            dot(h_prev, w_rec_t, out=g)
+            if hybrid:
+                g[...] = product(h_prev, w_rec_t, rec_sums, rec_col)
+            else:
+                dot(h_prev, w_rec_t, out=g)
             add(g, pre_t, out=g)
             # reference Logistic: exp(v) below -9, else 1 / (1 + exp(-v)) (above 16.6 that is 1 in float32)
             np.less(sig_in, lower, out=low)
@@ -778,12 +843,11 @@ def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
                 np.maximum(c, -clip, out=c)
             np.tanh(c, out=tmp)
             multiply(tmp, o_g, out=h_next)
-        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
         out[...] = hs[1:]
-        inputs[18].reshape(B, S)[...] = hs[T]
-        inputs[19].reshape(B, S)[...] = c
+        h_state[...] = hs[T]
+        c_state[...] = c
 
-    return run
+    return cell
 
 
 def macs_unidirectional_sequence_lstm(node: Node) -> int:

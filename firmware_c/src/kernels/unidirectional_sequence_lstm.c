@@ -24,6 +24,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 #include "../edge_float.h"
+#include "../edge_hybrid.h"
+#include "../edge_lstm.h"
 
 EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "quantized: INT8 weights; no hybrid (float input, quantized weights)")
 
@@ -209,55 +211,84 @@ static float sigmoid_f32(float v) {
     return 1.0f / (1.0f + expf(-v));
 }
 
-static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
-    const int32_t S = d->n_state, I = d->n_input;
-    const float *x = (const float *)edge_in(ctx, node, 0)->data;
-    float *hs = (float *)edge_in(ctx, node, 18)->data, *cs = (float *)edge_in(ctx, node, 19)->data;
-    float *y = (float *)edge_out(ctx, node, 0)->data;
-    const float *wi[4], *wr[4], *bi[4];
-    int32_t t, b, g, u;
-    for (g = 0; g < 4; g++) {
-        wi[g] = (const float *)edge_in(ctx, node, in_w[g])->data;
-        wr[g] = (const float *)edge_in(ctx, node, rec_w[g])->data;
-        bi[g] = (const float *)edge_in(ctx, node, bias_in[g])->data;
-    }
-    for (t = 0; t < d->steps; t++)
-        for (b = 0; b < d->batch; b++) {
-            const int64_t row = d->time_major ? (int64_t)t * d->batch + b : (int64_t)b * d->steps + t;
-            const float *xr = x + row * I;
-            float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S, *yr = y + row * S;
+void edge_lstm_f32_run(const edge_lstm_f32_t *p, const float *x, float *hs, float *cs, float *y, int32_t steps,
+                       int32_t batch, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
+    const int32_t S = p->n_state, I = p->n_input, hybrid = p->qwi[0] != 0;
+    int8_t *qx = p->scratch, *qh = p->scratch + I;
+    float sx = 0.0f, sh = 0.0f;
+    int32_t t, b, g, u, zx = 0, zh = 0;
+    for (t = 0; t < steps; t++)
+        for (b = 0; b < batch; b++) {
+            const float *xr = x + t * x_step + b * x_batch;
+            float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S, *yr = y + t * y_step + b * y_batch;
+            if (hybrid) {
+                eh_quantize_row(xr, I, p->asymmetric, qx, &sx, &zx);
+                eh_quantize_row(h, S, p->asymmetric, qh, &sh, &zh);
+            }
             for (u = 0; u < S; u += 2) {
                 /* two units' four gates at once (ef_dot8); an odd last unit goes with itself */
                 const int32_t nu = S - u < 2 ? 1 : 2, u2 = u + nu - 1;
                 float gate[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
                 const float *rows[8];
                 int32_t j;
-                for (g = 0; g < 4; g++) {
-                    rows[g] = wi[g] + (int64_t)u * I;
-                    rows[4 + g] = wi[g] + (int64_t)u2 * I;
+                if (hybrid) { /* bias, then the input product, then the recurrent one (LiteRT's order) */
+                    for (j = 0; j < 8; j++) {
+                        const int32_t gj = j & 3, uj = j < 4 ? u : u2;
+                        gate[j] = p->bias[gj][uj];
+                        gate[j] += eh_product(qx, p->qwi[gj] + (int64_t)uj * I, I, zx, sx * p->wi_scale[gj]);
+                        gate[j] += eh_product(qh, p->qwr[gj] + (int64_t)uj * S, S, zh, sh * p->wr_scale[gj]);
+                    }
+                } else {
+                    for (g = 0; g < 4; g++) {
+                        rows[g] = p->wi[g] + (int64_t)u * p->w_stride;
+                        rows[4 + g] = p->wi[g] + (int64_t)u2 * p->w_stride;
+                    }
+                    ef_dot8(xr, rows, I, gate);
+                    for (g = 0; g < 4; g++) {
+                        gate[g] += p->bias[g][u];
+                        gate[4 + g] += p->bias[g][u2];
+                        rows[g] = p->wr[g] + (int64_t)u * p->r_stride;
+                        rows[4 + g] = p->wr[g] + (int64_t)u2 * p->r_stride;
+                    }
+                    ef_dot8(h, rows, S, gate);
                 }
-                ef_dot8(xr, rows, I, gate);
-                for (g = 0; g < 4; g++) {
-                    gate[g] += bi[g][u];
-                    gate[4 + g] += bi[g][u2];
-                    rows[g] = wr[g] + (int64_t)u * S;
-                    rows[4 + g] = wr[g] + (int64_t)u2 * S;
-                }
-                ef_dot8(h, rows, S, gate);
                 for (j = 0; j < nu; j++) {
                     const float *gj = gate + 4 * j;
                     const float ig = sigmoid_f32(gj[0]), fg = sigmoid_f32(gj[1]);
-                    const float cg = d->cell_sigmoid ? sigmoid_f32(gj[2]) : tanhf(gj[2]);
+                    const float cg = p->cell_sigmoid ? sigmoid_f32(gj[2]) : tanhf(gj[2]);
                     const float og = sigmoid_f32(gj[3]);
                     float cv = fg * c[u + j] + ig * cg;
-                    if (d->cell_clip > 0.0f)
-                        cv = cv < -d->cell_clip ? -d->cell_clip : (cv > d->cell_clip ? d->cell_clip : cv);
+                    if (p->cell_clip > 0.0f)
+                        cv = cv < -p->cell_clip ? -p->cell_clip : (cv > p->cell_clip ? p->cell_clip : cv);
                     c[u + j] = cv;
                     yr[u + j] = tanhf(cv) * og; /* the new hidden state, into h once the row is done */
                 }
             }
             memcpy(h, yr, sizeof(float) * (size_t)S);
         }
+}
+
+static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t S = d->n_state, I = d->n_input;
+    edge_lstm_f32_t p;
+    int32_t g;
+    memset(&p, 0, sizeof p);
+    for (g = 0; g < 4; g++) {
+        p.wi[g] = (const float *)edge_in(ctx, node, in_w[g])->data;
+        p.wr[g] = (const float *)edge_in(ctx, node, rec_w[g])->data;
+        p.bias[g] = (const float *)edge_in(ctx, node, bias_in[g])->data;
+    }
+    p.w_stride = I;
+    p.r_stride = S;
+    p.n_input = I;
+    p.n_state = S;
+    p.cell_sigmoid = d->cell_sigmoid;
+    p.cell_clip = d->cell_clip;
+    /* rows of x and y: (t, b) at t * batch + b (time major) or b * steps + t */
+    edge_lstm_f32_run(&p, (const float *)edge_in(ctx, node, 0)->data, (float *)edge_in(ctx, node, 18)->data,
+                      (float *)edge_in(ctx, node, 19)->data, (float *)edge_out(ctx, node, 0)->data, d->steps, d->batch,
+                      d->time_major ? (int64_t)d->batch * I : I, d->time_major ? I : (int64_t)d->steps * I,
+                      d->time_major ? (int64_t)d->batch * S : S, d->time_major ? S : (int64_t)d->steps * S);
 }
 
 /* One gate product row with the zero point taken off the vector: sum_k (v[k] - zp) * w[k], int16 vector in

@@ -1,0 +1,70 @@
+/* edge_hybrid.h - LiteRT's hybrid kernels' arithmetic (float activations, int8 weights): the per-row quantization
+ * of a float vector and the scaled int8 product, shared by the hybrid RNNs (rnn.c) and LSTMs (the float LSTM cell,
+ * unidirectional_sequence_lstm.c).
+ */
+#ifndef EDGE_HYBRID_H
+#define EDGE_HYBRID_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* LiteRT's BatchQuantizeFloats of one row of n floats: q, its scale and zero point. Symmetric: scale max|v| / 127,
+ * q = round(v * 127 / max|v|) in [-127, 127]. Asymmetric: [min(0, min v), max(0, max v)] over [-128, 127] in
+ * double, the nudged zero point, q = round(zp + v / scale) in [-128, 127]. An all-zero row: 0, scale 1, zp 0. */
+static inline void eh_quantize_row(const float *v, int32_t n, int32_t asymmetric, int8_t *q, float *scale, int32_t *zp) {
+    float lo = n > 0 ? v[0] : 0.0f, hi = lo, inv;
+    int32_t k;
+    for (k = 1; k < n; k++) {
+        lo = v[k] < lo ? v[k] : lo;
+        hi = v[k] > hi ? v[k] : hi;
+    }
+    *zp = 0;
+    *scale = 1.0f;
+    if (!asymmetric) {
+        const float span = fabsf(lo) > fabsf(hi) ? fabsf(lo) : fabsf(hi);
+        if (span == 0.0f) {
+            memset(q, 0, (size_t)n);
+            return;
+        }
+        *scale = span / 127.0f;
+        inv = 127.0f / span;
+        for (k = 0; k < n; k++) {
+            const int32_t x = (int32_t)roundf(v[k] * inv);
+            q[k] = (int8_t)(x < -127 ? -127 : (x > 127 ? 127 : x));
+        }
+        return;
+    }
+    {
+        const double rmin = (double)(lo < 0.0f ? lo : 0.0f), rmax = (double)(hi > 0.0f ? hi : 0.0f);
+        double ds, from_min, from_max, zd;
+        if (rmin == rmax) {
+            memset(q, 0, (size_t)n);
+            return;
+        }
+        ds = (rmax - rmin) / 255.0;
+        from_min = -128.0 - rmin / ds;
+        from_max = 127.0 - rmax / ds;
+        zd = 128.0 + fabs(rmin / ds) < 127.0 + fabs(rmax / ds) ? from_min : from_max;
+        *zp = zd <= -128.0 ? -128 : (zd >= 127.0 ? 127 : (int32_t)round(zd));
+        *scale = (float)ds;
+        inv = 1.0f / *scale;
+        for (k = 0; k < n; k++) {
+            const int32_t x = (int32_t)roundf((float)*zp + v[k] * inv);
+            q[k] = (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
+        }
+    }
+}
+
+/* float(q . w - zp * sum(w)) * scale over n values: one int8 row product of MatrixBatchVectorMultiplyAccumulate
+ * (the row sum takes the asymmetric zero point off; scale is the row's scale times the weights'). */
+static inline float eh_product(const int8_t *q, const int8_t *w, int32_t n, int32_t zp, float scale) {
+    int32_t dot = 0, sum = 0, k;
+    for (k = 0; k < n; k++) {
+        dot += (int32_t)w[k] * (int32_t)q[k];
+        sum += w[k];
+    }
+    return (float)(dot - sum * zp) * scale;
+}
+
+#endif /* EDGE_HYBRID_H */
