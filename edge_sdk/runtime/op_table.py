@@ -475,8 +475,8 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("CONV_3D_TRANSPOSE",            "conv_3d_transpose:prepare_conv_3d_transpose", 1, "conv_3d_transpose:macs_conv_3d_transpose",
           family='conv', options='Conv3DOptions'),
     OpRow("REDUCE_WINDOW",                "reduce_window:prepare_reduce_window", 1),
-    OpRow("ONES_LIKE",                    "ones_like:prepare_ones_like",      1,
-          family='unary'),
+    OpRow("ONES_LIKE",                    "ones_like:prepare_ones_like",      1, custom=True,
+          family='unary'),  # no builtin of schema.fbs: a custom op of that custom_code (LiteRT has no kernel)
     OpRow("BUCKETIZE",                    "bucketize:prepare_bucketize",      1,
           family='unary'),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)

@@ -1,5 +1,6 @@
-"""ONES_LIKE: ones of the input's type and shape (TensorFlow's OnesLike; LiteRT's builtin resolver has no kernel
-for it). FLOAT32, INT32, INT64, as ZEROS_LIKE's LiteRT types; a quantized input has no "one" of its own: refused.
+"""ONES_LIKE: ones of the input's type and shape (TensorFlow's OnesLike). schema.fbs has no ONES_LIKE builtin
+(ZEROS_LIKE is one): a model names it as a custom op of custom_code "ONES_LIKE", which LiteRT cannot resolve.
+FLOAT32, INT32, INT64, as ZEROS_LIKE's LiteRT types; a quantized input has no "one" of its own: refused.
 """
 
 from __future__ import annotations
