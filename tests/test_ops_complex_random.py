@@ -28,6 +28,13 @@ from tests.oprunner import T, assert_same, op_model, peer_outputs, run_invokes, 
 REFUSED = (ModelError, UnsupportedOpError)  # a bad model / an unsupported one, in both runtimes
 
 
+def refuses(runtime, model, feeds, op, reason):
+    """Both runtimes refuse the model with one error naming the node, the op and ``reason`` (a regex)."""
+    with pytest.raises(REFUSED, match=rf"node 0 \(({op})\b.*({reason})") as caught:
+        run_on(runtime, model, feeds)
+    assert "\n" not in str(caught.value)
+
+
 def near(runtime, model, feeds, tol):
     """``runtime``'s outputs against LiteRT's: same shapes and types, float (or complex) within ``tol`` of the
     output's range (0: exact)."""
@@ -71,8 +78,7 @@ def test_rfft2d(runtime, shape, fft, rng):
 def test_rfft2d_refuses_a_length_not_a_power_of_two(runtime):
     model = op_model("RFFT2D", [T((4, 6), "FLOAT32"), T((2,), "INT32", data=np.array([4, 6], np.int32))],
                      [T((4, 4), "COMPLEX64")])
-    with pytest.raises(REFUSED, match="power"):
-        run_on(runtime, model, [np.zeros((4, 6), np.float32)])
+    refuses(runtime, model, [np.zeros((4, 6), np.float32)], "RFFT2D", "power")
 
 
 # ------------------------------------------------------------------------------------- REAL, IMAG, COMPLEX_ABS
@@ -89,10 +95,10 @@ def test_complex_parts(runtime, op, ctype, ftype, rng):
     same_as_python(runtime, model, [x], got)
 
 
-def test_complex_abs_refuses_a_real_input(runtime):
-    model = op_model("COMPLEX_ABS", [T((3,), "FLOAT32")], [T((3,), "FLOAT32")])
-    with pytest.raises(REFUSED, match="COMPLEX|type"):
-        run_on(runtime, model, [np.ones(3, np.float32)])
+@pytest.mark.parametrize("op", ["REAL", "IMAG", "COMPLEX_ABS"])
+def test_complex_parts_refuse_a_real_input(runtime, op):
+    model = op_model(op, [T((3,), "FLOAT32")], [T((3,), "FLOAT32")])
+    refuses(runtime, model, [np.ones(3, np.float32)], op, "COMPLEX64")
 
 
 # ----------------------------------------------------------------------------------------------- random ops
@@ -175,11 +181,11 @@ def test_random_other_seeds_other_numbers_int64_shape(runtime):
     assert a.shape == (3, 5) and not np.array_equal(a, b) and not np.array_equal(a, c)
 
 
-def test_random_refuses_an_integer_output(runtime):
-    model = op_model("RANDOM_STANDARD_NORMAL", [T((1,), "INT32", data=np.array([4], np.int32))], [T((4,), "INT32")],
+@pytest.mark.parametrize("op", list(DRAWS))
+def test_random_refuses_an_integer_output(runtime, op):
+    model = op_model(op, [T((1,), "INT32", data=np.array([4], np.int32))], [T((4,), "INT32")],
                      {"seed": 1, "seed2": 1})
-    with pytest.raises(REFUSED, match="FLOAT32|type"):
-        run_on(runtime, model, [])
+    refuses(runtime, model, [], op, "FLOAT32")
 
 
 PROBS = np.array([[0.1, 0.2, 0.7, 0.0], [0.25, 0.25, 0.25, 0.25]], np.float64)
@@ -226,8 +232,7 @@ def test_multinomial_litert_draws_the_same_frequencies():
 def test_multinomial_refuses_1d_logits(runtime):
     model = op_model("MULTINOMIAL", [T((4,), "FLOAT32"), T((), "INT32", data=np.array(3, np.int32))],
                      [T((1, 3), "INT64")], {"seed": 1, "seed2": 1})
-    with pytest.raises(REFUSED, match="2-D|logits"):
-        run_on(runtime, model, [np.zeros(4, np.float32)])
+    refuses(runtime, model, [np.zeros(4, np.float32)], "MULTINOMIAL", "2-D")
 
 
 # ---------------------------------------------------------------------------------------- CONV_3D_TRANSPOSE
@@ -262,8 +267,7 @@ def test_conv_3d_transpose_refuses_an_output_shape_the_input_cannot_give(runtime
     model = op_model("CONV_3D_TRANSPOSE", [T((5,), "INT32", data=np.array([1, 4, 4, 4, 4], np.int32)),
                                            T(wv.shape, "FLOAT32", data=wv), T((1, 3, 2, 2, 3), "FLOAT32")],
                      [T((1, 4, 4, 4, 4), "FLOAT32")], {"padding": "SAME", "stride_d": 2, "stride_h": 2, "stride_w": 2})
-    with pytest.raises(REFUSED, match="input|shape"):
-        run_on(runtime, model, [np.ones((1, 3, 2, 2, 3), np.float32)])
+    refuses(runtime, model, [np.ones((1, 3, 2, 2, 3), np.float32)], "CONV_3D_TRANSPOSE", "input")
 
 
 # -------------------------------------------------------------------------------------------- REDUCE_WINDOW
@@ -333,8 +337,7 @@ def test_reduce_window_refuses_a_wrong_init_type(runtime):
     vec = [T((2,), "INT64", data=np.array([1, 1], np.int64)) for _ in range(3)]
     model = op_model("REDUCE_WINDOW", [T((3, 4), "FLOAT32"), T((), "INT32"), *vec], [T((3, 4), "FLOAT32")],
                      {"reduce_function": "ADD"}, options_type=RW_OPTIONS)
-    with pytest.raises(REFUSED, match="init|type"):
-        run_on(runtime, model, [np.ones((3, 4), np.float32), np.array(0, np.int32)])
+    refuses(runtime, model, [np.ones((3, 4), np.float32), np.array(0, np.int32)], "REDUCE_WINDOW", "init_value")
 
 
 # -------------------------------------------------------------------------------------- ONES_LIKE, BUCKETIZE
@@ -348,8 +351,8 @@ def test_ones_like(runtime, type_, rng):
 
 def test_ones_like_refuses_a_quantized_input(runtime):
     model = op_model("ONES_LIKE", [T((2, 3), "INT8", 0.1, 0)], [T((2, 3), "INT8", 0.1, 0)])
-    with pytest.raises(REFUSED, match="INT8|type"):
-        run_on(runtime, model, [np.zeros((2, 3), np.int8)])
+    # the C runtime's error names a custom op "CUSTOM" (with the code's index), not by its custom_code
+    refuses(runtime, model, [np.zeros((2, 3), np.int8)], "ONES_LIKE|CUSTOM", "INT8|FLOAT32, INT32, INT64")
 
 
 BOUNDARIES = [-3.5, -1.0, 0.0, 0.0, 2.0, 1e10]  # a repeated boundary; one past float32 integers
@@ -369,5 +372,4 @@ def test_bucketize(runtime, type_, rng):
 
 def test_bucketize_refuses_unsorted_boundaries(runtime):
     model = op_model("BUCKETIZE", [T((3,), "FLOAT32")], [T((3,), "INT32")], {"boundaries": [1.0, 0.0]})
-    with pytest.raises(REFUSED, match="sorted"):
-        run_on(runtime, model, [np.zeros(3, np.float32)])
+    refuses(runtime, model, [np.zeros(3, np.float32)], "BUCKETIZE", "sorted")
