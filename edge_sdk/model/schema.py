@@ -726,6 +726,9 @@ TABLES: dict[str, tuple[tuple[str, str, str | None, int], ...]] = {
     ),
     'AssignVariableOptions': (
     ),
+    'ReduceWindowOptions': (  # deprecated in schema.fbs (REDUCE_WINDOW, BuiltinOptions2 member 20); still read
+        ('reduce_function', 'ReduceWindowFunction', None, 0),
+    ),
     'RandomOptions': (
         ('seed', 'long', None, 0),
         ('seed2', 'long', None, 1),

@@ -71,7 +71,7 @@ def _options_index() -> dict[str, str]:
 
 _OPTIONS_BY_NORM = _options_index()
 _UNION_OF: dict[str, tuple[str, int]] = {
-    member: (union, code)
+    member.split(" (", 1)[0]: (union, code)  # "ReduceWindowOptions (deprecated)": its table's name
     for union in ("BuiltinOptions", "BuiltinOptions2")
     for code, member in schema.UNIONS[union].items()
 }

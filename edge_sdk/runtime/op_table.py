@@ -462,7 +462,7 @@ ROWS: dict[str, OpRow] = _rows(
           effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE",                        "control_flow:prepare_while",       1,
           effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
-    # recurrent ops beside the sequence LSTM, the sparse embedding lookup, BUCKETIZE and DYNAMIC_UPDATE_SLICE
+    # recurrent ops beside the sequence LSTM, the sparse embedding lookup and DYNAMIC_UPDATE_SLICE
     # (issue 23 point 1: rnn.py, lookup.py, dynamic_update_slice.py)
     OpRow("RNN",                          "rnn:prepare_rnn",                  3, "rnn:macs_rnn",
           weights=(1, None, None)),
@@ -475,15 +475,31 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 3, "rnn:macs_bidirectional_sequence_lstm",
           weights=(1, None, None)),
     OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1),
-    OpRow("BUCKETIZE",                    "lookup:prepare_bucketize",         1),
     OpRow("DYNAMIC_UPDATE_SLICE",         "dynamic_update_slice:prepare_dynamic_update_slice", 1),
+    # complex, random and the remaining numeric ops (issue 23 point 1): the COMPLEX64 ops, seeded draws (one
+    # Philox stream in both runtimes: kernels/random.py), CONV_3D_TRANSPOSE, the builtin REDUCE_WINDOW, ...
+    OpRow("RFFT2D",                       "fft:prepare_rfft2d",               1),
+    OpRow("REAL",                         "fft:prepare_real",                 1,
+          family='unary'),
+    OpRow("IMAG",                         "fft:prepare_imag",                 1,
+          family='unary'),
+    OpRow("COMPLEX_ABS",                  "fft:prepare_complex_abs",          1,
+          family='unary'),
+    OpRow("RANDOM_UNIFORM",               "random:prepare_random_uniform",    1,
+          random=True, options='RandomOptions'),
+    OpRow("RANDOM_STANDARD_NORMAL",       "random:prepare_random_standard_normal", 1,
+          random=True, options='RandomOptions'),
+    OpRow("MULTINOMIAL",                  "random:prepare_multinomial",       1,
+          random=True, options='RandomOptions'),
+    OpRow("CONV_3D_TRANSPOSE",            "conv_3d_transpose:prepare_conv_3d_transpose", 1, "conv_3d_transpose:macs_conv_3d_transpose",
+          family='conv', options='Conv3DOptions'),
+    OpRow("REDUCE_WINDOW",                "reduce_window:prepare_reduce_window", 1),
+    OpRow("ONES_LIKE",                    "ones_like:prepare_ones_like",      1, custom=True,
+          family='unary'),  # no builtin of schema.fbs: a custom op of that custom_code (LiteRT has no kernel)
+    OpRow("BUCKETIZE",                    "bucketize:prepare_bucketize",      1,
+          family='unary'),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
     OpRow("CALL", None, 0, effects='calls'),
-    OpRow("CONV_3D_TRANSPOSE", None, 0, family='conv', options='Conv3DOptions'),
-    OpRow("ONES_LIKE", None, 0, family='unary'),
-    OpRow("RANDOM_UNIFORM", None, 0, random=True, options='RandomOptions'),
-    OpRow("RANDOM_STANDARD_NORMAL", None, 0, random=True, options='RandomOptions'),
-    OpRow("MULTINOMIAL", None, 0, random=True, options='RandomOptions'),
 )
 # fmt: on
 

@@ -244,6 +244,7 @@ int32_t edge_subgraph_io(edge_ctx_t *ctx, int32_t subgraph, int32_t output, cons
 int32_t edge_opt_int(const edge_node_t *node, int32_t slot, int32_t size, int32_t dflt); /* size 1,2,4 signed */
 uint32_t edge_opt_uint(const edge_node_t *node, int32_t slot, int32_t size, uint32_t dflt);
 float edge_opt_float(const edge_node_t *node, int32_t slot, float dflt);
+int64_t edge_opt_int64(const edge_node_t *node, int32_t slot, int64_t dflt); /* a long field (RandomOptions seeds) */
 /* An int32 vector field ([int]): *values points into the model; returns EDGE_MODEL_MALFORMED when the
  * vector does not lie within the file. Absent: *values NULL, *count 0, EDGE_OK. */
 edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const int32_t **values,
@@ -363,8 +364,14 @@ enum {
     EDGE_OPTS_SequenceRNNOptions = 31,
     EDGE_OPTS_BidirectionalSequenceLSTMOptions = 69,
     EDGE_OPTS_BidirectionalSequenceRNNOptions = 70,
-    EDGE_OPTS_BucketizeOptions = 115,
 };
+/* BuiltinOptions union codes of RANDOM_UNIFORM / RANDOM_STANDARD_NORMAL / MULTINOMIAL (random.c) and BUCKETIZE
+ * (bucketize.c); CONV_3D_TRANSPOSE reads EDGE_OPTS_Conv3DOptions. */
+enum { EDGE_OPTS_RandomOptions = 114, EDGE_OPTS_BucketizeOptions = 115 };
+/* BuiltinOptions2 union code of REDUCE_WINDOW (reduce_window.c; node->options2_type) and its ReduceWindowFunction
+ * values (schema.fbs). */
+enum { EDGE_OPTS2_ReduceWindowOptions = 20 };
+enum { EDGE_RW_ADD = 1, EDGE_RW_MUL = 2, EDGE_RW_MINIMUM = 3, EDGE_RW_MAXIMUM = 4, EDGE_RW_ALL = 5, EDGE_RW_ANY = 6 };
 
 /* Fused activations (schema ActivationFunctionType). */
 enum {

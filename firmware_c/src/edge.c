@@ -326,6 +326,13 @@ float edge_opt_float(const edge_node_t *node, int32_t slot, float dflt) {
     return f;
 }
 
+int64_t edge_opt_int64(const edge_node_t *node, int32_t slot, int64_t dflt) {
+    const edge_table_t opts = node_options(node);
+    int off = field_off(&opts, slot, 8);
+    if (off <= 0) return dflt;
+    return (int64_t)rd64(opts.table + off);
+}
+
 edge_status_t edge_opt_int_vector(edge_ctx_t *ctx, const edge_node_t *node, int32_t slot, const int32_t **values,
                                   int32_t *count) {
     const edge_table_t opts = node_options(node);

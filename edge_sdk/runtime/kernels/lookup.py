@@ -74,21 +74,3 @@ def prepare_embedding_lookup_sparse(node: Node) -> Eval:
         finalize(y[current] if 0 <= current < buckets else None, count, total, squares)
 
     return run
-
-
-def prepare_bucketize(node: Node) -> Eval:
-    """BUCKETIZE (LiteRT's bucketize.cc; TFLM has none): each value's bucket index among the sorted float
-    ``boundaries`` option, the count of boundaries <= the value (std::upper_bound; an integer value compared as
-    float32, as the C++ comparison converts it). FLOAT32, INT32, INT64 in; INT32 out, the input's shape."""
-    node.expect_counts(1, 1)
-    x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, ("FLOAT32", "INT32", "INT64"))
-    node.expect_types(out, ("INT32",), "output")
-    boundaries = np.asarray(node.options.get("boundaries") or [], np.float32)
-    node.expect(bool((np.diff(boundaries) >= 0).all()), f"boundaries {boundaries.tolist()} must be sorted")
-    node.set_output_shape(0, x.shape)
-
-    def run(inputs, outputs):
-        outputs[0][...] = np.searchsorted(boundaries, inputs[0].astype(np.float32), side="right")
-
-    return run
