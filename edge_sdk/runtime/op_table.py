@@ -457,6 +457,10 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 3)),
     OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
     OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
+    # SSD post-processing, the speech front end, WHERE and UNIQUE (issue 23 point 1)
+    OpRow("TFLite_Detection_PostProcess", "detection:prepare_tflite_detection_postprocess", 1, custom=True),
+    OpRow("AudioSpectrogram",             "audio_features:prepare_audio_spectrogram", 1, custom=True),
+    OpRow("Mfcc",                         "audio_features:prepare_mfcc",      1, custom=True),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
     OpRow("IF", None, 0, effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
     OpRow("WHILE", None, 0, effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
