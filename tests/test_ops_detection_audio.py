@@ -39,8 +39,9 @@ def flex(options: dict) -> bytes:
 
 # ------------------------------------------------------------------------------------ TFLite_Detection_PostProcess
 N_BOXES = 48
-ANCHORS = np.concatenate([RNG.random((N_BOXES, 2)) * 0.8 + 0.1, RNG.random((N_BOXES, 2)) * 0.3 + 0.05],
-                         axis=1).astype(np.float32)  # (y, x, h, w)
+# (y, x, h, w): boxes clustered around four centers, so that many pairs overlap near the IoU threshold
+ANCHORS = np.concatenate([RNG.choice([0.3, 0.7], (N_BOXES, 2)) + RNG.normal(0, 0.04, (N_BOXES, 2)),
+                          RNG.random((N_BOXES, 2)) * 0.1 + 0.2], axis=1).astype(np.float32)
 
 
 def detection_model(classes, background, max_det, per_anchor, regular, enc_type="FLOAT32", cls_type="FLOAT32",
@@ -105,6 +106,17 @@ def test_detection_float(runtime, regular, classes, background, per_anchor):
     if per_anchor == 1:
         check_detection(ours, peer_outputs(model, feeds, "tflm"), what=f"{runtime} vs tflm")
     assert 0 < ours[3][0] <= 6
+
+
+@pytest.mark.parametrize("regular", [False, True])
+def test_detection_ties_in_anchor_and_class_order(runtime, regular):
+    # scores of four levels: equal scores keep anchor order (stable sorts), earlier classes first in the merge
+    model = detection_model(3, 1, max_det=8, per_anchor=1, regular=regular, per_class=4)
+    enc, _ = detection_inputs(3, 1)
+    scores = RNG.choice(np.array([0.3, 0.5, 0.7, 0.9], np.float32), (1, N_BOXES, 4))
+    ours = run_on(runtime, model, [enc, scores])
+    for peer in ("litert", "tflm"):
+        check_detection(ours, peer_outputs(model, [enc, scores], peer), what=f"{runtime} vs {peer}")
 
 
 @pytest.mark.parametrize("enc_type,cls_type", [("UINT8", "UINT8"), ("FLOAT32", "UINT8"), ("UINT8", "FLOAT32")])

@@ -159,8 +159,10 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         raise node.error("regular NMS needs detections_per_class and max_detections above 0")
     if not regular and per_anchor <= 0:
         raise node.error("fast NMS needs max_classes_per_detection above 0")
-    if enc.type == "UINT8" or cls.type != "FLOAT32":
-        node.expect_quantized(*((enc, anc) if enc.type == "UINT8" else ()), *((cls,) if cls.type != "FLOAT32" else ()))
+    if enc.type == "UINT8":
+        node.expect_quantized(enc, anc)
+    if cls.type != "FLOAT32":
+        node.expect_quantized(cls)
     if not anc.is_const:
         raise node.unsupported(f"anchors '{anc.name}' are computed at run time; only constant anchors are supported")
     anchors = np.asarray(anc.data).reshape(n, 4)
