@@ -322,6 +322,20 @@ class CInterpreter(Interpreter, backend="c"):
                 "required_exact")
         return dict(zip(keys, (int(v) for v in fields))), msg.value.decode("utf-8", "replace")
 
+    def _op_refusal(self, info: dict) -> str:
+        """The op table's reason the C runtime has no kernel for the failing node's op, when it says more than
+        that (an op whose output size depends on the data): "; <reason>", else ""."""
+        from edge_sdk.runtime import op_table
+
+        try:
+            sg = self.model.subgraphs[info["subgraph"]]
+            code = self.model.operator_codes[sg.operators[info["node"]].opcode_index]
+        except (IndexError, ModelError):
+            return ""
+        if not op_table.row(code.name).data_sized:
+            return ""
+        return "; " + (op_table.c_refusal(code.name, code.version) or "")
+
     def _raise(self, status: int):
         info, msg = self.error()
         name = status_name(status)
@@ -329,6 +343,8 @@ class CInterpreter(Interpreter, backend="c"):
         if status == STATUS["EDGE_ARENA_TOO_SMALL"]:
             raise ArenaTooSmallError(info["required"], info["given"], "C arena" if info["required_exact"]
                                      else "C arena (needs at least)")
+        if status == STATUS["EDGE_UNSUPPORTED_OP"]:
+            text += self._op_refusal(info)
         if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"]):
             raise UnsupportedOpError(text)
         raise ModelError(text)

@@ -32,7 +32,10 @@ allocate_tensors, step by step:
    subgraph input), look its row up in ``edge_sdk.runtime.op_table`` (op and version), and call the row's prepare,
    which validates dtypes/options, sets the output shapes and returns the eval function. Errors name the
    node (index, op, version) and its input dtype. A tensor nobody writes may be read (converters leave
-   such scratch tensors): it holds zeros.
+   such scratch tensors): it holds zeros. An output whose size depends on the data (the row's ``data_sized``:
+   WHERE, UNIQUE) gets an empty placeholder shape, so no arena bytes; its eval sizes it (``DataSizedOutput``,
+   LiteRT's dynamic tensor resized at eval) in its own array outside the arena. Supported only in subgraph 0 and
+   only where no operator reads it (a model output, or unread): a node reading it is refused here, naming it.
 3. Plan one arena (``edge_sdk.runtime.arena``) over every non-constant tensor with bytes, on one time axis shared
    by all subgraphs, as TFLM does: step 0 is "before subgraph 0's first op" (its inputs appear there),
    op ``i`` is a later step; an operator that calls other subgraphs (CALL_ONCE, IF, WHILE) nests their
@@ -536,6 +539,14 @@ class Interpreter:
                 )
             if t in sg.inputs:
                 raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a subgraph input")
+        for k, info in enumerate(node.inputs):
+            if info is not None and info.sized_at_eval:  # written by an earlier node's data_sized output
+                writer = producer[info.index]
+                writer_op = model.operator_codes[sg.operators[writer].opcode_index].name
+                raise node.unsupported(
+                    f"input {k} '{info.name}' is an output whose size depends on the data (node {writer}, "
+                    f"{writer_op}); this interpreter allocates such a tensor at eval only as a model output: no op "
+                    "may read it")
         try:
             run = prepare(node)
         except ModelError:
@@ -545,6 +556,11 @@ class Interpreter:
         if not callable(run):
             raise node.error(f"kernel {row.kernel} returned {type(run).__name__}, not an eval function")
         node._eval = run  # kept with the node for _make_steps
+        for k in op_table.row(name).data_sized:  # sized at eval (DataSizedOutput), outside the arena
+            if node.subgraph != 0:
+                raise node.unsupported(f"output {k} '{outs[k].name}' has a size that depends on the data: this "
+                                       "interpreter allocates such a tensor at eval only in the main subgraph")
+            outs[k].sized_at_eval = True
         for k, info in enumerate(outs):
             if info.dtype is None:
                 raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
@@ -612,7 +628,7 @@ class Interpreter:
                 ins = [info for info in node.inputs if info is not None]
                 if not ins or any(info.index not in const for info in ins):
                     continue
-                if any((s, info.index) in p.held or info.dtype is None for info in node.outputs):
+                if any((s, info.index) in p.held or info.dtype is None or info.sized_at_eval for info in node.outputs):
                     continue
                 outs = [np.zeros(info.shape, info.dtype) for info in node.outputs]
                 try:
@@ -686,7 +702,8 @@ class Interpreter:
                                          f"patch stage of nodes {stage[0]}..{stage[-1]} (at {node.where()})")
                             continue
                         ins = [None if info is None else views[info.index] for info in node.inputs]
-                        outs = [views[info.index] for info in node.outputs]
+                        outs = [DataSizedOutput(views, info) if info.sized_at_eval else views[info.index]
+                                for info in node.outputs]
                         steps.append((node._eval, ins, outs))
                         where.append(node.where())
                     continue
@@ -1054,6 +1071,23 @@ def _sparsity_details(sp) -> dict:
         "block_map": np.array(sp.block_map, np.int32),
         "dim_metadata": dims,
     }
+
+
+class DataSizedOutput:
+    """What eval gets for an output whose size depends on the data (OpRow.data_sized: WHERE, UNIQUE), as LiteRT
+    resizes a dynamic tensor at eval: ``resize(shape)`` gives it that shape and returns the array to write (outside
+    the arena: its bytes were never planned), which get_tensor and the output details then show."""
+
+    def __init__(self, views: list, info: TensorInfo):
+        self.views, self.info = views, info
+
+    def resize(self, shape) -> np.ndarray:
+        shape = tuple(int(d) for d in shape)
+        current = self.views[self.info.index]
+        if current is None or current.shape != shape:
+            self.views[self.info.index] = np.zeros(shape, self.info.dtype)
+            self.info.shape = shape
+        return self.views[self.info.index]
 
 
 def _no_step(_inputs, _outputs) -> None:

@@ -105,6 +105,10 @@ class OpRow:
     # (x + c, ADD), "subtract" (x - c with c second, SUB); a per-channel one folds into the weights and bias of the
     # weighted layer before it (converters.passes.batchnorm)
     affine: str = ""
+    # data_sized: the outputs whose size depends on the input values (WHERE, UNIQUE): the interpreter sizes them at
+    # eval, outside the arena (interpreter.DataSizedOutput); the C runtime, which plans every byte before the first
+    # invoke, refuses the op (c_refusal)
+    data_sized: tuple[int, ...] = ()
 
     @property
     def runs(self) -> bool:
@@ -498,6 +502,14 @@ ROWS: dict[str, OpRow] = _rows(
           family='unary'),  # no builtin of schema.fbs: a custom op of that custom_code (LiteRT has no kernel)
     OpRow("BUCKETIZE",                    "bucketize:prepare_bucketize",      1,
           family='unary'),
+    # SSD post-processing, the speech front end, WHERE and UNIQUE (issue 23 point 1)
+    OpRow("TFLite_Detection_PostProcess", "detection:prepare_tflite_detection_postprocess", 1, custom=True),
+    OpRow("AudioSpectrogram",             "audio_features:prepare_audio_spectrogram", 1, custom=True),
+    OpRow("Mfcc",                         "audio_features:prepare_mfcc",      1, custom=True),
+    OpRow("WHERE",                        "where_unique:prepare_where",       1,
+          quant='index', data_sized=(0,)),
+    OpRow("UNIQUE",                       "where_unique:prepare_unique",      1,
+          data_sized=(0,)),
     # ops whose graph facts the converter and planner know but that have no kernel here yet (lookup refuses them)
     OpRow("CALL", None, 0, effects='calls'),
 )
@@ -540,6 +552,8 @@ def lookup(name: str, version: int) -> OpRow:
 PY_DTYPES: dict[str, tuple[str, ...]] = {
     "RESHAPE": ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL", "UINT32", "UINT16"),
     "SignalRfft": ("INT16", "INT32", "FLOAT32"),
+    "WHERE": ("BOOL", "FLOAT32", "INT32", "INT64", "INT8", "UINT8"),  # no C twin (data-sized output)
+    "UNIQUE": ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "UINT8"),
 }
 
 # Ops the C runtime has a kernel for that the interpreter lacks (a row each would have no Python side).
@@ -595,6 +609,9 @@ def c_refusal(name: str, version: int, dtype: str | None = None) -> str | None:
     if entry is None:
         if name in ACCELERATOR_CUSTOM_OPS:
             return f"custom op '{name}' runs only on the {ACCELERATOR_CUSTOM_OPS[name]}"
+        if row(name).data_sized:
+            return (f"the C runtime cannot run {name}: its output size depends on the data (the C runtime plans "
+                    "every tensor's bytes before the first invoke)")
         return f"the C runtime has no kernel for {name}"
     if version > entry[0]:
         return f"the C runtime's {name} kernel runs versions up to {entry[0]}, the model has v{version}"

@@ -44,6 +44,9 @@ class TensorInfo:
     data: np.ndarray | None = None  # the constant value, or None for tensors computed at run time
     is_variable: bool = False
     sparsity: Any = None  # edge_sdk.model.Sparsity for sparse constants
+    # an output whose size depends on the data (its op row's ``data_sized``): no arena bytes; eval sizes it through
+    # the interpreter's DataSizedOutput (``resize(shape)``), and no op may read it (a model output, or unread)
+    sized_at_eval: bool = False
 
     @property
     def is_const(self) -> bool:

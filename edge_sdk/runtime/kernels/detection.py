@@ -1,0 +1,231 @@
+"""The custom op TFLite_Detection_PostProcess (every SSD detector's last op), as LiteRT's detection_postprocess.cc.
+
+Inputs: box encodings [1, N, >= 4] (y, x, h, w per anchor: the first four values of each row), class predictions
+[1, N, C_bg] (C_bg = num_classes, or num_classes + 1 with a background class first), anchors [N, 4] (y, x, h, w),
+a constant. Types as LiteRT: box encodings FLOAT32 with FLOAT32 anchors, or UINT8 with UINT8 anchors (each
+dequantized with its own scale / zero point, (q - zp) * s in float32); class predictions FLOAT32, UINT8 (LiteRT's)
+or INT8 (the same dequantization; LiteRT refuses int8). Outputs, all FLOAT32: boxes [1, D, 4] (ymin, xmin, ymax,
+xmax), classes [1, D], scores [1, D], num_detections [1], D = max_detections * max_classes_per_detection.
+
+Options (a FlexBuffers map in custom_options): max_detections, max_classes_per_detection, num_classes,
+nms_score_threshold, nms_iou_threshold, y_scale, x_scale, h_scale, w_scale (required here: LiteRT would read a
+missing one as 0), detections_per_class (default 100), use_regular_nms (default false).
+
+Decoding, in double as LiteRT and TFLM: ycenter = y / y_scale * anchor.h + anchor.y, half_h = 0.5 * exp(h /
+h_scale) * anchor.h (x and w alike), each rounded to float32; ymin = ycenter - half_h ... in float32.
+
+NMS of one score column (LiteRT's NonMaxSuppressionSingleClassHelper): the boxes with score >= nms_score_threshold,
+sorted by descending score (stable: ties in anchor order), greedily selected while a box's IoU with a selected one
+is not above (strictly) nms_iou_threshold; IoU in float32, 0 when either box has no area. It is not
+NON_MAX_SUPPRESSION_V4's (kernels/nms.py: IoU >= threshold suppresses, corners normalized, a priority queue):
+nothing of it is shared.
+- Fast NMS (use_regular_nms false): each anchor's classes sorted by score (ties: the lower class first, as TFLM;
+  LiteRT's std::partial_sort leaves ties unspecified) and NMS over each anchor's best score; selected anchor k
+  fills slots k * max_classes_per_detection + c for its top min(max_classes_per_detection, num_classes) classes;
+  num_detections counts the anchors. Slots no anchor fills are 0 here (LiteRT leaves them unwritten).
+- Regular NMS: NMS per class (up to min(detections_per_class, max_detections) boxes each), the classes' selections
+  merged by descending score (earlier classes first on ties), the best max_detections kept; the slots after them
+  are 0; num_detections counts the kept ones.
+
+Checks LiteRT makes at eval move to prepare: 0 < nms_iou_threshold <= 1, and the decoded boxes' validity (LiteRT
+fails an invoke on a box with ymin > ymax): anchors must be a constant with h, w >= 0, which makes every box valid.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from edge_sdk.runtime.kernels.flexbuffers import FlexBufferError, read_map
+from edge_sdk.runtime.kernels.node import Eval, Node, TensorInfo
+
+_F = np.float32
+DEFAULT_DETECTIONS_PER_CLASS = 100  # LiteRT's kNumDetectionsPerClass
+_REQUIRED_INTS = ("max_detections", "max_classes_per_detection", "num_classes")
+_REQUIRED_FLOATS = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale")
+
+
+def flex_options(node: Node) -> dict:
+    """The node's custom options (a FlexBuffers map); a missing or malformed buffer is a model error."""
+    if not node.custom_options:
+        raise node.error("custom options (a FlexBuffers map) are missing")
+    try:
+        return read_map(node.custom_options)
+    except FlexBufferError as exc:
+        raise node.error(f"custom options: {exc}") from None
+
+
+def flex_number(node: Node, opts: dict, key: str, kind: type, default=None):
+    """Option ``key`` as ``kind`` (int or float; a bool reads as 0 / 1, a float as an int truncates, as
+    flexbuffers' AsInt64); a missing key takes ``default``, or is a model error without one."""
+    value = opts.get(key, default)
+    if value is None:
+        raise node.error(f"custom option '{key}' is missing")
+    if not isinstance(value, (int, float, bool)):
+        raise node.error(f"custom option '{key}' is a {type(value).__name__}, not a number")
+    if kind is int:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise node.error(f"custom option '{key}' is {value}, not an integer")
+        return int(value)
+    return float(value)
+
+
+def _dequantized(t: TensorInfo, q: np.ndarray) -> np.ndarray:
+    """(q - zero point) * scale rounded once to float32 (the product is exact in double)."""
+    return ((q.astype(np.float64) - t.zp) * float(_F(t.s))).astype(_F)
+
+
+def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales: tuple[float, float, float, float]) -> np.ndarray:
+    """Corner boxes [N, 4] float32 (ymin, xmin, ymax, xmax) from center-size encodings [N, >= 4] and anchors
+    [N, 4] (float32 each), in double as LiteRT: one libm exp per value (math.exp, glibc's as LiteRT's std::exp)."""
+    ys, xs, hs, ws = (float(_F(v)) for v in scales)
+    out = np.empty((encodings.shape[0], 4), _F)
+    for i, (e, a) in enumerate(zip(encodings.tolist(), anchors.tolist())):
+        ay, ax, ah, aw = a
+        yc = _F(e[0] / ys * ah + ay)
+        xc = _F(e[1] / xs * aw + ax)
+        half_h = _F(0.5 * math.exp(e[2] / hs) * ah)
+        half_w = _F(0.5 * math.exp(e[3] / ws) * aw)
+        out[i] = (yc - half_h, xc - half_w, yc + half_h, xc + half_w)
+    return out
+
+
+def nms_one_class(boxes: np.ndarray, scores: np.ndarray, max_detections: int, score_threshold: float,
+                  iou_threshold: float) -> list[int]:
+    """Anchor indices LiteRT's single-class NMS selects, best first (see the module docstring)."""
+    keep = np.flatnonzero(scores >= _F(score_threshold))
+    order = keep[np.argsort(-scores[keep], kind="stable")]  # descending; ties in anchor order
+    ymin, xmin, ymax, xmax = (boxes[order, k] for k in range(4))
+    area = (ymax - ymin) * (xmax - xmin)  # float32
+    active = np.ones(order.size, bool)
+    selected: list[int] = []
+    limit = min(order.size, max_detections)
+    iou_t, zero = _F(iou_threshold), _F(0)
+    for i in range(order.size):
+        if len(selected) >= limit:
+            break
+        if not active[i]:
+            continue
+        selected.append(int(order[i]))
+        active[i] = False
+        rest = np.flatnonzero(active[i + 1:]) + i + 1
+        if rest.size == 0:
+            break
+        h = np.maximum(np.minimum(ymax[i], ymax[rest]) - np.maximum(ymin[i], ymin[rest]), zero)
+        w = np.maximum(np.minimum(xmax[i], xmax[rest]) - np.maximum(xmin[i], xmin[rest]), zero)
+        inter = h * w
+        with np.errstate(divide="ignore", invalid="ignore"):
+            iou = inter / ((area[i] + area[rest]) - inter)
+        iou = np.where((area[i] <= 0) | (area[rest] <= 0), zero, iou)
+        active[rest[iou > iou_t]] = False
+    return selected
+
+
+def prepare_tflite_detection_postprocess(node: Node) -> Eval:
+    node.expect_counts(3, 4)
+    enc, cls, anc = node.input(0), node.input(1), node.input(2)
+    opts = flex_options(node)
+    ints = {k: flex_number(node, opts, k, int) for k in _REQUIRED_INTS}
+    floats = {k: flex_number(node, opts, k, float) for k in _REQUIRED_FLOATS}
+    max_det, per_anchor, num_classes = ints["max_detections"], ints["max_classes_per_detection"], ints["num_classes"]
+    per_class = flex_number(node, opts, "detections_per_class", int, DEFAULT_DETECTIONS_PER_CLASS)
+    regular = bool(opts.get("use_regular_nms") or False)
+
+    node.expect_types(enc, ("FLOAT32", "UINT8"), "box encodings")
+    node.expect_types(cls, ("FLOAT32", "UINT8", "INT8"), "class predictions")
+    node.expect_types(anc, (enc.type,), "anchors (the box encodings' type)")
+    if len(enc.shape) != 3 or enc.shape[0] != 1 or enc.shape[2] < 4:
+        raise node.error(f"box encodings {enc.shape} must be [1, num_boxes, >= 4]")
+    n = enc.shape[1]
+    if len(cls.shape) != 3 or cls.shape[0] != 1 or cls.shape[1] != n:
+        raise node.error(f"class predictions {cls.shape} must be [1, {n}, num_classes (+ 1 background)]")
+    if len(anc.shape) != 2 or anc.shape != (n, 4):
+        raise node.error(f"anchors {anc.shape} must be [{n}, 4]")
+    with_background = cls.shape[2]
+    if num_classes <= 0:
+        raise node.error(f"num_classes {num_classes} must be positive")
+    label_offset = with_background - num_classes
+    if label_offset not in (0, 1):
+        raise node.error(f"class predictions have {with_background} columns: num_classes {num_classes} (+ 1 "
+                         "background class) expected")
+    for key, v in (("max_detections", max_det), ("max_classes_per_detection", per_anchor),
+                   ("detections_per_class", per_class)):
+        if v < 0:
+            raise node.error(f"{key} {v} is negative")
+    if not 0.0 < floats["nms_iou_threshold"] <= 1.0:
+        raise node.error(f"nms_iou_threshold {floats['nms_iou_threshold']} is not within (0, 1]")
+    if regular and min(per_class, max_det) <= 0:
+        raise node.error("regular NMS needs detections_per_class and max_detections above 0")
+    if not regular and per_anchor <= 0:
+        raise node.error("fast NMS needs max_classes_per_detection above 0")
+    if enc.type == "UINT8":
+        node.expect_quantized(enc, anc)
+    if cls.type != "FLOAT32":
+        node.expect_quantized(cls)
+    if not anc.is_const:
+        raise node.unsupported(f"anchors '{anc.name}' are computed at run time; only constant anchors are supported")
+    anchors = np.asarray(anc.data).reshape(n, 4)
+    anchors = _dequantized(anc, anchors) if anc.type == "UINT8" else anchors.astype(_F)
+    if not np.all(anchors[:, 2:] >= 0):
+        raise node.error("anchors have a negative (or NaN) height or width: their boxes would be invalid")
+    for k, out in enumerate(node.outputs):
+        node.expect_types(out, ("FLOAT32",), f"output {k}")
+    slots = max_det * per_anchor
+    node.set_output_shape(0, (1, slots, 4))
+    node.set_output_shape(1, (1, slots))
+    node.set_output_shape(2, (1, slots))
+    node.set_output_shape(3, (1,))
+    scales = (floats["y_scale"], floats["x_scale"], floats["h_scale"], floats["w_scale"])
+    score_t, iou_t = floats["nms_score_threshold"], floats["nms_iou_threshold"]
+    per_class = min(per_class, max_det)
+    categories = min(per_anchor, num_classes)
+
+    def scores_of(raw: np.ndarray) -> np.ndarray:
+        """[N, num_classes] float32 scores, the background column dropped."""
+        s = raw.reshape(n, with_background)
+        s = s.astype(_F) if cls.type == "FLOAT32" else _dequantized(cls, s)
+        return s[:, label_offset:]
+
+    def decoded(raw: np.ndarray) -> np.ndarray:
+        e = raw.reshape(n, -1)[:, :4]
+        e = e.astype(_F) if enc.type == "FLOAT32" else _dequantized(enc, e)
+        return decode_boxes(e, anchors, scales)
+
+    def run_fast(inputs, outputs):
+        boxes, scores = decoded(inputs[0]), scores_of(inputs[1])
+        ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
+        best = np.take_along_axis(scores, ranked[:, :1], axis=1)[:, 0]
+        selected = nms_one_class(boxes, best, max_det, score_t, iou_t)
+        out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
+        for o in outputs:
+            o[...] = 0
+        for k, a in enumerate(selected):
+            at = slice(k * per_anchor, k * per_anchor + categories)
+            out_boxes[at] = boxes[a]
+            out_classes[at] = ranked[a]
+            out_scores[at] = scores[a, ranked[a]]
+        outputs[3][0] = len(selected)
+
+    def run_regular(inputs, outputs):
+        boxes, scores = decoded(inputs[0]), scores_of(inputs[1])
+        kept_scores = np.zeros(0, _F)
+        kept = np.zeros((0, 2), np.int64)  # (anchor, class)
+        for c in range(num_classes):
+            sel = nms_one_class(boxes, scores[:, c], per_class, score_t, iou_t)
+            if not sel:
+                continue
+            kept_scores = np.concatenate([kept_scores, scores[sel, c]])
+            kept = np.concatenate([kept, np.stack([np.asarray(sel), np.full(len(sel), c)], axis=1)])
+            order = np.argsort(-kept_scores, kind="stable")[:max_det]  # a stable merge: earlier classes first
+            kept_scores, kept = kept_scores[order], kept[order]
+        out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
+        for o in outputs:
+            o[...] = 0
+        m = len(kept_scores)
+        out_boxes[:m] = boxes[kept[:, 0]]
+        out_classes[:m] = kept[:, 1]
+        out_scores[:m] = kept_scores
+        outputs[3][0] = m
+
+    return run_regular if regular else run_fast
