@@ -229,7 +229,7 @@ def _check(model, profile, memory: str | None = None) -> dict:
 
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
-            allow_lossy=False, input_shapes=None, memory=None) -> ConversionResult:
+            allow_lossy=False, input_shapes=None, memory=None, input_values=None) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
@@ -261,6 +261,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     in ``report["guard"]["lossy"]``.
     input_shapes: ``{input name: shape}`` (or one shape for a one-input model) fixing an ONNX model's dynamic
     input dims; a dynamic dim (other than the batch axis) left open is an error before any work is done.
+    input_values: ``{input name: value}`` pins ONNX inputs to constants (a number, a list, or the text of one as
+    `edge convert --input-value NAME=VALUE` gives it; ``converters.import_onnx``): each leaves the model's inputs,
+    and an ``If`` on it keeps one branch; ``report["import"]["pinned_inputs"]`` says which and to what.
     Every setting (the target profile too) is checked before the model is imported.
 
     The model travels as a ``Model`` object from import to the end; it becomes .tflite bytes once (the check
@@ -325,7 +328,13 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             from converters.import_tflite import import_tflite as importer
     except ImportError as exc:
         raise ConversionError(f"{name}: no {kind} importer in this installation ({exc})") from None
-    model = importer(obj, input_shapes=input_shapes) if kind == "onnx" else importer(obj)
+    if input_values and kind != "onnx":
+        raise ConversionError(f"{name}: input_values (--input-value) pins inputs of an ONNX source; a .tflite "
+                              "keeps its own inputs")
+    if kind == "onnx":
+        model = importer(obj, input_shapes=input_shapes, input_values=input_values or None)
+    else:
+        model = importer(obj)
     import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
     notes = list(getattr(model, "import_warnings", []) or [])  # what the user should know (a batch dim set to 1)
     if input_shapes is not None and kind != "onnx":

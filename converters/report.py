@@ -213,6 +213,21 @@ def format_guard(guard: dict | None) -> list[str]:
     return lines
 
 
+def format_import(notes: dict | None) -> list[str]:
+    """What the import resolved that changes the model's signature: the inputs pinned to constants (they are no
+    longer model inputs) and the control flow that folded because of them."""
+    if not notes:
+        return []
+    lines = []
+    pinned = notes.get("pinned_inputs") or {}
+    if pinned:
+        lines.append("pinned     " + ", ".join(f"{k} = {v}" for k, v in pinned.items())
+                     + f": constant{'s' if len(pinned) > 1 else ''}, no longer model input{'s' if len(pinned) > 1 else ''}")
+    for note in notes.get("control_flow") or []:
+        lines.append(f"folded     {note}")
+    return lines
+
+
 def format_conversion(report: dict) -> str:
     src = report.get("source", {})
     out = report.get("output", {})
@@ -225,6 +240,7 @@ def format_conversion(report: dict) -> str:
     if out.get("arena_bytes") is not None:  # the target's runtime arena (the check's figure), else the interpreter's
         source = f" ({out['arena_source']})" if out.get("arena_source") else ""
         lines.append(f"arena      {out['arena_bytes']} bytes{source}")
+    lines.extend(format_import(report.get("import")))
     q = report.get("quantization") or {}
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"
                                                         if q.get("mode") not in (None, "none", "fp16") else ""))
