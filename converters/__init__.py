@@ -140,6 +140,20 @@ def _calibration(calibration, model, preprocess):
     return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating", where=where)
 
 
+def _may_give_ranges(src) -> bool:
+    """Whether the source may carry its own activation ranges (an ONNX model: QDQ pairs), so that int8 may
+    need no calibration data; a .tflite source (a float model) never does."""
+    from edge_sdk.model import Model
+
+    if isinstance(src, Model):
+        return False
+    if hasattr(src, "SerializeToString") and hasattr(src, "graph"):
+        return True
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return bytes(src[4:8]) != b"TFL3"
+    return Path(src).suffix.lower() != ".tflite"
+
+
 def _runs_gelu(profile) -> bool:
     """Whether the GELU fusion may emit GELU: the target's runtime has the kernel and its profile (a loaded
     ``Profile``) takes the op (no target: edge-sdk's interpreter and C runtime both have it; TFLM has none)."""
@@ -270,7 +284,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     measures those bytes and they are the result), or twice when ``eval_data`` adds its accuracy to the manifest
     after the check.
     """
-    from converters.report import per_layer_table, strip_bins
+    from converters.report import per_layer_table, sample_kind, strip_bins
     from edge_sdk import log
     from edge_sdk.model import write_model
     from edge_sdk.model.manifest import write_manifest
@@ -291,7 +305,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             raise ValueError
     except (TypeError, ValueError):
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
-    if mode in _NEEDS_CALIBRATION and calibration is None:
+    needs_data = mode in _NEEDS_CALIBRATION and calibration is None
+    if needs_data and not _may_give_ranges(src):
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
     from edge_sdk.runtime.planner import MEMORY_PLANS
 
@@ -349,6 +364,17 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)
 
+    if needs_data:  # an ONNX source: calibration data is optional when its QDQ pairs give every range
+        from converters.quantize import uncovered_activations
+
+        given, missing = uncovered_activations(float_model, mode, exclude)
+        if missing:
+            why = (f"the source's QDQ pairs give the range of {given} activation(s) but not of {len(missing)}"
+                   if given else "the source gives no activation ranges (it is not a QDQ graph)")
+            raise ConversionError(
+                f"{name}: {mode} quantization needs calibration data (a folder of images, .npy/.npz or samples): "
+                + why, [f"{mode} quantization needs calibration data: {why}"]
+                + [f"activation '{n}' has no range" for n in missing[:8]])
     qreport = None
     calib_summary = None
     if mode != "none":
@@ -377,13 +403,15 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                              + "; ".join(f"{c['op']} '{c['output']}'" for c in guard["cannot_widen"][:4]))
                 raise ConversionError(
                     f"{name}: the {mode} model does not keep its outputs ({len(short)} below {min_snr:g} dB on "
-                    f"{guard['samples']} {'held-back' if guard['held_back'] else 'calibration'} samples; {hint}); "
+                    f"{guard['samples']} {sample_kind(guard)} samples; {hint}); "
                     "nothing was written (allow_lossy / --allow-lossy writes it anyway)", short)
             guard["lossy"] = short
             result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
         calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
+        if calibration is None and guarded:
+            calib_summary = {"source": "none: every activation range is the source's own (QDQ)", "method": "given"}
         if calib is not None and hasattr(calib, "known_length") and calib.known_length() is not None:
             calib_summary["samples"] = calib.known_length()
         if isinstance(qreport, dict):

@@ -178,12 +178,19 @@ def _db(v) -> str:
     return "inf" if isinstance(v, float) and math.isinf(v) and v > 0 else f"{v:.1f}"
 
 
+def sample_kind(guard: dict) -> str:
+    """What the guard measured on: "held-back" / "calibration" samples, the evaluation data, or "synthetic"
+    ones (no data given)."""
+    return guard.get("data") or ("synthetic" if guard.get("synthetic") else
+                                 "held-back" if guard.get("held_back") else "calibration")
+
+
 def format_guard(guard: dict | None) -> list[str]:
     """The accuracy guard's lines: each output's SNR (its joined parts, argmax agreement), what was widened
     and what it costs, and what falls short."""
     if not guard:
         return []
-    where = f"{guard['samples']} {'held-back' if guard.get('held_back') else 'calibration'} sample(s)"
+    where = f"{guard['samples']} {sample_kind(guard)} sample(s)"
     lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
              f"{guard['precision']}): {'met' if guard['met'] else 'NOT met'}"]
     for o in guard.get("outputs", []):

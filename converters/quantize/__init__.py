@@ -52,6 +52,13 @@ from dataclasses import dataclass, field
 
 from converters.quantize.builder import drop_unused_buffers, verify
 from converters.quantize.calibrate import MAX_VALUES, MEASURE_SAMPLES, calibrate
+from converters.quantize.given import (
+    clear_given_ranges,
+    covered_ranges,
+    given_ranges,
+    synthetic_samples,
+    uncovered,
+)
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.rules import check_ops, integer_graph, resolve_exclude
 from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
@@ -73,6 +80,7 @@ MODES = ("int8", "int16x8", "fp16", "dynamic")
 PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
 METHODS = ("minmax", "percentile", "mse")
+SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
 
 
 @dataclass
@@ -111,8 +119,6 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
     act = "INT8" if mode == "int8" else "INT16"
     io = "int8" if io == "int16" else io  # "integer I/O": the activation type
-    if calibration is None:
-        raise ModelError(f"quantize: mode {mode!r} needs calibration data")
     if precision not in PRECISIONS:
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
@@ -120,13 +126,37 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
 
+    # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
+    # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
+    given = given_ranges(model)
+    covered = covered_ranges(model, given, act)
+    synthetic = calibration is None
+    if synthetic:
+        missing = uncovered(model, covered, excluded)
+        if not given:
+            raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+        if missing:
+            names = [model.subgraphs[0].tensors[t].name for t in missing]
+            raise ModelError(f"quantize: mode {mode!r} needs calibration data: the source gives the range of "
+                             f"{len(given)} activation(s) but not of {len(missing)} ("
+                             + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
+        calibration, holdout = synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed), 0
     cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout)
+    if given:
+        cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
+        cal.given = {t for t in cal.ranges if t in covered}
+        report["notes"].append(
+            f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
+            + (f", {len(cal.ranges) - len(cal.given)} calibrated" if not synthetic else
+               "; no calibration data needed (none given): the accuracy guard measured on "
+               f"{SYNTHETIC_SAMPLES} synthetic samples, each input uniform over its given range"))
+    cal.synthetic = synthetic
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
     log.stage(f"quantizing to {mode}")
 
     def build(excl, w16=frozenset()):
         qm, g = integer_graph(model, cal.ranges, act, io, excl, wide16, w16)
-        qm = drop_unused_buffers(qm)
+        qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
 
@@ -138,14 +168,26 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         report["notes"] += int16_output_notes(model, g, io, kept.w16)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
                                        len(cal.measure), no_rule, rule_target)
+        report["guard"]["synthetic"] = synthetic
     report["notes"] += rule_notes(model, g)
-    report["calibration"] = {"samples": cal.samples, "held_back": cal.held_back, "method": method,
+    report["calibration"] = {"samples": 0 if synthetic else cal.samples, "held_back": cal.held_back,
+                             "method": "given" if synthetic else method, "given_ranges": len(cal.given),
+                             **({"synthetic_samples": cal.samples} if synthetic else {}),
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)
     if measure_error:
         report["layers"] = kept.layers
     return QuantizationResult(qmodel, report)
+
+
+def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple[int, list[str]]:
+    """(how many activation ranges the source gives, the names of the activations it leaves without one):
+    int8 / int16x8 need calibration data unless that list is empty (``converters.quantize.given``)."""
+    act = "INT8" if mode == "int8" else "INT16"
+    given = given_ranges(model)
+    missing = uncovered(model, covered_ranges(model, given, act), resolve_exclude(model, exclude))
+    return len(given), [model.subgraphs[0].tensors[t].name for t in missing]
 
 
 def _check_settings(model, mode: str, method: str, io: str, percentile: float) -> None:
@@ -177,7 +219,7 @@ def _new_report(model: Model, mode: str, io: str, excluded: set[int]) -> dict:
 
 def _fp16(model: Model, report: dict) -> QuantizationResult:
     log.stage("quantizing weights to float16")
-    q = drop_unused_buffers(fp16_graph(model))
+    q = drop_unused_buffers(clear_given_ranges(fp16_graph(model)))
     report["notes"].append("float16 weights feed DEQUANTIZE ops: LiteRT runs this model, TFLM cannot "
                            "(no float16 DEQUANTIZE)")
     return QuantizationResult(q, report)
@@ -189,8 +231,9 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     report["weights"] = weights
     report["notes"].append("dynamic-range model (int8 weights, float activations): hosts only. LiteRT's "
                            "hybrid kernels run it; edge-sdk's interpreter and TFLM refuse hybrid kernels")
-    return QuantizationResult(drop_unused_buffers(qm), report)
+    return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 
 __all__ = ["JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
-           "PRECISIONS", "STALE_ROUNDS", "QuantizationResult", "quantize", "widening_rule"]
+           "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize", "uncovered_activations",
+           "widening_rule"]
