@@ -383,16 +383,24 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
         calib = _calibration(calibration, float_model, pre) if calibration is not None else None
         guarded = mode in _NEEDS_CALIBRATION
+        measured_on = "calibration"
+        if calib is None and not guarded and eval_data is not None:  # fp16 / dynamic: the guard measures on it
+            calib, measured_on = _calibration(eval_data, float_model, pre), "evaluation"
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
                            min_snr=min_snr, target=profile)
         model = result.model
         guard = result.report.get("guard")
+        if guard is not None and not guarded and not guard.get("synthetic"):
+            guard["data"] = measured_on
         if guard is not None and not guard["met"]:
             short = [f"output '{s['name']}'" + (f" (part '{s['part']}')" if s.get("part") else "")
                      + f": SNR {s['snr_db']:.1f} dB, {s['short_db']:.1f} dB below {min_snr:g} dB" for s in guard["short"]]
             if not allow_lossy:
-                if precision == "int8":
+                if not guarded:
+                    hint = (f"{mode} keeps every op as it is: --quantize none keeps float32"
+                            + (", --exclude keeps an op's weights float32" if mode == "dynamic" else ""))
+                elif precision == "int8":
                     hint = "precision int8 widens no op"
                 elif guard.get("tried_widening"):
                     hint = f"widening up to {guard['tried_widening']} op(s) to int16x8 / float32 was not enough"
@@ -412,7 +420,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                          else type(calibration).__name__, "method": calib_method}
         if calibration is None and guarded:
             calib_summary = {"source": "none: every activation range is the source's own (QDQ)", "method": "given"}
-        if calib is not None and hasattr(calib, "known_length") and calib.known_length() is not None:
+        if calibration is not None and hasattr(calib, "known_length") and calib.known_length() is not None:
             calib_summary["samples"] = calib.known_length()
         if isinstance(qreport, dict):
             for key in ("samples", "calibration_samples"):

@@ -193,6 +193,8 @@ def format_guard(guard: dict | None) -> list[str]:
     where = f"{guard['samples']} {sample_kind(guard)} sample(s)"
     lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
              f"{guard['precision']}): {'met' if guard['met'] else 'NOT met'}"]
+    if guard.get("runtime"):  # fp16 / dynamic: which runtime ran the converted model
+        lines.append(f"  measured in {guard['runtime']}")
     for o in guard.get("outputs", []):
         extra = ""
         if o.get("parts"):

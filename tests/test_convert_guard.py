@@ -72,3 +72,185 @@ def test_input_values_on_a_tflite_source_is_refused_naming_the_flag(tmp_path):
     m = convert(_sr_model(), quantize="none", input_values={"sr": 16000})
     with pytest.raises(ConversionError, match=r"input_values \(--input-value\) pins inputs of an ONNX source"):
         convert(m.tflite, quantize="none", input_values={"sr": 16000})
+
+
+# ------------------------------------------------------------------- fp16 / dynamic through the guard (point 3)
+def _float_model(build):
+    """A one-input float .tflite model: ``build(g, x) -> output tensor`` on input x (1, 16)."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 16), "FLOAT32")
+    g.output(build(g, x))
+    return write_model(g.build())
+
+
+def _binary(g, op, a, b, name):
+    y = g.tensor(name, (1, 16), "FLOAT32")
+    g.op(op, [a, b], [y])
+    return y
+
+
+def _log_of_square_plus_eps(g, x):
+    """log(x * x + 1e-10): the epsilon float16 flushes to 0.0 (then log(0) = -inf where x is 0)."""
+    sq = _binary(g, "MUL", x, x, "sq")
+    s = _binary(g, "ADD", sq, g.constant("eps", np.array([1e-10], np.float32)), "sq_eps")
+    y = g.tensor("logpow", (1, 16), "FLOAT32")
+    g.op("LOG", [s], [y])
+    return y
+
+
+def _silence_and_speech(n=12):
+    """Frames of which every other one is silence (zeros): log sees 0 + eps there."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((n, 16)).astype(np.float32)
+    x[::2] = 0.0
+    return x
+
+
+def _run_float(tflite, x):
+    from edge_sdk import Interpreter
+
+    it = Interpreter(model_content=tflite)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return np.array(it.get_tensor(it.get_output_details()[0]["index"]))
+
+
+def test_fp16_keeps_an_underflowing_epsilon_float32_and_says_which():
+    src = _float_model(_log_of_square_plus_eps)
+    result = convert(src, quantize="fp16", calibration=_silence_and_speech())
+    qrep = result.report["quantization"]["report"]
+    assert [k["name"] for k in qrep["kept_float32"]] == ["eps"]
+    assert "becomes 0 in float16" in qrep["kept_float32"][0]["reason"]
+    assert any(n.startswith("constant 'eps' stays float32") for n in qrep["notes"])
+    sg = result.model.subgraphs[0]
+    eps = next(t for t in sg.tensors if t.name == "eps")
+    assert eps.type == "FLOAT32" and not any(t.type == "FLOAT16" and t.name.startswith("eps") for t in sg.tensors)
+    guard = result.report["guard"]
+    assert guard["met"] and guard["precision"] == "fp16" and guard["data"] == "calibration"
+    x = _silence_and_speech()[:1]  # a silent frame: log(1e-10) everywhere
+    np.testing.assert_allclose(_run_float(result.tflite, x), _run_float(src, x), rtol=1e-6)
+    assert np.isfinite(_run_float(result.tflite, x)).all()
+
+
+def test_fp16_keeps_an_overflowing_constant_float32(tmp_path):
+    src = _float_model(lambda g, x: _binary(g, "MUL", x, g.constant("big", np.array([1e5], np.float32)), "y"))
+    result = convert(src, quantize="fp16")  # no data: synthetic samples
+    kept = result.report["quantization"]["report"]["kept_float32"]
+    assert kept == [{"name": "big", "reason": "100000 overflows float16 (largest finite 65504)"}]
+    assert result.report["guard"]["synthetic"] and result.report["guard"]["met"]
+    assert result.report["guard"]["outputs"][0]["snr_db"] == float("inf")  # nothing else changed
+    # with evaluation data (and no calibration data) the guard measures on the evaluation samples
+    np.savez(tmp_path / "eval.npz", x=np.ones((5, 16), np.float32), y=np.zeros(5, np.int64))
+    guard = convert(src, quantize="fp16", eval_data=str(tmp_path / "eval.npz")).report["guard"]
+    assert guard["data"] == "evaluation" and guard["samples"] == 5 and not guard["synthetic"]
+
+
+def _lossy_in_fp16(g, x):
+    """x * 1.0001 - x: 1.0001 is 1.0 in float16, so the output (1e-4 x) becomes 0."""
+    m = _binary(g, "MUL", x, g.constant("k", np.array([1.0001], np.float32)), "m")
+    return _binary(g, "SUB", m, x, "y")
+
+
+def test_fp16_below_min_snr_is_refused_unless_allow_lossy(tmp_path, capsys):
+    src = _float_model(_lossy_in_fp16)
+    with pytest.raises(ConversionError, match=r"the fp16 model does not keep its outputs \(1 below 30 dB on 16 "
+                                              r"synthetic samples; fp16 keeps every op as it is") as err:
+        convert(src, quantize="fp16")
+    assert err.value.problems[0].startswith("output 'y': SNR ")
+    result = convert(src, quantize="fp16", allow_lossy=True)
+    assert result.report["guard"]["lossy"] and not result.report["guard"]["met"]
+    # the CLI: exit 3 and nothing written; with --allow-lossy written, and the text says LOSSY
+    path, out = tmp_path / "lossy.tflite", tmp_path / "out.tflite"
+    path.write_bytes(src)
+    assert main(["convert", str(path), "-o", str(out), "--quantize", "fp16"]) == 3
+    assert "does not keep its outputs" in capsys.readouterr().err and not out.exists()
+    assert main(["convert", str(path), "-o", str(out), "--quantize", "fp16", "--allow-lossy"]) == 0
+    text = capsys.readouterr().out
+    assert "LOSSY (written with allow-lossy): output 'y'" in text and "measured in edge-sdk's interpreter" in text
+
+
+def _dense(g, x):
+    w = g.constant("w", (np.random.default_rng(5).standard_normal((8, 16)) * 0.3).astype(np.float32))
+    b = g.constant("b", np.zeros(8, np.float32))
+    y = g.tensor("y", (1, 8), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, w, b], [y])
+    return y
+
+
+def test_dynamic_range_is_measured_in_litert_and_refused_below_min_snr(tmp_path):
+    pytest.importorskip("ai_edge_litert")
+    src = _float_model(_dense)
+    data = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    result = convert(src, quantize="dynamic", calibration=data)
+    guard = result.report["guard"]
+    assert guard["runtime"] == "LiteRT's reference kernels (hybrid)" and guard["data"] == "calibration"
+    assert guard["samples"] == 8 and guard["met"] and 30 < guard["outputs"][0]["snr_db"] < 80
+    with pytest.raises(ConversionError, match="the dynamic model does not keep its outputs"):
+        convert(src, quantize="dynamic", calibration=data, min_snr=90)
+
+
+def test_dynamic_range_without_litert_measures_the_weights_share_and_says_so(monkeypatch):
+    import converters.quantize.measure as measure
+
+    monkeypatch.setattr(measure, "litert_runner", lambda qmodel: None)
+    src = _float_model(_dense)
+    data = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    guard = convert(src, quantize="dynamic", calibration=data).report["guard"]
+    assert guard["runtime"].startswith("weights only: the float model over the dequantized int8 weights")
+    assert guard["met"] and 30 < guard["outputs"][0]["snr_db"] < 80  # int8 weights lose something, not all
+
+
+# ----------------------------------------------------------------------------- honesty items (point 4)
+def _log_of_square(g, x):
+    """log(x * x) with no epsilon: -inf on a silent frame (LOG(0)), as in TFLite."""
+    y = g.tensor("logpow", (1, 16), "FLOAT32")
+    g.op("LOG", [_binary(g, "MUL", x, x, "sq")], [y])
+    return y
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("mode", ["fp16", "int8"])
+def test_converting_a_model_with_log_of_zero_raises_no_numpy_warning(mode):
+    """The kernels compute LOG(0) = -inf (SQRT / POW of negatives NaN) under np.errstate; the guard measures the
+    finite elements. Every warning is an error here."""
+    src = _float_model(_log_of_square)
+    result = convert(src, quantize=mode, calibration=_silence_and_speech(), allow_lossy=True)
+    (out,) = result.report["guard"]["outputs"]
+    assert out["snr_db"] == out["snr_db"]  # measured (not NaN)
+    assert np.isneginf(_run_float(src, np.zeros((1, 16), np.float32))).all()
+
+
+@pytest.mark.filterwarnings("error")
+def test_math_kernels_give_tflites_values_without_warnings():
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+    from edge_sdk import Interpreter
+
+    x_values = np.array([[0.0, -1.0, 4.0, 100.0]], np.float32)
+    for op, want in (("LOG", np.log), ("SQRT", np.sqrt), ("EXP", np.exp)):
+        g = GraphBuilder()
+        x = g.input("x", (1, 4), "FLOAT32")
+        y = g.tensor("y", (1, 4), "FLOAT32")
+        g.op(op, [x], [y])
+        g.output(y)
+        it = Interpreter(model_content=write_model(g.build()))
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x_values)
+        it.invoke()
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), want(x_values))
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "FLOAT32")
+    y = g.tensor("y", (1, 4), "FLOAT32")
+    g.op("POW", [x, g.constant("e", np.array([-0.5], np.float32))], [y])
+    g.output(y)
+    it = Interpreter(model_content=write_model(g.build()))
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x_values)
+    it.invoke()
+    got = it.get_tensor(it.get_output_details()[0]["index"])
+    assert np.isposinf(got[0, 0]) and np.isnan(got[0, 1]) and got[0, 2] == 0.5

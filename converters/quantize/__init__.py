@@ -112,10 +112,11 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     _check_settings(model, mode, method, io, percentile)
     excluded = resolve_exclude(model, exclude)
     report = _new_report(model, mode, io, excluded)
-    if mode == "fp16":
-        return _fp16(model, report)
-    if mode == "dynamic":
-        return _dynamic(model, excluded, report)
+    if mode in ("fp16", "dynamic"):
+        result = _fp16(model, report) if mode == "fp16" else _dynamic(model, excluded, report)
+        if measure_error:
+            report["guard"] = _float_mode_guard(model, result.model, mode, calibration, min_snr, limit, seed)
+        return result
 
     act = "INT8" if mode == "int8" else "INT16"
     io = "int8" if io == "int16" else io  # "integer I/O": the activation type
@@ -219,10 +220,57 @@ def _new_report(model: Model, mode: str, io: str, excluded: set[int]) -> dict:
 
 def _fp16(model: Model, report: dict) -> QuantizationResult:
     log.stage("quantizing weights to float16")
-    q = drop_unused_buffers(clear_given_ranges(fp16_graph(model)))
+    q, kept = fp16_graph(model)
+    q = drop_unused_buffers(clear_given_ranges(q))
     report["notes"].append("float16 weights feed DEQUANTIZE ops: LiteRT runs this model, TFLM cannot "
                            "(no float16 DEQUANTIZE)")
+    report["kept_float32"] = kept
+    for k in kept:
+        report["notes"].append(f"constant '{k['name']}' stays float32: {k['reason']}")
     return QuantizationResult(q, report)
+
+
+def _float_mode_guard(model: Model, qmodel: Model, mode: str, calibration, min_snr: float, limit, seed: int) -> dict:
+    """The accuracy guard of the modes that keep float activations (fp16, dynamic): each output's SNR against the
+    float model on the given samples (at most ``MEASURE_SAMPLES``), or without any on ``SYNTHETIC_SAMPLES``
+    synthetic ones -- the int8 guard's record, with nothing to widen. The fp16 model runs in edge-sdk's
+    interpreter; the dynamic-range one in LiteRT's reference kernels (its hybrid kernels), or without ai-edge-litert
+    as the float model over its dequantized int8 weights (the weights' share of the error only, and it says so)."""
+    import itertools
+
+    from converters.calibration import calibration_data
+    from converters.quantize.calibrate import Runner
+    from converters.quantize.measure import interpreter_runner, litert_runner, output_errors, short
+    from converters.quantize.weights_only import dequantized_weights
+
+    synthetic = calibration is None
+    if synthetic:
+        samples = synthetic_samples(model, given_ranges(model), SYNTHETIC_SAMPLES, seed)
+    else:
+        data = calibration_data(calibration, inputs=model, limit=limit, label="measuring")
+        samples = list(itertools.islice(iter(data), MEASURE_SAMPLES))
+        if not samples:
+            raise ModelError("quantize: the calibration data gave no samples")
+    log.stage(f"measuring the {mode} model against the float one on {len(samples)} "
+              f"{'synthetic' if synthetic else 'given'} sample(s)")
+    runtime = "edge-sdk's interpreter"
+    if mode == "fp16":
+        run = interpreter_runner(qmodel)
+    else:
+        run = litert_runner(qmodel)
+        runtime = "LiteRT's reference kernels (hybrid)"
+        if run is None:
+            run = interpreter_runner(dequantized_weights(model, qmodel))
+            runtime = ("weights only: the float model over the dequantized int8 weights (ai-edge-litert is not "
+                       "installed: the hybrid kernels' on-the-fly activation rounding is not measured)")
+    outputs = output_errors(model, samples, Runner(model), run)
+    missing = short(outputs, min_snr)
+    return {"min_snr_db": float(min_snr), "precision": mode, "samples": len(samples), "held_back": False,
+            "synthetic": synthetic, "runtime": runtime, "outputs": outputs, "met": not missing,
+            "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"]}
+                      for o in missing],
+            "widened": [], "cannot_widen": [], "widening_for": "", "tried_widening": 0,
+            "cost": {"bytes": 0, "macs_total": 0, "macs_not_int8": 0, "macs_int16": 0, "macs_float32": 0}}
 
 
 def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResult:
