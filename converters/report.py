@@ -209,8 +209,10 @@ def format_guard(guard: dict | None) -> list[str]:
         cost = guard.get("cost") or {}
         macs, total = cost.get("macs_not_int8", 0), cost.get("macs_total", 0)
         share = f" ({100 * macs / total:.1f}% of {total})" if total else ""
-        kinds = sorted({w.get("to", "float32") for w in wide})
-        lines.append(f"widened    {len(wide)} op(s) to {'/'.join(kinds)}: "
+        from converters.quantize.widen import count_widened, widened_text
+
+        count = guard.get("widened_count") or count_widened(w.get("to", "float32") for w in wide)
+        lines.append(f"widened    {widened_text(count)}: "
                      + ", ".join(f"{w['op']} {w['output']} -> {w.get('to', 'float32')}" for w in wide[:8])
                      + (f" ... {len(wide) - 8} more" if len(wide) > 8 else ""))
         lines.append(f"  cost {cost.get('bytes', 0):+d} bytes, {macs} MACs not in int8{share} "

@@ -254,3 +254,112 @@ def test_math_kernels_give_tflites_values_without_warnings():
     it.invoke()
     got = it.get_tensor(it.get_output_details()[0]["index"])
     assert np.isposinf(got[0, 0]) and np.isnan(got[0, 1]) and got[0, 2] == 0.5
+
+
+def _div_model():
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    a = g.input("a", (1, 16), "FLOAT32")
+    b = g.input("b", (1, 16), "FLOAT32")
+    g.output(_binary(g, "DIV", a, b, "ratio"))
+    return write_model(g.build())
+
+
+def _div_samples(lo, hi, n=15):
+    rng = np.random.default_rng(2)
+    return [[rng.uniform(-1, 1, (1, 16)).astype(np.float32), rng.uniform(lo, hi, (1, 16)).astype(np.float32)]
+            for _ in range(n)]
+
+
+def _ops(tflite):
+    from edge_sdk.model import read_model
+
+    m = read_model(tflite)
+    sg = m.subgraphs[0]
+    return {m.op_name(op): sg.tensors[op.inputs[0]].type for op in sg.operators}
+
+
+@pytest.mark.parametrize("precision", ["auto", "int8"])
+def test_a_div_whose_divisor_reaches_zero_stays_float_and_the_report_says_so(precision):
+    result = convert(_div_model(), quantize="int8", calibration=_div_samples(-0.5, 2.0), precision=precision,
+                     min_snr=0, io="float32")
+    assert _ops(result.tflite)["DIV"] == "FLOAT32"
+    notes = result.report["quantization"]["report"]["notes"]
+    assert any(n.startswith("op 0 DIV (output 'ratio') stays float32: its divisor 'b' ranges over [") and
+               "LiteRT's int8 DIV refuses at invoke" in n for n in notes), notes
+    widened = result.report["guard"]["widened"]
+    assert [(w["op"], w["to"]) for w in widened] == [("DIV", "float32")] and "zero point" in widened[0]["reason"]
+    # LiteRT runs what was written (its int8 DIV would refuse a divisor at its zero point)
+    from tests.oprunner import run_peer
+
+    x = _div_samples(0.0, 0.0, 1)[0]  # a zero divisor: float DIV gives inf, as the float model
+    run_peer(result.tflite, x, "litert")
+
+
+def test_a_div_whose_divisor_keeps_away_from_zero_stays_int8_and_litert_runs_it():
+    result = convert(_div_model(), quantize="int8", calibration=_div_samples(1.0, 3.0), min_snr=0)
+    assert _ops(result.tflite)["DIV"] == "INT8"
+    assert result.report["guard"]["widened"] == []
+    from tests.oprunner import run_peer
+
+    it_in = result.report["manifest"]["io"]["inputs"]
+    x = [np.clip(np.round(v / s["scale"]) + s["zero_point"], -128, 127).astype(np.int8)
+         for v, s in zip(_div_samples(1.0, 3.0, 1)[0], it_in)]
+    run_peer(result.tflite, x, "litert")
+
+
+def test_without_the_divisor_rule_litert_would_refuse_the_written_model(monkeypatch):
+    """What the rule avoids: the same conversion with the rule switched off writes an int8 DIV that LiteRT
+    refuses at invoke on a zero divisor (the reason the rule exists, shown, not assumed)."""
+    import converters.quantize as q
+    from tests.oprunner import run_peer
+
+    monkeypatch.setattr(q, "zero_divisors", lambda *a: [])
+    result = convert(_div_model(), quantize="int8", calibration=_div_samples(-0.5, 2.0), precision="int8",
+                     allow_lossy=True, io="float32")
+    assert _ops(result.tflite)["DIV"] == "INT8"
+    with pytest.raises(RuntimeError, match=r"div.cc:\d+ data\[i\] != zero_point was not true"):
+        run_peer(result.tflite, _div_samples(0.0, 0.0, 1)[0], "litert")
+
+
+def _dense_sin_dense(g, x):
+    """FULLY_CONNECTED -> SIN (no int8 rule: float32) -> FULLY_CONNECTED."""
+    rng = np.random.default_rng(6)
+    h = g.tensor("h", (1, 16), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, g.constant("w1", (rng.standard_normal((16, 16)) * 0.4).astype(np.float32)),
+                             g.constant("b1", np.zeros(16, np.float32))], [h])
+    s = g.tensor("s", (1, 16), "FLOAT32")
+    g.op("SIN", [h], [s])
+    y = g.tensor("y", (1, 8), "FLOAT32")
+    g.op("FULLY_CONNECTED", [s, g.constant("w2", (rng.standard_normal((8, 16)) * 0.4).astype(np.float32)),
+                             g.constant("b2", np.zeros(8, np.float32))], [y])
+    return y
+
+
+def test_the_progress_line_and_the_summary_give_one_count_of_widened_ops(caplog):
+    """An op without an int8 rule (SIN, float32) and ops the guard widens for a high min_snr: the last progress
+    line and the report's summary count the same ops, to the same types, as the guard's record lists."""
+    import logging
+    import re
+
+    from converters.report import format_conversion
+
+    src = _float_model(_dense_sin_dense)
+    data = np.random.default_rng(4).standard_normal((40, 16)).astype(np.float32)
+    with caplog.at_level(logging.DEBUG, logger="edge_sdk"):
+        result = convert(src, quantize="int8", calibration=data, min_snr=45, allow_lossy=True)
+    guard = result.report["guard"]
+    kinds = [w["to"] for w in guard["widened"]]
+    assert "float32" in kinds and len(kinds) >= 2  # SIN, and at least one op widened for SNR
+    want = f"{len(kinds)} op(s) ({kinds.count('int16')} to int16x8, {kinds.count('float32')} to float32)"
+    stages = [r.getMessage() for r in caplog.records if "widen" in r.getMessage()]
+    assert stages[-1] == f"==> widened {want}", stages
+    rounds = [m for m in stages if "; round " in m]
+    assert rounds and all(re.match(r"==> widening \d+ op\(s\) \(\d+ to int16x8, [1-9]\d* to float32\); round", m)
+                          for m in rounds)  # every round counts the float32 SIN too
+    summary = [line for line in format_conversion(result.report).splitlines() if line.startswith("widened ")]
+    assert summary == [f"widened    {want}: " + ", ".join(f"{w['op']} {w['output']} -> {w['to']}"
+                                                         for w in guard["widened"])]
+    assert result.report["manifest"]["quantization"]["widened"] == [w["output"] for w in guard["widened"]]

@@ -60,7 +60,7 @@ from converters.quantize.given import (
     uncovered,
 )
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
-from converters.quantize.rules import check_ops, integer_graph, resolve_exclude
+from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
@@ -73,7 +73,7 @@ from converters.quantize.widen import (
     widening_rule,
 )
 from edge_sdk import log
-from edge_sdk.errors import ModelError
+from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.model.types import Model
 
 MODES = ("int8", "int16x8", "fp16", "dynamic")
@@ -162,9 +162,23 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         return qm, g
 
     qmodel, g = first = build(excluded)
+    zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
+    if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
+        float_rule = rule or widening_rule(target, mode)[0]
+        ops = model.subgraphs[0].operators
+        no_float = [f"{op_label(model, i)}: {why}, and {float_rule(model.op_name(ops[i]), True)[1]}"
+                    for i, why in zero_div if float_rule(model.op_name(ops[i]), True)[0] != "float32"]
+        if no_float:
+            raise ConversionError(f"quantize: {len(no_float)} op(s) would divide by a zero quantum and cannot stay "
+                                  "float32", no_float)
+        for i, why in zero_div:
+            report["notes"].append(f"{op_label(model, i)} stays float32: {why}")
+        no_rule = no_rule + zero_div
+        excluded = excluded | {i for i, _ in zero_div}
+        qmodel, g = first = build(excluded)
     kept = None
     if measure_error or precision == "auto":
-        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io)
+        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
