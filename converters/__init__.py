@@ -246,7 +246,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             allow_lossy=False, input_shapes=None, memory=None, input_values=None) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
-    quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
+    quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
+    pairs give every activation's range: then its own scales and zero points are kept and no data is needed),
+    "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
@@ -278,7 +280,13 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     input_values: ``{input name: value}`` pins ONNX inputs to constants (a number, a list, or the text of one as
     `edge convert --input-value NAME=VALUE` gives it; ``converters.import_onnx``): each leaves the model's inputs,
     and an ``If`` on it keeps one branch; ``report["import"]["pinned_inputs"]`` says which and to what.
-    Every setting (the target profile too) is checked before the model is imported.
+    Every setting (the target profile too) is checked before the model is imported, but whether an ONNX source
+    without calibration data gives every activation range itself (a QDQ graph), known once it is imported.
+
+    fp16 and dynamic go through the same guard: the result against the float model on the calibration samples,
+    else the evaluation samples, else synthetic ones (``report["guard"]["data"]`` / ``["synthetic"]``), refused
+    below ``min_snr`` unless ``allow_lossy``; fp16 keeps float32 the constants float16 cannot hold
+    (``report["quantization"]["report"]["kept_float32"]``).
 
     The model travels as a ``Model`` object from import to the end; it becomes .tflite bytes once (the check
     measures those bytes and they are the result), or twice when ``eval_data`` adds its accuracy to the manifest

@@ -640,7 +640,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"],
                    help="quantization (default int8)")
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
-                   "int8 and int16x8)")
+                   "int8 and int16x8, unless a quantized ONNX (QDQ) source gives every activation range; fp16 and "
+                   "dynamic: the accuracy guard measures on it)")
     p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse"],
                    help="how activation ranges are taken from the calibration data (default minmax)")
     p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
