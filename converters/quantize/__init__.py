@@ -21,7 +21,18 @@ Modes:
   may differ by one step on near-ties (tests/test_quantize.py shows it).
 - "int16x8": the same with int16 activations (symmetric, zero point 0) and int64 biases; fixed outputs
   SOFTMAX / LOGISTIC / TANH at 1/32768 zp 0.
-- "fp16" and "dynamic" (int8 weights, float activations; hosts only): ``converters.quantize.weights_only``.
+- "fp16" and "dynamic" (int8 weights, float activations; hosts only): ``converters.quantize.weights_only``. A
+  constant float16 cannot hold (an element past 65504, or one that under-flows, like a 1e-10 log epsilon) stays
+  float32 (``report["kept_float32"]``). Both are measured by the accuracy guard like int8 (``report["guard"]``,
+  nothing to widen): the fp16 model in edge-sdk's interpreter, the dynamic one in LiteRT's reference kernels.
+
+Given ranges (``converters.quantize.given``): a quantized ONNX (QDQ) source's activation ranges, recorded by the
+importer on the float tensors, replace the observed ones, so the int8 model keeps the source's scales and zero
+points; only the other activations are calibrated, and with every range given no calibration data is needed (the
+guard then measures on synthetic samples, uniform over each input's range: ``report["guard"]["synthetic"]``).
+
+A quantized op whose divisor (the row's ``divisor`` input) may equal its zero point at run time -- LiteRT's int8
+DIV refuses that at invoke -- stays float32 (``rules.zero_divisors``; in the notes and the guard's ``widened``).
 
 Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.runtime.op_table``: its rule
 (``weights``, ``quant``, ``quant_fixed``), its quantized op versions (``q_versions``), its int16 kernels (``int16``,
@@ -99,7 +110,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
              min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
-    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8).
+    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8 unless the model's given ranges
+    cover every activation; fp16 / dynamic: what the guard measures on, synthetic samples without it).
 
     holdout: at most this many calibration samples (every 5th) are held back from calibration and used to
     measure the result (the per-layer table and ``report["guard"]``); 0 measures on the calibration samples.
