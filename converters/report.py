@@ -190,6 +190,8 @@ def format_guard(guard: dict | None) -> list[str]:
     and what it costs, and what falls short."""
     if not guard:
         return []
+    if guard.get("measured") is False:  # fp16 / dynamic that no runtime here runs
+        return [f"accuracy   NOT measured: {guard['not_measured']}"]
     where = f"{guard['samples']} {sample_kind(guard)} sample(s)"
     lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
              f"{guard['precision']}): {'met' if guard['met'] else 'NOT met'}"]

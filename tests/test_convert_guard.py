@@ -363,3 +363,21 @@ def test_the_progress_line_and_the_summary_give_one_count_of_widened_ops(caplog)
     assert summary == [f"widened    {want}: " + ", ".join(f"{w['op']} {w['output']} -> {w['to']}"
                                                          for w in guard["widened"])]
     assert result.report["manifest"]["quantization"]["widened"] == [w["output"] for w in guard["widened"]]
+
+
+def test_fp16_of_a_model_no_runtime_here_runs_says_its_accuracy_was_not_measured(monkeypatch):
+    """Not measured is said, not guessed: the conversion is kept (as before the guard) and the report says why."""
+    import converters.quantize.measure as measure
+    from converters.report import format_conversion
+    from edge_sdk.errors import ModelError
+
+    def refuses(qmodel):
+        raise ModelError("node 3 (CUSTOM Foo): no kernel")
+
+    monkeypatch.setattr(measure, "interpreter_runner", refuses)
+    monkeypatch.setattr(measure, "litert_runner", lambda qmodel: None)
+    result = convert(_float_model(_lossy_in_fp16), quantize="fp16")
+    guard = result.report["guard"]
+    assert guard["measured"] is False and guard["outputs"] == []
+    assert "accuracy   NOT measured: the fp16 model's accuracy was not measured: no runtime here runs it (node 3 " \
+           "(CUSTOM Foo): no kernel; ai-edge-litert is not installed)" in format_conversion(result.report)

@@ -128,6 +128,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         result = _fp16(model, report) if mode == "fp16" else _dynamic(model, excluded, report)
         if measure_error:
             report["guard"] = _float_mode_guard(model, result.model, mode, calibration, min_snr, limit, seed)
+            if report["guard"].get("measured") is False:
+                report["notes"].append(report["guard"]["not_measured"])
         return result
 
     act = "INT8" if mode == "int8" else "INT16"
@@ -279,24 +281,44 @@ def _float_mode_guard(model: Model, qmodel: Model, mode: str, calibration, min_s
             raise ModelError("quantize: the calibration data gave no samples")
     log.stage(f"measuring the {mode} model against the float one on {len(samples)} "
               f"{'synthetic' if synthetic else 'given'} sample(s)")
-    runtime = "edge-sdk's interpreter"
-    if mode == "fp16":
-        run = interpreter_runner(qmodel)
-    else:
-        run = litert_runner(qmodel)
-        runtime = "LiteRT's reference kernels (hybrid)"
+    record = {"min_snr_db": float(min_snr), "precision": mode, "samples": len(samples), "held_back": False,
+              "synthetic": synthetic, "widened": [], "cannot_widen": [], "widening_for": "", "tried_widening": 0,
+              "cost": {"bytes": 0, "macs_total": 0, "macs_not_int8": 0, "macs_int16": 0, "macs_float32": 0}}
+    sg = model.subgraphs[0]
+    try:  # the float reference and the converted model, each in a runtime that runs it
+        try:
+            float_run = Runner(model)
+        except ModelError:
+            float_litert = litert_runner(model)
+            if float_litert is None:
+                raise
+            float_run = lambda sample: dict(zip(sg.outputs, float_litert(sample)))  # noqa: E731
+        run = None
+        if mode == "fp16":
+            runtime = "edge-sdk's interpreter"
+            try:
+                run = interpreter_runner(qmodel)
+            except ModelError as exc:
+                run, runtime = litert_runner(qmodel), "LiteRT's reference kernels"
+                if run is None:
+                    raise ModelError(f"{str(exc).splitlines()[0]}; ai-edge-litert is not installed") from None
+        else:
+            run, runtime = litert_runner(qmodel), "LiteRT's reference kernels (hybrid)"
+            if run is None:
+                run = interpreter_runner(dequantized_weights(model, qmodel))
+                runtime = ("weights only: the float model over the dequantized int8 weights (ai-edge-litert is "
+                           "not installed: the hybrid kernels' on-the-fly activation rounding is not measured)")
         if run is None:
-            run = interpreter_runner(dequantized_weights(model, qmodel))
-            runtime = ("weights only: the float model over the dequantized int8 weights (ai-edge-litert is not "
-                       "installed: the hybrid kernels' on-the-fly activation rounding is not measured)")
-    outputs = output_errors(model, samples, Runner(model), run)
+            raise ModelError("ai-edge-litert is not installed")
+    except (ModelError, RuntimeError, ValueError) as exc:  # no runtime here runs it: said, not guessed
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        report_line = f"the {mode} model's accuracy was not measured: no runtime here runs it ({why})"
+        return {**record, "measured": False, "not_measured": report_line, "outputs": [], "met": True, "short": []}
+    outputs = output_errors(model, samples, float_run, run)
     missing = short(outputs, min_snr)
-    return {"min_snr_db": float(min_snr), "precision": mode, "samples": len(samples), "held_back": False,
-            "synthetic": synthetic, "runtime": runtime, "outputs": outputs, "met": not missing,
+    return {**record, "measured": True, "runtime": runtime, "outputs": outputs, "met": not missing,
             "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"]}
-                      for o in missing],
-            "widened": [], "cannot_widen": [], "widening_for": "", "tried_widening": 0,
-            "cost": {"bytes": 0, "macs_total": 0, "macs_not_int8": 0, "macs_int16": 0, "macs_float32": 0}}
+                      for o in missing]}
 
 
 def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResult:
