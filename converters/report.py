@@ -234,8 +234,9 @@ def format_import(notes: dict | None) -> list[str]:
     lines = []
     pinned = notes.get("pinned_inputs") or {}
     if pinned:
+        plural = "s" if len(pinned) > 1 else ""
         lines.append("pinned     " + ", ".join(f"{k} = {v}" for k, v in pinned.items())
-                     + f": constant{'s' if len(pinned) > 1 else ''}, no longer model input{'s' if len(pinned) > 1 else ''}")
+                     + f": constant{plural}, no longer model input{plural}")
     for note in notes.get("control_flow") or []:
         lines.append(f"folded     {note}")
     return lines
