@@ -140,6 +140,20 @@ def _calibration(calibration, model, preprocess):
     return calibration_data(source, inputs=model, preprocess=preprocess, label="calibrating", where=where)
 
 
+def _may_give_ranges(src) -> bool:
+    """Whether the source may carry its own activation ranges (an ONNX model: QDQ pairs), so that int8 may
+    need no calibration data; a .tflite source (a float model) never does."""
+    from edge_sdk.model import Model
+
+    if isinstance(src, Model):
+        return False
+    if hasattr(src, "SerializeToString") and hasattr(src, "graph"):
+        return True
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        return bytes(src[4:8]) != b"TFL3"
+    return Path(src).suffix.lower() != ".tflite"
+
+
 def _runs_gelu(profile) -> bool:
     """Whether the GELU fusion may emit GELU: the target's runtime has the kernel and its profile (a loaded
     ``Profile``) takes the op (no target: edge-sdk's interpreter and C runtime both have it; TFLM has none)."""
@@ -229,10 +243,12 @@ def _check(model, profile, memory: str | None = None) -> dict:
 
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
-            allow_lossy=False, input_shapes=None, memory=None) -> ConversionResult:
+            allow_lossy=False, input_shapes=None, memory=None, input_values=None) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
-    quantize: "int8" (full integer, needs ``calibration``), "int16x8", "fp16", "dynamic" or "none".
+    quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
+    pairs give every activation's range: then its own scales and zero points are kept and no data is needed),
+    "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
@@ -261,13 +277,22 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     in ``report["guard"]["lossy"]``.
     input_shapes: ``{input name: shape}`` (or one shape for a one-input model) fixing an ONNX model's dynamic
     input dims; a dynamic dim (other than the batch axis) left open is an error before any work is done.
-    Every setting (the target profile too) is checked before the model is imported.
+    input_values: ``{input name: value}`` pins ONNX inputs to constants (a number, a list, or the text of one as
+    `edge convert --input-value NAME=VALUE` gives it; ``converters.import_onnx``): each leaves the model's inputs,
+    and an ``If`` on it keeps one branch; ``report["import"]["pinned_inputs"]`` says which and to what.
+    Every setting (the target profile too) is checked before the model is imported, but whether an ONNX source
+    without calibration data gives every activation range itself (a QDQ graph), known once it is imported.
+
+    fp16 and dynamic go through the same guard: the result against the float model on the calibration samples,
+    else the evaluation samples, else synthetic ones (``report["guard"]["data"]`` / ``["synthetic"]``), refused
+    below ``min_snr`` unless ``allow_lossy``; fp16 keeps float32 the constants float16 cannot hold
+    (``report["quantization"]["report"]["kept_float32"]``).
 
     The model travels as a ``Model`` object from import to the end; it becomes .tflite bytes once (the check
     measures those bytes and they are the result), or twice when ``eval_data`` adds its accuracy to the manifest
     after the check.
     """
-    from converters.report import per_layer_table, strip_bins
+    from converters.report import per_layer_table, sample_kind, strip_bins
     from edge_sdk import log
     from edge_sdk.model import write_model
     from edge_sdk.model.manifest import write_manifest
@@ -288,7 +313,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             raise ValueError
     except (TypeError, ValueError):
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
-    if mode in _NEEDS_CALIBRATION and calibration is None:
+    needs_data = mode in _NEEDS_CALIBRATION and calibration is None
+    if needs_data and not _may_give_ranges(src):
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
     from edge_sdk.runtime.planner import MEMORY_PLANS
 
@@ -325,7 +351,13 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             from converters.import_tflite import import_tflite as importer
     except ImportError as exc:
         raise ConversionError(f"{name}: no {kind} importer in this installation ({exc})") from None
-    model = importer(obj, input_shapes=input_shapes) if kind == "onnx" else importer(obj)
+    if input_values and kind != "onnx":
+        raise ConversionError(f"{name}: input_values (--input-value) pins inputs of an ONNX source; a .tflite "
+                              "keeps its own inputs")
+    if kind == "onnx":
+        model = importer(obj, input_shapes=input_shapes, input_values=input_values or None)
+    else:
+        model = importer(obj)
     import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
     notes = list(getattr(model, "import_warnings", []) or [])  # what the user should know (a batch dim set to 1)
     if input_shapes is not None and kind != "onnx":
@@ -340,6 +372,17 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)
 
+    if needs_data:  # an ONNX source: calibration data is optional when its QDQ pairs give every range
+        from converters.quantize import uncovered_activations
+
+        given, missing = uncovered_activations(float_model, mode, exclude)
+        if missing:
+            why = (f"the source's QDQ pairs give the range of {given} activation(s) but not of {len(missing)}"
+                   if given else "the source gives no activation ranges (it is not a QDQ graph)")
+            raise ConversionError(
+                f"{name}: {mode} quantization needs calibration data (a folder of images, .npy/.npz or samples): "
+                + why, [f"{mode} quantization needs calibration data: {why}"]
+                + [f"activation '{n}' has no range" for n in missing[:8]])
     qreport = None
     calib_summary = None
     if mode != "none":
@@ -348,16 +391,24 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
         calib = _calibration(calibration, float_model, pre) if calibration is not None else None
         guarded = mode in _NEEDS_CALIBRATION
+        measured_on = "calibration"
+        if calib is None and not guarded and eval_data is not None:  # fp16 / dynamic: the guard measures on it
+            calib, measured_on = _calibration(eval_data, float_model, pre), "evaluation"
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
                            min_snr=min_snr, target=profile)
         model = result.model
         guard = result.report.get("guard")
+        if guard is not None and not guarded and not guard.get("synthetic"):
+            guard["data"] = measured_on
         if guard is not None and not guard["met"]:
             short = [f"output '{s['name']}'" + (f" (part '{s['part']}')" if s.get("part") else "")
                      + f": SNR {s['snr_db']:.1f} dB, {s['short_db']:.1f} dB below {min_snr:g} dB" for s in guard["short"]]
             if not allow_lossy:
-                if precision == "int8":
+                if not guarded:
+                    hint = (f"{mode} keeps every op as it is: --quantize none keeps float32"
+                            + (", --exclude keeps an op's weights float32" if mode == "dynamic" else ""))
+                elif precision == "int8":
                     hint = "precision int8 widens no op"
                 elif guard.get("tried_widening"):
                     hint = f"widening up to {guard['tried_widening']} op(s) to int16x8 / float32 was not enough"
@@ -368,14 +419,16 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                              + "; ".join(f"{c['op']} '{c['output']}'" for c in guard["cannot_widen"][:4]))
                 raise ConversionError(
                     f"{name}: the {mode} model does not keep its outputs ({len(short)} below {min_snr:g} dB on "
-                    f"{guard['samples']} {'held-back' if guard['held_back'] else 'calibration'} samples; {hint}); "
+                    f"{guard['samples']} {sample_kind(guard)} samples; {hint}); "
                     "nothing was written (allow_lossy / --allow-lossy writes it anyway)", short)
             guard["lossy"] = short
             result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
         calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
-        if calib is not None and hasattr(calib, "known_length") and calib.known_length() is not None:
+        if calibration is None and guarded:
+            calib_summary = {"source": "none: every activation range is the source's own (QDQ)", "method": "given"}
+        if calibration is not None and hasattr(calib, "known_length") and calib.known_length() is not None:
             calib_summary["samples"] = calib.known_length()
         if isinstance(qreport, dict):
             for key in ("samples", "calibration_samples"):

@@ -178,14 +178,25 @@ def _db(v) -> str:
     return "inf" if isinstance(v, float) and math.isinf(v) and v > 0 else f"{v:.1f}"
 
 
+def sample_kind(guard: dict) -> str:
+    """What the guard measured on: "held-back" / "calibration" samples, the evaluation data, or "synthetic"
+    ones (no data given)."""
+    return guard.get("data") or ("synthetic" if guard.get("synthetic") else
+                                 "held-back" if guard.get("held_back") else "calibration")
+
+
 def format_guard(guard: dict | None) -> list[str]:
     """The accuracy guard's lines: each output's SNR (its joined parts, argmax agreement), what was widened
     and what it costs, and what falls short."""
     if not guard:
         return []
-    where = f"{guard['samples']} {'held-back' if guard.get('held_back') else 'calibration'} sample(s)"
+    if guard.get("measured") is False:  # fp16 / dynamic that no runtime here runs
+        return [f"accuracy   NOT measured: {guard['not_measured']}"]
+    where = f"{guard['samples']} {sample_kind(guard)} sample(s)"
     lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
              f"{guard['precision']}): {'met' if guard['met'] else 'NOT met'}"]
+    if guard.get("runtime"):  # fp16 / dynamic: which runtime ran the converted model
+        lines.append(f"  measured in {guard['runtime']}")
     for o in guard.get("outputs", []):
         extra = ""
         if o.get("parts"):
@@ -200,8 +211,10 @@ def format_guard(guard: dict | None) -> list[str]:
         cost = guard.get("cost") or {}
         macs, total = cost.get("macs_not_int8", 0), cost.get("macs_total", 0)
         share = f" ({100 * macs / total:.1f}% of {total})" if total else ""
-        kinds = sorted({w.get("to", "float32") for w in wide})
-        lines.append(f"widened    {len(wide)} op(s) to {'/'.join(kinds)}: "
+        from converters.quantize.widen import count_widened, widened_text
+
+        count = guard.get("widened_count") or count_widened(w.get("to", "float32") for w in wide)
+        lines.append(f"widened    {widened_text(count)}: "
                      + ", ".join(f"{w['op']} {w['output']} -> {w.get('to', 'float32')}" for w in wide[:8])
                      + (f" ... {len(wide) - 8} more" if len(wide) > 8 else ""))
         lines.append(f"  cost {cost.get('bytes', 0):+d} bytes, {macs} MACs not in int8{share} "
@@ -210,6 +223,22 @@ def format_guard(guard: dict | None) -> list[str]:
         lines.append(f"  cannot widen {c['op']} {c['output']}: {c['reason']}")
     for s in guard.get("lossy") or []:
         lines.append(f"  LOSSY (written with allow-lossy): {s}")
+    return lines
+
+
+def format_import(notes: dict | None) -> list[str]:
+    """What the import resolved that changes the model's signature: the inputs pinned to constants (they are no
+    longer model inputs) and the control flow that folded because of them."""
+    if not notes:
+        return []
+    lines = []
+    pinned = notes.get("pinned_inputs") or {}
+    if pinned:
+        plural = "s" if len(pinned) > 1 else ""
+        lines.append("pinned     " + ", ".join(f"{k} = {v}" for k, v in pinned.items())
+                     + f": constant{plural}, no longer model input{plural}")
+    for note in notes.get("control_flow") or []:
+        lines.append(f"folded     {note}")
     return lines
 
 
@@ -225,6 +254,7 @@ def format_conversion(report: dict) -> str:
     if out.get("arena_bytes") is not None:  # the target's runtime arena (the check's figure), else the interpreter's
         source = f" ({out['arena_source']})" if out.get("arena_source") else ""
         lines.append(f"arena      {out['arena_bytes']} bytes{source}")
+    lines.extend(format_import(report.get("import")))
     q = report.get("quantization") or {}
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"
                                                         if q.get("mode") not in (None, "none", "fp16") else ""))

@@ -135,6 +135,39 @@ def _input_shape_option(p) -> None:
                    "error naming the input)")
 
 
+def _value_arg(text: str) -> tuple[str, str]:
+    """--input-value NAME=VALUE: VALUE a number or comma-separated numbers (true / false for a BOOL input). The
+    text goes to the importer as it is, which gives it the input's declared element type."""
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name or not value:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE (a number or comma-separated numbers), not {text!r}")
+    for part in value.split(","):
+        part = part.strip()
+        if part.lower() in ("true", "false"):
+            continue
+        try:
+            number = float(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name}: expected a number or comma-separated numbers, not {value!r}") from None
+        if number != number or number in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"{name}: expected a finite number, not {part!r}")
+    return name, value
+
+
+def _input_values(items) -> dict | None:
+    """The repeated --input-value values: {input name: value text}; a name given twice is a usage error."""
+    if not items:
+        return None
+    values = {}
+    for name, value in items:
+        if name in values:
+            raise UsageError(f"--input-value: input '{name}' given twice")
+        values[name] = value
+    return values
+
+
 def _detection_options(args) -> dict | None:
     outputs = {k: (int(v) if v.isdigit() else v) for k, v in (("boxes", args.boxes), ("scores", args.scores)) if v}
     if args.scores and not args.boxes:
@@ -219,7 +252,7 @@ def _cmd_convert(args) -> int:
                          exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
                          eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
                          allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
-                         memory=args.memory)
+                         input_values=_input_values(args.input_value), memory=args.memory)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -260,6 +293,7 @@ def _check_convert_args(args):
         profile = load_profile(args.target)  # ProfileError (exit 7) names the unknown profile and the known ones
     if args.input_shape:
         _input_shapes(args.input_shape)
+    _input_values(args.input_value)  # a name given twice: exit 2 before any work
     if args.memory is not None and not args.target:
         raise UsageError("--memory chooses the arena plan of the --target check: give --target PROFILE too")
     return profile
@@ -625,12 +659,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quantize", default="int8", choices=["int8", "fp16", "dynamic", "int16x8", "none"],
                    help="quantization (default int8)")
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
-                   "int8 and int16x8)")
+                   "int8 and int16x8, unless a quantized ONNX (QDQ) source gives every activation range; fp16 and "
+                   "dynamic: the accuracy guard measures on it)")
     p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse"],
                    help="how activation ranges are taken from the calibration data (default minmax)")
     p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
                    help="the shape of an input with dynamic (symbolic) dims; repeatable; a bare D0,D1,... for a "
                    "one-input model (default: the model's static shape; a dynamic dim without it is an error)")
+    p.add_argument("--input-value", action="append", type=_value_arg, metavar="NAME=VALUE",
+                   help="pin an ONNX input to a constant (VALUE: a number or comma-separated numbers); it leaves the "
+                   "model's inputs and what depends on it folds (an If on a sample-rate input keeps one branch); "
+                   "repeatable")
     p.add_argument("--io", default="int8", choices=["int8", "float32"],
                    help="model input/output type in int modes (default int8)")
     p.add_argument("--labels", help="labels file, one per line")

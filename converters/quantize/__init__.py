@@ -21,7 +21,18 @@ Modes:
   may differ by one step on near-ties (tests/test_quantize.py shows it).
 - "int16x8": the same with int16 activations (symmetric, zero point 0) and int64 biases; fixed outputs
   SOFTMAX / LOGISTIC / TANH at 1/32768 zp 0.
-- "fp16" and "dynamic" (int8 weights, float activations; hosts only): ``converters.quantize.weights_only``.
+- "fp16" and "dynamic" (int8 weights, float activations; hosts only): ``converters.quantize.weights_only``. A
+  constant float16 cannot hold (an element past 65504, or one that under-flows, like a 1e-10 log epsilon) stays
+  float32 (``report["kept_float32"]``). Both are measured by the accuracy guard like int8 (``report["guard"]``,
+  nothing to widen): the fp16 model in edge-sdk's interpreter, the dynamic one in LiteRT's reference kernels.
+
+Given ranges (``converters.quantize.given``): a quantized ONNX (QDQ) source's activation ranges, recorded by the
+importer on the float tensors, replace the observed ones, so the int8 model keeps the source's scales and zero
+points; only the other activations are calibrated, and with every range given no calibration data is needed (the
+guard then measures on synthetic samples, uniform over each input's range: ``report["guard"]["synthetic"]``).
+
+A quantized op whose divisor (the row's ``divisor`` input) may equal its zero point at run time -- LiteRT's int8
+DIV refuses that at invoke -- stays float32 (``rules.zero_divisors``; in the notes and the guard's ``widened``).
 
 Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.runtime.op_table``: its rule
 (``weights``, ``quant``, ``quant_fixed``), its quantized op versions (``q_versions``), its int16 kernels (``int16``,
@@ -52,8 +63,15 @@ from dataclasses import dataclass, field
 
 from converters.quantize.builder import drop_unused_buffers, verify
 from converters.quantize.calibrate import MAX_VALUES, MEASURE_SAMPLES, calibrate
+from converters.quantize.given import (
+    clear_given_ranges,
+    covered_ranges,
+    given_ranges,
+    synthetic_samples,
+    uncovered,
+)
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
-from converters.quantize.rules import check_ops, integer_graph, resolve_exclude
+from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
@@ -66,13 +84,14 @@ from converters.quantize.widen import (
     widening_rule,
 )
 from edge_sdk import log
-from edge_sdk.errors import ModelError
+from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.model.types import Model
 
 MODES = ("int8", "int16x8", "fp16", "dynamic")
 PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
 METHODS = ("minmax", "percentile", "mse")
+SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
 
 
 @dataclass
@@ -91,7 +110,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
              min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
-    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8).
+    ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8 unless the model's given ranges
+    cover every activation; fp16 / dynamic: what the guard measures on, synthetic samples without it).
 
     holdout: at most this many calibration samples (every 5th) are held back from calibration and used to
     measure the result (the per-layer table and ``report["guard"]``); 0 measures on the calibration samples.
@@ -104,15 +124,16 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     _check_settings(model, mode, method, io, percentile)
     excluded = resolve_exclude(model, exclude)
     report = _new_report(model, mode, io, excluded)
-    if mode == "fp16":
-        return _fp16(model, report)
-    if mode == "dynamic":
-        return _dynamic(model, excluded, report)
+    if mode in ("fp16", "dynamic"):
+        result = _fp16(model, report) if mode == "fp16" else _dynamic(model, excluded, report)
+        if measure_error:
+            report["guard"] = _float_mode_guard(model, result.model, mode, calibration, min_snr, limit, seed)
+            if report["guard"].get("measured") is False:
+                report["notes"].append(report["guard"]["not_measured"])
+        return result
 
     act = "INT8" if mode == "int8" else "INT16"
     io = "int8" if io == "int16" else io  # "integer I/O": the activation type
-    if calibration is None:
-        raise ModelError(f"quantize: mode {mode!r} needs calibration data")
     if precision not in PRECISIONS:
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
@@ -120,32 +141,82 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
 
+    # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
+    # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
+    given = given_ranges(model)
+    covered = covered_ranges(model, given, act)
+    synthetic = calibration is None
+    if synthetic:
+        missing = uncovered(model, covered, excluded)
+        if not given:
+            raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+        if missing:
+            names = [model.subgraphs[0].tensors[t].name for t in missing]
+            raise ModelError(f"quantize: mode {mode!r} needs calibration data: the source gives the range of "
+                             f"{len(given)} activation(s) but not of {len(missing)} ("
+                             + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
+        calibration, holdout = synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed), 0
     cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout)
+    if given:
+        cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
+        cal.given = {t for t in cal.ranges if t in covered}
+        report["notes"].append(
+            f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
+            + (f", {len(cal.ranges) - len(cal.given)} calibrated" if not synthetic else
+               "; no calibration data needed (none given): the accuracy guard measured on "
+               f"{SYNTHETIC_SAMPLES} synthetic samples, each input uniform over its given range"))
+    cal.synthetic = synthetic
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
     log.stage(f"quantizing to {mode}")
 
     def build(excl, w16=frozenset()):
         qm, g = integer_graph(model, cal.ranges, act, io, excl, wide16, w16)
-        qm = drop_unused_buffers(qm)
+        qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
 
     qmodel, g = first = build(excluded)
+    zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
+    if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
+        float_rule = rule or widening_rule(target, mode)[0]
+        ops = model.subgraphs[0].operators
+        no_float = [f"{op_label(model, i)}: {why}, and {float_rule(model.op_name(ops[i]), True)[1]}"
+                    for i, why in zero_div if float_rule(model.op_name(ops[i]), True)[0] != "float32"]
+        if no_float:
+            raise ConversionError(f"quantize: {len(no_float)} op(s) would divide by a zero quantum and cannot stay "
+                                  "float32", no_float)
+        for i, why in zero_div:
+            report["notes"].append(f"{op_label(model, i)} stays float32: {why}")
+        no_rule = no_rule + zero_div
+        excluded = excluded | {i for i, _ in zero_div}
+        qmodel, g = first = build(excluded)
     kept = None
     if measure_error or precision == "auto":
-        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io)
+        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
                                        len(cal.measure), no_rule, rule_target)
+        report["guard"]["synthetic"] = synthetic
     report["notes"] += rule_notes(model, g)
-    report["calibration"] = {"samples": cal.samples, "held_back": cal.held_back, "method": method,
+    report["calibration"] = {"samples": 0 if synthetic else cal.samples, "held_back": cal.held_back,
+                             "method": "given" if synthetic else method, "given_ranges": len(cal.given),
+                             **({"synthetic_samples": cal.samples} if synthetic else {}),
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)
     if measure_error:
         report["layers"] = kept.layers
     return QuantizationResult(qmodel, report)
+
+
+def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple[int, list[str]]:
+    """(how many activation ranges the source gives, the names of the activations it leaves without one):
+    int8 / int16x8 need calibration data unless that list is empty (``converters.quantize.given``)."""
+    act = "INT8" if mode == "int8" else "INT16"
+    given = given_ranges(model)
+    missing = uncovered(model, covered_ranges(model, given, act), resolve_exclude(model, exclude))
+    return len(given), [model.subgraphs[0].tensors[t].name for t in missing]
 
 
 def _check_settings(model, mode: str, method: str, io: str, percentile: float) -> None:
@@ -177,10 +248,77 @@ def _new_report(model: Model, mode: str, io: str, excluded: set[int]) -> dict:
 
 def _fp16(model: Model, report: dict) -> QuantizationResult:
     log.stage("quantizing weights to float16")
-    q = drop_unused_buffers(fp16_graph(model))
+    q, kept = fp16_graph(model)
+    q = drop_unused_buffers(clear_given_ranges(q))
     report["notes"].append("float16 weights feed DEQUANTIZE ops: LiteRT runs this model, TFLM cannot "
                            "(no float16 DEQUANTIZE)")
+    report["kept_float32"] = kept
+    for k in kept:
+        report["notes"].append(f"constant '{k['name']}' stays float32: {k['reason']}")
     return QuantizationResult(q, report)
+
+
+def _float_mode_guard(model: Model, qmodel: Model, mode: str, calibration, min_snr: float, limit, seed: int) -> dict:
+    """The accuracy guard of the modes that keep float activations (fp16, dynamic): each output's SNR against the
+    float model on the given samples (at most ``MEASURE_SAMPLES``), or without any on ``SYNTHETIC_SAMPLES``
+    synthetic ones -- the int8 guard's record, with nothing to widen. The fp16 model runs in edge-sdk's
+    interpreter; the dynamic-range one in LiteRT's reference kernels (its hybrid kernels), or without ai-edge-litert
+    as the float model over its dequantized int8 weights (the weights' share of the error only, and it says so)."""
+    import itertools
+
+    from converters.calibration import calibration_data
+    from converters.quantize.calibrate import Runner
+    from converters.quantize.measure import interpreter_runner, litert_runner, output_errors, short
+    from converters.quantize.weights_only import dequantized_weights
+
+    synthetic = calibration is None
+    if synthetic:
+        samples = synthetic_samples(model, given_ranges(model), SYNTHETIC_SAMPLES, seed)
+    else:
+        data = calibration_data(calibration, inputs=model, limit=limit, label="measuring")
+        samples = list(itertools.islice(iter(data), MEASURE_SAMPLES))
+        if not samples:
+            raise ModelError("quantize: the calibration data gave no samples")
+    log.stage(f"measuring the {mode} model against the float one on {len(samples)} "
+              f"{'synthetic' if synthetic else 'given'} sample(s)")
+    record = {"min_snr_db": float(min_snr), "precision": mode, "samples": len(samples), "held_back": False,
+              "synthetic": synthetic, "widened": [], "cannot_widen": [], "widening_for": "", "tried_widening": 0,
+              "cost": {"bytes": 0, "macs_total": 0, "macs_not_int8": 0, "macs_int16": 0, "macs_float32": 0}}
+    sg = model.subgraphs[0]
+    try:  # the float reference and the converted model, each in a runtime that runs it
+        try:
+            float_run = Runner(model)
+        except ModelError:
+            float_litert = litert_runner(model)
+            if float_litert is None:
+                raise
+            float_run = lambda sample: dict(zip(sg.outputs, float_litert(sample)))  # noqa: E731
+        run = None
+        if mode == "fp16":
+            runtime = "edge-sdk's interpreter"
+            try:
+                run = interpreter_runner(qmodel)
+            except ModelError as exc:
+                run, runtime = litert_runner(qmodel), "LiteRT's reference kernels"
+                if run is None:
+                    raise ModelError(f"{str(exc).splitlines()[0]}; ai-edge-litert is not installed") from None
+        else:
+            run, runtime = litert_runner(qmodel), "LiteRT's reference kernels (hybrid)"
+            if run is None:
+                run = interpreter_runner(dequantized_weights(model, qmodel))
+                runtime = ("weights only: the float model over the dequantized int8 weights (ai-edge-litert is "
+                           "not installed: the hybrid kernels' on-the-fly activation rounding is not measured)")
+        if run is None:
+            raise ModelError("ai-edge-litert is not installed")
+    except (ModelError, RuntimeError, ValueError) as exc:  # no runtime here runs it: said, not guessed
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        report_line = f"the {mode} model's accuracy was not measured: no runtime here runs it ({why})"
+        return {**record, "measured": False, "not_measured": report_line, "outputs": [], "met": True, "short": []}
+    outputs = output_errors(model, samples, float_run, run)
+    missing = short(outputs, min_snr)
+    return {**record, "measured": True, "runtime": runtime, "outputs": outputs, "met": not missing,
+            "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"]}
+                      for o in missing]}
 
 
 def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResult:
@@ -189,8 +327,9 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     report["weights"] = weights
     report["notes"].append("dynamic-range model (int8 weights, float activations): hosts only. LiteRT's "
                            "hybrid kernels run it; edge-sdk's interpreter and TFLM refuse hybrid kernels")
-    return QuantizationResult(drop_unused_buffers(qm), report)
+    return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 
 __all__ = ["JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
-           "PRECISIONS", "STALE_ROUNDS", "QuantizationResult", "quantize", "widening_rule"]
+           "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize", "uncovered_activations",
+           "widening_rule"]

@@ -92,7 +92,10 @@ class QuantGraph:
     def default_quant(self, t: int, type: str | None = None) -> Quantization:
         """Source tensor t's quantization from its calibrated range (symmetric in int16)."""
         type = type or self.act
-        lo, hi = self.ranges[t]
+        r = self.ranges[t]
+        if type == "INT8" and getattr(r, "int8", None) is not None:  # the source's own parameters (a QDQ pair)
+            return self.quant(*r.int8)
+        lo, hi = r
         return self.quant(*affine(lo, hi, *limits(type), type == "INT16"))
 
     def non_float(self, t: int) -> int:

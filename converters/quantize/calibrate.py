@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -145,6 +145,8 @@ class Calibration:
     samples: int  # calibration samples used
     held_back: int  # samples held back to measure the result
     measure: Samples
+    given: set = field(default_factory=set)  # tensors whose range the source gave (``converters.quantize.given``)
+    synthetic: bool = False  # no data was given: the samples are synthetic (every range given by the source)
 
 
 def calibrate(model: Model, calibration, act: str, method: str, percentile: float, limit: int | None, seed: int,

@@ -74,8 +74,9 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
                 continue
             f = ref[t].astype(np.float64)
             q = dequantize(got[n], b.tensors[n].quantization).reshape(f.shape)
-            d = (f - q).reshape(-1)
-            out_acc[t] += (f.reshape(-1) @ f.reshape(-1), d @ d, 0.0, 0.0)
+            finite = np.isfinite(f).reshape(-1)  # LOG(0) = -inf in the float model: measured on the finite elements
+            fv, d = f.reshape(-1)[finite], (f - q).reshape(-1)[finite]
+            out_acc[t] += (fv @ fv, d @ d, 0.0, 0.0)
             if t in out_agree and f.size:
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
                 out_agree[t][0] += int((fa == qa).sum())
@@ -159,3 +160,83 @@ def worst(outputs) -> float:
 def short(outputs, min_snr: float) -> list[dict]:
     """The outputs (or joined parts) whose SNR is below ``min_snr``."""
     return [o for o in outputs or [] if o["worst_snr_db"] < min_snr]
+
+
+# ------------------------------------------------------------------------ the modes that keep float activations
+def litert_runner(qmodel: Model):
+    """``run(sample) -> [output values]`` of a model in LiteRT's reference kernels (the runtime of dynamic-range
+    models: its hybrid kernels quantize activations on the fly), or None without ai-edge-litert."""
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return None
+    from edge_sdk.model import write_model
+
+    interp = Interpreter(model_content=write_model(qmodel), num_threads=1,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interp.allocate_tensors()
+    ins = [d["index"] for d in interp.get_input_details()]
+    outs = [d["index"] for d in interp.get_output_details()]
+
+    def run(sample):
+        interp.reset_all_variables()
+        for i, x in zip(ins, sample):
+            interp.set_tensor(i, np.asarray(x))
+        interp.invoke()
+        return [interp.get_tensor(o) for o in outs]
+
+    return run
+
+
+def interpreter_runner(qmodel: Model):
+    """``run(sample) -> [output values]`` of a model in edge-sdk's interpreter."""
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    interp = Interpreter(model=qmodel)
+    interp.allocate_tensors()
+    ins = [d["index"] for d in interp.get_input_details()]
+    outs = [d["index"] for d in interp.get_output_details()]
+
+    def run(sample):
+        interp.reset_all_variables()
+        for i, x in zip(ins, sample):
+            interp.set_tensor(i, np.asarray(x))
+        interp.invoke()
+        return [np.array(interp.tensor(o)()) for o in outs]
+
+    return run
+
+
+def output_errors(model: Model, samples, float_run, run) -> list[dict]:
+    """Per float model output: the SNR of ``run(sample)`` (the converted model's outputs, in order) against the
+    float model (``float_run``), and argmax agreement for class distributions -- the int8 guard's output entries.
+    Elements where the float model is not finite are left out; a non-finite value where it is finite is an
+    infinite error (SNR -inf)."""
+    sg = model.subgraphs[0]
+    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    acc = {k: [0.0, 0.0] for k, t in enumerate(sg.outputs) if is_float(model, t)}
+    agree = {k: [0, 0] for k in acc if is_distribution(model, sg.outputs[k], produced)}
+    for sample in samples:
+        ref = float_run(sample)
+        got = run(sample)
+        for k in acc:
+            f = np.asarray(ref[sg.outputs[k]], np.float64)
+            q = np.asarray(got[k], np.float64).reshape(f.shape)
+            keep = np.isfinite(f)
+            fk, qk = f[keep], q[keep]
+            with np.errstate(invalid="ignore", over="ignore"):
+                d = np.where(np.isfinite(qk), fk - qk, np.inf)
+            acc[k][0] += float(fk @ fk)
+            acc[k][1] += float(d @ d) if np.isfinite(d).all() else math.inf
+            if k in agree and f.size and keep.all() and np.isfinite(q).all():
+                fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
+                agree[k][0] += int((fa == qa).sum())
+                agree[k][1] += int(fa.size)
+    outputs = []
+    for k, (ff, dd) in acc.items():
+        snr = -math.inf if math.isinf(dd) else snr_db(ff, dd)
+        entry = {"name": sg.tensors[sg.outputs[k]].name, "snr_db": snr, "worst_snr_db": snr}
+        if k in agree and agree[k][1]:
+            entry["argmax_agreement"] = agree[k][0] / agree[k][1]
+        outputs.append(entry)
+    return outputs

@@ -426,3 +426,43 @@ def _values_op(g: QuantGraph, i: int, op: Operator, oact: str, values: list[int]
 
 RULES = {"same": same_as_input, "shared": shared, "own": own, "fixed": fixed, "index": index, "logical": index,
          "compare": compare, "select": select}
+
+
+# ================================================================================================ divisors
+def zero_divisors(model: Model, g: QuantGraph, ranges: dict, observed: dict) -> list[tuple[int, str]]:
+    """(source op index, why) of each quantized op of the built graph ``g`` whose divisor (the row's ``divisor``
+    input) may be its zero point at run time, which LiteRT's int8 DIV refuses at invoke (div.cc ``data[i] !=
+    zero_point``): a constant divisor with an element that quantizes to it, or a run-time divisor whose range
+    (calibrated or given, and the observed extremes ``observed``: tensor -> (min, max)) comes within half a quantum
+    of zero. Such an op must stay float."""
+    found = []
+    for k, op in enumerate(g.ops):
+        i = g.origin.get(k)
+        if i is None:
+            continue
+        src_op = g.sg.operators[i]
+        d = op_table.row(model.op_name(src_op)).divisor
+        if d is None or d >= len(op.inputs) or op.inputs[d] < 0:
+            continue
+        n, t = op.inputs[d], src_op.inputs[d]
+        q = g.tensors[n].quantization
+        if g.tensors[n].type not in ("INT8", "INT16") or q is None or not np.asarray(q.scale).size:
+            continue
+        scale, zp = float(q.scale[0]), int(q.zero_point[0])
+        name = g.sg.tensors[t].name
+        if is_const(model, t):
+            values = np.frombuffer(g.buffers[g.tensors[n].buffer].data, g.tensors[n].type.lower())
+            hits = int((values == zp).sum())
+            if hits:
+                found.append((i, f"its constant divisor '{name}' has {hits} element(s) that quantize to the zero "
+                                 f"point ({zp}; LiteRT's int8 {model.op_name(src_op)} refuses them at invoke)"))
+            continue
+        spans = [r for r in (ranges.get(t), observed.get(t)) if r is not None]
+        if not spans:
+            continue
+        lo, hi = min(r[0] for r in spans), max(r[1] for r in spans)
+        if not (lo >= scale / 2 or hi <= -scale / 2):
+            found.append((i, f"its divisor '{name}' ranges over [{lo:g}, {hi:g}], within half a quantum "
+                             f"({scale:g}) of zero: it may quantize to its zero point, which LiteRT's int8 "
+                             f"{model.op_name(src_op)} refuses at invoke"))
+    return found

@@ -45,7 +45,7 @@ def tensor_table(model: Model, g: QuantGraph, cal: Calibration) -> list[dict]:
     for t in cal.float_tensors:
         n = g.qt.get(t)
         entry = {"name": sg.tensors[t].name, "observed": [cal.stats[t].min, cal.stats[t].max],
-                 "range": list(cal.ranges[t])}
+                 "range": list(cal.ranges[t]), "given": t in cal.given}  # given: the source's range (QDQ)
         if n is not None and g.tensors[n].quantization is not None:
             q = g.tensors[n].quantization
             entry.update(type=g.tensors[n].type, scale=float(q.scale[0]), zero_point=int(q.zero_point[0]))

@@ -14,13 +14,46 @@ from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.quant import INT32_MAX
 
 
-def fp16_graph(model: Model) -> Model:
-    """Every float32 constant (not sparse) as float16 behind a DEQUANTIZE; the ops as they are."""
+FP16_MAX = 65504.0  # the largest finite float16
+# A constant stays float32 when float16 moves an element by more than this share of the tensor's largest magnitude:
+# normal float16 rounding moves it by at most 2**-11 of itself; flushing to zero or a subnormal's coarse steps more
+# (a log epsilon 1e-10 becomes 0.0: all of it).
+FP16_TOLERANCE = 2.0 ** -10
+
+
+def fp16_loss(data: np.ndarray) -> str | None:
+    """Why float16 cannot hold this float32 constant (an element overflows to inf, or under-flows beyond
+    ``FP16_TOLERANCE``), or None."""
+    x = np.asarray(data, np.float64).reshape(-1)
+    finite = x[np.isfinite(x)]
+    if not finite.size:
+        return None
+    big = np.abs(finite) > FP16_MAX
+    if big.any():
+        return f"{finite[big][0]:g} overflows float16 (largest finite {FP16_MAX:g})"
+    with np.errstate(under="ignore"):
+        err = np.abs(finite.astype(np.float16).astype(np.float64) - finite)
+    top = float(np.abs(finite).max())
+    k = int(err.argmax())
+    if top > 0 and err[k] > FP16_TOLERANCE * top:
+        return (f"{finite[k]:g} becomes {float(np.float16(finite[k])):g} in float16 (under-flow: "
+                f"{100 * err[k] / top:.3g}% of the tensor's largest magnitude)")
+    return None
+
+
+def fp16_graph(model: Model) -> tuple[Model, list[dict]]:
+    """Every float32 constant (not sparse) as float16 behind a DEQUANTIZE, except those float16 cannot hold
+    (``fp16_loss``), which stay float32; the ops as they are. Second: the constants kept float32 and why."""
     g = QuantGraph(model, "FLOAT16")
     sg = g.sg
+    kept = []
     for t in range(len(sg.tensors)):
         if is_const(model, t) and is_float(model, t) and sg.tensors[t].sparsity is None:
             data = np.asarray(model.tensor_data(0, t), np.float32)
+            why = fp16_loss(data)
+            if why is not None:
+                kept.append({"name": sg.tensors[t].name, "reason": why})
+                continue
             h = g.add_tensor(sg.tensors[t], "FLOAT16", None, data.astype(np.float16), suffix="_fp16")
             n = g.add_tensor(sg.tensors[t], "FLOAT32", None)
             g.add_op("DEQUANTIZE", [h], [n], version=3)
@@ -32,7 +65,7 @@ def fp16_graph(model: Model) -> Model:
         g.add_like(i, op, [g.ft[t] if t >= 0 else t for t in op.inputs], [g.ft[t] for t in op.outputs],
                    model.op_version(op), op.custom_options)
     g.io_map = dict(g.ft)
-    return g.build([g.ft[t] for t in sg.inputs], [g.ft[t] for t in sg.outputs])
+    return g.build([g.ft[t] for t in sg.inputs], [g.ft[t] for t in sg.outputs]), kept
 
 
 def dynamic_graph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
@@ -65,3 +98,34 @@ def dynamic_graph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
         g.add_like(i, op, ins, [g.ft[t] for t in op.outputs], version, op.custom_options)
     g.io_map = dict(g.ft)
     return g.build([g.ft[t] for t in sg.inputs], [g.ft[t] for t in sg.outputs]), weights
+
+
+def dequantized_weights(model: Model, qmodel: Model) -> Model:
+    """The float ``model`` with each weights tensor the dynamic-range ``qmodel`` stores in int8 replaced by its
+    dequantized values: the weights' share of the dynamic-range error, runnable where hybrid kernels are not."""
+    import copy
+
+    from edge_sdk.model.types import Buffer
+
+    q_by_name = {t.name: (k, t) for k, t in enumerate(qmodel.subgraphs[0].tensors)
+                 if t.type == "INT8" and t.quantization is not None and t.buffer}
+    out = copy.copy(model)
+    out.buffers = list(model.buffers)
+    out.subgraphs = [copy.copy(sg) for sg in model.subgraphs]
+    sg = out.subgraphs[0]
+    sg.tensors = list(sg.tensors)
+    for t, tensor in enumerate(sg.tensors):
+        if not (is_const(model, t) and is_float(model, t)) or tensor.name not in q_by_name:
+            continue
+        k, qt = q_by_name[tensor.name]
+        w = np.asarray(qmodel.tensor_data(0, k), np.float64)
+        scale = np.asarray(qt.quantization.scale, np.float64)
+        if scale.size > 1:
+            shape = [1] * w.ndim
+            shape[qt.quantization.quantized_dimension] = scale.size
+            scale = scale.reshape(shape)
+        values = (w * scale).astype(np.float32)
+        out.buffers.append(Buffer(values.astype("<f4").tobytes()))
+        sg.tensors[t] = copy.copy(tensor)
+        sg.tensors[t].buffer = len(out.buffers) - 1
+    return out

@@ -27,6 +27,19 @@ MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most th
 STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB on the worst output
 
 
+def count_widened(kinds) -> dict:
+    """The one count of widened ops, from the types they were widened to ("int16" / "float32"): the progress
+    lines and the report's summary both print it (``widened_text``)."""
+    kinds = list(kinds)
+    n16 = sum(k == "int16" for k in kinds)
+    return {"ops": len(kinds), "int16": n16, "float32": len(kinds) - n16}
+
+
+def widened_text(count: dict) -> str:
+    """``3 op(s) (1 to int16x8, 2 to float32)``"""
+    return f"{count['ops']} op(s) ({count['int16']} to int16x8, {count['float32']} to float32)"
+
+
 def widening_rule(target=None, mode: str = "int8"):
     """(rule, where): ``rule(op name) -> (type, why)`` says what precision="auto" widens an op to: "int16"
     (int16x8) when the op has an int16 kernel in TFLM and in edge-sdk's interpreter and in the target's
@@ -95,9 +108,10 @@ class Guarded:
 
 
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
-          precision: str, min_snr: float, max_rounds: int, io: str) -> Guarded:
+          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=()) -> Guarded:
     """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
-    output is short of ``min_snr``; ``build(excluded, w16) -> (qmodel, graph)``."""
+    output is short of ``min_snr``; ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept
+    float32 (no integer rule, a zero divisor), counted with the widened ones in every progress line."""
     measure = cal.measure
     log.stage(f"measuring the quantization error on {len(measure)} "
               f"{'held-back' if cal.held_back else 'calibration'} sample(s)")
@@ -109,14 +123,14 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
-    kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, min_snr, max_rounds, io)
+    kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, min_snr, max_rounds, io, len(no_rule))
     if kept.widened and not short(kept.outputs, min_snr) and len(kept.widened) <= MAX_PRUNE:
         _give_back(model, build, cal, kept, excluded, min_snr, io)
     return kept
 
 
 def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], rule, min_snr: float,
-                  max_rounds: int, io: str) -> tuple[Guarded, set[int]]:
+                  max_rounds: int, io: str, n_no_rule: int = 0) -> tuple[Guarded, set[int]]:
     """Round k widens up to 2**k more of the lowest-SNR ops; after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB
     the smallest widening that gave the best result is kept. Returns it and the ops then kept float32."""
     sg = model.subgraphs[0]
@@ -142,9 +156,8 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         excluded = excluded | {i for i, k in take.items() if k == "float32"}
         w16 |= {i for i, k in take.items() if k == "int16"}
         kept.tried = max(kept.tried, len(widened))
-        n16 = sum(k == "int16" for k in widened.values())
-        log.stage(f"widening {len(widened)} op(s) ({n16} to int16x8, {len(widened) - n16} to float32; "
-                  f"round {rnd + 1})")
+        count = count_widened(["float32"] * n_no_rule + list(widened.values()))
+        log.stage(f"widening {widened_text(count)}; round {rnd + 1}")
         kept.qmodel, kept.graph = build(excluded, w16)
         kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
         if worst(kept.outputs) > best[0] + 0.1:
@@ -235,8 +248,12 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
         grown = len(write_model(kept.qmodel)) - kept.base_bytes  # the widened model's growth, serialized
     else:
         grown = 0
+    count = count_widened(["float32"] * len(no_rule) + list(widened.values()))
+    if count["ops"]:
+        log.stage(f"widened {widened_text(count)}")  # the final count: the report's summary prints the same record
     return {
         "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
+        "widened_count": count,
         "outputs": outputs, "met": not missing,
         "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"],
                    **({"part": min(o["parts"], key=lambda p: p["snr_db"])["input"]}

@@ -109,6 +109,10 @@ class OpRow:
     # eval, outside the arena (interpreter.DataSizedOutput); the C runtime, which plans every byte before the first
     # invoke, refuses the op (c_refusal)
     data_sized: tuple[int, ...] = ()
+    # divisor: the input the op divides by. LiteRT's int8 kernel refuses at invoke a divisor element equal to its
+    # zero point (div.cc), so the quantizer keeps the op float where that input's range comes within half a
+    # quantum of zero (converters.quantize.rules.zero_divisors); None: the op divides by nothing
+    divisor: int | None = None
 
     @property
     def runs(self) -> bool:
@@ -202,7 +206,7 @@ ROWS: dict[str, OpRow] = _rows(
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 4),
           fused_activation=True, affine='scale'),
     OpRow("DIV",                          "elementwise:prepare_div",          2,
-          family='binary', quant='own', int16='none', q_versions=(1, None), fused_activation=True),
+          family='binary', quant='own', int16='none', q_versions=(1, None), fused_activation=True, divisor=1),
     OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2,
           family='binary', quant='own', int16='op', q_versions=(2, None)),
     OpRow("MAXIMUM",                      "elementwise:prepare_maximum",      4,

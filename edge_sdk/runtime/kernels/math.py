@@ -27,7 +27,9 @@ def _unary_float(node: Node, fn, int_types: tuple[str, ...] = ()):
     node.set_output_shape(0, x.shape)
 
     def run(inputs, outputs):
-        fn(inputs[0], out=outputs[0])
+        # LOG(0) = -inf, LOG / SQRT of a negative = NaN, EXP past 88.7 = inf: the values TFLite gives, no warning
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            fn(inputs[0], out=outputs[0])
     return run
 
 
@@ -150,7 +152,8 @@ def prepare_pow(node: Node):
         return run
 
     def run(inputs, outputs):
-        np.power(inputs[0], inputs[1], out=outputs[0])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # 0 ** -1 = inf, (-8) ** 0.5 = NaN
+            np.power(inputs[0], inputs[1], out=outputs[0])
     return run
 
 
