@@ -7,6 +7,14 @@
     g.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_w=2, stride_h=2, fused_activation_function="RELU")
     g.output(y)
     model = g.build()
+
+Several subgraphs (IF / WHILE branches, a CALL_ONCE init): ``g.subgraph("then")`` is a builder for one more
+subgraph of the same model (sharing its buffers and operator codes); its ``index`` is the subgraph index an
+op's options name, and ``g.build()`` writes the main subgraph first, then the others in creation order.
+
+    then = g.subgraph("then")                      # then.index == 1
+    a = then.input("a", (1, 4)); ...; then.output(r)
+    g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
 """
 
 from __future__ import annotations
@@ -38,16 +46,30 @@ def _quantization(scale, zero_point, quantized_dimension) -> Quantization | None
 
 
 class GraphBuilder:
-    """One subgraph, built in execution order."""
+    """One subgraph, built in execution order (the main one; ``subgraph()`` adds others to the same model)."""
 
-    def __init__(self, name: str = "main"):
+    def __init__(self, name: str = "main", _root: "GraphBuilder | None" = None):
         self.name = name
         self.tensors: list[Tensor] = []
-        self.buffers: list[Buffer] = [Buffer()]  # buffer 0: the empty buffer, by convention
         self.operators: list[Operator] = []
-        self.operator_codes: list[OperatorCode] = []
         self.inputs: list[int] = []
         self.outputs: list[int] = []
+        if _root is None:
+            self.buffers: list[Buffer] = [Buffer()]  # buffer 0: the empty buffer, by convention
+            self.operator_codes: list[OperatorCode] = []
+            self.index = 0
+            self._subgraphs: list[GraphBuilder] = []  # the root's: every other subgraph, in index order
+        else:  # one model: the other subgraphs share the root's buffers and operator codes
+            self.buffers = _root.buffers
+            self.operator_codes = _root.operator_codes
+            self.index = len(_root._subgraphs) + 1
+        self._root = _root or self
+
+    def subgraph(self, name: str) -> "GraphBuilder":
+        """A builder for a new subgraph of this model (index ``.index``: the next free one)."""
+        child = GraphBuilder(name, _root=self._root)
+        self._root._subgraphs.append(child)
+        return child
 
     def tensor(self, name, shape, type="FLOAT32", scale=None, zero_point=None, quantized_dimension=0,
                is_variable=False, data=None) -> int:
@@ -106,7 +128,10 @@ class GraphBuilder:
         )
 
     def build(self, description: str = "edge-sdk") -> Model:
-        subgraph = SubGraph(tensors=self.tensors, inputs=self.inputs, outputs=self.outputs,
-                            operators=self.operators, name=self.name)
-        return Model(operator_codes=self.operator_codes, subgraphs=[subgraph], buffers=self.buffers,
+        """The model: this (main) subgraph, then those ``subgraph()`` added."""
+        if self._root is not self:
+            raise ModelError(f"subgraph '{self.name}' (index {self.index}) is part of a model: build the main one")
+        subgraphs = [SubGraph(tensors=b.tensors, inputs=b.inputs, outputs=b.outputs, operators=b.operators,
+                              name=b.name) for b in [self, *self._subgraphs]]
+        return Model(operator_codes=self.operator_codes, subgraphs=subgraphs, buffers=self.buffers,
                      description=description)
