@@ -1164,27 +1164,35 @@ class _Importer:
 
     def _verify(self, model: Model):
         """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""
-        from edge_sdk.runtime.interpreter import Interpreter
-
-        declared = [t.shape for t in model.subgraphs[0].tensors]
         waiting = sorted({model.op_name(op) for sg in model.subgraphs for op in sg.operators
                           if op_table.row(model.op_name(op)).subgraphs
                           and op_table.runtime_refusal("python", model.op_name(op), model.op_version(op))})
-        if waiting:  # run-time IF / WHILE before our interpreter has their kernels: the model is written unprepared
+        if waiting:  # run-time IF / WHILE before our interpreter has their kernels: each subgraph without one is
+            # prepared on its own (a branch's shapes checked), the others are written unprepared
             self.notes.append(f"not prepared by edge-sdk's interpreter (it has no {' / '.join(waiting)} kernel "
-                              "here): its shapes are ONNX's as inferred; LiteRT runs it")
+                              "here): the subgraphs without one were prepared one by one; LiteRT runs the model")
+            for k, sub in enumerate(model.subgraphs):
+                if not any(model.op_name(op) in waiting for op in sub.operators):
+                    self._prepare(Model(operator_codes=model.operator_codes, subgraphs=[sub], buffers=model.buffers),
+                                  f"subgraph {k} ('{sub.name}')")
             return
+        self._prepare(model, "the converted model")
+
+    def _prepare(self, model: Model, what: str):
+        """Prepare ``model`` in our interpreter: it must run, and its shapes must be the converter's."""
+        from edge_sdk.runtime.interpreter import Interpreter
+
+        declared = [t.shape for t in model.subgraphs[0].tensors]
         try:
             it = Interpreter(model=model)
             it.allocate_tensors()
         except ModelError as exc:
-            raise ConversionError("the converted model does not prepare in edge-sdk's interpreter",
-                                  [str(exc)]) from None
+            raise ConversionError(f"{what} does not prepare in edge-sdk's interpreter", [str(exc)]) from None
         got = it.tensor_shapes(0)
         bad = [f"tensor '{t.name}': converter says {d}, kernel computes {g}"
                for t, d, g in zip(model.subgraphs[0].tensors, declared, got) if tuple(d) != tuple(g)]
         if bad:
-            raise ConversionError("internal shape mismatch in the converted model", bad[:20])
+            raise ConversionError(f"internal shape mismatch in {what}", bad[:20])
 
     # ------------------------------------------------------------------ layout helpers
     def _spatial(self, node, a, x_shape, kernel, is_pool=False, ceil_mode=0) -> _Spatial:
