@@ -30,7 +30,10 @@ state in variable tensors across invokes: call ``reset_all_variables()`` between
 -- initial_h / initial_c computed at run time (graph inputs), or Y_c read -- is unrolled over its (short)
 sequence into FULLY_CONNECTED / ADD / SPLIT / LOGISTIC / TANH / MUL, so h and c are ordinary tensors: the
 state inputs stay model inputs and Y_h / Y_c model outputs, and the caller carries them from chunk to chunk
-(GRU and RNN are always unrolled so). ``model.import_notes["state"]`` lists which inputs / outputs hold state.
+(GRU and RNN are always unrolled so). ``model.import_notes["state"]`` lists which inputs / outputs hold state,
+and ``model.import_notes["state_pairs"]`` the input / output pairs that carry one state from invoke to invoke (an
+input a recurrent node reads its initial state from and an output its final state reaches, of the same static
+shape and type): ``convert(stateful=True)`` (``converters.stateful``) turns each pair into a resource variable.
 
 Control flow and pinned inputs: ``input_values`` turns graph inputs into constants (a sample rate, a mode
 flag); an ``If`` whose condition folds (from constants, shapes or pinned inputs) is replaced by the taken
@@ -292,6 +295,7 @@ class _Importer:
         self._verify(model)
         if self.state_nodes:
             self.import_notes["state"] = self._state_report()
+            self.import_notes["state_pairs"] = self._state_pairs(self.import_notes["state"])
         model.import_warnings = list(self.notes)
         if self.pinned:
             self.import_notes["pinned_inputs"] = {k: _pinned_summary(v) for k, v in self.pinned.items()}
@@ -2715,6 +2719,39 @@ class _Importer:
                               f"{rec['steps']} step(s) per invoke: feed each output state back as the next "
                               "chunk's input)")
         return report
+
+    # which state of a recurrent op enters as which graph input and leaves as which graph output
+    _STATE_KINDS = {"LSTM": (("initial_h", "Y_h"), ("initial_c", "Y_c")), "GRU": (("initial_h", "Y_h"),),
+                    "RNN": (("initial_h", "Y_h"),)}
+
+    def _state_pairs(self, report: list[dict]) -> list[dict]:
+        """The graph input / output pairs that carry one state from invoke to invoke (``converters.stateful``
+        turns each into a resource variable): an input the recurrent node reads its initial state from and an
+        output its final state reaches, of the same static shape and element type. A state fed by or reaching
+        several such tensors is ambiguous and pairs nothing (a note says so); a state kept in two recurrent
+        nodes' (an LSTM's h and c concatenated, as silero VAD does) pairs once."""
+        signature = {}
+        for vi in list(self.proto.graph.input) + list(self.proto.graph.output):
+            signature.setdefault(vi.name, (self.shapes.get(vi.name), self.types.get(vi.name)))
+        pairs: dict[tuple[str, str], dict] = {}
+        for entry in report:
+            for k_in, k_out in self._STATE_KINDS.get(entry["op"], ()):
+                ins, outs = entry["state_inputs"].get(k_in, []), entry["state_outputs"].get(k_out, [])
+                fits = [(i, o) for i in ins for o in outs if _static(signature[i][0]) and signature[i] == signature[o]]
+                if len(fits) == 1:
+                    pair = pairs.setdefault(fits[0], {"input": fits[0][0], "output": fits[0][1], "states": []})
+                    pair["states"].append(f"{entry['node']}:{k_in}")
+                elif len(fits) > 1:
+                    self.notes.append(f"{entry['op']} '{entry['node']}': its {k_in} / {k_out} could be carried by "
+                                      f"{', '.join(f'{i} -> {o}' for i, o in fits)}: no state pair chosen")
+        out = list(pairs.values())
+        for key in ("input", "output"):
+            names = [p[key] for p in out]
+            clash = {n for n in names if names.count(n) > 1}
+            if clash:
+                self.notes.append(f"state {key}(s) {', '.join(sorted(clash))} carry several states: not paired")
+                out = [p for p in out if p[key] not in clash]
+        return out
 
     def _recurrent(self, node, a, kind):
         """ONNX RNN / GRU, forward, unrolled over the (static) sequence: the input projections of all steps
