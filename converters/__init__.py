@@ -338,7 +338,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     if input_shapes is not None and kind != "onnx":
         raise ConversionError(f"{name}: input_shapes is for ONNX sources with dynamic dims; a .tflite keeps its "
                               "own input shapes")
-    calls = sorted({model.op_name(op) for sg in model.subgraphs for op in sg.operators} & {"IF", "WHILE"})
+    from edge_sdk.runtime import op_table
+
+    calls = sorted({n for n in (model.op_name(op) for sg in model.subgraphs for op in sg.operators)
+                    if op_table.row(n).subgraphs})  # IF / WHILE from run-time control flow: ops calling subgraphs
     if calls and mode != "none":
         raise ConversionError(f"{name}: --quantize {mode}: the model keeps run-time control flow ({', '.join(calls)} "
                               "with subgraphs), which is not quantized yet; convert with --quantize none (float), or "
