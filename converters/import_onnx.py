@@ -415,7 +415,8 @@ class _Importer:
 
     def _emit_body(self, nodes: list, label: str):
         """The nodes of an If branch / Loop body, in order: those whose inputs are all constant fold here (the
-        main graph's folded before), an If on a constant condition is inlined, the others are emitted."""
+        main graph's folded before), an If on a constant condition is inlined, a Loop / Scan of a known length
+        unrolled, the others are emitted."""
         from converters import onnx_control
 
         todo = list(nodes)
@@ -424,7 +425,7 @@ class _Importer:
             node = todo.pop(0)
             index += 1
             name = node.name or f"{label}/{node.op_type}_{index}"
-            if node.op_type == "If" and node.input[0] in self.consts:
+            if node.op_type in ("If", "Loop", "Scan"):  # folded / unrolled when it can be, as in the main graph
                 self._namer = getattr(self, "_namer", None) or onnx_control.Namer(self.proto.graph)
                 resolved = self._resolve_control(node, index, self._namer)
                 if resolved is not None:

@@ -248,3 +248,44 @@ def test_loop_ending_on_the_data_becomes_while():
         x = np.abs(f32(1, 3, seed=seed, scale=scale))
         feeds = {"x": x, "acc0": np.zeros((1, 3), np.float32)}
         close(run_litert(result.tflite, list(feeds.values())), ort_run(proto, feeds), f"seed {seed}")
+
+
+def test_runtime_if_whose_branch_holds_a_constant_loop_unrolls_it_inside():
+    """then: a Loop of 3 iterations (acc = acc * 2 + x) inside the branch unrolls there; else: x; cond run-time."""
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc", "two"], ["acc2"]), helper.make_node("Add", ["acc2", "x"], ["acc_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "body", [vi("i", TP.INT64, []), vi("cond", TP.BOOL, []), vi("acc", TP.FLOAT, [1, 3])],
+        [vi("cond_out", TP.BOOL, []), vi("acc_out", TP.FLOAT, [1, 3])],
+        [numpy_helper.from_array(np.float32(2), "two")])
+    then_g = helper.make_graph([helper.make_node("Loop", ["three", "", "x"], ["t_y"], name="inner_loop", body=body)],
+                               "then", [], [vi("t_y", TP.FLOAT, [1, 3])],
+                               [numpy_helper.from_array(np.array(3, np.int64), "three")])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [1, 3])])
+    proto = model_of([helper.make_node("If", ["c"], ["y"], name="pick", then_branch=then_g, else_branch=else_g)],
+                     [vi("x", TP.FLOAT, [1, 3]), vi("c", TP.BOOL, [])], [vi("y", TP.FLOAT, [1, 3])])
+    result = convert(proto, quantize="none")
+    model = result.model
+    assert len(model.subgraphs) == 3 and "WHILE" not in [model.op_name(op) for sg in model.subgraphs
+                                                          for op in sg.operators]
+    assert any("Loop 'inner_loop'" in n and "unrolled" in n for n in result.report["import"]["control_flow"])
+    x = f32(1, 3, seed=9)
+    for c in (True, False):
+        feeds = {"x": x, "c": np.array(c)}
+        close(run_litert(result.tflite, list(feeds.values())), ort_run(proto, feeds), f"c={c}")
+
+
+def test_a_branch_whose_declared_shape_is_wrong_is_caught_by_preparing_it():
+    """The branch declares [2, 4] but computes [2, 3] * [2, 4]: our interpreter prepares each branch on its own
+    (it cannot prepare IF yet), so the import refuses the model instead of writing one LiteRT would reject."""
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["t_y"])], "then", [], [vi("t_y", TP.FLOAT, [2, 4])],
+                               [numpy_helper.from_array(f32(2, 4, seed=1), "k")])
+    else_g = helper.make_graph([helper.make_node("Identity", ["w"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [2, 4])])
+    proto = model_of([helper.make_node("If", ["c"], ["y"], name="bad", then_branch=then_g, else_branch=else_g)],
+                     [vi("x", TP.FLOAT, [2, 3]), vi("w", TP.FLOAT, [2, 4]), vi("c", TP.BOOL, [])],
+                     [vi("y", TP.FLOAT, [2, 4])])
+    with pytest.raises(ConversionError) as err:
+        convert(proto, quantize="none")
+    assert str(err.value).splitlines()[0] == "subgraph 1 ('bad/then') does not prepare in edge-sdk's interpreter"
+    (problem,) = err.value.problems
+    assert "MUL" in problem and "(2, 3), (2, 4)" in problem
