@@ -270,6 +270,7 @@ class _Importer:
         self.problems: list[str] = []
         self.used: set[str] = set()
         self.quantized = None  # converters.onnx_quantized.Rewritten for a quantized / onnxruntime-fused graph
+        self._namer = None  # fresh ONNX names for control flow resolved inside IF / WHILE subgraphs
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Model:
@@ -350,9 +351,12 @@ class _Importer:
         if node.op_type == "If" and node.input[0] not in self.consts:
             return self._emit_if
         if node.op_type == "Loop":
+            from converters import onnx_control
+
+            reason = onnx_control.loop_blocker(node, self.consts, self.opset)
+            if reason is None or reason == onnx_control.ENDLESS:
+                return None  # unrollable (its scan outputs are empty: the blocker says so) or endless
             reason = self._control_blocker(node)
-            if "endless" in reason or "0 iterations" in reason:
-                return None
             n_scan = len(_attrs(node)["body"].output) - 1 - (len(node.input) - 2)
             if n_scan:
                 raise _Unsupported(f"{reason}; as a run-time WHILE its {n_scan} scan output(s) would have a "
@@ -426,7 +430,7 @@ class _Importer:
             index += 1
             name = node.name or f"{label}/{node.op_type}_{index}"
             if node.op_type in ("If", "Loop", "Scan"):  # folded / unrolled when it can be, as in the main graph
-                self._namer = getattr(self, "_namer", None) or onnx_control.Namer(self.proto.graph)
+                self._namer = self._namer or onnx_control.Namer(self.proto.graph)
                 resolved = self._resolve_control(node, index, self._namer)
                 if resolved is not None:
                     inlined, consts, note = resolved

@@ -28,6 +28,8 @@ import numpy as np
 
 # an unrolled Loop / Scan longer than this is refused (the model would grow by this many body copies)
 MAX_UNROLL = 1024
+# why a Loop is neither unrolled nor a run-time WHILE: no trip count and a condition that never changes
+ENDLESS = "no trip count M and a condition that stays true (an endless while loop)"
 
 
 class Namer:
@@ -309,7 +311,7 @@ def loop_trips(node, consts: dict, opset: int = 17):
     body = _attr(node, "body")
     if _passes_cond_through(body):
         if trip is None:
-            return None, "no trip count M and a condition that stays true (an endless while loop)"
+            return None, ENDLESS
         if trip > MAX_UNROLL:
             return None, f"trip count {trip} is above {MAX_UNROLL} (too long to unroll)"
         return trip, None
