@@ -57,7 +57,8 @@ def _describe(tensor: Tensor) -> dict:
     d = {"shape": list(tensor.shape), "type": tensor.type}
     q = tensor.quantization
     if q is not None and q.scale is not None and np.size(q.scale) == 1:
-        d["scale"], d["zero_point"] = float(np.asarray(q.scale).reshape(-1)[0]), int(np.asarray(q.zero_point).reshape(-1)[0])
+        d["scale"] = float(np.asarray(q.scale).reshape(-1)[0])
+        d["zero_point"] = int(np.asarray(q.zero_point).reshape(-1)[0])
     return d
 
 

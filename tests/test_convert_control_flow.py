@@ -73,8 +73,9 @@ def _if_model():
          helper.make_node("Mul", ["e_sl", "e_k"], ["e_y"]),
          helper.make_node("Sub", ["x", "bias"], ["e_z"])],
         "else", [], [vi("e_y", TP.FLOAT, [2, 4]), vi("e_z", TP.FLOAT, [2, 3])],
-        [numpy_helper.from_array(f32(2, 4, seed=8), "e_k"), numpy_helper.from_array(np.array([0], np.int64), "starts"),
-         numpy_helper.from_array(np.array([4], np.int64), "ends"), numpy_helper.from_array(np.array([1], np.int64), "axes")])
+        [numpy_helper.from_array(v, k) for k, v in {"e_k": f32(2, 4, seed=8), "starts": np.array([0], np.int64),
+                                                    "ends": np.array([4], np.int64),
+                                                    "axes": np.array([1], np.int64)}.items()])
     nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
              helper.make_node("Greater", ["total", "zero"], ["positive"]),
              helper.make_node("Concat", ["x", "x"], ["xx"], axis=1),  # [2, 6] for the else branch's slice
@@ -113,8 +114,10 @@ def test_if_on_a_bool_input_and_a_nested_runtime_if():
     """cond is a graph input; the then branch holds another run-time If (on a second bool input): IF in IF."""
     inner = helper.make_node(
         "If", ["c2"], ["inner_y"], name="inner",
-        then_branch=helper.make_graph([helper.make_node("Tanh", ["x"], ["i_t"])], "it", [], [vi("i_t", TP.FLOAT, [1, 5])]),
-        else_branch=helper.make_graph([helper.make_node("Neg", ["x"], ["i_e"])], "ie", [], [vi("i_e", TP.FLOAT, [1, 5])]))
+        then_branch=helper.make_graph([helper.make_node("Tanh", ["x"], ["i_t"])], "it", [],
+                                      [vi("i_t", TP.FLOAT, [1, 5])]),
+        else_branch=helper.make_graph([helper.make_node("Neg", ["x"], ["i_e"])], "ie", [],
+                                      [vi("i_e", TP.FLOAT, [1, 5])]))
     then_g = helper.make_graph([inner, helper.make_node("Add", ["inner_y", "x"], ["t_y"])], "then", [],
                                [vi("t_y", TP.FLOAT, [1, 5])])
     else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [1, 5])])
@@ -261,7 +264,8 @@ def test_runtime_if_whose_branch_holds_a_constant_loop_unrolls_it_inside():
     then_g = helper.make_graph([helper.make_node("Loop", ["three", "", "x"], ["t_y"], name="inner_loop", body=body)],
                                "then", [], [vi("t_y", TP.FLOAT, [1, 3])],
                                [numpy_helper.from_array(np.array(3, np.int64), "three")])
-    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [1, 3])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e_y"])], "else", [],
+                               [vi("e_y", TP.FLOAT, [1, 3])])
     proto = model_of([helper.make_node("If", ["c"], ["y"], name="pick", then_branch=then_g, else_branch=else_g)],
                      [vi("x", TP.FLOAT, [1, 3]), vi("c", TP.BOOL, [])], [vi("y", TP.FLOAT, [1, 3])])
     result = convert(proto, quantize="none")
@@ -278,9 +282,11 @@ def test_runtime_if_whose_branch_holds_a_constant_loop_unrolls_it_inside():
 def test_a_branch_whose_declared_shape_is_wrong_is_caught_by_preparing_it():
     """The branch declares [2, 4] but computes [2, 3] * [2, 4]: our interpreter prepares each branch on its own
     (it cannot prepare IF yet), so the import refuses the model instead of writing one LiteRT would reject."""
-    then_g = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["t_y"])], "then", [], [vi("t_y", TP.FLOAT, [2, 4])],
+    then_g = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["t_y"])], "then", [],
+                               [vi("t_y", TP.FLOAT, [2, 4])],
                                [numpy_helper.from_array(f32(2, 4, seed=1), "k")])
-    else_g = helper.make_graph([helper.make_node("Identity", ["w"], ["e_y"])], "else", [], [vi("e_y", TP.FLOAT, [2, 4])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["w"], ["e_y"])], "else", [],
+                               [vi("e_y", TP.FLOAT, [2, 4])])
     proto = model_of([helper.make_node("If", ["c"], ["y"], name="bad", then_branch=then_g, else_branch=else_g)],
                      [vi("x", TP.FLOAT, [2, 3]), vi("w", TP.FLOAT, [2, 4]), vi("c", TP.BOOL, [])],
                      [vi("y", TP.FLOAT, [2, 4])])

@@ -104,7 +104,8 @@ class Stream:
         for d, x in zip(self.it.get_input_details(), values):
             if d["dtype"] != np.float32:
                 scale, zp = d["quantization"]
-                x = np.clip(np.round(x / scale) + zp, -128, 127).astype(d["dtype"])
+                info = np.iinfo(d["dtype"])
+                x = np.clip(np.round(x / scale) + zp, info.min, info.max).astype(d["dtype"])
             self.it.set_tensor(d["index"], x)
         self.it.invoke()
         out = {}
@@ -247,16 +248,19 @@ def _calibration(proto, n=48):
     return samples
 
 
-@pytest.mark.parametrize("io", ["int8", "float32"])
-def test_int8_stateful_keeps_an_int8_variable_at_one_scale(io):
+@pytest.mark.parametrize("mode,io", [("int8", "int8"), ("int8", "float32"), ("int16x8", "int8")])
+def test_quantized_stateful_keeps_an_integer_variable_at_one_scale(mode, io):
     proto = recurrent_model("GRU", seed=1)
-    result = convert(proto, quantize="int8", calibration=_calibration(proto), io=io, stateful=True)
+    act = "INT8" if mode == "int8" else "INT16"
+    # allow_lossy: the accuracy guard judges the quantizer; this test compares the stateful model with the same
+    # quantized model carrying its state by hand
+    result = convert(proto, quantize=mode, calibration=_calibration(proto), io=io, stateful=True, allow_lossy=True)
     model = result.model
     sg = model.subgraphs[0]
     (read,) = [op for op in sg.operators if model.op_name(op) == "READ_VARIABLE"]
     (assign,) = [op for op in sg.operators if model.op_name(op) == "ASSIGN_VARIABLE"]
     held, written = sg.tensors[read.outputs[0]], sg.tensors[assign.inputs[1]]
-    assert held.type == written.type == "INT8"
+    assert held.type == written.type == act
     assert held.quantization.scale.tolist() == written.quantization.scale.tolist()
     assert held.quantization.zero_point.tolist() == written.quantization.zero_point.tolist()
     # the init subgraph assigns real 0: the zero point
@@ -266,13 +270,13 @@ def test_int8_stateful_keeps_an_int8_variable_at_one_scale(io):
     zeros = model.tensor_data(1, init_assign.inputs[1])
     assert np.all(zeros == held.quantization.zero_point[0])
     (var,) = result.report["state"]["variables"]
-    assert var["type"] == "INT8" and var["scale"] == pytest.approx(float(held.quantization.scale[0]))
+    assert var["type"] == act and var["scale"] == pytest.approx(float(held.quantization.scale[0]))
     if io == "float32":  # the float state input's QUANTIZE and output's DEQUANTIZE went with the pair
         assert [sg.tensors[t].name for t in sg.inputs] == ["x"]
         assert not [t.name for t in sg.tensors if t.type == "FLOAT32" and t.name in ("h", "yh", "yh_dequant")]
     # the same int8 model without --stateful, its state carried by hand (dequantized from the state output's
     # scale, quantized to the state input's): what the variable must do inside the model
-    plain = convert(proto, quantize="int8", calibration=_calibration(proto), io=io)
+    plain = convert(proto, quantize=mode, calibration=_calibration(proto), io=io, allow_lossy=True)
     reference = OnnxStream(proto)
     for backend in ("python", "litert"):
         stream, by_hand = Stream(result.tflite, backend), Stream(plain.tflite, backend)
@@ -283,11 +287,15 @@ def test_int8_stateful_keeps_an_int8_variable_at_one_scale(io):
             got = stream(x)["y"]
             want = by_hand.step(x, h)
             h = want["yh"]
-            if state_in["dtype"] == np.int8:  # the carried state takes the input's scale, as the variable does
+            if state_in["dtype"] != np.float32:  # the carried state takes the input's scale, as the variable does
                 scale, zp = state_in["quantization"]
-                h = (np.clip(np.round(h / scale) + zp, -128, 127) - zp).astype(np.float32) * scale
+                info = np.iinfo(state_in["dtype"])
+                h = (np.clip(np.round(h / scale) + zp, info.min, info.max) - zp).astype(np.float32) * scale
             y_hand = want["y"]
-            np.testing.assert_allclose(got, y_hand, rtol=0, atol=1.01 * _scale_of(plain, "y"),
+            # the model requantizes the state with QUANTIZE's fixed-point multiplier, the hand carry in float: a
+            # near-tie may round apart by one step of the state, a few int16 steps of y later
+            steps = 1.01 if mode == "int8" else 4.01
+            np.testing.assert_allclose(got, y_hand, rtol=0, atol=steps * _scale_of(plain, "y"),
                                        err_msg=f"{backend}, chunk {k}: stateful vs state carried by hand")
             errors.append(np.abs(got - reference(x)["y"]) if backend == "python" else 0)
         if backend == "python":  # and it tracks the float model (int8 error, no drift)
