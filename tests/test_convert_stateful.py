@@ -327,3 +327,12 @@ def test_cli_stateful_flag(tmp_path, capsys):
     reference = OnnxStream(recurrent_model("GRU"))
     for x in chunks(3):
         np.testing.assert_allclose(ours(x)["y"], reference(x)["y"], rtol=0, atol=ATOL)
+
+
+def test_stateful_with_eval_data_is_refused_before_any_work(tmp_path):
+    data = tmp_path / "eval.npz"
+    np.savez(data, x=np.zeros((2, STEPS, 1, FEAT), np.float32), y=np.zeros(2, np.int64))
+    with pytest.raises(ConversionError) as err:
+        convert(recurrent_model("GRU"), quantize="none", stateful=True, eval_data=data)
+    assert str(err.value).splitlines()[0] == "cannot convert: bad settings"
+    assert any("not with stateful" in p for p in err.value.problems)
