@@ -243,7 +243,8 @@ def _check(model, profile, memory: str | None = None) -> dict:
 
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
-            allow_lossy=False, input_shapes=None, memory=None, input_values=None) -> ConversionResult:
+            allow_lossy=False, input_shapes=None, memory=None, input_values=None,
+            stateful=False) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
@@ -287,6 +288,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     else the evaluation samples, else synthetic ones (``report["guard"]["data"]`` / ``["synthetic"]``), refused
     below ``min_snr`` unless ``allow_lossy``; fp16 keeps float32 the constants float16 cannot hold
     (``report["quantization"]["report"]["kept_float32"]``).
+    stateful: each streaming state input / output pair of a recurrent ONNX model (``import_notes["state_pairs"]``)
+    becomes a resource variable the model keeps between invokes (``converters.stateful``: zero at the start,
+    ``reset_all_variables()`` resets it); without it the state stays an input and an output. Either way
+    ``report["state"]`` lists the state tensors. A model with run-time IF / WHILE converts with quantize "none"
+    only (its subgraphs are not quantized yet: ConversionError otherwise).
 
     The model travels as a ``Model`` object from import to the end; it becomes .tflite bytes once (the check
     measures those bytes and they are the result), or twice when ``eval_data`` adds its accuracy to the manifest
@@ -336,6 +342,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     for what, path in (("calibration", calibration), ("eval_data", eval_data)):
         if isinstance(path, (str, os.PathLike)) and not Path(path).exists():
             problems.append(f"{what}: {path} does not exist")
+    if stateful and eval_data is not None:
+        problems.append("eval_data runs the model sample by sample: not with stateful (its state carries over)")
     if problems:
         raise ConversionError("cannot convert: bad settings", problems)
     exclude = tuple(exclude or ())
@@ -363,6 +371,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     if input_shapes is not None and kind != "onnx":
         raise ConversionError(f"{name}: input_shapes is for ONNX sources with dynamic dims; a .tflite keeps its "
                               "own input shapes")
+    from edge_sdk.runtime import op_table
+
+    calls = sorted({n for n in (model.op_name(op) for sg in model.subgraphs for op in sg.operators)
+                    if op_table.row(n).subgraphs})  # IF / WHILE from run-time control flow: ops calling subgraphs
+    if calls and mode != "none":
+        raise ConversionError(f"{name}: --quantize {mode}: the model keeps run-time control flow ({', '.join(calls)} "
+                              "with subgraphs), which is not quantized yet; convert with --quantize none (float), or "
+                              "pin the inputs its conditions depend on (--input-value) to fold it")
     log.stage("optimizing")
     from converters.passes import optimize
 
@@ -437,6 +453,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             if isinstance(qreport.get("calibration"), dict):
                 calib_summary.update({k: v for k, v in qreport["calibration"].items() if not isinstance(v, (list, dict))})
 
+    state = None
+    if stateful or import_notes.get("state_pairs"):
+        from converters.stateful import RESET_NOTE, make_stateful, state_tensors
+
+        pairs = import_notes.get("state_pairs") or []
+        state = ({"stateful": True, "variables": make_stateful(model, pairs, name), "reset": RESET_NOTE}
+                 if stateful else {"stateful": False, "tensors": state_tensors(model, pairs)})
+
     manifest = {
         "converter": {"name": "edge-sdk", "version": _version()},
         "source": {"path": Path(name).name if kind and not name.startswith("<") else name, "format": kind,
@@ -497,6 +521,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "layers": per_layer_table(qreport),
         "guard": (qreport or {}).get("guard"),
         "check": check,
+        "state": state,
         "accuracy": accuracy,
         "manifest": manifest,
     }

@@ -30,14 +30,22 @@ state in variable tensors across invokes: call ``reset_all_variables()`` between
 -- initial_h / initial_c computed at run time (graph inputs), or Y_c read -- is unrolled over its (short)
 sequence into FULLY_CONNECTED / ADD / SPLIT / LOGISTIC / TANH / MUL, so h and c are ordinary tensors: the
 state inputs stay model inputs and Y_h / Y_c model outputs, and the caller carries them from chunk to chunk
-(GRU and RNN are always unrolled so). ``model.import_notes["state"]`` lists which inputs / outputs hold state.
+(GRU and RNN are always unrolled so). ``model.import_notes["state"]`` lists which inputs / outputs hold state,
+and ``model.import_notes["state_pairs"]`` the input / output pairs that carry one state from invoke to invoke (an
+input a recurrent node reads its initial state from and an output its final state reaches, of the same static
+shape and type): ``convert(stateful=True)`` (``converters.stateful``) turns each pair into a resource variable.
 
 Control flow and pinned inputs: ``input_values`` turns graph inputs into constants (a sample rate, a mode
 flag); an ``If`` whose condition folds (from constants, shapes or pinned inputs) is replaced by the taken
 branch, a ``Loop`` whose iteration count is known at convert time (a constant trip count; a condition that
 stays true or depends only on the iteration number / constant counters) and a ``Scan`` are unrolled
-(``converters.onnx_control``). A run-time condition, trip count or termination is refused with the input to
-pin: TFLite IF / WHILE subgraphs are not emitted.
+(``converters.onnx_control``). Otherwise the control flow stays for run time: an If on a run-time condition
+becomes TFLite IF (then / else subgraphs whose inputs are the outer run-time values the branches read, passed as
+IF's inputs after the condition), a Loop with a run-time trip count or condition becomes TFLite WHILE (loop
+variables [iteration, trip count, condition, carried values, outer values the body reads]; a cond and a body
+subgraph); a note names the input to pin (``--input-value``) to keep one branch / unroll instead. A Loop with scan
+outputs and a run-time length, or an endless one, is refused. Until edge-sdk's interpreter has IF / WHILE kernels
+such a model is not prepared by it at import (a note says so); LiteRT runs it.
 
 Quantized ONNX and onnxruntime's fused ops (``converters.onnx_quantized``): a QDQ graph imports as its float
 graph, a dynamic-int8 graph (MatMulInteger / ConvInteger / DynamicQuantizeLSTM / QAttention) as float ops over
@@ -262,6 +270,7 @@ class _Importer:
         self.problems: list[str] = []
         self.used: set[str] = set()
         self.quantized = None  # converters.onnx_quantized.Rewritten for a quantized / onnxruntime-fused graph
+        self._namer = None  # fresh ONNX names for control flow resolved inside IF / WHILE subgraphs
 
     # ------------------------------------------------------------------ driver
     def run(self) -> Model:
@@ -270,7 +279,7 @@ class _Importer:
         self._rewrite_quantized()
         self._fix_inputs()
         self._fold_and_infer()
-        self.used = {i for n in graph.node for i in n.input} | {o.name for o in graph.output}
+        self.used = _referenced(graph)
         for name in self._graph_inputs():
             shape = self.shapes[name]
             t = self._new(name, shape, _ONNX_TYPES.get(self.types[name], "FLOAT32"))
@@ -279,32 +288,7 @@ class _Importer:
             if any(self.dynamic.get(name, [])):
                 self.g.tensors[t].shape_signature = tuple(-1 if d else s for d, s in zip(self.dynamic[name], shape))
         for index, node in enumerate(graph.node):
-            name = node.name or f"{node.op_type}_{index}"
-            refused = self.quantized.refused.get(node.output[0]) if self.quantized and node.output else None
-            if refused:
-                self._problem(name, node, refused)
-                continue
-            if node.domain not in ("", "ai.onnx"):
-                self._problem(name, node, self._custom_domain_reason(node))
-                continue
-            if any(i and i not in self.values and i not in self.consts for i in node.input):
-                continue  # an input comes from a node that already failed: that node is the reported problem
-            try:
-                if node.op_type in ("If", "Loop", "Scan"):
-                    raise _Unsupported(self._control_blocker(node))
-                handler = self._handler(node.op_type)
-                if handler is None:
-                    raise _Unsupported("no mapping to TFLite builtins for this op")
-                for o in node.output:
-                    if node.op_type in _PADDED_OUTPUT_OPS:
-                        break  # the handler gives the data-dependent output a fixed size (and says so)
-                    if o and o in self.used and not _static(self.shapes.get(o)):
-                        raise _Unsupported(f"output '{o}' has no static shape (it depends on the data, or on an "
-                                           "input dim: give the inputs' shapes with --input-shape NAME:D0,D1,...)")
-                self.node_name = name
-                handler(node, _attrs(node))
-            except _Unsupported as exc:
-                self._problem(name, node, str(exc))
+            self._emit_node(node, node.name or f"{node.op_type}_{index}")
         if self.problems:
             raise ConversionError(f"{len(self.problems)} ONNX node(s) cannot be converted", self.problems)
         self._outputs()
@@ -312,6 +296,7 @@ class _Importer:
         self._verify(model)
         if self.state_nodes:
             self.import_notes["state"] = self._state_report()
+            self.import_notes["state_pairs"] = self._state_pairs(self.import_notes["state"])
         model.import_warnings = list(self.notes)
         if self.pinned:
             self.import_notes["pinned_inputs"] = {k: _pinned_summary(v) for k, v in self.pinned.items()}
@@ -322,6 +307,309 @@ class _Importer:
             model.given_quantization = dict(self.quantized.given)  # full arrays by ONNX value name
         model.import_notes = dict(self.import_notes)
         return model
+
+    def _emit_node(self, node, name: str):
+        """The TFLite ops of one ONNX node, into the subgraph being built (``self.g``); a node that cannot be
+        mapped is recorded in ``self.problems`` (the main graph's and the IF / WHILE subgraphs' alike)."""
+        refused = self.quantized.refused.get(node.output[0]) if self.quantized and node.output else None
+        if refused:
+            self._problem(name, node, refused)
+            return
+        if node.domain not in ("", "ai.onnx"):
+            self._problem(name, node, self._custom_domain_reason(node))
+            return
+        if any(i and i not in self.values and i not in self.consts for i in node.input):
+            return  # an input comes from a node that already failed: that node is the reported problem
+        try:
+            control = node.op_type in ("If", "Loop", "Scan")
+            handler = self._handler(node.op_type) if not control else self._runtime_control(node)
+            if handler is None:
+                raise _Unsupported(self._control_blocker(node) if control else
+                                   "no mapping to TFLite builtins for this op")
+            for o in node.output:
+                if node.op_type in _PADDED_OUTPUT_OPS:
+                    break  # the handler gives the data-dependent output a fixed size (and says so)
+                if o and o in self.used and not _static(self.shapes.get(o)):
+                    raise _Unsupported(f"output '{o}' has no static shape (it depends on the data, or on an "
+                                       "input dim: give the inputs' shapes with --input-shape NAME:D0,D1,...)")
+            self.node_name = name
+            handler(node, _attrs(node))
+        except _Unsupported as exc:
+            self._problem(name, node, str(exc))
+
+    # ------------------------------------------------------------------ run-time control flow: IF / WHILE
+    # An If whose condition is known only at run time becomes TFLite IF: its branches become subgraphs whose
+    # inputs are the outer run-time values they read (passed as IF's inputs after the condition; constants they
+    # read are copied into them). A Loop with a run-time trip count or condition becomes WHILE over the loop
+    # variables [iteration (int64 ()), trip count M if run-time, condition, carried values..., outer values the
+    # body reads...]: the cond subgraph computes ``iteration < M and condition``, the body subgraph runs the ONNX
+    # body and gives [iteration + 1, M, its condition, its carried values, the outer values unchanged].
+    def _runtime_control(self, node):
+        """The handler emitting IF / WHILE for this control node, or None when that does not apply (a
+        condition known at convert time that could not be inlined, a Scan, an endless loop): the node's blocker
+        is the problem then. Raises _Unsupported when the run-time form applies but cannot be built."""
+        if node.op_type == "If" and node.input[0] not in self.consts:
+            return self._emit_if
+        if node.op_type == "Loop":
+            from converters import onnx_control
+
+            reason = onnx_control.loop_blocker(node, self.consts, self.opset)
+            if reason is None or reason == onnx_control.ENDLESS:
+                return None  # unrollable (its scan outputs are empty: the blocker says so) or endless
+            reason = self._control_blocker(node)
+            n_scan = len(_attrs(node)["body"].output) - 1 - (len(node.input) - 2)
+            if n_scan:
+                raise _Unsupported(f"{reason}; as a run-time WHILE its {n_scan} scan output(s) would have a "
+                                   "run-time length (TFLite needs static shapes)")
+            return self._emit_while
+        return None
+
+    def _outer_values(self, graphs) -> list[str]:
+        """The run-time outer values the subgraphs read (constants excluded: they are copied in), in order."""
+        from converters import onnx_control
+
+        names: list[str] = []
+        for sub in graphs:
+            for n in sorted(onnx_control._outer_refs(sub)):
+                if n not in names and n not in self.consts:
+                    if n not in self.values:
+                        raise _Unsupported(f"the subgraph reads '{n}', which is not computed before this node")
+                    names.append(n)
+        return names
+
+    def _subgraph_of(self, body, label: str, bind: list[tuple[str, int]], shapes=None):
+        """A new TFLite subgraph computing ONNX graph ``body``: its inputs are tensors like the outer tensors
+        ``bind`` pairs with the names the body reads them by, its outputs the body's outputs (each checked
+        against ``shapes``: (shape, type) per output). Returns the builder, or None when a node of the body
+        could not be converted (its problem is recorded)."""
+        from onnx import numpy_helper
+
+        outer_g, outer_values, outer_name = self.g, self.values, getattr(self, "node_name", "")
+        sub = self.g.subgraph(label)
+        self.g, self.values = sub, {}
+        problems = len(self.problems)
+        try:
+            for name, outer in bind:
+                src = outer_g.tensors[outer]
+                t = sub.input(self._unique(f"{label}/{name}"), src.shape, src.type)
+                self.values[name] = t
+                self.shapes[name], self.types[name] = tuple(src.shape), _TFLITE_TO_ONNX.get(src.type, 1)
+            for init in body.initializer:
+                self.consts[init.name] = numpy_helper.to_array(init)
+                self.shapes[init.name] = tuple(init.dims)
+            self._emit_body(list(body.node), label)
+            if len(self.problems) > problems:
+                return None
+            for k, out in enumerate(body.output):
+                self.node_name = f"{label}/{out.name}"
+                t = self.values[out.name] if out.name in self.values else self.value(out.name)
+                if t in sub.inputs or t in sub.outputs or sub.tensors[t].buffer != 0:
+                    src = t  # a subgraph output of its own (not an input, constant or another output): a copy
+                    t = self._new(f"{label}/{out.name}", self.shape(src), self.ttype(src))
+                    self.reshape(src, self.shape(src), "copy", out=t)
+                if shapes is not None:
+                    want, got = shapes[k], (tuple(self.shape(t)), self.ttype(t))
+                    if (tuple(want[0]), want[1]) != got:
+                        raise _Unsupported(f"{label}: output {k} ('{out.name}') is {got[1]} {list(got[0])}, the node's "
+                                           f"is {want[1]} {list(want[0])} (TFLite needs the same static shape)")
+                sub.output(t)
+            return sub
+        finally:
+            self.g, self.values, self.node_name = outer_g, outer_values, outer_name
+
+    def _emit_body(self, nodes: list, label: str):
+        """The nodes of an If branch / Loop body, in order: those whose inputs are all constant fold here (the
+        main graph's folded before), an If on a constant condition is inlined, a Loop / Scan of a known length
+        unrolled, the others are emitted."""
+        from converters import onnx_control
+
+        todo = list(nodes)
+        index = 0
+        while todo:
+            node = todo.pop(0)
+            index += 1
+            name = node.name or f"{label}/{node.op_type}_{index}"
+            if node.op_type in ("If", "Loop", "Scan"):  # folded / unrolled when it can be, as in the main graph
+                self._namer = self._namer or onnx_control.Namer(self.proto.graph)
+                resolved = self._resolve_control(node, index, self._namer)
+                if resolved is not None:
+                    inlined, consts, note = resolved
+                    for k, v in consts.items():
+                        self.consts[k] = np.asarray(v)
+                        self.shapes[k] = tuple(np.shape(v))
+                    self.control_notes.append(note)
+                    todo[:0] = inlined
+                    continue
+            value = self._try_fold(node)
+            if value is not None:
+                for k, v in zip(node.output, value):
+                    if k:
+                        self.consts[k] = np.asarray(v)
+                        self.shapes[k] = tuple(np.shape(v))
+                continue
+            if any(o and not _static(self.shapes.get(o)) for o in node.output):
+                self._infer_node(node)
+            self._emit_node(node, name)
+
+    def _infer_node(self, node):
+        """Shapes of a subgraph node's outputs that whole-model inference left open (it does not propagate
+        constants into If branches / Loop bodies): onnx's inference on this node alone, its inputs' static
+        shapes and constant values given."""
+        import onnx
+        from onnx import helper, numpy_helper
+
+        inputs, inits = [], []
+        for i in dict.fromkeys(x for x in node.input if x):
+            if i in self.consts:
+                inits.append(numpy_helper.from_array(np.asarray(self.consts[i]), i))
+            elif _static(self.shapes.get(i)) and i in self.types:
+                inputs.append(helper.make_tensor_value_info(i, self.types[i], list(self.shapes[i])))
+            else:
+                return
+        copy = type(node)()
+        copy.CopyFrom(node)
+        graph = helper.make_graph([copy], "one_node", inputs,
+                                  [helper.make_empty_tensor_value_info(o) for o in node.output if o], inits)
+        try:
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+            inferred = onnx.shape_inference.infer_shapes(model, data_prop=True, strict_mode=False)
+        except Exception:  # noqa: BLE001 -- left open: the node reports "no static shape"
+            return
+        for vi in list(inferred.graph.output) + list(inferred.graph.value_info):
+            tt = vi.type.tensor_type
+            if tt.HasField("shape"):
+                dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+                if _static(dims):
+                    self.shapes[vi.name] = dims
+                    if tt.elem_type:
+                        self.types[vi.name] = tt.elem_type
+
+    def _emit_if(self, node, a):
+        """ONNX If on a run-time condition: TFLite IF with a then and an else subgraph."""
+        name = self.node_name
+        cond = self.value(node.input[0])
+        if self.ttype(cond) != "BOOL" or int(np.prod(self.shape(cond))) != 1:
+            raise _Unsupported(f"condition '{node.input[0]}' is {self.ttype(cond)} {list(self.shape(cond))} "
+                               "(one bool expected)")
+        branches = (a["then_branch"], a["else_branch"])
+        captured = self._outer_values(branches)
+        outer = [self.value(n) for n in captured]
+        shapes = [(tuple(self.shapes[o]), _ONNX_TYPES.get(self.types.get(o, 1), "FLOAT32")) for o in node.output]
+        subs = [self._subgraph_of(b, f"{name}/{which}", list(zip(captured, outer)), shapes)
+                for b, which in zip(branches, ("then", "else"))]
+        if None in subs:
+            return  # a node inside a branch is the reported problem
+        self.node_name = name
+        outs = [self.out(node, k) for k in range(len(node.output))]
+        self._op("IF", [cond, *outer], outs, then_subgraph_index=subs[0].index, else_subgraph_index=subs[1].index)
+        deps = self._input_ancestors(node.input[0])
+        pin = (f"; it depends on input {', '.join(repr(d) for d in deps)}: "
+               f"{' '.join(f'--input-value {d}=VALUE' for d in deps)} keeps one branch") if deps else ""
+        note = (f"If '{name}': condition '{node.input[0]}' is known only at run time: TFLite IF with subgraphs "
+                f"{subs[0].index} (then, {len(branches[0].node)} nodes) and {subs[1].index} (else, "
+                f"{len(branches[1].node)} nodes), reading {len(captured)} outer value(s){pin}")
+        self.control_notes.append(note)
+        self.notes.append(note)
+
+    def _emit_while(self, node, a):
+        """ONNX Loop with a run-time trip count / condition: TFLite WHILE (cond and body subgraphs)."""
+        name = self.node_name
+        body = a["body"]
+        inp = list(node.input) + [""] * (2 - len(node.input))
+        carried = list(node.input[2:])
+        if len(body.input) != 2 + len(carried) or len(body.output) != 1 + len(carried):
+            raise _Unsupported(f"the body has {len(body.input)} inputs / {len(body.output)} outputs for "
+                               f"{len(carried)} loop-carried value(s)")
+        start = self._constant_tensor(self._unique(f"{name}/iteration0"), np.array(0, np.int64), "INT64")
+        loop_vars: list[tuple[str, int]] = [("iteration", start)]  # (role, outer tensor)
+        trip = None
+        if inp[0]:
+            trip = self.value(inp[0])
+            if self.ttype(trip) != "INT64" or int(np.prod(self.shape(trip))) != 1:
+                raise _Unsupported(f"trip count '{inp[0]}' is {self.ttype(trip)} {list(self.shape(trip))} "
+                                   "(one int64 expected)")
+            loop_vars.append(("trip_count", trip))
+        if inp[1]:
+            cond0 = self.value(inp[1])
+            if self.ttype(cond0) != "BOOL" or int(np.prod(self.shape(cond0))) != 1:
+                raise _Unsupported(f"condition '{inp[1]}' is {self.ttype(cond0)} {list(self.shape(cond0))} "
+                                   "(one bool expected)")
+        else:
+            cond0 = self._constant_tensor(self._unique(f"{name}/condition0"), np.array(True), "BOOL")
+        loop_vars.append(("condition", cond0))
+        for k, v in enumerate(carried):
+            loop_vars.append((f"carried{k}", self.value(v)))
+        captured = self._outer_values([body])
+        loop_vars += [(f"outer:{n}", self.value(n)) for n in captured]
+        names = [r for r, _ in loop_vars]
+        tensors = [t for _, t in loop_vars]
+
+        # cond subgraph: iteration < M (when there is an M) and the condition
+        cond_g = self.g.subgraph(f"{name}/cond")
+        ins = [cond_g.input(self._unique(f"{name}/cond/{r}"), self.shape(t), self.ttype(t)) for r, t in loop_vars]
+        c = ins[names.index("condition")]
+        if trip is not None:
+            i, m = ins[0], ins[names.index("trip_count")]
+            less = cond_g.tensor(self._unique(f"{name}/cond/below_trip_count"),
+                                 np.broadcast_shapes(self.shape(trip), ()), "BOOL")
+            cond_g.op("LESS", [i, m], [less])
+            both = cond_g.tensor(self._unique(f"{name}/cond/go_on"),
+                                 np.broadcast_shapes(self.shape(trip), self.shape(cond0)), "BOOL")
+            cond_g.op("LOGICAL_AND", [less, c], [both])
+            c = both
+        cond_g.output(c)
+
+        # body subgraph: the ONNX body, then the next iteration number; M and the outer values unchanged
+        bind = [(body.input[0].name, start), (body.input[1].name, cond0)]
+        bind += [(body.input[2 + k].name, self.value(v)) for k, v in enumerate(carried)]
+        bind += [(n, self.value(n)) for n in captured]
+        if trip is not None:
+            bind.insert(1, (f"{name}/trip_count", trip))  # a name the ONNX body cannot read (unique node name)
+        shapes = [(tuple(self.shape(cond0)), "BOOL")] + [(tuple(self.shape(self.value(v))), self.ttype(self.value(v)))
+                                                         for v in carried]
+        body_g = self._subgraph_of(body, f"{name}/body", bind, None)
+        if body_g is None:
+            return
+        self.node_name = f"{name}/body"
+        outer_g, outer_values = self.g, self.values
+        self.g = body_g
+        try:
+            b_in = body_g.inputs
+            one = self._constant_tensor(self._unique(f"{name}/body/one"), np.array(1, np.int64), "INT64")
+            nxt = body_g.tensor(self._unique(f"{name}/body/next_iteration"), (), "INT64")
+            body_g.op("ADD", [b_in[0], one], [nxt], fused_activation_function="NONE")
+            results = list(body_g.outputs)  # cond, carried... (as the ONNX body gives them)
+            for k, (t, (want, type_)) in enumerate(zip(results, shapes)):
+                got = (tuple(self.shape(t)), self.ttype(t))
+                if got == (want, type_):
+                    continue
+                if k == 0 and got[1] == "BOOL" and int(np.prod(got[0])) == 1:  # a condition of shape [1] vs ()
+                    results[0] = self.reshape(t, want, "condition", out=self.g.tensor(
+                        self._unique(f"{name}/body/condition"), want, "BOOL"))
+                    continue
+                what = "the condition" if k == 0 else f"loop-carried '{carried[k - 1]}'"
+                raise _Unsupported(f"the body changes the shape of {what} from {type_} {list(want)} to {got[1]} "
+                                   f"{list(got[0])} (a WHILE loop needs static shapes)")
+            unchanged = b_in[len(b_in) - len(captured):] if captured else []  # the outer values the body reads
+            body_g.outputs[:] = [nxt] + ([b_in[1]] if trip is not None else []) + results + unchanged
+        finally:
+            self.g, self.values = outer_g, outer_values
+        self.node_name = name
+        outs = []  # WHILE gives every loop variable's final value; the node's outputs are the carried ones
+        for r, t in loop_vars:
+            k = int(r[len("carried"):]) if r.startswith("carried") else None
+            if k is not None and k < len(node.output) and node.output[k]:
+                outs.append(self.out(node, k))
+            else:
+                outs.append(self._tmp(f"final_{r.replace(':', '_')}", self.shape(t), self.ttype(t)))
+        self._op("WHILE", tensors, outs, cond_subgraph_index=cond_g.index, body_subgraph_index=body_g.index)
+        deps = sorted({d for v in (inp[0], inp[1]) if v and v not in self.consts for d in self._input_ancestors(v)})
+        note = (f"Loop '{name}': {'trip count' if inp[0] and inp[0] not in self.consts else 'condition'} known only "
+                f"at run time: TFLite WHILE with subgraphs {cond_g.index} (cond) and {body_g.index} (body, "
+                f"{len(body.node)} nodes), {len(loop_vars)} loop variables"
+                + (f"; it depends on input {', '.join(repr(d) for d in deps)}" if deps else ""))
+        self.control_notes.append(note)
+        self.notes.append(note)
 
     # ------------------------------------------------------------------ quantized ONNX (converters.onnx_quantized)
     def _rewrite_quantized(self):
@@ -657,17 +945,22 @@ class _Importer:
         except Exception:  # noqa: BLE001 -- inference is an aid; gaps are measured below
             inferred = self.proto
         g = inferred.graph
-        for vi in list(g.input) + list(g.value_info) + list(g.output):
-            tt = vi.type.tensor_type
-            if tt.elem_type:
-                self.types[vi.name] = tt.elem_type
-            if tt.HasField("shape"):
-                dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
-                if _static(dims) or vi.name not in self.shapes:
-                    self.shapes[vi.name] = dims
-        for init in g.initializer:
-            self.types[init.name] = init.data_type
-            self.shapes[init.name] = tuple(init.dims)
+        graphs = [g]
+        for sub in graphs:  # the main graph, then the If branches / Loop bodies left for run-time IF / WHILE
+            infos = list(sub.input) + list(sub.value_info) + list(sub.output)
+            for vi in infos if sub is g else [v for v in infos if v.name not in self.consts]:
+                tt = vi.type.tensor_type
+                if tt.elem_type:
+                    self.types[vi.name] = tt.elem_type
+                if tt.HasField("shape"):
+                    dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim)
+                    if _static(dims) or vi.name not in self.shapes:
+                        self.shapes[vi.name] = dims
+            for init in sub.initializer:
+                self.types[init.name] = init.data_type
+                self.shapes[init.name] = tuple(init.dims)
+            for node in sub.node:
+                graphs.extend(_node_graphs(node))
         for name, v in self.consts.items():
             self.shapes[name] = tuple(np.shape(v))
 
@@ -880,6 +1173,22 @@ class _Importer:
 
     def _verify(self, model: Model):
         """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""
+        waiting = sorted({model.op_name(op) for sg in model.subgraphs for op in sg.operators
+                          if op_table.row(model.op_name(op)).subgraphs
+                          and op_table.runtime_refusal("python", model.op_name(op), model.op_version(op))})
+        if waiting:  # run-time IF / WHILE before our interpreter has their kernels: each subgraph without one is
+            # prepared on its own (a branch's shapes checked), the others are written unprepared
+            self.notes.append(f"not prepared by edge-sdk's interpreter (it has no {' / '.join(waiting)} kernel "
+                              "here): the subgraphs without one were prepared one by one; LiteRT runs the model")
+            for k, sub in enumerate(model.subgraphs):
+                if not any(model.op_name(op) in waiting for op in sub.operators):
+                    self._prepare(Model(operator_codes=model.operator_codes, subgraphs=[sub], buffers=model.buffers),
+                                  f"subgraph {k} ('{sub.name}')")
+            return
+        self._prepare(model, "the converted model")
+
+    def _prepare(self, model: Model, what: str):
+        """Prepare ``model`` in our interpreter: it must run, and its shapes must be the converter's."""
         from edge_sdk.runtime.interpreter import Interpreter
 
         declared = [t.shape for t in model.subgraphs[0].tensors]
@@ -887,13 +1196,12 @@ class _Importer:
             it = Interpreter(model=model)
             it.allocate_tensors()
         except ModelError as exc:
-            raise ConversionError("the converted model does not prepare in edge-sdk's interpreter",
-                                  [str(exc)]) from None
+            raise ConversionError(f"{what} does not prepare in edge-sdk's interpreter", [str(exc)]) from None
         got = it.tensor_shapes(0)
         bad = [f"tensor '{t.name}': converter says {d}, kernel computes {g}"
                for t, d, g in zip(model.subgraphs[0].tensors, declared, got) if tuple(d) != tuple(g)]
         if bad:
-            raise ConversionError("internal shape mismatch in the converted model", bad[:20])
+            raise ConversionError(f"internal shape mismatch in {what}", bad[:20])
 
     # ------------------------------------------------------------------ layout helpers
     def _spatial(self, node, a, x_shape, kernel, is_pool=False, ceil_mode=0) -> _Spatial:
@@ -2417,6 +2725,39 @@ class _Importer:
                               "chunk's input)")
         return report
 
+    # which state of a recurrent op enters as which graph input and leaves as which graph output
+    _STATE_KINDS = {"LSTM": (("initial_h", "Y_h"), ("initial_c", "Y_c")), "GRU": (("initial_h", "Y_h"),),
+                    "RNN": (("initial_h", "Y_h"),)}
+
+    def _state_pairs(self, report: list[dict]) -> list[dict]:
+        """The graph input / output pairs that carry one state from invoke to invoke (``converters.stateful``
+        turns each into a resource variable): an input the recurrent node reads its initial state from and an
+        output its final state reaches, of the same static shape and element type. A state fed by or reaching
+        several such tensors is ambiguous and pairs nothing (a note says so); a state kept in two recurrent
+        nodes' (an LSTM's h and c concatenated, as silero VAD does) pairs once."""
+        signature = {}
+        for vi in list(self.proto.graph.input) + list(self.proto.graph.output):
+            signature.setdefault(vi.name, (self.shapes.get(vi.name), self.types.get(vi.name)))
+        pairs: dict[tuple[str, str], dict] = {}
+        for entry in report:
+            for k_in, k_out in self._STATE_KINDS.get(entry["op"], ()):
+                ins, outs = entry["state_inputs"].get(k_in, []), entry["state_outputs"].get(k_out, [])
+                fits = [(i, o) for i in ins for o in outs if _static(signature[i][0]) and signature[i] == signature[o]]
+                if len(fits) == 1:
+                    pair = pairs.setdefault(fits[0], {"input": fits[0][0], "output": fits[0][1], "states": []})
+                    pair["states"].append(f"{entry['node']}:{k_in}")
+                elif len(fits) > 1:
+                    self.notes.append(f"{entry['op']} '{entry['node']}': its {k_in} / {k_out} could be carried by "
+                                      f"{', '.join(f'{i} -> {o}' for i, o in fits)}: no state pair chosen")
+        out = list(pairs.values())
+        for key in ("input", "output"):
+            names = [p[key] for p in out]
+            clash = {n for n in names if names.count(n) > 1}
+            if clash:
+                self.notes.append(f"state {key}(s) {', '.join(sorted(clash))} carry several states: not paired")
+                out = [p for p in out if p[key] not in clash]
+        return out
+
     def _recurrent(self, node, a, kind):
         """ONNX RNN / GRU, forward, unrolled over the (static) sequence: the input projections of all steps
         in one FULLY_CONNECTED per gate, then per step a FULLY_CONNECTED of the hidden state, the gate math
@@ -2596,6 +2937,34 @@ class _Importer:
         if len({tuple(self.shape(t)) for t in (c, x, y)}) > 1 and len(self.shape(out)) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         self._op("SELECT_V2", [c, x, y], [out])
+
+
+def _node_graphs(node) -> list:
+    """The subgraphs a node carries (If branches, a Loop / Scan body)."""
+    from onnx import AttributeProto
+
+    out = []
+    for a in node.attribute:
+        if a.type == AttributeProto.GRAPH:
+            out.append(a.g)
+        elif a.type == AttributeProto.GRAPHS:
+            out.extend(a.graphs)
+    return out
+
+
+def _referenced(graph) -> set[str]:
+    """Every value name a node reads or a graph gives as an output, in ``graph`` and its subgraphs."""
+    names = {o.name for o in graph.output}
+    for node in graph.node:
+        names.update(i for i in node.input if i)
+        for sub in _node_graphs(node):
+            names |= _referenced(sub)
+    return names
+
+
+# TFLite type -> the ONNX element type (a subgraph input's type as the ONNX handlers look it up)
+_TFLITE_TO_ONNX = {"FLOAT32": 1, "UINT8": 2, "INT8": 3, "INT16": 5, "INT32": 6, "INT64": 7, "BOOL": 9, "UINT16": 4,
+                   "UINT32": 12}
 
 
 def _pinned_summary(array: np.ndarray):

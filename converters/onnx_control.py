@@ -15,6 +15,11 @@ ONNX file does); an output the subgraph does not compute itself is bound with an
 Each ``resolve_*`` returns ``(nodes, constants, note)`` when it resolved the node (the nodes replace it, the
 constants are new initializers) or ``None`` when it cannot (yet); ``*_blocker`` says why a node that is still
 there at the end cannot be converted.
+
+What cannot be resolved here runs at run time: ``converters.import_onnx`` emits a TFLite IF (the branches as
+subgraphs) for an If whose condition stays unknown, and a TFLite WHILE (cond and body subgraphs) for a Loop whose
+trip count or condition is only known at run time (not for a Loop with scan outputs: their length would be a
+run-time one); ``_outer_refs`` gives the outer values those subgraphs take as inputs.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import numpy as np
 
 # an unrolled Loop / Scan longer than this is refused (the model would grow by this many body copies)
 MAX_UNROLL = 1024
+# why a Loop is neither unrolled nor a run-time WHILE: no trip count and a condition that never changes
+ENDLESS = "no trip count M and a condition that stays true (an endless while loop)"
 
 
 class Namer:
@@ -179,9 +186,8 @@ def if_blocker(node, cond_inputs: list[str], consts: dict) -> str:
         flags = " ".join(f"--input-value {i}=VALUE" for i in cond_inputs)
         pinned = ", ".join(f"'{i}': ..." for i in cond_inputs)
         return (f"condition '{node.input[0]}' is known only at run time (it depends on input {names}); pin it with "
-                f"{flags} (input_values={{{pinned}}}) to keep one branch (run-time IF subgraphs are not emitted)")
-    return (f"condition '{node.input[0]}' is computed at run time and could not be folded (run-time IF subgraphs "
-            "are not emitted)")
+                f"{flags} (input_values={{{pinned}}}) to keep one branch")
+    return f"condition '{node.input[0]}' is computed at run time and could not be folded"
 
 
 # ---------------------------------------------------------------------------------------------- Loop
@@ -267,7 +273,7 @@ def _simulated_trips(node, consts: dict, trip_max, opset: int):
     runtime = [v for v in outer + initial if v not in consts]
     if runtime:
         return None, (f"the body computes its termination condition from run-time values ({', '.join(runtime[:3])}): "
-                      "data-dependent termination (WHILE is not emitted)")
+                      "data-dependent termination")
     inits = list(body.initializer) + [numpy_helper.from_array(np.asarray(consts[v]), v) for v in outer]
     ins = [body.input[0], body.input[1]] + [body.input[2 + k] for k in carried]
     outs = [body.output[0]] + [body.output[1 + k] for k in carried]
@@ -286,7 +292,7 @@ def _simulated_trips(node, consts: dict, trip_max, opset: int):
         cond, values = bool(np.asarray(result[0]).reshape(-1)[0]), result[1:]
         count += 1
     if count > MAX_UNROLL or (cond and (trip_max is None or count < trip_max)):
-        return None, f"the loop runs more than {MAX_UNROLL} iterations (too long to unroll; WHILE is not emitted)"
+        return None, f"the loop runs more than {MAX_UNROLL} iterations (too long to unroll)"
     return count, None
 
 
@@ -305,7 +311,7 @@ def loop_trips(node, consts: dict, opset: int = 17):
     body = _attr(node, "body")
     if _passes_cond_through(body):
         if trip is None:
-            return None, "no trip count M and a condition that stays true (an endless while loop)"
+            return None, ENDLESS
         if trip > MAX_UNROLL:
             return None, f"trip count {trip} is above {MAX_UNROLL} (too long to unroll)"
         return trip, None

@@ -252,7 +252,8 @@ def _cmd_convert(args) -> int:
                          exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
                          eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
                          allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
-                         input_values=_input_values(args.input_value), memory=args.memory)
+                         input_values=_input_values(args.input_value), memory=args.memory,
+                         stateful=args.stateful)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -686,6 +687,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "samples, in dB (default 30)")
     p.add_argument("--allow-lossy", action="store_true",
                    help="write the model even when an output stays below --min-snr (the report says so)")
+    p.add_argument("--stateful", action="store_true",
+                   help="keep a streaming model's recurrent state on the device: each state input/output pair "
+                        "becomes a resource variable (zero at start; reset_all_variables() resets it)")
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
     p.set_defaults(func=_cmd_convert)
 

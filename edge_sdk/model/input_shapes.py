@@ -121,18 +121,20 @@ def require_static_inputs(model, given: set[int] = frozenset(), flag: str = FLAG
                              f": give its shape with {flag} {_example(shown, sig)}")
 
 
-def shaped_model(data: bytes, input_shapes=None, flag: str = FLAG) -> bytes:
+def shaped_model(data: bytes, input_shapes=None, flag: str = FLAG, model=None) -> bytes:
     """``data`` (.tflite bytes) with the inputs at ``input_shapes`` (module docstring); unchanged when none is
-    given and every input is static. UsageError for misuse, or for an input with a -1 left without a shape."""
+    given and every input is static. UsageError for misuse, or for an input with a -1 left without a shape.
+    ``model``: ``data`` already parsed (a caller that holds it saves a second parse)."""
     from edge_sdk.errors import ModelError
     from edge_sdk.model import read_model, write_model
 
-    try:
-        model = read_model(data)
-    except ModelError:
-        if input_shapes:
-            raise
-        return data  # nothing asked: the tool reports the unreadable model its own way, as before
+    if model is None:
+        try:
+            model = read_model(data)
+        except ModelError:
+            if input_shapes:
+                raise
+            return data  # nothing asked: the tool reports the unreadable model its own way, as before
     if not model.subgraphs:
         if input_shapes:
             raise UsageError(f"{flag}: the model has no subgraph (no inputs)")

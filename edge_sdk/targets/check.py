@@ -383,7 +383,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
     if input_shapes is not None or not isinstance(model_or_path, Model):
-        shaped = shaped_model(data, input_shapes)
+        shaped = shaped_model(data, input_shapes, model=model)
         if shaped is not data:
             model, model_bytes, data = read_model(shaped), len(shaped), shaped
     digest = hashlib.sha256(data).hexdigest()
