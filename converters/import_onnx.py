@@ -370,7 +370,7 @@ class _Importer:
 
         names: list[str] = []
         for sub in graphs:
-            for n in sorted(onnx_control._outer_refs(sub)):
+            for n in sorted(onnx_control.outer_refs(sub)):
                 if n not in names and n not in self.consts:
                     if n not in self.values:
                         raise _Unsupported(f"the subgraph reads '{n}', which is not computed before this node")

@@ -19,7 +19,7 @@ there at the end cannot be converted.
 What cannot be resolved here runs at run time: ``converters.import_onnx`` emits a TFLite IF (the branches as
 subgraphs) for an If whose condition stays unknown, and a TFLite WHILE (cond and body subgraphs) for a Loop whose
 trip count or condition is only known at run time (not for a Loop with scan outputs: their length would be a
-run-time one); ``_outer_refs`` gives the outer values those subgraphs take as inputs.
+run-time one); ``outer_refs`` gives the outer values those subgraphs take as inputs.
 """
 
 from __future__ import annotations
@@ -217,7 +217,7 @@ def _passes_cond_through(body) -> bool:
     return False
 
 
-def _outer_refs(graph) -> set[str]:
+def outer_refs(graph) -> set[str]:
     """Names a subgraph (with its nested ones) reads from its enclosing scopes."""
     local = _defined(graph)
     refs = set()
@@ -231,7 +231,7 @@ def _node_refs(node) -> set[str]:
     """A node's inputs and what its subgraphs read from outside them."""
     refs = {i for i in node.input if i}
     for sub in _subgraphs(node):
-        refs |= _outer_refs(sub)
+        refs |= outer_refs(sub)
     return refs
 
 

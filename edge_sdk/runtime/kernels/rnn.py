@@ -26,11 +26,11 @@ import numpy as np
 
 from edge_sdk.runtime.kernels.node import Eval, Node
 from edge_sdk.runtime.kernels.sequence import (
-    _BIAS,
-    _IN_W,
-    _REC_W,
-    _UNSUPPORTED_VARIANTS,
-    _float_activation,
+    LSTM_BIAS,
+    LSTM_IN_W,
+    LSTM_REC_W,
+    LSTM_UNSUPPORTED_VARIANTS,
+    float_activation,
     batch_quantize_floats,
     lstm_float_cell,
 )
@@ -49,7 +49,7 @@ def _rnn_cell(node: Node, w, r, b, steps: int, batch: int):
     name = node.options.get("fused_activation_function", "NONE")
     if name == "SIGN_BIT":  # the C kernel's set: the clamps, TANH and SIGMOID
         raise node.unsupported("fused activation SIGN_BIT")
-    act = _float_activation(node, name)
+    act = float_activation(node, name)
     bias = b.data.astype(np.float32).reshape(-1)
     units = bias.size
     if w.type == "INT8":
@@ -273,10 +273,10 @@ def prepare_lstm(node: Node) -> Eval:
     x = node.input(0)
     node.expect_types(x, ("FLOAT32",))
     node.expect(len(x.shape) == 2, f"input must be 2-D (batch, input), has shape {x.shape}")
-    _lstm_variants(node, _UNSUPPORTED_VARIANTS)
+    _lstm_variants(node, LSTM_UNSUPPORTED_VARIANTS)
     cell_clip = _lstm_tanh(node)
     batch, n_input = x.shape
-    w_in, w_rec, bias, n_state, hybrid = _lstm_gates(node, _IN_W, _REC_W, _BIAS, n_input)
+    w_in, w_rec, bias, n_state, hybrid = _lstm_gates(node, LSTM_IN_W, LSTM_REC_W, LSTM_BIAS, n_input)
     _lstm_state(node, 18, batch, n_state, "output state")
     _lstm_state(node, 19, batch, n_state, "cell state")
     node.expect_types(node.outputs[0], ("FLOAT32",), "output")

@@ -62,7 +62,7 @@ def _check_matmul_exact(node: Node, depth: int, x_bits: int, w_bits: int) -> Non
         raise node.unsupported(f"accumulation depth {depth} is too large for the exact matmul path")
 
 
-def _float_activation(node: Node, name: str):
+def float_activation(node: Node, name: str):
     if name in (None, "NONE"):
         return None
     if name == "RELU":
@@ -272,7 +272,7 @@ def _svdf_int_tables(batch, n_filter, n_unit, rank, n_memory, x, wf, wt, bias, s
 
 
 def _svdf_float(node, batch, n_filter, n_unit, rank, n_memory, wf, wt, bias):
-    act = _float_activation(node, node.options.get("fused_activation_function", "NONE"))
+    act = float_activation(node, node.options.get("fused_activation_function", "NONE"))
     wf_t = np.ascontiguousarray(wf.data.astype(np.float32).T)
     wt32 = wt.data.astype(np.float32)
     bias32 = np.zeros(n_unit, np.float32) if bias is None else bias.data.astype(np.float32).reshape(n_unit)
@@ -297,10 +297,10 @@ def macs_svdf(node: Node) -> int:
 
 # --------------------------------------------------------------------------------------------------- LSTM
 
-_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights: the packed gate column order
-_REC_W = (5, 6, 7, 8)
-_BIAS = (12, 13, 14, 15)
-_UNSUPPORTED_VARIANTS = {
+LSTM_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights: the packed gate column order
+LSTM_REC_W = (5, 6, 7, 8)
+LSTM_BIAS = (12, 13, 14, 15)
+LSTM_UNSUPPORTED_VARIANTS = {
     9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
     20: "layer normalization", 21: "layer normalization", 22: "layer normalization", 23: "layer normalization",
 }
@@ -314,12 +314,12 @@ def _lstm_layout(node: Node):
     hidden = node.input(18)
     cell = node.input(19)
     out = node.outputs[0]
-    for i, variant in _UNSUPPORTED_VARIANTS.items():
+    for i, variant in LSTM_UNSUPPORTED_VARIANTS.items():
         if node.has_input(i):
             raise node.unsupported(f"{variant} LSTM (input {i}) is not supported, as in TFLM")
     if not (node.has_input(1) and node.has_input(5) and node.has_input(12)):
         raise node.unsupported("CIFG LSTM (no input gate: inputs 1, 5, 12 omitted) is not supported, as in TFLM")
-    for i in _IN_W + _REC_W + _BIAS:
+    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
         node.input(i)
     node.expect(hidden.is_variable, f"hidden state '{hidden.name}' must be a variable tensor")
     node.expect(cell.is_variable, f"cell state '{cell.name}' must be a variable tensor")
@@ -329,25 +329,25 @@ def _lstm_layout(node: Node):
     steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
     n_input = x.shape[2]
     n_state = hidden.shape[1]
-    for i in _IN_W:
+    for i in LSTM_IN_W:
         w = node.inputs[i]
         node.expect(tuple(w.shape) == (n_state, n_input), f"input {i} weights {w.shape} must be ({n_state}, {n_input})")
-    for i in _REC_W:
+    for i in LSTM_REC_W:
         w = node.inputs[i]
         node.expect(tuple(w.shape) == (n_state, n_state), f"input {i} weights {w.shape} must be ({n_state}, {n_state})")
-    for i in _BIAS:
+    for i in LSTM_BIAS:
         b = node.inputs[i]
         node.expect(tuple(b.shape) == (n_state,), f"input {i} bias {b.shape} must be ({n_state},)")
     node.expect(hidden.size == batch * n_state, f"hidden state has {hidden.size} elements, needs {batch * n_state}")
     node.expect(cell.size == batch * n_state, f"cell state has {cell.size} elements, needs {batch * n_state}")
-    for i in _IN_W + _REC_W + _BIAS:
+    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
         if not node.inputs[i].is_const:
             raise node.unsupported(f"input {i} (weights/bias) must be a constant tensor")
     node.set_output_shape(0, (x.shape[0], x.shape[1], n_state))
     if hidden.type != x.type or out.type != x.type:
         raise node.error(f"input {x.type}, hidden state {hidden.type} and output {out.type} must share a type")
-    w_types = {node.inputs[i].type for i in _IN_W + _REC_W}
-    b_types = {node.inputs[i].type for i in _BIAS}
+    w_types = {node.inputs[i].type for i in LSTM_IN_W + LSTM_REC_W}
+    b_types = {node.inputs[i].type for i in LSTM_BIAS}
     if len(w_types) != 1 or len(b_types) != 1:
         raise node.error(f"gate weights ({sorted(w_types)}) / biases ({sorted(b_types)}) must each share one type")
     act = node.options.get("fused_activation_function", "TANH")
@@ -388,16 +388,16 @@ class _LstmQ:
     """The integer LSTM's arithmetic as data: weights, gate multipliers, element-wise multipliers, ranges."""
 
     def __init__(self, node, x, hidden, cell, time_major, steps, batch, n_input, n_state, act, cell_clip):
-        for i in (0, 18, 19) + _IN_W + _REC_W:
+        for i in (0, 18, 19) + LSTM_IN_W + LSTM_REC_W:
             _per_tensor(node, node.inputs[i], f"input {i}")
         self.wide = x.type == "INT16"
         _check_matmul_exact(node, max(n_input, n_state), 16 if self.wide else 8, 8)
         self.time_major, self.steps, self.batch, self.n_input, self.n_state = time_major, steps, batch, n_input, n_state
-        self.w_in = [node.inputs[i].data.astype(np.int64) for i in _IN_W]  # gate order: input, forget, cell, output
-        self.w_rec = [node.inputs[i].data.astype(np.int64) for i in _REC_W]
-        self.bias = [node.inputs[i].data.astype(np.int64) for i in _BIAS]
-        self.in_pairs = [_gate_multiplier(x.s, node.inputs[i].s) for i in _IN_W]
-        self.rec_pairs = [_gate_multiplier(hidden.s, node.inputs[i].s) for i in _REC_W]
+        self.w_in = [node.inputs[i].data.astype(np.int64) for i in LSTM_IN_W]  # gate order: input, forget, cell, output
+        self.w_rec = [node.inputs[i].data.astype(np.int64) for i in LSTM_REC_W]
+        self.bias = [node.inputs[i].data.astype(np.int64) for i in LSTM_BIAS]
+        self.in_pairs = [_gate_multiplier(x.s, node.inputs[i].s) for i in LSTM_IN_W]
+        self.rec_pairs = [_gate_multiplier(hidden.s, node.inputs[i].s) for i in LSTM_REC_W]
         self.x_zp, self.h_zp = x.zp, hidden.zp
         self.x_range, self.h_range = TYPE_RANGES[x.type], TYPE_RANGES[hidden.type]
         cell_scale = cell.s
@@ -760,8 +760,8 @@ def batch_quantize_floats(v: np.ndarray, asymmetric: bool):
 
 
 def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
-    cell = lstm_float_cell([node.inputs[i].data for i in _IN_W], [node.inputs[i].data for i in _REC_W],
-                           [node.inputs[i].data for i in _BIAS], steps, batch, n_state, act, cell_clip)
+    cell = lstm_float_cell([node.inputs[i].data for i in LSTM_IN_W], [node.inputs[i].data for i in LSTM_REC_W],
+                           [node.inputs[i].data for i in LSTM_BIAS], steps, batch, n_state, act, cell_clip)
 
     def run(inputs, outputs):
         xs = inputs[0]
