@@ -214,7 +214,8 @@ static float sigmoid_f32(float v) {
 void edge_lstm_f32_run(const edge_lstm_f32_t *p, const float *x, float *hs, float *cs, float *y, int32_t steps,
                        int32_t batch, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
     const int32_t S = p->n_state, I = p->n_input, hybrid = p->qwi[0] != 0;
-    int8_t *qx = p->scratch, *qh = p->scratch + I;
+    /* scratch exists only for the hybrid form: no offset from NULL (UB) */
+    int8_t *qx = p->scratch, *qh = hybrid ? p->scratch + I : NULL;
     float sx = 0.0f, sh = 0.0f;
     int32_t t, b, g, u, zx = 0, zh = 0;
     for (t = 0; t < steps; t++)
