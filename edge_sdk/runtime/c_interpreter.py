@@ -41,7 +41,7 @@ from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import MEMORY_PLANS, c_patch_stage  # the memory= plans (documented there)
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
-from edge_sdk.runtime.interpreter import Interpreter, check_while_bound
+from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, resize_request
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
@@ -705,22 +705,8 @@ class CInterpreter(Interpreter, backend="c"):
         model = self.model
         t, s = self._index(input_index, subgraph_index)
         sg = model.subgraphs[s]
-        if t not in sg.inputs:
-            raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
-        try:
-            shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
-        except (TypeError, ValueError):
-            raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
-        if any(d < 0 for d in shape):
-            raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
+        shape = resize_request(sg, t, tensor_size, strict)
         tensor = sg.tensors[t]
-        if strict:
-            sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
-            if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
-                raise ValueError(
-                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
-                    f"(signature {tuple(sig)}, requested {shape})"
-                )
         now = self._tensor(2 + s, t)["shape"] if self._ready else self._resized.get((s, t), tuple(tensor.shape))
         if shape == tuple(now):
             return

@@ -93,6 +93,29 @@ for _name, (_code, _dt) in TENSOR_TYPES.items():
         _NUMPY_TO_TFLITE.setdefault(_dt, _name)
 
 
+def resize_request(sg, t: int, tensor_size, strict: bool) -> tuple[int, ...]:
+    """The shape ``resize_tensor_input(t, tensor_size, strict)`` asks for, checked as LiteRT checks it (one home
+    for both runtimes' messages): only a subgraph input, whole non-negative dims, and under ``strict`` only the
+    signature's -1 dims may change."""
+    if t not in sg.inputs:
+        raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
+    try:
+        shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
+    except (TypeError, ValueError):
+        raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
+    if any(d < 0 for d in shape):
+        raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
+    if strict:
+        tensor = sg.tensors[t]
+        sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
+        if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
+            raise ValueError(
+                f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
+                f"(signature {tuple(sig)}, requested {shape})"
+            )
+    return shape
+
+
 def check_while_bound(bound) -> int | None:
     """``max_while_iterations``: None (unbounded, as LiteRT) or an int >= 0, the most body runs one WHILE node
     may make per invoke (one more is a ModelError naming the node, never a hang)."""
@@ -961,23 +984,7 @@ class Interpreter:
 
     def resize_tensor_input(self, input_index, tensor_size, strict: bool = False, subgraph_index: int = 0) -> None:
         t, s = self._check_index(input_index, subgraph_index)
-        sg = self._model.subgraphs[s]
-        if t not in sg.inputs:
-            raise ValueError(f"Cannot resize tensor {t}: only subgraph inputs can be resized")
-        try:
-            shape = tuple(int(d) for d in np.asarray(tensor_size).reshape(-1))
-        except (TypeError, ValueError):
-            raise ValueError(f"Cannot resize tensor {t}: bad shape {tensor_size!r}") from None
-        if any(d < 0 for d in shape):
-            raise ValueError(f"Cannot resize tensor {t}: negative dimension in {shape}")
-        tensor = sg.tensors[t]
-        if strict:
-            sig = tensor.shape_signature if tensor.shape_signature is not None else tensor.shape
-            if len(sig) != len(shape) or any(g != -1 and g != d for g, d in zip(sig, shape)):
-                raise ValueError(
-                    f"ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1 "
-                    f"(signature {tuple(sig)}, requested {shape})"
-                )
+        shape = resize_request(self._model.subgraphs[s], t, tensor_size, strict)
         if shape == self._shape(s, t):
             return
         self._resized[(s, t)] = shape

@@ -190,4 +190,50 @@ static inline int32_t edge_conv_shift(const int32_t *rq, int32_t n, int32_t k) {
     return ((const int8_t *)(rq + n))[k];
 }
 
+/* CONV_3D and CONV_3D_TRANSPOSE (float32, NDHWC input, 5-D filter): one geometry. n, d, h, w, c are the input's
+ * dims, o the output channels, kd, kh, kw the taps; od, oh, ow the output's spatial dims; strides, dilations,
+ * paddings-before (pd, pt, pl) and the activation's clamp [lo, hi]. */
+typedef struct {
+    int32_t n, d, h, w, c, o, kd, kh, kw;
+    int32_t od, oh, ow, sd, sh, sw, dd, dh, dw, pd, pt, pl;
+    float lo, hi;
+} edge_conv3d_t;
+
+/* The checks and options both 3-D convolutions share: FLOAT32 input, filter, output and bias (as LiteRT), 5-D
+ * input and filter, a dense filter; Conv3DOptions (slots 0 padding, 1 stride_d, 2 stride_w, 3 stride_h, 4
+ * fused activation, 5 dilation_d, 6 dilation_w, 7 dilation_h; absent: SAME, 1s, none) into g with the input's
+ * dims and the filter's taps. *padding gets the padding; the caller sets o and the output dims. */
+static inline edge_status_t edge_conv3d_prepare(edge_ctx_t *ctx, const edge_node_t *node, const edge_tensor_t *in,
+                                                const edge_tensor_t *w, const edge_tensor_t *bias,
+                                                const edge_tensor_t *out, edge_conv3d_t *g, int32_t *padding) {
+    const int has = node->options_type == EDGE_OPTS_Conv3DOptions;
+    int32_t act;
+    edge_status_t s;
+    if (in->type != EDGE_FLOAT32 || w->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32 ||
+        (bias && bias->type != EDGE_FLOAT32))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "3-D convolutions run FLOAT32 only (as LiteRT)");
+    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
+    if (in->rank != 5 || w->rank != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and filter must be 5-D");
+    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "sparse filter");
+    *padding = has ? edge_opt_int(node, 0, 1, 0) : EDGE_PAD_SAME;
+    g->sd = has ? edge_opt_int(node, 1, 4, 0) : 1;
+    g->sw = has ? edge_opt_int(node, 2, 4, 0) : 1;
+    g->sh = has ? edge_opt_int(node, 3, 4, 0) : 1;
+    act = has ? edge_opt_int(node, 4, 1, 0) : EDGE_ACT_NONE;
+    g->dd = has ? edge_opt_int(node, 5, 4, 1) : 1;
+    g->dw = has ? edge_opt_int(node, 6, 4, 1) : 1;
+    g->dh = has ? edge_opt_int(node, 7, 4, 1) : 1;
+    if (edge_activation_range_float(act, &g->lo, &g->hi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
+    g->n = in->dims[0];
+    g->d = in->dims[1];
+    g->h = in->dims[2];
+    g->w = in->dims[3];
+    g->c = in->dims[4];
+    g->kd = w->dims[0];
+    g->kh = w->dims[1];
+    g->kw = w->dims[2];
+    return EDGE_OK;
+}
+
 #endif /* EDGE_CONV_H */

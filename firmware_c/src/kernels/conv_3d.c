@@ -14,17 +14,12 @@
 
 EDGE_KERNEL(CONV_3D, conv_3d, 1, "FLOAT32/FLOAT32", "NDHWC 5-D input, DHWIO filter; float32 only")
 
-typedef struct {
-    int32_t n, d, h, w, c, o, kd, kh, kw;
-    int32_t od, oh, ow, sd, sh, sw, dd, dh, dw, pd, pt, pl;
-    float lo, hi;
-} c3_data_t;
+typedef edge_conv3d_t c3_data_t; /* edge_conv.h */
 
 edge_status_t edge_prepare_conv_3d(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *in, *w, *bias, *out;
     c3_data_t *d;
-    int32_t padding, act, dims[5];
-    const int has = node->options_type == EDGE_OPTS_Conv3DOptions;
+    int32_t padding = EDGE_PAD_SAME, dims[5];
     edge_status_t s;
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D expects 2..3 inputs and 1 output");
@@ -33,37 +28,14 @@ edge_status_t edge_prepare_conv_3d(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D: input and filter are required");
-    if (in->type != EDGE_FLOAT32 || w->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32 ||
-        (bias && bias->type != EDGE_FLOAT32))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CONV_3D runs FLOAT32 only (as LiteRT)");
-    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
-    if (in->rank != 5 || w->rank != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D: input and filter must be 5-D");
-    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_3D: sparse filter");
+    d = (c3_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    if ((s = edge_conv3d_prepare(ctx, node, in, w, bias, out, d, &padding)) != EDGE_OK) return s;
     if (w->dims[3] != in->dims[4])
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D: filter input depth differs from the input depth");
     if (bias && edge_tensor_elements(bias) != w->dims[4])
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D: bias needs one value per filter");
-    d = (c3_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
-    padding = has ? edge_opt_int(node, 0, 1, 0) : EDGE_PAD_SAME;
-    d->sd = has ? edge_opt_int(node, 1, 4, 0) : 1;
-    d->sw = has ? edge_opt_int(node, 2, 4, 0) : 1;
-    d->sh = has ? edge_opt_int(node, 3, 4, 0) : 1;
-    act = has ? edge_opt_int(node, 4, 1, 0) : EDGE_ACT_NONE;
-    d->dd = has ? edge_opt_int(node, 5, 4, 1) : 1;
-    d->dw = has ? edge_opt_int(node, 6, 4, 1) : 1;
-    d->dh = has ? edge_opt_int(node, 7, 4, 1) : 1;
-    if (edge_activation_range_float(act, &d->lo, &d->hi) != 0)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CONV_3D: fused activation");
-    d->n = in->dims[0];
-    d->d = in->dims[1];
-    d->h = in->dims[2];
-    d->w = in->dims[3];
-    d->c = in->dims[4];
-    d->kd = w->dims[0];
-    d->kh = w->dims[1];
-    d->kw = w->dims[2];
     d->o = w->dims[4];
     if (d->n <= 0 || d->c <= 0 || d->o <= 0)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D: empty input or filter");

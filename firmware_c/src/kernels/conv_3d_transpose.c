@@ -14,17 +14,12 @@
 
 EDGE_KERNEL(CONV_3D_TRANSPOSE, conv_3d_transpose, 1, "input 2: FLOAT32", "constant output_shape; NDHWC; float32 only")
 
-typedef struct {
-    int32_t n, d, h, w, c, o, kd, kh, kw;   /* input dims, output channels, taps */
-    int32_t od, oh, ow, sd, sh, sw, dd, dh, dw, pd, pt, pl;
-    float lo, hi;
-} c3t_data_t;
+typedef edge_conv3d_t c3t_data_t; /* edge_conv.h: input dims, output channels, taps */
 
 edge_status_t edge_prepare_conv_3d_transpose(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *shape, *w, *in, *bias, *out;
     c3t_data_t *d;
-    int32_t padding, act, dims[5], k, got_d, got_h, got_w;
-    const int has = node->options_type == EDGE_OPTS_Conv3DOptions;
+    int32_t padding = EDGE_PAD_SAME, dims[5], k, got_d, got_h, got_w;
     edge_status_t s;
     if (node->n_inputs < 3 || node->n_inputs > 4 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_3D_TRANSPOSE expects 3..4 inputs and 1 output");
@@ -34,15 +29,13 @@ edge_status_t edge_prepare_conv_3d_transpose(edge_node_t *node, edge_ctx_t *ctx)
     bias = edge_in(ctx, node, 3);
     out = edge_out(ctx, node, 0);
     if (!shape || !w || !in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output_shape, filter and input are required");
-    if (in->type != EDGE_FLOAT32 || w->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32 ||
-        (bias && bias->type != EDGE_FLOAT32))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "CONV_3D_TRANSPOSE runs FLOAT32 only (as LiteRT)");
-    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
     if (shape->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output_shape must be INT32");
     if (!shape->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "output_shape computed at run time");
     if (shape->rank != 1 || shape->dims[0] != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output_shape must hold 5 values");
-    if (in->rank != 5 || w->rank != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and filter must be 5-D");
-    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "sparse filter");
+    d = (c3t_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    if ((s = edge_conv3d_prepare(ctx, node, in, w, bias, out, d, &padding)) != EDGE_OK) return s;
     if (w->dims[4] != in->dims[4]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "filter input depth differs from the input depth");
     for (k = 0; k < 5; k++) {
         dims[k] = ((const int32_t *)shape->data)[k];
@@ -52,27 +45,6 @@ edge_status_t edge_prepare_conv_3d_transpose(edge_node_t *node, edge_ctx_t *ctx)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output_shape must hold the input's batch and the filter's output channels");
     if (bias && edge_tensor_elements(bias) != w->dims[3])
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "bias needs one value per output channel");
-    d = (c3t_data_t *)edge_alloc_persistent(ctx, sizeof *d);
-    if (!d) return EDGE_ARENA_TOO_SMALL;
-    node->user_data = d;
-    padding = has ? edge_opt_int(node, 0, 1, 0) : EDGE_PAD_SAME;
-    d->sd = has ? edge_opt_int(node, 1, 4, 0) : 1;
-    d->sw = has ? edge_opt_int(node, 2, 4, 0) : 1;
-    d->sh = has ? edge_opt_int(node, 3, 4, 0) : 1;
-    act = has ? edge_opt_int(node, 4, 1, 0) : EDGE_ACT_NONE;
-    d->dd = has ? edge_opt_int(node, 5, 4, 1) : 1;
-    d->dw = has ? edge_opt_int(node, 6, 4, 1) : 1;
-    d->dh = has ? edge_opt_int(node, 7, 4, 1) : 1;
-    if (edge_activation_range_float(act, &d->lo, &d->hi) != 0)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
-    d->n = in->dims[0];
-    d->d = in->dims[1];
-    d->h = in->dims[2];
-    d->w = in->dims[3];
-    d->c = in->dims[4];
-    d->kd = w->dims[0];
-    d->kh = w->dims[1];
-    d->kw = w->dims[2];
     d->o = w->dims[3];
     d->od = dims[1];
     d->oh = dims[2];
