@@ -35,6 +35,24 @@ static inline int64_t edge_const_int(const edge_tensor_t *t, int64_t k) {
     return ((const int32_t *)t->data)[k];
 }
 
+/* A one-value constant axis operand for a tensor of rank `rank` (ARG_MAX, ARG_MIN, CUMSUM, SPLIT, EXPAND_DIMS):
+ * INT32 (or INT64 where `int64_ok`), a negative axis counts from the end; 0 <= axis < rank + extra (extra 1: an
+ * axis to insert, as EXPAND_DIMS's). */
+static inline edge_status_t edge_const_axis(edge_ctx_t *ctx, const edge_tensor_t *a, int32_t rank, int32_t extra,
+                                            int int64_ok, int32_t *axis) {
+    int64_t v;
+    *axis = 0; /* defined on every path */
+    if (a->type != EDGE_INT32 && !(int64_ok && a->type == EDGE_INT64))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, int64_ok ? "axis must be INT32 or INT64" : "axis must be INT32");
+    if (!a->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "axis computed at run time");
+    if (edge_tensor_elements(a) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis must hold one value");
+    v = edge_const_int(a, 0);
+    if (v < 0) v += rank + extra;
+    if (v < 0 || v >= rank + extra) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis out of range");
+    *axis = (int32_t)v;
+    return EDGE_OK;
+}
+
 /* One step of an odometer over dims[0..n): the last index moves first; *pos follows, step[k] elements per
  * unit of index k (signed), and returns to its start along a dimension that wraps. */
 static inline void edge_odometer_next(int32_t *idx, const int32_t *dims, const int64_t *step, int32_t n,

@@ -40,8 +40,7 @@ typedef struct {
 static edge_status_t arg_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *x, *a, *y;
     argmax_data_t *d;
-    int64_t axis;
-    int32_t k, r = 0, shape[EDGE_INDEX_MAX_RANK];
+    int32_t axis, k, r = 0, shape[EDGE_INDEX_MAX_RANK];
     int t;
     edge_status_t s;
     if (node->n_inputs != 2 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 2 inputs and 1 output");
@@ -54,13 +53,8 @@ static edge_status_t arg_prepare(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, UINT8, INT16, INT32, BOOL");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (y->type != EDGE_INT32 && y->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output must be INT32 or INT64");
-    if (a->type != EDGE_INT32 && a->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "axis must be INT32 or INT64");
-    if (!a->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "axis computed at run time");
-    if (edge_tensor_elements(a) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis must hold one value");
+    if ((s = edge_const_axis(ctx, a, x->rank, 0, 1, &axis)) != EDGE_OK) return s;
     if (x->rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_LIMIT, "rank above 8");
-    axis = edge_const_int(a, 0);
-    if (axis < 0) axis += x->rank;
-    if (axis < 0 || axis >= x->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis out of range");
     if (x->dims[axis] == 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ARG_MAX / ARG_MIN over an empty dimension");
     d = (argmax_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -93,36 +87,26 @@ edge_status_t edge_prepare_arg_min(edge_node_t *node, edge_ctx_t *ctx) { return 
             }                                                                                \
     } while (0)
 
-#define ARG_GT(a, b) ((a) > (b))
-#define ARG_LT(a, b) ((a) < (b))
+/* the first extreme wins: a strict comparison, '<' for ARG_MIN, '>' for ARG_MAX (NaN never replaces) */
+#define ARG_BETTER(a, b) (want_min ? (a) < (b) : (a) > (b))
 
-void edge_eval_arg_max(const edge_node_t *node, edge_ctx_t *ctx) {
+static void arg_eval(const edge_node_t *node, edge_ctx_t *ctx, int want_min) {
     const argmax_data_t *d = (const argmax_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_tensor_t *y = edge_out(ctx, node, 0);
     int64_t o, i;
     switch (x->type) {
-    case EDGE_INT8: ARGMAX_LOOP(int8_t, ARG_GT); break;
-    case EDGE_UINT8: case EDGE_BOOL: ARGMAX_LOOP(uint8_t, ARG_GT); break;
-    case EDGE_INT16: ARGMAX_LOOP(int16_t, ARG_GT); break;
-    case EDGE_INT32: ARGMAX_LOOP(int32_t, ARG_GT); break;
-    default: if (EDGE_WITH_FLOAT32) ARGMAX_LOOP(float, ARG_GT); break;
+    case EDGE_INT8: ARGMAX_LOOP(int8_t, ARG_BETTER); break;
+    case EDGE_UINT8: case EDGE_BOOL: ARGMAX_LOOP(uint8_t, ARG_BETTER); break;
+    case EDGE_INT16: ARGMAX_LOOP(int16_t, ARG_BETTER); break;
+    case EDGE_INT32: ARGMAX_LOOP(int32_t, ARG_BETTER); break;
+    default: if (EDGE_WITH_FLOAT32) ARGMAX_LOOP(float, ARG_BETTER); break;
     }
 }
 
-void edge_eval_arg_min(const edge_node_t *node, edge_ctx_t *ctx) {
-    const argmax_data_t *d = (const argmax_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
-    edge_tensor_t *y = edge_out(ctx, node, 0);
-    int64_t o, i;
-    switch (x->type) {
-    case EDGE_INT8: ARGMAX_LOOP(int8_t, ARG_LT); break;
-    case EDGE_UINT8: case EDGE_BOOL: ARGMAX_LOOP(uint8_t, ARG_LT); break;
-    case EDGE_INT16: ARGMAX_LOOP(int16_t, ARG_LT); break;
-    case EDGE_INT32: ARGMAX_LOOP(int32_t, ARG_LT); break;
-    default: if (EDGE_WITH_FLOAT32) ARGMAX_LOOP(float, ARG_LT); break;
-    }
-}
+void edge_eval_arg_max(const edge_node_t *node, edge_ctx_t *ctx) { arg_eval(node, ctx, 0); }
+void edge_eval_arg_min(const edge_node_t *node, edge_ctx_t *ctx) { arg_eval(node, ctx, 1); }
+#undef ARG_BETTER
 #undef ARGMAX_LOOP
 
 typedef struct {
@@ -188,38 +172,40 @@ static edge_status_t fold_geometry(edge_node_t *node, edge_ctx_t *ctx, const edg
     return edge_set_output_shape(ctx, node, 0, shape, r);
 }
 
-#define RMAX_LOOP(T, lowest, better)                                                         \
+/* One pass over the input in row-major order: each element folded into its output, o = STEP(o, v). */
+#define FOLD_LOOP(T, init, STEP)                                                             \
     do {                                                                                     \
         const T *v = (const T *)x->data;                                                     \
         T *o = (T *)y->data;                                                                 \
-        for (j = 0; j < m; j++) o[j] = lowest;                                               \
+        for (j = 0; j < m; j++) o[j] = init;                                                 \
         if (count == 0) break;                                                               \
         for (e = 0; e < count; e++) {                                                        \
-            if (better(v[e], o[pos])) o[pos] = v[e];                                         \
-            for (k = d->rank - 1; k >= 0; k--) {                                             \
-                pos += d->out_step[k];                                                       \
-                if (++idx[k] < d->dims[k]) break;                                            \
-                pos -= d->out_step[k] * d->dims[k];                                          \
+            o[pos] = STEP(o[pos], v[e]);                                                     \
+            for (k = g->rank - 1; k >= 0; k--) {                                             \
+                pos += g->out_step[k];                                                       \
+                if (++idx[k] < g->dims[k]) break;                                            \
+                pos -= g->out_step[k] * g->dims[k];                                          \
                 idx[k] = 0;                                                                  \
             }                                                                                \
         }                                                                                    \
     } while (0)
 
-#define RMAX_GT(a, b) ((a) > (b))
-#define RMAX_GT_NAN(a, b) ((a) > (b) || ((a) != (a) && (b) == (b)))
+/* REDUCE_MAX: a larger value replaces; for float32 a NaN replaces too (and then stays: numpy's max) */
+#define FOLD_MAX(c, in) ((in) > (c) ? (in) : (c))
+#define FOLD_MAX_NAN(c, in) (((in) > (c) || ((in) != (in) && (c) == (c))) ? (in) : (c))
 
 void edge_eval_reduce_max(const edge_node_t *node, edge_ctx_t *ctx) {
-    const rmax_data_t *d = (const rmax_data_t *)node->user_data;
+    const rmax_data_t *g = (const rmax_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_tensor_t *y = edge_out(ctx, node, 0);
     const int64_t count = edge_tensor_elements(x), m = edge_tensor_elements(y);
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0}, k;
     int64_t e, j, pos = 0;
     switch (x->type) {
-    case EDGE_INT8: RMAX_LOOP(int8_t, -128, RMAX_GT); break;
-    case EDGE_INT16: if (EDGE_WITH_INT16) RMAX_LOOP(int16_t, -32768, RMAX_GT); break;
-    case EDGE_INT32: RMAX_LOOP(int32_t, INT32_MIN, RMAX_GT); break;
-    default: if (EDGE_WITH_FLOAT32) RMAX_LOOP(float, -INFINITY, RMAX_GT_NAN); break;
+    case EDGE_INT8: FOLD_LOOP(int8_t, -128, FOLD_MAX); break;
+    case EDGE_INT16: if (EDGE_WITH_INT16) FOLD_LOOP(int16_t, -32768, FOLD_MAX); break;
+    case EDGE_INT32: FOLD_LOOP(int32_t, INT32_MIN, FOLD_MAX); break;
+    default: if (EDGE_WITH_FLOAT32) FOLD_LOOP(float, -INFINITY, FOLD_MAX_NAN); break;
     }
 }
 
@@ -302,24 +288,6 @@ edge_status_t edge_prepare_reduce_all(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *x = edge_in(ctx, node, 0);
     return fold_prepare(node, ctx, x && x->type == EDGE_BOOL);
 }
-
-/* One pass over the input in row-major order: each element folded into its output, o = STEP(o, v). */
-#define FOLD_LOOP(T, init, STEP)                                                             \
-    do {                                                                                     \
-        const T *v = (const T *)x->data;                                                     \
-        T *o = (T *)y->data;                                                                 \
-        for (j = 0; j < m; j++) o[j] = init;                                                 \
-        if (count == 0) break;                                                               \
-        for (e = 0; e < count; e++) {                                                        \
-            o[pos] = STEP(o[pos], v[e]);                                                     \
-            for (k = g->rank - 1; k >= 0; k--) {                                             \
-                pos += g->out_step[k];                                                       \
-                if (++idx[k] < g->dims[k]) break;                                            \
-                pos -= g->out_step[k] * g->dims[k];                                          \
-                idx[k] = 0;                                                                  \
-            }                                                                                \
-        }                                                                                    \
-    } while (0)
 
 #define FOLD_MIN(c, in) ((in) < (c) ? (in) : (c))
 /* integer products wrap (through the unsigned type: no signed overflow) */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_index.h"
 #include "../edge_fixedpoint_act.h"
 
 EDGE_KERNEL(CUMSUM, cumsum, 1, "FLOAT32 INT8 INT32 INT64", "INT32 axis, constant")
@@ -33,12 +34,7 @@ edge_status_t edge_prepare_cumsum(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT32, INT64");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
-    if (a->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "axis must be INT32");
-    if (!a->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "axis computed at run time");
-    if (edge_tensor_elements(a) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis must hold one value");
-    axis = ((const int32_t *)a->data)[0];
-    if (axis < 0) axis += x->rank;
-    if (axis < 0 || axis >= x->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis out of range");
+    if ((s = edge_const_axis(ctx, a, x->rank, 0, 0, &axis)) != EDGE_OK) return s;
     d = (cumsum_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     d->outer = d->after = 1;

@@ -1,5 +1,8 @@
-/* SQUARE, FLOOR, CEIL, ROUND, SIN, COS and SIGN, element-wise, as edge_sdk/runtime/kernels/math.py's
- * prepare_float_unary: LiteRT's builtins of one float input, none quantized.
+/* EXP, LOG, SQRT, NEG, SQUARE, FLOOR, CEIL, ROUND, SIN, COS and SIGN, element-wise, as
+ * edge_sdk/runtime/kernels/math.py: LiteRT's builtins of one float input.
+ *  - EXP, LOG, SQRT through expf / logf / sqrtf (sqrt is exact; exp and log within an ulp of numpy's);
+ *  - NEG also INT32 and INT64 (two's complement wrap, as numpy); integer tensors that carry quantization must
+ *    share one scale with zero points of 0 (the only integer inputs any of these take quantized);
  *  - SQUARE x * x (one rounding: bit-exact), FLOOR floorf, CEIL ceilf (exact);
  *  - ROUND as TFLite's RoundToNearest: floor, then up past .5 and at .5 onto the even neighbour (-0.5 gives
  *    +0.0: floor -1 plus 1), bit-exact;
@@ -17,6 +20,10 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_half.h"
 
+EDGE_KERNEL(EXP, exp, 2, "FLOAT32", "")
+EDGE_KERNEL(LOG, log, 2, "FLOAT32", "")
+EDGE_KERNEL(SQRT, sqrt, 1, "FLOAT32", "")
+EDGE_KERNEL(NEG, neg, 1, "FLOAT32 INT32 INT64", "")
 EDGE_KERNEL(SQUARE, square, 1, "FLOAT32", "")
 EDGE_KERNEL(FLOOR, floor, 1, "FLOAT32 FLOAT16", "")
 EDGE_KERNEL(CEIL, ceil, 1, "FLOAT32", "")
@@ -25,10 +32,10 @@ EDGE_KERNEL(SIN, sin, 2, "FLOAT32 FLOAT16", "")
 EDGE_KERNEL(COS, cos, 2, "FLOAT32 FLOAT16", "")
 EDGE_KERNEL(SIGN, sign, 2, "FLOAT32 FLOAT64 INT32", "")
 
-enum { TAKES_FLOAT32 = 0, TAKES_FLOAT16 = 1, TAKES_SIGN_TYPES = 2 };
+enum { TAKES_FLOAT32 = 0, TAKES_FLOAT16 = 1, TAKES_SIGN_TYPES = 2, TAKES_NEG_TYPES = 3 };
 
-/* One input, one output of its type and shape, neither quantized; FLOAT32, and FLOAT16 or SIGN's FLOAT64 and
- * INT32 as `takes` says. */
+/* One input, one output of its type and shape; FLOAT32, and FLOAT16, SIGN's FLOAT64 and INT32 or NEG's INT32
+ * and INT64 as `takes` says. None quantized, but NEG's integers with one scale and zero points 0. */
 static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int takes) {
     edge_tensor_t *x, *out;
     edge_status_t s;
@@ -37,17 +44,27 @@ static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     out = edge_out(ctx, node, 0);
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (x->type != EDGE_FLOAT32 && !(takes == TAKES_FLOAT16 && x->type == EDGE_FLOAT16) &&
-        !(takes == TAKES_SIGN_TYPES && (x->type == EDGE_FLOAT64 || x->type == EDGE_INT32)))
+        !(takes == TAKES_SIGN_TYPES && (x->type == EDGE_FLOAT64 || x->type == EDGE_INT32)) &&
+        !(takes == TAKES_NEG_TYPES && (x->type == EDGE_INT32 || x->type == EDGE_INT64)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
                          takes == TAKES_FLOAT16      ? "C kernel runs FLOAT32, FLOAT16"
                          : takes == TAKES_SIGN_TYPES ? "C kernel runs FLOAT32, FLOAT64, INT32"
+                         : takes == TAKES_NEG_TYPES  ? "C kernel runs FLOAT32, INT32, INT64"
                                                      : "C kernel runs FLOAT32");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
-    if (x->quantized || out->quantized) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "takes no quantized tensors");
+    if (takes == TAKES_NEG_TYPES && x->type != EDGE_FLOAT32 && (x->quantized || out->quantized)) {
+        if (!(x->quantized && out->quantized && x->scale == out->scale && x->zero_point == 0 && out->zero_point == 0))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "quantized input and output must share a scale with zero point 0");
+    } else if (x->quantized || out->quantized)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "takes no quantized tensors");
     return edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
 }
 
+edge_status_t edge_prepare_exp(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
+edge_status_t edge_prepare_log(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
+edge_status_t edge_prepare_sqrt(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
+edge_status_t edge_prepare_neg(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_NEG_TYPES); }
 edge_status_t edge_prepare_square(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
 edge_status_t edge_prepare_floor(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT16); }
 edge_status_t edge_prepare_ceil(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
@@ -83,6 +100,9 @@ static float round_half_even_f32(float v) {
         }                                                                                        \
     }
 
+FLOAT_UNARY(exp, expf)
+FLOAT_UNARY(log, logf)
+FLOAT_UNARY(sqrt, sqrtf)
 FLOAT_UNARY(square, square_f32)
 FLOAT_UNARY(floor, floorf)
 FLOAT_UNARY(ceil, ceilf)
@@ -112,5 +132,30 @@ void edge_eval_sign(const edge_node_t *node, edge_ctx_t *ctx) {
         const float *a = (const float *)x->data;
         float *y = (float *)out->data;
         for (i = 0; i < n; i++) y[i] = a[i] == a[i] ? (float)((a[i] > 0.0f) - (a[i] < 0.0f)) : a[i];
+    }
+}
+
+void edge_eval_neg(const edge_node_t *node, edge_ctx_t *ctx) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    if (x->type == EDGE_INT32) {
+        const uint32_t *a = (const uint32_t *)x->data;
+        uint32_t *y = (uint32_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = 0u - a[i];
+    } else if (x->type == EDGE_INT64) {
+        const uint8_t *a = (const uint8_t *)x->data;
+        uint8_t *y = (uint8_t *)out->data;
+        for (i = 0; i < n; i++) {
+            uint64_t v;
+            memcpy(&v, a + 8 * i, 8);
+            v = 0u - v;
+            memcpy(y + 8 * i, &v, 8);
+        }
+    } else if (EDGE_WITH_FLOAT32) {
+        const float *a = (const float *)x->data;
+        float *y = (float *)out->data;
+        for (i = 0; i < n; i++) y[i] = -a[i];
     }
 }

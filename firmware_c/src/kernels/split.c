@@ -51,14 +51,8 @@ static edge_status_t split_finish(edge_node_t *node, edge_ctx_t *ctx, const edge
 }
 
 static edge_status_t split_axis(edge_ctx_t *ctx, const edge_tensor_t *a, const edge_tensor_t *x, int32_t *axis) {
-    int64_t v;
-    if (!edge_const_ints_ok(a)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SPLIT: axis must be a constant INT32/INT64");
-    if (edge_tensor_elements(a) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis must hold one value");
-    v = edge_const_int(a, 0);
-    if (v < 0) v += x->rank;
-    if (v < 0 || v >= x->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis out of range");
-    *axis = (int32_t)v;
-    return EDGE_OK;
+    if (!a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SPLIT: axis is required");
+    return edge_const_axis(ctx, a, x->rank, 0, 1, axis);
 }
 
 edge_status_t edge_prepare_split(edge_node_t *node, edge_ctx_t *ctx) {

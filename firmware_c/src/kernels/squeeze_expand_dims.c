@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_index.h"
 #include "../edge_fixedpoint.h"
 
 EDGE_KERNEL(SQUEEZE, squeeze, 2, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
@@ -57,21 +58,13 @@ edge_status_t edge_prepare_squeeze(edge_node_t *node, edge_ctx_t *ctx) {
 
 edge_status_t edge_prepare_expand_dims(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *a;
-    int64_t given;
     int32_t axis, k, shape[SQ_MAX_RANK];
     edge_status_t s;
     if ((s = copy_io(node, ctx, 2, 2)) != EDGE_OK) return s;
     x = edge_in(ctx, node, 0);
     a = edge_in(ctx, node, 1);
     if (!a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis is required");
-    if (a->type != EDGE_INT32 && a->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "axis must be INT32 or INT64");
-    if (!a->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "axis computed at run time");
-    if (edge_tensor_elements(a) != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis must hold one value");
-    if (a->type == EDGE_INT32) given = *(const int32_t *)a->data;
-    else memcpy(&given, a->data, 8);
-    if (given < 0) given += x->rank + 1;
-    if (given < 0 || given > x->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "axis out of range");
-    axis = (int32_t)given;
+    if ((s = edge_const_axis(ctx, a, x->rank, 1, 1, &axis)) != EDGE_OK) return s;
     for (k = 0; k < axis; k++) shape[k] = x->dims[k];
     shape[axis] = 1;
     for (k = axis; k < x->rank; k++) shape[k + 1] = x->dims[k];
