@@ -82,9 +82,12 @@ def test_replay_catches_the_int64_bias_overflow_when_the_fix_is_reverted(tmp_pat
     """The *-int64-bias-near-min cases are live regression cases: in a scratch copy of firmware_c whose int16
     conv kernels add the INT64 bias with a plain signed add again (edge_conv_add64 undone), the replay reports
     UBSan's signed overflow on each of them (it needs the harness's non-zero inputs: with zero inputs the
-    accumulator is 0 and INT64_MIN + small + 0 does not overflow). About 20 s (one ASan build)."""
+    accumulator is 0 and INT64_MIN + small + 0 does not overflow). The copy starts from the checkout's ASan
+    objects (their -MMD header lists), so only edge_conv.h's includers are recompiled."""
+    _asan_runner()
     fw = tmp_path / "firmware_c"
     shutil.copytree(FW, fw, ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(FW / "build" / "host-asan", fw / "build" / "host-asan")
     conv_h = fw / "src" / "edge_conv.h"
     wrapping = "return (int64_t)((uint64_t)a + (uint64_t)b);"
     text = conv_h.read_text()
