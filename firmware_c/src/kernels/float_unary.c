@@ -82,21 +82,37 @@ static float round_half_even_f32(float v) {
     return floor_v + 1.0f;
 }
 
-/* FLOAT16 elements: the float of each half through expr, rounded to half once */
+/* FLOAT32 elements through expr. The ops whose prepare takes FLOAT16 add the half loop (FLOAT_UNARY_HALF):
+ * the others carry no half conversion code (double arithmetic on a Cortex-M4F is a library call). */
+#define FLOAT_UNARY_F32_LOOP(x, out, n, expr)                                                    \
+    if (EDGE_WITH_FLOAT32) {                                                                     \
+        const float *a = (const float *)(x)->data;                                               \
+        float *y = (float *)(out)->data;                                                         \
+        int64_t i;                                                                               \
+        for (i = 0; i < (n); i++) y[i] = expr(a[i]);                                             \
+    }
+
 #define FLOAT_UNARY(name, expr)                                                                  \
     void edge_eval_##name(const edge_node_t *node, edge_ctx_t *ctx) {                            \
         const edge_tensor_t *x = edge_in(ctx, node, 0);                                          \
         edge_tensor_t *out = edge_out(ctx, node, 0);                                             \
         const int64_t n = edge_tensor_elements(out);                                             \
-        int64_t i;                                                                               \
+        FLOAT_UNARY_F32_LOOP(x, out, n, expr)                                                    \
+    }
+
+/* FLOAT16 elements: the float of each half through expr, rounded to half once */
+#define FLOAT_UNARY_HALF(name, expr)                                                             \
+    void edge_eval_##name(const edge_node_t *node, edge_ctx_t *ctx) {                            \
+        const edge_tensor_t *x = edge_in(ctx, node, 0);                                          \
+        edge_tensor_t *out = edge_out(ctx, node, 0);                                             \
+        const int64_t n = edge_tensor_elements(out);                                             \
         if (x->type == EDGE_FLOAT16) {                                                           \
             const uint16_t *a = (const uint16_t *)x->data;                                       \
             uint16_t *y = (uint16_t *)out->data;                                                 \
+            int64_t i;                                                                           \
             for (i = 0; i < n; i++) y[i] = double_to_half((double)expr(half_to_float(a[i])));    \
-        } else if (EDGE_WITH_FLOAT32) {                                                          \
-            const float *a = (const float *)x->data;                                             \
-            float *y = (float *)out->data;                                                       \
-            for (i = 0; i < n; i++) y[i] = expr(a[i]);                                           \
+        } else {                                                                                 \
+            FLOAT_UNARY_F32_LOOP(x, out, n, expr)                                                \
         }                                                                                        \
     }
 
@@ -104,11 +120,11 @@ FLOAT_UNARY(exp, expf)
 FLOAT_UNARY(log, logf)
 FLOAT_UNARY(sqrt, sqrtf)
 FLOAT_UNARY(square, square_f32)
-FLOAT_UNARY(floor, floorf)
+FLOAT_UNARY_HALF(floor, floorf)
 FLOAT_UNARY(ceil, ceilf)
-FLOAT_UNARY(round, round_half_even_f32)
-FLOAT_UNARY(sin, sinf)
-FLOAT_UNARY(cos, cosf)
+FLOAT_UNARY_HALF(round, round_half_even_f32)
+FLOAT_UNARY_HALF(sin, sinf)
+FLOAT_UNARY_HALF(cos, cosf)
 
 void edge_eval_sign(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *x = edge_in(ctx, node, 0);
