@@ -442,6 +442,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     else:
         model = importer(obj)
     import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
+    source_manifest = None
+    if kind == "tflite":  # a .tflite source may say its task, labels and detection options in its manifest
+        from edge_sdk.model.manifest import read_manifest
+
+        try:
+            source_manifest = read_manifest(model)  # the imported Model's metadata: no second parse
+        except ModelError:
+            pass
     notes = list(getattr(model, "import_warnings", []) or [])  # what the user should know (a batch dim set to 1)
     if input_shapes is not None and kind != "onnx":
         raise ConversionError(f"{name}: input_shapes is for ONNX sources with dynamic dims; a .tflite keeps its "
@@ -463,12 +471,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)
     from converters.evaluate import task_spec
-    from edge_sdk.model.manifest import read_manifest
 
-    try:  # a .tflite source may say its task (and detection options) in its manifest
-        source_manifest = read_manifest(data) if kind == "tflite" else None
-    except ModelError:
-        source_manifest = None
     label_list = label_list or (source_manifest or {}).get("labels")  # a .tflite source's labels stay
     spec = task_spec(float_model, task, boxes, scores, label_list, source_manifest)
 
