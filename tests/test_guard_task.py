@@ -546,3 +546,13 @@ def test_cli_help_documents_the_task_goals(capsys):
     for words in ("--min-top1", "--min-detections", "--min-map-iou", "--boxes", "--scores", "top-1 agreement",
                   "IoU >= 0.5, score within 0.05", "its task is judged too"):
         assert words in text
+
+
+def test_readme_convert_section_documents_the_task_goals():
+    from pathlib import Path
+
+    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text(encoding="utf-8")
+    section = text[text.index("**1. Convert a model for a device**"):text.index("**2. Run on a Raspberry Pi")]
+    for words in ("--min-top1", "(0.99", "--min-detections", "(0.9)", "--min-map-iou", "--boxes OUTPUT --scores OUTPUT",
+                  "IoU >= 0.5", "within 0.05", "the task decides"):
+        assert words in section
