@@ -335,7 +335,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     `edge convert --input-value NAME=VALUE` gives it; ``converters.import_onnx``): each leaves the model's inputs,
     and an ``If`` on it keeps one branch; ``report["import"]["pinned_inputs"]`` says which and to what.
     Every setting (the target profile too) is checked before the model is imported, but whether an ONNX source
-    without calibration data gives every activation range itself (a QDQ graph), known once it is imported.
+    without calibration data gives every activation range itself (a QDQ graph), and whether ``boxes`` / ``scores``
+    name outputs of the model and fit ``task``, known once it is imported.
 
     fp16 and dynamic go through the same guard: the result against the float model on the calibration samples,
     else the evaluation samples, else synthetic ones (``report["guard"]["data"]`` / ``["synthetic"]``), refused
@@ -518,8 +519,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                 raise ConversionError(
                     f"{name}: the {mode} model does not keep its task ({short[0]}; SNR "
                     + (f"below {min_snr:g} dB on {len(short) - 1} output(s)" if len(short) > 1 else f"met ({min_snr:g} dB)")
-                    + "); nothing was written (--min-snr higher widens more ops; allow_lossy / --allow-lossy writes "
-                    "it anyway)", short)
+                    + "); nothing was written (" + ("--min-snr higher widens more ops; " if guarded and precision == "auto"
+                                                    else "") + "allow_lossy / --allow-lossy writes it anyway)", short)
             if not allow_lossy:
                 if not guarded:
                     hint = (f"{mode} keeps every op as it is: --quantize none keeps float32"
@@ -594,7 +595,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                                   check["reasons"] or ["the device-profile check failed (no reason given)"])
 
     accuracy = None
-    if eval_data is not None and (spec or {}).get("task") not in ("detection", "segmentation"):  # a classifier's
+    if eval_data is not None and (spec or {}).get("task") in ("detection", "segmentation"):
+        notes.append(f"eval_data: top-1 / ECE against labels are a classifier's; this {spec['task']} model's task is "
+                     + ("judged on it by the accuracy guard" if mode != "none" else "not judged (no lossy mode)"))
+    elif eval_data is not None:  # a classifier's (or raw outputs read as class scores, as before)
         log.stage("evaluating")
         from converters.evaluate import evaluate
 

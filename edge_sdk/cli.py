@@ -650,6 +650,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_inspect)
 
+    def fraction(text: str) -> float:  # a task goal: exit 2 naming the flag when it is not in [0, 1]
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= 1.0:
+            raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], not {text!r}")
+        return value
+
     guard_help = """
 The accuracy guard (every lossy mode: int8, int16x8, fp16, dynamic): the converted model runs beside the float
 one on held-back calibration samples (fp16 / dynamic: the first calibration samples, else the --eval data) and
@@ -708,12 +717,12 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--boxes", metavar="OUTPUT", help="detector: the output (name or index) holding the boxes; the "
                    "same as --scores for YOLO-style rows (cx, cy, w, h, class scores...)")
     p.add_argument("--scores", metavar="OUTPUT", help="detector: the output (name or index) holding the class scores")
-    p.add_argument("--min-top1", type=float, default=0.99, metavar="FRACTION",
+    p.add_argument("--min-top1", type=fraction, default=0.99, metavar="FRACTION",
                    help="classification: top-1 agreement with the float model the guard requires (default 0.99)")
-    p.add_argument("--min-detections", type=float, default=0.9, metavar="FRACTION",
+    p.add_argument("--min-detections", type=fraction, default=0.9, metavar="FRACTION",
                    help="detection: float detections kept (same class, IoU >= 0.5, score within 0.05), extra ones "
                         "at most 1 - FRACTION of them (default 0.9)")
-    p.add_argument("--min-map-iou", type=float, default=0.9, metavar="FRACTION",
+    p.add_argument("--min-map-iou", type=fraction, default=0.9, metavar="FRACTION",
                    help="segmentation: IoU of the converted model's map with the float one's (default 0.9)")
     p.add_argument("--stateful", action="store_true",
                    help="keep a streaming model's recurrent state on the device: each state input/output pair "

@@ -395,6 +395,16 @@ def test_detector_with_boxes_and_scores_outputs_is_judged_on_matched_detections(
     assert f"detections kept {100 * m['kept_fraction']:.1f}% ({m['kept']} of {m['float_detections']} float" in text
 
 
+def test_a_detector_is_judged_on_the_eval_data_and_not_read_as_a_classifier(tmp_path):
+    np.savez(tmp_path / "eval.npz", x=_det_samples(20, seed=5), y=np.zeros(20, np.int64))
+    result = convert(_boxes_detector(), quantize="int8", calibration=_det_samples(), boxes="boxes", scores="scores",
+                     eval_data=str(tmp_path / "eval.npz"))
+    task = result.report["guard"]["task"]
+    assert task["data"] == "evaluation" and task["samples"] == 20 and task["judged"]
+    assert result.report["accuracy"] is None
+    assert any("this detection model's task is judged on it by the accuracy guard" in n for n in result.report["notes"])
+
+
 def _shifted_detector(delta: float) -> bytes:
     """The boxes detector with every box moved down by ``delta`` (of the image): IoU with the original falls."""
     model = read_model(_boxes_detector())
@@ -533,9 +543,11 @@ def test_cli_boxes_scores_and_goal_flags(tmp_path, capsys):
     assert "Traceback" not in err and not out.exists()
     assert _cli(cls + ["--min-top1", "0.3"]) == 0 and out.exists()
     assert "verdict    kept on the task: task met, SNR met" in capsys.readouterr().out
-    assert _cli(base + ["--boxes", "boxes", "--min-top1", "1.5"]) != 0
+    assert _cli(base + ["--boxes", "boxes", "--min-top1", "1.5"]) == 2  # argument misuse: exit 2, naming the flag
     err = capsys.readouterr().err
-    assert "--min-top1 must be a fraction in [0, 1], not 1.5" in err and "Traceback" not in err
+    assert "--min-top1: expected a fraction in [0, 1], not '1.5'" in err and "Traceback" not in err
+    with pytest.raises(ConversionError, match=r"--min-detections must be a fraction in \[0, 1\], not -0.1"):
+        convert(_boxes_detector(), quantize="none", min_detections=-0.1)
     assert _cli(base + ["--boxes", "nope", "--scores", "scores"]) != 0
     assert "no model output 'nope' (outputs: boxes, scores)" in capsys.readouterr().err
 

@@ -25,7 +25,8 @@ Every key is optional for a reader; ``write_manifest`` only requires a JSON-seri
 
 The task (``manifest_task``): "classification" (class scores), "detection" (boxes and scores; "detection" holds
 ``edge_sdk.tasks.pipeline.Detector``'s options, and a "detection" entry alone says the task), "segmentation" (a
-per-pixel class or probability map) or "raw" (tensors, no meaning known). The converter's accuracy guard judges
+per-pixel class or probability map; "segmentation": {"output": name, "threshold": 0.5} may say which output and
+where a one-channel map's foreground starts) or "raw" (tensors, no meaning known). The converter's accuracy guard judges
 the task it names (``converters.evaluate.task_spec``), and ``edge run`` decodes it.
 """
 
