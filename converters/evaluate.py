@@ -873,6 +873,15 @@ def task_samples(data, held_back: int = 0, limit: int = TASK_SAMPLES, what: str 
     return (held, "held-back", None) if held else (first, "calibration", None)
 
 
+def goal_met(outputs, min_snr: float, record: dict | None = None) -> bool:
+    """The guard's one verdict, for whoever decides "goal met" (the widening search among them): a judged task's
+    (``judge_task``), else every output (and joined part) at ``min_snr`` dB or above (``outputs``: the guard's
+    per-output entries with ``worst_snr_db``)."""
+    if record is not None and record.get("judged"):
+        return bool(record["met"])
+    return all(o["worst_snr_db"] >= min_snr for o in outputs or [])
+
+
 def apply_task_verdict(guard: dict, record: dict | None) -> dict:
     """Make a judged task's verdict the guard's: ``guard["task"]`` = the record, ``guard["snr_met"]`` = whether
     every output met the SNR goal (the guard's own verdict), ``guard["met"]`` = the task's when it was judged,

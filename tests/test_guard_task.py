@@ -507,6 +507,16 @@ def test_segmentation_is_judged_on_map_iou():
     assert lossy.report["guard"]["task"]["metrics"]["map_iou"] < 0.9 and lossy.report["guard"]["snr_met"]
 
 
+def test_goal_met_is_the_tasks_when_judged_else_the_snr():
+    from converters.evaluate import goal_met
+
+    outputs = [{"name": "y", "worst_snr_db": 25.0}, {"name": "z", "worst_snr_db": 40.0}]
+    assert not goal_met(outputs, 30.0) and goal_met(outputs, 20.0)
+    assert goal_met(outputs, 30.0, {"judged": True, "met": True})
+    assert not goal_met(outputs, 20.0, {"judged": True, "met": False})
+    assert not goal_met(outputs, 30.0, {"judged": False, "met": None})  # not judged: the SNR decides
+
+
 def test_apply_task_verdict_keeps_the_snr_verdict_beside():
     guard = {"met": False}
     apply_task_verdict(guard, {"task": "classification", "judged": True, "met": True})
