@@ -516,11 +516,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
                 short = [task_shortfall(guard["task"])] + short
             if not allow_lossy and guard.get("judged_by") == "task":
-                raise ConversionError(
-                    f"{name}: the {mode} model does not keep its task ({short[0]}; SNR "
-                    + (f"below {min_snr:g} dB on {len(short) - 1} output(s)" if len(short) > 1 else f"met ({min_snr:g} dB)")
-                    + "); nothing was written (" + ("--min-snr higher widens more ops; " if guarded and precision == "auto"
-                                                    else "") + "allow_lossy / --allow-lossy writes it anyway)", short)
+                snr = (f"below {min_snr:g} dB on {len(short) - 1} output(s)" if len(short) > 1
+                       else f"met ({min_snr:g} dB)")
+                widen = "--min-snr higher widens more ops; " if guarded and precision == "auto" else ""
+                raise ConversionError(f"{name}: the {mode} model does not keep its task ({short[0]}; SNR {snr}); "
+                                      f"nothing was written ({widen}allow_lossy / --allow-lossy writes it anyway)", short)
             if not allow_lossy:
                 if not guarded:
                     hint = (f"{mode} keeps every op as it is: --quantize none keeps float32"

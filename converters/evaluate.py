@@ -832,8 +832,9 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
         record["score_activation"] = activation
     thr = float(cfg.get("score_threshold", SCORE_THRESHOLD))
     low = max(0.0, thr - SCORE_TOLERANCE)
-    m = detection_agreement([decode_detections(r, spec, thr) for r in ref], [decode_detections(r, spec, low) for r in ref],
-                            [decode_detections(g, spec, thr) for g in got], [decode_detections(g, spec, low) for g in got])
+    ref_at, ref_low = [decode_detections(r, spec, thr) for r in ref], [decode_detections(r, spec, low) for r in ref]
+    got_at, got_low = [decode_detections(g, spec, thr) for g in got], [decode_detections(g, spec, low) for g in got]
+    m = detection_agreement(ref_at, ref_low, got_at, got_low)
     record["metrics"] = {**m, "score_threshold": thr, "match_iou": MATCH_IOU, "score_tolerance": SCORE_TOLERANCE}
     record["goal"] = {"detections": goals["detections"]}
     if not m["float_detections"]:
