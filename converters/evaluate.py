@@ -511,7 +511,8 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
         if chosen.get("boxes") is None:
             raise ConversionError("the task is detection, but which outputs hold the boxes and the scores is not "
                                   f"said: give --boxes and --scores (outputs: {', '.join(names)})")
-        return task_spec(model, None, chosen.get("boxes"), chosen.get("scores"), labels, manifest)
+        spec = task_spec(model, None, chosen.get("boxes"), chosen.get("scores"), labels, manifest)
+        return {**spec, "source": "the task given" if task else "the manifest"}
     if kind == "raw":
         return None
     if kind == "segmentation":

@@ -405,6 +405,18 @@ def test_a_detector_is_judged_on_the_eval_data_and_not_read_as_a_classifier(tmp_
     assert any("this detection model's task is judged on it by the accuracy guard" in n for n in result.report["notes"])
 
 
+def test_a_detector_whose_manifest_says_so_needs_no_flags():
+    model = read_model(_boxes_detector())
+    write_manifest(model, {"task": "detect", "detection": {"outputs": {"boxes": 0, "scores": "scores"}}})
+    result = convert(write_model(model), quantize="int8", calibration=_det_samples())
+    task = result.report["guard"]["task"]
+    assert (task["task"], task["boxes"], task["scores"], task["judged"]) == ("detection", "boxes", "scores", True)
+    assert task["source"] == "the manifest"
+    from edge_sdk.model.manifest import summarize_manifest
+
+    assert "task: detection" in summarize_manifest(read_manifest(result.tflite))
+
+
 def _shifted_detector(delta: float) -> bytes:
     """The boxes detector with every box moved down by ``delta`` (of the image): IoU with the original falls."""
     model = read_model(_boxes_detector())
