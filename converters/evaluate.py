@@ -454,6 +454,28 @@ def _unit_range(model, k: int) -> bool:
     return any((-128 - zp) * scale >= 0.0 and (127 - zp) * scale <= 1.0 for scale, zp in fixed)
 
 
+def _check_detection_shapes(model, boxes: str, scores: str, fmt: str) -> None:
+    """Boxes (1, N, >=4) or (1, 4, N) and scores holding a whole number of classes per box (ConversionError naming
+    both outputs' shapes otherwise); one YOLO-style output: (1, 4 + C, N) or (1, N, 4 + C), C >= 1."""
+    from edge_sdk.errors import ConversionError
+
+    sg = model.subgraphs[0]
+    shape = {sg.tensors[t].name: tuple(int(d) for d in sg.tensors[t].shape) for t in sg.outputs}
+    b = [d for d in shape[boxes] if d != 1] or [1]
+    if fmt == "yolo":
+        if len(b) != 2 or min(b) < 5:
+            raise ConversionError(f"--boxes / --scores: output '{boxes}' {shape[boxes]} is not YOLO-style rows "
+                                  "(1, 4 + classes, boxes)")
+        return
+    n = None
+    if len(b) == 2:  # (N, >=4) rows, or (4, N) columns
+        n = b[0] if b[1] >= 4 and not (b[0] == 4 and b[1] > 4) else b[1] if b[0] == 4 else None
+    size = int(np.prod(shape[scores]))
+    if n is None or size % n:
+        raise ConversionError(f"--boxes / --scores: boxes '{boxes}' {shape[boxes]} and scores '{scores}' "
+                              f"{shape[scores]} do not hold the same boxes (expected (1, N, 4) and (1, N, classes))")
+
+
 def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=None) -> dict | None:
     """What the (float) model's outputs mean, for the guard, or None (raw tensors: SNR only). In order:
 
@@ -497,6 +519,7 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
             else "boxes"
         if fmt != "yolo" and "score_activation" not in config and _unit_range(model, names.index(s)):
             config["score_activation"] = "none"  # probabilities already (LOGISTIC, SOFTMAX)
+        _check_detection_shapes(model, b, s, fmt)
         return {"task": "detection", "source": "--boxes / --scores", "format": fmt, "boxes": b, "scores": s,
                 "config": config}
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
@@ -694,9 +717,9 @@ def decode_detections(values: dict, spec: dict, threshold: float) -> tuple:
     return corners[keep], classes[keep], best[keep]
 
 
-def _segmentation_map(value, threshold) -> np.ndarray:
-    """A map output -> a class map (the class axis: the smaller of axis 1 and the last, one channel: foreground
-    where the value is over ``threshold``, default 0.5 for values in [0, 1], else 0)."""
+def _segmentation_map(value, threshold: float) -> np.ndarray:
+    """A map output -> a class map (the class axis: the smaller of axis 1 and the last; one channel: foreground
+    where the value is over ``threshold``)."""
     a = np.asarray(value, np.float64)
     while a.ndim > 3 and a.shape[0] == 1:
         a = a[0]
@@ -704,9 +727,7 @@ def _segmentation_map(value, threshold) -> np.ndarray:
         a = a[..., None]
     axis = 0 if a.shape[0] < a.shape[-1] else a.ndim - 1
     if a.shape[axis] == 1:
-        plane = np.take(a, 0, axis=axis)
-        cut = threshold if threshold is not None else 0.5 if 0.0 <= plane.min() and plane.max() <= 1.0 else 0.0
-        return plane > cut
+        return np.take(a, 0, axis=axis) > threshold
     return a.argmax(axis=axis)
 
 
@@ -815,8 +836,12 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
         record["goal"] = {"top1": goals["top1"]}
         return {**record, "judged": True, "met": worst["top1"] >= goals["top1"]}
     if task == "segmentation":
-        m = map_iou([_segmentation_map(r[spec["output"]], spec.get("threshold")) for r in ref],
-                    [_segmentation_map(g[spec["output"]], spec.get("threshold")) for g in got])
+        cut = spec.get("threshold")
+        if cut is None:  # one cut for both models: 0.5 when the float maps are probabilities, else 0 (logits)
+            low, high = min(float(r[spec["output"]].min()) for r in ref), max(float(r[spec["output"]].max()) for r in ref)
+            cut = 0.5 if 0.0 <= low and high <= 1.0 else 0.0
+        m = map_iou([_segmentation_map(r[spec["output"]], cut) for r in ref],
+                    [_segmentation_map(g[spec["output"]], cut) for g in got])
         record["metrics"], record["goal"] = m, {"map_iou": goals["map_iou"]}
         if m["map_iou"] is None:
             return {**record, "why": f"neither model's map holds anything on the {len(samples)} samples"}

@@ -266,6 +266,8 @@ def test_the_task_comes_from_the_model():
 @pytest.mark.parametrize("kwargs, words", [
     ({"boxes": "nope", "scores": "scores"}, "boxes (--boxes): no model output 'nope' (outputs: boxes, scores)"),
     ({"boxes": "boxes", "scores": 5}, "scores (--scores): no model output 5"),
+    ({"boxes": "scores", "scores": "boxes"}, "do not hold the same boxes"),  # swapped: 3 values per box, not 4
+    ({"boxes": "boxes", "scores": "boxes"}, "is not YOLO-style rows"),
     ({"task": "detection"}, "give --boxes and --scores"),
     ({"task": "classification", "boxes": "boxes"}, "but the task is classification"),
     ({"task": "pose"}, "unknown task 'pose'"),
