@@ -293,7 +293,7 @@ def format_conversion(report: dict) -> str:
     if ops:
         lines.append(f"transposes {ops.get('TRANSPOSE', 0)}")
     for note in ((q.get("report") or {}).get("notes") or []):
-        if not note.startswith("lossy:"):  # the guard's lines say that
+        if not note.startswith(("lossy:", "kept on its task")):  # the guard's lines say that
             lines.append(f"note       {note}")
     lines.extend(format_guard(report.get("guard")))
     table = report.get("layers") or []

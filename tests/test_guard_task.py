@@ -302,6 +302,7 @@ def test_classifier_with_labels_is_kept_on_top1_when_its_snr_is_short_and_the_re
     assert "verdict    kept on the task: task met, SNR NOT met (1 output(s) below 60 dB)" in text
     assert any(n.startswith("kept on its task (top-1 agreement 100.0%") and "SNR below 60 dB on 'logits'" in n
                for n in result.report["quantization"]["report"]["notes"])
+    assert "note       kept on its task" not in text  # said once in the text: the verdict line
     manifest = read_manifest(result.tflite)
     assert manifest["task"] == "classification" and manifest["labels"] == ["a", "b", "c", "d"]
 
