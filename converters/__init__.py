@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from converters.evaluate import DETECTIONS_GOAL, MAP_IOU_GOAL, TOP1_GOAL
 from edge_sdk.errors import ConversionError, ModelError
 
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
@@ -241,10 +242,62 @@ def _check(model, profile, memory: str | None = None) -> dict:
     return _jsonable(data)
 
 
+def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_data, pre, guarded: bool, goals: dict,
+                min_snr: float, notes: list) -> None:
+    """The guard judges the task ``spec`` says (``converters.evaluate``) on the evaluation data, else on the guard's
+    own samples; its verdict becomes the guard's, and a task kept below ``min_snr`` is said in ``notes``."""
+    from converters.evaluate import TASK_SAMPLES, apply_task_verdict, judge_task, task_samples, task_text
+    from converters.quantize.calibrate import MEASURE_SAMPLES
+
+    if spec is None or guard.get("measured") is False:
+        apply_task_verdict(guard, None)
+        return
+    if guard.get("synthetic") and eval_data is None:
+        record = {**{k: v for k, v in spec.items() if k != "config"}, "samples": 0, "data": "synthetic", "metrics": {},
+                  "judged": False, "met": None,
+                  "why": "no data: synthetic samples say nothing of the task (give eval_data / --eval to judge it)"}
+    else:
+        if eval_data is not None:
+            samples, what, why = task_samples(_calibration(eval_data, float_model, pre), 0, TASK_SAMPLES, "evaluation")
+        else:
+            samples, what, why = task_samples(calib, HOLDOUT if guarded else 0, MEASURE_SAMPLES, "calibration")
+        record = judge_task(spec, float_model, model, samples, mode, goals, what)
+        if why:
+            record["why"] = why
+    apply_task_verdict(guard, record)
+    if not record.get("judged"):
+        notes.append(f"task {record['task']} not judged ({record.get('why')}): the SNR decides")
+    elif record["met"] and not guard["snr_met"]:
+        worst = ", ".join(f"'{s['name']}' {s['snr_db']:.1f} dB" for s in guard.get("short", []))
+        notes.append(f"kept on its task ({task_text(record)}): SNR below {min_snr:g} dB on {worst}")
+        from edge_sdk import log
+
+        log.warning(notes[-1])
+
+
+def _task_manifest(spec, guard=None) -> dict:
+    """The manifest's task entries (what ``edge run`` decodes): classification, and detection in the formats
+    ``edge_sdk.tasks.pipeline.Detector`` reads (postprocessed; boxes / scores outputs, with the score activation
+    the guard found when the spec does not say it)."""
+    if spec is None or spec["task"] not in ("classification", "detection"):
+        return {}
+    if spec["task"] == "classification":
+        return {"task": "classification"}
+    if spec["format"] == "postprocessed":
+        return {"task": "detection", "detection": {"format": "postprocessed"}}
+    if spec["format"] == "yolo":
+        return {"task": "detection"}
+    found = ((guard or {}).get("task") or {}).get("score_activation")
+    config = {**({"score_activation": found} if found else {}), **(spec.get("config") or {})}
+    return {"task": "detection", "detection": {**config, "format": spec["format"],
+                                               "outputs": {"boxes": spec["boxes"], "scores": spec["scores"]}}}
+
+
 def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
             allow_lossy=False, input_shapes=None, memory=None, input_values=None,
-            stateful=False) -> ConversionResult:
+            stateful=False, task=None, boxes=None, scores=None, min_top1=TOP1_GOAL, min_detections=DETECTIONS_GOAL,
+            min_map_iou=MAP_IOU_GOAL) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
@@ -282,7 +335,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     `edge convert --input-value NAME=VALUE` gives it; ``converters.import_onnx``): each leaves the model's inputs,
     and an ``If`` on it keeps one branch; ``report["import"]["pinned_inputs"]`` says which and to what.
     Every setting (the target profile too) is checked before the model is imported, but whether an ONNX source
-    without calibration data gives every activation range itself (a QDQ graph), known once it is imported.
+    without calibration data gives every activation range itself (a QDQ graph), and whether ``boxes`` / ``scores``
+    name outputs of the model and fit ``task``, known once it is imported.
 
     fp16 and dynamic go through the same guard: the result against the float model on the calibration samples,
     else the evaluation samples, else synthetic ones (``report["guard"]["data"]`` / ``["synthetic"]``), refused
@@ -293,6 +347,18 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     ``reset_all_variables()`` resets it); without it the state stays an input and an output. Either way
     ``report["state"]`` lists the state tensors. A model with run-time IF / WHILE converts with quantize "none"
     only (its subgraphs are not quantized yet: ConversionError otherwise).
+
+    The guard judges the task when the model says what it is (``converters.evaluate.task_spec``): ``boxes`` /
+    ``scores`` (output names or indices; `--boxes` / `--scores`) make it a detector, ``task`` ("classification",
+    "detection", "segmentation", "raw"; `--task`) or a .tflite source's manifest say it, a TFLite_Detection_PostProcess
+    op is one, a SOFTMAX output or one score per label is a classifier. The float and the converted model then run
+    on the evaluation data (at most ``TASK_SAMPLES``), else on the guard's samples, and the task's metric decides
+    (``report["guard"]["task"]``, ``["judged_by"]``): top-1 agreement >= ``min_top1`` (0.99); float detections kept
+    (a converted one of the same class, IoU >= 0.5, score within 0.05) >= ``min_detections`` (0.9) with extra ones
+    <= 1 - it; segmentation map IoU >= ``min_map_iou`` (0.9). SNR stays beside it (``["snr_met"]``): a model whose
+    task is kept is written even when an output is below ``min_snr`` (a note says both), and one whose task is not
+    is refused (unless ``allow_lossy``) even when every SNR is met. Without a task, or when it cannot be measured
+    (no float detection, ...: said), SNR decides as above.
 
     The model travels as a ``Model`` object from import to the end; it becomes .tflite bytes once (the check
     measures those bytes and they are the result), or twice when ``eval_data`` adds its accuracy to the manifest
@@ -344,6 +410,16 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             problems.append(f"{what}: {path} does not exist")
     if stateful and eval_data is not None:
         problems.append("eval_data runs the model sample by sample: not with stateful (its state carries over)")
+    from converters.evaluate import task_goals
+
+    goals, goal_problems = task_goals(min_top1, min_detections, min_map_iou)
+    problems += goal_problems
+    try:
+        from edge_sdk.model.manifest import task_name
+
+        task_name(task, "task (--task)")
+    except ModelError as exc:
+        problems.append(str(exc))
     if problems:
         raise ConversionError("cannot convert: bad settings", problems)
     exclude = tuple(exclude or ())
@@ -367,6 +443,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     else:
         model = importer(obj)
     import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
+    source_manifest = None
+    if kind == "tflite":  # a .tflite source may say its task, labels and detection options in its manifest
+        from edge_sdk.model.manifest import read_manifest
+
+        try:
+            source_manifest = read_manifest(model)  # the imported Model's metadata: no second parse
+        except ModelError:
+            pass
     notes = list(getattr(model, "import_warnings", []) or [])  # what the user should know (a batch dim set to 1)
     if input_shapes is not None and kind != "onnx":
         raise ConversionError(f"{name}: input_shapes is for ONNX sources with dynamic dims; a .tflite keeps its "
@@ -387,6 +471,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     float_model = model  # quantize reads it and builds a new Model; evaluation runs it as the reference
     float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)
+    from converters.evaluate import task_spec
+
+    label_list = label_list or (source_manifest or {}).get("labels")  # a .tflite source's labels stay
+    spec = task_spec(float_model, task, boxes, scores, label_list, source_manifest)
 
     if needs_data:  # an ONNX source: calibration data is optional when its QDQ pairs give every range
         from converters.quantize import uncovered_activations
@@ -417,9 +505,22 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         guard = result.report.get("guard")
         if guard is not None and not guarded and not guard.get("synthetic"):
             guard["data"] = measured_on
+        if guard is not None:
+            _judge_task(guard, spec, float_model, model, mode, calib, eval_data, pre, guarded, goals, min_snr,
+                        result.report["notes"])
         if guard is not None and not guard["met"]:
             short = [f"output '{s['name']}'" + (f" (part '{s['part']}')" if s.get("part") else "")
                      + f": SNR {s['snr_db']:.1f} dB, {s['short_db']:.1f} dB below {min_snr:g} dB" for s in guard["short"]]
+            if guard.get("judged_by") == "task":  # the task decides: its shortfall first, the SNR beside it
+                from converters.evaluate import task_shortfall
+
+                short = [task_shortfall(guard["task"])] + short
+            if not allow_lossy and guard.get("judged_by") == "task":
+                snr = (f"below {min_snr:g} dB on {len(short) - 1} output(s)" if len(short) > 1
+                       else f"met ({min_snr:g} dB)")
+                widen = "--min-snr higher widens more ops; " if guarded and precision == "auto" else ""
+                raise ConversionError(f"{name}: the {mode} model does not keep its task ({short[0]}; SNR {snr}); "
+                                      f"nothing was written ({widen}allow_lossy / --allow-lossy writes it anyway)", short)
             if not allow_lossy:
                 if not guarded:
                     hint = (f"{mode} keeps every op as it is: --quantize none keeps float32"
@@ -467,6 +568,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                    "sha256": sha256},
         "preprocess": pre.to_dict() if pre is not None else None,
         "labels": label_list,
+        **_task_manifest(spec, (qreport or {}).get("guard")),
         "target": target,
         "quantization": {"mode": mode, "method": calib_method if mode in _NEEDS_CALIBRATION else None,
                          "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude),
@@ -493,7 +595,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                                   check["reasons"] or ["the device-profile check failed (no reason given)"])
 
     accuracy = None
-    if eval_data is not None:
+    if eval_data is not None and (spec or {}).get("task") in ("detection", "segmentation"):
+        notes.append(f"eval_data: top-1 / ECE against labels are a classifier's; this {spec['task']} model's task is "
+                     + ("judged on it by the accuracy guard" if mode != "none" else "not judged (no lossy mode)"))
+    elif eval_data is not None:  # a classifier's (or raw outputs read as class scores, as before)
         log.stage("evaluating")
         from converters.evaluate import evaluate
 

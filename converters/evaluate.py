@@ -385,3 +385,565 @@ def evaluate(model, data, reference=None, labels=None, preprocess=None, plot=Non
                             model=Path(model).name if isinstance(model, (str, Path)) else "")
         report["plot"] = str(plot)
     return report
+
+
+# --------------------------------------------------------------------------------------------- the task guard
+#
+# The conversion's accuracy guard (``converters.quantize``) measures every output's SNR against the float model.
+# When the model says what it is, the guard also judges the task on the same samples (or the evaluation data):
+# ``task_spec`` finds the task, ``judge_task`` runs the float and the converted model and measures it, and
+# ``apply_task_verdict`` makes the task's verdict the guard's (the SNR stays beside it, never hidden).
+
+TOP1_GOAL = 0.99  # classification: the converted model's top-1 equals the float model's on >= 99% of samples
+DETECTIONS_GOAL = 0.9  # detection: >= 90% of the float detections kept, extra detections <= 10% of them
+MAP_IOU_GOAL = 0.9  # segmentation: the IoU of the converted model's map with the float one's
+MATCH_IOU = 0.5  # a float detection is kept by a converted one of its class with IoU >= this ...
+SCORE_TOLERANCE = 0.05  # ... and a score within this of its own
+SCORE_THRESHOLD = 0.5  # detections: decoded at this score (the converted model's also down to it - SCORE_TOLERANCE)
+TASK_SAMPLES = 100  # evaluation data: the task is judged on at most this many samples
+GOAL_FLAGS = {"top1": "--min-top1", "detections": "--min-detections", "map_iou": "--min-map-iou"}
+POSTPROCESS_OP = "TFLite_Detection_PostProcess"
+
+
+def task_goals(min_top1=TOP1_GOAL, min_detections=DETECTIONS_GOAL, min_map_iou=MAP_IOU_GOAL) -> tuple[dict, list]:
+    """({"top1", "detections", "map_iou"}: goal fractions, problems): each goal a number in [0, 1]."""
+    goals, problems = {}, []
+    for key, value in (("top1", min_top1), ("detections", min_detections), ("map_iou", min_map_iou)):
+        try:
+            v = float(value)
+            if not 0.0 <= v <= 1.0:
+                raise ValueError
+            goals[key] = v
+        except (TypeError, ValueError):
+            problems.append(f"{GOAL_FLAGS[key]} must be a fraction in [0, 1], not {value!r}")
+    return goals, problems
+
+
+def _output_names(model) -> list[str]:
+    sg = model.subgraphs[0]
+    return [sg.tensors[t].name for t in sg.outputs]
+
+
+def _output_name(model, value, what: str) -> str:
+    """An output named by name or index -> its name; ConversionError naming the model's outputs otherwise."""
+    from edge_sdk.errors import ConversionError
+
+    names = _output_names(model)
+    if isinstance(value, str) and value in names:
+        return value
+    try:
+        i = int(value)
+    except (TypeError, ValueError):
+        i = None
+    if i is not None and 0 <= i < len(names):
+        return names[i]
+    raise ConversionError(f"{what}: no model output {value!r} (outputs: {', '.join(names)})")
+
+
+def _unit_range(model, k: int) -> bool:
+    """Whether output ``k`` is produced by an op whose fixed int8 output quantization (its row's ``quant_fixed``)
+    spans [0, 1] at most: its values are probabilities (LOGISTIC, SOFTMAX)."""
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    t = sg.outputs[k]
+    op = next((o for o in sg.operators if t in o.outputs), None)
+    if op is None:
+        return False
+    fixed = [(scale, zp) for kind, scale, zp in op_table.row(model.op_name(op)).quant_fixed if kind == "INT8"]
+    return any((-128 - zp) * scale >= 0.0 and (127 - zp) * scale <= 1.0 for scale, zp in fixed)
+
+
+def _check_detection_shapes(model, boxes: str, scores: str, fmt: str) -> None:
+    """Boxes (1, N, >=4) or (1, 4, N) and scores holding a whole number of classes per box (ConversionError naming
+    both outputs' shapes otherwise); one YOLO-style output: (1, 4 + C, N) or (1, N, 4 + C), C >= 1."""
+    from edge_sdk.errors import ConversionError
+
+    sg = model.subgraphs[0]
+    shape = {sg.tensors[t].name: tuple(int(d) for d in sg.tensors[t].shape) for t in sg.outputs}
+    b = [d for d in shape[boxes] if d != 1] or [1]
+    if fmt == "yolo":
+        if len(b) != 2 or min(b) < 5:
+            raise ConversionError(f"--boxes / --scores: output '{boxes}' {shape[boxes]} is not YOLO-style rows "
+                                  "(1, 4 + classes, boxes)")
+        return
+    n = None
+    if len(b) == 2:  # (N, >=4) rows, or (4, N) columns
+        n = b[0] if b[1] >= 4 and not (b[0] == 4 and b[1] > 4) else b[1] if b[0] == 4 else None
+    size = int(np.prod(shape[scores]))
+    if n is None or size % n:
+        raise ConversionError(f"--boxes / --scores: boxes '{boxes}' {shape[boxes]} and scores '{scores}' "
+                              f"{shape[scores]} do not hold the same boxes (expected (1, N, 4) and (1, N, classes))")
+
+
+def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=None) -> dict | None:
+    """What the (float) model's outputs mean, for the guard, or None (raw tensors: SNR only). In order:
+
+    - ``boxes`` / ``scores`` (output names or indices; `--boxes` / `--scores`): detection. Boxes (1, N, >=4)
+      corners (or SSD encodings when the manifest's detection options give anchors), scores (1, N, classes);
+      the same output for both: rows of (cx, cy, w, h, class scores...) as YOLOv8 exports them, (1, 4 + C, N)
+      or (1, N, 4 + C), the longer axis counting the boxes;
+    - ``task`` (given, else the manifest's "task" / "detection": ``edge_sdk.model.manifest.manifest_task``);
+    - a ``TFLite_Detection_PostProcess`` op whose four outputs are model outputs: detection;
+    - outputs of a class distribution (the op row's ``distribution``: SOFTMAX, LOG_SOFTMAX), or whose last axis
+      holds one score per label (``labels``): classification.
+
+    ConversionError when what is given does not fit the model (an unknown output, a task without its outputs)."""
+    from edge_sdk.errors import ConversionError
+    from edge_sdk.model.manifest import manifest_task, task_name
+    from edge_sdk.runtime import op_table
+
+    manifest = manifest or {}
+    try:
+        kind = task_name(task, "task (--task)") or manifest_task(manifest)
+    except ModelError as exc:
+        raise ConversionError(str(exc)) from None
+    sg = model.subgraphs[0]
+    names = _output_names(model)
+    config = {k: v for k, v in (manifest.get("detection") or {}).items() if k != "outputs"}
+    if boxes is not None or scores is not None:
+        if kind not in (None, "detection"):
+            raise ConversionError(f"--boxes / --scores name detection outputs, but the task is {kind}")
+        chosen = dict((manifest.get("detection") or {}).get("outputs") or {})
+        b = _output_name(model, boxes if boxes is not None else chosen.get("boxes"), "boxes (--boxes)") \
+            if boxes is not None or chosen.get("boxes") is not None else None
+        s = _output_name(model, scores if scores is not None else chosen.get("scores"), "scores (--scores)") \
+            if scores is not None or chosen.get("scores") is not None else None
+        if b is None or s is None:
+            rest = [n for n in names if n not in (b, s)]
+            if len(rest) != 1:
+                raise ConversionError(f"--boxes / --scores: give both (the model has {len(names)} outputs: "
+                                      f"{', '.join(names)})")
+            b, s = (b, rest[0]) if b is not None else (rest[0], s)
+        fmt = "yolo" if b == s else "ssd" if (config.get("anchors") is not None or config.get("ssd_anchors")) \
+            else "boxes"
+        if fmt != "yolo" and "score_activation" not in config and _unit_range(model, names.index(s)):
+            config["score_activation"] = "none"  # probabilities already (LOGISTIC, SOFTMAX)
+        _check_detection_shapes(model, b, s, fmt)
+        return {"task": "detection", "source": "--boxes / --scores", "format": fmt, "boxes": b, "scores": s,
+                "config": config}
+    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    if kind in (None, "detection"):
+        for op in sg.operators:
+            if model.op_name(op) == POSTPROCESS_OP and all(t in sg.outputs for t in op.outputs[:4]) \
+                    and len(op.outputs) >= 4:
+                return {"task": "detection", "source": f"the model's {POSTPROCESS_OP} op", "format": "postprocessed",
+                        "outputs": [sg.tensors[t].name for t in op.outputs[:4]], "config": config}
+    if kind == "detection":
+        chosen = (manifest.get("detection") or {}).get("outputs") or {}
+        if chosen.get("boxes") is None:
+            raise ConversionError("the task is detection, but which outputs hold the boxes and the scores is not "
+                                  f"said: give --boxes and --scores (outputs: {', '.join(names)})")
+        spec = task_spec(model, None, chosen.get("boxes"), chosen.get("scores"), labels, manifest)
+        return {**spec, "source": "the task given" if task else "the manifest"}
+    if kind == "raw":
+        return None
+    if kind == "segmentation":
+        seg = manifest.get("segmentation") or {}
+        maps = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) >= 3]
+        if seg.get("output") is not None:
+            maps = [_output_name(model, seg["output"], "segmentation output")]
+        if not maps:
+            raise ConversionError(f"the task is segmentation, but no output is a map (rank >= 3; outputs: "
+                                  f"{', '.join(names)})")
+        return {"task": "segmentation", "source": "the task given" if task else "the manifest", "output": maps[0],
+                "threshold": seg.get("threshold")}
+    classes = []
+    for n, t in zip(names, sg.outputs):
+        shape = tuple(sg.tensors[t].shape)
+        if not shape or shape[-1] < 2:
+            continue
+        if int(np.prod(shape[:-1])) != 1:  # one class vector per sample (not per anchor / position)
+            continue
+        if t in produced and op_table.row(model.op_name(sg.operators[produced[t]])).distribution:
+            classes.append((n, f"{model.op_name(sg.operators[produced[t]])} output"))
+        elif labels and shape[-1] == len(labels) and int(np.prod(shape[:-1])) == 1:
+            classes.append((n, f"{len(labels)} labels"))
+    if kind == "classification" and not classes:
+        classes = [(n, "the task given" if task else "the manifest") for n, t in zip(names, sg.outputs)
+                   if sg.tensors[t].shape and sg.tensors[t].shape[-1] >= 2]
+        if not classes:
+            raise ConversionError(f"the task is classification, but no output holds class scores (outputs: "
+                                  f"{', '.join(names)})")
+    if not classes:
+        return None
+    source = "the task given" if task else "the manifest" if kind else "; ".join(dict.fromkeys(s for _, s in classes))
+    return {"task": "classification", "source": source, "outputs": [n for n, _ in classes]}
+
+
+# ------------------------------------------------------------------------------------- task metrics
+
+
+def top1_agreement(reference_rows: np.ndarray, model_rows: np.ndarray) -> dict:
+    """Class scores (rows, K) of the float model and of the converted one: ``top1`` the fraction of rows whose
+    argmax is the same, ``top5`` the fraction whose float argmax is among the converted model's 5 highest
+    (ties: the lower class first, as argmax)."""
+    f = np.nan_to_num(np.asarray(reference_rows, np.float64))
+    q = np.nan_to_num(np.asarray(model_rows, np.float64))
+    if f.shape != q.shape or f.ndim != 2:
+        raise ModelError(f"class scores {f.shape} and {q.shape}: expected two equal (rows, classes) shapes")
+    if not len(f):
+        return {"rows": 0, "top1": None, "top5": None}
+    fa = f.argmax(axis=1)
+    top = np.argsort(-q, axis=1, kind="stable")[:, :min(5, q.shape[1])]
+    return {"rows": int(len(f)), "top1": float(np.mean(q.argmax(axis=1) == fa)),
+            "top5": float(np.mean(np.any(top == fa[:, None], axis=1)))}
+
+
+def _iou_many(box: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    from edge_sdk.tasks.pipeline import iou
+
+    return iou(np.asarray(box, np.float64), np.asarray(boxes, np.float64).reshape(-1, 4))
+
+
+def match_detections(reference, candidates, iou_min: float = MATCH_IOU, score_tol: float = SCORE_TOLERANCE) -> list:
+    """Greedy matching: each reference detection, highest score first, takes the unmatched candidate of its class
+    whose score is within ``score_tol`` of its own and whose IoU with it is the highest and >= ``iou_min``.
+    Detections: (boxes (n, 4) corners, classes (n,), scores (n,)). Returns the (reference, candidate) pairs."""
+    rb, rc, rs = (np.asarray(a) for a in reference)
+    cb, cc, cs = (np.asarray(a) for a in candidates)
+    free = np.ones(len(cs), bool)
+    pairs = []
+    for i in np.argsort(-rs, kind="stable"):
+        ok = free & (cc == rc[i]) & (np.abs(cs - rs[i]) <= score_tol + 1e-9)
+        if not ok.any():
+            continue
+        overlap = np.where(ok, _iou_many(rb[i], cb), -1.0)
+        j = int(np.argmax(overlap))
+        if overlap[j] >= iou_min:
+            free[j] = False
+            pairs.append((int(i), j))
+    return pairs
+
+
+def detection_agreement(reference: list, reference_low: list, model: list, model_low: list,
+                        iou_min: float = MATCH_IOU, score_tol: float = SCORE_TOLERANCE) -> dict:
+    """Per sample, the float detections at the score threshold (``reference``) and down to the threshold minus
+    ``score_tol`` (``reference_low``), the converted model's the same (``model``, ``model_low``): a float
+    detection is kept when a converted one (down to the lower threshold: a score within the tolerance may fall
+    just under the threshold) matches it (``match_detections``); a converted detection at the threshold that no
+    float one (down to the lower threshold) matches is extra. Fractions are of the float detections."""
+    n_ref = sum(len(r[2]) for r in reference)
+    kept = sum(len(match_detections(r, m, iou_min, score_tol)) for r, m in zip(reference, model_low))
+    n_model = sum(len(m[2]) for m in model)
+    matched = sum(len(match_detections(m, r, iou_min, score_tol)) for m, r in zip(model, reference_low))
+    extra = n_model - matched
+    return {"float_detections": n_ref, "model_detections": n_model, "kept": kept, "extra": extra,
+            "kept_fraction": kept / n_ref if n_ref else None, "extra_fraction": extra / n_ref if n_ref else None}
+
+
+def map_iou(reference_maps: list, model_maps: list) -> dict:
+    """Segmentation maps per sample, as boolean (H, W) foreground masks or integer (H, W) class maps: the IoU of
+    the converted model's map with the float one's, pooled over the samples (class maps: per class, then the mean
+    over the classes either map holds). None when neither map holds anything."""
+    inter, union = {}, {}
+    for f, q in zip(reference_maps, model_maps):
+        f, q = np.asarray(f), np.asarray(q)
+        classes = [True] if f.dtype == bool else np.union1d(np.unique(f), np.unique(q)).tolist()
+        for c in classes:
+            a, b = f == c, q == c
+            inter[c] = inter.get(c, 0) + int(np.sum(a & b))
+            union[c] = union.get(c, 0) + int(np.sum(a | b))
+    ious = [inter[c] / union[c] for c in union if union[c]]
+    return {"map_iou": float(np.mean(ious)) if ious else None, "classes": len(ious)}
+
+
+def _rows(value, n: int | None = None) -> np.ndarray:
+    """An output without its batch axes as (rows, values): (1, N, K) -> (N, K); (1, K, N) -> (N, K) when the
+    rows are known to be N or the longer axis; (1, N) -> (N, 1)."""
+    a = np.asarray(value, np.float64)
+    while a.ndim > 2 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim == 1:
+        return a.reshape(-1, 1)
+    a = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+    if n is not None:
+        return a if a.shape[0] == n else a.T if a.shape[1] == n else a.reshape(n, -1)
+    return a if a.shape[0] >= a.shape[1] else a.T
+
+
+def _activate(scores: np.ndarray, how: str) -> np.ndarray:
+    from edge_sdk.tasks.pipeline import sigmoid, softmax
+
+    if how == "sigmoid":
+        return sigmoid(scores)
+    if how == "softmax":
+        return softmax(scores, axis=1)
+    return scores
+
+
+def decode_detections(values: dict, spec: dict, threshold: float) -> tuple:
+    """The detections of one sample (``values``: output name -> float value) as (boxes (n, 4) corners, classes,
+    scores): the postprocessed op's outputs as they are; boxes and scores decoded (SSD anchors, YOLO centre
+    boxes), scored (``spec["score_activation"]``), one class per box (the best), then NMS (IoU 0.5, the class's
+    own boxes) as ``edge_sdk.tasks.pipeline.Detector`` does. Only detections scoring >= ``threshold``."""
+    from edge_sdk.tasks.pipeline import decode_boxes, nms, ssd_anchors
+
+    cfg = spec.get("config") or {}
+    if spec["format"] == "postprocessed":
+        b, c, s, n = (np.asarray(values[k], np.float64) for k in spec["outputs"])
+        # class ids and the count are whole numbers; an int8 output dequantizes them to near ones (1 -> 0.996)
+        n = max(0, min(int(np.rint(n.reshape(-1)[0])), s.size))
+        boxes, classes, scores = b.reshape(-1, 4)[:n], np.rint(c.reshape(-1)[:n]).astype(np.int64), s.reshape(-1)[:n]
+        keep = scores >= threshold
+        return boxes[keep], classes[keep], scores[keep]
+    if spec["format"] == "yolo":
+        rows = _rows(values[spec["boxes"]])
+        raw, logits = rows[:, :4], rows[:, 4:]
+    else:
+        raw = _rows(values[spec["boxes"]])
+        if raw.shape[1] < 4 <= raw.shape[0]:
+            raw = raw.T
+        logits = _rows(values[spec["scores"]], raw.shape[0])
+    scores = _activate(logits, spec.get("score_activation") or "none")
+    if cfg.get("background_class"):
+        scores = scores[:, 1:]
+    if spec["format"] == "ssd":
+        anchors = np.asarray(cfg["anchors"], np.float32) if cfg.get("anchors") is not None \
+            else ssd_anchors(cfg["ssd_anchors"])
+        corners = decode_boxes(raw, anchors, cfg.get("scales", (10.0, 10.0, 5.0, 5.0)), cfg.get("box_order") or "yxhw",
+                               cfg.get("box_encoding", "log"))
+    elif (cfg.get("box_order") or ("cxcywh" if spec["format"] == "yolo" else "yxyx")) == "cxcywh":
+        cx, cy, w, h = raw[:, 0], raw[:, 1], raw[:, 2], raw[:, 3]
+        corners = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)  # IoU needs corners only
+    else:
+        corners = raw[:, :4]  # yxyx or xyxy: IoU is the same in either order
+    if not scores.shape[1]:
+        return np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0)
+    classes = scores.argmax(axis=1)
+    best = scores[np.arange(len(scores)), classes]
+    keep = nms(corners, best, classes, float(cfg.get("iou_threshold", 0.5)), threshold,
+               int(cfg.get("max_detections", 100)), bool(cfg.get("class_aware", True)))
+    return corners[keep], classes[keep], best[keep]
+
+
+def _segmentation_map(value, threshold: float) -> np.ndarray:
+    """A map output -> a class map (the class axis: the smaller of axis 1 and the last; one channel: foreground
+    where the value is over ``threshold``)."""
+    a = np.asarray(value, np.float64)
+    while a.ndim > 3 and a.shape[0] == 1:
+        a = a[0]
+    if a.ndim == 2:
+        a = a[..., None]
+    axis = 0 if a.shape[0] < a.shape[-1] else a.ndim - 1
+    if a.shape[axis] == 1:
+        return np.take(a, 0, axis=axis) > threshold
+    return a.argmax(axis=axis)
+
+
+# ------------------------------------------------------------------------------------- running both models
+
+
+class _Run:
+    """A model in an interpreter with the tf.lite API (edge-sdk's or LiteRT's): float samples in (quantized for
+    an integer input), float outputs out (dequantized), in output order; each sample from the initial state."""
+
+    def __init__(self, interp, runtime: str):
+        interp.allocate_tensors()
+        self.interp, self.runtime = interp, runtime
+        self.ins, self.outs = interp.get_input_details(), interp.get_output_details()
+
+    def __call__(self, sample) -> list[np.ndarray]:
+        from edge_sdk.tasks.pipeline import dequantize, to_input
+
+        it = self.interp
+        if hasattr(it, "reset_all_variables"):
+            it.reset_all_variables()
+        for d, x in zip(self.ins, sample):
+            it.set_tensor(d["index"], to_input(x, d, "sample"))
+        it.invoke()
+        return [np.array(dequantize(it.get_tensor(d["index"]), d), np.float64) for d in self.outs]
+
+
+def _litert(model):
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    except ImportError:
+        return None
+    from edge_sdk.model import write_model
+
+    return _Run(Interpreter(model_content=write_model(model), num_threads=1,
+                            experimental_op_resolver_type=OpResolverType.BUILTIN_REF), "LiteRT's reference kernels")
+
+
+def _ours(model):
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    return _Run(Interpreter(model=model), "edge-sdk's interpreter")
+
+
+def _task_runs(float_model, model, mode: str):
+    """(float run, converted run) in runtimes that run them, as the SNR guard picks them: edge-sdk's interpreter,
+    LiteRT's reference kernels when it refuses a model; a dynamic-range model in LiteRT's hybrid kernels (without
+    ai-edge-litert: the float model over its dequantized weights, as the SNR guard then measures)."""
+    def first(*makers):
+        why = None
+        for make in makers:
+            try:
+                run = make()
+            except (ModelError, RuntimeError, ValueError) as exc:
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                continue
+            if run is not None:
+                return run
+        raise ModelError(why or "ai-edge-litert is not installed")
+
+    float_run = first(lambda: _ours(float_model), lambda: _litert(float_model))
+    if mode == "dynamic":
+        from converters.quantize.weights_only import dequantized_weights
+
+        run = first(lambda: _litert(model), lambda: _ours(dequantized_weights(float_model, model)))
+    else:
+        run = first(lambda: _ours(model), lambda: _litert(model))
+    return float_run, run
+
+
+def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goals: dict | None = None,
+               data: str = "held-back") -> dict:
+    """Run the float ``float_model`` and the converted ``model`` (``Model`` objects; ``mode`` picks the converted
+    model's runtime) on ``samples`` (each a list of arrays, one per input, as the float model takes them) and
+    measure the task ``spec`` (``task_spec``) says: classification top-1 / top-5 agreement, detection matching
+    (``detection_agreement``), segmentation map IoU. The record: ``task``, ``source``, ``samples``, ``data``,
+    ``runtime``, ``metrics``, ``goal`` ({metric: fraction}), ``judged`` (False, with ``why``, when nothing could
+    be measured: no sample, no float detection, empty maps, no runtime) and ``met``."""
+    goals = goals or task_goals()[0]
+    record = {k: v for k, v in spec.items() if k != "config"}
+    record.update(samples=0, data=data, metrics={}, judged=False, met=None)
+    samples = list(samples)
+    if not samples:
+        return {**record, "why": f"no {data} samples to judge it on"}
+    try:
+        float_run, run = _task_runs(float_model, model, mode)
+    except ModelError as exc:
+        return {**record, "why": f"no runtime here runs the {mode} model ({exc})"}
+    record["runtime"] = run.runtime
+    names = _output_names(float_model)
+    ref, got = [], []
+    for sample in samples:
+        ref.append(dict(zip(names, float_run(sample))))
+        got.append(dict(zip(names, run(sample))))
+    record["samples"] = len(samples)
+    task = spec["task"]
+    if task == "classification":
+        per = []
+        for n in spec["outputs"]:
+            k = ref[0][n].shape[-1] if ref[0][n].ndim else 1
+            m = top1_agreement(np.concatenate([r[n].reshape(-1, k) for r in ref]),
+                               np.concatenate([g[n].reshape(-1, k) for g in got]))
+            per.append({"output": n, **m})
+        worst = min(per, key=lambda m: m["top1"])
+        record["metrics"] = {"top1": worst["top1"], "top5": min(m["top5"] for m in per), "outputs": per}
+        record["goal"] = {"top1": goals["top1"]}
+        return {**record, "judged": True, "met": worst["top1"] >= goals["top1"]}
+    if task == "segmentation":
+        cut = spec.get("threshold")
+        if cut is None:  # one cut for both models: 0.5 when the float maps are probabilities, else 0 (logits)
+            low, high = min(float(r[spec["output"]].min()) for r in ref), max(float(r[spec["output"]].max()) for r in ref)
+            cut = 0.5 if 0.0 <= low and high <= 1.0 else 0.0
+        m = map_iou([_segmentation_map(r[spec["output"]], cut) for r in ref],
+                    [_segmentation_map(g[spec["output"]], cut) for g in got])
+        record["metrics"], record["goal"] = m, {"map_iou": goals["map_iou"]}
+        if m["map_iou"] is None:
+            return {**record, "why": f"neither model's map holds anything on the {len(samples)} samples"}
+        return {**record, "judged": True, "met": m["map_iou"] >= goals["map_iou"]}
+    # detection: scores as the float model gives them (probabilities kept; else logits through a sigmoid)
+    cfg = spec.get("config") or {}
+    activation = cfg.get("score_activation")
+    if spec["format"] != "postprocessed" and activation in (None, "auto"):
+        values = np.concatenate([(_rows(r[spec["boxes"]])[:, 4:] if spec["format"] == "yolo"
+                                  else r[spec["scores"]]).reshape(-1) for r in ref])
+        activation = "none" if values.size and 0.0 <= values.min() and values.max() <= 1.0 else "sigmoid"
+    spec = {**spec, "score_activation": activation}
+    if activation is not None:
+        record["score_activation"] = activation
+    thr = float(cfg.get("score_threshold", SCORE_THRESHOLD))
+    low = max(0.0, thr - SCORE_TOLERANCE)
+    ref_at, ref_low = [decode_detections(r, spec, thr) for r in ref], [decode_detections(r, spec, low) for r in ref]
+    got_at, got_low = [decode_detections(g, spec, thr) for g in got], [decode_detections(g, spec, low) for g in got]
+    m = detection_agreement(ref_at, ref_low, got_at, got_low)
+    record["metrics"] = {**m, "score_threshold": thr, "match_iou": MATCH_IOU, "score_tolerance": SCORE_TOLERANCE}
+    record["goal"] = {"detections": goals["detections"]}
+    if not m["float_detections"]:
+        return {**record, "why": f"the float model detects nothing (score >= {thr:g}) on the {len(samples)} samples"}
+    met = m["kept_fraction"] >= goals["detections"] and m["extra_fraction"] <= 1.0 - goals["detections"] + 1e-12
+    return {**record, "judged": True, "met": met}
+
+
+def task_samples(data, held_back: int = 0, limit: int = TASK_SAMPLES, what: str = "evaluation") -> tuple:
+    """(samples, what they are, why there are none) the task is judged on, from ``data`` (``converters.calibration``
+    samples): with ``held_back`` > 0 the calibration samples the SNR guard held back (every 5th, at most that
+    many; the first ``MEASURE_SAMPLES`` when there are fewer than 5), else the first ``limit`` (``what`` says
+    whose). A source read once (an iterator) cannot be read again: no samples, and why."""
+    from converters.calibration import CalibrationData
+    from converters.quantize.calibrate import MEASURE_SAMPLES
+
+    if data is None:
+        return [], "no", "no data to judge it on (give --calib or --eval)"
+    if isinstance(data, CalibrationData) and not data.reiterable:
+        return [], "no", "the calibration data was an iterator, read once (give --eval / eval_data to judge it)"
+    source = data.relabeled(None) if isinstance(data, CalibrationData) else data
+    if not held_back:
+        out = []
+        for sample in source:
+            out.append(sample)
+            if len(out) >= limit:
+                break
+        return out, what, None
+    held, first = [], []
+    for k, sample in enumerate(source):
+        if k % 5 == 4 and len(held) < held_back:
+            held.append(sample)
+        elif len(first) < MEASURE_SAMPLES:
+            first.append(sample)
+        if len(held) >= held_back:
+            break
+    return (held, "held-back", None) if held else (first, "calibration", None)
+
+
+def goal_met(outputs, min_snr: float, record: dict | None = None) -> bool:
+    """The guard's one verdict, for whoever decides "goal met" (the widening search among them): a judged task's
+    (``judge_task``), else every output (and joined part) at ``min_snr`` dB or above (``outputs``: the guard's
+    per-output entries with ``worst_snr_db``)."""
+    if record is not None and record.get("judged"):
+        return bool(record["met"])
+    return all(o["worst_snr_db"] >= min_snr for o in outputs or [])
+
+
+def apply_task_verdict(guard: dict, record: dict | None) -> dict:
+    """Make a judged task's verdict the guard's: ``guard["task"]`` = the record, ``guard["snr_met"]`` = whether
+    every output met the SNR goal (the guard's own verdict), ``guard["met"]`` = the task's when it was judged,
+    ``guard["judged_by"]`` = "task" or "snr". Returns the guard."""
+    guard["snr_met"] = bool(guard.get("snr_met", guard.get("met")))
+    if record is None:
+        guard["judged_by"] = "snr"
+        return guard
+    guard["task"] = record
+    guard["judged_by"] = "task" if record.get("judged") else "snr"
+    guard["met"] = bool(record["met"]) if record.get("judged") else guard["snr_met"]
+    return guard
+
+
+def task_text(record: dict) -> str:
+    """One line of the task metric: ``top-1 agreement 96.9% (goal >= 99%), top-5 100.0%``."""
+    m, goal = record.get("metrics") or {}, record.get("goal") or {}
+
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"
+
+    if record["task"] == "classification":
+        return f"top-1 agreement {pct(m.get('top1'))} (goal >= {pct(goal.get('top1'))}), top-5 {pct(m.get('top5'))}"
+    if record["task"] == "segmentation":
+        return f"map IoU {pct(m.get('map_iou'))} (goal >= {pct(goal.get('map_iou'))})"
+    if not m:
+        return "detections not matched"
+    return (f"detections kept {pct(m.get('kept_fraction'))} ({m['kept']} of {m['float_detections']} float "
+            f"detections; IoU >= {m['match_iou']:g}, same class, score within {m['score_tolerance']:g}; goal >= "
+            f"{pct(goal.get('detections'))}), {m['extra']} extra ({pct(m.get('extra_fraction'))})")
+
+
+def task_shortfall(record: dict) -> str:
+    """The line that says by how much the task misses its goal (for the refusal and the lossy note)."""
+    goal = next(iter((record.get("goal") or {}).items()), (None, None))
+    flag = GOAL_FLAGS.get(goal[0], "")
+    return (f"task {record['task']}: {task_text(record)} on {record['samples']} {record['data']} sample(s): "
+            f"below its goal ({flag})")

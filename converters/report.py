@@ -185,16 +185,45 @@ def sample_kind(guard: dict) -> str:
                                  "held-back" if guard.get("held_back") else "calibration")
 
 
+def format_task(guard: dict) -> list[str]:
+    """The task's lines beside the SNR ones: what the task is and where it came from, its metric against its
+    goal, and the verdict (which of the two decided, and the other one said too)."""
+    from converters.evaluate import task_text
+
+    record = guard.get("task")
+    if not record:
+        return []
+    what = record["task"] + (f" ({record['source']})" if record.get("source") else "")
+    snr = "SNR met" if guard.get("snr_met") else f"SNR NOT met ({len(guard.get('short') or [])} output(s) below " \
+        f"{guard['min_snr_db']:g} dB)"
+    if not record.get("judged"):
+        return [f"task       {what}: not judged: {record.get('why')}",
+                f"verdict    {'kept' if guard['met'] else 'refused'} on the SNR: {snr}"]
+    where = f"{record['samples']} {record['data']} sample(s)" + (f", {record['runtime']}" if record.get("runtime") else "")
+    lines = [f"task       {what} on {where}: {'met' if record['met'] else 'NOT met'}",
+             f"  {task_text(record)}"]
+    if record["task"] == "classification" and len(record["metrics"].get("outputs") or []) > 1:
+        lines += [f"  {o['output']}: top-1 agreement {100 * o['top1']:.1f}%, top-5 {100 * o['top5']:.1f}%"
+                  for o in record["metrics"]["outputs"]]
+    if record["met"]:
+        lines.append(f"verdict    kept on the task: task met, {snr}")
+    else:
+        lines.append(f"verdict    the task decides: task NOT met, {snr}")
+    return lines
+
+
 def format_guard(guard: dict | None) -> list[str]:
-    """The accuracy guard's lines: each output's SNR (its joined parts, argmax agreement), what was widened
-    and what it costs, and what falls short."""
+    """The accuracy guard's lines: each output's SNR (its joined parts, argmax agreement), the task's metric
+    beside it when the task is known (``format_task``), what was widened and what it costs, and what falls
+    short."""
     if not guard:
         return []
     if guard.get("measured") is False:  # fp16 / dynamic that no runtime here runs
         return [f"accuracy   NOT measured: {guard['not_measured']}"]
     where = f"{guard['samples']} {sample_kind(guard)} sample(s)"
+    snr_met = guard.get("snr_met", guard["met"])
     lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
-             f"{guard['precision']}): {'met' if guard['met'] else 'NOT met'}"]
+             f"{guard['precision']}): {'met' if snr_met else 'NOT met'}"]
     if guard.get("runtime"):  # fp16 / dynamic: which runtime ran the converted model
         lines.append(f"  measured in {guard['runtime']}")
     for o in guard.get("outputs", []):
@@ -206,6 +235,7 @@ def format_guard(guard: dict | None) -> list[str]:
         if o.get("agreement") is not None:  # a BOOL output (mask)
             extra += f" (mask) {100 * o['agreement']:.2f}% of elements agree"
         lines.append(f"  {o['name']}: SNR {_db(o['snr_db'])} dB" + extra)
+    lines.extend(format_task(guard))
     wide = guard.get("widened") or []
     if wide:
         cost = guard.get("cost") or {}
@@ -263,7 +293,7 @@ def format_conversion(report: dict) -> str:
     if ops:
         lines.append(f"transposes {ops.get('TRANSPOSE', 0)}")
     for note in ((q.get("report") or {}).get("notes") or []):
-        if not note.startswith("lossy:"):  # the guard's lines say that
+        if not note.startswith(("lossy:", "kept on its task")):  # the guard's lines say that
             lines.append(f"note       {note}")
     lines.extend(format_guard(report.get("guard")))
     table = report.get("layers") or []

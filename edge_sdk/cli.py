@@ -253,7 +253,8 @@ def _cmd_convert(args) -> int:
                          eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
                          allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
                          input_values=_input_values(args.input_value), memory=args.memory,
-                         stateful=args.stateful)
+                         stateful=args.stateful, task=args.task, boxes=args.boxes, scores=args.scores,
+                         min_top1=args.min_top1, min_detections=args.min_detections, min_map_iou=args.min_map_iou)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -649,10 +650,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_inspect)
 
+    def fraction(text: str) -> float:  # a task goal: exit 2 naming the flag when it is not in [0, 1]
+        try:
+            value = float(text)
+        except ValueError:
+            value = -1.0
+        if not 0.0 <= value <= 1.0:
+            raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1], not {text!r}")
+        return value
+
+    guard_help = """
+The accuracy guard (every lossy mode: int8, int16x8, fp16, dynamic): the converted model runs beside the float
+one on held-back calibration samples (fp16 / dynamic: the first calibration samples, else the --eval data) and
+each output's SNR is measured (--min-snr). When the model says what it is, its task is judged too (on the
+--eval data when given, else on those samples) and decides:
+  classification  top-1 agreement with the float model >= --min-top1 (0.99); top-5 shown
+  detection       float detections kept >= --min-detections (0.9): a converted detection of the same class,
+                  IoU >= 0.5, score within 0.05; extra detections <= 10% of the float ones
+  segmentation    map IoU >= --min-map-iou (0.9)
+The task is known from --boxes/--scores, --task, a .tflite source's manifest, a TFLite_Detection_PostProcess
+op, a SOFTMAX output or one score per --labels entry. A model whose task is kept is written even when an
+output's SNR is low (the report says both); one whose task is not kept is refused unless --allow-lossy.
+"""
     p = sub.add_parser(
         "convert", help="convert an ONNX or float .tflite model to an int8/fp16 TFLite package",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=CALIBRATION_DATA_HELP)
+        epilog=CALIBRATION_DATA_HELP + guard_help)
     p.add_argument("src", help="the source model (.onnx or float .tflite)")
     p.add_argument("-o", "--output", required=True, help="the .tflite to write (only when conversion succeeds)")
     p.add_argument("--target", help="device profile to check against before writing (default: none)")
@@ -687,6 +710,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "samples, in dB (default 30)")
     p.add_argument("--allow-lossy", action="store_true",
                    help="write the model even when an output stays below --min-snr (the report says so)")
+    # the task the guard judges (converters.evaluate.task_spec); its metric decides, the SNR is shown beside it
+    p.add_argument("--task", choices=["classification", "detection", "segmentation", "raw"],
+                   help="what the outputs mean (default: the .tflite source's manifest, a TFLite_Detection_PostProcess "
+                        "op, a SOFTMAX output or one score per --labels entry; else raw: SNR only)")
+    p.add_argument("--boxes", metavar="OUTPUT", help="detector: the output (name or index) holding the boxes; the "
+                   "same as --scores for YOLO-style rows (cx, cy, w, h, class scores...)")
+    p.add_argument("--scores", metavar="OUTPUT", help="detector: the output (name or index) holding the class scores")
+    p.add_argument("--min-top1", type=fraction, default=0.99, metavar="FRACTION",
+                   help="classification: top-1 agreement with the float model the guard requires (default 0.99)")
+    p.add_argument("--min-detections", type=fraction, default=0.9, metavar="FRACTION",
+                   help="detection: float detections kept (same class, IoU >= 0.5, score within 0.05), extra ones "
+                        "at most 1 - FRACTION of them (default 0.9)")
+    p.add_argument("--min-map-iou", type=fraction, default=0.9, metavar="FRACTION",
+                   help="segmentation: IoU of the converted model's map with the float one's (default 0.9)")
     p.add_argument("--stateful", action="store_true",
                    help="keep a streaming model's recurrent state on the device: each state input/output pair "
                         "becomes a resource variable (zero at start; reset_all_variables() resets it)")

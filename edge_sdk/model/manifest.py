@@ -13,6 +13,8 @@ The manifest says how to feed the model and what it was made from::
       "preprocess": {"size": [28, 28], "resize": "center-crop", "mean": [...], "std": [...],
                      "channels": "RGB", "layout": "NCHW", "value_range": [0, 1]},   # Preprocess.to_dict()
       "labels": ["cat", "dog"],
+      "task": "detection",                       # what the outputs mean (TASKS; aliases in TASK_ALIASES)
+      "detection": {"format": "boxes", "outputs": {"boxes": "boxes", "scores": "scores"}},   # Detector options
       "target": "stm32f746-disco",
       "quantization": {"mode": "int8", "method": "minmax", "io": "int8", "exclude": []},
       "calibration": {"samples": 100, ...},
@@ -20,6 +22,12 @@ The manifest says how to feed the model and what it was made from::
     }
 
 Every key is optional for a reader; ``write_manifest`` only requires a JSON-serializable dict.
+
+The task (``manifest_task``): "classification" (class scores), "detection" (boxes and scores; "detection" holds
+``edge_sdk.tasks.pipeline.Detector``'s options, and a "detection" entry alone says the task), "segmentation" (a
+per-pixel class or probability map; "segmentation": {"output": name, "threshold": 0.5} may say which output and
+where a one-channel map's foreground starts) or "raw" (tensors, no meaning known). The converter's accuracy guard judges
+the task it names (``converters.evaluate.task_spec``), and ``edge run`` decodes it.
 """
 
 from __future__ import annotations
@@ -31,6 +39,32 @@ from edge_sdk.model.types import Buffer, Metadata, Model
 
 MANIFEST_NAME = "edge_sdk.manifest"
 MANIFEST_FORMAT = 1
+TASKS = ("classification", "detection", "segmentation", "raw")
+# the words a manifest or a user may say for a task (``edge run``'s "classify" / "detect" among them)
+TASK_ALIASES = {"classification": "classification", "classify": "classification",
+                "image_classification": "classification", "audio_classification": "classification",
+                "detection": "detection", "detect": "detection", "object_detection": "detection",
+                "segmentation": "segmentation", "segment": "segmentation", "semantic_segmentation": "segmentation",
+                "raw": "raw"}
+
+
+def task_name(task, what: str = "task") -> str | None:
+    """One of ``TASKS`` for a task word (None stays None); ModelError naming ``what`` for an unknown word."""
+    if task is None:
+        return None
+    name = TASK_ALIASES.get(str(task).strip().lower())
+    if name is None:
+        raise ModelError(f"{what}: unknown task {task!r} (one of {', '.join(TASKS)})")
+    return name
+
+
+def manifest_task(manifest: dict | None) -> str | None:
+    """The task a manifest says (its "task", else "detection" when it has detection options), or None."""
+    if not manifest:
+        return None
+    if manifest.get("task") is not None:
+        return task_name(manifest["task"], f"manifest {MANIFEST_NAME!r}")
+    return "detection" if manifest.get("detection") else None
 
 
 def jsonable(value):
@@ -131,6 +165,8 @@ def summarize_manifest(manifest: dict) -> list[str]:
     if labels:
         shown = ", ".join(str(x) for x in labels[:5]) + (", …" if len(labels) > 5 else "")
         lines.append(f"labels: {len(labels)} ({shown})")
+    if manifest.get("task"):
+        lines.append(f"task: {manifest['task']}")
     if manifest.get("target"):
         lines.append(f"target: {manifest['target']}")
     q = manifest.get("quantization")
