@@ -412,13 +412,9 @@ def run_c(model: bytes, inputs) -> list[np.ndarray]:
     checks the C runtime beside other things: tests/test_import_onnx_compare.py)."""
     from edge_sdk import Interpreter
     from edge_sdk.runtime.c_interpreter import CInterpreter
-    from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
+    from tests.conftest import require_c_runtime
 
-    if not HAVE_C_RUNTIME:
-        import pytest
-
-        pytest.skip(C_RUNTIME_REASON)
-
+    require_c_runtime()
     interp = Interpreter(model_content=model, backend="c")
     assert isinstance(interp, CInterpreter)
     interp.allocate_tensors()
