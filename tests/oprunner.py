@@ -379,6 +379,24 @@ def refused_on(runtime: str, model_bytes: bytes, inputs, error: type[Exception],
         run_on(runtime, model_bytes, inputs)
 
 
+def refusal_on(runtime: str, model_bytes: bytes, error: type[Exception] | tuple = ModelError) -> Exception:
+    """The error ``runtime`` refuses the model with at allocate_tensors (``error``, or one of a tuple): for a test
+    of the refusal's message or kind."""
+    import pytest
+
+    from edge_sdk import Interpreter
+
+    if runtime not in ("python", "c"):
+        raise ValueError(f"runtime must be 'python' or 'c', not {runtime!r}")
+    if runtime == "c":
+        from tests.conftest import require_c_runtime
+
+        require_c_runtime()
+    with pytest.raises(error) as info:
+        Interpreter(model_content=bytes(model_bytes), backend=runtime).allocate_tensors()
+    return info.value
+
+
 # ------------------------------------------------------------------------- what firmware_c/tools/image_main.c does
 
 def image_main_inputs(interp) -> list[np.ndarray]:
