@@ -22,6 +22,12 @@ RUNTIMES = ("python", "c")
 needs_c_runtime = pytest.mark.skipif(not HAVE_C_RUNTIME, reason=C_RUNTIME_REASON)
 
 
+def require_c_runtime() -> None:
+    """``needs_c_runtime`` from inside a fixture or a helper (which cannot take a mark): the same skip."""
+    if not HAVE_C_RUNTIME:
+        pytest.skip(C_RUNTIME_REASON)
+
+
 @pytest.fixture(params=RUNTIMES)
 def runtime(request) -> str:
     """The runtime grid: a test taking ``runtime`` runs once on the Python interpreter and once on the C runtime

@@ -379,6 +379,24 @@ def refused_on(runtime: str, model_bytes: bytes, inputs, error: type[Exception],
         run_on(runtime, model_bytes, inputs)
 
 
+def refusal_on(runtime: str, model_bytes: bytes, error: type[Exception] | tuple = ModelError) -> Exception:
+    """The error ``runtime`` refuses the model with at allocate_tensors (``error``, or one of a tuple): for a test
+    of the refusal's message or kind."""
+    import pytest
+
+    from edge_sdk import Interpreter
+
+    if runtime not in ("python", "c"):
+        raise ValueError(f"runtime must be 'python' or 'c', not {runtime!r}")
+    if runtime == "c":
+        from tests.conftest import require_c_runtime
+
+        require_c_runtime()
+    with pytest.raises(error) as info:
+        Interpreter(model_content=bytes(model_bytes), backend=runtime).allocate_tensors()
+    return info.value
+
+
 # ------------------------------------------------------------------------- what firmware_c/tools/image_main.c does
 
 def image_main_inputs(interp) -> list[np.ndarray]:
@@ -412,13 +430,9 @@ def run_c(model: bytes, inputs) -> list[np.ndarray]:
     checks the C runtime beside other things: tests/test_import_onnx_compare.py)."""
     from edge_sdk import Interpreter
     from edge_sdk.runtime.c_interpreter import CInterpreter
-    from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
+    from tests.conftest import require_c_runtime
 
-    if not HAVE_C_RUNTIME:
-        import pytest
-
-        pytest.skip(C_RUNTIME_REASON)
-
+    require_c_runtime()
     interp = Interpreter(model_content=model, backend="c")
     assert isinstance(interp, CInterpreter)
     interp.allocate_tensors()

@@ -6,7 +6,6 @@ at the new shape with the same results as the Python interpreter."""
 from __future__ import annotations
 
 import inspect
-import shutil
 
 import numpy as np
 import pytest
@@ -14,10 +13,9 @@ import pytest
 from edge_sdk.model import read_model, write_model
 from edge_sdk.runtime.c_interpreter import CInterpreter
 from edge_sdk.runtime.interpreter import Interpreter
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 
-needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                             reason="the C runtime needs gcc and make")
 
 
 def _dynamic_batch_fc() -> bytes:
@@ -59,7 +57,7 @@ def test_every_public_method_of_the_python_interpreter_is_the_c_runtimes_own():
         assert [p.name for p in c_params] == [p.name for p in py_params], name
 
 
-@needs_c
+@needs_c_runtime
 def test_backend_c_is_an_interpreter_built_by_its_own_constructor():
     data = _dynamic_batch_fc()
     for it in (Interpreter(model_content=data, backend="c"), CInterpreter(model_content=data)):
@@ -72,7 +70,7 @@ def test_backend_c_is_an_interpreter_built_by_its_own_constructor():
         Interpreter(model_content=data, backend="tpu")
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("batch", [3, 1, 7])
 def test_resize_on_both_backends_gives_identical_outputs(batch):
     data = _dynamic_batch_fc()
@@ -98,7 +96,7 @@ def test_resize_on_both_backends_gives_identical_outputs(batch):
     assert arenas["c"] == arenas["python"] == batch * 12  # the input's planned bytes follow the new shape
 
 
-@needs_c
+@needs_c_runtime
 def test_resize_checks_are_the_python_interpreters():
     data = _dynamic_batch_fc()
     for backend in ("python", "c"):

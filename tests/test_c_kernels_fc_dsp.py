@@ -4,9 +4,10 @@ k % 4 / channel tails), windows clipped by the padding, strides and dilations, g
 per-channel weights, input zero points from -128 to 127, no bias, and scale ratios the two-SMMLAR
 requantization (edge_rq) does not cover (those layers keep edge_mbqm).
 
-Each case: the plain C build == our Python interpreter == TFLM (bit for bit); the DSP code emulated in C on
-the host (-DEDGE_EMULATE_DSP) == the plain build; and (slow) the real SXTB16/SMLAD/SMMLAR assembly in a
-Cortex-M4 image under QEMU (mps2-an386) gives the Python interpreter's output hash.
+Each case runs on the runtime grid (the Python interpreter and the C runtime): == TFLM (bit for bit) on both, the
+plain C build == our Python interpreter; and, C-only by nature, the DSP code emulated in C on the host
+(-DEDGE_EMULATE_DSP) == the plain build, and (slow) the real SXTB16/SMLAD/SMMLAR assembly in a Cortex-M4 image
+under QEMU (mps2-an386) gives the Python interpreter's output hash.
 """
 
 from __future__ import annotations
@@ -21,14 +22,13 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_c_runtime
-from tests.oprunner import T, image_main_hash, image_main_inputs, op_model, run_ours
-from tests.peers import PeerCrashed, run_tflm
-from tests.test_ops_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
+from tests.oprunner import (T, image_main_hash, image_main_inputs, keep_python_outputs, op_model, peer_outputs,
+                            run_on)
+from tests.peers import PeerCrashed
+from tests.test_ops_conv import _run_exe, dsp_runner  # noqa: F401 (a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
-
-pytestmark = needs_c_runtime
 
 
 def _out(padding, stride, dil, size, k):
@@ -115,18 +115,24 @@ def _model(name):
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_fast_paths_bit_exact(backend, dsp_runner, name, tmp_path):  # noqa: F811
+def test_fast_paths_bit_exact(runtime, name, tmp_path, request):
     model, feeds = _model(name)
-    plain = _run_c(backend, model, feeds)[0]
-    np.testing.assert_array_equal(plain, run_ours(model, feeds)[0])
+    outputs = run_on(runtime, model, feeds)
+    if runtime == "python":  # the C case's reference
+        keep_python_outputs(model, feeds, outputs)
+    got = outputs[0]
     try:
-        np.testing.assert_array_equal(plain, run_tflm(model, feeds, isolate=True)[0])
+        np.testing.assert_array_equal(got, peer_outputs(model, feeds, "tflm", isolate=True)[0])
     except PeerCrashed:
         assert CASES[name][0] == "DEPTHWISE_CONV_2D" and not CASES[name][3]  # TFLM needs a depthwise bias
-    np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
-    assert np.unique(plain).size > 2, "degenerate case: output saturated"
+    assert np.unique(got).size > 2, "degenerate case: output saturated"
+    if runtime == "c":  # the plain build == Python; the DSP code emulated on the host (C-only) == the plain build
+        np.testing.assert_array_equal(got, peer_outputs(model, feeds, "python")[0])
+        dsp_runner = request.getfixturevalue("dsp_runner")  # built only when a C case runs
+        np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, got, tmp_path), got)
 
 
+@needs_c_runtime
 def test_requantization_fast_form_matches_mbqm(tmp_path):
     """edge_rq_make / edge_rq_apply (two SMMLAR on DSP cores) == edge_mbqm + zero point over random and edge
     accumulators, multipliers and shifts, in the plain and the emulated-DSP build."""
@@ -169,6 +175,7 @@ int main(void) {
 # ------------------------------------------------------------------------------------------------ on the M4
 
 @pytest.mark.slow
+@needs_c_runtime
 @pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
@@ -211,19 +218,22 @@ def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
                                                           (4, 16, 1, True, "RELU6"), (10, 37, 3, True, "NONE"),
                                                           (13, 560, 1, False, "RELU_N1_TO_1"),
                                                           (16, 9, 2, True, "NONE")])
-def test_fully_connected_float32_unit_groups(backend, units, depth, batches, bias, act):  # noqa: F811
-    # float32 FULLY_CONNECTED runs eight units at a time (the last group repeats its last row where units run
-    # out): C == numpy, Python and TFLM within the float tolerance, every unit of the last group written from
-    # its own row
+def test_fully_connected_float32_unit_groups(runtime, units, depth, batches, bias, act):
+    # float32 FULLY_CONNECTED runs eight units at a time in C (the last group repeats its last row where units
+    # run out): each runtime == numpy and TFLM within the float tolerance, and C == Python, every unit of the
+    # last group written from its own row
     rng = np.random.default_rng(units * 1000 + depth)
     w = T((units, depth), "FLOAT32", data=rng.standard_normal((units, depth)).astype(np.float32))
     b = T((units,), "FLOAT32", data=rng.standard_normal(units).astype(np.float32)) if bias else None
     model = op_model("FULLY_CONNECTED", [T((batches, depth), "FLOAT32"), w, b], [T((batches, units), "FLOAT32")],
                      options={"fused_activation_function": act})
     feeds = [rng.standard_normal((batches, depth)).astype(np.float32)]
-    got = _run_c(backend, model, feeds)[0]
+    outputs = run_on(runtime, model, feeds)
+    if runtime == "python":  # the C case's reference
+        keep_python_outputs(model, feeds, outputs)
+    got = outputs[0]
     ref = feeds[0] @ w.data.T.astype(np.float64) + (b.data if bias else 0)
     lo, hi = {"NONE": (-np.inf, np.inf), "RELU": (0, np.inf), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]
     np.testing.assert_allclose(got, np.clip(ref, lo, hi), rtol=1e-5, atol=1e-5)
-    for theirs in (run_ours(model, feeds)[0], run_tflm(model, feeds)[0]):
-        np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-6)
+    for peer in ("python", "tflm") if runtime == "c" else ("tflm",):
+        np.testing.assert_allclose(got, peer_outputs(model, feeds, peer)[0], rtol=1e-5, atol=1e-6, err_msg=peer)

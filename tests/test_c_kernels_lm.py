@@ -1,7 +1,8 @@
-"""The C runtime's kernels for the transformer ops (firmware_c/src/kernels/: batch_matmul, gather, rsqrt, abs,
-minimum_maximum (MINIMUM, MAXIMUM), cast): single-op models through the C backend, equal to our Python
-interpreter and to TFLM (or LiteRT's reference kernels where TFLM lacks the case); float32 within 1e-5.
-Then the C signature runner on examples/tiny_lm against the Python one."""
+"""The transformer ops (BATCH_MATMUL, GATHER, RSQRT, ABS, MINIMUM, MAXIMUM, CAST, int64 ADD / SUB / MUL) on the
+runtime grid (the Python interpreter and the C runtime's firmware_c/src/kernels/): single-op models equal to TFLM
+(or LiteRT's reference kernels where TFLM lacks the case) and, on the C runtime, to our Python interpreter; float32
+BATCH_MATMUL within 1e-5. Then, C-only by nature (the two runtimes compared, the C accessors themselves), the C
+signature runner and greedy generation on examples/tiny_lm against the Python ones."""
 
 from __future__ import annotations
 
@@ -12,48 +13,18 @@ import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from tests.conftest import needs_c_runtime
-from tests.oprunner import T, op_model, run_ours
-from tests.peers import run_litert, run_tflm
-
-pytestmark = needs_c_runtime
+from tests.oprunner import T, check_on, op_model, refusal_on, run_on
 
 LM = Path(__file__).resolve().parent.parent / "examples" / "tiny_lm"
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from edge_sdk.runtime import c_build, c_interpreter
-
-    c_build.build()
-    return c_interpreter
-
-
-def run_c(backend, model: bytes, feeds):
-    c = backend.CInterpreter(model_content=model)
-    c.allocate_tensors()
-    for d, x in zip(c.get_input_details(), feeds):
-        c.set_tensor(d["index"], x)
-    c.invoke()
-    return [c.get_tensor(d["index"]) for d in c.get_output_details()]
-
-
-def check(backend, model: bytes, feeds, peer="tflm", tol=False):
-    """C == our Python interpreter == the peer (TFLM, LiteRT's reference kernels, or None); returns C's outputs."""
-    got = run_c(backend, model, feeds)
-    refs = [("python", run_ours(model, feeds))]
-    if peer == "tflm":
-        refs.append(("tflm", run_tflm(model, feeds)))
-    elif peer == "litert":
-        refs.append(("litert", run_litert(model, feeds)))
-    for name, ref in refs:
-        assert len(got) == len(ref)
-        for i, (a, b) in enumerate(zip(got, ref)):
-            assert a.shape == b.shape and a.dtype == b.dtype, f"output {i} vs {name}: {a.shape} {a.dtype} / {b.shape} {b.dtype}"
-            if tol:  # BATCH_MATMUL: C accumulates in k order, numpy's BLAS and the peers in theirs
-                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=f"output {i} vs {name}")
-            else:
-                np.testing.assert_array_equal(a, b, err_msg=f"output {i} vs {name}")
-    return got
+def check(runtime: str, model: bytes, feeds, peer="tflm", tol=False):
+    """``runtime``'s outputs == the peer's (TFLM, LiteRT's reference kernels, or None) and, on the C runtime, ==
+    our Python interpreter's; returns them."""
+    # BATCH_MATMUL (tol): C accumulates in k order, numpy's BLAS and the peers in theirs
+    rtol, atol = (1e-5, 1e-6) if tol else (0.0, 0.0)
+    return check_on(runtime, model, feeds, peer=[peer] if peer else [], rtol=rtol, atol=atol, c_equals_python=True,
+                    python_tol=(rtol, atol))
 
 
 # ------------------------------------------------------------------------------------------ BATCH_MATMUL
@@ -65,7 +36,7 @@ def check(backend, model: bytes, feeds, peer="tflm", tol=False):
     ((3, 5), (2, 5, 7), False, False),     # rank 2 against rank 3
     ((1, 2, 2, 3, 4), (2, 1, 4, 2), False, False),  # rank 5
 ])
-def test_batch_matmul_float(backend, ls, rs, adj_x, adj_y):
+def test_batch_matmul_float(runtime, ls, rs, adj_x, adj_y):
     rng = np.random.default_rng(len(ls) * 10 + len(rs) + 2 * adj_x + adj_y)
     rows = ls[-1] if adj_x else ls[-2]
     cols = rs[-2] if adj_y else rs[-1]
@@ -75,29 +46,32 @@ def test_batch_matmul_float(backend, ls, rs, adj_x, adj_y):
     a = rng.standard_normal(ls).astype(np.float32)
     b = rng.standard_normal(rs).astype(np.float32)
     peer = "tflm" if len(ls) == len(rs) and len(ls) <= 4 else "litert"
-    (y,) = check(backend, model, [a, b], peer=peer, tol=True)
+    (y,) = check(runtime, model, [a, b], peer=peer, tol=True)
     ref = np.matmul(np.swapaxes(a, -1, -2) if adj_x else a, np.swapaxes(b, -1, -2) if adj_y else b)
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_batch_matmul_constant_rhs(backend):
+def test_batch_matmul_constant_rhs(runtime):
     rng = np.random.default_rng(3)
     w = rng.standard_normal((2, 5, 4)).astype(np.float32)
     model = op_model("BATCH_MATMUL", [T((2, 3, 5), "FLOAT32"), T((2, 5, 4), "FLOAT32", data=w)],
                      [T((2, 3, 4), "FLOAT32")], options={"adj_x": False, "adj_y": False})
-    check(backend, model, [rng.standard_normal((2, 3, 5)).astype(np.float32)], peer="tflm", tol=True)
+    check(runtime, model, [rng.standard_normal((2, 3, 5)).astype(np.float32)], peer="tflm", tol=True)
 
 
-def test_batch_matmul_refuses_int8_and_bad_shapes(backend):
+def test_batch_matmul_refuses_int8_and_bad_shapes(runtime):
     q = {"scale": 0.1, "zero_point": 0}
     model = op_model("BATCH_MATMUL", [T((2, 3, 5), "INT8", **q), T((2, 5, 4), "INT8", **q)],
                      [T((2, 3, 4), "INT8", **q)], options={"adj_x": False, "adj_y": False})
-    with pytest.raises(UnsupportedOpError, match="FLOAT32 operands only"):
-        run_c(backend, model, [np.zeros((2, 3, 5), np.int8), np.zeros((2, 5, 4), np.int8)])
+    feeds = [np.zeros((2, 3, 5), np.int8), np.zeros((2, 5, 4), np.int8)]
+    if runtime == "c":  # the C kernel is float32 only; the Python interpreter runs the int8 case
+        with pytest.raises(UnsupportedOpError, match="FLOAT32 operands only"):
+            run_on(runtime, model, feeds)
+    else:
+        assert run_on(runtime, model, feeds)[0].shape == (2, 3, 4)
     bad = op_model("BATCH_MATMUL", [T((2, 3, 5), "FLOAT32"), T((2, 4, 4), "FLOAT32")], [T((2, 3, 4), "FLOAT32")],
                    options={"adj_x": False, "adj_y": False})
-    with pytest.raises(ModelError, match="inner dimensions differ"):
-        backend.CInterpreter(model_content=bad).allocate_tensors()
+    assert "inner dimensions differ" in str(refusal_on(runtime, bad, ModelError))
 
 
 # ------------------------------------------------------------------------------------------ GATHER
@@ -108,7 +82,7 @@ def test_batch_matmul_refuses_int8_and_bad_shapes(backend):
     ("INT32", "INT32", (2, 5, 3), (2, 4), 1, 1),        # batch_dims
     ("FLOAT32", "INT32", (7,), (1,), 0, 0),
 ])
-def test_gather(backend, ptype, itype, xshape, ishape, axis, batch_dims):
+def test_gather(runtime, ptype, itype, xshape, ishape, axis, batch_dims):
     rng = np.random.default_rng(sum(xshape) + len(ishape))
     ax = axis % len(xshape)
     out_shape = xshape[:ax] + ishape[batch_dims:] + xshape[ax + 1:]
@@ -119,40 +93,43 @@ def test_gather(backend, ptype, itype, xshape, ishape, axis, batch_dims):
     x = (rng.standard_normal(xshape) * 50).astype(dt)
     idx = rng.integers(0, xshape[ax], ishape).astype(np.int64 if itype == "INT64" else np.int32)
     peer = "tflm" if itype == "INT32" and ptype in ("FLOAT32", "INT8") else "litert"  # TFLM's GATHER: float, int8
-    check(backend, model, [x, idx], peer=peer)
+    check(runtime, model, [x, idx], peer=peer)
 
 
-def test_gather_constant_positions(backend):
+def test_gather_constant_positions(runtime):
     table = np.arange(40, dtype=np.float32).reshape(10, 4)
     model = op_model("GATHER", [T((10, 4), "FLOAT32", data=table), T((3,), "INT32")], [T((3, 4), "FLOAT32")],
                      options={"axis": 0, "batch_dims": 0})
-    (y,) = check(backend, model, [np.asarray([9, 0, 4], np.int32)])
+    (y,) = check(runtime, model, [np.asarray([9, 0, 4], np.int32)])
     np.testing.assert_array_equal(y, table[[9, 0, 4]])
     bad = op_model("GATHER", [T((10, 4), "FLOAT32"), T((2,), "INT32", data=np.asarray([1, 10], np.int32))],
                    [T((2, 4), "FLOAT32")], options={"axis": 0, "batch_dims": 0})
-    with pytest.raises(ModelError, match="out of range"):
-        backend.CInterpreter(model_content=bad).allocate_tensors()
+    assert "out of range" in str(refusal_on(runtime, bad, ModelError))
 
 
-def test_gather_runtime_position_out_of_range_gives_zeros(backend):
+def test_gather_runtime_position_out_of_range_gives_zeros(runtime, request):
+    if runtime == "python":  # a difference between the runtimes, kept in sight until one of them changes
+        request.applymarker(pytest.mark.xfail(raises=RuntimeError, strict=True, reason=(
+            "the Python GATHER kernel fails at invoke (IndexError) on a run-time position out of range; the C "
+            "kernel writes zeros")))
     model = op_model("GATHER", [T((4, 2), "FLOAT32"), T((2,), "INT32")], [T((2, 2), "FLOAT32")],
                      options={"axis": 0, "batch_dims": 0})
     x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
-    (y,) = run_c(backend, model, [x, np.asarray([7, 1], np.int32)])
+    (y,) = run_on(runtime, model, [x, np.asarray([7, 1], np.int32)])
     np.testing.assert_array_equal(y, [[0, 0], [3, 4]])
 
 
 # ------------------------------------------------------------------------------------------ unary
-def test_rsqrt_float_bit_exact(backend):
+def test_rsqrt_float_bit_exact(runtime):
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.uniform(1e-6, 1e3, 200), [1e-5, 1.0, 4.0, 3.0e38, 1e-38]]).astype(np.float32)
     model = op_model("RSQRT", [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
-    (y,) = check(backend, model, [x])  # bit-exact with python and TFLM
+    (y,) = check(runtime, model, [x])  # bit-exact with python and TFLM
     np.testing.assert_array_equal(y, np.float32(1) / np.sqrt(x))
 
 
 @pytest.mark.parametrize("type_", ["FLOAT32", "INT32", "INT8"])
-def test_abs(backend, type_):
+def test_abs(runtime, type_):
     rng = np.random.default_rng(6)
     if type_ == "FLOAT32":
         x = rng.standard_normal((3, 17)).astype(np.float32)
@@ -167,7 +144,7 @@ def test_abs(backend, type_):
         q = {"scale": 0.1, "zero_point": 0}
     model = op_model("ABS", [T(x.shape, type_, **q)], [T(x.shape, type_, **q)])
     # TFLM's ABS is float32 / int8 / int16; our Python kernel is the reference for int32's wrap
-    (y,) = check(backend, model, [x], peer="tflm" if type_ != "INT32" else None)
+    (y,) = check(runtime, model, [x], peer="tflm" if type_ != "INT32" else None)
     if type_ == "INT8":
         assert y[0, 0] == 127
 
@@ -181,7 +158,7 @@ def test_abs(backend, type_):
     ("INT32", (7,), (7,)),
     ("INT64", (3, 4), (4,)),
 ])
-def test_minimum_maximum(backend, op, type_, sa, sb):
+def test_minimum_maximum(runtime, op, type_, sa, sb):
     rng = np.random.default_rng(len(sa) * 7 + len(sb))
     dt = {"FLOAT32": np.float32, "INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64}[type_]
     if type_ == "FLOAT32":
@@ -193,7 +170,7 @@ def test_minimum_maximum(backend, op, type_, sa, sb):
     q = {"scale": 0.1, "zero_point": 0} if type_ in ("INT8", "INT16") else {}
     shape = np.broadcast_shapes(sa, sb)
     model = op_model(op, [T(sa, type_, **q), T(sb, type_, **q)], [T(shape, type_, **q)])
-    (y,) = check(backend, model, [a, b], peer="litert" if type_ == "INT64" else "tflm")
+    (y,) = check(runtime, model, [a, b], peer="litert" if type_ == "INT64" else "tflm")
     np.testing.assert_array_equal(y, (np.minimum if op == "MINIMUM" else np.maximum)(a, b))
 
 
@@ -202,7 +179,7 @@ def test_minimum_maximum(backend, op, type_, sa, sb):
     ("FLOAT32", "INT8"), ("UINT8", "FLOAT32"), ("INT32", "BOOL"), ("FLOAT32", "BOOL"), ("BOOL", "INT32"),
     ("INT64", "FLOAT32"), ("INT32", "INT64"), ("FLOAT32", "FLOAT64"), ("FLOAT64", "FLOAT32"), ("UINT32", "INT32"),
 ])
-def test_cast(backend, src, dst):
+def test_cast(runtime, src, dst):
     rng = np.random.default_rng(len(src) * 13 + len(dst))
     dt = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32, "UINT32": np.uint32,
           "INT64": np.int64, "FLOAT32": np.float32, "FLOAT64": np.float64, "BOOL": np.bool_}
@@ -221,26 +198,27 @@ def test_cast(backend, src, dst):
                      options={"in_data_type": src, "out_data_type": dst})
     tflm_pairs = {("INT32", "FLOAT32"), ("FLOAT32", "INT32"), ("INT8", "INT32"), ("INT16", "FLOAT32"),
                   ("INT32", "INT8"), ("INT32", "BOOL"), ("FLOAT32", "BOOL"), ("BOOL", "INT32")}
-    check(backend, model, [x], peer="tflm" if (src, dst) in tflm_pairs else None)
+    check(runtime, model, [x], peer="tflm" if (src, dst) in tflm_pairs else None)
 
 
-def test_cast_float_to_int_saturates(backend):
+def test_cast_float_to_int_saturates(runtime):
     x = np.asarray([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.9, -2.9, 127.5, -128.9, 1e3], np.float32)
     for dst, dt in (("INT32", np.int32), ("INT8", np.int8)):
         model = op_model("CAST", [T((10,), "FLOAT32")], [T((10,), dst)],
                          options={"in_data_type": "FLOAT32", "out_data_type": dst})
-        (y,) = check(backend, model, [x], peer=None)
+        (y,) = check(runtime, model, [x], peer=None)
         info = np.iinfo(dt)
         assert y[0] == 0 and y[1] == info.max and y[2] == info.min and y[5] == 2 and y[6] == -2
 
 
 # ------------------------------------------------------------------------------------------ signatures, tiny_lm
+@needs_c_runtime
 @pytest.mark.parametrize("name", ["tiny_lm_float.tflite", "tiny_lm_int16x8.tflite"])
-def test_signature_runner_matches_python(backend, name):
+def test_signature_runner_matches_python(name):
     from edge_sdk.runtime.interpreter import Interpreter
 
     data = (LM / name).read_bytes()
-    c = backend.CInterpreter(model_content=data)
+    c = Interpreter(model_content=data, backend="c")
     py = Interpreter(model_content=data)
     py.allocate_tensors()
     assert c.get_signature_list() == py.get_signature_list()
@@ -270,11 +248,14 @@ def test_signature_runner_matches_python(backend, name):
         c.get_signature_runner("prefill")(tokens=tokens, lengths=feeds["length"])
 
 
-def test_c_signature_api_direct(backend):
+@needs_c_runtime
+def test_c_signature_api_direct():
     """The C accessors themselves (what the firmware uses): keys, subgraphs, tensor indices by name."""
     import ctypes
 
-    c = backend.CInterpreter(model_content=(LM / "tiny_lm_float.tflite").read_bytes())
+    from edge_sdk.runtime import c_interpreter
+
+    c = c_interpreter.CInterpreter(model_content=(LM / "tiny_lm_float.tflite").read_bytes())
     c.allocate_tensors()
     lib, h = c._lib, c._interp
     assert lib.edge_signature_find(h, b"decode") == 1 and lib.edge_signature_find(h, b"nope") == -1
@@ -286,11 +267,12 @@ def test_c_signature_api_direct(backend):
         assert lib.edge_signature_tensor(h, 1, 1, name.encode()) == t
     assert lib.edge_signature_tensor(h, 1, 0, b"logits") == -1
     lib.edge_invoke_at.restype = ctypes.c_int
-    assert lib.edge_invoke_at(h, 5) == backend.STATUS["EDGE_BAD_ARGUMENT"]
+    assert lib.edge_invoke_at(h, 5) == c_interpreter.STATUS["EDGE_BAD_ARGUMENT"]
 
 
+@needs_c_runtime
 @pytest.mark.parametrize("name", ["tiny_lm_float.tflite", "tiny_lm_int16x8.tflite"])
-def test_generate_c_backend_same_greedy_tokens(backend, name):
+def test_generate_c_backend_same_greedy_tokens(name):
     from edge_sdk.tasks.generate import Generator
 
     out = {b: Generator(LM / name, backend=b).generate("The interpreter", max_tokens=40) for b in ("python", "c")}
@@ -304,18 +286,18 @@ def test_generate_c_backend_same_greedy_tokens(backend, name):
 @pytest.mark.parametrize("scale_in, zp_in, scale_out, zp_out", [
     (0.05, -128, 0.02, -128), (0.5, -20, 0.01, 3), (0.003, 10, 0.4, -100), (2.0, -128, 0.001, 0),
 ])
-def test_rsqrt_int8_every_input(backend, scale_in, zp_in, scale_out, zp_out):
+def test_rsqrt_int8_every_input(runtime, scale_in, zp_in, scale_out, zp_out):
     x = np.arange(zp_in, 128, dtype=np.int8)  # every non-negative value (below the zero point is undefined)
     model = op_model("RSQRT", [T(x.shape, "INT8", scale=scale_in, zero_point=zp_in)],
                      [T(x.shape, "INT8", scale=scale_out, zero_point=zp_out)])
-    (y,) = check(backend, model, [x])  # bit-exact with python and TFLM
+    (y,) = check(runtime, model, [x])  # bit-exact with python and TFLM
     assert y[0] == 127  # x at the zero point
 
 
-def test_rsqrt_int8_refuses_an_output_of_another_type(backend):
+def test_rsqrt_int8_refuses_an_output_of_another_type(runtime):
     model = op_model("RSQRT", [T((4,), "INT8", scale=0.1, zero_point=0)], [T((4,), "INT16", scale=0.1, zero_point=0)])
     with pytest.raises((ModelError, UnsupportedOpError), match="output"):
-        run_c(backend, model, [np.zeros(4, np.int8)])
+        run_on(runtime, model, [np.zeros(4, np.int8)])
 
 
 @pytest.mark.parametrize("src, dst", [
@@ -323,7 +305,7 @@ def test_rsqrt_int8_refuses_an_output_of_another_type(backend):
     ("FLOAT32", "FLOAT16"), ("FLOAT64", "FLOAT16"), ("INT32", "FLOAT16"), ("INT64", "FLOAT16"), ("UINT8", "FLOAT16"),
     ("BOOL", "FLOAT16"), ("FLOAT16", "FLOAT16"),
 ])
-def test_cast_float16(backend, src, dst):
+def test_cast_float16(runtime, src, dst):
     rng = np.random.default_rng(len(src) * 7 + len(dst))
     dt = {"FLOAT16": np.float16, "FLOAT32": np.float32, "FLOAT64": np.float64, "INT8": np.int8, "INT32": np.int32,
           "INT64": np.int64, "UINT8": np.uint8, "BOOL": np.bool_}
@@ -346,7 +328,7 @@ def test_cast_float16(backend, src, dst):
                             [0, info.min, info.max, 2049, 2051, 4097, 65519, 65520]]).astype(dt[src])
     model = op_model("CAST", [T(x.shape, src)], [T(x.shape, dst)], options={"in_data_type": src, "out_data_type": dst})
     with np.errstate(all="ignore"):
-        (y,) = check(backend, model, [x], peer=None)  # the interpreter (numpy's conversions) is the reference
+        (y,) = check(runtime, model, [x], peer=None)  # the interpreter (numpy's conversions) is the reference
         if dst == "FLOAT16":  # bit for bit, NaNs included
             np.testing.assert_array_equal(y.view(np.uint16), x.astype(np.float16).view(np.uint16))
 
@@ -354,7 +336,7 @@ def test_cast_float16(backend, src, dst):
 @pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
 @pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"])
 @pytest.mark.parametrize("sa, sb", [((3, 5), (3, 5)), ((2, 1, 4), (3, 1)), ((1,), (6,))])
-def test_add_sub_mul_int64(backend, op, act, sa, sb):
+def test_add_sub_mul_int64(runtime, op, act, sa, sb):
     rng = np.random.default_rng(len(sa) * 3 + len(sb) + len(act))
     info = np.iinfo(np.int64)
     a = rng.integers(info.min, info.max, sa, dtype=np.int64, endpoint=True)
@@ -367,7 +349,7 @@ def test_add_sub_mul_int64(backend, op, act, sa, sb):
     shape = np.broadcast_shapes(sa, sb)
     model = op_model(op, [T(sa, "INT64"), T(sb, "INT64")], [T(shape, "INT64")],
                      options={"fused_activation_function": act})
-    (y,) = check(backend, model, [a, b], peer="litert")  # TFLM has no int64 ADD / SUB
+    (y,) = check(runtime, model, [a, b], peer="litert")  # TFLM has no int64 ADD / SUB
     with np.errstate(over="ignore"):
         raw = a + b if op == "ADD" else a - b if op == "SUB" else a * b
     lo, hi = {"NONE": (info.min, info.max), "RELU": (0, info.max), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}[act]

@@ -7,8 +7,11 @@ squeeze-excite as LOGISTIC -> MUL, a normalisation's SUB of a per-channel mean, 
 backbones), in int8, int16 and float32: the planner picks a stage holding them for the C runtime, the C patch plan
 equals the Python planner's entry by entry, and the C outputs under the patch plan equal the C layer plan's and
 TFLM's (int8 and int16 bit for bit; float32 within a few ulp: the window calls take the portable loops, the
-whole-tensor calls may take SIMD). Every stage and grid edge_init_patch accepts is bit-exact too (sub-windows of an
-activation's input, stages starting inside the graph); one case runs on the QEMU board.
+whole-tensor calls may take SIMD). That test runs on the runtime grid: its python case runs the same stage in the
+Python interpreter against its layer plan and TFLM. The others check the C patch stage itself (edge_init_patch),
+C-only by nature (needs_c_runtime): every stage and grid it accepts is bit-exact too (sub-windows of an
+activation's input, stages starting inside the graph), a constant broadcast along W is refused; one case runs on
+the QEMU board.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from edge_sdk import Interpreter
 from edge_sdk.model.types import Quantization
 from edge_sdk.runtime import patching
 from tests.conftest import needs_c_runtime
-from tests.peers import run_tflm
+from tests.oprunner import peer_outputs
 from tests.test_patching import _board_figure, _Builder, _plan_tuples, _run
 
 
@@ -226,22 +229,46 @@ def test_planner_takes_a_binary_op_with_a_constant_only_without_spatial_broadcas
             assert sn.inputs == (t,) and sn.output == y
 
 
-@needs_c_runtime
+# per (net, dtype), what the python case computed and its C case compares with (planned and run once): the
+# Python planner's least-RAM interpreter over the C runtime's patch ops, the Python interpreter's layer-plan and
+# patch-plan outputs, the nodes of the stage the Python interpreter ran
+_PYTHON_RUNS: dict = {}
+
+
+def _python_runs(data, x, key):
+    if key not in _PYTHON_RUNS:
+        py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
+        py.allocate_tensors()
+        _, want_py = _run(data, "layer", x)
+        py_patched, got_py = _run(data, "min", x)  # the Python interpreter runs the same stage
+        _PYTHON_RUNS[key] = (py, want_py, got_py, py_patched.patch_plan().nodes)
+    return _PYTHON_RUNS[key]
+
+
 @pytest.mark.parametrize("dtype", ["INT8", "INT16", "FLOAT32"])
 @pytest.mark.parametrize("net", list(NETS))
-def test_c_patch_stage_with_activations_sub_mul(net, dtype):
-    """The planner picks a stage holding the net's activations / SUB / MUL for the C runtime; the C plan equals the
+def test_c_patch_stage_with_activations_sub_mul(net, dtype, runtime):
+    """The planner picks a stage holding the net's activations / SUB / MUL for the C runtime; the Python
+    interpreter runs that stage with its layer plan's outputs and (int8, int16) TFLM's; the C plan equals the
     Python planner's entry by entry and beats the plans without patches; the C outputs under it equal the C layer
     plan's, the Python interpreter's (layer and patch plans) and (int8, int16) TFLM's."""
     data = NETS[net](dtype, seed=len(net))
     x = _feed(data, 3)
-    py = Interpreter(model_content=data, memory="min", patch_ops=patching.C_PATCH_OPS)
-    py.allocate_tensors()
+    py, want_py, got_py, py_nodes = _python_runs(data, x, (net, dtype))
     plan = py.patch_plan()
     assert plan is not None
     ops = {sn.op for sn in plan.stage}
     want = WANT16.get(net, WANT[net]) if dtype == "INT16" else WANT[net]
     assert want <= ops, (want, ops, plan.nodes)
+    if runtime == "python":
+        assert py_nodes == plan.nodes
+        assert len(np.unique(want_py)) > 3  # a real result
+        if dtype == "FLOAT32":
+            np.testing.assert_allclose(got_py, want_py, rtol=1e-5, atol=1e-5)
+            return
+        np.testing.assert_array_equal(got_py, want_py)
+        np.testing.assert_array_equal(got_py, peer_outputs(data, [x], "tflm", isolate=True)[0])
+        return
     c, got = _c_run(data, "min", x)
     cplan = c.patch_plan()
     assert cplan.nodes == plan.nodes and cplan.grid == plan.grid
@@ -251,10 +278,6 @@ def test_c_patch_stage_with_activations_sub_mul(net, dtype):
     min_c, want_min = _c_run(data, "inplace", x)
     assert c.plan_info()["tensor_total"] == py.arena_size < min(layer_c.plan_info()["tensor_total"],
                                                               min_c.plan_info()["tensor_total"])
-    _, want_py = _run(data, "layer", x)
-    py_patched, got_py = _run(data, "min", x)  # the Python interpreter runs the same stage
-    assert py_patched.patch_plan().nodes == plan.nodes
-    assert len(np.unique(want_py)) > 3  # a real result
     if dtype == "FLOAT32":
         for y in (got, got_py, want_min):
             np.testing.assert_allclose(y, want_c, rtol=1e-5, atol=1e-5)
@@ -263,8 +286,7 @@ def test_c_patch_stage_with_activations_sub_mul(net, dtype):
     np.testing.assert_array_equal(got, want_c)
     np.testing.assert_array_equal(want_min, want_c)
     np.testing.assert_array_equal(got, want_py)
-    np.testing.assert_array_equal(got_py, want_py)
-    np.testing.assert_array_equal(got, run_tflm(data, [x], isolate=True)[0])
+    np.testing.assert_array_equal(got, peer_outputs(data, [x], "tflm", isolate=True)[0])
 
 
 @needs_c_runtime
@@ -323,6 +345,7 @@ def test_c_refuses_a_constant_broadcast_along_w():
 
 
 @pytest.mark.slow
+@needs_c_runtime
 @pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
                     reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
 @pytest.mark.skipif(not (shutil.which("arm-linux-gnueabihf-gcc") and shutil.which("qemu-arm")),

@@ -1,11 +1,12 @@
-"""C runtime (firmware_c) signal-library custom ops, bit-exact with our Python kernels and TFLM.
+"""Signal-library custom ops on the runtime grid (tests/conftest.py ``runtime``: the Python interpreter and the C
+runtime), bit-exact with TFLM and, on the C runtime, with our Python interpreter.
 
 SignalWindow, SignalEnergy, SignalFftAutoScale and SignalFilterBankSquareRoot as one-op models (custom options
-encoded by flatbuffers' own FlexBuffers encoder, independently of both our readers), run through
-edge_sdk.runtime.c_interpreter.CInterpreter and compared exactly with our Python interpreter and TFLM on seeded inputs
-including the wrap-around corners (-32768, uint32/uint64 extremes). Malformed custom options (truncated,
-garbage, missing keys, wrong value types) must be refused at load with a status and a reason naming the
-problem, also under the ASan/UBSan runner (edge-run-c --fuzz).
+encoded by flatbuffers' own FlexBuffers encoder, independently of both our readers), compared exactly with TFLM on
+seeded inputs including the wrap-around corners (-32768, uint32/uint64 extremes). Malformed custom options
+(truncated, garbage, missing keys, wrong value types) must be refused at load with a reason naming the problem on
+both runtimes; the C runtime and the Python interpreter agree on which corrupted options load, and the C runtime
+refuses them under the ASan/UBSan runner too (edge-run-c --fuzz): those two are C-only by nature.
 """
 
 from __future__ import annotations
@@ -19,42 +20,21 @@ from flatbuffers import flexbuffers  # test-only: an encoder independent of our 
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from tests.conftest import needs_c_runtime
-from tests.oprunner import T, assert_same, op_model, run_c
-from tests.peers import run_tflm
-
-pytestmark = needs_c_runtime
+from tests.oprunner import T, assert_same, check_on, op_model, peer_outputs, refusal_on, run_on
 
 
 def opts(**kw) -> bytes:
     return bytes(flexbuffers.Dumps(kw))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def backend():
-    from edge_sdk.runtime import c_build, c_interpreter
-
-    c_build.build()
-    return c_interpreter
-
-
 def run_py(model: bytes, inputs) -> list[np.ndarray]:
-    """Our Python interpreter (tests.oprunner.run_ours would turn a 0-d input into shape (1,))."""
-    from edge_sdk import Interpreter
-
-    interp = Interpreter(model_content=model)
-    interp.allocate_tensors()
-    for d, x in zip(interp.get_input_details(), inputs):
-        interp.set_tensor(d["index"], np.asarray(x))
-    interp.invoke()
-    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+    return run_on("python", model, inputs)
 
 
-def check(model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
-    c = run_c(model, inputs)
-    assert_same(c, run_py(model, inputs), what="C vs Python")
-    if tflm:
-        assert_same(c, run_tflm(model, inputs), what="C vs TFLM")
-    return c
+def check(runtime: str, model: bytes, inputs, tflm: bool = True) -> list[np.ndarray]:
+    """``runtime``'s outputs, equal to TFLM's (unless ``tflm`` is False) and on the C runtime to the Python
+    interpreter's, exactly."""
+    return check_on(runtime, model, inputs, peer=["tflm"] if tflm else [], c_equals_python=True)
 
 
 def log_uniform_u32(rng, n, max_bits=32):
@@ -63,7 +43,7 @@ def log_uniform_u32(rng, n, max_bits=32):
 
 
 # --------------------------------------------------------------------------------------------- per op
-def test_window(rng):
+def test_window(rng, runtime):
     x = rng.integers(-32768, 32768, (3, 16)).astype(np.int16)
     x[0, :4] = [-32768, 32767, -32768, 32767]
     w = rng.integers(-32768, 32768, 16).astype(np.int16)
@@ -71,55 +51,56 @@ def test_window(rng):
     for shift in (0, 12, 15, 31):
         m = op_model("SignalWindow", [T((3, 16), "INT16"), T((16,), "INT16", data=w)], [T((3, 16), "INT16")],
                      custom_options=opts(shift=shift))
-        y = check(m, [x])[0]
+        y = check(runtime, m, [x])[0]
         if shift == 0:
             assert (y == 32767).any() and (y == -32768).any()  # the saturation is exercised
 
 
-def test_window_non_constant_weights(rng):
+def test_window_non_constant_weights(rng, runtime):
     x = rng.integers(-32768, 32768, 24).astype(np.int16)
     w = rng.integers(-32768, 32768, 8).astype(np.int16)
     m = op_model("SignalWindow", [T((24,), "INT16"), T((8,), "INT16")], [T((24,), "INT16")],
                  custom_options=opts(shift=14))
-    check(m, [x, w], tflm=False)  # TFLM's window kernel reads the weights at prepare (a constant there)
+    check(runtime, m, [x, w], tflm=False)  # TFLM's window kernel reads the weights at prepare (a constant there)
 
 
-def test_energy(rng):
+def test_energy(rng, runtime):
     x = rng.integers(-32768, 32768, 66).astype(np.int16)
     x[:4] = -32768  # (-32768)^2 * 2 = 2^31: TFLM's int32 sum wraps, read as uint32
     m = op_model("SignalEnergy", [T((66,), "INT16")], [T((33,), "UINT32")],
                  custom_options=opts(end_index=33, start_index=0))
-    y = check(m, [x])[0]
+    y = check(runtime, m, [x])[0]
     assert y[0] == 1 << 31
     m = op_model("SignalEnergy", [T((66,), "INT16")], [T((33,), "UINT32")],
                  custom_options=opts(end_index=30, start_index=2))
-    c = run_c(m, [x])[0]
-    assert_same([c], run_py(m, [x]), what="C vs Python")  # zeros outside [2, 30), as our Python kernel
-    np.testing.assert_array_equal(c[2:30], run_tflm(m, [x])[0][2:30])  # TFLM leaves the rest unwritten
+    c = run_on(runtime, m, [x])[0]
+    if runtime == "c":
+        assert_same([c], run_py(m, [x]), what="C vs Python")  # zeros outside [2, 30), as our Python kernel
+    np.testing.assert_array_equal(c[2:30], peer_outputs(m, [x], "tflm")[0][2:30])  # TFLM leaves the rest unwritten
     assert not c[:2].any() and not c[30:].any() and c[2:30].all()
 
 
 @pytest.mark.parametrize("case", ["random", "quiet", "zeros", "min", "full"])
-def test_fft_auto_scale(rng, case):
+def test_fft_auto_scale(rng, runtime, case):
     x = {"random": rng.integers(-3000, 3000, 32), "quiet": rng.integers(-7, 8, 32), "zeros": np.zeros(32),
          "min": np.r_[rng.integers(-5, 5, 10), -32768, rng.integers(-100, 100, 21)],
          "full": rng.integers(-32768, 32768, 32)}[case].astype(np.int16)
     m = op_model("SignalFftAutoScale", [T((32,), "INT16")], [T((32,), "INT16"), T((), "INT32")],
                  custom_options=b"")
-    y, bits = check(m, [x])
+    y, bits = check(runtime, m, [x])
     expected_bits = {"quiet": 12, "zeros": 0}
     if case in expected_bits:
         assert int(bits) == expected_bits[case]
 
 
-def test_filter_bank_square_root(rng):
+def test_filter_bank_square_root(rng, runtime):
     x = np.array([int(v) << int(s) for v, s in zip(log_uniform_u32(rng, 40), rng.integers(0, 33, 40))], np.uint64)
     x[:8] = [0, 1, 2, (1 << 32) - 1, (1 << 64) - 1, 4294836225, 4294836226, (1 << 32)]
     for bits in (0, 3, 31, 35, -1):
         m = op_model("SignalFilterBankSquareRoot", [T((40,), "UINT64"), T((), "INT32")], [T((40,), "UINT32")],
                      custom_options=b"")
-        check(m, [x, np.array(bits, np.int32)], tflm=0 <= bits < 32)  # a shift past 31 is undefined in C
-    y = run_c(m, [x, np.array(0, np.int32)])[0]
+        check(runtime, m, [x, np.array(bits, np.int32)], tflm=0 <= bits < 32)  # a shift past 31 is undefined in C
+    y = run_on(runtime, m, [x, np.array(0, np.int32)])[0]
     assert list(y[:5]) == [0, 1, 1, 0xFFFF, 0xFFFFFFFF]
 
 
@@ -131,31 +112,34 @@ def window_model(custom_options: bytes) -> bytes:
     return op_model("SignalWindow", *WINDOW_IO, custom_options=custom_options)
 
 
-def refusal(model: bytes) -> str:
-    from edge_sdk import Interpreter
-
-    with pytest.raises(ModelError) as info:
-        Interpreter(model_content=model, backend="c").allocate_tensors()
-    return str(info.value)
+def refusal(runtime: str, model: bytes) -> str:
+    return str(refusal_on(runtime, model, ModelError))
 
 
-def test_malformed_options_are_refused_with_a_reason():
+def test_malformed_options_are_refused_with_a_reason(runtime):
     good = opts(shift=3)
-    assert "missing" in refusal(window_model(b""))
-    assert "malformed FlexBuffer" in refusal(window_model(b"\x01\x02\x03\x04"))
-    assert "'shift' is missing" in refusal(window_model(opts(shfit=3)))
-    assert "'shift'" in refusal(window_model(opts(shift="x")))
-    assert "'shift'" in refusal(window_model(opts(shift=1.5)))
-    assert "'shift'" in refusal(window_model(opts(shift=1 << 40)))
-    assert "shift must be in 0..31" in refusal(window_model(opts(shift=32)))
-    assert "malformed FlexBuffer" in refusal(window_model(bytes(flexbuffers.Dumps([1, 2]))))  # root not a map
-    assert "'end_index'" in refusal(op_model("SignalEnergy", [T((8,), "INT16")], [T((4,), "UINT32")],
-                                             custom_options=opts(start_index=0)))
-    with pytest.raises(UnsupportedOpError):  # a type the op does not take
-        Interpreter_c(op_model("SignalWindow", [T((4,), "INT8", 0.1, 0), T((4,), "INT16", data=np.ones(4))],
-                               [T((4,), "INT16")], custom_options=good))
-    # every truncation and many corruptions of a good map: loaded or refused, never a crash; Python agrees
-    # on which ones load
+    assert "missing" in refusal(runtime, window_model(b""))
+    assert "malformed FlexBuffer" in refusal(runtime, window_model(b"\x01\x02\x03\x04"))
+    assert "'shift' is missing" in refusal(runtime, window_model(opts(shfit=3)))
+    assert "'shift'" in refusal(runtime, window_model(opts(shift="x")))
+    assert "'shift'" in refusal(runtime, window_model(opts(shift=1.5)))
+    assert "'shift'" in refusal(runtime, window_model(opts(shift=1 << 40)))
+    # the two runtimes word these two differently (the Python reader names the value, and the root's kind)
+    shift_range = {"c": "shift must be in 0..31", "python": "shift 32 must be in 0..31"}[runtime]
+    assert shift_range in refusal(runtime, window_model(opts(shift=32)))
+    not_a_map = {"c": "malformed FlexBuffer", "python": "root is a list, expected a map"}[runtime]
+    assert not_a_map in refusal(runtime, window_model(bytes(flexbuffers.Dumps([1, 2]))))  # the root not a map
+    assert "'end_index'" in refusal(runtime, op_model("SignalEnergy", [T((8,), "INT16")], [T((4,), "UINT32")],
+                                                      custom_options=opts(start_index=0)))
+    refusal_on(runtime, op_model("SignalWindow", [T((4,), "INT8", 0.1, 0), T((4,), "INT16", data=np.ones(4))],
+                                 [T((4,), "INT16")], custom_options=good), UnsupportedOpError)  # a type it takes not
+
+
+@needs_c_runtime
+def test_c_and_python_agree_on_which_corrupted_options_load():
+    """C-only by nature (the two runtimes compared): every truncation and many corruptions of a good map are
+    loaded or refused, never a crash; Python agrees on which ones load, and the loaded ones give its outputs."""
+    good = opts(shift=3)
     rng = np.random.default_rng(5)
     cases = [good[:n] for n in range(len(good))]
     for _ in range(150):
@@ -172,15 +156,9 @@ def test_malformed_options_are_refused_with_a_reason():
         disagree += c_ok != py_ok
         if c_ok and py_ok:
             x = np.arange(-2, 2, dtype=np.int16)
-            assert_same(run_c(m, [x]), run_py(m, [x]), what="C vs Python")
+            assert_same(run_on("c", m, [x]), run_py(m, [x]), what="C vs Python")
     assert refused >= len(good)  # every truncation at least
     assert disagree == 0
-
-
-def Interpreter_c(model):
-    from edge_sdk import Interpreter
-
-    Interpreter(model_content=model, backend="c").allocate_tensors()
 
 
 def _loads(model: bytes, backend: str) -> bool:
@@ -196,6 +174,7 @@ def _loads(model: bytes, backend: str) -> bool:
         return False
 
 
+@needs_c_runtime
 def test_malformed_options_under_asan(tmp_path):
     from tests.test_c_fuzz import _asan_runner
 

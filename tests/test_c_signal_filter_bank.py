@@ -1,73 +1,63 @@
-"""C runtime (firmware_c) SignalFilterBank and SignalFilterBankSpectralSubtraction, bit-exact with our Python
-kernels and TFLM.
+"""SignalFilterBank and SignalFilterBankSpectralSubtraction on the runtime grid (the Python interpreter and the C
+runtime), bit-exact with TFLM and, on the C runtime, with our Python kernels.
 
 One-op models (custom options from flatbuffers' own FlexBuffers encoder) on seeded inputs including the uint32
 extremes and negative int16 weights (sign-extended into the uint64 sums, which wrap); the spectral subtraction
 keeps a noise estimate between invokes, so it runs a sequence of different frames, then again after
-reset_all_variables (C, Python and TFLM each reset), every output compared exactly. Malformed constant tables
-(a band past the input or past the weights, too few entries, non-constant tables) are refused at load.
+reset_all_variables (each runtime and TFLM reset), every output compared exactly. Malformed constant tables
+(a band past the input or past the weights, too few entries) are refused at load; non-constant tables by the C
+runtime (the Python kernel reads them at invoke). The ASan/UBSan run is C-only by nature.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from flatbuffers import flexbuffers  # test-only: an encoder independent of our readers
 
-from edge_sdk.errors import ModelError
-from tests.conftest import needs_c_runtime
+from tests.conftest import needs_c_runtime, require_c_runtime
 from tests.oprunner import T, assert_same, op_model
 from tests.peers import TFLM_ARENA
-
-pytestmark = needs_c_runtime
-
-
-def opts(**kw) -> bytes:
-    return bytes(flexbuffers.Dumps(kw))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def backend():
-    from edge_sdk.runtime import c_build, c_interpreter
-
-    c_build.build()
-    return c_interpreter
+from tests.test_c_signal import opts, refusal
 
 
 class Runners:
-    """The same model in C, our Python interpreter and TFLM, invoked side by side."""
+    """The same model on ``runtime`` and TFLM, invoked side by side (state kept between invokes); on the C runtime
+    also in our Python interpreter, which it equals."""
 
-    def __init__(self, model: bytes, tflm: bool = True):
+    def __init__(self, runtime: str, model: bytes, tflm: bool = True):
         from edge_sdk import Interpreter
-        from edge_sdk.runtime.c_interpreter import CInterpreter
-        from tflite_micro.python.tflite_micro import runtime
+        from tflite_micro.python.tflite_micro import runtime as tflm_runtime
 
-        self.c = Interpreter(model_content=model, backend="c")
-        assert isinstance(self.c, CInterpreter)
-        self.py = Interpreter(model_content=model)
-        for it in (self.c, self.py):
+        if runtime == "c":
+            require_c_runtime()
+        self.runtime = runtime
+        self.ours = [Interpreter(model_content=model, backend=runtime)]
+        if runtime == "c":
+            self.ours.append(Interpreter(model_content=model))
+        for it in self.ours:
             it.allocate_tensors()
-        self.tflm = runtime.Interpreter.from_bytes(bytes(model), arena_size=TFLM_ARENA) if tflm else None
+        self.tflm = tflm_runtime.Interpreter.from_bytes(bytes(model), arena_size=TFLM_ARENA) if tflm else None
 
     def run(self, inputs) -> list[np.ndarray]:
         results = []
-        for it in (self.c, self.py):
+        for it in self.ours:
             for d, x in zip(it.get_input_details(), inputs):
                 it.set_tensor(d["index"], np.asarray(x))
             it.invoke()
             results.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
-        assert_same(results[0], results[1], what="C vs Python")
+        if len(results) > 1:
+            assert_same(results[0], results[1], what="C vs Python")
         if self.tflm is not None:
             for i, x in enumerate(inputs):
                 self.tflm.set_input(np.asarray(x, order="C"), i)
             self.tflm.invoke()
             tflm = [np.array(self.tflm.get_output(i)) for i in range(len(results[0]))]
-            assert_same(results[0], tflm, what="C vs TFLM")
+            assert_same(results[0], tflm, what=f"{self.runtime} vs TFLM")
         return results[0]
 
     def reset(self):
-        self.c.reset_all_variables()
-        self.py.reset_all_variables()
+        for it in self.ours:
+            it.reset_all_variables()
         if self.tflm is not None:
             self.tflm.reset()
 
@@ -98,10 +88,10 @@ def bank_model(channels, n_in, tables, num_channels=None):
                     custom_options=opts(num_channels=channels if num_channels is None else num_channels))
 
 
-def test_filter_bank_random_tables(rng):
+def test_filter_bank_random_tables(rng, runtime):
     for channels, n_in, n_w in ((1, 8, 8), (7, 33, 40), (16, 65, 90)):
         tables = bank_tables(rng, channels, n_in, n_w)
-        r = Runners(bank_model(channels, n_in, tables))
+        r = Runners(runtime, bank_model(channels, n_in, tables))
         xs = [log_uniform_u32(rng, n_in), np.full(n_in, 0xFFFFFFFF, np.uint32), np.zeros(n_in, np.uint32),
               rng.integers(0, 1 << 32, n_in, dtype=np.uint64).astype(np.uint32)]
         for x in xs:
@@ -112,7 +102,7 @@ def test_filter_bank_random_tables(rng):
             assert (r.run([xs[1]])[0] >= np.uint64(1 << 63)).any()
 
 
-def test_filter_bank_hand_checked():
+def test_filter_bank_hand_checked(runtime):
     # channel 0 = band 1 weights + band 0 unweights; channel 1 = band 2 weights + band 1 unweights
     w = np.array([1, 2, 3, -1, 0, 0], np.int16)
     uw = np.array([10, 20, 30, 40, 50, 60], np.int16)
@@ -120,13 +110,13 @@ def test_filter_bank_hand_checked():
     ws = np.array([0, 2, 4], np.int16)
     widths = np.array([2, 2, 1], np.int16)
     x = np.array([1, 2, 3, 4, 5], np.uint32)
-    y = Runners(bank_model(2, 5, [w, uw, fs, ws, widths])).run([x])[0]
+    y = Runners(runtime, bank_model(2, 5, [w, uw, fs, ws, widths])).run([x])[0]
     ch0 = (3 * 3 + (-1) * 4) + (10 * 1 + 20 * 2)
     ch1 = 0 * 4 + (30 * 3 + 40 * 4)
     assert list(y) == [ch0, ch1]
 
 
-def test_audio_preprocessor_tables(rng):
+def test_audio_preprocessor_tables(rng, runtime):
     from edge_sdk.model.reader import read_model
     from tests.conftest import shared_model
 
@@ -135,23 +125,15 @@ def test_audio_preprocessor_tables(rng):
     op = next(o for o in sg.operators if m.operator_codes[o.opcode_index].custom_code == "SignalFilterBank")
     tables = [np.frombuffer(m.buffers[sg.tensors[i].buffer].data, np.int16).copy() for i in op.inputs[1:]]
     n_in = sg.tensors[op.inputs[0]].shape[0]
-    r = Runners(bank_model(40, n_in, tables))
+    r = Runners(runtime, bank_model(40, n_in, tables))
     for x in (log_uniform_u32(rng, n_in), np.full(n_in, 0xFFFFFFFF, np.uint32)):
         r.run([x])
 
 
-def refusal(model: bytes) -> str:
-    from edge_sdk import Interpreter
-
-    with pytest.raises(ModelError) as info:
-        Interpreter(model_content=model, backend="c").allocate_tensors()
-    return str(info.value)
-
-
-def test_filter_bank_malformed_tables_refused(rng):
+def test_filter_bank_malformed_tables_refused(rng, runtime):
     tables = bank_tables(rng, 4, 16, 20)
     w, uw, fs, ws, widths = tables
-    Runners(bank_model(4, 16, tables))  # the good one loads
+    Runners(runtime, bank_model(4, 16, tables))  # the good one loads
 
     def bad(**change):
         t = dict(w=w, uw=uw, fs=fs, ws=ws, widths=widths)
@@ -163,29 +145,32 @@ def test_filter_bank_malformed_tables_refused(rng):
     wide[2] = 3
     beyond = fs.copy()
     beyond[2] = 14  # 14 + 3 bins > 16
-    assert "reads past" in refusal(bad(fs=beyond, widths=wide))
+    assert "reads past" in refusal(runtime, bad(fs=beyond, widths=wide))
     neg = fs.copy()
     neg[2] = -1
-    assert "reads past" in refusal(bad(fs=neg, widths=wide))
+    assert "reads past" in refusal(runtime, bad(fs=neg, widths=wide))
     wbeyond = ws.copy()
     wbeyond[2] = 18  # 18 + 3 weights > 20
-    assert "reads past" in refusal(bad(ws=wbeyond, widths=wide))
-    assert "reads past" in refusal(bad(uw=uw[:10], ws=np.where(wide > 0, 9, 0).astype(np.int16), widths=wide))
+    assert "reads past" in refusal(runtime, bad(ws=wbeyond, widths=wide))
+    assert "reads past" in refusal(runtime, bad(uw=uw[:10], ws=np.where(wide > 0, 9, 0).astype(np.int16), widths=wide))
     # an empty band's starts are never read: anything goes there
     empty = widths.copy()
     empty[1] = 0
     far = fs.copy()
     far[1] = 30000
-    Runners(bank_model(4, 16, [w, uw, far, ws, empty])).run([log_uniform_u32(rng, 16)])
-    assert "num_channels + 1" in refusal(bank_model(4, 16, [w, uw, fs[:4], ws, widths]))
-    assert "num_channels" in refusal(bank_model(4, 16, tables, num_channels=0))
-    assert "'num_channels'" in refusal(op_model("SignalFilterBank", [T((16,), "UINT32")] +
-                                                [T((t.size,), "INT16", data=t) for t in tables],
-                                                [T((4,), "UINT64")], custom_options=opts(channels=4)))
+    Runners(runtime, bank_model(4, 16, [w, uw, far, ws, empty])).run([log_uniform_u32(rng, 16)])
+    assert "num_channels + 1" in refusal(runtime, bank_model(4, 16, [w, uw, fs[:4], ws, widths]))
+    assert "num_channels" in refusal(runtime, bank_model(4, 16, tables, num_channels=0))
+    assert "'num_channels'" in refusal(runtime, op_model("SignalFilterBank", [T((16,), "UINT32")] +
+                                                         [T((t.size,), "INT16", data=t) for t in tables],
+                                                         [T((4,), "UINT64")], custom_options=opts(channels=4)))
     non_const = op_model("SignalFilterBank", [T((16,), "UINT32"), T((20,), "INT16")] +
                          [T((t.size,), "INT16", data=t) for t in tables[1:]], [T((4,), "UINT64")],
                          custom_options=opts(num_channels=4))
-    assert "constant" in refusal(non_const)
+    if runtime == "c":  # the C kernel reads its tables at prepare; the Python kernel reads them at invoke
+        assert "constant" in refusal(runtime, non_const)
+    else:
+        Runners(runtime, non_const, tflm=False).run([log_uniform_u32(rng, 16), w])
 
 
 # --------------------------------------------------------------------------------------------- spectral subtraction
@@ -202,7 +187,7 @@ def ss_model(n_in=40, **change):
 
 
 @pytest.mark.parametrize("case", ["preprocessor", "clamping", "extreme", "narrow"])
-def test_spectral_subtraction_state(rng, case):
+def test_spectral_subtraction_state(rng, case, runtime):
     change, n_in = {
         "preprocessor": ({}, 40),
         "clamping": ({"clamping": True}, 40),
@@ -213,7 +198,7 @@ def test_spectral_subtraction_state(rng, case):
         "narrow": ({"num_channels": 5, "spectral_subtraction_bits": 63, "smoothing_bits": 0}, 12),
     }[case]
     ch = dict(SS_DEFAULT, **change)["num_channels"]
-    r = Runners(ss_model(n_in, **change))
+    r = Runners(runtime, ss_model(n_in, **change))
     frames = [log_uniform_u32(rng, n_in, 24) for _ in range(5)]
     frames[2][:] = 0xFFFFFFFF
     frames[3][:] = 0
@@ -231,18 +216,19 @@ def test_spectral_subtraction_state(rng, case):
         np.testing.assert_array_equal(n0, n1)
 
 
-def test_spectral_subtraction_refusals():
-    assert "num_channels" in refusal(ss_model(40, num_channels=41))
-    assert "num_channels" in refusal(ss_model(40, num_channels=0))
-    assert "smoothing_bits" in refusal(ss_model(40, smoothing_bits=32))
-    assert "spectral_subtraction_bits" in refusal(ss_model(40, spectral_subtraction_bits=64))
+def test_spectral_subtraction_refusals(runtime):
+    assert "num_channels" in refusal(runtime, ss_model(40, num_channels=41))
+    assert "num_channels" in refusal(runtime, ss_model(40, num_channels=0))
+    assert "smoothing_bits" in refusal(runtime, ss_model(40, smoothing_bits=32))
+    assert "spectral_subtraction_bits" in refusal(runtime, ss_model(40, spectral_subtraction_bits=64))
     o = dict(SS_DEFAULT)
     del o["alternate_smoothing"]
-    assert "'alternate_smoothing'" in refusal(op_model(
+    assert "'alternate_smoothing'" in refusal(runtime, op_model(
         "SignalFilterBankSpectralSubtraction", [T((40,), "UINT32")], [T((40,), "UINT32"), T((40,), "UINT32")],
         custom_options=opts(**o)))
 
 
+@needs_c_runtime
 def test_under_asan(tmp_path, rng):
     """Good and malformed models of both ops through the ASan/UBSan runner: loaded and run, or refused."""
     import struct

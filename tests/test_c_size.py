@@ -4,11 +4,10 @@ M4 build links no soft-double add/compare object) against the compiler's own con
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.conftest import needs_c_runtime
 
 FW = Path(__file__).resolve().parent.parent / "firmware_c"
 
@@ -56,14 +55,12 @@ int main(void) {
 """
 
 
+@needs_c_runtime
 def test_bitwise_float_helpers_match_the_compiler(tmp_path):
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        pytest.skip("no C compiler")
     src = tmp_path / "f2d.c"
     src.write_text(PROGRAM)
     exe = tmp_path / "f2d"
-    subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{FW / 'include'}", f"-I{FW / 'src'}",
+    subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{FW / 'include'}", f"-I{FW / 'src'}",
                     str(src), "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "bad 0" in proc.stdout, proc.stdout + proc.stderr

@@ -15,7 +15,7 @@ from edge_sdk import Interpreter
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
-from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
+from tests.conftest import needs_c_runtime
 from tests.oprunner import check_on, peer_outputs, refused_on, run_on
 
 Q = dict(scale=0.05, zero_point=-3)  # the int8 activations' quantization
@@ -266,7 +266,7 @@ def test_while_body_changing_shape_refused(runtime):
     refused_on(runtime, write_model(g.build()), [X_FLOAT], ModelError, r"node 0 \(WHILE( code \d+)? v1\).*(shape|static)")
 
 
-@pytest.mark.skipif(not HAVE_C_RUNTIME, reason=C_RUNTIME_REASON)
+@needs_c_runtime
 @pytest.mark.parametrize("make", [lambda: if_model("INT8"), lambda: nested_model("FLOAT32"), halving_while_model],
                          ids=["if", "nested", "halving"])
 def test_arena_plans_agree_across_subgraphs(make):
@@ -299,12 +299,11 @@ def _bad_branch_model() -> bytes:
     return write_model(g.build())
 
 
-@pytest.mark.parametrize("target", ["host-linux", "nrf52840-dk"])
+# the MCU target's check runs the model through the C runtime (built with gcc and make)
+@pytest.mark.parametrize("target", ["host-linux", pytest.param("nrf52840-dk", marks=needs_c_runtime)])
 def test_check_runs_control_flow_and_names_nodes_inside_subgraphs(tmp_path, target):
     from edge_sdk.targets.check import check_model
 
-    if target == "nrf52840-dk" and not HAVE_C_RUNTIME:
-        pytest.skip(C_RUNTIME_REASON)
     good, bad = tmp_path / "nested.tflite", tmp_path / "bad.tflite"
     good.write_bytes(nested_model("INT8"))
     bad.write_bytes(_bad_branch_model())

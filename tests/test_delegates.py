@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import shutil
 import subprocess
 
 import numpy as np
@@ -27,7 +26,7 @@ from edge_sdk.runtime.delegates import (
 from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
-from tests.conftest import shared_model
+from tests.conftest import require_c_runtime, shared_model
 
 
 # ------------------------------------------------------------------------------------------------ models
@@ -469,12 +468,10 @@ const char* stub_last_value(void) { return last_value; }
 
 @pytest.fixture(scope="module")
 def stub_delegate_lib(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler for the stub external delegate")
+    require_c_runtime()  # the stub is built with the C runtime's compiler
     d = tmp_path_factory.mktemp("stubdelegate")
     (d / "stub.c").write_text(_STUB_DELEGATE_C)
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(d / "libstub_delegate.so"), str(d / "stub.c")],
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(d / "libstub_delegate.so"), str(d / "stub.c")],
                    check=True, capture_output=True)
     return str(d / "libstub_delegate.so")
 

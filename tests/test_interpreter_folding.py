@@ -57,16 +57,15 @@ def test_nodes_reading_inputs_are_not_folded():
     assert interp.folded_nodes == [] and interp.folded_bytes == 0
 
 
-def test_the_plan_is_kept_and_c_agrees():
-    # the arena plan is the C runtime's (which runs these nodes every invoke): folding does not change it
-    from tests.conftest import HAVE_C_RUNTIME
-
+def test_the_plan_is_kept_and_c_agrees(runtime):
+    # the arena plan is the C runtime's (which runs these nodes every invoke): folding does not change it; the C
+    # case holds the C runtime's plan and outputs to the folded Python interpreter's
     w16 = RNG.standard_normal((5, 4)).astype(np.float16)
     blob = _weights_model(w16)
     py = Interpreter(model_content=blob)
     py.allocate_tensors()
     assert py.folded_nodes
-    if HAVE_C_RUNTIME:
+    if runtime == "c":
         c = Interpreter(model_content=blob, backend="c")
         c.allocate_tensors()
         assert [(b.key, b.offset, b.size) for b in c.arena_plan().buffers] == \

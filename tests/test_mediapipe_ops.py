@@ -1,9 +1,9 @@
 """MediaPipe's custom ops (Convolution2DTransposeBias, TransformTensorBilinear / TransformTensor,
-TransformLandmarks, Landmarks2TransformMatrix) in both runtimes: the Python kernels
-(edge_sdk/runtime/kernels/mediapipe.py) and the C kernels (firmware_c/src/kernels/mediapipe_*.c) agree (bit for
-bit where both follow MediaPipe's float steps, else within 1e-6), both match an independent float64 rendering
-of MediaPipe's definitions, Convolution2DTransposeBias matches LiteRT's XNNPACK delegate (the one peer that
-runs it), and bad options are refused by name in both."""
+TransformLandmarks, Landmarks2TransformMatrix) on the runtime grid (tests/conftest.py ``runtime``): the Python
+kernels (edge_sdk/runtime/kernels/mediapipe.py) and the C kernels (firmware_c/src/kernels/mediapipe_*.c) each match
+an independent float64 rendering of MediaPipe's definitions, the C case agrees with the Python interpreter (bit for
+bit where both follow MediaPipe's float steps, else within 1e-6), Convolution2DTransposeBias matches LiteRT's
+XNNPACK delegate (the one peer that runs it), and bad options are refused by name in both."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ import pytest
 from flatbuffers import flexbuffers  # test-only: an encoder independent of our readers
 
 from edge_sdk.errors import ModelError
-from tests.conftest import needs_c_runtime
-from tests.oprunner import T, assert_same, op_model, run_c, run_ours, run_peer
+from tests.oprunner import T, assert_same, check_on, op_model, peer_outputs, run_on
 
 
 RNG = np.random.default_rng(1603)
@@ -38,14 +37,11 @@ def flex(**kw) -> bytes:
     return bytes(b.Finish())
 
 
-def both(model, feeds, exact=True, rtol=1e-6, atol=1e-6):
-    ours = run_ours(model, feeds)
-    c = run_c(model, feeds)
-    if exact:
-        assert_same(c, ours, what="C vs Python")
-    else:
-        assert_same(c, ours, rtol=rtol, atol=atol, what="C vs Python")
-    return ours[0]
+def both(runtime, model, feeds, exact=True, rtol=1e-6, atol=1e-6):
+    """``runtime``'s first output; on the C runtime equal to the Python interpreter's (within rtol / atol unless
+    ``exact``)."""
+    tol = (0.0, 0.0) if exact else (rtol, atol)
+    return check_on(runtime, model, feeds, peer=[], c_equals_python=True, python_tol=tol)[0]
 
 
 # ------------------------------------------------------------------------------ Convolution2DTransposeBias
@@ -68,54 +64,49 @@ def tcb_reference(x, w, b, padding, sw, sh):
     return out
 
 
-def tcb_model(xs, ws, padding, sw, sh, out_shape=None):
+def tcb_model(xs, ws, padding, sw, sh, out_shape=None, rng=RNG):
     x = T(xs, "FLOAT32")
-    w = T(ws, "FLOAT32", data=RNG.standard_normal(ws).astype(np.float32))
-    b = T((ws[0],), "FLOAT32", data=RNG.standard_normal(ws[0]).astype(np.float32))
+    w = T(ws, "FLOAT32", data=rng.standard_normal(ws).astype(np.float32))
+    b = T((ws[0],), "FLOAT32", data=rng.standard_normal(ws[0]).astype(np.float32))
     y = T(out_shape or (1,), "FLOAT32")
     opts = struct.pack("<iii", padding, sw, sh)
     return op_model("Convolution2DTransposeBias", [x, w, b], [y], custom_options=opts), w.data, b.data
 
 
-@needs_c_runtime
 @pytest.mark.parametrize("xs,ws,padding,stride", [
     ((1, 5, 6, 3), (4, 3, 3, 3), 1, (2, 2)),
     ((1, 4, 4, 8), (6, 4, 4, 8), 1, (2, 2)),   # MediaPipe's 4x4 / stride 2 upsampler
     ((2, 3, 5, 2), (3, 2, 3, 2), 2, (1, 2)),
     ((1, 7, 3, 4), (5, 3, 2, 4), 2, (3, 1)),
 ])
-def test_transpose_conv_bias(xs, ws, padding, stride):
+def test_transpose_conv_bias(xs, ws, padding, stride, runtime):
     sw, sh = stride
     model, w, b = tcb_model(xs, ws, padding, sw, sh)
     x = RNG.standard_normal(xs).astype(np.float32)
-    ours = both(model, [x], exact=False, rtol=1e-5, atol=1e-5)
+    ours = both(runtime, model, [x], exact=False, rtol=1e-5, atol=1e-5)
     ref = tcb_reference(x, w, b, padding, sw, sh)
     assert ours.shape == ref.shape
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
 
 
-@needs_c_runtime
-def test_transpose_conv_bias_vs_litert_xnnpack():
+def test_transpose_conv_bias_vs_litert_xnnpack(runtime):
+    rng = np.random.default_rng(1604)  # the same case on both runtimes: LiteRT runs once
     xs, ws = (1, 6, 6, 8), (4, 4, 4, 8)
-    model, _, _ = tcb_model(xs, ws, 1, 2, 2, out_shape=(1, 12, 12, 4))
-    x = RNG.standard_normal(xs).astype(np.float32)
-    theirs = run_peer(model, [x], "litert_opt", isolate=True)
-    assert_same(run_c(model, [x]), theirs, rtol=1e-5, atol=1e-5, what="C vs LiteRT XNNPACK")
-    assert_same(run_ours(model, [x]), theirs, rtol=1e-5, atol=1e-5, what="Python vs LiteRT XNNPACK")
+    model, _, _ = tcb_model(xs, ws, 1, 2, 2, out_shape=(1, 12, 12, 4), rng=rng)
+    x = rng.standard_normal(xs).astype(np.float32)
+    theirs = peer_outputs(model, [x], "litert_opt", isolate=True)
+    assert_same(run_on(runtime, model, [x]), theirs, rtol=1e-5, atol=1e-5, what=f"{runtime} vs LiteRT XNNPACK")
 
 
-@needs_c_runtime
-def test_transpose_conv_bias_refusals():
+def test_transpose_conv_bias_refusals(runtime):
     model, _, _ = tcb_model((1, 3, 3, 2), (2, 3, 3, 2), 0, 1, 1)
-    for run in (run_ours, run_c):
-        with pytest.raises(ModelError, match="SAME"):
-            run(model, [np.zeros((1, 3, 3, 2), np.float32)])
+    with pytest.raises(ModelError, match="SAME"):
+        run_on(runtime, model, [np.zeros((1, 3, 3, 2), np.float32)])
     x, w, b = T((1, 3, 3, 2), "FLOAT32"), T((2, 3, 3, 2), "FLOAT32", data=np.zeros((2, 3, 3, 2))), \
         T((2,), "FLOAT32", data=np.zeros(2))
     short = op_model("Convolution2DTransposeBias", [x, w, b], [T((1,), "FLOAT32")], custom_options=b"\x01\0\0\0")
-    for run in (run_ours, run_c):
-        with pytest.raises(ModelError, match="12"):
-            run(short, [np.zeros((1, 3, 3, 2), np.float32)])
+    with pytest.raises(ModelError, match="12"):
+        run_on(runtime, short, [np.zeros((1, 3, 3, 2), np.float32)])
 
 
 # ------------------------------------------------------------------------------ TransformTensorBilinear
@@ -161,45 +152,40 @@ def _affine(sx, sy, angle, tx, ty):
                     np.float32).reshape(1, 4, 4)
 
 
-@needs_c_runtime
 @pytest.mark.parametrize("version,name", [(2, "TransformTensorBilinear"), (1, "TransformTensor"),
                                           (1, "TransformTensorBilinear")])
 @pytest.mark.parametrize("matrix", [_affine(1, 1, 0, 0, 0), _affine(0.7, 1.3, 0.4, 2.5, -1.0),
                                     _affine(2.1, 2.1, -1.1, 9.0, 3.0), _affine(0.5, 0.5, 0.0, 0.25, 0.75)])
-def test_transform_tensor_bilinear(version, name, matrix):
+def test_transform_tensor_bilinear(version, name, matrix, runtime):
     in_shape, out_hw = (1, 9, 11, 3), (7, 8)
     model = ttb_model(in_shape, out_hw, version, name)
     a = RNG.standard_normal(in_shape).astype(np.float32)
-    ours = both(model, [a, matrix])  # bit for bit
+    ours = both(runtime, model, [a, matrix])  # bit for bit
     ref = ttb_reference(a, matrix, *out_hw, v2=version == 2)
     np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
 
 
-@needs_c_runtime
-def test_transform_tensor_identity_copies_and_outside_is_zero():
+def test_transform_tensor_identity_copies_and_outside_is_zero(runtime):
     a = RNG.standard_normal((1, 5, 6, 2)).astype(np.float32)
-    out = both(ttb_model((1, 5, 6, 2), (5, 6), 1, "TransformTensor"), [a, _affine(1, 1, 0, 0, 0)])
+    out = both(runtime, ttb_model((1, 5, 6, 2), (5, 6), 1, "TransformTensor"), [a, _affine(1, 1, 0, 0, 0)])
     np.testing.assert_array_equal(out, a)
-    far = both(ttb_model((1, 5, 6, 2), (3, 3), 2), [a, _affine(1, 1, 0, 100, 100)])
+    far = both(runtime, ttb_model((1, 5, 6, 2), (3, 3), 2), [a, _affine(1, 1, 0, 100, 100)])
     np.testing.assert_array_equal(far, np.zeros((1, 3, 3, 2), np.float32))
 
 
-@needs_c_runtime
-def test_transform_tensor_refusals():
+def test_transform_tensor_refusals(runtime):
     bad_mode = ttb_model((1, 4, 4, 1), (2, 2), 1, "TransformTensor", options=flex(mode="nearest"))
     wrong_size = ttb_model((1, 4, 4, 1), (2, 2), 2, options=flex(output_height=3, output_width=2))
     feeds = [np.zeros((1, 4, 4, 1), np.float32), np.zeros((1, 4, 4), np.float32)]
-    for run in (run_ours, run_c):
-        with pytest.raises(ModelError, match="bilinear"):
-            run(bad_mode, feeds)
-        with pytest.raises(ModelError, match="output_height"):
-            run(wrong_size, feeds)
+    with pytest.raises(ModelError, match="bilinear"):
+        run_on(runtime, bad_mode, feeds)
+    with pytest.raises(ModelError, match="output_height"):
+        run_on(runtime, wrong_size, feeds)
 
 
 # ------------------------------------------------------------------------------ TransformLandmarks
 
 
-@needs_c_runtime
 @pytest.mark.parametrize("version,shape,options,dims,scale", [
     (2, (1, 21, 3), None, 3, 1.0),
     (2, (1, 9, 2), None, 2, 1.0),
@@ -207,12 +193,12 @@ def test_transform_tensor_refusals():
     (1, (1, 1, 1, 8), flex(dimensions=2, scale=0.5), 2, 0.5),
     (1, (1, 1, 1, 9), None, 3, 1.0),  # MediaPipe's defaults
 ])
-def test_transform_landmarks(version, shape, options, dims, scale):
+def test_transform_landmarks(version, shape, options, dims, scale, runtime):
     x, m, y = T(shape, "FLOAT32"), T((1, 4, 4), "FLOAT32"), T(shape, "FLOAT32")
     model = op_model("TransformLandmarks", [x, m], [y], custom_options=options, version=version)
     pts = RNG.standard_normal(shape).astype(np.float32) * 50
     mat = _affine(1.5, 0.8, 0.6, 12.0, -7.0)
-    ours = both(model, [pts, mat])
+    ours = both(runtime, model, [pts, mat])
     p = pts.reshape(-1, dims).astype(np.float64)
     t = mat.reshape(-1).astype(np.float64)
     ref = p.copy()
@@ -221,15 +207,13 @@ def test_transform_landmarks(version, shape, options, dims, scale):
     np.testing.assert_allclose(ours.reshape(-1, dims), ref, rtol=1e-5, atol=1e-4)
 
 
-@needs_c_runtime
-def test_transform_landmarks_refusals():
+def test_transform_landmarks_refusals(runtime):
     x, m, y = T((1, 1, 1, 6), "FLOAT32"), T((1, 4, 4), "FLOAT32"), T((1, 1, 1, 6), "FLOAT32")
     feeds = [np.zeros((1, 1, 1, 6), np.float32), np.zeros((1, 4, 4), np.float32)]
     for opts, why in ((flex(dimensions=4), "dimensions"), (flex(dimensions=3, scale=0.0), "scale")):
         model = op_model("TransformLandmarks", [x, m], [y], custom_options=opts, version=1)
-        for run in (run_ours, run_c):
-            with pytest.raises(ModelError, match=why):
-                run(model, feeds)
+        with pytest.raises(ModelError, match=why):
+            run_on(runtime, model, feeds)
 
 
 # ------------------------------------------------------------------------------ Landmarks2TransformMatrix
@@ -244,25 +228,23 @@ V2_OPTS = dict(subset_idxs=[0, 1, 2, 3, 4], left_rotation_idx=5, right_rotation_
                target_rotation_radians=0.0, output_height=256, output_width=192, scale_x=1.5, scale_y=1.25)
 
 
-@needs_c_runtime
-def test_landmarks_matrix_v2_axis_aligned_box():
+def test_landmarks_matrix_v2_axis_aligned_box(runtime):
     # rotation landmarks on a horizontal line, target 0: no rotation; the crop is the subset's bounding box
     pts = np.zeros((1, 8, 3), np.float32)
     pts[0, :5, :2] = [[10, 20], [50, 20], [10, 80], [50, 80], [30, 50]]
     pts[0, 5, :2], pts[0, 6, :2] = [0, 0], [1, 0]
-    out = both(l2t_model((1, 8, 3), flex(**V2_OPTS), 2), [pts], exact=False)
+    out = both(runtime, l2t_model((1, 8, 3), flex(**V2_OPTS), 2), [pts], exact=False)
     w, h, cx, cy = 40.0, 60.0, 30.0, 50.0
     sx, sy = 1.5 * w / 192, 1.25 * h / 256
     want = np.array([[sx, 0, 0, cx - sx * 96], [0, sy, 0, cy - sy * 128], [0, 0, 1, 0], [0, 0, 0, 1]], np.float32)
     np.testing.assert_allclose(out[0], want, rtol=1e-6, atol=1e-5)
 
 
-@needs_c_runtime
 @pytest.mark.parametrize("target", [0.0, math.pi / 2, -0.7])
-def test_landmarks_matrix_v2_random(target):
+def test_landmarks_matrix_v2_random(target, runtime):
     pts = (RNG.standard_normal((1, 12, 3)) * 60 + 100).astype(np.float32)
     opts = dict(V2_OPTS, subset_idxs=[0, 3, 7, 9, 11], target_rotation_radians=target)
-    out = both(l2t_model((1, 12, 3), flex(**opts), 2), [pts], exact=False)
+    out = both(runtime, l2t_model((1, 12, 3), flex(**opts), 2), [pts], exact=False)
     # the matrix maps the output crop's centre to the subset's rotated-box centre, and is a rotation * scale
     centre = out[0] @ np.array([96.0, 128.0, 0.0, 1.0])
     r = target - math.atan2(pts[0, 6, 1] - pts[0, 5, 1], pts[0, 6, 0] - pts[0, 5, 0])
@@ -277,29 +259,26 @@ V1_OPTS = dict(input_hw=[480, 640], output_hw=[256, 256], dimensions=3, landmark
                bbox_size_multiplier=1.5, left_rotation_idx=0, right_rotation_idx=1, subset=[0, 1, 2, 3, 4])
 
 
-@needs_c_runtime
-def test_landmarks_matrix_v1():
+def test_landmarks_matrix_v1(runtime):
     pts = (RNG.standard_normal((1, 1, 1, 30)) * 40 + 128).astype(np.float32)
-    out = both(l2t_model((1, 1, 1, 30), flex(**V1_OPTS), 1), [pts], exact=False)
+    out = both(runtime, l2t_model((1, 1, 1, 30), flex(**V1_OPTS), 1), [pts], exact=False)
     assert out.shape == (1, 4, 4)
     np.testing.assert_array_equal(out[0, 3], [0, 0, 0, 1])
     np.testing.assert_array_equal(out[0, :2, 2], [0, 0])
     # an axis-aligned pair (no rotation) gives a pure scale + shift
     flat = np.zeros((1, 1, 1, 30), np.float32)
     flat.reshape(-1, 3)[:5, :2] = [[100, 100], [200, 100], [100, 180], [200, 180], [150, 140]]
-    out = both(l2t_model((1, 1, 1, 30), flex(**V1_OPTS), 1), [flat], exact=False)
+    out = both(runtime, l2t_model((1, 1, 1, 30), flex(**V1_OPTS), 1), [flat], exact=False)
     bx, by = 100 * 1.5 / 256, 80 * 1.5 / 256
     assert abs(out[0, 0, 1]) < 1e-6 and abs(out[0, 1, 0]) < 1e-6
     np.testing.assert_allclose(out[0, 0, 0], 319.5 * bx * 2 / 255, rtol=1e-5)
     np.testing.assert_allclose(out[0, 1, 1], 239.5 * by * 2 / 255, rtol=1e-5)
 
 
-@needs_c_runtime
-def test_landmarks_matrix_refusals():
+def test_landmarks_matrix_refusals(runtime):
     feeds = [np.zeros((1, 8, 3), np.float32)]
     for opts, why in ((dict(V2_OPTS, subset_idxs=[0, 9]), "outside"), (dict(V2_OPTS, scale_x=0.0), "scale_x"),
                       (dict(V2_OPTS, output_width=0), "output_width")):
         model = l2t_model((1, 8, 3), flex(**opts), 2)
-        for run in (run_ours, run_c):
-            with pytest.raises(ModelError, match=why):
-                run(model, feeds)
+        with pytest.raises(ModelError, match=why):
+            run_on(runtime, model, feeds)

@@ -18,10 +18,8 @@ from edge_sdk import Interpreter
 from edge_sdk.model import schema
 from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
 from edge_sdk.model.writer import option_defaults, options_for, write_model
-from tests.conftest import shared_model
+from tests.conftest import needs_c_runtime, shared_model
 
-needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                             reason="the C runtime needs gcc and make")
 
 
 def _chain_model(dtype: str = "INT8", shape=(1, 4, 5, 3), pads=((0, 0), (1, 1), (2, 1), (0, 0)),
@@ -115,7 +113,7 @@ def test_python_inplace_plan_in_place_and_bit_exact(case):
     assert np.any(want[0] != want[0].flat[0])  # a real result (the RELU of random data, padded), not a constant
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("case", list(CASES))
 def test_c_inplace_plan_identical_to_python_and_bit_exact(case):
     data = _chain_model(**CASES[case])
@@ -167,7 +165,7 @@ def test_model_input_and_output_never_in_place():
 
 
 @pytest.mark.slow
-@needs_c
+@needs_c_runtime
 def test_mobilenet_v2_inplace_plan():
     """MobileNetV2 224x224 (PyTorch export: explicit PADs): the in-place plan is bit-exact with the layer plan
     in both runtimes, identical between them, and needs about 0.63x the layer plan's tensor bytes."""
@@ -291,7 +289,7 @@ def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int 
     return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="dw in place"))
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("stride,padding,batch", [(1, "SAME", 1), (2, "SAME", 1), (1, "VALID", 1), (2, "VALID", 2),
                                                   (3, "SAME", 2)])
 def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
@@ -356,7 +354,7 @@ def test_depthwise_not_in_place_when_its_kernel_cannot():
     assert (0, 4) not in inplace_aliases(model, flt, buffer_requests(model, flt, spans=spans), spans)
 
 
-@needs_c
+@needs_c_runtime
 def test_inplace_plan_never_larger_than_the_layer_plan():
     """When in-place groups make the greedy placement larger than the layer plan's (this conv chain: the
     depthwise convolutions' groups), both runtimes use the layer plan under memory="inplace", say so in
@@ -395,7 +393,7 @@ def test_inplace_plan_never_larger_than_the_layer_plan():
     assert not any("keep the layer-by-layer placement" in n for n in checked["layer"].notes)
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("name", ["hello_world_float", "hello_world_int8", "audio_preprocessor_int8", "person_detect"])
 def test_c_inplace_need_never_above_the_layer_need(name):
     """The C runtime's in-place plan keeps its in-place groups in the lifetimes (no planner memory of its own):
@@ -522,7 +520,7 @@ def _conv_int8_case(rng, generic: bool):
         [rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)]
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("seed", range(10))
 def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
     """Under memory="inplace" (and "min") CONV_2D keeps its int8 requantization in 5 bytes a channel instead of 8
@@ -602,20 +600,21 @@ def _elementwise_model(op_name: str, dtype: str, shape=(1, 5, 7, 3), swap: bool 
 @pytest.mark.parametrize("case", [f"{op}-{t}" for op, t in _EW_CASES] + ["ADD-INT8-swap", "MUL-INT8-swap-broadcast",
                                                                          "SUB-FLOAT32-broadcast"])
 @pytest.mark.parametrize("shape", [(1, 5, 7, 3), (1, 9, 13, 35)])  # the second: whole SIMD vectors and a tail
-def test_elementwise_ops_in_place_in_both_runtimes(case, shape):
+def test_elementwise_ops_in_place_in_both_runtimes(case, shape, runtime):
     """Under memory="inplace" an elementwise op's output takes over its input (binary ops: input 0, else input 1, of
     the output's element count and size): Python and C outputs bit-exact with the layer plan, the C plan identical
-    to Python's entry by entry, and the output at its input's offset."""
+    to Python's entry by entry, and the output at its input's offset. The Python interpreter's layer and in-place
+    runs are the C case's reference too."""
     op_name, dtype, *flags = case.split("-")
     data = _elementwise_model(op_name, dtype, shape, swap="swap" in flags, broadcast="broadcast" in flags)
     feeds = _feeds(data, 3)
     layer, want = _run(data, "layer", "python", feeds)
     small, got = _run(data, "inplace", "python", feeds)
-    np.testing.assert_array_equal(got[0], want[0])
-    off = {b.name: b.offset for b in small.arena_plan().buffers}
-    assert small.memory_plan == "inplace" and off["r"] == off["y"], off
-    assert np.any(want[0] != want[0].flat[0])  # not a constant
-    if shutil.which("gcc") is None or shutil.which("make") is None:
+    if runtime == "python":
+        np.testing.assert_array_equal(got[0], want[0])
+        off = {b.name: b.offset for b in small.arena_plan().buffers}
+        assert small.memory_plan == "inplace" and off["r"] == off["y"], off
+        assert np.any(want[0] != want[0].flat[0])  # not a constant
         return
     c, got_c = _run(data, "inplace", "c", feeds)
     _, got_c_layer = _run(data, "layer", "c", feeds)
@@ -639,17 +638,15 @@ def test_elementwise_in_place_only_over_an_input_of_the_output_size():
 
 @pytest.mark.parametrize("name", ["tflite-micro/dtln_noise_suppression.tflite", "mediapipe/palm_detection_lite.tflite",
                                   "pymicro-wakeword/hey_jarvis.tflite", "tflite-micro/micro_speech_lstm.tflite"])
-def test_real_models_bit_exact_under_every_plan_in_both_runtimes(name):
+def test_real_models_bit_exact_under_every_plan_in_both_runtimes(name, runtime):
     """Real models (LSTM state, MediaPipe float16 weights, a streaming wake word, an audio denoiser with in-place
     nodes): memory="inplace" and "min" give the layer plan's outputs bit for bit in the Python interpreter and in
     the C runtime, and the plan built is one of the plans the request allows."""
     data = shared_model(name).read_bytes()
     feeds = _feeds(data, 11)
-    backends = ["python"] + ([] if shutil.which("gcc") is None or shutil.which("make") is None else ["c"])
-    for backend in backends:
-        _, want = _run(data, "layer", backend, feeds)
-        for memory, built in (("inplace", ("layer", "inplace")), ("min", ("layer", "inplace", "patch"))):
-            it, got = _run(data, memory, backend, feeds)
-            assert it.memory_plan in built, (backend, memory, it.memory_plan)
-            for a, b in zip(got, want):
-                np.testing.assert_array_equal(a, b, err_msg=f"{name} {backend} memory={memory}")
+    _, want = _run(data, "layer", runtime, feeds)
+    for memory, built in (("inplace", ("layer", "inplace")), ("min", ("layer", "inplace", "patch"))):
+        it, got = _run(data, memory, runtime, feeds)
+        assert it.memory_plan in built, (runtime, memory, it.memory_plan)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} {runtime} memory={memory}")

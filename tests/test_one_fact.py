@@ -4,19 +4,21 @@
 * element sizes / dtypes of TFLite types: edge_sdk.model.types.TENSOR_TYPES (codes from model.schema);
 * the cache folder: edge_sdk.resources.cache_dir() for every cache;
 * option enums of the C kernels: only in firmware_c/include/edge_kernel.h;
-* timeouts: named constants in edge_sdk/timeouts.py.
+* timeouts: named constants in edge_sdk/timeouts.py;
+* whether the C runtime can be built here, and the skip when it cannot: only tests/conftest.py (needs_c_runtime,
+  require_c_runtime, the ``runtime`` grid).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from edge_sdk.runtime import c_status
+from tests.conftest import needs_c_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
@@ -44,8 +46,7 @@ def test_status_table_is_the_def_file():
     assert any(arc == "firmware_c/include/edge_status.def" for _, arc in resources.bundle_files())
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                    reason="the C runtime needs gcc and make")
+@needs_c_runtime
 def test_status_texts_match_edge_status_str():
     from edge_sdk.runtime import c_build, c_interpreter
 
@@ -324,3 +325,51 @@ def _is_timeout_flag(call: ast.AST) -> bool:
     return isinstance(call, ast.Call) and any(
         isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
         and (a.value.endswith("timeout") or a.value == "--retries") for a in call.args)
+
+
+# ------------------------------------------------------------------------------------------ the C-missing skip
+# Test modules that look for make or a C compiler for something else than the C runtime's binding, and why.
+_OWN_TOOL_CHECKS = {
+    "test_cli_exit_codes.py": "takes the compiler away on purpose ($CC): needs make alone",
+    "test_first_hour.py": "runs the Makefile's install target: needs make alone",
+    "test_deploy.py": "the loopback device's own compiler: the deploy's build result is asserted either way",
+    "test_packaging.py": "the installed wheel builds its C runtime with $CC (the build honours it), not gcc",
+}
+_C_RUNTIME_TOOLS = ("gcc", "cc", "make")
+_C_RUNTIME_NAMES = ("HAVE_C_RUNTIME", "C_RUNTIME_REASON")
+
+
+def c_runtime_checks(source: str, name: str = "<test>") -> list[str]:
+    """Where a test module decides by itself whether the C runtime can be built: shutil.which("gcc" / "cc" /
+    "make"), or conftest's HAVE_C_RUNTIME / C_RUNTIME_REASON read outside conftest."""
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "which" \
+                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in _C_RUNTIME_TOOLS:
+            found.append(f"{name}:{node.lineno}: shutil.which({node.args[0].value!r})")
+        elif isinstance(node, ast.Name) and node.id in _C_RUNTIME_NAMES:
+            found.append(f"{name}:{node.lineno}: {node.id}")
+        elif isinstance(node, ast.alias) and node.name in _C_RUNTIME_NAMES:
+            found.append(f"{name}:{node.lineno}: imports {node.name}")
+    return found
+
+
+def test_the_c_runtime_skip_lives_in_conftest():
+    """One skip for a missing C runtime: tests take conftest's needs_c_runtime / require_c_runtime / the runtime
+    grid instead of their own gcc and make checks (which drift: a reason per file, a silent ``return``)."""
+    tests = ROOT / "tests"
+    bad = []
+    for path in sorted(tests.glob("*.py")):
+        if path.name in ("conftest.py", *_OWN_TOOL_CHECKS):
+            continue
+        text = path.read_text()
+        if "which(" in text or "C_RUNTIME_" in text:  # parse only the candidates
+            bad += c_runtime_checks(text, f"tests/{path.name}")
+    assert not bad, "own C-runtime checks (use tests.conftest.needs_c_runtime / require_c_runtime):\n" + "\n".join(bad)
+
+
+def test_the_c_runtime_skip_check_sees_a_copy():
+    own = 'needs = pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")\n' \
+          "from tests.conftest import HAVE_C_RUNTIME\nif not HAVE_C_RUNTIME:\n    pass\n"
+    assert len(c_runtime_checks(own)) == 3
+    assert c_runtime_checks('shutil.which("arm-none-eabi-gcc")\nneeds_c_runtime\n') == []

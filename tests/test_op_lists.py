@@ -2,11 +2,13 @@
 
 Fails when three or more op names (the schema's builtin operator names and the custom ops of the op table) appear in
 one literal outside the op table:
-* Python, every .py under edge_sdk/ and converters/ (AST): a set / tuple / list literal (``name in (...)`` too), the
-  keys of a dict literal, a chain ``op == "A" or op == "B" or ...``;
-* C, every .c / .h under firmware_c/src and firmware_c/include (comments stripped): the ``case EDGE_OP_X`` labels of
-  one switch, the EDGE_OP_ names of one expression or initializer (``op == EDGE_OP_A || op == EDGE_OP_B ...``,
-  ``{EDGE_OP_A, EDGE_OP_B, ...}``).
+* Python, every .py of the checkout but tests/ (edge_sdk/, converters/, firmware_c/tools/, benchmarks/, examples/...;
+  AST): a set / tuple / list literal (``name in (...)`` too), the keys of a dict literal, a chain
+  ``op == "A" or op == "B" or ...``, Python's switches: an ``if op == "A": ... elif op == "B": ...`` chain and a
+  ``match`` with ``case "A":`` arms;
+* C, every .c / .h under firmware_c/ (src, include, host, app, boards, fuzz, tools; comments stripped): the
+  ``case EDGE_OP_X`` labels of one switch, the EDGE_OP_ names of one expression or initializer
+  (``op == EDGE_OP_A || op == EDGE_OP_B ...``, ``{EDGE_OP_A, EDGE_OP_B, ...}``).
 A fact such a list would hold is a field of the rows (``op_table.row(name).family == "unary"``, ``.effects``, ...);
 the C runtime reads the rows' facts from the generated include/edge_op_facts.h. Two names (an op and its twin, a
 switch on one op for its own options) are not a list.
@@ -49,6 +51,19 @@ def _compared_name(node: ast.AST) -> str | None:
     return None
 
 
+def _elif_names(node: ast.If) -> list[str]:
+    """The op names an ``if x == "A": ... elif x == "B": ...`` chain compares with (its elifs marked as seen)."""
+    found = []
+    while True:
+        name = _compared_name(node.test)
+        if name:
+            found.append(name)
+        if len(node.orelse) != 1 or not isinstance(node.orelse[0], ast.If):
+            return found
+        node = node.orelse[0]
+        node._elif = True
+
+
 def python_lists(source: str, where: str = "<source>") -> list[str]:
     """Every literal, dict or comparison chain of ``source`` naming MIN_NAMES or more ops: "where:line: names"."""
     bad = []
@@ -60,6 +75,12 @@ def python_lists(source: str, where: str = "<source>") -> list[str]:
             found = _names([k for k in node.keys if k is not None])
         elif isinstance(node, ast.BoolOp):
             found = [n for n in map(_compared_name, node.values) if n]
+        elif isinstance(node, ast.If) and not getattr(node, "_elif", False):
+            found = _elif_names(node)
+        elif isinstance(node, ast.Match):
+            arms = [p for c in node.cases for p in (c.pattern.patterns if isinstance(c.pattern, ast.MatchOr)
+                                                    else [c.pattern])]
+            found = _names([p.value for p in arms if isinstance(p, ast.MatchValue)])
         if len(found) >= MIN_NAMES:
             bad.append(f"{where}:{node.lineno}: {', '.join(found)}")
     return bad
@@ -104,15 +125,18 @@ def c_lists(source: str, where: str = "<source>") -> list[str]:
     return bad
 
 
+# Not sources of the library: the tests (they hold cases), virtual environments, build output, the wheel's copy.
+_NOT_SOURCES = {"tests", "build", "_bundled", "__pycache__"}
+
+
 def _sources():
-    for folder in ("edge_sdk", "converters"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            if "_bundled" not in path.parts and "build" not in path.parts:
-                yield path, python_lists
-    for folder in ("firmware_c/src", "firmware_c/include"):
-        for path in sorted((ROOT / folder).rglob("*")):
-            if path.suffix in (".c", ".h"):
-                yield path, c_lists
+    tops = [p for p in sorted(ROOT.iterdir()) if p.name not in _NOT_SOURCES and not p.name.startswith(".")]
+    for path in (q for top in tops for q in ([top] if top.is_file() else sorted(top.rglob("*.py")))):
+        if path.suffix == ".py" and not _NOT_SOURCES.intersection(path.relative_to(ROOT).parts):
+            yield path, python_lists
+    for path in sorted((ROOT / "firmware_c").rglob("*")):
+        if path.suffix in (".c", ".h") and not _NOT_SOURCES.intersection(path.relative_to(ROOT).parts):
+            yield path, c_lists
 
 
 @functools.lru_cache(maxsize=1)
@@ -147,6 +171,11 @@ def test_the_checkers_see_a_list():
         "<source>:1: IF, WHILE, CALL_ONCE"]
     assert python_lists('x = ["SignalWindow", "SignalRfft", "SignalEnergy"]\n') != []  # custom ops of the table
     assert python_lists('ok = op in ("PAD", "PADV2") or op == "RESHAPE"\nt = ("RELU", "NONE", "x")\n') == []
+    switch = 'if op == "ADD":\n    a\nelif op == "SUB":\n    b\nelif op == "MUL":\n    c\n'
+    assert python_lists(switch, "s.py") == ["s.py:1: ADD, SUB, MUL"]
+    assert python_lists('match op:\n    case "IF":\n        a\n    case "WHILE" | "CALL_ONCE":\n        b\n'
+                        '    case "RELU":\n        c\n    case "TANH":\n        d\n', "m.py") == ["m.py:1: IF, WHILE, CALL_ONCE, RELU, TANH"]
+    assert python_lists('if op == "ADD":\n    a\nelif op == "SUB":\n    b\nelse:\n    c\n') == []
     c = ("static int f(int op) {\n    switch (op) {\n    case EDGE_OP_ADD: return 1;\n    case EDGE_OP_SUB: return 1;\n"
          "    case EDGE_OP_MUL: return 2;\n    default: return 0;\n    }\n}\n")
     assert c_lists(c, "f.c") == ["f.c:2: switch on ADD, SUB, MUL"]

@@ -20,7 +20,7 @@ from edge_sdk.model import schema
 from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
 from edge_sdk.model.writer import option_defaults, options_for, write_model
 from edge_sdk.runtime import patching
-from tests.conftest import shared_model
+from tests.conftest import needs_c_runtime, shared_model
 
 
 class _Builder:
@@ -255,8 +255,6 @@ def test_patch_plan_is_printable():
     assert "input" in plan.render() and "buffer" in plan.render()
 
 
-needs_c = pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("make") is None,
-                             reason="the C runtime needs gcc and make")
 
 
 def _plan_tuples(plan):
@@ -269,7 +267,7 @@ def _c_chain(chain):
     return CHAINS[chain]
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("dtype", ["INT8", "FLOAT32"])
 @pytest.mark.parametrize("chain", ["same_s1_s2", "valid_dilated", "pools_stride3", "residual", "pad_then_valid"])
 def test_c_patch_plan_identical_to_python_and_bit_exact(chain, dtype):
@@ -299,7 +297,7 @@ def test_c_patch_plan_identical_to_python_and_bit_exact(chain, dtype):
     assert c.plan_info()["tensor_total"] == py.arena_size < _run(data, "layer", x)[0].arena_size
 
 
-@needs_c
+@needs_c_runtime
 def test_c_refuses_a_bad_patch_stage():
     """A stage that is not a closed chain of window ops, or a grid finer than the cut, is refused with the
     node named (EDGE_BAD_ARGUMENT), never run."""
@@ -474,7 +472,7 @@ def _c_parity(path):
     return c
 
 
-@needs_c
+@needs_c_runtime
 def test_c_patch_plan_of_person_detect():
     """person_detect in the C runtime under memory="min": the Python planner's stage (0..7, 6x6), the same plan
     entry by entry, outputs bit-exact with the layer plan."""
@@ -483,7 +481,7 @@ def test_c_patch_plan_of_person_detect():
 
 
 @pytest.mark.slow
-@needs_c
+@needs_c_runtime
 def test_c_patch_plan_of_mobilenet_v2():
     """MobileNetV2 224 int8 (PADs and residual ADDs inside the stage) in the C runtime: the same plan as Python's,
     bit-exact."""
@@ -511,7 +509,7 @@ def test_flash_sources_pick_the_patch_plan_when_nothing_else_fits(tmp_path):
     assert "-DEDGE_WITH_PATCH=0" in info["type_defs"] and info["patch"] is None
 
 
-@needs_c
+@needs_c_runtime
 @pytest.mark.parametrize("chain", ["residual", "pad_then_valid"])
 def test_c_runs_any_valid_stage_and_grid_bit_exact(chain):
     """Every stage (first..last) and grid edge_init_patch accepts gives the layer plan's outputs: stages from the

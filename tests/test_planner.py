@@ -8,7 +8,7 @@ import pytest
 
 from edge_sdk import Interpreter
 from edge_sdk.runtime import patching, planner
-from tests.conftest import C_RUNTIME_REASON, HAVE_C_RUNTIME
+from tests.conftest import needs_c_runtime
 from tests.test_memory_min import _chain_model
 from tests.test_patching import CHAINS, chain_model
 
@@ -147,7 +147,7 @@ def test_c_stage_without_a_python_interpreter(chain, monkeypatch):
     assert planner.c_memory_plan(data, "min") == ("patch", got)
 
 
-@pytest.mark.skipif(not HAVE_C_RUNTIME, reason=C_RUNTIME_REASON)
+@needs_c_runtime
 def test_c_backend_min_gets_the_planner_stage_without_an_interpreter(monkeypatch):
     """Interpreter(backend="c", memory="min") and CInterpreter(memory="min") run the planner's stage, the same as
     the Python interpreter's, without constructing a Python Interpreter on the way; the outputs are the layer

@@ -2,8 +2,10 @@
 
 ``inspect_model(path)`` returns plain data (the CLI prints it as JSON with --json); ``format_inspection``
 renders it for people. The model's structure comes from the reader; shapes after prepare, MACs (the op
-table's count per op) and the arena plan come from allocating it in our interpreter. A model we cannot run
-is still inspected: the reason is listed under ``problems`` and the run-time figures are null.
+table's count per op) and the layer-by-layer arena plan come from allocating it in one interpreter; the in-place
+and least-RAM plans are the planner's (edge_sdk.runtime.planner.plan_tensors) over that interpreter's prepared
+tensor infos, without another interpreter. A model we cannot run is still inspected: the reason is listed under
+``problems`` and the run-time figures are null.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def inspect_model(source) -> dict:
 
 
 def _add_runtime_figures(data: bytes, report: dict) -> None:
-    """Shapes after prepare, MACs per op and the arena plan, from allocating the model in our interpreter."""
+    """Shapes after prepare, MACs per op and the arena plans, from allocating the model in our interpreter (the
+    layer-by-layer plan) and the planner (the in-place and least-RAM plans over the same prepared infos)."""
+    from edge_sdk.runtime import planner
     from edge_sdk.runtime.interpreter import Interpreter
 
     interp = Interpreter(model_content=data)
@@ -96,16 +100,19 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
             t["shape"] = list(shape)
     report["macs"] = total
     plan = interp.arena_plan()
-    small = Interpreter(model=interp.model, memory="inplace")  # the in-place plan, for comparison
-    small.allocate_tensors()
-    least = Interpreter(model=interp.model, memory="min")  # the least-RAM plan: in place plus a patch stage
-    least.allocate_tensors()
-    patch = least.patch_plan()
+    # The other two plans over the tensor infos the interpreter planned with (prepare_report: the same prepare,
+    # per subgraph), the buffer lifetimes computed once for both.
+    infos = interp.prepare_report()[2]
+    spans: dict = {}
+    requests = planner.buffer_requests(interp.model, infos, spans=spans)
+    small = planner.plan_tensors(interp.model, infos, "inplace", requests=requests, spans=spans)  # for comparison
+    least = planner.plan_tensors(interp.model, infos, "min", requests=requests, spans=spans)  # in place + a stage
+    patch = least.stage
     report["arena"] = {
         "bytes": interp.arena_size,  # the layer-by-layer plan's ("layer")
-        "inplace_bytes": small.arena_size,  # --memory inplace (+0 MACs)
-        "min_bytes": least.arena_size,  # --memory min, the least-RAM plan; which plan it is: min_plan
-        "min_plan": least.memory_plan,  # interpreter.REALISED_PLANS: "patch", or "inplace" (no stage beats it)
+        "inplace_bytes": small.total,  # --memory inplace (+0 MACs)
+        "min_bytes": least.total,  # --memory min, the least-RAM plan; which plan it is: min_plan
+        "min_plan": least.memory_plan,  # planner.REALISED_PLANS: "patch", or "inplace" (no stage beats it)
         # its patch stage (the interpreter's, over every op it patches): None when no stage beats the in-place plan
         "patch": None if patch is None else {**patch.to_dict(), "model_macs": total,
                                              "summary": patch.describe(total)},
