@@ -823,7 +823,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         if _JSON_ERRORS.get():
-            _print_json({"error": f"{self.prog}: {message}", "kind": errors.error_kind(UsageError()), "exit": 2})
+            _print_json({"error": message, "kind": errors.error_kind(UsageError()), "exit": 2})
             sys.stdout.flush()
         super().error(message)
 
