@@ -454,7 +454,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             guard["lossy"] = short
             result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
-        calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
+        # the file's base name: a model carries no folder of the machine it was converted on
+        calib_summary = {"source": Path(calibration).name if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
         if calibration is None and guarded:
             calib_summary = {"source": "none: every activation range is the source's own (QDQ)", "method": "given"}
