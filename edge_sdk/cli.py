@@ -14,7 +14,7 @@ import sys
 from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk import errors
-from edge_sdk.errors import BuildError, DeviceError, EdgeError, ModelError, ProfileError, UsageError
+from edge_sdk.errors import BuildError, DeviceError, ModelError, UsageError
 from edge_sdk.runtime.planner import MEMORY_PLANS  # documented there; a cheap import (no numpy)
 
 # Exit statuses, --json error kinds and their documentation live in one place: edge_sdk.errors (ERRORS). The
@@ -307,12 +307,16 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
 
         if claim == "calibration" and suffix not in IMAGE_SUFFIXES:
             return  # the converter names what it takes
+        import warnings
+
         from PIL import Image, UnidentifiedImageError
 
         try:
-            with Image.open(p):  # the header only: pixels are decoded when the image is used
-                pass
-        except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
+            with warnings.catch_warnings():  # a huge image: pipeline.load_image refuses it in one line, later
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(p):  # the header only: pixels are decoded when the image is used
+                    pass
+        except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
             if suffix in IMAGE_SUFFIXES:  # named an image: the reader's words (as pipeline.load_image says them)
                 reason = " ".join(str(exc).split())[:200]
                 raise errors.DataError(f"{label} {p}: cannot read the image ({reason}; it is {_what_it_is(p)})"
@@ -362,7 +366,8 @@ def _check_targets(args) -> None:
 
     if target not in list_profiles(include_abstract=True):
         known = list_profiles()
-        hint = f" (did you mean {_closest(target, known)}?)" if _closest(target, known) else ""
+        closest = _closest(target, known)
+        hint = f" (did you mean {closest}?)" if closest else ""
         raise UsageError(f"--target: unknown profile '{target}'{hint}; profiles: {', '.join(known)}")
     if args.command == "flash":
         from edge_sdk.targets.registry import FIRMWARE_FLASH_METHODS
@@ -830,7 +835,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="edge", description="edge-sdk: take a trained network onto a device.",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_STATUS_HELP)
+                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_STATUS_HELP)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

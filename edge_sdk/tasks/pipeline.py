@@ -66,7 +66,9 @@ the input was an image, ``box_pixels`` in the original image's pixels (undoing s
 
 Audio (``AudioClassifier``; manifest key "audio": sample_rate, frame_length, frame_step): WAV files must be
 16-bit PCM (read with the standard ``wave`` module; several channels are averaged to mono) at the model's
-sample rate: a different rate is refused, never silently resampled. Two shapes of model:
+sample rate: a different rate is refused, never silently resampled (a model without a manifest rate is taken
+for 16 kHz, and a WAV at another rate is refused asking for ``sample_rate`` / `edge run --sample-rate`). Two
+shapes of model:
 
 - with a ``frontend`` model (one frame of int16 samples in, one feature vector out, e.g. TFLM's
   ``audio_preprocessor_int8``): the clip is cut into frames of the frontend's input length every
