@@ -39,19 +39,42 @@ $(VENV)/.installed: pyproject.toml
 	@touch $@
 
 # Installs what is missing when run as root (CI, a fresh Debian box); otherwise names the command to run.
-# Tests that need a missing tool skip and say which.
+# Tests that need a missing tool skip and say which. An apt-get install that was stopped (Ctrl-C, a killed
+# `make demo`) leaves dpkg half-done: apt then refuses everything with "dpkg was interrupted"; `dpkg -s` still
+# calls such packages installed. Found by dpkg's journal ($(DPKG_ADMINDIR)/updates) or `dpkg --audit`: as root
+# `dpkg --configure -a` finishes it first, otherwise the line to run is printed.
+DPKG_ADMINDIR ?= /var/lib/dpkg
 system-deps:
 	@missing=""; \
 	for pkg in $(DEBIAN_PACKAGES); do dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
-	if [ -z "$$missing" ]; then exit 0; fi; \
+	interrupted=""; \
+	if [ -n "$$(ls -A $(DPKG_ADMINDIR)/updates 2>/dev/null)" ] || [ -n "$$(dpkg --audit 2>/dev/null)" ]; then \
+		interrupted=yes; \
+	fi; \
+	if [ -z "$$missing" ] && [ -z "$$interrupted" ]; then exit 0; fi; \
 	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "==> installing Debian packages:$$missing"; \
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+		if [ -n "$$interrupted" ]; then \
+			echo "==> dpkg was interrupted (an earlier apt-get install was stopped): running dpkg --configure -a"; \
+			DEBIAN_FRONTEND=noninteractive dpkg --configure -a \
+				|| { echo "make: dpkg --configure -a failed: fix what it says, then run make again"; exit 1; }; \
+		fi; \
+		if [ -n "$$missing" ]; then \
+			echo "==> installing Debian packages:$$missing"; \
+			{ DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+			|| { echo "make: apt-get install failed; to finish by hand: dpkg --configure -a && apt-get install$$missing"; \
+			     exit 1; }; \
+		fi; \
 	else \
-		echo "note: missing Debian packages:$$missing"; \
-		echo "      install them with: sudo apt-get install$$missing"; \
-		echo "      (tests that need them are skipped)"; \
+		if [ -n "$$interrupted" ]; then \
+			echo "note: dpkg was interrupted (an earlier apt-get install was stopped); finish it with:"; \
+			echo "      sudo dpkg --configure -a"; \
+		fi; \
+		if [ -n "$$missing" ]; then \
+			echo "note: missing Debian packages:$$missing"; \
+			echo "      install them with: sudo apt-get install$$missing"; \
+			echo "      (tests that need them are skipped)"; \
+		fi; \
 	fi
 
 clean:

@@ -80,11 +80,25 @@ def _read_source(src) -> tuple[str, bytes, str, object]:
         return kind, data, "<bytes>", data
     path = Path(src)
     data = path.read_bytes()  # FileNotFoundError names the path
-    if data[4:8] == b"TFL3" or path.suffix.lower() == ".tflite":
-        return "tflite", data, str(path), data
-    if path.suffix.lower() == ".onnx" or data[:1] == b"\x08":  # ModelProto starts with ir_version (field 1)
-        return "onnx", data, str(path), data
-    raise ConversionError(f"{path}: not an ONNX or TFLite model (by its name and first bytes)")
+    kind = source_format(path, data[:8])
+    if kind is None:
+        raise ConversionError(f"{path}: not an ONNX or TFLite model (by its name and first bytes)")
+    return kind, data, str(path), data
+
+
+def source_format(path, head: bytes | None = None) -> str | None:
+    """"tflite" or "onnx": what a source model file is by its name and first bytes (``head``: its first 8 bytes,
+    read here when not given), the rule convert() reads by (`edge convert` checks SRC with it before any
+    setting); None when it is neither."""
+    path = Path(path)
+    if head is None:
+        with open(path, "rb") as f:
+            head = f.read(8)
+    if head[4:8] == b"TFL3" or path.suffix.lower() == ".tflite":
+        return "tflite"
+    if path.suffix.lower() == ".onnx" or head[:1] == b"\x08":  # ModelProto starts with ir_version (field 1)
+        return "onnx"
+    return None
 
 
 def _labels(labels) -> list[str] | None:
@@ -541,7 +555,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             guard["lossy"] = short
             result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
-        calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
+        # the file's base name: a model carries no folder of the machine it was converted on
+        calib_summary = {"source": Path(calibration).name if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
         if calibration is None and guarded:
             calib_summary = {"source": "none: every activation range is the source's own (QDQ)", "method": "given"}

@@ -7,42 +7,20 @@ Each command is a typed library function; this module only parses arguments, cal
 from __future__ import annotations
 
 import argparse
+import contextvars
 import json
 import sys
 
 from edge_sdk import log
 from edge_sdk import timeouts as T
-from edge_sdk.errors import BuildError, DeviceError, EdgeError, ModelError, ProfileError, UsageError
+from edge_sdk import errors
+from edge_sdk.errors import BuildError, DeviceError, ModelError, UsageError
 from edge_sdk.runtime.planner import MEMORY_PLANS  # documented there; a cheap import (no numpy)
 
-# One place maps error types to exit codes (most specific first). 2 is argparse's usage error (UsageError: an
-# argument the library found out of range or contradictory, named in the message).
-EXIT_CODES: list[tuple[type[BaseException], int]] = [
-    (UsageError, 2),
-    (ModelError, 3),
-    (DeviceError, 4),
-    (ProfileError, 7),
-    (BuildError, 8),
-    (EdgeError, 5),
-    (FileNotFoundError, 6),
-    (PermissionError, 6),
-    (IsADirectoryError, 6),
-]
-# What each exit status means (`edge --help`; tests/test_cli_exit_codes.py checks every code above is here).
-EXIT_STATUS_HELP = """\
-exit status:
-  0    done (edge check: the model runs, or runs partly on a delegate)
-  1    the command's own "no" (edge check: the model fails on the target; edge profile: the device's outputs
-       differ from the host's), or an internal error (a bug: please report it; -vv shows the traceback)
-  2    argument misuse (one line naming the flag)
-  3    the model cannot be read, converted or run
-  4    a device, board or link failed
-  5    any other edge-sdk error
-  6    a file is missing or cannot be read
-  7    a device profile is malformed or unknown
-  8    the C runtime cannot be built here (a tool is missing, or its build failed)
-  130  interrupted (Ctrl-C, SIGTERM)
-"""
+# Exit statuses, --json error kinds and their documentation live in one place: edge_sdk.errors (ERRORS). The
+# names below are that table, kept here for the commands and the tests that read them from the CLI.
+EXIT_CODES = errors.EXIT_CODES
+EXIT_STATUS_HELP = errors.exit_status_help()
 
 
 # ------------------------------------------------------------------ argument types (bad values exit 2, naming the flag)
@@ -203,6 +181,205 @@ def _print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+# ------------------------------------------------------------------ files first, then settings (issue 27 point 4)
+# What each command's files claim to be, checked in this order before any setting (a --target, --quantize,
+# --memory ...) and before any work: a picture given as the model is named as that, never as "int8 quantization
+# needs calibration data". (label in messages, argument attribute, claim); a list attribute (run's INPUTs) is
+# checked file by file.
+_MODEL = ("MODEL", "model", "tflite")
+COMMAND_FILES: dict[str, list[tuple[str, str, str]]] = {
+    "inspect": [_MODEL],
+    "convert": [("SRC", "src", "source"), ("--calib", "calib", "calibration"), ("--eval", "eval", "evaluation"),
+                ("--labels", "labels", "labels")],
+    "evaluate": [("MODEL", "model", "source"), ("--data", "data", "evaluation"), ("--reference", "reference", "source"),
+                 ("--labels", "labels", "labels")],
+    "check": [_MODEL],
+    "deploy": [_MODEL],
+    "bench": [_MODEL],
+    "generate": [_MODEL],
+    "run": [_MODEL, ("INPUT", "inputs", "input"), ("--labels", "labels", "labels"),
+            ("--frontend", "frontend", "tflite")],
+    "serve": [_MODEL, ("--labels", "labels", "labels")],
+    "flash": [_MODEL],
+    "export": [_MODEL],
+    "profile": [_MODEL, ("--inputs", "inputs", "arrays")],
+}
+FILE_CLAIMS = {  # what the messages call each claim
+    "tflite": "a TFLite model",
+    "source": "an ONNX or TFLite model",
+    "calibration": "calibration data (a folder of images, an image, .npy or .npz)",
+    "evaluation": "evaluation data (a folder of class folders, or .npz with x and y)",
+    "labels": "a labels file (UTF-8 text, one label per line)",
+    "input": "an image (JPEG/PNG/BMP), a .wav or a .npy array",
+    "arrays": "input data (.npy or .npz)",
+}
+# First bytes -> what a file is, to say what was given instead (a PNG given as the model).
+_MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"BM", "a BMP image"),
+          (b"GIF8", "a GIF image"), (b"\x93NUMPY", "a .npy array"), (b"PK\x03\x04", "a zip archive (.npz?)"),
+          (b"RIFF", "a RIFF file (WAV?)"), (b"%PDF", "a PDF document"))
+
+
+def _what_it_is(path) -> str:
+    """What a file looks like by its first bytes ("a PNG image", "a TFLite model", "text", "unknown bytes")."""
+    with open(path, "rb") as f:
+        head = f.read(512)
+    if head[4:8] == b"TFL3":
+        return "a TFLite model"
+    found = next((what for magic, what in _MAGIC if head.startswith(magic)), None)
+    if found:
+        return found
+    if not head:
+        return "empty"
+    try:
+        head.decode("utf-8")
+        return "text"
+    except UnicodeDecodeError:
+        return "unknown bytes"
+
+
+def _not_a(path, label: str, claim: str, why: str = "") -> errors.DataError:
+    """The one line for a file that is not what its argument claims: ModelError for models, DataError else."""
+    is_model = claim in ("tflite", "source")
+    kind = ModelError if is_model else errors.DataError
+    detail = f": {why}" if why else f": it is {_what_it_is(path)}"
+    return kind(f"{label} {path}: not {FILE_CLAIMS[claim]}{detail}")
+
+
+def _check_npy(path, label: str, claim: str) -> None:
+    """A .npy: its header read (memory-mapped: no data copied), numbers in it, not Python objects."""
+    import numpy as np
+
+    with open(path, "rb") as f:
+        if f.read(6) != b"\x93NUMPY":
+            raise _not_a(path, label, claim, f"not a .npy array: it is {_what_it_is(path)}")
+    try:
+        np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        reason = " ".join(str(exc).split())
+        if "pickle" in reason:
+            raise _not_a(path, label, claim, "a .npy of Python objects, not numbers") from None
+        raise _not_a(path, label, claim, f"not a .npy array: {reason[:120]}") from None
+
+
+def _check_file_claim(path: str, label: str, claim: str) -> None:
+    """One existing file (or folder) against its claim; raises ModelError / DataError naming it."""
+    import zipfile
+    from pathlib import Path
+
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if claim in ("calibration", "evaluation") and p.is_dir():
+        return  # a folder of images / class folders: read (and checked) by the converter
+    if p.is_dir():
+        raise IsADirectoryError(21, f"{label}: is a directory", str(p))
+    if claim == "tflite":
+        with open(p, "rb") as f:
+            head = f.read(8)
+        if head[4:8] != b"TFL3":
+            hint = "; an ONNX model? convert it first: edge convert" if suffix == ".onnx" else ""
+            raise _not_a(p, label, claim, f"it is {_what_it_is(p)}{hint}")
+        return
+    if claim == "source":
+        from converters import source_format
+
+        if source_format(p) is None:
+            raise _not_a(p, label, claim)
+        return
+    if claim == "labels":
+        try:
+            p.read_bytes()[: 1 << 16].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < (1 << 16) - 4:  # not a character cut at the 64 KiB boundary
+                raise _not_a(p, label, claim) from None
+        return
+    if suffix == ".npy" and claim in ("calibration", "input", "arrays"):
+        _check_npy(p, label, claim)
+    elif suffix == ".npz" and claim in ("calibration", "evaluation", "arrays"):
+        if not zipfile.is_zipfile(p):
+            raise _not_a(p, label, claim, f"not a .npz (zip) archive: it is {_what_it_is(p)}")
+    elif suffix in (".wav", ".wave") and claim == "input":
+        with open(p, "rb") as f:
+            head = f.read(12)
+        if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
+            raise _not_a(p, label, claim, f"not a WAV file: it is {_what_it_is(p)}")
+    elif claim == "input" or (claim == "calibration" and suffix not in (".npy", ".npz")):
+        from edge_sdk.tasks.pipeline import IMAGE_SUFFIXES
+
+        if claim == "calibration" and suffix not in IMAGE_SUFFIXES:
+            return  # the converter names what it takes
+        import warnings
+
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            with warnings.catch_warnings():  # a huge image: pipeline.load_image refuses it in one line, later
+                warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+                with Image.open(p):  # the header only: pixels are decoded when the image is used
+                    pass
+        except (UnidentifiedImageError, OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
+            if suffix in IMAGE_SUFFIXES:  # named an image: the reader's words (as pipeline.load_image says them)
+                reason = " ".join(str(exc).split())[:200]
+                raise errors.DataError(f"{label} {p}: cannot read the image ({reason}; it is {_what_it_is(p)})"
+                                       ) from None
+            raise _not_a(p, label, claim) from None
+    elif claim == "arrays":
+        raise _not_a(p, label, claim, f"a {suffix or 'suffix-less'} file")
+
+
+def _check_files(args) -> None:
+    """Every file a command names exists, then is what it claims (COMMAND_FILES), in argument order."""
+    from pathlib import Path
+
+    listed = []
+    for label, attr, claim in COMMAND_FILES.get(args.command, []):
+        value = getattr(args, attr, None)
+        for path in (value if isinstance(value, list) else [value]):
+            if path is not None:
+                listed.append((str(path), label, claim))
+    for path, label, _ in listed:
+        if not Path(path).exists():
+            raise FileNotFoundError(2, f"{label}: no such file or directory", path)
+    for path, label, claim in listed:
+        _check_file_claim(path, label, claim)
+
+
+def _closest(name: str, known: list[str]) -> str | None:
+    """The known name closest to a mistyped one, or None: difflib's ratio against each whole name and against its
+    first len(name) characters (a board's suffix, "stm32f746-disco", must not hide "stm32f747" -> stm32f746)."""
+    import difflib
+
+    def score(candidate: str) -> float:
+        return max(difflib.SequenceMatcher(None, name, candidate).ratio(),
+                   difflib.SequenceMatcher(None, name, candidate[: len(name)]).ratio())
+
+    best = max(known, key=score, default=None)
+    return best if best is not None and score(best) >= 0.6 else None
+
+
+def _check_targets(args) -> None:
+    """--target names a profile that exists (else exit 2 with the closest name: "did you mean"), and `edge flash`
+    a microcontroller: both argument misuse, found before any work."""
+    target = getattr(args, "target", None)
+    if not isinstance(target, str) or target.endswith(".toml") or "/" in target:
+        return  # a profile file: load_profile reads (and judges) it
+    from edge_sdk.targets.profiles import list_profiles, load_profile
+
+    if target not in list_profiles(include_abstract=True):
+        known = list_profiles()
+        closest = _closest(target, known)
+        hint = f" (did you mean {closest}?)" if closest else ""
+        raise UsageError(f"--target: unknown profile '{target}'{hint}; profiles: {', '.join(known)}")
+    if args.command == "flash":
+        from edge_sdk.targets.registry import FIRMWARE_FLASH_METHODS
+
+        profile = load_profile(target)
+        method = profile.flash.get("method")
+        if method not in FIRMWARE_FLASH_METHODS:
+            linux = " (use `edge deploy` for Linux boards)" if method == "ssh" else ""
+            raise UsageError(f"--target {target}: flashes with {method!r}; `edge flash` builds firmware for "
+                             f"microcontrollers{linux}")
+
+
 def _cmd_inspect(args) -> int:
     from edge_sdk.tools.inspection import format_inspection, inspect_model
 
@@ -214,8 +391,7 @@ def _cmd_inspect(args) -> int:
     return 0
 
 
-def _exit_code(exc: BaseException) -> int:
-    return next((c for t, c in EXIT_CODES if isinstance(exc, t)), 1)
+_exit_code = errors.exit_code
 
 
 BUILD_PREFIX = "cannot build the C runtime: "
@@ -258,7 +434,8 @@ def _cmd_convert(args) -> int:
     except ConversionError as exc:
         if not args.json:
             raise
-        _print_json({"error": str(exc).splitlines()[0], "problems": exc.problems, "written": None})
+        _print_json({"error": str(exc).splitlines()[0], "kind": errors.error_kind(exc), "exit": _exit_code(exc),
+                     "problems": exc.problems, "written": None})
         sys.stderr.write(f"edge convert: error: {exc}\n")
         return _exit_code(exc)
     result.save(args.output)
@@ -350,9 +527,8 @@ def _cmd_check(args) -> int:
 
     profile = load_profile(args.target)
     if args.link and profile.runtime != "c":  # argument misuse: exit 2 before any work
-        sys.stderr.write(f"edge check: error: --link builds microcontroller firmware; {profile.name} runs the "
-                         "Python interpreter (no firmware to link)\n")
-        return 2
+        raise UsageError(f"--link builds microcontroller firmware; {profile.name} runs the Python interpreter (no "
+                         "firmware to link)")
     input_shapes = _input_shapes(args.input_shape)
     result = check_model(args.model, profile, memory=args.memory, input_shapes=input_shapes)
     if args.link:
@@ -397,13 +573,21 @@ def _cmd_run(args) -> int:
         if not Path(p).is_file():
             raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
     check_labels_file(args.labels)
+    if not args.allow_nonfinite:  # NaN in: refused before the model is read (with the flag run_inputs warns)
+        import numpy as np
+
+        from edge_sdk.tasks.pipeline import refuse_nonfinite
+
+        for p in args.inputs:
+            if p.lower().endswith(".npy"):
+                refuse_nonfinite(np.load(p, mmap_mode="r", allow_pickle=False), p)
     from edge_sdk.model.input_shapes import shaped_model_path
 
     model = shaped_model_path(args.model, _input_shapes(args.input_shape))  # UsageError before the runtime is chosen
     choice = choose_runtime(_model_bytes(model), args.backend, num_threads=args.threads)
     results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
-                         backend=choice.name)
+                         backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
     if args.json:
         _print_json([{**r, **choice.to_dict()} for r in results])
     else:
@@ -419,18 +603,14 @@ def _cmd_serve(args) -> int:
     def ready(server):
         sys.stdout.write(f"serving {server.name} on {server.url} (max batch {server.max_batch}, "
                          f"{server.instances} instance(s))\n")
-        sys.stdout.write(server.runtime.line() + "\n")
-        if server.batch_note:
-            sys.stdout.write(f"note: {server.batch_note}\n")
+        sys.stdout.write(server.runtime.line() + "\n")  # the batching note (if any) went to stderr, once (serve.py)
         sys.stdout.flush()
 
-    try:
-        serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
-              max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
-              task=args.task, detection=detection, num_threads=args.threads, backend=args.backend,
-              input_shapes=_input_shapes(args.input_shape))
-    except KeyboardInterrupt:
-        pass
+    # Ctrl-C / SIGTERM: serve() drains and stops the server, then main() exits 130 / 143 like every command.
+    serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
+          max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
+          task=args.task, detection=detection, num_threads=args.threads, backend=args.backend,
+          input_shapes=_input_shapes(args.input_shape))
     return 0
 
 
@@ -638,9 +818,25 @@ HTTP requests:
 """
 
 
+# --json on the command line: argparse's usage errors are a JSON object on stdout too (set by main per call).
+_JSON_ERRORS: contextvars.ContextVar[bool] = contextvars.ContextVar("edge_json_errors", default=False)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' parsers are of this class too) whose usage errors, with --json on the
+    command line, are also ``{"error", "kind": "usage", "exit": 2}`` on stdout; the line and exit 2 stay
+    argparse's."""
+
+    def error(self, message):
+        if _JSON_ERRORS.get():
+            _print_json({"error": message, "kind": errors.error_kind(UsageError()), "exit": 2})
+            sys.stdout.flush()
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="edge", description="edge-sdk: take a trained network onto a device.",
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_STATUS_HELP)
+    parser = _Parser(prog="edge", description="edge-sdk: take a trained network onto a device.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXIT_STATUS_HELP)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more detail on stderr (-vv: debug)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -705,9 +901,9 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--precision", default="auto", choices=["auto", "int8"],
                    help="auto (default): widen the ops that lose the most accuracy to float32 until every output "
                         "meets --min-snr; int8: keep every op integer")
-    p.add_argument("--min-snr", type=float, default=30.0, metavar="DB",
+    p.add_argument("--min-snr", type=_float_above(0.0, inclusive=True), default=30.0, metavar="DB",
                    help="accuracy guard: each output's SNR against the float model on held-back calibration "
-                        "samples, in dB (default 30)")
+                        "samples, in dB (>= 0; default 30)")
     p.add_argument("--allow-lossy", action="store_true",
                    help="write the model even when an output stays below --min-snr (the report says so)")
     # the task the guard judges (converters.evaluate.task_spec); its metric decides, the SNR is shown beside it
@@ -831,8 +1027,13 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("model", help="path to a .tflite file")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="image (JPEG/PNG/BMP), .wav or .npy files")
     _input_shape_option(p)
-    p.add_argument("--top-k", type=_non_negative, default=5, help="labels to show per input (default 5)")
+    p.add_argument("--top-k", type=_positive, default=5, help="labels to show per input (>= 1; default 5)")
     p.add_argument("--task", choices=["classify", "detect", "audio"], help="override the manifest / the guess")
+    p.add_argument("--sample-rate", type=_positive, metavar="HZ",
+                   help="audio: the rate of a model that takes raw samples and has no 'audio' manifest entry "
+                        "(makes a WAV input audio for it; default: the manifest's)")
+    p.add_argument("--allow-nonfinite", action="store_true",
+                   help="run a .npy input holding NaN or inf (with a warning naming it; default: refused)")
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--frontend", help="audio feature model run per frame before the model (e.g. a preprocessor)")
     detection_outputs(p)
@@ -916,20 +1117,35 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     return parser
 
 
+class Interrupted(KeyboardInterrupt):
+    """A signal (SIGINT, SIGTERM) as a KeyboardInterrupt: the same clean-up everywhere; ``signum`` gives the exit
+    status (128 + signum: 130 for Ctrl-C, 143 for SIGTERM)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 def _interrupts_as_keyboard_interrupt():
-    """Ctrl-C and SIGTERM raise KeyboardInterrupt (the same clean-up: boards stopped, servers drained), but never
-    inside a finalizer (``__del__``), where Python would print "Exception ignored" and drop it: there the signal
-    is sent again 50 ms later. Returns the function that puts the previous handlers back (a no-op off the main
-    thread)."""
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt (``Interrupted``: the same clean-up, boards stopped, servers
+    drained), but never inside a finalizer (``__del__``), where Python would print "Exception ignored" and drop it:
+    there the signal is sent again 50 ms later. Returns the function that puts the previous handlers back (a no-op
+    off the main thread); its ``signals`` list holds the numbers of the signals acted on, so that a clean-up that
+    raised a KeyboardInterrupt of its own still exits with the signal's status."""
     import os
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
-        return lambda: None
+        def no_op():
+            return None
+
+        no_op.signals = []
+        return no_op
 
     lock = threading.RLock()  # re-entrant: the handler may run on the main thread while restore() holds it
     state = {"active": True, "timer": None}
+    received: list[int] = []
 
     def resend(signum):
         with lock:  # never after restore(): a late signal would meet the default handler at exit
@@ -952,7 +1168,8 @@ def _interrupts_as_keyboard_interrupt():
             if state["timer"] is not None:
                 state["timer"].cancel()
                 state["timer"] = None
-        raise KeyboardInterrupt
+        received.append(signum)
+        raise Interrupted(signum)
 
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
 
@@ -964,16 +1181,51 @@ def _interrupts_as_keyboard_interrupt():
         for sig, handler in old.items():
             signal.signal(sig, handler)
 
+    restore.signals = received
     return restore
 
 
+def _report_error(command: str | None, message: str, kind: str, code: int, as_json: bool) -> int:
+    """An error as the user and a script see it: one line on stderr (``edge CMD: error: ...``) and, with --json,
+    ``{"error", "kind", "exit"}`` on stdout. Returns the exit status."""
+    where = f"edge {command}" if command else "edge"
+    sys.stderr.write(f"{where}: {message}\n")
+    if as_json:
+        text = message[len("error: "):] if message.startswith("error: ") else message
+        _print_json({"error": text, "kind": kind, "exit": code})
+        sys.stdout.flush()
+    return code
+
+
+def _interrupted(exc: BaseException, signals: list[int], command: str | None, as_json: bool) -> int:
+    """Ctrl-C: 130, SIGTERM: 143 (128 + the signal's number, the shell's convention)."""
+    import signal
+
+    signum = getattr(exc, "signum", None) or (signals[0] if signals else signal.SIGINT)
+    code = errors.EXIT_SIGTERM if signum == signal.SIGTERM else errors.EXIT_SIGINT
+    message = "interrupted" if code == errors.EXIT_SIGINT else "interrupted (SIGTERM)"
+    sys.stderr.write(message + "\n")
+    if as_json:
+        _print_json({"error": message, "kind": errors.INTERRUPTED_KIND, "exit": code})
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    json_token = _JSON_ERRORS.set("--json" in argv)  # argparse's own usage errors become JSON too
+    try:
+        return _main(argv)
+    finally:
+        _JSON_ERRORS.reset(json_token)
+
+
+def _main(argv: list[str]) -> int:
+    as_json = _JSON_ERRORS.get()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
-    except KeyboardInterrupt:  # Ctrl-C while starting up: the same one line as later
-        sys.stderr.write("interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:  # Ctrl-C while starting up: the same one line as later
+        return _interrupted(exc, [], None, as_json)
     if args.version:
         from edge_sdk import __version__
 
@@ -982,34 +1234,33 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    as_json = bool(getattr(args, "json", False))
     log.configure(args.verbose)
     restore = _interrupts_as_keyboard_interrupt()
     try:
+        _check_files(args)  # files exist and are what they claim, then settings (issue 27 point 4)
+        _check_targets(args)
         return args.func(args)
-    except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, restore.signals, args.command, as_json)
     except BrokenPipeError:
         return 0
     except BuildError as exc:  # one line, whatever the build printed
-        sys.stderr.write(f"edge {args.command}: {BUILD_PREFIX}{_build_error_line(exc)}\n")
-        return _exit_code(exc)
+        return _report_error(args.command, f"{BUILD_PREFIX}{_build_error_line(exc)}", errors.error_kind(exc),
+                             _exit_code(exc), as_json)
     except tuple(t for t, _ in EXIT_CODES) as exc:
-        code = next(c for t, c in EXIT_CODES if isinstance(exc, t))
         message = str(exc)
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.strerror}: {exc.filename}"
-        sys.stderr.write(f"edge {args.command}: error: {message}\n")
-        return code
+        return _report_error(args.command, f"error: {message}", errors.error_kind(exc), _exit_code(exc), as_json)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the traceback only with -vv
         if args.verbose >= 2:
             import traceback
 
             traceback.print_exc()
         reason = " ".join(str(exc).split())[:500]
-        sys.stderr.write(f"edge {args.command}: internal error: {type(exc).__name__}: {reason} "
-                         "(please report it; -vv shows the traceback)\n")
-        return 1
+        return _report_error(args.command, f"internal error: {type(exc).__name__}: {reason} (please report it; "
+                             "-vv shows the traceback)", "internal", errors.EXIT_INTERNAL, as_json)
     finally:
         restore()
         # The handler holds this call's sys.stderr: after an in-process call (tests, notebooks) library

@@ -339,7 +339,7 @@ def test_cli_check_exit_codes_and_json(tmp_path, capsys):
     assert d["verdict"] == "partial" and [p["backend"] for p in d["partitions"]] == ["edgetpu", "cpu"]
     assert {p["constraint"] for p in d["problems"]} == {"op", "dtype", "max_partitions"}
 
-    assert main(["check", str(path), "--target", "no-such-board"]) == 7
+    assert main(["check", str(path), "--target", "no-such-board"]) == 2  # an unknown name is argument misuse (issue 27)
     assert "no-such-board" in capsys.readouterr().err
 
 

@@ -650,8 +650,26 @@ def _fixes(result: CheckResult, profile: Profile, model: Model, py_failures) -> 
             out.append(f"the CPU runs the fallback nodes; `edge convert --exclude NODE` keeps a node in float "
                        f"(fallback nodes: {_node_list(nodes)})")
     if any(p["kind"] == "flash" for p in errors):
-        out.append("a smaller model (int8 weights: `edge convert --quantize int8`), or a target with more flash")
+        float_bytes = _float_weight_bytes(model)
+        if float_bytes:  # int8 weights take a quarter of float32's (a half of float16's) bytes
+            out.append(f"int8 weights (`edge convert --quantize int8`): {_kib(float_bytes)} of the model's weights "
+                       "are float, or a target with more flash")
+        else:
+            out.append("the weights are already integer: a model with fewer parameters (fewer channels or layers, "
+                       "or pruned), or a target with more flash")
     return out
+
+
+def _float_weight_bytes(model: Model) -> int:
+    """Bytes of the model's constant float tensors (float32 / float16 weights, biases, tables), each buffer once."""
+    seen, total = set(), 0
+    for sg in model.subgraphs:
+        for t in sg.tensors:
+            if t.type in ("FLOAT32", "FLOAT16", "FLOAT64") and t.buffer and t.buffer not in seen \
+                    and t.buffer < len(model.buffers) and len(model.buffers[t.buffer].data):
+                seen.add(t.buffer)
+                total += len(model.buffers[t.buffer].data)
+    return total
 
 
 def _node_list(idx, limit: int = 12) -> str:

@@ -66,7 +66,9 @@ the input was an image, ``box_pixels`` in the original image's pixels (undoing s
 
 Audio (``AudioClassifier``; manifest key "audio": sample_rate, frame_length, frame_step): WAV files must be
 16-bit PCM (read with the standard ``wave`` module; several channels are averaged to mono) at the model's
-sample rate: a different rate is refused, never silently resampled. Two shapes of model:
+sample rate: a different rate is refused, never silently resampled (a model without a manifest rate is taken
+for 16 kHz, and a WAV at another rate is refused asking for ``sample_rate`` / `edge run --sample-rate`). Two
+shapes of model:
 
 - with a ``frontend`` model (one frame of int16 samples in, one feature vector out, e.g. TFLM's
   ``audio_preprocessor_int8``): the clip is cut into frames of the frontend's input length every
@@ -88,7 +90,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from edge_sdk.errors import ModelError
+from edge_sdk.errors import DataError, ModelError
 from edge_sdk.runtime.kernels.quant import tflite_round
 from edge_sdk.tasks.preprocess import Preprocess
 
@@ -264,14 +266,35 @@ def read_labels(labels) -> list[str] | None:
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """NaN or inf among the values (a model fed NaN, or overflowing) gives NaN scores, never a numpy warning on
+    the user's terminal."""
     x = np.asarray(x, np.float64)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return (e / np.sum(e, axis=axis, keepdims=True)).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        return (e / np.sum(e, axis=axis, keepdims=True)).astype(np.float32)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
     x = np.clip(np.asarray(x, np.float64), -80, 80)
     return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
+
+
+def refuse_nonfinite(x: np.ndarray, name: str, allow: bool = False) -> None:
+    """An input tensor with NaN or inf values is refused (DataError naming it and how many): a model fed NaN
+    answers with confident-looking scores. ``allow``: run it anyway, with a warning naming it."""
+    x = np.asarray(x)
+    if x.dtype.kind not in "fc":
+        return
+    bad = int(x.size - np.count_nonzero(np.isfinite(x)))
+    if not bad:
+        return
+    what = f"{name}: {bad} of {x.size} value(s) are not finite (NaN or inf)"
+    if allow:
+        from edge_sdk import log
+
+        log.warning(f"{what}; run anyway (--allow-nonfinite): its scores mean nothing")
+        return
+    raise DataError(f"{what}; refused (--allow-nonfinite runs it anyway)")
 
 
 def score_mode(values: np.ndarray, mode: str = "auto", step: float = 0.0) -> str:
@@ -886,7 +909,12 @@ class AudioClassifier:
             raise ModelError(f"{self.name}: audio models take one input; this one has {len(self.runner.inputs)}")
         self.input = self.runner.inputs[0]
         self.output = self.runner.outputs[0]
+        # 16 kHz is assumed only when neither the caller nor the manifest says: a WAV at another rate is then
+        # refused asking for the rate (--sample-rate), not for a resampling to a guess.
+        self.rate_assumed = not (sample_rate or audio.get("sample_rate"))
         self.sample_rate = int(sample_rate or audio.get("sample_rate") or 16000)
+        if self.sample_rate <= 0:
+            raise ModelError(f"sample_rate must be a positive number of Hz, not {self.sample_rate}")
         self.scores = scores or (self.manifest.get("postprocess") or {}).get("scores") or "auto"
         if self.scores not in SCORE_MODES:
             raise ModelError(f"scores must be one of {', '.join(SCORE_MODES)}, not {self.scores!r}")
@@ -933,6 +961,10 @@ class AudioClassifier:
             name = "audio"
         else:
             samples, rate, name = np.asarray(wav), self.sample_rate, "audio"
+        if rate != self.sample_rate and self.rate_assumed:
+            raise ModelError(f"{name}: {rate} Hz audio, and {self.name} has no 'audio' manifest entry saying its "
+                             f"rate ({self.sample_rate} Hz assumed): pass --sample-rate HZ (sample_rate=) with the "
+                             "rate it was trained at")
         if rate != self.sample_rate:
             raise ModelError(f"{name}: {rate} Hz audio but the model takes {self.sample_rate} Hz; resample it "
                              "first (edge-sdk does not resample)")
@@ -1034,12 +1066,15 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
 
 def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
                preprocess=None, detection: dict | None = None, num_threads=None,
-               backend: str = "python") -> list[dict]:
+               backend: str = "python", allow_nonfinite: bool = False,
+               sample_rate: int | None = None) -> list[dict]:
     """What ``edge run`` prints: per input ``{"input", "predictions": [{"label", "score"}]}`` or
-    ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers).
-    ``detection``: Detector options (e.g. ``{"outputs": {"boxes": "loc", "scores": 1}}``; they make the model a
-    detector unless ``task`` says otherwise). ``backend``: the interpreter, "python" or "c" (`edge run` picks it:
-    edge_sdk.tools.run_backend)."""
+    ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers and
+    detectors: a tensor shaped like the input, or uint8 pixels). ``detection``: Detector options (e.g.
+    ``{"outputs": {"boxes": "loc", "scores": 1}}``; they make the model a detector unless ``task`` says
+    otherwise). ``backend``: the interpreter, "python" or "c" (`edge run` picks it: edge_sdk.tools.run_backend).
+    A .npy with NaN or inf is refused naming it (``allow_nonfinite``: run with a warning). ``sample_rate``: the
+    rate of a model that takes raw audio samples and has no "audio" manifest entry (`--sample-rate`)."""
     paths = [str(p) for p in inputs]
     for p in paths:  # every file is there before the model is even read
         if not Path(p).is_file():
@@ -1054,7 +1089,7 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
     if kind == "classify" and (frontend is not None or wavs):
         kind = "audio"
     if kind == "audio":
-        _check_audio_model(runner, frontend, wavs[0] if wavs else None)
+        _check_audio_model(runner, frontend, wavs[0] if wavs else None, sample_rate)
         images = [p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)]
         if images:
             raise ModelError(f"{images[0]}: an image, but {runner.name} is run as an audio model (WAV input)")
@@ -1062,15 +1097,25 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
         raise ModelError(f"{wavs[0]}: a WAV file, but {runner.name} is a {kind} model that takes images "
                          f"(input {_shape_of(runner.inputs[0])})")
     if kind == "audio":
-        pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k)
+        pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k,
+                               sample_rate=sample_rate)
     elif kind == "detect":
         pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels, **detection)
     else:
         pipe = None
     results = []
+    def tensor(p: str) -> np.ndarray:
+        try:
+            x = np.load(p, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{p}: cannot read the .npy tensor ({exc})") from None
+        refuse_nonfinite(x, p, allow_nonfinite)
+        return x
+
     for p in paths:
-        if kind == "detect":
-            results.append({"input": p, "detections": [d.to_dict() for d in pipe.detect(p)]})
+        if kind == "detect":  # a .npy: the pre-processed input tensor, or uint8 pixels (Detector.prepare)
+            found = pipe.detect(tensor(p) if p.lower().endswith(".npy") else p)
+            results.append({"input": p, "detections": [d.to_dict() for d in found]})
             continue
         if kind == "audio":
             preds = pipe.predict(p, top_k)
@@ -1078,11 +1123,7 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             if pipe is None:
                 pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \
                     if len(runner.inputs[0]["shape"]) in (3, 4) else _TensorClassifier(runner, labels, top_k)
-            try:
-                x = np.load(p, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise ModelError(f"{p}: cannot read the .npy tensor ({exc})") from None
-            preds = pipe.predict_tensor(x, top_k)
+            preds = pipe.predict_tensor(tensor(p), top_k)
         else:
             if pipe is None or isinstance(pipe, _TensorClassifier):
                 pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
@@ -1096,11 +1137,12 @@ def _shape_of(detail: dict) -> str:
     return "[" + ",".join(str(int(v)) for v in detail["shape"]) + "] " + np.dtype(detail["dtype"]).name
 
 
-def _check_audio_model(runner: ModelRunner, frontend, wav: str | None) -> None:
+def _check_audio_model(runner: ModelRunner, frontend, wav: str | None, sample_rate: int | None = None) -> None:
     """A WAV goes to a model that takes audio: one the manifest says is (an "audio" entry or task), one fed
-    features by a --frontend, or one whose single input is a vector of samples ([N] or [1, N]). An image-shaped
-    input (rank 4, or rank 3 with 1 or 3 channels last) is refused, naming the file and the input."""
-    if runner.manifest.get("audio") is not None or frontend is not None:
+    features by a --frontend, one whose single input is a vector of samples ([N] or [1, N]), or one the caller
+    says takes raw samples at a rate (--sample-rate). Another input shape is refused, naming the file and the
+    input, and saying what to pass."""
+    if runner.manifest.get("audio") is not None or frontend is not None or sample_rate is not None:
         return
     if runner.manifest.get("task") in ("audio", "audio_classification"):
         return
@@ -1110,9 +1152,10 @@ def _check_audio_model(runner: ModelRunner, frontend, wav: str | None) -> None:
         return
     if len(shape) >= 3 and max(shape[1:]) > 1:
         what = f"{wav}: a WAV file, but" if wav else "audio input:"
-        raise ModelError(f"{what} {runner.name} takes input '{d['name']}' {_shape_of(d)}, not audio samples "
-                         "(no 'audio' manifest entry); give an image or a .npy tensor, or --frontend FEATURE_MODEL "
-                         "for a model that takes audio features")
+        raise ModelError(f"{what} {runner.name} takes input '{d['name']}' {_shape_of(d)}, and has no 'audio' "
+                         "manifest entry to say it is audio: for raw audio samples pass --sample-rate HZ (the rate "
+                         "it was trained at), for audio features --frontend FEATURE_MODEL; else give an image or a "
+                         ".npy tensor")
 
 
 class _TensorClassifier:

@@ -1,4 +1,4 @@
-"""The README's supported-ops and devices tables, generated from the code so they cannot drift.
+"""The README's supported-ops, devices and exit-status tables, generated from the code so they cannot drift.
 
     python -m edge_sdk.tools.docs                     # print both tables (Markdown)
     python -m edge_sdk.tools.docs --write README.md   # replace the generated sections in place
@@ -11,7 +11,7 @@ dtypes), the op table's C side (``op_table.C_KERNELS`` / ``C_TYPES``, generated 
 (``edge_sdk.targets.profiles.list_profiles`` / ``load_profile``).
 
 A generated section sits between ``<!-- BEGIN GENERATED: NAME -->`` and ``<!-- END GENERATED: NAME -->``
-(NAME = ops, devices); everything outside the markers is left as it is. A README without the markers gets
+(NAME = ops, devices, exit-status: the `edge` exit statuses, from ``edge_sdk.errors``); everything outside the markers is left as it is. A README without the markers gets
 them appended under a heading "## Supported ops and devices".
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from edge_sdk.errors import ModelError
 
-SECTIONS = ("ops", "devices")
+SECTIONS = ("ops", "devices", "exit-status")
 HEADING = "## Supported ops and devices"
 
 
@@ -113,7 +113,9 @@ def devices_table() -> str:
 
 
 def generate() -> dict[str, str]:
-    return {"ops": ops_table(), "devices": devices_table()}
+    from edge_sdk.errors import exit_status_markdown  # the one map of error types to exit statuses
+
+    return {"ops": ops_table(), "devices": devices_table(), "exit-status": exit_status_markdown()}
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -123,7 +125,8 @@ def _markers(name: str) -> tuple[str, str]:
 def update_text(text: str, sections: dict[str, str] | None = None) -> str:
     """``text`` (a README) with every generated section replaced (appended, with the heading, when absent)."""
     sections = sections if sections is not None else generate()
-    missing = [n for n in SECTIONS if _markers(n)[0] not in text]
+    names = [n for n in SECTIONS if n in sections]  # a caller's subset (tests) rewrites only its own sections
+    missing = [n for n in names if _markers(n)[0] not in text]
     if missing:
         tail = text.rstrip("\n") + "\n\n"
         if HEADING not in text:
@@ -132,7 +135,7 @@ def update_text(text: str, sections: dict[str, str] | None = None) -> str:
             begin, end = _markers(name)
             tail += f"{begin}\n{end}\n\n"
         text = tail.rstrip("\n") + "\n"
-    for name in SECTIONS:
+    for name in names:
         begin, end = _markers(name)
         i = text.find(begin)
         j = text.find(end, i)

@@ -181,8 +181,9 @@ def write_plot(p: OpProfile, path, footer: str | None = None) -> None:
     img = Image.new("RGB", (width, height), "white")
     d = ImageDraw.Draw(img)
     font = ImageFont.load_default()
-    title = f"{Path(p.model).name} on {p.where}: mean time per op, {p.runs} run(s)"
-    x_label = f"mean time per op ({unit}); label: time ({p.unit}) and share of the total"
+    # each phrase once: the title says what ran where, the axis what is measured in which unit
+    title = f"{Path(p.model).name} on {p.where}, {p.runs} run(s)"
+    x_label = f"mean time per op ({unit}); beside each bar: that time and its share of the total"
     y_label = "op (index, type)"
     d.text((10, 8), title, fill="black", font=font)
     d.text((10, top - 16), y_label, fill=(80, 80, 80), font=font)

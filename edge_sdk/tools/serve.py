@@ -221,7 +221,7 @@ class Server:
         probe = _new_interpreter(self.content, num_threads=num_threads)  # fails here (ModelError) on a model we cannot run
         self.inputs = probe.get_input_details()
         self.outputs = probe.get_output_details()
-        self.batch_note = ""  # why max_batch > 1 was not honoured (printed by the CLI, in /health)
+        self.batch_note = ""  # why max_batch > 1 was not honoured (a warning on stderr, once; in /health)
         if max_batch > 1:
             self.batch_mode, fixed, why = _probe_batching(self.content, self.inputs, self.outputs)
             if self.batch_mode == "none":
@@ -229,6 +229,7 @@ class Server:
                 log.warning(f"serve: {self.batch_note}")
             elif self.batch_mode == "fixed" and fixed < max_batch:
                 self.batch_note = f"max batch {fixed}, not {max_batch}: the model's batch axis is fixed at {fixed}"
+                log.warning(f"serve: {self.batch_note}")
         else:
             self.batch_mode, fixed = "none", 1
         if self.batch_mode == "resize" and self.runtime.name == C:  # batches resize the inputs: Python only
@@ -530,8 +531,7 @@ class Server:
             raise _Reject(400, f"{what}: not a rectangular nested list of numbers") from None
         if tuple(a.shape) not in (want, want[1:]):
             raise _Reject(400, f"{what}: shape {list(a.shape)} does not match input '{d['name']}' {list(want)}")
-        if not np.all(np.isfinite(a)):
-            raise _Reject(400, f"{what}: values must be finite numbers")
+        _refuse_nonfinite(a, d, what)
         a = a.reshape(want)
         dt = np.dtype(d["dtype"])
         if raw:
@@ -610,12 +610,11 @@ class Server:
             raise _Reject(400, f"body has {len(body)} bytes; {list(shape)} {dt.name} needs "
                                f"{math.prod(shape) * dt.itemsize}")
         a = np.frombuffer(body, dt.newbyteorder("<")).astype(dt).reshape(want)
+        _refuse_nonfinite(a, d, "raw tensor")  # a float32 input's own bytes too: NaN in, no confident answer out
         if dt == in_dt:
             return [a]
         from edge_sdk.tasks.pipeline import to_input
 
-        if not np.all(np.isfinite(a)):
-            raise _Reject(400, "values must be finite numbers")
         return [to_input(a, d, "raw tensor")]
 
     def answer(self, outs: list[np.ndarray], opts: dict) -> dict:
@@ -794,6 +793,17 @@ def _make_handler(server: Server):
             return 200, server.answer(outs, opts), None, "application/json", {}
 
     return Handler
+
+
+def _refuse_nonfinite(a: np.ndarray, d: dict, what: str) -> None:
+    """A request's values with NaN or inf are refused (400), naming the input and how many."""
+    if a.dtype.kind != "f":
+        return
+    bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+    if bad:
+        name = f"input '{d['name']}'"
+        where = what if name in what else f"{what} ({name})"
+        raise _Reject(400, f"{where}: {bad} non-finite value(s) (NaN or inf); values must be finite numbers")
 
 
 def serve(model, port: int = 8000, host: str = "127.0.0.1", ready=None, **options) -> None:
