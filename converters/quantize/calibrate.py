@@ -25,6 +25,7 @@ from edge_sdk.model.types import Model
 
 MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
+MEASURE_CACHE_BYTES = 256 << 20  # the float activations of the measured samples kept across the guard's steps
 
 
 class Stats:
@@ -97,6 +98,38 @@ class Runner:
     def op_macs(self) -> list[int]:
         """Multiply-accumulates per op (the op table's MACs functions; 0 for ops without one)."""
         return [m or 0 for m in self.interp.op_macs()]
+
+
+class CachedRunner:
+    """The float model's activations per measured sample, kept (copies) while they fit ``budget`` bytes: the accuracy
+    guard measures each widening step on the same samples, and the float side of that comparison does not
+    change. A sample is known by its inputs' bytes; past the budget the model runs again."""
+
+    def __init__(self, runner: Runner, budget: int):
+        self.runner, self.budget, self.used = runner, budget, 0
+        self.kept: dict[bytes, dict] = {}
+
+    def __call__(self, sample) -> dict:
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        for x in sample:
+            a = np.ascontiguousarray(x)
+            h.update(str((a.dtype, a.shape)).encode())
+            h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+        key = h.digest()
+        if key in self.kept:
+            return self.kept[key]
+        values = self.runner(sample)
+        size = sum(v.nbytes for v in values.values())
+        if self.used + size <= self.budget:
+            self.used += size
+            values = {t: np.array(v) for t, v in values.items()}
+            self.kept[key] = values
+        return values
+
+    def op_macs(self) -> list[int]:
+        return self.runner.op_macs()
 
 
 class Samples:
