@@ -28,7 +28,7 @@ import numpy as np
 from edge_sdk.errors import ConversionError, ModelError
 
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
-CALIB_METHODS = ("minmax", "percentile", "mse")
+CALIB_METHODS = ("auto", "minmax", "percentile", "mse")
 IO_TYPES = ("int8", "float32")
 PRECISIONS = ("auto", "int8")
 MIN_SNR_DB = 30.0
@@ -241,10 +241,10 @@ def _check(model, profile, memory: str | None = None) -> dict:
     return _jsonable(data)
 
 
-def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
+def convert(src, target=None, quantize="int8", calibration=None, calib_method="auto", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
             allow_lossy=False, input_shapes=None, memory=None, input_values=None,
-            stateful=False) -> ConversionResult:
+            stateful=False, equalize=True, bias_correction=True) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
@@ -252,6 +252,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
+    calib_method: the activation ranges: "auto" (min / max or the least-error MSE ones, whichever set the guard
+    measures better; the report says which), "minmax", "percentile" or "mse". equalize / bias_correction (int8,
+    int16x8): cross-layer equalization of conv -> conv pairs and the int8 layers' bias correction
+    (``converters.quantize.quantize``; both on by default, the report's notes say what they did).
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
     preprocess: an ``edge_sdk.tasks.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
     recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
@@ -412,7 +416,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             calib, measured_on = _calibration(eval_data, float_model, pre), "evaluation"
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
-                           min_snr=min_snr, target=profile)
+                           min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction)
         model = result.model
         guard = result.report.get("guard")
         if guard is not None and not guarded and not guard.get("synthetic"):

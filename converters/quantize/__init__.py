@@ -61,8 +61,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from converters.passes.equalize import equalize as equalize_pairs
+from converters.quantize.bias import PatchMeans, corrected, restore_biases
 from converters.quantize.builder import drop_unused_buffers, verify
-from converters.quantize.calibrate import MAX_VALUES, MEASURE_SAMPLES, calibrate
+from converters.quantize.calibrate import MAX_VALUES, MEASURE_CACHE_BYTES, MEASURE_SAMPLES, CachedRunner, calibrate
 from converters.quantize.given import (
     clear_given_ranges,
     covered_ranges,
@@ -71,6 +73,7 @@ from converters.quantize.given import (
     uncovered,
 )
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
+from converters.quantize.measure import layer_errors, worst
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
@@ -81,6 +84,7 @@ from converters.quantize.widen import (
     float32_fallbacks,
     guard,
     guard_report,
+    widened_text,
     widening_rule,
 )
 from edge_sdk import log
@@ -90,7 +94,7 @@ from edge_sdk.model.types import Model
 MODES = ("int8", "int16x8", "fp16", "dynamic")
 PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
-METHODS = ("minmax", "percentile", "mse")
+METHODS = ("minmax", "percentile", "mse", "auto")
 SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
 
 
@@ -108,7 +112,8 @@ class QuantizationResult:
 def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
-             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None) -> QuantizationResult:
+             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None, equalize: bool = True,
+             bias_correction: bool = True) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
     ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8 unless the model's given ranges
     cover every activation; fp16 / dynamic: what the guard measures on, synthetic samples without it).
@@ -120,6 +125,11 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     where the target's runtime has the op in int16, else to float32 where the target runs float32, else not
     at all (``report["guard"]["cannot_widen"]``); see ``widening_rule``. ``target``: a device profile name,
     .toml path or Profile (None: the Python interpreter and the C runtime both).
+    method "auto": each activation's range by min / max and by the least quantization error (MSE), the model
+    keeps the set whose worst output SNR is higher (``report["calibration"]["chosen"]``).
+    equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
+    ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
+    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``).
     """
     _check_settings(model, mode, method, io, percentile)
     excluded = resolve_exclude(model, exclude)
@@ -140,6 +150,14 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
+    if equalize:  # same function, channels of like range: the per-tensor activation scales crush none
+        model, pairs = equalize_pairs(model)
+        report["equalized"] = pairs
+        for p in pairs:
+            report["notes"].append(
+                f"equalized {p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through "
+                f"{p['through']}): {p['channels']} channels' weight ranges {p['spread_before']:.3g}x apart -> "
+                f"{p['spread_after']:.3g}x")
 
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
     # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
@@ -156,9 +174,13 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                              f"{len(given)} activation(s) but not of {len(missing)} ("
                              + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
         calibration, holdout = synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed), 0
-    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout)
+    patches = PatchMeans(model) if bias_correction else None
+    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches)
+    cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
+        if cal.error_ranges is not None:
+            cal.error_ranges.update({t: covered[t] for t in cal.error_ranges if t in covered})
         cal.given = {t for t in cal.ranges if t in covered}
         report["notes"].append(
             f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
@@ -169,13 +191,30 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
     log.stage(f"quantizing to {mode}")
 
+    src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
+
     def build(excl, w16=frozenset()):
-        qm, g = integer_graph(model, cal.ranges, act, io, excl, wide16, w16)
+        qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16)
         qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
 
     qmodel, g = first = build(excluded)
+    if patches is not None and patches.layers:
+        src["model"], report["bias_corrected"] = corrected(model, g, patches)
+        if report["bias_corrected"]:
+            qmodel, g = first = build(excluded)
+            worst_shift = max(c["max_shift_quanta"] for c in report["bias_corrected"])
+            report["notes"].append(f"bias correction: {len(report['bias_corrected'])} layer(s)' biases lose the "
+                                   "mean output shift of their int8 weights on the calibration data (up to "
+                                   f"{worst_shift:.2g} output quanta)")
+    measured = None
+    if cal.error_ranges is not None:  # method "auto": min / max ranges or the least-error ones, as measured
+        measured, first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
+        qmodel, g = first
+        report["calibration_choice"] = chosen
+        report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR "
+                               + ", ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
     zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
     if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
         float_rule = rule or widening_rule(target, mode)[0]
@@ -190,18 +229,23 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         no_rule = no_rule + zero_div
         excluded = excluded | {i for i, _ in zero_div}
         qmodel, g = first = build(excluded)
+        measured = None
     kept = None
     if measure_error or precision == "auto":
-        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
+        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
+                     measured)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
                                        len(cal.measure), no_rule, rule_target)
         report["guard"]["synthetic"] = synthetic
+        report["notes"] += _search_notes(report["guard"])
     report["notes"] += rule_notes(model, g)
     report["calibration"] = {"samples": 0 if synthetic else cal.samples, "held_back": cal.held_back,
                              "method": "given" if synthetic else method, "given_ranges": len(cal.given),
                              **({"synthetic_samples": cal.samples} if synthetic else {}),
+                             **({"chosen": report.pop("calibration_choice")["chosen"]}
+                                if "calibration_choice" in report else {}),
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)
@@ -217,6 +261,38 @@ def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple
     given = given_ranges(model)
     missing = uncovered(model, covered_ranges(model, given, act), resolve_exclude(model, exclude))
     return len(given), [model.subgraphs[0].tensors[t].name for t in missing]
+
+
+def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str):
+    """Method "auto": the graph on the min / max ranges (``first``) and on the least-error ones, both measured;
+    the one whose worst output SNR is higher is kept (min / max on a tie) and its ranges become ``cal.ranges``.
+    Returns (its measurement, its (qmodel, graph), the choice for the report)."""
+    log.stage("measuring min / max against least-error activation ranges")
+    minmax = layer_errors(model, *first, cal.measure, cal.float_run, io)
+    minmax_ranges = cal.ranges
+    cal.ranges = cal.error_ranges
+    other = build(excluded)
+    mse = layer_errors(model, *other, cal.measure, cal.float_run, io)
+    snr = {"minmax": worst(minmax[1]), "mse": worst(mse[1])}
+    if snr["mse"] > snr["minmax"]:
+        return mse, other, {"chosen": "mse", "worst_snr_db": snr}
+    cal.ranges = minmax_ranges
+    return minmax, first, {"chosen": "minmax", "worst_snr_db": snr}
+
+
+def _search_notes(guard_record: dict) -> list[str]:
+    """What the widening search ended with, when it had to go far: every op at its widest type (all-float32 on a
+    float target) and its cost, or the ops that keep the model short."""
+    notes = []
+    cost = guard_record.get("cost") or {}
+    if guard_record.get("all_widened") and guard_record.get("widened"):
+        notes.append(f"int8 does not keep this model: every op the target can widen is widened "
+                     f"({widened_text(guard_record['widened_count'])}); cost: {cost.get('macs_float32', 0)} MACs "
+                     f"in float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
+    if guard_record.get("limiting"):
+        notes.append("still short of the threshold; the ops that keep it short: " + "; ".join(
+            f"{r['op']} '{r['output']}' ({r['reason']})" for r in guard_record["limiting"]))
+    return notes
 
 
 def _check_settings(model, mode: str, method: str, io: str, percentile: float) -> None:

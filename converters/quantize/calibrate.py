@@ -180,19 +180,21 @@ class Calibration:
     measure: Samples
     given: set = field(default_factory=set)  # tensors whose range the source gave (``converters.quantize.given``)
     synthetic: bool = False  # no data was given: the samples are synthetic (every range given by the source)
+    error_ranges: dict | None = None  # method "auto": each range chosen by the least quantization error (MSE)
 
 
 def calibrate(model: Model, calibration, act: str, method: str, percentile: float, limit: int | None, seed: int,
-              holdout: int) -> Calibration:
+              holdout: int, patches=None) -> Calibration:
     """Run the float model over the calibration samples (every 5th held back, at most ``holdout``) and clip each
-    float activation's observed range by ``method``."""
+    float activation's observed range by ``method`` ("auto": the min / max ones in ``ranges``, the MSE ones in
+    ``error_ranges``). ``patches``: a ``bias.PatchMeans`` fed each sample's activations."""
     sg = model.subgraphs[0]
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
     float_run = Runner(model)
     float_tensors = [t for t in range(len(sg.tensors)) if is_float(model, t) and not is_const(model, t)]
     stats = {t: Stats(seed + t) for t in float_tensors}
-    keep = method != "minmax"
+    keep = method != "minmax"  # "auto" keeps them too (its MSE ranges)
     # Streaming: each sample's activations are folded into the per-tensor statistics and dropped. A source
     # that can be read again (files, arrays) is read again for the held-back samples; a one-shot iterator's
     # held-back samples (at most ``holdout``) and a few calibration samples are kept.
@@ -215,15 +217,24 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
         for t, v in values.items():
             if t in stats:
                 stats[t].add(v, keep)
+        if patches is not None:
+            patches.add(values, dict(zip(sg.inputs, sample)))
         del values
     if not calibrated:
         raise ModelError("quantize: the calibration data gave no samples")
     qmin, qmax = limits(act)
-    ranges = {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, method, float(percentile), qmin, qmax,
-                                                                   act == "INT16") for t, s in stats.items()}
+
+    def clipped(how: str) -> dict:
+        return {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, how, float(percentile), qmin, qmax,
+                                                                     act == "INT16") for t, s in stats.items()}
+
+    ranges = clipped("minmax" if method == "auto" else method)
     measure = Samples(data if reiter else None, held or samples, holdout, n_held,
                       n_held or min(calibrated, MEASURE_SAMPLES))
-    return Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
+    cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
+    if method == "auto":
+        cal.error_ranges = clipped("mse")
+    return cal
 
 
 def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: int,
