@@ -125,8 +125,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     where the target's runtime has the op in int16, else to float32 where the target runs float32, else not
     at all (``report["guard"]["cannot_widen"]``); see ``widening_rule``. ``target``: a device profile name,
     .toml path or Profile (None: the Python interpreter and the C runtime both).
-    method "auto": each activation's range by min / max and by the least quantization error (MSE), the model
-    keeps the set whose worst output SNR is higher (``report["calibration"]["chosen"]``).
+    method "auto": the activation ranges by min / max, by the least quantization error (MSE) and by percentiles
+    (``percentile`` and 99.9), each set measured at the outputs; the model keeps the one whose worst output SNR
+    is highest (``report["calibration"]["chosen"]``; the notes list every set's SNR).
     equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
     ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
     rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``).
@@ -150,6 +151,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
+    report["equalized"], report["bias_corrected"] = [], []
     if equalize:  # same function, channels of like range: the per-tensor activation scales crush none
         model, pairs = equalize_pairs(model)
         report["equalized"] = pairs
@@ -179,8 +181,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
-        if cal.error_ranges is not None:
-            cal.error_ranges.update({t: covered[t] for t in cal.error_ranges if t in covered})
+        for candidate in (cal.error_ranges or {}).values():
+            candidate.update({t: covered[t] for t in candidate if t in covered})
         cal.given = {t for t in cal.ranges if t in covered}
         report["notes"].append(
             f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
@@ -209,12 +211,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                    "mean output shift of their int8 weights on the calibration data (up to "
                                    f"{worst_shift:.2g} output quanta)")
     measured = None
-    if cal.error_ranges is not None:  # method "auto": min / max ranges or the least-error ones, as measured
+    if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
         measured, first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
         qmodel, g = first
         report["calibration_choice"] = chosen
-        report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR "
-                               + ", ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
+        report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR: "
+                               + "; ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
     zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
     if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
         float_rule = rule or widening_rule(target, mode)[0]
@@ -264,20 +266,23 @@ def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple
 
 
 def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str):
-    """Method "auto": the graph on the min / max ranges (``first``) and on the least-error ones, both measured;
-    the one whose worst output SNR is higher is kept (min / max on a tie) and its ranges become ``cal.ranges``.
-    Returns (its measurement, its (qmodel, graph), the choice for the report)."""
-    log.stage("measuring min / max against least-error activation ranges")
-    minmax = layer_errors(model, *first, cal.measure, cal.float_run, io)
-    minmax_ranges = cal.ranges
-    cal.ranges = cal.error_ranges
-    other = build(excluded)
-    mse = layer_errors(model, *other, cal.measure, cal.float_run, io)
-    snr = {"minmax": worst(minmax[1]), "mse": worst(mse[1])}
-    if snr["mse"] > snr["minmax"]:
-        return mse, other, {"chosen": "mse", "worst_snr_db": snr}
-    cal.ranges = minmax_ranges
-    return minmax, first, {"chosen": "minmax", "worst_snr_db": snr}
+    """Method "auto": the graph on the min / max ranges (``first``) and on each candidate set of
+    ``cal.error_ranges`` (least-error MSE, percentiles), all measured on the guard's samples; the set whose worst
+    output SNR is highest is kept (min / max on a tie) and becomes ``cal.ranges``. Returns (its measurement, its
+    (qmodel, graph), the choice for the report)."""
+    log.stage(f"measuring {1 + len(cal.error_ranges)} sets of activation ranges (min / max, "
+              + ", ".join(cal.error_ranges) + ")")
+    best = ("minmax", layer_errors(model, *first, cal.measure, cal.float_run, io), first, cal.ranges)
+    snr = {"minmax": worst(best[1][1])}
+    for name, ranges in cal.error_ranges.items():
+        cal.ranges = ranges
+        built = build(excluded)
+        measured = layer_errors(model, *built, cal.measure, cal.float_run, io)
+        snr[name] = worst(measured[1])
+        if snr[name] > snr[best[0]]:
+            best = (name, measured, built, ranges)
+    cal.ranges = best[3]
+    return best[1], best[2], {"chosen": best[0], "worst_snr_db": snr}
 
 
 def _search_notes(guard_record: dict) -> list[str]:

@@ -25,6 +25,7 @@ from edge_sdk.model.types import Model
 
 MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
+AUTO_PERCENTILE = 99.9  # method "auto" also measures this percentile (beside the one given)
 MEASURE_CACHE_BYTES = 256 << 20  # the float activations of the measured samples kept across the guard's steps
 
 
@@ -180,14 +181,14 @@ class Calibration:
     measure: Samples
     given: set = field(default_factory=set)  # tensors whose range the source gave (``converters.quantize.given``)
     synthetic: bool = False  # no data was given: the samples are synthetic (every range given by the source)
-    error_ranges: dict | None = None  # method "auto": each range chosen by the least quantization error (MSE)
+    error_ranges: dict | None = None  # method "auto": candidate range sets by name ("mse", "percentile 99.9", ...)
 
 
 def calibrate(model: Model, calibration, act: str, method: str, percentile: float, limit: int | None, seed: int,
               holdout: int, patches=None) -> Calibration:
     """Run the float model over the calibration samples (every 5th held back, at most ``holdout``) and clip each
-    float activation's observed range by ``method`` ("auto": the min / max ones in ``ranges``, the MSE ones in
-    ``error_ranges``). ``patches``: a ``bias.PatchMeans`` fed each sample's activations."""
+    float activation's observed range by ``method`` ("auto": the min / max ones in ``ranges``, the MSE and
+    percentile ones in ``error_ranges``). ``patches``: a ``bias.PatchMeans`` fed each sample's activations."""
     sg = model.subgraphs[0]
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
@@ -224,16 +225,18 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
         raise ModelError("quantize: the calibration data gave no samples")
     qmin, qmax = limits(act)
 
-    def clipped(how: str) -> dict:
-        return {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, how, float(percentile), qmin, qmax,
-                                                                     act == "INT16") for t, s in stats.items()}
+    def clipped(how: str, pct: float = float(percentile)) -> dict:
+        return {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, how, pct, qmin, qmax, act == "INT16")
+                for t, s in stats.items()}
 
     ranges = clipped("minmax" if method == "auto" else method)
     measure = Samples(data if reiter else None, held or samples, holdout, n_held,
                       n_held or min(calibrated, MEASURE_SAMPLES))
     cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
-    if method == "auto":
-        cal.error_ranges = clipped("mse")
+    if method == "auto":  # the candidate sets beside min / max, by name; the guard measures each
+        cal.error_ranges = {"mse": clipped("mse")}
+        for pct in dict.fromkeys((float(percentile), AUTO_PERCENTILE)):
+            cal.error_ranges[f"percentile {pct:g}"] = clipped("percentile", pct)
     return cal
 
 
