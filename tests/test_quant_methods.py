@@ -216,3 +216,25 @@ def test_auto_keeps_min_max_on_a_tie_and_otherwise_the_best_measured_set():
     chosen, snrs = _choice(report)
     best = max(snrs.values())
     assert snrs[chosen] == best and (chosen == "minmax" or snrs["minmax"] < best)
+
+
+@pytest.mark.filterwarnings("error")
+def test_every_method_and_the_widening_search_raise_no_numpy_warning():
+    """Equalization, bias correction, the range sets of method "auto" and the widening search on a net with a dead
+    channel (all-zero weights: zero ranges, zero scales' neighbours) and a log of zero: every warning is an error."""
+    r = np.random.default_rng(2)
+    w1 = r.standard_normal((C, 1, 3, 3)) * (10.0 ** np.linspace(-2, 1, C))[:, None, None, None]
+    w1[3] = 0.0  # a dead channel
+    proto = _model([helper.make_node("Conv", ["x", "w1", "b1"], ["d"], group=C, pads=[1, 1, 1, 1]),
+                    helper.make_node("Relu", ["d"], ["a"]),
+                    helper.make_node("Conv", ["a", "w2", "b2"], ["c"]),
+                    helper.make_node("Mul", ["c", "c"], ["sq"]),
+                    helper.make_node("Log", ["sq"], ["y"])],
+                   [1, C, HW, HW], [1, 4, HW, HW],
+                   {"w1": w1, "b1": np.zeros(C), "w2": r.standard_normal((4, C, 1, 1)), "b2": np.zeros(4)})
+    cal = _images(30, 1)
+    cal[::3] = 0.0  # silent frames: LOG(0) = -inf in the float model
+    res = convert(proto, calibration=cal, io="float32", min_snr=60, allow_lossy=True)
+    report = res.report["quantization"]["report"]
+    assert report["equalized"] and report["calibration"]["method"] == "auto"
+    assert res.report["guard"]["steps"]

@@ -247,6 +247,9 @@ def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: in
     if method == "minmax" or not stats.parts:
         return lo, hi
     v = stats.values()
+    v = v[np.isfinite(v)]  # LOG(0) = -inf: the finite values are the ones a range can hold
+    if not v.size:
+        return lo, hi
     if method == "percentile":
         if symmetric:
             r = float(np.percentile(np.abs(v), percentile))

@@ -18,7 +18,12 @@ from edge_sdk.runtime import op_table
 
 
 def snr_db(ff: float, dd: float) -> float:
-    return math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+    if dd == 0:
+        return math.inf
+    ratio = ff / dd if ff > 0 else 0.0
+    if not ratio > 0:  # no signal, an infinite error, or one the float sums could not hold (NaN)
+        return -math.inf
+    return 10 * math.log10(ratio) if math.isfinite(ratio) else math.inf
 
 
 def is_distribution(model: Model, t: int, produced: dict) -> bool:
@@ -55,6 +60,10 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
     part_acc = {(t, k): np.zeros(4) for t, (_, parts) in joined.items() for k in range(len(parts))}
     part_max = dict.fromkeys(part_acc, 0.0)
     acc = {t: np.zeros(4) for t in pairs}  # sum f^2, sum (f-q)^2, sum f*q, sum q^2
+    # per channel (the last axis): sum f^2, sum (f-q)^2 -- one per-tensor scale may crush a small channel that the
+    # tensor's SNR, ruled by its large channels, does not show
+    channels = {t: np.zeros((2, sg.tensors[t].shape[-1])) for t in pairs
+                if len(sg.tensors[t].shape) >= 2 and sg.tensors[t].shape[-1] >= 2}
     max_err = dict.fromkeys(pairs, 0.0)
     seen = set()
     in_quant = [b.tensors[n].quantization for n in (b.io_map[t] for t in sg.inputs)]
@@ -75,7 +84,8 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             f = ref[t].astype(np.float64)
             q = dequantize(got[n], b.tensors[n].quantization).reshape(f.shape)
             finite = np.isfinite(f).reshape(-1)  # LOG(0) = -inf in the float model: measured on the finite elements
-            fv, d = f.reshape(-1)[finite], (f - q).reshape(-1)[finite]
+            fv = f.reshape(-1)[finite]
+            d = fv - q.reshape(-1)[finite]  # a float32 LOG kept by the guard gives -inf there too: not subtracted
             out_acc[t] += (fv @ fv, d @ d, 0.0, 0.0)
             if t in out_agree and f.size:
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
@@ -96,6 +106,9 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             finite = np.isfinite(f)
             if not finite.all():  # a -inf mask fill (SELECT): measured on the finite elements
                 f, q = f[finite], q[finite]
+            elif t in channels and f.size:
+                fc, dc = f.reshape(-1, channels[t].shape[1]), (f - q).reshape(-1, channels[t].shape[1])
+                channels[t] += ((fc * fc).sum(axis=0), (dc * dc).sum(axis=0))
             d = f - q
             acc[t] += (f @ f, d @ d, f @ q, q @ q)
             seen.add(t)
@@ -130,9 +143,14 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
         snr = snr_db(ff, dd)
         cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
         i = produced.get(t)
-        layers.append({"tensor": sg.tensors[t].name, "op_index": i,
-                       "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
-                       "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]})
+        entry = {"tensor": sg.tensors[t].name, "op_index": i,
+                 "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
+                 "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]}
+        if t in channels:
+            live = channels[t][0] > 0
+            if live.any():  # the worst channel that carries signal
+                entry["worst_channel_snr_db"] = min(snr_db(f2, d2) for f2, d2 in channels[t].T[live])
+        layers.append(entry)
     layers.sort(key=lambda r: (r["snr_db"], r["cosine"]))
     outputs = []
     for t, (ff, dd, _, _) in out_acc.items():

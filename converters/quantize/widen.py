@@ -176,7 +176,8 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         started = time.monotonic()
         kept.qmodel, kept.graph = build(excluded, w16)
         kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
-        kept.steps.append(_step(len(widened), kept, time.monotonic() - started, f"round {rnd + 1}"))
+        kept.steps.append({**_step(len(widened), kept, time.monotonic() - started, f"round {rnd + 1}"),
+                           "added": [sg.tensors[sg.operators[i].outputs[0]].name for i in take]})
         if worst(kept.outputs) > best[0] + 0.1:
             best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
         else:
@@ -208,13 +209,14 @@ def _noise(snr: float) -> float:
 
 def sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
     """Quantized ops ranked by the error each adds itself, from one measurement of every activation (the per-op
-    sensitivity pass; no model run per candidate): the relative noise power of its output less that of its
-    noisiest float input (ops downstream of a lossy one inherit its error: widening them does not remove it), the
+    sensitivity pass; no model run per candidate): the relative noise power of its output (its worst channel's,
+    where that is worse: a small channel crushed under a per-tensor scale) less that of its noisiest float input (ops downstream of a lossy one inherit its error: widening them does not remove it), the
     most first; ties: lowest output SNR first. Ops whose output keeps their input's quantization ("same:N") are
     never widened here."""
     sg = model.subgraphs[0]
     cap = 120.0
-    snr = {r["tensor"]: min(r["snr_db"], cap) for r in layers if "part_of" not in r}
+    snr = {r["tensor"]: min(r["snr_db"], r.get("worst_channel_snr_db", cap), cap) for r in layers
+           if "part_of" not in r}
     ranked = []
     for i, op in enumerate(sg.operators):
         if i in excluded or not op.outputs or op.outputs[0] < 0 \
@@ -246,25 +248,30 @@ def _widest(model: Model, i: int, rule) -> str | None:
 
 def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_excluded: set[int], rule, min_snr: float,
               io: str, n_no_rule: int = 0) -> set[int]:
-    """The rounds ended short: every op the target can widen goes to its widest type (all-float32 on a target
-    that runs float32; int16x8 where that is all the target has). If that meets ``min_snr``, the smallest prefix
-    of the sensitivity order that meets it is found by bisection (log2(ops) builds); else the better of that and
-    the rounds' result is kept. Returns the ops then kept float32 (beside ``base_excluded``)."""
+    """The rounds ended short: from the rounds' best model, every op not yet at the widest type the target takes
+    (float32 where it runs float32, else int16x8) goes there -- all-float32 at worst on a float target. If that
+    meets ``min_snr``, the smallest prefix of the sensitivity order (from the rounds' last measurement) that meets
+    it is found by bisection (log2(ops) builds); else the better of that and the rounds' model is kept. Returns
+    the ops then kept float32 (beside ``base_excluded``)."""
     sg = model.subgraphs[0]
-    order = list(kept.widened)
-    ranked = sensitive_ops(model, kept.layers, base_excluded | set(order))
-    rest = [i for i, op in enumerate(sg.operators) if i not in base_excluded and i not in order
-            and i not in ranked and any(t >= 0 and is_float(model, t) for t in list(op.inputs) + list(op.outputs))]
-    order = [i for i in order + ranked + rest if _widest(model, i, rule) is not None]
+    state = dict(kept.widened)
+    done = base_excluded | {i for i, k in state.items() if k == "float32"}
+    ranked = sensitive_ops(model, kept.layers, done)
+    rest = [i for i, op in enumerate(sg.operators) if i not in done and i not in ranked
+            and any(t >= 0 and is_float(model, t) for t in list(op.inputs) + list(op.outputs))]
+    order = []
     for i in ranked + rest:
-        if _widest(model, i, rule) is None and i in ranked:
+        widest = _widest(model, i, rule)
+        if widest is None:
             kept.cannot.setdefault(i, rule(model.op_name(sg.operators[i]))[1])
+        elif state.get(i) != widest:
+            order.append(i)
     if not order:
-        return base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
-    before = (kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(kept.widened))
+        return done
+    before = (kept.qmodel, kept.graph, kept.layers, kept.outputs, state)
 
     def trial(k: int, what: str):
-        widened = {i: _widest(model, i, rule) for i in order[:k]}
+        widened = {**state, **{i: _widest(model, i, rule) for i in order[:k]}}
         excl = base_excluded | {i for i, w in widened.items() if w == "float32"}
         w16 = {i for i, w in widened.items() if w == "int16"}
         count = count_widened(["float32"] * n_no_rule + list(widened.values()))
@@ -272,11 +279,10 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         started = time.monotonic()
         qm, g = build(excl, w16)
         layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
-        kept.tried = max(kept.tried, k)
-        result = (qm, g, layers, outputs, widened)
-        kept.steps.append({"step": what, "widened": k, "worst_snr_db": worst(outputs),
+        kept.tried = max(kept.tried, len(widened))
+        kept.steps.append({"step": what, "widened": len(widened), "worst_snr_db": worst(outputs),
                            "seconds": round(time.monotonic() - started, 3)})
-        return result
+        return qm, g, layers, outputs, widened
 
     def take(result) -> None:
         kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = result
@@ -286,11 +292,11 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     if short(top[3], min_snr):  # even the widest model is short (its integer inputs / outputs, or the target)
         kept.all_widened = worst(top[3]) >= worst(before[3])
         take(top if kept.all_widened else before)
-    else:
-        lo, hi, best = len(before[4]), len(order), top  # prefix lo is short (the rounds'), hi meets
+    else:  # prefix 0 (the rounds' model) is short, the whole order meets
+        lo, hi, best = 0, len(order), top
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            result = trial(mid, f"bisection {lo}..{hi}")
+            result = trial(mid, f"bisection {lo}..{hi} of {len(order)}")
             if short(result[3], min_snr):
                 lo = mid
             else:
