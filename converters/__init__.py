@@ -437,6 +437,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="a
                 if precision != "int8" and guard.get("cannot_widen"):
                     hint += (f"; {len(guard['cannot_widen'])} op(s) cannot be widened on {guard['widening_for']}: "
                              + "; ".join(f"{c['op']} '{c['output']}'" for c in guard["cannot_widen"][:4]))
+                if precision != "int8" and guard.get("limiting"):  # the search's verdict: what keeps it short
+                    hint += ("; the ops that keep it short: "
+                             + "; ".join(f"{c['op']} '{c['output']}' ({c['reason']})" for c in guard["limiting"][:4]))
                 raise ConversionError(
                     f"{name}: the {mode} model does not keep its outputs ({len(short)} below {min_snr:g} dB on "
                     f"{guard['samples']} {sample_kind(guard)} samples; {hint}); "

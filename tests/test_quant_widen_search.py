@@ -92,7 +92,7 @@ def test_bisection_keeps_only_the_prefix_that_is_needed():
 def test_an_integer_only_mcu_gets_its_best_model_and_the_ops_that_keep_it_short():
     with pytest.raises(ConversionError) as err:
         convert(deep_outlier_mlp(), calibration=_calib(), target="rp2040-pico", min_snr=150)
-    assert "nothing was written" in str(err.value)
+    assert "nothing was written" in str(err.value) and "the ops that keep it short: FULLY_CONNECTED '" in str(err.value)
     res = convert(deep_outlier_mlp(), calibration=_calib(), target="rp2040-pico", min_snr=150, allow_lossy=True)
     g = res.report["guard"]
     assert not g["met"] and g["widened"] and all(w["to"] == "int16" for w in g["widened"])

@@ -274,7 +274,13 @@ def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str)
               + ", ".join(cal.error_ranges) + ")")
     best = ("minmax", layer_errors(model, *first, cal.measure, cal.float_run, io), first, cal.ranges)
     snr = {"minmax": worst(best[1][1])}
+    measured_sets = [(cal.ranges, "minmax")]
     for name, ranges in cal.error_ranges.items():
+        same = next((k for r, k in measured_sets if r == ranges), None)
+        if same is not None:  # nothing clipped differently: the same graph, measured already
+            snr[name] = snr[same]
+            continue
+        measured_sets.append((ranges, name))
         cal.ranges = ranges
         built = build(excluded)
         measured = layer_errors(model, *built, cal.measure, cal.float_run, io)

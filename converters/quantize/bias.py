@@ -32,46 +32,59 @@ def _window(padding: str, stride: int, dilation: int, size: int, k: int) -> tupl
     return window_geometry(_Geometry(), padding, stride, dilation, size, k)
 
 
+def _kind(row: op_table.OpRow) -> str | None:
+    """How a weighted layer's weights meet its input, from its row: "window" (a convolution whose weights' input
+    channels are an axis, ``in_channel_axis``: CONV_2D; DEPTHWISE_CONV_2D where that axis is the output-channel
+    one), "matrix" (weights [out, in] over the input's last axis: FULLY_CONNECTED); None: not corrected."""
+    if row.weights is None or row.weights[1] is None or row.weights[2] is None:
+        return None
+    if row.family == "conv":
+        return "window" if row.in_channel_axis is not None else None
+    return "matrix" if row.weights[2] == 0 and not row.family else None
+
+
 class PatchMeans:
-    """Per weighted layer (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED with float constant weights): the sum of its
-    mean input patch over the calibration samples ([KH, KW, C] for the convolutions, [C] for FULLY_CONNECTED)."""
+    """Per weighted layer (``_kind``) with float constant weights and bias: the sum of its mean input patch over
+    the calibration samples ([KH, KW, C] for a window, [C] for a matrix)."""
 
     def __init__(self, model: Model):
         sg = model.subgraphs[0]
         self.model = model
-        self.layers: dict[int, tuple[int, str]] = {}  # op index -> (data input tensor, op name)
+        self.layers: dict[int, tuple[int, str]] = {}  # op index -> (data input tensor, "window" / "matrix")
         for i, op in enumerate(sg.operators):
-            name = model.op_name(op)
-            row = op_table.row(name)
-            if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") or row.weights is None:
+            row = op_table.row(model.op_name(op))
+            kind = _kind(row)
+            if kind is None:
                 continue
             wi, bi, _ = row.weights
             if bi is None or len(op.inputs) <= bi or op.inputs[bi] < 0 or not is_const(model, op.inputs[bi]) \
                     or not is_const(model, op.inputs[wi]) or not is_float(model, op.inputs[wi]):
                 continue
+            if kind == "matrix" and len(sg.tensors[op.inputs[wi]].shape) != 2:
+                continue
             if is_float(model, op.inputs[0]) and not is_const(model, op.inputs[0]):
-                self.layers[i] = (op.inputs[0], name)
+                self.layers[i] = (op.inputs[0], kind)
         self.sums: dict[int, np.ndarray] = {}
         self.count = 0
 
     def add(self, values: dict, sample_inputs: dict) -> None:
         sg = self.model.subgraphs[0]
-        for i, (t, name) in self.layers.items():
+        for i, (t, kind) in self.layers.items():
             x = values.get(t, sample_inputs.get(t))
             if x is None:
                 continue
-            mean = self._patch_mean(sg.operators[i], name, np.asarray(x, np.float64))
+            mean = self._patch_mean(sg.operators[i], kind, np.asarray(x, np.float64))
             if mean is not None:
                 self.sums[i] = self.sums[i] + mean if i in self.sums else mean
         self.count += 1
 
-    def _patch_mean(self, op, name: str, x: np.ndarray) -> np.ndarray | None:
-        if name == "FULLY_CONNECTED":
-            w_shape = self.model.subgraphs[0].tensors[op.inputs[1]].shape
+    def _patch_mean(self, op, kind: str, x: np.ndarray) -> np.ndarray | None:
+        wi = op_table.row(self.model.op_name(op)).weights[0]
+        w_shape = self.model.subgraphs[0].tensors[op.inputs[wi]].shape
+        if kind == "matrix":
             return x.reshape(-1, w_shape[-1]).mean(axis=0)
         if x.ndim != 4:
             return None
-        w_shape = self.model.subgraphs[0].tensors[op.inputs[1]].shape
         kh, kw = int(w_shape[1]), int(w_shape[2])
         opts = op.options or {}
         pad = opts.get("padding", "SAME")
@@ -115,20 +128,21 @@ def bias_shifts(model: Model, g: QuantGraph, means: PatchMeans) -> dict[int, np.
     """Per quantized weighted layer of ``g``: its output's mean shift per channel, E[dW x] (float units)."""
     sg = model.subgraphs[0]
     shifts = {}
-    for i, (_, name) in means.layers.items():
+    for i, (_, kind) in means.layers.items():
         m = means.mean(i)
         wq = _dequantized_weights(g, i) if m is not None else None
         if wq is None:
             continue
-        w = np.asarray(model.tensor_data(0, sg.operators[i].inputs[1]), np.float64)
-        dw = wq - w
-        if name == "FULLY_CONNECTED":  # [O, I] @ [I]
+        wi, _, out_axis = op_table.row(model.op_name(sg.operators[i])).weights
+        in_axis = op_table.row(model.op_name(sg.operators[i])).in_channel_axis
+        dw = wq - np.asarray(model.tensor_data(0, sg.operators[i].inputs[wi]), np.float64)
+        if kind == "matrix":  # [O, I] @ [I]
             shift = dw @ m
-        elif name == "CONV_2D":  # [O, KH, KW, I] . [KH, KW, I]
-            shift = np.einsum("ohwi,hwi->o", dw, m)
-        else:  # DEPTHWISE_CONV_2D [1, KH, KW, C * mult]: output channel o reads input channel o // mult
-            mult = dw.shape[3] // m.shape[2]
-            shift = np.einsum("hwo,hwo->o", dw[0], np.repeat(m, mult, axis=2))
+        elif in_axis != out_axis:  # [O, KH, KW, I] . [KH, KW, I] (a window over every input channel)
+            shift = np.einsum("ohwi,hwi->o", np.moveaxis(dw, (out_axis, in_axis), (0, 3)), m)
+        else:  # depthwise [1, KH, KW, C * mult]: output channel o reads input channel o // mult
+            dw = np.moveaxis(dw, out_axis, 3)[0]
+            shift = np.einsum("hwo,hwo->o", dw, np.repeat(m, dw.shape[2] // m.shape[2], axis=2))
         shifts[i] = shift
     return shifts
 
