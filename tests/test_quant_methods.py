@@ -238,3 +238,21 @@ def test_every_method_and_the_widening_search_raise_no_numpy_warning():
     report = res.report["quantization"]["report"]
     assert report["equalized"] and report["calibration"]["method"] == "auto"
     assert res.report["guard"]["steps"]
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_float_division_by_zero_in_calibration_raises_no_warning():
+    """x / (x - x0) meets 0 on the calibration data (an IEEE inf in the float model): calibration and the guard
+    run it without a RuntimeWarning; the int8 DIV whose divisor's range holds 0 stays float32 (never written as
+    a quantized DIV by a zero quantum)."""
+    from edge_sdk.model import read_model
+
+    proto = _model([helper.make_node("Sub", ["x", "x0"], ["den"]), helper.make_node("Div", ["x", "den"], ["q"]),
+                    helper.make_node("Tanh", ["q"], ["y"])], [1, 8], [1, 8], {"x0": np.full((1, 8), 0.5)})
+    cal = np.random.default_rng(0).uniform(0, 1, (30, 1, 8)).astype(np.float32)
+    cal[::4, 0, 0] = 0.5  # exactly the divisor's zero
+    res = convert(proto, calibration=cal, allow_lossy=True)
+    ops = read_model(res.tflite)
+    sg = ops.subgraphs[0]
+    divs = [op for op in sg.operators if ops.op_name(op) == "DIV"]
+    assert divs and all(sg.tensors[t].type == "FLOAT32" for op in divs for t in op.inputs)

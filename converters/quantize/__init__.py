@@ -39,10 +39,11 @@ Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.ru
 ``int16_missing``), whether it joins parts (``join``) or only moves values (``moves_values``), its dynamic-range
 weights (``dynamic``).
 
-The steps, a module each: calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
-"percentile" / "mse"), joins of very different ranges (``joins``), the integer graph (``rules``, built in a
-``builder.QuantGraph``), the accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's
-tables (``summary``).
+The steps, a module each: cross-layer equalization of conv / depthwise -> conv pairs
+(``converters.passes.equalize``), calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
+"percentile" / "mse", or "auto": each set measured at the outputs, the best kept), joins of very different ranges
+(``joins``), the integer graph (``rules``, built in a ``builder.QuantGraph``), bias correction (``bias``), the
+accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's tables (``summary``).
 
 ``exclude`` names operators (op index, or the name of one of their output tensors) that stay float, with
 DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
@@ -52,8 +53,12 @@ The report's ``layers`` list has, for every quantized activation, the SNR (dB) a
 dequantized value against the float model's, worst SNR first; a join's output also part by part
 (``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
 calibration samples. ``report["guard"]`` has each model output's SNR, whether all meet ``min_snr``, what
-``precision="auto"`` widened (ops without an integer rule to float32 first, then the lowest-SNR ops round by
-round, each then tried back in int8) and to which type, chosen by the target (``widening_rule``), and the cost.
+``precision="auto"`` widened (ops without an integer rule to float32 first, then round by round the ops that add
+the most error themselves, their worst channel's included; when the rounds stall, every op at the widest type the
+target takes -- all float32 at worst on a float target -- and the smallest prefix of that order that meets
+``min_snr``, by bisection; each then tried back in int8) and to which type, chosen by the target
+(``widening_rule``), the cost, each measured step with its time (``steps``), and when still short the ops that
+keep it so (``limiting``). One count of widened ops (``widened_count``) in every line that gives one.
 A widened op's model output stays int16 with integer I/O.
 """
 
@@ -130,7 +135,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     is highest (``report["calibration"]["chosen"]``; the notes list every set's SNR).
     equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
     ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
-    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``).
+    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``). Neither
+    for a source that gives its own ranges (QDQ): its scales are kept as they are.
     """
     _check_settings(model, mode, method, io, percentile)
     excluded = resolve_exclude(model, exclude)
@@ -152,6 +158,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
     report["equalized"], report["bias_corrected"] = [], []
+    if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
+        equalize = bias_correction = False
     if equalize:  # same function, channels of like range: the per-tensor activation scales crush none
         model, pairs = equalize_pairs(model)
         report["equalized"] = pairs

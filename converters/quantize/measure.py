@@ -219,7 +219,8 @@ def interpreter_runner(qmodel: Model):
         interp.reset_all_variables()
         for i, x in zip(ins, sample):
             interp.set_tensor(i, np.asarray(x))
-        interp.invoke()
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as Runner: IEEE values, no warning
+            interp.invoke()
         return [np.array(interp.tensor(o)()) for o in outs]
 
     return run
