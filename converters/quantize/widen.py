@@ -1,11 +1,15 @@
 """The accuracy guard and precision="auto": measure the quantized model against the float one (``measure``) and, while
-an output is short of ``min_snr`` dB, widen the ops that lose the most SNR, round by round (1, 2, 4, ... ops), each
-to the type the target takes (``widening_rule``): int16x8 (int16 activations, int8 weights, int64 biases; QUANTIZE
+an output is short of ``min_snr`` dB, widen the ops that add the most error themselves (``sensitive_ops``: from one
+measurement of every activation, no model run per candidate), round by round (1, 2, 4, ... ops), each to the type
+the target takes (``widening_rule``): int16x8 (int16 activations, int8 weights, int64 biases; QUANTIZE
 int8 -> int16 before the op and int16 -> int8 after it) where the target's runtime has the op in int16 (the row's
 ``int16`` "op" and ``int16_missing``, probed against TFLM and both edge-sdk runtimes by
-tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). Then
-each widened op is tried back in int8. The cost: per widened op its constant bytes, extra activation bytes and
-MACs; in total the model's growth in bytes and the MACs no longer in int8."""
+tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). When the
+rounds stall short of it, every op goes to its widest type (all float32 at worst on a float target: a model is always
+kept there) and bisection over the ranking finds the smallest prefix that meets ``min_snr`` (``_escalate``); still
+short, the ops that keep it so are named (``limiting_ops``). Then each widened op is tried back in int8. The cost:
+per widened op its constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs
+no longer in int8."""
 
 from __future__ import annotations
 
@@ -146,8 +150,9 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
 
 def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], rule, min_snr: float,
                   max_rounds: int, io: str, n_no_rule: int = 0) -> tuple[Guarded, set[int]]:
-    """Round k widens up to 2**k more of the lowest-SNR ops; after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB
-    the smallest widening that gave the best result is kept. Returns it and the ops then kept float32."""
+    """Round k widens up to 2**k more of the ops that add the most error (``sensitive_ops``, ranked again after
+    each round's measurement); after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB the smallest widening that
+    gave the best result is kept. Returns it and the ops then kept float32."""
     sg = model.subgraphs[0]
     base_excluded = set(excluded)
     widened, cannot, w16 = kept.widened, kept.cannot, kept.w16
@@ -210,9 +215,9 @@ def _noise(snr: float) -> float:
 def sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
     """Quantized ops ranked by the error each adds itself, from one measurement of every activation (the per-op
     sensitivity pass; no model run per candidate): the relative noise power of its output (its worst channel's,
-    where that is worse: a small channel crushed under a per-tensor scale) less that of its noisiest float input (ops downstream of a lossy one inherit its error: widening them does not remove it), the
-    most first; ties: lowest output SNR first. Ops whose output keeps their input's quantization ("same:N") are
-    never widened here."""
+    where that is worse: a small channel crushed under a per-tensor scale) less that of its noisiest float input
+    (ops downstream of a lossy one inherit its error: widening them does not remove it), the most first; ties:
+    lowest output SNR first. Ops whose output keeps their input's quantization ("same:N") are never widened here."""
     sg = model.subgraphs[0]
     cap = 120.0
     snr = {r["tensor"]: min(r["snr_db"], r.get("worst_channel_snr_db", cap), cap) for r in layers
@@ -263,7 +268,8 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     for i in ranked + rest:
         widest = _widest(model, i, rule)
         if widest is None:
-            kept.cannot.setdefault(i, rule(model.op_name(sg.operators[i]))[1])
+            if i in ranked:  # an op that quantizes (not one that only carries its input's quantization)
+                kept.cannot.setdefault(i, rule(model.op_name(sg.operators[i]))[1])
         elif state.get(i) != widest:
             order.append(i)
     if not order:
