@@ -136,7 +136,7 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
-    kept.steps.append(_step(0, kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
+    kept.steps.append(_step(len(no_rule), kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
     base_excluded = set(excluded)
     kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, min_snr, max_rounds, io, len(no_rule))
     if short(kept.outputs, min_snr):
@@ -181,7 +181,7 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         started = time.monotonic()
         kept.qmodel, kept.graph = build(excluded, w16)
         kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
-        kept.steps.append({**_step(len(widened), kept, time.monotonic() - started, f"round {rnd + 1}"),
+        kept.steps.append({**_step(count["ops"], kept, time.monotonic() - started, f"round {rnd + 1}"),
                            "added": [sg.tensors[sg.operators[i].outputs[0]].name for i in take]})
         if worst(kept.outputs) > best[0] + 0.1:
             best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
@@ -239,7 +239,8 @@ def sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[
 
 
 def _step(n_widened: int, kept: "Guarded", seconds: float, what: str) -> dict:
-    """One measured build, for the report's ``steps``: how long the build and its measurement took."""
+    """One measured build, for the report's ``steps``: the ops then widened (counted as ``count_widened`` counts
+    them, the float32 fallbacks included), the worst output SNR, and how long the build and its measurement took."""
     return {"step": what, "widened": n_widened, "worst_snr_db": worst(kept.outputs), "seconds": round(seconds, 3)}
 
 
@@ -286,7 +287,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         qm, g = build(excl, w16)
         layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
         kept.tried = max(kept.tried, len(widened))
-        kept.steps.append({"step": what, "widened": len(widened), "worst_snr_db": worst(outputs),
+        kept.steps.append({"step": what, "widened": count["ops"], "worst_snr_db": worst(outputs),
                            "seconds": round(time.monotonic() - started, 3)})
         return qm, g, layers, outputs, widened
 
