@@ -256,3 +256,37 @@ def test_a_float_division_by_zero_in_calibration_raises_no_warning():
     sg = ops.subgraphs[0]
     divs = [op for op in sg.operators if ops.op_name(op) == "DIV"]
     assert divs and all(sg.tensors[t].type == "FLOAT32" for op in divs for t in op.inputs)
+
+
+def test_a_bias_shared_by_several_layers_keeps_its_value_for_the_others():
+    """Two depthwise -> 1x1 pairs whose depthwise layers read one bias tensor (converters dedupe equal constants):
+    equalizing and bias-correcting one layer gives it a bias of its own; the float function is unchanged."""
+    from converters.passes.equalize import equalize
+    from converters.quantize import quantize
+    from edge_sdk.model import write_model
+
+    r = np.random.default_rng(4)
+    gain = 10.0 ** np.linspace(-2, 1, C)
+    inits = {"w1": r.standard_normal((C, 1, 3, 3)) * gain[:, None, None, None], "zb": np.full(C, 0.2),
+             "c1": r.standard_normal((C, C, 1, 1)) / gain[None, :, None, None], "cb": np.zeros(C),
+             "w2": r.standard_normal((C, 1, 3, 3)) * gain[::-1, None, None, None],
+             "c2": r.standard_normal((4, C, 1, 1)) / gain[None, ::-1, None, None], "cb2": np.zeros(4)}
+    proto = _model([helper.make_node("Conv", ["x", "w1", "zb"], ["d1"], group=C, pads=[1, 1, 1, 1]),
+                    helper.make_node("Conv", ["d1", "c1", "cb"], ["p1"]),
+                    helper.make_node("Conv", ["p1", "w2", "zb"], ["d2"], group=C, pads=[1, 1, 1, 1]),
+                    helper.make_node("Conv", ["d2", "c2", "cb2"], ["y"])], [1, C, HW, HW], [1, 4, HW, HW], inits)
+    flt = convert(proto, quantize="none").model
+    sg = flt.subgraphs[0]
+    dws = [op for op in sg.operators if flt.op_name(op) == "DEPTHWISE_CONV_2D"]
+    assert len(dws) == 2
+    dws[1].inputs[2] = dws[0].inputs[2]  # one bias tensor for both (equal values), as a deduping writer leaves it
+    eq, pairs = equalize(flt)
+    assert len(pairs) >= 2
+    test = list(_images(4, 6))
+    for a, b in zip(_ours(write_model(flt), test), _ours(write_model(eq), test)):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4 * np.abs(a).max())
+    res = quantize(flt, list(_images(30, 7)), io="float32", holdout=6, method="minmax")
+    assert res.report["equalized"] and res.report["bias_corrected"]
+    ref = _ort(proto, test)
+    assert _snr(ref, _ours(write_model(res.model), test)) > 30
+    assert dws[1].inputs[2] == dws[0].inputs[2] and np.allclose(flt.tensor_data(0, dws[0].inputs[2]), 0.2)

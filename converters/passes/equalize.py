@@ -35,14 +35,30 @@ SETTLED = 0.01  # a sweep whose scales all stay within 1% of 1 ends the sweeps
 
 
 def editable_copy(model: Model) -> Model:
-    """A copy whose tensors and buffer list can change (operators and buffers' bytes are shared)."""
+    """A copy of subgraph 0 whose tensors, operators' input lists and buffer list can change (buffers' bytes and
+    options are shared with ``model``)."""
     m = copy.copy(model)
     m.buffers = list(model.buffers)
     m.subgraphs = list(model.subgraphs)
     sg = copy.copy(model.subgraphs[0])
     sg.tensors = [copy.copy(t) for t in sg.tensors]
+    sg.operators = [copy.copy(op) for op in sg.operators]
+    for op in sg.operators:
+        op.inputs = list(op.inputs)
     m.subgraphs[0] = sg
     return m
+
+
+def set_own_constant(model: Model, i: int, k: int, value: np.ndarray) -> None:
+    """Input k of op i becomes ``value``: the tensor itself when only op i reads it, else a new tensor (a bias
+    shared by several layers, as converters dedupe all-zero ones, keeps its value for the others). ``model``: an
+    ``editable_copy``."""
+    sg = model.subgraphs[0]
+    t = sg.operators[i].inputs[k]
+    if sum(t in op.inputs for op in sg.operators) == 1:
+        G.set_constant(model, t, value)
+    else:
+        sg.operators[i].inputs[k] = G.add_constant(model, sg.tensors[t].name, value, sg.tensors[t].type)
 
 
 def _scales_through(model: Model, op) -> bool:
@@ -79,7 +95,8 @@ def find_pairs(model: Model) -> list[tuple[int, int | None, int]]:
         wi, bi, _ = row.weights
         if len(op.inputs) <= wi or not const_of_one(op.inputs[wi]):
             continue
-        if bi is not None and len(op.inputs) > bi and op.inputs[bi] >= 0 and not const_of_one(op.inputs[bi]):
+        bias = op.inputs[bi] if bi is not None and len(op.inputs) > bi else -1
+        if bias >= 0 and not (G.is_constant(model, bias) and sg.tensors[bias].type == "FLOAT32"):
             continue
         j = G.sole_consumer(model, op.outputs[0], cons=cons)
         if j is None:
@@ -145,7 +162,7 @@ def equalize(model: Model, min_spread: float = MIN_SPREAD) -> tuple[Model, list[
             G.set_constant(m, op1.inputs[wi1], (w1 / s.reshape(shape1)).astype(np.float32))
             if bi1 is not None and len(op1.inputs) > bi1 and op1.inputs[bi1] >= 0:
                 b1 = np.asarray(m.tensor_data(0, op1.inputs[bi1]), np.float64)
-                G.set_constant(m, op1.inputs[bi1], (b1 / s).astype(np.float32))
+                set_own_constant(m, i, bi1, (b1 / s).astype(np.float32).reshape(b1.shape))
             shape2 = [1] * w2.ndim
             shape2[row2.in_channel_axis] = -1
             G.set_constant(m, op2.inputs[row2.weights[0]], (w2 * s.reshape(shape2)).astype(np.float32))

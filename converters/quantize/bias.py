@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from converters import graph as G
 from converters.quantize.builder import QuantGraph, is_const, is_float
 from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
@@ -150,7 +151,6 @@ def bias_shifts(model: Model, g: QuantGraph, means: PatchMeans) -> dict[int, np.
 def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, list[dict]]:
     """The model whose quantized layers' biases lose their shift (where some channel's shift reaches
     ``MIN_SHIFT`` of the output's quantum), and per corrected layer what changed; the model itself when none."""
-    from converters import graph as G
     from converters.passes.equalize import editable_copy
 
     sg = model.subgraphs[0]
@@ -168,7 +168,10 @@ def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, li
         bi = op_table.row(model.op_name(sg.operators[i])).weights[1]
         bt = sg.operators[i].inputs[bi]
         b = np.asarray(model.tensor_data(0, bt), np.float64).reshape(-1)
-        G.set_constant(m, bt, (b - shift).astype(np.float32).reshape(sg.tensors[bt].shape))
+        # a tensor of its own (a bias several layers share keeps its value for the others; restore_biases puts
+        # the original back by pointing the op at it)
+        m.subgraphs[0].operators[i].inputs[bi] = G.add_constant(
+            m, sg.tensors[bt].name, (b - shift).astype(np.float32).reshape(sg.tensors[bt].shape), "FLOAT32")
         done.append({"op_index": i, "op": model.op_name(sg.operators[i]), "output": sg.tensors[out_t].name,
                      "max_shift_quanta": worst / step})
     return (m, done) if m is not None else (model, [])
@@ -186,7 +189,5 @@ def restore_biases(corrected_model: Model, model: Model, ops) -> Model:
         row = op_table.row(model.op_name(src.operators[i]))
         if row.weights is None or row.weights[1] is None or len(src.operators[i].inputs) <= row.weights[1]:
             continue
-        bt = src.operators[i].inputs[row.weights[1]]
-        if bt >= 0:
-            sg.tensors[bt].buffer = src.tensors[bt].buffer  # set_constant appended the new one: the old is there
+        sg.operators[i].inputs[row.weights[1]] = src.operators[i].inputs[row.weights[1]]  # the original bias
     return m
