@@ -218,9 +218,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
             report["notes"].append(f"bias correction: {len(report['bias_corrected'])} layer(s)' biases lose the "
                                    "mean output shift of their int8 weights on the calibration data (up to "
                                    f"{worst_shift:.2g} output quanta)")
-    measured = None
     if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
-        measured, first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
+        first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
         qmodel, g = first
         report["calibration_choice"] = chosen
         report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR: "
@@ -239,11 +238,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         no_rule = no_rule + zero_div
         excluded = excluded | {i for i, _ in zero_div}
         qmodel, g = first = build(excluded)
-        measured = None
     kept = None
     if measure_error or precision == "auto":
-        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
-                     measured)
+        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
@@ -275,13 +272,13 @@ def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple
 
 def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str):
     """Method "auto": the graph on the min / max ranges (``first``) and on each candidate set of
-    ``cal.error_ranges`` (least-error MSE, percentiles), all measured on the guard's samples; the set whose worst
-    output SNR is highest is kept (min / max on a tie) and becomes ``cal.ranges``. Returns (its measurement, its
-    (qmodel, graph), the choice for the report)."""
+    ``cal.error_ranges`` (least-error MSE, percentiles), each measured at the outputs on the guard's samples (a set
+    equal to one measured already is not built again); the set whose worst output SNR is highest is kept (min /
+    max on a tie) and becomes ``cal.ranges``. Returns (its (qmodel, graph), the choice for the report)."""
     log.stage(f"measuring {1 + len(cal.error_ranges)} sets of activation ranges (min / max, "
               + ", ".join(cal.error_ranges) + ")")
-    best = ("minmax", layer_errors(model, *first, cal.measure, cal.float_run, io), first, cal.ranges)
-    snr = {"minmax": worst(best[1][1])}
+    snr = {"minmax": worst(layer_errors(model, *first, cal.measure, cal.float_run, io, outputs_only=True)[1])}
+    best = ("minmax", first, cal.ranges)
     measured_sets = [(cal.ranges, "minmax")]
     for name, ranges in cal.error_ranges.items():
         same = next((k for r, k in measured_sets if r == ranges), None)
@@ -291,12 +288,11 @@ def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str)
         measured_sets.append((ranges, name))
         cal.ranges = ranges
         built = build(excluded)
-        measured = layer_errors(model, *built, cal.measure, cal.float_run, io)
-        snr[name] = worst(measured[1])
+        snr[name] = worst(layer_errors(model, *built, cal.measure, cal.float_run, io, outputs_only=True)[1])
         if snr[name] > snr[best[0]]:
-            best = (name, measured, built, ranges)
-    cal.ranges = best[3]
-    return best[1], best[2], {"chosen": best[0], "worst_snr_db": snr}
+            best = (name, built, ranges)
+    cal.ranges = best[2]
+    return best[1], {"chosen": best[0], "worst_snr_db": snr}
 
 
 def _search_notes(guard_record: dict) -> list[str]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from converters.calibration import CalibrationData, calibration_data
 from converters.quantize.builder import is_const, is_float
-from converters.quantize.scales import affine, limits, round_away
+from converters.quantize.scales import affine, limits
 from edge_sdk import log
 from edge_sdk.errors import ModelError
 from edge_sdk.model.types import Model
@@ -259,14 +259,15 @@ def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: in
             return max(lo, -r), min(hi, r)
         a, b = np.percentile(v, [100.0 - percentile, percentile])
         return float(a), float(b)
-    # mse: a grid over the clipping range, minimizing the fake-quantization error of the kept values
+    # mse: a grid over the clipping range, minimizing the fake-quantization error of the kept values (rounded
+    # half to even: ties do not move a mean squared error, and np.rint is several times faster than round_away)
     if v.size > 1 << 15:
         v = v[np.random.default_rng(0).choice(v.size, 1 << 15, replace=False)]
     v = v.astype(np.float64)
 
     def err(a, b):
         s, z = affine(a, b, qmin, qmax, symmetric)
-        q = np.clip(round_away(v / s) + z, qmin, qmax)
+        q = np.clip(np.rint(v / s) + z, qmin, qmax)
         return float(np.mean((v - (q - z) * s) ** 2))
 
     best = (err(lo, hi), lo, hi)

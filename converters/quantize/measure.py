@@ -36,11 +36,13 @@ def is_distribution(model: Model, t: int, produced: dict) -> bool:
     return len(shape) == 2 and shape[-1] >= 2
 
 
-def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run, io: str) -> tuple[list, list]:
+def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run, io: str,
+                 outputs_only: bool = False) -> tuple[list, list]:
     """SNR and cosine of every quantized activation against the float model, worst SNR first; the output of
     a CONCATENATION / PACK also part by part (``part_of``: the joined tensor, ``input``: the part's source),
     so a small-range part is not hidden by a large-range one. Second: per model output, its SNR (and its
-    joined parts' SNRs, and argmax agreement for class distributions)."""
+    joined parts' SNRs, and argmax agreement for class distributions). ``outputs_only``: no per-activation
+    table (the joined parts stay): the cheaper measurement that compares whole models."""
     qrun = Runner(qmodel)
     sg = model.subgraphs[0]
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
@@ -48,8 +50,8 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
     out_agree = {t: [0, 0] for t in out_acc if is_distribution(model, t, produced)}
     # BOOL outputs (comparison masks): the SNR of the 0/1 values (true count over flipped count) and agreement
     bool_acc = {t: [0, 0, 0] for t in sg.outputs if sg.tensors[t].type == "BOOL"}  # trues, flips, elements
-    pairs = {t: n for t, n in b.qt.items() if is_float(model, t) and not is_const(model, t)
-             and b.tensors[n].type in ("INT8", "INT16")}
+    pairs = {} if outputs_only else {t: n for t, n in b.qt.items() if is_float(model, t) and not is_const(model, t)
+                                     and b.tensors[n].type in ("INT8", "INT16")}
     joined = {}  # output tensor of a join -> (its new tensor, parts)
     for op in sg.operators:
         if op_table.row(model.op_name(op)).join and op.outputs and is_float(model, op.outputs[0]):
@@ -104,12 +106,13 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             f = ref[t].astype(np.float64).reshape(-1)
             q = dequantize(got[n], b.tensors[n].quantization).reshape(-1)
             finite = np.isfinite(f)
-            if not finite.all():  # a -inf mask fill (SELECT): measured on the finite elements
+            whole = bool(finite.all())
+            if not whole:  # a -inf mask fill (SELECT): measured on the finite elements
                 f, q = f[finite], q[finite]
-            elif t in channels and f.size:
-                fc, dc = f.reshape(-1, channels[t].shape[1]), (f - q).reshape(-1, channels[t].shape[1])
-                channels[t] += ((fc * fc).sum(axis=0), (dc * dc).sum(axis=0))
             d = f - q
+            if t in channels and whole and f.size:  # channel by channel where every element is finite
+                fc, dc = f.reshape(-1, channels[t].shape[1]), d.reshape(-1, channels[t].shape[1])
+                channels[t] += (np.einsum("ij,ij->j", fc, fc), np.einsum("ij,ij->j", dc, dc))
             acc[t] += (f @ f, d @ d, f @ q, q @ q)
             seen.add(t)
             if d.size:

@@ -117,11 +117,10 @@ class Guarded:
 
 
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
-          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), measured=None) -> Guarded:
+          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=()) -> Guarded:
     """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
     output is short of ``min_snr``; ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept
-    float32 (no integer rule, a zero divisor), counted with the widened ones in every progress line. ``measured``:
-    ``first``'s (layers, outputs) when already measured."""
+    float32 (no integer rule, a zero divisor), counted with the widened ones in every progress line."""
     measure = cal.measure
     if not isinstance(cal.float_run, CachedRunner):  # each widening step compares with the same float values
         cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)
@@ -129,7 +128,7 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
               f"{'held-back' if cal.held_back else 'calibration'} sample(s)")
     qmodel, g = first
     started = time.monotonic()
-    layers, outputs = measured or layer_errors(model, qmodel, g, measure, cal.float_run, io)
+    layers, outputs = layer_errors(model, qmodel, g, measure, cal.float_run, io)
     kept = Guarded(qmodel, g, layers, outputs)
     if precision != "auto" or not short(outputs, min_snr):
         return kept
