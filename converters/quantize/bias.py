@@ -74,7 +74,7 @@ class PatchMeans:
             x = values.get(t, sample_inputs.get(t))
             if x is None:
                 continue
-            mean = self._patch_mean(sg.operators[i], kind, np.asarray(x, np.float64))
+            mean = self._patch_mean(sg.operators[i], kind, np.asarray(x, np.float32))
             if mean is not None:
                 self.sums[i] = self.sums[i] + mean if i in self.sums else mean
         self.count += 1
@@ -83,7 +83,7 @@ class PatchMeans:
         wi = op_table.row(self.model.op_name(op)).weights[0]
         w_shape = self.model.subgraphs[0].tensors[op.inputs[wi]].shape
         if kind == "matrix":
-            return x.reshape(-1, w_shape[-1]).mean(axis=0)
+            return x.reshape(-1, w_shape[-1]).mean(axis=0, dtype=np.float64)
         if x.ndim != 4:
             return None
         kh, kw = int(w_shape[1]), int(w_shape[2])
@@ -96,13 +96,13 @@ class PatchMeans:
         # the input with room for every tap of every output position (zeros outside, as the kernels pad)
         need_h = max((oh - 1) * sh + (kh - 1) * dh + 1, pt + x.shape[1])
         need_w = max((ow - 1) * sw + (kw - 1) * dw + 1, pl + x.shape[2])
-        padded = np.zeros((x.shape[0], need_h, need_w, x.shape[3]))
+        padded = np.zeros((x.shape[0], need_h, need_w, x.shape[3]), np.float32)
         padded[:, pt:pt + x.shape[1], pl:pl + x.shape[2]] = x
         out = np.empty((kh, kw, x.shape[3]))
         for a in range(kh):
             for b in range(kw):
                 rows = padded[:, a * dh:a * dh + (oh - 1) * sh + 1:sh, b * dw:b * dw + (ow - 1) * sw + 1:sw]
-                out[a, b] = rows.mean(axis=(0, 1, 2))
+                out[a, b] = rows.mean(axis=(0, 1, 2), dtype=np.float64)
         return out
 
     def mean(self, i: int) -> np.ndarray | None:
