@@ -104,7 +104,8 @@ def test_equalization_keeps_the_small_depthwise_channels(between):
     (pair,) = report["equalized"]
     assert pair["first_op"] == "DEPTHWISE_CONV_2D" and pair["second_op"] == "CONV_2D" and pair["channels"] == C
     assert pair["spread_before"] > 100 and pair["spread_after"] < 4
-    assert any(n.startswith("equalized DEPTHWISE_CONV_2D") for n in report["notes"])
+    (note,) = [n for n in report["notes"] if n.startswith("cross-layer equalization of 1 pair(s)")]
+    assert f"DEPTHWISE_CONV_2D '{pair['first']}' -> CONV_2D '{pair['second']}'" in note
     assert not off.report["quantization"]["report"]["equalized"]
     snr_on, snr_off = _snr(ref, _ours(on.tflite, test)), _snr(ref, _ours(off.tflite, test))
     assert snr_on > 30 and snr_on > snr_off + 10, (snr_on, snr_off)

@@ -163,11 +163,14 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if equalize:  # same function, channels of like range: the per-tensor activation scales crush none
         model, pairs = equalize_pairs(model)
         report["equalized"] = pairs
-        for p in pairs:
+        if pairs:  # one line; report["equalized"] has every pair
+            named = [f"{p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through {p['through']}: "
+                     f"{p['spread_before']:.3g}x -> {p['spread_after']:.3g}x)" for p in pairs[:3]]
             report["notes"].append(
-                f"equalized {p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through "
-                f"{p['through']}): {p['channels']} channels' weight ranges {p['spread_before']:.3g}x apart -> "
-                f"{p['spread_after']:.3g}x")
+                f"cross-layer equalization of {len(pairs)} pair(s), their channels' weight ranges at most "
+                f"{max(p['spread_before'] for p in pairs):.3g}x apart before, "
+                f"{max(p['spread_after'] for p in pairs):.3g}x after: " + "; ".join(named)
+                + (f"; {len(pairs) - 3} more" if len(pairs) > 3 else ""))
 
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
     # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
