@@ -405,6 +405,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="a
                 + [f"activation '{n}' has no range" for n in missing[:8]])
     qreport = None
     calib_summary = None
+    used_method = calib_method  # "auto": the method whose ranges it kept (minmax, mse or percentile)
     if mode != "none":
         log.stage(f"quantizing ({mode})")
         from converters.quantize import quantize as _quantize
@@ -447,6 +448,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="a
             guard["lossy"] = short
             result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
+        chosen = ((qreport or {}).get("calibration") or {}).get("chosen") if isinstance(qreport, dict) else None
+        if calib_method == "auto" and chosen:  # the manifest names the ranges the model holds
+            used_method = chosen.split()[0]
         calib_summary = {"source": str(calibration) if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
         if calibration is None and guarded:
@@ -475,7 +479,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="a
         "preprocess": pre.to_dict() if pre is not None else None,
         "labels": label_list,
         "target": target,
-        "quantization": {"mode": mode, "method": calib_method if mode in _NEEDS_CALIBRATION else None,
+        "quantization": {"mode": mode, "method": used_method if mode in _NEEDS_CALIBRATION else None,
                          "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude),
                          "precision": precision if mode in _NEEDS_CALIBRATION else None,
                          "widened": [w["output"] for w in (qreport or {}).get("guard", {}).get("widened", [])]},

@@ -101,6 +101,7 @@ PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
 METHODS = ("minmax", "percentile", "mse", "auto")
 SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
+AUTO_MARGIN_DB = 0.5  # method "auto" keeps min / max unless a clipped set's worst output SNR is this much higher
 
 
 @dataclass
@@ -131,8 +132,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     at all (``report["guard"]["cannot_widen"]``); see ``widening_rule``. ``target``: a device profile name,
     .toml path or Profile (None: the Python interpreter and the C runtime both).
     method "auto": the activation ranges by min / max, by the least quantization error (MSE) and by percentiles
-    (``percentile`` and 99.9), each set measured at the outputs; the model keeps the one whose worst output SNR
-    is highest (``report["calibration"]["chosen"]``; the notes list every set's SNR).
+    (``percentile`` and 99.9), each set measured at the outputs; the model keeps min / max unless another set's
+    worst output SNR is ``AUTO_MARGIN_DB`` higher, then the best (``report["calibration"]["chosen"]``; the notes
+    list every set's SNR).
     equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
     ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
     rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``). Neither
@@ -276,8 +278,9 @@ def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple
 def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str):
     """Method "auto": the graph on the min / max ranges (``first``) and on each candidate set of
     ``cal.error_ranges`` (least-error MSE, percentiles), each measured at the outputs on the guard's samples (a set
-    equal to one measured already is not built again); the set whose worst output SNR is highest is kept (min /
-    max on a tie) and becomes ``cal.ranges``. Returns (its (qmodel, graph), the choice for the report)."""
+    equal to one measured already is not built again); the set whose worst output SNR is highest is kept -- min /
+    max unless another beats it by ``AUTO_MARGIN_DB`` -- and becomes ``cal.ranges``. Returns (its (qmodel, graph),
+    the choice for the report)."""
     log.stage(f"measuring {1 + len(cal.error_ranges)} sets of activation ranges (min / max, "
               + ", ".join(cal.error_ranges) + ")")
     snr = {"minmax": worst(layer_errors(model, *first, cal.measure, cal.float_run, io, outputs_only=True)[1])}
@@ -292,7 +295,7 @@ def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str)
         cal.ranges = ranges
         built = build(excluded)
         snr[name] = worst(layer_errors(model, *built, cal.measure, cal.float_run, io, outputs_only=True)[1])
-        if snr[name] > snr[best[0]]:
+        if snr[name] > max(snr[best[0]], snr["minmax"] + AUTO_MARGIN_DB):  # min / max unless it clearly helps
             best = (name, built, ranges)
     cal.ranges = best[2]
     return best[1], {"chosen": best[0], "worst_snr_db": snr}
@@ -424,6 +427,6 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 
-__all__ = ["JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
+__all__ = ["AUTO_MARGIN_DB", "JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
            "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize", "uncovered_activations",
            "widening_rule"]
