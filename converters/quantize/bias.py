@@ -170,8 +170,11 @@ def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, li
         b = np.asarray(model.tensor_data(0, bt), np.float64).reshape(-1)
         # a tensor of its own (a bias several layers share keeps its value for the others; restore_biases puts
         # the original back by pointing the op at it)
-        m.subgraphs[0].operators[i].inputs[bi] = G.add_constant(
-            m, sg.tensors[bt].name, (b - shift).astype(np.float32).reshape(sg.tensors[bt].shape), "FLOAT32")
+        new = G.add_constant(m, sg.tensors[bt].name, (b - shift).astype(np.float32).reshape(sg.tensors[bt].shape),
+                             "FLOAT32")
+        if sum(bt in op.inputs for op in sg.operators) == 1:  # its own bias: the integer graph keeps its name
+            m.subgraphs[0].tensors[new].name = sg.tensors[bt].name
+        m.subgraphs[0].operators[i].inputs[bi] = new
         done.append({"op_index": i, "op": model.op_name(sg.operators[i]), "output": sg.tensors[out_t].name,
                      "max_shift_quanta": worst / step})
     return (m, done) if m is not None else (model, [])
