@@ -125,3 +125,20 @@ def test_the_float_model_runs_once_per_sample(monkeypatch):
     float_calls = max(calls.values())  # the float runner: 32 calibrated + 8 held back, each once
     assert float_calls == 32 + 8, calls
     assert sum(calls.values()) - float_calls >= 8 * len(g["steps"])  # each measured build ran on the 8 samples
+
+
+def test_an_output_widened_to_float32_stays_float32_with_integer_io(tmp_path):
+    """Integer I/O (the default) on a float target without int16 FULLY_CONNECTED: the all-float32 model would still
+    lose its output to the output's own int8 quantization (34.7 dB here; the int8 input alone allows 37.9); the
+    guard widened the op to float32, so that output stays FLOAT32 (said in the notes) and the threshold is met.
+    The input stays int8."""
+    from edge_sdk.model import read_model
+    from tests.test_quantize_widen import _profile
+
+    target = _profile(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
+    res = convert(deep_outlier_mlp(), calibration=_calib(), target=target, min_snr=36)
+    g = res.report["guard"]
+    assert g["met"] and all(w["to"] == "float32" for w in g["widened"]), g["outputs"]
+    sg = read_model(res.tflite).subgraphs[0]
+    assert sg.tensors[sg.outputs[0]].type == "FLOAT32" and sg.tensors[sg.inputs[0]].type == "INT8"
+    assert "output 'y' is FLOAT32: its op was widened to float32" in res.report["quantization"]["report"]["notes"]

@@ -80,7 +80,7 @@ from converters.quantize.given import (
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
-from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
+from converters.quantize.summary import float_output_notes, int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
     MAX_PRUNE,
@@ -209,7 +209,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
 
     def build(excl, w16=frozenset()):
-        qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16)
+        qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
+                              set(excl) - excluded)  # ops the guard widened to float32 keep float outputs
         qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
@@ -247,7 +248,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if measure_error or precision == "auto":
         kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
         qmodel, g = kept.qmodel, kept.graph
-        report["notes"] += int16_output_notes(model, g, io, kept.w16)
+        report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
                                        len(cal.measure), no_rule, rule_target)
         report["guard"]["synthetic"] = synthetic
@@ -427,6 +428,6 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 
-__all__ = ["AUTO_MARGIN_DB", "JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
-           "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize", "uncovered_activations",
-           "widening_rule"]
+__all__ = ["AUTO_MARGIN_DB", "JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB",
+           "MODES", "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize",
+           "uncovered_activations", "widening_rule"]
