@@ -241,7 +241,7 @@ def _check(model, profile, memory: str | None = None) -> dict:
     return _jsonable(data)
 
 
-def convert(src, target=None, quantize="int8", calibration=None, calib_method="auto", io="int8", labels=None,
+def convert(src, target=None, quantize="int8", calibration=None, calib_method="minmax", io="int8", labels=None,
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
             allow_lossy=False, input_shapes=None, memory=None, input_values=None,
             stateful=False, equalize=True, bias_correction=True) -> ConversionResult:
@@ -252,8 +252,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="a
     "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
-    calib_method: the activation ranges: "auto" (min / max or the least-error MSE ones, whichever set the guard
-    measures better; the report says which), "minmax", "percentile" or "mse". equalize / bias_correction (int8,
+    calib_method: the activation ranges: "minmax" (the default), "percentile", "mse", or "auto" (min / max unless a
+    least-error (MSE) or percentile set measures clearly better at the outputs; the report and the manifest say
+    which). equalize / bias_correction (int8,
     int16x8): cross-layer equalization of conv -> conv pairs and the int8 layers' bias correction
     (``converters.quantize.quantize``; both on by default, the report's notes say what they did).
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).

@@ -243,7 +243,7 @@ def test_every_method_and_the_widening_search_raise_no_numpy_warning():
                    {"w1": w1, "b1": np.zeros(C), "w2": r.standard_normal((4, C, 1, 1)), "b2": np.zeros(4)})
     cal = _images(30, 1)
     cal[::3] = 0.0  # silent frames: LOG(0) = -inf in the float model
-    res = convert(proto, calibration=cal, io="float32", min_snr=60, allow_lossy=True)
+    res = convert(proto, calibration=cal, io="float32", min_snr=60, allow_lossy=True, calib_method="auto")
     report = res.report["quantization"]["report"]
     assert report["equalized"] and report["calibration"]["method"] == "auto"
     assert res.report["guard"]["steps"]
