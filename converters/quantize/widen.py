@@ -276,8 +276,19 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         return done
     before = (kept.qmodel, kept.graph, kept.layers, kept.outputs, state)
 
+    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+
     def trial(k: int, what: str):
         widened = {**state, **{i: _widest(model, i, rule) for i in order[:k]}}
+        # an op that only carries its input's quantization ("same:N": reshapes, pools, pads) follows a float32
+        # producer: left int8 between two float32 ops it would requantize what they keep
+        for i in order[k:]:
+            quant = op_table.row(model.op_name(sg.operators[i])).quant
+            if i in widened or not quant.startswith("same:") or _widest(model, i, rule) != "float32":
+                continue
+            src = produced.get(sg.operators[i].inputs[int(quant.split(":")[1])])
+            if src is not None and (widened.get(src) == "float32" or src in base_excluded):
+                widened[i] = "float32"
         excl = base_excluded | {i for i, w in widened.items() if w == "float32"}
         w16 = {i for i, w in widened.items() if w == "int16"}
         count = count_widened(["float32"] * n_no_rule + list(widened.values()))
