@@ -142,3 +142,23 @@ def test_an_output_widened_to_float32_stays_float32_with_integer_io(tmp_path):
     sg = read_model(res.tflite).subgraphs[0]
     assert sg.tensors[sg.outputs[0]].type == "FLOAT32" and sg.tensors[sg.inputs[0]].type == "INT8"
     assert "output 'y' is FLOAT32: its op was widened to float32" in res.report["quantization"]["report"]["notes"]
+
+
+def test_shape_ops_follow_a_float32_producer_in_the_bisection(tmp_path):
+    """FULLY_CONNECTED 'hidden' -> RESHAPE 'square' -> RESHAPE 'flat' -> FULLY_CONNECTED 'y' on a float target without
+    int16 FULLY_CONNECTED: a bisection step that makes 'hidden' float32 takes the reshapes after it along (more ops
+    widened than its prefix of the ranking), and the kept model has no QUANTIZE / DEQUANTIZE between the float ops."""
+    from tests.test_quantize_widen import _outlier_with_reshapes, _profile
+
+    target = _profile(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
+    res = quantize(_outlier_with_reshapes(), list(_calib(40)), io="float32", precision="auto", holdout=8,
+                   target=target, min_snr=40)
+    g = res.report["guard"]
+    assert g["met"]
+    bisection = [s for s in g["steps"] if s["step"].startswith("bisection")]
+    assert bisection and any(s["widened"] > s["prefix"] for s in bisection), g["steps"]
+    sg = res.model.subgraphs[0]
+    types = {sg.tensors[op.outputs[0]].name: sg.tensors[op.outputs[0]].type for op in sg.operators}
+    assert types["hidden"] == types["square"] == types["flat"] == types["y"] == "FLOAT32"
+    names = [res.model.op_name(op) for op in sg.operators]
+    assert names.count("QUANTIZE") == 1 and names.count("DEQUANTIZE") <= 1  # the input's, and before 'hidden'

@@ -297,7 +297,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         qm, g = build(excl, w16)
         layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
         kept.tried = max(kept.tried, len(widened))
-        kept.steps.append({"step": what, "widened": count["ops"], "worst_snr_db": worst(outputs),
+        kept.steps.append({"step": what, "prefix": k, "widened": count["ops"], "worst_snr_db": worst(outputs),
                            "seconds": round(time.monotonic() - started, 3)})
         return qm, g, layers, outputs, widened
 
