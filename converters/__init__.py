@@ -29,7 +29,7 @@ from converters.evaluate import DETECTIONS_GOAL, MAP_IOU_GOAL, TOP1_GOAL
 from edge_sdk.errors import ConversionError, ModelError
 
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
-CALIB_METHODS = ("minmax", "percentile", "mse")
+CALIB_METHODS = ("auto", "minmax", "percentile", "mse")
 IO_TYPES = ("int8", "float32")
 PRECISIONS = ("auto", "int8")
 MIN_SNR_DB = 30.0
@@ -311,7 +311,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
             allow_lossy=False, input_shapes=None, memory=None, input_values=None,
             stateful=False, task=None, boxes=None, scores=None, min_top1=TOP1_GOAL, min_detections=DETECTIONS_GOAL,
-            min_map_iou=MAP_IOU_GOAL) -> ConversionResult:
+            min_map_iou=MAP_IOU_GOAL, equalize=True, bias_correction=True) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
@@ -319,6 +319,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
+    calib_method: the activation ranges: "minmax" (the default), "percentile", "mse", or "auto" (min / max unless a
+    least-error (MSE) or percentile set measures clearly better at the outputs; the report and the manifest say
+    which). equalize / bias_correction (int8,
+    int16x8): cross-layer equalization of conv -> conv pairs and the int8 layers' bias correction
+    (``converters.quantize.quantize``; both on by default, the report's notes say what they did).
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
     preprocess: an ``edge_sdk.tasks.preprocess.Preprocess`` or its dict (image decoding for calibration/evaluation,
     recorded in the manifest). exclude: node/tensor names kept in float. nhwc_io: channels-last model I/O.
@@ -503,6 +508,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                 + [f"activation '{n}' has no range" for n in missing[:8]])
     qreport = None
     calib_summary = None
+    used_method = calib_method  # "auto": the method whose ranges it kept (minmax, mse or percentile)
     if mode != "none":
         log.stage(f"quantizing ({mode})")
         from converters.quantize import quantize as _quantize
@@ -514,7 +520,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             calib, measured_on = _calibration(eval_data, float_model, pre), "evaluation"
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
-                           min_snr=min_snr, target=profile)
+                           min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction)
         model = result.model
         guard = result.report.get("guard")
         if guard is not None and not guarded and not guard.get("synthetic"):
@@ -548,6 +554,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                 if precision != "int8" and guard.get("cannot_widen"):
                     hint += (f"; {len(guard['cannot_widen'])} op(s) cannot be widened on {guard['widening_for']}: "
                              + "; ".join(f"{c['op']} '{c['output']}'" for c in guard["cannot_widen"][:4]))
+                if precision != "int8" and guard.get("limiting"):  # the search's verdict: what keeps it short
+                    hint += ("; the ops that keep it short: "
+                             + "; ".join(f"{c['op']} '{c['output']}' ({c['reason']})" for c in guard["limiting"][:4]))
                 raise ConversionError(
                     f"{name}: the {mode} model does not keep its outputs ({len(short)} below {min_snr:g} dB on "
                     f"{guard['samples']} {sample_kind(guard)} samples; {hint}); "
@@ -555,6 +564,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             guard["lossy"] = short
             result.report["notes"].append("lossy: " + "; ".join(short))
         qreport = _jsonable(getattr(result, "report", None))
+        chosen = ((qreport or {}).get("calibration") or {}).get("chosen") if isinstance(qreport, dict) else None
+        if calib_method == "auto" and chosen:  # the manifest names the ranges the model holds
+            used_method = chosen.split()[0]
         # the file's base name: a model carries no folder of the machine it was converted on
         calib_summary = {"source": Path(calibration).name if isinstance(calibration, (str, os.PathLike))
                          else type(calibration).__name__, "method": calib_method}
@@ -585,7 +597,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         "labels": label_list,
         **_task_manifest(spec, (qreport or {}).get("guard")),
         "target": target,
-        "quantization": {"mode": mode, "method": calib_method if mode in _NEEDS_CALIBRATION else None,
+        "quantization": {"mode": mode, "method": used_method if mode in _NEEDS_CALIBRATION else None,
                          "io": io if mode in _NEEDS_CALIBRATION else "float32", "exclude": list(exclude),
                          "precision": precision if mode in _NEEDS_CALIBRATION else None,
                          "widened": [w["output"] for w in (qreport or {}).get("guard", {}).get("widened", [])]},

@@ -39,10 +39,11 @@ Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.ru
 ``int16_missing``), whether it joins parts (``join``) or only moves values (``moves_values``), its dynamic-range
 weights (``dynamic``).
 
-The steps, a module each: calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
-"percentile" / "mse"), joins of very different ranges (``joins``), the integer graph (``rules``, built in a
-``builder.QuantGraph``), the accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's
-tables (``summary``).
+The steps, a module each: cross-layer equalization of conv / depthwise -> conv pairs
+(``converters.passes.equalize``), calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
+"percentile" / "mse", or "auto": each set measured at the outputs, the best kept), joins of very different ranges
+(``joins``), the integer graph (``rules``, built in a ``builder.QuantGraph``), bias correction (``bias``), the
+accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's tables (``summary``).
 
 ``exclude`` names operators (op index, or the name of one of their output tensors) that stay float, with
 DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
@@ -52,8 +53,12 @@ The report's ``layers`` list has, for every quantized activation, the SNR (dB) a
 dequantized value against the float model's, worst SNR first; a join's output also part by part
 (``part_of``, ``input``). It is measured on the held-back samples (``holdout``) or, without any, on the
 calibration samples. ``report["guard"]`` has each model output's SNR, whether all meet ``min_snr``, what
-``precision="auto"`` widened (ops without an integer rule to float32 first, then the lowest-SNR ops round by
-round, each then tried back in int8) and to which type, chosen by the target (``widening_rule``), and the cost.
+``precision="auto"`` widened (ops without an integer rule to float32 first, then round by round the ops that add
+the most error themselves, their worst channel's included; when the rounds stall, every op at the widest type the
+target takes -- all float32 at worst on a float target -- and the smallest prefix of that order that meets
+``min_snr``, by bisection; each then tried back in int8) and to which type, chosen by the target
+(``widening_rule``), the cost, each measured step with its time (``steps``), and when still short the ops that
+keep it so (``limiting``). One count of widened ops (``widened_count``) in every line that gives one.
 A widened op's model output stays int16 with integer I/O.
 """
 
@@ -61,8 +66,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from converters.passes.equalize import equalize as equalize_pairs
+from converters.quantize.bias import PatchMeans, corrected, restore_biases
 from converters.quantize.builder import drop_unused_buffers, verify
-from converters.quantize.calibrate import MAX_VALUES, MEASURE_SAMPLES, calibrate
+from converters.quantize.calibrate import MAX_VALUES, MEASURE_CACHE_BYTES, MEASURE_SAMPLES, CachedRunner, calibrate
 from converters.quantize.given import (
     clear_given_ranges,
     covered_ranges,
@@ -71,8 +78,9 @@ from converters.quantize.given import (
     uncovered,
 )
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
+from converters.quantize.measure import layer_errors, worst
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
-from converters.quantize.summary import int16_output_notes, rule_notes, tensor_table, weight_table
+from converters.quantize.summary import float_output_notes, int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
     MAX_PRUNE,
@@ -81,6 +89,7 @@ from converters.quantize.widen import (
     float32_fallbacks,
     guard,
     guard_report,
+    widened_text,
     widening_rule,
 )
 from edge_sdk import log
@@ -90,8 +99,9 @@ from edge_sdk.model.types import Model
 MODES = ("int8", "int16x8", "fp16", "dynamic")
 PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
-METHODS = ("minmax", "percentile", "mse")
+METHODS = ("minmax", "percentile", "mse", "auto")
 SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
+AUTO_MARGIN_DB = 0.5  # method "auto" keeps min / max unless a clipped set's worst output SNR is this much higher
 
 
 @dataclass
@@ -108,7 +118,8 @@ class QuantizationResult:
 def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "minmax", io: str = "int8",
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
-             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None) -> QuantizationResult:
+             min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None, equalize: bool = True,
+             bias_correction: bool = True) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
     ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8 unless the model's given ranges
     cover every activation; fp16 / dynamic: what the guard measures on, synthetic samples without it).
@@ -120,6 +131,14 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     where the target's runtime has the op in int16, else to float32 where the target runs float32, else not
     at all (``report["guard"]["cannot_widen"]``); see ``widening_rule``. ``target``: a device profile name,
     .toml path or Profile (None: the Python interpreter and the C runtime both).
+    method "auto": the activation ranges by min / max, by the least quantization error (MSE) and by percentiles
+    (``percentile`` and 99.9), each set measured at the outputs; the model keeps min / max unless another set's
+    worst output SNR is ``AUTO_MARGIN_DB`` higher, then the best (``report["calibration"]["chosen"]``; the notes
+    list every set's SNR).
+    equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
+    ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
+    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``). Neither
+    for a source that gives its own ranges (QDQ): its scales are kept as they are.
     """
     _check_settings(model, mode, method, io, percentile)
     excluded = resolve_exclude(model, exclude)
@@ -140,6 +159,20 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
+    report["equalized"], report["bias_corrected"] = [], []
+    if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
+        equalize = bias_correction = False
+    if equalize:  # same function, channels of like range: the per-tensor activation scales crush none
+        model, pairs = equalize_pairs(model)
+        report["equalized"] = pairs
+        if pairs:  # one line; report["equalized"] has every pair
+            named = [f"{p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through {p['through']}: "
+                     f"{p['spread_before']:.3g}x -> {p['spread_after']:.3g}x)" for p in pairs[:3]]
+            report["notes"].append(
+                f"cross-layer equalization of {len(pairs)} pair(s), their channels' weight ranges at most "
+                f"{max(p['spread_before'] for p in pairs):.3g}x apart before, "
+                f"{max(p['spread_after'] for p in pairs):.3g}x after: " + "; ".join(named)
+                + (f"; {len(pairs) - 3} more" if len(pairs) > 3 else ""))
 
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
     # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
@@ -156,9 +189,13 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                              f"{len(given)} activation(s) but not of {len(missing)} ("
                              + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
         calibration, holdout = synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed), 0
-    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout)
+    patches = PatchMeans(model) if bias_correction else None
+    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches)
+    cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
+        for candidate in (cal.error_ranges or {}).values():
+            candidate.update({t: covered[t] for t in candidate if t in covered})
         cal.given = {t for t in cal.ranges if t in covered}
         report["notes"].append(
             f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
@@ -169,13 +206,30 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
     log.stage(f"quantizing to {mode}")
 
+    src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
+
     def build(excl, w16=frozenset()):
-        qm, g = integer_graph(model, cal.ranges, act, io, excl, wide16, w16)
+        qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
+                              set(excl) - excluded)  # ops the guard widened to float32 keep float outputs
         qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
 
     qmodel, g = first = build(excluded)
+    if patches is not None and patches.layers:
+        src["model"], report["bias_corrected"] = corrected(model, g, patches)
+        if report["bias_corrected"]:
+            qmodel, g = first = build(excluded)
+            worst_shift = max(c["max_shift_quanta"] for c in report["bias_corrected"])
+            report["notes"].append(f"bias correction: {len(report['bias_corrected'])} layer(s)' biases lose the "
+                                   "mean output shift of their int8 weights on the calibration data (up to "
+                                   f"{worst_shift:.2g} output quanta)")
+    if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
+        first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
+        qmodel, g = first
+        report["calibration_choice"] = chosen
+        report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR: "
+                               + "; ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
     zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
     if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
         float_rule = rule or widening_rule(target, mode)[0]
@@ -194,14 +248,17 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if measure_error or precision == "auto":
         kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
         qmodel, g = kept.qmodel, kept.graph
-        report["notes"] += int16_output_notes(model, g, io, kept.w16)
+        report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
                                        len(cal.measure), no_rule, rule_target)
         report["guard"]["synthetic"] = synthetic
+        report["notes"] += _search_notes(report["guard"])
     report["notes"] += rule_notes(model, g)
     report["calibration"] = {"samples": 0 if synthetic else cal.samples, "held_back": cal.held_back,
                              "method": "given" if synthetic else method, "given_ranges": len(cal.given),
                              **({"synthetic_samples": cal.samples} if synthetic else {}),
+                             **({"chosen": report.pop("calibration_choice")["chosen"]}
+                                if "calibration_choice" in report else {}),
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)
@@ -217,6 +274,47 @@ def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple
     given = given_ranges(model)
     missing = uncovered(model, covered_ranges(model, given, act), resolve_exclude(model, exclude))
     return len(given), [model.subgraphs[0].tensors[t].name for t in missing]
+
+
+def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str):
+    """Method "auto": the graph on the min / max ranges (``first``) and on each candidate set of
+    ``cal.error_ranges`` (least-error MSE, percentiles), each measured at the outputs on the guard's samples (a set
+    equal to one measured already is not built again); the set whose worst output SNR is highest is kept -- min /
+    max unless another beats it by ``AUTO_MARGIN_DB`` -- and becomes ``cal.ranges``. Returns (its (qmodel, graph),
+    the choice for the report)."""
+    log.stage(f"measuring {1 + len(cal.error_ranges)} sets of activation ranges (min / max, "
+              + ", ".join(cal.error_ranges) + ")")
+    snr = {"minmax": worst(layer_errors(model, *first, cal.measure, cal.float_run, io, outputs_only=True)[1])}
+    best = ("minmax", first, cal.ranges)
+    measured_sets = [(cal.ranges, "minmax")]
+    for name, ranges in cal.error_ranges.items():
+        same = next((k for r, k in measured_sets if r == ranges), None)
+        if same is not None:  # nothing clipped differently: the same graph, measured already
+            snr[name] = snr[same]
+            continue
+        measured_sets.append((ranges, name))
+        cal.ranges = ranges
+        built = build(excluded)
+        snr[name] = worst(layer_errors(model, *built, cal.measure, cal.float_run, io, outputs_only=True)[1])
+        if snr[name] > max(snr[best[0]], snr["minmax"] + AUTO_MARGIN_DB):  # min / max unless it clearly helps
+            best = (name, built, ranges)
+    cal.ranges = best[2]
+    return best[1], {"chosen": best[0], "worst_snr_db": snr}
+
+
+def _search_notes(guard_record: dict) -> list[str]:
+    """What the widening search ended with, when it had to go far: every op at its widest type (all-float32 on a
+    float target) and its cost, or the ops that keep the model short."""
+    notes = []
+    cost = guard_record.get("cost") or {}
+    if guard_record.get("all_widened") and guard_record.get("widened"):
+        notes.append(f"int8 does not keep this model: every op the target can widen is widened "
+                     f"({widened_text(guard_record['widened_count'])}); cost: {cost.get('macs_float32', 0)} MACs "
+                     f"in float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
+    if guard_record.get("limiting"):
+        notes.append("still short of the threshold; the ops that keep it short: " + "; ".join(
+            f"{r['op']} '{r['output']}' ({r['reason']})" for r in guard_record["limiting"]))
+    return notes
 
 
 def _check_settings(model, mode: str, method: str, io: str, percentile: float) -> None:
@@ -330,6 +428,6 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 
-__all__ = ["JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB", "MODES",
-           "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize", "uncovered_activations",
-           "widening_rule"]
+__all__ = ["AUTO_MARGIN_DB", "JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB",
+           "MODES", "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize",
+           "uncovered_activations", "widening_rule"]

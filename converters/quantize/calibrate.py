@@ -18,13 +18,15 @@ import numpy as np
 
 from converters.calibration import CalibrationData, calibration_data
 from converters.quantize.builder import is_const, is_float
-from converters.quantize.scales import affine, limits, round_away
+from converters.quantize.scales import affine, limits
 from edge_sdk import log
 from edge_sdk.errors import ModelError
 from edge_sdk.model.types import Model
 
 MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
+AUTO_PERCENTILE = 99.9  # method "auto" also measures this percentile (beside the one given)
+MEASURE_CACHE_BYTES = 256 << 20  # the float activations of the measured samples kept across the guard's steps
 
 
 class Stats:
@@ -91,12 +93,47 @@ class Runner:
         self.interp.reset_all_variables()  # each sample starts from the model's initial state
         for i, x in zip(self.ins, sample):
             self.interp.set_tensor(i, x)
-        self.interp.invoke()
+        # IEEE results (x / 0 = inf, RSQRT(0) = inf, LOG(0) = -inf) are the float model's values: measured, not
+        # warned about on the terminal (the guard compares the finite elements)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            self.interp.invoke()
         return {t: view() for t, view in self.views.items()}
 
     def op_macs(self) -> list[int]:
         """Multiply-accumulates per op (the op table's MACs functions; 0 for ops without one)."""
         return [m or 0 for m in self.interp.op_macs()]
+
+
+class CachedRunner:
+    """The float model's activations per measured sample, kept (copies) while they fit ``budget`` bytes: the accuracy
+    guard measures each widening step on the same samples, and the float side of that comparison does not
+    change. A sample is known by its inputs' bytes; past the budget the model runs again."""
+
+    def __init__(self, runner: Runner, budget: int):
+        self.runner, self.budget, self.used = runner, budget, 0
+        self.kept: dict[bytes, dict] = {}
+
+    def __call__(self, sample) -> dict:
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        for x in sample:
+            a = np.ascontiguousarray(x)
+            h.update(str((a.dtype, a.shape)).encode())
+            h.update(a.view(np.uint8).reshape(-1).data if a.size else b"")
+        key = h.digest()
+        if key in self.kept:
+            return self.kept[key]
+        values = self.runner(sample)
+        size = sum(v.nbytes for v in values.values())
+        if self.used + size <= self.budget:
+            self.used += size
+            values = {t: np.array(v) for t, v in values.items()}
+            self.kept[key] = values
+        return values
+
+    def op_macs(self) -> list[int]:
+        return self.runner.op_macs()
 
 
 class Samples:
@@ -147,19 +184,21 @@ class Calibration:
     measure: Samples
     given: set = field(default_factory=set)  # tensors whose range the source gave (``converters.quantize.given``)
     synthetic: bool = False  # no data was given: the samples are synthetic (every range given by the source)
+    error_ranges: dict | None = None  # method "auto": candidate range sets by name ("mse", "percentile 99.9", ...)
 
 
 def calibrate(model: Model, calibration, act: str, method: str, percentile: float, limit: int | None, seed: int,
-              holdout: int) -> Calibration:
+              holdout: int, patches=None) -> Calibration:
     """Run the float model over the calibration samples (every 5th held back, at most ``holdout``) and clip each
-    float activation's observed range by ``method``."""
+    float activation's observed range by ``method`` ("auto": the min / max ones in ``ranges``, the MSE and
+    percentile ones in ``error_ranges``). ``patches``: a ``bias.PatchMeans`` fed each sample's activations."""
     sg = model.subgraphs[0]
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
     float_run = Runner(model)
     float_tensors = [t for t in range(len(sg.tensors)) if is_float(model, t) and not is_const(model, t)]
     stats = {t: Stats(seed + t) for t in float_tensors}
-    keep = method != "minmax"
+    keep = method != "minmax"  # "auto" keeps them too (its MSE ranges)
     # Streaming: each sample's activations are folded into the per-tensor statistics and dropped. A source
     # that can be read again (files, arrays) is read again for the held-back samples; a one-shot iterator's
     # held-back samples (at most ``holdout``) and a few calibration samples are kept.
@@ -182,15 +221,26 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
         for t, v in values.items():
             if t in stats:
                 stats[t].add(v, keep)
+        if patches is not None:
+            patches.add(values, dict(zip(sg.inputs, sample)))
         del values
     if not calibrated:
         raise ModelError("quantize: the calibration data gave no samples")
     qmin, qmax = limits(act)
-    ranges = {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, method, float(percentile), qmin, qmax,
-                                                                   act == "INT16") for t, s in stats.items()}
+
+    def clipped(how: str, pct: float = float(percentile)) -> dict:
+        return {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, how, pct, qmin, qmax, act == "INT16")
+                for t, s in stats.items()}
+
+    ranges = clipped("minmax" if method == "auto" else method)
     measure = Samples(data if reiter else None, held or samples, holdout, n_held,
                       n_held or min(calibrated, MEASURE_SAMPLES))
-    return Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
+    cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
+    if method == "auto":  # the candidate sets beside min / max, by name; the guard measures each
+        cal.error_ranges = {"mse": clipped("mse")}
+        for pct in dict.fromkeys((float(percentile), AUTO_PERCENTILE)):
+            cal.error_ranges[f"percentile {pct:g}"] = clipped("percentile", pct)
+    return cal
 
 
 def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: int,
@@ -200,20 +250,24 @@ def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: in
     if method == "minmax" or not stats.parts:
         return lo, hi
     v = stats.values()
+    v = v[np.isfinite(v)]  # LOG(0) = -inf: the finite values are the ones a range can hold
+    if not v.size:
+        return lo, hi
     if method == "percentile":
         if symmetric:
             r = float(np.percentile(np.abs(v), percentile))
             return max(lo, -r), min(hi, r)
         a, b = np.percentile(v, [100.0 - percentile, percentile])
         return float(a), float(b)
-    # mse: a grid over the clipping range, minimizing the fake-quantization error of the kept values
+    # mse: a grid over the clipping range, minimizing the fake-quantization error of the kept values (rounded
+    # half to even: ties do not move a mean squared error, and np.rint is several times faster than round_away)
     if v.size > 1 << 15:
         v = v[np.random.default_rng(0).choice(v.size, 1 << 15, replace=False)]
     v = v.astype(np.float64)
 
     def err(a, b):
         s, z = affine(a, b, qmin, qmax, symmetric)
-        q = np.clip(round_away(v / s) + z, qmin, qmax)
+        q = np.clip(np.rint(v / s) + z, qmin, qmax)
         return float(np.mean((v - (q - z) * s) ** 2))
 
     best = (err(lo, hi), lo, hi)

@@ -18,7 +18,12 @@ from edge_sdk.runtime import op_table
 
 
 def snr_db(ff: float, dd: float) -> float:
-    return math.inf if dd == 0 else (10 * math.log10(ff / dd) if ff > 0 else -math.inf)
+    if dd == 0:
+        return math.inf
+    ratio = ff / dd if ff > 0 else 0.0
+    if not ratio > 0:  # no signal, an infinite error, or one the float sums could not hold (NaN)
+        return -math.inf
+    return 10 * math.log10(ratio) if math.isfinite(ratio) else math.inf
 
 
 def is_distribution(model: Model, t: int, produced: dict) -> bool:
@@ -31,11 +36,13 @@ def is_distribution(model: Model, t: int, produced: dict) -> bool:
     return len(shape) == 2 and shape[-1] >= 2
 
 
-def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run, io: str) -> tuple[list, list]:
+def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run, io: str,
+                 outputs_only: bool = False) -> tuple[list, list]:
     """SNR and cosine of every quantized activation against the float model, worst SNR first; the output of
     a CONCATENATION / PACK also part by part (``part_of``: the joined tensor, ``input``: the part's source),
     so a small-range part is not hidden by a large-range one. Second: per model output, its SNR (and its
-    joined parts' SNRs, and argmax agreement for class distributions)."""
+    joined parts' SNRs, and argmax agreement for class distributions). ``outputs_only``: no per-activation
+    table (the joined parts stay): the cheaper measurement that compares whole models."""
     qrun = Runner(qmodel)
     sg = model.subgraphs[0]
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
@@ -43,8 +50,8 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
     out_agree = {t: [0, 0] for t in out_acc if is_distribution(model, t, produced)}
     # BOOL outputs (comparison masks): the SNR of the 0/1 values (true count over flipped count) and agreement
     bool_acc = {t: [0, 0, 0] for t in sg.outputs if sg.tensors[t].type == "BOOL"}  # trues, flips, elements
-    pairs = {t: n for t, n in b.qt.items() if is_float(model, t) and not is_const(model, t)
-             and b.tensors[n].type in ("INT8", "INT16")}
+    pairs = {} if outputs_only else {t: n for t, n in b.qt.items() if is_float(model, t) and not is_const(model, t)
+                                     and b.tensors[n].type in ("INT8", "INT16")}
     joined = {}  # output tensor of a join -> (its new tensor, parts)
     for op in sg.operators:
         if op_table.row(model.op_name(op)).join and op.outputs and is_float(model, op.outputs[0]):
@@ -55,6 +62,10 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
     part_acc = {(t, k): np.zeros(4) for t, (_, parts) in joined.items() for k in range(len(parts))}
     part_max = dict.fromkeys(part_acc, 0.0)
     acc = {t: np.zeros(4) for t in pairs}  # sum f^2, sum (f-q)^2, sum f*q, sum q^2
+    # per channel (the last axis): sum f^2, sum (f-q)^2 -- one per-tensor scale may crush a small channel that the
+    # tensor's SNR, ruled by its large channels, does not show
+    channels = {t: np.zeros((2, sg.tensors[t].shape[-1])) for t in pairs
+                if len(sg.tensors[t].shape) >= 2 and sg.tensors[t].shape[-1] >= 2}
     max_err = dict.fromkeys(pairs, 0.0)
     seen = set()
     in_quant = [b.tensors[n].quantization for n in (b.io_map[t] for t in sg.inputs)]
@@ -75,7 +86,8 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             f = ref[t].astype(np.float64)
             q = dequantize(got[n], b.tensors[n].quantization).reshape(f.shape)
             finite = np.isfinite(f).reshape(-1)  # LOG(0) = -inf in the float model: measured on the finite elements
-            fv, d = f.reshape(-1)[finite], (f - q).reshape(-1)[finite]
+            fv = f.reshape(-1)[finite]
+            d = fv - q.reshape(-1)[finite]  # a float32 LOG kept by the guard gives -inf there too: not subtracted
             out_acc[t] += (fv @ fv, d @ d, 0.0, 0.0)
             if t in out_agree and f.size:
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
@@ -94,9 +106,13 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             f = ref[t].astype(np.float64).reshape(-1)
             q = dequantize(got[n], b.tensors[n].quantization).reshape(-1)
             finite = np.isfinite(f)
-            if not finite.all():  # a -inf mask fill (SELECT): measured on the finite elements
+            whole = bool(finite.all())
+            if not whole:  # a -inf mask fill (SELECT): measured on the finite elements
                 f, q = f[finite], q[finite]
             d = f - q
+            if t in channels and whole and f.size:  # channel by channel where every element is finite
+                fc, dc = f.reshape(-1, channels[t].shape[1]), d.reshape(-1, channels[t].shape[1])
+                channels[t] += (np.einsum("ij,ij->j", fc, fc), np.einsum("ij,ij->j", dc, dc))
             acc[t] += (f @ f, d @ d, f @ q, q @ q)
             seen.add(t)
             if d.size:
@@ -130,9 +146,14 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
         snr = snr_db(ff, dd)
         cos = fq / math.sqrt(ff * qq) if ff > 0 and qq > 0 else (1.0 if ff == qq else 0.0)
         i = produced.get(t)
-        layers.append({"tensor": sg.tensors[t].name, "op_index": i,
-                       "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
-                       "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]})
+        entry = {"tensor": sg.tensors[t].name, "op_index": i,
+                 "op": model.op_name(sg.operators[i]) if i is not None else "INPUT",
+                 "snr_db": snr, "cosine": float(cos), "max_abs_error": max_err[t]}
+        if t in channels:
+            live = channels[t][0] > 0
+            if live.any():  # the worst channel that carries signal
+                entry["worst_channel_snr_db"] = min(snr_db(f2, d2) for f2, d2 in channels[t].T[live])
+        layers.append(entry)
     layers.sort(key=lambda r: (r["snr_db"], r["cosine"]))
     outputs = []
     for t, (ff, dd, _, _) in out_acc.items():
@@ -201,7 +222,8 @@ def interpreter_runner(qmodel: Model):
         interp.reset_all_variables()
         for i, x in zip(ins, sample):
             interp.set_tensor(i, np.asarray(x))
-        interp.invoke()
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # as Runner: IEEE values, no warning
+            interp.invoke()
         return [np.array(interp.tensor(o)()) for o in outs]
 
     return run

@@ -110,19 +110,22 @@ def resolve_exclude(model: Model, exclude) -> set[int]:
 
 # ================================================================================================ the graph
 def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int],
-                  wide16: set[int] = frozenset(), w16: set[int] = frozenset()) -> tuple[Model, QuantGraph]:
+                  wide16: set[int] = frozenset(), w16: set[int] = frozenset(),
+                  float_out: set[int] = frozenset()) -> tuple[Model, QuantGraph]:
     """The integer graph of ``model`` (every op not in ``excluded`` has a rule: ``check_ops`` said so). Ops in
     ``wide16`` (a wide join and the shape ops after it, int8 mode) run in int16: each part requantized from its own
     int8 scale to the join's int16 one. Ops in ``w16`` (int8 mode) are widened to int16x8: int16 activations
     (symmetric), int8 weights, int64 biases, with QUANTIZE int8 -> int16 before them and int16 -> int8 after them;
     adjacent widened ops (and shape-only ops between them) pass int16 tensors along, and a widened op's model
-    output stays int16."""
+    output stays int16. Ops in ``float_out`` (widened to float32 by the accuracy guard) keep their model outputs
+    float32 with integer I/O too: quantizing them there would undo the widening."""
     g = QuantGraph(model, act, ranges, wide16)
     inputs = [g.model_input(t, io) for t in g.sg.inputs]
     for i, op in enumerate(g.sg.operators):
         rule = rule_of(model, i, op, excluded, wide16)
         rule(g, i, op, "INT16" if i in w16 else act)
-    outputs = [g.model_output(t, io) for t in g.sg.outputs]
+    float_tensors = {t for i in float_out for t in g.sg.operators[i].outputs if t >= 0}
+    outputs = [g.model_output(t, "float32" if t in float_tensors else io) for t in g.sg.outputs]
     return g.build(inputs, outputs), g
 
 

@@ -22,6 +22,15 @@ def int16_output_notes(model: Model, g: QuantGraph, io: str, w16: set[int]) -> l
     return notes
 
 
+def float_output_notes(model: Model, g: QuantGraph, io: str) -> list[str]:
+    """A model output left FLOAT32 with integer I/O: the guard widened its op to float32."""
+    sg = model.subgraphs[0]
+    if io == "float32":
+        return []
+    return [f"output '{sg.tensors[t].name}' is FLOAT32: its op was widened to float32" for t in sg.outputs
+            if sg.tensors[t].type == "FLOAT32" and g.tensors[g.io_map[t]].type == "FLOAT32"]
+
+
 def rule_notes(model: Model, g: QuantGraph) -> list[str]:
     """What the rules did that changes values: a SELECT's constant branch saturated, a comparison in float32."""
     sg = model.subgraphs[0]

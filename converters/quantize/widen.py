@@ -1,20 +1,26 @@
 """The accuracy guard and precision="auto": measure the quantized model against the float one (``measure``) and, while
-an output is short of ``min_snr`` dB, widen the ops that lose the most SNR, round by round (1, 2, 4, ... ops), each
-to the type the target takes (``widening_rule``): int16x8 (int16 activations, int8 weights, int64 biases; QUANTIZE
+an output is short of ``min_snr`` dB, widen the ops that add the most error themselves (``sensitive_ops``: from one
+measurement of every activation, no model run per candidate), round by round (1, 2, 4, ... ops), each to the type
+the target takes (``widening_rule``): int16x8 (int16 activations, int8 weights, int64 biases; QUANTIZE
 int8 -> int16 before the op and int16 -> int8 after it) where the target's runtime has the op in int16 (the row's
 ``int16`` "op" and ``int16_missing``, probed against TFLM and both edge-sdk runtimes by
-tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). Then
-each widened op is tried back in int8. The cost: per widened op its constant bytes, extra activation bytes and
-MACs; in total the model's growth in bytes and the MACs no longer in int8."""
+tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). When the
+rounds stall short of it, every op goes to its widest type (all float32 at worst on a float target: a model is always
+kept there) and bisection over the ranking finds the smallest prefix that meets ``min_snr`` (``_escalate``); still
+short, the ops that keep it so are named (``limiting_ops``). Then each widened op is tried back in int8. The cost:
+per widened op its constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs
+no longer in int8."""
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from converters.quantize.builder import QuantGraph, is_const, is_float
-from converters.quantize.calibrate import Calibration
+from converters.quantize.calibrate import MEASURE_CACHE_BYTES, CachedRunner, Calibration
 from converters.quantize.measure import layer_errors, short, worst
 from converters.quantize.rules import is_weighted, op_label, unquantizable
 from edge_sdk import log
@@ -105,6 +111,9 @@ class Guarded:
     w16: set = field(default_factory=set)  # ops widened to int16x8
     base_bytes: int | None = None  # the unwidened model's size, when widening was needed
     tried: int = 0  # the most ops widened at once
+    steps: list = field(default_factory=list)  # each build measured: ops widened, worst output SNR, seconds
+    all_widened: bool = False  # every op the target can widen is widened (all-float on a float target)
+    limiting: list = field(default_factory=list)  # still short: (op index, why) of the ops that keep it short
 
 
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
@@ -113,9 +122,12 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     output is short of ``min_snr``; ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept
     float32 (no integer rule, a zero divisor), counted with the widened ones in every progress line."""
     measure = cal.measure
+    if not isinstance(cal.float_run, CachedRunner):  # each widening step compares with the same float values
+        cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)
     log.stage(f"measuring the quantization error on {len(measure)} "
               f"{'held-back' if cal.held_back else 'calibration'} sample(s)")
     qmodel, g = first
+    started = time.monotonic()
     layers, outputs = layer_errors(model, qmodel, g, measure, cal.float_run, io)
     kept = Guarded(qmodel, g, layers, outputs)
     if precision != "auto" or not short(outputs, min_snr):
@@ -123,16 +135,23 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
+    kept.steps.append(_step(len(no_rule), kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
+    base_excluded = set(excluded)
     kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, min_snr, max_rounds, io, len(no_rule))
+    if short(kept.outputs, min_snr):
+        excluded = _escalate(model, build, cal, kept, base_excluded, rule, min_snr, io, len(no_rule))
     if kept.widened and not short(kept.outputs, min_snr) and len(kept.widened) <= MAX_PRUNE:
         _give_back(model, build, cal, kept, excluded, min_snr, io)
+    if short(kept.outputs, min_snr):
+        kept.limiting = limiting_ops(model, kept, rule)
     return kept
 
 
 def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], rule, min_snr: float,
                   max_rounds: int, io: str, n_no_rule: int = 0) -> tuple[Guarded, set[int]]:
-    """Round k widens up to 2**k more of the lowest-SNR ops; after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB
-    the smallest widening that gave the best result is kept. Returns it and the ops then kept float32."""
+    """Round k widens up to 2**k more of the ops that add the most error (``sensitive_ops``, ranked again after
+    each round's measurement); after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB the smallest widening that
+    gave the best result is kept. Returns it and the ops then kept float32."""
     sg = model.subgraphs[0]
     base_excluded = set(excluded)
     widened, cannot, w16 = kept.widened, kept.cannot, kept.w16
@@ -158,8 +177,11 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         kept.tried = max(kept.tried, len(widened))
         count = count_widened(["float32"] * n_no_rule + list(widened.values()))
         log.stage(f"widening {widened_text(count)}; round {rnd + 1}")
+        started = time.monotonic()
         kept.qmodel, kept.graph = build(excluded, w16)
         kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
+        kept.steps.append({**_step(count["ops"], kept, time.monotonic() - started, f"round {rnd + 1}"),
+                           "added": [sg.tensors[sg.operators[i].outputs[0]].name for i in take]})
         if worst(kept.outputs) > best[0] + 0.1:
             best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
         else:
@@ -184,12 +206,21 @@ def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: s
             del kept.widened[i]
 
 
+def _noise(snr: float) -> float:
+    """The error's share of the signal's power at ``snr`` dB (0 for an exact tensor)."""
+    return 0.0 if snr == math.inf else 10.0 ** (-min(max(snr, -60.0), 120.0) / 10.0)
+
+
 def sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[int]:
-    """Quantized ops ranked by the per-layer error: lowest output SNR first (ties: the one that loses more
-    SNR itself first). Ops whose output keeps their input's quantization ("same:N") are never widened."""
+    """Quantized ops ranked by the error each adds itself, from one measurement of every activation (the per-op
+    sensitivity pass; no model run per candidate): the relative noise power of its output (its worst channel's,
+    where that is worse: a small channel crushed under a per-tensor scale) less that of its noisiest float input
+    (ops downstream of a lossy one inherit its error: widening them does not remove it), the most first; ties:
+    lowest output SNR first. Ops whose output keeps their input's quantization ("same:N") are never widened here."""
     sg = model.subgraphs[0]
     cap = 120.0
-    snr = {r["tensor"]: min(r["snr_db"], cap) for r in layers if "part_of" not in r}
+    snr = {r["tensor"]: min(r["snr_db"], r.get("worst_channel_snr_db", cap), cap) for r in layers
+           if "part_of" not in r}
     ranked = []
     for i, op in enumerate(sg.operators):
         if i in excluded or not op.outputs or op.outputs[0] < 0 \
@@ -200,9 +231,118 @@ def sensitive_ops(model: Model, layers: list[dict], excluded: set[int]) -> list[
             continue
         ins = [snr.get(sg.tensors[t].name, cap) for t in op.inputs
                if is_float(model, t) and not is_const(model, t)]
-        ranked.append((out, out - (min(ins) if ins else cap), i))
+        added = _noise(out) - (_noise(min(ins)) if ins else 0.0)
+        ranked.append((-added, out, i))
     ranked.sort()
     return [i for _, _, i in ranked]
+
+
+def _step(n_widened: int, kept: "Guarded", seconds: float, what: str) -> dict:
+    """One measured build, for the report's ``steps``: the ops then widened (counted as ``count_widened`` counts
+    them, the float32 fallbacks included), the worst output SNR, and how long the build and its measurement took."""
+    return {"step": what, "widened": n_widened, "worst_snr_db": worst(kept.outputs), "seconds": round(seconds, 3)}
+
+
+def _widest(model: Model, i: int, rule) -> str | None:
+    """The widest type the target takes for op i: float32 where it runs float32, else int16x8, else None."""
+    name = model.op_name(model.subgraphs[0].operators[i])
+    if rule(name, True)[0] == "float32":
+        return "float32"
+    return rule(name)[0]
+
+
+def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_excluded: set[int], rule, min_snr: float,
+              io: str, n_no_rule: int = 0) -> set[int]:
+    """The rounds ended short: from the rounds' best model, every op not yet at the widest type the target takes
+    (float32 where it runs float32, else int16x8) goes there -- all-float32 at worst on a float target. If that
+    meets ``min_snr``, the smallest prefix of the sensitivity order (from the rounds' last measurement) that meets
+    it is found by bisection (log2(ops) builds); else the better of that and the rounds' model is kept. Returns
+    the ops then kept float32 (beside ``base_excluded``)."""
+    sg = model.subgraphs[0]
+    state = dict(kept.widened)
+    done = base_excluded | {i for i, k in state.items() if k == "float32"}
+    ranked = sensitive_ops(model, kept.layers, done)
+    rest = [i for i, op in enumerate(sg.operators) if i not in done and i not in ranked
+            and any(t >= 0 and is_float(model, t) for t in list(op.inputs) + list(op.outputs))]
+    order = []
+    for i in ranked + rest:
+        widest = _widest(model, i, rule)
+        if widest is None:
+            if i in ranked:  # an op that quantizes (not one that only carries its input's quantization)
+                kept.cannot.setdefault(i, rule(model.op_name(sg.operators[i]))[1])
+        elif state.get(i) != widest:
+            order.append(i)
+    if not order:
+        return done
+    before = (kept.qmodel, kept.graph, kept.layers, kept.outputs, state)
+
+    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+
+    def trial(k: int, what: str):
+        widened = {**state, **{i: _widest(model, i, rule) for i in order[:k]}}
+        # an op that only carries its input's quantization ("same:N": reshapes, pools, pads) follows a float32
+        # producer: left int8 between two float32 ops it would requantize what they keep
+        for i in order[k:]:
+            quant = op_table.row(model.op_name(sg.operators[i])).quant
+            if i in widened or not quant.startswith("same:") or _widest(model, i, rule) != "float32":
+                continue
+            src = produced.get(sg.operators[i].inputs[int(quant.split(":")[1])])
+            if src is not None and (widened.get(src) == "float32" or src in base_excluded):
+                widened[i] = "float32"
+        excl = base_excluded | {i for i, w in widened.items() if w == "float32"}
+        w16 = {i for i, w in widened.items() if w == "int16"}
+        count = count_widened(["float32"] * n_no_rule + list(widened.values()))
+        log.stage(f"widening {widened_text(count)}; {what}")
+        started = time.monotonic()
+        qm, g = build(excl, w16)
+        layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
+        kept.tried = max(kept.tried, len(widened))
+        kept.steps.append({"step": what, "prefix": k, "widened": count["ops"], "worst_snr_db": worst(outputs),
+                           "seconds": round(time.monotonic() - started, 3)})
+        return qm, g, layers, outputs, widened
+
+    def take(result) -> None:
+        kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = result
+        kept.w16 = {i for i, w in kept.widened.items() if w == "int16"}
+
+    top = trial(len(order), "every op at its widest")
+    if short(top[3], min_snr):  # even the widest model is short (its integer inputs / outputs, or the target)
+        kept.all_widened = worst(top[3]) >= worst(before[3])
+        take(top if kept.all_widened else before)
+    else:  # prefix 0 (the rounds' model) is short, the whole order meets
+        lo, hi, best = 0, len(order), top
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            result = trial(mid, f"bisection {lo}..{hi} of {len(order)}")
+            if short(result[3], min_snr):
+                lo = mid
+            else:
+                hi, best = mid, result
+        kept.all_widened = hi == len(order)
+        take(best)
+    return base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
+
+
+def limiting_ops(model: Model, kept: Guarded, rule) -> list[tuple[int, str]]:
+    """The model stays short: (op index, why) of the ops that keep it so, by the error each adds (at most 8): ops
+    the target cannot widen, ops already at their widest type (int16x8 on an integer-only target), and ops left
+    in int8."""
+    sg = model.subgraphs[0]
+    found = []
+    for i in sensitive_ops(model, kept.layers, set()):
+        kind = kept.widened.get(i)
+        if kind == "float32":
+            continue
+        if i in kept.cannot:
+            found.append((i, kept.cannot[i]))
+        elif kind == "int16" and _widest(model, i, rule) == "int16":
+            found.append((i, "int16x8 is the widest type the target takes for it"))
+        elif kind is None:
+            why = rule(model.op_name(sg.operators[i]))[1]
+            found.append((i, why or "left in int8"))
+        if len(found) >= 8:
+            break
+    return found
 
 
 def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
@@ -264,6 +404,9 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
                    + [{**named(i), "to": kind, "reason": "loses SNR", "cost": widen_cost(model, i, kind, macs)}
                       for i, kind in widened.items()],
         "cannot_widen": [{**named(i), "reason": why} for i, why in kept.cannot.items()],
+        "all_widened": kept.all_widened,  # every op at the widest type the target takes (all-float32 on a float one)
+        "limiting": [{**named(i), "reason": why} for i, why in kept.limiting],
+        "steps": kept.steps,  # each build the guard measured, with its time
         "widening_for": where,
         "cost": {"bytes": grown, "macs_total": total, "macs_not_int8": wide_macs, "macs_int16": macs16,
                  "macs_float32": wide_macs - macs16},

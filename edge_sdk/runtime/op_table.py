@@ -113,6 +113,13 @@ class OpRow:
     # zero point (div.cc), so the quantizer keeps the op float where that input's range comes within half a
     # quantum of zero (converters.quantize.rules.zero_divisors); None: the op divides by nothing
     divisor: int | None = None
+    # homogeneous: f(s * x) = s * f(x) for every positive per-channel s (RELU, PRELU, LEAKY_RELU): cross-layer
+    # equalization may scale channels through the op (converters.passes.equalize)
+    homogeneous: bool = False
+    # in_channel_axis: the weights' input-channel axis of a weighted op whose input channels cross-layer
+    # equalization may scale through its weights (CONV_2D; DEPTHWISE_CONV_2D with one output channel per input
+    # channel: the axis is its output-channel axis too); None otherwise
+    in_channel_axis: int | None = None
 
     @property
     def runs(self) -> bool:
@@ -177,10 +184,10 @@ ROWS: dict[str, OpRow] = _rows(
     # convolution and matrix products
     OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d",
           family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4),
-          fused_activation=True),
+          fused_activation=True, in_channel_axis=3),
     OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d",
           family='conv', inplace='depthwise', patch='window', weights=(1, 2, 3), dynamic=(3, 6), int16='op',
-          q_versions=(3, 5), fused_activation=True),
+          q_versions=(3, 5), fused_activation=True, in_channel_axis=3),
     OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    13, "conv:macs_fully_connected",
           weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True),
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
@@ -297,7 +304,7 @@ ROWS: dict[str, OpRow] = _rows(
           quant_fixed=(('INT8', 0.0078125, 0), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
     OpRow("RELU",                         "activations:prepare_relu",         3,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
-          activation_range=(0.0, math.inf)),
+          activation_range=(0.0, math.inf), homogeneous=True),
     OpRow("RELU6",                        "activations:prepare_relu6",        3,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
           activation_range=(0.0, 6.0)),
@@ -310,9 +317,10 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='none', q_versions=(1, None)),
     OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2,
-          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 2)),
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 2),
+          homogeneous=True),
     OpRow("PRELU",                        "activations:prepare_prelu",        2,
-          family='binary', quant='own', int16='none', q_versions=(1, None)),
+          family='binary', quant='own', int16='none', q_versions=(1, None), homogeneous=True),
     # GELU (float32; int8 by a 256-entry table as LiteRT's): emitted by converters.passes.gelu
     OpRow("GELU",                         "gelu:prepare_gelu",                2,
           family='unary', quant='own', int16='none', q_versions=(2, None)),

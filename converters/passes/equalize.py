@@ -1,0 +1,183 @@
+"""Cross-layer equalization (Nagel et al., "Data-Free Quantization", 2019) before int8 quantization.
+
+A convolution's output channel c scaled by 1 / s_c (its weights and bias), and the next convolution's input
+channel c scaled by s_c (its weights), compute the same function when the activation between them commutes with
+a positive per-channel scale: none, a fused RELU (the row's ``activation_range`` (0, inf)), or an op whose row says
+``homogeneous`` (RELU, PRELU, LEAKY_RELU: f(s x) = s f(x) for s > 0). With s_c = sqrt(r1_c / r2_c), r1_c the
+largest |weight| of the first op's output channel c and r2_c that of the second op's input channel c, both become
+sqrt(r1_c r2_c): a depthwise convolution whose channels differ by orders of magnitude no longer crushes its small
+channels under one per-tensor activation scale (MobileNet-style nets lose most of their int8 accuracy there).
+
+Pairs: a weighted op (the row's ``weights``: output-channel axis) whose output is read only by the activation or
+directly by a second op whose row gives ``in_channel_axis`` (CONV_2D; DEPTHWISE_CONV_2D with one output channel
+per input channel) and whose weights are float32 constants read by that op only. Equalized only where the first
+op's channel ranges differ by ``MIN_SPREAD`` or more (elsewhere there is little to gain); chains are swept until
+the scales settle (at most ``MAX_SWEEPS``).
+
+``equalize(model) -> (model, pairs)``: a copy of the model (tensors and buffer list copied, the input untouched)
+and what was equalized, for the quantization report.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+
+from converters import graph as G
+from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
+
+MIN_SPREAD = 4.0  # largest / smallest channel range of the first op's weights at which a pair is equalized
+MAX_SWEEPS = 8
+SETTLED = 0.01  # a sweep whose scales all stay within 1% of 1 ends the sweeps
+
+
+def editable_copy(model: Model) -> Model:
+    """A copy of subgraph 0 whose tensors, operators' input lists and buffer list can change (buffers' bytes and
+    options are shared with ``model``)."""
+    m = copy.copy(model)
+    m.buffers = list(model.buffers)
+    m.subgraphs = list(model.subgraphs)
+    sg = copy.copy(model.subgraphs[0])
+    sg.tensors = [copy.copy(t) for t in sg.tensors]
+    sg.operators = [copy.copy(op) for op in sg.operators]
+    for op in sg.operators:
+        op.inputs = list(op.inputs)
+    m.subgraphs[0] = sg
+    return m
+
+
+def set_own_constant(model: Model, i: int, k: int, value: np.ndarray) -> None:
+    """Input k of op i becomes ``value``: the tensor itself when only op i reads it, else a new tensor (a bias
+    shared by several layers, as converters dedupe all-zero ones, keeps its value for the others). ``model``: an
+    ``editable_copy``."""
+    sg = model.subgraphs[0]
+    t = sg.operators[i].inputs[k]
+    if sum(t in op.inputs for op in sg.operators) == 1:
+        G.set_constant(model, t, value)
+    else:
+        sg.operators[i].inputs[k] = G.add_constant(model, sg.tensors[t].name, value, sg.tensors[t].type)
+
+
+def _scales_through(model: Model, op) -> bool:
+    """The op between the pair commutes with a positive per-channel scale (its row's ``homogeneous``)."""
+    return op_table.row(G.op_name(model, op)).homogeneous
+
+
+def _fused_ok(model: Model, op) -> bool:
+    """The first op's fused activation commutes with a positive scale: none or a clamp at 0 / infinity."""
+    act = G.options(model, op).get("fused_activation_function", "NONE") or "NONE"
+    if act == "NONE":
+        return True
+    bounds = op_table.row(act).activation_range
+    return bounds is not None and bounds[0] in (0.0, -math.inf) and bounds[1] == math.inf
+
+
+def _channel_max(w: np.ndarray, axis: int) -> np.ndarray:
+    return np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1)
+
+
+def find_pairs(model: Model) -> list[tuple[int, int | None, int]]:
+    """(first op, activation op or None, second op) of every pair that may be equalized (see the docstring)."""
+    sg = model.subgraphs[0]
+    cons = G.consumers(model)
+    pairs = []
+
+    def const_of_one(t: int) -> bool:
+        return t >= 0 and G.is_constant(model, t) and sg.tensors[t].type == "FLOAT32" and len(cons.get(t, [])) == 1
+
+    for i, op in enumerate(sg.operators):
+        row = op_table.row(G.op_name(model, op))
+        if row.weights is None or row.weights[2] is None or not op.outputs or not _fused_ok(model, op):
+            continue
+        wi, bi, _ = row.weights
+        if len(op.inputs) <= wi or not const_of_one(op.inputs[wi]):
+            continue
+        bias = op.inputs[bi] if bi is not None and len(op.inputs) > bi else -1
+        if bias >= 0 and not (G.is_constant(model, bias) and sg.tensors[bias].type == "FLOAT32"):
+            continue
+        j = G.sole_consumer(model, op.outputs[0], cons=cons)
+        if j is None:
+            continue
+        act = None
+        nxt = sg.operators[j]
+        if _scales_through(model, nxt):
+            if nxt.inputs[0] != op.outputs[0] or any(t == op.outputs[0] for t in nxt.inputs[1:]):
+                continue
+            act, j = j, G.sole_consumer(model, nxt.outputs[0], cons=cons)
+            if j is None:
+                continue
+            nxt = sg.operators[j]
+        second = op_table.row(G.op_name(model, nxt))
+        if second.in_channel_axis is None or second.weights is None or not nxt.inputs:
+            continue
+        w2 = nxt.inputs[second.weights[0]]
+        data_in = sg.operators[act].outputs[0] if act is not None else op.outputs[0]
+        if nxt.inputs[0] != data_in or not const_of_one(w2):
+            continue
+        channels = sg.tensors[data_in].shape[-1] if sg.tensors[data_in].shape else 0
+        w2_shape = sg.tensors[w2].shape
+        if not channels or w2_shape[second.in_channel_axis] != channels \
+                or (second.in_channel_axis == second.weights[2] and w2_shape[second.weights[2]] != channels):
+            continue
+        pairs.append((i, act, j))
+    return pairs
+
+
+def equalize(model: Model, min_spread: float = MIN_SPREAD) -> tuple[Model, list[dict]]:
+    """Cross-layer equalization of every pair (see the module docstring). Returns the equalized copy (the model
+    itself when nothing was equalized) and per pair what was done."""
+    pairs = find_pairs(model)
+    if not pairs:
+        return model, []
+    sg = model.subgraphs[0]
+    chosen = []
+    for i, act, j in pairs:
+        wi, _, axis = op_table.row(G.op_name(model, sg.operators[i])).weights
+        r1 = _channel_max(np.asarray(model.tensor_data(0, sg.operators[i].inputs[wi]), np.float64), axis)
+        live = r1[r1 > 0]
+        if live.size >= 2 and live.max() / live.min() >= min_spread:
+            chosen.append((i, act, j, float(live.max() / live.min())))
+    if not chosen:
+        return model, []
+    m = editable_copy(model)
+    sg = m.subgraphs[0]
+    for _ in range(MAX_SWEEPS):
+        moved = 0.0
+        for i, _act, j, _ in chosen:
+            op1, op2 = sg.operators[i], sg.operators[j]
+            wi1, bi1, ax1 = op_table.row(G.op_name(m, op1)).weights
+            row2 = op_table.row(G.op_name(m, op2))
+            w1 = np.asarray(m.tensor_data(0, op1.inputs[wi1]), np.float64)
+            w2 = np.asarray(m.tensor_data(0, op2.inputs[row2.weights[0]]), np.float64)
+            r1, r2 = _channel_max(w1, ax1), _channel_max(w2, row2.in_channel_axis)
+            s = np.ones_like(r1)
+            live = (r1 > 0) & (r2 > 0)
+            s[live] = np.sqrt(r1[live] / r2[live])
+            moved = max(moved, float(np.abs(np.log(s)).max()))
+            shape1 = [1] * w1.ndim
+            shape1[ax1] = -1
+            G.set_constant(m, op1.inputs[wi1], (w1 / s.reshape(shape1)).astype(np.float32))
+            if bi1 is not None and len(op1.inputs) > bi1 and op1.inputs[bi1] >= 0:
+                b1 = np.asarray(m.tensor_data(0, op1.inputs[bi1]), np.float64)
+                set_own_constant(m, i, bi1, (b1 / s).astype(np.float32).reshape(b1.shape))
+            shape2 = [1] * w2.ndim
+            shape2[row2.in_channel_axis] = -1
+            G.set_constant(m, op2.inputs[row2.weights[0]], (w2 * s.reshape(shape2)).astype(np.float32))
+        if moved < math.log1p(SETTLED):
+            break
+    done = []
+    for i, act, j, before in chosen:
+        op1 = sg.operators[i]
+        wi1, _, ax1 = op_table.row(G.op_name(m, op1)).weights
+        r1 = _channel_max(np.asarray(m.tensor_data(0, op1.inputs[wi1]), np.float64), ax1)
+        live = r1[r1 > 0]
+        done.append({"first": sg.tensors[op1.outputs[0]].name, "first_op": G.op_name(m, op1),
+                     "through": G.op_name(m, sg.operators[act]) if act is not None else
+                     (G.options(m, op1).get("fused_activation_function", "NONE") or "NONE"),
+                     "second": sg.tensors[sg.operators[j].outputs[0]].name,
+                     "second_op": G.op_name(m, sg.operators[j]), "channels": int(r1.size),
+                     "spread_before": before, "spread_after": float(live.max() / live.min()) if live.size else 1.0})
+    return m, done

@@ -1,0 +1,196 @@
+"""Bias correction (Nagel et al. 2019, "empirical" form): int8 weights W_q differ from the float ones by dW, so a
+weighted layer's output is off by dW x, whose mean over the data, E[dW x] = dW E[x-patch], is a systematic shift
+per output channel -- large where a channel has few weights and an input far from zero mean (depthwise layers
+after a ReLU). The mean input patch (per filter tap and input channel, zero padding included, over every output
+position) is measured on the calibration samples while they run (``PatchMeans``); each quantized layer's float
+bias then loses that shift before it is quantized.
+
+Each layer's own shift only (dW of that layer, the float input's mean): the error a layer inherits from the ones
+before it is theirs to correct, so correcting all layers at once does not count it twice."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from converters import graph as G
+from converters.quantize.builder import QuantGraph, is_const, is_float
+from edge_sdk.model.types import Model
+from edge_sdk.runtime import op_table
+
+MIN_SHIFT = 0.05  # a layer is corrected where some channel's shift reaches this share of its output's quantum
+
+
+class _Geometry:
+    """Errors never arise here: the interpreter prepared these ops before calibration."""
+
+    def error(self, message):  # pragma: no cover - the float model ran
+        return ValueError(message)
+
+
+def _window(padding: str, stride: int, dilation: int, size: int, k: int) -> tuple[int, int]:
+    from edge_sdk.runtime.kernels.conv import window_geometry
+
+    return window_geometry(_Geometry(), padding, stride, dilation, size, k)
+
+
+def _kind(row: op_table.OpRow) -> str | None:
+    """How a weighted layer's weights meet its input, from its row: "window" (a convolution whose weights' input
+    channels are an axis, ``in_channel_axis``: CONV_2D; DEPTHWISE_CONV_2D where that axis is the output-channel
+    one), "matrix" (weights [out, in] over the input's last axis: FULLY_CONNECTED); None: not corrected."""
+    if row.weights is None or row.weights[1] is None or row.weights[2] is None:
+        return None
+    if row.family == "conv":
+        return "window" if row.in_channel_axis is not None else None
+    return "matrix" if row.weights[2] == 0 and not row.family else None
+
+
+class PatchMeans:
+    """Per weighted layer (``_kind``) with float constant weights and bias: the sum of its mean input patch over
+    the calibration samples ([KH, KW, C] for a window, [C] for a matrix)."""
+
+    def __init__(self, model: Model):
+        sg = model.subgraphs[0]
+        self.model = model
+        self.layers: dict[int, tuple[int, str]] = {}  # op index -> (data input tensor, "window" / "matrix")
+        for i, op in enumerate(sg.operators):
+            row = op_table.row(model.op_name(op))
+            kind = _kind(row)
+            if kind is None:
+                continue
+            wi, bi, _ = row.weights
+            if bi is None or len(op.inputs) <= bi or op.inputs[bi] < 0 or not is_const(model, op.inputs[bi]) \
+                    or not is_const(model, op.inputs[wi]) or not is_float(model, op.inputs[wi]):
+                continue
+            if kind == "matrix" and len(sg.tensors[op.inputs[wi]].shape) != 2:
+                continue
+            if is_float(model, op.inputs[0]) and not is_const(model, op.inputs[0]):
+                self.layers[i] = (op.inputs[0], kind)
+        self.sums: dict[int, np.ndarray] = {}
+        self.count = 0
+
+    def add(self, values: dict, sample_inputs: dict) -> None:
+        sg = self.model.subgraphs[0]
+        for i, (t, kind) in self.layers.items():
+            x = values.get(t, sample_inputs.get(t))
+            if x is None:
+                continue
+            mean = self._patch_mean(sg.operators[i], kind, np.asarray(x, np.float32))
+            if mean is not None:
+                self.sums[i] = self.sums[i] + mean if i in self.sums else mean
+        self.count += 1
+
+    def _patch_mean(self, op, kind: str, x: np.ndarray) -> np.ndarray | None:
+        wi = op_table.row(self.model.op_name(op)).weights[0]
+        w_shape = self.model.subgraphs[0].tensors[op.inputs[wi]].shape
+        if kind == "matrix":
+            return x.reshape(-1, w_shape[-1]).mean(axis=0, dtype=np.float64)
+        if x.ndim != 4:
+            return None
+        kh, kw = int(w_shape[1]), int(w_shape[2])
+        opts = op.options or {}
+        pad = opts.get("padding", "SAME")
+        sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
+        dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
+        oh, pt = _window(pad, sh, dh, x.shape[1], kh)
+        ow, pl = _window(pad, sw, dw, x.shape[2], kw)
+        # the input with room for every tap of every output position (zeros outside, as the kernels pad)
+        need_h = max((oh - 1) * sh + (kh - 1) * dh + 1, pt + x.shape[1])
+        need_w = max((ow - 1) * sw + (kw - 1) * dw + 1, pl + x.shape[2])
+        padded = np.zeros((x.shape[0], need_h, need_w, x.shape[3]), np.float32)
+        padded[:, pt:pt + x.shape[1], pl:pl + x.shape[2]] = x
+        out = np.empty((kh, kw, x.shape[3]))
+        for a in range(kh):
+            for b in range(kw):
+                rows = padded[:, a * dh:a * dh + (oh - 1) * sh + 1:sh, b * dw:b * dw + (ow - 1) * sw + 1:sw]
+                out[a, b] = rows.mean(axis=(0, 1, 2), dtype=np.float64)
+        return out
+
+    def mean(self, i: int) -> np.ndarray | None:
+        return self.sums[i] / self.count if i in self.sums and self.count else None
+
+
+def _dequantized_weights(g: QuantGraph, i: int) -> np.ndarray | None:
+    """Op i's int8 weights in the built graph, dequantized (None when the op is not quantized there)."""
+    wi = op_table.row(g.src.op_name(g.sg.operators[i])).weights[0]
+    for k, origin in g.origin.items():
+        if origin == i:
+            t = g.tensors[g.ops[k].inputs[wi]]
+            if t.type != "INT8" or t.quantization is None:
+                return None
+            q = np.frombuffer(g.buffers[t.buffer].data, np.int8).reshape(t.shape).astype(np.float64)
+            s = np.asarray(t.quantization.scale, np.float64)
+            shape = [1] * q.ndim
+            shape[t.quantization.quantized_dimension] = -1
+            return q * (s.reshape(shape) if s.size > 1 else s[0])
+    return None
+
+
+def bias_shifts(model: Model, g: QuantGraph, means: PatchMeans) -> dict[int, np.ndarray]:
+    """Per quantized weighted layer of ``g``: its output's mean shift per channel, E[dW x] (float units)."""
+    sg = model.subgraphs[0]
+    shifts = {}
+    for i, (_, kind) in means.layers.items():
+        m = means.mean(i)
+        wq = _dequantized_weights(g, i) if m is not None else None
+        if wq is None:
+            continue
+        wi, _, out_axis = op_table.row(model.op_name(sg.operators[i])).weights
+        in_axis = op_table.row(model.op_name(sg.operators[i])).in_channel_axis
+        dw = wq - np.asarray(model.tensor_data(0, sg.operators[i].inputs[wi]), np.float64)
+        if kind == "matrix":  # [O, I] @ [I]
+            shift = dw @ m
+        elif in_axis != out_axis:  # [O, KH, KW, I] . [KH, KW, I] (a window over every input channel)
+            shift = np.einsum("ohwi,hwi->o", np.moveaxis(dw, (out_axis, in_axis), (0, 3)), m)
+        else:  # depthwise [1, KH, KW, C * mult]: output channel o reads input channel o // mult
+            dw = np.moveaxis(dw, out_axis, 3)[0]
+            shift = np.einsum("hwo,hwo->o", dw, np.repeat(m, dw.shape[2] // m.shape[2], axis=2))
+        shifts[i] = shift
+    return shifts
+
+
+def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, list[dict]]:
+    """The model whose quantized layers' biases lose their shift (where some channel's shift reaches
+    ``MIN_SHIFT`` of the output's quantum), and per corrected layer what changed; the model itself when none."""
+    from converters.passes.equalize import editable_copy
+
+    sg = model.subgraphs[0]
+    done, m = [], None
+    for i, shift in bias_shifts(model, g, means).items():
+        out_t = sg.operators[i].outputs[0]
+        n = g.qt.get(out_t)
+        if n is None or g.tensors[n].quantization is None:
+            continue
+        step = float(g.tensors[n].quantization.scale[0])
+        worst = float(np.abs(shift).max()) if shift.size else 0.0
+        if worst < MIN_SHIFT * step:
+            continue
+        m = m or editable_copy(model)
+        bi = op_table.row(model.op_name(sg.operators[i])).weights[1]
+        bt = sg.operators[i].inputs[bi]
+        b = np.asarray(model.tensor_data(0, bt), np.float64).reshape(-1)
+        # a tensor of its own (a bias several layers share keeps its value for the others; restore_biases puts
+        # the original back by pointing the op at it)
+        new = G.add_constant(m, sg.tensors[bt].name, (b - shift).astype(np.float32).reshape(sg.tensors[bt].shape),
+                             "FLOAT32")
+        if sum(bt in op.inputs for op in sg.operators) == 1:  # its own bias: the integer graph keeps its name
+            m.subgraphs[0].tensors[new].name = sg.tensors[bt].name
+        m.subgraphs[0].operators[i].inputs[bi] = new
+        done.append({"op_index": i, "op": model.op_name(sg.operators[i]), "output": sg.tensors[out_t].name,
+                     "max_shift_quanta": worst / step})
+    return (m, done) if m is not None else (model, [])
+
+
+def restore_biases(corrected_model: Model, model: Model, ops) -> Model:
+    """``corrected_model`` with the original biases back on ``ops`` (kept float: their weights are exact)."""
+    from converters.passes.equalize import editable_copy
+
+    if corrected_model is model or not ops:
+        return corrected_model
+    m = editable_copy(corrected_model)
+    sg, src = m.subgraphs[0], model.subgraphs[0]
+    for i in ops:
+        row = op_table.row(model.op_name(src.operators[i]))
+        if row.weights is None or row.weights[1] is None or len(src.operators[i].inputs) <= row.weights[1]:
+            continue
+        sg.operators[i].inputs[row.weights[1]] = src.operators[i].inputs[row.weights[1]]  # the original bias
+    return m

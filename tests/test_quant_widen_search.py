@@ -1,0 +1,164 @@
+"""The widening search of precision="auto" (issue 24 point 4): ops ranked by the error each adds itself (one
+measurement of every activation, no model run per candidate), round by round; when the rounds stall, every op at the
+widest type the target takes and the smallest prefix of the ranking that meets the threshold, by bisection. On a
+target that runs float32 it always ends with a model (all-float32 at worst, said with its cost); on an integer-only
+MCU with the best int8 / int16x8 model, naming the ops that keep it short. The float model runs once per sample."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from converters import convert
+from converters.quantize import quantize
+from edge_sdk import ConversionError
+from edge_sdk.model.builder import GraphBuilder
+from tests.test_quantize_guard import _calib
+
+
+def _fc(g, r, x, name, rows=16, scale=0.3, act="NONE", w=None):
+    y = g.tensor(name, (1, rows))
+    w = (r.standard_normal((rows, 16)) * scale).astype(np.float32) if w is None else w
+    g.op("FULLY_CONNECTED", [x, g.constant(name + "_w", w), g.constant(name + "_b", np.zeros(rows, np.float32))],
+         [y], fused_activation_function=act)
+    return y
+
+
+def deep_outlier_mlp(seed=0):
+    """x -> FC 'first' (ReLU) -> FC 'hidden' (channel 0 400x the others: int8 crushes the 15 small ones) -> FC
+    'mid' (ignores channel 0) -> FC 'late1' -> FC 'late2' -> FC 'y'. The loss enters at 'hidden'; every op after it
+    has a lower SNR than it, having inherited it."""
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16))
+    f = _fc(g, r, x, "first", act="RELU")
+    w1 = (r.standard_normal((16, 16)) * 0.3).astype(np.float32)
+    w1[0] *= 400
+    h = _fc(g, r, f, "hidden", w=w1)
+    w2 = (r.standard_normal((16, 16)) * 0.3).astype(np.float32)
+    w2[:, 0] = 0.0
+    m = _fc(g, r, h, "mid", w=w2, act="RELU")
+    a = _fc(g, r, m, "late1", act="RELU")
+    b = _fc(g, r, a, "late2", act="RELU")
+    g.output(_fc(g, r, b, "y", rows=8))
+    return g.build()
+
+
+def test_the_op_that_adds_the_error_is_widened_first():
+    res = quantize(deep_outlier_mlp(), list(_calib(40)), io="float32", precision="auto", holdout=8)
+    g = res.report["guard"]
+    assert g["met"]
+    rounds = [s for s in g["steps"] if s["step"].startswith("round ")]
+    assert rounds[0]["added"] == ["hidden"]  # not 'y', whose SNR is the lowest but inherited
+    assert {w["output"] for w in g["widened"]} >= {"hidden", "mid"}
+    assert all(s["seconds"] >= 0 for s in g["steps"]) and g["steps"][0]["step"] == "int8"
+
+
+def test_a_float_target_always_ends_with_a_model_all_float_at_worst():
+    """A threshold only float32 reaches: every op ends float32, the guard is met, and the report says so with the
+    cost; one count everywhere."""
+    res = convert(deep_outlier_mlp(), calibration=_calib(), io="float32", target="raspberry-pi-4", min_snr=150)
+    g = res.report["guard"]
+    assert g["met"] and g["all_widened"] and g["outputs"][0]["snr_db"] >= 150
+    assert len(g["widened"]) == 6 and all(w["to"] == "float32" for w in g["widened"])
+    assert g["widened_count"] == {"ops": 6, "int16": 0, "float32": 6}
+    assert g["cost"]["macs_float32"] == g["cost"]["macs_total"] == g["cost"]["macs_not_int8"]
+    notes = res.report["quantization"]["report"]["notes"]
+    (note,) = [n for n in notes if n.startswith("int8 does not keep this model")]
+    assert "6 op(s) (0 to int16x8, 6 to float32)" in note and f"{g['cost']['macs_float32']} MACs in float32" in note
+    assert not g["limiting"]
+
+
+def test_bisection_keeps_only_the_prefix_that_is_needed():
+    """A threshold the all-int16x8 model misses (its int8 input limits it) but float32 reaches: the rounds stall,
+    the widest model (all float32) meets, and bisection over the sensitivity order keeps float32 only the ops it
+    needs, the rest at int16x8."""
+    res = quantize(deep_outlier_mlp(), list(_calib(60)), io="float32", precision="auto", holdout=12,
+                   target="raspberry-pi-4", min_snr=40)
+    g = res.report["guard"]
+    assert g["met"] and not g["all_widened"], g["steps"]
+    steps = [s["step"] for s in g["steps"]]
+    assert "every op at its widest" in steps and any(s.startswith("bisection") for s in steps)
+    kinds = {w["output"]: w["to"] for w in g["widened"]}
+    assert kinds["hidden"] == "float32" and "int16" in kinds.values()
+    assert g["widened_count"] == {"ops": len(kinds), "int16": list(kinds.values()).count("int16"),
+                                  "float32": list(kinds.values()).count("float32")}
+    rounds = sum(s.startswith("round ") for s in steps)
+    assert len(steps) - 1 - rounds - 1 <= math.ceil(math.log2(6))  # the bisection: log2(ops) builds
+
+
+def test_an_integer_only_mcu_gets_its_best_model_and_the_ops_that_keep_it_short():
+    with pytest.raises(ConversionError) as err:
+        convert(deep_outlier_mlp(), calibration=_calib(), target="rp2040-pico", min_snr=150)
+    assert "nothing was written" in str(err.value) and "the ops that keep it short: FULLY_CONNECTED '" in str(err.value)
+    res = convert(deep_outlier_mlp(), calibration=_calib(), target="rp2040-pico", min_snr=150, allow_lossy=True)
+    g = res.report["guard"]
+    assert not g["met"] and g["widened"] and all(w["to"] == "int16" for w in g["widened"])
+    assert g["limiting"] and all(r["reason"] for r in g["limiting"])
+    assert {r["output"] for r in g["limiting"]} <= {w["output"] for w in g["widened"]} | {"first"}
+    assert g["widened_count"]["ops"] == len(g["widened"])
+    notes = res.report["quantization"]["report"]["notes"]
+    (note,) = [n for n in notes if n.startswith("still short of the threshold")]
+    assert all(f"'{r['output']}'" in note for r in g["limiting"])
+
+
+def test_the_float_model_runs_once_per_sample(monkeypatch):
+    """Calibration runs the float model on each calibration sample, the guard on each measured sample once: the
+    widening steps compare with kept float values instead of running it again."""
+    import importlib
+
+    calibrate = importlib.import_module("converters.quantize.calibrate")
+    calls = {}
+    real = calibrate.Runner.__call__
+
+    def counting(self, sample):
+        calls[id(self)] = calls.get(id(self), 0) + 1
+        return real(self, sample)
+
+    monkeypatch.setattr(calibrate.Runner, "__call__", counting)
+    res = quantize(deep_outlier_mlp(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=40,
+                   target="raspberry-pi-4")
+    g = res.report["guard"]
+    assert len(g["steps"]) >= 5  # int8, rounds, the widest model, bisection
+    float_calls = max(calls.values())  # the float runner: 32 calibrated + 8 held back, each once
+    assert float_calls == 32 + 8, calls
+    assert sum(calls.values()) - float_calls >= 8 * len(g["steps"])  # each measured build ran on the 8 samples
+
+
+def test_an_output_widened_to_float32_stays_float32_with_integer_io(tmp_path):
+    """Integer I/O (the default) on a float target without int16 FULLY_CONNECTED: the all-float32 model would still
+    lose its output to the output's own int8 quantization (34.7 dB here; the int8 input alone allows 37.9); the
+    guard widened the op to float32, so that output stays FLOAT32 (said in the notes) and the threshold is met.
+    The input stays int8."""
+    from edge_sdk.model import read_model
+    from tests.test_quantize_widen import _profile
+
+    target = _profile(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
+    res = convert(deep_outlier_mlp(), calibration=_calib(), target=target, min_snr=36)
+    g = res.report["guard"]
+    assert g["met"] and all(w["to"] == "float32" for w in g["widened"]), g["outputs"]
+    sg = read_model(res.tflite).subgraphs[0]
+    assert sg.tensors[sg.outputs[0]].type == "FLOAT32" and sg.tensors[sg.inputs[0]].type == "INT8"
+    assert "output 'y' is FLOAT32: its op was widened to float32" in res.report["quantization"]["report"]["notes"]
+
+
+def test_shape_ops_follow_a_float32_producer_in_the_bisection(tmp_path):
+    """FULLY_CONNECTED 'hidden' -> RESHAPE 'square' -> RESHAPE 'flat' -> FULLY_CONNECTED 'y' on a float target without
+    int16 FULLY_CONNECTED: a bisection step that makes 'hidden' float32 takes the reshapes after it along (more ops
+    widened than its prefix of the ranking), and the kept model has no QUANTIZE / DEQUANTIZE between the float ops."""
+    from tests.test_quantize_widen import _outlier_with_reshapes, _profile
+
+    target = _profile(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
+    res = quantize(_outlier_with_reshapes(), list(_calib(40)), io="float32", precision="auto", holdout=8,
+                   target=target, min_snr=40)
+    g = res.report["guard"]
+    assert g["met"]
+    bisection = [s for s in g["steps"] if s["step"].startswith("bisection")]
+    assert bisection and any(s["widened"] > s["prefix"] for s in bisection), g["steps"]
+    sg = res.model.subgraphs[0]
+    types = {sg.tensors[op.outputs[0]].name: sg.tensors[op.outputs[0]].type for op in sg.operators}
+    assert types["hidden"] == types["square"] == types["flat"] == types["y"] == "FLOAT32"
+    names = [res.model.op_name(op) for op in sg.operators]
+    assert names.count("QUANTIZE") == 1 and names.count("DEQUANTIZE") <= 1  # the input's, and before 'hidden'
