@@ -430,7 +430,8 @@ def _cmd_convert(args) -> int:
                          allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
                          input_values=_input_values(args.input_value), memory=args.memory,
                          stateful=args.stateful, task=args.task, boxes=args.boxes, scores=args.scores,
-                         min_top1=args.min_top1, min_detections=args.min_detections, min_map_iou=args.min_map_iou)
+                         min_top1=args.min_top1, min_detections=args.min_detections, min_map_iou=args.min_map_iou,
+                         equalize=not args.no_equalize, bias_correction=not args.no_bias_correction)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -881,8 +882,16 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
                    "int8 and int16x8, unless a quantized ONNX (QDQ) source gives every activation range; fp16 and "
                    "dynamic: the accuracy guard measures on it)")
-    p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse"],
-                   help="how activation ranges are taken from the calibration data (default minmax)")
+    p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse", "auto"],
+                   help="how activation ranges are taken from the calibration data (default minmax; auto: builds "
+                   "the model with each and keeps min/max unless another set measures 0.5 dB better; the report and "
+                   "the manifest name the one kept)")
+    p.add_argument("--no-equalize", action="store_true",
+                   help="int8 / int16x8: no cross-layer equalization of conv -> conv pairs (on by default; the "
+                   "report lists the pairs it equalized)")
+    p.add_argument("--no-bias-correction", action="store_true",
+                   help="int8: keep each layer's bias as it is (by default the mean shift its rounded weights cause "
+                   "on the calibration data is taken off; the report lists the layers)")
     p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
                    help="the shape of an input with dynamic (symbolic) dims; repeatable; a bare D0,D1,... for a "
                    "one-input model (default: the model's static shape; a dynamic dim without it is an error)")
