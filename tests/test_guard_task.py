@@ -461,6 +461,28 @@ def test_detector_with_postprocess_op_is_kept_on_its_detections_when_the_class_o
     assert read_manifest(result.tflite)["detection"] == {"format": "postprocessed"}
 
 
+def test_postprocess_outputs_stay_float32_with_integer_io_and_class_ids_read_whole():
+    """TFLite_Detection_PostProcess has no integer rule: its four model outputs stay FLOAT32 under io="int8" (as
+    TFLite's converter writes them), so a class id reads back whole (an int8 copy gave 0.996 for class 1)."""
+    from edge_sdk import Interpreter
+
+    result = convert(_postprocess_detector(), quantize="int8", calibration=_det_samples(), io="int8")
+    model = read_model(result.tflite)
+    sg = model.subgraphs[0]
+    assert [sg.tensors[t].type for t in sg.outputs] == ["FLOAT32"] * 4
+    assert sg.tensors[sg.inputs[0]].type == "INT8"  # the input still follows io
+    interp = Interpreter(model_content=result.tflite)
+    interp.allocate_tensors()
+    inp = interp.get_input_details()[0]
+    scale, zp = inp["quantization"]
+    for sample in _det_samples(4):
+        q = np.clip(np.round(sample[None] / scale) + zp, -128, 127).astype(np.int8)
+        interp.set_tensor(inp["index"], q)
+        interp.invoke()
+        classes = interp.get_tensor(interp.get_output_details()[1]["index"])
+        assert np.array_equal(classes, np.round(classes))
+
+
 def test_a_detector_that_detects_nothing_is_judged_by_snr_and_says_why():
     src = _boxes_detector(score_shift=-20.0)  # every score ~ 0: no float detection
     result = convert(src, quantize="int8", calibration=_det_samples(), boxes="boxes", scores="scores",

@@ -117,14 +117,19 @@ def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[i
     int8 scale to the join's int16 one. Ops in ``w16`` (int8 mode) are widened to int16x8: int16 activations
     (symmetric), int8 weights, int64 biases, with QUANTIZE int8 -> int16 before them and int16 -> int8 after them;
     adjacent widened ops (and shape-only ops between them) pass int16 tensors along, and a widened op's model
-    output stays int16. Ops in ``float_out`` (widened to float32 by the accuracy guard) keep their model outputs
-    float32 with integer I/O too: quantizing them there would undo the widening."""
+    output stays int16. Ops in ``float_out`` (widened to float32 by the accuracy guard) and excluded ops with no
+    quantization rule keep their model outputs float32 with integer I/O too: quantizing them there would undo the
+    widening."""
     g = QuantGraph(model, act, ranges, wide16)
     inputs = [g.model_input(t, io) for t in g.sg.inputs]
     for i, op in enumerate(g.sg.operators):
         rule = rule_of(model, i, op, excluded, wide16)
         rule(g, i, op, "INT16" if i in w16 else act)
-    float_tensors = {t for i in float_out for t in g.sg.operators[i].outputs if t >= 0}
+    # an op with no integer rule at all (TFLite_Detection_PostProcess: class ids, counts, box corners) keeps float
+    # model outputs as TFLite's converter writes them: an int8 class id 1 reads back as 0.996
+    no_rule = {i for i in excluded if not integer_only(model, g.sg.operators[i])
+               and not op_table.row(model.op_name(g.sg.operators[i])).quant}
+    float_tensors = {t for i in set(float_out) | no_rule for t in g.sg.operators[i].outputs if t >= 0}
     outputs = [g.model_output(t, "float32" if t in float_tensors else io) for t in g.sg.outputs]
     return g.build(inputs, outputs), g
 

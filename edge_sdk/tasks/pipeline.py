@@ -834,12 +834,14 @@ class Detector(_ImagePipeline):
         outs = self.runner.outputs
         vals = [np.asarray(dequantize(o, d), np.float64) for o, d in zip(outputs, outs)]
         boxes, classes, scores, count = vals[0].reshape(-1, 4), vals[1].reshape(-1), vals[2].reshape(-1), vals[3]
-        n = min(int(count.reshape(-1)[0]), boxes.shape[0], scores.size)
+        # class ids and the count are whole numbers: rounded, not truncated (a model written elsewhere with an
+        # int8 copy of them reads class 1 back as 0.996)
+        n = min(int(np.rint(count.reshape(-1)[0])), boxes.shape[0], scores.size)
         res = []
         thr = float(self.config["score_threshold"])
         for i in range(n):
             if scores[i] >= thr:
-                cls = int(classes[i])
+                cls = int(np.rint(classes[i]))
                 label = self.labels[cls] if self.labels and 0 <= cls < len(self.labels) else str(cls)
                 ymin, xmin, ymax, xmax = (float(np.clip(v, 0, 1)) for v in boxes[i])
                 box = (xmin, ymin, xmax, ymax)
