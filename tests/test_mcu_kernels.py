@@ -90,3 +90,114 @@ def test_depthwise_dsp_paths_equal_portable_and_tflm(backend, dsp_runner, name, 
     model, feeds = _dw_model(name)
     plain = _check(backend, dsp_runner, model, feeds, tmp_path)
     assert np.unique(plain).size > 2, "degenerate case: output saturated"
+
+
+# ------------------------------------------------------------------------------------------- PAD / TRANSPOSE
+# name: (dtype, input shape, paddings); the output is numpy's np.pad with the output zero point (int8) or 0
+
+PAD_CASES = {
+    # MobileNetV2's PAD of H and W on three channels: runs of W * C bytes at odd output offsets
+    "pad-nhwc-hw-3ch": ("INT8", (1, 9, 7, 3), ((0, 0), (1, 1), (1, 1), (0, 0))),
+    "pad-nhwc-hw-before-only-32ch": ("INT8", (1, 5, 6, 32), ((0, 0), (1, 0), (2, 0), (0, 0))),
+    # the last dimension padded: runs of one row
+    "pad-last-dim": ("INT8", (2, 3, 5), ((0, 1), (0, 0), (3, 2))),
+    # nothing padded: one run, the whole tensor
+    "pad-none-int16": ("INT16", (2, 3, 4), ((0, 0), (0, 0), (0, 0))),
+    "pad-batch-only-float": ("FLOAT32", (2, 3, 4, 5), ((1, 2), (0, 0), (0, 0), (0, 0))),
+    "pad-rank5-int32": ("INT32", (2, 1, 3, 2, 3), ((0, 0), (1, 1), (0, 0), (2, 1), (0, 0))),
+}
+
+TRANSPOSE_CASES = {
+    # MobileNetV2's NCHW -> NHWC: [H * W, C] columns (the word-load path on the M4 for int8)
+    "transpose-nchw-nhwc-int8": ("INT8", (1, 3, 11, 13), (0, 2, 3, 1)),
+    "transpose-nchw-nhwc-batch3-int16": ("INT16", (3, 5, 4, 3), (0, 2, 3, 1)),
+    "transpose-nhwc-nchw-float": ("FLOAT32", (2, 6, 5, 7), (0, 3, 1, 2)),
+    # the innermost dimension stays: block-copied rows
+    "transpose-rows-int8": ("INT8", (4, 3, 9), (1, 0, 2)),
+    # size-1 dimensions and a permutation that needs the odometer
+    "transpose-odometer-int8": ("INT8", (2, 1, 3, 4, 5), (3, 1, 0, 4, 2)),
+    "transpose-int64": ("INT64", (3, 4, 2), (2, 0, 1)),
+    "transpose-2d-odd-int8": ("INT8", (7, 3), (1, 0)),
+}
+
+_NP = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FLOAT32": np.float32}
+
+
+def _data(rng, dtype, shape):
+    if dtype == "FLOAT32":
+        return rng.standard_normal(shape).astype(np.float32)
+    info = np.iinfo(_NP[dtype])
+    return rng.integers(max(info.min, -(1 << 30)), min(info.max, 1 << 30), shape, dtype=_NP[dtype])
+
+
+def _pad_model(name):
+    dtype, shape, pads = PAD_CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    q = dict(scale=0.1, zero_point=-5) if dtype == "INT8" else {}
+    out_shape = tuple(s + a + b for s, (a, b) in zip(shape, pads))
+    model = op_model("PAD", [T(shape, dtype, **q), T((len(shape), 2), "INT32", data=np.array(pads, np.int32))],
+                     [T(out_shape, dtype, **q)])
+    x = _data(rng, dtype, shape)
+    return model, x, np.pad(x, pads, constant_values=-5 if dtype == "INT8" else 0)
+
+
+def _transpose_model(name):
+    dtype, shape, perm = TRANSPOSE_CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    q = dict(scale=0.1, zero_point=0) if dtype in ("INT8", "INT16") else {}
+    x = _data(rng, dtype, shape)
+    want = np.transpose(x, perm)
+    model = op_model("TRANSPOSE", [T(shape, dtype, **q), T((len(perm),), "INT32", data=np.array(perm, np.int32))],
+                     [T(want.shape, dtype, **q)])
+    return model, x, want
+
+
+@pytest.mark.parametrize("name", list(PAD_CASES) + list(TRANSPOSE_CASES))
+def test_pad_transpose_block_copies(runtime, name):
+    from tests.oprunner import run_on
+
+    model, x, want = (_pad_model if name in PAD_CASES else _transpose_model)(name)
+    got = run_on(runtime, model, [x])[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------------------------------------ on the M4
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
+    """The real assembly (DW_MULT4's SXTAB16 / SMLAD, the unaligned word copies of PAD and TRANSPOSE) in a
+    Cortex-M4 image per case == Python."""
+    from edge_sdk import Interpreter
+
+    build = tmp_path / "b"
+    failures = []
+    models = {name: _dw_model(name)[0] for name in DW_CASES}
+    models.update({name: _pad_model(name)[0] for name in PAD_CASES if PAD_CASES[name][0] == "INT8"})
+    models.update({name: _transpose_model(name)[0] for name in TRANSPOSE_CASES
+                   if TRANSPOSE_CASES[name][0] == "INT8"})
+    for name, model in models.items():
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(model)
+        proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",
+                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
+        out = run.stdout.replace("\r", "")
+        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
+        py = Interpreter(model_content=model)
+        py.allocate_tensors()
+        for d, x in zip(py.get_input_details(), image_main_inputs(py)):
+            py.set_tensor(d["index"], x)
+        py.invoke()
+        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+        got = re.search(r"^out 0 (\d+)$", out, re.M)
+        if not got or got.group(1) != str(want):
+            failures.append(name)
+    assert not failures, f"M4 output differs from Python on {failures}"

@@ -754,13 +754,17 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                 for (ox = 0; ox < ow; ox++, yp += c) {
                     const int32_t ix0 = ox * sw - pl;
                     uint32_t a0, a1, a2, a3;
-                    if (generic && ox >= oxa && ox < oxb && fy1 - fy0 == kh && is3x3) { /* inside: raw inputs */
-                        a0 = run.fb[0], a1 = run.fb[1], a2 = run.fb[2], a3 = run.fb[3];
-                        DW_3X3(x + xrow0 + (int64_t)ix0 * c, run.w, xstep, c, xrow, wrow, a0, a1, a2, a3);
-                        dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
-                        continue;
-                    }
                     if (ox == oxa && fy1 - fy0 == kh && is3x3 && oxa < oxb) { /* the run of inside windows */
+                        if (generic) { /* raw inputs from fb as the run, pixel by pixel */
+                            for (; ox < oxb; ox++, yp += c) {
+                                a0 = run.fb[0], a1 = run.fb[1], a2 = run.fb[2], a3 = run.fb[3];
+                                DW_3X3(x + xrow0 + (int64_t)(ox * sw - pl) * c, run.w, xstep, c, xrow, wrow, a0, a1,
+                                       a2, a3);
+                                dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+                            }
+                            ox--, yp -= c; /* the loop steps to oxb */
+                            continue;
+                        }
                         run.x = x + xrow0 + (int64_t)ix0 * c;
                         run.y = yp;
                         run.n = oxb - oxa;
@@ -861,15 +865,31 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
  * every group of four outputs runs DW_MULT4 over the staged taps from its bias and stores four bytes. Each
  * input value is loaded once per group (CMSIS-NN loads it once per output). The sums are the reference's mod
  * 2^32, the requantization edge_rq (dw_store4) or edge_mbqm: bit-exact. */
+/* A word at any address (LDR / STR take unaligned addresses on v7E-M; the emulated build: memcpy). */
+#if EDGE_DSP_ASM
+typedef uint32_t __attribute__((aligned(1), may_alias)) dw_word_t;
+static inline uint32_t dw_get32(const int8_t *p) { return *(const dw_word_t *)(const void *)p; }
+static inline void dw_put32(int8_t *p, uint32_t v) { *(dw_word_t *)(void *)p = v; }
+#else
+static inline uint32_t dw_get32(const int8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+#endif
+
 static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bias, int8_t *y, int8_t *win) {
     const int32_t c = d->c, m = d->m, oc = d->oc, kh = d->kh, kw = d->kw, kwp = d->kwp, nq = d->kwp / 4;
     const int32_t h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, dh = d->dh, dwx = d->dw;
-    const int32_t groups = m / 4, zp = -d->input_offset;
+    const int32_t groups = m / 4, zp = -d->input_offset, gwords = kh * nq * 8; /* words per (ic, group) */
     const uint32_t off2 = (uint32_t)(uint16_t)d->input_offset * 0x10001u;
-    const int64_t xbytes = (int64_t)d->n * h * w * c; /* a word copy may read up to kwp - kw bytes past a row */
-    const int direct = c == 1 && dwx == 1;
+    const uint32_t fill4 = (uint32_t)(uint8_t)zp * 0x01010101u;
+    const ptrdiff_t xrow = (ptrdiff_t)dh * w * c, xstep = (ptrdiff_t)dwx * c;
+    const ptrdiff_t xbytes = (ptrdiff_t)d->n * h * w * c; /* a word copy may read kwp - kw bytes past a row */
+    const int contiguous = c == 1 && dwx == 1;           /* a window row is kw consecutive bytes */
     dw_out_t o;
-    int32_t b, oy, ox, ic, g, fy, fx, fy0, fy1, fx0, fx1;
+    int32_t b, oy, ox, ic, g, fy, fx, fy0, fy1, fx0, fx1, q;
     o.zp = d->output_offset;
     o.lo = d->lo;
     o.hi = d->hi;
@@ -880,29 +900,34 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bia
             const int32_t iy0 = oy * d->sh - d->geo.pt;
             edge_conv_taps(iy0, dh, h, kh, &fy0, &fy1);
             for (ox = 0; ox < ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->geo.pl;
-                int8_t *yp = y + (((int64_t)b * oh + oy) * ow + ox) * oc;
+                const int32_t ix0 = ox * d->sw - d->geo.pl, rows = fy1 - fy0;
+                int8_t *yp = y + (((ptrdiff_t)b * oh + oy) * ow + ox) * oc;
+                /* offset of channel 0's tap (fy0, 0): may lie outside x (only taps in [fx0, fx1) are read) */
+                const ptrdiff_t at0 = (((ptrdiff_t)b * h + iy0 + fy0 * dh) * w + ix0) * c;
                 edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
                 for (ic = 0; ic < c; ic++, yp += m) {
-                    const uint32_t *wg = d->mult_w + ((int64_t)ic * groups * kh + fy0) * nq * 8;
+                    const uint32_t *wg = d->mult_w + (ptrdiff_t)ic * groups * gwords + (ptrdiff_t)fy0 * nq * 8;
+                    ptrdiff_t at = at0 + ic;
                     int8_t *row = win;
-                    for (fy = fy0; fy < fy1; fy++, row += kwp) {
-                        /* offset of tap fx = 0 (may lie outside the input: only taps in [fx0, fx1) are read) */
-                        const int64_t at = (((int64_t)b * h + iy0 + fy * dh) * w + ix0) * c + ic;
-                        if (direct && fx0 == 0 && fx1 == kw && at + kwp <= xbytes) {
-                            int32_t q;
-                            for (q = 0; q < kwp; q += 4) memcpy(row + q, x + at + q, 4); /* kw..kwp: weight 0 */
-                        } else {
-                            for (fx = 0; fx < kwp; fx++)
-                                row[fx] = (int8_t)(fx >= fx0 && fx < fx1 ? x[at + (int64_t)fx * dwx * c] : zp);
+                    if (contiguous && fx0 == 0 && fx1 == kw && at + (rows - 1) * xrow + kwp <= xbytes) {
+                        for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) /* kw..kwp: weight 0 */
+                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, dw_get32(x + at + q));
+                    } else if (contiguous) {
+                        for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) {
+                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, fill4);
+                            for (fx = fx0; fx < fx1; fx++) row[fx] = x[at + fx];
                         }
+                    } else {
+                        for (fy = 0; fy < rows; fy++, row += kwp, at += xrow)
+                            for (fx = 0; fx < kwp; fx++)
+                                row[fx] = (int8_t)(fx >= fx0 && fx < fx1 ? x[at + fx * xstep] : zp);
                     }
-                    for (g = 0; g < groups; g++, wg += (int64_t)kh * nq * 8) {
+                    for (g = 0; g < groups; g++, wg += gwords) {
                         const int32_t ch = ic * m + 4 * g;
                         uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
                         if (bias) a0 = (uint32_t)bias[ch], a1 = (uint32_t)bias[ch + 1], a2 = (uint32_t)bias[ch + 2],
                                   a3 = (uint32_t)bias[ch + 3];
-                        if (fy1 > fy0) DW_MULT4(win, wg, (fy1 - fy0) * nq, off2, a0, a1, a2, a3);
+                        if (rows > 0) DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
                         if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
                         else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
                     }
