@@ -92,6 +92,47 @@ def test_depthwise_dsp_paths_equal_portable_and_tflm(backend, dsp_runner, name, 
     assert np.unique(plain).size > 2, "degenerate case: output saturated"
 
 
+def test_wide_requantization_matches_mbqm(tmp_path):
+    """edge_conv_rqw (the DSP requantization of layers edge_rq refuses: right shifts of 0 and 1, left shifts;
+    SMMLAR then SMMLSR) == edge_mbqm + zero point over random and edge accumulators, multipliers and shifts, in
+    the emulated-DSP build (the M4 case above runs the instructions)."""
+    src = tmp_path / "rqw.c"
+    src.write_text(r"""
+#include <stdio.h>
+#include "edge_conv.h"
+static unsigned long long s = 88172645463325252ull;
+static unsigned rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (unsigned)s; }
+int main(void) {
+    static const int32_t edge[] = {0, 1, -1, 2, -2, 3, -3, 2147483647, -2147483647 - 1, 1 << 30, -(1 << 30),
+                                   (1 << 30) - 1, -(1 << 30) + 1, 12345, -12345};
+    long bad = 0, covered = 0, refused = 0, low = 0;
+    for (int it = 0; it < 600000; it++) {
+        int32_t m = it % 7 == 0 ? 0 : (int32_t)(0x40000000u + (rnd() & 0x3fffffffu));
+        int32_t sh = m == 0 ? 0 : (int32_t)(rnd() % 70) - 35, zp = (int32_t)(rnd() % 256) - 128, x;
+        edge_conv_rqw_t q;
+        if (it % 11 == 1) m = 2147483647;
+        if (it % 13 == 2) m = 1 << 30;
+        if (it % 5 == 3) sh = (int32_t)(rnd() % 4) - 2; /* the shifts edge_rq refuses: -1, 0, 1 (and -2) */
+        x = it % 3 == 0 ? edge[rnd() % 15] : it % 3 == 1 ? (int32_t)rnd() : (int32_t)(rnd() % 200001) - 100000;
+        if (edge_conv_rqw_make(&q, m, sh) != 0) { refused++; continue; }
+        covered++;
+        low += m != 0 && sh > -2;
+        if (edge_conv_rqw_apply(&q, x, zp) != edge_mbqm(x, m, sh) + zp) bad++;
+    }
+    printf("%ld %ld %ld %ld\n", bad, covered, refused, low);
+    return 0;
+}
+""")
+    exe = tmp_path / "rqw"
+    proc = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP",
+                           f"-I{FW / 'src'}", f"-I{FW / 'include'}", "-o", str(exe), str(src), "-lm"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    bad, covered, refused, low = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                         check=True).stdout.split())
+    assert bad == 0 and covered > 400000 and refused > 10000 and low > 100000, (bad, covered, refused, low)
+
+
 # ------------------------------------------------------------------------------------------- PAD / TRANSPOSE
 # name: (dtype, input shape, paddings); the output is numpy's np.pad with the output zero point (int8) or 0
 

@@ -67,6 +67,8 @@ typedef struct {
     edge_rq_t *mult_q;          /* persistent, oc channels' edge_rq_t unpacked (NULL for a generic layer) */
     int32_t kwp;                /* kw rounded up to four */
     int32_t win;                /* scratch: one input channel's window rows, kh x kwp bytes */
+    edge_conv_rqw_t *rqw;       /* persistent, int8 with rq_generic: the channels' edge_conv_rqw_t (NULL: a
+                                 * multiplier or shift it does not cover, edge_mbqm then) */
 #endif
 } dw_data_t;
 
@@ -393,6 +395,16 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK || (d->geo.fast && !edge_in_patch_stage(ctx->interp, node))) return s;
 #endif
 #if EDGE_DSP
+    if (d->kind == DW_INT8 && d->rq_generic) {
+        int32_t k;
+        d->rqw = (edge_conv_rqw_t *)edge_alloc_persistent(ctx, sizeof(edge_conv_rqw_t) * (size_t)d->oc);
+        if (!d->rqw) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < d->oc; k++)
+            if (edge_conv_rqw_make(&d->rqw[k], edge_conv_mult(d->rq, k), edge_conv_shift(d->rq, d->oc, k))) {
+                d->rqw = 0;
+                break;
+            }
+    }
     if (d->kind == DW_INT8 && d->m % 4 == 0 && w->is_const && w->type == EDGE_INT8) {
         s = dw_prepare_mult(node, ctx, d, w);
         if (s != EDGE_OK || d->mult_w) return s;
@@ -588,12 +600,22 @@ static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const 
 }
 
 /* The same for a layer with a ratio edge_rq does not cover (a channel's right shift of 0 or 1, a left shift):
- * TFLM's MultiplyByQuantizedMultiplier (edge_mbqm) per channel. */
+ * TFLM's MultiplyByQuantizedMultiplier per channel, as edge_conv_rqw (else edge_mbqm). */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static void dw_store4_generic(const dw_data_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t ch,
                               int8_t *yp) {
+    const edge_conv_rqw_t *q = d->rqw;
+    if (q) { /* edge_mbqm's value in four instructions a channel */
+        const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+        q += ch;
+        yp[0] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[0], (int32_t)a0, zp), lo, hi);
+        yp[1] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[1], (int32_t)a1, zp), lo, hi);
+        yp[2] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[2], (int32_t)a2, zp), lo, hi);
+        yp[3] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[3], (int32_t)a3, zp), lo, hi);
+        return;
+    }
     yp[0] = dw_out8(d, a0, ch);
     yp[1] = dw_out8(d, a1, ch + 1);
     yp[2] = dw_out8(d, a2, ch + 2);
@@ -708,10 +730,13 @@ static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
  * taps row by row with the offset added to the inputs (padding skipped, as the reference). A layer edge_rq does
  * not cover (one channel's ratio above 1/4 is enough) runs the same sums, its inside 3x3 windows pixel by
  * pixel, and requantizes with edge_mbqm. Channels past the last multiple of four run the reference loop. */
-static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias,
+                                   int8_t *y, const int generic) {
     /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
     const int32_t c = d->c, c4 = c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
-    const int generic = d->rq_generic; /* a ratio edge_rq does not cover: the same sums, edge_mbqm per channel */
     const int32_t n = d->n, h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, sh = d->sh, sw = d->sw;
     const int32_t pt = d->geo.pt, pl = d->geo.pl;
     const int32_t dh = d->dh, dwx = d->dw;
@@ -806,6 +831,13 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
         }
     }
 }
+/* generic (a ratio edge_rq does not cover: the same sums, edge_conv_rqw / edge_mbqm per channel) a constant in
+ * each copy of the body, so that the common layer's loop carries no trace of it. */
+static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+    if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1);
+    else dw_int8_m1_body(d, x, wt, bias, y, 0);
+}
+
 /* a0..a3 (four outputs) += n >= 1 groups of four taps: four staged inputs (one LDR) widened by SXTAB16 into
  * (x0, x2) and (x1, x3) with the input offset added to both halves, each output's pre-paired weights (one LDRD)
  * multiplied by two SMLAD. 17 instructions per 16 multiply-accumulates. */
