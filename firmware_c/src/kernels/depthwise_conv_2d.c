@@ -16,7 +16,11 @@
  * accumulated in registers: SXTB16 widens four int8 weights, SXTAB16 four inputs (adding the input offset to
  * two at once, or with a 3x3 window inside the input raw, the offset folded into the starting sums),
  * SMLABB / SMLATT multiply-accumulate; the four results are requantized with SMMLAR, saturated with SSAT and
- * clamped together (SSUB8 / SEL) into one 32-bit store.
+ * clamped together (SSUB8 / SEL) into one 32-bit store. With M % 4 == 0 (one or few input channels and a depth
+ * multiplier: micro_speech, person_detect's first layer) prepare pre-pairs the filter for SMLAD and eval stages
+ * each pixel's window rows once per input channel, four outputs per pass (dw_int8_mult). A layer whose scale
+ * ratios edge_rq does not cover keeps these sums and requantizes with edge_conv_rqw. Cores without the DSP
+ * extension (Cortex-M0+) run the portable loops, the reference the DSP paths are tested against.
  */
 #include <stddef.h>
 #include <string.h>
