@@ -185,6 +185,49 @@ static inline edge_status_t edge_conv_rq(edge_ctx_t *ctx, const edge_tensor_t *i
     }
     return EDGE_OK;
 }
+#if EDGE_DSP
+/* The DSP paths' requantization of a layer edge_rq does not cover (some channel's ratio of scales at 1/4 or
+ * above: a right shift of 0 or 1, or a left shift), bit-exact with edge_mbqm(x, M, shift) + zp for M in
+ * [2^30, 2^31) or 0 and shift in [-31, 31] (edge_conv_rqw_make refuses others):
+ *   x' = x << left (wrapping, as edge_mbqm), h = SRDHM(x', M) = SMMLAR(x', 2M - 2^32, x') (edge_dsp.h's identity)
+ *   right shift rs 1..31: y = zp + floor((h' + 2^(rs-1)) / 2^rs), h' = h - (h < 0) (edge_dsp.h's rounding divide)
+ *      = SMMLSR(h', -2^(32 - rs), zp): (zp << 32) + h' * 2^(32 - rs) + 2^31 over 2^32; -2^31 fits for rs = 1,
+ *      where edge_rq's SMMLAR(h', 2^(32 - rs), zp) has no operand
+ *   rs = 0: y = h + zp.   M = 0: nrnd = 0 gives y = zp. */
+typedef struct {
+    int32_t mul;  /* 2M wrapped to int32 */
+    int32_t nrnd; /* -2^(32 - rs); 0 with rs = 0 (then rs0) or M = 0 */
+    int32_t left; /* left shift 0..31 */
+    int32_t rs0;  /* 1: no right shift (y = h + zp) */
+} edge_conv_rqw_t;
+
+static inline int edge_conv_rqw_make(edge_conv_rqw_t *q, int32_t multiplier, int32_t shift) {
+    if (multiplier < 0 || (multiplier > 0 && multiplier < (1 << 30)) || shift < -31 || shift > 31) return -1;
+    q->mul = (int32_t)((uint32_t)multiplier << 1);
+    q->left = shift > 0 ? shift : 0;
+    q->rs0 = multiplier != 0 && shift >= 0;
+    q->nrnd = multiplier == 0 || shift >= 0 ? 0 : (int32_t)(0u - ((uint32_t)1 << (32 + shift)));
+    return 0;
+}
+
+static inline int32_t edge_conv_rqw_apply(const edge_conv_rqw_t *q, int32_t acc, int32_t zp) {
+    const int32_t x = (int32_t)((uint32_t)acc << q->left);
+    int32_t h = edge_smmlar(x, q->mul, x);
+    if (q->rs0) return h + zp;
+    h += h >> 31;
+#if EDGE_DSP_ASM
+    {
+        int32_t r;
+        __asm__("smmlsr %0, %1, %2, %3" : "=r"(r) : "r"(h), "r"(q->nrnd), "r"(zp));
+        return r;
+    }
+#else
+    return (int32_t)(uint32_t)((((uint64_t)(uint32_t)zp << 32) - (uint64_t)((int64_t)h * (int64_t)q->nrnd) +
+                                0x80000000u) >> 32);
+#endif
+}
+#endif
+
 static inline int32_t edge_conv_mult(const int32_t *rq, int32_t k) { return rq[k]; }
 static inline int32_t edge_conv_shift(const int32_t *rq, int32_t n, int32_t k) {
     return ((const int8_t *)(rq + n))[k];

@@ -16,7 +16,11 @@
  * accumulated in registers: SXTB16 widens four int8 weights, SXTAB16 four inputs (adding the input offset to
  * two at once, or with a 3x3 window inside the input raw, the offset folded into the starting sums),
  * SMLABB / SMLATT multiply-accumulate; the four results are requantized with SMMLAR, saturated with SSAT and
- * clamped together (SSUB8 / SEL) into one 32-bit store.
+ * clamped together (SSUB8 / SEL) into one 32-bit store. With M % 4 == 0 (one or few input channels and a depth
+ * multiplier: micro_speech, person_detect's first layer) prepare pre-pairs the filter for SMLAD and eval stages
+ * each pixel's window rows once per input channel, four outputs per pass (dw_int8_mult). A layer whose scale
+ * ratios edge_rq does not cover keeps these sums and requantizes with edge_conv_rqw. Cores without the DSP
+ * extension (Cortex-M0+) run the portable loops, the reference the DSP paths are tested against.
  */
 #include <stddef.h>
 #include <string.h>
@@ -57,6 +61,18 @@ typedef struct {
                                  * rows), or (one input channel) DW_SIMD_MB im2col rows + the GEMM's work */
     int32_t simd_threads;       /* threads at prepare: parts of the output rows / pixels */
     uint32_t simd_part_bytes;
+#endif
+#if EDGE_DSP
+    uint32_t *mult_w;           /* packed (dw_prepare_mult), int8 with a depth multiplier m % 4 == 0 (NULL: not
+                                 * that path): per input channel ic, group g of four outputs (ic * m + 4g..+3),
+                                 * filter row fy and four taps q (columns 4q..4q+3, zero past kw): 8 words, per
+                                 * output j (A_j, B_j) = (w[4q] | w[4q+2] << 16, w[4q+1] | w[4q+3] << 16) as
+                                 * int16 halves, the pairs SMLAD multiplies with SXTAB16's (x0, x2), (x1, x3) */
+    edge_rq_t *mult_q;          /* persistent, oc channels' edge_rq_t unpacked (NULL for a generic layer) */
+    int32_t kwp;                /* kw rounded up to four */
+    int32_t win;                /* scratch: one input channel's window rows, kh x kwp bytes */
+    edge_conv_rqw_t *rqw;       /* persistent, int8 with rq_generic: the channels' edge_conv_rqw_t (NULL: a
+                                 * multiplier or shift it does not cover, edge_mbqm then) */
 #endif
 } dw_data_t;
 
@@ -263,6 +279,43 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
 }
 #endif
 
+#if EDGE_DSP
+/* int8, constant filter, depth multiplier m % 4 == 0 (one or few input channels: person_detect's and micro_speech's
+ * first layers, m = 8) on DSP cores: the filter pre-paired for SMLAD (mult_w above), the channels' requantization
+ * unpacked, and the window scratch. Eval (dw_int8_mult) runs per output pixel and input channel. */
+static edge_status_t dw_prepare_mult(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d, const edge_tensor_t *w) {
+    const int8_t *wt = (const int8_t *)w->data;
+    const int32_t kwp = (d->kw + 3) & ~3, nq = kwp / 4, groups = d->m / 4;
+    const size_t words = (size_t)d->c * (size_t)groups * (size_t)d->kh * (size_t)nq * 8u;
+    int32_t ic, g, fy, q, j, k;
+    uint32_t *p;
+    if ((uint64_t)words > 0x3fffffffu / 4u || (int64_t)d->kh * kwp > 0x7fffffff) return EDGE_OK;
+    d->mult_w = p = (uint32_t *)edge_alloc_packed(ctx, 4u * words);
+    if (!p) return EDGE_ARENA_TOO_SMALL;
+    if (!d->rq_generic) {
+        d->mult_q = (edge_rq_t *)edge_alloc_persistent(ctx, sizeof(edge_rq_t) * (size_t)d->oc);
+        if (!d->mult_q) return EDGE_ARENA_TOO_SMALL;
+        for (j = 0; j < d->oc; j++) d->mult_q[j] = edge_rq_at(d->rq, d->oc, j);
+    }
+    d->kwp = kwp;
+    for (ic = 0; ic < d->c; ic++)
+        for (g = 0; g < groups; g++)
+            for (fy = 0; fy < d->kh; fy++)
+                for (q = 0; q < nq; q++)
+                    for (j = 0; j < 4; j++, p += 2) {
+                        const int32_t o = ic * d->m + 4 * g + j;
+                        uint16_t t[4];
+                        for (k = 0; k < 4; k++) {
+                            const int32_t fx = 4 * q + k;
+                            t[k] = fx < d->kw ? (uint16_t)(int16_t)wt[((int64_t)fy * d->kw + fx) * d->oc + o] : 0;
+                        }
+                        p[0] = (uint32_t)t[0] | (uint32_t)t[2] << 16;
+                        p[1] = (uint32_t)t[1] | (uint32_t)t[3] << 16;
+                    }
+    return edge_request_scratch(ctx, node, (size_t)d->kh * (size_t)kwp, &d->win);
+}
+#endif
+
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
  * 5 dilation_w_factor, 6 dilation_h_factor. */
 static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
@@ -344,6 +397,22 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
     if (s != EDGE_OK || (d->geo.fast && !edge_in_patch_stage(ctx->interp, node))) return s;
+#endif
+#if EDGE_DSP
+    if (d->kind == DW_INT8 && d->rq_generic) {
+        int32_t k;
+        d->rqw = (edge_conv_rqw_t *)edge_alloc_persistent(ctx, sizeof(edge_conv_rqw_t) * (size_t)d->oc);
+        if (!d->rqw) return EDGE_ARENA_TOO_SMALL;
+        for (k = 0; k < d->oc; k++)
+            if (edge_conv_rqw_make(&d->rqw[k], edge_conv_mult(d->rq, k), edge_conv_shift(d->rq, d->oc, k))) {
+                d->rqw = 0;
+                break;
+            }
+    }
+    if (d->kind == DW_INT8 && d->m % 4 == 0 && w->is_const && w->type == EDGE_INT8) {
+        s = dw_prepare_mult(node, ctx, d, w);
+        if (s != EDGE_OK || d->mult_w) return s;
+    }
 #endif
     /* the DSP path keeps its sums in registers; a patch stage's node asks for them anyway, so that edge check's
      * 32-bit runner (no DSP) plans the very bytes the board does */
@@ -534,6 +603,29 @@ static void dw_store4(uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, const 
 #endif
 }
 
+/* The same for a layer with a ratio edge_rq does not cover (a channel's right shift of 0 or 1, a left shift):
+ * TFLM's MultiplyByQuantizedMultiplier per channel, as edge_conv_rqw (else edge_mbqm). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void dw_store4_generic(const dw_data_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t ch,
+                              int8_t *yp) {
+    const edge_conv_rqw_t *q = d->rqw;
+    if (q) { /* edge_mbqm's value in four instructions a channel */
+        const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+        q += ch;
+        yp[0] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[0], (int32_t)a0, zp), lo, hi);
+        yp[1] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[1], (int32_t)a1, zp), lo, hi);
+        yp[2] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[2], (int32_t)a2, zp), lo, hi);
+        yp[3] = (int8_t)edge_clamp32(edge_conv_rqw_apply(&q[3], (int32_t)a3, zp), lo, hi);
+        return;
+    }
+    yp[0] = dw_out8(d, a0, ch);
+    yp[1] = dw_out8(d, a1, ch + 1);
+    yp[2] = dw_out8(d, a2, ch + 2);
+    yp[3] = dw_out8(d, a3, ch + 3);
+}
+
 /* A run of pixels whose 3x3 windows lie inside the input, for one group of four channels: the state the
  * loop reads from memory (the asm version has no register left for it). Fixed layout: the asm addresses the
  * fields by offset (M-profile: 4-byte pointers; the typedef below fails to compile if the layout moves). */
@@ -639,11 +731,16 @@ static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
  * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
  * folded into the starting sums, fb = bias + input_offset * (sum of the channel's nine weights) (sums mod
  * 2^32 equal the reference's). Every other pixel (and kernel size) starts from the bias and runs its valid
- * taps row by row with the offset added to the inputs (padding skipped, as the reference). Channels past the
- * last multiple of four, and layers edge_rq does not cover, run the reference loop. */
-static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+ * taps row by row with the offset added to the inputs (padding skipped, as the reference). A layer edge_rq does
+ * not cover (one channel's ratio above 1/4 is enough) runs the same sums, its inside 3x3 windows pixel by
+ * pixel, and requantizes with edge_mbqm. Channels past the last multiple of four run the reference loop. */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias,
+                                   int8_t *y, const int generic) {
     /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
-    const int32_t c = d->c, c4 = d->rq_generic ? 0 : c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
+    const int32_t c = d->c, c4 = c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
     const int32_t n = d->n, h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, sh = d->sh, sw = d->sw;
     const int32_t pt = d->geo.pt, pl = d->geo.pl;
     const int32_t dh = d->dh, dwx = d->dw;
@@ -674,7 +771,7 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
             for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
             b4[j] = bias ? (uint32_t)bias[ch + j] : 0;
             run.fb[j] = b4[j] + swt * (uint32_t)off;
-            run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
+            if (!generic) run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
         }
         run.w = wt + ch;
         for (b = 0; b < n; b++) {
@@ -687,6 +784,16 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                     const int32_t ix0 = ox * sw - pl;
                     uint32_t a0, a1, a2, a3;
                     if (ox == oxa && fy1 - fy0 == kh && is3x3 && oxa < oxb) { /* the run of inside windows */
+                        if (generic) { /* raw inputs from fb as the run, pixel by pixel */
+                            for (; ox < oxb; ox++, yp += c) {
+                                a0 = run.fb[0], a1 = run.fb[1], a2 = run.fb[2], a3 = run.fb[3];
+                                DW_3X3(x + xrow0 + (int64_t)(ox * sw - pl) * c, run.w, xstep, c, xrow, wrow, a0, a1,
+                                       a2, a3);
+                                dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+                            }
+                            ox--, yp -= c; /* the loop steps to oxb */
+                            continue;
+                        }
                         run.x = x + xrow0 + (int64_t)ix0 * c;
                         run.y = yp;
                         run.n = oxb - oxa;
@@ -701,12 +808,13 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
                         for (fy = fy0; fy < fy1; fy++)
                             DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * dwx) * c),
                                     wt + ((int64_t)fy * kw + fx0) * c + ch, fx1 - fx0, xstep, c, off2, a0, a1, a2, a3);
-                    dw_store4(a0, a1, a2, a3, run.q, yp, &run.o);
+                    if (generic) dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+                    else dw_store4(a0, a1, a2, a3, run.q, yp, &run.o);
                 }
             }
         }
     }
-    for (; ch < c; ch++) { /* the c % 4 channels (and rq_generic layers): the reference loop */
+    for (; ch < c; ch++) { /* the c % 4 channels: the reference loop */
         for (b = 0; b < d->n; b++) {
             for (oy = 0; oy < d->geo.oh; oy++) {
                 const int32_t iy0 = oy * d->sh - d->geo.pt;
@@ -727,7 +835,145 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
         }
     }
 }
+/* generic (a ratio edge_rq does not cover: the same sums, edge_conv_rqw / edge_mbqm per channel) a constant in
+ * each copy of the body, so that the common layer's loop carries no trace of it. */
+static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+    if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1);
+    else dw_int8_m1_body(d, x, wt, bias, y, 0);
+}
+
+/* a0..a3 (four outputs) += n >= 1 groups of four taps: four staged inputs (one LDR) widened by SXTAB16 into
+ * (x0, x2) and (x1, x3) with the input offset added to both halves, each output's pre-paired weights (one LDRD)
+ * multiplied by two SMLAD. 17 instructions per 16 multiply-accumulates. */
+#if EDGE_DSP_ASM
+#define DW_MULT4(xp0, wp0, n0, OFF2, a0, a1, a2, a3)                                                      \
+    do {                                                                                                  \
+        const int8_t *xp_ = (xp0);                                                                        \
+        const uint32_t *wp_ = (wp0);                                                                      \
+        int32_t n_ = (n0);                                                                                \
+        uint32_t xa_, xb_, w0_, w1_;                                                                      \
+        __asm__ volatile("1:\n\t"                                                                         \
+                         "ldr %[xb], [%[xp]], #4\n\t"                                                     \
+                         "sxtab16 %[xa], %[o2], %[xb]\n\t"                                                \
+                         "sxtab16 %[xb], %[o2], %[xb], ror #8\n\t"                                        \
+                         "ldrd %[w0], %[w1], [%[wp]], #8\n\t"                                             \
+                         "smlad %[a0], %[xa], %[w0], %[a0]\n\t"                                           \
+                         "smlad %[a0], %[xb], %[w1], %[a0]\n\t"                                           \
+                         "ldrd %[w0], %[w1], [%[wp]], #8\n\t"                                             \
+                         "smlad %[a1], %[xa], %[w0], %[a1]\n\t"                                           \
+                         "smlad %[a1], %[xb], %[w1], %[a1]\n\t"                                           \
+                         "ldrd %[w0], %[w1], [%[wp]], #8\n\t"                                             \
+                         "smlad %[a2], %[xa], %[w0], %[a2]\n\t"                                           \
+                         "smlad %[a2], %[xb], %[w1], %[a2]\n\t"                                           \
+                         "ldrd %[w0], %[w1], [%[wp]], #8\n\t"                                             \
+                         "smlad %[a3], %[xa], %[w0], %[a3]\n\t"                                           \
+                         "smlad %[a3], %[xb], %[w1], %[a3]\n\t"                                           \
+                         "subs %[n], %[n], #1\n\t"                                                        \
+                         "bne 1b"                                                                         \
+                         : [xp] "+&r"(xp_), [wp] "+&r"(wp_), [n] "+&r"(n_), [a0] "+&r"(a0), [a1] "+&r"(a1), \
+                           [a2] "+&r"(a2), [a3] "+&r"(a3), [xa] "=&r"(xa_), [xb] "=&r"(xb_), [w0] "=&r"(w0_), \
+                           [w1] "=&r"(w1_)                                                                \
+                         : [o2] "r"(OFF2)                                                                 \
+                         : "cc", "memory");                                                               \
+    } while (0)
+#else
+#define DW_MULT4(xp0, wp0, n0, OFF2, a0, a1, a2, a3)                                                      \
+    do {                                                                                                  \
+        const int8_t *xp_ = (xp0);                                                                        \
+        const uint32_t *wp_ = (wp0);                                                                      \
+        int32_t n_;                                                                                       \
+        for (n_ = (n0); n_ > 0; n_--, xp_ += 4, wp_ += 8) {                                               \
+            uint32_t xv_, xa_, xb_;                                                                       \
+            memcpy(&xv_, xp_, 4);                                                                         \
+            xa_ = edge_sadd16(edge_sxtb16(xv_), (OFF2));                                                  \
+            xb_ = edge_sadd16(edge_sxtb16_ror8(xv_), (OFF2));                                             \
+            a0 = edge_smlad(xb_, wp_[1], edge_smlad(xa_, wp_[0], a0));                                    \
+            a1 = edge_smlad(xb_, wp_[3], edge_smlad(xa_, wp_[2], a1));                                    \
+            a2 = edge_smlad(xb_, wp_[5], edge_smlad(xa_, wp_[4], a2));                                    \
+            a3 = edge_smlad(xb_, wp_[7], edge_smlad(xa_, wp_[6], a3));                                    \
+        }                                                                                                 \
+    } while (0)
 #endif
+
+/* Depth multiplier m % 4 == 0 on DSP cores (mult_w): per output pixel and input channel, the window's rows
+ * inside the input are staged as kwp bytes each (the input zero point where a tap falls in the padding or
+ * past kw: (x + input_offset) = 0 adds nothing; rows outside the input are skipped, and their weights), then
+ * every group of four outputs runs DW_MULT4 over the staged taps from its bias and stores four bytes. Each
+ * input value is loaded once per group (CMSIS-NN loads it once per output). The sums are the reference's mod
+ * 2^32, the requantization edge_rq (dw_store4) or edge_mbqm: bit-exact. */
+/* A word at any address (LDR / STR take unaligned addresses on v7E-M; the emulated build: memcpy). */
+#if EDGE_DSP_ASM
+typedef uint32_t __attribute__((aligned(1), may_alias)) dw_word_t;
+static inline uint32_t dw_get32(const int8_t *p) { return *(const dw_word_t *)(const void *)p; }
+static inline void dw_put32(int8_t *p, uint32_t v) { *(dw_word_t *)(void *)p = v; }
+#else
+static inline uint32_t dw_get32(const int8_t *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+#endif
+
+static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bias, int8_t *y, int8_t *win) {
+    const int32_t c = d->c, m = d->m, oc = d->oc, kh = d->kh, kw = d->kw, kwp = d->kwp, nq = d->kwp / 4;
+    const int32_t h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, dh = d->dh, dwx = d->dw;
+    const int32_t groups = m / 4, zp = -d->input_offset, gwords = kh * nq * 8; /* words per (ic, group) */
+    const uint32_t off2 = (uint32_t)(uint16_t)d->input_offset * 0x10001u;
+    const uint32_t fill4 = (uint32_t)(uint8_t)zp * 0x01010101u;
+    const ptrdiff_t xrow = (ptrdiff_t)dh * w * c, xstep = (ptrdiff_t)dwx * c;
+    const ptrdiff_t xbytes = (ptrdiff_t)d->n * h * w * c; /* a word copy may read kwp - kw bytes past a row */
+    const int contiguous = c == 1 && dwx == 1;           /* a window row is kw consecutive bytes */
+    dw_out_t o;
+    int32_t b, oy, ox, ic, g, fy, fx, fy0, fy1, fx0, fx1, q;
+    o.zp = d->output_offset;
+    o.lo = d->lo;
+    o.hi = d->hi;
+    o.lo4 = (uint32_t)(uint8_t)d->lo * 0x01010101u;
+    o.hi4 = (uint32_t)(uint8_t)d->hi * 0x01010101u;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, dh, h, kh, &fy0, &fy1);
+            for (ox = 0; ox < ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl, rows = fy1 - fy0;
+                int8_t *yp = y + (((ptrdiff_t)b * oh + oy) * ow + ox) * oc;
+                /* offset of channel 0's tap (fy0, 0): may lie outside x (only taps in [fx0, fx1) are read) */
+                const ptrdiff_t at0 = (((ptrdiff_t)b * h + iy0 + fy0 * dh) * w + ix0) * c;
+                edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
+                for (ic = 0; ic < c; ic++, yp += m) {
+                    const uint32_t *wg = d->mult_w + (ptrdiff_t)ic * groups * gwords + (ptrdiff_t)fy0 * nq * 8;
+                    ptrdiff_t at = at0 + ic;
+                    int8_t *row = win;
+                    if (contiguous && fx0 == 0 && fx1 == kw && at + (rows - 1) * xrow + kwp <= xbytes) {
+                        for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) /* kw..kwp: weight 0 */
+                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, dw_get32(x + at + q));
+                    } else if (contiguous) {
+                        for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) {
+                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, fill4);
+                            for (fx = fx0; fx < fx1; fx++) row[fx] = x[at + fx];
+                        }
+                    } else {
+                        for (fy = 0; fy < rows; fy++, row += kwp, at += xrow)
+                            for (fx = 0; fx < kwp; fx++)
+                                row[fx] = (int8_t)(fx >= fx0 && fx < fx1 ? x[at + fx * xstep] : zp);
+                    }
+                    for (g = 0; g < groups; g++, wg += gwords) {
+                        const int32_t ch = ic * m + 4 * g;
+                        uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+                        if (bias) a0 = (uint32_t)bias[ch], a1 = (uint32_t)bias[ch + 1], a2 = (uint32_t)bias[ch + 2],
+                                  a3 = (uint32_t)bias[ch + 3];
+                        if (rows > 0) DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
+                        if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
+                        else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
+                    }
+                }
+            }
+        }
+    }
+}
+#endif
+
 
 /* acc[i] += (x[i] + off) * w[i] for n channels: restrict (the int8 loads may not alias the sums) and blocks of
  * 16, so that GCC -O2's very-cheap vectorizer takes the loop on the host. */
@@ -914,6 +1160,13 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
             const int32_t slots =
                 edge_simd_parts((int64_t)d->n * d->geo.oh * d->geo.ow * d->oc * d->kh * d->kw, d->simd_threads);
             edge_simd_parallel(slots > 1 ? 2 * slots : 1, slots, dw_job, &j);
+            break;
+        }
+#endif
+#if EDGE_DSP
+        if (d->mult_w) {
+            dw_int8_mult(d, (const int8_t *)in->data, bt ? (const int32_t *)bt->data : 0, (int8_t *)out->data,
+                         (int8_t *)edge_scratch(ctx, node, d->win));
             break;
         }
 #endif

@@ -1,8 +1,10 @@
 /* PAD and PADV2: the input placed inside a block of a constant value (edge_sdk/runtime/kernels/shape.py prepare_pad,
  * TFLM pad.cc). Paddings must be a constant [rank, 2] (non-negative); the value is PADV2's third input
- * (constant or computed), else the output zero point for int8, else 0. Eval fills the output with the value
- * and copies the input's rows (its last dimension) into place.
+ * (constant or computed), else the output zero point for int8, else 0. Eval copies the input in its longest
+ * runs that stay contiguous in the output (the trailing dimensions without padding and the first padded one:
+ * an NHWC PAD of H and W copies rows of W * C, not C elements) and fills only the gaps between them.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "edge_kernel.h"
@@ -21,6 +23,10 @@ typedef struct {
     int64_t out_stride[EDGE_INDEX_MAX_RANK]; /* in elements */
     int64_t base;                  /* output element where the input's first element goes */
     int64_t rows;                  /* input rows (product of all but the last dimension) */
+    int32_t run_dim;               /* dimensions [run_dim, rank) are copied as one run: none after run_dim
+                                    * is padded (so they are contiguous in the output too) */
+    int64_t runs;                  /* input runs (product of dimensions [0, run_dim)); 0: empty input */
+    size_t run_bytes;              /* bytes per run */
 } pad_data_t;
 
 static int pad_type_ok(int type) {
@@ -31,7 +37,7 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *p, *c, *y;
     pad_data_t *d;
     int32_t k, rank, shape[EDGE_INDEX_MAX_RANK];
-    int64_t before[EDGE_INDEX_MAX_RANK];
+    int64_t before[EDGE_INDEX_MAX_RANK], after[EDGE_INDEX_MAX_RANK];
 
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD expects 2..3 inputs and 1 output");
@@ -56,6 +62,7 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
         if ((int64_t)x->dims[k] + a + b > 0x7fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "PAD: output too large");
         shape[k] = (int32_t)(x->dims[k] + a + b);
         before[k] = a;
+        after[k] = b;
     }
     if (c) {
         if (c->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "PAD: value type differs from input");
@@ -88,6 +95,8 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
         d->in_dims[0] = 1;
         d->out_stride[0] = 1;
         d->rows = 1;
+        d->runs = 1;
+        d->run_bytes = (size_t)d->elem;
         return EDGE_OK;
     }
     d->rank = rank;
@@ -101,6 +110,14 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
         if (k < rank - 1) d->rows *= x->dims[k];
     }
     if (x->dims[rank - 1] == 0) d->rows = 0;
+    for (d->run_dim = rank - 1; d->run_dim > 0 && before[d->run_dim] == 0 && after[d->run_dim] == 0;) d->run_dim--;
+    d->runs = 1;
+    d->run_bytes = (size_t)d->elem;
+    for (k = 0; k < rank; k++) {
+        if (k < d->run_dim) d->runs *= x->dims[k];
+        else d->run_bytes *= (size_t)x->dims[k];
+    }
+    if (d->run_bytes == 0) d->runs = 0;
     return EDGE_OK;
 }
 
@@ -111,6 +128,40 @@ static void pad_fill(uint8_t *out, size_t bytes, const uint8_t *value, int32_t e
     size_t b;
     if (elem == 1) memset(out, value[0], bytes);
     else for (b = 0; b < bytes; b += (size_t)elem) memcpy(out + b, value, (size_t)elem);
+}
+
+/* memcpy for the runs, whose output ends are often not word-aligned (a padded NHWC row of three channels): on
+ * cores that load and store words at any address (v7-M, v8-M mainline) eight words per LDM / STM pair when
+ * both ends are aligned (four instructions per 32 bytes), else four unaligned words per step, where the
+ * firmware's memcpy would copy byte by byte; elsewhere the C library's. */
+static void pad_copy(uint8_t *dst, const uint8_t *src, size_t n) {
+#if defined(__GNUC__) && defined(__ARM_FEATURE_UNALIGNED) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+    typedef uint32_t __attribute__((aligned(1), may_alias)) word_t;
+    if (n >= 32 && (((uintptr_t)dst | (uintptr_t)src) & 3u) == 0) {
+        size_t blocks = n >> 5;
+        n &= 31u;
+        __asm__ volatile("1:\n\t"
+                         "ldmia %[s]!, {r4, r5, r6, r8, r9, r10, r11, r12}\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r8, r9, r10, r11, r12}\n\t"
+                         "subs %[k], %[k], #1\n\t"
+                         "bne 1b"
+                         : [s] "+&r"(src), [d] "+&r"(dst), [k] "+&r"(blocks)
+                         :
+                         : "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "cc", "memory");
+    }
+    for (; n >= 16; n -= 16, src += 16, dst += 16) {
+        const uint32_t a = *(const word_t *)(const void *)src, b = *(const word_t *)(const void *)(src + 4);
+        const uint32_t c = *(const word_t *)(const void *)(src + 8), e = *(const word_t *)(const void *)(src + 12);
+        *(word_t *)(void *)dst = a;
+        *(word_t *)(void *)(dst + 4) = b;
+        *(word_t *)(void *)(dst + 8) = c;
+        *(word_t *)(void *)(dst + 12) = e;
+    }
+    for (; n >= 4; n -= 4, src += 4, dst += 4) *(word_t *)(void *)dst = *(const word_t *)(const void *)src;
+    while (n--) *dst++ = *src++;
+#else
+    memcpy(dst, src, n);
+#endif
 }
 
 /* The output over the input, both starting at buf (the least-RAM plan, EDGE_INIT_MEMORY_MIN): rows from the
@@ -170,6 +221,7 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     const size_t row_bytes = (size_t)d->in_dims[d->rank - 1] * (size_t)d->elem;
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
     int64_t r, pos;
+    size_t end = 0; /* output bytes written so far */
 
     if (EDGE_WITH_PATCH && ctx->window) {
         pad_window(d, ctx->window, in, out, value);
@@ -180,20 +232,18 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
         pad_in_place(d, out, y->bytes, value, row_bytes);
         return;
     }
-    /* fill */
-    if (d->elem == 1) {
-        memset(out, value[0], y->bytes);
-    } else {
-        uint32_t b;
-        for (b = 0; b < y->bytes; b += (uint32_t)d->elem) memcpy(out + b, value, (size_t)d->elem);
-    }
-    /* the input's rows, an odometer over the outer dimensions */
+    /* the input's runs in output order (an odometer over the dimensions before run_dim), the value in the
+     * gaps before, between and after them */
     pos = d->base;
-    for (r = 0; r < d->rows; r++) {
-        memcpy(out + pos * d->elem, in, row_bytes);
-        in += row_bytes;
-        edge_odometer_next(idx, d->in_dims, d->out_stride, d->rank - 1, &pos);
+    for (r = 0; r < d->runs; r++) {
+        const size_t at = (size_t)pos * (size_t)d->elem;
+        pad_fill(out + end, at - end, value, d->elem);
+        pad_copy(out + at, in, d->run_bytes);
+        in += d->run_bytes;
+        end = at + d->run_bytes;
+        edge_odometer_next(idx, d->in_dims, d->out_stride, d->run_dim, &pos);
     }
+    pad_fill(out + end, y->bytes - end, value, d->elem);
 }
 
 void edge_eval_padv2(const edge_node_t *node, edge_ctx_t *ctx) { edge_eval_pad(node, ctx); }

@@ -1,6 +1,9 @@
 /* TRANSPOSE: y = x.transpose(perm) with a constant perm (edge_sdk/runtime/kernels/shape.py prepare_transpose, TFLM
- * transpose.cc). Prepare works out, for every output dimension, the input stride it walks; eval runs an
- * odometer over the output in order, the innermost dimension in a tight strided loop.
+ * transpose.cc). Prepare works out, for every output dimension, the input stride it walks, drops dimensions of
+ * one and merges neighbours that stay contiguous (NCHW -> NHWC becomes [H * W, C] with input strides
+ * [1, H * W]). Eval then takes the cheapest of: the innermost output dimension contiguous in the input too
+ * (rows of it block-copied); a 2-D transpose, a batch of them (the input read in order, column by column of
+ * the output); else an odometer over the output in order, the innermost dimension in a tight strided loop.
  */
 #include <string.h>
 
@@ -16,6 +19,10 @@ typedef struct {
     int32_t dims[EDGE_INDEX_MAX_RANK];     /* output dims */
     int64_t stride[EDGE_INDEX_MAX_RANK];   /* input elements per step along output dim k */
     int64_t count;                         /* output elements */
+    /* the merged form: dims / stride with size-1 dimensions dropped and contiguous neighbours merged */
+    int32_t mrank;
+    int32_t mdims[EDGE_INDEX_MAX_RANK];
+    int64_t mstride[EDGE_INDEX_MAX_RANK];
 } transpose_data_t;
 
 static int transpose_type_ok(int type) {
@@ -77,11 +84,86 @@ edge_status_t edge_prepare_transpose(edge_node_t *node, edge_ctx_t *ctx) {
         d->dims[k] = shape[k];
         d->stride[k] = in_stride[perm[k]];
     }
+    d->mrank = 0;
+    for (k = 0; k < rank; k++) {
+        if (d->dims[k] == 1) continue;
+        if (d->mrank > 0 && d->mstride[d->mrank - 1] == d->stride[k] * d->dims[k]) { /* contiguous: merge */
+            d->mdims[d->mrank - 1] *= d->dims[k];
+            d->mstride[d->mrank - 1] = d->stride[k];
+            continue;
+        }
+        d->mdims[d->mrank] = d->dims[k];
+        d->mstride[d->mrank++] = d->stride[k];
+    }
+    if (d->mrank == 0 || d->count == 0) { /* one element (or none): one row */
+        d->mrank = 1;
+        d->mdims[0] = (int32_t)d->count;
+        d->mstride[0] = 1;
+    }
     return EDGE_OK;
 }
 
+/* Output [b][r][c] = input [b][c][r] (c < cols, r < rows, batches b): the input read in order, each output
+ * column written with a stride of cols elements. */
+#define TRANSPOSE_COLUMNS(T)                                                                                     do {                                                                                                             const T *s = (const T *)src;                                                                                 T *o = (T *)dst;                                                                                             for (b = 0; b < batches; b++, o += (int64_t)rows * cols)                                                         for (c = 0; c < cols; c++) {                                                                                     T *oc = o + c;                                                                                               for (r = 0; r < rows; r++, oc += cols) *oc = *s++;                                                       }                                                                                                    } while (0)
+
+static void transpose_columns(const void *src, void *dst, int32_t elem, int32_t batches, int32_t rows,
+                              int32_t cols) {
+    int32_t b, r, c;
+    switch (elem) {
+    case 1:
+#if defined(__GNUC__) && defined(__ARM_FEATURE_UNALIGNED) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
+    {   /* four inputs per word load (v7-M loads words at any address), stored one byte each */
+        typedef uint32_t __attribute__((aligned(1), may_alias)) word_t;
+        const uint8_t *s = (const uint8_t *)src;
+        uint8_t *o = (uint8_t *)dst;
+        for (b = 0; b < batches; b++, o += (int64_t)rows * cols)
+            for (c = 0; c < cols; c++) {
+                uint8_t *oc = o + c;
+                for (r = 0; r + 4 <= rows; r += 4, s += 4, oc += 4 * cols) {
+                    const uint32_t v = *(const word_t *)(const void *)s;
+                    oc[0] = (uint8_t)v;
+                    oc[cols] = (uint8_t)(v >> 8);
+                    oc[2 * cols] = (uint8_t)(v >> 16);
+                    oc[3 * cols] = (uint8_t)(v >> 24);
+                }
+                for (; r < rows; r++, oc += cols) *oc = *s++;
+            }
+        break;
+    }
+#else
+        TRANSPOSE_COLUMNS(uint8_t);
+        break;
+#endif
+    case 2: TRANSPOSE_COLUMNS(uint16_t); break;
+    case 4: TRANSPOSE_COLUMNS(uint32_t); break;
+    default: break; /* (8-byte elements take the odometer) */
+    }
+}
+#undef TRANSPOSE_COLUMNS
+
 void edge_eval_transpose(const edge_node_t *node, edge_ctx_t *ctx) {
     const transpose_data_t *d = (const transpose_data_t *)node->user_data;
-    edge_strided_gather(edge_in(ctx, node, 0)->data, edge_out(ctx, node, 0)->data, d->elem, 0, d->rank, d->dims,
-                        d->stride, d->count);
+    const void *src = edge_in(ctx, node, 0)->data;
+    void *dst = edge_out(ctx, node, 0)->data;
+    const int32_t r = d->mrank, last = d->mrank - 1;
+    if (d->count == 0) return;
+    if (d->mstride[last] == 1) { /* rows of mdims[last] elements contiguous in both: block copies */
+        const size_t row = (size_t)d->mdims[last] * (size_t)d->elem;
+        int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
+        int64_t pos = 0, k;
+        uint8_t *o = (uint8_t *)dst;
+        for (k = 0; k < d->count / d->mdims[last]; k++, o += row) {
+            memcpy(o, (const uint8_t *)src + pos * d->elem, row);
+            edge_odometer_next(idx, d->mdims, d->mstride, last, &pos);
+        }
+        return;
+    }
+    /* [rows, cols] with input strides [1, rows], or [batches, rows, cols] with [rows * cols, 1, rows] */
+    if (d->elem != 8 && r >= 2 && r <= 3 && d->mstride[r - 2] == 1 && d->mstride[last] == d->mdims[r - 2] &&
+        (r == 2 || d->mstride[0] == (int64_t)d->mdims[1] * d->mdims[2])) {
+        transpose_columns(src, dst, d->elem, r == 3 ? d->mdims[0] : 1, d->mdims[r - 2], d->mdims[last]);
+        return;
+    }
+    edge_strided_gather(src, dst, d->elem, 0, r, d->mdims, d->mstride, d->count);
 }

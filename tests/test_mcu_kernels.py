@@ -1,0 +1,244 @@
+"""The Cortex-M kernels chosen at prepare for the MCU models (issue 25): int8 DEPTHWISE_CONV_2D with a depth
+multiplier m % 4 == 0 and one or few input channels (micro_speech's and person_detect's first layers: the filter
+pre-paired for SMLAD, each staged input loaded once per group of four outputs), the four-channel depthwise on a
+layer whose scale ratios edge_rq does not cover (person_detect's second layer), and PAD / TRANSPOSE as block
+copies.
+
+Each case: the portable C build (EDGE_DSP 0: the loop Cortex-M0+ runs, and the reference the DSP path is held
+to) == our Python interpreter == TFLM, bit for bit; the DSP code emulated in C on the host (-DEDGE_EMULATE_DSP,
+the path the M4 takes) == the portable build; and (slow) the real SXTAB16 / SMLAD assembly in a Cortex-M4 image
+under QEMU gives the Python interpreter's output hash.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import needs_c_runtime
+from tests.oprunner import T, image_main_hash, image_main_inputs, op_model, run_ours
+from tests.peers import run_tflm
+from tests.test_c_kernels_fc_dsp import _b, _out, _w
+from tests.test_ops_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
+
+ROOT = Path(__file__).resolve().parent.parent
+FW = ROOT / "firmware_c"
+
+pytestmark = needs_c_runtime
+
+# name: (n, h, w, c, multiplier, kh, kw, padding, strides, dilations, act), per_channel, bias, input zero point,
+# output scale, weight limit
+DW_CASES = {
+    # micro_speech's layer: 49x40x1, 10x8 filter, multiplier 8, stride 2, SAME (borders on all four sides)
+    "dw-m8-c1-10x8-stride2": ((1, 49, 40, 1, 8, 10, 8, "SAME", (2, 2), (1, 1), "NONE"), True, True, -128, 0.3, 127),
+    # person_detect's first layer: 3x3 (kw 3: the fourth tap of each staged row has weight 0), stride 2
+    "dw-m8-c1-3x3-stride2-relu6": ((1, 20, 18, 1, 8, 3, 3, "SAME", (2, 2), (1, 1), "RELU6"), True, True, 127, 0.08,
+                                   127),
+    # two input channels (staged byte by byte), m 4, kw 5 (two tap groups, three zero-weight taps), VALID,
+    # per-tensor weights, dilation along the height
+    "dw-m4-c2-5x5-dilated-h": ((1, 11, 9, 2, 4, 5, 5, "VALID", (1, 1), (2, 1), "RELU"), False, True, 5, 0.1, 127),
+    # a dilation along the width (no direct row copy), m 12 (three groups), batch 2
+    "dw-m12-c1-dilated-w-batch2": ((2, 7, 12, 1, 12, 2, 3, "SAME", (1, 1), (1, 2), "NONE"), True, True, -7, 0.08,
+                                   127),
+    # three input channels, a ratio above 1/4 (edge_mbqm per channel instead of edge_rq)
+    "dw-m8-c3-ratio-above-quarter": ((1, 6, 5, 3, 8, 3, 3, "SAME", (1, 1), (1, 1), "NONE"), True, True, 2, 0.002, 3),
+    # a window wider than the input: every row staged with padding on both sides; 1x1 filter rows of kw 1
+    "dw-m4-c1-window-wider-than-input": ((1, 4, 3, 1, 4, 2, 7, "SAME", (1, 1), (1, 1), "NONE"), True, True, 90, 0.1,
+                                         127),
+    "dw-m4-c1-1x1": ((1, 5, 6, 1, 4, 1, 1, "VALID", (1, 1), (1, 1), "NONE"), True, True, -60, 0.05, 127),
+    # multiplier 1 on a layer edge_rq does not cover (person_detect's second layer): the four-channel DSP sums,
+    # edge_mbqm per channel; 3x3 inside windows and clipped ones, c % 4 tail channels
+    "dw-m1-c10-3x3-ratio-above-quarter": ((1, 7, 8, 10, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -20,
+                                          0.004, 5),
+    # m 2 (not a multiple of four: the portable multiplier loop on every core)
+    "dw-m2-c3-portable": ((1, 6, 6, 3, 2, 3, 3, "SAME", (1, 1), (1, 1), "NONE"), True, True, 0, 0.08, 127),
+}
+
+
+def _dw_model(name):
+    geo, pc, bias, izp, oscale, wlim = DW_CASES[name]
+    n, h, w, c, m, kh, kw, padding, s, dil, act = geo
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    o, xs = c * m, 0.05
+    oh, ow = _out(padding, s[0], dil[0], h, kh), _out(padding, s[1], dil[1], w, kw)
+    wt = _w(rng, (1, kh, kw, o), o, pc, 3, wlim)
+    opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
+            "dilation_w_factor": dil[1], "fused_activation_function": act, "depth_multiplier": m}
+    b = _b(rng, o, bias, 3000 if wlim > 5 else 30, xs * (wt.scale if isinstance(wt.scale, float) else 0.011))
+    model = op_model("DEPTHWISE_CONV_2D", [T((n, h, w, c), "INT8", xs, izp), wt, b],
+                     [T((n, oh, ow, o), "INT8", oscale, -3)], options=opts, version=3)
+    return model, [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+
+
+def _check(backend, dsp_runner, model, feeds, tmp_path, tflm=True):  # noqa: F811
+    plain = _run_c(backend, model, feeds)[0]
+    np.testing.assert_array_equal(plain, run_ours(model, feeds)[0])
+    if tflm:
+        np.testing.assert_array_equal(plain, run_tflm(model, feeds, isolate=True)[0])
+    np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
+    return plain
+
+
+@pytest.mark.parametrize("name", list(DW_CASES))
+def test_depthwise_dsp_paths_equal_portable_and_tflm(backend, dsp_runner, name, tmp_path):  # noqa: F811
+    model, feeds = _dw_model(name)
+    plain = _check(backend, dsp_runner, model, feeds, tmp_path)
+    assert np.unique(plain).size > 2, "degenerate case: output saturated"
+
+
+def test_wide_requantization_matches_mbqm(tmp_path):
+    """edge_conv_rqw (the DSP requantization of layers edge_rq refuses: right shifts of 0 and 1, left shifts;
+    SMMLAR then SMMLSR) == edge_mbqm + zero point over random and edge accumulators, multipliers and shifts, in
+    the emulated-DSP build (the M4 case above runs the instructions)."""
+    src = tmp_path / "rqw.c"
+    src.write_text(r"""
+#include <stdio.h>
+#include "edge_conv.h"
+static unsigned long long s = 88172645463325252ull;
+static unsigned rnd(void) { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return (unsigned)s; }
+int main(void) {
+    static const int32_t edge[] = {0, 1, -1, 2, -2, 3, -3, 2147483647, -2147483647 - 1, 1 << 30, -(1 << 30),
+                                   (1 << 30) - 1, -(1 << 30) + 1, 12345, -12345};
+    long bad = 0, covered = 0, refused = 0, low = 0;
+    for (int it = 0; it < 600000; it++) {
+        int32_t m = it % 7 == 0 ? 0 : (int32_t)(0x40000000u + (rnd() & 0x3fffffffu));
+        int32_t sh = m == 0 ? 0 : (int32_t)(rnd() % 70) - 35, zp = (int32_t)(rnd() % 256) - 128, x;
+        edge_conv_rqw_t q;
+        if (it % 11 == 1) m = 2147483647;
+        if (it % 13 == 2) m = 1 << 30;
+        if (it % 5 == 3) sh = (int32_t)(rnd() % 4) - 2; /* the shifts edge_rq refuses: -1, 0, 1 (and -2) */
+        x = it % 3 == 0 ? edge[rnd() % 15] : it % 3 == 1 ? (int32_t)rnd() : (int32_t)(rnd() % 200001) - 100000;
+        if (edge_conv_rqw_make(&q, m, sh) != 0) { refused++; continue; }
+        covered++;
+        low += m != 0 && sh > -2;
+        if (edge_conv_rqw_apply(&q, x, zp) != edge_mbqm(x, m, sh) + zp) bad++;
+    }
+    printf("%ld %ld %ld %ld\n", bad, covered, refused, low);
+    return 0;
+}
+""")
+    exe = tmp_path / "rqw"
+    proc = subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP",
+                           f"-I{FW / 'src'}", f"-I{FW / 'include'}", "-o", str(exe), str(src), "-lm"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    bad, covered, refused, low = map(int, subprocess.run([str(exe)], capture_output=True, text=True,
+                                                         check=True).stdout.split())
+    assert bad == 0 and covered > 400000 and refused > 10000 and low > 100000, (bad, covered, refused, low)
+
+
+# ------------------------------------------------------------------------------------------- PAD / TRANSPOSE
+# name: (dtype, input shape, paddings); the output is numpy's np.pad with the output zero point (int8) or 0
+
+PAD_CASES = {
+    # MobileNetV2's PAD of H and W on three channels: runs of W * C bytes at odd output offsets
+    "pad-nhwc-hw-3ch": ("INT8", (1, 9, 7, 3), ((0, 0), (1, 1), (1, 1), (0, 0))),
+    "pad-nhwc-hw-before-only-32ch": ("INT8", (1, 5, 6, 32), ((0, 0), (1, 0), (2, 0), (0, 0))),
+    # the last dimension padded: runs of one row
+    "pad-last-dim": ("INT8", (2, 3, 5), ((0, 1), (0, 0), (3, 2))),
+    # nothing padded: one run, the whole tensor
+    "pad-none-int16": ("INT16", (2, 3, 4), ((0, 0), (0, 0), (0, 0))),
+    "pad-batch-only-float": ("FLOAT32", (2, 3, 4, 5), ((1, 2), (0, 0), (0, 0), (0, 0))),
+    "pad-rank5-int32": ("INT32", (2, 1, 3, 2, 3), ((0, 0), (1, 1), (0, 0), (2, 1), (0, 0))),
+}
+
+TRANSPOSE_CASES = {
+    # MobileNetV2's NCHW -> NHWC: [H * W, C] columns (the word-load path on the M4 for int8)
+    "transpose-nchw-nhwc-int8": ("INT8", (1, 3, 11, 13), (0, 2, 3, 1)),
+    "transpose-nchw-nhwc-batch3-int16": ("INT16", (3, 5, 4, 3), (0, 2, 3, 1)),
+    "transpose-nhwc-nchw-float": ("FLOAT32", (2, 6, 5, 7), (0, 3, 1, 2)),
+    # the innermost dimension stays: block-copied rows
+    "transpose-rows-int8": ("INT8", (4, 3, 9), (1, 0, 2)),
+    # size-1 dimensions and a permutation that needs the odometer
+    "transpose-odometer-int8": ("INT8", (2, 1, 3, 4, 5), (3, 1, 0, 4, 2)),
+    "transpose-int64": ("INT64", (3, 4, 2), (2, 0, 1)),
+    "transpose-2d-odd-int8": ("INT8", (7, 3), (1, 0)),
+}
+
+_NP = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "FLOAT32": np.float32}
+
+
+def _data(rng, dtype, shape):
+    if dtype == "FLOAT32":
+        return rng.standard_normal(shape).astype(np.float32)
+    info = np.iinfo(_NP[dtype])
+    return rng.integers(max(info.min, -(1 << 30)), min(info.max, 1 << 30), shape, dtype=_NP[dtype])
+
+
+def _pad_model(name):
+    dtype, shape, pads = PAD_CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    q = dict(scale=0.1, zero_point=-5) if dtype == "INT8" else {}
+    out_shape = tuple(s + a + b for s, (a, b) in zip(shape, pads))
+    model = op_model("PAD", [T(shape, dtype, **q), T((len(shape), 2), "INT32", data=np.array(pads, np.int32))],
+                     [T(out_shape, dtype, **q)])
+    x = _data(rng, dtype, shape)
+    return model, x, np.pad(x, pads, constant_values=-5 if dtype == "INT8" else 0)
+
+
+def _transpose_model(name):
+    dtype, shape, perm = TRANSPOSE_CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    q = dict(scale=0.1, zero_point=0) if dtype in ("INT8", "INT16") else {}
+    x = _data(rng, dtype, shape)
+    want = np.transpose(x, perm)
+    model = op_model("TRANSPOSE", [T(shape, dtype, **q), T((len(perm),), "INT32", data=np.array(perm, np.int32))],
+                     [T(want.shape, dtype, **q)])
+    return model, x, want
+
+
+@pytest.mark.parametrize("name", list(PAD_CASES) + list(TRANSPOSE_CASES))
+def test_pad_transpose_block_copies(runtime, name):
+    from tests.oprunner import run_on
+
+    model, x, want = (_pad_model if name in PAD_CASES else _transpose_model)(name)
+    got = run_on(runtime, model, [x])[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------------------------------------ on the M4
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
+    """The real assembly (DW_MULT4's SXTAB16 / SMLAD, the unaligned word copies of PAD and TRANSPOSE) in a
+    Cortex-M4 image per case == Python."""
+    from edge_sdk import Interpreter
+
+    build = tmp_path / "b"
+    failures = []
+    models = {name: _dw_model(name)[0] for name in DW_CASES}
+    models.update({name: _pad_model(name)[0] for name in PAD_CASES if PAD_CASES[name][0] == "INT8"})
+    models.update({name: _transpose_model(name)[0] for name in TRANSPOSE_CASES
+                   if TRANSPOSE_CASES[name][0] == "INT8"})
+    for name, model in models.items():
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(model)
+        proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",
+                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
+        out = run.stdout.replace("\r", "")
+        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
+        py = Interpreter(model_content=model)
+        py.allocate_tensors()
+        for d, x in zip(py.get_input_details(), image_main_inputs(py)):
+            py.set_tensor(d["index"], x)
+        py.invoke()
+        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+        got = re.search(r"^out 0 (\d+)$", out, re.M)
+        if not got or got.group(1) != str(want):
+            failures.append(name)
+    assert not failures, f"M4 output differs from Python on {failures}"
