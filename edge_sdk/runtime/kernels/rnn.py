@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.lstm_integer import prepare_lstm_int8
 from edge_sdk.runtime.kernels.node import Eval, Node
 from edge_sdk.runtime.kernels.sequence import (
     LSTM_BIAS,
@@ -271,8 +272,10 @@ def prepare_lstm(node: Node) -> Eval:
         return _prepare_basic_lstm(node)
     node.expect_counts((20, 24), 1)
     x = node.input(0)
-    node.expect_types(x, ("FLOAT32",))
+    node.expect_types(x, ("FLOAT32", "INT8"))
     node.expect(len(x.shape) == 2, f"input must be 2-D (batch, input), has shape {x.shape}")
+    if x.type == "INT8":
+        return _prepare_lstm_int8(node, x)
     _lstm_variants(node, LSTM_UNSUPPORTED_VARIANTS)
     cell_clip = _lstm_tanh(node)
     batch, n_input = x.shape
@@ -287,6 +290,27 @@ def prepare_lstm(node: Node) -> Eval:
         cell(inputs[0][None], inputs[18].reshape(batch, n_state), inputs[19].reshape(batch, n_state), outputs[0][None])
 
     return run
+
+
+def _prepare_lstm_int8(node: Node, x) -> Eval:
+    """LiteRT's full-integer LSTM (lstm_integer.py): shapes checked here as for the float one."""
+    batch, n_input = x.shape
+    w = node.input(LSTM_IN_W[1])
+    node.expect(len(w.shape) == 2, f"input {LSTM_IN_W[1]} weights must be 2-D, have shape {w.shape}")
+    n_state = w.shape[0]
+    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
+        if not node.has_input(i):
+            continue
+        t = node.inputs[i]
+        want = (n_state,) if i in LSTM_BIAS else (n_state, n_input) if i in LSTM_IN_W else (n_state, n_state)
+        node.expect(tuple(t.shape) == want, f"input {i} {t.shape} must be {want}")
+        if not t.is_const:
+            raise node.unsupported(f"input {i} (gate weights / bias) must be a constant tensor")
+    for i, what in ((18, "output state"), (19, "cell state")):
+        t = node.input(i)
+        node.expect(t.is_variable, f"{what} '{t.name}' must be a variable tensor")
+        node.expect(t.size == batch * n_state, f"{what} {t.shape} must hold ({batch}, {n_state})")
+    return prepare_lstm_int8(node, batch, n_input, n_state)
 
 
 # the basic weights' row blocks (input, cell, forget, output) in the cell's gate order (input, forget, cell, output)

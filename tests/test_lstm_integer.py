@@ -1,0 +1,128 @@
+"""The integer LSTM forms LiteRT runs that the float tests (tests/test_ops_recurrent.py) leave out, on both runtimes
+(the ``runtime`` grid: edge_sdk/runtime/kernels/lstm_integer.py and firmware_c/src/kernels/lstm.c):
+
+- the LSTM op, full kernel, INT8 (LiteRT's "8x8_16" integer LSTM: int8 activations and weights, int32 biases,
+  int16 cell state, 5 intermediates), without and with layer normalization, against LiteRT's reference kernels
+  (TFLM has no LSTM op). Held to +-1 quantum: LiteRT's pip build requantizes with one rounding, ours with two
+  (TFLM's). The two runtimes agree bit for bit.
+- the refusals, one line naming the node and what is not taken: the 12-intermediate (8x8_8) form, peephole,
+  projection and CIFG integer LSTMs, an INT16 LSTM (LiteRT takes none either).
+
+The LSTM op keeps its output and cell state in variable tensors: 1 and 3 invokes in a row with the same input
+(the third differs through the carried state; reset_all_variables gives the first again).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk.errors import ModelError, UnsupportedOpError
+from edge_sdk.model.writer import write_model
+from tests.oprunner import T, _quantization, op_model_object, peer_outputs, run_invokes, run_on
+
+B, I, S = 2, 5, 8  # batch, input width, units (LiteRT's integer layer norm is exact for a power-of-two width)
+
+
+def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_intermediates: int = 5,
+                    hidden=(0.007, 3), peephole=False, projection=False, cifg=False, x_type="INT8") -> bytes:
+    """A one-node INT8 LSTM as LiteRT's converter writes it: 24 inputs, gate weights int8 (a scale each), int32
+    biases at input scale x weight scale, int16 cell state of scale 2**-11, 5 intermediates (the gates' scales,
+    used with layer normalization, and the hidden state's scale and zero point ``hidden``)."""
+    rng = np.random.default_rng(seed)
+    act_t = x_type
+    x_scale, x_zp = 0.02, -3
+    h_scale, h_zp = hidden
+    wide = x_type == "INT16"
+
+    def weight(rows, cols):
+        return T((rows, cols), "INT8", float(rng.uniform(0.004, 0.02)), 0,
+                 data=rng.integers(-127, 128, (rows, cols), dtype=np.int8))
+
+    in_w = [weight(S, I) for _ in range(4)]
+    rec_w = [weight(S, S) for _ in range(4)]
+    bias_t = "INT64" if wide else "INT32"
+    bias = [T((S,), bias_t, x_scale * w.scale, 0, data=rng.integers(-3000, 3000, S)) for w in in_w]
+    peep = [T((S,), "INT16", 0.001, 0, data=rng.integers(-300, 300, S).astype(np.int16)) if peephole else None
+            for _ in range(3)]
+    proj = [T((S, S), "INT8", 0.01, 0, data=rng.integers(-127, 128, (S, S), dtype=np.int8)) if projection else None,
+            None]
+    ln = [T((S,), "INT16", float(rng.uniform(2e-4, 6e-4)), 0,
+            data=rng.integers(1500, 5000, S).astype(np.int16)) if layer_norm else None for _ in range(4)]
+    if cifg:
+        in_w[0], rec_w[0], bias[0] = None, None, None
+        if layer_norm:
+            ln[0] = None
+    ins = ([T((B, I), act_t, x_scale, x_zp)] + in_w + rec_w + peep + bias + proj
+           + [T((B, S), act_t, h_scale, h_zp, is_variable=True), T((B, S), "INT16", 2.0**-11, 0, is_variable=True)]
+           + ln)
+    model = op_model_object("LSTM", ins, [T((B, S), act_t, h_scale, h_zp)],
+                            {"fused_activation_function": "TANH", "cell_clip": cell_clip, "kernel_type": "FULL"},
+                            version=4 if layer_norm or n_intermediates else 1)
+    sg = model.subgraphs[0]
+    gate_scales = [float(rng.uniform(0.0004, 0.0012)) for _ in range(4)]
+    specs = [T((1,), "INT16", s, 0) for s in gate_scales] + [T((1,), "INT8", h_scale, h_zp)]
+    specs += [T((1,), "INT16", 0.001, 0) for _ in range(n_intermediates - 5)]
+    from edge_sdk.model.types import Tensor
+    op = sg.operators[0]
+    for k, spec in enumerate(specs[:n_intermediates]):
+        sg.tensors.append(Tensor(name=f"intermediate_{k}", shape=(0,), type=spec.type, buffer=0,
+                                 quantization=_quantization(spec)))
+        op.intermediates.append(len(sg.tensors) - 1)
+    return write_model(model)
+
+
+def feeds(seed: int, x_type: str = "INT8"):
+    info = np.iinfo(np.int8 if x_type == "INT8" else np.int16)
+    return [np.random.default_rng(seed).integers(info.min, info.max + 1, (B, I)).astype(info.dtype)]
+
+
+def within_one(ours, ref, what):
+    assert len(ours) == len(ref), what
+    for a, b in zip(ours, ref):
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, a.shape, a.dtype, b.shape, b.dtype)
+        diff = np.abs(a.astype(np.int64) - b.astype(np.int64))
+        assert diff.max() <= 1, f"{what}: {int((diff > 1).sum())} of {diff.size} values differ by more than one " \
+                                f"quantum (max {int(diff.max())})"
+
+
+CASES = [  # (seed, layer norm, cell clip, hidden (scale, zero point))
+    (1, False, 0.0, (0.007, 3)),
+    (2, False, 1.5, (0.0078125, 0)),
+    (3, True, 0.0, (0.007, 3)),
+    (4, True, 2.0, (0.006, -5)),
+]
+
+
+@pytest.mark.parametrize("seed,layer_norm,cell_clip,hidden", CASES)
+def test_lstm_int8(runtime, seed, layer_norm, cell_clip, hidden):
+    model = int8_lstm_model(seed, layer_norm, cell_clip, hidden=hidden)
+    x = feeds(seed)
+    outs = {}
+    for k in (1, 3):
+        outs[k] = run_invokes(runtime, model, x, k, check_reset=k > 1)
+        within_one(outs[k], peer_outputs(model, x, "litert", invocations=k), f"{runtime} x{k} vs litert")
+        if runtime == "c":  # the two runtimes bit for bit
+            assert np.array_equal(outs[k][0], run_invokes("python", model, x, k, check_reset=False)[0])
+    assert not np.array_equal(outs[1][0], outs[3][0]), "the state did not carry across invokes"
+    assert np.unique(outs[3][0]).size > 4, "a degenerate case: the outputs hardly vary"
+
+
+@pytest.mark.parametrize("form,match", [
+    (dict(n_intermediates=12), "12-intermediate"),
+    (dict(peephole=True), "peephole"),
+    (dict(projection=True), "projection"),
+    (dict(cifg=True), "CIFG"),
+])
+def test_lstm_int8_refusals(runtime, form, match):
+    model = int8_lstm_model(7, False, **form)
+    with pytest.raises(UnsupportedOpError, match=rf"node 0 \(LSTM v\d\).*{match}"):
+        run_on(runtime, model, feeds(7))
+
+
+def test_lstm_int16_refused(runtime):
+    """LiteRT's LSTM op has no int16-activation form (its integer kernel takes INT8 input only): ours refuse it."""
+    model = int8_lstm_model(8, False, x_type="INT16")
+    with pytest.raises((UnsupportedOpError, ModelError), match=r"node 0 \(LSTM v\d\)"):
+        run_on(runtime, model, feeds(8, "INT16"))
+
