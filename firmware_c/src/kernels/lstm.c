@@ -14,17 +14,36 @@
  * As the sequence LSTM: no peephole, projection, layer normalization, CIFG or auxiliary input; fused activation TANH.
  * INT8 gate weights (per tensor) run LiteRT's hybrid LSTM (full and bidirectional; edge_lstm.h), with a scratch of
  * input + units bytes for the quantized rows.
+ *  - LSTM full, INT8 input (LiteRT's "8x8_16" integer LSTM, edge_sdk/runtime/kernels/lstm_integer.py): int8 weights
+ *    and output state, int32 biases, int16 cell state of scale 2**-15 .. 2**-9, 5 intermediates (the gates'
+ *    scales with layer normalization, else Q3.12; intermediate 4: the hidden scale and zero point the output takes).
+ *    Per batch row the four gates go into a scratch of 4 x units int16 (the output state is read until all are
+ *    done), then layer normalization (inputs 20-23), gemmlowp's int16 sigmoid / tanh, the cell and the output.
+ *    No CIFG, peephole, projection or 12-intermediate form.
  */
 #include <string.h>
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_fixedpoint_act.h"
 #include "../edge_lstm.h"
 
-EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; basic: float, TANH, no clip")
+EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32 INT8", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, TANH, no clip")
 EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 3, "FLOAT32", "float or INT8 weights (hybrid); no peephole/projection/CIFG/aux input, TANH")
 
+/* The integer LSTM's prepared arithmetic (LiteRT's IntegerLstmParameter, without CIFG / peephole / projection). */
 typedef struct {
+    int32_t in_m[4], rec_m[4], ln_m[4], ln_guard[4], hidden_m;
+    int32_t x_zp, h_zp, hidden_zp;
+    int32_t cell_scale;                 /* log2 of the cell state's scale */
+    int32_t gates;                      /* scratch: the row's 4 x units int16 gate values */
+    int16_t clip_q;                     /* 0: no cell clip */
+    int8_t in_s[4], rec_s[4], ln_s[4], hidden_s;
+    uint8_t layer_norm;
+} lstm_int_t;
+
+typedef struct {
+    lstm_int_t *q;                              /* INT8 input: the integer LSTM; NULL: float / hybrid */
     int32_t steps, batch, n_input, n_fw, n_bw;
     int32_t basic, time_major, merge, scratch; /* scratch: the basic kernel's h */
     int32_t asymmetric, qscratch;               /* hybrid: asymmetric_quantize_inputs, the quantized rows (-1: float) */
@@ -155,6 +174,239 @@ static edge_status_t prepare_basic(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t
     return edge_request_scratch(ctx, node, sizeof(float) * (size_t)B * (size_t)S, &d->scratch);
 }
 
+/* ---------------------------------------------------------------------------- LSTM, INT8 (LiteRT 8x8_16) */
+
+/* gemmlowp FixedPoint<int16_t> arithmetic: raw int16 values in int32, + and - wrapping as the int16 raw type
+ * does, constants the int32 ones rounded by 16 bits (RescaleConstantInitializer). */
+static int32_t g16_rdivpot(int32_t x, int32_t exponent) {
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1), threshold = (mask >> 1) + (x < 0);
+    return (x >> exponent) + ((x & mask) > threshold);
+}
+static int32_t g16_const(int32_t int32_value) { return g16_rdivpot(int32_value, 16); }
+static int32_t g16_shl(int32_t x, int32_t exponent) { /* SaturatingRoundingMultiplyByPOT, exponent > 0 */
+    const int32_t threshold = (1 << (15 - exponent)) - 1;
+    if (exponent == 0) return x;
+    return x > threshold ? 32767 : (x < -threshold ? -32768 : ea_wrap16((int64_t)x * (1 << exponent)));
+}
+
+/* exp(a) for a in [-1/4, 0), Q0.15 */
+static int32_t g16_exp_quarter(int32_t a) {
+    const int32_t constant_term = g16_const(1895147668), third = g16_const(715827883);
+    const int32_t x = ea_wrap16(a + (1 << 12)), x2 = ea_srdhm16(x, x), x3 = ea_srdhm16(x2, x), x4 = ea_srdhm16(x2, x2);
+    const int32_t poly = g16_rdivpot(ea_wrap16(ea_srdhm16(ea_wrap16(g16_rdivpot(x4, 2) + x3), third) + x2), 1);
+    return ea_sat16(constant_term + ea_srdhm16(constant_term, ea_wrap16(x + poly)));
+}
+
+/* exp(a) for a <= 0 in FixedPoint<int16, integer_bits> (0..7), Q0.15 */
+static int32_t g16_exp_negative(int32_t a, int32_t integer_bits) {
+    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+    const int32_t frac = 15 - integer_bits, quarter = 1 << (frac - 2);
+    const int32_t a_mod = ea_wrap16((a & (quarter - 1)) - quarter), remainder = ea_wrap16(a_mod - a);
+    int32_t result = g16_exp_quarter(g16_shl(a_mod, integer_bits)), e;
+    for (e = -2; e <= 4; e++)
+        if (integer_bits > e && (remainder & (1 << (frac + e)))) result = ea_srdhm16(result, g16_const(barrel[e + 2]));
+    if (integer_bits > 5 && a < g16_const(-(1 << (36 - integer_bits)))) result = 0;
+    return a == 0 ? 32767 : result;
+}
+
+/* Newton-Raphson 1 / (1 + x) of gemmlowp's one_over_one_plus_x and one_minus_x_over_one_plus_x, x in Q0.15: Q2.13 */
+static int32_t g16_newton(int32_t x0) {
+    int32_t s = x0 + 32767, hd, x, i;
+    s += s >= 0 ? 1 : -1;
+    hd = s / 2; /* RoundingHalfSum, C division */
+    x = ea_wrap16(g16_const(1515870810) + ea_srdhm16(hd, g16_const(-1010580540)));
+    for (i = 0; i < 3; i++) x = ea_wrap16(x + g16_shl(ea_srdhm16(x, ea_wrap16((1 << 13) - ea_srdhm16(hd, x))), 2));
+    return x;
+}
+
+/* gemmlowp::logistic / tanh of FixedPoint<int16, integer_bits>: Q0.15 */
+static int32_t g16_logistic(int32_t a, int32_t integer_bits) {
+    const int32_t abs_a = a > 0 ? a : ea_wrap16(-(int64_t)a);
+    const int32_t pos = g16_shl(g16_newton(g16_exp_negative(ea_wrap16(-(int64_t)abs_a), integer_bits)), 1);
+    if (a == 0) return g16_const(1 << 30);
+    return a > 0 ? pos : ea_wrap16(32767 - pos);
+}
+static int32_t g16_tanh(int32_t a, int32_t integer_bits) {
+    const int32_t n = a < 0 ? a : ea_wrap16(-(int64_t)a);
+    const int32_t t = g16_shl(ea_wrap16(g16_newton(g16_exp_negative(n, integer_bits + 1)) - (1 << 13)), 2);
+    if (a == 0) return 0;
+    return a < 0 ? ea_wrap16(-(int64_t)t) : t;
+}
+
+/* LiteRT's integer ApplyLayerNorm of one row of n gate values, in place (bias added here, not to the products). */
+static void layer_norm_row(int16_t *v, int32_t n, const int16_t *w, const int32_t *bias, int32_t m, int32_t shift,
+                           int32_t guard) {
+    int64_t sum = 0, sum_sq = 0, variance;
+    int32_t j, mean, variance2, inv_m, inv_s;
+    for (j = 0; j < n; j++) {
+        sum += v[j];
+        sum_sq += (int32_t)v[j] * v[j];
+    }
+    mean = (int32_t)(sum * 1024 / n);
+    variance = sum_sq * ((1 << 20) / n) - (int64_t)mean * mean;
+    variance2 = (int32_t)(variance / (1 << 20));
+    if (variance2 < 1) variance2 = guard;
+    ea_inv_sqrt_multiplier(variance2, &inv_m, &inv_s);
+    for (j = 0; j < n; j++) {
+        const int32_t rescaled = edge_mbqm(edge_wrap32(1024 * (int64_t)v[j] - mean), inv_m, inv_s);
+        const int32_t val3 = edge_wrap32((int64_t)edge_wrap32((int64_t)rescaled * w[j]) + bias[j]);
+        const int32_t val4 = (int32_t)((val3 > 0 ? (int64_t)val3 + 512 : (int64_t)val3 - 512) / 1024);
+        v[j] = (int16_t)ea_sat16(edge_mbqm(val4, m, shift + 12));
+    }
+}
+
+/* (multiplier, shift) of a float32 scale; 0 when it does not quantize */
+static int quantize_scale(float scale, int32_t *m, int8_t *s) {
+    int32_t shift;
+    if (!(scale > 0.0f) || edge_quantize_multiplier((double)scale, m, &shift) != 0 || shift < -100 || shift > 100)
+        return 0;
+    *s = (int8_t)shift;
+    return 1;
+}
+
+static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d) {
+    static const int32_t refused[5] = {9, 10, 11, 16, 17};
+    const edge_tensor_t *x = edge_in(ctx, node, 0), *h, *c, *y = edge_out(ctx, node, 0), *hidden;
+    const int32_t *inter = 0;
+    const int32_t n_inter = edge_intermediates(ctx, node, &inter);
+    lstm_int_t *q;
+    float gate_scale[4];
+    int32_t k, S, shape[2], cell_log2;
+    edge_status_t s;
+
+    if (n_inter == 12) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the 12-intermediate (8x8_8) integer LSTM is not supported");
+    if (n_inter != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "an integer LSTM has 5 intermediates (gate and hidden scales)");
+    for (k = 0; k < 5; k++)
+        if (edge_in(ctx, node, refused[k]))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, k < 3 ? "peephole integer LSTM is not supported"
+                                                            : "projection integer LSTM is not supported");
+    if (!edge_in(ctx, node, 1) || !edge_in(ctx, node, 5) || !edge_in(ctx, node, 12))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CIFG LSTM (no input gate) is not supported");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
+    if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
+    h = edge_in(ctx, node, 18);
+    c = edge_in(ctx, node, 19);
+    if (!h || !c || !h->is_variable || !c->is_variable)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: output and cell states must be variable tensors");
+    if (h->type != EDGE_INT8 || c->type != EDGE_INT16 || y->type != EDGE_INT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "integer LSTM: INT8 output state and output, INT16 cell state");
+    if (!ea_per_tensor(x) || !ea_per_tensor(h) || !ea_per_tensor(c))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: input and states must be quantized per tensor");
+    S = edge_in(ctx, node, 2) ? edge_in(ctx, node, 2)->dims[0] : 0;
+    for (k = 0; k < 4; k++) {
+        const edge_tensor_t *wi = edge_in(ctx, node, full_gates[0][k]), *wr = edge_in(ctx, node, full_gates[1][k]);
+        const edge_tensor_t *b = edge_in(ctx, node, full_gates[2][k]);
+        if (!wi || !wr || !b) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "gate weights and biases are required");
+        if (wi->type != EDGE_INT8 || wr->type != EDGE_INT8 || b->type != EDGE_INT32)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "integer LSTM: INT8 gate weights, INT32 biases");
+        if (!ea_per_tensor(wi) || !ea_per_tensor(wr))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: gate weights must be quantized per tensor");
+        if (wi->rank != 2 || wi->dims[0] != S || wi->dims[1] != x->dims[1]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input weights shape");
+        if (wr->rank != 2 || wr->dims[0] != S || wr->dims[1] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "recurrent weights shape");
+        if (b->rank != 1 || b->dims[0] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "bias shape");
+        if (!wi->is_const || !wr->is_const || !b->is_const)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "gate weights and biases must be constant");
+    }
+    if (edge_tensor_elements(h) != (int64_t)x->dims[0] * S || edge_tensor_elements(c) != (int64_t)x->dims[0] * S)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "state size is not batch x units");
+    q = (lstm_int_t *)edge_alloc_persistent(ctx, sizeof *q);
+    if (!q) return EDGE_ARENA_TOO_SMALL;
+    d->q = q;
+    q->layer_norm = node->n_inputs == 24 && edge_in(ctx, node, 21) != 0;
+    for (k = 0; k < 5; k++) {
+        const edge_tensor_t *t = &ctx->tensors[inter[k]];
+        if ((k == 4 || q->layer_norm) && !ea_per_tensor(t))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: intermediates must be quantized per tensor");
+        if (k < 4) gate_scale[k] = q->layer_norm ? t->scale : 1.0f / 4096.0f;
+    }
+    if (q->layer_norm)
+        for (k = 0; k < 4; k++) {
+            const edge_tensor_t *t = edge_in(ctx, node, 20 + k);
+            if (!t || t->type != EDGE_INT16 || !ea_per_tensor(t) || t->rank != 1 || t->dims[0] != S || !t->is_const)
+                return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer layer-norm LSTM: constant INT16 coefficients (units), per tensor");
+            if (!quantize_scale(t->scale, &q->ln_m[k], &q->ln_s[k]))
+                return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "layer-norm coefficient scale out of range");
+            q->ln_guard[k] = (int32_t)(10000.0f * t->scale);
+            if (q->ln_guard[k] < 1) q->ln_guard[k] = 1;
+        }
+    else if (node->n_inputs == 24 && (edge_in(ctx, node, 20) || edge_in(ctx, node, 22) || edge_in(ctx, node, 23)))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "layer-norm coefficients without the forget gate's");
+    if (!ea_checked_log2(c->scale, &cell_log2) || cell_log2 < -15 || cell_log2 > -9)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: the cell state scale must be 2**-15 .. 2**-9");
+    q->cell_scale = cell_log2;
+    for (k = 0; k < 4; k++) {
+        /* float32 as lstm.cc: weight scale x activation scale / gate scale */
+        const float ei = (edge_in(ctx, node, full_gates[0][k])->scale * x->scale) / gate_scale[k];
+        const float er = (edge_in(ctx, node, full_gates[1][k])->scale * h->scale) / gate_scale[k];
+        if (!quantize_scale(ei, &q->in_m[k], &q->in_s[k]) || !quantize_scale(er, &q->rec_m[k], &q->rec_s[k]))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: gate scales out of range");
+    }
+    hidden = &ctx->tensors[inter[4]];
+    if (!quantize_scale((float)((1.0 / 32768.0) / (double)hidden->scale * (1.0 / 32768.0)), &q->hidden_m, &q->hidden_s))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: hidden scale out of range");
+    q->hidden_zp = hidden->zero_point;
+    q->x_zp = x->zero_point;
+    q->h_zp = h->zero_point;
+    if (d->cell_clip > 0.0f) {
+        float v = d->cell_clip / c->scale;
+        v = v < -32768.0f ? -32768.0f : (v > 32767.0f ? 32767.0f : v);
+        q->clip_q = (int16_t)v;
+    }
+    d->steps = 1;
+    d->batch = x->dims[0];
+    d->n_input = x->dims[1];
+    d->n_fw = S;
+    shape[0] = d->batch;
+    shape[1] = S;
+    if ((s = edge_set_output_shape(ctx, node, 0, shape, 2)) != EDGE_OK) return s;
+    return edge_request_scratch(ctx, node, 4 * sizeof(int16_t) * (size_t)S, &q->gates);
+}
+
+static void eval_int8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    const lstm_int_t *q = d->q;
+    const int32_t B = d->batch, I = d->n_input, S = d->n_fw;
+    const int8_t *x = (const int8_t *)edge_in(ctx, node, 0)->data;
+    int8_t *hs = (int8_t *)edge_in(ctx, node, 18)->data, *y = (int8_t *)edge_out(ctx, node, 0)->data;
+    int16_t *cs = (int16_t *)edge_in(ctx, node, 19)->data, *gates = (int16_t *)edge_scratch(ctx, node, q->gates);
+    int32_t b, g, u, k;
+    for (b = 0; b < B; b++) {
+        const int8_t *xr = x + (int64_t)b * I;
+        int8_t *h = hs + (int64_t)b * S;
+        int16_t *c = cs + (int64_t)b * S;
+        for (g = 0; g < 4; g++) {
+            const int8_t *wi = (const int8_t *)edge_in(ctx, node, full_gates[0][g])->data;
+            const int8_t *wr = (const int8_t *)edge_in(ctx, node, full_gates[1][g])->data;
+            const int32_t *bias = (const int32_t *)edge_in(ctx, node, full_gates[2][g])->data;
+            int16_t *v = gates + (int64_t)g * S;
+            for (u = 0; u < S; u++) {
+                /* int32 accumulators, wrapping as LiteRT's; the zero points taken off the vectors */
+                uint32_t acc = q->layer_norm ? 0u : (uint32_t)bias[u];
+                int32_t a;
+                for (k = 0; k < I; k++) acc += (uint32_t)(((int32_t)xr[k] - q->x_zp) * wi[(int64_t)u * I + k]);
+                a = ea_sat16(edge_mbqm(edge_wrap32((int64_t)(int32_t)acc), q->in_m[g], q->in_s[g]));
+                acc = 0u;
+                for (k = 0; k < S; k++) acc += (uint32_t)(((int32_t)h[k] - q->h_zp) * wr[(int64_t)u * S + k]);
+                v[u] = (int16_t)ea_sat16((int64_t)edge_mbqm(edge_wrap32((int64_t)(int32_t)acc), q->rec_m[g], q->rec_s[g]) + a);
+            }
+            if (q->layer_norm)
+                layer_norm_row(v, S, (const int16_t *)edge_in(ctx, node, 20 + g)->data, bias, q->ln_m[g], q->ln_s[g],
+                               q->ln_guard[g]);
+        }
+        for (u = 0; u < S; u++) {
+            const int32_t ig = g16_logistic(gates[u], 3), fg = g16_logistic(gates[S + u], 3);
+            const int32_t cg = g16_tanh(gates[2 * S + u], 3), og = g16_logistic(gates[3 * S + u], 3);
+            int32_t cv = ea_sat16((int64_t)g16_rdivpot(fg * c[u], 15) + g16_rdivpot(ig * cg, 30 + q->cell_scale));
+            int64_t hv;
+            if (q->clip_q > 0) cv = cv < -q->clip_q ? -q->clip_q : (cv > q->clip_q ? q->clip_q : cv);
+            c[u] = (int16_t)cv;
+            hv = (int64_t)edge_mbqm(og * g16_tanh(cv, 15 + q->cell_scale), q->hidden_m, q->hidden_s) + q->hidden_zp;
+            hv = hv < -128 ? -128 : (hv > 127 ? 127 : hv);
+            h[u] = (int8_t)hv;
+            y[(int64_t)b * S + u] = (int8_t)hv;
+        }
+    }
+}
+
 edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     static const int32_t variants[9] = {9, 10, 11, 16, 17, 20, 21, 22, 23};
     const int has_opts = node->options_type == EDGE_OPTS_LSTMOptions;
@@ -163,7 +415,9 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     int32_t S, shape[2];
     edge_status_t s;
 
-    if (!has_opts || edge_opt_int(node, 0, 1, 0) != EDGE_ACT_TANH)
+    x = edge_in(ctx, node, 0);
+    /* the integer LSTM always runs tanh (LiteRT ignores the option there) */
+    if (!has_opts || (edge_opt_int(node, 0, 1, 0) != EDGE_ACT_TANH && !(x && x->type == EDGE_INT8)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM fused activation must be TANH");
     d = (lstm_op_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -176,10 +430,10 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
 
     if ((node->n_inputs != 20 && node->n_inputs != 24) || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 20 or 24 inputs and 1 output");
-    if ((s = refuse_inputs(ctx, node, variants, 9)) != EDGE_OK) return s;
-    x = edge_in(ctx, node, 0);
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input is required");
-    if (x->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM runs FLOAT32");
+    if (x->type == EDGE_INT8) return prepare_int8(node, ctx, d);
+    if ((s = refuse_inputs(ctx, node, variants, 9)) != EDGE_OK) return s;
+    if (x->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM runs FLOAT32 or INT8");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
     if ((s = check_gates(ctx, node, full_gates, x->dims[1], &S)) != EDGE_OK) return s;
@@ -237,6 +491,10 @@ void edge_eval_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_lstm_f32_t p;
     if (d->basic) {
         eval_basic(d, node, ctx);
+        return;
+    }
+    if (d->q) {
+        eval_int8(d, node, ctx);
         return;
     }
     direction(d, &p, node, ctx, full_gates, d->n_fw);
