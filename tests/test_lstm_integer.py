@@ -126,3 +126,45 @@ def test_lstm_int16_refused(runtime):
     with pytest.raises((UnsupportedOpError, ModelError), match=r"node 0 \(LSTM (code 16 )?v\d\)"):
         run_on(runtime, model, feeds(8, "INT16"))
 
+
+
+# ----------------------------------------------------------------------------------- basic kernel, UINT8
+
+def basic_uint8_model(seed: int, state_scale: float = 2.0**-11) -> bytes:
+    """LiteRT's quantized basic LSTM cell: x and the previous activation uint8 (scale 1/128, zero point 128: the
+    kernel assumes them), weights uint8 (4S, I + S), int32 bias (scale 1/128 x the weights'), int16 state Q4.11;
+    outputs the new activation, the new state, the concatenation and the int16 gate pre-activations."""
+    rng = np.random.default_rng(seed)
+    w_scale = 0.02
+    ins = [T((B, I), "UINT8", 1 / 128, 128), T((B, S), "UINT8", 1 / 128, 128),
+           T((4 * S, I + S), "UINT8", w_scale, 131, data=rng.integers(0, 256, (4 * S, I + S)).astype(np.uint8)),
+           T((4 * S,), "INT32", w_scale / 128, 0, data=rng.integers(-4000, 4000, 4 * S)),
+           T((B, S), "INT16", state_scale, 0)]
+    outs = [T((B, S), "UINT8", 1 / 128, 128), T((B, S), "INT16", state_scale, 0),
+            T((B, I + S), "UINT8", 1 / 128, 128), T((B, 4 * S), "INT16", 2.0**-12, 0)]
+    return write_model(op_model_object("LSTM", ins, outs, {"fused_activation_function": "TANH",
+                                                           "kernel_type": "BASIC"}, version=2))
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_lstm_basic_uint8(runtime, seed):
+    model = basic_uint8_model(seed)
+    rng = np.random.default_rng(seed + 100)
+    x = [rng.integers(0, 256, (B, I)).astype(np.uint8), rng.integers(0, 256, (B, S)).astype(np.uint8),
+         rng.integers(-20000, 20000, (B, S)).astype(np.int16)]
+    ours = run_on(runtime, model, x)
+    ref = peer_outputs(model, x, "litert")
+    within_one(ours, ref, f"{runtime} vs litert")
+    assert np.array_equal(ours[2], ref[2]), "the concatenation is a copy"
+    if runtime == "c":
+        for a, b in zip(ours, run_on("python", model, x)):
+            assert np.array_equal(a, b), "c vs python"
+    assert np.unique(ours[0]).size > 4, "a degenerate case: the activations hardly vary"
+
+
+def test_lstm_basic_uint8_state_scale_refused(runtime):
+    """LiteRT's quantized cell takes a Q4.11 state only (StateIntegerBits 4): another scale is refused by name."""
+    model = basic_uint8_model(13, state_scale=2.0**-12)
+    x = [np.zeros((B, I), np.uint8), np.zeros((B, S), np.uint8), np.zeros((B, S), np.int16)]
+    with pytest.raises(UnsupportedOpError, match=r"node 0 \(LSTM (code 16 )?v\d\).*2\*\*-11"):
+        run_on(runtime, model, x)

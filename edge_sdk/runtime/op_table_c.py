@@ -245,7 +245,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'LOGICAL_OR': (('BOOL',), -1, ''),
     'LOGISTIC': (('FLOAT32', 'INT8', 'INT16'), -1, 'INT16: zero points 0, output scale 2^-15'),
     'LOG_SOFTMAX': (('FLOAT32', 'INT8'), -1, ''),
-    'LSTM': (('FLOAT32', 'INT8'), -1, 'full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, TANH, no clip'),
+    'LSTM': (('FLOAT32', 'INT8', 'UINT8'), -1, "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, or UINT8 with an INT16 state of scale 2**-11 (LiteRT's LstmCell<4>), TANH, no clip"),
     'Landmarks2TransformMatrix': (('FLOAT32',), -1, ''),
     'MATRIX_DIAG': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64'), -1, ''),
     'MATRIX_SET_DIAG': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64'), -1, ''),

@@ -190,3 +190,58 @@ def prepare_lstm_int8(node: Node, batch: int, n_input: int, n_state: int):
         outputs[0][...] = h
 
     return run
+
+
+# ------------------------------------------------------------------------------------- basic LSTM, UINT8
+# LiteRT's quantized LstmCell<4> (lstm.cc's basic kernel type, reference_ops/lstm_cell.h): x and the previous
+# activation are uint8 read as (v - 128) / 128 (their scales are not consulted), weights uint8 with a zero point,
+# int32 bias; the fully connected gate pre-activations MBQM(bias + sum (v - 128)(w - w_zp), 4096 x bias scale)
+# clamped to int16 are Q3.12 (output 3), blocks input, cell, forget, output; the state is int16 Q4.11 (scale
+# 2**-11: LiteRT takes no other); the new activation 128 + clamp(rdivpot(o tanh(c), 8)) as uint8.
+
+
+def _srdhm16(a: np.ndarray, b) -> np.ndarray:
+    ab = a * b
+    q = ab + np.where(ab >= 0, 1 << 14, 1 - (1 << 14))
+    high = np.where(q < 0, -((-q) >> 15), q >> 15)
+    return np.where((a == -32768) & (np.asarray(b) == -32768), 32767, ((high + 32768) & 0xFFFF) - 32768)
+
+
+def prepare_basic_lstm_uint8(node: Node, batch: int, n_input: int, S: int):
+    x, h, w, b, c = (node.input(i) for i in range(5))
+    node.expect_types(h, ("UINT8",), "previous activation")
+    node.expect_types(w, ("UINT8",), "weights")
+    node.expect_types(b, ("INT32",), "bias")
+    node.expect_types(c, ("INT16",), "previous state")
+    for i, t in enumerate(("UINT8", "INT16", "UINT8", "INT16")):
+        node.expect_types(node.outputs[i], (t,), f"output {i}")
+    _per_tensor(node, w, "weights")
+    _per_tensor(node, b, "bias")
+    state = node.outputs[1]
+    _per_tensor(node, state, "output state")
+    power = checked_log2_exact(node, state.s, "output state")
+    if 15 + power != 4:
+        raise node.unsupported(f"the quantized basic LSTM takes a state of scale 2**-11 (4 integer bits), has "
+                               f"2**{power} (LiteRT's only case)")
+    m, shift = quantize_multiplier(4096.0 * float(_F32(b.s)))
+    w_c = (w.data.astype(np.int64) - int(w.zp)).T.copy()  # (I + S, 4S)
+    bias = b.data.astype(np.int64)
+    sigmoid, tanh = gemmlowp16_table("logistic", 3), gemmlowp16_table("tanh", 3)
+
+    def run(inputs, outputs):
+        act, new_state, concat, gates = outputs
+        concat[:, :n_input] = inputs[0]
+        concat[:, n_input:] = inputs[1]
+        acc = _wrap32((concat.astype(np.int64) - 128) @ w_c + bias)
+        pre = np.clip(multiply_by_quantized_multiplier(acc, m, shift), -32768, 32767)
+        gates[...] = pre
+        i_g, mod = sigmoid[pre[:, :S] + 32768], tanh[pre[:, S:2 * S] + 32768]
+        f_g, o_g = sigmoid[pre[:, 2 * S:3 * S] + 32768], sigmoid[pre[:, 3 * S:] + 32768]
+        kept = _srdhm16(f_g, inputs[4].astype(np.int64))  # F0 x Q4.11: Q4.11
+        c = np.clip(_rdivpot(_srdhm16(i_g, mod), 4) + kept, -32768, 32767)  # Rescale<4>, SaturatingAdd
+        c3 = np.where(c > 16383, 32767, np.where(c < -16383, -32768, c * 2))  # Rescale<3>: saturating x2
+        out = _srdhm16(o_g, tanh[c3 + 32768])
+        new_state[...] = c
+        act[...] = 128 + np.clip(_rdivpot(out, 8), -128, 127)
+
+    return run

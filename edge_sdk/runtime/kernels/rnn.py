@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_sdk.runtime.kernels.lstm_integer import prepare_lstm_int8
+from edge_sdk.runtime.kernels.lstm_integer import prepare_basic_lstm_uint8, prepare_lstm_int8
 from edge_sdk.runtime.kernels.node import Eval, Node
 from edge_sdk.runtime.kernels.sequence import (
     LSTM_BIAS,
@@ -320,16 +320,18 @@ _BASIC_GATE = (0, 2, 1, 3)
 def _prepare_basic_lstm(node: Node) -> Eval:
     """LiteRT's basic LSTM cell (kernel_type BASIC): inputs x (B, I), previous activation (B, S), weights
     (4S, I + S), bias (4S,), previous state (B, S); outputs activation, state, concat [x, h] (B, I + S) and the gate
-    pre-activations (B, 4S), blocks input, cell, forget, output."""
+    pre-activations (B, 4S), blocks input, cell, forget, output. Float32, or LiteRT's quantized cell (UINT8
+    activations and weights, INT16 state: lstm_integer.prepare_basic_lstm_uint8)."""
     node.expect_counts(5, 4)
     x, h, w, b, c = (node.input(i) for i in range(5))
-    node.expect_types(x, ("FLOAT32",))
+    node.expect_types(x, ("FLOAT32", "UINT8"))
     if _lstm_tanh(node) != 0.0 or float(node.options.get("proj_clip", 0.0) or 0.0) != 0.0:
         raise node.unsupported("the basic LSTM kernel takes no cell or projection clip (LiteRT)")
-    for t, what in ((h, "previous activation"), (w, "weights"), (b, "bias"), (c, "previous state")):
-        node.expect_types(t, ("FLOAT32",), what)
-    for i, out in enumerate(node.outputs):
-        node.expect_types(out, ("FLOAT32",), f"output {i}")
+    if x.type == "FLOAT32":
+        for t, what in ((h, "previous activation"), (w, "weights"), (b, "bias"), (c, "previous state")):
+            node.expect_types(t, ("FLOAT32",), what)
+        for i, out in enumerate(node.outputs):
+            node.expect_types(out, ("FLOAT32",), f"output {i}")
     node.expect(len(x.shape) == 2 and len(h.shape) == 2 and h.shape[0] == x.shape[0],
                 f"input {x.shape} and previous activation {h.shape} must be (batch, input) and (batch, units)")
     batch, n_input = x.shape
@@ -341,6 +343,8 @@ def _prepare_basic_lstm(node: Node) -> Eval:
         raise node.unsupported("weights and bias must be constant tensors")
     for i, shape in enumerate(((batch, S), (batch, S), (batch, n_input + S), (batch, 4 * S))):
         node.set_output_shape(i, shape)
+    if x.type == "UINT8":
+        return prepare_basic_lstm_uint8(node, batch, n_input, S)
     blocks = [w.data[k * S:(k + 1) * S] for k in _BASIC_GATE]
     biases = [b.data[k * S:(k + 1) * S] for k in _BASIC_GATE]
     cell = lstm_float_cell([blk[:, :n_input] for blk in blocks], [blk[:, n_input:] for blk in blocks], biases,
