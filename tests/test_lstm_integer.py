@@ -5,8 +5,12 @@
   int16 cell state, 5 intermediates), without and with layer normalization, against LiteRT's reference kernels
   (TFLM has no LSTM op). Held to +-1 quantum: LiteRT's pip build requantizes with one rounding, ours with two
   (TFLM's). The two runtimes agree bit for bit.
+- UNIDIRECTIONAL_SEQUENCE_LSTM, INT8 with layer normalization (TFLM refuses it; LiteRT runs the same integer
+  LSTM over the sequence), time-major and batch-major.
+- the basic kernel type, UINT8 (LiteRT's quantized LstmCell<4>), bit for bit with LiteRT on these cases.
 - the refusals, one line naming the node and what is not taken: the 12-intermediate (8x8_8) form, peephole,
-  projection and CIFG integer LSTMs, an INT16 LSTM (LiteRT takes none either).
+  projection and CIFG integer LSTMs, an INT16 LSTM op (LiteRT's lstm.cc takes INT8 input only: its integer
+  kernel is ``input->type == kTfLiteInt8``), a quantized basic cell whose state is not Q4.11.
 
 The LSTM op keeps its output and cell state in variable tensors: 1 and 3 invokes in a row with the same input
 (the third differs through the carried state; reset_all_variables gives the first again).
@@ -25,10 +29,12 @@ B, I, S = 2, 5, 8  # batch, input width, units (LiteRT's integer layer norm is e
 
 
 def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_intermediates: int = 5,
-                    hidden=(0.007, 3), peephole=False, projection=False, cifg=False, x_type="INT8") -> bytes:
+                    hidden=(0.007, 3), peephole=False, projection=False, cifg=False, x_type="INT8",
+                    sequence=None) -> bytes:
     """A one-node INT8 LSTM as LiteRT's converter writes it: 24 inputs, gate weights int8 (a scale each), int32
     biases at input scale x weight scale, int16 cell state of scale 2**-11, 5 intermediates (the gates' scales,
-    used with layer normalization, and the hidden state's scale and zero point ``hidden``)."""
+    used with layer normalization, and the hidden state's scale and zero point ``hidden``). ``sequence`` =
+    (steps, time_major): the UNIDIRECTIONAL_SEQUENCE_LSTM of the same cell over a (steps, batch) sequence."""
     rng = np.random.default_rng(seed)
     act_t = x_type
     x_scale, x_zp = 0.02, -3
@@ -53,12 +59,18 @@ def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_inter
         in_w[0], rec_w[0], bias[0] = None, None, None
         if layer_norm:
             ln[0] = None
-    ins = ([T((B, I), act_t, x_scale, x_zp)] + in_w + rec_w + peep + bias + proj
+    lead = (B,) if sequence is None else ((sequence[0], B) if sequence[1] else (B, sequence[0]))
+    ins = ([T(lead + (I,), act_t, x_scale, x_zp)] + in_w + rec_w + peep + bias + proj
            + [T((B, S), act_t, h_scale, h_zp, is_variable=True), T((B, S), "INT16", 2.0**-11, 0, is_variable=True)]
            + ln)
-    model = op_model_object("LSTM", ins, [T((B, S), act_t, h_scale, h_zp)],
-                            {"fused_activation_function": "TANH", "cell_clip": cell_clip, "kernel_type": "FULL"},
-                            version=4 if layer_norm or n_intermediates else 1)
+    if sequence is None:
+        model = op_model_object("LSTM", ins, [T((B, S), act_t, h_scale, h_zp)],
+                                {"fused_activation_function": "TANH", "cell_clip": cell_clip, "kernel_type": "FULL"},
+                                version=4)
+    else:
+        model = op_model_object("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [T(lead + (S,), act_t, h_scale, h_zp)],
+                                {"fused_activation_function": "TANH", "cell_clip": cell_clip,
+                                 "time_major": sequence[1]}, version=1)
     sg = model.subgraphs[0]
     gate_scales = [float(rng.uniform(0.0004, 0.0012)) for _ in range(4)]
     specs = [T((1,), "INT16", s, 0) for s in gate_scales] + [T((1,), "INT8", h_scale, h_zp)]
@@ -72,9 +84,9 @@ def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_inter
     return write_model(model)
 
 
-def feeds(seed: int, x_type: str = "INT8"):
+def feeds(seed: int, x_type: str = "INT8", lead=(B,)):
     info = np.iinfo(np.int8 if x_type == "INT8" else np.int16)
-    return [np.random.default_rng(seed).integers(info.min, info.max + 1, (B, I)).astype(info.dtype)]
+    return [np.random.default_rng(seed).integers(info.min, info.max + 1, tuple(lead) + (I,)).astype(info.dtype)]
 
 
 def within_one(ours, ref, what):
@@ -103,6 +115,25 @@ def test_lstm_int8(runtime, seed, layer_norm, cell_clip, hidden):
         outs[k] = run_invokes(runtime, model, x, k, check_reset=k > 1)
         within_one(outs[k], peer_outputs(model, x, "litert", invocations=k), f"{runtime} x{k} vs litert")
         if runtime == "c":  # the two runtimes bit for bit
+            assert np.array_equal(outs[k][0], run_invokes("python", model, x, k, check_reset=False)[0])
+    assert not np.array_equal(outs[1][0], outs[3][0]), "the state did not carry across invokes"
+    assert np.unique(outs[3][0]).size > 4, "a degenerate case: the outputs hardly vary"
+
+
+@pytest.mark.parametrize("time_major,cell_clip", [(False, 0.0), (True, 1.5)])
+def test_sequence_lstm_int8_layer_norm(runtime, time_major, cell_clip):
+    """UNIDIRECTIONAL_SEQUENCE_LSTM, INT8 with layer normalization: TFLM refuses it (its lstm_eval.cc asserts the
+    layer-norm tensors are absent), LiteRT runs its integer LSTM over the sequence: ours runs the LSTM op's cell
+    step by step and is held to LiteRT's reference kernels (the non-layer-norm INT8 form stays TFLM's arithmetic,
+    tests/test_ops_sequence.py)."""
+    steps = 4
+    model = int8_lstm_model(21 + time_major, True, cell_clip, sequence=(steps, time_major))
+    x = feeds(21, lead=(steps, B) if time_major else (B, steps))
+    outs = {}
+    for k in (1, 3):
+        outs[k] = run_invokes(runtime, model, x, k, check_reset=k > 1)
+        within_one(outs[k], peer_outputs(model, x, "litert", invocations=k), f"{runtime} x{k} vs litert")
+        if runtime == "c":
             assert np.array_equal(outs[k][0], run_invokes("python", model, x, k, check_reset=False)[0])
     assert not np.array_equal(outs[1][0], outs[3][0]), "the state did not carry across invokes"
     assert np.unique(outs[3][0]).size > 4, "a degenerate case: the outputs hardly vary"

@@ -335,7 +335,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'TransformLandmarks': (('FLOAT32',), -1, ''),
     'TransformTensor': (('FLOAT32',), -1, ''),
     'TransformTensorBilinear': (('FLOAT32',), -1, ''),
-    'UNIDIRECTIONAL_SEQUENCE_LSTM': (('FLOAT32', 'INT8', 'INT16'), -1, 'quantized: INT8 weights; no hybrid (float input, quantized weights)'),
+    'UNIDIRECTIONAL_SEQUENCE_LSTM': (('FLOAT32', 'INT8', 'INT16'), -1, "quantized: INT8 weights; no hybrid (float input, quantized weights); layer norm: INT8 only (LiteRT's integer LSTM, 5 intermediates)"),
     'UNIDIRECTIONAL_SEQUENCE_RNN': (('FLOAT32',), -1, 'float32 or INT8 weights (hybrid); state a variable tensor'),
     'UNPACK': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, ''),
     'UNSORTED_SEGMENT_MAX': (('FLOAT32', 'INT32'), -1, 'INT32 ids; constant num_segments'),

@@ -34,19 +34,8 @@
 EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32 INT8 UINT8", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, or UINT8 with an INT16 state of scale 2**-11 (LiteRT's LstmCell<4>), TANH, no clip")
 EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 3, "FLOAT32", "float or INT8 weights (hybrid); no peephole/projection/CIFG/aux input, TANH")
 
-/* The integer LSTM's prepared arithmetic (LiteRT's IntegerLstmParameter, without CIFG / peephole / projection). */
 typedef struct {
-    int32_t in_m[4], rec_m[4], ln_m[4], ln_guard[4], hidden_m;
-    int32_t x_zp, h_zp, hidden_zp;
-    int32_t cell_scale;                 /* log2 of the cell state's scale */
-    int32_t gates;                      /* scratch: the row's 4 x units int16 gate values */
-    int16_t clip_q;                     /* 0: no cell clip */
-    int8_t in_s[4], rec_s[4], ln_s[4], hidden_s;
-    uint8_t layer_norm;
-} lstm_int_t;
-
-typedef struct {
-    lstm_int_t *q;                              /* INT8 input: the integer LSTM; NULL: float / hybrid */
+    edge_lstm_int8_t *q;                        /* INT8 input: the integer LSTM; NULL: float / hybrid */
     int32_t steps, batch, n_input, n_fw, n_bw;
     int32_t basic, time_major, merge, scratch; /* scratch: the basic kernel's h */
     int32_t asymmetric, qscratch;               /* hybrid: asymmetric_quantize_inputs, the quantized rows (-1: float) */
@@ -293,14 +282,15 @@ static int quantize_scale(float scale, int32_t *m, int8_t *s) {
     return 1;
 }
 
-static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d) {
+edge_status_t edge_lstm_int8_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t batch, int32_t n_input,
+                                     float cell_clip, edge_lstm_int8_t **out) {
     static const int32_t refused[5] = {9, 10, 11, 16, 17};
     const edge_tensor_t *x = edge_in(ctx, node, 0), *h, *c, *y = edge_out(ctx, node, 0), *hidden;
     const int32_t *inter = 0;
     const int32_t n_inter = edge_intermediates(ctx, node, &inter);
-    lstm_int_t *q;
+    edge_lstm_int8_t *q;
     float gate_scale[4];
-    int32_t k, S, shape[2], cell_log2;
+    int32_t k, S, cell_log2;
     edge_status_t s;
 
     if (n_inter == 12) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the 12-intermediate (8x8_8) integer LSTM is not supported");
@@ -312,7 +302,6 @@ static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t 
     if (!edge_in(ctx, node, 1) || !edge_in(ctx, node, 5) || !edge_in(ctx, node, 12))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "CIFG LSTM (no input gate) is not supported");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
-    if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
     h = edge_in(ctx, node, 18);
     c = edge_in(ctx, node, 19);
     if (!h || !c || !h->is_variable || !c->is_variable)
@@ -330,17 +319,19 @@ static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t 
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "integer LSTM: INT8 gate weights, INT32 biases");
         if (!ea_per_tensor(wi) || !ea_per_tensor(wr))
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: gate weights must be quantized per tensor");
-        if (wi->rank != 2 || wi->dims[0] != S || wi->dims[1] != x->dims[1]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input weights shape");
+        if (wi->rank != 2 || wi->dims[0] != S || wi->dims[1] != n_input) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input weights shape");
         if (wr->rank != 2 || wr->dims[0] != S || wr->dims[1] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "recurrent weights shape");
         if (b->rank != 1 || b->dims[0] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "bias shape");
         if (!wi->is_const || !wr->is_const || !b->is_const)
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "gate weights and biases must be constant");
     }
-    if (edge_tensor_elements(h) != (int64_t)x->dims[0] * S || edge_tensor_elements(c) != (int64_t)x->dims[0] * S)
+    if (edge_tensor_elements(h) != (int64_t)batch * S || edge_tensor_elements(c) != (int64_t)batch * S)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "state size is not batch x units");
-    q = (lstm_int_t *)edge_alloc_persistent(ctx, sizeof *q);
+    q = (edge_lstm_int8_t *)edge_alloc_persistent(ctx, sizeof *q);
     if (!q) return EDGE_ARENA_TOO_SMALL;
-    d->q = q;
+    *out = q;
+    q->n_input = n_input;
+    q->n_state = S;
     q->layer_norm = node->n_inputs == 24 && edge_in(ctx, node, 21) != 0;
     for (k = 0; k < 5; k++) {
         const edge_tensor_t *t = &ctx->tensors[inter[k]];
@@ -376,31 +367,37 @@ static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t 
     q->hidden_zp = hidden->zero_point;
     q->x_zp = x->zero_point;
     q->h_zp = h->zero_point;
-    if (d->cell_clip > 0.0f) {
-        float v = d->cell_clip / c->scale;
+    if (cell_clip > 0.0f) {
+        float v = cell_clip / c->scale;
         v = v < -32768.0f ? -32768.0f : (v > 32767.0f ? 32767.0f : v);
         q->clip_q = (int16_t)v;
     }
-    d->steps = 1;
-    d->batch = x->dims[0];
-    d->n_input = x->dims[1];
-    d->n_fw = S;
-    shape[0] = d->batch;
-    shape[1] = S;
-    if ((s = edge_set_output_shape(ctx, node, 0, shape, 2)) != EDGE_OK) return s;
     return edge_request_scratch(ctx, node, 4 * sizeof(int16_t) * (size_t)S, &q->gates);
 }
 
-static void eval_int8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
-    const lstm_int_t *q = d->q;
-    const int32_t B = d->batch, I = d->n_input, S = d->n_fw;
-    const int8_t *x = (const int8_t *)edge_in(ctx, node, 0)->data;
-    int8_t *hs = (int8_t *)edge_in(ctx, node, 18)->data, *y = (int8_t *)edge_out(ctx, node, 0)->data;
-    int16_t *cs = (int16_t *)edge_in(ctx, node, 19)->data, *gates = (int16_t *)edge_scratch(ctx, node, q->gates);
+static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    int32_t shape[2];
+    edge_status_t s;
+    if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
+    if ((s = edge_lstm_int8_prepare(node, ctx, x->dims[0], x->dims[1], d->cell_clip, &d->q)) != EDGE_OK) return s;
+    d->steps = 1;
+    d->batch = x->dims[0];
+    d->n_input = x->dims[1];
+    d->n_fw = d->q->n_state;
+    shape[0] = d->batch;
+    shape[1] = d->n_fw;
+    return edge_set_output_shape(ctx, node, 0, shape, 2);
+}
+
+void edge_lstm_int8_step(const edge_lstm_int8_t *q, const edge_node_t *node, edge_ctx_t *ctx, const int8_t *x,
+                         int64_t x_batch, int8_t *hs, int16_t *cs, int8_t *y, int64_t y_batch, int32_t batch) {
+    const int32_t I = q->n_input, S = q->n_state;
+    int16_t *gates = (int16_t *)edge_scratch(ctx, node, q->gates);
     int32_t b, g, u, k;
-    for (b = 0; b < B; b++) {
-        const int8_t *xr = x + (int64_t)b * I;
-        int8_t *h = hs + (int64_t)b * S;
+    for (b = 0; b < batch; b++) {
+        const int8_t *xr = x + (int64_t)b * x_batch;
+        int8_t *h = hs + (int64_t)b * S, *yr = y + (int64_t)b * y_batch;
         int16_t *c = cs + (int64_t)b * S;
         for (g = 0; g < 4; g++) {
             const int8_t *wi = (const int8_t *)edge_in(ctx, node, full_gates[0][g])->data;
@@ -431,9 +428,15 @@ static void eval_int8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *c
             hv = (int64_t)edge_mbqm(og * g16_tanh(cv, 15 + q->cell_scale), q->hidden_m, q->hidden_s) + q->hidden_zp;
             hv = hv < -128 ? -128 : (hv > 127 ? 127 : hv);
             h[u] = (int8_t)hv;
-            y[(int64_t)b * S + u] = (int8_t)hv;
+            yr[u] = (int8_t)hv;
         }
     }
+}
+
+static void eval_int8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    edge_lstm_int8_step(d->q, node, ctx, (const int8_t *)edge_in(ctx, node, 0)->data, d->n_input,
+                        (int8_t *)edge_in(ctx, node, 18)->data, (int16_t *)edge_in(ctx, node, 19)->data,
+                        (int8_t *)edge_out(ctx, node, 0)->data, d->n_fw, d->batch);
 }
 
 edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
