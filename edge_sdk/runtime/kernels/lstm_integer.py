@@ -69,6 +69,7 @@ class IntegerLstm:
             raise node.error(f"an integer LSTM has 5 intermediates (gate and hidden scales), has "
                              f"{len(node.intermediates)}")
         self.layer_norm = len(node.inputs) == 24 and node.has_input(21)
+        node.expect(not self.layer_norm or n_state >= 1, "a layer-norm LSTM needs at least one unit")
         for i in (9, 10, 11):
             if node.has_input(i):
                 raise node.unsupported(f"peephole LSTM (input {i}) is not supported")

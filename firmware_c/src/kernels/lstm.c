@@ -144,6 +144,8 @@ static edge_status_t prepare_basic(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t
         static const uint8_t out_types[4] = {EDGE_UINT8, EDGE_INT16, EDGE_UINT8, EDGE_INT16};
         const edge_tensor_t *state = edge_out(ctx, node, 1);
         int32_t power, shift;
+        edge_status_t st;
+        if ((st = edge_type_built(ctx, x->type)) != EDGE_OK) return st;
         if (h->type != EDGE_UINT8 || w->type != EDGE_UINT8 || b->type != EDGE_INT32 || c->type != EDGE_INT16)
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "quantized basic LSTM: UINT8 activations and weights, INT32 bias, INT16 state");
         for (k = 0; k < 4; k++)
@@ -310,7 +312,8 @@ edge_status_t edge_lstm_int8_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "integer LSTM: INT8 output state and output, INT16 cell state");
     if (!ea_per_tensor(x) || !ea_per_tensor(h) || !ea_per_tensor(c))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer LSTM: input and states must be quantized per tensor");
-    S = edge_in(ctx, node, 2) ? edge_in(ctx, node, 2)->dims[0] : 0;
+    if (!edge_in(ctx, node, 2) || edge_in(ctx, node, 2)->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input weights shape");
+    S = edge_in(ctx, node, 2)->dims[0];
     for (k = 0; k < 4; k++) {
         const edge_tensor_t *wi = edge_in(ctx, node, full_gates[0][k]), *wr = edge_in(ctx, node, full_gates[1][k]);
         const edge_tensor_t *b = edge_in(ctx, node, full_gates[2][k]);
@@ -333,6 +336,8 @@ edge_status_t edge_lstm_int8_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t
     q->n_input = n_input;
     q->n_state = S;
     q->layer_norm = node->n_inputs == 24 && edge_in(ctx, node, 21) != 0;
+    if (q->layer_norm && S < 1) /* the normalization divides by the unit count */
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "a layer-norm LSTM needs at least one unit");
     for (k = 0; k < 5; k++) {
         const edge_tensor_t *t = &ctx->tensors[inter[k]];
         if ((k == 4 || q->layer_norm) && !ea_per_tensor(t))
