@@ -18,11 +18,14 @@ The LSTM op keeps its output and cell state in variable tensors: 1 and 3 invokes
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.model.writer import write_model
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, _quantization, op_model_object, peer_outputs, run_invokes, run_on
 
 B, I, S = 2, 5, 8  # batch, input width, units (LiteRT's integer layer norm is exact for a power-of-two width)
@@ -199,3 +202,43 @@ def test_lstm_basic_uint8_state_scale_refused(runtime):
     x = [np.zeros((B, I), np.uint8), np.zeros((B, S), np.uint8), np.zeros((B, S), np.int16)]
     with pytest.raises(UnsupportedOpError, match=r"node 0 \(LSTM (code 16 )?v\d\).*2\*\*-11"):
         run_on(runtime, model, x)
+
+
+# ------------------------------------------------------------------------- one op's kernel files link alone
+
+def _float_lstm_model() -> bytes:
+    rng = np.random.default_rng(31)
+    w = [T((S, I), "FLOAT32", data=rng.standard_normal((S, I)).astype(np.float32)) for _ in range(4)]
+    r = [T((S, S), "FLOAT32", data=rng.standard_normal((S, S)).astype(np.float32)) for _ in range(4)]
+    b = [T((S,), "FLOAT32", data=np.zeros(S, np.float32)) for _ in range(4)]
+    ins = ([T((B, I), "FLOAT32")] + w + r + [None] * 3 + b + [None] * 2
+           + [T((B, S), "FLOAT32", is_variable=True), T((B, S), "FLOAT32", is_variable=True)] + [None] * 4)
+    return write_model(op_model_object("LSTM", ins, [T((B, S), "FLOAT32")], {"fused_activation_function": "TANH"}))
+
+
+@needs_c_runtime
+@pytest.mark.parametrize("which", ["lstm_float", "lstm_int8", "sequence_int8_layer_norm"])
+def test_an_lstm_models_kernel_files_link_without_the_others(tmp_path, which):
+    """`edge flash` / `edge export` compile only the kernel files of a model's ops (tools.flash.kernel_files): the
+    LSTM op's lstm.c and the sequence LSTM's file share their cells through edge_lstm.h, so neither may call into
+    the other (a float LSTM alone once failed to link: edge_lstm_f32_run lived in the sequence LSTM's file)."""
+    import subprocess
+
+    from edge_sdk.model import read_model
+    from edge_sdk.tools.flash import kernel_files
+
+    model = {"lstm_float": _float_lstm_model, "lstm_int8": lambda: int8_lstm_model(1, False),
+             "sequence_int8_layer_norm": lambda: int8_lstm_model(21, True, sequence=(4, False))}[which]()
+    fw = Path(__file__).resolve().parent.parent / "firmware_c"
+    sources = [fw / "src" / "edge.c"] + [fw / "src" / "kernels" / f for f in kernel_files(read_model(model))]
+    defined, undefined = set(), set()
+    for k, src in enumerate(sources):
+        obj = tmp_path / f"{k}.o"
+        subprocess.run(["gcc", "-std=c99", "-O0", f"-I{fw / 'include'}", f"-I{fw / 'src'}", "-c", str(src), "-o",
+                        str(obj)], check=True, capture_output=True)
+        nm = subprocess.run(["nm", str(obj)], check=True, capture_output=True, text=True).stdout.split("\n")
+        defined |= {line.split()[-1] for line in nm if line[17:18] in ("T", "D", "B", "R")}
+        undefined |= {line.split()[-1] for line in nm if line.strip().startswith("U ")}
+    generated = {"edge_kernels", "edge_kernel_count"}  # the op table flash generates for the model
+    missing = sorted(s for s in undefined - defined - generated if s.startswith(("edge_", "ea_", "eh_", "ef_")))
+    assert not missing, f"{which}: {[s.name for s in sources[1:]]} leave {missing} undefined"
