@@ -18,6 +18,9 @@ previous state as plain inputs and one concatenated weight matrix (4 units, inpu
 input, cell, forget, output; it also writes the concatenated [x, h] and the gates' pre-activations. Like the
 sequence LSTM (and TFLM) these take no peephole, projection, layer normalization or CIFG variant, and the fused
 activation must be TANH (LiteRT's output is act(cell) then, as the shared cell computes).
+
+The LSTM op's integer forms are lstm_integer.py's: an INT8 input runs LiteRT's full-integer LSTM (5 intermediates,
+with or without layer normalization), a UINT8 basic cell LiteRT's quantized LstmCell<4>.
 """
 
 from __future__ import annotations

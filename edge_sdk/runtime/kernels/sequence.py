@@ -12,10 +12,10 @@ apply the fused activation (only the int8 clamp); its float path does.
 LSTM (int8 or int16 activations with int8 weights and int16 cell state; or float32): TFLM ignores the
 operator's ``intermediates`` and fixes the gate pre-activation scale at 2**-12 and the gate output scale at
 2**-15. An INT8 LSTM with layer normalization, which TFLM refuses, runs LiteRT's integer LSTM instead (the LSTM
-op's, lstm_integer.py: its intermediates give the gate and hidden scales). Each step computes the four gates (input FC with bias, recurrent FC without), each saturated to int16,
-their saturating sum, sigmoid (tanh for the cell gate), then the cell update, optional cell clip, and the
-hidden state tanh(cell) * output gate. Every step is independent per batch row, so time-major and
-batch-major layouts run the same batched step loop over time.
+op's, lstm_integer.py: its intermediates give the gate and hidden scales). Each step computes the four gates
+(input FC with bias, recurrent FC without), each saturated to int16, their saturating sum, sigmoid (tanh for
+the cell gate), then the cell update, optional cell clip, and the hidden state tanh(cell) * output gate. Every
+step is independent per batch row, so time-major and batch-major layouts run the same batched step loop over time.
 
 Speed: both integer kernels normally run from tables (``_lstm_int_tables``, ``_svdf_int_tables``): each
 MultiplyByQuantizedMultiplier becomes one floor with its multiplier folded into float64 GEMM weights (exact
