@@ -26,7 +26,7 @@ import pytest
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.model.writer import write_model
 from tests.conftest import needs_c_runtime
-from tests.oprunner import T, _quantization, op_model_object, peer_outputs, run_invokes, run_on
+from tests.oprunner import T, _quantization, op_model_object, peer_outputs, run_invokes, run_on, run_peer
 
 B, I, S = 2, 5, 8  # batch, input width, units (LiteRT's integer layer norm is exact for a power-of-two width)
 
@@ -159,6 +159,9 @@ def test_lstm_int16_refused(runtime):
     model = int8_lstm_model(8, False, x_type="INT16")
     with pytest.raises((UnsupportedOpError, ModelError), match=r"node 0 \(LSTM (code 16 )?v\d\)"):
         run_on(runtime, model, feeds(8, "INT16"))
+    if runtime == "python":  # LiteRT fails to prepare it (lstm.cc reads the INT64 biases as a float LSTM's)
+        with pytest.raises(Exception, match="LSTM"):
+            run_peer(model, feeds(8, "INT16"), "litert", isolate=True)
 
 
 
