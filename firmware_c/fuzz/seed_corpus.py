@@ -151,6 +151,14 @@ def writer_models() -> dict[str, bytes]:
     m["while_counting"] = counting_while_model()
     m["while_halving"] = halving_while_model()
     m["while_if_nested"] = nested_model("INT8")
+    # the integer LSTM forms (issue 23 point 1): LiteRT's 8x8_16 LSTM with and without layer norm (intermediates),
+    # the layer-norm sequence LSTM, the quantized basic cell (tests/test_lstm_integer.py's models)
+    from tests.test_lstm_integer import basic_uint8_model, int8_lstm_model
+
+    m["lstm_int8"] = int8_lstm_model(1, False)
+    m["lstm_int8_layer_norm"] = int8_lstm_model(3, True, 2.0)
+    m["sequence_lstm_int8_layer_norm"] = int8_lstm_model(21, True, sequence=(4, False))
+    m["lstm_basic_uint8"] = basic_uint8_model(11)
     return m
 
 

@@ -132,6 +132,9 @@ enum { EDGE_NO_KERNEL_ = 0xffff };
  * for builtin ops), read from the model. */
 const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uint32_t *len);
 const char *edge_custom_code(edge_ctx_t *ctx, const edge_node_t *node);
+/* Prepare-time: a node's intermediate tensors (Operator.intermediates: the integer LSTM's gate and hidden scales),
+ * their count and *indices into the model (tensor indices of the node's subgraph; NULL when none). */
+int32_t edge_intermediates(edge_ctx_t *ctx, const edge_node_t *node, const int32_t **indices);
 
 /* Patch-based execution (edge_init_patch): a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools, PAD, the
  * elementwise ADD, SUB, MUL and standalone activations) runs on a window. Its input is h x w (a per-patch buffer,

@@ -724,6 +724,14 @@ const uint8_t *edge_custom_options(edge_ctx_t *ctx, const edge_node_t *node, uin
     return start ? it->model + start : 0;
 }
 
+/* Operator 8 intermediates (verified in range at load): the LSTM's gate and hidden scales. */
+int32_t edge_intermediates(edge_ctx_t *ctx, const edge_node_t *node, const int32_t **indices) {
+    edge_table_t ot = node_table(ctx->interp, node);
+    int32_t n = 0;
+    if (fb_ints(ctx->interp, &ot, 8, indices, &n, WHAT("Operator.intermediates")) != EDGE_OK || !*indices) n = 0;
+    return n;
+}
+
 /* Model 7 signature_defs: SignatureDef 0 inputs [TensorMap], 1 outputs [TensorMap], 2 signature_key,
  * 4 subgraph_index; TensorMap 0 name, 1 tensor_index. Verified here (keys, names, indices in range) so the
  * edge_signature_* readers below read without checks. */

@@ -18,12 +18,16 @@ previous state as plain inputs and one concatenated weight matrix (4 units, inpu
 input, cell, forget, output; it also writes the concatenated [x, h] and the gates' pre-activations. Like the
 sequence LSTM (and TFLM) these take no peephole, projection, layer normalization or CIFG variant, and the fused
 activation must be TANH (LiteRT's output is act(cell) then, as the shared cell computes).
+
+The LSTM op's integer forms are lstm_integer.py's: an INT8 input runs LiteRT's full-integer LSTM (5 intermediates,
+with or without layer normalization), a UINT8 basic cell LiteRT's quantized LstmCell<4>.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.lstm_integer import prepare_basic_lstm_uint8, prepare_lstm_int8
 from edge_sdk.runtime.kernels.node import Eval, Node
 from edge_sdk.runtime.kernels.sequence import (
     LSTM_BIAS,
@@ -271,8 +275,10 @@ def prepare_lstm(node: Node) -> Eval:
         return _prepare_basic_lstm(node)
     node.expect_counts((20, 24), 1)
     x = node.input(0)
-    node.expect_types(x, ("FLOAT32",))
+    node.expect_types(x, ("FLOAT32", "INT8"))
     node.expect(len(x.shape) == 2, f"input must be 2-D (batch, input), has shape {x.shape}")
+    if x.type == "INT8":
+        return _prepare_lstm_int8(node, x)
     _lstm_variants(node, LSTM_UNSUPPORTED_VARIANTS)
     cell_clip = _lstm_tanh(node)
     batch, n_input = x.shape
@@ -289,6 +295,27 @@ def prepare_lstm(node: Node) -> Eval:
     return run
 
 
+def _prepare_lstm_int8(node: Node, x) -> Eval:
+    """LiteRT's full-integer LSTM (lstm_integer.py): shapes checked here as for the float one."""
+    batch, n_input = x.shape
+    w = node.input(LSTM_IN_W[1])
+    node.expect(len(w.shape) == 2, f"input {LSTM_IN_W[1]} weights must be 2-D, have shape {w.shape}")
+    n_state = w.shape[0]
+    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
+        if not node.has_input(i):
+            continue
+        t = node.inputs[i]
+        want = (n_state,) if i in LSTM_BIAS else (n_state, n_input) if i in LSTM_IN_W else (n_state, n_state)
+        node.expect(tuple(t.shape) == want, f"input {i} {t.shape} must be {want}")
+        if not t.is_const:
+            raise node.unsupported(f"input {i} (gate weights / bias) must be a constant tensor")
+    for i, what in ((18, "output state"), (19, "cell state")):
+        t = node.input(i)
+        node.expect(t.is_variable, f"{what} '{t.name}' must be a variable tensor")
+        node.expect(t.size == batch * n_state, f"{what} {t.shape} must hold ({batch}, {n_state})")
+    return prepare_lstm_int8(node, batch, n_input, n_state)
+
+
 # the basic weights' row blocks (input, cell, forget, output) in the cell's gate order (input, forget, cell, output)
 _BASIC_GATE = (0, 2, 1, 3)
 
@@ -296,16 +323,18 @@ _BASIC_GATE = (0, 2, 1, 3)
 def _prepare_basic_lstm(node: Node) -> Eval:
     """LiteRT's basic LSTM cell (kernel_type BASIC): inputs x (B, I), previous activation (B, S), weights
     (4S, I + S), bias (4S,), previous state (B, S); outputs activation, state, concat [x, h] (B, I + S) and the gate
-    pre-activations (B, 4S), blocks input, cell, forget, output."""
+    pre-activations (B, 4S), blocks input, cell, forget, output. Float32, or LiteRT's quantized cell (UINT8
+    activations and weights, INT16 state: lstm_integer.prepare_basic_lstm_uint8)."""
     node.expect_counts(5, 4)
     x, h, w, b, c = (node.input(i) for i in range(5))
-    node.expect_types(x, ("FLOAT32",))
+    node.expect_types(x, ("FLOAT32", "UINT8"))
     if _lstm_tanh(node) != 0.0 or float(node.options.get("proj_clip", 0.0) or 0.0) != 0.0:
         raise node.unsupported("the basic LSTM kernel takes no cell or projection clip (LiteRT)")
-    for t, what in ((h, "previous activation"), (w, "weights"), (b, "bias"), (c, "previous state")):
-        node.expect_types(t, ("FLOAT32",), what)
-    for i, out in enumerate(node.outputs):
-        node.expect_types(out, ("FLOAT32",), f"output {i}")
+    if x.type == "FLOAT32":
+        for t, what in ((h, "previous activation"), (w, "weights"), (b, "bias"), (c, "previous state")):
+            node.expect_types(t, ("FLOAT32",), what)
+        for i, out in enumerate(node.outputs):
+            node.expect_types(out, ("FLOAT32",), f"output {i}")
     node.expect(len(x.shape) == 2 and len(h.shape) == 2 and h.shape[0] == x.shape[0],
                 f"input {x.shape} and previous activation {h.shape} must be (batch, input) and (batch, units)")
     batch, n_input = x.shape
@@ -317,6 +346,8 @@ def _prepare_basic_lstm(node: Node) -> Eval:
         raise node.unsupported("weights and bias must be constant tensors")
     for i, shape in enumerate(((batch, S), (batch, S), (batch, n_input + S), (batch, 4 * S))):
         node.set_output_shape(i, shape)
+    if x.type == "UINT8":
+        return prepare_basic_lstm_uint8(node, batch, n_input, S)
     blocks = [w.data[k * S:(k + 1) * S] for k in _BASIC_GATE]
     biases = [b.data[k * S:(k + 1) * S] for k in _BASIC_GATE]
     cell = lstm_float_cell([blk[:, :n_input] for blk in blocks], [blk[:, n_input:] for blk in blocks], biases,

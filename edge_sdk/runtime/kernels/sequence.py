@@ -11,10 +11,11 @@ apply the fused activation (only the int8 clamp); its float path does.
 
 LSTM (int8 or int16 activations with int8 weights and int16 cell state; or float32): TFLM ignores the
 operator's ``intermediates`` and fixes the gate pre-activation scale at 2**-12 and the gate output scale at
-2**-15. Each step computes the four gates (input FC with bias, recurrent FC without), each saturated to int16,
-their saturating sum, sigmoid (tanh for the cell gate), then the cell update, optional cell clip, and the
-hidden state tanh(cell) * output gate. Every step is independent per batch row, so time-major and
-batch-major layouts run the same batched step loop over time.
+2**-15. An INT8 LSTM with layer normalization, which TFLM refuses, runs LiteRT's integer LSTM instead (the LSTM
+op's, lstm_integer.py: its intermediates give the gate and hidden scales). Each step computes the four gates
+(input FC with bias, recurrent FC without), each saturated to int16, their saturating sum, sigmoid (tanh for
+the cell gate), then the cell update, optional cell clip, and the hidden state tanh(cell) * output gate. Every
+step is independent per batch row, so time-major and batch-major layouts run the same batched step loop over time.
 
 Speed: both integer kernels normally run from tables (``_lstm_int_tables``, ``_svdf_int_tables``): each
 MultiplyByQuantizedMultiplier becomes one floor with its multiplier folded into float64 GEMM weights (exact
@@ -357,6 +358,8 @@ def _lstm_layout(node: Node):
 
 
 def prepare_unidirectional_sequence_lstm(node: Node):
+    if node.has_input(0) and node.inputs[0].type == "INT8" and len(node.inputs) == 24 and node.has_input(21):
+        return _lstm_int8_layer_norm(node)
     x, hidden, cell, _out, time_major, steps, batch, n_input, n_state, w_type, b_type, act = _lstm_layout(node)
     cell_clip = float(node.options.get("cell_clip", 0.0) or 0.0)
     if x.type == "FLOAT32":
@@ -373,6 +376,49 @@ def prepare_unidirectional_sequence_lstm(node: Node):
     if cell.type != "INT16":
         raise node.unsupported(f"quantized LSTM needs an INT16 cell state, has {cell.type}")
     return _lstm_int(node, x, hidden, cell, time_major, steps, batch, n_input, n_state, act, cell_clip)
+
+
+def _lstm_int8_layer_norm(node: Node):
+    """INT8 with layer normalization (inputs 20-23): TFLM refuses it; LiteRT runs its integer LSTM, the LSTM op's
+    (lstm_integer.IntegerLstm), one step per time step over every batch row."""
+    from edge_sdk.runtime.kernels.lstm_integer import IntegerLstm
+
+    node.expect_counts(24, 1)
+    x = node.input(0)
+    node.expect(len(x.shape) == 3, f"input must be 3-D, has shape {x.shape}")
+    time_major = bool(node.options.get("time_major", False))
+    steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
+    n_input = x.shape[2]
+    w = node.input(LSTM_IN_W[1])
+    node.expect(len(w.shape) == 2, f"input {LSTM_IN_W[1]} weights must be 2-D, have shape {w.shape}")
+    n_state = w.shape[0]
+    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
+        if not node.has_input(i):
+            continue
+        t = node.inputs[i]
+        want = (n_state,) if i in LSTM_BIAS else (n_state, n_input) if i in LSTM_IN_W else (n_state, n_state)
+        node.expect(tuple(t.shape) == want, f"input {i} {t.shape} must be {want}")
+        if not t.is_const:
+            raise node.unsupported(f"input {i} (weights/bias) must be a constant tensor")
+    for i, what in ((18, "hidden state"), (19, "cell state")):
+        t = node.input(i)
+        node.expect(t.is_variable, f"{what} '{t.name}' must be a variable tensor")
+        node.expect(t.size == batch * n_state, f"{what} has {t.size} elements, needs {batch * n_state}")
+    cell = IntegerLstm(node, n_input, n_state)
+    node.set_output_shape(0, (x.shape[0], x.shape[1], n_state))
+
+    def run(inputs, outputs):
+        seq = inputs[0] if time_major else inputs[0].transpose(1, 0, 2)  # (T, B, I)
+        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
+        h_arr, c_arr = inputs[18].reshape(batch, n_state), inputs[19].reshape(batch, n_state)
+        h, c = h_arr.astype(np.int64), c_arr.astype(np.int64)
+        for t in range(steps):
+            h, c = cell.step(seq[t].astype(np.int64), h, c)
+            out[t] = h
+        h_arr[...] = h
+        c_arr[...] = c
+
+    return run
 
 
 def _gate_multiplier(act_scale: float, w_scale: float) -> tuple[int, int]:

@@ -14,21 +14,36 @@
  * As the sequence LSTM: no peephole, projection, layer normalization, CIFG or auxiliary input; fused activation TANH.
  * INT8 gate weights (per tensor) run LiteRT's hybrid LSTM (full and bidirectional; edge_lstm.h), with a scratch of
  * input + units bytes for the quantized rows.
+ *  - LSTM full, INT8 input (LiteRT's "8x8_16" integer LSTM, edge_sdk/runtime/kernels/lstm_integer.py): int8 weights
+ *    and output state, int32 biases, int16 cell state of scale 2**-15 .. 2**-9, 5 intermediates (the gates'
+ *    scales with layer normalization, else Q3.12; intermediate 4: the hidden scale and zero point the output takes).
+ *    Per batch row the four gates go into a scratch of 4 x units int16 (the output state is read until all are
+ *    done), then layer normalization (inputs 20-23), gemmlowp's int16 sigmoid / tanh, the cell and the output.
+ *    No CIFG, peephole, projection or 12-intermediate form.
+ *  - LSTM basic, UINT8 (LiteRT's quantized LstmCell<4>): x and the previous activation read as (v - 128) / 128,
+ *    uint8 weights with a zero point, int32 bias; the gate pre-activations (output 3) MBQM(accumulator,
+ *    4096 x bias scale) clamped to int16 (Q3.12), the state int16 Q4.11, the activation 128 + o tanh(c) / 256.
  */
 #include <string.h>
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_fixedpoint_act.h"
 #include "../edge_lstm.h"
 
-EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; basic: float, TANH, no clip")
+EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32 INT8 UINT8", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, or UINT8 with an INT16 state of scale 2**-11 (LiteRT's LstmCell<4>), TANH, no clip")
 EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 3, "FLOAT32", "float or INT8 weights (hybrid); no peephole/projection/CIFG/aux input, TANH")
 
 typedef struct {
+    edge_lstm_int8_t *q;                        /* INT8 input: the integer LSTM; NULL: float / hybrid */
     int32_t steps, batch, n_input, n_fw, n_bw;
     int32_t basic, time_major, merge, scratch; /* scratch: the basic kernel's h */
     int32_t asymmetric, qscratch;               /* hybrid: asymmetric_quantize_inputs, the quantized rows (-1: float) */
     float cell_clip;
+    /* basic, UINT8 (LiteRT's LstmCell<4>): the gate accumulators' multiplier (4096 x bias scale), weights' zero point */
+    int32_t basic_m, basic_w_zp;
+    int8_t basic_s;
+    uint8_t basic_uint8;
 } lstm_op_t;
 
 static const int32_t full_gates[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {12, 13, 14, 15}};
@@ -124,11 +139,34 @@ static edge_status_t prepare_basic(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t
     b = edge_in(ctx, node, 3);
     c = edge_in(ctx, node, 4);
     if (!x || !h || !w || !b || !c) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "basic LSTM: every input is required");
-    if (x->type != EDGE_FLOAT32 || h->type != EDGE_FLOAT32 || w->type != EDGE_FLOAT32 || b->type != EDGE_FLOAT32 ||
-        c->type != EDGE_FLOAT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "basic LSTM runs FLOAT32");
-    for (k = 0; k < 4; k++)
-        if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "outputs must be FLOAT32");
+    if (x->type == EDGE_UINT8) {
+        /* LiteRT's quantized cell: uint8 activations and weights, int32 bias, int16 state of scale 2**-11 */
+        static const uint8_t out_types[4] = {EDGE_UINT8, EDGE_INT16, EDGE_UINT8, EDGE_INT16};
+        const edge_tensor_t *state = edge_out(ctx, node, 1);
+        int32_t power, shift;
+        edge_status_t st;
+        if ((st = edge_type_built(ctx, x->type)) != EDGE_OK) return st;
+        if (h->type != EDGE_UINT8 || w->type != EDGE_UINT8 || b->type != EDGE_INT32 || c->type != EDGE_INT16)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "quantized basic LSTM: UINT8 activations and weights, INT32 bias, INT16 state");
+        for (k = 0; k < 4; k++)
+            if (edge_out(ctx, node, k)->type != out_types[k])
+                return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "quantized basic LSTM outputs: UINT8, INT16, UINT8, INT16");
+        if (!ea_per_tensor(w) || !ea_per_tensor(b) || !ea_per_tensor(state))
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "quantized basic LSTM: weights, bias and state quantized per tensor");
+        if (!ea_checked_log2(state->scale, &power) || 15 + power != 4)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the quantized basic LSTM takes a state of scale 2**-11 (4 integer bits) only");
+        if (edge_quantize_multiplier(4096.0 * (double)b->scale, &d->basic_m, &shift) != 0 || shift < -100 || shift > 100)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "quantized basic LSTM: bias scale out of range");
+        d->basic_s = (int8_t)shift;
+        d->basic_w_zp = w->zero_point;
+        d->basic_uint8 = 1;
+    } else {
+        if (x->type != EDGE_FLOAT32 || h->type != EDGE_FLOAT32 || w->type != EDGE_FLOAT32 || b->type != EDGE_FLOAT32 ||
+            c->type != EDGE_FLOAT32)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "basic LSTM runs FLOAT32 or UINT8");
+        for (k = 0; k < 4; k++)
+            if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "outputs must be FLOAT32");
+    }
     if (d->cell_clip != 0.0f || edge_opt_float(node, 2, 0.0f) != 0.0f)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the basic LSTM kernel takes no cell or projection clip");
     if (x->rank != 2 || h->rank != 2 || h->dims[0] != x->dims[0]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and activation must be (batch, n)");
@@ -152,7 +190,31 @@ static edge_status_t prepare_basic(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t
     if ((s = edge_set_output_shape(ctx, node, 2, shape, 2)) != EDGE_OK) return s;
     shape[1] = 4 * S;
     if ((s = edge_set_output_shape(ctx, node, 3, shape, 2)) != EDGE_OK) return s;
+    if (d->basic_uint8) return EDGE_OK;
     return edge_request_scratch(ctx, node, sizeof(float) * (size_t)B * (size_t)S, &d->scratch);
+}
+
+/* ---------------------------------------------------------------------------- LSTM, INT8 (LiteRT 8x8_16) */
+
+static edge_status_t prepare_int8(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    int32_t shape[2];
+    edge_status_t s;
+    if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
+    if ((s = edge_lstm_int8_prepare(node, ctx, x->dims[0], x->dims[1], d->cell_clip, &d->q)) != EDGE_OK) return s;
+    d->steps = 1;
+    d->batch = x->dims[0];
+    d->n_input = x->dims[1];
+    d->n_fw = d->q->n_state;
+    shape[0] = d->batch;
+    shape[1] = d->n_fw;
+    return edge_set_output_shape(ctx, node, 0, shape, 2);
+}
+
+static void eval_int8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    edge_lstm_int8_step(d->q, node, ctx, (const int8_t *)edge_in(ctx, node, 0)->data, d->n_input,
+                        (int8_t *)edge_in(ctx, node, 18)->data, (int16_t *)edge_in(ctx, node, 19)->data,
+                        (int8_t *)edge_out(ctx, node, 0)->data, d->n_fw, d->batch);
 }
 
 edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
@@ -163,7 +225,9 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     int32_t S, shape[2];
     edge_status_t s;
 
-    if (!has_opts || edge_opt_int(node, 0, 1, 0) != EDGE_ACT_TANH)
+    x = edge_in(ctx, node, 0);
+    /* the integer LSTM always runs tanh (LiteRT ignores the option there) */
+    if (!has_opts || (edge_opt_int(node, 0, 1, 0) != EDGE_ACT_TANH && !(x && x->type == EDGE_INT8)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM fused activation must be TANH");
     d = (lstm_op_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
@@ -176,10 +240,10 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
 
     if ((node->n_inputs != 20 && node->n_inputs != 24) || node->n_outputs != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 20 or 24 inputs and 1 output");
-    if ((s = refuse_inputs(ctx, node, variants, 9)) != EDGE_OK) return s;
-    x = edge_in(ctx, node, 0);
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input is required");
-    if (x->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM runs FLOAT32");
+    if (x->type == EDGE_INT8) return prepare_int8(node, ctx, d);
+    if ((s = refuse_inputs(ctx, node, variants, 9)) != EDGE_OK) return s;
+    if (x->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM runs FLOAT32 or INT8");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
     if ((s = check_gates(ctx, node, full_gates, x->dims[1], &S)) != EDGE_OK) return s;
@@ -195,6 +259,40 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     shape[0] = d->batch;
     shape[1] = S;
     return edge_set_output_shape(ctx, node, 0, shape, 2);
+}
+
+/* LiteRT's quantized LstmCell<4> (reference_ops/lstm_cell.h): gate pre-activations Q3.12, state Q4.11. */
+static void eval_basic_uint8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t B = d->batch, I = d->n_input, S = d->n_fw, W = I + S;
+    const uint8_t *x = (const uint8_t *)edge_in(ctx, node, 0)->data, *h0 = (const uint8_t *)edge_in(ctx, node, 1)->data;
+    const uint8_t *w = (const uint8_t *)edge_in(ctx, node, 2)->data;
+    const int32_t *bias = (const int32_t *)edge_in(ctx, node, 3)->data;
+    const int16_t *c0 = (const int16_t *)edge_in(ctx, node, 4)->data;
+    uint8_t *act = (uint8_t *)edge_out(ctx, node, 0)->data, *concat = (uint8_t *)edge_out(ctx, node, 2)->data;
+    int16_t *state = (int16_t *)edge_out(ctx, node, 1)->data, *gates = (int16_t *)edge_out(ctx, node, 3)->data;
+    int32_t b, k, j, u;
+    for (b = 0; b < B; b++) {
+        uint8_t *cr = concat + (int64_t)b * W;
+        int16_t *g = gates + (int64_t)b * 4 * S;
+        memcpy(cr, x + (int64_t)b * I, (size_t)I);
+        memcpy(cr + I, h0 + (int64_t)b * S, (size_t)S);
+        for (k = 0; k < 4 * S; k++) {
+            const uint8_t *wr = w + (int64_t)k * W;
+            uint32_t acc = (uint32_t)bias[k]; /* int32, wrapping as LiteRT's */
+            for (j = 0; j < W; j++) acc += (uint32_t)(((int32_t)cr[j] - 128) * ((int32_t)wr[j] - d->basic_w_zp));
+            g[k] = (int16_t)ea_sat16(edge_mbqm(edge_wrap32((int64_t)(int32_t)acc), d->basic_m, d->basic_s));
+        }
+        for (u = 0; u < S; u++) {
+            const int32_t ig = g16_logistic(g[u], 3), mod = g16_tanh(g[S + u], 3);
+            const int32_t fg = g16_logistic(g[2 * S + u], 3), og = g16_logistic(g[3 * S + u], 3);
+            const int32_t cv = ea_sat16((int64_t)g16_rdivpot(ea_srdhm16(ig, mod), 4) + ea_srdhm16(fg, c0[(int64_t)b * S + u]));
+            const int32_t c3 = g16_shl(cv, 1); /* Rescale<3> of the Q4.11 state */
+            int32_t out = g16_rdivpot(ea_srdhm16(og, g16_tanh(c3, 3)), 8);
+            out = out < -128 ? -128 : (out > 127 ? 127 : out);
+            state[(int64_t)b * S + u] = (int16_t)cv;
+            act[(int64_t)b * S + u] = (uint8_t)(128 + out);
+        }
+    }
 }
 
 static void eval_basic(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
@@ -236,7 +334,12 @@ void edge_eval_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
     const lstm_op_t *d = (const lstm_op_t *)node->user_data;
     edge_lstm_f32_t p;
     if (d->basic) {
-        eval_basic(d, node, ctx);
+        if (d->basic_uint8) eval_basic_uint8(d, node, ctx);
+        else eval_basic(d, node, ctx);
+        return;
+    }
+    if (d->q) {
+        eval_int8(d, node, ctx);
         return;
     }
     direction(d, &p, node, ctx, full_gates, d->n_fw);

@@ -10,7 +10,8 @@
  *     c = sat16(f * c) + sat16(i * g)  (each product requantized), optionally clipped,
  *     h = clamp(tanh(c) * o requantized + h_zp).
  * The 16x8 variant requantizes the gate products from int64 sums (MultiplyByQuantizedMultiplier int64).
- * No peephole, projection, layer normalization or CIFG, as in TFLM.
+ * No peephole, projection, layer normalization or CIFG, as in TFLM; but an INT8 LSTM with layer normalization
+ * (inputs 20-23, which TFLM refuses) runs LiteRT's integer LSTM, the LSTM op's (edge_lstm.h edge_lstm_int8_step).
  *
  * Memory: no per-unit tables. Each unit's four gates are computed together from the previous hidden state,
  * the unit's new hidden value goes straight to the output row, and the row is copied into the hidden state
@@ -27,7 +28,7 @@
 #include "../edge_hybrid.h"
 #include "../edge_lstm.h"
 
-EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "quantized: INT8 weights; no hybrid (float input, quantized weights)")
+EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "quantized: INT8 weights; no hybrid (float input, quantized weights); layer norm: INT8 only (LiteRT's integer LSTM, 5 intermediates)")
 
 #define LSTM_OPTS 71 /* UnidirectionalSequenceLSTMOptions: 0 fused_activation_function, 1 cell_clip,
                         2 proj_clip, 3 time_major, 4 asymmetric_quantize_inputs */
@@ -41,6 +42,7 @@ typedef struct {
     int32_t fc_m, ig_m, h_m;
     int32_t x_zp, h_zp;
     int32_t scratch;    /* int8 with zero points in int8 range: (n_input + n_state) int16 centred vectors; -1 */
+    edge_lstm_int8_t *layer_norm; /* INT8 with layer normalization: LiteRT's integer LSTM (TFLM has none); NULL */
     int16_t clip_q;     /* 0: no cell clip */
     int8_t in_s[4], rec_s[4];
     int8_t fc_s, ig_s, h_s;
@@ -73,6 +75,45 @@ static int32_t checked_log2(float x) {
     return (int32_t)(v < 0 ? -floorf(-v + 0.5f) : floorf(v + 0.5f));
 }
 
+/* INT8 with layer normalization (inputs 20-23): TFLM refuses it, LiteRT runs its integer LSTM (edge_lstm.h). */
+static edge_status_t prepare_layer_norm_int8(edge_node_t *node, edge_ctx_t *ctx, int32_t time_major, float cell_clip) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    lstm_data_t *d;
+    int32_t shape[3];
+    edge_status_t s;
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
+    if (x->rank != 3) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 3-D");
+    d = (lstm_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    node->user_data = d;
+    d->time_major = (uint8_t)time_major;
+    d->steps = time_major ? x->dims[0] : x->dims[1];
+    d->batch = time_major ? x->dims[1] : x->dims[0];
+    d->n_input = x->dims[2];
+    d->scratch = -1;
+    if ((s = edge_lstm_int8_prepare(node, ctx, d->batch, d->n_input, cell_clip > 0.0f ? cell_clip : 0.0f,
+                                    &d->layer_norm)) != EDGE_OK)
+        return s;
+    d->n_state = d->layer_norm->n_state;
+    shape[0] = x->dims[0];
+    shape[1] = x->dims[1];
+    shape[2] = d->n_state;
+    return edge_set_output_shape(ctx, node, 0, shape, 3);
+}
+
+/* The layer-norm INT8 LSTM over the sequence: one integer step per time step, every batch row. */
+static void eval_layer_norm_int8(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t T = d->steps, B = d->batch, I = d->n_input, S = d->n_state;
+    const int8_t *x = (const int8_t *)edge_in(ctx, node, 0)->data;
+    int8_t *y = (int8_t *)edge_out(ctx, node, 0)->data;
+    int32_t t;
+    for (t = 0; t < T; t++) /* row (t, b): t * B + b (time major) or b * T + t */
+        edge_lstm_int8_step(d->layer_norm, node, ctx, x + (d->time_major ? (int64_t)t * B * I : (int64_t)t * I),
+                            d->time_major ? I : (int64_t)T * I, (int8_t *)edge_in(ctx, node, 18)->data,
+                            (int16_t *)edge_in(ctx, node, 19)->data,
+                            y + (d->time_major ? (int64_t)t * B * S : (int64_t)t * S), d->time_major ? S : (int64_t)T * S, B);
+}
+
 edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == LSTM_OPTS;
     const int32_t act = has_opts ? edge_opt_int(node, 0, 1, 0) : EDGE_ACT_TANH;
@@ -85,6 +126,8 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     edge_status_t s;
 
     if (node->n_inputs != 24 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 24 inputs and 1 output");
+    x = edge_in(ctx, node, 0);
+    if (x && x->type == EDGE_INT8 && edge_in(ctx, node, 21)) return prepare_layer_norm_int8(node, ctx, time_major, cell_clip);
     for (k = 0; k < 9; k++)
         if (edge_in(ctx, node, unsupported[k]))
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: peephole, projection and layer-norm variants are not supported");
@@ -93,7 +136,6 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     for (g = 0; g < 4; g++)
         if (!edge_in(ctx, node, in_w[g]) || !edge_in(ctx, node, rec_w[g]) || !edge_in(ctx, node, bias_in[g]))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: gate weights and biases are required");
-    x = edge_in(ctx, node, 0);
     h = edge_in(ctx, node, 18);
     c = edge_in(ctx, node, 19);
     y = edge_out(ctx, node, 0);
@@ -205,70 +247,6 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     return EDGE_OK;
 }
 
-static float sigmoid_f32(float v) {
-    if (v > 16.619047164916992f) return 1.0f;
-    if (v < -9.0f) return expf(v);
-    return 1.0f / (1.0f + expf(-v));
-}
-
-void edge_lstm_f32_run(const edge_lstm_f32_t *p, const float *x, float *hs, float *cs, float *y, int32_t steps,
-                       int32_t batch, int64_t x_step, int64_t x_batch, int64_t y_step, int64_t y_batch) {
-    const int32_t S = p->n_state, I = p->n_input, hybrid = p->qwi[0] != 0;
-    /* scratch exists only for the hybrid form: no offset from NULL (UB) */
-    int8_t *qx = p->scratch, *qh = hybrid ? p->scratch + I : NULL;
-    float sx = 0.0f, sh = 0.0f;
-    int32_t t, b, g, u, zx = 0, zh = 0;
-    for (t = 0; t < steps; t++)
-        for (b = 0; b < batch; b++) {
-            const float *xr = x + t * x_step + b * x_batch;
-            float *h = hs + (int64_t)b * S, *c = cs + (int64_t)b * S, *yr = y + t * y_step + b * y_batch;
-            if (hybrid) {
-                eh_quantize_row(xr, I, p->asymmetric, qx, &sx, &zx);
-                eh_quantize_row(h, S, p->asymmetric, qh, &sh, &zh);
-            }
-            for (u = 0; u < S; u += 2) {
-                /* two units' four gates at once (ef_dot8); an odd last unit goes with itself */
-                const int32_t nu = S - u < 2 ? 1 : 2, u2 = u + nu - 1;
-                float gate[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
-                const float *rows[8];
-                int32_t j;
-                if (hybrid) { /* bias, then the input product, then the recurrent one (LiteRT's order) */
-                    for (j = 0; j < 8; j++) {
-                        const int32_t gj = j & 3, uj = j < 4 ? u : u2;
-                        gate[j] = p->bias[gj][uj];
-                        gate[j] += eh_product(qx, p->qwi[gj] + (int64_t)uj * I, I, zx, sx * p->wi_scale[gj]);
-                        gate[j] += eh_product(qh, p->qwr[gj] + (int64_t)uj * S, S, zh, sh * p->wr_scale[gj]);
-                    }
-                } else {
-                    for (g = 0; g < 4; g++) {
-                        rows[g] = p->wi[g] + (int64_t)u * p->w_stride;
-                        rows[4 + g] = p->wi[g] + (int64_t)u2 * p->w_stride;
-                    }
-                    ef_dot8(xr, rows, I, gate);
-                    for (g = 0; g < 4; g++) {
-                        gate[g] += p->bias[g][u];
-                        gate[4 + g] += p->bias[g][u2];
-                        rows[g] = p->wr[g] + (int64_t)u * p->r_stride;
-                        rows[4 + g] = p->wr[g] + (int64_t)u2 * p->r_stride;
-                    }
-                    ef_dot8(h, rows, S, gate);
-                }
-                for (j = 0; j < nu; j++) {
-                    const float *gj = gate + 4 * j;
-                    const float ig = sigmoid_f32(gj[0]), fg = sigmoid_f32(gj[1]);
-                    const float cg = p->cell_sigmoid ? sigmoid_f32(gj[2]) : tanhf(gj[2]);
-                    const float og = sigmoid_f32(gj[3]);
-                    float cv = fg * c[u + j] + ig * cg;
-                    if (p->cell_clip > 0.0f)
-                        cv = cv < -p->cell_clip ? -p->cell_clip : (cv > p->cell_clip ? p->cell_clip : cv);
-                    c[u + j] = cv;
-                    yr[u + j] = tanhf(cv) * og; /* the new hidden state, into h once the row is done */
-                }
-            }
-            memcpy(h, yr, sizeof(float) * (size_t)S);
-        }
-}
-
 static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t S = d->n_state, I = d->n_input;
     edge_lstm_f32_t p;
@@ -336,6 +314,10 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
 
     if (EDGE_WITH_FLOAT32 && d->is_float) {
         lstm_float(d, node, ctx);
+        return;
+    }
+    if (d->layer_norm) {
+        eval_layer_norm_int8(d, node, ctx);
         return;
     }
     for (g = 0; g < 4; g++) {
