@@ -108,7 +108,8 @@ def _input_shape_option(p) -> None:
     measure a model (run, bench, serve, check, flash, profile, export, deploy) share; parsed by _shape_arg and
     _input_shapes, applied by the library (edge_sdk.model.input_shapes)."""
     p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
-                   help="the shape of an input with dynamic (-1) dims in its shape signature; repeatable; a bare "
+                   help="the shape of an input with dynamic (-1 or symbolic) dims in its shape signature; "
+                   "repeatable; a bare "
                    "D0,D1,... for a one-input model (default: the model's static shape; a -1 dim without it is an "
                    "error naming the input)")
 
@@ -892,9 +893,7 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--no-bias-correction", action="store_true",
                    help="int8: keep each layer's bias as it is (by default the mean shift its rounded weights cause "
                    "on the calibration data is taken off; the report lists the layers)")
-    p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
-                   help="the shape of an input with dynamic (symbolic) dims; repeatable; a bare D0,D1,... for a "
-                   "one-input model (default: the model's static shape; a dynamic dim without it is an error)")
+    _input_shape_option(p)
     p.add_argument("--input-value", action="append", type=_value_arg, metavar="NAME=VALUE",
                    help="pin an ONNX input to a constant (VALUE: a number or comma-separated numbers); it leaves the "
                    "model's inputs and what depends on it folds (an If on a sample-rate input keeps one branch); "
