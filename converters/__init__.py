@@ -256,12 +256,35 @@ def _check(model, profile, memory: str | None = None) -> dict:
     return _jsonable(data)
 
 
+def _task_samples(float_model, calib, eval_data, pre, guarded: bool) -> tuple:
+    """(samples, what they are, why there are none) the task is judged on: the evaluation data, else the
+    calibration samples the SNR guard held back (``converters.evaluate.task_samples``)."""
+    from converters.evaluate import TASK_SAMPLES, task_samples
+    from converters.quantize.calibrate import MEASURE_SAMPLES
+
+    if eval_data is not None:
+        return task_samples(_calibration(eval_data, float_model, pre), 0, TASK_SAMPLES, "evaluation")
+    return task_samples(calib, HOLDOUT if guarded else 0, MEASURE_SAMPLES, "calibration")
+
+
+def _task_judge(spec, float_model, mode: str, calib, eval_data, pre, goals: dict):
+    """The widening search's view of the task guard: ``judge(qmodel) -> record`` on the samples ``_judge_task``
+    will judge the result on; None without a task or samples (the search then goes by SNR alone)."""
+    if spec is None:
+        return None
+    from converters.evaluate import judge_task
+
+    samples, what, _ = _task_samples(float_model, calib, eval_data, pre, True)
+    if not samples:
+        return None
+    return lambda qmodel: judge_task(spec, float_model, qmodel, samples, mode, goals, what)
+
+
 def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_data, pre, guarded: bool, goals: dict,
                 min_snr: float, notes: list) -> None:
     """The guard judges the task ``spec`` says (``converters.evaluate``) on the evaluation data, else on the guard's
     own samples; its verdict becomes the guard's, and a task kept below ``min_snr`` is said in ``notes``."""
-    from converters.evaluate import TASK_SAMPLES, apply_task_verdict, judge_task, task_samples, task_text
-    from converters.quantize.calibrate import MEASURE_SAMPLES
+    from converters.evaluate import apply_task_verdict, judge_task, task_text
 
     if spec is None or guard.get("measured") is False:
         apply_task_verdict(guard, None)
@@ -271,10 +294,7 @@ def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_da
                   "judged": False, "met": None,
                   "why": "no data: synthetic samples say nothing of the task (give eval_data / --eval to judge it)"}
     else:
-        if eval_data is not None:
-            samples, what, why = task_samples(_calibration(eval_data, float_model, pre), 0, TASK_SAMPLES, "evaluation")
-        else:
-            samples, what, why = task_samples(calib, HOLDOUT if guarded else 0, MEASURE_SAMPLES, "calibration")
+        samples, what, why = _task_samples(float_model, calib, eval_data, pre, guarded)
         record = judge_task(spec, float_model, model, samples, mode, goals, what)
         if why:
             record["why"] = why
@@ -518,9 +538,12 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         measured_on = "calibration"
         if calib is None and not guarded and eval_data is not None:  # fp16 / dynamic: the guard measures on it
             calib, measured_on = _calibration(eval_data, float_model, pre), "evaluation"
+        task_judge = (_task_judge(spec, float_model, mode, calib, eval_data, pre, goals)
+                      if guarded and precision == "auto" else None)
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
-                           min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction)
+                           min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction,
+                           task_judge=task_judge)
         model = result.model
         guard = result.report.get("guard")
         if guard is not None and not guarded and not guard.get("synthetic"):

@@ -307,6 +307,20 @@ def test_classifier_with_labels_is_kept_on_top1_when_its_snr_is_short_and_the_re
     assert manifest["task"] == "classification" and manifest["labels"] == ["a", "b", "c", "d"]
 
 
+def test_the_widening_search_stops_once_the_task_is_kept():
+    """precision="auto" widens for the task when one is judged: at 60 dB the raw model (SNR alone) tries widening
+    (int8 I/O keeps it short), the same classifier with labels keeps its top-1 in int8 and tries none."""
+    src = _classifier(_separated_weights(), labels=["a", "b", "c", "d"])
+    x = _samples()
+    raw = convert(src, quantize="int8", calibration=x, precision="auto", min_snr=60, task="raw", allow_lossy=True)
+    assert raw.report["guard"]["tried_widening"] >= 1 and len(raw.report["guard"]["steps"]) > 1
+    kept = convert(src, quantize="int8", calibration=x, precision="auto", min_snr=60)
+    guard = kept.report["guard"]
+    assert guard["judged_by"] == "task" and guard["met"] and not guard["snr_met"]
+    assert not guard["widened"] and not guard.get("tried_widening") and len(guard.get("steps") or []) <= 1
+    assert guard["task"]["metrics"]["top1"] == 1.0
+
+
 def _top1_by_hand(src: bytes, result, x) -> float:
     """The top-1 agreement of the written model with the float one on ``x``, computed here."""
     from edge_sdk import Interpreter
@@ -538,10 +552,16 @@ def test_segmentation_is_judged_on_map_iou():
     assert task["task"] == "segmentation" and task["output"] == "y" and task["judged"]
     assert task["metrics"]["map_iou"] > 0.9 and task["metrics"]["classes"] == 3
     with pytest.raises(ConversionError, match=r"map IoU .* below its goal \(--min-map-iou\)"):
-        convert(_segmenter(tie=0.002), quantize="int8", calibration=x, task="segmentation", min_snr=20)
+        convert(_segmenter(tie=0.002), quantize="int8", calibration=x, task="segmentation", min_snr=20,
+                precision="int8")
     lossy = convert(_segmenter(tie=0.002), quantize="int8", calibration=x, task="segmentation", min_snr=20,
-                    allow_lossy=True)
+                    precision="int8", allow_lossy=True)
     assert lossy.report["guard"]["task"]["metrics"]["map_iou"] < 0.9 and lossy.report["guard"]["snr_met"]
+    # precision auto (the default): the SNR is met, the map is not -- the search widens for the task until it is
+    widened = convert(_segmenter(tie=0.002), quantize="int8", calibration=x, task="segmentation", min_snr=20)
+    guard = widened.report["guard"]
+    assert guard["met"] and guard["judged_by"] == "task" and guard["widened"]
+    assert guard["task"]["metrics"]["map_iou"] >= 0.9
 
 
 def test_goal_met_is_the_tasks_when_judged_else_the_snr():

@@ -119,7 +119,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
              min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None, equalize: bool = True,
-             bias_correction: bool = True) -> QuantizationResult:
+             bias_correction: bool = True, task_judge=None) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
     ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8 unless the model's given ranges
     cover every activation; fp16 / dynamic: what the guard measures on, synthetic samples without it).
@@ -139,6 +139,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
     rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``). Neither
     for a source that gives its own ranges (QDQ): its scales are kept as they are.
+    task_judge: ``judge(qmodel) -> record`` (``converters.evaluate.judge_task``'s): with precision="auto" the search
+    stops widening once the task is kept where the task could be judged (``widen.Goal``), not only at ``min_snr``.
     """
     _check_settings(model, mode, method, io, percentile)
     excluded = resolve_exclude(model, exclude)
@@ -246,7 +248,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         qmodel, g = first = build(excluded)
     kept = None
     if measure_error or precision == "auto":
-        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule)
+        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
+                     task_judge)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,

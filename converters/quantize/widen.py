@@ -116,11 +116,33 @@ class Guarded:
     limiting: list = field(default_factory=list)  # still short: (op index, why) of the ops that keep it short
 
 
+class Goal:
+    """What "met" means to the search: every output (and joined part) at ``min_snr`` dB, or, with a ``judge``
+    (convert's task guard: ``judge(qmodel) -> record`` of ``converters.evaluate.judge_task``), the task's verdict
+    wherever the task could be judged -- a detector kept on its detections is not widened further for its raw SNR.
+    One record per model (the search asks about the same model more than once)."""
+
+    def __init__(self, min_snr: float, judge=None):
+        self.min_snr, self.judge = min_snr, judge
+        self._records: dict[int, tuple[Model, dict]] = {}
+
+    def short(self, qmodel: Model, outputs) -> bool:
+        if self.judge is not None:
+            held = self._records.get(id(qmodel))
+            if held is None or held[0] is not qmodel:
+                held = self._records[id(qmodel)] = (qmodel, self.judge(qmodel))
+            if held[1].get("judged"):
+                return not held[1]["met"]
+        return bool(short(outputs, self.min_snr))
+
+
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
-          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=()) -> Guarded:
+          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), task_judge=None) -> Guarded:
     """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
-    output is short of ``min_snr``; ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept
-    float32 (no integer rule, a zero divisor), counted with the widened ones in every progress line."""
+    output is short of ``min_snr`` (or, with ``task_judge``, while the task is not kept: ``Goal``);
+    ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept float32 (no integer rule, a zero
+    divisor), counted with the widened ones in every progress line."""
+    goal = Goal(min_snr, task_judge)
     measure = cal.measure
     if not isinstance(cal.float_run, CachedRunner):  # each widening step compares with the same float values
         cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)
@@ -130,24 +152,24 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     started = time.monotonic()
     layers, outputs = layer_errors(model, qmodel, g, measure, cal.float_run, io)
     kept = Guarded(qmodel, g, layers, outputs)
-    if precision != "auto" or not short(outputs, min_snr):
+    if precision != "auto" or not goal.short(qmodel, outputs):
         return kept
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
     kept.steps.append(_step(len(no_rule), kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
     base_excluded = set(excluded)
-    kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, min_snr, max_rounds, io, len(no_rule))
-    if short(kept.outputs, min_snr):
-        excluded = _escalate(model, build, cal, kept, base_excluded, rule, min_snr, io, len(no_rule))
-    if kept.widened and not short(kept.outputs, min_snr) and len(kept.widened) <= MAX_PRUNE:
-        _give_back(model, build, cal, kept, excluded, min_snr, io)
-    if short(kept.outputs, min_snr):
+    kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, goal, max_rounds, io, len(no_rule))
+    if goal.short(kept.qmodel, kept.outputs):
+        excluded = _escalate(model, build, cal, kept, base_excluded, rule, goal, io, len(no_rule))
+    if kept.widened and not goal.short(kept.qmodel, kept.outputs) and len(kept.widened) <= MAX_PRUNE:
+        _give_back(model, build, cal, kept, excluded, goal, io)
+    if goal.short(kept.qmodel, kept.outputs):
         kept.limiting = limiting_ops(model, kept, rule)
     return kept
 
 
-def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], rule, min_snr: float,
+def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], rule, goal: Goal,
                   max_rounds: int, io: str, n_no_rule: int = 0) -> tuple[Guarded, set[int]]:
     """Round k widens up to 2**k more of the ops that add the most error (``sensitive_ops``, ranked again after
     each round's measurement); after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB the smallest widening that
@@ -158,7 +180,7 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
     best = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened))
     stale = 0
     for rnd in range(max_rounds):
-        if not short(kept.outputs, min_snr) or stale >= STALE_ROUNDS:
+        if not goal.short(kept.qmodel, kept.outputs) or stale >= STALE_ROUNDS:
             break
         take = {}
         for i in sensitive_ops(model, kept.layers, excluded | w16 | set(cannot)):
@@ -186,21 +208,21 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
             best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
         else:
             stale += 1
-    if stale and short(kept.outputs, min_snr):  # the last rounds gained nothing: keep the best
+    if stale and goal.short(kept.qmodel, kept.outputs):  # the last rounds gained nothing: keep the best
         _, kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = best
         kept.w16 = {i for i, k in kept.widened.items() if k == "int16"}
         excluded = base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
     return kept, excluded
 
 
-def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], min_snr: float,
+def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], goal: Goal,
                io: str) -> None:
     """Rounds widen in batches: each widened op the outputs do not need is given back to int8 (last first)."""
     for i in list(reversed(kept.widened)):
         trial, trial16 = excluded - {i}, kept.w16 - {i}
         qm, g = build(trial, trial16)
         layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
-        if not short(outputs, min_snr):
+        if not goal.short(qm, outputs):
             excluded, kept.w16 = trial, trial16
             kept.qmodel, kept.graph, kept.layers, kept.outputs = qm, g, layers, outputs
             del kept.widened[i]
@@ -251,7 +273,7 @@ def _widest(model: Model, i: int, rule) -> str | None:
     return rule(name)[0]
 
 
-def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_excluded: set[int], rule, min_snr: float,
+def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_excluded: set[int], rule, goal: Goal,
               io: str, n_no_rule: int = 0) -> set[int]:
     """The rounds ended short: from the rounds' best model, every op not yet at the widest type the target takes
     (float32 where it runs float32, else int16x8) goes there -- all-float32 at worst on a float target. If that
@@ -306,7 +328,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         kept.w16 = {i for i, w in kept.widened.items() if w == "int16"}
 
     top = trial(len(order), "every op at its widest")
-    if short(top[3], min_snr):  # even the widest model is short (its integer inputs / outputs, or the target)
+    if goal.short(top[0], top[3]):  # even the widest model is short (its integer inputs / outputs, or the target)
         kept.all_widened = worst(top[3]) >= worst(before[3])
         take(top if kept.all_widened else before)
     else:  # prefix 0 (the rounds' model) is short, the whole order meets
@@ -314,7 +336,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         while hi - lo > 1:
             mid = (lo + hi) // 2
             result = trial(mid, f"bisection {lo}..{hi} of {len(order)}")
-            if short(result[3], min_snr):
+            if goal.short(result[0], result[3]):
                 lo = mid
             else:
                 hi, best = mid, result
