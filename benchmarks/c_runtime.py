@@ -613,7 +613,7 @@ def qemu_instructions(paths) -> None:
                     print(f"   {p.name:<40} {memory:>7} {type(exc).__name__}: {str(exc)[:80]}")
                     continue
                 finally:
-                    qb.stop_board(all=True)
+                    qb.stop_board(all=True, scope="process")  # only the board this run flashed
             instr = int(prof["total"]["mean"]) * TICK_INSTRUCTIONS
             base = base or instr
             print(f"   {p.name:<40} {memory:>7} {instr:>13} {instr / base:>6.2f} {prof['arena_high_water']:>10} "
