@@ -747,12 +747,14 @@ def format_check(result: CheckResult) -> str:
         plan += f", +{r.extra_macs} MACs"
     lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget for the arena{pct} ({plan})"
                  f"{'  OVER' if over else ''}")
-    if r.arena_size is not None:
-        lines.append(f"         {r.arena_line()}")
+    # the arena in the words every command uses, and (C runtime) what it is made of: one line either way
+    arena = f"{r.arena_line()}: " if r.arena_size is not None else ""
     if r.ram:
-        lines.append(f"         = plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
+        lines.append(f"         {arena}plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
                      f"{r.ram.get('scratch_bytes')}) + persistent {r.ram.get('persistent_bytes')} B (structs, kernel "
-                     "data, resource variables; high water)")
+                     f"data, resource variables) after init; high water {r.ram.get('high_water')} B")
+    elif arena:
+        lines.append(f"         {arena.rstrip(': ')}")
     if r.packed_weights_bytes and r.arena_size is not None:
         lines.append(f"         = arena {r.arena_size} B (activations, scratch, persistent state: the figure "
                      f"Interpreter.arena_size gives) + packed weight copies {r.packed_weights_bytes} B (the SIMD "
