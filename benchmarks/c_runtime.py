@@ -358,18 +358,34 @@ def conv_models() -> dict[str, tuple[bytes, int]]:
 
 def tflm_arena_split(paths) -> dict[str, tuple[int, int, int]]:
     """TFLM's arena per model as (total, head, tail) bytes, from print_allocations in a child process (TFLM prints
-    to stderr and may crash on a model)."""
+    to stderr). A model TFLM refuses (an exception) is skipped inside the child; one that crashes it ends that
+    child, and the models after it get a new one: one bad model never turns every figure into n/a (as it did
+    when the first model, a MediaPipe one TFLM cannot run, ended the loop)."""
     script = ("import sys\nfrom tflite_micro.python.tflite_micro import runtime\nfor path in sys.argv[1:]:\n"
               "    print('@@MODEL ' + path, file=sys.stderr, flush=True)\n"
-              "    runtime.Interpreter.from_file(path, arena_size=64 << 20).print_allocations()\n")
-    proc = subprocess.run([sys.executable, "-c", script, *map(str, paths)], capture_output=True, text=True,
-                          check=False, timeout=600)
+              "    try:\n"
+              "        runtime.Interpreter.from_file(path, arena_size=64 << 20).print_allocations()\n"
+              "    except Exception as exc:\n"
+              "        print('@@REFUSED ' + type(exc).__name__, file=sys.stderr, flush=True)\n")
     out = {}
-    for chunk in proc.stderr.split("@@MODEL ")[1:]:
-        path, _, text = chunk.partition("\n")
-        found = [re.search(rf"Arena allocation {w} (\d+) bytes", text) for w in ("total", "head", "tail")]
-        if all(found):
-            out[path] = tuple(int(m.group(1)) for m in found)
+    todo = [str(p) for p in paths]
+    while todo:
+        try:
+            proc = subprocess.run([sys.executable, "-c", script, *todo], capture_output=True, text=True,
+                                  check=False, timeout=600)
+            stderr = proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        started = []
+        for chunk in stderr.split("@@MODEL ")[1:]:
+            path, _, text = chunk.partition("\n")
+            started.append(path)
+            found = [re.search(rf"Arena allocation {w} (\d+) bytes", text) for w in ("total", "head", "tail")]
+            if all(found):
+                out[path] = tuple(int(m.group(1)) for m in found)
+        if not started or started[-1] not in todo:
+            break
+        todo = todo[todo.index(started[-1]) + 1:]  # the one that ended the child (if any) is not retried
     return out
 
 
