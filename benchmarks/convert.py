@@ -21,6 +21,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aims import Aims  # noqa: E402
 
 GOAL_SECONDS = 60.0
 # (expansion t, output channels c, repeats n, first stride s), as in the MobileNetV2 paper, table 2
@@ -140,7 +142,11 @@ def main(argv=None) -> int:
     print(f"peak memory    {rss_after:.0f} MB resident (before converting: {rss_before:.0f} MB; "
           f"calibration data {calib.nbytes / 1e6:.0f} MB)")
     print(f"ratio          time / goal = {seconds / GOAL_SECONDS:.2f} (goal <= 1)")
-    return 0
+    aims = Aims("convert", "python benchmarks/convert.py")
+    aims.single(f"convert + calibrate MobileNetV2 ({params / 1e6:.1f} M parameters, {args.quantize}, {args.samples} "
+                f"samples) in < {GOAL_SECONDS:.0f} s", seconds < GOAL_SECONDS, f"{seconds:.1f} s", section="time")
+    aims.save(width=args.width, size=args.size, samples=args.samples, quantize=args.quantize)
+    return aims.exit_status()
 
 
 if __name__ == "__main__":

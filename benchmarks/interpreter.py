@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import pickle
 import subprocess
 import sys
@@ -24,8 +25,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from aims import Aims  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "models" / "tflite-micro"
+SHARED = Path(os.environ.get("EDGE_SHARED_MODELS") or ROOT.parent / "shared" / "models") / "tflite-micro"
 SKIP = {"person_detect_vela.tflite": "Ethos-U custom op (accelerator only)"}
 LITERT_CANNOT = {"person_detect.tflite", "keyword_scrambled_8bit.tflite", "audio_preprocessor_int8.tflite",
                  "audio_preprocessor_float.tflite"}
@@ -103,7 +106,7 @@ def main() -> int:
     paths = [p for p in sorted(SHARED.glob(args.models)) if p.name not in SKIP]
     # TFLM's planned arena: its "head" plus variable-tensor buffers (which it keeps in its persistent tail).
     tflm_arena_bytes = tflm_arenas(paths)
-    rows, speedups, arena_ratios = [], [], []
+    rows, speedups, arena_ratios = [], {}, {}
     print(f"{'model':40s} {'ours ms':>9s} {'xnnpack':>9s} {'lrt-ref':>9s} {'tflm':>9s} {'ref/ours':>8s} "
           f"{'arena':>9s} {'tflm':>9s} {'lower':>9s}")
     for path in paths:
@@ -126,23 +129,24 @@ def main() -> int:
         tflm_ms, _ = run_peer("tflm", data, inputs, args.seconds)
         tflm_arena = tflm_arena_bytes.get(str(path))
         ratio = ref_ms / ours_ms if ref_ms else None
-        if ref_ms is not None and ref_ms >= 1.0:
-            speedups.append(ratio)
-        if tflm_arena:
-            arena_ratios.append((path.name, ours.arena_size / tflm_arena))
+        if ref_ms is None or ref_ms >= 1.0:  # None: LiteRT's reference kernels not measured on it
+            speedups[path.name] = ratio
+        arena_ratios[path.name] = ours.arena_size / tflm_arena if tflm_arena else None  # None: TFLM n/a
         print(f"{path.name:40s} {fmt(ours_ms)} {fmt(xnn_ms)} {fmt(ref_ms)} {fmt(tflm_ms)} "
               f"{'-' if ratio is None else f'{ratio:8.2f}':>8s} {ours.arena_size:9d} "
               f"{tflm_arena if tflm_arena else '-':>9} {plan.lower_bound:9d}")
         rows.append(path.name)
-    if speedups:
-        geomean = math.exp(sum(math.log(r) for r in speedups) / len(speedups))
-        print(f"\nspeed: geomean LiteRT-reference / ours over {len(speedups)} models >= 1 ms: {geomean:.2f}x "
-              f"(goal > 1)")
-    if arena_ratios:
-        worst = max(arena_ratios, key=lambda r: r[1])
-        print(f"memory: our arena / TFLM's, worst {worst[1]:.3f} on {worst[0]} (goal <= 1 on every model); "
-              f"models over: {[n for n, r in arena_ratios if r > 1] or 'none'}")
-    return 0
+    aims = Aims("interpreter", "python benchmarks/interpreter.py")
+    measured = [r for r in speedups.values() if r is not None]
+    geomean = math.exp(sum(math.log(r) for r in measured) / len(measured)) if measured else None
+    print()
+    aims.single("geomean LiteRT-reference / ours > 1 (models LiteRT's reference kernels take >= 1 ms on)",
+                None if geomean is None else geomean > 1,
+                "no model measured" if geomean is None else f"{geomean:.2f}x over {len(measured)} models", section="speed")
+    aims.every("our arena (Python interpreter) <= TFLM's planned arena on every model", arena_ratios,
+               lambda r: r <= 1, "ours/TFLM {:.3f}", section="memory")
+    aims.save(models=rows, seconds_per_runtime=args.seconds)
+    return aims.exit_status()
 
 
 if __name__ == "__main__":

@@ -716,22 +716,26 @@ def _cmd_export(args) -> int:
 
 
 def _cmd_board(args) -> int:
-    from edge_sdk.device.qemu_board import list_boards, stop_board
+    from edge_sdk.device.qemu_board import describe_owner, is_mine, list_boards, stop_board
 
     if args.action == "stop":
-        stopped = stop_board(args.url, all=args.all)
+        stopped = stop_board(args.url, all=args.all, scope="everyone" if args.everyone else "checkout")
         if args.json:
             _print_json([b["url"] for b in stopped])
         else:
             for b in stopped:
                 sys.stdout.write(f"stopped {b['url']} (pid {b['pid']})\n")
+            if args.all and not stopped:
+                sys.stdout.write("no running boards of yours" + ("" if args.everyone else
+                                 " (edge board list shows every owner's; --everyone stops them too)") + "\n")
         return 0
     boards = list_boards()
     if args.json:
-        _print_json(boards)
+        _print_json([{**b, "mine": is_mine(b)} for b in boards])
     else:
         for b in boards:
-            sys.stdout.write(f"{b['url']}  {b['profile']}  pid {b['pid']}  {b.get('model', '')}\n")
+            sys.stdout.write(f"{b['url']}  {b['profile']}  pid {b['pid']}  {b.get('model', '')}  "
+                             f"owner: {describe_owner(b)}\n")
         if not boards:
             sys.stdout.write("no running boards\n")
     return 0
@@ -1095,10 +1099,15 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--json", action="store_true", help="print the export's summary (files, arena, inputs, outputs) as JSON")
     p.set_defaults(func=_cmd_export)
 
-    p = sub.add_parser("board", help="the QEMU boards `edge flash` started: list, stop")
+    p = sub.add_parser("board", help="the QEMU boards `edge flash` started: list (with owners), stop yours",
+                       description="A board belongs to whoever started it (user, checkout, process). stop --all "
+                       "stops your boards: this user's and checkout's, except those a still-running job (a "
+                       "benchmark, a test run) started; --everyone reaches every board in the list.")
     p.add_argument("action", choices=["list", "stop"])
     p.add_argument("url", nargs="?", help="stop: the board's socket:// URL (or port)")
-    p.add_argument("--all", action="store_true", help="stop: every running board")
+    p.add_argument("--all", action="store_true", help="stop: every running board of yours")
+    p.add_argument("--everyone", action="store_true",
+                   help="stop: other owners' boards too (another checkout's, a running job's, unowned records)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_board)
 

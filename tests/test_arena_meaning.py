@@ -9,6 +9,8 @@ scratch and the arena's 16-byte alignment; the tensor plan itself is the same pl
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -131,3 +133,104 @@ def test_edge_check_reports_the_same_arena_size_and_the_packed_figure_apart(back
     it = Interpreter(model_content=data)
     it.allocate_tensors()
     assert py.arena_size == py.arena_bytes == it.arena_size and py.packed_weights_bytes == 0
+
+
+# ------------------------------------------------------------------------------------------------ every command
+# Issue 27 point 3: one arena figure with one meaning, printed in the same words ("arena N B (activations +
+# scratch + persistent state; WHERE)", planner.arena_words) by every command about one model on one target.
+ARENA_LINE = re.compile(r"\barena (\d+) B \(activations \+ scratch \+ persistent state; ([^)]*)\)", re.M)
+
+
+def _arena_lines(text: str) -> list[tuple[int, str]]:
+    return [(int(m.group(1)), m.group(2)) for m in ARENA_LINE.finditer(text)]
+
+
+def _main(capsys, *argv) -> str:
+    from edge_sdk import cli
+
+    code = cli.main(list(argv))
+    out = capsys.readouterr().out
+    assert code == 0, (argv, out)
+    return out
+
+
+def small_int8_model() -> bytes:
+    """An int8 FULLY_CONNECTED (16 -> 8): the C runtime's structs and kernel data dominate its arena (the tensor
+    plan alone is a few dozen bytes), so the figures the issue found apart differ here too."""
+    rng = np.random.default_rng(3)
+    w = T((8, 16), "INT8", scale=0.02, zero_point=0, data=rng.integers(-100, 100, (8, 16)).astype(np.int8))
+    b = T((8,), "INT32", scale=0.05 * 0.02, zero_point=0, data=rng.integers(-500, 500, 8).astype(np.int32))
+    return op_model("FULLY_CONNECTED", [T((1, 16), "INT8", 0.05, -3), w, b], [T((1, 8), "INT8", 0.1, 5)])
+
+
+def test_planner_words_are_the_one_form():
+    from edge_sdk.runtime.planner import arena_words, runtime_arena
+
+    assert runtime_arena(900, 952) == 952 and runtime_arena(1000, 952, packed=48) == 952
+    assert _arena_lines(arena_words(952, "the C runtime on x")) == [(952, "the C runtime on x")]
+    assert arena_words(None, "y") == "arena not measured (activations + scratch + persistent state; y)"
+
+
+def test_bench_prints_the_c_runtimes_arena_size(backend, tmp_path, capsys):
+    """`edge bench --backend c` here: CInterpreter.arena_size (edge check's figure on a host-linux C profile,
+    test_edge_check_reports_the_same_arena_size_and_the_packed_figure_apart) in the shared words; the packed
+    copies and the process's RSS named apart."""
+    import json
+
+    data = float_model()
+    model = tmp_path / "conv.tflite"
+    model.write_bytes(data)
+    c = _c(backend, data)
+    out = _main(capsys, "bench", str(model), "--backend", "c", "--runs", "2", "--warmup", "0")
+    assert [n for n, _ in _arena_lines(out)] == [c.arena_size]
+    assert "the C runtime on this machine" in out and "peak RSS" in out
+    if c.packed_weights_bytes:
+        assert f"packed weight copies {c.packed_weights_bytes} B" in out
+    report = json.loads(_main(capsys, "bench", str(model), "--backend", "c", "--runs", "2", "--warmup", "0",
+                              "--json"))
+    assert report["arena_size"] == c.arena_size
+
+
+@pytest.mark.slow
+def test_check_flash_profile_export_print_one_arena_figure(tmp_path, capsys, monkeypatch):
+    """check, flash, profile (the QEMU board's own high water) and export on one model and the QEMU board: the
+    same number in the same words; flash's buffer (figure + margin) is named "arena buffer", never "arena"."""
+    import json
+    import shutil
+
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc")
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    model = tmp_path / "fc.tflite"
+    model.write_bytes(small_int8_model())
+    target = "qemu-mps2-an386"
+    figures = {}
+    try:
+        out = _main(capsys, "check", str(model), "--target", target)
+        figures["check"] = _arena_lines(out)
+        out = _main(capsys, "flash", str(model), "--target", target, "--build-dir", str(tmp_path / "fw"))
+        figures["flash"] = _arena_lines(out)
+        buffer = int(re.search(r"arena buffer (\d+) B", out).group(1))
+        port = re.search(r"^(socket://\S+)$", out, re.M).group(1)
+        out = _main(capsys, "profile", str(model), "--target", target, "--port", port, "--runs", "1")
+        figures["profile"] = _arena_lines(out)
+        assert f"arena buffer {buffer} B" in out
+        prof = json.loads(_main(capsys, "profile", str(model), "--target", target, "--port", port, "--runs", "1",
+                                "--json"))
+    finally:
+        qb.stop_board(all=True, scope="process")
+    out = _main(capsys, "export", str(model), "--target", target, "--format", "make", "-o", str(tmp_path / "exp"))
+    figures["export"] = _arena_lines(out)
+    for command, lines in figures.items():
+        assert len(lines) == 1, (command, lines)
+    numbers = {command: lines[0][0] for command, lines in figures.items()}
+    assert len(set(numbers.values())) == 1, numbers
+    arena = numbers["check"]
+    assert prof["arena_size"] == arena and prof["arena_buffer_bytes"] == buffer > arena
+    for command in ("check", "flash", "profile", "export"):
+        assert target in figures[command][0][1] or "qemu" in figures[command][0][1], (command, figures[command])
+    it = Interpreter(model_content=model.read_bytes())
+    it.allocate_tensors()
+    assert it.arena_size < arena  # the Python tensor plan: another figure (the C runtime's structs are not in it)

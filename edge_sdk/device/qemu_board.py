@@ -4,10 +4,24 @@
     list_boards(); stop_board(board["url"]); stop_board(all=True)
 
 The state file is ``$EDGE_STATE_DIR/boards.json`` (default: edge_sdk.resources.cache_dir() / "boards.json").
+
+A board belongs to whoever started it. Each record carries ``owner``: the user, the host, the checkout (the
+folder edge_sdk is imported from) and the starting process (pid and its start time, so a recycled pid is not
+mistaken for it). The state file is one per user's cache, shared by every checkout and job of that user, so
+"stop every board" means every board of mine (``is_mine``):
+
+    scope "process"   boards this very process started (a benchmark, a test, a script using the library)
+    scope "checkout"  the default: boards of this user and checkout whose starting process has ended (`edge flash`
+                      leaves its board running on purpose) or is this process; a board whose starter still runs
+                      (another job's benchmark or test) belongs to that job
+    scope "everyone"  every board in the state file (`edge board stop --all --everyone`)
+
+Records written before boards had owners have none: only "everyone" reaches them.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
@@ -75,8 +89,82 @@ def _reap(pid: int) -> None:
         pass
 
 
+SCOPES = ("process", "checkout", "everyone")
+
+
+def _checkout() -> str:
+    """The checkout (or installation) this process runs edge_sdk from: the folder holding the package."""
+    return str(Path(__file__).resolve().parent.parent.parent)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers): the uid still tells users apart
+        return f"uid {os.getuid()}"
+
+
+def _process_start(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat field 22); None where unknown."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def current_owner() -> dict:
+    """The owner record of a board this process starts now."""
+    pid = os.getpid()
+    return {"user": _user(), "host": socket.gethostname(), "checkout": _checkout(), "pid": pid,
+            "pid_start": _process_start(pid)}
+
+
+def _starter_running(owner: dict) -> bool:
+    """The process that started the board still runs (the same process: its start time matches)."""
+    pid = int(owner.get("pid") or 0)
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, another user's
+    start = _process_start(pid)
+    return start is None or owner.get("pid_start") in (None, start)
+
+
+def is_mine(board: dict, scope: str = "checkout") -> bool:
+    """Whether ``board`` belongs to this process under ``scope`` (see the module docstring)."""
+    if scope not in SCOPES:
+        raise UsageError(f"board scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    if scope == "everyone":
+        return True
+    owner = board.get("owner")
+    if not isinstance(owner, dict):
+        return False
+    me = current_owner()
+    if (owner.get("user"), owner.get("host"), owner.get("checkout")) != (me["user"], me["host"], me["checkout"]):
+        return False
+    this_process = owner.get("pid") == me["pid"] and owner.get("pid_start") == me["pid_start"]
+    if scope == "process":
+        return this_process
+    return this_process or not _starter_running(owner)
+
+
+def describe_owner(board: dict) -> str:
+    """One phrase for `edge board list`: who started the board, and whether it is the caller's."""
+    owner = board.get("owner")
+    if not isinstance(owner, dict):
+        return "owner unknown (recorded before boards had owners; edge board stop --everyone reaches it)"
+    running = _starter_running(owner)
+    who = (f"{owner.get('user')}@{owner.get('host')} in {owner.get('checkout')}, started by pid {owner.get('pid')}"
+           f" ({'still running' if running else 'exited'})")
+    return who + (" - yours" if is_mine(board) else " - not yours")
+
+
 def list_boards() -> list[dict]:
-    """Running boards from the state file (dead ones are dropped from it)."""
+    """Running boards from the state file, every owner's (dead ones are dropped from it)."""
     boards = _read_state()
     live = [b for b in boards if _alive(int(b.get("pid", 0)))]
     if len(live) != len(boards):
@@ -109,24 +197,36 @@ def _kill_group(pid: int, pgid: int | None) -> None:
             time.sleep(0.02)
 
 
-def stop_board(url: str | None = None, all: bool = False) -> list[dict]:
-    """Stop the board at ``url`` (a pyserial URL or a port number), or every board with ``all``; returns the
-    boards stopped. DeviceError when no running board has that URL."""
+def stop_board(url: str | None = None, all: bool = False, scope: str = "checkout") -> list[dict]:
+    """Stop the board at ``url`` (a pyserial URL or a port number), or with ``all`` every board of mine under
+    ``scope`` ("process", "checkout" — the default —, "everyone"; see the module docstring); returns the boards
+    stopped. DeviceError when no running board has that URL, or when it is someone else's and scope is not
+    "everyone" (the message names its owner)."""
+    if scope not in SCOPES:
+        raise UsageError(f"board scope must be one of {', '.join(SCOPES)}, not {scope!r}")
     boards = list_boards()
+    mine = [b for b in boards if is_mine(b, scope)]
     if all:
-        chosen = boards
+        chosen = mine
     else:
         if url is None:
-            if len(boards) == 1:
-                chosen = boards
+            if len(mine) == 1:
+                chosen = mine
             else:
-                raise DeviceError(f"{len(boards)} boards are running: name one URL (edge board list) or --all")
+                others = len(boards) - len(mine)
+                raise DeviceError(f"{len(mine)} of your boards are running"
+                                  + (f" ({others} more belong to others)" if others else "")
+                                  + ": name one URL (edge board list) or --all")
         else:
             key = str(url)
             chosen = [b for b in boards if b["url"] == key or str(b.get("tcp_port")) == key]
             if not chosen:
                 known = ", ".join(b["url"] for b in boards) or "none"
                 raise DeviceError(f"no running board at {url} (running: {known})")
+            theirs = [b for b in chosen if not is_mine(b, scope)]
+            if theirs:
+                raise DeviceError(f"the board at {url} is not yours: {describe_owner(theirs[0])}; "
+                                  "edge board stop --everyone stops it anyway")
     for b in chosen:
         _kill_group(int(b["pid"]), b.get("pgid"))
     stopped = {b["url"] for b in chosen}
@@ -174,7 +274,8 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
         board = {"url": url, "tcp_port": port, "pid": 0, "pgid": 0, "elf": str(elf), "profile": profile.name,
                  "model": model, "model_sha256": (info or {}).get("sha256", ""), "started": time.time(),
                  "command": cmd, "memory": (info or {}).get("memory"),
-                 "memory_request": (info or {}).get("memory_request"), "patch": (info or {}).get("patch")}
+                 "memory_request": (info or {}).get("memory_request"), "patch": (info or {}).get("patch"),
+                 "owner": current_owner()}
         # Ctrl-C / SIGTERM cannot land between the fork and the state file: both are held back until the board
         # is recorded, and any interruption after that stops it (it is in its own session: the terminal's
         # SIGINT never reaches it, so nobody else would).

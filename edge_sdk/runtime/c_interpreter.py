@@ -611,8 +611,10 @@ class CInterpreter(Interpreter, backend="c"):
         (tests/test_arena_meaning.py states the difference to the byte). None before allocate_tensors."""
         if not self._ready:
             return None
+        from edge_sdk.runtime.planner import runtime_arena
+
         info = self.plan_info()
-        return max(info["arena_used"], info["high_water"]) - info["packed"]
+        return runtime_arena(info["high_water"], info["arena_used"], info["packed"])
 
     @property
     def packed_weights_bytes(self) -> int | None:

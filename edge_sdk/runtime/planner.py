@@ -56,6 +56,31 @@ RUNTIMES = ("python", "c")
 MAX_ARENA_BYTES = 1 << 31
 
 
+# ------------------------------------------------------------------------------------------------ the arena figure
+# One figure with one meaning in every command (issue 27 point 3; issue 23 point 5): the runtime's arena on that
+# target, the most bytes its arena holds at once = activations + scratch + persistent state (the C runtime's
+# tensor/node structs, kernel data, variables), at the high water. Named apart, never called "arena" alone: the
+# SIMD fast paths' packed weight copies ("packed weight copies"), the buffer a firmware reserves for the arena
+# with flash's margin ("arena buffer"), the profile's RAM budget ("RAM budget"), the Python interpreter's tensor
+# plan when another runtime is meant ("Python tensor plan").
+ARENA_MEANING = "activations + scratch + persistent state"
+
+
+def runtime_arena(high_water: int, arena_used: int, packed: int = 0) -> int:
+    """The runtime's arena from the C runtime's own figures: the larger of edge_arena_used (the plan + persistent
+    state once init is done) and edge_arena_high_water (the most in use at once, init's planner memory included),
+    less the packed weight copies (``packed``: of the persistent part, a figure of their own). Every command's C
+    figure comes from here (CInterpreter.arena_size, edge check, flash, profile's board report, export, bench)."""
+    return max(int(high_water), int(arena_used)) - int(packed)
+
+
+def arena_words(nbytes: int | None, where: str) -> str:
+    """The words every command prints for that figure: ``arena 1736 B (activations + scratch + persistent state;
+    WHERE)``; ``where`` names the runtime and target (and how the figure was found)."""
+    figure = "not measured" if nbytes is None else f"{int(nbytes)} B"
+    return f"arena {figure} ({ARENA_MEANING}; {where})"
+
+
 def check_memory(memory, auto: bool = False) -> None:
     """ValueError unless ``memory`` is one of MEMORY_PLANS (or None, auto, where ``auto`` allows it)."""
     if memory in MEMORY_PLANS or (auto and memory is None):

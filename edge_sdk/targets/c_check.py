@@ -18,7 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from edge_sdk import resources
+from edge_sdk import log, resources
 from edge_sdk.errors import BuildError, ModelError
 from edge_sdk.runtime import c_build
 from edge_sdk.runtime.c_status import STATUS, status_name
@@ -130,8 +130,15 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
     exe = folder / "edge-run-c"
     if not exe.is_file():
         folder.mkdir(parents=True, exist_ok=True)
+        # the first check against a new kind of target builds this runner (about a minute): say so, step by step
+        what = f"the C runtime's check runner for {layout}" + (f" ({' '.join(type_defs)})" if type_defs else "")
+        log.stage(f"building {what}: once per kind of target, cached in {folder}")
         with resources.build_lock(folder / "x"):
             if not exe.is_file():
+                import time
+
+                started = time.monotonic()
+                log.stage("check runner: generating its op table (gen_ops.py --check)")
                 gen = folder / "edge_ops_generated.c"
                 proc = subprocess.run([sys.executable, str(tree / "tools" / "gen_ops.py"), "--check", str(gen)],
                                       capture_output=True, text=True, check=False)
@@ -141,6 +148,7 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
                 sources = [tree / "host" / "edge_run.c", tree / "src" / "edge.c",
                            *sorted((tree / "src" / "kernels").glob("*.c")), tree / "host" / "edge_host.c",
                            *(sorted((tree / "src" / "simd").glob("*.c")) if simd else []), gen]
+                log.stage(f"check runner: compiling {len(sources)} sources with {cc} (about a minute)")
                 cmd = [cc, "-std=c99", "-O1", *(["-static"] if layout in (ILP32, LINUX_AARCH64) else []),
                        *(["-DEDGE_WITH_SIMD=1"] if simd else []), *type_defs,
                        f"-I{tree / 'include'}", f"-I{tree / 'src'}", f"-I{tree / 'host'}",
@@ -149,6 +157,7 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
                 if proc.returncode != 0:
                     raise BuildError(f"building the check runner failed ({cc}):\n{proc.stderr[-3000:]}")
                 os.replace(str(exe) + ".tmp", exe)
+                log.stage(f"check runner: built in {time.monotonic() - started:.0f} s")
     _runners[key] = exe
     return exe
 

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from edge_sdk import resources
+from edge_sdk import log, resources
 from edge_sdk.errors import BuildError
 from edge_sdk.runtime import c_build
 
@@ -59,8 +59,14 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
     done = folder / "done"
     if not done.is_file():
         folder.mkdir(parents=True, exist_ok=True)
+        # the first check against a new toolchain compiles the whole runtime for its stack (about a minute)
+        log.stage(f"measuring the C runtime's stack: compiling it with {compiler} {' '.join(cflags)} "
+                  f"(once per toolchain, cached in {folder})")
         with resources.build_lock(folder / "x"):
             if not done.is_file():
+                import time
+
+                started = time.monotonic()
                 sources = [tree / "src" / "edge.c", *sorted((tree / "src" / "kernels").glob("*.c"))]
                 cmd = [compiler, "-std=c99", *cflags, *type_defs, f"-I{tree / 'include'}", f"-I{tree / 'src'}",
                        "-fcallgraph-info=su", "-c", *map(str, sources)]
@@ -68,6 +74,7 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
                 if proc.returncode != 0:
                     raise BuildError(f"compiling the runtime for its stack usage failed:\n{proc.stderr[-2000:]}")
                 done.write_text("ok\n")
+                log.stage(f"stack measure: {len(sources)} sources compiled in {time.monotonic() - started:.0f} s")
     frames: dict[str, int] = {}
     edges: dict[str, set] = {}
     dynamic: set = set()

@@ -153,6 +153,20 @@ class CheckResult:
     def errors(self) -> list[dict]:
         return [p for p in self.problems if p["severity"] == "error"]
 
+    def arena_where(self) -> str:
+        """Which runtime, target and plan the arena figure is, and how it was found (planner.arena_words' WHERE)."""
+        from edge_sdk.runtime.planner import PLAN_WORDS
+
+        runtime = "the C runtime" if self.runtime == "c" else "the Python interpreter"
+        how = next((w for w in ("measured", "estimate") if self.ram_source.startswith(w)), "planned")
+        return f"{runtime} on {self.target}, {PLAN_WORDS.get(self.memory_plan, self.memory_plan)} plan, {how}"
+
+    def arena_line(self) -> str:
+        """The arena in the words every command prints (planner.arena_words): `arena N B (...)`."""
+        from edge_sdk.runtime.planner import arena_words
+
+        return arena_words(self.arena_size, self.arena_where())
+
     def to_dict(self) -> dict:
         return {
             "model": self.model_name,
@@ -365,6 +379,14 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
 
 
+def target_arena(model_or_path, profile, memory: str | None = None, *, input_shapes=None) -> CheckResult:
+    """The runtime's arena on a target: the one figure flash, profile, export and convert --target print beside
+    `edge check` (result.arena_size, in result.arena_line()'s words; planner.runtime_arena's meaning:
+    activations + scratch + persistent state, packed weight copies apart in packed_weights_bytes). check_model
+    without the stack measure; its C plans are cached per process, so a command that checked first pays once."""
+    return check_model(model_or_path, profile, memory, stack=False, input_shapes=input_shapes)
+
+
 def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime: bool = True,
                 stack: bool = True, input_shapes=None) -> CheckResult:
     """Check a model (path, bytes or ``Model``) against a profile (name, path or ``Profile``): see module doc.
@@ -501,7 +523,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                 except (BuildError, ModelError):
                     measured[asked] = None
             got = measured[asked]
-            return max(got.figures["high_water"], got.figures["arena_used"]) if got is not None and got.ok else None
+            return (planner.runtime_arena(got.figures["high_water"], got.figures["arena_used"])
+                    if got is not None and got.ok else None)
 
         choice = planner.choose_plan(data, memory, profile.ram_arena_bytes, runtime, need=c_need)
         if memory is None:  # auto: the figures of the plan chosen (measured while choosing)
@@ -528,7 +551,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             result.patch = choice.stage.describe(sum(_macs_of(nodes)), ram=ram, layer_ram=layer)
     if c_plan is not None and c_plan.ok:
         f = c_plan.figures
-        result.arena_bytes = max(f["high_water"], f["arena_used"])
+        result.arena_bytes = planner.runtime_arena(f["high_water"], f["arena_used"])  # the buffer: packed in
         result.packed_weights_bytes = f.get("packed", 0)  # of the persistent part (edge_alloc_packed)
         result.ram = {"plan_bytes": f.get("head_total"), "tensor_bytes": f.get("tensor_total"),
                       "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
@@ -550,7 +573,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                              "persistent part is larger than on the board)")
     elif c_plan is not None and "plan_only_high_water" in c_plan.figures:
         f = c_plan.figures
-        result.arena_bytes = max(f["plan_only_high_water"], f["plan_only_arena_used"])
+        result.arena_bytes = planner.runtime_arena(f["plan_only_high_water"], f["plan_only_arena_used"])
         result.ram = {"plan_bytes": f.get("plan_only_head_total"), "tensor_bytes": f.get("plan_only_tensor_total"),
                       "scratch_bytes": 0, "persistent_bytes": f.get("plan_only_persistent"),
                       "high_water": f["plan_only_high_water"], "layout": c_plan.layout}
@@ -740,12 +763,16 @@ def format_check(result: CheckResult) -> str:
     plan = f"{PLAN_WORDS.get(r.memory_plan, r.memory_plan)} plan"
     if r.memory_plan != "layer":
         plan += f", +{r.extra_macs} MACs"
-    lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} arena budget{pct} ({plan})"
+    lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget for the arena{pct} ({plan})"
                  f"{'  OVER' if over else ''}")
+    # the arena in the words every command uses, and (C runtime) what it is made of: one line either way
+    arena = f"{r.arena_line()}: " if r.arena_size is not None else ""
     if r.ram:
-        lines.append(f"         = plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
+        lines.append(f"         {arena}plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
                      f"{r.ram.get('scratch_bytes')}) + persistent {r.ram.get('persistent_bytes')} B (structs, kernel "
-                     "data, resource variables; high water)")
+                     f"data, resource variables) after init; high water {r.ram.get('high_water')} B")
+    elif arena:
+        lines.append(f"         {arena.rstrip(': ')}")
     if r.packed_weights_bytes and r.arena_size is not None:
         lines.append(f"         = arena {r.arena_size} B (activations, scratch, persistent state: the figure "
                      f"Interpreter.arena_size gives) + packed weight copies {r.packed_weights_bytes} B (the SIMD "

@@ -10,20 +10,29 @@ dtypes), the op table's C side (``op_table.C_KERNELS`` / ``C_TYPES``, generated 
 ``firmware_c/src/kernels/*.c`` by gen_ops.py) and the device profiles
 (``edge_sdk.targets.profiles.list_profiles`` / ``load_profile``).
 
+The measured figures (sections ``size`` and ``benchmarks``) come from the JSON files the commands that measure
+them write, under benchmarks/results/: ``size.json`` from `make -C firmware_c size` (firmware_c/tools/size_report.py),
+``c_runtime.json`` / ``interpreter.json`` / ``convert.json`` from ``python benchmarks/NAME.py`` (benchmarks/aims.py:
+each aim met, NOT met or not measured, with its figures). A figure no run has recorded reads "not measured".
+
 A generated section sits between ``<!-- BEGIN GENERATED: NAME -->`` and ``<!-- END GENERATED: NAME -->``
-(NAME = ops, devices, exit-status: the `edge` exit statuses, from ``edge_sdk.errors``); everything outside the markers is left as it is. A README without the markers gets
-them appended under a heading "## Supported ops and devices".
+(NAME = ops, devices, exit-status: the `edge` exit statuses, from ``edge_sdk.errors``; size, benchmarks); everything
+outside the markers is left as it is. A README without the markers gets them appended under a heading "## Supported
+ops and devices".
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from edge_sdk.errors import ModelError
 
-SECTIONS = ("ops", "devices", "exit-status")
+SECTIONS = ("ops", "devices", "exit-status", "size", "benchmarks")
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"  # the measuring commands' JSON files
+BENCHMARKS = ("c_runtime", "interpreter", "convert")  # benchmarks/NAME.py, in the order the README lists them
 HEADING = "## Supported ops and devices"
 
 
@@ -112,10 +121,75 @@ def devices_table() -> str:
     return "\n".join(text).rstrip() + "\n"
 
 
+def _results(name: str, folder: Path | None = None) -> dict | None:
+    try:
+        return json.loads(((folder or RESULTS) / f"{name}.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _verdict(met) -> str:
+    return "not measured" if met is None else "**met**" if met else "**NOT met**"
+
+
+def size_section(folder: Path | None = None) -> str:
+    """The runtime's flash cost as `make -C firmware_c size` last recorded it (benchmarks/results/size.json)."""
+    r = _results("size", folder)
+    if not r:
+        return ("Runtime size: not measured (`make -C firmware_c size` measures it and writes "
+                "benchmarks/results/size.json, from which this section is made).\n")
+    g = r.get("goal")
+    text = [f"`{r['command']}` ({r['date']}, {r['toolchain']}; {len(r['models'])} models in "
+            f"{len(next(iter(r['cpus'].values()), []))} op sets): the runtime built per model (its ops and tensor "
+            "types), toolchain libraries included, bytes of .text (.rodata counted) at -Os."]
+    if g:
+        text.append("")
+        text.append(f"- aim: {g['model']}'s op set on {g['cpu']}, {g['aim']}: {_verdict(g['met'])} — "
+                    f"{g['total_text']} bytes ({g['runtime_text']} runtime + {g['libs_text']} libraries)"
+                    + (f"; ops the C runtime lacks: {' '.join(g['missing'])}" if g["missing"] else ""))
+        if g.get("nostr_total_text") is not None:
+            text.append(f"- the same without status strings (`EDGE_DEFS=-DEDGE_NO_STATUS_STRINGS`): "
+                        f"{g['nostr_total_text']} bytes: {_verdict(g['nostr_met'])}")
+    rows = []
+    for cpu, sets in r["cpus"].items():
+        sets = [x for x in sets if not x.get("missing")]  # an op set the C runtime lacks ops for says nothing
+        if not sets:
+            continue
+        small, large = min(sets, key=lambda x: x["total_text"]), max(sets, key=lambda x: x["total_text"])
+        rows.append((cpu, str(len(sets)), f"{small['total_text']} ({small['models'][0]})",
+                     f"{large['total_text']} ({large['models'][0]})"))
+    if rows:
+        text += ["", _table(("CPU", "op sets it runs", "smallest .text, bytes (model)", "largest .text, bytes (model)"),
+                            rows)]
+    return "\n".join(text).rstrip() + "\n"
+
+
+def benchmarks_section(folder: Path | None = None) -> str:
+    """Every aim the benchmark scripts last recorded (benchmarks/results/NAME.json), with its verdict."""
+    text = ["Each line: the aim, its verdict (met / NOT met / not measured: a model without a peer's figure is "
+            "not counted as passing) and the figures, as the command printed them in its last recorded run "
+            "(machines are noisy: ratios are against peers measured in the same run).", ""]
+    for name in BENCHMARKS:
+        r = _results(name, folder)
+        command = f"python benchmarks/{name}.py"
+        if not r or not r.get("sections"):
+            text.append(f"- `{command}`: not measured (no run recorded in benchmarks/results/{name}.json)")
+            continue
+        for section, rec in r["sections"].items():
+            models = rec.get("models")
+            scope = f", {len(models)} models" if models else ""
+            label = f"section {section}" if section.isdigit() else section
+            text.append(f"- `{r['command']}` ({label}; {rec['date']}{scope}):")
+            for aim in rec["aims"]:
+                text.append(f"  - {aim['aim']}: {_verdict(aim['met'])}" + (f" — {aim['detail']}" if aim["detail"] else ""))
+    return "\n".join(text).rstrip() + "\n"
+
+
 def generate() -> dict[str, str]:
     from edge_sdk.errors import exit_status_markdown  # the one map of error types to exit statuses
 
-    return {"ops": ops_table(), "devices": devices_table(), "exit-status": exit_status_markdown()}
+    return {"ops": ops_table(), "devices": devices_table(), "exit-status": exit_status_markdown(),
+            "size": size_section(), "benchmarks": benchmarks_section()}
 
 
 def _markers(name: str) -> tuple[str, str]:
@@ -125,7 +199,7 @@ def _markers(name: str) -> tuple[str, str]:
 def update_text(text: str, sections: dict[str, str] | None = None) -> str:
     """``text`` (a README) with every generated section replaced (appended, with the heading, when absent)."""
     sections = sections if sections is not None else generate()
-    names = [n for n in SECTIONS if n in sections]  # a caller's subset (tests) rewrites only its own sections
+    names = [n for n in SECTIONS if n in sections]  # the sections given (a test's subset rewrites only its own)
     missing = [n for n in names if _markers(n)[0] not in text]
     if missing:
         tail = text.rstrip("\n") + "\n\n"

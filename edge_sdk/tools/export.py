@@ -81,7 +81,22 @@ class ExportResult:
     memory_request: str = "layer"  # the plan asked for (planner.MEMORY_PLANS: --memory layer, inplace or min)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "arena_size": self.arena_size}
+
+    @property
+    def arena_size(self) -> int:
+        """The runtime's arena on the target (planner.runtime_arena's meaning, as edge check / flash / profile
+        print it): the exported runtime's own need, measured (arena_source), which EDGE_MODEL_ARENA_BYTES gives
+        exactly (no margin: the buffer is the arena)."""
+        return self.arena_bytes
+
+    def arena_line(self) -> str:
+        from edge_sdk.runtime.planner import PLAN_WORDS, arena_words
+
+        how = {"target": "measured", "host": "measured on this host", "host-upper-bound": "upper bound",
+               "estimate": "estimate"}.get(self.arena_source, self.arena_source)
+        return arena_words(self.arena_size, f"the exported C runtime on {self.profile}, "
+                                            f"{PLAN_WORDS[self.memory]} plan, {how}")
 
 
 # ------------------------------------------------------------------------------------------------ sizes
@@ -948,14 +963,12 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
 
 
 def format_export(r: ExportResult) -> str:
-    from edge_sdk.runtime.planner import PLAN_WORDS
-
     how = {"cmake": f"cmake -S {r.out_dir} -B BUILD && cmake --build BUILD", "make": f"make -C {r.out_dir}",
            "zephyr": f"add {r.out_dir} to ZEPHYR_EXTRA_MODULES, CONFIG_EDGE_MODEL=y",
            "arduino": f"copy {r.out_dir} into your Arduino libraries folder"}[r.format]
     lines = [f"exported {Path(r.model).name} for {r.profile} ({r.format}) to {r.out_dir}: {len(r.files)} files, "
              f"{len(r.kernels)} kernel files",
-             f"arena {r.arena_bytes} B ({r.arena_source}, {PLAN_WORDS[r.memory]} plan), model {r.model_bytes} B"
+             r.arena_line() + f" = EDGE_MODEL_ARENA_BYTES; model {r.model_bytes} B"
              + (f", example: {r.example}" if r.format in ("cmake", "make") else ""),
              f"build: {how}"]
     if r.patch:

@@ -81,9 +81,32 @@ class FlashResult:
     command: list[str] = field(default_factory=list)
     pid: int | None = None
     reused: bool = False
+    # the runtime's arena on this target for the plan flashed (edge check's figure: targets.check.target_arena,
+    # planner.runtime_arena's meaning); arena_bytes above is the arena buffer the firmware reserves (that figure
+    # plus ARENA_MARGIN / ARENA_SLACK, or what the linker placed)
+    arena_size: int | None = None
+    arena_where: str = ""  # planner.arena_words' WHERE for arena_size
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def arena_line(self) -> str:
+        from edge_sdk.runtime.planner import arena_words
+
+        return arena_words(self.arena_size, self.arena_where)
+
+
+def _target_arena(model_path: Path, profile, plan: str) -> tuple[int | None, str]:
+    """(bytes, words) of the runtime's arena for the realised ``plan`` on ``profile``: edge check's figure."""
+    from edge_sdk.runtime.planner import BUILT_BY
+    from edge_sdk.targets.check import target_arena
+
+    try:
+        r = target_arena(model_path, profile, BUILT_BY.get(plan, "layer"))
+    except (BuildError, ModelError) as exc:  # the firmware is built: the figure is a report, not a gate
+        log.debug(f"the arena figure could not be measured: {exc}")
+        return None, f"the C runtime on {profile.name}: {str(exc).splitlines()[0]}"
+    return r.arena_size, r.arena_where()
 
 
 # ------------------------------------------------------------------------------------------------ profile
@@ -174,6 +197,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
     plan (planner.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
     patch_plan_for gives)."""
     from edge_sdk.runtime import c_interpreter
+    from edge_sdk.runtime.planner import runtime_arena
     from edge_sdk.targets import c_check
 
     if c_check.ILP32 in c_check.target_layouts():
@@ -190,7 +214,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
             plan = None
         if plan is not None and plan.ok:
-            need = max(plan.figures["high_water"], plan.figures["arena_used"])
+            need = runtime_arena(plan.figures["high_water"], plan.figures["arena_used"])  # packed: none on a board
             size = int(need * (1 + ARENA_MARGIN)) + ARENA_SLACK
             if budget is not None and need <= budget < size:
                 size = budget
@@ -200,7 +224,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
                                             patch_plan=patch_plan_for(data) if memory == "min" else None)
         interp.allocate_tensors()
         info = interp.plan_info()
-        need = max(info["high_water"], info["arena_used"])
+        need = runtime_arena(info["high_water"], info["arena_used"])  # the buffer holds the packed copies too
     except ModelError:
         raise
     except Exception as exc:  # noqa: BLE001 - no host compiler, or the host library did not build
@@ -526,6 +550,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
         if b is not None:
             log.stage(f"reusing the running board {b['url']} (same model)")
             usage = link_usage(Path(b["elf"])) if Path(b["elf"]).exists() else {}
+            plan = b.get("memory") or "unknown (a board started before plans were recorded)"
+            arena_size, arena_where = _target_arena(model_path, profile, b.get("memory") or "layer")
             return FlashResult(port=b["url"], elf=b["elf"], profile=profile.name, board=board_for(profile),
                                method=method, model=str(model_path), model_sha256=sha,
                                model_bytes=model_path.stat().st_size, text_bytes=usage.get("text_bytes", 0),
@@ -533,8 +559,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
                                ram_bytes=usage.get("ram_bytes", 0), build_dir=str(Path(b["elf"]).parent),
                                command=b.get("command", []), pid=b["pid"], reused=True,
-                               memory=b.get("memory") or "unknown (a board started before plans were recorded)",
-                               patch=b.get("patch"))
+                               memory=plan, patch=b.get("patch"), arena_size=arena_size, arena_where=arena_where)
     elf, info = build(model_path, profile, build_dir, memory)
     usage = link_usage(elf)
     arena = usage["large_bytes"] or info["arena_bytes"]
@@ -544,6 +569,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                          text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
                          build_dir=str(elf.parent), memory=info["memory"], patch=info["patch"])
+    result.arena_size, result.arena_where = _target_arena(model_path, profile, info["memory"])
     if method == "qemu":
         b = None
         try:  # a failed check or a Ctrl-C before flash returns stops the board (nothing half-started stays)
@@ -595,8 +621,8 @@ def plan_words(memory: str, patch: dict | None) -> str:
 
 def format_flash(r: FlashResult) -> str:
     lines = [(f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
-              f"arena {r.arena_bytes} B ({plan_words(r.memory, r.patch)}; "
-              f"model {r.model_bytes} B)")]
+              f"arena buffer {r.arena_bytes} B (the arena + flash's margin; {plan_words(r.memory, r.patch)}; "
+              f"model {r.model_bytes} B)"), r.arena_line()]
     if r.method == "qemu":
         lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")
         lines.append(r.port)

@@ -32,6 +32,7 @@ from edge_sdk import timeouts as T
 from edge_sdk.tools import op_report as report_ops
 from edge_sdk.errors import DeviceError, ModelError, UsageError
 from edge_sdk.runtime import op_table
+from edge_sdk.runtime.planner import arena_words, runtime_arena
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
 # ------------------------------------------------------------------------------------------------ inputs
@@ -275,6 +276,10 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     # the arena plan the firmware runs (planner.REALISED_PLANS), when this call flashed it or found its board;
     # None: a device flashed another way (its plan is not known here)
     report["memory_plan"] = None if plan is None else plan["memory_plan"]
+    if plan is not None and plan.get("memory_plan"):
+        from edge_sdk.runtime.planner import PLAN_WORDS
+
+        report["arena_where"] += f", {PLAN_WORDS.get(plan['memory_plan'], plan['memory_plan'])} plan"
     report["patch"] = None if plan is None else plan["patch"]
     return report
 
@@ -363,7 +368,11 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
         "real_time": real_time, "emulated": bool(hello.emulated or hello.board.startswith("qemu")),
         "instructions_per_unit": ipu, "clock_hz": hello.clock_hz, "runs": len(run_ticks), "run_ticks": run_ticks,
         "ops": ops, "total": total, "arena_high_water": int(high_water), "arena_used": int(arena_used),
-        "arena_size": int(hello.arena_size), "trace_dropped": int(dropped), "validated": not mismatches,
+        # the runtime's arena (planner.runtime_arena: edge check's figure, measured by the board itself) and the
+        # buffer the firmware reserves for it (HELLO's arena size: that figure plus flash's margin)
+        "arena_size": runtime_arena(high_water, arena_used), "arena_buffer_bytes": int(hello.arena_size),
+        "arena_where": f"the runtime on {hello.board}, measured on the device",
+        "trace_dropped": int(dropped), "validated": not mismatches,
         "mismatches": mismatches, "inputs": source, "float_outputs": floats,
         # the float output nearest its tolerance (its difference and tolerance: the figures the text prints)
         "float_max_abs_diff": _closest(floats)["max_abs_diff"] if floats else None,
@@ -387,8 +396,9 @@ def format_profile(r: dict) -> str:
                  f"min {t['min']:,}  max {t['max']:,}  (ops sum {t['ops_sum']:,.1f}; {t['macs']:,} MACs)")
     if "mean_us" in t:
         lines.append(f"mean time: {t['mean_us']:.1f} us at {r['clock_hz'] / 1e6:g} MHz")
-    lines.append(f"arena: high water {r['arena_high_water']:,} bytes, model uses {r['arena_used']:,} of "
-                 f"{r['arena_size']:,}")
+    lines.append(arena_words(r["arena_size"], r["arena_where"]))
+    lines.append(f"arena buffer {r['arena_buffer_bytes']} B (reserved by the firmware: the arena + flash's margin; "
+                 f"high water {r['arena_high_water']} B, in use after init {r['arena_used']} B)")
     if r.get("memory_plan"):
         from edge_sdk.tools.flash import plan_words
 

@@ -18,25 +18,39 @@ the compiler cannot see through. The linker map attributes every kept input sect
     total    = runtime + libs: the runtime's whole contribution (.text counts .rodata, as `size` does)
 
 The arena, the interpreter struct and the trace buffer are the application's (in main), not counted.
-Prints one table per CPU and the person_detect goal line (runtime .text <= 32 KB on Cortex-M4 at -Os).
-Standalone: Python standard library + arm-none-eabi-gcc + make.
+Prints one table per CPU and the person_detect goal line (runtime .text <= 32 KB on Cortex-M4 at -Os), and
+writes every figure to a JSON (--json, default benchmarks/results/size.json: the README's generated "size"
+section is made from it by `python -m edge_sdk.tools.docs --write README.md`). Exit status: 0 when the goal is
+met (or not part of a narrowed run), 1 when it is NOT met (its .text over the limit, or ops of its model the C
+runtime lacks), 2 on a bad argument or a failed build.
+Progress: a line per step on stderr (edge_sdk.log's stages: a full run builds 3 CPUs x 2 variants, ~10 min).
+Python standard library (+ edge_sdk.log from this checkout) + arm-none-eabi-gcc + make.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
+import json
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 FW = HERE.parent
 ROOT = FW.parent
-SHARED = ROOT.parent / "shared" / "models"
+SHARED = Path(os.environ.get("EDGE_SHARED_MODELS") or ROOT.parent / "shared" / "models")
 sys.path.insert(0, str(HERE))
 import gen_ops  # noqa: E402
+
+sys.path.insert(1, str(ROOT))
+from edge_sdk import log  # noqa: E402  (logging only: no numpy, runs under any python3)
+
+RESULTS = ROOT / "benchmarks" / "results" / "size.json"
 
 CPUS = ["cortex-m0plus", "cortex-m4", "cortex-m7"]
 BOARD_FOR = {"cortex-m0plus": "rp2040-pico", "cortex-m4": "qemu-mps2-an386", "cortex-m7": "stm32f746-disco"}
@@ -126,7 +140,7 @@ def find_models(spec: str | None, models_dir: Path) -> list[Path]:
             continue
         match = [m for m in found if m.stem == item or m.name == item]
         if not match:
-            raise SystemExit(f"size_report: no model named {item!r} (looked in {models_dir} and the path)")
+            fail(f"no model named {item!r} (looked in {models_dir} and the path)")
         picked += match
     return picked
 
@@ -154,10 +168,16 @@ def group_by_ops(models: list[Path], kernels: list[dict]):
     return out
 
 
+def fail(message: str) -> None:
+    """A bad argument or a failed build: the message on stderr, exit status 2 (1 is the goal NOT met)."""
+    sys.stderr.write(f"size_report: {message}\n")
+    raise SystemExit(2)
+
+
 def run(cmd: list[str]) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"size_report: {' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        fail(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
 
 
 VARIANTS = {"": ("", ""), "nostr": ("nostr", "-DEDGE_NO_STATUS_STRINGS")}
@@ -185,11 +205,17 @@ def measure(cpu: str, groups, jobs: int, variant: str = "", build_dir: str = "bu
         gen_ops.main([str(d / "ops_table.c"), *sum((["--model", str(m)] for m in models[:1]), [])])
         tables.append(str(d))
     # one runtime library per set of type switches (the Makefile's TYPE_DEFS; the models' own switches)
-    for types in sorted({tuple(g[4]) for g in groups}):
+    type_sets = sorted({tuple(g[4]) for g in groups})
+    for k, types in enumerate(type_sets, 1):
         mine = [t for g, t in zip(groups, tables) if tuple(g[4]) == types]
         tdefs = f"TYPE_DEFS={' '.join(types)}"
+        what = f"{cpu}{' (no status strings)' if variant else ''}: type switches {switches(list(types))}"
+        started = time.monotonic()
+        log.stage(f"size: {what} [{k}/{len(type_sets)}]: building the runtime library")
         run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}",
              f"{build}/{cpu}/libedge{type_tag(list(types))}.a", tdefs, *common])
+        log.stage(f"size: {what} [{k}/{len(type_sets)}]: linking {len(mine)} image(s) "
+                  f"(library took {time.monotonic() - started:.0f} s)")
         run(["make", "-C", str(FW), "--no-print-directory", f"-j{jobs}", "size-images", f"CPU={cpu}",
              f"BOARD={board}", f"SIZE_TABLES={' '.join(mine)}", tdefs, *common])
     base_map = FW / build / cpu / board / "baseline.map"
@@ -215,7 +241,12 @@ def main(argv=None) -> int:
     ap.add_argument("--libs", action="store_true", help="list the toolchain members each image pulls in")
     ap.add_argument("--build-dir", default="build/size", help="build folder (relative to firmware_c or absolute)")
     ap.add_argument("--no-strip", action="store_true", help="skip the EDGE_NO_STATUS_STRINGS column")
+    ap.add_argument("--json", default=None, help=f"write every figure here (default: {RESULTS} when every model "
+                    "and every CPU is measured, the run the README's figures come from; '' for none)")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     a = ap.parse_args(argv)
+    if not a.quiet and not a.embed:
+        log.configure()
     if a.embed:
         embed(Path(a.embed[0]), Path(a.embed[1]))
         return 0
@@ -232,14 +263,20 @@ def main(argv=None) -> int:
     cpus = a.cpus.split()
     for cpu in cpus:
         if cpu not in BOARD_FOR:
-            raise SystemExit(f"size_report: unknown CPU {cpu!r}; known: {' '.join(CPUS)}")
+            fail(f"unknown CPU {cpu!r}; known: {' '.join(CPUS)}")
     print("Runtime size per op set (-Os, --gc-sections; bytes), built per model: its ops and its type switches "
           "(EDGE_WITH_<TYPE>=0 for tensor types it lacks). runtime = libedge objects + op table; "
           "libs = libgcc/libm/libc the runtime pulls in beyond the board baseline; .text includes .rodata.")
     goal = None
+    record = {"command": "make -C firmware_c size", "date": datetime.datetime.now(datetime.timezone.utc)
+              .strftime("%Y-%m-%d"), "toolchain": toolchain(), "cpus": {}, "models": [m.name for m in models],
+              "goal": None}
+    log.stage(f"size: {len(models)} model(s) in {len(groups)} op set(s), CPUs {' '.join(cpus)}"
+              + ("" if a.no_strip else ", each also without status strings"))
     for cpu in cpus:
         results, base = measure(cpu, groups, a.jobs, "", a.build_dir)
         nostr, _ = measure(cpu, groups, a.jobs, "nostr", a.build_dir) if not a.no_strip else ({}, None)
+        record["cpus"][cpu] = rows = []
         print(f"\n{cpu} (board {BOARD_FOR[cpu]}; baseline image .text {base['other']['text'] + base['libs']['text']})")
         hdr = (f"{'model(s)':<44} {'ops':>3} {'rt.text':>8} {'rt.data':>7} {'rt.bss':>6} {'lib.text':>8} "
                f"{'lib.data':>8} {'total.text':>10} {'nostr.text':>10}  missing ops")
@@ -254,6 +291,10 @@ def main(argv=None) -> int:
             print(f"{names:<44} {len(ops):>3} {r['runtime']['text']:>8} {r['runtime']['data']:>7} "
                   f"{r['runtime']['bss']:>6} {r['libs']['text']:>8} {r['libs']['data']:>8} {total:>10} "
                   f"{ns_total:>10}  {' '.join(missing) or '-'}")
+            rows.append({"models": [m.stem for m in ms], "ops": ops, "missing": missing, "type_switches": types,
+                         "runtime_text": r["runtime"]["text"], "runtime_data": r["runtime"]["data"],
+                         "runtime_bss": r["runtime"]["bss"], "libs_text": r["libs"]["text"], "total_text": total,
+                         "nostr_total_text": int(ns_total) if ns else None})
             if a.libs and r["members"]:
                 print(f"{'':<44}     libs: {' '.join(r['members'])}")
             if cpu == GOAL_CPU and any(m.stem == GOAL_MODEL for m in ms):
@@ -261,9 +302,16 @@ def main(argv=None) -> int:
         print("op sets (and the type switches each was built with):")
         for key, ops, _missing, ms, types in groups:
             print(f"  {ms[0].stem}: {' '.join(ops) or '(none)'}; {switches(types)}")
+    met = None
     if goal is not None:
         total, ops, missing, r, ns, types = goal
-        verdict = "met" if total <= GOAL_TEXT and not missing else "NOT met"
+        met = total <= GOAL_TEXT and not missing
+        verdict = "met" if met else "NOT met"
+        nt = ns["runtime"]["text"] + ns["libs"]["text"] if ns else None
+        record["goal"] = {"aim": f"runtime .text <= {GOAL_TEXT} bytes", "model": GOAL_MODEL, "cpu": GOAL_CPU,
+                          "limit": GOAL_TEXT, "total_text": total, "runtime_text": r["runtime"]["text"],
+                          "libs_text": r["libs"]["text"], "missing": missing, "met": met,
+                          "nostr_total_text": nt, "nostr_met": None if nt is None else nt <= GOAL_TEXT}
         print(f"\ngoal: {GOAL_MODEL} op set ({' '.join(ops)}) on {GOAL_CPU} -Os: runtime .text {total} bytes "
               f"({r['runtime']['text']} runtime + {r['libs']['text']} libs) vs {GOAL_TEXT} -> {verdict}"
               + (f"; ops the C runtime lacks: {' '.join(missing)}" if missing else ""))
@@ -275,7 +323,25 @@ def main(argv=None) -> int:
         print("      runtime .text by object: " + " ".join(f"{o}={n}" for o, n in by_obj))
         if r["members"]:
             print(f"      toolchain members pulled in: {' '.join(r['members'])}")
-    return 0
+    else:
+        print(f"\ngoal: {GOAL_MODEL} on {GOAL_CPU}: not measured (the model or the CPU was not in this run)")
+    json_path = a.json if a.json is not None else (str(RESULTS) if a.models is None and cpus == CPUS else "")
+    if json_path:
+        out = Path(json_path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(record, indent=1) + "\n")
+        log.stage(f"size: figures written to {out} (the README's size section: python -m edge_sdk.tools.docs "
+                  "--write README.md)")
+    return 1 if met is False else 0
+
+
+def toolchain() -> str:
+    """The compiler's first --version line (the figures belong to it)."""
+    try:
+        proc = subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True, check=False)
+    except OSError:
+        return "arm-none-eabi-gcc not found"
+    return (proc.stdout.splitlines() or ["?"])[0]
 
 
 if __name__ == "__main__":
