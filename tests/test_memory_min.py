@@ -9,6 +9,8 @@ to Python's, entry by entry.
 
 from __future__ import annotations
 
+import json
+
 import shutil
 
 import numpy as np
@@ -415,14 +417,16 @@ def test_c_inplace_need_never_above_the_layer_need(name):
 def test_memory_plan_names_are_one_vocabulary():
     """--memory and memory= take layer / inplace / min everywhere (the CLI's choices, both backends, check, flash,
     export, convert); "patch" is no choice any more (it names the plan built with a patch stage). The names are
-    written once, in the planner: the CLI and both backends take that tuple itself."""
+    written once, in the planner: the CLI takes that tuple itself and both backends check with planner.check_memory."""
     from edge_sdk import cli
     from edge_sdk.runtime import c_interpreter, interpreter
     from edge_sdk.runtime.planner import MEMORY_PLANS, REALISED_PLANS
+    from edge_sdk.runtime.planner import check_memory as planner_check
     from edge_sdk.targets.check import check_model
     from edge_sdk.tools.flash import flash
 
-    assert cli.MEMORY_PLANS is c_interpreter.MEMORY_PLANS is interpreter.MEMORY_PLANS is MEMORY_PLANS
+    assert cli.MEMORY_PLANS is MEMORY_PLANS
+    assert c_interpreter.check_memory is interpreter.check_memory is planner_check
     assert MEMORY_PLANS == ("layer", "inplace", "min")
     assert REALISED_PLANS == ("layer", "inplace", "patch")
     data = _chain_model()
@@ -494,7 +498,8 @@ def test_cli_check_memory_min_is_the_least_ram_plan_of_person_detect():
     proc = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "check", str(model), "--target", "qemu-mps2-an386",
                            "--memory", "patch", "--json"], capture_output=True, text=True, env=env, timeout=120,
                           check=False)
-    assert proc.returncode == 2 and "invalid choice: 'patch'" in proc.stderr and not proc.stdout
+    assert proc.returncode == 2 and "invalid choice: 'patch'" in proc.stderr
+    assert json.loads(proc.stdout)["kind"] == "usage"  # --json: the error as JSON on stdout too
 
 
 def _conv_int8_case(rng, generic: bool):

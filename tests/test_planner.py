@@ -224,3 +224,34 @@ def _tuple_lines(root):
     tree = ast.parse((root / "edge_sdk" / "runtime" / "planner.py").read_text())
     return [n.value.lineno for n in tree.body if isinstance(n, ast.Assign)
             and n.targets[0].id in ("MEMORY_PLANS", "REALISED_PLANS")]
+
+
+def _placed_in_place(interp) -> bool:
+    """Whether the C runtime's placement holds an in-place group: two planned tensors sharing bytes while both are
+    live (read from its arena plan, independently of the planner's choice)."""
+    spans = sorted((b.offset, b.offset + b.size, b.first_use, b.last_use) for b in interp.arena_plan().buffers
+                   if b.size and b.key[1] != patching.CUT_KEY)
+    for i, (a0, a1, f0, l0) in enumerate(spans):
+        for b0, b1, f1, l1 in spans[i + 1:]:
+            if b0 >= a1:
+                break
+            if f1 <= l0 and f0 <= l1:
+                return True
+    return False
+
+
+@needs_c_runtime
+@pytest.mark.parametrize("case", ["int8_pad", "int8_no_padding", "float32_padv2_value"] + list(CHAINS)[:3])
+@pytest.mark.parametrize("memory", ["layer", "inplace", "min"])
+def test_the_c_backend_builds_the_plan_the_planner_chose(case, memory):
+    """The C backend's memory_plan is the planner's choice (c_memory_plan; no Python interpreter), and the C
+    runtime's placement agrees with it: an in-place group exactly when the plan is "inplace"."""
+    from tests.test_memory_min import CASES
+
+    data = _chain_model(**CASES[case]) if case in CASES else chain_model(CHAINS[case], dtype="INT8", seed=3)
+    c = Interpreter(model_content=data, backend="c", memory=memory)
+    c.allocate_tensors()
+    want = "layer" if memory == "layer" else planner.c_memory_plan(data, memory)[0]
+    assert c.memory_plan == want
+    if want != "patch":
+        assert _placed_in_place(c) == (want == "inplace")

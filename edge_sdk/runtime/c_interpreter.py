@@ -38,7 +38,7 @@ import numpy as np
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import c_build
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
-from edge_sdk.runtime.planner import MEMORY_PLANS, c_patch_stage  # the memory= plans (documented there)
+from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory  # the memory= plans (documented there)
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
 from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, resize_request
@@ -237,8 +237,7 @@ class CInterpreter(Interpreter, backend="c"):
                  patch_plan=_UNSET, max_while_iterations: int | None = None):
         if backend not in (None, "c"):
             raise ValueError(f"CInterpreter runs the C runtime: backend must be 'c', not {backend!r}")
-        if memory not in MEMORY_PLANS:
-            raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
+        check_memory(memory)
         if patch_ops is not None and not set(patch_ops) <= set(C_PATCH_OPS):
             raise ValueError(f"the C runtime runs patch stages of {', '.join(C_PATCH_OPS)} only, not "
                              f"{', '.join(sorted(set(patch_ops) - set(C_PATCH_OPS)))}")
@@ -311,6 +310,16 @@ class CInterpreter(Interpreter, backend="c"):
         a stage (C_PATCH_OPS, or this interpreter's patch_ops)."""
         return c_patch_stage(source, self._patch_ops)
 
+    def _planned(self) -> str:
+        """The plan to build (REALISED_PLANS), as the planner decides it (its one rule for both runtimes): "patch"
+        with a stage, "layer" for memory="layer", else planner.c_memory_plan's "inplace" or "layer" (no node runs
+        in place, or in place saves nothing) for the model the C runtime loads (resized shapes included)."""
+        if self._patch is not None:
+            return "patch"
+        if self._memory == "layer":
+            return "layer"
+        return c_memory_plan(ctypes.string_at(self._model_addr, self._model_len), "inplace")[0]
+
     # ------------------------------------------------------------------ errors
     def error(self) -> tuple[dict, str]:
         """The C runtime's error record (status, subgraph, node, tensor, op_code, op_version, offset,
@@ -352,6 +361,10 @@ class CInterpreter(Interpreter, backend="c"):
     # ------------------------------------------------------------------ allocate
     def _init(self, nbytes: int) -> int:
         self._arena_owner, addr = _aligned(nbytes)
+        self._plan = self._planned()
+        # EDGE_INIT_MEMORY_MIN for both least-RAM requests: in-place groups where the plan is "inplace" (the C
+        # runtime finds the same groups: test_planner holds them together) and, whatever the plan, the compact
+        # 5-byte-a-channel requantization of CONV_2D on builds without a SIMD fast path
         flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory in ("inplace", "min") else 0)
         plan = None
         if self._patch is not None:
@@ -625,25 +638,11 @@ class CInterpreter(Interpreter, backend="c"):
 
     @property
     def memory_plan(self) -> str | None:
-        """The arena plan the C runtime built (edge_sdk.runtime.interpreter.REALISED_PLANS, as
-        Interpreter.memory_plan): "patch" (memory="min" with a stage, see patch_plan), "inplace" (some tensor took
-        over its input's bytes: two planned tensors share bytes while both are live, which only an in-place group
-        does) or "layer". None before allocate_tensors."""
-        if not self._ready:
-            return None
-        if self._patch is not None:
-            return "patch"
-        if self._memory == "layer":
-            return "layer"
-        spans = sorted((b.offset, b.offset + b.size, b.first_use, b.last_use) for b in self.arena_plan().buffers
-                       if b.size and b.key[1] != PATCH_CUT)
-        for i, (a0, a1, f0, l0) in enumerate(spans):
-            for b0, b1, f1, l1 in spans[i + 1:]:
-                if b0 >= a1:
-                    break
-                if f1 <= l0 and f0 <= l1:  # the same bytes, both live at one step: an in-place group
-                    return "inplace"
-        return "layer"
+        """The arena plan the C runtime built (edge_sdk.runtime.planner.REALISED_PLANS, as Interpreter.memory_plan):
+        the planner's choice (``_planned``) at allocate_tensors: "patch" (memory="min" with a stage, see
+        patch_plan), "inplace" or "layer". tests/test_planner.py holds it to the placement the C runtime made (two
+        planned tensors sharing bytes while both are live: an in-place group). None before allocate_tensors."""
+        return self._plan if self._ready else None
 
     def plan_entries(self) -> list[dict]:
         """Every planned buffer (tensors, then kernels' scratch) as dicts."""

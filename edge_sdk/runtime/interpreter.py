@@ -80,7 +80,7 @@ from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime import patching as _patching
 from edge_sdk.runtime import planner as _planner
-from edge_sdk.runtime.planner import MAX_ARENA_BYTES, MEMORY_PLANS, buffer_requests
+from edge_sdk.runtime.planner import MAX_ARENA_BYTES, buffer_requests, check_memory
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
@@ -202,8 +202,7 @@ class Interpreter:
         patch_ops=None,
         max_while_iterations: int | None = None,
     ):
-        if memory not in MEMORY_PLANS:
-            raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
+        check_memory(memory)
         self._memory = memory
         self._patch_ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
         self._memory_plan = "layer"

@@ -22,7 +22,7 @@ from edge_sdk import log, resources
 from edge_sdk.errors import BuildError, ModelError
 from edge_sdk.runtime import c_build
 from edge_sdk.runtime.c_status import STATUS, status_name
-from edge_sdk.runtime.c_interpreter import MEMORY_PLANS
+from edge_sdk.runtime.planner import MEMORY_PLANS
 
 # `edge check` on a C target: the C runtime's own loader, prepare and planner, built as that target (its type
 # switches, its pointer size and struct layout) and run once without invoking. A 32-bit microcontroller's
