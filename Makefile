@@ -15,8 +15,10 @@ demo: setup
 
 # The output ends with every skipped / xfailed test and its reason (tests/skip_policy.py); under CI=true a skip
 # whose reason is not allow-listed there fails the run. pytest's exit 5 (no test collected) fails too, by name.
+# --dist worksteal: a worker that runs out of tests takes queued ones from the other (the suite's durations range
+# from milliseconds to minutes; "load" would leave one worker idle behind the other's queue of slow tests).
 test: setup
-	@status=0; $(PY) -m pytest -n 2 --durations=15 $(PYTEST_ARGS) || status=$$?; \
+	@status=0; $(PY) -m pytest -n 2 --dist worksteal --durations=15 $(PYTEST_ARGS) || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests (exit 5): failing"; fi; \
 	exit $$status
 

@@ -244,7 +244,7 @@ def test_bench_on_a_loopback_device(lab, tmp_path):
     trace, table, plot = tmp_path / "t.json", tmp_path / "ops.csv", tmp_path / "ops.png"
     p = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "bench", str(other), "--host", "pi1", "--runs", "4",
                         "--profile-runs", "3", "--json", "--trace", str(trace), "--csv", str(table), "--plot",
-                        str(plot)], capture_output=True, text=True, timeout=120, cwd=ROOT, env=lab.env, check=False)
+                        str(plot)], capture_output=True, text=True, timeout=300, cwd=ROOT, env=lab.env, check=False)
     assert p.returncode == 0, p.stderr
     rr = json.loads(p.stdout)
     assert rr["host"] == "pi1" and "/.edge-sdk/bench/" in rr["device_model_path"] and rr["ops"][0]["op"] == "ADD"
@@ -252,6 +252,6 @@ def test_bench_on_a_loopback_device(lab, tmp_path):
     _check_files(trace, table, plot, ["ADD"], 3, "pi1")
     # the text report has `edge profile`'s table
     p = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "bench", str(model), "--host", "pi1", "--runs", "3"],
-                       capture_output=True, text=True, timeout=120, cwd=ROOT, env=lab.env, check=False)
+                       capture_output=True, text=True, timeout=300, cwd=ROOT, env=lab.env, check=False)
     assert p.returncode == 0, p.stderr
     assert _table_head(p.stdout) == list(TABLE_HEAD) and "MUL" in p.stdout

@@ -3,6 +3,7 @@ under QEMU and gives our Python interpreter's outputs, and `make size` (per-mode
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -31,7 +32,9 @@ def _need(*tools):
 
 
 def _make(*args, timeout=300):
-    proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", *args], capture_output=True, text=True,
+    # -j: one object per source (the Makefile), compiled on every CPU
+    proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", f"-j{os.cpu_count() or 1}", *args],
+                          capture_output=True, text=True,
                           timeout=timeout)
     assert proc.returncode == 0, f"make {' '.join(args)}:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
     return proc

@@ -36,8 +36,10 @@ def sha(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def edge(*argv, lab=None, timeout=120) -> subprocess.CompletedProcess:
-    """The real `edge` command in a child process (with the lab's ssh config)."""
+def edge(*argv, lab=None, timeout=300) -> subprocess.CompletedProcess:
+    """The real `edge` command in a child process (with the lab's ssh config). The timeout only stops a hung
+    command: a deploy takes ~25 s on a quiet machine (interpreter start, venv + pip install on a fresh device),
+    several times that on a loaded one."""
     env = dict(lab.env if lab else os.environ)
     return subprocess.run([sys.executable, "-m", "edge_sdk.cli", *map(str, argv)], capture_output=True, text=True,
                           timeout=timeout, env=env, cwd=ROOT, check=False)

@@ -4,11 +4,13 @@ and the init-time refusals (arena too small with the numbers, unsupported op nam
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
 import sysconfig
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -56,16 +58,22 @@ def test_build_is_warning_clean_with_gcc(tmp_path, strip):
              "-O2", f"-I{FW / 'include'}", f"-I{FW / 'src'}", f"-I{FW / 'host'}"]
     if strip:
         flags.append("-DEDGE_NO_STATUS_STRINGS")
-    for src in [*_sources(), FW / "host" / "edge_host.c", FW / "host" / "edge_run.c", table]:
-        proc = subprocess.run(["gcc", *flags, "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))],
+    sources = [*_sources(), FW / "host" / "edge_host.c", FW / "host" / "edge_run.c", table]
+
+    def compile_one(src):
+        return subprocess.run(["gcc", *flags, "-c", str(src), "-o", str(tmp_path / (src.stem + ".o"))],
                               capture_output=True, text=True)
+    # one compile per CPU at a time; every file is still compiled and checked
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        procs = list(pool.map(compile_one, sources))
+    for src, proc in zip(sources, procs):
         assert proc.returncode == 0, f"{src.name}:\n{proc.stderr}"
 
 
 @pytest.mark.skipif(shutil.which("arm-none-eabi-gcc") is None, reason="arm-none-eabi-gcc is not installed")
 def test_cortex_m4_build_is_warning_clean(tmp_path):
     out = tmp_path / "build"
-    proc = subprocess.run(["make", "-C", str(FW), "-B", "cortex-m4",
+    proc = subprocess.run(["make", "-C", str(FW), f"-j{os.cpu_count() or 1}", "-B", "cortex-m4",
                            f"MODELS={shared_model('tflite-micro/hello_world_int8.tflite')}"],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
@@ -379,7 +387,8 @@ def _mutations(seed_models: list[bytes], n: int, seed: int) -> tuple[bytes, int]
 
 def _fuzz_runner(backend) -> str:
     """The sanitizer build when this compiler has ASan/UBSan, else the plain runner."""
-    proc = subprocess.run(["make", "-C", str(FW), "host-asan"], capture_output=True, text=True)
+    proc = subprocess.run(["make", "-C", str(FW), f"-j{os.cpu_count() or 1}", "host-asan"], capture_output=True,
+                          text=True)
     asan = FW / "build" / "host-asan" / "edge-run-c"
     if proc.returncode == 0 and asan.exists():
         return str(asan)

@@ -7,7 +7,8 @@ copy builds out of tree: in a copy of its bundled sources under the cache folder
 Beside the library, when Python's headers are installed, a tiny CPython extension (host/edge_pyfast.c) for the
 binding's invoke (``edge_sdk.runtime.c_interpreter``); without it the binding calls through ctypes.
 ``source_digest`` keys the other builds made from these sources (``edge_sdk.targets.c_check``'s check runners,
-``edge_sdk.targets.c_footprint``'s objects).
+``edge_sdk.targets.c_footprint``'s objects); ``compile_objects`` compiles their objects in parallel, each cached
+by the hash of its preprocessed source and flags (a second target with the same flags reuses them).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from pathlib import Path
 
 from edge_sdk import resources
@@ -38,7 +40,8 @@ def build() -> Path:
             f"cannot build the C runtime: {', '.join(missing)} not found on PATH "
             f"(install make and a C compiler, e.g. `apt-get install make gcc`)"
         )
-    cmd = ["make", "-C", str(HOST_TREE), "host", f"PYTHON={sys.executable}"]
+    # one object per source (the Makefile): make compiles them on every CPU
+    cmd = ["make", "-C", str(HOST_TREE), f"-j{jobs()}", "host", f"PYTHON={sys.executable}"]
     if HOST_TREE != FIRMWARE:  # an installed copy: its sources copied into the cache once, built there
         try:
             resources.ensure_host_tree(FIRMWARE)
@@ -118,3 +121,88 @@ def source_digest(tree: Path) -> str:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+# ----------------------------------------------------------------------------------------------- cached objects
+# The objects `edge check` compiles (c_footprint's per-target objects, c_check's runners) are cached one by one
+# under cache_dir()/objects/<2 hex>/<key>/, the key a hash of the compiler (path and version), its flags and the
+# source as preprocessed with them: a second target with the same flags, or a type switch that does not reach a
+# file, reuses that file's object; a changed header recompiles only the files that include it. Each source is
+# preprocessed once (the .i text is the key and what is compiled) and the compiles run in parallel.
+OBJECTS = "objects"
+_compiler_ids: dict[str, str] = {}
+
+
+def jobs() -> int:
+    """How many compiles to run at once: this machine's CPUs (make -j, the cached objects)."""
+    return max(1, os.cpu_count() or 1)
+
+
+def _compiler_id(compiler: str) -> str:
+    """The compiler's resolved path and first --version line (part of every object's key)."""
+    if compiler not in _compiler_ids:
+        path = shutil.which(compiler)
+        if path is None:
+            raise BuildError(f"{compiler} not found on PATH")
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
+        version = proc.stdout.splitlines()[0].strip() if proc.returncode == 0 and proc.stdout else "?"
+        _compiler_ids[compiler] = f"{os.path.realpath(path)} {version}"
+    return _compiler_ids[compiler]
+
+
+def _cached_object(compiler: str, flags: tuple[str, ...], source: Path, out: Path, aux: tuple[str, ...]) -> None:
+    """Compile ``source`` to ``out`` (and the aux files gcc writes beside it, by suffix: ".ci" for
+    -fcallgraph-info) through the object cache; BuildError with the compiler's message when it fails."""
+    import hashlib
+
+    pre = subprocess.run([compiler, *flags, "-E", str(source)], capture_output=True, check=False)
+    if pre.returncode != 0:
+        raise BuildError(f"{compiler} cannot preprocess {source.name}:\n{pre.stderr.decode(errors='replace')[-2000:]}")
+    h = hashlib.sha256("\0".join([_compiler_id(compiler), *flags, *aux]).encode())
+    h.update(b"\0")
+    h.update(pre.stdout)
+    key = h.hexdigest()[:32]
+    store = resources.cache_dir() / OBJECTS / key[:2] / key
+    if not (store / "obj.o").is_file():
+        # built in a private folder, renamed into place whole: a concurrent reader sees all of it or none
+        tmp = store.with_name(f"{key}.{os.getpid()}.{threading.get_ident()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        (tmp / f"{source.stem}.i").write_bytes(pre.stdout)
+        proc = subprocess.run([compiler, *flags, "-c", f"{source.stem}.i", "-o", "obj.o"], capture_output=True,
+                              text=True, check=False, cwd=tmp)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise BuildError(f"{compiler} failed on {source.name}:\n{proc.stderr[-2000:]}")
+        (tmp / f"{source.stem}.i").unlink()
+        try:
+            os.rename(tmp, store)
+        except OSError:  # another process stored the same object first: keep that one
+            shutil.rmtree(tmp, ignore_errors=True)
+    for suffix in (".o", *aux):
+        dst = out.with_suffix(suffix)
+        part = out.with_name(f"{out.stem}.{os.getpid()}.{threading.get_ident()}{suffix}.part")
+        part.unlink(missing_ok=True)
+        try:
+            os.link(store / f"obj{suffix}", part)
+        except OSError:  # another file system: a copy
+            shutil.copyfile(store / f"obj{suffix}", part)
+        os.replace(part, dst)
+
+
+def compile_objects(compiler: str, flags: tuple[str, ...], sources: list[Path], folder: Path,
+                    aux: tuple[str, ...] = ()) -> list[Path]:
+    """``folder``/<stem>.o for every source (and <stem><suffix> for each ``aux`` suffix), compiled by
+    ``compiler`` with ``flags`` -c, ``jobs()`` at a time, each through the object cache (above). Sources must
+    have distinct stems. BuildError naming the first source that does not compile."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if shutil.which(compiler) is None:
+        raise BuildError(f"{compiler} not found on PATH")
+    folder.mkdir(parents=True, exist_ok=True)
+    outs = [folder / f"{Path(s).stem}.o" for s in sources]
+    with ThreadPoolExecutor(max_workers=jobs()) as pool:
+        for done in [pool.submit(_cached_object, compiler, tuple(flags), Path(s), o, tuple(aux))
+                     for s, o in zip(sources, outs)]:
+            done.result()
+    return outs

@@ -4,7 +4,8 @@ measured by compiling it with the target's compiler and flags (`edge check`; ``e
     runtime_stack("arm-none-eabi-gcc", flags, ["conv_2d", "softmax"])   # {"bytes", "entry", "chain", ...}
     runtime_code_bytes("arm-none-eabi-gcc", flags, ["conv_2d.c"])       # {"bytes", "per_file"}
 
-The objects are built once per compiler, flags and sources under the cache folder (``runtime_objects``);
+The objects are built once per compiler, flags and sources under the cache folder (``runtime_objects``), one
+compile per source in parallel, each object cached by its preprocessed source (``c_build.compile_objects``);
 BuildError when they cannot be.
 """
 
@@ -67,12 +68,15 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
                 import time
 
                 started = time.monotonic()
+                # one compile per source, in parallel, each object (with its .ci call graph) from the object
+                # cache when another build compiled the same preprocessed source with the same flags
                 sources = [tree / "src" / "edge.c", *sorted((tree / "src" / "kernels").glob("*.c"))]
-                cmd = [compiler, "-std=c99", *cflags, *type_defs, f"-I{tree / 'include'}", f"-I{tree / 'src'}",
-                       "-fcallgraph-info=su", "-c", *map(str, sources)]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=folder)
-                if proc.returncode != 0:
-                    raise BuildError(f"compiling the runtime for its stack usage failed:\n{proc.stderr[-2000:]}")
+                flags = ("-std=c99", *cflags, *type_defs, f"-I{tree / 'include'}", f"-I{tree / 'src'}",
+                         "-fcallgraph-info=su")
+                try:
+                    c_build.compile_objects(compiler, flags, sources, folder, aux=(".ci",))
+                except BuildError as exc:
+                    raise BuildError(f"compiling the runtime for its stack usage failed: {exc}") from None
                 done.write_text("ok\n")
                 log.stage(f"stack measure: {len(sources)} sources compiled in {time.monotonic() - started:.0f} s")
     frames: dict[str, int] = {}
