@@ -24,7 +24,8 @@ deterministic, so a model is cached by content: the file name carries a hash of 
 converter's version and the spec (architecture, size, dtype, seed), under ``$EDGE_CACHE_DIR/zoo`` (resources.cache_dir),
 and ``--out`` gets a copy named ``{arch}_{size}_{dtype}.tflite``.
 
-``build(arch, size, dtype)`` returns the model's bytes (cached); ``zoo(sizes, dtypes)`` yields (name, bytes).
+``build(arch, size, dtype)`` returns the model's bytes, ``cached_path(...)`` its cached file; ``zoo(sizes, dtypes)``
+yields (name, bytes).
 """
 
 from __future__ import annotations
@@ -368,13 +369,14 @@ def cache_folder() -> Path:
     return cache_dir() / "zoo"
 
 
-def build(arch: str, size: int, dtype: str = "float32", seed: int = 0) -> bytes:
-    """The zoo model's bytes, from the cache when this source, the spec (and for int8 the converter) are unchanged."""
+def cached_path(arch: str, size: int, dtype: str = "float32", seed: int = 0) -> Path:
+    """The zoo model's file in the cache, built first when this source, the spec (and for int8 the converter)
+    changed since it was written."""
     if dtype not in DTYPES:
         raise ValueError(f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
     path = cache_folder() / f"{arch}_{size}_{dtype}_{_cache_key(arch, size, dtype, seed)}.tflite"
     if path.is_file():
-        return path.read_bytes()
+        return path
     data = float_model(arch, size, seed)
     if dtype == "int8":
         data = int8_model(data, size, seed)
@@ -382,7 +384,12 @@ def build(arch: str, size: int, dtype: str = "float32", seed: int = 0) -> bytes:
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)  # atomic: a parallel build never reads half a file
-    return data
+    return path
+
+
+def build(arch: str, size: int, dtype: str = "float32", seed: int = 0) -> bytes:
+    """The zoo model's bytes (cached_path)."""
+    return cached_path(arch, size, dtype, seed).read_bytes()
 
 
 def zoo(sizes=SIZES, dtypes=DTYPES, archs=ARCHS, seed: int = 0):
