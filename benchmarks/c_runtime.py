@@ -456,7 +456,10 @@ def instructions_per_mac(a) -> None:
 # optimized builtin kernel where it does not), interleaved with the C runtime on the same cut. Each runtime's
 # per-invoke floor (a one-element ADD model's invoke through its Python binding) is subtracted from its one-op
 # times. One-op cuts run from a warm cache and pay no cross-op traffic: the "C cut" column (the C runtime on the
-# same cuts, measured the same way) shows how far the method moves C's own figure from its in-graph profile.
+# same cuts, measured the same way) shows how far the method moves C's own figure from its in-graph profile. What
+# cuts cannot show: XNNPACK's fusions across ops (it folds a PAD into the next convolution: a PAD cut costs XNNPACK
+# a standalone pad the whole model does not pay); a DEQUANTIZE of a float16 constant is XNNPACK's static weight,
+# packed at prepare: it counts 0 there, and its consumer's cut gets the float32 values as a constant.
 
 _DW_KINDS = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "depthwise", "TRANSPOSE_CONV": "transpose_conv"}
 
@@ -482,9 +485,25 @@ def model_dtype(model) -> str:
     return "float"
 
 
-def one_op_model(model, sg, op) -> bytes:
-    """Node ``op`` alone: its constant inputs kept with their data, every other input a model input (same shape,
-    type and quantization), its outputs the model's outputs."""
+def constant_dequantizes(model, sg) -> dict[int, np.ndarray]:
+    """{tensor: float32 values} for every DEQUANTIZE output whose input is a float16 constant (fp16-weight models):
+    XNNPACK takes such a pair as static float weights, packed at prepare, so a cut feeds the consumer those values
+    as a constant rather than as an input (which would make them dynamic weights, a slower path)."""
+    out = {}
+    for op in sg.operators:
+        if model.op_name(op) != "DEQUANTIZE":
+            continue
+        src = sg.tensors[op.inputs[0]]
+        data = bytes(model.buffers[src.buffer].data) if src.buffer else b""
+        if data and src.type == "FLOAT16":
+            out[op.outputs[0]] = np.frombuffer(data, "<f2").astype(np.float32).reshape(src.shape)
+    return out
+
+
+def one_op_model(model, sg, op, folded: dict[int, np.ndarray] | None = None) -> bytes:
+    """Node ``op`` alone: its constant inputs kept with their data (``folded``: tensors given constant values, see
+    constant_dequantizes), every other input a model input (same shape, type and quantization), its outputs the
+    model's outputs."""
     from dataclasses import replace
 
     from edge_sdk.model import write_model
@@ -498,6 +517,8 @@ def one_op_model(model, sg, op) -> bytes:
         if i not in remap:
             t = sg.tensors[i]
             data = bytes(model.buffers[t.buffer].data) if t.buffer else b""
+            if is_input and folded and i in folded:
+                data = folded[i].astype("<f4").tobytes()
             if data:
                 buffers.append(Buffer(data))
                 t = replace(t, buffer=len(buffers) - 1)
@@ -582,8 +603,12 @@ def child_ops(path: str, seconds_per_op: float, reps: int) -> dict:
             per_node.setdefault(node, []).append(sec * 1e6)
     kinds: dict[str, dict] = {}
     cut_times: dict[str, dict] = {}
+    folded = constant_dequantizes(model, sg)
     for n, op in enumerate(sg.operators):
         kind = op_kind(model, sg, op)
+        static = bool(op.outputs) and op.outputs[0] in folded  # XNNPACK: 0 at invoke (packed at prepare)
+        if static:
+            kind += " (fp16 constant)"
         row = kinds.setdefault(kind, {"count": 0, "c_graph_us": 0.0, "c_cut_us": 0.0, "xnn_cut_us": 0.0,
                                       "not_cut": 0})
         row["count"] += 1
@@ -591,10 +616,12 @@ def child_ops(path: str, seconds_per_op: float, reps: int) -> dict:
         sig = _signature(model, sg, op)
         if sig not in cut_times:
             try:
-                cut = one_op_model(model, sg, op)
-                t = interleaved({"c": bound(CInterpreter(model_content=cut, num_threads=1)),
-                                 "xnn": bound(Lite(model_content=cut, num_threads=1))}, seconds_per_op)
-                cut_times[sig] = {k: max(v - floor[k], 0.0) for k, v in t.items()}
+                cut = one_op_model(model, sg, op, folded)
+                runners = {"c": bound(CInterpreter(model_content=cut, num_threads=1))}
+                if not static:
+                    runners["xnn"] = bound(Lite(model_content=cut, num_threads=1))
+                t = interleaved(runners, seconds_per_op)
+                cut_times[sig] = {"xnn": 0.0, **{k: max(v - floor[k], 0.0) for k, v in t.items()}}
             except Exception as exc:  # noqa: BLE001 - an op one runtime cannot run alone: the row counts it
                 cut_times[sig] = {"error": f"{type(exc).__name__}: {str(exc)[:60]}"}
         t = cut_times[sig]
@@ -626,17 +653,17 @@ def _kind_table(title: str, kinds: dict, indent: str = "   ") -> None:
     share of the whole gap), rows by gap, largest first."""
     total_gap = sum(max(r["c_graph_us"] - r["xnn_cut_us"], 0.0) for r in kinds.values()) or 1.0
     print(f"{indent}{title}")
-    print(f"{indent}{'op type':<24} {'n':>4} {'C graph':>10} {'C cut':>10} {'XNN cut':>10} {'C/XNN':>6} "
+    print(f"{indent}{'op type':<30} {'n':>4} {'C graph':>10} {'C cut':>10} {'XNN cut':>10} {'C/XNN':>6} "
           f"{'gap us':>9} {'gap %':>6}")
     for kind, r in sorted(kinds.items(), key=lambda kv: -(kv[1]["c_graph_us"] - kv[1]["xnn_cut_us"])):
         ratio = f"{r['c_graph_us'] / r['xnn_cut_us']:6.2f}" if r["xnn_cut_us"] > 0 else f"{'-':>6}"
         gap = r["c_graph_us"] - r["xnn_cut_us"]
         note = f"  ({r['not_cut']} not cut: {r.get('errors', '')})" if r.get("not_cut") else ""
-        print(f"{indent}{kind:<24} {r['count']:>4} {r['c_graph_us']:>10.1f} {r['c_cut_us']:>10.1f} "
+        print(f"{indent}{kind:<30} {r['count']:>4} {r['c_graph_us']:>10.1f} {r['c_cut_us']:>10.1f} "
               f"{r['xnn_cut_us']:>10.1f} {ratio} {gap:>9.1f} {100 * max(gap, 0) / total_gap:>5.1f}%{note}")
     c = sum(r["c_graph_us"] for r in kinds.values())
     x = sum(r["xnn_cut_us"] for r in kinds.values())
-    print(f"{indent}{'total':<24} {sum(r['count'] for r in kinds.values()):>4} {c:>10.1f} "
+    print(f"{indent}{'total':<30} {sum(r['count'] for r in kinds.values()):>4} {c:>10.1f} "
           f"{sum(r['c_cut_us'] for r in kinds.values()):>10.1f} {x:>10.1f} "
           f"{(f'{c / x:6.2f}' if x > 0 else f'{chr(45):>6}')}")
 
