@@ -155,3 +155,42 @@ def test_zoo_models_are_distinct_and_cached(tmp_path):
     assert zoo.float_model("unet", SIZE) == small["unet"]  # deterministic: the cache holds what a build gives
     assert zoo.main(["--out", str(tmp_path), "--sizes", str(SIZE), "--arch", "unet", "--dtype", "float32"]) == 0
     assert (tmp_path / f"unet_{SIZE}_float32.tflite").read_bytes() == small["unet"]
+
+
+def test_one_op_cuts_of_a_zoo_model():
+    """benchmarks/c_runtime.py times XNNPACK per op on one-op models cut from the model: a cut keeps the node's op,
+    options, constants and tensor shapes, takes its other inputs as model inputs, and runs alike on LiteRT and
+    the C runtime; op_kind names convolutions by kernel and stride."""
+    import c_runtime
+    from edge_sdk.model import read_model
+
+    data = zoo.build("blazeface", SIZE, "int8")
+    model = read_model(data)
+    sg = model.subgraphs[0]
+    kinds = [c_runtime.op_kind(model, sg, op) for op in sg.operators]
+    assert {"conv 5x5 s2", "depthwise 5x5", "depthwise 5x5 s2", "conv 1x1", "prelu", "add", "pad"} <= set(kinds)
+    assert c_runtime.model_dtype(model) == "int8"
+    n = kinds.index("depthwise 5x5 s2")
+    op = sg.operators[n]
+    cut = read_model(c_runtime.one_op_model(model, sg, op))
+    (cut_op,) = cut.subgraphs[0].operators
+    assert cut.op_name(cut_op) == "DEPTHWISE_CONV_2D" and cut_op.options == op.options
+    cut_sg = cut.subgraphs[0]
+    for i, j in zip(op.inputs, cut_op.inputs):
+        t, u = sg.tensors[i], cut_sg.tensors[j]
+        assert (t.shape, t.type) == (u.shape, u.type)
+        assert bytes(model.buffers[t.buffer].data) == bytes(cut.buffers[u.buffer].data)
+        assert (j in cut_sg.inputs) == (not t.buffer or not len(model.buffers[t.buffer].data))
+    x = np.random.default_rng(3).integers(-128, 128, cut_sg.tensors[cut_sg.inputs[0]].shape).astype(np.int8)
+    cut_bytes = c_runtime.one_op_model(model, sg, op)
+    from tests.peers import run_litert
+
+    want = run_litert(cut_bytes, [x], reference=True)
+    _close(run_on("c", cut_bytes, [x]) if _c_ok() else run_on("python", cut_bytes, [x]), want, "int8",
+           "the cut on our runtime vs LiteRT reference")
+
+
+def _c_ok() -> bool:
+    from tests.conftest import HAVE_C_RUNTIME
+
+    return HAVE_C_RUNTIME
