@@ -694,6 +694,7 @@ def where_the_time_goes(sets: dict[str, list[Path]], a) -> None:
                 order.append((k, queues[k].pop(0)))
     whole: dict[str, dict[str, float]] = {k: {} for k in sets}
     by_dtype: dict[tuple[str, str], dict] = {}
+    model_dtypes: dict[tuple[str, Path], str] = {}
     for set_name, p in order:
         res, why = _run_child(["--child-litert", str(p), "--seconds", str(a.seconds), "--threads", "1",
                                "--only-runtimes", "c1,xnn1"])
@@ -701,6 +702,7 @@ def where_the_time_goes(sets: dict[str, list[Path]], a) -> None:
         ops, owhy = _run_child(["--child-ops", str(p), "--seconds-per-op", str(a.seconds_per_op), "--op-reps",
                                 str(a.op_reps)])
         dtype = ops["dtype"] if ops else "?"
+        model_dtypes[(set_name, p)] = dtype
         head = f"\n   [{set_name}] {p.name} ({dtype})"
         if "c1" in m and "xnn1" in m:
             whole[set_name][p.name] = m["c1"] / m["xnn1"]
@@ -722,7 +724,8 @@ def where_the_time_goes(sets: dict[str, list[Path]], a) -> None:
                 s[f] += r[f]
     print("\n   Summed over each set, by dtype: which op types carry the gap")
     for (set_name, dtype), kinds in sorted(by_dtype.items()):
-        _kind_table(f"[{set_name}] {dtype}, {len([1 for s, p in order if s == set_name])} models in the set", kinds)
+        n_models = sum(1 for (s, _p), d in model_dtypes.items() if s == set_name and d == dtype)
+        _kind_table(f"[{set_name}] {dtype}: {n_models} models", kinds)
         print()
     print(f"   {'set':<8} {'models':>6} {'geomean C/XNN':>14} {'worst':>28}")
     for set_name, ratios in whole.items():
@@ -755,9 +758,11 @@ def main(argv=None) -> int:
     ap.add_argument("--only-litert", action="store_true", help="run section 0 (C vs LiteRT) alone")
     ap.add_argument("--only-memory", action="store_true", help="run sections 3-5 (arena bytes per plan) alone")
     ap.add_argument("--zoo", action="store_true",
-                    help="section 6 on the zoo (benchmarks/zoo.py) beside the models (../shared): geomeans side by side")
+                    help="section 6 on the zoo (benchmarks/zoo.py) beside the models (../shared), geomeans side by "
+                         "side")
     ap.add_argument("--zoo-sizes", nargs="*", type=int, default=[96], help="--zoo: input sizes (default 96)")
-    ap.add_argument("--per-op", action="store_true", help="run section 6 (per-op-type C vs XNNPACK) on the models alone")
+    ap.add_argument("--per-op", action="store_true",
+                    help="run section 6 (per-op-type C vs XNNPACK) on the models alone")
     ap.add_argument("--seconds-per-op", type=float, default=0.05, help="section 6: seconds per one-op cut")
     ap.add_argument("--op-reps", type=int, default=20, help="section 6: profiled invokes of the C runtime per model")
     ap.add_argument("--child-ops", metavar="MODEL", help=argparse.SUPPRESS)

@@ -99,8 +99,9 @@ def peers(tmp_path_factory):
                     outs = [z[f"arr_{i}"] for i in range(len(z.files))]
                 results[(arch, dtype)][peer] = outs
             else:
+                died_here = crashed_at == f"{name} {peer}"
                 results[(arch, dtype)][peer] = (f"the peer child exited {proc.returncode} at '{crashed_at}'"
-                                                if crashed_at == f"{name} {peer}" else "not run: the child died earlier")
+                                                if died_here else "not run: the child died earlier")
     return results, n_outputs
 
 
