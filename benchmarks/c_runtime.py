@@ -1,7 +1,7 @@
 """The C runtime (firmware_c) against its peers, in one run.
 
     .venv/bin/python benchmarks/c_runtime.py [--models a.tflite ...] [--seconds 0.5] [--no-qemu] [--only-mac]
-                                             [--only-litert] [--threads N]
+                                             [--only-litert] [--threads N] [--per-op | --zoo [--zoo-sizes 96 ...]]
 
 0. C runtime / LiteRT, per model, in one child process per model with every runtime loaded and timed in turns
    (short bursts, interleaved, medians: the machine is shared and noisy): CInterpreter at 1 thread and at N
@@ -11,6 +11,8 @@
    >= 0.3 ms on, none slower than 3x). --only-litert: this section alone.
 
 (--only-mac: section 2 alone, optionally --mac-ops NAME-PREFIX ... to run only some of its one-op models.)
+(--per-op: section 6 alone on the models; --zoo: section 6 on benchmarks/zoo.py's models at --zoo-sizes (default 96)
+beside the models, in turns.)
 
 1. Host latency per invoke: edge_sdk.runtime.c_interpreter.CInterpreter vs TFLM (the tflite-micro wheel's interpreter)
    vs LiteRT (ai-edge-litert, default optimized kernels, 1 thread), same model and same seeded inputs. Every
@@ -31,6 +33,13 @@
 4.-5. Arena bytes per plan (--memory layer: layer by layer; inplace: in-place nodes; min: the least-RAM plan,
    in place plus patch-based execution of a stage) in the Python plans and the C runtime with the board's 32-bit
    layout, against TFLM's; the patch plan's extra MACs; on the QEMU board each plan's emulated instructions per inference and high water (--only-memory: 3-5 alone).
+6. Where the time goes (issue 26 point 2; --per-op / --zoo): per model, C / XNNPACK whole model (one thread each,
+   interleaved) and a per-op-type table (conv 1x1, conv 3x3 s2, depthwise 5x5, fully_connected, add, pad, ...): the
+   C runtime's own per-op profile in the whole model (CInterpreter.invoke_profiled) beside XNNPACK's time per op,
+   measured on ONE-OP MODELS CUT FROM THE MODEL (same shapes, options, constants, quantization) because LiteRT's
+   Python wheel exposes no per-op profiler; the C runtime on the same cuts beside it shows what the method does to
+   a figure. Then per set (zoo / shared) and dtype the op types summed, largest gap first, and the geomean C /
+   XNNPACK per set side by side: aims "C / XNNPACK geomean <= 1.0 (zoo)" and "(shared)" (issue 26 points 1, 3).
 Prints ratios against the issue's aims: faster than TFLM on every model on the host; <= 2 instructions per
 MAC for int8 conv on M4; arena <= TFLM; person_detect <= 0.5x and MobileNetV2 <= 0.3x TFLM's arena with patches.
 (.text <= 32 KB: `make -C firmware_c size`.) Each aim is "met", "NOT met" or "not measured" (a model whose peer
@@ -436,6 +445,303 @@ def instructions_per_mac(a) -> None:
         AIMS.every(aim, per_mac, lambda r: r <= 2, "{:.2f}", section="2")
 
 
+# ------------------------------------------------------------------------------------------ where the time goes
+
+# Issue 26 point 2: per op type, the C runtime's time (its own per-op profile: CInterpreter.invoke_profiled, the
+# host timer around each node, in the whole model) beside XNNPACK's. LiteRT's Python wheel (ai-edge-litert 2.3.0)
+# exposes no per-op profiler (the Interpreter has none; benchmark_model's --enable_op_profiling is not in the
+# wheel; libLiteRt.so's profiler C API serves CompiledModel, not the Interpreter), so XNNPACK is timed per op by
+# running ONE-OP MODELS CUT FROM THE MODEL (same op, options, constants, shapes, types and quantization; the cut's
+# inputs random), each through LiteRT's default resolver at one thread (XNNPACK where it takes the op, LiteRT's
+# optimized builtin kernel where it does not), interleaved with the C runtime on the same cut. Each runtime's
+# per-invoke floor (a one-element ADD model's invoke through its Python binding) is subtracted from its one-op
+# times. One-op cuts run from a warm cache and pay no cross-op traffic: the "C cut" column (the C runtime on the
+# same cuts, measured the same way) shows how far the method moves C's own figure from its in-graph profile. What
+# cuts cannot show: XNNPACK's fusions across ops (it folds a PAD into the next convolution: a PAD cut costs XNNPACK
+# a standalone pad the whole model does not pay); a DEQUANTIZE of a float16 constant is XNNPACK's static weight,
+# packed at prepare: it counts 0 there, and its consumer's cut gets the float32 values as a constant.
+
+_DW_KINDS = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "depthwise", "TRANSPOSE_CONV": "transpose_conv"}
+
+
+def op_kind(model, sg, op) -> str:
+    """The op type the tables group by: convolutions by kernel and stride ("conv 1x1", "depthwise 5x5 s2"),
+    FULLY_CONNECTED as "fully_connected", every other op by its name."""
+    name = model.op_name(op)
+    if name in _DW_KINDS:
+        w = sg.tensors[op.inputs[1]].shape  # conv / transpose conv [O, kh, kw, I], depthwise [1, kh, kw, C * m]
+        stride = int(op.options.get("stride_h", 1) or 1)
+        return f"{_DW_KINDS[name]} {w[1]}x{w[2]}" + (f" s{stride}" if stride != 1 else "")
+    return name.lower()
+
+
+def model_dtype(model) -> str:
+    """"int8" when a convolution / fully connected op of the main subgraph computes in 8 bits, else "float"."""
+    sg = model.subgraphs[0]
+    for op in sg.operators:
+        if model.op_name(op) in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"):
+            if sg.tensors[op.outputs[0]].type in ("INT8", "UINT8"):
+                return "int8"
+    return "float"
+
+
+def constant_dequantizes(model, sg) -> dict[int, np.ndarray]:
+    """{tensor: float32 values} for every DEQUANTIZE output whose input is a float16 constant (fp16-weight models):
+    XNNPACK takes such a pair as static float weights, packed at prepare, so a cut feeds the consumer those values
+    as a constant rather than as an input (which would make them dynamic weights, a slower path)."""
+    out = {}
+    for op in sg.operators:
+        if model.op_name(op) != "DEQUANTIZE":
+            continue
+        src = sg.tensors[op.inputs[0]]
+        data = bytes(model.buffers[src.buffer].data) if src.buffer else b""
+        if data and src.type == "FLOAT16":
+            out[op.outputs[0]] = np.frombuffer(data, "<f2").astype(np.float32).reshape(src.shape)
+    return out
+
+
+def one_op_model(model, sg, op, folded: dict[int, np.ndarray] | None = None) -> bytes:
+    """Node ``op`` alone: its constant inputs kept with their data (``folded``: tensors given constant values, see
+    constant_dequantizes), every other input a model input (same shape, type and quantization), its outputs the
+    model's outputs."""
+    from dataclasses import replace
+
+    from edge_sdk.model import write_model
+    from edge_sdk.model.types import Buffer, Model, SubGraph
+
+    tensors, buffers, inputs, remap = [], [Buffer()], [], {}
+
+    def take(i: int, is_input: bool) -> int:
+        if i < 0:
+            return -1
+        if i not in remap:
+            t = sg.tensors[i]
+            data = bytes(model.buffers[t.buffer].data) if t.buffer else b""
+            if is_input and folded and i in folded:
+                data = folded[i].astype("<f4").tobytes()
+            if data:
+                buffers.append(Buffer(data))
+                t = replace(t, buffer=len(buffers) - 1)
+            else:
+                t = replace(t, buffer=0)
+                if is_input and not t.is_variable:
+                    inputs.append(len(tensors))
+            tensors.append(t)
+            remap[i] = len(tensors) - 1
+        return remap[i]
+
+    new_op = replace(op, opcode_index=0, inputs=[take(i, True) for i in op.inputs],
+                     outputs=[take(i, False) for i in op.outputs],
+                     intermediates=[take(i, False) for i in op.intermediates])
+    cut = Model(operator_codes=[model.operator_codes[op.opcode_index]],
+                subgraphs=[SubGraph(tensors, inputs, list(new_op.outputs), [new_op], name="cut")], buffers=buffers,
+                description="one op cut by benchmarks/c_runtime.py")
+    return write_model(cut)
+
+
+def _signature(model, sg, op) -> str:
+    """Ops with the same signature take the same time: op, options, every tensor's shape and type."""
+    ts = [(tuple(sg.tensors[i].shape), sg.tensors[i].type, sg.tensors[i].buffer != 0) if i >= 0 else None
+          for i in list(op.inputs) + list(op.outputs)]
+    return repr((model.op_name(op), sorted(op.options.items()), ts))
+
+
+def _floor_model() -> bytes:
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    a, b = g.input("a", (1,)), g.input("b", (1,))
+    y = g.tensor("y", (1,))
+    g.op("ADD", [a, b], [y])
+    g.output(y)
+    return write_model(g.build())
+
+
+def child_ops(path: str, seconds_per_op: float, reps: int) -> dict:
+    """Per op kind of one model: C in-graph profile (median over ``reps`` profiled invokes, summed over the kind's
+    nodes), C and XNNPACK on one-op cuts (interleaved bursts, median, floor subtracted), in microseconds."""
+    from ai_edge_litert.interpreter import Interpreter as Lite
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime.c_interpreter import CInterpreter
+
+    data = Path(path).read_bytes()
+    model = read_model(data)
+    sg = model.subgraphs[0]
+
+    def bound(it):
+        it.allocate_tensors()
+        for d, x in zip(it.get_input_details(),
+                        _inputs([(tuple(d["shape"]), d["dtype"]) for d in it.get_input_details()])):
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        return it.invoke
+
+    def interleaved(invokes: dict, seconds: float) -> dict:
+        times = {k: [] for k in invokes}
+        for _ in range(3):  # three rounds of one burst per runtime: drift on a shared machine hits both
+            for k, invoke in invokes.items():
+                end = time.perf_counter() + seconds / 6
+                while True:
+                    t0 = time.perf_counter()
+                    invoke()
+                    times[k].append(time.perf_counter() - t0)
+                    if time.perf_counter() >= end and len(times[k]) >= 3:
+                        break
+        return {k: float(np.median(v)) * 1e6 for k, v in times.items()}
+
+    floor_bytes = _floor_model()
+    floor = interleaved({"c": bound(CInterpreter(model_content=floor_bytes, num_threads=1)),
+                         "xnn": bound(Lite(model_content=floor_bytes, num_threads=1))}, 0.3)
+
+    # C in-graph profile: per node, median over reps
+    c_it = CInterpreter(model_content=data, num_threads=1)
+    bound(c_it)
+    per_node: dict[int, list[float]] = {}
+    for _ in range(reps):
+        for node, _op, sec in c_it.invoke_profiled():
+            per_node.setdefault(node, []).append(sec * 1e6)
+    kinds: dict[str, dict] = {}
+    cut_times: dict[str, dict] = {}
+    folded = constant_dequantizes(model, sg)
+    for n, op in enumerate(sg.operators):
+        kind = op_kind(model, sg, op)
+        static = bool(op.outputs) and op.outputs[0] in folded  # XNNPACK: 0 at invoke (packed at prepare)
+        if static:
+            kind += " (fp16 constant)"
+        row = kinds.setdefault(kind, {"count": 0, "c_graph_us": 0.0, "c_cut_us": 0.0, "xnn_cut_us": 0.0,
+                                      "not_cut": 0})
+        row["count"] += 1
+        row["c_graph_us"] += float(np.median(per_node.get(n, [0.0])))
+        sig = _signature(model, sg, op)
+        if sig not in cut_times:
+            try:
+                cut = one_op_model(model, sg, op, folded)
+                runners = {"c": bound(CInterpreter(model_content=cut, num_threads=1))}
+                if not static:
+                    runners["xnn"] = bound(Lite(model_content=cut, num_threads=1))
+                t = interleaved(runners, seconds_per_op)
+                cut_times[sig] = {"xnn": 0.0, **{k: max(v - floor[k], 0.0) for k, v in t.items()}}
+            except Exception as exc:  # noqa: BLE001 - an op one runtime cannot run alone: the row counts it
+                cut_times[sig] = {"error": f"{type(exc).__name__}: {str(exc)[:60]}"}
+        t = cut_times[sig]
+        if "error" in t:
+            row["not_cut"] += 1
+            row.setdefault("errors", t["error"])
+        else:
+            row["c_cut_us"] += t["c"]
+            row["xnn_cut_us"] += t["xnn"]
+    return {"dtype": model_dtype(model), "floor_us": floor, "kinds": kinds, "unique_cuts": len(cut_times)}
+
+
+def _run_child(args: list[str], timeout: int = 1800) -> tuple[dict | None, str]:
+    proc = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, timeout=timeout)
+    lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith("INFO:")]
+    why = "" if proc.returncode == 0 else (lines or [f"exit {proc.returncode}"])[-1][:80]
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1]), why
+    except (IndexError, ValueError):
+        return None, why or "no result"
+
+
+def _geo(values) -> float:
+    return float(np.exp(np.mean(np.log(values)))) if values else float("nan")
+
+
+def _kind_table(title: str, kinds: dict, indent: str = "   ") -> None:
+    """Per op kind: count, C in-graph us, C cut us, XNNPACK cut us, C / XNNPACK, and the gap C - XNNPACK (us and
+    share of the whole gap), rows by gap, largest first."""
+    total_gap = sum(max(r["c_graph_us"] - r["xnn_cut_us"], 0.0) for r in kinds.values()) or 1.0
+    print(f"{indent}{title}")
+    print(f"{indent}{'op type':<30} {'n':>4} {'C graph':>10} {'C cut':>10} {'XNN cut':>10} {'C/XNN':>6} "
+          f"{'gap us':>9} {'gap %':>6}")
+    for kind, r in sorted(kinds.items(), key=lambda kv: -(kv[1]["c_graph_us"] - kv[1]["xnn_cut_us"])):
+        ratio = f"{r['c_graph_us'] / r['xnn_cut_us']:6.2f}" if r["xnn_cut_us"] > 0 else f"{'-':>6}"
+        gap = r["c_graph_us"] - r["xnn_cut_us"]
+        note = f"  ({r['not_cut']} not cut: {r.get('errors', '')})" if r.get("not_cut") else ""
+        print(f"{indent}{kind:<30} {r['count']:>4} {r['c_graph_us']:>10.1f} {r['c_cut_us']:>10.1f} "
+              f"{r['xnn_cut_us']:>10.1f} {ratio} {gap:>9.1f} {100 * max(gap, 0) / total_gap:>5.1f}%{note}")
+    c = sum(r["c_graph_us"] for r in kinds.values())
+    x = sum(r["xnn_cut_us"] for r in kinds.values())
+    print(f"{indent}{'total':<30} {sum(r['count'] for r in kinds.values()):>4} {c:>10.1f} "
+          f"{sum(r['c_cut_us'] for r in kinds.values()):>10.1f} {x:>10.1f} "
+          f"{(f'{c / x:6.2f}' if x > 0 else f'{chr(45):>6}')}")
+
+
+def zoo_paths(sizes) -> list[Path]:
+    """The zoo's models (benchmarks/zoo.py, built or taken from its cache) at ``sizes``, float32 and int8."""
+    import zoo
+
+    return [zoo.cached_path(arch, size, dtype) for size in sizes for arch in zoo.ARCHS for dtype in zoo.DTYPES]
+
+
+def where_the_time_goes(sets: dict[str, list[Path]], a) -> None:
+    """Section 6: per model, C / XNNPACK whole-model (one thread each, interleaved bursts in one process) and the
+    per-op-type table; then per set and dtype the summed op-type table and the geomean C / XNNPACK, sets side by
+    side. Models of the sets run in turns (zoo, shared, zoo, ...) so machine drift falls on both."""
+    print(f"\n6. Where the time goes: C runtime vs XNNPACK per op type (one thread each; us per invoke; C graph = the "
+          f"C runtime's own per-op profile in the whole model, median of {a.op_reps} profiled invokes; C cut / XNN cut "
+          f"= one-op models cut from the model, LiteRT's default resolver (XNNPACK) vs the C runtime, interleaved, "
+          f"median, per-invoke floor subtracted: LiteRT's Python wheel exposes no per-op profiler)")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    print(f"   machine: {os.cpu_count()} CPUs, load average at the start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+          "(1 / 5 / 15 min): figures from a loaded machine are noisy, ratios less so (interleaved)" if load else "")
+    order = []
+    queues = {k: list(v) for k, v in sets.items()}
+    while any(queues.values()):
+        for k in sets:
+            if queues[k]:
+                order.append((k, queues[k].pop(0)))
+    whole: dict[str, dict[str, float]] = {k: {} for k in sets}
+    by_dtype: dict[tuple[str, str], dict] = {}
+    model_dtypes: dict[tuple[str, Path], str] = {}
+    for set_name, p in order:
+        res, why = _run_child(["--child-litert", str(p), "--seconds", str(a.seconds), "--threads", "1",
+                               "--only-runtimes", "c1,xnn1"])
+        m = (res or {}).get("median_s", {})
+        ops, owhy = _run_child(["--child-ops", str(p), "--seconds-per-op", str(a.seconds_per_op), "--op-reps",
+                                str(a.op_reps)])
+        dtype = ops["dtype"] if ops else "?"
+        model_dtypes[(set_name, p)] = dtype
+        head = f"\n   [{set_name}] {p.name} ({dtype})"
+        if "c1" in m and "xnn1" in m:
+            whole[set_name][p.name] = m["c1"] / m["xnn1"]
+            head += (f": whole model C {m['c1'] * 1e6:.0f} us, XNNPACK {m['xnn1'] * 1e6:.0f} us, "
+                     f"C / XNNPACK {m['c1'] / m['xnn1']:.2f}")
+        else:
+            head += f": whole model not measured ({why or (res or {}).get('errors')})"
+        print(head)
+        if ops is None:
+            print(f"   per-op profile failed ({owhy})")
+            continue
+        _kind_table(f"per op type ({ops['unique_cuts']} distinct one-op cuts; floors C "
+                    f"{ops['floor_us']['c']:.1f} us, XNNPACK {ops['floor_us']['xnn']:.1f} us)", ops["kinds"])
+        agg = by_dtype.setdefault((set_name, dtype), {})
+        for kind, r in ops["kinds"].items():
+            s = agg.setdefault(kind, {"count": 0, "c_graph_us": 0.0, "c_cut_us": 0.0, "xnn_cut_us": 0.0,
+                                      "not_cut": 0})
+            for f in ("count", "c_graph_us", "c_cut_us", "xnn_cut_us", "not_cut"):
+                s[f] += r[f]
+    print("\n   Summed over each set, by dtype: which op types carry the gap")
+    for (set_name, dtype), kinds in sorted(by_dtype.items()):
+        n_models = sum(1 for (s, _p), d in model_dtypes.items() if s == set_name and d == dtype)
+        _kind_table(f"[{set_name}] {dtype}: {n_models} models", kinds)
+        print()
+    print(f"   {'set':<8} {'models':>6} {'geomean C/XNN':>14} {'worst':>28}")
+    for set_name, ratios in whole.items():
+        worst = max(ratios.items(), key=lambda kv: kv[1]) if ratios else ("-", float("nan"))
+        print(f"   {set_name:<8} {len(ratios):>6} {_geo(list(ratios.values())):>14.2f} {worst[0]:>22} {worst[1]:5.2f}")
+    for set_name in sets:
+        ratios = whole[set_name]
+        aim = f"C / XNNPACK geomean <= 1.0 ({set_name})"
+        if ratios:
+            g = _geo(list(ratios.values()))
+            AIMS.single(aim, g <= 1.0, f"{g:.2f} over {len(ratios)} models (one thread each, whole model)",
+                        section="6")
+        else:
+            AIMS.single(aim, None, "no model measured", section="6")
+
+
 # ------------------------------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
@@ -451,7 +757,19 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="section 0: N threads (default: CPUs)")
     ap.add_argument("--only-litert", action="store_true", help="run section 0 (C vs LiteRT) alone")
     ap.add_argument("--only-memory", action="store_true", help="run sections 3-5 (arena bytes per plan) alone")
+    ap.add_argument("--zoo", action="store_true",
+                    help="section 6 on the zoo (benchmarks/zoo.py) beside the models (../shared), geomeans side by "
+                         "side")
+    ap.add_argument("--zoo-sizes", nargs="*", type=int, default=[96], help="--zoo: input sizes (default 96)")
+    ap.add_argument("--per-op", action="store_true",
+                    help="run section 6 (per-op-type C vs XNNPACK) on the models alone")
+    ap.add_argument("--seconds-per-op", type=float, default=0.05, help="section 6: seconds per one-op cut")
+    ap.add_argument("--op-reps", type=int, default=20, help="section 6: profiled invokes of the C runtime per model")
+    ap.add_argument("--child-ops", metavar="MODEL", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.child_ops:
+        print(json.dumps(child_ops(a.child_ops, a.seconds_per_op, a.op_reps)))
+        return 0
     if a.child_litert:
         print(json.dumps(child_vs_litert(a.child_litert, a.seconds, a.threads, a.only_runtimes)))
         return 0
@@ -475,6 +793,13 @@ def main(argv=None) -> int:
     for p, missing in lacking:
         print(f"  {p.name}: {', '.join(missing)}")
 
+    if a.zoo or a.per_op:
+        given = [p for p, _ in runnable]
+        from_shared = SHARED.is_dir() and all(SHARED.resolve() in p.resolve().parents for p in given)
+        sets = {"zoo": zoo_paths(a.zoo_sizes)} if a.zoo else {}
+        sets["shared" if from_shared else "given"] = given
+        where_the_time_goes(sets, a)
+        return finish(a, runnable)
     if a.only_memory:
         memory_sections(runnable)
         return finish(a, runnable)
