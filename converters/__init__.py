@@ -218,11 +218,16 @@ def _parameters(model) -> dict:
 def _model_figures(model, data: bytes, check: dict | None) -> dict:
     """Size, ops, parameters and the RAM the model's arena needs: with a target, the check's figure (that target's
     runtime, the plan the check chose, measured or estimated as ``arena_source`` says); without one, the plan of
-    edge-sdk's Python interpreter (layer by layer)."""
+    edge-sdk's Python interpreter (layer by layer): its tensor plan, not a target's arena (``arena_where`` None).
+    """
     ops = Counter(model.op_name(op) for sg in model.subgraphs for op in sg.operators)
-    figures = {"bytes": len(data), "ops": dict(ops), **_parameters(model), "arena_bytes": None, "arena_source": None}
+    figures = {"bytes": len(data), "ops": dict(ops), **_parameters(model), "arena_bytes": None, "arena_source": None,
+               "arena_where": None}
     if check is not None:
-        figures["arena_bytes"] = check.get("arena_bytes")
+        # the check's arena_size (planner.runtime_arena's meaning), not its arena_bytes: on a Linux C target those
+        # hold the SIMD fast paths' packed weight copies too (check's packed_weights_bytes, a figure apart)
+        figures["arena_bytes"] = check.get("arena_size")
+        figures["arena_where"] = check.get("arena_where")  # planner.arena_words' WHERE: runtime, target, plan, how
         runtime = _RUNTIME_WORDS.get(check.get("runtime"), check.get("runtime"))
         figures["arena_source"] = (f"target {check.get('target')}: the {runtime}'s arena, {check.get('memory_plan')} "
                                    f"plan; {check.get('ram_source') or 'as the check found it'}")

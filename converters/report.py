@@ -281,9 +281,17 @@ def format_conversion(report: dict) -> str:
         lines.append(f"ops        {sum(ops.values())}: " + ", ".join(f"{k} x{v}" for k, v in sorted(ops.items())))
     lines.append(f"params     {out.get('parameters', '?')} ({out.get('parameter_bytes', '?')} bytes)")
     lines.append(f"model      {out.get('bytes', '?')} bytes")
-    if out.get("arena_bytes") is not None:  # the target's runtime arena (the check's figure), else the interpreter's
-        source = f" ({out['arena_source']})" if out.get("arena_source") else ""
-        lines.append(f"arena      {out['arena_bytes']} bytes{source}")
+    if out.get("arena_bytes") is not None and out.get("arena_where"):
+        # the target's runtime arena (the check's arena_size) in the words every command prints, then how it was found
+        from edge_sdk.runtime.planner import arena_words
+
+        lines.append(arena_words(out["arena_bytes"], out["arena_where"]))
+        if out.get("arena_source"):
+            lines.append(f"           {out['arena_source']}")
+    elif out.get("arena_bytes") is not None:  # no target: the interpreter's tensor plan, another figure
+        from edge_sdk.tools.inspection import python_plan_words
+
+        lines.append(f"plan       {python_plan_words(out['arena_bytes'], 'edge convert --target')}")
     lines.extend(format_import(report.get("import")))
     q = report.get("quantization") or {}
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"

@@ -234,3 +234,71 @@ def test_check_flash_profile_export_print_one_arena_figure(tmp_path, capsys, mon
     it = Interpreter(model_content=model.read_bytes())
     it.allocate_tensors()
     assert it.arena_size < arena  # the Python tensor plan: another figure (the C runtime's structs are not in it)
+
+
+def test_check_ram_breakdown_names_every_part_of_the_sum():
+    """`edge check`'s breakdown of the C runtime's arena adds up: plan + persistent + alignment + what init's planner
+    held above the steady state (the arena is the high water then) - packed copies = the arena; the issue saw
+    "arena 3616 B ...: plan 160 + persistent 2544" (912 B unnamed). Figures that do not add up print no sum."""
+    from edge_sdk.targets.check import CheckResult, format_check
+
+    def line(**ram) -> str:
+        r = CheckResult(verdict="runs", target="t", backend="cpu", ram_budget=10**6)
+        r.runtime = "c"
+        r.ram = {"tensor_bytes": 100, "scratch_bytes": 60, "plan_bytes": 160, "persistent_bytes": 2544,
+                 "packed_weights_bytes": 0, "layout": "ilp32-arm", **ram}
+        from edge_sdk.runtime.planner import runtime_arena
+
+        r.packed_weights_bytes = r.ram["packed_weights_bytes"]
+        r.arena_bytes = runtime_arena(r.ram["high_water"], r.ram.get("arena_used") or 0)
+        r.arena_size = r.arena_bytes - r.packed_weights_bytes
+        text = format_check(r)
+        return next(ln for ln in text.splitlines() if ARENA_LINE.search(ln))
+
+    def summed(text: str) -> int:
+        """The sum the line states after " = ": every "+ name N" / "- name N" term (parentheses dropped)."""
+        parts = re.sub(r"\([^)]*\)", "", text.split(" = ", 1)[1])
+        return sum(-int(n) if sign == "-" else int(n)
+                   for sign, n in re.findall(r"(\+|-) [^0-9+-]*?(\d+)", " + " + parts))
+
+    # the issue's figures: 3616 at the high water, 2704 + 4 B alignment after init
+    text = line(arena_used=2708, high_water=3616)
+    assert _arena_lines(text) == [(3616, "the C runtime on t, layer-by-layer plan, planned")]
+    assert " = plan 160 " in text and "alignment 4 B" in text and "init's planner memory 908 B" in text
+    assert summed(text) == 3616
+    # the steady state is the arena: plan + persistent + alignment, nothing else named
+    text = line(arena_used=2712, high_water=2000)
+    assert summed(text) == 2712 and "init's planner" not in text
+    # packed copies (a Linux C target): named and taken off
+    text = line(arena_used=2712, high_water=2712, packed_weights_bytes=1000)
+    assert "- packed weight copies 1000 B" in text and summed(text) == 1712 == _arena_lines(text)[0][0]
+    # without the steady-state figure the parts cannot be summed: they are named, no sum is printed
+    text = line(high_water=3616)
+    assert " = " not in text.split(")", 1)[1] and "high water 3616 B" in text
+
+
+def test_convert_and_inspect_name_their_figures_as_check_does(tmp_path, capsys):
+    """`edge convert --target` prints the check's arena (arena_size) in the shared words, the same line `edge check`
+    prints for the converted model on that target; `edge inspect` prints the Python tensor plan under its own name,
+    never in the arena's words (issue 27 point 3)."""
+    import json
+
+    target = "qemu-mps2-an386"  # a C-runtime board with an FPU: the float model converts as it is
+    source = tmp_path / "conv.tflite"
+    source.write_bytes(float_model())
+    out_path = tmp_path / "out.tflite"
+    out = _main(capsys, "convert", str(source), "-o", str(out_path), "--target", target, "--quantize", "none")
+    converted = _arena_lines(out)
+    check = _main(capsys, "check", str(out_path), "--target", target)
+    assert len(converted) == 1 and converted == _arena_lines(check), (out, check)
+    assert "Python tensor plan" not in out
+    assert "the C runtime on qemu-mps2-an386" in converted[0][1]
+
+    text = _main(capsys, "inspect", str(out_path))
+    it = Interpreter(model_content=out_path.read_bytes())
+    it.allocate_tensors()
+    assert _arena_lines(text) == []
+    assert f"Python tensor plan {it.arena_size} B (the Python interpreter's activations; the arena on a target: " \
+           "edge check --target)" in text
+    report = json.loads(_main(capsys, "inspect", str(out_path), "--json"))
+    assert report["arena"]["bytes"] == it.arena_size and report["arena"]["figure"] == "python_tensor_plan"

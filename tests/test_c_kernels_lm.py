@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edge_sdk.errors import ModelError, UnsupportedOpError
+from edge_sdk.errors import DataError, ModelError, UnsupportedOpError
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, check_on, op_model, refusal_on, run_on
 
@@ -107,16 +107,17 @@ def test_gather_constant_positions(runtime):
     assert "out of range" in str(refusal_on(runtime, bad, ModelError))
 
 
-def test_gather_runtime_position_out_of_range_gives_zeros(runtime, request):
-    if runtime == "python":  # a difference between the runtimes, kept in sight until one of them changes
-        request.applymarker(pytest.mark.xfail(raises=RuntimeError, strict=True, reason=(
-            "the Python GATHER kernel fails at invoke (IndexError) on a run-time position out of range; the C "
-            "kernel writes zeros")))
+def test_gather_runtime_position_out_of_range_fails_the_invoke(runtime):
+    """A run-time position outside [0, n): both runtimes fail the invoke with a DataError naming the node and the
+    position (LiteRT: "gather index out of bounds"); the C kernel reads nothing out of bounds."""
     model = op_model("GATHER", [T((4, 2), "FLOAT32"), T((2,), "INT32")], [T((2, 2), "FLOAT32")],
                      options={"axis": 0, "batch_dims": 0})
     x = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
-    (y,) = run_on(runtime, model, [x, np.asarray([7, 1], np.int32)])
-    np.testing.assert_array_equal(y, [[0, 0], [3, 4]])
+    with pytest.raises(DataError) as err:
+        run_on(runtime, model, [x, np.asarray([1, 7], np.int32)])
+    assert "node 0 (GATHER" in str(err.value) and "element 1 is 7" in str(err.value)
+    (y,) = run_on(runtime, model, [x, np.asarray([3, 1], np.int32)])  # positions in range: rows as before
+    np.testing.assert_array_equal(y, [[7, 8], [3, 4]])
 
 
 # ------------------------------------------------------------------------------------------ unary

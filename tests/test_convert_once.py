@@ -11,6 +11,7 @@ from converters import convert
 from converters.report import format_conversion
 from edge_sdk.model import reader, write_model, writer
 from edge_sdk.runtime.interpreter import Interpreter
+from edge_sdk.runtime.planner import arena_words
 from edge_sdk.targets import profiles
 from tests.test_quantize import _samples, cnn_model
 
@@ -83,8 +84,13 @@ def test_arena_line_is_the_targets_runtime_arena(source, target):
     runtime = "C runtime" if check["runtime"] == "c" else "Python interpreter"
     assert out["arena_source"].startswith(f"target {target}: the {runtime}'s arena, {check['memory_plan']} plan")
     assert check["ram_source"] in out["arena_source"]
-    line = next(ln for ln in format_conversion(res.report).splitlines() if ln.startswith("arena"))
-    assert line == f"arena      {check['arena_bytes']} bytes ({out['arena_source']})"
+    assert out["arena_bytes"] == check["arena_size"]  # no packed copies on these targets: the same figure
+    lines = format_conversion(res.report).splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("arena"))
+    # the words every command prints (planner.arena_words, issue 27 point 3), then how the check found it
+    assert lines[at] == arena_words(check["arena_size"], check["arena_where"])
+    assert lines[at + 1] == f"           {out['arena_source']}"
+    assert "Python tensor plan" not in "\n".join(lines)
     if check["runtime"] == "c":  # the C runtime's whole arena, not the Python interpreter's tensor plan
         interp = Interpreter(model_content=res.tflite)
         interp.allocate_tensors()
@@ -100,7 +106,9 @@ def test_arena_line_without_target_is_the_interpreters_plan(source):
     assert out["arena_bytes"] == interp.arena_size
     assert "Python interpreter" in out["arena_source"] and "no target" in out["arena_source"]
     text = format_conversion(res.report)
-    assert f"arena      {interp.arena_size} bytes (no target: edge-sdk's Python interpreter" in text
+    # the interpreter's tensor plan named as such, not as an arena (issue 27 point 3)
+    assert f"plan       Python tensor plan {interp.arena_size} B (the Python interpreter's activations" in text
+    assert not any(ln.startswith("arena") for ln in text.splitlines())
 
 
 def test_a_loaded_profile_is_taken_as_it_is(source, monkeypatch):

@@ -103,7 +103,7 @@ def test_hello_world_protocol_and_bit_exact(board_factory):
         assert h.protocol_version == 1 and h.runtime_version.startswith("edge-c")
         assert h.board == "qemu-mps2-an386" and h.timer_source == "systick" and h.timer_units == "systick"
         assert h.emulated and h.max_frame >= 256 and h.clock_hz == 25_000_000
-        assert h.capability_names == ["TRACE", "MULTI_RUN", "RESET_STATE", "LOG", "EMULATED", "ACK"]
+        assert h.capability_names == ["TRACE", "MULTI_RUN", "RESET_STATE", "LOG", "EMULATED", "ACK", "RESTART"]
         link.expect_model(data)
         assert h.arena_size == r.arena_bytes
         info = link.info()

@@ -153,12 +153,16 @@ def test_gather_nd(runtime, shape, indices, index_type, type_):
     np.testing.assert_array_equal(ours, x[tuple(np.moveaxis(ind.astype(np.int64), -1, 0))])
 
 
-def test_gather_nd_out_of_range_gives_zeros(runtime):
-    # LiteRT and TFLM fail the invoke; our eval has no failure path in either runtime: the slice is zeros
+def test_gather_nd_out_of_range_fails_the_invoke(runtime):
+    # LiteRT and TFLM fail the invoke; so do both our runtimes (tests/test_lookup_out_of_range.py: every sibling)
+    from edge_sdk.errors import DataError
+
     model = op_model("GATHER_ND", [T((2, 3), "FLOAT32"), T((3, 2), "INT32")], [T((3,), "FLOAT32")])
     x = np.arange(1, 7, dtype=np.float32).reshape(2, 3)
-    (ours,) = run_on(runtime, model, [x, np.array([[1, 2], [0, 3], [-1, 0]], np.int32)])
-    np.testing.assert_array_equal(ours, [6.0, 0.0, 0.0])
+    with pytest.raises(DataError, match=r"node 0 \(GATHER_ND"):
+        run_on(runtime, model, [x, np.array([[1, 2], [0, 3], [-1, 0]], np.int32)])
+    (ours,) = run_on(runtime, model, [x, np.array([[1, 2], [0, 2], [1, 0]], np.int32)])
+    np.testing.assert_array_equal(ours, [6.0, 3.0, 4.0])
 
 
 # ---- REVERSE_V2: every type LiteRT and TFLM take (both the same seven); they take contiguous axes only

@@ -268,7 +268,7 @@ def test_every_command_round_trips_and_matches_the_interpreter(emulator, connect
     assert h.model_sha256 == hashlib.sha256(model).digest() and h.model_size == len(model)
     assert (h.arena_size, h.clock_hz, h.max_frame) == (4096, 25_000_000, 1024)
     assert (h.timer_source, h.timer_units, h.emulated) == ("emulated", "emulated-ticks", True)
-    assert {"TRACE", "MULTI_RUN", "RESET_STATE", "LOAD_MODEL", "LOG", "EMULATED", "ACK"} == set(h.capability_names)
+    assert {"TRACE", "MULTI_RUN", "RESET_STATE", "LOAD_MODEL", "LOG", "EMULATED", "ACK", "RESTART"} == set(h.capability_names)
     assert h.runtime_version and h.board == "python-emulator"
 
     info = link.info()

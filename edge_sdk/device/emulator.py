@@ -191,7 +191,7 @@ class DeviceEmulator:
         return ack + self._cached
 
     def hello_info(self) -> sl.Hello:
-        caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED
+        caps = sl.CAP_MULTI_RUN | sl.CAP_RESET_STATE | sl.CAP_LOAD_MODEL | sl.CAP_LOG | sl.CAP_EMULATED | sl.CAP_RESTART
         if self._interp is not None:  # GENERATE for a text-generation model, as the firmware built for it
             from edge_sdk.device.generation import state_bytes
 
@@ -271,10 +271,17 @@ class DeviceEmulator:
                 raise _Status(sl.BAD_RANGE, offset, f"offset {offset} of a {len(blob)}-byte trace")
             n = min(max_len, len(blob) - offset, self.max_frame - sl.OVERHEAD - sl.TRACE_REPLY.size)
             return reply, sl.TRACE_REPLY.pack(offset, len(blob)) + blob[offset:offset + n]
-        if t == sl.RESET_STATE:
-            self._expect_len(f, 0)
+        if t == sl.RESET_STATE:  # no payload: the runtime's reset; RESET_RESTART: a new interpreter (as after boot)
+            if f.payload not in (b"", sl.RESET_RESTART):
+                raise _Status(sl.BAD_PAYLOAD, len(f.payload), "RESET_STATE takes no payload or the byte 1 (restart)")
             self._need_model()
-            self._interp.reset_all_variables()
+            if f.payload == sl.RESET_RESTART:
+                from edge_sdk.runtime.interpreter import Interpreter
+
+                self._interp = Interpreter(model_content=self._model, arena_size=self.arena_size)
+                self._interp.allocate_tensors()
+            else:
+                self._interp.reset_all_variables()
             self._trace = sl.pack_trace(0, [], 0, 0, 0, [])
             return reply, b""
         if t == sl.LOAD_MODEL:

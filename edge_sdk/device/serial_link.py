@@ -60,9 +60,10 @@ STATUS_CODES = {1: "UNKNOWN_COMMAND", 2: "BAD_VERSION", 3: "BAD_PAYLOAD", 4: "BA
 
 # Capability bits (HELLO).
 CAPABILITIES = {0: "TRACE", 1: "MULTI_RUN", 2: "RESET_STATE", 3: "LOAD_MODEL", 4: "LOG", 5: "EMULATED", 6: "ACK",
-                7: "GENERATE"}
+                7: "GENERATE", 8: "RESTART"}
 (CAP_TRACE, CAP_MULTI_RUN, CAP_RESET_STATE, CAP_LOAD_MODEL, CAP_LOG, CAP_EMULATED, CAP_ACK,
- CAP_GENERATE) = (1 << b for b in range(8))
+ CAP_GENERATE, CAP_RESTART) = (1 << b for b in range(9))
+RESET_RESTART = b"\x01"  # RESET_STATE's payload for a restart (capability RESTART): the runtime as after boot
 
 # Timer sources (HELLO).
 TIMER_SOURCES = {0: "none", 1: "cycles", 2: "systick", 3: "host-ns", 4: "emulated"}
@@ -614,9 +615,16 @@ class SerialLink:
         trace.unit, trace.timer_source, trace.emulated = h.timer_units, h.timer_source, h.emulated
         return trace
 
-    def reset_state(self) -> None:
-        self._ensure_hello()
-        self._transact(RESET_STATE, b"")
+    def reset_state(self, restart: bool = False) -> None:
+        """RESET_STATE: variables and stateful kernels back to their initial values (the runtime's reset, as
+        TFLM's: a CALL_ONCE that ran stays done, resource variables hold nothing). ``restart``: the runtime
+        initialised again, the state right after boot, as a fresh host interpreter starts (capability RESTART;
+        DeviceError when the device lacks it)."""
+        h = self._ensure_hello()
+        if restart and not h.capabilities & CAP_RESTART:
+            raise DeviceError(f"RESET_STATE on {self.port}: the device has no RESTART capability (older firmware: "
+                              "flash it again)")
+        self._transact(RESET_STATE, RESET_RESTART if restart else b"")
 
     def load_model(self, model_bytes: bytes) -> Hello:
         """Send a model into the device's RAM (capability LOAD_MODEL); checks the hash it reports."""

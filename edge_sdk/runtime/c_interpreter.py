@@ -42,7 +42,7 @@ from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory 
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
 from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, resize_request
-from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
+from edge_sdk.errors import ArenaTooSmallError, DataError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
 _ORDERINGS = ("size", "first_use", "lifetime", "area")
@@ -572,6 +572,9 @@ class CInterpreter(Interpreter, backend="c"):
         if status == STATUS["EDGE_LIMIT"]:  # a kernel stopped the invoke (WHILE's bound): the record names the node
             _, msg = self.error()
             raise ModelError(f"C runtime: {msg} (max_while_iterations={self.max_while_iterations})")
+        if status == STATUS["EDGE_BAD_INPUT"]:  # a position out of range (GATHER ...): node, tensor, element, value
+            _, msg = self.error()
+            raise DataError(f"C runtime: {msg} (run-time input)")
         raise RuntimeError(f"C runtime: {call} returned {status_name(status)}")
 
     @staticmethod

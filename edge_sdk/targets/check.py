@@ -179,6 +179,7 @@ class CheckResult:
             "checked_by": self.checked_by,
             "arena_bytes": self.arena_bytes,
             "arena_size": self.arena_size,
+            "arena_where": self.arena_where(),  # planner.arena_words' WHERE, for the commands that print the figure
             "packed_weights_bytes": self.packed_weights_bytes,
             "arena_estimate": self.ram_source.startswith("estimate"),
             "ram_source": self.ram_source,
@@ -556,7 +557,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
         result.ram = {"plan_bytes": f.get("head_total"), "tensor_bytes": f.get("tensor_total"),
                       "scratch_bytes": f.get("head_total", 0) - f.get("tensor_total", 0),
                       "persistent_bytes": f.get("persistent"), "packed_weights_bytes": result.packed_weights_bytes,
-                      "high_water": f["high_water"], "layout": c_plan.layout}
+                      "arena_used": f["arena_used"], "high_water": f["high_water"], "layout": c_plan.layout}
         from edge_sdk.targets import c_check
 
         emulated = c_cpu if c_cpu in c_check.QEMU_AARCH64_CPUS else "max"
@@ -576,7 +577,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
         result.arena_bytes = planner.runtime_arena(f["plan_only_high_water"], f["plan_only_arena_used"])
         result.ram = {"plan_bytes": f.get("plan_only_head_total"), "tensor_bytes": f.get("plan_only_tensor_total"),
                       "scratch_bytes": 0, "persistent_bytes": f.get("plan_only_persistent"),
-                      "high_water": f["plan_only_high_water"], "layout": c_plan.layout}
+                      "arena_used": f["plan_only_arena_used"], "high_water": f["plan_only_high_water"],
+                      "layout": c_plan.layout}
         result.ram_source = ("estimate: the C runtime refused the model, so its loader and planner ran without "
                              "kernels (declared shapes; kernel data and scratch not counted)")
     else:
@@ -746,6 +748,33 @@ def _node_names(nodes: list[tuple[int, int]], limit: int = 12) -> str:
     return text + (f", ... (+{len(labels) - limit})" if len(labels) > limit else "")
 
 
+def _ram_parts(r: CheckResult) -> str:
+    """The C runtime's arena (planner.runtime_arena: max(high water, arena used after init) - packed) as a sum
+    that adds up: the plan (tensors + scratch) + persistent state + the 16-byte alignment between them, + what
+    init's planner held above that steady state at its high water, - the packed weight copies (a figure apart).
+    Without arena_used (an older cached result) no sum is printed, only the parts. Starts with " = " or ": "."""
+    ram = r.ram
+    plan, persistent = ram.get("plan_bytes"), ram.get("persistent_bytes")
+    parts = (f"plan {plan} (tensors {ram.get('tensor_bytes')}, scratch {ram.get('scratch_bytes')}) + persistent "
+             f"{persistent} B (structs, kernel data, resource variables)")
+    used, high = ram.get("arena_used"), ram.get("high_water")
+    if used is None or plan is None or persistent is None or r.arena_size is None:
+        return f": {parts} after init; high water {high} B"
+    align = used - plan - persistent
+    if align:
+        parts += f" + alignment {align} B"
+    above = max(0, (high or 0) - used)
+    if above:
+        parts += f" + init's planner memory {above} B (held at the high water {high} B, freed after init)"
+    packed = ram.get("packed_weights_bytes") or 0
+    if packed:
+        parts += f" - packed weight copies {packed} B"
+    total = plan + persistent + align + above - packed
+    if total != r.arena_size:  # the figures disagree: name the parts, print no sum
+        return f": {parts} after init; high water {high} B"
+    return f" = {parts}"
+
+
 def format_check(result: CheckResult) -> str:
     """The human report `edge check` prints: the verdict, the budgets, one line per (op, reason), the fixes."""
     r = result
@@ -766,13 +795,13 @@ def format_check(result: CheckResult) -> str:
     lines.append(f"  RAM    {_kib(r.arena_bytes):>10} of {_kib(r.ram_budget)} RAM budget for the arena{pct} ({plan})"
                  f"{'  OVER' if over else ''}")
     # the arena in the words every command uses, and (C runtime) what it is made of: one line either way
-    arena = f"{r.arena_line()}: " if r.arena_size is not None else ""
-    if r.ram:
-        lines.append(f"         {arena}plan {r.ram.get('plan_bytes')} (tensors {r.ram.get('tensor_bytes')}, scratch "
-                     f"{r.ram.get('scratch_bytes')}) + persistent {r.ram.get('persistent_bytes')} B (structs, kernel "
-                     f"data, resource variables) after init; high water {r.ram.get('high_water')} B")
+    arena = r.arena_line() if r.arena_size is not None else ""
+    if r.ram and arena:
+        lines.append(f"         {arena}{_ram_parts(r)}")
+    elif r.ram:
+        lines.append(f"         {_ram_parts(r)[2:]}")
     elif arena:
-        lines.append(f"         {arena.rstrip(': ')}")
+        lines.append(f"         {arena}")
     if r.packed_weights_bytes and r.arena_size is not None:
         lines.append(f"         = arena {r.arena_size} B (activations, scratch, persistent state: the figure "
                      f"Interpreter.arena_size gives) + packed weight copies {r.packed_weights_bytes} B (the SIMD "

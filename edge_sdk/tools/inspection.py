@@ -110,6 +110,8 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
     patch = least.stage
     report["arena"] = {
         "bytes": interp.arena_size,  # the layer-by-layer plan's ("layer")
+        # what "bytes" is: the Python interpreter's tensor plan, not a target runtime's arena (edge check --target)
+        "figure": "python_tensor_plan",
         "inplace_bytes": small.total,  # --memory inplace (+0 MACs)
         "min_bytes": least.total,  # --memory min, the least-RAM plan; which plan it is: min_plan
         "min_plan": least.memory_plan,  # planner.REALISED_PLANS: "patch", or "inplace" (no stage beats it)
@@ -122,6 +124,14 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
             for b in plan.buffers
         ],
     }
+
+
+def python_plan_words(nbytes: int, arena_command: str = "edge check --target") -> str:
+    """The Python interpreter's layer-by-layer tensor plan named as what it is, not the arena a target's runtime
+    needs (planner.arena_words, which every command prints for that): `edge inspect`, `edge convert` without a
+    target."""
+    return (f"Python tensor plan {int(nbytes)} B (the Python interpreter's activations; the arena on a target: "
+            f"{arena_command})")
 
 
 def _fmt_quant(q: dict | None) -> str:
@@ -153,7 +163,7 @@ def format_inspection(report: dict) -> str:
     if arena:
         lb = arena["lower_bound"]
         ratio = f" ({arena['bytes'] / lb:.2f}x)" if lb else ""
-        lines.append(f"arena      {arena['bytes']} bytes planned; liveness lower bound {lb} bytes{ratio}")
+        lines.append(f"plan       {python_plan_words(arena['bytes'])}; liveness lower bound {lb} bytes{ratio}")
         if arena.get("inplace_bytes") is not None:
             lines.append(f"           in-place plan (--memory inplace: in-place ops, +0 MACs) {arena['inplace_bytes']} "
                          f"bytes ({arena['inplace_bytes'] / arena['bytes']:.2f}x)" if arena["bytes"] else "")

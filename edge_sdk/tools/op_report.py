@@ -13,8 +13,15 @@ turns a unit into microseconds when it is real time; None says it is not (emulat
 microsecond on the trace's timeline stands for one unit.
 
 A table row: ``index``, ``subgraph``, ``op``, ``output_shape`` (list or None), ``macs`` (0 when unknown),
-``time`` (mean over the runs), ``time_min``, ``time_max``, ``unit``, ``pct`` (share of the ops' summed mean),
-``cum_pct``, ``macs_per_unit`` (None without MACs), and ``time_us`` when the unit is real time but not us.
+``time`` (mean over the runs), ``time_min``, ``time_max``, ``unit``, ``pct`` (share of the top-level ops' summed
+mean), ``cum_pct``, ``macs_per_unit`` (None without MACs), ``caller`` and ``time_us`` when the unit is real time
+but not us.
+
+Top level and breakdown: the rows of subgraph 0 are the run; a row of a called subgraph (the body of a WHILE, a
+branch of an IF, a CALL_ONCE's init) is time already inside its caller's row. So ``pct`` divides by the top-level
+rows' sum (they add up to 100), ``cum_pct`` accumulates over them only (None on a breakdown row), and each
+breakdown row comes right after its caller (``caller``: [subgraph, index] of the node that ran its subgraph; None
+at the top level) with its share of the whole run: a part of its caller's, never added to the total.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ class OpTiming:
     subgraph: int = 0
     output_shape: list | None = None
     macs: int = 0
+    caller: tuple | None = None  # (subgraph, index) of the node that runs this op's subgraph; None: subgraph 0
 
     @property
     def mean(self) -> float:
@@ -67,18 +75,42 @@ class OpProfile:
         return self.us_per_unit is not None
 
     def rows(self) -> list[dict]:
-        """The table rows (module docstring), in the order of ``ops``."""
-        means = [o.mean for o in self.ops]
-        total = sum(means) or 1.0
+        """The table rows (module docstring): the top-level ops in the order of ``ops``, each followed by the
+        ops of the subgraphs it runs (their own order, nested calls after their caller in turn)."""
+        top = [o for o in self.ops if o.subgraph == 0]
+        total = sum(o.mean for o in top) or 1.0
+        below: dict[tuple, list[OpTiming]] = {}
+        for o in self.ops:
+            if o.subgraph and o.caller is not None:
+                below.setdefault(tuple(o.caller), []).append(o)
+        ordered: list[tuple[OpTiming, bool]] = []
+        placed: set[int] = set()
+
+        def place(o: OpTiming, at_top: bool) -> None:
+            if id(o) in placed:  # a subgraph two nodes call: its rows under the first
+                return
+            placed.add(id(o))
+            ordered.append((o, at_top))
+            for inner in below.get((o.subgraph, o.index), []):
+                place(inner, False)
+
+        for o in top:
+            place(o, True)
+        for o in self.ops:  # a breakdown whose caller has no row (not traced): at the end, still not in the sum
+            if id(o) not in placed:
+                place(o, False)
         rows, cum = [], 0.0
-        for o, mean in zip(self.ops, means):
-            cum += mean
+        for o, at_top in ordered:
+            mean = o.mean
+            if at_top:
+                cum += mean
             macs = int(o.macs) if o.macs else 0
             row = {"index": o.index, "subgraph": o.subgraph, "op": o.op,
                    "output_shape": list(o.output_shape) if o.output_shape is not None else None, "macs": macs,
                    "time": mean, "time_min": min(o.samples) if o.samples else 0,
                    "time_max": max(o.samples) if o.samples else 0, "unit": self.unit,
-                   "pct": 100.0 * mean / total, "cum_pct": 100.0 * cum / total,
+                   "pct": 100.0 * mean / total, "cum_pct": 100.0 * cum / total if at_top else None,
+                   "caller": None if at_top else list(o.caller) if o.caller is not None else [None, None],
                    "macs_per_unit": (macs / mean) if macs and mean else None}
             if self.us_per_unit is not None and self.unit != "us":
                 row["time_us"] = mean * self.us_per_unit
@@ -90,13 +122,15 @@ class OpProfile:
         return {"unit": self.unit, "us_per_unit": self.us_per_unit, "run_totals": list(self.run_totals),
                 "model": self.model, "where": self.where, "meta": dict(self.meta),
                 "ops": [{"index": o.index, "subgraph": o.subgraph, "op": o.op, "output_shape": o.output_shape,
-                         "macs": o.macs, "samples": list(o.samples)} for o in self.ops]}
+                         "macs": o.macs, "samples": list(o.samples),
+                         "caller": None if o.caller is None else list(o.caller)} for o in self.ops]}
 
     @classmethod
     def from_dict(cls, d: dict) -> OpProfile:
         ops = [OpTiming(index=int(o["index"]), op=str(o["op"]), samples=list(o["samples"]),
                         subgraph=int(o.get("subgraph", 0)), output_shape=o.get("output_shape"),
-                        macs=int(o.get("macs") or 0)) for o in d["ops"]]
+                        macs=int(o.get("macs") or 0),
+                        caller=tuple(o["caller"]) if o.get("caller") is not None else None) for o in d["ops"]]
         return cls(ops=ops, unit=d["unit"], run_totals=list(d.get("run_totals") or []),
                    us_per_unit=d.get("us_per_unit"), model=d.get("model", ""), where=d.get("where", ""),
                    meta=dict(d.get("meta") or {}))
@@ -108,9 +142,15 @@ def format_op_table(rows: list[dict]) -> list[str]:
     cells = [TABLE_HEAD]
     for o in rows:
         idx = f"{o['index']}" if not o["subgraph"] else f"{o['subgraph']}:{o['index']}"
-        cells.append((idx, o["op"], "x".join(map(str, o["output_shape"])) if o["output_shape"] else "-",
+        # a breakdown row (inside its caller's time, module docstring): indented under it, no cumulative share
+        op = o["op"]
+        if o.get("caller") is not None:
+            s, k = o["caller"]
+            op = f"  {op} (in {'?' if k is None else k if not s else f'{s}:{k}'})"
+        cum = "-" if o.get("cum_pct") is None else f"{o['cum_pct']:.1f}"
+        cells.append((idx, op, "x".join(map(str, o["output_shape"])) if o["output_shape"] else "-",
                       f"{o['macs']:,}" if o["macs"] else "-", f"{o['time']:,.1f}", f"{o['pct']:.1f}",
-                      f"{o['cum_pct']:.1f}", f"{o['macs_per_unit']:.2f}" if o["macs_per_unit"] else "-"))
+                      cum, f"{o['macs_per_unit']:.2f}" if o["macs_per_unit"] else "-"))
     widths = [max(len(row[i]) for row in cells) for i in range(len(TABLE_HEAD))]
     lines = []
     for k, row in enumerate(cells):

@@ -309,7 +309,14 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     with log.progress(runs + 2, f"profile ({runs} runs)") as bar:
         for i, a in enumerate(arrays):
             link.set_input(i, a)
-        if hello.capabilities & cap_reset:
+        # both sides start alike: the host runs a fresh interpreter, so the board restarts its runtime (the state
+        # after boot: variables, resource variables and CALL_ONCE as before the first invoke) rather than keep what
+        # an earlier session left; a board without RESTART gets the runtime's reset (a CALL_ONCE that ran stays done)
+        from edge_sdk.device.serial_link import CAP_RESTART
+
+        if hello.capabilities & CAP_RESTART:
+            link.reset_state(restart=True)
+        elif hello.capabilities & cap_reset:
             link.reset_state()
         bar.advance()
         for _ in range(runs):
@@ -338,6 +345,15 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     n_sub = len(model.subgraphs)
     macs = [host.op_macs(s) for s in range(n_sub)]
     shapes = [host.tensor_shapes(s) for s in range(n_sub)]
+    # the node that runs each called subgraph (WHILE, IF, CALL_ONCE): its rows are a breakdown of that node's
+    # time (op_report: the top-level rows alone make the 100%)
+    from edge_sdk.runtime.planner import callees
+
+    caller_of: dict[int, tuple[int, int]] = {}
+    for s, sg in enumerate(model.subgraphs):
+        for k, op in enumerate(sg.operators):
+            for c in callees(model, op):
+                caller_of.setdefault(c, (s, k))
     timings = []
     for (s, k), ticks in sorted(per_op.items()):
         m = macs[s][k] if s < n_sub and k < len(macs[s]) else None
@@ -350,7 +366,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
         out_t = model.subgraphs[s].operators[k].outputs if code is not None else []
         shape = list(shapes[s][out_t[0]]) if out_t and out_t[0] >= 0 else None
         timings.append(OpTiming(index=k, op=name, samples=list(ticks), subgraph=s, output_shape=shape,
-                                macs=int(m) if m else 0))
+                                macs=int(m) if m else 0, caller=caller_of.get(s) if s else None))
     us_per_unit = _us_per_unit(label, real_time, hello.clock_hz)
     ops = OpProfile(ops=timings, unit=label, run_totals=run_ticks, us_per_unit=us_per_unit).rows()
     rt = np.array(run_ticks, dtype=np.float64)
@@ -434,7 +450,9 @@ def op_profile(r: dict) -> OpProfile:
     """The report's per-op times (every run) as the shared record type of edge_sdk.tools.op_report."""
     per_run = r["_per_run"]
     ops = [OpTiming(index=o["index"], op=o["op"], samples=per_run[f"{o['subgraph']}:{o['index']}"],
-                    subgraph=o["subgraph"], output_shape=o["output_shape"], macs=o["macs"]) for o in r["ops"]]
+                    subgraph=o["subgraph"], output_shape=o["output_shape"], macs=o["macs"],
+                    caller=tuple(o["caller"]) if o.get("caller") and o["caller"][1] is not None else None)
+           for o in r["ops"]]
     return OpProfile(ops=ops, unit=r["unit"], run_totals=r["run_ticks"],
                      us_per_unit=_us_per_unit(r["unit"], r["real_time"], r["clock_hz"]), model=r["model"],
                      where=r["board"], meta={"board": r["board"]})

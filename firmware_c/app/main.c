@@ -28,8 +28,9 @@ enum {
 };
 enum {
     CAP_TRACE = 1u << 0, CAP_MULTI_RUN = 1u << 1, CAP_RESET_STATE = 1u << 2, CAP_LOAD_MODEL = 1u << 3,
-    CAP_LOG = 1u << 4, CAP_EMULATED = 1u << 5, CAP_ACK = 1u << 6, CAP_GENERATE = 1u << 7
+    CAP_LOG = 1u << 4, CAP_EMULATED = 1u << 5, CAP_ACK = 1u << 6, CAP_GENERATE = 1u << 7, CAP_RESTART = 1u << 8
 };
+enum { RESET_RESTART = 1 }; /* RESET_STATE's one-byte payload: the runtime as after boot (init again) */
 enum { LOG_DEBUG = 0, LOG_INFO = 1, LOG_WARNING = 2, LOG_ERROR = 3 };
 
 #if APP_MAX_FRAME < 256 || APP_MAX_FRAME > 65535
@@ -224,7 +225,7 @@ static uint32_t put_text(uint8_t *p, const char *s, uint32_t limit)
 
 static int32_t do_hello(uint8_t *out)
 {
-    uint32_t caps = CAP_TRACE | CAP_MULTI_RUN | CAP_RESET_STATE | CAP_LOG | CAP_ACK;
+    uint32_t caps = CAP_TRACE | CAP_MULTI_RUN | CAP_RESET_STATE | CAP_LOG | CAP_ACK | CAP_RESTART;
     uint32_t n = 52;
     int src = board_timer_source();
     if (APP_EMULATED) caps |= CAP_EMULATED;
@@ -406,13 +407,28 @@ static int32_t do_get_trace(uint8_t *out, const uint8_t *in, uint32_t len)
     return (int32_t)(8u + n);
 }
 
-static int32_t do_reset_state(uint32_t len)
+static edge_status_t start_runtime(void);
+
+/* No payload: edge_reset_state (variables and stateful kernels back to their initial values; TFLM's reset, so a
+ * CALL_ONCE that ran stays done and resource variables hold nothing). Payload RESET_RESTART: the runtime
+ * initialised again on the model, the state right after boot (CALL_ONCE runs again at the next invoke): what a
+ * host that starts a fresh interpreter compares with. Inputs keep their values either way. */
+static int32_t do_reset_state(const uint8_t *in, uint32_t len)
 {
     edge_status_t s;
-    if (len != 0) return fail(S_BAD_PAYLOAD, (int32_t)len, "RESET_STATE takes no payload");
+    if (len > 1 || (len == 1 && in[0] != RESET_RESTART))
+        return fail(S_BAD_PAYLOAD, (int32_t)len, "RESET_STATE takes no payload or the byte 1 (restart)");
     if (!model_ok) return fail(S_NO_MODEL, 0, init_error);
-    s = edge_reset_state(&interp);
-    if (s != EDGE_OK) return fail(S_INTERNAL, (int32_t)s, edge_status_str(s));
+    if (len == 1) {
+        s = start_runtime();
+        if (s != EDGE_OK) {
+            model_ok = 0;
+            return fail(S_MODEL_ERROR, (int32_t)s, init_error);
+        }
+    } else {
+        s = edge_reset_state(&interp);
+        if (s != EDGE_OK) return fail(S_INTERNAL, (int32_t)s, edge_status_str(s));
+    }
     last_runs = 0;
     return 0;
 }
@@ -451,7 +467,7 @@ static void handle_frame(const uint8_t *f, uint32_t n)
             break;
         case T_GET_OUTPUT: got = do_get_output(out, in, len); break;
         case T_GET_TRACE: got = do_get_trace(out, in, len); break;
-        case T_RESET_STATE: got = do_reset_state(len); break;
+        case T_RESET_STATE: got = do_reset_state(in, len); break;
         case T_LOAD_MODEL: got = fail(S_UNSUPPORTED, 3, "no LOAD_MODEL: the model is flashed with the firmware"); break;
         case T_GENERATE: { /* generate.c: prefill + decode steps on the device, the cache kept between them */
             app_status_t gs = {0, 0, 0};
@@ -515,14 +531,11 @@ static void boot_log(void)
     send_log(LOG_INFO, line, "");
 }
 
-int main(void)
+/* edge_init on the flashed model into the static arena, then the op timer (at boot, and for RESET_STATE's
+ * restart); EDGE_OK, else init_error says why. */
+static edge_status_t start_runtime(void)
 {
     edge_status_t s;
-    uint32_t n = 0, k, need = 0;
-    int overflow = 0, c;
-
-    board_init();
-    app_sha256(app_model, app_model_len, model_sha);
 #ifdef APP_PATCH_PLAN
     { /* patch-based execution of a stage (edge_init_patch), chosen on the host by edge flash --memory min */
         static const edge_patch_plan_t patch = APP_PATCH_PLAN;
@@ -531,6 +544,26 @@ int main(void)
 #else
     s = edge_init_ex(&interp, app_model, app_model_len, arena, sizeof arena, APP_INIT_FLAGS);
 #endif
+    if (s != EDGE_OK) {
+        (void)edge_error_message(&interp, init_error, sizeof init_error);
+        return s;
+    }
+    timer.now = board_timer_now_cb;
+    timer.units = board_timer_units();
+    timer.user = 0;
+    edge_set_timer(&interp, &timer, trace, APP_TRACE_CAP);
+    return EDGE_OK;
+}
+
+int main(void)
+{
+    edge_status_t s;
+    uint32_t n = 0, k, need = 0;
+    int overflow = 0, c;
+
+    board_init();
+    app_sha256(app_model, app_model_len, model_sha);
+    s = start_runtime();
     if (s == EDGE_OK) {
         for (k = 0; k < (uint32_t)edge_num_inputs(&interp); ++k) need += edge_input(&interp, (int32_t)k)->bytes;
         if (need > sizeof inputs) {
@@ -540,13 +573,7 @@ int main(void)
             (void)fmt_u32(e, (uint32_t)sizeof inputs);
         } else {
             model_ok = 1;
-            timer.now = board_timer_now_cb;
-            timer.units = board_timer_units();
-            timer.user = 0;
-            edge_set_timer(&interp, &timer, trace, APP_TRACE_CAP);
         }
-    } else {
-        (void)edge_error_message(&interp, init_error, sizeof init_error);
     }
 
     c = board_uart_getc(); /* the host spoke: from here on the link is up */

@@ -171,7 +171,9 @@ typedef struct edge_error {
     int64_t given;              /* EDGE_ARENA_TOO_SMALL: bytes given */
     uint8_t required_exact;     /* 0: the arena ran out before planning finished; required is a lower bound */
     const char *what;           /* a fixed short text naming the check ("Tensor.buffer"); NULL if none */
-    const char *custom_code;    /* EDGE_UNSUPPORTED_OP of a custom op: its name (points into the model) */
+    const char *custom_code;    /* a custom op's node errors: its name (points into the model); NULL otherwise */
+    int64_t element;            /* EDGE_BAD_INPUT: the flat element of error.tensor that is out of range, else -1 */
+    int64_t value;              /* EDGE_BAD_INPUT: its value */
 } edge_error_t;
 
 struct edge_subgraph;

@@ -236,6 +236,18 @@ void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t stat
 #else
 #define EDGE_EVAL_FAIL(ctx, node, status, reason) edge_eval_fail((ctx), (node), (status), (reason))
 #endif
+/* Eval-time: stop the invoke with EDGE_BAD_INPUT because element `element` of the node's input `input` holds
+ * `value`, a position outside the dimension it indexes (GATHER, GATHER_ND, EMBEDDING_LOOKUP, SCATTER_ND: LiteRT
+ * and TFLM fail the invoke there too). The error record names the node, that tensor, the element and the value. */
+void edge_eval_bad_input(edge_ctx_t *ctx, const edge_node_t *node, int32_t input, int64_t element, int64_t value,
+                         const char *reason);
+#ifdef EDGE_NO_STATUS_STRINGS
+#define EDGE_EVAL_BAD_INPUT(ctx, node, input, element, value, reason) \
+    edge_eval_bad_input((ctx), (node), (input), (element), (value), (const char *)0)
+#else
+#define EDGE_EVAL_BAD_INPUT(ctx, node, input, element, value, reason) \
+    edge_eval_bad_input((ctx), (node), (input), (element), (value), (reason))
+#endif
 /* The tensors of another subgraph (for control-flow kernels to copy inputs/outputs). */
 edge_tensor_t *edge_subgraph_tensor(edge_ctx_t *ctx, int32_t subgraph, int32_t tensor);
 int32_t edge_subgraph_io(edge_ctx_t *ctx, int32_t subgraph, int32_t output, const int32_t **indices);

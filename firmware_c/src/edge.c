@@ -1890,6 +1890,7 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
                 it->error.node = k;
                 it->error.op_code = nd->op;
                 it->error.op_version = nd->version;
+                it->error.custom_code = node_custom_code(it, nd);
                 return fail_at(it, EDGE_MODEL_INVALID,
                                WHAT("calls a subgraph that is still running: the subgraph calls form a cycle"), -1);
             }
@@ -1907,6 +1908,9 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
         it->error.what = 0;
         s = edge_kernels[nd->kernel_].prepare(nd, &ctx);
         if (s != EDGE_OK) {
+            const char *what = it->error.what;
+            it->error.custom_code = node_custom_code(it, nd); /* the message names a custom op by its name */
+            it->error.what = what;
             it->error.status = s;
             it->error.subgraph = g;
             it->error.node = k;
@@ -1988,7 +1992,7 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
     }
     it->error.subgraph = it->error.node = it->error.tensor = -1;
     it->error.op_code = it->error.op_version = -1;
-    it->error.offset = -1;
+    it->error.offset = it->error.element = -1;
     it->max_while_iterations = -1;
     if (!model || (!arena && arena_len)) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("NULL model or arena"), -1);
     it->model = (const uint8_t *)model;
@@ -2090,20 +2094,33 @@ static void clear_halt(edge_interp_t *it) {
     it->error.status = EDGE_OK;
     it->error.subgraph = it->error.node = it->error.tensor = -1;
     it->error.op_code = it->error.op_version = -1;
+    it->error.custom_code = 0;
+    it->error.element = -1;
     it->error.what = 0;
 }
 
 void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, const char *reason) {
     edge_interp_t *it = ctx->interp;
+    const char *custom_code = node_custom_code(it, node); /* read first: a model read may touch the record */
     it->error.status = status;
     it->error.subgraph = node->subgraph;
     it->error.node = node->index;
     it->error.op_code = node->op;
     it->error.op_version = node->version;
+    it->error.custom_code = custom_code;
     it->error.tensor = -1;
     it->error.offset = -1;
+    it->error.element = -1;
     it->error.what = reason;
     it->halt = status;
+}
+
+void edge_eval_bad_input(edge_ctx_t *ctx, const edge_node_t *node, int32_t input, int64_t element, int64_t value,
+                         const char *reason) {
+    edge_eval_fail(ctx, node, EDGE_BAD_INPUT, reason);
+    ctx->interp->error.tensor = node->inputs[input];
+    ctx->interp->error.element = element;
+    ctx->interp->error.value = value;
 }
 
 void edge_set_max_while_iterations(edge_interp_t *it, int32_t n) {
@@ -2389,6 +2406,12 @@ char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
     if (e->tensor >= 0) { put_s(&o, "tensor "); put_i(&o, e->tensor); put_s(&o, ": "); }
     put_s(&o, edge_status_str(e->status));
     if (e->what) { put_s(&o, ": "); put_s(&o, e->what); }
+    if (e->status == EDGE_BAD_INPUT && e->element >= 0) {
+        put_s(&o, ": element ");
+        put_i(&o, e->element);
+        put_s(&o, " is ");
+        put_i(&o, e->value);
+    }
     if (e->offset >= 0) { put_s(&o, " at byte "); put_i(&o, e->offset); }
     if (e->status == EDGE_ARENA_TOO_SMALL) {
         put_s(&o, e->required_exact ? ": needs " : ": needs at least ");

@@ -5,14 +5,15 @@ dense_shape INT32 (rank,) (constant here: it fixes the output shape), weights FL
 (rows, ...). Output: dense_shape[:-1] + params.shape[1:]. Each id adds params[id] * weight to the output bucket
 its index names (the index without its last coordinate); a bucket is finalized when the next id names another one
 (LiteRT walks the ids in order): MEAN divides it by the sum of its weights, SQRTN by the root of the sum of their
-squares, SUM leaves it. An id outside [0, rows) or a bucket outside the output adds nothing (LiteRT fails the
-invoke; our evals cannot).
+squares, SUM leaves it. An id outside [0, rows) fails the invoke with a DataError naming the node and the id (as
+LiteRT's does; the C kernel too); a bucket outside the output adds nothing (LiteRT fails the invoke there).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.movement import position_out_of_range
 from edge_sdk.runtime.kernels.node import Eval, Node
 
 _F32 = np.float32
@@ -53,7 +54,12 @@ def prepare_embedding_lookup_sparse(node: Node) -> Eval:
             return
         row /= total if combiner == "MEAN" else np.sqrt(squares, dtype=np.float32)
 
+    where = node.where()
+
     def run(inputs, outputs):
+        error = position_out_of_range(where, "ids", inputs[0], rows)  # LiteRT fails the invoke; so do we
+        if error:
+            raise error
         y = outputs[0].reshape(buckets, width)
         y[...] = 0
         table = inputs[4].reshape(rows, width)
@@ -61,8 +67,6 @@ def prepare_embedding_lookup_sparse(node: Node) -> Eval:
         current, count, total, squares = 0, 0, _F32(0), _F32(0)
         for i in range(n):
             idx, bucket, w = int(inputs[0][i]), int(bucket_of[i]), _F32(inputs[3][i])
-            if not 0 <= idx < rows:
-                continue
             if bucket != current:
                 finalize(y[current] if 0 <= current < buckets else None, count, total, squares)
                 current, count, total, squares = bucket, 0, _F32(0), _F32(0)

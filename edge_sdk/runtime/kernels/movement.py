@@ -20,9 +20,25 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.errors import DataError
 from edge_sdk.runtime.kernels.node import Eval, Node
 
 MOVE_TYPES = ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL")
+
+
+def position_out_of_range(where: str, what: str, index: np.ndarray, bounds) -> DataError | None:
+    """The error a lookup op's eval raises when a run-time position lies outside the dimension it indexes (LiteRT
+    and TFLM fail the invoke there; so do both our runtimes), else None. ``index``: the positions as [entries, K]
+    (K coordinates per entry; any shape when K is 1), ``bounds``: the K dimensions. Names the node, the first bad
+    element of the positions tensor (flat, as the C runtime's record does), its value and its dimension."""
+    bounds = np.asarray(bounds, np.int64).reshape(-1)
+    flat = np.asarray(index, np.int64).reshape(-1, bounds.size)
+    bad = (flat < 0) | (flat >= bounds)
+    if not bad.any():
+        return None
+    element = int(np.flatnonzero(bad.reshape(-1))[0])
+    return DataError(f"{where}: {what} element {element} is {int(flat.reshape(-1)[element])}, outside "
+                     f"[0, {int(bounds[element % bounds.size])}) (a run-time input)")
 
 
 def _same_quantization(node: Node) -> None:
@@ -101,9 +117,9 @@ def prepare_batch_to_space_nd(node: Node) -> Eval:
 
 def prepare_gather_nd(node: Node) -> Eval:
     """params of any MOVE_TYPES type, indices INT16 / INT32 / INT64 [..., K] with 1 <= K <= rank(params): output
-    indices.shape[:-1] + params.shape[K:]. An index vector with a coordinate outside its dimension gives a slice of
-    zeros (LiteRT and TFLM fail the invoke there; this runtime's eval, as the C one's, has no failure path);
-    constant indices are checked in prepare."""
+    indices.shape[:-1] + params.shape[K:]. An index vector with a coordinate outside its dimension fails the invoke
+    with a DataError naming the node and the coordinate (as LiteRT and TFLM do, and the C kernel); constant indices
+    are checked in prepare."""
     node.expect_counts(2, 1)
     x, idx, y = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(x, MOVE_TYPES)
@@ -122,14 +138,15 @@ def prepare_gather_nd(node: Node) -> Eval:
             raise node.error(f"GATHER_ND indices out of range for params dimensions {outer}")
     n_rows = int(np.prod(outer, dtype=np.int64))
     row = int(np.prod(inner, dtype=np.int64))
+    where = node.where()
 
     def run(inputs, outputs):
         ind = inputs[1].reshape(-1, k).astype(np.int64)
-        valid = ((ind >= 0) & (ind < bounds)).all(axis=1)
-        flat = np.ravel_multi_index(tuple(np.where(valid[:, None], ind, 0).T), outer) if ind.size else ind[:, 0]
-        rows = inputs[0].reshape(n_rows, row)[flat]
-        rows[~valid] = 0
-        outputs[0][...] = rows.reshape(out_shape)
+        error = position_out_of_range(where, "indices", ind, bounds)
+        if error:
+            raise error
+        flat = np.ravel_multi_index(tuple(ind.T), outer) if ind.size else ind[:, 0]
+        outputs[0][...] = inputs[0].reshape(n_rows, row)[flat].reshape(out_shape)
 
     return run
 
@@ -274,8 +291,9 @@ def prepare_embedding_lookup(node: Node) -> Eval:
     """ids INT32 [K], table [rows, ...]: output [K, ...] (LiteRT's embedding_lookup.cc; TFLM has FLOAT32 / INT8).
     The output of the table's type: the rows copied (any MOVE_TYPES type, quantization shared). A FLOAT32 output of
     an INT8 / UINT8 table with zero point 0 (the hybrid kernel): each stored byte read as int8 (UINT8 bytes too, as
-    LiteRT does) times the row's scale (one per tensor, or one per row), in float32. An id outside [0, rows) gives a
-    row of zeros (LiteRT and TFLM fail the invoke; our evals cannot); constant ids are checked in prepare."""
+    LiteRT does) times the row's scale (one per tensor, or one per row), in float32. An id outside [0, rows) fails
+    the invoke with a DataError naming the node and the id (as LiteRT and TFLM do); constant ids are checked in
+    prepare."""
     node.expect_counts(2, 1)
     ids, table, y = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(ids, ("INT32",), "ids")
@@ -300,16 +318,18 @@ def prepare_embedding_lookup(node: Node) -> Eval:
             if not (table.quantized and y.quantized) or np.float32(table.s) != np.float32(y.s) or table.zp != y.zp:
                 raise node.unsupported("table and output quantization differ (the op copies values)")
 
+    where = node.where()
+
     def run(inputs, outputs):
-        i = inputs[0].astype(np.int64)
-        valid = (i >= 0) & (i < rows)
-        at = np.where(valid, i, 0)
+        at = inputs[0].astype(np.int64)
+        error = position_out_of_range(where, "ids", at, rows)
+        if error:
+            raise error
         t = inputs[1].reshape(rows, row)
         if hybrid:
             out = t[at].view(np.int8).astype(np.float32) * scales[at]
         else:
             out = t[at]
-        out[~valid] = 0
         outputs[0][...] = out.reshape(outputs[0].shape)
 
     return run
@@ -356,7 +376,8 @@ SCATTER_ND_TYPES = ("FLOAT32", "INT8", "UINT8", "INT32", "INT64", "BOOL")  # Lit
 def prepare_scatter_nd(node: Node) -> Eval:
     """indices INT32 [..., K] (LiteRT takes no other), updates [..., slice] of SCATTER_ND_TYPES, an INT32 shape
     (constant: it sets the output's size): output zeros of that shape, each update slice added (BOOL: or-ed) at its index
-    vector in input order, repeats accumulating. A vector outside the shape is skipped (LiteRT fails the invoke)."""
+    vector in input order, repeats accumulating. A coordinate outside the shape fails the invoke with a DataError
+    naming the node and the coordinate (as LiteRT does)."""
     node.expect_counts(3, 1)
     idx, upd, y = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(idx, ("INT32",), "indices")
@@ -374,13 +395,17 @@ def prepare_scatter_nd(node: Node) -> Eval:
     row = int(np.prod(shape[k:], dtype=np.int64))
     fold = np.logical_or if upd.type == "BOOL" else np.add
 
+    where = node.where()
+
     def run(inputs, outputs):
         ind = inputs[0].reshape(-1, k).astype(np.int64)
-        valid = ((ind >= 0) & (ind < outer)).all(axis=1)
-        flat = np.ravel_multi_index(tuple(ind[valid].T), shape[:k]) if valid.any() else np.zeros(0, np.int64)
+        error = position_out_of_range(where, "indices", ind, outer)
+        if error:
+            raise error
+        flat = np.ravel_multi_index(tuple(ind.T), shape[:k]) if ind.size else np.zeros(0, np.int64)
         acc = np.zeros((n_rows, row), upd.dtype)
         with np.errstate(over="ignore"):
-            fold.at(acc, flat, inputs[1].reshape(-1, row)[valid])  # in input order
+            fold.at(acc, flat, inputs[1].reshape(-1, row))  # in input order
         outputs[0][...] = acc.reshape(shape)
 
     return run

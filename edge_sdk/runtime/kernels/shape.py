@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels.movement import position_out_of_range
 from edge_sdk.runtime.kernels.node import Eval, Node, TensorInfo
 
 # Types each op moves; beyond TFLM's lists, a pure copy works for any fixed-size type.
@@ -530,9 +531,18 @@ def prepare_gather(node: Node) -> Eval:
         if (v < 0).any() or (v >= x.shape[axis]).any():
             raise node.error(f"gather positions out of range [0, {x.shape[axis]})")
 
+    where, n = node.where(), x.shape[axis]
+
+    def check(positions: np.ndarray) -> None:
+        """A run-time position outside [0, n) fails the invoke (LiteRT: "gather index out of bounds")."""
+        error = position_out_of_range(where, "positions", positions, n)
+        if error:
+            raise error
+
     if batch_dims == 0:
 
         def run(inputs, outputs):
+            check(inputs[1])
             outputs[0][...] = np.take(inputs[0], inputs[1], axis=axis)
 
         return run
@@ -546,6 +556,7 @@ def prepare_gather(node: Node) -> Eval:
     o_ix = np.arange(outer).reshape(1, outer, 1)
 
     def run(inputs, outputs):
+        check(inputs[1])
         c = inputs[1].reshape(batch, 1, coords)
         outputs[0][...] = inputs[0].reshape(x3)[b_ix, o_ix, c].reshape(shape)
 

@@ -2,8 +2,8 @@
  * TFLM has FLOAT32 / INT8): ids INT32 [K], table [rows, ...] (FLOAT32, INT8, UINT8, INT16, INT32, INT64, BOOL),
  * output [K, ...]. Output of the table's type: rows copied (quantization shared). FLOAT32 output of an INT8 / UINT8
  * table with zero point 0 (LiteRT's hybrid kernel): each byte read as int8 times the row's scale (per tensor or per
- * row), in float32. An id outside [0, rows) gives a row of zeros (the peers fail the invoke; this eval cannot);
- * constant ids are range-checked in prepare.
+ * row), in float32. An id outside [0, rows) stops the invoke with EDGE_BAD_INPUT naming the node, the id's
+ * element and its value (the peers fail the invoke too); constant ids are range-checked in prepare.
  */
 #include <string.h>
 
@@ -77,16 +77,17 @@ void edge_eval_embedding_lookup(const edge_node_t *node, edge_ctx_t *ctx) {
     uint32_t j;
     for (i = 0; i < d->ids; i++) {
         const int32_t v = ids[i];
-        const int inside = v >= 0 && v < d->rows;
+        if (v < 0 || v >= d->rows) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 0, i, v, "EMBEDDING_LOOKUP: an id is outside [0, rows)");
+            return;
+        }
         if (d->hybrid) {
             float *o = (float *)y + i * d->row_elems;
             const int8_t *q = (const int8_t *)t + (int64_t)v * d->row_elems;
-            const float scale = d->scales[d->n_scales == 1 ? 0 : (inside ? v : 0)];
-            for (j = 0; j < d->row_elems; j++) o[j] = inside ? (float)q[j] * scale : 0.0f;
-        } else if (inside) {
-            memcpy(y + i * d->row_bytes, t + (int64_t)v * d->row_bytes, d->row_bytes);
+            const float scale = d->scales[d->n_scales == 1 ? 0 : v];
+            for (j = 0; j < d->row_elems; j++) o[j] = (float)q[j] * scale;
         } else {
-            memset(y + i * d->row_bytes, 0, d->row_bytes);
+            memcpy(y + i * d->row_bytes, t + (int64_t)v * d->row_bytes, d->row_bytes);
         }
     }
 }

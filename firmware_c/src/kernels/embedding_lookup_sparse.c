@@ -4,8 +4,9 @@
  * FLOAT32 (N), params FLOAT32 (rows, ...) -> output dense_shape[:-1] + params.shape[1:]. The ids in order: each
  * adds params[id] * weight to the bucket its index row names without its last coordinate; when the next id names
  * another bucket the current one is finalized (MEAN: divided by its weights' sum; SQRTN: by the root of their
- * squares' sum; SUM: as is). An id outside [0, rows) or a bucket outside the output adds nothing (LiteRT fails
- * the invoke).
+ * squares' sum; SUM: as is). An id outside [0, rows) stops the invoke with EDGE_BAD_INPUT naming the node, the
+ * id's element and its value (LiteRT fails the invoke too); a bucket outside the output adds nothing (LiteRT fails
+ * the invoke there).
  */
 #include <math.h>
 #include <string.h>
@@ -96,7 +97,10 @@ void edge_eval_embedding_lookup_sparse(const edge_node_t *node, edge_ctx_t *ctx)
         const int64_t id = ids[i];
         int64_t bucket = 0;
         float wi = w[i];
-        if (id < 0 || id >= d->rows) continue;
+        if (id < 0 || id >= d->rows) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 0, i, id, "EMBEDDING_LOOKUP_SPARSE: an id is outside [0, rows)");
+            return;
+        }
         for (k = 0; k < d->rank - 1; k++) bucket += (int64_t)idx[i * d->rank + k] * d->strides[k];
         if (bucket != current) {
             finalize(d, y, current, count, total, squares);

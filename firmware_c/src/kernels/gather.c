@@ -5,8 +5,8 @@
  * (negative counts from the end) and batch_dims (negative counts from the positions' rank). Output shape
  * params[:axis] + positions[batch_dims:] + params[axis + 1:]. Viewed as params [batch, outer, n, inner] and
  * positions [batch, coords], out[b, o, c, :] = params[b, o, positions[b, c], :] (a byte copy of inner
- * elements). Constant positions are range-checked in prepare; a run-time position outside [0, n) gives a
- * row of zeros (TFLM reports an error there; this runtime's eval has no failure path).
+ * elements). Constant positions are range-checked in prepare; a run-time position outside [0, n) stops the
+ * invoke with EDGE_BAD_INPUT naming the node, the position's element and its value (LiteRT and TFLM fail there).
  */
 #include <string.h>
 
@@ -105,9 +105,12 @@ void edge_eval_gather(const edge_node_t *node, edge_ctx_t *ctx) {
         for (o = 0; o < d->outer; o++) {
             const uint8_t *src = x + (b * d->outer + o) * block;
             for (c = 0; c < d->coords; c++, y += row) {
-                int64_t v = gather_pos(pos, d->pos_type, b * d->coords + c);
-                if (v >= 0 && v < d->n) memcpy(y, src + v * row, (size_t)row);
-                else memset(y, 0, (size_t)row);
+                const int64_t at = b * d->coords + c, v = gather_pos(pos, d->pos_type, at);
+                if (v < 0 || v >= d->n) {
+                    EDGE_EVAL_BAD_INPUT(ctx, node, 1, at, v, "GATHER: a position is outside [0, params.shape[axis])");
+                    return;
+                }
+                memcpy(y, src + v * row, (size_t)row);
             }
         }
 }

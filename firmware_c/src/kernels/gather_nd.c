@@ -1,8 +1,8 @@
 /* GATHER_ND, as edge_sdk/runtime/kernels/movement.py prepare_gather_nd: params [outer_0..outer_{K-1}, inner...]
  * (FLOAT32, INT8, UINT8, INT16, INT32, INT64, BOOL; quantized values copied), indices INT16 / INT32 / INT64
  * [..., K]; output indices.shape[:-1] + inner, each slice a byte copy of the params row the index vector names.
- * Constant indices are range-checked in prepare; a run-time vector with a coordinate outside its dimension gives
- * a slice of zeros (LiteRT and TFLM fail the invoke there; this eval has no failure path).
+ * Constant indices are range-checked in prepare; a run-time coordinate outside its dimension stops the invoke with
+ * EDGE_BAD_INPUT naming the node, the coordinate's element and its value (LiteRT and TFLM fail there too).
  */
 #include <string.h>
 
@@ -69,7 +69,6 @@ void edge_eval_gather_nd(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t i, row;
     int32_t k;
     for (i = 0; i < d->slices; i++, y += d->slice_bytes) {
-        int inside = 1;
         row = 0;
         for (k = 0; k < d->k; k++) {
             const int64_t at = i * d->k + k;
@@ -77,10 +76,12 @@ void edge_eval_gather_nd(const edge_node_t *node, edge_ctx_t *ctx) {
             if (d->idx_type == EDGE_INT64) memcpy(&v, (const uint8_t *)idx->data + 8 * at, 8);
             else if (d->idx_type == EDGE_INT32) v = ((const int32_t *)idx->data)[at];
             else v = ((const int16_t *)idx->data)[at];
-            if (v < 0 || v >= d->outer[k]) inside = 0;
+            if (v < 0 || v >= d->outer[k]) {
+                EDGE_EVAL_BAD_INPUT(ctx, node, 1, at, v, "GATHER_ND: an index is outside its params dimension");
+                return;
+            }
             row = row * d->outer[k] + v;
         }
-        if (inside) memcpy(y, x + row * d->slice_bytes, d->slice_bytes);
-        else memset(y, 0, d->slice_bytes);
+        memcpy(y, x + row * d->slice_bytes, d->slice_bytes);
     }
 }

@@ -1,8 +1,8 @@
 /* SCATTER_ND, as edge_sdk/runtime/kernels/movement.py prepare_scatter_nd (LiteRT's scatter_nd.cc; TFLM has none):
  * indices INT32 [..., K] (LiteRT takes no other), updates [..., slice] (FLOAT32, INT8, UINT8, INT32, INT64, BOOL), a
  * constant INT32 shape (it sets the output's size). The output starts at zeros and each update slice is added
- * (BOOL: or-ed; integers wrap) at its index vector in input order; a vector outside the shape is skipped (LiteRT
- * fails the invoke there; this eval cannot).
+ * (BOOL: or-ed; integers wrap) at its index vector in input order; a coordinate outside the shape stops the invoke
+ * with EDGE_BAD_INPUT naming the node, the coordinate's element and its value (LiteRT fails the invoke there too).
  */
 #include <string.h>
 
@@ -78,13 +78,14 @@ void edge_eval_scatter_nd(const edge_node_t *node, edge_ctx_t *ctx) {
     memset(y->data, 0, (size_t)edge_tensor_elements(y) * edge_type_bytes(y->type));
     for (i = 0; i < d->slices; i++) {
         int64_t at = 0;
-        int inside = 1;
         for (k = 0; k < d->k; k++) {
             const int64_t v = ((const int32_t *)idx->data)[i * d->k + k];
-            if (v < 0 || v >= d->outer[k]) inside = 0;
+            if (v < 0 || v >= d->outer[k]) {
+                EDGE_EVAL_BAD_INPUT(ctx, node, 0, i * d->k + k, v, "SCATTER_ND: an index is outside the shape");
+                return;
+            }
             at = at * d->outer[k] + v;
         }
-        if (!inside) continue;
         at *= d->row;
         switch (d->upd_type) {
         case EDGE_INT8: SCATTER_ADD(int8_t, uint8_t); break;
