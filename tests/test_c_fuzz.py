@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
 CORPUS = Path(__file__).resolve().parent / "fuzz_corpus"
 SHARED = ROOT.parent / "shared" / "models"
-STATUS_COUNT = 13  # edge_status.def
 
 pytestmark = needs_c_runtime
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from tests.conftest import needs_c_runtime
 from PIL import Image
 
 from edge_sdk.model import write_model
@@ -79,8 +81,7 @@ def _relu_int8(path: Path) -> Path:
     return path
 
 
-@pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None and shutil.which("cc") is None,
-                    reason="edge export's C sources need no build, but its check of the model builds the C runtime")
+@needs_c_runtime  # edge export's C sources need no build, but its check of the model builds the C runtime
 def test_exported_readme_shows_c_not_a_python_tuple(tmp_path):
     out = tmp_path / "exp"
     p = edge("export", _relu_int8(tmp_path / "relu.tflite"), "--target", "qemu-mps2-an386", "--format", "make",

@@ -333,6 +333,7 @@ _OWN_TOOL_CHECKS = {
     "test_cli_exit_codes.py": "takes the compiler away on purpose ($CC): needs make alone",
     "test_first_hour.py": "runs the Makefile's install target: needs make alone",
     "test_deploy.py": "the loopback device's own compiler: the deploy's build result is asserted either way",
+    "test_cli_first_hour_small.py": "runs the Makefile's system-deps recipe with a fake apt / dpkg: needs make alone",
     "test_packaging.py": "the installed wheel builds its C runtime with $CC (the build honours it), not gcc",
 }
 _C_RUNTIME_TOOLS = ("gcc", "cc", "make")
