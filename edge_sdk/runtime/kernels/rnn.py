@@ -37,6 +37,7 @@ from edge_sdk.runtime.kernels.sequence import (
     float_activation,
     batch_quantize_floats,
     lstm_float_cell,
+    lstm_gate_shapes,
 )
 
 _F32 = np.float32
@@ -298,22 +299,7 @@ def prepare_lstm(node: Node) -> Eval:
 def _prepare_lstm_int8(node: Node, x) -> Eval:
     """LiteRT's full-integer LSTM (lstm_integer.py): shapes checked here as for the float one."""
     batch, n_input = x.shape
-    w = node.input(LSTM_IN_W[1])
-    node.expect(len(w.shape) == 2, f"input {LSTM_IN_W[1]} weights must be 2-D, have shape {w.shape}")
-    n_state = w.shape[0]
-    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
-        if not node.has_input(i):
-            continue
-        t = node.inputs[i]
-        want = (n_state,) if i in LSTM_BIAS else (n_state, n_input) if i in LSTM_IN_W else (n_state, n_state)
-        node.expect(tuple(t.shape) == want, f"input {i} {t.shape} must be {want}")
-        if not t.is_const:
-            raise node.unsupported(f"input {i} (gate weights / bias) must be a constant tensor")
-    for i, what in ((18, "output state"), (19, "cell state")):
-        t = node.input(i)
-        node.expect(t.is_variable, f"{what} '{t.name}' must be a variable tensor")
-        node.expect(t.size == batch * n_state, f"{what} {t.shape} must hold ({batch}, {n_state})")
-    return prepare_lstm_int8(node, batch, n_input, n_state)
+    return prepare_lstm_int8(node, batch, n_input, lstm_gate_shapes(node, batch, n_input))
 
 
 # the basic weights' row blocks (input, cell, forget, output) in the cell's gate order (input, forget, cell, output)

@@ -305,6 +305,29 @@ LSTM_UNSUPPORTED_VARIANTS = {
     9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
     20: "layer normalization", 21: "layer normalization", 22: "layer normalization", 23: "layer normalization",
 }
+
+
+def lstm_gate_shapes(node: Node, batch: int, n_input: int) -> int:
+    """The units of an LSTM node (LSTM / UNIDIRECTIONAL_SEQUENCE_LSTM, one input layout): its gate weights
+    (n_state, n_input), recurrent weights (n_state, n_state) and biases (n_state,) as constants, its output and cell
+    states (inputs 18, 19) as variable tensors of batch x n_state elements."""
+    w = node.input(LSTM_IN_W[1])
+    node.expect(len(w.shape) == 2, f"input {LSTM_IN_W[1]} weights must be 2-D, have shape {w.shape}")
+    n_state = w.shape[0]
+    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
+        if not node.has_input(i):
+            continue
+        t = node.inputs[i]
+        want = (n_state,) if i in LSTM_BIAS else (n_state, n_input) if i in LSTM_IN_W else (n_state, n_state)
+        node.expect(tuple(t.shape) == want, f"input {i} {t.shape} must be {want}")
+        if not t.is_const:
+            raise node.unsupported(f"input {i} (gate weights / bias) must be a constant tensor")
+    for i, what in ((18, "output state"), (19, "cell state")):
+        t = node.input(i)
+        node.expect(t.is_variable, f"{what} '{t.name}' must be a variable tensor")
+        node.expect(t.size == batch * n_state, f"{what} has {t.size} elements, needs {batch * n_state}")
+    return n_state
+
 _GATE_PREACT_SCALE = 2.0**-12  # Q3.12, fixed in TFLM
 _GATE_OUT_SCALE = 2.0**-15  # Q0.15, fixed in TFLM
 
@@ -389,21 +412,7 @@ def _lstm_int8_layer_norm(node: Node):
     time_major = bool(node.options.get("time_major", False))
     steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
     n_input = x.shape[2]
-    w = node.input(LSTM_IN_W[1])
-    node.expect(len(w.shape) == 2, f"input {LSTM_IN_W[1]} weights must be 2-D, have shape {w.shape}")
-    n_state = w.shape[0]
-    for i in LSTM_IN_W + LSTM_REC_W + LSTM_BIAS:
-        if not node.has_input(i):
-            continue
-        t = node.inputs[i]
-        want = (n_state,) if i in LSTM_BIAS else (n_state, n_input) if i in LSTM_IN_W else (n_state, n_state)
-        node.expect(tuple(t.shape) == want, f"input {i} {t.shape} must be {want}")
-        if not t.is_const:
-            raise node.unsupported(f"input {i} (weights/bias) must be a constant tensor")
-    for i, what in ((18, "hidden state"), (19, "cell state")):
-        t = node.input(i)
-        node.expect(t.is_variable, f"{what} '{t.name}' must be a variable tensor")
-        node.expect(t.size == batch * n_state, f"{what} has {t.size} elements, needs {batch * n_state}")
+    n_state = lstm_gate_shapes(node, batch, n_input)
     cell = IntegerLstm(node, n_input, n_state)
     node.set_output_shape(0, (x.shape[0], x.shape[1], n_state))
 
