@@ -461,25 +461,31 @@ def instructions_per_mac(a) -> None:
 # a standalone pad the whole model does not pay); a DEQUANTIZE of a float16 constant is XNNPACK's static weight,
 # packed at prepare: it counts 0 there, and its consumer's cut gets the float32 values as a constant.
 
-_DW_KINDS = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "depthwise", "TRANSPOSE_CONV": "transpose_conv"}
+_SHORT_KINDS = {"conv_2d": "conv", "depthwise_conv_2d": "depthwise"}  # table labels
 
 
 def op_kind(model, sg, op) -> str:
     """The op type the tables group by: convolutions by kernel and stride ("conv 1x1", "depthwise 5x5 s2"),
     FULLY_CONNECTED as "fully_connected", every other op by its name."""
+    from edge_sdk.runtime import op_table
+
     name = model.op_name(op)
-    if name in _DW_KINDS:
-        w = sg.tensors[op.inputs[1]].shape  # conv / transpose conv [O, kh, kw, I], depthwise [1, kh, kw, C * m]
+    row = op_table.row(name)
+    weights = row.weights[0] if row.weights else None
+    if row.family == "conv" and weights is not None and len(sg.tensors[op.inputs[weights]].shape) == 4:
+        w = sg.tensors[op.inputs[weights]].shape  # conv / transpose conv [O, kh, kw, I], depthwise [1, kh, kw, C*m]
         stride = int(op.options.get("stride_h", 1) or 1)
-        return f"{_DW_KINDS[name]} {w[1]}x{w[2]}" + (f" s{stride}" if stride != 1 else "")
+        return f"{_SHORT_KINDS.get(name.lower(), name.lower())} {w[1]}x{w[2]}" + (f" s{stride}" if stride != 1 else "")
     return name.lower()
 
 
 def model_dtype(model) -> str:
     """"int8" when a convolution / fully connected op of the main subgraph computes in 8 bits, else "float"."""
+    from edge_sdk.runtime import op_table
+
     sg = model.subgraphs[0]
     for op in sg.operators:
-        if model.op_name(op) in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"):
+        if op_table.row(model.op_name(op)).weights:  # an op with weights (the op table's fact)
             if sg.tensors[op.outputs[0]].type in ("INT8", "UINT8"):
                 return "int8"
     return "float"

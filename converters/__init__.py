@@ -289,7 +289,8 @@ def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_da
                 min_snr: float, notes: list) -> None:
     """The guard judges the task ``spec`` says (``converters.evaluate``) on the evaluation data, else on the guard's
     own samples; its verdict becomes the guard's, and a task kept below ``min_snr`` is said in ``notes``."""
-    from converters.evaluate import apply_task_verdict, judge_task, task_text
+    from converters.evaluate import apply_task_verdict, judge_task
+    from converters.report import task_text
 
     if spec is None or guard.get("measured") is False:
         apply_task_verdict(guard, None)

@@ -923,26 +923,10 @@ def apply_task_verdict(guard: dict, record: dict | None) -> dict:
     return guard
 
 
-def task_text(record: dict) -> str:
-    """One line of the task metric: ``top-1 agreement 96.9% (goal >= 99%), top-5 100.0%``."""
-    m, goal = record.get("metrics") or {}, record.get("goal") or {}
-
-    def pct(v):
-        return "n/a" if v is None else f"{100 * v:.1f}%"
-
-    if record["task"] == "classification":
-        return f"top-1 agreement {pct(m.get('top1'))} (goal >= {pct(goal.get('top1'))}), top-5 {pct(m.get('top5'))}"
-    if record["task"] == "segmentation":
-        return f"map IoU {pct(m.get('map_iou'))} (goal >= {pct(goal.get('map_iou'))})"
-    if not m:
-        return "detections not matched"
-    return (f"detections kept {pct(m.get('kept_fraction'))} ({m['kept']} of {m['float_detections']} float "
-            f"detections; IoU >= {m['match_iou']:g}, same class, score within {m['score_tolerance']:g}; goal >= "
-            f"{pct(goal.get('detections'))}), {m['extra']} extra ({pct(m.get('extra_fraction'))})")
-
-
 def task_shortfall(record: dict) -> str:
     """The line that says by how much the task misses its goal (for the refusal and the lossy note)."""
+    from converters.report import task_text
+
     goal = next(iter((record.get("goal") or {}).items()), (None, None))
     flag = GOAL_FLAGS.get(goal[0], "")
     return (f"task {record['task']}: {task_text(record)} on {record['samples']} {record['data']} sample(s): "

@@ -188,7 +188,6 @@ def sample_kind(guard: dict) -> str:
 def format_task(guard: dict) -> list[str]:
     """The task's lines beside the SNR ones: what the task is and where it came from, its metric against its
     goal, and the verdict (which of the two decided, and the other one said too)."""
-    from converters.evaluate import task_text
 
     record = guard.get("task")
     if not record:
@@ -289,7 +288,7 @@ def format_conversion(report: dict) -> str:
         if out.get("arena_source"):
             lines.append(f"           {out['arena_source']}")
     elif out.get("arena_bytes") is not None:  # no target: the interpreter's tensor plan, another figure
-        from edge_sdk.tools.inspection import python_plan_words
+        from edge_sdk.runtime.planner import python_plan_words
 
         lines.append(f"plan       {python_plan_words(out['arena_bytes'], 'edge convert --target')}")
     lines.extend(format_import(report.get("import")))
@@ -317,3 +316,21 @@ def format_conversion(report: dict) -> str:
     if acc:
         lines.append(format_evaluation(acc).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def task_text(record: dict) -> str:
+    """One line of the task metric: ``top-1 agreement 96.9% (goal >= 99%), top-5 100.0%``."""
+    m, goal = record.get("metrics") or {}, record.get("goal") or {}
+
+    def pct(v):
+        return "n/a" if v is None else f"{100 * v:.1f}%"
+
+    if record["task"] == "classification":
+        return f"top-1 agreement {pct(m.get('top1'))} (goal >= {pct(goal.get('top1'))}), top-5 {pct(m.get('top5'))}"
+    if record["task"] == "segmentation":
+        return f"map IoU {pct(m.get('map_iou'))} (goal >= {pct(goal.get('map_iou'))})"
+    if not m:
+        return "detections not matched"
+    return (f"detections kept {pct(m.get('kept_fraction'))} ({m['kept']} of {m['float_detections']} float "
+            f"detections; IoU >= {m['match_iou']:g}, same class, score within {m['score_tolerance']:g}; goal >= "
+            f"{pct(goal.get('detections'))}), {m['extra']} extra ({pct(m.get('extra_fraction'))})")

@@ -353,9 +353,11 @@ def test_nhwc_io_single_channel(digits):
     assert read_manifest(result.tflite)["io"]["inputs"][0]["shape"] == [1, 8, 8, 1]
 
 
-def test_benchmark_network_size_and_smoke(capsys):
+def test_benchmark_network_size_and_smoke(capsys, tmp_path, monkeypatch):
     """benchmarks/convert.py builds a MobileNetV2-size network (3.4-3.6 M parameters) and runs end to end
-    (here on a narrow, small-input copy with 4 calibration samples)."""
+    (here on a narrow, small-input copy with 4 calibration samples; its aims go to a temporary folder, not to the
+    README's benchmarks/results)."""
+    monkeypatch.setenv("EDGE_BENCH_RESULTS", str(tmp_path))
     spec = importlib.util.spec_from_file_location("bench_convert", ROOT / "benchmarks" / "convert.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
@@ -364,6 +366,7 @@ def test_benchmark_network_size_and_smoke(capsys):
     assert bench.main(["--samples", "4", "--size", "32", "--width", "0.35"]) == 0
     out = capsys.readouterr().out
     assert "time / goal" in out and "peak memory" in out
+    assert (tmp_path / "convert.json").is_file()
 
 
 @pytest.mark.parametrize("mode,method,io", [("int8", "percentile", "float32"), ("int8", "mse", "int8"),

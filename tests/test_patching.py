@@ -371,13 +371,15 @@ def test_inspect_shows_the_patch_plan():
 
 
 def _board_figure(data: bytes, memory: str, patch=None) -> int:
-    """What edge check reports for the board: the 32-bit check runner's max(high water, arena used)."""
+    """What edge check reports for the board: the 32-bit check runner's max(high water, arena used), built as check
+    builds it for the board."""
     from edge_sdk.model import read_model
     from edge_sdk.targets import c_check
-    from edge_sdk.runtime.op_table import c_type_switches
+    from edge_sdk.targets.check import _type_defines
+    from edge_sdk.targets.profiles import load_profile
 
-    used = {t.type for sg in read_model(data).subgraphs for t in sg.tensors}
-    defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
+    # the board's build: its type switches and, a Cortex-M4, the DSP paths' node data (EDGE_EMULATE_DSP)
+    defs = _type_defines(read_model(data), load_profile("qemu-mps2-an386"))
     figures = c_check.target_plan(data, c_check.ILP32, defs, memory=memory, patch=patch).figures
     return max(figures["high_water"], figures["arena_used"])
 

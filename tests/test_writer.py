@@ -637,6 +637,10 @@ def test_written_model_runs_like_the_original(path, peer):
         assert_same(wide(got), wide(peers.run_tflm(original, inputs, isolate=True)), atol=1,
                     what=f"written copy in {peer} vs the original in TFLM")
         return
+    if isinstance(want, str) and want.startswith("PeerCrashed"):
+        # the same exit status; a heap-corruption abort's last line depends on the heap's state run to run
+        assert isinstance(got, str) and got.split(": ")[:2] == want.split(": ")[:2], (got, want)
+        return
     if isinstance(want, str):
         assert got == want
         return

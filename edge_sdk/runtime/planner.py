@@ -559,6 +559,14 @@ class PlanChoice:
         return f"--memory {self.request}"
 
 
+def python_plan_words(nbytes: int, arena_command: str = "edge check --target") -> str:
+    """The Python interpreter's layer-by-layer tensor plan named as what it is, not the arena a target's runtime
+    needs (planner.arena_words, which every command prints for that): `edge inspect`, `edge convert` without a
+    target."""
+    return (f"Python tensor plan {int(nbytes)} B (the Python interpreter's activations; the arena on a target: "
+            f"{arena_command})")
+
+
 def base_words(plan: str) -> str:
     """The plan auto selection moves on from, in words: the in-place plan, or the layer plan when in place saved
     nothing."""

@@ -17,6 +17,7 @@ import numpy as np
 from edge_sdk.errors import ModelError
 from edge_sdk.model import Model, numpy_dtype, read_model
 from edge_sdk.model.manifest import read_manifest, summarize_manifest
+from edge_sdk.runtime.planner import python_plan_words
 
 
 def _quantization(t) -> dict | None:
@@ -124,14 +125,6 @@ def _add_runtime_figures(data: bytes, report: dict) -> None:
             for b in plan.buffers
         ],
     }
-
-
-def python_plan_words(nbytes: int, arena_command: str = "edge check --target") -> str:
-    """The Python interpreter's layer-by-layer tensor plan named as what it is, not the arena a target's runtime
-    needs (planner.arena_words, which every command prints for that): `edge inspect`, `edge convert` without a
-    target."""
-    return (f"Python tensor plan {int(nbytes)} B (the Python interpreter's activations; the arena on a target: "
-            f"{arena_command})")
 
 
 def _fmt_quant(q: dict | None) -> str:
