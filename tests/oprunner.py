@@ -424,6 +424,42 @@ def image_main_hash(data: bytes) -> int:
     return h
 
 
+def m4_image_mismatches(models: dict, build: Path) -> list[str]:
+    """Each model (name -> bytes) built into firmware_c's image (tools/image_main.c) for the Cortex-M4 board and run
+    under qemu-system-arm: the names whose output hash differs from the Python interpreter's on the same inputs
+    (a failed build or run fails the calling test)."""
+    import re
+    import subprocess
+
+    from edge_sdk import Interpreter
+
+    fw = Path(__file__).resolve().parent.parent / "firmware_c"
+    failures = []
+    for name, model in models.items():
+        path = build.parent / f"{name}.tflite"
+        path.write_bytes(model)
+        proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "image", "CPU=cortex-m4",
+                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
+        out = run.stdout.replace("\r", "")
+        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
+        py = Interpreter(model_content=model)
+        py.allocate_tensors()
+        for d, x in zip(py.get_input_details(), image_main_inputs(py)):
+            py.set_tensor(d["index"], x)
+        py.invoke()
+        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+        got = re.search(r"^out 0 (\d+)$", out, re.M)
+        if not got or got.group(1) != str(want):
+            failures.append(name)
+    return failures
+
+
 def run_c(model: bytes, inputs) -> list[np.ndarray]:
     """The model through the C runtime's binding (Interpreter(backend="c")): its outputs, as copies. Inputs keep
     their shapes, 0-d included. Without gcc / make the calling test skips for conftest's one reason (a test that

@@ -12,7 +12,6 @@ under QEMU (mps2-an386) gives the Python interpreter's output hash.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import zlib
@@ -22,7 +21,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_c_runtime
-from tests.oprunner import (T, image_main_hash, image_main_inputs, keep_python_outputs, op_model, peer_outputs,
+from tests.oprunner import (T, m4_image_mismatches, keep_python_outputs, op_model, peer_outputs,
                             run_on)
 from tests.peers import PeerCrashed
 from tests.test_ops_conv import _run_exe, dsp_runner  # noqa: F401 (a fixture)
@@ -181,36 +180,12 @@ int main(void) {
 def test_fast_paths_on_cortex_m4_under_qemu(tmp_path):
     """The real assembly loops and SMMLAR requantization (a Cortex-M4 image per case, and person_detect when
     ../shared is there) == Python."""
-    from edge_sdk import Interpreter
-
     build = tmp_path / "b"
-    failures = []
     models = {name: _model(name)[0] for name in CASES}
     person = ROOT.parent / "shared" / "models" / "tflite-micro" / "person_detect.tflite"
     if person.is_file():
         models["person_detect"] = person.read_bytes()
-    for name, model in models.items():
-        path = tmp_path / f"{name}.tflite"
-        path.write_bytes(model)
-        proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",
-                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
-        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
-                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
-                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
-        out = run.stdout.replace("\r", "")
-        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
-        py = Interpreter(model_content=model)
-        py.allocate_tensors()
-        for d, x in zip(py.get_input_details(), image_main_inputs(py)):
-            py.set_tensor(d["index"], x)
-        py.invoke()
-        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
-        got = re.search(r"^out 0 (\d+)$", out, re.M)
-        if not got or got.group(1) != str(want):
-            failures.append(name)
+    failures = m4_image_mismatches(models, build)
     assert not failures, f"M4 output differs from Python on {failures}"
 
 

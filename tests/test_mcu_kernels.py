@@ -12,7 +12,6 @@ under QEMU gives the Python interpreter's output hash.
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import zlib
@@ -22,7 +21,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_c_runtime
-from tests.oprunner import T, image_main_hash, image_main_inputs, op_model, run_ours
+from tests.oprunner import T, m4_image_mismatches, op_model, run_ours
 from tests.peers import run_tflm
 from tests.test_c_kernels_fc_dsp import _b, _out, _w
 from tests.test_ops_conv import _run_c, _run_exe, backend, dsp_runner  # noqa: F401 (fixtures)
@@ -211,34 +210,10 @@ def test_pad_transpose_block_copies(runtime, name):
 def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
     """The real assembly (DW_MULT4's SXTAB16 / SMLAD, the unaligned word copies of PAD and TRANSPOSE) in a
     Cortex-M4 image per case == Python."""
-    from edge_sdk import Interpreter
-
     build = tmp_path / "b"
-    failures = []
     models = {name: _dw_model(name)[0] for name in DW_CASES}
     models.update({name: _pad_model(name)[0] for name in PAD_CASES if PAD_CASES[name][0] == "INT8"})
     models.update({name: _transpose_model(name)[0] for name in TRANSPOSE_CASES
                    if TRANSPOSE_CASES[name][0] == "INT8"})
-    for name, model in models.items():
-        path = tmp_path / f"{name}.tflite"
-        path.write_bytes(model)
-        proc = subprocess.run(["make", "-C", str(FW), "--no-print-directory", "image", "CPU=cortex-m4",
-                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
-        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
-                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
-                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
-        out = run.stdout.replace("\r", "")
-        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
-        py = Interpreter(model_content=model)
-        py.allocate_tensors()
-        for d, x in zip(py.get_input_details(), image_main_inputs(py)):
-            py.set_tensor(d["index"], x)
-        py.invoke()
-        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
-        got = re.search(r"^out 0 (\d+)$", out, re.M)
-        if not got or got.group(1) != str(want):
-            failures.append(name)
+    failures = m4_image_mismatches(models, build)
     assert not failures, f"M4 output differs from Python on {failures}"
