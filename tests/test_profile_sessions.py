@@ -22,6 +22,23 @@ def _while_profile() -> OpProfile:
                           OpTiming(0, "MUL", [4], subgraph=3, caller=(2, 1))], unit="ticks", run_totals=[41])
 
 
+
+def _reset_then_restart(url: str):
+    """(HELLO's capabilities, the output after RESET_STATE, the output after RESET_STATE restart=True) of one invoke
+    on ones each, over a fresh serial link to ``url``."""
+    link = sl.SerialLink(url)
+    try:
+        capabilities = link.hello().capabilities
+        link.set_input(0, np.ones(2, np.float32))
+        link.reset_state()
+        link.invoke(1)
+        after_reset = link.get_output(0)
+        link.reset_state(restart=True)
+        link.invoke(1)
+        return capabilities, after_reset, link.get_output(0)
+    finally:
+        link.close()
+
 def test_percentages_add_up_over_the_top_level_rows():
     rows = OpProfile.rows(_while_profile())
     top = [r for r in rows if r["caller"] is None]
@@ -88,18 +105,7 @@ def test_a_second_session_on_a_stateful_board_validates(tmp_path):
         second = profile_model(path, "qemu-mps2-an386", port=emu.url, runs=3)
         assert first["validated"] and second["validated"], second["mismatches"]
         # the plain reset keeps CALL_ONCE done: the board's variable then starts empty, the host's at (10, 20)
-        link = sl.SerialLink(emu.url)
-        try:
-            link.hello()
-            link.set_input(0, np.ones(2, np.float32))
-            link.reset_state()
-            link.invoke(1)
-            after_reset = link.get_output(0)
-            link.reset_state(restart=True)
-            link.invoke(1)
-            after_restart = link.get_output(0)
-        finally:
-            link.close()
+        _, after_reset, after_restart = _reset_then_restart(emu.url)
     np.testing.assert_array_equal(after_reset, [1, 1])
     np.testing.assert_array_equal(after_restart, [11, 21])
 
@@ -138,18 +144,8 @@ def test_a_second_session_on_the_qemu_board_validates(tmp_path, monkeypatch):
         first = profile_model(path, "qemu-mps2-an386", port=board.port, runs=3)
         second = profile_model(path, "qemu-mps2-an386", port=board.port, runs=3)
         assert first["validated"] and second["validated"], second["mismatches"]
-        link = sl.SerialLink(board.port)
-        try:
-            assert link.hello().capabilities & sl.CAP_RESTART
-            link.set_input(0, np.ones(2, np.float32))
-            link.reset_state()
-            link.invoke(1)
-            after_reset = link.get_output(0)
-            link.reset_state(restart=True)
-            link.invoke(1)
-            after_restart = link.get_output(0)
-        finally:
-            link.close()
+        capabilities, after_reset, after_restart = _reset_then_restart(board.port)
+        assert capabilities & sl.CAP_RESTART
     finally:
         qb.stop_board(all=True, scope="process")
     np.testing.assert_array_equal(after_reset, [1, 1])
