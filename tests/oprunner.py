@@ -397,6 +397,23 @@ def refusal_on(runtime: str, model_bytes: bytes, error: type[Exception] | tuple 
     return info.value
 
 
+def flex_options(options: dict) -> bytes:
+    """A custom op's options as a FlexBuffers map (bool, int, else float values), by the flatbuffers package's
+    encoder (test-only: independent of our readers)."""
+    from flatbuffers import flexbuffers
+
+    b = flexbuffers.Builder()
+    with b.Map():
+        for key, value in options.items():
+            if isinstance(value, bool):
+                b.Bool(key, value)
+            elif isinstance(value, int):
+                b.Int(key, value)
+            else:
+                b.Float(key, value)
+    return bytes(b.Finish())
+
+
 # ------------------------------------------------------------------------- what firmware_c/tools/image_main.c does
 
 def image_main_inputs(interp) -> list[np.ndarray]:

@@ -28,6 +28,7 @@ from edge_sdk.errors import ConversionError
 from edge_sdk.model import read_model, write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.manifest import manifest_task, read_manifest, write_manifest
+from tests.oprunner import flex_options
 
 RNG = np.random.default_rng(24)
 
@@ -123,21 +124,6 @@ def _boxes_detector(score_shift: float = 0.0) -> bytes:
     return write_model(g.build())
 
 
-def _flex(options: dict) -> bytes:
-    from flatbuffers import flexbuffers
-
-    b = flexbuffers.Builder()
-    with b.Map():
-        for key, value in options.items():
-            if isinstance(value, bool):
-                b.Bool(key, value)
-            elif isinstance(value, int):
-                b.Int(key, value)
-            else:
-                b.Float(key, value)
-    return bytes(b.Finish())
-
-
 def _postprocess_detector() -> bytes:
     """The same heads into TFLite_Detection_PostProcess (anchors: the cells; encodings 0.3 * FC(x); a background
     column of zeros): four float outputs, boxes / classes / scores / count."""
@@ -157,7 +143,7 @@ def _postprocess_detector() -> bytes:
     outs = [g.tensor("det_boxes", (1, 8, 4)), g.tensor("det_classes", (1, 8)), g.tensor("det_scores", (1, 8)),
             g.tensor("det_count", (1,))]
     g.op("TFLite_Detection_PostProcess", [enc, with_bg, g.constant("anchors", centers)], outs,
-         custom_options=_flex(dict(max_detections=8, max_classes_per_detection=1, detections_per_class=8,
+         custom_options=flex_options(dict(max_detections=8, max_classes_per_detection=1, detections_per_class=8,
                                    use_regular_nms=False, nms_score_threshold=0.3, nms_iou_threshold=0.5,
                                    num_classes=N_CLASSES, y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)))
     g.output(*outs)

@@ -13,28 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from flatbuffers import flexbuffers  # test-only: an encoder independent of our readers
 
 from edge_sdk.errors import ModelError, UnsupportedOpError
 from edge_sdk.model.types import Operator, OperatorCode, Tensor
 from edge_sdk.model import schema
 from edge_sdk.model.writer import write_model
 from tests.oprunner import T, assert_same, op_model, op_model_object, peer_outputs, refused_on, run_on
+from tests.oprunner import flex_options as flex
 
 RNG = np.random.default_rng(23)
-
-
-def flex(options: dict) -> bytes:
-    b = flexbuffers.Builder()
-    with b.Map():
-        for key, value in options.items():
-            if isinstance(value, bool):
-                b.Bool(key, value)
-            elif isinstance(value, int):
-                b.Int(key, value)
-            else:
-                b.Float(key, value)
-    return bytes(b.Finish())
 
 
 # ------------------------------------------------------------------------------------ TFLite_Detection_PostProcess
