@@ -390,8 +390,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     stateful: each streaming state input / output pair of a recurrent ONNX model (``import_notes["state_pairs"]``)
     becomes a resource variable the model keeps between invokes (``converters.stateful``: zero at the start,
     ``reset_all_variables()`` resets it); without it the state stays an input and an output. Either way
-    ``report["state"]`` lists the state tensors. A model with run-time IF / WHILE converts with quantize "none"
-    only (its subgraphs are not quantized yet: ConversionError otherwise).
+    ``report["state"]`` lists the state tensors. A model with run-time IF / WHILE converts with quantize "none",
+    "int8" or "int16x8" (its subgraphs calibrated and quantized with the main graph: converters.quantize.subgraphs);
+    fp16 / dynamic refuse it (ConversionError).
 
     The guard judges the task when the model says what it is (``converters.evaluate.task_spec``): ``boxes`` /
     ``scores`` (output names or indices; `--boxes` / `--scores`) make it a detector, ``task`` ("classification",
@@ -504,10 +505,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
     calls = sorted({n for n in (model.op_name(op) for sg in model.subgraphs for op in sg.operators)
                     if op_table.row(n).subgraphs})  # IF / WHILE from run-time control flow: ops calling subgraphs
-    if calls and mode != "none":
+    if calls and mode in ("fp16", "dynamic"):  # int8 / int16x8 quantize the subgraphs (converters.quantize.subgraphs)
         raise ConversionError(f"{name}: --quantize {mode}: the model keeps run-time control flow ({', '.join(calls)} "
-                              "with subgraphs), which is not quantized yet; convert with --quantize none (float), or "
-                              "pin the inputs its conditions depend on (--input-value) to fold it")
+                              f"with subgraphs), which {mode} does not quantize yet; convert with --quantize int8, "
+                              "int16x8 or none (float), or pin the inputs its conditions depend on (--input-value) "
+                              "to fold it")
     log.stage("optimizing")
     from converters.passes import optimize
 

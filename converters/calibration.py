@@ -151,7 +151,8 @@ def _fit(array, spec, where: str) -> np.ndarray:
             a = a[None]
         else:
             raise ModelError(f"calibration {where}: input '{name}' needs shape {shape}, got {tuple(a.shape)}")
-    return np.ascontiguousarray(a.astype(dtype, copy=False))
+    a = a.astype(dtype, copy=False)
+    return np.ascontiguousarray(a).reshape(a.shape)  # ascontiguousarray makes a scalar (rank 0) one of shape (1,)
 
 
 def _is_batch(a: np.ndarray, spec) -> bool:

@@ -80,6 +80,9 @@ from converters.quantize.given import (
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
+from converters.quantize.subgraphs import Plan as SubgraphPlan
+from converters.quantize.subgraphs import attach as attach_subgraphs
+from converters.quantize.subgraphs import calibrate_subgraphs, check_calls, check_subgraph_ops, has_control_flow, unify
 from converters.quantize.summary import float_output_notes, int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
@@ -161,6 +164,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
     check_ops(model, act, excluded)
+    sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
     report["equalized"], report["bias_corrected"] = [], []
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
         equalize = bias_correction = False
@@ -191,6 +195,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                              f"{len(given)} activation(s) but not of {len(missing)} ("
                              + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
         calibration, holdout = synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed), 0
+    seen = None
+    if has_control_flow(model):  # IF / WHILE subgraphs: every call observed (a one-shot source comes back as a list)
+        seen, calibration = calibrate_subgraphs(model, calibration, limit, holdout)
     patches = PatchMeans(model) if bias_correction else None
     cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches)
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
@@ -205,6 +212,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                "; no calibration data needed (none given): the accuracy guard measured on "
                f"{SYNTHETIC_SAMPLES} synthetic samples, each input uniform over its given range"))
     cal.synthetic = synthetic
+    plan = None
+    if seen is not None:  # one range per value crossing a call, in the main graph's range sets and the subgraphs'
+        sub_ranges = seen.ranges()
+        unify(model, [cal.ranges] + list((cal.error_ranges or {}).values()), sub_ranges)
+        plan = SubgraphPlan(model, sub_ranges, seen.runs, act, sub_no_rule)
+        report["notes"] += plan.notes()
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
     log.stage(f"quantizing to {mode}")
 
@@ -213,6 +226,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     def build(excl, w16=frozenset()):
         qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
                               set(excl) - excluded)  # ops the guard widened to float32 keep float outputs
+        if plan is not None:
+            qm = attach_subgraphs(qm, model, plan)
         qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
@@ -331,8 +346,11 @@ def _check_settings(model, mode: str, method: str, io: str, percentile: float) -
         raise ModelError(f"quantize: percentile must be in (50, 100], not {percentile}")
     if not isinstance(model, Model) or not model.subgraphs:
         raise ModelError("quantize: expected an edge_sdk Model with a subgraph")
+    if len(model.subgraphs) > 1 and mode not in ("int8", "int16x8"):
+        raise ModelError(f"quantize: {mode} of models with {len(model.subgraphs)} subgraphs is not supported (one "
+                         "only; int8 / int16x8 quantize IF / WHILE subgraphs)")
     if len(model.subgraphs) > 1:
-        raise ModelError(f"quantize: models with {len(model.subgraphs)} subgraphs are not supported (one only)")
+        check_calls(model)  # IF / WHILE subgraphs, each run by one op: converters.quantize.subgraphs
     sg = model.subgraphs[0]
     already = sorted({model.op_name(op) for op in sg.operators} & {"QUANTIZE", "DEQUANTIZE"})
     if already or any(t.type in ("INT8", "INT16", "UINT8") and t.quantization is not None for t in sg.tensors):

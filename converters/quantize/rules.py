@@ -14,7 +14,9 @@ weights along the output-channel axis, an int32 / int64 bias) or ``quant``:
   scale; each scale must be below 1, else the comparison runs in float32 on dequantized inputs) and share one in
   int16x8 (the int16 kernels compare raw values); its BOOL output is copied;
 - "select": SELECT / SELECT_V2 copy values: both value inputs and the output share one quantization (as a join's
-  parts do), the condition stays BOOL.
+  parts do), the condition stays BOOL;
+- "calls": IF / WHILE pass values in and out of their subgraphs at one quantization shared with them
+  (``converters.quantize.subgraphs``).
 
 Besides the row's rule: an excluded op stays float (``keep_float``), an op without float tensors is copied
 (``keep_integer``), a wide join kept in int16 in an int8 model requantizes each part into its int16 scale
@@ -432,8 +434,16 @@ def _values_op(g: QuantGraph, i: int, op: Operator, oact: str, values: list[int]
     g.add_like(i, op, ins, outs, g.version(g.src.op_name(op), g.src.op_version(op), oact))
 
 
+def calls(g: QuantGraph, i: int, op: Operator, oact: str) -> None:
+    """"calls": IF / WHILE pass their values in and out at the scales shared with their subgraphs
+    (``converters.quantize.subgraphs``, which builds the subgraphs)."""
+    from converters.quantize.subgraphs import call_rule
+
+    call_rule(g, i, op, oact)
+
+
 RULES = {"same": same_as_input, "shared": shared, "own": own, "fixed": fixed, "index": index, "logical": index,
-         "compare": compare, "select": select}
+         "compare": compare, "select": select, "calls": calls}
 
 
 # ================================================================================================ divisors

@@ -75,7 +75,8 @@ class OpRow:
     # quant: how the integer graph quantizes the op's float outputs. "same:N": output keeps data input N's
     # quantization; "shared": inputs and output share one; "own": its own calibrated range; "fixed": the range in
     # quant_fixed; "index": outputs are not activations (indices, shapes; copied); "compare" / "logical" /
-    # "select": the comparison, logical and selection rules; "": not quantizable (weighted layers: ``weights``).
+    # "select": the comparison, logical and selection rules; "calls": IF / WHILE, values in and out at the scales
+    # shared with their subgraphs; "": not quantizable (weighted layers: ``weights``).
     quant: str = ""
     quant_fixed: tuple[tuple[str, float, int], ...] = ()  # ((activation type, scale, zero point), ...)
     # int16: "op": TFLM and the interpreter have an int16-activation kernel (int16x8 widening may pick it); "pass":
@@ -475,9 +476,9 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
     # control flow: IF and WHILE with their subgraphs (issue 23 point 2; CALL_ONCE is with the state ops)
     OpRow("IF",                           "control_flow:prepare_if",          1,
-          effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index')),
+          effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index'), quant='calls'),
     OpRow("WHILE",                        "control_flow:prepare_while",       1,
-          effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index')),
+          effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index'), quant='calls'),
     # recurrent ops beside the sequence LSTM, the sparse embedding lookup and DYNAMIC_UPDATE_SLICE
     # (issue 23 point 1: rnn.py, lookup.py, dynamic_update_slice.py)
     OpRow("RNN",                          "rnn:prepare_rnn",                  3, "rnn:macs_rnn",
