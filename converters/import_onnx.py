@@ -520,7 +520,9 @@ class _Importer:
         if len(body.input) != 2 + len(carried) or len(body.output) != 1 + len(carried):
             raise _Unsupported(f"the body has {len(body.input)} inputs / {len(body.output)} outputs for "
                                f"{len(carried)} loop-carried value(s)")
-        start = self._constant_tensor(self._unique(f"{name}/iteration0"), np.array(0, np.int64), "INT64")
+        # the counters are INT32 (TFLM has no INT64 ADD / LESS): the iteration number counts in int32, the trip
+        # count M is clamped to [0, 2^31 - 1] (fewer iterations than 0 or more than 2^31 - 1 run alike) and cast
+        start = self._constant_tensor(self._unique(f"{name}/iteration0"), np.array(0, np.int32), "INT32")
         loop_vars: list[tuple[str, int]] = [("iteration", start)]  # (role, outer tensor)
         trip = None
         if inp[0]:
@@ -528,6 +530,7 @@ class _Importer:
             if self.ttype(trip) != "INT64" or int(np.prod(self.shape(trip))) != 1:
                 raise _Unsupported(f"trip count '{inp[0]}' is {self.ttype(trip)} {list(self.shape(trip))} "
                                    "(one int64 expected)")
+            trip = self._int32_trip_count(inp[0], trip, name)
             loop_vars.append(("trip_count", trip))
         if inp[1]:
             cond0 = self.value(inp[1])
@@ -559,8 +562,11 @@ class _Importer:
             c = both
         cond_g.output(c)
 
-        # body subgraph: the ONNX body, then the next iteration number; M and the outer values unchanged
-        bind = [(body.input[0].name, start), (body.input[1].name, cond0)]
+        # body subgraph: the ONNX body, then the next iteration number; M and the outer values unchanged. The body
+        # reads the iteration number as ONNX's int64: a CAST of the int32 counter, only when it reads it at all
+        counter = f"{name}/iteration_int32"  # a name the ONNX body cannot read (unique node name)
+        body = self._counter_as_int64(body, counter)
+        bind = [(counter, start), (body.input[1].name, cond0)]
         bind += [(body.input[2 + k].name, self.value(v)) for k, v in enumerate(carried)]
         bind += [(n, self.value(n)) for n in captured]
         if trip is not None:
@@ -575,8 +581,8 @@ class _Importer:
         self.g = body_g
         try:
             b_in = body_g.inputs
-            one = self._constant_tensor(self._unique(f"{name}/body/one"), np.array(1, np.int64), "INT64")
-            nxt = body_g.tensor(self._unique(f"{name}/body/next_iteration"), (), "INT64")
+            one = self._constant_tensor(self._unique(f"{name}/body/one"), np.array(1, np.int32), "INT32")
+            nxt = body_g.tensor(self._unique(f"{name}/body/next_iteration"), (), "INT32")
             body_g.op("ADD", [b_in[0], one], [nxt], fused_activation_function="NONE")
             results = list(body_g.outputs)  # cond, carried... (as the ONNX body gives them)
             for k, (t, (want, type_)) in enumerate(zip(results, shapes)):
@@ -610,6 +616,50 @@ class _Importer:
                 + (f"; it depends on input {', '.join(repr(d) for d in deps)}" if deps else ""))
         self.control_notes.append(note)
         self.notes.append(note)
+
+    def _int32_trip_count(self, onnx_name: str, trip: int, name: str) -> int:
+        """The WHILE's trip count as INT32: a constant converted here, a run-time one clamped to [0, 2^31 - 1]
+        (MAXIMUM / MINIMUM in int64) and cast (a plain CAST would wrap 2^32 + 5 to 5)."""
+        shape = tuple(self.shape(trip))
+        if onnx_name in self.consts:
+            m = int(np.asarray(self.consts[onnx_name]).reshape(-1)[0])
+            value = np.array(min(max(m, 0), 2**31 - 1), np.int32).reshape(shape)
+            return self._constant_tensor(self._unique(f"{name}/trip_count_int32"), value, "INT32")
+        low = self._constant_tensor(self._unique(f"{name}/zero_int64"), np.array(0, np.int64), "INT64")
+        high = self._constant_tensor(self._unique(f"{name}/int32_max"), np.array(2**31 - 1, np.int64), "INT64")
+        above = self._tmp("trip_count_at_least_0", shape, "INT64")
+        self._op("MAXIMUM", [trip, low], [above])
+        below = self._tmp("trip_count_at_most_int32_max", shape, "INT64")
+        self._op("MINIMUM", [above, high], [below])
+        out = self._tmp("trip_count_int32", shape, "INT32")
+        self._op("CAST", [below], [out], in_data_type="INT64", out_data_type="INT32")
+        return out
+
+    @staticmethod
+    def _counter_as_int64(body, counter: str):
+        """The Loop body reading its iteration number from the int32 loop variable ``counter``: a copy whose
+        first node casts it to the int64 name the body reads (the body itself when it does not read it)."""
+        from onnx import TensorProto, helper
+
+        from converters import onnx_control
+
+        i_name = body.input[0].name
+        reads = {o.name for o in body.output}.union(*(onnx_control.node_refs(n) for n in body.node))
+        if i_name not in reads:  # nested subgraphs' reads included
+            return body
+        copy = type(body)()
+        copy.CopyFrom(body)
+        readers = [n for n in copy.node if i_name in onnx_control.node_refs(n)]
+        if i_name not in {o.name for o in copy.output} and all(
+                n.op_type == "Cast" and list(n.input) == [i_name] for n in readers):
+            # only Casts read it (to float, say): they read the int32 counter itself, no int64 on the way
+            # (TFLM's CAST takes no INT64 input); an iteration number fits int32 either way
+            for n in readers:
+                n.input[0] = counter
+            return copy
+        copy.node.insert(0, helper.make_node("Cast", [counter], [i_name], to=TensorProto.INT64,
+                                             name=f"{counter}/as_int64"))
+        return copy
 
     # ------------------------------------------------------------------ quantized ONNX (converters.onnx_quantized)
     def _rewrite_quantized(self):

@@ -222,12 +222,12 @@ def outer_refs(graph) -> set[str]:
     local = _defined(graph)
     refs = set()
     for node in graph.node:
-        refs.update(_node_refs(node))
+        refs.update(node_refs(node))
     refs |= {o.name for o in graph.output}
     return {r for r in refs if r and r not in local}
 
 
-def _node_refs(node) -> set[str]:
+def node_refs(node) -> set[str]:
     """A node's inputs and what its subgraphs read from outside them."""
     refs = {i for i in node.input if i}
     for sub in _subgraphs(node):
@@ -254,7 +254,7 @@ def _condition_slice(body):
         elif v in producers:
             n = producers[v]
             picked.add(id(n))
-            todo.extend(_node_refs(n))
+            todo.extend(node_refs(n))
     return [n for n in body.node if id(n) in picked], sorted(carried)
 
 
@@ -268,7 +268,7 @@ def _simulated_trips(node, consts: dict, trip_max, opset: int):
     nodes, carried = _condition_slice(body)
     local = {v.name for v in body.input} | {i.name for i in body.initializer}
     local |= {o for n in nodes for o in n.output}
-    outer = sorted({i for n in nodes for i in _node_refs(n) if i not in local})
+    outer = sorted({i for n in nodes for i in node_refs(n) if i not in local})
     initial = [node.input[2 + k] for k in carried]
     runtime = [v for v in outer + initial if v not in consts]
     if runtime:
