@@ -358,9 +358,14 @@ class _Importer:
                 return None  # unrollable (its scan outputs are empty: the blocker says so) or endless
             reason = self._control_blocker(node)
             n_scan = len(_attrs(node)["body"].output) - 1 - (len(node.input) - 2)
-            if n_scan:
+            if n_scan:  # ONNX stacks one slice per iteration run: a run-time count is a run-time shape
+                deps = sorted({d for v in node.input[:2] if v and v not in self.consts
+                               for d in self._input_ancestors(v)})
+                pin = (" ".join(f"--input-value {d}=VALUE" for d in deps) if deps else "--input-value")
                 raise _Unsupported(f"{reason}; as a run-time WHILE its {n_scan} scan output(s) would have a "
-                                   "run-time length (TFLite needs static shapes)")
+                                   "run-time length (TFLite needs static shapes): it converts when its iteration "
+                                   f"count is known at convert time (pin the inputs it depends on: {pin}), at most "
+                                   f"{onnx_control.MAX_UNROLL} iterations (unrolled)")
             return self._emit_while
         return None
 
@@ -973,8 +978,9 @@ class _Importer:
         return onnx_control.scan_blocker(node, self.shapes, self.opset) or "the Scan could not be unrolled"
 
     def _input_ancestors(self, name: str) -> list[str]:
-        """The graph inputs value ``name`` is computed from."""
-        producers = {o: n for n in self.proto.graph.node for o in n.output if o}
+        """The graph inputs value ``name`` is computed from (a value inside an If branch / Loop body too: through
+        the outer values it reads)."""
+        sources, _ = _dataflow(self.proto.graph)
         inputs = set(self._graph_inputs())
         seen, todo, found = set(), [name], []
         while todo:
@@ -984,8 +990,8 @@ class _Importer:
             seen.add(v)
             if v in inputs:
                 found.append(v)
-            elif v in producers:
-                todo.extend(producers[v].input)
+            else:
+                todo.extend(sources.get(v, ()))
         return sorted(found)
 
     def _infer(self):
@@ -2741,10 +2747,7 @@ class _Importer:
         """Per recurrent node with state in / out: which graph inputs feed its initial state, which graph outputs
         its final state reaches (and a note line each)."""
         graph = self.proto.graph
-        consumers: dict[str, list] = {}
-        for n in graph.node:
-            for i in n.input:
-                consumers.setdefault(i, []).append(n)
+        _, flows = _dataflow(graph)  # a state inside an If branch leaves through the If's outputs
         outputs = {o.name for o in graph.output}
 
         def reaches(name):
@@ -2756,8 +2759,7 @@ class _Importer:
                 seen.add(v)
                 if v in outputs:
                     found.append(v)
-                for n in consumers.get(v, []):
-                    todo.extend(o for o in n.output if o)
+                todo.extend(flows.get(v, ()))
             return sorted(found)
 
         report = []
@@ -3000,6 +3002,37 @@ def _node_graphs(node) -> list:
         elif a.type == AttributeProto.GRAPHS:
             out.extend(a.graphs)
     return out
+
+
+def _dataflow(graph) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(sources, flows) over ``graph`` and every subgraph in it: value -> the values it is computed from, value ->
+    the values computed from it. A node's outputs come from its inputs; an If branch's output k flows into the If's
+    output k, a Loop body's output 1 + k into the Loop's output k (carried values, then scan outputs), a Scan body's
+    output k into the Scan's output k; a subgraph reads outer values by their names, so its nodes link to them."""
+    sources: dict[str, list[str]] = {}
+    flows: dict[str, list[str]] = {}
+
+    def link(src: str, dst: str):
+        if src and dst:
+            sources.setdefault(dst, []).append(src)
+            flows.setdefault(src, []).append(dst)
+
+    def visit(g):
+        for node in g.node:
+            outs = [o for o in node.output if o]
+            for i in node.input:
+                for o in outs:
+                    link(i, o)
+            for sub in _node_graphs(node):
+                visit(sub)
+                body_outs = [o.name for o in sub.output]
+                if node.op_type == "Loop":
+                    body_outs = body_outs[1:]  # the condition
+                for b, o in zip(body_outs, node.output):
+                    link(b, o)
+
+    visit(graph)
+    return sources, flows
 
 
 def _referenced(graph) -> set[str]:

@@ -102,7 +102,7 @@ class Stream:
     def step(self, *values):
         """One invoke with the model's inputs in order (float values)."""
         for d, x in zip(self.it.get_input_details(), values):
-            if d["dtype"] != np.float32:
+            if d["dtype"] != np.float32 and d["quantization"][0]:  # quantized (an int64 rate stays as it is)
                 scale, zp = d["quantization"]
                 info = np.iinfo(d["dtype"])
                 x = np.clip(np.round(x / scale) + zp, info.min, info.max).astype(d["dtype"])
@@ -111,7 +111,7 @@ class Stream:
         out = {}
         for o in self.it.get_output_details():
             v = np.array(self.it.get_tensor(o["index"]))
-            if o["dtype"] != np.float32:
+            if o["dtype"] != np.float32 and o["quantization"][0]:
                 scale, zp = o["quantization"]
                 v = (v.astype(np.float32) - zp) * scale
             out[o["name"].removesuffix("_dequant")] = v  # a float output of an int8 model is 'NAME_dequant'

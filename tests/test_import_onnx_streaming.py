@@ -689,3 +689,81 @@ def test_if_on_a_pinned_bool_input(flag):
     x = f32(1, 4, seed=1)
     value = np.array(flag in ("true", True, 1))
     close(Ours(import_onnx(proto, input_values={"flag": flag}))(x), ort_run(proto, {"x": x, "flag": value}))
+
+
+# ---------------------------------------------------------------------------------------------- state inside an If branch
+def _speechlike(n, sr, seed=0):
+    """Sine bursts with noise, silence between (n samples at ``sr``)."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / sr
+    gate = (np.sin(2 * np.pi * 1.5 * t) > 0.2).astype(np.float64)
+    tone = 0.4 * np.sin(2 * np.pi * 220 * t) + 0.2 * np.sin(2 * np.pi * 660 * t)
+    return (gate * tone + 0.02 * rng.standard_normal(n)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def vad_runtime_if():
+    """silero v5's layout with sr left open: the LSTM lives in each sr branch of a run-time IF, the state enters the
+    IF from the outer graph and leaves through its outputs. Float, and with --stateful."""
+    from converters import convert
+
+    proto = _vad_model()
+    return proto, convert(proto, quantize="none"), convert(proto, quantize="none", stateful=True)
+
+
+def test_state_inside_a_runtime_if_branch_is_found_and_streams(runtime, vad_runtime_if):
+    from tests.test_convert_stateful import Stream
+
+    proto, plain, stateful = vad_runtime_if
+    assert ops(plain.model).count("IF") == 1
+    state = plain.report["state"]
+    assert state["stateful"] is False
+    (pair,) = state["tensors"]
+    assert (pair["input"], pair["output"]) == ("state", "stateN") and pair["shape"] == [2, 1, H]
+    assert sorted(pair["states"]) == sorted(f"/{t}/decoder/rnn/LSTM:initial_{k}" for t in ("k16", "k8")
+                                            for k in ("h", "c"))
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for sr in (16000, 8000):
+        audio = _speechlike(8 * CHUNK, sr, seed=sr)
+        ours = Stream(plain.tflite, runtime)
+        on_device = Stream(stateful.tflite, runtime)
+        litert = Stream(stateful.tflite, "litert")
+        s_want = s_got = np.zeros((2, 1, H), np.float32)
+        rate = np.array(sr, np.int64)
+        for k in range(8):
+            chunk = audio[k * CHUNK:(k + 1) * CHUNK][None]
+            want = sess.run(None, {"input": chunk, "state": s_want, "sr": rate})
+            got = ours.step(chunk, s_got, rate)
+            close([got["output"], got["stateN"]], want, f"sr {sr} chunk {k}")
+            for who, stream in (("stateful", on_device), ("litert stateful", litert)):
+                kept = stream.step(chunk, rate)
+                assert list(kept) == ["output"]
+                np.testing.assert_allclose(kept["output"], want[0], rtol=0, atol=1e-5, err_msg=f"{who} {sr} {k}")
+            s_want, s_got = want[1], got["stateN"]
+        assert np.abs(s_want).max() > 0.05  # the state moved
+
+
+def test_stateful_state_crosses_the_if(vad_runtime_if):
+    _, _, stateful = vad_runtime_if
+    model = stateful.model
+    sg = model.subgraphs[0]
+    assert [sg.tensors[t].name for t in sg.inputs] == ["input", "sr"]
+    assert [sg.tensors[t].name for t in sg.outputs] == ["output"]
+    names = ops(model)
+    assert names[0] == "CALL_ONCE" and names.index("READ_VARIABLE") < names.index("IF") < names.index("ASSIGN_VARIABLE")
+    (variable,) = stateful.report["state"]["variables"]
+    assert variable["input"] == "state" and variable["output"] == "stateN"
+
+
+@pytest.mark.parametrize("kind", ["trip_input", "data_dependent"])
+def test_a_runtime_loop_with_scan_outputs_names_the_pin_and_the_unroll_limit(kind):
+    """ONNX stacks one scan slice per iteration run: with a run-time trip count or condition the output's length
+    is a run-time one, which TFLite cannot hold (static shapes), so no WHILE: the refusal says how it converts."""
+    from converters.onnx_control import MAX_UNROLL
+
+    proto = _loop_model(trip_input=kind == "trip_input", cond_out="data" if kind == "data_dependent" else "identity")
+    with pytest.raises(ConversionError) as err:
+        import_onnx(proto)
+    (problem,) = err.value.problems
+    assert "scan output(s) would have a run-time length" in problem and f"at most {MAX_UNROLL} iterations" in problem
+    assert ("--input-value M=VALUE" in problem) == (kind == "trip_input") and "--input-value" in problem
