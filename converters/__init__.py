@@ -541,7 +541,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         log.stage(f"quantizing ({mode})")
         from converters.quantize import quantize as _quantize
 
-        calib = _calibration(calibration, float_model, pre) if calibration is not None else None
+        pairs = import_notes.get("state_pairs") or []
+        stream_note = None
+        if calibration is not None and pairs and mode in _NEEDS_CALIBRATION:  # states as streaming meets them
+            from converters.stateful import streamed_calibration
+
+            calib, stream_note = streamed_calibration(float_model, calibration, pairs, pre, name)
+        else:
+            calib = _calibration(calibration, float_model, pre) if calibration is not None else None
         guarded = mode in _NEEDS_CALIBRATION
         measured_on = "calibration"
         if calib is None and not guarded and eval_data is not None:  # fp16 / dynamic: the guard measures on it
@@ -553,6 +560,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                            min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction,
                            task_judge=task_judge)
         model = result.model
+        if stream_note:
+            result.report["notes"].insert(0, stream_note)
         guard = result.report.get("guard")
         if guard is not None and not guarded and not guard.get("synthetic"):
             guard["data"] = measured_on

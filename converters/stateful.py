@@ -18,6 +18,10 @@ QUANTIZE and the output's DEQUANTIZE go), and when the state output's scale / ze
 input's, a QUANTIZE requantizes it before ASSIGN_VARIABLE, so the variable is read and assigned at one scale.
 The zeros of the init subgraph are the variable's zero point (real 0).
 
+Calibration (``streamed_calibration``): int8 / int16x8 of a model with state pairs calibrates on the samples as one
+stream, each state input the float model's state output of the chunk before, so the ranges cover the states the
+model meets when streaming (zeros, or independent random states, would not).
+
 Reset (``RESET_NOTE``): edge-sdk's ``Interpreter.reset_all_variables()`` (Python and C runtime) and TFLM's
 ``reset()`` forget the variables, which then read as their zero point -- real 0, the state a sequence starts
 from (CALL_ONCE does not run again; it does not need to). LiteRT's ``reset_all_variables()`` resets only variable
@@ -197,4 +201,59 @@ def _init_assign(model: Model, init: SubGraph, name: str, var: Tensor) -> None:
     G.add_op(model, "ASSIGN_VARIABLE", [handle, const], [], {}, sg=index)
 
 
-__all__ = ["RESET_NOTE", "make_stateful", "state_tensors"]
+def streamed_calibration(model: Model, source, pairs: list[dict], preprocess=None, where: str = "model"):
+    """Calibration samples for a streaming model whose state pairs (``pairs``) the caller carries: the samples are
+    taken as consecutive chunks of one stream, and each state input is the float model's state output of the chunk
+    before (zeros for the first), so calibration and the accuracy guard see the states the model meets when it
+    streams -- not the zeros (or whatever) the samples hold. The samples may give every input, or only the inputs
+    that are not state (audio chunks alone). Returns (samples: a list, one per chunk, every input in order; a note
+    for the report). Raises ConversionError when the samples fit neither."""
+    from converters.calibration import calibration_data
+    from edge_sdk.errors import ModelError
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    sg = model.subgraphs[0]
+    names = [sg.tensors[t].name for t in sg.inputs]
+    specs = [(tuple(sg.tensors[t].shape), np.dtype(sg.tensors[t].dtype), sg.tensors[t].name) for t in sg.inputs]
+    state_in = {p["input"]: p["output"] for p in pairs}
+    free = [s for s in specs if s[2] not in state_in]
+    samples, given = None, None
+    problems = []
+    for with_state, wanted in ((True, specs), (False, free)):  # every input given, else the state ones filled in
+        try:
+            samples = list(calibration_data(source, inputs=wanted, preprocess=preprocess, label="calibrating"))
+            given = with_state
+            break
+        except ModelError as exc:
+            problems.append(str(exc).splitlines()[0])
+    if samples is None:
+        raise ConversionError(f"{where}: the calibration samples fit neither every input nor the inputs besides the "
+                              f"state ({', '.join(state_in)})", problems)
+    interp = Interpreter(model=model)
+    interp.allocate_tensors()
+    ins = {d["name"]: d["index"] for d in interp.get_input_details()}
+    outs = {d["name"]: d["index"] for d in interp.get_output_details()}
+    missing = [o for o in state_in.values() if o not in outs] + [i for i in state_in if i not in ins]
+    if missing:
+        raise ConversionError(f"{where}: streamed calibration: state tensor(s) {', '.join(missing)} are not inputs / "
+                              "outputs of the model")
+    carried = {n: np.zeros(s, d) for s, d, n in specs if n in state_in}
+    stream = []
+    for sample in samples:
+        values = dict(zip([s[2] for s in (specs if given else free)], sample))
+        values.update(carried)
+        full = [np.asarray(values[n]) for n in names]
+        for n, x in zip(names, full):
+            interp.set_tensor(ins[n], x)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            interp.invoke()
+        for n, out in state_in.items():
+            carried[n] = np.array(interp.get_tensor(outs[out])).reshape(carried[n].shape).astype(carried[n].dtype)
+        stream.append(full)
+    note = (f"calibration streamed: {len(stream)} sample(s) as consecutive chunks, each state input "
+            f"({', '.join(state_in)}) the float model's state output of the chunk before (zeros first)"
+            + ("; the samples' own state values replaced" if given else "; the samples gave no state"))
+    return stream, note
+
+
+__all__ = ["RESET_NOTE", "make_stateful", "state_tensors", "streamed_calibration"]
