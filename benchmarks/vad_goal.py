@@ -367,7 +367,7 @@ def main(argv=None) -> int:
             print(f"  float, {backend:6s}: max |ours - onnxruntime| = {d:.2e} (goal <= {FLOAT_GOAL:g})")
             float_diffs[f"{version} {backend}"] = d
         for backend, a in rec["int8"].items():
-            print(f"  int8 cortex-m4, {backend:6s}: decision agreement {a:.1%} (goal >= {DECISION_GOAL:.0%})")
+            print(f"  int8 M4 board profile, {backend:6s}: decision agreement {a:.1%} (goal >= {DECISION_GOAL:.0%})")
             agreements[f"{version} {backend}"] = a
         print(f"  int8 guard SNR: {rec['int8_guard_snr_db']}; {'; '.join(rec['int8_notes'])}")
         print(f"  convert: float {rec['float_seconds']:.1f} s, int8 {rec['int8_seconds']:.1f} s")
