@@ -65,3 +65,36 @@ def test_streamed_calibration_carries_the_float_models_state():
         interp.invoke()
         state = np.array(interp.get_tensor(outs["stateN"]))
     assert np.abs(alone[-1][1]).max() > 0  # realistic states, not zeros
+
+
+def test_int8_vad_with_the_rate_if_at_run_time_keeps_its_state_on_the_device(runtime):
+    """Points 1 and 2 together: the v5-like stand-in with sr left open (its LSTM inside the IF's branches), int8 and
+    --stateful: the state crosses the IF as an int8 resource variable. Calibrated on 16 kHz chunks only, the 8 kHz
+    branch never runs, stays float inside (said). Streamed at 16 kHz on the runtime and LiteRT, each keeping its own
+    state, the decision follows onnxruntime's on >= 90% of chunks (the pinned-rate model's goal is 95%: above)."""
+    from converters import convert
+    from tests.test_convert_stateful import Stream
+
+    size = vad_goal.FAST
+    audio, gate = vad_goal.speechlike((vad_goal.FIT_CHUNKS + 1) * size.chunk / vad_goal.SR, seed=1)
+    proto = vad_goal.fitted("v5", size, vad_goal.chunks_of(audio, size, "v5")[:vad_goal.FIT_CHUNKS],
+                            vad_goal.chunk_labels(gate, size, vad_goal.FIT_CHUNKS))
+    rate = np.array(16000, np.int64)
+    calib = vad_goal.chunks_of(vad_goal.speechlike((CALIB + 1) * size.chunk / vad_goal.SR, seed=2)[0], size, "v5")
+    result = convert(proto, quantize="int8", calibration=[[x, rate] for x in calib[:CALIB]], min_snr=15,
+                     stateful=True)
+    model = result.model
+    names = [model.op_name(op) for op in model.subgraphs[0].operators]
+    assert "IF" in names and names.index("READ_VARIABLE") < names.index("IF") < names.index("ASSIGN_VARIABLE")
+    (variable,) = result.report["state"]["variables"]
+    assert variable["type"] == "INT8" and (variable["input"], variable["output"]) == ("state", "stateN")
+    notes = result.report["quantization"]["report"]["notes"]
+    assert any("'If_0/else') never ran on the calibration samples" in n for n in notes)
+    test = vad_goal.chunks_of(vad_goal.speechlike((CHUNKS + 1) * size.chunk / vad_goal.SR, seed=3)[0], size, "v5")
+    ref = vad_goal.OnnxStream(proto, "v5", size.hidden)
+    want = np.array([float(ref(x)[0].reshape(-1)[0]) > 0.5 for x in test[:CHUNKS]])
+    assert 0.2 <= want.mean() <= 0.8
+    for who in (runtime, "litert"):
+        stream = Stream(result.tflite, who)
+        got = np.array([float(stream.step(x, rate)["output"].reshape(-1)[0]) > 0.5 for x in test[:CHUNKS]])
+        assert (got == want).mean() >= 0.9, who
