@@ -43,8 +43,12 @@ stays true or depends only on the iteration number / constant counters) and a ``
 becomes TFLite IF (then / else subgraphs whose inputs are the outer run-time values the branches read, passed as
 IF's inputs after the condition), a Loop with a run-time trip count or condition becomes TFLite WHILE (loop
 variables [iteration, trip count, condition, carried values, outer values the body reads]; a cond and a body
-subgraph); a note names the input to pin (``--input-value``) to keep one branch / unroll instead. A Loop with scan
-outputs and a run-time length, or an endless one, is refused. Until edge-sdk's interpreter has IF / WHILE kernels
+subgraph; the iteration number and the trip count are INT32, as TFLM has no INT64 ADD / LESS / CAST: a run-time
+int64 M is clamped to [0, 2^31 - 1] and cast, the body reads the counter as int64 through one CAST, or directly
+when only Casts read it); a note names the input to pin (``--input-value``) to keep one branch / unroll instead. A
+Loop with scan outputs and a run-time length, or an endless one, is refused (naming the inputs to pin and the
+unroll limit). Streaming state inside an If branch / Loop body (silero v5 keeps its LSTM in the sample-rate
+branches) is traced through the control node's inputs and outputs like state in the main graph. Until edge-sdk's interpreter has IF / WHILE kernels
 such a model is not prepared by it at import (a note says so); LiteRT runs it.
 
 Quantized ONNX and onnxruntime's fused ops (``converters.onnx_quantized``): a QDQ graph imports as its float

@@ -5,6 +5,7 @@ speech / non-speech decision on >= 95% of chunks -- on each runtime of the grid.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -98,3 +99,24 @@ def test_int8_vad_with_the_rate_if_at_run_time_keeps_its_state_on_the_device(run
         stream = Stream(result.tflite, who)
         got = np.array([float(stream.step(x, rate)["output"].reshape(-1)[0]) > 0.5 for x in test[:CHUNKS]])
         assert (got == want).mean() >= 0.9, who
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_int8_vad_on_the_qemu_m4_board_equals_python(tmp_path):
+    """The int8 v5-like VAD for the M4 board profile (sr pinned, state as input / output), built into the Cortex-M4
+    image and run under QEMU: its output equals our Python interpreter's bit for bit on image_main's inputs (so the
+    decisions measured above on Python hold on the board; streaming the state on the board has no helper yet)."""
+    from converters import convert
+    from tests.oprunner import m4_image_mismatches
+
+    size = vad_goal.FAST
+    audio, gate = vad_goal.speechlike((vad_goal.FIT_CHUNKS + 1) * size.chunk / vad_goal.SR, seed=1)
+    proto = vad_goal.fitted("v5", size, vad_goal.chunks_of(audio, size, "v5")[:vad_goal.FIT_CHUNKS],
+                            vad_goal.chunk_labels(gate, size, vad_goal.FIT_CHUNKS))
+    calib = vad_goal.chunks_of(vad_goal.speechlike((CALIB + 1) * size.chunk / vad_goal.SR, seed=2)[0], size, "v5")
+    result = convert(proto, quantize="int8", calibration=[[x] for x in calib[:CALIB]],
+                     input_values={"sr": vad_goal.SR}, target="qemu-mps2-an386", allow_lossy=True)
+    failures = m4_image_mismatches({"vad_v5_int8": result.tflite}, tmp_path / "b")
+    assert not failures, f"M4 output differs from Python on {failures}"

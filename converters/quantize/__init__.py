@@ -34,6 +34,12 @@ guard then measures on synthetic samples, uniform over each input's range: ``rep
 A quantized op whose divisor (the row's ``divisor`` input) may equal its zero point at run time -- LiteRT's int8
 DIV refuses that at invoke -- stays float32 (``rules.zero_divisors``; in the notes and the guard's ``widened``).
 
+Run-time control flow (``converters.quantize.subgraphs``): int8 / int16x8 quantize the subgraphs of IF / WHILE with
+the main graph's rules. Calibration observes every subgraph call (a branch sees the values that reach it, a WHILE's
+body every iteration); a value crossing a call has one scale in caller and callee; a subgraph calibration never
+reached stays float32 inside, between a DEQUANTIZE of its inputs and a QUANTIZE of its outputs at the caller's
+scales. The guard measures the whole model; widening an IF / WHILE to float32 keeps its subgraphs float32.
+
 Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.runtime.op_table``: its rule
 (``weights``, ``quant``, ``quant_fixed``), its quantized op versions (``q_versions``), its int16 kernels (``int16``,
 ``int16_missing``), whether it joins parts (``join``) or only moves values (``moves_values``), its dynamic-range
