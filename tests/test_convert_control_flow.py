@@ -465,3 +465,22 @@ def test_a_branch_whose_declared_shape_is_wrong_is_caught_by_preparing_it():
     assert str(err.value).splitlines()[0] == "the converted model does not prepare in edge-sdk's interpreter"
     (problem,) = err.value.problems
     assert "MUL" in problem and "(2, 3), (2, 4)" in problem
+
+
+def test_int16x8_of_a_runtime_if_keeps_int16_branches():
+    """int16x8: the branches compute in int16 (symmetric, one scale per crossing value) and both keep >= 45 dB."""
+    from tests.oprunner import run_on
+
+    proto = _if_model("ReduceMean")
+    result = convert(proto, quantize="int16x8", calibration=_if_samples(64), io="float32")
+    model = result.model
+    for b in (1, 2):
+        sub = model.subgraphs[b]
+        assert {sub.tensors[t].type for t in list(sub.inputs) + list(sub.outputs)} == {"INT16"}
+        assert all(int(sub.tensors[t].quantization.zero_point[0]) == 0 for t in sub.inputs)
+    taken = set()
+    for x in _if_samples(6, offset=100):
+        for k, (g, w) in enumerate(zip(run_on("python", result.tflite, [x]), ort_run(proto, {"x": x}))):
+            assert snr_db(g, w) >= 45, (k, bool(x.sum() > 0), snr_db(g, w))
+        taken.add(bool(x.sum() > 0))
+    assert taken == {True, False}
