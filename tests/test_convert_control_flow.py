@@ -484,3 +484,28 @@ def test_int16x8_of_a_runtime_if_keeps_int16_branches():
             assert snr_db(g, w) >= 45, (k, bool(x.sum() > 0), snr_db(g, w))
         taken.add(bool(x.sum() > 0))
     assert taken == {True, False}
+
+
+def test_int8_division_in_a_branch_by_a_value_that_may_be_zero_stays_float():
+    """A DIV inside a branch whose divisor's range holds zero (its quantized form may equal the zero point, which
+    LiteRT's int8 DIV refuses at invoke) stays float32 in its subgraph, as in the main graph, and says so."""
+    then_g = helper.make_graph([helper.make_node("Add", ["y", "three"], ["t_d"]),
+                                helper.make_node("Div", ["x", "t_d"], ["t_q"])], "then", [],
+                               [vi("t_q", TP.FLOAT, [1, 4])], [numpy_helper.from_array(np.float32(0.5), "three")])
+    else_g = helper.make_graph([helper.make_node("Mul", ["x", "y"], ["e_q"])], "else", [], [vi("e_q", TP.FLOAT, [1, 4])])
+    proto = model_of([helper.make_node("If", ["c"], ["q"], name="pick", then_branch=then_g, else_branch=else_g)],
+                     [vi("x", TP.FLOAT, [1, 4]), vi("y", TP.FLOAT, [1, 4]), vi("c", TP.BOOL, [])],
+                     [vi("q", TP.FLOAT, [1, 4])])
+    samples = [[f32(1, 4, seed=k), np.abs(f32(1, 4, seed=50 + k)) + 1.0 - 2.0 * (k % 3 == 0), np.array(k % 2 == 0)]
+               for k in range(24)]
+    result = convert(proto, quantize="int8", calibration=samples, io="float32", allow_lossy=True)
+    model = result.model
+    (if_op,) = [op for op in model.subgraphs[0].operators if model.op_name(op) == "IF"]
+    then_i = if_op.options["then_subgraph_index"]
+    (div,) = [op for op in model.subgraphs[then_i].operators if model.op_name(op) == "DIV"]
+    assert model.subgraphs[then_i].tensors[div.outputs[0]].type == "FLOAT32"
+    notes = result.report["quantization"]["report"]["notes"]
+    assert any(f"subgraph {then_i} op" in n and "DIV stays float32" in n and "zero point" in n for n in notes)
+    x, y = f32(1, 4, seed=99), np.full((1, 4), 0.7, np.float32)
+    got = run_litert(result.tflite, [x, y, np.array(True)])  # LiteRT runs it (no int8 DIV by a zero quantum)
+    assert np.isfinite(got[0]).all()

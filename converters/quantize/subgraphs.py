@@ -21,8 +21,10 @@ the subgraphs need around it:
   requantized to it where their op fixes another (a LOGISTIC's 1/256). The callee's activation type is the caller
   op's: an IF / WHILE the guard widened to int16x8 has int16 subgraphs, one widened to float32 float ones.
 
-The guard measures the whole model (its outputs run through the quantized IF / WHILE); the per-layer table lists
-the main subgraph's activations.
+A quantized op of a subgraph whose divisor may be its zero point (``rules.zero_divisors``, as in the main graph:
+LiteRT's int8 DIV refuses that at invoke) stays float32 in its subgraph, said in the notes. The guard measures the
+whole model (its outputs run through the quantized IF / WHILE); the per-layer table lists the main subgraph's
+activations; widening an IF / WHILE (the guard's search treats it as one op) keeps its whole subgraphs float32.
 """
 
 from __future__ import annotations
@@ -292,7 +294,15 @@ class Plan:
     """What ``attach`` needs to build the subgraphs of every candidate main graph the guard tries."""
 
     def __init__(self, model: Model, sub_ranges: dict, runs: dict, act: str, no_rule: dict[int, set[int]]):
-        self.model, self.sub_ranges, self.runs, self.act, self.no_rule = model, sub_ranges, runs, act, no_rule
+        self.model, self.sub_ranges, self.runs, self.act = model, sub_ranges, runs, act
+        self.no_rule = {s: set(ops) for s, ops in no_rule.items()}
+        self.zero_div: dict[int, list[tuple[int, str]]] = {}
+        for s in range(1, len(model.subgraphs)):  # a DIV that may divide by its zero quantum stays float32
+            if self.runs.get(s):
+                found = _zero_divisors(self, s)
+                if found:
+                    self.zero_div[s] = found
+                    self.no_rule.setdefault(s, set()).update(i for i, _ in found)
 
     def unreached(self) -> list[int]:
         return [s for s in range(1, len(self.model.subgraphs)) if not self.runs.get(s)]
@@ -309,9 +319,25 @@ class Plan:
                          "stay float32 between a DEQUANTIZE of its inputs and a QUANTIZE of its outputs at the "
                          "caller's scales")
         for s, ops in sorted(self.no_rule.items()):
-            names = ", ".join(sorted({model.op_name(model.subgraphs[s].operators[i]) for i in ops}))
-            notes.append(f"subgraph {s}: {len(ops)} op(s) without an integer rule stay float32 ({names})")
+            ops = ops - {i for i, _ in self.zero_div.get(s, [])}
+            if ops:
+                names = ", ".join(sorted({model.op_name(model.subgraphs[s].operators[i]) for i in ops}))
+                notes.append(f"subgraph {s}: {len(ops)} op(s) without an integer rule stay float32 ({names})")
+        for s, found in sorted(self.zero_div.items()):
+            notes += [f"subgraph {s} op {i} {model.op_name(model.subgraphs[s].operators[i])} stays float32: {why}"
+                      for i, why in found]
         return notes
+
+
+def _zero_divisors(plan: Plan, s: int) -> list[tuple[int, str]]:
+    """(op index, why) of subgraph ``s``'s quantized ops whose divisor may be its zero point (``rules.zero_divisors``,
+    as the main graph's: LiteRT's int8 DIV refuses it at invoke), built in the plan's activation type."""
+    from converters.quantize.rules import zero_divisors
+
+    view = _view(plan.model, s)
+    ranges = {t: r for (ss, t), r in plan.sub_ranges.items() if ss == s}
+    g = _graph_of(plan, s, plan.act)
+    return zero_divisors(view, g, ranges, ranges)
 
 
 def _callee_act(built: Model, sg_index: int, op_index: int, src_op, src: Model, src_sg: int, fallback: str) -> str:
@@ -326,6 +352,14 @@ def _callee_act(built: Model, sg_index: int, op_index: int, src_op, src: Model, 
 
 def _build_subgraph(plan: Plan, s: int, act: str) -> Model:
     """Subgraph ``s`` as a one-subgraph model in ``act`` ("FLOAT32": as it is)."""
+    g, inputs, outputs = _graph_of(plan, s, act, with_io=True)
+    built = g.build(inputs, outputs)
+    built.subgraphs[0].name = plan.model.subgraphs[s].name
+    return built
+
+
+def _graph_of(plan: Plan, s: int, act: str, with_io: bool = False):
+    """The QuantGraph of subgraph ``s`` in ``act`` (with its input and output tensors when ``with_io``)."""
     model = plan.model
     view = _view(model, s)
     sg = model.subgraphs[s]
@@ -350,9 +384,7 @@ def _build_subgraph(plan: Plan, s: int, act: str) -> Model:
             outputs.append(g.model_output(t, "float32"))
         else:
             outputs.append(g.get_q(t, _shared_quant(g, t, act), act))
-    built = g.build(inputs, outputs)
-    built.subgraphs[0].name = sg.name
-    return built
+    return (g, inputs, outputs) if with_io else g
 
 
 def attach(qmain: Model, model: Model, plan: Plan) -> Model:
