@@ -1,5 +1,7 @@
 import os
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,65 @@ def state(tmp_path, monkeypatch):
     for b in qb._read_state():
         qb._kill_group(int(b["pid"]), b.get("pgid"))
     qb.stop_board(all=True)
+
+
+# ------------------------------------------------------------------------------------------ no board outlives us
+# A QEMU board left running holds a host core for as long as it lives (it wrecked a CI timing once). Every process
+# this pytest process starts - a board through start_qemu, an `edge flash` / `edge profile` child and its board, a
+# test's own qemu-system-arm - inherits this variable; at the session's end no qemu-system-* process carrying this
+# process's value may still run: each is stopped and the session fails, naming it. Under xdist every worker sets
+# its own value (and checks only its own boards: a worker ending early must not see another's running board);
+# the controller fails the session for them (pytest_testnodedown).
+BOARD_OWNER_VAR = "EDGE_TEST_BOARD_OWNER"
+os.environ[BOARD_OWNER_VAR] = f"{os.getpid()}:{time.time_ns()}"
+_BOARDS_LEFT_RUNNING: list[str] = []  # "pid: command line" of each board found at the end (here or on a worker)
+
+
+def boards_left_running() -> list[tuple[int, str]]:
+    """(pid, command line) of the qemu-system-* processes started under this pytest process that still run."""
+    mark = f"{BOARD_OWNER_VAR}={os.environ[BOARD_OWNER_VAR]}".encode()
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+            # argv[1]: a fake QEMU run by its interpreter (test_boards_owned)
+            if not any(Path(a.decode(errors="replace")).name.startswith("qemu-system") for a in argv[:2]):
+                continue
+            if mark not in (proc / "environ").read_bytes().split(b"\0"):  # a zombie's environ reads empty
+                continue
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        found.append((int(proc.name), b" ".join(argv).decode(errors="replace")))
+    return found
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not Path("/proc/self/environ").exists():
+        return
+    for pid, command in boards_left_running():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _BOARDS_LEFT_RUNNING.append(f"pid {pid}: {command}")
+    if hasattr(session.config, "workeroutput"):  # an xdist worker: the controller reports and fails
+        session.config.workeroutput["edge_boards_left_running"] = list(_BOARDS_LEFT_RUNNING)
+    elif _BOARDS_LEFT_RUNNING and session.exitstatus == pytest.ExitCode.OK:  # else it fails (or stopped) anyway
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """xdist's controller: the boards a worker found still running at its end."""
+    _BOARDS_LEFT_RUNNING.extend(getattr(node, "workeroutput", {}).get("edge_boards_left_running", []))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _BOARDS_LEFT_RUNNING:
+        return
+    terminalreporter.section("QEMU boards left running by this session (now killed): FAILED", sep="!", red=True,
+                             bold=True)
+    for line in _BOARDS_LEFT_RUNNING:
+        terminalreporter.line(line, red=True)
+    terminalreporter.line("every test that starts a board must stop it (the `state` fixture stops what a test "
+                          "recorded; stop_board / discard_board; a Popen'd QEMU killed in a finally)", red=True)

@@ -97,6 +97,39 @@ def test_linked_m4_image_runs_under_qemu_and_matches_python(tmp_path):
     assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(want)
 
 
+def _local_functions(elf: Path) -> set[str]:
+    out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1].split(".")[0] for line in out.splitlines() if line.split()[-2:-1] in (["t"], ["T"])}
+
+
+@pytest.mark.slow
+def test_patch_execution_links_only_into_firmware_that_calls_edge_init_patch(tmp_path):
+    """Patch-based execution (~4 KB on the M4) is reached only through edge_init_patch: an image that calls
+    edge_init (every firmware without a patch plan) links none of it; the same objects linked with
+    edge_init_patch kept have it."""
+    _need("make", "arm-none-eabi-gcc")
+    model = tmp_path / "fc.tflite"
+    model.write_bytes(_fc_model())
+    build = tmp_path / "b"
+    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={build}", "MODELS=")
+    image = build / "cortex-m4" / "qemu-mps2-an386"
+    patch_code = {"run_patch_stage", "patch_setup", "patch_setup_linked"}
+    plain = _local_functions(image / "edge-image.elf")
+    assert "edge_init" in plain and not plain & patch_code, sorted(plain & patch_code)
+
+    def var(name):
+        return _make("-s", f"print-{name}", "CPU=cortex-m4", "BOARD=qemu-mps2-an386").stdout.split("=", 1)[1].split()
+    objs = [image / "image_main.o", image / "edge_ops_generated.o", image / "model_data.o",
+            *sorted((image / "board").glob("*.o")),
+            *sorted(build.glob("cortex-m4/libedge*.a"))]
+    elf = tmp_path / "with-patch.elf"
+    link = subprocess.run(["arm-none-eabi-gcc", *var("CPU_CFLAGS"), "-Wl,-u,edge_init_patch", "-o", str(elf),
+                           *map(str, objs), *var("BOARD_LDFLAGS")], capture_output=True, text=True, cwd=FW)
+    assert link.returncode == 0, link.stderr[-3000:]
+    with_patch = _local_functions(elf)
+    assert {"edge_init_patch", "run_patch_stage"} <= with_patch, sorted(with_patch & (patch_code | {"edge_init_patch"}))
+
+
 @pytest.mark.slow
 def test_make_size_reports_person_detect_on_m4(tmp_path):
     _need("make", "arm-none-eabi-gcc")

@@ -240,6 +240,9 @@ def qemu_command(profile, elf, tcp_port: int) -> list[str]:
     if "cpu" in f:
         cmd += ["-cpu", f["cpu"]]
     cmd += list(f.get("extra_args", ["-nographic", "-monitor", "none"]))
+    # -icount shift=0: one guest instruction is 1 ns of virtual time (deterministic SysTick counts). Its sleep=on,
+    # QEMU's default, is what lets an idle board cost no host CPU: the firmware waits on the UART in WFI and
+    # virtual time then follows real time; sleep=off would warp to each SysTick wrap at once and keep a core busy.
     cmd += ["-kernel", str(elf), "-icount", f"shift={f.get('icount_shift', 0)}",
             "-serial", f"tcp:127.0.0.1:{tcp_port},server=on,wait=on"]
     return cmd

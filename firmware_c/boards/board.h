@@ -3,7 +3,8 @@
  *
  * Every board provides: a clock setup, one UART (the host link: 115200 8N1 on silicon; the socket on QEMU),
  * a free-running 32-bit timer for per-op timing, and a way to reset or stop. No malloc, no libc needed;
- * nothing here uses interrupts except the SysTick wrap counter of the timer.
+ * nothing here uses interrupts except the SysTick wrap counter of the timer and, on boards that sleep while
+ * the UART is idle (board_uart_idle), the UART's receive interrupt (it only wakes the core).
  *
  *     board_init();                         clocks, UART, timer (call first, once)
  *     board_uart_write("hi\r\n", 4);
@@ -52,12 +53,17 @@ uint32_t board_cpu_hz(void);         /* core clock after board_init */
 /* ---------------------------------------------------------------------------------------- UART */
 
 void board_uart_putc(uint8_t c);                     /* blocking */
-int board_uart_getc(void);                           /* blocking; 0..255 */
+int board_uart_getc(void);                           /* blocking; 0..255 (sleeps in board_uart_idle) */
 int board_uart_poll(void);                           /* non-blocking: next byte 0..255, or -1 when none */
 int board_uart_rx_ready(void);                       /* non-zero when a byte is waiting (nothing consumed) */
 void board_uart_write(const void *buf, size_t len);  /* blocking, every byte */
 size_t board_uart_read(void *buf, size_t len);       /* blocking until len bytes arrived; returns len */
 void board_uart_flush(void);                         /* wait until the transmitter has taken every byte */
+/* Wait, asleep where the board can, until a byte may have arrived (or any other interrupt came); callers poll
+ * again after it. board_uart_getc calls it between polls. Boards that do not override it return at once (a
+ * busy poll). qemu-mps2-an386 sleeps in WFI until the UART's receive interrupt: an idle emulated board then
+ * costs the host no CPU (QEMU's -icount sleep=on, its default, lets virtual time wait for real time). */
+void board_uart_idle(void);
 
 /* Text helpers on top of board_uart_write (no printf). */
 void board_print(const char *s);

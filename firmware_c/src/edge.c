@@ -1100,6 +1100,9 @@ struct edge_patch {
     patch_node_t *nodes;
     int32_t *win;          /* node k: rows (lo, hi) pairs, then cols (lo, hi) pairs, 2 * (rows + cols) int32 */
     int64_t cut_offset;    /* the cut window buffer (the last node's patches, copied into the cut) */
+    /* run_patch_stage, reached only through here: set by edge_init_patch (patch_setup_linked), so firmware that
+     * never calls edge_init_patch links no patch execution (--gc-sections drops it) */
+    void (*run_stage)(edge_interp_t *it, edge_ctx_t *ctx);
 };
 
 static void patch_needs(const patch_axis_t *a, int32_t lo, int32_t hi, int32_t *nlo, int32_t *nhi) {
@@ -1924,7 +1927,11 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
     return EDGE_OK;
 }
 
-static edge_status_t init(edge_interp_t *it, uint32_t flags) {
+/* patch_setup as init calls it: passed by edge_init_patch only (NULL from edge_init_ex, whose interp has no
+ * patch plan: init never calls it then) */
+typedef edge_status_t (*patch_setup_fn)(edge_interp_t *it);
+
+static edge_status_t init(edge_interp_t *it, uint32_t flags, patch_setup_fn setup) {
     edge_status_t s;
     int32_t k, g;
 
@@ -1969,7 +1976,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
     if (it->patch_plan.rows) {
         if (!EDGE_WITH_PATCH) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("patch plans are compiled out (EDGE_WITH_PATCH=0)"), -1);
         if (it->plan_only) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("a patch plan needs the kernels (not PLAN_ONLY)"), -1);
-        if (EDGE_WITH_PATCH && (s = patch_setup(it)) != EDGE_OK) return s;
+        if (EDGE_WITH_PATCH && (s = setup(it)) != EDGE_OK) return s;
     }
     if ((s = plan_arena(it)) != EDGE_OK) return s;
 
@@ -1981,7 +1988,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags) {
 }
 
 static edge_status_t start(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
-                           uint32_t flags, const edge_patch_plan_t *patch) {
+                           uint32_t flags, const edge_patch_plan_t *patch, patch_setup_fn setup) {
     uintptr_t a;
     edge_status_t s;
     if (!it) return EDGE_BAD_ARGUMENT;
@@ -2011,7 +2018,7 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
     }
     it->plan_only = (flags & EDGE_INIT_PLAN_ONLY) ? 1 : 0;
     it->memory_min = (flags & EDGE_INIT_MEMORY_MIN) ? 1 : 0;
-    s = init(it, flags);
+    s = init(it, flags, setup);
     it->error.status = s;
     if (s == EDGE_ARENA_TOO_SMALL && it->error.given == 0) {
         it->error.given = (int64_t)arena_len;
@@ -2028,12 +2035,19 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
 
 edge_status_t edge_init_ex(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
                            uint32_t flags) {
-    return start(it, model, model_len, arena, arena_len, flags, 0);
+    return start(it, model, model_len, arena, arena_len, flags, 0, 0);
+}
+
+/* The patch stage's windows, and its runner: the only references to patch_setup and run_patch_stage. */
+static edge_status_t patch_setup_linked(edge_interp_t *it) {
+    edge_status_t s = patch_setup(it);
+    if (s == EDGE_OK) it->patch->run_stage = run_patch_stage;
+    return s;
 }
 
 edge_status_t edge_init_patch(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len,
                               uint32_t flags, const edge_patch_plan_t *plan) {
-    return start(it, model, model_len, arena, arena_len, flags, plan);
+    return start(it, model, model_len, arena, arena_len, flags, plan, patch_setup_linked);
 }
 
 edge_status_t edge_init(edge_interp_t *it, const void *model, size_t model_len, void *arena, size_t arena_len) {
@@ -2056,7 +2070,7 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
         for (k = 0; k < sg->n_nodes; k++) {
             const edge_node_t *nd = &it->nodes[sg->node_base + k];
             if (in_patch_stage(it, s, k)) { /* the stage runs at its first node, patch by patch */
-                if (k == it->patch_plan.first) run_patch_stage(it, &ctx);
+                if (k == it->patch_plan.first) it->patch->run_stage(it, &ctx);
                 continue;
             }
             edge_kernels[nd->kernel_].eval(nd, &ctx);
@@ -2068,7 +2082,7 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
         const edge_node_t *nd = &it->nodes[sg->node_base + k];
         uint32_t t0 = timer->now(timer->user), t1;
         if (in_patch_stage(it, s, k)) { /* the whole stage's time at its first node, 0 at the others */
-            if (k == it->patch_plan.first) run_patch_stage(it, &ctx);
+            if (k == it->patch_plan.first) it->patch->run_stage(it, &ctx);
         } else {
             edge_kernels[nd->kernel_].eval(nd, &ctx);
         }

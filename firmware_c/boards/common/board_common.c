@@ -29,9 +29,14 @@ int board_uart_getc(void)
 {
     int c;
     while ((c = board_uart_poll()) < 0) {
+        board_uart_idle();
     }
     return c;
 }
+
+/* The default idle wait: none (the caller polls again at once). A board that can sleep until its UART
+ * receives defines its own (qemu-mps2-an386/board.c). */
+__attribute__((weak)) void board_uart_idle(void) {}
 
 void board_print(const char *s)
 {

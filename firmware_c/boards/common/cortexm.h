@@ -25,6 +25,11 @@
 #define SCB_AIRCR_SYSRESETREQ  (1u << 2)
 #define SCB_SHPR3  CM_REG(0xE000ED20u)  /* bits 31:24 SysTick priority */
 
+/* NVIC: external interrupt n is bit n % 32 of word n / 32. */
+#define NVIC_ISER(n) CM_REG(0xE000E100u + 4u * ((n) / 32u))  /* write 1: enable */
+#define NVIC_ICPR(n) CM_REG(0xE000E280u + 4u * ((n) / 32u))  /* write 1: clear pending */
+#define NVIC_BIT(n)  (1u << ((n) % 32u))
+
 #if defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__)
 #define CM_HAS_V7M 1
 #define SCB_CFSR   CM_REG(0xE000ED28u)
@@ -46,11 +51,21 @@ static inline void cm_dsb(void) { __asm__ volatile("dsb 0xF" ::: "memory"); }
 static inline void cm_isb(void) { __asm__ volatile("isb 0xF" ::: "memory"); }
 static inline void cm_irq_enable(void) { __asm__ volatile("cpsie i" ::: "memory"); }
 static inline void cm_irq_disable(void) { __asm__ volatile("cpsid i" ::: "memory"); }
+static inline uint32_t cm_primask(void) /* 1 while interrupts are masked (cpsid i) */
+{
+    uint32_t v;
+    __asm__ volatile("mrs %0, primask" : "=r"(v)::"memory");
+    return v & 1u;
+}
 static inline void cm_wfi(void) { __asm__ volatile("wfi" ::: "memory"); }
 static inline void cm_nop(void) { __asm__ volatile("nop"); }
 
 /* Shared by the boards (common/cortexm_timer.c): start the timer for a core clock of cpu_hz and pick the
  * source (DWT if its cycle counter really counts, else SysTick). emulated: label the units "(emulated)". */
 void cm_timer_init(uint32_t cpu_hz, int emulated);
+
+/* The UART receive interrupt's handler of a board whose board.mk defines BOARD_UART_RX_IRQ (its external
+ * interrupt number; the vector table points there): it wakes board_uart_idle's WFI. */
+void board_uart_rx_irq(void);
 
 #endif /* EDGE_BOARD_CORTEXM_H */

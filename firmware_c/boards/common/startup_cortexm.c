@@ -3,7 +3,9 @@
  * The board's linker script provides _estack (initial stack top), _sidata/_sdata/_edata (the .data image in
  * flash and its place in RAM), _sbss/_ebss, and keeps the section .vectors at the start of its vector area.
  * BOARD_NUM_IRQS (from the board's board.mk) sizes the table. Every interrupt goes to Default_Handler unless
- * a strong definition of the named handler exists (SysTick_Handler: common/cortexm_timer.c).
+ * a strong definition of the named handler exists (SysTick_Handler: common/cortexm_timer.c), except the UART
+ * receive interrupt of a board that sleeps while its UART is idle: its board.mk defines BOARD_UART_RX_IRQ (the
+ * external interrupt's number) and its board.c board_uart_rx_irq() (qemu-mps2-an386).
  */
 #include <stdint.h>
 
@@ -45,6 +47,8 @@ struct cm_vector_table {
     cm_vector_t irq[BOARD_NUM_IRQS];
 };
 
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
 __attribute__((section(".vectors"), used)) const struct cm_vector_table cm_vectors = {
     &_estack,
     {
@@ -61,9 +65,16 @@ __attribute__((section(".vectors"), used)) const struct cm_vector_table cm_vecto
         PendSV_Handler,     /* 14 */
         SysTick_Handler,    /* 15 */
     },
-    /* GCC range designator: every external interrupt to the default handler. */
-    {[0 ... BOARD_NUM_IRQS - 1] = Default_Handler},
+    /* GCC range designator: every external interrupt to the default handler, then the board's UART receive
+     * interrupt over it (a deliberate override of one element of the range: -Woverride-init is off here). */
+    {
+        [0 ... BOARD_NUM_IRQS - 1] = Default_Handler,
+#ifdef BOARD_UART_RX_IRQ
+        [BOARD_UART_RX_IRQ] = board_uart_rx_irq,
+#endif
+    },
 };
+#pragma GCC diagnostic pop
 
 /* Reached from Reset_Handler with the stack set. Runs before .data and .bss exist: touches only registers
  * and locals. */
