@@ -1,0 +1,209 @@
+"""The LSTM forms the Keras / TF converter writes beyond the plain cell (issue 23, LSTM points): CIFG (no input
+gate), peephole (cell-to-gate weights), projection (weights, optional bias, proj_clip) and layer normalization (4
+coefficient vectors), alone and combined, in LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM (time_major true and false) and
+BIDIRECTIONAL_SEQUENCE_LSTM (merge_outputs, the auxiliary input with and without its weights), float32 and with INT8
+weights (LiteRT's hybrid kernels, peephole and projection weights INT8 too), on both runtimes (the ``runtime``
+grid) against LiteRT's reference kernels: within 1e-4 of the reference's range, after 1 and 3 invokes (the state
+carries). The 12-intermediate integer LSTM (LiteRT's 8x8_8 form) is refused with its reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk.errors import ModelError, UnsupportedOpError
+from tests.oprunner import T, op_model, peer_outputs, refused_on, run_invokes
+
+RNG = np.random.default_rng(2323)
+
+
+def f32(*shape, scale=0.6):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def near(ours, ref, what):
+    assert len(ours) == len(ref), what
+    for k, (a, b) in enumerate(zip(ours, ref)):
+        assert a.shape == b.shape and a.dtype == b.dtype, (what, k, a.shape, a.dtype, b.shape, b.dtype)
+        span = float(np.max(np.abs(b))) if b.size else 0.0
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-4 * max(span, 1e-3), err_msg=f"{what}: output {k}")
+
+
+def check_invokes(runtime, model, feeds, counts=(1, 3)):
+    outs = {}
+    for k in counts:
+        outs[k] = run_invokes(runtime, model, feeds, k, check_reset=k > 1)
+        near(outs[k], peer_outputs(model, feeds, "litert", isolate=True, invocations=k), f"{runtime} x{k} vs litert")
+    if len(counts) > 1:  # the state changed the output between the first and the last invoke (same input)
+        assert any(not np.allclose(a, b) for a, b in zip(outs[counts[0]], outs[counts[-1]])), "state did not carry"
+    return outs
+
+
+def weight(shape, hybrid, scale=0.5):
+    if hybrid:
+        return T(shape, "INT8", float(RNG.uniform(0.004, 0.012)), 0, data=RNG.integers(-127, 128, shape, dtype=np.int8))
+    return T(shape, "FLOAT32", data=f32(*shape, scale=scale))
+
+
+def direction(n_input, units, n_out, options, hybrid, n_aux=0):
+    """Inputs of one LSTM direction, by index within the LSTM op's layout: 1-4 input weights, 5-8 recurrent,
+    9-11 peephole, 12-15 biases, 16-17 projection, 20-23 layer norm ("aux": the 4 auxiliary weights)."""
+    cifg = "cifg" in options
+    gate = lambda make: [None if cifg and g == 0 else make() for g in range(4)]  # noqa: E731
+    parts = {
+        "in_w": gate(lambda: weight((units, n_input), hybrid)),
+        "rec_w": gate(lambda: weight((units, n_out), hybrid, 0.4)),
+        "peephole": ([None if cifg and g == 0 else weight((units,), hybrid, 0.3) for g in range(3)]
+                     if "peephole" in options else [None] * 3),
+        "bias": gate(lambda: T((units,), "FLOAT32", data=f32(units, scale=0.3))),
+        "proj": ([weight((n_out, units), hybrid, 0.5),
+                  T((n_out,), "FLOAT32", data=f32(n_out, scale=0.2)) if "proj_bias" in options else None]
+                 if "projection" in options else [None, None]),
+        "ln": (gate(lambda: T((units,), "FLOAT32", data=(1.0 + f32(units, scale=0.3))))
+               if "layer_norm" in options else [None] * 4),
+        "aux": gate(lambda: weight((units, n_aux), hybrid)) if n_aux else [None] * 4,
+    }
+    return parts
+
+
+def states(batch, units, n_out):
+    return [T((batch, n_out), "FLOAT32", is_variable=True), T((batch, units), "FLOAT32", is_variable=True)]
+
+
+def lstm_op_inputs(x_spec, batch, n_input, units, options, hybrid):
+    n_out = units - 1 if "projection" in options else units
+    p = direction(n_input, units, n_out, options, hybrid)
+    ins = ([x_spec] + p["in_w"] + p["rec_w"] + p["peephole"] + p["bias"] + p["proj"] + states(batch, units, n_out)
+           + p["ln"])
+    return ins, n_out
+
+
+def version(weights):
+    return {"FLOAT32": 1, "INT8": 3, "INT8 asymmetric": 4}[weights]
+
+
+def lstm_options(weights, **extra):
+    opts = {"fused_activation_function": "TANH", "cell_clip": extra.pop("cell_clip", 0.0),
+            "proj_clip": extra.pop("proj_clip", 0.0), "asymmetric_quantize_inputs": weights.endswith("asymmetric")}
+    opts.update(extra)
+    return opts
+
+
+# each option alone, then combined (Keras' LayerNormLSTMCell: layer norm; speech models: peephole + projection)
+FORMS = [("peephole",), ("projection",), ("projection", "proj_bias"), ("layer_norm",), ("cifg",),
+         ("cifg", "peephole"), ("peephole", "projection", "proj_bias"), ("layer_norm", "projection"),
+         ("cifg", "peephole", "projection", "proj_bias", "layer_norm")]
+SIZES = [(2, 3, 4), (1, 5, 7), (3, 8, 16)]  # batch, input, units
+
+
+@pytest.mark.parametrize("form", FORMS, ids="+".join)
+@pytest.mark.parametrize("weights", ["FLOAT32", "INT8"])
+def test_lstm_forms(runtime, form, weights):
+    batch, n_input, units = SIZES[len(form) % len(SIZES)]
+    hybrid = weights != "FLOAT32"
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, form, hybrid)
+    clips = {"cell_clip": 0.5, "proj_clip": 0.3} if "proj_bias" in form else {}
+    model = op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")], lstm_options(weights, **clips),
+                     version=version(weights))
+    check_invokes(runtime, model, [f32(batch, n_input, scale=1.5)])
+
+
+def test_lstm_forms_20_inputs(runtime):
+    """An LSTM of 20 inputs (no layer-norm slots) with peephole and projection."""
+    batch, n_input, units = 2, 3, 5
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, ("peephole", "projection"),
+                                False)
+    model = op_model("LSTM", ins[:20], [T((batch, n_out), "FLOAT32")], lstm_options("FLOAT32"))
+    check_invokes(runtime, model, [f32(batch, n_input, scale=1.5)])
+
+
+UNI_FORMS = [("peephole",), ("projection", "proj_bias"), ("layer_norm",), ("cifg", "peephole"),
+             ("cifg", "peephole", "projection", "proj_bias", "layer_norm"), ()]
+
+
+@pytest.mark.parametrize("form", UNI_FORMS, ids=lambda f: "+".join(f) or "plain")
+@pytest.mark.parametrize("time_major", [True, False])
+@pytest.mark.parametrize("weights", ["FLOAT32", "INT8", "INT8 asymmetric"])
+def test_unidirectional_sequence_lstm_forms(runtime, form, time_major, weights):
+    if weights == "FLOAT32" and not form:
+        pytest.skip("the plain float cell: tests/test_ops_sequence.py")
+    batch, n_input, units, steps = (2, 3, 4, 5) if time_major else (3, 4, 6, 4)
+    hybrid = weights != "FLOAT32"
+    shape = (steps, batch, n_input) if time_major else (batch, steps, n_input)
+    ins, n_out = lstm_op_inputs(T(shape, "FLOAT32"), batch, n_input, units, form, hybrid)
+    clips = {"cell_clip": 0.8, "proj_clip": 0.5} if "proj_bias" in form else {}
+    # UNIDIRECTIONAL_SEQUENCE_LSTM versions: 1 float, 2 hybrid, 3 asymmetric hybrid
+    model = op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [T(shape[:2] + (n_out,), "FLOAT32")],
+                     lstm_options(weights, time_major=time_major, **clips), version=version(weights) - 1 or 1)
+    check_invokes(runtime, model, [f32(*shape, scale=1.2)])
+
+
+BI_FORMS = [("peephole",), ("projection", "proj_bias"), ("cifg",), ("cifg", "peephole", "projection")]
+
+
+def bidirectional_model(form, time_major, merge, weights, aux=None, steps=4, batch=2, n_input=3, units=4):
+    """aux: None, "cross" (auxiliary input and its weights) or "backward" (auxiliary input alone: the backward
+    pass's input)."""
+    hybrid = weights != "FLOAT32"
+    n_out = units - 1 if "projection" in form else units
+    n_aux = 2 if aux == "cross" else 0
+    lead = (steps, batch) if time_major else (batch, steps)
+    fw = direction(n_input, units, n_out, form, hybrid, n_aux)
+    bw = direction(n_input, units, n_out, form, hybrid, n_aux)
+    per = lambda p: p["in_w"] + p["rec_w"] + p["peephole"] + p["bias"] + p["proj"]  # noqa: E731
+    aux_spec = {None: None, "cross": T(lead + (n_aux,), "FLOAT32"), "backward": T(lead + (n_input,), "FLOAT32")}[aux]
+    ins = ([T(lead + (n_input,), "FLOAT32")] + per(fw) + per(bw) + states(batch, units, n_out)
+           + states(batch, units, n_out) + [aux_spec] + fw["aux"] + bw["aux"])
+    outs = [T(lead + (2 * n_out,), "FLOAT32")] if merge else [T(lead + (n_out,), "FLOAT32")] * 2
+    model = op_model("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs,
+                     lstm_options(weights, time_major=time_major, merge_outputs=merge), version=version(weights) - 1 or 1)
+    feeds = [f32(*lead, n_input, scale=1.2)]
+    if aux is not None:
+        feeds.append(f32(*lead, n_aux or n_input, scale=1.0))
+    return model, feeds
+
+
+@pytest.mark.parametrize("form", BI_FORMS, ids="+".join)
+@pytest.mark.parametrize("time_major,merge,weights", [(True, False, "FLOAT32"), (True, True, "INT8"),
+                                                      (False, False, "INT8 asymmetric")])
+def test_bidirectional_sequence_lstm_forms(runtime, form, time_major, merge, weights):
+    model, feeds = bidirectional_model(form, time_major, merge, weights)
+    check_invokes(runtime, model, feeds)
+
+
+@pytest.mark.parametrize("aux", ["cross", "backward"])
+@pytest.mark.parametrize("weights", ["FLOAT32", "INT8"])
+def test_bidirectional_sequence_lstm_aux_input(runtime, aux, weights):
+    """The auxiliary input: with its weights both directions add its products (stacking with cross links);
+    without them it is the backward pass's input."""
+    model, feeds = bidirectional_model(("peephole",), True, False, weights, aux=aux)
+    check_invokes(runtime, model, feeds)
+
+
+def test_malformed_forms_refused(runtime):
+    batch, n_input, units = 2, 3, 4
+    # peephole without the output gate's weights
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, ("peephole",), False)
+    ins[11] = None
+    refused_on(runtime, op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")], lstm_options("FLOAT32")),
+               [f32(batch, n_input)], ModelError, "LSTM")
+    # CIFG with the input gate's recurrent weights still there
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, ("cifg",), False)
+    ins[5] = weight((units, n_out), False)
+    refused_on(runtime, op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")], lstm_options("FLOAT32")),
+               [f32(batch, n_input)], ModelError, "LSTM")
+    # projection weights of the wrong width
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, ("projection",), False)
+    ins[16] = weight((n_out, units + 1), False)
+    refused_on(runtime, op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")], lstm_options("FLOAT32")),
+               [f32(batch, n_input)], ModelError, "LSTM")
+
+
+def test_fused_activation_other_than_tanh_refused(runtime):
+    batch, n_input, units = 2, 3, 4
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, ("peephole",), False)
+    opts = lstm_options("FLOAT32")
+    opts["fused_activation_function"] = "RELU"
+    refused_on(runtime, op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")], opts), [f32(batch, n_input)],
+               UnsupportedOpError, "LSTM")
