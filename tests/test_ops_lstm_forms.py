@@ -9,6 +9,8 @@ carries). The 12-intermediate integer LSTM (LiteRT's 8x8_8 form) is refused with
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -155,7 +157,7 @@ def bidirectional_model(form, time_major, merge, weights, aux=None, steps=4, bat
     aux_spec = {None: None, "cross": T(lead + (n_aux,), "FLOAT32"), "backward": T(lead + (n_input,), "FLOAT32")}[aux]
     ins = ([T(lead + (n_input,), "FLOAT32")] + per(fw) + per(bw) + states(batch, units, n_out)
            + states(batch, units, n_out) + [aux_spec] + fw["aux"] + bw["aux"])
-    outs = [T(lead + (2 * n_out,), "FLOAT32")] if merge else [T(lead + (n_out,), "FLOAT32")] * 2
+    outs = [T(lead + (2 * n_out,), "FLOAT32")] if merge else [T(lead + (n_out,), "FLOAT32") for _ in range(2)]
     model = op_model("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs,
                      lstm_options(weights, time_major=time_major, merge_outputs=merge), version=version(weights) - 1 or 1)
     feeds = [f32(*lead, n_input, scale=1.2)]
@@ -207,3 +209,58 @@ def test_fused_activation_other_than_tanh_refused(runtime):
     opts["fused_activation_function"] = "RELU"
     refused_on(runtime, op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")], opts), [f32(batch, n_input)],
                UnsupportedOpError, "LSTM")
+
+
+# ------------------------------------------------------------------------------------------------ on the M4
+
+
+def _saturated_m4_model() -> bytes:
+    """A peephole + projection LSTM (cell_clip 2**-30, proj_clip 2**-29) whose float arithmetic is exact on any
+    libm, so the Cortex-M4 image's output hash can equal the Python interpreter's: the image's inputs
+    (tools/image_main.c's LCG bytes as float32, second round) are dominated by one huge element per row (x0 in row
+    0, x2 in row 1, both negative; none overflows against these weights in either round), so every gate's
+    pre-activation is huge: the sigmoids are exactly 0 or 1 (forget 0 and input 1: the state of the image's first
+    invoke does not reach the second, which m4_image_mismatches compares to one Python invoke), the cell gate
+    exactly +-1, the clipped cell +-2**-30 (tanh of it is itself), and the projection sums small multiples of
+    2**-30 exactly. The peephole and recurrent terms stay below the huge terms' rounding."""
+    n_input, units, n_out, batch = 4, 3, 2, 2
+    # input weights per gate (units, input): columns 0 and 2 carry the sign, 1 and 3 are small
+    signs = {"i": [[-1, -1], [-1, -1], [-1, -1]], "f": [[1, 1], [1, 1], [1, 1]],
+             "c": [[1, -1], [-1, 1], [1, 1]], "o": [[1, -1], [-1, -1], [-1, 1]]}
+    w_in = []
+    for g in "ifco":
+        w = np.full((units, n_input), 0.5, np.float32)
+        w[:, [0, 2]] = np.asarray(signs[g], np.float32)
+        w_in.append(T((units, n_input), "FLOAT32", data=w))
+    rec = [T((units, n_out), "FLOAT32", data=np.full((units, n_out), 0.5, np.float32)) for _ in range(4)]
+    peep = [T((units,), "FLOAT32", data=np.array([1.0, -1.0, 0.5], np.float32)) for _ in range(3)]
+    bias = [T((units,), "FLOAT32", data=np.array([0.25, -0.25, 0.5], np.float32)) for _ in range(4)]
+    proj = T((n_out, units), "FLOAT32", data=np.array([[1, -1, 2], [2, 1, 1]], np.float32))
+    ins = ([T((batch, n_input), "FLOAT32")] + w_in + rec + peep + bias + [proj, None]
+           + states(batch, units, n_out) + [None] * 4)
+    return op_model("LSTM", ins, [T((batch, n_out), "FLOAT32")],
+                    lstm_options("FLOAT32", cell_clip=2.0**-30, proj_clip=2.0**-29))
+
+
+def test_saturated_m4_model_is_not_trivial():
+    """The M4 case's output on the image's inputs is LiteRT's, and not all zeros (the helper compares hashes)."""
+    from edge_sdk import Interpreter
+    from tests.oprunner import image_main_inputs
+
+    model = _saturated_m4_model()
+    py = Interpreter(model_content=model)
+    py.allocate_tensors()
+    feeds = image_main_inputs(py)
+    ours = run_invokes("python", model, feeds, 1, check_reset=False)
+    np.testing.assert_array_equal(ours[0], peer_outputs(model, feeds, "litert", isolate=True)[0])
+    assert np.count_nonzero(ours[0]) >= 2 and set(np.abs(ours[0]).ravel()) <= {0.0, 2.0**-30, 2.0**-29}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_lstm_variant_on_cortex_m4_under_qemu(tmp_path):
+    """The LSTM with options (edge_lstm.h) links into a Cortex-M4 image and gives the Python interpreter's output."""
+    from tests.oprunner import m4_image_mismatches
+
+    assert m4_image_mismatches({"lstm_peephole_projection": _saturated_m4_model()}, tmp_path / "b") == []

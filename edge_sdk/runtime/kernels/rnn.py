@@ -15,9 +15,11 @@ the cell gate and the cell output through tanh; optional cell clip). The full LS
 (batch, input) input with its state in variable tensors 18 / 19; BIDIRECTIONAL_SEQUENCE_LSTM runs it forward and
 backward as the bidirectional RNN does. The basic kernel type (5 inputs, 4 outputs, LiteRT's LstmCell) takes the
 previous state as plain inputs and one concatenated weight matrix (4 units, input + units) with gates in the order
-input, cell, forget, output; it also writes the concatenated [x, h] and the gates' pre-activations. Like the
-sequence LSTM (and TFLM) these take no peephole, projection, layer normalization or CIFG variant, and the fused
-activation must be TANH (LiteRT's output is act(cell) then, as the shared cell computes).
+input, cell, forget, output; it also writes the concatenated [x, h] and the gates' pre-activations. The fused
+activation must be TANH (LiteRT's output is act(cell) then, as the shared cell computes). A full LSTM or a
+bidirectional one with CIFG, peephole, projection (proj_clip), layer normalization (LSTM) or the auxiliary input
+(bidirectional: with its weights both directions add its products; without them it is the backward pass's input)
+runs ``sequence.lstm_variant_cell`` (LiteRT's LstmStepFloat / LstmStepHybrid), float or hybrid.
 
 The LSTM op's integer forms are lstm_integer.py's: an INT8 input runs LiteRT's full-integer LSTM (5 intermediates,
 with or without layer normalization), a UINT8 basic cell LiteRT's quantized LstmCell<4>.

@@ -1,4 +1,7 @@
-"""Sequence-model kernels with state kept across invokes: SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM.
+"""Sequence-model kernels with state kept across invokes: SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM (and the float LSTM
+cells every LSTM op shares: the plain one, lstm_float_cell, and the one with CIFG, peephole, projection, layer
+normalization and auxiliary-input options, lstm_variant_cell; a float UNIDIRECTIONAL_SEQUENCE_LSTM with any option
+or with INT8 weights, LiteRT's hybrid kernel, runs the latter).
 
 Both follow TFLite Micro's reference kernels (svdf_common.cc; unidirectional_sequence_lstm.cc with
 lstm_eval*.cc) bit for bit on integer data. Their state lives in variable tensors that the interpreter keeps
@@ -301,7 +304,7 @@ def macs_svdf(node: Node) -> int:
 LSTM_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights: the packed gate column order
 LSTM_REC_W = (5, 6, 7, 8)
 LSTM_BIAS = (12, 13, 14, 15)
-LSTM_UNSUPPORTED_VARIANTS = {
+LSTM_UNSUPPORTED_VARIANTS = {  # the integer sequence LSTM (TFLM's) has none of these
     9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
     20: "layer normalization", 21: "layer normalization", 22: "layer normalization", 23: "layer normalization",
 }
