@@ -159,7 +159,8 @@ def bidirectional_model(form, time_major, merge, weights, aux=None, steps=4, bat
            + states(batch, units, n_out) + [aux_spec] + fw["aux"] + bw["aux"])
     outs = [T(lead + (2 * n_out,), "FLOAT32")] if merge else [T(lead + (n_out,), "FLOAT32") for _ in range(2)]
     model = op_model("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs,
-                     lstm_options(weights, time_major=time_major, merge_outputs=merge), version=version(weights) - 1 or 1)
+                     lstm_options(weights, time_major=time_major, merge_outputs=merge),
+                     version=version(weights) - 1 or 1)
     feeds = [f32(*lead, n_input, scale=1.2)]
     if aux is not None:
         feeds.append(f32(*lead, n_aux or n_input, scale=1.0))
@@ -264,3 +265,48 @@ def test_lstm_variant_on_cortex_m4_under_qemu(tmp_path):
     from tests.oprunner import m4_image_mismatches
 
     assert m4_image_mismatches({"lstm_peephole_projection": _saturated_m4_model()}, tmp_path / "b") == []
+
+
+# ------------------------------------------------------------------------------ the 12-intermediate integer LSTM
+
+
+def test_lstm_8x8_8_refused_with_its_reason(runtime):
+    """The 12-intermediate (8x8_8) integer LSTM, well formed for LiteRT (CIFG, layer norm, projection and its bias,
+    cell state 2**-15), is refused with the reason below, in one line naming the node."""
+    from tests.oprunner import run_on
+    from tests.test_lstm_integer import feeds, int8_lstm_model
+
+    model = int8_lstm_model(7, True, n_intermediates=12, cifg=True, projection=True, projection_bias=True,
+                            cell_scale=2.0**-15)
+    with pytest.raises(UnsupportedOpError, match=r"node 0 \(LSTM (code 16 )?v\d\).*12-intermediate.*input gate") as err:
+        run_on(runtime, model, feeds(7))
+    assert "\n" not in str(err.value)
+
+
+def test_litert_8x8_8_is_no_reference():
+    """Why the 8x8_8 form is refused, shown on LiteRT: it segfaults without layer norm or the projection bias (the
+    earlier hand-made model had neither: it was malformed for this path, whose kernel dereferences both), and on a
+    well-formed model it ignores the input gate (the same outputs with and without its weights) - beside an
+    out-of-bounds read of its output gate's scale (lstm_eval.cc intermediate_scale_a[11] of 8), seen in the source."""
+    from tests.peers import PeerCrashed
+    from tests.test_lstm_integer import int8_lstm_model
+
+    def model(**form):
+        return int8_lstm_model(7, form.pop("layer_norm", True), n_intermediates=12, projection=True,
+                               cell_scale=2.0**-15, **form)
+
+    with pytest.raises(PeerCrashed):
+        run_peer_isolated(model(layer_norm=False, cifg=True, projection_bias=True))
+    with pytest.raises(PeerCrashed):
+        run_peer_isolated(model(cifg=True))
+    with_gate = run_peer_isolated(model(projection_bias=True), invocations=3)
+    without_gate = run_peer_isolated(model(cifg=True, projection_bias=True), invocations=3)
+    assert np.unique(with_gate[0]).size > 4
+    np.testing.assert_array_equal(with_gate[0], without_gate[0])
+
+
+def run_peer_isolated(model, invocations=1):
+    from tests.oprunner import run_peer
+    from tests.test_lstm_integer import feeds
+
+    return run_peer(model, feeds(7), "litert", isolate=True, invocations=invocations)

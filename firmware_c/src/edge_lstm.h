@@ -227,7 +227,10 @@ static inline edge_status_t edge_lstm_int8_prepare(edge_node_t *node, edge_ctx_t
     int32_t k, S, cell_log2;
     edge_status_t s;
 
-    if (n_inter == 12) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the 12-intermediate (8x8_8) integer LSTM is not supported");
+    if (n_inter == 12) /* LiteRT's experimental form (edge_sdk/runtime/kernels/lstm_integer.py says why not) */
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the 12-intermediate (8x8_8) integer LSTM is not supported: LiteRT's experimental "
+                                                "kernel ignores the input gate, needs layer norm and a projection bias, and reads "
+                                                "an out-of-bounds output-gate scale");
     if (n_inter != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "an integer LSTM has 5 intermediates (gate and hidden scales)");
     for (k = 0; k < 5; k++)
         if (edge_in(ctx, node, refused[k]))
