@@ -310,3 +310,34 @@ def run_peer_isolated(model, invocations=1):
     from tests.test_lstm_integer import feeds
 
     return run_peer(model, feeds(7), "litert", isolate=True, invocations=invocations)
+
+
+def test_macs_of_the_forms():
+    """Per step and batch row: the present gates' input (and auxiliary) and recurrent products (recurrent width
+    n_output), 3 element-wise products per unit, and the projection (a CIFG bidirectional node counts 3 gates)."""
+    from edge_sdk.runtime.kernels import rnn, sequence
+    from tests.nodes import make_node
+
+    batch, n_input, units, steps = 2, 3, 5, 4
+    form = ("cifg", "peephole", "projection", "proj_bias")
+    ins, n_out = lstm_op_inputs(T((batch, n_input), "FLOAT32"), batch, n_input, units, form, False)
+    node = make_node("LSTM", ins, [T((batch, n_out), "FLOAT32")], lstm_options("FLOAT32"))
+    rnn.prepare_lstm(node)
+    step = 3 * units * (n_input + n_out) + 3 * units + n_out * units
+    assert rnn.macs_lstm(node) == batch * step
+    ins, _ = lstm_op_inputs(T((steps, batch, n_input), "FLOAT32"), batch, n_input, units, form, False)
+    node = make_node("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [T((steps, batch, n_out), "FLOAT32")],
+                     lstm_options("FLOAT32", time_major=True))
+    sequence.prepare_unidirectional_sequence_lstm(node)
+    assert sequence.macs_unidirectional_sequence_lstm(node) == steps * batch * step
+    fw = direction(n_input, units, units, ("cifg",), False, 2)
+    bw = direction(n_input, units, units, ("cifg",), False, 2)
+    per = lambda p: p["in_w"] + p["rec_w"] + p["peephole"] + p["bias"] + p["proj"]  # noqa: E731
+    bi_ins = ([T((steps, batch, n_input), "FLOAT32")] + per(fw) + per(bw) + states(batch, units, units) + states(batch, units, units)
+              + [T((steps, batch, 2), "FLOAT32")] + fw["aux"] + bw["aux"])
+    node = make_node("BIDIRECTIONAL_SEQUENCE_LSTM", bi_ins,
+                     [T((steps, batch, units), "FLOAT32"), T((steps, batch, units), "FLOAT32")],
+                     lstm_options("FLOAT32", time_major=True))
+    rnn.prepare_bidirectional_sequence_lstm(node)
+    assert rnn.macs_bidirectional_sequence_lstm(node) == 2 * steps * batch * (3 * units * (n_input + 2 + units)
+                                                                             + 3 * units)

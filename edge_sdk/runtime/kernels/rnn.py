@@ -41,6 +41,7 @@ from edge_sdk.runtime.kernels.sequence import (
     float_activation,
     lstm_float_cell,
     lstm_gate_shapes,
+    lstm_direction_macs,
     lstm_has_variant,
     lstm_variant_cell,
     lstm_variant_states,
@@ -490,11 +491,13 @@ def macs_bidirectional_sequence_rnn(node: Node) -> int:
 
 def macs_lstm(node: Node) -> int:
     batch, n_input = node.inputs[0].shape
-    n_state = node.outputs[0].shape[-1]
-    return _lstm_macs(1, batch, n_input, n_state)
+    if node.options.get("kernel_type", "FULL") == "BASIC":
+        return _lstm_macs(1, batch, n_input, node.outputs[0].shape[-1])
+    return lstm_direction_macs(node, LSTM_PARTS, 1, batch, n_input)
 
 
 def macs_bidirectional_sequence_lstm(node: Node) -> int:
     steps, batch = _steps_batch(node, time_major_default=True)
     n_input = node.inputs[0].shape[2]
-    return sum(_lstm_macs(steps, batch, n_input, node.inputs[i].shape[0]) for i in (_BI_FW[0][0], _BI_BW[0][0]))
+    n_aux = node.inputs[_BI_AUX].shape[2] if node.has_input(_BI_AUX) else 0
+    return sum(lstm_direction_macs(node, parts, steps, batch, n_input, n_aux) for parts in _BI_PARTS)

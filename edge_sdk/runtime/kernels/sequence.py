@@ -915,10 +915,20 @@ def macs_unidirectional_sequence_lstm(node: Node) -> int:
     x = node.inputs[0]
     time_major = bool(node.options.get("time_major", False))
     steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
-    n_input = x.shape[2]
-    n_state = node.inputs[18].shape[-1]
-    # four gates' input and recurrent products, plus the three element-wise products per state unit
-    return int(steps * batch * (4 * n_state * (n_input + n_state) + 3 * n_state))
+    return lstm_direction_macs(node, LSTM_PARTS, steps, batch, x.shape[2])
+
+
+def lstm_direction_macs(node: Node, parts: dict, steps: int, batch: int, n_input: int, n_aux: int = 0) -> int:
+    """One LSTM direction's MACs: per step and batch row, each present gate's input (and auxiliary) and recurrent
+    products (3 gates with CIFG; recurrent width n_output), the three element-wise products per unit, and the
+    projection's products."""
+    n_state = node.inputs[parts["in_w"][1]].shape[0]
+    projection = node.has_input(parts["proj_w"])
+    n_output = node.inputs[parts["proj_w"]].shape[0] if projection else n_state
+    gates = 4 if node.has_input(parts["in_w"][0]) else 3
+    aux = n_aux if parts["aux_w"] is not None and node.has_input(parts["aux_w"][1]) else 0
+    per_row = gates * n_state * (n_input + aux + n_output) + 3 * n_state + (n_output * n_state if projection else 0)
+    return int(steps * batch * per_row)
 
 
 # --------------------------------------------------------------------------------------------------- LSTM variants
