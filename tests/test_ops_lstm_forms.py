@@ -124,12 +124,14 @@ UNI_FORMS = [("peephole",), ("projection", "proj_bias"), ("layer_norm",), ("cifg
              ("cifg", "peephole", "projection", "proj_bias", "layer_norm"), ()]
 
 
-@pytest.mark.parametrize("form", UNI_FORMS, ids=lambda f: "+".join(f) or "plain")
+# the plain float cell is tests/test_ops_sequence.py's; the plain hybrid one (INT8 weights) is here
+UNI_CASES = [(form, weights) for weights in ("FLOAT32", "INT8", "INT8 asymmetric") for form in UNI_FORMS
+             if form or weights != "FLOAT32"]
+
+
+@pytest.mark.parametrize("form,weights", UNI_CASES, ids=lambda v: "+".join(v) or "plain" if isinstance(v, tuple) else v)
 @pytest.mark.parametrize("time_major", [True, False])
-@pytest.mark.parametrize("weights", ["FLOAT32", "INT8", "INT8 asymmetric"])
 def test_unidirectional_sequence_lstm_forms(runtime, form, time_major, weights):
-    if weights == "FLOAT32" and not form:
-        pytest.skip("the plain float cell: tests/test_ops_sequence.py")
     batch, n_input, units, steps = (2, 3, 4, 5) if time_major else (3, 4, 6, 4)
     hybrid = weights != "FLOAT32"
     shape = (steps, batch, n_input) if time_major else (batch, steps, n_input)
