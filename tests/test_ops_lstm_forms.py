@@ -335,8 +335,8 @@ def test_macs_of_the_forms():
     fw = direction(n_input, units, units, ("cifg",), False, 2)
     bw = direction(n_input, units, units, ("cifg",), False, 2)
     per = lambda p: p["in_w"] + p["rec_w"] + p["peephole"] + p["bias"] + p["proj"]  # noqa: E731
-    bi_ins = ([T((steps, batch, n_input), "FLOAT32")] + per(fw) + per(bw) + states(batch, units, units) + states(batch, units, units)
-              + [T((steps, batch, 2), "FLOAT32")] + fw["aux"] + bw["aux"])
+    bi_ins = ([T((steps, batch, n_input), "FLOAT32")] + per(fw) + per(bw) + states(batch, units, units)
+              + states(batch, units, units) + [T((steps, batch, 2), "FLOAT32")] + fw["aux"] + bw["aux"])
     node = make_node("BIDIRECTIONAL_SEQUENCE_LSTM", bi_ins,
                      [T((steps, batch, units), "FLOAT32"), T((steps, batch, units), "FLOAT32")],
                      lstm_options("FLOAT32", time_major=True))
