@@ -33,7 +33,7 @@ B, I, S = 2, 5, 8  # batch, input width, units (LiteRT's integer layer norm is e
 
 def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_intermediates: int = 5,
                     hidden=(0.007, 3), peephole=False, projection=False, cifg=False, x_type="INT8",
-                    sequence=None) -> bytes:
+                    sequence=None, cell_scale=2.0**-11, projection_bias=False) -> bytes:
     """A one-node INT8 LSTM as LiteRT's converter writes it: 24 inputs, gate weights int8 (a scale each), int32
     biases at input scale x weight scale, int16 cell state of scale 2**-11, 5 intermediates (the gates' scales,
     used with layer normalization, and the hidden state's scale and zero point ``hidden``). ``sequence`` =
@@ -55,7 +55,7 @@ def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_inter
     peep = [T((S,), "INT16", 0.001, 0, data=rng.integers(-300, 300, S).astype(np.int16)) if peephole else None
             for _ in range(3)]
     proj = [T((S, S), "INT8", 0.01, 0, data=rng.integers(-127, 128, (S, S), dtype=np.int8)) if projection else None,
-            None]
+            T((S,), "INT32", 0.01 * 2.0**-15, 0, data=rng.integers(-300, 300, S)) if projection_bias else None]
     ln = [T((S,), "INT16", float(rng.uniform(2e-4, 6e-4)), 0,
             data=rng.integers(1500, 5000, S).astype(np.int16)) if layer_norm else None for _ in range(4)]
     if cifg:
@@ -64,7 +64,7 @@ def int8_lstm_model(seed: int, layer_norm: bool, cell_clip: float = 0.0, n_inter
             ln[0] = None
     lead = (B,) if sequence is None else ((sequence[0], B) if sequence[1] else (B, sequence[0]))
     ins = ([T(lead + (I,), act_t, x_scale, x_zp)] + in_w + rec_w + peep + bias + proj
-           + [T((B, S), act_t, h_scale, h_zp, is_variable=True), T((B, S), "INT16", 2.0**-11, 0, is_variable=True)]
+           + [T((B, S), act_t, h_scale, h_zp, is_variable=True), T((B, S), "INT16", cell_scale, 0, is_variable=True)]
            + ln)
     if sequence is None:
         model = op_model_object("LSTM", ins, [T((B, S), act_t, h_scale, h_zp)],

@@ -356,14 +356,16 @@ def test_lstm_kernel_alone_matches_tflm_over_invokes(act_type, time_major, cell_
     assert len(np.unique(ours[0])) > 5
 
 
-def test_lstm_refuses_a_peephole_variant(runtime):
+def test_lstm_refuses_a_malformed_peephole_variant(runtime):
+    """Peephole LSTMs run (tests/test_ops_lstm_forms.py); an input-gate peephole without the forget and output
+    gates' is malformed (LiteRT's peephole_weights_all_or_none)."""
     from tests.oprunner import refused_on
 
     rng = np.random.default_rng(13)
     ins, outs = _lstm_specs(rng, "FLOAT32")
     ins[9] = T((5,), "FLOAT32", data=np.zeros(5, np.float32))
     model = op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, options={"fused_activation_function": "TANH"})
-    refused_on(runtime, model, [np.zeros(ins[0].shape, np.float32)], UnsupportedOpError, "peephole")
+    refused_on(runtime, model, [np.zeros(ins[0].shape, np.float32)], ModelError, "peephole")
 
 
 # The integer LSTM runs from whole-domain tables and float64 GEMMs with folded multipliers when its bounds allow

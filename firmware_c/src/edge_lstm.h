@@ -1,6 +1,7 @@
 /* edge_lstm.h - the float32 LSTM cell every float LSTM kernel runs: UNIDIRECTIONAL_SEQUENCE_LSTM (its home,
- * unidirectional_sequence_lstm.c), LSTM and BIDIRECTIONAL_SEQUENCE_LSTM (lstm.c); and LiteRT's integer LSTM step
- * (its home lstm.c; below).
+ * unidirectional_sequence_lstm.c), LSTM and BIDIRECTIONAL_SEQUENCE_LSTM (lstm.c); LiteRT's integer LSTM step
+ * (its home lstm.c; below); and the LSTM with options (CIFG, peephole, projection, layer norm, auxiliary input;
+ * float or hybrid; at the end).
  *
  * Per step and batch row: the four gates (input, forget, cell, output) are x . wi[g][u] + h . wr[g][u] + bias[g][u]
  * for each unit u (weight rows w_stride / r_stride floats apart, so one packed matrix can serve: the basic LSTM's
@@ -226,7 +227,10 @@ static inline edge_status_t edge_lstm_int8_prepare(edge_node_t *node, edge_ctx_t
     int32_t k, S, cell_log2;
     edge_status_t s;
 
-    if (n_inter == 12) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the 12-intermediate (8x8_8) integer LSTM is not supported");
+    if (n_inter == 12) /* LiteRT's experimental form (edge_sdk/runtime/kernels/lstm_integer.py says why not) */
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the 12-intermediate (8x8_8) integer LSTM is not supported: LiteRT's experimental "
+                                                "kernel ignores the input gate, needs layer norm and a projection bias, and reads "
+                                                "an out-of-bounds output-gate scale");
     if (n_inter != 5) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "an integer LSTM has 5 intermediates (gate and hidden scales)");
     for (k = 0; k < 5; k++)
         if (edge_in(ctx, node, refused[k]))
@@ -353,6 +357,244 @@ static inline void edge_lstm_int8_step(const edge_lstm_int8_t *q, const edge_nod
             yr[u] = (int8_t)hv;
         }
     }
+}
+
+
+/* ---------------------------------------------------------------------------- the LSTM's options (float, hybrid)
+ * LiteRT's LstmStepFloat / LstmStepHybrid (lstm_eval.cc) with every option, as edge_sdk/runtime/kernels/sequence.py
+ * lstm_variant_cell: CIFG (no input gate: i = 1 - f), peephole (diagonal cell-to-gate weights: input and forget
+ * gates read the previous cell, the output gate the new one), layer normalization (each gate's products normalized
+ * over its units, times its coefficients, plus its bias), projection (h = clip(P (o act(c)) + bias), n_output
+ * units) and an auxiliary input (its own gate weights). Per step and batch row: every gate's products into a
+ * scratch of 4 x n_state floats (the output state is read until all are done), then the cell, the output and the
+ * projection; the new output row goes to y and then to h. Hybrid (INT8 weights, peephole and projection weights
+ * too, a scale each): x, aux and h are quantized per row (edge_hybrid.h) into a scratch of n_input + n_aux +
+ * max(n_output, n_state) bytes, the projection's input into its last part. The LSTM (lstm.c), BIDIRECTIONAL_ and
+ * UNIDIRECTIONAL_SEQUENCE_LSTM take it when a node has any option (or, the sequence LSTM, INT8 weights). */
+
+typedef struct { /* one direction's inputs by index, -1: absent (gate order input, forget, cell, output) */
+    int8_t in_w[4], rec_w[4], peep[3], bias[4], proj_w, proj_b, ln[4], aux_w[4], h, c;
+} el_parts_t;
+
+typedef struct {
+    el_parts_t at;                         /* as given, absent parts -1 */
+    int32_t n_input, n_aux, n_state, n_output;
+    int32_t hybrid, asymmetric, cell_sigmoid, cifg;
+    float cell_clip, proj_clip;
+    int32_t gates, qrows;                  /* scratch: 4 x n_state floats; hybrid: the quantized rows (-1: none) */
+} edge_lstm_var_t;
+
+static inline int el_has(const edge_node_t *node, edge_ctx_t *ctx, int32_t i) { return i >= 0 && edge_in(ctx, node, i) != 0; }
+
+/* Whether a direction uses any option beyond the plain cell. */
+static inline int edge_lstm_has_variant(const edge_node_t *node, edge_ctx_t *ctx, const el_parts_t *a) {
+    int32_t k;
+    if (!el_has(node, ctx, a->in_w[0]) || el_has(node, ctx, a->proj_w) || el_has(node, ctx, a->proj_b)) return 1;
+    for (k = 0; k < 4; k++)
+        if ((k < 3 && el_has(node, ctx, a->peep[k])) || el_has(node, ctx, a->ln[k]) || el_has(node, ctx, a->aux_w[k]))
+            return 1;
+    return 0;
+}
+
+/* One tensor of a direction: constant, of type `type` (FLOAT32, or INT8 per tensor for hybrid weights), dims
+ * (d0) or (d0, d1) (d1 < 0: 1-D). */
+static inline edge_status_t el_check(edge_ctx_t *ctx, const edge_tensor_t *t, int32_t type, int32_t d0, int32_t d1) {
+    if (t->type != type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM: weights all FLOAT32 or all INT8 (hybrid), biases and coefficients FLOAT32");
+    if (type == EDGE_INT8 && (!t->quantized || t->n_scales != 1))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "hybrid LSTM weights must be quantized per tensor");
+    if (d1 < 0 ? (t->rank != 1 || t->dims[0] != d0) : (t->rank != 2 || t->dims[0] != d0 || t->dims[1] != d1))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: a gate, peephole, projection or layer-norm tensor has the wrong shape");
+    if (!t->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM weights, biases and coefficients must be constant");
+    return EDGE_OK;
+}
+
+/* Prepare: check a direction as LiteRT's CheckInputTensorDimensions does, fill v (persistent), ask for its
+ * scratch. The output state must hold batch x n_output floats, the cell state batch x n_state. */
+static inline edge_status_t edge_lstm_var_prepare(edge_node_t *node, edge_ctx_t *ctx, const el_parts_t *a, int32_t n_input,
+                                                  int32_t n_aux, int32_t batch, edge_lstm_var_t *v) {
+    const edge_tensor_t *f_w = edge_in(ctx, node, a->in_w[1]), *h, *c;
+    int32_t k, S, wt, first, n_peep = 0, n_ln = 0, n_aux_w = 0;
+    edge_status_t s;
+    v->at = *a;
+    if (!f_w || f_w->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: forget gate weights (2-D) are required");
+    S = f_w->dims[0];
+    wt = f_w->type;
+    if (wt != EDGE_FLOAT32 && wt != EDGE_INT8) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM weights must be FLOAT32 or INT8 (hybrid)");
+    v->hybrid = wt == EDGE_INT8;
+    v->cifg = !el_has(node, ctx, a->in_w[0]);
+    first = v->cifg ? 1 : 0;
+    if (v->cifg && (el_has(node, ctx, a->rec_w[0]) || el_has(node, ctx, a->bias[0])))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CIFG LSTM with input-gate recurrent weights or bias");
+    v->n_input = n_input;
+    v->n_aux = n_aux;
+    v->n_state = S;
+    v->n_output = S;
+    if (el_has(node, ctx, a->proj_w)) {
+        const edge_tensor_t *p = edge_in(ctx, node, a->proj_w);
+        if (p->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM projection weights must be 2-D");
+        v->n_output = p->dims[0];
+        if ((s = el_check(ctx, p, wt, v->n_output, S)) != EDGE_OK) return s;
+        if (el_has(node, ctx, a->proj_b) && (s = el_check(ctx, edge_in(ctx, node, a->proj_b), EDGE_FLOAT32, v->n_output, -1)) != EDGE_OK)
+            return s;
+    } else if (el_has(node, ctx, a->proj_b)) {
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM projection bias without projection weights");
+    }
+    for (k = 0; k < 4; k++) {
+        const int want = k >= first;
+        if (el_has(node, ctx, a->in_w[k]) != want || el_has(node, ctx, a->rec_w[k]) != want || el_has(node, ctx, a->bias[k]) != want)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: gate weights, recurrent weights and biases for every gate (CIFG: but the input gate)");
+        if (!want) continue;
+        if ((s = el_check(ctx, edge_in(ctx, node, a->in_w[k]), wt, S, n_input)) != EDGE_OK) return s;
+        if ((s = el_check(ctx, edge_in(ctx, node, a->rec_w[k]), wt, S, v->n_output)) != EDGE_OK) return s;
+        if ((s = el_check(ctx, edge_in(ctx, node, a->bias[k]), EDGE_FLOAT32, S, -1)) != EDGE_OK) return s;
+        if (el_has(node, ctx, a->ln[k])) {
+            n_ln++;
+            if ((s = el_check(ctx, edge_in(ctx, node, a->ln[k]), EDGE_FLOAT32, S, -1)) != EDGE_OK) return s;
+        }
+        if (el_has(node, ctx, a->aux_w[k])) {
+            n_aux_w++;
+            if ((s = el_check(ctx, edge_in(ctx, node, a->aux_w[k]), wt, S, n_aux)) != EDGE_OK) return s;
+        }
+    }
+    for (k = 0; k < 3; k++)
+        if (el_has(node, ctx, a->peep[k])) {
+            n_peep++;
+            if ((s = el_check(ctx, edge_in(ctx, node, a->peep[k]), wt, S, -1)) != EDGE_OK) return s;
+        }
+    if (el_has(node, ctx, a->ln[0]) && v->cifg) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CIFG LSTM with input-gate layer-norm coefficients");
+    if (el_has(node, ctx, a->aux_w[0]) && v->cifg) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CIFG LSTM with input-gate auxiliary weights");
+    if (n_ln != 0 && n_ln != 4 - first) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM layer-norm coefficients for every gate or none");
+    if (n_aux_w != 0 && n_aux_w != 4 - first) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM auxiliary weights for every gate or none");
+    if (n_peep != 0 && (!el_has(node, ctx, a->peep[1]) || !el_has(node, ctx, a->peep[2]) || el_has(node, ctx, a->peep[0]) == v->cifg))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM peephole weights: forget and output, and input exactly when the input gate exists");
+    if (n_aux_w == 0) v->n_aux = 0;
+    h = edge_in(ctx, node, a->h);
+    c = edge_in(ctx, node, a->c);
+    if (!h || !c) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: output and cell states are required");
+    if (h->type != EDGE_FLOAT32 || c->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM states must be FLOAT32");
+    if (!h->is_variable || !c->is_variable) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM states must be variable tensors");
+    if (edge_tensor_elements(h) != (int64_t)batch * v->n_output || edge_tensor_elements(c) != (int64_t)batch * S)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM states: batch x n_output and batch x n_state");
+    v->qrows = -1;
+    if ((s = edge_request_scratch(ctx, node, sizeof(float) * 4 * (size_t)S, &v->gates)) != EDGE_OK) return s;
+    if (v->hybrid)
+        return edge_request_scratch(ctx, node, (size_t)n_input + (size_t)v->n_aux + (size_t)(v->n_output > S ? v->n_output : S),
+                                    &v->qrows);
+    return EDGE_OK;
+}
+
+static inline float el_dot_f32(const float *a, const float *b, int32_t n) {
+    float acc = 0.0f;
+    int32_t k;
+    for (k = 0; k < n; k++) acc += a[k] * b[k];
+    return acc;
+}
+
+/* LiteRT's MeanStddevNormalization of n values, times coefficients, plus bias, in place. */
+static inline void el_layer_norm_f32(float *v, int32_t n, const float *coef, const float *bias) {
+    float sum = 0.0f, sq = 0.0f, mean, inv;
+    int32_t k;
+    for (k = 0; k < n; k++) sum += v[k];
+    mean = sum / (float)n;
+    for (k = 0; k < n; k++) sq += (v[k] - mean) * (v[k] - mean);
+    inv = 1.0f / sqrtf(sq / (float)n + 1e-8f);
+    for (k = 0; k < n; k++) v[k] = (v[k] - mean) * inv * coef[k] + bias[k];
+}
+
+static inline float el_act_f32(float x, int32_t sigmoid) { return sigmoid ? el_sigmoid_f32(x) : tanhf(x); }
+
+/* Eval: `steps` steps of `batch` rows, laid out by strides as edge_lstm_f32_run's (x, aux at the same strides;
+ * aux NULL without auxiliary weights); h (batch, n_output), c (batch, n_state). */
+static inline void edge_lstm_var_run(const edge_lstm_var_t *v, const edge_node_t *node, edge_ctx_t *ctx, const float *x,
+                                     const float *aux, int64_t a_step, int64_t a_batch, float *hs, float *cs, float *y,
+                                     int32_t steps, int32_t batch, int64_t x_step, int64_t x_batch, int64_t y_step,
+                                     int64_t y_batch) {
+    const el_parts_t *a = &v->at;
+    const int32_t S = v->n_state, N = v->n_output, I = v->n_input, A = v->n_aux, first = v->cifg ? 1 : 0;
+    float *gate = (float *)edge_scratch(ctx, node, v->gates);
+    int8_t *qx = v->hybrid ? (int8_t *)edge_scratch(ctx, node, v->qrows) : NULL, *qa = qx ? qx + I : NULL, *qh = qx ? qx + I + A : NULL;
+    const void *wi[4] = {0, 0, 0, 0}, *wr[4] = {0, 0, 0, 0}, *wa[4] = {0, 0, 0, 0}, *pe[3] = {0, 0, 0}, *pw = 0;
+    const float *bias[4] = {0, 0, 0, 0}, *ln[4] = {0, 0, 0, 0}, *pb = 0;
+    float si[4] = {0}, sr[4] = {0}, sa[4] = {0}, sp[3] = {0}, sproj = 0.0f, sx = 0.0f, sxa = 0.0f, sh = 0.0f;
+    int32_t t, b, g, u, k, zx = 0, za = 0, zh = 0;
+    for (g = first; g < 4; g++) {
+        const edge_tensor_t *ti = edge_in(ctx, node, a->in_w[g]), *tr = edge_in(ctx, node, a->rec_w[g]);
+        wi[g] = ti->data;
+        wr[g] = tr->data;
+        si[g] = ti->scale;
+        sr[g] = tr->scale;
+        bias[g] = (const float *)edge_in(ctx, node, a->bias[g])->data;
+        if (el_has(node, ctx, a->ln[g])) ln[g] = (const float *)edge_in(ctx, node, a->ln[g])->data;
+        if (A > 0) {
+            wa[g] = edge_in(ctx, node, a->aux_w[g])->data;
+            sa[g] = edge_in(ctx, node, a->aux_w[g])->scale;
+        }
+    }
+    for (k = 0; k < 3; k++)
+        if (el_has(node, ctx, a->peep[k])) {
+            pe[k] = edge_in(ctx, node, a->peep[k])->data;
+            sp[k] = edge_in(ctx, node, a->peep[k])->scale;
+        }
+    if (el_has(node, ctx, a->proj_w)) {
+        pw = edge_in(ctx, node, a->proj_w)->data;
+        sproj = edge_in(ctx, node, a->proj_w)->scale;
+        if (el_has(node, ctx, a->proj_b)) pb = (const float *)edge_in(ctx, node, a->proj_b)->data;
+    }
+    for (t = 0; t < steps; t++)
+        for (b = 0; b < batch; b++) {
+            const float *xr = x + t * x_step + b * x_batch, *ar = A > 0 ? aux + t * a_step + b * a_batch : NULL;
+            float *h = hs + (int64_t)b * N, *c = cs + (int64_t)b * S, *yr = y + t * y_step + b * y_batch;
+            if (v->hybrid) {
+                eh_quantize_row(xr, I, v->asymmetric, qx, &sx, &zx);
+                if (A > 0) eh_quantize_row(ar, A, v->asymmetric, qa, &sxa, &za);
+                eh_quantize_row(h, N, v->asymmetric, qh, &sh, &zh);
+            }
+            /* the gates' products (bias first, unless layer norm adds it after normalizing), as LiteRT's order */
+            for (g = first; g < 4; g++)
+                for (u = 0; u < S; u++) {
+                    float acc = ln[g] ? 0.0f : bias[g][u];
+                    if (v->hybrid) {
+                        acc += eh_product(qx, (const int8_t *)wi[g] + (int64_t)u * I, I, zx, sx * si[g]);
+                        if (A > 0) acc += eh_product(qa, (const int8_t *)wa[g] + (int64_t)u * A, A, za, sxa * sa[g]);
+                        acc += eh_product(qh, (const int8_t *)wr[g] + (int64_t)u * N, N, zh, sh * sr[g]);
+                    } else {
+                        acc += el_dot_f32(xr, (const float *)wi[g] + (int64_t)u * I, I);
+                        if (A > 0) acc += el_dot_f32(ar, (const float *)wa[g] + (int64_t)u * A, A);
+                        acc += el_dot_f32(h, (const float *)wr[g] + (int64_t)u * N, N);
+                    }
+                    gate[g * S + u] = acc;
+                }
+            /* peephole on the previous cell (input: pe[0], forget: pe[1]); hybrid weights are scale x int8 */
+            for (g = first; g < 2; g++)
+                if (pe[g])
+                    for (u = 0; u < S; u++)
+                        gate[g * S + u] += (v->hybrid ? sp[g] * (float)((const int8_t *)pe[g])[u] : ((const float *)pe[g])[u]) * c[u];
+            for (g = first; g < 3; g++)
+                if (ln[g]) el_layer_norm_f32(gate + g * S, S, ln[g], bias[g]);
+            for (u = 0; u < S; u++) {
+                const float fg = el_sigmoid_f32(gate[S + u]), cg = el_act_f32(gate[2 * S + u], v->cell_sigmoid);
+                const float ig = v->cifg ? 1.0f - fg : el_sigmoid_f32(gate[u]);
+                float cv = fg * c[u] + ig * cg;
+                if (v->cell_clip > 0.0f) cv = cv < -v->cell_clip ? -v->cell_clip : (cv > v->cell_clip ? v->cell_clip : cv);
+                c[u] = cv;
+                if (pe[2]) gate[3 * S + u] += (v->hybrid ? sp[2] * (float)((const int8_t *)pe[2])[u] : ((const float *)pe[2])[u]) * cv;
+            }
+            if (ln[3]) el_layer_norm_f32(gate + 3 * S, S, ln[3], bias[3]);
+            for (u = 0; u < S; u++) gate[u] = el_sigmoid_f32(gate[3 * S + u]) * el_act_f32(c[u], v->cell_sigmoid); /* o act(c) */
+            if (!pw) {
+                memcpy(yr, gate, sizeof(float) * (size_t)S);
+            } else {
+                if (v->hybrid) eh_quantize_row(gate, S, v->asymmetric, qh, &sh, &zh);
+                for (k = 0; k < N; k++) {
+                    float acc = pb ? pb[k] : 0.0f;
+                    acc += v->hybrid ? eh_product(qh, (const int8_t *)pw + (int64_t)k * S, S, zh, sh * sproj)
+                                     : el_dot_f32(gate, (const float *)pw + (int64_t)k * S, S);
+                    if (v->proj_clip > 0.0f) acc = acc < -v->proj_clip ? -v->proj_clip : (acc > v->proj_clip ? v->proj_clip : acc);
+                    yr[k] = acc;
+                }
+            }
+            memcpy(h, yr, sizeof(float) * (size_t)N);
+        }
 }
 
 

@@ -6,13 +6,18 @@ dense_shape INT32 (rank,) (constant here: it fixes the output shape), weights FL
 its index names (the index without its last coordinate); a bucket is finalized when the next id names another one
 (LiteRT walks the ids in order): MEAN divides it by the sum of its weights, SQRTN by the root of the sum of their
 squares, SUM leaves it. An id outside [0, rows) fails the invoke with a DataError naming the node and the id (as
-LiteRT's does; the C kernel too); a bucket outside the output adds nothing (LiteRT fails the invoke there).
+LiteRT's does; the C kernel too), and so does an index row whose bucket lies outside the output (row-major over
+dense_shape[:-1]): the error names the row's first coordinate outside its dimension (there is one). LiteRT's
+current embedding_lookup_sparse.cc fails on any coordinate outside its dimension; the ai-edge-litert 2.3.0 wheel
+takes a row whose flat bucket is inside the output (tests/test_ops_recurrent.py has one) and drops an id whose
+bucket is not. We run the former and fail the latter; the last coordinate is not read.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.errors import DataError
 from edge_sdk.runtime.kernels.movement import position_out_of_range
 from edge_sdk.runtime.kernels.node import Eval, Node
 
@@ -50,7 +55,7 @@ def prepare_embedding_lookup_sparse(node: Node) -> Eval:
         raise node.unsupported(f"combiner {combiner}")
 
     def finalize(row, count, total, squares):
-        if combiner == "SUM" or count == 0 or row is None:
+        if combiner == "SUM" or count == 0:
             return
         row /= total if combiner == "MEAN" else np.sqrt(squares, dtype=np.float32)
 
@@ -60,21 +65,29 @@ def prepare_embedding_lookup_sparse(node: Node) -> Eval:
         error = position_out_of_range(where, "ids", inputs[0], rows)  # LiteRT fails the invoke; so do we
         if error:
             raise error
+        coords = inputs[1].astype(np.int64)  # (N, rank): the bucket is named by the first rank - 1
+        bucket_of = coords[:, :-1] @ strides
+        outside = np.flatnonzero((bucket_of < 0) | (bucket_of >= buckets))
+        if outside.size:
+            i = int(outside[0])
+            k = int(np.flatnonzero((coords[i, :-1] < 0) | (coords[i, :-1] >= dense[:-1]))[0])
+            element = i * rank + k  # flat in the indices tensor, as the C record counts it
+            raise DataError(f"{where}: indices element {element} is {int(coords[i, k])}, outside [0, {int(dense[k])}) "
+                            f"(row {i} names bucket {int(bucket_of[i])} of {buckets}; a run-time input)")
         y = outputs[0].reshape(buckets, width)
         y[...] = 0
         table = inputs[4].reshape(rows, width)
-        bucket_of = inputs[1][:, :-1].astype(np.int64) @ strides
         current, count, total, squares = 0, 0, _F32(0), _F32(0)
         for i in range(n):
             idx, bucket, w = int(inputs[0][i]), int(bucket_of[i]), _F32(inputs[3][i])
             if bucket != current:
-                finalize(y[current] if 0 <= current < buckets else None, count, total, squares)
+                finalize(y[current], count, total, squares)
                 current, count, total, squares = bucket, 0, _F32(0), _F32(0)
             count += 1
             squares = _F32(squares + w * w)
             total = _F32(total + w)
-            if 0 <= bucket < buckets:
-                y[bucket] += table[idx] * w
-        finalize(y[current] if 0 <= current < buckets else None, count, total, squares)
+            y[bucket] += table[idx] * w
+        if count:  # no ids: no bucket (the output may have none)
+            finalize(y[current], count, total, squares)
 
     return run

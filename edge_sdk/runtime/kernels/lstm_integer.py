@@ -15,7 +15,11 @@ MBQM(o tanh(c), 2**-30 / hidden scale) + hidden zero point, clamped to int8, whe
 (without projection LiteRT writes it as the output; the output state's own zero point only folds into the
 recurrent products). The output state takes it for the next step.
 
-Not taken (refused by name): CIFG (no input gate), peephole, projection, and the 12-intermediate "8x8_8" form.
+Not taken (refused by name): CIFG (no input gate), peephole, projection, and the 12-intermediate "8x8_8" form: LiteRT
+runs that one (lstm_eval.cc LstmStepInteger8x8_8) only with layer norm, a projection and its bias (it dereferences
+them: a null one segfaults), always as CIFG (the input gate's weights are ignored), and it rescales the output
+gate's recurrent product by intermediate_scale_a[11] of an 8-entry array (an out-of-bounds read: in practice
+intermediate_scale_b[3]), so it is no reference to be held to (tests/test_ops_lstm_forms.py shows both).
 Rounding: MultiplyByQuantizedMultiplier as TFLM (two roundings); LiteRT's pip build rounds once, so its outputs
 may differ by one quantum (tests/test_lstm_integer.py holds ours to +-1).
 """
@@ -64,7 +68,9 @@ class IntegerLstm:
     def __init__(self, node: Node, n_input: int, n_state: int):
         x, h, c = node.input(0), node.input(OUTPUT_STATE), node.input(CELL_STATE)
         if len(node.intermediates) == 12:
-            raise node.unsupported("the 12-intermediate (8x8_8) integer LSTM is not supported")
+            raise node.unsupported("the 12-intermediate (8x8_8) integer LSTM is not supported: LiteRT's experimental "
+                                   "kernel for it ignores the input gate, crashes without layer norm and a projection "
+                                   "bias, and scales the output gate by intermediate_scale_a[11] of an 8-entry array")
         if len(node.intermediates) != 5:
             raise node.error(f"an integer LSTM has 5 intermediates (gate and hidden scales), has "
                              f"{len(node.intermediates)}")

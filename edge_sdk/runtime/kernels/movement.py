@@ -342,8 +342,9 @@ REVERSE_SEQUENCE_TYPES = ("FLOAT32", "UINT8", "INT16", "INT32", "INT64")  # Lite
 
 def prepare_reverse_sequence(node: Node) -> Eval:
     """input of REVERSE_SEQUENCE_TYPES, seq_lengths INT32 / INT64 [input.shape[batch_dim]]; ReverseSequenceOptions
-    seq_dim, batch_dim. A length above the sequence dimension reverses it whole, a negative one nothing (LiteRT fails
-    the invoke on either; our evals cannot)."""
+    seq_dim, batch_dim. A length above the sequence dimension fails the invoke with a DataError naming the node, the
+    length's element and its value (LiteRT's reference kernel fails there too); a negative one reverses nothing, as
+    LiteRT's runs it (its loop over the first length positions does not start)."""
     node.expect_counts(2, 1)
     x, lengths = node.input(0), node.input(1)
     node.expect_types(x, REVERSE_SEQUENCE_TYPES)
@@ -360,8 +361,16 @@ def prepare_reverse_sequence(node: Node) -> Eval:
     pos = np.arange(n).reshape([n if d == seq_dim else 1 for d in range(rank)])
     bshape = [x.shape[batch_dim] if d == batch_dim else 1 for d in range(rank)]
 
+    where = node.where()
+
     def run(inputs, outputs):
-        ln = np.clip(inputs[1].astype(np.int64), 0, n).reshape(bshape)
+        lengths = inputs[1].astype(np.int64)
+        too_long = np.flatnonzero(lengths > n)
+        if too_long.size:
+            k = int(too_long[0])
+            raise DataError(f"{where}: seq_lengths element {k} is {int(lengths[k])}, above the sequence dimension "
+                            f"{seq_dim} of size {n} (a run-time input)")
+        ln = np.maximum(lengths, 0).reshape(bshape)
         src = np.where(pos < ln, ln - 1 - pos, pos)  # the source position along seq_dim, per batch entry
         outputs[0][...] = np.take_along_axis(inputs[0], np.broadcast_to(src, x.shape), axis=seq_dim)
 
@@ -420,7 +429,8 @@ def prepare_sparse_to_dense(node: Node) -> Eval:
     """indices INT32 / INT64 ([N, K], [N] for a 1-D output, or one scalar index), a constant output_shape of the
     indices' type (it sets the output's size), values [N] or one value, a one-value default_value (values' type,
     SPARSE_TO_DENSE_TYPES). The output holds default_value, then each value at its index in input order (a repeated
-    index keeps the last); an index outside the shape is skipped (LiteRT's validate_indices fails the invoke)."""
+    index keeps the last). An index outside the shape fails the invoke with a DataError naming the node, the index's
+    first bad element (flat) and its value, as LiteRT's kernel fails it (with validate_indices false too)."""
     node.expect_counts(4, 1)
     idx, vals, dflt, y = node.input(0), node.input(2), node.input(3), node.outputs[0]
     node.expect_types(idx, ("INT32", "INT64"), "indices")
@@ -437,12 +447,15 @@ def prepare_sparse_to_dense(node: Node) -> Eval:
     node.set_output_shape(0, shape)
     bounds = np.array(shape, np.int64)
 
+    where = node.where()
+
     def run(inputs, outputs):
         ind = inputs[0].reshape(n, k).astype(np.int64)
+        error = position_out_of_range(where, "indices", ind, bounds)
+        if error:
+            raise error
         v = np.broadcast_to(inputs[2].reshape(-1), (n,))
-        valid = ((ind >= 0) & (ind < bounds)).all(axis=1)
-        flat = np.ravel_multi_index(tuple(ind[valid].T), shape) if valid.any() else np.zeros(0, np.int64)
-        v = v[valid]
+        flat = np.ravel_multi_index(tuple(ind.T), shape) if n else np.zeros(0, np.int64)
         # the last of repeated indices wins: keep each index's last occurrence
         last = len(flat) - 1 - np.unique(flat[::-1], return_index=True)[1]
         out = outputs[0].reshape(-1)

@@ -15,9 +15,11 @@ the cell gate and the cell output through tanh; optional cell clip). The full LS
 (batch, input) input with its state in variable tensors 18 / 19; BIDIRECTIONAL_SEQUENCE_LSTM runs it forward and
 backward as the bidirectional RNN does. The basic kernel type (5 inputs, 4 outputs, LiteRT's LstmCell) takes the
 previous state as plain inputs and one concatenated weight matrix (4 units, input + units) with gates in the order
-input, cell, forget, output; it also writes the concatenated [x, h] and the gates' pre-activations. Like the
-sequence LSTM (and TFLM) these take no peephole, projection, layer normalization or CIFG variant, and the fused
-activation must be TANH (LiteRT's output is act(cell) then, as the shared cell computes).
+input, cell, forget, output; it also writes the concatenated [x, h] and the gates' pre-activations. The fused
+activation must be TANH (LiteRT's output is act(cell) then, as the shared cell computes). A full LSTM or a
+bidirectional one with CIFG, peephole, projection (proj_clip), layer normalization (LSTM) or the auxiliary input
+(bidirectional: with its weights both directions add its products; without them it is the backward pass's input)
+runs ``sequence.lstm_variant_cell`` (LiteRT's LstmStepFloat / LstmStepHybrid), float or hybrid.
 
 The LSTM op's integer forms are lstm_integer.py's: an INT8 input runs LiteRT's full-integer LSTM (5 intermediates,
 with or without layer normalization), a UINT8 basic cell LiteRT's quantized LstmCell<4>.
@@ -32,12 +34,17 @@ from edge_sdk.runtime.kernels.node import Eval, Node
 from edge_sdk.runtime.kernels.sequence import (
     LSTM_BIAS,
     LSTM_IN_W,
+    LSTM_PARTS,
     LSTM_REC_W,
-    LSTM_UNSUPPORTED_VARIANTS,
-    float_activation,
+    LstmParts,
     batch_quantize_floats,
+    float_activation,
     lstm_float_cell,
     lstm_gate_shapes,
+    lstm_direction_macs,
+    lstm_has_variant,
+    lstm_variant_cell,
+    lstm_variant_states,
 )
 
 _F32 = np.float32
@@ -257,12 +264,6 @@ def _lstm_state(node: Node, i: int, batch: int, n_state: int, what: str):
     node.expect(t.size == batch * n_state, f"{what} {t.shape} must hold ({batch}, {n_state})")
 
 
-def _lstm_variants(node: Node, variants: dict[int, str]) -> None:
-    for i, variant in variants.items():
-        if node.has_input(i):
-            raise node.unsupported(f"{variant} LSTM (input {i}) is not supported, as in the sequence LSTM")
-
-
 def _lstm_tanh(node: Node) -> float:
     """The float LSTM options this module runs: TANH activation, no projection clip; returns the cell clip."""
     act = node.options.get("fused_activation_function", "NONE")
@@ -280,9 +281,10 @@ def prepare_lstm(node: Node) -> Eval:
     node.expect(len(x.shape) == 2, f"input must be 2-D (batch, input), has shape {x.shape}")
     if x.type == "INT8":
         return _prepare_lstm_int8(node, x)
-    _lstm_variants(node, LSTM_UNSUPPORTED_VARIANTS)
     cell_clip = _lstm_tanh(node)
     batch, n_input = x.shape
+    if lstm_has_variant(node, LSTM_PARTS):
+        return _prepare_lstm_variant(node, batch, n_input, cell_clip)
     w_in, w_rec, bias, n_state, hybrid = _lstm_gates(node, LSTM_IN_W, LSTM_REC_W, LSTM_BIAS, n_input)
     _lstm_state(node, 18, batch, n_state, "output state")
     _lstm_state(node, 19, batch, n_state, "cell state")
@@ -292,6 +294,20 @@ def prepare_lstm(node: Node) -> Eval:
 
     def run(inputs, outputs):
         cell(inputs[0][None], inputs[18].reshape(batch, n_state), inputs[19].reshape(batch, n_state), outputs[0][None])
+
+    return run
+
+
+def _prepare_lstm_variant(node: Node, batch: int, n_input: int, cell_clip: float) -> Eval:
+    """One step of the LSTM with CIFG, peephole, projection or layer normalization (float or hybrid weights)."""
+    parts = LstmParts(node, LSTM_PARTS, n_input)
+    lstm_variant_states(node, parts, batch)
+    node.expect_types(node.outputs[0], ("FLOAT32",), "output")
+    node.set_output_shape(0, (batch, parts.n_output))
+    cell = lstm_variant_cell(parts, 1, batch, "TANH", cell_clip, float(node.options.get("proj_clip", 0.0) or 0.0))
+
+    def run(inputs, outputs):
+        cell(inputs[0][None], inputs[18], inputs[19], outputs[0][None])
 
     return run
 
@@ -356,19 +372,24 @@ def _prepare_basic_lstm(node: Node) -> Eval:
 
 _BI_FW = ((1, 2, 3, 4), (5, 6, 7, 8), (12, 13, 14, 15), 35, 36)  # input, recurrent weights, biases, h, c
 _BI_BW = ((18, 19, 20, 21), (22, 23, 24, 25), (29, 30, 31, 32), 37, 38)
-_BI_VARIANTS = {9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
-                26: "peephole", 27: "peephole", 28: "peephole", 33: "projection", 34: "projection"}
+# each direction's parts (sequence.LstmParts); no layer normalization (LiteRT's op has none); input 39 the
+# auxiliary input
+_BI_PARTS = ({"in_w": _BI_FW[0], "rec_w": _BI_FW[1], "peephole": (9, 10, 11), "bias": _BI_FW[2], "proj_w": 16,
+              "proj_b": 17, "layer_norm": None, "aux_w": (40, 41, 42, 43)},
+             {"in_w": _BI_BW[0], "rec_w": _BI_BW[1], "peephole": (26, 27, 28), "bias": _BI_BW[2], "proj_w": 33,
+              "proj_b": 34, "layer_norm": None, "aux_w": (44, 45, 46, 47)})
+_BI_AUX = 39
 
 
 def prepare_bidirectional_sequence_lstm(node: Node) -> Eval:
     node.expect(39 <= len(node.inputs) <= 48, f"expects 39..48 inputs, has {len(node.inputs)}")
     x = node.input(0)
     node.expect_types(x, ("FLOAT32",))
-    _lstm_variants(node, _BI_VARIANTS)
-    _no_aux_input(node, 39, 47)
     cell_clip = _lstm_tanh(node)
     time_major = bool(node.options.get("time_major", True))
     steps, batch = _sequence_layout(node, x, time_major)
+    if node.has_input(_BI_AUX) or any(lstm_has_variant(node, p) for p in _BI_PARTS):
+        return _prepare_bidirectional_variant(node, x, time_major, steps, batch, cell_clip)
     cells, states = [], []
     for (in_w, rec_w, bias, h_i, c_i), what in ((_BI_FW, "forward "), (_BI_BW, "backward ")):
         w_in, w_rec, b, n_state, hybrid = _lstm_gates(node, in_w, rec_w, bias, x.shape[2], what)
@@ -386,6 +407,49 @@ def prepare_bidirectional_sequence_lstm(node: Node) -> Eval:
            _time_first(outputs[fw_out], time_major)[..., fw_cols])
         bw(seq[::-1], inputs[bw_h].reshape(batch, n_bw), inputs[bw_c].reshape(batch, n_bw),
            _time_first(outputs[bw_out], time_major)[::-1, ..., bw_cols])
+
+    return run
+
+
+def _prepare_bidirectional_variant(node: Node, x, time_major: bool, steps: int, batch: int, cell_clip: float) -> Eval:
+    """BIDIRECTIONAL_SEQUENCE_LSTM with CIFG, peephole or projection in either direction, or an auxiliary input
+    (input 39, (T, B, A) in the input's layout). With auxiliary weights (40-47) both directions add its products
+    (LiteRT's stacking with cross links); without them the backward direction runs on the auxiliary input instead
+    of the input (stacking without cross links: it must have the input's shape)."""
+    aux = node.inputs[_BI_AUX] if node.has_input(_BI_AUX) else None
+    n_aux = 0
+    if aux is not None:
+        node.expect_types(aux, ("FLOAT32",), "auxiliary input")
+        node.expect(len(aux.shape) == 3 and tuple(aux.shape[:2]) == tuple(x.shape[:2]),
+                    f"auxiliary input {aux.shape} must be 3-D with the input's first two dimensions {x.shape[:2]}")
+        n_aux = aux.shape[2]
+    fw, bw = (LstmParts(node, p, x.shape[2], n_aux, what) for p, what in zip(_BI_PARTS, ("forward ", "backward ")))
+    if (fw.w_aux is None) != (bw.w_aux is None):
+        raise node.error("auxiliary input weights (inputs 40-47) must be given for both directions or neither")
+    cross = fw.w_aux is not None
+    if cross and aux is None:
+        raise node.error(f"auxiliary input weights without the auxiliary input (input {_BI_AUX})")
+    bw_on_aux = aux is not None and not cross
+    if bw_on_aux:
+        node.expect(tuple(aux.shape) == tuple(x.shape),
+                    f"auxiliary input {aux.shape} without auxiliary weights feeds the backward pass: must be {x.shape}")
+    if fw.w_type != bw.w_type:
+        raise node.error(f"forward ({fw.w_type}) and backward ({bw.w_type}) weights must share a type")
+    lstm_variant_states(node, fw, batch, *_BI_FW[3:])
+    lstm_variant_states(node, bw, batch, *_BI_BW[3:])
+    fw_cols, bw_cols, fw_out, bw_out = _bidirectional_outputs(node, x, fw.n_output, bw.n_output)
+    proj_clip = float(node.options.get("proj_clip", 0.0) or 0.0)
+    fw_cell = lstm_variant_cell(fw, steps, batch, "TANH", cell_clip, proj_clip)
+    bw_cell = lstm_variant_cell(bw, steps, batch, "TANH", cell_clip, proj_clip)
+
+    def run(inputs, outputs):
+        seq = _time_first(inputs[0], time_major)
+        aux_seq = _time_first(inputs[_BI_AUX], time_major) if aux is not None else None
+        fw_cell(seq, inputs[_BI_FW[3]], inputs[_BI_FW[4]], _time_first(outputs[fw_out], time_major)[..., fw_cols],
+                aux_seq if cross else None)
+        bw_seq = aux_seq if bw_on_aux else seq
+        bw_cell(bw_seq[::-1], inputs[_BI_BW[3]], inputs[_BI_BW[4]],
+                _time_first(outputs[bw_out], time_major)[::-1, ..., bw_cols], aux_seq[::-1] if cross else None)
 
     return run
 
@@ -427,11 +491,13 @@ def macs_bidirectional_sequence_rnn(node: Node) -> int:
 
 def macs_lstm(node: Node) -> int:
     batch, n_input = node.inputs[0].shape
-    n_state = node.outputs[0].shape[-1]
-    return _lstm_macs(1, batch, n_input, n_state)
+    if node.options.get("kernel_type", "FULL") == "BASIC":
+        return _lstm_macs(1, batch, n_input, node.outputs[0].shape[-1])
+    return lstm_direction_macs(node, LSTM_PARTS, 1, batch, n_input)
 
 
 def macs_bidirectional_sequence_lstm(node: Node) -> int:
     steps, batch = _steps_batch(node, time_major_default=True)
     n_input = node.inputs[0].shape[2]
-    return sum(_lstm_macs(steps, batch, n_input, node.inputs[i].shape[0]) for i in (_BI_FW[0][0], _BI_BW[0][0]))
+    n_aux = node.inputs[_BI_AUX].shape[2] if node.has_input(_BI_AUX) else 0
+    return sum(lstm_direction_macs(node, parts, steps, batch, n_input, n_aux) for parts in _BI_PARTS)

@@ -1,4 +1,7 @@
-"""Sequence-model kernels with state kept across invokes: SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM.
+"""Sequence-model kernels with state kept across invokes: SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM (and the float LSTM
+cells every LSTM op shares: the plain one, lstm_float_cell, and the one with CIFG, peephole, projection, layer
+normalization and auxiliary-input options, lstm_variant_cell; a float UNIDIRECTIONAL_SEQUENCE_LSTM with any option
+or with INT8 weights, LiteRT's hybrid kernel, runs the latter).
 
 Both follow TFLite Micro's reference kernels (svdf_common.cc; unidirectional_sequence_lstm.cc with
 lstm_eval*.cc) bit for bit on integer data. Their state lives in variable tensors that the interpreter keeps
@@ -301,7 +304,7 @@ def macs_svdf(node: Node) -> int:
 LSTM_IN_W = (1, 2, 3, 4)  # input-to-{input, forget, cell, output} weights: the packed gate column order
 LSTM_REC_W = (5, 6, 7, 8)
 LSTM_BIAS = (12, 13, 14, 15)
-LSTM_UNSUPPORTED_VARIANTS = {
+LSTM_UNSUPPORTED_VARIANTS = {  # the integer sequence LSTM (TFLM's) has none of these
     9: "peephole", 10: "peephole", 11: "peephole", 16: "projection", 17: "projection",
     20: "layer normalization", 21: "layer normalization", 22: "layer normalization", 23: "layer normalization",
 }
@@ -383,6 +386,9 @@ def _lstm_layout(node: Node):
 def prepare_unidirectional_sequence_lstm(node: Node):
     if node.has_input(0) and node.inputs[0].type == "INT8" and len(node.inputs) == 24 and node.has_input(21):
         return _lstm_int8_layer_norm(node)
+    if node.has_input(0) and node.inputs[0].type == "FLOAT32" and (
+            lstm_has_variant(node, LSTM_PARTS) or (node.has_input(2) and node.inputs[2].type == "INT8")):
+        return _lstm_float_variant(node)
     x, hidden, cell, _out, time_major, steps, batch, n_input, n_state, w_type, b_type, act = _lstm_layout(node)
     cell_clip = float(node.options.get("cell_clip", 0.0) or 0.0)
     if x.type == "FLOAT32":
@@ -909,7 +915,275 @@ def macs_unidirectional_sequence_lstm(node: Node) -> int:
     x = node.inputs[0]
     time_major = bool(node.options.get("time_major", False))
     steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
-    n_input = x.shape[2]
-    n_state = node.inputs[18].shape[-1]
-    # four gates' input and recurrent products, plus the three element-wise products per state unit
-    return int(steps * batch * (4 * n_state * (n_input + n_state) + 3 * n_state))
+    return lstm_direction_macs(node, LSTM_PARTS, steps, batch, x.shape[2])
+
+
+def lstm_direction_macs(node: Node, parts: dict, steps: int, batch: int, n_input: int, n_aux: int = 0) -> int:
+    """One LSTM direction's MACs: per step and batch row, each present gate's input (and auxiliary) and recurrent
+    products (3 gates with CIFG; recurrent width n_output), the three element-wise products per unit, and the
+    projection's products."""
+    n_state = node.inputs[parts["in_w"][1]].shape[0]
+    projection = node.has_input(parts["proj_w"])
+    n_output = node.inputs[parts["proj_w"]].shape[0] if projection else n_state
+    gates = 4 if node.has_input(parts["in_w"][0]) else 3
+    aux = n_aux if parts["aux_w"] is not None and node.has_input(parts["aux_w"][1]) else 0
+    per_row = gates * n_state * (n_input + aux + n_output) + 3 * n_state + (n_output * n_state if projection else 0)
+    return int(steps * batch * per_row)
+
+
+# --------------------------------------------------------------------------------------------------- LSTM variants
+# LiteRT's float and hybrid LSTM step (lstm_eval.cc LstmStepFloat / LstmStepHybrid) with every option: CIFG (no input
+# gate: i = 1 - f), peephole (cell-to-gate diagonal weights: input and forget gates read the previous cell, the
+# output gate the new one), layer normalization (each gate's products normalized over its units, times its
+# coefficients, plus its bias, before the activation), projection (h = clip(P (o * act(c)) + bias), n_output units)
+# and an auxiliary input (its own gate weights, BIDIRECTIONAL_SEQUENCE_LSTM). The plain form keeps its faster cell
+# (lstm_float_cell).
+
+# the input index of each part of a unidirectional LSTM (LSTM, UNIDIRECTIONAL_SEQUENCE_LSTM)
+LSTM_PARTS = {"in_w": LSTM_IN_W, "rec_w": LSTM_REC_W, "peephole": (9, 10, 11), "bias": LSTM_BIAS,
+              "proj_w": 16, "proj_b": 17, "layer_norm": (20, 21, 22, 23), "aux_w": None}
+
+
+def lstm_has_variant(node: Node, parts: dict) -> bool:
+    """Whether a float LSTM direction uses any option beyond the plain cell (CIFG, peephole, projection, layer
+    normalization, auxiliary input weights)."""
+    optional = list(parts["peephole"]) + [parts["proj_w"], parts["proj_b"]]
+    optional += list(parts["layer_norm"] or ()) + list(parts["aux_w"] or ())
+    return not node.has_input(parts["in_w"][0]) or any(node.has_input(i) for i in optional)
+
+
+class LstmParts:
+    """One LSTM direction's constants, checked as LiteRT's CheckInputTensorDimensions does: gate weights (S, I) and
+    recurrent weights (S, n_output), FLOAT32 or all INT8 per tensor (LiteRT's hybrid LSTM, with its peephole and
+    projection weights INT8 too), float biases (S,); the input gate's weights and bias all present or all absent
+    (CIFG); peephole weights (S,) for forget and output (and input without CIFG) or none; projection weights
+    (n_output, S) with an optional bias (n_output,); layer-norm coefficients (S,) for forget, cell, output (and input
+    without CIFG) or none; auxiliary input weights (S, A) for every present gate or none. Lists are in gate order
+    input, forget, cell, output; an absent part is None."""
+
+    def __init__(self, node: Node, parts: dict, n_input: int, n_aux: int = 0, what: str = ""):
+        has = node.has_input
+        self.what = what
+        f_w = node.input(parts["in_w"][1])
+        node.expect(len(f_w.shape) == 2, f"{what}input {parts['in_w'][1]} weights must be 2-D, have {f_w.shape}")
+        S = self.n_state = f_w.shape[0]
+        self.cifg = not has(parts["in_w"][0])
+        gates = (1, 2, 3) if self.cifg else (0, 1, 2, 3)
+        self.gates = gates
+        if self.cifg and (has(parts["rec_w"][0]) or has(parts["bias"][0])):
+            raise node.error(f"{what}CIFG LSTM (input {parts['in_w'][0]} omitted) with input-gate recurrent weights or "
+                             f"bias (inputs {parts['rec_w'][0]}, {parts['bias'][0]})")
+        self.w_type = f_w.type
+        node.expect_types(f_w, ("FLOAT32", "INT8"), f"{what}input {parts['in_w'][1]} (gate weights)")
+        hybrid = self.w_type == "INT8"
+        self.n_output = S
+        if has(parts["proj_w"]):
+            p = node.inputs[parts["proj_w"]]
+            node.expect(len(p.shape) == 2 and p.shape[1] == S,
+                        f"{what}projection weights (input {parts['proj_w']}) {p.shape} must be (n_output, {S})")
+            self.n_output = p.shape[0]
+        elif has(parts["proj_b"]):
+            raise node.error(f"{what}projection bias (input {parts['proj_b']}) without projection weights")
+        n_out = self.n_output
+
+        def weight(i, shape, name):
+            t = node.input(i)
+            node.expect_types(t, (self.w_type,), f"{what}input {i} ({name})")
+            node.expect(tuple(t.shape) == shape, f"{what}input {i} ({name}) {t.shape} must be {shape}")
+            if not t.is_const:
+                raise node.unsupported(f"{what}input {i} ({name}) must be a constant tensor")
+            if hybrid and (not t.quantized or t.scale.size != 1):
+                raise node.unsupported(f"{what}input {i}: hybrid LSTM weights must be quantized per tensor")
+            return t
+
+        def vector(i, shape, name, types=("FLOAT32",)):
+            t = node.input(i)
+            node.expect_types(t, types, f"{what}input {i} ({name})")
+            node.expect(tuple(t.shape) == shape, f"{what}input {i} ({name}) {t.shape} must be {shape}")
+            if not t.is_const:
+                raise node.unsupported(f"{what}input {i} ({name}) must be a constant tensor")
+            return t
+
+        def present(indices, name, weights):
+            """The gates' tensors of one part: all present gates or none (None)."""
+            if indices is None:
+                return None
+            there = [has(indices[g]) for g in gates]
+            if not any(there) and not (self.cifg and has(indices[0])):
+                return None
+            if not all(there) or (self.cifg and has(indices[0])):
+                raise node.error(f"{what}{name} (inputs {[indices[g] for g in range(4)]}) must be given for "
+                                 f"{'forget, cell and output' if self.cifg else 'every'} gate")
+            return [None if g not in gates else weights(indices[g], name) for g in range(4)]
+
+        self.w_in = present(parts["in_w"], "gate weights", lambda i, n: weight(i, (S, n_input), n))
+        self.w_rec = present(parts["rec_w"], "recurrent weights", lambda i, n: weight(i, (S, n_out), n))
+        self.bias = present(parts["bias"], "gate biases", lambda i, n: vector(i, (S,), n))
+        if self.w_in is None or self.w_rec is None or self.bias is None:
+            raise node.error(f"{what}the forget, cell and output gates need recurrent weights and biases")
+        peep = parts["peephole"]
+        self.peephole = None
+        if any(has(i) for i in peep):  # (input, forget, output)
+            if not (has(peep[1]) and has(peep[2])) or has(peep[0]) == self.cifg:
+                raise node.error(f"{what}peephole weights (inputs {list(peep)}): forget and output, and input exactly "
+                                 f"when the input gate exists")
+            self.peephole = [None if not has(i) else weight(i, (S,), "peephole weights") for i in peep]
+        ln = parts["layer_norm"]
+        self.layer_norm = None
+        if ln is not None and has(ln[1]):
+            self.layer_norm = present(ln, "layer-norm coefficients", lambda i, n: vector(i, (S,), n))
+        elif ln is not None and any(has(i) for i in ln):
+            raise node.error(f"{what}layer-norm coefficients (inputs {list(ln)}) without the forget gate's")
+        self.w_aux = None
+        if parts["aux_w"] is not None and any(has(i) for i in parts["aux_w"]):
+            self.w_aux = present(parts["aux_w"], "auxiliary input weights", lambda i, n: weight(i, (S, n_aux), n))
+        self.proj_w = weight(parts["proj_w"], (n_out, S), "projection weights") if has(parts["proj_w"]) else None
+        self.proj_b = vector(parts["proj_b"], (n_out,), "projection bias") if has(parts["proj_b"]) else None
+        self.asymmetric = bool(node.options.get("asymmetric_quantize_inputs", False))
+
+
+def _lstm_logistic(v: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):  # exp(-v) of a large negative v is inf: 1 / inf = 0
+        return (_F32(1) / (_F32(1) + np.exp(-v))).astype(np.float32)
+
+
+def _lstm_activation(act: str):
+    return np.tanh if act == "TANH" else _lstm_logistic
+
+
+def _mean_stddev_normalization(v: np.ndarray) -> np.ndarray:
+    """LiteRT's MeanStddevNormalization of rows (B, S): (v - mean) / sqrt(variance + 1e-8), float32."""
+    n = _F32(v.shape[1])
+    mean = (v.sum(axis=1, dtype=np.float32) / n)[:, None]
+    diff = v - mean
+    variance = (diff * diff).sum(axis=1, dtype=np.float32) / n
+    return diff * (_F32(1) / np.sqrt(variance + _F32(1e-8)))[:, None]
+
+
+def lstm_variant_cell(parts: LstmParts, steps: int, batch: int, act: str, cell_clip: float, proj_clip: float):
+    """The LSTM over ``steps`` with every option of ``parts`` (float or hybrid weights), in LiteRT's order of
+    operations. Returns ``cell(seq, h, c, out, aux=None)``: seq (T, B, I), aux (T, B, A) and out (T, B, n_output)
+    views in the order the steps run, h (B, n_output) and c (B, S) read before the first step and written after
+    the last."""
+    S, n_out, T, B = parts.n_state, parts.n_output, steps, batch
+    gates = parts.gates
+    hybrid = parts.w_type == "INT8"
+    asymmetric = parts.asymmetric
+    activation = _lstm_activation(act)
+    clip = _F32(cell_clip) if cell_clip > 0 else None
+    p_clip = _F32(proj_clip) if proj_clip > 0 else None
+
+    def stack(tensors):
+        """The present gates' matrices side by side: (K, n gates x S) transposed weights, per-column scales."""
+        if hybrid:
+            w_t = np.concatenate([tensors[g].data.astype(np.float64) for g in gates], axis=0).T
+            scales = np.repeat(np.asarray([_F32(tensors[g].s) for g in gates], np.float32), S)
+            return np.ascontiguousarray(w_t), scales, w_t.sum(axis=0).astype(np.int64)
+        w_t = np.concatenate([tensors[g].data.astype(np.float32) for g in gates], axis=0).T
+        return np.ascontiguousarray(w_t), None, None
+
+    def product(v, stacked):
+        """v (rows, K) times the stacked weights: float32 products, or LiteRT's hybrid int8 product of v quantized
+        per row (float(q . W - zp * rowsum(W)) * row scale * weight scale)."""
+        w_t, scales, sums = stacked
+        if not hybrid:
+            return v @ w_t
+        q, scale, zp = batch_quantize_floats(v, asymmetric)
+        acc = (q.astype(np.float64) @ w_t).astype(np.int64) - zp[:, None] * sums
+        return acc.astype(np.float32) * (scale[:, None] * scales)
+
+    w_in, w_rec = stack(parts.w_in), stack(parts.w_rec)
+    w_aux = stack(parts.w_aux) if parts.w_aux is not None else None
+    bias = {g: parts.bias[g].data.astype(np.float32) for g in gates}
+    ln = {g: parts.layer_norm[g].data.astype(np.float32) for g in gates} if parts.layer_norm else None
+
+    def recovered(t):  # hybrid peephole weights: scale x int8 (VectorScalarMultiply), float32
+        if t is None:
+            return None
+        return (_F32(t.s) * t.data.astype(np.float32)).astype(np.float32) if hybrid else t.data.astype(np.float32)
+
+    peep = [recovered(t) for t in parts.peephole] if parts.peephole else None  # input, forget, output
+    proj = None
+    if parts.proj_w is not None:
+        pw = parts.proj_w
+        proj_t = np.ascontiguousarray(pw.data.astype(np.float64 if hybrid else np.float32).T)  # (S, n_out)
+        proj = (proj_t, np.full(n_out, _F32(pw.s), np.float32) if hybrid else None,
+                proj_t.sum(axis=0).astype(np.int64) if hybrid else None)
+    proj_b = parts.proj_b.data.astype(np.float32) if parts.proj_b is not None else np.zeros(n_out, np.float32)
+    k = len(gates)
+
+    def cell(seq, h_state, c_state, out, aux=None):
+        rows = seq.reshape(T * B, -1)
+        pre = product(rows, w_in)  # (T B, k S): the input products of every step, gates side by side
+        if w_aux is not None:
+            pre = pre + product(aux.reshape(T * B, -1), w_aux)
+        pre = pre.reshape(T, B, k, S)
+        h = np.array(h_state, np.float32).reshape(B, n_out)
+        c = np.array(c_state, np.float32).reshape(B, S)
+        for t in range(T):
+            acc = pre[t] + product(h, w_rec).reshape(B, k, S)  # (B, gates, S)
+            gate = {g: acc[:, j] for j, g in enumerate(gates)}
+
+            def finish(g, v, fn, c_peep=None, peep_w=None):
+                if peep_w is not None:
+                    v = v + peep_w * c_peep
+                if ln is not None:
+                    v = _mean_stddev_normalization(v) * ln[g] + bias[g]
+                else:
+                    v = v + bias[g]
+                return fn(v).astype(np.float32)
+
+            f = finish(1, gate[1], _lstm_logistic, c, peep[1] if peep else None)
+            i = None if parts.cifg else finish(0, gate[0], _lstm_logistic, c, peep[0] if peep else None)
+            g_c = finish(2, gate[2], activation)
+            c = f * c + ((_F32(1) - f) if parts.cifg else i) * g_c
+            if clip is not None:
+                c = np.clip(c, -clip, clip)
+            o = finish(3, gate[3], _lstm_logistic, c, peep[2] if peep else None)
+            y = o * activation(c).astype(np.float32)
+            if proj is not None:
+                y = proj_b + product(y, proj)
+                if p_clip is not None:
+                    y = np.clip(y, -p_clip, p_clip)
+            h = y.astype(np.float32)
+            out[t] = h
+        h_state[...] = h.reshape(h_state.shape)
+        c_state[...] = c.reshape(c_state.shape)
+
+    return cell
+
+
+def lstm_variant_states(node: Node, parts: LstmParts, batch: int, h_i: int = 18, c_i: int = 19) -> None:
+    """The output state (batch x n_output) and cell state (batch x n_state) of a float LSTM direction: FLOAT32
+    variable tensors."""
+    for i, n, what in ((h_i, parts.n_output, "output state"), (c_i, parts.n_state, "cell state")):
+        t = node.input(i)
+        node.expect_types(t, ("FLOAT32",), f"{parts.what}{what}")
+        node.expect(t.is_variable, f"{parts.what}{what} '{t.name}' must be a variable tensor")
+        node.expect(t.size == batch * n, f"{parts.what}{what} {t.shape} must hold ({batch}, {n})")
+
+
+def _lstm_float_variant(node: Node):
+    """A float UNIDIRECTIONAL_SEQUENCE_LSTM with CIFG, peephole, projection or layer normalization, or with INT8
+    weights (LiteRT's hybrid kernel): lstm_variant_cell over the sequence."""
+    node.expect_counts((20, 24), 1)
+    x = node.input(0)
+    node.expect(len(x.shape) == 3, f"input must be 3-D, has shape {x.shape}")
+    time_major = bool(node.options.get("time_major", False))
+    steps, batch = (x.shape[0], x.shape[1]) if time_major else (x.shape[1], x.shape[0])
+    act = node.options.get("fused_activation_function", "TANH")
+    if act not in ("TANH", "SIGMOID"):
+        raise node.unsupported(f"cell gate activation {act} (TANH or SIGMOID)")
+    parts = LstmParts(node, LSTM_PARTS, x.shape[2])
+    lstm_variant_states(node, parts, batch)
+    node.expect_types(node.outputs[0], ("FLOAT32",), "output")
+    node.set_output_shape(0, (x.shape[0], x.shape[1], parts.n_output))
+    cell = lstm_variant_cell(parts, steps, batch, act, float(node.options.get("cell_clip", 0.0) or 0.0),
+                             float(node.options.get("proj_clip", 0.0) or 0.0))
+
+    def run(inputs, outputs):
+        seq = inputs[0] if time_major else inputs[0].transpose(1, 0, 2)
+        out = outputs[0] if time_major else outputs[0].transpose(1, 0, 2)
+        cell(seq, inputs[18], inputs[19], out)
+
+    return run

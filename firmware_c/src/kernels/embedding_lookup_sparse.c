@@ -5,8 +5,9 @@
  * adds params[id] * weight to the bucket its index row names without its last coordinate; when the next id names
  * another bucket the current one is finalized (MEAN: divided by its weights' sum; SQRTN: by the root of their
  * squares' sum; SUM: as is). An id outside [0, rows) stops the invoke with EDGE_BAD_INPUT naming the node, the
- * id's element and its value (LiteRT fails the invoke too); a bucket outside the output adds nothing (LiteRT fails
- * the invoke there).
+ * id's element and its value (LiteRT fails the invoke too), and so does an index row whose bucket lies outside the
+ * output, naming the row's first coordinate outside its dimension (as lookup.py; checked before any write to the
+ * bucket, so no write leaves the output).
  */
 #include <math.h>
 #include <string.h>
@@ -21,6 +22,7 @@ EDGE_KERNEL(EMBEDDING_LOOKUP_SPARSE, embedding_lookup_sparse, 1, "FLOAT32", "con
 typedef struct {
     int64_t buckets, width, rows;
     int64_t strides[ELS_MAX_RANK]; /* bucket of an index row: sum of coordinates[k] * strides[k], k < rank - 1 */
+    int32_t dims[ELS_MAX_RANK];    /* dense_shape: coordinate k lies in [0, dims[k]) */
     int32_t n, rank, combiner;     /* combiner: 0 SUM, 1 MEAN, 2 SQRTN */
 } els_data_t;
 
@@ -66,6 +68,7 @@ edge_status_t edge_prepare_embedding_lookup_sparse(edge_node_t *node, edge_ctx_t
     for (k = rank - 2; k >= 0; k--) {
         if (dims[k] < 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "dense_shape has a negative dimension");
         d->strides[k] = d->buckets;
+        d->dims[k] = dims[k];
         d->buckets *= dims[k];
         shape[k] = dims[k];
     }
@@ -102,6 +105,12 @@ void edge_eval_embedding_lookup_sparse(const edge_node_t *node, edge_ctx_t *ctx)
             return;
         }
         for (k = 0; k < d->rank - 1; k++) bucket += (int64_t)idx[i * d->rank + k] * d->strides[k];
+        if (bucket < 0 || bucket >= d->buckets) { /* then some coordinate lies outside its dimension */
+            for (k = 0; k < d->rank - 2 && idx[i * d->rank + k] >= 0 && idx[i * d->rank + k] < d->dims[k]; k++) {}
+            EDGE_EVAL_BAD_INPUT(ctx, node, 1, i * d->rank + k, idx[i * d->rank + k],
+                                "EMBEDDING_LOOKUP_SPARSE: an index row names a bucket outside dense_shape");
+            return;
+        }
         if (bucket != current) {
             finalize(d, y, current, count, total, squares);
             current = bucket;
@@ -111,8 +120,7 @@ void edge_eval_embedding_lookup_sparse(const edge_node_t *node, edge_ctx_t *ctx)
         count++;
         squares += wi * wi;
         total += wi;
-        if (bucket >= 0 && bucket < d->buckets)
-            for (k = 0; k < d->width; k++) y[bucket * d->width + k] += params[id * d->width + k] * wi;
+        for (k = 0; k < d->width; k++) y[bucket * d->width + k] += params[id * d->width + k] * wi;
     }
     finalize(d, y, current, count, total, squares);
 }

@@ -11,9 +11,11 @@
  *  - BIDIRECTIONAL_SEQUENCE_LSTM (39..48 inputs): the cell forward over the sequence with the forward weights
  *    (1-8, 12-15) and state (35, 36), backward with the backward ones (18-25, 29-32; state 37, 38); time_major
  *    (default true); merge_outputs: one output, forward units first.
- * As the sequence LSTM: no peephole, projection, layer normalization, CIFG or auxiliary input; fused activation TANH.
- * INT8 gate weights (per tensor) run LiteRT's hybrid LSTM (full and bidirectional; edge_lstm.h), with a scratch of
- * input + units bytes for the quantized rows.
+ * Fused activation TANH. INT8 gate weights (per tensor) run LiteRT's hybrid LSTM (full and bidirectional;
+ * edge_lstm.h), with a scratch of input + units bytes for the quantized rows. A float or hybrid node with CIFG,
+ * peephole, projection (with proj_clip), layer normalization (LSTM full) or the auxiliary input (bidirectional:
+ * input 39, with its weights 40-47 added in both directions, without them the backward pass's input) runs the
+ * LSTM with options of edge_lstm.h (edge_lstm_var_prepare / edge_lstm_var_run), one per direction.
  *  - LSTM full, INT8 input (LiteRT's "8x8_16" integer LSTM, edge_sdk/runtime/kernels/lstm_integer.py): int8 weights
  *    and output state, int32 biases, int16 cell state of scale 2**-15 .. 2**-9, 5 intermediates (the gates'
  *    scales with layer normalization, else Q3.12; intermediate 4: the hidden scale and zero point the output takes).
@@ -31,11 +33,14 @@
 #include "../edge_fixedpoint_act.h"
 #include "../edge_lstm.h"
 
-EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32 INT8 UINT8", "full: float or INT8 weights (hybrid), no peephole/projection/layer norm/CIFG, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, or UINT8 with an INT16 state of scale 2**-11 (LiteRT's LstmCell<4>), TANH, no clip")
-EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 3, "FLOAT32", "float or INT8 weights (hybrid); no peephole/projection/CIFG/aux input, TANH")
+EDGE_KERNEL(LSTM, lstm, 4, "FLOAT32 INT8 UINT8", "full: float or INT8 weights (hybrid), CIFG/peephole/projection/layer norm, TANH; INT8 input: LiteRT 8x8_16, 5 intermediates, layer norm or none, no CIFG/peephole/projection; basic: float, or UINT8 with an INT16 state of scale 2**-11 (LiteRT's LstmCell<4>), TANH, no clip")
+EDGE_KERNEL(BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm, 3, "FLOAT32", "float or INT8 weights (hybrid); CIFG/peephole/projection, aux input with or without its weights; TANH")
 
 typedef struct {
     edge_lstm_int8_t *q;                        /* INT8 input: the integer LSTM; NULL: float / hybrid */
+    edge_lstm_var_t *var[2];                    /* a node with options (edge_lstm.h): forward, backward; NULL: plain */
+    int32_t aux;                                /* bidirectional: 0 no auxiliary input, 1 with its weights, 2 without
+                                                   (the backward pass's input) */
     int32_t steps, batch, n_input, n_fw, n_bw;
     int32_t basic, time_major, merge, scratch; /* scratch: the basic kernel's h */
     int32_t asymmetric, qscratch;               /* hybrid: asymmetric_quantize_inputs, the quantized rows (-1: float) */
@@ -48,6 +53,26 @@ typedef struct {
 
 static const int32_t full_gates[3][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}, {12, 13, 14, 15}};
 static const int32_t bw_gates[3][4] = {{18, 19, 20, 21}, {22, 23, 24, 25}, {29, 30, 31, 32}};
+/* every part of a direction (edge_lstm.h): in, recurrent, peephole, bias, projection w / b, layer norm, aux, h, c */
+static const el_parts_t full_parts = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13, 14, 15}, 16, 17,
+                                      {20, 21, 22, 23}, {-1, -1, -1, -1}, 18, 19};
+static const el_parts_t bi_parts[2] = {
+    {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13, 14, 15}, 16, 17, {-1, -1, -1, -1}, {40, 41, 42, 43}, 35, 36},
+    {{18, 19, 20, 21}, {22, 23, 24, 25}, {26, 27, 28}, {29, 30, 31, 32}, 33, 34, {-1, -1, -1, -1}, {44, 45, 46, 47}, 37, 38}};
+#define BI_AUX_INPUT 39
+
+/* A direction with options: its edge_lstm_var_t, persistent. */
+static edge_status_t prepare_variant(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d, int32_t k, const el_parts_t *parts,
+                                     int32_t n_aux, float proj_clip) {
+    edge_lstm_var_t *v = (edge_lstm_var_t *)edge_alloc_persistent(ctx, sizeof *v);
+    if (!v) return EDGE_ARENA_TOO_SMALL;
+    memset(v, 0, sizeof *v);
+    d->var[k] = v;
+    v->cell_clip = d->cell_clip;
+    v->proj_clip = proj_clip > 0.0f ? proj_clip : 0.0f;
+    v->asymmetric = d->asymmetric;
+    return edge_lstm_var_prepare(node, ctx, parts, d->n_input, n_aux, d->batch, v);
+}
 
 /* Gate weights (rows g[0]), recurrent weights (g[1]), biases (g[2]) of one direction: constants of (S, I), (S, S),
  * (S); weights all FLOAT32 or all INT8 per tensor (hybrid), biases FLOAT32; *n_state from the first. */
@@ -85,14 +110,6 @@ static edge_status_t check_state(edge_ctx_t *ctx, const edge_node_t *node, int32
     if (t->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "state must be FLOAT32");
     if (!t->is_variable) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "states must be variable tensors");
     if (edge_tensor_elements(t) != (int64_t)batch * S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "state size is not batch x units");
-    return EDGE_OK;
-}
-
-static edge_status_t refuse_inputs(edge_ctx_t *ctx, const edge_node_t *node, const int32_t *idx, int32_t n) {
-    int32_t k;
-    for (k = 0; k < n; k++)
-        if (edge_in(ctx, node, idx[k]))
-            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "peephole, projection, layer-norm and auxiliary inputs are not supported");
     return EDGE_OK;
 }
 
@@ -218,7 +235,6 @@ static void eval_int8(const lstm_op_t *d, const edge_node_t *node, edge_ctx_t *c
 }
 
 edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
-    static const int32_t variants[9] = {9, 10, 11, 16, 17, 20, 21, 22, 23};
     const int has_opts = node->options_type == EDGE_OPTS_LSTMOptions;
     const edge_tensor_t *x;
     lstm_op_t *d;
@@ -242,10 +258,20 @@ edge_status_t edge_prepare_lstm(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 20 or 24 inputs and 1 output");
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input is required");
     if (x->type == EDGE_INT8) return prepare_int8(node, ctx, d);
-    if ((s = refuse_inputs(ctx, node, variants, 9)) != EDGE_OK) return s;
     if (x->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM runs FLOAT32 or INT8");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (x->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 2-D (batch, input)");
+    if (edge_lstm_has_variant(node, ctx, &full_parts)) { /* CIFG, peephole, projection or layer norm */
+        d->steps = 1;
+        d->batch = x->dims[0];
+        d->n_input = x->dims[1];
+        d->asymmetric = edge_opt_int(node, 4, 1, 0) != 0;
+        if ((s = prepare_variant(node, ctx, d, 0, &full_parts, 0, edge_opt_float(node, 2, 0.0f))) != EDGE_OK) return s;
+        if (edge_out(ctx, node, 0)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output must be FLOAT32");
+        shape[0] = d->batch;
+        shape[1] = d->var[0]->n_output;
+        return edge_set_output_shape(ctx, node, 0, shape, 2);
+    }
     if ((s = check_gates(ctx, node, full_gates, x->dims[1], &S)) != EDGE_OK) return s;
     if ((s = check_state(ctx, node, 18, x->dims[0], S)) != EDGE_OK) return s;
     if ((s = check_state(ctx, node, 19, x->dims[0], S)) != EDGE_OK) return s;
@@ -342,6 +368,12 @@ void edge_eval_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
         eval_int8(d, node, ctx);
         return;
     }
+    if (d->var[0]) {
+        edge_lstm_var_run(d->var[0], node, ctx, (const float *)edge_in(ctx, node, 0)->data, NULL, 0, 0,
+                          (float *)edge_in(ctx, node, 18)->data, (float *)edge_in(ctx, node, 19)->data,
+                          (float *)edge_out(ctx, node, 0)->data, 1, d->batch, 0, d->n_input, 0, d->var[0]->n_output);
+        return;
+    }
     direction(d, &p, node, ctx, full_gates, d->n_fw);
     edge_lstm_f32_run(&p, (const float *)edge_in(ctx, node, 0)->data, (float *)edge_in(ctx, node, 18)->data,
                       (float *)edge_in(ctx, node, 19)->data, (float *)edge_out(ctx, node, 0)->data, 1, d->batch, 0,
@@ -350,8 +382,53 @@ void edge_eval_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
 
 /* ---------------------------------------------------------------------------- BIDIRECTIONAL_SEQUENCE_LSTM */
 
+/* Outputs of a bidirectional node: one of n_fw + n_bw units with merge_outputs (forward first), else two. */
+static edge_status_t bidirectional_outputs(edge_node_t *node, edge_ctx_t *ctx, const lstm_op_t *d, const edge_tensor_t *x) {
+    int32_t k, shape[3];
+    edge_status_t s;
+    if (node->n_outputs != (d->merge ? 1 : 2)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "merge_outputs takes 1 output, else 2");
+    for (k = 0; k < node->n_outputs; k++)
+        if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "outputs must be FLOAT32");
+    shape[0] = x->dims[0];
+    shape[1] = x->dims[1];
+    shape[2] = d->merge ? d->n_fw + d->n_bw : d->n_fw;
+    if ((s = edge_set_output_shape(ctx, node, 0, shape, 3)) != EDGE_OK) return s;
+    if (d->merge) return EDGE_OK;
+    shape[2] = d->n_bw;
+    return edge_set_output_shape(ctx, node, 1, shape, 3);
+}
+
+/* CIFG, peephole or projection in a direction, or the auxiliary input (input 39, (T, B, A) in the input's layout):
+ * with its weights (40-47) both directions add its products; without them it is the backward pass's input. */
+static edge_status_t prepare_bidirectional_variant(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t *d, const edge_tensor_t *x) {
+    const edge_tensor_t *aux = edge_in(ctx, node, BI_AUX_INPUT);
+    const int32_t cross = edge_in(ctx, node, 41) != 0 || edge_in(ctx, node, 45) != 0;
+    const float proj_clip = edge_opt_float(node, 2, 0.0f);
+    int32_t n_aux = 0, k;
+    edge_status_t s;
+    if (aux) {
+        if (aux->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "the auxiliary input must be FLOAT32");
+        if (aux->rank != 3 || aux->dims[0] != x->dims[0] || aux->dims[1] != x->dims[1])
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "the auxiliary input must be 3-D with the input's first two dimensions");
+        n_aux = aux->dims[2];
+        if (!cross && n_aux != d->n_input)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "an auxiliary input without weights (the backward pass's input) needs the input's shape");
+    } else if (cross) {
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "auxiliary input weights without the auxiliary input");
+    }
+    d->aux = aux ? (cross ? 1 : 2) : 0;
+    for (k = 0; k < 2; k++)
+        if ((s = prepare_variant(node, ctx, d, k, &bi_parts[k], cross ? n_aux : 0, proj_clip)) != EDGE_OK) return s;
+    if (cross && (d->var[0]->n_aux == 0 || d->var[1]->n_aux == 0))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "auxiliary input weights for both directions or neither");
+    if (d->var[0]->hybrid != d->var[1]->hybrid)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "forward and backward weights must share a type");
+    d->n_fw = d->var[0]->n_output;
+    d->n_bw = d->var[1]->n_output;
+    return bidirectional_outputs(node, ctx, d, x);
+}
+
 edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_ctx_t *ctx) {
-    static const int32_t refused[19] = {9, 10, 11, 16, 17, 26, 27, 28, 33, 34, 39, 40, 41, 42, 43, 44, 45, 46, 47};
     const int has_opts = node->options_type == EDGE_OPTS_BidirectionalSequenceLSTMOptions;
     const edge_tensor_t *x;
     lstm_op_t *d;
@@ -362,7 +439,6 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BIDIRECTIONAL_SEQUENCE_LSTM expects 39..48 inputs and 1 or 2 outputs");
     if (!has_opts || edge_opt_int(node, 0, 1, 0) != EDGE_ACT_TANH)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation must be TANH");
-    if ((s = refuse_inputs(ctx, node, refused, 19)) != EDGE_OK) return s;
     x = edge_in(ctx, node, 0);
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (x->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BIDIRECTIONAL_SEQUENCE_LSTM runs FLOAT32");
@@ -380,6 +456,10 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
     d->steps = d->time_major ? x->dims[0] : x->dims[1];
     d->batch = d->time_major ? x->dims[1] : x->dims[0];
     d->n_input = x->dims[2];
+    d->asymmetric = edge_opt_int(node, 5, 1, 0) != 0;
+    if (edge_in(ctx, node, BI_AUX_INPUT) || edge_lstm_has_variant(node, ctx, &bi_parts[0]) ||
+        edge_lstm_has_variant(node, ctx, &bi_parts[1]))
+        return prepare_bidirectional_variant(node, ctx, d, x);
     if ((s = check_gates(ctx, node, full_gates, d->n_input, &d->n_fw)) != EDGE_OK) return s;
     if ((s = check_gates(ctx, node, bw_gates, d->n_input, &d->n_bw)) != EDGE_OK) return s;
     if ((s = check_state(ctx, node, 35, d->batch, d->n_fw)) != EDGE_OK) return s;
@@ -389,7 +469,6 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
     if (node->n_outputs != (d->merge ? 1 : 2)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "merge_outputs takes 1 output, else 2");
     if (edge_in(ctx, node, 1)->type != edge_in(ctx, node, 18)->type)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "forward and backward weights must share a type");
-    d->asymmetric = edge_opt_int(node, 5, 1, 0) != 0;
     if ((s = hybrid_scratch(ctx, node, d)) != EDGE_OK) return s;
     for (k = 0; k < node->n_outputs; k++)
         if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "outputs must be FLOAT32");
@@ -414,6 +493,19 @@ void edge_eval_bidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t *
     const int64_t bs = d->time_major ? (int64_t)B * w_bw : w_bw, bb = d->time_major ? w_bw : (int64_t)T * w_bw;
     edge_lstm_f32_t p;
     if (T == 0) return;
+    if (d->var[0]) {
+        /* the auxiliary input in the input's layout (its own width); without weights the backward pass's input */
+        const int32_t A = d->aux ? edge_in(ctx, node, BI_AUX_INPUT)->dims[2] : 0;
+        const float *aux = d->aux ? (const float *)edge_in(ctx, node, BI_AUX_INPUT)->data : NULL;
+        const int64_t as = d->time_major ? (int64_t)B * A : A, ab = d->time_major ? A : (int64_t)T * A;
+        const float *bw_x = d->aux == 2 ? aux : x;
+        edge_lstm_var_run(d->var[0], node, ctx, x, d->aux == 1 ? aux : NULL, as, ab, (float *)edge_in(ctx, node, 35)->data,
+                          (float *)edge_in(ctx, node, 36)->data, y_fw, T, B, xs, xb, fs, fb);
+        edge_lstm_var_run(d->var[1], node, ctx, bw_x + (int64_t)(T - 1) * xs, d->aux == 1 ? aux + (int64_t)(T - 1) * as : NULL,
+                          -as, ab, (float *)edge_in(ctx, node, 37)->data, (float *)edge_in(ctx, node, 38)->data,
+                          y_bw + (int64_t)(T - 1) * bs, T, B, -xs, xb, -bs, bb);
+        return;
+    }
     direction(d, &p, node, ctx, full_gates, d->n_fw);
     edge_lstm_f32_run(&p, x, (float *)edge_in(ctx, node, 35)->data, (float *)edge_in(ctx, node, 36)->data, y_fw, T, B,
                       xs, xb, fs, fb);

@@ -1,8 +1,9 @@
 /* REVERSE_SEQUENCE, as edge_sdk/runtime/kernels/movement.py prepare_reverse_sequence (LiteRT's reverse_sequence.cc;
  * TFLM has none): input FLOAT32, UINT8, INT16, INT32, INT64, seq_lengths INT32 / INT64 [dims[batch_dim]];
  * ReverseSequenceOptions 0 seq_dim, 1 batch_dim. Per batch entry b, positions s < L = seq_lengths[b] along seq_dim
- * read position L - 1 - s, the others their own (L clamped to [0, dims[seq_dim]]: LiteRT fails the invoke outside;
- * this eval cannot). One odometer pass over the output.
+ * read position L - 1 - s, the others their own. A length above dims[seq_dim] stops the invoke with EDGE_BAD_INPUT
+ * naming the node, the length's element and value, before any copy (LiteRT's kernel fails there too); a negative
+ * one reverses nothing, as LiteRT runs it. One odometer pass over the output.
  */
 #include <string.h>
 
@@ -65,11 +66,17 @@ void edge_eval_reverse_sequence(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t count = edge_tensor_elements(x);
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0}, k;
     int64_t e;
+    for (k = 0; k < d->dims[d->batch_dim]; k++) { /* LiteRT fails the invoke there; the copy would read past the axis */
+        const int64_t len = d->len_type == EDGE_INT64 ? edge_const_int(l, k) : ((const int32_t *)l->data)[k];
+        if (len > d->dims[d->seq_dim]) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 1, k, len, "REVERSE_SEQUENCE: a seq_length is above the sequence dimension");
+            return;
+        }
+    }
     for (e = 0; e < count; e++) {
         const int32_t b = idx[d->batch_dim], pos = idx[d->seq_dim];
         int64_t len = d->len_type == EDGE_INT64 ? edge_const_int(l, b) : ((const int32_t *)l->data)[b];
         int64_t from = e;
-        if (len > d->dims[d->seq_dim]) len = d->dims[d->seq_dim];
         if (pos < len) from = e + (len - 1 - 2 * (int64_t)pos) * d->seq_stride;
         memcpy(y + e * d->elem, src + from * d->elem, (size_t)d->elem);
         for (k = d->rank - 1; k >= 0; k--) {

@@ -2,7 +2,8 @@
  * TFLM has none): indices INT32 / INT64 ([N, K], [N] for a 1-D output, or one scalar index), a constant output_shape
  * of the indices' type (it sets the output size), values [N] or one value and a one-value default_value (FLOAT32,
  * INT8, UINT8, INT32, INT64). The output holds the default, then each value is written at its index in input order
- * (a repeated index keeps the last); an index outside the shape is skipped (LiteRT fails the invoke there).
+ * (a repeated index keeps the last). An index outside the shape stops the invoke with EDGE_BAD_INPUT naming the node,
+ * the index's element and its value, before anything is written there (LiteRT fails the invoke too).
  */
 #include <string.h>
 
@@ -69,13 +70,15 @@ void edge_eval_sparse_to_dense(const edge_node_t *node, edge_ctx_t *ctx) {
     int32_t k;
     for (i = 0; i < count; i++) memcpy(o + i * d->elem, dflt, (size_t)d->elem);
     for (i = 0; i < d->n; i++) {
-        int inside = 1;
         at = 0;
         for (k = 0; k < d->k; k++) {
             const int64_t v = d->idx_type == EDGE_INT64 ? edge_const_int(idx, i * d->k + k) : ((const int32_t *)idx->data)[i * d->k + k];
-            if (v < 0 || v >= d->dims[k]) inside = 0;
+            if (v < 0 || v >= d->dims[k]) {
+                EDGE_EVAL_BAD_INPUT(ctx, node, 0, i * d->k + k, v, "SPARSE_TO_DENSE: an index is outside output_shape");
+                return;
+            }
             at = at * d->dims[k] + v;
         }
-        if (inside) memcpy(o + at * d->elem, vals + (d->one_value ? 0 : i) * d->elem, (size_t)d->elem);
+        memcpy(o + at * d->elem, vals + (d->one_value ? 0 : i) * d->elem, (size_t)d->elem);
     }
 }

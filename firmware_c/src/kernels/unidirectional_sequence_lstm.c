@@ -10,8 +10,10 @@
  *     c = sat16(f * c) + sat16(i * g)  (each product requantized), optionally clipped,
  *     h = clamp(tanh(c) * o requantized + h_zp).
  * The 16x8 variant requantizes the gate products from int64 sums (MultiplyByQuantizedMultiplier int64).
- * No peephole, projection, layer normalization or CIFG, as in TFLM; but an INT8 LSTM with layer normalization
- * (inputs 20-23, which TFLM refuses) runs LiteRT's integer LSTM, the LSTM op's (edge_lstm.h edge_lstm_int8_step).
+ * No peephole, projection, layer normalization or CIFG in the integer forms, as in TFLM; but an INT8 LSTM with
+ * layer normalization (inputs 20-23, which TFLM refuses) runs LiteRT's integer LSTM, the LSTM op's (edge_lstm.h
+ * edge_lstm_int8_step). A FLOAT32 one with CIFG, peephole, projection or layer normalization, or with INT8 weights
+ * (LiteRT's hybrid kernel), runs the LSTM with options of edge_lstm.h (edge_lstm_var_run) over the sequence.
  *
  * Memory: no per-unit tables. Each unit's four gates are computed together from the previous hidden state,
  * the unit's new hidden value goes straight to the output row, and the row is copied into the hidden state
@@ -28,7 +30,7 @@
 #include "../edge_hybrid.h"
 #include "../edge_lstm.h"
 
-EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "quantized: INT8 weights; no hybrid (float input, quantized weights); layer norm: INT8 only (LiteRT's integer LSTM, 5 intermediates)")
+EDGE_KERNEL(UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm, 4, "FLOAT32 INT8 INT16", "float: CIFG/peephole/projection/layer norm, INT8 weights (hybrid); quantized: INT8 weights, no CIFG/peephole/projection; layer norm: INT8 only (LiteRT's integer LSTM, 5 intermediates)")
 
 #define LSTM_OPTS 71 /* UnidirectionalSequenceLSTMOptions: 0 fused_activation_function, 1 cell_clip,
                         2 proj_clip, 3 time_major, 4 asymmetric_quantize_inputs */
@@ -43,6 +45,7 @@ typedef struct {
     int32_t x_zp, h_zp;
     int32_t scratch;    /* int8 with zero points in int8 range: (n_input + n_state) int16 centred vectors; -1 */
     edge_lstm_int8_t *layer_norm; /* INT8 with layer normalization: LiteRT's integer LSTM (TFLM has none); NULL */
+    edge_lstm_var_t *var; /* FLOAT32 with CIFG, peephole, projection, layer norm or INT8 weights (edge_lstm.h); NULL */
     int16_t clip_q;     /* 0: no cell clip */
     int8_t in_s[4], rec_s[4];
     int8_t fc_s, ig_s, h_s;
@@ -114,6 +117,56 @@ static void eval_layer_norm_int8(const lstm_data_t *d, const edge_node_t *node, 
                             y + (d->time_major ? (int64_t)t * B * S : (int64_t)t * S), d->time_major ? S : (int64_t)T * S, B);
 }
 
+static const el_parts_t uni_parts = {{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11}, {12, 13, 14, 15}, 16, 17,
+                                     {20, 21, 22, 23}, {-1, -1, -1, -1}, 18, 19};
+
+/* FLOAT32 with CIFG, peephole, projection or layer normalization, or with INT8 weights (LiteRT's hybrid kernel):
+ * the LSTM with options of edge_lstm.h over the sequence. */
+static edge_status_t prepare_float_variant(edge_node_t *node, edge_ctx_t *ctx, int32_t time_major, int32_t act,
+                                           float cell_clip, float proj_clip, int32_t asymmetric) {
+    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    lstm_data_t *d;
+    int32_t shape[3];
+    edge_status_t s;
+    if ((node->n_inputs != 20 && node->n_inputs != 24) || node->n_outputs != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 20 or 24 inputs and 1 output");
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
+    if (x->rank != 3) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: input must be 3-D");
+    if (act != EDGE_ACT_TANH && act != 6 /* SIGMOID */)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: cell gate activation (TANH or SIGMOID)");
+    if (edge_out(ctx, node, 0)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "LSTM: output must be FLOAT32");
+    d = (lstm_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    memset(d, 0, sizeof *d);
+    node->user_data = d;
+    d->var = (edge_lstm_var_t *)edge_alloc_persistent(ctx, sizeof *d->var);
+    if (!d->var) return EDGE_ARENA_TOO_SMALL;
+    memset(d->var, 0, sizeof *d->var);
+    d->time_major = (uint8_t)time_major;
+    d->steps = time_major ? x->dims[0] : x->dims[1];
+    d->batch = time_major ? x->dims[1] : x->dims[0];
+    d->n_input = x->dims[2];
+    d->scratch = -1;
+    d->var->cell_clip = cell_clip > 0.0f ? cell_clip : 0.0f;
+    d->var->proj_clip = proj_clip > 0.0f ? proj_clip : 0.0f;
+    d->var->cell_sigmoid = act == 6;
+    d->var->asymmetric = asymmetric;
+    if ((s = edge_lstm_var_prepare(node, ctx, &uni_parts, d->n_input, 0, d->batch, d->var)) != EDGE_OK) return s;
+    d->n_state = d->var->n_output; /* the output's width */
+    shape[0] = x->dims[0];
+    shape[1] = x->dims[1];
+    shape[2] = d->var->n_output;
+    return edge_set_output_shape(ctx, node, 0, shape, 3);
+}
+
+static void eval_float_variant(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t T = d->steps, B = d->batch, I = d->n_input, N = d->var->n_output;
+    edge_lstm_var_run(d->var, node, ctx, (const float *)edge_in(ctx, node, 0)->data, NULL, 0, 0,
+                      (float *)edge_in(ctx, node, 18)->data, (float *)edge_in(ctx, node, 19)->data,
+                      (float *)edge_out(ctx, node, 0)->data, T, B, d->time_major ? (int64_t)B * I : I,
+                      d->time_major ? I : (int64_t)T * I, d->time_major ? (int64_t)B * N : N, d->time_major ? N : (int64_t)T * N);
+}
+
 edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == LSTM_OPTS;
     const int32_t act = has_opts ? edge_opt_int(node, 0, 1, 0) : EDGE_ACT_TANH;
@@ -125,8 +178,12 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     int32_t k, g, steps, batch, n_input, S, shape[3];
     edge_status_t s;
 
-    if (node->n_inputs != 24 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 24 inputs and 1 output");
     x = edge_in(ctx, node, 0);
+    if (x && x->type == EDGE_FLOAT32 &&
+        (edge_lstm_has_variant(node, ctx, &uni_parts) || (edge_in(ctx, node, 2) && edge_in(ctx, node, 2)->type == EDGE_INT8)))
+        return prepare_float_variant(node, ctx, time_major, act, cell_clip, has_opts ? edge_opt_float(node, 2, 0.0f) : 0.0f,
+                                     has_opts && edge_opt_int(node, 4, 1, 0) != 0);
+    if (node->n_inputs != 24 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM expects 24 inputs and 1 output");
     if (x && x->type == EDGE_INT8 && edge_in(ctx, node, 21)) return prepare_layer_norm_int8(node, ctx, time_major, cell_clip);
     for (k = 0; k < 9; k++)
         if (edge_in(ctx, node, unsupported[k]))
@@ -312,6 +369,10 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
     int16_t *cs, *xc = 0, *hc = 0;
     int32_t t, b, g, u, k;
 
+    if (EDGE_WITH_FLOAT32 && d->var) {
+        eval_float_variant(d, node, ctx);
+        return;
+    }
     if (EDGE_WITH_FLOAT32 && d->is_float) {
         lstm_float(d, node, ctx);
         return;
