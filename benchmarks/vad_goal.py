@@ -35,6 +35,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from edge_sdk.tasks.pipeline import dequantize, to_input  # noqa: E402  (after the path lines)
+
 SR = 16000
 FLOAT_GOAL = 1e-3  # max |ours - onnxruntime| over every chunk and output
 DECISION_GOAL = 0.95  # int8: share of chunks whose decision (output > 0.5) equals onnxruntime's
@@ -259,21 +261,11 @@ class OursStream:
 
     def __call__(self, x) -> list[np.ndarray]:
         values = {"input": x, "sr": np.array(SR, np.int64), **self.state}  # sr: unless pinned
-        for d in self.it.get_input_details():
-            v = values[d["name"]]
-            if d["dtype"] != np.float32 and d["quantization"][0]:
-                scale, zp = d["quantization"]
-                info = np.iinfo(d["dtype"])
-                v = np.clip(np.round(v / scale) + zp, info.min, info.max).astype(d["dtype"])
-            self.it.set_tensor(d["index"], v)
+        for d in self.it.get_input_details():  # quantized at integer inputs
+            self.it.set_tensor(d["index"], to_input(values[d["name"]], d))
         self.it.invoke()
-        got = {}
-        for d in self.it.get_output_details():
-            v = np.array(self.it.get_tensor(d["index"]))
-            if d["dtype"] != np.float32 and d["quantization"][0]:
-                scale, zp = d["quantization"]
-                v = (v.astype(np.float32) - zp) * scale
-            got[d["name"].removesuffix("_dequant")] = v
+        got = {d["name"].removesuffix("_dequant"): dequantize(self.it.get_tensor(d["index"]), d)
+               for d in self.it.get_output_details()}
         self.state = {k: got[o] for k, o in self.outs.items() if k in self.state}
         return [got["output"]] + [got[self.outs[k]] for k in self.state]
 

@@ -500,3 +500,22 @@ def run_on(runtime: str, model: bytes, inputs) -> list[np.ndarray]:
     if runtime not in ("python", "c"):
         raise ValueError(f"runtime must be 'python' or 'c', not {runtime!r}")
     return run_c(model, inputs) if runtime == "c" else run_ours(model, inputs)
+
+
+def fails_then_runs_as_litert(runtime: str, case) -> None:
+    """An out-of-range case ``(model, inputs, good, bad, op name, entry)``, ``inputs(values)`` giving the model's
+    inputs: the ``bad`` values fail the invoke with one DataError line naming node 0, its op and ``entry``; then
+    (the C runtime's next invoke runs as before) the ``good`` values give LiteRT's result exactly."""
+    from edge_sdk.errors import DataError
+
+    model, inputs, good, bad, name, entry = case
+    try:
+        run_on(runtime, model, inputs(bad))
+    except DataError as err:
+        text = str(err)
+        assert f"node 0 ({name}" in text and entry in text and "\n" not in text, text
+    else:
+        raise AssertionError(f"{name}: the out-of-range values ran without a DataError")
+    (ours,) = run_on(runtime, model, inputs(good))
+    (want,) = run_peer(model, inputs(good), "litert", isolate=True)
+    np.testing.assert_array_equal(ours, want)

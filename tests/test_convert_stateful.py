@@ -21,6 +21,7 @@ from onnx import helper, numpy_helper
 
 from converters import convert
 from edge_sdk import ConversionError, Interpreter
+from edge_sdk.tasks.pipeline import dequantize, to_input
 
 ATOL = 1e-4
 HIDDEN, FEAT, STEPS = 6, 3, 2
@@ -101,20 +102,12 @@ class Stream:
 
     def step(self, *values):
         """One invoke with the model's inputs in order (float values)."""
-        for d, x in zip(self.it.get_input_details(), values):
-            if d["dtype"] != np.float32 and d["quantization"][0]:  # quantized (an int64 rate stays as it is)
-                scale, zp = d["quantization"]
-                info = np.iinfo(d["dtype"])
-                x = np.clip(np.round(x / scale) + zp, info.min, info.max).astype(d["dtype"])
-            self.it.set_tensor(d["index"], x)
+        for d, x in zip(self.it.get_input_details(), values):  # quantized at integer inputs (an int64 rate as it is)
+            self.it.set_tensor(d["index"], to_input(x, d))
         self.it.invoke()
-        out = {}
-        for o in self.it.get_output_details():
-            v = np.array(self.it.get_tensor(o["index"]))
-            if o["dtype"] != np.float32 and o["quantization"][0]:
-                scale, zp = o["quantization"]
-                v = (v.astype(np.float32) - zp) * scale
-            out[o["name"].removesuffix("_dequant")] = v  # a float output of an int8 model is 'NAME_dequant'
+        # a float output of an int8 model is 'NAME_dequant'
+        out = {o["name"].removesuffix("_dequant"): dequantize(self.it.get_tensor(o["index"]), o)
+               for o in self.it.get_output_details()}
         return out
 
 
