@@ -316,7 +316,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'STRIDED_SLICE': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, ''),
     'SUB': (('FLOAT32', 'INT8', 'INT16', 'INT32', 'INT64'), -1, 'inputs of one type; broadcast up to rank 6'),
     'SUM': (('FLOAT32', 'INT8', 'INT16'), -1, ''),
-    'SVDF': (('FLOAT32', 'INT8'), -1, 'INT8: weights_time and state INT8 or INT16'),
+    'SVDF': (('FLOAT32', 'INT8'), -1, "INT8: weights_time and state INT8 or INT16; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid SVDF"),
     'SignalEnergy': (('INT16',), -1, 'UINT32 output'),
     'SignalFftAutoScale': (('INT16',), -1, ''),
     'SignalFilterBank': (('UINT32',), -1, 'UINT64 output'),
