@@ -8,6 +8,8 @@ bit. Batches > 1 hold an all-zero row (its scale is 1 and its product 0) beside 
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -185,3 +187,117 @@ def test_embedding_lookup(runtime, table_type):
                                                                 data=data)], [T((3, 4), "FLOAT32")])
     ids = np.array([5, 0, 3], np.int32)
     _close(run_on(runtime, model, [ids]), run_peer(model, [ids], "litert"), "EMBEDDING_LOOKUP")
+
+
+# --------------------------------------------------------------------------------------------- a whole model
+
+
+def _float_cnn() -> bytes:
+    """conv(relu) -> depthwise(relu6) -> max pool -> reshape -> fc -> softmax, float32, our writer."""
+    from tests.test_quantize import cnn_model
+    from edge_sdk.model import write_model
+
+    return write_model(cnn_model(seed=3))
+
+
+@pytest.fixture(scope="module")
+def dynamic_cnn(tmp_path_factory) -> bytes:
+    """The float CNN through `edge convert --quantize dynamic` (int8 weights, float activations)."""
+    from edge_sdk.cli import main
+
+    folder = tmp_path_factory.mktemp("dynamic")
+    (folder / "cnn.tflite").write_bytes(_float_cnn())
+    assert main(["convert", str(folder / "cnn.tflite"), "-o", str(folder / "dyn.tflite"), "--quantize", "dynamic"]) == 0
+    return (folder / "dyn.tflite").read_bytes()
+
+
+def test_dynamic_range_model_runs_as_litert(runtime, dynamic_cnn):
+    from edge_sdk.model import read_model
+
+    model = read_model(dynamic_cnn)
+    sg = model.subgraphs[0]
+    hybrid = [model.op_name(op) for op in sg.operators if sg.tensors[op.inputs[0]].type == "FLOAT32"
+              and len(op.inputs) > 1 and op.inputs[1] >= 0 and sg.tensors[op.inputs[1]].type == "INT8"]
+    assert sorted(hybrid) == ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"]
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((1, 12, 12, 3)).astype(np.float32)
+        _check(runtime, dynamic_cnn, [x], f"dynamic-range CNN, sample {seed}")
+
+
+def test_check_on_an_mcu_says_who_runs_the_hybrid_kernels(dynamic_cnn):
+    """The C runtime builds its hybrid kernels for Cortex-M: check says they run there and that TFLM has none."""
+    from edge_sdk.targets.check import RUNS, check_model
+
+    r = check_model(dynamic_cnn, "qemu-mps2-an386", stack=False)
+    assert r.verdict == RUNS, r.problems
+    note = next(n for n in r.notes if "hybrid kernels" in n)
+    assert "CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED" in note and "on Cortex-M too" in note
+    assert "TFLM has no hybrid kernels" in note
+
+
+def _dequantized_front(layers) -> bytes:
+    """An INT8 input (scale 0.05) -> DEQUANTIZE -> ``layers(g, x, rng)`` -> output: finite float activations from any
+    input bytes (the M4 image feeds random bytes; as floats they would hold NaN / inf, whose casts are undefined)."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    rng = np.random.default_rng(7)
+    q = g.input("q", (2, 6, 6, 3), "INT8", scale=0.05, zero_point=3)
+    x = g.tensor("x", (2, 6, 6, 3), "FLOAT32")
+    g.op("DEQUANTIZE", [q], [x], version=2)
+    g.output(layers(g, x, rng))
+    return write_model(g.build())
+
+
+def _int8_const(g, name, rng, shape, axis=None):
+    w = rng.integers(-127, 128, size=shape).astype(np.int8)
+    if axis is None:
+        return g.constant(name, w, scale=0.011, zero_point=0)
+    n = shape[axis]
+    return g.constant(name, w, scale=np.linspace(0.004, 0.03, n).astype(np.float32), zero_point=np.zeros(n, np.int64),
+                      quantized_dimension=axis)
+
+
+def _conv_dw_fc(g, x, rng):
+    """Hybrid CONV_2D (per-channel: asymmetric) -> DEPTHWISE_CONV_2D -> CONV_2D (per-tensor: symmetric) -> FC."""
+    c1 = g.tensor("c1", (2, 6, 6, 4), "FLOAT32")
+    g.op("CONV_2D", [x, _int8_const(g, "w1", rng, (4, 3, 3, 3), 0), g.constant("b1", np.full(4, 0.1, np.float32))],
+         [c1], version=5, padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU")
+    c2 = g.tensor("c2", (2, 3, 3, 8), "FLOAT32")
+    g.op("DEPTHWISE_CONV_2D", [c1, _int8_const(g, "dw", rng, (1, 3, 3, 8), 3), g.constant("db", np.zeros(8, np.float32))],
+         [c2], version=6, padding="SAME", stride_w=2, stride_h=2, depth_multiplier=2,
+         fused_activation_function="RELU6")
+    c3 = g.tensor("c3", (2, 3, 3, 5), "FLOAT32")
+    g.op("CONV_2D", [c2, _int8_const(g, "w3", rng, (5, 1, 1, 8)), g.constant("b3", np.zeros(5, np.float32))], [c3],
+         version=5, padding="VALID", stride_w=1, stride_h=1)
+    y = g.tensor("y", (2, 4), "FLOAT32")
+    g.op("FULLY_CONNECTED", [c3, _int8_const(g, "fw", rng, (4, 45), 0), g.constant("fb", np.zeros(4, np.float32))],
+         [y], version=9, asymmetric_quantize_inputs=True, fused_activation_function="RELU")
+    return y
+
+
+def _bmm(g, x, rng):
+    """A rank-3 lhs: LiteRT's hybrid BatchMatMul steps its row scales by one matrix per batch index whatever the
+    batch dims (batch_matmul.h), so it differs from the product for an lhs of two batch dims or more."""
+    x3 = g.tensor("x3", (12, 6, 3), "FLOAT32")
+    g.op("RESHAPE", [x, g.constant("shape", np.array([12, 6, 3], np.int32))], [x3])
+    y = g.tensor("y", (12, 6, 5), "FLOAT32")
+    g.op("BATCH_MATMUL", [x3, _int8_const(g, "r", rng, (3, 5), 1)], [y], asymmetric_quantize_inputs=True)
+    return y
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_hybrid_kernels_on_cortex_m4_under_qemu(tmp_path):
+    """Cortex-M4 images (QEMU mps2-an386) of hybrid CONV_2D (both kernels), DEPTHWISE_CONV_2D, FULLY_CONNECTED and
+    BATCH_MATMUL give the Python interpreter's output bit for bit."""
+    from tests.oprunner import m4_image_mismatches
+
+    models = {"hybrid_conv_dw_fc": _dequantized_front(_conv_dw_fc), "hybrid_bmm": _dequantized_front(_bmm)}
+    for name, model in models.items():  # the models themselves: as LiteRT on a few inputs
+        q = np.random.default_rng(1).integers(-128, 128, size=(2, 6, 6, 3)).astype(np.int8)
+        _check("python", model, [q], name)
+    failures = m4_image_mismatches(models, tmp_path / "b")
+    assert not failures, f"M4 output differs from Python on {failures}"

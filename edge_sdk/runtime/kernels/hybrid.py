@@ -18,7 +18,9 @@ LiteRT's BatchQuantizeFloats), take the exact int32 product with the int8 weight
   output channel required; y = float(acc) * (channel scale * image scale) + bias, then the clamp.
 * BATCH_MATMUL (batch_matmul.cc EvalHybrid): float LHS, constant INT8 RHS; every LHS row (after adj_x) quantized
   (asymmetric_quantize_inputs picks the form); total = q.r - int(float(rowsum) * zp) (LiteRT subtracts in float
-  and truncates back to int32), y = scale * float(total), scale per tensor or per RHS column.
+  and truncates back to int32), y = scale * float(total), scale per tensor or per RHS column. For an LHS of two
+  batch dims or more LiteRT's reference (batch_matmul.h) steps its row scales by one matrix per batch index of
+  every dim, so it reads other rows' scales: ours stays the product (equal to LiteRT's for ranks 2 and 3).
 * SVDF (svdf.cc / reference svdf.h EvalHybridSVDF): the feature product as FULLY_CONNECTED's (no per-channel
   scale), weights_time dequantized to float once, the rest the float SVDF.
 
@@ -83,6 +85,16 @@ def _float_output(node: Node, out: TensorInfo) -> None:
     node.expect_types(out, ("FLOAT32",), "output")
 
 
+def _quiet(run):
+    """An eval without numpy warnings: a non-finite input gives what the casts give (undefined in LiteRT too)."""
+
+    def quiet_run(inputs, outputs):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            run(inputs, outputs)
+
+    return quiet_run
+
+
 def _row_products(q: np.ndarray, w_t: np.ndarray) -> np.ndarray:
     """Exact int64 q (B, K) . w_t (K, U) through a float64 GEMM (int8 values: sums far below 2**53)."""
     return (q.astype(np.float64) @ w_t).astype(np.int64)
@@ -119,7 +131,7 @@ def fully_connected(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorIn
             y += dot.astype(np.float32) * factor
         outputs[0][...] = (y if act is None else act(y).astype(np.float32)).reshape(outputs[0].shape)
 
-    return run
+    return _quiet(run)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -205,7 +217,7 @@ def conv_2d(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorInfo | Non
                 clip_into(y, y, clamp[0], clamp[1])
             outputs[0][...] = y
 
-        return run_per_channel
+        return _quiet(run_per_channel)
 
     w_scale = _F32(scales[0])
 
@@ -218,7 +230,7 @@ def conv_2d(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorInfo | Non
             clip_into(y, y, clamp[0], clamp[1])
         outputs[0][...] = y
 
-    return run
+    return _quiet(run)
 
 
 def depthwise_conv_2d(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorInfo | None, out: TensorInfo,
@@ -261,7 +273,7 @@ def depthwise_conv_2d(node: Node, inp: TensorInfo, flt: TensorInfo, bias: Tensor
             clip_into(y, y, clamp[0], clamp[1])
         outputs[0][...] = y
 
-    return run
+    return _quiet(run)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -300,7 +312,7 @@ def batch_matmul(node: Node, lhs: TensorInfo, rhs: TensorInfo, out: TensorInfo, 
         factor = scale * r_scale if pcs is None else scale * pcs
         outputs[0][...] = (factor.astype(np.float32) * total.astype(np.float32)).reshape(outputs[0].shape)
 
-    return run
+    return _quiet(run)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -319,6 +331,10 @@ def svdf_feature(node: Node, wf: TensorInfo, batch: int, n_input: int, n_filter:
     w_scale = _F32(wf.s)
 
     def feature(x):
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            return _feature(x)
+
+    def _feature(x):
         y = np.zeros((batch, n_filter), np.float32)
         if x.any():
             q, scale, zp = batch_quantize_floats(x.reshape(batch, n_input), asymmetric)

@@ -806,7 +806,13 @@ def batch_quantize_floats(v: np.ndarray, asymmetric: bool):
     """LiteRT's BatchQuantizeFloats of float32 rows (B, n): (int8 values as int64, float32 scale per row, int64 zero
     point per row). Symmetric: scale max|v| / 127, values round(v * 127 / max|v|) in [-127, 127]. Asymmetric: the
     range [min(0, min v), max(0, max v)] (its span in float32) over [-128, 127] in double, the nudged zero point, values
-    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0."""
+    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0. Non-finite values give
+    what the casts give (LiteRT's are undefined there), without numpy warnings."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _batch_quantize_floats(v, asymmetric)
+
+
+def _batch_quantize_floats(v: np.ndarray, asymmetric: bool):
     lo, hi = v.min(axis=1), v.max(axis=1)
     if not asymmetric:
         span = np.maximum(np.abs(lo), np.abs(hi))
