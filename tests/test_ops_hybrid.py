@@ -109,6 +109,15 @@ def test_conv_2d(runtime, case, per_channel):
     _check(runtime, model, [_rows(shape)], "CONV_2D")
 
 
+def test_conv_2d_uint8_weights(runtime):
+    """Legacy UINT8 filter bytes read as int8 (LiteRT's EvalHybrid, symmetric, one scale)."""
+    w = _weights((3, 2, 2, 4), None, "UINT8")
+    b = RNG.normal(size=3).astype(np.float32)  # LiteRT's hybrid conv needs its bias input
+    model = op_model("CONV_2D", [T((2, 5, 5, 4), "FLOAT32"), w, T((3,), "FLOAT32", data=b)], [T((1,), "FLOAT32")],
+                     {"padding": "VALID", "stride_h": 1, "stride_w": 1}, version=5)
+    _check(runtime, model, [_rows((2, 5, 5, 4))], "CONV_2D UINT8")
+
+
 def test_conv_2d_grouped(runtime):
     """Groups run LiteRT's per-channel kernel (asymmetric; it needs one scale per filter)."""
     w = _weights((4, 3, 3, 2), 0)
