@@ -274,9 +274,9 @@ def _conv_dw_fc(g, x, rng):
     g.op("CONV_2D", [x, _int8_const(g, "w1", rng, (4, 3, 3, 3), 0), g.constant("b1", np.full(4, 0.1, np.float32))],
          [c1], version=5, padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU")
     c2 = g.tensor("c2", (2, 3, 3, 8), "FLOAT32")
-    g.op("DEPTHWISE_CONV_2D", [c1, _int8_const(g, "dw", rng, (1, 3, 3, 8), 3), g.constant("db", np.zeros(8, np.float32))],
-         [c2], version=6, padding="SAME", stride_w=2, stride_h=2, depth_multiplier=2,
-         fused_activation_function="RELU6")
+    dw_b = g.constant("db", np.zeros(8, np.float32))
+    g.op("DEPTHWISE_CONV_2D", [c1, _int8_const(g, "dw", rng, (1, 3, 3, 8), 3), dw_b], [c2], version=6,
+         padding="SAME", stride_w=2, stride_h=2, depth_multiplier=2, fused_activation_function="RELU6")
     c3 = g.tensor("c3", (2, 3, 3, 5), "FLOAT32")
     g.op("CONV_2D", [c2, _int8_const(g, "w3", rng, (5, 1, 1, 8)), g.constant("b3", np.zeros(5, np.float32))], [c3],
          version=5, padding="VALID", stride_w=1, stride_h=1)
