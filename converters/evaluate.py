@@ -774,8 +774,8 @@ def _ours(model):
 
 def _task_runs(float_model, model, mode: str):
     """(float run, converted run) in runtimes that run them, as the SNR guard picks them: edge-sdk's interpreter,
-    LiteRT's reference kernels when it refuses a model; a dynamic-range model in LiteRT's hybrid kernels (without
-    ai-edge-litert: the float model over its dequantized weights, as the SNR guard then measures)."""
+    LiteRT's reference kernels when it refuses a model (a dynamic-range model in edge-sdk's hybrid kernels; where
+    neither runs it, the float model over its dequantized weights, as the SNR guard then measures)."""
     def first(*makers):
         why = None
         for make in makers:
@@ -792,7 +792,8 @@ def _task_runs(float_model, model, mode: str):
     if mode == "dynamic":
         from converters.quantize.weights_only import dequantized_weights
 
-        run = first(lambda: _litert(model), lambda: _ours(dequantized_weights(float_model, model)))
+        run = first(lambda: _ours(model), lambda: _litert(model),
+                    lambda: _ours(dequantized_weights(float_model, model)))
     else:
         run = first(lambda: _ours(model), lambda: _litert(model))
     return float_run, run

@@ -132,12 +132,12 @@ def test_every_node_the_c_prepare_refuses_is_named_not_only_the_first():
 
     g = GraphBuilder()
     x = g.input("x", (1, 16), "FLOAT32")
-    w1 = g.constant("w1", np.ones((8, 16), np.int8), scale=0.1, zero_point=0)  # hybrid: float input, int8 weights
+    w1 = g.constant("w1", np.ones((8, 16), np.int16), scale=0.1, zero_point=0)  # float input, int16 weights
     h = g.tensor("h", (1, 8), "FLOAT32")
     g.op("FULLY_CONNECTED", [x, w1, -1], [h])
     r1 = g.tensor("r1", (1, 8), "FLOAT32")
     g.op("RELU", [h], [r1])
-    w2 = g.constant("w2", np.ones((4, 8), np.int8), scale=0.1, zero_point=0)
+    w2 = g.constant("w2", np.ones((4, 8), np.int16), scale=0.1, zero_point=0)
     y = g.tensor("y", (1, 4), "FLOAT32")
     g.op("FULLY_CONNECTED", [r1, w2, -1], [y])
     g.output(y)
@@ -151,7 +151,7 @@ def test_every_node_the_c_prepare_refuses_is_named_not_only_the_first():
     table = check_model(g.build(), "qemu-mps2-an386", c_runtime=False)
     assert table.checked_by == "c-table" and table.verdict == FAILS
     found = {p["node"]: p["message"] for p in table.errors if "runtime_error" in p}
-    assert sorted(found) == [0, 2] and "FLOAT32/INT8" in found[2] and "FULLY_CONNECTED" in found[2], found
+    assert sorted(found) == [0, 2] and "FLOAT32/INT16" in found[2] and "FULLY_CONNECTED" in found[2], found
 
 
 def test_the_c_plan_run_reports_every_refusal_in_one_run_and_keeps_loader_refusals_fatal(tmp_path):

@@ -181,22 +181,30 @@ def _dense(g, x):
     return y
 
 
-def test_dynamic_range_is_measured_in_litert_and_refused_below_min_snr(tmp_path):
-    pytest.importorskip("ai_edge_litert")
+def test_dynamic_range_is_measured_in_our_hybrid_kernels_and_refused_below_min_snr(tmp_path):
     src = _float_model(_dense)
     data = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
     result = convert(src, quantize="dynamic", calibration=data)
     guard = result.report["guard"]
-    assert guard["runtime"] == "LiteRT's reference kernels (hybrid)" and guard["data"] == "calibration"
+    assert guard["runtime"] == "edge-sdk's interpreter (hybrid kernels)" and guard["data"] == "calibration"
     assert guard["samples"] == 8 and guard["met"] and 30 < guard["outputs"][0]["snr_db"] < 80
     with pytest.raises(ConversionError, match="the dynamic model does not keep its outputs"):
         convert(src, quantize="dynamic", calibration=data, min_snr=90)
 
 
-def test_dynamic_range_without_litert_measures_the_weights_share_and_says_so(monkeypatch):
+def test_dynamic_range_without_a_hybrid_runtime_measures_the_weights_share_and_says_so(monkeypatch):
     import converters.quantize.measure as measure
+    from edge_sdk.errors import UnsupportedOpError
+
+    ours = measure.interpreter_runner
+
+    def refusing_hybrid(model):  # a build of the interpreter without hybrid kernels
+        if any(t.type == "INT8" for t in model.subgraphs[0].tensors):
+            raise UnsupportedOpError("node 0 (FULLY_CONNECTED v9): hybrid kernels are not in this build")
+        return ours(model)
 
     monkeypatch.setattr(measure, "litert_runner", lambda qmodel: None)
+    monkeypatch.setattr(measure, "interpreter_runner", refusing_hybrid)
     src = _float_model(_dense)
     data = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
     guard = convert(src, quantize="dynamic", calibration=data).report["guard"]

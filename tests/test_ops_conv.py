@@ -123,13 +123,14 @@ def test_conv_2d_16x8_int32_accumulator(runtime, bias_type):
     check_on(runtime, model, [_rand(rng, (1, 7, 7, 3), "INT16")])
 
 
-def test_conv_2d_refuses_hybrid_and_odd_types(runtime):
+def test_conv_2d_refuses_odd_types(runtime):
+    # hybrid (FLOAT32 input, INT8 weights) runs: tests/test_ops_hybrid.py; FLOAT32 with INT16 weights runs nowhere
     rng = np.random.default_rng(3)
     x = T((1, 4, 4, 2), "FLOAT32")
-    w = _weights(rng, (2, 1, 1, 2), "INT8", 2, False)
+    w = _weights(rng, (2, 1, 1, 2), "INT16", 2, False)
     model = op_model("CONV_2D", [x, w, None], [T((1, 4, 4, 2), "FLOAT32")], options=dict(padding="VALID"))
     refused_on(runtime, model, [np.zeros((1, 4, 4, 2), np.float32)], UnsupportedOpError,
-               {"python": "hybrid", "c": "C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8"}[runtime])
+               {"python": "INT16 weights", "c": "C kernel runs FLOAT32/FLOAT32, INT8/INT8 and INT16/INT8"}[runtime])
     model = op_model("CONV_2D", [T((1, 4, 4, 2), "INT8", scale=0.1), _weights(rng, (2, 5, 5, 2), "INT8", 2, False),
                                  None], [T((1, 1, 1, 2), "INT8", scale=0.1)],
                      options=dict(padding="VALID", stride_h=1, stride_w=1))
@@ -273,10 +274,12 @@ def test_fully_connected_refusals(runtime):
     shuffled = op_model("FULLY_CONNECTED", [x, w, None], [y], options=dict(weights_format="SHUFFLED4x16INT8"))
     refused_on(runtime, shuffled, [np.zeros((1, 4), np.int8)], UnsupportedOpError,
                {"python": "SHUFFLED4x16INT8", "c": "only DEFAULT weights_format"}[runtime])
-    hybrid = op_model("FULLY_CONNECTED", [T((1, 4), "FLOAT32"), w, None], [T((1, 3), "FLOAT32")],
-                      options=dict(asymmetric_quantize_inputs=True))
-    refused_on(runtime, hybrid, [np.zeros((1, 4), np.float32)], UnsupportedOpError,
-               {"python": "hybrid", "c": "C kernel runs INT8/INT8, INT16/INT8 and FLOAT32/FLOAT32"}[runtime])
+    # hybrid (FLOAT32 input, INT8 weights) runs: tests/test_ops_hybrid.py; FLOAT32 with INT16 weights runs nowhere
+    w16 = _weights(rng, (3, 4), "INT16", 3, False)
+    odd = op_model("FULLY_CONNECTED", [T((1, 4), "FLOAT32"), w16, None], [T((1, 3), "FLOAT32")],
+                   options=dict(asymmetric_quantize_inputs=True))
+    refused_on(runtime, odd, [np.zeros((1, 4), np.float32)], UnsupportedOpError,
+               {"python": "INT16 weights", "c": "C kernel runs INT8/INT8, INT16/INT8 and FLOAT32/FLOAT32"}[runtime])
 
 
 def test_hello_world_models_match_tflm(runtime):
@@ -750,11 +753,11 @@ def test_refusals_name_the_problem(runtime):
     rng = np.random.default_rng(5)
     x = T((1, 4, 4, 3), "INT8", 0.05, 0)
     y = T((1, 4, 4, 2), "INT8", 0.1, 0)
-    # float input with int8 weights (hybrid) is not run by TFLM nor by the C kernel
+    # float input with int16 weights runs nowhere (int8 weights: LiteRT's hybrid kernel, tests/test_ops_hybrid.py)
     xf, yf = T((1, 4, 4, 3), "FLOAT32"), T((1, 4, 4, 2), "FLOAT32")
-    hybrid = op_model("CONV_2D", [xf, _kind_weights(rng, "int8", (2, 3, 3, 3), 2, True), None], [yf],
-                      options={"padding": "SAME", "stride_h": 1, "stride_w": 1})
-    refused_on(runtime, hybrid, [np.zeros((1, 4, 4, 3), np.float32)], ModelError)
+    w16 = T((2, 3, 3, 3), "INT16", 0.01, 0, data=rng.integers(-127, 128, (2, 3, 3, 3)).astype(np.int16))
+    odd = op_model("CONV_2D", [xf, w16, None], [yf], options={"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    refused_on(runtime, odd, [np.zeros((1, 4, 4, 3), np.float32)], ModelError)
     # pooling with different input / output quantization
     bad_pool = op_model("MAX_POOL_2D", [x], [T((1, 4, 4, 3), "INT8", 0.1, 0)],
                         options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "filter_height": 2, "filter_width": 2})

@@ -475,7 +475,7 @@ def test_svdf_prepare_validates():
         sequence.prepare_svdf(make_node("SVDF", mixed, outs, {"rank": 2}))
     hybrid = list(ins)
     hybrid[0] = T(ins[0].shape, "FLOAT32")
-    with pytest.raises(UnsupportedOpError, match="weights_feature"):
+    with pytest.raises(UnsupportedOpError, match="weights_time"):  # hybrid SVDF: INT8 time weights (LiteRT)
         sequence.prepare_svdf(make_node("SVDF", hybrid, [T(outs[0].shape, "FLOAT32")], {"rank": 2}))
 
 

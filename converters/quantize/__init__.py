@@ -21,10 +21,11 @@ Modes:
   may differ by one step on near-ties (tests/test_quantize.py shows it).
 - "int16x8": the same with int16 activations (symmetric, zero point 0) and int64 biases; fixed outputs
   SOFTMAX / LOGISTIC / TANH at 1/32768 zp 0.
-- "fp16" and "dynamic" (int8 weights, float activations; hosts only): ``converters.quantize.weights_only``. A
+- "fp16" and "dynamic" (int8 weights, float activations: LiteRT's hybrid kernels, which edge-sdk's interpreter and
+  C runtime run too; TFLM has none): ``converters.quantize.weights_only``. A
   constant float16 cannot hold (an element past 65504, or one that under-flows, like a 1e-10 log epsilon) stays
   float32 (``report["kept_float32"]``). Both are measured by the accuracy guard like int8 (``report["guard"]``,
-  nothing to widen): the fp16 model in edge-sdk's interpreter, the dynamic one in LiteRT's reference kernels.
+  nothing to widen): both in edge-sdk's interpreter (LiteRT's reference kernels where it refuses the model).
 
 Given ranges (``converters.quantize.given``): a quantized ONNX (QDQ) source's activation ranges, recorded by the
 importer on the float tensors, replace the observed ones, so the int8 model keeps the source's scales and zero
@@ -386,9 +387,10 @@ def _fp16(model: Model, report: dict) -> QuantizationResult:
 def _float_mode_guard(model: Model, qmodel: Model, mode: str, calibration, min_snr: float, limit, seed: int) -> dict:
     """The accuracy guard of the modes that keep float activations (fp16, dynamic): each output's SNR against the
     float model on the given samples (at most ``MEASURE_SAMPLES``), or without any on ``SYNTHETIC_SAMPLES``
-    synthetic ones -- the int8 guard's record, with nothing to widen. The fp16 model runs in edge-sdk's
-    interpreter; the dynamic-range one in LiteRT's reference kernels (its hybrid kernels), or without ai-edge-litert
-    as the float model over its dequantized int8 weights (the weights' share of the error only, and it says so)."""
+    synthetic ones -- the int8 guard's record, with nothing to widen. Both run in edge-sdk's interpreter (the
+    dynamic-range model in its hybrid kernels, LiteRT's arithmetic: kernels/hybrid.py); where the interpreter refuses
+    the model, in LiteRT's reference kernels, and for a dynamic-range model without ai-edge-litert as the float model
+    over its dequantized int8 weights (the weights' share of the error only, and it says so)."""
     import itertools
 
     from converters.calibration import calibration_data
@@ -419,22 +421,19 @@ def _float_mode_guard(model: Model, qmodel: Model, mode: str, calibration, min_s
                 raise
             float_run = lambda sample: dict(zip(sg.outputs, float_litert(sample)))  # noqa: E731
         run = None
-        if mode == "fp16":
-            runtime = "edge-sdk's interpreter"
-            try:
-                run = interpreter_runner(qmodel)
-            except ModelError as exc:
-                run, runtime = litert_runner(qmodel), "LiteRT's reference kernels"
-                if run is None:
-                    raise ModelError(f"{str(exc).splitlines()[0]}; ai-edge-litert is not installed") from None
-        else:
-            run, runtime = litert_runner(qmodel), "LiteRT's reference kernels (hybrid)"
-            if run is None:
+        runtime = "edge-sdk's interpreter" + (" (hybrid kernels)" if mode == "dynamic" else "")
+        try:
+            run = interpreter_runner(qmodel)
+        except ModelError as exc:
+            run = litert_runner(qmodel)
+            runtime = "LiteRT's reference kernels" + (" (hybrid)" if mode == "dynamic" else "")
+            if run is None and mode == "dynamic":
                 run = interpreter_runner(dequantized_weights(model, qmodel))
-                runtime = ("weights only: the float model over the dequantized int8 weights (ai-edge-litert is "
-                           "not installed: the hybrid kernels' on-the-fly activation rounding is not measured)")
-        if run is None:
-            raise ModelError("ai-edge-litert is not installed")
+                runtime = ("weights only: the float model over the dequantized int8 weights (edge-sdk's interpreter "
+                           f"refuses the model: {str(exc).splitlines()[0]}; ai-edge-litert is not installed: the "
+                           "hybrid kernels' on-the-fly activation rounding is not measured)")
+            if run is None:
+                raise ModelError(f"{str(exc).splitlines()[0]}; ai-edge-litert is not installed") from None
     except (ModelError, RuntimeError, ValueError) as exc:  # no runtime here runs it: said, not guessed
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         report_line = f"the {mode} model's accuracy was not measured: no runtime here runs it ({why})"
@@ -450,8 +449,9 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     log.stage("quantizing weights to int8 (dynamic range)")
     qm, weights = dynamic_graph(model, excluded)
     report["weights"] = weights
-    report["notes"].append("dynamic-range model (int8 weights, float activations): hosts only. LiteRT's "
-                           "hybrid kernels run it; edge-sdk's interpreter and TFLM refuse hybrid kernels")
+    report["notes"].append("dynamic-range model (int8 weights, float activations): LiteRT's hybrid kernels, "
+                           "edge-sdk's interpreter and its C runtime (hosts and Cortex-M) run it; TFLM has no hybrid "
+                           "kernels")
     return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 

@@ -1,7 +1,8 @@
 """The modes that keep float activations: "fp16" (every float32 constant stored as float16, feeding a DEQUANTIZE;
 LiteRT runs it, TFLM cannot) and "dynamic" (int8 weights for the ops whose row has ``dynamic``: (weights' channel
 axis or None for one scale, op version), with float activations, which LiteRT's hybrid kernels quantize on the fly;
-hosts only: edge-sdk's interpreter and TFLM refuse it)."""
+edge-sdk's interpreter and C runtime run those kernels too (edge_sdk/runtime/kernels/hybrid.py,
+firmware_c/src/kernels/hybrid.c: LiteRT's arithmetic, on hosts and Cortex-M); TFLM has no hybrid kernels)."""
 
 from __future__ import annotations
 
@@ -102,7 +103,8 @@ def dynamic_graph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
 
 def dequantized_weights(model: Model, qmodel: Model) -> Model:
     """The float ``model`` with each weights tensor the dynamic-range ``qmodel`` stores in int8 replaced by its
-    dequantized values: the weights' share of the dynamic-range error, runnable where hybrid kernels are not."""
+    dequantized values: the weights' share of the dynamic-range error (the accuracy guard's fallback where neither
+    edge-sdk's interpreter nor LiteRT runs the hybrid model)."""
     import copy
 
     from edge_sdk.model.types import Buffer

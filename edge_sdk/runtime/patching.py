@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
 
@@ -195,6 +197,8 @@ def _stage_node(model, s: int, i: int, infos, ops=PATCH_OPS) -> StageNode | None
             flt = infos[op.inputs[1]]
             if len(flt.shape) != 4:
                 return None
+            if x.dtype == np.float32 and flt.dtype in (np.int8, np.uint8):
+                return None  # LiteRT's hybrid kernel: one quantization scale per whole image, not per patch
             kh, kw = flt.shape[1], flt.shape[2]
             dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
             per = kh * kw * (flt.shape[0] * flt.shape[3] if name == "CONV_2D" else flt.shape[3]) * n

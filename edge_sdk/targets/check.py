@@ -358,7 +358,7 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
     used = {(c.name if not c.is_custom else c.custom_code) for c in model.operator_codes}
     if not compiler or shutil.which(compiler) is None:
         out = {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
-        files = sorted({f for op, (_, f) in op_table.C_KERNELS.items() if op in used})
+        files = _with_shared(sorted({f for op, (_, f) in op_table.C_KERNELS.items() if op in used}))
         code = size_table.lookup(profile, files)
         out["runtime_code"] = code if code is not None else {
             "error": f"the size table (firmware_c/{size_table.TABLE_NAME}) has no entry for {profile.name}'s "
@@ -369,7 +369,7 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
         out = dict(_cached(("stack", compiler, flags, tuple(names)),
                            lambda: c_footprint.runtime_stack(compiler, flags, names)))
-        files = sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used})
+        files = _with_shared(sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used}))
         try:
             out["runtime_code"] = {**c_footprint.runtime_code_bytes(compiler, flags, files),
                                    "source": "compiled objects"}
@@ -378,6 +378,30 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         return out
     except (BuildError, OSError) as exc:
         return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
+
+
+def _with_shared(files: list[str]) -> list[str]:
+    """Kernel files with the shared ones they call into (tools.flash.shared_kernel_files: hybrid.c)."""
+    from edge_sdk.tools.flash import shared_kernel_files
+
+    return sorted({*files, *shared_kernel_files(files)})
+
+
+def _hybrid_nodes(nodes) -> list:
+    """The nodes that are LiteRT's hybrid kernels: a weighted op (its row's ``weights``) with a FLOAT32 input 0 and
+    INT8 / UINT8 weights."""
+    from edge_sdk.runtime import op_table
+
+    out = []
+    for sg_nodes in nodes:
+        for node in sg_nodes:
+            w = op_table.row(node.op).weights
+            ins = getattr(node, "inputs", None) or []
+            if w is None or len(ins) <= w[0] or ins[0] is None or ins[w[0]] is None:
+                continue
+            if ins[0].type == "FLOAT32" and ins[w[0]].type in ("INT8", "UINT8"):
+                out.append(node)
+    return out
 
 
 def target_arena(model_or_path, profile, memory: str | None = None, *, input_shapes=None) -> CheckResult:
@@ -490,6 +514,15 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             if assignment[k] == CPU:
                 problems.extend(cpu_problems(node))
             note(node, assignment[k])
+    hybrid = _hybrid_nodes(nodes)
+    if hybrid:  # runs here (or its refusal is a problem above); the TFLM side said once, plainly
+        result.notes.append(
+            f"{len(hybrid)} node(s) ({', '.join(sorted({n.op for n in hybrid}))}) run LiteRT's hybrid kernels (FLOAT32 "
+            "input, INT8 weights; the input quantized on the fly): "
+            + ("edge-sdk's C runtime runs them (firmware_c/src/kernels/hybrid.c, on Cortex-M too)" if is_c
+               else "edge-sdk's interpreter runs them")
+            + ("" if profile.kind in ("linux", "host") else
+               "; TFLM has no hybrid kernels: a TFLM build refuses this model"))
     if c_plan is not None and not c_plan.ok and _c_node(model, c_plan.error) is None \
             and c_plan.status_name != "EDGE_ARENA_TOO_SMALL":
         problems.append({"kind": "model", "severity": "error", "value": None, "limit": None,

@@ -144,10 +144,30 @@ def gen_ops_module():
     return mod
 
 
+def shared_kernel_files(files) -> list[str]:
+    """The src/kernels/ files that register no op (code kernel files share: hybrid.c, LiteRT's hybrid kernels)
+    which the kernel ``files`` call into: a shared file's external functions (a line-start definition of an
+    ``edge_`` name) named in one of them."""
+    import re
+
+    folder = FIRMWARE / "src" / "kernels"
+    registered = {r["file"] for r in gen_ops_module().scan()}
+    texts = [(folder / f).read_text() for f in files]
+    needed = []
+    for path in sorted(folder.glob("*.c")):
+        if path.name in registered:
+            continue
+        names = re.findall(r"^(?!static)[A-Za-z_][\w \t*]*?\b(edge_\w+)\s*\(", path.read_text(), re.M)
+        if any(re.search(rf"\b{n}\b", t) for n in names for t in texts):
+            needed.append(path.name)
+    return needed
+
+
 def kernel_files(model) -> list[str]:
     """The src/kernels/ files the model's ops need, from the op table's C side (``op_table.C_KERNELS`` and
-    ``C_TYPES``, generated from those files' registrations); UnsupportedOpError names ops the C runtime lacks
-    and every node whose tensor type (data/weights pair) its C kernel does not register."""
+    ``C_TYPES``, generated from those files' registrations), with the shared ones they call (``shared_kernel_files``);
+    UnsupportedOpError names ops the C runtime lacks and every node whose tensor type (data/weights pair) its C
+    kernel does not register."""
     from types import SimpleNamespace
 
     from edge_sdk.runtime.op_table import C_KERNELS, c_data_type, c_dtype_refusal
@@ -179,7 +199,7 @@ def kernel_files(model) -> list[str]:
         raise UnsupportedOpError("the C runtime's kernels do not take these types: " + "; ".join(
             f"{reason} (node {', '.join(nodes[:8])}{' ...' if len(nodes) > 8 else ''})"
             for reason, nodes in refused.items()))
-    return sorted(files)
+    return sorted(files | set(shared_kernel_files(files)))
 
 
 def patch_plan_for(data: bytes):

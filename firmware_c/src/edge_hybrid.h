@@ -1,6 +1,7 @@
 /* edge_hybrid.h - LiteRT's hybrid kernels' arithmetic (float activations, int8 weights): the per-row quantization
- * of a float vector and the scaled int8 product, shared by the hybrid RNNs (rnn.c) and LSTMs (the float LSTM cell,
- * unidirectional_sequence_lstm.c).
+ * of a float vector and the scaled int8 product, shared by the hybrid RNNs (rnn.c), LSTMs (the float LSTM cell,
+ * unidirectional_sequence_lstm.c), SVDF (svdf.c) and the hybrid FULLY_CONNECTED, CONV_2D, DEPTHWISE_CONV_2D and
+ * BATCH_MATMUL of kernels/hybrid.c, whose entry points the kernel files of those ops dispatch to.
  */
 #ifndef EDGE_HYBRID_H
 #define EDGE_HYBRID_H
@@ -8,6 +9,20 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "edge_kernel.h"
+
+/* kernels/hybrid.c: whether an op with this input and these weights is LiteRT's hybrid kernel (FLOAT32 input, INT8
+ * or UINT8 weights), and the hybrid prepare / eval of the weighted ops (node->user_data is hybrid.c's op data). */
+int edge_hybrid_weights(const edge_tensor_t *in, const edge_tensor_t *w);
+edge_status_t edge_hybrid_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx);
+void edge_hybrid_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx);
+edge_status_t edge_hybrid_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx);
+void edge_hybrid_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx);
+edge_status_t edge_hybrid_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx);
+void edge_hybrid_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx);
+edge_status_t edge_hybrid_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx);
+void edge_hybrid_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx);
 
 /* LiteRT's BatchQuantizeFloats of one row of n floats: q, its scale and zero point. Symmetric: scale max|v| / 127,
  * q = round(v * 127 / max|v|) in [-127, 127]. Asymmetric: [min(0, min v), max(0, max v)] over [-128, 127] in
@@ -42,7 +57,8 @@ static inline void eh_quantize_row(const float *v, int32_t n, int32_t asymmetric
             memset(q, 0, (size_t)n);
             return;
         }
-        ds = (rmax - rmin) / 255.0;
+        /* the span in float, then divided in double: LiteRT's build (ai-edge-litert 2.3.0) computes this */
+        ds = (double)((hi > 0.0f ? hi : 0.0f) - (lo < 0.0f ? lo : 0.0f)) / 255.0;
         from_min = -128.0 - rmin / ds;
         from_max = 127.0 - rmax / ds;
         zd = 128.0 + fabs(rmin / ds) < 127.0 + fabs(rmax / ds) ? from_min : from_max;

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from edge_sdk.runtime.kernels import quant
+from edge_sdk.runtime.kernels import hybrid, quant
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.runtime.kernels.quant import Requantizer, check_activation, clip_into, float_clamp
 
@@ -187,11 +187,13 @@ def _conv_types(node: Node, inp: TensorInfo, flt: TensorInfo, out: TensorInfo, o
         raise node.error(f"output type {out.type} differs from input type {inp.type}")
     pairs = {("FLOAT32", "FLOAT32"): "float", ("INT8", "INT8"): "int8", ("INT8", "INT4"): "int8",
              ("INT16", "INT8"): "int16"}
+    if hybrid.is_hybrid(inp, flt):
+        return "hybrid"  # LiteRT's hybrid kernels (kernels/hybrid.py)
     kind = pairs.get((inp.type, flt.type))
     if kind is None:
-        if inp.type == "FLOAT32" and flt.type in ("INT8", "INT4", "UINT8"):
-            raise node.unsupported(f"hybrid {op} (float input, {flt.type} weights) is not supported by TFLite "
-                                   "Micro; dequantize the weights or quantize the model fully")
+        if inp.type == "FLOAT32" and flt.type == "INT4":
+            raise node.unsupported(f"hybrid {op} with INT4 weights (LiteRT's 4-bit path) is not supported; "
+                                   "quantize the weights to INT8")
         raise node.unsupported(f"{op} with {inp.type} input and {flt.type} weights is not supported "
                                "(supported: FLOAT32/FLOAT32, INT8/INT8, INT8/INT4, INT16/INT8)")
     return kind
@@ -226,6 +228,8 @@ def prepare_conv_2d(node: Node):
     ow, pl = window_geometry(node, opts.get("padding", "SAME"), sw, dw, w, kw)
     oh, pt, ow, pl = patch_window(node, oh, pt, ow, pl)
     node.set_output_shape(0, (n, oh, ow, o))
+    if kind == "hybrid":
+        return hybrid.conv_2d(node, inp, flt, bias, out, act, (oh, pt, ow, pl, sh, sw, dh, dw, groups))
 
     if kind == "int16":
         bias = _bias_value(node, bias, o, ("INT32", "INT64"))
@@ -333,6 +337,8 @@ def prepare_depthwise_conv_2d(node: Node):
     ow, pl = window_geometry(node, opts.get("padding", "SAME"), sw, dw, w, kw)
     oh, pt, ow, pl = patch_window(node, oh, pt, ow, pl)
     node.set_output_shape(0, (n, oh, ow, oc))
+    if kind == "hybrid":
+        return hybrid.depthwise_conv_2d(node, inp, flt, bias, out, act, (oh, pt, ow, pl, sh, sw, dh, dw, mult_d))
 
     if kind == "int16":
         # TFLM's 16x8 depthwise reads the bias as int64 only.
@@ -432,14 +438,12 @@ def prepare_fully_connected(node: Node):
     inp, flt, out = node.input(0), node.input(1), node.outputs[0]
     bias = node.inputs[2] if node.has_input(2) else None
     opts = node.options
-    act = check_activation(node)
     if opts.get("weights_format", "DEFAULT") not in ("DEFAULT", None):
         raise node.unsupported(f"weights_format {opts.get('weights_format')} is not supported (only DEFAULT)")
-    if inp.type == "FLOAT32" and flt.type in ("INT8", "INT4", "UINT8"):
-        raise node.unsupported(
-            f"hybrid FULLY_CONNECTED (float input, {flt.type} weights"
-            f"{', asymmetric_quantize_inputs' if opts.get('asymmetric_quantize_inputs') else ''}) is a LiteRT-only "
-            "kernel that TFLite Micro does not run; dequantize the weights or quantize the model fully")
+    if hybrid.is_hybrid(inp, flt):
+        act = node.options.get("fused_activation_function", "NONE") or "NONE"  # hybrid: any activation (LiteRT)
+    else:
+        act = check_activation(node)
     kind = _conv_types(node, inp, flt, out, "FULLY_CONNECTED")
     if len(flt.shape) != 2:
         raise node.error(f"weights {flt.shape} must be 2-D [units, depth]")
@@ -458,6 +462,8 @@ def prepare_fully_connected(node: Node):
         if declared and declared[-1] == units and int(np.prod(declared)) == batches * units:
             shape = declared
     node.set_output_shape(0, shape)
+    if kind == "hybrid":
+        return hybrid.fully_connected(node, inp, flt, bias, out, batches, depth, units)
 
     per_channel = kind != "float" and flt.quantized and flt.scale.size > 1
     if kind == "float":
@@ -536,6 +542,9 @@ def prepare_transpose_conv(node: Node):
     bias = node.inputs[3] if node.has_input(3) else None
     if inp.type == "INT8" and flt.type == "INT4":
         raise node.unsupported("INT4 weights are not supported by TFLite Micro's TRANSPOSE_CONV")
+    if hybrid.is_hybrid(inp, flt):
+        raise node.unsupported(f"hybrid TRANSPOSE_CONV (float input, {flt.type} weights) is not supported; "
+                               "dequantize the weights or quantize the model fully")
     kind = _conv_types(node, inp, flt, out, "TRANSPOSE_CONV")
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
@@ -624,12 +633,12 @@ def prepare_batch_matmul(node: Node):
     node.expect_counts(2, 1)
     lhs, rhs, out = node.input(0), node.input(1), node.outputs[0]
     opts = node.options
-    if lhs.type == "FLOAT32" and rhs.type in ("INT8", "INT4"):
-        raise node.unsupported("hybrid BATCH_MATMUL (float lhs, int8 rhs) is LiteRT-only; TFLite Micro does not "
-                               "run it")
-    for t in (lhs, rhs, out):
+    kind = "hybrid" if lhs.type == "FLOAT32" and rhs.type in hybrid.WEIGHT_TYPES else lhs.type
+    if lhs.type == "FLOAT32" and rhs.type == "INT4":
+        raise node.unsupported("hybrid BATCH_MATMUL with an INT4 rhs is not supported (LiteRT: INT8)")
+    for t in (lhs, rhs, out) if kind != "hybrid" else ():
         node.expect_types(t, ("FLOAT32", "INT8", "INT16"), "tensor")
-    if not lhs.type == rhs.type == out.type:
+    if kind != "hybrid" and not lhs.type == rhs.type == out.type:
         raise node.error(f"lhs {lhs.type}, rhs {rhs.type} and output {out.type} must have one type")
     lr, rr = len(lhs.shape), len(rhs.shape)
     if not (2 <= lr <= 5 and 2 <= rr <= 5):
@@ -649,7 +658,8 @@ def prepare_batch_matmul(node: Node):
         raise node.error(f"inner dimensions differ: {k_l} (lhs {lhs.shape}) and {k_r} (rhs {rhs.shape})")
     shape = tuple(batch) + (rows, cols)
     node.set_output_shape(0, shape)
-    kind = lhs.type
+    if kind == "hybrid":
+        return hybrid.batch_matmul(node, lhs, rhs, out, adj_x, adj_y, rows, k_l, cols)
     dtype = np.float32 if kind == "FLOAT32" else np.float64
     l_off = r_off = 0
     if kind != "FLOAT32":

@@ -3,14 +3,15 @@
  * As edge_sdk/runtime/kernels/conv.py prepare_batch_matmul: operands of rank 2 to 5 with one type, adj_x / adj_y take
  * the last two dims of an operand transposed, the batch dims (all but the last two, left-padded with 1s)
  * broadcast. This file runs FLOAT32 (what the transformer examples need): each output is one dot product
- * accumulated in k order in float32. Quantized and hybrid operands are refused (UNSUPPORTED_TYPE); use the
- * Python interpreter for those.
+ * accumulated in k order in float32. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel
+ * (hybrid.c); quantized operands are refused (UNSUPPORTED_TYPE); use the Python interpreter for those.
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_hybrid.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4, "FLOAT32", "float operands only (no quantized or hybrid)")
+EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4, "FLOAT32/FLOAT32 FLOAT32/INT8", "float operands, or a FLOAT32 lhs with a constant INT8 rhs (LiteRT's hybrid kernel, hybrid.c); no quantized lhs")
 
 enum { BMM_MAX_BATCH = 3 };
 
@@ -82,6 +83,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     r = edge_in(ctx, node, 1);
     out = edge_out(ctx, node, 0);
     if (!l || !r) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: both operands are required");
+    if (edge_hybrid_weights(l, r)) return edge_hybrid_prepare_batch_matmul(node, ctx);
     if ((s = edge_type_built(ctx, l->type)) != EDGE_OK) return s;
     if (l->type != EDGE_FLOAT32 || r->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: C kernel runs FLOAT32 operands only");
@@ -178,6 +180,10 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     const int64_t per = (int64_t)d->rows * d->cols;
     int32_t idx[BMM_MAX_BATCH] = {0, 0, 0}, k;
     int64_t lo = 0, ro = 0;
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(edge_in(ctx, node, 0), edge_in(ctx, node, 1))) {
+        edge_hybrid_eval_batch_matmul(node, ctx);
+        return;
+    }
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
     for (;;) {
 #if EDGE_SIMD

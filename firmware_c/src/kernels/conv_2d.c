@@ -25,9 +25,10 @@
 #include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_hybrid.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(CONV_2D, conv_2d, 8, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel)")
+EDGE_KERNEL(CONV_2D, conv_2d, 8, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel); FLOAT32 input with INT8/UINT8 filter: LiteRT's hybrid kernel (hybrid.c)")
 
 enum { CONV_FLOAT = 0, CONV_INT8 = 1, CONV_INT16_32 = 2, CONV_INT16_64 = 3 };
 
@@ -169,6 +170,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter are required");
+    if (edge_hybrid_weights(in, w)) return edge_hybrid_prepare_conv_2d(node, ctx);
     s = edge_conv_check(ctx, in, w, out, op.act);
     if (s != EDGE_OK) return s;
 
@@ -877,6 +879,10 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     conv_data_t patch; /* a patch window (edge_window_t) */
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* never in a patch stage (patching.py) */
+        edge_hybrid_eval_conv_2d(node, ctx);
+        return;
+    }
     if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
         edge_window_apply(&patch.geo, ctx->window);

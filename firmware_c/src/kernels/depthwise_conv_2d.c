@@ -29,9 +29,10 @@
 #include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_hybrid.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel)")
+EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel); FLOAT32 input with INT8 filter: LiteRT's hybrid kernel, one scale per channel (hybrid.c)")
 
 enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
 
@@ -427,9 +428,13 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
  * node's last scratch request (edge_inplace_plane_bytes: the planner drops it again when the node does not run
  * in place); never in a patch stage. */
 edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
-    edge_status_t s = dw_prepare(node, ctx);
-    dw_data_t *d = (dw_data_t *)node->user_data;
+    edge_status_t s;
+    dw_data_t *d;
     size_t plane;
+    if (node->n_inputs >= 2 && edge_hybrid_weights(edge_in(ctx, node, 0), edge_in(ctx, node, 1)))
+        return edge_hybrid_prepare_depthwise_conv_2d(node, ctx);
+    s = dw_prepare(node, ctx);
+    d = (dw_data_t *)node->user_data;
     if (s != EDGE_OK) return s;
     plane = edge_inplace_plane_bytes(ctx->interp, node);
     if (plane && d->kind == DW_INT8 && d->m == 1) s = edge_request_scratch(ctx, node, plane, &d->plane);
@@ -1138,6 +1143,10 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     dw_data_t patch; /* a patch window (edge_window_t) */
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* never in a patch stage (patching.py) */
+        edge_hybrid_eval_depthwise_conv_2d(node, ctx);
+        return;
+    }
     if (EDGE_WITH_PATCH && ctx->window) {
         patch = *d;
         edge_window_apply(&patch.geo, ctx->window);

@@ -17,9 +17,10 @@
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_float.h"
+#include "../edge_hybrid.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "no hybrid (FLOAT32 input with INT8 weights); weights per-tensor or per-unit scales")
+EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8", "weights per-tensor or per-unit scales; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid kernel (hybrid.c)")
 
 typedef struct {
     int32_t batches, depth, units;
@@ -138,6 +139,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input and weights are required");
+    if (edge_hybrid_weights(in, w)) return edge_hybrid_prepare_fully_connected(node, ctx);
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
     if (weights_format != 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: only DEFAULT weights_format");
     if (out->type != in->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: output type differs from input");
@@ -429,6 +431,10 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t r64;
     const uint32_t in_off = (uint32_t)d->input_offset, f_off = (uint32_t)d->filter_offset; /* int32 wrap */
 
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) {
+        edge_hybrid_eval_fully_connected(node, ctx);
+        return;
+    }
     if (EDGE_WITH_FLOAT32 && in->type == EDGE_FLOAT32) {
 #if EDGE_SIMD
         if (d->fsimd) {

@@ -8,14 +8,20 @@
  * path applies no fused activation (only the int8 clamp); the float path does. Integer sums wrap at 32 bits
  * as TFLM's int32 accumulators do. The input zero point is subtracted in the projection's dot product (as
  * TFLM does), so the op keeps no per-filter tables.
+ *
+ * Hybrid (FLOAT32 input, INT8 / UINT8 weights: LiteRT's EvalHybridSVDF): the float path with each row's projection
+ * from the row quantized on the fly (edge_hybrid.h; asymmetric_quantize_inputs) times the int8 weights_feature,
+ * float(dot - zp * rowsum) * (row scale * weights scale), zeros for an all-zero input; weights_time dequantized
+ * once at prepare into persistent floats (int8 * scale), as LiteRT does at its first invoke.
  */
 #include <math.h>
 #include <string.h>
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../edge_hybrid.h"
 
-EDGE_KERNEL(SVDF, svdf, 4, "FLOAT32 INT8", "INT8: weights_time and state INT8 or INT16")
+EDGE_KERNEL(SVDF, svdf, 4, "FLOAT32 INT8", "INT8: weights_time and state INT8 or INT16; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid SVDF")
 
 #define SVDF_OPTS 6 /* SVDFOptions: 0 rank, 1 fused_activation_function, 2 asymmetric_quantize_inputs */
 
@@ -26,7 +32,50 @@ typedef struct {
     int32_t x_zp, state_zp, out_zp;
     uint8_t is_float, state16;
     uint8_t act;                       /* float: EDGE_ACT_* */
+    uint8_t hybrid, asymmetric;        /* hybrid: int8 weights_feature, the input quantized per row */
+    int32_t rows_scratch;              /* hybrid: quantized rows (batch x n_input), row scales, zero points,
+                                        * then the projections (batch x n_filter floats) */
+    const int32_t *row_sums;           /* hybrid: weights_feature row sums (persistent) */
+    const float *wt_float;             /* hybrid: weights_time dequantized (persistent) */
 } svdf_data_t;
+
+/* The hybrid scratch: rows of quantized input, their scales and zero points, the projections. */
+static size_t svdf_hybrid_bytes(int32_t batch, int32_t n_input, int32_t n_filter, size_t *proj_at) {
+    const size_t q = ((size_t)batch * (size_t)n_input + 3u) & ~(size_t)3u;
+    *proj_at = q + (size_t)batch * 8u;
+    return *proj_at + sizeof(float) * (size_t)batch * (size_t)n_filter;
+}
+
+static edge_status_t svdf_prepare_hybrid(edge_node_t *node, edge_ctx_t *ctx, svdf_data_t *d, const edge_tensor_t *wf,
+                                         const edge_tensor_t *wt, int32_t act) {
+    const int8_t *w = (const int8_t *)wf->data, *t = (const int8_t *)wt->data;
+    int32_t *sums;
+    float *wtf;
+    size_t proj_at;
+    int64_t i, n = (int64_t)d->n_filter * d->n_memory;
+    int32_t f;
+    if ((wt->type != EDGE_INT8 && wt->type != EDGE_UINT8) || !wf->quantized || !wt->quantized || wf->n_scales != 1 ||
+        wt->n_scales != 1)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: hybrid weights INT8 (or UINT8) with one scale each");
+    d->is_float = 1;
+    d->hybrid = 1;
+    d->act = (uint8_t)act;
+    if (act != EDGE_ACT_TANH && edge_activation_range_float(act, &d->flo, &d->fhi) != 0)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "SVDF: fused activation");
+    sums = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)(d->n_filter > 0 ? d->n_filter : 1));
+    wtf = (float *)edge_alloc_persistent(ctx, sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!sums || !wtf) return EDGE_ARENA_TOO_SMALL;
+    for (f = 0; f < d->n_filter; f++) {
+        int32_t k, sum = 0;
+        for (k = 0; k < d->n_input; k++) sum += w[(int64_t)f * d->n_input + k];
+        sums[f] = sum;
+    }
+    for (i = 0; i < n; i++) wtf[i] = (float)t[i] * wt->scale;
+    d->row_sums = sums;
+    d->wt_float = wtf;
+    return edge_request_scratch(ctx, node, svdf_hybrid_bytes(d->batch, d->n_input, d->n_filter, &proj_at),
+                                &d->rows_scratch);
+}
 
 edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == SVDF_OPTS;
@@ -74,6 +123,7 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     }
     d = (svdf_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
+    memset(d, 0, sizeof *d); /* hybrid fields stay 0 on the float and integer paths */
     node->user_data = d;
     d->batch = batch;
     d->n_input = n_input;
@@ -82,6 +132,12 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     d->rank = rank;
     d->n_memory = n_memory;
 
+    if (x->type == EDGE_FLOAT32 && (wf->type == EDGE_INT8 || wf->type == EDGE_UINT8)) {
+        if (st->type != EDGE_FLOAT32 || y->type != EDGE_FLOAT32 || (bias && bias->type != EDGE_FLOAT32))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SVDF: hybrid SVDF needs FLOAT32 input, state, bias and output");
+        d->asymmetric = has_opts && edge_opt_int(node, 2, 1, 0) != 0;
+        return svdf_prepare_hybrid(node, ctx, d, wf, wt, act);
+    }
     if (x->type == EDGE_FLOAT32) {
         if (wf->type != EDGE_FLOAT32 || wt->type != EDGE_FLOAT32 || st->type != EDGE_FLOAT32 || y->type != EDGE_FLOAT32 ||
             (bias && bias->type != EDGE_FLOAT32))
@@ -126,8 +182,9 @@ static void shift_state(void *state, int64_t elements, size_t size) {
     if (elements > 1) memmove(state, (uint8_t *)state + size, size * (size_t)(elements - 1));
 }
 
+/* proj: the hybrid kernel's projections (batch x n_filter), or NULL: float products with wf. */
 static void svdf_float(const svdf_data_t *d, const float *x, const float *wf, const float *wt, const float *bias,
-                       float *state, float *y) {
+                       const float *proj, float *state, float *y) {
     int32_t b, u, r, i, m;
     const int32_t M = d->n_memory;
     shift_state(state, (int64_t)d->batch * d->n_filter * M, sizeof(float));
@@ -141,7 +198,9 @@ static void svdf_float(const svdf_data_t *d, const float *x, const float *wf, co
                 const float *w = wf + (int64_t)f * d->n_input;
                 const float *tw = wt + (int64_t)f * M;
                 float p = 0.0f, sum = 0.0f;
-                for (i = 0; i < d->n_input; i++) p += xb[i] * w[i];
+                if (proj) p = proj[(int64_t)b * d->n_filter + f];
+                else
+                    for (i = 0; i < d->n_input; i++) p += xb[i] * w[i];
                 mem[M - 1] = p;
                 for (m = 0; m < M; m++) sum += mem[m] * tw[m];
                 acc += sum;
@@ -152,6 +211,40 @@ static void svdf_float(const svdf_data_t *d, const float *x, const float *wf, co
             y[(int64_t)b * d->n_unit + u] = v;
         }
     }
+}
+
+/* The hybrid projections into the scratch: zeros for an all-zero input (LiteRT skips the product), else each row
+ * quantized, float(q.w - zp * rowsum(w)) * (row scale * weights scale). */
+static const float *svdf_hybrid_projections(const edge_node_t *node, edge_ctx_t *ctx, const svdf_data_t *d,
+                                            const float *x, const int8_t *wf, float wf_scale) {
+    size_t proj_at;
+    int8_t *q = (int8_t *)edge_scratch(ctx, node, d->rows_scratch);
+    const size_t q_bytes = ((size_t)d->batch * (size_t)d->n_input + 3u) & ~(size_t)3u;
+    float *scale = (float *)(void *)(q + q_bytes);
+    int32_t *zp = (int32_t *)(void *)(scale + d->batch);
+    float *proj;
+    int64_t i, n = (int64_t)d->batch * d->n_input;
+    int32_t b, f, k, zero = 1;
+    svdf_hybrid_bytes(d->batch, d->n_input, d->n_filter, &proj_at);
+    proj = (float *)(void *)(q + proj_at);
+    for (i = 0; i < (int64_t)d->batch * d->n_filter; i++) proj[i] = 0.0f;
+    for (i = 0; i < n && zero; i++) zero = x[i] == 0.0f;
+    if (zero) return proj;
+    for (b = 0; b < d->batch; b++) {
+        const int8_t *qb = q + (int64_t)b * d->n_input;
+        float row_scale;
+        eh_quantize_row(x + (int64_t)b * d->n_input, d->n_input, d->asymmetric, q + (int64_t)b * d->n_input, &scale[b],
+                        &zp[b]);
+        row_scale = scale[b] * wf_scale;
+        for (f = 0; f < d->n_filter; f++) {
+            const int8_t *w = wf + (int64_t)f * d->n_input;
+            int32_t dot = 0;
+            for (k = 0; k < d->n_input; k++) dot += (int32_t)w[k] * (int32_t)qb[k];
+            dot -= d->row_sums[f] * zp[b];
+            proj[(int64_t)b * d->n_filter + f] += (float)dot * row_scale;
+        }
+    }
+    return proj;
 }
 
 /* sum_k (x[k] - zp) * w[k] in wrapping 32-bit arithmetic, as sum x*w - zp * sum w (the same value modulo 2^32).
@@ -192,9 +285,16 @@ void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t smin = state16 ? -32768 : -128, smax = state16 ? 32767 : 127;
     const uint32_t x_zp = (uint32_t)d->x_zp, state_zp = (uint32_t)d->state_zp;
 
+    if (EDGE_WITH_FLOAT32 && d->hybrid) {
+        svdf_float(d, (const float *)tx->data, 0, d->wt_float, tb ? (const float *)tb->data : 0,
+                   svdf_hybrid_projections(node, ctx, d, (const float *)tx->data, (const int8_t *)twf->data,
+                                           twf->scale),
+                   (float *)tst->data, (float *)ty->data);
+        return;
+    }
     if (EDGE_WITH_FLOAT32 && d->is_float) {
         svdf_float(d, (const float *)tx->data, (const float *)twf->data, (const float *)twt->data,
-                   tb ? (const float *)tb->data : 0, (float *)tst->data, (float *)ty->data);
+                   tb ? (const float *)tb->data : 0, 0, (float *)tst->data, (float *)ty->data);
         return;
     }
     x = (const int8_t *)tx->data;
