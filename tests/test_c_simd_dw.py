@@ -133,3 +133,98 @@ def test_transpose_conv_fast_path_needs_no_sums_buffer(backend, levels):
         finally:
             lib.edge_simd_set(-1)
     assert used[lv[-1]] < used[0] - 24 * 24 * 64 * 4 // 2
+
+
+# ------------------------------------------------------------------------------------------------ SOFTMAX float32
+@pytest.mark.parametrize("seed", range(12))
+def test_softmax_f32_simd_close_to_portable_and_litert(backend, levels, seed):
+    """Rows of 1 to 1001 values (vector tails), several rows, betas; within 1e-5 of the portable kernel and 1e-4
+    of LiteRT's reference kernels."""
+    rng = np.random.default_rng(26200 + seed)
+    depth = [1, 3, 15, 16, 17, 31, 100, 1000, 1001, 7, 64, 257][seed]
+    rows = int(rng.choice([1, 2, 5]))
+    beta = float(rng.choice([1.0, 0.5, 2.5]))
+    model = op_model("SOFTMAX", [F((rows, depth))], [F((rows, depth))], options={"beta": beta})
+    feeds = [(rng.standard_normal((rows, depth)) * rng.choice([0.1, 3.0, 30.0])).astype(np.float32)]
+    _every_level(backend, levels, model, feeds, exact=False)
+    lib, lv = levels
+    got = run_at_level(backend, lib, lv[-1] if lv else 0, model, feeds)
+    for r in range(rows):  # each row's own range (a row of one value: 1.0)
+        _close(got[0][r], run_litert(model, feeds)[0][r], f"row {r} vs LiteRT's reference kernels", 1e-4)
+
+
+def test_softmax_f32_simd_hands_back_rows_it_cannot_run(backend, levels):
+    """A row holding an infinity or a NaN, and a negative beta whose exponents overflow, run the portable row:
+    the same bits (NaN where the portable kernel gives NaN)."""
+    lib, lv = levels
+    x = np.random.default_rng(4).standard_normal((4, 37)).astype(np.float32) * 50
+    x[1, 5] = np.inf
+    x[2, 30] = np.nan
+    for beta in (1.0, -1.0):
+        model = op_model("SOFTMAX", [F((4, 37))], [F((4, 37))], options={"beta": beta})
+        ref = run_at_level(backend, lib, 0, model, [x])[0]
+        for level in lv:
+            got = run_at_level(backend, lib, level, model, [x])[0]
+            np.testing.assert_array_equal(got[1:3], ref[1:3])
+            if beta < 0:
+                np.testing.assert_array_equal(got, ref)
+
+
+# ------------------------------------------------------------------------------------------------ RESIZE_BILINEAR
+RESIZE_MODES = [(False, True), (False, False), (True, False)]  # (align_corners, half_pixel_centers)
+
+
+def _resize_case(rng, seed, dtype):
+    ac, hp = RESIZE_MODES[seed % 3]
+    n = int(rng.choice([1, 2]))
+    h, w = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+    oh, ow = (int(rng.integers(1, 30)), int(rng.integers(1, 30))) if seed % 4 else (2 * h, 2 * w)
+    c = int(rng.choice([1, 3, 8, 15, 16, 17, 33, 64]))
+    size = T((2,), "INT32", data=np.array([oh, ow], np.int32))
+    opts = {"align_corners": ac, "half_pixel_centers": hp}
+    if dtype == "float32":
+        x, y = F((n, h, w, c)), F((n, oh, ow, c))
+        feeds = [rng.standard_normal((n, h, w, c)).astype(np.float32)]
+    else:
+        q = (float(rng.uniform(0.01, 0.1)), int(rng.integers(-128, 128)))
+        x, y = T((n, h, w, c), "INT8", *q), T((n, oh, ow, c), "INT8", *q)
+        feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    return op_model("RESIZE_BILINEAR", [x, size], [y], options=opts, version=3), feeds
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_resize_bilinear_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    rng = np.random.default_rng(26300 + seed)
+    model, feeds = _resize_case(rng, seed, "int8")
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_resize_bilinear_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """The vector rows do the portable kernel's multiplies and adds in its order, no FMA: the same bits; and
+    LiteRT's reference kernels within 1e-4 of the range."""
+    rng = np.random.default_rng(26400 + seed)
+    model, feeds = _resize_case(rng, seed, "float32")
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    _close(ref[0], run_litert(model, feeds)[0], "the C kernel vs LiteRT's reference kernels", 1e-4)
+
+
+# ------------------------------------------------------------------------------------------------ MEAN int8
+@pytest.mark.parametrize("seed", range(12))
+def test_mean_sum_int8_over_hw_simd_equals_portable_and_tflm(backend, levels, seed):
+    """Global average pools (MEAN over H, W, keep_dims or not; SUM) on channel counts around the vector widths and
+    the kernel's 256-channel chunks."""
+    rng = np.random.default_rng(26500 + seed)
+    c = [1, 5, 16, 17, 63, 64, 65, 300, 1280, 8, 33, 576][seed]
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    keep = bool(seed % 2)
+    op = "SUM" if seed % 5 == 4 else "MEAN"
+    xs, xz = float(rng.uniform(0.01, 0.1)), int(rng.integers(-128, 128))
+    ys = xs * (h * w if op == "SUM" else 1) * float(rng.uniform(0.5, 2.0))
+    out_shape = (n, 1, 1, c) if keep else (n, c)
+    model = op_model(op, [T((n, h, w, c), "INT8", xs, xz), T((2,), "INT32", data=np.array([1, 2], np.int32))],
+                     [T(out_shape, "INT8", ys, int(rng.integers(-128, 128)))], options={"keep_dims": keep})
+    feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])

@@ -7,7 +7,9 @@
  * (MEAN), rounded to float.
  *
  * Prepare reorders the input's dimensions as (kept..., reduced...) and precomputes per-dimension strides, so
- * eval walks every output element's reduced block with one odometer.
+ * eval walks every output element's reduced block with one odometer. On a 64-bit Linux CPU with a fast path
+ * (EDGE_SIMD), NHWC inputs reduced over H, W (a global average pool) sum in vectors over the channels: float32
+ * edge_simd_mean_hw_f32, int8 edge_simd_sum_hw_q8 (the same sums, requantized as above: the same bits).
  */
 #include <string.h>
 
@@ -31,7 +33,7 @@ typedef struct {
     int32_t multiplier, shift, in_zp, out_zp, lo, hi;
     uint32_t offset;                      /* in_zp * n, wrapped to 32 bits */
 #if EDGE_SIMD
-    int32_t simd;                         /* float32 NHWC over H, W on a 64-bit Linux CPU: its level (0: none) */
+    int32_t simd;                         /* float32 / int8 NHWC over H, W on a 64-bit Linux CPU: its level (0: none) */
 #endif
 } mean_data_t;
 
@@ -123,6 +125,12 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     d->offset = (uint32_t)(int32_t)x->zero_point * (uint32_t)(d->n_red & 0xffffffff);
     d->lo = x->type == EDGE_INT8 ? -128 : -32768;
     d->hi = x->type == EDGE_INT8 ? 127 : 32767;
+#if EDGE_SIMD
+    /* int8 NHWC over H, W: the channels' sums in vectors (the same int32 values), requantized as below */
+    d->simd = x->type == EDGE_INT8 && rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] &&
+                      d->n_red > 0 ? edge_simd_level() : 0;
+    if (d->simd && !edge_simd_sum_hw_q8(d->simd, NULL, 0, 0, 0, NULL)) d->simd = 0;
+#endif
     return EDGE_OK;
 }
 
@@ -142,6 +150,24 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
         return;
     }
 #if EDGE_SIMD
+    if (d->simd && d->type == EDGE_INT8 && !(EDGE_WITH_PATCH && ctx->window)) { /* NHWC over H, W: kept {N, C} */
+        const int32_t c = d->kept_dims[1];
+        int32_t sums[256], c0, i;
+        for (o = 0; o < d->kept_dims[0]; o++) {
+            for (c0 = 0; c0 < c; c0 += 256) {
+                const int32_t nc = c - c0 < 256 ? c - c0 : 256;
+                int8_t *yo = (int8_t *)y->data + o * c + c0;
+                (void)edge_simd_sum_hw_q8(d->simd, (const int8_t *)x->data + o * d->n_red * c + c0, d->n_red, c, nc,
+                                          sums);
+                for (i = 0; i < nc; i++) {
+                    int64_t v = (int64_t)edge_mbqm(edge_wrap32((int64_t)((uint32_t)sums[i] - d->offset)), d->multiplier,
+                                                   d->shift) + d->out_zp;
+                    yo[i] = (int8_t)(v < d->lo ? d->lo : (v > d->hi ? d->hi : v));
+                }
+            }
+        }
+        return;
+    }
     if (d->simd && !(EDGE_WITH_PATCH && ctx->window)) { /* NHWC over H, W: kept_dims = {N, C} */
         for (o = 0; o < d->kept_dims[0]; o++)
             (void)edge_simd_mean_hw_f32(d->simd, d->is_mean, (const float *)x->data + o * d->n_red * d->kept_dims[1],

@@ -247,4 +247,27 @@ int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, in
 int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n);
 #endif
 
+/* ============================================================================================== issue 26
+ * src/simd/edge_simd_dw_x86.c (AVX-512 at EDGE_SIMD_X86_AVX512VNNI, AVX2 at EDGE_SIMD_X86_AVX2; the target
+ * attributes leave FMA out where the portable bits are kept) and src/simd/edge_simd_dw_arm.c (no NEON path yet:
+ * 0). Each returns 0 when this level has no such path (the caller runs its own); called with a NULL output
+ * (x NULL for SOFTMAX / the sums) it only asks. */
+#if EDGE_SIMD
+/* float32 SOFTMAX of one row of n values: e = exp((x - max) * beta) (the difference and the product rounded as the
+ * portable kernel; exp by a polynomial within 2 ulp, 0 below -87), y = e / (the sum of the e in lanes): within
+ * 1e-6 of the portable kernel relative to the row's largest output. Returns 0 without a result for a row holding
+ * an infinity or a NaN, a beta that is not finite, or an exponent above 88 (then y may hold partial values: the
+ * caller computes the row again). */
+int32_t edge_simd_softmax_f32(int32_t level, const float *x, int32_t n, float beta, float *y);
+/* One output row of RESIZE_BILINEAR (kernels/resize.c's arithmetic, the same bits): source rows r0 (lo) and r1
+ * (hi), output column ox from input columns cols[2 ox] and cols[2 ox + 1] (pixels of ch channels) with fraction
+ * fx[ox]; float32 with row fraction wy1, int8 with the Q10 row fraction fy and Q10 column fractions. */
+int32_t edge_simd_resize_row_f32(int32_t level, const float *r0, const float *r1, const int32_t *cols, const float *fx,
+                                 int32_t out_w, int32_t ch, float wy1, float *y);
+int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r1, const int32_t *cols,
+                                const int32_t *fx, int32_t out_w, int32_t ch, int32_t fy, int8_t *y);
+/* int8 MEAN / SUM over H, W: sums[i] = the int32 (wrapping) sum over the hw pixels p of x[p * stride + i], i < c. */
+int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
+#endif
+
 #endif /* EDGE_SIMD_H */
