@@ -266,7 +266,9 @@ int32_t edge_simd_resize_row_f32(int32_t level, const float *r0, const float *r1
                                  int32_t out_w, int32_t ch, float wy1, float *y);
 int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r1, const int32_t *cols,
                                 const int32_t *fx, int32_t out_w, int32_t ch, int32_t fy, int8_t *y);
-/* int8 MEAN / SUM over H, W: sums[i] = the int32 (wrapping) sum over the hw pixels p of x[p * stride + i], i < c. */
+/* MEAN / SUM over H, W: sums[i] = the sum over the hw pixels p of x[p * stride + i], i < c, in pixel order: float32
+ * from 0.0f, one rounding a step (LiteRT's reference order: kernels/mean.c's bits); int8 in int32 (wrapping). */
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums);
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
 #endif
 

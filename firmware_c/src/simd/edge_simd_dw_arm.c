@@ -1,5 +1,5 @@
 /* edge_simd_dw_arm.c - the aarch64 side of edge_simd_dw_x86.c's functions (SOFTMAX float32, RESIZE_BILINEAR rows,
- * the int8 sums of MEAN / SUM over H, W): not written for NEON yet, so every level answers 0 (no such path) and
+ * the float32 / int8 sums of MEAN / SUM over H, W): not written for NEON yet, so every level answers 0 (no such path) and
  * the kernels keep their portable loops on aarch64 (the same results as the x86-64 fast paths: those are the
  * portable kernels' bits, SOFTMAX within 1e-6).
  */
@@ -20,6 +20,11 @@ int32_t edge_simd_resize_row_f32(int32_t level, const float *r0, const float *r1
 int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r1, const int32_t *cols,
                                 const int32_t *fx, int32_t out_w, int32_t ch, int32_t fy, int8_t *y) {
     (void)level, (void)r0, (void)r1, (void)cols, (void)fx, (void)out_w, (void)ch, (void)fy, (void)y;
+    return 0;
+}
+
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+    (void)level, (void)x, (void)hw, (void)stride, (void)c, (void)sums;
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /* edge_simd_dw_x86.c - x86-64 fast paths of issue 26 beside the GEMMs (edge_simd_x86.c, edge_simd_f32_x86.c):
- * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the int8 sums of MEAN / SUM over H, W.
+ * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8 sums of MEAN / SUM over H, W.
  *
  * Each function has an AVX-512 body (level EDGE_SIMD_X86_AVX512VNNI: 16 lanes) and an AVX2 body (level
  * EDGE_SIMD_X86_AVX2: 8 lanes), picked by the level the kernel stored at prepare, and carries its own target
@@ -332,6 +332,69 @@ static T_AVX2 void sum_hw_q8_avx2(const int8_t *x, int64_t hw, int64_t stride, i
         for (p = 0; p < hw; p++) s += (uint32_t)(int32_t)x[p * stride + i];
         sums[i] = (int32_t)s;
     }
+}
+
+/* float32: sums[i] = ((0 + x[i]) + x[stride + i]) + ..., each channel in pixel order, one rounding per step (no
+ * FMA): the portable kernel's and LiteRT's reference bits. */
+static T_512 void sum_hw_f32_512(const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+    int32_t i;
+    int64_t p;
+    for (i = 0; i < c; i += 64) {
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        const int32_t left = c - i;
+        const __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+        const __mmask16 m2 = left >= 48 ? 0xFFFF : left <= 32 ? 0 : (__mmask16)((1u << (left - 32)) - 1u);
+        const __mmask16 m3 = left >= 64 ? 0xFFFF : left <= 48 ? 0 : (__mmask16)((1u << (left - 48)) - 1u);
+        for (p = 0; p < hw; p++) {
+            const float *xp = x + p * stride + i;
+            s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m0, xp));
+            s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(m1, xp + 16));
+            s2 = _mm512_add_ps(s2, _mm512_maskz_loadu_ps(m2, xp + 32));
+            s3 = _mm512_add_ps(s3, _mm512_maskz_loadu_ps(m3, xp + 48));
+        }
+        _mm512_mask_storeu_ps(sums + i, m0, s0);
+        _mm512_mask_storeu_ps(sums + i + 16, m1, s1);
+        _mm512_mask_storeu_ps(sums + i + 32, m2, s2);
+        _mm512_mask_storeu_ps(sums + i + 48, m3, s3);
+    }
+}
+
+static T_AVX2 void sum_hw_f32_avx2(const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+    int32_t i;
+    int64_t p;
+    for (i = 0; i + 32 <= c; i += 32) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (p = 0; p < hw; p++) {
+            const float *xp = x + p * stride + i;
+            s0 = _mm256_add_ps(s0, _mm256_loadu_ps(xp));
+            s1 = _mm256_add_ps(s1, _mm256_loadu_ps(xp + 8));
+            s2 = _mm256_add_ps(s2, _mm256_loadu_ps(xp + 16));
+            s3 = _mm256_add_ps(s3, _mm256_loadu_ps(xp + 24));
+        }
+        _mm256_storeu_ps(sums + i, s0);
+        _mm256_storeu_ps(sums + i + 8, s1);
+        _mm256_storeu_ps(sums + i + 16, s2);
+        _mm256_storeu_ps(sums + i + 24, s3);
+    }
+    for (; i + 8 <= c; i += 8) {
+        __m256 s0 = _mm256_setzero_ps();
+        for (p = 0; p < hw; p++) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + p * stride + i));
+        _mm256_storeu_ps(sums + i, s0);
+    }
+    for (; i < c; i++) {
+        float s = 0.0f;
+        for (p = 0; p < hw; p++) s += x[p * stride + i];
+        sums[i] = s;
+    }
+}
+
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (!x) return 1;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) sum_hw_f32_512(x, hw, stride, c, sums);
+    else sum_hw_f32_avx2(x, hw, stride, c, sums);
+    return 1;
 }
 
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums) {
