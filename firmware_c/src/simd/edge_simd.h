@@ -270,6 +270,10 @@ int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r
  * from 0.0f, one rounding a step (LiteRT's reference order: kernels/mean.c's bits); int8 in int32 (wrapping). */
 int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums);
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
+/* edge_simd_addsub_q8 (its p, its arithmetic lane by lane: the same bytes) on the widest vectors: 16 lanes at
+ * EDGE_SIMD_X86_AVX512VNNI; 0 at the other levels (edge_simd_addsub_q8 serves them). n = 0 only asks. */
+int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                                 int32_t n, const int32_t *p);
 #endif
 
 #endif /* EDGE_SIMD_H */

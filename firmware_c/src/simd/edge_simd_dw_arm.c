@@ -32,4 +32,10 @@ int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t 
     (void)level, (void)x, (void)hw, (void)stride, (void)c, (void)sums;
     return 0;
 }
+
+int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                                 int32_t n, const int32_t *p) {
+    (void)level, (void)a, (void)sa, (void)b, (void)sb, (void)y, (void)n, (void)p;
+    return 0;
+}
 #endif

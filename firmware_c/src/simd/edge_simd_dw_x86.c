@@ -1,5 +1,6 @@
 /* edge_simd_dw_x86.c - x86-64 fast paths of issue 26 beside the GEMMs (edge_simd_x86.c, edge_simd_f32_x86.c):
- * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8 sums of MEAN / SUM over H, W.
+ * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8 sums of MEAN / SUM over H, W, and
+ * int8 ADD / SUB rows on 16 lanes (the 8-lane AVX2 rows are edge_simd_x86.c's edge_simd_addsub_q8).
  *
  * Each function has an AVX-512 body (level EDGE_SIMD_X86_AVX512VNNI: 16 lanes) and an AVX2 body (level
  * EDGE_SIMD_X86_AVX2: 8 lanes), picked by the level the kernel stored at prepare, and carries its own target
@@ -402,6 +403,57 @@ int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t 
     if (!x) return 1;
     if (level >= EDGE_SIMD_X86_AVX512VNNI) sum_hw_q8_512(x, hw, stride, c, sums);
     else sum_hw_q8_avx2(x, hw, stride, c, sums);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- ADD / SUB int8 */
+
+/* round(x * m / 2^31) halves away from zero for m >= 0 (eb_srdhm): bits 31..62 of x * m + 2^30, lane by lane
+ * (VPMULDQ on the even lanes, and on the odd lanes shifted down). */
+static INLINE T_512 __m512i srdhm512(__m512i x, __m512i m) {
+    const __m512i r30 = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(x, m), r30);
+    const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), r30);
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
+}
+
+/* edge_rdbpot by e (0..31): x >> e, plus one when the remainder is above half (halves away from zero) */
+static INLINE T_512 __m512i rdbpot512(__m512i x, int32_t e) {
+    const __m512i mask = _mm512_set1_epi32((int32_t)(((int64_t)1 << e) - 1));
+    const __m512i thr = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(x, 31));
+    const __m512i q = _mm512_sra_epi32(x, _mm_cvtsi32_si128(e));
+    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, mask), thr), q, _mm512_set1_epi32(1));
+}
+
+/* An input on the common scale: ((x - zp) << 20) scaled by m (a right shift r only; add.c's addsub_in). */
+static INLINE T_512 __m512i addsub_in512(__m512i x, __m512i zp, __m512i m, int32_t r) {
+    return rdbpot512(srdhm512(_mm512_slli_epi32(_mm512_sub_epi32(x, zp), 20), m), r);
+}
+
+static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
+                                const int32_t *p) {
+    const __m512i zp1 = _mm512_set1_epi32(p[0]), zp2 = _mm512_set1_epi32(p[1]);
+    const __m512i m1 = _mm512_set1_epi32(p[2]), m2 = _mm512_set1_epi32(p[4]), mo = _mm512_set1_epi32(p[7]);
+    const __m512i off = _mm512_set1_epi32(p[10]), lo = _mm512_set1_epi32(p[11]), hi = _mm512_set1_epi32(p[12]);
+    const __m128i left = _mm_cvtsi32_si128(p[8]);
+    const int32_t r1 = p[3], r2 = p[5], ro = p[9], sub = p[6] < 0;
+    /* a broadcast operand's scaled value once */
+    const __m512i c1 = addsub_in512(_mm512_set1_epi32(a[0]), zp1, m1, r1);
+    const __m512i c2 = addsub_in512(_mm512_set1_epi32(b[0]), zp2, m2, r2);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x1 = sa ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1, m1, r1) : c1;
+        const __m512i x2 = sb ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zp2, m2, r2) : c2;
+        const __m512i s = sub ? _mm512_sub_epi32(x1, x2) : _mm512_add_epi32(x1, x2);
+        const __m512i q = _mm512_add_epi32(rdbpot512(srdhm512(_mm512_sll_epi32(s, left), mo), ro), off);
+        _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
+    }
+}
+
+int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                                 int32_t n, const int32_t *p) {
+    if (level < EDGE_SIMD_X86_AVX512VNNI) return 0;
+    if (n > 0) addsub_q8_512(a, sa, b, sb, y, n, p);
     return 1;
 }
 #endif
