@@ -184,9 +184,13 @@ static void dwf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     int32_t a, b, bt;
     (void)slot;
     edge_simd_split(d->geo.oh, 1, t, n, &a, &b);
-    for (bt = 0; bt < d->n && a < b; bt++)
-        edge_simd_dw_f32(d->geo.fast, &j->p, j->x + (int64_t)bt * d->geo.h * d->geo.w * d->c, j->w, j->bias, a, b,
-                         j->y + (int64_t)bt * d->geo.oh * d->geo.ow * d->c);
+    for (bt = 0; bt < d->n && a < b; bt++) {
+        const float *xb = j->x + (int64_t)bt * d->geo.h * d->geo.w * d->c;
+        float *yb = j->y + (int64_t)bt * d->geo.oh * d->geo.ow * d->c;
+        /* 3x3 with the taps in registers where the level has it (src/simd/edge_simd_dw_x86.c: the same bits) */
+        if (!edge_simd_dw3x3_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb))
+            edge_simd_dw_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb);
+    }
 }
 
 static void dw_float_simd(const dw_data_t *d, const float *x, const float *wt, const float *bias, float *y) {

@@ -1,5 +1,5 @@
 /* edge_simd_dw_arm.c - the aarch64 side of edge_simd_dw_x86.c's functions (SOFTMAX float32, RESIZE_BILINEAR rows,
- * the float32 / int8 sums of MEAN / SUM over H, W): not written for NEON yet, so every level answers 0 (no such path) and
+ * the float32 / int8 sums of MEAN / SUM over H, W, 16-lane int8 ADD / SUB, float32 DEPTHWISE_CONV_2D 3x3): not written for NEON yet, so every level answers 0 (no such path) and
  * the kernels keep their portable loops on aarch64 (the same results as the x86-64 fast paths: those are the
  * portable kernels' bits, SOFTMAX within 1e-6).
  */
@@ -36,6 +36,12 @@ int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t 
 int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
                                  int32_t n, const int32_t *p) {
     (void)level, (void)a, (void)sa, (void)b, (void)sb, (void)y, (void)n, (void)p;
+    return 0;
+}
+
+int32_t edge_simd_dw3x3_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                            int32_t oy0, int32_t oy1, float *y) {
+    (void)level, (void)p, (void)x, (void)wt, (void)bias, (void)oy0, (void)oy1, (void)y;
     return 0;
 }
 #endif
