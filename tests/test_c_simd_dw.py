@@ -253,24 +253,27 @@ def test_mean_sum_f32_same_bits_as_litert_reference(backend, levels, case, op):
     np.testing.assert_array_equal(ref[0], run_litert(model, feeds)[0])
 
 
-# ------------------------------------------------------------------------------------------------ DEPTHWISE 3x3 float32
+# ------------------------------------------------------------------------------------------------ DEPTHWISE 3x3 / 5x5 float32
 DW3_CASES = [(1, "SAME", 96, 24, 24), (2, "SAME", 96, 48, 48), (1, "VALID", 17, 9, 13), (2, "VALID", 33, 12, 7),
              (1, "SAME", 1, 5, 5), (2, "SAME", 16, 3, 11), (1, "SAME", 31, 4, 4), (2, "SAME", 65, 9, 10)]
 
 
+@pytest.mark.parametrize("k", [3, 5])
 @pytest.mark.parametrize("case", range(len(DW3_CASES)))
-def test_depthwise_3x3_f32_taps_in_registers_same_bits_as_avx2(backend, levels, case):
-    """The 3x3 AVX-512 kernel (filter taps in registers, four pixels sharing their input columns) does the AVX2 fast
-    path's fused multiply-adds in its order: the same bits as level 1, and within 1e-5 of the portable kernel;
-    stride 1 and 2, SAME / VALID, channels not multiples of 16, rows too short for a block of four, batches."""
+def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case, k):
+    """The 3x3 / 5x5 AVX-512 kernel (filter taps loaded once per channel tile, four pixels sharing their input
+    columns) does the AVX2 fast path's fused multiply-adds in its order: the same bits as level 1, and within 1e-5
+    of the portable kernel; stride 1 and 2, SAME / VALID, channels not multiples of 16, rows too short for a block
+    of four, batches."""
     stride, padding, c, h, w = DW3_CASES[case]
+    h, w = max(h, k), max(w, k)
     rng = np.random.default_rng(26700 + case)
     n = 2 if case % 3 == 2 else 1
-    oh = (h + stride - 1) // stride if padding == "SAME" else (h - 3) // stride + 1
-    ow = (w + stride - 1) // stride if padding == "SAME" else (w - 3) // stride + 1
+    oh = (h + stride - 1) // stride if padding == "SAME" else (h - k) // stride + 1
+    ow = (w + stride - 1) // stride if padding == "SAME" else (w - k) // stride + 1
     act = ["NONE", "RELU6", "RELU", "RELU_N1_TO_1"][case % 4]
     has_bias = case % 4 != 3
-    wt = F((1, 3, 3, c), rng.standard_normal((1, 3, 3, c)))
+    wt = F((1, k, k, c), rng.standard_normal((1, k, k, c)))
     bias = F((c,), rng.standard_normal(c)) if has_bias else None
     model = op_model("DEPTHWISE_CONV_2D", [F((n, h, w, c)), wt, bias], [F((n, oh, ow, c))],
                      options={"padding": padding, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,

@@ -187,8 +187,9 @@ static void dwf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     for (bt = 0; bt < d->n && a < b; bt++) {
         const float *xb = j->x + (int64_t)bt * d->geo.h * d->geo.w * d->c;
         float *yb = j->y + (int64_t)bt * d->geo.oh * d->geo.ow * d->c;
-        /* 3x3 with the taps in registers where the level has it (src/simd/edge_simd_dw_x86.c: the same bits) */
-        if (!edge_simd_dw3x3_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb))
+        /* 3x3 / 5x5 with the taps loaded once per channel tile where the level has it (src/simd/edge_simd_dw_x86.c:
+         * the same bits) */
+        if (!edge_simd_dw_3x3_5x5_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb))
             edge_simd_dw_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb);
     }
 }

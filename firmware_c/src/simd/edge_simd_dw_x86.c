@@ -1,7 +1,7 @@
 /* edge_simd_dw_x86.c - x86-64 fast paths of issue 26 beside the GEMMs (edge_simd_x86.c, edge_simd_f32_x86.c):
  * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8 sums of MEAN / SUM over H, W, and
  * int8 ADD / SUB rows on 16 lanes (the 8-lane AVX2 rows are edge_simd_x86.c's edge_simd_addsub_q8), float32
- * DEPTHWISE_CONV_2D 3x3 (stride 1 or 2) with the filter held in registers.
+ * DEPTHWISE_CONV_2D 3x3 / 5x5 (stride 1 or 2) with the filter loaded once per channel tile.
  *
  * Each function has an AVX-512 body (level EDGE_SIMD_X86_AVX512VNNI: 16 lanes) and an AVX2 body (level
  * EDGE_SIMD_X86_AVX2: 8 lanes), picked by the level the kernel stored at prepare, and carries its own target
@@ -457,39 +457,39 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
     if (n > 0) addsub_q8_512(a, sa, b, sb, y, n, p);
     return 1;
 }
-/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 float32 */
+/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
 
-/* One channel tile (16 channels, mask m) of output row oy, the tile's 9 filter taps w and bias bv in registers.
- * Interior pixels go four at a time: per filter row, the 3 S + 3 input columns the four windows cover are loaded
- * once (stride 1: 6 loads for 12 multiply-adds) and each window's taps are added in (fy, fx) order, a fused
- * multiply-add each from 0, then + bias, then the clamp: edge_simd_dw_f32's operations in its order (the same
- * bits). Border pixels add the taps inside the input, in the same order. */
-#define DW3_ROW(S)                                                                                               \
-    static INLINE T_512_FMA void dw3_row_s##S(const edge_simd_dwf_t *p, const float *x, const __m512 *w, __m512 bv,  \
-                                             int32_t oy, __mmask16 m, float *yrow) {                            \
+/* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
+ * per tile (3x3: held in registers). Interior pixels go four at a time: per filter row, the 3 S + K input columns
+ * the four windows cover are loaded once (3x3 stride 1: 6 loads for 12 multiply-adds) and each window's taps are
+ * added in (fy, fx) order, a fused multiply-add each from 0, then + bias, then the clamp: edge_simd_dw_f32's
+ * operations in its order (the same bits). Border pixels add the taps inside the input, in the same order. */
+#define DWK_ROW(K, S)                                                                                            \
+    static INLINE T_512_FMA void dw##K##_row_s##S(const edge_simd_dwf_t *p, const float *x, const __m512 *w,       \
+                                                 __m512 bv, int32_t oy, __mmask16 m, float *yrow) {             \
         const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
         const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);                                    \
         int32_t fy0, fy1, ox = 0, fy, fx, j;                                                                     \
         fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
-        fy1 = iy0 + 3 > p->h ? p->h - iy0 : 3;                                                                   \
+        fy1 = iy0 + K > p->h ? p->h - iy0 : K;                                                                   \
         if (fy1 < fy0) fy1 = fy0;                                                                                \
         while (ox < p->ow) {                                                                                     \
             const int32_t ix0 = ox * S - p->pl;                                                                  \
-            if (ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + 2 < p->w) {                                         \
+            if (ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + K - 1 < p->w) {                                     \
                 __m512 acc[4];                                                                                   \
                 _Pragma("GCC unroll 4")                                                                          \
                 for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();                                            \
                 for (fy = fy0; fy < fy1; fy++) {                                                                 \
                     const float *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                 \
-                    __m512 col[3 * S + 3];                                                                       \
+                    const __m512 *wr = w + fy * K;                                                               \
+                    __m512 col[3 * S + K];                                                                       \
                     int32_t k;                                                                                   \
-                    const __m512 *wr = w + fy * 3;                                                               \
                     _Pragma("GCC unroll 16")                                                                     \
-                    for (k = 0; k < 3 * S + 3; k++) col[k] = _mm512_maskz_loadu_ps(m, r + (int64_t)k * c);       \
+                    for (k = 0; k < 3 * S + K; k++) col[k] = _mm512_maskz_loadu_ps(m, r + (int64_t)k * c);       \
                     _Pragma("GCC unroll 4")                                                                      \
                     for (j = 0; j < 4; j++)                                                                      \
-                        _Pragma("GCC unroll 3")                                                                  \
-                        for (fx = 0; fx < 3; fx++) acc[j] = _mm512_fmadd_ps(col[j * S + fx], wr[fx], acc[j]);    \
+                        _Pragma("GCC unroll 5")                                                                  \
+                        for (fx = 0; fx < K; fx++) acc[j] = _mm512_fmadd_ps(col[j * S + fx], wr[fx], acc[j]);    \
                 }                                                                                                \
                 _Pragma("GCC unroll 4")                                                                          \
                 for (j = 0; j < 4; j++)                                                                          \
@@ -499,43 +499,47 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
                 continue;                                                                                        \
             }                                                                                                    \
             {                                                                                                    \
-                const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + 3 > p->w ? p->w - ix0 : 3;                   \
+                const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
                 __m512 a = _mm512_setzero_ps();                                                                  \
                 for (fy = fy0; fy < fy1; fy++)                                                                   \
                     for (fx = fx0; fx < fx1; fx++)                                                               \
                         a = _mm512_fmadd_ps(                                                                     \
-                            _mm512_maskz_loadu_ps(m, x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c), w[fy * 3 + fx], a); \
+                            _mm512_maskz_loadu_ps(m, x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c), w[fy * K + fx], a); \
                 _mm512_mask_storeu_ps(yrow + (int64_t)ox * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a, bv)))); \
             }                                                                                                    \
             ox++;                                                                                                \
         }                                                                                                        \
     }
-DW3_ROW(1)
-DW3_ROW(2)
+DWK_ROW(3, 1)
+DWK_ROW(3, 2)
+DWK_ROW(5, 1)
+DWK_ROW(5, 2)
 
-static T_512_FMA void dw3_512(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+static T_512_FMA void dwk_512(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                              int32_t oy0, int32_t oy1, float *y) {
-    const int32_t c = p->c;
+    const int32_t c = p->c, taps = p->kh * p->kw;
     int32_t ch, oy, t;
     for (ch = 0; ch < c; ch += 16) {
         const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
         const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();
-        __m512 w[9];
-        for (t = 0; t < 9; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
+        __m512 w[25];
+        for (t = 0; t < taps; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
         for (oy = oy0; oy < oy1; oy++) {
             float *yrow = y + (int64_t)oy * p->ow * c + ch;
-            if (p->sw == 1) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
-            else dw3_row_s2(p, x + ch, w, bv, oy, m, yrow);
+            if (p->kh == 3 && p->sw == 1) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
+            else if (p->kh == 3) dw3_row_s2(p, x + ch, w, bv, oy, m, yrow);
+            else if (p->sw == 1) dw5_row_s1(p, x + ch, w, bv, oy, m, yrow);
+            else dw5_row_s2(p, x + ch, w, bv, oy, m, yrow);
         }
     }
 }
 
-int32_t edge_simd_dw3x3_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                             int32_t oy0, int32_t oy1, float *y) {
-    if (level < EDGE_SIMD_X86_AVX512VNNI || p->kh != 3 || p->kw != 3 || p->dh != 1 || p->dw != 1 || p->sh != p->sw ||
-        (p->sw != 1 && p->sw != 2))
+    if (level < EDGE_SIMD_X86_AVX512VNNI || (p->kh != 3 && p->kh != 5) || p->kw != p->kh || p->dh != 1 || p->dw != 1 ||
+        p->sh != p->sw || (p->sw != 1 && p->sw != 2))
         return 0;
-    if (y) dw3_512(p, x, wt, bias, oy0, oy1, y);
+    if (y) dwk_512(p, x, wt, bias, oy0, oy1, y);
     return 1;
 }
 #endif
