@@ -103,7 +103,7 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
 #if EDGE_SIMD
         d->simd = rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] && d->n_red > 0 ? edge_simd_level() : 0;
-        if (d->simd && !edge_simd_sum_hw_f32(d->simd, NULL, 0, 0, 0, NULL)) d->simd = 0;
+        if (d->simd && !edge_simd_sum_hw_f32(d->simd, NULL, 0, 0, 0, 0, NULL)) d->simd = 0;
 #endif
         return EDGE_OK;
     }
@@ -173,14 +173,9 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (d->simd && !(EDGE_WITH_PATCH && ctx->window)) { /* NHWC over H, W: kept_dims = {N, C} */
         const int32_t c = d->kept_dims[1];
-        const float n = (float)d->n_red;
-        int32_t i;
-        for (o = 0; o < d->kept_dims[0]; o++) {
-            float *yo = (float *)y->data + o * c;
-            (void)edge_simd_sum_hw_f32(d->simd, (const float *)x->data + o * d->n_red * c, d->n_red, c, c, yo);
-            if (d->is_mean)
-                for (i = 0; i < c; i++) yo[i] = yo[i] / n;
-        }
+        for (o = 0; o < d->kept_dims[0]; o++)
+            (void)edge_simd_sum_hw_f32(d->simd, (const float *)x->data + o * d->n_red * c, d->n_red, c, c, d->is_mean,
+                                       (float *)y->data + o * c);
         return;
     }
 #endif

@@ -267,8 +267,10 @@ int32_t edge_simd_resize_row_f32(int32_t level, const float *r0, const float *r1
 int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r1, const int32_t *cols,
                                 const int32_t *fx, int32_t out_w, int32_t ch, int32_t fy, int8_t *y);
 /* MEAN / SUM over H, W: sums[i] = the sum over the hw pixels p of x[p * stride + i], i < c, in pixel order: float32
- * from 0.0f, one rounding a step (LiteRT's reference order: kernels/mean.c's bits); int8 in int32 (wrapping). */
-int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums);
+ * from 0.0f, one rounding a step, then (mean) / hw in float32 (LiteRT's reference order: kernels/mean.c's bits);
+ * int8 in int32 (wrapping). */
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
+                             float *sums);
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
 /* edge_simd_addsub_q8 (its p, its arithmetic lane by lane: the same bytes) on the widest vectors: 16 lanes at
  * EDGE_SIMD_X86_AVX512VNNI; 0 at the other levels (edge_simd_addsub_q8 serves them). n = 0 only asks. */

@@ -23,8 +23,9 @@ int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r
     return 0;
 }
 
-int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
-    (void)level, (void)x, (void)hw, (void)stride, (void)c, (void)sums;
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
+                             float *sums) {
+    (void)level, (void)x, (void)hw, (void)stride, (void)c, (void)mean, (void)sums;
     return 0;
 }
 

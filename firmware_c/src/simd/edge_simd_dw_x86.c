@@ -337,8 +337,9 @@ static T_AVX2 void sum_hw_q8_avx2(const int8_t *x, int64_t hw, int64_t stride, i
 }
 
 /* float32: sums[i] = ((0 + x[i]) + x[stride + i]) + ..., each channel in pixel order, one rounding per step (no
- * FMA): the portable kernel's and LiteRT's reference bits. */
-static T_512 void sum_hw_f32_512(const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+ * FMA), divided by hw in float32 when mean: the portable kernel's and LiteRT's reference bits. */
+static T_512 void sum_hw_f32_512(const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean, float *sums) {
+    const __m512 n = _mm512_set1_ps((float)hw);
     int32_t i;
     int64_t p;
     for (i = 0; i < c; i += 64) {
@@ -355,6 +356,12 @@ static T_512 void sum_hw_f32_512(const float *x, int64_t hw, int64_t stride, int
             s2 = _mm512_add_ps(s2, _mm512_maskz_loadu_ps(m2, xp + 32));
             s3 = _mm512_add_ps(s3, _mm512_maskz_loadu_ps(m3, xp + 48));
         }
+        if (mean) {
+            s0 = _mm512_div_ps(s0, n);
+            s1 = _mm512_div_ps(s1, n);
+            s2 = _mm512_div_ps(s2, n);
+            s3 = _mm512_div_ps(s3, n);
+        }
         _mm512_mask_storeu_ps(sums + i, m0, s0);
         _mm512_mask_storeu_ps(sums + i + 16, m1, s1);
         _mm512_mask_storeu_ps(sums + i + 32, m2, s2);
@@ -362,7 +369,8 @@ static T_512 void sum_hw_f32_512(const float *x, int64_t hw, int64_t stride, int
     }
 }
 
-static T_AVX2 void sum_hw_f32_avx2(const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+static T_AVX2 void sum_hw_f32_avx2(const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean, float *sums) {
+    const __m256 n = _mm256_set1_ps((float)hw);
     int32_t i;
     int64_t p;
     for (i = 0; i + 32 <= c; i += 32) {
@@ -374,6 +382,12 @@ static T_AVX2 void sum_hw_f32_avx2(const float *x, int64_t hw, int64_t stride, i
             s2 = _mm256_add_ps(s2, _mm256_loadu_ps(xp + 16));
             s3 = _mm256_add_ps(s3, _mm256_loadu_ps(xp + 24));
         }
+        if (mean) {
+            s0 = _mm256_div_ps(s0, n);
+            s1 = _mm256_div_ps(s1, n);
+            s2 = _mm256_div_ps(s2, n);
+            s3 = _mm256_div_ps(s3, n);
+        }
         _mm256_storeu_ps(sums + i, s0);
         _mm256_storeu_ps(sums + i + 8, s1);
         _mm256_storeu_ps(sums + i + 16, s2);
@@ -382,20 +396,21 @@ static T_AVX2 void sum_hw_f32_avx2(const float *x, int64_t hw, int64_t stride, i
     for (; i + 8 <= c; i += 8) {
         __m256 s0 = _mm256_setzero_ps();
         for (p = 0; p < hw; p++) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + p * stride + i));
-        _mm256_storeu_ps(sums + i, s0);
+        _mm256_storeu_ps(sums + i, mean ? _mm256_div_ps(s0, n) : s0);
     }
     for (; i < c; i++) {
         float s = 0.0f;
         for (p = 0; p < hw; p++) s += x[p * stride + i];
-        sums[i] = s;
+        sums[i] = mean ? s / (float)hw : s;
     }
 }
 
-int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, float *sums) {
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
+                             float *sums) {
     if (level < EDGE_SIMD_X86_AVX2) return 0;
     if (!x) return 1;
-    if (level >= EDGE_SIMD_X86_AVX512VNNI) sum_hw_f32_512(x, hw, stride, c, sums);
-    else sum_hw_f32_avx2(x, hw, stride, c, sums);
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) sum_hw_f32_512(x, hw, stride, c, mean, sums);
+    else sum_hw_f32_avx2(x, hw, stride, c, mean, sums);
     return 1;
 }
 
