@@ -285,3 +285,34 @@ def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case
         pytest.skip("this CPU has no AVX-512 level beside AVX2")
     np.testing.assert_array_equal(run_at_level(backend, lib, lv[-1], model, feeds)[0],
                                   run_at_level(backend, lib, 1, model, feeds)[0])
+
+
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("case", range(len(DW3_CASES)))
+def test_depthwise_3x3_5x5_int8_taps_once_equals_portable_and_tflm(backend, levels, case, k):
+    """The int8 3x3 / 5x5 AVX-512 kernel (taps widened once per channel tile, the input offset folded into the bias
+    for windows inside the input, four pixels sharing their input columns): the portable kernel's bytes and TFLM's,
+    per-channel and per-tensor filters, any zero points, every activation, bias or none."""
+    stride, padding, c, h, w = DW3_CASES[case]
+    h, w = max(h, k), max(w, k)
+    rng = np.random.default_rng(26800 + case * 10 + k)
+    n = 2 if case % 3 == 2 else 1
+    oh = (h + stride - 1) // stride if padding == "SAME" else (h - k) // stride + 1
+    ow = (w + stride - 1) // stride if padding == "SAME" else (w - k) // stride + 1
+    act = ["NONE", "RELU6", "RELU", "RELU_N1_TO_1"][case % 4]
+    per_channel = case % 2 == 0
+    ws = rng.uniform(0.002, 0.02, c) if per_channel else float(rng.uniform(0.002, 0.02))
+    xs = float(rng.uniform(0.01, 0.1))
+    wt = T((1, k, k, c), "INT8", scale=ws, zero_point=[0] * c if per_channel else 0,
+           quantized_dimension=3 if per_channel else 0, data=rng.integers(-127, 128, (1, k, k, c)).astype(np.int8))
+    bias = (T((c,), "INT32", scale=xs * np.atleast_1d(ws) * np.ones(c), zero_point=[0] * c,
+              data=rng.integers(-5000, 5000, c).astype(np.int32)) if case % 4 != 3 else None)
+    x = T((n, h, w, c), "INT8", xs, int(rng.choice([-128, 127, int(rng.integers(-128, 128))])))
+    y = T((n, oh, ow, c), "INT8", float(rng.uniform(0.02, 0.3)), int(rng.integers(-128, 128)))
+    model = op_model("DEPTHWISE_CONV_2D", [x, wt, bias], [y],
+                     options={"padding": padding, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,
+                              "fused_activation_function": act})
+    feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    if bias is not None:  # TFLM (and LiteRT) refuse an int8 depthwise without a bias: the portable kernel is the reference
+        np.testing.assert_array_equal(ref[0], run_tflm(model, feeds, isolate=True)[0])

@@ -250,6 +250,19 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
     int8_t *pass = (int8_t *)(xoff + taps);
     const int32_t c = d->c, m = d->m, oc = d->oc, *q = d->simd_q;
     int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1, j, t, ic;
+    if (m == 1) { /* 3x3 / 5x5 whole rows, the taps loaded once per channel tile (src/simd/edge_simd_dw_x86.c) */
+        edge_simd_dwf_t g;
+        g.h = d->geo.h, g.w = d->geo.w, g.c = c, g.oh = d->geo.oh, g.ow = d->geo.ow, g.kh = d->kh, g.kw = d->kw;
+        g.sh = d->sh, g.sw = d->sw, g.dh = d->dh, g.dw = d->dw, g.pt = d->geo.pt, g.pl = d->geo.pl;
+        g.lo = g.hi = 0.0f;
+        if (edge_simd_dw_q8_3x3_5x5(d->geo.fast, &g, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) {
+            for (b = 0; b < d->n; b++)
+                (void)edge_simd_dw_q8_3x3_5x5(d->geo.fast, &g, x + (int64_t)b * d->geo.h * d->geo.w * c, d->simd_w, q,
+                                              q + c, q + 2 * c, d->input_offset, d->output_offset, d->lo, d->hi, oy0,
+                                              oy1, y + (int64_t)b * d->geo.oh * d->geo.ow * oc);
+            return;
+        }
+    }
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * c;
         for (oy = oy0; oy < oy1; oy++) {

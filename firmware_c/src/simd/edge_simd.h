@@ -282,6 +282,14 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
  * only asks). */
 int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                             int32_t oy0, int32_t oy1, float *y);
+/* int8 DEPTHWISE_CONV_2D, depth multiplier 1, 3x3 / 5x5, stride 1 or 2 (both axes), dilation 1, at
+ * EDGE_SIMD_X86_AVX512VNNI, output rows [oy0, oy1) of one batch (p: the geometry; its lo / hi unused): y = clamp(zp +
+ * rq_c(bias[c] + sum over the taps inside the input of (x + input_offset) * wt[tap * c + c]), lo, hi), wt the
+ * filter widened to int16 [kh * kw, c], rq_c edge_rq_apply with mul[c], rs[c]: the portable kernel's bytes. 0 for
+ * other shapes and levels (y NULL: only asks). */
+int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt,
+                                const int32_t *bias, const int32_t *mul, const int32_t *rs, int32_t input_offset,
+                                int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y);
 #endif
 
 #endif /* EDGE_SIMD_H */

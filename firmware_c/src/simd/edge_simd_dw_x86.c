@@ -1,7 +1,7 @@
 /* edge_simd_dw_x86.c - x86-64 fast paths of issue 26 beside the GEMMs (edge_simd_x86.c, edge_simd_f32_x86.c):
  * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8 sums of MEAN / SUM over H, W, and
  * int8 ADD / SUB rows on 16 lanes (the 8-lane AVX2 rows are edge_simd_x86.c's edge_simd_addsub_q8), float32
- * DEPTHWISE_CONV_2D 3x3 / 5x5 (stride 1 or 2) with the filter loaded once per channel tile.
+ * and int8 DEPTHWISE_CONV_2D 3x3 / 5x5 (stride 1 or 2) with the filter loaded once per channel tile.
  *
  * Each function has an AVX-512 body (level EDGE_SIMD_X86_AVX512VNNI: 16 lanes) and an AVX2 body (level
  * EDGE_SIMD_X86_AVX2: 8 lanes), picked by the level the kernel stored at prepare, and carries its own target
@@ -555,6 +555,124 @@ int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const 
         p->sh != p->sw || (p->sw != 1 && p->sw != 2))
         return 0;
     if (y) dwk_512(p, x, wt, bias, oy0, oy1, y);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 int8 */
+
+/* edge_rq_apply on 16 lanes (edge_simd_x86.c's arithmetic): h = bits 31..62 of acc * mul + 2^30, h += h >> 31,
+ * y = zp + (h >> rs) + ((h >> (rs - 1)) & 1), clamped to [lo, hi]. */
+static INLINE T_512 __m512i dwq_requant(__m512i acc, __m512i mul, __m512i rs, __m512i rs1, __m512i zp, __m512i lo,
+                                        __m512i hi) {
+    __m512i h = srdhm512(acc, mul), r;
+    h = _mm512_add_epi32(h, _mm512_srai_epi32(h, 31));
+    r = _mm512_add_epi32(_mm512_srav_epi32(h, rs), _mm512_and_si512(_mm512_srav_epi32(h, rs1), _mm512_set1_epi32(1)));
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
+}
+
+typedef struct {
+    __m512i bias, bias_all, off, mul, rs, rs1, zp, lo, hi; /* bias_all: bias + off * (the sum of all K x K taps) */
+} dwq_tile_t;
+
+/* One channel tile (16 channels, mask m) of output row oy: acc = bias + sum over the taps inside the input of
+ * (x + off) * w in int32 (wrapping: any order gives the portable kernel's sums), requantized. Rows whose window
+ * lies inside the input vertically take their interior pixels four at a time from bias_all, sharing the 3 S + K
+ * input columns of a filter row; other pixels add (x + off) * w tap by tap. */
+#define DWQ_ROW(K, S)                                                                                            \
+    static INLINE T_512 void dwq##K##_row_s##S(const edge_simd_dwf_t *p, const int8_t *x, const __m512i *w,       \
+                                              const dwq_tile_t *q, int32_t oy, __mmask16 m, int8_t *yrow) {     \
+        const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
+        int32_t fy0, fy1, ox = 0, fy, fx, j;                                                                     \
+        fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
+        fy1 = iy0 + K > p->h ? p->h - iy0 : K;                                                                   \
+        if (fy1 < fy0) fy1 = fy0;                                                                                \
+        while (ox < p->ow) {                                                                                     \
+            const int32_t ix0 = ox * S - p->pl;                                                                  \
+            if (fy0 == 0 && fy1 == K && ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + K - 1 < p->w) {             \
+                __m512i acc[4];                                                                                  \
+                _Pragma("GCC unroll 4")                                                                          \
+                for (j = 0; j < 4; j++) acc[j] = q->bias_all;                                                    \
+                for (fy = 0; fy < K; fy++) {                                                                     \
+                    const int8_t *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                \
+                    const __m512i *wr = w + fy * K;                                                              \
+                    __m512i col[3 * S + K];                                                                      \
+                    int32_t k;                                                                                   \
+                    _Pragma("GCC unroll 16")                                                                     \
+                    for (k = 0; k < 3 * S + K; k++)                                                              \
+                        col[k] = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r + (int64_t)k * c));              \
+                    _Pragma("GCC unroll 4")                                                                      \
+                    for (j = 0; j < 4; j++)                                                                      \
+                        _Pragma("GCC unroll 5")                                                                  \
+                        for (fx = 0; fx < K; fx++)                                                               \
+                            acc[j] = _mm512_add_epi32(acc[j], _mm512_mullo_epi32(col[j * S + fx], wr[fx]));      \
+                }                                                                                                \
+                _Pragma("GCC unroll 4")                                                                          \
+                for (j = 0; j < 4; j++)                                                                          \
+                    _mm_mask_storeu_epi8(yrow + (int64_t)(ox + j) * c, m,                                        \
+                                         _mm512_cvtepi32_epi8(dwq_requant(acc[j], q->mul, q->rs, q->rs1, q->zp,   \
+                                                                          q->lo, q->hi)));                       \
+                ox += 4;                                                                                         \
+                continue;                                                                                        \
+            }                                                                                                    \
+            {                                                                                                    \
+                const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
+                __m512i a = q->bias;                                                                             \
+                for (fy = fy0; fy < fy1; fy++)                                                                   \
+                    for (fx = fx0; fx < fx1; fx++) {                                                             \
+                        const __m512i v = _mm512_cvtepi8_epi32(                                                  \
+                            _mm_maskz_loadu_epi8(m, x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c));           \
+                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(_mm512_add_epi32(v, q->off), w[fy * K + fx]));  \
+                    }                                                                                            \
+                _mm_mask_storeu_epi8(yrow + (int64_t)ox * c, m,                                                  \
+                                     _mm512_cvtepi32_epi8(dwq_requant(a, q->mul, q->rs, q->rs1, q->zp, q->lo, q->hi))); \
+            }                                                                                                    \
+            ox++;                                                                                                \
+        }                                                                                                        \
+    }
+DWQ_ROW(3, 1)
+DWQ_ROW(3, 2)
+DWQ_ROW(5, 1)
+DWQ_ROW(5, 2)
+
+static T_512 void dwq_512(const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt, const int32_t *bias,
+                          const int32_t *mul, const int32_t *rs, int32_t input_offset, int32_t zp, int32_t lo,
+                          int32_t hi, int32_t oy0, int32_t oy1, int8_t *y) {
+    const int32_t c = p->c, taps = p->kh * p->kw;
+    int32_t ch, oy, t;
+    dwq_tile_t q;
+    q.off = _mm512_set1_epi32(input_offset);
+    q.zp = _mm512_set1_epi32(zp);
+    q.lo = _mm512_set1_epi32(lo);
+    q.hi = _mm512_set1_epi32(hi);
+    for (ch = 0; ch < c; ch += 16) {
+        const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        __m512i w[25], sum = _mm512_setzero_si512();
+        for (t = 0; t < taps; t++) {
+            w[t] = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, wt + (int64_t)t * c + ch));
+            sum = _mm512_add_epi32(sum, w[t]);
+        }
+        q.bias = _mm512_maskz_loadu_epi32(m, bias + ch);
+        q.bias_all = _mm512_add_epi32(q.bias, _mm512_mullo_epi32(q.off, sum));
+        q.mul = _mm512_maskz_loadu_epi32(m, mul + ch);
+        /* lanes past c: any valid shift (their results are not stored) */
+        q.rs = _mm512_mask_loadu_epi32(_mm512_set1_epi32(2), m, rs + ch);
+        q.rs1 = _mm512_sub_epi32(q.rs, _mm512_set1_epi32(1));
+        for (oy = oy0; oy < oy1; oy++) {
+            int8_t *yrow = y + (int64_t)oy * p->ow * c + ch;
+            if (p->kh == 3 && p->sw == 1) dwq3_row_s1(p, x + ch, w, &q, oy, m, yrow);
+            else if (p->kh == 3) dwq3_row_s2(p, x + ch, w, &q, oy, m, yrow);
+            else if (p->sw == 1) dwq5_row_s1(p, x + ch, w, &q, oy, m, yrow);
+            else dwq5_row_s2(p, x + ch, w, &q, oy, m, yrow);
+        }
+    }
+}
+
+int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt,
+                                const int32_t *bias, const int32_t *mul, const int32_t *rs, int32_t input_offset,
+                                int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y) {
+    if (level < EDGE_SIMD_X86_AVX512VNNI || (p->kh != 3 && p->kh != 5) || p->kw != p->kh || p->dh != 1 || p->dw != 1 ||
+        p->sh != p->sw || (p->sw != 1 && p->sw != 2))
+        return 0;
+    if (y) dwq_512(p, x, wt, bias, mul, rs, input_offset, zp, lo, hi, oy0, oy1, y);
     return 1;
 }
 #endif
