@@ -194,7 +194,9 @@ EB_ROWS64(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f, sub_i64)
 #if EDGE_SIMD
 static void addsub_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     const addsub_data_t *d = (const addsub_data_t *)op;
-    (void)edge_simd_addsub_q8(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p);
+    /* 16 lanes where the level has them (src/simd/edge_simd_dw_x86.c), else the level's 8-lane rows */
+    if (!edge_simd_addsub_q8_wide(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p))
+        (void)edge_simd_addsub_q8(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p);
 }
 #endif
 

@@ -185,9 +185,14 @@ static void dwf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     int32_t a, b, bt;
     (void)slot;
     edge_simd_split(d->geo.oh, 1, t, n, &a, &b);
-    for (bt = 0; bt < d->n && a < b; bt++)
-        edge_simd_dw_f32(d->geo.fast, &j->p, j->x + (int64_t)bt * d->geo.h * d->geo.w * d->c, j->w, j->bias, a, b,
-                         j->y + (int64_t)bt * d->geo.oh * d->geo.ow * d->c);
+    for (bt = 0; bt < d->n && a < b; bt++) {
+        const float *xb = j->x + (int64_t)bt * d->geo.h * d->geo.w * d->c;
+        float *yb = j->y + (int64_t)bt * d->geo.oh * d->geo.ow * d->c;
+        /* 3x3 / 5x5 with the taps loaded once per channel tile where the level has it (src/simd/edge_simd_dw_x86.c:
+         * the same bits) */
+        if (!edge_simd_dw_3x3_5x5_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb))
+            edge_simd_dw_f32(d->geo.fast, &j->p, xb, j->w, j->bias, a, b, yb);
+    }
 }
 
 static void dw_float_simd(const dw_data_t *d, const float *x, const float *wt, const float *bias, float *y) {
@@ -246,6 +251,19 @@ static void dw_int8_simd(const dw_data_t *d, const int8_t *x, int8_t *y, void *s
     int8_t *pass = (int8_t *)(xoff + taps);
     const int32_t c = d->c, m = d->m, oc = d->oc, *q = d->simd_q;
     int32_t b, oy, ox, fy, fx, fy0, fy1, fx0, fx1, j, t, ic;
+    if (m == 1) { /* 3x3 / 5x5 whole rows, the taps loaded once per channel tile (src/simd/edge_simd_dw_x86.c) */
+        edge_simd_dwf_t g;
+        g.h = d->geo.h, g.w = d->geo.w, g.c = c, g.oh = d->geo.oh, g.ow = d->geo.ow, g.kh = d->kh, g.kw = d->kw;
+        g.sh = d->sh, g.sw = d->sw, g.dh = d->dh, g.dw = d->dw, g.pt = d->geo.pt, g.pl = d->geo.pl;
+        g.lo = g.hi = 0.0f;
+        if (edge_simd_dw_q8_3x3_5x5(d->geo.fast, &g, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) {
+            for (b = 0; b < d->n; b++)
+                (void)edge_simd_dw_q8_3x3_5x5(d->geo.fast, &g, x + (int64_t)b * d->geo.h * d->geo.w * c, d->simd_w, q,
+                                              q + c, q + 2 * c, d->input_offset, d->output_offset, d->lo, d->hi, oy0,
+                                              oy1, y + (int64_t)b * d->geo.oh * d->geo.ow * oc);
+            return;
+        }
+    }
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * c;
         for (oy = oy0; oy < oy1; oy++) {

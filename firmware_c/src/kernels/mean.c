@@ -3,11 +3,16 @@
  * Quantized (int8 / int16, per-tensor): the int32 (wrapping) sum of the raw values minus zero_point * n,
  * requantized with MultiplyByQuantizedMultiplier by input_scale / output_scale, plus the output zero point,
  * clamped. For MEAN the division by n is folded into the multiplier: shifted left by min(floor(log2 n), 32,
- * 31 + shift), integer-divided by n, the shift lowered by as much. float32: the sum in double, divided by n
- * (MEAN), rounded to float.
+ * 31 + shift), integer-divided by n, the shift lowered by as much. float32: as LiteRT's reference kernels
+ * (reference_ops::Mean / ReduceSumImpl), the sum in float32 from 0, one rounding per element in the input's
+ * row-major order, then divided by n in float32 (MEAN): their bits. (A sum in double drifts from theirs by up to
+ * 1e-2 of the output's range on a 128x128 average of values far from 0 - issue 26's pose_landmark_full
+ * Identity_2; the Python kernel still sums in double.)
  *
  * Prepare reorders the input's dimensions as (kept..., reduced...) and precomputes per-dimension strides, so
- * eval walks every output element's reduced block with one odometer.
+ * eval walks every output element's reduced block with one odometer. On a 64-bit Linux CPU with a fast path
+ * (EDGE_SIMD), NHWC inputs reduced over H, W (a global average pool) sum in vectors over the channels, each channel
+ * in pixel order: float32 edge_simd_sum_hw_f32, int8 edge_simd_sum_hw_q8 (the same sums: the same bits).
  */
 #include <string.h>
 
@@ -31,7 +36,7 @@ typedef struct {
     int32_t multiplier, shift, in_zp, out_zp, lo, hi;
     uint32_t offset;                      /* in_zp * n, wrapped to 32 bits */
 #if EDGE_SIMD
-    int32_t simd;                         /* float32 NHWC over H, W on a 64-bit Linux CPU: its level (0: none) */
+    int32_t simd;                         /* float32 / int8 NHWC over H, W on a 64-bit Linux CPU: its level (0: none) */
 #endif
 } mean_data_t;
 
@@ -98,7 +103,7 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
 #if EDGE_SIMD
         d->simd = rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] && d->n_red > 0 ? edge_simd_level() : 0;
-        if (d->simd && !edge_simd_mean_hw_f32(d->simd, is_mean, NULL, 0, 0, NULL)) d->simd = 0;
+        if (d->simd && !edge_simd_sum_hw_f32(d->simd, NULL, 0, 0, 0, 0, NULL)) d->simd = 0;
 #endif
         return EDGE_OK;
     }
@@ -123,6 +128,12 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     d->offset = (uint32_t)(int32_t)x->zero_point * (uint32_t)(d->n_red & 0xffffffff);
     d->lo = x->type == EDGE_INT8 ? -128 : -32768;
     d->hi = x->type == EDGE_INT8 ? 127 : 32767;
+#if EDGE_SIMD
+    /* int8 NHWC over H, W: the channels' sums in vectors (the same int32 values), requantized as below */
+    d->simd = x->type == EDGE_INT8 && rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] &&
+                      d->n_red > 0 ? edge_simd_level() : 0;
+    if (d->simd && !edge_simd_sum_hw_q8(d->simd, NULL, 0, 0, 0, NULL)) d->simd = 0;
+#endif
     return EDGE_OK;
 }
 
@@ -142,10 +153,29 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
         return;
     }
 #if EDGE_SIMD
+    if (d->simd && d->type == EDGE_INT8 && !(EDGE_WITH_PATCH && ctx->window)) { /* NHWC over H, W: kept {N, C} */
+        const int32_t c = d->kept_dims[1];
+        int32_t sums[256], c0, i;
+        for (o = 0; o < d->kept_dims[0]; o++) {
+            for (c0 = 0; c0 < c; c0 += 256) {
+                const int32_t nc = c - c0 < 256 ? c - c0 : 256;
+                int8_t *yo = (int8_t *)y->data + o * c + c0;
+                (void)edge_simd_sum_hw_q8(d->simd, (const int8_t *)x->data + o * d->n_red * c + c0, d->n_red, c, nc,
+                                          sums);
+                for (i = 0; i < nc; i++) {
+                    int64_t v = (int64_t)edge_mbqm(edge_wrap32((int64_t)((uint32_t)sums[i] - d->offset)), d->multiplier,
+                                                   d->shift) + d->out_zp;
+                    yo[i] = (int8_t)(v < d->lo ? d->lo : (v > d->hi ? d->hi : v));
+                }
+            }
+        }
+        return;
+    }
     if (d->simd && !(EDGE_WITH_PATCH && ctx->window)) { /* NHWC over H, W: kept_dims = {N, C} */
+        const int32_t c = d->kept_dims[1];
         for (o = 0; o < d->kept_dims[0]; o++)
-            (void)edge_simd_mean_hw_f32(d->simd, d->is_mean, (const float *)x->data + o * d->n_red * d->kept_dims[1],
-                                        d->n_red, d->kept_dims[1], (float *)y->data + o * d->kept_dims[1]);
+            (void)edge_simd_sum_hw_f32(d->simd, (const float *)x->data + o * d->n_red * c, d->n_red, c, c, d->is_mean,
+                                       (float *)y->data + o * c);
         return;
     }
 #endif
@@ -154,9 +184,9 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
         int64_t r, pos = base;
         if (EDGE_WITH_FLOAT32 && d->type == EDGE_FLOAT32) {
             const float *in = (const float *)x->data;
-            double s = 0.0;
+            float s = 0.0f;
             for (r = 0; r < d->n_red; r++) {
-                s += (double)in[pos];
+                s += in[pos];
                 for (k = d->n_reduced - 1; k >= 0; k--) {
                     pos += d->red_stride[k];
                     if (++ridx[k] < d->red_dims[k]) break;
@@ -164,8 +194,8 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
                     ridx[k] = 0;
                 }
             }
-            if (d->is_mean) s /= (double)d->n_red;
-            ((float *)y->data)[o] = (float)s;
+            if (d->is_mean) s /= (float)d->n_red;
+            ((float *)y->data)[o] = s;
         } else {
             uint32_t s = 0; /* TFLM's int32 sum, wrapping */
             int64_t v;

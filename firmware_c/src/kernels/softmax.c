@@ -9,7 +9,9 @@
  *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
- *  - float32: exp((x - max) * beta) in double rounded to float, divided by the row's float32 sum.
+ *  - float32: exp((x - max) * beta) in double rounded to float, divided by the row's float32 sum. On a 64-bit
+ *    Linux CPU with a fast path (EDGE_SIMD): edge_simd_softmax_f32's vector exp and lane sums (within 1e-6 of
+ *    the portable row relative to its largest output); a row with an infinity or a NaN runs the portable row.
  * The int16 and float32 paths (the only users of libm exp) are compiled in only with EDGE_WITH_INT16 /
  * EDGE_WITH_FLOAT32; the int8 path's prepare computes TFLM's multiplier in double (exactness) and its input
  * radius with integers.
@@ -17,6 +19,7 @@
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(SOFTMAX, softmax, 3, "FLOAT32 INT8 INT16", "INT8 input: INT8 or INT16 output")
 
@@ -30,6 +33,9 @@ typedef struct {
     int32_t diff_min;            /* int8: exp of differences below it is 0 (beyond the input radius) */
     int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 */
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
+#if EDGE_SIMD
+    int32_t simd;                /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+#endif
 } softmax_data_t;
 
 static float exp_transform(float x) { return (float)exp((double)x); }
@@ -63,6 +69,10 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     d->rows = d->depth > 0 ? (int32_t)((uint32_t)n / (uint32_t)d->depth) : 0; /* 32-bit: no 64-bit divide linked */
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
         if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output must be FLOAT32");
+#if EDGE_SIMD
+        d->simd = edge_simd_level();
+        if (d->simd && !edge_simd_softmax_f32(d->simd, NULL, 0, d->beta, NULL)) d->simd = 0;
+#endif
         return EDGE_OK;
     }
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
@@ -199,6 +209,12 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
         } else if (EDGE_WITH_INT16 && d->in_type == EDGE_INT16) {
             softmax_int16_row(d, (const int16_t *)x->data + off, (int16_t *)out->data + off);
         } else if (EDGE_WITH_FLOAT32) {
+#if EDGE_SIMD
+            /* the vector row, unless it hands the row back (a value that is not finite, exp overflowing) */
+            if (d->simd &&
+                edge_simd_softmax_f32(d->simd, (const float *)x->data + off, d->depth, d->beta, (float *)out->data + off))
+                continue;
+#endif
             softmax_float_row(d, (const float *)x->data + off, (float *)out->data + off);
         }
     }

@@ -10,6 +10,16 @@
  *  - float32: products added one by one into the zeroed output in the reference's order, then + bias,
  *    then the clamp.
  * The output shape comes from the constant output_shape tensor (else the model's declared output shape).
+ *
+ * Fast path (EDGE_SIMD, a CPU level with a GEMM; int8 and float32, constant filter and bias): when the stride
+ * equals the filter (kh == sh, kw == sw: U-Net's 2x2 s2 up-sampling) with no padding and the output exactly
+ * h * sh x w * sw, every output cell gets exactly one tap, so the layer is kh * kw GEMMs, one per tap (fy, fx):
+ * rows = the input pixels of one input row [w, c], columns = the o filters' tap (fy, fx) [o, c] (packed once at
+ * prepare, bias, requantization and clamp fused), written straight into output row iy * sh + fy at columns
+ * ix * sw + fx (stride sw * o). No sums buffer, no scatter. int8: the GEMM's sums are exact and its
+ * requantization is edge_rq_apply's, bit-exact with the portable kernel's edge_mbqm for the multipliers edge_rq
+ * covers (else the portable kernel). float32: one sum in input-channel order per output, each step a fused
+ * multiply-add, + bias, clamp: within rounding of the portable kernel's separately rounded steps.
  */
 #include <string.h>
 
@@ -30,8 +40,72 @@ typedef struct {
     int32_t input_offset, output_offset, lo, hi;
     float flo, fhi;
     int32_t *rq;                /* per output channel: edge_mbqm's multiplier and shift, 5 bytes (edge_conv_rq) */
-    int32_t scratch;            /* int32 (int8) / int64 (int16) sums, one per output value */
+    int32_t scratch;            /* int32 (int8) / int64 (int16) sums, one per output value; the fast path: the int8
+                                 * GEMM's work */
+#if EDGE_SIMD
+    edge_simd_qgemm_t *qtap;    /* int8 fast path: kh * kw packed GEMMs (tap fy * kw + fx), NULL: portable */
+    edge_simd_sgemm_t *ftap;    /* float32 fast path: the same, NULL: portable */
+#endif
 } tc_data_t;
+
+#if EDGE_SIMD
+/* Whether every output cell gets exactly one tap (stride == filter, no padding, output h * sh x w * sw) and the
+ * filter and bias are constants: the per-tap GEMMs of the fast path. */
+static int tc_one_tap_each(const tc_data_t *d, const edge_tensor_t *w, const edge_tensor_t *bias) {
+    return d->kh == d->sh && d->kw == d->sw && d->pt == 0 && d->pl == 0 && d->oh == d->h * d->sh &&
+           d->ow == d->w * d->sw && w->is_const && (!bias || bias->is_const);
+}
+
+/* float32: tap t's GEMM packs filter o's values w[o, fy, fx, :] (k = c, ldn = kh * kw * c) with the bias. */
+static edge_status_t tc_prepare_simd_f32(edge_ctx_t *ctx, tc_data_t *d, const edge_tensor_t *w,
+                                         const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level(), taps = d->kh * d->kw;
+    const size_t bytes = level ? edge_simd_sgemm_bytes(level, d->o, d->c) : 0;
+    int32_t t;
+    if (!bytes || !tc_one_tap_each(d, w, bias)) return EDGE_OK;
+    d->ftap = (edge_simd_sgemm_t *)edge_alloc_persistent(ctx, sizeof *d->ftap * (size_t)taps);
+    if (!d->ftap) return EDGE_ARENA_TOO_SMALL;
+    for (t = 0; t < taps; t++) {
+        void *packed = edge_alloc_packed(ctx, bytes);
+        if (!packed) return EDGE_ARENA_TOO_SMALL;
+        edge_simd_sgemm_pack(&d->ftap[t], level, (const float *)w->data + (int64_t)t * d->c, d->o, d->c,
+                             (int64_t)taps * d->c, 1, bias ? (const float *)bias->data : 0, d->flo, d->fhi, packed);
+        d->ftap[t].pack_scratch = -1;
+        d->ftap[t].rows = 0;
+    }
+    return EDGE_OK;
+}
+
+/* int8: the same per-tap GEMMs, with edge_rq's form of every channel's multiplier and shift (from the rq block's
+ * edge_mbqm form); a channel edge_rq does not cover keeps the portable kernel. Returns with d->qtap set when it
+ * packed; scratch: the GEMM's work. */
+static edge_status_t tc_prepare_simd_int8(edge_node_t *node, edge_ctx_t *ctx, tc_data_t *d, const edge_tensor_t *w,
+                                          const edge_tensor_t *bias) {
+    const int32_t level = edge_simd_level(), taps = d->kh * d->kw;
+    const size_t bytes = level ? edge_simd_qgemm_bytes(level, d->o, d->c) : 0;
+    int32_t *mul, *rs, t, ch;
+    if (!bytes || !tc_one_tap_each(d, w, bias)) return EDGE_OK;
+    mul = (int32_t *)edge_alloc_persistent(ctx, 2 * sizeof(int32_t) * (size_t)d->o);
+    if (!mul) return EDGE_ARENA_TOO_SMALL;
+    rs = mul + d->o;
+    for (ch = 0; ch < d->o; ch++) {
+        edge_rq_t q;
+        if (edge_rq_make(&q, edge_conv_mult(d->rq, ch), edge_conv_shift(d->rq, d->o, ch)) != 0) return EDGE_OK;
+        mul[ch] = q.mul;
+        rs[ch] = q.rnd;
+    }
+    d->qtap = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->qtap * (size_t)taps);
+    if (!d->qtap) return EDGE_ARENA_TOO_SMALL;
+    for (t = 0; t < taps; t++) {
+        void *packed = edge_alloc_packed(ctx, bytes);
+        if (!packed) return EDGE_ARENA_TOO_SMALL;
+        edge_simd_qgemm_pack(&d->qtap[t], level, (const int8_t *)w->data + (int64_t)t * d->c, d->o, d->c,
+                             taps * d->c, 1, bias ? (const int32_t *)bias->data : 0, d->input_offset, mul, 1, rs, 1,
+                             d->output_offset, d->lo, d->hi, packed);
+    }
+    return edge_request_scratch(ctx, node, edge_simd_qgemm_work(level, d->c), &d->scratch);
+}
+#endif
 
 /* TransposeConvOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 quantized_bias_type. */
 edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
@@ -96,7 +170,11 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: bias must be FLOAT32 with one value per filter");
         edge_activation_range_float(op.act, &d->flo, &d->fhi);
+#if EDGE_SIMD
+        return tc_prepare_simd_f32(ctx, d, w, bias);
+#else
         return EDGE_OK;
+#endif
     }
     d->kind = in->type == EDGE_INT8 ? TC_INT8 : TC_INT16;
     if (bias) {
@@ -116,6 +194,12 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
         s = edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rq, &generic);
         if (s != EDGE_OK) return s;
     }
+#if EDGE_SIMD
+    if (d->kind == TC_INT8) {
+        s = tc_prepare_simd_int8(node, ctx, d, w, bias);
+        if (s != EDGE_OK || d->qtap) return s;
+    }
+#endif
     {
         const int64_t elems = (int64_t)d->n * d->oh * d->ow * d->o;
         const size_t bytes = (size_t)elems * (d->kind == TC_INT8 ? sizeof(int32_t) : sizeof(int64_t));
@@ -235,10 +319,47 @@ static void tc_float(const tc_data_t *d, const float *x, const float *wt, const 
     }
 }
 
+#if EDGE_SIMD
+/* The fast path (tc_one_tap_each): for every input row iy and tap (fy, fx), the GEMM of the row's w pixels [w, c]
+ * against the tap's packed filters into output row iy * sh + fy, pixels ix * sw + fx ([w, o] at a stride of
+ * sw * o values). */
+static void tc_simd(const tc_data_t *d, const void *x, void *y, size_t esize, void *work) {
+    int32_t b, iy, fy, fx;
+    for (b = 0; b < d->n; b++) {
+        for (iy = 0; iy < d->h; iy++) {
+            const char *xr = (const char *)x + (((int64_t)b * d->h + iy) * d->w) * d->c * (int64_t)esize;
+            for (fy = 0; fy < d->kh; fy++) {
+                for (fx = 0; fx < d->kw; fx++) {
+                    const int32_t t = fy * d->kw + fx;
+                    char *yr = (char *)y + (((int64_t)b * d->oh + (int64_t)iy * d->sh + fy) * d->ow + fx) * d->o *
+                                               (int64_t)esize;
+                    if (d->qtap)
+                        edge_simd_qgemm(&d->qtap[t], (const int8_t *)xr, d->w, d->c, 0, d->o, (int8_t *)yr,
+                                        d->sw * d->o, work);
+                    else
+                        edge_simd_sgemm(&d->ftap[t], (const float *)xr, d->w, d->c, 0, d->o, (float *)yr,
+                                        (int64_t)d->sw * d->o);
+                }
+            }
+        }
+    }
+}
+#endif
+
 void edge_eval_transpose_conv(const edge_node_t *node, edge_ctx_t *ctx) {
     const tc_data_t *d = (const tc_data_t *)node->user_data;
     const edge_tensor_t *w = edge_in(ctx, node, 1), *in = edge_in(ctx, node, 2), *bt = edge_in(ctx, node, 3);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+#if EDGE_SIMD
+    if (d->qtap) {
+        tc_simd(d, in->data, out->data, 1, edge_scratch(ctx, node, d->scratch));
+        return;
+    }
+    if (d->ftap) {
+        tc_simd(d, in->data, out->data, sizeof(float), 0);
+        return;
+    }
+#endif
     switch (d->kind) {
     case TC_INT8:
         tc_int8(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,

@@ -247,4 +247,49 @@ int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, in
 int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n);
 #endif
 
+/* ============================================================================================== issue 26
+ * src/simd/edge_simd_dw_x86.c (AVX-512 at EDGE_SIMD_X86_AVX512VNNI, AVX2 at EDGE_SIMD_X86_AVX2; the target
+ * attributes leave FMA out where the portable bits are kept) and src/simd/edge_simd_dw_arm.c (no NEON path yet:
+ * 0). Each returns 0 when this level has no such path (the caller runs its own); called with a NULL output
+ * (x NULL for SOFTMAX / the sums) it only asks. */
+#if EDGE_SIMD
+/* float32 SOFTMAX of one row of n values: e = exp((x - max) * beta) (the difference and the product rounded as the
+ * portable kernel; exp by a polynomial within 2 ulp, 0 below -87), y = e / (the sum of the e in lanes): within
+ * 1e-6 of the portable kernel relative to the row's largest output. Returns 0 without a result for a row holding
+ * an infinity or a NaN, a beta that is not finite, or an exponent above 88 (then y may hold partial values: the
+ * caller computes the row again). */
+int32_t edge_simd_softmax_f32(int32_t level, const float *x, int32_t n, float beta, float *y);
+/* One output row of RESIZE_BILINEAR (kernels/resize.c's arithmetic, the same bits): source rows r0 (lo) and r1
+ * (hi), output column ox from input columns cols[2 ox] and cols[2 ox + 1] (pixels of ch channels) with fraction
+ * fx[ox]; float32 with row fraction wy1, int8 with the Q10 row fraction fy and Q10 column fractions. */
+int32_t edge_simd_resize_row_f32(int32_t level, const float *r0, const float *r1, const int32_t *cols, const float *fx,
+                                 int32_t out_w, int32_t ch, float wy1, float *y);
+int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r1, const int32_t *cols,
+                                const int32_t *fx, int32_t out_w, int32_t ch, int32_t fy, int8_t *y);
+/* MEAN / SUM over H, W: sums[i] = the sum over the hw pixels p of x[p * stride + i], i < c, in pixel order: float32
+ * from 0.0f, one rounding a step, then (mean) / hw in float32 (LiteRT's reference order: kernels/mean.c's bits);
+ * int8 in int32 (wrapping). */
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
+                             float *sums);
+int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
+/* edge_simd_addsub_q8 (its p, its arithmetic lane by lane: the same bytes) on the widest vectors: 16 lanes at
+ * EDGE_SIMD_X86_AVX512VNNI; 0 at the other levels (edge_simd_addsub_q8 serves them). n = 0 only asks. */
+int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                                 int32_t n, const int32_t *p);
+/* edge_simd_dw_f32 (its geometry, its operations in its order: the same bits) for 3x3 and 5x5 filters, stride 1 or 2
+ * (both axes the same), dilation 1, at EDGE_SIMD_X86_AVX512VNNI: the channel tile's taps loaded once (3x3: held in
+ * registers), four interior pixels at a time sharing their input columns. 0 for other shapes and levels (y NULL:
+ * only asks). */
+int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                            int32_t oy0, int32_t oy1, float *y);
+/* int8 DEPTHWISE_CONV_2D, depth multiplier 1, 3x3 / 5x5, stride 1 or 2 (both axes), dilation 1, at
+ * EDGE_SIMD_X86_AVX512VNNI, output rows [oy0, oy1) of one batch (p: the geometry; its lo / hi unused): y = clamp(zp +
+ * rq_c(bias[c] + sum over the taps inside the input of (x + input_offset) * wt[tap * c + c]), lo, hi), wt the
+ * filter widened to int16 [kh * kw, c], rq_c edge_rq_apply with mul[c], rs[c]: the portable kernel's bytes. 0 for
+ * other shapes and levels (y NULL: only asks). */
+int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt,
+                                const int32_t *bias, const int32_t *mul, const int32_t *rs, int32_t input_offset,
+                                int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y);
+#endif
+
 #endif /* EDGE_SIMD_H */

@@ -1,0 +1,678 @@
+/* edge_simd_dw_x86.c - x86-64 fast paths of issue 26 beside the GEMMs (edge_simd_x86.c, edge_simd_f32_x86.c):
+ * SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8 sums of MEAN / SUM over H, W, and
+ * int8 ADD / SUB rows on 16 lanes (the 8-lane AVX2 rows are edge_simd_x86.c's edge_simd_addsub_q8), float32
+ * and int8 DEPTHWISE_CONV_2D 3x3 / 5x5 (stride 1 or 2) with the filter loaded once per channel tile.
+ *
+ * Each function has an AVX-512 body (level EDGE_SIMD_X86_AVX512VNNI: 16 lanes) and an AVX2 body (level
+ * EDGE_SIMD_X86_AVX2: 8 lanes), picked by the level the kernel stored at prepare, and carries its own target
+ * attribute (the library is compiled for plain x86-64). The resize and sum paths do the portable kernels'
+ * operations lane by lane (no FMA: the target attributes below leave it out, and -std=c99 contracts nothing): the
+ * same bits. SOFTMAX computes exp with a polynomial (within 2 ulp) and sums the row in lanes: within 1e-6 of the
+ * portable kernel's value relative to the row's largest output.
+ */
+#include "edge_simd.h"
+
+#if EDGE_SIMD && defined(__x86_64__)
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#define T_AVX2 __attribute__((target("avx2")))
+#define T_AVX2_FMA __attribute__((target("avx2,fma")))
+#define T_512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
+#define T_512_FMA __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl")))
+#define INLINE __attribute__((always_inline)) inline
+
+/* ------------------------------------------------------------------------------------- SOFTMAX float32 */
+
+/* exp(t) for t in [-87, 88]: t = n ln2 + r (Cody-Waite, ln2 in two parts, |r| <= ln2 / 2), exp(r) by Cephes'
+ * degree-5 polynomial, times 2^n built in the exponent field (n >= -126: a normal float). */
+#define EXP_POLY(V, set1, fmadd, fnmadd, mul, add, floor_, cvt, addi, slli, cast)                             \
+    do {                                                                                                       \
+        const __typeof__(V) n_ = floor_(fmadd(V, set1(1.44269504088896341f), set1(0.5f)));                     \
+        __typeof__(V) r_ = fnmadd(n_, set1(0.693359375f), V), p_, z_;                                         \
+        r_ = fnmadd(n_, set1(-2.12194440e-4f), r_);                                                            \
+        z_ = mul(r_, r_);                                                                                      \
+        p_ = fmadd(set1(1.9875691500e-4f), r_, set1(1.3981999507e-3f));                                        \
+        p_ = fmadd(p_, r_, set1(8.3334519073e-3f));                                                            \
+        p_ = fmadd(p_, r_, set1(4.1665795894e-2f));                                                            \
+        p_ = fmadd(p_, r_, set1(1.6666665459e-1f));                                                            \
+        p_ = fmadd(p_, r_, set1(5.0000001201e-1f));                                                            \
+        p_ = add(fmadd(p_, z_, r_), set1(1.0f));                                                               \
+        V = mul(p_, cast(slli(addi(cvt(n_), SET1_EPI32(127)), 23)));                                           \
+    } while (0)
+
+static INLINE T_512_FMA __m512 exp512(__m512 t) {
+#define SET1_EPI32 _mm512_set1_epi32
+#define FLOOR512(v) _mm512_roundscale_ps((v), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+    EXP_POLY(t, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_fnmadd_ps, _mm512_mul_ps, _mm512_add_ps, FLOOR512,
+             _mm512_cvtps_epi32, _mm512_add_epi32, _mm512_slli_epi32, _mm512_castsi512_ps);
+#undef SET1_EPI32
+    return t;
+}
+
+static INLINE T_AVX2_FMA __m256 exp256(__m256 t) {
+#define SET1_EPI32 _mm256_set1_epi32
+    EXP_POLY(t, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_fnmadd_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_floor_ps,
+             _mm256_cvtps_epi32, _mm256_add_epi32, _mm256_slli_epi32, _mm256_castsi256_ps);
+#undef SET1_EPI32
+    return t;
+}
+
+/* The three passes of a row (max; t = (x - max) * beta as the portable kernel rounds it, e = exp(t) into y, the
+ * sum in lanes; y / sum). Returns 0 without a result when a value is not finite or some t > 88 (a negative beta:
+ * exp would overflow): the portable kernel answers those. t < -87 gives 0 (the portable kernel: a subnormal). */
+static T_512_FMA int32_t softmax_f32_512(const float *x, int32_t n, float beta, float *y) {
+    const __m512 vbeta = _mm512_set1_ps(beta), lo = _mm512_set1_ps(-87.0f), hi = _mm512_set1_ps(88.0f);
+    __m512 vmax = _mm512_set1_ps(x[0]), vsum = _mm512_setzero_ps();
+    __mmask16 bad = 0;
+    float max, sum;
+    int32_t i;
+    for (i = 0; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), _mm512_setzero_ps(), _CMP_NEQ_UQ); /* inf or NaN */
+        vmax = _mm512_max_ps(vmax, v);
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 v = _mm512_mask_loadu_ps(vmax, m, x + i);
+        bad |= _mm512_cmp_ps_mask(_mm512_sub_ps(v, v), _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        vmax = _mm512_max_ps(vmax, v);
+    }
+    if (bad) return 0;
+    max = _mm512_reduce_max_ps(vmax);
+    vmax = _mm512_set1_ps(max);
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512 t = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), vmax), vbeta);
+        __m512 e;
+        if (_mm512_mask_cmp_ps_mask(m, t, hi, _CMP_GT_OQ)) return 0;
+        e = exp512(_mm512_max_ps(t, lo));
+        e = _mm512_maskz_mov_ps(_mm512_mask_cmp_ps_mask(m, t, lo, _CMP_GE_OQ), e);
+        _mm512_mask_storeu_ps(y + i, m, e);
+        vsum = _mm512_add_ps(vsum, e);
+    }
+    sum = _mm512_reduce_add_ps(vsum);
+    vsum = _mm512_set1_ps(sum);
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_div_ps(_mm512_maskz_loadu_ps(m, y + i), vsum));
+    }
+    return 1;
+}
+
+static INLINE T_AVX2 float hmax256(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+static INLINE T_AVX2 float hsum256(__m256 v) {
+    __m128 m = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_add_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+static T_AVX2_FMA int32_t softmax_f32_avx2(const float *x, int32_t n, float beta, float *y) {
+    const __m256 vbeta = _mm256_set1_ps(beta), lo = _mm256_set1_ps(-87.0f), hi = _mm256_set1_ps(88.0f);
+    __m256 vmax = _mm256_set1_ps(x[0]), vsum = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+    float max, sum;
+    int32_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_sub_ps(v, v), _mm256_setzero_ps(), _CMP_NEQ_UQ));
+        vmax = _mm256_max_ps(vmax, v);
+    }
+    if (_mm256_movemask_ps(bad)) return 0;
+    max = hmax256(vmax);
+    for (; i < n; i++) {
+        if (x[i] - x[i] != 0.0f) return 0;
+        max = x[i] > max ? x[i] : max;
+    }
+    vmax = _mm256_set1_ps(max);
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmax), vbeta);
+        __m256 e;
+        if (_mm256_movemask_ps(_mm256_cmp_ps(t, hi, _CMP_GT_OQ))) return 0;
+        e = _mm256_and_ps(exp256(_mm256_max_ps(t, lo)), _mm256_cmp_ps(t, lo, _CMP_GE_OQ));
+        _mm256_storeu_ps(y + i, e);
+        vsum = _mm256_add_ps(vsum, e);
+    }
+    sum = hsum256(vsum);
+    for (; i < n; i++) {
+        const float t = (x[i] - max) * beta;
+        if (t > 88.0f) return 0;
+        y[i] = t < -87.0f ? 0.0f : (float)exp((double)t);
+        sum += y[i];
+    }
+    vsum = _mm256_set1_ps(sum);
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_div_ps(_mm256_loadu_ps(y + i), vsum));
+    for (; i < n; i++) y[i] = y[i] / sum;
+    return 1;
+}
+
+int32_t edge_simd_softmax_f32(int32_t level, const float *x, int32_t n, float beta, float *y) {
+    if (level < EDGE_SIMD_X86_AVX2 || !(beta - beta == 0.0f)) return 0;
+    if (!x) return 1;
+    if (n <= 0) return 0;
+    return level >= EDGE_SIMD_X86_AVX512VNNI ? softmax_f32_512(x, n, beta, y) : softmax_f32_avx2(x, n, beta, y);
+}
+
+/* ------------------------------------------------------------------------------------- RESIZE_BILINEAR */
+
+/* float32: out = ((a00 * wy0) * wx0 + (a10 * wy1) * wx0) + (a01 * wy0) * wx1 + (a11 * wy1) * wx1, left to right,
+ * each step rounded (no FMA): the portable kernel's bits. */
+static T_512 void resize_row_f32_512(const float *r0, const float *r1, const int32_t *cols, const float *fx,
+                                     int32_t out_w, int32_t ch, float wy1, float *y) {
+    const float wy0 = 1.0f - wy1;
+    const __m512 vy0 = _mm512_set1_ps(wy0), vy1 = _mm512_set1_ps(wy1);
+    int32_t ox, c;
+    for (ox = 0; ox < out_w; ox++, y += ch) {
+        const int32_t c0 = cols[2 * ox] * ch, c1 = cols[2 * ox + 1] * ch;
+        const float wx1 = fx[ox], wx0 = 1.0f - wx1;
+        const __m512 vx0 = _mm512_set1_ps(wx0), vx1 = _mm512_set1_ps(wx1);
+        for (c = 0; c < ch; c += 16) {
+            const __mmask16 m = ch - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ch - c)) - 1u);
+            __m512 s = _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, r0 + c0 + c), vy0), vx0);
+            s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, r1 + c0 + c), vy1), vx0));
+            s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, r0 + c1 + c), vy0), vx1));
+            s = _mm512_add_ps(s, _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, r1 + c1 + c), vy1), vx1));
+            _mm512_mask_storeu_ps(y + c, m, s);
+        }
+    }
+}
+
+static T_AVX2 void resize_row_f32_avx2(const float *r0, const float *r1, const int32_t *cols, const float *fx,
+                                       int32_t out_w, int32_t ch, float wy1, float *y) {
+    const float wy0 = 1.0f - wy1;
+    const __m256 vy0 = _mm256_set1_ps(wy0), vy1 = _mm256_set1_ps(wy1);
+    int32_t ox, c;
+    for (ox = 0; ox < out_w; ox++, y += ch) {
+        const int32_t c0 = cols[2 * ox] * ch, c1 = cols[2 * ox + 1] * ch;
+        const float wx1 = fx[ox], wx0 = 1.0f - wx1;
+        const __m256 vx0 = _mm256_set1_ps(wx0), vx1 = _mm256_set1_ps(wx1);
+        for (c = 0; c + 8 <= ch; c += 8) {
+            __m256 s = _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(r0 + c0 + c), vy0), vx0);
+            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(r1 + c0 + c), vy1), vx0));
+            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(r0 + c1 + c), vy0), vx1));
+            s = _mm256_add_ps(s, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(r1 + c1 + c), vy1), vx1));
+            _mm256_storeu_ps(y + c, s);
+        }
+        for (; c < ch; c++)
+            y[c] = r0[c0 + c] * wy0 * wx0 + r1[c0 + c] * wy1 * wx0 + r0[c1 + c] * wy0 * wx1 + r1[c1 + c] * wy1 * wx1;
+    }
+}
+
+int32_t edge_simd_resize_row_f32(int32_t level, const float *r0, const float *r1, const int32_t *cols, const float *fx,
+                                 int32_t out_w, int32_t ch, float wy1, float *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (!y) return 1;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) resize_row_f32_512(r0, r1, cols, fx, out_w, ch, wy1, y);
+    else resize_row_f32_avx2(r0, r1, cols, fx, out_w, ch, wy1, y);
+    return 1;
+}
+
+/* int8: acc = a00 w00 + a10 w10 + a01 w01 + a11 w11 (Q20 weights; exact in int32: |acc| <= 2^27), rounded half
+ * away from zero to Q0, saturated to int8: the portable kernel's arithmetic. */
+static INLINE int8_t resize_q8_one(int32_t acc) {
+    int32_t q = ((acc < 0 ? -acc : acc) + (1 << 19)) >> 20;
+    q = acc > 0 ? q : -q;
+    return (int8_t)(q > 127 ? 127 : q < -128 ? -128 : q);
+}
+
+static T_512 void resize_row_q8_512(const int8_t *r0, const int8_t *r1, const int32_t *cols, const int32_t *fx,
+                                    int32_t out_w, int32_t ch, int32_t fy, int8_t *y) {
+    const __m512i half = _mm512_set1_epi32(1 << 19), zero = _mm512_setzero_si512();
+    int32_t ox, c;
+    for (ox = 0; ox < out_w; ox++, y += ch) {
+        const int32_t c0 = cols[2 * ox] * ch, c1 = cols[2 * ox + 1] * ch, f = fx[ox];
+        const __m512i w00 = _mm512_set1_epi32((1024 - fy) * (1024 - f)), w10 = _mm512_set1_epi32(fy * (1024 - f));
+        const __m512i w01 = _mm512_set1_epi32((1024 - fy) * f), w11 = _mm512_set1_epi32(fy * f);
+        for (c = 0; c < ch; c += 16) {
+            const __mmask16 m = ch - c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (ch - c)) - 1u);
+            __m512i acc = _mm512_mullo_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r0 + c0 + c)), w00);
+            __m512i q;
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r1 + c0 + c)), w10));
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r0 + c1 + c)), w01));
+            acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r1 + c1 + c)), w11));
+            q = _mm512_srli_epi32(_mm512_add_epi32(_mm512_abs_epi32(acc), half), 20);
+            q = _mm512_mask_sub_epi32(q, _mm512_cmplt_epi32_mask(acc, zero), zero, q);
+            _mm_mask_storeu_epi8(y + c, m, _mm512_cvtsepi32_epi8(q));
+        }
+    }
+}
+
+static T_AVX2 void resize_row_q8_avx2(const int8_t *r0, const int8_t *r1, const int32_t *cols, const int32_t *fx,
+                                      int32_t out_w, int32_t ch, int32_t fy, int8_t *y) {
+    const __m256i half = _mm256_set1_epi32(1 << 19);
+    int32_t ox, c;
+    for (ox = 0; ox < out_w; ox++, y += ch) {
+        const int32_t c0 = cols[2 * ox] * ch, c1 = cols[2 * ox + 1] * ch, f = fx[ox];
+        const int32_t s00 = (1024 - fy) * (1024 - f), s10 = fy * (1024 - f), s01 = (1024 - fy) * f, s11 = fy * f;
+        const __m256i w00 = _mm256_set1_epi32(s00), w10 = _mm256_set1_epi32(s10);
+        const __m256i w01 = _mm256_set1_epi32(s01), w11 = _mm256_set1_epi32(s11);
+        for (c = 0; c + 8 <= ch; c += 8) {
+#define LOAD8(p) _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+            __m256i acc = _mm256_mullo_epi32(LOAD8(r0 + c0 + c), w00), q;
+            __m128i p16;
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(LOAD8(r1 + c0 + c), w10));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(LOAD8(r0 + c1 + c), w01));
+            acc = _mm256_add_epi32(acc, _mm256_mullo_epi32(LOAD8(r1 + c1 + c), w11));
+#undef LOAD8
+            q = _mm256_sign_epi32(_mm256_srli_epi32(_mm256_add_epi32(_mm256_abs_epi32(acc), half), 20), acc);
+            p16 = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i *)(y + c), _mm_packs_epi16(p16, p16));
+        }
+        for (; c < ch; c++)
+            y[c] = resize_q8_one(r0[c0 + c] * s00 + r1[c0 + c] * s10 + r0[c1 + c] * s01 + r1[c1 + c] * s11);
+    }
+}
+
+int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r1, const int32_t *cols,
+                                const int32_t *fx, int32_t out_w, int32_t ch, int32_t fy, int8_t *y) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (!y) return 1;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) resize_row_q8_512(r0, r1, cols, fx, out_w, ch, fy, y);
+    else resize_row_q8_avx2(r0, r1, cols, fx, out_w, ch, fy, y);
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------- MEAN / SUM int8 */
+
+/* sums[i] = sum over the hw pixels p of x[p * stride + i], i < c, in int32 (wrapping, as the portable kernel's
+ * uint32 sum: the same value in any order). */
+static T_512 void sum_hw_q8_512(const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums) {
+    int32_t i;
+    int64_t p;
+    for (i = 0; i < c; i += 64) {
+        __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
+        const int32_t left = c - i;
+        for (p = 0; p < hw; p++) {
+            const int8_t *xp = x + p * stride + i;
+            if (left >= 64) {
+                const __m512i v = _mm512_loadu_si512((const void *)xp);
+                s0 = _mm512_add_epi32(s0, _mm512_cvtepi8_epi32(_mm512_castsi512_si128(v)));
+                s1 = _mm512_add_epi32(s1, _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 1)));
+                s2 = _mm512_add_epi32(s2, _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 2)));
+                s3 = _mm512_add_epi32(s3, _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 3)));
+            } else {
+                const __m512i v = _mm512_maskz_loadu_epi8((__mmask64)(~0ull >> (64 - left)), xp);
+                s0 = _mm512_add_epi32(s0, _mm512_cvtepi8_epi32(_mm512_castsi512_si128(v)));
+                s1 = _mm512_add_epi32(s1, _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 1)));
+                s2 = _mm512_add_epi32(s2, _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 2)));
+                s3 = _mm512_add_epi32(s3, _mm512_cvtepi8_epi32(_mm512_extracti32x4_epi32(v, 3)));
+            }
+        }
+        {
+            int32_t tmp[64], k;
+            _mm512_storeu_si512((void *)tmp, s0);
+            _mm512_storeu_si512((void *)(tmp + 16), s1);
+            _mm512_storeu_si512((void *)(tmp + 32), s2);
+            _mm512_storeu_si512((void *)(tmp + 48), s3);
+            for (k = 0; k < 64 && k < left; k++) sums[i + k] = tmp[k];
+        }
+    }
+}
+
+static T_AVX2 void sum_hw_q8_avx2(const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums) {
+    int32_t i;
+    int64_t p;
+    for (i = 0; i + 16 <= c; i += 16) {
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+        for (p = 0; p < hw; p++) {
+            const __m128i v = _mm_loadu_si128((const __m128i *)(x + p * stride + i));
+            s0 = _mm256_add_epi32(s0, _mm256_cvtepi8_epi32(v));
+            s1 = _mm256_add_epi32(s1, _mm256_cvtepi8_epi32(_mm_unpackhi_epi64(v, v)));
+        }
+        _mm256_storeu_si256((__m256i *)(sums + i), s0);
+        _mm256_storeu_si256((__m256i *)(sums + i + 8), s1);
+    }
+    for (; i < c; i++) {
+        uint32_t s = 0;
+        for (p = 0; p < hw; p++) s += (uint32_t)(int32_t)x[p * stride + i];
+        sums[i] = (int32_t)s;
+    }
+}
+
+/* float32: sums[i] = ((0 + x[i]) + x[stride + i]) + ..., each channel in pixel order, one rounding per step (no
+ * FMA), divided by hw in float32 when mean: the portable kernel's and LiteRT's reference bits. */
+static T_512 void sum_hw_f32_512(const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean, float *sums) {
+    const __m512 n = _mm512_set1_ps((float)hw);
+    int32_t i;
+    int64_t p;
+    for (i = 0; i < c; i += 64) {
+        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        const int32_t left = c - i;
+        const __mmask16 m0 = left >= 16 ? 0xFFFF : (__mmask16)((1u << left) - 1u);
+        const __mmask16 m1 = left >= 32 ? 0xFFFF : left <= 16 ? 0 : (__mmask16)((1u << (left - 16)) - 1u);
+        const __mmask16 m2 = left >= 48 ? 0xFFFF : left <= 32 ? 0 : (__mmask16)((1u << (left - 32)) - 1u);
+        const __mmask16 m3 = left >= 64 ? 0xFFFF : left <= 48 ? 0 : (__mmask16)((1u << (left - 48)) - 1u);
+        for (p = 0; p < hw; p++) {
+            const float *xp = x + p * stride + i;
+            s0 = _mm512_add_ps(s0, _mm512_maskz_loadu_ps(m0, xp));
+            s1 = _mm512_add_ps(s1, _mm512_maskz_loadu_ps(m1, xp + 16));
+            s2 = _mm512_add_ps(s2, _mm512_maskz_loadu_ps(m2, xp + 32));
+            s3 = _mm512_add_ps(s3, _mm512_maskz_loadu_ps(m3, xp + 48));
+        }
+        if (mean) {
+            s0 = _mm512_div_ps(s0, n);
+            s1 = _mm512_div_ps(s1, n);
+            s2 = _mm512_div_ps(s2, n);
+            s3 = _mm512_div_ps(s3, n);
+        }
+        _mm512_mask_storeu_ps(sums + i, m0, s0);
+        _mm512_mask_storeu_ps(sums + i + 16, m1, s1);
+        _mm512_mask_storeu_ps(sums + i + 32, m2, s2);
+        _mm512_mask_storeu_ps(sums + i + 48, m3, s3);
+    }
+}
+
+static T_AVX2 void sum_hw_f32_avx2(const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean, float *sums) {
+    const __m256 n = _mm256_set1_ps((float)hw);
+    int32_t i;
+    int64_t p;
+    for (i = 0; i + 32 <= c; i += 32) {
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+        for (p = 0; p < hw; p++) {
+            const float *xp = x + p * stride + i;
+            s0 = _mm256_add_ps(s0, _mm256_loadu_ps(xp));
+            s1 = _mm256_add_ps(s1, _mm256_loadu_ps(xp + 8));
+            s2 = _mm256_add_ps(s2, _mm256_loadu_ps(xp + 16));
+            s3 = _mm256_add_ps(s3, _mm256_loadu_ps(xp + 24));
+        }
+        if (mean) {
+            s0 = _mm256_div_ps(s0, n);
+            s1 = _mm256_div_ps(s1, n);
+            s2 = _mm256_div_ps(s2, n);
+            s3 = _mm256_div_ps(s3, n);
+        }
+        _mm256_storeu_ps(sums + i, s0);
+        _mm256_storeu_ps(sums + i + 8, s1);
+        _mm256_storeu_ps(sums + i + 16, s2);
+        _mm256_storeu_ps(sums + i + 24, s3);
+    }
+    for (; i + 8 <= c; i += 8) {
+        __m256 s0 = _mm256_setzero_ps();
+        for (p = 0; p < hw; p++) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + p * stride + i));
+        _mm256_storeu_ps(sums + i, mean ? _mm256_div_ps(s0, n) : s0);
+    }
+    for (; i < c; i++) {
+        float s = 0.0f;
+        for (p = 0; p < hw; p++) s += x[p * stride + i];
+        sums[i] = mean ? s / (float)hw : s;
+    }
+}
+
+int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
+                             float *sums) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (!x) return 1;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) sum_hw_f32_512(x, hw, stride, c, mean, sums);
+    else sum_hw_f32_avx2(x, hw, stride, c, mean, sums);
+    return 1;
+}
+
+int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums) {
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (!x) return 1;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) sum_hw_q8_512(x, hw, stride, c, sums);
+    else sum_hw_q8_avx2(x, hw, stride, c, sums);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- ADD / SUB int8 */
+
+/* round(x * m / 2^31) halves away from zero for m >= 0 (eb_srdhm): bits 31..62 of x * m + 2^30, lane by lane
+ * (VPMULDQ on the even lanes, and on the odd lanes shifted down). */
+static INLINE T_512 __m512i srdhm512(__m512i x, __m512i m) {
+    const __m512i r30 = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i pe = _mm512_add_epi64(_mm512_mul_epi32(x, m), r30);
+    const __m512i po = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(x, 32), _mm512_srli_epi64(m, 32)), r30);
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
+}
+
+/* edge_rdbpot by e (0..31): x >> e, plus one when the remainder is above half (halves away from zero) */
+static INLINE T_512 __m512i rdbpot512(__m512i x, int32_t e) {
+    const __m512i mask = _mm512_set1_epi32((int32_t)(((int64_t)1 << e) - 1));
+    const __m512i thr = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(x, 31));
+    const __m512i q = _mm512_sra_epi32(x, _mm_cvtsi32_si128(e));
+    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, mask), thr), q, _mm512_set1_epi32(1));
+}
+
+/* An input on the common scale: ((x - zp) << 20) scaled by m (a right shift r only; add.c's addsub_in). */
+static INLINE T_512 __m512i addsub_in512(__m512i x, __m512i zp, __m512i m, int32_t r) {
+    return rdbpot512(srdhm512(_mm512_slli_epi32(_mm512_sub_epi32(x, zp), 20), m), r);
+}
+
+static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
+                                const int32_t *p) {
+    const __m512i zp1 = _mm512_set1_epi32(p[0]), zp2 = _mm512_set1_epi32(p[1]);
+    const __m512i m1 = _mm512_set1_epi32(p[2]), m2 = _mm512_set1_epi32(p[4]), mo = _mm512_set1_epi32(p[7]);
+    const __m512i off = _mm512_set1_epi32(p[10]), lo = _mm512_set1_epi32(p[11]), hi = _mm512_set1_epi32(p[12]);
+    const __m128i left = _mm_cvtsi32_si128(p[8]);
+    const int32_t r1 = p[3], r2 = p[5], ro = p[9], sub = p[6] < 0;
+    /* a broadcast operand's scaled value once */
+    const __m512i c1 = addsub_in512(_mm512_set1_epi32(a[0]), zp1, m1, r1);
+    const __m512i c2 = addsub_in512(_mm512_set1_epi32(b[0]), zp2, m2, r2);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x1 = sa ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1, m1, r1) : c1;
+        const __m512i x2 = sb ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zp2, m2, r2) : c2;
+        const __m512i s = sub ? _mm512_sub_epi32(x1, x2) : _mm512_add_epi32(x1, x2);
+        const __m512i q = _mm512_add_epi32(rdbpot512(srdhm512(_mm512_sll_epi32(s, left), mo), ro), off);
+        _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
+    }
+}
+
+int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                                 int32_t n, const int32_t *p) {
+    if (level < EDGE_SIMD_X86_AVX512VNNI) return 0;
+    if (n > 0) addsub_q8_512(a, sa, b, sb, y, n, p);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
+
+/* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
+ * per tile (3x3: held in registers). Interior pixels go four at a time: per filter row, the 3 S + K input columns
+ * the four windows cover are loaded once (3x3 stride 1: 6 loads for 12 multiply-adds) and each window's taps are
+ * added in (fy, fx) order, a fused multiply-add each from 0, then + bias, then the clamp: edge_simd_dw_f32's
+ * operations in its order (the same bits). Border pixels add the taps inside the input, in the same order. */
+#define DWK_ROW(K, S)                                                                                            \
+    static INLINE T_512_FMA void dw##K##_row_s##S(const edge_simd_dwf_t *p, const float *x, const __m512 *w,       \
+                                                 __m512 bv, int32_t oy, __mmask16 m, float *yrow) {             \
+        const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
+        const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);                                    \
+        int32_t fy0, fy1, ox = 0, fy, fx, j;                                                                     \
+        fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
+        fy1 = iy0 + K > p->h ? p->h - iy0 : K;                                                                   \
+        if (fy1 < fy0) fy1 = fy0;                                                                                \
+        while (ox < p->ow) {                                                                                     \
+            const int32_t ix0 = ox * S - p->pl;                                                                  \
+            if (ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + K - 1 < p->w) {                                     \
+                __m512 acc[4];                                                                                   \
+                _Pragma("GCC unroll 4")                                                                          \
+                for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();                                            \
+                for (fy = fy0; fy < fy1; fy++) {                                                                 \
+                    const float *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                 \
+                    const __m512 *wr = w + fy * K;                                                               \
+                    __m512 col[3 * S + K];                                                                       \
+                    int32_t k;                                                                                   \
+                    _Pragma("GCC unroll 16")                                                                     \
+                    for (k = 0; k < 3 * S + K; k++) col[k] = _mm512_maskz_loadu_ps(m, r + (int64_t)k * c);       \
+                    _Pragma("GCC unroll 4")                                                                      \
+                    for (j = 0; j < 4; j++)                                                                      \
+                        _Pragma("GCC unroll 5")                                                                  \
+                        for (fx = 0; fx < K; fx++) acc[j] = _mm512_fmadd_ps(col[j * S + fx], wr[fx], acc[j]);    \
+                }                                                                                                \
+                _Pragma("GCC unroll 4")                                                                          \
+                for (j = 0; j < 4; j++)                                                                          \
+                    _mm512_mask_storeu_ps(yrow + (int64_t)(ox + j) * c, m,                                       \
+                                          _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[j], bv))));     \
+                ox += 4;                                                                                         \
+                continue;                                                                                        \
+            }                                                                                                    \
+            {                                                                                                    \
+                const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
+                __m512 a = _mm512_setzero_ps();                                                                  \
+                for (fy = fy0; fy < fy1; fy++)                                                                   \
+                    for (fx = fx0; fx < fx1; fx++)                                                               \
+                        a = _mm512_fmadd_ps(                                                                     \
+                            _mm512_maskz_loadu_ps(m, x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c), w[fy * K + fx], a); \
+                _mm512_mask_storeu_ps(yrow + (int64_t)ox * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a, bv)))); \
+            }                                                                                                    \
+            ox++;                                                                                                \
+        }                                                                                                        \
+    }
+DWK_ROW(3, 1)
+DWK_ROW(3, 2)
+DWK_ROW(5, 1)
+DWK_ROW(5, 2)
+
+static T_512_FMA void dwk_512(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                             int32_t oy0, int32_t oy1, float *y) {
+    const int32_t c = p->c, taps = p->kh * p->kw;
+    int32_t ch, oy, t;
+    for (ch = 0; ch < c; ch += 16) {
+        const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();
+        __m512 w[25];
+        for (t = 0; t < taps; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
+        for (oy = oy0; oy < oy1; oy++) {
+            float *yrow = y + (int64_t)oy * p->ow * c + ch;
+            if (p->kh == 3 && p->sw == 1) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
+            else if (p->kh == 3) dw3_row_s2(p, x + ch, w, bv, oy, m, yrow);
+            else if (p->sw == 1) dw5_row_s1(p, x + ch, w, bv, oy, m, yrow);
+            else dw5_row_s2(p, x + ch, w, bv, oy, m, yrow);
+        }
+    }
+}
+
+int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
+                            int32_t oy0, int32_t oy1, float *y) {
+    if (level < EDGE_SIMD_X86_AVX512VNNI || (p->kh != 3 && p->kh != 5) || p->kw != p->kh || p->dh != 1 || p->dw != 1 ||
+        p->sh != p->sw || (p->sw != 1 && p->sw != 2))
+        return 0;
+    if (y) dwk_512(p, x, wt, bias, oy0, oy1, y);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 int8 */
+
+/* edge_rq_apply on 16 lanes (edge_simd_x86.c's arithmetic): h = bits 31..62 of acc * mul + 2^30, h += h >> 31,
+ * y = zp + (h >> rs) + ((h >> (rs - 1)) & 1), clamped to [lo, hi]. */
+static INLINE T_512 __m512i dwq_requant(__m512i acc, __m512i mul, __m512i rs, __m512i rs1, __m512i zp, __m512i lo,
+                                        __m512i hi) {
+    __m512i h = srdhm512(acc, mul), r;
+    h = _mm512_add_epi32(h, _mm512_srai_epi32(h, 31));
+    r = _mm512_add_epi32(_mm512_srav_epi32(h, rs), _mm512_and_si512(_mm512_srav_epi32(h, rs1), _mm512_set1_epi32(1)));
+    return _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
+}
+
+typedef struct {
+    __m512i bias, bias_all, off, mul, rs, rs1, zp, lo, hi; /* bias_all: bias + off * (the sum of all K x K taps) */
+} dwq_tile_t;
+
+/* One channel tile (16 channels, mask m) of output row oy: acc = bias + sum over the taps inside the input of
+ * (x + off) * w in int32 (wrapping: any order gives the portable kernel's sums), requantized. Rows whose window
+ * lies inside the input vertically take their interior pixels four at a time from bias_all, sharing the 3 S + K
+ * input columns of a filter row; other pixels add (x + off) * w tap by tap. */
+#define DWQ_ROW(K, S)                                                                                            \
+    static INLINE T_512 void dwq##K##_row_s##S(const edge_simd_dwf_t *p, const int8_t *x, const __m512i *w,       \
+                                              const dwq_tile_t *q, int32_t oy, __mmask16 m, int8_t *yrow) {     \
+        const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
+        int32_t fy0, fy1, ox = 0, fy, fx, j;                                                                     \
+        fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
+        fy1 = iy0 + K > p->h ? p->h - iy0 : K;                                                                   \
+        if (fy1 < fy0) fy1 = fy0;                                                                                \
+        while (ox < p->ow) {                                                                                     \
+            const int32_t ix0 = ox * S - p->pl;                                                                  \
+            if (fy0 == 0 && fy1 == K && ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + K - 1 < p->w) {             \
+                __m512i acc[4];                                                                                  \
+                _Pragma("GCC unroll 4")                                                                          \
+                for (j = 0; j < 4; j++) acc[j] = q->bias_all;                                                    \
+                for (fy = 0; fy < K; fy++) {                                                                     \
+                    const int8_t *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                \
+                    const __m512i *wr = w + fy * K;                                                              \
+                    __m512i col[3 * S + K];                                                                      \
+                    int32_t k;                                                                                   \
+                    _Pragma("GCC unroll 16")                                                                     \
+                    for (k = 0; k < 3 * S + K; k++)                                                              \
+                        col[k] = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r + (int64_t)k * c));              \
+                    _Pragma("GCC unroll 4")                                                                      \
+                    for (j = 0; j < 4; j++)                                                                      \
+                        _Pragma("GCC unroll 5")                                                                  \
+                        for (fx = 0; fx < K; fx++)                                                               \
+                            acc[j] = _mm512_add_epi32(acc[j], _mm512_mullo_epi32(col[j * S + fx], wr[fx]));      \
+                }                                                                                                \
+                _Pragma("GCC unroll 4")                                                                          \
+                for (j = 0; j < 4; j++)                                                                          \
+                    _mm_mask_storeu_epi8(yrow + (int64_t)(ox + j) * c, m,                                        \
+                                         _mm512_cvtepi32_epi8(dwq_requant(acc[j], q->mul, q->rs, q->rs1, q->zp,   \
+                                                                          q->lo, q->hi)));                       \
+                ox += 4;                                                                                         \
+                continue;                                                                                        \
+            }                                                                                                    \
+            {                                                                                                    \
+                const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
+                __m512i a = q->bias;                                                                             \
+                for (fy = fy0; fy < fy1; fy++)                                                                   \
+                    for (fx = fx0; fx < fx1; fx++) {                                                             \
+                        const __m512i v = _mm512_cvtepi8_epi32(                                                  \
+                            _mm_maskz_loadu_epi8(m, x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c));           \
+                        a = _mm512_add_epi32(a, _mm512_mullo_epi32(_mm512_add_epi32(v, q->off), w[fy * K + fx]));  \
+                    }                                                                                            \
+                _mm_mask_storeu_epi8(yrow + (int64_t)ox * c, m,                                                  \
+                                     _mm512_cvtepi32_epi8(dwq_requant(a, q->mul, q->rs, q->rs1, q->zp, q->lo, q->hi))); \
+            }                                                                                                    \
+            ox++;                                                                                                \
+        }                                                                                                        \
+    }
+DWQ_ROW(3, 1)
+DWQ_ROW(3, 2)
+DWQ_ROW(5, 1)
+DWQ_ROW(5, 2)
+
+static T_512 void dwq_512(const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt, const int32_t *bias,
+                          const int32_t *mul, const int32_t *rs, int32_t input_offset, int32_t zp, int32_t lo,
+                          int32_t hi, int32_t oy0, int32_t oy1, int8_t *y) {
+    const int32_t c = p->c, taps = p->kh * p->kw;
+    int32_t ch, oy, t;
+    dwq_tile_t q;
+    q.off = _mm512_set1_epi32(input_offset);
+    q.zp = _mm512_set1_epi32(zp);
+    q.lo = _mm512_set1_epi32(lo);
+    q.hi = _mm512_set1_epi32(hi);
+    for (ch = 0; ch < c; ch += 16) {
+        const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+        __m512i w[25], sum = _mm512_setzero_si512();
+        for (t = 0; t < taps; t++) {
+            w[t] = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, wt + (int64_t)t * c + ch));
+            sum = _mm512_add_epi32(sum, w[t]);
+        }
+        q.bias = _mm512_maskz_loadu_epi32(m, bias + ch);
+        q.bias_all = _mm512_add_epi32(q.bias, _mm512_mullo_epi32(q.off, sum));
+        q.mul = _mm512_maskz_loadu_epi32(m, mul + ch);
+        /* lanes past c: any valid shift (their results are not stored) */
+        q.rs = _mm512_mask_loadu_epi32(_mm512_set1_epi32(2), m, rs + ch);
+        q.rs1 = _mm512_sub_epi32(q.rs, _mm512_set1_epi32(1));
+        for (oy = oy0; oy < oy1; oy++) {
+            int8_t *yrow = y + (int64_t)oy * p->ow * c + ch;
+            if (p->kh == 3 && p->sw == 1) dwq3_row_s1(p, x + ch, w, &q, oy, m, yrow);
+            else if (p->kh == 3) dwq3_row_s2(p, x + ch, w, &q, oy, m, yrow);
+            else if (p->sw == 1) dwq5_row_s1(p, x + ch, w, &q, oy, m, yrow);
+            else dwq5_row_s2(p, x + ch, w, &q, oy, m, yrow);
+        }
+    }
+}
+
+int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt,
+                                const int32_t *bias, const int32_t *mul, const int32_t *rs, int32_t input_offset,
+                                int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y) {
+    if (level < EDGE_SIMD_X86_AVX512VNNI || (p->kh != 3 && p->kh != 5) || p->kw != p->kh || p->dh != 1 || p->dw != 1 ||
+        p->sh != p->sw || (p->sw != 1 && p->sw != 2))
+        return 0;
+    if (y) dwq_512(p, x, wt, bias, mul, rs, input_offset, zp, lo, hi, oy0, oy1, y);
+    return 1;
+}
+#endif

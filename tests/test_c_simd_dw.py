@@ -1,0 +1,318 @@
+"""The C runtime's host fast paths of issue 26 (TRANSPOSE_CONV as per-tap GEMMs, SOFTMAX, RESIZE_BILINEAR, int8
+MEAN, ...): at every SIMD level this CPU has (edge_simd_set caps the level picked at prepare; level 0 is the
+portable kernel) int8 outputs are the portable kernel's bytes (and TFLM's), float outputs within 1e-5 of the
+portable kernel's range and 1e-4 of LiteRT's reference kernels', on odd shapes (channels not multiples of a
+vector, batches, strides, activations, bias or none)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import needs_c_runtime
+from tests.oprunner import T, op_model
+from tests.peers import run_litert, run_tflm
+from tests.simd_common import build_backend, run_at_level, simd_levels
+
+pytestmark = needs_c_runtime
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return build_backend()
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    yield from simd_levels(backend)
+
+
+def _close(got, want, what, tol):
+    """got within tol of want relative to want's range (its magnitude when the range is 0)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    span = float(np.max(want) - np.min(want)) if want.size else 0.0
+    if span == 0.0 and want.size:
+        span = float(np.max(np.abs(want)))
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    assert err <= tol * max(span, 1e-30) + 1e-30, f"{what}: max error {err:.3g} vs output range {span:.3g}"
+
+
+def _every_level(backend, levels, model, feeds, exact):
+    """The portable kernel's outputs, after checking every SIMD level against them (exact: the same bytes)."""
+    lib, lv = levels
+    ref = run_at_level(backend, lib, 0, model, feeds)
+    for level in lv:
+        for r, g in zip(ref, run_at_level(backend, lib, level, model, feeds)):
+            if exact:
+                np.testing.assert_array_equal(g, r, err_msg=f"SIMD level {level} differs from the portable kernel")
+            else:
+                _close(g, r, f"SIMD level {level} vs the portable kernel", 1e-5)
+    return ref
+
+
+def F(shape, data=None):
+    return T(shape, "FLOAT32", data=None if data is None else np.asarray(data, np.float32))
+
+
+# ------------------------------------------------------------------------------------------------ TRANSPOSE_CONV
+# (kh, kw, sh, sw, padding): stride == filter is the fast path (one tap per output cell); the others keep the
+# portable kernel and are here to show that they still do.
+TCONV_SHAPES = [(2, 2, 2, 2, "SAME"), (2, 2, 2, 2, "VALID"), (3, 3, 3, 3, "VALID"), (2, 1, 2, 1, "SAME"),
+                (1, 1, 1, 1, "SAME"), (3, 3, 2, 2, "SAME"), (2, 2, 1, 1, "VALID")]
+
+
+def _tconv_case(rng, seed, dtype):
+    kh, kw, sh, sw, padding = TCONV_SHAPES[seed % len(TCONV_SHAPES)]
+    n = int(rng.choice([1, 1, 2]))
+    h, w = int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    c = int(rng.choice([1, 3, 8, 17, 33, 64]))
+    o = int(rng.choice([1, 5, 16, 17, 40]))
+    oh = h * sh if padding == "SAME" else (h - 1) * sh + kh
+    ow = w * sw if padding == "SAME" else (w - 1) * sw + kw
+    has_bias = rng.random() < 0.8
+    act = str(rng.choice(["NONE", "RELU", "RELU6"]))
+    shape_t = T((4,), "INT32", data=np.array([n, oh, ow, o], np.int32))
+    opts = {"padding": padding, "stride_h": sh, "stride_w": sw, "fused_activation_function": act}
+    if dtype == "float32":
+        wt = F((o, kh, kw, c), rng.standard_normal((o, kh, kw, c)))
+        bias = F((o,), rng.standard_normal(o)) if has_bias else None
+        x, y = F((n, h, w, c)), F((n, oh, ow, o))
+        feeds = [rng.uniform(-2, 2, (n, h, w, c)).astype(np.float32)]
+    else:
+        per_channel = rng.random() < 0.5
+        ws = rng.uniform(0.002, 0.02, o) if per_channel else float(rng.uniform(0.002, 0.02))
+        wt = T((o, kh, kw, c), "INT8", scale=ws, zero_point=[0] * o if per_channel else 0,
+               data=rng.integers(-127, 128, (o, kh, kw, c)).astype(np.int8))
+        xs = float(rng.uniform(0.01, 0.1))
+        bias = (T((o,), "INT32", scale=xs * np.atleast_1d(ws) * np.ones(o), zero_point=[0] * o,
+                  data=rng.integers(-3000, 3000, o).astype(np.int32)) if has_bias else None)
+        x = T((n, h, w, c), "INT8", xs, int(rng.integers(-128, 128)))
+        y = T((n, oh, ow, o), "INT8", float(rng.uniform(0.05, 0.5)), int(rng.integers(-128, 128)))
+        feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    model = op_model("TRANSPOSE_CONV", [shape_t, wt, x, bias], [y], options=opts, version=4 if has_bias else 3)
+    return model, feeds
+
+
+@pytest.mark.parametrize("seed", range(21))
+def test_transpose_conv_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    rng = np.random.default_rng(26000 + seed)
+    model, feeds = _tconv_case(rng, seed, "int8")
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("seed", range(21))
+def test_transpose_conv_f32_simd_close_to_portable_and_litert(backend, levels, seed):
+    rng = np.random.default_rng(26100 + seed)
+    model, feeds = _tconv_case(rng, seed, "float32")
+    _every_level(backend, levels, model, feeds, exact=False)
+    lib, lv = levels
+    got = run_at_level(backend, lib, lv[-1] if lv else 0, model, feeds)
+    _close(got[0], run_litert(model, feeds)[0], "the top SIMD level vs LiteRT's reference kernels", 1e-4)
+
+
+def test_transpose_conv_fast_path_needs_no_sums_buffer(backend, levels):
+    """The 2x2 s2 fast path writes the output directly: its scratch is the GEMM's work, not an int32 sum per
+    output value (U-Net's 12x12x128 -> 24x24x64: 147 KB at level 0)."""
+    lib, lv = levels
+    if not lv:
+        pytest.skip("no SIMD level on this CPU")
+    rng = np.random.default_rng(3)
+    shape_t = T((4,), "INT32", data=np.array([1, 24, 24, 64], np.int32))
+    wt = T((64, 2, 2, 128), "INT8", scale=0.01, zero_point=0, data=rng.integers(-127, 128, (64, 2, 2, 128)).astype(np.int8))
+    model = op_model("TRANSPOSE_CONV", [shape_t, wt, T((1, 12, 12, 128), "INT8", 0.05, 3)],
+                     [T((1, 24, 24, 64), "INT8", 0.5, -2)], options={"padding": "SAME", "stride_h": 2, "stride_w": 2},
+                     version=3)
+    used = {}
+    for level in (0, lv[-1]):
+        lib.edge_simd_set(level)
+        try:
+            c = backend.CInterpreter(model_content=model)
+            c.allocate_tensors()
+            used[level] = c.arena_size
+        finally:
+            lib.edge_simd_set(-1)
+    assert used[lv[-1]] < used[0] - 24 * 24 * 64 * 4 // 2
+
+
+# ------------------------------------------------------------------------------------------------ SOFTMAX float32
+@pytest.mark.parametrize("seed", range(12))
+def test_softmax_f32_simd_close_to_portable_and_litert(backend, levels, seed):
+    """Rows of 1 to 1001 values (vector tails), several rows, betas; within 1e-5 of the portable kernel and 1e-4
+    of LiteRT's reference kernels."""
+    rng = np.random.default_rng(26200 + seed)
+    depth = [1, 3, 15, 16, 17, 31, 100, 1000, 1001, 7, 64, 257][seed]
+    rows = int(rng.choice([1, 2, 5]))
+    beta = float(rng.choice([1.0, 0.5, 2.5]))
+    model = op_model("SOFTMAX", [F((rows, depth))], [F((rows, depth))], options={"beta": beta})
+    feeds = [(rng.standard_normal((rows, depth)) * rng.choice([0.1, 3.0, 30.0])).astype(np.float32)]
+    _every_level(backend, levels, model, feeds, exact=False)
+    lib, lv = levels
+    got = run_at_level(backend, lib, lv[-1] if lv else 0, model, feeds)
+    for r in range(rows):  # each row's own range (a row of one value: 1.0)
+        _close(got[0][r], run_litert(model, feeds)[0][r], f"row {r} vs LiteRT's reference kernels", 1e-4)
+
+
+def test_softmax_f32_simd_hands_back_rows_it_cannot_run(backend, levels):
+    """A row holding an infinity or a NaN, and a negative beta whose exponents overflow, run the portable row:
+    the same bits (NaN where the portable kernel gives NaN)."""
+    lib, lv = levels
+    x = np.random.default_rng(4).standard_normal((4, 37)).astype(np.float32) * 50
+    x[1, 5] = np.inf
+    x[2, 30] = np.nan
+    for beta in (1.0, -1.0):
+        model = op_model("SOFTMAX", [F((4, 37))], [F((4, 37))], options={"beta": beta})
+        ref = run_at_level(backend, lib, 0, model, [x])[0]
+        for level in lv:
+            got = run_at_level(backend, lib, level, model, [x])[0]
+            np.testing.assert_array_equal(got[1:3], ref[1:3])
+            if beta < 0:
+                np.testing.assert_array_equal(got, ref)
+
+
+# ------------------------------------------------------------------------------------------------ RESIZE_BILINEAR
+RESIZE_MODES = [(False, True), (False, False), (True, False)]  # (align_corners, half_pixel_centers)
+
+
+def _resize_case(rng, seed, dtype):
+    ac, hp = RESIZE_MODES[seed % 3]
+    n = int(rng.choice([1, 2]))
+    h, w = int(rng.integers(1, 13)), int(rng.integers(1, 13))
+    oh, ow = (int(rng.integers(1, 30)), int(rng.integers(1, 30))) if seed % 4 else (2 * h, 2 * w)
+    c = int(rng.choice([1, 3, 8, 15, 16, 17, 33, 64]))
+    size = T((2,), "INT32", data=np.array([oh, ow], np.int32))
+    opts = {"align_corners": ac, "half_pixel_centers": hp}
+    if dtype == "float32":
+        x, y = F((n, h, w, c)), F((n, oh, ow, c))
+        feeds = [rng.standard_normal((n, h, w, c)).astype(np.float32)]
+    else:
+        q = (float(rng.uniform(0.01, 0.1)), int(rng.integers(-128, 128)))
+        x, y = T((n, h, w, c), "INT8", *q), T((n, oh, ow, c), "INT8", *q)
+        feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    return op_model("RESIZE_BILINEAR", [x, size], [y], options=opts, version=3), feeds
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_resize_bilinear_int8_simd_equals_portable_and_tflm(backend, levels, seed):
+    rng = np.random.default_rng(26300 + seed)
+    model, feeds = _resize_case(rng, seed, "int8")
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_resize_bilinear_f32_simd_same_bits_as_portable(backend, levels, seed):
+    """The vector rows do the portable kernel's multiplies and adds in its order, no FMA: the same bits; and
+    LiteRT's reference kernels within 1e-4 of the range."""
+    rng = np.random.default_rng(26400 + seed)
+    model, feeds = _resize_case(rng, seed, "float32")
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    _close(ref[0], run_litert(model, feeds)[0], "the C kernel vs LiteRT's reference kernels", 1e-4)
+
+
+# ------------------------------------------------------------------------------------------------ MEAN int8
+@pytest.mark.parametrize("seed", range(12))
+def test_mean_sum_int8_over_hw_simd_equals_portable_and_tflm(backend, levels, seed):
+    """Global average pools (MEAN over H, W, keep_dims or not; SUM) on channel counts around the vector widths and
+    the kernel's 256-channel chunks."""
+    rng = np.random.default_rng(26500 + seed)
+    c = [1, 5, 16, 17, 63, 64, 65, 300, 1280, 8, 33, 576][seed]
+    n, h, w = int(rng.choice([1, 2])), int(rng.integers(1, 9)), int(rng.integers(1, 9))
+    keep = bool(seed % 2)
+    op = "SUM" if seed % 5 == 4 else "MEAN"
+    xs, xz = float(rng.uniform(0.01, 0.1)), int(rng.integers(-128, 128))
+    ys = xs * (h * w if op == "SUM" else 1) * float(rng.uniform(0.5, 2.0))
+    out_shape = (n, 1, 1, c) if keep else (n, c)
+    model = op_model(op, [T((n, h, w, c), "INT8", xs, xz), T((2,), "INT32", data=np.array([1, 2], np.int32))],
+                     [T(out_shape, "INT8", ys, int(rng.integers(-128, 128)))], options={"keep_dims": keep})
+    feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+# ------------------------------------------------------------------------------------------------ MEAN float32
+MEAN_F32_CASES = [((1, 128, 128, 16), (1, 2), True), ((1, 64, 64, 24), (1, 2), False), ((2, 9, 7, 70), (1, 2), True),
+                  ((1, 3, 3, 1280), (1, 2), False), ((2, 5, 6, 3), (0, 2), True), ((3, 50), (1,), False),
+                  ((2, 4, 6, 33), (3,), True), ((1, 7, 7, 17), (1, 2), True)]
+
+
+@pytest.mark.parametrize("case", range(len(MEAN_F32_CASES)))
+@pytest.mark.parametrize("op", ["MEAN", "SUM"])
+def test_mean_sum_f32_same_bits_as_litert_reference(backend, levels, case, op):
+    """float32 MEAN / SUM sum in float32 in the input's order, as LiteRT's reference kernels: their bits at every
+    level (a sum in double differed by up to 1e-2 of the range on a 128x128 mean of values around 5: issue 26's
+    pose_landmark_full Identity_2 drift)."""
+    shape, axes, keep = MEAN_F32_CASES[case]
+    rng = np.random.default_rng(26600 + case)
+    out_shape = (tuple(1 if d in axes else shape[d] for d in range(len(shape))) if keep
+                 else tuple(shape[d] for d in range(len(shape)) if d not in axes))
+    model = op_model(op, [F(shape), T((len(axes),), "INT32", data=np.array(axes, np.int32))], [F(out_shape)],
+                     options={"keep_dims": keep})
+    feeds = [(5 + 0.05 * rng.standard_normal(shape)).astype(np.float32)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_litert(model, feeds)[0])
+
+
+# ------------------------------------------------------------------------------------------------ DEPTHWISE 3x3 / 5x5 float32
+DW3_CASES = [(1, "SAME", 96, 24, 24), (2, "SAME", 96, 48, 48), (1, "VALID", 17, 9, 13), (2, "VALID", 33, 12, 7),
+             (1, "SAME", 1, 5, 5), (2, "SAME", 16, 3, 11), (1, "SAME", 31, 4, 4), (2, "SAME", 65, 9, 10)]
+
+
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("case", range(len(DW3_CASES)))
+def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case, k):
+    """The 3x3 / 5x5 AVX-512 kernel (filter taps loaded once per channel tile, four pixels sharing their input
+    columns) does the AVX2 fast path's fused multiply-adds in its order: the same bits as level 1, and within 1e-5
+    of the portable kernel; stride 1 and 2, SAME / VALID, channels not multiples of 16, rows too short for a block
+    of four, batches."""
+    stride, padding, c, h, w = DW3_CASES[case]
+    h, w = max(h, k), max(w, k)
+    rng = np.random.default_rng(26700 + case)
+    n = 2 if case % 3 == 2 else 1
+    oh = (h + stride - 1) // stride if padding == "SAME" else (h - k) // stride + 1
+    ow = (w + stride - 1) // stride if padding == "SAME" else (w - k) // stride + 1
+    act = ["NONE", "RELU6", "RELU", "RELU_N1_TO_1"][case % 4]
+    has_bias = case % 4 != 3
+    wt = F((1, k, k, c), rng.standard_normal((1, k, k, c)))
+    bias = F((c,), rng.standard_normal(c)) if has_bias else None
+    model = op_model("DEPTHWISE_CONV_2D", [F((n, h, w, c)), wt, bias], [F((n, oh, ow, c))],
+                     options={"padding": padding, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,
+                              "fused_activation_function": act})
+    feeds = [rng.uniform(-2, 2, (n, h, w, c)).astype(np.float32)]
+    _every_level(backend, levels, model, feeds, exact=False)
+    lib, lv = levels
+    if len(lv) < 2:
+        pytest.skip("this CPU has no AVX-512 level beside AVX2")
+    np.testing.assert_array_equal(run_at_level(backend, lib, lv[-1], model, feeds)[0],
+                                  run_at_level(backend, lib, 1, model, feeds)[0])
+
+
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("case", range(len(DW3_CASES)))
+def test_depthwise_3x3_5x5_int8_taps_once_equals_portable_and_tflm(backend, levels, case, k):
+    """The int8 3x3 / 5x5 AVX-512 kernel (taps widened once per channel tile, the input offset folded into the bias
+    for windows inside the input, four pixels sharing their input columns): the portable kernel's bytes and TFLM's,
+    per-channel and per-tensor filters, any zero points, every activation, bias or none."""
+    stride, padding, c, h, w = DW3_CASES[case]
+    h, w = max(h, k), max(w, k)
+    rng = np.random.default_rng(26800 + case * 10 + k)
+    n = 2 if case % 3 == 2 else 1
+    oh = (h + stride - 1) // stride if padding == "SAME" else (h - k) // stride + 1
+    ow = (w + stride - 1) // stride if padding == "SAME" else (w - k) // stride + 1
+    act = ["NONE", "RELU6", "RELU", "RELU_N1_TO_1"][case % 4]
+    per_channel = case % 2 == 0
+    ws = rng.uniform(0.002, 0.02, c) if per_channel else float(rng.uniform(0.002, 0.02))
+    xs = float(rng.uniform(0.01, 0.1))
+    wt = T((1, k, k, c), "INT8", scale=ws, zero_point=[0] * c if per_channel else 0,
+           quantized_dimension=3 if per_channel else 0, data=rng.integers(-127, 128, (1, k, k, c)).astype(np.int8))
+    bias = (T((c,), "INT32", scale=xs * np.atleast_1d(ws) * np.ones(c), zero_point=[0] * c,
+              data=rng.integers(-5000, 5000, c).astype(np.int32)) if case % 4 != 3 else None)
+    x = T((n, h, w, c), "INT8", xs, int(rng.choice([-128, 127, int(rng.integers(-128, 128))])))
+    y = T((n, oh, ow, c), "INT8", float(rng.uniform(0.02, 0.3)), int(rng.integers(-128, 128)))
+    model = op_model("DEPTHWISE_CONV_2D", [x, wt, bias], [y],
+                     options={"padding": padding, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,
+                              "fused_activation_function": act})
+    feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    if bias is not None:  # TFLM (and LiteRT) refuse an int8 depthwise without a bias: the portable kernel is the reference
+        np.testing.assert_array_equal(ref[0], run_tflm(model, feeds, isolate=True)[0])
