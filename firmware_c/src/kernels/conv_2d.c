@@ -64,7 +64,7 @@ typedef struct {
 } conv_data_t;
 
 #if EDGE_SIMD
-#define CONV_SIMD_MB 16 /* output pixels per im2col block */
+#define CONV_SIMD_MB 32 /* output pixels per im2col block (two AMX A tiles) */
 
 /* geo.fast: the packed GEMM on im2col rows, or (int8, a 1x1 stride-1 filter without padding) on the input rows
  * as they are */

@@ -1,4 +1,4 @@
-/* edge_simd.h - fast paths for 64-bit Linux CPUs (x86-64 AVX2 / AVX-512 VNNI, aarch64 NEON / SDOT).
+/* edge_simd.h - fast paths for 64-bit Linux CPUs (x86-64 AVX2 / AVX-512 VNNI / AMX, aarch64 NEON / SDOT).
  *
  * Compiled only into the host and cross builds (firmware_c/Makefile SIMD_SRC, -DEDGE_WITH_SIMD=1); on
  * microcontrollers (and in builds that do not ask for it) EDGE_SIMD is 0, the functions below do not exist and the kernels keep their portable code, byte for byte.
@@ -38,6 +38,7 @@ enum {
     EDGE_SIMD_NONE = 0,
     EDGE_SIMD_X86_AVX2 = 1,      /* AVX2 + FMA: int16 multiply-add (VPMADDWD) */
     EDGE_SIMD_X86_AVX512VNNI = 2, /* AVX-512 F/BW/VL + VNNI: VPDPBUSD on 512-bit vectors */
+    EDGE_SIMD_X86_AMX = 3,       /* level 2 + AMX-TILE / AMX-INT8 granted by the kernel: the int8 GEMM on tiles */
     EDGE_SIMD_ARM_NEON = 1,      /* aarch64 NEON: SMLAL / SADALP on int16 */
     EDGE_SIMD_ARM_DOTPROD = 2    /* ARMv8.2 dot product: SDOT */
 };
