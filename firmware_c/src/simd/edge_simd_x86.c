@@ -137,6 +137,48 @@ T_VNNI static INLINE __m512i rq512(__m512i acc, __m512i mul, __m512i rs, __m512i
     return _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
 }
 
+/* rq512's arithmetic in one 64-bit shift per lane, for the GEMMs' requantization of 16 channels with the
+ * channels' constants prepared once per block (rq512_prep) and reused by every row. With p = acc * mul (exact,
+ * |p| < 2^62) rq512 computes h = floor((p + 2^30) / 2^31) (it fits int32), h -= 1 when h < 0 (p < -2^30), then
+ * floor((h + 2^(rs-1)) / 2^rs). Since floor(floor(X / a) / b) = floor(X / ab) and adding an integer commutes with
+ * the inner floor, that is
+ *     q = floor((p + 2^30 + 2^(30 + rs) - [p < -2^30] 2^31) / 2^(31 + rs))
+ * one VPSRAVQ (31 + rs <= 62; |numerator| < 2^63) on the even and on the odd lanes: two VPMULDQ and two VPSRAVQ
+ * where rq512 spends eleven shifts and multiplies on the same port. The same value for every input. */
+typedef struct {
+    __m512i mul, mul_odd, add_even, add_odd, shift_even, shift_odd, zp, lo, hi;
+} rq512_t;
+
+T_VNNI static INLINE rq512_t rq512_prep(__m512i mul, __m512i rs, int32_t zp, int32_t lo, int32_t hi) {
+    const __m512i low = _mm512_set1_epi64(0xFFFFFFFFll), r30 = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i se = _mm512_and_si512(rs, low), so = _mm512_srli_epi64(rs, 32);
+    rq512_t c;
+    c.mul = mul;
+    c.mul_odd = _mm512_srli_epi64(mul, 32);
+    c.add_even = _mm512_add_epi64(r30, _mm512_sllv_epi64(r30, se));
+    c.add_odd = _mm512_add_epi64(r30, _mm512_sllv_epi64(r30, so));
+    c.shift_even = _mm512_add_epi64(se, _mm512_set1_epi64(31));
+    c.shift_odd = _mm512_add_epi64(so, _mm512_set1_epi64(31));
+    c.zp = _mm512_set1_epi32(zp);
+    c.lo = _mm512_set1_epi32(lo);
+    c.hi = _mm512_set1_epi32(hi);
+    return c;
+}
+
+T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
+    const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30)), r31 = _mm512_set1_epi64((int64_t)1 << 31);
+    const __m512i pe = _mm512_mul_epi32(acc, c->mul);
+    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, (_MM_PERM_ENUM)0xF5), c->mul_odd);
+    __m512i te = _mm512_add_epi64(pe, c->add_even), to = _mm512_add_epi64(po, c->add_odd), q;
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, neg), te, r31);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
+    te = _mm512_srav_epi64(te, c->shift_even);
+    to = _mm512_srav_epi64(to, c->shift_odd);
+    q = _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+    q = _mm512_add_epi32(q, c->zp);
+    return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
+}
+
 /* mr rows (u8, stride kpad) x nb blocks of 16 channels starting at block j; stores y rows. */
 T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t mr, int32_t j,
                                     int32_t nb, int32_t nvalid, int8_t *y, int32_t ldy) {
@@ -163,17 +205,16 @@ T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a
         }
     }
     {
-        const __m512i zp = _mm512_set1_epi32(g->zp), lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
         for (bb = 0; bb < nb; bb++) {
             const int32_t c0 = (j + bb) * VNNI_NB;
             const __m512i b = _mm512_loadu_si512((const void *)(bias + c0));
-            const __m512i m = _mm512_loadu_si512((const void *)(mul + c0));
-            const __m512i sh = _mm512_loadu_si512((const void *)(rs + c0));
+            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
             const int32_t left = nvalid - bb * VNNI_NB;
             const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
             for (r = 0; r < GEMM_MR; r++) {
                 if (r < mr) {
-                    const __m512i q = rq512(_mm512_add_epi32(acc[r][bb], b), m, sh, zp, lo, hi);
+                    const __m512i q = rq512_apply(_mm512_add_epi32(acc[r][bb], b), &rq);
                     _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
                                          _mm512_cvtepi32_epi8(q));
                 }
@@ -216,13 +257,12 @@ T_VNNI static void vnni_row(const edge_simd_qgemm_t *g, const uint8_t *a, int32_
         }
     }
     {
-        const __m512i zp = _mm512_set1_epi32(g->zp), lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
         for (bb = 0; bb < nb; bb++) {
             const int32_t c0 = (j + bb) * VNNI_NB, left = nvalid - bb * VNNI_NB;
             const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-            const __m512i q = rq512(_mm512_add_epi32(acc[bb], _mm512_loadu_si512((const void *)(bias + c0))),
-                                    _mm512_loadu_si512((const void *)(mul + c0)),
-                                    _mm512_loadu_si512((const void *)(rs + c0)), zp, lo, hi);
+            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
+            const __m512i q = rq512_apply(_mm512_add_epi32(acc[bb], _mm512_loadu_si512((const void *)(bias + c0))), &rq);
             _mm_mask_storeu_epi8((void *)(y + c0), mask, _mm512_cvtepi32_epi8(q));
         }
     }
@@ -284,7 +324,7 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
  * AMX B tile) with k padded to 64, and a 2 x 2 arrangement of tiles: two A tiles (16 rows x 64 u8 each: rows
  * a ^ 0x80, as vnni_gemm) against two B tiles (16 k steps x 16 channels), four C tiles of 16 x 16 int32 summed
  * over k by TDPBUSD (exact int32 sums, wrapping as VPDPBUSD's), stored to the work area and requantized there as
- * the VNNI tile does (rq512): the same bytes. A pass covers 32 rows (the second A tile only when more than 16 are
+ * the VNNI tile does (rq512_apply): the same bytes. A pass covers 32 rows (the second A tile only when more than 16 are
  * left; rows past m in a tile: stale bytes of the work area, their sums never requantized); fewer than
  * AMX_MIN_ROWS rows run the VNNI path. The tile configuration is loaded at
  * every call (a thread's own state) and released before it returns. */
@@ -321,18 +361,17 @@ T_AMX static INLINE void amx_store(const edge_simd_qgemm_t *g, const int32_t *c,
                                    int32_t nvalid, int8_t *y, int32_t ldy) {
     const int32_t npad = g->npad;
     const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
-    const __m512i zp = _mm512_set1_epi32(g->zp), lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
     int32_t r, bb;
     for (bb = 0; bb < nb; bb++) {
         const int32_t c0 = (j + bb) * VNNI_NB, left = nvalid - bb * VNNI_NB;
         const __m512i b = _mm512_loadu_si512((const void *)(bias + c0));
-        const __m512i m = _mm512_loadu_si512((const void *)(mul + c0));
-        const __m512i sh = _mm512_loadu_si512((const void *)(rs + c0));
+        const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                      _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
         const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
         for (r = 0; r < mr; r++) {
             const __m512i acc = _mm512_loadu_si512((const void *)(c + (int64_t)r * 2 * VNNI_NB + bb * VNNI_NB));
             _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
-                                 _mm512_cvtepi32_epi8(rq512(_mm512_add_epi32(acc, b), m, sh, zp, lo, hi)));
+                                 _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc, b), &rq)));
         }
     }
 }
