@@ -508,11 +508,15 @@ T_AVX2 static void avx2_rows(const edge_simd_qgemm_t *g, const int16_t *a, int32
     const int32_t jend = (n1 + AVX2_NB - 1) / AVX2_NB;
     for (; j < jend; j += 2) {
         const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * AVX2_NB;
-        if (mr == GEMM_MR) {
+        if (mr == GEMM_MR) { /* every row count a constant: the tile's sums stay in registers */
             if (nb == 2) avx2_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
             else avx2_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
+        } else if (mr == 3) {
+            avx2_tile(g, a, 3, j, nb, nvalid, y, ldy);
+        } else if (mr == 2) {
+            avx2_tile(g, a, 2, j, nb, nvalid, y, ldy);
         } else {
-            avx2_tile(g, a, mr, j, nb, nvalid, y, ldy);
+            avx2_tile(g, a, 1, j, nb, nvalid, y, ldy);
         }
     }
 }
