@@ -232,18 +232,32 @@ T_VNNI static void vnni_row(const edge_simd_qgemm_t *g, const uint8_t *a, int32_
     const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
     const int8_t *w = (const int8_t *)(rs + npad) + (int64_t)j * kpad * VNNI_NB;
     const int64_t pstride = (int64_t)kpad * VNNI_NB;
-    __m512i acc[ROW_NB];
+    __m512i acc[ROW_NB], odd[ROW_NB];
     int32_t s, bb;
-    for (bb = 0; bb < ROW_NB; bb++) acc[bb] = _mm512_setzero_si512();
-    if (nb == ROW_NB) {
-        for (s = 0; s < steps; s++) {
+    for (bb = 0; bb < ROW_NB; bb++) acc[bb] = odd[bb] = _mm512_setzero_si512();
+    if (nb == ROW_NB) { /* even and odd k steps in separate sums (16 chains: VPDPBUSD's latency), added at the end */
+        for (s = 0; s + 2 <= steps; s += 2) {
+            int32_t v0, v1;
+            __m512i x0, x1;
+            memcpy(&v0, a + 4 * s, 4);
+            memcpy(&v1, a + 4 * s + 4, 4);
+            x0 = _mm512_set1_epi32(v0);
+            x1 = _mm512_set1_epi32(v1);
+            for (bb = 0; bb < ROW_NB; bb++) { /* unrolled: the sums stay in registers */
+                const int8_t *wb = w + bb * pstride + 64 * (int64_t)s;
+                acc[bb] = _mm512_dpbusd_epi32(acc[bb], x0, _mm512_loadu_si512((const void *)wb));
+                odd[bb] = _mm512_dpbusd_epi32(odd[bb], x1, _mm512_loadu_si512((const void *)(wb + 64)));
+            }
+        }
+        for (; s < steps; s++) {
             int32_t v;
             __m512i x;
             memcpy(&v, a + 4 * s, 4);
             x = _mm512_set1_epi32(v);
-            for (bb = 0; bb < ROW_NB; bb++) /* unrolled: acc stays in registers */
+            for (bb = 0; bb < ROW_NB; bb++)
                 acc[bb] = _mm512_dpbusd_epi32(acc[bb], x, _mm512_loadu_si512((const void *)(w + bb * pstride + 64 * (int64_t)s)));
         }
+        for (bb = 0; bb < ROW_NB; bb++) acc[bb] = _mm512_add_epi32(acc[bb], odd[bb]);
     } else {
         for (s = 0; s < steps; s++) {
             int32_t v;
