@@ -145,10 +145,10 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
         d->fsimd->rows = 0;
         return EDGE_OK;
     }
-    /* about 256 KB of im2col rows (L2), 8 to 64 of them (whole 8-row tiles of the AVX-512 SGEMM): each block
+    /* up to 256 KB of im2col rows (L2), 8 to 48 of them (whole 8-row tiles of the AVX-512 SGEMM): each block
      * streams the packed filter once, so a deep window (k = 9 x 256) wants more than a handful of rows */
     d->fsimd->rows = (int32_t)(65536 / d->k) / 8 * 8;
-    d->fsimd->rows = d->fsimd->rows < 8 ? 8 : (d->fsimd->rows > 64 ? 64 : d->fsimd->rows);
+    d->fsimd->rows = d->fsimd->rows < 8 ? 8 : (d->fsimd->rows > 48 ? 48 : d->fsimd->rows);
     d->simd_part_bytes = (uint32_t)((sizeof(float) * (size_t)d->fsimd->rows * (size_t)d->k + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
