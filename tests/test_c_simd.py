@@ -495,3 +495,100 @@ def test_average_pool_rounds_halves_away_from_zero(backend, levels):
     x[0, 1, 1, :] = np.arange(-8, 8) + 1
     ref = _same_at_every_level(backend, levels, model, [x])
     np.testing.assert_array_equal(ref[0], run_tflm(model, [x])[0])
+
+
+# ------------------------------------------------------------------------------ the GEMM levels (issue 26)
+# (h, w, c, o, k, stride, padding, dilation): K = k * k * c, M = output pixels and N = o chosen off the blocks of
+# every level (AVX2 8 channels x 4 rows, VNNI 16 x 4, AMX 32 x 32 with k in tiles of 64): K below, at and above 64,
+# not a multiple of 4 or of 64; M under 8 (AMX leaves it to VNNI), between 16 and 32, past 32 by a few; N with a
+# lone last 16-channel block and a partial one; 1x1 with stride 2 and with padding (the im2col route).
+GEMM_SHAPES = [
+    (7, 9, 70, 33, 1, 1, "VALID", 1),    # 1x1 direct, K 70 (two AMX tiles, the second mostly padding), M 63
+    (12, 12, 96, 200, 1, 1, "VALID", 1),  # MobileNet-like 1x1: M 144 (4.5 passes of 32), N 200 (a lone block)
+    (5, 7, 64, 48, 1, 1, "SAME", 1),      # K exactly one tile
+    (6, 6, 130, 17, 1, 2, "SAME", 1),     # 1x1 stride 2: 9 pixels, K 130
+    (3, 3, 27, 40, 1, 1, "VALID", 1),     # 9 rows: AMX with one partial A tile
+    (2, 3, 160, 70, 1, 1, "VALID", 1),    # 6 rows: the VNNI path at the AMX level
+    (9, 9, 3, 32, 3, 2, "SAME", 1),       # K 27 (one short tile)
+    (10, 11, 20, 40, 3, 1, "SAME", 2),    # dilation 2, K 180
+    (8, 8, 16, 24, 5, 1, "VALID", 1),     # 5x5, K 400
+    (17, 5, 33, 129, 3, 2, "SAME", 1),    # N 129: one valid channel in the last block
+]
+
+
+def _gemm_conv_case(shape, seed):
+    h, w, c, o, k, stride, padding, dil = shape
+    rng = np.random.default_rng(seed)
+    oh, ow = _out(padding, stride, dil, h, k), _out(padding, stride, dil, w, k)
+    kk = k * k * c
+    wscale = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(kk)))
+    wt = T((o, k, k, c), "INT8", wscale, 0, data=rng.integers(-127, 128, (o, k, k, c), dtype=np.int8))
+    b = T((o,), "INT32", [0.05 * v for v in wscale], 0, data=rng.integers(-3000, 3000, o).astype(np.int32))
+    model = op_model("CONV_2D", [_q((1, h, w, c), rng, 0.05), wt, b], [_q((1, oh, ow, o), rng, 0.02)],
+                     options={"padding": padding, "stride_h": stride, "stride_w": stride, "dilation_h_factor": dil,
+                              "dilation_w_factor": dil, "fused_activation_function": "RELU6"}, version=3)
+    return model, [rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)]
+
+
+@pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s[:5])) + f"s{s[5]}{s[6]}d{s[7]}")
+def test_conv_gemm_levels_equal_portable_tflm_and_litert(backend, levels, shape):
+    """Every GEMM level (AVX2, AVX-512 VNNI, AMX where the CPU has them) gives the portable kernel's bytes, which
+    are TFLM's; LiteRT's reference kernels within one quantum (its single rounding, ../shared/NOTES.md)."""
+    from tests.peers import run_litert
+
+    model, feeds = _gemm_conv_case(shape, sum(shape[:6]))
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    lite = run_litert(model, feeds)[0]
+    assert np.max(np.abs(ref[0].astype(np.int32) - lite.astype(np.int32))) <= 1
+
+
+@pytest.mark.parametrize("batch,depth,units", [(1, 1280, 1000), (1, 100, 129), (2, 257, 48), (3, 64, 33),
+                                               (8, 70, 40), (33, 200, 17), (40, 96, 65)])
+def test_fully_connected_gemm_levels_equal_portable_and_tflm(backend, levels, batch, depth, units):
+    """One row (the 8-block row kernel), 2-3 rows (the constant-row tails), 8 rows and more (AMX at level 3)."""
+    rng = np.random.default_rng(batch * 1000 + depth + units)
+    wscale = list(rng.uniform(0.3, 3, units) / (20 * np.sqrt(depth)))
+    wt = T((units, depth), "INT8", wscale, 0, data=rng.integers(-127, 128, (units, depth), dtype=np.int8))
+    b = T((units,), "INT32", [0.05 * v for v in wscale], 0, data=rng.integers(-3000, 3000, units).astype(np.int32))
+    model = op_model("FULLY_CONNECTED", [_q((batch, depth), rng, 0.05), wt, b], [_q((batch, units), rng, 0.02)],
+                     options={"fused_activation_function": "NONE"})
+    feeds = [rng.integers(-128, 128, (batch, depth), dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("shape", GEMM_SHAPES[:4] + GEMM_SHAPES[7:8], ids=lambda s: "x".join(map(str, s[:5])))
+def test_conv_gemm_shapes_on_the_runtime_grid(runtime, shape):
+    """The same layers on the Python interpreter and on the C runtime (its best level): TFLM's bytes."""
+    from tests.oprunner import run_on
+
+    model, feeds = _gemm_conv_case(shape, sum(shape[:6]))
+    np.testing.assert_array_equal(run_on(runtime, model, feeds)[0], run_tflm(model, feeds)[0])
+
+
+def _kernel_grants_amx() -> bool:
+    """arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) (syscall 158 on x86-64) succeeds: Linux 5.16+."""
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).syscall(158, 0x1023, 18) == 0
+
+
+def test_amx_level_selected_where_the_cpu_has_it(backend, levels):
+    """edge_simd_cpu_level picks the widest level this CPU (and its kernel) runs: AMX where /proc/cpuinfo lists
+    amx_tile and amx_int8, else AVX-512 VNNI where it lists avx512_vnni and avx512bw (x86-64 Linux only)."""
+    import platform
+    from pathlib import Path
+
+    if platform.machine() != "x86_64" or not Path("/proc/cpuinfo").is_file():
+        pytest.skip("x86-64 Linux only")
+    flags = set(next((ln.split(":", 1)[1].split() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                      if ln.startswith("flags")), []))
+    lib, lv = levels
+    top = lv[-1] if lv else 0
+    if {"amx_tile", "amx_int8", "avx512_vnni"} <= flags and _kernel_grants_amx():
+        assert top == 3
+    elif {"avx512_vnni", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        assert top == 2
+    elif {"avx2", "fma"} <= flags:
+        assert top == 1

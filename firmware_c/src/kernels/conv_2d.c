@@ -65,7 +65,7 @@ typedef struct {
 } conv_data_t;
 
 #if EDGE_SIMD
-#define CONV_SIMD_MB 16 /* output pixels per im2col block */
+#define CONV_SIMD_MB 32 /* output pixels per im2col block (two AMX A tiles) */
 
 /* geo.fast: the packed GEMM on im2col rows, or (int8, a 1x1 stride-1 filter without padding) on the input rows
  * as they are */
@@ -146,8 +146,10 @@ static edge_status_t conv_prepare_simd_f32(edge_node_t *node, edge_ctx_t *ctx, c
         d->fsimd->rows = 0;
         return EDGE_OK;
     }
-    d->fsimd->rows = (int32_t)(16384 / d->k) / 6 * 6;
-    d->fsimd->rows = d->fsimd->rows < 6 ? 6 : (d->fsimd->rows > 48 ? 48 : d->fsimd->rows);
+    /* up to 256 KB of im2col rows (L2), 8 to 48 of them (whole 8-row tiles of the AVX-512 SGEMM): each block
+     * streams the packed filter once, so a deep window (k = 9 x 256) wants more than a handful of rows */
+    d->fsimd->rows = (int32_t)(65536 / d->k) / 8 * 8;
+    d->fsimd->rows = d->fsimd->rows < 8 ? 8 : (d->fsimd->rows > 48 ? 48 : d->fsimd->rows);
     d->simd_part_bytes = (uint32_t)((sizeof(float) * (size_t)d->fsimd->rows * (size_t)d->k + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
@@ -648,6 +650,39 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
 }
 
 #if EDGE_SIMD
+/* The im2col copies: runs of a few dozen bytes (a 3x3 window's row of 3 channels: 36 bytes), where a call to
+ * memcpy / memset costs more than the copy. Fixed-size pieces (inlined moves), the last one overlapping the one
+ * before it; long runs through memcpy / memset. */
+static inline void conv_copy(void *dst, const void *src, size_t n) {
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    size_t i;
+    if (n > 256) {
+        memcpy(d, s, n);
+    } else if (n >= 16) {
+        for (i = 0; i + 16 <= n; i += 16) memcpy(d + i, s + i, 16);
+        if (i < n) memcpy(d + n - 16, s + n - 16, 16);
+    } else if (n >= 4) {
+        for (i = 0; i + 4 <= n; i += 4) memcpy(d + i, s + i, 4);
+        if (i < n) memcpy(d + n - 4, s + n - 4, 4);
+    } else {
+        for (i = 0; i < n; i++) d[i] = s[i];
+    }
+}
+
+static inline void conv_fill(void *dst, int value, size_t n) {
+    uint8_t *d = (uint8_t *)dst;
+    uint8_t v[16];
+    size_t i;
+    if (n > 256 || n < 16) {
+        memset(d, value, n);
+        return;
+    }
+    memset(v, value, 16);
+    for (i = 0; i + 16 <= n; i += 16) memcpy(d + i, v, 16);
+    if (i < n) memcpy(d + n - 16, v, 16);
+}
+
 /* Output pixels [p0, p1) of batch b through the packed GEMM: directly on the input rows for a 1x1 stride-1
  * filter, else CONV_SIMD_MB pixels' windows at a time (int8 as stored; a tap in the padding holds the input
  * zero point, which adds nothing). */
@@ -662,8 +697,8 @@ static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, i
     }
     for (p = p0; p < p1; p += CONV_SIMD_MB) {
         const int32_t mb = p1 - p < CONV_SIMD_MB ? p1 - p : CONV_SIMD_MB;
-        for (q = 0; q < mb; q++) {
-            const int32_t oy = (p + q) / d->geo.ow, ox = (p + q) % d->geo.ow;
+        int32_t oy = p / d->geo.ow, ox = p % d->geo.ow; /* pixel p + q, stepped (no division per pixel) */
+        for (q = 0; q < mb; q++, ox = ox + 1 < d->geo.ow ? ox + 1 : (oy++, 0)) {
             const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
             int8_t *row = rows + (int64_t)q * k;
             int32_t fx0, fx1;
@@ -671,19 +706,19 @@ static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, i
             for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
                 const int32_t iy = iy0 + fy * d->dh;
                 if (iy < 0 || iy >= d->geo.h || fx0 >= fx1) {
-                    memset(row, zp, (size_t)d->kw * (size_t)c);
+                    conv_fill(row, zp, (size_t)d->kw * (size_t)c);
                     continue;
                 }
                 /* taps [fx0, fx1) inside the row, the others in the padding */
-                if (fx0 > 0) memset(row, zp, (size_t)fx0 * (size_t)c);
+                if (fx0 > 0) conv_fill(row, zp, (size_t)fx0 * (size_t)c);
                 if (d->dw == 1) { /* one run of (fx1 - fx0) * c bytes */
-                    memcpy(row + (int64_t)fx0 * c, xb + ((int64_t)iy * d->geo.w + ix0 + fx0) * c,
+                    conv_copy(row + (int64_t)fx0 * c, xb + ((int64_t)iy * d->geo.w + ix0 + fx0) * c,
                            (size_t)(fx1 - fx0) * (size_t)c);
                 } else {
                     for (fx = fx0; fx < fx1; fx++)
-                        memcpy(row + (int64_t)fx * c, xb + ((int64_t)iy * d->geo.w + ix0 + fx * d->dw) * c, (size_t)c);
+                        conv_copy(row + (int64_t)fx * c, xb + ((int64_t)iy * d->geo.w + ix0 + fx * d->dw) * c, (size_t)c);
                 }
-                if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, zp, (size_t)(d->kw - fx1) * (size_t)c);
+                if (fx1 < d->kw) conv_fill(row + (int64_t)fx1 * c, zp, (size_t)(d->kw - fx1) * (size_t)c);
             }
         }
         edge_simd_qgemm(d->simd, rows, mb, k, 0, d->o, yb + (int64_t)p * d->o, d->o, work);
@@ -734,8 +769,8 @@ static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     for (p = p0; p < p1; p += mb) {
         float *rows = j->scr + (size_t)slot * (d->simd_part_bytes / sizeof(float));
         const int32_t m = p1 - p < mb ? p1 - p : mb;
-        for (q = 0; q < m; q++) { /* the window of pixel p + q, 0 in the padding */
-            const int32_t oy = (p + q) / d->geo.ow, ox = (p + q) % d->geo.ow;
+        int32_t oy = p / d->geo.ow, ox = p % d->geo.ow; /* pixel p + q, stepped (no division per pixel) */
+        for (q = 0; q < m; q++, ox = ox + 1 < d->geo.ow ? ox + 1 : (oy++, 0)) { /* its window, 0 in the padding */
             const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
             float *row = rows + (int64_t)q * k;
             int32_t fx0, fx1;
@@ -743,19 +778,19 @@ static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
             for (fy = 0; fy < d->kh; fy++, row += (int64_t)d->kw * c) {
                 const int32_t iy = iy0 + fy * d->dh;
                 if (iy < 0 || iy >= d->geo.h || fx0 >= fx1) {
-                    memset(row, 0, sizeof(float) * (size_t)d->kw * (size_t)c);
+                    conv_fill(row, 0, sizeof(float) * (size_t)d->kw * (size_t)c);
                     continue;
                 }
-                if (fx0 > 0) memset(row, 0, sizeof(float) * (size_t)fx0 * (size_t)c);
+                if (fx0 > 0) conv_fill(row, 0, sizeof(float) * (size_t)fx0 * (size_t)c);
                 if (d->dw == 1) {
-                    memcpy(row + (int64_t)fx0 * c, j->xb + ((int64_t)iy * d->geo.w + ix0 + fx0) * c,
+                    conv_copy(row + (int64_t)fx0 * c, j->xb + ((int64_t)iy * d->geo.w + ix0 + fx0) * c,
                            sizeof(float) * (size_t)(fx1 - fx0) * (size_t)c);
                 } else {
                     for (fx = fx0; fx < fx1; fx++)
-                        memcpy(row + (int64_t)fx * c, j->xb + ((int64_t)iy * d->geo.w + ix0 + fx * d->dw) * c,
+                        conv_copy(row + (int64_t)fx * c, j->xb + ((int64_t)iy * d->geo.w + ix0 + fx * d->dw) * c,
                                sizeof(float) * (size_t)c);
                 }
-                if (fx1 < d->kw) memset(row + (int64_t)fx1 * c, 0, sizeof(float) * (size_t)(d->kw - fx1) * (size_t)c);
+                if (fx1 < d->kw) conv_fill(row + (int64_t)fx1 * c, 0, sizeof(float) * (size_t)(d->kw - fx1) * (size_t)c);
             }
         }
         edge_simd_sgemm(j->g, rows, m, k, 0, o, j->yb + (int64_t)p * o, o);

@@ -1,4 +1,4 @@
-/* edge_simd.h - fast paths for 64-bit Linux CPUs (x86-64 AVX2 / AVX-512 VNNI, aarch64 NEON / SDOT).
+/* edge_simd.h - fast paths for 64-bit Linux CPUs (x86-64 AVX2 / AVX-512 VNNI / AMX, aarch64 NEON / SDOT).
  *
  * Compiled only into the host and cross builds (firmware_c/Makefile SIMD_SRC, -DEDGE_WITH_SIMD=1); on
  * microcontrollers (and in builds that do not ask for it) EDGE_SIMD is 0, the functions below do not exist and the kernels keep their portable code, byte for byte.
@@ -16,7 +16,11 @@
  *     y[m, n] = clamp(zp + rq_n(bias[n] + sum_k (a[m, k] + input_offset) * w[n, k]), lo, hi)
  * a is M rows of raw int8 values (stride lda, K values each; a padding tap holds -input_offset, the input's
  * zero point, so that it adds nothing); w is packed once at prepare (edge_simd_qgemm_pack) with the bias,
- * input_offset * sum_k w[n, k] folded into it and the channels' multipliers beside it.
+ * input_offset * sum_k w[n, k] folded into it and the channels' multipliers beside it. On x86-64 the levels
+ * share one packing from AVX-512 VNNI up (16-channel blocks, 4 k values a 64-byte step; the AMX level pads k to
+ * 64, a tile's depth): AVX2 runs 4 x 16 tiles of VPMADDWD on int16, AVX-512 VNNI 4 x 32 tiles of VPDPBUSD on
+ * a + 128 (the input offset's -128 folded into the bias), one row against 128 channels at once; AMX 32 x 32
+ * passes of TDPBUSD tiles where at least 8 rows come (fewer: the VNNI tiles).
  */
 #ifndef EDGE_SIMD_H
 #define EDGE_SIMD_H
@@ -38,6 +42,7 @@ enum {
     EDGE_SIMD_NONE = 0,
     EDGE_SIMD_X86_AVX2 = 1,      /* AVX2 + FMA: int16 multiply-add (VPMADDWD) */
     EDGE_SIMD_X86_AVX512VNNI = 2, /* AVX-512 F/BW/VL + VNNI: VPDPBUSD on 512-bit vectors */
+    EDGE_SIMD_X86_AMX = 3,       /* level 2 + AMX-TILE / AMX-INT8 granted by the kernel: the int8 GEMM on tiles */
     EDGE_SIMD_ARM_NEON = 1,      /* aarch64 NEON: SMLAL / SADALP on int16 */
     EDGE_SIMD_ARM_DOTPROD = 2    /* ARMv8.2 dot product: SDOT */
 };

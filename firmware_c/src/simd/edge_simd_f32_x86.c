@@ -1,9 +1,10 @@
-/* edge_simd_f32_x86.c - x86-64 float32 fast paths: AVX2 + FMA (both x86-64 levels run these; see edge_simd.h's
- * float32 section for the numerics).
+/* edge_simd_f32_x86.c - x86-64 float32 fast paths: AVX2 + FMA (both x86-64 levels run these; the SGEMM has an AVX-512
+ * tile at level 2; see edge_simd.h's float32 section for the numerics).
  *
  * SGEMM: a 6 x 16 register tile (12 ymm sums; per k two loads of the packed panel, six broadcasts of a), over
  * blocks of rows sized so that they stay in L2 while each 16-column panel (k x 64 bytes) is reused from L1/L2.
  * A single row (FULLY_CONNECTED with one batch) runs four panels at once instead (eight independent sums).
+ * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512).
  * Depthwise: eight channels per ymm (a masked load / store for the last c % 8), the taps of each output pixel in
  * (fy, fx) order; a 3x3 window wholly inside the input keeps its nine weight vectors in registers along the row.
  * Every function with wider instructions than the x86-64 baseline carries the target attribute.
@@ -135,9 +136,100 @@ static T_AVX2 void sgemm_avx2(const edge_simd_sgemm_t *g, const float *a, int32_
     sg_blocks(g, a, m, lda, n0, n1, y, ldy, lo, hi);
 }
 
+/* ------------------------------------------------------------------------------------- SGEMM, AVX-512 */
+
+/* The AVX-512 level (EDGE_SIMD_X86_AVX512VNNI and up): an 8 x 32 register tile, two packed panels side by side
+ * (16 zmm sums held over the whole k loop; per k two panel loads and eight broadcasts of a, folded into the FMAs),
+ * the bias, the clamp and a masked store for the last columns. The same FMAs in the same k order as the AVX2
+ * tile: the same bits. */
+#define T_SG512 __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")))
+#define Z_MR 8
+
+static INLINE T_SG512 __m512 z_clamp(__m512 v, __m512 lo, __m512 hi) {
+    return _mm512_min_ps(hi, _mm512_max_ps(lo, v)); /* v second: a NaN passes, as f32_clamp */
+}
+
+static INLINE T_SG512 __mmask16 z_cols(int32_t cols) {
+    return cols >= NR ? (__mmask16)0xFFFF : (cols <= 0 ? (__mmask16)0 : (__mmask16)((1u << cols) - 1u));
+}
+
+#define Z_ROW(r)                                                                                             \
+    if (mr > r) {                                                                                            \
+        const __m512 av = _mm512_set1_ps(a##r[kk]);                                                          \
+        s##r##0 = _mm512_fmadd_ps(av, b0, s##r##0);                                                          \
+        if (two) s##r##1 = _mm512_fmadd_ps(av, b1, s##r##1);                                                 \
+    }
+#define Z_OUT(r)                                                                                             \
+    if (mr > r) {                                                                                            \
+        _mm512_mask_storeu_ps(y + r * ldy, m0, z_clamp(_mm512_add_ps(s##r##0, bv0), lo, hi));                \
+        if (two) _mm512_mask_storeu_ps(y + r * ldy + NR, m1, z_clamp(_mm512_add_ps(s##r##1, bv1), lo, hi));  \
+    }
+/* mr (<= Z_MR) rows of a against one panel pb0 (two: and the next, pb1): columns [0, cols) of y's 16 or 32. */
+static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *a, int64_t lda, const float *pb0,
+                                const float *pb1, const float *bias, int32_t k, __m512 lo, __m512 hi, float *y,
+                                int64_t ldy, int32_t cols) {
+    __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+    __m512 s40 = s00, s41 = s00, s50 = s00, s51 = s00, s60 = s00, s61 = s00, s70 = s00, s71 = s00;
+    const float *a0 = a, *a1 = a0 + (mr > 1 ? lda : 0), *a2 = a1 + (mr > 2 ? lda : 0), *a3 = a2 + (mr > 3 ? lda : 0);
+    const float *a4 = a3 + (mr > 4 ? lda : 0), *a5 = a4 + (mr > 5 ? lda : 0), *a6 = a5 + (mr > 6 ? lda : 0);
+    const float *a7 = a6 + (mr > 7 ? lda : 0);
+    int32_t kk;
+    for (kk = 0; kk < k; kk++, pb0 += NR, pb1 += NR) {
+        const __m512 b0 = _mm512_loadu_ps(pb0), b1 = two ? _mm512_loadu_ps(pb1) : b0;
+        Z_ROW(0) Z_ROW(1) Z_ROW(2) Z_ROW(3) Z_ROW(4) Z_ROW(5) Z_ROW(6) Z_ROW(7)
+    }
+    {
+        const __m512 bv0 = _mm512_loadu_ps(bias), bv1 = two ? _mm512_loadu_ps(bias + NR) : bv0;
+        const __mmask16 m0 = z_cols(cols), m1 = z_cols(cols - NR);
+        Z_OUT(0) Z_OUT(1) Z_OUT(2) Z_OUT(3) Z_OUT(4) Z_OUT(5) Z_OUT(6) Z_OUT(7)
+    }
+}
+
+#define Z_TILES(two)                                                                                         \
+    switch (i1 - i < Z_MR ? i1 - i : Z_MR) {                                                                 \
+    case 8: z_tile(8, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    case 7: z_tile(7, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    case 6: z_tile(6, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    case 5: z_tile(5, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    case 4: z_tile(4, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    case 3: z_tile(3, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    case 2: z_tile(2, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
+    default: z_tile(1, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;           \
+    }
+
+/* Rows in blocks that stay in L2 (about 128 KB of a: 8 to 768 rows), each block against every pair of panels of
+ * [n0, n1) (a pair: 2 x k x 64 bytes, reused from L1 by every tile of the block). */
+static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,
+                            int32_t n1, float *y, int64_t ldy) {
+    const int32_t k = g->k;
+    const int64_t pstride = (int64_t)NR * k;
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+    const float *bias = g->packed, *panels = g->packed + g->npad;
+    int32_t mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1)), i0, i, c;
+    mc = mc < Z_MR ? Z_MR : (mc > 768 ? 768 : mc / Z_MR * Z_MR);
+    for (i0 = 0; i0 < m; i0 += mc) {
+        const int32_t i1 = m - i0 < mc ? m : i0 + mc;
+        for (c = n0; c < n1; c += 2 * NR) {
+            const float *pb = panels + (int64_t)(c / NR) * pstride;
+            const int32_t cols = n1 - c;
+            for (i = i0; i < i1; i += Z_MR) {
+                const float *ai = a + (int64_t)i * lda;
+                float *yi = y + (int64_t)i * ldy + c;
+                if (cols > NR) {
+                    Z_TILES(1)
+                } else {
+                    Z_TILES(0)
+                }
+            }
+        }
+    }
+}
+
 void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
                      float *y, int64_t ldy) {
-    if (m > 0 && n0 < n1) sgemm_avx2(g, a, m, lda, n0, n1, y, ldy);
+    if (m <= 0 || n0 >= n1) return;
+    if (g->level >= EDGE_SIMD_X86_AVX512VNNI && m > 1) sgemm_512(g, a, m, lda, n0, n1, y, ldy);
+    else sgemm_avx2(g, a, m, lda, n0, n1, y, ldy);
 }
 
 /* ------------------------------------------------------------------------------------- depthwise */

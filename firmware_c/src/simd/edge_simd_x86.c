@@ -11,16 +11,29 @@
  * lanes; bits 31..62 of (product + 2^30) are the low dword after a logical right shift by 31 (even lanes)
  * and the high dword after a left shift by 1 (odd lanes).
  */
+#define _DEFAULT_SOURCE /* syscall() under -std=c99: the AMX permission (amx_usable) */
 #include "edge_simd.h"
 
 #if EDGE_SIMD && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #include "edge_simd_q8_scalar.h"
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define T_AVX2 __attribute__((target("avx2,fma")))
 #define T_VNNI __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
+#define T_AMX __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")))
 #define INLINE __attribute__((always_inline)) inline
+
+/* AMX-TILE and AMX-INT8 (CPUID leaf 7, EDX bits 24 and 25) and the kernel's leave to use the tile data (Linux
+ * 5.16+: arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), granted to the whole process, its threads too). */
+static int amx_usable(void) {
+    unsigned int eax, ebx, ecx, edx;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx >> 24 & 1u) || !(edx >> 25 & 1u)) return 0;
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+}
 
 int32_t edge_simd_cpu_level(void) {
     int32_t level = EDGE_SIMD_NONE;
@@ -30,6 +43,7 @@ int32_t edge_simd_cpu_level(void) {
         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vnni"))
         level = EDGE_SIMD_X86_AVX512VNNI;
+    if (level == EDGE_SIMD_X86_AVX512VNNI && amx_usable()) level = EDGE_SIMD_X86_AMX;
     return level;
 }
 
@@ -48,13 +62,24 @@ static inline int32_t rq_scalar(int32_t acc, int32_t mul, int32_t rs, int32_t zp
 #define VNNI_NB 16 /* channels per block */
 #define AVX2_NB 8
 #define GEMM_MR 4  /* rows per tile */
+#define AMX_MR 32  /* AMX: rows per pass (two A tiles of 16 rows) */
+#define AMX_KC 64  /* AMX: k per tile (64 bytes a row) */
 
 static int32_t round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
 
+/* p rounded up to a cache line: a tile row that straddles two lines loads at half the speed (TILELOADD measured
+ * 12.5 ns aligned, 22-26 ns off by 1..32 bytes here); the arena aligns to 16 */
+static void *amx_align(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+
+/* k padded: VPDPBUSD takes 4 values a step; an AMX tile 64 (one tile of kpad when k <= 64). */
+static int32_t vnni_kpad(int32_t level, int32_t k) {
+    return level == EDGE_SIMD_X86_AMX && k > AMX_KC ? round_up(k, AMX_KC) : round_up(k, 4);
+}
+
 size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
-    if (level == EDGE_SIMD_X86_AVX512VNNI) {
-        const size_t npad = (size_t)round_up(n, VNNI_NB), kpad = (size_t)round_up(k, 4);
-        return 3 * 4 * npad + npad * kpad;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) { /* AMX: + 63 to start the block on a cache line (amx_align) */
+        const size_t npad = (size_t)round_up(n, VNNI_NB), kpad = (size_t)vnni_kpad(level, k);
+        return 3 * 4 * npad + npad * kpad + (level == EDGE_SIMD_X86_AMX ? 63 : 0);
     }
     if (level == EDGE_SIMD_X86_AVX2) {
         const size_t npad = (size_t)round_up(n, AVX2_NB), kpad = (size_t)round_up(k, 2);
@@ -64,6 +89,8 @@ size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
 }
 
 size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
+    if (level == EDGE_SIMD_X86_AMX) /* AMX_MR rows of a (cache-line rows), the 32 x 32 int32 sums, alignment */
+        return (size_t)AMX_MR * (size_t)round_up(vnni_kpad(level, k), AMX_KC) + 4u * AMX_MR * 2 * VNNI_NB + 64;
     if (level == EDGE_SIMD_X86_AVX512VNNI) return (size_t)GEMM_MR * (size_t)round_up(k, 4) + 64;
     if (level == EDGE_SIMD_X86_AVX2) return (size_t)GEMM_MR * 2 * (size_t)round_up(k, 2) + 64;
     return 0;
@@ -72,12 +99,13 @@ size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
 void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
                           int32_t kstride, const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
                           const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst) {
-    const int vnni = level == EDGE_SIMD_X86_AVX512VNNI;
-    const int32_t nb = vnni ? VNNI_NB : AVX2_NB, step = vnni ? 4 : 2;
-    const int32_t npad = round_up(n, nb), kpad = round_up(k, step);
+    const int vnni = level >= EDGE_SIMD_X86_AVX512VNNI; /* AMX: the same layout, k padded further */
+    const int32_t nb = vnni ? VNNI_NB : AVX2_NB;
+    const int32_t npad = round_up(n, nb), kpad = vnni ? vnni_kpad(level, k) : round_up(k, 2);
     /* VNNI multiplies unsigned activations: a + 128 (a ^ 0x80), so the bias takes (input_offset - 128) */
     const int32_t off = vnni ? input_offset - 128 : input_offset;
     int32_t c, i;
+    if (level == EDGE_SIMD_X86_AMX) dst = amx_align(dst); /* the B tiles' rows on cache lines (the head: 12 npad) */
     void *const pack = edge_simd_qgemm_head(g, level, w, n, k, ldw, kstride, bias, off, mul, mul_stride, rs, rs_stride, 1, zp, lo, hi,
                          npad, kpad, dst);
     if (vnni) {
@@ -114,6 +142,48 @@ T_VNNI static INLINE __m512i rq512(__m512i acc, __m512i mul, __m512i rs, __m512i
     return _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
 }
 
+/* rq512's arithmetic in one 64-bit shift per lane, for the GEMMs' requantization of 16 channels with the
+ * channels' constants prepared once per block (rq512_prep) and reused by every row. With p = acc * mul (exact,
+ * |p| < 2^62) rq512 computes h = floor((p + 2^30) / 2^31) (it fits int32), h -= 1 when h < 0 (p < -2^30), then
+ * floor((h + 2^(rs-1)) / 2^rs). Since floor(floor(X / a) / b) = floor(X / ab) and adding an integer commutes with
+ * the inner floor, that is
+ *     q = floor((p + 2^30 + 2^(30 + rs) - [p < -2^30] 2^31) / 2^(31 + rs))
+ * one VPSRAVQ (31 + rs <= 62; |numerator| < 2^63) on the even and on the odd lanes: two VPMULDQ and two VPSRAVQ
+ * where rq512 spends eleven shifts and multiplies on the same port. The same value for every input. */
+typedef struct {
+    __m512i mul, mul_odd, add_even, add_odd, shift_even, shift_odd, zp, lo, hi;
+} rq512_t;
+
+T_VNNI static INLINE rq512_t rq512_prep(__m512i mul, __m512i rs, int32_t zp, int32_t lo, int32_t hi) {
+    const __m512i low = _mm512_set1_epi64(0xFFFFFFFFll), r30 = _mm512_set1_epi64((int64_t)1 << 30);
+    const __m512i se = _mm512_and_si512(rs, low), so = _mm512_srli_epi64(rs, 32);
+    rq512_t c;
+    c.mul = mul;
+    c.mul_odd = _mm512_srli_epi64(mul, 32);
+    c.add_even = _mm512_add_epi64(r30, _mm512_sllv_epi64(r30, se));
+    c.add_odd = _mm512_add_epi64(r30, _mm512_sllv_epi64(r30, so));
+    c.shift_even = _mm512_add_epi64(se, _mm512_set1_epi64(31));
+    c.shift_odd = _mm512_add_epi64(so, _mm512_set1_epi64(31));
+    c.zp = _mm512_set1_epi32(zp);
+    c.lo = _mm512_set1_epi32(lo);
+    c.hi = _mm512_set1_epi32(hi);
+    return c;
+}
+
+T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
+    const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30)), r31 = _mm512_set1_epi64((int64_t)1 << 31);
+    const __m512i pe = _mm512_mul_epi32(acc, c->mul);
+    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, (_MM_PERM_ENUM)0xF5), c->mul_odd);
+    __m512i te = _mm512_add_epi64(pe, c->add_even), to = _mm512_add_epi64(po, c->add_odd), q;
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, neg), te, r31);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
+    te = _mm512_srav_epi64(te, c->shift_even);
+    to = _mm512_srav_epi64(to, c->shift_odd);
+    q = _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+    q = _mm512_add_epi32(q, c->zp);
+    return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
+}
+
 /* mr rows (u8, stride kpad) x nb blocks of 16 channels starting at block j; stores y rows. */
 T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t mr, int32_t j,
                                     int32_t nb, int32_t nvalid, int8_t *y, int32_t ldy) {
@@ -140,17 +210,16 @@ T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a
         }
     }
     {
-        const __m512i zp = _mm512_set1_epi32(g->zp), lo = _mm512_set1_epi32(g->lo), hi = _mm512_set1_epi32(g->hi);
         for (bb = 0; bb < nb; bb++) {
             const int32_t c0 = (j + bb) * VNNI_NB;
             const __m512i b = _mm512_loadu_si512((const void *)(bias + c0));
-            const __m512i m = _mm512_loadu_si512((const void *)(mul + c0));
-            const __m512i sh = _mm512_loadu_si512((const void *)(rs + c0));
+            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
             const int32_t left = nvalid - bb * VNNI_NB;
             const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
             for (r = 0; r < GEMM_MR; r++) {
                 if (r < mr) {
-                    const __m512i q = rq512(_mm512_add_epi32(acc[r][bb], b), m, sh, zp, lo, hi);
+                    const __m512i q = rq512_apply(_mm512_add_epi32(acc[r][bb], b), &rq);
                     _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
                                          _mm512_cvtepi32_epi8(q));
                 }
@@ -159,17 +228,84 @@ T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a
     }
 }
 
+/* One row (FULLY_CONNECTED with one batch) against up to ROW_NB blocks j.. at once: ROW_NB independent sums
+ * (VPDPBUSD's latency hidden), one broadcast of a per k step for all of them. */
+#define ROW_NB 8
+T_VNNI static void vnni_row(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t j, int32_t nb, int32_t nvalid,
+                            int8_t *y) {
+    const int32_t kpad = g->kpad, npad = g->npad, steps = kpad / 4;
+    const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
+    const int8_t *w = (const int8_t *)(rs + npad) + (int64_t)j * kpad * VNNI_NB;
+    const int64_t pstride = (int64_t)kpad * VNNI_NB;
+    __m512i acc[ROW_NB], odd[ROW_NB];
+    int32_t s, bb;
+    for (bb = 0; bb < ROW_NB; bb++) acc[bb] = odd[bb] = _mm512_setzero_si512();
+    if (nb == ROW_NB) { /* even and odd k steps in separate sums (16 chains: VPDPBUSD's latency), added at the end */
+        for (s = 0; s + 2 <= steps; s += 2) {
+            int32_t v0, v1;
+            __m512i x0, x1;
+            memcpy(&v0, a + 4 * s, 4);
+            memcpy(&v1, a + 4 * s + 4, 4);
+            x0 = _mm512_set1_epi32(v0);
+            x1 = _mm512_set1_epi32(v1);
+            for (bb = 0; bb < ROW_NB; bb++) { /* unrolled: the sums stay in registers */
+                const int8_t *wb = w + bb * pstride + 64 * (int64_t)s;
+                acc[bb] = _mm512_dpbusd_epi32(acc[bb], x0, _mm512_loadu_si512((const void *)wb));
+                odd[bb] = _mm512_dpbusd_epi32(odd[bb], x1, _mm512_loadu_si512((const void *)(wb + 64)));
+            }
+        }
+        for (; s < steps; s++) {
+            int32_t v;
+            __m512i x;
+            memcpy(&v, a + 4 * s, 4);
+            x = _mm512_set1_epi32(v);
+            for (bb = 0; bb < ROW_NB; bb++)
+                acc[bb] = _mm512_dpbusd_epi32(acc[bb], x, _mm512_loadu_si512((const void *)(w + bb * pstride + 64 * (int64_t)s)));
+        }
+        for (bb = 0; bb < ROW_NB; bb++) acc[bb] = _mm512_add_epi32(acc[bb], odd[bb]);
+    } else {
+        for (s = 0; s < steps; s++) {
+            int32_t v;
+            __m512i x;
+            memcpy(&v, a + 4 * s, 4);
+            x = _mm512_set1_epi32(v);
+            for (bb = 0; bb < ROW_NB; bb++)
+                if (bb < nb)
+                    acc[bb] = _mm512_dpbusd_epi32(acc[bb], x,
+                                                  _mm512_loadu_si512((const void *)(w + bb * pstride + 64 * (int64_t)s)));
+        }
+    }
+    {
+        for (bb = 0; bb < nb; bb++) {
+            const int32_t c0 = (j + bb) * VNNI_NB, left = nvalid - bb * VNNI_NB;
+            const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
+            const __m512i q = rq512_apply(_mm512_add_epi32(acc[bb], _mm512_loadu_si512((const void *)(bias + c0))), &rq);
+            _mm_mask_storeu_epi8((void *)(y + c0), mask, _mm512_cvtepi32_epi8(q));
+        }
+    }
+}
+
 T_VNNI static void vnni_rows(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t mr, int32_t n0, int32_t n1,
                              int8_t *y, int32_t ldy) {
     int32_t j = n0 / VNNI_NB;
     const int32_t jend = (n1 + VNNI_NB - 1) / VNNI_NB;
+    if (mr == 1) {
+        for (; j < jend; j += ROW_NB)
+            vnni_row(g, a, j, jend - j < ROW_NB ? jend - j : ROW_NB, n1 - j * VNNI_NB, y);
+        return;
+    }
     for (; j < jend; j += 2) {
         const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * VNNI_NB;
+        /* every row count a constant: the tile's sums stay in registers */
         if (mr == GEMM_MR) {
             if (nb == 2) vnni_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
             else vnni_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
+        } else if (mr == 3) {
+            vnni_tile(g, a, 3, j, nb, nvalid, y, ldy);
         } else {
-            vnni_tile(g, a, mr, j, nb, nvalid, y, ldy);
+            vnni_tile(g, a, 2, j, nb, nvalid, y, ldy);
         }
     }
 }
@@ -198,6 +334,129 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
         }
         vnni_rows(g, buf, mr, n0, n1, y + (int64_t)m0 * ldy, ldy);
     }
+}
+
+
+/* ------------------------------------------------------------------------------------- AMX */
+
+/* Level EDGE_SIMD_X86_AMX: the VNNI packing (16-channel blocks, 64 bytes a k step of 4: exactly the rows of an
+ * AMX B tile) with k padded to 64, and a 2 x 2 arrangement of tiles: two A tiles (16 rows x 64 u8 each: rows
+ * a ^ 0x80, as vnni_gemm) against two B tiles (16 k steps x 16 channels), four C tiles of 16 x 16 int32 summed
+ * over k by TDPBUSD (exact int32 sums, wrapping as VPDPBUSD's), stored to the work area and requantized there as
+ * the VNNI tile does (rq512_apply): the same bytes. A pass covers 32 rows (the second A tile only when more than 16 are
+ * left; rows past m in a tile: stale bytes of the work area, their sums never requantized); fewer than
+ * AMX_MIN_ROWS rows run the VNNI path. The tile configuration is loaded at
+ * every call (a thread's own state) and released before it returns. */
+#define AMX_MIN_ROWS 8
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config_t;
+
+/* C tiles 0..3 (16 x 16 int32), A tiles 4, 5 (16 rows x kc bytes), B tiles 6, 7 (kc / 4 rows x 64 bytes). */
+static void amx_configure(amx_config_t *cfg, int32_t kc) {
+    int32_t t;
+    memset(cfg, 0, sizeof *cfg);
+    cfg->palette = 1;
+    for (t = 0; t < 4; t++) {
+        cfg->rows[t] = 16;
+        cfg->colsb[t] = 64;
+    }
+    for (t = 4; t < 6; t++) {
+        cfg->rows[t] = 16;
+        cfg->colsb[t] = (uint16_t)kc;
+    }
+    for (t = 6; t < 8; t++) {
+        cfg->rows[t] = (uint8_t)(kc / 4);
+        cfg->colsb[t] = 64;
+    }
+}
+
+/* The sums of rows [0, mr) x blocks j, j + 1 (nb of them) in c (AMX_MR rows of 2 x 16 int32) + bias, requantized
+ * into y's columns from (j * 16) to nvalid past it. */
+T_AMX static INLINE void amx_store(const edge_simd_qgemm_t *g, const int32_t *c, int32_t mr, int32_t j, int32_t nb,
+                                   int32_t nvalid, int8_t *y, int32_t ldy) {
+    const int32_t npad = g->npad;
+    const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
+    int32_t r, bb;
+    for (bb = 0; bb < nb; bb++) {
+        const int32_t c0 = (j + bb) * VNNI_NB, left = nvalid - bb * VNNI_NB;
+        const __m512i b = _mm512_loadu_si512((const void *)(bias + c0));
+        const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                      _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
+        const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+        for (r = 0; r < mr; r++) {
+            const __m512i acc = _mm512_loadu_si512((const void *)(c + (int64_t)r * 2 * VNNI_NB + bb * VNNI_NB));
+            _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
+                                 _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc, b), &rq)));
+        }
+    }
+}
+
+T_AMX static void amx_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0,
+                           int32_t n1, int8_t *y, int32_t ldy, void *work) {
+    const int32_t k = g->k, kpad = g->kpad, kc = kpad < AMX_KC ? kpad : AMX_KC, chunks = kpad / kc;
+    const int8_t *panels = (const int8_t *)((const int32_t *)g->packed + 3 * g->npad);
+    const int64_t pstride = (int64_t)kpad * VNNI_NB; /* bytes of one 16-channel block */
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const int32_t astride = round_up(kpad, AMX_KC); /* a's rows on cache lines */
+    uint8_t *buf = (uint8_t *)amx_align(work);
+    int32_t *sums = (int32_t *)(buf + (size_t)AMX_MR * (size_t)astride);
+    const int32_t jend = (n1 + VNNI_NB - 1) / VNNI_NB;
+    amx_config_t cfg;
+    int32_t m0, r, j, ch;
+    amx_configure(&cfg, kc);
+    _tile_loadconfig(&cfg);
+    for (m0 = 0; m0 < m; m0 += AMX_MR) {
+        const int32_t mr = m - m0 < AMX_MR ? m - m0 : AMX_MR;
+        for (r = 0; r < mr; r++) { /* rows as unsigned (a ^ 0x80), k padded with 0x80 (times zero weights) */
+            const int8_t *src = a + (int64_t)(m0 + r) * lda;
+            uint8_t *d = buf + (int64_t)r * astride;
+            int32_t i = 0;
+            for (; i + 64 <= k; i += 64)
+                _mm512_storeu_si512((void *)(d + i), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + i)), flip));
+            for (; i < kpad; i += 64) {
+                const __mmask64 mk = k - i >= 64 ? ~(__mmask64)0 : (k > i ? (((__mmask64)1 << (k - i)) - 1) : 0);
+                const __mmask64 mp = kpad - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (kpad - i)) - 1);
+                _mm512_mask_storeu_epi8((void *)(d + i), mp,
+                                        _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const void *)(src + i)), flip));
+            }
+        }
+        for (j = n0 / VNNI_NB; j < jend; j += 2) {
+            const int32_t nb = j + 1 < jend ? 2 : 1;
+            const int8_t *w0 = panels + (int64_t)j * pstride, *w1 = w0 + pstride;
+            _tile_zero(0);
+            _tile_zero(1);
+            _tile_zero(2);
+            _tile_zero(3);
+            for (ch = 0; ch < chunks; ch++) {
+                const int64_t ka = (int64_t)ch * kc, kb = (int64_t)ch * kc * VNNI_NB; /* kc / 4 steps of 64 bytes */
+                _tile_loadd(4, buf + ka, astride);
+                _tile_loadd(6, w0 + kb, 64);
+                _tile_dpbusd(0, 4, 6);
+                if (nb > 1) {
+                    _tile_loadd(7, w1 + kb, 64);
+                    _tile_dpbusd(1, 4, 7);
+                }
+                if (mr > 16) { /* the second 16 rows */
+                    _tile_loadd(5, buf + 16 * (int64_t)astride + ka, astride);
+                    _tile_dpbusd(2, 5, 6);
+                    if (nb > 1) _tile_dpbusd(3, 5, 7);
+                }
+            }
+            /* sums[r][0..31]: row r of C0 | C1 (rows 0..15), of C2 | C3 (rows 16..31) */
+            _tile_stored(0, sums, 2 * VNNI_NB * 4);
+            _tile_stored(1, sums + VNNI_NB, 2 * VNNI_NB * 4);
+            if (mr > 16) {
+                _tile_stored(2, sums + 16 * 2 * VNNI_NB, 2 * VNNI_NB * 4);
+                _tile_stored(3, sums + 16 * 2 * VNNI_NB + VNNI_NB, 2 * VNNI_NB * 4);
+            }
+            amx_store(g, sums, mr, j, nb, n1 - j * VNNI_NB, y + (int64_t)m0 * ldy, ldy);
+        }
+    }
+    _tile_release();
 }
 
 /* ------------------------------------------------------------------------------------- AVX2 */
@@ -269,11 +528,15 @@ T_AVX2 static void avx2_rows(const edge_simd_qgemm_t *g, const int16_t *a, int32
     const int32_t jend = (n1 + AVX2_NB - 1) / AVX2_NB;
     for (; j < jend; j += 2) {
         const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * AVX2_NB;
-        if (mr == GEMM_MR) {
+        if (mr == GEMM_MR) { /* every row count a constant: the tile's sums stay in registers */
             if (nb == 2) avx2_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
             else avx2_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
+        } else if (mr == 3) {
+            avx2_tile(g, a, 3, j, nb, nvalid, y, ldy);
+        } else if (mr == 2) {
+            avx2_tile(g, a, 2, j, nb, nvalid, y, ldy);
         } else {
-            avx2_tile(g, a, mr, j, nb, nvalid, y, ldy);
+            avx2_tile(g, a, 1, j, nb, nvalid, y, ldy);
         }
     }
 }
@@ -301,7 +564,8 @@ T_AVX2 static void avx2_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
 void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0, int32_t n1,
                      int8_t *y, int32_t ldy, void *work) {
     /* y columns: the tiles store at column c of row r from y (y points at column 0) */
-    if (g->level == EDGE_SIMD_X86_AVX512VNNI) vnni_gemm(g, a, m, lda, n0, n1, y, ldy, work);
+    if (g->level == EDGE_SIMD_X86_AMX && m >= AMX_MIN_ROWS) amx_gemm(g, a, m, lda, n0, n1, y, ldy, work);
+    else if (g->level >= EDGE_SIMD_X86_AVX512VNNI) vnni_gemm(g, a, m, lda, n0, n1, y, ldy, work);
     else avx2_gemm(g, a, m, lda, n0, n1, y, ldy, work);
 }
 
@@ -525,7 +789,7 @@ T_AVX2 static void dw_pixel_256(const int8_t *x, const int32_t *xoff, const int1
 void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, const int16_t *const *wtap,
                         int32_t ntaps, int32_t c, int32_t input_offset, const int32_t *bias, const int32_t *mul,
                         const int32_t *rs, int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
-    if (level == EDGE_SIMD_X86_AVX512VNNI)
+    if (level >= EDGE_SIMD_X86_AVX512VNNI)
         dw_pixel_512(x, xoff, wtap, ntaps, c, input_offset, bias, mul, rs, zp, lo, hi, y);
     else
         dw_pixel_256(x, xoff, wtap, ntaps, c, input_offset, bias, mul, rs, zp, lo, hi, y);
