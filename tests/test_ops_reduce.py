@@ -75,6 +75,15 @@ def test_mean_float(runtime, shape, axes, keep):
     run(runtime, "MEAN", T(shape, "FLOAT32"), axes, T((1,), "FLOAT32"), keep, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("op", ["MEAN", "SUM"])
+def test_float_mean_and_sum_are_litert_reference_bits(runtime, op):
+    """A 128x128 average of values far from 0 (pose_landmark_full's Identity_2 drifted 6.6e-4 of its range with a
+    sum in double): summed in float32 in the input's order, as LiteRT's reference kernels, the same bits."""
+    rng = np.random.default_rng(7)
+    feeds = [(5.0 + rng.standard_normal((1, 128, 128, 3))).astype(np.float32)]
+    run(runtime, op, T((1, 128, 128, 3), "FLOAT32"), [1, 2], T((1,), "FLOAT32"), True, peer="litert", feeds=feeds)
+
+
 def test_mean_int8_numpy_model(runtime, rng):
     # An independent reading of the arithmetic for one case: the multiplier with 1/n folded in.
     x = rand(rng, (1, 3, 3, 2), "INT8")

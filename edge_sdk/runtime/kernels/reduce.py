@@ -65,10 +65,12 @@ def _prepare_mean_or_sum(node: Node, mean: bool) -> Eval:
             return lambda inputs, outputs: outputs[0].fill(0)
 
         def run_float(inputs, outputs):
-            s = inputs[0].sum(axis=axes, dtype=np.float64)
+            # LiteRT's reference kernels: each output's sum in float32 from 0, one rounding per element in the
+            # input's row-major order (a sequential cumsum, not numpy's pairwise sum), divided by n in float32
+            s = np.cumsum(_grouped(inputs[0], axes), axis=1, dtype=np.float32)[:, -1]
             if mean:
-                s = s / n
-            outputs[0][...] = s.astype(np.float32).reshape(out_shape)
+                s = s / np.float32(n)
+            outputs[0][...] = s.reshape(out_shape)
 
         return run_float
 

@@ -7,7 +7,7 @@
  * (reference_ops::Mean / ReduceSumImpl), the sum in float32 from 0, one rounding per element in the input's
  * row-major order, then divided by n in float32 (MEAN): their bits. (A sum in double drifts from theirs by up to
  * 1e-2 of the output's range on a 128x128 average of values far from 0 - issue 26's pose_landmark_full
- * Identity_2; the Python kernel still sums in double.)
+ * Identity_2; the Python kernel sums the same way.)
  *
  * Prepare reorders the input's dimensions as (kept..., reduced...) and precomputes per-dimension strides, so
  * eval walks every output element's reduced block with one odometer. On a 64-bit Linux CPU with a fast path

@@ -241,11 +241,6 @@ float edge_simd_act_f32_one(int32_t kind, float v, float p0, float p1);
 int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
                            int32_t c, float lo, float hi, float *y);
 
-/* float32 MEAN (is_mean 1) / SUM (0) of [hw, c] over hw, as kernels/mean.c: each channel's sum in double in
- * pixel order from 0, divided by hw (MEAN), rounded to float: the same bits. Returns 0 when this level has no
- * such path (x NULL: only asks). */
-int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y);
-
 /* float16 -> float32 (DEQUANTIZE of float16 weights): exact, the portable widening's bits (a block holding an
  * infinity or a NaN is widened in C: the instructions quiet a signaling NaN). Returns 0 when this level (or this
  * x86-64 CPU: F16C) has no such path. */

@@ -515,34 +515,6 @@ int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64
     return 1;
 }
 
-/* ------------------------------------------------------------------------------------- MEAN over H, W */
-
-int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
-    const float64x2_t nd = vdupq_n_f64((double)hw);
-    int32_t i = 0;
-    int64_t p;
-    if (level < EDGE_SIMD_ARM_NEON) return 0;
-    if (!x) return 1;
-    for (; i + 8 <= c; i += 8) {
-        float64x2_t s0 = vdupq_n_f64(0.0), s1 = s0, s2 = s0, s3 = s0;
-        for (p = 0; p < hw; p++) {
-            const float32x4_t a = vld1q_f32(x + p * c + i), b = vld1q_f32(x + p * c + i + 4);
-            s0 = vaddq_f64(s0, vcvt_f64_f32(vget_low_f32(a)));
-            s1 = vaddq_f64(s1, vcvt_high_f64_f32(a));
-            s2 = vaddq_f64(s2, vcvt_f64_f32(vget_low_f32(b)));
-            s3 = vaddq_f64(s3, vcvt_high_f64_f32(b));
-        }
-        if (is_mean) {
-            s0 = vdivq_f64(s0, nd), s1 = vdivq_f64(s1, nd);
-            s2 = vdivq_f64(s2, nd), s3 = vdivq_f64(s3, nd);
-        }
-        vst1q_f32(y + i, vcvt_high_f32_f64(vcvt_f32_f64(s0), s1));
-        vst1q_f32(y + i + 4, vcvt_high_f32_f64(vcvt_f32_f64(s2), s3));
-    }
-    f32_mean_hw_tail(is_mean, x, hw, c, i, y);
-    return 1;
-}
-
 /* ------------------------------------------------------------------------------------- float16 */
 
 

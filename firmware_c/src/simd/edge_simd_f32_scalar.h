@@ -138,17 +138,6 @@ static inline void f32_pool_tail(int32_t average, const float *x, int64_t row, i
     }
 }
 
-/* MEAN / SUM over H, W in double, channels [i, c) one at a time. */
-static inline void f32_mean_hw_tail(int32_t is_mean, const float *x, int64_t hw, int32_t c, int32_t i, float *y) {
-    int64_t p;
-    for (; i < c; i++) {
-        double s = 0.0;
-        for (p = 0; p < hw; p++) s += (double)x[p * c + i];
-        if (is_mean) s /= (double)hw;
-        y[i] = (float)s;
-    }
-}
-
 /* The portable kernel's widening of one half (kernels/dequantize.c): every half exactly, NaN payloads kept. */
 static inline float f16_scalar(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;

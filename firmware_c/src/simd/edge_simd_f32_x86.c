@@ -710,45 +710,6 @@ int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64
     return 1;
 }
 
-/* ------------------------------------------------------------------------------------- MEAN over H, W */
-
-static T_AVX2 void mean_hw_avx2(int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
-    const __m256d nd = _mm256_set1_pd((double)hw);
-    int32_t i = 0;
-    int64_t p;
-    for (; i + 16 <= c; i += 16) {
-        __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
-        for (p = 0; p < hw; p++) {
-            const float *q = x + p * c + i;
-            s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(q)));
-            s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm_loadu_ps(q + 4)));
-            s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm_loadu_ps(q + 8)));
-            s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm_loadu_ps(q + 12)));
-        }
-        if (is_mean) {
-            s0 = _mm256_div_pd(s0, nd), s1 = _mm256_div_pd(s1, nd);
-            s2 = _mm256_div_pd(s2, nd), s3 = _mm256_div_pd(s3, nd);
-        }
-        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(s0));
-        _mm_storeu_ps(y + i + 4, _mm256_cvtpd_ps(s1));
-        _mm_storeu_ps(y + i + 8, _mm256_cvtpd_ps(s2));
-        _mm_storeu_ps(y + i + 12, _mm256_cvtpd_ps(s3));
-    }
-    for (; i + 4 <= c; i += 4) {
-        __m256d s0 = _mm256_setzero_pd();
-        for (p = 0; p < hw; p++) s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm_loadu_ps(x + p * c + i)));
-        if (is_mean) s0 = _mm256_div_pd(s0, nd);
-        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(s0));
-    }
-    f32_mean_hw_tail(is_mean, x, hw, c, i, y);
-}
-
-int32_t edge_simd_mean_hw_f32(int32_t level, int32_t is_mean, const float *x, int64_t hw, int32_t c, float *y) {
-    if (level < EDGE_SIMD_X86_AVX2) return 0;
-    if (x) mean_hw_avx2(is_mean, x, hw, c, y);
-    return 1;
-}
-
 /* ------------------------------------------------------------------------------------- float16 */
 
 
