@@ -83,7 +83,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     r = edge_in(ctx, node, 1);
     out = edge_out(ctx, node, 0);
     if (!l || !r) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: both operands are required");
-    if (edge_hybrid_weights(l, r)) return edge_hybrid_prepare_batch_matmul(node, ctx);
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(l, r)) return edge_hybrid_prepare_batch_matmul(node, ctx);
     if ((s = edge_type_built(ctx, l->type)) != EDGE_OK) return s;
     if (l->type != EDGE_FLOAT32 || r->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: C kernel runs FLOAT32 operands only");

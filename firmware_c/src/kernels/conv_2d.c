@@ -172,7 +172,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter are required");
-    if (edge_hybrid_weights(in, w)) return edge_hybrid_prepare_conv_2d(node, ctx);
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) return edge_hybrid_prepare_conv_2d(node, ctx);
     s = edge_conv_check(ctx, in, w, out, op.act);
     if (s != EDGE_OK) return s;
 

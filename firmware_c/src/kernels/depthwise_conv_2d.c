@@ -449,7 +449,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     edge_status_t s;
     dw_data_t *d;
     size_t plane;
-    if (node->n_inputs >= 2 && edge_hybrid_weights(edge_in(ctx, node, 0), edge_in(ctx, node, 1)))
+    if (EDGE_WITH_FLOAT32 && node->n_inputs >= 2 && edge_hybrid_weights(edge_in(ctx, node, 0), edge_in(ctx, node, 1)))
         return edge_hybrid_prepare_depthwise_conv_2d(node, ctx);
     s = dw_prepare(node, ctx);
     d = (dw_data_t *)node->user_data;
