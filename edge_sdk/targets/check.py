@@ -542,6 +542,10 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     if choice is not None:
         result.memory_plan, result.plans = choice.plan, dict(choice.figures)
         result.notes.extend(choice.notes)
+        if is_c and profile.cpu in DSP_CPUS:  # the planner's choice of depthwise filter form (a DSP core's)
+            filters = planner.dsp_filter_words(model, memory or choice.memory)
+            if filters:
+                result.notes.append(filters)
         if choice.plan == "patch":
             result.extra_macs = choice.stage.extra_macs
             ram = layer = None
