@@ -7,6 +7,7 @@ as stored; check says which. The outputs do not depend on the form."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 
 import numpy as np
@@ -16,6 +17,7 @@ from edge_sdk.model import read_model
 from edge_sdk.runtime import planner
 from edge_sdk.targets import c_check
 from tests.conftest import needs_c_runtime, shared_model
+from tests.oprunner import m4_image_mismatches
 from tests.test_mcu_kernels import DW_CASES, _dw_model
 from tests.test_ops_conv import _run_c, backend, dsp_runner  # noqa: F401 (fixtures)
 
@@ -77,3 +79,14 @@ def test_check_says_which_filter_form_and_the_least_ram_request_fits_below_tflm(
     assert any(n.startswith("depthwise filters: 8-bit as stored") for n in least.notes), least.notes
     assert least.packed_weights_bytes == 0
     assert least.arena_bytes < TFLM_MICRO_SPEECH_ARENA < default.arena_bytes
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_8bit_filter_path_on_cortex_m4_under_qemu(tmp_path):
+    """The real SXTB16 / SMLABB / SMLATT of the 8-bit filter path (an image initialised with EDGE_INIT_MEMORY_MIN)
+    == Python, on every multiplier case of test_mcu_kernels."""
+    models = {name: _dw_model(name)[0] for name in DW_CASES if DW_CASES[name][0][4] % 4 == 0}
+    failures = m4_image_mismatches(models, tmp_path / "b", init_flags=2)
+    assert not failures, f"M4 output (least-RAM request) differs from Python on {failures}"

@@ -69,7 +69,9 @@ typedef struct {
                                  * output j (A_j, B_j) = (w[4q] | w[4q+2] << 16, w[4q+1] | w[4q+3] << 16) as
                                  * int16 halves, the pairs SMLAD multiplies with SXTAB16's (x0, x2), (x1, x3) */
     edge_rq_t *mult_q;          /* persistent, oc channels' edge_rq_t unpacked (NULL for a generic layer) */
-    int32_t kwp;                /* kw rounded up to four */
+    int32_t kwp;                /* kw rounded up to four (0: not a multiplier path); with mult_w NULL the same
+                                 * layer under the least-RAM request: the model's 8-bit filter, each word of four
+                                 * outputs' weights widened at use (SXTB16) for SMLABB / SMLATT */
     int32_t win;                /* scratch: one input channel's window rows, kh x kwp bytes */
     edge_conv_rqw_t *rqw;       /* persistent, int8 with rq_generic: the channels' edge_conv_rqw_t (NULL: a
                                  * multiplier or shift it does not cover, edge_mbqm then) */
@@ -314,6 +316,16 @@ static edge_status_t dw_prepare_mult(edge_node_t *node, edge_ctx_t *ctx, dw_data
                     }
     return edge_request_scratch(ctx, node, (size_t)d->kh * (size_t)kwp, &d->win);
 }
+
+/* The same layer under the least-RAM request (edge_least_ram): no pre-paired copy and no unpacked
+ * requantization (the 5-byte rq form, dw_store4_generic), only the window scratch; eval multiplies the model's
+ * filter words (four outputs' weights of one tap, contiguous in [1, kh, kw, c * m]). */
+static edge_status_t dw_prepare_mult8(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d) {
+    const int32_t kwp = (d->kw + 3) & ~3;
+    if ((int64_t)d->kh * kwp > 0x7fffffff) return EDGE_OK;
+    d->kwp = kwp;
+    return edge_request_scratch(ctx, node, (size_t)d->kh * (size_t)kwp, &d->win);
+}
 #endif
 
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
@@ -411,8 +423,11 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     }
     /* the pre-paired filter is an int16 copy of the filter in the arena (micro_speech: 1,408 B more than the
      * 8-bit filter's 6,736 B arena): the plan decides (edge_sdk.runtime.planner.dsp_filter_form); under the
-     * least-RAM request the layer keeps the model's 8-bit filter and the plain loop */
-    if (d->kind == DW_INT8 && d->m % 4 == 0 && w->is_const && w->type == EDGE_INT8 && !edge_least_ram(ctx->interp)) {
+     * least-RAM request the layer multiplies the model's 8-bit filter (dw_prepare_mult8) */
+    if (d->kind == DW_INT8 && d->m % 4 == 0 && w->type == EDGE_INT8 && edge_least_ram(ctx->interp)) {
+        s = dw_prepare_mult8(node, ctx, d);
+        if (s != EDGE_OK || d->kwp) return s;
+    } else if (d->kind == DW_INT8 && d->m % 4 == 0 && w->is_const && w->type == EDGE_INT8) {
         s = dw_prepare_mult(node, ctx, d, w);
         if (s != EDGE_OK || d->mult_w) return s;
     }
@@ -918,7 +933,8 @@ static inline uint32_t dw_get32(const int8_t *p) {
 static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 #endif
 
-static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bias, int8_t *y, int8_t *win) {
+static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                         int8_t *win) {
     const int32_t c = d->c, m = d->m, oc = d->oc, kh = d->kh, kw = d->kw, kwp = d->kwp, nq = d->kwp / 4;
     const int32_t h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, dh = d->dh, dwx = d->dw;
     const int32_t groups = m / 4, zp = -d->input_offset, gwords = kh * nq * 8; /* words per (ic, group) */
@@ -945,7 +961,8 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bia
                 const ptrdiff_t at0 = (((ptrdiff_t)b * h + iy0 + fy0 * dh) * w + ix0) * c;
                 edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
                 for (ic = 0; ic < c; ic++, yp += m) {
-                    const uint32_t *wg = d->mult_w + (ptrdiff_t)ic * groups * gwords + (ptrdiff_t)fy0 * nq * 8;
+                    const uint32_t *wg = d->mult_w ? d->mult_w + (ptrdiff_t)ic * groups * gwords +
+                                                         (ptrdiff_t)fy0 * nq * 8 : 0;
                     ptrdiff_t at = at0 + ic;
                     int8_t *row = win;
                     if (contiguous && fx0 == 0 && fx1 == kw && at + (rows - 1) * xrow + kwp <= xbytes) {
@@ -961,12 +978,28 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bia
                             for (fx = 0; fx < kwp; fx++)
                                 row[fx] = (int8_t)(fx >= fx0 && fx < fx1 ? x[at + fx * xstep] : zp);
                     }
-                    for (g = 0; g < groups; g++, wg += gwords) {
+                    for (g = 0; g < groups; g++, wg += wg ? gwords : 0) {
                         const int32_t ch = ic * m + 4 * g;
                         uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
                         if (bias) a0 = (uint32_t)bias[ch], a1 = (uint32_t)bias[ch + 1], a2 = (uint32_t)bias[ch + 2],
                                   a3 = (uint32_t)bias[ch + 3];
-                        if (rows > 0) DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
+                        if (rows > 0 && wg) {
+                            DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
+                        } else if (rows > 0) { /* the 8-bit filter: the word of outputs ch..ch+3 at each tap */
+                            const int8_t *wr = wt + ((ptrdiff_t)fy0 * kw * oc + ch), *xr = win;
+                            for (fy = 0; fy < rows; fy++, xr += kwp) {
+                                for (fx = 0; fx < kw; fx++, wr += oc) {
+                                    /* (x + input_offset) in both halves: a staged padding tap is 0 */
+                                    const uint32_t xx = (uint32_t)(uint16_t)(xr[fx] - zp) * 0x10001u;
+                                    const uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv),
+                                                   w13 = edge_sxtb16_ror8(wv);
+                                    a0 = edge_smlabb(w02, xx, a0);
+                                    a2 = edge_smlatt(w02, xx, a2);
+                                    a1 = edge_smlabb(w13, xx, a1);
+                                    a3 = edge_smlatt(w13, xx, a3);
+                                }
+                            }
+                        }
                         if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
                         else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
                     }
@@ -1167,9 +1200,9 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         }
 #endif
 #if EDGE_DSP
-        if (d->mult_w) {
-            dw_int8_mult(d, (const int8_t *)in->data, bt ? (const int32_t *)bt->data : 0, (int8_t *)out->data,
-                         (int8_t *)edge_scratch(ctx, node, d->win));
+        if (d->kwp) { /* the multiplier path: pre-paired (mult_w) or 8-bit filter */
+            dw_int8_mult(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
+                         (int8_t *)out->data, (int8_t *)edge_scratch(ctx, node, d->win));
             break;
         }
 #endif
