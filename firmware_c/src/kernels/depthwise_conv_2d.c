@@ -933,6 +933,53 @@ static inline uint32_t dw_get32(const int8_t *p) {
 static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 #endif
 
+/* The 8-bit filter (the least-RAM request): outputs ch..ch+3 += their taps over the staged window rows (kwp bytes
+ * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
+ * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
+ * (x0, x2) / (x1, x3); each tap's weight word SXTB16 into (w0, w2) / (w1, w3); SMLAxy picks the halves (2 instructions
+ * per MAC). The last kw % 4 taps one by one (a tap past kw would read past the filter). */
+static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, int32_t kw, int32_t kwp, int32_t oc,
+                           uint32_t off2, int32_t zp, uint32_t *p0, uint32_t *p1, uint32_t *p2, uint32_t *p3) {
+    uint32_t a0 = *p0, a1 = *p1, a2 = *p2, a3 = *p3;
+    const int32_t k4 = kw & ~3;
+    int32_t fy, fx;
+    for (fy = 0; fy < rows; fy++, win += kwp) {
+        for (fx = 0; fx < k4; fx += 4, wr += 4 * oc) {
+            const uint32_t xv = dw_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
+                           x13 = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+            uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, x02, a0); /* tap 0: x0 */
+            a2 = edge_smlatb(w02, x02, a2);
+            a1 = edge_smlabb(w13, x02, a1);
+            a3 = edge_smlatb(w13, x02, a3);
+            wv = dw_get32(wr + oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, x13, a0); /* tap 1: x1 */
+            a2 = edge_smlatb(w02, x13, a2);
+            a1 = edge_smlabb(w13, x13, a1);
+            a3 = edge_smlatb(w13, x13, a3);
+            wv = dw_get32(wr + 2 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabt(w02, x02, a0); /* tap 2: x2 */
+            a2 = edge_smlatt(w02, x02, a2);
+            a1 = edge_smlabt(w13, x02, a1);
+            a3 = edge_smlatt(w13, x02, a3);
+            wv = dw_get32(wr + 3 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabt(w02, x13, a0); /* tap 3: x3 */
+            a2 = edge_smlatt(w02, x13, a2);
+            a1 = edge_smlabt(w13, x13, a1);
+            a3 = edge_smlatt(w13, x13, a3);
+        }
+        for (; fx < kw; fx++, wr += oc) {
+            const uint32_t xx = (uint32_t)(uint16_t)(win[fx] - zp);
+            const uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, xx, a0);
+            a2 = edge_smlatb(w02, xx, a2);
+            a1 = edge_smlabb(w13, xx, a1);
+            a3 = edge_smlatb(w13, xx, a3);
+        }
+    }
+    *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+}
+
 static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                          int8_t *win) {
     const int32_t c = d->c, m = d->m, oc = d->oc, kh = d->kh, kw = d->kw, kwp = d->kwp, nq = d->kwp / 4;
@@ -985,20 +1032,9 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                                   a3 = (uint32_t)bias[ch + 3];
                         if (rows > 0 && wg) {
                             DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
-                        } else if (rows > 0) { /* the 8-bit filter: the word of outputs ch..ch+3 at each tap */
-                            const int8_t *wr = wt + ((ptrdiff_t)fy0 * kw * oc + ch), *xr = win;
-                            for (fy = 0; fy < rows; fy++, xr += kwp) {
-                                for (fx = 0; fx < kw; fx++, wr += oc) {
-                                    /* (x + input_offset) in both halves: a staged padding tap is 0 */
-                                    const uint32_t xx = (uint32_t)(uint16_t)(xr[fx] - zp) * 0x10001u;
-                                    const uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv),
-                                                   w13 = edge_sxtb16_ror8(wv);
-                                    a0 = edge_smlabb(w02, xx, a0);
-                                    a2 = edge_smlatt(w02, xx, a2);
-                                    a1 = edge_smlabb(w13, xx, a1);
-                                    a3 = edge_smlatt(w13, xx, a3);
-                                }
-                            }
+                        } else if (rows > 0) {
+                            dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2, zp,
+                                           &a0, &a1, &a2, &a3);
                         }
                         if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
                         else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
