@@ -662,6 +662,51 @@ def _falls_back(facts: _Facts) -> bool:
         return False
 
 
+# ------------------------------------------------------------------------------------ the patch grid trade-off
+# The least-RAM plan's price in instructions (issue 25 point 2): a finer grid needs less RAM and recomputes more halo.
+# Measured on the QEMU Cortex-M4 board (person_detect, stage nodes 0..7, grid 6x6, 2026-12-03): the stage ran 3.56x
+# its layer-by-layer instructions for 2.30x its MACs, so a patch MAC costs about PATCH_MAC_COST layer MACs (the
+# smaller windows' per-call and per-row work); estimates below scale the stage's patch MACs by it.
+PATCH_MAC_COST = 1.55
+
+
+def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]:
+    """Every grid of the stage the C runtime runs under memory="min" (c_patch_stage): ``grid``, ``ram`` (the tensor
+    plan's bytes, as patching.choose compares them), ``extra_macs``, ``instructions`` (estimated, x the default
+    plan's: (total - stage + PATCH_MAC_COST x the stage's patch MACs) / total MACs) and ``chosen``; [] without a
+    stage. ``total_macs``: the model's MACs."""
+    from edge_sdk.runtime import patching as _patching
+
+    facts = _c_facts(model_or_data, patch_ops)
+    stage = facts.stage()
+    if stage is None or total_macs <= 0:
+        return []
+    model, infos, requests, spans = facts.model, facts.infos, facts._requests, facts._spans
+    a, b = stage.nodes[0], stage.nodes[-1]
+    rows = []
+    for grid in _patching.grids():
+        plan = _patching.build(model, infos[0], 0, a, b, stage.input, stage.stage, grid)
+        if plan is None:
+            continue
+        reqs = _patching.patched_requests(requests, plan, spans)
+        arena, _aliases = least_ram_plan(model, infos, reqs, spans, set(plan.nodes))
+        est = (total_macs - plan.layer_macs + PATCH_MAC_COST * plan.patch_macs) / total_macs
+        rows.append({"grid": tuple(grid), "ram": arena.total, "extra_macs": plan.extra_macs, "instructions": est,
+                     "chosen": tuple(grid) == tuple(stage.grid)})
+    return rows
+
+
+def tradeoff_lines(rows: list[dict], total_macs: int) -> list[str]:
+    """The trade-off as `edge check --memory min` prints it: one line per grid, least RAM first."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["ram"], r["instructions"])):
+        pct = 100.0 * r["extra_macs"] / total_macs if total_macs else 0.0
+        out.append(f"grid {r['grid'][0]}x{r['grid'][1]}: tensor plan {r['ram']} B, +{pct:.1f}% MACs, "
+                   f"~{r['instructions']:.2f}x the default plan's instructions (estimate)"
+                   f"{'  <- chosen (least RAM)' if r['chosen'] else ''}")
+    return out
+
+
 # ------------------------------------------------------------------------------------ the DSP depthwise filter
 # An int8 DEPTHWISE_CONV_2D with a depth multiplier m % 4 == 0 (one or few input channels: micro_speech's and
 # person_detect's first layers) runs on a DSP core (Cortex-M4/M7/M33...) from its filter pre-paired for SMLAD: an
