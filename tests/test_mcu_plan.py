@@ -90,3 +90,38 @@ def test_8bit_filter_path_on_cortex_m4_under_qemu(tmp_path):
     models = {name: _dw_model(name)[0] for name in DW_CASES if DW_CASES[name][0][4] % 4 == 0}
     failures = m4_image_mismatches(models, tmp_path / "b", init_flags=2)
     assert not failures, f"M4 output (least-RAM request) differs from Python on {failures}"
+
+
+def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
+    """Issue 25 point 2: the stage's grids, RAM against estimated instructions; the chosen grid (patching.choose)
+    has the least RAM and, among grids of that RAM, the fewest extra MACs (so the fewest estimated instructions)."""
+    data = shared_model("tflite-micro/person_detect.tflite").read_bytes()
+    stage = planner.c_patch_stage(data)
+    total = 7_157_888  # person_detect's MACs
+    rows = planner.patch_tradeoff(data, total)
+    assert len(rows) > 10 and sum(r["chosen"] for r in rows) == 1
+    chosen = next(r for r in rows if r["chosen"])
+    assert chosen["grid"] == tuple(stage.grid) and chosen["extra_macs"] == stage.extra_macs
+    least = min(r["ram"] for r in rows)
+    assert chosen["ram"] == least
+    assert chosen["instructions"] == min(r["instructions"] for r in rows if r["ram"] == least)
+    # a coarser grid: more RAM, fewer recomputed MACs, fewer estimated instructions
+    coarse = next(r for r in rows if r["grid"] == (2, 2))
+    assert coarse["ram"] > least and coarse["extra_macs"] < chosen["extra_macs"]
+    assert 1.0 < coarse["instructions"] < chosen["instructions"]
+    lines = planner.tradeoff_lines(rows, total)
+    assert lines[0].startswith(f"grid {stage.grid[0]}x{stage.grid[1]}: tensor plan {least} B") and "chosen" in lines[0]
+    assert planner.patch_tradeoff(shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes(), 336_000) == []
+
+
+@needs_ilp32
+def test_check_memory_min_prints_the_grids():
+    from edge_sdk.targets.check import check_model, format_check
+
+    path = shared_model("tflite-micro/person_detect.tflite")
+    r = check_model(path, "qemu-mps2-an386", memory="min", stack=False)
+    assert r.memory_plan == "patch" and r.patch_grids and "chosen" in r.patch_grids[0]
+    assert r.to_dict()["patch_grids"] == r.patch_grids
+    text = format_check(r)
+    assert "the stage's grids" in text and r.patch_grids[-1] in text
+    assert check_model(path, "qemu-mps2-an386", stack=False).patch_grids == []
