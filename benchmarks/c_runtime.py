@@ -803,7 +803,8 @@ def main(argv=None) -> int:
         if a.mcu_zoo:
             import zoo
 
-            sets["zoo (int8, ours)"] = [zoo.cached_path(arch, size, "int8") for size in a.zoo_sizes for arch in zoo.ARCHS]
+            sets["zoo (int8, ours)"] = [zoo.cached_path(arch, size, "int8") for size in a.zoo_sizes
+                                        for arch in zoo.ARCHS]
             sets["keyword-spotting stand-ins (int8, ours)"] = kws_models()
         if a.mcu or not a.mcu_zoo:
             given = [Path(p) for p in a.models] if a.models else [
@@ -1208,7 +1209,8 @@ def mcu_instructions(sets: dict[str, list[Path]]) -> None:
                   f"{'issue: edge/CMSIS-NN (op)':>26}")
             for kind, (instr, macs, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
                 km = kinds_min.get(kind)
-                op_name = next((nm for nm in names if kind.startswith(_SHORT_KINDS.get(nm.lower(), nm.lower()))), "")
+                op_name = next((nm for nm in names if kind == nm.lower() or
+                                kind.startswith(_SHORT_KINDS.get(nm.lower(), nm.lower()) + " ")), "")
                 anchor_ratio = ratios.get(op_name)
                 per_mac = f"{instr / macs:9.2f}" if macs else f"{'-':>9}"
                 print(f"      {kind:<26} {n:>3} {instr:>13,.0f} {per_mac} "

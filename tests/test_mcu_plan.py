@@ -111,7 +111,8 @@ def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
     assert 1.0 < coarse["instructions"] < chosen["instructions"]
     lines = planner.tradeoff_lines(rows, total)
     assert lines[0].startswith(f"grid {stage.grid[0]}x{stage.grid[1]}: tensor plan {least} B") and "chosen" in lines[0]
-    assert planner.patch_tradeoff(shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes(), 336_000) == []
+    speech = shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes()
+    assert planner.patch_tradeoff(speech, 336_000) == []  # no patch stage: nothing to trade
 
 
 @needs_ilp32
