@@ -1205,6 +1205,9 @@ def mcu_instructions(sets: dict[str, list[Path]]) -> None:
             kinds_min = _by_kind(model, mn["nodes"], op_kind) if isinstance(mn, dict) else {}
             ratios = MCU_ANCHOR_OP_RATIOS.get(p.name, {})
             names = _by_kind(model, d["nodes"], lambda m, sg, op: m.op_name(op))
+            if isinstance(mn, dict) and mn["plan"].startswith("patch"):
+                print("      (min plan: the board times a patch stage as one entry on its first node: that node's "
+                      "op type carries the whole stage, the stage's other nodes show ~0)")
             print(f"      {'op type':<26} {'n':>3} {'instructions':>13} {'instr/MAC':>9} {'min / def':>9}  "
                   f"{'issue: edge/CMSIS-NN (op)':>26}")
             for kind, (instr, macs, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
