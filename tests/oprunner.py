@@ -441,10 +441,11 @@ def image_main_hash(data: bytes) -> int:
     return h
 
 
-def m4_image_mismatches(models: dict, build: Path) -> list[str]:
+def m4_image_mismatches(models: dict, build: Path, init_flags: int = 0) -> list[str]:
     """Each model (name -> bytes) built into firmware_c's image (tools/image_main.c) for the Cortex-M4 board and run
     under qemu-system-arm: the names whose output hash differs from the Python interpreter's on the same inputs
-    (a failed build or run fails the calling test)."""
+    (a failed build or run fails the calling test). ``init_flags``: the image's edge_init_ex flags (2:
+    EDGE_INIT_MEMORY_MIN, the least-RAM request's kernels)."""
     import re
     import subprocess
 
@@ -456,7 +457,8 @@ def m4_image_mismatches(models: dict, build: Path) -> list[str]:
         path = build.parent / f"{name}.tflite"
         path.write_bytes(model)
         proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "image", "CPU=cortex-m4",
-                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}"],
+                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}",
+                               f"IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS={int(init_flags)}u"],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"

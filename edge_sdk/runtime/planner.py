@@ -662,6 +662,105 @@ def _falls_back(facts: _Facts) -> bool:
         return False
 
 
+# ------------------------------------------------------------------------------------ the patch grid trade-off
+# The least-RAM plan's price in instructions (issue 25 point 2): a finer grid needs less RAM and recomputes more halo.
+# Measured on the QEMU Cortex-M4 board (person_detect, stage nodes 0..7, grid 6x6, 2026-12-03): the stage ran 3.56x
+# its layer-by-layer instructions for 2.30x its MACs, so a patch MAC costs about PATCH_MAC_COST layer MACs (the
+# smaller windows' per-call and per-row work); estimates below scale the stage's patch MACs by it.
+PATCH_MAC_COST = 1.55
+
+
+def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]:
+    """Every grid of the stage the C runtime runs under memory="min" (c_patch_stage): ``grid``, ``ram`` (the tensor
+    plan's bytes, as patching.choose compares them), ``extra_macs``, ``instructions`` (estimated, x the default
+    plan's: (total - stage + PATCH_MAC_COST x the stage's patch MACs) / total MACs) and ``chosen``; [] without a
+    stage. ``total_macs``: the model's MACs."""
+    from edge_sdk.runtime import patching as _patching
+
+    facts = _c_facts(model_or_data, patch_ops)
+    stage = facts.stage()
+    if stage is None or total_macs <= 0:
+        return []
+    model, infos, requests, spans = facts.model, facts.infos, facts._requests, facts._spans
+    a, b = stage.nodes[0], stage.nodes[-1]
+    rows = []
+    for grid in _patching.grids():
+        plan = _patching.build(model, infos[0], 0, a, b, stage.input, stage.stage, grid)
+        if plan is None:
+            continue
+        reqs = _patching.patched_requests(requests, plan, spans)
+        arena, _aliases = least_ram_plan(model, infos, reqs, spans, set(plan.nodes))
+        est = (total_macs - plan.layer_macs + PATCH_MAC_COST * plan.patch_macs) / total_macs
+        rows.append({"grid": tuple(grid), "ram": arena.total, "extra_macs": plan.extra_macs, "instructions": est,
+                     "chosen": tuple(grid) == tuple(stage.grid)})
+    return rows
+
+
+def tradeoff_lines(rows: list[dict], total_macs: int) -> list[str]:
+    """The trade-off as `edge check --memory min` prints it: one line per grid, least RAM first."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["ram"], r["instructions"])):
+        pct = 100.0 * r["extra_macs"] / total_macs if total_macs else 0.0
+        out.append(f"grid {r['grid'][0]}x{r['grid'][1]}: tensor plan {r['ram']} B, +{pct:.1f}% MACs, "
+                   f"~{r['instructions']:.2f}x the default plan's instructions (estimate)"
+                   f"{'  <- chosen (least RAM)' if r['chosen'] else ''}")
+    return out
+
+
+# ------------------------------------------------------------------------------------ the DSP depthwise filter
+# An int8 DEPTHWISE_CONV_2D with a depth multiplier m % 4 == 0 (one or few input channels: micro_speech's and
+# person_detect's first layers) runs on a DSP core (Cortex-M4/M7/M33...) from its filter pre-paired for SMLAD: an
+# int16 copy of c * m * kh * ceil4(kw) * 2 bytes in the arena beside the model's 8-bit filter (micro_speech: the
+# arena 6,736 -> 8,144 B, above TFLM's 6,836), for fewer instructions. Which form a plan gets is decided here: the
+# layer-by-layer plan keeps the pre-paired copy; the least-RAM requests (--memory inplace / min, and auto's move to
+# them when the layer plan is over the target's RAM budget) keep the 8-bit filter as stored (the plain loop). The C
+# runtime follows the init flag those plans set (EDGE_INIT_MEMORY_MIN: edge_least_ram in depthwise_conv_2d.c).
+COMPACT_PLANS = ("inplace", "min")  # the memory= requests whose firmware keeps compact kernel tables
+
+
+def dsp_paired_filters(model) -> list[tuple[int, int, int]]:
+    """``(subgraph, node, bytes)`` of every int8 DEPTHWISE_CONV_2D whose filter a DSP core pre-pairs (constant int8
+    filter [1, kh, kw, c * m] with m % 4 == 0): bytes is the pre-paired int16 copy."""
+    out = []
+    for s, sg in enumerate(model.subgraphs):
+        for i, op in enumerate(sg.operators):
+            if model.op_name(op) != "DEPTHWISE_CONV_2D" or len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+                continue
+            x, w = sg.tensors[op.inputs[0]], sg.tensors[op.inputs[1]]
+            if x.type != "INT8" or w.type != "INT8" or len(w.shape) != 4 or len(x.shape) != 4:
+                continue
+            if not (0 <= w.buffer < len(model.buffers)) or not model.buffers[w.buffer].data:
+                continue  # a filter computed at run time: never pre-paired
+            c, oc = int(x.shape[3]), int(w.shape[3])
+            if c <= 0 or oc % c or (oc // c) % 4:
+                continue
+            kwp = (int(w.shape[2]) + 3) & ~3
+            out.append((s, i, c * (oc // c) * int(w.shape[1]) * kwp * 2))
+    return out
+
+
+def dsp_filter_form(memory: str | None) -> str:
+    """The depthwise filter form a firmware initialised with ``memory`` (MEMORY_PLANS; None: "layer") runs on a
+    DSP core: "8-bit" (the model's filter, the least-RAM requests) or "pre-paired" (an int16 copy for SMLAD)."""
+    return "8-bit" if memory in COMPACT_PLANS else "pre-paired"
+
+
+def dsp_filter_words(model, memory: str | None) -> str | None:
+    """One line saying which depthwise filter form was chosen and what the other would cost, or None when the model
+    has no depthwise layer a DSP core pre-pairs."""
+    paired = dsp_paired_filters(model)
+    if not paired:
+        return None
+    nbytes = sum(b for _, _, b in paired)
+    nodes = ", ".join(f"{'subgraph %d ' % s if s else ''}node {i}" for s, i, _ in paired)
+    if dsp_filter_form(memory) == "8-bit":
+        return (f"depthwise filters: 8-bit as stored ({nodes}; the least-RAM request --memory {memory}): "
+                f"{nbytes} B less arena than the pre-paired int16 copies the layer-by-layer plan takes for fewer "
+                "DSP instructions")
+    return (f"depthwise filters: pre-paired int16 for SMLAD ({nodes}): {nbytes} B of arena for fewer DSP "
+            "instructions; --memory inplace or min keeps the 8-bit filter")
+
+
 def c_memory_plan(data, memory: str):
     """What the C runtime builds for ``memory`` (MEMORY_PLANS) on this model: ``(plan, stage)``, the realised plan
     (REALISED_PLANS) and the patch stage edge_init_patch gets (None unless "patch"); choose_plan's rule."""

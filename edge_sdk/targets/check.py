@@ -121,6 +121,8 @@ class CheckResult:
     plans: dict = field(default_factory=dict)  # realised plan name -> its arena bytes (the ones computed)
     extra_macs: int = 0  # MACs the chosen plan adds over the layer plan (in-place execution adds none)
     patch: str = ""  # memory_plan "patch": the stage (edge_sdk.runtime.patching.PatchPlan.describe)
+    # memory_plan "patch" on a C target: the stage's grids, RAM against estimated instructions (planner.tradeoff_lines)
+    patch_grids: list = field(default_factory=list)
     memory_request: str | None = None  # the plan asked for (MEMORY_PLANS: --memory layer, inplace, min; None: auto)
 
     def apply_link(self, usage: dict) -> None:
@@ -194,6 +196,7 @@ class CheckResult:
             "plans": self.plans,
             "extra_macs": self.extra_macs,
             "patch": self.patch or None,
+            "patch_grids": self.patch_grids,
             "ram_budget": self.ram_budget,
             "model_bytes": self.model_bytes,
             "flash_budget": self.flash_budget,
@@ -575,6 +578,10 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     if choice is not None:
         result.memory_plan, result.plans = choice.plan, dict(choice.figures)
         result.notes.extend(choice.notes)
+        if is_c and profile.cpu in DSP_CPUS:  # the planner's choice of depthwise filter form (a DSP core's)
+            filters = planner.dsp_filter_words(model, memory or choice.memory)
+            if filters:
+                result.notes.append(filters)
         if choice.plan == "patch":
             result.extra_macs = choice.stage.extra_macs
             ram = layer = None
@@ -583,6 +590,9 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                 if layer is None:
                     ram = None  # compare like with like: the tensor plans
             result.patch = choice.stage.describe(sum(_macs_of(nodes)), ram=ram, layer_ram=layer)
+            if is_c:  # the price of the least RAM: every grid of the stage, RAM against estimated instructions
+                total = sum(_macs_of(nodes))
+                result.patch_grids = planner.tradeoff_lines(planner.patch_tradeoff(data, total), total)
     if c_plan is not None and c_plan.ok:
         f = c_plan.figures
         result.arena_bytes = planner.runtime_arena(f["high_water"], f["arena_used"])  # the buffer: packed in
@@ -843,6 +853,11 @@ def format_check(result: CheckResult) -> str:
         lines.append(f"         {r.ram_source}")
     if r.patch:
         lines.append(f"         {r.patch}")
+    if r.patch_grids:
+        lines.append("         the stage's grids (tensor plan; instructions estimated from MACs, x "
+                     "planner.PATCH_MAC_COST per patch MAC, measured on the QEMU M4: `benchmarks/c_runtime.py --mcu` "
+                     "counts them):")
+        lines.extend(f"           {g}" for g in r.patch_grids)
     if r.stack.get("bytes"):
         st = r.stack
         lines.append(f"  stack  {st['bytes']:>8} B  the runtime's deepest call chain ({' -> '.join(st['chain'][:5])}"

@@ -57,6 +57,16 @@ static inline uint32_t edge_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
     __asm__("smlatt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
     return r;
 }
+static inline uint32_t edge_smlabt(uint32_t a, uint32_t b, uint32_t acc) {
+    uint32_t r;
+    __asm__("smlabt %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
+static inline uint32_t edge_smlatb(uint32_t a, uint32_t b, uint32_t acc) {
+    uint32_t r;
+    __asm__("smlatb %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
+    return r;
+}
 static inline int32_t edge_smmlar(int32_t a, int32_t b, int32_t acc) {
     int32_t r;
     __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(acc));
@@ -83,6 +93,12 @@ static inline uint32_t edge_smlabb(uint32_t a, uint32_t b, uint32_t acc) {
 }
 static inline uint32_t edge_smlatt(uint32_t a, uint32_t b, uint32_t acc) {
     return acc + (uint32_t)((int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b >> 16));
+}
+static inline uint32_t edge_smlabt(uint32_t a, uint32_t b, uint32_t acc) {
+    return acc + (uint32_t)((int32_t)(int16_t)(a & 0xffff) * (int32_t)(int16_t)(b >> 16));
+}
+static inline uint32_t edge_smlatb(uint32_t a, uint32_t b, uint32_t acc) {
+    return acc + (uint32_t)((int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b & 0xffff));
 }
 static inline int32_t edge_smmlar(int32_t a, int32_t b, int32_t acc) {
     /* the instruction's 64-bit sum, modulo 2^64 as the hardware does it */

@@ -82,7 +82,12 @@ int main(void) {
     (void)board_uart_getc();
 #endif
     board_timer_restart();
-    s = edge_init(&interp, MODEL_PTR, MODEL_LEN, arena, sizeof arena);
+    /* EDGE_IMAGE_INIT_FLAGS (IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS=2): edge_init_ex's flags, e.g. the least-RAM
+     * request's kernels (EDGE_INIT_MEMORY_MIN) on the board */
+#ifndef EDGE_IMAGE_INIT_FLAGS
+#define EDGE_IMAGE_INIT_FLAGS 0u
+#endif
+    s = edge_init_ex(&interp, MODEL_PTR, MODEL_LEN, arena, sizeof arena, EDGE_IMAGE_INIT_FLAGS);
     line("status", (uint32_t)s);
     if (s != EDGE_OK) {
         board_print("done\r\n");

@@ -70,7 +70,9 @@ typedef struct {
                                  * output j (A_j, B_j) = (w[4q] | w[4q+2] << 16, w[4q+1] | w[4q+3] << 16) as
                                  * int16 halves, the pairs SMLAD multiplies with SXTAB16's (x0, x2), (x1, x3) */
     edge_rq_t *mult_q;          /* persistent, oc channels' edge_rq_t unpacked (NULL for a generic layer) */
-    int32_t kwp;                /* kw rounded up to four */
+    int32_t kwp;                /* kw rounded up to four (0: not a multiplier path); with mult_w NULL the same
+                                 * layer under the least-RAM request: the model's 8-bit filter, each word of four
+                                 * outputs' weights widened at use (SXTB16) for SMLABB / SMLATT */
     int32_t win;                /* scratch: one input channel's window rows, kh x kwp bytes */
     edge_conv_rqw_t *rqw;       /* persistent, int8 with rq_generic: the channels' edge_conv_rqw_t (NULL: a
                                  * multiplier or shift it does not cover, edge_mbqm then) */
@@ -333,6 +335,16 @@ static edge_status_t dw_prepare_mult(edge_node_t *node, edge_ctx_t *ctx, dw_data
                     }
     return edge_request_scratch(ctx, node, (size_t)d->kh * (size_t)kwp, &d->win);
 }
+
+/* The same layer under the least-RAM request (edge_least_ram): no pre-paired copy and no unpacked
+ * requantization (the 5-byte rq form, dw_store4_generic), only the window scratch; eval multiplies the model's
+ * filter words (four outputs' weights of one tap, contiguous in [1, kh, kw, c * m]). */
+static edge_status_t dw_prepare_mult8(edge_node_t *node, edge_ctx_t *ctx, dw_data_t *d) {
+    const int32_t kwp = (d->kw + 3) & ~3;
+    if ((int64_t)d->kh * kwp > 0x7fffffff) return EDGE_OK;
+    d->kwp = kwp;
+    return edge_request_scratch(ctx, node, (size_t)d->kh * (size_t)kwp, &d->win);
+}
 #endif
 
 /* DepthwiseConv2DOptions: 0 padding, 1 stride_w, 2 stride_h, 3 depth_multiplier, 4 fused_activation_function,
@@ -428,7 +440,13 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
                 break;
             }
     }
-    if (d->kind == DW_INT8 && d->m % 4 == 0 && w->is_const && w->type == EDGE_INT8) {
+    /* the pre-paired filter is an int16 copy of the filter in the arena (micro_speech: 1,408 B more than the
+     * 8-bit filter's 6,736 B arena): the plan decides (edge_sdk.runtime.planner.dsp_filter_form); under the
+     * least-RAM request the layer multiplies the model's 8-bit filter (dw_prepare_mult8) */
+    if (d->kind == DW_INT8 && d->m % 4 == 0 && w->type == EDGE_INT8 && edge_least_ram(ctx->interp)) {
+        s = dw_prepare_mult8(node, ctx, d);
+        if (s != EDGE_OK || d->kwp) return s;
+    } else if (d->kind == DW_INT8 && d->m % 4 == 0 && w->is_const && w->type == EDGE_INT8) {
         s = dw_prepare_mult(node, ctx, d, w);
         if (s != EDGE_OK || d->mult_w) return s;
     }
@@ -938,7 +956,55 @@ static inline uint32_t dw_get32(const int8_t *p) {
 static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 #endif
 
-static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bias, int8_t *y, int8_t *win) {
+/* The 8-bit filter (the least-RAM request): outputs ch..ch+3 += their taps over the staged window rows (kwp bytes
+ * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
+ * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
+ * (x0, x2) / (x1, x3); each tap's weight word SXTB16 into (w0, w2) / (w1, w3); SMLAxy picks the halves (2 instructions
+ * per MAC). The last kw % 4 taps one by one (a tap past kw would read past the filter). */
+static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, int32_t kw, int32_t kwp, int32_t oc,
+                           uint32_t off2, int32_t zp, uint32_t *p0, uint32_t *p1, uint32_t *p2, uint32_t *p3) {
+    uint32_t a0 = *p0, a1 = *p1, a2 = *p2, a3 = *p3;
+    const int32_t k4 = kw & ~3;
+    int32_t fy, fx;
+    for (fy = 0; fy < rows; fy++, win += kwp) {
+        for (fx = 0; fx < k4; fx += 4, wr += 4 * oc) {
+            const uint32_t xv = dw_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
+                           x13 = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+            uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, x02, a0); /* tap 0: x0 */
+            a2 = edge_smlatb(w02, x02, a2);
+            a1 = edge_smlabb(w13, x02, a1);
+            a3 = edge_smlatb(w13, x02, a3);
+            wv = dw_get32(wr + oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, x13, a0); /* tap 1: x1 */
+            a2 = edge_smlatb(w02, x13, a2);
+            a1 = edge_smlabb(w13, x13, a1);
+            a3 = edge_smlatb(w13, x13, a3);
+            wv = dw_get32(wr + 2 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabt(w02, x02, a0); /* tap 2: x2 */
+            a2 = edge_smlatt(w02, x02, a2);
+            a1 = edge_smlabt(w13, x02, a1);
+            a3 = edge_smlatt(w13, x02, a3);
+            wv = dw_get32(wr + 3 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabt(w02, x13, a0); /* tap 3: x3 */
+            a2 = edge_smlatt(w02, x13, a2);
+            a1 = edge_smlabt(w13, x13, a1);
+            a3 = edge_smlatt(w13, x13, a3);
+        }
+        for (; fx < kw; fx++, wr += oc) {
+            const uint32_t xx = (uint32_t)(uint16_t)(win[fx] - zp);
+            const uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, xx, a0);
+            a2 = edge_smlatb(w02, xx, a2);
+            a1 = edge_smlabb(w13, xx, a1);
+            a3 = edge_smlatb(w13, xx, a3);
+        }
+    }
+    *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+}
+
+static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
+                         int8_t *win) {
     const int32_t c = d->c, m = d->m, oc = d->oc, kh = d->kh, kw = d->kw, kwp = d->kwp, nq = d->kwp / 4;
     const int32_t h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, dh = d->dh, dwx = d->dw;
     const int32_t groups = m / 4, zp = -d->input_offset, gwords = kh * nq * 8; /* words per (ic, group) */
@@ -965,7 +1031,8 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bia
                 const ptrdiff_t at0 = (((ptrdiff_t)b * h + iy0 + fy0 * dh) * w + ix0) * c;
                 edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
                 for (ic = 0; ic < c; ic++, yp += m) {
-                    const uint32_t *wg = d->mult_w + (ptrdiff_t)ic * groups * gwords + (ptrdiff_t)fy0 * nq * 8;
+                    const uint32_t *wg = d->mult_w ? d->mult_w + (ptrdiff_t)ic * groups * gwords +
+                                                         (ptrdiff_t)fy0 * nq * 8 : 0;
                     ptrdiff_t at = at0 + ic;
                     int8_t *row = win;
                     if (contiguous && fx0 == 0 && fx1 == kw && at + (rows - 1) * xrow + kwp <= xbytes) {
@@ -981,12 +1048,17 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int32_t *bia
                             for (fx = 0; fx < kwp; fx++)
                                 row[fx] = (int8_t)(fx >= fx0 && fx < fx1 ? x[at + fx * xstep] : zp);
                     }
-                    for (g = 0; g < groups; g++, wg += gwords) {
+                    for (g = 0; g < groups; g++, wg += wg ? gwords : 0) {
                         const int32_t ch = ic * m + 4 * g;
                         uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
                         if (bias) a0 = (uint32_t)bias[ch], a1 = (uint32_t)bias[ch + 1], a2 = (uint32_t)bias[ch + 2],
                                   a3 = (uint32_t)bias[ch + 3];
-                        if (rows > 0) DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
+                        if (rows > 0 && wg) {
+                            DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
+                        } else if (rows > 0) {
+                            dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2, zp,
+                                           &a0, &a1, &a2, &a3);
+                        }
                         if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
                         else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
                     }
@@ -1191,9 +1263,9 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         }
 #endif
 #if EDGE_DSP
-        if (d->mult_w) {
-            dw_int8_mult(d, (const int8_t *)in->data, bt ? (const int32_t *)bt->data : 0, (int8_t *)out->data,
-                         (int8_t *)edge_scratch(ctx, node, d->win));
+        if (d->kwp) { /* the multiplier path: pre-paired (mult_w) or 8-bit filter */
+            dw_int8_mult(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
+                         (int8_t *)out->data, (int8_t *)edge_scratch(ctx, node, d->win));
             break;
         }
 #endif

@@ -1,0 +1,128 @@
+"""The arena the DSP depthwise filter costs (issue 25 point 3): an int8 DEPTHWISE_CONV_2D with a depth multiplier
+m % 4 == 0 runs on a DSP core from an int16 copy of its filter pre-paired for SMLAD (micro_speech: the arena 6,736
+-> 8,144 B, above TFLM's 6,836). The planner chooses the form (planner.dsp_filter_form): the layer-by-layer plan
+keeps the pre-paired copy, the least-RAM requests (--memory inplace / min: EDGE_INIT_MEMORY_MIN) the 8-bit filter
+as stored; check says which. The outputs do not depend on the form."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from edge_sdk.model import read_model
+from edge_sdk.runtime import planner
+from edge_sdk.targets import c_check
+from tests.conftest import needs_c_runtime, shared_model
+from tests.oprunner import m4_image_mismatches
+from tests.test_mcu_kernels import DW_CASES, _dw_model
+from tests.test_ops_conv import _run_c, backend, dsp_runner  # noqa: F401 (fixtures)
+
+TFLM_MICRO_SPEECH_ARENA = 6_836  # TFLM + CMSIS-NN's arena_used_bytes (NOTES.md, 2026-12-02)
+
+needs_ilp32 = pytest.mark.skipif(c_check.ILP32 not in c_check.target_layouts(),
+                                 reason="needs arm-linux-gnueabihf-gcc and qemu-user (Debian gcc-arm-linux-gnueabihf "
+                                        "qemu-user) for the board's struct layout")
+
+
+def test_planner_names_the_filters_a_dsp_core_pre_pairs():
+    model = read_model(shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes())
+    # node 1: 1 input channel, multiplier 8, a 10x8 filter: 8 outputs x 10 rows x 8 taps x 2 bytes
+    assert planner.dsp_paired_filters(model) == [(0, 1, 1280)]
+    assert planner.dsp_filter_form(None) == planner.dsp_filter_form("layer") == "pre-paired"
+    assert planner.dsp_filter_form("inplace") == planner.dsp_filter_form("min") == "8-bit"
+    assert "8-bit" in planner.dsp_filter_words(model, "inplace")
+    assert "pre-paired" in planner.dsp_filter_words(model, None)
+    m2, _ = _dw_model("dw-m2-c3-portable")  # m % 4 != 0: no pre-paired copy anywhere
+    assert planner.dsp_paired_filters(read_model(m2)) == []
+    assert planner.dsp_filter_words(read_model(m2), None) is None
+
+
+@needs_c_runtime
+@pytest.mark.parametrize("name", [n for n in DW_CASES if DW_CASES[n][0][4] % 4 == 0])
+def test_8bit_filter_under_the_least_ram_request_equals_the_pre_paired_path(backend, dsp_runner, name,  # noqa: F811
+                                                                             tmp_path):
+    """The emulated-DSP build (the M4's path) with and without EDGE_INIT_MEMORY_MIN: the 8-bit filter's loop and
+    the pre-paired SMLAD path give the portable build's bytes."""
+    model, feeds = _dw_model(name)
+    plain = _run_c(backend, model, feeds)[0]
+    (tmp_path / "m.tflite").write_bytes(model)
+    (tmp_path / "in.bin").write_bytes(b"".join(np.ascontiguousarray(x).tobytes() for x in feeds))
+    for extra in ([], ["--memory-min"]):
+        proc = subprocess.run([str(dsp_runner), str(tmp_path / "m.tflite"), str(tmp_path / "in.bin"),
+                               str(tmp_path / "out.bin"), *extra], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        got = np.frombuffer((tmp_path / "out.bin").read_bytes(), plain.dtype)[:plain.size].reshape(plain.shape)
+        np.testing.assert_array_equal(got, plain, err_msg=f"{name} {extra}")
+    # the arena: the pre-paired copy (packed weight copies) only without the least-RAM request
+    packed = {}
+    for extra in ([], ["--memory-min"]):
+        out = subprocess.run([str(dsp_runner), str(tmp_path / "m.tflite"), "--plan", *extra],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        packed[bool(extra)] = int(re.search(r"^arena used .* packed (\d+)$", out.stdout, re.M).group(1))
+    assert packed[False] > 0 and packed[True] == 0, packed
+
+
+@needs_ilp32
+def test_check_says_which_filter_form_and_the_least_ram_request_fits_below_tflm():
+    from edge_sdk.targets.check import check_model
+
+    path = shared_model("tflite-micro/micro_speech_quantized.tflite")
+    default = check_model(path, "qemu-mps2-an386", stack=False)
+    least = check_model(path, "qemu-mps2-an386", memory="inplace", stack=False)
+    assert default.arena_bytes == 8_144 and default.packed_weights_bytes == 1_280  # test_check_c's board figure
+    assert any(n.startswith("depthwise filters: pre-paired int16") for n in default.notes), default.notes
+    assert any(n.startswith("depthwise filters: 8-bit as stored") for n in least.notes), least.notes
+    assert least.packed_weights_bytes == 0
+    assert least.arena_bytes < TFLM_MICRO_SPEECH_ARENA < default.arena_bytes
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_8bit_filter_path_on_cortex_m4_under_qemu(tmp_path):
+    """The real SXTB16 / SMLABB / SMLATT of the 8-bit filter path (an image initialised with EDGE_INIT_MEMORY_MIN)
+    == Python, on every multiplier case of test_mcu_kernels."""
+    models = {name: _dw_model(name)[0] for name in DW_CASES if DW_CASES[name][0][4] % 4 == 0}
+    failures = m4_image_mismatches(models, tmp_path / "b", init_flags=2)
+    assert not failures, f"M4 output (least-RAM request) differs from Python on {failures}"
+
+
+def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
+    """Issue 25 point 2: the stage's grids, RAM against estimated instructions; the chosen grid (patching.choose)
+    has the least RAM and, among grids of that RAM, the fewest extra MACs (so the fewest estimated instructions)."""
+    data = shared_model("tflite-micro/person_detect.tflite").read_bytes()
+    stage = planner.c_patch_stage(data)
+    total = 7_157_888  # person_detect's MACs
+    rows = planner.patch_tradeoff(data, total)
+    assert len(rows) > 10 and sum(r["chosen"] for r in rows) == 1
+    chosen = next(r for r in rows if r["chosen"])
+    assert chosen["grid"] == tuple(stage.grid) and chosen["extra_macs"] == stage.extra_macs
+    least = min(r["ram"] for r in rows)
+    assert chosen["ram"] == least
+    assert chosen["instructions"] == min(r["instructions"] for r in rows if r["ram"] == least)
+    # a coarser grid: more RAM, fewer recomputed MACs, fewer estimated instructions
+    coarse = next(r for r in rows if r["grid"] == (2, 2))
+    assert coarse["ram"] > least and coarse["extra_macs"] < chosen["extra_macs"]
+    assert 1.0 < coarse["instructions"] < chosen["instructions"]
+    lines = planner.tradeoff_lines(rows, total)
+    assert lines[0].startswith(f"grid {stage.grid[0]}x{stage.grid[1]}: tensor plan {least} B") and "chosen" in lines[0]
+    speech = shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes()
+    assert planner.patch_tradeoff(speech, 336_000) == []  # no patch stage: nothing to trade
+
+
+@needs_ilp32
+def test_check_memory_min_prints_the_grids():
+    from edge_sdk.targets.check import check_model, format_check
+
+    path = shared_model("tflite-micro/person_detect.tflite")
+    r = check_model(path, "qemu-mps2-an386", memory="min", stack=False)
+    assert r.memory_plan == "patch" and r.patch_grids and "chosen" in r.patch_grids[0]
+    assert r.to_dict()["patch_grids"] == r.patch_grids
+    text = format_check(r)
+    assert "the stage's grids" in text and r.patch_grids[-1] in text
+    assert check_model(path, "qemu-mps2-an386", stack=False).patch_grids == []
