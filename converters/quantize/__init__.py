@@ -86,7 +86,9 @@ from converters.quantize.widen import (
     MAX_PRUNE,
     MAX_WIDEN_ROUNDS,
     STALE_ROUNDS,
+    distribution_tails,
     float32_fallbacks,
+    float_followers,
     guard,
     guard_report,
     widened_text,
@@ -160,6 +162,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
+    tails = distribution_tails(model, act, excluded, rule or widening_rule(target, mode)[0])
+    excluded = excluded | {i for i, _ in tails}  # wide distributions end the model in float32
+    no_rule = no_rule + tails  # the guard counts them among the float32 ops (widened, with the reason)
     check_ops(model, act, excluded)
     report["equalized"], report["bias_corrected"] = [], []
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
@@ -206,13 +211,19 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                f"{SYNTHETIC_SAMPLES} synthetic samples, each input uniform over its given range"))
     cal.synthetic = synthetic
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
+    for i, why in tails:
+        report["notes"].append(f"{op_label(model, i)} stays float32 (a float output): {why}")
     log.stage(f"quantizing to {mode}")
 
     src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
 
     def build(excl, w16=frozenset()):
+        widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
+        if widened:  # and the pads / splits / pools after them run float32 too (none requantizes their values)
+            widened |= float_followers(model, widened | {i for i, _ in no_rule})
+            excl = set(excl) | widened
         qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
-                              set(excl) - excluded)  # ops the guard widened to float32 keep float outputs
+                              widened)
         qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g

@@ -121,17 +121,62 @@ def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[i
     quantization rule keep their model outputs float32 with integer I/O too: quantizing them there would undo the
     widening."""
     g = QuantGraph(model, act, ranges, wide16)
-    inputs = [g.model_input(t, io) for t in g.sg.inputs]
-    for i, op in enumerate(g.sg.operators):
-        rule = rule_of(model, i, op, excluded, wide16)
-        rule(g, i, op, "INT16" if i in w16 else act)
     # an op with no integer rule at all (TFLite_Detection_PostProcess: class ids, counts, box corners) keeps float
     # model outputs as TFLite's converter writes them: an int8 class id 1 reads back as 0.996
     no_rule = {i for i in excluded if not integer_only(model, g.sg.operators[i])
                and not op_table.row(model.op_name(g.sg.operators[i])).quant}
+    float_in, movers = float_inputs(model, set(float_out) | no_rule, set(wide16) | set(w16))
+    inputs = [g.model_input(t, "float32" if t in float_in else io) for t in g.sg.inputs]
+    for i, op in enumerate(g.sg.operators):
+        rule = rule_of(model, i, op, set(excluded) | movers, wide16)
+        rule(g, i, op, "INT16" if i in w16 else act)
     float_tensors = {t for i in set(float_out) | no_rule for t in g.sg.operators[i].outputs if t >= 0}
     outputs = [g.model_output(t, "float32" if t in float_tensors else io) for t in g.sg.outputs]
     return g.build(inputs, outputs), g
+
+
+def float_inputs(model: Model, float_ops: set[int], integer_ops: set[int] = frozenset()) -> tuple[set[int], set[int]]:
+    """(model inputs that stay float32 with integer I/O, the value-moving ops between them and the float ops): an
+    input every reader of which runs float32 (``float_ops``: widened to float32 by the guard, no integer rule) --
+    directly or through ops that only carry values (``_carries``: RESHAPE, TRANSPOSE, PAD, ...; those then run
+    float too) -- would be quantized only to be dequantized: its quantization would undo the widening, as a
+    float op's model output keeps float32. Raw audio at int8 loses a quiet signal before any op sees it."""
+    sg = model.subgraphs[0]
+    readers: dict[int, list[int]] = {}
+    for i, op in enumerate(sg.operators):
+        for t in dict.fromkeys(op.inputs):
+            if t >= 0:
+                readers.setdefault(t, []).append(i)
+    kept, movers = set(), set()
+    for t in sg.inputs:
+        if not is_float(model, t):
+            continue
+        path, todo, ok, reached = set(), [t], True, False
+        while todo and ok:
+            cur = todo.pop()
+            users = readers.get(cur, [])
+            if cur in sg.outputs or not users:
+                ok = False
+            for i in users:
+                op = sg.operators[i]
+                if i in float_ops:
+                    reached = True
+                elif i not in integer_ops and _carries(model, op) and i not in path:
+                    path.add(i)
+                    todo += [o for o in op.outputs if o >= 0]
+                elif i not in path:
+                    ok = False
+        if ok and reached:
+            kept.add(t)
+            movers |= path
+    return kept, movers
+
+
+def _carries(model: Model, op: Operator) -> bool:
+    """The op passes its first input's values on without a quantization of its own (the row's ``moves_values``, or
+    its ``quant`` "same:0": pads, pools, splits, resizes)."""
+    row = op_table.row(model.op_name(op))
+    return row.moves_values or (row.quant or "") == "same:0"
 
 
 def rule_of(model: Model, i: int, op: Operator, excluded: set[int], wide16: set[int]):
