@@ -491,6 +491,31 @@ def _sequence_scores(model, t: int, produced: dict) -> bool:
             and op_table.row(model.op_name(sg.operators[produced[t]])).distribution)
 
 
+def _yolo_rows(model, t: int, produced: dict) -> bool:
+    """Whether output ``t`` is YOLO-style detection rows as Ultralytics exports them: (1, 4 + C, N) or (1, N, 4 + C)
+    made (through value-moving ops) by a join of 4 box values with C >= 1 class scores from an op whose fixed int8
+    output spans [0, 1] at most (LOGISTIC: sigmoid scores)."""
+    from converters.quantize.joins import output_join
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    shape = tuple(int(d) for d in sg.tensors[t].shape)
+    if len(shape) != 3 or shape[0] != 1 or min(shape[1:]) < 5:
+        return False
+    joined = output_join(model, t, produced)
+    if joined is None:
+        return False
+    join = sg.operators[produced[joined]]
+    axis = int((join.options or {}).get("axis", 0)) % 3
+    parts = [p for p in join.inputs if p >= 0]
+    if len(parts) < 2 or shape[axis] != min(shape[1:]) or parts[-1] not in produced:
+        return False
+    last = sg.operators[produced[parts[-1]]]
+    unit = [(scale, zp) for kind, scale, zp in op_table.row(model.op_name(last)).quant_fixed if kind == "INT8"]
+    sizes = [int(sg.tensors[p].shape[axis]) for p in parts]
+    return (sum(sizes[:-1]) == 4 and any(zp == -128 and abs(scale - 1 / 256) < 1e-9 for scale, zp in unit))
+
+
 def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=None) -> dict | None:
     """What the (float) model's outputs mean, for the guard, or None (raw tensors: SNR only). In order:
 
@@ -500,6 +525,8 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
       or (1, N, 4 + C), the longer axis counting the boxes;
     - ``task`` (given, else the manifest's "task" / "detection": ``edge_sdk.model.manifest.manifest_task``);
     - a ``TFLite_Detection_PostProcess`` op whose four outputs are model outputs: detection;
+    - one output of YOLO-style rows, (1, 4 + C, N) joined from 4 box values and C sigmoid scores (``_yolo_rows``,
+      as Ultralytics exports YOLOv8): detection, as ``--boxes`` / ``--scores`` naming it would say;
     - an output of per-step class scores, (1, T, C) from an op whose row says ``distribution`` (a CTC recognizer's
       SOFTMAX), or any (1, T, C) output with the task "recognition": recognition, judged by the greedy-decoded
       strings (class 0 the blank);
@@ -547,6 +574,11 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
                     and len(op.outputs) >= 4:
                 return {"task": "detection", "source": f"the model's {POSTPROCESS_OP} op", "format": "postprocessed",
                         "outputs": [sg.tensors[t].name for t in op.outputs[:4]], "config": config}
+    if kind in (None, "detection") and not (manifest.get("detection") or {}).get("outputs"):
+        rows = [n for n, t in zip(names, sg.outputs) if _yolo_rows(model, t, produced)]
+        if len(rows) == 1:  # one output of YOLO-style rows: a detector, as if --boxes / --scores named it
+            return {**task_spec(model, None, rows[0], rows[0], labels, manifest),
+                    "source": "YOLO-style rows (4 box values joined with sigmoid class scores)"}
     if kind == "detection":
         chosen = (manifest.get("detection") or {}).get("outputs") or {}
         if chosen.get("boxes") is None:
