@@ -88,7 +88,6 @@ from converters.quantize.widen import (
     STALE_ROUNDS,
     distribution_tails,
     float32_fallbacks,
-    float_followers,
     guard,
     guard_report,
     widened_text,
@@ -216,14 +215,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     log.stage(f"quantizing to {mode}")
 
     src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
+    inputs = {"float": False}  # model inputs read by float32 ops alone stay float32 (a second search, below)
 
     def build(excl, w16=frozenset()):
         widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
-        if widened:  # and the pads / splits / pools after them run float32 too (none requantizes their values)
-            widened |= float_followers(model, widened | {i for i, _ in no_rule})
-            excl = set(excl) | widened
         qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
-                              widened)
+                              widened, inputs["float"])
         qm = drop_unused_buffers(clear_given_ranges(qm))
         verify(qm)
         return qm, g
@@ -261,6 +258,18 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if measure_error or precision == "auto":
         kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
                      task_judge)
+        if precision == "auto" and io != "float32" and kept.all_widened and _still_short(kept, min_snr, task_judge):
+            # every op widened and still short: the integer inputs lose it (raw audio at int8); search again with
+            # the inputs that only float32 ops read kept float32
+            inputs["float"] = True
+            again = guard(model, build, build(excluded), cal, excluded, rule, precision, min_snr, max_rounds, io,
+                          no_rule, task_judge)
+            if not _still_short(again, min_snr, task_judge):
+                kept = again
+                report["notes"].append("int8 model inputs lose the goal even with every op widened: the inputs "
+                                       "only float32 ops read are float32")
+            else:
+                inputs["float"] = False
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
@@ -314,6 +323,13 @@ def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str)
             best = (name, built, ranges)
     cal.ranges = best[2]
     return best[1], {"chosen": best[0], "worst_snr_db": snr}
+
+
+def _still_short(kept, min_snr: float, task_judge) -> bool:
+    """Whether the model the guard kept misses the goal (``widen.Goal``: the task where judged, else the SNR)."""
+    from converters.quantize.widen import Goal
+
+    return Goal(min_snr, task_judge).short(kept.qmodel, kept.outputs)
 
 
 def _search_notes(guard_record: dict) -> list[str]:

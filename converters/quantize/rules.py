@@ -111,7 +111,7 @@ def resolve_exclude(model: Model, exclude) -> set[int]:
 # ================================================================================================ the graph
 def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int],
                   wide16: set[int] = frozenset(), w16: set[int] = frozenset(),
-                  float_out: set[int] = frozenset()) -> tuple[Model, QuantGraph]:
+                  float_out: set[int] = frozenset(), float_in: bool = False) -> tuple[Model, QuantGraph]:
     """The integer graph of ``model`` (every op not in ``excluded`` has a rule: ``check_ops`` said so). Ops in
     ``wide16`` (a wide join and the shape ops after it, int8 mode) run in int16: each part requantized from its own
     int8 scale to the join's int16 one. Ops in ``w16`` (int8 mode) are widened to int16x8: int16 activations
@@ -119,14 +119,15 @@ def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[i
     adjacent widened ops (and shape-only ops between them) pass int16 tensors along, and a widened op's model
     output stays int16. Ops in ``float_out`` (widened to float32 by the accuracy guard) and excluded ops with no
     quantization rule keep their model outputs float32 with integer I/O too: quantizing them there would undo the
-    widening."""
+    widening. With ``float_in`` so do the model inputs only such ops read (``float_inputs``)."""
     g = QuantGraph(model, act, ranges, wide16)
     # an op with no integer rule at all (TFLite_Detection_PostProcess: class ids, counts, box corners) keeps float
     # model outputs as TFLite's converter writes them: an int8 class id 1 reads back as 0.996
     no_rule = {i for i in excluded if not integer_only(model, g.sg.operators[i])
                and not op_table.row(model.op_name(g.sg.operators[i])).quant}
-    float_in, movers = float_inputs(model, set(float_out) | no_rule, set(wide16) | set(w16))
-    inputs = [g.model_input(t, "float32" if t in float_in else io) for t in g.sg.inputs]
+    kept_float, movers = float_inputs(model, set(float_out) | no_rule, set(wide16) | set(w16)) if float_in \
+        else (set(), set())
+    inputs = [g.model_input(t, "float32" if t in kept_float else io) for t in g.sg.inputs]
     for i, op in enumerate(g.sg.operators):
         rule = rule_of(model, i, op, set(excluded) | movers, wide16)
         rule(g, i, op, "INT16" if i in w16 else act)

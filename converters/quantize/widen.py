@@ -97,32 +97,6 @@ def float32_fallbacks(model: Model, act: str, excluded: set[int], rule) -> list[
     return no_rule
 
 
-def float_followers(model: Model, float_ops: set[int]) -> set[int]:
-    """The ops that add no quantization of their own (the row's ``quant`` "same:k": pads, pools, splits, reshapes,
-    resizes; a "shared" join) whose activation input k (a join: every activation input) a float32 op gives: they
-    run float32 too. Kept integer, each would quantize the widened op's output again before the next op -- a
-    widened op behind a PAD or a SPLIT would gain nothing -- and the search, which ranks ops by the error they add
-    themselves, would reach them only after every op that adds any. In graph order, so chains follow."""
-    sg = model.subgraphs[0]
-    produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
-    floats = set(float_ops)
-    followers = set()
-    for i, op in enumerate(sg.operators):
-        if i in floats:
-            continue
-        rule = op_table.row(model.op_name(op)).quant or ""
-        acts = [t for t in op.inputs if t >= 0 and is_float(model, t) and not is_const(model, t)]
-        if rule.startswith("same:"):
-            k = int(rule.split(":")[1])
-            acts = [op.inputs[k]] if k < len(op.inputs) and op.inputs[k] in acts else []
-        elif rule != "shared":
-            continue
-        if acts and all(produced.get(t) in floats for t in acts):
-            floats.add(i)
-            followers.add(i)
-    return followers
-
-
 TIE_CLASSES = 256  # a distribution model output over more classes than int8 has steps: argmax ties at 1/256
 
 
