@@ -161,8 +161,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
-    tails = distribution_tails(model, act, excluded, rule or widening_rule(target, mode)[0])
-    excluded = excluded | {i for i, _ in tails}  # wide distributions end the model in float32
+    tails = distribution_tails(model, act, excluded, rule) if precision == "auto" else []
+    excluded = excluded | {i for i, _ in tails}  # auto: wide distributions end the model in float32
     no_rule = no_rule + tails  # the guard counts them among the float32 ops (widened, with the reason)
     check_ops(model, act, excluded)
     report["equalized"], report["bias_corrected"] = [], []
