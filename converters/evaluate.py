@@ -516,6 +516,27 @@ def _yolo_rows(model, t: int, produced: dict) -> bool:
     return (sum(sizes[:-1]) == 4 and any(zp == -128 and abs(scale - 1 / 256) < 1e-9 for scale, zp in unit))
 
 
+def _probability_map(model, k: int) -> bool:
+    """Whether output ``k`` is one channel of per-pixel probabilities the size of an image input -- (1, 1, H, W) or
+    (1, H, W, 1) from an op whose fixed int8 output spans [0, 1] (LOGISTIC; through value-moving ops), H and W
+    those of a 4-axis input: a segmentation map (a DB text detector's)."""
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    shape = tuple(int(d) for d in sg.tensors[sg.outputs[k]].shape)
+    t = sg.outputs[k]
+    producer = {o: op for op in sg.operators for o in op.outputs if o >= 0}
+    while t in producer and op_table.row(model.op_name(producer[t])).moves_values:  # the layout's TRANSPOSE
+        t = producer[t].inputs[0]
+    fixed = [(scale, zp) for kind, scale, zp in op_table.row(model.op_name(producer[t])).quant_fixed
+             if kind == "INT8"] if t in producer else []
+    if len(shape) != 4 or shape[0] != 1 or not any(zp == -128 and abs(scale - 1 / 256) < 1e-9 for scale, zp in fixed):
+        return False
+    hw = shape[2:] if shape[1] == 1 else shape[1:3] if shape[3] == 1 else None
+    ins = [tuple(int(d) for d in sg.tensors[t].shape) for t in sg.inputs]
+    return hw is not None and min(hw) > 1 and any(len(s) == 4 and (s[2:] == hw or s[1:3] == hw) for s in ins)
+
+
 def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=None) -> dict | None:
     """What the (float) model's outputs mean, for the guard, or None (raw tensors: SNR only). In order:
 
@@ -527,6 +548,8 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
     - a ``TFLite_Detection_PostProcess`` op whose four outputs are model outputs: detection;
     - one output of YOLO-style rows, (1, 4 + C, N) joined from 4 box values and C sigmoid scores (``_yolo_rows``,
       as Ultralytics exports YOLOv8): detection, as ``--boxes`` / ``--scores`` naming it would say;
+    - a model whose one output is a probability map the size of its image input (``_probability_map``):
+      segmentation (map IoU at 0.5);
     - an output of per-step class scores, (1, T, C) from an op whose row says ``distribution`` (a CTC recognizer's
       SOFTMAX), or any (1, T, C) output with the task "recognition": recognition, judged by the greedy-decoded
       strings (class 0 the blank);
@@ -579,6 +602,11 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
         if len(rows) == 1:  # one output of YOLO-style rows: a detector, as if --boxes / --scores named it
             return {**task_spec(model, None, rows[0], rows[0], labels, manifest),
                     "source": "YOLO-style rows (4 box values joined with sigmoid class scores)"}
+    if kind is None:
+        maps = [n for k, n in enumerate(names) if _probability_map(model, k)]
+        if len(maps) == 1 and len(names) == 1:  # one probability map the input's size: a segmenter (DB text maps)
+            return {"task": "segmentation", "source": "a one-channel probability map the size of the input",
+                    "output": maps[0], "threshold": None}
     if kind == "detection":
         chosen = (manifest.get("detection") or {}).get("outputs") or {}
         if chosen.get("boxes") is None:

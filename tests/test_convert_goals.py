@@ -55,6 +55,17 @@ def test_a_ctc_softmax_output_is_judged_by_its_strings():
     assert evaluate.task_spec(model(0, 30))["task"] == "classification"
 
 
+def test_a_text_map_and_yolo_rows_are_judged_by_their_task():
+    """Without --task: the DB-like detector's one probability map the input's size is a segmentation, the YOLO-like
+    model's one output of 4 box rows joined with sigmoid scores is detections."""
+    from converters.import_onnx import import_onnx
+
+    det = evaluate.task_spec(import_onnx(convert_goals.ocr_det_like(32, 0.25)))
+    assert det["task"] == "segmentation" and det["output"] == "maps"
+    yolo = evaluate.task_spec(import_onnx(convert_goals.yolo_like(64, (8, 8, 8, 8, 8), classes=3)))
+    assert yolo["task"] == "detection" and yolo["format"] == "yolo"
+
+
 @pytest.mark.parametrize("name", list(convert_goals.STANDINS))
 def test_standin_keeps_its_task_at_default_settings(name, monkeypatch, tmp_path):
     monkeypatch.setenv("EDGE_CACHE_DIR", str(tmp_path))
