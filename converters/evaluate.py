@@ -397,18 +397,22 @@ def evaluate(model, data, reference=None, labels=None, preprocess=None, plot=Non
 TOP1_GOAL = 0.99  # classification: the converted model's top-1 equals the float model's on >= 99% of samples
 DETECTIONS_GOAL = 0.9  # detection: >= 90% of the float detections kept, extra detections <= 10% of them
 MAP_IOU_GOAL = 0.9  # segmentation: the IoU of the converted model's map with the float one's
+STRINGS_GOAL = 0.8  # recognition (CTC): the fraction of samples whose greedy-decoded string is the float one's
 MATCH_IOU = 0.5  # a float detection is kept by a converted one of its class with IoU >= this ...
 SCORE_TOLERANCE = 0.05  # ... and a score within this of its own
 SCORE_THRESHOLD = 0.5  # detections: decoded at this score (the converted model's also down to it - SCORE_TOLERANCE)
 TASK_SAMPLES = 100  # evaluation data: the task is judged on at most this many samples
-GOAL_FLAGS = {"top1": "--min-top1", "detections": "--min-detections", "map_iou": "--min-map-iou"}
+GOAL_FLAGS = {"top1": "--min-top1", "detections": "--min-detections", "map_iou": "--min-map-iou",
+              "strings": "min_strings"}
 POSTPROCESS_OP = "TFLite_Detection_PostProcess"
 
 
-def task_goals(min_top1=TOP1_GOAL, min_detections=DETECTIONS_GOAL, min_map_iou=MAP_IOU_GOAL) -> tuple[dict, list]:
-    """({"top1", "detections", "map_iou"}: goal fractions, problems): each goal a number in [0, 1]."""
+def task_goals(min_top1=TOP1_GOAL, min_detections=DETECTIONS_GOAL, min_map_iou=MAP_IOU_GOAL,
+               min_strings=STRINGS_GOAL) -> tuple[dict, list]:
+    """({"top1", "detections", "map_iou", "strings"}: goal fractions, problems): each goal a number in [0, 1]."""
     goals, problems = {}, []
-    for key, value in (("top1", min_top1), ("detections", min_detections), ("map_iou", min_map_iou)):
+    for key, value in (("top1", min_top1), ("detections", min_detections), ("map_iou", min_map_iou),
+                       ("strings", min_strings)):
         try:
             v = float(value)
             if not 0.0 <= v <= 1.0:
@@ -476,6 +480,63 @@ def _check_detection_shapes(model, boxes: str, scores: str, fmt: str) -> None:
                               f"{shape[scores]} do not hold the same boxes (expected (1, N, 4) and (1, N, classes))")
 
 
+def _sequence_scores(model, t: int, produced: dict) -> bool:
+    """Whether output ``t`` holds per-step class scores of one sequence, as a CTC recognizer gives them: (1, T, C),
+    T > 1, C > 1, from an op whose row says ``distribution`` (SOFTMAX, LOG_SOFTMAX)."""
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    shape = tuple(int(d) for d in sg.tensors[t].shape)
+    return (len(shape) == 3 and shape[0] == 1 and shape[1] > 1 and shape[2] > 1 and t in produced
+            and op_table.row(model.op_name(sg.operators[produced[t]])).distribution)
+
+
+def _yolo_rows(model, t: int, produced: dict) -> bool:
+    """Whether output ``t`` is YOLO-style detection rows as Ultralytics exports them: (1, 4 + C, N) or (1, N, 4 + C)
+    made (through value-moving ops) by a join of 4 box values with C >= 1 class scores from an op whose fixed int8
+    output spans [0, 1] at most (LOGISTIC: sigmoid scores)."""
+    from converters.quantize.joins import output_join
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    shape = tuple(int(d) for d in sg.tensors[t].shape)
+    if len(shape) != 3 or shape[0] != 1 or min(shape[1:]) < 5:
+        return False
+    joined = output_join(model, t, produced)
+    if joined is None:
+        return False
+    join = sg.operators[produced[joined]]
+    axis = int((join.options or {}).get("axis", 0)) % 3
+    parts = [p for p in join.inputs if p >= 0]
+    if len(parts) < 2 or shape[axis] != min(shape[1:]) or parts[-1] not in produced:
+        return False
+    last = sg.operators[produced[parts[-1]]]
+    unit = [(scale, zp) for kind, scale, zp in op_table.row(model.op_name(last)).quant_fixed if kind == "INT8"]
+    sizes = [int(sg.tensors[p].shape[axis]) for p in parts]
+    return (sum(sizes[:-1]) == 4 and any(zp == -128 and abs(scale - 1 / 256) < 1e-9 for scale, zp in unit))
+
+
+def _probability_map(model, k: int) -> bool:
+    """Whether output ``k`` is one channel of per-pixel probabilities the size of an image input -- (1, 1, H, W) or
+    (1, H, W, 1) from an op whose fixed int8 output spans [0, 1] (LOGISTIC; through value-moving ops), H and W
+    those of a 4-axis input: a segmentation map (a DB text detector's)."""
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    shape = tuple(int(d) for d in sg.tensors[sg.outputs[k]].shape)
+    t = sg.outputs[k]
+    producer = {o: op for op in sg.operators for o in op.outputs if o >= 0}
+    while t in producer and op_table.row(model.op_name(producer[t])).moves_values:  # the layout's TRANSPOSE
+        t = producer[t].inputs[0]
+    fixed = [(scale, zp) for kind, scale, zp in op_table.row(model.op_name(producer[t])).quant_fixed
+             if kind == "INT8"] if t in producer else []
+    if len(shape) != 4 or shape[0] != 1 or not any(zp == -128 and abs(scale - 1 / 256) < 1e-9 for scale, zp in fixed):
+        return False
+    hw = shape[2:] if shape[1] == 1 else shape[1:3] if shape[3] == 1 else None
+    ins = [tuple(int(d) for d in sg.tensors[t].shape) for t in sg.inputs]
+    return hw is not None and min(hw) > 1 and any(len(s) == 4 and (s[2:] == hw or s[1:3] == hw) for s in ins)
+
+
 def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=None) -> dict | None:
     """What the (float) model's outputs mean, for the guard, or None (raw tensors: SNR only). In order:
 
@@ -485,6 +546,13 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
       or (1, N, 4 + C), the longer axis counting the boxes;
     - ``task`` (given, else the manifest's "task" / "detection": ``edge_sdk.model.manifest.manifest_task``);
     - a ``TFLite_Detection_PostProcess`` op whose four outputs are model outputs: detection;
+    - one output of YOLO-style rows, (1, 4 + C, N) joined from 4 box values and C sigmoid scores (``_yolo_rows``,
+      as Ultralytics exports YOLOv8): detection, as ``--boxes`` / ``--scores`` naming it would say;
+    - a model whose one output is a probability map the size of its image input (``_probability_map``):
+      segmentation (map IoU at 0.5);
+    - an output of per-step class scores, (1, T, C) from an op whose row says ``distribution`` (a CTC recognizer's
+      SOFTMAX), or any (1, T, C) output with the task "recognition": recognition, judged by the greedy-decoded
+      strings (class 0 the blank);
     - outputs of a class distribution (the op row's ``distribution``: SOFTMAX, LOG_SOFTMAX), or whose last axis
       holds one score per label (``labels``): classification.
 
@@ -529,6 +597,16 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
                     and len(op.outputs) >= 4:
                 return {"task": "detection", "source": f"the model's {POSTPROCESS_OP} op", "format": "postprocessed",
                         "outputs": [sg.tensors[t].name for t in op.outputs[:4]], "config": config}
+    if kind in (None, "detection") and not (manifest.get("detection") or {}).get("outputs"):
+        rows = [n for n, t in zip(names, sg.outputs) if _yolo_rows(model, t, produced)]
+        if len(rows) == 1:  # one output of YOLO-style rows: a detector, as if --boxes / --scores named it
+            return {**task_spec(model, None, rows[0], rows[0], labels, manifest),
+                    "source": "YOLO-style rows (4 box values joined with sigmoid class scores)"}
+    if kind is None:
+        maps = [n for k, n in enumerate(names) if _probability_map(model, k)]
+        if len(maps) == 1 and len(names) == 1:  # one probability map the input's size: a segmenter (DB text maps)
+            return {"task": "segmentation", "source": "a one-channel probability map the size of the input",
+                    "output": maps[0], "threshold": None}
     if kind == "detection":
         chosen = (manifest.get("detection") or {}).get("outputs") or {}
         if chosen.get("boxes") is None:
@@ -538,6 +616,17 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
         return {**spec, "source": "the task given" if task else "the manifest"}
     if kind == "raw":
         return None
+    sequences = [n for n, t in zip(names, sg.outputs) if _sequence_scores(model, t, produced)]
+    if kind == "recognition" or (kind is None and sequences):
+        if not sequences:  # given: any (1, T, C) output, T > 1
+            sequences = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) == 3
+                         and int(sg.tensors[t].shape[0]) == 1 and min(int(d) for d in sg.tensors[t].shape[1:]) > 1]
+        if not sequences:
+            raise ConversionError(f"the task is recognition, but no output holds (1, steps, classes) scores "
+                                  f"(outputs: {', '.join(names)})")
+        source = "the task given" if task else "the manifest" if kind else \
+            f"a (1, steps, classes) {model.op_name(sg.operators[produced[sg.outputs[names.index(sequences[0])]]])} output"
+        return {"task": "recognition", "source": source, "output": sequences[0], "blank": 0}
     if kind == "segmentation":
         seg = manifest.get("segmentation") or {}
         maps = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) >= 3]
@@ -803,11 +892,9 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
                data: str = "held-back") -> dict:
     """Run the float ``float_model`` and the converted ``model`` (``Model`` objects; ``mode`` picks the converted
     model's runtime) on ``samples`` (each a list of arrays, one per input, as the float model takes them) and
-    measure the task ``spec`` (``task_spec``) says: classification top-1 / top-5 agreement, detection matching
-    (``detection_agreement``), segmentation map IoU. The record: ``task``, ``source``, ``samples``, ``data``,
-    ``runtime``, ``metrics``, ``goal`` ({metric: fraction}), ``judged`` (False, with ``why``, when nothing could
-    be measured: no sample, no float detection, empty maps, no runtime) and ``met``."""
-    goals = goals or task_goals()[0]
+    measure the task ``spec`` (``task_spec``) says (``task_metrics``). The record: ``task``, ``source``,
+    ``samples``, ``data``, ``runtime``, ``metrics``, ``goal`` ({metric: fraction}), ``judged`` (False, with
+    ``why``, when nothing could be measured: no sample, no float detection, empty maps, no runtime) and ``met``."""
     record = {k: v for k, v in spec.items() if k != "config"}
     record.update(samples=0, data=data, metrics={}, judged=False, met=None)
     samples = list(samples)
@@ -817,13 +904,33 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
         float_run, run = _task_runs(float_model, model, mode)
     except ModelError as exc:
         return {**record, "why": f"no runtime here runs the {mode} model ({exc})"}
-    record["runtime"] = run.runtime
     names = _output_names(float_model)
     ref, got = [], []
     for sample in samples:
         ref.append(dict(zip(names, float_run(sample))))
         got.append(dict(zip(names, run(sample))))
-    record["samples"] = len(samples)
+    return {**task_metrics(spec, ref, got, goals, data), "runtime": run.runtime}
+
+
+def ctc_greedy(probs, blank: int = 0) -> tuple:
+    """Greedy CTC decoding of one sequence's (T, C) scores: the argmax per time step (ties: the lower class, as
+    argmax), repeats collapsed, blanks dropped -> the class ids."""
+    best = np.asarray(probs).reshape(-1, np.shape(probs)[-1]).argmax(axis=1)
+    keep = np.ones(len(best), bool)
+    keep[1:] = best[1:] != best[:-1]
+    return tuple(int(c) for c in best[keep] if c != blank)
+
+
+def task_metrics(spec: dict, ref: list, got: list, goals: dict | None = None, data: str = "held-back") -> dict:
+    """The task ``spec`` says, measured on the outputs of the float model (``ref``) and of the converted one
+    (``got``): per sample a dict output name -> float value. Classification top-1 / top-5 agreement, detection
+    matching (``detection_agreement``), segmentation map IoU, recognition (CTC) identical greedy-decoded strings
+    (``ctc_greedy``). The record as ``judge_task`` gives it, without the runtime."""
+    goals = goals or task_goals()[0]
+    record = {k: v for k, v in spec.items() if k != "config"}
+    record.update(samples=len(ref), data=data, metrics={}, judged=False, met=None)
+    if not ref:
+        return {**record, "samples": 0, "why": f"no {data} samples to judge it on"}
     task = spec["task"]
     if task == "classification":
         per = []
@@ -836,6 +943,18 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
         record["metrics"] = {"top1": worst["top1"], "top5": min(m["top5"] for m in per), "outputs": per}
         record["goal"] = {"top1": goals["top1"]}
         return {**record, "judged": True, "met": worst["top1"] >= goals["top1"]}
+    if task == "recognition":
+        n, blank = spec["output"], int(spec.get("blank", 0))
+        pairs = [(ctc_greedy(r[n], blank), ctc_greedy(g[n], blank)) for r, g in zip(ref, got)]
+        steps = [(np.asarray(r[n]).reshape(-1, r[n].shape[-1]).argmax(1), np.asarray(g[n]).reshape(-1, g[n].shape[-1])
+                  .argmax(1)) for r, g in zip(ref, got)]
+        record["metrics"] = {"strings": float(np.mean([a == b for a, b in pairs])),
+                             "steps": float(np.mean(np.concatenate([a == b for a, b in steps]))),
+                             "mean_length": float(np.mean([len(a) for a, _ in pairs])), "blank": blank}
+        record["goal"] = {"strings": goals.get("strings", STRINGS_GOAL)}
+        if not any(a for a, _ in pairs):
+            return {**record, "why": f"the float model decodes only empty strings on the {len(ref)} samples"}
+        return {**record, "judged": True, "met": record["metrics"]["strings"] >= record["goal"]["strings"]}
     if task == "segmentation":
         cut = spec.get("threshold")
         if cut is None:  # one cut for both models: 0.5 when the float maps are probabilities, else 0 (logits)
@@ -845,7 +964,7 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
                     [_segmentation_map(g[spec["output"]], cut) for g in got])
         record["metrics"], record["goal"] = m, {"map_iou": goals["map_iou"]}
         if m["map_iou"] is None:
-            return {**record, "why": f"neither model's map holds anything on the {len(samples)} samples"}
+            return {**record, "why": f"neither model's map holds anything on the {len(ref)} samples"}
         return {**record, "judged": True, "met": m["map_iou"] >= goals["map_iou"]}
     # detection: scores as the float model gives them (probabilities kept; else logits through a sigmoid)
     cfg = spec.get("config") or {}
@@ -865,7 +984,7 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
     record["metrics"] = {**m, "score_threshold": thr, "match_iou": MATCH_IOU, "score_tolerance": SCORE_TOLERANCE}
     record["goal"] = {"detections": goals["detections"]}
     if not m["float_detections"]:
-        return {**record, "why": f"the float model detects nothing (score >= {thr:g}) on the {len(samples)} samples"}
+        return {**record, "why": f"the float model detects nothing (score >= {thr:g}) on the {len(ref)} samples"}
     met = m["kept_fraction"] >= goals["detections"] and m["extra_fraction"] <= 1.0 - goals["detections"] + 1e-12
     return {**record, "judged": True, "met": met}
 

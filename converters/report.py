@@ -329,6 +329,9 @@ def task_text(record: dict) -> str:
         return f"top-1 agreement {pct(m.get('top1'))} (goal >= {pct(goal.get('top1'))}), top-5 {pct(m.get('top5'))}"
     if record["task"] == "segmentation":
         return f"map IoU {pct(m.get('map_iou'))} (goal >= {pct(goal.get('map_iou'))})"
+    if record["task"] == "recognition":
+        return (f"identical strings {pct(m.get('strings'))} (greedy CTC, blank {m.get('blank', 0)}; goal >= "
+                f"{pct(goal.get('strings'))}), time steps agreeing {pct(m.get('steps'))}")
     if not m:
         return "detections not matched"
     return (f"detections kept {pct(m.get('kept_fraction'))} ({m['kept']} of {m['float_detections']} float "

@@ -919,7 +919,7 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--allow-lossy", action="store_true",
                    help="write the model even when an output stays below --min-snr (the report says so)")
     # the task the guard judges (converters.evaluate.task_spec); its metric decides, the SNR is shown beside it
-    p.add_argument("--task", choices=["classification", "detection", "segmentation", "raw"],
+    p.add_argument("--task", choices=["classification", "detection", "segmentation", "recognition", "raw"],
                    help="what the outputs mean (default: the .tflite source's manifest, a TFLite_Detection_PostProcess "
                         "op, a SOFTMAX output or one score per --labels entry; else raw: SNR only)")
     p.add_argument("--boxes", metavar="OUTPUT", help="detector: the output (name or index) holding the boxes; the "

@@ -96,6 +96,7 @@ from converters.quantize.widen import (
     MAX_PRUNE,
     MAX_WIDEN_ROUNDS,
     STALE_ROUNDS,
+    distribution_tails,
     float32_fallbacks,
     guard,
     guard_report,
@@ -170,6 +171,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
     no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
     excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
+    tails = distribution_tails(model, act, excluded, rule) if precision == "auto" else []
+    excluded = excluded | {i for i, _ in tails}  # auto: wide distributions end the model in float32
+    no_rule = no_rule + tails  # the guard counts them among the float32 ops (widened, with the reason)
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
     report["equalized"], report["bias_corrected"] = [], []
@@ -226,13 +230,17 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         plan = SubgraphPlan(model, sub_ranges, seen.runs, act, sub_no_rule)
         report["notes"] += plan.notes()
     report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
+    for i, why in tails:
+        report["notes"].append(f"{op_label(model, i)} stays float32 (a float output): {why}")
     log.stage(f"quantizing to {mode}")
 
     src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
+    inputs = {"float": False}  # model inputs read by float32 ops alone stay float32 (a second search, below)
 
     def build(excl, w16=frozenset()):
+        widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
         qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
-                              set(excl) - excluded)  # ops the guard widened to float32 keep float outputs
+                              widened, inputs["float"])
         if plan is not None:
             qm = attach_subgraphs(qm, model, plan)
         qm = drop_unused_buffers(clear_given_ranges(qm))
@@ -272,6 +280,18 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if measure_error or precision == "auto":
         kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
                      task_judge)
+        if precision == "auto" and io != "float32" and kept.all_widened and _still_short(kept, min_snr, task_judge):
+            # every op widened and still short: the integer inputs lose it (raw audio at int8); search again with
+            # the inputs that only float32 ops read kept float32
+            inputs["float"] = True
+            again = guard(model, build, build(excluded), cal, excluded, rule, precision, min_snr, max_rounds, io,
+                          no_rule, task_judge)
+            if not _still_short(again, min_snr, task_judge):
+                kept = again
+                report["notes"].append("int8 model inputs lose the goal even with every op widened: the inputs "
+                                       "only float32 ops read are float32")
+            else:
+                inputs["float"] = False
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
@@ -325,6 +345,13 @@ def _choose_ranges(model: Model, build, first, cal, excluded: set[int], io: str)
             best = (name, built, ranges)
     cal.ranges = best[2]
     return best[1], {"chosen": best[0], "worst_snr_db": snr}
+
+
+def _still_short(kept, min_snr: float, task_judge) -> bool:
+    """Whether the model the guard kept misses the goal (``widen.Goal``: the task where judged, else the SNR)."""
+    from converters.quantize.widen import Goal
+
+    return Goal(min_snr, task_judge).short(kept.qmodel, kept.outputs)
 
 
 def _search_notes(guard_record: dict) -> list[str]:

@@ -113,7 +113,7 @@ def resolve_exclude(model: Model, exclude) -> set[int]:
 # ================================================================================================ the graph
 def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[int],
                   wide16: set[int] = frozenset(), w16: set[int] = frozenset(),
-                  float_out: set[int] = frozenset()) -> tuple[Model, QuantGraph]:
+                  float_out: set[int] = frozenset(), float_in: bool = False) -> tuple[Model, QuantGraph]:
     """The integer graph of ``model`` (every op not in ``excluded`` has a rule: ``check_ops`` said so). Ops in
     ``wide16`` (a wide join and the shape ops after it, int8 mode) run in int16: each part requantized from its own
     int8 scale to the join's int16 one. Ops in ``w16`` (int8 mode) are widened to int16x8: int16 activations
@@ -121,19 +121,65 @@ def integer_graph(model: Model, ranges: dict, act: str, io: str, excluded: set[i
     adjacent widened ops (and shape-only ops between them) pass int16 tensors along, and a widened op's model
     output stays int16. Ops in ``float_out`` (widened to float32 by the accuracy guard) and excluded ops with no
     quantization rule keep their model outputs float32 with integer I/O too: quantizing them there would undo the
-    widening."""
+    widening. With ``float_in`` so do the model inputs only such ops read (``float_inputs``)."""
     g = QuantGraph(model, act, ranges, wide16)
-    inputs = [g.model_input(t, io) for t in g.sg.inputs]
-    for i, op in enumerate(g.sg.operators):
-        rule = rule_of(model, i, op, excluded, wide16)
-        rule(g, i, op, "INT16" if i in w16 else act)
     # an op with no integer rule at all (TFLite_Detection_PostProcess: class ids, counts, box corners) keeps float
     # model outputs as TFLite's converter writes them: an int8 class id 1 reads back as 0.996
     no_rule = {i for i in excluded if not integer_only(model, g.sg.operators[i])
                and not op_table.row(model.op_name(g.sg.operators[i])).quant}
+    kept_float, movers = float_inputs(model, set(float_out) | no_rule, set(wide16) | set(w16)) if float_in \
+        else (set(), set())
+    inputs = [g.model_input(t, "float32" if t in kept_float else io) for t in g.sg.inputs]
+    for i, op in enumerate(g.sg.operators):
+        rule = rule_of(model, i, op, set(excluded) | movers, wide16)
+        rule(g, i, op, "INT16" if i in w16 else act)
     float_tensors = {t for i in set(float_out) | no_rule for t in g.sg.operators[i].outputs if t >= 0}
     outputs = [g.model_output(t, "float32" if t in float_tensors else io) for t in g.sg.outputs]
     return g.build(inputs, outputs), g
+
+
+def float_inputs(model: Model, float_ops: set[int], integer_ops: set[int] = frozenset()) -> tuple[set[int], set[int]]:
+    """(model inputs that stay float32 with integer I/O, the value-moving ops between them and the float ops): an
+    input every reader of which runs float32 (``float_ops``: widened to float32 by the guard, no integer rule) --
+    directly or through ops that only carry values (``_carries``: RESHAPE, TRANSPOSE, PAD, ...; those then run
+    float too) -- would be quantized only to be dequantized: its quantization would undo the widening, as a
+    float op's model output keeps float32. Raw audio at int8 loses a quiet signal before any op sees it."""
+    sg = model.subgraphs[0]
+    readers: dict[int, list[int]] = {}
+    for i, op in enumerate(sg.operators):
+        for t in dict.fromkeys(op.inputs):
+            if t >= 0:
+                readers.setdefault(t, []).append(i)
+    kept, movers = set(), set()
+    for t in sg.inputs:
+        if not is_float(model, t):
+            continue
+        path, todo, ok, reached = set(), [t], True, False
+        while todo and ok:
+            cur = todo.pop()
+            users = readers.get(cur, [])
+            if cur in sg.outputs or not users:
+                ok = False
+            for i in users:
+                op = sg.operators[i]
+                if i in float_ops:
+                    reached = True
+                elif i not in integer_ops and _carries(model, op) and i not in path:
+                    path.add(i)
+                    todo += [o for o in op.outputs if o >= 0]
+                elif i not in path:
+                    ok = False
+        if ok and reached:
+            kept.add(t)
+            movers |= path
+    return kept, movers
+
+
+def _carries(model: Model, op: Operator) -> bool:
+    """The op passes its first input's values on without a quantization of its own (the row's ``moves_values``, or
+    its ``quant`` "same:0": pads, pools, splits, resizes)."""
+    row = op_table.row(model.op_name(op))
+    return row.moves_values or (row.quant or "") == "same:0"
 
 
 def rule_of(model: Model, i: int, op: Operator, excluded: set[int], wide16: set[int]):

@@ -97,6 +97,29 @@ def float32_fallbacks(model: Model, act: str, excluded: set[int], rule) -> list[
     return no_rule
 
 
+TIE_CLASSES = 256  # a distribution model output over more classes than int8 has steps: argmax ties at 1/256
+
+
+def distribution_tails(model: Model, act: str, excluded: set[int], rule) -> list[tuple[int, str]]:
+    """(op index, why) of the ops whose value is a model output holding a class distribution (the row's
+    ``distribution``: SOFTMAX, LOG_SOFTMAX) over more than ``TIE_CLASSES`` classes, in int8 mode, where ``rule``
+    (``widening_rule``'s) lets them run float32: int8's fixed 1/256 output step ties the top classes of a wide
+    distribution (a CTC recognizer's thousands of characters: its argmax, its strings, change). These ops are the
+    float tail of the model (a few ops, few MACs) and give float32 outputs."""
+    if act != "INT8":
+        return []
+    sg = model.subgraphs[0]
+    out = []
+    for i, op in enumerate(sg.operators):
+        t = op.outputs[0] if op.outputs else -1
+        if i in excluded or t not in sg.outputs or not op_table.row(model.op_name(op)).distribution:
+            continue
+        classes = int(sg.tensors[t].shape[-1]) if len(sg.tensors[t].shape) else 1
+        if classes > TIE_CLASSES and rule(model.op_name(op), True)[0] == "float32":
+            out.append((i, f"a distribution over {classes} classes: int8's 1/256 output step ties its top classes"))
+    return out
+
+
 @dataclass
 class Guarded:
     """The model the guard keeps and what it measured: per layer and per output, what was widened (op index ->

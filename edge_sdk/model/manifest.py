@@ -39,13 +39,13 @@ from edge_sdk.model.types import Buffer, Metadata, Model
 
 MANIFEST_NAME = "edge_sdk.manifest"
 MANIFEST_FORMAT = 1
-TASKS = ("classification", "detection", "segmentation", "raw")
+TASKS = ("classification", "detection", "segmentation", "recognition", "raw")
 # the words a manifest or a user may say for a task (``edge run``'s "classify" / "detect" among them)
 TASK_ALIASES = {"classification": "classification", "classify": "classification",
                 "image_classification": "classification", "audio_classification": "classification",
                 "detection": "detection", "detect": "detection", "object_detection": "detection",
                 "segmentation": "segmentation", "segment": "segmentation", "semantic_segmentation": "segmentation",
-                "raw": "raw"}
+                "recognition": "recognition", "text_recognition": "recognition", "ctc": "recognition", "raw": "raw"}
 
 
 def task_name(task, what: str = "task") -> str | None:
