@@ -27,9 +27,12 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'edge
 
 @pytest.fixture(scope="module")
 def ray_cluster():
+    """A local Ray of 2 CPUs and a pool of 2 workers on it (their processes start once for the module)."""
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        yield
+        pool = scale_ray.start(workers=2)
+        yield pool
+        pool.close()
     finally:
         ray.shutdown()
 
@@ -40,7 +43,7 @@ def test_evaluation_on_ray_equals_one_process(ray_cluster, tmp_path):
     data, x, _ = _data(tmp_path)  # 40 samples: shards of 16, 16, 8 over 2 workers
     here = ev.evaluate(qpath, data, reference=fpath)
     outputs_here = ev.predict(qpath, x)
-    with scale_ray.cluster(workers=2):
+    with ray_cluster.activate():
         on_ray = ev.evaluate(qpath, data, reference=fpath)
         r = ev.runner(qpath)
         outputs_ray = ev.run_rows(qpath, r, ev.fit_samples(x, r.input_shape))
@@ -53,9 +56,11 @@ def test_cli_evaluate_ray_json_equals_one_process(ray_cluster, tmp_path, capsys)
     data, _, _ = _data(tmp_path)
     assert main(["evaluate", str(fpath), "--data", str(data), "--json"]) == 0
     here = json.loads(capsys.readouterr().out)
-    assert main(["evaluate", str(fpath), "--data", str(data), "--json", "--ray", "--ray-workers", "2"]) == 0
-    captured = capsys.readouterr()
-    assert json.loads(captured.out) == here
+    with ray_cluster.activate():  # --ray inside an active pool's block uses that pool
+        calls = ray_cluster.calls
+        assert main(["evaluate", str(fpath), "--data", str(data), "--json", "--ray", "--ray-workers", "2"]) == 0
+        assert ray_cluster.calls == calls + 1  # the model ran on Ray
+    assert json.loads(capsys.readouterr().out) == here
     assert ray.is_initialized()  # the test's cluster was used, not shut down
 
 
@@ -69,7 +74,7 @@ def test_calibration_statistics_on_ray_equal_one_process(ray_cluster, method):
         return cal, {t: (s.min, s.max, s.values(), s.rate) for t, s in cal.stats.items()}
 
     cal_here, here = stats()
-    with scale_ray.cluster(workers=2):
+    with ray_cluster.activate():
         cal_ray, on_ray = stats()
     assert (cal_ray.samples, cal_ray.held_back) == (cal_here.samples, cal_here.held_back) == (33, 4)
     assert cal_ray.ranges == cal_here.ranges
@@ -88,7 +93,10 @@ def test_cli_convert_ray_writes_the_same_model(ray_cluster, tmp_path):
     here, on_ray = tmp_path / "here.tflite", tmp_path / "ray.tflite"
     args = ["convert", str(src), "--calib", str(calib), "--calib-method", "percentile", "--json"]
     assert main(args + ["-o", str(here)]) == 0
-    assert main(args + ["-o", str(on_ray), "--ray"]) == 0
+    with ray_cluster.activate():
+        calls = ray_cluster.calls
+        assert main(args + ["-o", str(on_ray), "--ray"]) == 0
+        assert ray_cluster.calls > calls  # calibration ran on Ray
     assert on_ray.read_bytes() == here.read_bytes()
 
 
@@ -108,7 +116,7 @@ def test_a_dead_worker_is_retried_without_losing_or_repeating_samples(ray_cluste
     import functools
 
     marker = str(tmp_path / "died-once")
-    with scale_ray.cluster(workers=2) as pool:
+    with ray_cluster.activate() as pool:
         out = list(pool.map(functools.partial(_marker, marker), _square_or_die, range(50), "squares", total=50,
                             shard=8))
     assert Path(marker).exists()  # a worker did die
