@@ -637,9 +637,40 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _cmd_rollout(args) -> int:
+    from edge_sdk.tools import fleet
+
+    if not args.model or args.host or args.hosts or args.status:
+        raise UsageError("edge deploy --inventory FILE takes a MODEL and no --host / --hosts / --status "
+                         "(edge fleet status --inventory FILE reads the hosts)")
+    reports = fleet.rollout(args.model, args.inventory, waves=args.wave, max_fail=args.max_fail,
+                            remote_dir=args.remote_dir, build_c=not args.no_c_backend)
+    if args.json:
+        _print_json(reports)
+    else:
+        sys.stdout.write(fleet.format_reports(reports))
+    return 0 if all(r["status"] in ("ok", "current") for r in reports) else _exit_code(DeviceError())
+
+
+def _cmd_fleet(args) -> int:
+    from edge_sdk.tools import fleet
+
+    fleet.require_ansible()  # the same extra as the rollout: its absence is said before any host is read
+    reports = fleet.fleet_status(args.inventory, remote_dir=args.remote_dir)
+    if args.json:
+        _print_json(reports)
+    else:
+        sys.stdout.write(fleet.format_reports(reports))
+    return _exit_code(DeviceError()) if any("error" in r for r in reports) else 0
+
+
 def _cmd_deploy(args) -> int:
     from edge_sdk.tools import deploy as d
 
+    if args.inventory:
+        return _cmd_rollout(args)
+    if args.wave or args.max_fail != "0%":
+        raise UsageError("--wave and --max-fail go with --inventory FILE")
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
     if args.ship_c_library and args.no_c_backend:
@@ -1025,9 +1056,24 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
                         "ship it, even when the device has a compiler (default: only when it has none)")
     _input_shape_option(p)
     p.add_argument("--jobs", type=_positive, default=8, help="hosts deployed at once with --hosts (default 8)")
+    p.add_argument("--inventory", metavar="FILE",
+                   help="roll out through Ansible (pip install 'edge-sdk[fleet]'): an INI inventory; the shipped "
+                        "playbook deploys in --wave steps, health-checks each host and rolls a failed wave back")
+    p.add_argument("--wave", action="append", metavar="N|P%",
+                   help="with --inventory: hosts per wave, repeatable (--wave 1 --wave 10%% --wave 100%%; Ansible's "
+                        "serial; default one wave of 100%%)")
+    p.add_argument("--max-fail", default="0%", metavar="P%",
+                   help="with --inventory: the rollout stops when a wave's failed hosts pass this share (default 0%%)")
     p.add_argument("--connect-timeout", type=_seconds, default=T.SSH_CONNECT_TIMEOUT,
                    help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
     p.set_defaults(func=_cmd_deploy)
+
+    p = sub.add_parser("fleet", help="what each host of an Ansible inventory runs (model sha256, runtime, health)")
+    p.add_argument("action", choices=["status"], help="status: read each host's manifest and last health check")
+    p.add_argument("--inventory", required=True, metavar="FILE", help="an Ansible INI inventory")
+    p.add_argument("--remote-dir", default="~/.edge-sdk", help="the folder on the hosts (default ~/.edge-sdk)")
+    p.add_argument("--json", action="store_true", help="print one report per host as JSON")
+    p.set_defaults(func=_cmd_fleet)
 
     p = sub.add_parser("bench", help="latency percentiles, per-op profile and memory, here or on a device over SSH")
     p.add_argument("model", help="path to a .tflite file")
