@@ -181,8 +181,17 @@ def inventory_hosts(inventory) -> list:
     from edge_sdk.device.ssh import SSHTarget
 
     runner = require_ansible()
-    os.environ["PATH"] = _ansible_env()["PATH"]  # get_inventory runs ansible-inventory from this process's PATH
-    out, err = runner.get_inventory(action="list", inventories=[str(inventory)], response_format="json", quiet=True)
+    # ansible-runner looks ansible-inventory up on this process's PATH: the venv's bin/ put first for the call
+    saved = os.environ.get("PATH")
+    os.environ["PATH"] = _ansible_env()["PATH"]
+    try:
+        out, err = runner.get_inventory(action="list", inventories=[str(inventory)], response_format="json",
+                                        quiet=True)
+    finally:
+        if saved is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = saved
     if not isinstance(out, dict):
         raise DeviceError(f"{inventory}: Ansible cannot read it: {str(err or out).strip().splitlines()[-1:]}")
     targets = []
