@@ -22,6 +22,7 @@ softmax, outputs that already are probabilities are used as they are):
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -340,6 +341,25 @@ def runner(source):
     return _TFLiteRunner(_model_source(source))
 
 
+def _shard_outputs(r, rows: list) -> np.ndarray:
+    """A Ray worker's share: the outputs (n, K) of its runner ``r`` (built once per worker) for ``rows``."""
+    return r.run(np.stack(rows))
+
+
+def run_rows(source, r, x: np.ndarray, label: str = "evaluating") -> np.ndarray:
+    """``r.run(x)`` (``r = runner(source)``), or on the Ray pool the CLI opened (``edge evaluate --ray``): the rows
+    in shards, one runner per worker, the outputs concatenated in row order (the same array)."""
+    from edge_sdk.tasks import scale_ray
+
+    pool = scale_ray.active()
+    if pool is None:
+        return r.run(x)
+    src = source if _is_onnx(source) else _model_source(source)
+    parts = [out for _, out in pool.map(functools.partial(runner, src), _shard_outputs, list(x), label,
+                                        total=len(x))]
+    return np.concatenate(parts) if parts else r.run(x)
+
+
 def predict(source, x: np.ndarray) -> np.ndarray:
     """The model's float outputs (N, K) for samples x (N, ...)."""
     r = runner(source)
@@ -368,10 +388,10 @@ def evaluate(model, data, reference=None, labels=None, preprocess=None, plot=Non
     labels = labels if labels is not None else manifest.get("labels")
     r = runner(model)
     x, y = load_dataset(data, preprocess, labels, r.input_shape)
-    outputs = r.run(fit_samples(x, r.input_shape))
+    outputs = run_rows(model, r, fit_samples(x, r.input_shape))
     if reference is not None:
         rr = runner(reference)
-        ref_outputs = rr.run(fit_samples(x, rr.input_shape))
+        ref_outputs = run_rows(reference, rr, fit_samples(x, rr.input_shape), "evaluating the reference")
         report = compare(outputs, ref_outputs, y, kind)
     else:
         report = {"model": classification_metrics(outputs, y, kind)}

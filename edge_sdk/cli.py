@@ -7,6 +7,7 @@ Each command is a typed library function; this module only parses arguments, cal
 from __future__ import annotations
 
 import argparse
+import contextlib
 import contextvars
 import json
 import sys
@@ -424,15 +425,16 @@ def _cmd_convert(args) -> int:
     if args.mean is not None or args.std is not None:
         preprocess = {k: v for k, v in (("mean", args.mean), ("std", args.std)) if v is not None}
     try:
-        result = convert(args.src, target=target, quantize=args.quantize, calibration=args.calib,
-                         calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
-                         exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
-                         eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
-                         allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
-                         input_values=_input_values(args.input_value), memory=args.memory,
-                         stateful=args.stateful, task=args.task, boxes=args.boxes, scores=args.scores,
-                         min_top1=args.min_top1, min_detections=args.min_detections, min_map_iou=args.min_map_iou,
-                         equalize=not args.no_equalize, bias_correction=not args.no_bias_correction)
+        with _on_ray(args):
+            result = convert(args.src, target=target, quantize=args.quantize, calibration=args.calib,
+                             calib_method=args.calib_method, io=args.io, labels=args.labels, preprocess=preprocess,
+                             exclude=tuple(int(e) if e.isdigit() else e for e in args.exclude or ()), nhwc_io=args.nhwc_io,
+                             eval_data=args.eval, precision=args.precision, min_snr=args.min_snr,
+                             allow_lossy=args.allow_lossy, input_shapes=_input_shapes(args.input_shape),
+                             input_values=_input_values(args.input_value), memory=args.memory,
+                             stateful=args.stateful, task=args.task, boxes=args.boxes, scores=args.scores,
+                             min_top1=args.min_top1, min_detections=args.min_detections, min_map_iou=args.min_map_iou,
+                             equalize=not args.no_equalize, bias_correction=not args.no_bias_correction)
     except ConversionError as exc:
         if not args.json:
             raise
@@ -480,11 +482,30 @@ def _check_convert_args(args):
     return profile
 
 
+def _ray_flags(p, what: str) -> None:
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help=f"{what} on Ray, one model per worker: on the cluster at ADDRESS (auto, ray://host:10001), "
+                        "or on a Ray started here (pip install 'edge-sdk[ray]')")
+    p.add_argument("--ray-workers", type=int, metavar="N", help="Ray workers (default: the cluster's CPUs)")
+
+
+def _on_ray(args):
+    """The Ray pool of --ray for the command's duration (edge_sdk.tasks.scale_ray), or nothing without it."""
+    if getattr(args, "ray", None) is None:
+        return contextlib.nullcontext()
+    from edge_sdk.tasks import scale_ray
+
+    if args.ray_workers is not None and args.ray_workers < 1:
+        raise errors.UsageError(f"--ray-workers {args.ray_workers}: give 1 or more")
+    return scale_ray.cluster(args.ray or None, args.ray_workers)
+
+
 def _cmd_evaluate(args) -> int:
     from converters.evaluate import evaluate
     from converters.report import format_evaluation
 
-    report = evaluate(args.model, args.data, reference=args.reference, labels=args.labels, plot=args.plot)
+    with _on_ray(args):
+        report = evaluate(args.model, args.data, reference=args.reference, labels=args.labels, plot=args.plot)
     if args.json:
         _print_json(report)
     else:
@@ -616,9 +637,40 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _cmd_rollout(args) -> int:
+    from edge_sdk.tools import fleet
+
+    if not args.model or args.host or args.hosts or args.status:
+        raise UsageError("edge deploy --inventory FILE takes a MODEL and no --host / --hosts / --status "
+                         "(edge fleet status --inventory FILE reads the hosts)")
+    reports = fleet.rollout(args.model, args.inventory, waves=args.wave, max_fail=args.max_fail,
+                            remote_dir=args.remote_dir, build_c=not args.no_c_backend)
+    if args.json:
+        _print_json(reports)
+    else:
+        sys.stdout.write(fleet.format_reports(reports))
+    return 0 if all(r["status"] in ("ok", "current") for r in reports) else _exit_code(DeviceError())
+
+
+def _cmd_fleet(args) -> int:
+    from edge_sdk.tools import fleet
+
+    fleet.require_ansible()  # the same extra as the rollout: its absence is said before any host is read
+    reports = fleet.fleet_status(args.inventory, remote_dir=args.remote_dir)
+    if args.json:
+        _print_json(reports)
+    else:
+        sys.stdout.write(fleet.format_reports(reports))
+    return _exit_code(DeviceError()) if any("error" in r for r in reports) else 0
+
+
 def _cmd_deploy(args) -> int:
     from edge_sdk.tools import deploy as d
 
+    if args.inventory:
+        return _cmd_rollout(args)
+    if args.wave or args.max_fail != "0%":
+        raise UsageError("--wave and --max-fail go with --inventory FILE")
     conn = dict(identity=args.identity, accept_new_host_key=args.accept_new_host_key, remote_dir=args.remote_dir,
                 python=args.python, connect_timeout=args.connect_timeout)
     if args.ship_c_library and args.no_c_backend:
@@ -936,6 +988,7 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
                    help="keep a streaming model's recurrent state on the device: each state input/output pair "
                         "becomes a resource variable (zero at start; reset_all_variables() resets it)")
     p.add_argument("--json", action="store_true", help="print the conversion report as JSON")
+    _ray_flags(p, "calibration runs")
     p.set_defaults(func=_cmd_convert)
 
     p = sub.add_parser("evaluate", help="accuracy, calibration (ECE, NLL) and agreement with a float reference",
@@ -946,6 +999,7 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--plot", help="write a reliability-diagram PNG here")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    _ray_flags(p, "the model runs")
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("targets", help="list the device profiles (device_profiles/*.toml)")
@@ -1002,9 +1056,24 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
                         "ship it, even when the device has a compiler (default: only when it has none)")
     _input_shape_option(p)
     p.add_argument("--jobs", type=_positive, default=8, help="hosts deployed at once with --hosts (default 8)")
+    p.add_argument("--inventory", metavar="FILE",
+                   help="roll out through Ansible (pip install 'edge-sdk[fleet]'): an INI inventory; the shipped "
+                        "playbook deploys in --wave steps, health-checks each host and rolls a failed wave back")
+    p.add_argument("--wave", action="append", metavar="N|P%",
+                   help="with --inventory: hosts per wave, repeatable (--wave 1 --wave 10%% --wave 100%%; Ansible's "
+                        "serial; default one wave of 100%%)")
+    p.add_argument("--max-fail", default="0%", metavar="P%",
+                   help="with --inventory: the rollout stops when a wave's failed hosts pass this share (default 0%%)")
     p.add_argument("--connect-timeout", type=_seconds, default=T.SSH_CONNECT_TIMEOUT,
                    help=f"ssh ConnectTimeout in seconds (default {T.SSH_CONNECT_TIMEOUT:g})")
     p.set_defaults(func=_cmd_deploy)
+
+    p = sub.add_parser("fleet", help="what each host of an Ansible inventory runs (model sha256, runtime, health)")
+    p.add_argument("action", choices=["status"], help="status: read each host's manifest and last health check")
+    p.add_argument("--inventory", required=True, metavar="FILE", help="an Ansible INI inventory")
+    p.add_argument("--remote-dir", default="~/.edge-sdk", help="the folder on the hosts (default ~/.edge-sdk)")
+    p.add_argument("--json", action="store_true", help="print one report per host as JSON")
+    p.set_defaults(func=_cmd_fleet)
 
     p = sub.add_parser("bench", help="latency percentiles, per-op profile and memory, here or on a device over SSH")
     p.add_argument("model", help="path to a .tflite file")

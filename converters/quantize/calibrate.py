@@ -11,6 +11,7 @@ a seeded subsample of each tensor's values (at most ``MAX_VALUES`` kept)."""
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -205,16 +206,21 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
     reiter = isinstance(data, CalibrationData) and data.reiterable
     samples, held = [], []
     calibrated = n_held = 0
-    for k, sample in enumerate(data):
-        if holdout and k % 5 == 4 and n_held < holdout:
-            n_held += 1
-            if not reiter:
-                held.append(sample)
-            continue
+
+    def picked():  # the calibration samples, in order (the held-back ones set aside)
+        nonlocal n_held
+        for k, sample in enumerate(data):
+            if holdout and k % 5 == 4 and n_held < holdout:
+                n_held += 1
+                if not reiter:
+                    held.append(sample)
+                continue
+            yield sample
+
+    for sample, values in _runs(model, float_run, picked()):
         calibrated += 1
         if not reiter and len(samples) < (4 if holdout else MEASURE_SAMPLES):
             samples.append(sample)
-        values = float_run(sample)
         for j, t in enumerate(sg.inputs):
             if t in stats:
                 stats[t].add(np.asarray(sample[j]), keep)
@@ -241,6 +247,26 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
         for pct in dict.fromkeys((float(percentile), AUTO_PERCENTILE)):
             cal.error_ranges[f"percentile {pct:g}"] = clipped("percentile", pct)
     return cal
+
+
+def _shard_activations(run: Runner, samples: list) -> list[dict]:
+    """A Ray worker's share: each sample's activations (copies: they leave the worker), in order."""
+    return [{t: np.array(v) for t, v in run(sample).items()} for sample in samples]
+
+
+def _runs(model: Model, float_run: Runner, samples):
+    """(sample, its activations) in sample order: run here, or on the Ray pool the CLI opened (``edge convert
+    --ray``), whose shards come back in order, so the statistics folded from them are the single-process ones."""
+    from edge_sdk.tasks import scale_ray
+
+    pool = scale_ray.active()
+    if pool is None:
+        for sample in samples:
+            yield sample, float_run(sample)
+        return
+    for chunk, activations in pool.map(functools.partial(Runner, model), _shard_activations, samples,
+                                       "calibrating on Ray"):
+        yield from zip(chunk, activations)
 
 
 def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: int,

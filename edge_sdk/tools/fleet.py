@@ -1,0 +1,374 @@
+"""Fleet rollouts through Ansible: `edge deploy MODEL --inventory hosts.ini [--wave 1 --wave 10% --wave 100%]
+[--max-fail 5%]` and `edge fleet status --inventory hosts.ini`.
+
+Ansible drives the rollout: ansible-runner runs the playbook shipped in ``edge_sdk/device/fleet/rollout.yml`` (read
+it, copy it, extend it) over the standard INI inventory (groups, ``ansible_host`` / ``ansible_port`` /
+``ansible_user``). The waves are the play's ``serial``, the failure threshold its ``max_fail_percentage``. Each
+host's steps are this module's ``step`` commands, run on the controller by the playbook (``delegate_to:
+localhost``), so the transfer is `edge deploy`'s own (edge_sdk.tools.deploy: staging, sha256 check, atomic switch
+of model, manifest and runtime venv):
+
+1. ``snapshot``: what the host runs now (manifest, model file, venv link) is copied to ``REMOTE_DIR/rollback/``
+   on the host. A host that already runs this model and passed its health check on it is skipped (so a rollout
+   run again after an interruption resumes where it stopped).
+2. ``deploy``: ``edge_sdk.tools.deploy.deploy`` to that host.
+3. ``health``: on the host, its runtime loads the model and runs one inference on a fixed input; the outputs must
+   equal the ones this machine's interpreter gives (``HEALTH_ATOL``). The result is kept on the host in
+   ``REMOTE_DIR/health.json`` (read by `edge fleet status`).
+4. On a failure (deploy or health): ``rollback`` restores the snapshot and the host fails; the hosts of the same
+   wave that passed are rolled back too (the wave is undone as one), and Ansible stops the rollout when the wave's
+   failures pass ``max_fail_percentage``: later waves keep what they run.
+
+Each step writes the host's report to a results folder (JSON per host), which ``rollout`` returns as a list.
+Ansible is an optional extra (``pip install 'edge-sdk[fleet]'``): without it a UsageError names the line (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from edge_sdk import resources
+from edge_sdk.errors import DeviceError, EdgeError, UsageError
+from edge_sdk.tools import deploy as deploy_mod
+
+INSTALL = "pip install 'edge-sdk[fleet]'"
+PLAYBOOK_DIR = Path(__file__).resolve().parent.parent / "device" / "fleet"
+PLAYBOOK = PLAYBOOK_DIR / "rollout.yml"
+HEALTH_ATOL = 1e-5  # float outputs: the host's and the device's runtimes are the same code; int outputs: exact
+HEALTH_SEED = 0  # the health check's input: uniform [-1, 1) (float) or the integer range, seeded
+ROLLOUT_TIMEOUT_PER_HOST = 600  # seconds: a deploy installs a venv (~25 s on a quiet Pi, minutes on a slow one)
+
+
+def require_ansible():
+    try:
+        import ansible_runner
+    except ImportError:
+        raise UsageError(f"--inventory needs Ansible, which is not installed: {INSTALL}") from None
+    return ansible_runner
+
+
+def parse_waves(waves) -> list:
+    """``--wave`` values as Ansible's ``serial`` list: counts (``1``) and percentages (``10%``)."""
+    out = []
+    for w in waves or ():
+        text = str(w).strip()
+        number = text[:-1] if text.endswith("%") else text
+        if not number.isdigit() or int(number) < 1 or (text.endswith("%") and int(number) > 100):
+            raise UsageError(f"--wave {w}: give a host count (1, 5) or a percentage (10%, 100%)")
+        out.append(text if text.endswith("%") else int(text))
+    return out or ["100%"]
+
+
+def parse_percent(text: str, flag: str = "--max-fail") -> int:
+    number = str(text).strip().rstrip("%")
+    if not number.isdigit() or int(number) > 100:
+        raise UsageError(f"{flag} {text}: give a percentage from 0% to 100%")
+    return int(number)
+
+
+# --------------------------------------------------------------------------------------- the host's steps
+# argv: base -- copy manifest.json, the model it names and the venv link to base/rollback/ (temp + rename).
+_SNAPSHOT = r"""
+import json, os, shutil, sys
+base = os.path.abspath(os.path.expanduser(sys.argv[1]))
+snap, tmp = os.path.join(base, "rollback"), os.path.join(base, ".rollback.part")
+shutil.rmtree(tmp, ignore_errors=True); os.makedirs(tmp)
+state = {"manifest": None, "model": None, "venv": None}
+try:
+    with open(os.path.join(base, "manifest.json")) as f: state["manifest"] = json.load(f)
+    shutil.copy2(os.path.join(base, "manifest.json"), os.path.join(tmp, "manifest.json"))
+    model = state["manifest"]["model"]["path"]
+    shutil.copy2(model, os.path.join(tmp, "model")); state["model"] = model
+except (OSError, KeyError, ValueError): pass
+link = os.path.join(base, "venv")
+if os.path.islink(link): state["venv"] = os.readlink(link)
+with open(os.path.join(tmp, "state.json"), "w") as f: json.dump(state, f)
+shutil.rmtree(snap, ignore_errors=True); os.replace(tmp, snap)
+try:
+    with open(os.path.join(base, "health.json")) as f: health = json.load(f)
+except (OSError, ValueError): health = None
+print(json.dumps({"manifest": state["manifest"], "health": health}))
+"""
+
+# argv: base -- put back what the snapshot holds (each file via a temporary name and a rename: atomic).
+_ROLLBACK = r"""
+import json, os, shutil, sys
+base = os.path.abspath(os.path.expanduser(sys.argv[1]))
+snap = os.path.join(base, "rollback")
+with open(os.path.join(snap, "state.json")) as f: state = json.load(f)
+def put(src, dst):
+    tmp = os.path.join(os.path.dirname(dst), "." + os.path.basename(dst) + ".part")
+    shutil.copy2(src, tmp); os.replace(tmp, dst)
+if state["model"]:
+    put(os.path.join(snap, "model"), state["model"])
+if state["venv"]:
+    tmp = os.path.join(base, ".venv.link.part")
+    if os.path.lexists(tmp): os.unlink(tmp)
+    os.symlink(state["venv"], tmp); os.replace(tmp, os.path.join(base, "venv"))
+if state["manifest"] is not None:
+    put(os.path.join(snap, "manifest.json"), os.path.join(base, "manifest.json"))
+else:
+    for name in ("manifest.json",):
+        if os.path.exists(os.path.join(base, name)): os.unlink(os.path.join(base, name))
+print(json.dumps(state["manifest"]))
+"""
+
+# argv: base, model path, input json -- run the model once in the host's runtime; record health.json.
+_HEALTH = r"""
+import json, os, sys, time
+import numpy as np
+base, model, spec = os.path.abspath(os.path.expanduser(sys.argv[1])), sys.argv[2], json.loads(sys.argv[3])
+from edge_sdk import Interpreter
+it = Interpreter(model_path=model); it.allocate_tensors()
+for d, x in zip(it.get_input_details(), spec["inputs"]):
+    it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]).reshape(d["shape"]))
+it.invoke()
+print(json.dumps([it.get_tensor(d["index"]).astype(np.float64).reshape(-1).tolist() for d in it.get_output_details()]))
+"""
+
+_RECORD = r"""
+import json, os, sys
+base = os.path.abspath(os.path.expanduser(sys.argv[1]))
+tmp = os.path.join(base, ".health.json.part")
+with open(tmp, "w") as f: f.write(sys.argv[2]); f.flush(); os.fsync(f.fileno())
+os.replace(tmp, os.path.join(base, "health.json"))
+"""
+
+
+def health_inputs(model: Path) -> tuple[list, list]:
+    """The health check's fixed inputs (seeded) and the outputs this machine's interpreter gives for them."""
+    from edge_sdk import Interpreter
+
+    it = Interpreter(model_path=str(model))
+    it.allocate_tensors()
+    rng = np.random.default_rng(HEALTH_SEED)
+    inputs = []
+    for d in it.get_input_details():
+        shape, dtype = tuple(int(s) for s in d["shape"]), np.dtype(d["dtype"])
+        if np.issubdtype(dtype, np.integer):
+            info = np.iinfo(dtype)
+            x = rng.integers(max(info.min, -128), min(info.max, 127) + 1, shape).astype(dtype)
+        else:
+            x = rng.uniform(-1, 1, shape).astype(dtype)
+        it.set_tensor(d["index"], x)
+        inputs.append(x.reshape(-1).tolist())
+    it.invoke()
+    outputs = [it.get_tensor(d["index"]).astype(np.float64).reshape(-1).tolist() for d in it.get_output_details()]
+    return inputs, outputs
+
+
+def _ansible_env() -> dict:
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(resources.CHECKOUT_ROOT), os.environ.get("PYTHONPATH")])),
+            "ANSIBLE_LOCALHOST_WARNING": "False", "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+            "ANSIBLE_HOST_KEY_CHECKING": "True", "ANSIBLE_NOCOLOR": "1",
+            # ansible-playbook sits beside this Python (a venv not activated is not on PATH)
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+
+
+def inventory_hosts(inventory) -> list:
+    """The inventory's hosts as Ansible reads it (groups, ``[group:vars]``, ranges), in the file's order, each an
+    SSHTarget named by its inventory name (``ansible_host`` / ``ansible_port`` / ``ansible_user`` applied)."""
+    from edge_sdk.device.ssh import SSHTarget
+
+    runner = require_ansible()
+    # ansible-runner looks ansible-inventory up on this process's PATH: the venv's bin/ put first for the call
+    saved = os.environ.get("PATH")
+    os.environ["PATH"] = _ansible_env()["PATH"]
+    try:
+        out, err = runner.get_inventory(action="list", inventories=[str(inventory)], response_format="json",
+                                        quiet=True)
+    finally:
+        if saved is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = saved
+    if not isinstance(out, dict):
+        raise DeviceError(f"{inventory}: Ansible cannot read it: {str(err or out).strip().splitlines()[-1:]}")
+    targets = []
+    for name, hv in (out.get("_meta", {}).get("hostvars") or {}).items():
+        host, user, port = str(hv.get("ansible_host", name)), hv.get("ansible_user"), hv.get("ansible_port")
+        spec = f"{user + '@' if user else ''}{'[' + host + ']' if ':' in host and port else host}"
+        targets.append(SSHTarget.parse(spec + (f":{port}" if port else ""), name=name))
+    if not targets:
+        raise DeviceError(f"{inventory}: no hosts in the inventory")
+    return targets
+
+
+def _target(inventory: Path, name: str):
+    for t in inventory_hosts(inventory):
+        if t.name == name:
+            return t
+    raise DeviceError(f"{inventory}: no host {name!r}")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_report(results: Path, name: str, report: dict) -> None:
+    path = results / f"{name}.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    tmp = path.with_suffix(".part")
+    tmp.write_text(json.dumps({**old, **report, "host": name}))
+    os.replace(tmp, path)
+
+
+def step(argv: list[str]) -> int:
+    """One host's step, run by the playbook on the controller (see the module docstring)."""
+    p = argparse.ArgumentParser(prog="python -m edge_sdk.tools.fleet")
+    p.add_argument("step", choices=["snapshot", "deploy", "health", "rollback"])
+    p.add_argument("--inventory", required=True)
+    p.add_argument("--host", required=True, help="the host's inventory name")
+    p.add_argument("--model", required=True)
+    p.add_argument("--results", required=True)
+    p.add_argument("--remote-dir", default=deploy_mod.REMOTE_DIR)
+    p.add_argument("--wheel")
+    p.add_argument("--build-c", action="store_true")
+    a = p.parse_args(argv)
+    results, model = Path(a.results), Path(a.model)
+    try:
+        target = _target(Path(a.inventory), a.host)
+        conn = deploy_mod.connection_for(target)
+        if a.step == "deploy":
+            r = deploy_mod.deploy(model, target, remote_dir=a.remote_dir, wheel=a.wheel, build_c=a.build_c)
+            _write_report(results, a.host, {"deployed": r.ok, "runtime": (r.manifest or {}).get("edge_sdk_version"),
+                                            "seconds": round(r.seconds, 3)})
+            return 0
+        with conn.session():
+            if a.step == "snapshot":
+                out = conn.run_python(_SNAPSHOT, a.remote_dir, what="keeping what the host runs (rollback)").stdout
+                before = json.loads(out)
+                sha = ((before["manifest"] or {}).get("model") or {}).get("sha256")
+                health = before["health"] or {}
+                current = sha == _sha256(model) and health.get("ok") and health.get("sha256") == sha
+                _write_report(results, a.host, {"before": sha, "status": "current" if current else "pending",
+                                                "model": _sha256(model)})
+                print("current" if current else "pending")
+                return 0
+            if a.step == "rollback":
+                out = conn.run_python(_ROLLBACK, a.remote_dir, what="rolling back").stdout
+                restored = ((json.loads(out) or {}).get("model") or {}).get("sha256")
+                _write_report(results, a.host, {"status": "rolled back", "rolled_back_to": restored})
+                return 0
+            # health
+            inputs, expected = health_inputs(model)
+            base, manifest = deploy_mod.parse_json(conn.run_python(
+                "import json,os,sys; b = os.path.abspath(os.path.expanduser(sys.argv[1])); "
+                "print(json.dumps([b, json.load(open(b + '/manifest.json'))]))",
+                a.remote_dir, what="reading the manifest").stdout, "manifest", a.host)
+            python = f"{base}/venv/bin/python"  # the runtime the deploy switched to
+            out = conn.run_python(_HEALTH, a.remote_dir, manifest["model"]["path"], json.dumps({"inputs": inputs}),
+                                  python=python, what="health check", check=False)
+            got = None
+            if out.returncode == 0:
+                try:
+                    got = json.loads(out.stdout)
+                except ValueError:
+                    got = None
+            ok = got is not None and len(got) == len(expected) and all(
+                len(g) == len(e) and np.allclose(g, e, rtol=0, atol=HEALTH_ATOL) for g, e in zip(got, expected))
+            why = None if ok else (f"the model's outputs on the host differ from this machine's"
+                                   if got is not None else f"the model did not run: {out.stderr.strip()[-200:]}")
+            record = {"ok": ok, "sha256": manifest["model"]["sha256"], "time": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                             time.gmtime()),
+                      "error": why}
+            conn.run_python(_RECORD, a.remote_dir, json.dumps(record), what="recording the health check")
+            _write_report(results, a.host, {"health": record, "status": "ok" if ok else "unhealthy"})
+            if not ok:
+                sys.stderr.write(f"{a.host}: health check failed: {why}\n")
+                return 1
+            return 0
+    except (EdgeError, OSError) as exc:
+        _write_report(results, a.host, {"status": "failed", "error": str(exc).splitlines()[0]})
+        sys.stderr.write(f"{a.host}: {a.step}: {exc}\n")
+        return 1
+
+
+# --------------------------------------------------------------------------------------- the rollout
+def rollout(model, inventory, *, waves=(), max_fail: str = "0%", remote_dir: str = deploy_mod.REMOTE_DIR,
+            wheel=None, build_c: bool = False, playbook: str | Path | None = None) -> list[dict]:
+    """Roll ``model`` out to the inventory's hosts in waves with ansible-runner; one report per host, in inventory
+    order (``status``: "ok", "current" (already ran it), "rolled back", "unhealthy", "failed", "not reached")."""
+    runner = require_ansible()
+    model, inventory = Path(model).resolve(), Path(inventory).resolve()
+    if not model.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(model))
+    if not inventory.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(inventory))
+    hosts = inventory_hosts(inventory)
+    serial, threshold = parse_waves(waves), parse_percent(max_fail)
+    if wheel is None:  # built once here, not once per host
+        wheel = deploy_mod.build_wheel()
+    with tempfile.TemporaryDirectory(prefix="edge-fleet-") as work:
+        results = Path(work) / "results"
+        results.mkdir()
+        (Path(work) / "runner").mkdir()
+        extravars = {"edge_model": str(model), "edge_inventory": str(inventory), "edge_results": str(results),
+                     "edge_remote_dir": remote_dir, "edge_wheel": str(wheel), "edge_build_c": bool(build_c),
+                     "edge_python": sys.executable, "edge_waves": serial, "edge_max_fail": threshold}
+        env = _ansible_env()
+        r = runner.run(private_data_dir=str(Path(work) / "runner"), playbook=str(playbook or PLAYBOOK),
+                       inventory=str(inventory), extravars=extravars, envvars=env, quiet=True,
+                       timeout=ROLLOUT_TIMEOUT_PER_HOST * len(hosts))
+        reports = []
+        for t in hosts:
+            path = results / f"{t.name or t.label}.json"
+            rep = json.loads(path.read_text()) if path.exists() else {"host": t.name or t.label}
+            rep.setdefault("status", "not reached")
+            reports.append(rep)
+        if r.status not in ("successful", "failed") or not any(results.iterdir()):
+            # Ansible stopped before any host's step ran (a playbook / inventory error): its own words
+            text = r.stdout.read() if r.stdout else ""
+            cause = next((line for line in reversed(text.splitlines()) if "ERROR" in line or "fatal" in line),
+                         text.strip().splitlines()[-1] if text.strip() else "")
+            raise DeviceError(f"{inventory}: the rollout's Ansible run ended {r.status} (rc {r.rc}): {cause[:400]}")
+        return reports
+
+
+def fleet_status(inventory, *, remote_dir: str = deploy_mod.REMOTE_DIR) -> list[dict]:
+    """What each host runs: model sha256, runtime version, whether they check out, the last health check."""
+    reports = []
+    for t in inventory_hosts(Path(inventory)):
+        rep = {"host": t.name or t.label}
+        try:
+            m = deploy_mod.status(t, remote_dir=remote_dir)
+            conn = deploy_mod.connection_for(t)
+            with conn.session():
+                out = conn.run_python("import json,os,sys\ntry: print(json.dumps(json.load(open(os.path.expanduser("
+                                      "sys.argv[1])+'/health.json'))))\nexcept (OSError, ValueError): print('null')",
+                                      remote_dir,
+                                      what="reading the last health check").stdout
+            rep.update({"model_sha256": ((m or {}).get("model") or {}).get("sha256"),
+                        "model": ((m or {}).get("model") or {}).get("name"),
+                        "runtime": (m or {}).get("edge_sdk_version"), "model_ok": (m or {}).get("model_ok"),
+                        "runtime_ok": (m or {}).get("runtime_ok"), "health": json.loads(out)})
+        except (EdgeError, OSError, ValueError) as exc:
+            rep["error"] = str(exc).splitlines()[0]
+        reports.append(rep)
+    return reports
+
+
+def format_reports(reports: list[dict]) -> str:
+    lines = []
+    for r in reports:
+        sha = (r.get("model_sha256") or r.get("model") or "")[:12]
+        health = r.get("health") or {}
+        state = r.get("status") or ("error" if r.get("error") else "")
+        lines.append(f"{r['host']:<16} {state:<12} model {sha or '-':<12} runtime {r.get('runtime') or '-':<10} "
+                     f"health {'ok' if health.get('ok') else ('FAILED' if health else '-')}"
+                     + (f"  {r['error']}" if r.get("error") else ""))
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(step(sys.argv[1:]))

@@ -1,0 +1,135 @@
+"""`--ray`: evaluation and calibration on a local Ray cluster of 2 workers give exactly the single-process results
+(outputs, metrics, calibration statistics, the converted model's bytes); a worker that dies is restarted by Ray and
+its shard run again, no sample lost or counted twice; without Ray installed the flag exits 2 naming the install
+line. One Ray cluster for the module (ray.init takes seconds), shut down at its end (no Ray process left)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from converters import convert
+from converters import evaluate as ev
+from converters.quantize.calibrate import calibrate
+from edge_sdk.cli import main
+from edge_sdk.model import read_model
+from edge_sdk.tasks import scale_ray
+from tests.test_evaluate import _data, _fc_model
+from tests.test_quantize_streaming import SIZE, small_cnn
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'edge-sdk[ray]')")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray of 2 CPUs and a pool of 2 workers on it (their processes start once for the module)."""
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        pool = scale_ray.start(workers=2)
+        yield pool
+        pool.close()
+    finally:
+        ray.shutdown()
+
+
+def test_evaluation_on_ray_equals_one_process(ray_cluster, tmp_path):
+    fpath = _fc_model(tmp_path)
+    qpath = _fc_model(tmp_path, quantized=True)
+    data, x, _ = _data(tmp_path)  # 40 samples: shards of 16, 16, 8 over 2 workers
+    here = ev.evaluate(qpath, data, reference=fpath)
+    outputs_here = ev.predict(qpath, x)
+    with ray_cluster.activate():
+        on_ray = ev.evaluate(qpath, data, reference=fpath)
+        r = ev.runner(qpath)
+        outputs_ray = ev.run_rows(qpath, r, ev.fit_samples(x, r.input_shape))
+    assert np.array_equal(outputs_ray, outputs_here)
+    assert on_ray == here
+
+
+def test_cli_evaluate_ray_json_equals_one_process(ray_cluster, tmp_path, capsys):
+    fpath = _fc_model(tmp_path)
+    data, _, _ = _data(tmp_path)
+    assert main(["evaluate", str(fpath), "--data", str(data), "--json"]) == 0
+    here = json.loads(capsys.readouterr().out)
+    with ray_cluster.activate():  # --ray inside an active pool's block uses that pool
+        calls = ray_cluster.calls
+        assert main(["evaluate", str(fpath), "--data", str(data), "--json", "--ray", "--ray-workers", "2"]) == 0
+        assert ray_cluster.calls == calls + 1  # the model ran on Ray
+    assert json.loads(capsys.readouterr().out) == here
+    assert ray.is_initialized()  # the test's cluster was used, not shut down
+
+
+@pytest.mark.parametrize("method", ["minmax", "percentile", "mse"])
+def test_calibration_statistics_on_ray_equal_one_process(ray_cluster, method):
+    model = read_model(small_cnn())
+    samples = np.random.default_rng(1).standard_normal((37, 1, SIZE, SIZE, 3)).astype(np.float32)
+
+    def stats():
+        cal = calibrate(model, samples, "INT8", method, 99.0, None, seed=0, holdout=4)
+        return cal, {t: (s.min, s.max, s.values(), s.rate) for t, s in cal.stats.items()}
+
+    cal_here, here = stats()
+    with ray_cluster.activate():
+        cal_ray, on_ray = stats()
+    assert (cal_ray.samples, cal_ray.held_back) == (cal_here.samples, cal_here.held_back) == (33, 4)
+    assert cal_ray.ranges == cal_here.ranges
+    assert here.keys() == on_ray.keys()
+    for t in here:
+        lo, hi, values, rate = here[t]
+        assert (on_ray[t][0], on_ray[t][1], on_ray[t][3]) == (lo, hi, rate)
+        assert np.array_equal(on_ray[t][2], values)  # the seeded subsample: the same values in the same order
+
+
+def test_cli_convert_ray_writes_the_same_model(ray_cluster, tmp_path):
+    src = tmp_path / "cnn.tflite"
+    src.write_bytes(small_cnn())
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(2).standard_normal((20, 1, SIZE, SIZE, 3)).astype(np.float32))
+    here, on_ray = tmp_path / "here.tflite", tmp_path / "ray.tflite"
+    args = ["convert", str(src), "--calib", str(calib), "--calib-method", "percentile", "--json"]
+    assert main(args + ["-o", str(here)]) == 0
+    with ray_cluster.activate():
+        calls = ray_cluster.calls
+        assert main(args + ["-o", str(on_ray), "--ray"]) == 0
+        assert ray_cluster.calls > calls  # calibration ran on Ray
+    assert on_ray.read_bytes() == here.read_bytes()
+
+
+def _square_or_die(marker: str, rows: list) -> list:
+    """A shard's work that kills its worker process the first time it sees shard value 20 (once: the marker file)."""
+    if 20 in rows and not os.path.exists(marker):
+        Path(marker).write_text("died")
+        os._exit(1)
+    return [r * r for r in rows]
+
+
+def _marker(path):
+    return path
+
+
+def test_a_dead_worker_is_retried_without_losing_or_repeating_samples(ray_cluster, tmp_path):
+    import functools
+
+    marker = str(tmp_path / "died-once")
+    with ray_cluster.activate() as pool:
+        out = list(pool.map(functools.partial(_marker, marker), _square_or_die, range(50), "squares", total=50,
+                            shard=8))
+    assert Path(marker).exists()  # a worker did die
+    assert [x for chunk, _ in out for x in chunk] == list(range(50))
+    assert [y for _, result in out for y in result] == [x * x for x in range(50)]
+
+
+def test_without_ray_the_flag_exits_2_with_the_install_line(tmp_path, capsys, monkeypatch):
+    fpath = _fc_model(tmp_path)
+    data, _, _ = _data(tmp_path)
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    assert main(["evaluate", str(fpath), "--data", str(data), "--ray"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'edge-sdk[ray]'" in err and "Traceback" not in err
+    assert main(["convert", str(fpath), "--calib", str(data), "--ray", "-o", str(tmp_path / "o.tflite")]) == 2
+    assert "pip install 'edge-sdk[ray]'" in capsys.readouterr().err
