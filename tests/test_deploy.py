@@ -140,9 +140,11 @@ def test_deploy_status_redeploy(lab, tmp_path):
     wheel = build_wheel()
     first = deploy(model, "pi1", build_c=False, wheel=wheel)
     model2 = tiny_model(tmp_path / "model.tflite", scale=10.0)
+    venv_dir = Path(first.manifest["runtime"]["venv_dir"])
+    built = (venv_dir / "pyvenv.cfg").stat().st_mtime_ns
     result = deploy(model2, "pi1", build_c=False, wheel=wheel)
-    assert result.ok and result.manifest["runtime"]["venv_dir"] == first.manifest["runtime"]["venv_dir"]
-    assert result.seconds < first.seconds or result.seconds < 3
+    assert result.ok and result.manifest["runtime"]["venv_dir"] == str(venv_dir)
+    assert (venv_dir / "pyvenv.cfg").stat().st_mtime_ns == built  # reused, not built again (no timing: CI is loaded)
     assert json.loads((base / "manifest.json").read_text())["model"]["sha256"] == sha(model2)
     np.testing.assert_allclose(run_on_device(lab, d, str(base / "models" / "model.tflite"), x), x + 10 * np.arange(4))
 
