@@ -1037,21 +1037,11 @@ def qemu_instructions(paths) -> None:
 # zoo, the keyword-spotting stand-ins) ours stand alone, per op type in instructions per MAC beside CMSIS-NN's
 # published inner-loop figure for 1x1 convolutions and FULLY_CONNECTED (~1.25 instructions per MAC: 2x2 SMLAD
 # blocks), which is an inner loop, not a whole-op count.
-MCU_ANCHORS = {  # model file: TFLM + CMSIS-NN, TFLM reference kernels (instructions per invoke), TFLM's arena bytes
-    "person_detect.tflite": {"cmsis": 22_928_458, "reference": 95_685_099, "tflm_arena": 82_308},
-    "micro_speech_quantized.tflite": {"cmsis": 1_495_337, "reference": 9_311_234, "tflm_arena": 6_836},
-    "mobilenet_v2_quantized_1x3x224x224.tflite": {"cmsis": 798_477_402, "reference": 3_536_342_485,
-                                                  "tflm_arena": 2_600_596},
-}
-# per op type, edge / CMSIS-NN as the issue measured it (2026-12-02, edge's kernels of that day): the op types where
-# CMSIS-NN led, and where we did; and CMSIS-NN's own instructions on person_detect's first two depthwise nodes
-MCU_ANCHOR_OP_RATIOS = {
-    "person_detect.tflite": {"DEPTHWISE_CONV_2D": 1.82, "CONV_2D": 0.86, "FULLY_CONNECTED": 0.93},
-    "micro_speech_quantized.tflite": {"DEPTHWISE_CONV_2D": 3.89},
-    "mobilenet_v2_quantized_1x3x224x224.tflite": {"PAD": 5.71, "TRANSPOSE": 3.76, "DEPTHWISE_CONV_2D": 0.51,
-                                                  "CONV_2D": 0.86, "ADD": 0.73, "MEAN": 0.27},
-}
-MCU_ANCHOR_NODES = {"person_detect.tflite": {0: 1_870_000, 1: 1_470_000}}  # CMSIS-NN, instructions (NOTES.md)
+# TFLM + CMSIS-NN on the same board, measured by the issue (a peer's figures: data, in mcu_anchors.json)
+_ANCHORS = json.loads((Path(__file__).with_name("mcu_anchors.json")).read_text())
+MCU_ANCHORS = _ANCHORS["models"]  # model file: {"cmsis", "reference": instructions per invoke, "tflm_arena": bytes}
+MCU_ANCHOR_OP_RATIOS = _ANCHORS["op_ratios"]  # model file: {op type: edge / CMSIS-NN that day}
+MCU_ANCHOR_NODES = {m: {int(k): v for k, v in n.items()} for m, n in _ANCHORS["nodes"].items()}  # CMSIS-NN
 CMSIS_NN_INNER_LOOP = 1.25  # instructions per MAC, 1x1 conv / FC inner loop (published; the issue's figure)
 MCU_TARGET = "qemu-mps2-an386"
 

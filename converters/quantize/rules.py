@@ -481,11 +481,35 @@ def _values_op(g: QuantGraph, i: int, op: Operator, oact: str, values: list[int]
 
 
 def calls(g: QuantGraph, i: int, op: Operator, oact: str) -> None:
-    """"calls": IF / WHILE pass their values in and out at the scales shared with their subgraphs
-    (``converters.quantize.subgraphs``, which builds the subgraphs)."""
-    from converters.quantize.subgraphs import call_rule
+    """IF / WHILE in the integer graph: every float value it passes in or out in ``oact`` at the quantization of
+    the shared range (``subgraphs.unify`` gave caller and callee tensors one), requantized where the caller's copy has
+    another; conditions, counters and indices as they are. Its subgraphs are built by ``subgraphs.attach``."""
+    ins = []
+    for t in op.inputs:
+        if t < 0 or not is_float(g.src, t):
+            ins.append(t if t < 0 else g.non_float(t))
+        elif is_const(g.src, t):
+            ins.append(g.const(t, shared_quant(g, t, oact), oact))
+        else:
+            ins.append(g.get_q(t, shared_quant(g, t, oact), oact))
+    outs = []
+    for t in op.outputs:
+        if is_float(g.src, t):
+            n = g.add_tensor(g.sg.tensors[t], oact, shared_quant(g, t, oact))
+            if oact == g.act:
+                g.qt[t] = n
+            else:
+                g.qx[(t, oact)] = n
+        else:
+            n = g.qt[t] = g.ft[t] = g.copy_tensor(t)
+        outs.append(n)
+    g.add_like(i, op, ins, outs, g.src.op_version(op))
 
-    call_rule(g, i, op, oact)
+
+def shared_quant(g: QuantGraph, t: int, act: str):
+    """The quantization of the one range ``t`` shares with the subgraphs it crosses into, in ``act``."""
+    lo, hi = g.ranges.get(t, (0.0, 0.0))
+    return g.quant(*affine(lo, hi, *limits(act), act == "INT16"))
 
 
 RULES = {"same": same_as_input, "shared": shared, "own": own, "fixed": fixed, "index": index, "logical": index,

@@ -35,7 +35,7 @@ import math
 import numpy as np
 
 from converters.quantize.builder import QuantGraph, is_const, is_float
-from converters.quantize.rules import rule_of, unquantizable
+from converters.quantize.rules import rule_of, shared_quant, unquantizable
 from converters.quantize.scales import affine, limits
 from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.model.types import Model
@@ -258,37 +258,6 @@ def unify(model: Model, main_sets: list[dict], sub: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ the rule
-def call_rule(g: QuantGraph, i: int, op, oact: str) -> None:
-    """IF / WHILE in the integer graph: every float value it passes in or out in ``oact`` at the quantization of
-    the shared range (``unify`` gave caller and callee tensors one), requantized where the caller's copy has
-    another; conditions, counters and indices as they are. Its subgraphs are built by ``attach``."""
-    ins = []
-    for t in op.inputs:
-        if t < 0 or not is_float(g.src, t):
-            ins.append(t if t < 0 else g.non_float(t))
-        elif is_const(g.src, t):
-            ins.append(g.const(t, _shared_quant(g, t, oact), oact))
-        else:
-            ins.append(g.get_q(t, _shared_quant(g, t, oact), oact))
-    outs = []
-    for t in op.outputs:
-        if is_float(g.src, t):
-            n = g.add_tensor(g.sg.tensors[t], oact, _shared_quant(g, t, oact))
-            if oact == g.act:
-                g.qt[t] = n
-            else:
-                g.qx[(t, oact)] = n
-        else:
-            n = g.qt[t] = g.ft[t] = g.copy_tensor(t)
-        outs.append(n)
-    g.add_like(i, op, ins, outs, g.src.op_version(op))
-
-
-def _shared_quant(g: QuantGraph, t: int, act: str):
-    lo, hi = g.ranges.get(t, (0.0, 0.0))
-    return g.quant(*affine(lo, hi, *limits(act), act == "INT16"))
-
-
 # ------------------------------------------------------------------------------------------------ the subgraphs
 class Plan:
     """What ``attach`` needs to build the subgraphs of every candidate main graph the guard tries."""
@@ -383,7 +352,7 @@ def _graph_of(plan: Plan, s: int, act: str, with_io: bool = False):
         if act == "FLOAT32" or not is_float(view, t):
             outputs.append(g.model_output(t, "float32"))
         else:
-            outputs.append(g.get_q(t, _shared_quant(g, t, act), act))
+            outputs.append(g.get_q(t, shared_quant(g, t, act), act))
     return (g, inputs, outputs) if with_io else g
 
 
@@ -440,5 +409,5 @@ def _merge(main: Model, subs: list[Model]) -> Model:
     return main
 
 
-__all__ = ["Plan", "attach", "calibrate_subgraphs", "call_rule", "calls", "check_calls", "check_subgraph_ops",
+__all__ = ["Plan", "attach", "calibrate_subgraphs", "calls", "check_calls", "check_subgraph_ops",
            "has_control_flow", "unify"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -206,3 +207,22 @@ def compile_objects(compiler: str, flags: tuple[str, ...], sources: list[Path], 
                      for s, o in zip(sources, outs)]:
             done.result()
     return outs
+
+
+def shared_kernel_files(files) -> list[str]:
+    """The src/kernels/ files that register no op (code kernel files share: hybrid.c, LiteRT's hybrid kernels)
+    which the kernel ``files`` call into: a shared file's external functions (a line-start definition of an
+    ``edge_`` name) named in one of them."""
+    from edge_sdk.runtime import op_table
+
+    folder = FIRMWARE / "src" / "kernels"
+    registered = {r["file"] for r in op_table.gen_ops_module().scan()}
+    texts = [(folder / f).read_text() for f in files]
+    needed = []
+    for path in sorted(folder.glob("*.c")):
+        if path.name in registered:
+            continue
+        names = re.findall(r"^(?!static)[A-Za-z_][\w \t*]*?\b(edge_\w+)\s*\(", path.read_text(), re.M)
+        if any(re.search(rf"\b{n}\b", t) for n in names for t in texts):
+            needed.append(path.name)
+    return needed

@@ -384,8 +384,8 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
 
 
 def _with_shared(files: list[str]) -> list[str]:
-    """Kernel files with the shared ones they call into (tools.flash.shared_kernel_files: hybrid.c)."""
-    from edge_sdk.tools.flash import shared_kernel_files
+    """Kernel files with the shared ones they call into (c_build.shared_kernel_files: hybrid.c)."""
+    from edge_sdk.runtime.c_build import shared_kernel_files
 
     return sorted({*files, *shared_kernel_files(files)})
 

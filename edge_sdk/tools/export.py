@@ -41,6 +41,7 @@ from pathlib import Path
 from edge_sdk import log
 from edge_sdk.errors import DeviceError, EdgeError, ModelError
 from edge_sdk.model.types import tensor_nbytes
+from edge_sdk.runtime import op_table
 from edge_sdk.targets.check import DSP_CPUS  # the arena measure emulates their DSP paths, as edge check does
 from edge_sdk.targets.registry import BOARD_LIST
 from edge_sdk.tools import flash as _flash
@@ -853,7 +854,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
     sha = hashlib.sha256(data).hexdigest()
     kernels = _flash.kernel_files(model)  # UnsupportedOpError: an op the C runtime has no kernel for
     t = _Target(profile)
-    gen_ops = _flash.gen_ops_module()
+    gen_ops = op_table.gen_ops_module()
     defs = gen_ops.type_defines([str(model_path)])
     sg0 = model.subgraphs[0]
     inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)

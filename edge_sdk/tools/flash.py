@@ -42,6 +42,8 @@ from pathlib import Path
 from edge_sdk import log, resources
 from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, qemu_tcp_port, start_qemu, verify_board
 from edge_sdk.model.types import tensor_nbytes
+from edge_sdk.runtime import op_table
+from edge_sdk.runtime.c_build import shared_kernel_files
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import ARM_PACKAGES, BOARD_LIST, FIRMWARE_FLASH_METHODS, INSTALL_HINTS
 from edge_sdk.errors import ArenaTooSmallError, BuildError, DeviceError, ModelError, UnsupportedOpError
@@ -133,34 +135,6 @@ def model_c_source(data: bytes, name: str = "app_model", section: str | None = "
         lines.append("    " + ", ".join(hexes[i:i + 16]) + ",")
     lines += ["};", f"const uint32_t {name}_len = {len(data)}u;", ""]
     return "\n".join(lines)
-
-
-def gen_ops_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("edge_gen_ops", GEN_OPS)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def shared_kernel_files(files) -> list[str]:
-    """The src/kernels/ files that register no op (code kernel files share: hybrid.c, LiteRT's hybrid kernels)
-    which the kernel ``files`` call into: a shared file's external functions (a line-start definition of an
-    ``edge_`` name) named in one of them."""
-    import re
-
-    folder = FIRMWARE / "src" / "kernels"
-    registered = {r["file"] for r in gen_ops_module().scan()}
-    texts = [(folder / f).read_text() for f in files]
-    needed = []
-    for path in sorted(folder.glob("*.c")):
-        if path.name in registered:
-            continue
-        names = re.findall(r"^(?!static)[A-Za-z_][\w \t*]*?\b(edge_\w+)\s*\(", path.read_text(), re.M)
-        if any(re.search(rf"\b{n}\b", t) for n in names for t in texts):
-            needed.append(path.name)
-    return needed
 
 
 def kernel_files(model) -> list[str]:
@@ -307,7 +281,7 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     if proc.returncode != 0:
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
     # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...): smaller firmware
-    type_defs = gen_ops_module().type_defines([str(model_path)])
+    type_defs = op_table.gen_ops_module().type_defines([str(model_path)])
     if patch is None:  # no patch stage: its code compiled out (edge_init_patch refuses plans then)
         type_defs = [*type_defs, "-DEDGE_WITH_PATCH=0"]
     return {"kernels": files, "arena_bytes": arena, "memory": plan, "memory_request": memory,

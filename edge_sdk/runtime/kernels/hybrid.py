@@ -3,7 +3,7 @@
 A dynamic-range model (TFLiteConverter with Optimize.DEFAULT and no representative dataset; ``edge convert
 --quantize dynamic``) keeps float activations and stores the weights of FULLY_CONNECTED, CONV_2D,
 DEPTHWISE_CONV_2D, BATCH_MATMUL and SVDF as int8 with float scales. LiteRT's hybrid kernels quantize the float
-input on the fly, one scale (and, asymmetric, one zero point) per batch row (``sequence.batch_quantize_floats``,
+input on the fly, one scale (and, asymmetric, one zero point) per batch row (``quant.batch_quantize_floats``,
 LiteRT's BatchQuantizeFloats), take the exact int32 product with the int8 weights, and scale it back to float:
 
 * FULLY_CONNECTED (fully_connected.cc EvalHybridDense): rows of the input (B, depth) quantized symmetric, or
@@ -36,7 +36,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.runtime.kernels.quant import clip_into, float_clamp
-from edge_sdk.runtime.kernels.sequence import batch_quantize_floats, float_activation
+from edge_sdk.runtime.kernels.quant import batch_quantize_floats, float_activation
 
 _F32 = np.float32
 WEIGHT_TYPES = ("INT8", "UINT8")  # LiteRT's hybrid weight types (INT4 hybrid is LiteRT's 4-bit path: not here)

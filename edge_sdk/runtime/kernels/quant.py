@@ -261,3 +261,60 @@ def float_clamp(activation: str) -> tuple[np.float32, np.float32] | None:
         return None
     lo, hi = activation_range_float(activation)
     return np.float32(lo), np.float32(hi)
+
+
+def float_activation(node, name: str):
+    """A float fused activation by its options name, as a function of float32 arrays (None for NONE); ``node``
+    names an unknown one."""
+    if name in (None, "NONE"):
+        return None
+    if name == "RELU":
+        return lambda v: np.maximum(v, np.float32(0))
+    if name == "RELU_N1_TO_1":
+        return lambda v: np.clip(v, np.float32(-1), np.float32(1))
+    if name == "RELU6":
+        return lambda v: np.clip(v, np.float32(0), np.float32(6))
+    if name == "TANH":
+        return np.tanh
+    if name == "SIGN_BIT":
+        return lambda v: np.signbit(v).astype(np.float32)
+    if name == "SIGMOID":
+        return lambda v: np.float32(1) / (np.float32(1) + np.exp(-v))
+    raise node.unsupported(f"fused activation {name}")
+
+
+def batch_quantize_floats(v: np.ndarray, asymmetric: bool):
+    """LiteRT's BatchQuantizeFloats of float32 rows (B, n): (int8 values as int64, float32 scale per row, int64 zero
+    point per row). Symmetric: scale max|v| / 127, values round(v * 127 / max|v|) in [-127, 127]. Asymmetric: the
+    range [min(0, min v), max(0, max v)] (its span in float32) over [-128, 127] in double, the nudged zero point, values
+    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0. Non-finite values give
+    what the casts give (LiteRT's are undefined there), without numpy warnings."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _batch_quantize_floats(v, asymmetric)
+
+
+def _batch_quantize_floats(v: np.ndarray, asymmetric: bool):
+    lo, hi = v.min(axis=1), v.max(axis=1)
+    if not asymmetric:
+        span = np.maximum(np.abs(lo), np.abs(hi))
+        empty = span == 0
+        safe = np.where(empty, np.float32(1), span)
+        scale = np.where(empty, np.float32(1), safe / np.float32(127)).astype(np.float32)
+        q = tflite_round(v * (np.float32(127) / safe)[:, None])
+        q = np.clip(np.where(empty[:, None], 0, q), -127, 127).astype(np.int64)
+        return q, scale, np.zeros(v.shape[0], np.int64)
+    rmin32, rmax32 = np.minimum(lo, np.float32(0)), np.maximum(hi, np.float32(0))
+    rmin, rmax = rmin32.astype(np.float64), rmax32.astype(np.float64)
+    empty = rmin == rmax
+    # the span in float32, then divided in double: what LiteRT's build computes (ai-edge-litert 2.3.0, measured
+    # on 2,000 rows; the span in double differs by an ulp of the scale on about one row in five)
+    dscale = np.where(empty, 1.0, (rmax32 - rmin32).astype(np.float64) / 255.0)
+    from_min, from_max = -128.0 - rmin / dscale, 127.0 - rmax / dscale
+    zp_d = np.where(128.0 + np.abs(rmin / dscale) < 127.0 + np.abs(rmax / dscale), from_min, from_max)
+    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, tflite_round(zp_d))).astype(np.int64)
+    zp = np.where(empty, 0, zp)
+    scale = np.where(empty, np.float32(1), dscale.astype(np.float32)).astype(np.float32)
+    inv = (np.float32(1) / scale).astype(np.float32)
+    q = tflite_round(zp.astype(np.float32)[:, None] + v * inv[:, None])
+    q = np.clip(np.where(empty[:, None], 0, q), -128, 127).astype(np.int64)
+    return q, scale, zp

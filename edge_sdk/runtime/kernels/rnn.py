@@ -7,7 +7,7 @@ variable tensor kept across invokes (the interpreter's persistent part) and the 
 state. The bidirectional op runs a forward cell over the sequence and a backward cell over it reversed, each with
 its own weights and state; ``merge_outputs`` writes both into one output, forward units first. INT8 weights (per
 tensor) select LiteRT's hybrid kernels (RNN family, full LSTM, bidirectional LSTM): the float input and state are
-quantized per batch row at every step (``sequence.batch_quantize_floats``; asymmetric_quantize_inputs picks the
+quantized per batch row at every step (``quant.batch_quantize_floats``; asymmetric_quantize_inputs picks the
 asymmetric form), the int32 products scaled back to float; everything else stays float.
 
 LSTM family: the float cell of the sequence LSTM (``sequence.lstm_float_cell``: gates input, forget, cell, output;
@@ -31,14 +31,13 @@ import numpy as np
 
 from edge_sdk.runtime.kernels.lstm_integer import prepare_basic_lstm_uint8, prepare_lstm_int8
 from edge_sdk.runtime.kernels.node import Eval, Node
+from edge_sdk.runtime.kernels.quant import batch_quantize_floats, float_activation
 from edge_sdk.runtime.kernels.sequence import (
     LSTM_BIAS,
     LSTM_IN_W,
     LSTM_PARTS,
     LSTM_REC_W,
     LstmParts,
-    batch_quantize_floats,
-    float_activation,
     lstm_float_cell,
     lstm_gate_shapes,
     lstm_direction_macs,

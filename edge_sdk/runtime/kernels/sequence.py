@@ -42,11 +42,12 @@ from edge_sdk.runtime.kernels.fixedpoint_lstm import (
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     TYPE_RANGES,
+    batch_quantize_floats,
+    float_activation,
     clip_into,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
-    tflite_round,
 )
 
 _F32 = np.float32
@@ -64,24 +65,6 @@ def _sat16(v: np.ndarray) -> np.ndarray:
 def _check_matmul_exact(node: Node, depth: int, x_bits: int, w_bits: int) -> None:
     if depth * (1 << (x_bits + w_bits)) >= (1 << 53):
         raise node.unsupported(f"accumulation depth {depth} is too large for the exact matmul path")
-
-
-def float_activation(node: Node, name: str):
-    if name in (None, "NONE"):
-        return None
-    if name == "RELU":
-        return lambda v: np.maximum(v, _F32(0))
-    if name == "RELU_N1_TO_1":
-        return lambda v: np.clip(v, _F32(-1), _F32(1))
-    if name == "RELU6":
-        return lambda v: np.clip(v, _F32(0), _F32(6))
-    if name == "TANH":
-        return np.tanh
-    if name == "SIGN_BIT":
-        return lambda v: np.signbit(v).astype(np.float32)
-    if name == "SIGMOID":
-        return lambda v: _F32(1) / (_F32(1) + np.exp(-v))
-    raise node.unsupported(f"fused activation {name}")
 
 
 def _per_tensor(node: Node, t, what: str) -> None:
@@ -806,43 +789,6 @@ def _sigmoid_f32(v: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         mid = _F32(1) / (_F32(1) + np.exp(-v))
     return np.where(v > _F32(16.619047164916992), _F32(1), np.where(v < _F32(-9), np.exp(v), mid)).astype(np.float32)
-
-
-def batch_quantize_floats(v: np.ndarray, asymmetric: bool):
-    """LiteRT's BatchQuantizeFloats of float32 rows (B, n): (int8 values as int64, float32 scale per row, int64 zero
-    point per row). Symmetric: scale max|v| / 127, values round(v * 127 / max|v|) in [-127, 127]. Asymmetric: the
-    range [min(0, min v), max(0, max v)] (its span in float32) over [-128, 127] in double, the nudged zero point, values
-    round(zp + v / scale) in [-128, 127]. An all-zero row: values 0, scale 1, zero point 0. Non-finite values give
-    what the casts give (LiteRT's are undefined there), without numpy warnings."""
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        return _batch_quantize_floats(v, asymmetric)
-
-
-def _batch_quantize_floats(v: np.ndarray, asymmetric: bool):
-    lo, hi = v.min(axis=1), v.max(axis=1)
-    if not asymmetric:
-        span = np.maximum(np.abs(lo), np.abs(hi))
-        empty = span == 0
-        safe = np.where(empty, _F32(1), span)
-        scale = np.where(empty, _F32(1), safe / _F32(127)).astype(np.float32)
-        q = tflite_round(v * (_F32(127) / safe)[:, None])
-        q = np.clip(np.where(empty[:, None], 0, q), -127, 127).astype(np.int64)
-        return q, scale, np.zeros(v.shape[0], np.int64)
-    rmin32, rmax32 = np.minimum(lo, _F32(0)), np.maximum(hi, _F32(0))
-    rmin, rmax = rmin32.astype(np.float64), rmax32.astype(np.float64)
-    empty = rmin == rmax
-    # the span in float32, then divided in double: what LiteRT's build computes (ai-edge-litert 2.3.0, measured
-    # on 2,000 rows; the span in double differs by an ulp of the scale on about one row in five)
-    dscale = np.where(empty, 1.0, (rmax32 - rmin32).astype(np.float64) / 255.0)
-    from_min, from_max = -128.0 - rmin / dscale, 127.0 - rmax / dscale
-    zp_d = np.where(128.0 + np.abs(rmin / dscale) < 127.0 + np.abs(rmax / dscale), from_min, from_max)
-    zp = np.where(zp_d <= -128.0, -128, np.where(zp_d >= 127.0, 127, tflite_round(zp_d))).astype(np.int64)
-    zp = np.where(empty, 0, zp)
-    scale = np.where(empty, _F32(1), dscale.astype(np.float32)).astype(np.float32)
-    inv = (_F32(1) / scale).astype(np.float32)
-    q = tflite_round(zp.astype(np.float32)[:, None] + v * inv[:, None])
-    q = np.clip(np.where(empty[:, None], 0, q), -128, 127).astype(np.int64)
-    return q, scale, zp
 
 
 def _lstm_float(node, time_major, steps, batch, n_state, act, cell_clip):
