@@ -105,7 +105,7 @@ def _local_functions(elf: Path) -> set[str]:
 @pytest.mark.slow
 def test_patch_execution_links_only_into_firmware_that_calls_edge_init_patch(tmp_path):
     """Patch-based execution (~4 KB on the M4) is reached only through edge_init_patch: an image that calls
-    edge_init (every firmware without a patch plan) links none of it; the same objects linked with
+    edge_init_ex (every firmware without a patch plan; tools/image_main.c) links none of it; the same objects linked with
     edge_init_patch kept have it."""
     _need("make", "arm-none-eabi-gcc")
     model = tmp_path / "fc.tflite"
@@ -115,7 +115,7 @@ def test_patch_execution_links_only_into_firmware_that_calls_edge_init_patch(tmp
     image = build / "cortex-m4" / "qemu-mps2-an386"
     patch_code = {"run_patch_stage", "patch_setup", "patch_setup_linked"}
     plain = _local_functions(image / "edge-image.elf")
-    assert "edge_init" in plain and not plain & patch_code, sorted(plain & patch_code)
+    assert "edge_init_ex" in plain and not plain & patch_code, sorted(plain & patch_code)
 
     def var(name):
         return _make("-s", f"print-{name}", "CPU=cortex-m4", "BOARD=qemu-mps2-an386").stdout.split("=", 1)[1].split()

@@ -297,9 +297,10 @@ def test_target_that_cannot_run_it_writes_nothing_and_lists_every_reason(tmp_pat
     float_model = convert(str(ONNX_PATH), quantize="none")
     errors = [p["message"] for p in check_model(float_model.tflite, "rp2040-pico").problems if p["severity"] == "error"]
     assert report["problems"] == errors
-    assert main(["convert", str(ONNX_PATH), "-o", str(out), "--quantize", "dynamic", "--target", "stm32f746-disco"]) == 3
-    err = capsys.readouterr().err
-    assert "nothing was written" in err and "CONV_2D" in err and "FULLY_CONNECTED" in err and not out.exists()
+    # dynamic range (LiteRT's hybrid kernels): the C runtime runs them on Cortex-M too, TFLM does not, and says so
+    assert main(["convert", str(ONNX_PATH), "-o", str(out), "--quantize", "dynamic", "--target", "stm32f746-disco"]) == 0
+    text = capsys.readouterr().out
+    assert out.exists() and "TFLM has no hybrid kernels" in text and "stm32f746-disco: runs" in text
 
 
 def test_target_that_runs_it_is_recorded(digits, tmp_path):

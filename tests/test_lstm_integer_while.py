@@ -1,11 +1,9 @@
 """Issue 23 (audit): the WHILE loops the ONNX importer writes for a Loop with a run-time trip count count their
-iterations in INT64 (converters/import_onnx.py _emit_while: cond subgraph LESS(i, M), body ADD(i, 1), both INT64,
-as ONNX's iteration number and M are int64). Both runtimes run such a converted model (the ``runtime`` grid)
-and agree with onnxruntime and LiteRT's reference kernels for trip counts 0, 1 and 5, with and without a run-time
-condition.
-
-TFLM is not a peer here: its ADD has no INT64 kernel (measured: "Type INT64 (4) not supported", node ADD fails to
-invoke inside the body), so a converted Loop runs on edge-sdk's C runtime on a microcontroller but not on TFLM.
+iterations in INT32 (converters/import_onnx.py: cond subgraph LESS(i, M) in INT32, the int64 trip count clamped and
+cast once; the body reads the iteration number as int64 through a CAST where ONNX's body uses it), so TFLM runs
+them too (its ADD / LESS have no INT64 kernels: tests/test_convert_control_flow.py runs TFLM). Both runtimes run
+such a converted model (the ``runtime`` grid) and agree with onnxruntime and LiteRT's reference kernels for trip
+counts 0, 1 and 5, with and without a run-time condition.
 
 (The file name follows the worktree's naming rule for new tests; tests/test_convert_while_int64.py would say it.)
 """
@@ -31,7 +29,7 @@ def converted():
     return out
 
 
-def _int64_counter_ops(model):
+def _counter_ops(model):
     """(op, input types) of the WHILE's cond and body subgraphs."""
     (w,) = [op for op in model.subgraphs[0].operators if model.op_name(op) == "WHILE"]
     found = []
@@ -42,10 +40,11 @@ def _int64_counter_ops(model):
 
 
 @pytest.mark.parametrize("with_cond", [False, True])
-def test_converted_loop_counts_in_int64(converted, with_cond):
-    ops = _int64_counter_ops(converted[with_cond][2])
-    assert ("LESS", ("INT64", "INT64")) in ops, ops  # iteration < trip count, in the cond subgraph
-    assert ("ADD", ("INT64", "INT64")) in ops, ops  # the next iteration number, in the body
+def test_converted_loop_counts_in_int32(converted, with_cond):
+    ops = _counter_ops(converted[with_cond][2])
+    assert ("LESS", ("INT32", "INT32")) in ops, ops  # iteration < trip count, in the cond subgraph
+    assert ("LESS", ("INT64", "INT64")) not in ops, ops
+    assert ("CAST", ("INT32",)) in ops, ops  # the iteration number as the body's int64, cast once
 
 
 @pytest.mark.parametrize("with_cond,n,go", [(False, 0, None), (False, 1, None), (False, 5, None),

@@ -168,28 +168,15 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     io = "int8" if io == "int16" else io  # "integer I/O": the activation type
     if precision not in PRECISIONS:
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
-    rule, rule_target = widening_rule(target, mode) if precision == "auto" else (None, "")
-    no_rule = float32_fallbacks(model, act, excluded, rule) if precision == "auto" else []
-    excluded = excluded | {i for i, _ in no_rule}  # auto: ops without an integer rule stay float
-    tails = distribution_tails(model, act, excluded, rule) if precision == "auto" else []
-    excluded = excluded | {i for i, _ in tails}  # auto: wide distributions end the model in float32
-    no_rule = no_rule + tails  # the guard counts them among the float32 ops (widened, with the reason)
+    rule, rule_target, no_rule, tails = _float_by_rule(model, act, excluded, precision, target, mode)
+    excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
     report["equalized"], report["bias_corrected"] = [], []
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
         equalize = bias_correction = False
-    if equalize:  # same function, channels of like range: the per-tensor activation scales crush none
-        model, pairs = equalize_pairs(model)
-        report["equalized"] = pairs
-        if pairs:  # one line; report["equalized"] has every pair
-            named = [f"{p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through {p['through']}: "
-                     f"{p['spread_before']:.3g}x -> {p['spread_after']:.3g}x)" for p in pairs[:3]]
-            report["notes"].append(
-                f"cross-layer equalization of {len(pairs)} pair(s), their channels' weight ranges at most "
-                f"{max(p['spread_before'] for p in pairs):.3g}x apart before, "
-                f"{max(p['spread_after'] for p in pairs):.3g}x after: " + "; ".join(named)
-                + (f"; {len(pairs) - 3} more" if len(pairs) > 3 else ""))
+    if equalize:
+        model = _equalized(model, report)
 
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
     # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
@@ -197,15 +184,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     covered = covered_ranges(model, given, act)
     synthetic = calibration is None
     if synthetic:
-        missing = uncovered(model, covered, excluded)
-        if not given:
-            raise ModelError(f"quantize: mode {mode!r} needs calibration data")
-        if missing:
-            names = [model.subgraphs[0].tensors[t].name for t in missing]
-            raise ModelError(f"quantize: mode {mode!r} needs calibration data: the source gives the range of "
-                             f"{len(given)} activation(s) but not of {len(missing)} ("
-                             + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
-        calibration, holdout = synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed), 0
+        calibration, holdout = _synthetic_calibration(model, mode, given, covered, excluded, seed), 0
     seen = None
     if has_control_flow(model):  # IF / WHILE subgraphs: every call observed (a one-shot source comes back as a list)
         seen, calibration = calibrate_subgraphs(model, calibration, limit, holdout)
@@ -213,15 +192,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches)
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
-        cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
-        for candidate in (cal.error_ranges or {}).values():
-            candidate.update({t: covered[t] for t in candidate if t in covered})
-        cal.given = {t for t in cal.ranges if t in covered}
-        report["notes"].append(
-            f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
-            + (f", {len(cal.ranges) - len(cal.given)} calibrated" if not synthetic else
-               "; no calibration data needed (none given): the accuracy guard measured on "
-               f"{SYNTHETIC_SAMPLES} synthetic samples, each input uniform over its given range"))
+        _keep_given_ranges(cal, covered, synthetic, report)
     cal.synthetic = synthetic
     plan = None
     if seen is not None:  # one range per value crossing a call, in the main graph's range sets and the subgraphs'
@@ -262,36 +233,15 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         report["calibration_choice"] = chosen
         report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR: "
                                + "; ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
-    zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
+    zero_div = _zero_divisors_float(model, g, cal, rule, target, mode, report)
     if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
-        float_rule = rule or widening_rule(target, mode)[0]
-        ops = model.subgraphs[0].operators
-        no_float = [f"{op_label(model, i)}: {why}, and {float_rule(model.op_name(ops[i]), True)[1]}"
-                    for i, why in zero_div if float_rule(model.op_name(ops[i]), True)[0] != "float32"]
-        if no_float:
-            raise ConversionError(f"quantize: {len(no_float)} op(s) would divide by a zero quantum and cannot stay "
-                                  "float32", no_float)
-        for i, why in zero_div:
-            report["notes"].append(f"{op_label(model, i)} stays float32: {why}")
         no_rule = no_rule + zero_div
         excluded = excluded | {i for i, _ in zero_div}
         qmodel, g = first = build(excluded)
     kept = None
     if measure_error or precision == "auto":
-        kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
-                     task_judge)
-        if precision == "auto" and io != "float32" and kept.all_widened and _still_short(kept, min_snr, task_judge):
-            # every op widened and still short: the integer inputs lose it (raw audio at int8); search again with
-            # the inputs that only float32 ops read kept float32
-            inputs["float"] = True
-            again = guard(model, build, build(excluded), cal, excluded, rule, precision, min_snr, max_rounds, io,
-                          no_rule, task_judge)
-            if not _still_short(again, min_snr, task_judge):
-                kept = again
-                report["notes"].append("int8 model inputs lose the goal even with every op widened: the inputs "
-                                       "only float32 ops read are float32")
-            else:
-                inputs["float"] = False
+        kept = _search(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
+                       task_judge, inputs, report)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
@@ -299,17 +249,110 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         report["guard"]["synthetic"] = synthetic
         report["notes"] += _search_notes(report["guard"])
     report["notes"] += rule_notes(model, g)
+    chosen = report.pop("calibration_choice", None)
     report["calibration"] = {"samples": 0 if synthetic else cal.samples, "held_back": cal.held_back,
                              "method": "given" if synthetic else method, "given_ranges": len(cal.given),
                              **({"synthetic_samples": cal.samples} if synthetic else {}),
-                             **({"chosen": report.pop("calibration_choice")["chosen"]}
-                                if "calibration_choice" in report else {}),
+                             **({"chosen": chosen["chosen"]} if chosen else {}),
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)
     if measure_error:
         report["layers"] = kept.layers
     return QuantizationResult(qmodel, report)
+
+
+def _search(model: Model, build, first, cal, excluded: set, rule, precision: str, min_snr: float, max_rounds: int,
+            io: str, no_rule: list, task_judge, inputs: dict, report: dict):
+    """The accuracy guard (``widen.guard``: measured, and with precision "auto" the widening search). When every
+    op is widened and the goal is still missed at integer I/O, the integer inputs lose it (raw audio at int8): a
+    second search with the inputs only float32 ops read kept float32 (``inputs["float"]``, which ``build`` reads),
+    kept when it reaches the goal."""
+    kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule, task_judge)
+    if precision == "auto" and io != "float32" and kept.all_widened and _still_short(kept, min_snr, task_judge):
+        inputs["float"] = True
+        again = guard(model, build, build(excluded), cal, excluded, rule, precision, min_snr, max_rounds, io,
+                      no_rule, task_judge)
+        if not _still_short(again, min_snr, task_judge):
+            report["notes"].append("int8 model inputs lose the goal even with every op widened: the inputs only "
+                                   "float32 ops read are float32")
+            return again
+        inputs["float"] = False
+    return kept
+
+
+def _float_by_rule(model: Model, act: str, excluded: set, precision: str, target, mode: str):
+    """precision "auto": (the widening rule, its target's name, the ops that stay float32 with the reason - ops
+    without an integer rule and wide distributions ending the model (``tails``, also returned alone: they keep
+    float outputs) -, tails); precision "int8": no rule, no such ops."""
+    if precision != "auto":
+        return None, "", [], []
+    rule, rule_target = widening_rule(target, mode)
+    no_rule = float32_fallbacks(model, act, excluded, rule)
+    tails = distribution_tails(model, act, excluded | {i for i, _ in no_rule}, rule)
+    # the guard counts both among the float32 ops (widened, with the reason)
+    return rule, rule_target, no_rule + tails, tails
+
+
+def _equalized(model: Model, report: dict) -> Model:
+    """Cross-layer equalization (same function, channels of like range: the per-tensor activation scales crush
+    none); ``report["equalized"]`` gets every pair, the notes one line."""
+    model, pairs = equalize_pairs(model)
+    report["equalized"] = pairs
+    if pairs:
+        named = [f"{p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through {p['through']}: "
+                 f"{p['spread_before']:.3g}x -> {p['spread_after']:.3g}x)" for p in pairs[:3]]
+        report["notes"].append(
+            f"cross-layer equalization of {len(pairs)} pair(s), their channels' weight ranges at most "
+            f"{max(p['spread_before'] for p in pairs):.3g}x apart before, "
+            f"{max(p['spread_after'] for p in pairs):.3g}x after: " + "; ".join(named)
+            + (f"; {len(pairs) - 3} more" if len(pairs) > 3 else ""))
+    return model
+
+
+def _synthetic_calibration(model: Model, mode: str, given: dict, covered: dict, excluded: set, seed: int):
+    """No calibration data: samples uniform over the inputs' given ranges, when the source gives every
+    activation's range (a QDQ graph); otherwise the ModelError naming the activations without one."""
+    if not given:
+        raise ModelError(f"quantize: mode {mode!r} needs calibration data")
+    missing = uncovered(model, covered, excluded)
+    if missing:
+        names = [model.subgraphs[0].tensors[t].name for t in missing]
+        raise ModelError(f"quantize: mode {mode!r} needs calibration data: the source gives the range of "
+                         f"{len(given)} activation(s) but not of {len(missing)} ("
+                         + ", ".join(f"'{n}'" for n in names[:6]) + (" ..." if len(names) > 6 else "") + ")")
+    return synthetic_samples(model, covered, SYNTHETIC_SAMPLES, seed)
+
+
+def _keep_given_ranges(cal, covered: dict, synthetic: bool, report: dict) -> None:
+    """The source's own activation ranges (a QDQ graph's pairs) replace the observed ones, in every range set."""
+    cal.ranges.update({t: covered[t] for t in cal.ranges if t in covered})
+    for candidate in (cal.error_ranges or {}).values():
+        candidate.update({t: covered[t] for t in candidate if t in covered})
+    cal.given = {t for t in cal.ranges if t in covered}
+    report["notes"].append(
+        f"{len(cal.given)} activation range(s) are the source's own (QDQ scales and zero points)"
+        + (f", {len(cal.ranges) - len(cal.given)} calibrated" if not synthetic else
+           "; no calibration data needed (none given): the accuracy guard measured on "
+           f"{SYNTHETIC_SAMPLES} synthetic samples, each input uniform over its given range"))
+
+
+def _zero_divisors_float(model: Model, g, cal, rule, target, mode: str, report: dict) -> list:
+    """The quantized DIVs whose divisor's range holds its zero point ((op, why); LiteRT refuses them at invoke):
+    each stays float32 (a note), or, where the target runs no float32 DIV, a ConversionError naming them."""
+    zero_div = zero_divisors(model, g, cal.ranges, {t: (st.min, st.max) for t, st in cal.stats.items()})
+    if not zero_div:
+        return []
+    float_rule = rule or widening_rule(target, mode)[0]
+    ops = model.subgraphs[0].operators
+    no_float = [f"{op_label(model, i)}: {why}, and {float_rule(model.op_name(ops[i]), True)[1]}"
+                for i, why in zero_div if float_rule(model.op_name(ops[i]), True)[0] != "float32"]
+    if no_float:
+        raise ConversionError(f"quantize: {len(no_float)} op(s) would divide by a zero quantum and cannot stay "
+                              "float32", no_float)
+    for i, why in zero_div:
+        report["notes"].append(f"{op_label(model, i)} stays float32: {why}")
+    return zero_div
 
 
 def uncovered_activations(model: Model, mode: str = "int8", exclude=()) -> tuple[int, list[str]]:

@@ -361,7 +361,7 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
     used = {(c.name if not c.is_custom else c.custom_code) for c in model.operator_codes}
     if not compiler or shutil.which(compiler) is None:
         out = {"error": f"{compiler or 'the target compiler'} is not installed: the stack is not measured"}
-        files = _with_shared(sorted({f for op, (_, f) in op_table.C_KERNELS.items() if op in used}))
+        files = _with_shared(sorted({f for op, (_, f) in op_table.C_KERNELS.items() if op in used}), model)
         code = size_table.lookup(profile, files)
         out["runtime_code"] = code if code is not None else {
             "error": f"the size table (firmware_c/{size_table.TABLE_NAME}) has no entry for {profile.name}'s "
@@ -372,7 +372,7 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         names = sorted({r["name"] for r in rows if (r["custom"] or r["op"]) in used})
         out = dict(_cached(("stack", compiler, flags, tuple(names)),
                            lambda: c_footprint.runtime_stack(compiler, flags, names)))
-        files = _with_shared(sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used}))
+        files = _with_shared(sorted({r["file"] for r in rows if (r["custom"] or r["op"]) in used}), model)
         try:
             out["runtime_code"] = {**c_footprint.runtime_code_bytes(compiler, flags, files),
                                    "source": "compiled objects"}
@@ -383,10 +383,14 @@ def _runtime_stack(model: Model, profile: Profile) -> dict:
         return {"error": f"the stack is not measured: {str(exc).splitlines()[0]}"}
 
 
-def _with_shared(files: list[str]) -> list[str]:
-    """Kernel files with the shared ones they call into (c_build.shared_kernel_files: hybrid.c)."""
+def _with_shared(files: list[str], model: Model) -> list[str]:
+    """Kernel files with the shared ones they call into (c_build.shared_kernel_files: hybrid.c, LiteRT's hybrid
+    kernels: float inputs only, so the firmware of a model without FLOAT32 tensors - built with that type compiled
+    out, ``_type_defines`` - calls none of it and links none)."""
     from edge_sdk.runtime.c_build import shared_kernel_files
 
+    if "-DEDGE_WITH_FLOAT32=0" in _type_defines(model):
+        return list(files)
     return sorted({*files, *shared_kernel_files(files)})
 
 
