@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_bmm.h"
 #include "../edge_conv.h"
 #include "../edge_hybrid.h"
 
@@ -367,12 +368,9 @@ void edge_hybrid_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx
 
 /* ------------------------------------------------------------------------------------------ BATCH_MATMUL */
 
-enum { HBMM_MAX_BATCH = 3 };
-
 typedef struct {
-    int32_t n_batch, batch[HBMM_MAX_BATCH];
-    int64_t l_step[HBMM_MAX_BATCH], r_step[HBMM_MAX_BATCH]; /* elements per batch index; 0 where broadcast */
-    int32_t rows, cols, depth, adj_x, adj_y, asymmetric, rows_scratch, col_scratch; /* col: adj_x's gathered row */
+    edge_bmm_shape_t g;        /* rows, cols, depth; the batch broadcast (edge_bmm.h, as the float kernel's) */
+    int32_t adj_x, adj_y, asymmetric, rows_scratch, col_scratch; /* col: adj_x's gathered row */
     int64_t lhs_rows;          /* rows quantized per invoke: every row of the lhs */
     const int32_t *col_sums;   /* per rhs matrix and column (persistent) */
 } hbmm_data_t;
@@ -382,8 +380,7 @@ edge_status_t edge_hybrid_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ct
     const edge_tensor_t *l = edge_in(ctx, node, 0), *r = edge_in(ctx, node, 1), *out = edge_out(ctx, node, 0);
     const int has_opts = node->options_type == EDGE_OPTS_BatchMatMulOptions;
     hbmm_data_t *d;
-    int32_t ls[5], rs[5], shape[5], rank, k, nb, kl, kr, m, j, i, n_mats;
-    int64_t lacc, racc;
+    int32_t m, j, i, n_mats;
     int32_t *sums;
     edge_status_t s;
 
@@ -398,53 +395,25 @@ edge_status_t edge_hybrid_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ct
     d->adj_x = has_opts && edge_opt_int(node, 0, 1, 0) != 0;
     d->adj_y = has_opts && edge_opt_int(node, 1, 1, 0) != 0;
     d->asymmetric = has_opts && edge_opt_int(node, 2, 1, 0) != 0;
-    rank = l->rank > r->rank ? l->rank : r->rank;
-    for (k = 0; k < rank; k++) {
-        int32_t il = k - (rank - l->rank), ir = k - (rank - r->rank);
-        ls[k] = il >= 0 ? l->dims[il] : 1;
-        rs[k] = ir >= 0 ? r->dims[ir] : 1;
-    }
-    nb = rank - 2;
-    d->rows = d->adj_x ? ls[rank - 1] : ls[rank - 2];
-    kl = d->adj_x ? ls[rank - 2] : ls[rank - 1];
-    kr = d->adj_y ? rs[rank - 1] : rs[rank - 2];
-    d->cols = d->adj_y ? rs[rank - 2] : rs[rank - 1];
-    if (kl != kr) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: inner dimensions differ");
-    d->depth = kl;
-    if (r->n_scales > 1 && (r->n_scales != d->cols || r->quantized_dimension != r->rank - (d->adj_y ? 2 : 1)))
+    if ((s = edge_bmm_shape(node, ctx, l, r, d->adj_x, d->adj_y, &d->g)) != EDGE_OK) return s;
+    if (r->n_scales > 1 && (r->n_scales != d->g.cols || r->quantized_dimension != r->rank - (d->adj_y ? 2 : 1)))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: per-channel rhs needs one scale per output column");
-    lacc = (int64_t)ls[rank - 2] * ls[rank - 1];
-    racc = (int64_t)rs[rank - 2] * rs[rank - 1];
-    d->n_batch = nb;
-    for (k = nb - 1; k >= 0; k--) {
-        if (ls[k] != rs[k] && ls[k] != 1 && rs[k] != 1)
-            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: batch dimensions do not broadcast");
-        d->batch[k] = ls[k] == 1 ? rs[k] : ls[k];
-        d->l_step[k] = ls[k] == 1 ? 0 : lacc;
-        d->r_step[k] = rs[k] == 1 ? 0 : racc;
-        lacc *= ls[k];
-        racc *= rs[k];
-        shape[k] = d->batch[k];
-    }
-    shape[nb] = d->rows;
-    shape[nb + 1] = d->cols;
-    if ((s = edge_set_output_shape(ctx, node, 0, shape, rank)) != EDGE_OK) return s;
     /* the column sums of every rhs matrix: ReductionSumVector of LiteRT's transposed rhs */
-    n_mats = d->depth && d->cols ? (int32_t)(edge_tensor_elements(r) / ((int64_t)d->depth * d->cols)) : 0;
-    sums = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)(n_mats * d->cols > 0 ? n_mats * d->cols : 1));
+    n_mats = d->g.depth && d->g.cols ? (int32_t)(edge_tensor_elements(r) / ((int64_t)d->g.depth * d->g.cols)) : 0;
+    sums = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)(n_mats * d->g.cols > 0 ? n_mats * d->g.cols : 1));
     if (!sums) return EDGE_ARENA_TOO_SMALL;
     for (m = 0; m < n_mats; m++)
-        for (j = 0; j < d->cols; j++) {
-            const int8_t *rm = (const int8_t *)r->data + (int64_t)m * d->depth * d->cols;
+        for (j = 0; j < d->g.cols; j++) {
+            const int8_t *rm = (const int8_t *)r->data + (int64_t)m * d->g.depth * d->g.cols;
             int32_t sum = 0;
-            for (i = 0; i < d->depth; i++) sum += d->adj_y ? rm[(int64_t)j * d->depth + i] : rm[(int64_t)i * d->cols + j];
-            sums[m * d->cols + j] = sum;
+            for (i = 0; i < d->g.depth; i++) sum += d->adj_y ? rm[(int64_t)j * d->g.depth + i] : rm[(int64_t)i * d->g.cols + j];
+            sums[m * d->g.cols + j] = sum;
         }
     d->col_sums = sums;
-    d->lhs_rows = edge_tensor_elements(l) / (d->depth > 0 ? d->depth : 1);
-    if ((s = eh_request_rows(ctx, node, d->lhs_rows, d->depth, &d->rows_scratch)) != EDGE_OK) return s;
+    d->lhs_rows = edge_tensor_elements(l) / (d->g.depth > 0 ? d->g.depth : 1);
+    if ((s = eh_request_rows(ctx, node, d->lhs_rows, d->g.depth, &d->rows_scratch)) != EDGE_OK) return s;
     d->col_scratch = -1;
-    return d->adj_x ? edge_request_scratch(ctx, node, sizeof(float) * (size_t)(d->depth > 0 ? d->depth : 1),
+    return d->adj_x ? edge_request_scratch(ctx, node, sizeof(float) * (size_t)(d->g.depth > 0 ? d->g.depth : 1),
                                            &d->col_scratch)
                     : EDGE_OK;
 }
@@ -455,10 +424,10 @@ void edge_hybrid_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     const float *lhs = (const float *)edge_in(ctx, node, 0)->data;
     const int8_t *rhs = (const int8_t *)r->data;
     float *y = (float *)edge_out(ctx, node, 0)->data;
-    const int32_t R = d->rows, C = d->cols, K = d->depth;
+    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
     const eh_rows_t q = eh_rows(ctx, node, d->rows_scratch, d->lhs_rows, K);
     const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
-    int32_t idx[HBMM_MAX_BATCH] = {0, 0, 0}, k, i, j, kk;
+    int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0}, k, i, j, kk;
     int64_t lo = 0, ro = 0, row;
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
     /* every lhs row (the row of adj_x's transposed view) quantized once: matrix m's row i at m * R + i */
@@ -488,13 +457,13 @@ void edge_hybrid_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
             }
         }
         y += (int64_t)R * C;
-        for (k = d->n_batch - 1; k >= 0; k--) {
+        for (k = d->g.n_batch - 1; k >= 0; k--) {
             idx[k]++;
-            lo += d->l_step[k];
-            ro += d->r_step[k];
-            if (idx[k] < d->batch[k]) break;
-            lo -= d->l_step[k] * d->batch[k];
-            ro -= d->r_step[k] * d->batch[k];
+            lo += d->g.l_step[k];
+            ro += d->g.r_step[k];
+            if (idx[k] < d->g.batch[k]) break;
+            lo -= d->g.l_step[k] * d->g.batch[k];
+            ro -= d->g.r_step[k] * d->g.batch[k];
             idx[k] = 0;
         }
         if (k < 0) break;
