@@ -53,4 +53,19 @@ static inline edge_status_t edge_bmm_shape(edge_node_t *node, edge_ctx_t *ctx, c
     return edge_set_output_shape(ctx, node, 0, shape, rank);
 }
 
+/* The next batch index (innermost batch dim last) and its lhs / rhs offsets; 0 after the last one. */
+static inline int edge_bmm_next(const edge_bmm_shape_t *g, int32_t *idx, int64_t *lo, int64_t *ro) {
+    int32_t k;
+    for (k = g->n_batch - 1; k >= 0; k--) {
+        idx[k]++;
+        *lo += g->l_step[k];
+        *ro += g->r_step[k];
+        if (idx[k] < g->batch[k]) return 1;
+        *lo -= g->l_step[k] * g->batch[k];
+        *ro -= g->r_step[k] * g->batch[k];
+        idx[k] = 0;
+    }
+    return 0;
+}
+
 #endif

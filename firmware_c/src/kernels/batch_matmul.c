@@ -145,7 +145,7 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     const float *rhs = (const float *)edge_in(ctx, node, 1)->data;
     float *y = (float *)edge_out(ctx, node, 0)->data;
     const int64_t per = (int64_t)d->g.rows * d->g.cols;
-    int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0}, k;
+    int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0};
     int64_t lo = 0, ro = 0;
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(edge_in(ctx, node, 0), edge_in(ctx, node, 1))) {
         edge_hybrid_eval_batch_matmul(node, ctx);
@@ -159,15 +159,6 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
 #endif
             bmm_one(d, lhs + lo, rhs + ro, y);
         y += per;
-        for (k = d->g.n_batch - 1; k >= 0; k--) {
-            idx[k]++;
-            lo += d->g.l_step[k];
-            ro += d->g.r_step[k];
-            if (idx[k] < d->g.batch[k]) break;
-            lo -= d->g.l_step[k] * d->g.batch[k];
-            ro -= d->g.r_step[k] * d->g.batch[k];
-            idx[k] = 0;
-        }
-        if (k < 0) break;
+        if (!edge_bmm_next(&d->g, idx, &lo, &ro)) break;
     }
 }

@@ -427,7 +427,7 @@ void edge_hybrid_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
     const eh_rows_t q = eh_rows(ctx, node, d->rows_scratch, d->lhs_rows, K);
     const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
-    int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0}, k, i, j, kk;
+    int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0}, i, j, kk;
     int64_t lo = 0, ro = 0, row;
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
     /* every lhs row (the row of adj_x's transposed view) quantized once: matrix m's row i at m * R + i */
@@ -457,15 +457,6 @@ void edge_hybrid_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
             }
         }
         y += (int64_t)R * C;
-        for (k = d->g.n_batch - 1; k >= 0; k--) {
-            idx[k]++;
-            lo += d->g.l_step[k];
-            ro += d->g.r_step[k];
-            if (idx[k] < d->g.batch[k]) break;
-            lo -= d->g.l_step[k] * d->g.batch[k];
-            ro -= d->g.r_step[k] * d->g.batch[k];
-            idx[k] = 0;
-        }
-        if (k < 0) break;
+        if (!edge_bmm_next(&d->g, idx, &lo, &ro)) break;
     }
 }
