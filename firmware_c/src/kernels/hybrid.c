@@ -300,14 +300,19 @@ static float eh_conv_out(const hconv_data_t *d, const eh_rows_t *r, const edge_t
     return v < d->lo ? d->lo : (v > d->hi ? d->hi : v);
 }
 
-void edge_hybrid_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
+/* Both hybrid convolutions: each output channel's int32 sum over its taps of weight x (q - zp), in tap order then
+ * input channel order (LiteRT's), then eh_conv_out. CONV_2D: output channel oc reads its group's cg channels from
+ * (oc / (o / groups)) * cg, filter [o, kh, kw, cg]; DEPTHWISE_CONV_2D: output channel oc reads input channel
+ * oc / mult alone, filter [1, kh, kw, o]. */
+static void eh_conv_eval(const edge_node_t *node, edge_ctx_t *ctx, int32_t depthwise) {
     const hconv_data_t *d = (const hconv_data_t *)node->user_data;
     const edge_tensor_t *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     const int8_t *wt = (const int8_t *)w->data;
     const float *bias = bt ? (const float *)bt->data : 0;
     float *y = (float *)edge_out(ctx, node, 0)->data;
     const eh_rows_t r = eh_conv_quantize(node, ctx, d);
-    const int32_t per_group = d->o / d->groups;
+    const int32_t n_in = depthwise ? 1 : d->cg, tap = depthwise ? d->o : d->cg;
+    const int32_t per_group = depthwise ? 0 : d->o / d->groups;
     int32_t b, oy, ox, oc, ky, kx, ic, ky0, ky1, kx0, kx1;
     for (b = 0; b < d->n; b++) {
         const int8_t *img = r.q + (int64_t)b * d->h * d->w * d->c;
@@ -319,52 +324,25 @@ void edge_hybrid_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
                 const int32_t ix0 = ox * d->sw - d->pl;
                 edge_conv_taps(ix0, d->dw, d->w, d->kw, &kx0, &kx1);
                 for (oc = 0; oc < d->o; oc++) {
-                    const int32_t c0 = (oc / per_group) * d->cg;
+                    const int32_t c0 = depthwise ? oc / d->mult : (oc / per_group) * d->cg;
+                    const int8_t *wo = wt + (depthwise ? oc : (int64_t)oc * d->kh * d->kw * d->cg);
                     int32_t acc = 0;
                     for (ky = ky0; ky < ky1; ky++)
                         for (kx = kx0; kx < kx1; kx++) {
                             const int8_t *px = img + ((int64_t)(iy0 + ky * d->dh) * d->w + (ix0 + kx * d->dw)) * d->c + c0;
-                            const int8_t *wk = wt + (((int64_t)oc * d->kh + ky) * d->kw + kx) * d->cg;
-                            for (ic = 0; ic < d->cg; ic++) acc += (int32_t)wk[ic] * ((int32_t)px[ic] - zp);
+                            const int8_t *wk = wo + ((int64_t)ky * d->kw + kx) * tap;
+                            for (ic = 0; ic < n_in; ic++) acc += (int32_t)wk[ic] * ((int32_t)px[ic] - zp);
                         }
-                    *y++ = eh_conv_out(d, &r, w, bias, b, oc, acc, 0);
+                    *y++ = eh_conv_out(d, &r, w, bias, b, oc, acc, depthwise);
                 }
             }
         }
     }
 }
 
-void edge_hybrid_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
-    const hconv_data_t *d = (const hconv_data_t *)node->user_data;
-    const edge_tensor_t *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
-    const int8_t *wt = (const int8_t *)w->data;
-    const float *bias = bt ? (const float *)bt->data : 0;
-    float *y = (float *)edge_out(ctx, node, 0)->data;
-    const eh_rows_t r = eh_conv_quantize(node, ctx, d);
-    int32_t b, oy, ox, oc, ky, kx, ky0, ky1, kx0, kx1;
-    for (b = 0; b < d->n; b++) {
-        const int8_t *img = r.q + (int64_t)b * d->h * d->w * d->c;
-        const int32_t zp = r.zp[b];
-        for (oy = 0; oy < d->oh; oy++) {
-            const int32_t iy0 = oy * d->sh - d->pt;
-            edge_conv_taps(iy0, d->dh, d->h, d->kh, &ky0, &ky1);
-            for (ox = 0; ox < d->ow; ox++) {
-                const int32_t ix0 = ox * d->sw - d->pl;
-                edge_conv_taps(ix0, d->dw, d->w, d->kw, &kx0, &kx1);
-                for (oc = 0; oc < d->o; oc++) { /* output channel ic * multiplier + m reads input channel ic */
-                    const int32_t ic = oc / d->mult;
-                    int32_t acc = 0;
-                    for (ky = ky0; ky < ky1; ky++)
-                        for (kx = kx0; kx < kx1; kx++) {
-                            const int32_t v = img[((int64_t)(iy0 + ky * d->dh) * d->w + (ix0 + kx * d->dw)) * d->c + ic];
-                            acc += (int32_t)wt[((int64_t)ky * d->kw + kx) * d->o + oc] * (v - zp);
-                        }
-                    *y++ = eh_conv_out(d, &r, w, bias, b, oc, acc, 1);
-                }
-            }
-        }
-    }
-}
+void edge_hybrid_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) { eh_conv_eval(node, ctx, 0); }
+
+void edge_hybrid_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) { eh_conv_eval(node, ctx, 1); }
 
 /* ------------------------------------------------------------------------------------------ BATCH_MATMUL */
 
