@@ -432,7 +432,6 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
     const int has_opts = node->options_type == EDGE_OPTS_BidirectionalSequenceLSTMOptions;
     const edge_tensor_t *x;
     lstm_op_t *d;
-    int32_t k, shape[3];
     edge_status_t s;
 
     if (node->n_inputs < 39 || node->n_inputs > 48 || node->n_outputs < 1 || node->n_outputs > 2)
@@ -470,15 +469,7 @@ edge_status_t edge_prepare_bidirectional_sequence_lstm(edge_node_t *node, edge_c
     if (edge_in(ctx, node, 1)->type != edge_in(ctx, node, 18)->type)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "forward and backward weights must share a type");
     if ((s = hybrid_scratch(ctx, node, d)) != EDGE_OK) return s;
-    for (k = 0; k < node->n_outputs; k++)
-        if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "outputs must be FLOAT32");
-    shape[0] = x->dims[0];
-    shape[1] = x->dims[1];
-    shape[2] = d->merge ? d->n_fw + d->n_bw : d->n_fw;
-    if ((s = edge_set_output_shape(ctx, node, 0, shape, 3)) != EDGE_OK) return s;
-    if (d->merge) return EDGE_OK;
-    shape[2] = d->n_bw;
-    return edge_set_output_shape(ctx, node, 1, shape, 3);
+    return bidirectional_outputs(node, ctx, d, x);
 }
 
 void edge_eval_bidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
