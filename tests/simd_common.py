@@ -1,4 +1,5 @@
-"""What tests/test_c_simd.py (int8) and tests/test_c_simd_f32.py (float32) share: the C runtime built for this
+"""What tests/test_c_simd.py (int8), tests/test_c_simd_f32.py (float32), tests/test_c_simd_dw.py and
+tests/test_arena_meaning.py share: the C runtime built for this
 host, every SIMD level this CPU runs (edge_simd_set caps the level picked at prepare), a model run at one level,
 and firmware_c built for aarch64 to run under qemu-user."""
 
@@ -25,6 +26,18 @@ def simd_levels(backend):
     top = lib.edge_simd_set(-1)
     yield lib, list(range(1, top + 1))
     lib.edge_simd_set(-1)
+
+
+@pytest.fixture(scope="module")
+def backend():
+    """The C runtime's Python binding, the library built for this host (a fixture: import it into a test module)."""
+    return build_backend()
+
+
+@pytest.fixture(scope="module")
+def levels(backend):
+    """(lib, the SIMD levels to compare with level 0: every one this CPU runs; none on a CPU without a fast path)."""
+    yield from simd_levels(backend)
 
 
 def run_at_level(backend, lib, level, model, feeds, **kw):

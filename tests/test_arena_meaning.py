@@ -17,7 +17,7 @@ import pytest
 from edge_sdk.runtime.interpreter import Interpreter
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
-from tests.simd_common import build_backend, simd_levels
+from tests.simd_common import backend, levels  # noqa: F401 (backend, levels: fixtures)
 
 pytestmark = needs_c_runtime
 
@@ -30,16 +30,6 @@ def float_model() -> bytes:
     return op_model("CONV_2D", [T((1, 10, 10, 32), "FLOAT32"), w, None], [T((1, 10, 10, 64), "FLOAT32")],
                     options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
                              "dilation_w_factor": 1})
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return build_backend()
-
-
-@pytest.fixture(scope="module")
-def levels(backend):
-    yield from simd_levels(backend)
 
 
 def _c(backend, data: bytes):

@@ -13,20 +13,9 @@ from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.conftest import needs_c_runtime
-from tests.simd_common import aarch64_build, build_backend, run_at_level, simd_levels
+from tests.simd_common import aarch64_build, backend, levels, run_at_level  # noqa: F401 (backend, levels: fixtures)
 
 pytestmark = needs_c_runtime
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return build_backend()
-
-
-@pytest.fixture(scope="module")
-def levels(backend):
-    """The SIMD levels to compare with level 0: every one this CPU runs (none on a CPU without a fast path)."""
-    yield from simd_levels(backend)
 
 
 _run = run_at_level

@@ -12,19 +12,9 @@ import pytest
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.peers import run_litert, run_tflm
-from tests.simd_common import build_backend, run_at_level, simd_levels
+from tests.simd_common import backend, levels, run_at_level  # noqa: F401 (backend, levels: fixtures)
 
 pytestmark = needs_c_runtime
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return build_backend()
-
-
-@pytest.fixture(scope="module")
-def levels(backend):
-    yield from simd_levels(backend)
 
 
 def _close(got, want, what, tol):

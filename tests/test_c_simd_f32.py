@@ -16,21 +16,11 @@ from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_litert
 from tests.conftest import needs_c_runtime
-from tests.simd_common import aarch64_build, build_backend, run_at_level, simd_levels
+from tests.simd_common import aarch64_build, backend, levels, run_at_level  # noqa: F401 (backend, levels: fixtures)
 
 pytestmark = needs_c_runtime
 
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return build_backend()
-
-
-@pytest.fixture(scope="module")
-def levels(backend):
-    yield from simd_levels(backend)
 
 
 _run = run_at_level
