@@ -55,6 +55,16 @@ def run_at_level(backend, lib, level, model, feeds, **kw):
     return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
 
 
+def assert_close_of_range(got, want, what, tol=1e-5):
+    """got within tol of want relative to want's range (its magnitude when the range is 0: one value)."""
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    span = float(np.max(want) - np.min(want)) if want.size else 0.0
+    if span == 0.0 and want.size:
+        span = float(np.max(np.abs(want)))
+    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    assert err <= tol * max(span, 1e-30) + 1e-30, f"{what}: max error {err:.3g} vs output range {span:.3g}"
+
+
 def aarch64_build():
     """firmware_c built for aarch64 (make aarch64, under the cross builds' lock): (qemu, sysroot, edge-run-c);
     skips where the cross tools are absent."""

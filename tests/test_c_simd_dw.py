@@ -12,19 +12,10 @@ import pytest
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.peers import run_litert, run_tflm
-from tests.simd_common import backend, levels, run_at_level  # noqa: F401 (backend, levels: fixtures)
+from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import assert_close_of_range, run_at_level
 
 pytestmark = needs_c_runtime
-
-
-def _close(got, want, what, tol):
-    """got within tol of want relative to want's range (its magnitude when the range is 0)."""
-    assert got.shape == want.shape and got.dtype == want.dtype, what
-    span = float(np.max(want) - np.min(want)) if want.size else 0.0
-    if span == 0.0 and want.size:
-        span = float(np.max(np.abs(want)))
-    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
-    assert err <= tol * max(span, 1e-30) + 1e-30, f"{what}: max error {err:.3g} vs output range {span:.3g}"
 
 
 def _every_level(backend, levels, model, feeds, exact):
@@ -36,7 +27,7 @@ def _every_level(backend, levels, model, feeds, exact):
             if exact:
                 np.testing.assert_array_equal(g, r, err_msg=f"SIMD level {level} differs from the portable kernel")
             else:
-                _close(g, r, f"SIMD level {level} vs the portable kernel", 1e-5)
+                assert_close_of_range(g, r, f"SIMD level {level} vs the portable kernel", 1e-5)
     return ref
 
 
@@ -98,7 +89,7 @@ def test_transpose_conv_f32_simd_close_to_portable_and_litert(backend, levels, s
     _every_level(backend, levels, model, feeds, exact=False)
     lib, lv = levels
     got = run_at_level(backend, lib, lv[-1] if lv else 0, model, feeds)
-    _close(got[0], run_litert(model, feeds)[0], "the top SIMD level vs LiteRT's reference kernels", 1e-4)
+    assert_close_of_range(got[0], run_litert(model, feeds)[0], "the top SIMD level vs LiteRT's reference kernels", 1e-4)
 
 
 def test_transpose_conv_fast_path_needs_no_sums_buffer(backend, levels):
@@ -140,7 +131,7 @@ def test_softmax_f32_simd_close_to_portable_and_litert(backend, levels, seed):
     lib, lv = levels
     got = run_at_level(backend, lib, lv[-1] if lv else 0, model, feeds)
     for r in range(rows):  # each row's own range (a row of one value: 1.0)
-        _close(got[0][r], run_litert(model, feeds)[0][r], f"row {r} vs LiteRT's reference kernels", 1e-4)
+        assert_close_of_range(got[0][r], run_litert(model, feeds)[0][r], f"row {r} vs LiteRT's reference kernels", 1e-4)
 
 
 def test_softmax_f32_simd_hands_back_rows_it_cannot_run(backend, levels):
@@ -197,7 +188,7 @@ def test_resize_bilinear_f32_simd_same_bits_as_portable(backend, levels, seed):
     rng = np.random.default_rng(26400 + seed)
     model, feeds = _resize_case(rng, seed, "float32")
     ref = _every_level(backend, levels, model, feeds, exact=True)
-    _close(ref[0], run_litert(model, feeds)[0], "the C kernel vs LiteRT's reference kernels", 1e-4)
+    assert_close_of_range(ref[0], run_litert(model, feeds)[0], "the C kernel vs LiteRT's reference kernels", 1e-4)
 
 
 # ------------------------------------------------------------------------------------------------ MEAN int8

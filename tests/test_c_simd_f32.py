@@ -16,7 +16,8 @@ from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_litert
 from tests.conftest import needs_c_runtime
-from tests.simd_common import aarch64_build, backend, levels, run_at_level  # noqa: F401 (backend, levels: fixtures)
+from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import assert_close_of_range, aarch64_build, run_at_level
 
 pytestmark = needs_c_runtime
 
@@ -26,23 +27,13 @@ ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 _run = run_at_level
 
 
-def _close(got, want, what, tol=1e-5):
-    """got within tol of want relative to want's range (its magnitude when the range is 0: one value)."""
-    assert got.shape == want.shape and got.dtype == want.dtype, what
-    span = float(np.max(want) - np.min(want)) if want.size else 0.0
-    if span == 0.0 and want.size:
-        span = float(np.max(np.abs(want)))
-    err = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
-    assert err <= tol * max(span, 1e-30) + 1e-30, f"{what}: max error {err:.3g} vs output range {span:.3g}"
-
-
 def _at_every_level(backend, levels, model, feeds):
     """The portable kernel's outputs, after checking that every SIMD level is within rounding of them."""
     lib, lv = levels
     ref = _run(backend, lib, 0, model, feeds)
     for level in lv:
         for r, g in zip(ref, _run(backend, lib, level, model, feeds)):
-            _close(g, r, f"SIMD level {level} vs the portable kernel")
+            assert_close_of_range(g, r, f"SIMD level {level} vs the portable kernel")
     return ref
 
 
@@ -116,7 +107,7 @@ def test_depthwise_f32_mobilenet_shapes(backend, levels, k, stride, c, pad):
                      version=1)
     feeds = [rng.uniform(-2, 2, (1, h, w, c)).astype(np.float32)]
     ref = _at_every_level(backend, levels, model, feeds)
-    _close(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference")
+    assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference")
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -136,7 +127,7 @@ def test_fully_connected_f32_simd_close_to_portable(backend, levels, seed):
     if runtime:
         feeds += [wdata] + ([] if bdata is None else [bdata])
     ref = _at_every_level(backend, levels, model, feeds)
-    _close(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference")
+    assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference")
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -159,7 +150,7 @@ def test_batch_matmul_f32_simd_close_to_portable(backend, levels, seed):
     ref = _at_every_level(backend, levels, model, feeds)
     want = np.matmul(np.swapaxes(feeds[0], -1, -2) if adj_x else feeds[0],
                      np.swapaxes(rdata, -1, -2) if adj_y else rdata)
-    _close(ref[0], want.astype(np.float32), "portable vs numpy")
+    assert_close_of_range(ref[0], want.astype(np.float32), "portable vs numpy")
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -238,7 +229,7 @@ def test_nan_and_inf_pass_like_the_portable_kernels(backend, levels):
             np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=f"NaNs at level {level}, {act}")
             fin = np.isfinite(ref)
             np.testing.assert_array_equal(got[~fin & ~np.isnan(ref)], ref[~fin & ~np.isnan(ref)])
-            _close(np.where(fin, got, 0), np.where(fin, ref, 0), f"level {level} {act}")
+            assert_close_of_range(np.where(fin, got, 0), np.where(fin, ref, 0), f"level {level} {act}")
 
 
 def _special_values(rng, n):
@@ -412,7 +403,7 @@ def test_f32_threads_give_the_same_bits(backend, levels, kind):
     one = _threaded(backend, model, feeds, 1)
     lib, _ = levels
     for a, b in zip(one, _run(backend, lib, 0, model, feeds)):
-        _close(a, b, "one thread vs the portable kernel")
+        assert_close_of_range(a, b, "one thread vs the portable kernel")
     for n in (2, 3, 7):
         for a, b in zip(one, _threaded(backend, model, feeds, n)):
             np.testing.assert_array_equal(b, a, err_msg=f"{n} threads")
@@ -463,7 +454,7 @@ def test_real_float_models_close_to_litert_reference(backend, levels, name):
     want = run_litert(path.read_bytes(), feeds, isolate=True)
     for level in [0, *lv]:
         for i, (g, w) in enumerate(zip(_run(backend, lib, level, path, feeds), want)):
-            _close(g, w, f"SIMD level {level} vs LiteRT reference on {name}, output {i}")
+            assert_close_of_range(g, w, f"SIMD level {level} vs LiteRT reference on {name}, output {i}")
 
 
 # ------------------------------------------------------------------------------------------------ aarch64 (qemu-user)
@@ -532,7 +523,7 @@ def test_aarch64_neon_f32_gives_the_x86_bits(backend, arm64_runner, tmp_path):
         p32, h32 = np.frombuffer(plain, np.float32), np.frombuffer(host, np.float32)
         fin = np.isfinite(h32)
         np.testing.assert_array_equal(p32[~fin], h32[~fin], err_msg=f"model {i}: NaNs / infinities")
-        _close(np.where(fin, p32, 0), np.where(fin, h32, 0), f"model {i}: aarch64 portable vs SIMD")
+        assert_close_of_range(np.where(fin, p32, 0), np.where(fin, h32, 0), f"model {i}: aarch64 portable vs SIMD")
 
 
 # ------------------------------------------------------------------------------ the SGEMM levels (issue 26)
@@ -564,7 +555,7 @@ def test_conv_sgemm_levels_close_to_portable_and_litert(backend, levels, shape):
                               "dilation_w_factor": dil, "fused_activation_function": act}, version=1)
     feeds = [rng.uniform(-2, 2, (1, h, w, c)).astype(np.float32)]
     ref = _at_every_level(backend, levels, model, feeds)
-    _close(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
+    assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
 
 
 @pytest.mark.parametrize("batch,depth,units", [(1, 1280, 1000), (2, 257, 48), (7, 64, 33), (9, 70, 40),
@@ -576,4 +567,4 @@ def test_fully_connected_sgemm_levels_close_to_portable_and_litert(backend, leve
                      options={"fused_activation_function": "NONE"})
     feeds = [rng.uniform(-1, 1, (batch, depth)).astype(np.float32)]
     ref = _at_every_level(backend, levels, model, feeds)
-    _close(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
+    assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
