@@ -429,12 +429,14 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     int8_t *y;
     int32_t b, u, k;
     int64_t r64;
-    const uint32_t in_off = (uint32_t)d->input_offset, f_off = (uint32_t)d->filter_offset; /* int32 wrap */
+    uint32_t in_off, f_off;
 
-    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) {
+    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* its user_data is hybrid.c's, not an fc_data_t */
         edge_hybrid_eval_fully_connected(node, ctx);
         return;
     }
+    in_off = (uint32_t)d->input_offset; /* int32 wrap */
+    f_off = (uint32_t)d->filter_offset;
     if (EDGE_WITH_FLOAT32 && in->type == EDGE_FLOAT32) {
 #if EDGE_SIMD
         if (d->fsimd) {
