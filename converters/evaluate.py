@@ -579,84 +579,153 @@ def task_spec(model, task=None, boxes=None, scores=None, labels=None, manifest=N
     ConversionError when what is given does not fit the model (an unknown output, a task without its outputs)."""
     from edge_sdk.errors import ConversionError
     from edge_sdk.model.manifest import manifest_task, task_name
-    from edge_sdk.runtime import op_table
 
     manifest = manifest or {}
     try:
         kind = task_name(task, "task (--task)") or manifest_task(manifest)
     except ModelError as exc:
         raise ConversionError(str(exc)) from None
-    sg = model.subgraphs[0]
-    names = _output_names(model)
-    config = {k: v for k, v in (manifest.get("detection") or {}).items() if k != "outputs"}
     if boxes is not None or scores is not None:
-        if kind not in (None, "detection"):
-            raise ConversionError(f"--boxes / --scores name detection outputs, but the task is {kind}")
-        chosen = dict((manifest.get("detection") or {}).get("outputs") or {})
-        b = _output_name(model, boxes if boxes is not None else chosen.get("boxes"), "boxes (--boxes)") \
-            if boxes is not None or chosen.get("boxes") is not None else None
-        s = _output_name(model, scores if scores is not None else chosen.get("scores"), "scores (--scores)") \
-            if scores is not None or chosen.get("scores") is not None else None
-        if b is None or s is None:
-            rest = [n for n in names if n not in (b, s)]
-            if len(rest) != 1:
-                raise ConversionError(f"--boxes / --scores: give both (the model has {len(names)} outputs: "
-                                      f"{', '.join(names)})")
-            b, s = (b, rest[0]) if b is not None else (rest[0], s)
-        fmt = "yolo" if b == s else "ssd" if (config.get("anchors") is not None or config.get("ssd_anchors")) \
-            else "boxes"
-        if fmt != "yolo" and "score_activation" not in config and _unit_range(model, names.index(s)):
-            config["score_activation"] = "none"  # probabilities already (LOGISTIC, SOFTMAX)
-        _check_detection_shapes(model, b, s, fmt)
-        return {"task": "detection", "source": "--boxes / --scores", "format": fmt, "boxes": b, "scores": s,
-                "config": config}
+        return _detection_of_outputs(model, kind, boxes, scores, manifest)
+    sg = model.subgraphs[0]
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
     if kind in (None, "detection"):
-        for op in sg.operators:
-            if model.op_name(op) == POSTPROCESS_OP and all(t in sg.outputs for t in op.outputs[:4]) \
-                    and len(op.outputs) >= 4:
-                return {"task": "detection", "source": f"the model's {POSTPROCESS_OP} op", "format": "postprocessed",
-                        "outputs": [sg.tensors[t].name for t in op.outputs[:4]], "config": config}
-    if kind in (None, "detection") and not (manifest.get("detection") or {}).get("outputs"):
-        rows = [n for n, t in zip(names, sg.outputs) if _yolo_rows(model, t, produced)]
-        if len(rows) == 1:  # one output of YOLO-style rows: a detector, as if --boxes / --scores named it
-            return {**task_spec(model, None, rows[0], rows[0], labels, manifest),
-                    "source": "YOLO-style rows (4 box values joined with sigmoid class scores)"}
+        found = _detection_found(model, produced, labels, manifest)
+        if found is not None:
+            return found
     if kind is None:
-        maps = [n for k, n in enumerate(names) if _probability_map(model, k)]
-        if len(maps) == 1 and len(names) == 1:  # one probability map the input's size: a segmenter (DB text maps)
-            return {"task": "segmentation", "source": "a one-channel probability map the size of the input",
-                    "output": maps[0], "threshold": None}
+        found = _probability_map_found(model)
+        if found is not None:
+            return found
     if kind == "detection":
-        chosen = (manifest.get("detection") or {}).get("outputs") or {}
-        if chosen.get("boxes") is None:
-            raise ConversionError("the task is detection, but which outputs hold the boxes and the scores is not "
-                                  f"said: give --boxes and --scores (outputs: {', '.join(names)})")
-        spec = task_spec(model, None, chosen.get("boxes"), chosen.get("scores"), labels, manifest)
-        return {**spec, "source": "the task given" if task else "the manifest"}
+        return _detection_given(model, task, labels, manifest)
     if kind == "raw":
         return None
-    sequences = [n for n, t in zip(names, sg.outputs) if _sequence_scores(model, t, produced)]
-    if kind == "recognition" or (kind is None and sequences):
-        if not sequences:  # given: any (1, T, C) output, T > 1
-            sequences = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) == 3
-                         and int(sg.tensors[t].shape[0]) == 1 and min(int(d) for d in sg.tensors[t].shape[1:]) > 1]
-        if not sequences:
-            raise ConversionError(f"the task is recognition, but no output holds (1, steps, classes) scores "
-                                  f"(outputs: {', '.join(names)})")
-        source = "the task given" if task else "the manifest" if kind else \
-            f"a (1, steps, classes) {model.op_name(sg.operators[produced[sg.outputs[names.index(sequences[0])]]])} output"
-        return {"task": "recognition", "source": source, "output": sequences[0], "blank": 0}
+    if kind == "recognition" or kind is None:
+        found = _recognition_spec(model, task, kind, produced)
+        if found is not None:
+            return found
     if kind == "segmentation":
-        seg = manifest.get("segmentation") or {}
-        maps = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) >= 3]
-        if seg.get("output") is not None:
-            maps = [_output_name(model, seg["output"], "segmentation output")]
-        if not maps:
-            raise ConversionError(f"the task is segmentation, but no output is a map (rank >= 3; outputs: "
+        return _segmentation_given(model, task, manifest)
+    return _classification_spec(model, task, kind, labels, produced)
+
+
+def _detection_of_outputs(model, kind, boxes, scores, manifest) -> dict:
+    """Detection on the outputs ``boxes`` / ``scores`` name (either may come from the manifest's detection outputs,
+    or be the one output left); the same output for both: YOLO rows."""
+    from edge_sdk.errors import ConversionError
+
+    names = _output_names(model)
+    config = {k: v for k, v in (manifest.get("detection") or {}).items() if k != "outputs"}
+    if kind not in (None, "detection"):
+        raise ConversionError(f"--boxes / --scores name detection outputs, but the task is {kind}")
+    chosen = dict((manifest.get("detection") or {}).get("outputs") or {})
+    b = _output_name(model, boxes if boxes is not None else chosen.get("boxes"), "boxes (--boxes)") \
+        if boxes is not None or chosen.get("boxes") is not None else None
+    s = _output_name(model, scores if scores is not None else chosen.get("scores"), "scores (--scores)") \
+        if scores is not None or chosen.get("scores") is not None else None
+    if b is None or s is None:
+        rest = [n for n in names if n not in (b, s)]
+        if len(rest) != 1:
+            raise ConversionError(f"--boxes / --scores: give both (the model has {len(names)} outputs: "
                                   f"{', '.join(names)})")
-        return {"task": "segmentation", "source": "the task given" if task else "the manifest", "output": maps[0],
-                "threshold": seg.get("threshold")}
+        b, s = (b, rest[0]) if b is not None else (rest[0], s)
+    fmt = "yolo" if b == s else "ssd" if (config.get("anchors") is not None or config.get("ssd_anchors")) \
+        else "boxes"
+    if fmt != "yolo" and "score_activation" not in config and _unit_range(model, names.index(s)):
+        config["score_activation"] = "none"  # probabilities already (LOGISTIC, SOFTMAX)
+    _check_detection_shapes(model, b, s, fmt)
+    return {"task": "detection", "source": "--boxes / --scores", "format": fmt, "boxes": b, "scores": s,
+            "config": config}
+
+
+def _detection_found(model, produced, labels, manifest) -> dict | None:
+    """Detection the graph itself says: a TFLite_Detection_PostProcess whose four outputs are model outputs, or
+    (unless the manifest names the detection outputs) one output of YOLO-style rows."""
+    sg = model.subgraphs[0]
+    config = {k: v for k, v in (manifest.get("detection") or {}).items() if k != "outputs"}
+    for op in sg.operators:
+        if model.op_name(op) == POSTPROCESS_OP and all(t in sg.outputs for t in op.outputs[:4]) \
+                and len(op.outputs) >= 4:
+            return {"task": "detection", "source": f"the model's {POSTPROCESS_OP} op", "format": "postprocessed",
+                    "outputs": [sg.tensors[t].name for t in op.outputs[:4]], "config": config}
+    if (manifest.get("detection") or {}).get("outputs"):
+        return None
+    rows = [n for n, t in zip(_output_names(model), sg.outputs) if _yolo_rows(model, t, produced)]
+    if len(rows) == 1:  # one output of YOLO-style rows: a detector, as if --boxes / --scores named it
+        return {**task_spec(model, None, rows[0], rows[0], labels, manifest),
+                "source": "YOLO-style rows (4 box values joined with sigmoid class scores)"}
+    return None
+
+
+def _probability_map_found(model) -> dict | None:
+    """Segmentation when the model's one output is a probability map the size of its image input (DB text maps)."""
+    names = _output_names(model)
+    maps = [n for k, n in enumerate(names) if _probability_map(model, k)]
+    if len(maps) == 1 and len(names) == 1:
+        return {"task": "segmentation", "source": "a one-channel probability map the size of the input",
+                "output": maps[0], "threshold": None}
+    return None
+
+
+def _detection_given(model, task, labels, manifest) -> dict:
+    """The task detection, given or from the manifest: its detection outputs must be named there."""
+    from edge_sdk.errors import ConversionError
+
+    chosen = (manifest.get("detection") or {}).get("outputs") or {}
+    if chosen.get("boxes") is None:
+        raise ConversionError("the task is detection, but which outputs hold the boxes and the scores is not "
+                              f"said: give --boxes and --scores (outputs: {', '.join(_output_names(model))})")
+    spec = task_spec(model, None, chosen.get("boxes"), chosen.get("scores"), labels, manifest)
+    return {**spec, "source": "the task given" if task else "the manifest"}
+
+
+def _recognition_spec(model, task, kind, produced) -> dict | None:
+    """Recognition on a (1, T, C) output of per-step class scores: found from a distribution op's output, or, with
+    the task recognition given, any (1, T, C) output with T > 1. None when nothing is found and none was asked."""
+    from edge_sdk.errors import ConversionError
+
+    sg = model.subgraphs[0]
+    names = _output_names(model)
+    sequences = [n for n, t in zip(names, sg.outputs) if _sequence_scores(model, t, produced)]
+    if kind is None and not sequences:
+        return None
+    if not sequences:  # given: any (1, T, C) output, T > 1
+        sequences = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) == 3
+                     and int(sg.tensors[t].shape[0]) == 1 and min(int(d) for d in sg.tensors[t].shape[1:]) > 1]
+    if not sequences:
+        raise ConversionError(f"the task is recognition, but no output holds (1, steps, classes) scores "
+                              f"(outputs: {', '.join(names)})")
+    source = "the task given" if task else "the manifest" if kind else \
+        f"a (1, steps, classes) {model.op_name(sg.operators[produced[sg.outputs[names.index(sequences[0])]]])} output"
+    return {"task": "recognition", "source": source, "output": sequences[0], "blank": 0}
+
+
+def _segmentation_given(model, task, manifest) -> dict:
+    """The task segmentation, given or from the manifest: the manifest's map output, else the first of rank >= 3."""
+    from edge_sdk.errors import ConversionError
+
+    sg = model.subgraphs[0]
+    names = _output_names(model)
+    seg = manifest.get("segmentation") or {}
+    maps = [n for n, t in zip(names, sg.outputs) if len(sg.tensors[t].shape) >= 3]
+    if seg.get("output") is not None:
+        maps = [_output_name(model, seg["output"], "segmentation output")]
+    if not maps:
+        raise ConversionError(f"the task is segmentation, but no output is a map (rank >= 3; outputs: "
+                              f"{', '.join(names)})")
+    return {"task": "segmentation", "source": "the task given" if task else "the manifest", "output": maps[0],
+            "threshold": seg.get("threshold")}
+
+
+def _classification_spec(model, task, kind, labels, produced) -> dict | None:
+    """Classification on the outputs holding one class vector per sample (a distribution op's output, or one score
+    per label); with the task classification given, any output whose last axis is >= 2. None: raw tensors."""
+    from edge_sdk.errors import ConversionError
+    from edge_sdk.runtime import op_table
+
+    sg = model.subgraphs[0]
+    names = _output_names(model)
     classes = []
     for n, t in zip(names, sg.outputs):
         shape = tuple(sg.tensors[t].shape)
