@@ -296,6 +296,7 @@ class _Importer:
         if self.problems:
             raise ConversionError(f"{len(self.problems)} ONNX node(s) cannot be converted", self.problems)
         self._outputs()
+        self._float64_note()
         model = self.g.build(description="edge-sdk import_onnx")
         self._verify(model)
         if self.state_nodes:
@@ -1230,6 +1231,23 @@ class _Importer:
             if any(flags) and len(flags) == len(self.shape(t)):
                 self.g.tensors[t].shape_signature = tuple(-1 if d else s for d, s in zip(flags, self.shape(t)))
             self.g.outputs.append(t)
+
+    def _float64_note(self):
+        """Say that float64 (double) values become float32, as onnx2tf and TFLite's converter do: magnitudes above
+        float32's largest (3.4e38) become +-inf, below its smallest subnormal (1.4e-45) 0, and 53-bit mantissas
+        round to 24 bits (a relative error up to 6e-8)."""
+        graph = self.proto.graph
+        io = [v.name for v in list(graph.input) + list(graph.output)
+              if v.type.tensor_type.elem_type == 11 and v.name in self.values]
+        consts = sum(1 for i in graph.initializer if i.data_type == 11)
+        consts += sum(1 for n in graph.node if n.op_type == "Constant" for a in n.attribute
+                      if a.name == "value" and a.t.data_type == 11)
+        if not io and not consts:
+            return
+        what = ", ".join([f"'{n}'" for n in io] + ([f"{consts} constant(s)"] if consts else []))
+        self.notes.append(f"float64 values computed in float32 ({what}): magnitudes above 3.4e38 become inf, "
+                          "below 1.4e-45 zero, and each value rounds to float32's 24-bit mantissa (relative error "
+                          "up to 6e-8)")
 
     def _verify(self, model: Model):
         """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""
