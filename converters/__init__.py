@@ -501,15 +501,6 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     if input_shapes is not None and kind != "onnx":
         raise ConversionError(f"{name}: input_shapes is for ONNX sources with dynamic dims; a .tflite keeps its "
                               "own input shapes")
-    from edge_sdk.runtime import op_table
-
-    calls = sorted({n for n in (model.op_name(op) for sg in model.subgraphs for op in sg.operators)
-                    if op_table.row(n).subgraphs})  # IF / WHILE from run-time control flow: ops calling subgraphs
-    if calls and mode in ("fp16", "dynamic"):  # int8 / int16x8 quantize the subgraphs (converters.quantize.subgraphs)
-        raise ConversionError(f"{name}: --quantize {mode}: the model keeps run-time control flow ({', '.join(calls)} "
-                              f"with subgraphs), which {mode} does not quantize yet; convert with --quantize int8, "
-                              "int16x8 or none (float), or pin the inputs its conditions depend on (--input-value) "
-                              "to fold it")
     log.stage("optimizing")
     from converters.passes import optimize
 

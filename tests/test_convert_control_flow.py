@@ -146,14 +146,17 @@ def test_branches_of_different_shapes_are_refused_in_one_line():
     assert problem.startswith("node 'ragged' (If, opset 16): ") and "\n" not in problem
 
 
-def test_fp16_of_a_model_with_runtime_if_is_refused_with_what_to_do():
-    """int8 / int16x8 quantize IF / WHILE subgraphs (below); fp16 and dynamic-range do not yet, and say so."""
+def test_fp16_and_dynamic_of_a_model_with_runtime_if_convert():
+    """fp16 and dynamic-range convert IF / WHILE subgraphs too (they were refused before issue 24's last points;
+    tests/test_convert_control_flow_weights.py checks them on every runtime): the IF stays, with its subgraphs."""
     proto = _if_model()
-    with pytest.raises(ConversionError) as err:
-        convert(proto, quantize="fp16")
-    message = str(err.value)
-    assert "IF" in message and "does not quantize yet" in message and "--quantize int8" in message
-    assert "--quantize" in message and "none" in message and "\n" not in message
+    for mode in ("fp16", "dynamic"):
+        result = convert(proto, quantize=mode, calibration=_if_samples(6))
+        assert ops(result.model).count("IF") == 1 and len(result.model.subgraphs) == 3, mode
+        for x in _if_samples(2, offset=30):
+            (got_y, got_z), (want_y, want_z) = run_litert(result.tflite, [x]), ort_run(proto, {"x": x})
+            np.testing.assert_allclose(got_z, want_z, rtol=0, atol=1e-2, err_msg=mode)
+            np.testing.assert_allclose(got_y, want_y, rtol=0, atol=5e-2, err_msg=mode)
 
 
 # ---------------------------------------------------------------------------------------------- int8 with IF / WHILE

@@ -40,6 +40,8 @@ the main graph's rules. Calibration observes every subgraph call (a branch sees 
 body every iteration); a value crossing a call has one scale in caller and callee; a subgraph calibration never
 reached stays float32 inside, between a DEQUANTIZE of its inputs and a QUANTIZE of its outputs at the caller's
 scales. The guard measures the whole model; widening an IF / WHILE to float32 keeps its subgraphs float32.
+fp16 and dynamic convert every subgraph's constants by the main graph's rules (``weights_only``); their guard
+runs the whole model and names the subgraphs its samples never ran (``report["guard"]["unreached"]``).
 
 Every per-op fact the quantizer uses is a field of the op's row in ``edge_sdk.runtime.op_table``: its rule
 (``weights``, ``quant``, ``quant_fixed``), its quantized op versions (``q_versions``), its int16 kernels (``int16``,
@@ -90,6 +92,7 @@ from converters.quantize.rules import check_ops, integer_graph, op_label, resolv
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
 from converters.quantize.subgraphs import calibrate_subgraphs, check_calls, check_subgraph_ops, has_control_flow, unify
+from converters.quantize.subgraphs import subgraph_runs, unreached_notes
 from converters.quantize.summary import float_output_notes, int16_output_notes, rule_notes, tensor_table, weight_table
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
@@ -162,6 +165,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
             report["guard"] = _float_mode_guard(model, result.model, mode, calibration, min_snr, limit, seed)
             if report["guard"].get("measured") is False:
                 report["notes"].append(report["guard"]["not_measured"])
+            report["notes"] += report["guard"].get("unreached", [])
         return result
 
     act = "INT8" if mode == "int8" else "INT16"
@@ -423,10 +427,7 @@ def _check_settings(model, mode: str, method: str, io: str, percentile: float) -
         raise ModelError(f"quantize: percentile must be in (50, 100], not {percentile}")
     if not isinstance(model, Model) or not model.subgraphs:
         raise ModelError("quantize: expected an edge_sdk Model with a subgraph")
-    if len(model.subgraphs) > 1 and mode not in ("int8", "int16x8"):
-        raise ModelError(f"quantize: {mode} of models with {len(model.subgraphs)} subgraphs is not supported (one "
-                         "only; int8 / int16x8 quantize IF / WHILE subgraphs)")
-    if len(model.subgraphs) > 1:
+    if len(model.subgraphs) > 1 and mode in ("int8", "int16x8"):
         check_calls(model)  # IF / WHILE subgraphs, each run by one op: converters.quantize.subgraphs
     sg = model.subgraphs[0]
     already = sorted({model.op_name(op) for op in sg.operators} & {"QUANTIZE", "DEQUANTIZE"})
@@ -450,7 +451,8 @@ def _fp16(model: Model, report: dict) -> QuantizationResult:
                            "(no float16 DEQUANTIZE)")
     report["kept_float32"] = kept
     for k in kept:
-        report["notes"].append(f"constant '{k['name']}' stays float32: {k['reason']}")
+        where = f" (subgraph {k['subgraph']})" if k.get("subgraph") else ""
+        report["notes"].append(f"constant '{k['name']}'{where} stays float32: {k['reason']}")
     return QuantizationResult(q, report)
 
 
@@ -510,6 +512,11 @@ def _float_mode_guard(model: Model, qmodel: Model, mode: str, calibration, min_s
         return {**record, "measured": False, "not_measured": report_line, "outputs": [], "met": True, "short": []}
     outputs = output_errors(model, samples, float_run, run)
     missing = short(outputs, min_snr)
+    if has_control_flow(model):  # which IF branches / WHILE bodies the samples ran (the others are not measured)
+        runs = subgraph_runs(model, samples)
+        record["subgraph_runs"] = {s: runs.get(s, 0) for s in range(1, len(model.subgraphs))}
+        record["unreached"] = unreached_notes(model, runs, "its float16 constants' error" if mode == "fp16"
+                                              else "its int8 weights' error")
     return {**record, "measured": True, "runtime": runtime, "outputs": outputs, "met": not missing,
             "short": [{"name": o["name"], "snr_db": o["worst_snr_db"], "short_db": min_snr - o["worst_snr_db"]}
                       for o in missing]}

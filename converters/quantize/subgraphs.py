@@ -78,7 +78,7 @@ def check_calls(model: Model) -> None:
         raise ModelError("quantize: the model's subgraphs cannot be quantized: " + "; ".join(problems))
 
 
-def _view(model: Model, s: int) -> Model:
+def subgraph_view(model: Model, s: int) -> Model:
     """Subgraph ``s`` as subgraph 0 of a model sharing the buffers and op codes (the rules read subgraph 0)."""
     view = copy.copy(model)
     view.subgraphs = [model.subgraphs[s]]
@@ -92,7 +92,7 @@ def check_subgraph_ops(model: Model, act: str, keep_float: bool) -> dict[int, se
     found: dict[int, set[int]] = {}
     problems = []
     for s in range(1, len(model.subgraphs)):
-        view = _view(model, s)
+        view = subgraph_view(model, s)
         for i, why in unquantizable(view, act, set()):
             op = model.subgraphs[s].operators[i]
             if model.op_name(op) in ("IF", "WHILE"):
@@ -189,6 +189,43 @@ def calibrate_subgraphs(model: Model, calibration, limit, holdout: int):
     return seen, (calibration if reiter else kept)
 
 
+def subgraph_runs(model: Model, samples) -> dict[int, int]:
+    """How often each subgraph ran while the float model ran over ``samples`` in edge-sdk's interpreter (a WHILE's
+    cond and body once per iteration): which IF branch / WHILE body the samples reached."""
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    interp = Interpreter(model=model)
+    interp.allocate_tensors()
+    runs: dict[int, int] = {}
+    invoke_subgraph = interp.invoke_subgraph
+
+    def counted(index, inputs):
+        runs[index] = runs.get(index, 0) + 1
+        return invoke_subgraph(index, inputs)
+
+    interp.invoke_subgraph = counted  # the IF / WHILE kernels call it through the interpreter they hold
+    ins = [d["index"] for d in interp.get_input_details()]
+    for sample in samples:
+        interp.reset_all_variables()
+        for i, x in zip(ins, sample):
+            interp.set_tensor(i, np.asarray(x))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            interp.invoke()
+    return runs
+
+
+def unreached_notes(model: Model, runs: dict[int, int], what: str) -> list[str]:
+    """One note per subgraph the samples never ran (``runs``: ``subgraph_runs``): ``what`` it holds is not measured
+    by the guard there."""
+    notes = []
+    for caller, i, name, callees in calls(model):
+        for c in callees:
+            if not runs.get(c):
+                notes.append(f"subgraph {c} ('{model.subgraphs[c].name}', of {name} op {i} in subgraph {caller}) "
+                             f"never ran on the guard's samples: {what} there is not measured")
+    return notes
+
+
 # ------------------------------------------------------------------------------------------------ one scale
 def _crossings(model: Model) -> list[list[tuple[int, int]]]:
     """Groups of (subgraph, tensor) that must share one quantization: the values crossing each IF / WHILE."""
@@ -235,7 +272,7 @@ def unify(model: Model, main_sets: list[dict], sub: dict) -> list[str]:
         for ranges in main_sets:
             spans = []
             for s, t in members:
-                if is_const(_view(model, s), t):
+                if is_const(subgraph_view(model, s), t):
                     d = np.asarray(model.tensor_data(s, t), np.float64)
                     spans.append((float(d.min()), float(d.max())) if d.size else (0.0, 0.0))
                 elif s == 0 and t in ranges:
@@ -303,7 +340,7 @@ def _zero_divisors(plan: Plan, s: int) -> list[tuple[int, str]]:
     as the main graph's: LiteRT's int8 DIV refuses it at invoke), built in the plan's activation type."""
     from converters.quantize.rules import zero_divisors
 
-    view = _view(plan.model, s)
+    view = subgraph_view(plan.model, s)
     ranges = {t: r for (ss, t), r in plan.sub_ranges.items() if ss == s}
     g = _graph_of(plan, s, plan.act)
     return zero_divisors(view, g, ranges, ranges)
@@ -330,7 +367,7 @@ def _build_subgraph(plan: Plan, s: int, act: str) -> Model:
 def _graph_of(plan: Plan, s: int, act: str, with_io: bool = False):
     """The QuantGraph of subgraph ``s`` in ``act`` (with its input and output tensors when ``with_io``)."""
     model = plan.model
-    view = _view(model, s)
+    view = subgraph_view(model, s)
     sg = model.subgraphs[s]
     ranges = {t: r for (ss, t), r in plan.sub_ranges.items() if ss == s}
     g = QuantGraph(view, act if act != "FLOAT32" else "INT8", ranges)
@@ -376,7 +413,7 @@ def attach(qmain: Model, model: Model, plan: Plan) -> Model:
                 built[c] = _build_subgraph(plan, c, act)
                 origin_of[c] = _origin(model, c, built[c])
                 todo.append(c)
-    return _merge(out, [built[c] for c in range(1, len(model.subgraphs))])
+    return merge_subgraphs(out, [built[c] for c in range(1, len(model.subgraphs))])
 
 
 def _origin(model: Model, s: int, built: Model) -> dict[int, int]:
@@ -387,7 +424,7 @@ def _origin(model: Model, s: int, built: Model) -> dict[int, int]:
     return dict(zip(src, new))
 
 
-def _merge(main: Model, subs: list[Model]) -> Model:
+def merge_subgraphs(main: Model, subs: list[Model]) -> Model:
     """``main`` with each of ``subs``' one subgraph appended (indices 1, 2, ...), buffers and op codes merged."""
     for sub in subs:
         buffer_map = {0: 0}
@@ -410,4 +447,4 @@ def _merge(main: Model, subs: list[Model]) -> Model:
 
 
 __all__ = ["Plan", "attach", "calibrate_subgraphs", "calls", "check_calls", "check_subgraph_ops",
-           "has_control_flow", "unify"]
+           "has_control_flow", "merge_subgraphs", "subgraph_runs", "subgraph_view", "unify", "unreached_notes"]

@@ -2,7 +2,14 @@
 LiteRT runs it, TFLM cannot) and "dynamic" (int8 weights for the ops whose row has ``dynamic``: (weights' channel
 axis or None for one scale, op version), with float activations, which LiteRT's hybrid kernels quantize on the fly;
 edge-sdk's interpreter and C runtime run those kernels too (edge_sdk/runtime/kernels/hybrid.py,
-firmware_c/src/kernels/hybrid.c: LiteRT's arithmetic, on hosts and Cortex-M); TFLM has no hybrid kernels)."""
+firmware_c/src/kernels/hybrid.c: LiteRT's arithmetic, on hosts and Cortex-M); TFLM has no hybrid kernels).
+
+Run-time control flow: the subgraphs of IF / WHILE go through the same rules as the main graph, each on its own
+(activations stay float32, so nothing crosses a call but float32 values: no scale to share): every float32 constant
+of every subgraph as float16 unless float16 cannot hold it, every weights tensor of an op with a ``dynamic`` row in
+int8. Each kept float32 constant and each int8 weights tensor of a subgraph names it (``"subgraph"``; none: the
+main one).
+``exclude`` names ops of the main graph only: a subgraph's weights are always quantized in dynamic mode."""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import numpy as np
 
 from converters.quantize.builder import QuantGraph, is_const, is_float
 from converters.quantize.scales import quantize_array, weight_scales
+from converters.quantize.subgraphs import merge_subgraphs, subgraph_view
 from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.quant import INT32_MAX
@@ -44,7 +52,19 @@ def fp16_loss(data: np.ndarray) -> str | None:
 
 def fp16_graph(model: Model) -> tuple[Model, list[dict]]:
     """Every float32 constant (not sparse) as float16 behind a DEQUANTIZE, except those float16 cannot hold
-    (``fp16_loss``), which stay float32; the ops as they are. Second: the constants kept float32 and why."""
+    (``fp16_loss``), which stay float32; the ops as they are; each IF / WHILE subgraph alike. Second: the constants
+    kept float32 and why."""
+    kept: list[dict] = []
+    built = []
+    for s in range(len(model.subgraphs)):
+        one, kept_here = _fp16_subgraph(model if s == 0 else subgraph_view(model, s))
+        built.append(one)
+        kept += [{**k, "subgraph": s} if s else k for k in kept_here]
+    return merge_subgraphs(built[0], built[1:]), kept
+
+
+def _fp16_subgraph(model: Model) -> tuple[Model, list[dict]]:
+    """``fp16_graph`` of the one-subgraph ``model``."""
     g = QuantGraph(model, "FLOAT16")
     sg = g.sg
     kept = []
@@ -70,7 +90,20 @@ def fp16_graph(model: Model) -> tuple[Model, list[dict]]:
 
 
 def dynamic_graph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
-    """The dynamic-range model and, per quantized weights tensor, its channels and scale range."""
+    """The dynamic-range model and, per quantized weights tensor, its subgraph, op, channels and scale range
+    (``excluded``: op indices of the main graph kept float)."""
+    weights: list[dict] = []
+    built = []
+    for s in range(len(model.subgraphs)):
+        one, weights_here = _dynamic_subgraph(model if s == 0 else subgraph_view(model, s),
+                                               excluded if s == 0 else set())
+        built.append(one)
+        weights += [{**w, "subgraph": s} if s else w for w in weights_here]
+    return merge_subgraphs(built[0], built[1:]), weights
+
+
+def _dynamic_subgraph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
+    """``dynamic_graph`` of the one-subgraph ``model``."""
     g = QuantGraph(model, "INT8")
     sg = g.sg
     weights = []
@@ -103,31 +136,32 @@ def dynamic_graph(model: Model, excluded: set[int]) -> tuple[Model, list[dict]]:
 
 def dequantized_weights(model: Model, qmodel: Model) -> Model:
     """The float ``model`` with each weights tensor the dynamic-range ``qmodel`` stores in int8 replaced by its
-    dequantized values: the weights' share of the dynamic-range error (the accuracy guard's fallback where neither
-    edge-sdk's interpreter nor LiteRT runs the hybrid model)."""
+    dequantized values (in every subgraph): the weights' share of the dynamic-range error (the accuracy guard's
+    fallback where neither edge-sdk's interpreter nor LiteRT runs the hybrid model)."""
     import copy
 
     from edge_sdk.model.types import Buffer
 
-    q_by_name = {t.name: (k, t) for k, t in enumerate(qmodel.subgraphs[0].tensors)
-                 if t.type == "INT8" and t.quantization is not None and t.buffer}
     out = copy.copy(model)
     out.buffers = list(model.buffers)
     out.subgraphs = [copy.copy(sg) for sg in model.subgraphs]
-    sg = out.subgraphs[0]
-    sg.tensors = list(sg.tensors)
-    for t, tensor in enumerate(sg.tensors):
-        if not (is_const(model, t) and is_float(model, t)) or tensor.name not in q_by_name:
-            continue
-        k, qt = q_by_name[tensor.name]
-        w = np.asarray(qmodel.tensor_data(0, k), np.float64)
-        scale = np.asarray(qt.quantization.scale, np.float64)
-        if scale.size > 1:
-            shape = [1] * w.ndim
-            shape[qt.quantization.quantized_dimension] = scale.size
-            scale = scale.reshape(shape)
-        values = (w * scale).astype(np.float32)
-        out.buffers.append(Buffer(values.astype("<f4").tobytes()))
-        sg.tensors[t] = copy.copy(tensor)
-        sg.tensors[t].buffer = len(out.buffers) - 1
+    for s, sg in enumerate(out.subgraphs):
+        q_by_name = {t.name: (k, t) for k, t in enumerate(qmodel.subgraphs[s].tensors)
+                     if t.type == "INT8" and t.quantization is not None and t.buffer}
+        view = subgraph_view(model, s)
+        sg.tensors = list(sg.tensors)
+        for t, tensor in enumerate(sg.tensors):
+            if not (is_const(view, t) and is_float(view, t)) or tensor.name not in q_by_name:
+                continue
+            k, qt = q_by_name[tensor.name]
+            w = np.asarray(qmodel.tensor_data(s, k), np.float64)
+            scale = np.asarray(qt.quantization.scale, np.float64)
+            if scale.size > 1:
+                shape = [1] * w.ndim
+                shape[qt.quantization.quantized_dimension] = scale.size
+                scale = scale.reshape(shape)
+            values = (w * scale).astype(np.float32)
+            out.buffers.append(Buffer(values.astype("<f4").tobytes()))
+            sg.tensors[t] = copy.copy(tensor)
+            sg.tensors[t].buffer = len(out.buffers) - 1
     return out
