@@ -46,8 +46,12 @@ variables [iteration, trip count, condition, carried values, outer values the bo
 subgraph; the iteration number and the trip count are INT32, as TFLM has no INT64 ADD / LESS / CAST: a run-time
 int64 M is clamped to [0, 2^31 - 1] and cast, the body reads the counter as int64 through one CAST, or directly
 when only Casts read it); a note names the input to pin (``--input-value``) to keep one branch / unroll instead. A
-Loop with scan outputs and a run-time length, or an endless one, is refused (naming the inputs to pin and the
-unroll limit). Streaming state inside an If branch / Loop body (silero v5 keeps its LSTM in the sample-rate
+run-time Loop's scan outputs need a trip count M known at convert time (a constant, or from pinned inputs): each is
+then a WHILE loop variable of M rows (zeros from a FILL) the body writes at its iteration number with
+DYNAMIC_UPDATE_SLICE, as TFLite's converter lowers a TensorList; when the condition may end the loop early the rows
+after the last iteration run stay zero (said in the note), and such a padded buffer must be a model output. A Loop
+with scan outputs and a run-time length, or an endless one, is refused (naming the inputs to pin and the unroll
+limit). Streaming state inside an If branch / Loop body (silero v5 keeps its LSTM in the sample-rate
 branches) is traced through the control node's inputs and outputs like state in the main graph. Until edge-sdk's interpreter has IF / WHILE kernels
 such a model is not prepared by it at import (a note says so); LiteRT runs it.
 
@@ -331,9 +335,11 @@ class _Importer:
             if handler is None:
                 raise _Unsupported(self._control_blocker(node) if control else
                                    "no mapping to TFLite builtins for this op")
-            for o in node.output:
+            for k, o in enumerate(node.output):
                 if node.op_type in _PADDED_OUTPUT_OPS:
                     break  # the handler gives the data-dependent output a fixed size (and says so)
+                if node.op_type == "Loop" and k >= len(node.input) - 2:
+                    break  # scan outputs: the WHILE's buffers of trip-count rows (_emit_while sizes them)
                 if o and o in self.used and not _static(self.shapes.get(o)):
                     raise _Unsupported(f"output '{o}' has no static shape (it depends on the data, or on an "
                                        "input dim: give the inputs' shapes with --input-shape NAME:D0,D1,...)")
@@ -363,14 +369,25 @@ class _Importer:
                 return None  # unrollable (its scan outputs are empty: the blocker says so) or endless
             reason = self._control_blocker(node)
             n_scan = len(_attrs(node)["body"].output) - 1 - (len(node.input) - 2)
-            if n_scan:  # ONNX stacks one slice per iteration run: a run-time count is a run-time shape
+            rows, exact = self._scan_rows(node)
+            if n_scan and rows is None:  # ONNX stacks one slice per iteration run: a run-time count is a run-time shape
                 deps = sorted({d for v in node.input[:2] if v and v not in self.consts
                                for d in self._input_ancestors(v)})
                 pin = (" ".join(f"--input-value {d}=VALUE" for d in deps) if deps else "--input-value")
                 raise _Unsupported(f"{reason}; as a run-time WHILE its {n_scan} scan output(s) would have a "
-                                   "run-time length (TFLite needs static shapes): it converts when its iteration "
-                                   f"count is known at convert time (pin the inputs it depends on: {pin}), at most "
-                                   f"{onnx_control.MAX_UNROLL} iterations (unrolled)")
+                                   "run-time length (TFLite needs static shapes): it converts when its trip count "
+                                   f"is known at convert time (pin the inputs it depends on: {pin}): unrolled at most "
+                                   f"{onnx_control.MAX_UNROLL} iterations, else a WHILE writing a buffer of M rows")
+            if n_scan and rows > onnx_control.MAX_SCAN_ROWS:
+                raise _Unsupported(f"{reason}; its {n_scan} scan output(s) would be WHILE buffers of {rows} rows "
+                                   f"(trip count M; at most {onnx_control.MAX_SCAN_ROWS})")
+            outputs = {o.name for o in self.proto.graph.output}
+            inner = [o for o in node.output[len(node.input) - 2:] if o and o not in outputs]
+            if n_scan and not exact and inner:
+                raise _Unsupported(f"{reason}; its scan output(s) {', '.join(repr(o) for o in inner)} would be "
+                                   f"written into {rows} rows of which only the iterations run hold values (the "
+                                   "condition may end the loop early): only a model output can be such a padded "
+                                   "buffer, not a value other nodes read")
             return self._emit_while
         return None
 
@@ -521,13 +538,33 @@ class _Importer:
         self.control_notes.append(note)
         self.notes.append(note)
 
+    def _scan_rows(self, node) -> tuple[int | None, bool]:
+        """A run-time Loop's scan outputs as WHILE buffers: (rows, exact). rows: the trip count M when it is known
+        at convert time (a constant, or from pinned inputs), else None; exact: every one of the M iterations runs
+        (the condition is absent or a constant true the body passes through), so the buffer is the scan output
+        itself; else the loop may stop early and the rows after the last iteration stay zero."""
+        from converters import onnx_control
+
+        inp = list(node.input) + [""] * (2 - len(node.input))
+        if not inp[0] or inp[0] not in self.consts:
+            return None, False
+        rows = max(int(np.asarray(self.consts[inp[0]]).reshape(-1)[0]), 0)
+        cond_fixed = not inp[1] or (inp[1] in self.consts and bool(np.asarray(self.consts[inp[1]]).reshape(-1)[0]))
+        return rows, cond_fixed and onnx_control.passes_cond_through(_attrs(node)["body"])
+
     def _emit_while(self, node, a):
-        """ONNX Loop with a run-time trip count / condition: TFLite WHILE (cond and body subgraphs)."""
+        """ONNX Loop with a run-time trip count / condition: TFLite WHILE (cond and body subgraphs). Scan outputs
+        (only with a trip count M known here: ``_scan_rows``) are loop variables of M rows, zeros at first, the body
+        writing its iteration's row with DYNAMIC_UPDATE_SLICE at the iteration number (the TFLite converter's
+        TensorList form)."""
+        from converters import onnx_control
+
         name = self.node_name
         body = a["body"]
         inp = list(node.input) + [""] * (2 - len(node.input))
         carried = list(node.input[2:])
-        if len(body.input) != 2 + len(carried) or len(body.output) != 1 + len(carried):
+        n_scan = len(body.output) - 1 - len(carried)
+        if len(body.input) != 2 + len(carried) or n_scan < 0:
             raise _Unsupported(f"the body has {len(body.input)} inputs / {len(body.output)} outputs for "
                                f"{len(carried)} loop-carried value(s)")
         # the counters are INT32 (TFLM has no INT64 ADD / LESS): the iteration number counts in int32, the trip
@@ -607,23 +644,45 @@ class _Importer:
                 raise _Unsupported(f"the body changes the shape of {what} from {type_} {list(want)} to {got[1]} "
                                    f"{list(got[0])} (a WHILE loop needs static shapes)")
             unchanged = b_in[len(b_in) - len(captured):] if captured else []  # the outer values the body reads
-            body_g.outputs[:] = [nxt] + ([b_in[1]] if trip is not None else []) + results + unchanged
+            results, scans = results[:1 + len(carried)], results[1 + len(carried):]
+            at = len(b_in) - len(captured)  # the buffers' place among the loop variables: after the carried values
+            rows, exact = self._scan_rows(node) if n_scan else (0, True)
+            written = [self._write_row(f"{name}/body/scan{k}", b_in[0], v, rows) for k, v in enumerate(scans)]
+            b_in[at:at] = [buffer for buffer, _ in written]
+            body_g.outputs[:] = ([nxt] + ([b_in[1]] if trip is not None else []) + results
+                                 + [updated for _, updated in written] + unchanged)
         finally:
             self.g, self.values = outer_g, outer_values
         self.node_name = name
+        for k, (buffer, _) in enumerate(written):  # zeros at first; the cond subgraph passes them by
+            shape, type_ = tuple(body_g.tensors[buffer].shape), body_g.tensors[buffer].type
+            loop_vars.insert(at + k, (f"scan{k}", self._zeros(f"{name}/scan{k}_rows", shape, type_)))
+            cond_g.inputs.insert(at + k, cond_g.tensor(self._unique(f"{name}/cond/scan{k}_rows"), shape, type_))
+        tensors = [t for _, t in loop_vars]
         outs = []  # WHILE gives every loop variable's final value; the node's outputs are the carried ones
         for r, t in loop_vars:
-            k = int(r[len("carried"):]) if r.startswith("carried") else None
+            k = int(r[len("carried"):]) if r.startswith("carried") else \
+                len(carried) + int(r[len("scan"):]) if r.startswith("scan") else None
             if k is not None and k < len(node.output) and node.output[k]:
-                outs.append(self.out(node, k))
+                if r.startswith("scan"):
+                    self.shapes[node.output[k]] = tuple(self.shape(t))
+                    self.dynamic.pop(node.output[k], None)
+                outs.append(self.out(node, k, type=self.ttype(t)))
             else:
                 outs.append(self._tmp(f"final_{r.replace(':', '_')}", self.shape(t), self.ttype(t)))
         self._op("WHILE", tensors, outs, cond_subgraph_index=cond_g.index, body_subgraph_index=body_g.index)
         deps = sorted({d for v in (inp[0], inp[1]) if v and v not in self.consts for d in self._input_ancestors(v)})
-        note = (f"Loop '{name}': {'trip count' if inp[0] and inp[0] not in self.consts else 'condition'} known only "
-                f"at run time: TFLite WHILE with subgraphs {cond_g.index} (cond) and {body_g.index} (body, "
+        rows, exact = self._scan_rows(node)
+        why = ("trip count known only at run time" if inp[0] and inp[0] not in self.consts else
+               f"trip count {rows} above the unroll limit {onnx_control.MAX_UNROLL}" if exact else
+               "condition known only at run time")
+        note = (f"Loop '{name}': {why}: TFLite WHILE with subgraphs {cond_g.index} (cond) and {body_g.index} (body, "
                 f"{len(body.node)} nodes), {len(loop_vars)} loop variables"
                 + (f"; it depends on input {', '.join(repr(d) for d in deps)}" if deps else ""))
+        if n_scan:
+            note += (f"; {n_scan} scan output(s) written row by row (DYNAMIC_UPDATE_SLICE) into buffers of {rows} rows "
+                     "(the trip count)" + ("" if exact else ": the condition may end the loop early, the rows after "
+                                           "the last iteration run stay zero"))
         self.control_notes.append(note)
         self.notes.append(note)
 
@@ -643,6 +702,35 @@ class _Importer:
         self._op("MINIMUM", [above, high], [below])
         out = self._tmp("trip_count_int32", shape, "INT32")
         self._op("CAST", [below], [out], in_data_type="INT64", out_data_type="INT32")
+        return out
+
+    def _write_row(self, label: str, counter: int, value: int, rows: int) -> tuple[int, int]:
+        """In the WHILE body being built (``self.g``): a buffer input of ``rows`` rows of ``value``'s shape and
+        ``value`` written as its row ``counter`` (the int32 iteration number) by DYNAMIC_UPDATE_SLICE. Returns
+        (the buffer input, not yet among the subgraph's inputs; the updated buffer)."""
+        shape, type_ = tuple(self.shape(value)), self.ttype(value)
+        buffer = self.g.tensor(self._unique(f"{label}_rows"), (rows,) + shape, type_)
+        row = self.reshape(value, (1,) + shape, "row", out=self.g.tensor(self._unique(f"{label}_row"), (1,) + shape,
+                                                                          type_))
+        start = self.reshape(counter, (1,), "row_index", out=self.g.tensor(self._unique(f"{label}_index"), (1,),
+                                                                             "INT32"))
+        if shape:  # [iteration, 0, 0, ...]
+            zeros = self._constant_tensor(self._unique(f"{label}_zeros"), np.zeros(len(shape), np.int32), "INT32")
+            at = self.g.tensor(self._unique(f"{label}_start"), (1 + len(shape),), "INT32")
+            self._op("CONCATENATION", [start, zeros], [at], axis=0, fused_activation_function="NONE")
+            start = at
+        updated = self.g.tensor(self._unique(f"{label}_written"), (rows,) + shape, type_)
+        self._op("DYNAMIC_UPDATE_SLICE", [buffer, row, start], [updated])
+        return buffer, updated
+
+    def _zeros(self, name: str, shape: tuple, type_: str) -> int:
+        """A run-time tensor of zeros (FILL: the model stores the shape, not the zeros)."""
+        from edge_sdk.model.types import TENSOR_TYPES
+
+        dims = self._constant_tensor(self._unique(f"{name}/shape"), np.asarray(shape, np.int32), "INT32")
+        zero = self._constant_tensor(self._unique(f"{name}/zero"), np.zeros((), TENSOR_TYPES[type_][1]), type_)
+        out = self.g.tensor(self._unique(name), shape, type_)
+        self._op("FILL", [dims, zero], [out])
         return out
 
     @staticmethod

@@ -18,8 +18,9 @@ there at the end cannot be converted.
 
 What cannot be resolved here runs at run time: ``converters.import_onnx`` emits a TFLite IF (the branches as
 subgraphs) for an If whose condition stays unknown, and a TFLite WHILE (cond and body subgraphs) for a Loop whose
-trip count or condition is only known at run time (not for a Loop with scan outputs: their length would be a
-run-time one); ``outer_refs`` gives the outer values those subgraphs take as inputs.
+trip count or condition is only known at run time (a Loop with scan outputs only when its trip count is known at
+convert time: each scan output is a buffer of that many rows the body writes); ``outer_refs`` gives the outer values
+those subgraphs take as inputs.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import numpy as np
 
 # an unrolled Loop / Scan longer than this is refused (the model would grow by this many body copies)
 MAX_UNROLL = 1024
+# a run-time Loop's scan outputs become WHILE buffers of trip-count rows (converters.import_onnx): at most this many
+MAX_SCAN_ROWS = 65536
 # why a Loop is neither unrolled nor a run-time WHILE: no trip count and a condition that never changes
 ENDLESS = "no trip count M and a condition that stays true (an endless while loop)"
 
@@ -191,7 +194,7 @@ def if_blocker(node, cond_inputs: list[str], consts: dict) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- Loop
-def _passes_cond_through(body) -> bool:
+def passes_cond_through(body) -> bool:
     """The body's condition output is its condition input (directly or through Identity) or a constant true."""
     from onnx import numpy_helper
 
@@ -309,7 +312,7 @@ def loop_trips(node, consts: dict, opset: int = 17):
     if inp[1] and not bool(np.asarray(consts[inp[1]]).reshape(-1)[0]):
         return 0, None
     body = _attr(node, "body")
-    if _passes_cond_through(body):
+    if passes_cond_through(body):
         if trip is None:
             return None, ENDLESS
         if trip > MAX_UNROLL:

@@ -512,3 +512,42 @@ def test_int8_division_in_a_branch_by_a_value_that_may_be_zero_stays_float():
     x, y = f32(1, 4, seed=99), np.full((1, 4), 0.7, np.float32)
     got = run_litert(result.tflite, [x, y, np.array(True)])  # LiteRT runs it (no int8 DIV by a zero quantum)
     assert np.isfinite(got[0]).all()
+
+
+def _scan_loop():
+    """acc = acc0; rows = []; for i in range(M = 12) while sum(acc) < 3: acc = acc * 0.5 + x; rows += [tanh(acc)]:
+    a constant trip count, a data-dependent end, a scan output (a model output)."""
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc", "half"], ["decayed"]), helper.make_node("Add", ["decayed", "x"], ["acc_out"]),
+         helper.make_node("Tanh", ["acc_out"], ["row"]),
+         helper.make_node("ReduceSum", ["acc_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["cond_out"])],
+        "body", [vi("i", TP.INT64, []), vi("cond", TP.BOOL, []), vi("acc", TP.FLOAT, [1, 4])],
+        [vi("cond_out", TP.BOOL, []), vi("acc_out", TP.FLOAT, [1, 4]), vi("row", TP.FLOAT, [1, 4])],
+        [numpy_helper.from_array(np.float32(0.5), "half"), numpy_helper.from_array(np.float32(3), "limit")])
+    nodes = [helper.make_node("Loop", ["M", "", "acc0"], ["acc", "rows"], name="scan_rows", body=body)]
+    return model_of(nodes, [vi("x", TP.FLOAT, [1, 4]), vi("acc0", TP.FLOAT, [1, 4])],
+                    [vi("acc", TP.FLOAT, [1, 4]), vi("rows", TP.FLOAT, None)], {"M": np.array(12, np.int64)})
+
+
+def test_loop_with_scan_output_and_a_data_dependent_end_writes_trip_count_rows(runtime):
+    """convert() of a WHILE with a scan output buffer (DYNAMIC_UPDATE_SLICE at the iteration number): the rows run
+    equal onnxruntime's, the others stay zero, on both runtimes and LiteRT."""
+    from tests.oprunner import run_on
+
+    proto = _scan_loop()
+    result = _CONVERTED.get("scan") or _CONVERTED.setdefault("scan", convert(proto, quantize="none"))
+    (w,) = [op for op in result.model.subgraphs[0].operators if result.model.op_name(op) == "WHILE"]
+    assert "DYNAMIC_UPDATE_SLICE" in ops(result.model, w.options["body_subgraph_index"])
+    assert any("into buffers of 12 rows" in n and "stay zero" in n for n in result.report["notes"])
+    counts = set()
+    for seed, scale in ((1, 0.3), (2, 2.0), (3, 0.05)):
+        x, acc0 = np.abs(f32(1, 4, seed=seed, scale=scale)), f32(1, 4, seed=seed + 10, scale=0.1)
+        acc, rows = ort_run(proto, {"x": x, "acc0": acc0})
+        counts.add(len(rows))
+        for who, got in ((runtime, run_on(runtime, result.tflite, [x, acc0])),
+                         ("litert", run_litert(result.tflite, [x, acc0]))):
+            assert got[1].shape == (12, 1, 4), who
+            close([got[0], got[1][:len(rows)]], [acc, rows], f"{who} seed {seed}")
+            assert not got[1][len(rows):].any(), (who, seed)
+    assert len(counts) > 1 and min(counts) < 12  # ended early, after different counts

@@ -221,7 +221,8 @@ def _loop_body(cond_out="identity"):
          numpy_helper.from_array(np.array(2, np.int64), "two_i")])
 
 
-def _loop_model(trip_input=False, cond_out="identity", with_m=True):
+def _loop_model(trip_input=False, cond_out="identity", with_m=True, stack_read=False):
+    """``stack_read``: the scan output is read by a node (Neg) whose output is the model's, not a model output."""
     node = helper.make_node("Loop", ["M" if with_m else "", "c0", "acc0"], ["acc", "stack"], name="loop",
                             body=_loop_body(cond_out))
     inputs = [vi("x", TP.FLOAT, [1, 4]), vi("acc0", TP.FLOAT, [1, 4])]
@@ -230,7 +231,9 @@ def _loop_model(trip_input=False, cond_out="identity", with_m=True):
         inputs.append(vi("M", TP.INT64, []))
     else:
         inits["M"] = np.array(3, np.int64)
-    return model_of([node], inputs, [vi("acc", TP.FLOAT, [1, 4]), vi("stack", TP.FLOAT, [3, 1, 4])], inits)
+    nodes = [node] + ([helper.make_node("Neg", ["stack"], ["stack_neg"])] if stack_read else [])
+    return model_of(nodes, inputs, [vi("acc", TP.FLOAT, [1, 4]),
+                                    vi("stack_neg" if stack_read else "stack", TP.FLOAT, [3, 1, 4])], inits)
 
 
 def test_loop_with_constant_trip_count_unrolled():
@@ -251,7 +254,7 @@ def test_loop_with_constant_trip_count_unrolled():
 ])
 def test_loop_that_cannot_be_unrolled_is_refused_in_one_line(kind, words):
     proto = _loop_model(trip_input=kind == "trip_input", cond_out="data" if kind == "data_dependent" else "identity",
-                        with_m=kind != "while")
+                        with_m=kind != "while", stack_read=kind == "data_dependent")
     with pytest.raises(ConversionError) as err:
         import_onnx(proto)
     (problem,) = err.value.problems
@@ -757,13 +760,70 @@ def test_stateful_state_crosses_the_if(vad_runtime_if):
 
 @pytest.mark.parametrize("kind", ["trip_input", "data_dependent"])
 def test_a_runtime_loop_with_scan_outputs_names_the_pin_and_the_unroll_limit(kind):
-    """ONNX stacks one scan slice per iteration run: with a run-time trip count or condition the output's length
-    is a run-time one, which TFLite cannot hold (static shapes), so no WHILE: the refusal says how it converts."""
+    """ONNX stacks one scan slice per iteration run: with a run-time trip count the output's length is a run-time
+    one, which TFLite cannot hold (static shapes), so no WHILE: the refusal says how it converts. With a constant
+    trip count M and a data-dependent condition the scan output is a buffer of M rows of which only the iterations run
+    hold values: refused where another node reads it (the padded rows would reach it)."""
     from converters.onnx_control import MAX_UNROLL
 
-    proto = _loop_model(trip_input=kind == "trip_input", cond_out="data" if kind == "data_dependent" else "identity")
+    proto = _loop_model(trip_input=kind == "trip_input", cond_out="data" if kind == "data_dependent" else "identity",
+                        stack_read=kind == "data_dependent")
     with pytest.raises(ConversionError) as err:
         import_onnx(proto)
     (problem,) = err.value.problems
-    assert "scan output(s) would have a run-time length" in problem and f"at most {MAX_UNROLL} iterations" in problem
-    assert ("--input-value M=VALUE" in problem) == (kind == "trip_input") and "--input-value" in problem
+    if kind == "trip_input":
+        assert "scan output(s) would have a run-time length" in problem and f"at most {MAX_UNROLL} iterations" in problem
+        assert "--input-value M=VALUE" in problem
+    else:
+        assert "data-dependent termination" in problem and "'stack'" in problem and "only a model output" in problem
+    assert "\n" not in problem
+
+
+def test_a_loop_ending_on_the_data_writes_its_scan_output_into_trip_count_rows():
+    """M = 3 (a constant), the body stops once sum(acc) >= 2: a WHILE whose scan output is a buffer of 3 rows the body
+    writes with DYNAMIC_UPDATE_SLICE; the rows run equal onnxruntime's, the rest stay zero (the note says so). LiteRT
+    and our interpreter agree."""
+    proto = _loop_model(cond_out="data")
+    model = import_onnx(proto)
+    assert ops(model) == ["FILL", "WHILE"]  # FILL: the buffer's zeros
+    body = model.subgraphs[0].operators[1].options["body_subgraph_index"]
+    assert "DYNAMIC_UPDATE_SLICE" in [model.op_name(op) for op in model.subgraphs[body].operators]
+    (note,) = [n for n in model.import_notes["control_flow"] if "Loop 'loop'" in n]
+    assert "1 scan output(s) written row by row" in note and "stay zero" in note
+    stopped = set()
+    for seed, scale in ((1, 0.2), (2, 3.0), (3, 0.05)):
+        x, acc0 = f32(1, 4, seed=seed, scale=scale), f32(1, 4, seed=seed + 10, scale=scale)
+        acc, stack = ort_run(proto, {"x": x, "acc0": acc0})
+        n = len(stack)
+        stopped.add(n)
+        for who, got in (("ours", Ours(model)(x, acc0)), ("litert", run_litert(write_model(model), [x, acc0]))):
+            assert got[1].shape == (3, 1, 4), who
+            close([got[0], got[1][:n]], [acc, stack], f"{who} seed {seed}")
+            assert not got[1][n:].any(), (who, seed)
+    assert len(stopped) > 1  # the loop ended after different iteration counts
+
+
+def test_a_loop_longer_than_the_unroll_limit_writes_its_scan_output_in_a_while():
+    """M = MAX_UNROLL + 200 (a constant, the condition passed through): no unrolling, a WHILE writing every one of
+    the M rows; with M pinned from an input (--input-value) the same. Our interpreter and LiteRT equal onnxruntime."""
+    from converters.onnx_control import MAX_UNROLL
+
+    m = MAX_UNROLL + 200
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc", "decay"], ["kept"]), helper.make_node("Add", ["kept", "x"], ["acc_out"]),
+         helper.make_node("Tanh", ["acc_out"], ["row"]), helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "body", [vi("i", TP.INT64, []), vi("cond", TP.BOOL, []), vi("acc", TP.FLOAT, [1, 4])],
+        [vi("cond_out", TP.BOOL, []), vi("acc_out", TP.FLOAT, [1, 4]), vi("row", TP.FLOAT, [1, 4])],
+        [numpy_helper.from_array(np.float32(0.99), "decay")])
+    nodes = [helper.make_node("Loop", ["M", "", "acc0"], ["acc", "rows"], name="long", body=body)]
+    ins = [vi("x", TP.FLOAT, [1, 4]), vi("acc0", TP.FLOAT, [1, 4]), vi("M", TP.INT64, [])]
+    proto = model_of(nodes, ins, [vi("acc", TP.FLOAT, [1, 4]), vi("rows", TP.FLOAT, None)])
+    model = import_onnx(proto, input_values={"M": m})
+    (note,) = [n for n in model.import_notes["control_flow"] if "Loop 'long'" in n]
+    assert f"trip count {m} above the unroll limit" in note and f"buffers of {m} rows" in note
+    assert "stay zero" not in note
+    x, acc0 = f32(1, 4, seed=4, scale=0.01), f32(1, 4, seed=5)
+    want = ort_run(proto, {"x": x, "acc0": acc0, "M": np.array(m, np.int64)})
+    assert want[1].shape == (m, 1, 4)
+    for who, got in (("ours", Ours(model)(x, acc0)), ("litert", run_litert(write_model(model), [x, acc0]))):
+        close(got, want, who)
