@@ -391,8 +391,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     becomes a resource variable the model keeps between invokes (``converters.stateful``: zero at the start,
     ``reset_all_variables()`` resets it); without it the state stays an input and an output. Either way
     ``report["state"]`` lists the state tensors. A model with run-time IF / WHILE converts with quantize "none",
-    "int8" or "int16x8" (its subgraphs calibrated and quantized with the main graph: converters.quantize.subgraphs);
-    fp16 / dynamic refuse it (ConversionError).
+    "int8" or "int16x8" (its subgraphs calibrated and quantized with the main graph: converters.quantize.subgraphs),
+    "fp16" or "dynamic" (every subgraph's constants by the main graph's rules: converters.quantize.weights_only; the
+    guard's notes name a subgraph its samples never ran).
 
     The guard judges the task when the model says what it is (``converters.evaluate.task_spec``): ``boxes`` /
     ``scores`` (output names or indices; `--boxes` / `--scores`) make it a detector, ``task`` ("classification",
