@@ -664,10 +664,10 @@ class _Importer:
             k = int(r[len("carried"):]) if r.startswith("carried") else \
                 len(carried) + int(r[len("scan"):]) if r.startswith("scan") else None
             if k is not None and k < len(node.output) and node.output[k]:
-                if r.startswith("scan"):
+                if r.startswith("scan"):  # M rows of the body's row shape
                     self.shapes[node.output[k]] = tuple(self.shape(t))
                     self.dynamic.pop(node.output[k], None)
-                outs.append(self.out(node, k, type=self.ttype(t)))
+                outs.append(self.out(node, k, type=self.ttype(t) if r.startswith("scan") else None))
             else:
                 outs.append(self._tmp(f"final_{r.replace(':', '_')}", self.shape(t), self.ttype(t)))
         self._op("WHILE", tensors, outs, cond_subgraph_index=cond_g.index, body_subgraph_index=body_g.index)
