@@ -160,3 +160,32 @@ def test_guard_names_the_branch_its_samples_never_reached():
     assert note in report["notes"]
     runs = {int(k): v for k, v in report["guard"]["subgraph_runs"].items()}
     assert runs[else_i] == 0 and runs[if_op.options["then_subgraph_index"]] == 6
+
+
+def test_fp16_of_a_stateful_model_converts_its_init_subgraph():
+    """A model whose state is a resource variable (convert(stateful=True): CALL_ONCE runs an init subgraph) went the
+    same way as IF / WHILE (refused before): fp16 converts it, streamed over three invokes in LiteRT it follows the
+    float model."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+
+    from edge_sdk.runtime.interpreter import Interpreter
+    from tests.test_import_onnx_streaming import _recurrent_model
+
+    stateful = convert(_recurrent_model("LSTM"), quantize="none", stateful=True)
+    assert len(stateful.model.subgraphs) == 2
+    half = convert(stateful.tflite, quantize="fp16")
+    assert len(half.model.subgraphs) == 2 and half.report["quantization"]["report"]["guard"]["measured"]
+    lite = LiteRT(model_content=half.tflite, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    ref = Interpreter(model_content=stateful.tflite)
+    for it in (lite, ref):
+        it.allocate_tensors()
+    for step in range(3):
+        outs = []
+        for it in (lite, ref):
+            for d in it.get_input_details():  # the same chunk for both (the state is kept inside)
+                it.set_tensor(d["index"], f32(*d["shape"], seed=step))
+            it.invoke()
+            outs.append([np.array(it.get_tensor(d["index"])) for d in it.get_output_details()])
+        for got, want in zip(*outs):
+            assert snr_db(got, want) >= FP16_SNR_DB, (step, snr_db(got, want))
