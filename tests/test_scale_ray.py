@@ -124,6 +124,41 @@ def test_a_dead_worker_is_retried_without_losing_or_repeating_samples(ray_cluste
     assert [y for _, result in out for y in result] == [x * x for x in range(50)]
 
 
+def test_a_worker_killed_mid_calibration_changes_no_statistic(ray_cluster):
+    """SIGKILL of a worker process while it holds shards (from the pool's test hook, on the first result): Ray
+    restarts the actor and runs its shards again; every statistic is byte-identical to the single-process one."""
+    import signal
+
+    model = read_model(small_cnn())
+    samples = np.random.default_rng(3).standard_normal((72, 1, SIZE, SIZE, 3)).astype(np.float32)  # 5 shards
+
+    def stats():
+        cal = calibrate(model, samples, "INT8", "percentile", 99.0, None, seed=0, holdout=4)
+        return cal, {t: (np.float64(s.min).tobytes(), np.float64(s.max).tobytes(), np.asarray(s.values()).tobytes(),
+                         s.rate) for t, s in cal.stats.items()}
+
+    cal_here, here = stats()
+    pids = ray_cluster.worker_pids()
+    killed = []
+
+    def kill_a_busy_worker(shard_id, in_flight):
+        if not killed and in_flight:  # once: the actor of the next shard still to come
+            pid = pids[in_flight[min(in_flight)]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    ray_cluster.on_result = kill_a_busy_worker
+    try:
+        with ray_cluster.activate():
+            cal_ray, on_ray = stats()
+    finally:
+        ray_cluster.on_result = None
+    assert killed and killed[0] not in ray_cluster.worker_pids()  # a worker died and Ray started another
+    assert (cal_ray.samples, cal_ray.held_back) == (cal_here.samples, cal_here.held_back) == (68, 4)
+    assert on_ray == here  # min, max, the kept values (bytes) and the rate of every tensor
+    assert cal_ray.ranges == cal_here.ranges
+
+
 def test_without_ray_the_flag_exits_2_with_the_install_line(tmp_path, capsys, monkeypatch):
     fpath = _fc_model(tmp_path)
     data, _, _ = _data(tmp_path)
