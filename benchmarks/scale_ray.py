@@ -5,10 +5,10 @@ each, edge_sdk.tasks.scale_ray), the ratio, and the resident memory of each work
 
 One Ray (3 logical CPUs) holds a pool of 1 worker and a pool of 2; each round runs the dataset in this process
 (no Ray), then on each pool (this machine is shared with other jobs: interleaving puts all three under the same
-load, and the best round of each is kept). The first pass warms the actors (worker start, imports, model build) and is not timed. Printed beside the
-rates: the model's size and MACs per sample, the dataset's size, one shard's compute in this process against
-Ray's cost per call (an empty shard's round trip: the figure must be the model's work, not Ray's), and the load
-average. The outputs of every run are checked equal to the single-process ones.
+load, and the best round of each is kept). The first pass warms the actors (worker start, imports, model
+build) and is not timed. Printed beside the rates: the model's size and MACs per sample, the dataset's size, one
+shard's compute in this process against Ray's cost per call (an empty shard's round trip: the figure must be the
+model's work, not Ray's), and the load average. The outputs of every run are checked equal to the single-process ones.
 """
 
 from __future__ import annotations

@@ -116,7 +116,8 @@ def test_rollout_stops_at_an_unhealthy_host_rolls_it_back_and_resumes(lab, tmp_p
 # The BROKEN_RUNTIME hook switched on per host: it breaks the runtime of a device whose $HOME holds this file.
 BROKEN_MARKER = "broken-runtime"
 SWITCHABLE_RUNTIME = ("import os\nif os.path.exists(os.path.join(os.environ.get('HOME', '/nonexistent'), "
-                      f"{BROKEN_MARKER!r})):\n" + "".join(f"    {line}\n" for line in BROKEN_RUNTIME.strip().splitlines()))
+                      f"{BROKEN_MARKER!r})):\n"
+                      + "".join(f"    {line}\n" for line in BROKEN_RUNTIME.strip().splitlines()))
 
 
 @pytest.fixture(scope="module")
