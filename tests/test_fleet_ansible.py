@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -240,17 +241,22 @@ def test_a_rollout_killed_mid_wave_resumes_and_converges(fleet, tmp_path):
     inventory = fleet_inventory(tmp_path / "hosts.ini", hosts)
     args = ["deploy", new, "--inventory", inventory, "--wave", "3", "--wave", "100%", "--max-fail", "0%",
             "--no-c-backend", "--json"]
-    proc = subprocess.Popen([sys.executable, "-m", "edge_sdk.cli", *map(str, args)], env=lab.env, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # the killed controller cannot remove its work folder: it goes in one the test removes (short: ssh's
+    # ControlPath sockets live there, and a socket path has at most 108 bytes)
+    scratch = Path(tempfile.mkdtemp(prefix="edge-kill-"))
+    output = tmp_path / "killed-controller.out"
+    with open(output, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "edge_sdk.cli", *map(str, args)], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, env={**lab.env, "TMPDIR": str(scratch)})
     try:
         deadline = time.monotonic() + 600
         while not any(running(d) == sha(new) for d in hosts):
-            assert proc.poll() is None, f"the rollout ended before any host switched: {proc.stderr.read()}"
+            assert proc.poll() is None, f"the rollout ended before any host switched: {output.read_text()}"
             assert time.monotonic() < deadline, "no host switched within 600 s"
             time.sleep(0.02)
     finally:
         _kill_tree(proc)
-    proc.stderr.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     switched = [d.alias for d in hosts if running(d) == sha(new)]
     healthy = [d.alias for d in hosts if json.loads((device_base(d) / "health.json").read_text()).get("sha256")
                == sha(new)]
