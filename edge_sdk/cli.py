@@ -198,6 +198,7 @@ COMMAND_FILES: dict[str, list[tuple[str, str, str]]] = {
     "check": [_MODEL],
     "deploy": [_MODEL],
     "bench": [_MODEL],
+    "bench --matrix": [("MODEL", "model", "source"), ("--calib", "calib", "calibration")],
     "generate": [_MODEL],
     "run": [_MODEL, ("INPUT", "inputs", "input"), ("--labels", "labels", "labels"),
             ("--frontend", "frontend", "tflite")],
@@ -333,7 +334,8 @@ def _check_files(args) -> None:
     from pathlib import Path
 
     listed = []
-    for label, attr, claim in COMMAND_FILES.get(args.command, []):
+    command = "bench --matrix" if args.command == "bench" and getattr(args, "matrix", False) else args.command
+    for label, attr, claim in COMMAND_FILES.get(command, []):
         value = getattr(args, attr, None)
         for path in (value if isinstance(value, list) else [value]):
             if path is not None:
@@ -724,7 +726,11 @@ def _cmd_deploy(args) -> int:
 def _cmd_bench(args) -> int:
     from edge_sdk.tools.bench import bench, format_bench
 
-    report = bench(args.model, args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
+    if args.matrix:
+        return _bench_matrix(args)
+    if len(args.model) > 1 or args.matrix_target or args.precision or args.calib or args.ray is not None:
+        raise UsageError("several models, --target, --precision, --calib and --ray belong to --matrix")
+    report = bench(args.model[0], args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
                    remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
                    plot=args.plot, input_shapes=_input_shapes(args.input_shape))
@@ -732,6 +738,25 @@ def _cmd_bench(args) -> int:
         _print_json(report)
     else:
         sys.stdout.write(format_bench(report))
+    return 0
+
+
+def _bench_matrix(args) -> int:
+    """`edge bench --matrix`: models x targets x precisions on this machine (edge_sdk.tools.bench_matrix)."""
+    from edge_sdk.tools.bench_matrix import bench_matrix, format_matrix
+
+    if args.host or args.trace or args.csv or args.plot or args.input_shape or args.threads or args.backend != "auto":
+        raise UsageError("--matrix benchmarks here with each target's runtime: --host, --backend, --threads, "
+                         "--input-shape and --trace/--csv/--plot are for one model")
+    if args.ray_workers is not None and args.ray is None:
+        raise UsageError("--ray-workers goes with --ray")
+    with _on_ray(args):
+        report = bench_matrix(args.model, args.matrix_target, args.precision, calibration=args.calib,
+                              runs=args.runs, warmup=args.warmup, profile_runs=args.profile_runs)
+    if args.json:
+        _print_json(report)
+    else:
+        sys.stdout.write(format_matrix(report))
     return 0
 
 
@@ -1076,7 +1101,7 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.set_defaults(func=_cmd_fleet)
 
     p = sub.add_parser("bench", help="latency percentiles, per-op profile and memory, here or on a device over SSH")
-    p.add_argument("model", help="path to a .tflite file")
+    p.add_argument("model", nargs="+", help="path to a .tflite file (--matrix: one or more .tflite / .onnx)")
     ssh_options(p, "run on this device (USER@HOST[:PORT] or alias; needs `edge deploy` first); default: here")
     p.add_argument("--runs", type=_positive, default=50, help="timed inferences (default 50)")
     p.add_argument("--warmup", type=_non_negative, default=5, help="untimed inferences first (default 5)")
@@ -1086,6 +1111,15 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     _input_shape_option(p)
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     op_table_outputs(p)
+    p.add_argument("--matrix", action="store_true",
+                   help="every model x --target x --precision here: each converted once (cached), each cell edge "
+                        "bench's figures with the target's runtime and the target's fit; a table, or --json")
+    p.add_argument("--target", dest="matrix_target", action="append", metavar="PROFILE",
+                   help="--matrix: a device profile (repeatable; default host-linux)")
+    p.add_argument("--precision", action="append", choices=["int8", "int16x8", "fp16", "float"],
+                   help="--matrix: a conversion (repeatable; default int8; float: a .tflite source as it is)")
+    p.add_argument("--calib", help="--matrix: calibration data for the conversions (as edge convert --calib)")
+    _ray_flags(p, "--matrix: the conversions and cells run")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("generate", help="generate text with a KV-cache language model (prefill/decode signatures)")

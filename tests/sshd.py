@@ -3,6 +3,7 @@
     lab = SSHLab(tmp_path)                  # user key, ssh config, known_hosts in tmp_path
     pi = lab.start("pi1")                   # sshd on a free port with its own host key and device $HOME
     lab.env                                 # EDGE_SSH_CONFIG (-F for ssh), XDG_CACHE_HOME: for subprocesses
+    pis = [lab.start(f"pi{i}", address=f"127.0.0.{i}") for i in range(2, 7)]   # a fleet: one sshd per address
     lab.stop_all()                          # kills every sshd it started (the fixtures do this)
 
 The client side: ``ssh -F lab.config`` (edge_sdk.device.ssh reads ``EDGE_SSH_CONFIG``; ssh finds ``~`` through
@@ -58,9 +59,9 @@ def require_sshd() -> None:
         pytest.skip(f"loopback sshd unavailable: {reason}")
 
 
-def free_port() -> int:
+def free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return s.getsockname()[1]
 
 
@@ -93,17 +94,19 @@ def _descendants(pid: int) -> list[int]:
 
 
 class Device:
-    """One sshd: ``alias`` (a Host in the lab's ssh config), ``port``, ``home`` (its $HOME)."""
+    """One sshd: ``alias`` (a Host in the lab's ssh config), ``port``, ``home`` (its $HOME), ``address`` (the
+    loopback address it listens on: 127.0.0.1, or 127.0.0.2... for a fleet of distinct hosts)."""
 
-    def __init__(self, lab: SSHLab, alias: str, port: int, home: Path, host_key: Path):
+    def __init__(self, lab: SSHLab, alias: str, port: int, home: Path, host_key: Path, address: str = "127.0.0.1"):
         self.lab, self.alias, self.port, self.home, self.host_key = lab, alias, port, home, host_key
+        self.address = address
         self.proc: subprocess.Popen | None = None
         self.path: str | None = None  # the device's PATH when not the lab's (e.g. a board without a compiler)
 
     @property
     def spec(self) -> str:
-        """``root@127.0.0.1:PORT`` (for --host / hosts files: needs the lab's IdentityFile via the config)."""
-        return f"root@127.0.0.1:{self.port}"
+        """``root@ADDRESS:PORT`` (for --host / hosts files: needs the lab's IdentityFile via the config)."""
+        return f"root@{self.address}:{self.port}"
 
     def fingerprint(self) -> str:
         out = subprocess.run(["ssh-keygen", "-lf", f"{self.host_key}.pub"], capture_output=True, text=True,
@@ -154,7 +157,7 @@ class SSHLab:
     def _write_config(self) -> None:
         blocks = []
         for d in self.devices:
-            blocks.append(f"Host {d.alias}\n  HostName 127.0.0.1\n  Port {d.port}\n  User root\n")
+            blocks.append(f"Host {d.alias}\n  HostName {d.address}\n  Port {d.port}\n  User root\n")
         blocks.append(
             "Host *\n"
             f"  IdentityFile {self.user_key}\n  IdentitiesOnly yes\n"
@@ -163,15 +166,16 @@ class SSHLab:
         )
         self.config.write_text("\n".join(blocks))
 
-    def add(self, alias: str, *, trust: bool = True, port: int | None = None) -> Device:
-        """A device (not started): its own host key (in known_hosts when ``trust``), home and port."""
+    def add(self, alias: str, *, trust: bool = True, port: int | None = None, address: str = "127.0.0.1") -> Device:
+        """A device (not started): its own host key (in known_hosts when ``trust``), home and port, listening on
+        the loopback ``address`` (any of 127.0.0.0/8: Linux routes them all to lo)."""
         folder = self.root / alias
         folder.mkdir()
         host_key = folder / "ssh_host_ed25519_key"
         _keygen(host_key)
         home = folder / "home"
         home.mkdir()
-        d = Device(self, alias, port or free_port(), home, host_key)
+        d = Device(self, alias, port or free_port(address), home, host_key, address)
         if trust:
             self.trust(d)
         self.devices.append(d)
@@ -181,7 +185,7 @@ class SSHLab:
     def trust(self, d: Device, key: Path | None = None) -> None:
         pub = Path(f"{key or d.host_key}.pub").read_text().split()
         with open(self.known_hosts, "a") as f:
-            f.write(f"[127.0.0.1]:{d.port} {pub[0]} {pub[1]}\n")
+            f.write(f"[{d.address}]:{d.port} {pub[0]} {pub[1]}\n")
 
     def start(self, alias: str, path: str | None = None, **kwargs) -> Device:
         """``add`` and ``launch``; ``path``: the device's PATH instead of the lab's."""
@@ -205,7 +209,7 @@ class SSHLab:
         os.makedirs("/run/sshd", exist_ok=True)
         conf = d.home.parent / "sshd_config"
         conf.write_text(
-            f"Port {d.port}\nListenAddress 127.0.0.1\nHostKey {d.host_key}\n"
+            f"Port {d.port}\nListenAddress {d.address}\nHostKey {d.host_key}\n"
             f"AuthorizedKeysFile {self.authorized_keys}\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
             f"PidFile {d.home.parent / 'sshd.pid'}\nStrictModes no\nUsePAM no\nLogLevel ERROR\n"
@@ -220,7 +224,7 @@ class SSHLab:
                 log = (d.home.parent / "sshd.log").read_text(errors="replace")
                 pytest.skip(f"loopback sshd did not start (exit {d.proc.returncode}): {log.strip()[-300:]}")
             try:
-                with socket.create_connection(("127.0.0.1", d.port), timeout=0.2):
+                with socket.create_connection((d.address, d.port), timeout=0.2):
                     return
             except OSError:
                 time.sleep(0.05)

@@ -6,14 +6,20 @@ without Ansible the flags exit 2 naming the install line."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from edge_sdk.cli import main
-from tests.sshd import lab, ssh_cache  # noqa: F401  (fixtures)
-from tests.test_deploy import device_base, edge, sha, tiny_model
+from tests.sshd import SSHLab, _descendants, lab, ssh_cache  # noqa: F401  (fixtures)
+from tests.test_deploy import ROOT, device_base, edge, sha, tiny_model
 
 pytest.importorskip("ansible_runner", reason="Ansible is not installed (pip install 'edge-sdk[fleet]')")
 
@@ -105,6 +111,173 @@ def test_rollout_stops_at_an_unhealthy_host_rolls_it_back_and_resumes(lab, tmp_p
     for x in status.values():
         assert x["model_sha256"] == sha(new) and x["model_ok"] and x["runtime_ok"] and x["runtime"]
         assert x["health"]["ok"] and x["health"]["sha256"] == sha(new)
+
+
+# ----------------------------------------------------------------------------- a fleet on 127.0.0.2-127.0.0.6
+# The BROKEN_RUNTIME hook switched on per host: it breaks the runtime of a device whose $HOME holds this file.
+BROKEN_MARKER = "broken-runtime"
+SWITCHABLE_RUNTIME = ("import os\nif os.path.exists(os.path.join(os.environ.get('HOME', '/nonexistent'), "
+                      f"{BROKEN_MARKER!r})):\n"
+                      + "".join(f"    {line}\n" for line in BROKEN_RUNTIME.strip().splitlines()))
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory, ssh_cache):
+    """Five hosts, one sshd each on 127.0.0.2 ... 127.0.0.6 (pi2 ... pi6), shared by the tests of this module (the
+    runtime venv each deploy installs stays between tests); a host's runtime breaks while its $HOME holds
+    BROKEN_MARKER."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EDGE_TEST_CACHE", str(ssh_cache))
+        the_lab = SSHLab(tmp_path_factory.mktemp("fleet") / "lab")
+        hooks = the_lab.root / "device-hooks"
+        hooks.mkdir()
+        (hooks / "sitecustomize.py").write_text(SWITCHABLE_RUNTIME)
+        the_lab.device_pythonpath = f"{hooks}:{the_lab.device_pythonpath}"
+        try:
+            hosts = [the_lab.start(f"pi{i}", address=f"127.0.0.{i}") for i in range(2, 7)]
+            for key in ("EDGE_SSH_CONFIG", "XDG_CACHE_HOME"):
+                mp.setenv(key, the_lab.env[key])
+            yield the_lab, hosts
+        finally:
+            the_lab.stop_all()
+
+
+def reset(hosts, model: Path) -> None:
+    """Every host runs ``model``, healthy, with no rollback point (its runtime venv, if any, kept)."""
+    for d in hosts:
+        base = device_base(d)
+        for name in ("models", "rollback", ".rollback.part"):
+            shutil.rmtree(base / name, ignore_errors=True)
+        for name in ("manifest.json", "health.json"):
+            (base / name).unlink(missing_ok=True)
+        (d.home / BROKEN_MARKER).unlink(missing_ok=True)
+        seed(d, model)
+        (base / "health.json").write_text(json.dumps({"ok": True, "sha256": sha(model), "time": "before",
+                                                      "error": None}))
+
+
+def fleet_inventory(path: Path, hosts) -> Path:
+    path.write_text("[pis]\n" + "".join(f"{d.alias} ansible_host={d.address} ansible_port={d.port} "
+                                         "ansible_user=root\n" for d in hosts))
+    return path
+
+
+def two_models(tmp_path) -> tuple[Path, Path]:
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    return (tiny_model(tmp_path / "old" / "model.tflite"),
+            tiny_model(tmp_path / "new" / "model.tflite", scale=3.0))
+
+
+def running(d) -> str | None:
+    """The sha256 the host's manifest names (None: none readable)."""
+    try:
+        return json.loads((device_base(d) / "manifest.json").read_text())["model"]["sha256"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def fleet_status(lab, inventory) -> dict:
+    r = edge("fleet", "status", "--inventory", inventory, "--json", lab=lab)
+    assert r.returncode == 0, r.stderr
+    return {x["host"]: x for x in json.loads(r.stdout)}
+
+
+@pytest.mark.slow
+def test_a_failed_wave_is_rolled_back_whole_and_the_later_waves_keep_their_model(fleet, tmp_path):
+    """Waves 1, 2, rest over pi2..pi6; pi4 (second wave, with pi3) fails its health check: the rollout stops
+    there, pi3 and pi4 both return to the old model (and its last health check), pi5 and pi6 are never touched,
+    pi2 keeps the new one; `edge fleet status` shows it; one report per host."""
+    lab, hosts = fleet
+    old, new = two_models(tmp_path)
+    reset(hosts, old)
+    pi2, pi3, pi4, pi5, pi6 = hosts
+    (pi4.home / BROKEN_MARKER).touch()
+    inventory = fleet_inventory(tmp_path / "hosts.ini", hosts)
+    manifests = {d.alias: (device_base(d) / "manifest.json").read_bytes() for d in hosts}
+    r = edge("deploy", new, "--inventory", inventory, "--wave", "1", "--wave", "2", "--wave", "100%",
+             "--max-fail", "0%", "--no-c-backend", "--json", lab=lab, timeout=900)
+    (pi4.home / BROKEN_MARKER).unlink()
+    assert r.returncode == 4, r.stdout + r.stderr
+    reports = {x["host"]: x for x in json.loads(r.stdout)}
+    assert set(reports) == {d.alias for d in hosts}
+    assert reports["pi2"]["status"] == "ok" and reports["pi2"]["health"]["ok"]
+    assert reports["pi3"]["health"]["ok"]  # pi3 passed its own check, and was undone with its wave
+    assert reports["pi4"]["health"]["ok"] is False and "differ" in reports["pi4"]["health"]["error"]
+    for name in ("pi3", "pi4"):
+        assert reports[name]["status"] == "rolled back" and reports[name]["rolled_back_to"] == sha(old)
+    assert reports["pi5"]["status"] == reports["pi6"]["status"] == "not reached"
+
+    status = fleet_status(lab, inventory)
+    assert status["pi2"]["model_sha256"] == sha(new) and status["pi2"]["health"]["sha256"] == sha(new)
+    for d in (pi3, pi4, pi5, pi6):  # the whole failed wave back on the old model, the later waves never moved
+        x = status[d.alias]
+        assert x["model_sha256"] == sha(old) and x["model_ok"], x
+        assert x["health"] == {"ok": True, "sha256": sha(old), "time": "before", "error": None}  # restored too
+        assert sha(device_base(d) / "models" / "model.tflite") == sha(old)
+        assert (device_base(d) / "manifest.json").read_bytes() == manifests[d.alias]  # the manifest, as it was
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the controller and every process it started (its Ansible, the steps, their ssh), as a controller
+    machine that loses power: nothing gets to clean up."""
+    tree = [proc.pid, *reversed(_descendants(proc.pid))]  # collected first: orphans cannot be found later
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_a_rollout_killed_mid_wave_resumes_and_converges(fleet, tmp_path):
+    """The controller SIGKILLed as the first host of a wave of 3 switches: no host is left half-switched (its
+    manifest names the model file it holds), the rerun resumes (the hosts done are current, the rollback points
+    still hold the old model) and every host ends on the new model, healthy."""
+    lab, hosts = fleet
+    old, new = two_models(tmp_path)
+    reset(hosts, old)
+    inventory = fleet_inventory(tmp_path / "hosts.ini", hosts)
+    args = ["deploy", new, "--inventory", inventory, "--wave", "3", "--wave", "100%", "--max-fail", "0%",
+            "--no-c-backend", "--json"]
+    # the killed controller cannot remove its work folder: it goes in one the test removes (short: ssh's
+    # ControlPath sockets live there, and a socket path has at most 108 bytes)
+    scratch = Path(tempfile.mkdtemp(prefix="edge-kill-"))
+    output = tmp_path / "killed-controller.out"
+    with open(output, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "edge_sdk.cli", *map(str, args)], cwd=ROOT, stdout=out,
+                                stderr=subprocess.STDOUT, env={**lab.env, "TMPDIR": str(scratch)})
+    try:
+        deadline = time.monotonic() + 600
+        while not any(running(d) == sha(new) for d in hosts):
+            assert proc.poll() is None, f"the rollout ended before any host switched: {output.read_text()}"
+            assert time.monotonic() < deadline, "no host switched within 600 s"
+            time.sleep(0.02)
+    finally:
+        _kill_tree(proc)
+        shutil.rmtree(scratch, ignore_errors=True)
+    switched = [d.alias for d in hosts if running(d) == sha(new)]
+    healthy = [d.alias for d in hosts if json.loads((device_base(d) / "health.json").read_text()).get("sha256")
+               == sha(new)]
+    assert switched and set(healthy) < {d.alias for d in hosts[:3]}  # mid-wave: the first wave not done
+    for d in hosts:  # every host wholly on one model: the manifest names the bytes it holds
+        assert running(d) in (sha(old), sha(new))
+        assert sha(device_base(d) / "models" / "model.tflite") == running(d), d.alias
+
+    r = edge(*args, lab=lab, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    reports = {x["host"]: x for x in json.loads(r.stdout)}
+    assert all(reports[d.alias]["status"] in ("ok", "current") for d in hosts), reports
+    for name in switched:  # a host switched before the kill: the rollback point of the killed run kept
+        assert reports[name]["resumed"] and reports[name]["before"] == sha(old)
+    status = fleet_status(lab, inventory)
+    for d in hosts:
+        x = status[d.alias]
+        assert x["model_sha256"] == sha(new) and x["model_ok"] and x["runtime_ok"], x
+        assert x["health"]["ok"] and x["health"]["sha256"] == sha(new)
+        # the rollback point is the model the host ran before this rollout, not a half-done one
+        assert sha(device_base(d) / "rollback" / "model") == sha(old), d.alias
 
 
 def test_waves_and_threshold_are_checked():

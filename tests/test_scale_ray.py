@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from hashlib import sha256
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +123,83 @@ def test_a_dead_worker_is_retried_without_losing_or_repeating_samples(ray_cluste
     assert Path(marker).exists()  # a worker did die
     assert [x for chunk, _ in out for x in chunk] == list(range(50))
     assert [y for _, result in out for y in result] == [x * x for x in range(50)]
+
+
+def test_a_worker_killed_mid_calibration_changes_no_statistic(ray_cluster):
+    """SIGKILL of a worker process while it holds shards (from the pool's test hook, on the first result): Ray
+    restarts the actor and runs its shards again; every statistic is byte-identical to the single-process one."""
+    import signal
+
+    model = read_model(small_cnn())
+    samples = np.random.default_rng(3).standard_normal((72, 1, SIZE, SIZE, 3)).astype(np.float32)  # 5 shards
+
+    def stats():
+        cal = calibrate(model, samples, "INT8", "percentile", 99.0, None, seed=0, holdout=4)
+        return cal, {t: (np.float64(s.min).tobytes(), np.float64(s.max).tobytes(), np.asarray(s.values()).tobytes(),
+                         s.rate) for t, s in cal.stats.items()}
+
+    cal_here, here = stats()
+    pids = ray_cluster.worker_pids()
+    killed = []
+
+    def kill_a_busy_worker(shard_id, in_flight):
+        if not killed and in_flight:  # once: the actor of the next shard still to come
+            pid = pids[in_flight[min(in_flight)]]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    ray_cluster.on_result = kill_a_busy_worker
+    try:
+        with ray_cluster.activate():
+            cal_ray, on_ray = stats()
+    finally:
+        ray_cluster.on_result = None
+    assert killed and killed[0] not in ray_cluster.worker_pids()  # a worker died and Ray started another
+    assert (cal_ray.samples, cal_ray.held_back) == (cal_here.samples, cal_here.held_back) == (68, 4)
+    assert on_ray == here  # min, max, the kept values (bytes) and the rate of every tensor
+    assert cal_ray.ranges == cal_here.ranges
+
+
+def test_bench_matrix_on_ray_equals_one_process(ray_cluster, tmp_path, capsys):
+    """`edge bench --matrix` (2 models x 2 precisions x 2 targets): on Ray the conversions and the cells run as
+    tasks on the workers; every cell equals the one-process one except timings; conversions are cached."""
+    from edge_sdk.tools import bench_matrix as bm
+
+    cnn, other = tmp_path / "cnn.tflite", tmp_path / "other.tflite"
+    cnn.write_bytes(small_cnn())
+    other.write_bytes(small_cnn(seed=1))
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(4).standard_normal((12, 1, SIZE, SIZE, 3)).astype(np.float32))
+    for model in (cnn, other):  # an earlier run's cached conversions dropped: the Ray run converts
+        bm._cache_path(sha256(model.read_bytes()).hexdigest(), "int8", bm._calibration_sha(calib)).unlink(
+            missing_ok=True)
+    args = ["bench", str(cnn), str(other), "--matrix", "--target", "host-linux", "--target", "raspberry-pi-4",
+            "--precision", "int8", "--precision", "float", "--calib", str(calib), "--runs", "3", "--warmup", "0",
+            "--profile-runs", "1", "--json"]
+    with ray_cluster.activate():
+        calls = ray_cluster.calls
+        assert main(args + ["--ray"]) == 0
+        assert ray_cluster.calls == calls + 2  # the conversions, then the cells: tasks on the pool
+    on_ray = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    here = json.loads(capsys.readouterr().out)
+    assert [(c["model"], c["precision"], c["target"]) for c in here["cells"]] == [
+        (m, p, t) for m in ("cnn.tflite", "other.tflite") for p in ("int8", "float")
+        for t in ("host-linux", "raspberry-pi-4")]
+    assert [c["converted"]["cached"] for c in on_ray["cells"]] == [False] * 8
+    # the int8 conversions cached by the Ray run; float is the source itself
+    assert [c["converted"]["cached"] for c in here["cells"]] == [True, True, False, False] * 2
+    for r, h in zip(on_ray["cells"], here["cells"]):
+        assert "error" not in h and h["latency_us"]["p50"] > 0 and h["check"]["verdict"] == "runs"
+        assert bm.comparable(r) == bm.comparable(h)
+    from converters import convert
+
+    int8 = convert(cnn.read_bytes(), quantize="int8", calibration=str(calib)).tflite  # the cache holds `edge convert`'s
+    assert here["cells"][0]["converted"]["sha256"] == sha256(int8).hexdigest()
+    assert here["cells"][2]["converted"]["sha256"] == sha256(cnn.read_bytes()).hexdigest()
+
+    assert main(["bench", str(cnn), "--precision", "int8"]) == 2  # matrix flags without --matrix: usage
+    assert "--matrix" in capsys.readouterr().err
 
 
 def test_without_ray_the_flag_exits_2_with_the_install_line(tmp_path, capsys, monkeypatch):

@@ -14,6 +14,15 @@ the same result, and it is stored under its id once (never appended twice, never
     with pool.activate(): ...
     pool.close()
 
+Why an actor pool and not Ray Data's ``map_batches``: (1) Ray Data is not in ``ray``'s own install: it needs
+``ray[data]`` (pandas, pyarrow and fsspec besides), a far larger extra than ``edge-sdk[ray]`` asks for; (2) the
+samples are read, resized and normalized by our own readers (converters.calibration: image folders, .npy/.npz,
+.wav frontends), not by Ray Data's ``read_images`` / ``read_numpy``, so a Ray Data pipeline would only wrap the
+same iterator; (3) the fold must see the samples in their order (the percentile / MSE calibrators keep a seeded
+subsample, float sums depend on order), which here is the shard id, not the order batches finish; (4) a dead
+worker is Ray's own actor restart and task retry (``max_restarts`` / ``max_task_retries``), the same mechanism
+Ray Data's actor pool uses, with the shard's result stored under its id once.
+
 Ray is an optional extra (``pip install 'edge-sdk[ray]'``): without it ``cluster`` raises a UsageError naming
 the install line (exit 2).
 """
@@ -89,6 +98,9 @@ class _Worker:
     def __init__(self):
         self.key, self.state = None, None
 
+    def pid(self) -> int:
+        return os.getpid()
+
     def run(self, key: int, make_state: Callable, work: Callable, shard_id: int, items: list):
         if key != self.key:
             self.state = make_state()
@@ -105,6 +117,13 @@ class Pool:
         actor = ray.remote(num_cpus=1, max_restarts=RETRIES, max_task_retries=RETRIES)(_Worker)
         self.actors = [actor.remote() for _ in range(workers)]
         self.calls = 0
+        # a test hook: called as on_result(shard id, {shard id in flight: its actor's index}) each time a shard's
+        # result arrives (tests kill a worker process there, mid-run)
+        self.on_result: Callable[[int, dict], None] | None = None
+
+    def worker_pids(self) -> list[int]:
+        """Each actor's worker process id (asked of the actor: call it while the pool is idle)."""
+        return self.ray.get([a.pid.remote() for a in self.actors])
 
     @contextlib.contextmanager
     def activate(self):
@@ -163,3 +182,5 @@ class Pool:
                         raise EdgeError(f"Ray: shard {sid} failed after {RETRIES} retries: "
                                         f"{str(exc).splitlines()[0]}") from None
                     done.setdefault(got_id, result)
+                    if self.on_result is not None:
+                        self.on_result(got_id, {i: i % len(actors) for i in sorted(pending.values())})

@@ -8,16 +8,19 @@ host's steps are this module's ``step`` commands, run on the controller by the p
 localhost``), so the transfer is `edge deploy`'s own (edge_sdk.tools.deploy: staging, sha256 check, atomic switch
 of model, manifest and runtime venv):
 
-1. ``snapshot``: what the host runs now (manifest, model file, venv link) is copied to ``REMOTE_DIR/rollback/``
-   on the host. A host that already runs this model and passed its health check on it is skipped (so a rollout
-   run again after an interruption resumes where it stopped).
+1. ``snapshot``: what the host runs now (manifest, model file, venv link, last health check) is copied to
+   ``REMOTE_DIR/rollback/`` on the host, tagged with the model being rolled out. A host that already runs this
+   model and passed its health check on it is skipped, and a rollback point already taken for this model is kept
+   (so a rollout run again after an interruption, even a controller killed mid-wave, resumes where it stopped and
+   still rolls back to the model the host ran before it).
 2. ``deploy``: ``edge_sdk.tools.deploy.deploy`` to that host.
 3. ``health``: on the host, its runtime loads the model and runs one inference on a fixed input; the outputs must
    equal the ones this machine's interpreter gives (``HEALTH_ATOL``). The result is kept on the host in
    ``REMOTE_DIR/health.json`` (read by `edge fleet status`).
-4. On a failure (deploy or health): ``rollback`` restores the snapshot and the host fails; the hosts of the same
-   wave that passed are rolled back too (the wave is undone as one), and Ansible stops the rollout when the wave's
-   failures pass ``max_fail_percentage``: later waves keep what they run.
+4. A failure (deploy or health) is recorded and the wave judged once all its hosts ran: when its failures pass
+   ``max_fail_percentage``, ``rollback`` restores the snapshot on every host of the wave that changed (the wave
+   is undone as one), they all fail and Ansible stops the rollout: later waves keep what they run. Below the
+   threshold only the failed hosts roll back, and the rollout goes on.
 
 Each step writes the host's report to a results folder (JSON per host), which ``rollout`` returns as a list.
 Ansible is an optional extra (``pip install 'edge-sdk[fleet]'``): without it a UsageError names the line (exit 2).
@@ -77,30 +80,44 @@ def parse_percent(text: str, flag: str = "--max-fail") -> int:
 
 
 # --------------------------------------------------------------------------------------- the host's steps
-# argv: base -- copy manifest.json, the model it names and the venv link to base/rollback/ (temp + rename).
+# argv: base, target sha256 -- the rollback point: manifest.json, the model it names, the venv link and the last
+# health check copied to base/rollback/ (temp + rename), tagged with the model being rolled out. A rollback point
+# already taken for this same target is kept while the host runs its model or the target's (a rollout interrupted
+# after the switch and run again): re-taking it then would record the half-done rollout as "previous".
 _SNAPSHOT = r"""
 import json, os, shutil, sys
-base = os.path.abspath(os.path.expanduser(sys.argv[1]))
+base, target = os.path.abspath(os.path.expanduser(sys.argv[1])), sys.argv[2]
 snap, tmp = os.path.join(base, "rollback"), os.path.join(base, ".rollback.part")
+def load(path):
+    try:
+        with open(path) as f: return json.load(f)
+    except (OSError, ValueError): return None
+manifest, health = load(os.path.join(base, "manifest.json")), load(os.path.join(base, "health.json"))
+running = ((manifest or {}).get("model") or {}).get("sha256")
+kept = load(os.path.join(snap, "state.json"))
+if kept and kept.get("target") == target and running in (kept.get("sha256"), target):
+    print(json.dumps({"running": running, "previous": kept.get("sha256"), "health": health, "kept": True}))
+    sys.exit(0)
 shutil.rmtree(tmp, ignore_errors=True); os.makedirs(tmp)
-state = {"manifest": None, "model": None, "venv": None}
-try:
-    with open(os.path.join(base, "manifest.json")) as f: state["manifest"] = json.load(f)
-    shutil.copy2(os.path.join(base, "manifest.json"), os.path.join(tmp, "manifest.json"))
-    model = state["manifest"]["model"]["path"]
-    shutil.copy2(model, os.path.join(tmp, "model")); state["model"] = model
-except (OSError, KeyError, ValueError): pass
+state = {"manifest": None, "model": None, "venv": None, "health": health is not None, "target": target,
+         "sha256": running}
+if manifest is not None:
+    shutil.copy2(os.path.join(base, "manifest.json"), os.path.join(tmp, "manifest.json")); state["manifest"] = manifest
+    try:
+        model = manifest["model"]["path"]
+        shutil.copy2(model, os.path.join(tmp, "model")); state["model"] = model
+    except (OSError, KeyError, TypeError): pass
+if health is not None:
+    shutil.copy2(os.path.join(base, "health.json"), os.path.join(tmp, "health.json"))
 link = os.path.join(base, "venv")
 if os.path.islink(link): state["venv"] = os.readlink(link)
 with open(os.path.join(tmp, "state.json"), "w") as f: json.dump(state, f)
 shutil.rmtree(snap, ignore_errors=True); os.replace(tmp, snap)
-try:
-    with open(os.path.join(base, "health.json")) as f: health = json.load(f)
-except (OSError, ValueError): health = None
-print(json.dumps({"manifest": state["manifest"], "health": health}))
+print(json.dumps({"running": running, "previous": running, "health": health, "kept": False}))
 """
 
-# argv: base -- put back what the snapshot holds (each file via a temporary name and a rename: atomic).
+# argv: base -- put back what the snapshot holds (each file via a temporary name and a rename: atomic); the
+# manifest last, so a host killed mid-rollback names a model whose bytes are already back.
 _ROLLBACK = r"""
 import json, os, shutil, sys
 base = os.path.abspath(os.path.expanduser(sys.argv[1]))
@@ -115,11 +132,11 @@ if state["venv"]:
     tmp = os.path.join(base, ".venv.link.part")
     if os.path.lexists(tmp): os.unlink(tmp)
     os.symlink(state["venv"], tmp); os.replace(tmp, os.path.join(base, "venv"))
-if state["manifest"] is not None:
-    put(os.path.join(snap, "manifest.json"), os.path.join(base, "manifest.json"))
-else:
-    for name in ("manifest.json",):
-        if os.path.exists(os.path.join(base, name)): os.unlink(os.path.join(base, name))
+for name, there in (("health.json", state.get("health")), ("manifest.json", state["manifest"] is not None)):
+    if there:
+        put(os.path.join(snap, name), os.path.join(base, name))
+    elif os.path.exists(os.path.join(base, name)):
+        os.unlink(os.path.join(base, name))
 print(json.dumps(state["manifest"]))
 """
 
@@ -246,13 +263,14 @@ def step(argv: list[str]) -> int:
             return 0
         with conn.session():
             if a.step == "snapshot":
-                out = conn.run_python(_SNAPSHOT, a.remote_dir, what="keeping what the host runs (rollback)").stdout
+                out = conn.run_python(_SNAPSHOT, a.remote_dir, _sha256(model),
+                                      what="keeping what the host runs (rollback)").stdout
                 before = json.loads(out)
-                sha = ((before["manifest"] or {}).get("model") or {}).get("sha256")
-                health = before["health"] or {}
+                sha, health = before["running"], before["health"] or {}
                 current = sha == _sha256(model) and health.get("ok") and health.get("sha256") == sha
-                _write_report(results, a.host, {"before": sha, "status": "current" if current else "pending",
-                                                "model": _sha256(model)})
+                _write_report(results, a.host, {"before": before["previous"],
+                                                "status": "current" if current else "pending",
+                                                "model": _sha256(model), "resumed": bool(before.get("kept"))})
                 print("current" if current else "pending")
                 return 0
             if a.step == "rollback":
