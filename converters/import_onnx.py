@@ -94,6 +94,9 @@ from edge_sdk.runtime import op_table
 _ONNX_TYPES = {1: "FLOAT32", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "INT64", 9: "BOOL", 10: "FLOAT32",
                11: "FLOAT32", 16: "FLOAT32", 4: "UINT16", 12: "UINT32"}
 _FLOAT_ONNX = {1, 10, 11, 16}
+# TFLite type -> numpy dtype of the constants the handlers make for it
+_NP_OF = {"FLOAT32": np.float32, "INT32": np.int32, "INT64": np.int64, "INT8": np.int8, "UINT8": np.uint8,
+          "INT16": np.int16, "BOOL": np.bool_}
 _LOWEST = float(np.finfo(np.float32).min)
 # ops whose output size depends on the data; their handlers emit a fixed-size output (and a note) or refuse
 _PADDED_OUTPUT_OPS = {"NonMaxSuppression"}
@@ -234,6 +237,12 @@ _ONE_TO_ONE = {
     "Sigmoid": ("_unary_node", "LOGISTIC"),
     "Tanh": ("_unary_node", "TANH"),
     "HardSwish": ("_unary_node", "HARD_SWISH"),
+    "Ceil": ("_unary_node", "CEIL"),
+    "Floor": ("_unary_node", "FLOOR"),
+    "Round": ("_unary_node", "ROUND"),  # both round half to even
+    "Sin": ("_unary_node", "SIN"),
+    "Cos": ("_unary_node", "COS"),
+    "Sign": ("_unary_node", "SIGN"),
     "Sum": ("_variadic", "ADD"),
     "Softmax": ("_softmax", "SOFTMAX"),
     "LogSoftmax": ("_softmax", "LOG_SOFTMAX"),
@@ -1128,6 +1137,15 @@ class _Importer:
         if node.op_type == "Size":
             shape = self.shapes.get(node.input[0])
             return [np.array(int(np.prod(shape)), np.int64)] if _static(shape) else None
+        if node.op_type == "EyeLike":  # only the input's (static) shape and type matter
+            shape = self.shapes.get(node.input[0])
+            if not _static(shape) or len(shape) != 2:
+                return None
+            from onnx import helper
+
+            a = _attrs(node)
+            dtype = helper.tensor_dtype_to_np_dtype(int(a.get("dtype", self.types.get(node.input[0], 1))))
+            return [np.eye(shape[0], shape[1], int(a.get("k", 0)), dtype=dtype)]
         inputs = [i for i in node.input if i]
         if node.op_type != "Constant" and (not inputs or any(i not in self.consts for i in inputs)):
             return None
@@ -1974,6 +1992,14 @@ class _Importer:
     def _op_Clip(self, node, a):
         x = self.float_input(node)
         lo, hi = a.get("min"), a.get("max")
+        bounds = [i for i in node.input[1:3] if i]
+        if any(self.const(i) is None for i in bounds):  # a bound computed at run time: MAXIMUM / MINIMUM with it
+            out, t = self.out(node), x
+            for k, (i, op) in enumerate(zip(node.input[1:3], ("MAXIMUM", "MINIMUM"))):
+                if i:
+                    last = k == 1 or not (len(node.input) > 2 and node.input[2])
+                    t = self.binary(op, t, self.float_input(node, k + 1), op.lower(), out=out if last else None)
+            return
         if len(node.input) > 1 and node.input[1]:
             lo = float(self.need_const(node.input[1], "min"))
         if len(node.input) > 2 and node.input[2]:
@@ -2048,14 +2074,7 @@ class _Importer:
         self.binary("ADD", pos, em1, "selu", out=out, fused_activation_function="NONE")
 
     def _op_Softplus(self, node, a):
-        # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
-        x = self.float_input(node)
-        out = self.out(node)
-        na = self.unary("NEG", self.unary("ABS", x, "abs"), "neg_abs")
-        t = self.binary("ADD", self.unary("EXP", na, "exp"), self._f32("one", 1.0), "one_plus",
-                        fused_activation_function="NONE")
-        self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
-                    fused_activation_function="NONE")
+        self._softplus(self.float_input(node), self.out(node))
 
     def _op_Mean(self, node, a):
         ins = [i for i in node.input if i]
@@ -2272,20 +2291,6 @@ class _Importer:
             return
         d = self.binary("POW", d, self._f32("beta", beta), "powered")
         self.binary("DIV", x, d, "lrn", out=out, fused_activation_function="NONE")
-
-    def _op_ArgMax(self, node, a):
-        x = self.float_input(node)
-        if int(a.get("select_last_index", 0)):
-            raise _Unsupported("select_last_index=1")
-        xs = self.shape(x)
-        axis = self.axes([a.get("axis", 0)], len(xs))[0]
-        out = self.out(node, type="INT64")
-        if int(a.get("keepdims", 1)):
-            t = self._tmp("argmax", xs[:axis] + xs[axis + 1:], "INT64")
-            self._op("ARG_MAX", [x, self._i32("axis", [axis])], [t], output_type="INT64")
-            self.reshape(t, self.shape(out), out=out)
-        else:
-            self._op("ARG_MAX", [x, self._i32("axis", [axis])], [out], output_type="INT64")
 
     # ------------------------------------------------------------------ top-k and non-max suppression
     def _op_TopK(self, node, a):
@@ -3099,6 +3104,513 @@ class _Importer:
         if len({tuple(self.shape(t)) for t in (c, x, y)}) > 1 and len(self.shape(out)) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         self._op("SELECT_V2", [c, x, y], [out])
+
+    # ------------------------------------------------------------------ issue 24: more of what exporters emit
+    # Element-wise functions TFLite lacks, as decompositions over ops every runtime has (float inputs).
+    def _op_Reciprocal(self, node, a):
+        x = self.float_input(node)
+        self.binary("DIV", self._f32("one", 1.0), x, "reciprocal", out=self.out(node), fused_activation_function="NONE")
+
+    def _softplus(self, x: int, out: int | None = None) -> int:
+        """log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x."""
+        na = self.unary("NEG", self.unary("ABS", x, "abs"), "neg_abs")
+        t = self.binary("ADD", self.unary("EXP", na, "exp"), self._f32("one", 1.0), "one_plus",
+                        fused_activation_function="NONE")
+        return self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
+                           fused_activation_function="NONE")
+
+    def _op_Mish(self, node, a):  # x * tanh(softplus(x))
+        x = self.float_input(node)
+        t = self.unary("TANH", self._softplus(x), "tanh")
+        self.binary("MUL", x, t, "mish", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_Softsign(self, node, a):  # x / (1 + |x|)
+        x = self.float_input(node)
+        d = self.binary("ADD", self.unary("ABS", x, "abs"), self._f32("one", 1.0), "one_plus_abs",
+                        fused_activation_function="NONE")
+        self.binary("DIV", x, d, "softsign", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_Celu(self, node, a):  # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+        x = self.float_input(node)
+        alpha = float(a.get("alpha", 1.0))
+        neg = self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg")
+        e = self.unary("EXP", self.binary("MUL", neg, self._f32("inv_alpha", 1.0 / alpha), "scaled",
+                                          fused_activation_function="NONE"), "exp")
+        em1 = self.binary("SUB", e, self._f32("one", 1.0), "expm1", fused_activation_function="NONE")
+        em1 = self.binary("MUL", em1, self._f32("alpha", alpha), "neg_part", fused_activation_function="NONE")
+        self.binary("ADD", self.unary("RELU", x, "pos"), em1, "celu", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _select(self, cond: int, x: int, y: int, suffix: str, out: int | None = None) -> int:
+        if out is None:
+            shape = np.broadcast_shapes(self.shape(cond), self.shape(x), self.shape(y))
+            out = self._tmp(suffix, shape, self.ttype(x))
+        self._op("SELECT_V2", [cond, x, y], [out])
+        return out
+
+    def _compare(self, op: str, x: int, y: int, suffix: str) -> int:
+        out = self._tmp(suffix, np.broadcast_shapes(self.shape(x), self.shape(y)), "BOOL")
+        self._op(op, [x, y], [out])
+        return out
+
+    def _op_ThresholdedRelu(self, node, a):  # x where x > alpha, else 0
+        x = self.float_input(node)
+        above = self._compare("GREATER", x, self._f32("alpha", float(a.get("alpha", 1.0))), "above")
+        self._select(above, x, self._f32("zero", 0.0), "thresholded", out=self.out(node))
+
+    def _op_Shrink(self, node, a):  # x + bias below -lambd, x - bias above lambd, else 0
+        x = self.float_input(node)
+        lambd, bias = float(a.get("lambd", 0.5)), float(a.get("bias", 0.0))
+        low = self._compare("LESS", x, self._f32("neg_lambd", -lambd), "low")
+        high = self._compare("GREATER", x, self._f32("lambd", lambd), "high")
+        up = self.binary("ADD", x, self._f32("bias", bias), "plus_bias", fused_activation_function="NONE")
+        down = self.binary("SUB", x, self._f32("bias2", bias), "minus_bias", fused_activation_function="NONE")
+        t = self._select(high, down, self._f32("zero", 0.0), "high_part")
+        self._select(low, up, t, "shrink", out=self.out(node))
+
+    def _op_Tan(self, node, a):
+        x = self.float_input(node)
+        self.binary("DIV", self.unary("SIN", x, "sin"), self.unary("COS", x, "cos"), "tan", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _exp_pair(self, x: int) -> tuple[int, int]:  # (exp(x) / 2, exp(-x) / 2)
+        half = self._f32("half", 0.5)
+        ep = self.binary("MUL", self.unary("EXP", x, "exp"), half, "half_exp", fused_activation_function="NONE")
+        en = self.binary("MUL", self.unary("EXP", self.unary("NEG", x, "neg"), "exp_neg"), half, "half_exp_neg",
+                         fused_activation_function="NONE")
+        return ep, en
+
+    def _op_Sinh(self, node, a):
+        ep, en = self._exp_pair(self.float_input(node))
+        self.binary("SUB", ep, en, "sinh", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_Cosh(self, node, a):
+        ep, en = self._exp_pair(self.float_input(node))
+        self.binary("ADD", ep, en, "cosh", out=self.out(node), fused_activation_function="NONE")
+
+    def _sqrt_one_minus_sq(self, x: int) -> int:  # sqrt(1 - x^2)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        return self.unary("SQRT", self.binary("SUB", self._f32("one", 1.0), sq, "one_minus_sq",
+                                              fused_activation_function="NONE"), "sqrt")
+
+    def _op_Atan(self, node, a):
+        x = self.float_input(node)
+        self.binary("ATAN2", x, self._f32("one", 1.0), "atan", out=self.out(node))
+
+    def _op_Asin(self, node, a):
+        x = self.float_input(node)
+        self.binary("ATAN2", x, self._sqrt_one_minus_sq(x), "asin", out=self.out(node))
+
+    def _op_Acos(self, node, a):
+        x = self.float_input(node)
+        self.binary("ATAN2", self._sqrt_one_minus_sq(x), x, "acos", out=self.out(node))
+
+    def _op_Asinh(self, node, a):  # sign(x) * log(|x| + sqrt(x^2 + 1)): no cancellation for negative x
+        x = self.float_input(node)
+        ax = self.unary("ABS", x, "abs")
+        r = self.unary("SQRT", self.binary("ADD", self.binary("MUL", x, x, "square", fused_activation_function="NONE"),
+                                           self._f32("one", 1.0), "sq_plus_one", fused_activation_function="NONE"),
+                       "sqrt")
+        lg = self.unary("LOG", self.binary("ADD", ax, r, "sum", fused_activation_function="NONE"), "log")
+        self.binary("MUL", self.unary("SIGN", x, "sign"), lg, "asinh", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _op_Acosh(self, node, a):  # log(x + sqrt(x^2 - 1))
+        x = self.float_input(node)
+        r = self.unary("SQRT", self.binary("SUB", self.binary("MUL", x, x, "square", fused_activation_function="NONE"),
+                                           self._f32("one", 1.0), "sq_minus_one", fused_activation_function="NONE"),
+                       "sqrt")
+        self.unary("LOG", self.binary("ADD", x, r, "sum", fused_activation_function="NONE"), "acosh",
+                   out=self.out(node))
+
+    def _op_Atanh(self, node, a):  # log((1 + x) / (1 - x)) / 2
+        x = self.float_input(node)
+        one = self._f32("one", 1.0)
+        q = self.binary("DIV", self.binary("ADD", one, x, "one_plus", fused_activation_function="NONE"),
+                        self.binary("SUB", one, x, "one_minus", fused_activation_function="NONE"), "ratio",
+                        fused_activation_function="NONE")
+        self.binary("MUL", self.unary("LOG", q, "log"), self._f32("half", 0.5), "atanh", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _op_Mod(self, node, a):
+        """fmod=0: FLOOR_MOD (the result takes the divisor's sign, Python's %). fmod=1 (C's fmod: the dividend's
+        sign): FLOOR_MOD, then minus the divisor where the remainder is non-zero and its sign differs from the
+        dividend's -- exact for integers and floats alike."""
+        x, y = self.value(node.input[0]), self.value(node.input[1])
+        if self.ttype(x) != self.ttype(y):
+            raise _Unsupported(f"operand types differ ({self.ttype(x)}, {self.ttype(y)})")
+        if self.ttype(x) not in ("FLOAT32", "INT32", "INT64"):
+            raise _Unsupported(f"operands of type {self.ttype(x)} (FLOAT32, INT32, INT64)")
+        out = self.out(node, type=self.ttype(x))
+        if not int(a.get("fmod", 0)):
+            self._op("FLOOR_MOD", [x, y], [out])
+            return
+        r = self.binary("FLOOR_MOD", x, y, "floor_mod")
+        zero = self._const("zero", np.zeros((), _NP_OF[self.ttype(x)]), self.ttype(x))
+        signs_differ = self._compare("NOT_EQUAL", self._compare("LESS", r, zero, "r_negative"),
+                                     self._compare("LESS", x, zero, "x_negative"), "signs_differ")
+        fix = self._compare("LOGICAL_AND", self._compare("NOT_EQUAL", r, zero, "r_nonzero"), signs_differ, "fix")
+        shifted = self.binary("SUB", r, y, "minus_divisor", fused_activation_function="NONE")
+        self._select(fix, shifted, r, "fmod", out=out)
+
+    def _op_CastLike(self, node, a):
+        like = self.types.get(node.input[1], 1)
+        self._op_Cast(node, {"to": like})
+
+    # ------------------------------------------------------------------ more reductions
+    def _reduce_plan(self, node, a, rank) -> tuple[list[int] | None, bool]:
+        """(axes, keepdims) of a Reduce* node; axes None = no reduction (noop_with_empty_axes)."""
+        axes = a.get("axes")
+        if len(node.input) > 1 and node.input[1]:
+            axes = self.need_const(node.input[1], "axes").reshape(-1).tolist()
+        if not axes:
+            if int(a.get("noop_with_empty_axes", 0)):
+                return None, bool(a.get("keepdims", 1))
+            axes = list(range(rank))
+        return sorted(set(self.axes(axes, rank))), bool(a.get("keepdims", 1))
+
+    def _op_ReduceL1(self, node, a):  # sum(|x|)
+        self._reduce(node, a, "SUM", x=self.unary("ABS", self.float_input(node), "abs"))
+
+    def _op_ReduceLogSum(self, node, a):  # log(sum(x))
+        s_ = self._reduced_tmp(node, "sum")
+        self._reduce(node, a, "SUM", out=s_)
+        self.unary("LOG", s_, "log", out=self.out(node))
+
+    def _op_ReduceProd(self, node, a):
+        self._reduce(node, a, "REDUCE_PROD")
+
+    def _op_ReduceLogSumExp(self, node, a):
+        """log(sum(exp(x - m))) + m with m the max over the axes: no overflow for large x."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        axes, keep = self._reduce_plan(node, a, len(xs))
+        out = self.out(node)
+        if axes is None:
+            self.reshape(x, self.shape(out), out=out)
+            return
+        kept = tuple(1 if i in axes else d for i, d in enumerate(xs))
+        m = self._tmp("max", kept)
+        self._op("REDUCE_MAX", [x, self._i32("axes", axes)], [m], keep_dims=True)
+        e = self.unary("EXP", self.binary("SUB", x, m, "shifted", fused_activation_function="NONE"), "exp")
+        s_ = self._tmp("sum", kept)
+        self._op("SUM", [e, self._i32("axes2", axes)], [s_], keep_dims=True)
+        r = self.binary("ADD", self.unary("LOG", s_, "log"), m, "lse", fused_activation_function="NONE")
+        self.reshape(r, self.shape(out), out=out)
+
+    def _arg(self, node, a, op):
+        """ARG_MAX / ARG_MIN (int32) over one axis; select_last_index=1 as the first index over the reversed axis
+        (REVERSE_V2), mapped back as size - 1 - index; CAST to ONNX's int64."""
+        x = self.value(node.input[0])
+        if self.ttype(x) not in ("FLOAT32", "INT32", "INT8", "UINT8", "INT16"):
+            raise _Unsupported(f"input of type {self.ttype(x)}")
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        out = self.out(node, type="INT64")
+        last = int(a.get("select_last_index", 0))
+        if last:
+            x = self._reverse(x, axis)
+        idx = self._tmp("index", xs[:axis] + xs[axis + 1:], "INT32")
+        self._op(op, [x, self._i32("axis", [axis])], [idx], output_type="INT32")
+        if last:
+            idx = self.binary("SUB", self._i32("last", xs[axis] - 1), idx, "from_end", fused_activation_function="NONE")
+        wide = self._tmp("index64", self.shape(idx), "INT64")
+        self._op("CAST", [idx], [wide], in_data_type="INT32", out_data_type="INT64")
+        self.reshape(wide, self.shape(out), out=out)
+
+    def _reverse(self, x: int, axis: int) -> int:
+        out = self._tmp("reversed", self.shape(x), self.ttype(x))
+        self._op("REVERSE_V2", [x, self._i32("reverse_axis", [axis])], [out])
+        return out
+
+    def _op_ArgMax(self, node, a):
+        self._arg(node, a, "ARG_MAX")
+
+    def _op_ArgMin(self, node, a):
+        self._arg(node, a, "ARG_MIN")
+
+    def _op_Hardmax(self, node, a):
+        """1.0 at the first maximum along the axis, else 0: ARG_MAX then ONE_HOT at that axis (opset < 13: over
+        the input flattened to 2-D at the axis, as that opset defines it)."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        out = self.out(node)
+        t, axis = x, self.axes([a.get("axis", -1 if self.opset >= 13 else 1)], len(xs))[0]
+        if self.opset < 13:
+            t = self.reshape(x, (int(np.prod(xs[:axis], dtype=np.int64)), int(np.prod(xs[axis:], dtype=np.int64))),
+                             "flat")
+            axis = 1
+        ts = self.shape(t)
+        idx = self._tmp("index", ts[:axis] + ts[axis + 1:], "INT32")
+        self._op("ARG_MAX", [t, self._i32("axis", [axis])], [idx], output_type="INT32")
+        hot = out if ts == xs else self._tmp("one_hot", ts)
+        self._op("ONE_HOT", [idx, self._const("depth", np.array(ts[axis], np.int32), "INT32"),
+                             self._f32("on", 1.0), self._f32("off", 0.0)], [hot], axis=axis)
+        if hot != out:
+            self.reshape(hot, xs, out=out)
+
+    # ------------------------------------------------------------------ more normalizations
+    def _op_LpNormalization(self, node, a):  # x / ||x||_p along one axis (p = 1 or 2), as ONNX: no epsilon
+        x = self.float_input(node)
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", -1)], len(xs))[0]
+        p = int(a.get("p", 2))
+        if p not in (1, 2):
+            raise _Unsupported(f"p={p} (1 and 2 are defined)")
+        kept = tuple(1 if i == axis else d for i, d in enumerate(xs))
+        t = self.unary("ABS", x, "abs") if p == 1 else self.binary("MUL", x, x, "square",
+                                                                    fused_activation_function="NONE")
+        norm = self._tmp("sum", kept)
+        self._op("SUM", [t, self._i32("axes", [axis])], [norm], keep_dims=True)
+        if p == 2:
+            norm = self.unary("SQRT", norm, "l2")
+        self.binary("DIV", x, norm, "normalized", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_MeanVarianceNormalization(self, node, a):
+        """(x - mean) / (sqrt(var) + 1e-9) over the axes (default N, H, W): ONNX's function body."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        axes = sorted(set(self.axes(a.get("axes", [0, 2, 3]), len(xs))))
+        kept = tuple(1 if i in axes else d for i, d in enumerate(xs))
+        mean = self._tmp("mean", kept)
+        self._op("MEAN", [x, self._i32("axes", axes)], [mean], keep_dims=True)
+        var = self._tmp("var", kept)
+        self._op("MEAN", [self.binary("SQUARED_DIFFERENCE", x, mean, "sqdiff"), self._i32("axes2", axes)], [var],
+                 keep_dims=True)
+        std = self.binary("ADD", self.unary("SQRT", var, "std"), self._f32("eps", 1e-9), "std_eps",
+                          fused_activation_function="NONE")
+        centered = self.binary("SUB", x, mean, "centered", fused_activation_function="NONE")
+        self.binary("DIV", centered, std, "mvn", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_GroupNormalization(self, node, a):
+        """x [N, C, ...] as [N, G, C/G * rest], normalized over the last axis, back to [N, C, ...], then scale and
+        bias per channel (opset 18 gives them per group: each repeated over its C/G channels)."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        groups = int(a["num_groups"])
+        if len(xs) < 3 or groups < 1 or xs[1] % groups:
+            raise _Unsupported(f"input {xs} in {groups} groups (rank >= 3, channels a multiple of the groups)")
+        c = xs[1]
+        scale = np.asarray(self.need_const(node.input[1], "scale"), np.float32).reshape(-1)
+        bias = np.asarray(self.need_const(node.input[2], "bias"), np.float32).reshape(-1)
+        if scale.size == groups and c != groups:
+            scale, bias = np.repeat(scale, c // groups), np.repeat(bias, c // groups)
+        if scale.size != c or bias.size != c:
+            raise _Unsupported(f"scale / bias of {scale.size} / {bias.size} values for {c} channels in {groups} "
+                               "groups")
+        t = self.reshape(x, (xs[0], groups, int(np.prod(xs[1:], dtype=np.int64)) // groups), "grouped")
+        normalized = self._tmp("normalized", self.shape(t))
+        self._normalize(t, [2], float(a.get("epsilon", 1e-5)), None, None, normalized)
+        t = self.reshape(normalized, xs, "ungrouped")
+        t = self.binary("MUL", t, self._channel_const("scale", scale, len(xs)), "scaled",
+                        fused_activation_function="NONE")
+        self.binary("ADD", t, self._channel_const("bias", bias, len(xs)), "shifted", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _op_GlobalLpPool(self, node, a):  # (sum over the spatial axes of |x|^p) ^ (1/p), keepdims
+        x = self.float_input(node)
+        xs = self.shape(x)
+        p = int(a.get("p", 2))
+        axes = list(range(2, len(xs)))
+        kept = tuple(xs[:2]) + (1,) * len(axes)
+        out = self.out(node)
+        if p == 1:
+            t, post = self.unary("ABS", x, "abs"), None
+        elif p == 2:
+            t, post = self.binary("MUL", x, x, "square", fused_activation_function="NONE"), "SQRT"
+        else:
+            raise _Unsupported(f"p={p} (1 and 2 are supported)")
+        s_ = out if post is None else self._tmp("sum", kept)
+        self._op("SUM", [t, self._i32("axes", axes)], [s_], keep_dims=True)
+        if post:
+            self.unary(post, s_, "root", out=out)
+
+    # ------------------------------------------------------------------ more data movement
+    def _op_DepthToSpace(self, node, a):
+        """NCHW -> NHWC, DEPTH_TO_SPACE (TFLite's is ONNX's DCR order), -> NCHW. CRD (PyTorch's PixelShuffle)
+        first reorders the channels into DCR order with one GATHER of constant indices."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        b = int(a["blocksize"])
+        if len(xs) != 4 or xs[1] % (b * b):
+            raise _Unsupported(f"input {xs} with blocksize {b} (4-D, channels a multiple of blocksize^2)")
+        mode = a.get("mode", "DCR")
+        if mode not in ("DCR", "CRD"):
+            raise _Unsupported(f"mode '{mode}'")
+        if mode == "CRD":  # DCR channel (i * b + j) * C' + c holds CRD channel (c * b + i) * b + j
+            cp = xs[1] // (b * b)
+            order = np.arange(xs[1]).reshape(cp, b, b).transpose(1, 2, 0).reshape(-1)
+            g = self._tmp("dcr_order", xs, self.ttype(x))
+            self._op("GATHER", [x, self._i32("channel_order", order)], [g], axis=1, batch_dims=0)
+            x = g
+        out = self.out(node, type=self.ttype(x))
+        t = self._to_nhwc(x)
+        r = self._tmp("d2s_nhwc", (xs[0], xs[2] * b, xs[3] * b, xs[1] // (b * b)), self.ttype(x))
+        self._op("DEPTH_TO_SPACE", [t], [r], block_size=b)
+        self._from_nhwc(r, out)
+
+    def _op_SpaceToDepth(self, node, a):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        b = int(a["blocksize"])
+        if len(xs) != 4 or xs[2] % b or xs[3] % b:
+            raise _Unsupported(f"input {xs} with blocksize {b} (4-D, height and width multiples of it)")
+        out = self.out(node, type=self.ttype(x))
+        t = self._to_nhwc(x)
+        r = self._tmp("s2d_nhwc", (xs[0], xs[2] // b, xs[3] // b, xs[1] * b * b), self.ttype(x))
+        self._op("SPACE_TO_DEPTH", [t], [r], block_size=b)
+        self._from_nhwc(r, out)
+
+    def _op_CumSum(self, node, a):
+        x = self.value(node.input[0])
+        if self.ttype(x) not in ("FLOAT32", "INT32", "INT64"):
+            raise _Unsupported(f"input of type {self.ttype(x)} (CUMSUM: FLOAT32, INT32, INT64)")
+        axis = np.asarray(self.need_const(node.input[1], "axis")).reshape(-1)
+        if axis.size != 1:
+            raise _Unsupported(f"axis holds {axis.size} values, not one")
+        axis = self.axes([int(axis[0])], len(self.shape(x)))[0]
+        self._op("CUMSUM", [x, self._const("axis", np.array(axis, np.int32), "INT32")],
+                 [self.out(node, type=self.ttype(x))], exclusive=bool(a.get("exclusive", 0)),
+                 reverse=bool(a.get("reverse", 0)))
+
+    def _op_Trilu(self, node, a):
+        """The kept triangle of the last two axes: SELECT_V2 of a constant BOOL mask [rows, cols]."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        if len(xs) < 2:
+            raise _Unsupported(f"input of rank {len(xs)} (at least 2)")
+        k = 0
+        if len(node.input) > 1 and node.input[1]:
+            k = int(np.asarray(self.need_const(node.input[1], "k")).reshape(-1)[0])
+        ones = np.ones(xs[-2:], bool)
+        mask = np.triu(ones, k) if int(a.get("upper", 1)) else np.tril(ones, k)
+        zero = self._const("zero", np.zeros((), _NP_OF.get(self.ttype(x), np.float32)), self.ttype(x))
+        self._select(self._const("mask", mask, "BOOL"), x, zero, "trilu", out=self.out(node, type=self.ttype(x)))
+
+    def _scatter(self, node, x: int, indices, updates: int):
+        """data with the update slices written at ``indices`` (int32 [..., K], a constant array or a run-time
+        tensor): SCATTER_ND of the updates into zeros, and SELECT_V2 of the slots written (a constant mask, or one
+        scattered from ones at run time) between that and the data."""
+        xs = self.shape(x)
+        shape = self._i32("shape", list(xs))
+        if isinstance(indices, np.ndarray):
+            idx_t = self._i32("indices", indices)
+            k = indices.shape[-1]
+            mask = np.zeros(xs[:k], bool)
+            mask[tuple(indices.reshape(-1, k).T)] = True
+            mask_t = self._const("written", mask.reshape(xs[:k] + (1,) * (len(xs) - k)), "BOOL")
+        else:
+            idx_t = indices
+            ones = self._const("ones", np.ones(self.shape(updates), bool), "BOOL")
+            mask_t = self._tmp("written", xs, "BOOL")
+            self._op("SCATTER_ND", [idx_t, ones, shape], [mask_t])
+        scattered = self._tmp("scattered", xs, self.ttype(x))
+        self._op("SCATTER_ND", [idx_t, updates, shape], [scattered])
+        self._select(mask_t, scattered, x, "scatter", out=self.out(node, type=self.ttype(x)))
+
+    def _op_ScatterND(self, node, a):
+        if a.get("reduction", "none") != "none":
+            raise _Unsupported(f"reduction '{a['reduction']}' (only 'none')")
+        x, updates = self.value(node.input[0]), self.value(node.input[2])
+        if self.ttype(x) != self.ttype(updates):
+            raise _Unsupported(f"data and updates types differ ({self.ttype(x)}, {self.ttype(updates)})")
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        if idx is not None:
+            idx = np.asarray(idx, np.int64)
+            k = idx.shape[-1]
+            bounds = np.array(xs[:k])
+            idx = np.where(idx < 0, idx + bounds, idx)
+            if idx.size and (idx.min() < 0 or np.any(idx >= bounds)):
+                raise _Unsupported("an index outside the data")
+            if len({tuple(r) for r in idx.reshape(-1, k)}) != idx.reshape(-1, k).shape[0]:
+                raise _Unsupported("repeated indices (ONNX leaves the result undefined)")
+            self._scatter(node, x, idx.astype(np.int32), updates)
+            return
+        it = self.value(node.input[1])
+        if self.ttype(it) == "INT64":
+            it = self.unary("CAST", it, "indices32", out=self._tmp("indices32", self.shape(it), "INT32"),
+                            in_data_type="INT64", out_data_type="INT32")
+        elif self.ttype(it) != "INT32":
+            raise _Unsupported(f"indices of type {self.ttype(it)}")
+        self.notes.append(f"ScatterND '{self.node_name}': run-time indices must lie in 0..dim-1 and not repeat "
+                          "(negative indices are not wrapped)")
+        self._scatter(node, x, it, updates)
+
+    def _op_ScatterElements(self, node, a):
+        """Constant indices: every update's full coordinate is known, so it is a ScatterND of the updates (one
+        index vector per element)."""
+        if a.get("reduction", "none") != "none":
+            raise _Unsupported(f"reduction '{a['reduction']}' (only 'none')")
+        x, updates = self.value(node.input[0]), self.value(node.input[2])
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        if idx is None:
+            raise _Unsupported("indices computed at run time (constant indices are mapped)")
+        idx = np.asarray(idx, np.int64)
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        idx = np.where(idx < 0, idx + xs[axis], idx)
+        if idx.ndim != len(xs) or (idx.size and (idx.min() < 0 or idx.max() >= xs[axis])):
+            raise _Unsupported(f"indices {idx.shape} / values outside the data {xs}")
+        coords = list(np.indices(idx.shape))
+        coords[axis] = idx
+        full = np.stack(coords, axis=-1).reshape(idx.shape + (len(xs),))
+        if len({tuple(r) for r in full.reshape(-1, len(xs))}) != idx.size:
+            raise _Unsupported("repeated indices (ONNX leaves the result undefined)")
+        self._scatter(node, x, full.astype(np.int32), updates)
+
+    _op_Scatter = _op_ScatterElements  # opset 9-10's name for it
+
+    def _op_GatherND(self, node, a):
+        if int(a.get("batch_dims", 0)):
+            raise _Unsupported("batch_dims > 0")
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        if idx is not None:
+            idx = np.asarray(idx, np.int64)
+            bounds = np.array(xs[:idx.shape[-1]])
+            it = self._i32("indices", np.where(idx < 0, idx + bounds, idx))
+        else:
+            it = self.value(node.input[1])
+        self._op("GATHER_ND", [x, it], [self.out(node, type=self.ttype(x))])
+
+    def _op_OneHot(self, node, a):
+        """ONE_HOT with a constant depth and [off, on] values; negative indices wrap (FLOOR_MOD by the depth),
+        as ONNX does for indices in [-depth, depth - 1]."""
+        it = self.value(node.input[0])
+        if self.ttype(it) not in ("INT32", "INT64"):
+            raise _Unsupported(f"indices of type {self.ttype(it)} (INT32, INT64)")
+        depth = int(np.asarray(self.need_const(node.input[1], "depth")).reshape(-1)[0])
+        values = np.asarray(self.need_const(node.input[2], "values")).reshape(-1)
+        rank = len(self.shape(it))
+        axis = int(a.get("axis", -1))
+        axis = axis + rank + 1 if axis < 0 else axis
+        out = self.out(node)
+        ot = self.ttype(out)
+        dt = _NP_OF.get(ot)
+        if dt is None:
+            raise _Unsupported(f"values of type {ot}")
+        wrapped = self.binary("FLOOR_MOD", it, self._const("depth_wrap", np.array(depth, _NP_OF[self.ttype(it)]),
+                                                           self.ttype(it)), "wrapped")
+        self._op("ONE_HOT", [wrapped, self._const("depth", np.array(depth, np.int32), "INT32"),
+                             self._const("on", np.array(values[1], dt), ot),
+                             self._const("off", np.array(values[0], dt), ot)], [out], axis=axis)
+
+    def _op_Compress(self, node, a):
+        """A constant condition selects fixed positions: one GATHER of them (along the axis, or of the flattened
+        input without one)."""
+        x = self.value(node.input[0])
+        cond = self.const(node.input[1])
+        if cond is None:
+            raise _Unsupported("a condition computed at run time (the output's length would depend on the data)")
+        keep = np.flatnonzero(np.asarray(cond).reshape(-1)).astype(np.int32)
+        if a.get("axis") is None:
+            x = self.reshape(x, (int(np.prod(self.shape(x), dtype=np.int64)),), "flat")
+            axis = 0
+        else:
+            axis = self.axes([a["axis"]], len(self.shape(x)))[0]
+        self._op("GATHER", [x, self._i32("kept", keep)], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
 
 
 def _node_graphs(node) -> list:

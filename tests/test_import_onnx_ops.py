@@ -1,0 +1,212 @@
+"""import_onnx: the ONNX ops and attribute forms exporters emit that issue 24 mapped (torch.onnx, tf2onnx,
+paddle2onnx). Each case is a one-node (or few-node) model from onnx.helper; onnxruntime (or onnx's reference
+evaluator where onnxruntime lacks the op) gives the expected values, the imported model runs in our interpreter
+(float: within 1e-4 relative of the range), and the float cases also convert to int8 without an error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import onnxruntime as ort
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+from converters.import_onnx import import_onnx
+from edge_sdk import ConversionError
+from tests.test_import_onnx import run_ours
+
+_ONNX = {np.dtype(np.float32): TP.FLOAT, np.dtype(np.int64): TP.INT64, np.dtype(np.int32): TP.INT32,
+         np.dtype(np.bool_): TP.BOOL}
+
+
+def f32(*shape, seed=0, scale=1.0, shift=0.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale + shift).astype(np.float32)
+
+
+def model(nodes, inputs: dict, outputs: dict, inits: dict | None = None, opset=17):
+    """``inputs`` name -> example array; ``outputs`` name -> ONNX element type; ``inits`` name -> constant."""
+    ins = [helper.make_tensor_value_info(k, _ONNX[v.dtype], list(v.shape)) for k, v in inputs.items()]
+    outs = [helper.make_tensor_value_info(k, t, None) for k, t in outputs.items()]
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in (inits or {}).items()]
+    m = helper.make_model(helper.make_graph(nodes, "t", ins, outs, inits),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = min(m.ir_version, 9)
+    return m
+
+
+def one(op, x, opset=17, inits=None, extra=(), out_type=TP.FLOAT, **attrs):
+    """One node: input 'x' (plus constant / extra inputs named in ``extra``) -> 'y'."""
+    node = helper.make_node(op, ["x", *extra], ["y"], **attrs)
+    return model([node], {"x": x}, {"y": out_type}, inits, opset)
+
+
+def expected(proto, inputs: dict, reference=False):
+    if reference:
+        from onnx.reference import ReferenceEvaluator
+
+        return ReferenceEvaluator(proto).run(None, inputs)
+    sess = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, inputs)
+
+
+def check(proto, inputs: dict, reference=False, rtol=1e-4):
+    want = expected(proto, inputs, reference)
+    got = run_ours(import_onnx(proto), list(inputs.values()))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape, (g.shape, w.shape)
+        if w.dtype.kind == "f":
+            span = float(np.max(np.abs(w[np.isfinite(w)]))) if np.isfinite(w).any() else 1.0
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * max(span, 1.0))
+        else:
+            np.testing.assert_array_equal(g, w.astype(g.dtype))
+    return want
+
+
+def int8_converts(proto, x):
+    """int8 conversion of a float one-input model runs to the end (a few calibration samples)."""
+    from converters import convert
+
+    calib = np.stack([x * s for s in (0.5, 1.0, 1.5, -1.0)])
+    result = convert(proto, quantize="int8", calibration=calib, io="float32", allow_lossy=True,
+                     equalize=False, bias_correction=False)
+    assert result.tflite
+
+
+X = f32(2, 3, 4, 5)
+POS = np.abs(f32(2, 3, 4, 5)) + 0.1
+UNIT = np.clip(f32(2, 3, 4, 5, scale=0.4), -0.95, 0.95)
+
+# (id, model, input, onnxruntime lacks it -> reference evaluator)
+FLOAT_CASES = [
+    ("Ceil", one("Ceil", X), X, False),
+    ("Floor", one("Floor", X), X, False),
+    ("Round", one("Round", X * 2), X * 2, False),
+    ("Sign", one("Sign", X), X, False),
+    ("Sin", one("Sin", X), X, False),
+    ("Cos", one("Cos", X), X, False),
+    ("Tan", one("Tan", UNIT), UNIT, False),
+    ("Reciprocal", one("Reciprocal", POS), POS, False),
+    ("Mish", one("Mish", X * 4, opset=18), X * 4, False),
+    ("Softsign", one("Softsign", X), X, False),
+    ("Softplus", one("Softplus", X * 10), X * 10, False),
+    ("Celu", one("Celu", X, alpha=0.7), X, False),
+    ("ThresholdedRelu", one("ThresholdedRelu", X, alpha=0.3), X, False),
+    ("Shrink", one("Shrink", X, lambd=0.4, bias=0.1), X, False),
+    ("Sinh", one("Sinh", X), X, False),
+    ("Cosh", one("Cosh", X), X, False),
+    ("Atan", one("Atan", X), X, False),
+    ("Asin", one("Asin", UNIT), UNIT, False),
+    ("Acos", one("Acos", UNIT), UNIT, False),
+    ("Asinh", one("Asinh", X * 3), X * 3, False),
+    ("Acosh", one("Acosh", POS + 1), POS + 1, False),
+    ("Atanh", one("Atanh", UNIT), UNIT, False),
+    ("Mod_fmod", one("Mod", X * 5, inits={"d": np.float32(1.5)}, extra=("d",), fmod=1), X * 5, False),
+    ("Mod_floor_float", one("Mod", X * 5, inits={"d": np.float32(-1.5)}, extra=("d",), fmod=1), X * 5, False),
+    ("Clip_runtime_bounds", model([helper.make_node("Clip", ["x", "lo", "hi"], ["y"])],
+                                  {"x": X, "lo": np.float32(-0.5) * np.ones((), np.float32),
+                                   "hi": np.float32(0.7) * np.ones((), np.float32)}, {"y": TP.FLOAT}), None, False),
+    ("ReduceL1", one("ReduceL1", X, axes=[1, 3]), X, False),
+    ("ReduceL2_opset18", one("ReduceL2", X, opset=18, inits={"ax": np.array([2], np.int64)}, extra=("ax",),
+                             keepdims=0), X, False),
+    ("ReduceSumSquare", one("ReduceSumSquare", X, axes=[-1]), X, False),
+    ("ReduceLogSum", one("ReduceLogSum", POS, axes=[1]), POS, False),
+    ("ReduceLogSumExp", one("ReduceLogSumExp", X * 30, axes=[1, 2], keepdims=0), X * 30, False),
+    ("ReduceProd", one("ReduceProd", POS, axes=[3]), POS, False),
+    ("LpNormalization_p2", one("LpNormalization", X, axis=1), X, False),
+    ("LpNormalization_p1", one("LpNormalization", X, axis=-1, p=1), X, False),
+    ("MeanVarianceNormalization", one("MeanVarianceNormalization", X), X, False),
+    ("MeanVarianceNormalization_axes", one("MeanVarianceNormalization", X, axes=[2, 3]), X, False),
+    ("GroupNormalization_18", one("GroupNormalization", f32(2, 6, 4, 4), opset=18, num_groups=3, epsilon=1e-4,
+                                  inits={"s": f32(3, seed=1), "b": f32(3, seed=2)}, extra=("s", "b")),
+     f32(2, 6, 4, 4), True),
+    ("GlobalLpPool", one("GlobalLpPool", X), X, False),
+    ("Hardmax", one("Hardmax", X, axis=2), X, False),
+    ("Hardmax_opset11", one("Hardmax", X, opset=11, axis=2), X, False),
+    ("DepthToSpace_DCR", one("DepthToSpace", f32(1, 8, 3, 4), blocksize=2), f32(1, 8, 3, 4), False),
+    ("DepthToSpace_CRD", one("DepthToSpace", f32(1, 8, 3, 4), blocksize=2, mode="CRD"), f32(1, 8, 3, 4), False),
+    ("SpaceToDepth", one("SpaceToDepth", f32(1, 3, 4, 6), blocksize=2), f32(1, 3, 4, 6), False),
+    ("CumSum", one("CumSum", X, inits={"ax": np.array(2, np.int64)}, extra=("ax",)), X, False),
+    ("CumSum_exclusive_reverse", one("CumSum", X, inits={"ax": np.array(-1, np.int32)}, extra=("ax",),
+                                     exclusive=1, reverse=1), X, False),
+    ("Trilu_upper", one("Trilu", X), X, False),
+    ("Trilu_lower_k", one("Trilu", X, upper=0, inits={"k": np.array(-1, np.int64)}, extra=("k",)), X, False),
+    ("ScatterND_const", one("ScatterND", X, inits={"i": np.array([[1, 0], [0, 2]], np.int64),
+                                                   "u": f32(2, 4, 5, seed=3)}, extra=("i", "u")), X, False),
+    ("ScatterElements_const", one("ScatterElements", f32(3, 4), axis=1,
+                                  inits={"i": np.array([[1, 3], [0, -1], [2, 0]], np.int64),
+                                         "u": f32(3, 2, seed=4)}, extra=("i", "u")), f32(3, 4), False),
+    ("GatherND", one("GatherND", X, inits={"i": np.array([[1, 2], [0, 0], [-1, 1]], np.int64)}, extra=("i",)),
+     X, False),
+    ("Compress", one("Compress", X, axis=2, inits={"c": np.array([True, False, True, True])}, extra=("c",)), X, False),
+    ("EyeLike_add", model([helper.make_node("EyeLike", ["x"], ["e"], k=1), helper.make_node("Add", ["x", "e"], ["y"])],
+                          {"x": f32(4, 5)}, {"y": TP.FLOAT}), None, False),
+    ("ArgMin_last", model([helper.make_node("ArgMin", ["x"], ["i"], axis=1, select_last_index=1),
+                           helper.make_node("Cast", ["i"], ["y"], to=TP.FLOAT)],
+                          {"x": np.round(X)}, {"y": TP.FLOAT}), None, False),
+    ("ArgMax_last", model([helper.make_node("ArgMax", ["x"], ["i"], axis=3, keepdims=0, select_last_index=1),
+                           helper.make_node("Cast", ["i"], ["y"], to=TP.FLOAT)],
+                          {"x": np.round(X)}, {"y": TP.FLOAT}), None, False),
+]
+
+
+def _inputs(proto, x):
+    if x is not None:
+        return {"x": x}
+    out = {}
+    for vi in proto.graph.input:
+        if vi.name == "x":
+            shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+            out["x"] = np.round(X, 0) if "ArgM" in proto.graph.node[0].op_type else f32(*shape)
+        else:
+            out[vi.name] = {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}[vi.name]
+    return out
+
+
+@pytest.mark.parametrize("case", FLOAT_CASES, ids=[c[0] for c in FLOAT_CASES])
+def test_float_op_matches_onnxruntime(case):
+    _, proto, x, reference = case
+    check(proto, _inputs(proto, x), reference=reference)
+
+
+# int8: one representative per kind of decomposition (each convert() costs a calibration run)
+INT8_IDS = ("Mish", "Celu", "ThresholdedRelu", "ReduceLogSumExp", "LpNormalization_p2", "GroupNormalization_18",
+            "DepthToSpace_CRD", "SpaceToDepth", "Trilu_upper", "ScatterND_const", "Hardmax", "Mod_fmod")
+
+
+@pytest.mark.parametrize("case", [c for c in FLOAT_CASES if c[0] in INT8_IDS], ids=list(INT8_IDS))
+def test_int8_conversion_runs(case):
+    _, proto, x, _ = case
+    int8_converts(proto, x)
+
+
+def test_integer_ops():
+    i = np.array([[7, -7, 3], [-3, 0, 5]], np.int64)
+    d = np.array([[2, 2, -2], [2, 3, -4]], np.int64)
+    for fmod in (0, 1):
+        proto = model([helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)], {"a": i, "b": d}, {"y": TP.INT64})
+        check(proto, {"a": i, "b": d})
+    proto = model([helper.make_node("OneHot", ["i", "depth", "v"], ["y"], axis=1)], {"i": np.array([[0, 2, -1]],
+                                                                                                   np.int64)},
+                  {"y": TP.FLOAT}, {"depth": np.array(4, np.int64), "v": np.array([-1, 3], np.float32)})
+    check(proto, {"i": np.array([[0, 2, -1]], np.int64)})
+    proto = one("CumSum", i, inits={"ax": np.array(1, np.int64)}, extra=("ax",), out_type=TP.INT64)
+    check(proto, {"x": i})
+
+
+def test_scatter_nd_runtime_indices():
+    x, u = f32(4, 3), f32(2, 3, seed=5)
+    idx = np.array([[3], [1]], np.int64)
+    proto = model([helper.make_node("ScatterND", ["x", "i", "u"], ["y"])], {"x": x, "i": idx, "u": u}, {"y": TP.FLOAT})
+    check(proto, {"x": x, "i": idx, "u": u})
+
+
+def test_refusals_name_the_node_and_the_form():
+    proto = one("ScatterND", X, inits={"i": np.array([[1, 0]], np.int64), "u": f32(1, 4, 5)}, extra=("i", "u"),
+                reduction="add", opset=18)
+    proto.graph.node[0].name = "scatter_add"
+    with pytest.raises(ConversionError) as e:
+        import_onnx(proto)
+    problems = e.value.problems
+    assert any("node 'scatter_add' (ScatterND" in p and "reduction 'add'" in p for p in problems), problems
