@@ -221,6 +221,89 @@ def _shape_flag(name: str, dims: list[str]) -> str:
     return f"--input-shape {name}:{example} (input_shapes={{'{name}': (...)}} in convert())"
 
 
+# The importer's coverage of the ONNX default domain (opsets 11-20) besides its handlers (_op_<OpType> methods
+# and _ONE_TO_ONE). tests/test_import_onnx_ops_inventory.py prints the table and fails on an op in none of these.
+# Ops evaluated at convert time only (onnx's reference evaluator): mapped when their inputs fold to constants.
+FOLDED_OPS = {
+    "Constant": "a constant", "ConstantOfShape": "its shape input must fold (static shapes: --input-shape)",
+    "Range": "start / limit / delta must fold (a run-time length is a run-time shape)",
+    "Size": "its input's shape must be static", "EyeLike": "its input's shape must be static (2-D)",
+    "HannWindow": "the size must be a constant", "HammingWindow": "the size must be a constant",
+    "BlackmanWindow": "the size must be a constant",
+    "MelWeightMatrix": "its five inputs must be constants (they are, in audio front ends)",
+}
+# Ops converters.onnx_control resolves (inlined / unrolled) or emits as TFLite IF / WHILE.
+CONTROL_OPS = ("If", "Loop", "Scan")
+# Ops converters.onnx_quantized rewrites into float ops (onnxruntime's quantize_dynamic form).
+REWRITTEN_OPS = ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
+# Ops refused, and why (the refusal says it).
+_NO_SEQUENCES = "ONNX sequence / optional values have no TFLite equivalent (static tensors only)"
+_DATA_SIZED = "its output's size depends on the data; TFLite shapes are static"
+REFUSED_OPS = {
+    **{op: _NO_SEQUENCES for op in ("ConcatFromSequence", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
+                                     "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap",
+                                     "SplitToSequence", "Optional", "OptionalGetElement", "OptionalHasElement")},
+    **{op: "string tensors: TFLite builtins have no string ops" for op in (
+        "RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit", "TfIdfVectorizer")},
+    **{op: "random sampling: a converted model must be deterministic" for op in (
+        "Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike")},
+    **{op: "a training loss, not an inference op" for op in ("NegativeLogLikelihoodLoss",
+                                                             "SoftmaxCrossEntropyLoss")},
+    "NonZero": _DATA_SIZED, "Unique": _DATA_SIZED,
+    "ImageDecoder": "decodes encoded image bytes: preprocessing, outside the model",
+    "QLinearConv": "QOperator format (converters.onnx_quantized refuses it naming the QDQ export)",
+    "QLinearMatMul": "QOperator format (converters.onnx_quantized refuses it naming the QDQ export)",
+    **{op: "unsigned-integer bit operations: TFLite builtins have only BITWISE_XOR / RIGHT_SHIFT on signed "
+           "integers (no exporter emits them in the networks this SDK targets)"
+       for op in ("BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor")},
+    "Det": "no TFLite builtin computes a determinant",
+    "GridSample": "no TFLite builtin samples at run-time coordinates (bilinear gather)",
+    "AffineGrid": "feeds GridSample, which has no TFLite builtin",
+    "DeformConv": "deformable convolution samples at run-time offsets: no TFLite builtin",
+    "RoiAlign": "region pooling at run-time boxes: no TFLite builtin",
+    "MaxRoiPool": "region pooling at run-time boxes: no TFLite builtin",
+    "MaxUnpool": "scatters to run-time indices of a MaxPool: no TFLite builtin",
+    "Col2Im": "no TFLite builtin (sliding-block folding)",
+    "CenterCropPad": "not emitted by the exporters this SDK targets (a Slice / Pad pair is)",
+    "LpPool": "only GlobalLpPool is mapped (LpPool is rare in exported networks)",
+    "ReverseSequence": "per-batch run-time lengths: not emitted by the exporters this SDK targets",
+    "DFT": "not mapped yet", "STFT": "not mapped yet",
+}
+# Mapped ops with forms still refused (each refusal names its form).
+PARTIAL_OPS = {
+    "ArgMax": "inputs other than float / int8 / int16 / int32", "ArgMin": "inputs other than float / int8 / int16 / int32",
+    "BatchNormalization": "training_mode=1 and its running-statistics outputs",
+    "Clip": "non-float inputs",
+    "Compress": "a run-time condition (data-sized output)",
+    "Conv": "4-D spatial convolutions; run-time weights",
+    "ConvTranspose": "groups > 1, dilations > 1, 3-D; run-time weights",
+    "CumSum": "a run-time axis; types other than float / int32 / int64",
+    "DepthToSpace": "other than 4-D",
+    "Dropout": "the mask output",
+    "Einsum": "ellipsis, 3+ operands, diagonals (a repeated index in one operand), broadcasting",
+    "GatherND": "batch_dims > 0",
+    "GlobalLpPool": "p other than 1 and 2",
+    "GroupNormalization": "run-time scale / bias",
+    "GRU": "bidirectional / reverse, clip, non-default activations",
+    "RNN": "bidirectional / reverse, clip, non-default activations",
+    "LSTM": "bidirectional / reverse, clip, peepholes with state, non-default activations, input_forget",
+    "LayerNormalization": "the Mean / InvStdDev outputs",
+    "LpNormalization": "p other than 1 and 2",
+    "MaxPool": "the Indices output with storage_order",
+    "Mod": "types other than float / int32 / int64",
+    "NonMaxSuppression": "more than one batch or class; a result other nodes read (padded to a fixed row count)",
+    "OneHot": "a run-time depth or values",
+    "Pad": "wrap mode, negative pads (cropping), run-time pads",
+    "Shape": "of a tensor whose shape is not static (folded otherwise)",
+    "Resize": "cubic mode, antialias, tf_crop_and_resize, ranks other than 4, resizing N or C",
+    "ScatterElements": "run-time indices; reductions; repeated indices",
+    "ScatterND": "reductions; repeated constant indices",
+    "Slice": "run-time starts / ends / axes / steps",
+    "TopK": "a run-time K",
+    "Tile": "run-time repeats",
+    "Trilu": "a run-time k",
+}
+
 # ONNX ops that map one to one onto a TFLite op through a shared builder: op_type -> (builder method, TFLite op);
 # the builder is called as builder(node, attrs, op). An op with more to do has its own _op_<OpType> method.
 _ONE_TO_ONE = {
@@ -342,8 +425,7 @@ class _Importer:
             control = node.op_type in ("If", "Loop", "Scan")
             handler = self._handler(node.op_type) if not control else self._runtime_control(node)
             if handler is None:
-                raise _Unsupported(self._control_blocker(node) if control else
-                                   "no mapping to TFLite builtins for this op")
+                raise _Unsupported(self._control_blocker(node) if control else _no_mapping(node.op_type))
             for k, o in enumerate(node.output):
                 if node.op_type in _PADDED_OUTPUT_OPS:
                     break  # the handler gives the data-dependent output a fixed size (and says so)
@@ -3611,6 +3693,15 @@ class _Importer:
         else:
             axis = self.axes([a["axis"]], len(self.shape(x)))[0]
         self._op("GATHER", [x, self._i32("kept", keep)], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
+
+
+def _no_mapping(op_type: str) -> str:
+    """Why an ONNX op without a handler reached emission (its inputs did not fold, or it is refused)."""
+    if op_type in FOLDED_OPS:
+        return f"evaluated at convert time only, and it could not be: {FOLDED_OPS[op_type]}"
+    if op_type in REFUSED_OPS:
+        return f"no mapping to TFLite builtins: {REFUSED_OPS[op_type]}"
+    return "no mapping to TFLite builtins for this op"
 
 
 def _node_graphs(node) -> list:
