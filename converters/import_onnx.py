@@ -267,7 +267,6 @@ REFUSED_OPS = {
     "CenterCropPad": "not emitted by the exporters this SDK targets (a Slice / Pad pair is)",
     "LpPool": "only GlobalLpPool is mapped (LpPool is rare in exported networks)",
     "ReverseSequence": "per-batch run-time lengths: not emitted by the exporters this SDK targets",
-    "DFT": "not mapped yet", "STFT": "not mapped yet",
 }
 # Mapped ops with forms still refused (each refusal names its form).
 PARTIAL_OPS = {
@@ -279,6 +278,7 @@ PARTIAL_OPS = {
     "ConvTranspose": "groups > 1, dilations > 1, 3-D; run-time weights",
     "CumSum": "a run-time axis; types other than float / int32 / int64",
     "DepthToSpace": "other than 4-D",
+    "DFT": "a run-time dft_length / axis",
     "Dropout": "the mask output",
     "Einsum": "ellipsis, 3+ operands, diagonals (a repeated index in one operand), broadcasting",
     "GatherND": "batch_dims > 0",
@@ -299,6 +299,7 @@ PARTIAL_OPS = {
     "ScatterElements": "run-time indices; reductions; repeated indices",
     "ScatterND": "reductions; repeated constant indices",
     "Slice": "run-time starts / ends / axes / steps",
+    "STFT": "run-time frame_step / window / frame_length; onesided on a complex signal",
     "TopK": "a run-time K",
     "Tile": "run-time repeats",
     "Trilu": "a run-time k",
@@ -3693,6 +3694,113 @@ class _Importer:
         else:
             axis = self.axes([a["axis"]], len(self.shape(x)))[0]
         self._op("GATHER", [x, self._i32("kept", keep)], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
+
+    # ------------------------------------------------------------------ DFT / STFT (audio front ends)
+    # A DFT of constant length is a matrix product: each output bin's (real, imag) pair is a weighted sum of the
+    # input samples with cos / sin weights. One FULLY_CONNECTED with constant weights [2 * bins, samples
+    # (x2 for a complex input)] gives the bins interleaved (re, im), which is ONNX's [..., bins, 2] after a
+    # RESHAPE. Unlike RFFT2D (power-of-two lengths, a COMPLEX64 result) this takes any length, onesided or not,
+    # inverse, a window folded into the weights, and quantizes to int8 like any FULLY_CONNECTED.
+    def _dft_matmul(self, x: int, rows: int, samples: int, complex_in: bool, n: int, bins: int, inverse: bool,
+                    window, suffix: str) -> int:
+        """x [rows, samples * (2 if complex_in)] -> [rows, 2 * bins]: bins 0..bins-1 of the n-point DFT of
+        each row (zero-padded / truncated to n samples, times ``window`` [samples] if given)."""
+        t = np.arange(samples)
+        k = np.arange(bins)
+        angle = (2 * np.pi / n) * np.outer(k, t)  # [bins, samples]
+        sign = 1.0 if inverse else -1.0
+        cos, sin = np.cos(angle), sign * np.sin(angle)
+        live = (t < n).astype(np.float64) * (np.ones(samples) if window is None else np.asarray(window, np.float64))
+        cos, sin = cos * live, sin * live
+        scale = 1.0 / n if inverse else 1.0
+        if complex_in:  # (xr + i xi)(cos + i sin): re = xr cos - xi sin, im = xr sin + xi cos; samples interleaved
+            re = np.stack([cos, -sin], axis=-1).reshape(bins, 2 * samples)
+            im = np.stack([sin, cos], axis=-1).reshape(bins, 2 * samples)
+        else:
+            re, im = cos, sin
+        w = (np.stack([re, im], axis=1).reshape(2 * bins, -1) * scale).astype(np.float32)
+        out = self._tmp(suffix, (rows, 2 * bins))
+        self._op("FULLY_CONNECTED", [x, self._f32("dft_weights", w), -1], [out], fused_activation_function="NONE",
+                 keep_num_dims=False)
+        return out
+
+    def _op_DFT(self, node, a):
+        """input [..., N, 1 | 2] (real | complex), the DFT along ``axis`` (TRANSPOSEd next to the last when it is
+        not there): [..., bins, 2]; dft_length (a constant) zero-pads or truncates the signal."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        rank = len(xs)
+        if rank < 2 or xs[-1] not in (1, 2):
+            raise _Unsupported(f"input {xs}: the last dim must be 1 (real) or 2 (complex)")
+        if self.opset >= 20:
+            axis = -2
+            if len(node.input) > 2 and node.input[2]:
+                axis = int(np.asarray(self.need_const(node.input[2], "axis")).reshape(-1)[0])
+        else:
+            axis = int(a.get("axis", 1))
+        axis = self.axes([axis], rank)[0]
+        if axis == rank - 1:
+            raise _Unsupported("the DFT axis is the last (real / imaginary) one")
+        samples = xs[axis]
+        n = samples
+        if len(node.input) > 1 and node.input[1]:
+            n = int(np.asarray(self.need_const(node.input[1], "dft_length")).reshape(-1)[0])
+        inverse, onesided = bool(a.get("inverse", 0)), bool(a.get("onesided", 0))
+        if onesided and xs[-1] == 2:
+            raise _Unsupported("onesided=1 on a complex input")
+        bins = n // 2 + 1 if onesided else n
+        out = self.out(node)
+        t = x
+        perm = list(range(rank))
+        if axis != rank - 2:
+            perm[axis], perm[rank - 2] = rank - 2, axis
+            t = self.transpose(x, perm, "axis_to_end")
+        ts = self.shape(t)
+        rows = int(np.prod(ts[:-2], dtype=np.int64))
+        flat = self.reshape(t, (rows, samples * xs[-1]), "rows")
+        y = self._dft_matmul(flat, rows, samples, xs[-1] == 2, n, bins, inverse, None, "dft")
+        if axis == rank - 2:
+            self.reshape(y, self.shape(out), out=out)
+            return
+        y = self.reshape(y, ts[:-2] + (bins, 2), "bins")
+        self.transpose(y, perm, "axis_back", out=out)
+
+    def _op_STFT(self, node, a):
+        """signal [B, L, 1 | 2] -> [B, frames, bins, 2]: the frames (frame_length samples every frame_step) by one
+        GATHER of constant positions, the window folded into the DFT weights, one FULLY_CONNECTED."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        if len(xs) != 3 or xs[-1] not in (1, 2):
+            raise _Unsupported(f"signal {xs} (expected [batch, length, 1 | 2])")
+        step = int(np.asarray(self.need_const(node.input[1], "frame_step")).reshape(-1)[0])
+        window = None
+        if len(node.input) > 2 and node.input[2]:
+            window = np.asarray(self.need_const(node.input[2], "window"), np.float64).reshape(-1)
+        if len(node.input) > 3 and node.input[3]:
+            length = int(np.asarray(self.need_const(node.input[3], "frame_length")).reshape(-1)[0])
+        elif window is not None:
+            length = window.size
+        else:
+            raise _Unsupported("neither a window nor a frame_length")
+        if window is not None and window.size != length:
+            raise _Unsupported(f"a window of {window.size} samples for frames of {length}")
+        complex_in = xs[-1] == 2
+        onesided = bool(a.get("onesided", 1))
+        if onesided and complex_in:
+            raise _Unsupported("onesided=1 on a complex signal")
+        if step < 1 or length > xs[1]:
+            raise _Unsupported(f"frame_step {step} / frame_length {length} for a signal of {xs[1]} samples")
+        frames = 1 + (xs[1] - length) // step
+        bins = length // 2 + 1 if onesided else length
+        positions = (np.arange(frames)[:, None] * step + np.arange(length)[None, :]).astype(np.int32)
+        sig = self.reshape(x, (xs[0], xs[1], xs[2]), "signal")
+        framed = self._tmp("frames", (xs[0], frames, length, xs[2]))
+        self._op("GATHER", [sig, self._i32("frame_positions", positions)], [framed], axis=1, batch_dims=0)
+        rows = xs[0] * frames
+        flat = self.reshape(framed, (rows, length * xs[2]), "rows")
+        y = self._dft_matmul(flat, rows, length, complex_in, length, bins, False, window, "stft")
+        out = self.out(node)
+        self.reshape(y, self.shape(out), out=out)
 
 
 def _no_mapping(op_type: str) -> str:

@@ -210,3 +210,51 @@ def test_refusals_name_the_node_and_the_form():
         import_onnx(proto)
     problems = e.value.problems
     assert any("node 'scatter_add' (ScatterND" in p and "reduction 'add'" in p for p in problems), problems
+
+
+# ---------------------------------------------------------------------------------------------- audio front ends
+def dft_model(xshape, opset=17, length=None, **attrs):
+    extra = ["n"] if length else []
+    return one("DFT", f32(*xshape), opset=opset, extra=extra,
+               inits={"n": np.array(length, np.int64)} if length else None, **attrs)
+
+
+@pytest.mark.parametrize("xshape, length, attrs", [
+    ((2, 16, 1), None, {"onesided": 1}),
+    ((2, 12, 1), None, {}),  # not a power of two, both sides
+    ((1, 3, 10, 2), None, {"axis": 2}),  # complex input
+    ((1, 10, 2), None, {"inverse": 1}),
+    ((2, 10, 1), 16, {"onesided": 1}),  # zero-padded to dft_length
+    ((2, 5, 3, 1), None, {"axis": 1, "onesided": 1}),  # an axis other than the one before last
+])
+def test_dft(xshape, length, attrs):
+    proto = dft_model(xshape, length=length, **attrs)
+    check(proto, {"x": f32(*xshape)})
+
+
+def test_audio_front_end_stft_hann_mel_log_and_int8():
+    """signal -> STFT (Hann window of a folded HannWindow) -> power -> MelWeightMatrix (folded) -> log: the
+    torchaudio / onnx-exported log-mel front end."""
+    nodes = [
+        helper.make_node("HannWindow", ["fl"], ["win"], periodic=1),
+        helper.make_node("STFT", ["x", "step", "win", "fl"], ["spec"], onesided=1),
+        helper.make_node("ReduceSumSquare", ["spec", "last"], ["power"], keepdims=0),
+        helper.make_node("MelWeightMatrix", ["mels", "fl", "sr", "lo", "hi"], ["mel_w"]),
+        helper.make_node("MatMul", ["power", "mel_w"], ["mel"]),
+        helper.make_node("Add", ["mel", "eps"], ["mel_eps"]),
+        helper.make_node("Log", ["mel_eps"], ["y"]),
+    ]
+    x = f32(1, 1024, 1, seed=7)
+    inits = {"fl": np.array(256, np.int64), "step": np.array(128, np.int64), "last": np.array([-1], np.int64),
+             "mels": np.array(16, np.int64), "sr": np.array(16000, np.int64), "lo": np.array(20.0, np.float32),
+             "hi": np.array(8000.0, np.float32), "eps": np.array(1e-6, np.float32)}
+    proto = model(nodes, {"x": x}, {"y": TP.FLOAT}, inits, opset=18)
+    want = check(proto, {"x": x})
+    assert want[0].shape == (1, 7, 16)
+    names = {m for m in _op_names(import_onnx(proto))}
+    assert "FULLY_CONNECTED" in names and "GATHER" in names, names
+    int8_converts(proto, x)
+
+
+def _op_names(m):
+    return [m.op_name(op) for op in m.subgraphs[0].operators]
