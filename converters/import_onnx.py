@@ -284,9 +284,9 @@ PARTIAL_OPS = {
     "GatherND": "batch_dims > 0",
     "GlobalLpPool": "p other than 1 and 2",
     "GroupNormalization": "run-time scale / bias",
-    "GRU": "bidirectional / reverse, clip, non-default activations",
-    "RNN": "bidirectional / reverse, clip, non-default activations",
-    "LSTM": "bidirectional / reverse, clip, peepholes with state, non-default activations, input_forget",
+    "GRU": "run-time weights of a bidirectional / reverse one, clip, non-default activations",
+    "RNN": "run-time weights of a bidirectional / reverse one, clip, non-default activations",
+    "LSTM": "run-time weights of a bidirectional / reverse one, clip, non-default activations, input_forget",
     "LayerNormalization": "the Mean / InvStdDev outputs",
     "LpNormalization": "p other than 1 and 2",
     "MaxPool": "the Indices output with storage_order",
@@ -378,6 +378,7 @@ class _Importer:
         graph = self.proto.graph
         self._pin_inputs()
         self._rewrite_quantized()
+        _split_recurrent_directions(self.proto.graph)
         self._fix_inputs()
         self._fold_and_infer()
         self.used = _referenced(graph)
@@ -3801,6 +3802,108 @@ class _Importer:
         y = self._dft_matmul(flat, rows, length, complex_in, length, bins, False, window, "stft")
         out = self.out(node)
         self.reshape(y, self.shape(out), out=out)
+
+
+# Recurrent ops: the inputs whose leading axis is num_directions. Weights (sliced at import, constants) and initial
+# states (sliced by a Slice node: constant or run-time).
+_RECURRENT_WEIGHTS = {"LSTM": (1, 2, 3, 7), "GRU": (1, 2, 3), "RNN": (1, 2, 3)}
+_RECURRENT_STATES = {"LSTM": (5, 6), "GRU": (5,), "RNN": (5,)}
+_RECURRENT_ACTIVATIONS = {"LSTM": 3, "GRU": 2, "RNN": 1}
+
+
+def _split_recurrent_directions(graph):
+    """A bidirectional or reverse LSTM / GRU / RNN with constant weights becomes forward ones: the reverse direction runs forward on the input reversed in time (a Slice of step -1)
+    and its Y is reversed back; the directions' Y / Y_h / Y_c are concatenated on the num_directions axis. The
+    forward handlers (a TFLite sequence op, or unrolled) then take each, and refuse a sequence_lens shorter than
+    the sequence as before (reversing in time is right for full-length sequences only). A node whose weights are
+    not constants stays as it is (and is refused naming its direction)."""
+    from onnx import helper, numpy_helper
+
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    taken = {v for n in graph.node for v in list(n.input) + list(n.output)} | set(consts)
+    taken |= {i.name for i in graph.input} | {o.name for o in graph.output}
+
+    def fresh(base: str) -> str:
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        taken.add(name)
+        return name
+
+    def const(base: str, value) -> str:
+        name = fresh(base)
+        graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    out_nodes = []
+    for node in graph.node:
+        a = _attrs(node)
+        direction = a.get("direction", "forward")
+        if node.op_type not in _RECURRENT_WEIGHTS or node.domain not in ("", "ai.onnx") or direction == "forward":
+            out_nodes.append(node)
+            continue
+        inputs = list(node.input)
+        weights = [i for i in _RECURRENT_WEIGHTS[node.op_type] if i < len(inputs) and inputs[i]]
+        seq_axis = 1 if int(a.get("layout", 0)) else 0
+        if any(inputs[i] not in consts for i in weights):
+            out_nodes.append(node)
+            continue
+        label = node.name or f"{node.op_type}_{node.output[0]}"
+        dirs = ["forward", "reverse"] if direction == "bidirectional" else ["reverse"]
+        n_act = _RECURRENT_ACTIVATIONS[node.op_type]
+        acts = a.get("activations")
+        results = []  # per direction: its (Y, Y_h, Y_c) names ('' when the node does not give that output)
+        for d, way in enumerate(dirs):
+            ins = list(inputs)
+            for i in weights:
+                ins[i] = const(f"{label}/{way}/w{i}", consts[inputs[i]][d:d + 1])
+            for i in _RECURRENT_STATES[node.op_type]:
+                if i < len(ins) and ins[i]:
+                    sliced = fresh(f"{label}/{way}/state{i}")
+                    state_axis = 1 if seq_axis else 0
+                    out_nodes.append(helper.make_node(
+                        "Slice", [ins[i], const(f"{label}/{way}/s", [d]), const(f"{label}/{way}/e", [d + 1]),
+                                  const(f"{label}/{way}/ax", [state_axis])], [sliced]))
+                    ins[i] = sliced
+            if way == "reverse":
+                rev = fresh(f"{label}/reverse/x")
+                out_nodes.append(helper.make_node(
+                    "Slice", [inputs[0], const(f"{label}/rs", [-1]), const(f"{label}/re", [-2 ** 62]),
+                              const(f"{label}/rax", [seq_axis]), const(f"{label}/rst", [-1])], [rev]))
+                ins[0] = rev
+            outs = [fresh(f"{label}/{way}/out{k}") if k < len(node.output) and node.output[k] else ""
+                    for k in range(3 if node.op_type == "LSTM" else 2)]
+            attrs = {k: v for k, v in a.items() if k not in ("direction", "activations", "activation_alpha",
+                                                              "activation_beta")}
+            for key in ("activations", "activation_alpha", "activation_beta"):
+                if a.get(key):
+                    half = a[key][d * n_act:(d + 1) * n_act] if len(a[key]) >= len(dirs) * n_act else a[key]
+                    attrs[key] = half
+            out_nodes.append(helper.make_node(node.op_type, ins, outs, name=f"{label}/{way}", direction="forward",
+                                              **attrs))
+            if way == "reverse" and outs[0]:
+                back = fresh(f"{label}/reverse/y")
+                out_nodes.append(helper.make_node(
+                    "Slice", [outs[0], const(f"{label}/ys", [-1]), const(f"{label}/ye", [-2 ** 62]),
+                              const(f"{label}/yax", [seq_axis]), const(f"{label}/yst", [-1])], [back]))
+                outs[0] = back
+            results.append(outs)
+        # num_directions axis: Y [seq, dirs, batch, h] (layout 1: [batch, seq, dirs, h]); Y_h / Y_c [dirs, batch,
+        # h] (layout 1: [batch, dirs, h])
+        for k, name in enumerate(node.output[:len(results[0])]):
+            if not name:
+                continue
+            axis = (2 if seq_axis else 1) if k == 0 else (1 if seq_axis else 0)
+            parts = [r[k] for r in results]
+            if len(parts) == 1:
+                out_nodes.append(helper.make_node("Identity", parts, [name]))
+            else:
+                out_nodes.append(helper.make_node("Concat", parts, [name], axis=axis))
+    del graph.node[:]
+    graph.node.extend(out_nodes)
 
 
 def _no_mapping(op_type: str) -> str:

@@ -258,3 +258,36 @@ def test_audio_front_end_stft_hann_mel_log_and_int8():
 
 def _op_names(m):
     return [m.op_name(op) for op in m.subgraphs[0].operators]
+
+
+# ---------------------------------------------------------------------------------------------- bidirectional
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+
+
+def recurrent_model(op, direction, layout=0, state=False, seq=5, batch=2, n_in=3, hidden=4):
+    dirs = 2 if direction == "bidirectional" else 1
+    r = np.random.default_rng(12)
+    g = GATES[op]
+    inits = {"w": (r.standard_normal((dirs, g * hidden, n_in)) * 0.5).astype(np.float32),
+             "r": (r.standard_normal((dirs, g * hidden, hidden)) * 0.5).astype(np.float32),
+             "b": (r.standard_normal((dirs, 2 * g * hidden)) * 0.5).astype(np.float32)}
+    x = f32(*((seq, batch, n_in) if layout == 0 else (batch, seq, n_in)), seed=5)
+    ins = {"x": x}
+    names = ["x", "w", "r", "b"]
+    if state:  # the initial hidden state from an input (a streaming model)
+        h0 = f32(*((dirs, batch, hidden) if layout == 0 else (batch, dirs, hidden)), seed=6)
+        ins["h0"] = h0
+        names += ["", "h0"]
+    outs = {"y": TP.FLOAT, "yh": TP.FLOAT}
+    node = helper.make_node(op, names, ["y", "yh"], hidden_size=hidden, direction=direction,
+                            **({"layout": 1} if layout else {}))
+    return model([node], ins, outs, inits, opset=14), ins
+
+
+@pytest.mark.parametrize("op, direction, layout, state", [
+    ("LSTM", "bidirectional", 0, False), ("LSTM", "reverse", 0, False), ("LSTM", "bidirectional", 1, False),
+    ("GRU", "bidirectional", 0, False), ("GRU", "reverse", 0, True), ("RNN", "bidirectional", 0, True),
+])
+def test_bidirectional_and_reverse_recurrent(op, direction, layout, state):
+    proto, ins = recurrent_model(op, direction, layout, state)
+    check(proto, ins, reference=layout == 1)  # onnxruntime runs only layout 0
