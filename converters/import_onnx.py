@@ -275,7 +275,7 @@ PARTIAL_OPS = {
     "Clip": "non-float inputs",
     "Compress": "a run-time condition (data-sized output)",
     "Conv": "4-D spatial convolutions; run-time weights",
-    "ConvTranspose": "groups > 1, dilations > 1, 3-D; run-time weights",
+    "ConvTranspose": "3-D; run-time weights; output_padding of a stride or more",
     "CumSum": "a run-time axis; types other than float / int32 / int64",
     "DepthToSpace": "other than 4-D",
     "DFT": "a run-time dft_length / axis",
@@ -1647,15 +1647,20 @@ class _Importer:
         xs = self.shape(x)
         if len(xs) not in (3, 4):
             raise _Unsupported(f"{len(xs) - 2}-D transposed convolution (only 1-D and 2-D are supported)")
-        if int(a.get("group", 1)) != 1:
-            raise _Unsupported("grouped ConvTranspose")
+        group = int(a.get("group", 1))
+        if group < 1 or xs[1] % group or w.shape[0] != xs[1]:
+            raise _Unsupported(f"weights {w.shape} for {xs[1]} input channels in {group} groups")
         nsp = len(xs) - 2
-        if any(d != 1 for d in a.get("dilations", [1] * nsp)):
-            raise _Unsupported("dilated ConvTranspose (TFLite TRANSPOSE_CONV has no dilation)")
         out = self.out(node)
-        cout = w.shape[1]
+        cout = w.shape[1] * group
         if len(xs) == 3:
             w = w[:, :, None, :]
+        dil = [1] + list(a.get("dilations", [1])) if nsp == 1 else list(a.get("dilations", [1, 1]))
+        if any(d != 1 for d in dil):  # TRANSPOSE_CONV has no dilation: the kernel with zeros between its taps
+            kh, kw = w.shape[2:]
+            wide = np.zeros(w.shape[:2] + ((kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1), np.float32)
+            wide[:, :, ::dil[0], ::dil[1]] = w
+            w = wide
         k = w.shape[2:]
         strides = list(a.get("strides", [1] * nsp))
         if nsp == 1:
@@ -1692,10 +1697,25 @@ class _Importer:
         t = self._to_nhwc(x)
         conv_out = self._tmp("tconv_nhwc", (n, full[0], full[1], cout))
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
-        self._op("TRANSPOSE_CONV", [self._i32("output_shape", [n, full[0], full[1], cout]),
-                                    self._f32("weights", w.transpose(1, 2, 3, 0)), t, self._f32("bias", bias)],
-                 [conv_out], version=3, padding="VALID", stride_h=strides[0], stride_w=strides[1],
-                 fused_activation_function="NONE")
+        opts = {"version": 3, "padding": "VALID", "stride_h": strides[0], "stride_w": strides[1],
+                "fused_activation_function": "NONE"}
+        if group == 1:
+            self._op("TRANSPOSE_CONV", [self._i32("output_shape", [n, full[0], full[1], cout]),
+                                        self._f32("weights", w.transpose(1, 2, 3, 0)), t, self._f32("bias", bias)],
+                     [conv_out], **opts)
+        else:  # groups: a SPLIT of the input channels, one TRANSPOSE_CONV per group, a CONCATENATION
+            gin, gout = xs[1] // group, cout // group
+            parts = [self._tmp(f"group{g}", self.shape(t)[:3] + (gin,)) for g in range(group)]
+            self._op("SPLIT", [self._i32("split_axis", 3), t], parts, num_splits=group)
+            outs = []
+            for g in range(group):
+                o = self._tmp(f"group{g}_tconv", (n, full[0], full[1], gout))
+                wg = w[g * gin:(g + 1) * gin].transpose(1, 2, 3, 0)  # [gin, gout, kh, kw] -> [gout, kh, kw, gin]
+                self._op("TRANSPOSE_CONV", [self._i32(f"output_shape{g}", [n, full[0], full[1], gout]),
+                                            self._f32(f"weights{g}", wg), parts[g],
+                                            self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
+                outs.append(o)
+            self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
         if tuple(osz) != tuple(full):
             cropped = self._tmp("crop", (n, osz[0], osz[1], cout))
             self._op("STRIDED_SLICE", [conv_out, self._i32("begin", [0, begin[0], begin[1], 0]),

@@ -291,3 +291,25 @@ def recurrent_model(op, direction, layout=0, state=False, seq=5, batch=2, n_in=3
 def test_bidirectional_and_reverse_recurrent(op, direction, layout, state):
     proto, ins = recurrent_model(op, direction, layout, state)
     check(proto, ins, reference=layout == 1)  # onnxruntime runs only layout 0
+
+
+# ---------------------------------------------------------------------------------------------- ConvTranspose
+@pytest.mark.parametrize("cin, cout_g, attrs", [
+    (4, 3, {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    (4, 1, {"group": 4, "strides": [2, 2], "output_padding": [1, 1]}),  # depthwise upsampling
+    (3, 2, {"dilations": [2, 2], "strides": [2, 2]}),
+    (4, 2, {"group": 2, "dilations": [1, 2], "strides": [1, 2], "pads": [0, 1, 0, 1]}),
+])
+def test_conv_transpose_groups_and_dilations(cin, cout_g, attrs):
+    x = f32(1, cin, 5, 6)
+    proto = one("ConvTranspose", x, inits={"w": f32(cin, cout_g, 3, 3, seed=2), "b": f32(cout_g * attrs.get("group", 1),
+                                                                                          seed=3)},
+                extra=("w", "b"), **attrs)
+    check(proto, {"x": x})
+
+
+def test_conv_transpose_grouped_int8():
+    x = f32(1, 4, 5, 6)
+    proto = one("ConvTranspose", x, inits={"w": f32(4, 3, 3, 3, seed=2), "b": f32(6, seed=3)}, extra=("w", "b"),
+                group=2, strides=[2, 2])
+    int8_converts(proto, x)
