@@ -427,7 +427,7 @@ class _Importer:
             control = node.op_type in ("If", "Loop", "Scan")
             handler = self._handler(node.op_type) if not control else self._runtime_control(node)
             if handler is None:
-                raise _Unsupported(self._control_blocker(node) if control else _no_mapping(node.op_type))
+                raise _Unsupported(self._control_blocker(node) if control else self._no_handler(node))
             for k, o in enumerate(node.output):
                 if node.op_type in _PADDED_OUTPUT_OPS:
                     break  # the handler gives the data-dependent output a fixed size (and says so)
@@ -953,6 +953,17 @@ class _Importer:
         builder, op = _ONE_TO_ONE[op_type]
         build = getattr(self, builder)
         return lambda node, a: build(node, a, op)
+
+    def _no_handler(self, node) -> str:
+        """The refusal of an op without a handler; for one evaluated at convert time only, the graph inputs its
+        inputs are computed from (what to pin or give a shape to)."""
+        reason = _no_mapping(node.op_type)
+        if node.op_type in FOLDED_OPS:
+            deps = sorted({d for i in node.input if i and i not in self.consts for d in self._input_ancestors(i)})
+            if deps:
+                reason += (f" (it depends on the value of input {', '.join(repr(d) for d in deps)}: pin it with "
+                           "--input-value NAME=VALUE)")
+        return reason
 
     def _problem(self, name, node, reason):
         self.problems.append(f"node '{name}' ({node.op_type}, opset {self.opset}): {reason}")

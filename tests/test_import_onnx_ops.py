@@ -313,3 +313,63 @@ def test_conv_transpose_grouped_int8():
     proto = one("ConvTranspose", x, inits={"w": f32(4, 3, 3, 3, seed=2), "b": f32(6, seed=3)}, extra=("w", "b"),
                 group=2, strides=[2, 2])
     int8_converts(proto, x)
+
+
+# ---------------------------------------------------------------------------------------------- dynamic-shape idioms
+def dynamic_idioms_model():
+    """x [N, 3, H, W] (symbolic N, H, W) through what exporters emit for x.view(n, c, -1), torch.zeros_like-style
+    ConstantOfShape and bias.expand(x.shape): Shape -> Gather -> Unsqueeze -> Concat -> Reshape, ConstantOfShape
+    of a computed shape, Expand to a computed shape."""
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["n"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["c"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+        helper.make_node("Unsqueeze", ["c", "axes0"], ["c1"]),
+        helper.make_node("Concat", ["n1", "c1", "minus_one"], ["flat_shape"], axis=0),
+        helper.make_node("Reshape", ["x", "flat_shape"], ["flat"]),
+        helper.make_node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32))),
+        helper.make_node("Expand", ["bias", "shape"], ["bias_full"]),
+        helper.make_node("Add", ["x", "ones"], ["x1"]),
+        helper.make_node("Mul", ["x1", "bias_full"], ["x2"]),
+        helper.make_node("Reshape", ["x2", "flat_shape"], ["y2"]),
+        helper.make_node("Add", ["flat", "y2"], ["y"]),
+    ]
+    inits = {"zero": i64(0), "one": i64(1), "axes0": i64([0]), "minus_one": i64([-1]),
+             "bias": f32(1, 3, 1, 1, seed=9)}
+    graph = helper.make_graph(nodes, "idioms", [helper.make_tensor_value_info("x", TP.FLOAT, ["N", 3, "H", "W"])],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    return m
+
+
+def test_dynamic_shape_idioms_fold_once_the_input_shape_is_given():
+    proto = dynamic_idioms_model()
+    x = f32(2, 3, 4, 5)
+    m = import_onnx(proto, input_shapes={"x": (2, 3, 4, 5)})
+    names = set(_op_names(m))
+    assert not names & {"SHAPE", "GATHER", "CONCATENATION", "BROADCAST_TO", "FILL"}, names  # all folded
+    want = expected(proto, {"x": x})
+    np.testing.assert_allclose(run_ours(m, [x])[0], want[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ConversionError, match=r"input 'x' has dynamic dims .*--input-shape x:"):
+        import_onnx(proto)
+
+
+def test_a_shape_from_run_time_values_is_refused_naming_the_node():
+    """ConstantOfShape of a shape computed from an input's value (not its shape): no --input-shape makes it
+    static; the refusal names the node and the input to pin."""
+    nodes = [helper.make_node("Unsqueeze", ["n", "axes0"], ["n1"]),
+             helper.make_node("ConstantOfShape", ["n1"], ["y"], name="zeros_of_n")]
+    graph = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("n", TP.INT64, [])],
+                              [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                              [numpy_helper.from_array(np.array([0], np.int64), "axes0")])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ConversionError) as e:
+        import_onnx(proto)
+    assert any("node 'zeros_of_n' (ConstantOfShape" in p and "input 'n'" in p and "--input-value" in p
+               for p in e.value.problems), e.value.problems
+    m = import_onnx(proto, input_values={"n": 4})  # pinned: it folds
+    assert run_ours(m, [])[0].shape == (4,)
