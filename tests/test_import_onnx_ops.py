@@ -373,3 +373,35 @@ def test_a_shape_from_run_time_values_is_refused_naming_the_node():
                for p in e.value.problems), e.value.problems
     m = import_onnx(proto, input_values={"n": 4})  # pinned: it folds
     assert run_ours(m, [])[0].shape == (4,)
+
+
+# ---------------------------------------------------------------------------------------------- exporter forms
+def paddle_se_upsample_model():
+    """paddle2onnx's PP-OCR det idioms: Conv -> HardSwish, an SE block with HardSigmoid(alpha=0.2), and a nearest
+    Resize whose roi / scales come from Constant nodes (asymmetric, floor)."""
+    const = lambda name, v: helper.make_node("Constant", [], [name], value=numpy_helper.from_array(v))  # noqa: E731
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("HardSwish", ["c1"], ["h1"]),
+        helper.make_node("GlobalAveragePool", ["h1"], ["p"]),
+        helper.make_node("Conv", ["p", "w2", "b2"], ["c2"], kernel_shape=[1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3", "b3"], ["c3"], kernel_shape=[1, 1]),
+        helper.make_node("HardSigmoid", ["c3"], ["gate"], alpha=0.2, beta=0.5),
+        helper.make_node("Mul", ["h1", "gate"], ["se"]),
+        const("roi", np.array([], np.float32)),
+        const("scales", np.array([1, 1, 2, 2], np.float32)),
+        helper.make_node("Resize", ["se", "roi", "scales"], ["y"], mode="nearest",
+                         coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    ]
+    inits = {"w1": f32(8, 3, 3, 3, seed=1, scale=0.4), "b1": f32(8, seed=2), "w2": f32(2, 8, 1, 1, seed=3),
+             "b2": f32(2, seed=4), "w3": f32(8, 2, 1, 1, seed=5), "b3": f32(8, seed=6)}
+    return model(nodes, {"x": f32(1, 3, 8, 8)}, {"y": TP.FLOAT}, inits, opset=14)  # HardSwish: opset 14
+
+
+def test_paddle_ocr_idioms_and_int8():
+    proto = paddle_se_upsample_model()
+    x = f32(1, 3, 8, 8, seed=10)
+    check(proto, {"x": x})
+    assert "RESIZE_NEAREST_NEIGHBOR" in _op_names(import_onnx(proto))
+    int8_converts(proto, x)
