@@ -295,7 +295,8 @@ PARTIAL_OPS = {
     "OneHot": "a run-time depth or values",
     "Pad": "wrap mode, negative pads (cropping), run-time pads",
     "Shape": "of a tensor whose shape is not static (folded otherwise)",
-    "Resize": "cubic mode, antialias, tf_crop_and_resize, ranks other than 4, resizing N or C",
+    "Resize": "tf_crop_and_resize, keep_aspect_ratio_policy other than stretch, interpolating non-float tensors",
+    "Upsample": "modes TFLite's RESIZE ops do not compute",
     "ScatterElements": "run-time indices; reductions; repeated indices",
     "ScatterND": "reductions; repeated constant indices",
     "Slice": "run-time starts / ends / axes / steps",
@@ -2741,6 +2742,105 @@ class _Importer:
         raise _Unsupported("Shape of a tensor without a static shape")
 
     def _op_Resize(self, node, a):
+        """RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR when one of their settings computes ONNX's result; else each
+        resized axis on its own (ONNX's resize is separable): its constant [out, in] interpolation matrix, found by
+        resizing the identity with this node's own attributes on onnx's reference evaluator, applied as a GATHER
+        (nearest: one source per output) or a FULLY_CONNECTED along that axis. So every coordinate transformation
+        and nearest mode, cubic, antialias, any rank and the channel axis map too."""
+        try:
+            self._resize_tflite(node, a)
+        except _Unsupported as exc:
+            self._resize_by_axes(node, a, str(exc))
+
+    def _resize_by_axes(self, node, a, why: str):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        out = self.values.get(node.output[0]) or self.out(node, type=self.ttype(x))
+        os_ = self.shape(out)
+        if node.op_type == "Upsample" or self.opset < 11:
+            raise _Unsupported(why)
+        if a.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+            raise _Unsupported(f"{why}; coordinate_transformation_mode 'tf_crop_and_resize' (a run-time roi crop)")
+        if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise _Unsupported(f"{why}; keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}'")
+        rank = len(xs)
+        scales = self.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        if scales is not None and np.size(scales) and not (len(node.input) > 3 and node.input[3]):
+            scales = np.asarray(scales, np.float64).reshape(-1)
+            if a.get("axes") is not None:
+                full = np.ones(rank)
+                for ax, sc in zip(self.axes(a["axes"], rank), scales):
+                    full[ax] = sc
+                scales = full
+        else:
+            scales = None
+        t = x
+        for axis in range(rank):
+            if xs[axis] == os_[axis] and (scales is None or scales[axis] == 1.0):
+                continue
+            matrix = self._resize_matrix(a, xs[axis], os_[axis], None if scales is None else float(scales[axis]))
+            t = self._apply_along(t, axis, matrix, out if all(
+                xs[k] == os_[k] and (scales is None or scales[k] == 1.0) for k in range(axis + 1, rank)) else None)
+        if t != out:
+            self.reshape(t, os_, out=out)
+
+    def _resize_matrix(self, a, n_in: int, n_out: int, scale) -> np.ndarray:
+        """[n_out, n_in]: output j = sum_i m[j, i] * input i, for one axis, by ONNX's Resize of the identity
+        (nearest: the source indices directly, which also covers opset 11's tf_half_pixel_for_nn)."""
+        from onnx import TensorProto, helper
+
+        if a.get("mode", "nearest") == "nearest" and not int(a.get("antialias", 0)):
+            src = _onnx_nearest(n_in, n_out, scale if scale is not None else n_out / n_in,
+                                a.get("coordinate_transformation_mode", "half_pixel"),
+                                a.get("nearest_mode", "round_prefer_floor"))
+            return np.eye(n_in, dtype=np.float32)[src]
+        from onnx.reference import ReferenceEvaluator
+
+        keep = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                "extrapolation_value") + (("antialias",) if self.opset >= 18 else ())
+        attrs = {k: a[k] for k in keep if k in a}
+        ins = ["x", "", "scales"] if scale is not None else ["x", "", "", "sizes"]
+        node = helper.make_node("Resize", ins, ["y"], **attrs)
+        inits = [helper.make_tensor("scales", TensorProto.FLOAT, [2], [1.0, scale])] if scale is not None else \
+            [helper.make_tensor("sizes", TensorProto.INT64, [2], [n_in, n_out])]
+        graph = helper.make_graph([node], "basis", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n_in, n_in])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(self.opset, 11))])
+        try:
+            y = ReferenceEvaluator(proto).run(None, {"x": np.eye(n_in, dtype=np.float32)})[0]
+        except Exception as exc:  # noqa: BLE001 -- an attribute combination the reference refuses
+            raise _Unsupported(f"resize attributes {attrs}: {exc}") from None
+        if y.shape != (n_in, n_out):
+            raise _Unsupported(f"the resized axis has {y.shape[1]} values, the output {n_out}")
+        return y.T.astype(np.float32)
+
+    def _apply_along(self, t: int, axis: int, matrix: np.ndarray, out: int | None) -> int:
+        """``matrix`` [m, n] applied along ``axis`` of t: a GATHER when each output takes exactly one input (any
+        type), else a FULLY_CONNECTED over that axis moved last (float)."""
+        ts = self.shape(t)
+        rank = len(ts)
+        m = matrix.shape[0]
+        shape = ts[:axis] + (m,) + ts[axis + 1:]
+        one_source = np.all(np.sum(matrix != 0, axis=1) == 1) and np.all(matrix[matrix != 0] == 1.0)
+        if one_source:
+            target = out if out is not None else self._tmp("resized", shape, self.ttype(t))
+            self._op("GATHER", [t, self._i32("source", np.argmax(matrix, axis=1))], [target], axis=axis,
+                     batch_dims=0)
+            return target
+        if self.ttype(t) != "FLOAT32":
+            raise _Unsupported(f"interpolating a {self.ttype(t)} tensor")
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        src = t if axis == rank - 1 else self.transpose(t, perm, "axis_last")
+        moved = self.shape(src)[:-1] + (m,)
+        target = out if out is not None and axis == rank - 1 else self._tmp("interpolated", moved)
+        self._op("FULLY_CONNECTED", [src, self._f32("interpolation", matrix), -1], [target],
+                 fused_activation_function="NONE", keep_num_dims=True)
+        if axis == rank - 1:
+            return target
+        return self.transpose(target, perm, "axis_back", out=out)
+
+    def _resize_tflite(self, node, a):
         x = self.float_input(node)
         xs = self.shape(x)
         out = self.out(node)
@@ -2788,7 +2888,7 @@ class _Importer:
         self._op(op, [t, self._i32("size", list(os_[2:]))], [r], **opts)
         self._from_nhwc(r, out)
 
-    _op_Upsample = _op_Resize
+    _op_Upsample = _resize_tflite
 
     def _nearest_options(self, ins, outs, scales, ctm, nearest_mode) -> dict:
         """The TFLite (align_corners, half_pixel_centers) whose source indices equal ONNX's on both axes."""

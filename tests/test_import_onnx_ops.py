@@ -405,3 +405,32 @@ def test_paddle_ocr_idioms_and_int8():
     check(proto, {"x": x})
     assert "RESIZE_NEAREST_NEIGHBOR" in _op_names(import_onnx(proto))
     int8_converts(proto, x)
+
+
+# ---------------------------------------------------------------------------------------------- Resize, any mode
+def resize_model(xshape, scales, opset=13, **attrs):
+    x = f32(*xshape)
+    return one("Resize", x, opset=opset, extra=("", "scales"),
+               inits={"scales": np.array(scales, np.float32)}, **attrs), x
+
+
+@pytest.mark.parametrize("xshape, scales, attrs, opset", [
+    ((1, 2, 5, 6), [1, 1, 2, 2], {"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel",
+                                  "cubic_coeff_a": -0.75}, 13),  # torch bicubic
+    ((1, 2, 5, 6), [1, 1, 1.5, 2.5], {"mode": "cubic", "exclude_outside": 1}, 13),
+    ((1, 3, 7), [1, 1, 2], {"mode": "linear"}, 13),  # 1-D upsampling (audio): rank 3
+    ((1, 2, 5, 6), [1, 1, 3, 2], {"mode": "nearest", "coordinate_transformation_mode": "align_corners",
+                                  "nearest_mode": "floor"}, 13),
+    ((1, 2, 5, 6), [1, 1, 2, 3], {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+                                  "nearest_mode": "round_prefer_ceil"}, 13),
+    ((1, 2, 8, 8), [1, 1, 0.5, 0.5], {"mode": "linear", "antialias": 1}, 18),
+    ((2, 4, 6), [1, 0.5, 1], {"mode": "nearest"}, 13),  # the channel axis
+])
+def test_resize_modes_tflite_lacks(xshape, scales, attrs, opset):
+    proto, x = resize_model(xshape, scales, opset, **attrs)
+    check(proto, {"x": x})
+
+
+def test_resize_cubic_int8():
+    proto, x = resize_model((1, 2, 5, 6), [1, 1, 2, 2], mode="cubic")
+    int8_converts(proto, x)
