@@ -293,7 +293,7 @@ PARTIAL_OPS = {
     "Mod": "types other than float / int32 / int64",
     "NonMaxSuppression": "more than one batch or class; a result other nodes read (padded to a fixed row count)",
     "OneHot": "a run-time depth or values",
-    "Pad": "wrap mode, negative pads (cropping), run-time pads",
+    "Pad": "negative pads (cropping), run-time pads",
     "Shape": "of a tensor whose shape is not static (folded otherwise)",
     "Resize": "tf_crop_and_resize, keep_aspect_ratio_policy other than stretch, interpolating non-float tensors",
     "Upsample": "modes TFLite's RESIZE ops do not compute",
@@ -2650,13 +2650,14 @@ class _Importer:
                 raise _Unsupported("reflect padding wider than the dimension minus one")
             self._op("MIRROR_PAD", [x, self._i32("paddings", paddings)], [out], mode="REFLECT")
             return
-        if mode == "edge":  # repeat the border: a GATHER of clamped indices along each padded axis
+        if mode in ("edge", "wrap"):  # repeat the border / wrap around: a GATHER of clamped / modular indices
             t = x
             for ax, (lo, hi) in enumerate(paddings):
                 if not (lo or hi):
                     continue
                 size = self.shape(t)[ax]
-                idx = np.clip(np.arange(-lo, size + hi), 0, size - 1).astype(np.int32)
+                span = np.arange(-lo, size + hi)
+                idx = (np.clip(span, 0, size - 1) if mode == "edge" else span % size).astype(np.int32)
                 shape = list(self.shape(t))
                 shape[ax] = idx.size
                 last = all(not any(pr) for pr in paddings[ax + 1:])
@@ -2667,7 +2668,7 @@ class _Importer:
                 self.reshape(x, self.shape(out), out=out)
             return
         if mode != "constant":
-            raise _Unsupported(f"mode '{mode}' (constant, reflect and edge are supported)")
+            raise _Unsupported(f"mode '{mode}' (constant, reflect, edge and wrap are supported)")
         if value == 0.0:
             self._op("PAD", [x, self._i32("paddings", paddings)], [out])
         else:

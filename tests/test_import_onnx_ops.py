@@ -434,3 +434,10 @@ def test_resize_modes_tflite_lacks(xshape, scales, attrs, opset):
 def test_resize_cubic_int8():
     proto, x = resize_model((1, 2, 5, 6), [1, 1, 2, 2], mode="cubic")
     int8_converts(proto, x)
+
+
+@pytest.mark.parametrize("mode", ["wrap", "edge", "reflect"])
+def test_pad_modes(mode):
+    x = f32(1, 2, 4, 5)
+    proto = one("Pad", x, opset=19, inits={"p": np.array([0, 0, 1, 2, 0, 0, 3, 1], np.int64)}, extra=("p",), mode=mode)
+    check(proto, {"x": x})
