@@ -280,7 +280,7 @@ PARTIAL_OPS = {
     "DepthToSpace": "other than 4-D",
     "DFT": "a run-time dft_length / axis",
     "Dropout": "the mask output",
-    "Einsum": "ellipsis, 3+ operands, diagonals (a repeated index in one operand), broadcasting",
+    "Einsum": "3+ operands, diagonals (a repeated index in one operand), broadcasting a size-1 dim",
     "GatherND": "batch_dims > 0",
     "GlobalLpPool": "p other than 1 and 2",
     "GroupNormalization": "run-time scale / bias",
@@ -1972,15 +1972,26 @@ class _Importer:
         BATCH_MATMUL of [batch, left, contracted] by [batch, contracted, right] (transposes and reshapes
         around it), the result reshaped and transposed to the output's order."""
         eq = str(a["equation"]).replace(" ", "")
-        if "." in eq:
-            raise _Unsupported("Einsum with an ellipsis")
         lhs, _, rhs = eq.partition("->")
         terms = lhs.split(",")
         if len(terms) != len(node.input) or len(terms) not in (1, 2):
             raise _Unsupported(f"Einsum of {len(node.input)} operands (1 or 2 are supported)")
+        ellipsis = ""
+        if "..." in eq:  # '...' stands for the leading dims each operand has beyond its letters, aligned right
+            spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
+            ranks = [len(self.shape(self.value(i))) for i in node.input]
+            widths = [r - len(t.replace("...", "")) if "..." in t else 0 for t, r in zip(terms, ranks)]
+            if min(widths) < 0:
+                raise _Unsupported(f"Einsum '{eq}' for operands of rank {ranks}")
+            ellipsis = "".join(spare[:max(widths)])
+            terms = [t.replace("...", ellipsis[len(ellipsis) - w:]) for t, w in zip(terms, widths)]
+            lhs = ",".join(terms)
+            rhs = rhs.replace("...", ellipsis)
+        if "." in lhs + rhs:
+            raise _Unsupported(f"Einsum equation '{eq}'")
         if not _:
             counts = {c: lhs.count(c) for c in lhs if c != ","}
-            rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+            rhs = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ellipsis))
         if any(len(set(t)) != len(t) for t in terms) or len(set(rhs)) != len(rhs):
             raise _Unsupported("Einsum with a repeated index in one operand (diagonals)")
         xs = [self.float_input(node, i) for i in range(len(terms))]

@@ -441,3 +441,15 @@ def test_pad_modes(mode):
     x = f32(1, 2, 4, 5)
     proto = one("Pad", x, opset=19, inits={"p": np.array([0, 0, 1, 2, 0, 0, 3, 1], np.int64)}, extra=("p",), mode=mode)
     check(proto, {"x": x})
+
+
+@pytest.mark.parametrize("eq, shapes", [
+    ("...ij,...jk->...ik", [(2, 3, 4, 5), (2, 3, 5, 6)]),  # torch.matmul-style with an ellipsis
+    ("bhqd,bhkd->bhqk", [(1, 2, 4, 8), (1, 2, 5, 8)]),  # attention scores
+    ("...d,d->...", [(2, 3, 4), (4,)]),
+    ("...ij->...ji", [(2, 3, 4)]),
+])
+def test_einsum_forms(eq, shapes):
+    ins = {f"x{i}": f32(*s, seed=i) for i, s in enumerate(shapes)}
+    proto = model([helper.make_node("Einsum", list(ins), ["y"], equation=eq)], ins, {"y": TP.FLOAT}, opset=12)
+    check(proto, ins)
