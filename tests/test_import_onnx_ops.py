@@ -453,3 +453,34 @@ def test_einsum_forms(eq, shapes):
     ins = {f"x{i}": f32(*s, seed=i) for i, s in enumerate(shapes)}
     proto = model([helper.make_node("Einsum", list(ins), ["y"], equation=eq)], ins, {"y": TP.FLOAT}, opset=12)
     check(proto, ins)
+
+
+# ---------------------------------------------------------------------------------------------- both runtimes
+def _runtime_cases():
+    """A few imported models covering the new decompositions' TFLite ops (ATAN2, SIN / COS, FLOOR_MOD, SELECT_V2,
+    REVERSE_V2, ONE_HOT, SCATTER_ND, CUMSUM, DEPTH_TO_SPACE, GATHER, FULLY_CONNECTED DFT / interpolation, grouped
+    TRANSPOSE_CONV, a bidirectional LSTM)."""
+    pick = {"Asin", "Tan", "Mod_fmod", "ArgMin_last", "Hardmax", "ScatterND_const", "CumSum_exclusive_reverse",
+            "DepthToSpace_CRD", "Trilu_lower_k"}
+    cases = [(name, proto, _inputs(proto, x)) for name, proto, x, _ in FLOAT_CASES if name in pick]
+    cases.append(("DFT", dft_model((2, 12, 1)), {"x": f32(2, 12, 1)}))
+    proto, x = resize_model((1, 2, 5, 6), [1, 1, 2, 2], mode="cubic")
+    cases.append(("Resize_cubic", proto, {"x": x}))
+    cases.append(("LSTM_bidirectional", *recurrent_model("LSTM", "bidirectional")))
+    return cases
+
+
+RUNTIME_CASES = _runtime_cases()
+
+
+@pytest.mark.parametrize("case", RUNTIME_CASES, ids=[c[0] for c in RUNTIME_CASES])
+def test_imported_model_on_both_runtimes(runtime, case):
+    from edge_sdk.model import write_model
+    from tests.oprunner import run_on
+
+    _, proto, ins = case
+    want = expected(proto, ins)
+    got = run_on(runtime, write_model(import_onnx(proto)), list(ins.values()))
+    for g, w in zip(got, want):
+        span = max(float(np.max(np.abs(w))), 1.0) if w.size else 1.0
+        np.testing.assert_allclose(g, w.astype(g.dtype), rtol=1e-4, atol=1e-4 * span)
