@@ -297,7 +297,7 @@ PARTIAL_OPS = {
     "Shape": "of a tensor whose shape is not static (folded otherwise)",
     "Resize": "tf_crop_and_resize, keep_aspect_ratio_policy other than stretch, interpolating non-float tensors",
     "Upsample": "modes TFLite's RESIZE ops do not compute",
-    "ScatterElements": "run-time indices; reductions; repeated indices",
+    "ScatterElements": "reductions; repeated indices; negative run-time indices",
     "ScatterND": "reductions; repeated constant indices",
     "Slice": "run-time starts / ends / axes / steps",
     "STFT": "run-time frame_step / window / frame_length; onesided on a complex signal",
@@ -3772,10 +3772,10 @@ class _Importer:
         x, updates = self.value(node.input[0]), self.value(node.input[2])
         xs = self.shape(x)
         idx = self.const(node.input[1])
-        if idx is None:
-            raise _Unsupported("indices computed at run time (constant indices are mapped)")
-        idx = np.asarray(idx, np.int64)
         axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        if idx is None:
+            return self._scatter_elements_runtime(node, x, xs, axis, updates)
+        idx = np.asarray(idx, np.int64)
         idx = np.where(idx < 0, idx + xs[axis], idx)
         if idx.ndim != len(xs) or (idx.size and (idx.min() < 0 or idx.max() >= xs[axis])):
             raise _Unsupported(f"indices {idx.shape} / values outside the data {xs}")
@@ -3785,6 +3785,26 @@ class _Importer:
         if len({tuple(r) for r in full.reshape(-1, len(xs))}) != idx.size:
             raise _Unsupported("repeated indices (ONNX leaves the result undefined)")
         self._scatter(node, x, full.astype(np.int32), updates)
+
+    def _scatter_elements_runtime(self, node, x: int, xs: tuple, axis: int, updates: int):
+        """Run-time indices [d0, ..., dr-1]: each element's full coordinate is its own position with the axis
+        coordinate replaced by its index -- a PACK of constant position grids and the (int32) indices -- then the
+        ScatterND of the updates."""
+        it = self.value(node.input[1])
+        js = tuple(self.shape(it))
+        if self.ttype(it) not in ("INT32", "INT64") or len(js) != len(xs) or len(js) > 5:
+            raise _Unsupported(f"indices {js} of type {self.ttype(it)} for data {xs} (INT32 / INT64, same rank, "
+                               "at most 5)")
+        if self.ttype(it) == "INT64":
+            it = self.unary("CAST", it, "indices32", out=self._tmp("indices32", js, "INT32"),
+                            in_data_type="INT64", out_data_type="INT32")
+        grids = np.indices(js).astype(np.int32)
+        parts = [it if d == axis else self._i32(f"grid{d}", grids[d]) for d in range(len(xs))]
+        coords = self._tmp("coordinates", js + (len(xs),), "INT32")
+        self._op("PACK", parts, [coords], values_count=len(xs), axis=len(js))
+        self.notes.append(f"ScatterElements '{self.node_name}': run-time indices must lie in 0..{xs[axis] - 1} and "
+                          "not repeat (negative indices are not wrapped)")
+        self._scatter(node, x, coords, updates)
 
     _op_Scatter = _op_ScatterElements  # opset 9-10's name for it
 

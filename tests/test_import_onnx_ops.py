@@ -484,3 +484,11 @@ def test_imported_model_on_both_runtimes(runtime, case):
     for g, w in zip(got, want):
         span = max(float(np.max(np.abs(w))), 1.0) if w.size else 1.0
         np.testing.assert_allclose(g, w.astype(g.dtype), rtol=1e-4, atol=1e-4 * span)
+
+
+def test_scatter_elements_runtime_indices():
+    x, u = f32(3, 5), f32(3, 2, seed=6)
+    idx = np.array([[4, 0], [1, 2], [3, 4]], np.int64)
+    proto = model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1)], {"x": x, "i": idx, "u": u},
+                  {"y": TP.FLOAT})
+    check(proto, {"x": x, "i": idx, "u": u})
