@@ -13,7 +13,16 @@ What comes out:
   NCHW tensor directly (no transposes).
 - Ops TFLite lacks are emitted as decompositions: Erf as an odd rational function (max error 5e-7), Gelu,
   HardSigmoid, Elu, LayerNormalization, InstanceNormalization, BatchNormalization (MUL + ADD; the passes
-  fold it into the producer), Pow with a constant exponent (MUL / SQRT / RSQRT / DIV where exact).
+  fold it into the producer), Pow with a constant exponent (MUL / SQRT / RSQRT / DIV where exact); Mish,
+  Softsign, Celu, Selu, ThresholdedRelu, Shrink, the trigonometric / hyperbolic functions, Mod (fmod),
+  ReduceL1 / L2 / LogSum / LogSumExp, Hardmax (ARG_MAX + ONE_HOT), Lp / MeanVariance / GroupNormalization,
+  Trilu (a constant mask), ScatterND / ScatterElements (SCATTER_ND + SELECT_V2), DepthToSpace CRD (a channel
+  GATHER before DEPTH_TO_SPACE), DFT / STFT (one FULLY_CONNECTED of constant cos / sin weights, any length),
+  Resize modes TFLite's RESIZE ops lack (a per-axis interpolation matrix: GATHER or FULLY_CONNECTED), grouped /
+  dilated ConvTranspose; a bidirectional / reverse LSTM / GRU / RNN becomes forward ones on the ONNX graph.
+  ``FOLDED_OPS`` / ``REFUSED_OPS`` / ``PARTIAL_OPS`` below say what else is evaluated at convert time only,
+  refused (and why: the refusal says it) or refused in some forms (tests/test_import_onnx_ops_inventory.py
+  prints the whole table).
 - Constants: initializers, Constant, and every node whose inputs are all constants (Shape of a static
   tensor, ConstantOfShape, the Shape->Gather->Concat->Reshape chains exporters emit, ...) are folded at
   import with onnx's reference evaluator, so shape parameters reach TFLite as constant tensors.
