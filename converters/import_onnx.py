@@ -274,7 +274,6 @@ REFUSED_OPS = {
     "MaxUnpool": "scatters to run-time indices of a MaxPool: no TFLite builtin",
     "Col2Im": "no TFLite builtin (sliding-block folding)",
     "CenterCropPad": "not emitted by the exporters this SDK targets (a Slice / Pad pair is)",
-    "LpPool": "only GlobalLpPool is mapped (LpPool is rare in exported networks)",
     "ReverseSequence": "per-batch run-time lengths: not emitted by the exporters this SDK targets",
 }
 # Mapped ops with forms still refused (each refusal names its form).
@@ -290,7 +289,7 @@ PARTIAL_OPS = {
     "DFT": "a run-time dft_length / axis",
     "Dropout": "the mask output",
     "Einsum": "3+ operands, diagonals (a repeated index in one operand), broadcasting a size-1 dim",
-    "GatherND": "batch_dims > 0",
+    "LpPool": "p other than 1 and 2",
     "GlobalLpPool": "p other than 1 and 2",
     "GroupNormalization": "run-time scale / bias",
     "GRU": "run-time weights of a bidirectional / reverse one, clip, non-default activations",
@@ -1894,6 +1893,30 @@ class _Importer:
 
     def _op_AveragePool(self, node, a):
         self._pool(node, a, "avg")
+
+    def _op_LpPool(self, node, a):
+        """(sum over each window of |x|^p)^(1/p), p = 1 or 2: the AveragePool (padding counted, as ONNX's zeros
+        are) of |x| or x^2, times the window's size, then SQRT for p = 2."""
+        from onnx import helper
+
+        p = int(a.get("p", 2))
+        if p not in (1, 2):
+            raise _Unsupported(f"p={p} (1 and 2 are supported)")
+        x = self.float_input(node)
+        powered = self.unary("ABS", x, "abs") if p == 1 else self.binary("MUL", x, x, "square",
+                                                                          fused_activation_function="NONE")
+        src, mean = f"{node.output[0]}/lp_input", f"{node.output[0]}/lp_mean"
+        self.values[src], self.shapes[src], self.types[src] = powered, self.shape(powered), 1
+        self.shapes[mean], self.types[mean] = self.shapes[node.output[0]], 1
+        keep = {k: v for k, v in a.items() if k != "p"}
+        avg = helper.make_node("AveragePool", [src], [mean], count_include_pad=1, **keep)
+        self._pool(avg, _attrs(avg), "avg")
+        area = float(np.prod(a["kernel_shape"]))
+        out = self.out(node)
+        total = self.binary("MUL", self.values[mean], self._f32("window_size", area), "window_sum",
+                            out=out if p == 1 else None, fused_activation_function="NONE")
+        if p == 2:
+            self.unary("SQRT", total, "root", out=out)
 
     def _op_GlobalAveragePool(self, node, a):
         x = self.float_input(node)
@@ -3818,17 +3841,29 @@ class _Importer:
     _op_Scatter = _op_ScatterElements  # opset 9-10's name for it
 
     def _op_GatherND(self, node, a):
-        if int(a.get("batch_dims", 0)):
-            raise _Unsupported("batch_dims > 0")
+        """GATHER_ND; batch_dims b > 0 as b leading coordinates (each index vector's own batch position, a
+        constant grid) put before the index vectors."""
         x = self.value(node.input[0])
         xs = self.shape(x)
+        b = int(a.get("batch_dims", 0))
         idx = self.const(node.input[1])
+        js = tuple(np.shape(idx)) if idx is not None else tuple(self.shape(self.value(node.input[1])))
+        grid = np.stack(np.indices(js[:-1])[:b], axis=-1).astype(np.int32) if b else None  # [..., b]
         if idx is not None:
             idx = np.asarray(idx, np.int64)
-            bounds = np.array(xs[:idx.shape[-1]])
-            it = self._i32("indices", np.where(idx < 0, idx + bounds, idx))
+            bounds = np.array(xs[b:b + idx.shape[-1]])
+            idx = np.where(idx < 0, idx + bounds, idx)
+            it = self._i32("indices", idx if grid is None else np.concatenate([grid, idx], axis=-1))
         else:
             it = self.value(node.input[1])
+            if b:
+                if self.ttype(it) == "INT64":
+                    it = self.unary("CAST", it, "indices32", out=self._tmp("indices32", js, "INT32"),
+                                    in_data_type="INT64", out_data_type="INT32")
+                full = self._tmp("batched_indices", js[:-1] + (b + js[-1],), self.ttype(it))
+                self._op("CONCATENATION", [self._i32("batch_grid", grid), it], [full], axis=len(js) - 1,
+                         fused_activation_function="NONE")
+                it = full
         self._op("GATHER_ND", [x, it], [self.out(node, type=self.ttype(x))])
 
     def _op_OneHot(self, node, a):

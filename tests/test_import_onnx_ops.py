@@ -492,3 +492,18 @@ def test_scatter_elements_runtime_indices():
     proto = model([helper.make_node("ScatterElements", ["x", "i", "u"], ["y"], axis=1)], {"x": x, "i": idx, "u": u},
                   {"y": TP.FLOAT})
     check(proto, {"x": x, "i": idx, "u": u})
+
+
+@pytest.mark.parametrize("p, attrs", [(2, {"kernel_shape": [2, 2], "strides": [2, 2]}),
+                                      (1, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})])
+def test_lp_pool(p, attrs):
+    x = f32(1, 2, 6, 6)
+    check(one("LpPool", x, p=p, **attrs), {"x": x})
+
+
+def test_gather_nd_batch_dims():
+    x = f32(2, 3, 4)
+    check(one("GatherND", x, inits={"i": np.array([[1], [2]], np.int64)}, extra=("i",), batch_dims=1), {"x": x})
+    idx = np.array([[[0, 3], [2, 1]], [[1, 1], [0, 0]]], np.int64)
+    proto = model([helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)], {"x": x, "i": idx}, {"y": TP.FLOAT})
+    check(proto, {"x": x, "i": idx})
