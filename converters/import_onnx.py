@@ -4026,6 +4026,9 @@ def _split_recurrent_directions(graph):
     not constants stays as it is (and is refused naming its direction)."""
     from onnx import helper, numpy_helper
 
+    if not any(n.op_type in _RECURRENT_WEIGHTS and n.domain in ("", "ai.onnx") and any(
+            at.name == "direction" and at.s != b"forward" for at in n.attribute) for n in graph.node):
+        return
     consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     for n in graph.node:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
