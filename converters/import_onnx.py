@@ -3558,8 +3558,8 @@ class _Importer:
         self.reshape(r, self.shape(out), out=out)
 
     def _arg(self, node, a, op):
-        """ARG_MAX / ARG_MIN (int32) over one axis; select_last_index=1 as the first index over the reversed axis
-        (REVERSE_V2), mapped back as size - 1 - index; CAST to ONNX's int64."""
+        """ARG_MAX / ARG_MIN (ONNX's int64 indices) over one axis; select_last_index=1 as the first index over the
+        reversed axis (REVERSE_V2), mapped back as size - 1 - index."""
         x = self.value(node.input[0])
         if self.ttype(x) not in ("FLOAT32", "INT32", "INT8", "UINT8", "INT16"):
             raise _Unsupported(f"input of type {self.ttype(x)}")
@@ -3569,13 +3569,15 @@ class _Importer:
         last = int(a.get("select_last_index", 0))
         if last:
             x = self._reverse(x, axis)
-        idx = self._tmp("index", xs[:axis] + xs[axis + 1:], "INT32")
-        self._op(op, [x, self._i32("axis", [axis])], [idx], output_type="INT32")
+        reduced = xs[:axis] + xs[axis + 1:]
+        direct = not last and tuple(self.shape(out)) == tuple(reduced)
+        idx = out if direct else self._tmp("index", reduced, "INT64")
+        self._op(op, [x, self._i32("axis", [axis])], [idx], output_type="INT64")
         if last:
-            idx = self.binary("SUB", self._i32("last", xs[axis] - 1), idx, "from_end", fused_activation_function="NONE")
-        wide = self._tmp("index64", self.shape(idx), "INT64")
-        self._op("CAST", [idx], [wide], in_data_type="INT32", out_data_type="INT64")
-        self.reshape(wide, self.shape(out), out=out)
+            idx = self.binary("SUB", self._const("last", np.array(xs[axis] - 1, np.int64), "INT64"), idx, "from_end",
+                              fused_activation_function="NONE")
+        if idx != out:
+            self.reshape(idx, self.shape(out), out=out)
 
     def _reverse(self, x: int, axis: int) -> int:
         out = self._tmp("reversed", self.shape(x), self.ttype(x))
