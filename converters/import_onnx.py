@@ -278,7 +278,8 @@ REFUSED_OPS = {
 }
 # Mapped ops with forms still refused (each refusal names its form).
 PARTIAL_OPS = {
-    "ArgMax": "inputs other than float / int8 / int16 / int32", "ArgMin": "inputs other than float / int8 / int16 / int32",
+    "ArgMax": "inputs other than float / int8 / uint8 / int16 / int32",
+    "ArgMin": "inputs other than float / int8 / uint8 / int16 / int32",
     "BatchNormalization": "training_mode=1 and its running-statistics outputs",
     "Clip": "non-float inputs",
     "Compress": "a run-time condition (data-sized output)",
@@ -2847,7 +2848,8 @@ class _Importer:
         node = helper.make_node("Resize", ins, ["y"], **attrs)
         inits = [helper.make_tensor("scales", TensorProto.FLOAT, [2], [1.0, scale])] if scale is not None else \
             [helper.make_tensor("sizes", TensorProto.INT64, [2], [n_in, n_out])]
-        graph = helper.make_graph([node], "basis", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n_in, n_in])],
+        graph = helper.make_graph([node], "basis",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n_in, n_in])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
         proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(self.opset, 11))])
         try:
@@ -4021,8 +4023,8 @@ _RECURRENT_ACTIVATIONS = {"LSTM": 3, "GRU": 2, "RNN": 1}
 
 
 def _split_recurrent_directions(graph):
-    """A bidirectional or reverse LSTM / GRU / RNN with constant weights becomes forward ones: the reverse direction runs forward on the input reversed in time (a Slice of step -1)
-    and its Y is reversed back; the directions' Y / Y_h / Y_c are concatenated on the num_directions axis. The
+    """A bidirectional or reverse LSTM / GRU / RNN with constant weights becomes forward ones: the reverse
+    direction runs forward on the input reversed in time (a Slice of step -1) and its Y is reversed back; the directions' Y / Y_h / Y_c are concatenated on the num_directions axis. The
     forward handlers (a TFLite sequence op, or unrolled) then take each, and refuse a sequence_lens shorter than
     the sequence as before (reversing in time is right for full-length sequences only). A node whose weights are
     not constants stays as it is (and is refused naming its direction)."""

@@ -507,3 +507,33 @@ def test_gather_nd_batch_dims():
     idx = np.array([[[0, 3], [2, 1]], [[1, 1], [0, 0]]], np.int64)
     proto = model([helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=1)], {"x": x, "i": idx}, {"y": TP.FLOAT})
     check(proto, {"x": x, "i": idx})
+
+
+def tf2onnx_block_model():
+    """tf2onnx's idioms on an NHWC Keras model: Transpose to NCHW around a SAME_UPPER Conv, Pad with a
+    constant_value input, Clip(0, 6) for ReLU6, a nearest Resize given by sizes (empty roi / scales) in TF's
+    half-pixel form, Squeeze with an axes input, Transpose back."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["nchw"], perm=[0, 3, 1, 2]),
+        helper.make_node("Pad", ["nchw", "pads", "pad_value"], ["padded"], mode="constant"),
+        helper.make_node("Conv", ["padded", "w", "b"], ["c"], kernel_shape=[3, 3], strides=[2, 2],
+                         auto_pad="SAME_UPPER"),
+        helper.make_node("Clip", ["c", "zero", "six"], ["r6"]),
+        helper.make_node("Resize", ["r6", "", "", "sizes"], ["up"], mode="nearest",
+                         coordinate_transformation_mode="half_pixel", nearest_mode="round_prefer_ceil"),
+        helper.make_node("ReduceMean", ["up"], ["m"], axes=[2], keepdims=1),
+        helper.make_node("Squeeze", ["m", "sq_axes"], ["sq"]),
+        helper.make_node("Transpose", ["sq"], ["y"], perm=[0, 2, 1]),
+    ]
+    inits = {"pads": np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pad_value": np.array(0.5, np.float32),
+             "w": f32(4, 3, 3, 3, seed=1, scale=0.4), "b": f32(4, seed=2), "zero": np.array(0, np.float32),
+             "six": np.array(6, np.float32), "sizes": np.array([1, 4, 10, 10], np.int64),
+             "sq_axes": np.array([2], np.int64)}
+    return model(nodes, {"x": f32(1, 8, 8, 3)}, {"y": TP.FLOAT}, inits, opset=13)
+
+
+def test_tf2onnx_idioms_and_int8():
+    proto = tf2onnx_block_model()
+    x = f32(1, 8, 8, 3, seed=11)
+    check(proto, {"x": x})
+    int8_converts(proto, x)
