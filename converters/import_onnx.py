@@ -243,15 +243,21 @@ FOLDED_OPS = {
 }
 # Ops converters.onnx_control resolves (inlined / unrolled) or emits as TFLite IF / WHILE.
 CONTROL_OPS = ("If", "Loop", "Scan")
-# Ops converters.onnx_quantized rewrites into float ops (onnxruntime's quantize_dynamic form).
-REWRITTEN_OPS = ("DynamicQuantizeLinear", "MatMulInteger", "ConvInteger")
+# Ops rewritten on the ONNX graph into ops with handlers, in the forms said (any other form is refused so).
+_STATIC_SEQUENCES = ("a sequence is mapped when its length and positions are known at convert time (it becomes "
+                     "tensors); ONNX sequences have no TFLite form otherwise")
+REWRITTEN_OPS = {
+    **{op: "converters.onnx_quantized maps onnxruntime's quantize_dynamic form only (DynamicQuantizeLinear -> "
+           "MatMulInteger / ConvInteger -> Cast -> Mul)" for op in ("DynamicQuantizeLinear", "MatMulInteger",
+                                                                   "ConvInteger")},
+    **{op: _STATIC_SEQUENCES for op in ("SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase",
+                                        "SplitToSequence", "SequenceAt", "SequenceLength", "ConcatFromSequence")},
+}
 # Ops refused, and why (the refusal says it).
-_NO_SEQUENCES = "ONNX sequence / optional values have no TFLite equivalent (static tensors only)"
+_NO_SEQUENCES = "ONNX sequence maps / optional values have no TFLite equivalent (static tensors only)"
 _DATA_SIZED = "its output's size depends on the data; TFLite shapes are static"
 REFUSED_OPS = {
-    **{op: _NO_SEQUENCES for op in ("ConcatFromSequence", "SequenceAt", "SequenceConstruct", "SequenceEmpty",
-                                     "SequenceErase", "SequenceInsert", "SequenceLength", "SequenceMap",
-                                     "SplitToSequence", "Optional", "OptionalGetElement", "OptionalHasElement")},
+    **{op: _NO_SEQUENCES for op in ("SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement")},
     **{op: "string tensors: TFLite builtins have no string ops" for op in (
         "RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit", "TfIdfVectorizer")},
     **{op: "random sampling: a converted model must be deterministic" for op in (
@@ -390,6 +396,7 @@ class _Importer:
         self._rewrite_quantized()
         _split_recurrent_directions(self.proto.graph)
         self._fix_inputs()
+        _resolve_static_sequences(self.proto, self.opset)
         self._fold_and_infer()
         self.used = _referenced(graph)
         for name in self._graph_inputs():
@@ -4120,12 +4127,156 @@ def _split_recurrent_directions(graph):
     graph.node.extend(out_nodes)
 
 
+_SEQUENCE_OPS = ("SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SplitToSequence",
+                 "SequenceAt", "SequenceLength", "ConcatFromSequence")
+
+
+def _resolve_static_sequences(proto, opset: int):
+    """ONNX sequences whose length and positions are known at convert time (torch.onnx's ``torch.cat`` / ``stack``
+    of a list, ``split`` / ``unbind`` into a list) become plain tensors: a sequence is tracked as the list of its
+    tensors' names through SequenceConstruct / SequenceEmpty / SequenceInsert / SequenceErase (constant positions)
+    and SplitToSequence (a Split; its pieces' count from a constant split or the input's inferred shape), and its
+    readers become Identity (SequenceAt of a constant position), a constant (SequenceLength) or Concat
+    (ConcatFromSequence; new_axis=1 over Unsqueezed tensors). A sequence op whose sequence cannot be tracked so
+    stays (and is refused: ONNX sequences have no TFLite form)."""
+    from onnx import helper, numpy_helper, shape_inference
+
+    graph = proto.graph
+    if not any(n.op_type in _SEQUENCE_OPS and n.domain in ("", "ai.onnx") for n in graph.node):
+        return
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    try:
+        inferred = shape_inference.infer_shapes(proto)
+        shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+                  for vi in list(inferred.graph.value_info) + list(inferred.graph.input)
+                  if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+    except Exception:  # noqa: BLE001 -- without shapes only constant splits resolve
+        shapes = {}
+    taken = {v for n in graph.node for v in list(n.input) + list(n.output)} | set(consts)
+    counter = [0]
+
+    def fresh(base: str) -> str:
+        while True:
+            counter[0] += 1
+            name = f"{base}/seq{counter[0]}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    def const_int(name: str, default=None):
+        if not name:
+            return default
+        v = consts.get(name)
+        return None if v is None else int(np.asarray(v).reshape(-1)[0])
+
+    seqs: dict[str, list[str]] = {}
+    out_nodes = []
+    for node in graph.node:
+        op, a = node.op_type, _attrs(node)
+        ins = list(node.input)
+        new = None
+        if node.domain not in ("", "ai.onnx") or op not in _SEQUENCE_OPS:
+            out_nodes.append(node)
+            continue
+        if op == "SequenceConstruct":
+            seqs[node.output[0]] = list(ins)
+            new = []
+        elif op == "SequenceEmpty":
+            seqs[node.output[0]] = []
+            new = []
+        elif op in ("SequenceInsert", "SequenceErase") and ins[0] in seqs:
+            items = list(seqs[ins[0]])
+            pos = const_int(ins[2] if op == "SequenceInsert" and len(ins) > 2 else
+                            ins[1] if op == "SequenceErase" and len(ins) > 1 else "",
+                            len(items) if op == "SequenceInsert" else -1)
+            if pos is not None:
+                if op == "SequenceInsert":
+                    items.insert(pos if pos >= 0 else len(items) + pos, ins[1])
+                else:
+                    del items[pos]
+                seqs[node.output[0]] = items
+                new = []
+        elif op == "SplitToSequence":
+            axis = int(a.get("axis", 0))
+            split = consts.get(ins[1]) if len(ins) > 1 and ins[1] else None
+            shape = shapes.get(ins[0])
+            length = shape[axis] if shape and -len(shape) <= axis < len(shape) else None
+            if split is not None and np.ndim(split) == 1:
+                sizes = [int(v) for v in np.asarray(split).reshape(-1)]
+            elif length is not None and (split is None or np.ndim(split) == 0):
+                step = 1 if split is None else int(split)
+                sizes = [min(step, length - k) for k in range(0, length, step)]
+            else:
+                sizes = None
+            if sizes is not None:
+                pieces = [fresh(node.output[0]) for _ in sizes]
+                sizes_name = fresh(f"{node.output[0]}/sizes")
+                new = [helper.make_node("Constant", [], [sizes_name],
+                                        value=numpy_helper.from_array(np.array(sizes, np.int64)))]
+                new.append(helper.make_node("Split", [ins[0], sizes_name], pieces, axis=axis) if opset >= 13 else
+                           helper.make_node("Split", [ins[0]], pieces, axis=axis, split=sizes))
+                if split is None and not int(a.get("keepdims", 1)):
+                    squeezed = [fresh(node.output[0]) for _ in pieces]
+                    for p, q in zip(pieces, squeezed):
+                        axes_name = fresh(f"{node.output[0]}/axes")
+                        if opset >= 13:
+                            new.append(helper.make_node("Constant", [], [axes_name],
+                                                        value=numpy_helper.from_array(np.array([axis], np.int64))))
+                            new.append(helper.make_node("Squeeze", [p, axes_name], [q]))
+                        else:
+                            new.append(helper.make_node("Squeeze", [p], [q], axes=[axis]))
+                    pieces = squeezed
+                seqs[node.output[0]] = pieces
+        elif op == "SequenceAt" and ins[0] in seqs:
+            pos = const_int(ins[1])
+            if pos is not None and -len(seqs[ins[0]]) <= pos < len(seqs[ins[0]]):
+                new = [helper.make_node("Identity", [seqs[ins[0]][pos]], [node.output[0]])]
+        elif op == "SequenceLength" and ins[0] in seqs:
+            new = [helper.make_node("Constant", [], [node.output[0]],
+                                    value=numpy_helper.from_array(np.array(len(seqs[ins[0]]), np.int64)))]
+        elif op == "ConcatFromSequence" and ins[0] in seqs and seqs[ins[0]]:
+            items, axis = seqs[ins[0]], int(a["axis"])
+            if int(a.get("new_axis", 0)):
+                lifted = []
+                for t in items:
+                    u = fresh(node.output[0])
+                    if opset >= 13:
+                        axes_name = fresh(f"{node.output[0]}/axes")
+                        new_nodes = [helper.make_node("Constant", [], [axes_name],
+                                                      value=numpy_helper.from_array(np.array([axis], np.int64))),
+                                     helper.make_node("Unsqueeze", [t, axes_name], [u])]
+                    else:
+                        new_nodes = [helper.make_node("Unsqueeze", [t], [u], axes=[axis])]
+                    out_nodes.extend(new_nodes)
+                    lifted.append(u)
+                items = lifted
+            new = [helper.make_node("Concat", items, [node.output[0]], axis=axis)]
+        if new is None:
+            out_nodes.append(node)  # not trackable: stays, and is refused
+        else:
+            out_nodes.extend(new)
+    read = {o.name for o in graph.output}
+    for n in out_nodes:
+        read.update(n.input)
+        for sub in _node_graphs(n):
+            read |= _referenced(sub)
+    if read & set(seqs):
+        return  # a sequence still read as one (a graph output, a Loop, an op not tracked): the graph stays as it was
+    del graph.node[:]
+    graph.node.extend(out_nodes)
+
+
 def _no_mapping(op_type: str) -> str:
     """Why an ONNX op without a handler reached emission (its inputs did not fold, or it is refused)."""
     if op_type in FOLDED_OPS:
         return f"evaluated at convert time only, and it could not be: {FOLDED_OPS[op_type]}"
     if op_type in REFUSED_OPS:
         return f"no mapping to TFLite builtins: {REFUSED_OPS[op_type]}"
+    if op_type in REWRITTEN_OPS:
+        return f"not in a form the importer rewrites: {REWRITTEN_OPS[op_type]}"
     return "no mapping to TFLite builtins for this op"
 
 

@@ -537,3 +537,38 @@ def test_tf2onnx_idioms_and_int8():
     x = f32(1, 8, 8, 3, seed=11)
     check(proto, {"x": x})
     int8_converts(proto, x)
+
+
+# ---------------------------------------------------------------------------------------------- static sequences
+def test_sequences_of_known_length_become_tensors():
+    """torch.onnx's list idioms: torch.split into a list (SplitToSequence), an element of it (SequenceAt), a
+    list built and concatenated / stacked (SequenceConstruct, SequenceInsert, ConcatFromSequence), its length."""
+    nodes = [
+        helper.make_node("SplitToSequence", ["x", "sizes"], ["parts"], axis=1),
+        helper.make_node("SequenceAt", ["parts", "one"], ["second"]),
+        helper.make_node("SequenceAt", ["parts", "minus_one"], ["last"]),
+        helper.make_node("SequenceConstruct", ["last", "second"], ["pair"]),
+        helper.make_node("SequenceInsert", ["pair", "last"], ["triple"]),
+        helper.make_node("ConcatFromSequence", ["triple"], ["stacked"], axis=0, new_axis=1),
+        helper.make_node("SequenceLength", ["triple"], ["n"]),
+        helper.make_node("Cast", ["n"], ["nf"], to=TP.FLOAT),
+        helper.make_node("Mul", ["stacked", "nf"], ["y"]),
+        helper.make_node("SplitToSequence", ["x"], ["rows"], axis=0, keepdims=0),
+        helper.make_node("ConcatFromSequence", ["rows"], ["y2"], axis=0),
+    ]
+    x = f32(2, 6)
+    inits = {"sizes": np.array([2, 2, 2], np.int64), "one": np.array(1, np.int64),
+             "minus_one": np.array(-1, np.int64)}
+    proto = model(nodes, {"x": x}, {"y": TP.FLOAT, "y2": TP.FLOAT}, inits, opset=17)
+    check(proto, {"x": x})
+
+
+def test_a_sequence_left_as_a_sequence_is_refused():
+    nodes = [helper.make_node("SplitToSequence", ["x"], ["y"], axis=0, name="to_list")]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TP.FLOAT, [2, 3])],
+                          [helper.make_tensor_sequence_value_info("y", TP.FLOAT, None)])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ConversionError) as e:
+        import_onnx(proto)
+    assert any("node 'to_list' (SplitToSequence" in p and "known at convert time" in p for p in e.value.problems), \
+        e.value.problems

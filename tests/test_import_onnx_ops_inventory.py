@@ -1,6 +1,7 @@
 """The ONNX importer's coverage of the default domain (opsets 11-20), op by op: mapped (a handler), partially
-(a handler, some forms refused), folded (evaluated at convert time), control flow, rewritten (quantized forms),
-or refused with a reason. Fails on an op in none of these, and on a table that contradicts the handlers.
+(a handler, some forms refused), folded (evaluated at convert time), control flow, rewritten on the ONNX graph
+(quantized forms, sequences of known length), or refused with a reason. Fails on an op in none of these, and on a
+table that contradicts the handlers.
 
     PYTHONPATH=. python tests/test_import_onnx_ops_inventory.py      # prints the table and the counts
 """
@@ -37,7 +38,7 @@ def inventory() -> dict[str, tuple[str, str]]:
         if op in imp.CONTROL_OPS:
             out[op] = ("control", "converters.onnx_control: inlined / unrolled, or TFLite IF / WHILE")
         elif op in imp.REWRITTEN_OPS:
-            out[op] = ("rewritten", "converters.onnx_quantized: onnxruntime's quantize_dynamic form")
+            out[op] = ("rewritten", imp.REWRITTEN_OPS[op])
         elif has_handler(op):
             out[op] = ("partial", imp.PARTIAL_OPS[op]) if op in imp.PARTIAL_OPS else ("mapped", "")
         elif op in imp.FOLDED_OPS:
@@ -62,7 +63,8 @@ def test_the_tables_agree_with_the_handlers():
     assert not [op for op in imp.PARTIAL_OPS if not has_handler(op)], "a partial op has no handler"
     assert all(reason.strip() for reason in list(imp.REFUSED_OPS.values()) + list(imp.PARTIAL_OPS.values()))
     known = set(onnx_ops())
-    listed = set(imp.REFUSED_OPS) | set(imp.FOLDED_OPS) | set(imp.PARTIAL_OPS)
+    listed = set(imp.REFUSED_OPS) | set(imp.FOLDED_OPS) | set(imp.PARTIAL_OPS) | set(imp.REWRITTEN_OPS)
+    assert not set(imp.REWRITTEN_OPS) & (set(imp.REFUSED_OPS) | set(imp.FOLDED_OPS)), "rewritten and refused"
     assert listed <= known, sorted(listed - known)
 
 
