@@ -280,7 +280,6 @@ REFUSED_OPS = {
     "MaxUnpool": "scatters to run-time indices of a MaxPool: no TFLite builtin",
     "Col2Im": "no TFLite builtin (sliding-block folding)",
     "CenterCropPad": "not emitted by the exporters this SDK targets (a Slice / Pad pair is)",
-    "ReverseSequence": "per-batch run-time lengths: not emitted by the exporters this SDK targets",
 }
 # Mapped ops with forms still refused (each refusal names its form).
 PARTIAL_OPS = {
@@ -310,6 +309,7 @@ PARTIAL_OPS = {
     "OneHot": "a run-time depth or values",
     "Pad": "negative pads (cropping), run-time pads",
     "Shape": "of a tensor whose shape is not static (folded otherwise)",
+    "ReverseSequence": "run-time sequence_lens",
     "Resize": "tf_crop_and_resize, keep_aspect_ratio_policy other than stretch, interpolating non-float tensors",
     "Upsample": "modes TFLite's RESIZE ops do not compute",
     "ScatterElements": "reductions; repeated indices; negative run-time indices",
@@ -3898,6 +3898,23 @@ class _Importer:
         self._op("ONE_HOT", [wrapped, self._const("depth", np.array(depth, np.int32), "INT32"),
                              self._const("on", np.array(values[1], dt), ot),
                              self._const("off", np.array(values[0], dt), ot)], [out], axis=axis)
+
+    def _op_ReverseSequence(self, node, a):
+        """Constant sequence_lens: each (batch, time) element's source is known, so one GATHER_ND of constant
+        [time, batch] (or [batch, time]) coordinates: the first lens[b] steps of batch b reversed, the rest kept."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        lens = np.asarray(self.need_const(node.input[1], "sequence_lens"), np.int64).reshape(-1)
+        t_axis, b_axis = int(a.get("time_axis", 0)), int(a.get("batch_axis", 1))
+        if sorted((t_axis, b_axis)) != [0, 1] or len(xs) < 2 or lens.size != xs[b_axis]:
+            raise _Unsupported(f"time_axis {t_axis} / batch_axis {b_axis} / {lens.size} lengths for input {xs}")
+        steps = xs[t_axis]
+        lens = np.clip(lens, 0, steps)
+        t = np.arange(steps)[:, None]
+        src = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [time, batch]
+        batch = np.broadcast_to(np.arange(lens.size)[None, :], src.shape)
+        coords = np.stack([src, batch], axis=-1) if t_axis == 0 else np.stack([batch.T, src.T], axis=-1)
+        self._op("GATHER_ND", [x, self._i32("coordinates", coords)], [self.out(node, type=self.ttype(x))])
 
     def _op_Compress(self, node, a):
         """A constant condition selects fixed positions: one GATHER of them (along the axis, or of the flattened

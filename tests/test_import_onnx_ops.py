@@ -572,3 +572,11 @@ def test_a_sequence_left_as_a_sequence_is_refused():
         import_onnx(proto)
     assert any("node 'to_list' (SplitToSequence" in p and "known at convert time" in p for p in e.value.problems), \
         e.value.problems
+
+
+@pytest.mark.parametrize("time_axis", [0, 1])
+def test_reverse_sequence_constant_lengths(time_axis):
+    x = f32(4, 3, 2) if time_axis == 0 else f32(3, 4, 2)
+    proto = one("ReverseSequence", x, inits={"lens": np.array([4, 1, 3], np.int64)}, extra=("lens",),
+                time_axis=time_axis, batch_axis=1 - time_axis)
+    check(proto, {"x": x})
