@@ -279,13 +279,13 @@ REFUSED_OPS = {
     "MaxRoiPool": "region pooling at run-time boxes: no TFLite builtin",
     "MaxUnpool": "scatters to run-time indices of a MaxPool: no TFLite builtin",
     "Col2Im": "no TFLite builtin (sliding-block folding)",
-    "CenterCropPad": "not emitted by the exporters this SDK targets (a Slice / Pad pair is)",
 }
 # Mapped ops with forms still refused (each refusal names its form).
 PARTIAL_OPS = {
     "ArgMax": "inputs other than float / int8 / uint8 / int16 / int32",
     "ArgMin": "inputs other than float / int8 / uint8 / int16 / int32",
     "BatchNormalization": "training_mode=1 and its running-statistics outputs",
+    "CenterCropPad": "a run-time shape",
     "Clip": "non-float inputs",
     "Compress": "a run-time condition (data-sized output)",
     "Conv": "4-D spatial convolutions; run-time weights",
@@ -3915,6 +3915,34 @@ class _Importer:
         batch = np.broadcast_to(np.arange(lens.size)[None, :], src.shape)
         coords = np.stack([src, batch], axis=-1) if t_axis == 0 else np.stack([batch.T, src.T], axis=-1)
         self._op("GATHER_ND", [x, self._i32("coordinates", coords)], [self.out(node, type=self.ttype(x))])
+
+    def _op_CenterCropPad(self, node, a):
+        """A constant target shape: a centred STRIDED_SLICE on the axes that shrink, then a PAD (zeros, the extra
+        one after) on those that grow."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        target = [int(v) for v in np.asarray(self.need_const(node.input[1], "shape")).reshape(-1)]
+        axes = self.axes(a.get("axes", list(range(len(target)))), len(xs))
+        if len(axes) != len(target):
+            raise _Unsupported(f"{len(target)} sizes for {len(axes)} axes")
+        want = list(xs)
+        for ax, n in zip(axes, target):
+            want[ax] = n
+        out = self.out(node, type=self.ttype(x))
+        begin = [max((d - w) // 2, 0) for d, w in zip(xs, want)]
+        kept = [min(d, w) for d, w in zip(xs, want)]
+        pads = [[max((w - d) // 2, 0), max(w - d - (w - d) // 2, 0)] for d, w in zip(xs, want)]
+        grow = any(p for pr in pads for p in pr)
+        t = x
+        if tuple(kept) != tuple(xs):
+            t = out if not grow else self._tmp("cropped", tuple(kept), self.ttype(x))
+            self._op("STRIDED_SLICE", [x, self._i32("begin", begin), self._i32("end", [b + k for b, k in
+                                                                                       zip(begin, kept)]),
+                                       self._i32("strides", [1] * len(xs))], [t])
+        if grow:
+            self._op("PAD", [t, self._i32("paddings", pads)], [out])
+        elif t != out:
+            self.reshape(t, self.shape(out), out=out)
 
     def _op_Compress(self, node, a):
         """A constant condition selects fixed positions: one GATHER of them (along the axis, or of the flattened

@@ -580,3 +580,13 @@ def test_reverse_sequence_constant_lengths(time_axis):
     proto = one("ReverseSequence", x, inits={"lens": np.array([4, 1, 3], np.int64)}, extra=("lens",),
                 time_axis=time_axis, batch_axis=1 - time_axis)
     check(proto, {"x": x})
+
+
+@pytest.mark.parametrize("shape, axes", [([3, 8], [2, 3]), ([2, 7, 3], None), ([5], [-1])])
+def test_center_crop_pad(shape, axes):
+    x = f32(2, 4, 6, 5)
+    extra = {"axes": axes} if axes else {}
+    if axes is None:
+        x = f32(4, 6, 5)
+    proto = one("CenterCropPad", x, opset=18, inits={"s": np.array(shape, np.int64)}, extra=("s",), **extra)
+    check(proto, {"x": x})
