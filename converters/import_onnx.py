@@ -13,7 +13,16 @@ What comes out:
   NCHW tensor directly (no transposes).
 - Ops TFLite lacks are emitted as decompositions: Erf as an odd rational function (max error 5e-7), Gelu,
   HardSigmoid, Elu, LayerNormalization, InstanceNormalization, BatchNormalization (MUL + ADD; the passes
-  fold it into the producer), Pow with a constant exponent (MUL / SQRT / RSQRT / DIV where exact).
+  fold it into the producer), Pow with a constant exponent (MUL / SQRT / RSQRT / DIV where exact); Mish,
+  Softsign, Celu, Selu, ThresholdedRelu, Shrink, the trigonometric / hyperbolic functions, Mod (fmod),
+  ReduceL1 / L2 / LogSum / LogSumExp, Hardmax (ARG_MAX + ONE_HOT), Lp / MeanVariance / GroupNormalization,
+  Trilu (a constant mask), ScatterND / ScatterElements (SCATTER_ND + SELECT_V2), DepthToSpace CRD (a channel
+  GATHER before DEPTH_TO_SPACE), DFT / STFT (one FULLY_CONNECTED of constant cos / sin weights, any length),
+  Resize modes TFLite's RESIZE ops lack (a per-axis interpolation matrix: GATHER or FULLY_CONNECTED), grouped /
+  dilated ConvTranspose; a bidirectional / reverse LSTM / GRU / RNN becomes forward ones on the ONNX graph.
+  ``FOLDED_OPS`` / ``REFUSED_OPS`` / ``PARTIAL_OPS`` below say what else is evaluated at convert time only,
+  refused (and why: the refusal says it) or refused in some forms (tests/test_import_onnx_ops_inventory.py
+  prints the whole table).
 - Constants: initializers, Constant, and every node whose inputs are all constants (Shape of a static
   tensor, ConstantOfShape, the Shape->Gather->Concat->Reshape chains exporters emit, ...) are folded at
   import with onnx's reference evaluator, so shape parameters reach TFLite as constant tensors.
@@ -94,6 +103,9 @@ from edge_sdk.runtime import op_table
 _ONNX_TYPES = {1: "FLOAT32", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "INT64", 9: "BOOL", 10: "FLOAT32",
                11: "FLOAT32", 16: "FLOAT32", 4: "UINT16", 12: "UINT32"}
 _FLOAT_ONNX = {1, 10, 11, 16}
+# TFLite type -> numpy dtype of the constants the handlers make for it
+_NP_OF = {"FLOAT32": np.float32, "INT32": np.int32, "INT64": np.int64, "INT8": np.int8, "UINT8": np.uint8,
+          "INT16": np.int16, "BOOL": np.bool_}
 _LOWEST = float(np.finfo(np.float32).min)
 # ops whose output size depends on the data; their handlers emit a fixed-size output (and a note) or refuse
 _PADDED_OUTPUT_OPS = {"NonMaxSuppression"}
@@ -218,6 +230,97 @@ def _shape_flag(name: str, dims: list[str]) -> str:
     return f"--input-shape {name}:{example} (input_shapes={{'{name}': (...)}} in convert())"
 
 
+# The importer's coverage of the ONNX default domain (opsets 11-20) besides its handlers (_op_<OpType> methods
+# and _ONE_TO_ONE). tests/test_import_onnx_ops_inventory.py prints the table and fails on an op in none of these.
+# Ops evaluated at convert time only (onnx's reference evaluator): mapped when their inputs fold to constants.
+FOLDED_OPS = {
+    "Constant": "a constant", "ConstantOfShape": "its shape input must fold (static shapes: --input-shape)",
+    "Range": "start / limit / delta must fold (a run-time length is a run-time shape)",
+    "Size": "its input's shape must be static", "EyeLike": "its input's shape must be static (2-D)",
+    "HannWindow": "the size must be a constant", "HammingWindow": "the size must be a constant",
+    "BlackmanWindow": "the size must be a constant",
+    "MelWeightMatrix": "its five inputs must be constants (they are, in audio front ends)",
+}
+# Ops converters.onnx_control resolves (inlined / unrolled) or emits as TFLite IF / WHILE.
+CONTROL_OPS = ("If", "Loop", "Scan")
+# Ops rewritten on the ONNX graph into ops with handlers, in the forms said (any other form is refused so).
+_STATIC_SEQUENCES = ("a sequence is mapped when its length and positions are known at convert time (it becomes "
+                     "tensors); ONNX sequences have no TFLite form otherwise")
+REWRITTEN_OPS = {
+    **{op: "converters.onnx_quantized maps onnxruntime's quantize_dynamic form only (DynamicQuantizeLinear -> "
+           "MatMulInteger / ConvInteger -> Cast -> Mul)" for op in ("DynamicQuantizeLinear", "MatMulInteger",
+                                                                   "ConvInteger")},
+    **{op: _STATIC_SEQUENCES for op in ("SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase",
+                                        "SplitToSequence", "SequenceAt", "SequenceLength", "ConcatFromSequence")},
+}
+# Ops refused, and why (the refusal says it).
+_NO_SEQUENCES = "ONNX sequence maps / optional values have no TFLite equivalent (static tensors only)"
+_DATA_SIZED = "its output's size depends on the data; TFLite shapes are static"
+REFUSED_OPS = {
+    **{op: _NO_SEQUENCES for op in ("SequenceMap", "Optional", "OptionalGetElement", "OptionalHasElement")},
+    **{op: "string tensors: TFLite builtins have no string ops" for op in (
+        "RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit", "TfIdfVectorizer")},
+    **{op: "random sampling: a converted model must be deterministic" for op in (
+        "Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike")},
+    **{op: "a training loss, not an inference op" for op in ("NegativeLogLikelihoodLoss",
+                                                             "SoftmaxCrossEntropyLoss")},
+    "NonZero": _DATA_SIZED, "Unique": _DATA_SIZED,
+    "ImageDecoder": "decodes encoded image bytes: preprocessing, outside the model",
+    "QLinearConv": "QOperator format (converters.onnx_quantized refuses it naming the QDQ export)",
+    "QLinearMatMul": "QOperator format (converters.onnx_quantized refuses it naming the QDQ export)",
+    **{op: "unsigned-integer bit operations: TFLite builtins have only BITWISE_XOR / RIGHT_SHIFT on signed "
+           "integers (no exporter emits them in the networks this SDK targets)"
+       for op in ("BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor")},
+    "Det": "no TFLite builtin computes a determinant",
+    "GridSample": "no TFLite builtin samples at run-time coordinates (bilinear gather)",
+    "AffineGrid": "feeds GridSample, which has no TFLite builtin",
+    "DeformConv": "deformable convolution samples at run-time offsets: no TFLite builtin",
+    "RoiAlign": "region pooling at run-time boxes: no TFLite builtin",
+    "MaxRoiPool": "region pooling at run-time boxes: no TFLite builtin",
+    "MaxUnpool": "scatters to run-time indices of a MaxPool: no TFLite builtin",
+    "Col2Im": "no TFLite builtin (sliding-block folding)",
+}
+# Mapped ops with forms still refused (each refusal names its form).
+PARTIAL_OPS = {
+    "ArgMax": "inputs other than float / int8 / uint8 / int16 / int32",
+    "ArgMin": "inputs other than float / int8 / uint8 / int16 / int32",
+    "BatchNormalization": "training_mode=1 and its running-statistics outputs",
+    "CenterCropPad": "a run-time shape",
+    "Clip": "non-float inputs",
+    "Compress": "a run-time condition (data-sized output)",
+    "Conv": "4-D spatial convolutions; run-time weights",
+    "ConvTranspose": "3-D; run-time weights; output_padding of a stride or more",
+    "CumSum": "a run-time axis; types other than float / int32 / int64",
+    "DepthToSpace": "other than 4-D",
+    "DFT": "a run-time dft_length / axis",
+    "Dropout": "the mask output",
+    "Einsum": "3+ operands, diagonals (a repeated index in one operand), broadcasting a size-1 dim",
+    "LpPool": "p other than 1 and 2",
+    "GlobalLpPool": "p other than 1 and 2",
+    "GroupNormalization": "run-time scale / bias",
+    "GRU": "run-time weights of a bidirectional / reverse one, clip, non-default activations",
+    "RNN": "run-time weights of a bidirectional / reverse one, clip, non-default activations",
+    "LSTM": "run-time weights of a bidirectional / reverse one, clip, non-default activations, input_forget",
+    "LayerNormalization": "the Mean / InvStdDev outputs",
+    "LpNormalization": "p other than 1 and 2",
+    "MaxPool": "the Indices output with storage_order",
+    "Mod": "types other than float / int32 / int64",
+    "NonMaxSuppression": "more than one batch or class; a result other nodes read (padded to a fixed row count)",
+    "OneHot": "a run-time depth or values",
+    "Pad": "negative pads (cropping), run-time pads",
+    "Shape": "of a tensor whose shape is not static (folded otherwise)",
+    "ReverseSequence": "run-time sequence_lens",
+    "Resize": "tf_crop_and_resize, keep_aspect_ratio_policy other than stretch, interpolating non-float tensors",
+    "Upsample": "modes TFLite's RESIZE ops do not compute",
+    "ScatterElements": "reductions; repeated indices; negative run-time indices",
+    "ScatterND": "reductions; repeated constant indices",
+    "Slice": "run-time starts / ends / axes / steps",
+    "STFT": "run-time frame_step / window / frame_length; onesided on a complex signal",
+    "TopK": "a run-time K",
+    "Tile": "run-time repeats",
+    "Trilu": "a run-time k",
+}
+
 # ONNX ops that map one to one onto a TFLite op through a shared builder: op_type -> (builder method, TFLite op);
 # the builder is called as builder(node, attrs, op). An op with more to do has its own _op_<OpType> method.
 _ONE_TO_ONE = {
@@ -234,6 +337,12 @@ _ONE_TO_ONE = {
     "Sigmoid": ("_unary_node", "LOGISTIC"),
     "Tanh": ("_unary_node", "TANH"),
     "HardSwish": ("_unary_node", "HARD_SWISH"),
+    "Ceil": ("_unary_node", "CEIL"),
+    "Floor": ("_unary_node", "FLOOR"),
+    "Round": ("_unary_node", "ROUND"),  # both round half to even
+    "Sin": ("_unary_node", "SIN"),
+    "Cos": ("_unary_node", "COS"),
+    "Sign": ("_unary_node", "SIGN"),
     "Sum": ("_variadic", "ADD"),
     "Softmax": ("_softmax", "SOFTMAX"),
     "LogSoftmax": ("_softmax", "LOG_SOFTMAX"),
@@ -285,7 +394,9 @@ class _Importer:
         graph = self.proto.graph
         self._pin_inputs()
         self._rewrite_quantized()
+        _split_recurrent_directions(self.proto.graph)
         self._fix_inputs()
+        _resolve_static_sequences(self.proto, self.opset)
         self._fold_and_infer()
         self.used = _referenced(graph)
         for name in self._graph_inputs():
@@ -333,8 +444,7 @@ class _Importer:
             control = node.op_type in ("If", "Loop", "Scan")
             handler = self._handler(node.op_type) if not control else self._runtime_control(node)
             if handler is None:
-                raise _Unsupported(self._control_blocker(node) if control else
-                                   "no mapping to TFLite builtins for this op")
+                raise _Unsupported(self._control_blocker(node) if control else self._no_handler(node))
             for k, o in enumerate(node.output):
                 if node.op_type in _PADDED_OUTPUT_OPS:
                     break  # the handler gives the data-dependent output a fixed size (and says so)
@@ -861,6 +971,17 @@ class _Importer:
         build = getattr(self, builder)
         return lambda node, a: build(node, a, op)
 
+    def _no_handler(self, node) -> str:
+        """The refusal of an op without a handler; for one evaluated at convert time only, the graph inputs its
+        inputs are computed from (what to pin or give a shape to)."""
+        reason = _no_mapping(node.op_type)
+        if node.op_type in FOLDED_OPS:
+            deps = sorted({d for i in node.input if i and i not in self.consts for d in self._input_ancestors(i)})
+            if deps:
+                reason += (f" (it depends on the value of input {', '.join(repr(d) for d in deps)}: pin it with "
+                           "--input-value NAME=VALUE)")
+        return reason
+
     def _problem(self, name, node, reason):
         self.problems.append(f"node '{name}' ({node.op_type}, opset {self.opset}): {reason}")
 
@@ -1128,6 +1249,15 @@ class _Importer:
         if node.op_type == "Size":
             shape = self.shapes.get(node.input[0])
             return [np.array(int(np.prod(shape)), np.int64)] if _static(shape) else None
+        if node.op_type == "EyeLike":  # only the input's (static) shape and type matter
+            shape = self.shapes.get(node.input[0])
+            if not _static(shape) or len(shape) != 2:
+                return None
+            from onnx import helper
+
+            a = _attrs(node)
+            dtype = helper.tensor_dtype_to_np_dtype(int(a.get("dtype", self.types.get(node.input[0], 1))))
+            return [np.eye(shape[0], shape[1], int(a.get("k", 0)), dtype=dtype)]
         inputs = [i for i in node.input if i]
         if node.op_type != "Constant" and (not inputs or any(i not in self.consts for i in inputs)):
             return None
@@ -1545,15 +1675,20 @@ class _Importer:
         xs = self.shape(x)
         if len(xs) not in (3, 4):
             raise _Unsupported(f"{len(xs) - 2}-D transposed convolution (only 1-D and 2-D are supported)")
-        if int(a.get("group", 1)) != 1:
-            raise _Unsupported("grouped ConvTranspose")
+        group = int(a.get("group", 1))
+        if group < 1 or xs[1] % group or w.shape[0] != xs[1]:
+            raise _Unsupported(f"weights {w.shape} for {xs[1]} input channels in {group} groups")
         nsp = len(xs) - 2
-        if any(d != 1 for d in a.get("dilations", [1] * nsp)):
-            raise _Unsupported("dilated ConvTranspose (TFLite TRANSPOSE_CONV has no dilation)")
         out = self.out(node)
-        cout = w.shape[1]
+        cout = w.shape[1] * group
         if len(xs) == 3:
             w = w[:, :, None, :]
+        dil = [1] + list(a.get("dilations", [1])) if nsp == 1 else list(a.get("dilations", [1, 1]))
+        if any(d != 1 for d in dil):  # TRANSPOSE_CONV has no dilation: the kernel with zeros between its taps
+            kh, kw = w.shape[2:]
+            wide = np.zeros(w.shape[:2] + ((kh - 1) * dil[0] + 1, (kw - 1) * dil[1] + 1), np.float32)
+            wide[:, :, ::dil[0], ::dil[1]] = w
+            w = wide
         k = w.shape[2:]
         strides = list(a.get("strides", [1] * nsp))
         if nsp == 1:
@@ -1590,10 +1725,25 @@ class _Importer:
         t = self._to_nhwc(x)
         conv_out = self._tmp("tconv_nhwc", (n, full[0], full[1], cout))
         bias = np.zeros(cout, np.float32) if b is None else np.asarray(b, np.float32)
-        self._op("TRANSPOSE_CONV", [self._i32("output_shape", [n, full[0], full[1], cout]),
-                                    self._f32("weights", w.transpose(1, 2, 3, 0)), t, self._f32("bias", bias)],
-                 [conv_out], version=3, padding="VALID", stride_h=strides[0], stride_w=strides[1],
-                 fused_activation_function="NONE")
+        opts = {"version": 3, "padding": "VALID", "stride_h": strides[0], "stride_w": strides[1],
+                "fused_activation_function": "NONE"}
+        if group == 1:
+            self._op("TRANSPOSE_CONV", [self._i32("output_shape", [n, full[0], full[1], cout]),
+                                        self._f32("weights", w.transpose(1, 2, 3, 0)), t, self._f32("bias", bias)],
+                     [conv_out], **opts)
+        else:  # groups: a SPLIT of the input channels, one TRANSPOSE_CONV per group, a CONCATENATION
+            gin, gout = xs[1] // group, cout // group
+            parts = [self._tmp(f"group{g}", self.shape(t)[:3] + (gin,)) for g in range(group)]
+            self._op("SPLIT", [self._i32("split_axis", 3), t], parts, num_splits=group)
+            outs = []
+            for g in range(group):
+                o = self._tmp(f"group{g}_tconv", (n, full[0], full[1], gout))
+                wg = w[g * gin:(g + 1) * gin].transpose(1, 2, 3, 0)  # [gin, gout, kh, kw] -> [gout, kh, kw, gin]
+                self._op("TRANSPOSE_CONV", [self._i32(f"output_shape{g}", [n, full[0], full[1], gout]),
+                                            self._f32(f"weights{g}", wg), parts[g],
+                                            self._f32(f"bias{g}", bias[g * gout:(g + 1) * gout])], [o], **opts)
+                outs.append(o)
+            self._op("CONCATENATION", outs, [conv_out], axis=3, fused_activation_function="NONE")
         if tuple(osz) != tuple(full):
             cropped = self._tmp("crop", (n, osz[0], osz[1], cout))
             self._op("STRIDED_SLICE", [conv_out, self._i32("begin", [0, begin[0], begin[1], 0]),
@@ -1752,6 +1902,30 @@ class _Importer:
     def _op_AveragePool(self, node, a):
         self._pool(node, a, "avg")
 
+    def _op_LpPool(self, node, a):
+        """(sum over each window of |x|^p)^(1/p), p = 1 or 2: the AveragePool (padding counted, as ONNX's zeros
+        are) of |x| or x^2, times the window's size, then SQRT for p = 2."""
+        from onnx import helper
+
+        p = int(a.get("p", 2))
+        if p not in (1, 2):
+            raise _Unsupported(f"p={p} (1 and 2 are supported)")
+        x = self.float_input(node)
+        powered = self.unary("ABS", x, "abs") if p == 1 else self.binary("MUL", x, x, "square",
+                                                                          fused_activation_function="NONE")
+        src, mean = f"{node.output[0]}/lp_input", f"{node.output[0]}/lp_mean"
+        self.values[src], self.shapes[src], self.types[src] = powered, self.shape(powered), 1
+        self.shapes[mean], self.types[mean] = self.shapes[node.output[0]], 1
+        keep = {k: v for k, v in a.items() if k != "p"}
+        avg = helper.make_node("AveragePool", [src], [mean], count_include_pad=1, **keep)
+        self._pool(avg, _attrs(avg), "avg")
+        area = float(np.prod(a["kernel_shape"]))
+        out = self.out(node)
+        total = self.binary("MUL", self.values[mean], self._f32("window_size", area), "window_sum",
+                            out=out if p == 1 else None, fused_activation_function="NONE")
+        if p == 2:
+            self.unary("SQRT", total, "root", out=out)
+
     def _op_GlobalAveragePool(self, node, a):
         x = self.float_input(node)
         rank = len(self.shape(x))
@@ -1838,15 +2012,26 @@ class _Importer:
         BATCH_MATMUL of [batch, left, contracted] by [batch, contracted, right] (transposes and reshapes
         around it), the result reshaped and transposed to the output's order."""
         eq = str(a["equation"]).replace(" ", "")
-        if "." in eq:
-            raise _Unsupported("Einsum with an ellipsis")
         lhs, _, rhs = eq.partition("->")
         terms = lhs.split(",")
         if len(terms) != len(node.input) or len(terms) not in (1, 2):
             raise _Unsupported(f"Einsum of {len(node.input)} operands (1 or 2 are supported)")
+        ellipsis = ""
+        if "..." in eq:  # '...' stands for the leading dims each operand has beyond its letters, aligned right
+            spare = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in eq]
+            ranks = [len(self.shape(self.value(i))) for i in node.input]
+            widths = [r - len(t.replace("...", "")) if "..." in t else 0 for t, r in zip(terms, ranks)]
+            if min(widths) < 0:
+                raise _Unsupported(f"Einsum '{eq}' for operands of rank {ranks}")
+            ellipsis = "".join(spare[:max(widths)])
+            terms = [t.replace("...", ellipsis[len(ellipsis) - w:]) for t, w in zip(terms, widths)]
+            lhs = ",".join(terms)
+            rhs = rhs.replace("...", ellipsis)
+        if "." in lhs + rhs:
+            raise _Unsupported(f"Einsum equation '{eq}'")
         if not _:
             counts = {c: lhs.count(c) for c in lhs if c != ","}
-            rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+            rhs = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ellipsis))
         if any(len(set(t)) != len(t) for t in terms) or len(set(rhs)) != len(rhs):
             raise _Unsupported("Einsum with a repeated index in one operand (diagonals)")
         xs = [self.float_input(node, i) for i in range(len(terms))]
@@ -1974,6 +2159,14 @@ class _Importer:
     def _op_Clip(self, node, a):
         x = self.float_input(node)
         lo, hi = a.get("min"), a.get("max")
+        bounds = [i for i in node.input[1:3] if i]
+        if any(self.const(i) is None for i in bounds):  # a bound computed at run time: MAXIMUM / MINIMUM with it
+            out, t = self.out(node), x
+            for k, (i, op) in enumerate(zip(node.input[1:3], ("MAXIMUM", "MINIMUM"))):
+                if i:
+                    last = k == 1 or not (len(node.input) > 2 and node.input[2])
+                    t = self.binary(op, t, self.float_input(node, k + 1), op.lower(), out=out if last else None)
+            return
         if len(node.input) > 1 and node.input[1]:
             lo = float(self.need_const(node.input[1], "min"))
         if len(node.input) > 2 and node.input[2]:
@@ -2048,14 +2241,7 @@ class _Importer:
         self.binary("ADD", pos, em1, "selu", out=out, fused_activation_function="NONE")
 
     def _op_Softplus(self, node, a):
-        # log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x
-        x = self.float_input(node)
-        out = self.out(node)
-        na = self.unary("NEG", self.unary("ABS", x, "abs"), "neg_abs")
-        t = self.binary("ADD", self.unary("EXP", na, "exp"), self._f32("one", 1.0), "one_plus",
-                        fused_activation_function="NONE")
-        self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
-                    fused_activation_function="NONE")
+        self._softplus(self.float_input(node), self.out(node))
 
     def _op_Mean(self, node, a):
         ins = [i for i in node.input if i]
@@ -2272,20 +2458,6 @@ class _Importer:
             return
         d = self.binary("POW", d, self._f32("beta", beta), "powered")
         self.binary("DIV", x, d, "lrn", out=out, fused_activation_function="NONE")
-
-    def _op_ArgMax(self, node, a):
-        x = self.float_input(node)
-        if int(a.get("select_last_index", 0)):
-            raise _Unsupported("select_last_index=1")
-        xs = self.shape(x)
-        axis = self.axes([a.get("axis", 0)], len(xs))[0]
-        out = self.out(node, type="INT64")
-        if int(a.get("keepdims", 1)):
-            t = self._tmp("argmax", xs[:axis] + xs[axis + 1:], "INT64")
-            self._op("ARG_MAX", [x, self._i32("axis", [axis])], [t], output_type="INT64")
-            self.reshape(t, self.shape(out), out=out)
-        else:
-            self._op("ARG_MAX", [x, self._i32("axis", [axis])], [out], output_type="INT64")
 
     # ------------------------------------------------------------------ top-k and non-max suppression
     def _op_TopK(self, node, a):
@@ -2529,13 +2701,14 @@ class _Importer:
                 raise _Unsupported("reflect padding wider than the dimension minus one")
             self._op("MIRROR_PAD", [x, self._i32("paddings", paddings)], [out], mode="REFLECT")
             return
-        if mode == "edge":  # repeat the border: a GATHER of clamped indices along each padded axis
+        if mode in ("edge", "wrap"):  # repeat the border / wrap around: a GATHER of clamped / modular indices
             t = x
             for ax, (lo, hi) in enumerate(paddings):
                 if not (lo or hi):
                     continue
                 size = self.shape(t)[ax]
-                idx = np.clip(np.arange(-lo, size + hi), 0, size - 1).astype(np.int32)
+                span = np.arange(-lo, size + hi)
+                idx = (np.clip(span, 0, size - 1) if mode == "edge" else span % size).astype(np.int32)
                 shape = list(self.shape(t))
                 shape[ax] = idx.size
                 last = all(not any(pr) for pr in paddings[ax + 1:])
@@ -2546,7 +2719,7 @@ class _Importer:
                 self.reshape(x, self.shape(out), out=out)
             return
         if mode != "constant":
-            raise _Unsupported(f"mode '{mode}' (constant, reflect and edge are supported)")
+            raise _Unsupported(f"mode '{mode}' (constant, reflect, edge and wrap are supported)")
         if value == 0.0:
             self._op("PAD", [x, self._i32("paddings", paddings)], [out])
         else:
@@ -2621,6 +2794,106 @@ class _Importer:
         raise _Unsupported("Shape of a tensor without a static shape")
 
     def _op_Resize(self, node, a):
+        """RESIZE_NEAREST_NEIGHBOR / RESIZE_BILINEAR when one of their settings computes ONNX's result; else each
+        resized axis on its own (ONNX's resize is separable): its constant [out, in] interpolation matrix, found by
+        resizing the identity with this node's own attributes on onnx's reference evaluator, applied as a GATHER
+        (nearest: one source per output) or a FULLY_CONNECTED along that axis. So every coordinate transformation
+        and nearest mode, cubic, antialias, any rank and the channel axis map too."""
+        try:
+            self._resize_tflite(node, a)
+        except _Unsupported as exc:
+            self._resize_by_axes(node, a, str(exc))
+
+    def _resize_by_axes(self, node, a, why: str):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        out = self.values.get(node.output[0]) or self.out(node, type=self.ttype(x))
+        os_ = self.shape(out)
+        if node.op_type == "Upsample" or self.opset < 11:
+            raise _Unsupported(why)
+        if a.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+            raise _Unsupported(f"{why}; coordinate_transformation_mode 'tf_crop_and_resize' (a run-time roi crop)")
+        if a.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise _Unsupported(f"{why}; keep_aspect_ratio_policy '{a['keep_aspect_ratio_policy']}'")
+        rank = len(xs)
+        scales = self.const(node.input[2]) if len(node.input) > 2 and node.input[2] else None
+        if scales is not None and np.size(scales) and not (len(node.input) > 3 and node.input[3]):
+            scales = np.asarray(scales, np.float64).reshape(-1)
+            if a.get("axes") is not None:
+                full = np.ones(rank)
+                for ax, sc in zip(self.axes(a["axes"], rank), scales):
+                    full[ax] = sc
+                scales = full
+        else:
+            scales = None
+        t = x
+        for axis in range(rank):
+            if xs[axis] == os_[axis] and (scales is None or scales[axis] == 1.0):
+                continue
+            matrix = self._resize_matrix(a, xs[axis], os_[axis], None if scales is None else float(scales[axis]))
+            t = self._apply_along(t, axis, matrix, out if all(
+                xs[k] == os_[k] and (scales is None or scales[k] == 1.0) for k in range(axis + 1, rank)) else None)
+        if t != out:
+            self.reshape(t, os_, out=out)
+
+    def _resize_matrix(self, a, n_in: int, n_out: int, scale) -> np.ndarray:
+        """[n_out, n_in]: output j = sum_i m[j, i] * input i, for one axis, by ONNX's Resize of the identity
+        (nearest: the source indices directly, which also covers opset 11's tf_half_pixel_for_nn)."""
+        from onnx import TensorProto, helper
+
+        if a.get("mode", "nearest") == "nearest" and not int(a.get("antialias", 0)):
+            src = _onnx_nearest(n_in, n_out, scale if scale is not None else n_out / n_in,
+                                a.get("coordinate_transformation_mode", "half_pixel"),
+                                a.get("nearest_mode", "round_prefer_floor"))
+            return np.eye(n_in, dtype=np.float32)[src]
+        from onnx.reference import ReferenceEvaluator
+
+        keep = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                "extrapolation_value") + (("antialias",) if self.opset >= 18 else ())
+        attrs = {k: a[k] for k in keep if k in a}
+        ins = ["x", "", "scales"] if scale is not None else ["x", "", "", "sizes"]
+        node = helper.make_node("Resize", ins, ["y"], **attrs)
+        inits = [helper.make_tensor("scales", TensorProto.FLOAT, [2], [1.0, scale])] if scale is not None else \
+            [helper.make_tensor("sizes", TensorProto.INT64, [2], [n_in, n_out])]
+        graph = helper.make_graph([node], "basis",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n_in, n_in])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+        proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(self.opset, 11))])
+        try:
+            y = ReferenceEvaluator(proto).run(None, {"x": np.eye(n_in, dtype=np.float32)})[0]
+        except Exception as exc:  # noqa: BLE001 -- an attribute combination the reference refuses
+            raise _Unsupported(f"resize attributes {attrs}: {exc}") from None
+        if y.shape != (n_in, n_out):
+            raise _Unsupported(f"the resized axis has {y.shape[1]} values, the output {n_out}")
+        return y.T.astype(np.float32)
+
+    def _apply_along(self, t: int, axis: int, matrix: np.ndarray, out: int | None) -> int:
+        """``matrix`` [m, n] applied along ``axis`` of t: a GATHER when each output takes exactly one input (any
+        type), else a FULLY_CONNECTED over that axis moved last (float)."""
+        ts = self.shape(t)
+        rank = len(ts)
+        m = matrix.shape[0]
+        shape = ts[:axis] + (m,) + ts[axis + 1:]
+        one_source = np.all(np.sum(matrix != 0, axis=1) == 1) and np.all(matrix[matrix != 0] == 1.0)
+        if one_source:
+            target = out if out is not None else self._tmp("resized", shape, self.ttype(t))
+            self._op("GATHER", [t, self._i32("source", np.argmax(matrix, axis=1))], [target], axis=axis,
+                     batch_dims=0)
+            return target
+        if self.ttype(t) != "FLOAT32":
+            raise _Unsupported(f"interpolating a {self.ttype(t)} tensor")
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        src = t if axis == rank - 1 else self.transpose(t, perm, "axis_last")
+        moved = self.shape(src)[:-1] + (m,)
+        target = out if out is not None and axis == rank - 1 else self._tmp("interpolated", moved)
+        self._op("FULLY_CONNECTED", [src, self._f32("interpolation", matrix), -1], [target],
+                 fused_activation_function="NONE", keep_num_dims=True)
+        if axis == rank - 1:
+            return target
+        return self.transpose(target, perm, "axis_back", out=out)
+
+    def _resize_tflite(self, node, a):
         x = self.float_input(node)
         xs = self.shape(x)
         out = self.out(node)
@@ -2668,7 +2941,7 @@ class _Importer:
         self._op(op, [t, self._i32("size", list(os_[2:]))], [r], **opts)
         self._from_nhwc(r, out)
 
-    _op_Upsample = _op_Resize
+    _op_Upsample = _resize_tflite
 
     def _nearest_options(self, ins, outs, scales, ctm, nearest_mode) -> dict:
         """The TFLite (align_corners, half_pixel_centers) whose source indices equal ONNX's on both axes."""
@@ -3099,6 +3372,957 @@ class _Importer:
         if len({tuple(self.shape(t)) for t in (c, x, y)}) > 1 and len(self.shape(out)) > 6:
             raise _Unsupported("broadcasting beyond rank 6")
         self._op("SELECT_V2", [c, x, y], [out])
+
+    # ------------------------------------------------------------------ issue 24: more of what exporters emit
+    # Element-wise functions TFLite lacks, as decompositions over ops every runtime has (float inputs).
+    def _op_Reciprocal(self, node, a):
+        x = self.float_input(node)
+        self.binary("DIV", self._f32("one", 1.0), x, "reciprocal", out=self.out(node), fused_activation_function="NONE")
+
+    def _softplus(self, x: int, out: int | None = None) -> int:
+        """log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)): no overflow for large x."""
+        na = self.unary("NEG", self.unary("ABS", x, "abs"), "neg_abs")
+        t = self.binary("ADD", self.unary("EXP", na, "exp"), self._f32("one", 1.0), "one_plus",
+                        fused_activation_function="NONE")
+        return self.binary("ADD", self.unary("RELU", x, "pos"), self.unary("LOG", t, "log"), "softplus", out=out,
+                           fused_activation_function="NONE")
+
+    def _op_Mish(self, node, a):  # x * tanh(softplus(x))
+        x = self.float_input(node)
+        t = self.unary("TANH", self._softplus(x), "tanh")
+        self.binary("MUL", x, t, "mish", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_Softsign(self, node, a):  # x / (1 + |x|)
+        x = self.float_input(node)
+        d = self.binary("ADD", self.unary("ABS", x, "abs"), self._f32("one", 1.0), "one_plus_abs",
+                        fused_activation_function="NONE")
+        self.binary("DIV", x, d, "softsign", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_Celu(self, node, a):  # max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+        x = self.float_input(node)
+        alpha = float(a.get("alpha", 1.0))
+        neg = self.binary("MINIMUM", x, self._f32("zero", 0.0), "neg")
+        e = self.unary("EXP", self.binary("MUL", neg, self._f32("inv_alpha", 1.0 / alpha), "scaled",
+                                          fused_activation_function="NONE"), "exp")
+        em1 = self.binary("SUB", e, self._f32("one", 1.0), "expm1", fused_activation_function="NONE")
+        em1 = self.binary("MUL", em1, self._f32("alpha", alpha), "neg_part", fused_activation_function="NONE")
+        self.binary("ADD", self.unary("RELU", x, "pos"), em1, "celu", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _select(self, cond: int, x: int, y: int, suffix: str, out: int | None = None) -> int:
+        if out is None:
+            shape = np.broadcast_shapes(self.shape(cond), self.shape(x), self.shape(y))
+            out = self._tmp(suffix, shape, self.ttype(x))
+        self._op("SELECT_V2", [cond, x, y], [out])
+        return out
+
+    def _compare(self, op: str, x: int, y: int, suffix: str) -> int:
+        out = self._tmp(suffix, np.broadcast_shapes(self.shape(x), self.shape(y)), "BOOL")
+        self._op(op, [x, y], [out])
+        return out
+
+    def _op_ThresholdedRelu(self, node, a):  # x where x > alpha, else 0
+        x = self.float_input(node)
+        above = self._compare("GREATER", x, self._f32("alpha", float(a.get("alpha", 1.0))), "above")
+        self._select(above, x, self._f32("zero", 0.0), "thresholded", out=self.out(node))
+
+    def _op_Shrink(self, node, a):  # x + bias below -lambd, x - bias above lambd, else 0
+        x = self.float_input(node)
+        lambd, bias = float(a.get("lambd", 0.5)), float(a.get("bias", 0.0))
+        low = self._compare("LESS", x, self._f32("neg_lambd", -lambd), "low")
+        high = self._compare("GREATER", x, self._f32("lambd", lambd), "high")
+        up = self.binary("ADD", x, self._f32("bias", bias), "plus_bias", fused_activation_function="NONE")
+        down = self.binary("SUB", x, self._f32("bias2", bias), "minus_bias", fused_activation_function="NONE")
+        t = self._select(high, down, self._f32("zero", 0.0), "high_part")
+        self._select(low, up, t, "shrink", out=self.out(node))
+
+    def _op_Tan(self, node, a):
+        x = self.float_input(node)
+        self.binary("DIV", self.unary("SIN", x, "sin"), self.unary("COS", x, "cos"), "tan", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _exp_pair(self, x: int) -> tuple[int, int]:  # (exp(x) / 2, exp(-x) / 2)
+        half = self._f32("half", 0.5)
+        ep = self.binary("MUL", self.unary("EXP", x, "exp"), half, "half_exp", fused_activation_function="NONE")
+        en = self.binary("MUL", self.unary("EXP", self.unary("NEG", x, "neg"), "exp_neg"), half, "half_exp_neg",
+                         fused_activation_function="NONE")
+        return ep, en
+
+    def _op_Sinh(self, node, a):
+        ep, en = self._exp_pair(self.float_input(node))
+        self.binary("SUB", ep, en, "sinh", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_Cosh(self, node, a):
+        ep, en = self._exp_pair(self.float_input(node))
+        self.binary("ADD", ep, en, "cosh", out=self.out(node), fused_activation_function="NONE")
+
+    def _sqrt_one_minus_sq(self, x: int) -> int:  # sqrt(1 - x^2)
+        sq = self.binary("MUL", x, x, "square", fused_activation_function="NONE")
+        return self.unary("SQRT", self.binary("SUB", self._f32("one", 1.0), sq, "one_minus_sq",
+                                              fused_activation_function="NONE"), "sqrt")
+
+    def _op_Atan(self, node, a):
+        x = self.float_input(node)
+        self.binary("ATAN2", x, self._f32("one", 1.0), "atan", out=self.out(node))
+
+    def _op_Asin(self, node, a):
+        x = self.float_input(node)
+        self.binary("ATAN2", x, self._sqrt_one_minus_sq(x), "asin", out=self.out(node))
+
+    def _op_Acos(self, node, a):
+        x = self.float_input(node)
+        self.binary("ATAN2", self._sqrt_one_minus_sq(x), x, "acos", out=self.out(node))
+
+    def _op_Asinh(self, node, a):  # sign(x) * log(|x| + sqrt(x^2 + 1)): no cancellation for negative x
+        x = self.float_input(node)
+        ax = self.unary("ABS", x, "abs")
+        r = self.unary("SQRT", self.binary("ADD", self.binary("MUL", x, x, "square", fused_activation_function="NONE"),
+                                           self._f32("one", 1.0), "sq_plus_one", fused_activation_function="NONE"),
+                       "sqrt")
+        lg = self.unary("LOG", self.binary("ADD", ax, r, "sum", fused_activation_function="NONE"), "log")
+        self.binary("MUL", self.unary("SIGN", x, "sign"), lg, "asinh", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _op_Acosh(self, node, a):  # log(x + sqrt(x^2 - 1))
+        x = self.float_input(node)
+        r = self.unary("SQRT", self.binary("SUB", self.binary("MUL", x, x, "square", fused_activation_function="NONE"),
+                                           self._f32("one", 1.0), "sq_minus_one", fused_activation_function="NONE"),
+                       "sqrt")
+        self.unary("LOG", self.binary("ADD", x, r, "sum", fused_activation_function="NONE"), "acosh",
+                   out=self.out(node))
+
+    def _op_Atanh(self, node, a):  # log((1 + x) / (1 - x)) / 2
+        x = self.float_input(node)
+        one = self._f32("one", 1.0)
+        q = self.binary("DIV", self.binary("ADD", one, x, "one_plus", fused_activation_function="NONE"),
+                        self.binary("SUB", one, x, "one_minus", fused_activation_function="NONE"), "ratio",
+                        fused_activation_function="NONE")
+        self.binary("MUL", self.unary("LOG", q, "log"), self._f32("half", 0.5), "atanh", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _op_Mod(self, node, a):
+        """fmod=0: FLOOR_MOD (the result takes the divisor's sign, Python's %). fmod=1 (C's fmod: the dividend's
+        sign): FLOOR_MOD, then minus the divisor where the remainder is non-zero and its sign differs from the
+        dividend's -- exact for integers and floats alike."""
+        x, y = self.value(node.input[0]), self.value(node.input[1])
+        if self.ttype(x) != self.ttype(y):
+            raise _Unsupported(f"operand types differ ({self.ttype(x)}, {self.ttype(y)})")
+        if self.ttype(x) not in ("FLOAT32", "INT32", "INT64"):
+            raise _Unsupported(f"operands of type {self.ttype(x)} (FLOAT32, INT32, INT64)")
+        out = self.out(node, type=self.ttype(x))
+        if not int(a.get("fmod", 0)):
+            self._op("FLOOR_MOD", [x, y], [out])
+            return
+        r = self.binary("FLOOR_MOD", x, y, "floor_mod")
+        zero = self._const("zero", np.zeros((), _NP_OF[self.ttype(x)]), self.ttype(x))
+        signs_differ = self._compare("NOT_EQUAL", self._compare("LESS", r, zero, "r_negative"),
+                                     self._compare("LESS", x, zero, "x_negative"), "signs_differ")
+        fix = self._compare("LOGICAL_AND", self._compare("NOT_EQUAL", r, zero, "r_nonzero"), signs_differ, "fix")
+        shifted = self.binary("SUB", r, y, "minus_divisor", fused_activation_function="NONE")
+        self._select(fix, shifted, r, "fmod", out=out)
+
+    def _op_CastLike(self, node, a):
+        like = self.types.get(node.input[1], 1)
+        self._op_Cast(node, {"to": like})
+
+    # ------------------------------------------------------------------ more reductions
+    def _reduce_plan(self, node, a, rank) -> tuple[list[int] | None, bool]:
+        """(axes, keepdims) of a Reduce* node; axes None = no reduction (noop_with_empty_axes)."""
+        axes = a.get("axes")
+        if len(node.input) > 1 and node.input[1]:
+            axes = self.need_const(node.input[1], "axes").reshape(-1).tolist()
+        if not axes:
+            if int(a.get("noop_with_empty_axes", 0)):
+                return None, bool(a.get("keepdims", 1))
+            axes = list(range(rank))
+        return sorted(set(self.axes(axes, rank))), bool(a.get("keepdims", 1))
+
+    def _op_ReduceL1(self, node, a):  # sum(|x|)
+        self._reduce(node, a, "SUM", x=self.unary("ABS", self.float_input(node), "abs"))
+
+    def _op_ReduceLogSum(self, node, a):  # log(sum(x))
+        s_ = self._reduced_tmp(node, "sum")
+        self._reduce(node, a, "SUM", out=s_)
+        self.unary("LOG", s_, "log", out=self.out(node))
+
+    def _op_ReduceProd(self, node, a):
+        self._reduce(node, a, "REDUCE_PROD")
+
+    def _op_ReduceLogSumExp(self, node, a):
+        """log(sum(exp(x - m))) + m with m the max over the axes: no overflow for large x."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        axes, keep = self._reduce_plan(node, a, len(xs))
+        out = self.out(node)
+        if axes is None:
+            self.reshape(x, self.shape(out), out=out)
+            return
+        kept = tuple(1 if i in axes else d for i, d in enumerate(xs))
+        m = self._tmp("max", kept)
+        self._op("REDUCE_MAX", [x, self._i32("axes", axes)], [m], keep_dims=True)
+        e = self.unary("EXP", self.binary("SUB", x, m, "shifted", fused_activation_function="NONE"), "exp")
+        s_ = self._tmp("sum", kept)
+        self._op("SUM", [e, self._i32("axes2", axes)], [s_], keep_dims=True)
+        r = self.binary("ADD", self.unary("LOG", s_, "log"), m, "lse", fused_activation_function="NONE")
+        self.reshape(r, self.shape(out), out=out)
+
+    def _arg(self, node, a, op):
+        """ARG_MAX / ARG_MIN (ONNX's int64 indices) over one axis; select_last_index=1 as the first index over the
+        reversed axis (REVERSE_V2), mapped back as size - 1 - index."""
+        x = self.value(node.input[0])
+        if self.ttype(x) not in ("FLOAT32", "INT32", "INT8", "UINT8", "INT16"):
+            raise _Unsupported(f"input of type {self.ttype(x)}")
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        out = self.out(node, type="INT64")
+        last = int(a.get("select_last_index", 0))
+        if last:
+            x = self._reverse(x, axis)
+        reduced = xs[:axis] + xs[axis + 1:]
+        direct = not last and tuple(self.shape(out)) == tuple(reduced)
+        idx = out if direct else self._tmp("index", reduced, "INT64")
+        self._op(op, [x, self._i32("axis", [axis])], [idx], output_type="INT64")
+        if last:
+            idx = self.binary("SUB", self._const("last", np.array(xs[axis] - 1, np.int64), "INT64"), idx, "from_end",
+                              fused_activation_function="NONE")
+        if idx != out:
+            self.reshape(idx, self.shape(out), out=out)
+
+    def _reverse(self, x: int, axis: int) -> int:
+        out = self._tmp("reversed", self.shape(x), self.ttype(x))
+        self._op("REVERSE_V2", [x, self._i32("reverse_axis", [axis])], [out])
+        return out
+
+    def _op_ArgMax(self, node, a):
+        self._arg(node, a, "ARG_MAX")
+
+    def _op_ArgMin(self, node, a):
+        self._arg(node, a, "ARG_MIN")
+
+    def _op_Hardmax(self, node, a):
+        """1.0 at the first maximum along the axis, else 0: ARG_MAX then ONE_HOT at that axis (opset < 13: over
+        the input flattened to 2-D at the axis, as that opset defines it)."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        out = self.out(node)
+        t, axis = x, self.axes([a.get("axis", -1 if self.opset >= 13 else 1)], len(xs))[0]
+        if self.opset < 13:
+            t = self.reshape(x, (int(np.prod(xs[:axis], dtype=np.int64)), int(np.prod(xs[axis:], dtype=np.int64))),
+                             "flat")
+            axis = 1
+        ts = self.shape(t)
+        idx = self._tmp("index", ts[:axis] + ts[axis + 1:], "INT32")
+        self._op("ARG_MAX", [t, self._i32("axis", [axis])], [idx], output_type="INT32")
+        hot = out if ts == xs else self._tmp("one_hot", ts)
+        self._op("ONE_HOT", [idx, self._const("depth", np.array(ts[axis], np.int32), "INT32"),
+                             self._f32("on", 1.0), self._f32("off", 0.0)], [hot], axis=axis)
+        if hot != out:
+            self.reshape(hot, xs, out=out)
+
+    # ------------------------------------------------------------------ more normalizations
+    def _op_LpNormalization(self, node, a):  # x / ||x||_p along one axis (p = 1 or 2), as ONNX: no epsilon
+        x = self.float_input(node)
+        xs = self.shape(x)
+        axis = self.axes([a.get("axis", -1)], len(xs))[0]
+        p = int(a.get("p", 2))
+        if p not in (1, 2):
+            raise _Unsupported(f"p={p} (1 and 2 are defined)")
+        kept = tuple(1 if i == axis else d for i, d in enumerate(xs))
+        t = self.unary("ABS", x, "abs") if p == 1 else self.binary("MUL", x, x, "square",
+                                                                    fused_activation_function="NONE")
+        norm = self._tmp("sum", kept)
+        self._op("SUM", [t, self._i32("axes", [axis])], [norm], keep_dims=True)
+        if p == 2:
+            norm = self.unary("SQRT", norm, "l2")
+        self.binary("DIV", x, norm, "normalized", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_MeanVarianceNormalization(self, node, a):
+        """(x - mean) / (sqrt(var) + 1e-9) over the axes (default N, H, W): ONNX's function body."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        axes = sorted(set(self.axes(a.get("axes", [0, 2, 3]), len(xs))))
+        kept = tuple(1 if i in axes else d for i, d in enumerate(xs))
+        mean = self._tmp("mean", kept)
+        self._op("MEAN", [x, self._i32("axes", axes)], [mean], keep_dims=True)
+        var = self._tmp("var", kept)
+        self._op("MEAN", [self.binary("SQUARED_DIFFERENCE", x, mean, "sqdiff"), self._i32("axes2", axes)], [var],
+                 keep_dims=True)
+        std = self.binary("ADD", self.unary("SQRT", var, "std"), self._f32("eps", 1e-9), "std_eps",
+                          fused_activation_function="NONE")
+        centered = self.binary("SUB", x, mean, "centered", fused_activation_function="NONE")
+        self.binary("DIV", centered, std, "mvn", out=self.out(node), fused_activation_function="NONE")
+
+    def _op_GroupNormalization(self, node, a):
+        """x [N, C, ...] as [N, G, C/G * rest], normalized over the last axis, back to [N, C, ...], then scale and
+        bias per channel (opset 18 gives them per group: each repeated over its C/G channels)."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        groups = int(a["num_groups"])
+        if len(xs) < 3 or groups < 1 or xs[1] % groups:
+            raise _Unsupported(f"input {xs} in {groups} groups (rank >= 3, channels a multiple of the groups)")
+        c = xs[1]
+        scale = np.asarray(self.need_const(node.input[1], "scale"), np.float32).reshape(-1)
+        bias = np.asarray(self.need_const(node.input[2], "bias"), np.float32).reshape(-1)
+        if scale.size == groups and c != groups:
+            scale, bias = np.repeat(scale, c // groups), np.repeat(bias, c // groups)
+        if scale.size != c or bias.size != c:
+            raise _Unsupported(f"scale / bias of {scale.size} / {bias.size} values for {c} channels in {groups} "
+                               "groups")
+        t = self.reshape(x, (xs[0], groups, int(np.prod(xs[1:], dtype=np.int64)) // groups), "grouped")
+        normalized = self._tmp("normalized", self.shape(t))
+        self._normalize(t, [2], float(a.get("epsilon", 1e-5)), None, None, normalized)
+        t = self.reshape(normalized, xs, "ungrouped")
+        t = self.binary("MUL", t, self._channel_const("scale", scale, len(xs)), "scaled",
+                        fused_activation_function="NONE")
+        self.binary("ADD", t, self._channel_const("bias", bias, len(xs)), "shifted", out=self.out(node),
+                    fused_activation_function="NONE")
+
+    def _op_GlobalLpPool(self, node, a):  # (sum over the spatial axes of |x|^p) ^ (1/p), keepdims
+        x = self.float_input(node)
+        xs = self.shape(x)
+        p = int(a.get("p", 2))
+        axes = list(range(2, len(xs)))
+        kept = tuple(xs[:2]) + (1,) * len(axes)
+        out = self.out(node)
+        if p == 1:
+            t, post = self.unary("ABS", x, "abs"), None
+        elif p == 2:
+            t, post = self.binary("MUL", x, x, "square", fused_activation_function="NONE"), "SQRT"
+        else:
+            raise _Unsupported(f"p={p} (1 and 2 are supported)")
+        s_ = out if post is None else self._tmp("sum", kept)
+        self._op("SUM", [t, self._i32("axes", axes)], [s_], keep_dims=True)
+        if post:
+            self.unary(post, s_, "root", out=out)
+
+    # ------------------------------------------------------------------ more data movement
+    def _op_DepthToSpace(self, node, a):
+        """NCHW -> NHWC, DEPTH_TO_SPACE (TFLite's is ONNX's DCR order), -> NCHW. CRD (PyTorch's PixelShuffle)
+        first reorders the channels into DCR order with one GATHER of constant indices."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        b = int(a["blocksize"])
+        if len(xs) != 4 or xs[1] % (b * b):
+            raise _Unsupported(f"input {xs} with blocksize {b} (4-D, channels a multiple of blocksize^2)")
+        mode = a.get("mode", "DCR")
+        if mode not in ("DCR", "CRD"):
+            raise _Unsupported(f"mode '{mode}'")
+        if mode == "CRD":  # DCR channel (i * b + j) * C' + c holds CRD channel (c * b + i) * b + j
+            cp = xs[1] // (b * b)
+            order = np.arange(xs[1]).reshape(cp, b, b).transpose(1, 2, 0).reshape(-1)
+            g = self._tmp("dcr_order", xs, self.ttype(x))
+            self._op("GATHER", [x, self._i32("channel_order", order)], [g], axis=1, batch_dims=0)
+            x = g
+        out = self.out(node, type=self.ttype(x))
+        t = self._to_nhwc(x)
+        r = self._tmp("d2s_nhwc", (xs[0], xs[2] * b, xs[3] * b, xs[1] // (b * b)), self.ttype(x))
+        self._op("DEPTH_TO_SPACE", [t], [r], block_size=b)
+        self._from_nhwc(r, out)
+
+    def _op_SpaceToDepth(self, node, a):
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        b = int(a["blocksize"])
+        if len(xs) != 4 or xs[2] % b or xs[3] % b:
+            raise _Unsupported(f"input {xs} with blocksize {b} (4-D, height and width multiples of it)")
+        out = self.out(node, type=self.ttype(x))
+        t = self._to_nhwc(x)
+        r = self._tmp("s2d_nhwc", (xs[0], xs[2] // b, xs[3] // b, xs[1] * b * b), self.ttype(x))
+        self._op("SPACE_TO_DEPTH", [t], [r], block_size=b)
+        self._from_nhwc(r, out)
+
+    def _op_CumSum(self, node, a):
+        x = self.value(node.input[0])
+        if self.ttype(x) not in ("FLOAT32", "INT32", "INT64"):
+            raise _Unsupported(f"input of type {self.ttype(x)} (CUMSUM: FLOAT32, INT32, INT64)")
+        axis = np.asarray(self.need_const(node.input[1], "axis")).reshape(-1)
+        if axis.size != 1:
+            raise _Unsupported(f"axis holds {axis.size} values, not one")
+        axis = self.axes([int(axis[0])], len(self.shape(x)))[0]
+        self._op("CUMSUM", [x, self._const("axis", np.array(axis, np.int32), "INT32")],
+                 [self.out(node, type=self.ttype(x))], exclusive=bool(a.get("exclusive", 0)),
+                 reverse=bool(a.get("reverse", 0)))
+
+    def _op_Trilu(self, node, a):
+        """The kept triangle of the last two axes: SELECT_V2 of a constant BOOL mask [rows, cols]."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        if len(xs) < 2:
+            raise _Unsupported(f"input of rank {len(xs)} (at least 2)")
+        k = 0
+        if len(node.input) > 1 and node.input[1]:
+            k = int(np.asarray(self.need_const(node.input[1], "k")).reshape(-1)[0])
+        ones = np.ones(xs[-2:], bool)
+        mask = np.triu(ones, k) if int(a.get("upper", 1)) else np.tril(ones, k)
+        zero = self._const("zero", np.zeros((), _NP_OF.get(self.ttype(x), np.float32)), self.ttype(x))
+        self._select(self._const("mask", mask, "BOOL"), x, zero, "trilu", out=self.out(node, type=self.ttype(x)))
+
+    def _scatter(self, node, x: int, indices, updates: int):
+        """data with the update slices written at ``indices`` (int32 [..., K], a constant array or a run-time
+        tensor): SCATTER_ND of the updates into zeros, and SELECT_V2 of the slots written (a constant mask, or one
+        scattered from ones at run time) between that and the data."""
+        xs = self.shape(x)
+        shape = self._i32("shape", list(xs))
+        if isinstance(indices, np.ndarray):
+            idx_t = self._i32("indices", indices)
+            k = indices.shape[-1]
+            mask = np.zeros(xs[:k], bool)
+            mask[tuple(indices.reshape(-1, k).T)] = True
+            mask_t = self._const("written", mask.reshape(xs[:k] + (1,) * (len(xs) - k)), "BOOL")
+        else:
+            idx_t = indices
+            ones = self._const("ones", np.ones(self.shape(updates), bool), "BOOL")
+            mask_t = self._tmp("written", xs, "BOOL")
+            self._op("SCATTER_ND", [idx_t, ones, shape], [mask_t])
+        scattered = self._tmp("scattered", xs, self.ttype(x))
+        self._op("SCATTER_ND", [idx_t, updates, shape], [scattered])
+        self._select(mask_t, scattered, x, "scatter", out=self.out(node, type=self.ttype(x)))
+
+    def _op_ScatterND(self, node, a):
+        if a.get("reduction", "none") != "none":
+            raise _Unsupported(f"reduction '{a['reduction']}' (only 'none')")
+        x, updates = self.value(node.input[0]), self.value(node.input[2])
+        if self.ttype(x) != self.ttype(updates):
+            raise _Unsupported(f"data and updates types differ ({self.ttype(x)}, {self.ttype(updates)})")
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        if idx is not None:
+            idx = np.asarray(idx, np.int64)
+            k = idx.shape[-1]
+            bounds = np.array(xs[:k])
+            idx = np.where(idx < 0, idx + bounds, idx)
+            if idx.size and (idx.min() < 0 or np.any(idx >= bounds)):
+                raise _Unsupported("an index outside the data")
+            if len({tuple(r) for r in idx.reshape(-1, k)}) != idx.reshape(-1, k).shape[0]:
+                raise _Unsupported("repeated indices (ONNX leaves the result undefined)")
+            self._scatter(node, x, idx.astype(np.int32), updates)
+            return
+        it = self.value(node.input[1])
+        if self.ttype(it) == "INT64":
+            it = self.unary("CAST", it, "indices32", out=self._tmp("indices32", self.shape(it), "INT32"),
+                            in_data_type="INT64", out_data_type="INT32")
+        elif self.ttype(it) != "INT32":
+            raise _Unsupported(f"indices of type {self.ttype(it)}")
+        self.notes.append(f"ScatterND '{self.node_name}': run-time indices must lie in 0..dim-1 and not repeat "
+                          "(negative indices are not wrapped)")
+        self._scatter(node, x, it, updates)
+
+    def _op_ScatterElements(self, node, a):
+        """Constant indices: every update's full coordinate is known, so it is a ScatterND of the updates (one
+        index vector per element)."""
+        if a.get("reduction", "none") != "none":
+            raise _Unsupported(f"reduction '{a['reduction']}' (only 'none')")
+        x, updates = self.value(node.input[0]), self.value(node.input[2])
+        xs = self.shape(x)
+        idx = self.const(node.input[1])
+        axis = self.axes([a.get("axis", 0)], len(xs))[0]
+        if idx is None:
+            return self._scatter_elements_runtime(node, x, xs, axis, updates)
+        idx = np.asarray(idx, np.int64)
+        idx = np.where(idx < 0, idx + xs[axis], idx)
+        if idx.ndim != len(xs) or (idx.size and (idx.min() < 0 or idx.max() >= xs[axis])):
+            raise _Unsupported(f"indices {idx.shape} / values outside the data {xs}")
+        coords = list(np.indices(idx.shape))
+        coords[axis] = idx
+        full = np.stack(coords, axis=-1).reshape(idx.shape + (len(xs),))
+        if len({tuple(r) for r in full.reshape(-1, len(xs))}) != idx.size:
+            raise _Unsupported("repeated indices (ONNX leaves the result undefined)")
+        self._scatter(node, x, full.astype(np.int32), updates)
+
+    def _scatter_elements_runtime(self, node, x: int, xs: tuple, axis: int, updates: int):
+        """Run-time indices [d0, ..., dr-1]: each element's full coordinate is its own position with the axis
+        coordinate replaced by its index -- a PACK of constant position grids and the (int32) indices -- then the
+        ScatterND of the updates."""
+        it = self.value(node.input[1])
+        js = tuple(self.shape(it))
+        if self.ttype(it) not in ("INT32", "INT64") or len(js) != len(xs) or len(js) > 5:
+            raise _Unsupported(f"indices {js} of type {self.ttype(it)} for data {xs} (INT32 / INT64, same rank, "
+                               "at most 5)")
+        if self.ttype(it) == "INT64":
+            it = self.unary("CAST", it, "indices32", out=self._tmp("indices32", js, "INT32"),
+                            in_data_type="INT64", out_data_type="INT32")
+        grids = np.indices(js).astype(np.int32)
+        parts = [it if d == axis else self._i32(f"grid{d}", grids[d]) for d in range(len(xs))]
+        coords = self._tmp("coordinates", js + (len(xs),), "INT32")
+        self._op("PACK", parts, [coords], values_count=len(xs), axis=len(js))
+        self.notes.append(f"ScatterElements '{self.node_name}': run-time indices must lie in 0..{xs[axis] - 1} and "
+                          "not repeat (negative indices are not wrapped)")
+        self._scatter(node, x, coords, updates)
+
+    _op_Scatter = _op_ScatterElements  # opset 9-10's name for it
+
+    def _op_GatherND(self, node, a):
+        """GATHER_ND; batch_dims b > 0 as b leading coordinates (each index vector's own batch position, a
+        constant grid) put before the index vectors."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        b = int(a.get("batch_dims", 0))
+        idx = self.const(node.input[1])
+        js = tuple(np.shape(idx)) if idx is not None else tuple(self.shape(self.value(node.input[1])))
+        grid = np.stack(np.indices(js[:-1])[:b], axis=-1).astype(np.int32) if b else None  # [..., b]
+        if idx is not None:
+            idx = np.asarray(idx, np.int64)
+            bounds = np.array(xs[b:b + idx.shape[-1]])
+            idx = np.where(idx < 0, idx + bounds, idx)
+            it = self._i32("indices", idx if grid is None else np.concatenate([grid, idx], axis=-1))
+        else:
+            it = self.value(node.input[1])
+            if b:
+                if self.ttype(it) == "INT64":
+                    it = self.unary("CAST", it, "indices32", out=self._tmp("indices32", js, "INT32"),
+                                    in_data_type="INT64", out_data_type="INT32")
+                full = self._tmp("batched_indices", js[:-1] + (b + js[-1],), self.ttype(it))
+                self._op("CONCATENATION", [self._i32("batch_grid", grid), it], [full], axis=len(js) - 1,
+                         fused_activation_function="NONE")
+                it = full
+        self._op("GATHER_ND", [x, it], [self.out(node, type=self.ttype(x))])
+
+    def _op_OneHot(self, node, a):
+        """ONE_HOT with a constant depth and [off, on] values; negative indices wrap (FLOOR_MOD by the depth),
+        as ONNX does for indices in [-depth, depth - 1]."""
+        it = self.value(node.input[0])
+        if self.ttype(it) not in ("INT32", "INT64"):
+            raise _Unsupported(f"indices of type {self.ttype(it)} (INT32, INT64)")
+        depth = int(np.asarray(self.need_const(node.input[1], "depth")).reshape(-1)[0])
+        values = np.asarray(self.need_const(node.input[2], "values")).reshape(-1)
+        rank = len(self.shape(it))
+        axis = int(a.get("axis", -1))
+        axis = axis + rank + 1 if axis < 0 else axis
+        out = self.out(node)
+        ot = self.ttype(out)
+        dt = _NP_OF.get(ot)
+        if dt is None:
+            raise _Unsupported(f"values of type {ot}")
+        wrapped = self.binary("FLOOR_MOD", it, self._const("depth_wrap", np.array(depth, _NP_OF[self.ttype(it)]),
+                                                           self.ttype(it)), "wrapped")
+        self._op("ONE_HOT", [wrapped, self._const("depth", np.array(depth, np.int32), "INT32"),
+                             self._const("on", np.array(values[1], dt), ot),
+                             self._const("off", np.array(values[0], dt), ot)], [out], axis=axis)
+
+    def _op_ReverseSequence(self, node, a):
+        """Constant sequence_lens: each (batch, time) element's source is known, so one GATHER_ND of constant
+        [time, batch] (or [batch, time]) coordinates: the first lens[b] steps of batch b reversed, the rest kept."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        lens = np.asarray(self.need_const(node.input[1], "sequence_lens"), np.int64).reshape(-1)
+        t_axis, b_axis = int(a.get("time_axis", 0)), int(a.get("batch_axis", 1))
+        if sorted((t_axis, b_axis)) != [0, 1] or len(xs) < 2 or lens.size != xs[b_axis]:
+            raise _Unsupported(f"time_axis {t_axis} / batch_axis {b_axis} / {lens.size} lengths for input {xs}")
+        steps = xs[t_axis]
+        lens = np.clip(lens, 0, steps)
+        t = np.arange(steps)[:, None]
+        src = np.where(t < lens[None, :], lens[None, :] - 1 - t, t)  # [time, batch]
+        batch = np.broadcast_to(np.arange(lens.size)[None, :], src.shape)
+        coords = np.stack([src, batch], axis=-1) if t_axis == 0 else np.stack([batch.T, src.T], axis=-1)
+        self._op("GATHER_ND", [x, self._i32("coordinates", coords)], [self.out(node, type=self.ttype(x))])
+
+    def _op_CenterCropPad(self, node, a):
+        """A constant target shape: a centred STRIDED_SLICE on the axes that shrink, then a PAD (zeros, the extra
+        one after) on those that grow."""
+        x = self.value(node.input[0])
+        xs = self.shape(x)
+        target = [int(v) for v in np.asarray(self.need_const(node.input[1], "shape")).reshape(-1)]
+        axes = self.axes(a.get("axes", list(range(len(target)))), len(xs))
+        if len(axes) != len(target):
+            raise _Unsupported(f"{len(target)} sizes for {len(axes)} axes")
+        want = list(xs)
+        for ax, n in zip(axes, target):
+            want[ax] = n
+        out = self.out(node, type=self.ttype(x))
+        begin = [max((d - w) // 2, 0) for d, w in zip(xs, want)]
+        kept = [min(d, w) for d, w in zip(xs, want)]
+        pads = [[max((w - d) // 2, 0), max(w - d - (w - d) // 2, 0)] for d, w in zip(xs, want)]
+        grow = any(p for pr in pads for p in pr)
+        t = x
+        if tuple(kept) != tuple(xs):
+            t = out if not grow else self._tmp("cropped", tuple(kept), self.ttype(x))
+            self._op("STRIDED_SLICE", [x, self._i32("begin", begin), self._i32("end", [b + k for b, k in
+                                                                                       zip(begin, kept)]),
+                                       self._i32("strides", [1] * len(xs))], [t])
+        if grow:
+            self._op("PAD", [t, self._i32("paddings", pads)], [out])
+        elif t != out:
+            self.reshape(t, self.shape(out), out=out)
+
+    def _op_Compress(self, node, a):
+        """A constant condition selects fixed positions: one GATHER of them (along the axis, or of the flattened
+        input without one)."""
+        x = self.value(node.input[0])
+        cond = self.const(node.input[1])
+        if cond is None:
+            raise _Unsupported("a condition computed at run time (the output's length would depend on the data)")
+        keep = np.flatnonzero(np.asarray(cond).reshape(-1)).astype(np.int32)
+        if a.get("axis") is None:
+            x = self.reshape(x, (int(np.prod(self.shape(x), dtype=np.int64)),), "flat")
+            axis = 0
+        else:
+            axis = self.axes([a["axis"]], len(self.shape(x)))[0]
+        self._op("GATHER", [x, self._i32("kept", keep)], [self.out(node, type=self.ttype(x))], axis=axis, batch_dims=0)
+
+    # ------------------------------------------------------------------ DFT / STFT (audio front ends)
+    # A DFT of constant length is a matrix product: each output bin's (real, imag) pair is a weighted sum of the
+    # input samples with cos / sin weights. One FULLY_CONNECTED with constant weights [2 * bins, samples
+    # (x2 for a complex input)] gives the bins interleaved (re, im), which is ONNX's [..., bins, 2] after a
+    # RESHAPE. Unlike RFFT2D (power-of-two lengths, a COMPLEX64 result) this takes any length, onesided or not,
+    # inverse, a window folded into the weights, and quantizes to int8 like any FULLY_CONNECTED.
+    def _dft_matmul(self, x: int, rows: int, samples: int, complex_in: bool, n: int, bins: int, inverse: bool,
+                    window, suffix: str) -> int:
+        """x [rows, samples * (2 if complex_in)] -> [rows, 2 * bins]: bins 0..bins-1 of the n-point DFT of
+        each row (zero-padded / truncated to n samples, times ``window`` [samples] if given)."""
+        t = np.arange(samples)
+        k = np.arange(bins)
+        angle = (2 * np.pi / n) * np.outer(k, t)  # [bins, samples]
+        sign = 1.0 if inverse else -1.0
+        cos, sin = np.cos(angle), sign * np.sin(angle)
+        live = (t < n).astype(np.float64) * (np.ones(samples) if window is None else np.asarray(window, np.float64))
+        cos, sin = cos * live, sin * live
+        scale = 1.0 / n if inverse else 1.0
+        if complex_in:  # (xr + i xi)(cos + i sin): re = xr cos - xi sin, im = xr sin + xi cos; samples interleaved
+            re = np.stack([cos, -sin], axis=-1).reshape(bins, 2 * samples)
+            im = np.stack([sin, cos], axis=-1).reshape(bins, 2 * samples)
+        else:
+            re, im = cos, sin
+        w = (np.stack([re, im], axis=1).reshape(2 * bins, -1) * scale).astype(np.float32)
+        out = self._tmp(suffix, (rows, 2 * bins))
+        self._op("FULLY_CONNECTED", [x, self._f32("dft_weights", w), -1], [out], fused_activation_function="NONE",
+                 keep_num_dims=False)
+        return out
+
+    def _op_DFT(self, node, a):
+        """input [..., N, 1 | 2] (real | complex), the DFT along ``axis`` (TRANSPOSEd next to the last when it is
+        not there): [..., bins, 2]; dft_length (a constant) zero-pads or truncates the signal."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        rank = len(xs)
+        if rank < 2 or xs[-1] not in (1, 2):
+            raise _Unsupported(f"input {xs}: the last dim must be 1 (real) or 2 (complex)")
+        if self.opset >= 20:
+            axis = -2
+            if len(node.input) > 2 and node.input[2]:
+                axis = int(np.asarray(self.need_const(node.input[2], "axis")).reshape(-1)[0])
+        else:
+            axis = int(a.get("axis", 1))
+        axis = self.axes([axis], rank)[0]
+        if axis == rank - 1:
+            raise _Unsupported("the DFT axis is the last (real / imaginary) one")
+        samples = xs[axis]
+        n = samples
+        if len(node.input) > 1 and node.input[1]:
+            n = int(np.asarray(self.need_const(node.input[1], "dft_length")).reshape(-1)[0])
+        inverse, onesided = bool(a.get("inverse", 0)), bool(a.get("onesided", 0))
+        if onesided and xs[-1] == 2:
+            raise _Unsupported("onesided=1 on a complex input")
+        bins = n // 2 + 1 if onesided else n
+        out = self.out(node)
+        t = x
+        perm = list(range(rank))
+        if axis != rank - 2:
+            perm[axis], perm[rank - 2] = rank - 2, axis
+            t = self.transpose(x, perm, "axis_to_end")
+        ts = self.shape(t)
+        rows = int(np.prod(ts[:-2], dtype=np.int64))
+        flat = self.reshape(t, (rows, samples * xs[-1]), "rows")
+        y = self._dft_matmul(flat, rows, samples, xs[-1] == 2, n, bins, inverse, None, "dft")
+        if axis == rank - 2:
+            self.reshape(y, self.shape(out), out=out)
+            return
+        y = self.reshape(y, ts[:-2] + (bins, 2), "bins")
+        self.transpose(y, perm, "axis_back", out=out)
+
+    def _op_STFT(self, node, a):
+        """signal [B, L, 1 | 2] -> [B, frames, bins, 2]: the frames (frame_length samples every frame_step) by one
+        GATHER of constant positions, the window folded into the DFT weights, one FULLY_CONNECTED."""
+        x = self.float_input(node)
+        xs = self.shape(x)
+        if len(xs) != 3 or xs[-1] not in (1, 2):
+            raise _Unsupported(f"signal {xs} (expected [batch, length, 1 | 2])")
+        step = int(np.asarray(self.need_const(node.input[1], "frame_step")).reshape(-1)[0])
+        window = None
+        if len(node.input) > 2 and node.input[2]:
+            window = np.asarray(self.need_const(node.input[2], "window"), np.float64).reshape(-1)
+        if len(node.input) > 3 and node.input[3]:
+            length = int(np.asarray(self.need_const(node.input[3], "frame_length")).reshape(-1)[0])
+        elif window is not None:
+            length = window.size
+        else:
+            raise _Unsupported("neither a window nor a frame_length")
+        if window is not None and window.size != length:
+            raise _Unsupported(f"a window of {window.size} samples for frames of {length}")
+        complex_in = xs[-1] == 2
+        onesided = bool(a.get("onesided", 1))
+        if onesided and complex_in:
+            raise _Unsupported("onesided=1 on a complex signal")
+        if step < 1 or length > xs[1]:
+            raise _Unsupported(f"frame_step {step} / frame_length {length} for a signal of {xs[1]} samples")
+        frames = 1 + (xs[1] - length) // step
+        bins = length // 2 + 1 if onesided else length
+        positions = (np.arange(frames)[:, None] * step + np.arange(length)[None, :]).astype(np.int32)
+        sig = self.reshape(x, (xs[0], xs[1], xs[2]), "signal")
+        framed = self._tmp("frames", (xs[0], frames, length, xs[2]))
+        self._op("GATHER", [sig, self._i32("frame_positions", positions)], [framed], axis=1, batch_dims=0)
+        rows = xs[0] * frames
+        flat = self.reshape(framed, (rows, length * xs[2]), "rows")
+        y = self._dft_matmul(flat, rows, length, complex_in, length, bins, False, window, "stft")
+        out = self.out(node)
+        self.reshape(y, self.shape(out), out=out)
+
+
+# Recurrent ops: the inputs whose leading axis is num_directions. Weights (sliced at import, constants) and initial
+# states (sliced by a Slice node: constant or run-time).
+_RECURRENT_WEIGHTS = {"LSTM": (1, 2, 3, 7), "GRU": (1, 2, 3), "RNN": (1, 2, 3)}
+_RECURRENT_STATES = {"LSTM": (5, 6), "GRU": (5,), "RNN": (5,)}
+_RECURRENT_ACTIVATIONS = {"LSTM": 3, "GRU": 2, "RNN": 1}
+
+
+def _split_recurrent_directions(graph):
+    """A bidirectional or reverse LSTM / GRU / RNN with constant weights becomes forward ones: the reverse
+    direction runs forward on the input reversed in time (a Slice of step -1) and its Y is reversed back; the directions' Y / Y_h / Y_c are concatenated on the num_directions axis. The
+    forward handlers (a TFLite sequence op, or unrolled) then take each, and refuse a sequence_lens shorter than
+    the sequence as before (reversing in time is right for full-length sequences only). A node whose weights are
+    not constants stays as it is (and is refused naming its direction)."""
+    from onnx import helper, numpy_helper
+
+    if not any(n.op_type in _RECURRENT_WEIGHTS and n.domain in ("", "ai.onnx") and any(
+            at.name == "direction" and at.s != b"forward" for at in n.attribute) for n in graph.node):
+        return
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    taken = {v for n in graph.node for v in list(n.input) + list(n.output)} | set(consts)
+    taken |= {i.name for i in graph.input} | {o.name for o in graph.output}
+
+    def fresh(base: str) -> str:
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        taken.add(name)
+        return name
+
+    def const(base: str, value) -> str:
+        name = fresh(base)
+        graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    out_nodes = []
+    for node in graph.node:
+        a = _attrs(node)
+        direction = a.get("direction", "forward")
+        if node.op_type not in _RECURRENT_WEIGHTS or node.domain not in ("", "ai.onnx") or direction == "forward":
+            out_nodes.append(node)
+            continue
+        inputs = list(node.input)
+        weights = [i for i in _RECURRENT_WEIGHTS[node.op_type] if i < len(inputs) and inputs[i]]
+        seq_axis = 1 if int(a.get("layout", 0)) else 0
+        if any(inputs[i] not in consts for i in weights):
+            out_nodes.append(node)
+            continue
+        label = node.name or f"{node.op_type}_{node.output[0]}"
+        dirs = ["forward", "reverse"] if direction == "bidirectional" else ["reverse"]
+        n_act = _RECURRENT_ACTIVATIONS[node.op_type]
+        acts = a.get("activations")
+        results = []  # per direction: its (Y, Y_h, Y_c) names ('' when the node does not give that output)
+        for d, way in enumerate(dirs):
+            ins = list(inputs)
+            for i in weights:
+                ins[i] = const(f"{label}/{way}/w{i}", consts[inputs[i]][d:d + 1])
+            for i in _RECURRENT_STATES[node.op_type]:
+                if i < len(ins) and ins[i]:
+                    sliced = fresh(f"{label}/{way}/state{i}")
+                    state_axis = 1 if seq_axis else 0
+                    out_nodes.append(helper.make_node(
+                        "Slice", [ins[i], const(f"{label}/{way}/s", [d]), const(f"{label}/{way}/e", [d + 1]),
+                                  const(f"{label}/{way}/ax", [state_axis])], [sliced]))
+                    ins[i] = sliced
+            if way == "reverse":
+                rev = fresh(f"{label}/reverse/x")
+                out_nodes.append(helper.make_node(
+                    "Slice", [inputs[0], const(f"{label}/rs", [-1]), const(f"{label}/re", [-2 ** 62]),
+                              const(f"{label}/rax", [seq_axis]), const(f"{label}/rst", [-1])], [rev]))
+                ins[0] = rev
+            outs = [fresh(f"{label}/{way}/out{k}") if k < len(node.output) and node.output[k] else ""
+                    for k in range(3 if node.op_type == "LSTM" else 2)]
+            attrs = {k: v for k, v in a.items() if k not in ("direction", "activations", "activation_alpha",
+                                                              "activation_beta")}
+            for key in ("activations", "activation_alpha", "activation_beta"):
+                if a.get(key):
+                    half = a[key][d * n_act:(d + 1) * n_act] if len(a[key]) >= len(dirs) * n_act else a[key]
+                    attrs[key] = half
+            out_nodes.append(helper.make_node(node.op_type, ins, outs, name=f"{label}/{way}", direction="forward",
+                                              **attrs))
+            if way == "reverse" and outs[0]:
+                back = fresh(f"{label}/reverse/y")
+                out_nodes.append(helper.make_node(
+                    "Slice", [outs[0], const(f"{label}/ys", [-1]), const(f"{label}/ye", [-2 ** 62]),
+                              const(f"{label}/yax", [seq_axis]), const(f"{label}/yst", [-1])], [back]))
+                outs[0] = back
+            results.append(outs)
+        # num_directions axis: Y [seq, dirs, batch, h] (layout 1: [batch, seq, dirs, h]); Y_h / Y_c [dirs, batch,
+        # h] (layout 1: [batch, dirs, h])
+        for k, name in enumerate(node.output[:len(results[0])]):
+            if not name:
+                continue
+            axis = (2 if seq_axis else 1) if k == 0 else (1 if seq_axis else 0)
+            parts = [r[k] for r in results]
+            if len(parts) == 1:
+                out_nodes.append(helper.make_node("Identity", parts, [name]))
+            else:
+                out_nodes.append(helper.make_node("Concat", parts, [name], axis=axis))
+    del graph.node[:]
+    graph.node.extend(out_nodes)
+
+
+_SEQUENCE_OPS = ("SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceErase", "SplitToSequence",
+                 "SequenceAt", "SequenceLength", "ConcatFromSequence")
+
+
+def _resolve_static_sequences(proto, opset: int):
+    """ONNX sequences whose length and positions are known at convert time (torch.onnx's ``torch.cat`` / ``stack``
+    of a list, ``split`` / ``unbind`` into a list) become plain tensors: a sequence is tracked as the list of its
+    tensors' names through SequenceConstruct / SequenceEmpty / SequenceInsert / SequenceErase (constant positions)
+    and SplitToSequence (a Split; its pieces' count from a constant split or the input's inferred shape), and its
+    readers become Identity (SequenceAt of a constant position), a constant (SequenceLength) or Concat
+    (ConcatFromSequence; new_axis=1 over Unsqueezed tensors). A sequence op whose sequence cannot be tracked so
+    stays (and is refused: ONNX sequences have no TFLite form)."""
+    from onnx import helper, numpy_helper, shape_inference
+
+    graph = proto.graph
+    if not any(n.op_type in _SEQUENCE_OPS and n.domain in ("", "ai.onnx") for n in graph.node):
+        return
+    consts = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for n in graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    try:
+        inferred = shape_inference.infer_shapes(proto)
+        shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+                  for vi in list(inferred.graph.value_info) + list(inferred.graph.input)
+                  if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+    except Exception:  # noqa: BLE001 -- without shapes only constant splits resolve
+        shapes = {}
+    taken = {v for n in graph.node for v in list(n.input) + list(n.output)} | set(consts)
+    counter = [0]
+
+    def fresh(base: str) -> str:
+        while True:
+            counter[0] += 1
+            name = f"{base}/seq{counter[0]}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    def const_int(name: str, default=None):
+        if not name:
+            return default
+        v = consts.get(name)
+        return None if v is None else int(np.asarray(v).reshape(-1)[0])
+
+    seqs: dict[str, list[str]] = {}
+    out_nodes = []
+    for node in graph.node:
+        op, a = node.op_type, _attrs(node)
+        ins = list(node.input)
+        new = None
+        if node.domain not in ("", "ai.onnx") or op not in _SEQUENCE_OPS:
+            out_nodes.append(node)
+            continue
+        if op == "SequenceConstruct":
+            seqs[node.output[0]] = list(ins)
+            new = []
+        elif op == "SequenceEmpty":
+            seqs[node.output[0]] = []
+            new = []
+        elif op in ("SequenceInsert", "SequenceErase") and ins[0] in seqs:
+            items = list(seqs[ins[0]])
+            pos = const_int(ins[2] if op == "SequenceInsert" and len(ins) > 2 else
+                            ins[1] if op == "SequenceErase" and len(ins) > 1 else "",
+                            len(items) if op == "SequenceInsert" else -1)
+            if pos is not None:
+                if op == "SequenceInsert":
+                    items.insert(pos if pos >= 0 else len(items) + pos, ins[1])
+                else:
+                    del items[pos]
+                seqs[node.output[0]] = items
+                new = []
+        elif op == "SplitToSequence":
+            axis = int(a.get("axis", 0))
+            split = consts.get(ins[1]) if len(ins) > 1 and ins[1] else None
+            shape = shapes.get(ins[0])
+            length = shape[axis] if shape and -len(shape) <= axis < len(shape) else None
+            if split is not None and np.ndim(split) == 1:
+                sizes = [int(v) for v in np.asarray(split).reshape(-1)]
+            elif length is not None and (split is None or np.ndim(split) == 0):
+                step = 1 if split is None else int(split)
+                sizes = [min(step, length - k) for k in range(0, length, step)]
+            else:
+                sizes = None
+            if sizes is not None:
+                pieces = [fresh(node.output[0]) for _ in sizes]
+                sizes_name = fresh(f"{node.output[0]}/sizes")
+                new = [helper.make_node("Constant", [], [sizes_name],
+                                        value=numpy_helper.from_array(np.array(sizes, np.int64)))]
+                new.append(helper.make_node("Split", [ins[0], sizes_name], pieces, axis=axis) if opset >= 13 else
+                           helper.make_node("Split", [ins[0]], pieces, axis=axis, split=sizes))
+                if split is None and not int(a.get("keepdims", 1)):
+                    squeezed = [fresh(node.output[0]) for _ in pieces]
+                    for p, q in zip(pieces, squeezed):
+                        axes_name = fresh(f"{node.output[0]}/axes")
+                        if opset >= 13:
+                            new.append(helper.make_node("Constant", [], [axes_name],
+                                                        value=numpy_helper.from_array(np.array([axis], np.int64))))
+                            new.append(helper.make_node("Squeeze", [p, axes_name], [q]))
+                        else:
+                            new.append(helper.make_node("Squeeze", [p], [q], axes=[axis]))
+                    pieces = squeezed
+                seqs[node.output[0]] = pieces
+        elif op == "SequenceAt" and ins[0] in seqs:
+            pos = const_int(ins[1])
+            if pos is not None and -len(seqs[ins[0]]) <= pos < len(seqs[ins[0]]):
+                new = [helper.make_node("Identity", [seqs[ins[0]][pos]], [node.output[0]])]
+        elif op == "SequenceLength" and ins[0] in seqs:
+            new = [helper.make_node("Constant", [], [node.output[0]],
+                                    value=numpy_helper.from_array(np.array(len(seqs[ins[0]]), np.int64)))]
+        elif op == "ConcatFromSequence" and ins[0] in seqs and seqs[ins[0]]:
+            items, axis = seqs[ins[0]], int(a["axis"])
+            if int(a.get("new_axis", 0)):
+                lifted = []
+                for t in items:
+                    u = fresh(node.output[0])
+                    if opset >= 13:
+                        axes_name = fresh(f"{node.output[0]}/axes")
+                        new_nodes = [helper.make_node("Constant", [], [axes_name],
+                                                      value=numpy_helper.from_array(np.array([axis], np.int64))),
+                                     helper.make_node("Unsqueeze", [t, axes_name], [u])]
+                    else:
+                        new_nodes = [helper.make_node("Unsqueeze", [t], [u], axes=[axis])]
+                    out_nodes.extend(new_nodes)
+                    lifted.append(u)
+                items = lifted
+            new = [helper.make_node("Concat", items, [node.output[0]], axis=axis)]
+        if new is None:
+            out_nodes.append(node)  # not trackable: stays, and is refused
+        else:
+            out_nodes.extend(new)
+    read = {o.name for o in graph.output}
+    for n in out_nodes:
+        read.update(n.input)
+        for sub in _node_graphs(n):
+            read |= _referenced(sub)
+    if read & set(seqs):
+        return  # a sequence still read as one (a graph output, a Loop, an op not tracked): the graph stays as it was
+    del graph.node[:]
+    graph.node.extend(out_nodes)
+
+
+def _no_mapping(op_type: str) -> str:
+    """Why an ONNX op without a handler reached emission (its inputs did not fold, or it is refused)."""
+    if op_type in FOLDED_OPS:
+        return f"evaluated at convert time only, and it could not be: {FOLDED_OPS[op_type]}"
+    if op_type in REFUSED_OPS:
+        return f"no mapping to TFLite builtins: {REFUSED_OPS[op_type]}"
+    if op_type in REWRITTEN_OPS:
+        return f"not in a form the importer rewrites: {REWRITTEN_OPS[op_type]}"
+    return "no mapping to TFLite builtins for this op"
 
 
 def _node_graphs(node) -> list:
