@@ -743,6 +743,7 @@ def _cmd_bench(args) -> int:
 
 def _bench_matrix(args) -> int:
     """`edge bench --matrix`: models x targets x precisions on this machine (edge_sdk.tools.bench_matrix)."""
+    from converters import convert
     from edge_sdk.tools.bench_matrix import bench_matrix, format_matrix
 
     if args.host or args.trace or args.csv or args.plot or args.input_shape or args.threads or args.backend != "auto":
@@ -751,8 +752,9 @@ def _bench_matrix(args) -> int:
     if args.ray_workers is not None and args.ray is None:
         raise UsageError("--ray-workers goes with --ray")
     with _on_ray(args):
-        report = bench_matrix(args.model, args.matrix_target, args.precision, calibration=args.calib,
-                              runs=args.runs, warmup=args.warmup, profile_runs=args.profile_runs)
+        report = bench_matrix(args.model, args.matrix_target, args.precision, convert=convert,
+                              calibration=args.calib, runs=args.runs, warmup=args.warmup,
+                              profile_runs=args.profile_runs)
     if args.json:
         _print_json(report)
     else:

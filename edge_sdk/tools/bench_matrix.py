@@ -4,9 +4,9 @@
                           precisions=["int8", "fp16"], calibration="calib.npy", runs=20)
     print(format_matrix(report))
 
-Each (model, precision) is converted once (converters.convert, the same call and defaults as `edge convert
---quantize PRECISION --calib DATA`; "float" keeps the source as it is) and the converted bytes are cached under
-``resources.cache_dir()/bench-matrix/`` keyed by the source's sha256, the precision, the calibration data's sha256
+Each (model, precision) is converted once (converters.convert, which the CLI passes in; the same call and
+defaults as `edge convert --quantize PRECISION --calib DATA`; "float" keeps the source as it is) and the converted
+bytes are cached under ``resources.cache_dir()/bench-matrix/`` keyed by the source's sha256, the precision, the calibration data's sha256
 and the converter's version: a second matrix over the same models converts nothing. Each (model, precision,
 target) cell is then `edge bench`'s own benchmark of the converted model on this machine
 (edge_sdk.tools.bench.run_benchmark: the same report, keys and figures) with the runtime the target runs — the C
@@ -50,9 +50,9 @@ def _sha256(data: bytes) -> str:
 
 
 def _cache_path(source_sha: str, precision: str, calib_sha: str | None) -> Path:
-    from converters import _version
+    from edge_sdk import __version__  # the converter's version is the package's
 
-    key = _sha256(f"{source_sha} {precision} {calib_sha} {_version()}".encode())
+    key = _sha256(f"{source_sha} {precision} {calib_sha} {__version__}".encode())
     return resources.cache_dir() / CACHE_FOLDER / f"{key[:32]}.tflite"
 
 
@@ -73,10 +73,10 @@ def _no_state():
     return None
 
 
-def _convert(source: bytes, suffix: str, precision: str, calibration: str | None) -> tuple[bytes | None, str | None]:
-    """(converted bytes, None) or (None, why it failed: one line). Runs in this process or on a Ray worker."""
-    from converters import convert
-
+def _convert(convert, source: bytes, suffix: str, precision: str,
+             calibration: str | None) -> tuple[bytes | None, str | None]:
+    """(converted bytes, None) or (None, why it failed: one line), by ``convert`` (converters.convert, which the
+    CLI passes in: edge_sdk does not import the converters). Runs in this process or on a Ray worker."""
     if precision == "float":
         if suffix != ".tflite":
             return None, "precision float benchmarks a .tflite source as it is; convert an ONNX model first"
@@ -129,10 +129,11 @@ def _each(fn, calls: list, label: str) -> list:
                                           shard=1) for r in results]
 
 
-def bench_matrix(models, targets, precisions=("int8",), *, calibration=None, runs: int = 20, warmup: int = 2,
-                 profile_runs: int | None = None) -> dict:
+def bench_matrix(models, targets, precisions=("int8",), *, convert, calibration=None, runs: int = 20,
+                 warmup: int = 2, profile_runs: int | None = None) -> dict:
     """The matrix report: ``cells`` (one per model x precision x target, in that order: model, precision, target,
-    converted {sha256, size, cached}, then `edge bench`'s report keys and ``check``, or ``error``)."""
+    converted {sha256, size, cached}, then `edge bench`'s report keys and ``check``, or ``error``). ``convert``
+    is converters.convert (the CLI's: the library's layers do not import the converters)."""
     from edge_sdk.targets.profiles import load_profile
 
     if not models:
@@ -168,8 +169,8 @@ def bench_matrix(models, targets, precisions=("int8",), *, calibration=None, run
                 converted[i, p] = cache.read_bytes(), None, True
             else:
                 todo.append((i, p, cache))
-    results = _each(_convert, [(sources[i][1], sources[i][0].suffix.lower(), p, calib_arg) for i, p, _ in todo],
-                    "converting")
+    calls = [(convert, sources[i][1], sources[i][0].suffix.lower(), p, calib_arg) for i, p, _ in todo]
+    results = _each(_convert, calls, "converting")
     for (i, p, cache), (content, error) in zip(todo, results):
         if content is not None and p != "float":
             cache.parent.mkdir(parents=True, exist_ok=True)
