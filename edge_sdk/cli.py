@@ -263,6 +263,23 @@ def _check_npy(path, label: str, claim: str) -> None:
         raise _not_a(path, label, claim, f"not a .npy array: {reason[:120]}") from None
 
 
+def _check_reads(path, label: str, claim: str) -> None:
+    """A .tflite source read and verified (edge_sdk.model.read_model: every offset within the file), so that a
+    truncated one is named as the file it is before any setting is judged."""
+    from pathlib import Path
+
+    from edge_sdk.model import read_model
+
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[4:8] != b"TFL3":
+        raise _not_a(path, label, claim, f"it is {_what_it_is(path)}")
+    try:
+        read_model(Path(path).read_bytes())
+    except ModelError as exc:
+        raise _not_a(path, label, claim, f"a damaged or truncated TFLite file ({exc})") from None
+
+
 def _check_file_claim(path: str, label: str, claim: str) -> None:
     """One existing file (or folder) against its claim; raises ModelError / DataError naming it."""
     import zipfile
@@ -284,8 +301,11 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
     if claim == "source":
         from converters import source_format
 
-        if source_format(p) is None:
+        kind = source_format(p)
+        if kind is None or p.stat().st_size == 0:
             raise _not_a(p, label, claim)
+        if kind == "tflite":  # a truncated or damaged model: said now, not after convert() judged the settings
+            _check_reads(p, label, claim)
         return
     if claim == "labels":
         try:
@@ -1305,6 +1325,18 @@ def main(argv: list[str] | None = None) -> int:
         _JSON_ERRORS.reset(json_token)
 
 
+def _naming_the_model(args, exc, message: str) -> str:
+    """A ModelError of the reader says where in the file ("Model: field 'operator_codes' at byte 48 ..."), not which
+    file: the line names the command's model when the message does not already."""
+    from pathlib import Path
+
+    label, path = next(((lab, getattr(args, attr)) for lab, attr in (("MODEL", "model"), ("SRC", "src"))
+                        if isinstance(getattr(args, attr, None), str)), (None, None))
+    if not isinstance(exc, ModelError) or path is None or Path(path).name in message:
+        return message
+    return f"{label} {path}: {message}"
+
+
 def _main(argv: list[str]) -> int:
     as_json = _JSON_ERRORS.get()
     try:
@@ -1338,6 +1370,7 @@ def _main(argv: list[str]) -> int:
         message = str(exc)
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.strerror}: {exc.filename}"
+        message = _naming_the_model(args, exc, message)
         return _report_error(args.command, f"error: {message}", errors.error_kind(exc), _exit_code(exc), as_json)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the traceback only with -vv
         if args.verbose >= 2:

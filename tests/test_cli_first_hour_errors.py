@@ -71,6 +71,35 @@ def test_a_picture_given_as_the_model_is_named_before_any_setting(tmp_path):
     assert not out.exists()
 
 
+def _main_error(capsys, argv, code: int, *needles: str) -> str:
+    """cli.main in-process (no interpreter start): exit ``code`` and one error line on stderr holding the needles."""
+    assert cli.main([str(a) for a in argv]) == code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "error" in line]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_an_empty_or_truncated_tflite_is_named_before_any_setting(tmp_path, capsys):
+    """`edge convert empty.tflite` said "bad settings - int8 quantization needs calibration data" (the name's suffix
+    passed for a model); a truncated .tflite the same, and every other command named the byte, not the file."""
+    model = fc_model(tmp_path / "m.tflite")
+    empty = tmp_path / "empty.tflite"
+    empty.write_bytes(b"")
+    truncated = tmp_path / "cut.tflite"
+    truncated.write_bytes(model.read_bytes()[:200])
+    out = tmp_path / "o.tflite"
+    line = _main_error(capsys, ["convert", empty, "-o", out], 3, "SRC", "empty.tflite", "it is empty")
+    assert "calibration" not in line
+    line = _main_error(capsys, ["convert", truncated, "-o", out], 3, "SRC", "cut.tflite", "truncated", "past the end")
+    assert "calibration" not in line
+    for argv in (["inspect", truncated], ["check", truncated, "--target", "stm32f746-disco"]):
+        _main_error(capsys, argv, 3, f"MODEL {truncated}", "past the end")
+    assert not out.exists()
+
+
 def test_data_files_are_what_they_claim(tmp_path):
     src = ROOT / "examples" / "digits" / "digits_cnn.onnx"
     model = float_classifier(tmp_path / "m.tflite")
