@@ -275,9 +275,29 @@ def _check_reads(path, label: str, claim: str) -> None:
     if head[4:8] != b"TFL3":
         raise _not_a(path, label, claim, f"it is {_what_it_is(path)}")
     try:
-        read_model(Path(path).read_bytes())
+        model = read_model(Path(path).read_bytes())
     except ModelError as exc:
         raise _not_a(path, label, claim, f"a damaged or truncated TFLite file ({exc})") from None
+    _refuse_nan_weights(model, path, label)
+
+
+def _refuse_nan_weights(model, path, label: str) -> None:
+    """A float constant holding NaN: every output it reaches is NaN, and a conversion measured against such a float
+    model reported "SNR inf dB ... met" (NaN against NaN). inf is left alone (an attention mask's -inf is meant)."""
+    import numpy as np
+
+    for s, sg in enumerate(model.subgraphs):
+        for t, tensor in enumerate(sg.tensors):
+            if tensor.type not in ("FLOAT32", "FLOAT16", "FLOAT64"):
+                continue
+            value = model.tensor_data(s, t)
+            if value is None or not value.size:
+                continue
+            bad = int(np.count_nonzero(np.isnan(value)))
+            if bad:
+                raise ModelError(f"{label} {path}: constant tensor {tensor.name!r} (subgraph {s}, tensor {t}) holds "
+                                 f"{bad} NaN of {value.size} values: every output it reaches is NaN; fix the float "
+                                 "model first")
 
 
 def _check_file_claim(path: str, label: str, claim: str) -> None:

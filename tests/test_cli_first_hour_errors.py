@@ -100,6 +100,28 @@ def test_an_empty_or_truncated_tflite_is_named_before_any_setting(tmp_path, caps
     assert not out.exists()
 
 
+def test_convert_refuses_a_float_model_with_nan_weights(tmp_path, capsys):
+    """A NaN in a float constant made every output NaN, and `edge convert` measured the int8 model against that
+    float one as "SNR inf dB ... met"; the constant is named before any work. A -inf (an attention mask) is kept."""
+    def model(path: Path, bad: float) -> Path:
+        g = GraphBuilder()
+        x = g.input("x", (1, 4), "FLOAT32")
+        w = np.ones((3, 4), np.float32)
+        w[1, 2] = bad
+        y = g.tensor("y", (1, 3), "FLOAT32")
+        g.op("FULLY_CONNECTED", [x, g.constant("weights", w), -1], [y])
+        g.output(y)
+        write_model(g.build(), path)
+        return path
+    out = tmp_path / "o.tflite"
+    _main_error(capsys, ["convert", model(tmp_path / "nan.tflite", np.nan), "-o", out, "--quantize", "fp16"], 3,
+                "SRC", "nan.tflite", "'weights'", "1 NaN of 12")
+    assert not out.exists()
+    assert cli.main(["convert", str(model(tmp_path / "inf.tflite", -np.inf)), "-o", str(out), "--quantize",
+                     "fp16"]) == 0
+    assert out.exists()
+
+
 def test_data_files_are_what_they_claim(tmp_path):
     src = ROOT / "examples" / "digits" / "digits_cnn.onnx"
     model = float_classifier(tmp_path / "m.tflite")
