@@ -603,11 +603,14 @@ def test_the_first_c_runtime_build_says_so(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(c_build, "HOST_TREE", tree)
     monkeypatch.setattr(c_build, "FIRMWARE", tree)
     monkeypatch.setattr(c_build, "LIBRARY", library)
+    monkeypatch.setattr(c_build, "RUNNER", library.parent / "edge-run-c")
     monkeypatch.setattr(c_build, "build_pyfast", lambda: None)
 
     def make(cmd, **kwargs):
         library.parent.mkdir(parents=True, exist_ok=True)
         library.write_bytes(b"so")
+        (library.parent / "edge-run-c").write_bytes(b"exe")
+        os.utime(tree / "Makefile", (time.time() + 5, time.time() + 5))  # no prerequisite of the library: no rebuild
         return subprocess.CompletedProcess(cmd, 0, "", "")
     monkeypatch.setattr(c_build.subprocess, "run", make)
     caplog.set_level(logging.DEBUG)

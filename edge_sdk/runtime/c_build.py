@@ -70,13 +70,14 @@ def build() -> Path:
 
 
 def _library_stale() -> bool:
-    """No host library yet, or a runtime source (src/, include/, host/, the Makefile) newer than it."""
+    """No host library or runner yet, or a source the Makefile builds them from (src/, include/, host/, fuzz/
+    headers) newer than the older of the two: what `make host` will compile."""
     try:
-        built = LIBRARY.stat().st_mtime
+        built = min(LIBRARY.stat().st_mtime, RUNNER.stat().st_mtime)
     except OSError:
         return True
-    sources = [HOST_TREE / "Makefile", *(p for d in ("src", "include", "host") for p in (HOST_TREE / d).rglob("*")
-                                         if p.suffix in (".c", ".h", ".def"))]
+    sources = (p for d in ("src", "include", "host", "fuzz") for p in (HOST_TREE / d).rglob("*")
+               if p.suffix in (".c", ".h", ".def") and (d != "fuzz" or p.suffix == ".h"))
     return any(p.stat().st_mtime > built for p in sources if p.is_file())
 
 
