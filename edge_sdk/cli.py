@@ -178,9 +178,22 @@ def _backend_option(p, litert: bool = False) -> None:
 
 
 def _print_json(obj) -> None:
-    """A command's --json output: the object, indented, and a final newline."""
-    json.dump(obj, sys.stdout, indent=2)
+    """A command's --json output: the object, indented, and a final newline. A NaN or inf float is written as null:
+    json.dump's bare NaN is not JSON (jq, JavaScript and strict parsers refuse the whole document)."""
+    json.dump(_finite_or_null(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def _finite_or_null(obj):
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_null(v) for v in obj]
+    return obj
 
 
 # ------------------------------------------------------------------ files first, then settings (issue 27 point 4)
@@ -651,11 +664,25 @@ def _cmd_run(args) -> int:
     results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
                          backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
+    _warn_nonfinite_scores(results, args.model)
     if args.json:
         _print_json([{**r, **choice.to_dict()} for r in results])
     else:
         sys.stdout.write(choice.line() + "\n" + format_results(results))
     return 0
+
+
+def _warn_nonfinite_scores(results, model) -> None:
+    """A model that computes NaN (a NaN weight, an overflow) printed "nan" scores as if they were an answer: one
+    warning line per input names it (the --json scores are null)."""
+    import math
+
+    for r in results:
+        scores = [p.get("score") for p in r.get("predictions") or () if isinstance(p, dict)]
+        bad = sum(1 for v in scores if isinstance(v, float) and not math.isfinite(v))
+        if bad:
+            log.warning(f"{r.get('input')}: {bad} of {len(scores)} score(s) are NaN or inf: MODEL {model} computes "
+                        "non-finite outputs for it (a NaN weight, or an overflow); they are no answer")
 
 
 def _cmd_serve(args) -> int:

@@ -122,6 +122,31 @@ def test_convert_refuses_a_float_model_with_nan_weights(tmp_path, capsys):
     assert out.exists()
 
 
+def test_run_names_nan_outputs_and_json_stays_json(tmp_path, capsys):
+    """A model that computes NaN (here a NaN weight) printed "nan" scores as an answer, exit 0, and --json wrote a
+    bare NaN, which strict JSON parsers (jq, JavaScript) refuse: now a warning names the input and the scores are
+    null."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "FLOAT32")
+    w = np.ones((3, 4), np.float32)
+    w[0, 0] = np.nan
+    y = g.tensor("y", (1, 3), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, g.constant("w", w), -1], [y])
+    g.output(y)
+    model = tmp_path / "nanw.tflite"
+    write_model(g.build(), model)
+    sample = tmp_path / "x.npy"
+    np.save(sample, np.ones((1, 4), np.float32))
+
+    def strict(token):
+        raise ValueError(f"not JSON: {token}")
+    assert cli.main(["run", str(model), str(sample), "--backend", "python", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out, parse_constant=strict)
+    assert [p["score"] for p in doc[0]["predictions"]] == [None, None, None], doc
+    assert "x.npy: 3 of 3 score(s) are NaN or inf" in err and "nanw.tflite" in err, err
+
+
 def test_data_files_are_what_they_claim(tmp_path):
     src = ROOT / "examples" / "digits" / "digits_cnn.onnx"
     model = float_classifier(tmp_path / "m.tflite")
