@@ -664,7 +664,8 @@ def _cmd_run(args) -> int:
     results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
                          backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
-    _warn_nonfinite_scores(results, args.model)
+    if not args.allow_nonfinite:  # with the flag, run_inputs has already warned that such scores mean nothing
+        _warn_nonfinite_scores(results, args.model)
     if args.json:
         _print_json([{**r, **choice.to_dict()} for r in results])
     else:
