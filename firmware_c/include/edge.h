@@ -61,7 +61,8 @@ typedef enum {
 
 /* Arena bytes of one element of a TensorType (0: the runtime cannot hold it). */
 uint32_t edge_type_bytes(int type);
-const char *edge_type_name(int type); /* "INT8"; "?" when unknown; "" with EDGE_NO_STATUS_STRINGS or EDGE_STATUS_SITES */
+/* "INT8"; "?" when unknown; "" with EDGE_NO_STATUS_STRINGS or EDGE_STATUS_SITES (the host has the names) */
+const char *edge_type_name(int type);
 
 /* Builtin operator codes: EDGE_OP_FULLY_CONNECTED == 9, ... (edge_ops.def, generated from the schema). */
 typedef enum {

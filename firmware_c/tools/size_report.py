@@ -9,8 +9,8 @@ are measured once) and each CPU, the runtime is built for that model as a per-mo
 of only its ops (gen_ops.py --model) and the type switches of its tensor types (gen_ops.py --type-defs:
 -DEDGE_WITH_FLOAT32=0 / -DEDGE_WITH_INT16=0 when no tensor has that type; the report names them), linked
 into a minimal image for the CPU's board (M0+ rp2040-pico, M4 qemu-mps2-an386, M7 stm32f746-disco;
--Os, link-time optimisation (the Makefile's ARM_LTO), --gc-sections) whose main (tools/image_main.c) calls edge_init / edge_invoke on a model pointer
-the compiler cannot see through. The linker map attributes every kept input section:
+-Os, link-time optimisation (the Makefile's ARM_LTO), --gc-sections) whose main (tools/image_main.c) calls
+edge_init / edge_invoke on a model pointer the compiler cannot see through. The linker map attributes every kept input section:
 
     runtime  = sections from libedge*.a objects + the op table (ops_table.o), or from the LTO link's ltrans objects
                (only they are compiled with -flto; the per-object split then is one "lto" entry)
