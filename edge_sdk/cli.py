@@ -178,9 +178,22 @@ def _backend_option(p, litert: bool = False) -> None:
 
 
 def _print_json(obj) -> None:
-    """A command's --json output: the object, indented, and a final newline."""
-    json.dump(obj, sys.stdout, indent=2)
+    """A command's --json output: the object, indented, and a final newline. A NaN or inf float is written as null:
+    json.dump's bare NaN is not JSON (jq, JavaScript and strict parsers refuse the whole document)."""
+    json.dump(_finite_or_null(obj), sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def _finite_or_null(obj):
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_null(v) for v in obj]
+    return obj
 
 
 # ------------------------------------------------------------------ files first, then settings (issue 27 point 4)
@@ -264,6 +277,43 @@ def _check_npy(path, label: str, claim: str) -> None:
         raise _not_a(path, label, claim, f"not a .npy array: {reason[:120]}") from None
 
 
+def _check_reads(path, label: str, claim: str) -> None:
+    """A .tflite source read and verified (edge_sdk.model.read_model: every offset within the file), so that a
+    truncated one is named as the file it is before any setting is judged."""
+    from pathlib import Path
+
+    from edge_sdk.model import read_model
+
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[4:8] != b"TFL3":
+        raise _not_a(path, label, claim, f"it is {_what_it_is(path)}")
+    try:
+        model = read_model(Path(path).read_bytes())
+    except ModelError as exc:
+        raise _not_a(path, label, claim, f"a damaged or truncated TFLite file ({exc})") from None
+    _refuse_nan_weights(model, path, label)
+
+
+def _refuse_nan_weights(model, path, label: str) -> None:
+    """A float constant holding NaN: every output it reaches is NaN, and a conversion measured against such a float
+    model reported "SNR inf dB ... met" (NaN against NaN). inf is left alone (an attention mask's -inf is meant)."""
+    import numpy as np
+
+    for s, sg in enumerate(model.subgraphs):
+        for t, tensor in enumerate(sg.tensors):
+            if tensor.type not in ("FLOAT32", "FLOAT16", "FLOAT64"):
+                continue
+            value = model.tensor_data(s, t)
+            if value is None or not value.size:
+                continue
+            bad = int(np.count_nonzero(np.isnan(value)))
+            if bad:
+                raise ModelError(f"{label} {path}: constant tensor {tensor.name!r} (subgraph {s}, tensor {t}) holds "
+                                 f"{bad} NaN of {value.size} values: every output it reaches is NaN; fix the float "
+                                 "model first")
+
+
 def _check_file_claim(path: str, label: str, claim: str) -> None:
     """One existing file (or folder) against its claim; raises ModelError / DataError naming it."""
     import zipfile
@@ -285,8 +335,11 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
     if claim == "source":
         from converters import source_format
 
-        if source_format(p) is None:
+        kind = source_format(p)
+        if kind is None or p.stat().st_size == 0:
             raise _not_a(p, label, claim)
+        if kind == "tflite":  # a truncated or damaged model: said now, not after convert() judged the settings
+            _check_reads(p, label, claim)
         return
     if claim == "labels":
         try:
@@ -613,11 +666,26 @@ def _cmd_run(args) -> int:
     results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
                          backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
+    if not args.allow_nonfinite:  # with the flag, run_inputs has already warned that such scores mean nothing
+        _warn_nonfinite_scores(results, args.model)
     if args.json:
         _print_json([{**r, **choice.to_dict()} for r in results])
     else:
         sys.stdout.write(choice.line() + "\n" + format_results(results))
     return 0
+
+
+def _warn_nonfinite_scores(results, model) -> None:
+    """A model that computes NaN (a NaN weight, an overflow) printed "nan" scores as if they were an answer: one
+    warning line per input names it (the --json scores are null)."""
+    import math
+
+    for r in results:
+        scores = [p.get("score") for p in r.get("predictions") or () if isinstance(p, dict)]
+        bad = sum(1 for v in scores if isinstance(v, float) and not math.isfinite(v))
+        if bad:
+            log.warning(f"{r.get('input')}: {bad} of {len(scores)} score(s) are NaN or inf: MODEL {model} computes "
+                        "non-finite outputs for it (a NaN weight, or an overflow); they are no answer")
 
 
 def _cmd_serve(args) -> int:
@@ -1341,6 +1409,18 @@ def main(argv: list[str] | None = None) -> int:
         _JSON_ERRORS.reset(json_token)
 
 
+def _naming_the_model(args, exc, message: str) -> str:
+    """A ModelError of the reader says where in the file ("Model: field 'operator_codes' at byte 48 ..."), not which
+    file: the line names the command's model when the message does not already."""
+    from pathlib import Path
+
+    label, path = next(((lab, getattr(args, attr)) for lab, attr in (("MODEL", "model"), ("SRC", "src"))
+                        if isinstance(getattr(args, attr, None), str)), (None, None))
+    if not isinstance(exc, ModelError) or path is None or Path(path).name in message:
+        return message
+    return f"{label} {path}: {message}"
+
+
 def _main(argv: list[str]) -> int:
     as_json = _JSON_ERRORS.get()
     try:
@@ -1374,6 +1454,7 @@ def _main(argv: list[str]) -> int:
         message = str(exc)
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.strerror}: {exc.filename}"
+        message = _naming_the_model(args, exc, message)
         return _report_error(args.command, f"error: {message}", errors.error_kind(exc), _exit_code(exc), as_json)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the traceback only with -vv
         if args.verbose >= 2:

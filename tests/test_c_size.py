@@ -64,3 +64,55 @@ def test_bitwise_float_helpers_match_the_compiler(tmp_path):
                     str(src), "-o", str(exe), "-lm"], check=True, capture_output=True, text=True)
     proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "bad 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+# ------------------------------------------------------------------ EDGE_STATUS_SITES: reasons as source lines
+
+def _runner(tmp_path: Path, name: str, defs: list[str], table: Path) -> Path:
+    """edge-run-c with only CONV_2D's kernel (the op table of the test's model), built with defs; -O0: seconds."""
+    exe = tmp_path / name
+    srcs = [FW / "src" / "edge.c", FW / "src" / "kernels" / "conv_2d.c", FW / "src" / "kernels" / "hybrid.c",
+            FW / "host" / "edge_host.c", FW / "host" / "edge_run.c", table]
+    subprocess.run(["gcc", "-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", *defs, f"-I{FW / 'include'}",
+                    f"-I{FW / 'src'}", f"-I{FW / 'host'}", *map(str, srcs), "-o", str(exe), "-lm", "-pthread"],
+                   check=True, capture_output=True, text=True)
+    return exe
+
+
+def _message(exe: Path, model: Path) -> str:
+    proc = subprocess.run([str(exe), str(model), "--plan"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    return proc.stderr.strip().split(": ", 2)[2]  # after "edge-run-c: status N: "
+
+
+@needs_c_runtime
+def test_status_sites_decode_to_the_texts_of_a_text_build(tmp_path):
+    """The Cortex-M default (-DEDGE_STATUS_SITES) keeps a refusal's reason as its source line; the host's decoder
+    (tools/status_sites.py) turns the message back into the one a text build prints, for a kernel's refusal (CONV_2D
+    whose window does not fit: the op's name is the host's too) and for the loader's (a truncated model)."""
+    import sys
+
+    import numpy as np
+
+    from tests.oprunner import T, op_model
+    sys.path.insert(0, str(FW / "tools"))
+    import status_sites
+
+    refused = tmp_path / "refused.tflite"
+    refused.write_bytes(op_model("CONV_2D", [T((1, 4, 4, 2), "INT8", 0.5, 0),
+                                             T((3, 1, 1, 2), "INT8", [0.1, 0.2], [0, 0],
+                                               data=np.ones((3, 1, 1, 2), np.int8)),
+                                             T((3,), "INT32", [0.05, 0.1, 0.1], [0, 0, 0],
+                                               data=np.zeros(3, np.int32))],
+                                  [T((1, 4, 4, 3), "INT8", 0.5, 0)], options={"padding": "VALID"}))
+    truncated = tmp_path / "truncated.tflite"
+    truncated.write_bytes(refused.read_bytes()[:300])
+    table = tmp_path / "ops.c"
+    subprocess.run(["python3", str(FW / "tools" / "gen_ops.py"), str(table), "--model", str(refused)], check=True,
+                   capture_output=True)
+    text = _runner(tmp_path, "text", [], table)
+    sites = _runner(tmp_path, "sites", ["-DEDGE_STATUS_SITES"], table)
+    for model in (refused, truncated):
+        want, got = _message(text, model), _message(sites, model)
+        assert "@" in got and got != want, got  # the site build really printed a line, not the text
+        assert status_sites.decode(got) == want

@@ -71,6 +71,82 @@ def test_a_picture_given_as_the_model_is_named_before_any_setting(tmp_path):
     assert not out.exists()
 
 
+def _main_error(capsys, argv, code: int, *needles: str) -> str:
+    """cli.main in-process (no interpreter start): exit ``code`` and one error line on stderr holding the needles."""
+    assert cli.main([str(a) for a in argv]) == code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "error" in line]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_an_empty_or_truncated_tflite_is_named_before_any_setting(tmp_path, capsys):
+    """`edge convert empty.tflite` said "bad settings - int8 quantization needs calibration data" (the name's suffix
+    passed for a model); a truncated .tflite the same, and every other command named the byte, not the file."""
+    model = fc_model(tmp_path / "m.tflite")
+    empty = tmp_path / "empty.tflite"
+    empty.write_bytes(b"")
+    truncated = tmp_path / "cut.tflite"
+    truncated.write_bytes(model.read_bytes()[:200])
+    out = tmp_path / "o.tflite"
+    line = _main_error(capsys, ["convert", empty, "-o", out], 3, "SRC", "empty.tflite", "it is empty")
+    assert "calibration" not in line
+    line = _main_error(capsys, ["convert", truncated, "-o", out], 3, "SRC", "cut.tflite", "truncated", "past the end")
+    assert "calibration" not in line
+    for argv in (["inspect", truncated], ["check", truncated, "--target", "stm32f746-disco"]):
+        _main_error(capsys, argv, 3, f"MODEL {truncated}", "past the end")
+    assert not out.exists()
+
+
+def test_convert_refuses_a_float_model_with_nan_weights(tmp_path, capsys):
+    """A NaN in a float constant made every output NaN, and `edge convert` measured the int8 model against that
+    float one as "SNR inf dB ... met"; the constant is named before any work. A -inf (an attention mask) is kept."""
+    def model(path: Path, bad: float) -> Path:
+        g = GraphBuilder()
+        x = g.input("x", (1, 4), "FLOAT32")
+        w = np.ones((3, 4), np.float32)
+        w[1, 2] = bad
+        y = g.tensor("y", (1, 3), "FLOAT32")
+        g.op("FULLY_CONNECTED", [x, g.constant("weights", w), -1], [y])
+        g.output(y)
+        write_model(g.build(), path)
+        return path
+    out = tmp_path / "o.tflite"
+    _main_error(capsys, ["convert", model(tmp_path / "nan.tflite", np.nan), "-o", out, "--quantize", "fp16"], 3,
+                "SRC", "nan.tflite", "'weights'", "1 NaN of 12")
+    assert not out.exists()
+    assert cli.main(["convert", str(model(tmp_path / "inf.tflite", -np.inf)), "-o", str(out), "--quantize",
+                     "fp16"]) == 0
+    assert out.exists()
+
+
+def test_run_names_nan_outputs_and_json_stays_json(tmp_path, capsys):
+    """A model that computes NaN (here a NaN weight) printed "nan" scores as an answer, exit 0, and --json wrote a
+    bare NaN, which strict JSON parsers (jq, JavaScript) refuse: now a warning names the input and the scores are
+    null."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "FLOAT32")
+    w = np.ones((3, 4), np.float32)
+    w[0, 0] = np.nan
+    y = g.tensor("y", (1, 3), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, g.constant("w", w), -1], [y])
+    g.output(y)
+    model = tmp_path / "nanw.tflite"
+    write_model(g.build(), model)
+    sample = tmp_path / "x.npy"
+    np.save(sample, np.ones((1, 4), np.float32))
+
+    def strict(token):
+        raise ValueError(f"not JSON: {token}")
+    assert cli.main(["run", str(model), str(sample), "--backend", "python", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out, parse_constant=strict)
+    assert [p["score"] for p in doc[0]["predictions"]] == [None, None, None], doc
+    assert "x.npy: 3 of 3 score(s) are NaN or inf" in err and "nanw.tflite" in err, err
+
+
 def test_data_files_are_what_they_claim(tmp_path):
     src = ROOT / "examples" / "digits" / "digits_cnn.onnx"
     model = float_classifier(tmp_path / "m.tflite")

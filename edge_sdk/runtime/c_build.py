@@ -21,9 +21,10 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import time
 from pathlib import Path
 
-from edge_sdk import resources
+from edge_sdk import log, resources
 from edge_sdk.errors import BuildError
 
 FIRMWARE = resources.firmware_dir()  # the sources (the checkout's firmware_c/, or the installed copy)
@@ -52,11 +53,32 @@ def build() -> Path:
     lock_tree = HOST_TREE / "build" / "host" if HOST_TREE == FIRMWARE else HOST_TREE
     lock_tree.parent.mkdir(parents=True, exist_ok=True)
     with resources.build_lock(lock_tree):
+        # the first use compiles ~100 files (a minute or more on a busy machine): say so instead of sitting silent
+        # (issue 27 point 6). Stale: no library yet, or a source newer than it (make -q cannot tell: the op table
+        # is regenerated on every run)
+        stale = _library_stale()
+        started = time.monotonic()
+        if stale:
+            log.stage(f"building the C runtime for this machine (make -C {HOST_TREE} host; once, then reused)")
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
         build_pyfast()
+        if stale:
+            log.stage(f"C runtime built ({time.monotonic() - started:.0f} s)")
     return LIBRARY
+
+
+def _library_stale() -> bool:
+    """No host library or runner yet, or a source the Makefile builds them from (src/, include/, host/, fuzz/
+    headers) newer than the older of the two: what `make host` will compile."""
+    try:
+        built = min(LIBRARY.stat().st_mtime, RUNNER.stat().st_mtime)
+    except OSError:
+        return True
+    sources = (p for d in ("src", "include", "host", "fuzz") for p in (HOST_TREE / d).rglob("*")
+               if p.suffix in (".c", ".h", ".def") and (d != "fuzz" or p.suffix == ".h"))
+    return any(p.stat().st_mtime > built for p in sources if p.is_file())
 
 
 PYFAST = LIBRARY.parent / f"_edge_pyfast{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"

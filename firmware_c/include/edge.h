@@ -61,7 +61,8 @@ typedef enum {
 
 /* Arena bytes of one element of a TensorType (0: the runtime cannot hold it). */
 uint32_t edge_type_bytes(int type);
-const char *edge_type_name(int type); /* "INT8"; "" with EDGE_NO_STATUS_STRINGS; "?" when unknown */
+/* "INT8"; "?" when unknown; "" with EDGE_NO_STATUS_STRINGS or EDGE_STATUS_SITES (the host has the names) */
+const char *edge_type_name(int type);
 
 /* Builtin operator codes: EDGE_OP_FULLY_CONNECTED == 9, ... (edge_ops.def, generated from the schema). */
 typedef enum {
@@ -71,7 +72,7 @@ typedef enum {
     EDGE_OP_COUNT_PLUS_ONE
 } edge_op_t;
 
-const char *edge_op_name(int op_code); /* "FULLY_CONNECTED"; "" with EDGE_NO_STATUS_STRINGS */
+const char *edge_op_name(int op_code); /* "FULLY_CONNECTED"; "" with EDGE_NO_STATUS_STRINGS or EDGE_STATUS_SITES */
 
 /* ------------------------------------------------------------------------------------------ tensors */
 
@@ -171,6 +172,8 @@ typedef struct edge_error {
     int64_t given;              /* EDGE_ARENA_TOO_SMALL: bytes given */
     uint8_t required_exact;     /* 0: the arena ran out before planning finished; required is a lower bound */
     const char *what;           /* a fixed short text naming the check ("Tensor.buffer"); NULL if none */
+    int32_t what_line;          /* built with EDGE_STATUS_SITES (the Cortex-M default): the source line of that check
+                                 * instead of its text (what is NULL; edge_kernel.h EDGE_REASON); 0 otherwise */
     const char *custom_code;    /* a custom op's node errors: its name (points into the model); NULL otherwise */
     int64_t element;            /* EDGE_BAD_INPUT: the flat element of error.tensor that is out of range, else -1 */
     int64_t value;              /* EDGE_BAD_INPUT: its value */

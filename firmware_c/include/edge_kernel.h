@@ -217,37 +217,46 @@ static inline void *edge_scratch(const edge_ctx_t *ctx, const edge_node_t *node,
 edge_status_t edge_set_output_shape(edge_ctx_t *ctx, const edge_node_t *node, int32_t i, const int32_t *dims,
                                     int32_t rank);
 
-/* Record why prepare refused the node; returns status. Use the macro: with EDGE_NO_STATUS_STRINGS the
- * reason texts are compiled out. */
-edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reason);
-#ifdef EDGE_NO_STATUS_STRINGS
-#define EDGE_FAIL(ctx, status, reason) edge_fail((ctx), (status), (const char *)0)
+/* What a refusal's reason costs in flash. EDGE_REASON(text) is the reason a build keeps (an edge_reason_t):
+ *   default (host builds)   the text itself (error.what);
+ *   EDGE_STATUS_SITES       the source line of the EDGE_FAIL / WHAT call, an int (error.what_line; error.what stays
+ *                           NULL): the Cortex-M builds of the Makefile, where a text costs its bytes plus a literal
+ *                           pointer. edge_error_message prints it as "@<line>"; the host reads the sentence at that
+ *                           line (tools/status_sites.py: edge.c for a loader error, else the node's kernel file or a
+ *                           header it includes), as TFLM compiles MicroPrintf out of release builds;
+ *   EDGE_NO_STATUS_STRINGS  nothing (NULL); it wins over EDGE_STATUS_SITES.
+ * __LINE__ inside a macro is the line of the macro's name, so a call spread over lines is found by its first. */
+#if defined(EDGE_STATUS_SITES) && !defined(EDGE_NO_STATUS_STRINGS)
+typedef int32_t edge_reason_t;
+#define EDGE_REASON(text) ((edge_reason_t)__LINE__)
+#define EDGE_NO_REASON ((edge_reason_t)0)
 #else
-#define EDGE_FAIL(ctx, status, reason) edge_fail((ctx), (status), (reason))
+typedef const char *edge_reason_t;
+#ifdef EDGE_NO_STATUS_STRINGS
+#define EDGE_REASON(text) ((edge_reason_t)0)
+#else
+#define EDGE_REASON(text) (text)
 #endif
+#define EDGE_NO_REASON ((edge_reason_t)0)
+#endif
+
+/* Record why prepare refused the node; returns status. Use the macro (EDGE_REASON above decides what is kept). */
+edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, edge_reason_t reason);
+#define EDGE_FAIL(ctx, status, reason) edge_fail((ctx), (status), EDGE_REASON(reason))
 
 /* Run another subgraph (CALL_ONCE / IF / WHILE kernels): its inputs must already hold the values. */
 edge_status_t edge_invoke_subgraph(edge_ctx_t *ctx, int32_t subgraph);
 /* Eval-time: stop the invoke (the one failure path eval has: WHILE's iteration bound). Records status and reason
  * naming the node in interp->error; the running subgraphs return at once and edge_invoke returns status. */
-void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, const char *reason);
-#ifdef EDGE_NO_STATUS_STRINGS
-#define EDGE_EVAL_FAIL(ctx, node, status, reason) edge_eval_fail((ctx), (node), (status), (const char *)0)
-#else
-#define EDGE_EVAL_FAIL(ctx, node, status, reason) edge_eval_fail((ctx), (node), (status), (reason))
-#endif
+void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, edge_reason_t reason);
+#define EDGE_EVAL_FAIL(ctx, node, status, reason) edge_eval_fail((ctx), (node), (status), EDGE_REASON(reason))
 /* Eval-time: stop the invoke with EDGE_BAD_INPUT because element `element` of the node's input `input` holds
  * `value`, a position outside the dimension it indexes (GATHER, GATHER_ND, EMBEDDING_LOOKUP, SCATTER_ND: LiteRT
  * and TFLM fail the invoke there too). The error record names the node, that tensor, the element and the value. */
 void edge_eval_bad_input(edge_ctx_t *ctx, const edge_node_t *node, int32_t input, int64_t element, int64_t value,
-                         const char *reason);
-#ifdef EDGE_NO_STATUS_STRINGS
+                         edge_reason_t reason);
 #define EDGE_EVAL_BAD_INPUT(ctx, node, input, element, value, reason) \
-    edge_eval_bad_input((ctx), (node), (input), (element), (value), (const char *)0)
-#else
-#define EDGE_EVAL_BAD_INPUT(ctx, node, input, element, value, reason) \
-    edge_eval_bad_input((ctx), (node), (input), (element), (value), (reason))
-#endif
+    edge_eval_bad_input((ctx), (node), (input), (element), (value), EDGE_REASON(reason))
 /* The tensors of another subgraph (for control-flow kernels to copy inputs/outputs). */
 edge_tensor_t *edge_subgraph_tensor(edge_ctx_t *ctx, int32_t subgraph, int32_t tensor);
 int32_t edge_subgraph_io(edge_ctx_t *ctx, int32_t subgraph, int32_t output, const int32_t **indices);

@@ -49,17 +49,33 @@ static int str_eq(const char *a, const char *b) {
 static int64_t align_up(int64_t n) { return (n + ALIGN - 1) / ALIGN * ALIGN; }
 static int64_t align_persist(int64_t n) { return (n + PERSIST_ALIGN - 1) / PERSIST_ALIGN * PERSIST_ALIGN; }
 
-static edge_status_t fail_at(edge_interp_t *it, edge_status_t s, const char *what, int64_t offset) {
+/* error.what / error.what_line: the reason as the build keeps it (edge_kernel.h EDGE_REASON) */
+#if defined(EDGE_STATUS_SITES) && !defined(EDGE_NO_STATUS_STRINGS)
+#define EDGE_NO_REASON_TEXT /* reasons are source lines (edge_reason_t is an int) */
+#endif
+#ifdef EDGE_NO_REASON_TEXT
+#define SET_REASON(e, r) ((e)->what = 0, (e)->what_line = (r))
+#define GET_REASON(e) ((e)->what_line)
+#else
+#define SET_REASON(e, r) ((e)->what = (r), (e)->what_line = 0)
+#define GET_REASON(e) ((e)->what)
+#endif
+
+static edge_status_t fail_at(edge_interp_t *it, edge_status_t s, edge_reason_t what, int64_t offset) {
     it->error.status = s;
-    it->error.what = what;
+    SET_REASON(&it->error, what);
     it->error.offset = offset;
     return s;
 }
 
-#ifdef EDGE_NO_STATUS_STRINGS
-#define WHAT(text) ((const char *)0)
-#else
-#define WHAT(text) (text)
+/* A loader check's name ("Tensor.buffer"), as the build keeps reasons (edge_kernel.h's EDGE_REASON: the text, its
+ * source line under EDGE_STATUS_SITES, or nothing). */
+#define WHAT(text) EDGE_REASON(text)
+
+/* Op and type names are a host's to print when reasons are sites (the message keeps the op's code; the host has
+ * the names): their tables cost ~1 KB of a Cortex-M image. */
+#if defined(EDGE_NO_STATUS_STRINGS) || defined(EDGE_STATUS_SITES)
+#define EDGE_NO_NAME_TABLES
 #endif
 
 const char *edge_status_str(edge_status_t status) {
@@ -86,7 +102,7 @@ uint32_t edge_type_bytes(int type) {
 }
 
 const char *edge_type_name(int type) {
-#ifdef EDGE_NO_STATUS_STRINGS
+#ifdef EDGE_NO_NAME_TABLES
     (void)type;
     return "";
 #else
@@ -100,7 +116,7 @@ const char *edge_type_name(int type) {
 }
 
 const char *edge_op_name(int op_code) {
-#ifdef EDGE_NO_STATUS_STRINGS
+#ifdef EDGE_NO_NAME_TABLES
     (void)op_code;
     return "";
 #else
@@ -124,7 +140,7 @@ static const edge_op_facts_t *edge_op_facts(int32_t op) {
 }
 
 /* Record an arena shortfall: `required` bytes from the arena's start (exact, or a lower bound). */
-static edge_status_t too_small(edge_interp_t *it, int64_t required, uint8_t exact, const char *what) {
+static edge_status_t too_small(edge_interp_t *it, int64_t required, uint8_t exact, edge_reason_t what) {
     it->error.required = required;
     it->error.given = (int64_t)it->arena_len;
     it->error.required_exact = exact;
@@ -133,7 +149,7 @@ static edge_status_t too_small(edge_interp_t *it, int64_t required, uint8_t exac
 
 /* Every index of v[0..n) in [lo, hi); otherwise the model is invalid (what names the vector). */
 static edge_status_t check_indices(edge_interp_t *it, const int32_t *v, int32_t n, int32_t lo, int32_t hi,
-                                   const char *what, int64_t where) {
+                                   edge_reason_t what, int64_t where) {
     int32_t i;
     for (i = 0; i < n; i++)
         if (v[i] < lo || v[i] >= hi) return fail_at(it, EDGE_MODEL_INVALID, what, where);
@@ -158,7 +174,7 @@ static void *tail_alloc(edge_interp_t *it, size_t bytes) {
 /* ================================================================================= 2. flatbuffer verifier */
 
 /* Verify the table at byte pos: alignment, its vtable, and its inline bytes, all within the file. */
-static edge_status_t fb_table(edge_interp_t *it, int64_t pos, const char *what, edge_table_t *t) {
+static edge_status_t fb_table(edge_interp_t *it, int64_t pos, edge_reason_t what, edge_table_t *t) {
     const uint8_t *b = it->model;
     int64_t n = (int64_t)it->model_len, vt;
     uint16_t vt_size, inline_size;
@@ -187,20 +203,20 @@ static int field_off(const edge_table_t *t, int32_t slot, int32_t size) {
 }
 
 static edge_status_t fb_u32(edge_interp_t *it, const edge_table_t *t, int slot, uint32_t dflt, uint32_t *v,
-                            const char *what) {
+                            edge_reason_t what) {
     int off = field_off(t, slot, 4);
     if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
     *v = off ? rd32(t->table + off) : dflt;
     return EDGE_OK;
 }
 static edge_status_t fb_u8(edge_interp_t *it, const edge_table_t *t, int slot, uint8_t dflt, uint8_t *v,
-                           const char *what) {
+                           edge_reason_t what) {
     int off = field_off(t, slot, 1);
     if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
     *v = off ? t->table[off] : dflt;
     return EDGE_OK;
 }
-static edge_status_t fb_u64(edge_interp_t *it, const edge_table_t *t, int slot, uint64_t *v, const char *what) {
+static edge_status_t fb_u64(edge_interp_t *it, const edge_table_t *t, int slot, uint64_t *v, edge_reason_t what) {
     int off = field_off(t, slot, 8);
     if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, what, t->table - it->model);
     *v = off ? rd64(t->table + off) : 0;
@@ -209,7 +225,7 @@ static edge_status_t fb_u64(edge_interp_t *it, const edge_table_t *t, int slot, 
 
 /* Follow a reference field (uoffset) to the position it names: in the file, aligned to `align`.
  * *pos = 0 when the field is absent. */
-static edge_status_t fb_ref(edge_interp_t *it, const edge_table_t *t, int slot, int64_t *pos, const char *what) {
+static edge_status_t fb_ref(edge_interp_t *it, const edge_table_t *t, int slot, int64_t *pos, edge_reason_t what) {
     int off = field_off(t, slot, 4);
     int64_t field, target;
     *pos = 0;
@@ -224,7 +240,7 @@ static edge_status_t fb_ref(edge_interp_t *it, const edge_table_t *t, int slot, 
 
 /* A vector field: *start = first element's position, *count elements of elem bytes, all in the file. */
 static edge_status_t fb_vector(edge_interp_t *it, const edge_table_t *t, int slot, int64_t elem, int64_t *start,
-                               int32_t *count, const char *what) {
+                               int32_t *count, edge_reason_t what) {
     int64_t vpos, c;
     edge_status_t s = fb_ref(it, t, slot, &vpos, what);
     *start = 0;
@@ -239,13 +255,14 @@ static edge_status_t fb_vector(edge_interp_t *it, const edge_table_t *t, int slo
 }
 
 /* The table that element i of a vector of tables points to. */
-static edge_status_t fb_vector_table(edge_interp_t *it, int64_t start, int32_t i, const char *what, edge_table_t *t) {
+static edge_status_t fb_vector_table(edge_interp_t *it, int64_t start, int32_t i, edge_reason_t what,
+                                     edge_table_t *t) {
     int64_t epos = start + 4 * (int64_t)i;
     return fb_table(it, epos + (int64_t)rd32(it->model + epos), what, t);
 }
 
 /* A string at the position `spos` (already dereferenced): length, NUL terminator, in the file. */
-static edge_status_t fb_string_at(edge_interp_t *it, int64_t spos, const char **str, const char *what) {
+static edge_status_t fb_string_at(edge_interp_t *it, int64_t spos, const char **str, edge_reason_t what) {
     int64_t n = (int64_t)it->model_len, len;
     if (spos + 4 > n || spos % 4) return fail_at(it, EDGE_MODEL_MALFORMED, what, spos);
     len = (int64_t)rd32(it->model + spos);
@@ -255,7 +272,7 @@ static edge_status_t fb_string_at(edge_interp_t *it, int64_t spos, const char **
 }
 
 static edge_status_t fb_string(edge_interp_t *it, const edge_table_t *t, int slot, const char **str,
-                               const char *what) {
+                               edge_reason_t what) {
     int off = field_off(t, slot, 4);
     int64_t field;
     *str = 0;
@@ -267,7 +284,7 @@ static edge_status_t fb_string(edge_interp_t *it, const edge_table_t *t, int slo
 
 /* An [int] vector as a pointer into the model (4-aligned: the model starts 4-aligned, vectors are). */
 static edge_status_t fb_ints(edge_interp_t *it, const edge_table_t *t, int slot, const int32_t **v, int32_t *n,
-                             const char *what) {
+                             edge_reason_t what) {
     int64_t start;
     edge_status_t s = fb_vector(it, t, slot, 4, &start, n, what);
     *v = (s == EDGE_OK && start) ? (const int32_t *)(const void *)(it->model + start) : 0;
@@ -1111,7 +1128,7 @@ static void patch_needs(const patch_axis_t *a, int32_t lo, int32_t hi, int32_t *
     *nhi = (int32_t)(y > a->size ? a->size : y);
 }
 
-static edge_status_t patch_fail(edge_interp_t *it, int32_t node, const char *what) {
+static edge_status_t patch_fail(edge_interp_t *it, int32_t node, edge_reason_t what) {
     it->error.subgraph = 0;
     it->error.node = node;
     return fail_at(it, EDGE_BAD_ARGUMENT, what, -1);
@@ -1823,9 +1840,9 @@ edge_status_t edge_set_output_shape(edge_ctx_t *ctx, const edge_node_t *node, in
     return EDGE_OK;
 }
 
-edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, const char *reason) {
+edge_status_t edge_fail(edge_ctx_t *ctx, edge_status_t status, edge_reason_t reason) {
     ctx->interp->error.status = status;
-    ctx->interp->error.what = reason;
+    SET_REASON(&ctx->interp->error, reason);
     return status;
 }
 
@@ -1908,12 +1925,12 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
     ctx.subgraph = g;
     for (k = 0; k < sg->n_nodes && !it->plan_only; k++) {
         edge_node_t *nd = &it->nodes[sg->node_base + k];
-        it->error.what = 0;
+        SET_REASON(&it->error, EDGE_NO_REASON);
         s = edge_kernels[nd->kernel_].prepare(nd, &ctx);
         if (s != EDGE_OK) {
-            const char *what = it->error.what;
+            edge_reason_t what = GET_REASON(&it->error);
             it->error.custom_code = node_custom_code(it, nd); /* the message names a custom op by its name */
-            it->error.what = what;
+            SET_REASON(&it->error, what);
             it->error.status = s;
             it->error.subgraph = g;
             it->error.node = k;
@@ -2027,7 +2044,7 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
     if (s == EDGE_OK) {
         it->error.subgraph = it->error.node = it->error.tensor = -1;
         it->error.op_code = it->error.op_version = -1;
-        it->error.what = 0;
+        SET_REASON(&it->error, EDGE_NO_REASON);
         it->ready = it->plan_only ? 0 : 1;
     }
     return s;
@@ -2110,10 +2127,10 @@ static void clear_halt(edge_interp_t *it) {
     it->error.op_code = it->error.op_version = -1;
     it->error.custom_code = 0;
     it->error.element = -1;
-    it->error.what = 0;
+    SET_REASON(&it->error, EDGE_NO_REASON);
 }
 
-void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, const char *reason) {
+void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t status, edge_reason_t reason) {
     edge_interp_t *it = ctx->interp;
     const char *custom_code = node_custom_code(it, node); /* read first: a model read may touch the record */
     it->error.status = status;
@@ -2125,12 +2142,12 @@ void edge_eval_fail(edge_ctx_t *ctx, const edge_node_t *node, edge_status_t stat
     it->error.tensor = -1;
     it->error.offset = -1;
     it->error.element = -1;
-    it->error.what = reason;
+    SET_REASON(&it->error, reason);
     it->halt = status;
 }
 
 void edge_eval_bad_input(edge_ctx_t *ctx, const edge_node_t *node, int32_t input, int64_t element, int64_t value,
-                         const char *reason) {
+                         edge_reason_t reason) {
     edge_eval_fail(ctx, node, EDGE_BAD_INPUT, reason);
     ctx->interp->error.tensor = node->inputs[input];
     ctx->interp->error.element = element;
@@ -2410,7 +2427,12 @@ char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
         if (e->op_code >= 0) {
             put_s(&o, " (");
             if (e->op_code == EDGE_OP_CUSTOM && e->custom_code) put_s(&o, e->custom_code);
-            else { put_s(&o, edge_op_name(e->op_code)); put_s(&o, " code "); put_i(&o, e->op_code); }
+            else {
+                const char *name = edge_op_name(e->op_code); /* "" when the build left the names to the host */
+                if (*name) { put_s(&o, name); put_s(&o, " "); }
+                put_s(&o, "code ");
+                put_i(&o, e->op_code);
+            }
             put_s(&o, " v");
             put_i(&o, e->op_version);
             put_s(&o, ")");
@@ -2420,6 +2442,7 @@ char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
     if (e->tensor >= 0) { put_s(&o, "tensor "); put_i(&o, e->tensor); put_s(&o, ": "); }
     put_s(&o, edge_status_str(e->status));
     if (e->what) { put_s(&o, ": "); put_s(&o, e->what); }
+    if (e->what_line > 0) { put_s(&o, ": @"); put_i(&o, e->what_line); } /* the reason's source line (host decodes) */
     if (e->status == EDGE_BAD_INPUT && e->element >= 0) {
         put_s(&o, ": element ");
         put_i(&o, e->element);

@@ -9,10 +9,11 @@ are measured once) and each CPU, the runtime is built for that model as a per-mo
 of only its ops (gen_ops.py --model) and the type switches of its tensor types (gen_ops.py --type-defs:
 -DEDGE_WITH_FLOAT32=0 / -DEDGE_WITH_INT16=0 when no tensor has that type; the report names them), linked
 into a minimal image for the CPU's board (M0+ rp2040-pico, M4 qemu-mps2-an386, M7 stm32f746-disco;
--Os, --gc-sections) whose main (tools/image_main.c) calls edge_init / edge_invoke on a model pointer
-the compiler cannot see through. The linker map attributes every kept input section:
+-Os, link-time optimisation (the Makefile's ARM_LTO), --gc-sections) whose main (tools/image_main.c) calls
+edge_init / edge_invoke on a model pointer the compiler cannot see through. The linker map attributes every kept input section:
 
-    runtime  = sections from libedge*.a objects + the op table (ops_table.o) (the runtime's own code, rodata, data, bss)
+    runtime  = sections from libedge*.a objects + the op table (ops_table.o), or from the LTO link's ltrans objects
+               (only they are compiled with -flto; the per-object split then is one "lto" entry)
     libs     = libgcc / libm / libc sections the image keeps beyond the baseline image (the same main and
                board code without the runtime): what the runtime pulls in from the toolchain
     total    = runtime + libs: the runtime's whole contribution (.text counts .rodata, as `size` does)
@@ -107,7 +108,9 @@ def parse_map(path: Path) -> dict[str, dict[str, int]]:
             continue
         if kind is None or size == 0:
             continue
-        if re.search(r"libedge[^/(]*\.a\(", src) or src.endswith("ops_table.o"):
+        # an LTO link (the Makefile's ARM_LTO) puts the runtime's code into ltrans objects: only the runtime and
+        # its op table are compiled with -flto (main and the board are not), so those sections are the runtime's
+        if re.search(r"libedge[^/(]*\.a\(", src) or src.endswith("ops_table.o") or src.endswith(".ltrans.o"):
             group = "runtime"
         elif any(lib + "(" in src for lib in _LIBS):
             group = "libs"
@@ -115,7 +118,8 @@ def parse_map(path: Path) -> dict[str, dict[str, int]]:
             group = "other"
         out[group][kind] += size
         if group == "runtime" and kind == "text":
-            obj = src[src.find("(") + 1:-1] if "(" in src else Path(src).name
+            obj = (src[src.find("(") + 1:-1] if "(" in src
+                   else "lto" if src.endswith(".ltrans.o") else Path(src).name)
             out["objects"][obj] = out["objects"].get(obj, 0) + size
     return out
 
@@ -264,7 +268,7 @@ def main(argv=None) -> int:
     for cpu in cpus:
         if cpu not in BOARD_FOR:
             fail(f"unknown CPU {cpu!r}; known: {' '.join(CPUS)}")
-    print("Runtime size per op set (-Os, --gc-sections; bytes), built per model: its ops and its type switches "
+    print("Runtime size per op set (-Os, LTO, --gc-sections; bytes), built per model: its ops and its type switches "
           "(EDGE_WITH_<TYPE>=0 for tensor types it lacks). runtime = libedge objects + op table; "
           "libs = libgcc/libm/libc the runtime pulls in beyond the board baseline; .text includes .rodata.")
     goal = None
