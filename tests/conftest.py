@@ -63,6 +63,18 @@ def _peer_outputs_shared_by_workers(tmp_path_factory):
     yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _m4_build_shared_by_the_session(tmp_path_factory):
+    """The Cortex-M4 images of a session (tests.oprunner.m4_image) share one ARM build folder, so the library is
+    compiled once per type switch, not once per test; under xdist the workers share it too (a child of the
+    session's base temp, like the peers' outputs), each image built under the folder's file lock."""
+    from tests import oprunner
+
+    base = tmp_path_factory.getbasetemp()
+    oprunner.M4_BUILD_DIR = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "m4-build"
+    yield
+
+
 def grid_cases(cases, c_runs=lambda case: True, ids=str) -> list:
     """``(runtime, case)`` pairs for ``@pytest.mark.parametrize(("runtime", "case"), grid_cases(...),
     indirect=["runtime"])``: every case on the Python interpreter, and on the C runtime those ``c_runs`` accepts
