@@ -14,6 +14,25 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_MODELS = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 
 
+def _bytecode_under_the_cache() -> None:
+    """Compiled bytecode kept under the cache folder (``resources.cache_dir()/pycache``, never beside the sources)
+    for this process and every Python it starts. Where PYTHONDONTWRITEBYTECODE=1 (this machine, CI's image) each
+    pytest worker and each of the hundreds of Pythons the suite starts (`python -m edge_sdk.cli ...`, gen_ops.py
+    in every firmware make) compiled edge_sdk's 34k lines again, and the workers re-rewrote every test module:
+    about 0.25 s of CPU a process. A prefix already chosen (PYTHONPYCACHEPREFIX) is kept."""
+    import sys
+
+    from edge_sdk import resources
+
+    prefix = sys.pycache_prefix or str(resources.cache_dir() / "pycache")
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+_bytecode_under_the_cache()
+
+
 # The C runtime's binding builds libedge with gcc and make: without them every C case of the runtime grid skips,
 # for this one reason (allow-listed in tests/skip_policy.py only where CI lacks them: it never does).
 C_RUNTIME_REASON = "the C runtime needs gcc and make"
