@@ -14,6 +14,25 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_MODELS = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
 
 
+def _bytecode_under_the_cache() -> None:
+    """Compiled bytecode kept under the cache folder (``resources.cache_dir()/pycache``, never beside the sources)
+    for this process and every Python it starts. Where PYTHONDONTWRITEBYTECODE=1 (this machine, CI's image) each
+    pytest worker and each of the hundreds of Pythons the suite starts (`python -m edge_sdk.cli ...`, gen_ops.py
+    in every firmware make) compiled edge_sdk's 34k lines again, and the workers re-rewrote every test module:
+    about 0.25 s of CPU a process. A prefix already chosen (PYTHONPYCACHEPREFIX) is kept."""
+    import sys
+
+    from edge_sdk import resources
+
+    prefix = sys.pycache_prefix or str(resources.cache_dir() / "pycache")
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, False
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+_bytecode_under_the_cache()
+
+
 # The C runtime's binding builds libedge with gcc and make: without them every C case of the runtime grid skips,
 # for this one reason (allow-listed in tests/skip_policy.py only where CI lacks them: it never does).
 C_RUNTIME_REASON = "the C runtime needs gcc and make"
@@ -61,6 +80,140 @@ def _peer_outputs_shared_by_workers(tmp_path_factory):
         oprunner.PEER_CACHE_DIR = tmp_path_factory.getbasetemp().parent / "peer-outputs"
         oprunner.PEER_CACHE_DIR.mkdir(exist_ok=True)
     yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _m4_build_shared_by_the_session(tmp_path_factory):
+    """The Cortex-M4 images of a session (tests.oprunner.m4_image) share one ARM build folder, so the library is
+    compiled once per type switch, not once per test; under xdist the workers share it too (a child of the
+    session's base temp, like the peers' outputs), each image built under the folder's file lock."""
+    from tests import oprunner
+
+    base = tmp_path_factory.getbasetemp()
+    oprunner.M4_BUILD_DIR = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "m4-build"
+    yield
+
+
+# ------------------------------------------------------------------------------------ longest tests first (xdist)
+# `make test` runs two workers with --dist worksteal: xdist deals the collection out in contiguous halves and an
+# idle worker steals from the END of the other's queue. A 200 s test at the end of a half runs last, alone, on
+# one core. So under xdist the long tests go to the heads of the halves, longest first, balanced between them
+# (LPT), and the many short tests after them: the stealing at the end moves short tests only. The seconds:
+# the quiet CI durations table (2026-12-03) for tests of 15 s and more, by node id or by test function (every
+# parameter); a test marked ``slow`` that the table does not list counts SLOW_MARK_SECONDS. A stale figure
+# only moves a test in the order; nothing is skipped or run twice.
+LONG_TEST_SECONDS = {
+    "tests/test_check_size_table.py::test_table_is_what_the_installed_compiler_measures_now": 236,
+    "tests/test_packaging.py::test_installed_wheel_works_without_the_checkout": 223,
+    "tests/test_c_fuzz.py::test_bounded_fuzz_session_has_no_findings": 214,
+    "tests/test_c_fuzz.py::test_replay_catches_the_int64_bias_overflow_when_the_fix_is_reverted": 194,
+    "tests/test_c_fuzz.py::test_regression_cases_replay_clean_under_asan": 178,
+    "tests/test_c_cross.py::test_cross_binaries_are_for_the_target_cpu[aarch64]": 157,
+    "tests/test_deploy.py::test_deploy_status_redeploy": 154,
+    "tests/test_bench.py::test_bench_on_a_loopback_device": 143,
+    "tests/test_deploy.py::test_model_paths_with_spaces_and_quotes": 130,
+    "tests/test_arena_meaning.py::test_edge_check_reports_the_same_arena_size_and_the_packed_figure_apart": 116,
+    "tests/test_check_models.py::test_op_table_fallback_agrees_with_the_c_runtime_on_every_c_profile[tflite-micro/seanet/pad/pad11.tflite]": 95,
+    "tests/test_arena_meaning.py::test_python_and_c_arena_size_differ_only_by_the_c_runtimes_own_state": 94,
+    "tests/test_generate_device.py::test_qemu_generate_same_tokens_as_host": 86,
+    "tests/test_c_builds.py::test_make_size_reports_person_detect_on_m4": 83,
+    "tests/test_export.py::test_mobilenet_v2_inplace_plan_on_the_qemu_board": 71,
+    "tests/test_c_builds.py::test_cpu_library_builds_warning_clean[cortex-m0plus]": 64,
+    "tests/test_c_builds.py::test_cpu_library_builds_warning_clean[cortex-m7]": 64,
+    "tests/test_c_builds.py::test_linked_m4_image_runs_under_qemu_and_matches_python": 63,
+    "tests/test_check_c.py::test_c_target_arena_equals_high_water_read_back_from_the_qemu_board[tflite-micro/audio_preprocessor_int8.tflite]": 63,
+    "tests/test_ops_compare.py::test_int8_comparisons_and_select_run_on_the_m4_image_under_qemu": 63,
+    "tests/test_c_builds.py::test_cpu_library_builds_warning_clean[cortex-m4]": 62,
+    "tests/test_qemu_models.py::test_shared_model_bit_exact_on_qemu[mobilenet_v2_quantized_1x3x224x224]": 62,
+    "tests/test_op_table_c.py::test_registered_dtypes_are_what_the_c_and_python_prepares_take": 62,
+    "tests/test_c_kernels_fc_dsp.py::test_fast_paths_on_cortex_m4_under_qemu": 57,
+    "tests/test_patching.py::test_mobilenet_v2_patch_plan_on_the_qemu_board": 54,
+    "tests/test_convert.py::test_target_that_cannot_run_it_writes_nothing_and_lists_every_reason": 54,
+    "tests/test_control_flow.py::test_check_runs_control_flow_and_names_nodes_inside_subgraphs[nrf52840-dk]": 54,
+    "tests/test_memory_min.py::test_flash_and_profile_inplace_plan_on_the_qemu_board": 54,
+    "tests/test_check_c.py::test_c_target_arena_equals_high_water_read_back_from_the_qemu_board[pymicro-wakeword/hey_jarvis.tflite]": 50,
+    "tests/test_ops_math_more.py::test_new_ops_run_on_a_cortex_m4_under_qemu": 48,
+    "tests/test_check_c.py::test_c_target_arena_equals_high_water_read_back_from_the_qemu_board[tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite]": 47,
+    "tests/test_check_models.py::test_op_table_fallback_agrees_with_the_c_runtime_on_every_c_profile[tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite]": 45,
+    "tests/test_boards.py::test_runtime_links_with_the_fragment_and_runs_under_qemu": 44,
+    "tests/test_check_c.py::test_board_figure_does_not_depend_on_the_patch_code_switch": 43,
+    "tests/test_ops_conv3d_topk_nms.py::test_kernels_on_cortex_m4_under_qemu": 43,
+    "tests/test_firmware_c.py::test_build_is_warning_clean_with_gcc[strings]": 41,
+    "tests/test_ops_reduce_more.py::test_reduce_min_float_runs_on_the_m4_under_qemu": 40,
+    "tests/test_firmware_c.py::test_build_is_warning_clean_with_gcc[no-strings]": 40,
+    "tests/test_check_size_table.py::test_check_without_the_target_compiler_reads_the_size_table_and_says_so": 39,
+    "tests/test_check.py::test_shared_models_run_on_qemu_and_host[keyword_scrambled]": 37,
+    "tests/test_check_linux_c.py::test_host_linux_c_check_counts_the_fast_paths_packed_weights": 35,
+    "tests/test_check_size_table.py::test_a_toolchain_without_a_table_entry_says_the_runtime_flash_is_unknown": 35,
+    "tests/test_check.py::test_shared_models_run_on_qemu_and_host[trained_lstm_int8]": 34,
+    "tests/test_check_linux_c.py::test_aarch64_c_check_runs_the_aarch64_library_under_qemu": 33,
+    "tests/test_export.py::test_host_export_arena_is_the_examples_exact_need[person_detect-min]": 31,
+    "tests/test_first_hour.py::test_ctrl_c_during_flash_leaves_no_qemu": 31,
+    "tests/test_examples.py::test_image_classification_profiles_on_qemu": 31,
+    "tests/test_firmware_c.py::test_cortex_m4_build_is_warning_clean": 29,
+    "tests/test_check_c.py::test_c_target_arena_equals_high_water_read_back_from_the_qemu_board[tflite-micro/audio_preprocessor_float.tflite]": 27,
+    "tests/test_fuzz.py::test_fuzz_allocate_and_invoke[tflite-micro/keyword_scrambled.tflite]": 27,
+    "tests/test_ops_conv.py::test_dsp_path_equals_plain_path[int8-1-5-6-3-4-3-3-1-SAME-1x1-1x1-NONE-True-True]": 27,
+    "tests/test_c_kernels_fc_dsp.py::test_fast_paths_bit_exact[conv1x1-odd-pixels-odd-channels]": 25,
+    "tests/test_export.py::test_cmake_qemu_board_matches_host": 24,
+    "tests/test_deploy.py::test_interrupted_deploy_keeps_the_previous_model": 24,
+    "tests/test_check.py::test_shared_models_that_do_not_fit": 23,
+    "tests/test_c_builds.py::test_host_build_without_float32_int16_refuses_those_nodes": 22,
+    "tests/test_export.py::test_host_export_arena_is_the_examples_exact_need[person_detect-layer]": 22,
+    "tests/test_export.py::test_host_export_arena_is_the_examples_exact_need[person_detect-inplace]": 21,
+    "tests/test_export.py::test_cmake_host_export_least_ram_plan": 20,
+    "tests/test_examples.py::test_demo_end_to_end_on_qemu": 18,
+    "tests/test_export.py::test_host_export_arena_is_the_examples_exact_need[dw_chain-layer]": 18,
+    "tests/test_examples.py::test_image_classification_quick": 17,
+    "tests/test_qemu_models.py::test_shared_model_bit_exact_on_qemu[micro_speech_lstm]": 17,
+    "tests/test_export.py::test_host_export_arena_is_the_examples_exact_need[dw_chain-min]": 17,
+    "tests/test_control_flow.py::test_export_runs_control_flow_like_the_interpreter": 17,
+    "tests/test_export.py::test_host_export_arena_is_the_examples_exact_need[dw_chain-inplace]": 16,
+    "tests/test_deploy_c.py::test_deploy_ships_the_library_and_the_device_runs_the_c_runtime": 16,
+    "tests/test_export.py::test_cmake_raspberry_pi_cross_export[add_f32]": 16,
+    "tests/test_check_c.py::test_c_target_arena_equals_high_water_read_back_from_the_qemu_board[tflite-micro/hello_world_float.tflite]": 16,
+}
+SLOW_MARK_SECONDS = 10
+
+
+def expected_seconds(item) -> float:
+    """What a collected test is expected to take, for the ordering (0: a short test)."""
+    for key in (item.nodeid, item.nodeid.split("[", 1)[0]):
+        if key in LONG_TEST_SECONDS:
+            return LONG_TEST_SECONDS[key]
+    return SLOW_MARK_SECONDS if item.get_closest_marker("slow") else 0.0
+
+
+def long_tests_first(items: list, workers: int) -> list:
+    """``items`` reordered so that each of the ``workers`` contiguous chunks xdist's load / worksteal schedulers
+    deal out (worker k gets len(pending) // workers-left) starts with its share of the long tests (longest first,
+    each to the least loaded chunk with room), the short tests after them in collection order."""
+    seconds = {id(item): expected_seconds(item) for item in items}
+    long = sorted((item for item in items if seconds[id(item)] > 0), key=lambda item: -seconds[id(item)])
+    short = [item for item in items if seconds[id(item)] == 0]
+    sizes, left = [], len(items)
+    for k in range(workers):
+        sizes.append(left // (workers - k))
+        left -= sizes[-1]
+    heads: list[list] = [[] for _ in range(workers)]
+    load = [0.0] * workers
+    for item in long:
+        k = min((k for k in range(workers) if len(heads[k]) < sizes[k]), key=lambda k: load[k])
+        heads[k].append(item)
+        load[k] += seconds[id(item)]
+    ordered, taken = [], 0
+    for k in range(workers):
+        room = sizes[k] - len(heads[k])
+        ordered += heads[k] + short[taken:taken + room]
+        taken += room
+    return ordered
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k deselection: the chunks are of what runs
+def pytest_collection_modifyitems(config, items):
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)  # set on xdist's workers only
+    if workers >= 2 and getattr(config.option, "dist", "no") in ("load", "worksteal"):
+        items[:] = long_tests_first(items, workers)
 
 
 def grid_cases(cases, c_runs=lambda case: True, ids=str) -> list:

@@ -441,32 +441,76 @@ def image_main_hash(data: bytes) -> int:
     return h
 
 
+# The ARM build folder the session's M4 images share (tests/conftest.py sets it; under xdist one folder for all
+# workers): every image test used to compile the whole Cortex-M4 library in its own tmp folder (~30-60 s each);
+# now the library objects (one set per type switch, TYPE_TAG) are compiled once per session and each image only
+# compiles image_main.c, its op table and its model, and links. None: each call builds in the caller's folder.
+M4_BUILD_DIR: Path | None = None
+M4_BOARD = "qemu-mps2-an386"
+
+
+def m4_image(model: Path, build: Path, *make_vars: str) -> Path:
+    """``make image CPU=cortex-m4 BOARD=qemu-mps2-an386 MODEL=model [make_vars]`` (what ``make cortex-m4
+    BOARD=... MODEL=... ARM_BUILD=build`` makes), built in the session's shared ARM build folder (M4_BUILD_DIR)
+    under a file lock, then the image folder copied to ``build/cortex-m4/qemu-mps2-an386`` (returned: edge-image.elf,
+    its .map, edge_ops_generated.c, the objects), as if built there. A failed build fails the calling test."""
+    import fcntl
+    import shutil
+    import subprocess
+
+    fw = Path(__file__).resolve().parent.parent / "firmware_c"
+    shared = M4_BUILD_DIR if M4_BUILD_DIR is not None else build
+    shared.mkdir(parents=True, exist_ok=True)
+    built = shared / "cortex-m4" / M4_BOARD
+    with open(shared / "image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one image at a time in the folder (released when the file closes)
+        # model_data.c depends on MODEL's path by mtime: another test's model, built after this test wrote its
+        # file, would look up to date; the image is always relinked (image_main.o is FORCE'd)
+        for stale in ("model_data.c", "model_data.o", "edge-image.elf", "edge-image.map"):
+            (built / stale).unlink(missing_ok=True)
+        proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", f"-j{os.cpu_count() or 1}", "image",
+                               "CPU=cortex-m4", f"BOARD={M4_BOARD}", f"MODEL={Path(model).resolve()}",
+                               f"ARM_BUILD={shared.resolve()}", "MODELS=", *make_vars],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, f"make image {model}:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+        image_dir = build / "cortex-m4" / M4_BOARD
+        if shared.resolve() != Path(build).resolve():
+            shutil.copytree(built, image_dir, dirs_exist_ok=True)
+    return image_dir
+
+
+def run_m4_image(elf: Path, timeout: float = 120) -> str:
+    """The image run under qemu-system-arm (mps2-an386, semihosting exit): its UART output, CRs removed. A run
+    that fails or does not report status 0 fails the calling test."""
+    import subprocess
+
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                          str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                          "enable=on,target=native"], capture_output=True, text=True, timeout=timeout)
+    out = run.stdout.replace("\r", "")
+    assert run.returncode == 0 and "status 0" in out, f"{elf}: {out[-500:]}{run.stderr[-500:]}"
+    return out
+
+
 def m4_image_mismatches(models: dict, build: Path, init_flags: int = 0) -> list[str]:
     """Each model (name -> bytes) built into firmware_c's image (tools/image_main.c) for the Cortex-M4 board and run
     under qemu-system-arm: the names whose output hash differs from the Python interpreter's on the same inputs
     (a failed build or run fails the calling test). ``init_flags``: the image's edge_init_ex flags (2:
-    EDGE_INIT_MEMORY_MIN, the least-RAM request's kernels)."""
+    EDGE_INIT_MEMORY_MIN, the least-RAM request's kernels). The images share the session's library objects
+    (``m4_image``)."""
     import re
-    import subprocess
 
     from edge_sdk import Interpreter
 
-    fw = Path(__file__).resolve().parent.parent / "firmware_c"
     failures = []
     for name, model in models.items():
         path = build.parent / f"{name}.tflite"
         path.write_bytes(model)
-        proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "image", "CPU=cortex-m4",
-                               "BOARD=qemu-mps2-an386", f"MODEL={path}", f"ARM_BUILD={build}",
-                               f"IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS={int(init_flags)}u"],
-                              capture_output=True, text=True, timeout=300)
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        elf = build / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
-        run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
-                              str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
-                              "enable=on,target=native"], capture_output=True, text=True, timeout=120)
-        out = run.stdout.replace("\r", "")
-        assert run.returncode == 0 and "status 0" in out, name + ": " + out[-500:]
+        image_dir = m4_image(path, build, f"IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS={int(init_flags)}u")
+        try:
+            out = run_m4_image(image_dir / "edge-image.elf")
+        except AssertionError as err:
+            raise AssertionError(f"{name}: {err}") from None
         py = Interpreter(model_content=model)
         py.allocate_tensors()
         for d, x in zip(py.get_input_details(), image_main_inputs(py)):

@@ -17,7 +17,7 @@ from edge_sdk import Interpreter
 from edge_sdk.model import read_model
 
 from tests.conftest import shared_model
-from tests.oprunner import T, image_main_hash, image_main_inputs, op_model
+from tests.oprunner import T, image_main_hash, image_main_inputs, m4_image, op_model
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
@@ -76,8 +76,7 @@ def test_linked_m4_image_runs_under_qemu_and_matches_python(tmp_path):
     _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
     model = tmp_path / "fc.tflite"
     model.write_bytes(_fc_model())
-    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=")
-    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    elf = m4_image(model, tmp_path / "b") / "edge-image.elf"  # built with the session's library objects
     table = (tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge_ops_generated.c").read_text()
     assert re.findall(r"/\* (\w+) \*/", table) == ["FULLY_CONNECTED"]
     proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",

@@ -318,8 +318,8 @@ def test_int8_comparisons_and_select_run_on_the_m4_image_under_qemu(tmp_path):
 
     pytest.importorskip("onnx")
     from converters import convert
-    from tests.oprunner import image_main_hash, image_main_inputs
-    from tests.test_c_builds import _make, _need
+    from tests.oprunner import image_main_hash, image_main_inputs, m4_image
+    from tests.test_c_builds import _need
     from tests.test_import_onnx_compare import leaky_where_model
 
     _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
@@ -328,8 +328,7 @@ def test_int8_comparisons_and_select_run_on_the_m4_image_under_qemu(tmp_path):
                      allow_lossy=True)
     model = tmp_path / "leaky_where.tflite"
     model.write_bytes(result.tflite)
-    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=")
-    board = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386"
+    board = m4_image(model, tmp_path / "b")  # tmp_path/b/cortex-m4/qemu-mps2-an386, the session's library objects
     table = (board / "edge_ops_generated.c").read_text()
     assert {"GREATER", "LESS", "SELECT_V2"} <= set(re.findall(r"/\* (\w+) \*/", table))
     proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",

@@ -515,7 +515,7 @@ def test_kernels_on_cortex_m4_under_qemu(tmp_path):
     from edge_sdk import Interpreter
     from edge_sdk.model import write_model
     from edge_sdk.model.builder import GraphBuilder
-    from tests.oprunner import image_main_hash, image_main_inputs
+    from tests.oprunner import image_main_hash, image_main_inputs, m4_image
 
     rng = np.random.default_rng(4)
     g = GraphBuilder()
@@ -545,14 +545,8 @@ def test_kernels_on_cortex_m4_under_qemu(tmp_path):
     model = write_model(g.build())
     path = tmp_path / "m.tflite"
     path.write_bytes(model)
-    from edge_sdk import resources
-
-    fw = resources.firmware_dir()
-    proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "cortex-m4", "BOARD=qemu-mps2-an386",
-                           f"MODEL={path}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=", f"PYTHON={sys.executable}"],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    # built with the session's library objects (tests.oprunner.m4_image)
+    elf = m4_image(path, tmp_path / "b", f"PYTHON={sys.executable}") / "edge-image.elf"
     run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
                           str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
                           "enable=on,target=native"], capture_output=True, text=True, timeout=120)

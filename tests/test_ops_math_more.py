@@ -510,19 +510,14 @@ def test_new_ops_run_on_a_cortex_m4_under_qemu(tmp_path):
     import subprocess
 
     from edge_sdk import Interpreter
-    from tests.oprunner import image_main_hash, image_main_inputs
+    from tests.oprunner import image_main_hash, image_main_inputs, m4_image
 
     missing = [x for x in ("make", "arm-none-eabi-gcc", "qemu-system-arm") if shutil.which(x) is None]
     if missing:
         pytest.skip(f"{', '.join(missing)} not installed")
-    fw = __import__("pathlib").Path(__file__).resolve().parent.parent / "firmware_c"
     model = tmp_path / "ops.tflite"
     model.write_bytes(_mcu_model())
-    make = subprocess.run(["make", "-C", str(fw), "--no-print-directory", "cortex-m4", "BOARD=qemu-mps2-an386",
-                           f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS="],
-                          capture_output=True, text=True, timeout=600)
-    assert make.returncode == 0, make.stdout[-3000:] + make.stderr[-3000:]
-    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    elf = m4_image(model, tmp_path / "b") / "edge-image.elf"  # built with the session's library objects
     proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
                            str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
                            "enable=on,target=native"], capture_output=True, text=True, timeout=120)

@@ -319,14 +319,13 @@ def test_reduce_min_float_runs_on_the_m4_under_qemu(tmp_path):
     import subprocess
 
     from edge_sdk import Interpreter
-    from tests.oprunner import image_main_hash, image_main_inputs
-    from tests.test_c_builds import _make, _need
+    from tests.oprunner import image_main_hash, image_main_inputs, m4_image
+    from tests.test_c_builds import _need
 
     _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
     model = tmp_path / "reduce_min.tflite"
     model.write_bytes(reduce_model("REDUCE_MIN", (4, 8, 6), [1, -1], False, "FLOAT32"))
-    _make("cortex-m4", "BOARD=qemu-mps2-an386", f"MODEL={model}", f"ARM_BUILD={tmp_path / 'b'}", "MODELS=")
-    elf = tmp_path / "b" / "cortex-m4" / "qemu-mps2-an386" / "edge-image.elf"
+    elf = m4_image(model, tmp_path / "b") / "edge-image.elf"  # built with the session's library objects
     proc = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
                            str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
                            "enable=on,target=native"], capture_output=True, text=True, timeout=60)

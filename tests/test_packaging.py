@@ -157,8 +157,10 @@ print(json.dumps({"outs": outs, "library": str(c_build.LIBRARY), "package": edge
 @pytest.mark.slow
 def test_installed_wheel_works_without_the_checkout(tmp_path):
     # the wheel: pip wheel with the setuptools hook when setuptools can build wheels offline here, else deploy's
-    # direct writer (the same file selection: test_setup_py_hook_bundles_what_the_direct_writer_bundles)
-    wheel = build_wheel(ROOT, cache=tmp_path / "wheels")
+    # direct writer (the same file selection: test_setup_py_hook_bundles_what_the_direct_writer_bundles); from
+    # deploy's wheel cache (keyed by a hash of the sources), so the session builds it once for this test and
+    # tests/test_deploy.py
+    wheel = build_wheel(ROOT)
     names = zipfile.ZipFile(wheel).namelist()
     bundled = [n for n in names if n.startswith(BUNDLE + "/")]
     profiles = sorted(p.name for p in (ROOT / "device_profiles").glob("*.toml"))

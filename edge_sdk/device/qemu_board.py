@@ -29,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -304,8 +305,23 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
         text = Path(elf).with_suffix(".qemu.log").read_text(errors="replace")[-800:]
         if tcp_port or attempt == 2 or "address" not in text.lower():
             raise DeviceError(f"QEMU did not start listening on 127.0.0.1:{port} ({' '.join(cmd)}): {text}")
-    proc.returncode = 0  # detached on purpose: it outlives this process (edge board stop ends it)
+    # Detached on purpose: it outlives this process (edge board stop ends it). While this process lives it is the
+    # board's parent, and a board that ends - stopped by another process (`edge board stop`, another pytest
+    # worker), or exiting by itself - stays a <defunct> zombie until its parent waits for it: a daemon thread
+    # waits for it (a long-lived process - a pytest worker, `edge serve` - starts hundreds of boards).
+    # returncode set: Popen's own bookkeeping never waits for it nor warns about it.
+    proc.returncode = 0
+    threading.Thread(target=_wait_for_exit, args=(proc.pid,), name=f"edge-board-{proc.pid}-reaper",
+                     daemon=True).start()
     return board
+
+
+def _wait_for_exit(pid: int) -> None:
+    """Block until the child ``pid`` ends, and reap it (an ended board is never left a zombie)."""
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # already reaped (_reap, _kill_group)
+        pass
 
 
 class _signals_held:
@@ -317,8 +333,6 @@ class _signals_held:
     SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
     def __enter__(self):
-        import threading
-
         self.pending, self.old = None, {}
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:

@@ -1,0 +1,53 @@
+"""The suite's order under xdist (tests/conftest.py): the long tests head the workers' chunks, balanced, so no
+long test starts last; LONG_TEST_SECONDS names tests that exist."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+from tests.conftest import LONG_TEST_SECONDS, SLOW_MARK_SECONDS, expected_seconds, long_tests_first
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _item(nodeid: str, slow: bool = False):
+    return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: object() if slow and name == "slow" else None)
+
+
+def test_long_tests_head_the_chunks_longest_first_and_balanced():
+    listed = list(LONG_TEST_SECONDS)[:5]  # the five longest, by the table
+    items = [_item(f"tests/test_a.py::test_short_{k}") for k in range(40)]
+    items[7:7] = [_item(nodeid) for nodeid in listed]
+    items.append(_item("tests/test_b.py::test_marked[1]", slow=True))
+    ordered = long_tests_first(items, 2)
+    assert sorted(map(id, ordered)) == sorted(map(id, items))  # the same tests, each once
+    half = len(ordered) // 2  # what xdist deals to the first worker
+    chunks = [ordered[:half], ordered[half:]]
+    long_ids = set(listed) | {"tests/test_b.py::test_marked[1]"}
+    for chunk in chunks:
+        heads = [it.nodeid for it in chunk[:sum(it.nodeid in long_ids for it in chunk)]]
+        assert set(heads) <= long_ids  # every long test of a chunk comes before its short ones
+        seconds = [expected_seconds(it) for it in chunk if it.nodeid in long_ids]
+        assert seconds == sorted(seconds, reverse=True)
+    loads = [sum(expected_seconds(it) for it in chunk) for chunk in chunks]
+    assert max(loads) - min(loads) <= max(LONG_TEST_SECONDS[n] for n in listed)  # LPT: within one test
+    shorts = [it.nodeid for it in ordered if it.nodeid not in long_ids]
+    assert shorts == [f"tests/test_a.py::test_short_{k}" for k in range(40)]  # short ones keep their order
+    assert expected_seconds(_item("tests/test_b.py::test_marked[1]", slow=True)) == SLOW_MARK_SECONDS
+    assert expected_seconds(_item(listed[0] + "[x]")) == LONG_TEST_SECONDS[listed[0]]  # by function, any param
+
+
+def test_listed_long_tests_exist():
+    """A renamed or deleted test leaves a stale row here: it must go (or be renamed) with the test."""
+    missing = []
+    for nodeid in LONG_TEST_SECONDS:
+        path, *names = nodeid.split("[", 1)[0].split("::")
+        source = ROOT / path
+        defined = set()
+        if source.is_file():
+            defined = {n.name for n in ast.walk(ast.parse(source.read_text())) if isinstance(n, ast.FunctionDef)}
+        if names[-1] not in defined:
+            missing.append(nodeid)
+    assert not missing, missing
