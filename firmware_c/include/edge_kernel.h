@@ -124,6 +124,7 @@ typedef struct edge_node {
     int16_t n_inputs, n_outputs;
     uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
     uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
+    uint8_t folded_;            /* private: prepare computed the outputs once (edge_fold_outputs): constants now */
 } edge_node_t;
 
 enum { EDGE_NO_KERNEL_ = 0xffff };
@@ -202,6 +203,13 @@ void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes);
 /* The same, for a copy of constant weights repacked for a fast path (counted apart: edge_interp_t.packed_used,
  * reported as its own figure, not as the model's arena) */
 void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes);
+
+/* Prepare-time: this node's outputs were computed here, once, into persistent bytes each output's data now points
+ * at (edge_alloc_packed: counted with the packed copies); from now on they are constants (is_const: out of the
+ * tensor plan, consumers pack them as weights) and the node's eval has nothing to do. The plan decision is
+ * edge_sdk/runtime/planner.py's folded_constants (a DEQUANTIZE of a constant; the Python planner leaves the same
+ * tensors out of its plan). */
+void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
 
 /* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
  * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during
