@@ -716,7 +716,10 @@ def tradeoff_lines(rows: list[dict], total_macs: int) -> list[str]:
 # weights once as they pack any constant filter, instead of reading new weights every invoke), the Python
 # interpreter in the arrays of its constant folding (folded_bytes). Its output is then no arena tensor in any plan.
 # Not folded: a sparse constant (DENSIFY's input form), an output a subgraph returns (the caller reads it where the
-# plan puts it).
+# plan puts it). The plans here are the hosts' (the Python interpreter, the C runtime's 64-bit Linux builds, EDGE_SIMD);
+# a microcontroller build of the C runtime keeps these DEQUANTIZEs per invoke in its arena, whose bytes later layers
+# reuse, rather than every float32 weight at once (palm_detection_lite would outgrow the QEMU board's RAM): its plan,
+# and the arena edge check reports for it, keep the tensors.
 
 def folded_constants(model, infos: list[list]) -> list[tuple[tuple[int, int], int]]:
     """``((subgraph, tensor), bytes)`` of every output computed once at prepare (see above) over ``infos``

@@ -124,7 +124,6 @@ typedef struct edge_node {
     int16_t n_inputs, n_outputs;
     uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
     uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
-    uint8_t folded_;            /* private: prepare computed the outputs once (edge_fold_outputs): constants now */
 } edge_node_t;
 
 enum { EDGE_NO_KERNEL_ = 0xffff };

@@ -10,7 +10,9 @@
  * persistent bytes counted with the packed weight copies; its output is a constant from then on (edge_fold_outputs:
  * out of the tensor plan, CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED pack it once as they pack any weights) and
  * eval does nothing. The plan decision and its rule are edge_sdk/runtime/planner.py's folded_constants: the input a
- * dense constant, the output no subgraph output.
+ * dense constant, the output no subgraph output, a host build (EDGE_SIMD: its fast paths pack weights; a
+ * microcontroller keeps widening per invoke into the arena, whose bytes later layers reuse, instead of holding
+ * every float32 weight at once: palm_detection_lite would outgrow the QEMU board's RAM).
  */
 #include <string.h>
 
@@ -62,7 +64,7 @@ static void dequantize_run(const dequantize_data_t *d, const edge_tensor_t *x, f
 static int folds(const edge_ctx_t *ctx, const edge_node_t *node, const edge_tensor_t *x) {
     const int32_t *outputs;
     int32_t n, k;
-    if (!x->is_const || x->is_sparse) return 0;
+    if (!EDGE_SIMD || !x->is_const || x->is_sparse) return 0;
     n = edge_subgraph_io((edge_ctx_t *)ctx, ctx->subgraph, 1, &outputs);
     for (k = 0; k < n; k++)
         if (outputs[k] == node->outputs[0]) return 0;
