@@ -487,7 +487,9 @@ def op_kind(model, sg, op) -> str:
 
 
 def model_dtype(model) -> str:
-    """"int8" when a convolution / fully connected op of the main subgraph computes in 8 bits, else "float"."""
+    """"int8" when a convolution / fully connected op of the main subgraph computes in 8 bits, else "float16 weights"
+    when float16 constants feed DEQUANTIZE ops (LiteRT's float16 quantization, MediaPipe's float models), else
+    "float"."""
     from edge_sdk.runtime import op_table
 
     sg = model.subgraphs[0]
@@ -495,6 +497,10 @@ def model_dtype(model) -> str:
         if op_table.row(model.op_name(op)).weights:  # an op with weights (the op table's fact)
             if sg.tensors[op.outputs[0]].type in ("INT8", "UINT8"):
                 return "int8"
+    for op in sg.operators:
+        if len(op.inputs) == 1 and op.inputs[0] >= 0 and sg.tensors[op.inputs[0]].type == "FLOAT16" and \
+                model.buffers[sg.tensors[op.inputs[0]].buffer].data and model.op_name(op) == "DEQUANTIZE":
+            return "float16 weights"
     return "float"
 
 
@@ -682,10 +688,11 @@ def _kind_table(title: str, kinds: dict, indent: str = "   ") -> None:
 
 
 def zoo_paths(sizes) -> list[Path]:
-    """The zoo's models (benchmarks/zoo.py, built or taken from its cache) at ``sizes``, float32 and int8."""
+    """The zoo's models (benchmarks/zoo.py, built or taken from its cache) at ``sizes``: float32, int8 and float32
+    with float16 weights (zoo.ALL_DTYPES)."""
     import zoo
 
-    return [zoo.cached_path(arch, size, dtype) for size in sizes for arch in zoo.ARCHS for dtype in zoo.DTYPES]
+    return [zoo.cached_path(arch, size, dtype) for size in sizes for arch in zoo.ARCHS for dtype in zoo.ALL_DTYPES]
 
 
 def where_the_time_goes(sets: dict[str, list[Path]], a) -> None:

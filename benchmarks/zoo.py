@@ -19,7 +19,9 @@ Six architectures, each a classifier / detector / segmenter of the kind issue 26
                     and RESIZE_BILINEAR + 3x3 conv up (shallow levels), CONCATENATION skips, 1x1 conv, LOGISTIC
 
 float32 models are built directly; int8 ones are our converter's (converters.convert, precision "int8", int8 I/O)
-from the float model with random calibration data (uniform [-1, 1], seeded). The writer and the converter are
+from the float model with random calibration data (uniform [-1, 1], seeded); fp16w ones are the float model with
+its weights stored as LiteRT's converter writes float16 weights (every MediaPipe float model: palm_detection_lite):
+each float32 constant a FLOAT16 constant -> DEQUANTIZE -> its consumers, the DEQUANTIZE just before the first one. The writer and the converter are
 deterministic, so a model is cached by content: the file name carries a hash of this file's source, the
 converter's version and the spec (architecture, size, dtype, seed), under ``$EDGE_CACHE_DIR/zoo`` (resources.cache_dir),
 and ``--out`` gets a copy named ``{arch}_{size}_{dtype}.tflite``.
@@ -45,6 +47,10 @@ sys.path.insert(0, str(ROOT))
 ARCHS = ("mobilenet_v1", "mobilenet_v2", "mobilenet_v3s", "efficientnet_l0", "blazeface", "unet")
 SIZES = (96, 128, 224)
 DTYPES = ("float32", "int8")
+# float32 compute with float16 weights (LiteRT's float16 quantization): built and benchmarked (c_runtime.py --zoo),
+# not among DTYPES, the dtypes tests/test_bench_zoo.py holds to every peer (TFLM has no float16 DEQUANTIZE)
+FP16_WEIGHTS = "fp16w"
+ALL_DTYPES = (*DTYPES, FP16_WEIGHTS)
 CLASSES = 1000
 CALIBRATION_SAMPLES = 8
 
@@ -352,6 +358,40 @@ def int8_model(float_bytes: bytes, size: int, seed: int = 0) -> bytes:
     return result.tflite
 
 
+def fp16_weights_model(float_bytes: bytes) -> bytes:
+    """The float model with every float32 constant stored as float16 behind a DEQUANTIZE (version 3, LiteRT's
+    float16 input), as LiteRT's converter writes a model quantized to float16: the DEQUANTIZE placed just before
+    the first op that reads the constant, its float32 output read in its place by every op."""
+    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model import schema
+    from edge_sdk.model.types import Buffer, Operator, OperatorCode, Tensor
+
+    model = read_model(float_bytes)
+    model.buffers = [Buffer(bytes(b.data)) for b in model.buffers]
+    code = len(model.operator_codes)
+    model.operator_codes.append(OperatorCode(schema.BUILTIN_OPERATOR_CODES["DEQUANTIZE"], None, 3))
+    for sg in model.subgraphs:
+        widened: dict[int, int] = {}  # float32 constant -> the DEQUANTIZE output that replaces it
+        ops = []
+        for op in sg.operators:
+            for k, t in enumerate(op.inputs):
+                tensor = sg.tensors[t] if t >= 0 else None
+                if tensor is None or tensor.type != "FLOAT32" or not model.buffers[tensor.buffer].data:
+                    continue
+                if t not in widened:
+                    value = np.frombuffer(model.buffers[tensor.buffer].data, np.float32)
+                    model.buffers.append(Buffer(value.astype(np.float16).tobytes()))
+                    sg.tensors.append(Tensor(tensor.name + "_fp16", tensor.shape, "FLOAT16",
+                                             buffer=len(model.buffers) - 1))
+                    sg.tensors.append(Tensor(tensor.name + "_dequantized", tensor.shape, "FLOAT32"))
+                    widened[t] = len(sg.tensors) - 1
+                    ops.append(Operator(code, [len(sg.tensors) - 2], [widened[t]]))
+                op.inputs[k] = widened[t]
+            ops.append(op)
+        sg.operators = ops
+    return write_model(model)
+
+
 def _cache_key(arch: str, size: int, dtype: str, seed: int) -> str:
     from edge_sdk import __version__
 
@@ -372,14 +412,16 @@ def cache_folder() -> Path:
 def cached_path(arch: str, size: int, dtype: str = "float32", seed: int = 0) -> Path:
     """The zoo model's file in the cache, built first when this source, the spec (and for int8 the converter)
     changed since it was written."""
-    if dtype not in DTYPES:
-        raise ValueError(f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
+    if dtype not in ALL_DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r} (one of {', '.join(ALL_DTYPES)})")
     path = cache_folder() / f"{arch}_{size}_{dtype}_{_cache_key(arch, size, dtype, seed)}.tflite"
     if path.is_file():
         return path
     data = float_model(arch, size, seed)
     if dtype == "int8":
         data = int8_model(data, size, seed)
+    elif dtype == FP16_WEIGHTS:
+        data = fp16_weights_model(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)
@@ -405,7 +447,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="folder for {arch}_{size}_{dtype}.tflite")
     ap.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
     ap.add_argument("--arch", nargs="*", default=list(ARCHS), choices=ARCHS)
-    ap.add_argument("--dtype", nargs="*", default=list(DTYPES), choices=DTYPES)
+    ap.add_argument("--dtype", nargs="*", default=list(DTYPES), choices=ALL_DTYPES)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     out = Path(a.out)

@@ -444,7 +444,7 @@ def test_f32_packed_weights_are_counted_in_the_arena(backend, levels):
 @pytest.mark.parametrize("name", ["mediapipe/palm_detection_lite.tflite", "tflite-micro/hello_world_float.tflite"])
 def test_real_float_models_close_to_litert_reference(backend, levels, name):
     """Every level within 1e-5 of LiteRT's reference kernels relative to each output's range (palm detection's
-    weights are float16 behind DEQUANTIZE: repacked at every invoke)."""
+    weights are float16 behind DEQUANTIZE: widened once at prepare, then packed as float32 weights)."""
     path = shared_model(name)
     rng = np.random.default_rng(5)
     lib, lv = levels

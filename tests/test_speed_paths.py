@@ -5,6 +5,8 @@
   rows, many rows), several betas and input scales, int8->int8, int8->int16 and int16->int16; plus TFLM on
   the single-row and many-row shapes.
 * edge_sdk.runtime.kernels.blas: the one place that limits BLAS threads, entered once per invoke.
+* Float16 weights behind DEQUANTIZE (planner.folded_constants): computed once at prepare in both runtimes, out of
+  the tensor plan; the C runtime's consumer packs them as it packs float32 weights (the same bytes out).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from edge_sdk.runtime.kernels import activations as act
 from edge_sdk.runtime.kernels import blas
 from edge_sdk.runtime.kernels import fixedpoint as fp
+from tests.conftest import needs_c_runtime
 from tests.oprunner import T, check_op, op_model
 
 BETAS = (1.0, 0.5, 3.0, 0.1, 100.0, 1e-3)
@@ -251,3 +254,78 @@ def test_no_blas_means_no_op(monkeypatch):
     assert blas.current_limit() == -1
     x = np.arange(-8, 8, dtype=np.int8).reshape(1, 16)
     check_op(_fc_model(), [x], peer="tflm")  # invoke still runs, results unchanged
+
+
+# ---------------------------------------------------------------- float16 weights folded at prepare
+
+
+def _fp16_pair():
+    """A FULLY_CONNECTED 48 -> 40 with float16 weights and bias behind DEQUANTIZE (LiteRT's float16 form, written by
+    benchmarks/zoo.py's fp16_weights_model), and the same op with those values as float32 constants."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import zoo
+
+    rng = np.random.default_rng(26)
+    w = rng.standard_normal((40, 48)).astype(np.float16).astype(np.float32)
+    b = rng.standard_normal(40).astype(np.float16).astype(np.float32)
+    plain = op_model("FULLY_CONNECTED", [T((1, 48), "FLOAT32"), T((40, 48), "FLOAT32", data=w),
+                                         T((40,), "FLOAT32", data=b)], [T((1, 40), "FLOAT32")])
+    return zoo.fp16_weights_model(plain), plain
+
+
+@needs_c_runtime
+def test_float16_weights_fold_out_of_the_plan_and_pack_once():
+    from edge_sdk import Interpreter
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import planner
+    from tests.simd_common import build_backend
+
+    fp16, plain = _fp16_pair()
+    model = read_model(fp16)
+    sg = model.subgraphs[0]
+    assert [model.op_name(op) for op in sg.operators] == ["DEQUANTIZE", "DEQUANTIZE", "FULLY_CONNECTED"]
+    folded = {key: n for key, n in planner.folded_constants(model, planner.declared_infos(model))}
+    assert folded == {(0, sg.operators[0].outputs[0]): 40 * 48 * 4, (0, sg.operators[1].outputs[0]): 40 * 4}
+    x = np.random.default_rng(1).standard_normal((1, 48)).astype(np.float32)
+    py = Interpreter(model_content=fp16)
+    py.allocate_tensors()
+    assert not set(folded) & {b.key for b in py.arena_plan().buffers}  # no arena bytes for folded weights
+    assert py.folded_bytes == sum(folded.values())
+    backend = build_backend()
+    outs, packed = {}, {}
+    for name, data in (("fp16", fp16), ("plain", plain)):
+        c = backend.CInterpreter(model_content=data)
+        c.allocate_tensors()
+        if name == "fp16":  # the same tensor plan as the Python interpreter's
+            assert [(b.key, b.offset, b.size) for b in c.arena_plan().buffers] == \
+                [(b.key, b.offset, b.size) for b in py.arena_plan().buffers]
+        c.set_tensor(c.get_input_details()[0]["index"], x)
+        for _ in range(2):  # a second invoke reads the folded values again (nothing overwrote them)
+            c.invoke()
+            outs.setdefault(name, []).append(np.array(c.get_tensor(c.get_output_details()[0]["index"])))
+        packed[name] = c.packed_weights_bytes
+    # the folded weights are persistent bytes counted with the packed copies; the FC then packs them as it packs
+    # float32 constants (what it packs is the same on both models: the difference is the folded bytes, 8-aligned)
+    assert packed["fp16"] - packed["plain"] == sum(-(-n // 8) * 8 for n in folded.values())
+    for got in outs["fp16"]:
+        np.testing.assert_array_equal(got, outs["plain"][0])
+    py.set_tensor(py.get_input_details()[0]["index"], x)
+    py.invoke()
+    np.testing.assert_allclose(outs["fp16"][0], py.get_tensor(py.get_output_details()[0]["index"]), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_a_returned_dequantize_output_is_not_folded(runtime):
+    """An output the subgraph returns keeps its arena bytes (the caller reads it there) in both runtimes."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import planner
+    from tests.oprunner import run_on
+
+    w16 = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float16)
+    data = op_model("DEQUANTIZE", [T((3, 5), "FLOAT16", data=w16)], [T((3, 5), "FLOAT32")], version=3)
+    model = read_model(data)
+    assert planner.folded_constants(model, planner.declared_infos(model)) == []
+    np.testing.assert_array_equal(run_on(runtime, data, [])[0], w16.astype(np.float32))

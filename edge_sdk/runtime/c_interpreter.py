@@ -820,7 +820,9 @@ class CInterpreter(Interpreter, backend="c"):
 
     @property
     def folded_nodes(self) -> list[tuple[int, int]]:
-        """[]: the C runtime folds no constant-only nodes (it runs every node at every invoke)."""
+        """[]: the C runtime has no general constant folding (the Python interpreter's). Its one fold, a DEQUANTIZE
+        of a constant computed at prepare (planner.folded_constants), keeps the node in the profile (its eval does
+        nothing) and counts its bytes with the packed copies (packed_weights_bytes), not here."""
         return []
 
     @property

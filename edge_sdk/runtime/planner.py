@@ -319,6 +319,7 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
             first[key] = min(first.get(key, lo), lo)
             last[key] = max(last.get(key, hi), hi)
         skip.update(internal_keys(model, part, held))
+    skip.update(key for key, _ in folded_constants(model, infos))
     requests = []
     for s, sg_infos in enumerate(infos):
         for info in sg_infos:
@@ -704,6 +705,38 @@ def tradeoff_lines(rows: list[dict], total_macs: int) -> list[str]:
         out.append(f"grid {r['grid'][0]}x{r['grid'][1]}: tensor plan {r['ram']} B, +{pct:.1f}% MACs, "
                    f"~{r['instructions']:.2f}x the default plan's instructions (estimate)"
                    f"{'  <- chosen (least RAM)' if r['chosen'] else ''}")
+    return out
+
+
+# ------------------------------------------------------------------------------------ constants folded at prepare
+# A DEQUANTIZE of a constant (every MediaPipe float model stores its weights as float16 constants behind one: LiteRT's
+# converter writes FLOAT16 constant -> DEQUANTIZE -> CONV_2D) computes the same float32 values at every invoke. Both
+# runtimes compute it once, at prepare, into bytes of their own outside the tensor plan: the C runtime in persistent
+# memory counted with the packed weight copies (dequantize.c, edge_fold_outputs; its consumers then pack the float
+# weights once as they pack any constant filter, instead of reading new weights every invoke), the Python
+# interpreter in the arrays of its constant folding (folded_bytes). Its output is then no arena tensor in any plan.
+# Not folded: a sparse constant (DENSIFY's input form), an output a subgraph returns (the caller reads it where the
+# plan puts it). The plans here are the hosts' (the Python interpreter, the C runtime's 64-bit Linux builds, EDGE_SIMD);
+# a microcontroller build of the C runtime keeps these DEQUANTIZEs per invoke in its arena, whose bytes later layers
+# reuse, rather than every float32 weight at once (palm_detection_lite would outgrow the QEMU board's RAM): its plan,
+# and the arena edge check reports for it, keep the tensors.
+
+def folded_constants(model, infos: list[list]) -> list[tuple[tuple[int, int], int]]:
+    """``((subgraph, tensor), bytes)`` of every output computed once at prepare (see above) over ``infos``
+    (``tensor_infos`` or the interpreter's prepared ones): out of the tensor plan."""
+    out = []
+    for s, sg in enumerate(model.subgraphs):
+        returned = set(sg.outputs)
+        for op in sg.operators:
+            if model.op_name(op) != "DEQUANTIZE" or len(op.inputs) != 1 or len(op.outputs) != 1:
+                continue
+            t, o = op.inputs[0], op.outputs[0]
+            if not (0 <= t < len(infos[s])) or not (0 <= o < len(infos[s])) or o in returned:
+                continue
+            x, y = infos[s][t], infos[s][o]
+            if not x.is_const or x.sparsity is not None or y.dtype is None:
+                continue
+            out.append(((s, o), math.prod(y.shape) * y.dtype.itemsize))
     return out
 
 

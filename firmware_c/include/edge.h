@@ -101,6 +101,7 @@ typedef struct edge_tensor {
     unsigned is_variable : 1;   /* schema is_variable: lives in the arena for the whole run, keeps state */
     unsigned is_sparse : 1;     /* has sparsity parameters (data holds the compressed values) */
     unsigned quantized : 1;
+    unsigned folded_ : 1;       /* private: a node's output its prepare computed once (edge_fold_outputs): is_const */
     unsigned flags_ : 2;        /* private: EDGE_TENSOR_PLANNED_, EDGE_TENSOR_ZP_PER_CHANNEL_ (the zero points differ
                                  * per channel: scales then points at a persistent copy, n_scales int32 zero points
                                  * after the scales) */

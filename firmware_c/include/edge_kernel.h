@@ -203,6 +203,13 @@ void *edge_alloc_persistent(edge_ctx_t *ctx, size_t bytes);
  * reported as its own figure, not as the model's arena) */
 void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes);
 
+/* Prepare-time: this node's outputs were computed here, once, into persistent bytes each output's data now points
+ * at (edge_alloc_packed: counted with the packed copies); from now on they are constants (is_const: out of the
+ * tensor plan, consumers pack them as weights) and the node's eval has nothing to do. The plan decision is
+ * edge_sdk/runtime/planner.py's folded_constants (a DEQUANTIZE of a constant; the Python planner leaves the same
+ * tensors out of its plan). */
+void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
+
 /* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
  * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during
  * the node). */

@@ -1607,7 +1607,7 @@ static edge_status_t check_writers(edge_interp_t *it, life_t *L) {
             it->error.node = i;
             for (k = 0; k < nd->n_outputs; k++) {
                 const int32_t g = tb + nd->outputs[k];
-                if (it->tensors[g].is_const)
+                if (it->tensors[g].is_const && !it->tensors[g].folded_) /* load refused the model's constants */
                     return fail_at(it, EDGE_MODEL_INVALID, WHAT("a node's output is a constant"), -1);
                 if (L->t_first[g] == SUBGRAPH_INPUT)
                     return fail_at(it, EDGE_MODEL_INVALID, WHAT("a node's output is a subgraph input"), -1);
@@ -1793,6 +1793,11 @@ void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes) {
     void *p = tail_alloc(ctx->interp, bytes);
     if (p) ctx->interp->packed_used += (size_t)align_persist((int64_t)bytes);
     return p;
+}
+
+void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx) {
+    int32_t k;
+    for (k = 0; k < node->n_outputs; k++) ctx->tensors[node->outputs[k]].is_const = ctx->tensors[node->outputs[k]].folded_ = 1;
 }
 
 int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {

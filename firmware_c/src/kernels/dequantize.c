@@ -5,6 +5,14 @@
  * operands rounds to the same value, which keeps Cortex-M off software double); per channel along
  * quantized_dimension, float32 scale times the difference converted to float32 (LiteRT's
  * PerChannelDequantize); float16 widens exactly.
+ *
+ * A DEQUANTIZE of a constant (MediaPipe's float16 weights, weights stored int8) runs once, at prepare, into
+ * persistent bytes counted with the packed weight copies; its output is a constant from then on (edge_fold_outputs:
+ * out of the tensor plan, CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED pack it once as they pack any weights) and
+ * eval does nothing. The plan decision and its rule are edge_sdk/runtime/planner.py's folded_constants: the input a
+ * dense constant, the output no subgraph output, a host build (EDGE_SIMD: its fast paths pack weights; a
+ * microcontroller keeps widening per invoke into the arena, whose bytes later layers reuse, instead of holding
+ * every float32 weight at once: palm_detection_lite would outgrow the QEMU board's RAM).
  */
 #include <string.h>
 
@@ -18,6 +26,7 @@ typedef struct {
     int32_t type, per_channel, exact_float;
     float scale;
     int32_t zero_point;
+    int32_t folded;                 /* computed at prepare (a constant input): eval has nothing to do */
     int32_t outer, channels, inner; /* per channel: the shape around quantized_dimension */
     float *scales;                  /* per channel (persistent copies) */
     int32_t *zero_points;
@@ -48,7 +57,21 @@ static float half_to_float(uint16_t h) {
     return f;
 }
 
-edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
+static void dequantize_run(const dequantize_data_t *d, const edge_tensor_t *x, float *y, int64_t n);
+
+/* planner.folded_constants' rule: a dense constant input, an output no subgraph returns (its bytes stay the
+ * caller's to read after invoke, where the plan puts them) */
+static int folds(const edge_ctx_t *ctx, const edge_node_t *node, const edge_tensor_t *x) {
+    const int32_t *outputs;
+    int32_t n, k;
+    if (!EDGE_SIMD || !x->is_const || x->is_sparse) return 0;
+    n = edge_subgraph_io((edge_ctx_t *)ctx, ctx->subgraph, 1, &outputs);
+    for (k = 0; k < n; k++)
+        if (outputs[k] == node->outputs[0]) return 0;
+    return 1;
+}
+
+static edge_status_t prepare_params(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
     dequantize_data_t *d;
     edge_status_t s;
@@ -103,18 +126,40 @@ edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
+edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_status_t s = prepare_params(node, ctx);
+    dequantize_data_t *d = (dequantize_data_t *)node->user_data;
+    edge_tensor_t *x, *out;
+    float *y;
+    int64_t n;
+    if (s != EDGE_OK || !EDGE_WITH_FLOAT32) return s;
+    x = edge_in(ctx, node, 0);
+    out = edge_out(ctx, node, 0);
+    if (!folds(ctx, node, x)) return EDGE_OK;
+    n = edge_tensor_elements(out);
+    y = (float *)edge_alloc_packed(ctx, sizeof(float) * (size_t)(n ? n : 1));
+    if (!y) return EDGE_ARENA_TOO_SMALL;
+    dequantize_run(d, x, y, n);
+    out->data = y;
+    d->folded = 1;
+    edge_fold_outputs(node, ctx);
+    return EDGE_OK;
+}
+
 static int32_t load(int type, const void *x, int64_t i) {
     return type == EDGE_INT8 ? ((const int8_t *)x)[i] : type == EDGE_UINT8 ? ((const uint8_t *)x)[i] : ((const int16_t *)x)[i];
 }
 
 void edge_eval_dequantize(const edge_node_t *node, edge_ctx_t *ctx) {
     const dequantize_data_t *d = (const dequantize_data_t *)node->user_data;
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
-    const int64_t n = edge_tensor_elements(out);
-    float *y = (float *)out->data;
+    if (!EDGE_WITH_FLOAT32 || d->folded) return; /* refused at prepare / computed there */
+    dequantize_run(d, edge_in(ctx, node, 0), (float *)out->data, edge_tensor_elements(out));
+}
+
+/* y[0..n) = x dequantized, as prepare decided (d) */
+static void dequantize_run(const dequantize_data_t *d, const edge_tensor_t *x, float *y, int64_t n) {
     int64_t i;
-    if (!EDGE_WITH_FLOAT32) return; /* refused at prepare */
     if (d->type == EDGE_FLOAT16) {
         const uint16_t *h = (const uint16_t *)x->data;
 #if EDGE_SIMD

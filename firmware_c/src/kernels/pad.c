@@ -124,10 +124,27 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
 edge_status_t edge_prepare_pad(edge_node_t *node, edge_ctx_t *ctx) { return pad_prepare(node, ctx); }
 edge_status_t edge_prepare_padv2(edge_node_t *node, edge_ctx_t *ctx) { return pad_prepare(node, ctx); }
 
-static void pad_fill(uint8_t *out, size_t bytes, const uint8_t *value, int32_t elem) {
+/* The fill value's bytes all equal (int8 anything, 0.0f, 0): a memset; else element by element (a word store a
+ * float / int32 element). The value is read once per eval (pad_value_uniform): a float PAD of channels fills a
+ * few elements per pixel, where a memcpy call per element cost 8x XNNPACK's PAD (palm_detection_lite). */
+static int pad_value_uniform(const uint8_t *value, int32_t elem) {
+    int32_t k;
+    for (k = 1; k < elem; k++)
+        if (value[k] != value[0]) return 0;
+    return 1;
+}
+
+static void pad_fill(uint8_t *out, size_t bytes, const uint8_t *value, int32_t elem, int uniform) {
     size_t b;
-    if (elem == 1) memset(out, value[0], bytes);
-    else for (b = 0; b < bytes; b += (size_t)elem) memcpy(out + b, value, (size_t)elem);
+    if (uniform) {
+        memset(out, value[0], bytes);
+    } else if (elem == 4) {
+        uint32_t v;
+        memcpy(&v, value, 4);
+        for (b = 0; b < bytes; b += 4) memcpy(out + b, &v, 4);
+    } else {
+        for (b = 0; b < bytes; b += (size_t)elem) memcpy(out + b, value, (size_t)elem);
+    }
 }
 
 /* memcpy for the runs, whose output ends are often not word-aligned (a padded NHWC row of three channels): on
@@ -168,7 +185,7 @@ static void pad_copy(uint8_t *dst, const uint8_t *src, size_t n) {
  * last to the first. Row r goes to pos(r) >= r * row_bytes (padding only adds), so moving it (memmove) and
  * filling the padding above it never touches a row not yet moved. */
 static void pad_in_place(const pad_data_t *d, uint8_t *buf, size_t out_bytes, const uint8_t *value,
-                         size_t row_bytes) {
+                         size_t row_bytes, int uniform) {
     size_t end = out_bytes;
     int64_t r;
     for (r = d->rows - 1; r >= 0; r--) {
@@ -181,16 +198,16 @@ static void pad_in_place(const pad_data_t *d, uint8_t *buf, size_t out_bytes, co
         }
         at = (size_t)pos * (size_t)d->elem;
         memmove(buf + at, buf + (size_t)r * row_bytes, row_bytes);
-        pad_fill(buf + at + row_bytes, end - (at + row_bytes), value, d->elem);
+        pad_fill(buf + at + row_bytes, end - (at + row_bytes), value, d->elem, uniform);
         end = at;
     }
-    pad_fill(buf, end, value, d->elem);
+    pad_fill(buf, end, value, d->elem, uniform);
 }
 
 /* A patch window (edge_init_patch; a 4-D PAD of H and W only): output (oy, ox) of the oh x ow window is input
  * (oy - pt, ox - pl) of the h x w input window when that lies inside it, else the value. */
 static void pad_window(const pad_data_t *d, const edge_window_t *win, const uint8_t *in, uint8_t *out,
-                       const uint8_t *value) {
+                       const uint8_t *value, int uniform) {
     const size_t px = (size_t)d->in_dims[3] * (size_t)d->elem;
     const int32_t x0 = win->pl > 0 ? win->pl : 0, x1 = win->w + win->pl < win->ow ? win->w + win->pl : win->ow;
     int32_t b, oy;
@@ -199,14 +216,14 @@ static void pad_window(const pad_data_t *d, const edge_window_t *win, const uint
             uint8_t *row = out + ((size_t)b * (size_t)win->oh + (size_t)oy) * (size_t)win->ow * px;
             const int32_t iy = oy - win->pt;
             if (iy < 0 || iy >= win->h || x0 >= x1) {
-                pad_fill(row, (size_t)win->ow * px, value, d->elem);
+                pad_fill(row, (size_t)win->ow * px, value, d->elem, uniform);
                 continue;
             }
-            pad_fill(row, (size_t)x0 * px, value, d->elem);
+            pad_fill(row, (size_t)x0 * px, value, d->elem, uniform);
             memcpy(row + (size_t)x0 * px,
                    in + (((size_t)b * (size_t)win->h + (size_t)iy) * (size_t)win->w + (size_t)(x0 - win->pl)) * px,
                    (size_t)(x1 - x0) * px);
-            pad_fill(row + (size_t)x1 * px, (size_t)(win->ow - x1) * px, value, d->elem);
+            pad_fill(row + (size_t)x1 * px, (size_t)(win->ow - x1) * px, value, d->elem, uniform);
         }
     }
 }
@@ -220,16 +237,17 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     const uint8_t *in = (const uint8_t *)x->data;
     const size_t row_bytes = (size_t)d->in_dims[d->rank - 1] * (size_t)d->elem;
     int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
+    const int uniform = pad_value_uniform(value, d->elem);
     int64_t r, pos;
     size_t end = 0; /* output bytes written so far */
 
     if (EDGE_WITH_PATCH && ctx->window) {
-        pad_window(d, ctx->window, in, out, value);
+        pad_window(d, ctx->window, in, out, value, uniform);
         return;
     }
 
     if (out == in) {
-        pad_in_place(d, out, y->bytes, value, row_bytes);
+        pad_in_place(d, out, y->bytes, value, row_bytes, uniform);
         return;
     }
     /* the input's runs in output order (an odometer over the dimensions before run_dim), the value in the
@@ -237,13 +255,13 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
     pos = d->base;
     for (r = 0; r < d->runs; r++) {
         const size_t at = (size_t)pos * (size_t)d->elem;
-        pad_fill(out + end, at - end, value, d->elem);
+        pad_fill(out + end, at - end, value, d->elem, uniform);
         pad_copy(out + at, in, d->run_bytes);
         in += d->run_bytes;
         end = at + d->run_bytes;
         edge_odometer_next(idx, d->in_dims, d->out_stride, d->run_dim, &pos);
     }
-    pad_fill(out + end, y->bytes - end, value, d->elem);
+    pad_fill(out + end, y->bytes - end, value, d->elem, uniform);
 }
 
 void edge_eval_padv2(const edge_node_t *node, edge_ctx_t *ctx) { edge_eval_pad(node, ctx); }

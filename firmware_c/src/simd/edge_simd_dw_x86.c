@@ -432,36 +432,61 @@ static INLINE T_512 __m512i srdhm512(__m512i x, __m512i m) {
     return _mm512_mask_blend_epi32((__mmask16)0xAAAA, _mm512_srli_epi64(pe, 31), _mm512_slli_epi64(po, 1));
 }
 
-/* edge_rdbpot by e (0..31): x >> e, plus one when the remainder is above half (halves away from zero) */
-static INLINE T_512 __m512i rdbpot512(__m512i x, int32_t e) {
-    const __m512i mask = _mm512_set1_epi32((int32_t)(((int64_t)1 << e) - 1));
-    const __m512i thr = _mm512_sub_epi32(_mm512_srai_epi32(mask, 1), _mm512_srai_epi32(x, 31));
-    const __m512i q = _mm512_sra_epi32(x, _mm_cvtsi32_si128(e));
-    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, mask), thr), q, _mm512_set1_epi32(1));
+/* edge_rdbpot(srdhm512(x, m), r) (add.c's addsub_in after its shift, eb_rq) with one multiplier m >= 0 and shift
+ * r (0..31) for every lane, in one 64-bit arithmetic shift per lane (edge_simd_x86.c's rq512_apply, there per channel): with p = x * m (exact, |p| < 2^62)
+ *     q = floor((p + 2^30 + 2^(30 + r) - [p < -2^30] 2^31) / 2^(31 + r))
+ * is the double rounding's value (floor(floor(X / a) / b) = floor(X / ab)) for r >= 1; for r = 0 edge_rdbpot
+ * changes nothing and q = floor((p + 2^30) / 2^31) (no 2^(30 + r) half, no correction: neg never compares). Two
+ * VPMULDQ and two VPSRAQ where the two steps spend eight multiplies and shifts, the port the loop is bound on. An
+ * int8 ADD whose larger input scale is exactly half the common one has r = 0 (test_c_simd's every-pair test). */
+typedef struct {
+    __m512i m, add, neg;
+    __m128i shift;
+} rqs512_t;
+
+static INLINE T_512 rqs512_t rqs512_prep(int32_t m, int32_t r) {
+    rqs512_t c;
+    c.m = _mm512_set1_epi32(m);
+    c.add = _mm512_set1_epi64(((int64_t)1 << 30) + (r ? (int64_t)1 << (30 + r) : 0));
+    c.neg = _mm512_set1_epi64(r ? -((int64_t)1 << 30) : INT64_MIN);
+    c.shift = _mm_cvtsi32_si128(31 + r);
+    return c;
+}
+
+static INLINE T_512 __m512i rqs512(__m512i x, const rqs512_t *c) {
+    const __m512i r31 = _mm512_set1_epi64((int64_t)1 << 31);
+    const __m512i pe = _mm512_mul_epi32(x, c->m);
+    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(x, (_MM_PERM_ENUM)0xF5), c->m);
+    __m512i te = _mm512_add_epi64(pe, c->add), to = _mm512_add_epi64(po, c->add);
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, c->neg), te, r31);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, c->neg), to, r31);
+    te = _mm512_sra_epi64(te, c->shift);
+    to = _mm512_sra_epi64(to, c->shift);
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
 }
 
 /* An input on the common scale: ((x - zp) << 20) scaled by m (a right shift r only; add.c's addsub_in). */
-static INLINE T_512 __m512i addsub_in512(__m512i x, __m512i zp, __m512i m, int32_t r) {
-    return rdbpot512(srdhm512(_mm512_slli_epi32(_mm512_sub_epi32(x, zp), 20), m), r);
+static INLINE T_512 __m512i addsub_in512(__m512i x, __m512i zp, const rqs512_t *c) {
+    return rqs512(_mm512_slli_epi32(_mm512_sub_epi32(x, zp), 20), c);
 }
 
 static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
                                 const int32_t *p) {
     const __m512i zp1 = _mm512_set1_epi32(p[0]), zp2 = _mm512_set1_epi32(p[1]);
-    const __m512i m1 = _mm512_set1_epi32(p[2]), m2 = _mm512_set1_epi32(p[4]), mo = _mm512_set1_epi32(p[7]);
+    const rqs512_t q1 = rqs512_prep(p[2], p[3]), q2 = rqs512_prep(p[4], p[5]), qo = rqs512_prep(p[7], p[9]);
     const __m512i off = _mm512_set1_epi32(p[10]), lo = _mm512_set1_epi32(p[11]), hi = _mm512_set1_epi32(p[12]);
     const __m128i left = _mm_cvtsi32_si128(p[8]);
-    const int32_t r1 = p[3], r2 = p[5], ro = p[9], sub = p[6] < 0;
+    const int32_t sub = p[6] < 0;
     /* a broadcast operand's scaled value once */
-    const __m512i c1 = addsub_in512(_mm512_set1_epi32(a[0]), zp1, m1, r1);
-    const __m512i c2 = addsub_in512(_mm512_set1_epi32(b[0]), zp2, m2, r2);
+    const __m512i c1 = addsub_in512(_mm512_set1_epi32(a[0]), zp1, &q1);
+    const __m512i c2 = addsub_in512(_mm512_set1_epi32(b[0]), zp2, &q2);
     int32_t i;
     for (i = 0; i < n; i += 16) {
         const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
-        const __m512i x1 = sa ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1, m1, r1) : c1;
-        const __m512i x2 = sb ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zp2, m2, r2) : c2;
+        const __m512i x1 = sa ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1, &q1) : c1;
+        const __m512i x2 = sb ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zp2, &q2) : c2;
         const __m512i s = sub ? _mm512_sub_epi32(x1, x2) : _mm512_add_epi32(x1, x2);
-        const __m512i q = _mm512_add_epi32(rdbpot512(srdhm512(_mm512_sll_epi32(s, left), mo), ro), off);
+        const __m512i q = _mm512_add_epi32(rqs512(_mm512_sll_epi32(s, left), &qo), off);
         _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
     }
 }
