@@ -6,8 +6,14 @@ int8 -> int16 before the op and int16 -> int8 after it) where the target's runti
 ``int16`` "op" and ``int16_missing``, probed against TFLM and both edge-sdk runtimes by
 tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). When the
 rounds stall short of it, every op goes to its widest type (all float32 at worst on a float target: a model is always
-kept there) and bisection over the ranking finds the smallest prefix that meets ``min_snr`` (``_escalate``); still
-short, the ops that keep it so are named (``limiting_ops``). Then each widened op is tried back in int8. The cost:
+kept there) and bisection over the ranking finds the smallest prefix that meets the goal (``_escalate``). When that
+prefix is most of the ranking (the ranking missed where the loss is: an op whose int8 input loses it looks harmless
+when ranked by the error it adds itself), the ops nearest the outputs are bisected too (a detector's decode / score
+tail, a CTC head), the one leaving more MACs in int8 kept; its heaviest widened ops are then tried back in int8 and its
+float32 ops in int16x8 where the target takes it. Still short, the ops that keep it so are named (``limiting_ops``).
+Then each widened op is tried back in int8 (at most ``MAX_PRUNE``). Steps the task judges skip the per-output
+measurement; the report gives each widened op's reason, the goal's figure before and after, and the int8 MAC share
+(``search``). The cost:
 per widened op its constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs
 no longer in int8."""
 
@@ -137,7 +143,9 @@ class Guarded:
     steps: list = field(default_factory=list)  # each build measured: ops widened, worst output SNR, seconds
     all_widened: bool = False  # every op the target can widen is widened (all-float on a float target)
     limiting: list = field(default_factory=list)  # still short: (op index, why) of the ops that keep it short
-    search: dict = field(default_factory=dict)  # the escalation's order and the prefix of it that met the goal
+    search: dict = field(default_factory=dict)  # the escalation's order, the prefix that met, the goal before / after
+    why: dict = field(default_factory=dict)  # op index -> why the search widened it (the report's reason)
+    missed_back: set = field(default_factory=set)  # widened ops tried back in int8 where the goal was then missed
 
 
 class Goal:
@@ -189,6 +197,7 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     kept = Guarded(qmodel, g, layers, outputs)
     if precision != "auto" or not goal.short(qmodel, outputs):
         return kept
+    kept.search["before"] = {"worst_snr_db": worst(outputs), **_figure(goal, qmodel)}
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
@@ -201,6 +210,7 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
         _give_back(model, build, cal, kept, excluded, goal, io)
     if goal.short(kept.qmodel, kept.outputs):
         kept.limiting = limiting_ops(model, kept, rule)
+    kept.search["after"] = {"worst_snr_db": worst(kept.outputs), **_figure(goal, kept.qmodel)}
     return kept
 
 
@@ -229,6 +239,8 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         if not take:
             break
         widened.update(take)
+        kept.why.update({i: f"adds the most error itself (round {rnd + 1} of the ranking by the SNR each op loses)"
+                         for i in take})
         excluded = excluded | {i for i, k in take.items() if k == "float32"}
         w16 |= {i for i, k in take.items() if k == "int16"}
         kept.tried = max(kept.tried, len(widened))
@@ -402,12 +414,14 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             kept.all_widened = kept.all_widened and len(best.widened) >= len(top.widened)
     kept.qmodel, kept.graph, kept.widened = best.qmodel, best.graph, best.widened
     kept.w16 = {i for i, w in kept.widened.items() if w == "int16"}
+    _escalation_reasons(model, kept, state, order, rule)
     kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
     return base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
 
 
 _SUFFIX = 0.5  # the ranking's bisection kept more than this share of its order: the suffix bisection is tried too
 GIVE_BACK_SHARE = 0.01  # widened ops with at least this share of the model's MACs are tried back in int8
+GIVE_BACK_SINGLES = 6  # after the bisection over them, this many of the next heaviest are tried back one by one
 
 
 @dataclass
@@ -460,7 +474,7 @@ def _not_int8(widened: dict, macs: list[int], base_excluded: set[int]) -> int:
 def _give_back_heavy(best: _Trial, macs: list[int], base_excluded: set[int], trial, kept: Guarded) -> _Trial:
     """The widened ops that carry at least ``GIVE_BACK_SHARE`` of the MACs go back to int8, the heaviest first, as
     many as keep the goal: all of them in one build when that holds, else the longest run of the heaviest that
-    holds, by bisection (what users of TFLite's converter get: the convolutions integer, the small ops that lose
+    holds, by bisection, then the next ``GIVE_BACK_SINGLES`` heaviest one by one (what users of TFLite's converter get: the convolutions integer, the small ops that lose
     the task float)."""
     total = sum(macs) or 1
     heavy = sorted((i for i in best.widened if i < len(macs) and macs[i] >= GIVE_BACK_SHARE * total),
@@ -473,6 +487,7 @@ def _give_back_heavy(best: _Trial, macs: list[int], base_excluded: set[int], tri
 
     every = trial(without(heavy), f"heaviest {len(heavy)} widened op(s) back in int8", len(heavy))
     if not every.short:
+        kept.search["given_back"] = len(heavy)
         return every
     lo, hi = 0, len(heavy)  # giving back heavy[:lo] holds, heavy[:hi] does not
     while hi - lo > 1:
@@ -482,6 +497,14 @@ def _give_back_heavy(best: _Trial, macs: list[int], base_excluded: set[int], tri
             hi = mid
         else:
             lo, best = mid, result
+    # heavy[lo] loses the goal with the ones before it back in int8; the next heaviest are tried one by one
+    back = list(heavy[:lo])
+    for i in heavy[lo + 1:lo + 1 + GIVE_BACK_SINGLES]:
+        result = trial(without(back + [i]), f"widened op {i} back in int8", len(back) + 1)
+        if not result.short:
+            back, best = back + [i], result
+    kept.search["given_back"] = len(back)
+    kept.missed_back = set(heavy[lo:lo + 1 + GIVE_BACK_SINGLES]) - set(back)
     return best
 
 
@@ -494,7 +517,33 @@ def _narrow_to_int16(model: Model, best: _Trial, rule, trial, kept: Guarded) -> 
     if not narrower:
         return best
     result = trial({**best.widened, **narrower}, f"{len(narrower)} float32 op(s) to int16x8")
+    kept.search["int16_instead_of_float32"] = not result.short
     return best if result.short else result
+
+
+def _escalation_reasons(model: Model, kept: Guarded, state: dict, order: list[int], rule) -> None:
+    """Why each op the escalation widened is widened (``kept.why``, the report's reasons)."""
+    sg = model.subgraphs[0]
+    how = kept.search.get("order")
+    in_order = set(order)
+    for i, kind in kept.widened.items():
+        if i in kept.why and state.get(i) == kind:
+            continue
+        if op_table.row(model.op_name(sg.operators[i])).quant.startswith("same:") and i in in_order:
+            why = "carries a float32 producer's value (kept float between float ops, not requantized)"
+        elif i in kept.missed_back:
+            why = "tried back in int8 (one of the heaviest): the goal was missed"
+        elif how == "nearest the outputs":
+            why = (f"in the shortest run of ops before the outputs that meets the goal ({kept.search['prefix']} "
+                   f"of {kept.search['of']}, by bisection)")
+        elif how == "sensitivity":
+            why = (f"in the shortest prefix of the error ranking that meets the goal ({kept.search['prefix']} of "
+                   f"{kept.search['of']}, by bisection)")
+        else:
+            why = "every op at its widest type: the goal is missed with less"
+        if kind == "int16" and kept.search.get("int16_instead_of_float32"):
+            why += "; int16x8 keeps the goal (int16 activations before float32)"
+        kept.why[i] = why
 
 
 def limiting_ops(model: Model, kept: Guarded, rule) -> list[tuple[int, str]]:
@@ -517,6 +566,22 @@ def limiting_ops(model: Model, kept: Guarded, rule) -> list[tuple[int, str]]:
         if len(found) >= 8:
             break
     return found
+
+
+def _share(part: int, total: int) -> str:
+    return f"{100.0 * part / total:.1f}%" if total else "100%"
+
+
+def _before_after(search: dict) -> str:
+    """``; detections 0.24 -> 0.92 (goal), worst output SNR 13.0 -> 24.6 dB``: the goal's figure before the search
+    and for the model kept."""
+    before, after = search.get("before") or {}, search.get("after") or {}
+    parts = []
+    if before.get("task_figure") is not None and after.get("task_figure") is not None:
+        parts.append(f"{before['task_metric']} {before['task_figure']:.3g} -> {after['task_figure']:.3g}")
+    if before.get("worst_snr_db") is not None and after.get("worst_snr_db") is not None:
+        parts.append(f"worst output SNR {before['worst_snr_db']:.1f} -> {after['worst_snr_db']:.1f} dB")
+    return ("; " + ", ".join(parts)) if parts else ""
 
 
 def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
@@ -563,8 +628,9 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
     else:
         grown = 0
     count = count_widened(["float32"] * len(no_rule) + list(widened.values()))
-    if count["ops"]:
-        log.stage(f"widened {widened_text(count)}")  # the final count: the report's summary prints the same record
+    if count["ops"]:  # the final count: the report's summary prints the same record
+        log.stage(f"widened {widened_text(count)}; {_share(total - wide_macs, total)} of MACs stay int8"
+                  + _before_after(kept.search))
     return {
         "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
         "widened_count": count,
@@ -575,8 +641,8 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
                   for o in missing],
         "widened": [{**named(i), "to": "float32", "reason": why, "cost": widen_cost(model, i, "float32", macs)}
                     for i, why in no_rule]
-                   + [{**named(i), "to": kind, "reason": "loses SNR", "cost": widen_cost(model, i, kind, macs)}
-                      for i, kind in widened.items()],
+                   + [{**named(i), "to": kind, "reason": kept.why.get(i, "loses SNR"),
+                       "cost": widen_cost(model, i, kind, macs)} for i, kind in widened.items()],
         "cannot_widen": [{**named(i), "reason": why} for i, why in kept.cannot.items()],
         "all_widened": kept.all_widened,  # every op at the widest type the target takes (all-float32 on a float one)
         "limiting": [{**named(i), "reason": why} for i, why in kept.limiting],
@@ -585,4 +651,5 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
         "cost": {"bytes": grown, "macs_total": total, "macs_not_int8": wide_macs, "macs_int16": macs16,
                  "macs_float32": wide_macs - macs16},
         "tried_widening": kept.tried,
+        "search": {**kept.search, "int8_mac_share": 1.0 - wide_macs / total if total else 1.0},
     }
