@@ -402,13 +402,13 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     else:  # prefix 0 (the rounds' model) is short, the whole order meets
         hi, best = bisect(order, top, "bisection")
         kept.all_widened = hi == len(order)
-        kept.search = {"order": "sensitivity", "prefix": hi, "of": len(order)}
+        kept.search.update(order="sensitivity", prefix=hi, of=len(order))
         if hi > len(order) * _SUFFIX:  # the ranking did not localize the loss: the ops nearest the outputs first
             tail = sorted(order, reverse=True)
             hi_tail, by_tail = bisect(tail, top, "suffix bisection")
             if _not_int8(by_tail.widened, macs, base_excluded) < _not_int8(best.widened, macs, base_excluded):
                 best, kept.all_widened = by_tail, hi_tail == len(tail)
-                kept.search = {"order": "nearest the outputs", "prefix": hi_tail, "of": len(tail)}
+                kept.search.update(order="nearest the outputs", prefix=hi_tail, of=len(tail))
             best = _give_back_heavy(best, macs, base_excluded, trial, kept, lambda r: _holds_with_margin(goal, r))
             best = _narrow_to_int16(model, best, rule, trial, kept, lambda r: _holds_with_margin(goal, r))
             kept.all_widened = kept.all_widened and len(best.widened) >= len(top.widened)
