@@ -73,3 +73,9 @@ def test_standin_keeps_its_task_at_default_settings(name, monkeypatch, tmp_path)
     assert r["figure"] is not None
     assert r["figure"] >= r["goal"], (name, r["figure"], r["detail"], r["widened"])
     assert not r["refused"], name
+    # kept by the search, not by widening every op: the share of MACs left in int8 it reaches (0 when all-float32)
+    assert r["int8_macs"] >= convert_goals.STANDINS[name].int8_small, (name, r["int8_macs"], r["widened"])
+    guard = r["report"]["quantization"]["report"]["guard"]
+    search = guard.get("search") or {}
+    if guard["steps"]:  # the search ran: the report says the goal's figure before and after it, and the int8 share
+        assert search["int8_mac_share"] == pytest.approx(r["int8_macs"]) and "before" in search and "after" in search

@@ -1,6 +1,8 @@
 """The widening search of precision="auto" (issue 24 point 4): ops ranked by the error each adds itself (one
 measurement of every activation, no model run per candidate), round by round; when the rounds stall, every op at the
-widest type the target takes and the smallest prefix of the ranking that meets the threshold, by bisection. On a
+widest type the target takes and the smallest prefix of the ranking that meets the threshold, by bisection (when
+that prefix is most of the ranking: the ops nearest the outputs bisected too, the heaviest widened ops tried back in
+int8, float32 ops narrowed to int16x8 where the goal holds). On a
 target that runs float32 it always ends with a model (all-float32 at worst, said with its cost); on an integer-only
 MCU with the best int8 / int16x8 model, naming the ops that keep it short. The float model runs once per sample."""
 
@@ -162,3 +164,42 @@ def test_shape_ops_follow_a_float32_producer_in_the_bisection(tmp_path):
     assert types["hidden"] == types["square"] == types["flat"] == types["y"] == "FLOAT32"
     names = [res.model.op_name(op) for op in sg.operators]
     assert names.count("QUANTIZE") == 1 and names.count("DEQUANTIZE") <= 1  # the input's, and before 'hidden'
+
+
+def test_the_heaviest_widened_ops_go_back_to_int8_while_the_goal_holds():
+    """After a bisection that kept most of the order widened, the ops that carry >= 1% of the MACs go back to int8,
+    the heaviest first: all at once when the goal holds, else the longest run of the heaviest that holds, then the
+    next ones one by one. Here op 1 loses the goal back in int8: ops 0, 2 and 4 go back, 1 stays widened (said as
+    tried), 3 (under 1% of the MACs) is not tried."""
+    from converters.quantize import widen
+
+    macs = [1000, 600, 300, 5, 200]
+    built = []
+
+    def trial(widened, what, k=None):
+        built.append(dict(widened))
+        return widen._Trial(None, None, None, widened, short=1 not in widened)
+
+    start = widen._Trial(None, None, None, dict.fromkeys(range(5), "float32"), short=False)
+    kept = widen.Guarded(None, None, [], [])
+    best = widen._give_back_heavy(start, macs, set(), trial, kept)
+    assert set(best.widened) == {1, 3}
+    assert kept.missed_back == {1} and kept.search["given_back"] == 3
+    assert set(built[0]) == {3}  # first: all four heavy ones back at once
+    assert len(built) <= 2 + 3  # the bisection over 4 (2 builds) and the singles after it
+
+
+def test_int16_before_float32_when_it_keeps_the_goal():
+    """The escalation's float32 ops that the target also runs in int16x8 go there in one build when the goal
+    holds, and stay float32 when it does not."""
+    from converters.quantize import widen
+
+    model = deep_outlier_mlp()
+    rule, _ = widen.widening_rule("raspberry-pi-4")
+    start = widen._Trial(None, None, None, {1: "float32", 2: "float32"}, short=False)
+    for loses in (False, True):
+        kept = widen.Guarded(None, None, [], [])
+        best = widen._narrow_to_int16(model, start, rule,
+                                      lambda w, what, k=None: widen._Trial(None, None, None, w, short=loses), kept)
+        assert best.widened == ({1: "float32", 2: "float32"} if loses else {1: "int16", 2: "int16"})
+        assert kept.search["int16_instead_of_float32"] is (not loses)

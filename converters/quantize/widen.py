@@ -6,8 +6,14 @@ int8 -> int16 before the op and int16 -> int8 after it) where the target's runti
 ``int16`` "op" and ``int16_missing``, probed against TFLM and both edge-sdk runtimes by
 tests/test_quantize_widen.py), else float32 where the target runs float32, else not at all (``cannot_widen``). When the
 rounds stall short of it, every op goes to its widest type (all float32 at worst on a float target: a model is always
-kept there) and bisection over the ranking finds the smallest prefix that meets ``min_snr`` (``_escalate``); still
-short, the ops that keep it so are named (``limiting_ops``). Then each widened op is tried back in int8. The cost:
+kept there) and bisection over the ranking finds the smallest prefix that meets the goal (``_escalate``). When that
+prefix is most of the ranking (the ranking missed where the loss is: an op whose int8 input loses it looks harmless
+when ranked by the error it adds itself), the ops nearest the outputs are bisected too (a detector's decode / score
+tail, a CTC head), the one leaving more MACs in int8 kept; its heaviest widened ops are then tried back in int8 and its
+float32 ops in int16x8 where the target takes it. Still short, the ops that keep it so are named (``limiting_ops``).
+Then each widened op is tried back in int8 (at most ``MAX_PRUNE``). Steps the task judges skip the per-output
+measurement; the report gives each widened op's reason, the goal's figure before and after, and the int8 MAC share
+(``search``). The cost:
 per widened op its constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs
 no longer in int8."""
 
@@ -137,6 +143,9 @@ class Guarded:
     steps: list = field(default_factory=list)  # each build measured: ops widened, worst output SNR, seconds
     all_widened: bool = False  # every op the target can widen is widened (all-float on a float target)
     limiting: list = field(default_factory=list)  # still short: (op index, why) of the ops that keep it short
+    search: dict = field(default_factory=dict)  # the escalation's order, the prefix that met, the goal before / after
+    why: dict = field(default_factory=dict)  # op index -> why the search widened it (the report's reason)
+    missed_back: set = field(default_factory=set)  # widened ops tried back in int8 where the goal was then missed
 
 
 class Goal:
@@ -149,13 +158,24 @@ class Goal:
         self.min_snr, self.judge = min_snr, judge
         self._records: dict[int, tuple[Model, dict]] = {}
 
+    def record(self, qmodel: Model) -> dict | None:
+        """The task's record of ``qmodel`` (judged once), or None without a judge."""
+        if self.judge is None:
+            return None
+        held = self._records.get(id(qmodel))
+        if held is None or held[0] is not qmodel:
+            held = self._records[id(qmodel)] = (qmodel, self.judge(qmodel))
+        return held[1]
+
+    def judged(self, qmodel: Model) -> bool:
+        """Whether the task decides for ``qmodel`` (its outputs' SNRs are then not needed)."""
+        record = self.record(qmodel)
+        return bool(record and record.get("judged"))
+
     def short(self, qmodel: Model, outputs) -> bool:
-        if self.judge is not None:
-            held = self._records.get(id(qmodel))
-            if held is None or held[0] is not qmodel:
-                held = self._records[id(qmodel)] = (qmodel, self.judge(qmodel))
-            if held[1].get("judged"):
-                return not held[1]["met"]
+        record = self.record(qmodel)
+        if record is not None and record.get("judged"):
+            return not record["met"]
         return bool(short(outputs, self.min_snr))
 
 
@@ -177,6 +197,7 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     kept = Guarded(qmodel, g, layers, outputs)
     if precision != "auto" or not goal.short(qmodel, outputs):
         return kept
+    kept.search["before"] = {"worst_snr_db": worst(outputs), **_figure(goal, qmodel)}
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
@@ -189,6 +210,7 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
         _give_back(model, build, cal, kept, excluded, goal, io)
     if goal.short(kept.qmodel, kept.outputs):
         kept.limiting = limiting_ops(model, kept, rule)
+    kept.search["after"] = {"worst_snr_db": worst(kept.outputs), **_figure(goal, kept.qmodel)}
     return kept
 
 
@@ -217,6 +239,8 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         if not take:
             break
         widened.update(take)
+        kept.why.update({i: f"adds the most error itself (round {rnd + 1} of the ranking by the SNR each op loses)"
+                         for i in take})
         excluded = excluded | {i for i, k in take.items() if k == "float32"}
         w16 |= {i for i, k in take.items() if k == "int16"}
         kept.tried = max(kept.tried, len(widened))
@@ -300,9 +324,16 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
               io: str, n_no_rule: int = 0) -> set[int]:
     """The rounds ended short: from the rounds' best model, every op not yet at the widest type the target takes
     (float32 where it runs float32, else int16x8) goes there -- all-float32 at worst on a float target. If that
-    meets ``min_snr``, the smallest prefix of the sensitivity order (from the rounds' last measurement) that meets
-    it is found by bisection (log2(ops) builds); else the better of that and the rounds' model is kept. Returns
-    the ops then kept float32 (beside ``base_excluded``)."""
+    meets the goal, the smallest prefix of the sensitivity order (from the rounds' last measurement) that meets it
+    is found by bisection (log2(ops) builds). When that prefix holds most of the order, the ranking did not find
+    where the loss is (an op whose int8 *input* loses it, a tail whose parts need their own scales: ranked by the
+    error each op adds, such ops look harmless), so the ops nearest the outputs are tried first too: the shortest
+    suffix of the topological order that meets the goal, by bisection (``_SUFFIX``), and the one of the two that
+    leaves the most MACs in int8 is kept. Then the heaviest widened ops (by MACs) go back to int8 while the goal
+    holds (``_give_back_heavy``), and the float32 ops the target also runs in int16x8 go there when the goal
+    still holds (both only after a bisection that kept most of the order: a short prefix is kept as it is). Short even at the widest: the better of that and the rounds' model is kept. Each step builds and
+    judges one model; the per-activation table is measured once, for the model kept. Returns the ops then kept
+    float32 (beside ``base_excluded``)."""
     sg = model.subgraphs[0]
     state = dict(kept.widened)
     done = base_excluded | {i for i, k in state.items() if k == "float32"}
@@ -319,15 +350,15 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             order.append(i)
     if not order:
         return done
-    before = (kept.qmodel, kept.graph, kept.layers, kept.outputs, state)
-
+    macs = _op_macs(cal)
+    before = _Trial(kept.qmodel, kept.graph, kept.outputs, state, goal.short(kept.qmodel, kept.outputs))
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
 
-    def trial(k: int, what: str):
-        widened = {**state, **{i: _widest(model, i, rule) for i in order[:k]}}
+    def trial(widened: dict, what: str, k: int | None = None) -> _Trial:
+        widened = dict(widened)
         # an op that only carries its input's quantization ("same:N": reshapes, pools, pads) follows a float32
         # producer: left int8 between two float32 ops it would requantize what they keep
-        for i in order[k:]:
+        for i in sorted(order):
             quant = op_table.row(model.op_name(sg.operators[i])).quant
             if i in widened or not quant.startswith("same:") or _widest(model, i, rule) != "float32":
                 continue
@@ -340,32 +371,201 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         log.stage(f"widening {widened_text(count)}; {what}")
         started = time.monotonic()
         qm, g = build(excl, w16)
-        layers, outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io)
+        result = _judge(model, qm, g, widened, goal, cal, io)
         kept.tried = max(kept.tried, len(widened))
-        kept.steps.append({"step": what, "prefix": k, "widened": count["ops"], "worst_snr_db": worst(outputs),
+        kept.steps.append({"step": what, **({"prefix": k} if k is not None else {}), "widened": count["ops"],
+                           "worst_snr_db": worst(result.outputs) if result.outputs is not None else None,
+                           **_figure(goal, qm), "macs_not_int8": _not_int8(widened, macs, base_excluded),
                            "seconds": round(time.monotonic() - started, 3)})
-        return qm, g, layers, outputs, widened
+        return result
 
-    def take(result) -> None:
-        kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = result
-        kept.w16 = {i for i, w in kept.widened.items() if w == "int16"}
+    def widest(ops) -> dict:
+        return {**state, **{i: _widest(model, i, rule) for i in ops}}
 
-    top = trial(len(order), "every op at its widest")
-    if goal.short(top[0], top[3]):  # even the widest model is short (its integer inputs / outputs, or the target)
-        kept.all_widened = worst(top[3]) >= worst(before[3])
-        take(top if kept.all_widened else before)
-    else:  # prefix 0 (the rounds' model) is short, the whole order meets
-        lo, hi, best = 0, len(order), top
+    def bisect(seq: list[int], top: _Trial, label: str) -> tuple[int, _Trial]:
+        """The shortest prefix of ``seq`` whose widening meets the goal (prefix 0, the rounds' model, is short;
+        the whole of it meets)."""
+        lo, hi, best = 0, len(seq), top
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            result = trial(mid, f"bisection {lo}..{hi} of {len(order)}")
-            if goal.short(result[0], result[3]):
+            result = trial(widest(seq[:mid]), f"{label} {lo}..{hi} of {len(seq)}", mid)
+            if result.short:
                 lo = mid
             else:
                 hi, best = mid, result
+        return hi, best
+
+    top = trial(widest(order), "every op at its widest", len(order))
+    if top.short:  # even the widest model is short (its integer inputs / outputs, or the target)
+        kept.all_widened = worst(_outputs(model, top, cal, io)) >= worst(_outputs(model, before, cal, io))
+        best = top if kept.all_widened else before
+    else:  # prefix 0 (the rounds' model) is short, the whole order meets
+        hi, best = bisect(order, top, "bisection")
         kept.all_widened = hi == len(order)
-        take(best)
+        kept.search.update(order="sensitivity", prefix=hi, of=len(order))
+        if hi > len(order) * _SUFFIX:  # the ranking did not localize the loss: the ops nearest the outputs first
+            tail = sorted(order, reverse=True)
+            hi_tail, by_tail = bisect(tail, top, "suffix bisection")
+            if _not_int8(by_tail.widened, macs, base_excluded) < _not_int8(best.widened, macs, base_excluded):
+                best, kept.all_widened = by_tail, hi_tail == len(tail)
+                kept.search.update(order="nearest the outputs", prefix=hi_tail, of=len(tail))
+            best = _give_back_heavy(best, macs, base_excluded, trial, kept, lambda r: _holds_with_margin(goal, r))
+            best = _narrow_to_int16(model, best, rule, trial, kept, lambda r: _holds_with_margin(goal, r))
+            kept.all_widened = kept.all_widened and len(best.widened) >= len(top.widened)
+    kept.qmodel, kept.graph, kept.widened = best.qmodel, best.graph, best.widened
+    kept.w16 = {i for i, w in kept.widened.items() if w == "int16"}
+    _escalation_reasons(model, kept, state, order, rule)
+    kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
     return base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
+
+
+_SUFFIX = 0.5  # the ranking's bisection kept more than this share of its order: the suffix bisection is tried too
+GIVE_BACK_SHARE = 0.01  # widened ops with at least this share of the model's MACs are tried back in int8
+GIVE_BACK_MARGIN = 0.5  # a give-back keeps the task's figure this far from its goal to perfect (_holds_with_margin)
+GIVE_BACK_MARGIN_DB = 1.0  # or, judged by SNR, every output this many dB above the threshold
+GIVE_BACK_SINGLES = 6  # after the bisection over them, this many of the next heaviest are tried back one by one
+
+
+@dataclass
+class _Trial:
+    """One build the escalation measured: the model, its graph, its outputs' SNRs (None until measured: a judged
+    task decides alone), what it widened, whether it misses the goal."""
+
+    qmodel: Model
+    graph: QuantGraph
+    outputs: list | None
+    widened: dict
+    short: bool
+
+
+def _judge(model: Model, qm: Model, g: QuantGraph, widened: dict, goal: Goal, cal: Calibration, io: str) -> _Trial:
+    """Whether ``qm`` misses the goal, from the task's verdict alone where it is judged (no per-output measurement
+    then: one run of the model less per step), else from its outputs' SNRs (measured at the outputs only)."""
+    if goal.judged(qm):
+        return _Trial(qm, g, None, widened, goal.short(qm, None))
+    outputs = layer_errors(model, qm, g, cal.measure, cal.float_run, io, outputs_only=True)[1]
+    return _Trial(qm, g, outputs, widened, goal.short(qm, outputs))
+
+
+def _outputs(model: Model, t: _Trial, cal: Calibration, io: str) -> list:
+    if t.outputs is None:
+        t.outputs = layer_errors(model, t.qmodel, t.graph, cal.measure, cal.float_run, io, outputs_only=True)[1]
+    return t.outputs
+
+
+def _figure(goal: Goal, qm: Model) -> dict:
+    """The task's figure of a judged model, for the step's record: {"task_metric": name, "task_figure": value}."""
+    record = goal.record(qm)
+    if not record or not record.get("judged"):
+        return {}
+    name = next(iter(record.get("goal") or {}), None)
+    value = (record.get("metrics") or {}).get({"detections": "kept_fraction"}.get(name, name))
+    return {"task_metric": name, "task_figure": value} if name is not None else {}
+
+
+def _op_macs(cal: Calibration) -> list[int]:
+    run = cal.float_run
+    return list(run.op_macs()) if hasattr(run, "op_macs") else []
+
+
+def _not_int8(widened: dict, macs: list[int], base_excluded: set[int]) -> int:
+    """MACs no longer in int8: the widened ops' and the ops kept float32 before the search."""
+    return sum(macs[i] for i in set(widened) | set(base_excluded) if i < len(macs))
+
+
+def _give_back_heavy(best: _Trial, macs: list[int], base_excluded: set[int], trial, kept: Guarded,
+                     holds=lambda result: not result.short) -> _Trial:
+    """The widened ops that carry at least ``GIVE_BACK_SHARE`` of the MACs go back to int8, the heaviest first, as
+    many as keep the goal: all of them in one build when that holds, else the longest run of the heaviest that
+    holds, by bisection, then the next ``GIVE_BACK_SINGLES`` heaviest one by one (what users of TFLite's converter get: the convolutions integer, the small ops that lose
+    the task float)."""
+    total = sum(macs) or 1
+    heavy = sorted((i for i in best.widened if i < len(macs) and macs[i] >= GIVE_BACK_SHARE * total),
+                   key=lambda i: -macs[i])
+    if not heavy:
+        return best
+
+    def without(ops) -> dict:
+        return {i: k for i, k in best.widened.items() if i not in set(ops)}
+
+    every = trial(without(heavy), f"heaviest {len(heavy)} widened op(s) back in int8", len(heavy))
+    if holds(every):
+        kept.search["given_back"] = len(heavy)
+        return every
+    lo, hi = 0, len(heavy)  # giving back heavy[:lo] holds, heavy[:hi] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        result = trial(without(heavy[:mid]), f"heaviest {mid} widened op(s) back in int8", mid)
+        if not holds(result):
+            hi = mid
+        else:
+            lo, best = mid, result
+    # heavy[lo] loses the goal with the ones before it back in int8; the next heaviest are tried one by one
+    back = list(heavy[:lo])
+    for i in heavy[lo + 1:lo + 1 + GIVE_BACK_SINGLES]:
+        result = trial(without(back + [i]), f"widened op {i} back in int8", len(back) + 1)
+        if holds(result):
+            back, best = back + [i], result
+    kept.search["given_back"] = len(back)
+    kept.missed_back = set(heavy[lo:lo + 1 + GIVE_BACK_SINGLES]) - set(back)
+    return best
+
+
+def _holds_with_margin(goal: Goal, result: _Trial) -> bool:
+    """A give-back holds when the goal is met with room: the task's figure at least ``GIVE_BACK_MARGIN`` of the way
+    from its goal to perfect (detections kept >= 0.95 for a goal of 0.9), or every output ``GIVE_BACK_MARGIN_DB``
+    above the SNR threshold. Giving back trades accuracy for MACs on the few samples the task is judged on; at the
+    goal's very edge the model kept is no longer kept on other images (measured: YOLO-like, 0.92 on the 4 held-back
+    images, 0.86 on the 12 evaluation ones)."""
+    if result.short:
+        return False
+    record = goal.record(result.qmodel)
+    if record is not None and record.get("judged"):
+        figure = _figure(goal, result.qmodel)
+        aim = (record.get("goal") or {}).get(figure.get("task_metric"))
+        if aim is None or figure.get("task_figure") is None:
+            return True
+        return figure["task_figure"] >= aim + GIVE_BACK_MARGIN * (1.0 - aim)
+    return result.outputs is None or worst(result.outputs) >= goal.min_snr + GIVE_BACK_MARGIN_DB
+
+
+def _narrow_to_int16(model: Model, best: _Trial, rule, trial, kept: Guarded,
+                     holds=lambda result: not result.short) -> _Trial:
+    """The ops widened to float32 that the target also runs in int16x8 (``rule``'s first choice) go to int16x8 in one
+    build, kept when the goal still holds: int16 activations before float."""
+    sg = model.subgraphs[0]
+    narrower = {i: "int16" for i, k in best.widened.items()
+                if k == "float32" and rule(model.op_name(sg.operators[i]))[0] == "int16"}
+    if not narrower:
+        return best
+    result = trial({**best.widened, **narrower}, f"{len(narrower)} float32 op(s) to int16x8")
+    kept.search["int16_instead_of_float32"] = holds(result)
+    return result if kept.search["int16_instead_of_float32"] else best
+
+
+def _escalation_reasons(model: Model, kept: Guarded, state: dict, order: list[int], rule) -> None:
+    """Why each op the escalation widened is widened (``kept.why``, the report's reasons)."""
+    sg = model.subgraphs[0]
+    how = kept.search.get("order")
+    in_order = set(order)
+    for i, kind in kept.widened.items():
+        if i in kept.why and state.get(i) == kind:
+            continue
+        if op_table.row(model.op_name(sg.operators[i])).quant.startswith("same:") and i in in_order:
+            why = "carries a float32 producer's value (kept float between float ops, not requantized)"
+        elif i in kept.missed_back:
+            why = "tried back in int8 (one of the heaviest): the goal was missed"
+        elif how == "nearest the outputs":
+            why = (f"in the shortest run of ops before the outputs that meets the goal ({kept.search['prefix']} "
+                   f"of {kept.search['of']}, by bisection)")
+        elif how == "sensitivity":
+            why = (f"in the shortest prefix of the error ranking that meets the goal ({kept.search['prefix']} of "
+                   f"{kept.search['of']}, by bisection)")
+        else:
+            why = "every op at its widest type: the goal is missed with less"
+        if kind == "int16" and kept.search.get("int16_instead_of_float32"):
+            why += "; int16x8 keeps the goal (int16 activations before float32)"
+        kept.why[i] = why
 
 
 def limiting_ops(model: Model, kept: Guarded, rule) -> list[tuple[int, str]]:
@@ -388,6 +588,22 @@ def limiting_ops(model: Model, kept: Guarded, rule) -> list[tuple[int, str]]:
         if len(found) >= 8:
             break
     return found
+
+
+def _share(part: int, total: int) -> str:
+    return f"{100.0 * part / total:.1f}%" if total else "100%"
+
+
+def _before_after(search: dict) -> str:
+    """``; detections 0.24 -> 0.92 (goal), worst output SNR 13.0 -> 24.6 dB``: the goal's figure before the search
+    and for the model kept."""
+    before, after = search.get("before") or {}, search.get("after") or {}
+    parts = []
+    if before.get("task_figure") is not None and after.get("task_figure") is not None:
+        parts.append(f"{before['task_metric']} {before['task_figure']:.3g} -> {after['task_figure']:.3g}")
+    if before.get("worst_snr_db") is not None and after.get("worst_snr_db") is not None:
+        parts.append(f"worst output SNR {before['worst_snr_db']:.1f} -> {after['worst_snr_db']:.1f} dB")
+    return ("; " + ", ".join(parts)) if parts else ""
 
 
 def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
@@ -434,8 +650,9 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
     else:
         grown = 0
     count = count_widened(["float32"] * len(no_rule) + list(widened.values()))
-    if count["ops"]:
-        log.stage(f"widened {widened_text(count)}")  # the final count: the report's summary prints the same record
+    if count["ops"]:  # the final count: the report's summary prints the same record
+        log.stage(f"widened {widened_text(count)}; {_share(total - wide_macs, total)} of MACs stay int8"
+                  + _before_after(kept.search))
     return {
         "min_snr_db": float(min_snr), "precision": precision, "samples": measured, "held_back": held > 0,
         "widened_count": count,
@@ -446,8 +663,8 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
                   for o in missing],
         "widened": [{**named(i), "to": "float32", "reason": why, "cost": widen_cost(model, i, "float32", macs)}
                     for i, why in no_rule]
-                   + [{**named(i), "to": kind, "reason": "loses SNR", "cost": widen_cost(model, i, kind, macs)}
-                      for i, kind in widened.items()],
+                   + [{**named(i), "to": kind, "reason": kept.why.get(i, "loses SNR"),
+                       "cost": widen_cost(model, i, kind, macs)} for i, kind in widened.items()],
         "cannot_widen": [{**named(i), "reason": why} for i, why in kept.cannot.items()],
         "all_widened": kept.all_widened,  # every op at the widest type the target takes (all-float32 on a float one)
         "limiting": [{**named(i), "reason": why} for i, why in kept.limiting],
@@ -456,4 +673,5 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
         "cost": {"bytes": grown, "macs_total": total, "macs_not_int8": wide_macs, "macs_int16": macs16,
                  "macs_float32": wide_macs - macs16},
         "tried_widening": kept.tried,
+        "search": {**kept.search, "int8_mac_share": 1.0 - wide_macs / total if total else 1.0},
     }
