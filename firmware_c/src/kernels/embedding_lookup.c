@@ -11,7 +11,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(EMBEDDING_LOOKUP, embedding_lookup, 3, "INT32", "table FLOAT32/INT8/UINT8/INT16/INT32/INT64/BOOL; hybrid INT8/UINT8 to FLOAT32")
+EDGE_KERNEL(EMBEDDING_LOOKUP, embedding_lookup, 5, "INT32", "table FLOAT32/INT8/UINT8/INT16/INT32/INT64/BOOL; hybrid INT8/UINT8 to FLOAT32")
 
 typedef struct {
     int64_t ids;

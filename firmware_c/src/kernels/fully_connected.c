@@ -20,7 +20,7 @@
 #include "../edge_hybrid.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8", "weights per-tensor or per-unit scales; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid kernel (hybrid.c)")
+EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 14, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8", "weights per-tensor or per-unit scales; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid kernel (hybrid.c)")
 
 typedef struct {
     int32_t batches, depth, units;
