@@ -39,7 +39,7 @@ from edge_sdk.runtime.kernels.quant import clip_into, float_clamp
 from edge_sdk.runtime.kernels.quant import batch_quantize_floats, float_activation
 
 _F32 = np.float32
-WEIGHT_TYPES = ("INT8", "UINT8")  # LiteRT's hybrid weight types (INT4 hybrid is LiteRT's 4-bit path: not here)
+WEIGHT_TYPES = ("INT8", "UINT8")  # LiteRT's hybrid weight types (INT4 too for FULLY_CONNECTED / CONV_2D: conv._conv_types)
 
 
 def is_hybrid(inp: TensorInfo, weights: TensorInfo) -> bool:
@@ -179,9 +179,9 @@ def conv_2d(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorInfo | Non
     o, kh, kw, cg = flt.shape
     wv = _int8_weights(node, flt)
     scales = np.asarray(flt.scale, dtype=np.float32).ravel()
-    per_channel = flt.type == "INT8" and scales.size > 1 and bool((scales != scales[0]).any())
+    per_channel = flt.type in ("INT8", "INT4") and scales.size > 1 and bool((scales != scales[0]).any())
     if per_channel or groups != 1:
-        if flt.type != "INT8":
+        if flt.type not in ("INT8", "INT4"):
             raise node.unsupported("hybrid grouped CONV_2D needs INT8 weights (LiteRT's per-channel kernel)")
         pcs = _channel_scales(node, flt, o, 0)
         if pcs is None:
