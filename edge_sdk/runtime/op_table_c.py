@@ -331,7 +331,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'TILE': (('FLOAT32', 'FLOAT16', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL', 'UINT32', 'UINT16'), -1, ''),
     'TOPK_V2': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64'), -1, 'last axis; k a constant INT32/INT16 scalar; INT32 or INT16 indices'),
     'TRANSPOSE': (('FLOAT32', 'FLOAT16', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL', 'UINT32', 'UINT16'), -1, ''),
-    'TRANSPOSE_CONV': (('FLOAT32/FLOAT32', 'INT8/INT8', 'INT16/INT8'), 2, 'NHWC 4-D; quantized filter per-tensor or per-channel'),
+    'TRANSPOSE_CONV': (('FLOAT32/FLOAT32', 'INT8/INT8', 'INT16/INT8', 'FLOAT32/INT8'), 2, "NHWC 4-D; quantized filter per-tensor or per-channel; FLOAT32 input with a constant INT8 filter: LiteRT's hybrid kernel"),
     'TransformLandmarks': (('FLOAT32',), -1, ''),
     'TransformTensor': (('FLOAT32',), -1, ''),
     'TransformTensorBilinear': (('FLOAT32',), -1, ''),

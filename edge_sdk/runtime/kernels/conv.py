@@ -541,9 +541,6 @@ def prepare_transpose_conv(node: Node):
     bias = node.inputs[3] if node.has_input(3) else None
     if flt.type == "INT4":
         raise node.unsupported("INT4 weights are not supported by TRANSPOSE_CONV (LiteRT and TFLite Micro have none)")
-    if hybrid.is_hybrid(inp, flt):
-        raise node.unsupported(f"hybrid TRANSPOSE_CONV (float input, {flt.type} weights) is not supported; "
-                               "dequantize the weights or quantize the model fully")
     kind = _conv_types(node, inp, flt, out, "TRANSPOSE_CONV")
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
@@ -567,6 +564,8 @@ def prepare_transpose_conv(node: Node):
     _, pt = window_geometry(node, opts.get("padding", "SAME"), sh, 1, oh, kh)
     _, pl = window_geometry(node, opts.get("padding", "SAME"), sw, 1, ow, kw)
 
+    if kind == "hybrid":
+        return hybrid.transpose_conv(node, inp, flt, bias, out, act, (oh, pt, ow, pl, sh, sw))
     if kind == "int16":
         # TFLM widens an int16 bias to int64 and reads any other as int64.
         bias = _bias_value(node, bias, o, ("INT64", "INT16"))
