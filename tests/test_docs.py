@@ -67,7 +67,7 @@ def test_c_kernels_parsed_from_sources_by_the_one_parser(tmp_path):
     assert gen.main([str(tmp_path / "out.c"), "--kernels", str(tmp_path)]) == 1
     assert not (tmp_path / "out.c").exists()
     found = docs.c_kernels()
-    assert found["FULLY_CONNECTED"] == 13 and found["SignalRfft"] == 1 and found["DEPTH_TO_SPACE"] == 2
+    assert found["FULLY_CONNECTED"] == 14 and found["SignalRfft"] == 1 and found["DEPTH_TO_SPACE"] == 2
     assert len(found) >= 30
 
 

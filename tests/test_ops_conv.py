@@ -89,7 +89,7 @@ CONV_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("runtime", "case"), grid_cases(CONV_CASES, c_runs=lambda c: c[1] != "INT4",
+@pytest.mark.parametrize(("runtime", "case"), grid_cases(CONV_CASES,
                                                          ids=lambda c: f"{c[0]}x{c[1]}-{c[6]}-s{c[4]}-d{c[5]}-{c[7]}"),
                          indirect=["runtime"])
 def test_conv_2d_matches_tflm(runtime, case):
@@ -217,7 +217,7 @@ DW_CASES = [
 
 
 @pytest.mark.parametrize(("runtime", "case"),
-                         grid_cases(DW_CASES, c_runs=lambda c: c[1] != "INT4",
+                         grid_cases(DW_CASES,
                                     ids=lambda c: f"{c[0]}x{c[1]}-m{c[3]}-{c[7]}-s{c[5]}-d{c[6]}-{c[8]}"),
                          indirect=["runtime"])
 def test_depthwise_conv_2d_matches_tflm(runtime, case):
@@ -252,7 +252,7 @@ FC_CASES = [
 
 
 @pytest.mark.parametrize(("runtime", "case"),
-                         grid_cases(FC_CASES, c_runs=lambda c: c[1] != "INT4",
+                         grid_cases(FC_CASES,
                                     ids=lambda c: f"{c[0]}x{c[1]}-pc{int(c[4])}-{c[5]}-{c[6]}-k{int(c[7])}"),
                          indirect=["runtime"])
 def test_fully_connected_matches_tflm(runtime, case):
@@ -406,13 +406,9 @@ def test_weights_computed_at_run_time_match_tflm(runtime):
 
 
 @needs_c_runtime
-def test_c_refuses_int4_weights_and_integer_batch_matmul():
-    """The cases above the C runtime leaves to Python: INT4 weights, integer BATCH_MATMUL (named refusals)."""
-    rng = np.random.default_rng(8)
-    x, y = _act_io(rng, (1, 4, 4, 2), "INT8", (1, 4, 4, 3))
-    model = op_model("CONV_2D", [x, _weights(rng, (3, 3, 3, 2), "INT4", 3, True), _bias(rng, 3, "INT8")], [y],
-                     options=dict(padding="SAME", stride_h=1, stride_w=1))
-    refused_on("c", model, [np.zeros((1, 4, 4, 2), np.int8)], UnsupportedOpError, "INT8/INT8")
+def test_c_refuses_integer_batch_matmul():
+    """The case above the C runtime leaves to Python: integer BATCH_MATMUL (a named refusal). INT4 weights run in C
+    since issue 23 (the grid cases above; tests/test_ops_int4.py against LiteRT)."""
     model = op_model("BATCH_MATMUL", [T((2, 3), "INT8", 0.05, 3), T((3, 4), "INT8", 0.03, -2)],
                      [T((2, 4), "INT8", 0.4, -5)])
     refused_on("c", model, [np.zeros((2, 3), np.int8), np.zeros((3, 4), np.int8)], UnsupportedOpError,

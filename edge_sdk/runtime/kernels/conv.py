@@ -185,17 +185,18 @@ class _PaddedInput:
 def _conv_types(node: Node, inp: TensorInfo, flt: TensorInfo, out: TensorInfo, op: str) -> str:
     if out.type != inp.type:
         raise node.error(f"output type {out.type} differs from input type {inp.type}")
+    # INT4 weights (ai-edge-quantizer's 4-bit form) arrive unpacked, one int8 value each (model.types): LiteRT's
+    # conv.cc / fully_connected.cc / depthwise_conv.cc unpack them too and run their INT8 kernels on them, but
+    # for a float input depthwise_conv.cc has no INT4 kernel
     pairs = {("FLOAT32", "FLOAT32"): "float", ("INT8", "INT8"): "int8", ("INT8", "INT4"): "int8",
-             ("INT16", "INT8"): "int16"}
-    if hybrid.is_hybrid(inp, flt):
+             ("INT16", "INT8"): "int16", ("INT16", "INT4"): "int16"}
+    if hybrid.is_hybrid(inp, flt) or (inp.type == "FLOAT32" and flt.type == "INT4" and op != "DEPTHWISE_CONV_2D"):
         return "hybrid"  # LiteRT's hybrid kernels (kernels/hybrid.py)
     kind = pairs.get((inp.type, flt.type))
     if kind is None:
-        if inp.type == "FLOAT32" and flt.type == "INT4":
-            raise node.unsupported(f"hybrid {op} with INT4 weights (LiteRT's 4-bit path) is not supported; "
-                                   "quantize the weights to INT8")
         raise node.unsupported(f"{op} with {inp.type} input and {flt.type} weights is not supported "
-                               "(supported: FLOAT32/FLOAT32, INT8/INT8, INT8/INT4, INT16/INT8)")
+                               "(supported: FLOAT32/FLOAT32, INT8/INT8, INT16/INT8, FLOAT32/INT8 and INT4 weights "
+                               "wherever INT8 ones are, but a FLOAT32 DEPTHWISE_CONV_2D, as LiteRT)")
     return kind
 
 
@@ -440,11 +441,11 @@ def prepare_fully_connected(node: Node):
     opts = node.options
     if opts.get("weights_format", "DEFAULT") not in ("DEFAULT", None):
         raise node.unsupported(f"weights_format {opts.get('weights_format')} is not supported (only DEFAULT)")
-    if hybrid.is_hybrid(inp, flt):
+    kind = _conv_types(node, inp, flt, out, "FULLY_CONNECTED")
+    if kind == "hybrid":
         act = node.options.get("fused_activation_function", "NONE") or "NONE"  # hybrid: any activation (LiteRT)
     else:
         act = check_activation(node)
-    kind = _conv_types(node, inp, flt, out, "FULLY_CONNECTED")
     if len(flt.shape) != 2:
         raise node.error(f"weights {flt.shape} must be 2-D [units, depth]")
     units, depth = flt.shape
@@ -471,8 +472,6 @@ def prepare_fully_connected(node: Node):
         dtype = np.float32
     else:
         node.expect_quantized(inp, flt, out)
-        if per_channel and flt.type == "INT4":
-            raise node.unsupported("per-channel INT4 weights are not supported by TFLite Micro's FULLY_CONNECTED")
         bias = _bias_value(node, bias, units, ("INT32",) if kind == "int8" else ("INT32", "INT64"))
         dtype = np.float64
     f_off = 0 if kind == "float" or per_channel else -flt.zp
@@ -540,11 +539,8 @@ def prepare_transpose_conv(node: Node):
     node.expect_counts((3, 4), 1)
     shape_t, flt, inp, out = node.input(0), node.input(1), node.input(2), node.outputs[0]
     bias = node.inputs[3] if node.has_input(3) else None
-    if inp.type == "INT8" and flt.type == "INT4":
-        raise node.unsupported("INT4 weights are not supported by TFLite Micro's TRANSPOSE_CONV")
-    if hybrid.is_hybrid(inp, flt):
-        raise node.unsupported(f"hybrid TRANSPOSE_CONV (float input, {flt.type} weights) is not supported; "
-                               "dequantize the weights or quantize the model fully")
+    if flt.type == "INT4":
+        raise node.unsupported("INT4 weights are not supported by TRANSPOSE_CONV (LiteRT and TFLite Micro have none)")
     kind = _conv_types(node, inp, flt, out, "TRANSPOSE_CONV")
     if len(inp.shape) != 4 or len(flt.shape) != 4:
         raise node.error(f"input {inp.shape} and filter {flt.shape} must both be 4-D")
@@ -568,6 +564,8 @@ def prepare_transpose_conv(node: Node):
     _, pt = window_geometry(node, opts.get("padding", "SAME"), sh, 1, oh, kh)
     _, pl = window_geometry(node, opts.get("padding", "SAME"), sw, 1, ow, kw)
 
+    if kind == "hybrid":
+        return hybrid.transpose_conv(node, inp, flt, bias, out, act, (oh, pt, ow, pl, sh, sw))
     if kind == "int16":
         # TFLM widens an int16 bias to int64 and reads any other as int64.
         bias = _bias_value(node, bias, o, ("INT64", "INT16"))

@@ -339,7 +339,8 @@ def prepare_rsqrt(node: Node):
         one = np.float32(1)
 
         def run(inputs, outputs):
-            outputs[0][...] = one / np.sqrt(inputs[0])
+            with np.errstate(invalid="ignore", divide="ignore"):  # NaN below 0, inf at 0, as LiteRT: no warning
+                outputs[0][...] = one / np.sqrt(inputs[0])
         return run
     node.expect_quantized(x, out)
     scale = 1.0 / float(np.float32(np.sqrt(np.float32(x.s))) * np.float32(out.s))

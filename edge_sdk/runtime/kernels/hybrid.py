@@ -39,7 +39,7 @@ from edge_sdk.runtime.kernels.quant import clip_into, float_clamp
 from edge_sdk.runtime.kernels.quant import batch_quantize_floats, float_activation
 
 _F32 = np.float32
-WEIGHT_TYPES = ("INT8", "UINT8")  # LiteRT's hybrid weight types (INT4 hybrid is LiteRT's 4-bit path: not here)
+WEIGHT_TYPES = ("INT8", "UINT8")  # LiteRT's hybrid weight types (INT4 too for FULLY_CONNECTED / CONV_2D: conv._conv_types)
 
 
 def is_hybrid(inp: TensorInfo, weights: TensorInfo) -> bool:
@@ -179,9 +179,9 @@ def conv_2d(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorInfo | Non
     o, kh, kw, cg = flt.shape
     wv = _int8_weights(node, flt)
     scales = np.asarray(flt.scale, dtype=np.float32).ravel()
-    per_channel = flt.type == "INT8" and scales.size > 1 and bool((scales != scales[0]).any())
+    per_channel = flt.type in ("INT8", "INT4") and scales.size > 1 and bool((scales != scales[0]).any())
     if per_channel or groups != 1:
-        if flt.type != "INT8":
+        if flt.type not in ("INT8", "INT4"):
             raise node.unsupported("hybrid grouped CONV_2D needs INT8 weights (LiteRT's per-channel kernel)")
         pcs = _channel_scales(node, flt, o, 0)
         if pcs is None:
@@ -349,3 +349,53 @@ def dequantized_weights_time(node: Node, wt: TensorInfo) -> np.ndarray:
     """weights_time as LiteRT's hybrid SVDF dequantizes it once: float32(int8 value * scale)."""
     w = _int8_weights(node, wt, "weights_time")
     return (w.astype(np.float32) * _F32(wt.s)).astype(np.float32)
+
+
+def transpose_conv(node: Node, inp: TensorInfo, flt: TensorInfo, bias: TensorInfo | None, out: TensorInfo,
+                   act: str, geometry: tuple):
+    """LiteRT's hybrid TRANSPOSE_CONV (transpose_conv.cc EvalHybrid, reference HybridTransposeConv): FLOAT32 input,
+    constant INT8 filter [o, kh, kw, cin] with one scale per output channel (one per tensor is repeated). Each batch
+    image is quantized asymmetric (AsymmetricQuantizeFloats); every input element, in the input's order (y, x, c),
+    scatters float32((q - zp) * w) * channel scale * image scale into the float32 output at each tap inside it;
+    then the bias and the clamp. ``geometry``: (oh, pad_top, ow, pad_left, sh, sw). The float32 sums follow that
+    order (taps of one element hit different outputs, so they go at once)."""
+    oh, pt, ow, pl, sh, sw = geometry
+    _float_output(node, out)
+    if flt.type != "INT8":
+        raise node.unsupported(f"hybrid TRANSPOSE_CONV takes INT8 weights (LiteRT), not {flt.type}")
+    n, h, w, cin = inp.shape
+    o, kh, kw, _ = flt.shape
+    wv = _int8_weights(node, flt).astype(np.int32)  # (o, kh, kw, cin)
+    scales = np.asarray(flt.scale, dtype=np.float32).ravel()
+    if scales.size not in (1, o):
+        raise node.error(f"hybrid TRANSPOSE_CONV: weights '{flt.name}' have {scales.size} scales for {o} filters")
+    channel_scale = np.broadcast_to(scales, (o,)).astype(np.float32)
+    b = _float_bias(node, bias, o) if bias is not None else None
+    clamp = float_clamp(act)
+    taps = np.ascontiguousarray(wv.transpose(3, 1, 2, 0))  # (cin, kh, kw, o)
+    # each input position's window in a padded output: [y*sh, y*sh+kh) x [x*sw, x*sw+kw), cropped at pt / pl after
+    full_h, full_w = max((h - 1) * sh + kh, pt + oh), max((w - 1) * sw + kw, pl + ow)
+
+    def run(inputs, outputs):
+        q, image_scale, zp = _image_rows(np.asarray(inputs[2], np.float32), True)
+        centered = q.astype(np.int32) - zp.astype(np.int32)[:, None, None, None]  # (n, h, w, cin)
+        sf = image_scale.astype(np.float32)[:, None, None, None]
+        acc = np.zeros((n, full_h, full_w, o), np.float32)
+        inside = np.zeros((full_h, full_w), bool)
+        inside[pt:pt + oh, pl:pl + ow] = True
+        for y in range(h):
+            for x in range(w):
+                window = (slice(None), slice(y * sh, y * sh + kh), slice(x * sw, x * sw + kw))
+                keep = inside[window[1], window[2]][None, :, :, None]
+                for c in range(cin):
+                    prod = centered[:, y, x, c][:, None, None, None] * taps[c][None]  # (n, kh, kw, o) int32
+                    term = (prod.astype(np.float32) * channel_scale) * sf
+                    acc[window] += np.where(keep, term, np.float32(0))
+        y_out = acc[:, pt:pt + oh, pl:pl + ow, :]
+        if b is not None:
+            y_out = y_out + b
+        if clamp is not None:
+            y_out = np.clip(y_out, clamp[0], clamp[1])
+        outputs[0][...] = y_out
+
+    return _quiet(run)

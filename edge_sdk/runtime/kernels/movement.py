@@ -297,7 +297,8 @@ def prepare_embedding_lookup(node: Node) -> Eval:
     node.expect_counts(2, 1)
     ids, table, y = node.input(0), node.input(1), node.outputs[0]
     node.expect_types(ids, ("INT32",), "ids")
-    node.expect_types(table, MOVE_TYPES, "table")
+    # INT4 tables (ai-edge-quantizer's 4-bit embeddings, held unpacked, one int8 per value): hybrid only, as LiteRT
+    node.expect_types(table, MOVE_TYPES + ("INT4",) if y.type == "FLOAT32" else MOVE_TYPES, "table")
     if len(ids.shape) != 1 or len(table.shape) < 1:
         raise node.error(f"ids {ids.shape} must be 1-D and the table {table.shape} at least 1-D")
     rows = table.shape[0]
@@ -305,7 +306,7 @@ def prepare_embedding_lookup(node: Node) -> Eval:
     node.set_output_shape(0, ids.shape + table.shape[1:])
     if ids.is_const and ((np.asarray(ids.data) < 0) | (np.asarray(ids.data) >= rows)).any():
         raise node.error(f"EMBEDDING_LOOKUP ids out of range [0, {rows})")
-    hybrid = y.type == "FLOAT32" and table.type in ("INT8", "UINT8")
+    hybrid = y.type == "FLOAT32" and table.type in ("INT8", "UINT8", "INT4")
     if hybrid:
         if not table.quantized or (table.zero_point != 0).any():
             raise node.unsupported("a hybrid lookup needs the table quantized with zero point 0 (LiteRT)")

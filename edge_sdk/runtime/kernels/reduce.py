@@ -54,11 +54,30 @@ def _check_same_type(node: Node) -> None:
 
 def _prepare_mean_or_sum(node: Node, mean: bool) -> Eval:
     x, y = node.input(0), node.outputs[0]
-    node.expect_types(x, ("FLOAT32", "INT8", "INT16"))
+    node.expect_types(x, ("FLOAT32", "INT8", "INT16", "INT32", "INT64") + (() if mean else ("BOOL",)))
     _check_same_type(node)
     axes, out_shape, kept = _reduce_axes(node)
     n = int(np.prod([x.shape[d] for d in axes], dtype=np.int64)) if axes else 1
     empty = x.size == 0
+
+    if x.type in ("INT32", "INT64", "BOOL"):
+        # LiteRT's reference ReduceSumImpl / Mean (TFLM has none): SUM wraps in the type (BOOL: any value true),
+        # MEAN sums in int64 and divides by n toward zero (C++'s integer division)
+        if empty:
+            return lambda inputs, outputs: outputs[0].fill(0)
+
+        def run_integer(inputs, outputs):
+            g = _grouped(inputs[0], axes)
+            if x.type == "BOOL":
+                outputs[0][...] = g.any(axis=1).reshape(out_shape)
+                return
+            s = g.sum(axis=1, dtype=np.int64)  # int64 wraps as LiteRT's int64 sum does
+            if mean:
+                q = s // n  # floor, then toward zero where it rounded a negative inexact quotient down
+                s = q + ((q * n != s) & (s < 0))
+            outputs[0][...] = s.astype(outputs[0].dtype).reshape(out_shape)  # int32: wraps to 32 bits
+
+        return run_integer
 
     if x.type == "FLOAT32":
         if empty:
@@ -109,14 +128,15 @@ def prepare_sum(node: Node) -> Eval:
 
 def prepare_reduce_max(node: Node) -> Eval:
     x, y = node.input(0), node.outputs[0]
-    node.expect_types(x, ("FLOAT32", "INT8", "INT16", "INT32"))
+    # UINT8 / INT64 / BOOL (any) as LiteRT's ReduceGeneric takes them
+    node.expect_types(x, ("FLOAT32", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL"))
     _check_same_type(node)
     axes, out_shape, kept = _reduce_axes(node)
-    if x.type in ("INT8", "INT16") and x.quantized:
+    if x.type in ("INT8", "UINT8", "INT16") and x.quantized:
         if not y.quantized or np.float32(x.s) != np.float32(y.s) or x.zp != y.zp:
             raise node.unsupported("input and output quantization differ (TFLM requires them equal)")
     if x.size == 0:
-        lowest = -np.inf if x.type == "FLOAT32" else np.iinfo(x.dtype).min
+        lowest = -np.inf if x.type == "FLOAT32" else (False if x.type == "BOOL" else np.iinfo(x.dtype).min)
         return lambda inputs, outputs: outputs[0].fill(lowest)
     if not axes:
         return lambda inputs, outputs: np.copyto(outputs[0], inputs[0].reshape(out_shape))

@@ -14,7 +14,7 @@
 #include "../edge_binary.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(ADD, add, 5, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type; broadcast up to rank 6")
+EDGE_KERNEL(ADD, add, 6, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type; broadcast up to rank 6")
 EDGE_KERNEL(SUB, sub, 5, "FLOAT32 INT8 INT16 INT32 INT64", "inputs of one type; broadcast up to rank 6")
 
 

@@ -4,8 +4,8 @@
  *    extreme wins (a plain '>' / '<' as TFLM: a NaN never replaces the running extreme, a leading NaN's index 0
  *    stands). Inputs FLOAT32, INT8, UINT8, INT16, INT32, BOOL.
  *  - REDUCE_MAX: over constant axes (duplicates and negatives allowed; keep_dims from ReducerOptions), FLOAT32
- *    (a NaN propagates, as numpy's max), INT8 / INT16 (quantized input and output equal), INT32; an empty input
- *    gives the type's lowest value. One pass over the input, each element folded into its output.
+ *    (a NaN propagates, as numpy's max), INT8 / UINT8 / INT16 (quantized input and output equal), INT32, INT64,
+ *    BOOL (any: LiteRT's ReduceGeneric takes it); an empty input gives the type's lowest value. One pass over the input, each element folded into its output.
  *  - REDUCE_MIN, REDUCE_PROD, REDUCE_ANY, REDUCE_ALL (LiteRT reduce.cc's ReduceGeneric; TFLM has REDUCE_MIN
  *    float32 / int8): over constant INT32 axes, each output starts at the fold's initial value (MIN: the type's
  *    numeric maximum, FLT_MAX for float32; PROD: 1; ANY: false; ALL: true) and takes the elements of its block
@@ -25,7 +25,7 @@
 #include "../edge_index.h"
 
 EDGE_KERNEL(ARG_MAX, arg_max, 3, "FLOAT32 INT8 UINT8 INT16 INT32 BOOL", "INT32/INT64 output and axis")
-EDGE_KERNEL(REDUCE_MAX, reduce_max, 3, "FLOAT32 INT8 INT16 INT32", "")
+EDGE_KERNEL(REDUCE_MAX, reduce_max, 3, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
 EDGE_KERNEL(ARG_MIN, arg_min, 3, "FLOAT32 INT8 UINT8 INT16 INT32 BOOL", "INT32/INT64 output and axis")
 EDGE_KERNEL(REDUCE_MIN, reduce_min, 3, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT32 axis; quantized: input and output equal")
 EDGE_KERNEL(REDUCE_PROD, reduce_prod, 2, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT32 axis; UINT8 not quantized")
@@ -126,11 +126,12 @@ edge_status_t edge_prepare_reduce_max(edge_node_t *node, edge_ctx_t *ctx) {
     a = edge_in(ctx, node, 1);
     y = edge_out(ctx, node, 0);
     if (!x || !a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and axis are required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16 && x->type != EDGE_INT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16, INT32");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_UINT8 && x->type != EDGE_INT16 &&
+        x->type != EDGE_INT32 && x->type != EDGE_INT64 && x->type != EDGE_BOOL)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, UINT8, INT16, INT32, INT64, BOOL");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
-    if ((x->type == EDGE_INT8 || x->type == EDGE_INT16) && x->quantized &&
+    if ((x->type == EDGE_INT8 || x->type == EDGE_UINT8 || x->type == EDGE_INT16) && x->quantized &&
         (!y->quantized || x->scale != y->scale || x->zero_point != y->zero_point))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input and output quantization differ (TFLM requires them equal)");
     if (a->type != EDGE_INT32 && a->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "axis must be INT32 or INT64");
@@ -203,8 +204,11 @@ void edge_eval_reduce_max(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t e, j, pos = 0;
     switch (x->type) {
     case EDGE_INT8: FOLD_LOOP(int8_t, -128, FOLD_MAX); break;
+    case EDGE_UINT8: FOLD_LOOP(uint8_t, 0, FOLD_MAX); break;
+    case EDGE_BOOL: FOLD_LOOP(uint8_t, 0, FOLD_MAX); break;
     case EDGE_INT16: if (EDGE_WITH_INT16) FOLD_LOOP(int16_t, -32768, FOLD_MAX); break;
     case EDGE_INT32: FOLD_LOOP(int32_t, INT32_MIN, FOLD_MAX); break;
+    case EDGE_INT64: FOLD_LOOP(int64_t, INT64_MIN, FOLD_MAX); break;
     default: if (EDGE_WITH_FLOAT32) FOLD_LOOP(float, -INFINITY, FOLD_MAX_NAN); break;
     }
 }

@@ -15,7 +15,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_half.h"
 
-EDGE_KERNEL(CAST, cast, 7, "INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 UINT64 FLOAT16 FLOAT32 FLOAT64 BOOL", "output: one of the same types")
+EDGE_KERNEL(CAST, cast, 9, "INT8 UINT8 INT16 UINT16 INT32 UINT32 INT64 UINT64 FLOAT16 FLOAT32 FLOAT64 BOOL", "output: one of the same types")
 
 typedef struct {
     int32_t src, dst;

@@ -13,8 +13,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(EQUAL, equal, 4, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "both inputs one type; BOOL output; INT8 input scales below 1")
-EDGE_KERNEL(NOT_EQUAL, not_equal, 3, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "both inputs one type; BOOL output; INT8 input scales below 1")
+EDGE_KERNEL(EQUAL, equal, 5, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "both inputs one type; BOOL output; INT8 input scales below 1")
+EDGE_KERNEL(NOT_EQUAL, not_equal, 4, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "both inputs one type; BOOL output; INT8 input scales below 1")
 EDGE_KERNEL(LESS, less, 3, "FLOAT32 INT8 INT16 INT32 INT64", "both inputs one type; BOOL output; INT8 input scales below 1")
 EDGE_KERNEL(LESS_EQUAL, less_equal, 2, "FLOAT32 INT8 INT16 INT32 INT64", "both inputs one type; BOOL output; INT8 input scales below 1")
 EDGE_KERNEL(GREATER, greater, 2, "FLOAT32 INT8 INT16 INT32 INT64", "both inputs one type; BOOL output; INT8 input scales below 1")

@@ -9,7 +9,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(CONCATENATION, concatenation, 4, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(CONCATENATION, concatenation, 7, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
 
 #define CONCAT_OPTS 10 /* ConcatenationOptions: 0 axis, 1 fused_activation_function */
 

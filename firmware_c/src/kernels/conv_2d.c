@@ -26,9 +26,10 @@
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_hybrid.h"
+#include "../edge_int4.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(CONV_2D, conv_2d, 8, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel); FLOAT32 input with INT8/UINT8 filter: LiteRT's hybrid kernel (hybrid.c)")
+EDGE_KERNEL(CONV_2D, conv_2d, 8, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8 INT8/INT4 INT16/INT4 FLOAT32/INT4", "NHWC 4-D; INT4 filters unpacked to INT8 at prepare; quantized filter per-tensor or per-channel (one scale per output channel); FLOAT32 input with INT8/UINT8 filter: LiteRT's hybrid kernel (hybrid.c)")
 
 enum { CONV_FLOAT = 0, CONV_INT8 = 1, CONV_INT16_32 = 2, CONV_INT16_64 = 3 };
 
@@ -172,6 +173,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input and filter are required");
+    if ((s = edge_int4_to_int8(ctx, w)) != EDGE_OK) return s; /* INT4 filters: the INT8 paths below (edge_int4.h) */
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) return edge_hybrid_prepare_conv_2d(node, ctx);
     s = edge_conv_check(ctx, in, w, out, op.act);
     if (s != EDGE_OK) return s;

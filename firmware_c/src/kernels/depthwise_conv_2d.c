@@ -30,9 +30,21 @@
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_hybrid.h"
+#include "../edge_int4.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel (one scale per output channel); FLOAT32 input with INT8 filter: LiteRT's hybrid kernel, one scale per channel (hybrid.c)")
+/* INT4 filters (edge_int4.h): unpacked to INT8 for the integer kernels; a FLOAT32 input with an INT4 filter is
+ * refused, as LiteRT's depthwise_conv.cc refuses it (it has no hybrid 4-bit kernel). */
+static edge_status_t dw_int4_filter(edge_node_t *node, edge_ctx_t *ctx) {
+    const edge_tensor_t *in = node->n_inputs >= 2 ? edge_in(ctx, node, 0) : 0;
+    edge_tensor_t *w = node->n_inputs >= 2 ? edge_in(ctx, node, 1) : 0;
+    if (!in || !w || w->type != EDGE_INT4) return EDGE_OK;
+    if (in->type == EDGE_FLOAT32)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DEPTHWISE_CONV_2D: FLOAT32 input with INT4 filter (LiteRT has none)");
+    return edge_int4_to_int8(ctx, w);
+}
+
+EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 INT8/INT4 INT16/INT4", "NHWC 4-D; INT4 filters of integer inputs unpacked to INT8 at prepare; quantized filter per-tensor or per-channel (one scale per output channel); FLOAT32 input with INT8 filter: LiteRT's hybrid kernel, one scale per channel (hybrid.c)")
 
 enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
 
@@ -467,6 +479,7 @@ edge_status_t edge_prepare_depthwise_conv_2d(edge_node_t *node, edge_ctx_t *ctx)
     edge_status_t s;
     dw_data_t *d;
     size_t plane;
+    if ((s = dw_int4_filter(node, ctx)) != EDGE_OK) return s;
     if (EDGE_WITH_FLOAT32 && node->n_inputs >= 2 && edge_hybrid_weights(edge_in(ctx, node, 0), edge_in(ctx, node, 1)))
         return edge_hybrid_prepare_depthwise_conv_2d(node, ctx);
     s = dw_prepare(node, ctx);

@@ -20,7 +20,7 @@
 #include "../edge_fixedpoint_act.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(DEQUANTIZE, dequantize, 6, "INT8 INT16 UINT8 FLOAT16", "FLOAT32 output")
+EDGE_KERNEL(DEQUANTIZE, dequantize, 9, "INT8 INT16 UINT8 FLOAT16", "FLOAT32 output")
 
 typedef struct {
     int32_t type, per_channel, exact_float;

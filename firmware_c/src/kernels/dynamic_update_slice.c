@@ -8,7 +8,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(DYNAMIC_UPDATE_SLICE, dynamic_update_slice, 1, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "update <= operand per dim; INT32/INT64 starts")
+EDGE_KERNEL(DYNAMIC_UPDATE_SLICE, dynamic_update_slice, 6, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "update <= operand per dim; INT32/INT64 starts")
 
 #define DUS_MAX_RANK 8
 

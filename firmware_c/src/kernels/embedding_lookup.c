@@ -10,8 +10,9 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
+#include "../edge_int4.h"
 
-EDGE_KERNEL(EMBEDDING_LOOKUP, embedding_lookup, 3, "INT32", "table FLOAT32/INT8/UINT8/INT16/INT32/INT64/BOOL; hybrid INT8/UINT8 to FLOAT32")
+EDGE_KERNEL(EMBEDDING_LOOKUP, embedding_lookup, 5, "INT32", "table FLOAT32/INT8/UINT8/INT16/INT32/INT64/BOOL; hybrid INT8/UINT8/INT4 to FLOAT32")
 
 typedef struct {
     int64_t ids;
@@ -21,7 +22,8 @@ typedef struct {
 } emb_data_t;
 
 edge_status_t edge_prepare_embedding_lookup(edge_node_t *node, edge_ctx_t *ctx) {
-    const edge_tensor_t *ids, *t, *y;
+    const edge_tensor_t *ids, *y;
+    edge_tensor_t *t;
     emb_data_t *d;
     int32_t k, shape[EDGE_INDEX_MAX_RANK];
     int64_t j, row = 1;
@@ -31,6 +33,10 @@ edge_status_t edge_prepare_embedding_lookup(edge_node_t *node, edge_ctx_t *ctx) 
     y = edge_out(ctx, node, 0);
     if (!ids || !t) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ids and table are required");
     if (ids->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "ids must be INT32");
+    if (t->type == EDGE_INT4 && y && y->type == EDGE_FLOAT32) { /* a 4-bit table (hybrid only, as LiteRT) */
+        edge_status_t s = edge_int4_to_int8(ctx, t);
+        if (s != EDGE_OK) return s;
+    }
     if (!edge_index_type_ok(t->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "table type (FLOAT32, INT8, UINT8, INT16, INT32, INT64, BOOL)");
     if (ids->rank != 1 || t->rank < 1 || t->rank > EDGE_INDEX_MAX_RANK) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ids must be 1-D and the table 1-D to 8-D");
     d = (emb_data_t *)edge_alloc_persistent(ctx, sizeof *d);

@@ -18,9 +18,10 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_float.h"
 #include "../edge_hybrid.h"
+#include "../edge_int4.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 13, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8", "weights per-tensor or per-unit scales; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid kernel (hybrid.c)")
+EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 14, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8 INT8/INT4 INT16/INT4 FLOAT32/INT4", "weights per-tensor or per-unit scales; INT4 weights unpacked to INT8 at prepare; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid kernel (hybrid.c)")
 
 typedef struct {
     int32_t batches, depth, units;
@@ -139,6 +140,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input and weights are required");
+    if ((s = edge_int4_to_int8(ctx, w)) != EDGE_OK) return s; /* INT4 weights: the INT8 paths below (edge_int4.h) */
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) return edge_hybrid_prepare_fully_connected(node, ctx);
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
     if (weights_format != 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: only DEFAULT weights_format");

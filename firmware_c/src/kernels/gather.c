@@ -13,7 +13,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(GATHER, gather, 7, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT16/INT32/INT64 positions")
+EDGE_KERNEL(GATHER, gather, 8, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT16/INT32/INT64 positions")
 
 enum { GATHER_MAX_RANK = 8 };
 

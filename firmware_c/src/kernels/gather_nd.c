@@ -10,7 +10,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(GATHER_ND, gather_nd, 4, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT16/INT32/INT64 indices")
+EDGE_KERNEL(GATHER_ND, gather_nd, 6, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT16/INT32/INT64 indices")
 
 typedef struct {
     int32_t k, idx_type;

@@ -10,7 +10,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(GELU, gelu, 2, "FLOAT32 INT8", "INT8: 256-entry table")
+EDGE_KERNEL(GELU, gelu, 3, "FLOAT32 INT8", "INT8: 256-entry table")
 
 typedef struct {
     int32_t type, approximate;

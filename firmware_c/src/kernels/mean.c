@@ -9,6 +9,10 @@
  * 1e-2 of the output's range on a 128x128 average of values far from 0 - issue 26's pose_landmark_full
  * Identity_2; the Python kernel sums the same way.)
  *
+ * Integers (not quantized; LiteRT's reference ReduceSumImpl / Mean, which TFLM lacks): SUM of INT32 / INT64 wraps
+ * in the type, SUM of BOOL is whether any value is true; MEAN of INT32 / INT64 sums in int64 and divides by n
+ * truncating toward zero (C++'s integer division).
+ *
  * Prepare reorders the input's dimensions as (kept..., reduced...) and precomputes per-dimension strides, so
  * eval walks every output element's reduced block with one odometer. On a 64-bit Linux CPU with a fast path
  * (EDGE_SIMD), NHWC inputs reduced over H, W (a global average pool) sum in vectors over the channels, each channel
@@ -20,8 +24,8 @@
 #include "../edge_fixedpoint.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(MEAN, mean, 3, "FLOAT32 INT8 INT16", "")
-EDGE_KERNEL(SUM, sum, 2, "FLOAT32 INT8 INT16", "")
+EDGE_KERNEL(MEAN, mean, 3, "FLOAT32 INT8 INT16 INT32 INT64", "INT32 / INT64: the int64 sum divided toward zero")
+EDGE_KERNEL(SUM, sum, 2, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "INT32 / INT64 wrap; BOOL: any")
 
 #define REDUCER_OPTS 27 /* ReducerOptions: 0 keep_dims */
 #define MEAN_MAX_RANK 8
@@ -52,8 +56,9 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     a = edge_in(ctx, node, 1);
     y = edge_out(ctx, node, 0);
     if (!x || !a) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MEAN/SUM: input and axis are required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MEAN/SUM: input type (FLOAT32, INT8, INT16)");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16 && x->type != EDGE_INT32 &&
+        x->type != EDGE_INT64 && (is_mean || x->type != EDGE_BOOL))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "MEAN/SUM: input type (FLOAT32, INT8, INT16, INT32, INT64; SUM: BOOL)");
     {
         edge_status_t s = edge_type_built(ctx, x->type);
         if (s != EDGE_OK) return s;
@@ -100,6 +105,7 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
         }
     }
     if (edge_tensor_elements(x) == 0) d->n_red = 0; /* eval fills zeros */
+    if (x->type == EDGE_INT32 || x->type == EDGE_INT64 || x->type == EDGE_BOOL) return EDGE_OK; /* mean_integer */
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) {
 #if EDGE_SIMD
         d->simd = rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] && d->n_red > 0 ? edge_simd_level() : 0;
@@ -139,6 +145,35 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
 
 edge_status_t edge_prepare_mean(edge_node_t *node, edge_ctx_t *ctx) { return reduce_prepare(node, ctx, 1); }
 edge_status_t edge_prepare_sum(edge_node_t *node, edge_ctx_t *ctx) { return reduce_prepare(node, ctx, 0); }
+
+/* The integer kinds: the sum of output o's block in uint64 (wrapping), as SUM / MEAN of the type. */
+static void mean_integer(const mean_data_t *d, const edge_tensor_t *x, edge_tensor_t *y, int64_t o, int64_t base) {
+    int32_t ridx[MEAN_MAX_RANK] = {0}, k;
+    int64_t r, pos = base, v;
+    uint64_t s = 0;
+    for (r = 0; r < d->n_red; r++) {
+        if (d->type == EDGE_INT64) {
+            int64_t e;
+            memcpy(&e, (const uint8_t *)x->data + 8 * pos, 8);
+            s += (uint64_t)e;
+        } else if (d->type == EDGE_INT32) {
+            s += (uint64_t)(int64_t)((const int32_t *)x->data)[pos];
+        } else {
+            s |= ((const uint8_t *)x->data)[pos] != 0;
+        }
+        for (k = d->n_reduced - 1; k >= 0; k--) {
+            pos += d->red_stride[k];
+            if (++ridx[k] < d->red_dims[k]) break;
+            pos -= d->red_stride[k] * d->red_dims[k];
+            ridx[k] = 0;
+        }
+    }
+    v = (int64_t)s;
+    if (d->is_mean) v /= d->n_red; /* toward zero */
+    if (d->type == EDGE_INT64) memcpy((uint8_t *)y->data + 8 * o, &v, 8);
+    else if (d->type == EDGE_INT32) ((int32_t *)y->data)[o] = (int32_t)(uint32_t)(uint64_t)v;
+    else ((uint8_t *)y->data)[o] = (uint8_t)(s != 0);
+}
 
 void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
     const mean_data_t *d = (const mean_data_t *)node->user_data;
@@ -182,7 +217,9 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
     for (o = 0; o < d->n_out; o++) {
         int32_t ridx[MEAN_MAX_RANK] = {0};
         int64_t r, pos = base;
-        if (EDGE_WITH_FLOAT32 && d->type == EDGE_FLOAT32) {
+        if (d->type == EDGE_INT32 || d->type == EDGE_INT64 || d->type == EDGE_BOOL) {
+            mean_integer(d, x, y, o, base);
+        } else if (EDGE_WITH_FLOAT32 && d->type == EDGE_FLOAT32) {
             const float *in = (const float *)x->data;
             float s = 0.0f;
             for (r = 0; r < d->n_red; r++) {

@@ -10,7 +10,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(MIRROR_PAD, mirror_pad, 2, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
+EDGE_KERNEL(MIRROR_PAD, mirror_pad, 3, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
 
 
 typedef struct {

@@ -11,7 +11,7 @@
 #include "../edge_binary.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(MUL, mul, 7, "FLOAT32 INT8 INT16 INT32 INT64", "INT16: zero points 0; broadcast up to rank 6")
+EDGE_KERNEL(MUL, mul, 8, "FLOAT32 INT8 INT16 INT32 INT64", "INT16: zero points 0; broadcast up to rank 6")
 
 
 /* What a row reads, copied once per row (edge_binary.h). */

@@ -9,8 +9,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(PACK, pack, 4, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
-EDGE_KERNEL(UNPACK, unpack, 4, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(PACK, pack, 5, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(UNPACK, unpack, 6, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
 
 
 typedef struct {

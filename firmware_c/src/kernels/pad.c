@@ -11,8 +11,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(PAD, pad, 4, "FLOAT32 INT8 INT16 INT32", "")
-EDGE_KERNEL(PADV2, padv2, 4, "FLOAT32 INT8 INT16 INT32", "")
+EDGE_KERNEL(PAD, pad, 6, "FLOAT32 INT8 INT16 INT32", "")
+EDGE_KERNEL(PADV2, padv2, 6, "FLOAT32 INT8 INT16 INT32", "")
 
 typedef struct {
     int32_t rank;                  /* of the input (>= 1; a scalar is copied as rank 1) */

@@ -12,7 +12,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(QUANTIZE, quantize, 3, "FLOAT32 INT8 UINT8 INT16 INT32", "output INT8/UINT8/INT16 (INT32 from integer input)")
+EDGE_KERNEL(QUANTIZE, quantize, 6, "FLOAT32 INT8 UINT8 INT16 INT32", "output INT8/UINT8/INT16 (INT32 from integer input)")
 
 typedef struct {
     int32_t in_type, out_type;

@@ -8,7 +8,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(REVERSE_V2, reverse_v2, 3, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT32 axes, constant")
+EDGE_KERNEL(REVERSE_V2, reverse_v2, 4, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "INT32 axes, constant")
 
 typedef struct {
     int32_t rank, elem;

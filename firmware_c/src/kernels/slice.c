@@ -8,7 +8,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(SLICE, slice, 6, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(SLICE, slice, 8, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
 
 typedef struct {
     int64_t base;

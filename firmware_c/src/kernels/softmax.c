@@ -21,7 +21,7 @@
 #include "../edge_fixedpoint_act.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(SOFTMAX, softmax, 3, "FLOAT32 INT8 INT16", "INT8 input: INT8 or INT16 output")
+EDGE_KERNEL(SOFTMAX, softmax, 4, "FLOAT32 INT8 INT16", "INT8 input: INT8 or INT16 output")
 
 typedef struct {
     int32_t in_type, out_type;

@@ -9,8 +9,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(SPLIT, split, 4, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
-EDGE_KERNEL(SPLIT_V, split_v, 2, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(SPLIT, split, 5, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(SPLIT_V, split_v, 3, "FLOAT32 INT8 UINT8 INT16 INT32 INT64 BOOL", "")
 
 typedef struct {
     int32_t data_input;     /* 1 for SPLIT, 0 for SPLIT_V */

@@ -11,7 +11,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(TRANSPOSE, transpose, 6, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
+EDGE_KERNEL(TRANSPOSE, transpose, 9, "FLOAT32 FLOAT16 INT8 UINT8 INT16 INT32 INT64 BOOL UINT32 UINT16", "")
 
 typedef struct {
     int32_t rank;                          /* >= 1 (a scalar is one element) */

@@ -8,7 +8,11 @@
  *  - int16x8: int64 scratch sums of x * w, + bias (INT64, or INT16 widened), the 16-bit-multiplier
  *    requantization, activation clamp (no offsets);
  *  - float32: products added one by one into the zeroed output in the reference's order, then + bias,
- *    then the clamp.
+ *    then the clamp;
+ *  - hybrid (FLOAT32 input, constant INT8 filter: LiteRT's EvalHybrid / reference HybridTransposeConv, which TFLM
+ *    lacks): each batch image quantized asymmetric (eh_quantize_row), every input element's (q - zp) * w, as
+ *    float32 times the channel's scale (one per tensor repeated) times the image's scale, added into the zeroed
+ *    float32 output in the input's order (y, x, c, then the taps), then + bias and the clamp (hybrid.py).
  * The output shape comes from the constant output_shape tensor (else the model's declared output shape).
  *
  * Fast path (EDGE_SIMD, a CPU level with a GEMM; int8 and float32, constant filter and bias): when the stride
@@ -26,10 +30,11 @@
 #include "edge_kernel.h"
 #include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_hybrid.h"
 
-EDGE_KERNEL(TRANSPOSE_CONV, transpose_conv, 5, "input 2: FLOAT32/FLOAT32 INT8/INT8 INT16/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel")
+EDGE_KERNEL(TRANSPOSE_CONV, transpose_conv, 5, "input 2: FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8", "NHWC 4-D; quantized filter per-tensor or per-channel; FLOAT32 input with a constant INT8 filter: LiteRT's hybrid kernel")
 
-enum { TC_FLOAT = 0, TC_INT8 = 1, TC_INT16 = 2 };
+enum { TC_FLOAT = 0, TC_INT8 = 1, TC_INT16 = 2, TC_HYBRID = 3 };
 
 typedef struct {
     int32_t kind;
@@ -40,6 +45,8 @@ typedef struct {
     int32_t input_offset, output_offset, lo, hi;
     float flo, fhi;
     int32_t *rq;                /* per output channel: edge_mbqm's multiplier and shift, 5 bytes (edge_conv_rq) */
+    const float *wscales;       /* hybrid: the filter's scales in the model (n_wscales: 1 or one per filter) */
+    int32_t n_wscales;
     int32_t scratch;            /* int32 (int8) / int64 (int16) sums, one per output value; the fast path: the int8
                                  * GEMM's work */
 #if EDGE_SIMD
@@ -108,6 +115,36 @@ static edge_status_t tc_prepare_simd_int8(edge_node_t *node, edge_ctx_t *ctx, tc
 #endif
 
 /* TransposeConvOptions: 0 padding, 1 stride_w, 2 stride_h, 3 fused_activation_function, 4 quantized_bias_type. */
+/* The hybrid kind's tensors (FLOAT32 input and output, constant quantized INT8 filter, 4-D); EDGE_UNSUPPORTED_TYPE
+ * without a failure recorded when the node is another kind. */
+static edge_status_t tc_hybrid_check(edge_ctx_t *ctx, const edge_tensor_t *in, const edge_tensor_t *w,
+                                     const edge_tensor_t *out, int32_t act) {
+    if (in->type != EDGE_FLOAT32 || w->type != EDGE_INT8) return EDGE_UNSUPPORTED_TYPE;
+    if (!EDGE_WITH_FLOAT32) return edge_type_built(ctx, EDGE_FLOAT32);
+    if (out->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: hybrid output must be FLOAT32");
+    if (in->rank != 4 || w->rank != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input and filter must be 4-D");
+    if (!w->is_const || w->is_sparse || !w->quantized)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: a hybrid filter must be constant, dense and quantized");
+    if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "fused activation");
+    return EDGE_OK;
+}
+
+/* Hybrid: the float clamp, the filter's scales, a float bias, and scratch for the quantized input (n * h * w * c
+ * int8) with each image's scale and zero point. */
+static edge_status_t tc_prepare_hybrid(edge_node_t *node, edge_ctx_t *ctx, tc_data_t *d, const edge_tensor_t *w,
+                                       const edge_tensor_t *bias, int32_t act) {
+    const size_t values = (size_t)d->n * (size_t)d->h * (size_t)d->w * (size_t)d->c;
+    d->kind = TC_HYBRID;
+    if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o || !bias->is_const))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: a hybrid bias must be a FLOAT32 constant, one per filter");
+    if (w->n_scales != 1 && w->n_scales != d->o)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: filter needs one scale or one per filter");
+    d->wscales = w->scales;
+    d->n_wscales = w->n_scales;
+    edge_activation_range_float(act, &d->flo, &d->fhi);
+    return edge_request_scratch(ctx, node, (values + 7) / 8 * 8 + (size_t)d->n * 8, &d->scratch);
+}
+
 edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_conv_opts_t op = edge_conv_opts(node, EDGE_OPTS_TransposeConvOptions, 3, -1);
     edge_tensor_t *shp, *w, *in, *bias, *out;
@@ -123,7 +160,8 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 3);
     out = edge_out(ctx, node, 0);
     if (!shp || !w || !in) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape, weights and input are required");
-    s = edge_conv_check(ctx, in, w, out, op.act);
+    s = tc_hybrid_check(ctx, in, w, out, op.act);
+    if (s == EDGE_UNSUPPORTED_TYPE) s = edge_conv_check(ctx, in, w, out, op.act); /* not hybrid: the other kinds */
     if (s != EDGE_OK) return s;
     if (w->dims[3] != in->dims[3]) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: weights depth differs from input depth");
 
@@ -165,6 +203,7 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     s = edge_set_output_shape(ctx, node, 0, target, 4);
     if (s != EDGE_OK) return s;
 
+    if (in->type == EDGE_FLOAT32 && w->type == EDGE_INT8) return tc_prepare_hybrid(node, ctx, d, w, bias, op.act);
     if (in->type == EDGE_FLOAT32) {
         d->kind = TC_FLOAT;
         if (bias && (bias->type != EDGE_FLOAT32 || edge_tensor_elements(bias) != d->o))
@@ -319,6 +358,51 @@ static void tc_float(const tc_data_t *d, const float *x, const float *wt, const 
     }
 }
 
+/* Hybrid (tc_prepare_hybrid): q and its per-image scale / zero point in the scratch `work`, then LiteRT's scatter
+ * in float32: one product term at a time per output value, in the input's order, then bias and clamp. */
+static void tc_hybrid(const tc_data_t *d, const float *x, const int8_t *wt, const float *bias, float *y, void *work) {
+    const int32_t c = d->c, o = d->o;
+    const int64_t image = (int64_t)d->h * d->w * c, total = (int64_t)d->n * d->oh * d->ow * o;
+    int8_t *q = (int8_t *)work;
+    float *scales = (float *)((uint8_t *)work + ((size_t)d->n * (size_t)image + 7) / 8 * 8);
+    int32_t *zps = (int32_t *)(scales + d->n);
+    int32_t b, iy, ix, i, fy, fx, oc, fy0, fy1, fx0, fx1;
+    int64_t e;
+    for (b = 0; b < d->n; b++) eh_quantize_row(x + b * image, (int32_t)image, 1, q + b * image, &scales[b], &zps[b]);
+    for (e = 0; e < total; e++) y[e] = 0.0f;
+    for (b = 0; b < d->n; b++) {
+        const float sf = scales[b];
+        for (iy = 0; iy < d->h; iy++) {
+            const int32_t oy0 = iy * d->sh - d->pt;
+            edge_conv_taps(oy0, 1, d->oh, d->kh, &fy0, &fy1);
+            for (ix = 0; ix < d->w; ix++) {
+                const int32_t ox0 = ix * d->sw - d->pl;
+                const int8_t *xp = q + (((int64_t)b * d->h + iy) * d->w + ix) * c;
+                edge_conv_taps(ox0, 1, d->ow, d->kw, &fx0, &fx1);
+                for (i = 0; i < c; i++) {
+                    const int32_t xv = (int32_t)xp[i] - zps[b];
+                    for (fy = fy0; fy < fy1; fy++) {
+                        for (fx = fx0; fx < fx1; fx++) {
+                            float *yp = y + (((int64_t)b * d->oh + oy0 + fy) * d->ow + ox0 + fx) * o;
+                            for (oc = 0; oc < o; oc++) {
+                                const int32_t acc = xv * wt[(((int64_t)oc * d->kh + fy) * d->kw + fx) * c + i];
+                                float ws;
+                                memcpy(&ws, &d->wscales[d->n_wscales == 1 ? 0 : oc], 4);
+                                yp[oc] += (float)acc * ws * sf;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (oc = 0, e = 0; e < total; e++) {
+        const float v = bias ? y[e] + bias[oc] : y[e]; /* no bias: nothing added (a -0.0 stays), as LiteRT */
+        y[e] = v < d->flo ? d->flo : (v > d->fhi ? d->fhi : v);
+        if (++oc == o) oc = 0;
+    }
+}
+
 #if EDGE_SIMD
 /* The fast path (tc_one_tap_each): for every input row iy and tap (fy, fx), the GEMM of the row's w pixels [w, c]
  * against the tap's packed filters into output row iy * sh + fy, pixels ix * sw + fx ([w, o] at a stride of
@@ -369,6 +453,11 @@ void edge_eval_transpose_conv(const edge_node_t *node, edge_ctx_t *ctx) {
         if (EDGE_WITH_INT16)
             tc_int16(d, (const int16_t *)in->data, (const int8_t *)w->data, bt ? bt->data : 0, (int16_t *)out->data,
                      (int64_t *)edge_scratch(ctx, node, d->scratch));
+        break;
+    case TC_HYBRID:
+        if (EDGE_WITH_FLOAT32)
+            tc_hybrid(d, (const float *)in->data, (const int8_t *)w->data, bt ? (const float *)bt->data : 0,
+                      (float *)out->data, edge_scratch(ctx, node, d->scratch));
         break;
     default:
         if (EDGE_WITH_FLOAT32)
