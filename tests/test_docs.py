@@ -37,7 +37,7 @@ def test_ops_table_lists_every_op_with_both_runtimes():
         if row.c_dtypes:
             assert types(cells[5]) == [t.lower() for t in row.c_dtypes], name
             assert cells[6] == (row.c_constraints or "-"), name
-    assert "| `CONV_2D` | builtin | v1–v8 | float32/float32 int8/int8 int16/int8 float32/int8 float32/uint8 | v1–v8 | " in table
+    assert "| `CONV_2D` | builtin | v1–v8 | float32/float32 int8/int8 int16/int8 float32/int8 float32/uint8 int8/int4 int16/int4 float32/int4 | v1–v8 | " in table
     assert "| `DEPTH_TO_SPACE` | builtin | v1–v2 | " in table  # in C since issue 16
     assert "| `Convolution2DTransposeBias` | custom | v1 | float32 | v1 | float32 | - | yes |" in table
     assert "| `SignalRfft` | custom | v1 | int16 int32 float32 | v1 | int16 | " in table  # the FFT: int16 in C
