@@ -32,6 +32,7 @@ import numpy as np
 
 from edge_sdk import log
 from edge_sdk import timeouts as T
+from edge_sdk.device import status_sites
 from edge_sdk.errors import DeviceError
 from edge_sdk.model.types import TENSOR_TYPES
 
@@ -694,7 +695,7 @@ class SerialLink:
 
     def _log(self, frame: Frame) -> None:
         level = LOG_LEVELS.get(frame.payload[0] if frame.payload else 1, "info")
-        text = frame.payload[1:].decode("utf-8", "replace")
+        text = status_sites.decode(frame.payload[1:].decode("utf-8", "replace"))
         self.logs.append(LogLine(level, text, frame.seq))
         message = f"device {self.port}: {text}"
         if level in ("warning", "error"):
@@ -805,6 +806,7 @@ class SerialLink:
 
     def _status_error(self, name: str, frame: Frame):
         code, detail, message = unpack_status(frame.payload)
+        message = status_sites.decode(message)  # an EDGE_STATUS_SITES firmware sends "@<line>" for the reason
         cname = STATUS_CODES.get(code, f"status {code}")
         if code == BAD_VERSION:
             raise DeviceError(f"protocol version mismatch on {self.port}: the device speaks version {detail}, "
