@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from edge_sdk.cli import main
-from tests.sshd import SSHLab, _descendants, lab, ssh_cache  # noqa: F401  (fixtures)
+from tests.sshd import SSHLab, _descendants, ssh_cache  # noqa: F401  (fixtures)
 from tests.test_deploy import ROOT, device_base, edge, sha, tiny_model
 
 pytest.importorskip("ansible_runner", reason="Ansible is not installed (pip install 'edge-sdk[fleet]')")
@@ -54,65 +54,6 @@ def seed(d, model: Path) -> None:
                                                               "sha256": sha(model), "size": model.stat().st_size}}))
 
 
-@pytest.mark.slow
-def test_rollout_stops_at_an_unhealthy_host_rolls_it_back_and_resumes(lab, tmp_path):
-    (tmp_path / "old").mkdir()
-    (tmp_path / "new").mkdir()
-    old = tiny_model(tmp_path / "old" / "model.tflite")
-    new = tiny_model(tmp_path / "new" / "model.tflite", scale=2.0)
-    first = lab.start("kitchen")
-    broken = tmp_path / "broken-runtime"
-    broken.mkdir()
-    (broken / "sitecustomize.py").write_text(BROKEN_RUNTIME)
-    good_path = lab.device_pythonpath
-    bad = lab.add("garage")
-    lab.device_pythonpath = f"{broken}:{good_path}"
-    lab.launch(bad)
-    lab.device_pythonpath = good_path
-    rest = [lab.start("attic"), lab.start("shed")]
-    fleet = [first, bad, *rest]
-    for d in fleet:
-        seed(d, old)
-    inventory = tmp_path / "hosts.ini"
-    inventory.write_text("[pis]\n" + "".join(
-        f"{d.alias} ansible_host=127.0.0.1 ansible_port={d.port} ansible_user=root\n" for d in fleet)
-        + "\n[pis:vars]\nedge_site=lab\n")
-    args = ["deploy", new, "--inventory", inventory, "--wave", "1", "--wave", "1", "--wave", "100%",
-            "--max-fail", "0%", "--no-c-backend", "--json"]
-    r = edge(*args, lab=lab, timeout=600)
-    assert r.returncode == 4, r.stderr
-    assert isinstance(json.loads(r.stdout), list), r.stdout  # one report per host, not an error object
-    reports = {x["host"]: x for x in json.loads(r.stdout)}
-    assert reports["kitchen"]["status"] == "ok" and reports["kitchen"]["health"]["ok"]
-    assert reports["garage"]["status"] == "rolled back"
-    assert reports["garage"]["health"]["ok"] is False and "differ" in reports["garage"]["health"]["error"]
-    assert reports["garage"]["rolled_back_to"] == sha(old)
-    assert reports["attic"]["status"] == reports["shed"]["status"] == "not reached"
-    assert sha(device_base(first) / "models" / "model.tflite") == sha(new)
-    for d in (bad, *rest):  # the failed host rolled back, the later waves never touched
-        assert sha(device_base(d) / "models" / "model.tflite") == sha(old)
-        assert json.loads((device_base(d) / "manifest.json").read_text())["model"]["sha256"] == sha(old)
-
-    # the broken host repaired (its runtime fixed): the rollout run again resumes; kitchen is already current
-    bad.stop()
-    lab.launch(bad)
-    r = edge(*args, lab=lab, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    reports = {x["host"]: x for x in json.loads(r.stdout)}
-    assert reports["kitchen"]["status"] == "current"
-    assert all(reports[d.alias]["status"] == "ok" for d in (bad, *rest))
-    for d in fleet:
-        assert sha(device_base(d) / "models" / "model.tflite") == sha(new)
-
-    r = edge("fleet", "status", "--inventory", inventory, "--json", lab=lab)
-    assert r.returncode == 0, r.stderr
-    status = {x["host"]: x for x in json.loads(r.stdout)}
-    assert set(status) == {d.alias for d in fleet}
-    for x in status.values():
-        assert x["model_sha256"] == sha(new) and x["model_ok"] and x["runtime_ok"] and x["runtime"]
-        assert x["health"]["ok"] and x["health"]["sha256"] == sha(new)
-
-
 # ----------------------------------------------------------------------------- a fleet on 127.0.0.2-127.0.0.6
 # The BROKEN_RUNTIME hook switched on per host: it breaks the runtime of a device whose $HOME holds this file.
 BROKEN_MARKER = "broken-runtime"
@@ -123,9 +64,9 @@ SWITCHABLE_RUNTIME = ("import os\nif os.path.exists(os.path.join(os.environ.get(
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory, ssh_cache):
-    """Five hosts, one sshd each on 127.0.0.2 ... 127.0.0.6 (pi2 ... pi6), shared by the tests of this module (the
-    runtime venv each deploy installs stays between tests); a host's runtime breaks while its $HOME holds
-    BROKEN_MARKER."""
+    """Five hosts, one sshd each on 127.0.0.2 ... 127.0.0.6 (pi2 ... pi6), shared by every rollout test of this
+    module (each test `reset`s them; the runtime venv a deploy installs stays, so a host installs it once per run:
+    the installs are most of these tests' time); a host's runtime breaks while its $HOME holds BROKEN_MARKER."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EDGE_TEST_CACHE", str(ssh_cache))
         the_lab = SSHLab(tmp_path_factory.mktemp("fleet") / "lab")
@@ -177,10 +118,87 @@ def running(d) -> str | None:
         return None
 
 
+def installed_runtimes(hosts) -> dict:
+    """Each host's complete runtime venvs: {(alias, venv name): (inode, mtime) of its completion mark} (a venv
+    installed again is removed and rebuilt: a new mark)."""
+    found = {}
+    for d in hosts:
+        for mark in (device_base(d) / "venvs").glob("*/.edge-sdk-complete"):
+            st = mark.stat()
+            found[(d.alias, mark.parent.name)] = (st.st_ino, st.st_mtime_ns)
+    return found
+
+
+def assert_runtimes_reused(before: dict, hosts) -> None:
+    """A runtime venv a host had before a rollout of the same wheel is reused, not installed again."""
+    after = installed_runtimes(hosts)
+    assert {k: after.get(k) for k in before} == before, "a host's runtime venv was installed again"
+
+
 def fleet_status(lab, inventory) -> dict:
     r = edge("fleet", "status", "--inventory", inventory, "--json", lab=lab)
     assert r.returncode == 0, r.stderr
     return {x["host"]: x for x in json.loads(r.stdout)}
+
+
+@pytest.mark.slow
+def test_rollout_stops_at_an_unhealthy_host_rolls_it_back_and_resumes(fleet, tmp_path):
+    """Waves 1, 1, rest over four hosts of the fleet (inventory names kitchen, garage, attic, shed); garage's
+    runtime is broken: the rollout stops there, garage is rolled back, attic and shed keep the old model; repaired,
+    the rollout run again resumes (kitchen current) and converges; `edge fleet status` reads each host."""
+    lab, hosts = fleet
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = tiny_model(tmp_path / "old" / "model.tflite")
+    new = tiny_model(tmp_path / "new" / "model.tflite", scale=2.0)
+    first, bad, *rest = hosts[:4]
+    names = dict(zip(hosts[:4], ("kitchen", "garage", "attic", "shed")))
+    four = [first, bad, *rest]
+    reset(four, old)
+    (bad.home / BROKEN_MARKER).touch()
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[pis]\n" + "".join(
+        f"{names[d]} ansible_host={d.address} ansible_port={d.port} ansible_user=root\n" for d in four)
+        + "\n[pis:vars]\nedge_site=lab\n")
+    args = ["deploy", new, "--inventory", inventory, "--wave", "1", "--wave", "1", "--wave", "100%",
+            "--max-fail", "0%", "--no-c-backend", "--json"]
+    try:
+        r = edge(*args, lab=lab, timeout=600)
+    finally:
+        (bad.home / BROKEN_MARKER).unlink(missing_ok=True)  # the broken host repaired (its runtime fixed)
+    assert r.returncode == 4, r.stderr
+    assert isinstance(json.loads(r.stdout), list), r.stdout  # one report per host, not an error object
+    reports = {x["host"]: x for x in json.loads(r.stdout)}
+    assert reports["kitchen"]["status"] == "ok" and reports["kitchen"]["health"]["ok"]
+    assert reports["garage"]["status"] == "rolled back"
+    assert reports["garage"]["health"]["ok"] is False and "differ" in reports["garage"]["health"]["error"]
+    assert reports["garage"]["rolled_back_to"] == sha(old)
+    assert reports["attic"]["status"] == reports["shed"]["status"] == "not reached"
+    assert sha(device_base(first) / "models" / "model.tflite") == sha(new)
+    for d in (bad, *rest):  # the failed host rolled back, the later waves never touched
+        assert sha(device_base(d) / "models" / "model.tflite") == sha(old)
+        assert json.loads((device_base(d) / "manifest.json").read_text())["model"]["sha256"] == sha(old)
+
+    # the broken host repaired: the rollout run again resumes; kitchen is already current, and garage reuses the
+    # runtime venv the first run installed (same wheel)
+    runtimes = installed_runtimes(four)
+    assert any(alias == bad.alias for alias, _ in runtimes)  # garage got its runtime before it failed
+    r = edge(*args, lab=lab, timeout=600)
+    assert_runtimes_reused(runtimes, four)
+    assert r.returncode == 0, r.stdout + r.stderr
+    reports = {x["host"]: x for x in json.loads(r.stdout)}
+    assert reports["kitchen"]["status"] == "current"
+    assert all(reports[names[d]]["status"] == "ok" for d in (bad, *rest))
+    for d in four:
+        assert sha(device_base(d) / "models" / "model.tflite") == sha(new)
+
+    r = edge("fleet", "status", "--inventory", inventory, "--json", lab=lab)
+    assert r.returncode == 0, r.stderr
+    status = {x["host"]: x for x in json.loads(r.stdout)}
+    assert set(status) == {names[d] for d in four}
+    for x in status.values():
+        assert x["model_sha256"] == sha(new) and x["model_ok"] and x["runtime_ok"] and x["runtime"]
+        assert x["health"]["ok"] and x["health"]["sha256"] == sha(new)
 
 
 @pytest.mark.slow
@@ -195,6 +213,7 @@ def test_a_failed_wave_is_rolled_back_whole_and_the_later_waves_keep_their_model
     (pi4.home / BROKEN_MARKER).touch()
     inventory = fleet_inventory(tmp_path / "hosts.ini", hosts)
     manifests = {d.alias: (device_base(d) / "manifest.json").read_bytes() for d in hosts}
+    runtimes = installed_runtimes(hosts)
     r = edge("deploy", new, "--inventory", inventory, "--wave", "1", "--wave", "2", "--wave", "100%",
              "--max-fail", "0%", "--no-c-backend", "--json", lab=lab, timeout=900)
     (pi4.home / BROKEN_MARKER).unlink()
@@ -207,6 +226,7 @@ def test_a_failed_wave_is_rolled_back_whole_and_the_later_waves_keep_their_model
     for name in ("pi3", "pi4"):
         assert reports[name]["status"] == "rolled back" and reports[name]["rolled_back_to"] == sha(old)
     assert reports["pi5"]["status"] == reports["pi6"]["status"] == "not reached"
+    assert_runtimes_reused(runtimes, hosts)
 
     status = fleet_status(lab, inventory)
     assert status["pi2"]["model_sha256"] == sha(new) and status["pi2"]["health"]["sha256"] == sha(new)
