@@ -1092,6 +1092,7 @@ typedef struct patch_node {
     int32_t out;        /* flat index of the output */
     patch_axis_t ax[2]; /* H, W */
     int64_t bytes;      /* the output's per-patch buffer: N x largest rows x largest columns x C */
+    int32_t kept;       /* its buffer keeps rows from patch row to patch row: it lives through the stage */
 } patch_node_t;
 
 struct edge_patch {
@@ -1128,6 +1129,24 @@ static int32_t patch_source(struct edge_patch *P, int32_t k, int32_t t) {
     if (P->input >= 0 && P->input != t) return -3;
     P->input = t;
     return -1;
+}
+
+/* Whether stage node j computes new rows in patch row r (carry: rows below its window above). */
+static int32_t patch_new_rows(const struct edge_patch *P, int32_t j, int32_t r) {
+    const int32_t *o = P->win + (int64_t)j * 2 * (P->rows + P->cols);
+    return r == 0 || o[2 * r + 1] > (o[2 * r] > o[2 * r - 1] ? o[2 * r] : o[2 * r - 1]);
+}
+
+/* Whether stage node k's output keeps rows from one patch row to the next (patching.PatchPlan.kept): batch 1,
+ * and in some patch row a reader computes new rows while the output's window overlaps the one above it. */
+static int32_t patch_kept(const struct edge_patch *P, int32_t k) {
+    const int32_t *o = P->win + (int64_t)k * 2 * (P->rows + P->cols);
+    int32_t r, j;
+    for (r = 1; P->carry && k + 1 < P->n && r < P->rows; r++)
+        if (o[2 * r] < o[2 * r - 1])
+            for (j = k + 1; j < P->n; j++)
+                if ((P->nodes[j].src == k || P->nodes[j].src1 == k) && patch_new_rows(P, j, r)) return 1;
+    return 0;
 }
 
 /* Check it->patch_plan's stage and compute its windows into persistent memory (it->patch). */
@@ -1331,6 +1350,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
                 mc = w[2 * pp->rows + 2 * r + 1] - w[2 * pp->rows + 2 * r];
         P->nodes[k].bytes = (int64_t)t->dims[0] * mr * mc * t->dims[3] * edge_type_bytes(t->type);
     }
+    for (k = 0; k < n; k++) P->nodes[k].kept = patch_kept(P, k);
     it->patch = P;
     return EDGE_OK;
 }
@@ -1343,24 +1363,6 @@ static int64_t plan_bytes(const edge_interp_t *it, int32_t k) {
         for (j = 0; j + 1 < P->n; j++)
             if (P->nodes[j].out == k) return P->nodes[j].bytes;
     return it->tensors[k].bytes;
-}
-
-/* Whether stage node j computes new rows in patch row r (carry: rows below its window above). */
-static int32_t patch_new_rows(const struct edge_patch *P, int32_t j, int32_t r) {
-    const int32_t *o = P->win + (int64_t)j * 2 * (P->rows + P->cols);
-    return r == 0 || o[2 * r + 1] > (o[2 * r] > o[2 * r - 1] ? o[2 * r] : o[2 * r - 1]);
-}
-
-/* Whether stage node k's output keeps rows from one patch row to the next (patching.PatchPlan.kept): batch 1,
- * and in some patch row a reader computes new rows while the output's window overlaps the one above it. */
-static int32_t patch_kept(const struct edge_patch *P, int32_t k) {
-    const int32_t *o = P->win + (int64_t)k * 2 * (P->rows + P->cols);
-    int32_t r, j;
-    for (r = 1; P->carry && k + 1 < P->n && r < P->rows; r++)
-        if (o[2 * r] < o[2 * r - 1])
-            for (j = k + 1; j < P->n; j++)
-                if ((P->nodes[j].src == k || P->nodes[j].src1 == k) && patch_new_rows(P, j, r)) return 1;
-    return 0;
 }
 
 static int32_t in_patch_stage(const edge_interp_t *it, int32_t s, int32_t i) {
@@ -1689,7 +1691,7 @@ static edge_status_t plan_lifetimes(edge_interp_t *it, life_t *L, int32_t *end) 
         if (L->t_last[it->patch->input] < L->n_last[gb]) L->t_last[it->patch->input] = L->n_last[gb];
         if (L->t_first[it->patch->output] > L->n_first[ga]) L->t_first[it->patch->output] = L->n_first[ga];
         for (k = 0; k + 1 < it->patch->n; k++) /* rows kept from patch row to patch row: the whole stage */
-            if (patch_kept(it->patch, k)) {
+            if (it->patch->nodes[k].kept) {
                 const int32_t t = it->patch->nodes[k].out;
                 if (L->t_first[t] > L->n_first[ga]) L->t_first[t] = L->n_first[ga];
                 if (L->t_last[t] < L->n_last[gb]) L->t_last[t] = L->n_last[gb];
@@ -2399,7 +2401,7 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
                         if (e->first_use > f) e->first_use = f;
                     }
                     for (f = 0; f + 1 < it->patch->n; f++) /* kept rows: the whole stage */
-                        if (it->patch->nodes[f].out == sg->tensor_base + i && patch_kept(it->patch, f)) {
+                        if (it->patch->nodes[f].out == sg->tensor_base + i && it->patch->nodes[f].kept) {
                             int32_t a, b;
                             lifetime_of(it, -1, sg->node_base + it->patch_plan.first, &a, &b);
                             if (e->first_use > a) e->first_use = a;
