@@ -204,6 +204,7 @@ def test_every_grid_is_bit_exact(chain, grid, monkeypatch):
     x = _feed(data, 3)
     _, want = _run(data, "layer", x)
     monkeypatch.setattr(patching, "grids", lambda max_grid=patching.MAX_GRID: [grid])
+    monkeypatch.setattr(patching, "carry_grids", lambda: [])
     it, got = _run(data, "min", x)
     plan = it.patch_plan()
     np.testing.assert_array_equal(got, want)
@@ -335,7 +336,7 @@ def _real(path, memory_ratio_vs_layer):
 
 
 def test_person_detect_patch_plan():
-    """person_detect: 19232 tensor bytes (the layer plan 55296, TFLM's whole arena about 85 KB)."""
+    """person_detect: 19808 tensor bytes (the layer plan 55296, TFLM's whole arena about 85 KB)."""
     _real("tflite-micro/person_detect.tflite", 0.4)
 
 
@@ -394,7 +395,7 @@ def test_person_detect_patch_plan_on_the_qemu_board(state, tmp_path):
     """edge flash --memory min: the firmware runs edge_init_patch with the host's stage (APP_PATCH_PLAN); edge
     profile's outputs equal the host interpreter's bit for bit; the board's high-water mark is the 32-bit check
     runner's figure (edge check's), below 0.6x the in-place plan's and at most 0.5x TFLM's whole arena (85264
-    bytes: issue 17's goal; measured 41136, 0.48x)."""
+    bytes: issue 17's goal; measured 42344, 0.497x with the kept halo rows; 41136 recomputing them)."""
     from edge_sdk.runtime.planner import c_patch_stage
     from edge_sdk.tools.flash import flash, format_flash
     from edge_sdk.tools.profile import format_profile, profile_model
@@ -476,10 +477,12 @@ def _c_parity(path):
 
 @needs_c_runtime
 def test_c_patch_plan_of_person_detect():
-    """person_detect in the C runtime under memory="min": the Python planner's stage (0..7, 6x6), the same plan
-    entry by entry, outputs bit-exact with the layer plan."""
+    """person_detect in the C runtime under memory="min": the Python planner's stage (0..7, 12x6: patch rows keep
+    their halo rows, so a taller grid recomputes nothing more along H), the same plan entry by entry, outputs
+    bit-exact with the layer plan. 19808 tensor bytes (19232 at 6x6 recomputing the halos: +576 B for +12.4% MACs
+    instead of +32.7%)."""
     c = _c_parity("tflite-micro/person_detect.tflite")
-    assert c.plan_info()["tensor_total"] == 19232
+    assert c.plan_info()["tensor_total"] == 19808
 
 
 @pytest.mark.slow

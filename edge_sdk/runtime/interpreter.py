@@ -746,51 +746,20 @@ class Interpreter:
         Each (node, window) gets its own kernel prepared here (the same prepare function, on TensorInfos of
         the window's shape; window kernels get Node.window), so eval runs blind. Per-patch buffers are views
         of their arena slots; a window of the stage input is a view of the whole input; the cut's window is
-        computed into a private array and copied into the cut."""
+        computed into a private array and copied into the cut. Patch columns outside, rows inside (as the C
+        runtime's run_patch_stage): with plan.carry a stage tensor's rows shared with the patch row above are
+        moved to the top of its buffer and its node computes the rows below them (patching.computed_rows)."""
         plan = p.patch
         s = plan.subgraph
         infos, views, nodes = p.infos[s], p.views[s], p.nodes[s]
         slots = {t: p.plan[(s, t)] for t in plan.buffer_bytes if t != plan.output}
+        computed = {t: _patching.computed_rows(w, plan.carry) for t, w in plan.rows.items()}
         cache: dict = {}
         work = []
-        for r, c in plan.patches:
-            for sn in plan.stage:
-                node = nodes[sn.index]
-                rule_h, rule_w = sn.rules
-                orow, ocol = plan.rows[sn.output][r], plan.cols[sn.output][c]
-                out_info = infos[sn.output]
-                out_shape = _patching.local_shape(out_info, orow, ocol)
-                ins, shapes = [], []
-                for info in node.inputs:
-                    if info is None or info.is_const:
-                        ins.append(None if info is None else views[info.index])
-                        shapes.append(None)
-                        continue
-                    t = info.index
-                    nr, nc = rule_h.needs(*orow), rule_w.needs(*ocol)
-                    if t == plan.input:
-                        src, (r0, c0) = views[t], (0, 0)
-                    else:
-                        src = _slot_view(p.arena, slots[t], infos[t], plan.rows[t][r], plan.cols[t][c])
-                        r0, c0 = plan.rows[t][r][0], plan.cols[t][c][0]
-                    ins.append(src[:, nr[0] - r0:nr[1] - r0, nc[0] - c0:nc[1] - c0, :])
-                    shapes.append(_patching.local_shape(info, nr, nc))
-                window = None
-                patch_rule = op_table.row(sn.op).patch
-                if patch_rule == "window":
-                    window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]), out_shape[1], out_shape[2])
-                elif patch_rule == "pad":
-                    window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]))
-                key = (sn.index, tuple(shapes), window)
-                if key not in cache:
-                    cache[key] = _prepare_window(node, shapes, out_shape, window)
-                if sn.output == plan.output:  # through the cut's window buffer, as in the C runtime
-                    tmp = _slot_view(p.arena, p.plan[(s, _patching.CUT_KEY)], out_info, orow, ocol)
-                    dst = views[sn.output][:, orow[0]:orow[1], ocol[0]:ocol[1], :]
-                    work.append((cache[key], ins, [tmp], (dst, tmp)))
-                else:
-                    out = _slot_view(p.arena, slots[sn.output], out_info, orow, ocol)
-                    work.append((cache[key], ins, [out], None))
+        for c in range(plan.grid[1]):
+            for r in range(plan.grid[0]):
+                for sn in plan.stage:
+                    self._patch_node_work(p, plan, slots, computed, cache, work, sn, r, c)
 
         def run_patches(_inputs, _outputs):
             for fn, ins, outs, copy in work:
@@ -799,6 +768,58 @@ class Interpreter:
                     copy[0][...] = copy[1]
 
         return run_patches
+
+    def _patch_node_work(self, p: _Prepared, plan, slots, computed, cache, work, sn, r: int, c: int) -> None:
+        """Stage node ``sn``'s work items in patch (r, c): the kept rows' move when there are some, then its kernel
+        on the rows it computes (``computed``: patching.computed_rows per tensor)."""
+        s = plan.subgraph
+        infos, views, nodes = p.infos[s], p.views[s], p.nodes[s]
+        node = nodes[sn.index]
+        rule_h, rule_w = sn.rules
+        full_row, ocol = plan.rows[sn.output][r], plan.cols[sn.output][c]
+        orow = computed[sn.output][r]
+        out_info = infos[sn.output]
+        if orow[0] > full_row[0]:  # rows [full_row[0], orow[0]) computed in patch row r - 1: to the top
+            prev = plan.rows[sn.output][r - 1]
+            was = _slot_view(p.arena, slots[sn.output], out_info, prev, ocol)
+            now = _slot_view(p.arena, slots[sn.output], out_info, full_row, ocol)
+            kept = orow[0] - full_row[0]
+            work.append((_move_rows, [was[:, full_row[0] - prev[0]:orow[0] - prev[0]]], [now[:, :kept]],
+                         None))
+        if orow[0] >= orow[1]:
+            return  # every row of this window was computed above
+        out_shape = _patching.local_shape(out_info, orow, ocol)
+        ins, shapes = [], []
+        for info in node.inputs:
+            if info is None or info.is_const:
+                ins.append(None if info is None else views[info.index])
+                shapes.append(None)
+                continue
+            t = info.index
+            nr, nc = rule_h.needs(*orow), rule_w.needs(*ocol)
+            if t == plan.input:
+                src, (r0, c0) = views[t], (0, 0)
+            else:
+                src = _slot_view(p.arena, slots[t], infos[t], plan.rows[t][r], plan.cols[t][c])
+                r0, c0 = plan.rows[t][r][0], plan.cols[t][c][0]
+            ins.append(src[:, nr[0] - r0:nr[1] - r0, nc[0] - c0:nc[1] - c0, :])
+            shapes.append(_patching.local_shape(info, nr, nc))
+        window = None
+        patch_rule = op_table.row(sn.op).patch
+        if patch_rule == "window":
+            window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]), out_shape[1], out_shape[2])
+        elif patch_rule == "pad":
+            window = (rule_h.local_pad(orow[0]), rule_w.local_pad(ocol[0]))
+        key = (sn.index, tuple(shapes), window)
+        if key not in cache:
+            cache[key] = _prepare_window(node, shapes, out_shape, window)
+        if sn.output == plan.output:  # through the cut's window buffer, as in the C runtime
+            tmp = _slot_view(p.arena, p.plan[(s, _patching.CUT_KEY)], out_info, orow, ocol)
+            dst = views[sn.output][:, orow[0]:orow[1], ocol[0]:ocol[1], :]
+            work.append((cache[key], ins, [tmp], (dst, tmp)))
+        else:
+            out = _slot_view(p.arena, slots[sn.output], out_info, full_row, ocol)
+            work.append((cache[key], ins, [out[:, orow[0] - full_row[0]:]], None))
 
     def _reset_variable_tensors(self) -> None:
         for view, init in self._p.variables:
@@ -1098,6 +1119,12 @@ class DataSizedOutput:
 
 def _no_step(_inputs, _outputs) -> None:
     """A patch stage's nodes after its first (the stage runs as one step there)."""
+
+
+def _move_rows(ins, outs) -> None:
+    """A patch row's kept rows to the top of their buffer (the two views may overlap: numpy copies through a
+    temporary then)."""
+    outs[0][...] = ins[0]
 
 
 def _slot_view(arena: np.ndarray, slot, info: TensorInfo, rows, cols) -> np.ndarray:

@@ -9,13 +9,16 @@ columns, clipped to the tensor) its readers need: a CONV_2D / DEPTHWISE_CONV_2D 
 leading padding, an elementwise op needs the same window of each input. Each patch then runs the same kernels
 on those windows (``Node.window`` gives a window kernel its local padding and output size), writing its part
 of the cut. Inside the stage only per-patch buffers exist (the largest window of each tensor over the
-patches); overlapping halos are recomputed (``extra_macs``).
+patches). Patches run column by column, top to bottom; with batch 1 (``carry``) a tensor's rows shared with
+the patch row above are kept in its buffer (moved to its top) and its node computes only the rows below them,
+so a window along H is what its readers' new rows need, and only the halos along W are recomputed
+(``extra_macs``); the buffers that keep rows (``kept``) live through the whole stage.
 
 The plan is data (``PatchPlan``): the stage's nodes, the grid, per tensor the row and column windows of every
 patch row / column and the per-patch buffer bytes. ``choose`` enumerates stages (every run of patchable nodes
-containing the in-place plan's busiest step) and grids (R, C in 1..8, |R - C| <= 1, not 1 x 1) and keeps the
-plan with the smallest arena (ties: fewest extra MACs, then the earlier candidate), only when it beats the
-plan without patches. Candidates are visited by their lower bound, so only a few are planned in full.
+containing the in-place plan's busiest step) and grids (R, C in 1..8, |R - C| <= 1, not 1 x 1; with carry also
+R up to 16 and any C: taller patches recompute nothing more) and keeps the plan with the smallest arena (ties:
+fewest extra MACs, then the earlier candidate), only when it beats the plan without patches. Candidates are visited by their lower bound, so only a few are planned in full.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ PATCH_OPS = tuple(name for name, r in op_table.ROWS.items() if r.patch)
 # choose the same stages (its own name: the ops edge_sdk.runtime.c_interpreter checks a caller's patch_ops against)
 C_PATCH_OPS = PATCH_OPS
 MAX_GRID = 8
+MAX_CARRY_ROWS = 16  # carry_grids: patch rows of a stage whose rows are kept (batch 1)
 # the arena request key (subgraph, CUT_KEY) of the cut's window buffer: the last stage node writes its patch there,
 # then it is copied into the cut (the C plan's entry with tensor == CUT_KEY)
 CUT_KEY = -2
@@ -49,6 +53,14 @@ def grids(max_grid: int = MAX_GRID):
             if (r, c) != (1, 1):
                 out.append((r, c))
     return out
+
+
+def carry_grids(max_rows: int = MAX_CARRY_ROWS, max_grid: int = MAX_GRID):
+    """The grids ``choose`` tries besides ``grids()`` when patch rows keep their halo rows (batch 1: a taller grid
+    recomputes nothing more along H, its windows are shorter): R in 1..max_rows, C in 1..max_grid, in order."""
+    square = set(grids(max_grid))
+    return [(r, c) for r in range(1, max_rows + 1) for c in range(1, max_grid + 1)
+            if (r, c) != (1, 1) and (r, c) not in square]
 
 
 def split(n: int, parts: int) -> list[tuple[int, int]]:
@@ -122,15 +134,27 @@ class PatchPlan:
     ram: int = 0  # the arena the plan needs (set by choose)
     base_ram: int = 0  # the in-place plan (memory="inplace": no patches)
     layer_ram: int = 0  # the layer-by-layer plan
+    carry: bool = False  # batch 1: patch rows keep the halo rows they share with the row above (computed_rows)
     names: dict[int, str] = field(default_factory=dict)
 
     @property
     def extra_macs(self) -> int:
         return self.patch_macs - self.layer_macs
 
-    @property
-    def patches(self) -> list[tuple[int, int]]:
-        return [(r, c) for r in range(self.grid[0]) for c in range(self.grid[1])]
+    def kept(self) -> set[int]:
+        """The stage tensors whose buffers keep rows from one patch row to the next (carry: in some patch row a
+        reader computes new rows while the tensor's window overlaps the one above it); their buffers live through
+        the whole stage. (A window repeated where no reader computes anything is read by nobody there.)"""
+        if not self.carry:
+            return set()
+        new = {sn.output: [lo < hi for lo, hi in computed_rows(self.rows[sn.output], True)] for sn in self.stage}
+        out = set()
+        for sn in self.stage[:-1]:
+            t, w = sn.output, self.rows[sn.output]
+            readers = [rd.output for rd in self.stage if t in rd.inputs]
+            if any(w[r][0] < w[r - 1][1] and any(new[o][r] for o in readers) for r in range(1, len(w))):
+                out.add(t)
+        return out
 
     def describe(self, total_macs: int | None = None, ram: int | None = None, layer_ram: int | None = None) -> str:
         """``patch plan: stage nodes a..b, grid RxC, RAM N B (layer plan M B), +X% MACs``; X relative to the
@@ -255,23 +279,33 @@ class _NoNodeType:
 _NoNode = _NoNodeType()
 
 
-def _axis_windows(stage: list[StageNode], cut: int, extent: int, parts: int, axis: int):
+def _axis_windows(stage: list[StageNode], cut: int, extent: int, parts: int, axis: int, carry: bool = False):
     """Per stage tensor, its window along ``axis`` for each of ``parts`` ranges of the cut, or None when some
-    range would be empty."""
+    range would be empty. With ``carry`` (along H, batch 1) a node reads only what the rows it computes need
+    (computed_rows: the rows below the window above stay in its buffer), so a window is the rows its readers'
+    new rows need; a patch row where no reader computes anything keeps the window above (nothing new)."""
     if parts > extent:
         return None
     ranges = split(extent, parts)
-    win: dict[int, list[tuple[int, int]]] = {cut: ranges}
+    win: dict[int, list] = {cut: ranges}
     for sn in reversed(stage):
         outw = win.get(sn.output)
-        if outw is None:
+        if outw is None or outw[0] is None:
             return None  # a stage tensor nobody in the stage reads
+        for r in range(1, len(outw)):  # no reader computes anything in patch row r: the window above, kept
+            if outw[r] is None:
+                outw[r] = outw[r - 1]
         rule = sn.rules[axis]
         for t in sn.inputs:
-            needs = [rule.needs(lo, hi) for lo, hi in outw]
+            needs = [rule.needs(lo, hi) if lo < hi else None for lo, hi in computed_rows(outw, carry)]
             have = win.get(t)
-            win[t] = needs if have is None else [(min(a, c), max(b, d)) for (a, b), (c, d) in zip(have, needs)]
-    if any(lo >= hi for ws in win.values() for lo, hi in ws):
+            win[t] = needs if have is None else [
+                b if a is None else a if b is None else (min(a[0], b[0]), max(a[1], b[1])) for a, b in zip(have, needs)]
+    for ws in win.values():  # the stage input too
+        for r in range(1, len(ws)):
+            if ws[r] is None:
+                ws[r] = ws[r - 1]
+    if any(w is None or w[0] >= w[1] for ws in win.values() for w in ws):
         return None
     return win
 
@@ -319,7 +353,7 @@ def stages(model, infos, s: int = 0, ops=PATCH_OPS):
 def build(model, infos, s: int, a: int, b: int, x: int, stage: list[StageNode], grid) -> PatchPlan | None:
     cut = stage[-1].output
     n, h, w, _ = infos[cut].shape
-    rows = _axis_windows(stage, cut, h, grid[0], 0)
+    rows = _axis_windows(stage, cut, h, grid[0], 0, carry=n == 1)
     cols = _axis_windows(stage, cut, w, grid[1], 1)
     if rows is None or cols is None:
         return None
@@ -335,15 +369,30 @@ def _assemble(model, infos, s, a, b, x, stage, grid, rows, cols) -> PatchPlan:
         mr = max(hi - lo for lo, hi in rows[t])
         mc = max(hi - lo for lo, hi in cols[t])
         buffers[t] = info.shape[0] * mr * mc * info.shape[3] * info.dtype.itemsize
+    carry = infos[cut].shape[0] == 1
     layer = patch = 0
     for sn in stage:
         _, oh, ow, _ = infos[sn.output].shape
         layer += sn.macs_per_pixel * oh * ow
-        patch += (sn.macs_per_pixel * sum(hi - lo for lo, hi in rows[sn.output])
+        patch += (sn.macs_per_pixel * sum(hi - lo for lo, hi in computed_rows(rows[sn.output], carry))
                   * sum(hi - lo for lo, hi in cols[sn.output]))
     names = {t: infos[t].name for t in rows}
     return PatchPlan(s, tuple(range(a, b + 1)), x, cut, tuple(grid), stage, rows, cols, buffers, layer, patch,
-                     names=names)
+                     carry=carry, names=names)
+
+
+def computed_rows(windows: list[tuple[int, int]], carry: bool) -> list[tuple[int, int]]:
+    """The rows a stage tensor's node computes in each patch row, given its windows ``[lo, hi)`` per patch row:
+    the whole window, or with ``carry`` the rows below the previous patch row's window (the rows both share are
+    kept in its buffer: moved to its top; the windows only move down)."""
+    if not carry:
+        return list(windows)
+    out, prev_hi = [], 0
+    for lo, hi in windows:
+        start = min(max(lo, prev_hi), hi)
+        out.append((start, hi))
+        prev_hi = max(prev_hi, hi)
+    return out
 
 
 def patched_requests(requests, plan: PatchPlan, spans) -> list:
@@ -354,11 +403,15 @@ def patched_requests(requests, plan: PatchPlan, spans) -> list:
     last = spans[(s, plan.nodes[-1])][1]
     out = []
     b_first, b_last = spans[(s, plan.nodes[-1])]
+    kept = plan.kept()
     for r in requests:
         if r.key == (s, plan.input):
             r = _arena.BufferRequest(r.key, r.size, r.first_use, max(r.last_use, last), r.name)
         elif r.key == (s, plan.output):
             r = _arena.BufferRequest(r.key, r.size, min(r.first_use, first), r.last_use, r.name)
+        elif r.key[0] == s and r.key[1] in kept:  # its rows kept from patch row to patch row: the whole stage
+            r = _arena.BufferRequest(r.key, plan.buffer_bytes[r.key[1]], min(r.first_use, first),
+                                     max(r.last_use, last), r.name)
         elif r.key[0] == s and r.key[1] in plan.buffer_bytes:
             r = _arena.BufferRequest(r.key, plan.buffer_bytes[r.key[1]], r.first_use, r.last_use, r.name)
         out.append(r)
@@ -403,10 +456,11 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
         if hot is not None and not a <= hot <= b:
             continue
         cut = stage[-1].output
-        _, h, w, _ = infos[s][cut].shape
-        row_w = {r: _axis_windows(stage, cut, h, r, 0) for r in range(1, MAX_GRID + 1)}
-        col_w = {c: _axis_windows(stage, cut, w, c, 1) for c in range(1, MAX_GRID + 1)}
-        for g in grids():
+        n, h, w, _ = infos[s][cut].shape
+        tried = grids() + (carry_grids() if n == 1 else [])
+        row_w = {r: _axis_windows(stage, cut, h, r, 0, carry=n == 1) for r in sorted({g[0] for g in tried})}
+        col_w = {c: _axis_windows(stage, cut, w, c, 1) for c in sorted({g[1] for g in tried})}
+        for g in tried:
             rows, cols = row_w[g[0]], col_w[g[1]]
             if rows is None or cols is None:
                 continue

@@ -685,7 +685,8 @@ def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]
     model, infos, requests, spans = facts.model, facts.infos, facts._requests, facts._spans
     a, b = stage.nodes[0], stage.nodes[-1]
     rows = []
-    for grid in _patching.grids():
+    n = facts.infos[0][stage.output].shape[0]
+    for grid in _patching.grids() + (_patching.carry_grids() if n == 1 else []):
         plan = _patching.build(model, infos[0], 0, a, b, stage.input, stage.stage, grid)
         if plan is None:
             continue

@@ -1109,6 +1109,7 @@ typedef struct patch_node {
     int32_t out;        /* flat index of the output */
     patch_axis_t ax[2]; /* H, W */
     int64_t bytes;      /* the output's per-patch buffer: N x largest rows x largest columns x C */
+    int32_t kept;       /* its buffer keeps rows from patch row to patch row: it lives through the stage */
 } patch_node_t;
 
 struct edge_patch {
@@ -1117,6 +1118,7 @@ struct edge_patch {
     patch_node_t *nodes;
     int32_t *win;          /* node k: rows (lo, hi) pairs, then cols (lo, hi) pairs, 2 * (rows + cols) int32 */
     int64_t cut_offset;    /* the cut window buffer (the last node's patches, copied into the cut) */
+    int32_t carry;         /* batch 1: a patch row keeps the rows it shares with the row above (run_patch_stage) */
     /* run_patch_stage, reached only through here: set by edge_init_patch (patch_setup_linked), so firmware that
      * never calls edge_init_patch links no patch execution (--gc-sections drops it) */
     void (*run_stage)(edge_interp_t *it, edge_ctx_t *ctx);
@@ -1144,6 +1146,24 @@ static int32_t patch_source(struct edge_patch *P, int32_t k, int32_t t) {
     if (P->input >= 0 && P->input != t) return -3;
     P->input = t;
     return -1;
+}
+
+/* Whether stage node j computes new rows in patch row r (carry: rows below its window above). */
+static int32_t patch_new_rows(const struct edge_patch *P, int32_t j, int32_t r) {
+    const int32_t *o = P->win + (int64_t)j * 2 * (P->rows + P->cols);
+    return r == 0 || o[2 * r + 1] > (o[2 * r] > o[2 * r - 1] ? o[2 * r] : o[2 * r - 1]);
+}
+
+/* Whether stage node k's output keeps rows from one patch row to the next (patching.PatchPlan.kept): batch 1,
+ * and in some patch row a reader computes new rows while the output's window overlaps the one above it. */
+static int32_t patch_kept(const struct edge_patch *P, int32_t k) {
+    const int32_t *o = P->win + (int64_t)k * 2 * (P->rows + P->cols);
+    int32_t r, j;
+    for (r = 1; P->carry && k + 1 < P->n && r < P->rows; r++)
+        if (o[2 * r] < o[2 * r - 1])
+            for (j = k + 1; j < P->n; j++)
+                if ((P->nodes[j].src == k || P->nodes[j].src1 == k) && patch_new_rows(P, j, r)) return 1;
+    return 0;
 }
 
 /* Check it->patch_plan's stage and compute its windows into persistent memory (it->patch). */
@@ -1306,14 +1326,24 @@ static edge_status_t patch_setup(edge_interp_t *it) {
             q[2 * r + 1] = q[2 * r] + c->dims[2] / pp->cols + (r < c->dims[2] % pp->cols);
         }
     }
+    /* with carry (batch 1) a node reads only what the rows it computes need (the rows below the window above:
+     * patching.computed_rows); a patch row where no reader computes anything keeps the window above */
+    P->carry = it->tensors[P->output].dims[0] == 1;
     for (k = n - 1; k >= 0; k--) {
         const patch_node_t *pn = &P->nodes[k];
-        const int32_t *w = P->win + (int64_t)k * per;
+        int32_t *w = P->win + (int64_t)k * per;
         if (w[0] < 0) return patch_fail(it, pp->first + k, WHAT("patch stage: an output no stage node reads"));
+        for (r = 1; r < pp->rows; r++)
+            if (w[2 * r] < 0) {
+                w[2 * r] = w[2 * r - 2];
+                w[2 * r + 1] = w[2 * r - 1];
+            }
         for (r = 0; r < pp->rows + pp->cols; r++) {
             const int32_t axis = r < pp->rows ? 0 : 1;
-            int32_t lo, hi;
-            patch_needs(&pn->ax[axis], w[2 * r], w[2 * r + 1], &lo, &hi);
+            int32_t lo, hi, from = w[2 * r];
+            if (P->carry && axis == 0 && r > 0 && w[2 * r - 1] > from) from = w[2 * r - 1];
+            if (from >= w[2 * r + 1]) continue; /* nothing new in this patch row */
+            patch_needs(&pn->ax[axis], from, w[2 * r + 1], &lo, &hi);
             if (lo >= hi) return patch_fail(it, pp->first + k, WHAT("patch stage: an empty window"));
             if (pn->src >= 0) {
                 int32_t *s = P->win + (int64_t)pn->src * per + 2 * r;
@@ -1337,6 +1367,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
                 mc = w[2 * pp->rows + 2 * r + 1] - w[2 * pp->rows + 2 * r];
         P->nodes[k].bytes = (int64_t)t->dims[0] * mr * mc * t->dims[3] * edge_type_bytes(t->type);
     }
+    for (k = 0; k < n; k++) P->nodes[k].kept = patch_kept(P, k);
     it->patch = P;
     return EDGE_OK;
 }
@@ -1356,7 +1387,10 @@ static int32_t in_patch_stage(const edge_interp_t *it, int32_t s, int32_t i) {
 }
 
 /* Run the stage patch by patch (edge_sdk.runtime.interpreter._patch_runner): every stage node's kernel on its
- * windows; the last node writes into the cut window buffer, copied into the cut after each patch. */
+ * windows; the last node writes into the cut window buffer, copied into the cut after each patch. Patch columns
+ * outside, rows inside: with batch 1 (P->carry) a stage tensor's window of patch row r overlaps row r - 1's in
+ * the same column (the halo rows), which are moved to the top of its buffer (N=1 x overlap x cols x C bytes) and
+ * kept, and its node computes only the rows below them (MCUNetV2's recomputation left along W alone). */
 static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
     const struct edge_patch *P = it->patch;
     const int32_t R = P->rows, C = P->cols, per = 2 * (R + C);
@@ -1367,13 +1401,28 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
     const int64_t px = (int64_t)cut->dims[3] * edge_type_bytes(cut->type);
     edge_window_t win;
     int32_t r, c, k, b, y;
-    for (r = 0; r < R; r++) {
-        for (c = 0; c < C; c++) {
+    for (c = 0; c < C; c++) {
+        for (r = 0; r < R; r++) {
             const int32_t *o = 0;
+            int32_t lo = 0;
             for (k = 0; k < P->n; k++) {
                 const patch_node_t *pn = &P->nodes[k];
+                edge_tensor_t *out = &it->tensors[pn->out];
+                edge_tensor_t *src = pn->src >= 0 ? &it->tensors[P->nodes[pn->src].out] : 0;
+                void *out_data = out->data, *src_data = src ? src->data : 0;
                 int32_t iy = 0, ix = 0;
                 o = P->win + (int64_t)k * per;
+                lo = o[2 * r]; /* the first output row this call computes */
+                if (P->carry && r > 0 && o[2 * r - 1] > lo && k < P->n - 1) { /* patch_kept(P, k) */
+                    /* rows [lo, o[2r-1]) were computed in patch row r - 1, at row lo - o[2r-2] of the buffer */
+                    const int64_t row = (int64_t)(o[2 * R + 2 * c + 1] - o[2 * R + 2 * c]) * out->dims[3] *
+                                        edge_type_bytes(out->type);
+                    const int32_t kept = o[2 * r - 1] - lo;
+                    memmove(out_data, (uint8_t *)out_data + (lo - o[2 * r - 2]) * row, (size_t)(kept * row));
+                    if (o[2 * r - 1] >= o[2 * r + 1]) continue; /* nothing new in this window */
+                    lo = o[2 * r - 1];
+                    out->data = (uint8_t *)out_data + kept * row;
+                }
                 if (pn->src == -2) { /* a constant input 0 (the kernel broadcasts it): no window */
                     win.h = win.w = 0;
                 } else if (pn->src < 0) {
@@ -1385,27 +1434,38 @@ static void run_patch_stage(edge_interp_t *it, edge_ctx_t *ctx) {
                     ix = s[2 * R + 2 * c];
                     win.h = s[2 * r + 1] - iy;
                     win.w = s[2 * R + 2 * c + 1] - ix;
+                    if (lo > o[2 * r] && pn->src1 != pn->src) { /* below kept rows: input 0 from the first row
+                                                                 * they need (x + x keeps the whole window) */
+                        int32_t nlo, nhi;
+                        patch_needs(&pn->ax[0], lo, o[2 * r + 1], &nlo, &nhi);
+                        src->data = (uint8_t *)src_data + (int64_t)(nlo - iy) * win.w * src->dims[3] *
+                                    edge_type_bytes(src->type);
+                        win.h = nhi - nlo;
+                        iy = nlo;
+                    }
                 }
                 if (pn->src1 == -1) {
                     win.h1 = x->dims[1];
                     win.w1 = x->dims[2];
-                    win.pt1 = -o[2 * r];
+                    win.pt1 = -lo;
                     win.pl1 = -o[2 * R + 2 * c];
                 } else if (pn->src1 >= 0) {
                     const int32_t *s = P->win + (int64_t)pn->src1 * per;
                     win.h1 = s[2 * r + 1] - s[2 * r];
                     win.w1 = s[2 * R + 2 * c + 1] - s[2 * R + 2 * c];
-                    win.pt1 = s[2 * r] - o[2 * r];
+                    win.pt1 = s[2 * r] - lo;
                     win.pl1 = s[2 * R + 2 * c] - o[2 * R + 2 * c];
                 }
-                win.oh = o[2 * r + 1] - o[2 * r];
+                win.oh = o[2 * r + 1] - lo;
                 win.ow = o[2 * R + 2 * c + 1] - o[2 * R + 2 * c];
-                win.pt = pn->ax[0].pad + iy - o[2 * r] * pn->ax[0].stride;
+                win.pt = pn->ax[0].pad + iy - lo * pn->ax[0].stride;
                 win.pl = pn->ax[1].pad + ix - o[2 * R + 2 * c] * pn->ax[1].stride;
                 if (k == P->n - 1) cut->data = buf;
                 ctx->window = &win;
                 edge_kernels[it->nodes[pn->node].kernel_].eval(&it->nodes[pn->node], ctx);
                 ctx->window = 0;
+                out->data = out_data;
+                if (src) src->data = src_data;
             }
             cut->data = keep;
             for (b = 0; b < cut->dims[0]; b++)
@@ -1647,6 +1707,12 @@ static edge_status_t plan_lifetimes(edge_interp_t *it, life_t *L, int32_t *end) 
         const int32_t gb = it->subgraphs[0].node_base + it->patch_plan.last;
         if (L->t_last[it->patch->input] < L->n_last[gb]) L->t_last[it->patch->input] = L->n_last[gb];
         if (L->t_first[it->patch->output] > L->n_first[ga]) L->t_first[it->patch->output] = L->n_first[ga];
+        for (k = 0; k + 1 < it->patch->n; k++) /* rows kept from patch row to patch row: the whole stage */
+            if (it->patch->nodes[k].kept) {
+                const int32_t t = it->patch->nodes[k].out;
+                if (L->t_first[t] > L->n_first[ga]) L->t_first[t] = L->n_first[ga];
+                if (L->t_last[t] < L->n_last[gb]) L->t_last[t] = L->n_last[gb];
+            }
     }
     return EDGE_OK;
 }
@@ -2345,7 +2411,8 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
                 lifetime_of(it, sg->tensor_base + i, -1, &e->first_use, &e->last_use);
                 e->offset = (const uint8_t *)t->data - it->base;
                 e->size = plan_bytes(it, sg->tensor_base + i);
-                if (EDGE_WITH_PATCH && it->patch && s == 0) { /* as plan_arena: the stage input and the cut span the stage */
+                if (EDGE_WITH_PATCH && it->patch && s == 0) { /* as plan_lifetimes: the stage input and the cut
+                                                                * span the stage, and the buffers keeping rows */
                     int32_t f, l;
                     if (sg->tensor_base + i == it->patch->input) {
                         lifetime_of(it, -1, sg->node_base + it->patch_plan.last, &f, &l);
@@ -2355,6 +2422,14 @@ edge_status_t edge_plan_entry(const edge_interp_t *it, int32_t k, edge_plan_entr
                         lifetime_of(it, -1, sg->node_base + it->patch_plan.first, &f, &l);
                         if (e->first_use > f) e->first_use = f;
                     }
+                    for (f = 0; f + 1 < it->patch->n; f++) /* kept rows: the whole stage */
+                        if (it->patch->nodes[f].out == sg->tensor_base + i && it->patch->nodes[f].kept) {
+                            int32_t a, b;
+                            lifetime_of(it, -1, sg->node_base + it->patch_plan.first, &a, &b);
+                            if (e->first_use > a) e->first_use = a;
+                            lifetime_of(it, -1, sg->node_base + it->patch_plan.last, &a, &b);
+                            if (e->last_use < b) e->last_use = b;
+                        }
                 }
                 return EDGE_OK;
             }
