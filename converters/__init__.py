@@ -277,12 +277,12 @@ def _task_judge(spec, float_model, mode: str, calib, eval_data, pre, goals: dict
     will judge the result on; None without a task or samples (the search then goes by SNR alone)."""
     if spec is None:
         return None
-    from converters.evaluate import judge_task
+    from converters.evaluate import TaskJudge
 
     samples, what, _ = _task_samples(float_model, calib, eval_data, pre, True)
     if not samples:
         return None
-    return lambda qmodel: judge_task(spec, float_model, qmodel, samples, mode, goals, what)
+    return TaskJudge(spec, float_model, samples, mode, goals, what)  # the float outputs computed once per conversion
 
 
 def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_data, pre, guarded: bool, goals: dict,

@@ -950,55 +950,100 @@ def _ours(model):
     return _Run(Interpreter(model=model), "edge-sdk's interpreter")
 
 
-def _task_runs(float_model, model, mode: str):
-    """(float run, converted run) in runtimes that run them, as the SNR guard picks them: edge-sdk's interpreter,
-    LiteRT's reference kernels when it refuses a model (a dynamic-range model in edge-sdk's hybrid kernels; where
-    neither runs it, the float model over its dequantized weights, as the SNR guard then measures)."""
-    def first(*makers):
-        why = None
-        for make in makers:
-            try:
-                run = make()
-            except (ModelError, RuntimeError, ValueError) as exc:
-                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                continue
-            if run is not None:
-                return run
-        raise ModelError(why or "ai-edge-litert is not installed")
+def _first(*makers):
+    """The first runner one of ``makers`` gives (None: not installed); ModelError with the last refusal."""
+    why = None
+    for make in makers:
+        try:
+            run = make()
+        except (ModelError, RuntimeError, ValueError) as exc:
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            continue
+        if run is not None:
+            return run
+    raise ModelError(why or "ai-edge-litert is not installed")
 
-    float_run = first(lambda: _ours(float_model), lambda: _litert(float_model))
+
+def _float_run(float_model):
+    """The float model's runner, as the SNR guard picks it: edge-sdk's interpreter, else LiteRT's reference kernels."""
+    return _first(lambda: _ours(float_model), lambda: _litert(float_model))
+
+
+def _converted_run(float_model, model, mode: str):
+    """The converted model's runner: edge-sdk's interpreter, LiteRT's reference kernels when it refuses a model (a
+    dynamic-range model in edge-sdk's hybrid kernels; where neither runs it, the float model over its dequantized
+    weights, as the SNR guard then measures)."""
     if mode == "dynamic":
         from converters.quantize.weights_only import dequantized_weights
 
-        run = first(lambda: _ours(model), lambda: _litert(model),
-                    lambda: _ours(dequantized_weights(float_model, model)))
-    else:
-        run = first(lambda: _ours(model), lambda: _litert(model))
-    return float_run, run
+        return _first(lambda: _ours(model), lambda: _litert(model),
+                      lambda: _ours(dequantized_weights(float_model, model)))
+    return _first(lambda: _ours(model), lambda: _litert(model))
+
+
+class FloatReference:
+    """The float model's outputs on the task's samples, run once: the widening search judges each step's model on
+    the same samples and the float side of that comparison does not change (held by ``TaskJudge``, one per
+    conversion). ``outputs()``: per sample a dict output name -> float64 value; ModelError, said on every call,
+    when no runtime here runs the float model."""
+
+    def __init__(self, float_model, samples):
+        self.float_model, self.samples = float_model, list(samples)
+        self._outputs: list[dict] | None = None
+        self._refused: str | None = None
+
+    def outputs(self) -> list[dict]:
+        if self._refused is not None:
+            raise ModelError(self._refused)
+        if self._outputs is None:
+            try:
+                float_run = _float_run(self.float_model)
+            except ModelError as exc:
+                self._refused = str(exc)
+                raise
+            names = _output_names(self.float_model)
+            self._outputs = [dict(zip(names, float_run(sample))) for sample in self.samples]
+        return self._outputs
 
 
 def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goals: dict | None = None,
-               data: str = "held-back") -> dict:
+               data: str = "held-back", reference: FloatReference | None = None) -> dict:
     """Run the float ``float_model`` and the converted ``model`` (``Model`` objects; ``mode`` picks the converted
     model's runtime) on ``samples`` (each a list of arrays, one per input, as the float model takes them) and
-    measure the task ``spec`` (``task_spec``) says (``task_metrics``). The record: ``task``, ``source``,
-    ``samples``, ``data``, ``runtime``, ``metrics``, ``goal`` ({metric: fraction}), ``judged`` (False, with
-    ``why``, when nothing could be measured: no sample, no float detection, empty maps, no runtime) and ``met``."""
+    measure the task ``spec`` (``task_spec``) says (``task_metrics``). ``reference``: the float model's outputs on
+    these samples already computed (``FloatReference`` of the same model and samples; else run here). The record:
+    ``task``, ``source``, ``samples``, ``data``, ``runtime``, ``metrics``, ``goal`` ({metric: fraction}), ``judged``
+    (False, with ``why``, when nothing could be measured: no sample, no float detection, empty maps, no runtime)
+    and ``met``."""
     record = {k: v for k, v in spec.items() if k != "config"}
     record.update(samples=0, data=data, metrics={}, judged=False, met=None)
-    samples = list(samples)
+    if reference is None:
+        reference = FloatReference(float_model, samples)
+    samples = reference.samples
     if not samples:
         return {**record, "why": f"no {data} samples to judge it on"}
     try:
-        float_run, run = _task_runs(float_model, model, mode)
+        ref = reference.outputs()
+        run = _converted_run(float_model, model, mode)
     except ModelError as exc:
         return {**record, "why": f"no runtime here runs the {mode} model ({exc})"}
     names = _output_names(float_model)
-    ref, got = [], []
-    for sample in samples:
-        ref.append(dict(zip(names, float_run(sample))))
-        got.append(dict(zip(names, run(sample))))
+    got = [dict(zip(names, run(sample))) for sample in samples]
     return {**task_metrics(spec, ref, got, goals, data), "runtime": run.runtime}
+
+
+class TaskJudge:
+    """The widening search's view of the task guard: ``judge(qmodel) -> record`` (``judge_task``'s) of each step's
+    model on the same samples, the float model run on them once (``reference``) for the whole search."""
+
+    def __init__(self, spec: dict, float_model, samples, mode: str = "int8", goals: dict | None = None,
+                 data: str = "held-back"):
+        self.spec, self.float_model, self.mode, self.goals, self.data = spec, float_model, mode, goals, data
+        self.reference = FloatReference(float_model, samples)
+
+    def __call__(self, qmodel) -> dict:
+        return judge_task(self.spec, self.float_model, qmodel, self.reference.samples, self.mode, self.goals,
+                          self.data, self.reference)
 
 
 def ctc_greedy(probs, blank: int = 0) -> tuple:

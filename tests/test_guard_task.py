@@ -446,6 +446,26 @@ def test_judge_task_counts_exactly_what_a_known_change_breaks():
     assert near["metrics"]["kept"] == n and near["metrics"]["extra"] == 0 and near["met"]
 
 
+
+def test_task_judge_runs_the_float_model_once_for_every_model_it_judges(monkeypatch):
+    """The widening search judges each step's model on the same samples: ``TaskJudge`` runs the float model on them
+    once (its ``FloatReference``) and its records are judge_task's, which runs the float model itself each call."""
+    from converters import evaluate
+
+    float_model = read_model(_boxes_detector())
+    spec = task_spec(float_model, boxes="boxes", scores="scores")
+    samples = [[s[None]] for s in _det_samples(6)]
+    float_runs = []
+    run_float = evaluate._float_run
+    monkeypatch.setattr(evaluate, "_float_run", lambda m: float_runs.append(m) or run_float(m))
+    judge = evaluate.TaskJudge(spec, float_model, samples, "fp16")
+    steps = [read_model(_shifted_detector(d)) for d in (0.15, 0.02, 0.15)]
+    records = [judge(m) for m in steps]
+    assert len(float_runs) == 1
+    alone = [judge_task(spec, float_model, m, samples, "fp16") for m in steps]
+    assert len(float_runs) == 4  # without a reference each call runs the float model again
+    assert records == alone and not records[0]["met"] and records[1]["met"]
+
 def test_detector_with_postprocess_op_is_kept_on_its_detections_when_the_class_output_snr_is_meaningless():
     src = _postprocess_detector()
     result = convert(src, quantize="int8", calibration=_det_samples())
