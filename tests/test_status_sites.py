@@ -14,6 +14,7 @@ import pytest
 
 from edge_sdk.device import status_sites
 from edge_sdk.errors import DeviceError
+from tests.conftest import needs_c_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
@@ -56,14 +57,12 @@ def test_decode_names_the_op_and_the_sentence_and_leaves_other_text_alone():
     assert out.strip() == status_sites.decode(f"node 0 (code 3 v1): @{line}")
 
 
+@needs_c_runtime
 def test_app_makefile_builds_the_runtime_as_the_measured_libraries():
     """edge flash's firmware: status sites and LTO by default, both opted out with the Makefile's own names."""
-    make = shutil.which("make")
-    if make is None:
-        pytest.skip("needs make")
 
     def flags(*extra):
-        out = subprocess.run([make, "-s", "-n", "-C", str(FW / "app"), "BOARD=qemu-mps2-an386", "BUILD=/tmp/x-none",
+        out = subprocess.run(["make", "-s", "-n", "-C", str(FW / "app"), "BOARD=qemu-mps2-an386", "BUILD=/tmp/x-none",
                               "OBJ=/tmp/x-none/obj", "KERNELS=add.c", *extra, "/tmp/x-none/obj/src/edge.o"],
                              capture_output=True, text=True, check=True).stdout
         return out
