@@ -486,6 +486,9 @@ ROWS: dict[str, OpRow] = _rows(
           effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index'), quant='calls'),
     OpRow("WHILE",                        "control_flow:prepare_while",       1,
           effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index'), quant='calls'),
+    # ai-edge-torch's odml.* composites: the decomposition subgraph runs (its index is field 1 of the options)
+    OpRow("STABLEHLO_COMPOSITE",          "control_flow:prepare_stablehlo_composite", 1,
+          effects='calls', subgraphs=('decomposition_subgraph_index',)),  # quant '': the quantizer runs IF / WHILE only
     # recurrent ops beside the sequence LSTM, the sparse embedding lookup and DYNAMIC_UPDATE_SLICE
     # (issue 23 point 1: rnn.py, lookup.py, dynamic_update_slice.py)
     OpRow("RNN",                          "rnn:prepare_rnn",                  3, "rnn:macs_rnn",
