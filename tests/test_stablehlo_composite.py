@@ -91,3 +91,14 @@ def test_inspect_lists_the_decomposition_ops(tmp_path):
     assert [(sub["name"], [o["op"] for o in sub["ops"]]) for sub in report["subgraphs"]] == [
         ("main", ["STABLEHLO_COMPOSITE", "TANH"]), ("odml.scaled_square", ["MUL", "MUL", "ADD"])]
     assert "subgraph 1 'odml.scaled_square'" in format_inspection(report) and not report["problems"]
+
+
+@needs_c_runtime
+def test_edge_check_and_inspect_commands_on_a_composite_model(tmp_path, capsys):
+    from edge_sdk.cli import main
+
+    path = tmp_path / "composite.tflite"
+    path.write_bytes(composite_model())
+    assert main(["inspect", str(path)]) == 0
+    assert "odml.scaled_square" in capsys.readouterr().out
+    assert main(["check", str(path), "--target", "nrf52840-dk"]) == 0  # the C runtime runs it
