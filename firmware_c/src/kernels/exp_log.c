@@ -10,6 +10,8 @@
  */
 #include <math.h>
 
+#include <stddef.h>
+
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
@@ -53,7 +55,10 @@ static edge_status_t exp_log_prepare(edge_node_t *node, edge_ctx_t *ctx, int32_t
     exp_log_params_t p;
     edge_status_t s;
 
-    if ((s = ea_unary_begin(node, ctx, EA_ALSO_INT16, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    /* the int16 table (1026 B) only for an int16 input: float32 / int8 nodes keep the 256-entry one */
+    const edge_tensor_t *in = node->n_inputs >= 1 ? edge_in(ctx, node, 0) : (const edge_tensor_t *)0;
+    const size_t bytes = in && in->type == EDGE_INT16 ? sizeof *d : offsetof(exp_log_data_t, t) + 256;
+    if ((s = ea_unary_begin(node, ctx, EA_ALSO_INT16, bytes, &x, &out)) != EDGE_OK) return s;
     d = (exp_log_data_t *)node->user_data;
     d->type = x->type;
     if (x->type == EDGE_FLOAT32) {

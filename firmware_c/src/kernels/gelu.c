@@ -8,6 +8,8 @@
  *    formula, times 1 / output scale, rounded half away from zero, plus the output zero point, clamped;
  *  - int16: LiteRT's 513-entry interpolated table of the float formula (LUTPopulateInt16, LUTLookup).
  */
+#include <stddef.h>
+
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
@@ -65,7 +67,10 @@ edge_status_t edge_prepare_gelu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_status_t s;
     gelu_params_t p;
 
-    if ((s = ea_unary_begin(node, ctx, EA_ALSO_INT16, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    /* the int16 table (1026 B) only for an int16 input: float32 / int8 nodes keep the 256-entry one */
+    const edge_tensor_t *in = node->n_inputs >= 1 ? edge_in(ctx, node, 0) : (const edge_tensor_t *)0;
+    const size_t bytes = in && in->type == EDGE_INT16 ? sizeof *d : offsetof(gelu_data_t, t) + 256;
+    if ((s = ea_unary_begin(node, ctx, EA_ALSO_INT16, bytes, &x, &out)) != EDGE_OK) return s;
     d = (gelu_data_t *)node->user_data;
     d->type = x->type;
     d->approximate = node->options_type == EDGE_OPTS_GeluOptions ? (edge_opt_int(node, 0, 1, 0) != 0) : 0;
