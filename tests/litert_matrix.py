@@ -36,19 +36,11 @@ MAX_VERSION_PROBED = 16
 BOTH = ("python", "c")
 _UINT8 = ("legacy asymmetric UINT8 activations (TF1 quantization-aware models): not implemented in either runtime; "
           "LiteRT's uint8 kernels requantize with their own rounding")
-_QUANT_MATH = "quantized (LUT / requantizing) form of this float-math op: not implemented"
 KNOWN_GAPS: dict[tuple[str, str, str], str] = {
     **{(op, "UINT8", rt): _UINT8 for rt in BOTH for op in (
         "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "AVERAGE_POOL_2D", "MAX_POOL_2D", "EQUAL", "NOT_EQUAL",
         "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "SOFTMAX", "TANH", "RELU", "RELU6", "RELU_N1_TO_1",
         "HARD_SWISH", "LEAKY_RELU", "GELU", "PAD", "PADV2", "MEAN", "SUM")},
-    **{(op, dtype, rt): _QUANT_MATH for rt in BOTH for op, dtype in (
-        ("EXP", "INT8"), ("EXP", "INT16"), ("LOG", "INT8"), ("LOG", "INT16"), ("GELU", "INT16"), ("DIV", "INT16"),
-        ("ABS", "INT16"), ("NEG", "INT8"), ("NEG", "INT16"))},
-    **{("ABS", "INT8", rt): "INT8 ABS with different input / output scales (LiteRT requantizes): only one shared "
-       "scale with zero point 0 is implemented" for rt in BOTH},
-    **{(op, dtype, rt): "PAD of INT64 / BOOL tensors: not implemented" for rt in BOTH
-       for op in ("PAD", "PADV2") for dtype in ("INT64", "BOOL")},
     **{("SUM", dtype, rt): "LiteRT's reference SUM is wrong here (-1 / 0 / 255 for in-range sums); ours equals "
        "TFLM, LiteRT's optimized kernel and the exact sum" for rt in BOTH for dtype in ("INT8", "INT16")},
     **{("NOT_EQUAL", "INT16", rt): "LiteRT's int16 comparisons ignore the scales (NOTES.md); ours compares real "

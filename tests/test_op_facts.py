@@ -1,6 +1,7 @@
 """The op table's graph facts (edge_sdk.runtime.op_table.OpRow): every row's facts take the documented values,
 and the facts agree with what the kernels do where a test can see it."""
 
+from edge_sdk.model import schema
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.op_table import ROWS
 
@@ -90,14 +91,17 @@ def test_the_c_runtime_reads_the_rows_facts_from_a_fresh_header():
         "firmware_c/include/edge_op_facts.h is stale: run python firmware_c/tools/gen_ops.py --facts "
         "firmware_c/include/edge_op_facts.h")
     rows = re.findall(r"\{EDGE_OP_(\w+), EDGE_FAMILY_(\w+), EDGE_EFFECTS_(\w+), EDGE_INPLACE_(\w+), "
-                      r"EDGE_PATCH_(\w+), (\d), EDGE_OPTS_(\w+)\}", header.read_text())
+                      r"EDGE_PATCH_(\w+), (\d), EDGE_OPTS2?_(\w+), (\d), \{(\d+), (\d+)\}\}", header.read_text())
     expect = {n for n, r in ROWS.items() if r.inplace or r.patch or r.effects}
     assert {r[0] for r in rows} == expect and len(rows) == len(expect)
-    for name, family, effects, inplace, patch, callees, _ in rows:
+    for name, family, effects, inplace, patch, callees, table, _, *slots in rows:
         r = ROWS[name]
         assert (family, effects, inplace, patch) == tuple((v or "none").upper() for v in (
             r.family, r.effects, r.inplace, r.patch)), name
         assert int(callees) == len(r.subgraphs), name
+        # each subgraph index is read at its options field's id in the schema (STABLEHLO_COMPOSITE's is 1)
+        ids = {f[0]: f[3] for f in schema.TABLES.get(table, ())}
+        assert [int(v) for v in slots[:len(r.subgraphs)]] == [ids[f] for f in r.subgraphs], name
 
 
 def test_facts_header_generation_refuses_what_edge_c_cannot_read(monkeypatch):

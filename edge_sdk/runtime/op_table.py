@@ -213,6 +213,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("MUL",                          "elementwise:prepare_mul",          8,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 4),
           fused_activation=True, affine='scale'),
+    # DIV int16: both runtimes run LiteRT's Div<int16_t> (TFLM has none: int16 'none' keeps widening off it)
     OpRow("DIV",                          "elementwise:prepare_div",          2,
           family='binary', quant='own', int16='none', q_versions=(1, None), fused_activation=True, divisor=1),
     OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2,
@@ -223,14 +224,19 @@ ROWS: dict[str, OpRow] = _rows(
           family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions'),
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
+    # EXP / LOG also run INT8 (256-entry table) and INT16 (zero points 0, the interpolated 513-entry table) as
+    # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers: not quantized by the converter
     OpRow("EXP",                          "math:prepare_exp",                 2,
           family='unary'),
     OpRow("LOG",                          "math:prepare_log",                 2,
           family='unary'),
     OpRow("SQRT",                         "math:prepare_sqrt",                2,
           family='unary'),
+    # ABS: INT8 / INT16 as elementwise.cc AbsEvalQuantized (|x - zp_in| requantized to the output's scale)
     OpRow("ABS",                          "math:prepare_abs",                 5,
           family='unary'),
+    # NEG on INT8 / INT16: LiteRT's reference Negate negates the stored values (wrapping) and ignores the zero
+    # point and scales; both runtimes copy that exactly (the real result is -x only with zero points of 0)
     OpRow("NEG",                          "math:prepare_neg",                 1,
           family='unary'),
     OpRow("POW",                          "math:prepare_pow",                 1,
@@ -322,7 +328,8 @@ ROWS: dict[str, OpRow] = _rows(
           homogeneous=True),
     OpRow("PRELU",                        "activations:prepare_prelu",        2,
           family='binary', quant='own', int16='none', q_versions=(1, None), homogeneous=True),
-    # GELU (float32; int8 by a 256-entry table as LiteRT's): emitted by converters.passes.gelu
+    # GELU (float32; int8 by a 256-entry table, int16 by the interpolated 513-entry table, as LiteRT's): emitted by
+    # converters.passes.gelu. int16 'none': TFLM has no GELU, so int16x8 widening does not pick it
     OpRow("GELU",                         "gelu:prepare_gelu",                3,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
     # normalization along the last axis
@@ -479,6 +486,9 @@ ROWS: dict[str, OpRow] = _rows(
           effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index'), quant='calls'),
     OpRow("WHILE",                        "control_flow:prepare_while",       1,
           effects='calls', subgraphs=('cond_subgraph_index', 'body_subgraph_index'), quant='calls'),
+    # ai-edge-torch's odml.* composites: the decomposition subgraph runs (its index is field 1 of the options)
+    OpRow("STABLEHLO_COMPOSITE",          "control_flow:prepare_stablehlo_composite", 1,
+          effects='calls', subgraphs=('decomposition_subgraph_index',)),  # quant '': the quantizer runs IF / WHILE only
     # recurrent ops beside the sequence LSTM, the sparse embedding lookup and DYNAMIC_UPDATE_SLICE
     # (issue 23 point 1: rnn.py, lookup.py, dynamic_update_slice.py)
     OpRow("RNN",                          "rnn:prepare_rnn",                  3, "rnn:macs_rnn",

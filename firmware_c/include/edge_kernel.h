@@ -399,9 +399,9 @@ enum {
 /* BuiltinOptions union codes of RANDOM_UNIFORM / RANDOM_STANDARD_NORMAL / MULTINOMIAL (random.c) and BUCKETIZE
  * (bucketize.c); CONV_3D_TRANSPOSE reads EDGE_OPTS_Conv3DOptions. */
 enum { EDGE_OPTS_RandomOptions = 114, EDGE_OPTS_BucketizeOptions = 115 };
-/* BuiltinOptions2 union code of REDUCE_WINDOW (reduce_window.c; node->options2_type) and its ReduceWindowFunction
- * values (schema.fbs). */
-enum { EDGE_OPTS2_ReduceWindowOptions = 20 };
+/* BuiltinOptions2 union codes of REDUCE_WINDOW (reduce_window.c; node->options2_type) and STABLEHLO_COMPOSITE
+ * (stablehlo_composite.c), and REDUCE_WINDOW's ReduceWindowFunction values (schema.fbs). */
+enum { EDGE_OPTS2_ReduceWindowOptions = 20, EDGE_OPTS2_StableHLOCompositeOptions = 21 };
 enum { EDGE_RW_ADD = 1, EDGE_RW_MUL = 2, EDGE_RW_MINIMUM = 3, EDGE_RW_MAXIMUM = 4, EDGE_RW_ALL = 5, EDGE_RW_ANY = 6 };
 
 /* Fused activations (schema ActivationFunctionType). */

@@ -132,7 +132,7 @@ const char *edge_op_name(int op_code) {
 /* The op table row's graph facts of an op (include/edge_op_facts.h, generated from edge_sdk/runtime/op_table.py):
  * its family, effects, in-place and patch rules; all zero for an op without any. */
 static const edge_op_facts_t *edge_op_facts(int32_t op) {
-    static const edge_op_facts_t none = {0, 0, 0, 0, 0, 0, 0};
+    static const edge_op_facts_t none = {0, 0, 0, 0, 0, 0, 0, 0, {0, 0}};
     size_t k;
     for (k = 0; k < sizeof edge_op_facts_rows / sizeof edge_op_facts_rows[0]; k++)
         if (edge_op_facts_rows[k].op == op) return &edge_op_facts_rows[k];
@@ -888,8 +888,10 @@ static edge_table_t model_node_options(edge_interp_t *it, const edge_node_t *nd)
     return t;
 }
 
-/* The subgraphs a control-flow node runs (its row's effects "calls": the subgraph indices in the first fields of
- * its options, CALL_ONCE / IF / WHILE), at most 2 (gen_ops.py --facts refuses a row with more). */
+/* The subgraphs a control-flow node runs (its row's effects "calls": the subgraph indices in the options fields
+ * its row's subgraphs name, at the field ids of the facts table: CALL_ONCE / IF / WHILE fields 0.., a
+ * STABLEHLO_COMPOSITE's decomposition field 1 of its builtin_options_2), at most 2 (gen_ops.py --facts refuses a
+ * row with more). */
 static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t out[2], int32_t *n) {
     const edge_op_facts_t *facts = edge_op_facts(nd->op);
     const int32_t count = facts->callees;
@@ -897,11 +899,12 @@ static edge_status_t callees(edge_interp_t *it, const edge_node_t *nd, int32_t o
     edge_table_t opts;
     *n = 0;
     if (facts->effects != EDGE_EFFECTS_CALLS || !count) return EDGE_OK;
-    if (nd->options_type != facts->callee_options)
+    if (facts->callee_options2 ? (nd->options_type != 0 || nd->options2_type != facts->callee_options)
+                               : nd->options_type != facts->callee_options)
         return fail_at(it, EDGE_MODEL_INVALID, WHAT("control-flow op without its options"), -1);
     opts = model_node_options(it, nd);
     for (k = 0; k < count; k++) {
-        const int off = field_off(&opts, k, 4);
+        const int off = field_off(&opts, facts->callee_slot[k], 4);
         if (off < 0) return fail_at(it, EDGE_MODEL_MALFORMED, WHAT("subgraph index field"), -1);
         out[k] = off ? (int32_t)rd32(opts.table + off) : 0;
         if (out[k] < 0 || out[k] >= it->n_subgraphs)

@@ -228,9 +228,11 @@ static inline int32_t ea_srdhm16(int32_t a, int32_t b) {
 
 #define EA_LUT16_SIZE 513
 
-/* LUTPopulateInt16 (fixedpoint.lut_populate_int16) in float32 arithmetic; transform(x) returns float. */
-static inline void ea_lut_populate_int16(float (*transform)(float), float input_scale, int32_t input_zp,
-                                         float output_scale, int32_t output_zp, int16_t *lut) {
+/* LUTPopulateInt16 (fixedpoint.lut_populate_int16) in float32 arithmetic; transform(params, x) returns float
+ * (LOG's value below its domain depends on the output scale: its params). */
+static inline void ea_lut_populate_int16_p(float (*transform)(const void *, float), const void *params,
+                                           float input_scale, int32_t input_zp, float output_scale, int32_t output_zp,
+                                           int16_t *lut) {
     const float input_min = input_scale * (float)(-32768 - input_zp);
     const float input_max = input_scale * (float)(32767 - input_zp);
     const float output_min = output_scale * (float)(-32768 - output_zp);
@@ -245,18 +247,34 @@ static inline void ea_lut_populate_int16(float (*transform)(float), float input_
         float x0 = input_min + fi * step;
         float xm = x0 + half_step;
         float x1 = input_min + (fi + 1.0f) * step;
-        float val = transform(x0), val_mid = transform(xm), val_next = transform(x1);
+        float val = transform(params, x0), val_mid = transform(params, xm), val_next = transform(params, x1);
         float sample = ea_round_f32(val * inv);
         float interp = ea_round_f32((val_next * inv + ea_round_f32(val * inv)) / 2.0f);
         float mid = ea_round_f32(val_mid * inv);
         float bias = ea_round_f32((interp - mid) / 2.0f);
         float v = sample - bias;
+        if (v != v) v = 0.0f; /* inf - inf of an overflowing transform (EXP): LiteRT's cast gives 0 on x86 */
         v = v < -32768.0f ? -32768.0f : (v > 32767.0f ? 32767.0f : v);
         lut[i] = (int16_t)v;
     }
-    last = ea_round_f32(transform(input_max) * inv);
+    last = ea_round_f32(transform(params, input_max) * inv);
+    if (last != last) last = 0.0f;
     last = last < -32768.0f ? -32768.0f : (last > 32767.0f ? 32767.0f : last);
     lut[512] = (int16_t)last;
+}
+
+typedef struct {
+    float (*f)(float);
+} ea_lut_fn_t;
+
+static inline float ea_lut_call(const void *params, float x) { return ((const ea_lut_fn_t *)params)->f(x); }
+
+/* LUTPopulateInt16 of a transform without parameters */
+static inline void ea_lut_populate_int16(float (*transform)(float), float input_scale, int32_t input_zp,
+                                         float output_scale, int32_t output_zp, int16_t *lut) {
+    ea_lut_fn_t fn;
+    fn.f = transform;
+    ea_lut_populate_int16_p(ea_lut_call, &fn, input_scale, input_zp, output_scale, output_zp, lut);
 }
 
 /* LUTLookup(int16): 9-bit index, 7-bit linear interpolation. */

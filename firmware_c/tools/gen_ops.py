@@ -339,8 +339,9 @@ def _c_name(value: str) -> str:
 def render_facts() -> str:
     """include/edge_op_facts.h: the op table rows' facts the C planner reads, one line per builtin op having an
     in-place rule, a patch rule or effects (any other op: all zero). Raises RegistrationError when a custom op's
-    row has such a fact (the table is by builtin code), when a control-flow op's subgraph fields are not the
-    first fields of its options table (edge.c reads them by slot) or its options code is not in edge_kernel.h."""
+    row has such a fact (the table is by builtin code), when a control-flow op's subgraph fields are not fields of
+    its options table or more than two (edge.c's callees reads them at the field ids written here) or its options
+    code is not in edge_kernel.h."""
     if str(HERE.parent.parent) not in sys.path:
         sys.path.insert(0, str(HERE.parent.parent))
     from edge_sdk.model import schema
@@ -376,8 +377,11 @@ def render_facts() -> str:
               "    uint16_t op;             /* builtin code (EDGE_OP_...) */",
               "    uint8_t family, effects; /* EDGE_FAMILY_..., EDGE_EFFECTS_... */",
               "    uint8_t inplace, patch;  /* EDGE_INPLACE_..., EDGE_PATCH_... */",
-              "    uint8_t callees;         /* a control-flow op: the subgraph indices in its options' first fields */",
-              "    uint8_t callee_options;  /* ... of this options table (EDGE_OPTS_...; EDGE_OPTS_NONE: none) */",
+              "    uint8_t callees;         /* a control-flow op: how many subgraph indices its options hold */",
+              "    uint8_t callee_options;  /* ... in this options table (EDGE_OPTS_..., or EDGE_OPTS2_... of",
+              "                              * builtin_options_2 when callee_options2; EDGE_OPTS_NONE: none) */",
+              "    uint8_t callee_options2; /* 1: the table is a BuiltinOptions2 member (StableHLO ops) */",
+              "    uint8_t callee_slot[2];  /* ... at these field ids of the table (the row's subgraphs fields) */",
               "} edge_op_facts_t;",
               "",
               "static const edge_op_facts_t edge_op_facts_rows[] = {"]
@@ -386,20 +390,22 @@ def render_facts() -> str:
             continue
         if r.custom or name not in codes:
             raise RegistrationError(f"op_table row {name}: a custom op with a fact the C runtime reads by op code")
-        opts = "EDGE_OPTS_NONE"
+        opts, options2, slots = "EDGE_OPTS_NONE", 0, []
         if r.subgraphs:
             table = options_for(name)
             slots = [next((f[3] for f in schema.TABLES.get(table, ()) if f[0] == field), None)
                      for field in r.subgraphs]
-            if slots != list(range(len(r.subgraphs))) or len(slots) > 2:
-                raise RegistrationError(f"op_table row {name}: subgraphs {r.subgraphs} are not the first fields "
-                                        f"of {table}, or more than 2 (edge.c's callees)")
-            opts = f"EDGE_OPTS_{table}"
+            if None in slots or len(slots) > 2:
+                raise RegistrationError(f"op_table row {name}: subgraphs {r.subgraphs} are not fields of {table}, "
+                                        "or more than 2 (edge.c's callees)")
+            options2 = int(table in schema.UNIONS["BuiltinOptions2"].values())
+            opts = f"EDGE_OPTS{'2' if options2 else ''}_{table}"
             if not re.search(rf"\b{opts}\s*=", kernel_h):
                 raise RegistrationError(f"op_table row {name}: {opts} is not in include/edge_kernel.h")
+        slots += [0] * (2 - len(slots))
         lines.append(f"    {{EDGE_OP_{name}, EDGE_FAMILY_{_c_name(r.family)}, EDGE_EFFECTS_{_c_name(r.effects)}, "
                      f"EDGE_INPLACE_{_c_name(r.inplace)}, EDGE_PATCH_{_c_name(r.patch)}, {len(r.subgraphs)}, "
-                     f"{opts}}},")
+                     f"{opts}, {options2}, {{{slots[0]}, {slots[1]}}}}},")
     lines += ["};", "", "#endif"]
     return "\n".join(lines) + "\n"
 

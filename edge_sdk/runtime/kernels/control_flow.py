@@ -1,5 +1,5 @@
-"""IF and WHILE: nodes that run other subgraphs, with TFLM's semantics (tensorflow/lite/micro/kernels/if.cc,
-while.cc; CALL_ONCE is in stateful.py).
+"""IF, WHILE and STABLEHLO_COMPOSITE: nodes that run other subgraphs, with TFLM's semantics
+(tensorflow/lite/micro/kernels/if.cc, while.cc; CALL_ONCE is in stateful.py) and LiteRT's (stablehlo_composite.cc).
 
 - IF: input 0 is a BOOL scalar (one element), the condition; inputs 1.. are the branch's inputs. The
   then_subgraph_index branch runs when it is true, else_subgraph_index otherwise; the node's outputs are copies
@@ -8,6 +8,9 @@ while.cc; CALL_ONCE is in stateful.py).
   cond_subgraph_index maps the variables to one BOOL; while it is true, body_subgraph_index maps the
   variables to their next values. ``Interpreter(..., max_while_iterations=N)`` bounds the body runs of one
   WHILE node per invoke: one more is a ModelError naming the node (default: no bound, as LiteRT).
+- STABLEHLO_COMPOSITE (ai-edge-torch's odml.* composites): the node's inputs go to its
+  decomposition_subgraph_index subgraph, whose outputs are the node's (LiteRT calls the decomposition; the
+  composite's name and attributes only tell a delegate what the decomposition computes).
 
 Shapes are static, as TFLM requires: every callee subgraph is prepared before the node that calls it
 (planner.call_order), and prepare holds the branches' / the loop's tensors to the node's: the same types, the
@@ -124,5 +127,25 @@ def prepare_while(node: Node):
             for o, r in zip(outputs, runtime.invoke_subgraph(body_index, outputs)):
                 o[...] = r
             done += 1
+
+    return run
+
+
+def prepare_stablehlo_composite(node: Node):
+    (index, what, ins, outs), = _callees(node)  # the decomposition
+    _expect_counts(node, what, ins, len(node.inputs), "input")
+    _expect_counts(node, what, outs, len(node.outputs), "output")
+    for k, (x, d) in enumerate(zip(node.inputs, ins)):
+        _expect_like(node, f"{what} input {k}", d, node.input(k), f"node input {k}")
+    for k, d in enumerate(outs):
+        out = node.outputs[k]
+        if out.type != d.type:
+            raise node.error(f"output {k} '{out.name}' has type {out.type}, {what} output {k} has {d.type}")
+        node.set_output_shape(k, d.shape)
+    runtime = node.runtime
+
+    def run(inputs, outputs):
+        for o, r in zip(outputs, runtime.invoke_subgraph(index, inputs)):
+            o[...] = r
 
     return run

@@ -232,7 +232,7 @@ def _rounding_divide_by_pot_c(x, exponent):
 
 
 def prepare_div(node: Node):
-    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT32"))
+    a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
     act = check_activation(node)
@@ -246,6 +246,7 @@ def prepare_div(node: Node):
     # forms it in double, and exhaustive tests agree only with double.
     multiplier, shift = quantize_multiplier(float(a.s) / (float(b.s) * float(out.s)))
     off1, off2, off_out = -a.zp, -b.zp, out.zp
+    # int16 (LiteRT's reference Div<int16_t>, the same template as int8; TFLM has no int16 DIV): any zero points
 
     def f(x1, x2):
         v1 = x1 + off1

@@ -323,15 +323,19 @@ def lut_populate_int16(transform, input_scale: float, input_zero_point: int, out
     val_mid = transform(xm).astype(np.float32)
     val_next = transform(x1).astype(np.float32)
     r = lambda v: tflite_round(v).astype(np.float32)  # noqa: E731
-    sample_val = r(val * output_scaling_inv)
-    midpoint_interp_val = r((val_next * output_scaling_inv + r(val * output_scaling_inv)) / np.float32(2))
-    midpoint_val = r(val_mid * output_scaling_inv)
-    midpoint_err = (midpoint_interp_val - midpoint_val).astype(np.float32)
-    bias = r(midpoint_err / np.float32(2))
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing transform (EXP): inf - inf below
+        sample_val = r(val * output_scaling_inv)
+        midpoint_interp_val = r((val_next * output_scaling_inv + r(val * output_scaling_inv)) / np.float32(2))
+        midpoint_val = r(val_mid * output_scaling_inv)
+        midpoint_err = (midpoint_interp_val - midpoint_val).astype(np.float32)
+        bias = r(midpoint_err / np.float32(2))
+        entry = sample_val - bias
     lut = np.empty(nb_steps + 1, dtype=np.int64)
-    lut[:nb_steps] = np.clip(sample_val - bias, -32768.0, 32767.0).astype(np.int64)
-    last = r(transform(np.array([input_max], dtype=np.float32)).astype(np.float32) * output_scaling_inv)
-    lut[nb_steps] = int(np.clip(last, -32768.0, 32767.0)[0])
+    # a NaN entry (inf - inf) is 0: LiteRT's float -> int16 cast of NaN is undefined, x86 gives 0
+    lut[:nb_steps] = np.clip(np.where(np.isnan(entry), 0.0, entry), -32768.0, 32767.0).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        last = r(transform(np.array([input_max], dtype=np.float32)).astype(np.float32) * output_scaling_inv)
+    lut[nb_steps] = int(np.clip(np.where(np.isnan(last), 0.0, last), -32768.0, 32767.0)[0])
     return lut
 
 

@@ -7,7 +7,8 @@ float32: the formula in float32 arithmetic, erfc / tanh evaluated in double and 
 Chebyshev-fitted form of Numerical Recipes' erfcc, fractional error below 1.2e-7, so no libm difference
 decides a result). int8: a 256-entry table built in prepare as LiteRT's LUTPopulate does: each input value
 dequantized (input_scale * (q - zp_in), float), transformed, times 1 / output_scale, rounded half away from
-zero, plus zp_out, clamped to [-128, 127]. The C kernel (firmware_c/src/kernels/gelu.c) computes the same
+zero, plus zp_out, clamped to [-128, 127]. int16: LiteRT's 513-entry interpolated table (LUTPopulateInt16 of
+the float formula, LUTLookup). The C kernel (firmware_c/src/kernels/gelu.c) computes the same
 table bit for bit. TFLM has no GELU kernel.
 """
 
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edge_sdk.runtime.kernels.lut import INT8_VALUES
+from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.lut import INT8_VALUES, table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import tflite_round
 
@@ -60,7 +62,7 @@ def gelu_table(in_scale: float, in_zp: int, out_scale: float, out_zp: int, appro
 def prepare_gelu(node: Node):
     node.expect_counts(1, 1)
     x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, ("FLOAT32", "INT8"))
+    node.expect_types(x, ("FLOAT32", "INT8", "INT16"))
     node.set_output_shape(0, x.shape)
     if out.type != x.type:
         raise node.unsupported(f"output type {out.type} with input type {x.type}")
@@ -70,6 +72,9 @@ def prepare_gelu(node: Node):
             outputs[0][...] = gelu_float(inputs[0], approximate)
         return run
     node.expect_quantized(x, out)
+    if x.type == "INT16":  # LiteRT: the 513-entry interpolated table of the float formula (LUTPopulateInt16)
+        lut = fp.lut_populate_int16(lambda v: gelu_float(v, approximate), x.s, x.zp, out.s, out.zp)
+        return table_run("INT16", lambda domain: fp.lut_lookup_int16(domain, lut))
     table = gelu_table(x.s, x.zp, out.s, out.zp, approximate)
 
     def run_int8(inputs, outputs):

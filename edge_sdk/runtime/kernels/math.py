@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime.kernels import fixedpoint as fp
+from edge_sdk.runtime.kernels.lut import DOMAINS, table_run
 from edge_sdk.runtime.kernels.node import Node
+from edge_sdk.runtime.kernels.quant import multiply_by_quantized_multiplier, quantize_multiplier, tflite_round
 
 _ANY = ("FLOAT32", "FLOAT16", "INT8", "UINT8", "INT16", "INT32", "INT64", "BOOL", "UINT32", "UINT16")
 
@@ -33,11 +36,71 @@ def _unary_float(node: Node, fn, int_types: tuple[str, ...] = ()):
     return run
 
 
+def _f32_of(fn):
+    """A float32 -> float32 transform through ``fn`` in double, rounded once (glibc's expf / logf, which LiteRT
+    and the C kernel call, are within an ulp of that)."""
+    def transform(v):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return fn(np.asarray(v, np.float32).astype(np.float64)).astype(np.float32)
+    return transform
+
+
+def lut_int8_populate(transform, in_scale: float, in_zp: int, out_scale: float, out_zp: int) -> np.ndarray:
+    """LiteRT's LUTPopulateInt8 (kernels/internal/common.h): entry (q & 0xff) = clamp(round(transform(in_scale *
+    (q - in_zp)) * (1 / out_scale)) + out_zp), all in float32, rounded half away from zero. A rescaled value
+    beyond int32 saturates (LiteRT's float -> int32 cast is undefined there: x86 gives INT32_MIN)."""
+    f = np.float32
+    q = DOMAINS["INT8"][0]
+    deq = (f(in_scale) * (q - in_zp).astype(np.float32)).astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rescaled = tflite_round((transform(deq) * f(f(1) / f(out_scale))).astype(np.float32))
+    rescaled = np.clip(np.nan_to_num(rescaled, nan=0.0), -2.0**31, 2.0**31 - 1)
+    return np.clip(rescaled.astype(np.int64) + out_zp, -128, 127)
+
+
+def quantized_lut_run(node: Node, transform_for):
+    """EXP / LOG / GELU on INT8 or INT16 as LiteRT: a 256-entry table (LUTPopulateInt8) or the 513-entry
+    interpolated int16 table (LUTPopulateInt16 + LUTLookup; zero points 0). ``transform_for(type, out)`` is the
+    float32 -> float32 transform (LOG's depends on the output range)."""
+    node.expect_counts(1, 1)
+    x, out = node.input(0), node.outputs[0]
+    node.expect_types(out, (x.type,), "output")
+    node.expect_quantized(x, out)
+    node.set_output_shape(0, x.shape)
+    transform = transform_for(x.type, out)
+    if x.type == "INT8":
+        table = lut_int8_populate(transform, x.s, x.zp, out.s, out.zp)
+        return table_run("INT8", lambda domain: table[domain.astype(np.uint8)])
+    node.expect(x.zp == 0 and out.zp == 0, "int16 input and output need zero points of 0")
+    lut = fp.lut_populate_int16(transform, x.s, x.zp, out.s, out.zp)
+    return table_run("INT16", lambda domain: fp.lut_lookup_int16(domain, lut))
+
+
+def _exp_transform(type_name: str, out):
+    return _f32_of(np.exp)
+
+
+def _log_transform(type_name: str, out):
+    """LiteRT's LogLUTPrepare: log(v), and for v <= 0 the real value of the output's lowest integer."""
+    qmin = -128 if type_name == "INT8" else -32768
+    output_min = np.float32(np.float32(qmin - out.zp) * np.float32(out.s))
+    log = _f32_of(np.log)
+
+    def transform(v):
+        v = np.asarray(v, np.float32)
+        return np.where(v <= 0, output_min, log(np.where(v <= 0, np.float32(1), v))).astype(np.float32)
+    return transform
+
+
 def prepare_exp(node: Node):
+    if node.input(0).type in ("INT8", "INT16"):
+        return quantized_lut_run(node, _exp_transform)
     return _unary_float(node, np.exp)
 
 
 def prepare_log(node: Node):
+    if node.input(0).type in ("INT8", "INT16"):
+        return quantized_lut_run(node, _log_transform)
     return _unary_float(node, np.log)
 
 
@@ -46,6 +109,15 @@ def prepare_sqrt(node: Node):
 
 
 def prepare_neg(node: Node):
+    x = node.input(0)
+    if x.type in ("INT8", "INT16"):
+        # LiteRT's reference Negate: the stored values negated (wrapping: -(-128) is -128), whatever the scales
+        # and zero points say (a nonzero zero point is ignored); copied as is
+        node.expect_counts(1, 1)
+        node.expect_types(node.outputs[0], (x.type,), "output")
+        node.set_output_shape(0, x.shape)
+        wrap = fp.wrap8 if x.type == "INT8" else fp.wrap16
+        return table_run(x.type, lambda domain: wrap(-domain))
     return _unary_float(node, np.negative, ("INT32", "INT64"))
 
 
@@ -127,11 +199,42 @@ def prepare_sign(node: Node):
 
 
 def prepare_abs(node: Node):
-    if node.input(0).type == "INT8":
-        def saturating_abs(v, out):  # |-128| saturates to 127 as TFLite's int8 ABS with equal scales
-            out[...] = np.minimum(np.abs(v.astype(np.int16)), 127)
-        return _unary_float(node, saturating_abs, ("INT8",))
+    x = node.input(0)
+    if x.type == "INT16" and not x.quantized and not node.outputs[0].quantized:
+        # LiteRT's AbsInt16EvalImpl: |x| cast back to int16 (|-32768| wraps to -32768)
+        node.expect_counts(1, 1)
+        node.expect_types(node.outputs[0], ("INT16",), "output")
+        node.set_output_shape(0, x.shape)
+        return table_run("INT16", lambda domain: fp.wrap16(np.abs(domain)))
+    if x.type in ("INT8", "INT16"):
+        return _abs_quantized(node)
     return _unary_float(node, np.abs, ("INT32", "INT64"))
+
+
+def _abs_quantized(node: Node):
+    """elementwise.cc AbsEvalQuantized (LiteRT and TFLM): v = |x - zp_in|; with different scales v times the
+    multiplier of in_scale / out_scale (TFLM's two roundings; LiteRT's pip build rounds once: +-1 there); plus
+    zp_out, clamped. int16: zero points 0. An int8 tensor pair without quantization is one scale, zero points 0
+    (|-128| saturates to 127)."""
+    node.expect_counts(1, 1)
+    x, out = node.input(0), node.outputs[0]
+    node.expect_types(out, (x.type,), "output")
+    node.set_output_shape(0, x.shape)
+    if x.quantized != out.quantized:
+        raise node.unsupported("quantized input with an unquantized output (or the reverse)")
+    in_s, in_zp = (np.float32(x.s), x.zp) if x.quantized else (np.float32(1), 0)
+    out_s, out_zp = (np.float32(out.s), out.zp) if out.quantized else (np.float32(1), 0)
+    if x.type == "INT16":
+        node.expect(in_zp == 0 and out_zp == 0, "int16 input and output need zero points of 0")
+    lo, hi = (-128, 127) if x.type == "INT8" else (-32768, 32767)
+    rescale = quantize_multiplier(float(in_s) / float(out_s)) if in_s != out_s else None
+
+    def f(domain):
+        v = np.abs(domain - in_zp)
+        if rescale is not None:
+            v = multiply_by_quantized_multiplier(v, *rescale)
+        return np.clip(v + out_zp, lo, hi)
+    return table_run(x.type, f)
 
 
 def prepare_pow(node: Node):

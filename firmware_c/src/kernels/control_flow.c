@@ -1,4 +1,5 @@
-/* IF and WHILE: nodes that run other subgraphs (edge_sdk/runtime/kernels/control_flow.py; TFLM if.cc, while.cc).
+/* IF and WHILE: nodes that run other subgraphs (edge_sdk/runtime/kernels/control_flow.py; TFLM if.cc, while.cc),
+ * on the subgraph-call helpers of edge_call.h (STABLEHLO_COMPOSITE's plain call is there too).
  *
  * - IF: input 0 is a BOOL of one element, the condition; inputs 1.. are copied into the chosen branch's inputs
  *   (then_subgraph_index when true, else_subgraph_index otherwise), the branch runs, its outputs are copied into
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_call.h"
 
 EDGE_KERNEL(IF, if, 1, "BOOL", "BOOL condition of one element; branches with the node's static shapes")
 EDGE_KERNEL(WHILE, while, 1, "FLOAT32 FLOAT16 INT32 UINT8 INT64 BOOL INT16 COMPLEX64 INT8 FLOAT64 COMPLEX128 UINT64 UINT32 UINT16", "loop variables of static shapes; cond gives one BOOL")
@@ -28,43 +30,6 @@ typedef struct {
     int32_t cond_subgraph, body_subgraph;
 } while_data_t;
 
-static int same_shape(const edge_tensor_t *a, const edge_tensor_t *b) {
-    int32_t k;
-    if (a->type != b->type || a->rank != b->rank) return 0;
-    for (k = 0; k < a->rank; k++)
-        if (a->dims[k] != b->dims[k]) return 0;
-    return 1;
-}
-
-static int bool_scalar(const edge_tensor_t *t) { return t && t->type == EDGE_BOOL && edge_tensor_elements(t) == 1; }
-
-/* Each of the n tensors of subgraph s listed in index (its inputs or outputs) has the type and shape of node tensor
- * first + k (an input when inputs is set, else an output). */
-static int callee_like_node(edge_ctx_t *ctx, const edge_node_t *node, int32_t s, const int32_t *index, int32_t n,
-                            int32_t first, int inputs) {
-    int32_t k;
-    for (k = 0; k < n; k++) {
-        const edge_tensor_t *t = edge_subgraph_tensor(ctx, s, index[k]);
-        const edge_tensor_t *v = inputs ? edge_in(ctx, node, first + k) : edge_out(ctx, node, first + k);
-        if (!t || !v || !same_shape(t, v)) return 0;
-    }
-    return 1;
-}
-
-/* Copy n whole tensors: from node tensors (inputs from first, or outputs) into subgraph s's tensors index[k], or
- * back (to_node). Types and shapes were matched at prepare. */
-static void copy_tensors(edge_ctx_t *ctx, const edge_node_t *node, int32_t s, const int32_t *index, int32_t n,
-                         int32_t first, int node_inputs, int to_node) {
-    int32_t k;
-    for (k = 0; k < n; k++) {
-        edge_tensor_t *t = edge_subgraph_tensor(ctx, s, index[k]);
-        edge_tensor_t *v = node_inputs ? edge_in(ctx, node, first + k) : edge_out(ctx, node, first + k);
-        if (!t->bytes) continue;
-        if (to_node) memcpy(v->data, t->data, t->bytes);
-        else memcpy(t->data, v->data, t->bytes);
-    }
-}
-
 edge_status_t edge_prepare_if(edge_node_t *node, edge_ctx_t *ctx) {
     if_data_t *d;
     const int32_t *ins, *outs, *other_outs;
@@ -74,7 +39,7 @@ edge_status_t edge_prepare_if(edge_node_t *node, edge_ctx_t *ctx) {
     if (node->options_type != EDGE_OPTS_IfOptions) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: options missing");
     if (!edge_in(ctx, node, 0) || edge_in(ctx, node, 0)->type != EDGE_BOOL)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "IF: the condition must be BOOL");
-    if (!bool_scalar(edge_in(ctx, node, 0))) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: the condition must hold one element");
+    if (!ec_bool_scalar(edge_in(ctx, node, 0))) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: the condition must hold one element");
     branch[0] = edge_opt_int(node, 0, 4, 0);
     branch[1] = edge_opt_int(node, 1, 4, 0);
     for (b = 0; b < 2; b++) {
@@ -83,7 +48,7 @@ edge_status_t edge_prepare_if(edge_node_t *node, edge_ctx_t *ctx) {
         n_out = edge_subgraph_io(ctx, branch[b], 1, &outs);
         if (n_in != node->n_inputs - 1 || n_out != node->n_outputs)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: a branch's input or output count differs from the node's");
-        if (!callee_like_node(ctx, node, branch[b], ins, n_in, 1, 1))
+        if (!ec_callee_like_node(ctx, node, branch[b], ins, n_in, 1, 1))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: a branch input differs from the node's input in type or shape (static shapes)");
     }
     edge_subgraph_io(ctx, branch[0], 1, &outs);
@@ -91,7 +56,7 @@ edge_status_t edge_prepare_if(edge_node_t *node, edge_ctx_t *ctx) {
     for (k = 0; k < node->n_outputs; k++) {
         const edge_tensor_t *a = edge_subgraph_tensor(ctx, branch[0], outs[k]);
         const edge_tensor_t *e = edge_subgraph_tensor(ctx, branch[1], other_outs[k]);
-        if (!same_shape(a, e))
+        if (!ec_same_shape(a, e))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: the branches' outputs differ in type or shape (dynamic shapes are not supported)");
         if (edge_out(ctx, node, k)->type != a->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "IF: an output's type differs from the branches'");
         if ((s = edge_set_output_shape(ctx, node, k, a->dims, a->rank)) != EDGE_OK) return s;
@@ -109,9 +74,9 @@ void edge_eval_if(const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t branch = ((const uint8_t *)edge_in(ctx, node, 0)->data)[0] ? d->then_subgraph : d->else_subgraph;
     const int32_t *ins, *outs;
     const int32_t n_in = edge_subgraph_io(ctx, branch, 0, &ins), n_out = edge_subgraph_io(ctx, branch, 1, &outs);
-    copy_tensors(ctx, node, branch, ins, n_in, 1, 1, 0);
+    ec_copy_tensors(ctx, node, branch, ins, n_in, 1, 1, 0);
     if (edge_invoke_subgraph(ctx, branch) != EDGE_OK) return; /* stopped inside (edge_eval_fail): the invoke ends */
-    copy_tensors(ctx, node, branch, outs, n_out, 0, 0, 1);
+    ec_copy_tensors(ctx, node, branch, outs, n_out, 0, 0, 1);
 }
 
 edge_status_t edge_prepare_while(edge_node_t *node, edge_ctx_t *ctx) {
@@ -132,13 +97,13 @@ edge_status_t edge_prepare_while(edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (edge_subgraph_io(ctx, cond, 0, &ins) != n || edge_subgraph_io(ctx, cond, 1, &outs) != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: cond needs one input per loop variable and one output");
-    if (!bool_scalar(edge_subgraph_tensor(ctx, cond, outs[0])))
+    if (!ec_bool_scalar(edge_subgraph_tensor(ctx, cond, outs[0])))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: cond's output must be a BOOL of one element");
-    if (!callee_like_node(ctx, node, cond, ins, n, 0, 1))
+    if (!ec_callee_like_node(ctx, node, cond, ins, n, 0, 1))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: a cond input differs from its loop variable in type or shape (static shapes)");
     if (edge_subgraph_io(ctx, body, 0, &ins) != n || edge_subgraph_io(ctx, body, 1, &outs) != n)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: body needs one input and one output per loop variable");
-    if (!callee_like_node(ctx, node, body, ins, n, 0, 1) || !callee_like_node(ctx, node, body, outs, n, 0, 1))
+    if (!ec_callee_like_node(ctx, node, body, ins, n, 0, 1) || !ec_callee_like_node(ctx, node, body, outs, n, 0, 1))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: a body input or output differs from its loop variable in type or shape (static shapes)");
     for (k = 0; k < n; k++) {
         const edge_tensor_t *v = edge_in(ctx, node, k);
@@ -157,7 +122,7 @@ static int32_t while_goes_on(const edge_node_t *node, edge_ctx_t *ctx, int32_t c
     const int32_t *ins, *outs;
     const int32_t n = edge_subgraph_io(ctx, cond, 0, &ins);
     edge_subgraph_io(ctx, cond, 1, &outs);
-    copy_tensors(ctx, node, cond, ins, n, 0, 0, 0);
+    ec_copy_tensors(ctx, node, cond, ins, n, 0, 0, 0);
     if (edge_invoke_subgraph(ctx, cond) != EDGE_OK) return -1;
     return ((const uint8_t *)edge_subgraph_tensor(ctx, cond, outs[0])->data)[0] ? 1 : 0;
 }
@@ -178,9 +143,9 @@ void edge_eval_while(const edge_node_t *node, edge_ctx_t *ctx) {
             EDGE_EVAL_FAIL(ctx, node, EDGE_LIMIT, "WHILE: the loop did not end within the iteration bound (edge_set_max_while_iterations)");
             return;
         }
-        copy_tensors(ctx, node, d->body_subgraph, ins, n, 0, 0, 0);
+        ec_copy_tensors(ctx, node, d->body_subgraph, ins, n, 0, 0, 0);
         if (edge_invoke_subgraph(ctx, d->body_subgraph) != EDGE_OK) return;
-        copy_tensors(ctx, node, d->body_subgraph, outs, n, 0, 0, 1);
+        ec_copy_tensors(ctx, node, d->body_subgraph, outs, n, 0, 0, 1);
         done++;
     }
 }

@@ -9,12 +9,13 @@
  * 2^-(shift - reciprocal bits - headroom) with rounding; that exponent reaches 32..63 for large quotients, where
  * the x86 build's 32-bit shifts wrap (the mask all ones, the count modulo 32), reproduced here. Scales whose
  * exponent could leave 0..63 (a ratio at or above 2^22 or below 2^-26) are refused. The broadcast rows and the
- * eval dispatch are edge_binary.h's.
+ * eval dispatch are edge_binary.h's. int16: the same arithmetic (LiteRT's reference Div<int16_t>, the int8
+ * template; TFLM has no int16 DIV), any zero points in the int16 range.
  */
 #include "edge_kernel.h"
 #include "../edge_binary.h"
 
-EDGE_KERNEL(DIV, div, 2, "FLOAT32 INT8 INT32", "")
+EDGE_KERNEL(DIV, div, 2, "FLOAT32 INT8 INT16 INT32", "")
 
 
 typedef struct {
@@ -37,7 +38,6 @@ edge_status_t edge_prepare_div(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK) return s;
     d = (div_data_t *)node->user_data;
     d->type = a->type;
-    if (a->type == EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "DIV: C kernel runs FLOAT32, INT8, INT32");
     if (EDGE_WITH_FLOAT32 && a->type == EDGE_FLOAT32) {
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
         return EDGE_OK;
@@ -51,16 +51,20 @@ edge_status_t edge_prepare_div(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DIV: quantized tensors need quantization parameters");
     if (!ea_good_scale(a) || !ea_good_scale(b) || !ea_good_scale(out))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DIV: scales must be positive and finite");
-    if (a->zero_point < -128 || a->zero_point > 127 || b->zero_point < -128 || b->zero_point > 127 ||
-        out->zero_point < -128 || out->zero_point > 127)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DIV: int8 zero points must be in the int8 range");
-    if (edge_activation_range(act, -128, 127, out->scale, out->zero_point, &d->p.lo, &d->p.hi) != 0)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DIV: fused activation");
+    {
+        const int32_t qmin = a->type == EDGE_INT8 ? -128 : -32768, qmax = a->type == EDGE_INT8 ? 127 : 32767;
+        if (a->zero_point < qmin || a->zero_point > qmax || b->zero_point < qmin || b->zero_point > qmax ||
+            out->zero_point < qmin || out->zero_point > qmax)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DIV: zero points must be in the tensor type's range");
+        if (edge_activation_range(act, qmin, qmax, out->scale, out->zero_point, &d->p.lo, &d->p.hi) != 0)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DIV: fused activation");
+    }
     if (edge_quantize_multiplier((double)a->scale / ((double)b->scale * (double)out->scale), &d->p.multiplier,
                                  &d->p.shift))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DIV: scales give no multiplier");
-    /* the rounding exponent is -(shift - reciprocal bits (-1..7) - headroom (23..31)): keep it in 0..63 */
-    if (d->p.shift > 22 || d->p.shift < -25)
+    /* the rounding exponent is -(shift - reciprocal bits - headroom): int8 (-1..7, 23..31), int16 (-1..16,
+     * 15..31): keep it in 0..63 */
+    if (a->type == EDGE_INT8 ? (d->p.shift > 22 || d->p.shift < -25) : (d->p.shift > 14 || d->p.shift < -16))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "DIV: input/output scale ratio out of the supported range");
     d->p.zp1 = a->zero_point;
     d->p.zp2 = b->zero_point;
@@ -96,9 +100,10 @@ static inline int32_t div_i32(const div_p_t d, int32_t x1, int32_t x2) {
 }
 
 EB_ROW(div_row_int8, int8_t, div_p_t, div_q)
+EB_ROW(div_row_int16, int16_t, div_p_t, div_q)
 EB_ROW(div_row_int32, int32_t, div_p_t, div_i32)
 EB_ROW(div_row_float, float, div_p_t, div_f)
-static const eb_rows_t div_rows = {div_row_int8, 0, div_row_int32, EDGE_WITH_FLOAT32 ? div_row_float : 0, 0};
+static const eb_rows_t div_rows = {div_row_int8, div_row_int16, div_row_int32, EDGE_WITH_FLOAT32 ? div_row_float : 0, 0};
 
 void edge_eval_div(const edge_node_t *node, edge_ctx_t *ctx) {
     const div_data_t *d = (const div_data_t *)node->user_data;

@@ -1,8 +1,9 @@
-/* EXP, LOG, SQRT, NEG, SQUARE, FLOOR, CEIL, ROUND, SIN, COS and SIGN, element-wise, as
- * edge_sdk/runtime/kernels/math.py: LiteRT's builtins of one float input.
- *  - EXP, LOG, SQRT through expf / logf / sqrtf (sqrt is exact; exp and log within an ulp of numpy's);
+/* SQRT, NEG, SQUARE, FLOOR, CEIL, ROUND, SIN, COS and SIGN, element-wise, as edge_sdk/runtime/kernels/math.py:
+ * LiteRT's builtins of one float input (EXP and LOG, which also take int8 / int16 tables: exp_log.c).
+ *  - SQRT through sqrtf (exact);
  *  - NEG also INT32 and INT64 (two's complement wrap, as numpy); integer tensors that carry quantization must
- *    share one scale with zero points of 0 (the only integer inputs any of these take quantized);
+ *    share one scale with zero points of 0; INT8 and INT16 as LiteRT's reference Negate: the stored values
+ *    negated (wrapping: -(-128) is -128) whatever the quantization says (a zero point is ignored, as LiteRT);
  *  - SQUARE x * x (one rounding: bit-exact), FLOOR floorf, CEIL ceilf (exact);
  *  - ROUND as TFLite's RoundToNearest: floor, then up past .5 and at .5 onto the even neighbour (-0.5 gives
  *    +0.0: floor -1 plus 1), bit-exact;
@@ -20,10 +21,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_half.h"
 
-EDGE_KERNEL(EXP, exp, 2, "FLOAT32", "")
-EDGE_KERNEL(LOG, log, 2, "FLOAT32", "")
 EDGE_KERNEL(SQRT, sqrt, 2, "FLOAT32", "")
-EDGE_KERNEL(NEG, neg, 1, "FLOAT32 INT32 INT64", "")
+EDGE_KERNEL(NEG, neg, 1, "FLOAT32 INT8 INT16 INT32 INT64", "INT8 / INT16: stored values negated, quantization ignored (LiteRT)")
 EDGE_KERNEL(SQUARE, square, 1, "FLOAT32", "")
 EDGE_KERNEL(FLOOR, floor, 1, "FLOAT32 FLOAT16", "")
 EDGE_KERNEL(CEIL, ceil, 1, "FLOAT32", "")
@@ -45,15 +44,18 @@ static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
     if (x->type != EDGE_FLOAT32 && !(takes == TAKES_FLOAT16 && x->type == EDGE_FLOAT16) &&
         !(takes == TAKES_SIGN_TYPES && (x->type == EDGE_FLOAT64 || x->type == EDGE_INT32)) &&
-        !(takes == TAKES_NEG_TYPES && (x->type == EDGE_INT32 || x->type == EDGE_INT64)))
+        !(takes == TAKES_NEG_TYPES && (x->type == EDGE_INT8 || x->type == EDGE_INT16 || x->type == EDGE_INT32 ||
+                                       x->type == EDGE_INT64)))
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE,
                          takes == TAKES_FLOAT16      ? "C kernel runs FLOAT32, FLOAT16"
                          : takes == TAKES_SIGN_TYPES ? "C kernel runs FLOAT32, FLOAT64, INT32"
-                         : takes == TAKES_NEG_TYPES  ? "C kernel runs FLOAT32, INT32, INT64"
+                         : takes == TAKES_NEG_TYPES  ? "C kernel runs FLOAT32, INT8, INT16, INT32, INT64"
                                                      : "C kernel runs FLOAT32");
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (out->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
-    if (takes == TAKES_NEG_TYPES && x->type != EDGE_FLOAT32 && (x->quantized || out->quantized)) {
+    if (takes == TAKES_NEG_TYPES && (x->type == EDGE_INT8 || x->type == EDGE_INT16)) {
+        /* LiteRT negates the stored values whatever the quantization says: so do we */
+    } else if (takes == TAKES_NEG_TYPES && x->type != EDGE_FLOAT32 && (x->quantized || out->quantized)) {
         if (!(x->quantized && out->quantized && x->scale == out->scale && x->zero_point == 0 && out->zero_point == 0))
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "quantized input and output must share a scale with zero point 0");
     } else if (x->quantized || out->quantized)
@@ -61,8 +63,6 @@ static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     return edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
 }
 
-edge_status_t edge_prepare_exp(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
-edge_status_t edge_prepare_log(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
 edge_status_t edge_prepare_sqrt(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
 edge_status_t edge_prepare_neg(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_NEG_TYPES); }
 edge_status_t edge_prepare_square(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
@@ -116,8 +116,6 @@ static float round_half_even_f32(float v) {
         }                                                                                        \
     }
 
-FLOAT_UNARY(exp, expf)
-FLOAT_UNARY(log, logf)
 FLOAT_UNARY(sqrt, sqrtf)
 FLOAT_UNARY(square, square_f32)
 FLOAT_UNARY_HALF(floor, floorf)
@@ -156,7 +154,15 @@ void edge_eval_neg(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
     const int64_t n = edge_tensor_elements(out);
     int64_t i;
-    if (x->type == EDGE_INT32) {
+    if (x->type == EDGE_INT8) {
+        const int8_t *a = (const int8_t *)x->data;
+        int8_t *y = (int8_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (int8_t)(uint8_t)(0u - (uint8_t)a[i]);
+    } else if (x->type == EDGE_INT16) {
+        const int16_t *a = (const int16_t *)x->data;
+        int16_t *y = (int16_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (int16_t)(uint16_t)(0u - (uint16_t)a[i]);
+    } else if (x->type == EDGE_INT32) {
         const uint32_t *a = (const uint32_t *)x->data;
         uint32_t *y = (uint32_t *)out->data;
         for (i = 0; i < n; i++) y[i] = 0u - a[i];

@@ -5,16 +5,22 @@
  *    in float arithmetic with erfc / tanh evaluated in double and rounded to float (erfc by Numerical Recipes'
  *    Chebyshev-fitted erfcc, fractional error below 1.2e-7, the same formula as the Python kernel's);
  *  - int8: a 256-entry table built in prepare as LiteRT's LUTPopulate: the input dequantized in float, the
- *    formula, times 1 / output scale, rounded half away from zero, plus the output zero point, clamped.
+ *    formula, times 1 / output scale, rounded half away from zero, plus the output zero point, clamped;
+ *  - int16: LiteRT's 513-entry interpolated table of the float formula (LUTPopulateInt16, LUTLookup).
  */
+#include <stddef.h>
+
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 
-EDGE_KERNEL(GELU, gelu, 3, "FLOAT32 INT8", "INT8: 256-entry table")
+EDGE_KERNEL(GELU, gelu, 3, "FLOAT32 INT8 INT16", "INT8: 256-entry table; INT16: 513-entry interpolated table")
 
 typedef struct {
     int32_t type, approximate;
-    int8_t lut[256];
+    union {
+        int8_t lut8[256];             /* int8: the output of every input */
+        int16_t lut16[EA_LUT16_SIZE]; /* int16: LUTLookup's samples */
+    } t;
 } gelu_data_t;
 
 typedef struct {
@@ -41,6 +47,8 @@ static float gelu_value(float v, int32_t approximate) {
     return 0.5f * v * (float)gelu_erfc((double)(v * -0.70710678118654752440f));
 }
 
+static float gelu_transform(const void *approximate, float v) { return gelu_value(v, *(const int32_t *)approximate); }
+
 static int32_t gelu_q(const void *params, int32_t v) {
     const gelu_params_t *p = (const gelu_params_t *)params;
     float deq = p->in_scale * (float)(v - p->in_zp);
@@ -59,18 +67,26 @@ edge_status_t edge_prepare_gelu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_status_t s;
     gelu_params_t p;
 
-    if ((s = ea_unary_begin(node, ctx, 0, sizeof *d, &x, &out)) != EDGE_OK) return s;
+    /* the int16 table (1026 B) only for an int16 input: float32 / int8 nodes keep the 256-entry one */
+    const edge_tensor_t *in = node->n_inputs >= 1 ? edge_in(ctx, node, 0) : (const edge_tensor_t *)0;
+    const size_t bytes = in && in->type == EDGE_INT16 ? sizeof *d : offsetof(gelu_data_t, t) + 256;
+    if ((s = ea_unary_begin(node, ctx, EA_ALSO_INT16, bytes, &x, &out)) != EDGE_OK) return s;
     d = (gelu_data_t *)node->user_data;
     d->type = x->type;
     d->approximate = node->options_type == EDGE_OPTS_GeluOptions ? (edge_opt_int(node, 0, 1, 0) != 0) : 0;
     if (EDGE_WITH_FLOAT32 && x->type == EDGE_FLOAT32) return EDGE_OK;
     if ((s = ea_unary_quantized(ctx, x, out)) != EDGE_OK) return s;
+    if (x->type == EDGE_INT16) {
+        ea_lut_populate_int16_p(gelu_transform, &d->approximate, x->scale, x->zero_point, out->scale, out->zero_point,
+                                d->t.lut16);
+        return EDGE_OK;
+    }
     p.in_scale = x->scale;
     p.inv_out = 1.0f / out->scale;
     p.in_zp = x->zero_point;
     p.out_zp = out->zero_point;
     p.approximate = d->approximate;
-    ea_lut8_build(d->lut, gelu_q, &p);
+    ea_lut8_build(d->t.lut8, gelu_q, &p);
     return EDGE_OK;
 }
 
@@ -79,7 +95,13 @@ void edge_eval_gelu(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *x;
     edge_tensor_t *out;
     int64_t n, i;
-    if (ea_lut8_eval(node, ctx, d->type, d->lut, &x, &out, &n)) return;
+    if (ea_lut8_eval(node, ctx, d->type, d->t.lut8, &x, &out, &n)) return;
+    if (d->type == EDGE_INT16) {
+        const int16_t *a = (const int16_t *)x->data;
+        int16_t *y = (int16_t *)out->data;
+        for (i = 0; i < n; i++) y[i] = (int16_t)ea_lut_lookup_int16(a[i], d->t.lut16);
+        return;
+    }
     if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;

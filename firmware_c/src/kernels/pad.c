@@ -11,8 +11,8 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
-EDGE_KERNEL(PAD, pad, 6, "FLOAT32 INT8 INT16 INT32", "")
-EDGE_KERNEL(PADV2, padv2, 6, "FLOAT32 INT8 INT16 INT32", "")
+EDGE_KERNEL(PAD, pad, 6, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "")
+EDGE_KERNEL(PADV2, padv2, 6, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "")
 
 typedef struct {
     int32_t rank;                  /* of the input (>= 1; a scalar is copied as rank 1) */
@@ -30,7 +30,8 @@ typedef struct {
 } pad_data_t;
 
 static int pad_type_ok(int type) {
-    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_INT16 || type == EDGE_INT32;
+    return type == EDGE_FLOAT32 || type == EDGE_INT8 || type == EDGE_INT16 || type == EDGE_INT32 ||
+           type == EDGE_INT64 || type == EDGE_BOOL; /* ai-edge-torch pads int64 indices and bool masks */
 }
 
 static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
