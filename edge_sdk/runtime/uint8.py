@@ -78,7 +78,52 @@ def present(model: Model) -> tuple[Model, frozenset]:
                 out.buffers.append(Buffer(flipped))
             sg2.tensors[t] = t2
         out.subgraphs.append(sg2)
+    _requantize_concat_inputs(out, chosen)
     return out, frozenset(chosen)
+
+
+def _quant_key(tensor) -> tuple[float, int]:
+    q = tensor.quantization
+    return float(np.asarray(q.scale).reshape(-1)[0]), int(np.asarray(q.zero_point).reshape(-1)[0])
+
+
+def _requantize_concat_inputs(model: Model, chosen: set) -> None:
+    """LiteRT's uint8 CONCATENATION requantizes an input quantized unlike the output (ConcatenationWithScaling);
+    its int8 kernel (and ours, as TFLM's) takes equal quantization only. So a QUANTIZE (int8 -> int8 requantize)
+    is inserted before the concatenation for each such presented input, into a new tensor at the output's
+    quantization: the concatenation then joins equal quantizations, as the int8 kernels do."""
+    from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
+    from edge_sdk.model.types import Operator, OperatorCode
+
+    quantize = None
+    for s, sg in enumerate(model.subgraphs):
+        ops = []
+        for op in sg.operators:
+            if model.op_name(op) == "CONCATENATION" and op.outputs and (s, op.outputs[0]) in chosen:
+                out_key = _quant_key(sg.tensors[op.outputs[0]])
+                for k, t in enumerate(op.inputs):
+                    if t < 0 or (s, t) not in chosen or _quant_key(sg.tensors[t]) == out_key:
+                        continue
+                    if quantize is None:
+                        code = BUILTIN_OPERATOR_CODES["QUANTIZE"]
+                        found = [i for i, c in enumerate(model.operator_codes)
+                                 if c.builtin_code == code and c.custom_code is None]
+                        if found:
+                            quantize = found[0]
+                        else:
+                            model.operator_codes = [*model.operator_codes, OperatorCode(code, None, 1)]
+                            quantize = len(model.operator_codes) - 1
+                    src = sg.tensors[t]
+                    requantized = copy.copy(src)
+                    requantized.name = f"{src.name}/uint8_requantized"
+                    requantized.buffer = 0
+                    requantized.quantization = sg.tensors[op.outputs[0]].quantization
+                    sg.tensors.append(requantized)
+                    ops.append(Operator(quantize, [t], [len(sg.tensors) - 1]))
+                    op = copy.copy(op)
+                    op.inputs = [*op.inputs[:k], len(sg.tensors) - 1, *op.inputs[k + 1:]]
+            ops.append(op)
+        sg.operators = ops
 
 
 def to_int8(value: np.ndarray) -> np.ndarray:
