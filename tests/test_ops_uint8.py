@@ -145,6 +145,10 @@ def test_raw_uint8_tensors_are_not_presented():
     assert not uint8_presentation.presented_tensors(read_model(cast))
     raw = op_model("MAXIMUM", [T((4,), "UINT8"), T((4,), "UINT8")], [T((4,), "UINT8")])
     assert not uint8_presentation.presented_tensors(read_model(raw))
+    # a FLOAT32 input with UINT8 weights: LiteRT's hybrid kernel, the weights as they are
+    hybrid = op_model("FULLY_CONNECTED", [T((1, 4), "FLOAT32"), T((2, 4), "UINT8", scale=0.1, zero_point=128,
+                                                                    data=_u8((2, 4))), None], [T((1, 2), "FLOAT32")])
+    assert not uint8_presentation.presented_tensors(read_model(hybrid))
 
 
 # ------------------------------------------------------------------------- a small SSD-like uint8 detector

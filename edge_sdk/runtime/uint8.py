@@ -27,11 +27,18 @@ def _quantized(tensor) -> bool:
     return q is not None and q.scale is not None and np.size(q.scale) > 0
 
 
-def _takes_uint8(model: Model, op) -> bool:
+def _takes_uint8(model: Model, sg, op) -> bool:
+    """The op's row takes UINT8 (``OpRow.uint8``); a weighted op only with a quantized UINT8 data input (a FLOAT32
+    input with UINT8 weights is LiteRT's hybrid kernel, which reads the weights as they are)."""
     from edge_sdk.runtime.op_table import ROWS
 
     r = ROWS.get(model.op_name(op))
-    return r is not None and r.uint8
+    if r is None or not r.uint8:
+        return False
+    if r.weights is None:
+        return True
+    data = sg.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
+    return data is not None and data.type == "UINT8" and _quantized(data)
 
 
 def presented_tensors(model: Model) -> set[tuple[int, int]]:
@@ -45,7 +52,7 @@ def presented_tensors(model: Model) -> set[tuple[int, int]]:
             continue
         for op in sg.operators:
             touched = candidates.intersection(t for t in (*op.inputs, *op.outputs) if t >= 0)
-            if touched and not _takes_uint8(model, op):
+            if touched and not _takes_uint8(model, sg, op):
                 candidates -= touched
         chosen |= {(s, t) for t in candidates}
     return chosen
