@@ -121,19 +121,18 @@ def test_every_delivered_op_says_it_takes_uint8():
     assert not ROWS["CAST"].uint8  # raw integers, not (q - zero point): never presented
 
 
-def test_io_and_details_keep_the_models_uint8():
+def test_io_and_details_keep_the_models_uint8(runtime):
     """Inputs and outputs stay UINT8 for the user (details, set_tensor, get_tensor) while the kernels see int8."""
     from edge_sdk import Interpreter
 
     model, inputs = CASES["ADD"]
-    for backend in ("python",):
-        interp = Interpreter(model_content=model, backend=backend)
-        interp.allocate_tensors()
-        d = interp.get_input_details()[0]
-        assert d["dtype"] == np.uint8 and d["quantization"][1] == 120
-        assert interp.get_output_details()[0]["quantization_parameters"]["zero_points"].tolist() == [127]
-        interp.set_tensor(d["index"], inputs[0])
-        assert np.array_equal(interp.get_tensor(d["index"]), inputs[0])
+    interp = Interpreter(model_content=model, backend=runtime)
+    interp.allocate_tensors()
+    d = interp.get_input_details()[0]
+    assert d["dtype"] == np.uint8 and d["quantization"][1] == 120
+    assert interp.get_output_details()[0]["quantization_parameters"]["zero_points"].tolist() == [127]
+    interp.set_tensor(d["index"], inputs[0])
+    assert np.array_equal(interp.get_tensor(d["index"]), inputs[0])
 
 
 def test_raw_uint8_tensors_are_not_presented():

@@ -922,6 +922,8 @@ class CSignatureRunner:
                 raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
             view = interp._view(self._inputs[name], self.subgraph)
             value = np.asarray(value)
+            if (self.subgraph, self._inputs[name]) in interp._uint8 and value.dtype == np.uint8:
+                value = _uint8.to_int8(value)  # a legacy uint8 input (edge_sdk.runtime.uint8)
             if value.dtype != view.dtype or value.shape != view.shape:
                 raise ValueError(f"Cannot set tensor '{name}': got {value.dtype} {value.shape}, expected "
                                  f"{view.dtype} {view.shape}")
@@ -931,7 +933,8 @@ class CSignatureRunner:
         status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
-        return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
+        return {n: _uint8.to_uint8(interp._view(t, self.subgraph)) if (self.subgraph, t) in interp._uint8
+                else np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
 
 
 def _present_uint8(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
