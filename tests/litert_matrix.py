@@ -34,13 +34,7 @@ MAX_VERSION_PROBED = 16
 # Gaps the test accepts, each with its reason: (op, dtype or "v<N>", runtime) -> why. Each is still a gap to
 # close (but those marked "by design" or "LiteRT's reference is wrong"); the report of issue 23 lists them.
 BOTH = ("python", "c")
-_UINT8 = ("legacy asymmetric UINT8 activations (TF1 quantization-aware models): not implemented in either runtime; "
-          "LiteRT's uint8 kernels requantize with their own rounding")
 KNOWN_GAPS: dict[tuple[str, str, str], str] = {
-    **{(op, "UINT8", rt): _UINT8 for rt in BOTH for op in (
-        "ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "AVERAGE_POOL_2D", "MAX_POOL_2D", "EQUAL", "NOT_EQUAL",
-        "LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "SOFTMAX", "TANH", "RELU", "RELU6", "RELU_N1_TO_1",
-        "HARD_SWISH", "LEAKY_RELU", "GELU", "PAD", "PADV2", "MEAN", "SUM")},
     **{("SUM", dtype, rt): "LiteRT's reference SUM is wrong here (-1 / 0 / 255 for in-range sums); ours equals "
        "TFLM, LiteRT's optimized kernel and the exact sum" for rt in BOTH for dtype in ("INT8", "INT16")},
     **{("NOT_EQUAL", "INT16", rt): "LiteRT's int16 comparisons ignore the scales (NOTES.md); ours compares real "

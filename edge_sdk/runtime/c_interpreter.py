@@ -37,6 +37,7 @@ import numpy as np
 
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import c_build
+from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory  # the memory= plans (documented there)
 from edge_sdk.runtime.c_status import STATUS, status_name
@@ -260,6 +261,9 @@ class CInterpreter(Interpreter, backend="c"):
             data = bytes(model_content)
         else:
             raise ValueError("Exactly one of model_path and model_content must be given")
+        # legacy UINT8 tensors: the C runtime loads the model they run in as INT8 (edge_sdk.runtime.uint8);
+        # set_tensor / get_tensor flip their values, the details report them as the model declares them
+        model, data, self._uint8 = _present_uint8(model, data)
         # memory="min": the stage and grid (a PatchPlan; None: no stage). Not given: the planner's stage over the
         # model file's shapes, no interpreter (planner.c_patch_stage); resize_tensor_input asks it again.
         self._planner_stage = memory == "min" and patch_plan is _UNSET
@@ -517,7 +521,7 @@ class CInterpreter(Interpreter, backend="c"):
         else:
             scales, zps, legacy, qdim = np.zeros(0, np.float32), np.zeros(0, np.int32), (0.0, 0), 0
         dt = TENSOR_TYPES.get(tensor.type, (None, None))[1]
-        return {
+        details = {
             "name": tensor.name,
             "index": t,
             "shape": np.array(shape, np.int32),
@@ -528,6 +532,7 @@ class CInterpreter(Interpreter, backend="c"):
                                         "block_size": 0},
             "sparsity_parameters": {},
         }
+        return _uint8.details(details) if (subgraph, t) in self._uint8 else details
 
     def get_input_details(self) -> list[dict]:
         return [self._details(t) for t in self._io_indices(0)]
@@ -547,6 +552,8 @@ class CInterpreter(Interpreter, backend="c"):
                 raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
             view = self._view(int(tensor_index), int(subgraph_index))
         value = np.asarray(value)
+        if (subgraph_index, tensor_index) in self._uint8 and value.dtype == np.uint8:
+            value = _uint8.to_int8(value)
         if value.dtype != view.dtype:
             raise ValueError(f"Cannot set tensor: Got value of type {value.dtype} but expected type {view.dtype} "
                              f"for input {tensor_index}")
@@ -559,9 +566,8 @@ class CInterpreter(Interpreter, backend="c"):
         if not self._ready:
             raise ValueError(f"Tensor data is null for tensor {tensor_index}: call allocate_tensors() first")
         t, s = int(tensor_index), int(subgraph_index)
-        if s == 0 and t in self._staged:
-            return np.array(self._staged[t])
-        return np.array(self._view(t, s))
+        value = self._staged[t] if s == 0 and t in self._staged else self._view(t, s)
+        return _uint8.to_uint8(value) if (s, t) in self._uint8 else np.array(value)
 
     def invoke(self) -> None:
         status = self._run(*self._run_args)
@@ -916,6 +922,8 @@ class CSignatureRunner:
                 raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
             view = interp._view(self._inputs[name], self.subgraph)
             value = np.asarray(value)
+            if (self.subgraph, self._inputs[name]) in interp._uint8 and value.dtype == np.uint8:
+                value = _uint8.to_int8(value)  # a legacy uint8 input (edge_sdk.runtime.uint8)
             if value.dtype != view.dtype or value.shape != view.shape:
                 raise ValueError(f"Cannot set tensor '{name}': got {value.dtype} {value.shape}, expected "
                                  f"{view.dtype} {view.shape}")
@@ -925,4 +933,23 @@ class CSignatureRunner:
         status = interp._lib.edge_invoke_at(interp._interp, self.subgraph)
         if status != 0:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
-        return {n: np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
+        return {n: _uint8.to_uint8(interp._view(t, self.subgraph)) if (self.subgraph, t) in interp._uint8
+                else np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
+
+
+def _present_uint8(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
+    """(model, bytes) the C runtime loads with legacy UINT8 tensors presented as INT8 (edge_sdk.runtime.uint8),
+    and the presented (subgraph, tensor) pairs; a model without them comes back as it is."""
+    from edge_sdk.model import read_model, write_model
+
+    if model is not None:
+        source = model
+    else:
+        try:
+            source = read_model(data)
+        except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
+            return None, data, frozenset()
+    presented, chosen = _uint8.present(source)
+    if not chosen:
+        return model, data, chosen
+    return presented, write_model(presented), chosen

@@ -80,6 +80,7 @@ from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime import patching as _patching
 from edge_sdk.runtime import planner as _planner
+from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.planner import MAX_ARENA_BYTES, buffer_requests, check_memory
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
@@ -233,6 +234,8 @@ class Interpreter:
                 raise ValueError("num_threads should >= 1")
         # BLAS threads the kernels may use inside invoke (edge_sdk.runtime.kernels.blas, entered once per invoke).
         self._threads = 1 if num_threads is None else int(num_threads)
+        # legacy UINT8 tensors run as INT8 (zero points - 128); set_tensor / get_tensor flip their values
+        model, self._uint8 = _uint8.present(model)
         self._model = model
         # Control flow: subgraphs are prepared callees first; calls that form a cycle are refused here, at load.
         self._call_order = _planner.call_order(model)
@@ -922,7 +925,7 @@ class Interpreter:
             qdim = int(q.quantized_dimension)
         else:
             scales, zps, legacy, qdim = np.zeros(0, np.float32), np.zeros(0, np.int32), (0.0, 0), 0
-        return {
+        details = {
             "name": tensor.name,
             "index": t,
             "shape": np.array(shape, np.int32),
@@ -937,6 +940,7 @@ class Interpreter:
             },
             "sparsity_parameters": _sparsity_details(tensor.sparsity),
         }
+        return _uint8.details(details) if (s, t) in self._uint8 else details
 
     def get_input_details(self) -> list[dict]:
         return [self._tensor_details(t) for t in self._model.subgraphs[0].inputs]
@@ -959,6 +963,8 @@ class Interpreter:
         info = self._p.infos[s][t]
         view = self._user_view(s, t)
         value = np.asarray(value)
+        if (s, t) in self._uint8 and value.dtype == np.uint8:
+            value = _uint8.to_int8(value)
         if info.dtype is None or view is None:
             raise ValueError(f"Cannot set tensor: tensor {t} has type {info.type}, which cannot be set")
         if value.dtype != info.dtype:
@@ -988,6 +994,8 @@ class Interpreter:
             )
         if self._p is None or self._p.views[s][t] is None:
             raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
+        if (s, t) in self._uint8:
+            return _uint8.to_uint8(self._user_view(s, t))
         return np.array(self._user_view(s, t))
 
     def tensor(self, tensor_index) -> Callable[[], np.ndarray]:

@@ -121,6 +121,11 @@ class OpRow:
     # equalization may scale through its weights (CONV_2D; DEPTHWISE_CONV_2D with one output channel per input
     # channel: the axis is its output-channel axis too); None otherwise
     in_channel_axis: int | None = None
+    # uint8: the op runs legacy asymmetric UINT8 tensors (TFLite v1 "quantized_uint8" models) in both runtimes:
+    # its uint8 arithmetic is the int8 arithmetic on (q - zero point), so the interpreters present such tensors to
+    # its int8 kernel as INT8 with zero points - 128 (edge_sdk.runtime.uint8); False: a UINT8 tensor it touches
+    # stays UINT8 and its kernel answers for it
+    uint8: bool = False
 
     @property
     def runs(self) -> bool:
@@ -145,7 +150,8 @@ class OpRow:
 
     @property
     def dtypes(self) -> tuple[str, ...]:
-        """The tensor types the Python interpreter's kernel takes (of ``node_data_type``)."""
+        """The tensor types the Python interpreter's kernel takes (of ``node_data_type``); legacy UINT8 tensors
+        besides these where ``uint8`` says so (runtime.uint8 presents them as INT8: ``takes_uint8``)."""
         return PY_DTYPES.get(self.name) or C_TYPES.get(self.name, ((), -1, ""))[0]
 
     @property
@@ -185,43 +191,43 @@ ROWS: dict[str, OpRow] = _rows(
     # convolution and matrix products
     OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d",
           family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4),
-          fused_activation=True, in_channel_axis=3),
+          fused_activation=True, in_channel_axis=3, uint8=True),
     OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d",
           family='conv', inplace='depthwise', patch='window', weights=(1, 2, 3), dynamic=(3, 6), int16='op',
-          q_versions=(3, 5), fused_activation=True, in_channel_axis=3),
+          q_versions=(3, 5), fused_activation=True, in_channel_axis=3, uint8=True),
     OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    14, "conv:macs_fully_connected",
-          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True),
+          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True, uint8=True),
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
           family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3), fused_activation=True),
     OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul",
           weights=(1, None, None), quant='own', int16='op', int16_missing=('c',), q_versions=(2, 3)),
     OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3,
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
-          fused_activation=True, options='Pool2DOptions'),
+          fused_activation=True, options='Pool2DOptions', uint8=True),
     OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3,
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
-          fused_activation=True, options='Pool2DOptions'),
+          fused_activation=True, options='Pool2DOptions', uint8=True),
     OpRow("L2_POOL_2D",                   "pooling:prepare_l2_pool_2d",       1,
           family='pool', fused_activation=True, options='Pool2DOptions'),
     # element-wise arithmetic
     OpRow("ADD",                          "elementwise:prepare_add",          6,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
-          fused_activation=True, affine='add'),
+          fused_activation=True, affine='add', uint8=True),
     OpRow("SUB",                          "elementwise:prepare_sub",          5,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
-          fused_activation=True, affine='subtract'),
+          fused_activation=True, affine='subtract', uint8=True),
     OpRow("MUL",                          "elementwise:prepare_mul",          8,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 4),
-          fused_activation=True, affine='scale'),
+          fused_activation=True, affine='scale', uint8=True),
     # DIV int16: both runtimes run LiteRT's Div<int16_t> (TFLM has none: int16 'none' keeps widening off it)
     OpRow("DIV",                          "elementwise:prepare_div",          2,
-          family='binary', quant='own', int16='none', q_versions=(1, None), fused_activation=True, divisor=1),
+          family='binary', quant='own', int16='none', q_versions=(1, None), fused_activation=True, divisor=1, uint8=True),
     OpRow("SQUARED_DIFFERENCE",           "elementwise:prepare_squared_difference", 2,
           family='binary', quant='own', int16='op', q_versions=(2, None)),
     OpRow("MAXIMUM",                      "elementwise:prepare_maximum",      4,
-          family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions'),
+          family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions', uint8=True),
     OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4,
-          family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions'),
+          family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions', uint8=True),
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
     # EXP / LOG also run INT8 (256-entry table) and INT16 (zero points 0, the interpolated 513-entry table) as
@@ -274,17 +280,17 @@ ROWS: dict[str, OpRow] = _rows(
           family='pad'),
     # comparisons, logical ops and selection (BOOL tensors)
     OpRow("EQUAL",                        "compare:prepare_equal",            5,
-          family='binary', quant='compare', q_versions=(2, None)),
+          family='binary', quant='compare', q_versions=(2, None), uint8=True),
     OpRow("NOT_EQUAL",                    "compare:prepare_not_equal",        4,
-          family='binary', quant='compare', q_versions=(2, None)),
+          family='binary', quant='compare', q_versions=(2, None), uint8=True),
     OpRow("LESS",                         "compare:prepare_less",             3,
-          family='binary', quant='compare', q_versions=(2, 3)),
+          family='binary', quant='compare', q_versions=(2, 3), uint8=True),
     OpRow("LESS_EQUAL",                   "compare:prepare_less_equal",       2,
-          family='binary', quant='compare', q_versions=(2, None)),
+          family='binary', quant='compare', q_versions=(2, None), uint8=True),
     OpRow("GREATER",                      "compare:prepare_greater",          2,
-          family='binary', quant='compare', q_versions=(2, None)),
+          family='binary', quant='compare', q_versions=(2, None), uint8=True),
     OpRow("GREATER_EQUAL",                "compare:prepare_greater_equal",    3,
-          family='binary', quant='compare', q_versions=(2, 3)),
+          family='binary', quant='compare', q_versions=(2, 3), uint8=True),
     OpRow("LOGICAL_AND",                  "compare:prepare_logical_and",      1,
           family='binary', quant='logical'),
     OpRow("LOGICAL_OR",                   "compare:prepare_logical_or",       1,
@@ -298,40 +304,42 @@ ROWS: dict[str, OpRow] = _rows(
     # activations
     OpRow("SOFTMAX",                      "activations:prepare_softmax",      4,
           family='last_axis', quant='fixed',
-          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3),
-          distribution=True),
+          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0), ('UINT8', 0.00390625, 0)), int16='op',
+          q_versions=(2, 3), distribution=True, uint8=True),
     OpRow("LOG_SOFTMAX",                  "activations:prepare_log_softmax",  2,
           family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0625, 127),), int16='none', q_versions=(2, None),
           distribution=True),
     OpRow("LOGISTIC",                     "activations:prepare_logistic",     3,
           family='unary', inplace='unary', patch='elementwise', quant='fixed',
-          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
+          quant_fixed=(('INT8', 0.00390625, -128), ('INT16', 3.0517578125e-05, 0), ('UINT8', 0.00390625, 0)),
+          int16='op', q_versions=(2, 3), uint8=True),
     OpRow("TANH",                         "activations:prepare_tanh",         3,
           family='unary', inplace='unary', patch='elementwise', quant='fixed',
-          quant_fixed=(('INT8', 0.0078125, 0), ('INT16', 3.0517578125e-05, 0)), int16='op', q_versions=(2, 3)),
+          quant_fixed=(('INT8', 0.0078125, 0), ('INT16', 3.0517578125e-05, 0), ('UINT8', 0.0078125, 128)),
+          int16='op', q_versions=(2, 3), uint8=True),
     OpRow("RELU",                         "activations:prepare_relu",         3,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
-          activation_range=(0.0, math.inf), homogeneous=True),
+          activation_range=(0.0, math.inf), homogeneous=True, uint8=True),
     OpRow("RELU6",                        "activations:prepare_relu6",        3,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
-          activation_range=(0.0, 6.0)),
+          activation_range=(0.0, 6.0), uint8=True),
     OpRow("RELU_N1_TO_1",                 "activations:prepare_relu_n1_to_1", 2,
-          family='unary', inplace='unary', patch='elementwise', quant='own', activation_range=(-1.0, 1.0)),
+          family='unary', inplace='unary', patch='elementwise', quant='own', activation_range=(-1.0, 1.0), uint8=True),
     OpRow("RELU_0_TO_1",                  "activations:prepare_relu_0_to_1",  1,
           family='unary', quant='own', int16='none', q_versions=(1, None)),
     OpRow("ELU",                          "activations:prepare_elu",          1,
           family='unary', quant='own', int16='none', q_versions=(1, None)),
     OpRow("HARD_SWISH",                   "activations:prepare_hard_swish",   2,
-          family='unary', inplace='unary', patch='elementwise', quant='own', int16='none', q_versions=(1, None)),
+          family='unary', inplace='unary', patch='elementwise', quant='own', int16='none', q_versions=(1, None), uint8=True),
     OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 2),
-          homogeneous=True),
+          homogeneous=True, uint8=True),
     OpRow("PRELU",                        "activations:prepare_prelu",        2,
           family='binary', quant='own', int16='none', q_versions=(1, None), homogeneous=True),
     # GELU (float32; int8 by a 256-entry table, int16 by the interpolated 513-entry table, as LiteRT's): emitted by
     # converters.passes.gelu. int16 'none': TFLM has no GELU, so int16x8 widening does not pick it
     OpRow("GELU",                         "gelu:prepare_gelu",                3,
-          family='unary', quant='own', int16='none', q_versions=(2, None)),
+          family='unary', quant='own', int16='none', q_versions=(2, None), uint8=True),
     # normalization along the last axis
     OpRow("L2_NORMALIZATION",             "normalization:prepare_l2_normalization", 2,
           family='last_axis', quant='fixed', quant_fixed=(('INT8', 0.0078125, 0),), int16='none',
@@ -340,9 +348,9 @@ ROWS: dict[str, OpRow] = _rows(
           family='last_axis'),
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        6,
-          family='unary', inplace='unary', q_versions=(2, 3)),
+          family='unary', inplace='unary', q_versions=(2, 3), uint8=True),
     OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      9,
-          family='unary', q_versions=(2, 4)),
+          family='unary', q_versions=(2, 4), uint8=True),
     OpRow("CAST",                         "quantize:prepare_cast",            9,
           family='unary'),
     OpRow("BITCAST",                      "bitcast:prepare_bitcast",          1),
@@ -350,15 +358,15 @@ ROWS: dict[str, OpRow] = _rows(
           family='unary'),
     # shape and data movement
     OpRow("RESHAPE",                      "shape:prepare_reshape",            2,
-          family='reshape', inplace='same', quant='same:0', int16='pass', moves_values=True),
+          family='reshape', inplace='same', quant='same:0', int16='pass', moves_values=True, uint8=True),
     OpRow("SQUEEZE",                      "shape:prepare_squeeze",            2,
-          family='reshape', quant='same:0', int16='pass', moves_values=True),
+          family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True),
     OpRow("EXPAND_DIMS",                  "shape:prepare_expand_dims",        2,
-          family='reshape', quant='same:0', int16='pass', moves_values=True),
+          family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True),
     OpRow("SHAPE",                        "shape:prepare_shape",              2,
           quant='index'),
     OpRow("CONCATENATION",                "shape:prepare_concatenation",      7,
-          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input'),
+          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input', uint8=True),
     OpRow("PACK",                         "shape:prepare_pack",               5,
           quant='shared', q_versions=(2, 3), join=True, axis='output'),
     OpRow("UNPACK",                       "shape:prepare_unpack",             6,
@@ -374,9 +382,9 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SLICE",                        "shape:prepare_slice",              8,
           quant='same:0', q_versions=(2, 4)),
     OpRow("PAD",                          "shape:prepare_pad",                6,
-          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4)),
+          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True),
     OpRow("PADV2",                        "shape:prepare_pad",                6,
-          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4)),
+          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True),
     OpRow("GATHER",                       "shape:prepare_gather",             8,
           quant='same:0', q_versions=(2, 2)),
     OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2,
@@ -415,9 +423,9 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SPARSE_TO_DENSE",              "movement:prepare_sparse_to_dense", 3),
     # reductions
     OpRow("MEAN",                         "reduce:prepare_mean",              3,
-          family='reduce', quant='own', int16='op', q_versions=(2, 3), options='ReducerOptions'),
+          family='reduce', quant='own', int16='op', q_versions=(2, 3), options='ReducerOptions', uint8=True),
     OpRow("SUM",                          "reduce:prepare_sum",               2,
-          family='reduce', quant='own', int16='op', q_versions=(1, 2), options='ReducerOptions'),
+          family='reduce', quant='own', int16='op', q_versions=(1, 2), options='ReducerOptions', uint8=True),
     OpRow("REDUCE_MAX",                   "reduce:prepare_reduce_max",        3,
           family='reduce', quant='same:0', q_versions=(2, 3), options='ReducerOptions'),
     OpRow("ARG_MAX",                      "reduce:prepare_arg_max",           3,
@@ -441,9 +449,9 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("UNSORTED_SEGMENT_MIN",         "segment:prepare_unsorted_segment_min", 1),
     # resampling
     OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4,
-          quant='same:0', int16='pass', q_versions=(2, 4)),
+          quant='same:0', int16='pass', q_versions=(2, 4), uint8=True),
     OpRow("RESIZE_BILINEAR",              "resize:prepare_resize_bilinear",   4,
-          quant='same:0', q_versions=(2, 4)),
+          quant='same:0', q_versions=(2, 4), uint8=True),
     # sequence models
     OpRow("SVDF",                         "sequence:prepare_svdf",            4, "sequence:macs_svdf",
           weights=(1, None, None)),
@@ -526,7 +534,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("BUCKETIZE",                    "bucketize:prepare_bucketize",      1,
           family='unary'),
     # SSD post-processing, the speech front end, WHERE and UNIQUE (issue 23 point 1)
-    OpRow("TFLite_Detection_PostProcess", "detection:prepare_tflite_detection_postprocess", 1, custom=True),
+    OpRow("TFLite_Detection_PostProcess", "detection:prepare_tflite_detection_postprocess", 1, custom=True, uint8=True),
     OpRow("AudioSpectrogram",             "audio_features:prepare_audio_spectrogram", 1, custom=True),
     OpRow("Mfcc",                         "audio_features:prepare_mfcc",      1, custom=True),
     OpRow("WHERE",                        "where_unique:prepare_where",       2,
@@ -612,6 +620,13 @@ def takes_dtype(types: tuple[str, ...], dtype: str) -> bool:
     return dtype in types or ("/" not in dtype and any(t.split("/", 1)[0] == dtype for t in types))
 
 
+def _legacy_uint8(name: str, dtype: str) -> bool:
+    """Whether ``dtype`` is a legacy UINT8 data type (with UINT8 weights, for a weighted op) the op's row takes
+    (its ``uint8`` fact: both runtimes present such tensors as INT8, edge_sdk.runtime.uint8)."""
+    r = ROWS.get(name)
+    return r is not None and r.uint8 and dtype.split("/", 1)[0] == "UINT8" and dtype in ("UINT8", "UINT8/UINT8")
+
+
 def c_dtype_refusal(name: str, dtype: str) -> str | None:
     """Why the C kernel of ``name`` does not take ``dtype`` ("INT8", or "FLOAT32/INT8" for a data type with its
     weights' type) by its registration's types, or None when it does (or when there is no C kernel:
@@ -650,7 +665,7 @@ def runtime_refusal(runtime: str, name: str, version: int, dtype: str | None = N
         row = lookup(name, version)
     except UnsupportedOpError as exc:
         return str(exc)
-    if dtype is not None and row.dtypes and not takes_dtype(row.dtypes, dtype):
+    if dtype is not None and row.dtypes and not takes_dtype(row.dtypes, dtype) and not _legacy_uint8(name, dtype):
         return f"the interpreter's {name} kernel does not take {dtype} (it takes {', '.join(row.dtypes)})"
     return None
 

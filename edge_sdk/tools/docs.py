@@ -85,15 +85,19 @@ def ops_table() -> str:
         macs = "yes" if row is not None and row.macs else "-"
         c_types, c_input, c_constraints = C_TYPES.get(name, ((), -1, ""))
         py_types = _types(row.dtypes if row else (), c_input)
-        rows.append((f"`{name}`", kind, py, py_types, in_c, _types(c_types, c_input), c_constraints or "-", macs))
+        legacy = "yes" if row is not None and row.uint8 else "-"  # the row's uint8 fact (runtime.uint8)
+        rows.append((f"`{name}`", kind, py, py_types, in_c, _types(c_types, c_input), c_constraints or "-", macs,
+                     legacy))
     n_c = sum(1 for r in rows if r[4] != "-")
     text = [(f"{len(rows)} ops: the Python interpreter (`edge_sdk.Interpreter`, Linux/Raspberry Pi) runs "
              f"{len(OPS)}, the C runtime (`firmware_c`, microcontrollers) {n_c}. Versions are TFLite op versions; "
              "dtypes are those of the tensor the op computes on (its first data input unless named), "
-             "`INT16/INT8` a data type with its weights' type; that runtime refuses any other (`edge check` names op, dtype and node)."),
+             "`INT16/INT8` a data type with its weights' type; that runtime refuses any other (`edge check` names op, dtype and node). "
+             "Legacy UINT8: the op runs asymmetric uint8 (TFLite v1 quantized_uint8) models in both runtimes, "
+             "as int8 with zero points shifted by -128 (`edge_sdk/runtime/uint8.py`)."),
             "",
             _table(("op", "kind", "interpreter", "interpreter dtypes", "C runtime", "C dtypes", "C constraints",
-                    "MACs counted"), rows),
+                    "MACs counted", "legacy UINT8"), rows),
             ""]
     if ACCELERATOR_CUSTOM_OPS:
         text.append("Refused with a message naming the hardware they need: "

@@ -200,6 +200,15 @@ def _conv_types(node: Node, inp: TensorInfo, flt: TensorInfo, out: TensorInfo, o
     return kind
 
 
+def _filter_offset(kind: str, flt: TensorInfo) -> int:
+    """The weights' zero point the int8 kernels subtract: LiteRT's uint8 kernels' *filter offset* (legacy UINT8
+    models, presented as INT8 by edge_sdk.runtime.uint8, keep per-tensor weights with their own zero point);
+    0 for int8 per-channel weights (symmetric) and the other kinds."""
+    if kind != "int8" or flt.zero_point is None or np.size(flt.zero_point) != 1:
+        return 0
+    return flt.zp
+
+
 def _int16_bias_is_int32(node: Node, bias: TensorInfo | None) -> bool:
     """16x8 kernels accumulate in int32 when the bias (or, without one, quantized_bias_type) is INT32."""
     if bias is not None:
@@ -260,9 +269,11 @@ def prepare_conv_2d(node: Node):
                         strides=(st[0], st[1] * sh, st[2] * sw, st[1] * dh, st[2] * dw, st[3]), writeable=False)
     pointwise = kh == kw == 1 and sh == sw == 1 and groups == 1 and padded.whole and need_h == h and need_w == w
 
+    filter_offset = _filter_offset(kind, flt)
+
     def weights_matrix(wv: np.ndarray) -> list[np.ndarray]:
         # per group: [kh*kw*cg, o/groups]
-        wv = np.asarray(wv).astype(dtype)
+        wv = np.asarray(wv).astype(dtype) - filter_offset
         return [np.ascontiguousarray(wv[g * ops_per_group:(g + 1) * ops_per_group].reshape(ops_per_group, k).T)
                 for g in range(groups)]
 
@@ -381,8 +392,10 @@ def prepare_depthwise_conv_2d(node: Node):
             return np.tile(v, ow)
         return v.reshape(c, mult_d) if mult_d > 1 else v
 
+    filter_offset = _filter_offset(kind, flt)
+
     def tap_weights(wv):
-        wv = np.asarray(wv).reshape(kh * kw, oc)
+        wv = np.asarray(wv).reshape(kh * kw, oc).astype(dtype) - filter_offset  # [taps, oc]
         return [lay(wv[t], dtype) for t in range(kh * kw)]
 
     w_const = tap_weights(flt.data) if flt.is_const else None

@@ -2,7 +2,8 @@
 
 Inputs: box encodings [1, N, >= 4] (y, x, h, w per anchor: the first four values of each row), class predictions
 [1, N, C_bg] (C_bg = num_classes, or num_classes + 1 with a background class first), anchors [N, 4] (y, x, h, w),
-a constant. Types as LiteRT: box encodings FLOAT32 with FLOAT32 anchors, or UINT8 with UINT8 anchors (each
+a constant. Types as LiteRT: box encodings FLOAT32 with FLOAT32 anchors, or UINT8 with UINT8 anchors (or INT8
+with INT8 anchors: a legacy uint8 model as edge_sdk/runtime/uint8.py presents it; each
 dequantized with its own scale / zero point, (q - zp) * s in float32); class predictions FLOAT32, UINT8 (LiteRT's)
 or INT8 (the same dequantization; LiteRT refuses int8). Outputs, all FLOAT32: boxes [1, D, 4] (ymin, xmin, ymax,
 xmax), classes [1, D], scores [1, D], num_detections [1], D = max_detections * max_classes_per_detection.
@@ -132,7 +133,7 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
     per_class = flex_number(node, opts, "detections_per_class", int, DEFAULT_DETECTIONS_PER_CLASS)
     regular = bool(opts.get("use_regular_nms") or False)
 
-    node.expect_types(enc, ("FLOAT32", "UINT8"), "box encodings")
+    node.expect_types(enc, ("FLOAT32", "UINT8", "INT8"), "box encodings")
     node.expect_types(cls, ("FLOAT32", "UINT8", "INT8"), "class predictions")
     node.expect_types(anc, (enc.type,), "anchors (the box encodings' type)")
     if len(enc.shape) != 3 or enc.shape[0] != 1 or enc.shape[2] < 4:
@@ -159,14 +160,14 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         raise node.error("regular NMS needs detections_per_class and max_detections above 0")
     if not regular and per_anchor <= 0:
         raise node.error("fast NMS needs max_classes_per_detection above 0")
-    if enc.type == "UINT8":
+    if enc.type != "FLOAT32":
         node.expect_quantized(enc, anc)
     if cls.type != "FLOAT32":
         node.expect_quantized(cls)
     if not anc.is_const:
         raise node.unsupported(f"anchors '{anc.name}' are computed at run time; only constant anchors are supported")
     anchors = np.asarray(anc.data).reshape(n, 4)
-    anchors = _dequantized(anc, anchors) if anc.type == "UINT8" else anchors.astype(_F)
+    anchors = _dequantized(anc, anchors) if anc.type != "FLOAT32" else anchors.astype(_F)
     if not np.all(anchors[:, 2:] >= 0):
         raise node.error("anchors have a negative (or NaN) height or width: their boxes would be invalid")
     for k, out in enumerate(node.outputs):

@@ -5,7 +5,10 @@
  *  - int8 (per-tensor or per-channel int8 weights, optional int32 bias): int32 accumulator of
  *    w * (x + input_offset), taps in the padding contribute nothing, + bias, MultiplyByQuantizedMultiplier
  *    with the channel's multiplier (input_scale * weight_scale / output_scale, in double), + output zero
- *    point, clamp to the fused activation. The weights' zero point is not used (they are symmetric).
+ *    point, clamp to the fused activation. Per-tensor weights with a zero point (legacy UINT8 models,
+ *    presented as INT8: edge_sdk/runtime/uint8.py) add LiteRT's filter offset: w + filter_offset, computed as
+ *    sum(w * (x + input_offset)) + filter_offset * sum(x + input_offset) over each pixel's window (the
+ *    window's sum from the im2col buffer); such layers take the portable path (no CPU fast path).
  *  - int16x8 (int16 activations, int8 weights): no offsets; with an int64 bias (or no bias and
  *    quantized_bias_type != INT32) an int64 accumulator and the 16-bit-multiplier requantization, with an
  *    int32 bias an int32 accumulator and the int32 requantization; clamp to the activation range.
@@ -48,6 +51,7 @@ typedef struct {
     edge_rq_t *rq;              /* int8: per output channel (persistent); with rq_generic the raw multiplier
                                  * and shift (mul, rnd) for edge_mbqm */
     int32_t rq_generic;
+    int32_t filter_offset;      /* int8: -(the weights' zero point); nonzero only for per-tensor legacy weights */
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
     edge_conv_geom_t geo;       /* input h x w, output oh x ow, padding before (top, left); geo.fast: simd's
                                  * or fsimd's GEMM (CONV_FAST_*). Here and the pointers last: the int32 fields
@@ -76,7 +80,7 @@ enum { CONV_FAST_GEMM = 1, CONV_FAST_DIRECT = 2 };
  * shape), given multipliers edge_rq covers. */
 static int conv_simd_int8(const conv_data_t *d, const edge_tensor_t *w, const edge_tensor_t *bias) {
     const int32_t level = edge_simd_level();
-    return level && d->groups == 1 && w->is_const && (!bias || bias->is_const) &&
+    return level && d->groups == 1 && d->filter_offset == 0 && w->is_const && (!bias || bias->is_const) &&
            edge_simd_qgemm_bytes(level, d->o, d->k) != 0;
 }
 
@@ -241,6 +245,7 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK) return s;
     d->input_offset = in->type == EDGE_INT8 ? -in->zero_point : 0;
     d->output_offset = in->type == EDGE_INT8 ? out->zero_point : 0;
+    d->filter_offset = in->type == EDGE_INT8 ? -w->zero_point : 0;
     if (d->kind != CONV_INT8) {
         int32_t generic;
         return edge_conv_rq(ctx, in, w, out, d->o, 0, &d->rqc, &generic);
@@ -534,7 +539,7 @@ static void conv_store(const conv_data_t *d, const uint32_t *acc, int32_t npairs
  * conv_pairs, the k % 4 tail, then requantization, clamp and store. y1 == y0 for a lone last pixel (its
  * duplicate writes the same bytes). */
 static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col, const int32_t *bias, int32_t first,
-                      int32_t end, int8_t *y0, int8_t *y1) {
+                      int32_t end, int8_t *y0, int8_t *y1, uint32_t fo0, uint32_t fo1) {
     static const int32_t zeros[2 * CONV_CHUNK];
     const int32_t k = d->k, k4 = CONV_K4(k);
     uint32_t acc[4 * CONV_CHUNK];
@@ -568,6 +573,14 @@ static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col
                     s[2] += (uint32_t)(wb[t] * c[0]);
                     s[3] += (uint32_t)(wb[t] * c[1]);
                 }
+            }
+        }
+        if (fo0 | fo1) { /* the filter offset's term of each pixel (conv_window_sums) */
+            for (i = 0; i < npairs; i++) {
+                acc[4 * i] += fo0;
+                acc[4 * i + 1] += fo1;
+                acc[4 * i + 2] += fo0;
+                acc[4 * i + 3] += fo1;
             }
         }
         if (d->rq) {
@@ -622,6 +635,18 @@ static void conv_im2col_1x1(const conv_data_t *d, const int8_t *s0, const int8_t
 #endif
 }
 
+/* filter_offset * sum(x + input_offset) over one group's window of each pixel of the pair (its k values in the
+ * im2col buffer col, in conv_slot order): the filter offset's term, the same for every channel of the group. */
+static void conv_window_sums(const conv_data_t *d, const int16_t *col, uint32_t *fo0, uint32_t *fo1) {
+    int32_t kk, s0 = 0, s1 = 0;
+    for (kk = 0; kk < d->k; kk++) {
+        s0 += col[conv_slot(d->k, kk, 0)];
+        s1 += col[conv_slot(d->k, kk, 1)];
+    }
+    *fo0 = (uint32_t)s0 * (uint32_t)d->filter_offset;
+    *fo1 = (uint32_t)s1 * (uint32_t)d->filter_offset;
+}
+
 static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                       int16_t *cols) {
     const int32_t npix = d->geo.oh * d->geo.ow;
@@ -644,9 +669,12 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
                 conv_im2col(d, xb, p / d->geo.ow, p % d->geo.ow, 0, cols);
                 conv_im2col(d, xb, (p + two) / d->geo.ow, (p + two) % d->geo.ow, 1, cols);
             }
-            for (g = 0; g < d->groups; g++)
-                conv_gemm(d, wt, cols + (int64_t)g * 2 * d->k, bias, g * d->opg, (g + 1) * d->opg, y0,
-                          two ? y0 + d->o : y0);
+            for (g = 0; g < d->groups; g++) {
+                const int16_t *col = cols + (int64_t)g * 2 * d->k;
+                uint32_t fo0 = 0, fo1 = 0;
+                if (d->filter_offset) conv_window_sums(d, col, &fo0, &fo1);
+                conv_gemm(d, wt, col, bias, g * d->opg, (g + 1) * d->opg, y0, two ? y0 + d->o : y0, fo0, fo1);
+            }
         }
     }
 }

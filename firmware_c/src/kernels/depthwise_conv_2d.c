@@ -5,6 +5,9 @@
  *  - int8 (per-tensor or per-channel int8 weights, scales along dimension 3, optional int32 bias): int32
  *    accumulator of w * (x + input_offset), padding contributes nothing, + bias, the channel's
  *    MultiplyByQuantizedMultiplier, + output zero point, activation clamp.
+ *    Per-tensor weights with a zero point (legacy UINT8 models, presented as INT8: edge_sdk/runtime/uint8.py)
+ *    add LiteRT's filter offset, (w + filter_offset): such layers run the portable loop dw_int8_offset (chosen
+ *    at prepare; no SIMD / DSP path), or under the least-RAM plan in place.
  *  - int16x8: int64 accumulator of w * x, + int64 bias, the 16-bit-multiplier requantization, no offsets.
  *  - float32: the reference's tap order (fy, fx), + bias, activation clamp.
  * The int32 accumulator wraps like the reference's (sums mod 2^32 do not depend on their order, so the
@@ -58,6 +61,7 @@ typedef struct {
     int32_t kh, kw;
     int32_t sh, sw, dh, dw;
     int32_t input_offset, output_offset, lo, hi;
+    int32_t filter_offset, spare; /* int8: -(the weights' zero point), nonzero for per-tensor legacy weights */
     int32_t *rq;                /* per output channel, 5 bytes each (edge_conv_rq): edge_rq's form, or with
                                  * rq_generic (always for int16) edge_mbqm's multiplier and shift */
     int32_t rq_generic;
@@ -103,7 +107,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
     const int32_t level = edge_simd_level(), taps = d->kh * d->kw, oc = d->oc;
     int32_t i;
     d->geo.fast = 0;
-    if (!level || d->kind != DW_INT8 || d->rq_generic || !w->is_const ||
+    if (!level || d->kind != DW_INT8 || d->rq_generic || d->filter_offset || !w->is_const ||
         (bias && !bias->is_const) || (int64_t)taps * oc > 0x3fffffff)
         return EDGE_OK;
     d->simd_q = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * 3u * (size_t)oc);
@@ -435,8 +439,10 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK) return s;
     d->input_offset = d->kind == DW_INT8 ? -in->zero_point : 0;
     d->output_offset = d->kind == DW_INT8 ? out->zero_point : 0;
+    d->filter_offset = d->kind == DW_INT8 ? -w->zero_point : 0;
     s = edge_conv_rq(ctx, in, w, out, d->oc, d->kind == DW_INT8, &d->rq, &d->rq_generic);
     if (s != EDGE_OK) return s;
+    if (d->filter_offset) return EDGE_OK; /* dw_int8_offset: no scratch, no fast path */
 #if EDGE_SIMD
     s = dw_prepare_simd(node, ctx, d, w, bias);
     if (s != EDGE_OK || (d->geo.fast && !edge_in_patch_stage(ctx->interp, node))) return s;
@@ -1142,6 +1148,36 @@ static void dw_int8(const dw_data_t *d, const int8_t *x, const int8_t *wt, const
     }
 }
 
+/* int8 with a filter offset (legacy per-tensor weights): LiteRT's reference uint8 loop, every output channel
+ * ic * m + j of every pixel summed over the window's taps inside the input. */
+static void dw_int8_offset(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+    const int32_t off = d->input_offset, fo = d->filter_offset, c = d->c, m = d->m, oc = d->oc;
+    int32_t b, oy, ox, fy, fx, ch, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            edge_conv_taps(iy0, d->dh, d->geo.h, d->kh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                int8_t *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * oc;
+                edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
+                for (ch = 0; ch < oc; ch++) {
+                    uint32_t acc = bias ? (uint32_t)bias[ch] : 0u;
+                    for (fy = fy0; fy < fy1; fy++) {
+                        const int32_t iy = iy0 + fy * d->dh;
+                        for (fx = fx0; fx < fx1; fx++) {
+                            const int32_t ix = ix0 + fx * d->dw;
+                            const int32_t xv = x[(((int64_t)b * d->geo.h + iy) * d->geo.w + ix) * c + ch / m] + off;
+                            acc += (uint32_t)(xv * (wt[((int64_t)fy * d->kw + fx) * oc + ch] + fo));
+                        }
+                    }
+                    yp[ch] = dw_out8(d, acc, ch);
+                }
+            }
+        }
+    }
+}
+
 static void dw_int16(const dw_data_t *d, const int16_t *x, const int8_t *wt, const int64_t *bias, int16_t *y) {
     int32_t b, oy, ox, ic, j, fy, fx, fy0, fy1, fx0, fx1;
     for (b = 0; b < d->n; b++) {
@@ -1214,7 +1250,7 @@ static void dw_float(const dw_data_t *d, const float *x, const float *wt, const 
  * and the same requantization (dw_out8) as dw_int8: bit-exact. */
 static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, const int32_t *bias,
                              int8_t *plane) {
-    const int32_t c = d->c, off = d->input_offset;
+    const int32_t c = d->c, off = d->input_offset, fo = d->filter_offset;
     int32_t b, ch, oy, ox, fy, fx, fy0, fy1, fx0, fx1;
     int64_t k;
     for (b = 0; b < d->n; b++) {
@@ -1232,7 +1268,8 @@ static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, 
                     for (fy = fy0; fy < fy1; fy++) {
                         const int8_t *row = plane + (int64_t)(iy0 + fy * d->dh) * d->geo.w;
                         for (fx = fx0; fx < fx1; fx++)
-                            acc += (uint32_t)((row[ix0 + fx * d->dw] + off) * wt[((int64_t)fy * d->kw + fx) * c + ch]);
+                            acc += (uint32_t)((row[ix0 + fx * d->dw] + off) *
+                                              (wt[((int64_t)fy * d->kw + fx) * c + ch] + fo));
                     }
                     yb[((int64_t)oy * d->geo.ow + ox) * c + ch] = dw_out8(d, acc, ch);
                 }
@@ -1260,6 +1297,11 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         if (d->plane >= 0 && (const void *)out->data == in->data) {
             dw_int8_in_place(d, (int8_t *)out->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                              (int8_t *)edge_scratch(ctx, node, d->plane));
+            break;
+        }
+        if (d->filter_offset) {
+            dw_int8_offset(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
+                           (int8_t *)out->data);
             break;
         }
 #if EDGE_SIMD

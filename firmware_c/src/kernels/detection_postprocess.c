@@ -1,6 +1,7 @@
 /* The custom op TFLite_Detection_PostProcess (SSD post-processing) as LiteRT's detection_postprocess.cc; the Python
  * twin edge_sdk/runtime/kernels/detection.py says the algorithm, its options and tie rules.
- *  inputs: box encodings [1, N, >= 4] FLOAT32 (anchors FLOAT32) or UINT8 (anchors UINT8), class predictions
+ *  inputs: box encodings [1, N, >= 4] FLOAT32 (anchors FLOAT32) or UINT8 (anchors UINT8; or INT8 with INT8
+ *          anchors: a legacy uint8 model as edge_sdk/runtime/uint8.py presents it), class predictions
  *          [1, N, C_bg] FLOAT32 / UINT8 / INT8, anchors [N, 4] constant (h, w >= 0: every decoded box valid)
  *  outputs (FLOAT32): boxes [1, D, 4], classes [1, D], scores [1, D], num_detections [1]; D = max_detections *
  *          max_classes_per_detection; slots nothing fills are 0.
@@ -13,7 +14,7 @@
 #include "edge_kernel.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8", "scores FLOAT32/UINT8/INT8; constant anchors")
+EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8 INT8", "scores FLOAT32/UINT8/INT8; constant anchors")
 
 typedef struct {
     int32_t n, with_background, num_classes, label_offset, max_det, per_anchor, per_class, categories, regular;
@@ -61,8 +62,8 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
         if ((s = dp_number(ctx, &m, keys[k], &v[k], 1)) != EDGE_OK) return s;
     if ((s = dp_number(ctx, &m, "detections_per_class", &per_class, 0)) != EDGE_OK) return s;
     if ((s = dp_number(ctx, &m, "use_regular_nms", &regular, 0)) != EDGE_OK) return s;
-    if (enc->type != EDGE_FLOAT32 && enc->type != EDGE_UINT8)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "box encodings must be FLOAT32 or UINT8");
+    if (enc->type != EDGE_FLOAT32 && enc->type != EDGE_UINT8 && enc->type != EDGE_INT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "box encodings must be FLOAT32, UINT8 or INT8");
     if (cls->type != EDGE_FLOAT32 && cls->type != EDGE_UINT8 && cls->type != EDGE_INT8)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "class predictions must be FLOAT32, UINT8 or INT8");
     if (anc->type != enc->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "anchors must have the box encodings' type");
@@ -110,7 +111,7 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     d->enc_width = enc->dims[2];
     d->enc_type = enc->type;
     d->cls_type = cls->type;
-    if ((enc->type == EDGE_UINT8 && (!enc->quantized || !anc->quantized)) || (cls->type != EDGE_FLOAT32 && !cls->quantized))
+    if ((enc->type != EDGE_FLOAT32 && (!enc->quantized || !anc->quantized)) || (cls->type != EDGE_FLOAT32 && !cls->quantized))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "quantized inputs need a scale and zero point");
     d->enc_scale = enc->scale;
     d->enc_zp = enc->zero_point;
@@ -119,8 +120,9 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     anchors = (float *)edge_alloc_persistent(ctx, sizeof(float) * 4 * (size_t)(n > 0 ? n : 1));
     if (!anchors) return EDGE_ARENA_TOO_SMALL;
     for (k = 0; k < 4 * n; k++)
-        anchors[k] = anc->type == EDGE_UINT8 ? ((float)((const uint8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
-                                             : ((const float *)anc->data)[k];
+        anchors[k] = anc->type == EDGE_UINT8  ? ((float)((const uint8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
+                     : anc->type == EDGE_INT8 ? ((float)((const int8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
+                                              : ((const float *)anc->data)[k];
     for (k = 0; k < n; k++)
         if (!(anchors[4 * k + 2] >= 0.0f && anchors[4 * k + 3] >= 0.0f))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "anchors have a negative (or NaN) height or width");
@@ -218,6 +220,8 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
         for (k = 0; k < 4; k++)
             e[k] = d->enc_type == EDGE_UINT8
                        ? ((float)((const uint8_t *)enc->data)[i * d->enc_width + k] - (float)d->enc_zp) * d->enc_scale
+                   : d->enc_type == EDGE_INT8
+                       ? ((float)((const int8_t *)enc->data)[i * d->enc_width + k] - (float)d->enc_zp) * d->enc_scale
                        : ((const float *)enc->data)[i * d->enc_width + k];
         yc = (double)(float)((double)e[0] / (double)d->scale_y * (double)a[2] + (double)a[0]);
         xc = (double)(float)((double)e[1] / (double)d->scale_x * (double)a[3] + (double)a[1]);

@@ -1,0 +1,153 @@
+"""Legacy asymmetric UINT8 models (TFLite v1 "quantized_uint8": SSD MobileNet quant, MobileNet v1/v2 quant, ...)
+presented to the int8 kernels of both runtimes.
+
+A uint8 value q with zero point z is the int8 value q - 128 with zero point z - 128: real = s * (q - z) is
+unchanged and every kernel that computes on (q - zero point) (LiteRT's uint8 reference kernels do, with the same
+multipliers as the int8 ones) gives the same integers. So no kernel has a uint8 twin: at load, ``present`` rewrites
+the model once (each quantized UINT8 tensor whose every op takes UINT8, ``OpRow.uint8``, becomes INT8 with its
+zero points shifted by -128, its constant bytes flipped by x ^ 0x80 into a buffer of its own), and the
+interpreters flip the values of those tensors at set_tensor / get_tensor (``to_int8`` / ``to_uint8``) and report
+them as UINT8 in the tensor details (``details``). Weights keep their own zero point (LiteRT's *filter offset*):
+the conv / depthwise / fully-connected kernels take a nonzero per-tensor weight zero point.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from edge_sdk.model.types import Buffer, Model, Quantization
+
+SHIFT = 128  # uint8 q <-> int8 q - 128
+
+
+def _quantized(tensor) -> bool:
+    q = tensor.quantization
+    return q is not None and q.scale is not None and np.size(q.scale) > 0
+
+
+def _takes_uint8(model: Model, sg, op) -> bool:
+    """The op's row takes UINT8 (``OpRow.uint8``); a weighted op only with a quantized UINT8 data input (a FLOAT32
+    input with UINT8 weights is LiteRT's hybrid kernel, which reads the weights as they are)."""
+    from edge_sdk.runtime.op_table import ROWS
+
+    r = ROWS.get(model.op_name(op))
+    if r is None or not r.uint8:
+        return False
+    if r.weights is None:
+        return True
+    data = sg.tensors[op.inputs[0]] if op.inputs and op.inputs[0] >= 0 else None
+    return data is not None and data.type == "UINT8" and _quantized(data)
+
+
+def presented_tensors(model: Model) -> set[tuple[int, int]]:
+    """(subgraph, tensor) of the quantized UINT8 tensors the rewrite presents as INT8: every op reading or writing
+    one takes UINT8 (its row's ``uint8`` fact). A uint8 tensor some other op touches (CAST of raw bytes, ...)
+    stays as it is, and that op's kernel answers for it."""
+    chosen: set[tuple[int, int]] = set()
+    for s, sg in enumerate(model.subgraphs):
+        candidates = {t for t, tensor in enumerate(sg.tensors) if tensor.type == "UINT8" and _quantized(tensor)}
+        if not candidates:
+            continue
+        for op in sg.operators:
+            touched = candidates.intersection(t for t in (*op.inputs, *op.outputs) if t >= 0)
+            if touched and not _takes_uint8(model, sg, op):
+                candidates -= touched
+        chosen |= {(s, t) for t in candidates}
+    return chosen
+
+
+def present(model: Model) -> tuple[Model, frozenset]:
+    """The model the kernels run (uint8 tensors as int8, see the module docstring) and the (subgraph, tensor)
+    pairs it presents. A model without such tensors comes back as it is."""
+    chosen = presented_tensors(model)
+    if not chosen:
+        return model, frozenset()
+    out = copy.copy(model)
+    out.buffers = list(model.buffers)
+    out.subgraphs = []
+    for s, sg in enumerate(model.subgraphs):
+        sg2 = copy.copy(sg)
+        sg2.tensors = list(sg.tensors)
+        for t, tensor in enumerate(sg.tensors):
+            if (s, t) not in chosen:
+                continue
+            q = tensor.quantization
+            t2 = copy.copy(tensor)
+            t2.type = "INT8"
+            t2.quantization = Quantization(np.asarray(q.scale), np.asarray(q.zero_point, np.int64) - SHIFT,
+                                           q.quantized_dimension, q.min, q.max)
+            data = bytes(model.buffers[tensor.buffer].data) if tensor.buffer else b""
+            if data:  # a constant: its flipped bytes in a buffer of its own (another tensor may share the old one)
+                flipped = (np.frombuffer(data, np.uint8) ^ SHIFT).tobytes()
+                t2.buffer = len(out.buffers)
+                out.buffers.append(Buffer(flipped))
+            sg2.tensors[t] = t2
+        out.subgraphs.append(sg2)
+    _requantize_concat_inputs(out, chosen)
+    return out, frozenset(chosen)
+
+
+def _quant_key(tensor) -> tuple[float, int]:
+    q = tensor.quantization
+    return float(np.asarray(q.scale).reshape(-1)[0]), int(np.asarray(q.zero_point).reshape(-1)[0])
+
+
+def _requantize_concat_inputs(model: Model, chosen: set) -> None:
+    """LiteRT's uint8 CONCATENATION requantizes an input quantized unlike the output (ConcatenationWithScaling);
+    its int8 kernel (and ours, as TFLM's) takes equal quantization only. So a QUANTIZE (int8 -> int8 requantize)
+    is inserted before the concatenation for each such presented input, into a new tensor at the output's
+    quantization: the concatenation then joins equal quantizations, as the int8 kernels do."""
+    from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
+    from edge_sdk.model.types import Operator, OperatorCode
+
+    quantize = None
+    for s, sg in enumerate(model.subgraphs):
+        ops = []
+        for op in sg.operators:
+            if model.op_name(op) == "CONCATENATION" and op.outputs and (s, op.outputs[0]) in chosen:
+                out_key = _quant_key(sg.tensors[op.outputs[0]])
+                for k, t in enumerate(op.inputs):
+                    if t < 0 or (s, t) not in chosen or _quant_key(sg.tensors[t]) == out_key:
+                        continue
+                    if quantize is None:
+                        code = BUILTIN_OPERATOR_CODES["QUANTIZE"]
+                        found = [i for i, c in enumerate(model.operator_codes)
+                                 if c.builtin_code == code and c.custom_code is None]
+                        if found:
+                            quantize = found[0]
+                        else:
+                            model.operator_codes = [*model.operator_codes, OperatorCode(code, None, 1)]
+                            quantize = len(model.operator_codes) - 1
+                    src = sg.tensors[t]
+                    requantized = copy.copy(src)
+                    requantized.name = f"{src.name}/uint8_requantized"
+                    requantized.buffer = 0
+                    requantized.quantization = sg.tensors[op.outputs[0]].quantization
+                    sg.tensors.append(requantized)
+                    ops.append(Operator(quantize, [t], [len(sg.tensors) - 1]))
+                    op = copy.copy(op)
+                    op.inputs = [*op.inputs[:k], len(sg.tensors) - 1, *op.inputs[k + 1:]]
+            ops.append(op)
+        sg.operators = ops
+
+
+def to_int8(value: np.ndarray) -> np.ndarray:
+    """A uint8 array as the int8 values the kernels hold (q - 128)."""
+    return (np.asarray(value, np.uint8) ^ np.uint8(SHIFT)).view(np.int8)
+
+
+def to_uint8(value: np.ndarray) -> np.ndarray:
+    """The int8 values the kernels hold as the model's uint8 values (q + 128)."""
+    return (np.asarray(value).view(np.uint8) ^ np.uint8(SHIFT))
+
+
+def details(d: dict) -> dict:
+    """Tensor details of a presented tensor as the model declares it: UINT8, zero points + 128."""
+    d["dtype"] = np.uint8
+    scale, zp = d["quantization"]
+    d["quantization"] = (scale, zp + SHIFT)
+    qp = d["quantization_parameters"]
+    qp["zero_points"] = np.asarray(qp["zero_points"], np.int32) + SHIFT
+    return d
