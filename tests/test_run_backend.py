@@ -104,8 +104,8 @@ def test_edge_run_falls_back_and_forced_c_is_one_line(tmp_path):
     assert p.returncode == 0 and p.stdout.startswith("runtime: python (C runtime refuses node 0 ADD: "), p.stdout
     p = _edge("run", model, x, "--backend", "c")
     assert p.returncode == 3 and p.stdout == ""
-    assert p.stderr.count("\n") == 1 and p.stderr.startswith("edge run: error: --backend c: C runtime refuses node 0 "
-                                                             "ADD: "), p.stderr
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"edge run: error: MODEL {model}: --backend c: C runtime "
+                                                             "refuses node 0 ADD: "), p.stderr
     p = _edge("run", model, x, "--backend", "tpu")
     assert p.returncode == 2 and "invalid choice: 'tpu'" in p.stderr
 

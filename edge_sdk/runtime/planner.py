@@ -247,7 +247,7 @@ def internal_keys(model, part, held: bool) -> list[tuple[int, int]]:
     return keys
 
 
-def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None) -> list:
+def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None, fold: bool = True) -> list:
     """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
 
     ``infos[s][t]`` gives each tensor's shape and dtype (``tensor_infos``, or the interpreter's prepared ones).
@@ -319,7 +319,8 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
             first[key] = min(first.get(key, lo), lo)
             last[key] = max(last.get(key, hi), hi)
         skip.update(internal_keys(model, part, held))
-    skip.update(key for key, _ in folded_constants(model, infos))
+    if fold:  # the hosts' plans; a microcontroller's (and the C runtime's plan-only run) keeps them (see below)
+        skip.update(key for key, _ in folded_constants(model, infos))
     requests = []
     for s, sg_infos in enumerate(infos):
         for info in sg_infos:
@@ -343,14 +344,16 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     return requests
 
 
-def static_plan(model) -> _arena.ArenaPlan:
+def static_plan(model, fold: bool = True) -> _arena.ArenaPlan:
     """The arena plan from the model's declared shapes alone (no kernels needed).
 
     Equals ``Interpreter.arena_plan()`` when every kernel's computed shapes agree with the declared ones;
-    useful for models with ops we cannot run, and for comparing with TFLM's planner.
+    useful for models with ops we cannot run, and for comparing with TFLM's planner. ``fold=False``: the
+    DEQUANTIZEs of constants keep their tensors, as a microcontroller's plan and the C runtime's plan-only run
+    (no prepare, so nothing computed at prepare) do.
     """
     from edge_sdk.runtime import arena as _arena
-    return _arena.plan(buffer_requests(model, declared_infos(model)))
+    return _arena.plan(buffer_requests(model, declared_infos(model), fold=fold))
 
 
 # ------------------------------------------------------------------------------------------------ in place
