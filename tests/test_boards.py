@@ -309,7 +309,7 @@ def test_runtime_links_with_the_fragment_and_runs_under_qemu(tmp_path):
         "fw.elf: $(SRCS)\n"
         f"\t$(BOARD_CC) -std=c99 -Wall -Wextra -Werror -Os $(BOARD_CFLAGS) -I{core}/include -I{core}/src "
         "$(SRCS) $(BOARD_LDFLAGS) -o $@\n")
-    build = subprocess.run(["make", "-C", str(tmp_path)], capture_output=True, text=True, timeout=120, check=False)
+    build = subprocess.run(["make", "-C", str(tmp_path)], capture_output=True, text=True, timeout=300, check=False)
     assert build.returncode == 0, build.stdout + build.stderr
     runs = []
     for _ in range(2):
