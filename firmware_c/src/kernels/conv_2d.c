@@ -37,7 +37,9 @@ EDGE_KERNEL(CONV_2D, conv_2d, 8, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/I
 enum { CONV_FLOAT = 0, CONV_INT8 = 1, CONV_INT16_32 = 2, CONV_INT16_64 = 3 };
 
 typedef struct {
-    int32_t kind;
+    int16_t kind;
+    int16_t filter_offset;      /* int8: -(the weights' zero point, -127..128), nonzero only for per-tensor legacy
+                                 * (uint8) weights; 16 bits beside kind: no persistent byte more per node */
     int32_t n, c;               /* input batch, channels (its height and width: geo) */
     int32_t o;                  /* output channels */
     int32_t kh, kw, cg;         /* filter: [o, kh, kw, cg] */
@@ -51,7 +53,6 @@ typedef struct {
     edge_rq_t *rq;              /* int8: per output channel (persistent); with rq_generic the raw multiplier
                                  * and shift (mul, rnd) for edge_mbqm */
     int32_t rq_generic;
-    int32_t filter_offset;      /* int8: -(the weights' zero point); nonzero only for per-tensor legacy weights */
     int32_t scratch;            /* int8: im2col buffer of 2 pixels x groups x k int16 */
     edge_conv_geom_t geo;       /* input h x w, output oh x ow, padding before (top, left); geo.fast: simd's
                                  * or fsimd's GEMM (CONV_FAST_*). Here and the pointers last: the int32 fields

@@ -52,7 +52,9 @@ EDGE_KERNEL(DEPTHWISE_CONV_2D, depthwise_conv_2d, 7, "FLOAT32/FLOAT32 INT8/INT8 
 enum { DW_FLOAT = 0, DW_INT8 = 1, DW_INT16 = 2 };
 
 typedef struct {
-    int32_t kind;
+    int16_t kind;
+    int16_t filter_offset;      /* int8: -(the weights' zero point, -127..128), nonzero only for per-tensor legacy
+                                 * (uint8) weights; 16 bits beside kind: no persistent byte more per node */
     edge_conv_geom_t geo;       /* input h x w, output oh x ow, padding before (top, left); geo.fast: int8 on
                                  * a 64-bit Linux CPU with a fast path: its level (0: none); float32, multiplier
                                  * 1: the level of edge_simd_dw_f32 (which reads the filter as the model stores
@@ -61,7 +63,6 @@ typedef struct {
     int32_t kh, kw;
     int32_t sh, sw, dh, dw;
     int32_t input_offset, output_offset, lo, hi;
-    int32_t filter_offset, spare; /* int8: -(the weights' zero point), nonzero for per-tensor legacy weights */
     int32_t *rq;                /* per output channel, 5 bytes each (edge_conv_rq): edge_rq's form, or with
                                  * rq_generic (always for int16) edge_mbqm's multiplier and shift */
     int32_t rq_generic;
