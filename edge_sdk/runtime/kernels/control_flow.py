@@ -79,10 +79,7 @@ def prepare_if(node: Node):
     (then_index, then_what, then_outs), (else_index, else_what, else_outs) = branches
     for k, (a, b) in enumerate(zip(then_outs, else_outs)):
         _expect_like(node, f"{else_what} output {k}", b, a, f"{then_what} output {k}")
-        out = node.outputs[k]
-        if out.type != a.type:
-            raise node.error(f"output {k} '{out.name}' has type {out.type}, the branches' output {k} has {a.type}")
-        node.set_output_shape(k, a.shape)
+    _outputs_from(node, then_outs, "the branches'")
     runtime = node.runtime
 
     def run(inputs, outputs):
@@ -91,6 +88,16 @@ def prepare_if(node: Node):
             o[...] = r
 
     return run
+
+
+def _outputs_from(node: Node, callee_outs, whose: str) -> None:
+    """The node's outputs take the called subgraph's output types (checked) and shapes (IF: the branches',
+    STABLEHLO_COMPOSITE: the decomposition's)."""
+    for k, d in enumerate(callee_outs):
+        out = node.outputs[k]
+        if out.type != d.type:
+            raise node.error(f"output {k} '{out.name}' has type {out.type}, {whose} output {k} has {d.type}")
+        node.set_output_shape(k, d.shape)
 
 
 def prepare_while(node: Node):
@@ -137,11 +144,7 @@ def prepare_stablehlo_composite(node: Node):
     _expect_counts(node, what, outs, len(node.outputs), "output")
     for k, (x, d) in enumerate(zip(node.inputs, ins)):
         _expect_like(node, f"{what} input {k}", d, node.input(k), f"node input {k}")
-    for k, d in enumerate(outs):
-        out = node.outputs[k]
-        if out.type != d.type:
-            raise node.error(f"output {k} '{out.name}' has type {out.type}, {what} output {k} has {d.type}")
-        node.set_output_shape(k, d.shape)
+    _outputs_from(node, outs, what)
     runtime = node.runtime
 
     def run(inputs, outputs):
