@@ -292,26 +292,9 @@ def _check_reads(path, label: str, claim: str) -> None:
         model = read_model(Path(path).read_bytes())
     except ModelError as exc:
         raise _not_a(path, label, claim, f"a damaged or truncated TFLite file ({exc})") from None
-    _refuse_nan_weights(model, path, label)
+    from edge_sdk.tools.run_backend import refuse_nan_weights
 
-
-def _refuse_nan_weights(model, path, label: str) -> None:
-    """A float constant holding NaN: every output it reaches is NaN, and a conversion measured against such a float
-    model reported "SNR inf dB ... met" (NaN against NaN). inf is left alone (an attention mask's -inf is meant)."""
-    import numpy as np
-
-    for s, sg in enumerate(model.subgraphs):
-        for t, tensor in enumerate(sg.tensors):
-            if tensor.type not in ("FLOAT32", "FLOAT16", "FLOAT64"):
-                continue
-            value = model.tensor_data(s, t)
-            if value is None or not value.size:
-                continue
-            bad = int(np.count_nonzero(np.isnan(value)))
-            if bad:
-                raise ModelError(f"{label} {path}: constant tensor {tensor.name!r} (subgraph {s}, tensor {t}) holds "
-                                 f"{bad} NaN of {value.size} values: every output it reaches is NaN; fix the float "
-                                 "model first")
+    refuse_nan_weights(model, path, label)
 
 
 def _check_file_claim(path: str, label: str, claim: str) -> None:
@@ -440,7 +423,7 @@ def _check_targets(args) -> None:
 def _cmd_inspect(args) -> int:
     from edge_sdk.tools.inspection import format_inspection, inspect_model
 
-    report = inspect_model(args.model)
+    report = inspect_model(args.model, input_shapes=_input_shapes(args.input_shape))
     if args.json:
         _print_json(report)
     else:
@@ -644,7 +627,7 @@ def _model_bytes(path: str) -> bytes:
 
 def _cmd_run(args) -> int:
     from edge_sdk.tasks.pipeline import check_labels_file, format_results, run_inputs
-    from edge_sdk.tools.run_backend import choose_runtime
+    from edge_sdk.tools.run_backend import choose_runtime, warn_nan_weights
     from pathlib import Path
 
     for p in args.inputs:  # every file is there before the model is even read (and the C runtime tried)
@@ -662,7 +645,9 @@ def _cmd_run(args) -> int:
     from edge_sdk.model.input_shapes import shaped_model_path
 
     model = shaped_model_path(args.model, _input_shapes(args.input_shape))  # UsageError before the runtime is chosen
-    choice = choose_runtime(_model_bytes(model), args.backend, num_threads=args.threads)
+    content = _model_bytes(model)
+    warn_nan_weights(content, args.model)  # a NaN weight named before any result (issue 27)
+    choice = choose_runtime(content, args.backend, num_threads=args.threads)
     results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
                          frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
                          backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
@@ -996,6 +981,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("inspect", help="ops, tensors, quantization, MACs and the arena plan of a .tflite model")
     p.add_argument("model", help="path to a .tflite file")
+    _input_shape_option(p)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_cmd_inspect)
 

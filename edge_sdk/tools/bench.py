@@ -159,12 +159,12 @@ class _Runner:
         return int(size) if isinstance(size, int) else None
 
 
-def _op_facts(interp) -> tuple[list, list]:
-    """(MACs per node, shape per tensor) of subgraph 0 from an edge_sdk Interpreter ([] when it cannot say)."""
+def _op_facts(interp, subgraph: int = 0) -> tuple[list, list]:
+    """(MACs per node, shape per tensor) of ``subgraph`` from an edge_sdk Interpreter ([] when it cannot say)."""
     out = []
     for fn in ("op_macs", "tensor_shapes"):
         try:
-            out.append(list(getattr(interp, fn)()))
+            out.append(list(getattr(interp, fn)(subgraph)))
         except (AttributeError, EdgeError, RuntimeError, ValueError):
             out.append([])
     return out[0], out[1]
@@ -177,9 +177,11 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
         return None, LITERT_NOTE
     per_run: list[dict] = []  # per run: {(subgraph, node): us}
     names: dict[tuple[int, int], str] = {}
+    calls: dict[tuple[int, int], int] = {}  # times a node ran in all the profiled runs (a WHILE body's: per iteration)
     totals: list[float] = []
+    facts = None  # the interpreter whose prepare gives MACs and shapes per subgraph
     if runner.backend == "python":
-        macs, shapes = _op_facts(interp)
+        facts = interp
         for _ in range(n):
             t = clock()
             steps = interp.invoke_profiled()
@@ -199,26 +201,34 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
                 key = (int(e["subgraph"]), int(e["node"]))
                 run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
                 names[key] = e["op"]
+                calls[key] = calls.get(key, 0) + 1
             per_run.append(run)
         try:  # MACs and output shapes: the python interpreter's prepare knows them
             from edge_sdk.runtime.interpreter import Interpreter
 
             facts = Interpreter(model_content=content)
             facts.allocate_tensors()
-            macs, shapes = _op_facts(facts)
         except (EdgeError, RuntimeError, ValueError):
-            macs, shapes = [], []
+            facts = None
     model = getattr(interp, "model", None)
+    # a called subgraph's rows (IF branches, WHILE bodies) go under the node that runs them (edge profile's way)
+    from edge_sdk.tools.profile import subgraph_callers
+
+    caller_of = subgraph_callers(model) if model is not None else {}
+    per_subgraph = {s: _op_facts(facts, s) if facts is not None else ([], []) for s, _ in names}
     ops = []
     for s, k in sorted(names):
+        macs, shapes = per_subgraph[s]
         shape = None
-        if s == 0 and model is not None and k < len(model.subgraphs[0].operators):
-            outs = model.subgraphs[0].operators[k].outputs
+        if model is not None and s < len(model.subgraphs) and k < len(model.subgraphs[s].operators):
+            outs = model.subgraphs[s].operators[k].outputs
             if outs and 0 <= outs[0] < len(shapes):
                 shape = list(shapes[outs[0]])
-        m = macs[k] if s == 0 and k < len(macs) else None
+        m = macs[k] if k < len(macs) else None
+        if m and s:  # a node of a called subgraph: its MACs each time it ran, per profiled run
+            m = m * calls.get((s, k), n) / n
         ops.append(OpTiming(index=k, op=names[(s, k)], samples=[r.get((s, k), 0.0) for r in per_run], subgraph=s,
-                            output_shape=shape, macs=int(m) if m else 0))
+                            output_shape=shape, macs=int(m) if m else 0, caller=caller_of.get(s) if s else None))
     if not ops:
         return None, f"no per-op times: backend {runner.backend} timed no ops"
     return OpProfile(ops=ops, unit="us", run_totals=totals, us_per_unit=1.0), None
@@ -348,10 +358,15 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
         raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
         raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+    from edge_sdk.tools.run_backend import warn_nan_weights
+
     if isinstance(model, (bytes, bytearray, memoryview)):
         model = shaped_model(bytes(model), input_shapes)
+        warn_nan_weights(model, "<bytes>")
     elif host is None or Path(model).is_file():  # a missing file: _bench names it as before
+        given = model
         model = shaped_model_path(model, input_shapes)
+        warn_nan_weights(Path(model).read_bytes(), given)  # timed all the same; its outputs mean nothing
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs)

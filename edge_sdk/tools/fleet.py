@@ -211,17 +211,26 @@ def inventory_hosts(inventory) -> list:
             os.environ["PATH"] = saved
     if not isinstance(out, dict):
         raise DeviceError(f"{inventory}: Ansible cannot read it: {str(err or out).strip().splitlines()[-1:]}")
-    targets = []
-    for name, hv in (out.get("_meta", {}).get("hostvars") or {}).items():
-        host, user, port = str(hv.get("ansible_host", name)), hv.get("ansible_user"), hv.get("ansible_port")
-        spec = f"{user + '@' if user else ''}{'[' + host + ']' if ':' in host and port else host}"
-        targets.append(SSHTarget.parse(spec + (f":{port}" if port else ""), name=name))
+    targets = [target_from_hostvars(name, hv) for name, hv in (out.get("_meta", {}).get("hostvars") or {}).items()]
     if not targets:
         raise DeviceError(f"{inventory}: no hosts in the inventory")
     return targets
 
 
+def target_from_hostvars(name: str, hostvars: dict):
+    """The SSHTarget of inventory host ``name`` from its Ansible hostvars (``ansible_host`` / ``ansible_port`` /
+    ``ansible_user``; empty or missing ones: the inventory name, ssh's defaults)."""
+    from edge_sdk.device.ssh import SSHTarget
+
+    host = str(hostvars.get("ansible_host") or name)
+    user, port = hostvars.get("ansible_user") or None, hostvars.get("ansible_port") or None
+    spec = f"{user + '@' if user else ''}{'[' + host + ']' if ':' in host and port else host}"
+    return SSHTarget.parse(spec + (f":{port}" if port else ""), name=name)
+
+
 def _target(inventory: Path, name: str):
+    """Host ``name`` looked up in the inventory (ansible-inventory: about a second of CPU): only for a playbook that
+    does not pass the host's address (a user's copy of an older rollout.yml)."""
     for t in inventory_hosts(inventory):
         if t.name == name:
             return t
@@ -246,6 +255,10 @@ def step(argv: list[str]) -> int:
     p.add_argument("step", choices=["snapshot", "deploy", "health", "rollback"])
     p.add_argument("--inventory", required=True)
     p.add_argument("--host", required=True, help="the host's inventory name")
+    # the host's address from the playbook's hostvars: no ansible-inventory run per step (issue 28)
+    p.add_argument("--ssh-host", help="the host's ansible_host (default: looked up in --inventory)")
+    p.add_argument("--ssh-port", default="", help="its ansible_port ('' : ssh's default)")
+    p.add_argument("--ssh-user", default="", help="its ansible_user ('' : ssh's default)")
     p.add_argument("--model", required=True)
     p.add_argument("--results", required=True)
     p.add_argument("--remote-dir", default=deploy_mod.REMOTE_DIR)
@@ -254,7 +267,9 @@ def step(argv: list[str]) -> int:
     a = p.parse_args(argv)
     results, model = Path(a.results), Path(a.model)
     try:
-        target = _target(Path(a.inventory), a.host)
+        target = (target_from_hostvars(a.host, {"ansible_host": a.ssh_host, "ansible_port": a.ssh_port,
+                                                "ansible_user": a.ssh_user})
+                  if a.ssh_host else _target(Path(a.inventory), a.host))
         conn = deploy_mod.connection_for(target)
         if a.step == "deploy":
             r = deploy_mod.deploy(model, target, remote_dir=a.remote_dir, wheel=a.wheel, build_c=a.build_c)

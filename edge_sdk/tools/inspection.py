@@ -6,6 +6,12 @@ table's count per op) and the layer-by-layer arena plan come from allocating it 
 and least-RAM plans are the planner's (edge_sdk.runtime.planner.plan_tensors) over that interpreter's prepared
 tensor infos, without another interpreter. A model we cannot run is still inspected: the reason is listed under
 ``problems`` and the run-time figures are null.
+
+An input whose shape signature holds a -1 beyond the batch axis (a time or length axis: edge_sdk.model.input_shapes)
+has only a placeholder stored shape: the run-time figures need ``input_shapes`` (`--input-shape`, as the commands
+that run the model take it). Without it they are null and ``problems`` holds the one line naming the input, its
+signature and the flag (not a kernel error at the placeholder shape); the tensor rows carry ``shape_signature``
+where it differs from the stored shape.
 """
 
 from __future__ import annotations
@@ -35,10 +41,17 @@ def _tensor_bytes(model: Model, t) -> int:
     return len(model.buffers[t.buffer].data) if 0 < t.buffer < len(model.buffers) else 0
 
 
-def inspect_model(source) -> dict:
-    """A report of the model at ``source`` (a path or bytes): structure, MACs, arena plan, problems."""
+def inspect_model(source, input_shapes=None) -> dict:
+    """A report of the model at ``source`` (a path or bytes): structure, MACs, arena plan, problems.
+    ``input_shapes`` (`--input-shape`): the run-time figures at these input shapes (module docstring)."""
+    from edge_sdk.errors import UsageError
+    from edge_sdk.model.input_shapes import shaped_model
+
     data = Path(source).read_bytes() if isinstance(source, (str, Path)) else bytes(source)
     model = read_model(data)
+    shaped = None
+    if input_shapes:  # misuse (an unknown input, a wrong rank) is the caller's UsageError, as on every command
+        shaped = shaped_model(data, input_shapes, model=model)
     report: dict = {
         "model": str(source) if isinstance(source, (str, Path)) else "<bytes>",
         "bytes": len(data),
@@ -69,6 +82,8 @@ def inspect_model(source) -> dict:
                 "index": ti, "name": t.name, "type": t.type, "shape": list(t.shape), "constant": nbytes > 0,
                 "bytes": nbytes, "variable": t.is_variable, "quantization": _quantization(t),
             })
+            if t.shape_signature is not None and tuple(t.shape_signature) != tuple(t.shape):
+                tensors[-1]["shape_signature"] = [int(d) for d in t.shape_signature]
         ops = [
             {"index": oi, "op": model.op_name(op), "version": model.op_version(op), "inputs": list(op.inputs),
              "outputs": list(op.outputs), "macs": None}
@@ -76,7 +91,16 @@ def inspect_model(source) -> dict:
         ]
         report["subgraphs"].append({"index": si, "name": sg.name, "inputs": list(sg.inputs),
                                     "outputs": list(sg.outputs), "tensors": tensors, "ops": ops})
-    _add_runtime_figures(data, report)
+    if shaped is None:
+        try:  # a -1 beyond the batch axis and no shape given: that one line, not a kernel error at the placeholder
+            shaped = shaped_model(data, None, model=model)
+        except UsageError as exc:
+            report["problems"].append(f"{exc} (the run-time figures need it)")
+            return report
+    if input_shapes:  # the shapes the figures are for, as given
+        main = read_model(shaped).subgraphs[0]
+        report["input_shapes"] = {main.tensors[t].name: [int(d) for d in main.tensors[t].shape] for t in main.inputs}
+    _add_runtime_figures(shaped, report)
     return report
 
 
@@ -166,6 +190,9 @@ def format_inspection(report: dict) -> str:
             lines.append(f"           least-RAM plan (--memory min): {patch['summary']}{ratio}")
         elif "patch" in arena:
             lines.append("           least-RAM plan (--memory min): the in-place plan (no patch stage needs less)")
+    if report.get("input_shapes"):
+        lines.append("inputs     at " + ", ".join(f"{n} [{', '.join(map(str, s))}]"
+                                            for n, s in report["input_shapes"].items()) + " (--input-shape)")
     if report["signatures"]:
         lines.append("signatures " + ", ".join(f"{s['key']} (subgraph {s['subgraph']})" for s in report["signatures"]))
     if report["metadata"]:
@@ -191,6 +218,8 @@ def format_inspection(report: dict) -> str:
         for t in tensors:
             kind = "const" if t["constant"] else ("var" if t["variable"] else "")
             shape = "x".join(map(str, t["shape"])) or "scalar"
+            if "shape_signature" in t:  # a placeholder stored shape: its signature beside it
+                shape += " (" + "x".join(map(str, t["shape_signature"])) + ")"
             name = t["name"] if len(t["name"]) <= 40 else "…" + t["name"][-39:]
             itemsize = numpy_dtype(t["type"]).itemsize if numpy_dtype(t["type"]) is not None else 0
             size = t["bytes"] if t["constant"] else int(np.prod(t["shape"], dtype=np.int64)) * itemsize

@@ -109,6 +109,20 @@ def unit_label(hello, profile=None) -> tuple[str, bool, float | None]:
 
 
 # ------------------------------------------------------------------------------------------------ trace
+def subgraph_callers(model) -> dict[int, tuple[int, int]]:
+    """{called subgraph: (subgraph, node) of the first node that runs it} (WHILE, IF, CALL_ONCE): the rows of a
+    called subgraph are a breakdown of that node's time (op_report: the top-level rows alone make the 100%);
+    `edge profile` and `edge bench` place them under it."""
+    from edge_sdk.runtime.planner import callees
+
+    caller_of: dict[int, tuple[int, int]] = {}
+    for s, sg in enumerate(model.subgraphs):
+        for k, op in enumerate(sg.operators):
+            for c in callees(model, op):
+                caller_of.setdefault(c, (s, k))
+    return caller_of
+
+
 def _run_op_ticks(records) -> list[tuple[tuple[int, int], int, int]]:
     """One run's trace records as ``((subgraph, node), ticks, times it ran)``, in first-run order: a node of a
     subgraph that an IF / WHILE calls runs once per call (a WHILE body once per iteration), so its record
@@ -212,6 +226,15 @@ def validation_line(r: dict) -> str:
     return ("outputs: " + ("integer outputs identical (bit for bit); " if ints else "")
             + f"float outputs within {r['float_max_abs_diff']:.3g} (tolerance {r['float_tolerance']:.3g}) of the "
             "host interpreter")
+
+
+def tolerance_note(r: dict) -> str | None:
+    """The tolerance float outputs were held to, when they matched bit for bit (validation_line then names none):
+    a float model's validation always says its tolerance (issue 23 point 4)."""
+    floats = r.get("float_outputs") or []
+    if not floats or not all(f["bit_exact"] for f in floats):
+        return None
+    return f"  (float outputs are held to a tolerance of {r['float_tolerance']:.3g}; these matched exactly)"
 
 
 # ------------------------------------------------------------------------------------------------ run
@@ -345,15 +368,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     n_sub = len(model.subgraphs)
     macs = [host.op_macs(s) for s in range(n_sub)]
     shapes = [host.tensor_shapes(s) for s in range(n_sub)]
-    # the node that runs each called subgraph (WHILE, IF, CALL_ONCE): its rows are a breakdown of that node's
-    # time (op_report: the top-level rows alone make the 100%)
-    from edge_sdk.runtime.planner import callees
-
-    caller_of: dict[int, tuple[int, int]] = {}
-    for s, sg in enumerate(model.subgraphs):
-        for k, op in enumerate(sg.operators):
-            for c in callees(model, op):
-                caller_of.setdefault(c, (s, k))
+    caller_of = subgraph_callers(model)
     timings = []
     for (s, k), ticks in sorted(per_op.items()):
         m = macs[s][k] if s < n_sub and k < len(macs[s]) else None
@@ -421,6 +436,8 @@ def format_profile(r: dict) -> str:
         lines.append(f"arena plan: {plan_words(r['memory_plan'], r.get('patch'))}")
     if r["validated"]:
         lines.append(validation_line(r))
+        if tolerance_note(r):
+            lines.append(tolerance_note(r))
     else:
         for m in r["mismatches"]:
             lines.append(f"MISMATCH: {m['message']}")

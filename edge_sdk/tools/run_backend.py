@@ -17,6 +17,11 @@
 - ``"python"``: the Python interpreter (it runs every op of the op table; delegates are the Python API's).
 
 The Python API (``edge_sdk.Interpreter``) keeps its own default, ``backend="python"``: this is the tools'.
+
+A float constant holding NaN (a weight, a bias) makes every output it reaches NaN, whatever the runtime:
+``nan_weights`` finds it, the one check behind `edge convert`'s refusal (``refuse_nan_weights``: it would measure
+the converted model against NaN) and the warning of `edge run`, `edge bench` and `edge serve`
+(``warn_nan_weights``: they still run it, and say before any result why those results mean nothing).
 """
 
 from __future__ import annotations
@@ -58,6 +63,51 @@ def c_refusal(exc: Exception) -> str:
     if m:
         return f"C runtime refuses node {m.group(1)} {m.group(2)}: {m.group(3)}"
     return f"C runtime refuses the model: {text}"
+
+
+def nan_weights(model) -> str | None:
+    """"constant tensor 'w' (subgraph S, tensor T) holds N NaN of M values" for the first float constant of
+    ``model`` (a parsed Model) that holds NaN; None when none does. inf is left alone (an attention mask's -inf is
+    meant)."""
+    import numpy as np
+
+    for s, sg in enumerate(model.subgraphs):
+        for t, tensor in enumerate(sg.tensors):
+            if tensor.type not in ("FLOAT32", "FLOAT16", "FLOAT64"):
+                continue
+            value = model.tensor_data(s, t)
+            if value is None or not value.size:
+                continue
+            bad = int(np.count_nonzero(np.isnan(value)))
+            if bad:
+                return (f"constant tensor {tensor.name!r} (subgraph {s}, tensor {t}) holds {bad} NaN of {value.size} "
+                        "values")
+    return None
+
+
+def refuse_nan_weights(model, path, label: str = "MODEL") -> None:
+    """ModelError naming the file and the constant when ``model`` holds a NaN weight (`edge convert`'s source)."""
+    found = nan_weights(model)
+    if found:
+        raise ModelError(f"{label} {path}: {found}: every output it reaches is NaN; fix the float model first")
+
+
+def warn_nan_weights(content: bytes, path, label: str = "MODEL") -> str | None:
+    """A warning line naming the file and the constant when the .tflite ``content`` holds a NaN weight (`edge
+    run`, `bench`, `serve`: they run it anyway); the warning's text, or None. A file the reader refuses is left
+    to the tool (it reports it its own way)."""
+    from edge_sdk import log
+    from edge_sdk.model import read_model
+
+    try:
+        found = nan_weights(read_model(content))
+    except ModelError:
+        return None
+    if not found:
+        return None
+    text = f"{label} {path}: {found}: every output it reaches is NaN or meaningless; fix the float model"
+    log.warning(text)
+    return text
 
 
 def _node_count(model) -> int:
@@ -114,4 +164,5 @@ def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | Non
     return RuntimeChoice(C, what if requested == AUTO else f"--backend c: {what}", requested)
 
 
-__all__ = ["AUTO", "C", "CHOICES", "PYTHON", "RuntimeChoice", "c_accepts", "c_refusal", "choose_runtime"]
+__all__ = ["AUTO", "C", "CHOICES", "PYTHON", "RuntimeChoice", "c_accepts", "c_refusal", "choose_runtime", "nan_weights",
+           "refuse_nan_weights", "warn_nan_weights"]

@@ -214,8 +214,9 @@ class Server:
         self.request_timeout_s = float(request_timeout_s)
         self.socket_timeout_s = float(socket_timeout_s)
         self.num_threads = num_threads  # each interpreter's (Interpreter's checks)
-        from edge_sdk.tools.run_backend import C, RuntimeChoice, choose_runtime
+        from edge_sdk.tools.run_backend import C, RuntimeChoice, choose_runtime, warn_nan_weights
 
+        self.nan_weights = warn_nan_weights(self.content, self.name)  # served all the same; said once, in /health
         # the runtime (issue 16 point 5): auto = the C runtime when it runs the model; said at start-up, in /health
         self.runtime = choose_runtime(self.content, backend, num_threads=num_threads)
         probe = _new_interpreter(self.content, num_threads=num_threads)  # fails here (ModelError) on a model we cannot run
@@ -514,6 +515,7 @@ class Server:
                         for d in self.outputs],
             "batching": self.batch_mode != "none",
             "batching_note": self.batch_note or None,
+            "nan_weights": self.nan_weights,
             "max_batch": self.max_batch,
             "instances": self.instances,
             "pipeline": type(self.pipeline).__name__ if self.pipeline is not None else None,
@@ -534,11 +536,18 @@ class Server:
         _refuse_nonfinite(a, d, what)
         a = a.reshape(want)
         dt = np.dtype(d["dtype"])
-        if raw:
-            if dt.kind in "iu":
+        from edge_sdk.tasks.pipeline import is_quantized
+
+        # raw, and any bool or unquantized integer input (an IF's condition, a step count): the tensor's own
+        # values (JSON true / false are 1 / 0), never quantized or cast from a float32 copy
+        if raw or dt.kind == "b" or (dt.kind in "iu" and not is_quantized(d)):
+            if dt.kind == "b" and a.size and not np.all((a == 0) | (a == 1)):
+                raise _Reject(400, f"{what}: values for the bool input '{d['name']}' must be true / false (or 1 / 0)")
+            if dt.kind in "iu" and a.size:
                 info = np.iinfo(dt)
                 if np.any(a != np.round(a)) or a.min() < info.min or a.max() > info.max:
-                    raise _Reject(400, f"{what}: raw values must be integers in {dt.name} range")
+                    kind = "raw values" if raw else f"values for the {dt.name} input '{d['name']}'"
+                    raise _Reject(400, f"{what}: {kind} must be integers in {dt.name} range")
             return a.astype(dt)
         try:
             return to_input(a.astype(np.float32), d, what)
