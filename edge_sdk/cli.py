@@ -699,7 +699,8 @@ def _cmd_rollout(args) -> int:
         raise UsageError("edge deploy --inventory FILE takes a MODEL and no --host / --hosts / --status "
                          "(edge fleet status --inventory FILE reads the hosts)")
     reports = fleet.rollout(args.model, args.inventory, waves=args.wave, max_fail=args.max_fail,
-                            remote_dir=args.remote_dir, build_c=not args.no_c_backend)
+                            remote_dir=args.remote_dir, build_c=not args.no_c_backend,
+                            input_shapes=_input_shapes(args.input_shape))
     if args.json:
         _print_json(reports)
     else:

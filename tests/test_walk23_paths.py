@@ -16,6 +16,7 @@ each fixed in its tool and pinned here, cheaply (in-process, no board).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +198,36 @@ def test_a_fleet_step_takes_its_address_from_hostvars_without_ansible_inventory(
     for var in ("ansible_host", "ansible_port", "ansible_user"):
         assert f"hostvars[inventory_hostname].{var}" in text
     assert fleet.target_from_hostvars("shed", {"ansible_host": "10.0.0.7", "ansible_port": 22}).port == 22
+
+
+def test_a_fleet_rollout_takes_input_shape_like_deploy(tmp_path, monkeypatch, capsys):
+    """`edge deploy --inventory` dropped --input-shape: each host's deploy step then failed on the -1. Now the model
+    is shaped once, before any host is read, and that copy is what the playbook rolls out."""
+    pytest.importorskip("ansible_runner")
+    from edge_sdk.errors import DeviceError
+    from edge_sdk.model import read_model
+    from edge_sdk.tools import fleet
+
+    model = tmp_path / "fe.tflite"
+    model.write_bytes(log_mel_like())
+    inventory = tmp_path / "hosts.ini"
+    inventory.write_text("[pis]\nkitchen ansible_host=127.0.0.9\n")
+    monkeypatch.setattr(fleet, "inventory_hosts", lambda inv: [fleet.target_from_hostvars("kitchen", {})])
+    assert cli.main(["deploy", str(model), "--inventory", str(inventory)]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"edge deploy: error: {MESSAGE}"]
+
+    rolled = []
+
+    class Runner:  # ansible_runner's run(): what the playbook would roll out, then no host reached
+        @staticmethod
+        def run(extravars, **_k):
+            rolled.append(Path(extravars["edge_model"]))
+            raise DeviceError("no Ansible here")
+
+    monkeypatch.setattr(fleet, "require_ansible", lambda: Runner)
+    with pytest.raises(DeviceError):
+        fleet.rollout(model, inventory, wheel=tmp_path / "w.whl", input_shapes={"x": (4, 8)})
+    (shipped,) = rolled
+    assert shipped.name == "fe.tflite" and shipped != model.resolve()
+    x = read_model(shipped.read_bytes()).subgraphs[0]
+    assert tuple(x.tensors[x.inputs[0]].shape) == (4, 8)

@@ -329,13 +329,19 @@ def step(argv: list[str]) -> int:
 
 # --------------------------------------------------------------------------------------- the rollout
 def rollout(model, inventory, *, waves=(), max_fail: str = "0%", remote_dir: str = deploy_mod.REMOTE_DIR,
-            wheel=None, build_c: bool = False, playbook: str | Path | None = None) -> list[dict]:
+            wheel=None, build_c: bool = False, playbook: str | Path | None = None, input_shapes=None) -> list[dict]:
     """Roll ``model`` out to the inventory's hosts in waves with ansible-runner; one report per host, in inventory
-    order (``status``: "ok", "current" (already ran it), "rolled back", "unhealthy", "failed", "not reached")."""
+    order (``status``: "ok", "current" (already ran it), "rolled back", "unhealthy", "failed", "not reached").
+    ``input_shapes`` (`--input-shape`): the model is shaped here once (edge_sdk.model.input_shapes, as `edge
+    deploy --host` does) and that copy rolled out; a -1 beyond the batch axis without one is a UsageError before
+    any host is read."""
     runner = require_ansible()
     model, inventory = Path(model).resolve(), Path(inventory).resolve()
     if not model.is_file():
         raise FileNotFoundError(2, "No such file or directory", str(model))
+    from edge_sdk.model.input_shapes import shaped_model_path
+
+    model = Path(shaped_model_path(model, input_shapes)).resolve()
     if not inventory.is_file():
         raise FileNotFoundError(2, "No such file or directory", str(inventory))
     hosts = inventory_hosts(inventory)
