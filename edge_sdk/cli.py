@@ -105,9 +105,10 @@ def _input_shapes(items) -> dict | tuple | None:
 
 
 def _input_shape_option(p) -> None:
-    """--input-shape NAME:D0,D1,... (repeatable): the one definition `edge convert` and the commands that run or
-    measure a model (run, bench, serve, check, flash, profile, export, deploy) share; parsed by _shape_arg and
-    _input_shapes, applied by the library (edge_sdk.model.input_shapes)."""
+    """--input-shape NAME:D0,D1,... (repeatable): the one definition `edge convert` and the commands that run, measure
+    or plan a model (inspect, run, bench, serve, check, flash, profile, export, deploy with --host / --hosts /
+    --inventory) share; parsed by _shape_arg and _input_shapes, applied by the library
+    (edge_sdk.model.input_shapes)."""
     p.add_argument("--input-shape", action="append", type=_shape_arg, metavar="NAME:D0,D1,...",
                    help="the shape of an input with dynamic (-1 or symbolic) dims in its shape signature; "
                    "repeatable; a bare "
