@@ -140,7 +140,8 @@ def import_onnx(source, input_shapes=None, input_values=None) -> Model:
     ``model.import_warnings``.
 
     What else the import resolved is in ``model.import_notes``: ``"control_flow"`` (If inlined, Loop / Scan
-    unrolled, or kept as IF / WHILE: those notes in ``"control_flow_kept"`` too) and ``"state"`` (recurrent nodes whose state comes from / goes to graph inputs / outputs).
+    unrolled, or kept as IF / WHILE: those notes in ``"control_flow_kept"`` too) and ``"state"`` (recurrent nodes
+    whose state comes from / goes to graph inputs / outputs).
 
     Raises ``edge_sdk.ConversionError`` listing every node that cannot be converted, and ``ModelError`` for a
     file that is not a valid ONNX model.
@@ -987,7 +988,8 @@ class _Importer:
                 return
             t = op.inputs[0]
             src = sg.tensors[t]
-            if t in seen or src.type != "FLOAT32" or (src.quantization is not None and src.quantization.min is not None):
+            given = src.quantization is not None and src.quantization.min is not None
+            if t in seen or src.type != "FLOAT32" or given:
                 return
             seen.add(t)
             src.quantization = Quantization(scale=np.zeros(0, np.float32), zero_point=np.zeros(0, np.int64),

@@ -326,8 +326,8 @@ def format_conversion(report: dict) -> str:
     lines.extend(format_state(report.get("state")))
     q = report.get("quantization") or {}
     how = ", ".join(x for x in (q.get("method"), f"io {q.get('io')}" if q.get("io") else None) if x)
-    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if how and q.get("mode") not in (None, "none", "fp16")
-                                                        else ""))
+    shown = how and q.get("mode") not in (None, "none", "fp16")
+    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if shown else ""))
     if q.get("excluded"):
         lines.append(f"kept float {', '.join(q['excluded'])}")
     if ops:

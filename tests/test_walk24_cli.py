@@ -130,7 +130,8 @@ def _qdq_by_onnxruntime(path):
          "wf": r.standard_normal((512, 10)) / 20, "bf": r.standard_normal(10) / 10}
     inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in w.items()]
     inits.append(numpy_helper.from_array(np.array([1, -1], np.int64), "shp"))
-    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1] * 4), helper.make_node("Relu", ["c1"], ["r1"]),
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1] * 4),
+             helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1] * 4),
              helper.make_node("Add", ["c2", "r1"], ["s"]), helper.make_node("Relu", ["s"], ["r2"]),
              helper.make_node("Reshape", ["r2", "shp"], ["f"]), helper.make_node("MatMul", ["f", "wf"], ["mm"]),
