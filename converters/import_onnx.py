@@ -26,7 +26,8 @@ What comes out:
 - Constants: initializers, Constant, and every node whose inputs are all constants (Shape of a static
   tensor, ConstantOfShape, the Shape->Gather->Concat->Reshape chains exporters emit, ...) are folded at
   import with onnx's reference evaluator, so shape parameters reach TFLite as constant tensors.
-- Shapes: inputs with a dynamic dimension get 1 there (recorded as -1 in ``shape_signature``);
+- Shapes: inputs with a dynamic dimension get 1 there (recorded as -1 in ``shape_signature``); an input whose
+  shape ``input_shapes`` gives is static at that shape (the graph folds at it);
   ``onnx.shape_inference`` (with data propagation) runs after folding, and any tensor it leaves without a
   static shape is measured by running the graph once on the reference evaluator.
 - Every node that cannot be mapped is collected (node name, op type, opset, reason) and reported at once as
@@ -139,7 +140,8 @@ def import_onnx(source, input_shapes=None, input_values=None) -> Model:
     ``model.import_warnings``.
 
     What else the import resolved is in ``model.import_notes``: ``"control_flow"`` (If inlined, Loop / Scan
-    unrolled) and ``"state"`` (recurrent nodes whose state comes from / goes to graph inputs / outputs).
+    unrolled, or kept as IF / WHILE: those notes in ``"control_flow_kept"`` too) and ``"state"`` (recurrent nodes
+    whose state comes from / goes to graph inputs / outputs).
 
     Raises ``edge_sdk.ConversionError`` listing every node that cannot be converted, and ``ModelError`` for a
     file that is not a valid ONNX model.
@@ -373,6 +375,7 @@ class _Importer:
         self.import_notes: dict = {}
         self.pinned: dict[str, np.ndarray] = {}
         self.control_notes: list[str] = []
+        self.control_kept: list[str] = []  # the notes of If / Loop kept as TFLite IF / WHILE (not folded)
         self.state_nodes: list[dict] = []
         self.onnx = onnx
         self.proto = proto
@@ -422,6 +425,8 @@ class _Importer:
             self.import_notes["pinned_inputs"] = {k: _pinned_summary(v) for k, v in self.pinned.items()}
         if self.control_notes:
             self.import_notes["control_flow"] = list(self.control_notes)
+        if self.control_kept:
+            self.import_notes["control_flow_kept"] = list(self.control_kept)
         if self.quantized is not None and (self.quantized.source or self.quantized.rewritten):
             self.import_notes["quantized_source"] = self._given_quantization(model)
             model.given_quantization = dict(self.quantized.given)  # full arrays by ONNX value name
@@ -646,6 +651,7 @@ class _Importer:
                 f"{subs[0].index} (then, {len(branches[0].node)} nodes) and {subs[1].index} (else, "
                 f"{len(branches[1].node)} nodes), reading {len(captured)} outer value(s){pin}")
         self.control_notes.append(note)
+        self.control_kept.append(note)
         self.notes.append(note)
 
     def _scan_rows(self, node) -> tuple[int | None, bool]:
@@ -794,6 +800,7 @@ class _Importer:
                      "(the trip count)" + ("" if exact else ": the condition may end the loop early, the rows after "
                                            "the last iteration run stay zero"))
         self.control_notes.append(note)
+        self.control_kept.append(note)
         self.notes.append(note)
 
     def _int32_trip_count(self, onnx_name: str, trip: int, name: str) -> int:
@@ -928,8 +935,11 @@ class _Importer:
     def _given_quantization(self, model: Model) -> dict:
         """The ranges a quantized ONNX source carried, put on the float tensors as ``Tensor.quantization``
         (the hand-off to the quantizer, see the module docstring) and summarised for the convert report."""
+        from converters.graph import producers as producer_map
+
         q = self.quantized
         tensors = model.subgraphs[0].tensors
+        producers = producer_map(model)
         on_tensors, weights = {}, {}
         for name, e in q.given.items():
             t = self.values.get(name)
@@ -952,6 +962,8 @@ class _Importer:
                                            "zero_point": int(e["zero_point"][0]) if e["zero_point"].size == 1 else
                                            e["zero_point"].tolist(), "dtype": e["dtype"], "kind": e["kind"],
                                            "min": e["min"].tolist(), "max": e["max"].tolist()}
+            if e["kind"] == "activation" and e["scale"].size == 1:
+                self._range_before_moves(model, t, producers)
         out = {"format": q.source or "float (onnxruntime fused ops only)", "rewritten": dict(q.rewritten),
                "given_ranges": on_tensors, "weights": weights}
         if q.source and "dynamic" in q.source:
@@ -961,6 +973,27 @@ class _Importer:
             out["hint_qdq"] = ("QDQ source: its activation ranges are on the float tensors (Tensor.quantization, "
                                "min / max) for the quantizer to use instead of calibrating")
         return out
+
+    @staticmethod
+    def _range_before_moves(model: Model, t: int, producers: dict[int, int]) -> None:
+        """The per-tensor range given on ``t`` also on the float tensors an op that only moves values (the
+        TRANSPOSE of an NCHW sandwich, a RESHAPE) wrote it from: the layout pass removes such an op and its input
+        takes its place (a Conv's NHWC output before the TRANSPOSE back to NCHW carries the Conv's QDQ range)."""
+        sg = model.subgraphs[0]
+        q = sg.tensors[t].quantization
+        seen = {t}
+        while t in producers:
+            op = sg.operators[producers[t]]
+            if not op_table.row(model.op_name(op)).moves_values or not op.inputs or op.inputs[0] < 0:
+                return
+            t = op.inputs[0]
+            src = sg.tensors[t]
+            given = src.quantization is not None and src.quantization.min is not None
+            if t in seen or src.type != "FLOAT32" or given:
+                return
+            seen.add(t)
+            src.quantization = Quantization(scale=np.zeros(0, np.float32), zero_point=np.zeros(0, np.int64),
+                                            quantized_dimension=0, min=np.array(q.min), max=np.array(q.max))
 
     def _handler(self, op_type: str):
         """handler(node, attrs) for an ONNX op: its _op_<OpType> method, or its builder in _ONE_TO_ONE; None."""
@@ -1047,8 +1080,8 @@ class _Importer:
 
     def _fix_inputs(self):
         """Given shapes (``input_shapes``) replace the inputs' declared ones (their static dims must agree);
-        a dynamic dim left open is an error (axis 0: 1, with a note). Dynamic dims are remembered for the
-        shape_signature."""
+        a dynamic dim left open is an error (axis 0: 1, with a note). Dynamic dims left open are remembered for the
+        shape_signature (-1); a given shape is static there."""
         from edge_sdk import log
 
         graph = self.proto.graph
@@ -1066,12 +1099,12 @@ class _Importer:
                     if len(dims) != len(shape) or bad:
                         raise ConversionError(f"input_shapes: input '{vi.name}' is [{', '.join(dims)}]; "
                                               f"{list(shape)} does not fit it (rank {len(dims)}, static dims kept)")
-                flags = [not (d.HasField("dim_value") and d.dim_value > 0) for d in tt.shape.dim] if dims else \
-                    [False] * len(shape)
+                # a given shape is the model's: every Shape / Reshape chain folds at it, so its signature is static
+                # (a -1 there would tell LiteRT, `edge check` and `edge flash` that the input resizes, which the
+                # folded constants refuse, and would make each of them ask for --input-shape again)
                 del tt.shape.dim[:]
                 for g in shape:
                     tt.shape.dim.add().dim_value = g
-                self.dynamic[vi.name] = flags
                 continue
             if dims is None:
                 continue  # reported below: no shape declared

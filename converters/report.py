@@ -266,8 +266,39 @@ def format_import(notes: dict | None) -> list[str]:
         plural = "s" if len(pinned) > 1 else ""
         lines.append("pinned     " + ", ".join(f"{k} = {v}" for k, v in pinned.items())
                      + f": constant{plural}, no longer model input{plural}")
+    kept = set(notes.get("control_flow_kept") or [])
     for note in notes.get("control_flow") or []:
-        lines.append(f"folded     {note}")
+        lines.append(f"{'control' if note in kept else 'folded':10s} {note}")
+    return lines
+
+
+def _tensor_text(entry: dict) -> str:
+    """``'state' [2, 1, 128] INT8 (scale 0.0123, zero point 3)``: a state tensor as ``converters.stateful``
+    describes it."""
+    text = f"{entry.get('shape', '?')} {entry.get('type', '?')}"
+    if entry.get("scale") is not None:
+        text += f" (scale {entry['scale']:.6g}, zero point {entry.get('zero_point', 0)})"
+    return text
+
+
+def format_state(state: dict | None) -> list[str]:
+    """The streaming state's lines: each state input / output pair the caller carries from invoke to invoke, or
+    (``--stateful``) each resource variable the model keeps, and how it is reset."""
+    if not state:
+        return []
+    lines = []
+    if state.get("stateful"):
+        for v in state.get("variables") or []:
+            lines.append(f"state      variable '{v['variable']}' {_tensor_text(v)}: was input '{v['input']}' / output "
+                         f"'{v['output']}' ({', '.join(v.get('states') or []) or 'recurrent state'}), kept on the "
+                         f"device between invokes")
+        if state.get("reset"):
+            lines.append(f"  reset: {state['reset']}")
+        return lines
+    for t in state.get("tensors") or []:
+        lines.append(f"state      input '{t['input']}' {_tensor_text(t)} -> output '{t['output']}' "
+                     f"({', '.join(t.get('states') or []) or 'recurrent state'}): feed each invoke's "
+                     f"'{t['output']}' back as the next '{t['input']}' (--stateful keeps it on the device)")
     return lines
 
 
@@ -292,9 +323,11 @@ def format_conversion(report: dict) -> str:
 
         lines.append(f"plan       {python_plan_words(out['arena_bytes'], 'edge convert --target')}")
     lines.extend(format_import(report.get("import")))
+    lines.extend(format_state(report.get("state")))
     q = report.get("quantization") or {}
-    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({q.get('method')}, io {q.get('io')})"
-                                                        if q.get("mode") not in (None, "none", "fp16") else ""))
+    how = ", ".join(x for x in (q.get("method"), f"io {q.get('io')}" if q.get("io") else None) if x)
+    shown = how and q.get("mode") not in (None, "none", "fp16")
+    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if shown else ""))
     if q.get("excluded"):
         lines.append(f"kept float {', '.join(q['excluded'])}")
     if ops:
