@@ -113,10 +113,11 @@ def test_edge_convert_says_in_one_line_that_the_model_is_already_quantized(detec
 
 @pytest.mark.slow
 @needs_board
-def test_flashed_and_profiled_on_the_qemu_board_bit_exact_with_litert(state, detector, tmp_path):
+def test_flashed_and_profiled_on_the_qemu_board_bit_exact_with_litert(state, detector, tmp_path, capsys):
     """edge flash embeds the presented model (its arena the presented model's: edge check's figure for the board),
     edge profile flips the UINT8 input and output at the link and validates the board's outputs against the host
-    interpreter, and the board's outputs read back over the link are LiteRT's reference kernels' bit for bit."""
+    interpreter, and the board's outputs read back over the link are LiteRT's reference kernels' bit for bit; then
+    `edge check --link` links the same firmware."""
     from edge_sdk.device.serial_link import SerialLink
     from edge_sdk.targets.check import target_arena
     from edge_sdk.tools.flash import flash, format_flash
@@ -144,6 +145,12 @@ def test_flashed_and_profiled_on_the_qemu_board_bit_exact_with_litert(state, det
         link.close()
     board[4] = uint8.to_uint8(board[4])
     _same_as_litert(board, peer_outputs(DETECTOR, [IMAGE], "litert", isolate=True))
+    # `edge check --link` links that firmware (the runtime's objects flash built): the presented model linked
+    capsys.readouterr()
+    assert main(["check", str(detector), "--target", "qemu-mps2-an386", "--link", "--json"]) == 0
+    linked = json.loads(capsys.readouterr().out)
+    assert linked["link"]["linked"] and linked["flash_source"] == "linked", linked["link"]
+    assert linked["link"]["runtime_flash_bytes"] == linked["link"]["flash_bytes"] - len(Path(fw.model).read_bytes())
 
 
 @pytest.mark.slow

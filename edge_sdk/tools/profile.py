@@ -452,7 +452,8 @@ def format_profile(r: dict) -> str:
     if r.get("note"):
         lines.append(f"note: {r['note']}")
     if r.get("uint8_io"):
-        lines.append(f"note: {r['uint8_io']}; the host flips them at the link and compares the outputs in the model's own types")
+        lines.append(f"note: {r['uint8_io']}; the host flips them at the link and compares the outputs in the "
+                     "model's own types")
     return "\n".join(lines) + "\n"
 
 
