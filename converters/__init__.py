@@ -170,9 +170,10 @@ def _may_give_ranges(src) -> bool:
 
 
 def _refuse_quantized_tflite(src) -> None:
-    """ModelError in one line when ``src`` is a .tflite file or bytes that is already quantized (int8 / int16, or a
-    legacy UINT8 TFLite v1 "quantized_uint8" model, which every runtime here runs as it is: edge_sdk.runtime.uint8):
-    quantizing it again would need its float weights. A source that does not read is left to the importer."""
+    """ModelError in one line when ``src`` is a .tflite file or bytes whose activations are already quantized (int8 /
+    int16, or a legacy UINT8 TFLite v1 "quantized_uint8" model, which every runtime here runs as it is:
+    edge_sdk.runtime.uint8): quantizing it again would need its float weights, and no calibration setting helps. A
+    source that does not read is left to the importer, weights-only quantization to quantize()'s own judgement."""
     from edge_sdk.model import read_model
 
     if isinstance(src, (bytes, bytearray, memoryview)):
@@ -185,10 +186,14 @@ def _refuse_quantized_tflite(src) -> None:
         return
     try:
         model = read_model(data)
-    except ModelError:
+    except Exception:  # noqa: BLE001 - the importer names what is wrong with the file
         return
-    types = {t.type for t in (model.subgraphs[0].tensors if model.subgraphs else [])  # as quantize() judges
-             if t.type in ("INT8", "INT16", "UINT8") and t.quantization is not None and len(t.quantization.scale)}
+    # quantized activations (a constant's quantization may be weights a DEQUANTIZE expands: a float model the
+    # importer folds), in subgraph 0 as quantize() judges
+    sg = model.subgraphs[0] if model.subgraphs else None
+    types = {t.type for t in (sg.tensors if sg else []) if t.type in ("INT8", "INT16", "UINT8")
+             and t.quantization is not None and len(t.quantization.scale)
+             and not (0 < t.buffer < len(model.buffers) and len(model.buffers[t.buffer].data))}
     if not types:
         return
     what = ("a legacy UINT8 (TFLite v1 quantized_uint8) model: edge run, check, flash, profile and export take it as "
