@@ -169,6 +169,38 @@ def _may_give_ranges(src) -> bool:
     return Path(src).suffix.lower() != ".tflite"
 
 
+def _refuse_quantized_tflite(src) -> None:
+    """ModelError in one line when ``src`` is a .tflite file or bytes whose activations are already quantized (int8 /
+    int16, or a legacy UINT8 TFLite v1 "quantized_uint8" model, which every runtime here runs as it is:
+    edge_sdk.runtime.uint8): quantizing it again would need its float weights, and no calibration setting helps. A
+    source that does not read is left to the importer, weights-only quantization to quantize()'s own judgement."""
+    from edge_sdk.model import read_model
+
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        data, name = bytes(src), "<bytes>"
+    elif isinstance(src, (str, os.PathLike)) and Path(src).suffix.lower() == ".tflite" and Path(src).is_file():
+        data, name = Path(src).read_bytes(), str(src)
+    else:
+        return
+    if data[4:8] != b"TFL3":
+        return
+    try:
+        model = read_model(data)
+    except Exception:  # noqa: BLE001 - the importer names what is wrong with the file
+        return
+    # quantized activations (a constant's quantization may be weights a DEQUANTIZE expands: a float model the
+    # importer folds), in subgraph 0 as quantize() judges
+    sg = model.subgraphs[0] if model.subgraphs else None
+    types = {t.type for t in (sg.tensors if sg else []) if t.type in ("INT8", "INT16", "UINT8")
+             and t.quantization is not None and len(t.quantization.scale)
+             and not (0 < t.buffer < len(model.buffers) and len(model.buffers[t.buffer].data))}
+    if not types:
+        return
+    what = ("a legacy UINT8 (TFLite v1 quantized_uint8) model: edge run, check, flash, profile and export take it as "
+            "it is" if "UINT8" in types else f"{'/'.join(sorted(types))} tensors: run it as it is")
+    raise ModelError(f"{name}: the model is already quantized ({what}); convert takes the float model")
+
+
 def _runs_gelu(profile) -> bool:
     """Whether the GELU fusion may emit GELU: the target's runtime has the kernel and its profile (a loaded
     ``Profile``) takes the op (no target: edge-sdk's interpreter and C runtime both have it; TFLM has none)."""
@@ -432,6 +464,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             raise ValueError
     except (TypeError, ValueError):
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
+    if mode != "none":  # a quantized .tflite: said in one line before any setting it would make moot
+        _refuse_quantized_tflite(src)
     needs_data = mode in _NEEDS_CALIBRATION and calibration is None
     if needs_data and not _may_give_ranges(src):
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")

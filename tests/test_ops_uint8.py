@@ -31,8 +31,8 @@ TOLERANCE = {
 }
 
 
-def _u8(shape) -> np.ndarray:
-    return RNG.integers(0, 256, shape).astype(np.uint8)
+def _u8(shape, rng=RNG) -> np.ndarray:
+    return rng.integers(0, 256, shape).astype(np.uint8)
 
 
 def _x(shape, scale=0.05, zero_point=120):
@@ -151,7 +151,9 @@ def test_raw_uint8_tensors_are_not_presented():
 
 
 # ------------------------------------------------------------------------- a small SSD-like uint8 detector
-def _ssd_model() -> bytes:
+def _ssd_model(rng=RNG, probs_output: bool = False) -> bytes:
+    """The detector; ``probs_output``: its UINT8 class probabilities an output too (a UINT8 output besides the
+    UINT8 input: tests/test_uint8_paths.py flips both at the C runtime's boundary)."""
     from edge_sdk.model.writer import option_defaults, options_for
 
     g = GraphBuilder()
@@ -164,9 +166,9 @@ def _ssd_model() -> bytes:
         return g.tensor(name, shape, "UINT8", scale=scale, zero_point=zp)
 
     def conv(name, x, x_scale, shape_w, y, y_scale, zp_w, stride=1, depthwise=False, relu6=True):
-        w = g.constant(f"{name}/w", _u8(shape_w), "UINT8", scale=0.02, zero_point=zp_w)
+        w = g.constant(f"{name}/w", _u8(shape_w, rng), "UINT8", scale=0.02, zero_point=zp_w)
         ch = shape_w[3] if depthwise else shape_w[0]
-        b = g.constant(f"{name}/b", RNG.integers(-800, 800, ch).astype(np.int32), "INT32",
+        b = g.constant(f"{name}/b", rng.integers(-800, 800, ch).astype(np.int32), "INT32",
                        scale=x_scale * 0.02, zero_point=0)
         opts = dict(padding="SAME", stride_w=stride, stride_h=stride,
                     fused_activation_function="RELU6" if relu6 else "NONE")
@@ -200,7 +202,7 @@ def _ssd_model() -> bytes:
     op("CONCATENATION", scores, [logits], axis=1)
     probs = act("probs", (1, n, 3), 1 / 256, 0)
     op("LOGISTIC", [logits], [probs])
-    anchors = np.concatenate([RNG.random((n, 2)) * 0.8 + 0.1, RNG.random((n, 2)) * 0.2 + 0.1], 1)
+    anchors = np.concatenate([rng.random((n, 2)) * 0.8 + 0.1, rng.random((n, 2)) * 0.2 + 0.1], 1)
     anc = g.constant("anchors", np.round(anchors * 255).astype(np.uint8), "UINT8", scale=1 / 255, zero_point=0)
     outs = [g.tensor("det/boxes", (1, 10, 4)), g.tensor("det/classes", (1, 10)), g.tensor("det/scores", (1, 10)),
             g.tensor("det/count", (1,))]
@@ -208,7 +210,7 @@ def _ssd_model() -> bytes:
                    nms_score_threshold=0.3, nms_iou_threshold=0.5, num_classes=2, y_scale=10.0, x_scale=10.0,
                    h_scale=5.0, w_scale=5.0)
     g.op("TFLite_Detection_PostProcess", [all_boxes, probs, anc], outs, custom_options=flex_options(options))
-    g.output(*outs)
+    g.output(*outs, *([probs] if probs_output else []))
     return write_model(g.build())
 
 

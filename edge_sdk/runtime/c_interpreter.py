@@ -263,7 +263,7 @@ class CInterpreter(Interpreter, backend="c"):
             raise ValueError("Exactly one of model_path and model_content must be given")
         # legacy UINT8 tensors: the C runtime loads the model they run in as INT8 (edge_sdk.runtime.uint8);
         # set_tensor / get_tensor flip their values, the details report them as the model declares them
-        model, data, self._uint8 = _present_uint8(model, data)
+        model, data, self._uint8 = _uint8.c_model(model, data)
         # memory="min": the stage and grid (a PatchPlan; None: no stage). Not given: the planner's stage over the
         # model file's shapes, no interpreter (planner.c_patch_stage); resize_tensor_input asks it again.
         self._planner_stage = memory == "min" and patch_plan is _UNSET
@@ -935,21 +935,3 @@ class CSignatureRunner:
             raise RuntimeError(f"C runtime: edge_invoke_at returned {status_name(status)}")
         return {n: _uint8.to_uint8(interp._view(t, self.subgraph)) if (self.subgraph, t) in interp._uint8
                 else np.array(interp._view(t, self.subgraph)) for n, t in sorted(self._outputs.items())}
-
-
-def _present_uint8(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
-    """(model, bytes) the C runtime loads with legacy UINT8 tensors presented as INT8 (edge_sdk.runtime.uint8),
-    and the presented (subgraph, tensor) pairs; a model without them comes back as it is."""
-    from edge_sdk.model import read_model, write_model
-
-    if model is not None:
-        source = model
-    else:
-        try:
-            source = read_model(data)
-        except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
-            return None, data, frozenset()
-    presented, chosen = _uint8.present(source)
-    if not chosen:
-        return model, data, chosen
-    return presented, write_model(presented), chosen

@@ -14,6 +14,7 @@ the conv / depthwise / fully-connected kernels take a nonzero per-tensor weight 
 from __future__ import annotations
 
 import copy
+import os
 
 import numpy as np
 
@@ -67,6 +68,14 @@ def present(model: Model) -> tuple[Model, frozenset]:
     out = copy.copy(model)
     out.buffers = list(model.buffers)
     out.subgraphs = []
+    # a buffer only presented tensors read is flipped where it is (the presented model is no bigger: the board's
+    # flash holds it); one another tensor or the metadata reads too gets a flipped copy of its own
+    readers: dict[int, set] = {}
+    for s, sg in enumerate(model.subgraphs):
+        for t, tensor in enumerate(sg.tensors):
+            readers.setdefault(tensor.buffer, set()).add((s, t))
+    shared = {m.buffer for m in model.metadata}
+    flipped_at: dict[int, int] = {}  # old buffer -> the buffer holding its flipped bytes
     for s, sg in enumerate(model.subgraphs):
         sg2 = copy.copy(sg)
         sg2.tensors = list(sg.tensors)
@@ -79,10 +88,16 @@ def present(model: Model) -> tuple[Model, frozenset]:
             t2.quantization = Quantization(np.asarray(q.scale), np.asarray(q.zero_point, np.int64) - SHIFT,
                                            q.quantized_dimension, q.min, q.max)
             data = bytes(model.buffers[tensor.buffer].data) if tensor.buffer else b""
-            if data:  # a constant: its flipped bytes in a buffer of its own (another tensor may share the old one)
-                flipped = (np.frombuffer(data, np.uint8) ^ SHIFT).tobytes()
-                t2.buffer = len(out.buffers)
-                out.buffers.append(Buffer(flipped))
+            if data:  # a constant: its bytes flipped once, in place or in a buffer of its own (see above)
+                if tensor.buffer not in flipped_at:
+                    flipped = Buffer((np.frombuffer(data, np.uint8) ^ SHIFT).tobytes())
+                    if tensor.buffer in shared or not readers[tensor.buffer] <= chosen:
+                        out.buffers.append(flipped)
+                        flipped_at[tensor.buffer] = len(out.buffers) - 1
+                    else:
+                        out.buffers[tensor.buffer] = flipped
+                        flipped_at[tensor.buffer] = tensor.buffer
+                t2.buffer = flipped_at[tensor.buffer]
             sg2.tensors[t] = t2
         out.subgraphs.append(sg2)
     _requantize_concat_inputs(out, chosen)
@@ -131,6 +146,90 @@ def _requantize_concat_inputs(model: Model, chosen: set) -> None:
                     op.inputs = [*op.inputs[:k], len(sg.tensors) - 1, *op.inputs[k + 1:]]
             ops.append(op)
         sg.operators = ops
+
+
+# ------------------------------------------------------------------------------ the C runtime's bytes
+# The C runtime (firmware_c) has no UINT8 presentation of its own: it refuses a quantized UINT8 tensor where its
+# kernel runs INT8 (EDGE_UNSUPPORTED_TYPE naming the node). Every path that hands it a model - the C binding
+# (c_interpreter), edge check's C runner, edge flash's firmware, edge profile's board, edge export's folder - hands
+# it the presented bytes from here, and flips the presented inputs / outputs at its boundary (``c_io``).
+def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
+    """(model, bytes) the C runtime loads: ``data`` (the .tflite's bytes; ``model`` its Model when the caller has
+    it) with the legacy UINT8 tensors presented as INT8 (``present``), and the presented (subgraph, tensor) pairs.
+    A model without them comes back as it is (and unreadable bytes too: the C loader names what is wrong)."""
+    from edge_sdk.model import read_model, write_model
+
+    if model is not None:
+        source = model
+    else:
+        try:
+            source = read_model(data)
+        except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
+            return None, data, frozenset()
+    presented, chosen = present(source)
+    if not chosen:
+        return model, data, chosen
+    return presented, write_model(presented), chosen
+
+
+def c_bytes(model_or_data) -> tuple[bytes, frozenset]:
+    """The bytes the C runtime loads for a .tflite's bytes or a ``Model`` (``c_model``), and the presented
+    (subgraph, tensor) pairs (empty: the bytes are the model's own)."""
+    if isinstance(model_or_data, Model):
+        from edge_sdk.model import write_model
+
+        presented, chosen = present(model_or_data)
+        return write_model(presented), chosen
+    _, data, chosen = c_model(None, bytes(model_or_data))
+    return data, chosen
+
+
+def c_path(path) -> tuple["Path", frozenset]:
+    """``path`` itself when the C runtime loads its bytes as they are; else the presented model (``c_bytes``)
+    written once to ``<cache>/uint8/<sha256[:16]>/<the same file name>`` (the tools that build from a file -
+    gen_ops.py, the firmware's model_data.c - read that one), and the presented pairs."""
+    import hashlib
+    from pathlib import Path
+
+    from edge_sdk.resources import cache_dir
+
+    path = Path(path)
+    data, chosen = c_bytes(path.read_bytes())
+    if not chosen:
+        return path, chosen
+    folder = cache_dir() / "uint8" / hashlib.sha256(data).hexdigest()[:16]
+    out = folder / path.name
+    if not out.is_file() or out.read_bytes() != data:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(out)
+    return out, chosen
+
+
+def c_io(model: Model, chosen) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(input positions, output positions) of subgraph 0 the C runtime holds as INT8 where the model says UINT8:
+    the values to flip (``to_int8`` going in, ``to_uint8`` coming out) at its boundary."""
+    sg = model.subgraphs[0] if model.subgraphs else None
+    if sg is None or not chosen:
+        return (), ()
+    return (tuple(k for k, t in enumerate(sg.inputs) if (0, t) in chosen),
+            tuple(k for k, t in enumerate(sg.outputs) if (0, t) in chosen))
+
+
+def c_io_note(model: Model, chosen) -> str:
+    """What a user's own code must know when it talks to the C runtime directly ("" when nothing is presented):
+    the model's UINT8 inputs / outputs are held as INT8 (int8 = uint8 ^ 0x80, zero point - 128)."""
+    if not chosen:
+        return ""
+    sg = model.subgraphs[0]
+    ins, outs = c_io(model, chosen)
+    named = [f"input {k} '{sg.tensors[sg.inputs[k]].name}'" for k in ins] + \
+            [f"output {k} '{sg.tensors[sg.outputs[k]].name}'" for k in outs]
+    where = (f"; its UINT8 {', '.join(named)} {'is' if len(named) == 1 else 'are'} INT8 there: "
+             "int8 = uint8 ^ 0x80 (flip the sign bit going in and coming out)") if named else ""
+    return (f"legacy UINT8 model: the C runtime runs it as INT8 with zero points - 128 "
+            f"({len(chosen)} tensor(s) presented){where}")
 
 
 def to_int8(value: np.ndarray) -> np.ndarray:

@@ -8,6 +8,8 @@ struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
 those are missing, said so in ``TargetPlan.layout``): its high-water mark is the board's to the byte. A 64-bit
 Linux target is measured by the library as it runs there (``linux_layout``). The runners are built from
 ``edge_sdk.runtime.c_build.FIRMWARE`` into the cache folder (``check_runner``); BuildError when they cannot be.
+A legacy UINT8 model is measured as the C runtime runs it, presented as INT8 (edge_sdk.runtime.uint8.c_bytes, as
+edge flash embeds it): the C runtime refuses raw UINT8 tensors where its kernels run INT8.
 """
 
 from __future__ import annotations
@@ -210,6 +212,9 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
     BuildError when no layout can be built here."""
     import tempfile
 
+    from edge_sdk.runtime.uint8 import c_bytes
+
+    data = c_bytes(data)[0]  # legacy UINT8: the model the C runtime runs (the same bytes for every other model)
     layouts = target_layouts()
     if layout is None:
         if not layouts:

@@ -432,6 +432,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     converter checks the graph it just built, at the shapes it was given)."""
     from edge_sdk.model.input_shapes import shaped_model
     from edge_sdk.runtime import planner
+    from edge_sdk.runtime.uint8 import c_bytes, c_io_note
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
@@ -440,6 +441,12 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
         shaped = shaped_model(data, input_shapes, model=model)
         if shaped is not data:
             model, model_bytes, data = read_model(shaped), len(shaped), shaped
+    # legacy UINT8 tensors: judged as both runtimes run them, as INT8 (the bytes the C runtime loads, its type
+    # switches; the interpreter's nodes, edge_sdk.runtime.uint8)
+    presented, uint8_pairs = c_bytes(data)
+    uint8_note = c_io_note(model, uint8_pairs)
+    if uint8_pairs:
+        model, model_bytes, data = read_model(presented), len(presented), presented
     digest = hashlib.sha256(data).hexdigest()
     nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))
     preferred = profile.preferred_backend
@@ -449,6 +456,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                          tensor_names=[t.name for t in model.subgraphs[0].tensors] if model.subgraphs else [],
                          runtime="c" if is_c else "python")
     problems = result.problems
+    if uint8_note and is_c:  # a user's own firmware talks to the C runtime: it must know
+        result.notes.append(uint8_note)
 
     # ---- the runtime's own verdict on every node
     c_plan = None

@@ -80,6 +80,9 @@ class ExportResult:
     warnings: list[str] = field(default_factory=list)
     patch: dict | None = None  # memory "patch": the stage (edge_sdk.runtime.patching.PatchPlan.to_dict); None: none
     memory_request: str = "layer"  # the plan asked for (planner.MEMORY_PLANS: --memory layer, inplace or min)
+    # a legacy UINT8 model: the exported runtime runs it as INT8; which inputs / outputs the user's code flips
+    # (int8 = uint8 ^ 0x80: edge_model.h's edge_model_flip_uint8; edge_sdk.runtime.uint8.c_io_note); "" otherwise
+    uint8_io: str = ""
 
     def to_dict(self) -> dict:
         return {**asdict(self), "arena_size": self.arena_size}
@@ -418,9 +421,12 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
         for k, r in enumerate(rows):
             p = f"EDGE_MODEL_{kind}{k}"
             shape = ", ".join(str(d) for d in r["shape"]) or "1"
+            from_uint8 = r.get("model_type") == "UINT8"  # a legacy UINT8 tensor the runtime holds as INT8
             lines += [f"/* {kind.lower()} {k}: {r['name']} {r['type']} {list(r['shape'])}"
                       + (f", real = {r['scale'][0]!r} * (q - {r['zero_point'][0]})" if r["scale"] else "")
-                      + (" (per-channel: see edge_tensor_scale)" if len(r["scale"]) > 1 else "") + " */",
+                      + (" (per-channel: see edge_tensor_scale)" if len(r["scale"]) > 1 else "")
+                      + (f"; the model's UINT8 (zero point {r['model_zero_point'][0]}): int8 = uint8 ^ 0x80, "
+                         "edge_model_flip_uint8" if from_uint8 else "") + " */",
                       f"#define {p}_NAME {_c_string(r['name'])}",
                       f"#define {p}_TYPE {_EDGE_TYPES.get(r['type'], 'EDGE_' + r['type'])}",
                       f"#define {p}_BYTES {r['bytes']}u",
@@ -429,7 +435,13 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
             if r["scale"]:
                 lines += [f"#define {p}_SCALE {_c_float(r['scale'][0])}",
                           f"#define {p}_ZERO_POINT {r['zero_point'][0] if r['zero_point'] else 0}"]
+            lines += [f"#define {p}_FROM_UINT8 1"] if from_uint8 else []
             lines.append("")
+    if any(r.get("model_type") == "UINT8" for r in (*inputs, *outputs)):
+        lines += ["/* A legacy UINT8 model runs as INT8 (zero points - 128): flip a *_FROM_UINT8 input's uint8 bytes",
+                  " * before edge_invoke and such an output's after it (int8 = uint8 ^ 0x80, both ways). */",
+                  "static inline void edge_model_flip_uint8(void *data, uint32_t bytes) {",
+                  "    for (uint8_t *p = (uint8_t *)data; bytes--; p++) *p ^= 0x80u;", "}", ""]
     lines += ['#ifdef __cplusplus\n}\n#endif', "", "#endif", ""]
     return "\n".join(lines)
 
@@ -796,6 +808,8 @@ def _readme(t: _Target, fmt: str, name: str, sha: str, arena: int, source: str, 
             arena_how: str = "") -> str:
     io = "\n".join(f"- {kind} {k}: `{r['name']}` {r['type']} {r['shape']}, {r['bytes']} bytes"
                    + (f", scale {r['scale'][0]:.9g}, zero point {r['zero_point'][0]}" if r["scale"] else "")
+                   + ("; the model's UINT8: int8 = uint8 ^ 0x80 (`edge_model_flip_uint8(data, bytes)`)"
+                      if r.get("model_type") == "UINT8" else "")
                    for kind, rows in (("input", inputs), ("output", outputs)) for k, r in enumerate(rows))
     how = {
         "cmake": "    cmake -S . -B build && cmake --build build\n"
@@ -874,6 +888,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
     (edge_sdk.model.input_shapes; a -1 beyond the batch axis without one is a UsageError)."""
     from edge_sdk.model import read_model
     from edge_sdk.model.input_shapes import shaped_model_path
+    from edge_sdk.runtime.uint8 import SHIFT, c_io, c_io_note, c_path
     from edge_sdk.targets.profiles import load_profile
 
     from edge_sdk.runtime.planner import MEMORY_PLANS, choose_plan
@@ -887,6 +902,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
         raise EdgeError(f"the output folder {out} exists and is not empty (give a new or empty folder)")
     profile = load_profile(target)
     model_path = shaped_model_path(model_path, input_shapes)  # the file gen_ops and the builds read too
+    model_path, uint8_pairs = c_path(model_path)  # legacy UINT8: the model as the C runtime runs it, as INT8
     data = model_path.read_bytes()
     model = read_model(data)
     sha = hashlib.sha256(data).hexdigest()
@@ -896,6 +912,9 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
     defs = gen_ops.type_defines([str(model_path)])
     sg0 = model.subgraphs[0]
     inputs, outputs = _io(model, sg0.inputs), _io(model, sg0.outputs)
+    for rows, flipped in zip((inputs, outputs), c_io(model, uint8_pairs)):
+        for k in flipped:  # held as INT8 (the row's type and zero point); the model's own, said beside them
+            rows[k]["model_type"], rows[k]["model_zero_point"] = "UINT8", [z + SHIFT for z in rows[k]["zero_point"]]
     name = model_path.name
     # the plan built, and why not the one asked for (the planner's words, as edge check and edge flash say them):
     # "min"'s stage is the one they run (planner.c_patch_stage)
@@ -988,7 +1007,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
                               arena_source=source, arena_build=arena_how, memory=plan, memory_request=memory,
                               board=t.board, example=t.example, kernels=kernels, type_defs=defs, cflags=t.cflags,
                               inputs=inputs, outputs=outputs, warnings=warnings,
-                              patch=None if patch is None else patch.to_dict())
+                              patch=None if patch is None else patch.to_dict(),
+                              uint8_io=c_io_note(model, uint8_pairs))
         result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file()) + ["export.json"]
         (tmp / "export.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
         os.chmod(tmp, 0o755)  # mkdtemp's 0700 -> an ordinary folder
@@ -1014,5 +1034,6 @@ def format_export(r: ExportResult) -> str:
         (first, last), (rows, cols) = r.patch["nodes"], r.patch["grid"]
         lines.insert(2, f"patch stage: nodes {first}..{last}, grid {rows}x{cols}, +{r.patch['extra_macs']} MACs "
                         "(edge_init_patch with EDGE_MODEL_PATCH_PLAN)")
+    lines += [f"note: {r.uint8_io} (edge_model.h: edge_model_flip_uint8)"] if r.uint8_io else []
     lines += [f"warning: {w}" for w in r.warnings]
     return "\n".join(lines) + "\n"

@@ -88,6 +88,9 @@ class FlashResult:
     # plus ARENA_MARGIN / ARENA_SLACK, or what the linker placed)
     arena_size: int | None = None
     arena_where: str = ""  # planner.arena_words' WHERE for arena_size
+    # a legacy UINT8 model: the firmware runs it as INT8 (edge_sdk.runtime.uint8.c_io_note: which inputs / outputs
+    # a host talking to the board flips, int8 = uint8 ^ 0x80); "" otherwise
+    uint8_io: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,6 +112,16 @@ def _target_arena(model_path: Path, profile, plan: str) -> tuple[int | None, str
         log.debug(f"the arena figure could not be measured: {exc}")
         return None, f"the C runtime on {profile.name}: {str(exc).splitlines()[0]}"
     return r.arena_size, r.arena_where()
+
+
+def _c_model_path(model_path: Path) -> tuple[Path, str]:
+    """The file the firmware embeds (edge_sdk.runtime.uint8.c_path: a legacy UINT8 model presented as INT8, else
+    the model itself) and, for a presented model, what a host talking to the board must know (c_io_note)."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime.uint8 import c_io_note, c_path
+
+    path, pairs = c_path(model_path)
+    return path, c_io_note(read_model(path.read_bytes()), pairs) if pairs else ""
 
 
 # ------------------------------------------------------------------------------------------------ profile
@@ -432,7 +445,7 @@ def firmware_size(model_path, profile) -> dict:
     refuses it, ``{"linked": False, "error": the linker's overflow in words}``. DeviceError when the toolchain
     is missing or the board has no support here. (`edge check --link`.)"""
     try:
-        elf, info = build(model_path, profile)
+        elf, info = build(_c_model_path(Path(model_path))[0], profile)  # legacy UINT8: the model as flash embeds it
     except ModelError as exc:
         if "does not fit" not in str(exc):
             raise
@@ -536,6 +549,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     if method == "qemu":
         qemu_tcp_port(port)  # a bad --port is refused before the firmware is built
     model_path = shaped_model_path(model_path, input_shapes)  # after the refusals that need no model
+    model_path, uint8_io = _c_model_path(model_path)  # legacy UINT8: the firmware embeds the model run as INT8
     if reuse and method == "qemu" and port is None:
         sha = hashlib.sha256(model_path.read_bytes()).hexdigest()
         b = find_board(sha, profile.name)
@@ -553,7 +567,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
                                ram_bytes=usage.get("ram_bytes", 0), build_dir=str(Path(b["elf"]).parent),
                                command=b.get("command", []), pid=b["pid"], reused=True,
-                               memory=plan, patch=b.get("patch"), arena_size=arena_size, arena_where=arena_where)
+                               memory=plan, patch=b.get("patch"), arena_size=arena_size, arena_where=arena_where,
+                               uint8_io=uint8_io)
     elf, info = build(model_path, profile, build_dir, memory)
     usage = link_usage(elf)
     arena = usage["large_bytes"] or info["arena_bytes"]
@@ -562,7 +577,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                          model=str(model_path), model_sha256=info["sha256"], model_bytes=info["model_bytes"],
                          text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
-                         build_dir=str(elf.parent), memory=info["memory"], patch=info["patch"])
+                         build_dir=str(elf.parent), memory=info["memory"], patch=info["patch"], uint8_io=uint8_io)
     result.arena_size, result.arena_where = _target_arena(model_path, profile, info["memory"])
     if method == "qemu":
         b = None
@@ -616,7 +631,7 @@ def plan_words(memory: str, patch: dict | None) -> str:
 def format_flash(r: FlashResult) -> str:
     lines = [(f"built {r.elf}: text {r.text_bytes} B, data {r.data_bytes} B, bss {r.bss_bytes} B, "
               f"arena buffer {r.arena_bytes} B (the arena + flash's margin; {plan_words(r.memory, r.patch)}; "
-              f"model {r.model_bytes} B)"), r.arena_line()]
+              f"model {r.model_bytes} B)"), r.arena_line()] + ([r.uint8_io] if r.uint8_io else [])
     if r.method == "qemu":
         lines.append(f"{'reusing' if r.reused else 'started'} QEMU ({r.board}, pid {r.pid}); serial port:")
         lines.append(r.port)

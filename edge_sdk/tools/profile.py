@@ -275,6 +275,7 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     from edge_sdk.model.input_shapes import shaped_model_path
     from edge_sdk.device.serial_link import CAP_RESET_STATE, SerialLink
     from edge_sdk.runtime.interpreter import Interpreter
+    from edge_sdk.runtime.uint8 import c_io, c_io_note, c_path
     from edge_sdk.targets.profiles import Profile, load_profile
 
     if runs < 1:
@@ -285,15 +286,20 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
         raise UsageError(f"--retries must be >= 0, not {retries}")
     profile = target if isinstance(target, Profile) else load_profile(target)
     model_path = shaped_model_path(model_path, input_shapes)
-    data = model_path.read_bytes()
-    host = Interpreter(model_content=data)
+    host = Interpreter(model_content=model_path.read_bytes())
     host.allocate_tensors()
     model = host.model
+    # the board runs the bytes the C runtime loads (a legacy UINT8 model presented as INT8: edge flash embeds
+    # those); the host compares in the model's own types, flipping the presented inputs / outputs at the link
+    board_path, uint8_pairs = c_path(model_path)
+    data = board_path.read_bytes()
     port, note, plan = _connect(model_path, data, profile, port, build_dir, memory)
     log.stage(f"profiling {model_path.name} on {port}")
     link = SerialLink(port, timeout=timeout, retries=retries, invoke_timeout=invoke_timeout)
     try:
-        report = _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE)
+        report = _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE,
+                      c_io(model, uint8_pairs))
+        report["uint8_io"] = c_io_note(model, uint8_pairs)
     finally:
         link.close()
     # the arena plan the firmware runs (planner.REALISED_PLANS), when this call flashed it or found its board;
@@ -307,7 +313,21 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     return report
 
 
-def _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, cap_reset) -> dict:
+def _declared(specs, presented) -> list:
+    """The board's tensor specs as the model declares them: a presented one (``presented``: its positions,
+    edge_sdk.runtime.uint8.c_io) is the model's UINT8, zero point + 128."""
+    from dataclasses import replace
+
+    from edge_sdk.runtime.uint8 import SHIFT
+
+    return [replace(s, type="UINT8", zero_point=s.zero_point + SHIFT) if k in presented else s
+            for k, s in enumerate(specs)]
+
+
+def _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, cap_reset,
+         uint8_io=((), ())) -> dict:
+    from edge_sdk.runtime.uint8 import to_int8, to_uint8
+
     try:
         hello = link.hello()
         link.expect_model(data)
@@ -316,8 +336,9 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
         raise DeviceError(f"{exc}" + (f" (device log: {logs})" if logs else "")) from None
     label, real_time, ipu = unit_label(hello, profile)
     info = link.info()
+    in_specs, out_specs = _declared(info.inputs, uint8_io[0]), _declared(info.outputs, uint8_io[1])
     in_details = host.get_input_details()
-    arrays, source = make_inputs(info.inputs, inputs, [d["name"] for d in in_details], seed)
+    arrays, source = make_inputs(in_specs, inputs, [d["name"] for d in in_details], seed)
     # variables, or an op with effects (resource variables, called subgraphs): each run may differ from the last
     stateful = any(t.is_variable for s in model.subgraphs for t in s.tensors) or any(
         op_table.row(model.operator_codes[op.opcode_index].name).effects
@@ -331,7 +352,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     dropped = 0
     with log.progress(runs + 2, f"profile ({runs} runs)") as bar:
         for i, a in enumerate(arrays):
-            link.set_input(i, a)
+            link.set_input(i, to_int8(a) if i in uint8_io[0] else a)
         # both sides start alike: the host runs a fresh interpreter, so the board restarts its runtime (the state
         # after boot: variables, resource variables and CALL_ONCE as before the first invoke) rather than keep what
         # an earlier session left; a board without RESTART gets the runtime's reset (a CALL_ONCE that ran stays done)
@@ -353,7 +374,8 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
                 op_codes[(rec.subgraph, rec.index)] = rec.op_code
             high_water, arena_used, dropped = trace.arena_high_water, trace.arena_used, trace.dropped
             bar.advance()
-        device_out = [link.get_output(i) for i in range(len(info.outputs))]
+        device_out = [to_uint8(link.get_output(i)) if i in uint8_io[1] else link.get_output(i)
+                      for i in range(len(info.outputs))]
         bar.advance()
 
     # the host's answer for the same inputs and the same number of runs (once for stateless models)
@@ -408,7 +430,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
         # the float output nearest its tolerance (its difference and tolerance: the figures the text prints)
         "float_max_abs_diff": _closest(floats)["max_abs_diff"] if floats else None,
         "float_tolerance": _closest(floats)["tolerance"] if floats else None,
-        "outputs": [{"index": i, "type": s.type, "shape": list(s.shape)} for i, s in enumerate(info.outputs)],
+        "outputs": [{"index": i, "type": s.type, "shape": list(s.shape)} for i, s in enumerate(out_specs)],
         "link": {"retransmissions": link.retransmissions, "corrupt_frames": link.corrupt_frames},
         "logs": [str(x) for x in link.logs], "note": note,
         "_per_run": {f"{s}:{k}": v for (s, k), v in per_op.items()},
@@ -446,6 +468,9 @@ def format_profile(r: dict) -> str:
                      f"corrupt frame(s) recovered")
     if r.get("note"):
         lines.append(f"note: {r['note']}")
+    if r.get("uint8_io"):
+        lines.append(f"note: {r['uint8_io']}; the host flips them at the link and compares the outputs in the "
+                     "model's own types")
     return "\n".join(lines) + "\n"
 
 
