@@ -290,6 +290,10 @@ int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const 
 int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt,
                                 const int32_t *bias, const int32_t *mul, const int32_t *rs, int32_t input_offset,
                                 int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y);
+/* An int8 / uint8 table over n bytes: y[i] = lut[x[i]] (256 entries, indexed by the byte as unsigned): the table
+ * kernels' lookups (LOGISTIC, TANH, RELU*, LEAKY_RELU, HARD_SWISH, ELU, RSQRT, 8-bit QUANTIZE), the same bytes. At
+ * EDGE_SIMD_X86_AVX512VNNI on a CPU with AVX-512 VBMI (VPERMI2B); 0 elsewhere (n = 0 only asks). */
+int32_t edge_simd_lut8(int32_t level, const uint8_t *lut, const uint8_t *x, uint8_t *y, int64_t n);
 #endif
 
 #endif /* EDGE_SIMD_H */

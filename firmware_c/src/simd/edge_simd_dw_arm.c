@@ -53,4 +53,8 @@ int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const i
     (void)hi, (void)oy0, (void)oy1, (void)y;
     return 0;
 }
+int32_t edge_simd_lut8(int32_t level, const uint8_t *lut, const uint8_t *x, uint8_t *y, int64_t n) {
+    (void)level, (void)lut, (void)x, (void)y, (void)n;
+    return 0;
+}
 #endif
