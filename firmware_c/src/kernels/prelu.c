@@ -18,6 +18,9 @@ typedef struct {
     int32_t in_off, a_off, out_off, m1, s1, m2, s2, qmin, qmax;
 #if EDGE_SIMD
     int32_t simd;               /* float32 on a 64-bit Linux CPU: the SIMD level for contiguous rows (0: none) */
+    int32_t channel_rows;       /* float32, alpha one slope per channel of x's last axis (x the output's shape):
+                                 * that channel count, the tensor in one edge_simd_prelu_f32_rows call (0: rows
+                                 * through the broadcast walk) */
 #endif
 } prelu_data_t;
 
@@ -35,6 +38,11 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
         if (out->rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
 #if EDGE_SIMD
         d->simd = edge_simd_level();
+        if (d->simd && out->rank >= 1 && edge_simd_prelu_f32_rows(d->simd, NULL, NULL, 0, 0, NULL) &&
+            edge_tensor_elements(x) == edge_tensor_elements(out) && alpha->rank >= 1 &&
+            edge_tensor_elements(alpha) == out->dims[out->rank - 1] &&
+            alpha->dims[alpha->rank - 1] == out->dims[out->rank - 1])
+            d->channel_rows = out->dims[out->rank - 1];
 #endif
         return EDGE_OK;
     }
@@ -102,6 +110,15 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
         ea_bcast_run(&d->bc, d, x->data, 1, alpha->data, 1, out->data, 1, row_int8);
     else if (EDGE_WITH_INT16 && d->type == EDGE_INT16)
         ea_bcast_run(&d->bc, d, x->data, 2, alpha->data, 1, out->data, 2, row_int16);
-    else if (EDGE_WITH_FLOAT32)
+    else if (EDGE_WITH_FLOAT32) {
+#if EDGE_SIMD
+        if (d->channel_rows > 0 && !(EDGE_WITH_PATCH && ctx->window)) {
+            const int64_t n = edge_tensor_elements(out);
+            (void)edge_simd_prelu_f32_rows(d->simd, (const float *)x->data, (const float *)alpha->data,
+                                           d->channel_rows, n / d->channel_rows, (float *)out->data);
+            return;
+        }
+#endif
         ea_bcast_run(&d->bc, d, x->data, 4, alpha->data, 4, out->data, 4, row_float);
+    }
 }

@@ -502,6 +502,47 @@ static T_AVX2 void prelu_avx2(const float *x, const float *alpha, int32_t astep,
     f32_prelu_tail(x, alpha, astep, y, i, n);
 }
 
+/* rows x c contiguous floats, alpha c per-channel slopes (BlazeFace / MediaPipe PReLU: c 24..128): the slopes of a
+ * 64-channel group held in registers across the rows, the last 16-lane step masked, one call for the tensor (a row
+ * call per pixel cost more than the pixel's few vectors) */
+#define T_512F __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")))
+
+static T_512F void prelu_rows_512(const float *x, const float *alpha, int32_t c, int64_t rows, float *y) {
+    const __m512 zero = _mm512_setzero_ps();
+    int32_t c0, k;
+    int64_t r;
+    for (c0 = 0; c0 < c; c0 += 64) {
+        const int32_t w = c - c0 < 64 ? c - c0 : 64, steps = (w + 15) / 16;
+        __m512 a[4];
+        __mmask16 m[4];
+        for (k = 0; k < steps; k++) {
+            const int32_t lanes = w - 16 * k < 16 ? w - 16 * k : 16;
+            m[k] = (__mmask16)((1u << lanes) - 1u);
+            a[k] = _mm512_maskz_loadu_ps(m[k], alpha + c0 + 16 * k);
+        }
+        for (r = 0; r < rows; r++) {
+            const float *xr = x + r * c + c0;
+            float *yr = y + r * c + c0;
+            for (k = 0; k < steps; k++) {
+                const __m512 v = _mm512_maskz_loadu_ps(m[k], xr + 16 * k);
+                /* v >= 0 (ordered: a NaN takes v * alpha, a NaN, as the portable compare) */
+                const __mmask16 ge = _mm512_cmp_ps_mask(v, zero, _CMP_GE_OQ);
+                _mm512_mask_storeu_ps(yr + 16 * k, m[k], _mm512_mask_blend_ps(ge, _mm512_mul_ps(v, a[k]), v));
+            }
+        }
+    }
+}
+
+int32_t edge_simd_prelu_f32_rows(int32_t level, const float *x, const float *alpha, int32_t c, int64_t rows, float *y) {
+    int64_t r;
+    if (level < EDGE_SIMD_X86_AVX2) return 0;
+    if (!x) return 1;
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) prelu_rows_512(x, alpha, c, rows, y);
+    else
+        for (r = 0; r < rows; r++) prelu_avx2(x + r * c, alpha, 1, y + r * c, c);
+    return 1;
+}
+
 int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n) {
     if (level < EDGE_SIMD_X86_AVX2) return 0;
     prelu_avx2(x, alpha, astep, y, n);
