@@ -596,3 +596,18 @@ def test_amx_level_selected_where_the_cpu_has_it(backend, levels):
         assert top == 2
     elif {"avx2", "fma"} <= flags:
         assert top == 1
+
+
+@pytest.mark.parametrize("c", [1, 24, 88, 130])
+def test_prelu_int8_channel_table_equals_portable_and_tflm(backend, levels, c):
+    """int8 PRELU with constant per-channel slopes (BlazeFace): a table of each channel's 256 outputs at prepare
+    at the fast-path levels, every input byte looked up: the portable formula's bytes and TFLM's."""
+    rng = np.random.default_rng(300 + c)
+    shape = (1, 4, 64, c)
+    ashape = (1, 1, c) if c % 2 == 0 else (c,)
+    alpha = rng.integers(-128, 128, ashape, dtype=np.int8)
+    model = op_model("PRELU", [T(shape, "INT8", 0.05, 3), T(ashape, "INT8", 0.01, -7, data=alpha)],
+                     [T(shape, "INT8", 0.04, -2)])
+    x = ((np.arange(256)[:, None] + np.arange(c)[None, :]) % 256 - 128).astype(np.int8).reshape(shape)  # every byte, every channel
+    ref = _same_at_every_level(backend, levels, model, [x])
+    np.testing.assert_array_equal(ref[0], run_tflm(model, [x])[0])
