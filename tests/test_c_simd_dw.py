@@ -334,3 +334,17 @@ def test_max_pool_int8_narrow_channels_equals_portable_and_tflm(backend, levels,
     feeds = [rng.integers(-128, 128, (1, 9, 8, c), dtype=np.int8)]
     ref = _every_level(backend, levels, model, feeds, exact=True)
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+# ------------------------------------------------------------------------------------------------ SOFTMAX int8
+# at a fast-path level the 256 exps are tabulated once at prepare (not per invoke, not per element for short rows)
+@pytest.mark.parametrize("rows, depth, beta, out", [(1, 1000, 1.0, "INT8"), (3, 10, 1.0, "INT8"),
+                                                     (2, 300, 0.7, "INT16"), (1, 2, 3.0, "INT8")])
+def test_softmax_int8_exp_table_at_prepare_equals_portable_and_tflm(backend, levels, rows, depth, beta, out):
+    rng = np.random.default_rng(depth)
+    y = T((rows, depth), "INT8", 1 / 256, -128) if out == "INT8" else T((rows, depth), "INT16", 1 / 65536, -32768)
+    model = op_model("SOFTMAX", [T((rows, depth), "INT8", 0.1, 5)], [y], options={"beta": beta})
+    feeds = [rng.integers(-128, 128, (rows, depth), dtype=np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    assert np.unique(ref[0]).size > 1
