@@ -296,7 +296,8 @@ int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const i
                                 int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y);
 /* An int8 / uint8 table over n bytes: y[i] = lut[x[i]] (256 entries, indexed by the byte as unsigned): the table
  * kernels' lookups (LOGISTIC, TANH, RELU*, LEAKY_RELU, HARD_SWISH, ELU, RSQRT, 8-bit QUANTIZE), the same bytes. At
- * EDGE_SIMD_X86_AVX512VNNI on a CPU with AVX-512 VBMI (VPERMI2B); 0 elsewhere (n = 0 only asks). */
+ * EDGE_SIMD_X86_AVX512VNNI on a CPU with AVX-512 VBMI (VPERMI2B), at every aarch64 level (TBL / TBX); 0 elsewhere
+ * (n = 0 only asks). */
 int32_t edge_simd_lut8(int32_t level, const uint8_t *lut, const uint8_t *x, uint8_t *y, int64_t n);
 #endif
 
