@@ -617,6 +617,7 @@ def test_prelu_int8_channel_table_equals_portable_and_tflm(backend, levels, c):
     alpha = rng.integers(-128, 128, ashape, dtype=np.int8)
     model = op_model("PRELU", [T(shape, "INT8", 0.05, 3), T(ashape, "INT8", 0.01, -7, data=alpha)],
                      [T(shape, "INT8", 0.04, -2)])
-    x = ((np.arange(256)[:, None] + np.arange(c)[None, :]) % 256 - 128).astype(np.int8).reshape(shape)  # every byte, every channel
+    # every byte in every channel
+    x = ((np.arange(256)[:, None] + np.arange(c)[None, :]) % 256 - 128).astype(np.int8).reshape(shape)
     ref = _same_at_every_level(backend, levels, model, [x])
     np.testing.assert_array_equal(ref[0], run_tflm(model, [x])[0])

@@ -319,7 +319,7 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
             first[key] = min(first.get(key, lo), lo)
             last[key] = max(last.get(key, hi), hi)
         skip.update(internal_keys(model, part, held))
-    if fold:  # the hosts' plans (the C runtime's plan-only run on a host too); a microcontroller's keeps them (see below)
+    if fold:  # the hosts' plans (a host's C plan-only run too); a microcontroller's keeps them (see below)
         skip.update(key for key, _ in folded_constants(model, infos))
     requests = []
     for s, sg_infos in enumerate(infos):

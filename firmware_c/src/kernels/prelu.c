@@ -69,9 +69,11 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     d->qmin = ea_type_min(x->type);
     d->qmax = ea_type_max(x->type);
 #if EDGE_SIMD
-    /* a host build with a fast-path level (0: the portable rows), int8 with constant per-channel slopes (BlazeFace's int8 PReLUs: the formula's two 64-bit
-     * requantizations per element were its costliest op): each channel's 256 outputs once, a lookup per element */
-    if (edge_simd_level() && x->type == EDGE_INT8 && alpha->is_const && alpha->data && out->rank >= 1 && alpha->rank >= 1 &&
+    /* a host build with a fast-path level (0: the portable rows), int8 with constant per-channel slopes
+     * (BlazeFace's int8 PReLUs: the formula's two 64-bit requantizations per element were its costliest op):
+     * each channel's 256 outputs once, a lookup per element */
+    if (edge_simd_level() && x->type == EDGE_INT8 && alpha->is_const && alpha->data && out->rank >= 1 &&
+        alpha->rank >= 1 &&
         edge_tensor_elements(x) == edge_tensor_elements(out) &&
         edge_tensor_elements(alpha) == out->dims[out->rank - 1] &&
         alpha->dims[alpha->rank - 1] == out->dims[out->rank - 1] && out->dims[out->rank - 1] <= 256) {

@@ -1,5 +1,6 @@
 /* edge_simd_dw_arm.c - the aarch64 side of edge_simd_dw_x86.c's functions (SOFTMAX float32, RESIZE_BILINEAR rows,
- * the float32 / int8 sums of MEAN / SUM over H, W, 16-lane int8 ADD / SUB, float32 and int8 DEPTHWISE_CONV_2D 3x3 / 5x5): not written for NEON yet (the 8-bit tables are: edge_simd_lut8), so those levels answer 0 (no such path) and
+ * the float32 / int8 sums of MEAN / SUM over H, W, 16-lane int8 ADD / SUB, float32 and int8 DEPTHWISE_CONV_2D 3x3 /
+ * 5x5): not written for NEON yet (the 8-bit tables are: edge_simd_lut8), so those levels answer 0 (no such path) and
  * the kernels keep their portable loops on aarch64 (the same results as the x86-64 fast paths: those are the
  * portable kernels' bits, SOFTMAX within 1e-6).
  */
