@@ -587,3 +587,19 @@ def test_prelu_f32_channel_slopes_one_call_same_bits_as_portable(backend, levels
         np.testing.assert_array_equal(_run(backend, lib, level, model, [x])[0].view(np.uint32), ref.view(np.uint32),
                                       err_msg=f"SIMD level {level}")
     np.testing.assert_array_equal(ref, run_litert(model, [x])[0])
+
+
+@pytest.mark.parametrize("c", [28, 42, 88])
+@pytest.mark.parametrize("op", ["MAX_POOL_2D", "AVERAGE_POOL_2D"])
+def test_pool_f32_masked_channels_same_bits_as_portable(backend, levels, op, c):
+    """BlazeFace's shortcut pools (2x2 stride 2 on 28 / 42 / 88 channels): the 16-lane steps' masked last step, no
+    scalar tail, with NaN / inf / -0 cells and RELU6: the portable pool's bits."""
+    rng = np.random.default_rng(c)
+    model = op_model(op, [F((1, 7, 6, c))], [F((1, 4, 3, c))],
+                     options={"padding": "SAME", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2,
+                              "fused_activation_function": "RELU6" if c == 42 else "NONE"})
+    x = rng.uniform(-8, 8, (1, 7, 6, c)).astype(np.float32)
+    x.reshape(-1)[:: 13] = np.nan
+    x.reshape(-1)[5:: 17] = -0.0
+    x.reshape(-1)[7:: 29] = np.inf
+    _same_bits_at_every_level(backend, levels, model, [x])

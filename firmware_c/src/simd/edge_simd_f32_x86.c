@@ -744,10 +744,34 @@ static T_AVX2 void pool_f32_avx2(int32_t average, const float *x, int64_t row, i
     f32_pool_tail(average, x, row, rows, cols, c, i, lo, hi, y);
 }
 
+/* The AVX2 pool's operations lane by lane on 16 lanes, the last step masked: no scalar tail for the channel counts
+ * BlazeFace's shortcut pools have (28, 42, 88: a float 2x2 pool read 2.3x XNNPACK's time with the tail). */
+static T_512F void pool_f32_512(int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols, int32_t c,
+                                float lo, float hi, float *y) {
+    const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi), count = _mm512_set1_ps((float)(rows * cols));
+    const __m512 start = _mm512_set1_ps(average ? 0.0f : -3.40282347e+38f);
+    int32_t i, r, j;
+    for (i = 0; i < c; i += 16) {
+        const __mmask16 m = c - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - i)) - 1u);
+        __m512 a = start;
+        for (r = 0; r < rows; r++)
+            for (j = 0; j < cols; j++) {
+                const __m512 v = _mm512_maskz_loadu_ps(m, x + r * row + (int64_t)j * c + i);
+                a = average ? _mm512_add_ps(a, v) : _mm512_max_ps(v, a); /* MAXPS(v, a) = v > a ? v : a */
+            }
+        if (average) a = _mm512_div_ps(a, count);
+        /* v > hi ? hi : v, then v < lo ? lo : that (a NaN passes), as poolf_clamp */
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, vlo, _CMP_LT_OQ),
+                                                             _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, vhi, _CMP_GT_OQ), a, vhi),
+                                                             vlo));
+    }
+}
+
 int32_t edge_simd_pool_f32(int32_t level, int32_t average, const float *x, int64_t row, int32_t rows, int32_t cols,
                            int32_t c, float lo, float hi, float *y) {
     if (level < EDGE_SIMD_X86_AVX2) return 0;
-    if (x) pool_f32_avx2(average, x, row, rows, cols, c, lo, hi, y);
+    if (x && level >= EDGE_SIMD_X86_AVX512VNNI) pool_f32_512(average, x, row, rows, cols, c, lo, hi, y);
+    else if (x) pool_f32_avx2(average, x, row, rows, cols, c, lo, hi, y);
     return 1;
 }
 
