@@ -327,6 +327,15 @@ def test_aarch64_neon_and_sdot_equal_portable_and_x86(backend, aarch64_runner, t
                            [rng.integers(-128, 128, sh, dtype=np.int8) for sh in (sa_shape, sb_shape)]))
         else:
             models.append(_pool_case(rng, "AVERAGE_POOL_2D" if seed == 4 else "MAX_POOL_2D"))
+    # 8-bit tables (TBL / TBX at the NEON levels), int8 PRELU's per-channel table, int8 SOFTMAX's exps at prepare
+    every = np.resize(np.arange(-128, 128, dtype=np.int8), (1, 5, 7, 19))
+    for op, y in (("LOGISTIC", T(every.shape, "INT8", 1 / 256, -128)), ("QUANTIZE", T(every.shape, "INT8", 0.05, -20))):
+        models.append((op_model(op, [T(every.shape, "INT8", 0.07, 3)], [y]), [every]))
+    slopes = rng.integers(-128, 128, (19,), dtype=np.int8)
+    models.append((op_model("PRELU", [T(every.shape, "INT8", 0.05, 3), T((19,), "INT8", 0.01, -7, data=slopes)],
+                            [T(every.shape, "INT8", 0.04, -2)]), [every]))
+    models.append((op_model("SOFTMAX", [T((2, 700), "INT8", 0.1, 5)], [T((2, 700), "INT8", 1 / 256, -128)],
+                            options={"beta": 1.0}), [rng.integers(-128, 128, (2, 700), dtype=np.int8)]))
     try:
         pd = shared_model("tflite-micro/person_detect.tflite")
         models.append((pd.read_bytes(), [rng.integers(-128, 128, (1, 96, 96, 1), dtype=np.int8)]))
@@ -596,3 +605,19 @@ def test_amx_level_selected_where_the_cpu_has_it(backend, levels):
         assert top == 2
     elif {"avx2", "fma"} <= flags:
         assert top == 1
+
+
+@pytest.mark.parametrize("c", [1, 24, 88, 130])
+def test_prelu_int8_channel_table_equals_portable_and_tflm(backend, levels, c):
+    """int8 PRELU with constant per-channel slopes (BlazeFace): a table of each channel's 256 outputs at prepare
+    at the fast-path levels, every input byte looked up: the portable formula's bytes and TFLM's."""
+    rng = np.random.default_rng(300 + c)
+    shape = (1, 4, 64, c)
+    ashape = (1, 1, c) if c % 2 == 0 else (c,)
+    alpha = rng.integers(-128, 128, ashape, dtype=np.int8)
+    model = op_model("PRELU", [T(shape, "INT8", 0.05, 3), T(ashape, "INT8", 0.01, -7, data=alpha)],
+                     [T(shape, "INT8", 0.04, -2)])
+    # every byte in every channel
+    x = ((np.arange(256)[:, None] + np.arange(c)[None, :]) % 256 - 128).astype(np.int8).reshape(shape)
+    ref = _same_at_every_level(backend, levels, model, [x])
+    np.testing.assert_array_equal(ref[0], run_tflm(model, [x])[0])

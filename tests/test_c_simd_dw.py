@@ -297,3 +297,54 @@ def test_depthwise_3x3_5x5_int8_taps_once_equals_portable_and_tflm(backend, leve
     ref = _every_level(backend, levels, model, feeds, exact=True)
     if bias is not None:  # TFLM (and LiteRT) refuse an int8 depthwise without a bias: the portable kernel is the reference
         np.testing.assert_array_equal(ref[0], run_tflm(model, feeds, isolate=True)[0])
+
+
+# ------------------------------------------------------------------------------------------------ 8-bit tables
+# LOGISTIC / TANH int8 and int8 -> int8 QUANTIZE look every element up in a 256-entry table (VPERMI2B, 64 bytes a
+# step, at the AVX-512 level on a CPU with VBMI): every byte value, element counts below, at and past 64.
+@pytest.mark.parametrize("shape", [(1, 5), (1, 64), (1, 7, 11, 13), (2, 16, 16, 3)])
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH", "QUANTIZE"])
+def test_int8_table_ops_simd_equals_portable_and_tflm(backend, levels, op, shape):
+    rng = np.random.default_rng(sum(shape) + len(op))
+    n = int(np.prod(shape))
+    data = np.resize(rng.permutation(np.arange(-128, 128, dtype=np.int8)), n)  # n >= 256: every value
+    feeds = [rng.permutation(data).reshape(shape)]
+    x = T(shape, "INT8", 0.07, 3)
+    if op == "LOGISTIC":
+        y = T(shape, "INT8", 1 / 256, -128)
+    elif op == "TANH":
+        y = T(shape, "INT8", 1 / 128, 0)
+    else:  # a concatenation input's requantization (the U-Net's skips): another scale and zero point
+        y = T(shape, "INT8", 0.05, -20)
+    model = op_model(op, [x], [y])
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    assert np.unique(ref[0]).size > 1  # the table, not one value
+
+
+# ------------------------------------------------------------------------------------------------ int8 MAX_POOL_2D
+# channel counts the 32-lane loop leaves over: 16 and 8 lanes, then the scalar tail (U-Net / BlazeFace pools).
+@pytest.mark.parametrize("c", [8, 16, 24, 40, 56, 5])
+def test_max_pool_int8_narrow_channels_equals_portable_and_tflm(backend, levels, c):
+    rng = np.random.default_rng(c)
+    q = (0.05, -7)
+    model = op_model("MAX_POOL_2D", [T((1, 9, 8, c), "INT8", *q)], [T((1, 5, 4, c), "INT8", *q)],
+                     options={"padding": "SAME", "stride_w": 2, "stride_h": 2, "filter_width": 2, "filter_height": 2,
+                              "fused_activation_function": "RELU" if c == 24 else "NONE"})
+    feeds = [rng.integers(-128, 128, (1, 9, 8, c), dtype=np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+# ------------------------------------------------------------------------------------------------ SOFTMAX int8
+# at a fast-path level the 256 exps are tabulated once at prepare (not per invoke, not per element for short rows)
+@pytest.mark.parametrize("rows, depth, beta, out", [(1, 1000, 1.0, "INT8"), (3, 10, 1.0, "INT8"),
+                                                     (2, 300, 0.7, "INT16"), (1, 2, 3.0, "INT8")])
+def test_softmax_int8_exp_table_at_prepare_equals_portable_and_tflm(backend, levels, rows, depth, beta, out):
+    rng = np.random.default_rng(depth)
+    y = T((rows, depth), "INT8", 1 / 256, -128) if out == "INT8" else T((rows, depth), "INT16", 1 / 65536, -32768)
+    model = op_model("SOFTMAX", [T((rows, depth), "INT8", 0.1, 5)], [y], options={"beta": beta})
+    feeds = [rng.integers(-128, 128, (rows, depth), dtype=np.int8)]
+    ref = _every_level(backend, levels, model, feeds, exact=True)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    assert np.unique(ref[0]).size > 1

@@ -568,3 +568,38 @@ def test_fully_connected_sgemm_levels_close_to_portable_and_litert(backend, leve
     feeds = [rng.uniform(-1, 1, (batch, depth)).astype(np.float32)]
     ref = _at_every_level(backend, levels, model, feeds)
     assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
+
+
+@pytest.mark.parametrize("c", [24, 64, 72, 130])
+def test_prelu_f32_channel_slopes_one_call_same_bits_as_portable(backend, levels, c):
+    """float PRELU whose slopes run along the channels alone (BlazeFace / MediaPipe): the whole tensor in one call,
+    the slopes of 64 channels at a time held over the rows, the last step masked: the portable kernel's bits."""
+    rng = np.random.default_rng(c)
+    shape = (1, 5, 3, c)
+    ashape = (c,) if c in (64, 130) else (1, 1, c)
+    model = op_model("PRELU", [F(shape), F(ashape, rng.uniform(-1, 1, ashape))], [F(shape)])
+    x = rng.uniform(-3, 3, shape).astype(np.float32)
+    x.reshape(-1)[:: 13] = np.nan
+    x.reshape(-1)[5:: 17] = -0.0
+    lib, lv = levels
+    ref = _run(backend, lib, 0, model, [x])[0]
+    for level in lv:
+        np.testing.assert_array_equal(_run(backend, lib, level, model, [x])[0].view(np.uint32), ref.view(np.uint32),
+                                      err_msg=f"SIMD level {level}")
+    np.testing.assert_array_equal(ref, run_litert(model, [x])[0])
+
+
+@pytest.mark.parametrize("c", [28, 42, 88])
+@pytest.mark.parametrize("op", ["MAX_POOL_2D", "AVERAGE_POOL_2D"])
+def test_pool_f32_masked_channels_same_bits_as_portable(backend, levels, op, c):
+    """BlazeFace's shortcut pools (2x2 stride 2 on 28 / 42 / 88 channels): the 16-lane steps' masked last step, no
+    scalar tail, with NaN / inf / -0 cells and RELU6: the portable pool's bits."""
+    rng = np.random.default_rng(c)
+    model = op_model(op, [F((1, 7, 6, c))], [F((1, 4, 3, c))],
+                     options={"padding": "SAME", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2,
+                              "fused_activation_function": "RELU6" if c == 42 else "NONE"})
+    x = rng.uniform(-8, 8, (1, 7, 6, c)).astype(np.float32)
+    x.reshape(-1)[:: 13] = np.nan
+    x.reshape(-1)[5:: 17] = -0.0
+    x.reshape(-1)[7:: 29] = np.inf
+    _same_bits_at_every_level(backend, levels, model, [x])

@@ -319,7 +319,7 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
             first[key] = min(first.get(key, lo), lo)
             last[key] = max(last.get(key, hi), hi)
         skip.update(internal_keys(model, part, held))
-    if fold:  # the hosts' plans; a microcontroller's (and the C runtime's plan-only run) keeps them (see below)
+    if fold:  # the hosts' plans (a host's C plan-only run too); a microcontroller's keeps them (see below)
         skip.update(key for key, _ in folded_constants(model, infos))
     requests = []
     for s, sg_infos in enumerate(infos):
@@ -349,8 +349,8 @@ def static_plan(model, fold: bool = True) -> _arena.ArenaPlan:
 
     Equals ``Interpreter.arena_plan()`` when every kernel's computed shapes agree with the declared ones;
     useful for models with ops we cannot run, and for comparing with TFLM's planner. ``fold=False``: the
-    DEQUANTIZEs of constants keep their tensors, as a microcontroller's plan and the C runtime's plan-only run
-    (no prepare, so nothing computed at prepare) do.
+    DEQUANTIZEs of constants keep their tensors, as a microcontroller's plan does (the C runtime's plan-only run
+    on a host leaves them out as its prepare would: edge_folds_at_prepare, firmware_c/src/edge.c).
     """
     from edge_sdk.runtime import arena as _arena
     return _arena.plan(buffer_requests(model, declared_infos(model), fold=fold))

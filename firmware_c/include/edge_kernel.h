@@ -209,6 +209,10 @@ void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes);
  * edge_sdk/runtime/planner.py's folded_constants (a DEQUANTIZE of a constant; the Python planner leaves the same
  * tensors out of its plan). */
 void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
+/* Host builds (EDGE_SIMD, src/simd/edge_simd.h) only: 1 when `node` is computed once at prepare
+ * (planner.folded_constants' rule: a DEQUANTIZE of a dense constant whose output no subgraph returns): DEQUANTIZE's
+ * prepare folds it, the plan-only step (no prepare) leaves its output out of the plan as the host plans do. */
+int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node);
 
 /* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
  * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during

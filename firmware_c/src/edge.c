@@ -16,6 +16,7 @@
 #include "edge_op_facts.h"
 #include "edge_conv.h"
 #include "edge_index.h"
+#include "simd/edge_simd.h"
 
 #define ALIGN 16
 #define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.runtime.arena) */
@@ -1869,6 +1870,23 @@ void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx) {
     for (k = 0; k < node->n_outputs; k++) ctx->tensors[node->outputs[k]].is_const = ctx->tensors[node->outputs[k]].folded_ = 1;
 }
 
+#if EDGE_SIMD
+int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node) {
+    const edge_tensor_t *x;
+    const int32_t *outputs;
+    int32_t n, k;
+    if (!EDGE_WITH_FLOAT32 || node->op != EDGE_OP_DEQUANTIZE || node->n_inputs != 1 ||
+        node->n_outputs != 1 || node->inputs[0] < 0 || node->outputs[0] < 0)
+        return 0;
+    x = &ctx->tensors[node->inputs[0]];
+    if (!x->is_const || x->is_sparse || ctx->tensors[node->outputs[0]].type != EDGE_FLOAT32) return 0;
+    n = edge_subgraph_io(ctx, ctx->subgraph, 1, &outputs); /* a returned output stays where the plan puts it */
+    for (k = 0; k < n; k++)
+        if (outputs[k] == node->outputs[0]) return 0;
+    return 1;
+}
+#endif
+
 int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {
     edge_interp_t *it = ctx->interp;
     int32_t k;
@@ -1997,6 +2015,12 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
     ctx.tensors = it->tensors + sg->tensor_base;
     ctx.n_tensors = sg->n_tensors;
     ctx.subgraph = g;
+#if EDGE_SIMD
+    for (k = 0; k < sg->n_nodes && it->plan_only; k++) { /* no prepare: what it would fold, out of the plan */
+        edge_node_t *nd = &it->nodes[sg->node_base + k];
+        if (edge_folds_at_prepare(&ctx, nd)) edge_fold_outputs(nd, &ctx);
+    }
+#endif
     for (k = 0; k < sg->n_nodes && !it->plan_only; k++) {
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         SET_REASON(&it->error, EDGE_NO_REASON);

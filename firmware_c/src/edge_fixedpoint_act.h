@@ -425,6 +425,27 @@ static inline void ea_lut8_apply(const int8_t lut[256], const void *x, void *y, 
     for (i = 0; i < n; i++) yo[i] = lut[xi[i]];
 }
 
+/* ea_lut8_apply on the host fast path of `level` (the kernel's, asked at prepare with ea_lut8_level; 0: the loop
+ * above): the same bytes. */
+static inline void ea_lut8_apply_at(int32_t level, const int8_t lut[256], const void *x, void *y, int64_t n) {
+#if EDGE_SIMD
+    if (level && edge_simd_lut8(level, (const uint8_t *)lut, (const uint8_t *)x, (uint8_t *)y, n)) return;
+#else
+    (void)level;
+#endif
+    ea_lut8_apply(lut, x, y, n);
+}
+
+/* The level ea_lut8_apply_at runs for a node prepared now (0: no fast table path on this build or CPU). */
+static inline int32_t ea_lut8_level(void) {
+#if EDGE_SIMD
+    const int32_t level = edge_simd_level();
+    return level && edge_simd_lut8(level, (const uint8_t *)0, (const uint8_t *)0, (uint8_t *)0, 0) ? level : 0;
+#else
+    return 0;
+#endif
+}
+
 /* The start of a table kernel's eval: the node's input and output and the element count; an INT8 node runs its
  * table here and returns 1 (done), any other type returns 0 for the kernel's own int16 / float32 loop. */
 static inline int ea_lut8_eval(const edge_node_t *node, edge_ctx_t *ctx, int32_t type, const int8_t lut[256],
@@ -487,7 +508,7 @@ typedef struct {
     int64_t multiplier16;  /* int16 */
     int8_t lut[256];       /* int8: the output of every input */
 #if EDGE_SIMD
-    int32_t simd;          /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int32_t simd;          /* float32 / int8 on a 64-bit Linux CPU with a fast path: its level (0: none) */
 #endif
 } ea_sigmoid_data_t;
 
@@ -512,6 +533,9 @@ static inline edge_status_t ea_sigmoid_prepare(edge_node_t *node, edge_ctx_t *ct
         if (!is_tanh && out->zero_point != -128) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LOGISTIC: int8 output zero point must be -128");
         ea_int8_radius_params(x->scale, x->zero_point, &radius);
         ea_lut8_build(d->lut, int8_value, &radius);
+#if EDGE_SIMD
+        d->simd = ea_lut8_level();
+#endif
         return EDGE_OK;
     }
     if (!EDGE_WITH_INT16) return EDGE_UNSUPPORTED_TYPE; /* not reached: edge_type_built refused it */
@@ -527,7 +551,11 @@ static inline void ea_sigmoid_span(const edge_node_t *node, edge_ctx_t *ctx, con
     int64_t i;
     (void)ctx;
     if (d->type == EDGE_INT8) {
+#if EDGE_SIMD
+        ea_lut8_apply_at(d->simd, d->lut, xv, yv, n);
+#else
         ea_lut8_apply(d->lut, xv, yv, n);
+#endif
     } else if (EDGE_WITH_INT16 && d->type == EDGE_INT16) {
         const int16_t *xi = (const int16_t *)xv;
         int16_t *y = (int16_t *)yv;

@@ -59,18 +59,6 @@ static float half_to_float(uint16_t h) {
 
 static void dequantize_run(const dequantize_data_t *d, const edge_tensor_t *x, float *y, int64_t n);
 
-/* planner.folded_constants' rule: a dense constant input, an output no subgraph returns (its bytes stay the
- * caller's to read after invoke, where the plan puts them) */
-static int folds(const edge_ctx_t *ctx, const edge_node_t *node, const edge_tensor_t *x) {
-    const int32_t *outputs;
-    int32_t n, k;
-    if (!EDGE_SIMD || !x->is_const || x->is_sparse) return 0;
-    n = edge_subgraph_io((edge_ctx_t *)ctx, ctx->subgraph, 1, &outputs);
-    for (k = 0; k < n; k++)
-        if (outputs[k] == node->outputs[0]) return 0;
-    return 1;
-}
-
 static edge_status_t prepare_params(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
     dequantize_data_t *d;
@@ -135,7 +123,11 @@ edge_status_t edge_prepare_dequantize(edge_node_t *node, edge_ctx_t *ctx) {
     if (s != EDGE_OK || !EDGE_WITH_FLOAT32) return s;
     x = edge_in(ctx, node, 0);
     out = edge_out(ctx, node, 0);
-    if (!folds(ctx, node, x)) return EDGE_OK;
+#if EDGE_SIMD
+    if (!edge_folds_at_prepare(ctx, node)) return EDGE_OK;
+#else
+    return EDGE_OK; /* a microcontroller widens per invoke into its arena */
+#endif
     n = edge_tensor_elements(out);
     y = (float *)edge_alloc_packed(ctx, sizeof(float) * (size_t)(n ? n : 1));
     if (!y) return EDGE_ARENA_TOO_SMALL;

@@ -18,8 +18,20 @@ typedef struct {
     int32_t in_off, a_off, out_off, m1, s1, m2, s2, qmin, qmax;
 #if EDGE_SIMD
     int32_t simd;               /* float32 on a 64-bit Linux CPU: the SIMD level for contiguous rows (0: none) */
+    int32_t channel_rows;       /* float32, alpha one slope per channel of x's last axis (x the output's shape):
+                                 * that channel count, the tensor in one edge_simd_prelu_f32_rows call (0: rows
+                                 * through the broadcast walk); int8 with a table: the same count */
+    const int8_t *channel_table; /* int8, constant slopes one per channel: channel c's output of every input at
+                                  * [c * 256 + (uint8)x] (c * 256 bytes with the packed copies), or NULL */
 #endif
 } prelu_data_t;
+
+static inline int32_t prelu_q(const prelu_data_t *d, int32_t v, int32_t a) {
+    int64_t iv = (int64_t)v + d->in_off;
+    int32_t r = iv >= 0 ? ea_mbqm(edge_wrap32(iv), d->m1, d->s1)
+                        : ea_mbqm(edge_wrap32(iv * ((int64_t)a + d->a_off)), d->m2, d->s2);
+    return (int32_t)ea_clamp((int64_t)r + d->out_off, d->qmin, d->qmax);
+}
 
 edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *alpha, *out;
@@ -35,6 +47,11 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
         if (out->rank > 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "PRELU: float PRELU beyond rank 4");
 #if EDGE_SIMD
         d->simd = edge_simd_level();
+        if (d->simd && out->rank >= 1 && edge_simd_prelu_f32_rows(d->simd, NULL, NULL, 0, 0, NULL) &&
+            edge_tensor_elements(x) == edge_tensor_elements(out) && alpha->rank >= 1 &&
+            edge_tensor_elements(alpha) == out->dims[out->rank - 1] &&
+            alpha->dims[alpha->rank - 1] == out->dims[out->rank - 1])
+            d->channel_rows = out->dims[out->rank - 1];
 #endif
         return EDGE_OK;
     }
@@ -51,14 +68,27 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
     d->out_off = out->zero_point;
     d->qmin = ea_type_min(x->type);
     d->qmax = ea_type_max(x->type);
+#if EDGE_SIMD
+    /* a host build with a fast-path level (0: the portable rows), int8 with constant per-channel slopes
+     * (BlazeFace's int8 PReLUs: the formula's two 64-bit requantizations per element were its costliest op):
+     * each channel's 256 outputs once, a lookup per element */
+    if (edge_simd_level() && x->type == EDGE_INT8 && alpha->is_const && alpha->data && out->rank >= 1 &&
+        alpha->rank >= 1 &&
+        edge_tensor_elements(x) == edge_tensor_elements(out) &&
+        edge_tensor_elements(alpha) == out->dims[out->rank - 1] &&
+        alpha->dims[alpha->rank - 1] == out->dims[out->rank - 1] && out->dims[out->rank - 1] <= 256) {
+        const int32_t c = out->dims[out->rank - 1];
+        int8_t *table = (int8_t *)edge_alloc_packed(ctx, 256 * (size_t)c);
+        int32_t ch, v;
+        if (!table) return EDGE_ARENA_TOO_SMALL;
+        for (ch = 0; ch < c; ch++)
+            for (v = -128; v < 128; v++)
+                table[ch * 256 + (uint8_t)v] = (int8_t)prelu_q(d, v, ((const int8_t *)alpha->data)[ch]);
+        d->channel_table = table;
+        d->channel_rows = c;
+    }
+#endif
     return EDGE_OK;
-}
-
-static inline int32_t prelu_q(const prelu_data_t *d, int32_t v, int32_t a) {
-    int64_t iv = (int64_t)v + d->in_off;
-    int32_t r = iv >= 0 ? ea_mbqm(edge_wrap32(iv), d->m1, d->s1)
-                        : ea_mbqm(edge_wrap32(iv * ((int64_t)a + d->a_off)), d->m2, d->s2);
-    return (int32_t)ea_clamp((int64_t)r + d->out_off, d->qmin, d->qmax);
 }
 
 static void row_int8(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
@@ -98,10 +128,31 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
     const prelu_data_t *d = (const prelu_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0), *alpha = edge_in(ctx, node, 1);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+#if EDGE_SIMD
+    if (d->channel_table && !(EDGE_WITH_PATCH && ctx->window)) {
+        const int8_t *xi = (const int8_t *)x->data;
+        int8_t *y = (int8_t *)out->data;
+        const int64_t n = edge_tensor_elements(out);
+        int64_t i;
+        int32_t ch;
+        for (i = 0; i < n; i += d->channel_rows)
+            for (ch = 0; ch < d->channel_rows; ch++) y[i + ch] = d->channel_table[ch * 256 + (uint8_t)xi[i + ch]];
+        return;
+    }
+#endif
     if (d->type == EDGE_INT8)
         ea_bcast_run(&d->bc, d, x->data, 1, alpha->data, 1, out->data, 1, row_int8);
     else if (EDGE_WITH_INT16 && d->type == EDGE_INT16)
         ea_bcast_run(&d->bc, d, x->data, 2, alpha->data, 1, out->data, 2, row_int16);
-    else if (EDGE_WITH_FLOAT32)
+    else if (EDGE_WITH_FLOAT32) {
+#if EDGE_SIMD
+        if (d->channel_rows > 0 && !(EDGE_WITH_PATCH && ctx->window)) {
+            const int64_t n = edge_tensor_elements(out);
+            (void)edge_simd_prelu_f32_rows(d->simd, (const float *)x->data, (const float *)alpha->data,
+                                           d->channel_rows, n / d->channel_rows, (float *)out->data);
+            return;
+        }
+#endif
         ea_bcast_run(&d->bc, d, x->data, 4, alpha->data, 4, out->data, 4, row_float);
+    }
 }

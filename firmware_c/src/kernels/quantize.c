@@ -19,6 +19,9 @@ typedef struct {
     float scale;                  /* float input: the output scale */
     int32_t in_zp, out_zp, multiplier, shift, qmin, qmax;
     void *lut;                    /* 8-bit input: 256 values of the output type */
+#if EDGE_SIMD
+    int32_t lut_simd;             /* 8-bit -> 8-bit on a 64-bit Linux CPU with a table fast path: its level (0: none) */
+#endif
 } quantize_data_t;
 
 static int pair_supported(int in, int out) {
@@ -88,6 +91,9 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
             int32_t v = x->type == EDGE_INT8 ? (int32_t)(int8_t)(uint8_t)i : i;
             store(out->type, d->lut, i, requantize(d, v));
         }
+#if EDGE_SIMD
+        d->lut_simd = edge_type_bytes(out->type) == 1 ? ea_lut8_level() : 0;
+#endif
     }
     return EDGE_OK;
 }
@@ -117,7 +123,11 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
         switch (d->out_type) {
         case EDGE_INT8:
         case EDGE_UINT8:
+#if EDGE_SIMD
+            ea_lut8_apply_at(d->lut_simd, (const int8_t *)d->lut, xi, y, n);
+#else
             for (i = 0; i < n; i++) ((uint8_t *)y)[i] = ((const uint8_t *)d->lut)[xi[i]];
+#endif
             break;
         case EDGE_INT16:
             for (i = 0; i < n; i++) ((int16_t *)y)[i] = ((const int16_t *)d->lut)[xi[i]];

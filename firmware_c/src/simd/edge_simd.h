@@ -197,6 +197,10 @@ int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x
 /* float32 PRELU of one row: y[i] = x[i] >= 0 ? x[i] : x[i] * alpha[i * astep] (astep 0 or 1; the portable
  * kernel's one multiply: the same bits). Returns 0 when this level has no such path. */
 int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, int32_t astep, float *y, int32_t n);
+/* The same over rows x c contiguous floats with one slope per channel (alpha c floats, every row): one call for a
+ * tensor whose slopes broadcast along the last axis only. Returns 0 when this level has no such path (x NULL:
+ * only asks). */
+int32_t edge_simd_prelu_f32_rows(int32_t level, const float *x, const float *alpha, int32_t c, int64_t rows, float *y);
 
 /* float32 ADD / SUB / MUL rows: y[i] = clamp(a[i * sa] op b[i * sb], lo, hi), steps 0 or 1 (edge_fixedpoint_act.h's
  * ea_row_fn, for ea_bcast_run; op points to an edge_simd_binf_t whose level is one this CPU runs). One rounding
@@ -290,6 +294,11 @@ int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const 
 int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt,
                                 const int32_t *bias, const int32_t *mul, const int32_t *rs, int32_t input_offset,
                                 int32_t zp, int32_t lo, int32_t hi, int32_t oy0, int32_t oy1, int8_t *y);
+/* An int8 / uint8 table over n bytes: y[i] = lut[x[i]] (256 entries, indexed by the byte as unsigned): the table
+ * kernels' lookups (LOGISTIC, TANH, RELU*, LEAKY_RELU, HARD_SWISH, ELU, RSQRT, 8-bit QUANTIZE), the same bytes. At
+ * EDGE_SIMD_X86_AVX512VNNI on a CPU with AVX-512 VBMI (VPERMI2B), at every aarch64 level (TBL / TBX); 0 elsewhere
+ * (n = 0 only asks). */
+int32_t edge_simd_lut8(int32_t level, const uint8_t *lut, const uint8_t *x, uint8_t *y, int64_t n);
 #endif
 
 #endif /* EDGE_SIMD_H */

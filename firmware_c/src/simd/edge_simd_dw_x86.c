@@ -700,4 +700,34 @@ int32_t edge_simd_dw_q8_3x3_5x5(int32_t level, const edge_simd_dwf_t *p, const i
     if (y) dwq_512(p, x, wt, bias, mul, rs, input_offset, zp, lo, hi, oy0, oy1, y);
     return 1;
 }
+/* ------------------------------------------------------------------------------------- 8-bit tables */
+
+/* y[i] = lut[x[i]] on 64 bytes at a time: VPERMI2B looks 64 lanes up in 128 table bytes by their low 7 bits, two
+ * of them cover the table's halves and the index's top bit picks between them (AVX-512 VBMI: not every AVX-512
+ * VNNI CPU has it, Cascade Lake has not: asked of cpuid once). */
+#define T_VBMI __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vbmi")))
+
+T_VBMI static void lut8_vbmi(const uint8_t *lut, const uint8_t *x, uint8_t *y, int64_t n) {
+    const __m512i t0 = _mm512_loadu_si512(lut), t1 = _mm512_loadu_si512(lut + 64);
+    const __m512i t2 = _mm512_loadu_si512(lut + 128), t3 = _mm512_loadu_si512(lut + 192);
+    int64_t i = 0;
+    for (; i < n; i += 64) {
+        const __mmask64 m = n - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (n - i)) - 1);
+        const __m512i v = _mm512_maskz_loadu_epi8(m, x + i);
+        const __m512i lo = _mm512_permutex2var_epi8(t0, v, t1), hi = _mm512_permutex2var_epi8(t2, v, t3);
+        _mm512_mask_storeu_epi8(y + i, m, _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), lo, hi));
+    }
+}
+
+int32_t edge_simd_lut8(int32_t level, const uint8_t *lut, const uint8_t *x, uint8_t *y, int64_t n) {
+    static int vbmi = -1; /* racing threads store the same answer */
+    if (level < EDGE_SIMD_X86_AVX512VNNI) return 0;
+    if (vbmi < 0) {
+        __builtin_cpu_init();
+        vbmi = __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+    }
+    if (!vbmi) return 0;
+    if (n > 0) lut8_vbmi(lut, x, y, n);
+    return 1;
+}
 #endif

@@ -324,6 +324,13 @@ int32_t edge_simd_prelu_f32(int32_t level, const float *x, const float *alpha, i
     f32_prelu_tail(x, alpha, astep, y, i, n);
     return 1;
 }
+int32_t edge_simd_prelu_f32_rows(int32_t level, const float *x, const float *alpha, int32_t c, int64_t rows, float *y) {
+    int64_t r;
+    if (level < EDGE_SIMD_ARM_NEON) return 0;
+    for (r = 0; x && r < rows; r++) (void)edge_simd_prelu_f32(level, x + r * c, alpha, 1, y + r * c, c);
+    return 1;
+}
+
 static INLINE void binf_neon(const int32_t kind, const int32_t sa, const int32_t sb, const float *a, const float *b,
                              float *y, int32_t n, float lo, float hi) {
     const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi), a1 = vdupq_n_f32(a[0]), b1 = vdupq_n_f32(b[0]);
