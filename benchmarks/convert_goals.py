@@ -686,8 +686,7 @@ def measure(name: str, small: bool = False, **settings) -> dict:
             "int8_macs": 1.0 - cost.get("macs_not_int8", 0) / max(1, cost.get("macs_total", 0)) if cost else 1.0,
             "refused": not guard.get("met", True), "report": result.report,
             # what made int8 itself better before the search: conv pairs equalized, per-channel maps migrated
-            "equalized": len(qreport.get("equalized") or []), "migrated": len(qreport.get("migrated") or []),
-            "folded_biases": qreport.get("folded_biases", 0)}
+            "equalized": len(qreport.get("equalized") or []), "migrated": len(qreport.get("migrated") or [])}
 
 
 def main(argv=None) -> int:
@@ -709,8 +708,7 @@ def main(argv=None) -> int:
         rows[name] = r
         print(f"{name:<10} {r['figure']:>8.3f} {r['goal']:>6.2f} {r['snr']:>7.1f} {r['widened']:>8} "
               f"{r['int8_macs']:>9.1%} {r['seconds']:>9.1f} {r['search_seconds']:>8.1f}  {r['detail']}; "
-              f"{r['equalized']} pair(s) equalized, {r['migrated']} map(s) migrated, {r['folded_biases']} bias(es) "
-              "folded"
+              f"{r['equalized']} pair(s) equalized, {r['migrated']} map(s) migrated"
               + ("  (the guard refused it)" if r["refused"] else ""), flush=True)
     for name, r in rows.items():
         s = STANDINS[name]

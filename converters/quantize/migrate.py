@@ -1,9 +1,8 @@
-"""Exact rewrites of the float model that make its int8 version better, before calibration (issue 24 point 4):
+"""An exact rewrite of the float model that makes its int8 version better, before calibration (issue 24 point 4).
+It changes constants only (no op is added or removed: the op indices the quantizer resolved before stay valid).
+(A bias ADD the ONNX importer leaves after a MatMul is folded into the layer by convert's own passes,
+``converters.passes.batchnorm``, before the quantizer sees the model.)
 
-- **Bias ADDs into their layer.** A weighted layer read only by an ADD / SUB / MUL of a per-channel constant (the
-  ONNX importer's MatMul + Add when it leaves them apart) takes the constant into its weights and int32 bias
-  (``converters.passes.batchnorm.fold``): quantized on its own, a bias vector with one large entry (a CTC blank's)
-  crushes the others under one per-tensor int8 scale, and the ADD adds an int8 rounding of its own.
 - **Activation-to-weight migration (SmoothQuant, Xiao et al. 2023).** A per-channel affine map (a MUL by a constant
   vector along the last axis, then optionally an ADD of one: a LayerNorm's gamma / beta) whose every reader is a
   fully-connected layer: channel c of its output divided by s_c (gamma and beta divided), each reader's input
@@ -14,7 +13,7 @@
 
 ``prepare(model, calibration, limit, holdout, report) -> (model, calibration)``: the rewritten copy (the model itself
 when nothing applied) and the calibration to hand on (the samples as a list when the source was a one-shot
-iterator). ``report["migrated"]``: per map, what was done; ``report["folded_biases"]``: how many constants folded.
+iterator). ``report["migrated"]``: per map, what was done.
 """
 
 from __future__ import annotations
@@ -37,19 +36,6 @@ def _own_copy(model: Model) -> Model:
     for op in m.subgraphs[0].operators:
         op.options = dict(op.options) if isinstance(op.options, dict) else op.options
     return m
-
-
-def fold_biases(model: Model) -> tuple[Model, int]:
-    """Per-channel constant ADD / SUB / MUL after a weighted layer folded into it (a copy; the model itself when
-    none folds)."""
-    from converters.passes.batchnorm import fold
-
-    m = _own_copy(model)
-    n = fold(m)
-    if not n:
-        return model, 0
-    G.eliminate_dead_code(m)
-    return m, n
 
 
 def _vector(model: Model, t: int, channels: int) -> np.ndarray | None:
@@ -202,13 +188,8 @@ def migrate(model: Model, calibration, limit=None, holdout: int = 0) -> tuple[Mo
 
 
 def prepare(model: Model, calibration, limit, holdout: int, report: dict) -> tuple[Model, object]:
-    """Both rewrites (see the module docstring), said in the report: ``report["folded_biases"]`` (count),
-    ``report["migrated"]`` (per map) and a note each."""
-    model, folded = fold_biases(model)
-    report["folded_biases"] = folded
-    if folded:
-        report["notes"].append(f"{folded} per-channel constant(s) after a weighted layer (bias ADDs) folded into its "
-                               "weights / int32 bias before quantization")
+    """The migration (see the module docstring), said in the report: ``report["migrated"]`` (per map) and a
+    note."""
     model, done, calibration = migrate(model, calibration, limit, holdout)
     report["migrated"] = done
     if done:
