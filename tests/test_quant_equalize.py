@@ -103,8 +103,9 @@ def _samples(n: int, seed: int) -> list:
 
 
 def test_layernorm_outliers_migrate_into_the_fc_readers_exactly():
-    """The LayerNorm's gamma / beta -> both FC readers: the map's channel maxima come closer (sqrt of their spread: alpha 0.5), the float function is unchanged; a calibration source that
-    is a one-shot iterator is handed on as the samples it gave."""
+    """The LayerNorm's gamma / beta -> both FC readers: the map's channel maxima come closer (to the square root of
+    their spread: alpha 0.5), only constants change, the float function is unchanged; a calibration source that is
+    a one-shot iterator is handed on as the samples it gave."""
     from converters.import_onnx import import_onnx
     from converters.quantize.calibrate import Runner
     from converters.quantize.migrate import prepare
