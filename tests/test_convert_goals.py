@@ -75,6 +75,14 @@ def test_standin_keeps_its_task_at_default_settings(name, monkeypatch, tmp_path)
     assert not r["refused"], name
     # kept by the search, not by widening every op: the share of MACs left in int8 it reaches (0 when all-float32)
     assert r["int8_macs"] >= convert_goals.STANDINS[name].int8_small, (name, r["int8_macs"], r["widened"])
+    # int8 made better before the search: the landmark-like model's conv pairs equalized, the stem's through its
+    # PRelu and the next conv's PAD too (8 pairs before, none through a PAD), the recognizer's LayerNorm outliers
+    # migrated into its FCs
+    if name == "landmark":
+        pairs = r["report"]["quantization"]["report"]["equalized"]
+        assert len(pairs) >= 9 and any("PAD" in p["through"] for p in pairs), [p["through"] for p in pairs]
+    if name == "ocr_rec":
+        assert r["migrated"] >= 3, r["migrated"]
     guard = r["report"]["quantization"]["report"]["guard"]
     search = guard.get("search") or {}
     if guard["steps"]:  # the search ran: the report says the goal's figure before and after it, and the int8 share

@@ -9,7 +9,9 @@ sqrt(r1_c r2_c): a depthwise convolution whose channels differ by orders of magn
 channels under one per-tensor activation scale (MobileNet-style nets lose most of their int8 accuracy there).
 
 Pairs: a weighted op (the row's ``weights``: output-channel axis) whose output is read only by the activation or
-directly by a second op whose row gives ``in_channel_axis`` (CONV_2D; DEPTHWISE_CONV_2D with one output channel
+directly by a second op (through any ops that only move values or zero-pad -- the ONNX importer leaves an NCHW /
+NHWC TRANSPOSE pair and a PAD between every two convs -- the channel axis followed through each by running the op
+on a probe: ``_carried_axis``) whose row gives ``in_channel_axis`` (CONV_2D; DEPTHWISE_CONV_2D with one output channel
 per input channel) and whose weights are float32 constants read by that op only. Equalized only where the first
 op's channel ranges differ by ``MIN_SPREAD`` or more (elsewhere there is little to gain); chains are swept until
 the scales settle (at most ``MAX_SWEEPS``).
@@ -75,12 +77,67 @@ def _fused_ok(model: Model, op) -> bool:
     return bounds is not None and bounds[0] in (0.0, -math.inf) and bounds[1] == math.inf
 
 
+def _through(model: Model, op1, between: list[int]) -> str:
+    """What lies between a pair, for the report: its activation (the fused one, or the op) and the ops that only
+    move or pad values (``RELU``, ``PRELU + TRANSPOSE x2``, ``NONE + TRANSPOSE x2 + PAD``)."""
+    names = [G.op_name(model, model.subgraphs[0].operators[k]) for k in between]
+    acts = [n for n in names if op_table.row(n).homogeneous]
+    moved = [n for n in names if n not in acts]
+    text = acts[0] if acts else (G.options(model, op1).get("fused_activation_function", "NONE") or "NONE")
+    for n in dict.fromkeys(moved):
+        text += f" + {n}" + (f" x{moved.count(n)}" if moved.count(n) > 1 else "")
+    return text
+
+
 def _channel_max(w: np.ndarray, axis: int) -> np.ndarray:
     return np.abs(np.moveaxis(w, axis, 0).reshape(w.shape[axis], -1)).max(axis=1)
 
 
-def find_pairs(model: Model) -> list[tuple[int, int | None, int]]:
-    """(first op, activation op or None, second op) of every pair that may be equalized (see the docstring)."""
+def _zero_padded(model: Model, op) -> bool:
+    """A pad op whose fill is zero (none given, or a constant 0): it commutes with a per-channel scale."""
+    if len(op.inputs) < 3 or op.inputs[2] < 0:
+        return True
+    fill = G.constant_value(model, op.inputs[2])
+    return fill is not None and not np.any(np.asarray(fill))
+
+
+def _carried_axis(model: Model, i: int, axis: int) -> int | None:
+    """Where an op that only moves values (its row's ``moves_values``: a TRANSPOSE of the ONNX importer's NCHW /
+    NHWC layout) or zero-pads (family "pad") puts input 0's channel axis ``axis``: the output axis along which the
+    channel index runs, in order, when the op is run on a probe tensor holding (channel index + 1) -- the op's own
+    kernel says it, no op name needed. None: channels mixed, merged or reordered (a RESHAPE that folds them)."""
+    sg = model.subgraphs[0]
+    op = sg.operators[i]
+    shape = list(sg.tensors[op.inputs[0]].shape or ())
+    if not shape or any(d <= 0 for d in shape) or not op.outputs or any(
+            t >= 0 and not G.is_constant(model, t) for t in op.inputs[1:]):
+        return None
+    probe_shape = [1] * len(shape)
+    probe_shape[axis] = shape[axis]
+    probe = np.broadcast_to(np.arange(1, shape[axis] + 1, dtype=np.float32).reshape(probe_shape), shape)
+    m = editable_copy(model)
+    m.subgraphs[0].operators[i].inputs[0] = G.add_constant(m, "equalize/probe", np.ascontiguousarray(probe))
+    from converters.passes.fold_constants import evaluate
+
+    out = evaluate(m, i)
+    if not out:
+        return None
+    y = out[0]
+    channels = np.arange(1, shape[axis] + 1, dtype=np.float32)
+    for k in range(y.ndim):
+        if y.shape[k] != shape[axis]:
+            continue
+        ref = np.broadcast_to(channels.reshape([-1 if d == k else 1 for d in range(y.ndim)]), y.shape)
+        if np.all((y == ref) | (y == 0)):  # zeros: a pad's fill
+            return k
+    return None
+
+
+def find_pairs(model: Model) -> list[tuple[int, list[int], int]]:
+    """(first op, the ops between, second op) of every pair that may be equalized (see the module docstring):
+    between them, in a chain of sole readers, at most one activation that commutes with a positive per-channel scale
+    (``homogeneous``) and any ops that only move values or zero-pad (the ONNX importer's layout TRANSPOSEs, PAD),
+    the channel axis followed through each."""
     sg = model.subgraphs[0]
     cons = G.consumers(model)
     pairs = []
@@ -98,31 +155,46 @@ def find_pairs(model: Model) -> list[tuple[int, int | None, int]]:
         bias = op.inputs[bi] if bi is not None and len(op.inputs) > bi else -1
         if bias >= 0 and not (G.is_constant(model, bias) and sg.tensors[bias].type == "FLOAT32"):
             continue
-        j = G.sole_consumer(model, op.outputs[0], cons=cons)
+        data_in = op.outputs[0]
+        shape = sg.tensors[data_in].shape
+        if not shape:
+            continue
+        axis, channels = len(shape) - 1, shape[-1]  # a weighted op's output channels: its output's last axis
+        between, moved, activations = [], [], 0
+        j = G.sole_consumer(model, data_in, cons=cons)
+        while j is not None:
+            nxt = sg.operators[j]
+            nrow = op_table.row(G.op_name(model, nxt))
+            if not nxt.outputs or nxt.inputs[0] != data_in or any(t == data_in for t in nxt.inputs[1:]):
+                j = None
+            elif nrow.homogeneous and activations == 0:
+                activations += 1
+            elif nrow.moves_values or (nrow.family == "pad" and _zero_padded(model, nxt)):
+                moved.append(j)  # where it puts the channels: probed once the chain ends at a second op
+            else:
+                break
+            if j is None:
+                break
+            between.append(j)
+            data_in = nxt.outputs[0]
+            j = G.sole_consumer(model, data_in, cons=cons)
         if j is None:
             continue
-        act = None
         nxt = sg.operators[j]
-        if _scales_through(model, nxt):
-            if nxt.inputs[0] != op.outputs[0] or any(t == op.outputs[0] for t in nxt.inputs[1:]):
-                continue
-            act, j = j, G.sole_consumer(model, nxt.outputs[0], cons=cons)
-            if j is None:
-                continue
-            nxt = sg.operators[j]
         second = op_table.row(G.op_name(model, nxt))
         if second.in_channel_axis is None or second.weights is None or not nxt.inputs:
             continue
         w2 = nxt.inputs[second.weights[0]]
-        data_in = sg.operators[act].outputs[0] if act is not None else op.outputs[0]
-        if nxt.inputs[0] != data_in or not const_of_one(w2):
+        for k in moved:
+            axis = _carried_axis(model, k, axis) if axis is not None else None
+        in_shape = sg.tensors[data_in].shape
+        if nxt.inputs[0] != data_in or not const_of_one(w2) or not in_shape or axis != len(in_shape) - 1:
             continue
-        channels = sg.tensors[data_in].shape[-1] if sg.tensors[data_in].shape else 0
         w2_shape = sg.tensors[w2].shape
         if not channels or w2_shape[second.in_channel_axis] != channels \
                 or (second.in_channel_axis == second.weights[2] and w2_shape[second.weights[2]] != channels):
             continue
-        pairs.append((i, act, j))
+        pairs.append((i, between, j))
     return pairs
 
 
@@ -134,19 +206,19 @@ def equalize(model: Model, min_spread: float = MIN_SPREAD) -> tuple[Model, list[
         return model, []
     sg = model.subgraphs[0]
     chosen = []
-    for i, act, j in pairs:
+    for i, between, j in pairs:
         wi, _, axis = op_table.row(G.op_name(model, sg.operators[i])).weights
         r1 = _channel_max(np.asarray(model.tensor_data(0, sg.operators[i].inputs[wi]), np.float64), axis)
         live = r1[r1 > 0]
         if live.size >= 2 and live.max() / live.min() >= min_spread:
-            chosen.append((i, act, j, float(live.max() / live.min())))
+            chosen.append((i, between, j, float(live.max() / live.min())))
     if not chosen:
         return model, []
     m = editable_copy(model)
     sg = m.subgraphs[0]
     for _ in range(MAX_SWEEPS):
         moved = 0.0
-        for i, _act, j, _ in chosen:
+        for i, _between, j, _ in chosen:
             op1, op2 = sg.operators[i], sg.operators[j]
             wi1, bi1, ax1 = op_table.row(G.op_name(m, op1)).weights
             row2 = op_table.row(G.op_name(m, op2))
@@ -169,14 +241,13 @@ def equalize(model: Model, min_spread: float = MIN_SPREAD) -> tuple[Model, list[
         if moved < math.log1p(SETTLED):
             break
     done = []
-    for i, act, j, before in chosen:
+    for i, between, j, before in chosen:
         op1 = sg.operators[i]
         wi1, _, ax1 = op_table.row(G.op_name(m, op1)).weights
         r1 = _channel_max(np.asarray(m.tensor_data(0, op1.inputs[wi1]), np.float64), ax1)
         live = r1[r1 > 0]
         done.append({"first": sg.tensors[op1.outputs[0]].name, "first_op": G.op_name(m, op1),
-                     "through": G.op_name(m, sg.operators[act]) if act is not None else
-                     (G.options(m, op1).get("fused_activation_function", "NONE") or "NONE"),
+                     "through": _through(m, op1, between),
                      "second": sg.tensors[sg.operators[j].outputs[0]].name,
                      "second_op": G.op_name(m, sg.operators[j]), "channels": int(r1.size),
                      "spread_before": before, "spread_after": float(live.max() / live.min()) if live.size else 1.0})

@@ -88,6 +88,7 @@ from converters.quantize.given import (
 )
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
+from converters.quantize.migrate import prepare as prepare_int8
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
@@ -181,6 +182,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         equalize = bias_correction = False
     if equalize:
         model = _equalized(model, report)
+        model, calibration = prepare_int8(model, calibration, limit, holdout, report)  # quantize/migrate.py
 
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
     # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
