@@ -148,7 +148,11 @@ class SSHLab:
         bindir.mkdir()
         base = getattr(sys, "_base_executable", sys.executable)
         (bindir / "python3").symlink_to(os.path.realpath(base))
-        self.device_path = f"{bindir}:/usr/local/bin:/usr/bin:/bin"
+        # the device compiles as the suite does: through the session's compile cache when it is on (conftest)
+        from tests.conftest import COMPILER_CACHE_BIN
+
+        self.device_path = ":".join([str(bindir), *([str(COMPILER_CACHE_BIN)] if COMPILER_CACHE_BIN else []),
+                                     "/usr/local/bin:/usr/bin:/bin"])
         self.device_pythonpath = str(_dependency_path(self.root / "device-deps"))
         self.env = {**os.environ, "EDGE_SSH_CONFIG": str(self.config),
                     "XDG_CACHE_HOME": os.environ.get("EDGE_TEST_CACHE", str(self.root / "cache"))}
