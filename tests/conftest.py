@@ -33,6 +33,62 @@ def _bytecode_under_the_cache() -> None:
 _bytecode_under_the_cache()
 
 
+# ------------------------------------------------------------------------------ one compile per source and flags
+# The suite compiles the C runtime's same sources with the same flags in many places: the checkout's host library,
+# the installed wheel's copy of it (tests/test_packaging.py), each loopback "Pi"'s deploy build (test_deploy*.py,
+# test_bench.py), the Cortex-M libraries of test_c_builds / test_firmware_c / `make size` / the M4 images, ...
+# Each make or gcc call still runs (every Makefile rule, every warning check); where ccache (Debian `ccache`) is
+# installed, the compilers the suite calls by name (make's cc, gcc, clang, the ARM and cross gcc's) are found
+# first on PATH as wrappers that compile through it: a compile whose compiler, flags and preprocessed source were
+# compiled before gives the same object and prints the same warnings, without compiling again. The cache lives
+# under the cache folder (resources.cache_dir()/ccache, as the firmware objects and `edge check`'s objects do),
+# so the xdist workers and the loopback devices share it. EDGE_TEST_CCACHE=0 turns it off (compare timings).
+# Not through ccache: -fcallgraph-info compiles (`edge check`'s stack objects): ccache 4.7 caches the object but a
+# hit does not write the .ci file beside it.
+COMPILERS = ("cc", "gcc", "clang", "arm-none-eabi-gcc", "aarch64-linux-gnu-gcc", "arm-linux-gnueabihf-gcc")
+COMPILER_CACHE_BIN: Path | None = None  # the wrappers' folder (first on PATH) when the cache is on
+_WRAPPER = """#!/bin/sh
+# tests/conftest.py: {name} through ccache (one compile per compiler, flags and preprocessed source)
+case " $* " in *" -fcallgraph-info"*) exec {real} "$@";; esac
+export CCACHE_DIR={ccache_dir} CCACHE_NOHASHDIR=1 CCACHE_MAXSIZE=4G
+exec {ccache} {real} "$@"
+"""
+
+
+def _compile_through_ccache() -> None:
+    global COMPILER_CACHE_BIN
+    import shlex
+
+    from edge_sdk import resources
+
+    ccache = shutil.which("ccache")
+    if ccache is None or os.environ.get("EDGE_TEST_CCACHE") == "0":
+        return
+    root = resources.cache_dir() / "ccache"
+    bindir = root / "bin"
+    # the real compilers: PATH without the wrappers (set already when this is an xdist worker of a session)
+    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if Path(p) != bindir)
+    bindir.mkdir(parents=True, exist_ok=True)
+    for name in COMPILERS:
+        real = shutil.which(name, path=path)
+        wrapper = bindir / name
+        if real is None:
+            wrapper.unlink(missing_ok=True)
+            continue
+        text = _WRAPPER.format(name=name, real=shlex.quote(real), ccache=shlex.quote(ccache),
+                               ccache_dir=shlex.quote(str(root / "store")))
+        if not wrapper.is_file() or wrapper.read_text() != text:  # written whole: a concurrent reader sees one
+            partial = bindir / f".{name}.{os.getpid()}"
+            partial.write_text(text)
+            partial.chmod(0o755)
+            partial.replace(wrapper)
+    os.environ["PATH"] = os.pathsep.join([str(bindir), path])
+    COMPILER_CACHE_BIN = bindir
+
+
+_compile_through_ccache()
+
+
 # The C runtime's binding builds libedge with gcc and make: without them every C case of the runtime grid skips,
 # for this one reason (allow-listed in tests/skip_policy.py only where CI lacks them: it never does).
 C_RUNTIME_REASON = "the C runtime needs gcc and make"

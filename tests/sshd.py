@@ -39,6 +39,7 @@ import pytest
 SSHD = "/usr/sbin/sshd"
 INSTALL = "apt-get install openssh-server openssh-client"
 DEPENDENCIES = ("numpy", "flatbuffers", "pillow", "pyserial")
+LOCALE_VARS = ("LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES")
 
 
 def unavailable_reason() -> str | None:
@@ -148,8 +149,15 @@ class SSHLab:
         bindir.mkdir()
         base = getattr(sys, "_base_executable", sys.executable)
         (bindir / "python3").symlink_to(os.path.realpath(base))
-        self.device_path = f"{bindir}:/usr/local/bin:/usr/bin:/bin"
+        # the device compiles as the suite does: through the session's compile cache when it is on (conftest)
+        from tests.conftest import COMPILER_CACHE_BIN
+
+        self.device_path = ":".join([str(bindir), *([str(COMPILER_CACHE_BIN)] if COMPILER_CACHE_BIN else []),
+                                     "/usr/local/bin:/usr/bin:/bin"])
         self.device_pythonpath = str(_dependency_path(self.root / "device-deps"))
+        # the suite's locale (ccache keys a compile by it, as it changes the compiler's messages): a device build
+        # of the runtime's sources is then the same compile as the suite's own
+        self.device_locale = "".join(f" {k}={os.environ[k]}" for k in LOCALE_VARS if os.environ.get(k))
         self.env = {**os.environ, "EDGE_SSH_CONFIG": str(self.config),
                     "XDG_CACHE_HOME": os.environ.get("EDGE_TEST_CACHE", str(self.root / "cache"))}
         self._write_config()
@@ -214,7 +222,8 @@ class SSHLab:
             "KbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\n"
             f"PidFile {d.home.parent / 'sshd.pid'}\nStrictModes no\nUsePAM no\nLogLevel ERROR\n"
             "Subsystem sftp internal-sftp\nMaxStartups 50:30:100\nMaxSessions 50\n"
-            f'SetEnv HOME={d.home} PATH={d.path or self.device_path} PYTHONPATH={self.device_pythonpath}\n'
+            f'SetEnv HOME={d.home} PATH={d.path or self.device_path} PYTHONPATH={self.device_pythonpath}'
+            f'{self.device_locale}\n'
         )
         with open(d.home.parent / "sshd.log", "wb") as log:  # the child keeps its own copy of the handle
             d.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(conf)], stdout=subprocess.DEVNULL, stderr=log)

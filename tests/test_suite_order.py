@@ -1,5 +1,6 @@
 """The suite's order under xdist (tests/conftest.py): the long tests head the workers' chunks, balanced, so no
-long test starts last; LONG_TEST_SECONDS names tests that exist."""
+long test starts last; LONG_TEST_SECONDS names tests that exist; the compilers on the suite's PATH compile through
+the compile cache and keep every output."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import ast
 from pathlib import Path
 from types import SimpleNamespace
 
-from tests.conftest import LONG_TEST_SECONDS, SLOW_MARK_SECONDS, expected_seconds, long_tests_first
+from tests.conftest import LONG_TEST_SECONDS, SLOW_MARK_SECONDS, expected_seconds, long_tests_first, needs_c_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,3 +52,46 @@ def test_listed_long_tests_exist():
         if names[-1] not in defined:
             missing.append(nodeid)
     assert not missing, missing
+
+
+# ---------------------------------------------------------------------------- the compile cache (tests/conftest.py)
+@needs_c_runtime
+def test_compilers_on_path_go_through_the_compile_cache_and_keep_their_outputs(tmp_path):
+    """With ccache installed, gcc on the suite's PATH is conftest's wrapper: a second compile of the same source
+    and flags elsewhere is a cache hit that still writes its object, its -MMD header list (naming the object it was
+    asked for) and prints the warnings again; a -fcallgraph-info compile bypasses the cache and writes its .ci file
+    every time."""
+    import os
+    import subprocess
+
+    import pytest
+
+    from tests.conftest import COMPILER_CACHE_BIN
+
+    if COMPILER_CACHE_BIN is None:
+        if os.environ.get("EDGE_TEST_CCACHE") == "0":
+            pytest.skip("the compile cache is turned off (EDGE_TEST_CCACHE=0)")
+        pytest.skip("ccache is not installed (Debian: apt-get install ccache): the suite compiles without a cache")
+    path = os.environ["PATH"].split(os.pathsep)
+    assert path[0] == str(COMPILER_CACHE_BIN) and path.count(str(COMPILER_CACHE_BIN)) == 1  # first, once
+    assert os.access(COMPILER_CACHE_BIN / "gcc", os.X_OK)
+    import time
+
+    (tmp_path / "h.h").write_text(f"#define SALT {time.time_ns() % 1000003}\n")  # a source no earlier run compiled
+    (tmp_path / "u.c").write_text('#include "h.h"\nint f(void) { int unused; return SALT; }\n')
+    runs = []
+    for k in (1, 2):
+        out = tmp_path / f"o{k}"
+        out.mkdir()
+        runs.append(subprocess.run(["gcc", "-Wall", "-MMD", "-MP", "-c", "u.c", "-o", str(out / "u.o")], cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=120))
+        assert runs[-1].returncode == 0, runs[-1].stderr
+        assert (out / "u.d").read_text().replace("\\\n", " ").split()[:3] == [f"{out / 'u.o'}:", "u.c", "h.h"]
+    assert "unused variable" in runs[0].stderr and runs[1].stderr == runs[0].stderr
+    assert (tmp_path / "o1" / "u.o").read_bytes() == (tmp_path / "o2" / "u.o").read_bytes()
+    for k in (1, 2):
+        ci = tmp_path / f"cg{k}"
+        ci.mkdir()
+        proc = subprocess.run(["gcc", "-O1", "-fcallgraph-info=su", "-c", str(tmp_path / "u.c"), "-o", "u.o"],
+                              cwd=ci, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and (ci / "u.ci").is_file(), proc.stderr
