@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # Debian packages the demo and the tests need: the QEMU board and Cortex-M toolchain, the Raspberry Pi cross
 # toolchains and qemu-user, sshd for the loopback "Pi", clang with its fuzzer runtime for the C fuzz test,
 # cmake for the `edge export` builds (tests/test_export.py).
-DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user clang libclang-rt-14-dev cmake
+DEBIAN_PACKAGES := qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi openssh-server openssh-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross gcc-arm-linux-gnueabihf libc6-dev-armhf-cross qemu-user clang libclang-rt-14-dev cmake ccache
 PYTEST_ARGS ?=
 
 .PHONY: demo test setup system-deps clean tables
