@@ -535,7 +535,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
         pairs = import_notes.get("state_pairs") or []
         stream_note = None
-        if calibration is not None and pairs and mode in _NEEDS_CALIBRATION:  # states as streaming meets them
+        # every mode the guard judges (int8 / int16x8 / fp16 / dynamic) reads calibration data one way: a
+        # streaming model's states as streaming meets them, not the file's own (zeros)
+        if calibration is not None and pairs:
             from converters.stateful import streamed_calibration
 
             calib, stream_note = streamed_calibration(float_model, calibration, pairs, pre, name)
