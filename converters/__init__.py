@@ -305,6 +305,8 @@ def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_da
         if why:
             record["why"] = why
     apply_task_verdict(guard, record)
+    if record.get("box_reading"):  # which reading of separate --boxes the detection metrics used
+        notes.append(f"detection boxes read as {record['box_reading']}")
     if not record.get("judged"):
         notes.append(f"task {record['task']} not judged ({record.get('why')}): the SNR decides")
     elif record["met"] and not guard["snr_met"]:
