@@ -231,12 +231,12 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
     # EXP / LOG also run INT8 (256-entry table) and INT16 (zero points 0, the interpolated 513-entry table) as
-    # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers. LOG (a log-magnitude of audio front ends) is
-    # quantized int8 with its own range: LiteRT and both runtimes here run it (version 2); int16x8 keeps it float
+    # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers: not quantized by the converter (LOG also
+    # meets log(0) = -inf on silent calibration frames, a range no int8 output holds)
     OpRow("EXP",                          "math:prepare_exp",                 2,
           family='unary'),
     OpRow("LOG",                          "math:prepare_log",                 2,
-          family='unary', quant='own', int16='none', q_versions=(2, None)),
+          family='unary'),
     # SQRT: float only in LiteRT and TFLM (no integer kernel anywhere): not quantized, kept float with exclude
     OpRow("SQRT",                         "math:prepare_sqrt",                2,
           family='unary'),
