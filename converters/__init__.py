@@ -337,6 +337,8 @@ def _judge_task(guard: dict, spec, float_model, model, mode: str, calib, eval_da
         if why:
             record["why"] = why
     apply_task_verdict(guard, record)
+    if record.get("box_reading"):  # which reading of separate --boxes the detection metrics used
+        notes.append(f"detection boxes read as {record['box_reading']}")
     if not record.get("judged"):
         notes.append(f"task {record['task']} not judged ({record.get('why')}): the SNR decides")
     elif record["met"] and not guard["snr_met"]:
@@ -569,7 +571,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
         pairs = import_notes.get("state_pairs") or []
         stream_note = None
-        if calibration is not None and pairs and mode in _NEEDS_CALIBRATION:  # states as streaming meets them
+        # every mode the guard judges (int8 / int16x8 / fp16 / dynamic) reads calibration data one way: a
+        # streaming model's states as streaming meets them, not the file's own (zeros)
+        if calibration is not None and pairs:
             from converters.stateful import streamed_calibration
 
             calib, stream_note = streamed_calibration(float_model, calibration, pairs, pre, name)
@@ -579,10 +583,17 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         measured_on = "calibration"
         if calib is None and not guarded and eval_data is not None:  # fp16 / dynamic: the guard measures on it
             calib, measured_on = _calibration(eval_data, float_model, pre), "evaluation"
+        # A QDQ source converted without calibration data (every activation range its own): the guard can only
+        # measure on synthetic samples, uniform over the input ranges, which say little of the data the source
+        # was calibrated on. onnxruntime and onnx2tf trust the QDQ ranges as they are; so does this: the guard
+        # still measures and says so, but widens no op and refuses nothing on that evidence (--calib judges on
+        # real data)
+        given_only = guarded and calibration is None
+        search = "int8" if given_only and precision == "auto" else precision
         task_judge = (_task_judge(spec, float_model, mode, calib, eval_data, pre, goals)
-                      if guarded and precision == "auto" else None)
+                      if guarded and search == "auto" else None)
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
-                           holdout=HOLDOUT if guarded else 0, precision=precision if guarded else "int8",
+                           holdout=HOLDOUT if guarded else 0, precision=search if guarded else "int8",
                            min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction,
                            task_judge=task_judge)
         model = result.model
@@ -594,7 +605,14 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         if guard is not None:
             _judge_task(guard, spec, float_model, model, mode, calib, eval_data, pre, guarded, goals, min_snr,
                         result.report["notes"])
-        if guard is not None and not guard["met"]:
+        if guard is not None and not guard["met"] and given_only and guard.get("synthetic"):
+            short = [f"output '{s['name']}': SNR {s['snr_db']:.1f} dB" for s in guard["short"]]
+            result.report["notes"].append(
+                f"the source's QDQ ranges kept as they are (no op widened on synthetic evidence): the guard measured "
+                f"on {guard['samples']} synthetic samples (uniform over the input ranges), "
+                + "; ".join(short) + f" below {min_snr:g} dB; --calib data judges on real inputs")
+            log.warning(result.report["notes"][-1])
+        elif guard is not None and not guard["met"]:
             short = [f"output '{s['name']}'" + (f" (part '{s['part']}')" if s.get("part") else "")
                      + f": SNR {s['snr_db']:.1f} dB, {s['short_db']:.1f} dB below {min_snr:g} dB" for s in guard["short"]]
             if guard.get("judged_by") == "task":  # the task decides: its shortfall first, the SNR beside it

@@ -850,6 +850,30 @@ def _activate(scores: np.ndarray, how: str) -> np.ndarray:
     return scores
 
 
+CENTRE_SHARE = 0.25  # a share of boxes read as corners with x2 < x1 or y2 < y1 beyond which they are cx, cy, w, h
+
+
+def _box_rows(value) -> np.ndarray:
+    """A --boxes output's values as rows of 4 (boxes, 4): (1, N, 4), or (1, 4, N) transposed."""
+    raw = _rows(value)
+    return raw.T if raw.shape[1] < 4 <= raw.shape[0] else raw
+
+
+def box_reading(boxes: list) -> tuple[str, str]:
+    """How to read separate --boxes: ("yxyx", why) corners (yxyx or xyxy alike for IoU), or ("cxcywh", why) when
+    more than CENTRE_SHARE of the float model's boxes read as corners would be inverted (x2 < x1 or y2 < y1): a
+    centre-size encoding (TFLite_Detection_PostProcess's other form) read as corners overlaps nothing, and every
+    detection would be lost without a word. ``boxes``: per sample (n, >=4) float rows."""
+    rows = np.concatenate([np.asarray(b, np.float64)[:, :4] for b in boxes]) if boxes else np.zeros((0, 4))
+    if not len(rows):
+        return "yxyx", "corners (no boxes to tell)"
+    inverted = float(np.mean((rows[:, 2] < rows[:, 0]) | (rows[:, 3] < rows[:, 1])))
+    if inverted > CENTRE_SHARE:
+        return "cxcywh", (f"centre form cx, cy, w, h ({100 * inverted:.0f}% of the float boxes read as corners had "
+                          "x2 < x1 or y2 < y1)")
+    return "yxyx", f"corners ({100 * inverted:.0f}% of the float boxes inverted as corners)"
+
+
 def decode_detections(values: dict, spec: dict, threshold: float) -> tuple:
     """The detections of one sample (``values``: output name -> float value) as (boxes (n, 4) corners, classes,
     scores): the postprocessed op's outputs as they are; boxes and scores decoded (SSD anchors, YOLO centre
@@ -1110,6 +1134,9 @@ def task_metrics(spec: dict, ref: list, got: list, goals: dict | None = None, da
     spec = {**spec, "score_activation": activation}
     if activation is not None:
         record["score_activation"] = activation
+    if spec["format"] == "boxes" and not cfg.get("box_order"):  # corners, unless the float boxes say centre form
+        order, record["box_reading"] = box_reading([_box_rows(r[spec["boxes"]]) for r in ref])
+        spec = {**spec, "config": {**cfg, "box_order": order}}
     thr = float(cfg.get("score_threshold", SCORE_THRESHOLD))
     low = max(0.0, thr - SCORE_TOLERANCE)
     ref_at, ref_low = [decode_detections(r, spec, thr) for r in ref], [decode_detections(r, spec, low) for r in ref]

@@ -231,18 +231,22 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
           family='unary', quant='own', int16='none', q_versions=(2, None)),
     # EXP / LOG also run INT8 (256-entry table) and INT16 (zero points 0, the interpolated 513-entry table) as
-    # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers: not quantized by the converter
+    # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers: not quantized by the converter (LOG also
+    # meets log(0) = -inf on silent calibration frames, a range no int8 output holds)
     OpRow("EXP",                          "math:prepare_exp",                 2,
           family='unary'),
     OpRow("LOG",                          "math:prepare_log",                 2,
           family='unary'),
+    # SQRT: float only in LiteRT and TFLM (no integer kernel anywhere): not quantized, kept float with exclude
     OpRow("SQRT",                         "math:prepare_sqrt",                2,
           family='unary'),
-    # ABS: INT8 / INT16 as elementwise.cc AbsEvalQuantized (|x - zp_in| requantized to the output's scale)
+    # ABS: INT8 / INT16 as elementwise.cc AbsEvalQuantized (|x - zp_in| requantized to the output's scale), in
+    # LiteRT, TFLM and both runtimes here: int8 with its own range (version 2)
     OpRow("ABS",                          "math:prepare_abs",                 5,
-          family='unary'),
+          family='unary', quant='own', int16='none', q_versions=(2, None)),
     # NEG on INT8 / INT16: LiteRT's reference Negate negates the stored values (wrapping) and ignores the zero
-    # point and scales; both runtimes copy that exactly (the real result is -x only with zero points of 0)
+    # point and scales; both runtimes copy that exactly (the real result is -x only with zero points of 0): not
+    # quantized, since an int8 activation's zero point is seldom 0
     OpRow("NEG",                          "math:prepare_neg",                 1,
           family='unary'),
     OpRow("POW",                          "math:prepare_pow",                 1,
@@ -276,8 +280,10 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("ADD_N",                        "binary_math:prepare_add_n",        1),
     OpRow("TILE",                         "math:prepare_tile",                3),
     OpRow("BROADCAST_TO",                 "math:prepare_broadcast_to",        4),
+    # MIRROR_PAD moves values (reflected edges): int8 keeps its input's quantization as PAD does (LiteRT, TFLM and
+    # both runtimes run it on INT8, version 2)
     OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          3,
-          family='pad'),
+          family='pad', quant='same:0', int16='none', q_versions=(2, None)),
     # comparisons, logical ops and selection (BOOL tensors)
     OpRow("EQUAL",                        "compare:prepare_equal",            5,
           family='binary', quant='compare', q_versions=(2, None), uint8=True),

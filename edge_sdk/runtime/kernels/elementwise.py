@@ -231,13 +231,19 @@ def _rounding_divide_by_pot_c(x, exponent):
     return np.where(big, odd, normal)
 
 
+def _float_div(x, y):
+    # LiteRT's float DIV divides in IEEE arithmetic: 0/0 is NaN, x/0 is +-inf, and nothing is printed
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(x, y)
+
+
 def prepare_div(node: Node):
     a, b, out = binary_inputs(node, ("FLOAT32", "INT8", "INT16", "INT32"))
     if out.type != a.type:
         raise node.unsupported(f"output type {out.type} differs from input type {a.type}")
     act = check_activation(node)
     if a.type == "FLOAT32":
-        return _run_float(np.divide, float_clamp(act))
+        return _run_float(_float_div, float_clamp(act))
     if a.type == "INT32":
         return _run_int(_int_div_trunc, _int32_clamp(act))
     node.expect_quantized(a, b, out)
