@@ -636,9 +636,10 @@ def _legacy_uint8(name: str, dtype: str) -> bool:
 def c_dtype_refusal(name: str, dtype: str) -> str | None:
     """Why the C kernel of ``name`` does not take ``dtype`` ("INT8", or "FLOAT32/INT8" for a data type with its
     weights' type) by its registration's types, or None when it does (or when there is no C kernel:
-    ``c_refusal`` says that)."""
+    ``c_refusal`` says that). A legacy UINT8 type the row takes is taken: every C path loads such a model
+    presented as INT8 (edge_sdk.runtime.uint8)."""
     entry = C_TYPES.get(name)
-    if entry is None or takes_dtype(entry[0], dtype):
+    if entry is None or takes_dtype(entry[0], dtype) or _legacy_uint8(name, dtype):
         return None
     which = f"input {entry[1]}" if entry[1] >= 0 else "data"
     if "/" in dtype:
