@@ -631,24 +631,27 @@ static void conv_pairs_rq(const conv_data_t *d, const int8_t *w0, const int16_t 
                      : [k] "m"(k), [cb] "m"(cb), [hb] "m"(hb), [zp] "m"(zp),                                 \
                        [lo4] "m"(lo4), [hi4] "m"(hi4), [dy] "m"(dy), [yend] "m"(yend)                       \
                      : "cc", "memory")
-    if (rq) {
-        CONV_PAIRS_RQ_ASM("ldr %[wa], %[rqp]\n\t"
-                          "ldrd %[a], %[b], [%[wa]], #16\n\t"
-                          "ldrd %[x], %[c], [%[wa], #-8]\n\t"
-                          "str %[wa], %[rqp]\n\t");
-    } else { /* mul0, mul1 by one LDRD, e0 | e1 << 8 by one LDRH; rnd = 2^30 >> e (e = 31: 0) */
-        CONV_PAIRS_RQ_ASM("ldr %[wa], %[rqp]\n\t"
-                          "ldrd %[a], %[x], [%[wa]], #8\n\t"
-                          "str %[wa], %[rqp]\n\t"
-                          "ldr %[wa], %[rqe]\n\t"
-                          "ldrh %[c], [%[wa]], #2\n\t"
-                          "str %[wa], %[rqe]\n\t"
-                          "mov %[wb], #0x40000000\n\t"
-                          "uxtb %[b], %[c]\n\t"
-                          "lsr %[b], %[wb], %[b]\n\t"
-                          "lsr %[c], %[c], #8\n\t"
-                          "lsr %[c], %[wb], %[c]\n\t");
-    }
+    /* one copy of the pass (its asm is ~350 B of flash): the form chosen per pair by rqe (NULL: rq's form) */
+    CONV_PAIRS_RQ_ASM("ldr %[wa], %[rqe]\n\t"
+                      "cbz %[wa], 3f\n\t"
+                      /* compact: e0 | e1 << 8 by one LDRH, mul0, mul1 by one LDRD; rnd = 2^30 >> e (e = 31: 0) */
+                      "ldrh %[c], [%[wa]], #2\n\t"
+                      "str %[wa], %[rqe]\n\t"
+                      "ldr %[wa], %[rqp]\n\t"
+                      "ldrd %[a], %[x], [%[wa]], #8\n\t"
+                      "str %[wa], %[rqp]\n\t"
+                      "mov %[wb], #0x40000000\n\t"
+                      "uxtb %[b], %[c]\n\t"
+                      "lsr %[b], %[wb], %[b]\n\t"
+                      "lsr %[c], %[c], #8\n\t"
+                      "lsr %[c], %[wb], %[c]\n\t"
+                      "b 4f\n\t"
+                      "3:\n\t" /* rq: (mul, rnd) of both channels by two LDRD */
+                      "ldr %[wa], %[rqp]\n\t"
+                      "ldrd %[a], %[b], [%[wa]], #16\n\t"
+                      "ldrd %[x], %[c], [%[wa], #-8]\n\t"
+                      "str %[wa], %[rqp]\n\t"
+                      "4:\n\t");
 #undef CONV_PAIRS_RQ_ASM
 #else
     for (; npairs > 0; npairs--, w0 += 2 * k, bias += 2, first += 2, y0 += 2, y1 += 2) {
