@@ -1,8 +1,9 @@
 """The Cortex-M kernels chosen at prepare for the MCU models (issue 25): int8 DEPTHWISE_CONV_2D with a depth
 multiplier m % 4 == 0 and one or few input channels (micro_speech's and person_detect's first layers: the filter
 pre-paired for SMLAD, each staged input loaded once per group of four outputs), the four-channel depthwise on a
-layer whose scale ratios edge_rq does not cover (person_detect's second layer), and PAD / TRANSPOSE as block
-copies.
+layer whose scale ratios edge_rq does not cover (person_detect's second layer), CONV_2D channel pairs summed,
+requantized, clamped and stored in one pass (conv_pairs_rq: 1x1 / im2col layers with k % 4 == 0), and PAD /
+TRANSPOSE as block copies.
 
 Each case: the portable C build (EDGE_DSP 0: the loop Cortex-M0+ runs, and the reference the DSP path is held
 to) == our Python interpreter == TFLM, bit for bit; the DSP code emulated in C on the host (-DEDGE_EMULATE_DSP,
@@ -87,6 +88,43 @@ def _check(backend, dsp_runner, model, feeds, tmp_path, tflm=True):  # noqa: F81
 @pytest.mark.parametrize("name", list(DW_CASES))
 def test_depthwise_dsp_paths_equal_portable_and_tflm(backend, dsp_runner, name, tmp_path):  # noqa: F811
     model, feeds = _dw_model(name)
+    plain = _check(backend, dsp_runner, model, feeds, tmp_path)
+    assert np.unique(plain).size > 2, "degenerate case: output saturated"
+
+
+# CONV_2D layers whose channel pairs run conv_pairs_rq (k % 4 == 0, a bias, edge_rq channels): the sums, the
+# requantization and (on the M4) the SSAT + bytewise SSUB8 / SEL clamp of each pair in one pass, two halfword
+# stores. name: (n, h, w, c, o, kh, kw, padding, strides, act), per_channel, input zero point, output scale,
+# output zero point
+CONV_PAIR_CASES = {
+    # k = 4 (one chunk: the loop entered at its second chunk), odd pixel count (the last pixel paired with itself:
+    # both halfword stores at one address), odd channel count (the lone last channel: conv_gemm's chunk path)
+    "conv1x1-k4-odd-pixels-odd-channels": ((1, 3, 5, 4, 7, 1, 1, "VALID", (1, 1), "NONE"), True, -128, 0.02, 5),
+    # k = 12 (three chunks: odd, entered at the second), RELU6: lo and hi both inside int8 (both byte clamps bite)
+    "conv1x1-k12-relu6": ((1, 4, 4, 12, 10, 1, 1, "SAME", (1, 1), "RELU6"), True, 3, 0.03, -100),
+    # k = 32, RELU (lo = the output zero point), per-tensor weights, stride 2 (the 1x1 pixels not contiguous)
+    "conv1x1-k32-relu-stride2-per-tensor": ((1, 7, 6, 32, 16, 1, 1, "SAME", (2, 2), "RELU"), False, -7, 0.1, 40),
+    # a 3x3 window of 4 channels (k = 36, im2col with padding), batch 2, outputs saturating at both int8 ends
+    "conv3x3-k36-batch2-saturating": ((2, 5, 4, 4, 6, 3, 3, "SAME", (1, 1), "NONE"), True, 60, 0.004, 0),
+}
+
+
+def _conv_pair_model(name):
+    geo, pc, izp, oscale, ozp = CONV_PAIR_CASES[name]
+    n, h, w, c, o, kh, kw, padding, s, act = geo
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    oh, ow = _out(padding, s[0], 1, h, kh), _out(padding, s[1], 1, w, kw)
+    wt = _w(rng, (o, kh, kw, c), o, pc, 0, 127)
+    b = _b(rng, o, True, 3000, 0.05 * (wt.scale if isinstance(wt.scale, float) else 0.011))
+    model = op_model("CONV_2D", [T((n, h, w, c), "INT8", 0.05, izp), wt, b], [T((n, oh, ow, o), "INT8", oscale, ozp)],
+                     options={"padding": padding, "stride_h": s[0], "stride_w": s[1], "fused_activation_function": act},
+                     version=3)
+    return model, [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+
+
+@pytest.mark.parametrize("name", list(CONV_PAIR_CASES))
+def test_conv_pair_requantization_equals_portable_and_tflm(backend, dsp_runner, name, tmp_path):  # noqa: F811
+    model, feeds = _conv_pair_model(name)
     plain = _check(backend, dsp_runner, model, feeds, tmp_path)
     assert np.unique(plain).size > 2, "degenerate case: output saturated"
 
@@ -208,10 +246,11 @@ def test_pad_transpose_block_copies(runtime, name):
 @pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
-    """The real assembly (DW_MULT4's SXTAB16 / SMLAD, the unaligned word copies of PAD and TRANSPOSE) in a
-    Cortex-M4 image per case == Python."""
+    """The real assembly (DW_MULT4's SXTAB16 / SMLAD, conv_pairs_rq's SSAT / SSUB8 / SEL clamp and halfword
+    stores, the unaligned word copies of PAD and TRANSPOSE) in a Cortex-M4 image per case == Python."""
     build = tmp_path / "b"
     models = {name: _dw_model(name)[0] for name in DW_CASES}
+    models.update({name: _conv_pair_model(name)[0] for name in CONV_PAIR_CASES})
     models.update({name: _pad_model(name)[0] for name in PAD_CASES if PAD_CASES[name][0] == "INT8"})
     models.update({name: _transpose_model(name)[0] for name in TRANSPOSE_CASES
                    if TRANSPOSE_CASES[name][0] == "INT8"})

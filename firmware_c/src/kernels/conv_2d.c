@@ -535,6 +535,162 @@ static void conv_store(const conv_data_t *d, const uint32_t *acc, int32_t npairs
     }
 }
 
+#if EDGE_DSP
+/* conv_pairs and conv_store in one pass, for the common DSP layer (k % 4 == 0, edge_rq channels, a bias, no filter
+ * offset): `npairs` channel pairs x the two pixels of the pair, each pair's four sums kept in registers from the
+ * bias to the stored bytes. conv_gemm's chunks of CONV_CHUNK pairs paid, per output, a store and a load of its
+ * int32 sum, conv_store's loop and conv_pairs' bookkeeping in memory: ~24 instructions an output beside its MACs
+ * on the M4 (1x1 layers with k = 8..64 ran at 4.4-1.6 instructions per MAC); here ~19. The inner loop is
+ * conv_pairs' (CONV_ASM_CHUNK: 18 instructions per 16 MACs), rows w0 (channel 2i) and w0 + k (2i + 1).
+ * The channels' requantization: rq (edge_rq_t, 8 bytes a channel: one LDRD each), or with rq NULL the least-RAM
+ * plan's compact form d->rqc (edge_rq_pack: the multipliers, then a byte e per channel, rnd = 2^30 >> e) read
+ * pair by pair (two multipliers by one LDRD, both bytes by one LDRH: 7 instructions a pair more than rq; unpacking
+ * CONV_CHUNK pairs into edge_rq_t on the stack cost ~6 an output).
+ * On the M4 the clamp is SSAT #8 on each output, then the four bytes of the pair [y0[2i], y0[2i + 1], y1[2i],
+ * y1[2i + 1]] in one word against lo and hi in every byte (SSUB8 + SEL: a bytewise max, then min), stored as two
+ * halfwords: clamp(ssat8(v), lo, hi) == clamp(v, lo, hi) for -128 <= lo <= hi <= 127. `first`: the pairs' first
+ * channel (even). */
+static void conv_pairs_rq(const conv_data_t *d, const int8_t *w0, const int16_t *col, const int32_t *bias,
+                          const edge_rq_t *rq, int32_t first, int32_t npairs, int8_t *y0, int8_t *y1) {
+    const int32_t k = d->k, zp = d->output_offset, lo = d->lo, hi = d->hi;
+#if EDGE_DSP_ASM
+    /* the loop state the 13 registers of the inner loop leave no room for: memory operands (GCC's limit is 30
+     * operands: the loop ends at yend rather than counting) */
+    /* two chunks a pass, n4 = k / 4 odd: entered at the second; hb = passes * 2 + (n4 odd) */
+    const int32_t hb = ((k / 4 + 1) / 2) * 2 + ((k / 4) & 1);
+    const uint32_t lo4 = (uint32_t)(uint8_t)lo * 0x01010101u, hi4 = (uint32_t)(uint8_t)hi * 0x01010101u;
+    const int32_t dy = (int32_t)(y1 - y0);
+    const int16_t *cb = col;
+    const int32_t *bp = bias;
+    const void *rqp = rq ? (const void *)(rq + first) : (const void *)(d->rqc + first); /* compact: multipliers */
+    const int8_t *rqe = rq ? (const int8_t *)0 : (const int8_t *)(d->rqc + d->o) + first; /* compact: exponents */
+    int8_t *yp = y0;
+    const int8_t *const yend = y0 + 2 * npairs; /* the loop's end: the pair after the last */
+    const int8_t *w1;
+    const int16_t *c;
+    uint32_t s00, s01, s10, s11, wa, wb, a, b, x;
+    int32_t cnt;
+/* one pass over the pairs; LOAD puts channel 2i's (mul, rnd) in a, b and 2i + 1's in x, c */
+#define CONV_PAIRS_RQ_ASM(LOAD)                                                                             \
+    __asm__ volatile("0:\n\t"                                                                               \
+                     "ldr %[wa], %[bp]\n\t"                                                                 \
+                     "ldrd %[s00], %[s10], [%[wa]], #8\n\t"                                                 \
+                     "str %[wa], %[bp]\n\t"                                                                 \
+                     "mov %[s01], %[s00]\n\t"                                                               \
+                     "mov %[s11], %[s10]\n\t"                                                               \
+                     "ldr %[wa], %[k]\n\t"                                                                  \
+                     "add %[w1], %[w0], %[wa]\n\t"                                                          \
+                     "ldr %[c], %[cb]\n\t"                                                                  \
+                     "ldr %[cnt], %[hb]\n\t"                                                                \
+                     "lsrs %[cnt], %[cnt], #1\n\t" /* cnt = half, the carry = odd */                        \
+                     "bcs 2f\n\t"                                                                           \
+                     "1:\n\t" CONV_ASM_CHUNK "2:\n\t" CONV_ASM_CHUNK                                        \
+                     "subs %[cnt], %[cnt], #1\n\t"                                                          \
+                     "bne 1b\n\t"                                                                           \
+                     "mov %[w0], %[w1]\n\t" /* the next pair's first row */                                 \
+                     LOAD                                                                                   \
+                     "smmlar %[s00], %[s00], %[a], %[s00]\n\t"                                              \
+                     "smmlar %[s01], %[s01], %[a], %[s01]\n\t"                                              \
+                     "smmlar %[s10], %[s10], %[x], %[s10]\n\t"                                              \
+                     "smmlar %[s11], %[s11], %[x], %[s11]\n\t"                                              \
+                     "add %[s00], %[s00], %[s00], asr #31\n\t"                                              \
+                     "add %[s01], %[s01], %[s01], asr #31\n\t"                                              \
+                     "add %[s10], %[s10], %[s10], asr #31\n\t"                                              \
+                     "add %[s11], %[s11], %[s11], asr #31\n\t"                                              \
+                     "ldr %[wa], %[zp]\n\t"                                                                 \
+                     "smmlar %[s00], %[s00], %[b], %[wa]\n\t"                                               \
+                     "smmlar %[s01], %[s01], %[b], %[wa]\n\t"                                               \
+                     "smmlar %[s10], %[s10], %[c], %[wa]\n\t"                                               \
+                     "smmlar %[s11], %[s11], %[c], %[wa]\n\t"                                               \
+                     "ssat %[s00], #8, %[s00]\n\t"                                                          \
+                     "ssat %[s01], #8, %[s01]\n\t"                                                          \
+                     "ssat %[s10], #8, %[s10]\n\t"                                                          \
+                     "ssat %[s11], #8, %[s11]\n\t"                                                          \
+                     "bfi %[s00], %[s10], #8, #8\n\t" /* y0's two bytes */                                  \
+                     "bfi %[s01], %[s11], #8, #8\n\t" /* y1's two bytes */                                  \
+                     "pkhbt %[s00], %[s00], %[s01], lsl #16\n\t"                                            \
+                     "ldr %[a], %[lo4]\n\t"                                                                 \
+                     "ssub8 %[b], %[s00], %[a]\n\t"                                                         \
+                     "sel %[s00], %[s00], %[a]\n\t"                                                         \
+                     "ldr %[a], %[hi4]\n\t"                                                                 \
+                     "ssub8 %[b], %[a], %[s00]\n\t"                                                         \
+                     "sel %[s00], %[s00], %[a]\n\t"                                                         \
+                     "ldr %[wa], %[yp]\n\t"                                                                 \
+                     "ldr %[a], %[dy]\n\t"                                                                  \
+                     "lsrs %[b], %[s00], #16\n\t"                                                           \
+                     "strh %[b], [%[wa], %[a]]\n\t"                                                         \
+                     "strh %[s00], [%[wa]], #2\n\t"                                                         \
+                     "str %[wa], %[yp]\n\t"                                                                 \
+                     "ldr %[a], %[yend]\n\t"                                                                \
+                     "cmp %[wa], %[a]\n\t"                                                                  \
+                     "bne 0b"                                                                               \
+                     : [w0] "+&r"(w0), [w1] "=&r"(w1), [c] "=&r"(c), [cnt] "=&r"(cnt), [s00] "=&r"(s00),    \
+                       [s01] "=&r"(s01), [s10] "=&r"(s10), [s11] "=&r"(s11), [wa] "=&l"(wa), [wb] "=&r"(wb), \
+                       [a] "=&r"(a), [b] "=&r"(b), [x] "=&r"(x), [bp] "+m"(bp), [rqp] "+m"(rqp),            \
+                       [rqe] "+m"(rqe), [yp] "+m"(yp)                                                       \
+                     : [k] "m"(k), [cb] "m"(cb), [hb] "m"(hb), [zp] "m"(zp),                                 \
+                       [lo4] "m"(lo4), [hi4] "m"(hi4), [dy] "m"(dy), [yend] "m"(yend)                       \
+                     : "cc", "memory")
+    /* one copy of the pass (its asm is ~350 B of flash): the form chosen per pair by rqe (NULL: rq's form) */
+    CONV_PAIRS_RQ_ASM("ldr %[wa], %[rqe]\n\t"
+                      "cbz %[wa], 3f\n\t"
+                      /* compact: e0 | e1 << 8 by one LDRH, mul0, mul1 by one LDRD; rnd = 2^30 >> e (e = 31: 0) */
+                      "ldrh %[c], [%[wa]], #2\n\t"
+                      "str %[wa], %[rqe]\n\t"
+                      "ldr %[wa], %[rqp]\n\t"
+                      "ldrd %[a], %[x], [%[wa]], #8\n\t"
+                      "str %[wa], %[rqp]\n\t"
+                      "mov %[wb], #0x40000000\n\t"
+                      "uxtb %[b], %[c]\n\t"
+                      "lsr %[b], %[wb], %[b]\n\t"
+                      "lsr %[c], %[c], #8\n\t"
+                      "lsr %[c], %[wb], %[c]\n\t"
+                      "b 4f\n\t"
+                      "3:\n\t" /* rq: (mul, rnd) of both channels by two LDRD */
+                      "ldr %[wa], %[rqp]\n\t"
+                      "ldrd %[a], %[b], [%[wa]], #16\n\t"
+                      "ldrd %[x], %[c], [%[wa], #-8]\n\t"
+                      "str %[wa], %[rqp]\n\t"
+                      "4:\n\t");
+#undef CONV_PAIRS_RQ_ASM
+#else
+    for (; npairs > 0; npairs--, w0 += 2 * k, bias += 2, first += 2, y0 += 2, y1 += 2) {
+        const int8_t *w1 = w0 + k;
+        const int16_t *c = col;
+        uint32_t s00 = (uint32_t)bias[0], s10 = (uint32_t)bias[1], s01 = s00, s11 = s10;
+        const edge_rq_t q0 = rq ? rq[first] : edge_rq_at(d->rqc, d->o, first);
+        const edge_rq_t q1 = rq ? rq[first + 1] : edge_rq_at(d->rqc, d->o, first + 1);
+        int32_t i;
+        for (i = 0; i < k; i += 4, c += 8) { /* the asm chunk's instructions, in its order */
+            uint32_t wa, wb, a, b, x;
+            memcpy(&wa, w0 + i, 4);
+            memcpy(&wb, w1 + i, 4);
+            a = edge_sxtb16(wa);
+            b = edge_sxtb16(wb);
+            memcpy(&x, c, 4);
+            s00 = edge_smlad(a, x, s00);
+            s10 = edge_smlad(b, x, s10);
+            memcpy(&x, c + 2, 4);
+            s01 = edge_smlad(a, x, s01);
+            s11 = edge_smlad(b, x, s11);
+            a = edge_sxtb16_ror8(wa);
+            b = edge_sxtb16_ror8(wb);
+            memcpy(&x, c + 4, 4);
+            s00 = edge_smlad(a, x, s00);
+            s10 = edge_smlad(b, x, s10);
+            memcpy(&x, c + 6, 4);
+            s01 = edge_smlad(a, x, s01);
+            s11 = edge_smlad(b, x, s11);
+        }
+        y0[0] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s00, zp), lo, hi);
+        y1[0] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s01, zp), lo, hi);
+        y0[1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s10, zp), lo, hi);
+        y1[1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s11, zp), lo, hi);
+    }
+#endif
+}
+#endif
+
 /* Output channels [first, end) of both pixels of the pair from their interleaved im2col rows, CONV_CHUNK
  * channel pairs at a time (an odd last channel runs as a pair with itself): sums from the bias by
  * conv_pairs, the k % 4 tail, then requantization, clamp and store. y1 == y0 for a lone last pixel (its
@@ -545,6 +701,14 @@ static void conv_gemm(const conv_data_t *d, const int8_t *wt, const int16_t *col
     const int32_t k = d->k, k4 = CONV_K4(k);
     uint32_t acc[4 * CONV_CHUNK];
     int32_t oc, i, t;
+#if EDGE_DSP
+    if (!d->rq_generic && bias && k4 == k && k4 > 0 && !(fo0 | fo1) && end - first >= 2 && d->lo >= -128 &&
+        d->hi <= 127) {
+        const int32_t npairs = (end - first) / 2; /* every pair in one pass; a lone last channel below */
+        conv_pairs_rq(d, wt + (int64_t)first * k, col, bias + first, d->rq, first, npairs, y0 + first, y1 + first);
+        first += 2 * npairs;
+    }
+#endif
     for (oc = first; oc < end;) {
         const int32_t npairs = (end - oc) / 2 > CONV_CHUNK ? CONV_CHUNK : (end - oc) / 2 ? (end - oc) / 2 : 1;
         const int32_t koff = oc + 1 < end ? k : 0;
