@@ -180,29 +180,29 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
     calls: dict[tuple[int, int], int] = {}  # times a node ran in all the profiled runs (a WHILE body's: per iteration)
     totals: list[float] = []
     facts = None  # the interpreter whose prepare gives MACs and shapes per subgraph
-    if runner.backend == "python":
+    if runner.backend == "python":  # its own timer around each step of every subgraph (Interpreter.invoke_traced)
         facts = interp
-        for _ in range(n):
-            t = clock()
-            steps = interp.invoke_profiled()
-            totals.append((clock() - t) / 1e3)
-            per_run.append({(0, index): seconds * 1e6 for index, _, seconds in steps})
-            names.update(((0, index), op) for index, op, _ in steps)
+        invoke_traced = interp.invoke_traced
     else:  # c: the runtime's own op timer (host clock, ns)
         if not hasattr(interp, "enable_trace"):
             return None, "no per-op times with backend c: this edge_sdk.runtime.c_interpreter has no op trace"
         interp.enable_trace()
-        for _ in range(n):
-            t = clock()
+
+        def invoke_traced() -> list[dict]:
             interp.invoke()
-            totals.append((clock() - t) / 1e3)
-            run: dict[tuple[int, int], float] = {}
-            for e in interp.trace():
-                key = (int(e["subgraph"]), int(e["node"]))
-                run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
-                names[key] = e["op"]
-                calls[key] = calls.get(key, 0) + 1
-            per_run.append(run)
+            return interp.trace()
+    for _ in range(n):  # both backends' trace entries: {"subgraph", "node", "op", "ns"}, one per step run
+        t = clock()
+        entries = invoke_traced()
+        totals.append((clock() - t) / 1e3)
+        run: dict[tuple[int, int], float] = {}
+        for e in entries:
+            key = (int(e["subgraph"]), int(e["node"]))
+            run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
+            names[key] = e["op"]
+            calls[key] = calls.get(key, 0) + 1
+        per_run.append(run)
+    if facts is None:
         try:  # MACs and output shapes: the python interpreter's prepare knows them
             from edge_sdk.runtime.interpreter import Interpreter
 
