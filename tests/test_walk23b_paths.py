@@ -52,3 +52,75 @@ def test_invoke_traced_times_every_subgraph_and_invoke_profiled_keeps_subgraph_0
     np.testing.assert_allclose(it.get_tensor(it.get_output_details()[1]["index"]), 0.25 * np.ones((1, 4)))
     assert "_run" not in vars(it)  # the timed stand-in is gone: invoke() runs untimed again
     assert [(k, op) for k, op, _ in it.invoke_profiled()] == [(0, "WHILE")]
+
+
+# ------------------------------------------------------------------------------------------------ run .npz
+def test_run_takes_an_npz_of_every_input_and_prints_each_output(tmp_path, capsys):
+    from tests.test_control_flow import counting_while_model, if_model
+
+    model = tmp_path / "loop.tflite"
+    model.write_bytes(counting_while_model())  # (i, x): while i < 10: i += 1, x += 0.5
+    by_name, by_arg = tmp_path / "named.npz", tmp_path / "args.npz"
+    np.savez(by_name, i=np.array([7], np.int32), x=np.array([[0.0, 1.0, 2.0]], np.float32))
+    np.savez(by_arg, arg_0=np.array([8], np.int32), arg_1=np.array([0.0, 1.0, 2.0], np.float32))  # batch added
+    assert cli.main(["run", str(model), str(by_name), str(by_arg), "--backend", "python", "--json"]) == 0
+    first, second = json.loads(capsys.readouterr().out)
+    assert first["input"] == str(by_name) and [o["name"] for o in first["outputs"]] == ["i_out", "x_out"]
+    assert first["outputs"][0] == {"name": "i_out", "shape": [1], "dtype": "int32", "values": [10]}
+    np.testing.assert_allclose(first["outputs"][1]["values"], [[1.5, 2.5, 3.5]])
+    np.testing.assert_allclose(second["outputs"][1]["values"], [[1.0, 2.0, 3.0]])
+    assert cli.main(["run", str(model), str(by_name), "--backend", "python"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:] == [f"{by_name}:", "  i_out [1] int32:", "    [10]", "  x_out [1,3] float32:",
+                       "    [[1.5, 2.5, 3.5]]"]
+
+    cond = tmp_path / "if.tflite"
+    cond.write_bytes(if_model("FLOAT32"))  # IF on a bool input: x + x, else x * x
+    feed = tmp_path / "if.npz"
+    np.savez(feed, cond=np.array([False]), x=np.array([[0.5, -1.0, 2.0, 3.0]], np.float32))
+    assert cli.main(["run", str(cond), str(feed), "--backend", "python", "--json"]) == 0
+    np.testing.assert_allclose(json.loads(capsys.readouterr().out)[0]["outputs"][0]["values"],
+                               [[0.25, 1.0, 4.0, 9.0]])
+
+
+@pytest.mark.parametrize("arrays, line", [
+    ({"i": np.array([1], np.int32)},
+     "{f}: no array for input 'x' [1,3] float32 (keys: input tensor names, or arg_0, arg_1.. in signature order; "
+     "the file has i)"),
+    ({"i": np.array([1], np.int32), "x": np.zeros((1, 3), np.float32), "y": np.zeros(2)},
+     "{f}: array 'y' names no input of {m} (inputs: 'i' [1] int32, 'x' [1,3] float32; keys: input tensor "
+     "names, or arg_0, arg_1.. in signature order)"),
+    ({"i": np.array([1], np.int32), "x": np.zeros((1, 4), np.float32)},
+     "{f}: array 'x' shaped [1, 4] float32 for input 'x' [1,3] float32"),
+    ({"i": np.array([1.5]), "x": np.zeros((1, 3), np.float32)},
+     "{f}: array 'i': cannot feed float64 values to the int32 input 'i'"),
+])
+def test_run_names_a_missing_extra_or_misshapen_npz_key(tmp_path, capsys, arrays, line):
+    from tests.test_control_flow import counting_while_model
+
+    model = tmp_path / "loop.tflite"
+    model.write_bytes(counting_while_model())
+    feed = tmp_path / "in.npz"
+    np.savez(feed, **arrays)
+    assert cli.main(["run", str(model), str(feed), "--backend", "python"]) == 3
+    said = line.format(f=feed, m=model)  # the CLI names the model first when the line does not
+    assert capsys.readouterr().err.splitlines() == [
+        "edge run: error: " + ("" if str(model) in said else f"MODEL {model}: ") + said]
+
+
+def test_run_says_a_model_with_several_inputs_takes_an_npz(tmp_path, capsys):
+    from tests.test_control_flow import counting_while_model
+
+    model = tmp_path / "loop.tflite"
+    model.write_bytes(counting_while_model())
+    sample = tmp_path / "x.npy"
+    np.save(sample, np.zeros((1, 3), np.float32))
+    assert cli.main(["run", str(model), str(sample), "--backend", "python"]) == 3
+    assert capsys.readouterr().err.splitlines() == [
+        f"edge run: error: {sample}: {model} takes 2 inputs ('i' [1] int32, 'x' [1,3] float32): give them in "
+        "one .npz (keys: input tensor names, or arg_0, arg_1.. in signature order)"]
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    assert cli.main(["run", str(model), str(bad), "--backend", "python"]) != 0
+    assert "not an image (JPEG/PNG/BMP), a .wav, a .npy array or an .npz of every input: not a .npz (zip) archive" \
+        in capsys.readouterr().err
