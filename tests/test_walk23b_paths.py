@@ -124,3 +124,56 @@ def test_run_says_a_model_with_several_inputs_takes_an_npz(tmp_path, capsys):
     assert cli.main(["run", str(model), str(bad), "--backend", "python"]) != 0
     assert "not an image (JPEG/PNG/BMP), a .wav, a .npy array or an .npz of every input: not a .npz (zip) archive" \
         in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ check
+def _batch_dynamic_fc() -> bytes:
+    """x [-1, 4] (stored [1, 4]) -> FULLY_CONNECTED 3: a dynamic batch, judged at its stored shape."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 4), "FLOAT32")
+    y = g.tensor("y", (1, 3), "FLOAT32")
+    g.op("FULLY_CONNECTED", [x, g.constant("w", np.ones((3, 4), np.float32)), -1], [y])
+    g.output(y)
+    model = g.build()
+    model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape_signature = (-1, 4)
+    return write_model(model)
+
+
+def test_check_says_the_input_shapes_it_judged(tmp_path, capsys):
+    from tests.test_input_shapes import log_mel_like
+
+    model = tmp_path / "fe.tflite"
+    model.write_bytes(log_mel_like())  # x [-1, -1]
+    assert cli.main(["check", str(model), "--target", "host-linux", "--input-shape", "x:4,8"]) == 0
+    assert "  inputs judged at x 4x8 (--input-shape; signature [-1,-1])" in capsys.readouterr().out.splitlines()
+    assert cli.main(["check", str(model), "--target", "host-linux", "--json", "--input-shape", "x:4,8"]) == 0
+    assert json.loads(capsys.readouterr().out)["input_shapes"] == [
+        {"name": "x", "shape": [4, 8], "signature": [-1, -1], "source": "--input-shape"}]
+
+    batch = tmp_path / "fc.tflite"
+    batch.write_bytes(_batch_dynamic_fc())
+    assert cli.main(["check", str(batch), "--target", "host-linux"]) == 0
+    assert ("  inputs judged at x 1x4 (the stored shape: signature [-1,4] is dynamic; --input-shape sets another)"
+            in capsys.readouterr().out.splitlines())
+    assert cli.main(["check", str(batch), "--target", "host-linux", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["input_shapes"] == [
+        {"name": "x", "shape": [1, 4], "signature": [-1, 4], "source": "stored"}]
+
+    static = tmp_path / "static.tflite"
+    static.write_bytes(_static_fc())
+    assert cli.main(["check", str(static), "--target", "host-linux"]) == 0
+    assert "inputs judged" not in capsys.readouterr().out  # a static model: nothing to say
+    assert cli.main(["check", str(static), "--target", "host-linux", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["input_shapes"] == [
+        {"name": "x", "shape": [1, 4], "signature": [1, 4], "source": "static"}]
+
+
+def _static_fc() -> bytes:
+    from edge_sdk.model import read_model, write_model
+
+    model = read_model(_batch_dynamic_fc())
+    model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape_signature = None
+    return write_model(model)
