@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from edge_sdk import cli
+from tests.conftest import needs_c_runtime
 from tests.test_walk23_paths import _fc_loop_model
 
 
@@ -177,3 +178,53 @@ def _static_fc() -> bytes:
     model = read_model(_batch_dynamic_fc())
     model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape_signature = None
     return write_model(model)
+
+
+# ------------------------------------------------------------------------------------------------ host C arena
+def _wide_window_front_end(samples: int = 1760, window: int = 512, hop: int = 160, mels: int = 40) -> bytes:
+    """x [-1, -1] shaped [1, samples] -> RESHAPE [1, 1, samples, 1] -> CONV_2D 1 x window, stride hop, mels
+    filters (a float log-mel-like front end): the host's float GEMM fast path runs it on im2col blocks."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+    from edge_sdk.model.input_shapes import shaped_model
+
+    g = GraphBuilder()
+    x = g.input("x", (1, 1), "FLOAT32")
+    x4 = g.tensor("x4", (1, 1, 1, 1), "FLOAT32")
+    g.op("RESHAPE", [x, g.constant("s4", np.array([1, 1, -1, 1], np.int32))], [x4])
+    w = np.random.default_rng(0).standard_normal((mels, 1, window, 1)).astype(np.float32)
+    c = g.tensor("c", (1, 1, 1, mels), "FLOAT32")
+    g.op("CONV_2D", [x4, g.constant("w", w), g.constant("b", np.zeros(mels, np.float32))], [c], padding="VALID",
+         stride_w=hop, stride_h=1)
+    y = g.tensor("y", (1, 1), "FLOAT32")
+    g.op("RESHAPE", [c, g.constant("flat", np.array([1, -1], np.int32))], [y])
+    g.output(y)
+    model = g.build()
+    model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape_signature = (-1, -1)
+    return shaped_model(write_model(model), {"x": (1, samples)})
+
+
+@needs_c_runtime
+def test_the_host_c_arena_names_its_fast_path_scratch(monkeypatch):
+    from edge_sdk.runtime.c_interpreter import CInterpreter
+    from edge_sdk.runtime.interpreter import Interpreter
+    from edge_sdk.tools import bench
+
+    data = _wide_window_front_end()
+    py = Interpreter(model_content=data)
+    py.allocate_tensors()
+    c = CInterpreter(model_content=data)
+    c.allocate_tensors()
+    parts = c.arena_parts()
+    assert parts["tensors"] == py.arena_size == 2 * 1760 * 4  # the same tensor plan: the input and its reshape
+    assert parts["arena_size"] == c.arena_size == (parts["tensors"] + parts["scratch"] + parts["persistent"]
+                                                    + parts["alignment"] + parts["init_extra"])
+    assert parts["packed_weights"] == c.packed_weights_bytes  # apart, not in arena_size
+    if parts["scratch"]:  # a CPU with the float fast path: its im2col blocks are the scratch, and named so
+        assert parts["fast_path_scratch"] == parts["scratch"] == 48 * 512 * 4
+        report = bench.run_benchmark(data, runs=1, warmup=0, backend="c", profile_runs=1)
+        assert report["arena_parts"] == parts
+        assert f"of the arena: fast-path scratch {48 * 512 * 4} B (this host build's SIMD kernels" \
+            in bench.format_bench(report)
+    else:
+        assert parts["fast_path_scratch"] == 0

@@ -309,6 +309,8 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         # arena_bytes: the same figure under its older name
         "arena_bytes": runner.arena_bytes(), "arena_size": runner.arena_bytes(),
         "packed_weights_bytes": runner.packed_weights_bytes(),
+        # the C runtime's arena_size in parts (CInterpreter.arena_parts: fast_path_scratch, the host's SIMD scratch)
+        "arena_parts": runner.interp.arena_parts() if hasattr(runner.interp, "arena_parts") else None,
         "peak_rss_bytes": peak_rss,
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -478,6 +480,12 @@ def format_bench(report: dict) -> str:
         + (f"packed weight copies {report['packed_weights_bytes']} B, " if report.get("packed_weights_bytes") else "")
         + f"peak RSS {size(report.get('peak_rss_bytes'))} (the whole process)",
     ]
+    parts = report.get("arena_parts") or {}
+    if parts.get("fast_path_scratch"):  # why a host figure is far above the board's (issue 23 walk, point 4)
+        lines.append(f"           of the arena: fast-path scratch {parts['fast_path_scratch']} B (this host build's "
+                     f"SIMD kernels, e.g. im2col blocks; a board's portable kernels do without), tensors "
+                     f"{parts['tensors']} B, other scratch {parts['scratch'] - parts['fast_path_scratch']} B, "
+                     f"persistent {parts['persistent']} B")
     ops = report.get("ops") or []
     if ops:
         lines.append("")
