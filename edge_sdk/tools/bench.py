@@ -180,20 +180,15 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
     calls: dict[tuple[int, int], int] = {}  # times a node ran in all the profiled runs (a WHILE body's: per iteration)
     totals: list[float] = []
     facts = None  # the interpreter whose prepare gives MACs and shapes per subgraph
-    if runner.backend == "python":  # its own timer around each step of every subgraph (Interpreter.invoke_traced)
+    if runner.backend == "python":
         facts = interp
-        invoke_traced = interp.invoke_traced
-    else:  # c: the runtime's own op timer (host clock, ns)
-        if not hasattr(interp, "enable_trace"):
-            return None, "no per-op times with backend c: this edge_sdk.runtime.c_interpreter has no op trace"
-        interp.enable_trace()
-
-        def invoke_traced() -> list[dict]:
-            interp.invoke()
-            return interp.trace()
-    for _ in range(n):  # both backends' trace entries: {"subgraph", "node", "op", "ns"}, one per step run
+    elif not hasattr(interp, "invoke_traced"):
+        return None, "no per-op times with backend c: this edge_sdk.runtime.c_interpreter has no op trace"
+    else:  # c: one trace buffer for all the profiled runs (invoke_traced then allocates none per run)
+        interp.enable_trace(max(4096, 4 * sum(len(sg.operators) for sg in interp.model.subgraphs)))
+    for _ in range(n):  # both backends' trace entries (python: its timer per step; c: the runtime's op timer, ns)
         t = clock()
-        entries = invoke_traced()
+        entries = interp.invoke_traced()
         totals.append((clock() - t) / 1e3)
         run: dict[tuple[int, int], float] = {}
         for e in entries:
