@@ -1171,11 +1171,12 @@ def npz_inputs(path: str, runner: ModelRunner, allow_nonfinite: bool = False) ->
     the file, the input and the shape / dtype it takes."""
     try:
         loaded = np.load(path, allow_pickle=False)
-        data = {k: loaded[k] for k in loaded.files}
+        if isinstance(loaded, np.ndarray):
+            raise DataError(f"{path}: a .npy array, not an .npz archive")
+        with loaded:
+            data = {k: loaded[k] for k in loaded.files}
     except (OSError, ValueError, EOFError) as exc:
         raise DataError(f"{path}: cannot read the .npz ({' '.join(str(exc).split())[:200]})") from None
-    if isinstance(loaded, np.ndarray):
-        raise DataError(f"{path}: a .npy array, not an .npz archive")
     sig_names: dict[int, str] = {}
     sigs = [sd for sd in getattr(runner.interpreter.model, "signature_defs", []) if sd.subgraph_index == 0]
     if sigs:
