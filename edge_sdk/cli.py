@@ -227,7 +227,7 @@ FILE_CLAIMS = {  # what the messages call each claim
     "calibration": "calibration data (a folder of images, an image, .npy or .npz)",
     "evaluation": "evaluation data (a folder of class folders, or .npz with x and y)",
     "labels": "a labels file (UTF-8 text, one label per line)",
-    "input": "an image (JPEG/PNG/BMP), a .wav or a .npy array",
+    "input": "an image (JPEG/PNG/BMP), a .wav, a .npy array or an .npz of every input",
     "arrays": "input data (.npy or .npz)",
 }
 # First bytes -> what a file is, to say what was given instead (a PNG given as the model).
@@ -334,7 +334,7 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
         return
     if suffix == ".npy" and claim in ("calibration", "input", "arrays"):
         _check_npy(p, label, claim)
-    elif suffix == ".npz" and claim in ("calibration", "evaluation", "arrays"):
+    elif suffix == ".npz" and claim in ("calibration", "evaluation", "arrays", "input"):
         if not zipfile.is_zipfile(p):
             raise _not_a(p, label, claim, f"not a .npz (zip) archive: it is {_what_it_is(p)}")
     elif suffix in (".wav", ".wave") and claim == "input":
@@ -1198,7 +1198,10 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
 
     p = sub.add_parser("run", help="run a model on image/WAV/.npy files: top-k labels and scores, or detections")
     p.add_argument("model", help="path to a .tflite file")
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="image (JPEG/PNG/BMP), .wav or .npy files")
+    p.add_argument("inputs", nargs="+", metavar="INPUT",
+                   help="image (JPEG/PNG/BMP), .wav or .npy files; or .npz files, one array per model input keyed "
+                        "by input tensor name or arg_0, arg_1.. in signature order (any model, also one with "
+                        "several inputs: each output is printed)")
     _input_shape_option(p)
     p.add_argument("--top-k", type=_positive, default=5, help="labels to show per input (>= 1; default 5)")
     p.add_argument("--task", choices=["classify", "detect", "audio"], help="override the manifest / the guess")

@@ -630,13 +630,61 @@ class CInterpreter(Interpreter, backend="c"):
         copy of constant weights, a figure of its own: packed_weights_bytes; the buffer holds both). The Python
         interpreter's figure is its tensor plan alone (its per-op state is Python objects, its variables live
         outside the arena): this one is larger by the C runtime's structs, kernel data and scratch
-        (tests/test_arena_meaning.py states the difference to the byte). None before allocate_tensors."""
+        (tests/test_arena_meaning.py states the difference to the byte). On a host build the scratch includes the
+        SIMD fast paths' own (im2col blocks, GEMM work) that a board's portable kernels do not need: arena_parts()
+        names it (fast_path_scratch), so a host figure far above the board's says why. None before
+        allocate_tensors."""
         if not self._ready:
             return None
         from edge_sdk.runtime.planner import runtime_arena
 
         info = self.plan_info()
         return runtime_arena(info["high_water"], info["arena_used"], info["packed"])
+
+    def arena_parts(self) -> dict | None:
+        """arena_size broken down, in bytes (the parts add up to it; tests/test_walk23b_paths.py):
+        ``tensors`` the tensor plan (the Python interpreter's arena_size for the same plan), ``scratch`` the
+        kernels' scratch, of which ``fast_path_scratch`` is what this build's SIMD fast paths need beyond the
+        portable kernels a board runs (e.g. a float CONV_2D's im2col blocks: up to 48 rows of the window, 98,304 B
+        for a 512-tap window; the same model prepared at SIMD level 0 tells), ``persistent`` (tensor / node structs,
+        kernel data, variables), ``alignment`` and ``init_extra`` (init's planner memory above the steady state).
+        ``packed_weights`` (the fast paths' packed weight copies) is apart: not in arena_size. None before
+        allocate_tensors."""
+        if not self._ready:
+            return None
+        info = self.plan_info()
+        scratch = info["head_total"] - info["tensor_total"]
+        parts = {"tensors": info["tensor_total"], "scratch": scratch,
+                 "fast_path_scratch": max(0, scratch - self._portable_scratch(scratch)),
+                 "persistent": info["persistent"] - info["packed"],
+                 "alignment": info["arena_used"] - info["head_total"] - info["persistent"],
+                 "init_extra": max(0, info["high_water"] - info["arena_used"])}
+        parts["arena_size"] = self.arena_size
+        parts["packed_weights"] = info["packed"]
+        return parts
+
+    def _portable_scratch(self, scratch: int) -> int:
+        """The kernels' scratch of this model prepared by the portable kernels (SIMD level 0, as a board's build
+        has them): ``scratch`` itself on a build or CPU without a fast path. The level is process-wide: put back
+        at once (a prepare reads it; invokes do not)."""
+        lib = self._lib
+        if not hasattr(lib, "edge_simd_set") or not hasattr(lib, "edge_simd_level"):
+            return scratch
+        lib.edge_simd_level.argtypes, lib.edge_simd_level.restype = [], ctypes.c_int32
+        lib.edge_simd_set.argtypes, lib.edge_simd_set.restype = [ctypes.c_int32], ctypes.c_int32
+        level = lib.edge_simd_level()
+        if level <= 0:
+            return scratch
+        data = ctypes.string_at(self._model_addr, self._model_len)
+        lib.edge_simd_set(0)
+        try:
+            portable = CInterpreter(model_content=data, plan_only=True, memory=self._memory,
+                                    **({} if self._memory != "min" else {"patch_plan": self._patch}))
+            portable.allocate_tensors()
+            info = portable.plan_info()
+        finally:
+            lib.edge_simd_set(level)
+        return info["head_total"] - info["tensor_total"]
 
     @property
     def packed_weights_bytes(self) -> int | None:
@@ -785,21 +833,30 @@ class CInterpreter(Interpreter, backend="c"):
     def invoke_profiled(self) -> list[tuple[int, str, float]]:
         """invoke(), timing each op of subgraph 0 with the C runtime's op timer (host clock): ``[(node_index, op,
         seconds)]`` in execution order, as Interpreter.invoke_profiled. A trace enabled before stays enabled."""
+        return [(e["node"], e["op"], e["ns"] / 1e9) for e in self.invoke_traced() if e["subgraph"] == 0]
+
+    def invoke_traced(self) -> list[dict]:
+        """invoke(), timing every op of every subgraph it runs with the C runtime's op timer (host clock):
+        trace()'s entries ``{"subgraph", "node", "op", "ns"}``, as Interpreter.invoke_traced. A trace enabled
+        before stays enabled."""
         if not self._ready:
             raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
         earlier = self._trace_buf
         n_ops = sum(len(sg.operators) for sg in self.model.subgraphs)
+        if earlier is not None and len(earlier) >= 4 * n_ops:  # a trace on already (bench's runs): no new buffer
+            self.invoke()
+            return self.trace()
         self.enable_trace(max(4096, 4 * n_ops))
         try:
             self.invoke()
-            steps = [(e["node"], e["op"], e["ns"] / 1e9) for e in self.trace() if e["subgraph"] == 0]
+            entries = self.trace()
         finally:
             if earlier is None:
                 self._lib.edge_set_timer(self._interp, None, None, 0)
             else:
                 self._lib.edge_set_timer(self._interp, self._lib.edge_host_timer(), earlier, len(earlier))
             self._trace_buf = earlier
-        return steps
+        return entries
 
     def resource_id(self, container: str, shared_name: str) -> int:
         """The Runtime protocol's id of a resource variable (Python kernels ask it). The C runtime keeps its

@@ -841,26 +841,42 @@ class Interpreter:
     def invoke_profiled(self) -> list[tuple[int, str, float]]:
         """invoke(), timing each step of subgraph 0 (``edge bench``'s per-op profile; invoke() stays untimed):
         ``[(node_index, op, seconds)]`` in execution order. A delegate partition is one step, reported at its
-        first node as ``"<delegate>[first..last]"``. Ops that call other subgraphs include their time."""
+        first node as ``"<delegate>[first..last]"``. Ops that call other subgraphs include their time (their
+        callees' steps: ``invoke_traced``)."""
+        return [(e["node"], e["op"], e["ns"] / 1e9) for e in self.invoke_traced() if e["subgraph"] == 0]
+
+    def invoke_traced(self) -> list[dict]:
+        """invoke(), timing every step of every subgraph it runs: ``[{"subgraph", "node", "op", "ns"}]`` in the
+        order the steps finished, the C runtime's trace() entries (CInterpreter.trace), so that `edge bench`
+        lays out both backends' rows in one place. A node of an IF branch / WHILE body has one entry per call
+        (a body's per iteration); the calling node's entry includes its callees' time."""
         import time
 
         if self._p is None:
             raise RuntimeError("Invoke called on model that is not ready: call allocate_tensors() first")
-        labels = [(i, self._p.nodes[0][i].op) if part.backend == CPU
-                  else (i, f"{part.backend}[{part.nodes[0]}..{part.nodes[-1]}]")
-                  for part in self._p.partitions[0] for i in (part.nodes if part.backend == CPU else part.nodes[:1])
-                  if (0, i) not in self._p.folded]
-        for view, stage in self._p.staged:
-            np.copyto(view, stage)
-        clock, out = time.perf_counter, []
-        token = _blas.enter(self._threads)
-        try:
-            for (index, op), (fn, ins, outs) in zip(labels, self._p.steps[0]):
+        p = self._p
+        labels = [[(i, p.nodes[s][i].op) if part.backend == CPU
+                   else (i, f"{part.backend}[{part.nodes[0]}..{part.nodes[-1]}]")
+                   for part in p.partitions[s] for i in (part.nodes if part.backend == CPU else part.nodes[:1])
+                   if (s, i) not in p.folded] for s in range(len(p.steps))]
+        clock, out = time.perf_counter_ns, []
+
+        def timed_run(s: int) -> None:  # stands in for _run while tracing (invoke_subgraph calls self._run)
+            if s == 0 and p.staged:
+                for view, stage in p.staged:
+                    np.copyto(view, stage)
+            for (index, op), (fn, ins, outs) in zip(labels[s], p.steps[s]):
                 t0 = clock()
                 fn(ins, outs)
-                out.append((index, op, clock() - t0))
+                out.append({"subgraph": s, "node": index, "op": op, "ns": clock() - t0})
+
+        self._run = timed_run  # an instance attribute shadows the method: the untimed path is left untouched
+        token = _blas.enter(self._threads)
+        try:
+            timed_run(0)
         finally:
             _blas.leave(token)
+            del self._run
         return out
 
     def _run(self, s: int) -> None:

@@ -124,6 +124,9 @@ class CheckResult:
     # memory_plan "patch" on a C target: the stage's grids, RAM against estimated instructions (planner.tradeoff_lines)
     patch_grids: list = field(default_factory=list)
     memory_request: str | None = None  # the plan asked for (MEMORY_PLANS: --memory layer, inplace, min; None: auto)
+    # the input shapes it was judged at: [{"name", "shape", "signature", "source"}], source "--input-shape" (given),
+    # "stored" (a dynamic signature judged at the stored shape: a leading batch -1) or "static"
+    input_shapes: list[dict] = field(default_factory=list)
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -202,10 +205,48 @@ class CheckResult:
             "flash_budget": self.flash_budget,
             "fallback_nodes": len(self.fallback_nodes),
             "partitions": [p.to_dict(self.tensor_names) for p in self.partitions],
+            "input_shapes": self.input_shapes,
         }
 
 
 # ----------------------------------------------------------------------------------------------- model
+def _judged_shapes(model: Model, input_shapes=None) -> list[dict]:
+    """Subgraph 0's inputs at the shapes the check judges them (CheckResult.input_shapes), from the unshaped
+    model and the --input-shape given (checked again by shaped_model, which raises the UsageError)."""
+    from edge_sdk.model.input_shapes import FLAG, _input_names, _resolve, _signature
+    from edge_sdk.errors import UsageError
+
+    if not model.subgraphs:
+        return []
+    try:
+        given = _resolve(model, input_shapes, FLAG) if input_shapes else {}
+    except UsageError:
+        given = {}  # shaped_model says it, naming the flag
+    sg, out = model.subgraphs[0], []
+    for t, shown, _ in _input_names(model):
+        sig = [int(d) for d in _signature(sg.tensors[t])]
+        source = "--input-shape" if t in given else "stored" if any(d < 0 for d in sig) else "static"
+        shape = list(given[t]) if t in given else [int(d) for d in sg.tensors[t].shape]
+        out.append({"name": shown, "shape": shape, "signature": sig, "source": source})
+    return out
+
+
+def _input_shapes_line(r: CheckResult) -> str | None:
+    """The line saying the input shapes judged, when one was given or an input's signature is dynamic."""
+    if not any(i["source"] != "static" for i in r.input_shapes):
+        return None
+
+    def said(i: dict) -> str:
+        dims = "x".join(map(str, i["shape"]))
+        sig = "[" + ",".join(map(str, i["signature"])) + "]"
+        if i["source"] == "--input-shape":
+            return f"{i['name']} {dims} (--input-shape; signature {sig})"
+        if i["source"] == "stored":
+            return f"{i['name']} {dims} (the stored shape: signature {sig} is dynamic; --input-shape sets another)"
+        return f"{i['name']} {dims}"
+    return "  inputs judged at " + ", ".join(said(i) for i in r.input_shapes)
+
+
 def _load(model_or_path) -> tuple[Model, int, str, bytes]:
     """(model, its serialized size, a display name, its bytes)."""
     if isinstance(model_or_path, Model):
@@ -437,6 +478,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
+    judged = _judged_shapes(model, input_shapes)
     if input_shapes is not None or not isinstance(model_or_path, Model):
         shaped = shaped_model(data, input_shapes, model=model)
         if shaped is not data:
@@ -454,7 +496,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     result = CheckResult(verdict=RUNS, target=profile.name, backend=preferred, ram_budget=profile.ram_arena_bytes,
                          flash_budget=profile.flash_model_bytes, model_bytes=model_bytes, model_name=name,
                          tensor_names=[t.name for t in model.subgraphs[0].tensors] if model.subgraphs else [],
-                         runtime="c" if is_c else "python")
+                         runtime="c" if is_c else "python", input_shapes=judged)
     problems = result.problems
     if uint8_note and is_c:  # a user's own firmware talks to the C runtime: it must know
         result.notes.append(uint8_note)
@@ -841,6 +883,9 @@ def format_check(result: CheckResult) -> str:
     if r.verdict == PARTIAL:
         cpu_parts = [p for p in r.partitions if p.backend != r.backend]
         lines[0] += f" — {len(r.fallback_nodes)} op(s) fall back to the CPU in {len(cpu_parts)} partition(s)"
+    judged = _input_shapes_line(r)
+    if judged:
+        lines.append(judged)
     over = r.arena_bytes is not None and r.ram_budget and r.arena_bytes > r.ram_budget
     pct = f" ({100 * r.arena_bytes / r.ram_budget:.0f}%)" if r.arena_bytes is not None and r.ram_budget else ""
     from edge_sdk.runtime.planner import PLAN_WORDS

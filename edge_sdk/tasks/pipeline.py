@@ -1083,6 +1083,16 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
     check_labels_file(labels)
     runner = ModelRunner(model, num_threads=num_threads, backend=backend)
+    arrays = [p for p in paths if p.lower().endswith(".npz")]
+    if arrays or len(runner.inputs) != 1:  # every input fed by name: any model, each output printed
+        others = [p for p in paths if not p.lower().endswith(".npz")]
+        if others:
+            raise ModelError(f"{others[0]}: {runner.name} takes {len(runner.inputs)} inputs "
+                             f"({_inputs_said(runner)}): give them in one .npz (keys: {NPZ_KEYS})"
+                             if len(runner.inputs) != 1 else
+                             f"{others[0]}: give .npz files alone (not mixed with images, WAVs or .npy)")
+        return [{"input": p, "outputs": _output_rows(runner, runner.run(*npz_inputs(p, runner, allow_nonfinite)))}
+                for p in paths]
     detection = {k: v for k, v in (detection or {}).items() if v is not None}
     kind = model_task(runner, task or ("detect" if detection else None))
     if detection and kind != "detect":
@@ -1135,6 +1145,79 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
     return results
 
 
+NPZ_KEYS = "input tensor names, or arg_0, arg_1.. in signature order"
+
+
+def _inputs_said(runner: ModelRunner) -> str:
+    return ", ".join(f"'{d['name']}' {_shape_of(d)}" for d in runner.inputs)
+
+
+def _signature_order(runner: ModelRunner) -> list[int]:
+    """Positions in runner.inputs in the order of the model's signature (its first one over subgraph 0: what
+    arg_0, arg_1.. name, as TF's exported functions call them), else the subgraph's input order."""
+    order = list(range(len(runner.inputs)))
+    sigs = [sd for sd in getattr(runner.interpreter.model, "signature_defs", []) if sd.subgraph_index == 0]
+    if sigs:
+        where = {int(d["index"]): k for k, d in enumerate(runner.inputs)}
+        by_sig = [where[t] for t in sigs[0].inputs.values() if t in where]
+        if sorted(by_sig) == order:
+            order = by_sig
+    return order
+
+
+def npz_inputs(path: str, runner: ModelRunner, allow_nonfinite: bool = False) -> list[np.ndarray]:
+    """The model's inputs from an .npz, in runner.inputs order: one array per input, keyed by its tensor name,
+    its signature name or arg_i (signature order). A missing, extra or misshapen key is one ModelError naming
+    the file, the input and the shape / dtype it takes."""
+    try:
+        loaded = np.load(path, allow_pickle=False)
+        if isinstance(loaded, np.ndarray):
+            raise DataError(f"{path}: a .npy array, not an .npz archive")
+        with loaded:
+            data = {k: loaded[k] for k in loaded.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise DataError(f"{path}: cannot read the .npz ({' '.join(str(exc).split())[:200]})") from None
+    sig_names: dict[int, str] = {}
+    sigs = [sd for sd in getattr(runner.interpreter.model, "signature_defs", []) if sd.subgraph_index == 0]
+    if sigs:
+        sig_names = {t: name for name, t in sigs[0].inputs.items()}
+    names = {}  # position in runner.inputs -> the keys that may name it
+    for pos_in_sig, k in enumerate(_signature_order(runner)):
+        d = runner.inputs[k]
+        names[k] = [d["name"], sig_names.get(int(d["index"])), f"arg_{pos_in_sig}"]
+    out, used = [], set()
+    for k, d in enumerate(runner.inputs):
+        key = next((n for n in names[k] if n is not None and n in data), None)
+        if key is None:
+            raise ModelError(f"{path}: no array for input '{d['name']}' {_shape_of(d)} (keys: {NPZ_KEYS}; "
+                             f"the file has {', '.join(sorted(data)) or 'none'})")
+        used.add(key)
+        x = data[key]
+        refuse_nonfinite(x, f"{path}[{key}]", allow_nonfinite)
+        if tuple(x.shape) != tuple(int(v) for v in d["shape"]) and (1,) + tuple(x.shape) != tuple(
+                int(v) for v in d["shape"]):
+            raise ModelError(f"{path}: array '{key}' shaped {list(x.shape)} {x.dtype.name} for input '{d['name']}' "
+                             f"{_shape_of(d)}")
+        out.append(to_input(x, d, f"{path}: array '{key}'"))
+    extra = sorted(set(data) - used)
+    if extra:
+        raise ModelError(f"{path}: array '{extra[0]}' names no input of {runner.name} "
+                         f"(inputs: {_inputs_said(runner)}; keys: {NPZ_KEYS})")
+    return out
+
+
+def _output_rows(runner: ModelRunner, values: list[np.ndarray]) -> list[dict]:
+    """Each output as ``{"name", "shape", "dtype", "values"}`` (and ``"dequantized"`` for a quantized one)."""
+    rows = []
+    for d, v in zip(runner.outputs, values):
+        row = {"name": d["name"], "shape": [int(n) for n in np.shape(v)], "dtype": np.dtype(v.dtype).name,
+               "values": np.asarray(v).tolist()}
+        if is_quantized(d):
+            row["dequantized"] = dequantize(v, d).tolist()
+        rows.append(row)
+    return rows
+
+
 def _shape_of(detail: dict) -> str:
     return "[" + ",".join(str(int(v)) for v in detail["shape"]) + "] " + np.dtype(detail["dtype"]).name
 
@@ -1185,7 +1268,14 @@ def format_results(results: list[dict]) -> str:
     lines = []
     for r in results:
         lines.append(f"{r['input']}:")
-        if "detections" in r:
+        if "outputs" in r:
+            for o in r["outputs"]:
+                shown = np.array2string(np.asarray(o.get("dequantized", o["values"])), threshold=32,
+                                        precision=5, separator=", ").replace("\n", "\n" + " " * 4)
+                said = " dequantized" if "dequantized" in o else ""
+                lines.append(f"  {o['name']} [{','.join(map(str, o['shape']))}] {o['dtype']}{said}:")
+                lines.append(f"    {shown}")
+        elif "detections" in r:
             if not r["detections"]:
                 lines.append("  (no detections)")
             for d in r["detections"]:

@@ -182,27 +182,22 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
     facts = None  # the interpreter whose prepare gives MACs and shapes per subgraph
     if runner.backend == "python":
         facts = interp
-        for _ in range(n):
-            t = clock()
-            steps = interp.invoke_profiled()
-            totals.append((clock() - t) / 1e3)
-            per_run.append({(0, index): seconds * 1e6 for index, _, seconds in steps})
-            names.update(((0, index), op) for index, op, _ in steps)
-    else:  # c: the runtime's own op timer (host clock, ns)
-        if not hasattr(interp, "enable_trace"):
-            return None, "no per-op times with backend c: this edge_sdk.runtime.c_interpreter has no op trace"
-        interp.enable_trace()
-        for _ in range(n):
-            t = clock()
-            interp.invoke()
-            totals.append((clock() - t) / 1e3)
-            run: dict[tuple[int, int], float] = {}
-            for e in interp.trace():
-                key = (int(e["subgraph"]), int(e["node"]))
-                run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
-                names[key] = e["op"]
-                calls[key] = calls.get(key, 0) + 1
-            per_run.append(run)
+    elif not hasattr(interp, "invoke_traced"):
+        return None, "no per-op times with backend c: this edge_sdk.runtime.c_interpreter has no op trace"
+    else:  # c: one trace buffer for all the profiled runs (invoke_traced then allocates none per run)
+        interp.enable_trace(max(4096, 4 * sum(len(sg.operators) for sg in interp.model.subgraphs)))
+    for _ in range(n):  # both backends' trace entries (python: its timer per step; c: the runtime's op timer, ns)
+        t = clock()
+        entries = interp.invoke_traced()
+        totals.append((clock() - t) / 1e3)
+        run: dict[tuple[int, int], float] = {}
+        for e in entries:
+            key = (int(e["subgraph"]), int(e["node"]))
+            run[key] = run.get(key, 0.0) + e["ns"] / 1e3  # a node run more than once (loops): its sum
+            names[key] = e["op"]
+            calls[key] = calls.get(key, 0) + 1
+        per_run.append(run)
+    if facts is None:
         try:  # MACs and output shapes: the python interpreter's prepare knows them
             from edge_sdk.runtime.interpreter import Interpreter
 
@@ -309,6 +304,8 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         # arena_bytes: the same figure under its older name
         "arena_bytes": runner.arena_bytes(), "arena_size": runner.arena_bytes(),
         "packed_weights_bytes": runner.packed_weights_bytes(),
+        # the C runtime's arena_size in parts (CInterpreter.arena_parts: fast_path_scratch, the host's SIMD scratch)
+        "arena_parts": runner.interp.arena_parts() if hasattr(runner.interp, "arena_parts") else None,
         "peak_rss_bytes": peak_rss,
         "python": platform.python_version(),
         "machine": platform.machine(),
@@ -478,6 +475,12 @@ def format_bench(report: dict) -> str:
         + (f"packed weight copies {report['packed_weights_bytes']} B, " if report.get("packed_weights_bytes") else "")
         + f"peak RSS {size(report.get('peak_rss_bytes'))} (the whole process)",
     ]
+    parts = report.get("arena_parts") or {}
+    if parts.get("fast_path_scratch"):  # why a host figure is far above the board's (issue 23 walk, point 4)
+        lines.append(f"           of the arena: fast-path scratch {parts['fast_path_scratch']} B (this host build's "
+                     f"SIMD kernels, e.g. im2col blocks; a board's portable kernels do without), tensors "
+                     f"{parts['tensors']} B, other scratch {parts['scratch'] - parts['fast_path_scratch']} B, "
+                     f"persistent {parts['persistent']} B")
     ops = report.get("ops") or []
     if ops:
         lines.append("")
