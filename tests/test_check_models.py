@@ -3,6 +3,8 @@ an op problem from the runtime on a C target exactly when the C runtime refuses 
 exactly when the interpreter refuses it. Without a C compiler (the op-table fallback, ``c_runtime=False``) the C
 kernels' registered versions and dtypes give the same verdict on every C profile."""
 
+import functools
+
 import pytest
 
 from edge_sdk.errors import EdgeError
@@ -14,6 +16,7 @@ MODELS = shared_models()
 PROFILES = list_profiles()
 
 
+@functools.cache  # module-wide: both tests ask the C runtime about every model (~4 s for the 144 here)
 def _refuses(path, backend: str) -> str | None:
     """The runtime's own answer: its allocate_tensors' error, or None when it loads, prepares and plans."""
     from edge_sdk import Interpreter

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -102,6 +103,74 @@ def test_bundled_tree_builds_in_a_cache_copy(monkeypatch, tmp_path):
     assert resources.host_tree(fw) != dest
 
 
+# ----------------------------------------------------------------------------------------------- object cache
+def _mini_tree(base: Path, header: str = "#define SCALE 3\n") -> Path:
+    """A firmware-like tree: include/scale.h and src/a.c including it and naming its own file (__FILE__)."""
+    (base / "include").mkdir(parents=True)
+    (base / "src").mkdir()
+    (base / "include" / "scale.h").write_text(header)
+    (base / "src" / "a.c").write_text('#include "scale.h"\nconst char *where = __FILE__;\n'
+                                      "int scaled(int x) { return x * SCALE; }\n")
+    return base
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CC", "gcc")) is None, reason="no C compiler")
+def test_object_cache_key_is_the_same_for_a_copy_of_the_sources_and_follows_their_headers(monkeypatch, tmp_path):
+    """The installed copy of the sources (site-packages) and the checkout share `edge check`'s objects: the key
+    (and the text compiled) leaves the folder out; a header's change still changes it; a compile error names
+    the reader's own path."""
+    from edge_sdk.errors import BuildError
+    from edge_sdk.runtime import c_build
+
+    cc = os.environ.get("CC", "gcc")
+    monkeypatch.setenv("EDGE_CACHE_DIR", str(tmp_path / "cache"))
+    one, two = _mini_tree(tmp_path / "checkout" / "firmware_c"), _mini_tree(tmp_path / "site" / "x" / "firmware_c")
+
+    def flags(tree):
+        return ("-std=c99", "-O1", f"-I{tree / 'include'}", f"-I{tree / 'src'}")
+
+    key_one, text_one = c_build.object_key(cc, flags(one), one / "src" / "a.c")
+    key_two, text_two = c_build.object_key(cc, flags(two), two / "src" / "a.c")
+    assert key_one == key_two and text_one == text_two
+    assert str(tmp_path).encode() not in text_one and b'"@0/src/a.c"' in text_one  # line markers and __FILE__
+    [obj_one] = c_build.compile_objects(cc, flags(one), [one / "src" / "a.c"], tmp_path / "out1")
+    [obj_two] = c_build.compile_objects(cc, flags(two), [two / "src" / "a.c"], tmp_path / "out2")
+    assert obj_one.stat().st_ino == obj_two.stat().st_ino  # one stored object, linked into both folders
+
+    (two / "include" / "scale.h").write_text("#define SCALE 4\n")
+    assert c_build.object_key(cc, flags(two), two / "src" / "a.c")[0] != key_one
+    (two / "include" / "scale.h").write_text("#define SCALE (\n")
+    with pytest.raises(BuildError, match=re.escape(str(two / "src" / "a.c"))):
+        c_build.compile_objects(cc, flags(two), [two / "src" / "a.c"], tmp_path / "out3")
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CC", "gcc")) is None, reason="no C compiler")
+def test_object_cache_compiles_an_object_once_when_several_ask_at_once(monkeypatch, tmp_path):
+    """Two xdist workers (here: four threads, each its own lock descriptor) that need the same object compile it
+    once: the others wait on its lock file and link the stored one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from edge_sdk.runtime import c_build
+
+    cc = os.environ.get("CC", "gcc")
+    monkeypatch.setenv("EDGE_CACHE_DIR", str(tmp_path / "cache"))
+    tree = _mini_tree(tmp_path / "firmware_c")
+    compiles = []
+    real = c_build._compile_into
+
+    def counted(*args):
+        compiles.append(args[2])
+        real(*args)
+
+    monkeypatch.setattr(c_build, "_compile_into", counted)
+    flags = ("-std=c99", f"-I{tree / 'include'}")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outs = list(pool.map(lambda k: c_build.compile_objects(cc, flags, [tree / "src" / "a.c"], tmp_path / f"o{k}"),
+                             range(4)))
+    assert len(compiles) == 1
+    assert len({o.stat().st_ino for [o] in outs}) == 1
+
+
 def test_setup_py_hook_bundles_what_the_direct_writer_bundles(tmp_path):
     """setup.py's build_py (the setuptools path: pip wheel / pip install .) puts the same files under
     edge_sdk/_bundled/ as deploy's direct wheel writer (the path without a wheel-capable setuptools)."""
@@ -193,6 +262,14 @@ def test_installed_wheel_works_without_the_checkout(tmp_path):
     model = _model(run_dir / "fc.tflite")
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "EDGE_PROFILE_DIR", "VIRTUAL_ENV")}
+    # a cache folder of its own (the host library is built there, asserted below) whose object cache is the
+    # suite's: `edge check`'s runner and stack objects, keyed without the sources' folder
+    # (c_build.object_key), are the ones the checkout's tests compiled (or compile later), not a second build
+    # of ~100 files (300 s under load)
+    shared_objects = resources.cache_dir() / "objects"
+    shared_objects.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "objects").symlink_to(shared_objects, target_is_directory=True)
     env.update(EDGE_CACHE_DIR=str(tmp_path / "cache"), EDGE_STATE_DIR=str(tmp_path / "state"),
                PATH=f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}")
     edge = str(venv / "bin" / "edge")
@@ -210,10 +287,24 @@ def test_installed_wheel_works_without_the_checkout(tmp_path):
     assert r.returncode == 0, r.stderr
     assert sorted(t["name"] for t in json.loads(r.stdout)) == list_profiles()
 
+    # the checkout's check of the model first (compiles what the suite's cache lacks), then the installed one:
+    # every object of the installed copy's runner and stack build is a link to one the checkout's used
+    from edge_sdk.targets import c_check, c_footprint
+    from edge_sdk.targets.check import check_model
+
+    assert check_model(model, "qemu-mps2-an386").verdict == "runs"
     r = run(edge, "check", model, "--target", "qemu-mps2-an386", "--json")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     assert report["verdict"] == "runs" and report["problems"] == [], report
+    checkout_objects = [*(o for exe in c_check._runners.values() for o in (exe.parent / "obj").glob("*.o")),
+                        *(o for folder in c_footprint._stack_folders.values() for o in folder.glob("*.o"))]
+    installed_objects = sorted((tmp_path / "cache" / "check").glob("**/*.o"))
+    if c_check._runners:  # this machine builds a C check runner: both checks compiled through the object cache
+        assert installed_objects and checkout_objects
+    if installed_objects and installed_objects[0].stat().st_dev == shared_objects.stat().st_dev:  # linked, not copied
+        shared = {o.stat().st_ino for o in checkout_objects}
+        assert not [o for o in installed_objects if o.stat().st_ino not in shared], "compiled again, not shared"
 
     installed_fw = site / "edge_sdk" / "_bundled" / "firmware_c"
     if shutil.which("make") and shutil.which(os.environ.get("CC", "gcc")):

@@ -13,6 +13,7 @@ by the hash of its preprocessed source and flags (a second target with the same 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -151,7 +152,14 @@ def source_digest(tree: Path) -> str:
 # under cache_dir()/objects/<2 hex>/<key>/, the key a hash of the compiler (path and version), its flags and the
 # source as preprocessed with them: a second target with the same flags, or a type switch that does not reach a
 # file, reuses that file's object; a changed header recompiles only the files that include it. Each source is
-# preprocessed once (the .i text is the key and what is compiled) and the compiles run in parallel.
+# preprocessed once and the compiles run in parallel.
+# The key does not depend on where the sources lie: the folders a compile names (each -I folder's parent, the
+# source's folder) are written as "@0", "@1", ... (in the order the flags and then the source name them) in the
+# flags and in the preprocessed text (line markers, __FILE__), and that folder-free text is what is compiled, so
+# an installed copy of the sources (site-packages) and the checkout share every object, and an object is a
+# function of its key alone. A header's bytes are in the text: changing one changes the key of its includers.
+# One lock file per key (fcntl, beside its folder): two processes (xdist workers) that need the same object
+# compile it once; the second waits and reuses it.
 OBJECTS = "objects"
 _compiler_ids: dict[str, str] = {}
 
@@ -173,35 +181,105 @@ def _compiler_id(compiler: str) -> str:
     return _compiler_ids[compiler]
 
 
-def _cached_object(compiler: str, flags: tuple[str, ...], source: Path, out: Path, aux: tuple[str, ...]) -> None:
-    """Compile ``source`` to ``out`` (and the aux files gcc writes beside it, by suffix: ".ci" for
-    -fcallgraph-info) through the object cache; BuildError with the compiler's message when it fails."""
+def _source_folders(flags: tuple[str, ...], source: Path) -> list[str]:
+    """The absolute folders a compile of ``source`` names, as the placeholders "@0", "@1", ... stand for them
+    (index = position): each -I folder's parent (the source tree: include/, src/, host/ side by side), then the
+    source's own folder; a folder inside an earlier one is left out (the earlier one's placeholder covers it)."""
+    # absolute but not resolved: the preprocessor writes the paths as the flags and the source name spell them
+    named = [os.path.dirname(os.path.abspath(f[2:])) for f in flags if f.startswith("-I") and len(f) > 2]
+    folders: list[str] = []
+    for folder in [*named, os.path.dirname(os.path.abspath(source))]:
+        if folder != os.sep and not any(folder == f or folder.startswith(f + os.sep) for f in folders):
+            folders.append(folder)
+    return folders
+
+
+def _without_folders(data: bytes, folders: list[str]) -> bytes:
+    """``data`` with every "<folder>/" of ``folders`` written "@<index>/" (longest folder first: a folder that
+    holds another never takes its files)."""
+    for i, folder in sorted(enumerate(folders), key=lambda f: -len(f[1])):
+        data = data.replace(os.fsencode(folder + os.sep), f"@{i}{os.sep}".encode())
+    return data
+
+
+def _with_folders(text: str, folders: list[str]) -> str:
+    """A compiler message about folder-free text with its folders back (the reader's paths)."""
+    for i, folder in reversed(list(enumerate(folders))):  # "@1" before "@10" would be wrong: highest first
+        text = text.replace(f"@{i}{os.sep}", folder + os.sep)
+    return text
+
+
+def _portable_flags(flags: tuple[str, ...], folders: list[str]) -> list[str]:
+    """``flags`` with ``folders`` written as their placeholders (-I/abs/tree/include -> -I@0/include)."""
+    return [_without_folders(os.fsencode(f), folders).decode(errors="surrogateescape") for f in flags]
+
+
+def object_key(compiler: str, flags: tuple[str, ...], source: Path, aux: tuple[str, ...] = ()) -> tuple[str, bytes]:
+    """(key, folder-free preprocessed text) of ``source`` compiled by ``compiler`` with ``flags`` (and gcc's
+    ``aux`` outputs): the object cache's key, independent of the folder the sources lie in. BuildError with the
+    preprocessor's message when it fails."""
     import hashlib
 
     pre = subprocess.run([compiler, *flags, "-E", str(source)], capture_output=True, check=False)
+    folders = _source_folders(flags, source)
     if pre.returncode != 0:
         raise BuildError(f"{compiler} cannot preprocess {source.name}:\n{pre.stderr.decode(errors='replace')[-2000:]}")
-    h = hashlib.sha256("\0".join([_compiler_id(compiler), *flags, *aux]).encode())
+    text = _without_folders(pre.stdout, folders)
+    portable_flags = _portable_flags(flags, folders)
+    h = hashlib.sha256("\0".join([_compiler_id(compiler), *portable_flags, *aux]).encode(errors="surrogateescape"))
     h.update(b"\0")
-    h.update(pre.stdout)
-    key = h.hexdigest()[:32]
+    h.update(text)
+    return h.hexdigest()[:32], text
+
+
+@contextlib.contextmanager
+def _object_lock(store: Path):
+    """An exclusive lock (between processes and threads) on one cached object: <key>.lock beside its folder;
+    none where fcntl is missing (the rename below still keeps a stored object whole)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    with open(store.with_name(store.name + ".lock"), "a") as f:  # a descriptor of its own: threads exclude too
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _compile_into(compiler: str, flags: tuple[str, ...], source: Path, text: bytes, store: Path) -> None:
+    """Compile the folder-free preprocessed ``text`` of ``source`` into ``store``/obj.o (and its aux files):
+    built in a private folder, renamed into place whole (a reader that takes no lock sees all of it or none)."""
+    folders = _source_folders(flags, source)
+    portable_flags = _portable_flags(flags, folders)
+    tmp = store.with_name(f"{store.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    (tmp / f"{source.stem}.i").write_bytes(text)
+    proc = subprocess.run([compiler, *portable_flags, "-c", f"{source.stem}.i", "-o", "obj.o"], capture_output=True,
+                          text=True, check=False, cwd=tmp)
+    if proc.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise BuildError(f"{compiler} failed on {source.name}:\n{_with_folders(proc.stderr, folders)[-2000:]}")
+    (tmp / f"{source.stem}.i").unlink()
+    try:
+        os.rename(tmp, store)
+    except OSError:  # stored meanwhile by a process that took no lock (fcntl missing): keep that one
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _cached_object(compiler: str, flags: tuple[str, ...], source: Path, out: Path, aux: tuple[str, ...]) -> None:
+    """Compile ``source`` to ``out`` (and the aux files gcc writes beside it, by suffix: ".ci" for
+    -fcallgraph-info) through the object cache; BuildError with the compiler's message when it fails."""
+    key, text = object_key(compiler, flags, source, aux)
     store = resources.cache_dir() / OBJECTS / key[:2] / key
     if not (store / "obj.o").is_file():
-        # built in a private folder, renamed into place whole: a concurrent reader sees all of it or none
-        tmp = store.with_name(f"{key}.{os.getpid()}.{threading.get_ident()}.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        (tmp / f"{source.stem}.i").write_bytes(pre.stdout)
-        proc = subprocess.run([compiler, *flags, "-c", f"{source.stem}.i", "-o", "obj.o"], capture_output=True,
-                              text=True, check=False, cwd=tmp)
-        if proc.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise BuildError(f"{compiler} failed on {source.name}:\n{proc.stderr[-2000:]}")
-        (tmp / f"{source.stem}.i").unlink()
-        try:
-            os.rename(tmp, store)
-        except OSError:  # another process stored the same object first: keep that one
-            shutil.rmtree(tmp, ignore_errors=True)
+        store.parent.mkdir(parents=True, exist_ok=True)
+        with _object_lock(store):
+            if not (store / "obj.o").is_file():  # not stored by the process that held the lock before
+                _compile_into(compiler, flags, source, text, store)
     for suffix in (".o", *aux):
         dst = out.with_suffix(suffix)
         part = out.with_name(f"{out.stem}.{os.getpid()}.{threading.get_ident()}{suffix}.part")
