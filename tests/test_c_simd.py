@@ -442,6 +442,20 @@ def test_add_sub_broadcast_int8_simd_equals_portable_and_tflm(backend, levels, s
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
 
 
+@pytest.mark.parametrize("ratio", [1 / 0.7, 600.0, 1 / 40.0, 3e-10, 1e-10])  # 0.5 * 0.3 / the output scale
+def test_mul_int8_every_pair_of_values_at_every_level(backend, levels, ratio):
+    """Every (a, b) pair of int8 values through MUL (a 256 x 256 tensor), output scales whose multiplier shifts left,
+    right by a little and right by more than 31 (the 16-lane rows take 0..31, the 8-lane rows the rest), zero points
+    at both ends: every SIMD level == the portable kernel, at every rounding boundary the products reach."""
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    feeds = [a.astype(np.int8).reshape(1, 256, 256, 1), b.astype(np.int8).reshape(1, 256, 256, 1)]
+    for zps in ((-3, 17, 5), (127, -128, -40)):
+        ts = [T((1, 256, 256, 1), "INT8", sc, zp) for sc, zp in zip((0.5, 0.3, 0.5 * 0.3 / ratio), zps)]
+        model = op_model("MUL", ts[:2], ts[2:], options={"fused_activation_function": "NONE"})
+        ref = _same_at_every_level(backend, levels, model, feeds)
+        assert np.unique(ref[0]).size > 1 or ratio < 1e-6  # a tiny multiplier rounds every product to the zp
+
+
 @pytest.mark.parametrize("seed", range(16))
 def test_mul_int8_simd_equals_portable_and_tflm(backend, levels, seed):
     """int8 MUL, same shapes and broadcasts, scales whose multiplier shifts left or right, zero points at

@@ -547,6 +547,36 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
     if (n > 0) addsub_q8_512(a, sa, b, sb, y, n, p);
     return 1;
 }
+/* ------------------------------------------------------------------------------------- MUL int8 */
+
+/* edge_simd_mul_q8's lanes on 16 at a time: (x1 - zp1) (x2 - zp2) exact in int32 (|x - zp| <= 255), shifted left
+ * (wrapping, as kernels/mul.c), then eb_rq's two roundings in rqs512's one 64-bit shift (its r 0..31). */
+static T_512 void mul_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
+                             const int32_t *p) {
+    const __m512i zp1 = _mm512_set1_epi32(p[0]), zp2 = _mm512_set1_epi32(p[1]);
+    const rqs512_t qo = rqs512_prep(p[2], p[4]);
+    const __m128i left = _mm_cvtsi32_si128(p[3]);
+    const __m512i off = _mm512_set1_epi32(p[5]), lo = _mm512_set1_epi32(p[6]), hi = _mm512_set1_epi32(p[7]);
+    /* a broadcast operand's value once */
+    const __m512i c1 = _mm512_sub_epi32(_mm512_set1_epi32(a[0]), zp1), c2 = _mm512_sub_epi32(_mm512_set1_epi32(b[0]), zp2);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x1 = sa ? _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1) : c1;
+        const __m512i x2 = sb ? _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zp2) : c2;
+        const __m512i prod = _mm512_sll_epi32(_mm512_mullo_epi32(x1, x2), left);
+        const __m512i q = _mm512_add_epi32(rqs512(prod, &qo), off);
+        _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
+    }
+}
+
+int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                              int32_t n, const int32_t *p) {
+    /* rqs512 takes right shifts 0..31 and a multiplier >= 0; others stay on the 8-lane rows */
+    if (level < EDGE_SIMD_X86_AVX512VNNI || p[4] < 0 || p[4] > 31 || p[2] < 0) return 0;
+    if (n > 0) mul_q8_512(a, sa, b, sb, y, n, p);
+    return 1;
+}
 /* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
 
 /* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
