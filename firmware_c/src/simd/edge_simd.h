@@ -276,6 +276,11 @@ int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r
 int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
                              float *sums);
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
+/* The int8 outputs of n int32 sums (MEAN / SUM int8): y[i] = clamp(edge_mbqm(sums[i] - offset, m, shift) + zp, lo,
+ * hi), the subtraction wrapping: 16 lanes at EDGE_SIMD_X86_AVX512VNNI for m >= 0, shift -31..31; 0 otherwise (the
+ * caller's scalar loop). n = 0 only asks. */
+int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift,
+                             int32_t zp, int32_t lo, int32_t hi, int8_t *y);
 /* edge_simd_addsub_q8 (its p, its arithmetic lane by lane: the same bytes) on the widest vectors: 16 lanes at
  * EDGE_SIMD_X86_AVX512VNNI; 0 at the other levels (edge_simd_addsub_q8 serves them). n = 0 only asks. */
 int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,

@@ -577,6 +577,33 @@ int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const 
     if (n > 0) mul_q8_512(a, sa, b, sb, y, n, p);
     return 1;
 }
+/* ------------------------------------------------------------------------------------- int32 sums to int8 */
+
+/* y[i] = clamp(edge_mbqm(sums[i] - offset (wrapping), m, shift) + zp, lo, hi), 16 lanes a step, the last masked:
+ * the left shift wraps as edge_mbqm's, its two roundings in rqs512's one 64-bit shift (right 0..31). */
+static T_512 void rq_sums_q8_512(const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift, int32_t zp,
+                                 int32_t lo, int32_t hi, int8_t *y) {
+    const rqs512_t q = rqs512_prep(m, shift > 0 ? 0 : -shift);
+    const __m128i left = _mm_cvtsi32_si128(shift > 0 ? shift : 0);
+    const __m512i off = _mm512_set1_epi32(offset), z = _mm512_set1_epi32(zp);
+    const __m512i vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x = _mm512_sll_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(k, sums + i), off), left);
+        const __m512i v = _mm512_add_epi32(rqs512(x, &q), z);
+        _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, vlo), vhi)));
+    }
+}
+
+int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift,
+                             int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
+    /* rqs512's range: a multiplier >= 0, a right shift 0..31; a left shift 0..31 (edge_mbqm's 32 and more give 0) */
+    if (level < EDGE_SIMD_X86_AVX512VNNI || m < 0 || shift < -31 || shift > 31) return 0;
+    if (n > 0) rq_sums_q8_512(sums, n, offset, m, shift, zp, lo, hi, y);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
 
 /* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
