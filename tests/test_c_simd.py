@@ -398,15 +398,17 @@ def test_add_sub_int8_simd_equals_portable_and_tflm(backend, levels, seed):
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
 
 
-@pytest.mark.parametrize("scales", [(0.05, 0.07, 0.1), (0.1, 0.1, 0.2), (0.02, 0.0199, 0.0011), (0.2, 0.003, 0.05)])
+@pytest.mark.parametrize("scales", [(0.05, 0.07, 0.1), (0.1, 0.1, 0.2), (0.02, 0.0199, 0.0011), (0.2, 0.003, 0.05),
+                                    (0.5, 0.00001, 0.3), (0.000007, 0.9, 0.01)])
 def test_add_sub_int8_every_pair_of_values_at_every_level(backend, levels, scales):
     """Every (a, b) pair of int8 values (a 256 x 256 tensor) through ADD and SUB, scales with input ratios near 1/2
-    and far below it and an output scale that takes a left shift: every SIMD level == the portable kernel (the
-    16-lane rows' one-shift requantization, every rounding boundary the values reach)."""
+    and far below it (a right shift of 16 / 17 on the smaller input) and an output scale that takes a left shift:
+    every SIMD level == the portable kernel (the 16-lane rows' one-shift requantization and both levels' 32-bit input
+    steps, every rounding boundary the values reach; zero points -128 and 127 give |x - zp| = 255)."""
     sa, sb, so = scales
     a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
     feeds = [a.astype(np.int8).reshape(1, 256, 256, 1), b.astype(np.int8).reshape(1, 256, 256, 1)]
-    for op, zps in (("ADD", (-3, 17, 5)), ("SUB", (101, -128, -40))):
+    for op, zps in (("ADD", (-3, 17, 5)), ("SUB", (101, -128, -40)), ("ADD", (127, -128, 0))):
         ts = [T((1, 256, 256, 1), "INT8", sc, zp) for sc, zp in zip((sa, sb, so), zps)]
         model = op_model(op, ts[:2], ts[2:], options={"fused_activation_function": "NONE"})
         _same_at_every_level(backend, levels, model, feeds)
@@ -438,6 +440,20 @@ def test_add_sub_broadcast_int8_simd_equals_portable_and_tflm(backend, levels, s
     feeds = [rng.integers(-128, 128, sa_shape, dtype=np.int8), rng.integers(-128, 128, sb_shape, dtype=np.int8)]
     ref = _same_at_every_level(backend, levels, model, feeds)
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
+@pytest.mark.parametrize("ratio", [1 / 0.7, 600.0, 1 / 40.0, 3e-10, 1e-10])  # 0.5 * 0.3 / the output scale
+def test_mul_int8_every_pair_of_values_at_every_level(backend, levels, ratio):
+    """Every (a, b) pair of int8 values through MUL (a 256 x 256 tensor), output scales whose multiplier shifts left,
+    right by a little and right by more than 31 (the 16-lane rows take 0..31, the 8-lane rows the rest), zero points
+    at both ends: every SIMD level == the portable kernel, at every rounding boundary the products reach."""
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    feeds = [a.astype(np.int8).reshape(1, 256, 256, 1), b.astype(np.int8).reshape(1, 256, 256, 1)]
+    for zps in ((-3, 17, 5), (127, -128, -40)):
+        ts = [T((1, 256, 256, 1), "INT8", sc, zp) for sc, zp in zip((0.5, 0.3, 0.5 * 0.3 / ratio), zps)]
+        model = op_model("MUL", ts[:2], ts[2:], options={"fused_activation_function": "NONE"})
+        ref = _same_at_every_level(backend, levels, model, feeds)
+        assert np.unique(ref[0]).size > 1 or ratio < 1e-6  # a tiny multiplier rounds every product to the zp
 
 
 @pytest.mark.parametrize("seed", range(16))

@@ -211,6 +211,22 @@ def test_mean_sum_int8_over_hw_simd_equals_portable_and_tflm(backend, levels, se
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
 
 
+@pytest.mark.parametrize("ratio", [1 / 300.0, 0.7, 40.0, 3e-11])  # input scale / output scale
+def test_mean_int8_output_step_at_every_multiplier(backend, levels, ratio):
+    """MEAN int8 over H, W with output multipliers that shift left (ratio 40: 4.4 after the division by 9), right by a
+    little and right past 31 (the 16-lane output step takes -31..31, the scalar loop the rest), 1280 channels of
+    every byte value with zero points at both ends: every SIMD level == the portable kernel == TFLM."""
+    rng = np.random.default_rng(26600)
+    shape = (1, 3, 3, 1280)
+    for xz, yz in ((-128, 127), (127, -128), (5, -3)):
+        model = op_model("MEAN", [T(shape, "INT8", 0.05, xz), T((2,), "INT32", data=np.array([1, 2], np.int32))],
+                         [T((1, 1, 1, 1280), "INT8", 0.05 / ratio, yz)], options={"keep_dims": True})
+        feeds = [rng.integers(-128, 128, shape).astype(np.int8)]
+        feeds[0][0, :, :, :256] = np.arange(-128, 128, dtype=np.int8)  # channels of one value: every sum of nine
+        ref = _every_level(backend, levels, model, feeds, exact=True)
+        np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+
+
 # ------------------------------------------------------------------------------------------------ MEAN float32
 MEAN_F32_CASES = [((1, 128, 128, 16), (1, 2), True), ((1, 64, 64, 24), (1, 2), False), ((2, 9, 7, 70), (1, 2), True),
                   ((1, 3, 3, 1280), (1, 2), False), ((2, 5, 6, 3), (0, 2), True), ((3, 50), (1,), False),

@@ -197,6 +197,9 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
                 int8_t *yo = (int8_t *)y->data + o * c + c0;
                 (void)edge_simd_sum_hw_q8(d->simd, (const int8_t *)x->data + o * d->n_red * c + c0, d->n_red, c, nc,
                                           sums);
+                if (edge_simd_rq_sums_q8(d->simd, sums, nc, (int32_t)d->offset, d->multiplier, d->shift, d->out_zp,
+                                         d->lo, d->hi, yo))
+                    continue; /* 16 outputs a step */
                 for (i = 0; i < nc; i++) {
                     int64_t v = (int64_t)edge_mbqm(edge_wrap32((int64_t)((uint32_t)sums[i] - d->offset)), d->multiplier,
                                                    d->shift) + d->out_zp;

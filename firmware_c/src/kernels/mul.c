@@ -126,7 +126,9 @@ EB_ROWS64(mul_rows, mul, mul_p_t, mul_q, mul_q, mul_i32, mul_f, mul_i64)
 #if EDGE_SIMD
 static void mul_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     const mul_data_t *d = (const mul_data_t *)op;
-    (void)edge_simd_mul_q8(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p);
+    /* 16 lanes where the level has them (src/simd/edge_simd_dw_x86.c), else the level's 8-lane rows */
+    if (!edge_simd_mul_q8_wide(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p))
+        (void)edge_simd_mul_q8(d->simd, (const int8_t *)a, sa, (const int8_t *)b, sb, (int8_t *)y, n, d->simd_p);
 }
 #endif
 

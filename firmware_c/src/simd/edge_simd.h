@@ -276,10 +276,19 @@ int32_t edge_simd_resize_row_q8(int32_t level, const int8_t *r0, const int8_t *r
 int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t stride, int32_t c, int32_t mean,
                              float *sums);
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
+/* The int8 outputs of n int32 sums (MEAN / SUM int8): y[i] = clamp(edge_mbqm(sums[i] - offset, m, shift) + zp, lo,
+ * hi), the subtraction wrapping: 16 lanes at EDGE_SIMD_X86_AVX512VNNI for m >= 0, shift -31..31; 0 otherwise (the
+ * caller's scalar loop). n = 0 only asks. */
+int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift,
+                             int32_t zp, int32_t lo, int32_t hi, int8_t *y);
 /* edge_simd_addsub_q8 (its p, its arithmetic lane by lane: the same bytes) on the widest vectors: 16 lanes at
  * EDGE_SIMD_X86_AVX512VNNI; 0 at the other levels (edge_simd_addsub_q8 serves them). n = 0 only asks. */
 int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
                                  int32_t n, const int32_t *p);
+/* edge_simd_mul_q8 (its p, its arithmetic lane by lane: the same bytes) on 16 lanes at EDGE_SIMD_X86_AVX512VNNI with
+ * a right shift of 0..31; 0 otherwise (edge_simd_mul_q8 serves those). n = 0 only asks. */
+int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                              int32_t n, const int32_t *p);
 /* edge_simd_dw_f32 (its geometry, its operations in its order: the same bits) for 3x3 and 5x5 filters, stride 1 or 2
  * (both axes the same), dilation 1, at EDGE_SIMD_X86_AVX512VNNI: the channel tile's taps loaded once (3x3: held in
  * registers), four interior pixels at a time sharing their input columns. 0 for other shapes and levels (y NULL:

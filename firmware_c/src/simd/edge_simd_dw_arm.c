@@ -43,6 +43,18 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
     return 0;
 }
 
+int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                              int32_t n, const int32_t *p) {
+    (void)level, (void)a, (void)sa, (void)b, (void)sb, (void)y, (void)n, (void)p;
+    return 0;
+}
+
+int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift,
+                             int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
+    (void)level, (void)sums, (void)n, (void)offset, (void)m, (void)shift, (void)zp, (void)lo, (void)hi, (void)y;
+    return 0;
+}
+
 int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                             int32_t oy0, int32_t oy1, float *y) {
     (void)level, (void)p, (void)x, (void)wt, (void)bias, (void)oy0, (void)oy1, (void)y;

@@ -470,6 +470,43 @@ static INLINE T_512 __m512i addsub_in512(__m512i x, __m512i zp, const rqs512_t *
     return rqs512(_mm512_slli_epi32(_mm512_sub_epi32(x, zp), 20), c);
 }
 
+/* The same input step in 32-bit lanes, for an int8 input (d = x - zp in -255..255) and m >= 2^11 (a quantized
+ * multiplier is >= 2^30). With p = (d << 20) * m, rqs512's numerator p + 2^30 [+ 2^(30 + r) - [d < 0] 2^31 when
+ * r >= 1] is 2^20 times an integer (p < -2^30 is d < 0 there), so with m = mh 2^11 + ml (ml < 2^11)
+ *     u = floor((d m + 2^10 - [r >= 1 and d < 0] 2^11) / 2^11) = d mh + floor((d ml + 2^10 - ...) / 2^11)
+ *     q = floor((u + 2^(r - 1)) / 2^r)     (r >= 1; q = u for r = 0)
+ * (the dropped low 11 bits are below one step of the final division). |d mh| < 2^28, |d ml| < 2^19, u + 2^30 <
+ * 2^31: no lane wraps. Two VPMULLD instead of rqs512's two VPMULDQ, two shuffles, 64-bit compares and a blend. */
+typedef struct {
+    __m512i zp, mh, ml, c0, c1, h;
+    __m128i r;
+} in512_t;
+
+static INLINE T_512 in512_t in512_prep(int32_t zp, int32_t m, int32_t r) {
+    in512_t c;
+    c.zp = _mm512_set1_epi32(zp);
+    c.mh = _mm512_set1_epi32(m >> 11);
+    c.ml = _mm512_set1_epi32(m & 2047);
+    c.c0 = _mm512_set1_epi32(1 << 10);
+    c.c1 = _mm512_set1_epi32(r ? 1 << 11 : 0);
+    c.h = _mm512_set1_epi32(r ? (int32_t)(1u << (r - 1)) : 0);
+    c.r = _mm_cvtsi32_si128(r);
+    return c;
+}
+
+static INLINE T_512 __m512i in512(__m512i x, const in512_t *c) {
+    const __m512i d = _mm512_sub_epi32(x, c->zp);
+    __m512i lo = _mm512_add_epi32(_mm512_mullo_epi32(d, c->ml), c->c0);
+    lo = _mm512_mask_sub_epi32(lo, _mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()), lo, c->c1);
+    const __m512i u = _mm512_add_epi32(_mm512_mullo_epi32(d, c->mh), _mm512_srai_epi32(lo, 11));
+    return _mm512_sra_epi32(_mm512_add_epi32(u, c->h), c->r);
+}
+
+/* in512's conditions: an int8 zero point, a multiplier of at least 2^11, a shift 0..31 */
+static int in512_fits(int32_t zp, int32_t m, int32_t r) {
+    return zp >= -128 && zp <= 127 && m >= 2048 && r >= 0 && r <= 31;
+}
+
 static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
                                 const int32_t *p) {
     const __m512i zp1 = _mm512_set1_epi32(p[0]), zp2 = _mm512_set1_epi32(p[1]);
@@ -481,6 +518,19 @@ static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, in
     const __m512i c1 = addsub_in512(_mm512_set1_epi32(a[0]), zp1, &q1);
     const __m512i c2 = addsub_in512(_mm512_set1_epi32(b[0]), zp2, &q2);
     int32_t i;
+    if (sa && sb && in512_fits(p[0], p[2], p[3]) && in512_fits(p[1], p[4], p[5])) {
+        /* two rows (every int8 ADD / SUB of the zoo): the 32-bit input steps */
+        const in512_t i1 = in512_prep(p[0], p[2], p[3]), i2 = in512_prep(p[1], p[4], p[5]);
+        for (i = 0; i < n; i += 16) {
+            const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+            const __m512i x1 = in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), &i1);
+            const __m512i x2 = in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), &i2);
+            const __m512i s = sub ? _mm512_sub_epi32(x1, x2) : _mm512_add_epi32(x1, x2);
+            const __m512i q = _mm512_add_epi32(rqs512(_mm512_sll_epi32(s, left), &qo), off);
+            _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
+        }
+        return;
+    }
     for (i = 0; i < n; i += 16) {
         const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
         const __m512i x1 = sa ? addsub_in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1, &q1) : c1;
@@ -497,6 +547,63 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
     if (n > 0) addsub_q8_512(a, sa, b, sb, y, n, p);
     return 1;
 }
+/* ------------------------------------------------------------------------------------- MUL int8 */
+
+/* edge_simd_mul_q8's lanes on 16 at a time: (x1 - zp1) (x2 - zp2) exact in int32 (|x - zp| <= 255), shifted left
+ * (wrapping, as kernels/mul.c), then eb_rq's two roundings in rqs512's one 64-bit shift (its r 0..31). */
+static T_512 void mul_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
+                             const int32_t *p) {
+    const __m512i zp1 = _mm512_set1_epi32(p[0]), zp2 = _mm512_set1_epi32(p[1]);
+    const rqs512_t qo = rqs512_prep(p[2], p[4]);
+    const __m128i left = _mm_cvtsi32_si128(p[3]);
+    const __m512i off = _mm512_set1_epi32(p[5]), lo = _mm512_set1_epi32(p[6]), hi = _mm512_set1_epi32(p[7]);
+    /* a broadcast operand's value once */
+    const __m512i c1 = _mm512_sub_epi32(_mm512_set1_epi32(a[0]), zp1), c2 = _mm512_sub_epi32(_mm512_set1_epi32(b[0]), zp2);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x1 = sa ? _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), zp1) : c1;
+        const __m512i x2 = sb ? _mm512_sub_epi32(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, b + i)), zp2) : c2;
+        const __m512i prod = _mm512_sll_epi32(_mm512_mullo_epi32(x1, x2), left);
+        const __m512i q = _mm512_add_epi32(rqs512(prod, &qo), off);
+        _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(q, lo), hi)));
+    }
+}
+
+int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
+                              int32_t n, const int32_t *p) {
+    /* rqs512 takes right shifts 0..31 and a multiplier >= 0; others stay on the 8-lane rows */
+    if (level < EDGE_SIMD_X86_AVX512VNNI || p[4] < 0 || p[4] > 31 || p[2] < 0) return 0;
+    if (n > 0) mul_q8_512(a, sa, b, sb, y, n, p);
+    return 1;
+}
+/* ------------------------------------------------------------------------------------- int32 sums to int8 */
+
+/* y[i] = clamp(edge_mbqm(sums[i] - offset (wrapping), m, shift) + zp, lo, hi), 16 lanes a step, the last masked:
+ * the left shift wraps as edge_mbqm's, its two roundings in rqs512's one 64-bit shift (right 0..31). */
+static T_512 void rq_sums_q8_512(const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift, int32_t zp,
+                                 int32_t lo, int32_t hi, int8_t *y) {
+    const rqs512_t q = rqs512_prep(m, shift > 0 ? 0 : -shift);
+    const __m128i left = _mm_cvtsi32_si128(shift > 0 ? shift : 0);
+    const __m512i off = _mm512_set1_epi32(offset), z = _mm512_set1_epi32(zp);
+    const __m512i vlo = _mm512_set1_epi32(lo), vhi = _mm512_set1_epi32(hi);
+    int32_t i;
+    for (i = 0; i < n; i += 16) {
+        const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        const __m512i x = _mm512_sll_epi32(_mm512_sub_epi32(_mm512_maskz_loadu_epi32(k, sums + i), off), left);
+        const __m512i v = _mm512_add_epi32(rqs512(x, &q), z);
+        _mm_mask_storeu_epi8(y + i, k, _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(v, vlo), vhi)));
+    }
+}
+
+int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift,
+                             int32_t zp, int32_t lo, int32_t hi, int8_t *y) {
+    /* rqs512's range: a multiplier >= 0, a right shift 0..31; a left shift 0..31 (edge_mbqm's 32 and more give 0) */
+    if (level < EDGE_SIMD_X86_AVX512VNNI || m < 0 || shift < -31 || shift > 31) return 0;
+    if (n > 0) rq_sums_q8_512(sums, n, offset, m, shift, zp, lo, hi, y);
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
 
 /* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
