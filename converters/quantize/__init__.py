@@ -76,6 +76,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from converters.passes.equalize import equalize as equalize_pairs
+from converters.passes.equalize import find_pairs as find_equalizable
 from converters.quantize.bias import PatchMeans, corrected, restore_biases
 from converters.quantize.builder import drop_unused_buffers, verify
 from converters.quantize.calibrate import MAX_VALUES, MEASURE_CACHE_BYTES, MEASURE_SAMPLES, CachedRunner, calibrate
@@ -88,6 +89,7 @@ from converters.quantize.given import (
 )
 from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
+from converters.quantize.migrate import channel_maxima
 from converters.quantize.migrate import prepare as prepare_int8
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.subgraphs import Plan as SubgraphPlan
@@ -181,7 +183,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
         equalize = bias_correction = False
     if equalize:
-        model = _equalized(model, report)
+        model, calibration = _equalized(model, report, calibration, limit, holdout)
         model, calibration = prepare_int8(model, calibration, limit, holdout, report)  # quantize/migrate.py
 
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
@@ -300,10 +302,19 @@ def _float_by_rule(model: Model, act: str, excluded: set, precision: str, target
     return rule, rule_target, no_rule + tails, tails
 
 
-def _equalized(model: Model, report: dict) -> Model:
+def _equalized(model: Model, report: dict, calibration, limit, holdout: int):
     """Cross-layer equalization (same function, channels of like range: the per-tensor activation scales crush
-    none); ``report["equalized"]`` gets every pair, the notes one line."""
-    model, pairs = equalize_pairs(model)
+    none); with calibration data a pair stays as it was where its scales would spread the activation between its
+    ops further (its channel maxima on ``migrate.STAT_SAMPLES`` samples). ``report["equalized"]`` gets every
+    equalized pair, the notes one line. Returns (model, the calibration to hand on)."""
+    maxima = None
+    if calibration is not None:
+        firsts = sorted({model.subgraphs[0].operators[i].outputs[0] for i, _, _ in find_equalizable(model)})
+        if firsts:
+            maxima, calibration = channel_maxima(model, firsts, calibration, limit, holdout)
+    model, pairs = equalize_pairs(model, activation_maxima=maxima)
+    left = [p for p in pairs if p.get("kept") is False]
+    pairs = [p for p in pairs if p.get("kept", True)]
     report["equalized"] = pairs
     if pairs:
         named = [f"{p['first_op']} '{p['first']}' -> {p['second_op']} '{p['second']}' (through {p['through']}: "
@@ -313,7 +324,13 @@ def _equalized(model: Model, report: dict) -> Model:
             f"{max(p['spread_before'] for p in pairs):.3g}x apart before, "
             f"{max(p['spread_after'] for p in pairs):.3g}x after: " + "; ".join(named)
             + (f"; {len(pairs) - 3} more" if len(pairs) > 3 else ""))
-    return model
+    if left:
+        report["notes"].append(
+            f"cross-layer equalization left {len(left)} pair(s) as they were: their scales would spread the "
+            "activation between the two ops' channels further on the calibration data (e.g. "
+            f"'{left[0]['first']}': {left[0]['activation_loss_db'][0]:.1f} -> "
+            f"{left[0]['activation_loss_db'][1]:.1f} dB mean channel loss under one scale)")
+    return model, calibration
 
 
 def _synthetic_calibration(model: Model, mode: str, given: dict, covered: dict, excluded: set, seed: int):

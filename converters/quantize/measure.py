@@ -262,3 +262,58 @@ def output_errors(model: Model, samples, float_run, run) -> list[dict]:
             entry["argmax_agreement"] = agree[k][0] / agree[k][1]
         outputs.append(entry)
     return outputs
+
+
+# ------------------------------------------------------------------------ per-op isolation (a diagnosis)
+def isolated_errors(model: Model, qmodel: Model, samples) -> list[dict]:
+    """Each integer op of ``qmodel`` alone: its inputs the float model's values (quantized with the quantized
+    model's input scales), the op run in the integer model's type, its output dequantized and compared with the
+    float model's -- the SNR an op's own rule gives, worst first. Beside ``layer_errors``' table (the cascade, where
+    every op also inherits the error of the ones before it) this tells a wrong rule (bad alone) from accumulation
+    (fine alone, bad in the cascade). ``model`` is the float model ``qmodel`` was quantized from as the quantizer saw
+    it (after equalization, which rescales channels); tensors are matched by name (the quantizer keeps them)."""
+    import copy
+
+    from edge_sdk.model.types import SubGraph
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    sg, qs = model.subgraphs[0], qmodel.subgraphs[0]
+    by_name = {t.name: i for i, t in enumerate(sg.tensors)}
+    consts = {i for i, t in enumerate(qs.tensors) if t.buffer and len(qmodel.buffers[t.buffer].data)}
+    cases = []  # (op index, data inputs, output, interpreter)
+    for i, op in enumerate(qs.operators):
+        ins = [t for t in op.inputs if t >= 0 and t not in consts]
+        outs = [t for t in op.outputs if t >= 0]
+        tensors = [qs.tensors[t] for t in ins + outs]
+        if (not ins or len(outs) != 1 or any(t.type not in ("INT8", "INT16") for t in tensors)
+                or any(t.name not in by_name or not is_float(model, by_name[t.name]) for t in tensors)):
+            continue  # a QUANTIZE / DEQUANTIZE at the edges, a float op kept by the guard, an index output
+        one = copy.copy(qmodel)
+        one.subgraphs = [SubGraph(tensors=qs.tensors, inputs=ins, outputs=outs, operators=[op])]
+        one.signature_defs = []
+        interp = Interpreter(model=one)
+        interp.allocate_tensors()
+        cases.append((i, ins, outs[0], interp))
+    acc = {i: np.zeros(2) for i, *_ in cases}  # sum f^2, sum (f-q)^2
+    float_run = Runner(model)
+    for sample in samples:
+        ref = dict(float_run(sample))  # views, valid until the next run
+        ref.update({t: np.asarray(x) for t, x in zip(sg.inputs, sample)})
+        for i, ins, out, interp in cases:
+            for t in ins:
+                q = qs.tensors[t].quantization
+                lim = np.iinfo(qs.tensors[t].dtype)
+                x = ref[by_name[qs.tensors[t].name]]
+                interp.set_tensor(t, quantize_array(np.asarray(x), q.scale[0], q.zero_point[0], lim.min, lim.max,
+                                                    qs.tensors[t].dtype).reshape(qs.tensors[t].shape))
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                interp.invoke()
+            got = dequantize(interp.get_tensor(out), qs.tensors[out].quantization).reshape(-1)
+            f = np.asarray(ref[by_name[qs.tensors[out].name]], np.float64).reshape(-1)
+            keep = np.isfinite(f)
+            d = f[keep] - got[keep]
+            acc[i] += (f[keep] @ f[keep], d @ d)
+    rows = [{"op_index": i, "op": qmodel.op_name(qs.operators[i]), "tensor": qs.tensors[out].name,
+             "snr_db": snr_db(*acc[i])} for i, _, out, _ in cases]
+    return sorted(rows, key=lambda r: r["snr_db"])
+

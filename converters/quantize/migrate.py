@@ -111,7 +111,7 @@ def find_maps(model: Model) -> list[dict]:
     return found
 
 
-def _channel_maxima(model: Model, tensors: list[int], calibration, limit, holdout: int):
+def channel_maxima(model: Model, tensors: list[int], calibration, limit, holdout: int):
     """Per tensor, the largest |value| of each last-axis channel on the first ``STAT_SAMPLES`` calibration samples
     (the held-back ones skipped as ``calibrate`` skips them). Returns (maxima, the calibration to hand on)."""
     from converters.calibration import CalibrationData, calibration_data
@@ -147,7 +147,7 @@ def migrate(model: Model, calibration, limit=None, holdout: int = 0) -> tuple[Mo
     maps = find_maps(model)
     if not maps or calibration is None:
         return model, [], calibration
-    maxima, calibration = _channel_maxima(model, [m["output"] for m in maps], calibration, limit, holdout)
+    maxima, calibration = channel_maxima(model, [m["output"] for m in maps], calibration, limit, holdout)
     m = _own_copy(model)
     sg = m.subgraphs[0]
     done = []
