@@ -110,6 +110,24 @@ def _resolve(model, input_shapes, flag: str) -> dict[int, tuple[int, ...]]:
     return out
 
 
+def judged_shapes(model, input_shapes=None) -> list[dict]:
+    """Subgraph 0's inputs at the shapes the check judges them (edge check's CheckResult.input_shapes), from the unshaped
+    model and the --input-shape given (checked again by shaped_model, which raises the UsageError)."""
+    if not model.subgraphs:
+        return []
+    try:
+        given = _resolve(model, input_shapes, FLAG) if input_shapes else {}
+    except UsageError:
+        given = {}  # shaped_model says it, naming the flag
+    sg, out = model.subgraphs[0], []
+    for t, shown, _ in _input_names(model):
+        sig = [int(d) for d in _signature(sg.tensors[t])]
+        source = "--input-shape" if t in given else "stored" if any(d < 0 for d in sig) else "static"
+        shape = list(given[t]) if t in given else [int(d) for d in sg.tensors[t].shape]
+        out.append({"name": shown, "shape": shape, "signature": sig, "source": source})
+    return out
+
+
 def require_static_inputs(model, given: set[int] = frozenset(), flag: str = FLAG) -> None:
     """UsageError naming the first input (not in ``given``) whose shape signature has a -1 that needs a shape
     (beyond the batch axis), its signature, the stored shape and the flag that sets it."""

@@ -210,27 +210,6 @@ class CheckResult:
 
 
 # ----------------------------------------------------------------------------------------------- model
-def _judged_shapes(model: Model, input_shapes=None) -> list[dict]:
-    """Subgraph 0's inputs at the shapes the check judges them (CheckResult.input_shapes), from the unshaped
-    model and the --input-shape given (checked again by shaped_model, which raises the UsageError)."""
-    from edge_sdk.model.input_shapes import FLAG, _input_names, _resolve, _signature
-    from edge_sdk.errors import UsageError
-
-    if not model.subgraphs:
-        return []
-    try:
-        given = _resolve(model, input_shapes, FLAG) if input_shapes else {}
-    except UsageError:
-        given = {}  # shaped_model says it, naming the flag
-    sg, out = model.subgraphs[0], []
-    for t, shown, _ in _input_names(model):
-        sig = [int(d) for d in _signature(sg.tensors[t])]
-        source = "--input-shape" if t in given else "stored" if any(d < 0 for d in sig) else "static"
-        shape = list(given[t]) if t in given else [int(d) for d in sg.tensors[t].shape]
-        out.append({"name": shown, "shape": shape, "signature": sig, "source": source})
-    return out
-
-
 def _input_shapes_line(r: CheckResult) -> str | None:
     """The line saying the input shapes judged, when one was given or an input's signature is dynamic."""
     if not any(i["source"] != "static" for i in r.input_shapes):
@@ -471,14 +450,14 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     (edge_sdk.model.input_shapes.shaped_model); a file or bytes with a -1 beyond the batch axis and no shape is a
     UsageError naming the input. A ``Model`` object is judged at its stored shapes unless shapes are given (the
     converter checks the graph it just built, at the shapes it was given)."""
-    from edge_sdk.model.input_shapes import shaped_model
+    from edge_sdk.model.input_shapes import judged_shapes, shaped_model
     from edge_sdk.runtime import planner
     from edge_sdk.runtime.uint8 import c_bytes, c_io_note
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
     model, model_bytes, name, data = _load(model_or_path)
-    judged = _judged_shapes(model, input_shapes)
+    judged = judged_shapes(model, input_shapes)
     if input_shapes is not None or not isinstance(model_or_path, Model):
         shaped = shaped_model(data, input_shapes, model=model)
         if shaped is not data:
