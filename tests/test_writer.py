@@ -638,8 +638,11 @@ def test_written_model_runs_like_the_original(path, peer):
                     what=f"written copy in {peer} vs the original in TFLM")
         return
     if isinstance(want, str) and want.startswith("PeerCrashed"):
-        # the same exit status; a heap-corruption abort's last line depends on the heap's state run to run
-        assert isinstance(got, str) and got.split(": ")[:2] == want.split(": ")[:2], (got, want)
+        # both crash by a signal; a corrupted heap ends as SIGSEGV (-11) or SIGABRT (-6, "double free") run to run
+        # (seen in CI), so the signal and the last line are not compared
+        crashed = re.compile(r"^PeerCrashed: \w+ exited with -\d+: ")
+        assert isinstance(got, str) and crashed.match(got) and crashed.match(want), (got, want)
+        assert got.split(" exited")[0] == want.split(" exited")[0], (got, want)
         return
     if isinstance(want, str):
         assert got == want
