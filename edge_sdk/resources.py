@@ -88,6 +88,22 @@ def cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "edge-sdk"
 
 
+
+def cached_copy(kind: str, name: str, data: bytes) -> Path:
+    """``data`` as the file ``cache_dir()/kind/<sha256 of data, 16 hex>/name`` (a derived model a tool hands to
+    a path-taking step: a shaped or a UINT8-presented .tflite), written once and atomically (a per-process temp
+    file renamed over it), rewritten only when the file there differs."""
+    import hashlib
+
+    folder = cache_dir() / kind / hashlib.sha256(data).hexdigest()[:16]
+    out = folder / name
+    if not out.is_file() or out.read_bytes() != data:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".{name}.{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(out)
+    return out
+
 # ----------------------------------------------------------------------------------------------- bundling
 def _walk(folder: Path, keep) -> list[Path]:
     out = []

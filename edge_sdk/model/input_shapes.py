@@ -22,7 +22,6 @@ shape and its shape_signature to the shape given (a static model: the C runtime'
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from pathlib import Path
 
 from edge_sdk.errors import UsageError
@@ -173,21 +172,14 @@ def shaped_model(data: bytes, input_shapes=None, flag: str = FLAG, model=None) -
 def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
     """``path`` itself when shaped_model leaves its bytes as they are; else the shaped model written once to
     ``<cache>/shaped/<sha256[:16]>/<the same file name>`` (the name the tools print and ship stays the model's)."""
-    from edge_sdk.resources import cache_dir
+    from edge_sdk.resources import cached_copy
 
     path = Path(path)
     data = path.read_bytes()
     shaped = shaped_model(data, input_shapes, flag)
     if shaped is data:
         return path
-    folder = cache_dir() / "shaped" / hashlib.sha256(shaped).hexdigest()[:16]
-    out = folder / path.name
-    if not out.is_file() or out.read_bytes() != shaped:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{path.name}.tmp"
-        tmp.write_bytes(shaped)
-        tmp.replace(out)
-    return out
+    return cached_copy("shaped", path.name, shaped)
 
 
 __all__ = ["FLAG", "dynamic_inputs", "require_static_inputs", "shaped_model", "shaped_model_path"]

@@ -14,7 +14,6 @@ the conv / depthwise / fully-connected kernels take a nonzero per-tensor weight 
 from __future__ import annotations
 
 import copy
-import os
 
 import numpy as np
 
@@ -188,23 +187,15 @@ def c_path(path) -> tuple["Path", frozenset]:
     """``path`` itself when the C runtime loads its bytes as they are; else the presented model (``c_bytes``)
     written once to ``<cache>/uint8/<sha256[:16]>/<the same file name>`` (the tools that build from a file -
     gen_ops.py, the firmware's model_data.c - read that one), and the presented pairs."""
-    import hashlib
     from pathlib import Path
 
-    from edge_sdk.resources import cache_dir
+    from edge_sdk.resources import cached_copy
 
     path = Path(path)
     data, chosen = c_bytes(path.read_bytes())
     if not chosen:
         return path, chosen
-    folder = cache_dir() / "uint8" / hashlib.sha256(data).hexdigest()[:16]
-    out = folder / path.name
-    if not out.is_file() or out.read_bytes() != data:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".{path.name}.{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(out)
-    return out, chosen
+    return cached_copy("uint8", path.name, data), chosen
 
 
 def c_io(model: Model, chosen) -> tuple[tuple[int, ...], tuple[int, ...]]:
