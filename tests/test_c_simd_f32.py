@@ -160,10 +160,16 @@ def test_prelu_f32_simd_same_bits_as_portable(backend, levels, seed):
     rng = np.random.default_rng(17000 + seed)
     shape = (1, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.choice([1, 3, 8, 17, 32, 33])))
     ashape = [shape[1:], (1, 1, shape[3]), (1,), (shape[3],)][seed % 4]
+    _prelu_same_bits_at_every_level(backend, levels, rng, shape, ashape, nan_step=7, zeros=slice(3, None, 11))
+
+
+def _prelu_same_bits_at_every_level(backend, levels, rng, shape, ashape, nan_step: int, zeros: slice) -> None:
+    """float PRELU of ``shape`` with slopes of ``ashape`` on inputs with NaN every ``nan_step`` and -0.0 at
+    ``zeros``: every SIMD level gives the portable kernel's bits, and the portable kernel LiteRT's values."""
     model = op_model("PRELU", [F(shape), F(ashape, rng.uniform(-1, 1, ashape))], [F(shape)])
     x = rng.uniform(-3, 3, shape).astype(np.float32)
-    x.reshape(-1)[:: 7] = np.nan
-    x.reshape(-1)[3:: 11] = -0.0
+    x.reshape(-1)[::nan_step] = np.nan
+    x.reshape(-1)[zeros] = -0.0
     lib, lv = levels
     ref = _run(backend, lib, 0, model, [x])[0]
     for level in lv:
@@ -577,16 +583,7 @@ def test_prelu_f32_channel_slopes_one_call_same_bits_as_portable(backend, levels
     rng = np.random.default_rng(c)
     shape = (1, 5, 3, c)
     ashape = (c,) if c in (64, 130) else (1, 1, c)
-    model = op_model("PRELU", [F(shape), F(ashape, rng.uniform(-1, 1, ashape))], [F(shape)])
-    x = rng.uniform(-3, 3, shape).astype(np.float32)
-    x.reshape(-1)[:: 13] = np.nan
-    x.reshape(-1)[5:: 17] = -0.0
-    lib, lv = levels
-    ref = _run(backend, lib, 0, model, [x])[0]
-    for level in lv:
-        np.testing.assert_array_equal(_run(backend, lib, level, model, [x])[0].view(np.uint32), ref.view(np.uint32),
-                                      err_msg=f"SIMD level {level}")
-    np.testing.assert_array_equal(ref, run_litert(model, [x])[0])
+    _prelu_same_bits_at_every_level(backend, levels, rng, shape, ashape, nan_step=13, zeros=slice(5, None, 17))
 
 
 @pytest.mark.parametrize("c", [28, 42, 88])
