@@ -169,8 +169,9 @@ def _may_give_ranges(src) -> bool:
     return Path(src).suffix.lower() != ".tflite"
 
 
-def _refuse_quantized_tflite(src) -> None:
-    """ModelError in one line when ``src`` is a .tflite file or bytes whose activations are already quantized (int8 /
+def _refuse_quantized_tflite(src):
+    """The source's ``Model`` when ``src`` is a readable .tflite file or bytes (the importer takes it: one parse),
+    else None; ModelError in one line when ``src`` is a .tflite file or bytes whose activations are already quantized (int8 /
     int16, or a legacy UINT8 TFLite v1 "quantized_uint8" model, which every runtime here runs as it is:
     edge_sdk.runtime.uint8): quantizing it again would need its float weights, and no calibration setting helps. A
     source that does not read is left to the importer, weights-only quantization to quantize()'s own judgement."""
@@ -181,13 +182,13 @@ def _refuse_quantized_tflite(src) -> None:
     elif isinstance(src, (str, os.PathLike)) and Path(src).suffix.lower() == ".tflite" and Path(src).is_file():
         data, name = Path(src).read_bytes(), str(src)
     else:
-        return
+        return None
     if data[4:8] != b"TFL3":
-        return
+        return None
     try:
         model = read_model(data)
     except Exception:  # noqa: BLE001 - the importer names what is wrong with the file
-        return
+        return None
     # quantized activations (a constant's quantization may be weights a DEQUANTIZE expands: a float model the
     # importer folds), in subgraph 0 as quantize() judges
     sg = model.subgraphs[0] if model.subgraphs else None
@@ -195,7 +196,7 @@ def _refuse_quantized_tflite(src) -> None:
              and t.quantization is not None and len(t.quantization.scale)
              and not (0 < t.buffer < len(model.buffers) and len(model.buffers[t.buffer].data))}
     if not types:
-        return
+        return model
     what = ("a legacy UINT8 (TFLite v1 quantized_uint8) model: edge run, check, flash, profile and export take it as "
             "it is" if "UINT8" in types else f"{'/'.join(sorted(types))} tensors: run it as it is")
     raise ModelError(f"{name}: the model is already quantized ({what}); convert takes the float model")
@@ -466,8 +467,9 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             raise ValueError
     except (TypeError, ValueError):
         problems.append(f"min_snr must be a number of dB, not {min_snr!r}")
+    read_source = None  # the .tflite's Model when the refusal below read it (the importer takes it, unparsed again)
     if mode != "none":  # a quantized .tflite: said in one line before any setting it would make moot
-        _refuse_quantized_tflite(src)
+        read_source = _refuse_quantized_tflite(src)
     needs_data = mode in _NEEDS_CALIBRATION and calibration is None
     if needs_data and not _may_give_ranges(src):
         problems.append(f"{mode} quantization needs calibration data (a folder of images, .npy/.npz or samples)")
@@ -524,7 +526,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     if kind == "onnx":
         model = importer(obj, input_shapes=input_shapes, input_values=input_values or None)
     else:
-        model = importer(obj)
+        model = importer(read_source if read_source is not None else obj)
     import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
     source_manifest = None
     if kind == "tflite":  # a .tflite source may say its task, labels and detection options in its manifest

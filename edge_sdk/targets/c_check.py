@@ -202,19 +202,22 @@ def _parse_run(out: str) -> tuple[dict, dict]:
 
 
 def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ...] = (),
-                timeout: float = 300.0, memory: str = "layer", patch=None, cpu: str | None = None) -> TargetPlan:
+                timeout: float = 300.0, memory: str = "layer", patch=None, cpu: str | None = None,
+                presented: bool = False) -> TargetPlan:
     """Load, prepare and plan ``data`` (a .tflite's bytes) with the C runtime built for ``layout`` (default: the
     best of ``target_layouts()``; LINUX_HOST / LINUX_AARCH64 for a 64-bit Linux target, ``linux_layout``) and
     the type switches ``type_defs`` (gen_ops.type_defines); never invokes. ``cpu``: LINUX_AARCH64's emulated CPU
     (a QEMU_AARCH64_CPUS name; else qemu's "max").
     ``memory``: the plan (edge_sdk.runtime.interpreter.MEMORY_PLANS), "layer", "inplace" (EDGE_INIT_MEMORY_MIN) or
     "min" (edge_init_patch with ``patch``, an edge_sdk.runtime.patching.PatchPlan; None: no stage, as "inplace").
-    BuildError when no layout can be built here."""
+    ``presented``: ``data`` is already the bytes the C runtime loads (edge_sdk.runtime.uint8.c_model's, as
+    edge check has them), not parsed again. BuildError when no layout can be built here."""
     import tempfile
 
     from edge_sdk.runtime.uint8 import c_bytes
 
-    data = c_bytes(data)[0]  # legacy UINT8: the model the C runtime runs (the same bytes for every other model)
+    if not presented:
+        data = c_bytes(data)[0]  # legacy UINT8: the model the C runtime runs (the same bytes for every other model)
     layouts = target_layouts()
     if layout is None:
         if not layouts:

@@ -452,7 +452,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     converter checks the graph it just built, at the shapes it was given)."""
     from edge_sdk.model.input_shapes import judged_shapes, shaped_model
     from edge_sdk.runtime import planner
-    from edge_sdk.runtime.uint8 import c_bytes, c_io_note
+    from edge_sdk.runtime.uint8 import c_io_note, c_model
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
@@ -464,7 +464,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             model, model_bytes, data = read_model(shaped), len(shaped), shaped
     # legacy UINT8 tensors: judged as both runtimes run them, as INT8 (the bytes the C runtime loads, its type
     # switches; the interpreter's nodes, edge_sdk.runtime.uint8)
-    presented, uint8_pairs = c_bytes(data)
+    _, presented, uint8_pairs = c_model(model, data)  # the Model read above: no second parse
     uint8_note = c_io_note(model, uint8_pairs)
     if uint8_pairs:
         model, model_bytes, data = read_model(presented), len(presented), presented
@@ -503,7 +503,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                             "without the SIMD fast paths, whose packed weights are not counted (an estimate)")
                 c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu, c_defs), lambda: c_check.target_plan(
                     data, c_layout, type_defs=c_defs, memory=plan_kind,
-                    patch=planner.c_patch_stage(data) if plan_kind == "min" else None, cpu=c_cpu))
+                    patch=planner.c_patch_stage(data) if plan_kind == "min" else None, cpu=c_cpu, presented=True))
             except BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
@@ -590,7 +590,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                                               lambda: c_check.target_plan(
                                                   data, c_plan.layout, c_defs, memory=asked,
                                                   patch=planner.c_patch_stage(data) if asked == "min" else None,
-                                                  cpu=c_cpu))
+                                                  cpu=c_cpu, presented=True))
                 except (BuildError, ModelError):
                     measured[asked] = None
             got = measured[asked]
