@@ -449,30 +449,33 @@ M4_BUILD_DIR: Path | None = None
 M4_BOARD = "qemu-mps2-an386"
 
 
-def m4_image(model: Path, build: Path, *make_vars: str) -> Path:
-    """``make image CPU=cortex-m4 BOARD=qemu-mps2-an386 MODEL=model [make_vars]`` (what ``make cortex-m4
-    BOARD=... MODEL=... ARM_BUILD=build`` makes), built in the session's shared ARM build folder (M4_BUILD_DIR)
-    under a file lock, then the image folder copied to ``build/cortex-m4/qemu-mps2-an386`` (returned: edge-image.elf,
-    its .map, edge_ops_generated.c, the objects), as if built there. A failed build fails the calling test."""
+def m4_image(model, build: Path, *make_vars: str) -> Path:
+    """``make image CPU=cortex-m4 BOARD=qemu-mps2-an386 MODELS="model..." [make_vars]`` (what ``make cortex-m4
+    BOARD=... MODEL=... ARM_BUILD=build`` makes; ``model``: a path, or a list of paths linked into one image that
+    runs them in turn: m4_image_reports), built in the session's shared ARM build folder (M4_BUILD_DIR) under a
+    file lock, then the image folder copied to ``build/cortex-m4/qemu-mps2-an386`` (returned: edge-image.elf, its
+    .map, edge_ops_generated.c, the objects), as if built there. A failed build fails the calling test."""
     import fcntl
     import shutil
     import subprocess
 
+    models = [Path(m).resolve() for m in (model if isinstance(model, (list, tuple)) else [model])]
     fw = Path(__file__).resolve().parent.parent / "firmware_c"
     shared = M4_BUILD_DIR if M4_BUILD_DIR is not None else build
     shared.mkdir(parents=True, exist_ok=True)
     built = shared / "cortex-m4" / M4_BOARD
     with open(shared / "image.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one image at a time in the folder (released when the file closes)
-        # model_data.c depends on MODEL's path by mtime: another test's model, built after this test wrote its
+        # model_data.c depends on the models' paths by mtime: another test's model, built after this test wrote its
         # file, would look up to date; the image is always relinked (image_main.o is FORCE'd)
         for stale in ("model_data.c", "model_data.o", "edge-image.elf", "edge-image.map"):
             (built / stale).unlink(missing_ok=True)
+        # the models as MODELS (MODEL= empty): one op table of their ops, their type switches, one image running each
         proc = subprocess.run(["make", "-C", str(fw), "--no-print-directory", f"-j{os.cpu_count() or 1}", "image",
-                               "CPU=cortex-m4", f"BOARD={M4_BOARD}", f"MODEL={Path(model).resolve()}",
-                               f"ARM_BUILD={shared.resolve()}", "MODELS=", *make_vars],
+                               "CPU=cortex-m4", f"BOARD={M4_BOARD}", "MODEL=", f"MODELS={' '.join(map(str, models))}",
+                               f"ARM_BUILD={shared.resolve()}", *make_vars],
                               capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, f"make image {model}:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+        assert proc.returncode == 0, f"make image {models}:\n{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
         image_dir = build / "cortex-m4" / M4_BOARD
         if shared.resolve() != Path(build).resolve():
             shutil.copytree(built, image_dir, dirs_exist_ok=True)
@@ -481,7 +484,8 @@ def m4_image(model: Path, build: Path, *make_vars: str) -> Path:
 
 def run_m4_image(elf: Path, timeout: float = 120) -> str:
     """The image run under qemu-system-arm (mps2-an386, semihosting exit): its UART output, CRs removed. A run
-    that fails or does not report status 0 fails the calling test."""
+    that fails or does not report status 0 fails the calling test (an image of several models: m4_image_reports
+    names the model)."""
     import subprocess
 
     run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
@@ -490,6 +494,36 @@ def run_m4_image(elf: Path, timeout: float = 120) -> str:
     out = run.stdout.replace("\r", "")
     assert run.returncode == 0 and "status 0" in out, f"{elf}: {out[-500:]}{run.stderr[-500:]}"
     return out
+
+
+def m4_image_reports(elf: Path, names: list[str], timeout: float = 120) -> dict[str, str]:
+    """An image of several models (m4_image with a list, in the order of ``names``) booted once under qemu-system-arm:
+    each model's report (the lines a one-model image prints: status, arena, op, out), by name. A run that fails,
+    or a model whose report is missing, incomplete or not status 0, fails the calling test naming that model.
+    ``timeout``: per model (the image runs them one after another)."""
+    import re
+    import subprocess
+
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                          str(elf), "-icount", "shift=0", "-serial", "stdio", "-semihosting-config",
+                          "enable=on,target=native"], capture_output=True, text=True,
+                         timeout=timeout * max(1, len(names)))
+    out = run.stdout.replace("\r", "")
+    if len(names) == 1:  # a one-model image prints no "model M" line
+        sections = [out]
+    else:
+        sections = re.split(r"^model \d+\n", out, flags=re.M)[1:]
+    reports = {}
+    for k, name in enumerate(names):
+        text = sections[k] if k < len(sections) else ""
+        last = k == len(names) - 1
+        statuses = re.findall(r"^status (\d+)$", text, re.M)
+        assert statuses == ["0"] and re.search(r"^out 0 \d+$", text, re.M), (
+            f"{name} (model {k} of the image {elf}): {text[-500:] or 'no report'}"
+            f"{run.stderr[-500:] if last or not text else ''}")
+        reports[name] = text.replace("done\n", "") if last else text
+    assert run.returncode == 0 and out.rstrip().endswith("done"), f"{elf}: {out[-500:]}{run.stderr[-500:]}"
+    return reports
 
 
 def m4_image_mismatches(models: dict, build: Path, init_flags: int = 0) -> list[str]:

@@ -96,6 +96,64 @@ def test_linked_m4_image_runs_under_qemu_and_matches_python(tmp_path):
     assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(want)
 
 
+def _add_model(scale_out: float = 0.1) -> bytes:
+    x = T((1, 6), "INT8", scale=0.05, zero_point=2)
+    y = T((1, 6), "INT8", scale=0.03, zero_point=-1)
+    z = T((1, 6), "INT8", scale=scale_out, zero_point=0)
+    return op_model("ADD", [x, y], [z], options=dict(fused_activation_function="NONE"))
+
+
+def _report_lines(text: str) -> list[str]:
+    """A model's report without the per-op tick figures (the board timer's phase is the boot's, not the model's)."""
+    return [re.sub(r"^(op \d+ \d+) \d+$", r"\1", line) for line in text.splitlines() if line and line != "done"]
+
+
+@pytest.mark.slow
+def test_image_of_several_models_reports_each_as_its_own_image(tmp_path):
+    """make image MODELS="a b c" links the models into one image booted once (tools/image_main.c runs each in turn,
+    after a "model M" line): each model's report is the one its own image prints (status, arena, ops, outputs;
+    the arena zeroed between models), the op table holds every model's ops, and a model that fails (its tensors
+    do not fit the image's arena) reports its status and lets the next run; the image then exits with that
+    status, and m4_image_reports names the model."""
+    from tests.oprunner import m4_image_reports
+
+    _need("make", "arm-none-eabi-gcc", "qemu-system-arm")
+    big = T((1, 300_000), "INT8", scale=0.05, zero_point=0)  # one 300 KB tensor: over the 256 KB arena
+    models = {"fc": _fc_model(), "too_big": op_model("RELU", [big], [T((1, 300_000), "INT8", scale=0.05,
+                                                                        zero_point=0)]), "add": _add_model()}
+    paths = []
+    for name, data in models.items():
+        paths.append(tmp_path / f"{name}.tflite")
+        paths[-1].write_bytes(data)
+    image = m4_image(paths, tmp_path / "b")
+    table = (image / "edge_ops_generated.c").read_text()
+    assert sorted(re.findall(r"/\* (\w+) \*/", table)) == ["ADD", "FULLY_CONNECTED", "RELU"]
+    run = subprocess.run(["qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none", "-kernel",
+                          str(image / "edge-image.elf"), "-icount", "shift=0", "-serial", "stdio",
+                          "-semihosting-config", "enable=on,target=native"], capture_output=True, text=True,
+                         timeout=60)
+    out = run.stdout.replace("\r", "")
+    sections = re.split(r"^model (\d+)\n", out, flags=re.M)
+    assert sections[0] == "" and sections[1::2] == ["0", "1", "2"] and out.endswith("done\n"), out
+    fc, too_big, add = sections[2::2]
+    (status,) = re.findall(r"^status (\d+)$", too_big, re.M)
+    assert status != "0" and "out " not in too_big and run.returncode == int(status), (run.returncode, too_big)
+    for name, text in (("fc", fc), ("add", add)):
+        py = Interpreter(model_content=models[name])
+        py.allocate_tensors()
+        for d, v in zip(py.get_input_details(), image_main_inputs(py)):
+            py.set_tensor(d["index"], v)
+        py.invoke()
+        want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
+        assert re.findall(r"^out 0 (\d+)$", text, re.M) == [str(want)], (name, text)
+    with pytest.raises(AssertionError, match=r"^too_big \(model 1 of the image"):
+        m4_image_reports(image / "edge-image.elf", list(models))
+    # the one-model image of "add" (no "model" line): the same report as its part of the three-model image
+    alone = m4_image(paths[2], tmp_path / "alone") / "edge-image.elf"
+    reports = m4_image_reports(alone, ["add"])
+    assert "model " not in reports["add"] and _report_lines(reports["add"]) == _report_lines(add), (reports, add)
+
+
 def _local_functions(elf: Path) -> set[str]:
     out = subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True, text=True, check=True).stdout
     return {line.split()[-1].split(".")[0] for line in out.splitlines() if line.split()[-2:-1] in (["t"], ["T"])}
