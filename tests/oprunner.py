@@ -530,28 +530,28 @@ def m4_image_mismatches(models: dict, build: Path, init_flags: int = 0) -> list[
     """Each model (name -> bytes) built into firmware_c's image (tools/image_main.c) for the Cortex-M4 board and run
     under qemu-system-arm: the names whose output hash differs from the Python interpreter's on the same inputs
     (a failed build or run fails the calling test). ``init_flags``: the image's edge_init_ex flags (2:
-    EDGE_INIT_MEMORY_MIN, the least-RAM request's kernels). The images share the session's library objects
-    (``m4_image``)."""
+    EDGE_INIT_MEMORY_MIN, the least-RAM request's kernels). All the models go into ONE image booted once (each
+    reports as in an image of its own: m4_image_reports), built with the session's library objects (``m4_image``)."""
     import re
 
     from edge_sdk import Interpreter
 
-    failures = []
+    paths = []
     for name, model in models.items():
         path = build.parent / f"{name}.tflite"
         path.write_bytes(model)
-        image_dir = m4_image(path, build, f"IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS={int(init_flags)}u")
-        try:
-            out = run_m4_image(image_dir / "edge-image.elf")
-        except AssertionError as err:
-            raise AssertionError(f"{name}: {err}") from None
+        paths.append(path)
+    image_dir = m4_image(paths, build, f"IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS={int(init_flags)}u")
+    reports = m4_image_reports(image_dir / "edge-image.elf", list(models))
+    failures = []
+    for name, model in models.items():
         py = Interpreter(model_content=model)
         py.allocate_tensors()
         for d, x in zip(py.get_input_details(), image_main_inputs(py)):
             py.set_tensor(d["index"], x)
         py.invoke()
         want = image_main_hash(py.get_tensor(py.get_output_details()[0]["index"]).tobytes())
-        got = re.search(r"^out 0 (\d+)$", out, re.M)
+        got = re.search(r"^out 0 (\d+)$", reports[name], re.M)
         if not got or got.group(1) != str(want):
             failures.append(name)
     return failures
