@@ -150,6 +150,57 @@ def _m4_build_shared_by_the_session(tmp_path_factory):
     yield
 
 
+def _session_shared_dir(tmp_path_factory, name: str) -> Path:
+    """A folder every worker of the session shares (a child of the session's base temp under xdist)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="session")
+def dsp_runner(tmp_path_factory):
+    """edge-run-c built with the DSP path emulated in C (-DEDGE_EMULATE_DSP; gcc -O1, warnings as errors), once per
+    session for every module that compares the DSP paths (test_ops_conv, test_mcu_kernels, test_mcu_plan,
+    test_c_kernels_fc_dsp: each built it alone, ~20 s each in CI): the workers share it under a file lock. One
+    object per source (compiled in parallel, and through the compiler cache when it is on), then linked."""
+    import fcntl
+    import subprocess
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    fw = ROOT / "firmware_c"
+    out = _session_shared_dir(tmp_path_factory, "dsp-runner")
+    out.mkdir(parents=True, exist_ok=True)
+    exe = out / "edge-run-c"
+    with open(out / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build; the other workers wait for it and take its runner
+        if exe.is_file():
+            return exe
+        table = out / "edge_ops_generated.c"
+        subprocess.run([sys.executable, str(fw / "tools" / "gen_ops.py"), str(table)], check=True,
+                       capture_output=True)
+        sources = [fw / "src" / "edge.c", *sorted((fw / "src" / "kernels").glob("*.c")), fw / "host" / "edge_host.c",
+                   fw / "host" / "edge_run.c", table]
+        flags = ["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP", f"-I{fw / 'include'}",
+                 f"-I{fw / 'src'}", f"-I{fw / 'host'}"]
+
+        def compile_one(k_src):
+            k, src = k_src
+            obj = out / f"{k:03d}-{src.stem}.o"  # numbered: two sources may share a stem
+            return obj, subprocess.run(["gcc", *flags, "-c", str(src), "-o", str(obj)], capture_output=True,
+                                       text=True)
+
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            built = list(pool.map(compile_one, enumerate(sources)))
+        for src, (_obj, proc) in zip(sources, built):
+            assert proc.returncode == 0, f"{src.name}:\n{proc.stderr[-3000:]}"
+        partial = out / f".edge-run-c.{os.getpid()}"
+        proc = subprocess.run(["gcc", "-o", str(partial), *(str(obj) for obj, _ in built), "-lm"],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        partial.replace(exe)  # whole: a worker that finds it finds a finished runner
+    return exe
+
+
 # ------------------------------------------------------------------------------------ longest tests first (xdist)
 # `make test` runs two workers with --dist worksteal: xdist deals the collection out in contiguous halves and an
 # idle worker steals from the END of the other's queue. A 200 s test at the end of a half runs last, alone, on

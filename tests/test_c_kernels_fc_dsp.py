@@ -24,7 +24,7 @@ from tests.conftest import needs_c_runtime
 from tests.oprunner import (T, m4_image_mismatches, keep_python_outputs, op_model, peer_outputs,
                             run_on)
 from tests.peers import PeerCrashed
-from tests.test_ops_conv import _run_exe, dsp_runner  # noqa: F401 (a fixture)
+from tests.test_ops_conv import _run_exe  # dsp_runner: a fixture of tests/conftest.py
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"

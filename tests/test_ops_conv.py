@@ -448,20 +448,7 @@ def backend():
     return c_interpreter
 
 
-@pytest.fixture(scope="module")
-def dsp_runner(tmp_path_factory):
-    """edge-run-c built with the DSP path emulated in C (-DEDGE_EMULATE_DSP)."""
-    out = tmp_path_factory.mktemp("dsp")
-    table = out / "edge_ops_generated.c"
-    subprocess.run(["python3", str(FW / "tools" / "gen_ops.py"), str(table)], check=True, capture_output=True)
-    exe = out / "edge-run-c"
-    sources = [str(FW / "src" / "edge.c"), *map(str, sorted((FW / "src" / "kernels").glob("*.c"))),
-               str(FW / "host" / "edge_host.c"), str(FW / "host" / "edge_run.c"), str(table)]
-    proc = subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP",
-                           f"-I{FW / 'include'}", f"-I{FW / 'src'}", f"-I{FW / 'host'}", "-o", str(exe),
-                           *sources, "-lm"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return exe
+# dsp_runner (edge-run-c with -DEDGE_EMULATE_DSP): tests/conftest.py, built once per session
 
 
 def _run_c(backend, model: bytes, feeds):
