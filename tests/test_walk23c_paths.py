@@ -1,0 +1,168 @@
+"""Issue 23's walk, the leftovers of session 12 (session 13, walk23c), each pinned cheaply (in-process):
+
+- `edge bench` took no input file: `--inputs` takes what `edge run` takes (a .npy for one input, an .npz of every
+  input by name or arg_i) on both backends, and the arrays' shapes fix the dynamic sizes as --input-shape would;
+  a file that does not fit is one line naming the file, the array and the input, exit 2.
+- `edge run` on a model with a -1 beyond the batch axis asked for --input-shape even when its .npz said the
+  size: the files' shapes now fix it (bench's rule), and --backend c is walked on such a multi-input model
+  against --backend python and LiteRT.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from edge_sdk import cli
+from edge_sdk.model import write_model
+from edge_sdk.model.builder import GraphBuilder
+from tests.conftest import needs_c_runtime
+from tests.test_walk23_paths import _fc_loop_model
+
+
+def two_input_sequence_model() -> bytes:
+    """x [1, -1, 4] (a sequence of any length, stored [1, 1, 4]) and a gain g [1, 1, 4]: y = x * g [1, T, 4] and
+    z = MEAN(y over T) [1, 4]: two inputs, one dynamic, two outputs."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 1, 4), "FLOAT32")
+    gain = g.input("g", (1, 1, 4), "FLOAT32")
+    y = g.tensor("y", (1, 1, 4), "FLOAT32")
+    g.op("MUL", [x, gain], [y], fused_activation_function="NONE")
+    z = g.tensor("z", (1, 4), "FLOAT32")
+    g.op("MEAN", [y, g.constant("axis", np.array([1], np.int32))], [z], keep_dims=False)
+    g.output(y, z)
+    model = g.build()
+    model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape_signature = (1, -1, 4)
+    return write_model(model)
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory):
+    """The sequence model and its feeds: by name at length 5, by arg_i at length 3 without the batch axes."""
+    root = tmp_path_factory.mktemp("walk23c")
+    model = root / "seq.tflite"
+    model.write_bytes(two_input_sequence_model())
+    rng = np.random.default_rng(2323)
+    named = {"x": rng.standard_normal((1, 5, 4)).astype(np.float32),
+             "g": rng.standard_normal((1, 1, 4)).astype(np.float32)}
+    args = {"arg_0": rng.standard_normal((3, 4)).astype(np.float32),
+            "arg_1": rng.standard_normal((1, 4)).astype(np.float32)}
+    np.savez(root / "named.npz", **named)
+    np.savez(root / "args.npz", **args)
+    return {"root": root, "model": model, "named": named, "args": args}
+
+
+# ------------------------------------------------------------------------------------------------ bench --inputs
+@pytest.mark.parametrize("backend", ["python", pytest.param("c", marks=needs_c_runtime)])
+def test_bench_feeds_an_npz_and_its_shapes_fix_the_dynamic_input(walk, backend, capsys):
+    feed = walk["root"] / "named.npz"
+    assert cli.main(["bench", str(walk["model"]), "--inputs", str(feed), "--backend", backend, "--runs", "2",
+                     "--warmup", "0", "--profile-runs", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["inputs"] == str(feed) and report["backend"] == backend
+    assert report["input_shapes"] == [{"name": "x", "shape": [1, 5, 4]}, {"name": "g", "shape": [1, 1, 4]}]
+    assert [o["output_shape"] for o in report["ops"]] == [[1, 5, 4], [1, 4]]
+    # arg_i keys in signature order, each without its batch axis of one: length 3
+    assert cli.main(["bench", str(walk["model"]), "--inputs", str(walk["root"] / "args.npz"), "--backend",
+                     backend, "--runs", "1", "--warmup", "0", "--profile-runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"inputs:    {walk['root'] / 'args.npz'} (x 1x3x4, g 1x1x4)" in out.splitlines()
+
+
+@pytest.mark.parametrize("backend", ["python", pytest.param("c", marks=needs_c_runtime)])
+def test_bench_runs_the_arrays_of_the_file_not_random_ones(tmp_path, backend):
+    """while i < 3: x = FC(x); i += 1 -- the loop runs as often as the file's i says (random int32 would not)."""
+    from edge_sdk.tools.bench import run_benchmark
+
+    feed = tmp_path / "loop.npz"
+    np.savez(feed, i=np.array([2], np.int32), x=np.ones((1, 4), np.float32))
+    report = run_benchmark(_fc_loop_model(), runs=1, warmup=0, backend=backend, profile_runs=1, inputs=feed)
+    fc = next(o for o in report["ops"] if o["op"] == "FULLY_CONNECTED")
+    assert fc["macs"] == 16  # one body call of 16 MACs: i = 2 from the file
+    one = tmp_path / "x.npy"
+    np.save(one, np.ones((1, 4), np.float32))
+    with pytest.raises(cli.UsageError, match=r"x\.npy: <bytes> takes 2 inputs \('i' \[1\] int32, 'x' \[1,4\]"):
+        run_benchmark(_fc_loop_model(), runs=1, warmup=0, backend=backend, inputs=one)
+
+
+@pytest.mark.parametrize("arrays, flags, line", [
+    ({"x": np.zeros((1, 5, 4), np.float32)}, [],
+     "{f}: no array for input 'g' [1,1,4] float32 (keys: input tensor names, or arg_0, arg_1.. in signature order; "
+     "the file has x)"),
+    ({"x": np.zeros((1, 5, 3), np.float32), "g": np.zeros((1, 1, 4), np.float32)}, [],
+     "{f}: array 'x' shaped [1, 5, 3] float32 for input 'x' [1,-1,4] float32"),
+    ({"x": np.zeros((5, 4, 1, 1), np.float32), "g": np.zeros((1, 1, 4), np.float32)}, [],
+     "{f}: array 'x' shaped [5, 4, 1, 1] float32 for input 'x' [1,-1,4] float32"),
+    ({"x": np.zeros((1, 5, 4), np.float32), "g": np.zeros((1, 2, 4), np.float32)}, [],
+     "{f}: array 'g' shaped [1, 2, 4] float32 for input 'g' [1,1,4] float32"),
+    ({"x": np.zeros((1, 5, 4), np.float32), "g": np.zeros((1, 1, 4), np.float32)}, ["--input-shape", "x:1,6,4"],
+     "{f}: array 'x' shaped [1, 5, 4] float32 for input 'x' [1,-1,4] float32 (--input-shape 1,6,4)"),
+    ({"x": np.zeros((1, 5, 4), np.float32), "g": np.zeros((1, 1, 4)), "h": np.zeros(1)}, [],
+     "{f}: array 'h' names no input of {m} (inputs: 'x' [1,-1,4] float32, 'g' [1,1,4] float32; keys: input "
+     "tensor names, or arg_0, arg_1.. in signature order)"),
+    ({"x": np.zeros((1, 5, 4), np.float32), "g": np.zeros((1, 1, 4), np.complex64)}, [],
+     "{f}: array 'g': cannot feed complex64 values to the float32 input 'g'"),
+])
+@pytest.mark.parametrize("backend", ["python", pytest.param("c", marks=needs_c_runtime)])
+def test_bench_names_the_input_a_file_does_not_fit_and_exits_2(walk, tmp_path, capsys, backend, arrays, flags,
+                                                               line):
+    feed = tmp_path / "in.npz"
+    np.savez(feed, **arrays)
+    argv = ["bench", str(walk["model"]), "--inputs", str(feed), "--backend", backend, "--runs", "1", *flags]
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "edge bench: error: " + line.format(f=feed, m=walk["model"].name)]
+
+
+def test_bench_says_where_input_files_go(walk, capsys):
+    feed = walk["root"] / "named.npz"
+    assert cli.main(["bench", str(walk["model"]), str(feed)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"edge bench: error: {feed}: input data goes with --inputs (edge bench MODEL --inputs {feed})"]
+    assert cli.main(["bench", str(walk["model"]), "--inputs", str(feed), "--host", "pi@nowhere"]) == 2
+    assert "--inputs feeds a benchmark here" in capsys.readouterr().err
+    assert cli.main(["bench", str(walk["model"]), "--inputs", str(feed), "--matrix"]) == 2
+    assert "--inputs and --trace/--csv/--plot are for one model" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ run --backend c
+@needs_c_runtime
+def test_run_an_npz_on_the_c_runtime_matches_python_and_litert(walk, capsys):
+    """`edge run seq.tflite named.npz args.npz --backend c` as a user runs it: no --input-shape (each file's shapes
+    fix the sequence length: 5, then 3), every output against --backend python and LiteRT on the same shapes."""
+    from edge_sdk.model.input_shapes import shaped_model
+    from tests.peers import run_litert
+    from tests.simd_common import assert_close_of_range
+
+    files = [str(walk["root"] / "named.npz"), str(walk["root"] / "args.npz")]
+    got = {}
+    for backend in ("c", "python"):
+        assert cli.main(["run", str(walk["model"]), *files, "--backend", backend, "--json"]) == 0
+        got[backend] = json.loads(capsys.readouterr().out)
+        assert [r["runtime"] for r in got[backend]] == [backend, backend]
+    feeds = [[walk["named"]["x"], walk["named"]["g"]], [walk["args"]["arg_0"][None], walk["args"]["arg_1"][None]]]
+    for k, (steps, xg) in enumerate(zip((5, 3), feeds)):
+        c_rows, py_rows = got["c"][k]["outputs"], got["python"][k]["outputs"]
+        assert [(o["name"], o["shape"]) for o in c_rows] == [("y", [1, steps, 4]), ("z", [1, 4])]
+        litert = run_litert(shaped_model(walk["model"].read_bytes(), {"x": (1, steps, 4)}), xg)
+        for c_out, py_out, ref in zip(c_rows, py_rows, litert):
+            assert_close_of_range(np.array(c_out["values"], np.float32), ref, f"C {c_out['name']} vs LiteRT", 1e-4)
+            assert_close_of_range(np.array(py_out["values"], np.float32), ref, f"python {py_out['name']}", 1e-4)
+    # the text output says the runtime once for the files run on one shaped model each
+    assert cli.main(["run", str(walk["model"]), *files, "--backend", "c"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out.count("runtime: c (--backend c: C runtime runs all 2 nodes)") == 2
+    assert f"{files[0]}:" in out and "  y [1,5,4] float32:" in out and "  y [1,3,4] float32:" in out
+
+
+def test_run_still_names_the_flag_when_no_file_gives_the_size(walk, tmp_path, capsys):
+    img = tmp_path / "x.png"
+    from PIL import Image
+
+    Image.new("RGB", (4, 4)).save(img)
+    assert cli.main(["run", str(walk["model"]), str(img), "--backend", "python"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "edge run: error: input 'x' has shape signature [1, -1, 4] (stored [1, 1, 4]): give its shape with "
+        "--input-shape x:D0,D1,D2"]
