@@ -166,3 +166,31 @@ def test_run_still_names_the_flag_when_no_file_gives_the_size(walk, tmp_path, ca
     assert capsys.readouterr().err.splitlines() == [
         "edge run: error: input 'x' has shape signature [1, -1, 4] (stored [1, 1, 4]): give its shape with "
         "--input-shape x:D0,D1,D2"]
+
+
+# ------------------------------------------------------------------------------------------------ raw UINT8 refusal
+@needs_c_runtime
+def test_the_c_runtime_names_the_raw_uint8_tensor_it_refuses(monkeypatch):
+    """Handed a legacy UINT8 model's own bytes (not presented as INT8), the C runtime's one line names the node
+    and the tensor (index and name) it cannot run, and the Python side says how every edge tool presents it."""
+    from edge_sdk.errors import UnsupportedOpError
+    from edge_sdk.runtime import uint8
+    from edge_sdk.runtime.c_interpreter import CInterpreter
+    from edge_sdk.tools.run_backend import c_refusal
+    from tests.test_ops_uint8 import CASES
+
+    model, _ = CASES["ADD"][:2]  # ADD on UINT8 inputs and output
+    monkeypatch.setattr(uint8, "c_model", lambda m, data: (m, data, frozenset()))
+    interp = CInterpreter(model_content=model)
+    with pytest.raises(UnsupportedOpError) as err:
+        interp.allocate_tensors()
+    text = str(err.value)
+    info, msg = interp.error()
+    sg = interp.model.subgraphs[0]
+    t = info["tensor"]
+    assert info["node"] == 0 and t == sg.operators[0].inputs[0] and sg.tensors[t].type == "UINT8", info
+    assert msg.startswith(f"node 0 (ADD code 0 v1): tensor {t} '{sg.tensors[t].name}' UINT8: unsupported tensor "
+                          "type"), msg
+    assert "\n" not in text and text.endswith("as every edge tool hands it over [EDGE_UNSUPPORTED_TYPE]"), text
+    assert "a legacy quantized_uint8 tensor" in text and "uint8.c_bytes" in text
+    assert c_refusal(err.value).startswith(f"C runtime refuses node 0 ADD: tensor {t} '{sg.tensors[t].name}' UINT8")

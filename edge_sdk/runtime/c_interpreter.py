@@ -349,6 +349,18 @@ class CInterpreter(Interpreter, backend="c"):
             return ""
         return "; " + (op_table.c_refusal(code.name, code.version) or "")
 
+    def _uint8_refusal(self, info: dict) -> str:
+        """What to do when the refused node's tensor (the C message names it: edge.c raw_uint8_tensor) is a legacy
+        quantized UINT8 one: "; <the fix>", else ""."""
+        try:
+            tensor = self.model.subgraphs[info["subgraph"]].tensors[info["tensor"]]
+        except (IndexError, ModelError):
+            return ""
+        if tensor.type != "UINT8":
+            return ""
+        return ("; a legacy quantized_uint8 tensor: the C runtime runs it as INT8 once the model is presented so "
+                "(edge_sdk.runtime.uint8.c_bytes, its I/O flipped by c_io), as every edge tool hands it over")
+
     def _raise(self, status: int):
         info, msg = self.error()
         name = status_name(status)
@@ -358,6 +370,8 @@ class CInterpreter(Interpreter, backend="c"):
                                      else "C arena (needs at least)")
         if status == STATUS["EDGE_UNSUPPORTED_OP"]:
             text += self._op_refusal(info)
+        if status == STATUS["EDGE_UNSUPPORTED_TYPE"] and info["node"] >= 0 and info["tensor"] >= 0:
+            text = text[:-len(f" [{name}]")] + self._uint8_refusal(info) + f" [{name}]"
         if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"]):
             raise UnsupportedOpError(text)
         raise ModelError(text)
