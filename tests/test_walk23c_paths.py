@@ -194,3 +194,78 @@ def test_the_c_runtime_names_the_raw_uint8_tensor_it_refuses(monkeypatch):
     assert "\n" not in text and text.endswith("as every edge tool hands it over [EDGE_UNSUPPORTED_TYPE]"), text
     assert "a legacy quantized_uint8 tensor" in text and "uint8.c_bytes" in text
     assert c_refusal(err.value).startswith(f"C runtime refuses node 0 ADD: tensor {t} '{sg.tensors[t].name}' UINT8")
+
+
+# ------------------------------------------------------------------------------------------------ SerialLink UINT8
+def _uint8_add():
+    """tests/test_ops_uint8's ADD: two UINT8 inputs (zero points 120, 130), a UINT8 output; and its inputs."""
+    from tests.test_ops_uint8 import CASES
+
+    model, inputs = CASES["ADD"]
+    return model, [np.asarray(x, np.uint8) for x in inputs]
+
+
+def _litert(model, inputs):
+    from tests.peers import run_litert
+
+    return run_litert(model, inputs)
+
+
+def test_load_model_presents_a_uint8_model_and_the_link_flips_its_io():
+    """SerialLink.load_model sent a legacy UINT8 model's own bytes: now the bytes every C path runs
+    (uint8.c_bytes), and the link declares, takes and returns the model's UINT8 I/O (the emulator device runs
+    what it is sent, as the C runtime would run the presented model)."""
+    from edge_sdk.device.emulator import DeviceEmulator
+    from edge_sdk.device.serial_link import SerialLink
+    from edge_sdk.runtime import uint8
+
+    model, inputs = _uint8_add()
+    presented, pairs = uint8.c_bytes(model)
+    with DeviceEmulator(None, max_frame=256) as emu:  # listening
+        link = SerialLink(emu.url, timeout=0.5)
+        try:
+            h = link.load_model(model)
+            assert h.model_sha256 == __import__("hashlib").sha256(presented).digest()  # the device runs INT8
+            assert link.presented_io.inputs == (0, 1) and link.presented_io.outputs == (0,)
+            info = link.info()
+            assert [(t.type, t.zero_point) for t in info.inputs] == [("UINT8", 120), ("UINT8", 130)]
+            assert (info.outputs[0].type, info.outputs[0].zero_point) == ("UINT8", 127)
+            for k, x in enumerate(inputs):
+                link.set_input(k, x)
+            link.invoke()
+            out = link.get_output(0)
+            assert out.dtype == np.uint8
+            np.testing.assert_array_equal(out, _litert(model, inputs)[0])
+            link.expect_model(model)  # the model's own bytes: the device runs their presentation
+            link.expect_model(presented)
+            assert link.presented_io is not None  # presenting presented bytes changes nothing
+        finally:
+            link.close()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (__import__("shutil").which("qemu-system-arm") and __import__("shutil").which(
+    "arm-none-eabi-gcc")), reason="needs qemu-system-arm and arm-none-eabi-gcc (make system-deps)")
+def test_a_flashed_uint8_model_on_the_qemu_board_through_the_link(state, tmp_path):
+    """edge flash embeds the presented model; a SerialLink handed the model's own bytes (expect_model) flips its
+    UINT8 I/O: the board's outputs equal LiteRT's bit for bit; load_model on this firmware (no LOAD_MODEL) is one
+    line saying so."""
+    from edge_sdk.device.serial_link import SerialLink
+    from edge_sdk.tools.flash import flash
+
+    model, inputs = _uint8_add()
+    path = tmp_path / "add_uint8.tflite"
+    path.write_bytes(model)
+    fw = flash(path, "qemu-mps2-an386", build_dir=tmp_path / "fw")
+    link = SerialLink(fw.port)
+    try:
+        link.expect_model(model)
+        assert [t.type for t in link.info().inputs] == ["UINT8", "UINT8"]
+        for k, x in enumerate(inputs):
+            link.set_input(k, x)
+        link.invoke(1)
+        np.testing.assert_array_equal(link.get_output(0), _litert(model, inputs)[0])
+        with pytest.raises(cli.DeviceError, match="no LOAD_MODEL"):
+            link.load_model(model)
+    finally:
+        link.close()
