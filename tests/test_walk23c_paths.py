@@ -269,3 +269,31 @@ def test_a_flashed_uint8_model_on_the_qemu_board_through_the_link(state, tmp_pat
             link.load_model(model)
     finally:
         link.close()
+
+
+# ------------------------------------------------------------------------------------------------ review item 5
+@needs_c_runtime
+@pytest.mark.parametrize("name, portable", [("dtln_noise_suppression.tflite", 784), ("trained_lstm_int8.tflite", 96)])
+def test_arena_parts_counts_the_portable_kernels_scratch_without_touching_the_simd_level(name, portable,
+                                                                                         monkeypatch):
+    """arena_parts' fast-path scratch is the scratch beyond the portable kernels' (a child edge-run-c at
+    EDGE_SIMD_LEVEL=0, fully prepared). It was measured plan-only, which prepares no kernel: every byte of scratch
+    was called fast-path scratch (dtln: 784 B the portable kernels need too), and the process-wide SIMD level was
+    set to 0 and back around it (a prepare on another thread in between got the portable kernels)."""
+    from edge_sdk.runtime.c_interpreter import CInterpreter
+    from tests.conftest import shared_model
+
+    c = CInterpreter(model_path=str(shared_model(f"tflite-micro/{name}")))
+    c.allocate_tensors()
+    lib = c._lib
+    if not hasattr(lib, "edge_simd_level") or lib.edge_simd_level() <= 0:
+        pytest.skip("this build or CPU has no SIMD fast path")
+
+    def no_toggle(*_a):
+        raise AssertionError("arena_parts must not change the process-wide SIMD level")
+
+    monkeypatch.setattr(lib, "edge_simd_set", no_toggle, raising=False)
+    parts = c.arena_parts()
+    assert parts["fast_path_scratch"] == parts["scratch"] - portable, parts
+    assert parts["arena_size"] == (parts["tensors"] + parts["scratch"] + parts["persistent"] + parts["alignment"]
+                                   + parts["init_extra"])
