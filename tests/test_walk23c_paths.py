@@ -297,3 +297,26 @@ def test_arena_parts_counts_the_portable_kernels_scratch_without_touching_the_si
     assert parts["fast_path_scratch"] == parts["scratch"] - portable, parts
     assert parts["arena_size"] == (parts["tensors"] + parts["scratch"] + parts["persistent"] + parts["alignment"]
                                    + parts["init_extra"])
+
+
+# ------------------------------------------------------------------------------------------------ walk: serve [-1,-1]
+def test_serve_a_dynamic_input_answers_a_sample_of_another_size_with_one_line():
+    """`edge serve fe.tflite --input-shape x:4,8` (x [-1, -1]): a request at [4, 8] runs; one at another length,
+    or [8] (the sample without a batch axis: only a batch axis of 1 may be left out), is a 400 naming the input
+    and the shape the server was given -- [8] was a 500 'internal error: cannot reshape array of size 8', in JSON
+    and as a raw tensor."""
+    from edge_sdk.tools.serve import Server
+    from tests.test_input_shapes import log_mel_like
+    from tests.test_serve import request
+
+    with Server(log_mel_like(), port=0, backend="python", input_shapes={"x": (4, 8)}) as srv:
+        status, body, _ = request(srv, "POST", "/predict", {"inputs": np.ones((4, 8)).tolist()})
+        assert status == 200 and np.shape(body["outputs"][0]) == (1, 24), body
+        for shape in ((6, 8), (8,)):
+            status, body, _ = request(srv, "POST", "/predict", {"inputs": np.ones(shape).tolist()})
+            assert status == 400 and body["error"] == (
+                f"inputs: shape {list(shape)} does not match input 'x' [4, 8] (the shape --input-shape gave this "
+                "server; another size needs another server)"), body
+        status, body, _ = request(srv, "POST", "/predict", np.ones(8, np.float32).tobytes(),
+                                  {"Content-Type": "application/octet-stream", "X-Shape": "8", "X-Dtype": "float32"})
+        assert status == 400 and body["error"] == "X-Shape [8] does not match input 'x' [4, 8]", body
