@@ -677,21 +677,26 @@ def _run_shapes(args) -> list[tuple[object, list[str]]]:
     --input-shape leaves open) and every INPUT is a .npy / .npz, each file's array shapes fix it as --input-shape
     would (edge_sdk.tools.bench.input_shapes_from, `edge bench --inputs`'s rule); consecutive files of the same
     shapes share one model. A file that cannot be the model's input is a UsageError naming it and the input."""
+    given = _input_shapes(args.input_shape)
+    return _shapes_from_files(args.model, list(args.inputs), given) or [(given, list(args.inputs))]
+
+
+def _shapes_from_files(model_path, files: list[str], given) -> list[tuple[object, list[str]]] | None:
+    """_run_shapes' groups, or None when the files give no shape (one is not a .npy / .npz, --input-shape is a
+    bare shape or sets every dynamic input, the model has none): `edge run` INPUTs, `edge profile --inputs`."""
     from edge_sdk.model import read_model
     from edge_sdk.model.input_shapes import dynamic_inputs
     from edge_sdk.tools.bench import input_shapes_from, read_input_file
 
-    given = _input_shapes(args.input_shape)
-    if given is not None and not isinstance(given, dict) or not all(
-            p.lower().endswith((".npy", ".npz")) for p in args.inputs):
-        return [(given, list(args.inputs))]
-    model = read_model(_model_bytes(args.model))
-    open_ = [name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]
-    if not open_:
-        return [(given, list(args.inputs))]
+    if given is not None and not isinstance(given, dict) or not files or not all(
+            str(p).lower().endswith((".npy", ".npz")) for p in files):
+        return None
+    model = read_model(_model_bytes(model_path))
+    if not [name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]:
+        return None
     groups: list[tuple[object, list[str]]] = []
-    for p in args.inputs:
-        shapes = input_shapes_from(p, model, read_input_file(p, model, args.model), given)
+    for p in files:
+        shapes = input_shapes_from(p, model, read_input_file(p, model, model_path), given)
         if groups and groups[-1][0] == shapes:
             groups[-1][1].append(p)
         else:
@@ -917,9 +922,12 @@ def _cmd_board(args) -> int:
 def _cmd_profile(args) -> int:
     from edge_sdk.tools.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
 
+    input_shapes = _input_shapes(args.input_shape)
+    if args.inputs:  # a dynamic input's size from the --inputs file, as `edge run` / `edge bench --inputs` take it
+        input_shapes = (_shapes_from_files(args.model, [args.inputs], input_shapes) or [(input_shapes, [])])[0][0]
     report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
                            seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir,
-                           memory=args.memory, input_shapes=_input_shapes(args.input_shape))
+                           memory=args.memory, input_shapes=input_shapes)
     for path, write in ((args.trace, write_trace), (args.csv, write_csv), (args.plot, write_plot)):
         if path:
             write(report, path)

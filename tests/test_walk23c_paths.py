@@ -320,3 +320,27 @@ def test_serve_a_dynamic_input_answers_a_sample_of_another_size_with_one_line():
         status, body, _ = request(srv, "POST", "/predict", np.ones(8, np.float32).tobytes(),
                                   {"Content-Type": "application/octet-stream", "X-Shape": "8", "X-Dtype": "float32"})
         assert status == 400 and body["error"] == "X-Shape [8] does not match input 'x' [4, 8]", body
+
+
+def test_profile_takes_a_dynamic_inputs_size_from_its_inputs_file(walk, monkeypatch, capsys):
+    """`edge profile seq.tflite --inputs named.npz --target ...` asked for --input-shape although the file says
+    the length: the file's shapes now fix it (as edge run / bench take them); --input-shape still wins."""
+    from edge_sdk.tools import profile
+
+    asked = []
+
+    def profile_model(model, target, **kw):
+        asked.append(kw["input_shapes"])
+        raise cli.DeviceError("no board here")
+
+    monkeypatch.setattr(profile, "profile_model", profile_model)
+    argv = ["profile", str(walk["model"]), "--target", "qemu-mps2-an386", "--inputs", str(walk["root"] / "named.npz")]
+    assert cli.main(argv) == 4 and "no board here" in capsys.readouterr().err
+    assert cli.main(argv[:-1] + [str(walk["root"] / "args.npz")]) == 4  # arg_0 [3, 4]: its batch axis of 1 added
+    assert cli.main(argv + ["--input-shape", "x:1,6,4"]) == 4  # given: profile's own check of the file follows
+    assert asked == [{"x": (1, 5, 4)}, {"x": (1, 3, 4)}, {"x": (1, 6, 4)}]
+    bad = walk["root"] / "bad.npz"
+    np.savez(bad, x=np.zeros((1, 5, 3), np.float32), g=np.zeros((1, 1, 4), np.float32))
+    assert cli.main(argv[:-1] + [str(bad)]) == 2 and len(asked) == 3
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"edge profile: error: {bad}: array 'x' shaped [1, 5, 3] float32 for input 'x' [1,-1,4] float32")
