@@ -5,7 +5,13 @@
   a file that does not fit is one line naming the file, the array and the input, exit 2.
 - `edge run` on a model with a -1 beyond the batch axis asked for --input-shape even when its .npz said the
   size: the files' shapes now fix it (bench's rule), and --backend c is walked on such a multi-input model
-  against --backend python and LiteRT.
+  against --backend python and LiteRT; `edge profile --inputs` takes the size the same way.
+- the C runtime's refusal of a raw UINT8 tensor names the tensor (index, name), and the Python side the fix.
+- SerialLink.load_model presents a legacy UINT8 model as every C path does and flips its I/O at the link (the
+  emulator, and a flashed QEMU board through expect_model).
+- CInterpreter.arena_parts measures the portable kernels' scratch in a child process (no process-wide SIMD
+  level toggled; a plan-only prepare had none at all).
+- `edge serve` of a [-1, -1] input at --input-shape: a request of another size is one 400 line (one was a 500).
 """
 
 from __future__ import annotations
