@@ -211,7 +211,7 @@ COMMAND_FILES: dict[str, list[tuple[str, str, str]]] = {
                  ("--labels", "labels", "labels")],
     "check": [_MODEL],
     "deploy": [_MODEL],
-    "bench": [_MODEL],
+    "bench": [_MODEL, ("--inputs", "inputs", "arrays")],
     "bench --matrix": [("MODEL", "model", "source"), ("--calib", "calib", "calibration")],
     "generate": [_MODEL],
     "run": [_MODEL, ("INPUT", "inputs", "input"), ("--labels", "labels", "labels"),
@@ -372,6 +372,10 @@ def _check_files(args) -> None:
 
     listed = []
     command = "bench --matrix" if args.command == "bench" and getattr(args, "matrix", False) else args.command
+    if command == "bench":  # `edge bench MODEL x.npz`, as `edge run` takes it: said before MODEL x.npz is judged
+        arrays = [m for m in args.model[1:] if str(m).lower().endswith((".npy", ".npz"))]
+        if arrays:
+            raise UsageError(f"{arrays[0]}: input data goes with --inputs (edge bench MODEL --inputs {arrays[0]})")
     for label, attr, claim in COMMAND_FILES.get(command, []):
         value = getattr(args, attr, None)
         for path in (value if isinstance(value, list) else [value]):
@@ -645,20 +649,59 @@ def _cmd_run(args) -> int:
                 refuse_nonfinite(np.load(p, mmap_mode="r", allow_pickle=False), p)
     from edge_sdk.model.input_shapes import shaped_model_path
 
-    model = shaped_model_path(args.model, _input_shapes(args.input_shape))  # UsageError before the runtime is chosen
-    content = _model_bytes(model)
-    warn_nan_weights(content, args.model)  # a NaN weight named before any result (issue 27)
-    choice = choose_runtime(content, args.backend, num_threads=args.threads)
-    results = run_inputs(model, args.inputs, top_k=args.top_k, task=args.task, labels=args.labels,
-                         frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
-                         backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
-    if not args.allow_nonfinite:  # with the flag, run_inputs has already warned that such scores mean nothing
-        _warn_nonfinite_scores(results, args.model)
+    rows, text, warned = [], [], False
+    for input_shapes, files in _run_shapes(args):
+        model = shaped_model_path(args.model, input_shapes)  # UsageError before the runtime is chosen
+        content = _model_bytes(model)
+        if not warned:
+            warn_nan_weights(content, args.model)  # a NaN weight named before any result (issue 27)
+            warned = True
+        choice = choose_runtime(content, args.backend, num_threads=args.threads)
+        results = run_inputs(model, files, top_k=args.top_k, task=args.task, labels=args.labels,
+                             frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
+                             backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
+        if not args.allow_nonfinite:  # with the flag, run_inputs has already warned that such scores mean nothing
+            _warn_nonfinite_scores(results, args.model)
+        rows += [{**r, **choice.to_dict()} for r in results]
+        text.append(choice.line() + "\n" + format_results(results))
     if args.json:
-        _print_json([{**r, **choice.to_dict()} for r in results])
+        _print_json(rows)
     else:
-        sys.stdout.write(choice.line() + "\n" + format_results(results))
+        sys.stdout.write("".join(text))
     return 0
+
+
+def _run_shapes(args) -> list[tuple[object, list[str]]]:
+    """[(the input shapes to run at, the INPUT files run at them)], in argument order: --input-shape for every
+    file; and when the model has an input whose size only a file can give (a -1 beyond the batch axis that
+    --input-shape leaves open) and every INPUT is a .npy / .npz, each file's array shapes fix it as --input-shape
+    would (edge_sdk.tools.bench.input_shapes_from, `edge bench --inputs`'s rule); consecutive files of the same
+    shapes share one model. A file that cannot be the model's input is a UsageError naming it and the input."""
+    given = _input_shapes(args.input_shape)
+    return _shapes_from_files(args.model, list(args.inputs), given) or [(given, list(args.inputs))]
+
+
+def _shapes_from_files(model_path, files: list[str], given) -> list[tuple[object, list[str]]] | None:
+    """_run_shapes' groups, or None when the files give no shape (one is not a .npy / .npz, --input-shape is a
+    bare shape or sets every dynamic input, the model has none): `edge run` INPUTs, `edge profile --inputs`."""
+    from edge_sdk.model import read_model
+    from edge_sdk.model.input_shapes import dynamic_inputs
+    from edge_sdk.tools.bench import input_shapes_from, read_input_file
+
+    if given is not None and not isinstance(given, dict) or not files or not all(
+            str(p).lower().endswith((".npy", ".npz")) for p in files):
+        return None
+    model = read_model(_model_bytes(model_path))
+    if not [name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]:
+        return None
+    groups: list[tuple[object, list[str]]] = []
+    for p in files:
+        shapes = input_shapes_from(p, model, read_input_file(p, model, model_path), given)
+        if groups and groups[-1][0] == shapes:
+            groups[-1][1].append(p)
+        else:
+            groups.append((shapes, [p]))
+    return groups
 
 
 def _warn_nonfinite_scores(results, model) -> None:
@@ -788,7 +831,7 @@ def _cmd_bench(args) -> int:
     report = bench(args.model[0], args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
                    remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
-                   plot=args.plot, input_shapes=_input_shapes(args.input_shape))
+                   plot=args.plot, input_shapes=_input_shapes(args.input_shape), inputs=args.inputs)
     if args.json:
         _print_json(report)
     else:
@@ -801,9 +844,10 @@ def _bench_matrix(args) -> int:
     from converters import convert
     from edge_sdk.tools.bench_matrix import bench_matrix, format_matrix
 
-    if args.host or args.trace or args.csv or args.plot or args.input_shape or args.threads or args.backend != "auto":
+    if (args.host or args.trace or args.csv or args.plot or args.input_shape or args.threads or args.backend != "auto"
+            or args.inputs):
         raise UsageError("--matrix benchmarks here with each target's runtime: --host, --backend, --threads, "
-                         "--input-shape and --trace/--csv/--plot are for one model")
+                         "--input-shape, --inputs and --trace/--csv/--plot are for one model")
     if args.ray_workers is not None and args.ray is None:
         raise UsageError("--ray-workers goes with --ray")
     with _on_ray(args):
@@ -878,9 +922,12 @@ def _cmd_board(args) -> int:
 def _cmd_profile(args) -> int:
     from edge_sdk.tools.profile import format_profile, profile_model, public, write_csv, write_plot, write_trace
 
+    input_shapes = _input_shapes(args.input_shape)
+    if args.inputs:  # a dynamic input's size from the --inputs file, as `edge run` / `edge bench --inputs` take it
+        input_shapes = (_shapes_from_files(args.model, [args.inputs], input_shapes) or [(input_shapes, [])])[0][0]
     report = profile_model(args.model, args.target, port=args.port, runs=args.runs, inputs=args.inputs,
                            seed=args.seed, timeout=args.timeout, retries=args.retries, build_dir=args.build_dir,
-                           memory=args.memory, input_shapes=_input_shapes(args.input_shape))
+                           memory=args.memory, input_shapes=input_shapes)
     for path, write in ((args.trace, write_trace), (args.csv, write_csv), (args.plot, write_plot)):
         if path:
             write(report, path)
@@ -1168,6 +1215,9 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     _backend_option(p, litert=True)
     _input_shape_option(p)
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
+    p.add_argument("--inputs", metavar="DATA",
+                   help="input data as edge run takes it: .npy (one input) or .npz of every input keyed by input "
+                        "name or arg_0, arg_1..; its shapes fix dynamic input sizes (default: seeded random)")
     op_table_outputs(p)
     p.add_argument("--matrix", action="store_true",
                    help="every model x --target x --precision here: each converted once (cached), each cell edge "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from edge_sdk import cli
 from edge_sdk.errors import ModelError, UsageError
@@ -172,7 +173,7 @@ def test_resize_tensor_input_re_prepares_and_re_plans(runtime):
 # ------------------------------------------------------------------------------------------ the CLI
 COMMANDS = [
     ["check", "{m}", "--target", "raspberry-pi-4"],
-    ["run", "{m}", "{x}"],
+    ["run", "{m}", "{img}"],  # an image: no size for x (a .npy / .npz gives it: test_walk23c_paths)
     ["bench", "{m}", "--runs", "1", "--warmup", "0"],
     ["serve", "{m}", "--port", "0"],
     ["flash", "{m}"],
@@ -185,7 +186,9 @@ COMMANDS = [
 def _argv(cmd, tmp_path, model, extra=()):
     x = tmp_path / "x.npy"
     np.save(x, np.random.default_rng(5).standard_normal((4, BINS)).astype(np.float32))
-    return [a.format(m=model, x=x, out=tmp_path / "export") for a in cmd] + list(extra)
+    img = tmp_path / "x.png"
+    Image.new("L", (BINS, 4)).save(img)
+    return [a.format(m=model, x=x, img=img, out=tmp_path / "export") for a in cmd] + list(extra)
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=[c[0] for c in COMMANDS])

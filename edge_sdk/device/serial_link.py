@@ -16,6 +16,13 @@ Each command waits ``timeout`` seconds for its answer and retransmits (same ``se
 duplicate from its cached reply) up to ``retries`` times; it retransmits at once when a corrupted frame or a
 NAK arrives. A device that acknowledged an INVOKE gets ``invoke_timeout``. Failures are ``DeviceError``
 naming the command and the port.
+
+A legacy UINT8 model (TFLite v1 "quantized_uint8") reaches the device as every C path hands it to the C runtime
+(edge_sdk.runtime.uint8: presented as INT8, zero points - 128): ``load_model`` sends the presented bytes, and
+``expect_model`` accepts the model's own bytes when the device runs their presentation (what `edge flash`
+embeds). The link then flips the presented inputs / outputs itself: ``info()`` declares them UINT8 (zero point
++ 128) as the model does, ``set_input`` takes uint8 and ``get_output`` returns uint8 (``presented_io`` says
+which).
 """
 
 from __future__ import annotations
@@ -269,6 +276,39 @@ class TensorSpec:
         return np.dtype(TENSOR_TYPE_CODES[code][1])
 
 
+@dataclass(frozen=True)
+class Presented:
+    """A legacy UINT8 model as the link hands it to the device (edge_sdk.runtime.uint8.c_bytes): the hashes of
+    the bytes the device runs and of the model's own, the I/O positions the device holds as INT8 where the model
+    says UINT8 (uint8.c_io), and uint8.c_io_note's words for it."""
+
+    sha256: bytes
+    source_sha256: bytes
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    note: str
+
+
+def present(model_bytes: bytes) -> tuple[bytes, Presented | None]:
+    """(the bytes the device runs, their Presented) for a model with legacy UINT8 tensors; (the bytes, None)
+    for any other model, and for bytes no reader takes (the device names what is wrong with them)."""
+    from edge_sdk.errors import ModelError
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime.uint8 import c_bytes, c_io, c_io_note
+
+    data = bytes(model_bytes)
+    try:
+        model = read_model(data)
+    except ModelError:
+        return data, None
+    presented, chosen = c_bytes(model)
+    if not chosen:
+        return data, None
+    ins, outs = c_io(model, chosen)
+    return presented, Presented(hashlib.sha256(presented).digest(), hashlib.sha256(data).digest(), ins, outs,
+                                c_io_note(model, chosen))
+
+
 @dataclass
 class DeviceInfo:
     inputs: list[TensorSpec]
@@ -461,6 +501,7 @@ class SerialLink:
         self._hello: Hello | None = None
         self._info: DeviceInfo | None = None
         self.logs: list[LogLine] = []
+        self._presented: Presented | None = None  # the UINT8 model load_model / expect_model presented
         self.last_command: str | None = None
         self.retransmissions = 0  # over the link's life: how noisy it was
         self.corrupt_frames = 0
@@ -516,14 +557,26 @@ class SerialLink:
     def model_hash(self) -> str:
         return self.device.model_hash
 
+    @property
+    def presented_io(self) -> Presented | None:
+        """The legacy UINT8 model the device runs as INT8, whose I/O this link flips (None: it flips nothing)."""
+        h = self._hello
+        p = self._presented
+        return p if p is not None and h is not None and h.model_sha256 == p.sha256 else None
+
     def expect_model(self, model_bytes: bytes) -> None:
-        """DeviceError unless the device runs exactly ``model_bytes`` (SHA-256 of the bytes)."""
+        """DeviceError unless the device runs exactly ``model_bytes`` (SHA-256 of the bytes), or, for a legacy
+        UINT8 model, their presentation as INT8 (then the link flips its UINT8 I/O: module docstring)."""
         h = self.hello()
         want = hashlib.sha256(bytes(model_bytes)).digest()
         if not h.model_size:
             raise DeviceError(f"the device on {self.port} has no model; expected sha256 {want.hex()[:16]}... "
                               f"({len(model_bytes)} bytes): flash it or load_model()")
         if h.model_sha256 != want:
+            _, presented = present(model_bytes)
+            if presented is not None and h.model_sha256 == presented.sha256:
+                self._presented, self._info = presented, None
+                return
             raise DeviceError(
                 f"model mismatch on {self.port}: the device runs sha256 {h.model_sha256.hex()[:16]}... "
                 f"({h.model_size} bytes), the host's model is sha256 {want.hex()[:16]}... "
@@ -531,8 +584,22 @@ class SerialLink:
             )
 
     def info(self) -> DeviceInfo:
+        """The device's model I/O; a presented UINT8 model's flipped I/O as the model declares it (UINT8, zero
+        point + 128)."""
+        from dataclasses import replace
+
+        from edge_sdk.runtime.uint8 import SHIFT
+
         self._ensure_hello()
-        self._info = self._parse("INFO", unpack_info, self._transact(INFO, b"").payload)
+        info = self._parse("INFO", unpack_info, self._transact(INFO, b"").payload)
+        p = self.presented_io
+        if p is not None:
+            def declared(specs, flipped):
+                return [replace(t, type="UINT8", zero_point=(t.zero_point or 0) + SHIFT) if k in flipped and
+                        t.type == "INT8" else t for k, t in enumerate(specs)]
+
+            info = replace(info, inputs=declared(info.inputs, p.inputs), outputs=declared(info.outputs, p.outputs))
+        self._info = info
         return self._info
 
     def _spec(self, kind: str, i: int) -> TensorSpec:
@@ -549,7 +616,11 @@ class SerialLink:
         if a.dtype != spec.dtype or tuple(a.shape) != spec.shape:
             raise ValueError(f"input {i} of the device's model is {spec.type} {list(spec.shape)}, "
                              f"not {a.dtype} {list(a.shape)}")
-        data = np.ascontiguousarray(a, dtype=spec.dtype.newbyteorder("<")).tobytes()
+        if spec.type == "UINT8" and self._flips("input", i):  # held as INT8 on the device: int8 = uint8 ^ 0x80
+            from edge_sdk.runtime.uint8 import to_int8
+
+            a = to_int8(a)
+        data = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<")).tobytes()
         offset, budget = 0, _Budget()
         while True:
             chunk = data[offset:offset + self._chunk]
@@ -592,7 +663,16 @@ class SerialLink:
             data += chunk
         if total != spec.nbytes:
             raise DeviceError(f"output {i} on {self.port} has {total} bytes, INFO said {spec.nbytes}")
-        return np.frombuffer(bytes(data), dtype=spec.dtype.newbyteorder("<")).astype(spec.dtype).reshape(spec.shape)
+        out = np.frombuffer(bytes(data), dtype=spec.dtype.newbyteorder("<")).astype(spec.dtype).reshape(spec.shape)
+        if spec.type == "UINT8" and self._flips("output", i):  # the device's int8 bits, read as uint8: ^ 0x80
+            from edge_sdk.runtime.uint8 import to_uint8
+
+            out = to_uint8(out)
+        return out
+
+    def _flips(self, kind: str, i: int) -> bool:
+        p = self.presented_io
+        return p is not None and i in (p.inputs if kind == "input" else p.outputs)
 
     def get_trace(self) -> Trace:
         blob = bytearray()
@@ -628,8 +708,9 @@ class SerialLink:
         self._transact(RESET_STATE, RESET_RESTART if restart else b"")
 
     def load_model(self, model_bytes: bytes) -> Hello:
-        """Send a model into the device's RAM (capability LOAD_MODEL); checks the hash it reports."""
-        data = bytes(model_bytes)
+        """Send a model into the device's RAM (capability LOAD_MODEL); checks the hash it reports. A legacy
+        UINT8 model goes as the C runtime runs it (``present``: INT8), and the link flips its UINT8 I/O."""
+        data, presented = present(model_bytes)
         h = self._ensure_hello()
         if not h.capabilities & CAP_LOAD_MODEL:
             raise DeviceError(f"the device on {self.port} cannot load models over the link (no LOAD_MODEL "
@@ -652,7 +733,9 @@ class SerialLink:
         if sha != want:
             raise DeviceError(f"LOAD_MODEL on {self.port}: the device hashed sha256 {sha.hex()[:16]}..., the "
                               f"host sent {want.hex()[:16]}...")
-        self._info = None
+        self._info, self._presented = None, presented
+        if presented is not None:
+            log.debug(f"{self.port}: {presented.note}; the link flips them")
         return self.hello()
 
     def generate(self, payload: bytes) -> bytes:

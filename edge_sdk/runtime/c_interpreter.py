@@ -349,6 +349,18 @@ class CInterpreter(Interpreter, backend="c"):
             return ""
         return "; " + (op_table.c_refusal(code.name, code.version) or "")
 
+    def _uint8_refusal(self, info: dict) -> str:
+        """What to do when the refused node's tensor (the C message names it: edge.c raw_uint8_tensor) is a legacy
+        quantized UINT8 one: "; <the fix>", else ""."""
+        try:
+            tensor = self.model.subgraphs[info["subgraph"]].tensors[info["tensor"]]
+        except (IndexError, ModelError):
+            return ""
+        if tensor.type != "UINT8":
+            return ""
+        return ("; a legacy quantized_uint8 tensor: the C runtime runs it as INT8 once the model is presented so "
+                "(edge_sdk.runtime.uint8.c_bytes, its I/O flipped by c_io), as every edge tool hands it over")
+
     def _raise(self, status: int):
         info, msg = self.error()
         name = status_name(status)
@@ -358,6 +370,8 @@ class CInterpreter(Interpreter, backend="c"):
                                      else "C arena (needs at least)")
         if status == STATUS["EDGE_UNSUPPORTED_OP"]:
             text += self._op_refusal(info)
+        if status == STATUS["EDGE_UNSUPPORTED_TYPE"] and info["node"] >= 0 and info["tensor"] >= 0:
+            text = text[:-len(f" [{name}]")] + self._uint8_refusal(info) + f" [{name}]"
         if status in (STATUS["EDGE_UNSUPPORTED_OP"], STATUS["EDGE_UNSUPPORTED_TYPE"], STATUS["EDGE_UNSUPPORTED"]):
             raise UnsupportedOpError(text)
         raise ModelError(text)
@@ -646,7 +660,8 @@ class CInterpreter(Interpreter, backend="c"):
         ``tensors`` the tensor plan (the Python interpreter's arena_size for the same plan), ``scratch`` the
         kernels' scratch, of which ``fast_path_scratch`` is what this build's SIMD fast paths need beyond the
         portable kernels a board runs (e.g. a float CONV_2D's im2col blocks: up to 48 rows of the window, 98,304 B
-        for a 512-tap window; the same model prepared at SIMD level 0 tells), ``persistent`` (tensor / node structs,
+        for a 512-tap window; the same model prepared at SIMD level 0 in a child process tells; None when it
+        cannot be told), ``persistent`` (tensor / node structs,
         kernel data, variables), ``alignment`` and ``init_extra`` (init's planner memory above the steady state).
         ``packed_weights`` (the fast paths' packed weight copies) is apart: not in arena_size. None before
         allocate_tensors."""
@@ -654,8 +669,9 @@ class CInterpreter(Interpreter, backend="c"):
             return None
         info = self.plan_info()
         scratch = info["head_total"] - info["tensor_total"]
+        portable = self._portable_scratch(scratch)
         parts = {"tensors": info["tensor_total"], "scratch": scratch,
-                 "fast_path_scratch": max(0, scratch - self._portable_scratch(scratch)),
+                 "fast_path_scratch": None if portable is None else max(0, scratch - portable),
                  "persistent": info["persistent"] - info["packed"],
                  "alignment": info["arena_used"] - info["head_total"] - info["persistent"],
                  "init_extra": max(0, info["high_water"] - info["arena_used"])}
@@ -663,28 +679,41 @@ class CInterpreter(Interpreter, backend="c"):
         parts["packed_weights"] = info["packed"]
         return parts
 
-    def _portable_scratch(self, scratch: int) -> int:
+    def _portable_scratch(self, scratch: int) -> int | None:
         """The kernels' scratch of this model prepared by the portable kernels (SIMD level 0, as a board's build
-        has them): ``scratch`` itself on a build or CPU without a fast path. The level is process-wide: put back
-        at once (a prepare reads it; invokes do not)."""
+        has them): ``scratch`` itself on a build or CPU without a fast path; None when it cannot be told here
+        (no host runner next to the library). Measured in a child process, edge-run-c with EDGE_SIMD_LEVEL=0
+        (its own process-wide level, read once): this process's level, which every prepare here reads, is left
+        alone. A full prepare (a plan-only one runs no kernel prepare, so it has no scratch at all)."""
+        import os
+        import subprocess
+        import tempfile
+
+        from edge_sdk.runtime.c_build import RUNNER
+
         lib = self._lib
-        if not hasattr(lib, "edge_simd_set") or not hasattr(lib, "edge_simd_level"):
+        if not hasattr(lib, "edge_simd_level"):
             return scratch
         lib.edge_simd_level.argtypes, lib.edge_simd_level.restype = [], ctypes.c_int32
-        lib.edge_simd_set.argtypes, lib.edge_simd_set.restype = [ctypes.c_int32], ctypes.c_int32
-        level = lib.edge_simd_level()
-        if level <= 0:
+        if lib.edge_simd_level() <= 0:
             return scratch
-        data = ctypes.string_at(self._model_addr, self._model_len)
-        lib.edge_simd_set(0)
-        try:
-            portable = CInterpreter(model_content=data, plan_only=True, memory=self._memory,
-                                    **({} if self._memory != "min" else {"patch_plan": self._patch}))
-            portable.allocate_tensors()
-            info = portable.plan_info()
-        finally:
-            lib.edge_simd_set(level)
-        return info["head_total"] - info["tensor_total"]
+        if not RUNNER.is_file():
+            return None
+        flags = ["--memory-min"] if self._memory in ("inplace", "min") else []
+        if self._patch is not None:
+            flags += ["--patch", ",".join(str(int(v)) for v in (self._patch.nodes[0], self._patch.nodes[-1],
+                                                                  *self._patch.grid))]
+        with tempfile.TemporaryDirectory(prefix="edge-portable-") as tmp:
+            model = os.path.join(tmp, "model.tflite")
+            with open(model, "wb") as f:
+                f.write(ctypes.string_at(self._model_addr, self._model_len))
+            proc = subprocess.run([str(RUNNER), model, "--plan", *flags], capture_output=True, text=True,
+                                  env={**os.environ, "EDGE_SIMD_LEVEL": "0"}, timeout=120, check=False)
+        plan = next((line.split() for line in proc.stdout.splitlines() if line.startswith("plan ")), None)
+        if proc.returncode != 0 or plan is None:
+            return None
+        fields = dict(zip(plan[1::2], plan[2::2]))  # "plan tensor_total T lower_bound L head_total H ..."
+        return int(fields["head_total"]) - int(fields["tensor_total"])
 
     @property
     def packed_weights_bytes(self) -> int | None:

@@ -71,6 +71,7 @@ is available where the delegates cannot execute.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable
 
 import numpy as np
@@ -87,6 +88,11 @@ from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import TENSOR_TYPES, Model
+
+# The step timer of an invoke_traced() running in this context: (its interpreter, the timer). _run takes the timer
+# as an argument; invoke_subgraph, which the control-flow kernels call with no timer to hand on, finds it here: a
+# context variable (per thread / task), not an attribute, so an invoke() elsewhere is never timed by it.
+_TRACING: contextvars.ContextVar = contextvars.ContextVar("edge_sdk_invoke_traced", default=(None, None))
 
 _NUMPY_TO_TFLITE: dict[np.dtype, str] = {}
 for _name, (_code, _dt) in TENSOR_TYPES.items():
@@ -260,7 +266,8 @@ class Interpreter:
         sg = self._model.subgraphs[subgraph_index]
         for t, x in zip(sg.inputs, inputs):
             views[t][...] = x
-        self._run(subgraph_index)
+        owner, timer = _TRACING.get()
+        self._run(subgraph_index, timer if owner is self else None)
         return [np.array(views[t]) for t in sg.outputs]
 
     def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
@@ -861,35 +868,37 @@ class Interpreter:
                    if (s, i) not in p.folded] for s in range(len(p.steps))]
         clock, out = time.perf_counter_ns, []
 
-        def timed_run(s: int) -> None:  # stands in for _run while tracing (invoke_subgraph calls self._run)
-            if s == 0 and p.staged:
-                for view, stage in p.staged:
-                    np.copyto(view, stage)
-            for (index, op), (fn, ins, outs) in zip(labels[s], p.steps[s]):
-                t0 = clock()
-                fn(ins, outs)
-                out.append({"subgraph": s, "node": index, "op": op, "ns": clock() - t0})
+        def timer(s: int, k: int, fn, ins, outs) -> None:  # step k of subgraph s, timed
+            t0 = clock()
+            fn(ins, outs)
+            index, op = labels[s][k]
+            out.append({"subgraph": s, "node": index, "op": op, "ns": clock() - t0})
 
-        self._run = timed_run  # an instance attribute shadows the method: the untimed path is left untouched
+        traced = _TRACING.set((self, timer))  # for the subgraphs the steps call (invoke_subgraph)
         token = _blas.enter(self._threads)
         try:
-            timed_run(0)
+            self._run(0, timer)
         finally:
             _blas.leave(token)
-            del self._run
+            _TRACING.reset(traced)
         return out
 
-    def _run(self, s: int) -> None:
+    def _run(self, s: int, timer=None) -> None:
         """Run subgraph s's steps (callers hold the BLAS thread limit: invoke, the signature runner; kernels
-        calling subgraphs run inside their invoke)."""
+        calling subgraphs run inside their invoke). ``timer(s, k, fn, ins, outs)``: runs step k itself, timed
+        (invoke_traced); None: untimed."""
         p = self._p
         if s == 0 and p.staged:
             for view, stage in p.staged:
                 np.copyto(view, stage)
         steps = p.steps[s]
         try:
-            for fn, ins, outs in steps:
-                fn(ins, outs)
+            if timer is None:
+                for fn, ins, outs in steps:
+                    fn(ins, outs)
+            else:
+                for k, (fn, ins, outs) in enumerate(steps):
+                    timer(s, k, fn, ins, outs)
         except ModelError:
             raise
         except Exception as exc:

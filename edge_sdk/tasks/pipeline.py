@@ -1088,7 +1088,7 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
         others = [p for p in paths if not p.lower().endswith(".npz")]
         if others:
             raise ModelError(f"{others[0]}: {runner.name} takes {len(runner.inputs)} inputs "
-                             f"({_inputs_said(runner)}): give them in one .npz (keys: {NPZ_KEYS})"
+                             f"({_inputs_said(runner.inputs)}): give them in one .npz (keys: {NPZ_KEYS})"
                              if len(runner.inputs) != 1 else
                              f"{others[0]}: give .npz files alone (not mixed with images, WAVs or .npy)")
         return [{"input": p, "outputs": _output_rows(runner, runner.run(*npz_inputs(p, runner, allow_nonfinite)))}
@@ -1148,27 +1148,29 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
 NPZ_KEYS = "input tensor names, or arg_0, arg_1.. in signature order"
 
 
-def _inputs_said(runner: ModelRunner) -> str:
-    return ", ".join(f"'{d['name']}' {_shape_of(d)}" for d in runner.inputs)
+def _inputs_said(details: list[dict]) -> str:
+    return ", ".join(f"'{d['name']}' {_shape_of(d)}" for d in details)
 
 
-def _signature_order(runner: ModelRunner) -> list[int]:
-    """Positions in runner.inputs in the order of the model's signature (its first one over subgraph 0: what
-    arg_0, arg_1.. name, as TF's exported functions call them), else the subgraph's input order."""
-    order = list(range(len(runner.inputs)))
-    sigs = [sd for sd in getattr(runner.interpreter.model, "signature_defs", []) if sd.subgraph_index == 0]
+def _signature_order(model, details: list[dict]) -> list[int]:
+    """Positions in ``details`` (subgraph 0's input details) in the order of the model's signature (its first one
+    over subgraph 0: what arg_0, arg_1.. name, as TF's exported functions call them), else the subgraph's input
+    order."""
+    order = list(range(len(details)))
+    sigs = [sd for sd in getattr(model, "signature_defs", None) or [] if sd.subgraph_index == 0]
     if sigs:
-        where = {int(d["index"]): k for k, d in enumerate(runner.inputs)}
+        where = {int(d["index"]): k for k, d in enumerate(details)}
         by_sig = [where[t] for t in sigs[0].inputs.values() if t in where]
         if sorted(by_sig) == order:
             order = by_sig
     return order
 
 
-def npz_inputs(path: str, runner: ModelRunner, allow_nonfinite: bool = False) -> list[np.ndarray]:
-    """The model's inputs from an .npz, in runner.inputs order: one array per input, keyed by its tensor name,
-    its signature name or arg_i (signature order). A missing, extra or misshapen key is one ModelError naming
-    the file, the input and the shape / dtype it takes."""
+def npz_arrays(path: str, model, details: list[dict], name: str) -> list[tuple[str, np.ndarray]]:
+    """(key, array) per input of ``details`` (subgraph 0's input details: name, index; shape and dtype for the
+    messages) from the .npz at ``path``, as the file holds it: keyed by the input's tensor name, its signature
+    name or arg_i (signature order). A missing or extra key is one ModelError naming the file and the input;
+    shapes and dtypes are the caller's to check (npz_inputs; `edge bench` first shapes the model by them)."""
     try:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.ndarray):
@@ -1178,31 +1180,48 @@ def npz_inputs(path: str, runner: ModelRunner, allow_nonfinite: bool = False) ->
     except (OSError, ValueError, EOFError) as exc:
         raise DataError(f"{path}: cannot read the .npz ({' '.join(str(exc).split())[:200]})") from None
     sig_names: dict[int, str] = {}
-    sigs = [sd for sd in getattr(runner.interpreter.model, "signature_defs", []) if sd.subgraph_index == 0]
+    sigs = [sd for sd in getattr(model, "signature_defs", None) or [] if sd.subgraph_index == 0]
     if sigs:
-        sig_names = {t: name for name, t in sigs[0].inputs.items()}
-    names = {}  # position in runner.inputs -> the keys that may name it
-    for pos_in_sig, k in enumerate(_signature_order(runner)):
-        d = runner.inputs[k]
+        sig_names = {t: n for n, t in sigs[0].inputs.items()}
+    names = {}  # position in details -> the keys that may name it
+    for pos_in_sig, k in enumerate(_signature_order(model, details)):
+        d = details[k]
         names[k] = [d["name"], sig_names.get(int(d["index"])), f"arg_{pos_in_sig}"]
     out, used = [], set()
-    for k, d in enumerate(runner.inputs):
+    for k, d in enumerate(details):
         key = next((n for n in names[k] if n is not None and n in data), None)
         if key is None:
             raise ModelError(f"{path}: no array for input '{d['name']}' {_shape_of(d)} (keys: {NPZ_KEYS}; "
                              f"the file has {', '.join(sorted(data)) or 'none'})")
         used.add(key)
-        x = data[key]
-        refuse_nonfinite(x, f"{path}[{key}]", allow_nonfinite)
-        if tuple(x.shape) != tuple(int(v) for v in d["shape"]) and (1,) + tuple(x.shape) != tuple(
-                int(v) for v in d["shape"]):
-            raise ModelError(f"{path}: array '{key}' shaped {list(x.shape)} {x.dtype.name} for input '{d['name']}' "
-                             f"{_shape_of(d)}")
-        out.append(to_input(x, d, f"{path}: array '{key}'"))
+        out.append((key, data[key]))
     extra = sorted(set(data) - used)
     if extra:
-        raise ModelError(f"{path}: array '{extra[0]}' names no input of {runner.name} "
-                         f"(inputs: {_inputs_said(runner)}; keys: {NPZ_KEYS})")
+        raise ModelError(f"{path}: array '{extra[0]}' names no input of {name} "
+                         f"(inputs: {_inputs_said(details)}; keys: {NPZ_KEYS})")
+    return out
+
+
+def fit_input(x: np.ndarray, detail: dict, path: str, key: str | None = None) -> np.ndarray:
+    """``x`` from ``path`` (array ``key`` of an .npz; None: a .npy) as a value for the input ``detail``: its shape
+    (or that shape without its batch axis of one) and a dtype that feeds it, else one ModelError naming the file,
+    the array and the input."""
+    want = tuple(int(v) for v in detail["shape"])
+    if tuple(x.shape) != want and (1,) + tuple(x.shape) != want:
+        what = f"array '{key}'" if key is not None else "array"
+        raise ModelError(f"{path}: {what} shaped {list(x.shape)} {x.dtype.name} for input '{detail['name']}' "
+                         f"{_shape_of(detail)}")
+    return to_input(x, detail, f"{path}: array '{key}'" if key is not None else path)
+
+
+def npz_inputs(path: str, runner: ModelRunner, allow_nonfinite: bool = False) -> list[np.ndarray]:
+    """The model's inputs from an .npz, in runner.inputs order: one array per input, keyed by its tensor name,
+    its signature name or arg_i (signature order). A missing, extra or misshapen key is one ModelError naming
+    the file, the input and the shape / dtype it takes."""
+    out = []
+    for (key, x), d in zip(npz_arrays(path, runner.interpreter.model, runner.inputs, runner.name), runner.inputs):
+        refuse_nonfinite(x, f"{path}[{key}]", allow_nonfinite)
+        out.append(fit_input(x, d, path, key))
     return out
 
 

@@ -15,7 +15,8 @@ every subgraph). LiteRT's Python API has no per-op timings: for backend litert `
 ``ops_note`` says why. The per-op table, Chrome/Perfetto trace, CSV and plot are edge_sdk.tools.op_report's, the
 same as `edge profile`'s (times in us): ``write_op_files`` (or ``bench(..., trace=, csv=, plot=)``) writes them
 on the host, also for a device run, whose JSON carries every run's per-op times (``op_profile``).
-Inputs are seeded random values of each input's dtype and shape.
+Inputs are seeded random values of each input's dtype and shape, or (``inputs``, `--inputs`) the arrays of a .npy /
+.npz as `edge run` takes them, whose shapes then fix the dynamic inputs' sizes (as ``--input-shape`` would).
 
 On a device: ``edge deploy`` put the runtime at ``~/.edge-sdk/venv``; the model is the deployed one when its
 sha256 matches the local file, else it is copied to ``~/.edge-sdk/bench/`` first. The device runs
@@ -27,7 +28,8 @@ JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``f
 edge_sdk.tools.op_report: index, subgraph, op, output_shape, macs, time, time_min, time_max, unit "us", pct,
 cum_pct, macs_per_unit), ``profile_runs``, ``op_profile`` (report_ops.OpProfile.to_dict(): every profiled
 run's time per op, or None), ``ops_note`` (why there are no per-op times, or None), ``arena_bytes``,
-``peak_rss_bytes``, ``backend`` (the one that ran: "auto" resolves to c or python), ``runtime`` and
+``peak_rss_bytes``, ``inputs`` (the file, or "random (seed N)"), ``input_shapes`` ([{name, shape}] as run),
+``backend`` (the one that ran: "auto" resolves to c or python), ``runtime`` and
 ``runtime_reason`` (which, and why: edge_sdk.tools.run_backend), ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
 ``edge_sdk_version``.
 """
@@ -98,6 +100,90 @@ def _random_inputs(details: list[dict], seed: int) -> list:
         else:
             x = np.zeros(shape, dtype)
         out.append(x)
+    return out
+
+
+def read_input_file(path, model, name: str) -> list[tuple[str | None, "object"]]:
+    """(key, array) per subgraph-0 input of ``model`` (parsed, not yet shaped) from ``path``, the files `edge run`
+    takes: a .npy for a one-input model (key None), an .npz of every input (pipeline.npz_arrays' keys). Arrays are
+    as the file holds them: they shape the model (input_shapes_from) before they are fitted (fed_inputs). A file
+    that does not fit is a UsageError (exit 2) naming the file and the input."""
+    import numpy as np
+
+    from edge_sdk.model.types import numpy_dtype
+    from edge_sdk.tasks.pipeline import NPZ_KEYS, npz_arrays
+
+    sg = model.subgraphs[0]
+    # the messages show each input's signature: a dynamic input takes the file's size there
+    details = [{"name": sg.tensors[t].name, "index": t, "dtype": numpy_dtype(sg.tensors[t].type) or np.float32,
+                "shape": list(sg.tensors[t].shape_signature if sg.tensors[t].shape_signature is not None
+                              else sg.tensors[t].shape)} for t in sg.inputs]
+    try:
+        if str(path).lower().endswith(".npz"):
+            return npz_arrays(str(path), model, details, name)
+        try:
+            x = np.load(path, allow_pickle=False)
+        except (OSError, ValueError, EOFError) as exc:
+            raise UsageError(f"{path}: cannot read the .npy ({' '.join(str(exc).split())[:200]})") from None
+        if not isinstance(x, np.ndarray):
+            raise UsageError(f"{path}: an .npz archive named .npy: rename it .npz")
+        if len(details) != 1:
+            said = ", ".join(f"'{d['name']}' [{','.join(str(int(v)) for v in d['shape'])}] "
+                             f"{np.dtype(d['dtype']).name}" for d in details)
+            raise UsageError(f"{path}: {name} takes {len(details)} inputs ({said}): give them in one .npz "
+                             f"(keys: {NPZ_KEYS})")
+        return [(None, x)]
+    except ModelError as exc:  # a missing / extra key: misuse of the file, exit 2 (the line is the reader's)
+        raise UsageError(str(exc)) from None
+
+
+def input_shapes_from(path, model, arrays, given=None):
+    """``given`` (--input-shape: {name: shape}, a bare shape for a one-input model, or None) with the shape of
+    each dynamic input (a -1 in its signature) it leaves open taken from its array in ``arrays``
+    (read_input_file's), as --input-shape would set it. Every array is checked here, before a runtime is chosen:
+    one that cannot be its input (rank, a fixed size, a size --input-shape gives) is a UsageError naming the
+    file, the array and the input."""
+    import numpy as np
+
+    sg = model.subgraphs[0]
+    sig_names = {}
+    for sd in getattr(model, "signature_defs", None) or []:
+        if sd.subgraph_index == 0:
+            sig_names = {t: n for n, t in sd.inputs.items()}
+            break
+    bare = given is not None and not isinstance(given, dict)
+    out = {} if bare else dict(given or {})
+    for (key, x), t in zip(arrays, sg.inputs):
+        tensor = sg.tensors[t]
+        shown = sig_names.get(t, tensor.name)
+        sig = tuple(int(d) for d in (tensor.shape_signature if tensor.shape_signature is not None else tensor.shape))
+        named = [n for n in (tensor.name, shown) if n in out]
+        want = tuple(int(d) for d in (given if bare else out[named[0]] if named else sig))
+        dims = tuple(int(d) for d in np.shape(x))
+        if len(dims) == len(want) - 1 and want[0] == 1:
+            dims = (1,) + dims  # a missing batch axis fixed at one, as `edge run` adds it (a -1 batch: no guess)
+        if len(dims) != len(want) or any(w >= 0 and w != d for w, d in zip(want, dims)) or 0 in dims:
+            what = f"array '{key}'" if key is not None else "array"
+            at = f" (--input-shape {','.join(str(d) for d in want)})" if bare or named else ""
+            raise UsageError(f"{path}: {what} shaped {list(np.shape(x))} {np.asarray(x).dtype.name} for input "
+                             f"'{shown}' [{','.join(str(d) for d in sig)}] {tensor.type.lower()}{at}")
+        if not (bare or named) and any(d < 0 for d in sig):
+            out[shown] = dims
+    return given if bare else out or None
+
+
+def fed_inputs(path, arrays, details) -> list:
+    """The arrays of read_input_file fitted to the (shaped) model's input ``details`` (pipeline.fit_input: a
+    missing batch axis of one added, float quantized for a quantized input); a UsageError naming the file, the
+    array and the input when one does not fit."""
+    from edge_sdk.tasks.pipeline import fit_input
+
+    out = []
+    for (key, x), d in zip(arrays, details):
+        try:
+            out.append(fit_input(x, d, str(path), key))
+        except ModelError as exc:
+            raise UsageError(str(exc)) from None
     return out
 
 
@@ -230,10 +316,12 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
 
 
 def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "auto",
-                  profile_runs: int | None = None, seed: int = 0, input_shapes=None) -> dict:
+                  profile_runs: int | None = None, seed: int = 0, input_shapes=None, inputs=None) -> dict:
     """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring).
     ``input_shapes`` (`--input-shape`): benchmarked with its inputs at these shapes (edge_sdk.model.input_shapes;
-    a -1 beyond the batch axis without one is a UsageError)."""
+    a -1 beyond the batch axis without one is a UsageError). ``inputs`` (`--inputs`): a .npy (one input) or an
+    .npz of every input (`edge run`'s keys) fed instead of random values; its arrays' shapes fix the dynamic
+    inputs' sizes not given by ``input_shapes``; a file that does not fit is a UsageError naming the input."""
     from edge_sdk import __version__
     from edge_sdk.model.input_shapes import shaped_model
 
@@ -252,6 +340,13 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     else:
         content, name = Path(model).read_bytes(), Path(model).name
     read_ns = clock() - t0
+    arrays = None
+    if inputs is not None:
+        from edge_sdk.model import read_model
+
+        parsed = read_model(content)
+        arrays = read_input_file(inputs, parsed, name)
+        input_shapes = input_shapes_from(inputs, parsed, arrays, input_shapes)
     content = shaped_model(content, input_shapes)
     if backend == "litert":
         choice = {"runtime": "litert", "runtime_reason": "--backend litert"}
@@ -263,7 +358,8 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     t0 = clock()
     runner = _Runner(backend, content, threads, name)
     init_us = (read_ns + clock() - t0) / 1e3
-    runner.set_inputs(_random_inputs(runner.interp.get_input_details(), seed))
+    details = runner.interp.get_input_details()
+    runner.set_inputs(fed_inputs(inputs, arrays, details) if arrays is not None else _random_inputs(details, seed))
 
     def timed() -> float:
         t = clock()
@@ -289,6 +385,8 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         "backend": backend,
         **choice,
         "model": {"name": name, "sha256": hashlib.sha256(content).hexdigest(), "size": len(content)},
+        "inputs": str(inputs) if inputs is not None else f"random (seed {seed})",
+        "input_shapes": [{"name": d["name"], "shape": [int(v) for v in d["shape"]]} for d in details],
         "runs": runs,
         "warmup": warmup,
         "threads": threads,
@@ -340,11 +438,11 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
           backend: str = "auto", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
           connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None,
-          input_shapes=None) -> dict:
+          input_shapes=None, inputs=None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
     ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files).
     ``input_shapes`` (`--input-shape`): the model is shaped here (edge_sdk.model.input_shapes) and that copy
-    benchmarked (copied to the device when it runs there)."""
+    benchmarked (copied to the device when it runs there). ``inputs`` (`--inputs`, here only): run_benchmark's."""
     from edge_sdk.model.input_shapes import shaped_model, shaped_model_path
 
     if runs < 1:
@@ -355,9 +453,16 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
         raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
         raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
+    if inputs is not None and host is not None:
+        raise UsageError("--inputs feeds a benchmark here; with --host the device runs seeded random inputs "
+                         "(drop --inputs, or benchmark here)")
     from edge_sdk.tools.run_backend import warn_nan_weights
 
-    if isinstance(model, (bytes, bytearray, memoryview)):
+    if inputs is not None and host is None:  # the file's shapes fix the dynamic sizes: run_benchmark shapes it
+        warn_nan_weights(bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else
+                         Path(model).read_bytes(), "<bytes>" if isinstance(model, (bytes, bytearray, memoryview))
+                         else model)
+    elif isinstance(model, (bytes, bytearray, memoryview)):
         model = shaped_model(bytes(model), input_shapes)
         warn_nan_weights(model, "<bytes>")
     elif host is None or Path(model).is_file():  # a missing file: _bench names it as before
@@ -366,7 +471,8 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
         warn_nan_weights(Path(model).read_bytes(), given)  # timed all the same; its outputs mean nothing
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
-                    connect_timeout=connect_timeout, profile_runs=profile_runs)
+                    connect_timeout=connect_timeout, profile_runs=profile_runs, input_shapes=input_shapes if
+                    inputs is not None else None, inputs=inputs)
     write_op_files(report, trace=trace, csv=csv, plot=plot)
     return report
 
@@ -392,10 +498,10 @@ def write_op_files(report: dict, trace=None, csv=None, plot=None) -> None:
 
 
 def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_host_key, remote_dir, python,
-           timeout, connect_timeout, profile_runs) -> dict:
+           timeout, connect_timeout, profile_runs, input_shapes=None, inputs=None) -> dict:
     if host is None:
         return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend,
-                             profile_runs=profile_runs)
+                             profile_runs=profile_runs, input_shapes=input_shapes, inputs=inputs)
     from edge_sdk.tools.deploy import REMOTE_DIR, parse_json, connection_for, sha256_file
     from edge_sdk.device.ssh import remote_command, require_openssh
 
@@ -463,6 +569,9 @@ def format_bench(report: dict) -> str:
         f"host:      {report['host']} ({report.get('machine', '?')}, Python {report.get('python', '?')}), "
         f"backend {report['backend']}" + (f", {report['threads']} threads" if report.get("threads") else ""),
         *([f"runtime:   {report['runtime']} ({report['runtime_reason']})"] if report.get("runtime_reason") else []),
+        *([f"inputs:    {report['inputs']} ("
+           + ", ".join(f"{d['name']} {'x'.join(str(v) for v in d['shape'])}" for d in report["input_shapes"]) + ")"]
+          if report.get("input_shapes") else []),
         f"init:      {ms(report['init_us'])}",
         f"first:     {ms(report['first_inference_us'])}",
         f"warm-up:   {len(warm)} runs" + (f", mean {ms(sum(warm) / len(warm))}" if warm else ""),
@@ -504,11 +613,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int)
     p.add_argument("--backend", default="auto", choices=BACKENDS)
     p.add_argument("--profile-runs", type=int)
+    p.add_argument("--inputs", help=".npy (one input) or .npz of every input (default: seeded random)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     try:
         report = run_benchmark(args.model, runs=args.runs, warmup=args.warmup, threads=args.threads,
-                               backend=args.backend, profile_runs=args.profile_runs)
+                               backend=args.backend, profile_runs=args.profile_runs, inputs=args.inputs)
+    except UsageError as exc:
+        sys.stderr.write(f"edge_sdk.tools.bench: error: {exc}\n")
+        return 2
     except (EdgeError, ModelError, OSError, ValueError) as exc:
         sys.stderr.write(f"edge_sdk.tools.bench: error: {exc}\n")
         return 3

@@ -205,6 +205,7 @@ class Server:
         self.content, self.name = _model_bytes(model)
         # `--input-shape`: served at these input shapes (a -1 beyond the batch axis without one: UsageError)
         self.content = shaped_model(self.content, input_shapes)
+        self.input_shapes = input_shapes  # said when a request's shape is not the one the server was given
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
         self.instances = int(instances)
@@ -531,8 +532,11 @@ class Server:
             a = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
             raise _Reject(400, f"{what}: not a rectangular nested list of numbers") from None
-        if tuple(a.shape) not in (want, want[1:]):
-            raise _Reject(400, f"{what}: shape {list(a.shape)} does not match input '{d['name']}' {list(want)}")
+        # the sample alone (without its batch axis) only where that axis is 1: [8] is not a [4, 8] input
+        if tuple(a.shape) != want and not (want and want[0] == 1 and tuple(a.shape) == want[1:]):
+            given = " (the shape --input-shape gave this server; another size needs another server)" \
+                if self.input_shapes else ""
+            raise _Reject(400, f"{what}: shape {list(a.shape)} does not match input '{d['name']}' {list(want)}{given}")
         _refuse_nonfinite(a, d, what)
         a = a.reshape(want)
         dt = np.dtype(d["dtype"])
@@ -610,7 +614,7 @@ class Server:
         except (ValueError, TypeError):
             raise _Reject(400, f"bad X-Shape {shape_h!r} or X-Dtype {dtype_h!r}") from None
         want = tuple(int(v) for v in d["shape"])
-        if shape not in (want, want[1:]):
+        if shape != want and not (want and want[0] == 1 and shape == want[1:]):  # as _sample: a batch axis of 1
             raise _Reject(400, f"X-Shape {list(shape)} does not match input '{d['name']}' {list(want)}")
         in_dt = np.dtype(d["dtype"])
         if dt != in_dt and dt != np.float32:

@@ -1984,6 +1984,16 @@ static edge_status_t reset_variables(edge_interp_t *it, int check) {
  * an IF / WHILE kernel sees its callees prepared; the walk from subgraph 0, then the unreached ones, callees in
  * node order). A call into a subgraph still on the walk is a cycle: EDGE_MODEL_INVALID naming the calling node.
  * PLAN_ONLY walks the calls without preparing. */
+/* The first quantized UINT8 tensor a node reads or writes (subgraph-local index), -1 when it has none. */
+static int32_t raw_uint8_tensor(const edge_ctx_t *ctx, const edge_node_t *nd) {
+    int32_t i;
+    for (i = 0; i < nd->n_inputs + nd->n_outputs; i++) {
+        const int32_t t = i < nd->n_inputs ? nd->inputs[i] : nd->outputs[i - nd->n_inputs];
+        if (t >= 0 && ctx->tensors[t].type == EDGE_UINT8 && ctx->tensors[t].quantized) return t;
+    }
+    return -1;
+}
+
 static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t depth) {
     edge_subgraph_t *sg = &it->subgraphs[g];
     edge_ctx_t ctx;
@@ -2034,6 +2044,9 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
             it->error.node = k;
             it->error.op_code = nd->op;
             it->error.op_version = nd->version;
+            /* a legacy quantized UINT8 tensor where the kernel runs INT8 (a model not presented as INT8 by the
+             * host's edge_sdk.runtime.uint8): the message names that tensor, not only the node */
+            if (s == EDGE_UNSUPPORTED_TYPE) it->error.tensor = raw_uint8_tensor(&ctx, nd);
             return s;
         }
     }
@@ -2291,6 +2304,21 @@ static const char *sig_string(const uint8_t *b, const edge_table_t *t, int32_t s
     return (const char *)(b + f + (int64_t)rd32(b + f) + 4);
 }
 
+/* Where the elements of a vector field of a verified table start. */
+static int64_t vector_start(const uint8_t *b, const edge_table_t *t, int32_t slot) {
+    int64_t f = (t->table - b) + field_off(t, slot, 4);
+    return f + (int64_t)rd32(b + f) + 4;
+}
+
+/* Tensor k of subgraph g's name ("" when it has none), read back from the tables load verified (no error path:
+ * edge_error_message reads it for a node's refused tensor). Model 2 subgraphs, SubGraph 0 tensors, Tensor 3 name. */
+static const char *tensor_name(const uint8_t *b, int32_t g, int32_t k) {
+    const edge_table_t mt = sig_element(b, 0, 0); /* the root table: element 0 of a "vector" at offset 0 */
+    const edge_table_t st = sig_element(b, vector_start(b, &mt, 2), g);
+    const edge_table_t tt = sig_element(b, vector_start(b, &st, 0), k);
+    return sig_string(b, &tt, 3);
+}
+
 static uint32_t sig_u32(const edge_table_t *t, int32_t slot) {
     int off = field_off(t, slot, 4);
     return off > 0 ? rd32(t->table + off) : 0;
@@ -2546,7 +2574,18 @@ char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
         }
         put_s(&o, ": ");
     }
-    if (e->tensor >= 0) { put_s(&o, "tensor "); put_i(&o, e->tensor); put_s(&o, ": "); }
+    if (e->tensor >= 0) {
+        put_s(&o, "tensor ");
+        put_i(&o, e->tensor);
+        if (e->status == EDGE_UNSUPPORTED_TYPE && e->node >= 0 && e->subgraph >= 0 && e->subgraph < it->n_subgraphs &&
+            e->tensor < it->subgraphs[e->subgraph].n_tensors &&
+            it->tensors[it->subgraphs[e->subgraph].tensor_base + e->tensor].type == EDGE_UINT8) { /* raw_uint8_tensor's */
+            put_s(&o, " '");
+            put_s(&o, tensor_name(it->model, e->subgraph, e->tensor));
+            put_s(&o, "' UINT8");
+        }
+        put_s(&o, ": ");
+    }
     put_s(&o, edge_status_str(e->status));
     if (e->what) { put_s(&o, ": "); put_s(&o, e->what); }
     if (e->what_line > 0) { put_s(&o, ": @"); put_i(&o, e->what_line); } /* the reason's source line (host decodes) */
