@@ -100,6 +100,7 @@ from converters.quantize.summary import float_output_notes, int16_output_notes, 
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
     MAX_PRUNE,
+    Prepared,
     MAX_WIDEN_ROUNDS,
     STALE_ROUNDS,
     distribution_tails,
@@ -215,6 +216,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
     src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
     inputs = {"float": False}  # model inputs read by float32 ops alone stay float32 (a second search, below)
+    prepared = Prepared()  # the last built model's interpreter, prepared by verify: the task judge runs it there
 
     def build(excl, w16=frozenset()):
         widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
@@ -223,7 +225,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         if plan is not None:
             qm = attach_subgraphs(qm, model, plan)
         qm = drop_unused_buffers(clear_given_ranges(qm))
-        verify(qm)
+        prepared.hold(qm, verify(qm))
         return qm, g
 
     qmodel, g = first = build(excluded)
@@ -249,7 +251,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     kept = None
     if measure_error or precision == "auto":
         kept = _search(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
-                       task_judge, inputs, report)
+                       task_judge, inputs, report, prepared)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
@@ -271,16 +273,17 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
 
 def _search(model: Model, build, first, cal, excluded: set, rule, precision: str, min_snr: float, max_rounds: int,
-            io: str, no_rule: list, task_judge, inputs: dict, report: dict):
+            io: str, no_rule: list, task_judge, inputs: dict, report: dict, prepared=None):
     """The accuracy guard (``widen.guard``: measured, and with precision "auto" the widening search). When every
     op is widened and the goal is still missed at integer I/O, the integer inputs lose it (raw audio at int8): a
     second search with the inputs only float32 ops read kept float32 (``inputs["float"]``, which ``build`` reads),
     kept when it reaches the goal."""
-    kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule, task_judge)
+    kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule, task_judge,
+                 prepared)
     if precision == "auto" and io != "float32" and kept.all_widened and _still_short(kept, min_snr, task_judge):
         inputs["float"] = True
         again = guard(model, build, build(excluded), cal, excluded, rule, precision, min_snr, max_rounds, io,
-                      no_rule, task_judge)
+                      no_rule, task_judge, prepared)
         if not _still_short(again, min_snr, task_judge):
             report["notes"].append("int8 model inputs lose the goal even with every op widened: the inputs only "
                                    "float32 ops read are float32")

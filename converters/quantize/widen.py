@@ -148,23 +148,44 @@ class Guarded:
     missed_back: set = field(default_factory=set)  # widened ops tried back in int8 where the goal was then missed
 
 
+class Prepared:
+    """The interpreter the quantizer's verification prepared for the model it built last (``build`` holds it): the
+    task judge runs that model in it instead of preparing the same model a second time (preparing and planning is
+    most of a step's time on a small model: YOLO-like small, 79 prepares for 33 builds before)."""
+
+    def __init__(self):
+        self._held = None
+
+    def hold(self, qmodel: Model, interpreter) -> None:
+        self._held = (qmodel, interpreter)
+
+    def take(self, qmodel: Model):
+        """The prepared interpreter of ``qmodel`` (once: it is let go), or None when the last build was another."""
+        held, self._held = self._held, None
+        return held[1] if held is not None and held[0] is qmodel else None
+
+
 class Goal:
     """What "met" means to the search: every output (and joined part) at ``min_snr`` dB, or, with a ``judge``
     (convert's task guard: ``judge(qmodel) -> record`` of ``converters.evaluate.judge_task``), the task's verdict
     wherever the task could be judged -- a detector kept on its detections is not widened further for its raw SNR.
     One record per model (the search asks about the same model more than once)."""
 
-    def __init__(self, min_snr: float, judge=None):
-        self.min_snr, self.judge = min_snr, judge
+    def __init__(self, min_snr: float, judge=None, prepared: Prepared | None = None):
+        self.min_snr, self.judge, self.prepared = min_snr, judge, prepared
         self._records: dict[int, tuple[Model, dict]] = {}
 
     def record(self, qmodel: Model) -> dict | None:
-        """The task's record of ``qmodel`` (judged once), or None without a judge."""
+        """The task's record of ``qmodel`` (judged once), or None without a judge. A judge that takes an
+        ``interpreter`` (``converters.evaluate.TaskJudge``) gets the one ``build`` prepared for it."""
         if self.judge is None:
             return None
         held = self._records.get(id(qmodel))
         if held is None or held[0] is not qmodel:
-            held = self._records[id(qmodel)] = (qmodel, self.judge(qmodel))
+            interp = self.prepared.take(qmodel) if self.prepared is not None else None
+            record = (self.judge(qmodel, interpreter=interp) if interp is not None
+                      and getattr(self.judge, "takes_interpreter", False) else self.judge(qmodel))
+            held = self._records[id(qmodel)] = (qmodel, record)
         return held[1]
 
     def judged(self, qmodel: Model) -> bool:
@@ -180,12 +201,14 @@ class Goal:
 
 
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
-          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), task_judge=None) -> Guarded:
+          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), task_judge=None,
+          prepared: Prepared | None = None) -> Guarded:
     """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
     output is short of ``min_snr`` (or, with ``task_judge``, while the task is not kept: ``Goal``);
     ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept float32 (no integer rule, a zero
-    divisor), counted with the widened ones in every progress line."""
-    goal = Goal(min_snr, task_judge)
+    divisor), counted with the widened ones in every progress line. ``prepared``: where ``build`` holds the
+    interpreter it prepared for the model it built (``Prepared``)."""
+    goal = Goal(min_snr, task_judge, prepared)
     measure = cal.measure
     if not isinstance(cal.float_run, CachedRunner):  # each widening step compares with the same float values
         cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)
@@ -353,6 +376,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     macs = _op_macs(cal)
     before = _Trial(kept.qmodel, kept.graph, kept.outputs, state, goal.short(kept.qmodel, kept.outputs))
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    built: dict[frozenset, _Trial] = {}  # each widening measured once: (op, type) pairs -> its trial
 
     def trial(widened: dict, what: str, k: int | None = None) -> _Trial:
         widened = dict(widened)
@@ -365,13 +389,18 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             src = produced.get(sg.operators[i].inputs[int(quant.split(":")[1])])
             if src is not None and (widened.get(src) == "float32" or src in base_excluded):
                 widened[i] = "float32"
+        key = frozenset(widened.items())
+        count = count_widened(["float32"] * n_no_rule + list(widened.values()))
+        if key in built:  # the same widening as a step before (a prefix whose followers make it another's): its
+            kept.search["reused"] = kept.search.get("reused", 0) + 1  # answer, not another build and run
+            log.stage(f"widening {widened_text(count)}; {what} (the same model as a step before)")
+            return built[key]
         excl = base_excluded | {i for i, w in widened.items() if w == "float32"}
         w16 = {i for i, w in widened.items() if w == "int16"}
-        count = count_widened(["float32"] * n_no_rule + list(widened.values()))
         log.stage(f"widening {widened_text(count)}; {what}")
         started = time.monotonic()
         qm, g = build(excl, w16)
-        result = _judge(model, qm, g, widened, goal, cal, io)
+        result = built[key] = _judge(model, qm, g, widened, goal, cal, io)
         kept.tried = max(kept.tried, len(widened))
         kept.steps.append({"step": what, **({"prefix": k} if k is not None else {}), "widened": count["ops"],
                            "worst_snr_db": worst(result.outputs) if result.outputs is not None else None,
