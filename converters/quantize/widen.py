@@ -13,7 +13,10 @@ tail, a CTC head), the one leaving more MACs in int8 kept; its heaviest widened 
 float32 ops in int16x8 where the target takes it. Still short, the ops that keep it so are named (``limiting_ops``).
 Then each widened op is tried back in int8 (at most ``MAX_PRUNE``). Steps the task judges skip the per-output
 measurement; the report gives each widened op's reason, the goal's figure before and after, and the int8 MAC share
-(``search``). The cost:
+(``search``). For a target the search spends its flash budget for the model (``FlashBudget``: the profile's
+``flash_model_bytes``): a widening whose constants would not fit is not tried -- float32 gives way to int16x8 where
+the target takes it, else the op stays int8 -- and when no widening that fits keeps the goal the report and the JSON
+say so in one line (``flash_note``) rather than the search writing a model the device check then refuses. The cost:
 per widened op its constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs
 no longer in int8."""
 
@@ -146,6 +149,57 @@ class Guarded:
     search: dict = field(default_factory=dict)  # the escalation's order, the prefix that met, the goal before / after
     why: dict = field(default_factory=dict)  # op index -> why the search widened it (the report's reason)
     missed_back: set = field(default_factory=set)  # widened ops tried back in int8 where the goal was then missed
+    budget: "FlashBudget | None" = None  # the target's flash for the model, when widening was needed
+    flash: dict = field(default_factory=dict)  # the report's record of it (``flash_record``)
+
+
+class FlashBudget:
+    """The target's flash for the model (its profile's ``flash_model_bytes``) as the search spends it: the unwidened
+    model's serialized bytes plus the constant bytes each widened op adds (``const_bytes``: float32 weights are 4x
+    int8's, int16x8 keeps them int8) stay within ``limit``. A widening that would not fit is not tried: float32 gives
+    way to int16x8 where the target takes it, else the op stays int8 (``narrowed``: op index -> why)."""
+
+    def __init__(self, model: Model, base_bytes: int, limit: int, where: str, reserve: int = 0):
+        self.model, self.base_bytes, self.limit, self.where = model, int(base_bytes), int(limit) - reserve, where
+        self.flash, self.reserve = int(limit), int(reserve)  # the profile's figure; what convert adds to the model
+        self.narrowed: dict[int, str] = {}
+
+    def text(self) -> str:
+        """``stm32f746-disco's flash budget for the model (786432 bytes, 4096 of them kept for its manifest)``"""
+        return (f"{self.where}'s flash budget for the model ({self.flash} bytes"
+                + (f", {self.reserve} of them kept for its manifest" if self.reserve else "") + ")")
+
+    def grown(self, widened: dict) -> int:
+        return sum(const_bytes(self.model, i, k) for i, k in widened.items() if k is not None)
+
+    def fits(self, widened: dict) -> bool:
+        return self.base_bytes + self.grown(widened) <= self.limit
+
+    def why(self, i: int, kind: str) -> str:
+        to = "float32" if kind == "float32" else "int16x8"
+        return (f"{to} constants (+{const_bytes(self.model, i, kind)} bytes) would not fit {self.text()}; the "
+                f"int8 model is {self.base_bytes} bytes")
+
+    def choose(self, kinds: dict, rule) -> dict:
+        """``kinds`` (op index -> the widest type wanted) within the budget: the ops whose float32 constants cost the
+        most go to int16x8 where ``rule`` allows it, then, still over, stay int8 (None), until the rest fits."""
+        kinds = dict(kinds)
+        by_cost = sorted((i for i, k in kinds.items() if k == "float32"),
+                         key=lambda i: -const_bytes(self.model, i, "float32"))
+        for i in by_cost:
+            if self.fits(kinds):
+                break
+            if rule(self.model.op_name(self.model.subgraphs[0].operators[i]))[0] == "int16":
+                self.narrowed.setdefault(i, self.why(i, "float32") + ": int16x8 instead")
+                kinds[i] = "int16"
+        for i in sorted((i for i, k in kinds.items() if k is not None), key=lambda i: -const_bytes(
+                self.model, i, kinds[i])):
+            if self.fits(kinds):
+                break
+            if const_bytes(self.model, i, kinds[i]) > 0:
+                self.narrowed.setdefault(i, self.why(i, kinds[i]))
+                kinds[i] = None
+        return kinds
 
 
 class Prepared:
@@ -202,12 +256,16 @@ class Goal:
 
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
           precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), task_judge=None,
-          prepared: Prepared | None = None) -> Guarded:
+          prepared: Prepared | None = None, flash_budget: int | None = None, budget_for: str = "",
+          flash_reserve: int = 0) -> Guarded:
     """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
     output is short of ``min_snr`` (or, with ``task_judge``, while the task is not kept: ``Goal``);
     ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept float32 (no integer rule, a zero
     divisor), counted with the widened ones in every progress line. ``prepared``: where ``build`` holds the
-    interpreter it prepared for the model it built (``Prepared``)."""
+    interpreter it prepared for the model it built (``Prepared``). ``flash_budget``: the target's flash for the
+    model in bytes (``budget_for`` names the target, ``flash_reserve`` of it is kept for what convert adds to the
+    model): no widening is tried that would not fit it (``FlashBudget``);
+    the model kept is the widest that fits, and the report says what the budget held back (``kept.flash``)."""
     goal = Goal(min_snr, task_judge, prepared)
     measure = cal.measure
     if not isinstance(cal.float_run, CachedRunner):  # each widening step compares with the same float values
@@ -224,6 +282,9 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
+    if flash_budget is not None:
+        kept.budget = FlashBudget(model, kept.base_bytes, flash_budget, budget_for or "the target", flash_reserve)
+    unwidened = (qmodel, g, layers, outputs)
     kept.steps.append(_step(len(no_rule), kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
     base_excluded = set(excluded)
     kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, goal, max_rounds, io, len(no_rule))
@@ -231,8 +292,12 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
         excluded = _escalate(model, build, cal, kept, base_excluded, rule, goal, io, len(no_rule))
     if kept.widened and not goal.short(kept.qmodel, kept.outputs) and len(kept.widened) <= MAX_PRUNE:
         _give_back(model, build, cal, kept, excluded, goal, io)
+    if kept.budget is not None:
+        _within_flash(kept, unwidened, write_model)
     if goal.short(kept.qmodel, kept.outputs):
         kept.limiting = limiting_ops(model, kept, rule)
+    if kept.flash:
+        kept.flash["note"] = flash_note(kept.flash, kept.budget, not goal.short(kept.qmodel, kept.outputs))
     kept.search["after"] = {"worst_snr_db": worst(kept.outputs), **_figure(goal, kept.qmodel)}
     return kept
 
@@ -253,6 +318,9 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         take = {}
         for i in sensitive_ops(model, kept.layers, excluded | w16 | set(cannot)):
             kind, why = rule(model.op_name(sg.operators[i]))
+            if kind is not None and kept.budget is not None and not kept.budget.fits({**widened, **take, i: kind}):
+                kind, why = None, kept.budget.why(i, kind)
+                kept.budget.narrowed.setdefault(i, why)
             if kind is None:
                 cannot[i] = why
                 continue
@@ -283,6 +351,44 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         kept.w16 = {i for i, k in kept.widened.items() if k == "int16"}
         excluded = base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
     return kept, excluded
+
+
+def _within_flash(kept: Guarded, unwidened: tuple, write_model) -> None:
+    """The model kept, serialized, against the flash budget (the search spent it by estimate): over it, the
+    unwidened model is kept instead and the record says why. ``kept.flash``: the budget, the bytes, whether it fits,
+    the ops the budget held narrower than the search wanted, and the one line the report prints."""
+    budget = kept.budget
+    size = len(write_model(kept.qmodel)) if kept.widened else budget.base_bytes
+    if size > budget.limit and kept.widened:
+        over = size
+        kept.qmodel, kept.graph, kept.layers, kept.outputs = unwidened
+        kept.widened, kept.w16 = {}, set()
+        size = budget.base_bytes
+        budget.narrowed.setdefault(-1, f"the widened model ({over} bytes) would not fit")
+    narrowed = {i: why for i, why in budget.narrowed.items() if i >= 0 and kept.widened.get(i) != "float32"}
+    kept.flash = {"budget_bytes": budget.flash, "reserve_bytes": budget.reserve, "model_bytes": size,
+                  "fits": size <= budget.limit,
+                  "int8_bytes": budget.base_bytes, "narrowed": sorted(narrowed), "whole_model_back": -1 in
+                  budget.narrowed}
+    if narrowed or -1 in budget.narrowed:
+        kept.flash["why"] = {i: narrowed[i] for i in sorted(narrowed)}
+
+
+def flash_note(flash: dict, budget: FlashBudget, met: bool) -> str | None:
+    """The one line the report and the JSON give when the flash budget held the search back (None when it did not):
+    the goal missed for it, or kept with narrower types."""
+    narrowed = flash.get("narrowed") or []
+    if not narrowed and not flash.get("whole_model_back"):
+        return None
+    need = sum(const_bytes(budget.model, i, "float32") for i in narrowed)
+    held = (f"{len(narrowed)} op(s) held narrower than the search wanted (their float32 constants: +{need} bytes)"
+            if narrowed else "the widened model held back")
+    int8 = f"the int8 model is {budget.base_bytes} bytes"
+    if met:
+        return (f"flash: the goal is kept within {budget.text()} ({int8}): {held}; the model is "
+                f"{flash['model_bytes']} bytes")
+    return (f"flash: no widening that fits {budget.text()} keeps the goal ({int8}): {held}; the model kept is "
+            f"{flash['model_bytes']} bytes")
 
 
 def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], goal: Goal,
@@ -363,12 +469,16 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     ranked = sensitive_ops(model, kept.layers, done)
     rest = [i for i, op in enumerate(sg.operators) if i not in done and i not in ranked
             and any(t >= 0 and is_float(model, t) for t in list(op.inputs) + list(op.outputs))]
+    wanted = {i: _widest(model, i, rule) for i in ranked + rest}
+    if kept.budget is not None:  # every op at its widest, within the target's flash: float32 gives way first
+        wanted = kept.budget.choose({**state, **wanted}, rule)
     order = []
     for i in ranked + rest:
-        widest = _widest(model, i, rule)
+        widest = wanted[i]
         if widest is None:
             if i in ranked:  # an op that quantizes (not one that only carries its input's quantization)
-                kept.cannot.setdefault(i, rule(model.op_name(sg.operators[i]))[1])
+                kept.cannot.setdefault(i, (kept.budget.narrowed.get(i) if kept.budget is not None else None)
+                                       or rule(model.op_name(sg.operators[i]))[1])
         elif state.get(i) != widest:
             order.append(i)
     if not order:
@@ -409,7 +519,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         return result
 
     def widest(ops) -> dict:
-        return {**state, **{i: _widest(model, i, rule) for i in ops}}
+        return {**state, **{i: wanted[i] for i in ops}}
 
     def bisect(seq: list[int], top: _Trial, label: str) -> tuple[int, _Trial]:
         """The shortest prefix of ``seq`` whose widening meets the goal (prefix 0, the rounds' model, is short;
@@ -649,6 +759,16 @@ def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
     (activation memory), and its MACs (no longer int8)."""
     sg = model.subgraphs[0]
     op = sg.operators[i]
+    act = sum(int(np.prod(sg.tensors[t].shape, dtype=np.int64)) for t in op.outputs if is_float(model, t))
+    return {"bytes": const_bytes(model, i, kind), "activation_bytes": act * (1 if kind == "int16" else 3),
+            "macs": macs[i]}
+
+
+def const_bytes(model: Model, i: int, kind: str) -> int:
+    """The bytes widening op i to ``kind`` adds to the model's constants: int16x8 keeps the weights int8, biases
+    int32 -> int64, other constants int8 -> int16; float32 makes every constant 4 bytes (an int32 bias stays 4)."""
+    sg = model.subgraphs[0]
+    op = sg.operators[i]
     row = op_table.row(model.op_name(op))
     wi, bi, _ = row.weights if is_weighted(row) else (-1, -1, 0)
     const = 0
@@ -660,8 +780,7 @@ def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
             const += 4 * n if k == bi else 0 if k == wi else n
         else:
             const += 0 if k == bi else 3 * n
-    act = sum(int(np.prod(sg.tensors[t].shape, dtype=np.int64)) for t in op.outputs if is_float(model, t))
-    return {"bytes": const, "activation_bytes": act * (1 if kind == "int16" else 3), "macs": macs[i]}
+    return const
 
 
 def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, precision: str, held: int,
@@ -711,4 +830,7 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
                  "macs_float32": wide_macs - macs16},
         "tried_widening": kept.tried,
         "search": {**kept.search, "int8_mac_share": 1.0 - wide_macs / total if total else 1.0},
+        **({"flash": {k: v for k, v in kept.flash.items() if k != "why"}
+                     | {"held": [{**named(i), "reason": why} for i, why in (kept.flash.get("why") or {}).items()]}}
+           if kept.flash else {}),
     }
