@@ -269,3 +269,47 @@ def test_convert_refuses_with_the_flash_reason_instead_of_writing_a_model_the_ch
     assert len(res.tflite) <= tight.flash_model_bytes and res.report["check"]["verdict"] != "fails"
     note = res.report["guard"]["flash"]["note"]
     assert note in res.report["quantization"]["report"]["notes"] and note in str(err.value)
+
+
+def _fc_chain(n=12, seed=5):
+    """x (1, 16) -> n FCs 16 -> 16, each with one output channel 30x the others (undone by the next FC's weights;
+    int8 crushes the small channels under the large one's scale, so every op adds error and every round that widens
+    more raises the output's SNR)."""
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16))
+    for k in range(n):
+        w = (r.standard_normal((16, 16)) * 0.25).astype(np.float32)
+        w[k % 16] *= 30
+        undo = 1.0 + 29.0 * (np.arange(16) == (k - 1) % 16)  # the previous FC's large channel, read back down
+        x = _fc(g, r, x, f"fc{k}", w=(w / undo[None, :]).astype(np.float32))
+    g.output(x)
+    return g.build()
+
+
+class _FlatJudge:
+    """A task judge whose figure never moves (0.5 against a goal of 0.9), judged on every model; counts its calls
+    and the interpreters it was handed prepared."""
+
+    takes_interpreter = True
+
+    def __init__(self):
+        self.calls, self.prepared = 0, 0
+
+    def __call__(self, qmodel, interpreter=None):
+        self.calls += 1
+        self.prepared += interpreter is not None
+        return {"judged": True, "met": False, "goal": {"q": 0.9}, "metrics": {"q": 0.5}}
+
+
+def test_rounds_stop_when_the_task_figure_does_not_rise():
+    """A judged task: the rounds' progress is its figure, not the outputs' SNR -- three rounds without a rise end
+    them (STALE_ROUNDS), though each raised the SNR (before: four rounds, the SNR decided), and each round records
+    the figure. Every model the search judged ran in the interpreter quantize's verify prepared for it."""
+    judge = _FlatJudge()
+    res = quantize(_fc_chain(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=200,
+                   target="raspberry-pi-4", task_judge=judge)
+    rounds = [s for s in res.report["guard"]["steps"] if s["step"].startswith("round ")]
+    assert len(rounds) == 3 and all(s["task_figure"] == 0.5 for s in rounds), rounds
+    assert rounds[-1]["worst_snr_db"] > rounds[0]["worst_snr_db"] + 0.1  # the SNR rose: it did not decide
+    assert judge.calls >= 5 and judge.prepared == judge.calls

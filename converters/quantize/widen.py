@@ -306,11 +306,13 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
                   max_rounds: int, io: str, n_no_rule: int = 0) -> tuple[Guarded, set[int]]:
     """Round k widens up to 2**k more of the ops that add the most error (``sensitive_ops``, ranked again after
     each round's measurement); after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB the smallest widening that
-    gave the best result is kept. Returns it and the ops then kept float32."""
+    gave the best result is kept; with a judged task (``Goal``) the gain is in the task's figure (each round's step
+    records it), not the outputs' SNR. Returns it and the ops then kept float32."""
     sg = model.subgraphs[0]
     base_excluded = set(excluded)
     widened, cannot, w16 = kept.widened, kept.cannot, kept.w16
     best = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened))
+    best_figure = _figure(goal, kept.qmodel).get("task_figure")  # a judged task: its figure says the progress
     stale = 0
     for rnd in range(max_rounds):
         if not goal.short(kept.qmodel, kept.outputs) or stale >= STALE_ROUNDS:
@@ -340,12 +342,17 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         started = time.monotonic()
         kept.qmodel, kept.graph = build(excluded, w16)
         kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
-        kept.steps.append({**_step(count["ops"], kept, time.monotonic() - started, f"round {rnd + 1}"),
+        figure = _figure(goal, kept.qmodel)
+        kept.steps.append({**_step(count["ops"], kept, time.monotonic() - started, f"round {rnd + 1}"), **figure,
                            "added": [sg.tensors[sg.operators[i].outputs[0]].name for i in take]})
-        if worst(kept.outputs) > best[0] + 0.1:
-            best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
-        else:
-            stale += 1
+        gained = worst(kept.outputs) > best[0] + 0.1
+        if figure.get("task_figure") is not None and best_figure is not None:
+            # a judged task: a round whose task figure does not rise gains nothing (the SNR of a detector's raw
+            # rows may rise for rounds while the detections stay lost: the escalation takes over sooner)
+            gained, best_figure = figure["task_figure"] > best_figure, max(best_figure, figure["task_figure"])
+        if gained:
+            best = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened))
+        stale = 0 if gained else stale + 1
     if stale and goal.short(kept.qmodel, kept.outputs):  # the last rounds gained nothing: keep the best
         _, kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = best
         kept.w16 = {i for i, k in kept.widened.items() if k == "int16"}
