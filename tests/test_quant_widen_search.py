@@ -313,3 +313,24 @@ def test_rounds_stop_when_the_task_figure_does_not_rise():
     assert len(rounds) == 3 and all(s["task_figure"] == 0.5 for s in rounds), rounds
     assert rounds[-1]["worst_snr_db"] > rounds[0]["worst_snr_db"] + 0.1  # the SNR rose: it did not decide
     assert judge.calls >= 5 and judge.prepared == judge.calls
+
+
+def test_a_widening_measured_before_is_not_built_again():
+    """FC -> RESHAPE pairs, a threshold only all-float32 reaches: the escalation's order is the 4 FCs (ranked) then
+    the 4 RESHAPEs; its first bisection step (prefix 4: every FC) takes the RESHAPEs along as followers of float32
+    producers -- the model of 'every op at its widest', measured already: reused, not built and run again (before:
+    one more build). The outcome is the all-float32 model either way."""
+    r = np.random.default_rng(2)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16))
+    for k in range(4):
+        y = _fc(g, r, x, f"fc{k}", act="RELU" if k < 3 else "NONE")
+        x = g.tensor(f"r{k}", (1, 16))
+        g.op("RESHAPE", [y, g.constant(f"s{k}", np.array([1, 16], np.int32))], [x])
+    g.output(x)
+    res = quantize(g.build(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=150,
+                   target="raspberry-pi-4")
+    guard = res.report["guard"]
+    steps = [s["step"] for s in guard["steps"]]
+    assert guard["met"] and "every op at its widest" in steps, steps
+    assert guard["search"].get("reused", 0) >= 1 and not any(s.startswith("bisection 0..8") for s in steps), steps
