@@ -163,6 +163,13 @@ class FlashBudget:
         self.model, self.base_bytes, self.limit, self.where = model, int(base_bytes), int(limit) - reserve, where
         self.flash, self.reserve = int(limit), int(reserve)  # the profile's figure; what convert adds to the model
         self.narrowed: dict[int, str] = {}
+        self._bytes: dict[tuple[int, str], int] = {}  # (op, type) -> const_bytes: asked for every candidate
+
+    def cost(self, i: int, kind: str) -> int:
+        key = (i, kind)
+        if key not in self._bytes:
+            self._bytes[key] = const_bytes(self.model, i, kind)
+        return self._bytes[key]
 
     def text(self) -> str:
         """``stm32f746-disco's flash budget for the model (786432 bytes, 4096 of them kept for its manifest)``"""
@@ -170,7 +177,7 @@ class FlashBudget:
                 + (f", {self.reserve} of them kept for its manifest" if self.reserve else "") + ")")
 
     def grown(self, widened: dict) -> int:
-        return sum(const_bytes(self.model, i, k) for i, k in widened.items() if k is not None)
+        return sum(self.cost(i, k) for i, k in widened.items() if k is not None)
 
     def fits(self, widened: dict) -> bool:
         return self.base_bytes + self.grown(widened) <= self.limit
@@ -180,23 +187,24 @@ class FlashBudget:
         return (f"{to} constants (+{const_bytes(self.model, i, kind)} bytes) would not fit {self.text()}; the "
                 f"int8 model is {self.base_bytes} bytes")
 
-    def choose(self, kinds: dict, rule) -> dict:
-        """``kinds`` (op index -> the widest type wanted) within the budget: the ops whose float32 constants cost the
-        most go to int16x8 where ``rule`` allows it, then, still over, stay int8 (None), until the rest fits."""
+    def choose(self, kinds: dict, rule, fixed: dict | None = None) -> dict:
+        """``kinds`` (op index -> the widest type wanted) within the budget beside ``fixed`` (widened already, kept
+        as they are): the ops whose float32 constants cost the most go to int16x8 where ``rule`` allows it, then,
+        still over, stay int8 (None), until the rest fits."""
+        fixed = {i: k for i, k in (fixed or {}).items() if i not in kinds}
         kinds = dict(kinds)
         by_cost = sorted((i for i, k in kinds.items() if k == "float32"),
-                         key=lambda i: -const_bytes(self.model, i, "float32"))
+                         key=lambda i: -self.cost(i, "float32"))
         for i in by_cost:
-            if self.fits(kinds):
+            if self.fits({**fixed, **kinds}):
                 break
             if rule(self.model.op_name(self.model.subgraphs[0].operators[i]))[0] == "int16":
                 self.narrowed.setdefault(i, self.why(i, "float32") + ": int16x8 instead")
                 kinds[i] = "int16"
-        for i in sorted((i for i, k in kinds.items() if k is not None), key=lambda i: -const_bytes(
-                self.model, i, kinds[i])):
-            if self.fits(kinds):
+        for i in sorted((i for i, k in kinds.items() if k is not None), key=lambda i: -self.cost(i, kinds[i])):
+            if self.fits({**fixed, **kinds}):
                 break
-            if const_bytes(self.model, i, kinds[i]) > 0:
+            if self.cost(i, kinds[i]) > 0:
                 self.narrowed.setdefault(i, self.why(i, kinds[i]))
                 kinds[i] = None
         return kinds
@@ -478,7 +486,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             and any(t >= 0 and is_float(model, t) for t in list(op.inputs) + list(op.outputs))]
     wanted = {i: _widest(model, i, rule) for i in ranked + rest}
     if kept.budget is not None:  # every op at its widest, within the target's flash: float32 gives way first
-        wanted = kept.budget.choose({**state, **wanted}, rule)
+        wanted = kept.budget.choose(wanted, rule, state)
     order = []
     for i in ranked + rest:
         widest = wanted[i]
