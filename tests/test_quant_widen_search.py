@@ -334,3 +334,20 @@ def test_a_widening_measured_before_is_not_built_again():
     steps = [s["step"] for s in guard["steps"]]
     assert guard["met"] and "every op at its widest" in steps, steps
     assert guard["search"].get("reused", 0) >= 1 and not any(s.startswith("bisection 0..8") for s in steps), steps
+
+
+class _CreepingJudge(_FlatJudge):
+    """A judged task whose figure creeps up 0.01 per model judged (0.5 first) toward a goal of 0.9."""
+
+    def __call__(self, qmodel, interpreter=None):
+        record = super().__call__(qmodel, interpreter)
+        return {**record, "metrics": {"q": 0.49 + 0.01 * self.calls}}
+
+
+def test_a_figure_creeping_toward_its_goal_does_not_keep_the_rounds_going():
+    """Each round raises the task's figure by 0.01 with 0.4 to go: less than FIGURE_GAIN (a tenth) of the gap, so
+    three rounds end them (before: every rise counted, four rounds, each a per-activation measurement)."""
+    res = quantize(_fc_chain(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=200,
+                   target="raspberry-pi-4", task_judge=_CreepingJudge())
+    rounds = [s for s in res.report["guard"]["steps"] if s["step"].startswith("round ")]
+    assert [s["task_figure"] for s in rounds] == pytest.approx([0.51, 0.52, 0.53]), rounds
