@@ -640,6 +640,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
                 if precision != "int8" and guard.get("cannot_widen"):
                     hint += (f"; {len(guard['cannot_widen'])} op(s) cannot be widened on {guard['widening_for']}: "
                              + "; ".join(f"{c['op']} '{c['output']}'" for c in guard["cannot_widen"][:4]))
+                if (guard.get("flash") or {}).get("note"):  # the target's flash held the search back
+                    hint += "; " + guard["flash"]["note"]
                 if precision != "int8" and guard.get("limiting"):  # the search's verdict: what keeps it short
                     hint += ("; the ops that keep it short: "
                              + "; ".join(f"{c['op']} '{c['output']}' ({c['reason']})" for c in guard["limiting"][:4]))

@@ -993,10 +993,13 @@ def _float_run(float_model):
     return _first(lambda: _ours(float_model), lambda: _litert(float_model))
 
 
-def _converted_run(float_model, model, mode: str):
+def _converted_run(float_model, model, mode: str, interpreter=None):
     """The converted model's runner: edge-sdk's interpreter, LiteRT's reference kernels when it refuses a model (a
     dynamic-range model in edge-sdk's hybrid kernels; where neither runs it, the float model over its dequantized
-    weights, as the SNR guard then measures)."""
+    weights, as the SNR guard then measures). ``interpreter``: edge-sdk's interpreter over ``model``, prepared
+    already (the quantizer's verification prepared it: not prepared twice)."""
+    if interpreter is not None:
+        return _Run(interpreter, "edge-sdk's interpreter")
     if mode == "dynamic":
         from converters.quantize.weights_only import dequantized_weights
 
@@ -1015,6 +1018,7 @@ class FloatReference:
         self.float_model, self.samples = float_model, list(samples)
         self._outputs: list[dict] | None = None
         self._refused: str | None = None
+        self.derived: dict = {}  # what task_metrics reads from the float outputs alone (decoded detections)
 
     def outputs(self) -> list[dict]:
         if self._refused is not None:
@@ -1031,11 +1035,12 @@ class FloatReference:
 
 
 def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goals: dict | None = None,
-               data: str = "held-back", reference: FloatReference | None = None) -> dict:
+               data: str = "held-back", reference: FloatReference | None = None, interpreter=None) -> dict:
     """Run the float ``float_model`` and the converted ``model`` (``Model`` objects; ``mode`` picks the converted
     model's runtime) on ``samples`` (each a list of arrays, one per input, as the float model takes them) and
     measure the task ``spec`` (``task_spec``) says (``task_metrics``). ``reference``: the float model's outputs on
-    these samples already computed (``FloatReference`` of the same model and samples; else run here). The record:
+    these samples already computed (``FloatReference`` of the same model and samples; else run here).
+    ``interpreter``: edge-sdk's ``Interpreter`` over ``model``, already prepared (else one is made here). The record:
     ``task``, ``source``, ``samples``, ``data``, ``runtime``, ``metrics``, ``goal`` ({metric: fraction}), ``judged``
     (False, with ``why``, when nothing could be measured: no sample, no float detection, empty maps, no runtime)
     and ``met``."""
@@ -1048,12 +1053,12 @@ def judge_task(spec: dict, float_model, model, samples, mode: str = "int8", goal
         return {**record, "why": f"no {data} samples to judge it on"}
     try:
         ref = reference.outputs()
-        run = _converted_run(float_model, model, mode)
+        run = _converted_run(float_model, model, mode, interpreter)
     except ModelError as exc:
         return {**record, "why": f"no runtime here runs the {mode} model ({exc})"}
     names = _output_names(float_model)
     got = [dict(zip(names, run(sample))) for sample in samples]
-    return {**task_metrics(spec, ref, got, goals, data), "runtime": run.runtime}
+    return {**task_metrics(spec, ref, got, goals, data, reference.derived), "runtime": run.runtime}
 
 
 class TaskJudge:
@@ -1065,9 +1070,13 @@ class TaskJudge:
         self.spec, self.float_model, self.mode, self.goals, self.data = spec, float_model, mode, goals, data
         self.reference = FloatReference(float_model, samples)
 
-    def __call__(self, qmodel) -> dict:
+    takes_interpreter = True  # the search hands it the interpreter the quantizer prepared (widen.Prepared)
+
+    def __call__(self, qmodel, interpreter=None) -> dict:
+        """``interpreter``: edge-sdk's interpreter over ``qmodel``, prepared already (the quantizer's verification
+        prepared one for every model it builds), else one is prepared here."""
         return judge_task(self.spec, self.float_model, qmodel, self.reference.samples, self.mode, self.goals,
-                          self.data, self.reference)
+                          self.data, self.reference, interpreter)
 
 
 def ctc_greedy(probs, blank: int = 0) -> tuple:
@@ -1079,11 +1088,36 @@ def ctc_greedy(probs, blank: int = 0) -> tuple:
     return tuple(int(c) for c in best[keep] if c != blank)
 
 
-def task_metrics(spec: dict, ref: list, got: list, goals: dict | None = None, data: str = "held-back") -> dict:
+def _reference_detections(spec: dict, ref: list) -> tuple:
+    """What a detection task reads from the float outputs alone: (the spec with its score activation and box order
+    settled, the score threshold, the lower threshold, the float detections at each, the record's entries)."""
+    cfg = spec.get("config") or {}
+    extra = {}
+    activation = cfg.get("score_activation")
+    if spec["format"] != "postprocessed" and activation in (None, "auto"):
+        values = np.concatenate([(_rows(r[spec["boxes"]])[:, 4:] if spec["format"] == "yolo"
+                                  else r[spec["scores"]]).reshape(-1) for r in ref])
+        activation = "none" if values.size and 0.0 <= values.min() and values.max() <= 1.0 else "sigmoid"
+    spec = {**spec, "score_activation": activation}
+    if activation is not None:
+        extra["score_activation"] = activation
+    if spec["format"] == "boxes" and not cfg.get("box_order"):  # corners, unless the float boxes say centre form
+        order, extra["box_reading"] = box_reading([_box_rows(r[spec["boxes"]]) for r in ref])
+        spec = {**spec, "config": {**cfg, "box_order": order}}
+    thr = float(cfg.get("score_threshold", SCORE_THRESHOLD))
+    low = max(0.0, thr - SCORE_TOLERANCE)
+    ref_at, ref_low = [decode_detections(r, spec, thr) for r in ref], [decode_detections(r, spec, low) for r in ref]
+    return spec, thr, low, ref_at, ref_low, extra
+
+
+def task_metrics(spec: dict, ref: list, got: list, goals: dict | None = None, data: str = "held-back",
+                 ref_cache: dict | None = None) -> dict:
     """The task ``spec`` says, measured on the outputs of the float model (``ref``) and of the converted one
     (``got``): per sample a dict output name -> float value. Classification top-1 / top-5 agreement, detection
     matching (``detection_agreement``), segmentation map IoU, recognition (CTC) identical greedy-decoded strings
-    (``ctc_greedy``). The record as ``judge_task`` gives it, without the runtime."""
+    (``ctc_greedy``). The record as ``judge_task`` gives it, without the runtime. ``ref_cache``: a dict kept with
+    ``ref`` (``FloatReference.derived``) where what is read from ``ref`` alone (its decoded detections) is kept
+    for the next call on the same ``ref``."""
     goals = goals or task_goals()[0]
     record = {k: v for k, v in spec.items() if k != "config"}
     record.update(samples=len(ref), data=data, metrics={}, judged=False, met=None)
@@ -1125,21 +1159,15 @@ def task_metrics(spec: dict, ref: list, got: list, goals: dict | None = None, da
             return {**record, "why": f"neither model's map holds anything on the {len(ref)} samples"}
         return {**record, "judged": True, "met": m["map_iou"] >= goals["map_iou"]}
     # detection: scores as the float model gives them (probabilities kept; else logits through a sigmoid)
-    cfg = spec.get("config") or {}
-    activation = cfg.get("score_activation")
-    if spec["format"] != "postprocessed" and activation in (None, "auto"):
-        values = np.concatenate([(_rows(r[spec["boxes"]])[:, 4:] if spec["format"] == "yolo"
-                                  else r[spec["scores"]]).reshape(-1) for r in ref])
-        activation = "none" if values.size and 0.0 <= values.min() and values.max() <= 1.0 else "sigmoid"
-    spec = {**spec, "score_activation": activation}
-    if activation is not None:
-        record["score_activation"] = activation
-    if spec["format"] == "boxes" and not cfg.get("box_order"):  # corners, unless the float boxes say centre form
-        order, record["box_reading"] = box_reading([_box_rows(r[spec["boxes"]]) for r in ref])
-        spec = {**spec, "config": {**cfg, "box_order": order}}
-    thr = float(cfg.get("score_threshold", SCORE_THRESHOLD))
-    low = max(0.0, thr - SCORE_TOLERANCE)
-    ref_at, ref_low = [decode_detections(r, spec, thr) for r in ref], [decode_detections(r, spec, low) for r in ref]
+    key = ("detection", repr(spec))
+    if ref_cache is None or key not in ref_cache:
+        found = _reference_detections(spec, ref)
+        if ref_cache is not None:
+            ref_cache[key] = found
+    else:
+        found = ref_cache[key]
+    spec, thr, low, ref_at, ref_low, extra = found
+    record.update(extra)
     got_at, got_low = [decode_detections(g, spec, thr) for g in got], [decode_detections(g, spec, low) for g in got]
     m = detection_agreement(ref_at, ref_low, got_at, got_low)
     record["metrics"] = {**m, "score_threshold": thr, "match_iou": MATCH_IOU, "score_tolerance": SCORE_TOLERANCE}

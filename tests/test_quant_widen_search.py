@@ -203,3 +203,151 @@ def test_int16_before_float32_when_it_keeps_the_goal():
                                       lambda w, what, k=None: widen._Trial(None, None, None, w, short=loses), kept)
         assert best.widened == ({1: "float32", 2: "float32"} if loses else {1: "int16", 2: "int16"})
         assert kept.search["int16_instead_of_float32"] is (not loses)
+
+
+def _wide_mlp(seed=0):
+    """x (1, 64) -> FC 256 (ReLU) -> FC 256 (ReLU) -> FC 16: 86,016 weights, ~86 KB in int8, ~344 KB in float32 (the
+    256 x 256 FC alone +196,608 bytes)."""
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, 64))
+    for name, cin, rows, act in (("fc1", 64, 256, "RELU"), ("fc2", 256, 256, "RELU"), ("y", 256, 16, "NONE")):
+        y = g.tensor(name, (1, rows))
+        w = (r.standard_normal((rows, cin)) * math.sqrt(2.0 / cin)).astype(np.float32)
+        g.op("FULLY_CONNECTED", [x, g.constant(name + "_w", w), g.constant(name + "_b", np.zeros(rows, np.float32))],
+             [y], fused_activation_function=act)
+        x = y
+    g.output(x)
+    return g.build()
+
+
+@pytest.fixture(scope="module")
+def tight_flash():
+    """(model, calibration, stm32f746-disco with its flash for the model cut to the int8 model + 40 KB (and what
+    convert keeps for the manifest), the int8 model's bytes)."""
+    import dataclasses
+
+    from converters.quantize import FLASH_RESERVE
+    from edge_sdk.targets.profiles import load_profile
+
+    model, calib = _wide_mlp(), np.random.default_rng(3).standard_normal((40, 1, 64)).astype(np.float32)
+    n8 = len(quantize(model, list(calib), io="float32", holdout=8).tflite())
+    tight = dataclasses.replace(load_profile("stm32f746-disco"), flash_model_bytes=n8 + FLASH_RESERVE + 40_000)
+    return model, calib, tight, n8
+
+
+def test_the_search_keeps_within_the_targets_flash_or_says_why(tight_flash):
+    """A threshold only float32 weights reach (60 dB: int16x8 keeps int8 weights): with the whole flash of
+    stm32f746-disco every op goes float32 (~344 KB, past the cut budget); with the budget cut to the int8 model +
+    40 KB the search never tries what would not fit -- the 256 x 256 FC's float32 weights (+196 KB) nor the first
+    FC's (+49 KB) -- and keeps a model that fits, saying in one line (note and JSON) that no widening that fits
+    keeps the goal. Before the budget was known, the search wrote the all-float32 model, which the check refuses."""
+    model, calib, tight, n8 = tight_flash
+    roomy = quantize(model, list(calib), io="float32", precision="auto", holdout=8, min_snr=60,
+                     target="stm32f746-disco")
+    assert len(roomy.tflite()) > tight.flash_model_bytes  # what the search writes when the budget allows it
+    res = quantize(model, list(calib), io="float32", precision="auto", holdout=8, min_snr=60, target=tight)
+    g = res.report["guard"]
+    assert len(res.tflite()) <= tight.flash_model_bytes and g["flash"]["fits"]
+    assert g["flash"]["budget_bytes"] == tight.flash_model_bytes and g["flash"]["int8_bytes"] >= n8 - 64
+    held = {h["output"] for h in g["flash"]["held"]}
+    assert {"fc1", "fc2"} <= held and all("flash budget" in h["reason"] for h in g["flash"]["held"])
+    assert not g["met"] and g["flash"]["note"].startswith("flash: no widening that fits stm32f746-disco's flash")
+    assert g["flash"]["note"] in res.report["notes"]
+    assert {w["output"]: w["to"] for w in g["widened"]}.get("fc2") != "float32"
+
+
+def test_convert_refuses_with_the_flash_reason_instead_of_writing_a_model_the_check_refuses(tight_flash):
+    """convert for the cut profile: without allow_lossy the guard's refusal names the flash budget (before: the
+    device check refused the written all-float32 model, "cannot run on ..."); with it the model written fits and the
+    check passes."""
+    model, calib, tight, _ = tight_flash
+    with pytest.raises(ConversionError) as err:
+        convert(model, calibration=calib, io="float32", target=tight, min_snr=60)
+    assert "cannot run on" not in str(err.value) and "flash" in str(err.value)
+    res = convert(model, calibration=calib, io="float32", target=tight, min_snr=60, allow_lossy=True)
+    assert len(res.tflite) <= tight.flash_model_bytes and res.report["check"]["verdict"] != "fails"
+    note = res.report["guard"]["flash"]["note"]
+    assert note in res.report["quantization"]["report"]["notes"] and note in str(err.value)
+
+
+def _fc_chain(n=12, seed=5):
+    """x (1, 16) -> n FCs 16 -> 16, each with one output channel 30x the others (undone by the next FC's weights;
+    int8 crushes the small channels under the large one's scale, so every op adds error and every round that widens
+    more raises the output's SNR)."""
+    r = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16))
+    for k in range(n):
+        w = (r.standard_normal((16, 16)) * 0.25).astype(np.float32)
+        w[k % 16] *= 30
+        undo = 1.0 + 29.0 * (np.arange(16) == (k - 1) % 16)  # the previous FC's large channel, read back down
+        x = _fc(g, r, x, f"fc{k}", w=(w / undo[None, :]).astype(np.float32))
+    g.output(x)
+    return g.build()
+
+
+class _FlatJudge:
+    """A task judge whose figure never moves (0.5 against a goal of 0.9), judged on every model; counts its calls
+    and the interpreters it was handed prepared."""
+
+    takes_interpreter = True
+
+    def __init__(self):
+        self.calls, self.prepared = 0, 0
+
+    def __call__(self, qmodel, interpreter=None):
+        self.calls += 1
+        self.prepared += interpreter is not None
+        return {"judged": True, "met": False, "goal": {"q": 0.9}, "metrics": {"q": 0.5}}
+
+
+def test_rounds_stop_when_the_task_figure_does_not_rise():
+    """A judged task: the rounds' progress is its figure, not the outputs' SNR -- three rounds without a rise end
+    them (STALE_ROUNDS), though each raised the SNR (before: four rounds, the SNR decided), and each round records
+    the figure. Every model the search judged ran in the interpreter quantize's verify prepared for it."""
+    judge = _FlatJudge()
+    res = quantize(_fc_chain(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=200,
+                   target="raspberry-pi-4", task_judge=judge)
+    rounds = [s for s in res.report["guard"]["steps"] if s["step"].startswith("round ")]
+    assert len(rounds) == 3 and all(s["task_figure"] == 0.5 for s in rounds), rounds
+    assert rounds[-1]["worst_snr_db"] > rounds[0]["worst_snr_db"] + 0.1  # the SNR rose: it did not decide
+    assert judge.calls >= 5 and judge.prepared == judge.calls
+
+
+def test_a_widening_measured_before_is_not_built_again():
+    """FC -> RESHAPE pairs, a threshold only all-float32 reaches: the escalation's order is the 4 FCs (ranked) then
+    the 4 RESHAPEs; its first bisection step (prefix 4: every FC) takes the RESHAPEs along as followers of float32
+    producers -- the model of 'every op at its widest', measured already: reused, not built and run again (before:
+    one more build). The outcome is the all-float32 model either way."""
+    r = np.random.default_rng(2)
+    g = GraphBuilder()
+    x = g.input("x", (1, 16))
+    for k in range(4):
+        y = _fc(g, r, x, f"fc{k}", act="RELU" if k < 3 else "NONE")
+        x = g.tensor(f"r{k}", (1, 16))
+        g.op("RESHAPE", [y, g.constant(f"s{k}", np.array([1, 16], np.int32))], [x])
+    g.output(x)
+    res = quantize(g.build(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=150,
+                   target="raspberry-pi-4")
+    guard = res.report["guard"]
+    steps = [s["step"] for s in guard["steps"]]
+    assert guard["met"] and "every op at its widest" in steps, steps
+    assert guard["search"].get("reused", 0) >= 1 and not any(s.startswith("bisection 0..8") for s in steps), steps
+
+
+class _CreepingJudge(_FlatJudge):
+    """A judged task whose figure creeps up 0.01 per model judged (0.5 first) toward a goal of 0.9."""
+
+    def __call__(self, qmodel, interpreter=None):
+        record = super().__call__(qmodel, interpreter)
+        return {**record, "metrics": {"q": 0.49 + 0.01 * self.calls}}
+
+
+def test_a_figure_creeping_toward_its_goal_does_not_keep_the_rounds_going():
+    """Each round raises the task's figure by 0.01 with 0.4 to go: less than FIGURE_GAIN (a tenth) of the gap, so
+    three rounds end them (before: every rise counted, four rounds, each a per-activation measurement)."""
+    res = quantize(_fc_chain(), list(_calib(40)), io="float32", precision="auto", holdout=8, min_snr=200,
+                   target="raspberry-pi-4", task_judge=_CreepingJudge())
+    rounds = [s for s in res.report["guard"]["steps"] if s["step"].startswith("round ")]
+    assert [s["task_figure"] for s in rounds] == pytest.approx([0.51, 0.52, 0.53]), rounds

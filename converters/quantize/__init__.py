@@ -100,6 +100,7 @@ from converters.quantize.summary import float_output_notes, int16_output_notes, 
 from converters.quantize.weights_only import dynamic_graph, fp16_graph
 from converters.quantize.widen import (
     MAX_PRUNE,
+    Prepared,
     MAX_WIDEN_ROUNDS,
     STALE_ROUNDS,
     distribution_tails,
@@ -176,6 +177,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if precision not in PRECISIONS:
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     rule, rule_target, no_rule, tails = _float_by_rule(model, act, excluded, precision, target, mode)
+    flash = _flash_budget(target, precision)
     excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
@@ -215,6 +217,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
     src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
     inputs = {"float": False}  # model inputs read by float32 ops alone stay float32 (a second search, below)
+    prepared = Prepared()  # the last built model's interpreter, prepared by verify: the task judge runs it there
 
     def build(excl, w16=frozenset()):
         widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
@@ -223,7 +226,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         if plan is not None:
             qm = attach_subgraphs(qm, model, plan)
         qm = drop_unused_buffers(clear_given_ranges(qm))
-        verify(qm)
+        prepared.hold(qm, verify(qm))
         return qm, g
 
     qmodel, g = first = build(excluded)
@@ -249,7 +252,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     kept = None
     if measure_error or precision == "auto":
         kept = _search(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
-                       task_judge, inputs, report)
+                       task_judge, inputs, report, prepared, flash)
         qmodel, g = kept.qmodel, kept.graph
         report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
         report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
@@ -271,22 +274,37 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
 
 def _search(model: Model, build, first, cal, excluded: set, rule, precision: str, min_snr: float, max_rounds: int,
-            io: str, no_rule: list, task_judge, inputs: dict, report: dict):
+            io: str, no_rule: list, task_judge, inputs: dict, report: dict, prepared=None, flash=(None, "", 0)):
     """The accuracy guard (``widen.guard``: measured, and with precision "auto" the widening search). When every
     op is widened and the goal is still missed at integer I/O, the integer inputs lose it (raw audio at int8): a
     second search with the inputs only float32 ops read kept float32 (``inputs["float"]``, which ``build`` reads),
     kept when it reaches the goal."""
-    kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule, task_judge)
+    kept = guard(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule, task_judge,
+                 prepared, *flash)
     if precision == "auto" and io != "float32" and kept.all_widened and _still_short(kept, min_snr, task_judge):
         inputs["float"] = True
         again = guard(model, build, build(excluded), cal, excluded, rule, precision, min_snr, max_rounds, io,
-                      no_rule, task_judge)
+                      no_rule, task_judge, prepared, *flash)
         if not _still_short(again, min_snr, task_judge):
             report["notes"].append("int8 model inputs lose the goal even with every op widened: the inputs only "
                                    "float32 ops read are float32")
             return again
         inputs["float"] = False
     return kept
+
+
+FLASH_RESERVE = 4096  # of the target's flash for the model, kept for what convert adds to it (its manifest)
+
+
+def _flash_budget(target, precision: str) -> tuple:
+    """precision "auto" for a target: (its flash budget for the model in bytes, its name, the part of it kept for
+    what convert adds); else (None, "", 0)."""
+    if precision != "auto" or target is None:
+        return None, "", 0
+    from edge_sdk.targets.profiles import load_profile
+
+    prof = load_profile(target)  # a loaded Profile is taken as it is
+    return int(prof.flash_model_bytes), prof.name, FLASH_RESERVE
 
 
 def _float_by_rule(model: Model, act: str, excluded: set, precision: str, target, mode: str):
@@ -429,6 +447,8 @@ def _search_notes(guard_record: dict) -> list[str]:
         notes.append(f"int8 does not keep this model: every op the target can widen is widened "
                      f"({widened_text(guard_record['widened_count'])}); cost: {cost.get('macs_float32', 0)} MACs "
                      f"in float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
+    if (guard_record.get("flash") or {}).get("note"):  # the target's flash held the search back
+        notes.append(guard_record["flash"]["note"])
     if guard_record.get("limiting"):
         notes.append("still short of the threshold; the ops that keep it short: " + "; ".join(
             f"{r['op']} '{r['output']}' ({r['reason']})" for r in guard_record["limiting"]))

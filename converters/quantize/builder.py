@@ -258,11 +258,14 @@ def drop_unused_buffers(model: Model) -> Model:
     return model
 
 
-def verify(qmodel: Model) -> None:
-    """The quantized model must prepare in our interpreter, whose kernels check what TFLM's check."""
+def verify(qmodel: Model):
+    """The quantized model must prepare in our interpreter, whose kernels check what TFLM's check. Returns that
+    interpreter, prepared (the search's task judge runs the model in it rather than preparing it again)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
     try:
-        Interpreter(model=qmodel).allocate_tensors()
+        interp = Interpreter(model=qmodel)
+        interp.allocate_tensors()
     except ModelError as exc:
         raise ConversionError("quantize: the quantized model does not prepare", [str(exc)]) from exc
+    return interp

@@ -13,7 +13,10 @@ tail, a CTC head), the one leaving more MACs in int8 kept; its heaviest widened 
 float32 ops in int16x8 where the target takes it. Still short, the ops that keep it so are named (``limiting_ops``).
 Then each widened op is tried back in int8 (at most ``MAX_PRUNE``). Steps the task judges skip the per-output
 measurement; the report gives each widened op's reason, the goal's figure before and after, and the int8 MAC share
-(``search``). The cost:
+(``search``). For a target the search spends its flash budget for the model (``FlashBudget``: the profile's
+``flash_model_bytes``): a widening whose constants would not fit is not tried -- float32 gives way to int16x8 where
+the target takes it, else the op stays int8 -- and when no widening that fits keeps the goal the report and the JSON
+say so in one line (``flash_note``) rather than the search writing a model the device check then refuses. The cost:
 per widened op its constant bytes, extra activation bytes and MACs; in total the model's growth in bytes and the MACs
 no longer in int8."""
 
@@ -37,6 +40,7 @@ from edge_sdk.runtime import op_table
 MAX_WIDEN_ROUNDS = 8  # precision="auto": rounds of widening (1, 2, 4, ... ops per round)
 MAX_PRUNE = 16  # then each widened op is tried back in integer (when at most this many were widened)
 STALE_ROUNDS = 3  # auto stops after this many rounds without a gain of 0.1 dB on the worst output
+FIGURE_GAIN = 0.1  # or, a judged task, without closing this share of its figure's gap to the goal
 
 
 def count_widened(kinds) -> dict:
@@ -146,6 +150,82 @@ class Guarded:
     search: dict = field(default_factory=dict)  # the escalation's order, the prefix that met, the goal before / after
     why: dict = field(default_factory=dict)  # op index -> why the search widened it (the report's reason)
     missed_back: set = field(default_factory=set)  # widened ops tried back in int8 where the goal was then missed
+    budget: "FlashBudget | None" = None  # the target's flash for the model, when widening was needed
+    flash: dict = field(default_factory=dict)  # the report's record of it (``flash_record``)
+
+
+class FlashBudget:
+    """The target's flash for the model (its profile's ``flash_model_bytes``) as the search spends it: the unwidened
+    model's serialized bytes plus the constant bytes each widened op adds (``const_bytes``: float32 weights are 4x
+    int8's, int16x8 keeps them int8) stay within ``limit``. A widening that would not fit is not tried: float32 gives
+    way to int16x8 where the target takes it, else the op stays int8 (``narrowed``: op index -> why)."""
+
+    def __init__(self, model: Model, base_bytes: int, limit: int, where: str, reserve: int = 0):
+        self.model, self.base_bytes, self.limit, self.where = model, int(base_bytes), int(limit) - reserve, where
+        self.flash, self.reserve = int(limit), int(reserve)  # the profile's figure; what convert adds to the model
+        self.narrowed: dict[int, str] = {}
+        self._bytes: dict[tuple[int, str], int] = {}  # (op, type) -> const_bytes: asked for every candidate
+
+    def cost(self, i: int, kind: str) -> int:
+        key = (i, kind)
+        if key not in self._bytes:
+            self._bytes[key] = const_bytes(self.model, i, kind)
+        return self._bytes[key]
+
+    def text(self) -> str:
+        """``stm32f746-disco's flash budget for the model (786432 bytes, 4096 of them kept for its manifest)``"""
+        return (f"{self.where}'s flash budget for the model ({self.flash} bytes"
+                + (f", {self.reserve} of them kept for its manifest" if self.reserve else "") + ")")
+
+    def grown(self, widened: dict) -> int:
+        return sum(self.cost(i, k) for i, k in widened.items() if k is not None)
+
+    def fits(self, widened: dict) -> bool:
+        return self.base_bytes + self.grown(widened) <= self.limit
+
+    def why(self, i: int, kind: str) -> str:
+        to = "float32" if kind == "float32" else "int16x8"
+        return (f"{to} constants (+{const_bytes(self.model, i, kind)} bytes) would not fit {self.text()}; the "
+                f"int8 model is {self.base_bytes} bytes")
+
+    def choose(self, kinds: dict, rule, fixed: dict | None = None) -> dict:
+        """``kinds`` (op index -> the widest type wanted) within the budget beside ``fixed`` (widened already, kept
+        as they are): the ops whose float32 constants cost the most go to int16x8 where ``rule`` allows it, then,
+        still over, stay int8 (None), until the rest fits."""
+        fixed = {i: k for i, k in (fixed or {}).items() if i not in kinds}
+        kinds = dict(kinds)
+        by_cost = sorted((i for i, k in kinds.items() if k == "float32"),
+                         key=lambda i: -self.cost(i, "float32"))
+        for i in by_cost:
+            if self.fits({**fixed, **kinds}):
+                break
+            if rule(self.model.op_name(self.model.subgraphs[0].operators[i]))[0] == "int16":
+                self.narrowed.setdefault(i, self.why(i, "float32") + ": int16x8 instead")
+                kinds[i] = "int16"
+        for i in sorted((i for i, k in kinds.items() if k is not None), key=lambda i: -self.cost(i, kinds[i])):
+            if self.fits({**fixed, **kinds}):
+                break
+            if self.cost(i, kinds[i]) > 0:
+                self.narrowed.setdefault(i, self.why(i, kinds[i]))
+                kinds[i] = None
+        return kinds
+
+
+class Prepared:
+    """The interpreter the quantizer's verification prepared for the model it built last (``build`` holds it): the
+    task judge runs that model in it instead of preparing the same model a second time (preparing and planning is
+    most of a step's time on a small model: YOLO-like small, 79 prepares for 33 builds before)."""
+
+    def __init__(self):
+        self._held = None
+
+    def hold(self, qmodel: Model, interpreter) -> None:
+        self._held = (qmodel, interpreter)
+
+    def take(self, qmodel: Model):
+        """The prepared interpreter of ``qmodel`` (once: it is let go), or None when the last build was another."""
+        held, self._held = self._held, None
+        return held[1] if held is not None and held[0] is qmodel else None
 
 
 class Goal:
@@ -154,17 +234,21 @@ class Goal:
     wherever the task could be judged -- a detector kept on its detections is not widened further for its raw SNR.
     One record per model (the search asks about the same model more than once)."""
 
-    def __init__(self, min_snr: float, judge=None):
-        self.min_snr, self.judge = min_snr, judge
+    def __init__(self, min_snr: float, judge=None, prepared: Prepared | None = None):
+        self.min_snr, self.judge, self.prepared = min_snr, judge, prepared
         self._records: dict[int, tuple[Model, dict]] = {}
 
     def record(self, qmodel: Model) -> dict | None:
-        """The task's record of ``qmodel`` (judged once), or None without a judge."""
+        """The task's record of ``qmodel`` (judged once), or None without a judge. A judge that takes an
+        ``interpreter`` (``converters.evaluate.TaskJudge``) gets the one ``build`` prepared for it."""
         if self.judge is None:
             return None
         held = self._records.get(id(qmodel))
         if held is None or held[0] is not qmodel:
-            held = self._records[id(qmodel)] = (qmodel, self.judge(qmodel))
+            interp = self.prepared.take(qmodel) if self.prepared is not None else None
+            record = (self.judge(qmodel, interpreter=interp) if interp is not None
+                      and getattr(self.judge, "takes_interpreter", False) else self.judge(qmodel))
+            held = self._records[id(qmodel)] = (qmodel, record)
         return held[1]
 
     def judged(self, qmodel: Model) -> bool:
@@ -180,12 +264,18 @@ class Goal:
 
 
 def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration, excluded: set[int], rule,
-          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), task_judge=None) -> Guarded:
+          precision: str, min_snr: float, max_rounds: int, io: str, no_rule=(), task_judge=None,
+          prepared: Prepared | None = None, flash_budget: int | None = None, budget_for: str = "",
+          flash_reserve: int = 0) -> Guarded:
     """Measure ``first`` (the integer graph ``build(excluded)`` gave) and, with precision="auto", widen while an
     output is short of ``min_snr`` (or, with ``task_judge``, while the task is not kept: ``Goal``);
     ``build(excluded, w16) -> (qmodel, graph)``. ``no_rule``: the ops already kept float32 (no integer rule, a zero
-    divisor), counted with the widened ones in every progress line."""
-    goal = Goal(min_snr, task_judge)
+    divisor), counted with the widened ones in every progress line. ``prepared``: where ``build`` holds the
+    interpreter it prepared for the model it built (``Prepared``). ``flash_budget``: the target's flash for the
+    model in bytes (``budget_for`` names the target, ``flash_reserve`` of it is kept for what convert adds to the
+    model): no widening is tried that would not fit it (``FlashBudget``);
+    the model kept is the widest that fits, and the report says what the budget held back (``kept.flash``)."""
+    goal = Goal(min_snr, task_judge, prepared)
     measure = cal.measure
     if not isinstance(cal.float_run, CachedRunner):  # each widening step compares with the same float values
         cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)
@@ -201,6 +291,9 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
     from edge_sdk.model import write_model
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
+    if flash_budget is not None:
+        kept.budget = FlashBudget(model, kept.base_bytes, flash_budget, budget_for or "the target", flash_reserve)
+    unwidened = (qmodel, g, layers, outputs)
     kept.steps.append(_step(len(no_rule), kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
     base_excluded = set(excluded)
     kept, excluded = _widen_rounds(model, build, cal, kept, excluded, rule, goal, max_rounds, io, len(no_rule))
@@ -208,8 +301,12 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
         excluded = _escalate(model, build, cal, kept, base_excluded, rule, goal, io, len(no_rule))
     if kept.widened and not goal.short(kept.qmodel, kept.outputs) and len(kept.widened) <= MAX_PRUNE:
         _give_back(model, build, cal, kept, excluded, goal, io)
+    if kept.budget is not None:
+        _within_flash(kept, unwidened, write_model)
     if goal.short(kept.qmodel, kept.outputs):
         kept.limiting = limiting_ops(model, kept, rule)
+    if kept.flash:
+        kept.flash["note"] = flash_note(kept.flash, kept.budget, not goal.short(kept.qmodel, kept.outputs))
     kept.search["after"] = {"worst_snr_db": worst(kept.outputs), **_figure(goal, kept.qmodel)}
     return kept
 
@@ -218,11 +315,13 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
                   max_rounds: int, io: str, n_no_rule: int = 0) -> tuple[Guarded, set[int]]:
     """Round k widens up to 2**k more of the ops that add the most error (``sensitive_ops``, ranked again after
     each round's measurement); after ``STALE_ROUNDS`` rounds without a gain of 0.1 dB the smallest widening that
-    gave the best result is kept. Returns it and the ops then kept float32."""
+    gave the best result is kept; with a judged task (``Goal``) the gain is in the task's figure (each round's step
+    records it), not the outputs' SNR. Returns it and the ops then kept float32."""
     sg = model.subgraphs[0]
     base_excluded = set(excluded)
     widened, cannot, w16 = kept.widened, kept.cannot, kept.w16
     best = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened))
+    best_figure = _figure(goal, kept.qmodel).get("task_figure")  # a judged task: its figure says the progress
     stale = 0
     for rnd in range(max_rounds):
         if not goal.short(kept.qmodel, kept.outputs) or stale >= STALE_ROUNDS:
@@ -230,6 +329,9 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         take = {}
         for i in sensitive_ops(model, kept.layers, excluded | w16 | set(cannot)):
             kind, why = rule(model.op_name(sg.operators[i]))
+            if kind is not None and kept.budget is not None and not kept.budget.fits({**widened, **take, i: kind}):
+                kind, why = None, kept.budget.why(i, kind)
+                kept.budget.narrowed.setdefault(i, why)
             if kind is None:
                 cannot[i] = why
                 continue
@@ -249,17 +351,65 @@ def _widen_rounds(model: Model, build, cal: Calibration, kept: Guarded, excluded
         started = time.monotonic()
         kept.qmodel, kept.graph = build(excluded, w16)
         kept.layers, kept.outputs = layer_errors(model, kept.qmodel, kept.graph, cal.measure, cal.float_run, io)
-        kept.steps.append({**_step(count["ops"], kept, time.monotonic() - started, f"round {rnd + 1}"),
+        figure = _figure(goal, kept.qmodel)
+        kept.steps.append({**_step(count["ops"], kept, time.monotonic() - started, f"round {rnd + 1}"), **figure,
                            "added": [sg.tensors[sg.operators[i].outputs[0]].name for i in take]})
-        if worst(kept.outputs) > best[0] + 0.1:
-            best, stale = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened)), 0
-        else:
-            stale += 1
+        gained = worst(kept.outputs) > best[0] + 0.1
+        if figure.get("task_figure") is not None and best_figure is not None:
+            # a judged task: a round gains when its figure closes FIGURE_GAIN of the gap between the best round's
+            # and the goal (the SNR of a detector's raw rows may rise for rounds while the detections stay lost, and
+            # a figure creeping up 0.02 a round toward a goal 0.6 away is not kept by more rounds of int16: at 128 px
+            # the YOLO-like rounds 4-8 widened 211 ops to int16x8, none of which the escalation gave back)
+            aim = (goal.record(kept.qmodel).get("goal") or {}).get(figure.get("task_metric"))
+            step = FIGURE_GAIN * max(0.0, float(aim) - best_figure) if aim is not None else 0.0
+            gained = figure["task_figure"] > best_figure + step
+            best_figure = figure["task_figure"] if gained else best_figure
+        if gained:
+            best = (worst(kept.outputs), kept.qmodel, kept.graph, kept.layers, kept.outputs, dict(widened))
+        stale = 0 if gained else stale + 1
     if stale and goal.short(kept.qmodel, kept.outputs):  # the last rounds gained nothing: keep the best
         _, kept.qmodel, kept.graph, kept.layers, kept.outputs, kept.widened = best
         kept.w16 = {i for i, k in kept.widened.items() if k == "int16"}
         excluded = base_excluded | {i for i, k in kept.widened.items() if k == "float32"}
     return kept, excluded
+
+
+def _within_flash(kept: Guarded, unwidened: tuple, write_model) -> None:
+    """The model kept, serialized, against the flash budget (the search spent it by estimate): over it, the
+    unwidened model is kept instead and the record says why. ``kept.flash``: the budget, the bytes, whether it fits,
+    the ops the budget held narrower than the search wanted, and the one line the report prints."""
+    budget = kept.budget
+    size = len(write_model(kept.qmodel)) if kept.widened else budget.base_bytes
+    if size > budget.limit and kept.widened:
+        over = size
+        kept.qmodel, kept.graph, kept.layers, kept.outputs = unwidened
+        kept.widened, kept.w16 = {}, set()
+        size = budget.base_bytes
+        budget.narrowed.setdefault(-1, f"the widened model ({over} bytes) would not fit")
+    narrowed = {i: why for i, why in budget.narrowed.items() if i >= 0 and kept.widened.get(i) != "float32"}
+    kept.flash = {"budget_bytes": budget.flash, "reserve_bytes": budget.reserve, "model_bytes": size,
+                  "fits": size <= budget.limit,
+                  "int8_bytes": budget.base_bytes, "narrowed": sorted(narrowed), "whole_model_back": -1 in
+                  budget.narrowed}
+    if narrowed or -1 in budget.narrowed:
+        kept.flash["why"] = {i: narrowed[i] for i in sorted(narrowed)}
+
+
+def flash_note(flash: dict, budget: FlashBudget, met: bool) -> str | None:
+    """The one line the report and the JSON give when the flash budget held the search back (None when it did not):
+    the goal missed for it, or kept with narrower types."""
+    narrowed = flash.get("narrowed") or []
+    if not narrowed and not flash.get("whole_model_back"):
+        return None
+    need = sum(const_bytes(budget.model, i, "float32") for i in narrowed)
+    held = (f"{len(narrowed)} op(s) held narrower than the search wanted (their float32 constants: +{need} bytes)"
+            if narrowed else "the widened model held back")
+    int8 = f"the int8 model is {budget.base_bytes} bytes"
+    if met:
+        return (f"flash: the goal is kept within {budget.text()} ({int8}): {held}; the model is "
+                f"{flash['model_bytes']} bytes")
+    return (f"flash: no widening that fits {budget.text()} keeps the goal ({int8}): {held}; the model kept is "
+            f"{flash['model_bytes']} bytes")
 
 
 def _give_back(model: Model, build, cal: Calibration, kept: Guarded, excluded: set[int], goal: Goal,
@@ -340,12 +490,16 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     ranked = sensitive_ops(model, kept.layers, done)
     rest = [i for i, op in enumerate(sg.operators) if i not in done and i not in ranked
             and any(t >= 0 and is_float(model, t) for t in list(op.inputs) + list(op.outputs))]
+    wanted = {i: _widest(model, i, rule) for i in ranked + rest}
+    if kept.budget is not None:  # every op at its widest, within the target's flash: float32 gives way first
+        wanted = kept.budget.choose(wanted, rule, state)
     order = []
     for i in ranked + rest:
-        widest = _widest(model, i, rule)
+        widest = wanted[i]
         if widest is None:
             if i in ranked:  # an op that quantizes (not one that only carries its input's quantization)
-                kept.cannot.setdefault(i, rule(model.op_name(sg.operators[i]))[1])
+                kept.cannot.setdefault(i, (kept.budget.narrowed.get(i) if kept.budget is not None else None)
+                                       or rule(model.op_name(sg.operators[i]))[1])
         elif state.get(i) != widest:
             order.append(i)
     if not order:
@@ -353,6 +507,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
     macs = _op_macs(cal)
     before = _Trial(kept.qmodel, kept.graph, kept.outputs, state, goal.short(kept.qmodel, kept.outputs))
     produced = {t: i for i, op in enumerate(sg.operators) for t in op.outputs if t >= 0}
+    built: dict[frozenset, _Trial] = {}  # each widening measured once: (op, type) pairs -> its trial
 
     def trial(widened: dict, what: str, k: int | None = None) -> _Trial:
         widened = dict(widened)
@@ -365,13 +520,18 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             src = produced.get(sg.operators[i].inputs[int(quant.split(":")[1])])
             if src is not None and (widened.get(src) == "float32" or src in base_excluded):
                 widened[i] = "float32"
+        key = frozenset(widened.items())
+        count = count_widened(["float32"] * n_no_rule + list(widened.values()))
+        if key in built:  # the same widening as a step before (a prefix whose followers make it another's): its
+            kept.search["reused"] = kept.search.get("reused", 0) + 1  # answer, not another build and run
+            log.stage(f"widening {widened_text(count)}; {what} (the same model as a step before)")
+            return built[key]
         excl = base_excluded | {i for i, w in widened.items() if w == "float32"}
         w16 = {i for i, w in widened.items() if w == "int16"}
-        count = count_widened(["float32"] * n_no_rule + list(widened.values()))
         log.stage(f"widening {widened_text(count)}; {what}")
         started = time.monotonic()
         qm, g = build(excl, w16)
-        result = _judge(model, qm, g, widened, goal, cal, io)
+        result = built[key] = _judge(model, qm, g, widened, goal, cal, io)
         kept.tried = max(kept.tried, len(widened))
         kept.steps.append({"step": what, **({"prefix": k} if k is not None else {}), "widened": count["ops"],
                            "worst_snr_db": worst(result.outputs) if result.outputs is not None else None,
@@ -380,7 +540,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
         return result
 
     def widest(ops) -> dict:
-        return {**state, **{i: _widest(model, i, rule) for i in ops}}
+        return {**state, **{i: wanted[i] for i in ops}}
 
     def bisect(seq: list[int], top: _Trial, label: str) -> tuple[int, _Trial]:
         """The shortest prefix of ``seq`` whose widening meets the goal (prefix 0, the rounds' model, is short;
@@ -620,6 +780,16 @@ def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
     (activation memory), and its MACs (no longer int8)."""
     sg = model.subgraphs[0]
     op = sg.operators[i]
+    act = sum(int(np.prod(sg.tensors[t].shape, dtype=np.int64)) for t in op.outputs if is_float(model, t))
+    return {"bytes": const_bytes(model, i, kind), "activation_bytes": act * (1 if kind == "int16" else 3),
+            "macs": macs[i]}
+
+
+def const_bytes(model: Model, i: int, kind: str) -> int:
+    """The bytes widening op i to ``kind`` adds to the model's constants: int16x8 keeps the weights int8, biases
+    int32 -> int64, other constants int8 -> int16; float32 makes every constant 4 bytes (an int32 bias stays 4)."""
+    sg = model.subgraphs[0]
+    op = sg.operators[i]
     row = op_table.row(model.op_name(op))
     wi, bi, _ = row.weights if is_weighted(row) else (-1, -1, 0)
     const = 0
@@ -631,8 +801,7 @@ def widen_cost(model: Model, i: int, kind: str, macs: list[int]) -> dict:
             const += 4 * n if k == bi else 0 if k == wi else n
         else:
             const += 0 if k == bi else 3 * n
-    act = sum(int(np.prod(sg.tensors[t].shape, dtype=np.int64)) for t in op.outputs if is_float(model, t))
-    return {"bytes": const, "activation_bytes": act * (1 if kind == "int16" else 3), "macs": macs[i]}
+    return const
 
 
 def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, precision: str, held: int,
@@ -682,4 +851,7 @@ def guard_report(model: Model, kept: Guarded, macs: list[int], min_snr: float, p
                  "macs_float32": wide_macs - macs16},
         "tried_widening": kept.tried,
         "search": {**kept.search, "int8_mac_share": 1.0 - wide_macs / total if total else 1.0},
+        **({"flash": {k: v for k, v in kept.flash.items() if k != "why"}
+                     | {"held": [{**named(i), "reason": why} for i, why in (kept.flash.get("why") or {}).items()]}}
+           if kept.flash else {}),
     }
