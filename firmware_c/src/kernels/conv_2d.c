@@ -327,8 +327,8 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                         for (i = 0; i < d->cg; i += 4, o += 8) {
                             uint32_t v, a, b;
                             memcpy(&v, src + i, 4);
-                            a = edge_sadd16(edge_sxtb16(v), off2);
-                            b = edge_sadd16(edge_sxtb16_ror8(v), off2);
+                            a = edge_sxtab16(off2, v);
+                            b = edge_sxtab16_ror8(off2, v);
                             memcpy(o, &a, 4);
                             memcpy(o + 4, &b, 4);
                         }
@@ -770,13 +770,13 @@ static void conv_im2col_1x1(const conv_data_t *d, const int8_t *s0, const int8_t
         uint32_t v0, v1, t;
         memcpy(&v0, s0 + i, 4);
         memcpy(&v1, s1 + i, 4);
-        t = edge_sadd16(edge_sxtb16(v0), off2);
+        t = edge_sxtab16(off2, v0);
         memcpy(o, &t, 4);
-        t = edge_sadd16(edge_sxtb16(v1), off2);
+        t = edge_sxtab16(off2, v1);
         memcpy(o + 2, &t, 4);
-        t = edge_sadd16(edge_sxtb16_ror8(v0), off2);
+        t = edge_sxtab16_ror8(off2, v0);
         memcpy(o + 4, &t, 4);
-        t = edge_sadd16(edge_sxtb16_ror8(v1), off2);
+        t = edge_sxtab16_ror8(off2, v1);
         memcpy(o + 6, &t, 4);
     }
 #else
