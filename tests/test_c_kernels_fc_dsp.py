@@ -77,6 +77,13 @@ CASES = {
     "fc-depth3-units3-nobias": ("FULLY_CONNECTED", ((1, 3), 3, "RELU6"), True, False, 9, 0.02, 127),
     "fc-depth1030-units6": ("FULLY_CONNECTED", ((1, 1030), 6, "NONE"), True, True, -20, 0.4, 127),
     "fc-ratio-above-quarter": ("FULLY_CONNECTED", ((2, 3), 5, "NONE"), True, True, 3, 0.002, 3),
+    # a last group of three units (DSP slots: rows u, u+1, u+1, u+2), an odd word count (the two-word loop
+    # entered at its second word), a depth % 4 tail
+    "fc-depth22-units7-last-group-3": ("FULLY_CONNECTED", ((2, 22), 7, "NONE"), True, True, -5, 0.1, 127),
+    # one unit (all four slots the same row), per-tensor weights
+    "fc-depth40-units1": ("FULLY_CONNECTED", ((3, 40), 1, "NONE"), False, True, 100, 0.3, 127),
+    # an input zero point outside int8 (x + input offset does not fit SXTAB16's int16 halves): the generic path
+    "fc-input-zero-point-32700": ("FULLY_CONNECTED", ((1, 12), 5, "NONE"), True, True, 32700, 60.0, 127),
 }
 
 

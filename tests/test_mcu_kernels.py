@@ -256,3 +256,50 @@ def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
                    if TRANSPOSE_CASES[name][0] == "INT8"})
     failures = m4_image_mismatches(models, build)
     assert not failures, f"M4 output differs from Python on {failures}"
+
+
+# FULLY_CONNECTED on the M4 (issue 25): instructions per MAC counted by the board (SysTick ticks x 40 under
+# -icount shift=0), the output hash == Python's. name: (batch, depth, units, per_channel, input zero point, bound).
+# The kernel before fc_slots (four units per pass, SADD16 for the input offset: 28 instructions per 16 MACs; a last
+# group of 1-3 units one MAC at a time): 1.83 and 4.69 on these. fc_slots (SXTAB16, two words a pass: 49 per 32
+# MACs; a last group of two units as four slots, rows repeated): 1.61 and 2.23.
+FC_M4_CASES = {
+    "fc-m4-1024x8": (1, 1024, 8, True, -128, 1.65),  # micro_speech's FC is 4000 x 4
+    "fc-m4-512x6": (1, 512, 6, False, 3, 2.3),  # a last group of two units
+}
+
+
+def _fc_m4_model(name):
+    batch, depth, units, pc, izp, _ = FC_M4_CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    wt = _w(rng, (units, depth), units, pc, 0, 127)
+    b = _b(rng, units, True, 3000, 0.05 * (wt.scale if isinstance(wt.scale, float) else 0.011))
+    return op_model("FULLY_CONNECTED", [T((batch, depth), "INT8", 0.05, izp), wt, b],
+                    [T((batch, units), "INT8", 0.5, -3)], version=5)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+@pytest.mark.parametrize("name", list(FC_M4_CASES))
+def test_fully_connected_instructions_per_mac_on_cortex_m4(tmp_path, name):
+    import re
+
+    from edge_sdk import Interpreter
+    from tests.oprunner import image_main_hash, image_main_inputs, m4_image, run_m4_image
+
+    batch, depth, units, _, _, bound = FC_M4_CASES[name]
+    model = _fc_m4_model(name)
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(model)
+    out = run_m4_image(m4_image(path, tmp_path / "b") / "edge-image.elf")
+    py = Interpreter(model_content=model)
+    py.allocate_tensors()
+    py.set_tensor(py.get_input_details()[0]["index"], image_main_inputs(py)[0])
+    py.invoke()
+    y = py.get_tensor(py.get_output_details()[0]["index"])
+    assert np.unique(y).size > 2, "degenerate case: output saturated"
+    assert re.search(r"^out 0 (\d+)$", out, re.M).group(1) == str(image_main_hash(y.tobytes())), out
+    ticks = int(re.search(r"^op 0 \d+ (\d+)$", out, re.M).group(1))
+    per_mac = ticks * 40 / (batch * depth * units)  # one SysTick tick = 40 instructions at shift=0
+    assert per_mac <= bound, f"{name}: {per_mac:.3f} instructions per MAC (bound {bound})"

@@ -9,6 +9,8 @@
  *   edge_sxtb16(x)       bytes 0 and 2 of x, sign-extended into two int16 halves
  *   edge_sxtb16_ror8(x)  bytes 1 and 3 likewise (x rotated right by 8 first)
  *   edge_sadd16(a, b)    two int16 sums (halves wrap independently)
+ *   edge_sxtab16(a, x) / edge_sxtab16_ror8(a, x)  a + edge_sxtb16(x) / a + edge_sxtb16_ror8(x) in one instruction
+ *                        (SXTAB16: the halves wrap; with a = an offset in both halves, widening plus offset)
  *   edge_smlad(a, b, c)  c + a.lo * b.lo + a.hi * b.hi (int16 halves, wrapping int32)
  *   edge_smlabb / edge_smlatt(a, b, c)  c + a.lo * b.lo / c + a.hi * b.hi
  *   edge_smmlar(a, b, c)  the high word of (c << 32) + a * b + 2^31 (signed 64-bit, rounded high multiply)
@@ -40,6 +42,16 @@ static inline uint32_t edge_sxtb16_ror8(uint32_t x) {
 static inline uint32_t edge_sadd16(uint32_t a, uint32_t b) {
     uint32_t r;
     __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+static inline uint32_t edge_sxtab16(uint32_t a, uint32_t x) {
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(x));
+    return r;
+}
+static inline uint32_t edge_sxtab16_ror8(uint32_t a, uint32_t x) {
+    uint32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(x));
     return r;
 }
 static inline uint32_t edge_smlad(uint32_t a, uint32_t b, uint32_t acc) {
@@ -83,6 +95,8 @@ static inline uint32_t edge_sadd16(uint32_t a, uint32_t b) {
     uint32_t hi = (uint32_t)(uint16_t)((int16_t)(a >> 16) + (int16_t)(b >> 16));
     return lo | (hi << 16);
 }
+static inline uint32_t edge_sxtab16(uint32_t a, uint32_t x) { return edge_sadd16(a, edge_sxtb16(x)); }
+static inline uint32_t edge_sxtab16_ror8(uint32_t a, uint32_t x) { return edge_sadd16(a, edge_sxtb16_ror8(x)); }
 static inline uint32_t edge_smlad(uint32_t a, uint32_t b, uint32_t acc) {
     int32_t p0 = (int32_t)(int16_t)(a & 0xffff) * (int32_t)(int16_t)(b & 0xffff);
     int32_t p1 = (int32_t)(int16_t)(a >> 16) * (int32_t)(int16_t)(b >> 16);

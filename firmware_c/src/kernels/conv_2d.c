@@ -327,8 +327,8 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
                         for (i = 0; i < d->cg; i += 4, o += 8) {
                             uint32_t v, a, b;
                             memcpy(&v, src + i, 4);
-                            a = edge_sadd16(edge_sxtb16(v), off2);
-                            b = edge_sadd16(edge_sxtb16_ror8(v), off2);
+                            a = edge_sxtab16(off2, v);
+                            b = edge_sxtab16_ror8(off2, v);
                             memcpy(o, &a, 4);
                             memcpy(o + 4, &b, 4);
                         }
@@ -387,6 +387,41 @@ static int8_t conv_out8_generic(const conv_data_t *d, const edge_rq_t *q, uint32
     "smlad %[s01], %[a], %[x], %[s01]\n\t"                                                                  \
     "smlad %[s11], %[b], %[x], %[s11]\n\t"
 #define CONV_CHUNK 8 /* channel pairs per call: acc is 4 * CONV_CHUNK int32 on the stack */
+#if EDGE_DSP && !EDGE_DSP_ASM
+/* CONV_ASM_CHUNK's instructions in its order, chunk after chunk over k4 values (k4 % 4 == 0) of the interleaved
+ * col: the C mirror of conv_pairs' and conv_pairs_rq's asm passes that the emulated-DSP host build runs. Rows w0,
+ * w1 x the pair's pixels p0, p1 added to *s00 (w0 x p0), *s01 (w0 x p1), *s10 (w1 x p0), *s11 (w1 x p1). */
+static inline void conv_chunks_2x2(const int8_t *w0, const int8_t *w1, const int16_t *c, int32_t k4, uint32_t *p00,
+                                   uint32_t *p01, uint32_t *p10, uint32_t *p11) {
+    uint32_t s00 = *p00, s01 = *p01, s10 = *p10, s11 = *p11;
+    int32_t i;
+    for (i = 0; i < k4; i += 4, c += 8) {
+            uint32_t wa, wb, a, b, x;
+            memcpy(&wa, w0 + i, 4);
+            memcpy(&wb, w1 + i, 4);
+            a = edge_sxtb16(wa);
+            b = edge_sxtb16(wb);
+            memcpy(&x, c, 4);
+            s00 = edge_smlad(a, x, s00);
+            s10 = edge_smlad(b, x, s10);
+            memcpy(&x, c + 2, 4);
+            s01 = edge_smlad(a, x, s01);
+            s11 = edge_smlad(b, x, s11);
+            a = edge_sxtb16_ror8(wa);
+            b = edge_sxtb16_ror8(wb);
+            memcpy(&x, c + 4, 4);
+            s00 = edge_smlad(a, x, s00);
+            s10 = edge_smlad(b, x, s10);
+            memcpy(&x, c + 6, 4);
+            s01 = edge_smlad(a, x, s01);
+            s11 = edge_smlad(b, x, s11);
+        }
+    *p00 = s00;
+    *p01 = s01;
+    *p10 = s10;
+    *p11 = s11;
+}
+#endif
 #if defined(__GNUC__)
 __attribute__((noinline)) /* its own registers (inlined, the loop spills on x86-64 too) */
 #endif
@@ -441,36 +476,15 @@ static void conv_pairs(const int8_t *w0, int32_t koff, int32_t k, const int16_t 
                      : [km] "m"(km), [cb] "m"(cb), [half] "m"(half), [odd] "m"(odd), [skip] "m"(skip)
                      : "cc", "memory");
 #else
-    int32_t p, i;
+    int32_t p;
     for (p = 0; p < npairs; p++, w0 += 2 * k, acc += 4) {
         const int8_t *w1 = w0 + koff;
         uint32_t s00 = (uint32_t)bias2[2 * p], s01 = s00, s10 = (uint32_t)bias2[2 * p + 1], s11 = s10;
 #if EDGE_DSP
-        const int16_t *c = col;
-        for (i = 0; i < k4; i += 4, c += 8) {
-            uint32_t wa, wb, a, b, x;
-            memcpy(&wa, w0 + i, 4);
-            memcpy(&wb, w1 + i, 4);
-            a = edge_sxtb16(wa);
-            b = edge_sxtb16(wb);
-            memcpy(&x, c, 4);
-            s00 = edge_smlad(a, x, s00);
-            s10 = edge_smlad(b, x, s10);
-            memcpy(&x, c + 2, 4);
-            s01 = edge_smlad(a, x, s01);
-            s11 = edge_smlad(b, x, s11);
-            a = edge_sxtb16_ror8(wa);
-            b = edge_sxtb16_ror8(wb);
-            memcpy(&x, c + 4, 4);
-            s00 = edge_smlad(a, x, s00);
-            s10 = edge_smlad(b, x, s10);
-            memcpy(&x, c + 6, 4);
-            s01 = edge_smlad(a, x, s01);
-            s11 = edge_smlad(b, x, s11);
-        }
+        conv_chunks_2x2(w0, w1, col, k4, &s00, &s01, &s10, &s11);
 #else
         const int16_t *c0 = col, *c1 = col + k; /* the two rows one after the other */
-        int32_t i0;
+        int32_t i0, i;
         for (i0 = 0; i0 < k4; i0 += 256) { /* int32 partial sums of <= 256 products of |v| < 2^22: no overflow */
             const int32_t end = k4 - i0 < 256 ? k4 : i0 + 256;
             int32_t t00 = 0, t01 = 0, t10 = 0, t11 = 0;
@@ -655,33 +669,10 @@ static void conv_pairs_rq(const conv_data_t *d, const int8_t *w0, const int16_t 
 #undef CONV_PAIRS_RQ_ASM
 #else
     for (; npairs > 0; npairs--, w0 += 2 * k, bias += 2, first += 2, y0 += 2, y1 += 2) {
-        const int8_t *w1 = w0 + k;
-        const int16_t *c = col;
         uint32_t s00 = (uint32_t)bias[0], s10 = (uint32_t)bias[1], s01 = s00, s11 = s10;
         const edge_rq_t q0 = rq ? rq[first] : edge_rq_at(d->rqc, d->o, first);
         const edge_rq_t q1 = rq ? rq[first + 1] : edge_rq_at(d->rqc, d->o, first + 1);
-        int32_t i;
-        for (i = 0; i < k; i += 4, c += 8) { /* the asm chunk's instructions, in its order */
-            uint32_t wa, wb, a, b, x;
-            memcpy(&wa, w0 + i, 4);
-            memcpy(&wb, w1 + i, 4);
-            a = edge_sxtb16(wa);
-            b = edge_sxtb16(wb);
-            memcpy(&x, c, 4);
-            s00 = edge_smlad(a, x, s00);
-            s10 = edge_smlad(b, x, s10);
-            memcpy(&x, c + 2, 4);
-            s01 = edge_smlad(a, x, s01);
-            s11 = edge_smlad(b, x, s11);
-            a = edge_sxtb16_ror8(wa);
-            b = edge_sxtb16_ror8(wb);
-            memcpy(&x, c + 4, 4);
-            s00 = edge_smlad(a, x, s00);
-            s10 = edge_smlad(b, x, s10);
-            memcpy(&x, c + 6, 4);
-            s01 = edge_smlad(a, x, s01);
-            s11 = edge_smlad(b, x, s11);
-        }
+        conv_chunks_2x2(w0, w0 + k, col, k, &s00, &s01, &s10, &s11);
         y0[0] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s00, zp), lo, hi);
         y1[0] = (int8_t)edge_clamp32(edge_rq_apply(&q0, (int32_t)s01, zp), lo, hi);
         y0[1] = (int8_t)edge_clamp32(edge_rq_apply(&q1, (int32_t)s10, zp), lo, hi);
@@ -779,13 +770,13 @@ static void conv_im2col_1x1(const conv_data_t *d, const int8_t *s0, const int8_t
         uint32_t v0, v1, t;
         memcpy(&v0, s0 + i, 4);
         memcpy(&v1, s1 + i, 4);
-        t = edge_sadd16(edge_sxtb16(v0), off2);
+        t = edge_sxtab16(off2, v0);
         memcpy(o, &t, 4);
-        t = edge_sadd16(edge_sxtb16(v1), off2);
+        t = edge_sxtab16(off2, v1);
         memcpy(o + 2, &t, 4);
-        t = edge_sadd16(edge_sxtb16_ror8(v0), off2);
+        t = edge_sxtab16_ror8(off2, v0);
         memcpy(o + 4, &t, 4);
-        t = edge_sadd16(edge_sxtb16_ror8(v1), off2);
+        t = edge_sxtab16_ror8(off2, v1);
         memcpy(o + 6, &t, 4);
     }
 #else

@@ -6,9 +6,13 @@
  * Per-channel weights take no filter offset (they are symmetric). float32: plain dot products.
  *
  * The int8 fast path (no filter offset, multipliers edge_rq covers; their edge_rq form replaces the raw
- * multipliers in place, so it costs no memory): four units at a time share every input word. On DSP cores
- * SXTB16 widens four int8 inputs and SADD16 adds the input offset to two at once, SXTB16 widens the
- * weights, SMLAD does two MACs (28 instructions per 16 MACs, one asm block); elsewhere plain C.
+ * multipliers in place, so it costs no memory): four units at a time share every input word (fc_slots). On DSP
+ * cores SXTAB16 widens four int8 inputs and adds the input offset to two at once, SXTB16 widens the weights,
+ * SMLAD does two MACs (one asm block, two words a pass: 49 instructions per 32 MACs; a last group of 1-3 units
+ * runs as four slots with rows repeated); elsewhere plain C. The offset stays in the loop, as CMSIS-NN's DSP
+ * loop keeps it, rather than folded into the bias at prepare (its MVE form): SXTB16 would replace SXTAB16 one
+ * for one, and the register freed would hold the loop's end (1 instruction per 32 MACs, 2%), for a persistent
+ * int32 per unit of arena and constant weights.
  * Same checks and the same output shape rules as edge_sdk/runtime/kernels/conv.py prepare_fully_connected.
  */
 #include <string.h>
@@ -211,7 +215,8 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     d->output_offset = out->zero_point;
     s = fc_multipliers(ctx, d, in, w, bias, out);
     if (s != EDGE_OK) return s;
-    if (d->filter_offset == 0) {
+    /* the fast path; on DSP cores x + input offset is an int16 half (SXTAB16): offsets of |zp| <= 32640 */
+    if (d->filter_offset == 0 && (!EDGE_DSP || (d->input_offset >= -32640 && d->input_offset <= 32640))) {
         const int32_t nq = d->per_channel ? units : 1;
         edge_rq_t q;
         for (k = 0; k < nq; k++) /* a ratio edge_rq does not cover: the plain path */
@@ -280,115 +285,147 @@ static void fc_job(void *arg, int32_t t, int32_t n, int32_t slot) {
 }
 #endif
 
-/* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass. */
+#if EDGE_DSP
+/* FC_WORD: one input word (4 int8, x0..x3) against the same word of the four slot rows (slot 0 at [wa], 1 at
+ * [wa + st], 2 at [w2], 3 at [w2 + st]): SXTAB16 widens (x0, x2) and (x1, x3) and adds the input offset to both
+ * halves in the same instruction, SXTB16 widens each weight word the same way, SMLAD does two MACs: 23
+ * instructions per 16 MACs. */
+#define FC_WORD                                                                                              \
+    "ldr %[xv], [%[xp]], #4\n\t"                                                                             \
+    "sxtab16 %[xo], %[off2], %[xv], ror #8\n\t"                                                              \
+    "sxtab16 %[xv], %[off2], %[xv]\n\t"                                                                      \
+    "ldr %[wv], [%[wa], %[st]]\n\t"                                                                          \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s1], %[t], %[xv], %[s1]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s1], %[t], %[xo], %[s1]\n\t"                                                                    \
+    "ldr %[wv], [%[w2], %[st]]\n\t"                                                                          \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s3], %[t], %[xv], %[s3]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s3], %[t], %[xo], %[s3]\n\t"                                                                    \
+    "ldr %[wv], [%[w2]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s2], %[t], %[xv], %[s2]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s2], %[t], %[xo], %[s2]\n\t"                                                                    \
+    "ldr %[wv], [%[wa]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s0], %[t], %[xv], %[s0]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s0], %[t], %[xo], %[s0]\n\t"
+
+/* s[j] += sum over k < d4 of (x[k] + off) * slot j's row[k], d4 % 4 == 0; slots 0..3 at w0, w0 + st, w2, w2 + st
+ * (st 0: all four the same row). |off| <= 32640: x + off fits an int16 half. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: inlined (LTO), the 13-register asm has none left */
+#endif
+static void fc_slots(const int8_t *x, int32_t d4, int32_t off, const int8_t *w0, const int8_t *w2, int32_t st,
+                     uint32_t *s) {
+    uint32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+#if EDGE_DSP_ASM
+    if (d4 > 0) {
+        /* two words a pass (d4 / 4 odd: entered at the second); 13 registers, the loop's end in memory:
+         * 2 x 23 + 3 instructions per 32 MACs */
+        const int8_t *xp = x, *const xend = x + d4;
+        uint32_t xv, xo, wv, t = (uint32_t)(d4 >> 2) & 1u;
+        __asm__ volatile("cbnz %[t], 2f\n\t"
+                         "1:\n\t" FC_WORD "2:\n\t" FC_WORD
+                         "ldr %[t], %[xend]\n\t"
+                         "cmp %[xp], %[t]\n\t"
+                         "bne 1b"
+                         : [xp] "+&r"(xp), [wa] "+&r"(w0), [w2] "+&r"(w2), [s0] "+&r"(s0), [s1] "+&r"(s1),
+                           [s2] "+&r"(s2), [s3] "+&r"(s3), [xv] "=&r"(xv), [xo] "=&r"(xo), [wv] "=&r"(wv),
+                           [t] "+&l"(t)
+                         : [st] "r"(st), [off2] "r"(off2), [xend] "m"(xend)
+                         : "cc", "memory");
+    }
+#else
+    int32_t k;
+    for (k = 0; k < d4; k += 4) { /* FC_WORD's instructions */
+        uint32_t xv, xo, wv;
+        memcpy(&xv, x + k, 4);
+        xo = edge_sxtab16_ror8(off2, xv);
+        xv = edge_sxtab16(off2, xv);
+        memcpy(&wv, w0 + st + k, 4);
+        s1 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s1));
+        memcpy(&wv, w2 + st + k, 4);
+        s3 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s3));
+        memcpy(&wv, w2 + k, 4);
+        s2 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s2));
+        memcpy(&wv, w0 + k, 4);
+        s0 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s0));
+    }
+#endif
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+#undef FC_WORD
+#else
+/* Portable C: four distinct rows (w0, w0 + st, w2, w2 + st). x + off fits int16 (|off| <= 32512): blocks of 16
+ * as vector multiply-adds. */
+static void fc_slots(const int8_t *x, int32_t d4, int32_t off, const int8_t *w0, const int8_t *w2, int32_t st,
+                     uint32_t *s) {
+    const int8_t *w1 = w0 + st, *w3 = w2 + st;
+    int32_t j, k = 0;
+    if (off >= -32512 && off <= 32512) {
+        for (; k + 16 <= d4; k += 16) {
+            int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+            for (j = 0; j < 16; j++) {
+                const int16_t xv = (int16_t)(x[k + j] + off);
+                t0 += xv * (int16_t)w0[k + j];
+                t1 += xv * (int16_t)w1[k + j];
+                t2 += xv * (int16_t)w2[k + j];
+                t3 += xv * (int16_t)w3[k + j];
+            }
+            s[0] += (uint32_t)t0;
+            s[1] += (uint32_t)t1;
+            s[2] += (uint32_t)t2;
+            s[3] += (uint32_t)t3;
+        }
+    }
+    for (; k < d4; k++) {
+        const int32_t xv = x[k] + off;
+        s[0] += (uint32_t)(xv * w0[k]);
+        s[1] += (uint32_t)(xv * w1[k]);
+        s[2] += (uint32_t)(xv * w2[k]);
+        s[3] += (uint32_t)(xv * w3[k]);
+    }
+}
+#endif
+
+/* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass (fc_slots), the
+ * depth % 4 tail one unit at a time. A last group of nu < 4 units on DSP cores runs as four slots too, rows
+ * repeated (nu 3: u, u+1, u+1, u+2; 2: u, u+1, u, u+1; 1: u four times; the last unit's sum is slot 3's):
+ * 1-3 units cost what four do (~6 instructions per MAC for one unit, as its own loop did); the portable build
+ * runs such units one at a time. */
 static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
     const int32_t depth = d->depth, units = d->units, d4 = depth & ~3, pc = d->per_channel, off = d->input_offset;
     const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
-    int32_t b, u, j, k;
+    int32_t b, u, j;
     for (b = 0; b < d->batches; b++) {
         const int8_t *xb = x + (int64_t)b * depth;
         int8_t *yb = y + (int64_t)b * units;
         for (u = 0; u < units; u += 4) {
-            const int32_t nu = units - u < 4 ? units - u : 4;
-            const int8_t *w0 = wt + (int64_t)u * depth;
+            const int32_t nu = units - u < 4 ? units - u : 4, st = nu > 1 ? depth : 0;
+            int32_t row[4], k = 0;
             uint32_t s[4];
-            for (j = 0; j < 4; j++) s[j] = j < nu && bias ? (uint32_t)bias[u + j] : 0;
-            if (nu == 4) {
-                uint32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
-#if EDGE_DSP_ASM
-                if (d4 > 0) {
-                    const int8_t *xp = xb, *const xend = xb + d4, *w2 = w0 + 2 * (int64_t)depth;
-                    const int8_t *wa = w0;
-                    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-                    uint32_t xv, xo, wv, t;
-                    __asm__ volatile("1:\n\t"
-                                     "ldr %[xv], [%[xp]], #4\n\t"
-                                     "sxtb16 %[xo], %[xv], ror #8\n\t"
-                                     "sxtb16 %[xv], %[xv]\n\t"
-                                     "sadd16 %[xo], %[xo], %[off2]\n\t"
-                                     "sadd16 %[xv], %[xv], %[off2]\n\t"
-                                     "ldr %[wv], [%[w0], %[st]]\n\t"
-                                     "sxtb16 %[t], %[wv]\n\t"
-                                     "smlad %[s1], %[t], %[xv], %[s1]\n\t"
-                                     "sxtb16 %[t], %[wv], ror #8\n\t"
-                                     "smlad %[s1], %[t], %[xo], %[s1]\n\t"
-                                     "ldr %[wv], [%[w2], %[st]]\n\t"
-                                     "sxtb16 %[t], %[wv]\n\t"
-                                     "smlad %[s3], %[t], %[xv], %[s3]\n\t"
-                                     "sxtb16 %[t], %[wv], ror #8\n\t"
-                                     "smlad %[s3], %[t], %[xo], %[s3]\n\t"
-                                     "ldr %[wv], [%[w2]], #4\n\t"
-                                     "sxtb16 %[t], %[wv]\n\t"
-                                     "smlad %[s2], %[t], %[xv], %[s2]\n\t"
-                                     "sxtb16 %[t], %[wv], ror #8\n\t"
-                                     "smlad %[s2], %[t], %[xo], %[s2]\n\t"
-                                     "ldr %[wv], [%[w0]], #4\n\t"
-                                     "sxtb16 %[t], %[wv]\n\t"
-                                     "smlad %[s0], %[t], %[xv], %[s0]\n\t"
-                                     "sxtb16 %[t], %[wv], ror #8\n\t"
-                                     "smlad %[s0], %[t], %[xo], %[s0]\n\t"
-                                     "ldr %[t], %[xend]\n\t"
-                                     "cmp %[xp], %[t]\n\t"
-                                     "bne 1b"
-                                     : [xp] "+&r"(xp), [w0] "+&r"(wa), [w2] "+&r"(w2), [s0] "+&r"(s0), [s1] "+&r"(s1),
-                                       [s2] "+&r"(s2), [s3] "+&r"(s3), [xv] "=&r"(xv), [xo] "=&r"(xo), [wv] "=&r"(wv),
-                                       [t] "=&r"(t)
-                                     : [st] "r"(depth), [off2] "r"(off2), [xend] "m"(xend)
-                                     : "cc", "memory");
-                }
-#elif EDGE_DSP
-                const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-                for (k = 0; k < d4; k += 4) {
-                    uint32_t xv, xo, wv;
-                    memcpy(&xv, xb + k, 4);
-                    xo = edge_sadd16(edge_sxtb16_ror8(xv), off2);
-                    xv = edge_sadd16(edge_sxtb16(xv), off2);
-                    memcpy(&wv, w0 + k, 4);
-                    s0 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s0));
-                    memcpy(&wv, w0 + depth + k, 4);
-                    s1 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s1));
-                    memcpy(&wv, w0 + 2 * (int64_t)depth + k, 4);
-                    s2 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s2));
-                    memcpy(&wv, w0 + 3 * (int64_t)depth + k, 4);
-                    s3 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s3));
-                }
-#else
-                k = 0;
-                if (off >= -32512 && off <= 32512) { /* x + off fits int16: blocks of 16 as vector multiply-adds */
-                    const int8_t *w1 = w0 + depth, *w2 = w1 + depth, *w3 = w2 + depth;
-                    for (; k + 16 <= d4; k += 16) {
-                        int32_t t0 = 0, t1 = 0, t2 = 0, t3 = 0;
-                        for (j = 0; j < 16; j++) {
-                            const int16_t xv = (int16_t)(xb[k + j] + off);
-                            t0 += xv * (int16_t)w0[k + j];
-                            t1 += xv * (int16_t)w1[k + j];
-                            t2 += xv * (int16_t)w2[k + j];
-                            t3 += xv * (int16_t)w3[k + j];
-                        }
-                        s0 += (uint32_t)t0;
-                        s1 += (uint32_t)t1;
-                        s2 += (uint32_t)t2;
-                        s3 += (uint32_t)t3;
-                    }
-                }
-                for (; k < d4; k++) {
-                    const int32_t xv = xb[k] + off;
-                    s0 += (uint32_t)(xv * w0[k]);
-                    s1 += (uint32_t)(xv * w0[depth + k]);
-                    s2 += (uint32_t)(xv * w0[2 * (int64_t)depth + k]);
-                    s3 += (uint32_t)(xv * w0[3 * (int64_t)depth + k]);
-                }
-#endif
-                s[0] = s0;
-                s[1] = s1;
-                s[2] = s2;
-                s[3] = s3;
+            row[0] = u; /* the slots' rows */
+            row[1] = u + (nu > 1);
+            row[2] = EDGE_DSP || nu == 4 ? u + (nu > 2 ? nu - 2 : 0) : u + 2;
+            row[3] = row[2] + (nu > 1);
+            for (j = 0; j < 4; j++) s[j] = bias ? (uint32_t)bias[row[j]] : 0;
+            if (EDGE_DSP || nu == 4) {
+                fc_slots(xb, d4, off, wt + (int64_t)row[0] * depth, wt + (int64_t)row[2] * depth, st, s);
                 k = d4;
-            } else {
-                k = 0;
+                s[nu - 1] = s[3]; /* the last unit's slot */
+                row[nu - 1] = row[3];
             }
             for (j = 0; j < nu; j++) {
-                const int8_t *wu = w0 + (int64_t)j * depth;
+                const int8_t *wu = wt + (int64_t)row[j] * depth;
                 uint32_t acc = s[j];
                 int32_t i;
                 edge_rq_t q;
