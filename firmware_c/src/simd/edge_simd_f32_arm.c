@@ -541,4 +541,11 @@ int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n)
     for (; i < n; i++) y[i] = f16_scalar(h[i]);
     return 1;
 }
+
+/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
+int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt,
+                                 const float *bias, int32_t oy0, int32_t oy1, float *y) {
+    (void)level, (void)p, (void)x, (void)wt, (void)bias, (void)oy0, (void)oy1, (void)y;
+    return 0; /* no NEON twin yet: edge_simd_dw_f32 serves every shape */
+}
 #endif
