@@ -449,6 +449,11 @@ def _neon_cases():
         r = np.random.default_rng(26400 + seed)
         model, feeds = _resize_case(r, seed, "float32")
         cases.append((f"resize f32 seed {seed}", model, feeds, "resize_f32", True))
+    for case, k in ((0, 3), (1, 3), (2, 5), (3, 5), (5, 3), (7, 5)):  # c 96, 96, 17, 33, 16, 65
+        model, feeds = _dw_f32_case(case, k)
+        cases.append((f"dw_f32 {DW3_CASES[case]} k{k}", model, feeds, "dw_f32", "avx2"))
+    model, feeds = _dw_f32_case(4, 5)  # one channel: below a tile, edge_simd_dw_f32
+    cases.append(("dw_f32 c1", model, feeds, None, "avx2"))
     for depth, beta in ((37, 1.0), (1001, 0.5), (3, 2.5)):
         x = (rng.standard_normal((3, depth)) * 5).astype(np.float32)
         model = op_model("SOFTMAX", [F((3, depth))], [F((3, depth))], options={"beta": beta})
@@ -466,9 +471,9 @@ def arm64_runner():
 @pytest.mark.slow
 def test_aarch64_neon_twins_taken_and_equal_portable(backend, arm64_runner, tmp_path):
     """Every NEON twin (int8 DEPTHWISE 3x3 / 5x5, ADD / SUB / MUL int8 on 16 lanes, MEAN / SUM sums and outputs,
-    RESIZE_BILINEAR int8 / float32, SOFTMAX float32) is taken at both aarch64 levels and
-    gives the portable kernel's bytes (SOFTMAX: within 1e-5 of the range, the exp polynomial); level 0 takes none
-    of them. An int8 ADD / MUL of every pair of values covers every rounding boundary of the SSRA + SRSHL shifts."""
+    RESIZE_BILINEAR int8 / float32, float32 DEPTHWISE 3x3 / 5x5, SOFTMAX float32) is taken at both aarch64 levels
+    and gives the portable kernel's bytes (float DEPTHWISE: x86-64 AVX2's, the fast paths' FMAs in their order;
+    SOFTMAX: within 1e-5 of the range, the exp polynomial); level 0 takes none of them. An int8 ADD / MUL of every pair of values covers every rounding boundary of the SSRA + SRSHL shifts."""
     from tests.test_c_cross import HOST_RUNNER
 
     qemu, sysroot, runner = arm64_runner

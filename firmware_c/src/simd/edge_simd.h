@@ -311,9 +311,10 @@ int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, con
 int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
                               int32_t n, const int32_t *p);
 /* edge_simd_dw_f32 (its geometry, its operations in its order: the same bits) for 3x3 and 5x5 filters, stride 1 or 2
- * (both axes the same), dilation 1, at EDGE_SIMD_X86_AVX512VNNI: the channel tile's taps loaded once (3x3: held in
- * registers), four interior pixels at a time sharing their input columns. 0 for other shapes and levels (y NULL:
- * only asks). */
+ * (both axes the same), dilation 1, at EDGE_SIMD_X86_AVX512VNNI (16 channels a tile) and the aarch64 levels (4, for
+ * 4 channels or more: a last partial tile overlaps the one before): the channel tile's taps loaded once (3x3: held
+ * in registers), four interior pixels at a time sharing their input columns. 0 for other shapes and levels (y
+ * NULL: only asks). */
 int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                             int32_t oy0, int32_t oy1, float *y);
 /* int8 DEPTHWISE_CONV_2D, depth multiplier 1, 3x3 / 5x5, stride 1 or 2 (both axes), dilation 1, at

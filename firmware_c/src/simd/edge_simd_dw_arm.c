@@ -1,8 +1,8 @@
 /* edge_simd_dw_arm.c - the aarch64 side of edge_simd_dw_x86.c's functions, NEON at both levels (the library is built
  * for plain armv8-a: every 64-bit Pi): SOFTMAX float32, RESIZE_BILINEAR rows (float32, int8), the float32 / int8
  * sums of MEAN / SUM over H, W and their int8 outputs, int8 ADD / SUB and MUL rows on 16 lanes, int8 DEPTHWISE_CONV_2D
- * 3x3 / 5x5 with the filter loaded once per channel tile, and the 8-bit tables. The float32 3x3 / 5x5 depthwise has
- * no NEON twin yet (edge_simd_f32_arm.c answers 0: edge_simd_dw_f32 serves it).
+ * 3x3 / 5x5 with the filter loaded once per channel tile, and the 8-bit tables. The float32 3x3 / 5x5 depthwise is
+ * edge_simd_f32_arm.c's (it shares that file's fused multiply-adds).
  *
  * The resize and sum paths do the portable kernels' operations lane by lane (no FMA: the build's -ffp-contract=off
  * keeps vmulq + vaddq apart): the same bits. The int8 paths requantize with edge_simd_arm.h's lanes (SQRDMULH, SSRA,
