@@ -258,9 +258,10 @@ int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n)
  * (x NULL for SOFTMAX / the sums) it only asks. */
 #if EDGE_SIMD
 /* Which of these paths ran, for the tests under qemu-user (where a timing means nothing and a bit-exact path
- * leaves no other trace): edge_simd_dw_arm.c counts every call that ran (edge_simd_count, one relaxed atomic add
- * per row or row range); with EDGE_SIMD_PATHS=1 in the environment, edge_simd.c prints
- * "edge-simd-paths NAME=COUNT ..." (every path, edge_simd_path_names' order) on stderr at exit. */
+ * leaves no other trace): the aarch64 files call edge_simd_count for every call that ran. It counts only when
+ * EDGE_SIMD_PATHS is set in the environment (read with EDGE_SIMD_LEVEL, at the first prepare): one load and a
+ * branch otherwise, where an atomic add per call would cost as much as a short broadcast row. Then edge_simd.c
+ * prints "edge-simd-paths NAME=COUNT ..." (every path, in this order) on stderr at exit. */
 enum {
     EDGE_SIMD_PATH_DW_Q8 = 0,   /* edge_simd_dw_q8_3x3_5x5 */
     EDGE_SIMD_PATH_ADDSUB_Q8,   /* edge_simd_addsub_q8_wide */
@@ -274,7 +275,11 @@ enum {
     EDGE_SIMD_PATH_DW_F32,      /* edge_simd_dw_3x3_5x5_f32 */
     EDGE_SIMD_PATHS
 };
-void edge_simd_count(int32_t path);
+extern int32_t edge_simd_counting; /* 1 when EDGE_SIMD_PATHS is set */
+void edge_simd_count_path(int32_t path);
+static inline void edge_simd_count(int32_t path) {
+    if (__atomic_load_n(&edge_simd_counting, __ATOMIC_RELAXED)) edge_simd_count_path(path);
+}
 /* float32 SOFTMAX of one row of n values: e = exp((x - max) * beta) (the difference and the product rounded as the
  * portable kernel; exp by a polynomial within 2 ulp, 0 below -87), y = e / (the sum of the e in lanes): within
  * 1e-6 of the portable kernel relative to the row's largest output. Returns 0 without a result for a row holding
