@@ -255,13 +255,8 @@ DW3_CASES = [(1, "SAME", 96, 24, 24), (2, "SAME", 96, 48, 48), (1, "VALID", 17, 
              (1, "SAME", 1, 5, 5), (2, "SAME", 16, 3, 11), (1, "SAME", 31, 4, 4), (2, "SAME", 65, 9, 10)]
 
 
-@pytest.mark.parametrize("k", [3, 5])
-@pytest.mark.parametrize("case", range(len(DW3_CASES)))
-def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case, k):
-    """The 3x3 / 5x5 AVX-512 kernel (filter taps loaded once per channel tile, four pixels sharing their input
-    columns) does the AVX2 fast path's fused multiply-adds in its order: the same bits as level 1, and within 1e-5
-    of the portable kernel; stride 1 and 2, SAME / VALID, channels not multiples of 16, rows too short for a block
-    of four, batches."""
+def _dw_f32_case(case, k):
+    """(model, feeds) of DW3_CASES[case] with a k x k float32 filter, every activation, bias or none."""
     stride, padding, c, h, w = DW3_CASES[case]
     h, w = max(h, k), max(w, k)
     rng = np.random.default_rng(26700 + case)
@@ -275,7 +270,17 @@ def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case
     model = op_model("DEPTHWISE_CONV_2D", [F((n, h, w, c)), wt, bias], [F((n, oh, ow, c))],
                      options={"padding": padding, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,
                               "fused_activation_function": act})
-    feeds = [rng.uniform(-2, 2, (n, h, w, c)).astype(np.float32)]
+    return model, [rng.uniform(-2, 2, (n, h, w, c)).astype(np.float32)]
+
+
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("case", range(len(DW3_CASES)))
+def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case, k):
+    """The 3x3 / 5x5 AVX-512 kernel (filter taps loaded once per channel tile, four pixels sharing their input
+    columns) does the AVX2 fast path's fused multiply-adds in its order: the same bits as level 1, and within 1e-5
+    of the portable kernel; stride 1 and 2, SAME / VALID, channels not multiples of 16, rows too short for a block
+    of four, batches."""
+    model, feeds = _dw_f32_case(case, k)
     _every_level(backend, levels, model, feeds, exact=False)
     lib, lv = levels
     if len(lv) < 2:
@@ -284,12 +289,9 @@ def test_depthwise_3x3_5x5_f32_taps_once_same_bits_as_avx2(backend, levels, case
                                   run_at_level(backend, lib, 1, model, feeds)[0])
 
 
-@pytest.mark.parametrize("k", [3, 5])
-@pytest.mark.parametrize("case", range(len(DW3_CASES)))
-def test_depthwise_3x3_5x5_int8_taps_once_equals_portable_and_tflm(backend, levels, case, k):
-    """The int8 3x3 / 5x5 AVX-512 kernel (taps widened once per channel tile, the input offset folded into the bias
-    for windows inside the input, four pixels sharing their input columns): the portable kernel's bytes and TFLM's,
-    per-channel and per-tensor filters, any zero points, every activation, bias or none."""
+def _dw_q8_case(case, k):
+    """(model, feeds, has_bias) of DW3_CASES[case] with a k x k int8 filter: per-channel or per-tensor, any zero
+    points, every activation, bias or none."""
     stride, padding, c, h, w = DW3_CASES[case]
     h, w = max(h, k), max(w, k)
     rng = np.random.default_rng(26800 + case * 10 + k)
@@ -309,9 +311,18 @@ def test_depthwise_3x3_5x5_int8_taps_once_equals_portable_and_tflm(backend, leve
     model = op_model("DEPTHWISE_CONV_2D", [x, wt, bias], [y],
                      options={"padding": padding, "stride_h": stride, "stride_w": stride, "depth_multiplier": 1,
                               "fused_activation_function": act})
-    feeds = [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
+    return model, [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)], bias is not None
+
+
+@pytest.mark.parametrize("k", [3, 5])
+@pytest.mark.parametrize("case", range(len(DW3_CASES)))
+def test_depthwise_3x3_5x5_int8_taps_once_equals_portable_and_tflm(backend, levels, case, k):
+    """The int8 3x3 / 5x5 AVX-512 kernel (taps widened once per channel tile, the input offset folded into the bias
+    for windows inside the input, four pixels sharing their input columns): the portable kernel's bytes and TFLM's,
+    per-channel and per-tensor filters, any zero points, every activation, bias or none."""
+    model, feeds, has_bias = _dw_q8_case(case, k)
     ref = _every_level(backend, levels, model, feeds, exact=True)
-    if bias is not None:  # TFLM (and LiteRT) refuse an int8 depthwise without a bias: the portable kernel is the reference
+    if has_bias:  # TFLM (and LiteRT) refuse an int8 depthwise without a bias: the portable kernel is the reference
         np.testing.assert_array_equal(ref[0], run_tflm(model, feeds, isolate=True)[0])
 
 
@@ -364,3 +375,128 @@ def test_softmax_int8_exp_table_at_prepare_equals_portable_and_tflm(backend, lev
     ref = _every_level(backend, levels, model, feeds, exact=True)
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
     assert np.unique(ref[0]).size > 1
+
+
+# ------------------------------------------------------------------------------------------------ aarch64 (qemu-user)
+# The NEON twins of the paths above (src/simd/edge_simd_dw_arm.c), run by firmware_c built for aarch64 under
+# qemu-user at both levels (-cpu cortex-a53: NEON, a Pi 3 / 4 core; -cpu max: SDOT) and at level 0
+# (EDGE_SIMD_LEVEL=0, the portable kernels). qemu's timings mean nothing, and a bit-exact path leaves no trace in
+# its output: EDGE_SIMD_PATHS=1 makes the runner print how often each path ran, so each case asserts that its path
+# was taken (and never at level 0).
+def _paths(stderr):
+    line = [ln for ln in stderr.splitlines() if ln.startswith("edge-simd-paths ")]
+    assert len(line) == 1, stderr[-2000:]
+    return {k: int(v) for k, v in (kv.split("=") for kv in line[0].split()[1:])}
+
+
+def _run_paths(cmd, path, feeds, tmp):
+    import subprocess
+
+    inp, outp = tmp / "in.bin", tmp / "out.bin"
+    inp.write_bytes(b"".join(np.ascontiguousarray(x).tobytes() for x in feeds))
+    outp.unlink(missing_ok=True)
+    proc = subprocess.run([*cmd, str(path), str(inp), str(outp)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return outp.read_bytes(), _paths(proc.stderr)
+
+
+def _neon_cases():
+    """(name, model, feeds, the path it must take or None, how its bytes compare): int8 cases first (issue 26's
+    priority order). True: the portable kernel's bytes; False: within 1e-5 of its range; "avx2": the x86-64 host
+    build's bytes at level 1 (AVX2: edge_simd_dw_f32's FMAs in the order every fast path runs them) and within 1e-5 of
+    the portable kernel."""
+    rng = np.random.default_rng(26900)
+    cases = []
+    for case, k in ((0, 3), (2, 5), (3, 3), (5, 5), (6, 3), (7, 3)):  # c 96, 17, 33, 16, 31, 65: partial tiles
+        model, feeds, _ = _dw_q8_case(case, k)
+        cases.append((f"dw_q8 {DW3_CASES[case]} k{k}", model, feeds, "dw_q8", True))
+    model, feeds, _ = _dw_q8_case(4, 3)  # one channel: below a tile, the per-pixel path
+    cases.append(("dw_q8 c1", model, feeds, None, True))
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128), indexing="ij")
+    every = [a.astype(np.int8).reshape(1, 256, 256, 1), b.astype(np.int8).reshape(1, 256, 256, 1)]
+    for op, sc, zps in (("ADD", (0.05, 0.07, 0.1), (-3, 17, 5)), ("SUB", (0.1, 0.1, 0.2), (101, -128, -40)),
+                        ("ADD", (0.5, 0.00001, 0.3), (127, -128, 0))):
+        ts = [T((1, 256, 256, 1), "INT8", s, z) for s, z in zip(sc, zps)]
+        cases.append((f"{op} every pair {sc}", op_model(op, ts[:2], ts[2:]), every, "addsub_q8", True))
+    for ratio in (1 / 0.7, 600.0, 3e-10):
+        ts = [T((1, 256, 256, 1), "INT8", s, z) for s, z in zip((0.5, 0.3, 0.15 / ratio), (127, -128, -40))]
+        cases.append((f"MUL every pair {ratio}", op_model("MUL", ts[:2], ts[2:]), every, "mul_q8", True))
+    for op, sa, sb in (("ADD", (1, 7, 11, 19), (19,)), ("SUB", (1,), (1, 7, 11, 19)), ("MUL", (1, 7, 11, 19), (1,)),
+                       ("MUL", (1, 7, 1, 19), (1, 7, 11, 19))):
+        ins = [T(sa, "INT8", 0.05, -3), T(sb, "INT8", 0.07, 11)]
+        out = T(np.broadcast_shapes(sa, sb), "INT8", 0.004 if op == "MUL" else 0.09, 5)
+        model = op_model(op, ins, [out], options={"fused_activation_function": "RELU"})
+        cases.append((f"{op} broadcast {sa} {sb}", model, [rng.integers(-128, 128, s, dtype=np.int8) for s in (sa, sb)],
+                      "mul_q8" if op == "MUL" else "addsub_q8", True))
+    axes = T((2,), "INT32", data=np.array([1, 2], np.int32))
+    for op, c, ratio in (("MEAN", 33, 0.7), ("MEAN", 1280, 40.0), ("SUM", 17, 1 / 300.0), ("MEAN", 300, 3e-11)):
+        shape = (2, 5, 3, c)
+        ys = 0.05 * (15 if op == "SUM" else 1) / ratio
+        model = op_model(op, [T(shape, "INT8", 0.05, -128), axes], [T((2, 1, 1, c), "INT8", ys, 127)],
+                         options={"keep_dims": True})
+        feeds = [rng.integers(-128, 128, shape, dtype=np.int8)]
+        cases.append((f"{op} int8 c{c} ratio {ratio}", model, feeds, "sum_q8", True))
+        if ratio != 3e-11:  # a right shift past 31: the caller's scalar loop
+            cases.append((f"{op} int8 c{c} ratio {ratio} outputs", model, feeds, "rq_sums_q8", True))
+    for op, shape in (("MEAN", (2, 9, 7, 70)), ("SUM", (1, 5, 6, 3)), ("MEAN", (1, 3, 3, 21))):
+        model = op_model(op, [F(shape), axes], [F((shape[0], shape[3]))], options={"keep_dims": False})
+        cases.append((f"{op} f32 {shape}", model, [(5 + rng.standard_normal(shape)).astype(np.float32)], "sum_f32",
+                      True))
+    for seed in (1, 2, 5, 8):  # RESIZE_BILINEAR int8 / float32, channels 1 .. 64, every mode
+        r = np.random.default_rng(26300 + seed)
+        model, feeds = _resize_case(r, seed, "int8")
+        cases.append((f"resize int8 seed {seed}", model, feeds, "resize_q8", True))
+        r = np.random.default_rng(26400 + seed)
+        model, feeds = _resize_case(r, seed, "float32")
+        cases.append((f"resize f32 seed {seed}", model, feeds, "resize_f32", True))
+    for case, k in ((0, 3), (1, 3), (2, 5), (3, 5), (5, 3), (7, 5)):  # c 96, 96, 17, 33, 16, 65
+        model, feeds = _dw_f32_case(case, k)
+        cases.append((f"dw_f32 {DW3_CASES[case]} k{k}", model, feeds, "dw_f32", "avx2"))
+    model, feeds = _dw_f32_case(4, 5)  # one channel: below a tile, edge_simd_dw_f32
+    cases.append(("dw_f32 c1", model, feeds, None, "avx2"))
+    for depth, beta in ((37, 1.0), (1001, 0.5), (3, 2.5)):
+        x = (rng.standard_normal((3, depth)) * 5).astype(np.float32)
+        model = op_model("SOFTMAX", [F((3, depth))], [F((3, depth))], options={"beta": beta})
+        cases.append((f"softmax f32 {depth}", model, [x], "softmax_f32", False))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def arm64_runner():
+    from tests.simd_common import aarch64_build
+
+    return aarch64_build()
+
+
+@pytest.mark.slow
+def test_aarch64_neon_twins_taken_and_equal_portable(backend, arm64_runner, tmp_path):
+    """Every NEON twin (int8 DEPTHWISE 3x3 / 5x5, ADD / SUB / MUL int8 on 16 lanes, MEAN / SUM sums and outputs,
+    RESIZE_BILINEAR int8 / float32, float32 DEPTHWISE 3x3 / 5x5, SOFTMAX float32) is taken at both aarch64 levels
+    and gives the portable kernel's bytes (float DEPTHWISE: x86-64 AVX2's, the fast paths' FMAs in their order;
+    SOFTMAX: within 1e-5 of the range, the exp polynomial); level 0 takes none of them. An int8 ADD / MUL of every pair of values covers every rounding boundary of the SSRA + SRSHL shifts."""
+    from tests.test_c_cross import HOST_RUNNER
+
+    qemu, sysroot, runner = arm64_runner
+    for i, (name, model, feeds, path_name, exact) in enumerate(_neon_cases()):
+        path = tmp_path / f"m{i}.tflite"
+        path.write_bytes(model)
+        base = [qemu, "-E", "EDGE_SIMD_PATHS=1", "-L", sysroot]
+        ref, plain = _run_paths([*base[:1], "-cpu", "cortex-a53", "-E", "EDGE_SIMD_LEVEL=0", *base[1:], str(runner)],
+                                path, feeds, tmp_path)
+        assert not any(plain.values()), f"{name}: level 0 took a fast path {plain}"
+        want = ref
+        if exact == "avx2":
+            want, _ = _run_paths(["env", "EDGE_SIMD_LEVEL=1", "EDGE_SIMD_PATHS=1", str(HOST_RUNNER)], path, feeds,
+                                 tmp_path)
+        for cpu in ("cortex-a53", "max"):
+            got, counts = _run_paths([*base[:1], "-cpu", cpu, *base[1:], str(runner)], path, feeds, tmp_path)
+            if path_name:
+                assert counts[path_name] > 0, f"{name} -cpu {cpu}: {path_name} not taken {counts}"
+            else:
+                assert not any(counts.values()), f"{name} -cpu {cpu}: {counts}"
+            if exact is not False:
+                what = "x86-64 AVX2" if exact == "avx2" else "portable kernel's"
+                assert got == want, f"{name} -cpu {cpu}: differs from the {what} bytes"
+            if exact is not True:
+                g, r = np.frombuffer(got, np.float32), np.frombuffer(ref, np.float32)
+                assert_close_of_range(g, r, f"{name} -cpu {cpu} vs the portable kernel", 1e-5)

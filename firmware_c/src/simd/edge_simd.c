@@ -7,9 +7,27 @@
 
 #if EDGE_SIMD
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static int32_t simd_cap = -1;
+
+/* edge_simd_count's tallies when EDGE_SIMD_PATHS is set (relaxed atomics: threads of one layer add to the same
+ * path), printed at exit (tests/test_c_simd_dw.py reads them from edge-run-c under qemu-user). */
+int32_t edge_simd_counting = 0;
+static uint32_t path_counts[EDGE_SIMD_PATHS];
+static const char *const path_names[EDGE_SIMD_PATHS] = {"dw_q8", "addsub_q8", "mul_q8", "sum_q8", "rq_sums_q8",
+                                                        "sum_f32", "softmax_f32", "resize_q8", "resize_f32", "dw_f32"};
+
+void edge_simd_count_path(int32_t path) { __atomic_fetch_add(&path_counts[path], 1u, __ATOMIC_RELAXED); }
+
+static void print_paths(void) {
+    int32_t i;
+    fprintf(stderr, "edge-simd-paths");
+    for (i = 0; i < EDGE_SIMD_PATHS; i++)
+        fprintf(stderr, " %s=%u", path_names[i], (unsigned)__atomic_load_n(&path_counts[i], __ATOMIC_RELAXED));
+    fprintf(stderr, "\n");
+}
 
 static int32_t simd_detect(void) {
     static int32_t level = -1;
@@ -17,6 +35,8 @@ static int32_t simd_detect(void) {
         const char *env = getenv("EDGE_SIMD_LEVEL");
         int32_t l = edge_simd_cpu_level();
         if (env && env[0] >= '0' && env[0] <= '9' && env[1] == 0 && env[0] - '0' < l) l = env[0] - '0';
+        if (getenv("EDGE_SIMD_PATHS") && atexit(print_paths) == 0)
+            __atomic_store_n(&edge_simd_counting, 1, __ATOMIC_RELAXED);
         level = l;
     }
     return level;

@@ -253,10 +253,33 @@ int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n)
 
 /* ============================================================================================== issue 26
  * src/simd/edge_simd_dw_x86.c (AVX-512 at EDGE_SIMD_X86_AVX512VNNI, AVX2 at EDGE_SIMD_X86_AVX2; the target
- * attributes leave FMA out where the portable bits are kept) and src/simd/edge_simd_dw_arm.c (no NEON path yet:
- * 0). Each returns 0 when this level has no such path (the caller runs its own); called with a NULL output
+ * attributes leave FMA out where the portable bits are kept) and src/simd/edge_simd_dw_arm.c (NEON at both aarch64
+ * levels). Each returns 0 when this level has no such path (the caller runs its own); called with a NULL output
  * (x NULL for SOFTMAX / the sums) it only asks. */
 #if EDGE_SIMD
+/* Which of these paths ran, for the tests under qemu-user (where a timing means nothing and a bit-exact path
+ * leaves no other trace): the aarch64 files call edge_simd_count for every call that ran. It counts only when
+ * EDGE_SIMD_PATHS is set in the environment (read with EDGE_SIMD_LEVEL, at the first prepare): one load and a
+ * branch otherwise, where an atomic add per call would cost as much as a short broadcast row. Then edge_simd.c
+ * prints "edge-simd-paths NAME=COUNT ..." (every path, in this order) on stderr at exit. */
+enum {
+    EDGE_SIMD_PATH_DW_Q8 = 0,   /* edge_simd_dw_q8_3x3_5x5 */
+    EDGE_SIMD_PATH_ADDSUB_Q8,   /* edge_simd_addsub_q8_wide */
+    EDGE_SIMD_PATH_MUL_Q8,      /* edge_simd_mul_q8_wide */
+    EDGE_SIMD_PATH_SUM_Q8,      /* edge_simd_sum_hw_q8 */
+    EDGE_SIMD_PATH_RQ_SUMS_Q8,  /* edge_simd_rq_sums_q8 */
+    EDGE_SIMD_PATH_SUM_F32,     /* edge_simd_sum_hw_f32 */
+    EDGE_SIMD_PATH_SOFTMAX_F32, /* edge_simd_softmax_f32 (a row it ran to the end) */
+    EDGE_SIMD_PATH_RESIZE_Q8,   /* edge_simd_resize_row_q8 */
+    EDGE_SIMD_PATH_RESIZE_F32,  /* edge_simd_resize_row_f32 */
+    EDGE_SIMD_PATH_DW_F32,      /* edge_simd_dw_3x3_5x5_f32 */
+    EDGE_SIMD_PATHS
+};
+extern int32_t edge_simd_counting; /* 1 when EDGE_SIMD_PATHS is set */
+void edge_simd_count_path(int32_t path);
+static inline void edge_simd_count(int32_t path) {
+    if (__atomic_load_n(&edge_simd_counting, __ATOMIC_RELAXED)) edge_simd_count_path(path);
+}
 /* float32 SOFTMAX of one row of n values: e = exp((x - max) * beta) (the difference and the product rounded as the
  * portable kernel; exp by a polynomial within 2 ulp, 0 below -87), y = e / (the sum of the e in lanes): within
  * 1e-6 of the portable kernel relative to the row's largest output. Returns 0 without a result for a row holding
@@ -277,26 +300,31 @@ int32_t edge_simd_sum_hw_f32(int32_t level, const float *x, int64_t hw, int64_t 
                              float *sums);
 int32_t edge_simd_sum_hw_q8(int32_t level, const int8_t *x, int64_t hw, int64_t stride, int32_t c, int32_t *sums);
 /* The int8 outputs of n int32 sums (MEAN / SUM int8): y[i] = clamp(edge_mbqm(sums[i] - offset, m, shift) + zp, lo,
- * hi), the subtraction wrapping: 16 lanes at EDGE_SIMD_X86_AVX512VNNI for m >= 0, shift -31..31; 0 otherwise (the
- * caller's scalar loop). n = 0 only asks. */
+ * hi), the subtraction wrapping: 16 lanes at EDGE_SIMD_X86_AVX512VNNI, 8 at the aarch64 levels, for m >= 0, shift
+ * -31..31; 0 otherwise (the caller's scalar loop). n = 0 only asks. */
 int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int32_t offset, int32_t m, int32_t shift,
                              int32_t zp, int32_t lo, int32_t hi, int8_t *y);
 /* edge_simd_addsub_q8 (its p, its arithmetic lane by lane: the same bytes) on the widest vectors: 16 lanes at
- * EDGE_SIMD_X86_AVX512VNNI; 0 at the other levels (edge_simd_addsub_q8 serves them). n = 0 only asks. */
+ * EDGE_SIMD_X86_AVX512VNNI and at the aarch64 levels (there for int8 zero points and shifts 0..31: the rounding
+ * shifts in SSRA + SRSHL); 0 at the other levels and parameters (edge_simd_addsub_q8 serves them). n = 0 only
+ * asks. */
 int32_t edge_simd_addsub_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
                                  int32_t n, const int32_t *p);
-/* edge_simd_mul_q8 (its p, its arithmetic lane by lane: the same bytes) on 16 lanes at EDGE_SIMD_X86_AVX512VNNI with
- * a right shift of 0..31; 0 otherwise (edge_simd_mul_q8 serves those). n = 0 only asks. */
+/* edge_simd_mul_q8 (its p, its arithmetic lane by lane: the same bytes) on 16 lanes at EDGE_SIMD_X86_AVX512VNNI and
+ * at the aarch64 levels (there for int8 zero points: the product SMULL of int16) with a right shift of 0..31; 0
+ * otherwise (edge_simd_mul_q8 serves those). n = 0 only asks. */
 int32_t edge_simd_mul_q8_wide(int32_t level, const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y,
                               int32_t n, const int32_t *p);
 /* edge_simd_dw_f32 (its geometry, its operations in its order: the same bits) for 3x3 and 5x5 filters, stride 1 or 2
- * (both axes the same), dilation 1, at EDGE_SIMD_X86_AVX512VNNI: the channel tile's taps loaded once (3x3: held in
- * registers), four interior pixels at a time sharing their input columns. 0 for other shapes and levels (y NULL:
- * only asks). */
+ * (both axes the same), dilation 1, at EDGE_SIMD_X86_AVX512VNNI (16 channels a tile) and the aarch64 levels (4, for
+ * 4 channels or more: a last partial tile overlaps the one before): the channel tile's taps loaded once (3x3: held
+ * in registers), four interior pixels at a time sharing their input columns. 0 for other shapes and levels (y
+ * NULL: only asks). */
 int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                             int32_t oy0, int32_t oy1, float *y);
 /* int8 DEPTHWISE_CONV_2D, depth multiplier 1, 3x3 / 5x5, stride 1 or 2 (both axes), dilation 1, at
- * EDGE_SIMD_X86_AVX512VNNI, output rows [oy0, oy1) of one batch (p: the geometry; its lo / hi unused): y = clamp(zp +
+ * EDGE_SIMD_X86_AVX512VNNI and the aarch64 levels (there 8 channels or more, 8 a tile, a last partial one
+ * overlapping), output rows [oy0, oy1) of one batch (p: the geometry; its lo / hi unused): y = clamp(zp +
  * rq_c(bias[c] + sum over the taps inside the input of (x + input_offset) * wt[tap * c + c]), lo, hi), wt the
  * filter widened to int16 [kh * kw, c], rq_c edge_rq_apply with mul[c], rs[c]: the portable kernel's bytes. 0 for
  * other shapes and levels (y NULL: only asks). */

@@ -12,6 +12,7 @@
 
 #if EDGE_SIMD && defined(__aarch64__)
 #include <arm_neon.h>
+#include "edge_simd_arm.h"
 #include "edge_simd_q8_scalar.h"
 #include <string.h>
 #include <sys/auxv.h>
@@ -78,21 +79,15 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
     }
 }
 
-static INLINE int32x4_t rq4(int32x4_t acc, int32x4_t mul, int32x4_t nrs, int32x4_t zp, int32x4_t lo, int32x4_t hi) {
-    int32x4_t h = vqrdmulhq_s32(acc, mul);
-    h = vsraq_n_s32(h, h, 31);
-    h = vaddq_s32(vrshlq_s32(h, nrs), zp);
-    return vminq_s32(vmaxq_s32(h, lo), hi);
-}
-
 /* acc (8 channels of one row, two int32x4) from block c0 -> y[0..nvalid) */
 static INLINE void store_row(const edge_simd_qgemm_t *g, int32x4_t a0, int32x4_t a1, int32_t c0, int32_t nvalid,
                              int8_t *y) {
     const int32_t *bias = (const int32_t *)g->packed, *mul = bias + g->npad, *rs = mul + g->npad;
     const int32x4_t zp = vdupq_n_s32(g->zp), lo = vdupq_n_s32(g->lo), hi = vdupq_n_s32(g->hi);
-    const int32x4_t q0 = rq4(vaddq_s32(a0, vld1q_s32(bias + c0)), vld1q_s32(mul + c0), vld1q_s32(rs + c0), zp, lo, hi);
+    const int32x4_t q0 =
+        neon_rq4(vaddq_s32(a0, vld1q_s32(bias + c0)), vld1q_s32(mul + c0), vld1q_s32(rs + c0), zp, lo, hi);
     const int32x4_t q1 =
-        rq4(vaddq_s32(a1, vld1q_s32(bias + c0 + 4)), vld1q_s32(mul + c0 + 4), vld1q_s32(rs + c0 + 4), zp, lo, hi);
+        neon_rq4(vaddq_s32(a1, vld1q_s32(bias + c0 + 4)), vld1q_s32(mul + c0 + 4), vld1q_s32(rs + c0 + 4), zp, lo, hi);
     const int8x8_t v = vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1)));
     if (nvalid >= 8) {
         vst1_s8(y + c0, v);
@@ -365,8 +360,8 @@ void edge_simd_dw_pixel(int32_t level, const int8_t *x, const int32_t *xoff, con
             a0 = vmlal_s16(a0, vget_low_s16(xv), vget_low_s16(wv));
             a1 = vmlal_high_s16(a1, xv, wv);
         }
-        q0 = rq4(a0, vld1q_s32(mul + c0), vnegq_s32(vld1q_s32(rs + c0)), vzp, vlo, vhi);
-        q1 = rq4(a1, vld1q_s32(mul + c0 + 4), vnegq_s32(vld1q_s32(rs + c0 + 4)), vzp, vlo, vhi);
+        q0 = neon_rq4(a0, vld1q_s32(mul + c0), vnegq_s32(vld1q_s32(rs + c0)), vzp, vlo, vhi);
+        q1 = neon_rq4(a1, vld1q_s32(mul + c0 + 4), vnegq_s32(vld1q_s32(rs + c0 + 4)), vzp, vlo, vhi);
         vst1_s8(y + c0, vqmovn_s16(vcombine_s16(vqmovn_s32(q0), vqmovn_s32(q1))));
     }
     for (; c0 < c; c0++) { /* the c % 8 last channels: the plain-C edge_rq_apply */

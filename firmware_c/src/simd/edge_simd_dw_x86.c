@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+#include "edge_simd_q8_scalar.h"
 
 #define T_AVX2 __attribute__((target("avx2")))
 #define T_AVX2_FMA __attribute__((target("avx2,fma")))
@@ -470,9 +471,10 @@ static INLINE T_512 __m512i addsub_in512(__m512i x, __m512i zp, const rqs512_t *
     return rqs512(_mm512_slli_epi32(_mm512_sub_epi32(x, zp), 20), c);
 }
 
-/* The same input step in 32-bit lanes, for an int8 input (d = x - zp in -255..255) and m >= 2^11 (a quantized
- * multiplier is >= 2^30). With p = (d << 20) * m, rqs512's numerator p + 2^30 [+ 2^(30 + r) - [d < 0] 2^31 when
- * r >= 1] is 2^20 times an integer (p < -2^30 is d < 0 there), so with m = mh 2^11 + ml (ml < 2^11)
+/* The same input step in 32-bit lanes (edge_simd_q8_scalar.h's q8_in_step: its constants broadcast), for an int8
+ * input (d = x - zp in -255..255) and m >= 2^11 (a quantized multiplier is >= 2^30). Why it is exact: with
+ * p = (d << 20) * m, rqs512's numerator p + 2^30 [+ 2^(30 + r) - [d < 0] 2^31 when r >= 1] is 2^20 times an integer
+ * (p < -2^30 is d < 0 there), so with m = mh 2^11 + ml (ml < 2^11)
  *     u = floor((d m + 2^10 - [r >= 1 and d < 0] 2^11) / 2^11) = d mh + floor((d ml + 2^10 - ...) / 2^11)
  *     q = floor((u + 2^(r - 1)) / 2^r)     (r >= 1; q = u for r = 0)
  * (the dropped low 11 bits are below one step of the final division). |d mh| < 2^28, |d ml| < 2^19, u + 2^30 <
@@ -482,15 +484,15 @@ typedef struct {
     __m128i r;
 } in512_t;
 
-static INLINE T_512 in512_t in512_prep(int32_t zp, int32_t m, int32_t r) {
+static INLINE T_512 in512_t in512_prep(const q8_in_step_t *s) {
     in512_t c;
-    c.zp = _mm512_set1_epi32(zp);
-    c.mh = _mm512_set1_epi32(m >> 11);
-    c.ml = _mm512_set1_epi32(m & 2047);
-    c.c0 = _mm512_set1_epi32(1 << 10);
-    c.c1 = _mm512_set1_epi32(r ? 1 << 11 : 0);
-    c.h = _mm512_set1_epi32(r ? (int32_t)(1u << (r - 1)) : 0);
-    c.r = _mm_cvtsi32_si128(r);
+    c.zp = _mm512_set1_epi32(s->zp);
+    c.mh = _mm512_set1_epi32(s->mh);
+    c.ml = _mm512_set1_epi32(s->ml);
+    c.c0 = _mm512_set1_epi32(s->c0);
+    c.c1 = _mm512_set1_epi32(s->c1);
+    c.h = _mm512_set1_epi32(s->h);
+    c.r = _mm_cvtsi32_si128(s->r);
     return c;
 }
 
@@ -500,11 +502,6 @@ static INLINE T_512 __m512i in512(__m512i x, const in512_t *c) {
     lo = _mm512_mask_sub_epi32(lo, _mm512_cmplt_epi32_mask(d, _mm512_setzero_si512()), lo, c->c1);
     const __m512i u = _mm512_add_epi32(_mm512_mullo_epi32(d, c->mh), _mm512_srai_epi32(lo, 11));
     return _mm512_sra_epi32(_mm512_add_epi32(u, c->h), c->r);
-}
-
-/* in512's conditions: an int8 zero point, a multiplier of at least 2^11, a shift 0..31 */
-static int in512_fits(int32_t zp, int32_t m, int32_t r) {
-    return zp >= -128 && zp <= 127 && m >= 2048 && r >= 0 && r <= 31;
 }
 
 static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, int32_t sb, int8_t *y, int32_t n,
@@ -517,10 +514,11 @@ static T_512 void addsub_q8_512(const int8_t *a, int32_t sa, const int8_t *b, in
     /* a broadcast operand's scaled value once */
     const __m512i c1 = addsub_in512(_mm512_set1_epi32(a[0]), zp1, &q1);
     const __m512i c2 = addsub_in512(_mm512_set1_epi32(b[0]), zp2, &q2);
+    q8_in_step_t s1, s2;
     int32_t i;
-    if (sa && sb && in512_fits(p[0], p[2], p[3]) && in512_fits(p[1], p[4], p[5])) {
+    if (sa && sb && q8_in_step(p[0], p[2], p[3], &s1) && q8_in_step(p[1], p[4], p[5], &s2)) {
         /* two rows (every int8 ADD / SUB of the zoo): the 32-bit input steps */
-        const in512_t i1 = in512_prep(p[0], p[2], p[3]), i2 = in512_prep(p[1], p[4], p[5]);
+        const in512_t i1 = in512_prep(&s1), i2 = in512_prep(&s2);
         for (i = 0; i < n; i += 16) {
             const __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
             const __m512i x1 = in512(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, a + i)), &i1);

@@ -541,4 +541,82 @@ int32_t edge_simd_f16_f32(int32_t level, const uint16_t *h, float *y, int64_t n)
     for (; i < n; i++) y[i] = f16_scalar(h[i]);
     return 1;
 }
+
+/* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
+
+/* Output row oy of one tile of 4 channels (x, yrow at the tile's first channel; w its K x K taps, bv its bias): the
+ * taps loaded once per tile (held in registers: 9, or 25 of the 32), interior pixels four at a time sharing the
+ * 3 S + K input columns of a filter row (3x3 stride 1: 6 loads for 12 FMAs, where dwf_quad loads 15), each sum the
+ * same FMAs in the same (fy, fx) order from 0 as dwf_pixel, then dwf_put: edge_simd_dw_f32's bits. Border pixels
+ * add the taps inside the input, in the same order. */
+#define DWF_ROW(K, S)                                                                                            \
+    static void dwf##K##_row_s##S(const edge_simd_dwf_t *p, const float *x, const float32x4_t *w, float32x4_t bv, \
+                                  int has_bias, int32_t oy, float *yrow) {                                       \
+        const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
+        const float32x4_t lo = vdupq_n_f32(p->lo), hi = vdupq_n_f32(p->hi);                                      \
+        int32_t fy0, fy1, ox = 0, fy, fx, j;                                                                     \
+        fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
+        fy1 = iy0 + K > p->h ? p->h - iy0 : K;                                                                   \
+        if (fy1 < fy0) fy1 = fy0;                                                                                \
+        while (ox < p->ow) {                                                                                     \
+            const int32_t ix0 = ox * S - p->pl;                                                                  \
+            if (ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + K - 1 < p->w) {                                     \
+                float32x4_t acc[4];                                                                              \
+                for (j = 0; j < 4; j++) acc[j] = vdupq_n_f32(0.0f);                                              \
+                for (fy = fy0; fy < fy1; fy++) {                                                                 \
+                    const float *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                 \
+                    const float32x4_t *wr = w + fy * K;                                                          \
+                    float32x4_t col[3 * S + K];                                                                  \
+                    int32_t k;                                                                                   \
+                    for (k = 0; k < 3 * S + K; k++) col[k] = vld1q_f32(r + (int64_t)k * c);                      \
+                    for (j = 0; j < 4; j++)                                                                      \
+                        for (fx = 0; fx < K; fx++) acc[j] = vfmaq_f32(acc[j], col[j * S + fx], wr[fx]);          \
+                }                                                                                                \
+                for (j = 0; j < 4; j++) dwf_put(yrow + (int64_t)(ox + j) * c, acc[j], bv, has_bias, lo, hi);     \
+                ox += 4;                                                                                         \
+                continue;                                                                                        \
+            }                                                                                                    \
+            {                                                                                                    \
+                const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
+                float32x4_t a = vdupq_n_f32(0.0f);                                                               \
+                for (fy = fy0; fy < fy1; fy++)                                                                   \
+                    for (fx = fx0; fx < fx1; fx++)                                                               \
+                        a = vfmaq_f32(a, vld1q_f32(x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c), w[fy * K + fx]); \
+                dwf_put(yrow + (int64_t)ox * c, a, bv, has_bias, lo, hi);                                        \
+            }                                                                                                    \
+            ox++;                                                                                                \
+        }                                                                                                        \
+    }
+DWF_ROW(3, 1)
+DWF_ROW(3, 2)
+DWF_ROW(5, 1)
+DWF_ROW(5, 2)
+#undef DWF_ROW
+
+int32_t edge_simd_dw_3x3_5x5_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt,
+                                 const float *bias, int32_t oy0, int32_t oy1, float *y) {
+    const int32_t c = p->c, taps = p->kh * p->kw;
+    int32_t ch0, oy, t;
+    if (level < EDGE_SIMD_ARM_NEON || (p->kh != 3 && p->kh != 5) || p->kw != p->kh || p->dh != 1 || p->dw != 1 ||
+        p->sh != p->sw || (p->sw != 1 && p->sw != 2) || c < 4)
+        return 0;
+    if (!y) return 1;
+    for (ch0 = 0; ch0 < c; ch0 += 4) {
+        /* a last partial tile runs the 4 channels ending at c: it writes some of the tile before again, the same
+         * bits (the rows are this call's) */
+        const int32_t ch = ch0 + 4 <= c ? ch0 : c - 4;
+        const float32x4_t bv = bias ? vld1q_f32(bias + ch) : vdupq_n_f32(0.0f);
+        float32x4_t w[25];
+        for (t = 0; t < taps; t++) w[t] = vld1q_f32(wt + (int64_t)t * c + ch);
+        for (oy = oy0; oy < oy1; oy++) {
+            float *yrow = y + (int64_t)oy * p->ow * c + ch;
+            if (p->kh == 3 && p->sw == 1) dwf3_row_s1(p, x + ch, w, bv, bias != 0, oy, yrow);
+            else if (p->kh == 3) dwf3_row_s2(p, x + ch, w, bv, bias != 0, oy, yrow);
+            else if (p->sw == 1) dwf5_row_s1(p, x + ch, w, bv, bias != 0, oy, yrow);
+            else dwf5_row_s2(p, x + ch, w, bv, bias != 0, oy, yrow);
+        }
+    }
+    edge_simd_count(EDGE_SIMD_PATH_DW_F32);
+    return 1;
+}
 #endif

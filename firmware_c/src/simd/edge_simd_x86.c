@@ -600,24 +600,22 @@ T_AVX2 static INLINE __m256i addsub_in256(__m256i x, __m256i zp, __m256i m, int3
     return rdbpot256(srdhm256(_mm256_slli_epi32(_mm256_sub_epi32(x, zp), 20), m), r);
 }
 
-/* addsub_in256 in 32-bit lanes for an int8 input (d = x - zp in -255..255) and m >= 2^11, r 0..31: with
- * m = mh 2^11 + ml (ml < 2^11), u = d mh + floor((d ml + 2^10 - [r >= 1 and d < 0] 2^11) / 2^11) and the result
- * floor((u + 2^(r - 1)) / 2^r) (u for r = 0): the same integers (edge_simd_dw_x86.c's in512 says why); two VPMULLD
- * instead of four VPMULDQ, their shifts and blend and rdbpot256's remainder test. */
+/* addsub_in256 in 32-bit lanes (edge_simd_q8_scalar.h's q8_in_step: its constants broadcast): two VPMULLD instead
+ * of four VPMULDQ, their shifts and blend and rdbpot256's remainder test. */
 typedef struct {
     __m256i zp, mh, ml, c0, c1, h;
     __m128i r;
 } in256_t;
 
-T_AVX2 static INLINE in256_t in256_prep(int32_t zp, int32_t m, int32_t r) {
+T_AVX2 static INLINE in256_t in256_prep(const q8_in_step_t *s) {
     in256_t c;
-    c.zp = _mm256_set1_epi32(zp);
-    c.mh = _mm256_set1_epi32(m >> 11);
-    c.ml = _mm256_set1_epi32(m & 2047);
-    c.c0 = _mm256_set1_epi32(1 << 10);
-    c.c1 = _mm256_set1_epi32(r ? 1 << 11 : 0);
-    c.h = _mm256_set1_epi32(r ? (int32_t)(1u << (r - 1)) : 0);
-    c.r = _mm_cvtsi32_si128(r);
+    c.zp = _mm256_set1_epi32(s->zp);
+    c.mh = _mm256_set1_epi32(s->mh);
+    c.ml = _mm256_set1_epi32(s->ml);
+    c.c0 = _mm256_set1_epi32(s->c0);
+    c.c1 = _mm256_set1_epi32(s->c1);
+    c.h = _mm256_set1_epi32(s->h);
+    c.r = _mm_cvtsi32_si128(s->r);
     return c;
 }
 
@@ -628,11 +626,6 @@ T_AVX2 static INLINE __m256i in256(__m256i x, const in256_t *c) {
     const __m256i lo = _mm256_sub_epi32(_mm256_add_epi32(_mm256_mullo_epi32(d, c->ml), c->c0), neg);
     const __m256i u = _mm256_add_epi32(_mm256_mullo_epi32(d, c->mh), _mm256_srai_epi32(lo, 11));
     return _mm256_sra_epi32(_mm256_add_epi32(u, c->h), c->r);
-}
-
-/* in256's conditions: an int8 zero point, a multiplier of at least 2^11, a shift 0..31 */
-static int in256_fits(int32_t zp, int32_t m, int32_t r) {
-    return zp >= -128 && zp <= 127 && m >= 2048 && r >= 0 && r <= 31;
 }
 
 T_AVX2 static INLINE __m256i addsub_8(__m256i x1, __m256i x2, const int32_t *p, int32_t sub) {
@@ -649,10 +642,11 @@ T_AVX2 static void addsub_q8_avx2(const int8_t *a, int32_t sa, const int8_t *b, 
     const int32_t r1 = p[3], r2 = p[5], sub = p[6] < 0;
     /* a broadcast operand's scaled value once */
     const __m256i c1 = addsub_in256(load8(a, 0, 0), zp1, m1, r1), c2 = addsub_in256(load8(b, 0, 0), zp2, m2, r2);
+    q8_in_step_t s1, s2;
     int32_t i;
-    if (sa && sb && in256_fits(p[0], p[2], r1) && in256_fits(p[1], p[4], r2)) {
+    if (sa && sb && q8_in_step(p[0], p[2], r1, &s1) && q8_in_step(p[1], p[4], r2, &s2)) {
         /* two rows (every int8 ADD / SUB of the zoo): the 32-bit input steps */
-        const in256_t i1 = in256_prep(p[0], p[2], r1), i2 = in256_prep(p[1], p[4], r2);
+        const in256_t i1 = in256_prep(&s1), i2 = in256_prep(&s2);
         for (i = 0; i + 8 <= n; i += 8)
             store8(addsub_8(in256(load8(a, 1, i), &i1), in256(load8(b, 1, i), &i2), p, sub), y + i, 8);
         if (i < n) { /* the n % 8 last elements: the same lanes on a zero-padded copy */
