@@ -149,7 +149,11 @@ def main(argv=None) -> int:
     if not a.no_zoo:
         import zoo
         paths += [zoo.cached_path(arch, size, "int8") for size in a.zoo_sizes for arch in zoo.ARCHS]
-    tmp = Path(tempfile.mkdtemp(prefix="conv_igemm-"))
+    with tempfile.TemporaryDirectory(prefix="conv_igemm-") as tmp:  # the cuts, removed at the end
+        return _compare(a, paths, Path(tmp))
+
+
+def _compare(a, paths: list[Path], tmp: Path) -> int:
     items = [] if a.no_cuts else window_conv_cuts(paths, tmp)
     if not a.no_models:
         items += [(f"{p.stem[:34]} (whole)", p) for p in paths]
