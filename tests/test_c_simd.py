@@ -572,6 +572,69 @@ def test_conv_gemm_levels_equal_portable_tflm_and_litert(backend, levels, shape)
     assert np.max(np.abs(ref[0].astype(np.int32) - lite.astype(np.int32))) <= 1
 
 
+# (h, w, c, o, kh, kw, stride, padding, dilation, batch): the indirection conv's cases (edge_simd_qconv, level
+# AVX-512 VNNI): c % 4 = 1, 2, 3 (each tap's last step a masked load of c % 4 bytes; c 3: a first layer, its last
+# pixel's row the input's last bytes), c a multiple of 4; o under one 16-channel block, 4 blocks + a partial one
+# (a 4-block tile and a 2-block one), 129 (one valid channel in the last block); pixels not a multiple of the tile's
+# 6 rows; padding on every side, strides 2 and 3, dilation 2, a 1x1 filter with stride 2 (one tap), 5x3, batch 2;
+# rows wide enough for tiles of 6 pixels with every tap inside (the tile's one address per tap), at c 3 too (its
+# taps' 4th byte read whole where the input goes on past it).
+QCONV_SHAPES = [
+    (5, 30, 8, 24, 3, 3, 1, "SAME", 1, 1),
+    (7, 40, 3, 16, 3, 3, 2, "SAME", 1, 2),
+    (9, 33, 4, 16, 3, 3, 1, "SAME", 2, 1),
+    (6, 29, 5, 70, 3, 5, 1, "VALID", 1, 1),
+    (9, 9, 3, 32, 3, 3, 2, "SAME", 1, 1),
+    (11, 7, 3, 16, 3, 3, 2, "VALID", 1, 2),
+    (8, 8, 1, 8, 3, 3, 2, "SAME", 1, 1),
+    (7, 9, 2, 5, 3, 3, 1, "SAME", 1, 1),
+    (6, 6, 8, 72, 3, 3, 1, "SAME", 1, 1),
+    (10, 11, 20, 40, 3, 3, 1, "SAME", 2, 1),
+    (9, 8, 17, 129, 5, 3, 3, "SAME", 1, 1),
+    (6, 6, 130, 17, 1, 1, 2, "SAME", 1, 1),
+    (5, 5, 64, 64, 3, 3, 1, "VALID", 1, 2),
+]
+
+
+def _qconv_case(shape, seed):
+    h, w, c, o, kh, kw, stride, padding, dil, n = shape
+    rng = np.random.default_rng(seed)
+    oh, ow = _out(padding, stride, dil, h, kh), _out(padding, stride, dil, w, kw)
+    kk = kh * kw * c
+    wscale = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(kk)))
+    wt = T((o, kh, kw, c), "INT8", wscale, 0, data=rng.integers(-127, 128, (o, kh, kw, c), dtype=np.int8))
+    b = T((o,), "INT32", [0.05 * v for v in wscale], 0, data=rng.integers(-3000, 3000, o).astype(np.int32))
+    model = op_model("CONV_2D", [_q((n, h, w, c), rng, 0.05), wt, b], [_q((n, oh, ow, o), rng, 0.02)],
+                     options={"padding": padding, "stride_h": stride, "stride_w": stride, "dilation_h_factor": dil,
+                              "dilation_w_factor": dil, "fused_activation_function": "NONE"}, version=3)
+    return model, [rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)], (oh, ow)
+
+
+@pytest.mark.parametrize("shape", QCONV_SHAPES, ids=lambda s: "x".join(map(str, s[:6])) + f"s{s[6]}{s[7]}d{s[8]}n{s[9]}")
+def test_indirection_conv_equals_portable_and_tflm_and_copies_no_window(backend, levels, shape):
+    """At AVX-512 VNNI an int8 conv with a window runs the indirection conv: the portable kernel's bytes (TFLM's),
+    no fast-path scratch (before it: 32 im2col rows of the window and the GEMM's work), and its packed bytes are the
+    filter packed tap by tap, the two axis tables and the zero row (edge_simd_qconv_bytes), to the byte."""
+    lib, lv = levels
+    model, feeds, (oh, ow) = _qconv_case(shape, sum(shape[:7]))
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    if 2 not in lv:
+        pytest.skip("this CPU has no AVX-512 VNNI level: no indirection conv to measure")
+    h, w, c, o, kh, kw = shape[:6]
+    lib.edge_simd_set(2)
+    try:
+        it = backend.CInterpreter(model_content=model)
+        it.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    parts = it.arena_parts()
+    npad, cpad = -(-o // 16) * 16, -(-c // 4) * 4
+    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad
+    assert parts["fast_path_scratch"] == 0
+    assert want <= parts["packed_weights"] < want + 16  # the persistent allocator's alignment
+
+
 @pytest.mark.parametrize("batch,depth,units", [(1, 1280, 1000), (1, 100, 129), (2, 257, 48), (3, 64, 33),
                                                (8, 70, 40), (33, 200, 17), (40, 96, 65)])
 def test_fully_connected_gemm_levels_equal_portable_and_tflm(backend, levels, batch, depth, units):

@@ -62,7 +62,8 @@ typedef struct {
     int32_t simd_threads;       /* threads at prepare (edge_simd_threads): parts of the pixels, scratch each */
     uint32_t simd_part_bytes;   /* one thread's scratch */
     edge_simd_qgemm_t *simd;    /* int8 on a 64-bit Linux CPU with a fast path (src/simd): the packed weights;
-                                 * NULL: the portable kernel */
+                                 * with geo.fast CONV_FAST_QCONV the first member of an edge_simd_qconv_t (conv_qconv:
+                                 * one pointer for both, no persistent byte more per node); NULL: the portable kernel */
     edge_simd_sgemm_t *fsimd;   /* float32, one group, on a CPU with a float GEMM: the packed filter (its packed
                                  * block in persistent memory for a constant filter, else repacked per invoke
                                  * into its pack_scratch); its rows: im2col rows per block (0: a 1x1 filter, the
@@ -74,8 +75,11 @@ typedef struct {
 #define CONV_SIMD_MB 32 /* output pixels per im2col block (two AMX A tiles) */
 
 /* geo.fast: the packed GEMM on im2col rows, or (int8, a 1x1 stride-1 filter without padding) on the input rows
- * as they are */
-enum { CONV_FAST_GEMM = 1, CONV_FAST_DIRECT = 2 };
+ * as they are, or (int8) the indirection conv (edge_simd_qconv: the taps read where they lie) */
+enum { CONV_FAST_GEMM = 1, CONV_FAST_DIRECT = 2, CONV_FAST_QCONV = 3 };
+
+/* The indirection conv whose first member d->simd is (geo.fast CONV_FAST_QCONV). */
+static inline const edge_simd_qconv_t *conv_qconv(const conv_data_t *d) { return (const edge_simd_qconv_t *)d->simd; }
 
 /* Whether an int8 layer gets the CPU's fast path (one group, constant filter and bias, a level that packs this
  * shape), given multipliers edge_rq covers. */
@@ -92,7 +96,40 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     size_t bytes;
     void *packed;
     d->simd = 0;
+    d->simd_scratch = -1;
     if (d->rq_generic || !conv_simd_int8(d, w, bias)) return EDGE_OK;
+    if ((d->kh != 1 || d->kw != 1 || d->sh != 1 || d->sw != 1 || d->geo.pt != 0 || d->geo.pl != 0) &&
+        !edge_in_patch_stage(ctx->interp, node)) { /* a window: its taps read in place (a patch's window moves) */
+        edge_simd_dwf_t p;
+        memset(&p, 0, sizeof p);
+        p.h = d->geo.h;
+        p.w = d->geo.w;
+        p.c = d->c;
+        p.oh = d->geo.oh;
+        p.ow = d->geo.ow;
+        p.kh = d->kh;
+        p.kw = d->kw;
+        p.sh = d->sh;
+        p.sw = d->sw;
+        p.dh = d->dh;
+        p.dw = d->dw;
+        p.pt = d->geo.pt;
+        p.pl = d->geo.pl;
+        bytes = edge_simd_qconv_bytes(level, &p, d->o);
+        if (bytes) {
+            edge_simd_qconv_t *qc = (edge_simd_qconv_t *)edge_alloc_persistent(ctx, sizeof *qc);
+            packed = edge_alloc_packed(ctx, bytes);
+            if (!qc || !packed) return EDGE_ARENA_TOO_SMALL;
+            d->simd = &qc->g;
+            edge_simd_qconv_pack(qc, level, &p, d->o, (const int8_t *)w->data,
+                                 bias ? (const int32_t *)bias->data : 0, d->input_offset, &d->rq[0].mul, 2,
+                                 &d->rq[0].rnd, 2, d->output_offset, d->lo, d->hi, packed);
+            d->geo.fast = CONV_FAST_QCONV;
+            d->simd_threads = edge_simd_threads();
+            d->simd_part_bytes = 0; /* no scratch: nothing is copied */
+            return EDGE_OK;
+        }
+    }
     bytes = edge_simd_qgemm_bytes(level, d->o, d->k);
     d->simd = (edge_simd_qgemm_t *)edge_alloc_persistent(ctx, sizeof *d->simd);
     packed = edge_alloc_packed(ctx, bytes);
@@ -869,14 +906,20 @@ static inline void conv_fill(void *dst, int value, size_t n) {
     if (i < n) memcpy(d + n - 16, v, 16);
 }
 
-/* Output pixels [p0, p1) of batch b through the packed GEMM: directly on the input rows for a 1x1 stride-1
- * filter, else CONV_SIMD_MB pixels' windows at a time (int8 as stored; a tap in the padding holds the input
- * zero point, which adds nothing). */
+/* Output pixels [p0, p1) of batch b: through the indirection conv (qconv), or through the packed GEMM: directly on
+ * the input rows for a 1x1 stride-1 filter, else CONV_SIMD_MB pixels' windows at a time (int8 as stored; a tap in
+ * the padding holds the input zero point, which adds nothing). */
 static void conv_int8_simd(const conv_data_t *d, const int8_t *xb, int8_t *yb, int32_t p0, int32_t p1, int8_t *scr) {
     const int32_t k = d->k, c = d->c, zp = -d->input_offset;
     const int direct = d->geo.fast == CONV_FAST_DIRECT;
-    int8_t *rows = scr, *work = direct ? scr : scr + (size_t)CONV_SIMD_MB * (size_t)k;
+    int8_t *rows, *work;
     int32_t p, q, fy, fx;
+    if (d->geo.fast == CONV_FAST_QCONV) { /* no scratch (scr NULL) */
+        edge_simd_qconv(conv_qconv(d), xb, p0, p1, yb);
+        return;
+    }
+    rows = scr;
+    work = direct ? scr : scr + (size_t)CONV_SIMD_MB * (size_t)k;
     if (direct) {
         edge_simd_qgemm(d->simd, xb + (int64_t)p0 * c, p1 - p0, c, 0, d->o, yb + (int64_t)p0 * d->o, d->o, work);
         return;
@@ -922,7 +965,8 @@ static void conv_job(void *arg, int32_t t, int32_t n, int32_t slot) {
     const conv_job_t *j = (const conv_job_t *)arg;
     int32_t p0, p1;
     edge_simd_split(j->d->geo.oh * j->d->geo.ow, j->d->geo.fast == CONV_FAST_DIRECT ? 4 : CONV_SIMD_MB, t, n, &p0, &p1);
-    if (p0 < p1) conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr + (size_t)slot * j->d->simd_part_bytes);
+    if (p0 < p1)
+        conv_int8_simd(j->d, j->xb, j->yb, p0, p1, j->scr ? j->scr + (size_t)slot * j->d->simd_part_bytes : j->scr);
 }
 #endif
 
@@ -1118,7 +1162,7 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
             int32_t b;
             conv_job_t j;
             j.d = d;
-            j.scr = (int8_t *)edge_scratch(ctx, node, d->simd_scratch);
+            j.scr = d->simd_scratch >= 0 ? (int8_t *)edge_scratch(ctx, node, d->simd_scratch) : 0;
             for (b = 0; b < d->n; b++) {
                 j.xb = (const int8_t *)in->data + (int64_t)b * d->geo.h * d->geo.w * d->c;
                 j.yb = (int8_t *)out->data + (int64_t)b * npix * d->o;

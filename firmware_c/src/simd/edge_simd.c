@@ -110,6 +110,26 @@ float edge_simd_act_f32_one(int32_t kind, float v, float p0, float p1) {
     }
 }
 
+#if !defined(__x86_64__)
+/* The indirection conv (edge_simd.h: edge_simd_qconv) is x86-64's alone so far: no path here (bytes 0, and the
+ * conv kernel never packs or calls one). */
+size_t edge_simd_qconv_bytes(int32_t level, const edge_simd_dwf_t *p, int32_t o) {
+    (void)level, (void)p, (void)o;
+    return 0;
+}
+
+void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_dwf_t *p, int32_t o, const int8_t *w,
+                          const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst) {
+    (void)q, (void)level, (void)p, (void)o, (void)w, (void)bias, (void)input_offset, (void)mul, (void)mul_stride;
+    (void)rs, (void)rs_stride, (void)zp, (void)lo, (void)hi, (void)dst;
+}
+
+void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
+    (void)q, (void)x, (void)p0, (void)p1, (void)y;
+}
+#endif
+
 void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
                            int32_t kstride, const int32_t *bias, int32_t off, const int32_t *mul, int32_t mul_stride,
                            const int32_t *rs, int32_t rs_stride, int32_t rs_sign, int32_t zp, int32_t lo, int32_t hi,

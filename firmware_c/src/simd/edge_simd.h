@@ -189,6 +189,39 @@ typedef struct {
     int32_t h, w, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     float lo, hi;
 } edge_simd_dwf_t;
+/* int8 CONV_2D through an indirection table (XNNPACK's igemm, without its im2col copy): the filter packed tap by
+ * tap in the VNNI layout (each tap's c values padded to cpad, a multiple of 4: one VPDPBUSD step per 4 channels
+ * of a tap), and where every tap of every output pixel reads its input row, factored by axis: an output pixel
+ * (oy, ox)'s tap (fy, fx) reads the c bytes at x + rows[oy * kh + fy] + cols[ox * kw + fx] when both are inside the
+ * input, else the zero row (cpad bytes of the input's zero point, which add nothing). Outside is
+ * EDGE_SIMD_QCONV_OUT in either table, so that a sum holding one is negative (the input of one batch below 2^30
+ * bytes). The micro-kernel walks the taps through these tables: no copy of the window at any invoke. The
+ * tables are (oh * kh + ow * kw) int32, not one entry per pixel and tap: 2.7 KB instead of 452 KB for a 3x3
+ * layer with a 112 x 112 output. Results: the portable kernel's bytes (exact int32 sums, edge_rq_apply lane by
+ * lane). At EDGE_SIMD_X86_AVX512VNNI (x86-64); no such path at the other levels and on aarch64 (bytes 0). */
+#define EDGE_SIMD_QCONV_OUT (-0x40000000)
+typedef struct {
+    edge_simd_qgemm_t g;        /* first (a conv keeps &g): n = o, k = taps * c, kpad = taps * cpad; its block holds
+                                 * the tables and the zero row below */
+    int32_t c, cpad, kh, kw, ow;
+    int32_t safe;               /* output pixels [0, safe) read every tap's cpad bytes inside the input */
+    int32_t sxb;                /* bytes between the rows of horizontally adjacent output pixels: sw * c */
+    const int32_t *rows;        /* [oh][kh]: iy * w * c, or EDGE_SIMD_QCONV_OUT */
+    const int32_t *cols;        /* [ow][kw]: ix * c, or EDGE_SIMD_QCONV_OUT */
+    const int8_t *zero;         /* cpad bytes of the input zero point: a padding tap's row */
+} edge_simd_qconv_t;
+/* Bytes of the packed filter, the tables and the zero row for a conv of geometry p (its c, h, w, kh, kw, strides,
+ * dilations, padding, output oh x ow; lo / hi unused) into o channels at `level`; 0 when the level (or the shape:
+ * an input of 2^30 bytes or more) has no such path. */
+size_t edge_simd_qconv_bytes(int32_t level, const edge_simd_dwf_t *p, int32_t o);
+/* Fill q and its block at dst (edge_simd_qconv_bytes): w the model's filter [o, kh, kw, c], bias o int32 or NULL,
+ * the rest as edge_simd_qgemm_pack's. */
+void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_dwf_t *p, int32_t o, const int8_t *w,
+                          const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst);
+/* Output pixels [p0, p1) (of oh * ow) of one batch: x its input [h, w, c], y its output [oh * ow, o]. */
+void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y);
+
 /* Output rows [oy0, oy1) of one batch: x its input, y its output, bias c floats or NULL. Returns 0 when this
  * level has no float depthwise (the caller runs its own). */
 int32_t edge_simd_dw_f32(int32_t level, const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,

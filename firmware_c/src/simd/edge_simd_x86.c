@@ -336,6 +336,220 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
     }
 }
 
+/* ------------------------------------------------------------------------------------- int8 conv, indirection */
+
+/* edge_simd_qconv (edge_simd.h): QCONV_MR output pixels x nb (1..4) blocks of 16 channels a tile, every tap's row
+ * found through the tables (no window copied), each 4-byte step of it broadcast, flipped to unsigned (x ^ 0x80:
+ * x + 128, the -128 folded into the bias as in vnni_gemm) and multiplied into the nb blocks by VPDPBUSD. A tap's
+ * last step when c % 4 != 0 loads its c % 4 bytes masked (never a byte past the row: the input may end there);
+ * the packed filter holds zeros at the padded positions. Up to 6 x 4 = 24 sums in registers (+ 4 weight vectors,
+ * the broadcast and the flip: 30 of the 32 zmm). */
+#define QCONV_MR 6
+#define QCONV_NB 4
+enum { QCONV_MASKED = 0, QCONV_ANY = 1, QCONV_ROW = 2 }; /* qconv_tile's modes */
+/* every loop over the tile's rows and blocks unrolled (GCC does not at -O2: the sums went to memory, a load and a
+ * store around each VPDPBUSD) */
+#define QCONV_PRAGMA(x) _Pragma(#x)
+#define QCONV_UNROLL_MR QCONV_PRAGMA(GCC unroll 6)
+#define QCONV_UNROLL_NB QCONV_PRAGMA(GCC unroll 4)
+
+static int32_t qconv_cpad(int32_t c) { return round_up(c, 4); }
+
+size_t edge_simd_qconv_bytes(int32_t level, const edge_simd_dwf_t *p, int32_t o) {
+    const int32_t taps = p->kh * p->kw, cpad = qconv_cpad(p->c);
+    if (level != EDGE_SIMD_X86_AVX512VNNI || (int64_t)p->h * p->w * p->c >= ((int64_t)1 << 30) ||
+        (int64_t)p->sw * p->c >= ((int64_t)1 << 30) || (int64_t)taps * cpad > 0x3fffffff)
+        return 0;
+    return 3 * 4 * (size_t)round_up(o, VNNI_NB) + (size_t)round_up(o, VNNI_NB) * (size_t)taps * (size_t)cpad +
+           4 * ((size_t)p->oh * (size_t)p->kh + (size_t)p->ow * (size_t)p->kw) + (size_t)cpad;
+}
+
+/* The axis table of one dimension: out[o * k + f] = (o * stride - pad + f * dil) * step when inside [0, size),
+ * else EDGE_SIMD_QCONV_OUT. */
+static void qconv_axis(int32_t *out, int32_t n, int32_t k, int32_t stride, int32_t pad, int32_t dil, int32_t size,
+                       int32_t step) {
+    int32_t o, f;
+    for (o = 0; o < n; o++)
+        for (f = 0; f < k; f++) {
+            const int64_t i = (int64_t)o * stride - pad + (int64_t)f * dil;
+            out[(int64_t)o * k + f] = i >= 0 && i < size ? (int32_t)(i * step) : EDGE_SIMD_QCONV_OUT;
+        }
+}
+
+void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_dwf_t *p, int32_t o, const int8_t *w,
+                          const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
+                          const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst) {
+    const int32_t c = p->c, cpad = qconv_cpad(c), taps = p->kh * p->kw, k = taps * c, kpad = taps * cpad;
+    const int32_t npad = round_up(o, VNNI_NB);
+    int8_t *pw = (int8_t *)edge_simd_qgemm_head(&q->g, level, w, o, k, k, 1, bias, input_offset - 128, mul, mul_stride,
+                                                rs, rs_stride, 1, zp, lo, hi, npad, kpad, dst);
+    int32_t *rows = (int32_t *)(pw + (size_t)npad * (size_t)kpad), *cols = rows + (int64_t)p->oh * p->kh;
+    int8_t *zero = (int8_t *)(cols + (int64_t)p->ow * p->kw);
+    int32_t ch, t, i;
+    memset(pw, 0, (size_t)npad * (size_t)kpad);
+    for (ch = 0; ch < o; ch++) { /* value i of tap t at k index t * cpad + i: step (t * cpad + i) / 4, byte i % 4 */
+        int8_t *blk = pw + (int64_t)(ch / VNNI_NB) * kpad * VNNI_NB + (ch % VNNI_NB) * 4;
+        for (t = 0; t < taps; t++)
+            for (i = 0; i < c; i++) {
+                const int64_t kk = (int64_t)t * cpad + i;
+                blk[kk / 4 * 64 + kk % 4] = w[(int64_t)ch * k + (int64_t)t * c + i];
+            }
+    }
+    qconv_axis(rows, p->oh, p->kh, p->sh, p->pt, p->dh, p->h, p->w * c);
+    qconv_axis(cols, p->ow, p->kw, p->sw, p->pl, p->dw, p->w, c);
+    memset(zero, -input_offset, (size_t)cpad); /* the input's zero point: x + input_offset = 0 */
+    /* safe: the first pixel with a tap whose cpad bytes run past the input's end (at c % 4 != 0 the pixels before
+     * it load each tap's last step whole, its padding bytes times the filter's zeros) */
+    q->safe = p->oh * p->ow;
+    for (i = 0; i < p->oh * p->ow && q->safe == p->oh * p->ow; i++) {
+        const int32_t *ry = rows + (int64_t)(i / p->ow) * p->kh, *cx = cols + (int64_t)(i % p->ow) * p->kw;
+        int32_t fy, fx;
+        for (fy = 0; fy < p->kh; fy++)
+            for (fx = 0; fx < p->kw; fx++)
+                if (ry[fy] + cx[fx] >= 0 && (int64_t)ry[fy] + cx[fx] + cpad > (int64_t)p->h * p->w * c) q->safe = i;
+    }
+    q->c = c;
+    q->cpad = cpad;
+    q->kh = p->kh;
+    q->kw = p->kw;
+    q->ow = p->ow;
+    q->sxb = p->sw * c;
+    q->rows = rows;
+    q->cols = cols;
+    q->zero = zero;
+}
+
+/* The sums of rows [0, QCONV_MR) (ry / cx: each row's tables at its oy / ox; rows past mr repeat row 0, their sums
+ * never stored) x blocks j .. j + NB - 1, requantized into y's rows [0, mr) (stride ldy) at columns j * 16 .. nvalid
+ * past it. MR / NB constants: the sums stay in registers. MODE QCONV_MASKED: a tap's last c % 4 bytes loaded masked
+ * (a pixel at or past q->safe), else its cpad bytes whole; QCONV_ROW: the tile's pixels on one output row, every
+ * tap of every pixel inside the input (row r's tap r * sxb bytes past row 0's: one tap's address a tile, where
+ * QCONV_ANY looks up both tables and tests them for each pixel). */
+T_VNNI static INLINE void qconv_tile(const edge_simd_qconv_t *q, const int8_t *x, const int32_t *const *ry,
+                                     const int32_t *const *cx, int32_t mr, int32_t j, int32_t NB, int32_t MODE,
+                                     int32_t nvalid, int8_t *y, int32_t ldy) {
+    const edge_simd_qgemm_t *g = &q->g;
+    const int32_t MASKED = MODE == QCONV_MASKED, full = MASKED ? q->c / 4 : q->cpad / 4, tail = MASKED ? q->c % 4 : 0;
+    const int32_t kpad = g->kpad, npad = g->npad;
+    const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
+    const int8_t *w = (const int8_t *)(rs + npad) + (int64_t)j * kpad * VNNI_NB;
+    const int64_t pstride = (int64_t)kpad * VNNI_NB;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __mmask16 tmask = (__mmask16)((1u << tail) - 1u);
+    __m512i acc[QCONV_MR][QCONV_NB], wv[QCONV_NB];
+    const int8_t *pr[QCONV_MR];
+    int32_t r, b, fy, fx, s;
+    QCONV_UNROLL_MR
+    for (r = 0; r < QCONV_MR; r++)
+        QCONV_UNROLL_NB
+        for (b = 0; b < QCONV_NB; b++) acc[r][b] = _mm512_setzero_si512();
+    for (fy = 0; fy < q->kh; fy++) {
+        for (fx = 0; fx < q->kw; fx++) {
+            if (MODE == QCONV_ROW) { /* every tap inside, the pixels sxb bytes apart */
+                const int8_t *p0 = x + ry[0][fy] + cx[0][fx];
+                QCONV_UNROLL_MR
+                for (r = 0; r < QCONV_MR; r++) pr[r] = p0 + (int64_t)r * q->sxb;
+            } else {
+                QCONV_UNROLL_MR
+                for (r = 0; r < QCONV_MR; r++) { /* this tap's row of each pixel: inside, or the zero row */
+                    const int32_t off = ry[r][fy] + cx[r][fx];
+                    pr[r] = off >= 0 ? x + off : q->zero;
+                }
+            }
+            for (s = 0; s < full; s++, w += 64) {
+                QCONV_UNROLL_NB
+                for (b = 0; b < QCONV_NB; b++)
+                    if (b < NB) wv[b] = _mm512_loadu_si512((const void *)(w + b * pstride));
+                QCONV_UNROLL_MR
+                for (r = 0; r < QCONV_MR; r++) {
+                    int32_t v;
+                    __m512i xv;
+                    memcpy(&v, pr[r] + 4 * s, 4);
+                    xv = _mm512_xor_si512(_mm512_set1_epi32(v), flip);
+                    QCONV_UNROLL_NB
+                    for (b = 0; b < QCONV_NB; b++)
+                        if (b < NB) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], xv, wv[b]);
+                }
+            }
+            if (tail) { /* c % 4 bytes, the rest 0 (times the filter's zero padding) */
+                QCONV_UNROLL_NB
+                for (b = 0; b < QCONV_NB; b++)
+                    if (b < NB) wv[b] = _mm512_loadu_si512((const void *)(w + b * pstride));
+                QCONV_UNROLL_MR
+                for (r = 0; r < QCONV_MR; r++) {
+                    const __m128i v = _mm_maskz_loadu_epi8(tmask, (const void *)(pr[r] + 4 * full));
+                    const __m512i xv = _mm512_xor_si512(_mm512_broadcastd_epi32(v), flip);
+                    QCONV_UNROLL_NB
+                    for (b = 0; b < QCONV_NB; b++)
+                        if (b < NB) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], xv, wv[b]);
+                }
+                w += 64;
+            }
+        }
+    }
+    QCONV_UNROLL_NB
+    for (b = 0; b < QCONV_NB; b++) {
+        if (b < NB) {
+            const int32_t c0 = (j + b) * VNNI_NB, left = nvalid - b * VNNI_NB;
+            const __m512i bv = _mm512_loadu_si512((const void *)(bias + c0));
+            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
+                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
+            const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+            QCONV_UNROLL_MR
+            for (r = 0; r < QCONV_MR; r++)
+                if (r < mr)
+                    _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
+                                         _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc[r][b], bv), &rq)));
+        }
+    }
+}
+
+T_VNNI static void qconv_vnni(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
+    const int32_t o = q->g.n, jend = q->g.npad / VNNI_NB;
+    const int32_t *ry[QCONV_MR], *cx[QCONV_MR];
+    int32_t p, r, j;
+    int32_t oy = p0 / q->ow, ox = p0 % q->ow;
+    for (p = p0; p < p1; p += QCONV_MR) {
+        const int32_t mr = p1 - p < QCONV_MR ? p1 - p : QCONV_MR;
+        const int32_t *rw = q->rows + (int64_t)oy * q->kh, *cl = q->cols + (int64_t)ox * q->kw;
+        /* the tables are monotone along each axis: the first and the last tap tell whether all are inside */
+        const int32_t mode = q->c % 4 && p + QCONV_MR > q->safe ? QCONV_MASKED
+                             : mr == QCONV_MR && ox + QCONV_MR <= q->ow && rw[0] >= 0 && rw[q->kh - 1] >= 0 &&
+                                       cl[0] >= 0 && cl[(QCONV_MR - 1) * q->kw + q->kw - 1] >= 0
+                                   ? QCONV_ROW
+                                   : QCONV_ANY;
+        int8_t *yp = y + (int64_t)p * o;
+        for (r = 0; r < QCONV_MR; r++) {
+            if (r < mr) { /* pixel p + r at (oy, ox), stepped */
+                ry[r] = q->rows + (int64_t)oy * q->kh;
+                cx[r] = q->cols + (int64_t)ox * q->kw;
+                if (++ox == q->ow) ox = 0, oy++;
+            } else {
+                ry[r] = ry[0];
+                cx[r] = cx[0];
+            }
+        }
+        for (j = 0; j < jend; j += QCONV_NB) {
+            const int32_t nb = jend - j < QCONV_NB ? jend - j : QCONV_NB, nvalid = o - j * VNNI_NB;
+#define QCONV_TILES(MODE)                                                                                      \
+    do {                                                                                                       \
+        if (nb == 4) qconv_tile(q, x, ry, cx, mr, j, 4, MODE, nvalid, yp, o);                                   \
+        else if (nb == 3) qconv_tile(q, x, ry, cx, mr, j, 3, MODE, nvalid, yp, o);                              \
+        else if (nb == 2) qconv_tile(q, x, ry, cx, mr, j, 2, MODE, nvalid, yp, o);                              \
+        else qconv_tile(q, x, ry, cx, mr, j, 1, MODE, nvalid, yp, o);                                           \
+    } while (0)
+            if (mode == QCONV_ROW) QCONV_TILES(QCONV_ROW);
+            else if (mode == QCONV_ANY) QCONV_TILES(QCONV_ANY);
+            else QCONV_TILES(QCONV_MASKED);
+#undef QCONV_TILES
+        }
+    }
+}
+
+void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
+    qconv_vnni(q, x, p0, p1, y);
+}
+
 
 /* ------------------------------------------------------------------------------------- AMX */
 
