@@ -91,6 +91,7 @@ from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
 from converters.quantize.migrate import channel_maxima
 from converters.quantize.migrate import prepare as prepare_int8
+from converters.quantize.sequential import sequential_corrected
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
@@ -118,6 +119,7 @@ PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
 METHODS = ("minmax", "percentile", "mse", "auto")
 SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
+SEQUENTIAL_SAMPLES = 16  # calibration samples the sequential bias correction fits on (never the held-back ones)
 AUTO_MARGIN_DB = 0.5  # method "auto" keeps min / max unless a clipped set's worst output SNR is this much higher
 
 
@@ -154,7 +156,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     list every set's SNR).
     equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
     ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
-    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``). Neither
+    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``), then,
+    layer by layer in graph order, the mean offset the int8 model itself has at its output, with the layers
+    before it corrected (``converters.quantize.sequential``, on the first ``SEQUENTIAL_SAMPLES`` calibration
+    samples; ``report["bias_sequential"]``). Neither
     for a source that gives its own ranges (QDQ): its scales are kept as they are.
     task_judge: ``judge(qmodel) -> record`` (``converters.evaluate.judge_task``'s): with precision="auto" the search
     stops widening once the task is kept where the task could be judged (``widen.Goal``), not only at ``min_snr``.
@@ -179,7 +184,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
-    report["equalized"], report["bias_corrected"] = [], []
+    report["equalized"], report["bias_corrected"], report["bias_sequential"] = [], [], []
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
         equalize = bias_correction = False
     if equalize:
@@ -197,7 +202,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if has_control_flow(model):  # IF / WHILE subgraphs: every call observed (a one-shot source comes back as a list)
         seen, calibration = calibrate_subgraphs(model, calibration, limit, holdout)
     patches = PatchMeans(model) if bias_correction else None
-    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches)
+    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches,
+                    fit=SEQUENTIAL_SAMPLES if bias_correction and not has_control_flow(model) else 0)
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         _keep_given_ranges(cal, covered, synthetic, report)
@@ -234,6 +240,16 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
             worst_shift = max(c["max_shift_quanta"] for c in report["bias_corrected"])
             report["notes"].append(f"bias correction: {len(report['bias_corrected'])} layer(s)' biases lose the "
                                    "mean output shift of their int8 weights on the calibration data (up to "
+                                   f"{worst_shift:.2g} output quanta)")
+    if cal.fitting:  # then each layer against the int8 model's own inputs, the ones before it corrected
+        src["model"], report["bias_sequential"] = sequential_corrected(src["model"], qmodel, g, cal.fitting,
+                                                                       cal.float_run.runner, excluded)
+        if report["bias_sequential"]:
+            qmodel, g = first = build(excluded)
+            worst_shift = max(c["max_shift_quanta"] for c in report["bias_sequential"])
+            report["notes"].append(f"sequential bias correction: {len(report['bias_sequential'])} layer(s)' biases "
+                                   "lose the mean output offset the int8 model itself has there (its own inputs, "
+                                   f"the layers before corrected) on {len(cal.fitting)} calibration sample(s) (up to "
                                    f"{worst_shift:.2g} output quanta)")
     if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
         first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
