@@ -91,7 +91,7 @@ from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
 from converters.quantize.migrate import channel_maxima
 from converters.quantize.migrate import prepare as prepare_int8
-from converters.quantize.sequential import sequential_corrected
+from converters.quantize.sequential import downstream, sequential_corrected
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
@@ -224,7 +224,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
     def build(excl, w16=frozenset()):
         widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
-        qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
+        biases, moved = src["model"], (set(excl) - excluded) | set(w16)
+        if src.get("per_layer") is not None and moved:
+            # the sequential corrections from a widened op on were fitted to its int8 values: those layers keep the
+            # per-layer ones (their own int8 weights' shift, still true at int16 or after a float op)
+            biases = restore_biases(biases, src["per_layer"], downstream(model, moved))
+        qm, g = integer_graph(restore_biases(biases, model, excl), cal.ranges, act, io, excl, wide16, w16,
                               widened, inputs["float"])
         if plan is not None:
             qm = attach_subgraphs(qm, model, plan)
@@ -242,6 +247,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                    "mean output shift of their int8 weights on the calibration data (up to "
                                    f"{worst_shift:.2g} output quanta)")
     if cal.fitting:  # then each layer against the int8 model's own inputs, the ones before it corrected
+        src["per_layer"] = src["model"]
         src["model"], report["bias_sequential"] = sequential_corrected(src["model"], qmodel, g, cal.fitting,
                                                                        cal.float_run.runner, excluded)
         if report["bias_sequential"]:

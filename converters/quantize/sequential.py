@@ -193,3 +193,16 @@ def sequential_corrected(model: Model, qmodel: Model, g: QuantGraph, samples, fl
 
     ops = set(range(len(model.subgraphs[0].operators))) - set(excluded)
     return shifted(model, sequential_shifts(model, qmodel, g, list(samples), float_run, ops))
+
+
+def downstream(model: Model, ops) -> set[int]:
+    """``ops`` and every op that reads, directly or not, what they write: the layers whose sequential correction
+    was fitted to the int8 values of ``ops`` (stale once the guard widens them)."""
+    sg = model.subgraphs[0]
+    reached = set(ops)
+    tainted = {t for i in reached for t in sg.operators[i].outputs if t >= 0}
+    for i, op in enumerate(sg.operators):  # graph order: a reader comes after its producers
+        if i not in reached and any(t in tainted for t in op.inputs):
+            reached.add(i)
+            tainted.update(t for t in op.outputs if t >= 0)
+    return reached
