@@ -49,6 +49,8 @@ def _layers(model: Model, qmodel: Model, g: QuantGraph, ops) -> list[tuple[int, 
         wi, bi, _ = row.weights
         if bi is None or len(qop.inputs) <= bi or qop.inputs[bi] < 0 or not qop.outputs:
             continue
+        if (qop.options or {}).get("fused_activation_function", "NONE") not in ("NONE", None):
+            continue  # its activation cuts where the int8 and float pre-activations differ: not one for one
         t = sg.operators[i].outputs[0]
         if g.qt.get(t) != qop.outputs[0] or qs.tensors[qop.outputs[0]].type != "INT8" \
                 or qs.tensors[qop.inputs[bi]].type != "INT32" or qs.tensors[qop.inputs[wi]].type != "INT8":
@@ -95,7 +97,7 @@ class _FloatSide:
     """Per layer and sample, what the comparison needs of the float model, kept small (a palm-sized model's layer
     outputs are ~19 MB per sample in float32): where the int8 output can follow a bias change (the float value
     inside the output's int8 range and its fused activation's, a quantum clear of either end: a bit mask, None when
-    every position is), and per output channel the float values' sum and count there."""
+    every position is), and per output channel the float values' sum and count there, per sample."""
 
     def __init__(self, float_run, samples, layers, qs):
         self.masks, self.sums, self.counts = {}, {}, {}
@@ -107,8 +109,8 @@ class _FloatSide:
                 f = np.asarray(values[t], np.float64).reshape(-1, tensor.shape[-1])
                 ok = _inside(f, tensor, fused)
                 self.masks[(k, s)] = None if ok.all() else np.packbits(ok)
-                self.sums[k] = self.sums.get(k, 0.0) + np.where(ok, f, 0.0).sum(axis=0)
-                self.counts[k] = self.counts.get(k, 0) + ok.sum(axis=0)
+                self.sums[(k, s)] = np.where(ok, f, 0.0).sum(axis=0)
+                self.counts[(k, s)] = ok.sum(axis=0)
 
     def mask(self, k: int, s: int, shape) -> np.ndarray:
         bits = self.masks[(k, s)]
@@ -127,6 +129,23 @@ def _inside(f: np.ndarray, tensor, fused: str) -> np.ndarray:
     lo = lo if a_lo is None else max(lo, a_lo)
     hi = hi if a_hi is None else min(hi, a_hi)
     return (f > lo + step) & (f < hi - step)
+
+
+def _offset(sums: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per channel, the mean offset over every sample's positions ([samples, channels] sums and counts), shrunk by
+    how well the samples agree on it: times 1 - (its standard error / it)^2, 0 where that is below 0 or fewer than
+    ``MIN_COUNT`` positions were seen. A layer of few positions (a 1 x 16 FC output) would otherwise move by its
+    samples' noise: an error the unseen samples do not share."""
+    n = counts.sum(axis=0)
+    mean = sums.sum(axis=0) / np.maximum(n, 1)
+    seen = counts > 0
+    per = np.where(seen, sums / np.maximum(counts, 1), 0.0)
+    m = seen.sum(axis=0)
+    var = np.where(m > 1, (np.where(seen, (per - mean) ** 2, 0.0)).sum(axis=0) / np.maximum(m - 1, 1), np.inf)
+    se2 = var / np.maximum(m, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keep = np.clip(1.0 - se2 / np.maximum(mean ** 2, 1e-300), 0.0, 1.0)
+    return np.where(n >= MIN_COUNT, mean * keep, 0.0)
 
 
 def sequential_shifts(model: Model, qmodel: Model, g: QuantGraph, samples, float_run, ops) -> dict[int, tuple]:
@@ -158,7 +177,7 @@ def sequential_shifts(model: Model, qmodel: Model, g: QuantGraph, samples, float
         # the int8 activations live at the next cut (written from the previous layer on, read at k or after)
         live = {u for j in range(start, k) for u in qs.operators[j].outputs if u >= 0 and last_read.get(u, -1) >= k}
         interp, ins = _segment(qmodel, list(range(start, k + 1)), live | {out}, consts)
-        total = np.zeros(channels)
+        per_sample = np.zeros((len(states), channels))  # per sample and channel: sum of (int8 - float) there
         for s, state in enumerate(states):
             for u in ins:
                 interp.set_tensor(u, state[u])
@@ -168,9 +187,8 @@ def sequential_shifts(model: Model, qmodel: Model, g: QuantGraph, samples, float
                 del state[u]
             state.update({u: np.array(interp.get_tensor(u)) for u in live})
             q = dequantize(interp.get_tensor(out), tensor.quantization).reshape(-1, channels)
-            total += np.where(floats.mask(k, s, q.shape), q, 0.0).sum(axis=0)
-        count = floats.counts[k]
-        shift = np.where(count >= MIN_COUNT, (total - floats.sums[k]) / np.maximum(count, 1), 0.0)
+            per_sample[s] = np.where(floats.mask(k, s, q.shape), q, 0.0).sum(axis=0) - floats.sums[(k, s)]
+        shift = _offset(per_sample, np.stack([floats.counts[(k, s)] for s in range(len(states))]))
         step = float(tensor.quantization.scale[0])
         start = k  # the next segment runs k again (with its corrected bias, when it changed)
         if not shift.size or np.abs(shift).max() < MIN_SHIFT * step:
