@@ -155,8 +155,8 @@ def sequential_shifts(model: Model, qmodel: Model, g: QuantGraph, samples, float
     {tensor: value}``: the float model's activations. The int8 model ``qmodel`` is left as it is."""
     qs = qmodel.subgraphs[0]
     layers = _layers(model, qmodel, g, set(ops))
-    if not layers or len(model.subgraphs) > 1 or not samples:
-        return {}
+    if not layers or len(model.subgraphs) > 1 or not samples or any(t.is_variable for t in qs.tensors):
+        return {}  # control flow or state across invokes (an LSTM's variables): the per-layer correction only
     log.stage(f"sequential bias correction of {len(layers)} int8 layer(s) on {len(samples)} sample(s)")
     floats = _FloatSide(float_run, samples, layers, qs)
     consts = {t for t, tensor in enumerate(qs.tensors) if tensor.buffer and len(qmodel.buffers[tensor.buffer].data)}
@@ -177,6 +177,8 @@ def sequential_shifts(model: Model, qmodel: Model, g: QuantGraph, samples, float
         # the int8 activations live at the next cut (written from the previous layer on, read at k or after)
         live = {u for j in range(start, k) for u in qs.operators[j].outputs if u >= 0 and last_read.get(u, -1) >= k}
         interp, ins = _segment(qmodel, list(range(start, k + 1)), live | {out}, consts)
+        if any(u not in states[0] for u in ins):  # a value no op here writes: the segments end here
+            break
         per_sample = np.zeros((len(states), channels))  # per sample and channel: sum of (int8 - float) there
         for s, state in enumerate(states):
             for u in ins:
