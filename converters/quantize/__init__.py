@@ -91,7 +91,7 @@ from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
 from converters.quantize.migrate import channel_maxima
 from converters.quantize.migrate import prepare as prepare_int8
-from converters.quantize.sequential import downstream, sequential_corrected
+from converters.quantize.sequential import downstream, has_candidates, sequential_corrected
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
@@ -205,7 +205,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     patches = PatchMeans(model) if bias_correction else None
     cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches,
                     fit=SEQUENTIAL_SAMPLES if bias_correction and precision == "int8" and not has_control_flow(model)
-                    else 0)  # not under the widening search yet: with it the yolo-like stand-in lost its task
+                    and has_candidates(model) else 0)  # not under the widening search yet: see the docstring
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         _keep_given_ranges(cal, covered, synthetic, report)

@@ -226,3 +226,15 @@ def downstream(model: Model, ops) -> set[int]:
             reached.add(i)
             tainted.update(t for t in op.outputs if t >= 0)
     return reached
+
+
+def has_candidates(model: Model) -> bool:
+    """Whether some op could be corrected (a weighted layer with a bias input and no fused activation): the
+    calibration keeps its fitting samples only then."""
+    for op in model.subgraphs[0].operators:
+        row = op_table.row(model.op_name(op))
+        if row.weights is not None and row.weights[1] is not None and len(op.inputs) > row.weights[1] \
+                and op.inputs[row.weights[1]] >= 0 \
+                and (op.options or {}).get("fused_activation_function", "NONE") in ("NONE", None):
+            return True
+    return False
