@@ -51,8 +51,9 @@ weights (``dynamic``).
 The steps, a module each: cross-layer equalization of conv / depthwise -> conv pairs
 (``converters.passes.equalize``), calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
 "percentile" / "mse", or "auto": each set measured at the outputs, the best kept), joins of very different ranges
-(``joins``), the integer graph (``rules``, built in a ``builder.QuantGraph``), bias correction (``bias``), the
-accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's tables (``summary``).
+(``joins``), the integer graph (``rules``, built in a ``builder.QuantGraph``), bias correction (``bias``, then
+``sequential``), the accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's tables
+(``summary``).
 
 ``exclude`` names operators (op index, or the name of one of their output tensors) that stay float, with
 DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
