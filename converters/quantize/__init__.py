@@ -51,8 +51,9 @@ weights (``dynamic``).
 The steps, a module each: cross-layer equalization of conv / depthwise -> conv pairs
 (``converters.passes.equalize``), calibration (``calibrate``: streaming over the samples, ranges by "minmax" /
 "percentile" / "mse", or "auto": each set measured at the outputs, the best kept), joins of very different ranges
-(``joins``), the integer graph (``rules``, built in a ``builder.QuantGraph``), bias correction (``bias``), the
-accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's tables (``summary``).
+(``joins``), the integer graph (``rules``, built in a ``builder.QuantGraph``), bias correction (``bias``, then
+``sequential``), the accuracy guard and precision="auto" widening (``measure``, ``widen``), the report's tables
+(``summary``).
 
 ``exclude`` names operators (op index, or the name of one of their output tensors) that stay float, with
 DEQUANTIZE before and QUANTIZE after them. Ops the quantizer has no rule for are reported all at once as a
@@ -91,6 +92,7 @@ from converters.quantize.joins import JOIN_LEVELS, keep_wide_joins
 from converters.quantize.measure import layer_errors, worst
 from converters.quantize.migrate import channel_maxima
 from converters.quantize.migrate import prepare as prepare_int8
+from converters.quantize.sequential import downstream, has_candidates, sequential_corrected
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
@@ -119,6 +121,7 @@ PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
 METHODS = ("minmax", "percentile", "mse", "auto")
 SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
+SEQUENTIAL_SAMPLES = 16  # calibration samples the sequential bias correction fits on (never the held-back ones)
 AUTO_MARGIN_DB = 0.5  # method "auto" keeps min / max unless a clipped set's worst output SNR is this much higher
 
 
@@ -155,7 +158,11 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     list every set's SNR).
     equalize: cross-layer equalization of conv / depthwise -> conv pairs first (``converters.passes.equalize``;
     ``report["equalized"]``). bias_correction: each int8 layer's bias loses the mean output shift its weights'
-    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``). Neither
+    rounding causes on the calibration data (``converters.quantize.bias``; ``report["bias_corrected"]``), then,
+    layer by layer in graph order, the mean offset the int8 model itself has at its output, with the layers
+    before it corrected (``converters.quantize.sequential``, on the first ``SEQUENTIAL_SAMPLES`` calibration
+    samples; ``report["bias_sequential"]``; precision "int8" only for now: under precision "auto" the widening
+    search ranked and gave back ops worse on the corrected cascade). Neither
     for a source that gives its own ranges (QDQ): its scales are kept as they are.
     task_judge: ``judge(qmodel) -> record`` (``converters.evaluate.judge_task``'s): with precision="auto" the search
     stops widening once the task is kept where the task could be judged (``widen.Goal``), not only at ``min_snr``.
@@ -181,7 +188,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
-    report["equalized"], report["bias_corrected"] = [], []
+    report["equalized"], report["bias_corrected"], report["bias_sequential"] = [], [], []
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
         equalize = bias_correction = False
     if equalize:
@@ -199,7 +206,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if has_control_flow(model):  # IF / WHILE subgraphs: every call observed (a one-shot source comes back as a list)
         seen, calibration = calibrate_subgraphs(model, calibration, limit, holdout)
     patches = PatchMeans(model) if bias_correction else None
-    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches)
+    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches,
+                    fit=SEQUENTIAL_SAMPLES if bias_correction and precision == "int8" and not has_control_flow(model)
+                    and has_candidates(model) else 0)  # not under the widening search yet: see the docstring
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         _keep_given_ranges(cal, covered, synthetic, report)
@@ -221,7 +230,12 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
 
     def build(excl, w16=frozenset()):
         widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
-        qm, g = integer_graph(restore_biases(src["model"], model, excl), cal.ranges, act, io, excl, wide16, w16,
+        biases, moved = src["model"], (set(excl) - excluded) | set(w16)
+        if src.get("per_layer") is not None and moved:
+            # the sequential corrections from a widened op on were fitted to its int8 values: those layers keep the
+            # per-layer ones (their own int8 weights' shift, still true at int16 or after a float op)
+            biases = restore_biases(biases, src["per_layer"], downstream(model, moved))
+        qm, g = integer_graph(restore_biases(biases, model, excl), cal.ranges, act, io, excl, wide16, w16,
                               widened, inputs["float"])
         if plan is not None:
             qm = attach_subgraphs(qm, model, plan)
@@ -237,6 +251,17 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
             worst_shift = max(c["max_shift_quanta"] for c in report["bias_corrected"])
             report["notes"].append(f"bias correction: {len(report['bias_corrected'])} layer(s)' biases lose the "
                                    "mean output shift of their int8 weights on the calibration data (up to "
+                                   f"{worst_shift:.2g} output quanta)")
+    if cal.fitting:  # then each layer against the int8 model's own inputs, the ones before it corrected
+        src["per_layer"] = src["model"]
+        src["model"], report["bias_sequential"] = sequential_corrected(src["model"], qmodel, g, cal.fitting,
+                                                                       cal.float_run.runner, excluded)
+        if report["bias_sequential"]:
+            qmodel, g = first = build(excluded)
+            worst_shift = max(c["max_shift_quanta"] for c in report["bias_sequential"])
+            report["notes"].append(f"sequential bias correction: {len(report['bias_sequential'])} layer(s)' biases "
+                                   "lose the mean output offset the int8 model itself has there (its own inputs, "
+                                   f"the layers before corrected) on {len(cal.fitting)} calibration sample(s) (up to "
                                    f"{worst_shift:.2g} output quanta)")
     if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
         first, chosen = _choose_ranges(model, build, first, cal, excluded, io)

@@ -6,7 +6,9 @@ position) is measured on the calibration samples while they run (``PatchMeans``)
 bias then loses that shift before it is quantized.
 
 Each layer's own shift only (dW of that layer, the float input's mean): the error a layer inherits from the ones
-before it is theirs to correct, so correcting all layers at once does not count it twice."""
+before it is theirs to correct, so correcting all layers at once does not count it twice. What the cascade itself
+adds (the rounding of every activation before, rectified by PReLUs) is corrected after this, layer by layer on the
+int8 model (``sequential``)."""
 
 from __future__ import annotations
 
@@ -151,23 +153,31 @@ def bias_shifts(model: Model, g: QuantGraph, means: PatchMeans) -> dict[int, np.
 def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, list[dict]]:
     """The model whose quantized layers' biases lose their shift (where some channel's shift reaches
     ``MIN_SHIFT`` of the output's quantum), and per corrected layer what changed; the model itself when none."""
-    from converters.passes.equalize import editable_copy
-
     sg = model.subgraphs[0]
-    done, m = [], None
+    kept = {}
     for i, shift in bias_shifts(model, g, means).items():
-        out_t = sg.operators[i].outputs[0]
-        n = g.qt.get(out_t)
+        n = g.qt.get(sg.operators[i].outputs[0])
         if n is None or g.tensors[n].quantization is None:
             continue
         step = float(g.tensors[n].quantization.scale[0])
         worst = float(np.abs(shift).max()) if shift.size else 0.0
-        if worst < MIN_SHIFT * step:
-            continue
+        if worst >= MIN_SHIFT * step:
+            kept[i] = (shift, worst / step)
+    return shifted(model, kept)
+
+
+def shifted(model: Model, shifts: dict[int, tuple[np.ndarray, float]]) -> tuple[Model, list[dict]]:
+    """The model whose layers ``shifts`` names (op index -> (per output channel shift, its largest in output quanta))
+    have bias - shift, and per layer what changed; the model itself when ``shifts`` is empty."""
+    from converters.passes.equalize import editable_copy
+
+    sg = model.subgraphs[0]
+    done, m = [], None
+    for i, (shift, quanta) in shifts.items():
         m = m or editable_copy(model)
         bi = op_table.row(model.op_name(sg.operators[i])).weights[1]
-        bt = sg.operators[i].inputs[bi]
-        b = np.asarray(model.tensor_data(0, bt), np.float64).reshape(-1)
+        bt = m.subgraphs[0].operators[i].inputs[bi]
+        b = np.asarray(m.tensor_data(0, bt), np.float64).reshape(-1)
         # a tensor of its own (a bias several layers share keeps its value for the others; restore_biases puts
         # the original back by pointing the op at it)
         new = G.add_constant(m, sg.tensors[bt].name, (b - shift).astype(np.float32).reshape(sg.tensors[bt].shape),
@@ -175,8 +185,8 @@ def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, li
         if sum(bt in op.inputs for op in sg.operators) == 1:  # its own bias: the integer graph keeps its name
             m.subgraphs[0].tensors[new].name = sg.tensors[bt].name
         m.subgraphs[0].operators[i].inputs[bi] = new
-        done.append({"op_index": i, "op": model.op_name(sg.operators[i]), "output": sg.tensors[out_t].name,
-                     "max_shift_quanta": worst / step})
+        done.append({"op_index": i, "op": model.op_name(sg.operators[i]),
+                     "output": sg.tensors[sg.operators[i].outputs[0]].name, "max_shift_quanta": quanta})
     return (m, done) if m is not None else (model, [])
 
 

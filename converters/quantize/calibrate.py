@@ -186,13 +186,16 @@ class Calibration:
     given: set = field(default_factory=set)  # tensors whose range the source gave (``converters.quantize.given``)
     synthetic: bool = False  # no data was given: the samples are synthetic (every range given by the source)
     error_ranges: dict | None = None  # method "auto": candidate range sets by name ("mse", "percentile 99.9", ...)
+    fitting: list = field(default_factory=list)  # the first calibration samples (never held-back ones), kept to fit
+    # corrections on (``sequential``): the guard's samples stay unseen by what it judges
 
 
 def calibrate(model: Model, calibration, act: str, method: str, percentile: float, limit: int | None, seed: int,
-              holdout: int, patches=None) -> Calibration:
+              holdout: int, patches=None, fit: int = 0) -> Calibration:
     """Run the float model over the calibration samples (every 5th held back, at most ``holdout``) and clip each
     float activation's observed range by ``method`` ("auto": the min / max ones in ``ranges``, the MSE and
-    percentile ones in ``error_ranges``). ``patches``: a ``bias.PatchMeans`` fed each sample's activations."""
+    percentile ones in ``error_ranges``). ``patches``: a ``bias.PatchMeans`` fed each sample's activations.
+    ``fit``: this many of the first calibration samples are kept (``Calibration.fitting``)."""
     sg = model.subgraphs[0]
     data = calibration_data(calibration, inputs=model, limit=limit, label="calibrating")
     log.stage(f"calibrating ({method})")
@@ -204,7 +207,7 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
     # that can be read again (files, arrays) is read again for the held-back samples; a one-shot iterator's
     # held-back samples (at most ``holdout``) and a few calibration samples are kept.
     reiter = isinstance(data, CalibrationData) and data.reiterable
-    samples, held = [], []
+    samples, held, fitting = [], [], []
     calibrated = n_held = 0
 
     def picked():  # the calibration samples, in order (the held-back ones set aside)
@@ -219,6 +222,8 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
 
     for sample, values in _runs(model, float_run, picked()):
         calibrated += 1
+        if len(fitting) < fit:
+            fitting.append(sample)
         if not reiter and len(samples) < (4 if holdout else MEASURE_SAMPLES):
             samples.append(sample)
         for j, t in enumerate(sg.inputs):
@@ -241,7 +246,7 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
     ranges = clipped("minmax" if method == "auto" else method)
     measure = Samples(data if reiter else None, held or samples, holdout, n_held,
                       n_held or min(calibrated, MEASURE_SAMPLES))
-    cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure)
+    cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure, fitting=fitting)
     if method == "auto":  # the candidate sets beside min / max, by name; the guard measures each
         cal.error_ranges = {"mse": clipped("mse")}
         for pct in dict.fromkeys((float(percentile), AUTO_PERCENTILE)):

@@ -2,7 +2,9 @@
 range stays on the float tensor it stood on as ``Tensor.quantization`` with an EMPTY scale / zero point and
 ``min`` / ``max`` (``converters.import_onnx``'s docstring: the quantizer's side). Such a range replaces the observed
 one: int8's ``scale = (max - min) / 255``, ``zero_point = -128 - round(min / scale)`` are then the source's own
-parameters again (a uint8 source's zero point minus 128). Only the tensors without one are calibrated, and a source
+parameters again (a uint8 source's zero point minus 128). Weights a source gave as int8 PER TENSOR
+(``given_weight_scales``) keep its integers and scale (``rules.weighted``); per-channel ones are what per-channel
+max-abs gives again. Only the tensors without one are calibrated, and a source
 whose every activation has one (directly, or through an op whose output keeps its input's or a fixed
 quantization) needs no calibration data. The quantized model's float tensors do not keep these ranges.
 
@@ -82,6 +84,34 @@ def given_ranges(model: Model) -> dict[int, GivenRange]:
             hi = np.float32(np.asarray(tensor.quantization.max).reshape(-1)[0])
             ranges[t] = GivenRange(float(lo), float(hi), recorded.get((lo, hi)))
     return ranges
+
+
+def given_weight_scales(model: Model) -> list[float]:
+    """The per-tensor int8 weight scales a quantized source gave (onnxruntime's quantize_static default,
+    per_channel=False: symmetric, zero point 0), from the importer's records (``model.given_quantization``)."""
+    found = set()
+    for e in (getattr(model, "given_quantization", None) or {}).values():
+        if e.get("kind") != "weight" or str(e.get("dtype")) != "int8" or np.asarray(e["scale"]).size != 1:
+            continue
+        s = float(np.asarray(e["scale"], np.float32).reshape(-1)[0])
+        if s > 0 and not np.asarray(e["zero_point"]).any():
+            found.add(s)
+    return sorted(found)
+
+
+def source_weight_scale(w: np.ndarray, scales: list[float]) -> float | None:
+    """The given per-tensor scale whose integers ``w`` is (the importer's float weights are float32(q * s), their
+    layout rearranged for TFLite): each w / s within 1e-3 of an integer in [-127, 127]. None when none fits (a
+    weight the source gave per channel, or not at all): per-channel max-abs scales then."""
+    w = np.asarray(w, np.float64).reshape(-1)
+    if not w.size or not np.any(w):
+        return None
+    for s in scales:
+        q = w / s
+        r = np.round(q)
+        if np.abs(r).max() <= 127 and np.abs(q - r).max() <= 1e-3:
+            return s
+    return None
 
 
 def _fixed_range(row, act: str) -> tuple[float, float] | None:

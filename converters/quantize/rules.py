@@ -32,6 +32,7 @@ import numpy as np
 
 from converters.quantize.builder import QuantGraph, integer_only, is_const, is_float
 from converters.quantize import joins
+from converters.quantize.given import given_weight_scales, source_weight_scale
 from converters.quantize.scales import affine, limits, quantize_array, round_away, weight_scales
 from edge_sdk.errors import ConversionError, ModelError
 from edge_sdk.model.types import Model, Operator
@@ -236,7 +237,8 @@ def keep_integer(g: QuantGraph, i: int, op: Operator, oact: str) -> None:
 def weighted(g: QuantGraph, i: int, op: Operator, oact: str) -> None:
     """A weighted layer (the row's ``weights``: input, bias input, output-channel axis): int8 weights per output
     channel, symmetric over [-127, 127]; the bias int32 (int64 in int16x8) at input scale * weight scale, a
-    weight scale raised where the bias would overflow; the output its own calibrated range."""
+    weight scale raised where the bias would overflow; the output its own calibrated range. Weights a QDQ source
+    gave as int8 per tensor keep its integers and its one scale (``given.source_weight_scale``)."""
     src, sg = g.src, g.sg
     wi, bi, axis = op_table.row(src.op_name(op)).weights
     ins = [t if k in (wi, bi) else g.operand(t, oact) for k, t in enumerate(op.inputs)]
@@ -249,6 +251,11 @@ def weighted(g: QuantGraph, i: int, op: Operator, oact: str) -> None:
         bias = np.asarray(src.tensor_data(0, bias_t), np.float64).reshape(-1)
     bias_limit = INT32_MAX if oact == "INT8" else 2**63 - 1
     scales = weight_scales(w, axis, bias, in_scale, bias_limit)
+    given = source_weight_scale(w, given_weight_scales(src)) if oact == "INT8" else None
+    if given is not None and np.all(scales <= np.float32(given)):  # its bias fits at the source's scale too
+        # a QDQ source's per-tensor int8 weights (quantize_static's default): its own integers, one scale for every
+        # channel -- per-channel max-abs scales would round them again (up to 3 quanta off the source's)
+        scales = np.full(w.shape[axis], given, np.float32)
     qw = quantize_array(w, scales, 0, -127, 127, np.int8, axis=axis)
     ins[wi] = g.add_tensor(sg.tensors[op.inputs[wi]], "INT8", g.quant(scales, 0, axis), qw)
     if bias_t >= 0:
