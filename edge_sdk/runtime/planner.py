@@ -378,6 +378,8 @@ def inplace_aliases(model, infos: list[list], requests, spans, skip_nodes=(), el
     from edge_sdk.runtime import op_table
     by_key = {r.key: r for r in requests}
     root: dict = {}
+    # a depthwise conv reading a folded PAD (its output not planned here) runs over the PAD's input
+    source = {(f.subgraph, f.conv): f.source for f in folded_pads(model, infos) if (f.subgraph, f.output) not in by_key}
     for s, sg in enumerate(model.subgraphs):
         io = set(sg.inputs) | set(sg.outputs)
         for i, op in enumerate(sg.operators):
@@ -389,6 +391,8 @@ def inplace_aliases(model, infos: list[list], requests, spans, skip_nodes=(), el
                 continue
             b = op.outputs[0]
             for a in op.inputs[:2 if rule == "binary" else 1]:
+                if rule == "depthwise" and (s, i) in source:
+                    a = source[(s, i)]
                 if _joins_input(infos, by_key, spans, root, io, s, i, rule, a, b):
                     root[(s, b)] = root.get((s, a), (s, a))
                     break

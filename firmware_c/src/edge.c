@@ -1526,6 +1526,10 @@ size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node
     tb = it->subgraphs[node->subgraph].tensor_base;
     x = &it->tensors[tb + node->inputs[0]];
     y = &it->tensors[tb + node->outputs[0]];
+    if (x->flags_ & EDGE_TENSOR_PAD_FOLDED_) { /* a folded PAD: the plane is one channel of the PAD's input */
+        const edge_node_t *pad = folded_pad_writer(it, node->subgraph, node->inputs[0]);
+        if (pad) x = &it->tensors[tb + pad->inputs[0]];
+    }
     if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 || x->dims[3] != y->dims[3])
         return 0;
     return (size_t)x->dims[1] * (size_t)x->dims[2];
@@ -1581,9 +1585,11 @@ static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise
             if (in_patch_stage(it, s, i)) continue; /* a patch stage's nodes never run in place */
             if (nd->n_inputs < 1 || nd->n_outputs < 1) continue;
             for (j = 0; j < (binary && nd->n_inputs > 1 ? 2 : 1); j++) {
-                int32_t a, b, r;
-                if (!inplace_joins(it, L, sg, g, nd->inputs[j], elementwise)) continue;
-                a = sg->tensor_base + nd->inputs[j];
+                int32_t a, b, r, in = nd->inputs[j];
+                const edge_node_t *pad = rule == EDGE_INPLACE_DEPTHWISE && in >= 0 ? folded_pad_writer(it, s, in) : 0;
+                if (pad) in = pad->inputs[0]; /* a folded PAD: the depthwise runs over its input */
+                if (!inplace_joins(it, L, sg, g, in, elementwise)) continue;
+                a = sg->tensor_base + in;
                 b = sg->tensor_base + nd->outputs[0];
                 r = ROOT(L, a);
                 if (L->t_last[b] > L->t_last[r]) L->t_last[r] = L->t_last[b];
