@@ -9,6 +9,7 @@ than the conv's own padding could does not fold.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import numpy as np
 import pytest
@@ -195,3 +196,22 @@ def test_folded_pad_depthwise_runs_in_place(runtime):
     fold = planner.folded_pads(m, infos)[0]
     conv_out = m.subgraphs[0].operators[fold.conv].outputs[0]
     assert planner.inplace_aliases(m, infos, requests, spans)[(0, conv_out)] == (0, fold.source)
+
+
+@pytest.mark.slow
+@needs_c_runtime
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_folded_pads_on_cortex_m4_under_qemu(tmp_path):
+    """The Cortex-M4 image (its DSP conv / depthwise loops on the explicit padding) == Python on folded int8 chains,
+    with the layer plan's kernels and the least-RAM request's (EDGE_INIT_MEMORY_MIN: the depthwise in place over the
+    PAD's input)."""
+    from tests.oprunner import m4_image_mismatches
+
+    models = {f"padfold_{c}": chain_model(CHAINS[c], dtype="INT8") for c in ("dw_s2_asym", "two_pairs")}
+    models["padfold_inplace"] = chain_model([("conv", 1, 1, 1, "SAME", 16), ("pad", 1, 1, 1, 1),
+                                             ("dw", 3, 1, 1, "VALID", "RELU6"), ("conv", 1, 1, 1, "SAME", 8)],
+                                            shape=(1, 24, 20, 8), dtype="INT8", seed=4)
+    for flags in (0, 2):
+        failures = m4_image_mismatches(models, tmp_path / f"b{flags}", init_flags=flags)
+        assert not failures, f"M4 (init flags {flags}) output differs from Python on {failures}"
