@@ -342,9 +342,10 @@ def test_person_detect_patch_plan():
 
 @pytest.mark.slow
 def test_mobilenet_v2_patch_plan():
-    """MobileNetV2 224x224 int8: 301056 tensor bytes (the layer plan 2451840, TFLM's arena about 2.6 MB); the
-    floor here is the model's first node (a transpose of the 150 KB input into a second 150 KB tensor)."""
-    _real("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite", 0.15)
+    """MobileNetV2 224x224 int8: 301056 tensor bytes (the layer plan 1505280 with its 18 PADs folded into their
+    convs, 2451840 before; TFLM's arena about 2.6 MB); the floor here is the model's first node (a transpose of
+    the 150 KB input into a second 150 KB tensor)."""
+    _real("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite", 0.2)
 
 
 def test_inspect_shows_the_patch_plan():

@@ -28,8 +28,11 @@ def _arena(data: bytes, memory: str) -> Interpreter:
 
 @pytest.fixture(scope="module")
 def conv_chain():
-    """A conv chain with an explicit PAD in place and a patch stage: layer > inplace > min."""
-    data = chain_model(CHAINS["pad_then_valid"], dtype="INT8")
+    """A conv chain with an explicit PAD in place and a patch stage: layer > inplace > min. The PAD pads 3 rows
+    above a 3x3 depthwise (more than the conv's own padding spans): never folded into it (planner.folded_pads)."""
+    layers = list(CHAINS["pad_then_valid"])
+    layers[1] = ("pad", 3, 2, 0, 1)
+    data = chain_model(layers, dtype="INT8")
     sizes = {m: _arena(data, m) for m in planner.MEMORY_PLANS}
     assert sizes["min"].memory_plan == "patch"
     assert sizes["min"].arena_size < sizes["inplace"].arena_size < sizes["layer"].arena_size

@@ -168,6 +168,8 @@ class _Prepared:
         self.folded: set[tuple[int, int]] = set()
         self.folded_bytes: int = 0
         self.patch: _patching.PatchPlan | None = None  # the least-RAM plan's patch stage (memory="min", plan "patch")
+        # PADs folded into the conv that reads them (planner.folded_pads): (subgraph, node) of each PAD, never run
+        self.pad_folds: set[tuple[int, int]] = set()
 
 
 class Interpreter:
@@ -370,6 +372,10 @@ class Interpreter:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
+        if not delegated and p.patch is None:  # the plan's PAD folds (buffer_requests; a patch plan folds none)
+            for f in _planner.folded_pads(self._model, p.infos):
+                p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
+                p.pad_folds.add((f.subgraph, f.pad))
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         for d, part in delegated:
@@ -681,6 +687,11 @@ class Interpreter:
         """(subgraph, node) of the constant-only nodes allocate_tensors computed once (invoke skips them)."""
         return sorted(self._p.folded) if self._p is not None else []
 
+    def folded_pads(self) -> list[tuple[int, int]]:
+        """(subgraph, node) of every PAD folded into the conv that reads it (planner.folded_pads): never run, its
+        output out of the arena, the conv reading the PAD's input with explicit padding."""
+        return sorted(self._p.pad_folds) if self._p is not None else []
+
     @property
     def folded_bytes(self) -> int:
         """Bytes outside the arena holding the outputs of the folded nodes (see ``folded_nodes``)."""
@@ -724,7 +735,7 @@ class Interpreter:
                 delegate = delegated.get(id(part))
                 if delegate is None:
                     for i in part.nodes:
-                        if (s, i) in p.folded:
+                        if (s, i) in p.folded or (s, i) in p.pad_folds:
                             continue
                         node = nodes[i]
                         if i in stage:  # the whole stage runs at its first node, patch by patch
@@ -865,7 +876,7 @@ class Interpreter:
         labels = [[(i, p.nodes[s][i].op) if part.backend == CPU
                    else (i, f"{part.backend}[{part.nodes[0]}..{part.nodes[-1]}]")
                    for part in p.partitions[s] for i in (part.nodes if part.backend == CPU else part.nodes[:1])
-                   if (s, i) not in p.folded] for s in range(len(p.steps))]
+                   if (s, i) not in p.folded and (s, i) not in p.pad_folds] for s in range(len(p.steps))]
         clock, out = time.perf_counter_ns, []
 
         def timer(s: int, k: int, fn, ins, outs) -> None:  # step k of subgraph s, timed
@@ -1165,6 +1176,27 @@ def _slot_view(arena: np.ndarray, slot, info: TensorInfo, rows, cols) -> np.ndar
     shape = _patching.local_shape(info, rows, cols)
     n = _patching.nbytes(shape, info.dtype)
     return arena[slot.offset:slot.offset + n].view(info.dtype).reshape(shape)
+
+
+def _prepare_folded_conv(node, infos, fold):
+    """The conv of a folded PAD (planner.folded_pads) prepared again on the PAD's input: its input 0 is the PAD's
+    input tensor (its bytes and shape, the PAD output's quantization: a PAD copies bytes) and its window the
+    explicit padding (fold.top, fold.left) with the conv's own output (fold.oh x fold.ow:
+    kernels.conv.patch_window)."""
+    from dataclasses import replace
+
+    src = infos[fold.source]
+    ins = list(node.inputs)
+    ins[0] = replace(node.inputs[0], index=src.index, name=src.name, shape=tuple(src.shape))
+    sub = Node(index=node.index, subgraph=node.subgraph, op=node.op, version=node.version,
+               options=dict(node.options), custom_options=node.custom_options, inputs=ins, outputs=node.outputs,
+               intermediates=node.intermediates, runtime=node.runtime, window=(fold.top, fold.left, fold.oh, fold.ow))
+    shape = tuple(node.outputs[0].shape)
+    sub._eval = op_table.lookup(node.op, node.version).prepare_function()(sub)
+    if tuple(sub.outputs[0].shape) != shape:
+        raise ModelError(f"{node.where()}: folding the PAD before it made output {tuple(sub.outputs[0].shape)}, "
+                         f"not {shape}")
+    return sub
 
 
 def _prepare_window(node, shapes, out_shape, window):

@@ -247,7 +247,8 @@ def internal_keys(model, part, held: bool) -> list[tuple[int, int]]:
     return keys
 
 
-def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None, fold: bool = True) -> list:
+def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None, fold: bool = True,
+                    pads: bool = True) -> list:
     """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
 
     ``infos[s][t]`` gives each tensor's shape and dtype (``tensor_infos``, or the interpreter's prepared ones).
@@ -256,6 +257,8 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     holds_internal_tensors)`` for each delegate partition: it runs as one step spanning its nodes' steps, so its
     boundary tensors stay live across the whole span, and (when the delegate holds them) its internal tensors need
     no arena space. ``spans``: a dict to receive every node's (first step, last step) by (subgraph, node).
+    ``pads``: the PADs folded into their conv (folded_pads; never with delegate partitions) have no output buffer,
+    and their input lives until the conv's step.
     """
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.errors import ModelError, UnsupportedOpError
@@ -265,6 +268,8 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     span: dict[tuple[int, int], tuple[int, int]] = {} if spans is None else spans  # (subgraph, node) -> steps
     clock = 0
     marked: set[int] = set()
+    pad_folds = folded_pads(model, infos) if pads and not delegated else []
+    conv_source = {(f.subgraph, f.conv): f.source for f in pad_folds}  # the conv reads the PAD's input
 
     def use(key, step):
         first.setdefault(key, step)
@@ -289,6 +294,8 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
             for t in op.inputs:
                 if t >= 0:
                     use((s, t), clock)
+            if (s, i) in conv_source:
+                use((s, conv_source[(s, i)]), clock)
             for t in op.outputs:
                 use((s, t), clock)
             for t in op.intermediates:
@@ -321,6 +328,7 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
         skip.update(internal_keys(model, part, held))
     if fold:  # the hosts' plans (a host's C plan-only run too); a microcontroller's keeps them (see below)
         skip.update(key for key, _ in folded_constants(model, infos))
+    skip.update((f.subgraph, f.output) for f in pad_folds)
     requests = []
     for s, sg_infos in enumerate(infos):
         for info in sg_infos:
@@ -370,6 +378,8 @@ def inplace_aliases(model, infos: list[list], requests, spans, skip_nodes=(), el
     from edge_sdk.runtime import op_table
     by_key = {r.key: r for r in requests}
     root: dict = {}
+    # a depthwise conv reading a folded PAD (its output not planned here) runs over the PAD's input
+    source = {(f.subgraph, f.conv): f.source for f in folded_pads(model, infos) if (f.subgraph, f.output) not in by_key}
     for s, sg in enumerate(model.subgraphs):
         io = set(sg.inputs) | set(sg.outputs)
         for i, op in enumerate(sg.operators):
@@ -381,6 +391,8 @@ def inplace_aliases(model, infos: list[list], requests, spans, skip_nodes=(), el
                 continue
             b = op.outputs[0]
             for a in op.inputs[:2 if rule == "binary" else 1]:
+                if rule == "depthwise" and (s, i) in source:
+                    a = source[(s, i)]
                 if _joins_input(infos, by_key, spans, root, io, s, i, rule, a, b):
                     root[(s, b)] = root.get((s, a), (s, a))
                     break
@@ -461,6 +473,8 @@ def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None
     out = TensorPlan("inplace" if aliases else "layer", plan, layer.total)
     if memory == "min":
         ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
+        if folded_pads(model, infos):  # a patch plan folds no PAD (its stage may run them on windows)
+            requests = buffer_requests(model, infos, pads=False)
         stage, patched = _patching.choose(
             model, infos, requests, spans,
             lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
@@ -748,6 +762,141 @@ def folded_constants(model, infos: list[list]) -> list[tuple[tuple[int, int], in
             if not x.is_const or x.sparsity is not None or y.dtype is None:
                 continue
             out.append(((s, o), math.prod(y.shape) * y.dtype.itemsize))
+    return out
+
+
+# ------------------------------------------------------------------------------------ PADs folded into their conv
+# ONNX-exported and Keras models write an explicit PAD (zeros, or the int8 zero point) before many CONV_2D /
+# DEPTHWISE_CONV_2D (a stride-2 conv with asymmetric padding; the ONNX importer writes PAD + VALID conv):
+# mobilenet_v2_quantized_1x3x224x224 has 18. A conv's own padding taps contribute nothing (float: 0.0; int8: the
+# input zero point, whose offset input makes 0), so when the PAD fills H and W with exactly that value the conv can
+# read the PAD's input with explicit per-side padding (top / left = the PAD's + the conv's own; bottom / right follow
+# from the output size) and the PAD is skipped: no copy, no PAD output in the arena, the PAD's input live until the
+# conv. Both runtimes: the Python interpreter prepares the conv on the PAD's input with that window
+# (kernels.conv.patch_window), the C runtime's PAD prepare folds it (edge_pad_folds, firmware_c/src/edge.c, this
+# rule) and the conv reads the PAD's input (edge_conv_source, firmware_c/src/edge_conv.h). Every build and plan
+# folds them but the least-RAM patch plan (plan_tensors: its stage is chosen over the unfolded requests, a stage's
+# PAD runs on windows; edge_init_patch folds none). The rule:
+#  * PAD / PADV2 of a 4-D tensor, computed at run time, of FLOAT32 / INT8 / INT16; constant paddings padding H and W
+#    only (N and C 0); PADV2's value a constant equal to the PAD's own default (below);
+#  * the fill is the conv's padding value: float +0.0; int8 the output zero point (PAD's default); int16 0 with a
+#    zero point 0 (the int16 conv has no input offset);
+#  * its output: no subgraph output, not variable, read by exactly one node, once, as input 0 of a CONV_2D or
+#    DEPTHWISE_CONV_2D whose window fits the padded input;
+#  * each side's padding in total (the PAD's + the conv's SAME padding, bottom / right from the output size) at
+#    most the conv's effective filter size - 1, the range a SAME conv's own padding spans (the kernels' fast paths
+#    take any such geometry).
+FOLD_PAD_OPS = ("PAD", "PADV2")
+FOLD_CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+@dataclass(frozen=True)
+class PadFold:
+    """A PAD skipped for the conv that reads it (folded_pads): nodes and tensors of ``subgraph``; the conv runs on
+    ``source`` (the PAD's input, h x w) with ``top`` / ``left`` padding before and an ``oh`` x ``ow`` output;
+    ``bytes``: the PAD output's bytes, out of the tensor plan."""
+
+    subgraph: int
+    pad: int
+    conv: int
+    source: int
+    output: int
+    top: int
+    left: int
+    bottom: int
+    right: int
+    oh: int
+    ow: int
+    bytes: int
+
+
+def _window_pad(padding: str, stride: int, dil: int, size: int, k: int) -> tuple[int, int] | None:
+    """(output size, padding before) of a SAME / VALID window as TFLite computes them, None when nothing fits."""
+    eff = (k - 1) * dil + 1
+    if stride <= 0 or dil <= 0 or k <= 0 or size <= 0 or padding not in ("SAME", "VALID"):
+        return None
+    out = (size + stride - 1) // stride if padding == "SAME" else (size - eff) // stride + 1
+    if out <= 0 or (padding == "VALID" and eff > size):
+        return None
+    return out, max((out - 1) * stride + eff - size, 0) // 2
+
+
+def folded_pads(model, infos: list[list]) -> list[PadFold]:
+    """Every PAD -> conv pair both runtimes fold (the rule above) over ``infos`` (``tensor_infos`` or the
+    interpreter's prepared ones), in subgraph and node order."""
+    import numpy as np
+
+    out = []
+    for s, sg in enumerate(model.subgraphs):
+        reads: dict[int, list[tuple[int, int]]] = {}
+        for i, op in enumerate(sg.operators):
+            for k, t in enumerate([*op.inputs, *op.intermediates]):
+                if t >= 0:
+                    reads.setdefault(t, []).append((i, k))
+        returned = set(sg.outputs)
+        n = len(infos[s])
+        for i, op in enumerate(sg.operators):
+            if not 0 <= op.opcode_index < len(model.operator_codes) or model.op_name(op) not in FOLD_PAD_OPS:
+                continue
+            if len(op.inputs) not in (2, 3) or len(op.outputs) != 1 or min(op.inputs) < 0 or op.outputs[0] < 0:
+                continue
+            if max(*op.inputs, op.outputs[0]) >= n:
+                continue
+            x, p, y = infos[s][op.inputs[0]], infos[s][op.inputs[1]], infos[s][op.outputs[0]]
+            if x.is_const or x.is_variable or y.is_variable or op.outputs[0] in returned:
+                continue
+            if x.type != y.type or x.type not in ("FLOAT32", "INT8", "INT16") or len(x.shape) != 4:
+                continue
+            if not p.is_const or np.size(p.data) != 8:
+                continue
+            pads = np.asarray(p.data).reshape(4, 2).astype(np.int64)
+            if pads[0].any() or pads[3].any() or (pads < 0).any():
+                continue
+            zp = 0 if y.zero_point is None or np.size(y.zero_point) == 0 else int(y.zero_point[0])
+            fill = zp if x.type == "INT8" else 0  # PAD's own fill (kernels.shape: the output zero point for int8)
+            if x.type == "INT16" and zp != 0:
+                continue
+            if len(op.inputs) == 3:
+                v = infos[s][op.inputs[2]]
+                if not v.is_const or np.size(v.data) != 1:
+                    continue
+                value = np.asarray(v.data).reshape(-1)
+                if x.type == "FLOAT32":
+                    if value.dtype != np.float32 or value.view(np.uint32)[0] != 0:  # +0.0 only: -0.0 changes bits
+                        continue
+                elif int(value[0]) != fill:
+                    continue
+            readers = reads.get(op.outputs[0], [])
+            if len(readers) != 1 or readers[0][1] != 0:
+                continue
+            c = readers[0][0]
+            conv = sg.operators[c]
+            if not 0 <= conv.opcode_index < len(model.operator_codes) or model.op_name(conv) not in FOLD_CONV_OPS:
+                continue
+            if len(conv.inputs) < 2 or conv.inputs[1] < 0 or conv.inputs[1] >= n:
+                continue
+            w = infos[s][conv.inputs[1]]
+            if len(w.shape) != 4:
+                continue
+            opts = conv.options or {}
+            padding = opts.get("padding", "SAME")
+            sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
+            dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
+            kh, kw = int(w.shape[1]), int(w.shape[2])
+            hp, wp = int(y.shape[1]), int(y.shape[2])
+            if hp != x.shape[1] + pads[1].sum() or wp != x.shape[2] + pads[2].sum():
+                continue
+            gh, gw = _window_pad(padding, sh, dh, hp, kh), _window_pad(padding, sw, dw, wp, kw)
+            if gh is None or gw is None:
+                continue
+            (oh, pt), (ow, pl) = gh, gw
+            top, left = pt + int(pads[1][0]), pl + int(pads[2][0])
+            bottom = (oh - 1) * sh + (kh - 1) * dh + 1 - int(x.shape[1]) - top
+            right = (ow - 1) * sw + (kw - 1) * dw + 1 - int(x.shape[2]) - left
+            if max(top, bottom) > (kh - 1) * dh or max(left, right) > (kw - 1) * dw:
+                continue
+            out.append(PadFold(s, i, c, op.inputs[0], op.outputs[0], top, left, bottom, right, oh, ow,
+                               math.prod(y.shape) * y.dtype.itemsize))
     return out
 
 

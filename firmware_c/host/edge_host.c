@@ -27,7 +27,7 @@ int32_t edge_host_tensor(edge_interp_t *it, int32_t kind, int32_t i, void **data
     edge_tensor_t *t = kind == 0 ? edge_input(it, i) : kind == 1 ? edge_output(it, i) : kind >= 2 ? edge_tensor(it, kind - 2, i) : 0;
     int32_t k;
     if (!t) return -1;
-    *data = t->data;
+    *data = (t->flags_ & EDGE_TENSOR_PAD_FOLDED_) ? 0 : t->data; /* folded into its conv: no bytes of its own */
     *bytes = t->bytes;
     *type = t->type;
     *rank = t->rank;

@@ -102,12 +102,13 @@ typedef struct edge_tensor {
     unsigned is_sparse : 1;     /* has sparsity parameters (data holds the compressed values) */
     unsigned quantized : 1;
     unsigned folded_ : 1;       /* private: a node's output its prepare computed once (edge_fold_outputs): is_const */
-    unsigned flags_ : 2;        /* private: EDGE_TENSOR_PLANNED_, EDGE_TENSOR_ZP_PER_CHANNEL_ (the zero points differ
+    unsigned flags_ : 3;        /* private: EDGE_TENSOR_PLANNED_, EDGE_TENSOR_ZP_PER_CHANNEL_ (the zero points differ
                                  * per channel: scales then points at a persistent copy, n_scales int32 zero points
-                                 * after the scales) */
+                                 * after the scales), EDGE_TENSOR_PAD_FOLDED_ (a PAD's output folded into its conv,
+                                 * edge_fold_pad: no bytes of its own, data = the PAD's input's for the conv) */
 } edge_tensor_t;
 
-enum { EDGE_TENSOR_PLANNED_ = 1, EDGE_TENSOR_ZP_PER_CHANNEL_ = 2 };
+enum { EDGE_TENSOR_PLANNED_ = 1, EDGE_TENSOR_ZP_PER_CHANNEL_ = 2, EDGE_TENSOR_PAD_FOLDED_ = 4 };
 
 /* Zero point of channel c (per-tensor tensors: every c gives the one zero point). */
 int32_t edge_tensor_zero_point(const edge_tensor_t *t, int32_t c);

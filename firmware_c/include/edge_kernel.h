@@ -213,6 +213,18 @@ void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
  * (planner.folded_constants' rule: a DEQUANTIZE of a dense constant whose output no subgraph returns): DEQUANTIZE's
  * prepare folds it, the plan-only step (no prepare) leaves its output out of the plan as the host plans do. */
 int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node);
+/* Every build: the index (in its subgraph) of the CONV_2D / DEPTHWISE_CONV_2D a PAD / PADV2 `node` is folded into,
+ * else -1 (edge_sdk/runtime/planner.py's folded_pads rule: H / W padding with the conv's padding value, one reader,
+ * each side's total padding within the conv's effective filter - 1; none under a patch plan). PAD's prepare then
+ * folds its output (edge_fold_pad; its eval does nothing), the plan-only step as well. */
+int32_t edge_pad_folds(edge_ctx_t *ctx, const edge_node_t *node);
+/* A PAD edge_pad_folds folds: its output out of the tensor plan (is_const, EDGE_TENSOR_PAD_FOLDED_); the planner
+ * points its data at the PAD's input, which the conv reads with the PAD's padding as its own (edge_conv_source). */
+void edge_fold_pad(edge_node_t *node, edge_ctx_t *ctx);
+/* Prepare-time, for a CONV_2D / DEPTHWISE_CONV_2D: the tensor (subgraph-local index) it reads: the folded PAD's input
+ * (*top / *left its padding before H / W, added to the conv's own; bottom / right follow from the output size), else
+ * its input 0 (*top = *left = 0). The conv keeps input 0's dims for its geometry and its quantization. */
+int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top, int32_t *left);
 
 /* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
  * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during

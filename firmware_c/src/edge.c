@@ -948,6 +948,8 @@ static void node_steps(life_t *L, int32_t g, int32_t start, int32_t end) {
     if (end > *l) *l = end;
 }
 
+static const edge_node_t *folded_pad_writer(const edge_interp_t *it, int32_t s, int32_t t);
+
 /* Walk subgraph s on the shared time axis (edge_sdk.runtime.interpreter.buffer_requests, mark()). */
 static edge_status_t mark(edge_interp_t *it, life_t *L, int32_t s, int32_t depth, int32_t *clock) {
     edge_subgraph_t *sg = &it->subgraphs[s];
@@ -974,7 +976,11 @@ static edge_status_t mark(edge_interp_t *it, life_t *L, int32_t s, int32_t depth
             if ((st = mark(it, L, callee[c], depth + 1, clock)) != EDGE_OK) return st;
         }
         for (k = 0; k < nd->n_inputs; k++)
-            if (nd->inputs[k] >= 0) use(L, tb + nd->inputs[k], *clock);
+            if (nd->inputs[k] >= 0) {
+                const edge_node_t *pad = folded_pad_writer(it, s, nd->inputs[k]);
+                use(L, tb + nd->inputs[k], *clock);
+                if (pad) use(L, tb + pad->inputs[0], *clock); /* the conv reads the folded PAD's input */
+            }
         for (k = 0; k < nd->n_outputs; k++) use(L, tb + nd->outputs[k], *clock);
         ot = node_table(it, nd); /* intermediates: load checked them; read back from the model */
         fb_ints(it, &ot, 8, &inter, &n_inter, WHAT("Operator.intermediates"));
@@ -1520,6 +1526,10 @@ size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node
     tb = it->subgraphs[node->subgraph].tensor_base;
     x = &it->tensors[tb + node->inputs[0]];
     y = &it->tensors[tb + node->outputs[0]];
+    if (x->flags_ & EDGE_TENSOR_PAD_FOLDED_) { /* a folded PAD: the plane is one channel of the PAD's input */
+        const edge_node_t *pad = folded_pad_writer(it, node->subgraph, node->inputs[0]);
+        if (pad) x = &it->tensors[tb + pad->inputs[0]];
+    }
     if (x->type != EDGE_INT8 || y->type != EDGE_INT8 || x->rank != 4 || y->rank != 4 || x->dims[3] != y->dims[3])
         return 0;
     return (size_t)x->dims[1] * (size_t)x->dims[2];
@@ -1575,9 +1585,11 @@ static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise
             if (in_patch_stage(it, s, i)) continue; /* a patch stage's nodes never run in place */
             if (nd->n_inputs < 1 || nd->n_outputs < 1) continue;
             for (j = 0; j < (binary && nd->n_inputs > 1 ? 2 : 1); j++) {
-                int32_t a, b, r;
-                if (!inplace_joins(it, L, sg, g, nd->inputs[j], elementwise)) continue;
-                a = sg->tensor_base + nd->inputs[j];
+                int32_t a, b, r, in = nd->inputs[j];
+                const edge_node_t *pad = rule == EDGE_INPLACE_DEPTHWISE && in >= 0 ? folded_pad_writer(it, s, in) : 0;
+                if (pad) in = pad->inputs[0]; /* a folded PAD: the depthwise runs over its input */
+                if (!inplace_joins(it, L, sg, g, in, elementwise)) continue;
+                a = sg->tensor_base + in;
                 b = sg->tensor_base + nd->outputs[0];
                 r = ROOT(L, a);
                 if (L->t_last[b] > L->t_last[r]) L->t_last[r] = L->t_last[b];
@@ -1725,7 +1737,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     plan_work_t w;
     life_t L;
     edge_status_t st;
-    int32_t end, k, n_t = 0, n_s = 0, r, best_ordering = 0, head = -1, n_alias = 0;
+    int32_t end, k, g, n_t = 0, n_s = 0, r, best_ordering = 0, head = -1, n_alias = 0;
     int64_t temp_bytes, life_bytes, best, bound = 0, total, head_total, pad = it->base - it->arena, required;
     uint8_t *p;
     size_t free_bytes = it->base_len - it->tail_used;
@@ -1847,6 +1859,13 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     for (k = 0; n_alias && k < it->n_tensors_total; k++)
         if (IS_MEMBER(&L, k) && (it->tensors[k].flags_ & EDGE_TENSOR_PLANNED_))
             it->tensors[k].data = it->tensors[ROOT(&L, k)].data;
+    for (g = 0; g < it->n_subgraphs; g++) { /* a folded PAD's output: its input's bytes, read by the conv */
+        const edge_subgraph_t *sg = &it->subgraphs[g];
+        for (k = 0; k < sg->n_tensors; k++) {
+            const edge_node_t *writer = folded_pad_writer(it, g, k);
+            if (writer) it->tensors[sg->tensor_base + k].data = it->tensors[sg->tensor_base + writer->inputs[0]].data;
+        }
+    }
     for (k = 0; k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
         if (nd->scratch_bytes) nd->scratch_offset = (uint32_t)w.off[r++];
@@ -1886,6 +1905,110 @@ int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node) {
     return 1;
 }
 #endif
+
+/* The PAD (PAD / PADV2) of subgraph s whose output is tensor t (subgraph-local) when its output is folded into its
+ * conv (edge_pad_folds at its prepare, or the plan-only step: is_const and folded_ on a PAD's output): the PAD's
+ * node, else NULL. A few folds a model: the walk over the subgraph's nodes runs at prepare and planning only. */
+static const edge_node_t *folded_pad_writer(const edge_interp_t *it, int32_t s, int32_t t) {
+    const edge_subgraph_t *sg = &it->subgraphs[s];
+    const edge_tensor_t *y = &it->tensors[sg->tensor_base + t];
+    int32_t j;
+    if (!(y->flags_ & EDGE_TENSOR_PAD_FOLDED_)) return 0;
+    for (j = 0; j < sg->n_nodes; j++) {
+        const edge_node_t *nd = &it->nodes[sg->node_base + j];
+        if ((nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) && nd->n_outputs == 1 && nd->outputs[0] == t &&
+            nd->n_inputs >= 1)
+            return nd;
+    }
+    return 0;
+}
+
+int32_t edge_pad_folds(edge_ctx_t *ctx, const edge_node_t *node) {
+    const edge_interp_t *it = ctx->interp;
+    const edge_subgraph_t *sg = &it->subgraphs[ctx->subgraph];
+    const edge_tensor_t *x, *p, *y, *w;
+    const edge_node_t *c = 0;
+    const int32_t *outputs;
+    edge_conv_opts_t op;
+    int64_t pad[8];
+    int32_t n, k, j, reads = 0, fill, kh, kw, oh, ow, pt, pl, top, left, bottom, right;
+    if ((node->op != EDGE_OP_PAD && node->op != EDGE_OP_PADV2) || it->patch_plan.rows) return -1; /* patch: none */
+    if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || node->outputs[0] < 0) return -1;
+    for (k = 0; k < node->n_inputs; k++)
+        if (node->inputs[k] < 0) return -1;
+    x = &ctx->tensors[node->inputs[0]];
+    p = &ctx->tensors[node->inputs[1]];
+    y = &ctx->tensors[node->outputs[0]];
+    if (x->is_const || x->is_variable || y->is_variable || x->type != y->type || x->rank != 4 || y->rank != 4) return -1;
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16) return -1;
+    if (!p->is_const || !edge_const_ints_ok(p) || edge_tensor_elements(p) != 8) return -1;
+    for (k = 0; k < 8; k++) {
+        pad[k] = edge_const_int(p, k);
+        if (pad[k] < 0 || ((k < 2 || k >= 6) && pad[k] != 0)) return -1; /* H and W only */
+    }
+    fill = x->type == EDGE_INT8 && y->quantized ? y->zero_point : 0; /* PAD's own fill; the conv's padding value */
+    if (x->type == EDGE_INT16 && y->quantized && y->zero_point != 0) return -1;
+    if (node->n_inputs == 3) {
+        const edge_tensor_t *v = &ctx->tensors[node->inputs[2]];
+        if (!v->is_const || v->type != x->type || edge_tensor_elements(v) != 1) return -1;
+        if (x->type == EDGE_FLOAT32) {
+            uint32_t bits;
+            memcpy(&bits, v->data, 4);
+            if (bits != 0) return -1; /* +0.0 only: -0.0 would change a sum's sign of zero */
+        } else if (x->type == EDGE_INT8 ? ((const int8_t *)v->data)[0] != fill : ((const int16_t *)v->data)[0] != 0) {
+            return -1;
+        }
+    }
+    n = edge_subgraph_io(ctx, ctx->subgraph, 1, &outputs);
+    for (k = 0; k < n; k++)
+        if (outputs[k] == node->outputs[0]) return -1;
+    for (j = 0; j < sg->n_nodes; j++) { /* one reader, reading it once, as its input 0 */
+        const edge_node_t *nd = &it->nodes[sg->node_base + j];
+        for (k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] == node->outputs[0]) {
+                reads++;
+                c = k == 0 ? nd : 0;
+            }
+    }
+    if (reads != 1 || !c || (c->op != EDGE_OP_CONV_2D && c->op != EDGE_OP_DEPTHWISE_CONV_2D)) return -1;
+    if (c->n_inputs < 2 || c->inputs[1] < 0) return -1;
+    w = &ctx->tensors[c->inputs[1]];
+    if (w->rank != 4 || (x->type == EDGE_FLOAT32 ? w->type != EDGE_FLOAT32 : (w->type != EDGE_INT8 && w->type != EDGE_INT4)))
+        return -1; /* the hybrid kernels (float input, int8 filter) keep the PAD */
+    op = c->op == EDGE_OP_CONV_2D ? edge_conv_opts(c, EDGE_OPTS_Conv2DOptions, 3, 4)
+                                  : edge_conv_opts(c, EDGE_OPTS_DepthwiseConv2DOptions, 4, 5);
+    kh = w->dims[1];
+    kw = w->dims[2];
+    if ((int64_t)x->dims[1] + pad[2] + pad[3] != y->dims[1] || (int64_t)x->dims[2] + pad[4] + pad[5] != y->dims[2])
+        return -1;
+    if (edge_conv_window(op.padding, op.sh, op.dh, y->dims[1], kh, &oh, &pt) ||
+        edge_conv_window(op.padding, op.sw, op.dw, y->dims[2], kw, &ow, &pl))
+        return -1;
+    top = pt + (int32_t)pad[2];
+    left = pl + (int32_t)pad[4];
+    bottom = (int32_t)((int64_t)(oh - 1) * op.sh + (int64_t)(kh - 1) * op.dh + 1 - x->dims[1] - top);
+    right = (int32_t)((int64_t)(ow - 1) * op.sw + (int64_t)(kw - 1) * op.dw + 1 - x->dims[2] - left);
+    if ((top > bottom ? top : bottom) > (kh - 1) * op.dh || (left > right ? left : right) > (kw - 1) * op.dw) return -1;
+    return c->index;
+}
+
+void edge_fold_pad(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *y = &ctx->tensors[node->outputs[0]];
+    y->is_const = y->folded_ = 1;
+    y->flags_ |= EDGE_TENSOR_PAD_FOLDED_;
+}
+
+int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top, int32_t *left) {
+    const edge_node_t *pad = node->n_inputs >= 1 && node->inputs[0] >= 0
+                                 ? folded_pad_writer(ctx->interp, ctx->subgraph, node->inputs[0]) : 0;
+    const edge_tensor_t *p;
+    *top = *left = 0;
+    if (!pad || pad->n_inputs < 2) return node->n_inputs >= 1 ? node->inputs[0] : -1;
+    p = &ctx->tensors[pad->inputs[1]];
+    *top = (int32_t)edge_const_int(p, 2);
+    *left = (int32_t)edge_const_int(p, 4);
+    return pad->inputs[0];
+}
 
 int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {
     edge_interp_t *it = ctx->interp;
@@ -2031,6 +2154,10 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
         if (edge_folds_at_prepare(&ctx, nd)) edge_fold_outputs(nd, &ctx);
     }
 #endif
+    for (k = 0; k < sg->n_nodes && it->plan_only; k++) { /* the PADs pad.c's prepare folds into their conv */
+        edge_node_t *nd = &it->nodes[sg->node_base + k];
+        if (edge_pad_folds(&ctx, nd) >= 0) edge_fold_pad(nd, &ctx);
+    }
     for (k = 0; k < sg->n_nodes && !it->plan_only; k++) {
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         SET_REASON(&it->error, EDGE_NO_REASON);

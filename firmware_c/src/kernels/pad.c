@@ -27,6 +27,7 @@ typedef struct {
                                     * is padded (so they are contiguous in the output too) */
     int64_t runs;                  /* input runs (product of dimensions [0, run_dim)); 0: empty input */
     size_t run_bytes;              /* bytes per run */
+    int32_t folded;                /* 1: folded into the conv that reads the output (edge_pad_folds): eval skips */
 } pad_data_t;
 
 static int pad_type_ok(int type) {
@@ -83,6 +84,11 @@ static edge_status_t pad_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     d = (pad_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
+    if (edge_pad_folds(ctx, node) >= 0) { /* the conv reads x with this padding: no output, no copy */
+        d->folded = 1;
+        edge_fold_pad(node, ctx);
+        return EDGE_OK;
+    }
     d->elem = (int32_t)edge_type_bytes(x->type);
     if (!c) {
         if (x->type == EDGE_INT8 && y->quantized) d->value[0] = (uint8_t)(int8_t)y->zero_point;
@@ -229,7 +235,7 @@ static void pad_window(const pad_data_t *d, const edge_window_t *win, const uint
     }
 }
 
-void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
+static void pad_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const pad_data_t *d = (const pad_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_tensor_t *y = edge_out(ctx, node, 0);
@@ -263,6 +269,10 @@ void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
         edge_odometer_next(idx, d->in_dims, d->out_stride, d->run_dim, &pos);
     }
     pad_fill(out + end, y->bytes - end, value, d->elem, uniform);
+}
+
+void edge_eval_pad(const edge_node_t *node, edge_ctx_t *ctx) {
+    if (!((const pad_data_t *)node->user_data)->folded) pad_eval(node, ctx);
 }
 
 void edge_eval_padv2(const edge_node_t *node, edge_ctx_t *ctx) { edge_eval_pad(node, ctx); }
