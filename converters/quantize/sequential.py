@@ -31,7 +31,6 @@ from edge_sdk.runtime import op_table
 
 MIN_SHIFT = 0.05  # a layer's bias moves where some channel's offset reaches this share of its output's quantum
 MIN_COUNT = 16  # positions a channel needs (unclamped, over every sample) for its mean offset to count
-_ACTIVATION_RANGE = {"RELU": (0.0, None), "RELU6": (0.0, 6.0), "RELU_N1_TO_1": (-1.0, 1.0), "RELU_0_TO_1": (0.0, 1.0)}
 
 
 def _layers(model: Model, qmodel: Model, g: QuantGraph, ops) -> list[tuple[int, int, int, int]]:
@@ -125,9 +124,10 @@ def _inside(f: np.ndarray, tensor, fused: str) -> np.ndarray:
     q = tensor.quantization
     step = float(q.scale[0])
     lo, hi = (-128 - int(q.zero_point[0])) * step, (127 - int(q.zero_point[0])) * step
-    a_lo, a_hi = _ACTIVATION_RANGE.get(fused, (None, None))
-    lo = lo if a_lo is None else max(lo, a_lo)
-    hi = hi if a_hi is None else min(hi, a_hi)
+    # the clamp of the fused activation: its op-table row's activation_range (RELU (0, inf), RELU6 (0, 6), ...)
+    clamp = op_table.row(fused).activation_range if fused not in (None, "NONE") else None
+    if clamp is not None:
+        lo, hi = max(lo, clamp[0]), min(hi, clamp[1])
     return (f > lo + step) & (f < hi - step)
 
 
