@@ -40,6 +40,7 @@ from edge_sdk.runtime import c_build
 from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory  # the memory= plans (documented there)
+from edge_sdk.runtime.planner import folded_pads as planner_folded_pads
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
 from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, resize_request
@@ -920,6 +921,15 @@ class CInterpreter(Interpreter, backend="c"):
     @property
     def folded_bytes(self) -> int:
         return 0
+
+    def folded_pads(self) -> list[tuple[int, int]]:
+        """(subgraph, node) of every PAD the C runtime folds into the conv that reads it: edge_pad_folds applies
+        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter)."""
+        self._require_ready("folded_pads")
+        if self._patch is not None:
+            return []
+        infos = [self.tensor_infos(s) for s in range(len(self.model.subgraphs))]
+        return sorted((f.subgraph, f.pad) for f in planner_folded_pads(self.model, infos))
 
     @property
     def input_staging_bytes(self) -> int:

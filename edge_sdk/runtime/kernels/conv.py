@@ -50,7 +50,7 @@ def window_geometry(node: Node, padding: str, stride: int, dilation: int, in_siz
     else:
         num = in_size + stride - effective
         out = num // stride if num >= 0 else -((-num) // stride)  # C division truncates
-    if out <= 0:
+    if out <= 0 and node.window is None:  # a window (a patch, a folded PAD's conv) gives its own geometry
         raise node.error(f"window of {filter_size} (dilation {dilation}) does not fit an input of {in_size} "
                          f"with {padding} padding")
     total = max((out - 1) * stride + effective - in_size, 0)
