@@ -2,7 +2,7 @@
 XNNPACK, in one run.
 
     .venv/bin/python benchmarks/conv_igemm.py --before DIR [--models a.tflite ...] [--zoo-sizes 96]
-                                              [--rounds 5] [--seconds 0.2] [--no-zoo] [--no-cuts]
+                                              [--rounds 5] [--seconds 0.2] [--no-zoo] [--no-cuts] [--pointwise]
 
 DIR is another checkout (or an exported copy, `git archive REV | tar -x -C DIR`) whose firmware_c is built there
 (`make -C DIR/firmware_c host`): the "before". Three long-lived workers, one thread each: the C runtime of this
@@ -11,7 +11,7 @@ caller's). Every item is timed in short bursts, the three in turns, --rounds tim
 on all three), each invoke by the calling thread's CPU time (time.thread_time: the time the scheduler gave other
 jobs is not counted; on a machine loaded several times over wall-clock bursts swung 0.7-1.4x run to run); per item
 the median of the bursts' medians. Items: every distinct int8 CONV_2D node with a window (its kernel is not 1x1, or it strides
-or pads) cut from the models (benchmarks/c_runtime.py's one_op_model: same shapes, options, constants,
+or pads; --pointwise: the 1x1 stride-1 nodes instead, the direct GEMM's) cut from the models (benchmarks/c_runtime.py's one_op_model: same shapes, options, constants,
 quantization), then the whole models: ../shared's int8 models (mobilenet_v2 quantized, person_detect: LiteRT
 refuses it, its XNNPACK cell is n/a) and benchmarks/zoo.py's int8 models at --zoo-sizes. Prints us per invoke,
 after / before and after / XNNPACK per item and their geomeans, and whether before and after gave the same output
@@ -97,8 +97,9 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def window_conv_cuts(paths: list[Path], out_dir: Path) -> list[tuple[str, Path]]:
-    """Every distinct int8 CONV_2D with a window in the models, cut alone."""
+def window_conv_cuts(paths: list[Path], out_dir: Path, pointwise: bool = False) -> list[tuple[str, Path]]:
+    """Every distinct int8 CONV_2D with a window in the models, cut alone (pointwise: the 1x1 stride-1 ones instead,
+    the direct GEMM's)."""
     from c_runtime import _signature, one_op_model
     from edge_sdk.model import read_model
 
@@ -112,8 +113,8 @@ def window_conv_cuts(paths: list[Path], out_dir: Path) -> list[tuple[str, Path]]
             w, x = sg.tensors[op.inputs[1]].shape, sg.tensors[op.inputs[0]].shape
             s = int(op.options.get("stride_h", 1) or 1), int(op.options.get("stride_w", 1) or 1)
             same = op.options.get("padding", "SAME") in ("SAME", 0)
-            if w[1] == 1 and w[2] == 1 and s == (1, 1):
-                continue  # the direct 1x1 GEMM: not this path (SAME pads nothing for a 1x1 filter)
+            if (w[1] == 1 and w[2] == 1 and s == (1, 1)) != pointwise:
+                continue  # the direct 1x1 GEMM (SAME pads nothing for a 1x1 filter): --pointwise's alone
             sig = _signature(model, sg, op)
             if sig in seen:
                 continue
@@ -135,6 +136,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-zoo", action="store_true")
     ap.add_argument("--no-cuts", action="store_true", help="whole models only")
     ap.add_argument("--no-models", action="store_true", help="cuts only")
+    ap.add_argument("--pointwise", action="store_true",
+                    help="cut the 1x1 stride-1 CONV_2D nodes (the direct GEMM) instead of the windowed ones")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=0.2, help="per burst")
     a = ap.parse_args(argv)
@@ -154,11 +157,11 @@ def main(argv=None) -> int:
 
 
 def _compare(a, paths: list[Path], tmp: Path) -> int:
-    items = [] if a.no_cuts else window_conv_cuts(paths, tmp)
+    items = [] if a.no_cuts else window_conv_cuts(paths, tmp, a.pointwise)
     if not a.no_models:
         items += [(f"{p.stem[:34]} (whole)", p) for p in paths]
     load = os.getloadavg()
-    print(f"int8 CONV_2D with a window: C after (this checkout) vs C before ({a.before}) vs XNNPACK (LiteRT 1 thread);"
+    print(f"int8 CONV_2D {'1x1 stride 1 (direct GEMM)' if a.pointwise else 'with a window'}: C after (this checkout) vs C before ({a.before}) vs XNNPACK (LiteRT 1 thread);"
           f" us of thread CPU time per invoke, median of {a.rounds} rounds of {a.seconds}s bursts, the three in turns; machine: "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     workers = {"after": Worker("c", ROOT), "before": Worker("c", a.before), "xnn": Worker("xnn", ROOT)}

@@ -84,6 +84,48 @@ def test_conv_2d_simd_equals_portable(backend, levels, seed):
     _same_at_every_level(backend, levels, model, feeds)
 
 
+# (pixels h x w, input channels, output channels): the VNNI GEMM's tails. Its passes take 12 pixels (two halves of 6
+# beside 4 blocks of 16 channels, 12 rows beside the last 1-2 blocks), its k steps 4 values (a 64-byte chunk of a
+# row 16 steps): pixels 1 (the one-row path), 5, 7, 11, 13, 25 (not multiples of 6 / 12, a half-empty second half),
+# output channels 1, 24, 40, 65 (a block partly valid), 48 (6 x 3), 72, 200 (after full 64-channel groups: 1 and 1/2
+# blocks left), input channels not multiples of 4 and past one 64-byte chunk (67, 130). At that level a narrow input
+# widened (c <= 32, o >= 4c: the first two and the last three) runs the GEMM, the others the indirection conv.
+_GEMM_TAILS = [((1, 1), 5, 200), ((1, 5), 3, 24), ((1, 7), 16, 48), ((1, 11), 67, 65), ((13, 1), 130, 72),
+               ((5, 5), 33, 40), ((2, 6), 8, 1), ((3, 4), 64, 128), ((1, 13), 7, 72), ((5, 5), 16, 200), ((1, 11), 24, 96)]
+
+
+@pytest.mark.parametrize("hw,c,o", _GEMM_TAILS, ids=[f"{h}x{w}x{c}-{o}" for (h, w), c, o in _GEMM_TAILS])
+def test_conv_1x1_gemm_tails_equal_portable_and_tflm(backend, levels, hw, c, o):
+    """int8 1x1 stride-1 CONV_2D at every level: the same bytes as the portable kernel and TFLM on pixel counts, input
+    and output channels off the tiles' multiples; at AVX-512 VNNI the indirection conv's one tap, or the direct
+    GEMM for a narrow input widened."""
+    rng = np.random.default_rng(hw[0] * 1000 + hw[1] * 100 + c + o)
+    wscale = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(c)))
+    wt = T((o, 1, 1, c), "INT8", wscale, 0, quantized_dimension=0, data=rng.integers(-127, 128, (o, 1, 1, c), dtype=np.int8))
+    b = T((o,), "INT32", 1.0, 0, data=rng.integers(-300, 300, o).astype(np.int32))
+    x, y = T((1, *hw, c), "INT8", 0.05, int(rng.integers(-20, 20))), T((1, *hw, o), "INT8", 0.02, int(rng.integers(-20, 20)))
+    model = op_model("CONV_2D", [x, wt, b], [y], options={"padding": "VALID", "stride_h": 1, "stride_w": 1,
+                                                          "dilation_h_factor": 1, "dilation_w_factor": 1,
+                                                          "fused_activation_function": "NONE"}, version=3)
+    feeds = [rng.integers(-128, 128, (1, *hw, c), dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    assert np.unique(ref[0]).size > 1  # requantized values, not one clamped constant
+    lib, lv = levels
+    if 2 not in lv:
+        return
+    # the path at AVX-512 VNNI (conv_2d.c): the indirection conv (no fast-path scratch) but for a narrow input
+    # widened (c <= 32, o >= 4c), which keeps the GEMM on its flipped copy of 12 rows (its work area as scratch)
+    lib.edge_simd_set(2)
+    try:
+        it = backend.CInterpreter(model_content=model)
+        it.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    gemm = c <= 32 and o >= 4 * c
+    assert (it.arena_parts()["fast_path_scratch"] > 0) == gemm
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_depthwise_simd_equals_portable(backend, levels, seed):
     rng = np.random.default_rng(2000 + seed)

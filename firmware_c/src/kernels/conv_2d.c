@@ -98,8 +98,13 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     d->simd = 0;
     d->simd_scratch = -1;
     if (d->rq_generic || !conv_simd_int8(d, w, bias)) return EDGE_OK;
-    if ((d->kh != 1 || d->kw != 1 || d->sh != 1 || d->sw != 1 || d->geo.pt != 0 || d->geo.pl != 0) &&
-        !edge_in_patch_stage(ctx->interp, node)) { /* a window: its taps read in place (a patch's window moves) */
+    /* A window: its taps read in place (a patch's window moves). A 1x1 stride-1 filter too (the indirection conv's
+     * one tap: 6 x 64 tiles on the input rows as they lie, flipped in registers), except a narrow input widened
+     * (c <= 32, o >= 4c: mobilenet_v2's expansions), where the GEMM's 12-row tiles on a flipped copy ran faster
+     * (112x112x16->96: 0.7 vs 0.8 ms; 1x1 layers of c >= 64 or o < 4c: 0.33-0.64x the GEMM's time; conv_igemm.py
+     * --pointwise, load average ~7 on 2 CPUs). */
+    const int one_by_one = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->geo.pt == 0 && d->geo.pl == 0;
+    if ((!one_by_one || d->c > 32 || d->o < 4 * d->c) && !edge_in_patch_stage(ctx->interp, node)) {
         edge_simd_dwf_t p;
         memset(&p, 0, sizeof p);
         p.h = d->geo.h;

@@ -18,7 +18,7 @@
  * zero point, so that it adds nothing); w is packed once at prepare (edge_simd_qgemm_pack) with the bias,
  * input_offset * sum_k w[n, k] folded into it and the channels' multipliers beside it. On x86-64 the levels
  * share one packing from AVX-512 VNNI up (16-channel blocks, 4 k values a 64-byte step; the AMX level pads k to
- * 64, a tile's depth): AVX2 runs 4 x 16 tiles of VPMADDWD on int16, AVX-512 VNNI 4 x 32 tiles of VPDPBUSD on
+ * 64, a tile's depth): AVX2 runs 4 x 16 tiles of VPMADDWD on int16, AVX-512 VNNI 6 x 64 / 12 x 32 tiles of VPDPBUSD on
  * a + 128 (the input offset's -128 folded into the bias), one row against 128 channels at once; AMX 32 x 32
  * passes of TDPBUSD tiles where at least 8 rows come (fewer: the VNNI tiles).
  */

@@ -61,7 +61,8 @@ static inline int32_t rq_scalar(int32_t acc, int32_t mul, int32_t rs, int32_t zp
 
 #define VNNI_NB 16 /* channels per block */
 #define AVX2_NB 8
-#define GEMM_MR 4  /* rows per tile */
+#define GEMM_MR 12 /* rows per pass of the VNNI GEMM (the work area's rows; AVX2: 4) */
+#define AVX2_MR 4  /* AVX2: rows per tile */
 #define AMX_MR 32  /* AMX: rows per pass (two A tiles of 16 rows) */
 #define AMX_KC 64  /* AMX: k per tile (64 bytes a row) */
 
@@ -92,7 +93,7 @@ size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
     if (level == EDGE_SIMD_X86_AMX) /* AMX_MR rows of a (cache-line rows), the 32 x 32 int32 sums, alignment */
         return (size_t)AMX_MR * (size_t)round_up(vnni_kpad(level, k), AMX_KC) + 4u * AMX_MR * 2 * VNNI_NB + 64;
     if (level == EDGE_SIMD_X86_AVX512VNNI) return (size_t)GEMM_MR * (size_t)round_up(k, 4) + 64;
-    if (level == EDGE_SIMD_X86_AVX2) return (size_t)GEMM_MR * 2 * (size_t)round_up(k, 2) + 64;
+    if (level == EDGE_SIMD_X86_AVX2) return (size_t)AVX2_MR * 2 * (size_t)round_up(k, 2) + 64;
     return 0;
 }
 
@@ -184,46 +185,60 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
     return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
 }
 
-/* mr rows (u8, stride kpad) x nb blocks of 16 channels starting at block j; stores y rows. */
-T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t mr, int32_t j,
-                                    int32_t nb, int32_t nvalid, int8_t *y, int32_t ldy) {
+/* MR rows of the work area (u8, a ^ 0x80, interleaved: step s of row r at a[s * GEMM_MR * 4 + r * 4], so that every
+ * broadcast is at a constant offset from one pointer: 12 rows' addresses in registers spilled the GPRs) x NB blocks
+ * of 16 channels from block j: MR x NB sums in registers (MR * NB <= 24, + NB weight vectors + the broadcast: at
+ * most 29 of the 32 zmm), each 4-byte k step of a row broadcast once (a load) and multiplied into the NB blocks,
+ * each weight vector loaded once per step for the MR rows. Then rows [0, mr) requantized into y (stride ldy),
+ * columns j * 16 .. nvalid past it; rows mr .. MR - 1 are the work area's stale rows (their sums never stored).
+ * MR and NB constants: the loops unrolled (GCC does not at -O2 by itself; the sums went to memory, a load and a
+ * store around each VPDPBUSD: 2.0-3.0x XNNPACK's time on mobilenet_v2's 1x1 layers). */
+#define GEMM_PRAGMA(x) _Pragma(#x)
+#define GEMM_UNROLL_MR GEMM_PRAGMA(GCC unroll 12)
+#define GEMM_UNROLL_NB GEMM_PRAGMA(GCC unroll 4)
+T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t MR, int32_t mr, int32_t j,
+                                    int32_t NB, int32_t nvalid, int8_t *y, int32_t ldy) {
     const int32_t kpad = g->kpad, npad = g->npad, steps = kpad / 4;
     const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
-    const int8_t *w0 = (const int8_t *)(rs + npad) + (int64_t)j * kpad * VNNI_NB;
-    const int8_t *w1 = w0 + (int64_t)kpad * VNNI_NB;
-    __m512i acc[GEMM_MR][2];
-    int32_t r, s, bb;
+    const int8_t *w = (const int8_t *)(rs + npad) + (int64_t)j * kpad * VNNI_NB;
+    const int64_t pstride = (int64_t)kpad * VNNI_NB;
+    __m512i acc[GEMM_MR][4], wv[4];
+    int32_t r, s, b;
+    GEMM_UNROLL_MR
     for (r = 0; r < GEMM_MR; r++)
-        for (bb = 0; bb < 2; bb++) acc[r][bb] = _mm512_setzero_si512();
-    for (s = 0; s < steps; s++) {
-        const __m512i wa = _mm512_loadu_si512((const void *)(w0 + 64 * (int64_t)s));
-        const __m512i wb = nb > 1 ? _mm512_loadu_si512((const void *)(w1 + 64 * (int64_t)s)) : wa;
+        GEMM_UNROLL_NB
+        for (b = 0; b < 4; b++)
+            if (r < MR && b < NB) acc[r][b] = _mm512_setzero_si512();
+    for (s = 0; s < steps; s++, w += 64, a += 4 * GEMM_MR) {
+        GEMM_UNROLL_NB
+        for (b = 0; b < 4; b++)
+            if (b < NB) wv[b] = _mm512_loadu_si512((const void *)(w + b * pstride));
+        GEMM_UNROLL_MR
         for (r = 0; r < GEMM_MR; r++) {
-            if (r < mr) {
+            if (r < MR) {
                 int32_t v;
                 __m512i x;
-                memcpy(&v, a + (int64_t)r * kpad + 4 * s, 4);
+                memcpy(&v, a + 4 * r, 4);
                 x = _mm512_set1_epi32(v);
-                acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], x, wa);
-                if (nb > 1) acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], x, wb);
+                GEMM_UNROLL_NB
+                for (b = 0; b < 4; b++)
+                    if (b < NB) acc[r][b] = _mm512_dpbusd_epi32(acc[r][b], x, wv[b]);
             }
         }
     }
-    {
-        for (bb = 0; bb < nb; bb++) {
-            const int32_t c0 = (j + bb) * VNNI_NB;
-            const __m512i b = _mm512_loadu_si512((const void *)(bias + c0));
+    GEMM_UNROLL_NB
+    for (b = 0; b < 4; b++) {
+        if (b < NB) {
+            const int32_t c0 = (j + b) * VNNI_NB, left = nvalid - b * VNNI_NB;
+            const __m512i bv = _mm512_loadu_si512((const void *)(bias + c0));
             const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
                                           _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
-            const int32_t left = nvalid - bb * VNNI_NB;
             const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-            for (r = 0; r < GEMM_MR; r++) {
-                if (r < mr) {
-                    const __m512i q = rq512_apply(_mm512_add_epi32(acc[r][bb], b), &rq);
+            GEMM_UNROLL_MR
+            for (r = 0; r < GEMM_MR; r++)
+                if (r < MR && r < mr)
                     _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
-                                         _mm512_cvtepi32_epi8(q));
-                }
-            }
+                                         _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc[r][b], bv), &rq)));
         }
     }
 }
@@ -296,16 +311,25 @@ T_VNNI static void vnni_rows(const edge_simd_qgemm_t *g, const uint8_t *a, int32
             vnni_row(g, a, j, jend - j < ROW_NB ? jend - j : ROW_NB, n1 - j * VNNI_NB, y);
         return;
     }
-    for (; j < jend; j += 2) {
-        const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * VNNI_NB;
-        /* every row count a constant: the tile's sums stay in registers */
-        if (mr == GEMM_MR) {
-            if (nb == 2) vnni_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
-            else vnni_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
-        } else if (mr == 3) {
-            vnni_tile(g, a, 3, j, nb, nvalid, y, ldy);
+    /* 6 rows x 4 blocks (64 channels) while 4 blocks are left, the two halves of the work area's 12 rows; the last
+     * 1..3 blocks as 6 x 3 or 12 x 2 / 12 x 1 (no more than 24 sums). At most 6 rows: 6-row tiles only. */
+    for (; j < jend; j += 4) {
+        const int32_t nb = jend - j < 4 ? jend - j : 4, nvalid = n1 - j * VNNI_NB;
+        if (nb >= 3 || mr <= 6) {
+#define GEMM_HALVES(NB)                                                                                            \
+    do {                                                                                                           \
+        vnni_tile(g, a, 6, mr, j, NB, nvalid, y, ldy);                                                             \
+        if (mr > 6) vnni_tile(g, a + 6 * 4, 6, mr - 6, j, NB, nvalid, y + 6 * (int64_t)ldy, ldy);                \
+    } while (0)
+            if (nb == 4) GEMM_HALVES(4);
+            else if (nb == 3) GEMM_HALVES(3);
+            else if (nb == 2) GEMM_HALVES(2);
+            else GEMM_HALVES(1);
+#undef GEMM_HALVES
+        } else if (nb == 2) {
+            vnni_tile(g, a, GEMM_MR, mr, j, 2, nvalid, y, ldy);
         } else {
-            vnni_tile(g, a, 2, j, nb, nvalid, y, ldy);
+            vnni_tile(g, a, GEMM_MR, mr, j, 1, nvalid, y, ldy);
         }
     }
 }
@@ -315,21 +339,33 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
     const int32_t k = g->k, kpad = g->kpad;
     uint8_t *buf = (uint8_t *)work;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const __m512i sidx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(GEMM_MR)); /* dword s of a row: s * GEMM_MR */
     int32_t m0, r;
     for (m0 = 0; m0 < m; m0 += GEMM_MR) {
         const int32_t mr = m - m0 < GEMM_MR ? m - m0 : GEMM_MR;
-        for (r = 0; r < mr; r++) { /* rows as unsigned (a ^ 0x80), k padded with zeros to kpad */
-            const int8_t *src = a + (int64_t)(m0 + r) * lda;
-            uint8_t *d = buf + (int64_t)r * kpad;
+        if (mr == 1) { /* vnni_row: the row as it is, k padded */
+            const int8_t *src = a + (int64_t)m0 * lda;
             int32_t i = 0;
             for (; i + 64 <= k; i += 64)
-                _mm512_storeu_si512((void *)(d + i), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + i)), flip));
+                _mm512_storeu_si512((void *)(buf + i), _mm512_xor_si512(_mm512_loadu_si512((const void *)(src + i)), flip));
             if (i < kpad) {
                 const __mmask64 mk = k - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - i)) - 1);
                 const __mmask64 mp = kpad - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (kpad - i)) - 1);
                 /* past k: 0 ^ 0x80 (times the zero weights of the padding) */
-                _mm512_mask_storeu_epi8((void *)(d + i), mp,
+                _mm512_mask_storeu_epi8((void *)(buf + i), mp,
                                         _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const void *)(src + i)), flip));
+            }
+        } else {
+            for (r = 0; r < mr; r++) { /* rows as unsigned (a ^ 0x80), interleaved (vnni_tile), k padded with 0x80 */
+                const int8_t *src = a + (int64_t)(m0 + r) * lda;
+                int32_t i;
+                for (i = 0; i < kpad; i += 64) { /* 16 steps: one dword every GEMM_MR dwords */
+                    const __mmask64 mk = k - i >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k - i)) - 1);
+                    const __mmask16 ms = kpad - i >= 64 ? (__mmask16)0xFFFF : (__mmask16)((1u << ((kpad - i) / 4)) - 1u);
+                    _mm512_mask_i32scatter_epi32((void *)(buf + 4 * r + (int64_t)i * GEMM_MR), ms, sidx,
+                                                 _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const void *)(src + i)), flip), 4);
+                }
             }
         }
         vnni_rows(g, buf, mr, n0, n1, y + (int64_t)m0 * ldy, ldy);
@@ -704,14 +740,14 @@ T_AVX2 static INLINE void avx2_tile(const edge_simd_qgemm_t *g, const int16_t *a
     const int32_t *bias = (const int32_t *)g->packed, *mul = bias + npad, *rs = mul + npad;
     const int16_t *w0 = (const int16_t *)(rs + npad) + (int64_t)j * kpad * AVX2_NB;
     const int16_t *w1 = w0 + (int64_t)kpad * AVX2_NB;
-    __m256i acc[GEMM_MR][2];
+    __m256i acc[AVX2_MR][2];
     int32_t r, s, bb;
-    for (r = 0; r < GEMM_MR; r++)
+    for (r = 0; r < AVX2_MR; r++)
         for (bb = 0; bb < 2; bb++) acc[r][bb] = _mm256_setzero_si256();
     for (s = 0; s < steps; s++) {
         const __m256i wa = _mm256_loadu_si256((const __m256i *)(w0 + 16 * (int64_t)s));
         const __m256i wb = nb > 1 ? _mm256_loadu_si256((const __m256i *)(w1 + 16 * (int64_t)s)) : wa;
-        for (r = 0; r < GEMM_MR; r++) {
+        for (r = 0; r < AVX2_MR; r++) {
             if (r < mr) {
                 int32_t v;
                 __m256i x;
@@ -730,7 +766,7 @@ T_AVX2 static INLINE void avx2_tile(const edge_simd_qgemm_t *g, const int16_t *a
             const __m256i m = _mm256_loadu_si256((const __m256i *)(mul + c0));
             const __m256i sh = _mm256_loadu_si256((const __m256i *)(rs + c0));
             const int32_t left = nvalid - bb * AVX2_NB;
-            for (r = 0; r < GEMM_MR; r++)
+            for (r = 0; r < AVX2_MR; r++)
                 if (r < mr) store8(rq256(_mm256_add_epi32(acc[r][bb], b), m, sh, zp, lo, hi), y + (int64_t)r * ldy + c0, left);
         }
     }
@@ -742,9 +778,9 @@ T_AVX2 static void avx2_rows(const edge_simd_qgemm_t *g, const int16_t *a, int32
     const int32_t jend = (n1 + AVX2_NB - 1) / AVX2_NB;
     for (; j < jend; j += 2) {
         const int32_t nb = j + 1 < jend ? 2 : 1, nvalid = n1 - j * AVX2_NB;
-        if (mr == GEMM_MR) { /* every row count a constant: the tile's sums stay in registers */
-            if (nb == 2) avx2_tile(g, a, GEMM_MR, j, 2, nvalid, y, ldy);
-            else avx2_tile(g, a, GEMM_MR, j, 1, nvalid, y, ldy);
+        if (mr == AVX2_MR) { /* every row count a constant: the tile's sums stay in registers */
+            if (nb == 2) avx2_tile(g, a, AVX2_MR, j, 2, nvalid, y, ldy);
+            else avx2_tile(g, a, AVX2_MR, j, 1, nvalid, y, ldy);
         } else if (mr == 3) {
             avx2_tile(g, a, 3, j, nb, nvalid, y, ldy);
         } else if (mr == 2) {
@@ -760,8 +796,8 @@ T_AVX2 static void avx2_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
     const int32_t k = g->k, kpad = g->kpad;
     int16_t *buf = (int16_t *)work;
     int32_t m0, r;
-    for (m0 = 0; m0 < m; m0 += GEMM_MR) {
-        const int32_t mr = m - m0 < GEMM_MR ? m - m0 : GEMM_MR;
+    for (m0 = 0; m0 < m; m0 += AVX2_MR) {
+        const int32_t mr = m - m0 < AVX2_MR ? m - m0 : AVX2_MR;
         for (r = 0; r < mr; r++) {
             const int8_t *src = a + (int64_t)(m0 + r) * lda;
             int16_t *d = buf + (int64_t)r * kpad;
