@@ -461,7 +461,7 @@ def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None
     out = TensorPlan("inplace" if aliases else "layer", plan, layer.total)
     if memory == "min":
         ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
-        stage, patched = _patching.choose(
+        stage, patched = _patching.choose_remembered(
             model, infos, requests, spans,
             lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
             lambda reqs, skip: inplace_aliases(model, infos, reqs, spans, skip),
