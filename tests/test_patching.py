@@ -545,3 +545,39 @@ def test_c_runs_any_valid_stage_and_grid_bit_exact(chain):
                 np.testing.assert_array_equal(c.get_tensor(c.get_output_details()[0]["index"]), want)
                 ran += 1
     assert ran >= 20 and refused >= 5, (ran, refused)
+
+
+def test_patch_choice_is_remembered_per_question(monkeypatch):
+    """planner.plan_tensors asks patching.choose once per question (choose_remembered): the same model, infos and
+    ops again get an equal copy of the first answer without a search; another model's bytes (same graph, other
+    weights) or another op set is another question. Fails without the cache (choose runs for every plan)."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime import planner
+
+    asked = []
+    real_choose = patching.choose
+
+    def counting_choose(*args, **kwargs):
+        asked.append(1)
+        return real_choose(*args, **kwargs)
+
+    monkeypatch.setattr(patching, "_CHOSEN", {})
+    monkeypatch.setattr(patching, "choose", counting_choose)
+
+    def plan(data, ops=None):
+        model = read_model(data)
+        return planner.plan_tensors(model, planner.declared_infos(model), "min", ops)
+
+    data = chain_model(CHAINS["same_s1_s2"], seed=3)
+    first, again = plan(data), plan(data)
+    assert len(asked) == 1 and first.stage is not None and first.memory_plan == "patch"
+    assert again.stage is not first.stage  # a copy: a caller annotating its plan leaves the cache's alone
+    assert (again.stage.grid, again.stage.nodes, again.stage.ram) == (first.stage.grid, first.stage.nodes,
+                                                                      first.stage.ram)
+    assert _plan_tuples(again.arena) == _plan_tuples(first.arena)
+    other = plan(chain_model(CHAINS["same_s1_s2"], seed=4))  # same shapes, other weights: other bytes
+    assert len(asked) == 2 and other.stage is not None
+    no_depthwise = tuple(o for o in patching.PATCH_OPS if o != "DEPTHWISE_CONV_2D")
+    narrow = plan(data, no_depthwise)
+    assert len(asked) == 3
+    assert narrow.stage is None or "DEPTHWISE_CONV_2D" not in {sn.op for sn in narrow.stage.stage}

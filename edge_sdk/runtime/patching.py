@@ -23,7 +23,10 @@ fewest extra MACs, then the earlier candidate), only when it beats the plan with
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import math
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -483,6 +486,50 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
     plan, ap = best[2], best[3]
     plan.ram, plan.base_ram, plan.layer_ram = ap.total, base.total, layer_total
     return plan, ap
+
+
+# choose's answers in this process, by everything they depend on (choice_key): check asks for the same model's
+# stage once from choose_plan and once from patch_tradeoff, and again for every profile (mobilenet_v2 224: ~40 s a
+# choice on this machine). Process-local; the lock guards the dict, a choice is computed outside it (two threads
+# asking at once may both compute it: the same answer).
+_CHOSEN: dict[bytes, tuple] = {}
+_CHOSEN_LOCK = threading.Lock()
+CHOSEN_ENTRIES = 16  # the oldest entry goes first
+
+
+def choice_key(model, infos, requests, spans, base: _arena.ArenaPlan, layer_total: int, max_full_plans: int,
+               ops) -> bytes:
+    """A digest of all ``choose`` reads: the model file's bytes, every tensor info choose or the planner reads
+    (type, shape, constness, state, a constant's bytes), the buffer requests, the spans, both bars and the ops."""
+    from edge_sdk.model import write_model
+
+    h = hashlib.sha256(write_model(model))
+    for s, sub in enumerate(infos):
+        for t, info in enumerate(sub):
+            h.update(repr((s, t, str(info.dtype), tuple(info.shape), bool(info.is_const),
+                           bool(info.is_variable))).encode())
+            if info.data is not None:
+                h.update(np.ascontiguousarray(info.data).tobytes())
+    h.update(repr([(r.key, r.size, r.first_use, r.last_use) for r in requests]).encode())
+    h.update(repr(sorted(spans.items())).encode())
+    h.update(repr((base.total, layer_total, max_full_plans, tuple(ops))).encode())
+    return h.digest()
+
+
+def choose_remembered(model, infos, requests, spans, plan_for, aliases_for, base: _arena.ArenaPlan,
+                      layer_total: int, max_full_plans: int = 48, ops=PATCH_OPS):
+    """``choose``, answered from _CHOSEN when the same question (choice_key) was asked before in this process; a
+    copy each time (a caller may annotate its plan)."""
+    key = choice_key(model, infos, requests, spans, base, layer_total, max_full_plans, ops)
+    with _CHOSEN_LOCK:
+        got = _CHOSEN.get(key)
+    if got is None:
+        got = choose(model, infos, requests, spans, plan_for, aliases_for, base, layer_total, max_full_plans, ops)
+        with _CHOSEN_LOCK:
+            while len(_CHOSEN) >= CHOSEN_ENTRIES:
+                _CHOSEN.pop(next(iter(_CHOSEN)))
+            _CHOSEN[key] = got
+    return copy.deepcopy(got)
 
 
 def _busiest_step(p: _arena.ArenaPlan) -> int | None:

@@ -475,7 +475,7 @@ def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None
         ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
         if folded_pads(model, infos):  # a patch plan folds no PAD (its stage may run them on windows)
             requests = buffer_requests(model, infos, pads=False)
-        stage, patched = _patching.choose(
+        stage, patched = _patching.choose_remembered(
             model, infos, requests, spans,
             lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
             lambda reqs, skip: inplace_aliases(model, infos, reqs, spans, skip),
