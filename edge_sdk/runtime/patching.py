@@ -520,7 +520,10 @@ def choose_remembered(model, infos, requests, spans, plan_for, aliases_for, base
                       layer_total: int, max_full_plans: int = 48, ops=PATCH_OPS):
     """``choose``, answered from _CHOSEN when the same question (choice_key) was asked before in this process; a
     copy each time (a caller may annotate its plan)."""
-    key = choice_key(model, infos, requests, spans, base, layer_total, max_full_plans, ops)
+    # the grids tried are part of the question (choose asks grids() / carry_grids() each time: a caller or a test
+    # may narrow them)
+    key = (choice_key(model, infos, requests, spans, base, layer_total, max_full_plans, ops),
+           tuple(grids()), tuple(carry_grids()))
     with _CHOSEN_LOCK:
         got = _CHOSEN.get(key)
     if got is None:
