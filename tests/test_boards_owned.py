@@ -50,7 +50,7 @@ def _dead_pid() -> int:
 
 def _board(proc: subprocess.Popen, port: int, owner: dict | None) -> dict:
     b = {"url": f"socket://127.0.0.1:{port}", "tcp_port": port, "pid": proc.pid, "pgid": proc.pid,
-         "profile": "qemu-mps2-an386", "model": f"m{port}.tflite"}
+         "pid_start": qb._process_start(proc.pid), "profile": "qemu-mps2-an386", "model": f"m{port}.tflite"}
     if owner is not None:
         b["owner"] = owner
     return b
@@ -69,8 +69,24 @@ def _boards(spawn) -> dict[str, dict]:
     }
     boards = {name: _board(spawn(), 40001 + k, owner) for k, (name, owner) in enumerate(owners.items())}
     qb._write_state(list(boards.values()))
-    assert len(qb.list_boards()) == 5
+    assert len(qb.list_boards()) == 5  # at once: a process whose exec is under way still reads as running
     return boards
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process start times from /proc (Linux)")
+def test_a_recycled_board_pid_is_not_that_board(state):
+    """A record whose pid now belongs to a process started later (a dead board's pid reused by another job's
+    process, here one whose command line holds "qemu" too) is dropped from the list, and `stop --all` leaves
+    that process running."""
+    proc = spawn = state
+    proc = spawn()
+    real = _board(proc, 40011, qb.current_owner())
+    recycled = {**_board(proc, 40012, qb.current_owner()), "pid_start": real["pid_start"] - 1}
+    qb._write_state([recycled])
+    assert qb.list_boards() == []
+    assert qb.stop_board(all=True) == [] and proc.poll() is None
+    qb._write_state([real])
+    assert [b["url"] for b in qb.list_boards()] == [real["url"]]
 
 
 def _urls(boards) -> set[str]:

@@ -64,11 +64,20 @@ def _write_state(boards: list[dict]) -> None:
     os.replace(tmp, p)
 
 
-def _alive(pid: int) -> bool:
-    """The process exists, is not a zombie and is a QEMU (a recycled pid is not ours)."""
+def _alive(pid: int, start: int | None = None) -> bool:
+    """The process exists, is not a zombie and is a QEMU (a recycled pid is not ours); with ``start`` (the
+    board's recorded /proc start time) it is also the very process recorded: under a small pid_max a dead
+    board's pid comes back as another job's process, which a stop would otherwise kill."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+        # Popen returns (vfork) before the exec has set up the new command line, which reads empty until then:
+        # a board started a moment ago is not dead
+        for _ in range(40):
+            if cmd or stat.rsplit(")", 1)[-1].split()[0] == "Z":
+                break
+            time.sleep(0.005)
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         if sys.platform.startswith("linux"):
             return False
@@ -80,7 +89,13 @@ def _alive(pid: int) -> bool:
     if stat.rsplit(")", 1)[-1].split()[0] == "Z":
         _reap(pid)
         return False
+    if start is not None and _process_start(pid) not in (None, start):
+        return False
     return b"qemu" in cmd
+
+
+def _board_alive(board: dict) -> bool:
+    return _alive(int(board.get("pid") or 0), board.get("pid_start"))
 
 
 def _reap(pid: int) -> None:
@@ -167,7 +182,7 @@ def describe_owner(board: dict) -> str:
 def list_boards() -> list[dict]:
     """Running boards from the state file, every owner's (dead ones are dropped from it)."""
     boards = _read_state()
-    live = [b for b in boards if _alive(int(b.get("pid", 0)))]
+    live = [b for b in boards if _board_alive(b)]
     if len(live) != len(boards):
         _write_state(live)
     return live
@@ -290,6 +305,7 @@ def start_qemu(profile, elf: Path, port_url: str | None = None, info: dict | Non
                     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
                                             start_new_session=True)
                 board["pid"] = board["pgid"] = proc.pid
+                board["pid_start"] = _process_start(proc.pid)
                 _write_state([b for b in list_boards() if b["url"] != url] + [board])
                 recorded = True
             ok = _wait_listening(proc, port, timeout)
@@ -372,7 +388,7 @@ def discard_board(board: dict) -> None:
     """Stop a board this process started and drop it from the state file (the entry goes only once it is dead,
     so an interrupted stop still leaves it for `edge board stop --all`)."""
     pid = int(board.get("pid") or 0)
-    if pid and _alive(pid):
+    if pid and _board_alive(board):
         _kill_group(pid, board.get("pgid") or pid)
     _reap(pid)
     _write_state([b for b in _read_state() if not (b.get("url") == board["url"] and b.get("pid") == pid)])
