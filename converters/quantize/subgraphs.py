@@ -132,18 +132,28 @@ class SubgraphRanges:
 
 def _observe(interp, seen: SubgraphRanges) -> None:
     """Hook the interpreter (allocated) so every subgraph call folds its inputs and node outputs into ``seen``."""
+    from edge_sdk.runtime.planner import folded_pads
+
     p = interp._p
+    # a PAD folded into its conv (planner.folded_pads) never runs: its output's range is the PAD's input's (what
+    # the conv now reads as its input 0) and the fill, 0.0 in a float model
+    pad_of_conv = {(f.subgraph, f.conv): f.output for f in folded_pads(interp.model, p.infos)
+                   if (f.subgraph, f.pad) in p.pad_folds}
     for s in range(1, len(p.steps)):
-        nodes = [n for i, n in enumerate(p.nodes[s]) if (s, i) not in p.folded]
-        if len(nodes) != len(p.steps[s]):  # a delegate or patch stage merged nodes: not with control flow
-            raise ModelError(f"quantize: subgraph {s} runs {len(p.steps[s])} steps for {len(nodes)} nodes")
+        runs = [(i, n) for i, n in enumerate(p.nodes[s]) if (s, i) not in p.folded and (s, i) not in p.pad_folds]
+        if len(runs) != len(p.steps[s]):  # a delegate or patch stage merged nodes: not with control flow
+            raise ModelError(f"quantize: subgraph {s} runs {len(p.steps[s])} steps for {len(runs)} nodes")
         for (i, node) in ((i, n) for i, n in enumerate(p.nodes[s]) if (s, i) in p.folded):
             for info in node.outputs:  # constant-only nodes computed once at allocate
                 seen.add(s, info.index, np.asarray(p.views[s][info.index]))
-        for k, ((fn, ins, outs), node) in enumerate(zip(p.steps[s], nodes)):
+        for k, ((fn, ins, outs), (i, node)) in enumerate(zip(p.steps[s], runs)):
             indices = [info.index for info in node.outputs]
+            pad_output = pad_of_conv.get((s, i))
 
-            def step(i_, o_, fn=fn, indices=indices, s=s):
+            def step(i_, o_, fn=fn, indices=indices, s=s, pad_output=pad_output):
+                if pad_output is not None:
+                    seen.add(s, pad_output, np.asarray(i_[0]))
+                    seen.add(s, pad_output, np.zeros(1, np.float32))
                 fn(i_, o_)
                 for t, v in zip(indices, o_):
                     seen.add(s, t, np.asarray(v))
