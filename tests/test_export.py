@@ -381,7 +381,9 @@ def test_mobilenet_v2_inplace_plan_on_the_qemu_board(tmp_path):
     out = tmp_path / "export-qemu"
     r = export(model, "qemu-mps2-an386", "cmake", out, memory="inplace")
     layer = export(model, "qemu-mps2-an386", "zephyr", tmp_path / "z")  # the layer plan's exact arena
-    assert r.arena_source == layer.arena_source == "target" and r.arena_bytes < 0.7 * layer.arena_bytes
+    # ~0.92x since both plans fold the model's 18 PADs into their convs (3fe6316; 0.62x before: most of what the
+    # in-place plan saved was the PAD copies); test_memory_min holds the in-place plan to its floor
+    assert r.arena_source == layer.arena_source == "target" and r.arena_bytes < 0.95 * layer.arena_bytes
     _cmake_build(out, tmp_path / "build-qemu")
     board = _run_qemu(tmp_path / "build-qemu" / "edge_example.elf")
     assert board["status"] == 0 and r.arena_bytes == board["arena"]

@@ -180,7 +180,21 @@ def test_mobilenet_v2_inplace_plan():
         np.testing.assert_array_equal(a, w)
         np.testing.assert_array_equal(b, w)
     assert _plan_tuples(c.arena_plan()) == _plan_tuples(py.arena_plan())
-    assert py.arena_size <= 0.65 * layer.arena_size, (py.arena_size, layer.arena_size)
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime.planner import folded_pads, tensor_infos
+
+    model = read_model(data)
+    infos = tensor_infos(model, 0)
+    folds = folded_pads(model, [infos])
+    reads = {(f.conv, f.output): f.source for f in folds}  # a conv of a folded PAD reads the PAD's input
+    nbytes = lambda t: int(np.prod(infos[t].shape)) * infos[t].dtype.itemsize  # noqa: E731
+    # the layer plan's peak is the stride-2 depthwise conv at 112x112x96 (input + output, 1,505,280 B), which the
+    # in-place plan runs within its input; what is left is the 1x1 expansion 16 -> 96 at 112x112 before it
+    floor = max(sum(nbytes(t) for t in {*(reads.get((i, t), t) for t in op.inputs), *op.outputs}
+                    if t >= 0 and not infos[t].is_const)
+                for i, op in enumerate(model.subgraphs[0].operators)
+                if i not in {f.pad for f in folds} and model.op_name(op) != "DEPTHWISE_CONV_2D")
+    assert py.arena_size == floor < layer.arena_size, (py.arena_size, floor, layer.arena_size)
 
 
 def test_check_picks_the_inplace_plan_when_the_layer_plan_does_not_fit(tmp_path):
