@@ -169,8 +169,9 @@ def jobs() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _compiler_id(compiler: str) -> str:
-    """The compiler's resolved path and first --version line (part of every object's key)."""
+def compiler_id(compiler: str) -> str:
+    """The compiler's resolved path and first --version line (part of every object's key, and of the name of
+    every cached folder of objects: a folder named without it would hold another compiler's objects)."""
     if compiler not in _compiler_ids:
         path = shutil.which(compiler)
         if path is None:
@@ -226,7 +227,7 @@ def object_key(compiler: str, flags: tuple[str, ...], source: Path, aux: tuple[s
         raise BuildError(f"{compiler} cannot preprocess {source.name}:\n{pre.stderr.decode(errors='replace')[-2000:]}")
     text = _without_folders(pre.stdout, folders)
     portable_flags = _portable_flags(flags, folders)
-    h = hashlib.sha256("\0".join([_compiler_id(compiler), *portable_flags, *aux]).encode(errors="surrogateescape"))
+    h = hashlib.sha256("\0".join([compiler_id(compiler), *portable_flags, *aux]).encode(errors="surrogateescape"))
     h.update(b"\0")
     h.update(text)
     return h.hexdigest()[:32], text

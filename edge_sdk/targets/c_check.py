@@ -127,7 +127,8 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
         raise BuildError(f"cannot build the C runtime's check runner: {cc} not found on PATH")
     import hashlib
 
-    tag = hashlib.sha256(" ".join([layout, cc, *type_defs, c_build.source_digest(tree), str(tree)]).encode()).hexdigest()[:12]
+    tag = hashlib.sha256(" ".join([layout, c_build.compiler_id(cc), *type_defs, c_build.source_digest(tree),
+                                   str(tree)]).encode()).hexdigest()[:12]
     folder = resources.cache_dir() / "check" / f"{layout}-{tag}"
     exe = folder / "edge-run-c"
     if not exe.is_file():

@@ -55,7 +55,9 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
     if shutil.which(compiler) is None:
         raise BuildError(f"{compiler} not found on PATH: the runtime's stack cannot be measured")
     tree = c_build.FIRMWARE
-    tag = hashlib.sha256(" ".join([*key[:1], *key[1], *key[2], c_build.source_digest(tree)]).encode()).hexdigest()[:12]
+    # the compiler's identity, not its name: a ccache wrapper first on PATH (the test suite's) is another key
+    tag = hashlib.sha256(" ".join([c_build.compiler_id(compiler), *key[1], *key[2],
+                                   c_build.source_digest(tree)]).encode()).hexdigest()[:12]
     folder = resources.cache_dir() / "check" / f"stack-{tag}"
     done = folder / "done"
     if not done.is_file():
