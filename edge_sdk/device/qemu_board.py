@@ -69,12 +69,13 @@ def _alive(pid: int, start: int | None = None) -> bool:
     board's recorded /proc start time) it is also the very process recorded: under a small pid_max a dead
     board's pid comes back as another job's process, which a stop would otherwise kill."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        # /proc/PID/stat after the command name: state is field 3, start time field 22
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         # Popen returns (vfork) before the exec has set up the new command line, which reads empty until then:
         # a board started a moment ago is not dead
         for _ in range(40):
-            if cmd or stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            if cmd or fields[0] == "Z":
                 break
             time.sleep(0.005)
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -86,10 +87,10 @@ def _alive(pid: int, start: int | None = None) -> bool:
             return True
         except OSError:
             return False
-    if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+    if fields[0] == "Z":
         _reap(pid)
         return False
-    if start is not None and _process_start(pid) not in (None, start):
+    if start is not None and int(fields[19]) != start:
         return False
     return b"qemu" in cmd
 
