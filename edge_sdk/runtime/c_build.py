@@ -215,6 +215,14 @@ def _portable_flags(flags: tuple[str, ...], folders: list[str]) -> list[str]:
     return [_without_folders(os.fsencode(f), folders).decode(errors="surrogateescape") for f in flags]
 
 
+def build_tag(compiler: str, *parts: str, tree: Path = FIRMWARE) -> str:
+    """The 12-hex-digit name of a cached build folder: the compiler's identity (``compiler_id``, as in every
+    object's key), the caller's ``parts`` (layout, flags, ...) and the runtime sources under ``tree``."""
+    import hashlib
+
+    return hashlib.sha256(" ".join([compiler_id(compiler), *parts, source_digest(tree)]).encode()).hexdigest()[:12]
+
+
 def object_key(compiler: str, flags: tuple[str, ...], source: Path, aux: tuple[str, ...] = ()) -> tuple[str, bytes]:
     """(key, folder-free preprocessed text) of ``source`` compiled by ``compiler`` with ``flags`` (and gcc's
     ``aux`` outputs): the object cache's key, independent of the folder the sources lie in. BuildError with the

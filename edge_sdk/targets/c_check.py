@@ -125,10 +125,7 @@ def check_runner(layout: str, type_defs: tuple[str, ...] = ()) -> Path:
     cc = ILP32_CC if layout == ILP32 else AARCH64_CC if layout == LINUX_AARCH64 else os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
         raise BuildError(f"cannot build the C runtime's check runner: {cc} not found on PATH")
-    import hashlib
-
-    tag = hashlib.sha256(" ".join([layout, c_build.compiler_id(cc), *type_defs, c_build.source_digest(tree),
-                                   str(tree)]).encode()).hexdigest()[:12]
+    tag = c_build.build_tag(cc, layout, *type_defs, str(tree), tree=tree)
     folder = resources.cache_dir() / "check" / f"{layout}-{tag}"
     exe = folder / "edge-run-c"
     if not exe.is_file():

@@ -47,17 +47,13 @@ def stack_graph(compiler: str, cflags: tuple[str, ...], type_defs: tuple[str, ..
     """(frame bytes per function, callees per function, functions with unbounded dynamic frames, source file
     per function) of the whole
     runtime compiled by ``compiler`` with ``cflags`` (cached). BuildError when it does not compile."""
-    import hashlib
-
     key = (compiler, tuple(cflags), tuple(type_defs))
     if key in _stack_graphs:
         return _stack_graphs[key]
     if shutil.which(compiler) is None:
         raise BuildError(f"{compiler} not found on PATH: the runtime's stack cannot be measured")
     tree = c_build.FIRMWARE
-    # the compiler's identity, not its name: a ccache wrapper first on PATH (the test suite's) is another key
-    tag = hashlib.sha256(" ".join([c_build.compiler_id(compiler), *key[1], *key[2],
-                                   c_build.source_digest(tree)]).encode()).hexdigest()[:12]
+    tag = c_build.build_tag(compiler, *key[1], *key[2], tree=tree)
     folder = resources.cache_dir() / "check" / f"stack-{tag}"
     done = folder / "done"
     if not done.is_file():
