@@ -37,7 +37,7 @@ def unfolded(data: bytes) -> bytes:
     """The model with every PAD's output returned too: nothing folds."""
     m = read_model(data)
     for s, sg in enumerate(m.subgraphs):
-        pads = [op.outputs[0] for op in sg.operators if m.op_name(op) in planner.FOLD_PAD_OPS]
+        pads = [op.outputs[0] for op in sg.operators if planner.pad_fold_role(m, op) == "pad"]
         m.subgraphs[s] = dataclasses.replace(sg, outputs=list(sg.outputs) + pads)
     return write_model(m)
 

@@ -21,6 +21,8 @@ def test_every_fact_takes_a_documented_value():
         assert r.axis in op_table.AXIS_RULES, name
         assert r.affine in op_table.AFFINE_RULES, name
         assert not r.affine or r.family == "binary", name
+        assert r.pad_fold in op_table.PAD_FOLD_RULES, name
+        assert not r.pad_fold or r.family in ("pad", "conv") and r.pad_fold == r.family, name
 
 
 def test_options_tables_are_the_schemas():
@@ -81,7 +83,7 @@ def test_a_known_op_without_kernel_is_refused_as_before():
 def test_the_c_runtime_reads_the_rows_facts_from_a_fresh_header():
     """firmware_c/include/edge_op_facts.h is generated from the rows (gen_ops.py --facts): this fails when the rows
     changed and the header was not regenerated, and the header lists exactly the builtin ops with an in-place rule,
-    a patch rule or effects, with those values."""
+    a patch rule, effects or a pad_fold role, with those values; a conv row's options at its schema fields."""
     import re
     from pathlib import Path
 
@@ -91,17 +93,24 @@ def test_the_c_runtime_reads_the_rows_facts_from_a_fresh_header():
         "firmware_c/include/edge_op_facts.h is stale: run python firmware_c/tools/gen_ops.py --facts "
         "firmware_c/include/edge_op_facts.h")
     rows = re.findall(r"\{EDGE_OP_(\w+), EDGE_FAMILY_(\w+), EDGE_EFFECTS_(\w+), EDGE_INPLACE_(\w+), "
-                      r"EDGE_PATCH_(\w+), (\d), EDGE_OPTS2?_(\w+), (\d), \{(\d+), (\d+)\}\}", header.read_text())
-    expect = {n for n, r in ROWS.items() if r.inplace or r.patch or r.effects}
+                      r"EDGE_PATCH_(\w+), EDGE_PAD_FOLD_(\w+), (\d), EDGE_OPTS2?_(\w+), (\d), \{(\d+), (\d+)\}, "
+                      r"EDGE_OPTS_(\w+), \{(-?\d+), (-?\d+)\}\}", header.read_text())
+    expect = {n for n, r in ROWS.items() if r.inplace or r.patch or r.effects or r.pad_fold}
     assert {r[0] for r in rows} == expect and len(rows) == len(expect)
-    for name, family, effects, inplace, patch, callees, table, _, *slots in rows:
+    for name, family, effects, inplace, patch, pad_fold, callees, table, _, s0, s1, conv_table, act, dil in rows:
         r = ROWS[name]
-        assert (family, effects, inplace, patch) == tuple((v or "none").upper() for v in (
-            r.family, r.effects, r.inplace, r.patch)), name
+        assert (family, effects, inplace, patch, pad_fold) == tuple((v or "none").upper() for v in (
+            r.family, r.effects, r.inplace, r.patch, r.pad_fold)), name
         assert int(callees) == len(r.subgraphs), name
         # each subgraph index is read at its options field's id in the schema (STABLEHLO_COMPOSITE's is 1)
         ids = {f[0]: f[3] for f in schema.TABLES.get(table, ())}
-        assert [int(v) for v in slots[:len(r.subgraphs)]] == [ids[f] for f in r.subgraphs], name
+        assert [int(v) for v in (s0, s1)[:len(r.subgraphs)]] == [ids[f] for f in r.subgraphs], name
+        # a conv's activation and dilation_w at their fields of its options table (CONV_2D 3, 4; depthwise 4, 5)
+        conv_ids = {f[0]: f[3] for f in schema.TABLES.get(conv_table, ())}
+        assert (conv_table != "NONE") == (r.family == "conv"), name
+        if r.family == "conv":
+            assert (int(act), int(dil)) == (conv_ids["fused_activation_function"], conv_ids["dilation_w_factor"]), name
+    assert ("DepthwiseConv2DOptions", "4", "5") in {(r[11], r[12], r[13]) for r in rows}
 
 
 def test_facts_header_generation_refuses_what_edge_c_cannot_read(monkeypatch):

@@ -43,6 +43,7 @@ QUANT_RULES = ("", "own", "shared", "fixed", "index", "compare", "logical", "sel
 INT16_RULES = ("", "op", "pass", "none")
 AXIS_RULES = ("", "input", "output")
 AFFINE_RULES = ("", "scale", "add", "subtract")
+PAD_FOLD_RULES = ("", "pad", "conv")
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,12 @@ class OpRow:
     # its int8 kernel as INT8 with zero points - 128 (edge_sdk.runtime.uint8); False: a UINT8 tensor it touches
     # stays UINT8 and its kernel answers for it
     uint8: bool = False
+    # pad_fold: the op's role when an explicit PAD folds into the window op that reads it (planner.folded_pads; the
+    # C runtime's edge_pad_folds reads the same column): "pad": a PAD whose output may be skipped; "conv": a window
+    # op that reads the PAD's input with the PAD's H / W padding added to its own (its padding taps are the PAD's
+    # fill: float 0.0, int8 the input zero point). "": neither. The pools are not "conv": MAX_POOL_2D's padding
+    # taps are skipped (not 0) and AVERAGE_POOL_2D divides by the taps inside the input, so a PAD's fill counts.
+    pad_fold: str = ""
 
     @property
     def runs(self) -> bool:
@@ -191,10 +198,10 @@ ROWS: dict[str, OpRow] = _rows(
     # convolution and matrix products
     OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d",
           family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4),
-          fused_activation=True, in_channel_axis=3, uint8=True),
+          fused_activation=True, in_channel_axis=3, uint8=True, pad_fold='conv'),
     OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d",
           family='conv', inplace='depthwise', patch='window', weights=(1, 2, 3), dynamic=(3, 6), int16='op',
-          q_versions=(3, 5), fused_activation=True, in_channel_axis=3, uint8=True),
+          q_versions=(3, 5), fused_activation=True, in_channel_axis=3, uint8=True, pad_fold='conv'),
     OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    14, "conv:macs_fully_connected",
           weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True, uint8=True),
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
@@ -388,9 +395,11 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SLICE",                        "shape:prepare_slice",              8,
           quant='same:0', q_versions=(2, 4)),
     OpRow("PAD",                          "shape:prepare_pad",                6,
-          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True),
+          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
+          pad_fold='pad'),
     OpRow("PADV2",                        "shape:prepare_pad",                6,
-          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True),
+          family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
+          pad_fold='pad'),
     OpRow("GATHER",                       "shape:prepare_gather",             8,
           quant='same:0', q_versions=(2, 2)),
     OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2,

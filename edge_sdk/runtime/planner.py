@@ -777,17 +777,24 @@ def folded_constants(model, infos: list[list]) -> list[tuple[tuple[int, int], in
 # rule) and the conv reads the PAD's input (edge_conv_source, firmware_c/src/edge_conv.h). Every build and plan
 # folds them but the least-RAM patch plan (plan_tensors: its stage is chosen over the unfolded requests, a stage's
 # PAD runs on windows; edge_init_patch folds none). The rule:
-#  * PAD / PADV2 of a 4-D tensor, computed at run time, of FLOAT32 / INT8 / INT16; constant paddings padding H and W
+#  * a PAD (its op-table row's pad_fold "pad": PAD / PADV2) of a 4-D tensor, computed at run time, of FLOAT32 / INT8 / INT16; constant paddings padding H and W
 #    only (N and C 0); PADV2's value a constant equal to the PAD's own default (below);
 #  * the fill is the conv's padding value: float +0.0; int8 the output zero point (PAD's default); int16 0 with a
 #    zero point 0 (the int16 conv has no input offset);
 #  * its output: no subgraph output, not variable, read by exactly one node, once, as input 0 of a CONV_2D or
-#    DEPTHWISE_CONV_2D whose window fits the padded input;
+#    DEPTHWISE_CONV_2D (pad_fold "conv") whose window fits the padded input;
 #  * each side's padding in total (the PAD's + the conv's SAME padding, bottom / right from the output size) at
 #    most the conv's effective filter size - 1, the range a SAME conv's own padding spans (the kernels' fast paths
 #    take any such geometry).
-FOLD_PAD_OPS = ("PAD", "PADV2")
-FOLD_CONV_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D")
+
+
+def pad_fold_role(model, op) -> str:
+    """The op-table row's pad_fold of ``op`` ("pad", "conv" or ""; "" for an opcode index out of range)."""
+    from edge_sdk.runtime import op_table
+
+    if not 0 <= op.opcode_index < len(model.operator_codes):
+        return ""
+    return op_table.row(model.op_name(op)).pad_fold
 
 
 @dataclass(frozen=True)
@@ -836,7 +843,7 @@ def folded_pads(model, infos: list[list]) -> list[PadFold]:
         returned = set(sg.outputs)
         n = len(infos[s])
         for i, op in enumerate(sg.operators):
-            if not 0 <= op.opcode_index < len(model.operator_codes) or model.op_name(op) not in FOLD_PAD_OPS:
+            if pad_fold_role(model, op) != "pad":
                 continue
             if len(op.inputs) not in (2, 3) or len(op.outputs) != 1 or min(op.inputs) < 0 or op.outputs[0] < 0:
                 continue
@@ -871,7 +878,7 @@ def folded_pads(model, infos: list[list]) -> list[PadFold]:
                 continue
             c = readers[0][0]
             conv = sg.operators[c]
-            if not 0 <= conv.opcode_index < len(model.operator_codes) or model.op_name(conv) not in FOLD_CONV_OPS:
+            if pad_fold_role(model, conv) != "conv":
                 continue
             if len(conv.inputs) < 2 or conv.inputs[1] < 0 or conv.inputs[1] >= n:
                 continue

@@ -213,8 +213,9 @@ void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
  * (planner.folded_constants' rule: a DEQUANTIZE of a dense constant whose output no subgraph returns): DEQUANTIZE's
  * prepare folds it, the plan-only step (no prepare) leaves its output out of the plan as the host plans do. */
 int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node);
-/* Every build: the index (in its subgraph) of the CONV_2D / DEPTHWISE_CONV_2D a PAD / PADV2 `node` is folded into,
- * else -1 (edge_sdk/runtime/planner.py's folded_pads rule: H / W padding with the conv's padding value, one reader,
+/* Every build: the index (in its subgraph) of the window op (pad_fold role EDGE_PAD_FOLD_CONV: CONV_2D,
+ * DEPTHWISE_CONV_2D) a PAD (EDGE_PAD_FOLD_PAD: PAD, PADV2) `node` is folded into, else -1
+ * (edge_sdk/runtime/planner.py's folded_pads rule: H / W padding with the conv's padding value, one reader,
  * each side's total padding within the conv's effective filter - 1; none under a patch plan). PAD's prepare then
  * folds its output (edge_fold_pad; its eval does nothing), the plan-only step as well. */
 int32_t edge_pad_folds(edge_ctx_t *ctx, const edge_node_t *node);

@@ -131,13 +131,21 @@ const char *edge_op_name(int op_code) {
 }
 
 /* The op table row's graph facts of an op (include/edge_op_facts.h, generated from edge_sdk/runtime/op_table.py):
- * its family, effects, in-place and patch rules; all zero for an op without any. */
+ * its family, effects, in-place and patch rules, pad_fold role; all zero for an op without any. */
 static const edge_op_facts_t *edge_op_facts(int32_t op) {
-    static const edge_op_facts_t none = {0, 0, 0, 0, 0, 0, 0, 0, {0, 0}};
+    static const edge_op_facts_t none = {0, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0}, 0, {0, 0}};
     size_t k;
     for (k = 0; k < sizeof edge_op_facts_rows / sizeof edge_op_facts_rows[0]; k++)
         if (edge_op_facts_rows[k].op == op) return &edge_op_facts_rows[k];
     return &none;
+}
+
+/* A conv-family node's window options (padding, strides, activation, dilations) at the fields its op-table row's
+ * facts name (conv_options, conv_slot: generated from the schema); SAME, strides 1 for any other op. */
+static edge_conv_opts_t edge_window_opts(const edge_node_t *nd) {
+    const edge_op_facts_t *facts = edge_op_facts(nd->op);
+    return edge_conv_opts(nd, facts->family == EDGE_FAMILY_CONV ? facts->conv_options : -1, facts->conv_slot[0],
+                          facts->conv_slot[1]);
 }
 
 /* Record an arena shortfall: `required` bytes from the arena's start (exact, or a lower bound). */
@@ -1286,8 +1294,7 @@ static edge_status_t patch_setup(edge_interp_t *it) {
         } else {
             const edge_tensor_t *f = nd->n_inputs > 1 && nd->inputs[1] >= 0 ? &it->tensors[tb + nd->inputs[1]] : 0;
             if (!f || f->rank != 4) return patch_fail(it, idx, WHAT("patch stage: the filter must be 4-D"));
-            o = nd->op == EDGE_OP_CONV_2D ? edge_conv_opts(nd, EDGE_OPTS_Conv2DOptions, 3, 4)
-                                          : edge_conv_opts(nd, EDGE_OPTS_DepthwiseConv2DOptions, 4, 5);
+            o = edge_window_opts(nd);
             kh = f->dims[1];
             kw = f->dims[2];
         }
@@ -1906,7 +1913,7 @@ int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node) {
 }
 #endif
 
-/* The PAD (PAD / PADV2) of subgraph s whose output is tensor t (subgraph-local) when its output is folded into its
+/* The PAD (pad_fold role EDGE_PAD_FOLD_PAD: PAD / PADV2) of subgraph s whose output is tensor t (subgraph-local) when its output is folded into its
  * conv (edge_pad_folds at its prepare, or the plan-only step: is_const and folded_ on a PAD's output): the PAD's
  * node, else NULL. A few folds a model: the walk over the subgraph's nodes runs at prepare and planning only. */
 static const edge_node_t *folded_pad_writer(const edge_interp_t *it, int32_t s, int32_t t) {
@@ -1916,7 +1923,7 @@ static const edge_node_t *folded_pad_writer(const edge_interp_t *it, int32_t s, 
     if (!(y->flags_ & EDGE_TENSOR_PAD_FOLDED_)) return 0;
     for (j = 0; j < sg->n_nodes; j++) {
         const edge_node_t *nd = &it->nodes[sg->node_base + j];
-        if ((nd->op == EDGE_OP_PAD || nd->op == EDGE_OP_PADV2) && nd->n_outputs == 1 && nd->outputs[0] == t &&
+        if (edge_op_facts(nd->op)->pad_fold == EDGE_PAD_FOLD_PAD && nd->n_outputs == 1 && nd->outputs[0] == t &&
             nd->n_inputs >= 1)
             return nd;
     }
@@ -1932,7 +1939,7 @@ int32_t edge_pad_folds(edge_ctx_t *ctx, const edge_node_t *node) {
     edge_conv_opts_t op;
     int64_t pad[8];
     int32_t n, k, j, reads = 0, fill, kh, kw, oh, ow, pt, pl, top, left, bottom, right;
-    if ((node->op != EDGE_OP_PAD && node->op != EDGE_OP_PADV2) || it->patch_plan.rows) return -1; /* patch: none */
+    if (edge_op_facts(node->op)->pad_fold != EDGE_PAD_FOLD_PAD || it->patch_plan.rows) return -1; /* patch: none */
     if (node->n_inputs < 2 || node->n_inputs > 3 || node->n_outputs != 1 || node->outputs[0] < 0) return -1;
     for (k = 0; k < node->n_inputs; k++)
         if (node->inputs[k] < 0) return -1;
@@ -1970,13 +1977,12 @@ int32_t edge_pad_folds(edge_ctx_t *ctx, const edge_node_t *node) {
                 c = k == 0 ? nd : 0;
             }
     }
-    if (reads != 1 || !c || (c->op != EDGE_OP_CONV_2D && c->op != EDGE_OP_DEPTHWISE_CONV_2D)) return -1;
+    if (reads != 1 || !c || edge_op_facts(c->op)->pad_fold != EDGE_PAD_FOLD_CONV) return -1;
     if (c->n_inputs < 2 || c->inputs[1] < 0) return -1;
     w = &ctx->tensors[c->inputs[1]];
     if (w->rank != 4 || (x->type == EDGE_FLOAT32 ? w->type != EDGE_FLOAT32 : (w->type != EDGE_INT8 && w->type != EDGE_INT4)))
         return -1; /* the hybrid kernels (float input, int8 filter) keep the PAD */
-    op = c->op == EDGE_OP_CONV_2D ? edge_conv_opts(c, EDGE_OPTS_Conv2DOptions, 3, 4)
-                                  : edge_conv_opts(c, EDGE_OPTS_DepthwiseConv2DOptions, 4, 5);
+    op = edge_window_opts(c);
     kh = w->dims[1];
     kw = w->dims[2];
     if ((int64_t)x->dims[1] + pad[2] + pad[3] != y->dims[1] || (int64_t)x->dims[2] + pad[4] + pad[5] != y->dims[2])
