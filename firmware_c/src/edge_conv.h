@@ -100,6 +100,26 @@ static inline edge_conv_opts_t edge_conv_opts(const edge_node_t *node, int32_t t
     return o;
 }
 
+/* The geometry a window kernel (CONV_2D, DEPTHWISE_CONV_2D, the 2-D pools) prepares over its input 0, whose h x w
+ * `g` holds: output oh x ow and padding before pt / pl (edge_conv_window on each axis); -1 when the window does not
+ * fit. A PAD folded into the node (edge_pad_folds; edge_conv_source) makes the plane the PAD's input (its h x w)
+ * and adds the PAD's padding before to pt / pl; bottom / right follow from oh, ow. */
+static inline int edge_conv_geom_fold_pad(edge_ctx_t *ctx, const edge_node_t *node, const edge_conv_opts_t *op,
+                                          int32_t kh, int32_t kw, edge_conv_geom_t *g) {
+    int32_t top, left, src;
+    if (edge_conv_window(op->padding, op->sh, op->dh, g->h, kh, &g->oh, &g->pt) ||
+        edge_conv_window(op->padding, op->sw, op->dw, g->w, kw, &g->ow, &g->pl))
+        return -1;
+    src = edge_conv_source(ctx, node, &top, &left);
+    if (src >= 0 && src != node->inputs[0]) {
+        g->h = ctx->tensors[src].dims[1];
+        g->w = ctx->tensors[src].dims[2];
+        g->pt += top;
+        g->pl += left;
+    }
+    return 0;
+}
+
 /* The checks CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV share (the error names the op): output of the
  * input's type, input / filter FLOAT32 / FLOAT32, INT8 / INT8 or INT16 / INT8 (a type compiled out of this
  * build refused), both 4-D, a dense filter, an activation the kernels know. */

@@ -406,21 +406,9 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     d->m = d->oc / d->c;
     if (depth_multiplier != 0 && depth_multiplier != d->m)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: depth_multiplier differs from filter / input channels");
-    if (edge_conv_window(op.padding, op.sh, op.dh, d->geo.h, d->kh, &d->geo.oh, &d->geo.pt) ||
-        edge_conv_window(op.padding, op.sw, op.dw, d->geo.w, d->kw, &d->geo.ow, &d->geo.pl))
+    if (edge_conv_geom_fold_pad(ctx, node, &op, d->kh, d->kw, &d->geo)) /* a folded PAD: its input, its padding */
         return EDGE_FAIL(ctx, EDGE_BAD_NODE,
                          "DEPTHWISE_CONV_2D: padding, strides, dilations or window do not fit the input");
-    { /* a folded PAD (edge_pad_folds): input 0's data is the PAD's input (h x w), its padding before H / W on
-       * top of the conv's own; bottom / right follow from oh, ow */
-        int32_t ft, fl;
-        const int32_t src = edge_conv_source(ctx, node, &ft, &fl);
-        if (src != node->inputs[0]) {
-            d->geo.h = ctx->tensors[src].dims[1];
-            d->geo.w = ctx->tensors[src].dims[2];
-            d->geo.pt += ft;
-            d->geo.pl += fl;
-        }
-    }
     shape[0] = d->n;
     shape[1] = d->geo.oh;
     shape[2] = d->geo.ow;

@@ -48,6 +48,7 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     const int32_t fw = has_opts ? edge_opt_int(node, 3, 4, 0) : 1;
     const int32_t fh = has_opts ? edge_opt_int(node, 4, 4, 0) : 1;
     const int32_t act = has_opts ? edge_opt_int(node, 5, 1, 0) : 0;
+    const edge_conv_opts_t window = {padding, sw, sh, act, 1, 1};
     edge_tensor_t *in, *out;
     pool_data_t *d;
     int32_t shape[4], k, lo, hi;
@@ -78,8 +79,7 @@ static edge_status_t pool_prepare(edge_node_t *node, edge_ctx_t *ctx, int averag
     d->sh = sh;
     d->sw = sw;
     if (d->n < 0 || d->c <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input shape");
-    if (edge_conv_window(padding, sh, 1, d->geo.h, fh, &d->geo.oh, &d->geo.pt) ||
-        edge_conv_window(padding, sw, 1, d->geo.w, fw, &d->geo.ow, &d->geo.pl))
+    if (edge_conv_geom_fold_pad(ctx, node, &window, fh, fw, &d->geo))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "padding, strides or filter size do not fit the input");
     if (average) {
         for (k = 0; k < d->geo.oh; k++) {
