@@ -132,13 +132,10 @@ class SubgraphRanges:
 
 def _observe(interp, seen: SubgraphRanges) -> None:
     """Hook the interpreter (allocated) so every subgraph call folds its inputs and node outputs into ``seen``."""
-    from edge_sdk.runtime.planner import folded_pads
-
     p = interp._p
-    # a PAD folded into its conv (planner.folded_pads) never runs: its output's range is the PAD's input's (what
-    # the conv now reads as its input 0) and the fill, 0.0 in a float model
-    pad_of_conv = {(f.subgraph, f.conv): f.output for f in folded_pads(interp.model, p.infos)
-                   if (f.subgraph, f.pad) in p.pad_folds}
+    # a PAD folded into its conv (the interpreter's PadFold records) never runs: its output's range is the PAD's
+    # input's (what the conv now reads as its input 0) and the fill, 0.0 in a float model
+    pad_of_conv = {(f.subgraph, f.conv): f.output for f in p.pad_folds.values()}
     for s in range(1, len(p.steps)):
         runs = [(i, n) for i, n in enumerate(p.nodes[s]) if (s, i) not in p.folded and (s, i) not in p.pad_folds]
         if len(runs) != len(p.steps[s]):  # a delegate or patch stage merged nodes: not with control flow

@@ -168,8 +168,9 @@ class _Prepared:
         self.folded: set[tuple[int, int]] = set()
         self.folded_bytes: int = 0
         self.patch: _patching.PatchPlan | None = None  # the least-RAM plan's patch stage (memory="min", plan "patch")
-        # PADs folded into the conv that reads them (planner.folded_pads): (subgraph, node) of each PAD, never run
-        self.pad_folds: set[tuple[int, int]] = set()
+        # PADs folded into the conv that reads them: the planner's PadFold records (planner.folded_pads, as
+        # buffer_requests planned them) by (subgraph, node) of each PAD, never run
+        self.pad_folds: dict[tuple[int, int], _planner.PadFold] = {}
 
 
 class Interpreter:
@@ -348,9 +349,10 @@ class Interpreter:
             if any(d is delegate for delegate, _ in delegated):
                 d.check_available()
         spans: dict = {}
+        pad_folds: list = []
         requests = buffer_requests(
             self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated],
-            spans=spans,
+            spans=spans, pad_folds=pad_folds,
         )
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
@@ -372,10 +374,10 @@ class Interpreter:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
-        if not delegated and p.patch is None:  # the plan's PAD folds (buffer_requests; a patch plan folds none)
-            for f in _planner.folded_pads(self._model, p.infos):
+        if p.patch is None:  # the plan's PAD folds (buffer_requests: none with delegates; a patch plan folds none)
+            for f in pad_folds:
                 p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
-                p.pad_folds.add((f.subgraph, f.pad))
+                p.pad_folds[(f.subgraph, f.pad)] = f
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         for d, part in delegated:

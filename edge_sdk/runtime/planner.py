@@ -248,7 +248,7 @@ def internal_keys(model, part, held: bool) -> list[tuple[int, int]]:
 
 
 def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None, fold: bool = True,
-                    pads: bool = True) -> list:
+                    pads: bool = True, pad_folds: list | None = None) -> list:
     """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
 
     ``infos[s][t]`` gives each tensor's shape and dtype (``tensor_infos``, or the interpreter's prepared ones).
@@ -258,7 +258,8 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     boundary tensors stay live across the whole span, and (when the delegate holds them) its internal tensors need
     no arena space. ``spans``: a dict to receive every node's (first step, last step) by (subgraph, node).
     ``pads``: the PADs folded into their conv (folded_pads; never with delegate partitions) have no output buffer,
-    and their input lives until the conv's step.
+    and their input lives until the conv's step; ``pad_folds``: a list to receive those folds (PadFold records,
+    what the interpreter prepares the convs with).
     """
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.errors import ModelError, UnsupportedOpError
@@ -268,8 +269,10 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     span: dict[tuple[int, int], tuple[int, int]] = {} if spans is None else spans  # (subgraph, node) -> steps
     clock = 0
     marked: set[int] = set()
-    pad_folds = folded_pads(model, infos) if pads and not delegated else []
-    conv_source = {(f.subgraph, f.conv): f.source for f in pad_folds}  # the conv reads the PAD's input
+    folds = folded_pads(model, infos) if pads and not delegated else []
+    if pad_folds is not None:
+        pad_folds.extend(folds)
+    conv_source = {(f.subgraph, f.conv): f.source for f in folds}  # the conv reads the PAD's input
 
     def use(key, step):
         first.setdefault(key, step)
@@ -328,7 +331,7 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
         skip.update(internal_keys(model, part, held))
     if fold:  # the hosts' plans (a host's C plan-only run too); a microcontroller's keeps them (see below)
         skip.update(key for key, _ in folded_constants(model, infos))
-    skip.update((f.subgraph, f.output) for f in pad_folds)
+    skip.update((f.subgraph, f.output) for f in folds)
     requests = []
     for s, sg_infos in enumerate(infos):
         for info in sg_infos:
