@@ -43,6 +43,7 @@ from edge_sdk import log, resources
 from edge_sdk.device.qemu_board import discard_board, find_board, qemu_command, qemu_tcp_port, start_qemu, verify_board
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.runtime import op_table
+from edge_sdk.runtime import c_build
 from edge_sdk.runtime.c_build import shared_kernel_files
 from edge_sdk.resources import require_tool
 from edge_sdk.targets.registry import ARM_PACKAGES, BOARD_LIST, FIRMWARE_FLASH_METHODS, INSTALL_HINTS
@@ -50,6 +51,7 @@ from edge_sdk.errors import ArenaTooSmallError, BuildError, DeviceError, ModelEr
 
 FIRMWARE = resources.firmware_dir()  # the checkout's firmware_c/, or the installed copy (read only: builds go elsewhere)
 APP = FIRMWARE / "app"
+BOARD_COMPILER = "arm-none-eabi-gcc"  # firmware_c/boards/board.mk's BOARD_CC (BOARD_CROSS arm-none-eabi-)
 GEN_OPS = FIRMWARE / "tools" / "gen_ops.py"
 UF2_FAMILY_RP2040 = 0xE48BFF56
 # The arena: the host build's measure of the C runtime's need, plus a margin: kernels may ask for more scratch
@@ -328,7 +330,7 @@ def build(model_path, profile, build_dir: Path | None = None, memory: str | None
     if "arm-none-eabi" not in compiler:
         raise DeviceError(f"profile {profile.name} builds with {compiler}; firmware_c/app builds with "
                           f"arm-none-eabi-gcc only")
-    require_tool("arm-none-eabi-gcc", ARM_PACKAGES)
+    require_tool(BOARD_COMPILER, ARM_PACKAGES)
     require_tool("make", "apt-get install make")
     build_dir = Path(build_dir if build_dir is not None else default_build_dir(profile.name, sha)).resolve()
     firmware_cache = firmware_cache_dir()
@@ -361,9 +363,10 @@ def _build_locked(model_path: Path, data: bytes, sha: str, profile, board: str, 
     info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
     flags = _toolchain_flags(profile) + info["type_defs"]
-    # runtime + board objects, shared by every model built with the same board, flags and firmware tree (the
-    # tree's path is in the key: make compares mtimes, so another checkout's objects must never look up to date)
-    key = hashlib.sha256(" ".join([board, cpu or "", *flags, _tree_tag()]).encode()).hexdigest()[:12]
+    # runtime + board objects, shared by every model built with the same compiler, board, flags and firmware tree
+    # (c_build.build_tag: the compiler's identity, as every cached object's key; the tree's path too: make
+    # compares mtimes, so another checkout's objects must never look up to date)
+    key = c_build.build_tag(BOARD_COMPILER, board, cpu or "", *flags, _tree_tag(), tree=FIRMWARE)
     obj_dir = firmware_cache / f"obj-{board}-{key}"
     cmd = ["make", "-C", str(APP), f"-j{os.cpu_count() or 2}", f"BOARD={board}", f"BUILD={build_dir}",
            f"OBJ={obj_dir}",
