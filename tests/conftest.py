@@ -201,6 +201,51 @@ def dsp_runner(tmp_path_factory):
     return exe
 
 
+# ------------------------------------------------------------------------------------ the ASan/UBSan runner
+ASAN_SHARED_HEADER = "fuzz/edge_fuzz_inputs.h"  # the fuzz harness's invoke sequence, included by host/edge_run.c
+ASAN_REASON = "this gcc cannot build the ASan/UBSan runner"
+
+
+def make_asan_runner(fw: Path = ROOT / "firmware_c") -> tuple[Path | None, str]:
+    """``make host-asan`` in ``fw`` under a file lock (two xdist workers would otherwise both compile the whole
+    runtime into the same folder at once, each make overwriting the other's objects; the second waits and finds it
+    up to date): (its edge-run-c, "") or (None, why not). The Makefile's HEADERS do not list fuzz/*.h: when the
+    shared header is newer than the runner, make is told to treat edge_run.c (which includes it) as changed."""
+    import fcntl
+    import subprocess
+
+    runner = fw / "build" / "host-asan" / "edge-run-c"
+    cmd = ["make", "-C", str(fw), f"-j{os.cpu_count() or 1}", "host-asan"]
+    if runner.exists() and (fw / ASAN_SHARED_HEADER).stat().st_mtime > runner.stat().st_mtime:
+        cmd += ["-W", "host/edge_run.c"]
+    (fw / "build").mkdir(exist_ok=True)
+    with open(fw / "build" / "host-asan.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not runner.exists():
+        return None, f"{ASAN_REASON}: {proc.stderr[-500:]}"
+    return runner, ""
+
+
+@pytest.fixture(scope="session")
+def asan_build() -> tuple[Path | None, str]:
+    """The checkout's ASan/UBSan edge-run-c, made once per session (each xdist worker's first make under the
+    lock; the later ones find it up to date): (runner, "") or (None, why not) for a test that falls back to the
+    plain runner (test_firmware_c's fuzzed loads)."""
+    if not HAVE_C_RUNTIME:
+        return None, C_RUNTIME_REASON
+    return make_asan_runner()
+
+
+@pytest.fixture(scope="session")
+def asan_runner(asan_build) -> Path:
+    """The session's ASan/UBSan edge-run-c (asan_build), or skip the test when this compiler cannot build it."""
+    runner, why = asan_build
+    if runner is None:
+        pytest.skip(why)
+    return runner
+
+
 # ------------------------------------------------------------------------------------ longest tests first (xdist)
 # `make test` runs two workers with --dist worksteal: xdist deals the collection out in contiguous halves and an
 # idle worker steals from the END of the other's queue. A 200 s test at the end of a half runs last, alone, on

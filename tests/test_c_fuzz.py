@@ -9,7 +9,6 @@ included by both), so a finding that needs particular input bytes replays as it 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import struct
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_c_runtime
+from tests.conftest import make_asan_runner, needs_c_runtime
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
@@ -29,7 +28,6 @@ SHARED = ROOT.parent / "shared" / "models"
 pytestmark = needs_c_runtime
 
 
-SHARED_HEADER = "fuzz/edge_fuzz_inputs.h"  # the harness's invoke sequence, included by host/edge_run.c
 JOBS = os.cpu_count() or 1  # make -j: one object per source (the Makefile), compiled on every CPU
 # The bounded libFuzzer session's length: 15 s, in CI too (it was 45 s there: the suite's time budget; a
 # longer hunt is `make -C firmware_c fuzz-run`). A real session: the executions are counted and must exceed
@@ -38,27 +36,12 @@ FUZZ_SECONDS = 15
 MIN_EXECUTIONS = 500
 
 
-def _make_runner(fw: Path) -> list[str]:
-    """make host-asan in fw; the Makefile's HEADERS do not list fuzz/*.h, so when the shared header is newer
-    than the runner, make is told to treat edge_run.c (which includes it) as changed."""
-    runner = fw / "build" / "host-asan" / "edge-run-c"
-    cmd = ["make", "-C", str(fw), f"-j{JOBS}", "host-asan"]
-    if runner.exists() and (fw / SHARED_HEADER).stat().st_mtime > runner.stat().st_mtime:
-        cmd += ["-W", "host/edge_run.c"]
-    return cmd
-
-
-def _asan_runner(fw: Path = FW) -> Path:
-    """The ASan/UBSan edge-run-c of ``fw``, built under a file lock: two tests of this module on two xdist workers
-    would otherwise both compile the whole runtime into the same folder at once (twice the work, and each make
-    may overwrite the other's objects); the second waits and finds it up to date."""
-    (fw / "build").mkdir(exist_ok=True)
-    with open(fw / "build" / "host-asan.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        proc = subprocess.run(_make_runner(fw), capture_output=True, text=True)
-    runner = fw / "build" / "host-asan" / "edge-run-c"
-    if proc.returncode != 0 or not runner.exists():
-        pytest.skip(f"this gcc cannot build the ASan/UBSan runner: {proc.stderr[-500:]}")
+def _asan_runner(fw: Path) -> Path:
+    """The ASan/UBSan edge-run-c of a scratch copy ``fw`` of firmware_c (the checkout's: the asan_runner
+    fixture, made once per session), or skip when this compiler cannot build it."""
+    runner, why = make_asan_runner(fw)
+    if runner is None:
+        pytest.skip(why)
     return runner
 
 
@@ -70,10 +53,10 @@ def _replay(runner: Path, cases: list[Path], tmp_path: Path) -> subprocess.Compl
                           capture_output=True, text=True, timeout=120)
 
 
-def test_regression_cases_replay_clean_under_asan(tmp_path):
+def test_regression_cases_replay_clean_under_asan(tmp_path, asan_runner):
     cases = sorted(CORPUS.glob("*.tflite"))
     assert len(cases) >= 2, "tests/fuzz_corpus lost its regression cases"
-    proc = _replay(_asan_runner(), cases, tmp_path)
+    proc = _replay(asan_runner, cases, tmp_path)
     assert proc.returncode == 0, f"{proc.stdout[-1000:]}\n{proc.stderr[-3000:]}"
     assert "runtime error" not in proc.stderr and "AddressSanitizer" not in proc.stderr, proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
@@ -91,13 +74,12 @@ BIAS_CASES = ["conv16-int64-bias-near-min.tflite", "dwconv16-int64-bias-near-min
 
 
 @pytest.mark.slow
-def test_replay_catches_the_int64_bias_overflow_when_the_fix_is_reverted(tmp_path):
+def test_replay_catches_the_int64_bias_overflow_when_the_fix_is_reverted(tmp_path, asan_runner):
     """The *-int64-bias-near-min cases are live regression cases: in a scratch copy of firmware_c whose int16
     conv kernels add the INT64 bias with a plain signed add again (edge_conv_add64 undone), the replay reports
     UBSan's signed overflow on each of them (it needs the harness's non-zero inputs: with zero inputs the
     accumulator is 0 and INT64_MIN + small + 0 does not overflow). The copy starts from the checkout's ASan
     objects (their -MMD header lists), so only edge_conv.h's includers are recompiled."""
-    _asan_runner()
     fw = tmp_path / "firmware_c"
     shutil.copytree(FW, fw, ignore=shutil.ignore_patterns("build"))
     shutil.copytree(FW / "build" / "host-asan", fw / "build" / "host-asan")

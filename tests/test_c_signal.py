@@ -175,10 +175,8 @@ def _loads(model: bytes, backend: str) -> bool:
 
 
 @needs_c_runtime
-def test_malformed_options_under_asan(tmp_path):
-    from tests.test_c_fuzz import _asan_runner
-
-    runner = _asan_runner()
+def test_malformed_options_under_asan(tmp_path, asan_runner):
+    runner = asan_runner
     good = opts(shift=3)
     rng = np.random.default_rng(11)
     models = [window_model(good[:n]) for n in range(len(good) + 1)]

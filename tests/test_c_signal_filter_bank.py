@@ -229,14 +229,12 @@ def test_spectral_subtraction_refusals(runtime):
 
 
 @needs_c_runtime
-def test_under_asan(tmp_path, rng):
+def test_under_asan(tmp_path, rng, asan_runner):
     """Good and malformed models of both ops through the ASan/UBSan runner: loaded and run, or refused."""
     import struct
     import subprocess
 
-    from tests.test_c_fuzz import _asan_runner
-
-    runner = _asan_runner()
+    runner = asan_runner
     tables = bank_tables(rng, 6, 24, 30)
     good_fb, good_ss = opts(num_channels=6), opts(**SS_DEFAULT)
     fb_ins = [T((24,), "UINT32")] + [T((t.size,), "INT16", data=t) for t in tables]

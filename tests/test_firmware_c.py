@@ -387,17 +387,7 @@ def _mutations(seed_models: list[bytes], n: int, seed: int) -> tuple[bytes, int]
     return bytes(out), n
 
 
-def _fuzz_runner(backend) -> str:
-    """The sanitizer build when this compiler has ASan/UBSan, else the plain runner."""
-    proc = subprocess.run(["make", "-C", str(FW), f"-j{os.cpu_count() or 1}", "host-asan"], capture_output=True,
-                          text=True)
-    asan = FW / "build" / "host-asan" / "edge-run-c"
-    if proc.returncode == 0 and asan.exists():
-        return str(asan)
-    return str(c_build.RUNNER)
-
-
-def test_fuzzed_models_never_crash_the_loader(backend, tmp_path):
+def test_fuzzed_models_never_crash_the_loader(backend, tmp_path, asan_build):
     seeds = [shared_model("tflite-micro/hello_world_int8.tflite").read_bytes(),
              shared_model("tflite-micro/simple_add_model.tflite").read_bytes()]
     rng = np.random.default_rng(11)
@@ -406,7 +396,7 @@ def test_fuzzed_models_never_crash_the_loader(backend, tmp_path):
     cases, n = _mutations(seeds, 2000, seed=20261130)
     path = tmp_path / "cases.bin"
     path.write_bytes(cases)
-    runner = _fuzz_runner(backend)
+    runner = str(asan_build[0] or c_build.RUNNER)  # the sanitizer build when this compiler has ASan/UBSan
     proc = subprocess.run([runner, "--fuzz", str(path), "--arena", str(1 << 20)], capture_output=True, text=True,
                           timeout=300)
     lines = proc.stdout.splitlines()

@@ -858,13 +858,10 @@ def test_depthwise_asm_on_qemu(backend, tmp_path, monkeypatch):
 
 @needs_c_runtime
 @pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV"])
-def test_int16_bias_near_int64_limits_under_ubsan(op, tmp_path):
+def test_int16_bias_near_int64_limits_under_ubsan(op, tmp_path, asan_runner):
     """An INT64 bias next to INT64_MIN / INT64_MAX (a fuzzer finding on TRANSPOSE_CONV): the int16 kernels add it
     wrapping, like the hardware add, so the ASan/UBSan runner reports no signed overflow."""
-    proc = subprocess.run(["make", "-C", str(FW), "host-asan"], capture_output=True, text=True)
-    runner = FW / "build" / "host-asan" / "edge-run-c"
-    if proc.returncode != 0 or not runner.exists():
-        pytest.skip(f"this gcc cannot build the ASan/UBSan runner: {proc.stderr[-500:]}")
+    runner = asan_runner
     rng = np.random.default_rng(8)
     lim = np.iinfo(np.int64)
     b = T((2,), "INT64", [2e-5, 4e-5], 0, data=np.array([lim.min + 5, lim.max - 5], np.int64))
