@@ -9,6 +9,10 @@ one literal outside the op table:
 * C, every .c / .h under firmware_c/ (src, include, host, app, boards, fuzz, tools; comments stripped): the
   ``case EDGE_OP_X`` labels of one switch, the EDGE_OP_ names of one expression or initializer
   (``op == EDGE_OP_A || op == EDGE_OP_B ...``, ``{EDGE_OP_A, EDGE_OP_B, ...}``).
+And when one function tells three or more ops apart by name, however the comparisons are spread (separate ``if``s,
+two-name tuples, ``!=`` chains, ``case`` labels of several switches): the names compared with ``==`` / ``!=`` /
+``in`` (Python) or ``==`` / ``!=`` / ``case`` (C) in one function body, e.g. ``if op in ("PAD", "PADV2")`` then
+``if reader in ("CONV_2D", "DEPTHWISE_CONV_2D")`` (the PAD fold's roles, now the rows' ``pad_fold``).
 A fact such a list would hold is a field of the rows (``op_table.row(name).family == "unary"``, ``.effects``, ...);
 the C runtime reads the rows' facts from the generated include/edge_op_facts.h. Two names (an op and its twin, a
 switch on one op for its own options) are not a list.
@@ -36,6 +40,17 @@ OWN = {
 }
 # Files allowed to keep a list of op names, with the reason (none: every per-op fact is a row field).
 ALLOWED: dict[str, str] = {}
+# Functions ("path:function") allowed to tell three or more ops apart by name, with the reason.
+ALLOWED_FUNCTIONS: dict[str, str] = {
+    "edge_sdk/runtime/kernels/quant.py:float_activation":
+        "ActivationFunctionType values (a fused activation's name), not op names",
+    "converters/passes/identity.py:is_identity":
+        "to move: when an op copies its input unchanged (CAST, TRANSPOSE, CONCATENATION, SLICE, QUANTIZE) "
+        "is a per-op rule still written here, not yet a column of the rows",
+    "converters/passes/layout.py:_sink_one":
+        "to move: how a TRANSPOSE sinks through PAD / PADV2, QUANTIZE / DEQUANTIZE, SPLIT / SPLIT_V, "
+        "CONCATENATION is a per-op rule still written here, not yet a column of the rows",
+}
 
 
 # ----------------------------------------------------------------------------------------------- the checkers
@@ -86,6 +101,43 @@ def python_lists(source: str, where: str = "<source>") -> list[str]:
     return bad
 
 
+def _literal_names(node: ast.AST) -> list[str]:
+    """The op names of a set / tuple / list literal (or frozenset / set / tuple of one)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
+        node = node.args[0]
+    return _names(node.elts) if isinstance(node, (ast.Tuple, ast.Set, ast.List)) else []
+
+
+def _module_lists(tree: ast.Module) -> dict[str, list[str]]:
+    """The module's names bound to a literal of op names (``PADS = ("PAD", "PADV2")``)."""
+    return {t.id: _literal_names(a.value) for a in tree.body if isinstance(a, (ast.Assign, ast.AnnAssign))
+            and a.value is not None for t in (a.targets if isinstance(a, ast.Assign) else [a.target])
+            if isinstance(t, ast.Name) and _literal_names(a.value)}
+
+
+def _compared_names(node: ast.Compare, lists: dict[str, list[str]]) -> list[str]:
+    """The op names of one comparison: ``x == "A"``, ``x != "A"``, ``x in ("A", "B")``, ``x not in {...}``, ``x in
+    PADS`` (a module name of ``lists``)."""
+    found = []
+    for side in (node.left, *node.comparators):
+        found += _names([side]) + _literal_names(side)
+        found += lists.get(side.id, []) if isinstance(side, ast.Name) else []
+    return found
+
+
+def python_functions(source: str, where: str = "<source>") -> list[str]:
+    """Every function whose comparisons name MIN_NAMES or more distinct ops: "where:line function: names"."""
+    bad = []
+    tree = ast.parse(source, where)
+    lists = _module_lists(tree)
+    for f in ast.walk(tree):
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found = sorted({n for c in ast.walk(f) if isinstance(c, ast.Compare) for n in _compared_names(c, lists)})
+            if len(found) >= MIN_NAMES:
+                bad.append(f"{where}:{f.lineno} {f.name}: {', '.join(found)}")
+    return bad
+
+
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _OP = re.compile(r"\bEDGE_OP_(\w+)")
 _CASE = re.compile(r"\bcase\s+EDGE_OP_(\w+)\s*:")
@@ -125,6 +177,27 @@ def c_lists(source: str, where: str = "<source>") -> list[str]:
     return bad
 
 
+_C_FUNCTION = re.compile(r"^[A-Za-z_][\w \t*]*?\b(\w+)\s*\([^;{}]*\)\s*\{", re.M)  # a definition at column 0
+_C_COMPARED = re.compile(r"[=!]=\s*EDGE_OP_(\w+)|\bEDGE_OP_(\w+)\s*[=!]=|\bcase\s+EDGE_OP_(\w+)")
+
+
+def c_functions(source: str, where: str = "<source>") -> list[str]:
+    """Every function whose ``==`` / ``!=`` comparisons and ``case`` labels name MIN_NAMES or more distinct ops
+    (comments stripped): "where:line function: names"."""
+    text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+    bad = []
+    for m in _C_FUNCTION.finditer(text):
+        depth, start = 0, m.end() - 1
+        for end in range(start, len(text)):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            if depth == 0:
+                break
+        found = sorted({a or b or c for a, b, c in _C_COMPARED.findall(text[start:end + 1])} & OP_NAMES)
+        if len(found) >= MIN_NAMES:
+            bad.append(f"{where}:{text.count(chr(10), 0, m.start()) + 1} {m.group(1)}: {', '.join(found)}")
+    return bad
+
+
 # Not sources of the library: the tests (they hold cases), virtual environments, build output, the wheel's copy.
 _NOT_SOURCES = {"tests", "build", "_bundled", "__pycache__"}
 
@@ -137,6 +210,17 @@ def _sources():
     for path in sorted((ROOT / "firmware_c").rglob("*")):
         if path.suffix in (".c", ".h") and not _NOT_SOURCES.intersection(path.relative_to(ROOT).parts):
             yield path, c_lists
+
+
+@functools.lru_cache(maxsize=1)
+def _functions_by_file() -> dict[str, list[str]]:
+    out = {}
+    for path, check in _sources():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel not in OWN:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            out[rel] = (python_functions if check is python_lists else c_functions)(text, rel)
+    return out
 
 
 @functools.lru_cache(maxsize=1)
@@ -155,6 +239,19 @@ def test_no_list_of_op_names_outside_the_op_table():
     bad = [b for rel, found in lists.items() if rel not in ALLOWED for b in found]
     assert not bad, ("lists of op names outside edge_sdk/runtime/op_table.py (make the fact a field of the rows and "
                      "read op_table.row(name); C: include/edge_op_facts.h):\n" + "\n".join(bad))
+
+
+def test_no_function_tells_ops_apart_by_name():
+    """A function comparing its op with three or more op names holds a per-op fact (the rows' field it would read)."""
+    found = _functions_by_file()
+    bad = [b for rel, hits in found.items() for b in hits
+           if f"{rel}:{b.split(' ', 1)[1].split(':', 1)[0]}" not in ALLOWED_FUNCTIONS]
+    assert not bad, ("functions telling ops apart by name outside edge_sdk/runtime/op_table.py (make the fact a field "
+                     "of the rows and read op_table.row(name); C: include/edge_op_facts.h):\n" + "\n".join(bad))
+    stale = [k for k in ALLOWED_FUNCTIONS
+             if not any(b.startswith(k.split(":")[0] + ":") and f" {k.split(':')[1]}:" in b
+                        for b in found.get(k.split(":")[0], []))]
+    assert not stale, f"ALLOWED_FUNCTIONS that no longer tell ops apart (drop them): {stale}"
 
 
 def test_the_exempt_files_exist():
@@ -185,3 +282,25 @@ def test_the_checkers_see_a_list():
         "h.c:1: PAD, PADV2, MIRROR_PAD"]
     assert c_lists("/* EDGE_OP_ADD, EDGE_OP_SUB and EDGE_OP_MUL */\nif (op == EDGE_OP_PAD || op == EDGE_OP_PADV2) x;\n"
                    "switch (op) { case EDGE_OP_IF: a; break; case EDGE_OP_WHILE: b; break; }\n") == []
+
+
+def test_the_function_checkers_see_names_spread_over_a_function():
+    """Not vacuous: op names compared in separate statements of one function are found; two are not a list; the
+    PAD fold's old deciders (edge.c's edge_pad_folds: PAD / PADV2 and CONV_2D / DEPTHWISE_CONV_2D) are found."""
+    py = ('def f(model, op, reader):\n    if op in ("PAD", "PADV2"):\n        return 1\n'
+          '    if reader == "CONV_2D":\n        return 2\n')
+    assert python_functions(py, "p.py") == ["p.py:1 f: CONV_2D, PAD, PADV2"]
+    assert python_lists(py, "p.py") == []  # no one literal holds three
+    named = ('PADS = ("PAD", "PADV2")\nCONVS = ("CONV_2D", "DEPTHWISE_CONV_2D")\n\n\ndef folds(a, b):\n'
+             '    return a in PADS and b in CONVS\n')
+    assert python_functions(named, "n.py") == ["n.py:5 folds: CONV_2D, DEPTHWISE_CONV_2D, PAD, PADV2"]
+    assert python_functions('def g(op):\n    return op != "RELU" and op not in ("TANH",)\n') == []
+    c = ("static int folds(const edge_node_t *n, const edge_node_t *c) {\n"
+         "    if (n->op != EDGE_OP_PAD && n->op != EDGE_OP_PADV2) return -1;\n"
+         "    if (c->op != EDGE_OP_CONV_2D && c->op != EDGE_OP_DEPTHWISE_CONV_2D) return -1;\n    return 0;\n}\n"
+         "int h(int op) {\n    return op == EDGE_OP_ADD ? 1 : op == EDGE_OP_SUB;\n}\n")
+    assert c_functions(c, "e.c") == ["e.c:1 folds: CONV_2D, DEPTHWISE_CONV_2D, PAD, PADV2"]
+    assert c_lists(c, "e.c") == []
+    two_switches = ("void s(int op) {\n    switch (op) { case EDGE_OP_IF: a(); break; case EDGE_OP_WHILE: b(); }\n"
+                    "    switch (op) { case EDGE_OP_CALL_ONCE: c(); break; default: break; }\n}\n")
+    assert c_functions(two_switches, "s.c") == ["s.c:1 s: CALL_ONCE, IF, WHILE"]
