@@ -22,6 +22,7 @@ def test_every_fact_takes_a_documented_value():
         assert r.affine in op_table.AFFINE_RULES, name
         assert not r.affine or r.family == "binary", name
         assert r.pad_fold in op_table.PAD_FOLD_RULES, name
+        assert r.identity in op_table.IDENTITY_RULES, name
         assert not r.pad_fold or r.family in ("pad", "conv") and r.pad_fold == r.family, name
 
 

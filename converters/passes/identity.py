@@ -30,41 +30,41 @@ def _same_quant(a, b) -> bool:
 
 
 def is_identity(model: Model, index: int, sg: int = 0) -> bool:
-    """Whether operator ``index`` copies its first input to its single output unchanged."""
+    """Whether operator ``index`` copies its first input to its single output unchanged (its op-table row's
+    ``identity`` rule, with the same shape and type)."""
     sub = model.subgraphs[sg]
     op = sub.operators[index]
-    name = G.op_name(model, op)
-    if len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
+    rule = op_table.row(G.op_name(model, op)).identity
+    if not rule or len(op.outputs) != 1 or not op.inputs or op.inputs[0] < 0:
         return False
     src, dst = sub.tensors[op.inputs[0]], sub.tensors[op.outputs[0]]
     if src.shape != dst.shape or src.type != dst.type:
         return False
-    if _family(name) == "reshape":
+    const = lambda k: G.constant_value(model, op.inputs[k], sg) if len(op.inputs) > k else None  # noqa: E731
+    if rule == "always":
         return True
-    if name == "CAST":
-        return True
-    if name == "TRANSPOSE":
-        perm = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
+    if rule == "perm":
+        perm = const(1)
         return perm is not None and list(perm.reshape(-1)) == list(range(perm.size))
-    if name == "CONCATENATION":
+    if rule == "one_input":
         return len(op.inputs) == 1
-    if _family(name) == "pad":
-        pads = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
+    if rule == "zero_pads":
+        pads = const(1)
         return pads is not None and not pads.any()
-    if name in ("SLICE", "STRIDED_SLICE"):
-        begin = G.constant_value(model, op.inputs[1], sg) if len(op.inputs) > 1 else None
-        if begin is None or begin.any():
-            return False
-        if name == "STRIDED_SLICE":
-            strides = G.constant_value(model, op.inputs[3], sg) if len(op.inputs) > 3 else None
-            opts = G.options(model, op)
-            if strides is None or not (strides == 1).all() or opts.get("shrink_axis_mask") or opts.get(
-                    "new_axis_mask") or opts.get("ellipsis_mask") or opts.get("offset"):
-                return False
-        return True
-    if name == "QUANTIZE":
+    if rule in ("slice", "strided_slice"):
+        begin = const(1)
+        return begin is not None and not begin.any() and (rule == "slice" or _unit_strides(model, op, sg))
+    if rule == "same_quant":
         return _same_quant(src.quantization, dst.quantization)
     return False
+
+
+def _unit_strides(model: Model, op, sg: int) -> bool:
+    """A STRIDED_SLICE with unit strides and no mask or offset option (its begins checked already)."""
+    strides = G.constant_value(model, op.inputs[3], sg) if len(op.inputs) > 3 else None
+    opts = G.options(model, op)
+    return strides is not None and bool((strides == 1).all()) and not (
+        opts.get("shrink_axis_mask") or opts.get("new_axis_mask") or opts.get("ellipsis_mask") or opts.get("offset"))
 
 
 def merge_reshapes(model: Model, sg: int = 0) -> int:

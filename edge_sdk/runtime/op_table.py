@@ -44,6 +44,7 @@ INT16_RULES = ("", "op", "pass", "none")
 AXIS_RULES = ("", "input", "output")
 AFFINE_RULES = ("", "scale", "add", "subtract")
 PAD_FOLD_RULES = ("", "pad", "conv")
+IDENTITY_RULES = ("", "always", "perm", "one_input", "zero_pads", "slice", "strided_slice", "same_quant")
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,12 @@ class OpRow:
     # fill: float 0.0, int8 the input zero point). "": neither. The pools are not "conv": MAX_POOL_2D's padding
     # taps are skipped (not 0) and AVERAGE_POOL_2D divides by the taps inside the input, so a PAD's fill counts.
     pad_fold: str = ""
+    # identity: when the op copies input 0 to its one output unchanged (same shape and type), so the identity pass
+    # (converters.passes.identity) bypasses it: "always" (RESHAPE and kin, CAST), "perm" (the identity
+    # permutation), "one_input" (a single input), "zero_pads" (all-zero paddings), "slice" / "strided_slice" (all
+    # begins 0; STRIDED_SLICE: unit strides, no masks or offset), "same_quant" (output quantized as the input);
+    # "": never
+    identity: str = ""
 
     @property
     def runs(self) -> bool:
@@ -290,7 +297,7 @@ ROWS: dict[str, OpRow] = _rows(
     # MIRROR_PAD moves values (reflected edges): int8 keeps its input's quantization as PAD does (LiteRT, TFLM and
     # both runtimes run it on INT8, version 2)
     OpRow("MIRROR_PAD",                   "math:prepare_mirror_pad",          3,
-          family='pad', quant='same:0', int16='none', q_versions=(2, None)),
+          family='pad', quant='same:0', int16='none', q_versions=(2, None), identity='zero_pads'),
     # comparisons, logical ops and selection (BOOL tensors)
     OpRow("EQUAL",                        "compare:prepare_equal",            5,
           family='binary', quant='compare', q_versions=(2, None), uint8=True),
@@ -361,25 +368,26 @@ ROWS: dict[str, OpRow] = _rows(
           family='last_axis'),
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        6,
-          family='unary', inplace='unary', q_versions=(2, 3), uint8=True),
+          family='unary', inplace='unary', q_versions=(2, 3), uint8=True, identity='same_quant'),
     OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      9,
           family='unary', q_versions=(2, 4), uint8=True),
     OpRow("CAST",                         "quantize:prepare_cast",            9,
-          family='unary'),
+          family='unary', identity='always'),
     OpRow("BITCAST",                      "bitcast:prepare_bitcast",          1),
     OpRow("FAKE_QUANT",                   "fake_quant:prepare_fake_quant",    2,
           family='unary'),
     # shape and data movement
     OpRow("RESHAPE",                      "shape:prepare_reshape",            2,
-          family='reshape', inplace='same', quant='same:0', int16='pass', moves_values=True, uint8=True),
+          family='reshape', inplace='same', quant='same:0', int16='pass', moves_values=True, uint8=True,
+          identity='always'),
     OpRow("SQUEEZE",                      "shape:prepare_squeeze",            2,
-          family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True),
+          family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True, identity='always'),
     OpRow("EXPAND_DIMS",                  "shape:prepare_expand_dims",        2,
-          family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True),
+          family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True, identity='always'),
     OpRow("SHAPE",                        "shape:prepare_shape",              2,
           quant='index'),
     OpRow("CONCATENATION",                "shape:prepare_concatenation",      7,
-          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input', uint8=True),
+          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input', uint8=True, identity='one_input'),
     OpRow("PACK",                         "shape:prepare_pack",               5,
           quant='shared', q_versions=(2, 3), join=True, axis='output'),
     OpRow("UNPACK",                       "shape:prepare_unpack",             6,
@@ -389,17 +397,17 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SPLIT_V",                      "shape:prepare_split_v",            3,
           quant='same:0', int16='pass', q_versions=(2, 2)),
     OpRow("TRANSPOSE",                    "shape:prepare_transpose",          9,
-          quant='same:0', int16='pass', q_versions=(2, 5), moves_values=True),
+          quant='same:0', int16='pass', q_versions=(2, 5), moves_values=True, identity='perm'),
     OpRow("STRIDED_SLICE",                "shape:prepare_strided_slice",      8,
-          quant='same:0', int16='pass', q_versions=(2, 4)),
+          quant='same:0', int16='pass', q_versions=(2, 4), identity='strided_slice'),
     OpRow("SLICE",                        "shape:prepare_slice",              8,
-          quant='same:0', q_versions=(2, 4)),
+          quant='same:0', q_versions=(2, 4), identity='slice'),
     OpRow("PAD",                          "shape:prepare_pad",                6,
           family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
-          pad_fold='pad'),
+          pad_fold='pad', identity='zero_pads'),
     OpRow("PADV2",                        "shape:prepare_pad",                6,
           family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
-          pad_fold='pad'),
+          pad_fold='pad', identity='zero_pads'),
     OpRow("GATHER",                       "shape:prepare_gather",             8,
           quant='same:0', q_versions=(2, 2)),
     OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2,
