@@ -23,6 +23,7 @@ def test_every_fact_takes_a_documented_value():
         assert not r.affine or r.family == "binary", name
         assert r.pad_fold in op_table.PAD_FOLD_RULES, name
         assert r.identity in op_table.IDENTITY_RULES, name
+        assert r.transpose_sink in op_table.TRANSPOSE_SINK_RULES, name
         assert not r.pad_fold or r.family in ("pad", "conv") and r.pad_fold == r.family, name
 
 

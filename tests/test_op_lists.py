@@ -44,9 +44,6 @@ ALLOWED: dict[str, str] = {}
 ALLOWED_FUNCTIONS: dict[str, str] = {
     "edge_sdk/runtime/kernels/quant.py:float_activation":
         "ActivationFunctionType values (a fused activation's name), not op names",
-    "converters/passes/layout.py:_sink_one":
-        "to move: how a TRANSPOSE sinks through PAD / PADV2, QUANTIZE / DEQUANTIZE, SPLIT / SPLIT_V, "
-        "CONCATENATION is a per-op rule still written here, not yet a column of the rows",
 }
 
 

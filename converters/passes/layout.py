@@ -191,7 +191,8 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
     sub = model.subgraphs[sg]
     op = sub.operators[index]
     name = G.op_name(model, op)
-    if name in ("SPLIT", "SPLIT_V") and op.outputs:
+    rule = op_table.row(name).transpose_sink
+    if rule == "split" and op.outputs:
         return _sink_split(model, index, sg)
     if len(op.outputs) != 1 or not op.inputs:
         return False
@@ -202,12 +203,12 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
     opts = G.options(model, op)
 
     family = _family(name)
-    if family in ("unary", "last_axis", "reduce") or name == "PAD" or name == "PADV2":
+    if family in ("unary", "last_axis", "reduce") or rule == "pad":
         src = _transposed_source(model, op.inputs[0], prod, sg)
         if src is None:
             return False
         a, perm = src
-        if name in ("QUANTIZE", "DEQUANTIZE"):
+        if rule == "per_tensor":
             for t in (op.inputs[0], y):
                 q = sub.tensors[t].quantization
                 if q is not None and q.scale.size > 1:
@@ -218,7 +219,7 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
             new_inputs = [a] + list(op.inputs[1:])
             out_perm = perm
             new_shape = _permuted(out_t.shape, inverse(perm))
-        elif name in ("PAD", "PADV2"):
+        elif rule == "pad":
             pads = G.constant_value(model, op.inputs[1], sg)
             if pads is None or pads.shape[0] != len(perm):
                 return False
@@ -250,7 +251,7 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
                 new_shape = tuple(a_shape[k] for k in kept_a)
         return _rewrite(model, index, new_inputs, out_perm, new_shape, sg)
 
-    if family == "binary" or name == "CONCATENATION":
+    if family == "binary" or rule == "axis":
         perm = None
         for t in op.inputs:
             if t < 0:
@@ -274,7 +275,7 @@ def _sink_one(model: Model, index: int, sg: int) -> bool:
                 new_inputs.append(c)
                 continue
             return False
-        if name == "CONCATENATION":
+        if rule == "axis":
             axis = int(opts.get("axis", 0)) % rank
             opts["axis"] = perm[axis]
             op.options = opts
@@ -447,7 +448,7 @@ def _hoist_input_transposes_above_pads(model: Model, sg: int) -> int:
         cl = channels_last(rank)
         for c in list(G.consumers(model, sg).get(x, [])):
             op = sub.operators[c]
-            if G.op_name(model, op) not in ("PAD", "PADV2") or op.inputs[0] != x or len(op.outputs) != 1:
+            if op_table.row(G.op_name(model, op)).transpose_sink != "pad" or op.inputs[0] != x or len(op.outputs) != 1:
                 continue
             padded = op.outputs[0]
             cons = G.consumers(model, sg)

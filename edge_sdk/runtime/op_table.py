@@ -44,6 +44,7 @@ INT16_RULES = ("", "op", "pass", "none")
 AXIS_RULES = ("", "input", "output")
 AFFINE_RULES = ("", "scale", "add", "subtract")
 PAD_FOLD_RULES = ("", "pad", "conv")
+TRANSPOSE_SINK_RULES = ("", "pad", "split", "axis", "per_tensor")
 IDENTITY_RULES = ("", "always", "perm", "one_input", "zero_pads", "slice", "strided_slice", "same_quant")
 
 
@@ -140,6 +141,12 @@ class OpRow:
     # begins 0; STRIDED_SLICE: unit strides, no masks or offset), "same_quant" (output quantized as the input);
     # "": never
     identity: str = ""
+    # transpose_sink: how the layout pass moves a TRANSPOSE feeding the op below it (converters.passes.layout) beyond
+    # its family's rule (unary / last_axis / reduce / binary): "pad": the paddings permuted (PAD, PADV2; MIRROR_PAD
+    # keeps its TRANSPOSE above); "split": the split axis permuted, each part transposed; "axis": as a binary op,
+    # with the axis option permuted (CONCATENATION); "per_tensor": its family's rule, only with per-tensor
+    # quantization on input 0 and output (QUANTIZE, DEQUANTIZE); "": the family's rule alone
+    transpose_sink: str = ""
 
     @property
     def runs(self) -> bool:
@@ -368,9 +375,10 @@ ROWS: dict[str, OpRow] = _rows(
           family='last_axis'),
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        6,
-          family='unary', inplace='unary', q_versions=(2, 3), uint8=True, identity='same_quant'),
+          family='unary', inplace='unary', q_versions=(2, 3), uint8=True, identity='same_quant',
+          transpose_sink='per_tensor'),
     OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      9,
-          family='unary', q_versions=(2, 4), uint8=True),
+          family='unary', q_versions=(2, 4), uint8=True, transpose_sink='per_tensor'),
     OpRow("CAST",                         "quantize:prepare_cast",            9,
           family='unary', identity='always'),
     OpRow("BITCAST",                      "bitcast:prepare_bitcast",          1),
@@ -387,15 +395,16 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("SHAPE",                        "shape:prepare_shape",              2,
           quant='index'),
     OpRow("CONCATENATION",                "shape:prepare_concatenation",      7,
-          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input', uint8=True, identity='one_input'),
+          quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input', uint8=True, identity='one_input',
+          transpose_sink='axis'),
     OpRow("PACK",                         "shape:prepare_pack",               5,
           quant='shared', q_versions=(2, 3), join=True, axis='output'),
     OpRow("UNPACK",                       "shape:prepare_unpack",             6,
           quant='same:0', q_versions=(2, 4), axis='input'),
     OpRow("SPLIT",                        "shape:prepare_split",              5,
-          quant='same:1', int16='pass', q_versions=(2, 4)),
+          quant='same:1', int16='pass', q_versions=(2, 4), transpose_sink='split'),
     OpRow("SPLIT_V",                      "shape:prepare_split_v",            3,
-          quant='same:0', int16='pass', q_versions=(2, 2)),
+          quant='same:0', int16='pass', q_versions=(2, 2), transpose_sink='split'),
     OpRow("TRANSPOSE",                    "shape:prepare_transpose",          9,
           quant='same:0', int16='pass', q_versions=(2, 5), moves_values=True, identity='perm'),
     OpRow("STRIDED_SLICE",                "shape:prepare_strided_slice",      8,
@@ -404,10 +413,10 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 4), identity='slice'),
     OpRow("PAD",                          "shape:prepare_pad",                6,
           family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
-          pad_fold='pad', identity='zero_pads'),
+          pad_fold='pad', identity='zero_pads', transpose_sink='pad'),
     OpRow("PADV2",                        "shape:prepare_pad",                6,
           family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
-          pad_fold='pad', identity='zero_pads'),
+          pad_fold='pad', identity='zero_pads', transpose_sink='pad'),
     OpRow("GATHER",                       "shape:prepare_gather",             8,
           quant='same:0', q_versions=(2, 2)),
     OpRow("DEPTH_TO_SPACE",               "shape:prepare_depth_to_space",     2,
