@@ -133,6 +133,37 @@ def check_while_bound(bound) -> int | None:
     return int(bound)
 
 
+# The most elements an output known at prepare may hold (know_at_prepare): shape vectors and scalars, never activations.
+KNOWN_AT_PREPARE_ELEMENTS = 64
+
+
+def know_at_prepare(node: Node) -> None:
+    """Evaluate a prepared node now when its outputs follow from shapes and constants alone (a ``shape_only`` op
+    such as SHAPE, or every input known: ``TensorInfo.known``), setting each output's ``value``: the shape
+    arithmetic of PyTorch / onnx2tf exports (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE) is then known to the nodes
+    after it, which size their outputs from it (what LiteRT does at invoke, when the values exist). Only small
+    outputs (KNOWN_AT_PREPARE_ELEMENTS) of pure ops; the node still runs at every invoke."""
+    row = op_table.row(node.op)
+    if row.effects or row.random or row.data_sized or row.subgraphs or hasattr(node._eval, "reset"):
+        return
+    if any(o.dtype is None or o.size > KNOWN_AT_PREPARE_ELEMENTS for o in node.outputs):
+        return
+    if row.shape_only:
+        inputs = [None] * len(node.inputs)  # its eval writes what prepare read off the input's shape
+    elif any(t is not None and t.known is None for t in node.inputs) or not any(t is not None for t in node.inputs):
+        return
+    else:
+        inputs = [None if t is None else t.known for t in node.inputs]  # as invoke's views hold them
+    outs = [np.zeros(o.shape, o.dtype) for o in node.outputs]
+    try:
+        node._eval(inputs, outs)
+    except Exception:  # noqa: BLE001 - a value that fails now fails at invoke, where it is reported with its node
+        return
+    for info, value in zip(node.outputs, outs):
+        value.setflags(write=False)
+        info.value = value
+
+
 def _type_name(dtype: np.dtype) -> str:
     return _NUMPY_TO_TFLITE.get(np.dtype(dtype), str(np.dtype(dtype)).upper())
 
@@ -603,6 +634,7 @@ class Interpreter:
             if info.dtype is None:
                 raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
             written[info.index] = i
+        know_at_prepare(node)
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
         plan = p.plan

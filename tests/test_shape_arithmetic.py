@@ -1,0 +1,238 @@
+"""Run-time shapes (issue 23): ops whose parameters are tensors computed at run time.
+
+* Shape arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch / onnx2tf exports write it) is known once
+  the input shapes are: the Python prepare evaluates it (interpreter.know_at_prepare), and the C runtime loads
+  the model with the shapes it gives (CInterpreter._shape_arithmetic_shapes), so both run such a model at any
+  input length, as LiteRT does.
+* A RESHAPE shape / TRANSPOSE_CONV output_shape computed from data is held to the declared output shape at every
+  invoke: a different one is a DataError naming the node, the op and the tensor, never a silently mislabelled
+  output. Other parameters (FILL dims, TILE multiples, ...) computed from data are refused at prepare, naming
+  the tensor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from edge_sdk import Interpreter
+from edge_sdk.errors import DataError, UnsupportedOpError
+from edge_sdk.model import write_model
+from edge_sdk.model.builder import GraphBuilder
+from edge_sdk.model.input_shapes import shaped_model
+from tests.oprunner import run_on, run_peer
+
+
+def _dynamic(g: GraphBuilder, signature) -> bytes:
+    model = g.build()
+    sg = model.subgraphs[0]
+    sg.tensors[sg.inputs[0]].shape_signature = tuple(signature)
+    return write_model(model)
+
+
+def shape_reshape_model(frames: int = 6, dtype: str = "FLOAT32") -> bytes:
+    """x [1, F, 4] (signature [1, -1, 4]) -> SHAPE -> STRIDED_SLICE [1:2] (shrink) = F -> PACK (F, 2, 2) ->
+    RESHAPE x to [F, 2, 2] -> SUM over axis 2 -> y [F, 2]: the output's size follows the input's length."""
+    g = GraphBuilder()
+    x = g.input("x", (1, frames, 4), dtype)
+    s = g.tensor("s", (3,), "INT32")
+    g.op("SHAPE", [x], [s], out_type="INT32")
+    ends = [g.constant(name, np.array([v], np.int32)) for name, v in (("begin", 1), ("end", 2), ("stride", 1))]
+    n = g.tensor("n", (), "INT32")
+    g.op("STRIDED_SLICE", [s, *ends], [n], shrink_axis_mask=1)
+    two = g.constant("two", np.array(2, np.int32))
+    new_shape = g.tensor("new_shape", (3,), "INT32")
+    g.op("PACK", [n, two, two], [new_shape], values_count=3, axis=0)
+    r = g.tensor("r", (frames, 2, 2), dtype)
+    g.op("RESHAPE", [x, new_shape], [r])
+    axis = g.constant("axis", np.array([2], np.int32))
+    y = g.tensor("y", (frames, 2), dtype)
+    g.op("SUM", [r, axis], [y], keep_dims=False)
+    g.output(y)
+    return _dynamic(g, (1, -1, 4))
+
+
+def upsample_model(h: int = 3, w: int = 4, c: int = 2) -> bytes:
+    """x [1, H, W, C] (signature [1, -1, -1, C]) -> SHAPE * [1, 2, 2, 1] = output_shape -> TRANSPOSE_CONV
+    3x3 stride 2 SAME (C filters) -> y [1, 2H, 2W, C]."""
+    g = GraphBuilder()
+    x = g.input("x", (1, h, w, c), "FLOAT32")
+    s = g.tensor("s", (4,), "INT32")
+    g.op("SHAPE", [x], [s], out_type="INT32")
+    scale = g.constant("scale", np.array([1, 2, 2, 1], np.int32))
+    out_shape = g.tensor("out_shape", (4,), "INT32")
+    g.op("MUL", [s, scale], [out_shape])
+    wts = g.constant("w", (np.arange(c * 9 * c, dtype=np.float32).reshape(c, 3, 3, c) % 7 - 3) / 4)
+    y = g.tensor("y", (1, 2 * h, 2 * w, c), "FLOAT32")
+    g.op("TRANSPOSE_CONV", [out_shape, wts, x], [y], padding="SAME", stride_h=2, stride_w=2)
+    g.output(y)
+    return _dynamic(g, (1, -1, -1, c))
+
+
+def fill_like_model(n: int = 5) -> bytes:
+    """x [n] (signature [-1]) -> FILL(SHAPE(x), 0.5) + x: FILL's dims known at prepare."""
+    g = GraphBuilder()
+    x = g.input("x", (n,), "FLOAT32")
+    s = g.tensor("s", (1,), "INT32")
+    g.op("SHAPE", [x], [s], out_type="INT32")
+    half = g.constant("half", np.array(0.5, np.float32))
+    f = g.tensor("f", (n,), "FLOAT32")
+    g.op("FILL", [s, half], [f])
+    y = g.tensor("y", (n,), "FLOAT32")
+    g.op("ADD", [x, f], [y])
+    g.output(y)
+    return _dynamic(g, (-1,))
+
+
+def _litert_resized(model: bytes, x: np.ndarray) -> np.ndarray:
+    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
+
+    peer = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1)
+    peer.resize_tensor_input(0, list(x.shape))
+    peer.allocate_tensors()
+    peer.set_tensor(peer.get_input_details()[0]["index"], x)
+    peer.invoke()
+    return peer.get_tensor(peer.get_output_details()[0]["index"])
+
+
+def _ours_resized(runtime: str, model: bytes, shapes) -> list[np.ndarray]:
+    """One interpreter resized to each shape in turn (re-prepared and re-planned each time): its outputs."""
+    interp = Interpreter(model_content=model, backend=runtime)
+    rng, outs = np.random.default_rng(7), []
+    for shape in shapes:
+        interp.resize_tensor_input(0, shape)
+        interp.allocate_tensors()
+        x = rng.standard_normal(shape).astype(np.float32)
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.invoke()
+        outs.append((x, interp.get_tensor(interp.get_output_details()[0]["index"])))
+    return outs
+
+
+# ------------------------------------------------------------------------------- shape arithmetic runs
+@pytest.mark.parametrize("build, shapes", [
+    (shape_reshape_model, [(1, 6, 4), (1, 9, 4), (1, 1, 4), (1, 6, 4)]),
+    (upsample_model, [(1, 3, 4, 2), (1, 5, 2, 2), (1, 1, 1, 2)]),
+    (fill_like_model, [(5,), (12,), (1,)]),
+])
+def test_shape_arithmetic_follows_resize_tensor_input_as_litert(runtime, build, shapes):
+    model = build()
+    if runtime == "c" and build is fill_like_model:  # the C FILL sizes its output from constant dims only
+        with pytest.raises(UnsupportedOpError, match="node 1 \\(FILL .*dims must be a constant"):
+            _ours_resized(runtime, model, shapes)
+        return
+    for x, got in _ours_resized(runtime, model, shapes):
+        want = _litert_resized(model, x)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("length", [3, 11])
+def test_a_model_shaped_for_another_length_runs_with_stale_declared_shapes(runtime, length):
+    """shaped_model (`--input-shape`) rewrites the input only: the RESHAPE's declared [6, 2, 2] is stale."""
+    model = shaped_model(shape_reshape_model(6), {"x": (1, length, 4)})
+    x = np.random.default_rng(length).standard_normal((1, length, 4)).astype(np.float32)
+    (got,) = run_on(runtime, model, [x])
+    (want,) = run_peer(model, [x], "litert")
+    assert got.shape == (length, 2)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_shape_arithmetic_int8_reshape_is_bit_exact_with_tflm(runtime):
+    """The same graph on INT8 data (RESHAPE and SUM move / add int8 values): TFLM is the reference."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 6, 4), "INT8", scale=0.05, zero_point=-3)
+    s = g.tensor("s", (3,), "INT32")
+    g.op("SHAPE", [x], [s], out_type="INT32")
+    ends = [g.constant(name, np.array([v], np.int32)) for name, v in (("begin", 1), ("end", 2), ("stride", 1))]
+    n = g.tensor("n", (), "INT32")
+    g.op("STRIDED_SLICE", [s, *ends], [n], shrink_axis_mask=1)
+    minus = g.constant("minus", np.array(-1, np.int32))
+    new_shape = g.tensor("new_shape", (2,), "INT32")
+    g.op("PACK", [n, minus], [new_shape], values_count=2, axis=0)
+    y = g.tensor("y", (6, 4), "INT8", scale=0.05, zero_point=-3)
+    g.op("RESHAPE", [x, new_shape], [y])
+    g.output(y)
+    model = g.build()
+    x_values = np.random.default_rng(1).integers(-128, 128, (1, 6, 4), dtype=np.int8)
+    (got,) = run_on(runtime, write_model(model), [x_values])
+    (want,) = run_peer(write_model(model), [x_values], "tflm", isolate=True)
+    np.testing.assert_array_equal(got, want)
+    assert got.shape == (6, 4)
+
+
+# --------------------------------------------------------------------- parameters computed from data
+def _reshape_by_input(declared=(3, 4)) -> bytes:
+    """RESHAPE x [12] by a shape that is a model input (int32 [2]); the model declares y as ``declared``."""
+    g = GraphBuilder()
+    x = g.input("x", (12,), "FLOAT32")
+    shape = g.input("wanted_shape", (2,), "INT32")
+    y = g.tensor("y", declared, "FLOAT32")
+    g.op("RESHAPE", [x, shape], [y])
+    g.output(y)
+    return write_model(g.build())
+
+
+@pytest.mark.parametrize("good", [(3, 4), (3, -1), (-1, 4)])
+def test_a_reshape_shape_from_data_runs_when_it_holds_the_declared_shape(runtime, good):
+    x = np.arange(12, dtype=np.float32)
+    (got,) = run_on(runtime, _reshape_by_input(), [x, np.array(good, np.int32)])
+    (want,) = run_peer(_reshape_by_input(), [x, np.array(good, np.int32)], "litert")
+    assert got.shape == want.shape == (3, 4)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("bad", [(4, 3), (2, 6), (-1, 3)])
+def test_a_reshape_shape_from_data_that_differs_is_a_data_error_never_a_silent_shape(runtime, bad):
+    x = np.arange(12, dtype=np.float32)
+    with pytest.raises(DataError) as err:
+        run_on(runtime, _reshape_by_input(), [x, np.array(bad, np.int32)])
+    text = str(err.value)
+    assert "node 0 (RESHAPE" in text and "\n" not in text, text
+    assert ("'wanted_shape'" in text) if runtime == "python" else ("tensor 1" in text), text
+
+
+def _transpose_conv_by_input() -> bytes:
+    g = GraphBuilder()
+    shape = g.input("out_shape", (4,), "INT32")
+    x = g.input("x", (1, 2, 3, 2), "FLOAT32")
+    wts = g.constant("w", (np.arange(36, dtype=np.float32).reshape(2, 3, 3, 2) % 5 - 2) / 3)
+    y = g.tensor("y", (1, 4, 6, 2), "FLOAT32")
+    g.op("TRANSPOSE_CONV", [shape, wts, x], [y], padding="SAME", stride_h=2, stride_w=2)
+    g.output(y)
+    return write_model(g.build())
+
+
+def test_a_transpose_conv_output_shape_from_data_is_checked_at_every_invoke(runtime):
+    model = _transpose_conv_by_input()
+    x = np.random.default_rng(2).standard_normal((1, 2, 3, 2)).astype(np.float32)
+    good = np.array([1, 4, 6, 2], np.int32)
+    (got,) = run_on(runtime, model, [good, x])
+    (want,) = run_peer(model, [good, x], "litert")
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(DataError) as err:
+        run_on(runtime, model, [np.array([1, 3, 6, 2], np.int32), x])
+    assert "node 0 (TRANSPOSE_CONV" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_fill_dims_from_data_are_refused_at_prepare_naming_the_tensor():
+    g = GraphBuilder()
+    dims = g.input("dims", (1,), "INT32")
+    half = g.constant("half", np.array(0.5, np.float32))
+    y = g.tensor("y", (4,), "FLOAT32")
+    g.op("FILL", [dims, half], [y])
+    g.output(y)
+    interp = Interpreter(model_content=write_model(g.build()))
+    with pytest.raises(UnsupportedOpError, match="node 0 \\(FILL v1\\).*dims tensor 'dims' is computed at run time"):
+        interp.allocate_tensors()
+
+
+def test_the_shape_arithmetic_still_runs_at_every_invoke_and_is_known_at_prepare():
+    interp = Interpreter(model_content=shape_reshape_model(6))
+    interp.resize_tensor_input(0, (1, 9, 4))
+    interp.allocate_tensors()
+    nodes, _, infos = interp.prepare_report()
+    by_name = {info.name: info for info in infos[0]}
+    assert by_name["new_shape"].value.tolist() == [9, 2, 2] and not by_name["new_shape"].is_const
+    assert by_name["x"].value is None  # data is never known at prepare
+    assert interp.folded_nodes == []  # SHAPE reads a model input: nothing is folded away
