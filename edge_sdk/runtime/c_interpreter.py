@@ -43,7 +43,7 @@ from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory 
 from edge_sdk.runtime.planner import folded_pads as planner_folded_pads
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
-from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, resize_request
+from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, folded_pad_output, resize_request
 from edge_sdk.errors import ArenaTooSmallError, DataError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
@@ -552,6 +552,8 @@ class CInterpreter(Interpreter, backend="c"):
                                         "block_size": 0},
             "sparsity_parameters": {},
         }
+        if self.no_data(t, subgraph):  # our mark (LiteRT has none): get_tensor raises "Tensor data is null" for it
+            details["no_data"] = True
         return _uint8.details(details) if (subgraph, t) in self._uint8 else details
 
     def get_input_details(self) -> list[dict]:
@@ -582,10 +584,23 @@ class CInterpreter(Interpreter, backend="c"):
                              f"for input {tensor_index}.")
         view[...] = value
 
+    def no_data(self, tensor_index, subgraph_index: int = 0) -> str | None:
+        """As Interpreter.no_data: why the tensor holds no data in the C plan (a folded PAD's output), else None."""
+        t, s = int(tensor_index), int(subgraph_index)
+        if not self._ready or (s == 0 and t in self._staged):
+            return None
+        info = self._tensor(2 + s, t)
+        if info is None or info["data"] or TENSOR_TYPES.get(info["type"], (None, None))[1] is None:
+            return None
+        return folded_pad_output(self.model, self.folded_pads(), s, t) or "the C plan gives it no bytes"
+
     def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         if not self._ready:
             raise ValueError(f"Tensor data is null for tensor {tensor_index}: call allocate_tensors() first")
         t, s = int(tensor_index), int(subgraph_index)
+        reason = self.no_data(t, s)
+        if reason:
+            raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
         value = self._staged[t] if s == 0 and t in self._staged else self._view(t, s)
         return _uint8.to_uint8(value) if (s, t) in self._uint8 else np.array(value)
 
@@ -843,6 +858,9 @@ class CInterpreter(Interpreter, backend="c"):
         def view() -> np.ndarray:
             if not self._ready:
                 raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            reason = self.no_data(t)
+            if reason:
+                raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
             return self._staged[t] if t in self._staged else self._view(t)
 
         return view

@@ -1008,6 +1008,8 @@ class Interpreter:
             },
             "sparsity_parameters": _sparsity_details(tensor.sparsity),
         }
+        if self.no_data(t, s):  # our mark (LiteRT has none): get_tensor raises "Tensor data is null" for it
+            details["no_data"] = True
         return _uint8.details(details) if (s, t) in self._uint8 else details
 
     def get_input_details(self) -> list[dict]:
@@ -1053,13 +1055,23 @@ class Interpreter:
             raise ValueError(f"Cannot set tensor: tensor {t} '{info.name}' is a constant")
         view[...] = value
 
+    def no_data(self, tensor_index, subgraph_index: int = 0) -> str | None:
+        """Why the tensor holds no data after allocate_tensors (get_tensor raises LiteRT's "Tensor data is null"
+        for it, get_tensor_details marks it ``no_data``), else None: a tensor a delegate keeps to itself, or the
+        output of a PAD folded into the conv that reads it (never computed)."""
+        t, s = int(tensor_index), int(subgraph_index)
+        p = self._p
+        if p is None:
+            return None
+        if (s, t) in p.held:
+            return f"it lives inside the {p.held[(s, t)]} (only tensors crossing partitions are readable)"
+        return folded_pad_output(self._model, p.pad_folds, s, t)
+
     def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         t, s = self._check_index(tensor_index, subgraph_index)
-        if self._p is not None and (s, t) in self._p.held:
-            raise ValueError(
-                f"Tensor data is null for tensor {t}: it lives inside the {self._p.held[(s, t)]} "
-                "(only tensors crossing partitions are readable)"
-            )
+        reason = self.no_data(t, s)
+        if reason:
+            raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
         if self._p is None or self._p.views[s][t] is None:
             raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
         if (s, t) in self._uint8:
@@ -1074,6 +1086,9 @@ class Interpreter:
         def view() -> np.ndarray:
             if self._p is None:
                 raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            reason = self.no_data(t)
+            if reason:
+                raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
             return self._user_view(0, t)
 
         return view
@@ -1191,6 +1206,17 @@ class DataSizedOutput:
             self.views[self.info.index] = np.zeros(shape, self.info.dtype)
             self.info.shape = shape
         return self.views[self.info.index]
+
+
+def folded_pad_output(model: Model, pad_folds, s: int, t: int) -> str | None:
+    """When tensor t of subgraph s is the output of a PAD in ``pad_folds`` ((subgraph, node) pairs: folded into the
+    conv that reads it, never run), the reason it holds no data; else None."""
+    for fs, k in pad_folds:
+        op = model.subgraphs[fs].operators[k]
+        if fs == s and op.outputs and op.outputs[0] == t:
+            return (f"node {k} ({model.op_name(op)}) that writes it is folded into the convolution that reads it "
+                    "(the conv pads its input itself), so it is never computed")
+    return None
 
 
 def _no_step(_inputs, _outputs) -> None:
