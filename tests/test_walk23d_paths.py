@@ -22,6 +22,7 @@ from tests.test_input_shapes import BINS, _reference, log_mel_like
 from tests.test_pad_fold import CHAINS, _feed
 from tests.test_patching import chain_model
 from tests.test_serve import predict, request
+from tests.sshd import lab, ssh_cache  # noqa: F401  (fixtures)
 
 
 # --------------------------------------------------------------------------- run: a file against the flag
@@ -93,3 +94,33 @@ def test_serve_with_input_shape_keeps_one_shape():
         assert status == 400 and "another size needs another server" in doc["error"]
         status, doc, _ = predict(srv, np.ones((4, BINS), np.float32))
         assert status == 200
+
+
+# --------------------------------------------------------------------------- bench --host --inputs
+def test_bench_on_a_device_checks_its_inputs_file_here_first(tmp_path, capsys):
+    """A file that cannot feed the model is named before any connection (the host does not exist)."""
+    model = tmp_path / "lm.tflite"
+    model.write_bytes(log_mel_like())
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((2, 2, 2), np.float32))
+    assert cli.main(["bench", str(model), "--host", "nobody@127.0.0.1:1", "--inputs", str(bad)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"edge bench: error: {bad}: array shaped [2, 2, 2] float32 for input 'x' [-1,-1] float32"]
+
+
+@pytest.mark.slow
+def test_bench_on_a_loopback_device_runs_the_real_input_data(lab, tmp_path):
+    from edge_sdk.tools.bench import bench
+    from edge_sdk.tools.deploy import deploy
+    from tests.test_bench import two_op_model
+
+    lab.start("pi1")
+    assert deploy(two_op_model(tmp_path / "m.tflite"), "pi1", build_c=False).ok  # the device's runtime
+    model = tmp_path / "lm.tflite"
+    model.write_bytes(log_mel_like())
+    data = tmp_path / "six.npy"
+    np.save(data, np.random.default_rng(6).standard_normal((6, BINS)).astype(np.float32))
+    r = bench(model, "pi1", runs=3, warmup=1, inputs=data)
+    assert r["host"] == "pi1" and "/.edge-sdk/bench/inputs-" in r["inputs"] and r["inputs"].endswith(".npy")
+    assert r["input_shapes"] == [{"name": "x", "shape": [6, BINS]}]  # the file's length, on the device
+    assert [o["op"] for o in r["ops"]] == ["RESHAPE", "CONV_2D", "RESHAPE"]
