@@ -613,7 +613,7 @@ class CInterpreter(Interpreter, backend="c"):
         if status == STATUS["EDGE_LIMIT"]:  # a kernel stopped the invoke (WHILE's bound): the record names the node
             _, msg = self.error()
             raise ModelError(f"C runtime: {msg} (max_while_iterations={self.max_while_iterations})")
-        if status == STATUS["EDGE_BAD_INPUT"]:  # a position out of range (GATHER ...): node, tensor, element, value
+        if status == STATUS["EDGE_BAD_INPUT"]:  # a position out of range (GATHER ...), a run-time shape (RESHAPE ...)
             _, msg = self.error()
             raise DataError(f"C runtime: {msg} (run-time input)")
         raise RuntimeError(f"C runtime: {call} returned {status_name(status)}")
