@@ -20,7 +20,7 @@ from edge_sdk.errors import DataError, UnsupportedOpError
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.input_shapes import shaped_model
-from tests.oprunner import run_on, run_peer
+from tests.oprunner import T, op_model, run_on, run_peer
 
 
 def _dynamic(g: GraphBuilder, signature) -> bytes:
@@ -238,3 +238,56 @@ def test_the_shape_arithmetic_still_runs_at_every_invoke_and_is_known_at_prepare
     assert by_name["new_shape"].value.tolist() == [9, 2, 2] and not by_name["new_shape"].is_const
     assert by_name["x"].value is None  # data is never known at prepare
     assert interp.folded_nodes == []  # SHAPE reads a model input: nothing is folded away
+
+
+# Every op whose output shape or layout comes from a parameter tensor, that tensor fed at run time (a model input,
+# data): refused at prepare on both runtimes, naming the node and the op; never run with a guessed parameter.
+F = "FLOAT32"
+
+
+def p(shape):
+    return T(shape, "INT32", name="param")
+
+
+def c(values, type_="INT32"):
+    values = np.asarray(values, np.int32 if type_ == "INT32" else np.float32)
+    return T(values.shape, type_, data=values)
+
+
+CASES = {  # op: (inputs, outputs, options); the parameter is p(...)
+    "FILL": ([p((2,)), c(1.0, F)], [T((2, 3), F)], None),
+    "TILE": ([T((2, 3), F), p((2,))], [T((4, 3), F)], None),
+    "PAD": ([T((2, 3), F), p((2, 2))], [T((4, 5), F)], None),
+    "MIRROR_PAD": ([T((2, 3), F), p((2, 2))], [T((4, 5), F)], {"mode": "REFLECT"}),
+    "SLICE": ([T((4, 4), F), p((2,)), c([2, 2])], [T((2, 2), F)], None),
+    "STRIDED_SLICE": ([T((4, 4), F), p((2,)), c([2, 2]), c([1, 1])], [T((2, 2), F)], None),
+    "SUM": ([T((4, 4), F), p((1,))], [T((4,), F)], None),
+    "MEAN": ([T((4, 4), F), p((1,))], [T((4,), F)], None),
+    "REDUCE_MAX": ([T((4, 4), F), p((1,))], [T((4,), F)], None),
+    "RESIZE_BILINEAR": ([T((1, 2, 2, 1), F), p((2,))], [T((1, 4, 4, 1), F)], None),
+    "RESIZE_NEAREST_NEIGHBOR": ([T((1, 2, 2, 1), F), p((2,))], [T((1, 4, 4, 1), F)], None),
+    "BROADCAST_TO": ([T((1, 3), F), p((2,))], [T((2, 3), F)], None),
+    "TRANSPOSE": ([T((2, 3), F), p((2,))], [T((3, 2), F)], None),
+    "EXPAND_DIMS": ([T((2, 3), F), p((1,))], [T((2, 3, 1), F)], None),
+    "SPLIT": ([p((1,)), T((4, 2), F)], [T((2, 2), F), T((2, 2), F)], {"num_splits": 2}),
+    "SPLIT_V": ([T((4, 2), F), p((2,)), c([0])], [T((1, 2), F), T((3, 2), F)], {"num_splits": 2}),
+    "ARG_MAX": ([T((4, 3), F), p((1,))], [T((4,), "INT32")], {"output_type": "INT32"}),
+    "CUMSUM": ([T((4, 3), F), p(())], [T((4, 3), F)], None),
+    "REVERSE_V2": ([T((4, 3), F), p((1,))], [T((4, 3), F)], None),
+    "ONE_HOT": ([c([0, 1, 2]), p(()), c(1.0, F), c(0.0, F)], [T((3, 3), F)], {"axis": -1}),
+    "SPACE_TO_BATCH_ND": ([T((1, 4, 4, 1), F), p((2,)), c(np.zeros((2, 2)))], [T((4, 2, 2, 1), F)], None),
+    "RANGE": ([p(()), c(5), c(1)], [T((5,), "INT32")], None),
+}
+
+
+@pytest.mark.parametrize("op", list(CASES))
+def test_a_parameter_fed_from_data_is_refused_at_prepare_never_guessed(runtime, op):
+    inputs, outputs, options = CASES[op]
+    interp = Interpreter(model_content=op_model(op, inputs, outputs, options), backend=runtime)
+    with pytest.raises(UnsupportedOpError) as err:
+        interp.allocate_tensors()
+    text = str(err.value)
+    assert f"node 0 ({op} " in text and "\n" not in text, text
+    assert "run time" in text or "constant" in text, text
+    if runtime == "python":
+        assert "'param' is computed at run time from data" in text, text
