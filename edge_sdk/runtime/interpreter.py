@@ -31,7 +31,10 @@ allocate_tensors, step by step:
    written by an EARLIER one; an output is written by one operator only and is neither a constant nor a
    subgraph input), look its row up in ``edge_sdk.runtime.op_table`` (op and version), and call the row's prepare,
    which validates dtypes/options, sets the output shapes and returns the eval function. Errors name the
-   node (index, op, version) and its input dtype. A tensor nobody writes may be read (converters leave
+   node (index, op, version) and its input dtype. A prepared node whose outputs follow from shapes and
+   constants alone (SHAPE, RANK and the small arithmetic on them: know_at_prepare) is evaluated there and then,
+   so the nodes after it take those values as their parameters (a RESHAPE's new shape, FILL's dims) at any
+   input shape; the node still runs at every invoke. A tensor nobody writes may be read (converters leave
    such scratch tensors): it holds zeros. An output whose size depends on the data (the row's ``data_sized``:
    WHERE, UNIQUE) gets an empty placeholder shape, so no arena bytes; its eval sizes it (``DataSizedOutput``,
    LiteRT's dynamic tensor resized at eval) in its own array outside the arena. Supported only in subgraph 0 and
