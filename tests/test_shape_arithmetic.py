@@ -1,7 +1,7 @@
 """Run-time shapes (issue 23): ops whose parameters are tensors computed at run time.
 
 * Shape arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch / onnx2tf exports write it) is known once
-  the input shapes are: the Python prepare evaluates it (interpreter.know_at_prepare), and the C runtime loads
+  the input shapes are: the Python prepare evaluates it (shape_arithmetic.know_at_prepare), and the C runtime loads
   the model with the shapes it gives (CInterpreter._shape_arithmetic_shapes), so both run such a model at any
   input length, as LiteRT does.
 * A RESHAPE shape / TRANSPOSE_CONV output_shape computed from data is held to the declared output shape at every
@@ -291,3 +291,27 @@ def test_a_parameter_fed_from_data_is_refused_at_prepare_never_guessed(runtime, 
     assert "run time" in text or "constant" in text, text
     if runtime == "python":
         assert "'param' is computed at run time from data" in text, text
+
+
+# ------------------------------------------------------------------ the bytes the C runtime loads (boards too)
+def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
+    """uint8.c_bytes / c_path (what edge check, flash, export and profile hand the C runtime) declare the shapes
+    the shape arithmetic gives at the shaped input: the C prepare built for a board's layout then plans the model
+    as the Python interpreter does (was: RESHAPE refused, its declared output stale)."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime.uint8 import c_bytes
+    from edge_sdk.targets import c_check
+    from tests.conftest import require_c_runtime
+
+    require_c_runtime()
+    shaped = shaped_model(shape_reshape_model(6), {"x": (1, 9, 4)})
+    data, pairs = c_bytes(shaped)
+    assert not pairs and data != shaped
+    shapes = {t.name: tuple(t.shape) for t in read_model(data).subgraphs[0].tensors}
+    assert shapes["r"] == (9, 2, 2) and shapes["y"] == (9, 2) and shapes["x"] == (1, 9, 4)
+    assert c_bytes(shape_reshape_model(6))[0] == shape_reshape_model(6)  # at its own shape: the bytes as they are
+    plan = c_check.target_plan(shaped, c_check.HOST)
+    assert plan.ok, plan.message
+    python = Interpreter(model_content=shaped)
+    python.allocate_tensors()
+    assert plan.figures["tensor_total"] == python.arena_plan().total

@@ -24,9 +24,7 @@ of the model (the C loader reads shapes from the model bytes) and the next alloc
 
 from __future__ import annotations
 
-import copy
 import ctypes
-import dataclasses
 import os
 import shutil
 import threading
@@ -298,7 +296,7 @@ class CInterpreter(Interpreter, backend="c"):
         if shapes:  # the model's declared shapes are not the ones its shape arithmetic gives
             from edge_sdk.model import write_model
 
-            self._load(write_model(_with_shapes(self.model, shapes)))
+            self._load(write_model(_uint8.with_shapes(self.model, shapes)))
 
     def _load(self, data: bytes) -> None:
         """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
@@ -822,7 +820,7 @@ class CInterpreter(Interpreter, backend="c"):
 
         self._resized[(s, t)] = shape
         self._shadow = None
-        data = write_model(_with_shapes(model, {**self._shape_arithmetic_shapes(), **self._resized}))
+        data = write_model(_uint8.with_shapes(model, {**self._shape_arithmetic_shapes(), **self._resized}))
         self._load(data)
         if self._planner_stage:  # the stage was chosen for the old shapes
             self._patch = self._stage_for(data)
@@ -981,7 +979,7 @@ class CInterpreter(Interpreter, backend="c"):
 
     def _shape_arithmetic_shapes(self) -> dict[tuple[int, int], tuple[int, ...]]:
         """(subgraph, tensor) -> shape for every tensor whose shape the Python prepare, which evaluates shape
-        arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE: interpreter.know_at_prepare), finds different from
+        arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE: shape_arithmetic.know_at_prepare), finds different from
         the one the model declares, at this interpreter's input shapes. The C runtime's prepare sizes a RESHAPE /
         TRANSPOSE_CONV whose shape input it cannot compute from the declared output shape (and checks it at every
         invoke), so the model bytes it loads declare these. Empty for a model without SHAPE / RANK ops (nothing
@@ -1008,17 +1006,6 @@ class CInterpreter(Interpreter, backend="c"):
         if allocate:
             self._shadow.allocate_tensors()
         return self._shadow
-
-
-def _with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
-    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
-    out = copy.copy(model)
-    out.subgraphs = list(model.subgraphs)
-    for (s, t), shape in shapes.items():
-        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
-        sg.tensors = list(sg.tensors)
-        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
-    return out
 
 
 class CSignatureRunner:

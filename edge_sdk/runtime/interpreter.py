@@ -86,6 +86,7 @@ from edge_sdk.runtime import patching as _patching
 from edge_sdk.runtime import planner as _planner
 from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.planner import MAX_ARENA_BYTES, buffer_requests, check_memory
+from edge_sdk.runtime.shape_arithmetic import know_at_prepare
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
@@ -134,37 +135,6 @@ def check_while_bound(bound) -> int | None:
     if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)) or bound < 0:
         raise ValueError(f"max_while_iterations must be None or an int >= 0, not {bound!r}")
     return int(bound)
-
-
-# The most elements an output known at prepare may hold (know_at_prepare): shape vectors and scalars, never activations.
-KNOWN_AT_PREPARE_ELEMENTS = 64
-
-
-def know_at_prepare(node: Node) -> None:
-    """Evaluate a prepared node now when its outputs follow from shapes and constants alone (a ``shape_only`` op
-    such as SHAPE, or every input known: ``TensorInfo.known``), setting each output's ``value``: the shape
-    arithmetic of PyTorch / onnx2tf exports (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE) is then known to the nodes
-    after it, which size their outputs from it (what LiteRT does at invoke, when the values exist). Only small
-    outputs (KNOWN_AT_PREPARE_ELEMENTS) of pure ops; the node still runs at every invoke."""
-    row = op_table.row(node.op)
-    if row.effects or row.random or row.data_sized or row.subgraphs or hasattr(node._eval, "reset"):
-        return
-    if any(o.dtype is None or o.size > KNOWN_AT_PREPARE_ELEMENTS for o in node.outputs):
-        return
-    if row.shape_only:
-        inputs = [None] * len(node.inputs)  # its eval writes what prepare read off the input's shape
-    elif any(t is not None and t.known is None for t in node.inputs) or not any(t is not None for t in node.inputs):
-        return
-    else:
-        inputs = [None if t is None else t.known for t in node.inputs]  # as invoke's views hold them
-    outs = [np.zeros(o.shape, o.dtype) for o in node.outputs]
-    try:
-        node._eval(inputs, outs)
-    except Exception:  # noqa: BLE001 - a value that fails now fails at invoke, where it is reported with its node
-        return
-    for info, value in zip(node.outputs, outs):
-        value.setflags(write=False)
-        info.value = value
 
 
 def _type_name(dtype: np.dtype) -> str:

@@ -88,7 +88,7 @@ class OpRow:
     moves_values: bool = False  # values unchanged, only their positions (RESHAPE, TRANSPOSE, ...)
     random: bool = False  # draws random numbers: never computed ahead of time
     # shape_only: output 0 depends on the input's shape, not its values (SHAPE, RANK): known at prepare, so the
-    # shape arithmetic after it is too (interpreter.know_at_prepare)
+    # shape arithmetic after it is too (shape_arithmetic.know_at_prepare)
     shape_only: bool = False
     # distribution: output 0 is a probability distribution (or its log) over the last axis (SOFTMAX, LOG_SOFTMAX):
     # the quantizer's accuracy guard compares its argmax beside its SNR

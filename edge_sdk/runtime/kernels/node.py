@@ -49,7 +49,7 @@ class TensorInfo:
     sized_at_eval: bool = False
     # a tensor computed at run time whose value prepare already knows: shape arithmetic on SHAPE / RANK outputs and
     # constants (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch and onnx2tf exports write it), evaluated by
-    # the interpreter right after its node's prepare (interpreter.know_at_prepare); it still lives in the arena and
+    # the interpreter right after its node's prepare (shape_arithmetic.know_at_prepare); it still lives in the arena and
     # its node still writes it at every invoke (the same value). None: unknown until run time.
     value: np.ndarray | None = None
 
