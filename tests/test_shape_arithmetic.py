@@ -1,9 +1,11 @@
 """Run-time shapes (issue 23): ops whose parameters are tensors computed at run time.
 
 * Shape arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch / onnx2tf exports write it) is known once
-  the input shapes are: the Python prepare evaluates it (shape_arithmetic.know_at_prepare), and the C runtime loads
-  the model with the shapes it gives (CInterpreter._shape_arithmetic_shapes), so both run such a model at any
-  input length, as LiteRT does.
+  the input shapes are: the Python prepare evaluates it (shape_arithmetic.know_at_prepare), and the bytes the C
+  runtime loads declare the shapes it gives (uint8.c_model; CInterpreter after resize_tensor_input), so both run
+  such a model at any input length, as LiteRT does, and edge check / flash / export judge it at that length.
+  Parameters other than RESHAPE's / TRANSPOSE_CONV's (FILL dims, ...) computed so run in Python only: the C
+  kernels refuse a non-constant parameter.
 * A RESHAPE shape / TRANSPOSE_CONV output_shape computed from data is held to the declared output shape at every
   invoke: a different one is a DataError naming the node, the op and the tensor, never a silently mislabelled
   output. Other parameters (FILL dims, TILE multiples, ...) computed from data are refused at prepare, naming
