@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
@@ -317,3 +319,18 @@ def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
     python = Interpreter(model_content=shaped)
     python.allocate_tensors()
     assert plan.figures["tensor_total"] == python.arena_plan().total
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi")
+def test_a_shape_arithmetic_model_profiled_on_the_qemu_board_at_another_length(state, tmp_path):
+    """`edge profile MODEL --target qemu-mps2-an386 --input-shape x:1,9,4`: the board runs RESHAPE at [9, 2, 2]
+    (the firmware embeds the bytes with the declared shapes) and its outputs are the host interpreter's."""
+    from edge_sdk.tools.profile import profile_model
+
+    path = tmp_path / "sr.tflite"
+    path.write_bytes(shape_reshape_model(6))
+    r = profile_model(path, "qemu-mps2-an386", runs=1, input_shapes={"x": (1, 9, 4)})
+    assert r["validated"], r["mismatches"]
+    assert [(o["op"], o["output_shape"]) for o in r["ops"]][3:] == [("RESHAPE", [9, 2, 2]), ("SUM", [9, 2])]
